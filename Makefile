@@ -1,0 +1,87 @@
+# assoc: build, test, demo.  `make` builds build/assoc; `make test` installs
+# what is missing, builds with AddressSanitizer and UBSan, runs the Criterion
+# suite, checks every bundled spec and runs a bounded fuzz smoke test.
+
+CC      ?= cc
+OPT     ?= -O2
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -I.
+LDLIBS  += -lyaml -lm
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_SECONDS ?= 45
+
+LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c))
+HDRS    := $(wildcard ir/*.h ir/*.def compiler/*.h)
+TEST_SRC := $(wildcard tests/*.c)
+
+OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
+ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
+
+PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config
+
+.PHONY: all deps test demo fuzz clean check-specs
+
+all: build/assoc
+
+build/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+build/asan/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
+
+build/libassoc.a: $(OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build/asan/libassoc.a: $(ASAN_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build/assoc: build/obj/compiler/main.o build/libassoc.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+build/asan/assoc: build/asan/compiler/main.o build/asan/libassoc.a
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+
+build/asan/tests: $(TEST_SRC) build/asan/libassoc.a tests/testutil.h
+	$(CC) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) build/asan/libassoc.a -lcriterion $(LDLIBS)
+
+build/fuzz_spec: tests/fuzz/fuzz_spec.c $(LIB_SRC) $(HDRS)
+	@mkdir -p build
+	clang $(CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-o $@ tests/fuzz/fuzz_spec.c $(LIB_SRC) $(LDLIBS)
+
+# Install missing system packages (Debian's apt; root or sudo).
+deps:
+	@missing=""; for p in $(PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null || \
+		{ echo "error: could not install$$missing"; exit 1; }; \
+	fi
+
+check-specs: build/asan/assoc
+	build/asan/assoc check specs/*.yaml tests/format/*.yaml
+
+test: deps
+	$(MAKE) build/asan/tests build/asan/assoc build/assoc
+	build/asan/tests --jobs 2
+	$(MAKE) check-specs
+	$(MAKE) fuzz
+
+fuzz: deps build/fuzz_spec
+	@mkdir -p build/fuzz-corpus
+	build/fuzz_spec -runs=0 tests/fuzz/regress
+	build/fuzz_spec -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+		-dict=tests/fuzz/spec.dict -artifact_prefix=build/fuzz- \
+		build/fuzz-corpus specs tests/bad tests/format tests/laws 2>build/fuzz.log || \
+		{ tail -40 build/fuzz.log; echo "fuzz: crash input kept under build/; copy it to tests/fuzz/regress/"; exit 1; }
+	@grep -E '^Done|#[0-9]+.*DONE' build/fuzz.log | tail -1
+
+demo: deps
+	$(MAKE) build/assoc
+	build/assoc check specs/online_softmax.yaml
+
+clean:
+	rm -rf build

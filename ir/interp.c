@@ -1,0 +1,291 @@
+/* interp.c: a tape interpreter for expression DAGs, in float64 or in the
+ * spec's own types (f32 rounded after every op), with a running error bound.
+ *
+ * The error bound of a value is in units of the unit roundoff u of its mode:
+ * |computed - exact| <= u * err, given exact leaves (or leaves whose own error
+ * the caller supplies).  It is the classic running error analysis (Wilkinson;
+ * Higham, "Accuracy and Stability", ch. 3): each op adds |result| for its own
+ * rounding (twice that for library functions) to the propagated errors of its
+ * operands.  Law checks compare two evaluations against the sum of their bounds. */
+#include "ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	uint16_t op;
+	uint8_t kind, nargs;
+	int k, len;
+	int dst;
+	int src[3], slen[3];
+} Instr;
+
+struct Prog {
+	Ir *ir;
+	Expr **nodes; /* reachable, by id */
+	int nnodes;
+	int *off;     /* by position in nodes */
+	Instr *code;
+	int ncode;
+	Expr **leaves;
+	int *leafoff;
+	int nleaves;
+	int *rootoff;
+	int nroots;
+	double *val, *err;
+	int nval;
+};
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p) {
+		fputs("assoc: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+static int is_leaf(const Expr *e)
+{
+	return e->op == EXPR_VAR || (ir_ops[e->op].flags & F_REDUCE);
+}
+
+static int cmp_id(const void *x, const void *y)
+{
+	const Expr *a = *(Expr *const *)x, *b = *(Expr *const *)y;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+/* Depth-first collection with an explicit stack: expressions from the
+ * prover can be deep, and recursion depth must not depend on input. */
+static int collect(Expr *const *roots, int nroots, unsigned char *seen, Expr ***out)
+{
+	int n = 0, cap = 64, sp = 0, scap = 64;
+	Expr **list = xmalloc(cap * sizeof *list), **stack = xmalloc(scap * sizeof *stack);
+	for (int r = 0; r < nroots; r++) {
+		if (sp == scap)
+			stack = realloc(stack, (scap *= 2) * sizeof *stack);
+		if (!stack)
+			abort();
+		stack[sp++] = roots[r];
+	}
+	while (sp) {
+		Expr *e = stack[--sp];
+		if (seen[e->id])
+			continue;
+		seen[e->id] = 1;
+		if (n == cap)
+			list = realloc(list, (cap *= 2) * sizeof *list);
+		list[n++] = e;
+		if (is_leaf(e))
+			continue;
+		for (int i = 0; i < e->nargs; i++) {
+			if (sp == scap)
+				stack = realloc(stack, (scap *= 2) * sizeof *stack);
+			stack[sp++] = e->a[i];
+		}
+		if (!list || !stack)
+			abort();
+	}
+	free(stack);
+	qsort(list, n, sizeof *list, cmp_id);
+	*out = list;
+	return n;
+}
+
+static int width(const Expr *e) { return e->ty.len ? e->ty.len : 1; }
+
+static int find(const Prog *p, const Expr *e)
+{
+	int lo = 0, hi = p->nnodes - 1;
+	while (lo <= hi) {
+		int m = (lo + hi) / 2;
+		if (p->nodes[m]->id == e->id)
+			return m;
+		if (p->nodes[m]->id < e->id)
+			lo = m + 1;
+		else
+			hi = m - 1;
+	}
+	return -1;
+}
+
+Prog *prog_new(Ir *ir, Expr *const *roots, int nroots)
+{
+	Prog *p = xmalloc(sizeof *p);
+	memset(p, 0, sizeof *p);
+	p->ir = ir;
+	unsigned char *seen = calloc(ir_nnodes(ir) + 1, 1);
+	if (!seen)
+		abort();
+	p->nnodes = collect(roots, nroots, seen, &p->nodes);
+	free(seen);
+	p->off = xmalloc(p->nnodes * sizeof *p->off);
+	for (int i = 0; i < p->nnodes; i++) {
+		p->off[i] = p->nval;
+		p->nval += width(p->nodes[i]);
+	}
+	p->val = xmalloc(p->nval * sizeof *p->val);
+	p->err = xmalloc(p->nval * sizeof *p->err);
+	memset(p->val, 0, p->nval * sizeof *p->val);
+	memset(p->err, 0, p->nval * sizeof *p->err);
+	p->code = xmalloc(p->nnodes * sizeof *p->code);
+	p->leaves = xmalloc(p->nnodes * sizeof *p->leaves);
+	p->leafoff = xmalloc(p->nnodes * sizeof *p->leafoff);
+	for (int i = 0; i < p->nnodes; i++) {
+		Expr *e = p->nodes[i];
+		if (is_leaf(e)) {
+			p->leaves[p->nleaves] = e;
+			p->leafoff[p->nleaves++] = p->off[i];
+			continue;
+		}
+		if (e->op == EXPR_CONST) {
+			for (int j = 0; j < width(e); j++)
+				p->val[p->off[i] + j] = e->num;
+			continue;
+		}
+		Instr *in = &p->code[p->ncode++];
+		*in = (Instr){.op = e->op, .kind = e->ty.kind, .nargs = e->nargs, .k = e->k,
+			      .len = width(e), .dst = p->off[i]};
+		for (int a = 0; a < e->nargs; a++) {
+			int j = find(p, e->a[a]);
+			in->src[a] = p->off[j];
+			in->slen[a] = width(e->a[a]);
+		}
+	}
+	p->nroots = nroots;
+	p->rootoff = xmalloc(nroots * sizeof *p->rootoff);
+	for (int r = 0; r < nroots; r++)
+		p->rootoff[r] = p->off[find(p, roots[r])];
+	return p;
+}
+
+void prog_free(Prog *p)
+{
+	if (!p)
+		return;
+	free(p->nodes);
+	free(p->off);
+	free(p->code);
+	free(p->leaves);
+	free(p->leafoff);
+	free(p->rootoff);
+	free(p->val);
+	free(p->err);
+	free(p);
+}
+
+int prog_nleaves(const Prog *p) { return p->nleaves; }
+Expr *prog_leaf(const Prog *p, int i) { return p->leaves[i]; }
+
+double *prog_leaf_val(Prog *p, int i, double **err)
+{
+	if (err)
+		*err = p->err + p->leafoff[i];
+	return p->val + p->leafoff[i];
+}
+
+int prog_find_leaf(const Prog *p, const Expr *e)
+{
+	for (int i = 0; i < p->nleaves; i++)
+		if (p->leaves[i] == e)
+			return i;
+	return -1;
+}
+
+const double *prog_root(const Prog *p, int r, const double **err)
+{
+	if (err)
+		*err = p->err + p->rootoff[r];
+	return p->val + p->rootoff[r];
+}
+
+/* Propagated error of one op plus its own rounding; see the file comment.
+ * Infinite results are exact as far as comparisons go: their mismatches are
+ * caught as non-finite values, not by tolerance. */
+static double err_op(Op op, int k, double x, double y, double ex, double ey, double ez, double r)
+{
+	double ar = fabs(r), e;
+	if (!isfinite(r))
+		return 0;
+	switch (op) {
+	case EXPR_NEG: case EXPR_ABS: case EXPR_INDEX: return ex;
+	case EXPR_CAST: return ex + ar;
+	case EXPR_ADD: case EXPR_SUB: e = ex + ey + ar; break;
+	case EXPR_MUL: e = ex * fabs(y) + ey * fabs(x) + ar; break;
+	case EXPR_DIV: e = (ex + ar * ey) / fabs(y) + ar; break;
+	case EXPR_FMA: e = ex * fabs(y) + ey * fabs(x) + ez + ar; break;
+	case EXPR_POW: e = abs(k) * (ar / (x == 0 ? 1 : fabs(x))) * ex + abs(k) * ar; break;
+	case EXPR_EXP: e = ar * ex + 2 * ar; break;
+	case EXPR_EXP2: e = ar * 0.6931471805599453 * ex + 2 * ar; break;
+	case EXPR_EXPM1: e = fabs(r + 1) * ex + 2 * ar; break;
+	case EXPR_LOG: e = ex / fabs(x) + 2 * ar; break;
+	case EXPR_LOG2: e = ex / (fabs(x) * 0.6931471805599453) + 2 * ar; break;
+	case EXPR_LOG1P: e = ex / fabs(1 + x) + 2 * ar; break;
+	case EXPR_SQRT: e = ex / (2 * ar) + ar; break;
+	case EXPR_RSQRT: e = ar * ex / (2 * fabs(x)) + 2 * ar; break;
+	case EXPR_TANH: e = ex * (1 - r * r) + 2 * ar; break;
+	case EXPR_SIGMOID: e = ex * r * (1 - r) + 2 * ar; break;
+	case EXPR_MAX: case EXPR_MIN: return ex > ey ? ex : ey;
+	default: return 0; /* comparisons, logic: exact */
+	}
+	return isnan(e) ? INFINITY : e;
+}
+
+static void run_dot(const Instr *in, double *val, double *err, int f32)
+{
+	const double *x = val + in->src[0], *y = val + in->src[1];
+	const double *ex = err + in->src[0], *ey = err + in->src[1];
+	double s = 0, e = 0, mag = 0;
+	float sf = 0;
+	for (int i = 0; i < in->slen[0]; i++) {
+		double p = x[i] * y[i];
+		if (f32)
+			sf += (float)x[i] * (float)y[i];
+		else
+			s += p;
+		mag += fabs(p);
+		e += ex[i] * fabs(y[i]) + ey[i] * fabs(x[i]);
+	}
+	val[in->dst] = f32 ? sf : s;
+	err[in->dst] = e + 2 * in->slen[0] * mag;
+}
+
+void prog_run(Prog *p, Mode mode)
+{
+	double *val = p->val, *err = p->err;
+	for (int c = 0; c < p->ncode; c++) {
+		const Instr *in = &p->code[c];
+		int f32 = mode == MODE_F32 && in->kind == TY_F32;
+		TyKind kind = f32 ? TY_F32 : (in->kind == TY_F32 || in->kind == TY_NUM ? TY_F64 : in->kind);
+		if (in->op == EXPR_DOT) {
+			run_dot(in, val, err, f32);
+			continue;
+		}
+		if (in->op == EXPR_INDEX) {
+			val[in->dst] = val[in->src[0] + in->k];
+			err[in->dst] = err[in->src[0] + in->k];
+			continue;
+		}
+		int s0 = in->slen[0] > 1, s1 = in->slen[1] > 1, s2 = in->slen[2] > 1;
+		for (int i = 0; i < in->len; i++) {
+			double x = val[in->src[0] + s0 * i];
+			double y = in->nargs > 1 ? val[in->src[1] + s1 * i] : 0;
+			double z = in->nargs > 2 ? val[in->src[2] + s2 * i] : 0;
+			double ex = err[in->src[0] + s0 * i];
+			double ey = in->nargs > 1 ? err[in->src[1] + s1 * i] : 0;
+			double ez = in->nargs > 2 ? err[in->src[2] + s2 * i] : 0;
+			double r;
+			if (in->op == EXPR_CAST)
+				r = ir_round(kind, x);
+			else
+				r = ir_eval_op((Op)in->op, kind, in->k, x, y, z);
+			val[in->dst + i] = r;
+			if (in->op == EXPR_WHERE)
+				err[in->dst + i] = x != 0 ? ey : ez;
+			else
+				err[in->dst + i] = err_op((Op)in->op, in->k, x, y, ex, ey, ez, r);
+		}
+	}
+}

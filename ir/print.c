@@ -1,0 +1,123 @@
+/* print.c: expressions back to spec syntax, with the fewest parentheses
+ * that read back as the same tree. */
+#include "ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { PREC_ATOM = 9, PREC_UNARY = 6 };
+
+void ir_fmt_num(double v, char *buf, size_t n)
+{
+	if (isnan(v)) {
+		snprintf(buf, n, "nan");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, n, v < 0 ? "-inf" : "inf");
+		return;
+	}
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, n, "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+static int prec_of(const Expr *e)
+{
+	switch (e->op) {
+	case EXPR_CONST:
+		return (e->num < 0 || (e->num == 0 && signbit(e->num))) ? PREC_UNARY : PREC_ATOM;
+	case EXPR_CAST:
+		return prec_of(e->a[0]);
+	default:
+		return ir_ops[e->op].flags & F_FUNC ? PREC_ATOM : ir_ops[e->op].prec;
+	}
+}
+
+static void put(const Ir *ir, const Expr *e, FILE *out);
+
+static void put_paren(const Ir *ir, const Expr *e, int paren, FILE *out)
+{
+	if (paren)
+		fputc('(', out);
+	put(ir, e, out);
+	if (paren)
+		fputc(')', out);
+}
+
+static void put_const(const Expr *e, FILE *out)
+{
+	char buf[40];
+	if (e->ty.kind == TY_BOOL) {
+		fputs(e->num != 0 ? "(0 == 0)" : "(0 != 0)", out);
+		return;
+	}
+	ir_fmt_num(e->num, buf, sizeof buf);
+	fputs(buf, out);
+}
+
+static void put(const Ir *ir, const Expr *e, FILE *out)
+{
+	const OpInfo *oi = &ir_ops[e->op];
+	int p = oi->prec;
+	switch (e->op) {
+	case EXPR_CONST:
+		put_const(e, out);
+		return;
+	case EXPR_VAR: {
+		const Var *v = ir_var(ir, e->k);
+		if (v->kind == VAR_STATE && v->which != STATE_SELF)
+			fprintf(out, "%c.", "abc"[v->which]);
+		fputs(v->name, out);
+		return;
+	}
+	case EXPR_CAST:
+		put(ir, e->a[0], out);
+		return;
+	case EXPR_INDEX:
+		put_paren(ir, e->a[0], prec_of(e->a[0]) < PREC_ATOM, out);
+		fprintf(out, "[%d]", e->k);
+		return;
+	case EXPR_NEG:
+	case EXPR_NOT:
+		fputs(oi->printed, out);
+		put_paren(ir, e->a[0], prec_of(e->a[0]) <= PREC_UNARY, out);
+		return;
+	case EXPR_POW:
+		put_paren(ir, e->a[0], prec_of(e->a[0]) <= p, out);
+		fprintf(out, "^%d", e->k);
+		return;
+	default:
+		break;
+	}
+	if (oi->flags & F_INFIX) {
+		int cmp = (oi->flags & F_CMP) != 0;
+		put_paren(ir, e->a[0], prec_of(e->a[0]) < p + cmp, out);
+		fprintf(out, " %s ", oi->printed);
+		put_paren(ir, e->a[1], prec_of(e->a[1]) <= p, out);
+		return;
+	}
+	fprintf(out, "%s(", oi->printed);
+	for (int i = 0; i < e->nargs; i++) {
+		if (i)
+			fputs(", ", out);
+		put(ir, e->a[i], out);
+	}
+	fputc(')', out);
+}
+
+void ir_print(const Ir *ir, const Expr *e, FILE *out) { put(ir, e, out); }
+
+char *ir_str(const Ir *ir, const Expr *e)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	if (!f)
+		abort();
+	put(ir, e, f);
+	fclose(f);
+	return buf;
+}
