@@ -278,7 +278,7 @@ static void ref_free(RefEval *re)
 
 /* One reduction over the row's unmasked positions, with the running error
  * of a left-to-right sum. */
-static void reduce(Machine *m, int k, const Row *r)
+static void reduce(Machine *m, Mode mode, int k, const Row *r)
 {
 	RefEval *re = m->ref;
 	Expr *e = re->red[k];
@@ -290,14 +290,14 @@ static void reduce(Machine *m, int k, const Row *r)
 	for (int j = 0; j < r->len; j++) {
 		x.j = j;
 		bind_at(m, &re->arg[k], &x);
-		prog_run(re->arg[k].p, MODE_F64);
+		prog_run(re->arg[k].p, mode);
 		if (prog_root(re->arg[k].p, 1, NULL)[0] == 0)
 			continue;
 		const double *ve, *v = prog_root(re->arg[k].p, 0, &ve);
 		for (int t = 0; t < w; t++) {
 			switch (e->op) {
 			case EXPR_SUM:
-				acc[t] += v[t];
+				acc[t] = mode == MODE_F32 && e->ty.kind == TY_F32 ? (float)(acc[t] + v[t]) : acc[t] + v[t];
 				err[t] += ve[t] + fabs(acc[t]);
 				break;
 			case EXPR_COUNT: acc[t] += 1; break;
@@ -315,15 +315,15 @@ static void reduce(Machine *m, int k, const Row *r)
 	}
 }
 
-void m_reference(Machine *m, const Row *r, double *rowv, double *rowe, double *posv, double *pose)
+void m_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *posv, double *pose)
 {
 	RefEval *re = m->ref;
 	for (int k = 0; k < re->nred; k++) /* by id: inner reductions first */
-		reduce(m, k, r);
+		reduce(m, mode, k, r);
 	Ctx x = {.row = r, .params = m->params, .red = re->memo, .rede = re->memoe};
 	if (re->nrow) {
 		bind_at(m, &re->rowout, &x);
-		prog_run(re->rowout.p, MODE_F64);
+		prog_run(re->rowout.p, mode);
 		for (int q = 0; q < re->nrow; q++) {
 			int k = re->rowk[q], w = m->refoff[k + 1] - m->refoff[k];
 			const double *e, *v = prog_root(re->rowout.p, q, &e);
@@ -334,7 +334,7 @@ void m_reference(Machine *m, const Row *r, double *rowv, double *rowe, double *p
 	for (int j = 0; re->npos && j < r->len; j++) {
 		x.j = j;
 		bind_at(m, &re->posout, &x);
-		prog_run(re->posout.p, MODE_F64);
+		prog_run(re->posout.p, mode);
 		for (int q = 0; q < re->npos; q++) {
 			int k = re->posk[q], w = m->refoff[k + 1] - m->refoff[k];
 			const double *e, *v = prog_root(re->posout.p, q, &e);

@@ -54,9 +54,10 @@ void m_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const dou
 		double *oute);
 void m_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,
 	   double *oute);
-/* Reference: per-row values into rowv (refw wide, per-position slots unused);
+/* Reference, naively (sums left to right) in float64, or in the spec's
+ * types for MODE_F32: per-row values into rowv (refw wide, per-position slots unused);
  * per-position values into posv[j * refw + refoff[k]] for each position. */
-void m_reference(Machine *m, const Row *r, double *rowv, double *rowe, double *posv, double *pose);
+void m_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *posv, double *pose);
 
 /* Deterministic random numbers (splitmix64). */
 uint64_t rng_next(uint64_t *s);

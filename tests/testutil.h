@@ -13,8 +13,7 @@ static inline Carrier *load_ok(const char *path)
 	Diag d;
 	diag_init(&d, path);
 	Carrier *c = spec_load_file(path, NULL, 0, &d);
-	if (!c)
-		cr_fatal("%s did not load:\n%s", path, d.text ? d.text : "(no diagnostic)");
+	cr_assert(c, "%s did not load:\n%s", path, d.text ? d.text : "(no diagnostic)");
 	diag_free(&d);
 	return c;
 }

@@ -1,0 +1,214 @@
+/* draw.c: input families and reachable states for the checker. */
+#include "draw.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const fam_name[NFAMS] = {"normal", "integer grid", "spread maxima", "wide", "mean 1e8",
+				     "large counts"};
+
+enum { ASSUME_TRIES = 64, ROW_TRIES = 16 };
+
+double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *rng)
+{
+	double v;
+	switch (storage) {
+	case TY_BOOL:
+		return (double)(rng_next(rng) & 1);
+	case TY_I32:
+	case TY_I64:
+		return f == FAM_GRID ? rng_int(rng, -3, 3) : rng_int(rng, -100, 100);
+	default:
+		break;
+	}
+	/* Vector inputs meet in dot products: scale them so that a dot of two
+	 * behaves like one scalar of the family, and keep huge means to scalars. */
+	double shrink = width > 1 ? 1 / sqrt((double)width) : 1;
+	switch (f) {
+	case FAM_GRID: v = rng_int(rng, -3, 3); break;
+	case FAM_SPREAD:
+		v = width > 1 ? rng_normal(rng) * (1 + fabs(offset) / 8) * shrink : offset + rng_normal(rng);
+		break;
+	case FAM_WIDE: v = 20 * rng_normal(rng) * shrink; break;
+	case FAM_MEAN:
+		v = width > 1 ? rng_normal(rng) * shrink : (storage == TY_F16 ? 1e3 : 1e8) + rng_normal(rng);
+		break;
+	default: v = rng_normal(rng) * shrink; break;
+	}
+	return ir_round(storage, v);
+}
+
+static void draw_decls(const Decl *d, int n, const int *off, double *dst, Family f, double offset, uint64_t *rng)
+{
+	for (int k = 0; k < n; k++)
+		for (int t = 0; t < decl_width(&d[k]); t++)
+			dst[off[k] + t] = draw_value(f, d[k].storage, offset, decl_width(&d[k]), rng);
+}
+
+/* Redraw the position's own inputs until assume holds. */
+static int draw_position(Machine *m, Family f, Row *r, int j, double offset, uint64_t *rng)
+{
+	Carrier *c = m->c;
+	for (int t = 0; t < ASSUME_TRIES; t++) {
+		draw_decls(c->col, c->ncol, m->coloff, r->colv + (size_t)j * m->colw, f, offset, rng);
+		draw_decls(c->elem, c->nelem, m->elemoff, r->elemv + (size_t)j * m->elemw, f, offset, rng);
+		if (m_assume(m, r, j))
+			return 0;
+	}
+	return -1;
+}
+
+int draw_row(Machine *m, Family f, Row *r, uint64_t *rng)
+{
+	Carrier *c = m->c;
+	for (int t = 0; t < ROW_TRIES; t++) {
+		double offset = f == FAM_SPREAD ? 160 * rng_unit(rng) - 80 : 0;
+		draw_decls(c->row, c->nrow, m->rowoff, r->rowv, f, offset, rng);
+		int ok = 1;
+		for (int j = 0; ok && j < r->len; j++)
+			ok = !draw_position(m, f, r, j, offset, rng);
+		if (ok)
+			return 0;
+	}
+	return -1;
+}
+
+int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n)
+{
+	Carrier *c = m->c;
+	for (int k = 0; k < nov; k++) {
+		int found = 0;
+		for (int p = 0; p < c->nparams; p++)
+			found |= !strcmp(c->params[p].name, ov[k].name);
+		char *end;
+		strtod(ov[k].value, &end);
+		if (!found || !*ov[k].value || *end) {
+			snprintf(msg, n, found ? "--param %s=%s: not a number" : "--param %s: the spec has no param '%s'",
+				 ov[k].name, found ? ov[k].value : ov[k].name);
+			return -1;
+		}
+	}
+	for (int t = 0; t < ASSUME_TRIES; t++) {
+		for (int p = 0; p < c->nparams; p++) {
+			double v = 0.05 + 0.95 * rng_unit(rng);
+			if (c->params[p].storage == TY_BOOL)
+				v = 1;
+			else if (ty_is_int(c->params[p].ty))
+				v = rng_int(rng, 1, 8);
+			for (int k = 0; k < nov; k++)
+				if (!strcmp(c->params[p].name, ov[k].name))
+					v = strtod(ov[k].value, NULL);
+			m->params[m->poff[p]] = ir_round(c->params[p].storage, v);
+		}
+		if (!c->assume || !c->nparams)
+			return 0;
+		/* assume may also constrain inputs; a one-position row tells whether params alone can hold */
+		Row *r = row_new(m, 1);
+		int ok = draw_row(m, FAM_NORMAL, r, rng) == 0;
+		row_free(r);
+		if (ok)
+			return 0;
+	}
+	return 0; /* rows will report that assume cannot be satisfied */
+}
+
+/* ---- samples ---- */
+
+static int seg_len(uint64_t *rng)
+{
+	double u = rng_unit(rng);
+	return u < 0.1 ? 0 : u < 0.7 ? rng_int(rng, 1, 3) : u < 0.95 ? rng_int(rng, 4, 12) : rng_int(rng, 13, 40);
+}
+
+static int usable(Machine *m, const double *v, const double *ident)
+{
+	for (int k = 0; k < m->sw; k++)
+		if (isnan(v[k]) || (isinf(v[k]) && v[k] != ident[k]))
+			return 0;
+	return 1;
+}
+
+int sample_eval(Machine *m, Sample *s)
+{
+	double *t = malloc(3 * m->sw * sizeof *t);
+	if (!t)
+		abort();
+	int ok = 1;
+	for (int mode = 0; mode < 2; mode++) {
+		uint64_t rng = s->seed;
+		m_fold(m, (Mode)mode, s->row, s->lo, s->hi, s->shape, &rng, s->v[mode], t);
+		for (int d = 0; d < s->doublings; d++) {
+			memcpy(t, s->v[mode], m->sw * sizeof *t);
+			memset(t + m->sw, 0, m->sw * sizeof *t);
+			m_merge(m, (Mode)mode, t, t + m->sw, t, t + m->sw, s->v[mode], t + 2 * m->sw);
+		}
+		ok &= usable(m, s->v[mode], m->ident[mode]);
+	}
+	free(t);
+	return ok ? 0 : -1;
+}
+
+static Sample *sample_make(Machine *m, Family f, int lo, int hi, int doublings, uint64_t *rng)
+{
+	Sample *s = calloc(1, sizeof *s);
+	if (!s)
+		abort();
+	s->fam = f;
+	s->lo = lo;
+	s->hi = hi;
+	s->doublings = doublings;
+	s->shape = (Shape)rng_int(rng, 0, NSHAPES - 1);
+	s->seed = rng_next(rng);
+	s->row = row_new(m, s->hi);
+	s->row->i = rng_int(rng, 0, s->hi + 2);
+	s->v[0] = calloc(m->sw, sizeof(double));
+	s->v[1] = calloc(m->sw, sizeof(double));
+	if (!s->v[0] || !s->v[1])
+		abort();
+	Family df = f == FAM_COUNTS ? FAM_NORMAL : f;
+	if (draw_row(m, df, s->row, rng) || sample_eval(m, s)) {
+		sample_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+Sample *sample_new(Machine *m, Family f, uint64_t *rng)
+{
+	int lo = rng_int(rng, 0, 3);
+	if (f == FAM_COUNTS)
+		return sample_make(m, f, lo, lo + rng_int(rng, 1, 3), rng_int(rng, 1, 30), rng);
+	return sample_make(m, f, lo, lo + seg_len(rng), 0, rng);
+}
+
+Sample *sample_row(Machine *m, Family f, int len, uint64_t *rng) { return sample_make(m, f, 0, len, 0, rng); }
+
+Sample *sample_clone(Machine *m, const Sample *s)
+{
+	Sample *t = malloc(sizeof *t);
+	if (!t)
+		abort();
+	*t = *s;
+	t->row = row_new(m, s->row->len);
+	t->row->i = s->row->i;
+	memcpy(t->row->rowv, s->row->rowv, m->roww * sizeof(double));
+	memcpy(t->row->colv, s->row->colv, (size_t)s->row->len * m->colw * sizeof(double));
+	memcpy(t->row->elemv, s->row->elemv, (size_t)s->row->len * m->elemw * sizeof(double));
+	for (int k = 0; k < 2; k++) {
+		t->v[k] = malloc(m->sw * sizeof(double));
+		if (!t->v[k])
+			abort();
+		memcpy(t->v[k], s->v[k], m->sw * sizeof(double));
+	}
+	return t;
+}
+
+void sample_free(Sample *s)
+{
+	if (!s)
+		return;
+	row_free(s->row);
+	free(s->v[0]);
+	free(s->v[1]);
+	free(s);
+}

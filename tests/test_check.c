@@ -1,0 +1,211 @@
+/* test_check.c: randomized law trials and soundness against the reference,
+ * on the bundled specs (all must hold) and on broken carriers (each must
+ * fail the right law with a counterexample). */
+#include <glob.h>
+#include <string.h>
+
+#include "compiler/check.h"
+#include "testutil.h"
+
+static int run(const char *path, CheckResult *r, uint64_t seed)
+{
+	Carrier *c = load_ok(path);
+	CheckOpts o;
+	check_defaults(&o);
+	o.seed = seed;
+	char msg[200];
+	int rc = check_run(c, &o, r, msg, sizeof msg);
+	carrier_free(c);
+	return rc;
+}
+
+static const LawOutcome *law(const CheckResult *r, const char *name)
+{
+	for (int i = 0; i < r->nlaw; i++)
+		if (!strcmp(r->law[i].law, name))
+			return &r->law[i];
+	return NULL;
+}
+
+Test(check, bundled_specs_hold)
+{
+	glob_t g;
+	cr_assert_eq(glob("specs/*.yaml", 0, NULL, &g), 0);
+	cr_assert_geq(g.gl_pathc, 9);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		CheckResult r;
+		cr_assert_eq(run(g.gl_pathv[i], &r, 1), 0);
+		for (int k = 0; k < r.nlaw; k++)
+			cr_expect_eq(r.law[k].v, VERDICT_HOLDS, "%s: %s: %s\n%s", g.gl_pathv[i], r.law[k].law,
+				     r.law[k].detail ? r.law[k].detail : "", r.law[k].cex ? r.law[k].cex : "");
+		cr_expect_neq(r.sound, VERDICT_FAILS, "%s: %s", g.gl_pathv[i], r.sound_detail);
+		cr_expect(check_ok(&r), "%s", g.gl_pathv[i]);
+		check_result_free(&r);
+	}
+	globfree(&g);
+}
+
+Test(check, trial_counts)
+{
+	CheckResult r;
+	run("specs/online_softmax.yaml", &r, 1);
+	cr_assert_eq(law(&r, "associative")->trials, 20000);
+	cr_assert_eq(law(&r, "commutative")->trials, 20000);
+	cr_assert_gt(law(&r, "identity")->trials, 2000);
+	cr_assert_eq(r.sound, VERDICT_HOLDS);
+	cr_assert_geq(r.rows, 60);
+	cr_assert_eq(r.max_len, 257);
+	check_result_free(&r);
+}
+
+static void expect_fail(const char *path, const char *lawname, const char *field)
+{
+	CheckResult r;
+	cr_assert_eq(run(path, &r, 1), 0);
+	const LawOutcome *l = law(&r, lawname);
+	cr_assert(l, "%s: no %s line", path, lawname);
+	cr_assert_eq(l->v, VERDICT_FAILS, "%s: %s should fail", path, lawname);
+	cr_assert(l->cex && strstr(l->cex, " = {"), "%s: a counterexample with states", path);
+	cr_assert(l->detail && strstr(l->detail, field), "%s: detail '%s' names field %s", path, l->detail, field);
+	cr_assert(l->json && strstr(l->json, "\"lhs\""), "%s", path);
+	cr_assert_not(check_ok(&r));
+	check_result_free(&r);
+}
+
+Test(check, forgot_rescale_fails_associativity) { expect_fail("tests/laws/forgot_rescale.yaml", "associative", "field l"); }
+Test(check, pairwise_average_fails_associativity) { expect_fail("tests/laws/pairwise_average.yaml", "associative", "mean"); }
+Test(check, tie_bug_fails_associativity) { expect_fail("tests/laws/tie_bug.yaml", "associative", "field l"); }
+Test(check, identity_failing_only_as_e_plus_e) { expect_fail("tests/laws/identity_self.yaml", "identity", "field l"); }
+Test(check, wrong_identity) { expect_fail("tests/laws/wrong_identity.yaml", "identity", "field s"); }
+Test(check, false_commutativity) { expect_fail("tests/laws/false_commutative.yaml", "commutative", "field B"); }
+Test(check, tie_break_not_commutative) { expect_fail("tests/laws/argmax_tie_commutes.yaml", "commutative", "idx"); }
+Test(check, welford_missing_factor) { expect_fail("tests/laws/welford_missing_factor.yaml", "associative", "m2"); }
+
+Test(check, forgot_rescale_counterexample_is_minimal)
+{
+	CheckResult r;
+	run("tests/laws/forgot_rescale.yaml", &r, 1);
+	const LawOutcome *l = law(&r, "associative");
+	/* b's maximum must be the strict minimum of the three for this bug to show */
+	cr_assert(strstr(l->cex, "(a+b)+c = {m: ") && strstr(l->cex, "a+(b+c) = {m: "), "%s", l->cex);
+	cr_assert(strstr(l->cex, "from x = ["), "the states come with the inputs they fold:\n%s", l->cex);
+	check_result_free(&r);
+}
+
+Test(check, identity_self_names_e_plus_e)
+{
+	CheckResult r;
+	run("tests/laws/identity_self.yaml", &r, 1);
+	cr_assert(strstr(law(&r, "identity")->cex, "e+e = {m: -inf, l: 0}"), "%s", law(&r, "identity")->cex);
+	cr_assert_eq(law(&r, "associative")->v, VERDICT_HOLDS, "only the identity is wrong");
+	check_result_free(&r);
+}
+
+Test(check, lawful_but_wrong_fails_soundness)
+{
+	CheckResult r;
+	run("tests/laws/associative_but_wrong.yaml", &r, 1);
+	cr_assert_eq(law(&r, "associative")->v, VERDICT_HOLDS);
+	cr_assert_eq(law(&r, "commutative")->v, VERDICT_HOLDS);
+	cr_assert_eq(r.sound, VERDICT_FAILS);
+	cr_assert(strstr(r.sound_detail, "lse is"), "%s", r.sound_detail);
+	cr_assert(strstr(r.sound_cex, "row of x = ["), "%s", r.sound_cex);
+	check_result_free(&r);
+}
+
+Test(check, seeds_reproduce)
+{
+	CheckResult a, b;
+	run("tests/laws/forgot_rescale.yaml", &a, 7);
+	run("tests/laws/forgot_rescale.yaml", &b, 7);
+	cr_assert_str_eq(law(&a, "associative")->cex, law(&b, "associative")->cex);
+	check_result_free(&a);
+	check_result_free(&b);
+}
+
+Test(check, empty_rows_reported)
+{
+	CheckResult r;
+	run("specs/welford.yaml", &r, 1);
+	int var_nan = 0, mean_undefined = 0;
+	for (int i = 0; i < r.nnotes; i++) {
+		var_nan |= strstr(r.notes[i], "var is NaN on an empty row") != NULL;
+		mean_undefined |= strstr(r.notes[i], "mean is 0 on an empty row, where the reference is undefined") != NULL;
+	}
+	cr_assert(var_nan && mean_undefined);
+	check_result_free(&r);
+}
+
+Test(check, float32_error_report)
+{
+	CheckResult r;
+	run("specs/online_softmax.yaml", &r, 1);
+	cr_assert_eq(r.nerr, 2);
+	for (int i = 0; i < r.nerr; i++) {
+		cr_assert(r.err[i].defined);
+		cr_assert_gt(r.err[i].rel, 0, "float32 is not exact");
+		cr_assert_lt(r.err[i].rel, 1e-5, "%s: %g", r.err[i].name, r.err[i].rel);
+	}
+	check_result_free(&r);
+}
+
+Test(check, assume_is_honoured)
+{
+	const char *spec = "carrier: wlog\n"
+			   "element: {w: f32}\n"
+			   "assume: w > 0\n"
+			   "state: {s: f32}\n"
+			   "identity: {s: 0}\n"
+			   "lift: {s: log(w)}\n"
+			   "merge:\n  s: a.s + b.s\n"
+			   "reference:\n  s: sum(log(w))\n";
+	char err[256];
+	Carrier *c = load_text(spec, err, sizeof err);
+	cr_assert(c, "%s", err);
+	CheckOpts o;
+	check_defaults(&o);
+	CheckResult r;
+	char msg[100];
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0);
+	cr_assert(check_ok(&r), "log of positive weights never gives NaN: %s", r.sound_detail ? r.sound_detail : "");
+	check_result_free(&r);
+	carrier_free(c);
+}
+
+Test(check, unsatisfiable_assume)
+{
+	char err[256];
+	Carrier *c = load_text("carrier: never\nelement: {x: f32}\nassume: x != x\nstate: {s: f32}\n"
+			       "identity: {s: 0}\nlift: {s: x}\nmerge:\n  s: a.s + b.s\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	CheckOpts o;
+	check_defaults(&o);
+	o.trials = 10;
+	CheckResult r;
+	char msg[100];
+	check_run(c, &o, &r, msg, sizeof msg);
+	cr_assert(r.input_error && strstr(r.input_error, "assume"));
+	cr_assert_not(check_ok(&r));
+	check_result_free(&r);
+	carrier_free(c);
+}
+
+Test(check, param_override_errors)
+{
+	Carrier *c = load_ok("specs/layer_norm.yaml");
+	CheckOpts o;
+	check_defaults(&o);
+	Define bad = {"epsilon", "1e-5"};
+	o.params = &bad;
+	o.nparams = 1;
+	CheckResult r;
+	char msg[200];
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "no param 'epsilon'"), "%s", msg);
+	Define nan = {"eps", "abc"};
+	o.params = &nan;
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "not a number"), "%s", msg);
+	carrier_free(c);
+}

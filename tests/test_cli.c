@@ -1,0 +1,112 @@
+/* test_cli.c: the assoc command line (build/asan/assoc): exit status,
+ * output lines, JSON, usage errors. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "testutil.h"
+
+#define ASSOC "build/asan/assoc"
+
+/* Run a command, capture stdout (and stderr when err is set); return its exit status. */
+static int sh(const char *cmd, char *out, size_t n, int err)
+{
+	char full[1024];
+	snprintf(full, sizeof full, "%s%s", cmd, err ? " 2>&1" : " 2>/dev/null");
+	FILE *f = popen(full, "r");
+	cr_assert(f, "popen %s", cmd);
+	size_t len = fread(out, 1, n - 1, f);
+	out[len] = 0;
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char out[1 << 16];
+
+Test(cli, check_passing_spec)
+{
+	cr_assert_eq(sh(ASSOC " check specs/online_softmax.yaml", out, sizeof out, 0), 0);
+	cr_assert(strstr(out, "specs/online_softmax.yaml: carrier online_softmax"), "%s", out);
+	cr_assert(strstr(out, "  associative: holds in 20000 trials"), "%s", out);
+	cr_assert(strstr(out, "  commutative: holds in 20000 trials"), "%s", out);
+	cr_assert(strstr(out, "  identity: holds in"), "%s", out);
+	cr_assert(strstr(out, "  reference: matches on"), "%s", out);
+	cr_assert(strstr(out, "  float32 error: lse "), "%s", out);
+	cr_assert(strstr(out, "\n  ok ("), "%s", out);
+}
+
+Test(cli, check_failing_spec_exit_1)
+{
+	cr_assert_eq(sh(ASSOC " check tests/laws/forgot_rescale.yaml", out, sizeof out, 0), 1);
+	cr_assert(strstr(out, "  associative: fails at trial"), "%s", out);
+	cr_assert(strstr(out, "    (a+b)+c = {m: "), "%s", out);
+	cr_assert(strstr(out, "FAILED"), "%s", out);
+}
+
+Test(cli, several_specs_worst_status)
+{
+	cr_assert_eq(sh(ASSOC " check specs/sum.yaml tests/laws/wrong_identity.yaml specs/max.yaml", out, sizeof out, 0), 1);
+	cr_assert(strstr(out, "carrier sum") && strstr(out, "carrier wrong_identity") && strstr(out, "carrier max"));
+	cr_assert_eq(sh(ASSOC " check specs/sum.yaml tests/bad/no_such_file.yaml", out, sizeof out, 0), 2,
+		     "an unreadable spec is exit 2 and the others still run");
+	cr_assert(strstr(out, "carrier sum"));
+}
+
+Test(cli, invalid_spec_exit_2_with_diagnostic)
+{
+	FILE *f = fopen("build/cli_bad.yaml", "w");
+	cr_assert(f);
+	fputs("carrier: bad\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift:\n  s: mod(x, 2)\n"
+	      "merge:\n  s: a.s + b.s\n", f);
+	fclose(f);
+	cr_assert_eq(sh(ASSOC " check build/cli_bad.yaml", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "build/cli_bad.yaml:6:6: error: unknown function 'mod'"), "%s", out);
+	cr_assert(strstr(out, "    6 |   s: mod(x, 2)\n      |      ^"), "%s", out);
+}
+
+Test(cli, json_one_object_per_spec)
+{
+	cr_assert_eq(sh(ASSOC " check --json specs/sum.yaml tests/laws/false_commutative.yaml", out, sizeof out, 0), 1);
+	char *second = strchr(out, '\n');
+	cr_assert(second && second[1] == '{', "two lines: %s", out);
+	cr_assert(!strncmp(out, "{\"file\": \"specs/sum.yaml\", \"carrier\": \"sum\", \"ok\": true", 54), "%s", out);
+	cr_assert(strstr(second, "\"law\": \"commutative\", \"verdict\": \"fails\""), "%s", second);
+	cr_assert(strstr(second, "\"counterexample\": {\"mode\": \"float64\""), "%s", second);
+	cr_assert(strstr(second, "\"ok\": false"), "%s", second);
+}
+
+Test(cli, seed_changes_nothing_for_lawful_specs)
+{
+	cr_assert_eq(sh(ASSOC " check --seed 12345 --trials 500 specs/welford.yaml", out, sizeof out, 0), 0);
+	cr_assert(strstr(out, "associative: holds in 500 trials"), "%s", out);
+}
+
+Test(cli, defines_override_dims)
+{
+	cr_assert_eq(sh(ASSOC " check --trials 200 -D dv=8 specs/o_lse.yaml", out, sizeof out, 0), 0, "%s", out);
+	cr_assert_eq(sh(ASSOC " check -D nosuch=3 specs/o_lse.yaml", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "no dim named 'nosuch'"), "%s", out);
+	cr_assert_eq(sh(ASSOC " check -D dv=0 specs/o_lse.yaml", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "-D dv must be positive"), "%s", out);
+}
+
+Test(cli, usage_errors)
+{
+	cr_assert_eq(sh(ASSOC, out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "usage: assoc"));
+	cr_assert_eq(sh(ASSOC " frobnicate x.yaml", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "unknown command 'frobnicate'"), "%s", out);
+	cr_assert_eq(sh(ASSOC " check --seed", out, sizeof out, 1), 2);
+	cr_assert_eq(sh(ASSOC " check --bogus specs/sum.yaml", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "unknown option '--bogus'"), "%s", out);
+	cr_assert_eq(sh(ASSOC " check", out, sizeof out, 1), 2);
+	cr_assert_eq(sh(ASSOC " check --param eps specs/layer_norm.yaml", out, sizeof out, 1), 2);
+}
+
+Test(cli, help_and_version)
+{
+	cr_assert_eq(sh(ASSOC " --help", out, sizeof out, 0), 0);
+	cr_assert(strstr(out, "check SPEC..."));
+	cr_assert_eq(sh(ASSOC " --version", out, sizeof out, 0), 0);
+	cr_assert(!strncmp(out, "assoc ", 6));
+}

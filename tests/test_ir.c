@@ -1,0 +1,139 @@
+/* test_ir.c: the expression DAG, printer, folding and interpreter. */
+#include <float.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "testutil.h"
+
+static Ir *ir;
+static Expr *x, *y;
+
+static void setup(void)
+{
+	ir = ir_new();
+	x = ir_ref(ir, ir_add_var(ir, "x", VAR_ELEM, 0, 0, ty_scalar(TY_F32), TY_F32));
+	y = ir_ref(ir, ir_add_var(ir, "y", VAR_ELEM, 0, 1, ty_scalar(TY_F32), TY_F32));
+}
+
+static void teardown(void) { ir_free(ir); }
+
+TestSuite(ir, .init = setup, .fini = teardown);
+
+Test(ir, hash_consing_shares_equal_nodes)
+{
+	Expr *a = ir_bin(ir, EXPR_ADD, x, ir_un(ir, EXPR_EXP, y));
+	Expr *b = ir_bin(ir, EXPR_ADD, x, ir_un(ir, EXPR_EXP, y));
+	cr_assert_eq(a, b);
+	cr_assert_neq(a, ir_bin(ir, EXPR_ADD, ir_un(ir, EXPR_EXP, y), x), "operand order is kept");
+	int n = ir_nnodes(ir);
+	(void)ir_bin(ir, EXPR_ADD, x, ir_un(ir, EXPR_EXP, y));
+	cr_assert_eq(ir_nnodes(ir), n, "no new node for an existing expression");
+}
+
+Test(ir, ids_are_topological)
+{
+	Expr *e = ir_bin(ir, EXPR_MUL, ir_bin(ir, EXPR_ADD, x, y), x);
+	cr_assert_gt(e->id, e->a[0]->id);
+	cr_assert_gt(e->a[0]->id, e->a[0]->a[1]->id);
+}
+
+Test(ir, constant_folding)
+{
+	Ty f = ty_scalar(TY_F32);
+	Expr *e = ir_node(ir, EXPR_ADD, f, 0, ir_const(ir, f, 2), ir_const(ir, f, 3), NULL);
+	cr_assert_eq(e->op, EXPR_CONST);
+	cr_assert_float_eq(e->num, 5.0, 0);
+	Expr *n = ir_node(ir, EXPR_NEG, f, 0, ir_const(ir, f, INFINITY), NULL, NULL);
+	cr_assert(n->op == EXPR_CONST && n->num == -INFINITY);
+	Expr *third = ir_node(ir, EXPR_DIV, f, 0, ir_const(ir, f, 1), ir_const(ir, f, 3), NULL);
+	cr_assert_eq(third->num, (double)(1.0f / 3.0f), "folded in the node's type");
+}
+
+Test(ir, inf_minus_inf_rule)
+{
+	cr_assert_eq(ir_eval_op(EXPR_SUB, TY_F64, 0, -INFINITY, -INFINITY, 0), -INFINITY);
+	cr_assert_eq(ir_eval_op(EXPR_SUB, TY_F32, 0, -INFINITY, -INFINITY, 0), -INFINITY);
+	cr_assert(isnan(ir_eval_op(EXPR_SUB, TY_F64, 0, INFINITY, INFINITY, 0)), "only -inf - -inf is special");
+	cr_assert_eq(ir_eval_op(EXPR_EXP, TY_F64, 0, ir_eval_op(EXPR_SUB, TY_F64, 0, -INFINITY, -INFINITY, 0), 0, 0),
+		     0.0);
+}
+
+Test(ir, integer_wraps_and_rounding)
+{
+	cr_assert_eq(ir_eval_op(EXPR_ADD, TY_I32, 0, 2147483647.0, 1, 0), -2147483648.0);
+	cr_assert_eq(ir_round(TY_F32, 0.1), (double)0.1f);
+	cr_assert_eq(ir_round(TY_BF16, 1.00390625), 1.0, "bf16 keeps 8 significant bits");
+	cr_assert_eq(ir_round(TY_F16, 65519.0), 65504.0);
+	cr_assert(isinf(ir_round(TY_F16, 65520.0)));
+	cr_assert_eq(ir_round(TY_F16, 1.0 / 3), 0.333251953125);
+}
+
+Test(ir, printer_minimal_parentheses)
+{
+	Expr *e = ir_bin(ir, EXPR_MUL, ir_bin(ir, EXPR_ADD, x, y), ir_bin(ir, EXPR_SUB, x, y));
+	char *s = ir_str(ir, e);
+	cr_assert_str_eq(s, "(x + y) * (x - y)");
+	free(s);
+	e = ir_bin(ir, EXPR_SUB, x, ir_bin(ir, EXPR_SUB, y, x));
+	s = ir_str(ir, e);
+	cr_assert_str_eq(s, "x - (y - x)");
+	free(s);
+	e = ir_node(ir, EXPR_POW, x->ty, 2, ir_un(ir, EXPR_NEG, x), NULL, NULL);
+	s = ir_str(ir, e);
+	cr_assert_str_eq(s, "(-x)^2");
+	free(s);
+	e = ir_node(ir, EXPR_MAX, x->ty, 0, x, ir_un(ir, EXPR_EXP, y), NULL);
+	s = ir_str(ir, e);
+	cr_assert_str_eq(s, "max(x, exp(y))");
+	free(s);
+}
+
+static Expr *map_x(void *ctx, Expr *v) { return v == x ? (Expr *)ctx : NULL; }
+
+Test(ir, substitution)
+{
+	Expr *e = ir_bin(ir, EXPR_ADD, x, ir_un(ir, EXPR_EXP, x));
+	Expr *to = ir_bin(ir, EXPR_MUL, y, y);
+	Expr *r = ir_subst(ir, e, map_x, to);
+	cr_assert_eq(r, ir_bin(ir, EXPR_ADD, to, ir_un(ir, EXPR_EXP, to)));
+}
+
+Test(ir, interpreter_modes_and_error_bound)
+{
+	Expr *e = ir_bin(ir, EXPR_DIV, ir_bin(ir, EXPR_ADD, x, y), y);
+	Prog *p = prog_new(ir, &e, 1);
+	cr_assert_eq(prog_nleaves(p), 2);
+	for (int i = 0; i < 2; i++) {
+		double *err, *v = prog_leaf_val(p, i, &err);
+		v[0] = prog_leaf(p, i) == x ? 1.0 : 3.0;
+		err[0] = 0;
+	}
+	prog_run(p, MODE_F64);
+	const double *er, *r = prog_root(p, 0, &er);
+	cr_assert_eq(r[0], 4.0 / 3.0);
+	cr_assert_gt(er[0], 0);
+	cr_assert_lt(er[0], 10, "a few rounding errors of a value near 1");
+	prog_run(p, MODE_F32);
+	cr_assert_eq(r[0], (double)(4.0f / 3.0f), "f32 nodes round to float");
+	prog_free(p);
+}
+
+Test(ir, vectors_broadcast_and_dot)
+{
+	int d = ir_add_dim(ir, "d", 4);
+	Expr *u = ir_ref(ir, ir_add_var(ir, "u", VAR_COL, 0, 0, ty_vec(TY_F32, 4, d), TY_F32));
+	Expr *e = ir_bin(ir, EXPR_DOT, u, ir_bin(ir, EXPR_MUL, u, x));
+	cr_assert_eq(e->ty.len, 0);
+	Prog *p = prog_new(ir, &e, 1);
+	for (int i = 0; i < prog_nleaves(p); i++) {
+		double *v = prog_leaf_val(p, i, NULL);
+		if (prog_leaf(p, i) == u)
+			for (int k = 0; k < 4; k++)
+				v[k] = k + 1;
+		else
+			v[0] = 2;
+	}
+	prog_run(p, MODE_F64);
+	cr_assert_eq(prog_root(p, 0, NULL)[0], 2.0 * (1 + 4 + 9 + 16));
+	prog_free(p);
+}
