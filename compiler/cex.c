@@ -158,8 +158,6 @@ void describe_failure(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const 
 	else
 		buf_puts(&d, " (");
 	buf_printf(&d, "%s%s)", isfinite(gap) && scale > 0 ? ", " : "", mode);
-	buf_printf(&b, "    %s\n", d.s);
-
 	buf_printf(&j, "{\"mode\": \"%s\", \"lhs_name\": ", mode);
 	buf_json_str(&j, side[0]);
 	buf_puts(&j, ", \"rhs_name\": ");

@@ -223,7 +223,7 @@ static void describe_miss(Ck *k, CheckResult *r, Sample *s, const double *state,
 	put_inputs(&b, m, s->row, 0, s->row->len);
 	buf_puts(&b, "\n    state = ");
 	put_state(&b, m, state, -1);
-	buf_printf(&b, "\n    %s\n", d.s);
+	buf_puts(&b, "\n");
 	buf_printf(&j, "{\"length\": %d, \"output\": ", s->row->len);
 	buf_json_str(&j, miss->out->name);
 	buf_printf(&j, ", \"component\": %d, \"position\": %d, \"got\": ", miss->comp, miss->pos);

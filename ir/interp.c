@@ -252,6 +252,37 @@ static void run_dot(const Instr *in, double *val, double *err, int f32)
 	err[in->dst] = e + 2 * in->slen[0] * mag;
 }
 
+/* The common float64 ops without the per-element dispatch of the generic
+ * loop: vector fields make these the inner loops of every law trial. */
+static int run_fast(const Instr *in, double *val, double *err)
+{
+	int s0 = in->slen[0] > 1, s1 = in->slen[1] > 1;
+	const double *x = val + in->src[0], *ex = err + in->src[0];
+	const double *y = val + in->src[1], *ey = err + in->src[1];
+	double *r = val + in->dst, *er = err + in->dst;
+	switch (in->op) {
+	case EXPR_ADD:
+		for (int i = 0; i < in->len; i++)
+			r[i] = x[s0 * i] + y[s1 * i], er[i] = isfinite(r[i]) ? ex[s0 * i] + ey[s1 * i] + fabs(r[i]) : 0;
+		return 1;
+	case EXPR_MUL:
+		for (int i = 0; i < in->len; i++) {
+			double a = x[s0 * i], b = y[s1 * i];
+			r[i] = a * b;
+			er[i] = isfinite(r[i]) ? ex[s0 * i] * fabs(b) + ey[s1 * i] * fabs(a) + fabs(r[i]) : 0;
+			if (isnan(er[i]))
+				er[i] = INFINITY;
+		}
+		return 1;
+	case EXPR_CAST:
+		for (int i = 0; i < in->len; i++)
+			r[i] = x[s0 * i], er[i] = ex[s0 * i];
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 void prog_run(Prog *p, Mode mode)
 {
 	double *val = p->val, *err = p->err;
@@ -268,6 +299,8 @@ void prog_run(Prog *p, Mode mode)
 			err[in->dst] = err[in->src[0] + in->k];
 			continue;
 		}
+		if (kind == TY_F64 && run_fast(in, val, err))
+			continue;
 		int s0 = in->slen[0] > 1, s1 = in->slen[1] > 1, s2 = in->slen[2] > 1;
 		for (int i = 0; i < in->len; i++) {
 			double x = val[in->src[0] + s0 * i];
