@@ -1,0 +1,31 @@
+/* prove.h: the symbolic prover of a carrier's laws (associativity, identity,
+ * claimed commutativity, and the certificate when the spec gives one).
+ *
+ * Each law ends proved, disproved (with a witness confirmed numerically) or
+ * unknown (with the reason).  Nothing is reported proved without a proof. */
+#ifndef ASSOC_PROVE_H
+#define ASSOC_PROVE_H
+
+#include "spec.h"
+
+typedef enum { PROOF_PROVED, PROOF_DISPROVED, PROOF_UNKNOWN } ProofStatus;
+
+typedef struct {
+	const char *law; /* "associative", "identity", "commutative", "certificate" */
+	ProofStatus status;
+	char *how;       /* malloc'd: "13 regions; normal forms equal", "transport into (max, +)", ... */
+} ProofLine;
+
+typedef struct {
+	ProofLine line[8];
+	int n;
+	char *trace;     /* malloc'd full trace for --proof; NULL unless asked */
+	double seconds;
+} ProofReport;
+
+/* 0 when the laws were examined (whatever the verdicts), -1 on an internal error. */
+int prove_carrier(Carrier *c, int want_trace, ProofReport *r);
+void proof_report_free(ProofReport *r);
+const char *proof_status_name(ProofStatus s);
+
+#endif

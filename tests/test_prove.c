@@ -1,0 +1,141 @@
+/* test_prove.c: the symbolic prover's verdicts on the bundled specs and on
+ * the must-prove and must-disprove cases under tests/prove/. */
+#include <string.h>
+
+#include "compiler/prove.h"
+#include "testutil.h"
+
+/* The line for law in r, or NULL. */
+static const ProofLine *law(const ProofReport *r, const char *name)
+{
+	for (int i = 0; i < r->n; i++)
+		if (!strcmp(r->line[i].law, name))
+			return &r->line[i];
+	return NULL;
+}
+
+static void expect(const ProofReport *r, const char *path, const char *name, ProofStatus want)
+{
+	const ProofLine *l = law(r, name);
+	cr_assert(l, "%s: no %s line", path, name);
+	cr_expect(l->status == want, "%s: %s is %s (%s), expected %s", path, name, proof_status_name(l->status),
+		  l->how, proof_status_name(want));
+	if (want == PROOF_DISPROVED)
+		cr_expect(strstr(l->how, "a=") || strstr(l->how, "e+e"), "%s: %s has no witness: %s", path,
+			  name, l->how);
+}
+
+/* Prove path and check each law: a string of 'p' (proved), 'd', 'u' or '-' (no line)
+ * for associative, identity, commutative, certificate. */
+static void check(const char *path, const char *want)
+{
+	static const char *laws[] = {"associative", "identity", "commutative", "certificate"};
+	Carrier *c = load_ok(path);
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 1, &r), 0, "%s: internal error", path);
+	cr_assert(r.trace, "%s: no trace", path);
+	for (int i = 0; i < 4; i++) {
+		if (want[i] == '-') {
+			cr_expect(!law(&r, laws[i]), "%s: unexpected %s line", path, laws[i]);
+			continue;
+		}
+		ProofStatus s = want[i] == 'p' ? PROOF_PROVED : want[i] == 'd' ? PROOF_DISPROVED : PROOF_UNKNOWN;
+		expect(&r, path, laws[i], s);
+	}
+	cr_expect(r.seconds < 1.0 || want[0] != 'p', "%s: took %.2f s", path, r.seconds);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
+Test(prove, bundled_specs)
+{
+	check("specs/argmax.yaml", "ppp-");
+	check("specs/attention.yaml", "pppp");
+	check("specs/layer_norm.yaml", "ppp-");
+	check("specs/linear_recurrence.yaml", "pp--");
+	check("specs/logsumexp.yaml", "pppp");
+	check("specs/max.yaml", "ppp-");
+	check("specs/o_lse.yaml", "pppp");
+	check("specs/online_softmax.yaml", "pppp");
+	check("specs/sum.yaml", "ppp-");
+	check("specs/welford.yaml", "pppp");
+}
+
+Test(prove, certificate_gives_transport)
+{
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect_str_eq(law(&r, "associative")->how, "transport into (max, +)");
+	cr_expect_str_eq(law(&r, "commutative")->how, "transport into (max, +)");
+	cr_expect_null(r.trace);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
+Test(prove, polynomial_merges) {
+	check("tests/prove/complex.yaml", "ppp-");
+	check("tests/prove/quaternion.yaml", "pp--");
+}
+
+Test(prove, rational_merges) {
+	check("tests/prove/chan_cov.yaml", "ppp-");
+	check("tests/prove/moments.yaml", "ppp-");
+}
+
+Test(prove, selects_on_ties) {
+	check("tests/prove/max_count.yaml", "ppp-");
+}
+
+Test(prove, maxplus_matrix, .disabled = true) { check("tests/prove/maxplus.yaml", "pp--"); }
+
+Test(prove, exp2_and_direct_softmax) {
+	check("tests/prove/softmax_exp2.yaml", "ppp-");
+	check("tests/prove/softmax_direct.yaml", "ppp-");
+}
+
+Test(prove, log_without_certificate_is_honest)
+{
+	/* the (o, lse) merge compares lse values that hold a log: without its
+	 * certificate the prover must not claim associativity */
+	Carrier *c = load_ok("tests/prove/o_lse_direct.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect_neq(law(&r, "associative")->status, PROOF_DISPROVED);
+	cr_expect_eq(law(&r, "commutative")->status, PROOF_PROVED);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
+Test(prove, disproofs)
+{
+	check("tests/prove/average.yaml", "ddp-");
+	check("tests/prove/softmax_norescale.yaml", "dp--");
+	check("tests/prove/tie_bug.yaml", "dp--");
+	check("tests/prove/welford_nofactor.yaml", "dpp-");
+	check("tests/prove/comm_false.yaml", "ppd-");
+	check("tests/prove/quaternion_comm.yaml", "ppd-");
+	check("tests/prove/identity_ee.yaml", "pdp-");
+}
+
+Test(prove, tie_disproof_names_the_tie)
+{
+	Carrier *c = load_ok("tests/prove/tie_bug.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect(strstr(law(&r, "associative")->how, "region b.m = c.m, a.m = c.m"), "%s",
+		  law(&r, "associative")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
+Test(prove, nan_hazard_names_the_expression)
+{
+	Carrier *c = load_ok("tests/prove/identity_ee.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect(strstr(law(&r, "identity")->how, "e+e gives NaN at mean: 0 / 0"), "%s",
+		  law(&r, "identity")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+}
