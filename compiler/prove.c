@@ -467,14 +467,13 @@ static char *proved_how(Job *j)
 			 j->regions, j->regions == 1 ? "" : "s", PV_K, (int)ceil(lg));
 }
 
-static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
+/* All regions of one obligation; 1 when proved, 0 when out has the verdict. */
+static int prove_one(Job *j, const Pair *pr, Verdict *out)
 {
 	Region **stack = malloc(3 * MAX_REGIONS * sizeof *stack);
 	if (!stack)
 		abort();
 	int ns = 1, done = 0;
-	j->regions = j->maxdeg = j->nchecks = 0;
-	j->p->overflow = 0;
 	stack[0] = malloc(sizeof **stack);
 	region_init(j->p, stack[0]);
 	while (ns && !done) {
@@ -486,8 +485,8 @@ static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
 			free(r);
 			break;
 		}
-		bprintf(j->trace, "  region %s\n", r->desc[0] ? r->desc : "(all)");
-		int res = prove_region(j, r, pr, n, stack, &ns, out);
+		bprintf(j->trace, "  %s, region %s\n", pr->field, r->desc[0] ? r->desc : "(all)");
+		int res = prove_region(j, r, pr, 1, stack, &ns, out);
 		if (res == 1)
 			j->regions++;
 		done = res < 0;
@@ -496,8 +495,18 @@ static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
 	while (ns)
 		free(stack[--ns]);
 	free(stack);
-	if (!out->how)
-		verdict(out, PROOF_PROVED, proved_how(j));
+	return out->how == NULL;
+}
+
+/* Each field on its own: a field's regions come from its own comparisons only. */
+static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
+{
+	j->regions = j->maxdeg = j->nchecks = 0;
+	j->p->overflow = 0;
+	for (int i = 0; i < n; i++)
+		if (!prove_one(j, &pr[i], out))
+			return;
+	verdict(out, PROOF_PROVED, proved_how(j));
 }
 
 /* ---- the laws ---- */
@@ -805,6 +814,7 @@ int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
 	else
 		prove_laws(x, r);
 	free(x->p.var_of);
+	free(x->p.fm_rows);
 	r->seconds = now() - x->t0;
 	r->trace = want_trace ? (trace.s ? trace.s : xasprintf("%s", "")) : NULL;
 	free(x);

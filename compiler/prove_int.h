@@ -43,6 +43,7 @@ typedef struct {
 	uint8_t vsign[PV_MAXV]; /* sign fact of nonempty states / assume */
 	uint64_t pt[PV_K][PV_MAXV], X[PV_K][PV_MAXV], Y[PV_K][PV_MAXV], E[PV_K];
 	int overflow;           /* a rational left int64: results are unknown */
+	void *fm_rows;          /* Fourier-Motzkin scratch, allocated on first use */
 } Pv;
 
 /* A region: eliminated variables (ties) and strict or weak inequalities over the rest. */

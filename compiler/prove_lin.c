@@ -302,53 +302,96 @@ static int row_const_ok(const Row *r)
 	return r->strict ? r->c[PV_MAXV] > 0 : r->c[PV_MAXV] >= 0;
 }
 
-/* One elimination step; returns the new row count, -1 when pruning gives up. */
+static int row_eq(const Row *x, const Row *y)
+{
+	return x->strict == y->strict && !memcmp(x->c, y->c, sizeof x->c);
+}
+
+/* Append r to rows[0..m) unless already there; the new count, -1 when full. */
+static int row_push(Row *rows, int m, const Row *r)
+{
+	for (int i = 0; i < m; i++)
+		if (row_eq(&rows[i], r))
+			return m;
+	if (m == PV_FMROWS)
+		return -1;
+	rows[m] = *r;
+	return m + 1;
+}
+
+/* One elimination step; the new row count, -1 when pruning gives up, -2 when infeasible. */
 static int fm_step(Row *rows, int n, int v, Row *tmp)
 {
-	int m = 0;
-	for (int i = 0; i < n; i++)
+	int m = 0, np = 0, nn = 0;
+	int *pos = malloc(2 * n * sizeof *pos), *neg = pos + n;
+	if (!pos)
+		return -1;
+	for (int i = 0; i < n; i++) {
 		if (!rows[i].c[v])
 			tmp[m++] = rows[i];
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < n; j++) {
-			if (rows[i].c[v] <= 0 || rows[j].c[v] >= 0)
-				continue;
-			if (m == PV_FMROWS || !row_combine(&rows[i], &rows[j], v, &tmp[m]))
-				return -1;
-			int ok = row_const_ok(&tmp[m]);
+		else if (rows[i].c[v] > 0)
+			pos[np++] = i;
+		else
+			neg[nn++] = i;
+	}
+	for (int i = 0; i < np && m >= 0; i++)
+		for (int j = 0; j < nn && m >= 0; j++) {
+			Row t;
+			if (!row_combine(&rows[pos[i]], &rows[neg[j]], v, &t)) {
+				m = -1;
+				break;
+			}
+			int ok = row_const_ok(&t);
 			if (ok == 0)
-				return -2;
-			if (ok < 0)
-				m++;
+				m = -2;
+			else if (ok < 0)
+				m = row_push(tmp, m, &t);
 		}
-	memcpy(rows, tmp, m * sizeof *rows);
+	free(pos);
+	if (m > 0)
+		memcpy(rows, tmp, m * sizeof *rows);
 	return m;
+}
+
+/* The variable whose elimination makes the fewest rows (0 when none is left). */
+static int fm_pick(const Row *rows, int n, int nv, int *v)
+{
+	long best = 0;
+	int found = 0;
+	for (int i = 0; i < nv; i++) {
+		long np = 0, nn = 0;
+		for (int j = 0; j < n; j++)
+			np += rows[j].c[i] > 0, nn += rows[j].c[i] < 0;
+		if ((np || nn) && (!found || np * nn - np - nn < best))
+			best = np * nn - np - nn, *v = i, found = 1;
+	}
+	return found;
 }
 
 int region_feasible(Pv *p, const Region *r)
 {
-	Row *rows = malloc(2 * PV_FMROWS * sizeof *rows);
+	if (!p->fm_rows)
+		p->fm_rows = malloc(2 * PV_FMROWS * sizeof(Row));
+	Row *rows = p->fm_rows;
 	if (!rows)
 		return 1;
 	Row *tmp = rows + PV_FMROWS;
-	int n = 0, ok = 1;
+	int n = 0, ok = 1, v;
 	for (int i = 0; i < r->ncon && ok; i++) {
-		if (!row_from_lin(&r->con[i], r->strict[i], &rows[n]))
+		Row t;
+		if (!row_from_lin(&r->con[i], r->strict[i], &t))
 			continue; /* dropping a constraint only enlarges the region */
-		int k = row_const_ok(&rows[n]);
+		int k = row_const_ok(&t);
 		if (k == 0)
 			ok = 0;
 		else if (k < 0)
-			n++;
+			n = row_push(rows, n, &t);
 	}
-	for (int v = 0; v < p->nv && ok && n; v++) {
+	while (ok && n > 0 && fm_pick(rows, n, p->nv, &v)) {
 		n = fm_step(rows, n, v, tmp);
 		if (n == -2)
 			ok = 0;
-		if (n < 0)
-			break;
 	}
-	free(rows);
 	return ok;
 }
 

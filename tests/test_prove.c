@@ -87,7 +87,7 @@ Test(prove, selects_on_ties) {
 	check("tests/prove/max_count.yaml", "ppp-");
 }
 
-Test(prove, maxplus_matrix, .disabled = true) { check("tests/prove/maxplus.yaml", "pp--"); }
+Test(prove, maxplus_matrix) { check("tests/prove/maxplus.yaml", "pp--"); }
 
 Test(prove, exp2_and_direct_softmax) {
 	check("tests/prove/softmax_exp2.yaml", "ppp-");
