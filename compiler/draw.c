@@ -46,11 +46,12 @@ static void draw_decls(const Decl *d, int n, const int *off, double *dst, Family
 }
 
 /* Redraw the position's own inputs until assume holds. */
-static int draw_position(Machine *m, Family f, Row *r, int j, double offset, uint64_t *rng)
+static int draw_position(Machine *m, Family f, Row *r, int j, double offset, int keep_cols, uint64_t *rng)
 {
 	Carrier *c = m->c;
 	for (int t = 0; t < ASSUME_TRIES; t++) {
-		draw_decls(c->col, c->ncol, m->coloff, r->colv + (size_t)j * m->colw, f, offset, rng);
+		if (!keep_cols)
+			draw_decls(c->col, c->ncol, m->coloff, r->colv + (size_t)j * m->colw, f, offset, rng);
 		draw_decls(c->elem, c->nelem, m->elemoff, r->elemv + (size_t)j * m->elemw, f, offset, rng);
 		if (m_assume(m, r, j))
 			return 0;
@@ -58,7 +59,9 @@ static int draw_position(Machine *m, Family f, Row *r, int j, double offset, uin
 	return -1;
 }
 
-int draw_row(Machine *m, Family f, Row *r, uint64_t *rng)
+int draw_row(Machine *m, Family f, Row *r, uint64_t *rng) { return draw_row_keep(m, f, r, 0, rng); }
+
+int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng)
 {
 	Carrier *c = m->c;
 	for (int t = 0; t < ROW_TRIES; t++) {
@@ -66,7 +69,7 @@ int draw_row(Machine *m, Family f, Row *r, uint64_t *rng)
 		draw_decls(c->row, c->nrow, m->rowoff, r->rowv, f, offset, rng);
 		int ok = 1;
 		for (int j = 0; ok && j < r->len; j++)
-			ok = !draw_position(m, f, r, j, offset, rng);
+			ok = !draw_position(m, f, r, j, offset, keep_cols, rng);
 		if (ok)
 			return 0;
 	}

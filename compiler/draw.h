@@ -20,6 +20,9 @@ extern const char *const fam_name[NFAMS];
 /* Fill positions [0, r->len) and the row inputs of r; 0 on success, -1 when
  * assume could not be satisfied. */
 int draw_row(Machine *m, Family f, Row *r, uint64_t *rng);
+/* The same, keeping r's column inputs when keep_cols is set (columns are
+ * shared by every row of an array). */
+int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng);
 /* Draw one component of an input (rounded to its storage type). */
 double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *rng);
 /* Params: overrides where given, else drawn from (0.05, 1], honouring assume. */

@@ -1,261 +1,204 @@
 /* main.c: the assoc command line.  The only file that exits. */
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/buf.h"
-#include "compiler/check.h"
-#include "compiler/spec.h"
+#include "compiler/cli.h"
 
 #define ASSOC_VERSION "0.1.0"
-
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, MAX_DEFINES = 64 };
 
 static const char usage[] =
 	"usage: assoc <command> [options] SPEC...\n"
 	"\n"
 	"commands:\n"
-	"  check SPEC...   check each carrier's laws and its reference:\n"
-	"                  identity, associativity, commutativity (when claimed),\n"
-	"                  soundness against `reference`, and float32 error\n"
+	"  check SPEC...   check each carrier: identity, associativity, commutativity\n"
+	"                  (when claimed) on random reachable states, soundness against\n"
+	"                  `reference`, and float32 error\n"
+	"  run SPEC        run the carrier on arrays through a device and compare every\n"
+	"                  output with the float64 reference\n"
 	"\n"
-	"options for check:\n"
-	"  --seed N        seed of the random trials (default 1); runs are reproducible\n"
-	"  --trials N      associativity and commutativity trials (default 20000)\n"
-	"  --json          one JSON object per spec on standard output\n"
+	"options:\n"
 	"  -D NAME=VALUE   override a dim (e.g. -D d=128)\n"
 	"  --param NAME=V  fix a param instead of drawing it (e.g. --param eps=1e-5)\n"
+	"  --seed N        seed of the random draws (default 1); runs are reproducible\n"
+	"  --json          check: one JSON object per spec on standard output\n"
+	"  --trials N      check: associativity and commutativity trials (default 20000)\n"
+	"  --device D      run: interp, emu, cpu, gpu or auto (default auto)\n"
+	"  --rows R --len N          run: the shape (default 4 x 1000)\n"
+	"  --threads T --split K     run: CPU threads; splits of the reduced axis\n"
+	"  --input NAME=FILE.npy     run: an input array instead of random values\n"
+	"  --output NAME=FILE.npy    run: write an output array\n"
 	"\n"
 	"  assoc --help, assoc --version\n"
 	"\n"
 	"exit status: 0 when every check holds, 1 when one fails, 2 for an invalid spec or usage\n";
 
-typedef struct {
-	CheckOpts check;
-	Define defs[MAX_DEFINES], params[MAX_DEFINES];
-	int ndefs, nparams;
-	int json;
-	char **specs;
-	int nspecs;
-} Opts;
-
-static int bad_usage(const char *fmt, const char *arg)
+int usage_error(const char *fmt, ...)
 {
-	fprintf(stderr, "assoc: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(see assoc --help)\n");
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("assoc: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs("\n(see assoc --help)\n", stderr);
+	va_end(ap);
 	return EXIT_USAGE;
 }
 
-static int parse_count(const char *s, long lo, long hi, long *out)
+Carrier *cli_load(const Opts *o, const char *path)
+{
+	Diag d;
+	diag_init(&d, path);
+	Carrier *c = spec_load_file(path, o->defs, o->ndefs, &d);
+	if (!c)
+		fputs(d.text ? d.text : "", stderr);
+	diag_free(&d);
+	return c;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
 {
 	char *end;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < lo || v > hi)
+	long v = s ? strtol(s, &end, 10) : 0;
+	if (!s || !*s || *end || v < lo || v > hi)
 		return -1;
 	*out = v;
 	return 0;
 }
 
-/* NAME=VALUE; the text stays in argv, split in place. */
-static int parse_define(char *s, Define *d)
+/* NAME=VALUE, split in place in argv. */
+static int split_pair(char *s, const char **name, const char **value)
 {
-	char *eq = strchr(s, '=');
+	char *eq = s ? strchr(s, '=') : NULL;
 	if (!eq || eq == s)
 		return -1;
 	*eq = 0;
-	d->name = s;
-	d->value = eq + 1;
+	*name = s;
+	*value = eq + 1;
+	return 0;
+}
+
+typedef enum { O_FLAG, O_INT, O_STR, O_PAIR } OptKind;
+
+typedef struct {
+	const char *name;
+	OptKind kind;
+	long lo, hi;
+	size_t off;  /* where the value goes in Opts */
+	size_t count; /* for pairs: where the count lives */
+	int max;
+} OptSpec;
+
+#define F(field) offsetof(Opts, field)
+static const OptSpec options[] = {
+	{"--json", O_FLAG, 0, 0, F(json), 0, 0},
+	{"--proof", O_FLAG, 0, 0, F(proof), 0, 0},
+	{"--strict", O_FLAG, 0, 0, F(strict), 0, 0},
+	{"--stats", O_FLAG, 0, 0, F(stats), 0, 0},
+	{"--trust-merge", O_FLAG, 0, 0, F(trust_merge), 0, 0},
+	{"--explain", O_FLAG, 0, 0, F(explain), 0, 0},
+	{"--deterministic", O_FLAG, 0, 0, F(run.deterministic), 0, 0},
+	{"--verbose", O_FLAG, 0, 0, F(run.verbose), 0, 0},
+	{"--trials", O_INT, 1, 100000000, F(check.trials), 0, 0},
+	{"--rows", O_INT, 0, 1 << 24, F(rows), 0, 0},
+	{"--len", O_INT, 0, 1 << 28, F(len), 0, 0},
+	{"--threads", O_INT, 0, 1024, F(run.threads), 0, 0},
+	{"--split", O_INT, 0, 1 << 16, F(run.split), 0, 0},
+	{"--device", O_STR, 0, 0, F(device), 0, 0},
+	{"--config", O_STR, 0, 0, F(run.config), 0, 0},
+	{"--target", O_STR, 0, 0, F(target), 0, 0},
+	{"--arch", O_STR, 0, 0, F(arch), 0, 0},
+	{"-o", O_STR, 0, 0, F(out), 0, 0},
+	{"-D", O_PAIR, 0, 0, F(defs), F(ndefs), MAX_DEFINES},
+	{"--param", O_PAIR, 0, 0, F(params), F(nparams), MAX_DEFINES},
+	{"--input", O_PAIR, 0, 0, F(inputs), F(ninputs), MAX_FILES},
+	{"--output", O_PAIR, 0, 0, F(outputs), F(noutputs), MAX_FILES},
+};
+#undef F
+
+static int set_option(Opts *o, const OptSpec *s, char *val)
+{
+	char *base = (char *)o;
+	long v;
+	switch (s->kind) {
+	case O_FLAG:
+		*(int *)(base + s->off) = 1;
+		return 0;
+	case O_INT:
+		if (parse_int(val, s->lo, s->hi, &v))
+			return usage_error("%s needs a whole number from %ld to %ld", s->name, s->lo, s->hi);
+		*(int *)(base + s->off) = (int)v;
+		return 0;
+	case O_STR:
+		if (!val)
+			return usage_error("%s needs a value", s->name);
+		*(const char **)(base + s->off) = val;
+		return 0;
+	case O_PAIR: {
+		int *n = (int *)(base + s->count);
+		/* Define and NamedPath share one layout: two strings */
+		const char **slot = (const char **)(base + s->off) + 2 * *n;
+		if (*n == s->max || split_pair(val, &slot[0], &slot[1]))
+			return usage_error("%s needs NAME=VALUE, got '%s'", s->name, val ? val : "");
+		(*n)++;
+		return 0;
+	}
+	}
 	return 0;
 }
 
 static int parse_opts(int argc, char **argv, Opts *o)
 {
 	check_defaults(&o->check);
+	o->device = "auto";
+	o->rows = 4;
+	o->len = 1000;
 	o->specs = calloc(argc, sizeof *o->specs);
 	if (!o->specs)
 		abort();
 	for (int i = 2; i < argc; i++) {
 		char *a = argv[i];
-		long v;
-		int has_val = i + 1 < argc;
-		if (!strcmp(a, "--json"))
-			o->json = 1;
-		else if (!strcmp(a, "--seed")) {
-			if (!has_val || parse_count(argv[++i], 0, 0x7fffffffL, &v))
-				return bad_usage("--seed needs a number", "");
+		if (!strcmp(a, "--seed")) {
+			long v;
+			if (parse_int(i + 1 < argc ? argv[++i] : NULL, 0, 0x7fffffffL, &v))
+				return usage_error("--seed needs a whole number");
 			o->check.seed = (uint64_t)v;
-		} else if (!strcmp(a, "--trials")) {
-			if (!has_val || parse_count(argv[++i], 1, 100000000L, &v))
-				return bad_usage("--trials needs a number from 1 to 100000000", "");
-			o->check.trials = (int)v;
-		} else if (!strcmp(a, "-D") || !strncmp(a, "-D", 2)) {
-			char *def = a[2] ? a + 2 : has_val ? argv[++i] : NULL;
-			if (!def || o->ndefs == MAX_DEFINES || parse_define(def, &o->defs[o->ndefs++]))
-				return bad_usage("-D needs NAME=VALUE, got '%s'", def ? def : "");
-		} else if (!strcmp(a, "--param")) {
-			char *def = has_val ? argv[++i] : NULL;
-			if (!def || o->nparams == MAX_DEFINES || parse_define(def, &o->params[o->nparams++]))
-				return bad_usage("--param needs NAME=VALUE, got '%s'", def ? def : "");
-		} else if (a[0] == '-' && a[1])
-			return bad_usage("unknown option '%s'", a);
-		else
+			continue;
+		}
+		if (a[0] != '-' || !a[1]) {
 			o->specs[o->nspecs++] = a;
+			continue;
+		}
+		const OptSpec *s = NULL;
+		for (size_t k = 0; k < sizeof options / sizeof *options; k++)
+			if (!strcmp(a, options[k].name) || (!strcmp(options[k].name, "-D") && !strncmp(a, "-D", 2)))
+				s = &options[k];
+		if (!s)
+			return usage_error("unknown option '%s'", a);
+		char *val = NULL;
+		if (s->kind != O_FLAG)
+			val = !strcmp(s->name, "-D") && a[2] ? a + 2 : i + 1 < argc ? argv[++i] : NULL;
+		if (set_option(o, s, val))
+			return EXIT_USAGE;
 	}
-	if (!o->nspecs)
-		return bad_usage("check needs at least one spec file%s", "");
 	o->check.params = o->params;
 	o->check.nparams = o->nparams;
+	if (!o->nspecs)
+		return usage_error("%s needs a spec file", o->command);
 	return EXIT_OK;
 }
 
-static const char *verdict_word(Verdict v) { return v == VERDICT_HOLDS ? "holds" : "fails"; }
+typedef struct {
+	const char *name;
+	int (*fn)(Opts *);
+	int one_spec;
+} Command;
 
-static void print_laws(const CheckResult *r)
-{
-	for (int i = 0; i < r->nlaw; i++) {
-		const LawOutcome *l = &r->law[i];
-		if (l->v == VERDICT_HOLDS) {
-			printf("  %s: holds in %d trials%s", l->law, l->trials,
-			       !strcmp(l->law, "identity") ? " (float64 and float32, e+e included)" : "");
-			if (l->skipped)
-				printf(" (%d overflowed on both sides and were skipped)", l->skipped);
-			printf("\n");
-		} else {
-			printf("  %s: fails at trial %d: %s\n%s", l->law, l->trials, l->detail, l->cex);
-		}
-	}
-}
-
-static void print_text(const Carrier *c, const CheckResult *r)
-{
-	printf("%s: carrier %s\n", c->file, c->name);
-	if (r->input_error) {
-		printf("  inputs: %s\n  FAILED\n", r->input_error);
-		return;
-	}
-	print_laws(r);
-	if (r->sound == VERDICT_NA)
-		printf("  reference: none given, so soundness is not checked\n");
-	else if (r->sound == VERDICT_HOLDS)
-		printf("  reference: matches on %d rows of lengths 0 to %d, folded in random tree shapes\n", r->rows,
-		       r->max_len);
-	else
-		printf("  reference: fails: %s\n%s", r->sound_detail, r->sound_cex);
-	for (int i = 0; i < r->nnotes; i++)
-		printf("  empty row: %s\n", r->notes[i]);
-	int shown = 0;
-	for (int i = 0; i < r->nerr; i++) {
-		if (!r->err[i].defined)
-			continue;
-		printf("%s %s %.2g (naive float32 %.2g)", shown++ ? "," : "  float32 error:", r->err[i].name,
-		       r->err[i].rel, r->err[i].naive);
-	}
-	if (shown)
-		printf("\n");
-	printf("  %s (%.2f s)\n", check_ok(r) ? "ok" : "FAILED", r->seconds);
-}
-
-static void print_json(const Carrier *c, const CheckResult *r)
-{
-	Buf b = {0};
-	buf_puts(&b, "{\"file\": ");
-	buf_json_str(&b, c->file);
-	buf_puts(&b, ", \"carrier\": ");
-	buf_json_str(&b, c->name);
-	buf_printf(&b, ", \"ok\": %s, \"seconds\": %.4f", check_ok(r) ? "true" : "false", r->seconds);
-	if (r->input_error) {
-		buf_puts(&b, ", \"input_error\": ");
-		buf_json_str(&b, r->input_error);
-	}
-	buf_puts(&b, ", \"laws\": [");
-	for (int i = 0; i < r->nlaw; i++) {
-		const LawOutcome *l = &r->law[i];
-		buf_printf(&b, "%s{\"law\": \"%s\", \"verdict\": \"%s\", \"trials\": %d, \"skipped\": %d", i ? ", " : "",
-			   l->law, verdict_word(l->v), l->trials, l->skipped);
-		if (l->v == VERDICT_FAILS) {
-			buf_puts(&b, ", \"detail\": ");
-			buf_json_str(&b, l->detail);
-			buf_printf(&b, ", \"counterexample\": %s", l->json);
-		}
-		buf_puts(&b, "}");
-	}
-	buf_puts(&b, "], \"reference\": ");
-	if (r->sound == VERDICT_NA)
-		buf_puts(&b, "null");
-	else {
-		buf_printf(&b, "{\"verdict\": \"%s\", \"rows\": %d, \"max_len\": %d",
-			   r->sound == VERDICT_HOLDS ? "matches" : "fails", r->rows, r->max_len);
-		if (r->sound == VERDICT_FAILS) {
-			buf_puts(&b, ", \"detail\": ");
-			buf_json_str(&b, r->sound_detail);
-			buf_printf(&b, ", \"counterexample\": %s", r->sound_json);
-		}
-		buf_puts(&b, "}");
-	}
-	buf_puts(&b, ", \"empty_row\": [");
-	for (int i = 0; i < r->nnotes; i++) {
-		buf_puts(&b, i ? ", " : "");
-		buf_json_str(&b, r->notes[i]);
-	}
-	buf_puts(&b, "], \"f32_error\": {");
-	for (int i = 0, n = 0; i < r->nerr; i++) {
-		if (!r->err[i].defined)
-			continue;
-		buf_puts(&b, n++ ? ", " : "");
-		buf_json_str(&b, r->err[i].name);
-		buf_puts(&b, ": {\"worst\": ");
-		buf_json_num(&b, r->err[i].rel);
-		buf_puts(&b, ", \"naive\": ");
-		buf_json_num(&b, r->err[i].naive);
-		buf_puts(&b, ", \"family\": ");
-		buf_json_str(&b, r->err[i].family);
-		buf_puts(&b, "}");
-	}
-	buf_puts(&b, "}}");
-	char *s = buf_take(&b);
-	puts(s);
-	free(s);
-}
-
-static int check_one(const char *path, Opts *o)
-{
-	Diag d;
-	diag_init(&d, path);
-	Carrier *c = spec_load_file(path, o->defs, o->ndefs, &d);
-	if (!c) {
-		if (o->json) {
-			Buf b = {0};
-			buf_puts(&b, "{\"file\": ");
-			buf_json_str(&b, path);
-			buf_puts(&b, ", \"ok\": false, \"error\": ");
-			buf_json_str(&b, d.text ? d.text : "");
-			buf_puts(&b, "}");
-			char *s = buf_take(&b);
-			puts(s);
-			free(s);
-		}
-		fputs(d.text ? d.text : "", stderr);
-		diag_free(&d);
-		return EXIT_USAGE;
-	}
-	diag_free(&d);
-	CheckResult r;
-	char msg[256];
-	if (check_run(c, &o->check, &r, msg, sizeof msg)) {
-		fprintf(stderr, "assoc: %s\n", msg);
-		carrier_free(c);
-		return EXIT_USAGE;
-	}
-	if (o->json)
-		print_json(c, &r);
-	else
-		print_text(c, &r);
-	int rc = check_ok(&r) ? EXIT_OK : EXIT_FAIL;
-	check_result_free(&r);
-	carrier_free(c);
-	return rc;
-}
+static const Command commands[] = {
+	{"check", cmd_check, 0},
+	{"run", cmd_run, 1},
+};
 
 int main(int argc, char **argv)
 {
@@ -267,15 +210,18 @@ int main(int argc, char **argv)
 		printf("assoc %s\n", ASSOC_VERSION);
 		return EXIT_OK;
 	}
-	if (strcmp(argv[1], "check"))
-		return bad_usage("unknown command '%s'", argv[1]);
-	Opts o = {0};
+	const Command *cmd = NULL;
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			cmd = &commands[i];
+	if (!cmd)
+		return usage_error("unknown command '%s'", argv[1]);
+	Opts o = {.command = cmd->name};
 	int rc = parse_opts(argc, argv, &o);
+	if (rc == EXIT_OK && cmd->one_spec && o.nspecs != 1)
+		rc = usage_error("%s takes one spec, got %d", cmd->name, o.nspecs);
 	if (rc == EXIT_OK)
-		for (int i = 0; i < o.nspecs; i++) {
-			int r = check_one(o.specs[i], &o);
-			rc = r > rc ? r : rc;
-		}
+		rc = cmd->fn(&o);
 	free(o.specs);
 	return rc;
 }

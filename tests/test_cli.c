@@ -110,3 +110,27 @@ Test(cli, help_and_version)
 	cr_assert_eq(sh(ASSOC " --version", out, sizeof out, 0), 0);
 	cr_assert(!strncmp(out, "assoc ", 6));
 }
+
+Test(cli, run_interp_and_npy)
+{
+	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --rows 3 --len 33 --output var=build/var.npy "
+			"--output mean=build/mean.npy", out, sizeof out, 0), 0, "%s", out);
+	cr_assert(strstr(out, "carrier welford on interp, 3 rows x 33"), "%s", out);
+	cr_assert(strstr(out, "  var: max abs error"), "%s", out);
+	cr_assert(strstr(out, "\n  ok\n"), "%s", out);
+	/* feed an output back as an input of another spec: the row sums of x are sums */
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --input x=build/var.npy", out, sizeof out, 1), 2,
+		     "a 1-D array cannot be an element input of rows x positions: %s", out);
+	cr_assert(strstr(out, "shape does not fit input 'x'"), "%s", out);
+}
+
+Test(cli, run_usage_errors)
+{
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device nosuch", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "unknown device 'nosuch'"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml specs/max.yaml", out, sizeof out, 1), 2);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --input y=build/var.npy", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "no input named 'y'"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --output nope=build/x.npy --device interp", out, sizeof out, 1), 2);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --rows -1", out, sizeof out, 1), 2);
+}

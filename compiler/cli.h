@@ -1,0 +1,41 @@
+/* cli.h: the command line, shared by the command files (cmd_*.c). */
+#ifndef ASSOC_CLI_H
+#define ASSOC_CLI_H
+
+#include "check.h"
+#include "run.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, MAX_DEFINES = 64, MAX_FILES = 32 };
+
+typedef struct {
+	const char *name, *path;
+} NamedPath;
+
+typedef struct {
+	const char *command;
+	CheckOpts check;
+	Define defs[MAX_DEFINES], params[MAX_DEFINES];
+	int ndefs, nparams;
+	int json, proof, strict;
+	char **specs;
+	int nspecs;
+	/* run */
+	const char *device;
+	int rows, len;
+	RunOpts run;
+	NamedPath inputs[MAX_FILES], outputs[MAX_FILES];
+	int ninputs, noutputs;
+	/* emit */
+	const char *target, *out, *arch;
+	int stats, trust_merge, explain;
+} Opts;
+
+/* Print "assoc: <message>" and the pointer to --help; returns EXIT_USAGE. */
+int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Load a spec with the command line's -D, printing diagnostics; NULL on error. */
+Carrier *cli_load(const Opts *o, const char *path);
+
+int cmd_check(Opts *o);
+int cmd_run(Opts *o);
+
+#endif

@@ -1,0 +1,180 @@
+/* cmd_check.c: `assoc check SPEC...`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "cli.h"
+
+static const char *verdict_word(Verdict v) { return v == VERDICT_HOLDS ? "holds" : "fails"; }
+
+static void print_laws(const CheckResult *r)
+{
+	for (int i = 0; i < r->nlaw; i++) {
+		const LawOutcome *l = &r->law[i];
+		if (l->v == VERDICT_HOLDS) {
+			printf("  %s: holds in %d trials%s", l->law, l->trials,
+			       !strcmp(l->law, "identity") ? " (float64 and float32, e+e included)" : "");
+			if (l->skipped)
+				printf(" (%d overflowed on both sides and were skipped)", l->skipped);
+			printf("\n");
+		} else {
+			printf("  %s: fails at trial %d: %s\n%s", l->law, l->trials, l->detail, l->cex);
+		}
+	}
+}
+
+static void print_text(const Carrier *c, const CheckResult *r)
+{
+	printf("%s: carrier %s\n", c->file, c->name);
+	if (r->input_error) {
+		printf("  inputs: %s\n  FAILED\n", r->input_error);
+		return;
+	}
+	print_laws(r);
+	if (r->sound == VERDICT_NA)
+		printf("  reference: none given, so soundness is not checked\n");
+	else if (r->sound == VERDICT_HOLDS)
+		printf("  reference: matches on %d rows of lengths 0 to %d, folded in random tree shapes\n", r->rows,
+		       r->max_len);
+	else
+		printf("  reference: fails: %s\n%s", r->sound_detail, r->sound_cex);
+	for (int i = 0; i < r->nnotes; i++)
+		printf("  empty row: %s\n", r->notes[i]);
+	int shown = 0;
+	for (int i = 0; i < r->nerr; i++) {
+		if (!r->err[i].defined)
+			continue;
+		printf("%s %s %.2g (naive float32 %.2g)", shown++ ? "," : "  float32 error:", r->err[i].name,
+		       r->err[i].rel, r->err[i].naive);
+	}
+	if (shown)
+		printf("\n");
+	printf("  %s (%.2f s)\n", check_ok(r) ? "ok" : "FAILED", r->seconds);
+}
+
+static void json_laws(Buf *b, const CheckResult *r)
+{
+	buf_puts(b, ", \"laws\": [");
+	for (int i = 0; i < r->nlaw; i++) {
+		const LawOutcome *l = &r->law[i];
+		buf_printf(b, "%s{\"law\": \"%s\", \"verdict\": \"%s\", \"trials\": %d, \"skipped\": %d", i ? ", " : "",
+			   l->law, verdict_word(l->v), l->trials, l->skipped);
+		if (l->v == VERDICT_FAILS) {
+			buf_puts(b, ", \"detail\": ");
+			buf_json_str(b, l->detail);
+			buf_printf(b, ", \"counterexample\": %s", l->json);
+		}
+		buf_puts(b, "}");
+	}
+	buf_puts(b, "]");
+}
+
+static void json_reference(Buf *b, const CheckResult *r)
+{
+	buf_puts(b, ", \"reference\": ");
+	if (r->sound == VERDICT_NA) {
+		buf_puts(b, "null");
+		return;
+	}
+	buf_printf(b, "{\"verdict\": \"%s\", \"rows\": %d, \"max_len\": %d",
+		   r->sound == VERDICT_HOLDS ? "matches" : "fails", r->rows, r->max_len);
+	if (r->sound == VERDICT_FAILS) {
+		buf_puts(b, ", \"detail\": ");
+		buf_json_str(b, r->sound_detail);
+		buf_printf(b, ", \"counterexample\": %s", r->sound_json);
+	}
+	buf_puts(b, "}");
+}
+
+static void print_json(const Carrier *c, const CheckResult *r)
+{
+	Buf b = {0};
+	buf_puts(&b, "{\"file\": ");
+	buf_json_str(&b, c->file);
+	buf_puts(&b, ", \"carrier\": ");
+	buf_json_str(&b, c->name);
+	buf_printf(&b, ", \"ok\": %s, \"seconds\": %.4f", check_ok(r) ? "true" : "false", r->seconds);
+	if (r->input_error) {
+		buf_puts(&b, ", \"input_error\": ");
+		buf_json_str(&b, r->input_error);
+	}
+	json_laws(&b, r);
+	json_reference(&b, r);
+	buf_puts(&b, ", \"empty_row\": [");
+	for (int i = 0; i < r->nnotes; i++) {
+		buf_puts(&b, i ? ", " : "");
+		buf_json_str(&b, r->notes[i]);
+	}
+	buf_puts(&b, "], \"f32_error\": {");
+	for (int i = 0, n = 0; i < r->nerr; i++) {
+		if (!r->err[i].defined)
+			continue;
+		buf_puts(&b, n++ ? ", " : "");
+		buf_json_str(&b, r->err[i].name);
+		buf_puts(&b, ": {\"worst\": ");
+		buf_json_num(&b, r->err[i].rel);
+		buf_puts(&b, ", \"naive\": ");
+		buf_json_num(&b, r->err[i].naive);
+		buf_puts(&b, ", \"family\": ");
+		buf_json_str(&b, r->err[i].family);
+		buf_puts(&b, "}");
+	}
+	buf_puts(&b, "}}");
+	char *s = buf_take(&b);
+	puts(s);
+	free(s);
+}
+
+static void json_invalid(const char *path, const char *diag)
+{
+	Buf b = {0};
+	buf_puts(&b, "{\"file\": ");
+	buf_json_str(&b, path);
+	buf_puts(&b, ", \"ok\": false, \"error\": ");
+	buf_json_str(&b, diag);
+	buf_puts(&b, "}");
+	char *s = buf_take(&b);
+	puts(s);
+	free(s);
+}
+
+static int check_one(Opts *o, const char *path)
+{
+	Diag d;
+	diag_init(&d, path);
+	Carrier *c = spec_load_file(path, o->defs, o->ndefs, &d);
+	if (!c) {
+		if (o->json)
+			json_invalid(path, d.text ? d.text : "");
+		fputs(d.text ? d.text : "", stderr);
+		diag_free(&d);
+		return EXIT_USAGE;
+	}
+	diag_free(&d);
+	CheckResult r;
+	char msg[256];
+	if (check_run(c, &o->check, &r, msg, sizeof msg)) {
+		fprintf(stderr, "assoc: %s\n", msg);
+		carrier_free(c);
+		return EXIT_USAGE;
+	}
+	if (o->json)
+		print_json(c, &r);
+	else
+		print_text(c, &r);
+	int rc = check_ok(&r) ? EXIT_OK : EXIT_FAIL;
+	check_result_free(&r);
+	carrier_free(c);
+	return rc;
+}
+
+int cmd_check(Opts *o)
+{
+	int rc = EXIT_OK;
+	for (int i = 0; i < o->nspecs; i++) {
+		int r = check_one(o, o->specs[i]);
+		rc = r > rc ? r : rc;
+	}
+	return rc;
+}

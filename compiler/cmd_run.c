@@ -1,0 +1,220 @@
+/* cmd_run.c: `assoc run SPEC`: arrays through a device, checked against
+ * the float64 reference. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "npy.h"
+
+typedef enum { SHAPE_ROWS, SHAPE_LEN, SHAPE_ROWS_LEN } Layout;
+
+typedef struct {
+	const char *name;
+	Buffer *buf;
+	Layout layout;
+} Slot;
+
+/* Every array a run reads or writes, by name. */
+static int slots(RunData *d, Slot *s, int max)
+{
+	Carrier *c = d->c;
+	int n = 0;
+	for (int k = 0; k < c->nrow && n < max; k++)
+		s[n++] = (Slot){c->row[k].name, &d->row[k], SHAPE_ROWS};
+	for (int k = 0; k < c->ncol && n < max; k++)
+		s[n++] = (Slot){c->col[k].name, &d->col[k], SHAPE_LEN};
+	for (int k = 0; k < c->nelem && n < max; k++)
+		s[n++] = (Slot){c->elem[k].name, &d->elem[k], SHAPE_ROWS_LEN};
+	for (int k = 0; k < c->nfinal && n < max; k++)
+		s[n++] = (Slot){c->finalize[k].name, &d->fin[k], d->scan ? SHAPE_ROWS_LEN : SHAPE_ROWS};
+	for (int k = 0; k < c->nmap && n < max; k++)
+		s[n++] = (Slot){c->map[k].name, &d->map[k], SHAPE_ROWS_LEN};
+	return n;
+}
+
+static int is_input(const Carrier *c, const char *name)
+{
+	for (int k = 0; k < c->nrow; k++)
+		if (!strcmp(c->row[k].name, name))
+			return 1;
+	for (int k = 0; k < c->ncol; k++)
+		if (!strcmp(c->col[k].name, name))
+			return 1;
+	for (int k = 0; k < c->nelem; k++)
+		if (!strcmp(c->elem[k].name, name))
+			return 1;
+	return 0;
+}
+
+static int layout_dims(Layout l, int rows, int len, int width, size_t *shape)
+{
+	int n = 0;
+	if (l != SHAPE_LEN)
+		shape[n++] = rows;
+	if (l != SHAPE_ROWS)
+		shape[n++] = len;
+	if (width > 1)
+		shape[n++] = width;
+	return n;
+}
+
+/* Rows and len from the input arrays, where given. */
+static int infer_shape(Opts *o, Carrier *c, Npy *arr)
+{
+	for (int i = 0; i < o->ninputs; i++) {
+		char msg[512];
+		if (!is_input(c, o->inputs[i].name))
+			return usage_error("--input %s: the spec has no input named '%s'", o->inputs[i].name,
+					   o->inputs[i].name);
+		if (npy_read(o->inputs[i].path, &arr[i], msg, sizeof msg))
+			return usage_error("%s", msg);
+		int elem = 0, col = 0;
+		for (int k = 0; k < c->nelem; k++)
+			elem |= !strcmp(c->elem[k].name, o->inputs[i].name);
+		for (int k = 0; k < c->ncol; k++)
+			col |= !strcmp(c->col[k].name, o->inputs[i].name);
+		if (arr[i].ndim < 1)
+			return usage_error("%s: a 0-dimensional array", o->inputs[i].path);
+		if (elem && arr[i].ndim >= 2)
+			o->rows = (int)arr[i].shape[0], o->len = (int)arr[i].shape[1];
+		else if (col)
+			o->len = (int)arr[i].shape[0];
+		else if (!elem)
+			o->rows = (int)arr[i].shape[0];
+	}
+	return EXIT_OK;
+}
+
+static int load_inputs(Opts *o, RunData *d, Npy *arr)
+{
+	Slot s[256];
+	int n = slots(d, s, 256);
+	for (int i = 0; i < o->ninputs; i++)
+		for (int k = 0; k < n; k++) {
+			if (strcmp(s[k].name, o->inputs[i].name))
+				continue;
+			size_t want[3];
+			int nd = layout_dims(s[k].layout, d->rows, d->len, s[k].buf->width, want);
+			int same = arr[i].ndim == nd;
+			for (int t = 0; same && t < nd; t++)
+				same = arr[i].shape[t] == want[t];
+			if (!same)
+				return usage_error("%s: shape does not fit input '%s' of %d rows x %d positions%s",
+						   o->inputs[i].path, s[k].name, d->rows, d->len,
+						   s[k].buf->width > 1 ? " (with a last axis of its vector length)" : "");
+			for (size_t x = 0; x < arr[i].count; x++)
+				buffer_set(s[k].buf, x, npy_get(&arr[i], x));
+			break;
+		}
+	return EXIT_OK;
+}
+
+static int write_outputs(Opts *o, RunData *d)
+{
+	Slot s[256];
+	int n = slots(d, s, 256);
+	for (int i = 0; i < o->noutputs; i++) {
+		int k = 0;
+		while (k < n && strcmp(s[k].name, o->outputs[i].name))
+			k++;
+		if (k == n)
+			return usage_error("--output %s: the spec has no array named '%s'", o->outputs[i].name,
+					   o->outputs[i].name);
+		Npy a = {.itemsize = kind_size(s[k].buf->kind), .data = s[k].buf->p};
+		snprintf(a.descr, sizeof a.descr, "%s", npy_descr(s[k].buf->kind));
+		a.ndim = layout_dims(s[k].layout, d->rows, d->len, s[k].buf->width, a.shape);
+		a.count = s[k].buf->n * s[k].buf->width;
+		char msg[512];
+		if (npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
+			fprintf(stderr, "assoc: %s\n", msg);
+			return EXIT_FAIL;
+		}
+	}
+	return EXIT_OK;
+}
+
+static const Device *pick_device(const char *name)
+{
+	if (strcmp(name, "auto"))
+		return device_find(name);
+	static const char *order[] = {"gpu", "cpu", "emu", "interp"};
+	char why[256];
+	for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+		const Device *dv = device_find(order[i]);
+		if (!dv)
+			continue;
+		if (dv->available(why, sizeof why))
+			return dv;
+		fprintf(stderr, "assoc: %s device not usable (%s)\n", order[i], why);
+	}
+	fprintf(stderr, "assoc: running on the interpreter (no GPU or CPU backend in this build)\n");
+	return device_find("interp");
+}
+
+static void print_check(const RunCheck *rc, const RunData *d)
+{
+	for (int o = 0; o < rc->nout; o++) {
+		const OutCheck *x = &rc->out[o];
+		printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)", x->name,
+		       x->max_abs, x->max_rel, x->worst_ratio, x->basis);
+		if (x->nan_mismatch)
+			printf(", %d NaN or infinity where the reference differs", x->nan_mismatch);
+		if (x->worst_ratio > 1 || x->nan_mismatch)
+			printf(" (worst at flat index %zu) FAILS", x->at);
+		printf("\n");
+	}
+	(void)d;
+}
+
+int cmd_run(Opts *o)
+{
+	Carrier *c = cli_load(o, o->specs[0]);
+	if (!c)
+		return EXIT_USAGE;
+	Npy arr[MAX_FILES] = {0};
+	RunData *d = NULL;
+	int rc = infer_shape(o, c, arr);
+	const Device *dv = rc ? NULL : pick_device(o->device);
+	if (!rc && !dv)
+		rc = usage_error("unknown device '%s' (devices: %s, auto)", o->device, device_names());
+	char msg[1024] = "";
+	if (!rc) {
+		d = rundata_new(c, o->rows, o->len);
+		if (rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg))
+			rc = usage_error("%s", msg);
+	}
+	if (!rc)
+		rc = load_inputs(o, d, arr);
+	if (!rc && !dv->available(msg, sizeof msg)) {
+		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
+		rc = EXIT_FAIL;
+	}
+	if (!rc) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int failed = dv->run(d, &o->run, msg, sizeof msg);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (failed) {
+			fprintf(stderr, "assoc: %s: %s\n", dv->name, msg);
+			rc = EXIT_FAIL;
+		} else {
+			RunCheck chk;
+			printf("%s: carrier %s on %s, %d rows x %d (%.3f s)\n", c->file, c->name, dv->name, d->rows,
+			       d->len, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
+			run_check(d, &chk);
+			print_check(&chk, d);
+			printf("  %s\n", chk.ok ? "ok" : "FAILED");
+			rc = chk.ok ? EXIT_OK : EXIT_FAIL;
+			runcheck_free(&chk);
+			int w = write_outputs(o, d);
+			rc = w > rc ? w : rc;
+		}
+	}
+	for (int i = 0; i < MAX_FILES; i++)
+		npy_free(&arr[i]);
+	rundata_free(d);
+	carrier_free(c);
+	return rc;
+}

@@ -1,0 +1,31 @@
+/* npy.h: NumPy .npy arrays (format versions 1.0 to 3.0, little-endian,
+ * C order), so inputs and outputs can be compared in Python. */
+#ifndef ASSOC_NPY_H
+#define ASSOC_NPY_H
+
+#include <stddef.h>
+
+#include "ir/ir.h"
+
+enum { NPY_MAX_DIMS = 8 };
+
+typedef struct {
+	char descr[8];  /* "<f4", "<f2", "<f8", "<i4", "<i8", "|b1", "<u2" (bf16 bits) */
+	int ndim;
+	size_t shape[NPY_MAX_DIMS];
+	size_t count;   /* product of shape */
+	size_t itemsize;
+	void *data;
+} Npy;
+
+/* Read a whole file; -1 with a message naming the file on any problem. */
+int npy_read(const char *path, Npy *a, char *msg, size_t n);
+/* Write atomically (a temporary file renamed into place): no partial file. */
+int npy_write(const char *path, const Npy *a, char *msg, size_t n);
+void npy_free(Npy *a);
+/* Value i as a double; descr must be one npy_read accepts. */
+double npy_get(const Npy *a, size_t i);
+/* The descr for an array holding values of kind k (bf16 as "<u2" bits). */
+const char *npy_descr(TyKind k);
+
+#endif

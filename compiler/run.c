@@ -1,0 +1,244 @@
+/* run.c: whole-array inputs and outputs, the devices' common ground, and
+ * the comparison of a device's results with the float64 reference. */
+#include "run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "draw.h"
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz ? sz : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+/* ---- storage ---- */
+
+size_t kind_size(TyKind k)
+{
+	switch (k) {
+	case TY_BOOL: return 1;
+	case TY_F16: case TY_BF16: return 2;
+	case TY_I32: case TY_F32: return 4;
+	default: return 8;
+	}
+}
+
+uint16_t bf16_bits(double v)
+{
+	float f = (float)ir_round(TY_BF16, v);
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if (isnan(f))
+		return 0x7fc0;
+	return (uint16_t)(u >> 16);
+}
+
+double bf16_value(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+uint16_t f16_bits(double v)
+{
+	v = ir_round(TY_F16, v);
+	uint16_t sign = signbit(v) ? 0x8000 : 0;
+	double a = fabs(v);
+	if (isnan(v))
+		return 0x7e00;
+	if (isinf(a))
+		return sign | 0x7c00;
+	if (a == 0)
+		return sign;
+	int e;
+	double m = frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+	if (e < -13)             /* subnormal: a = k * 2^-24 */
+		return sign | (uint16_t)(a * 0x1p24);
+	return sign | (uint16_t)((e + 14) << 10) | (uint16_t)((m * 2 - 1) * 1024);
+}
+
+double f16_value(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+	return h & 0x8000 ? -v : v;
+}
+
+double buffer_get(const Buffer *b, size_t i)
+{
+	const void *p = (const char *)b->p + i * kind_size(b->kind);
+	switch (b->kind) {
+	case TY_BOOL: return *(const uint8_t *)p;
+	case TY_I32: return *(const int32_t *)p;
+	case TY_I64: return (double)*(const int64_t *)p;
+	case TY_F16: return f16_value(*(const uint16_t *)p);
+	case TY_BF16: return bf16_value(*(const uint16_t *)p);
+	case TY_F32: return *(const float *)p;
+	default: return *(const double *)p;
+	}
+}
+
+void buffer_set(Buffer *b, size_t i, double v)
+{
+	void *p = (char *)b->p + i * kind_size(b->kind);
+	switch (b->kind) {
+	case TY_BOOL: *(uint8_t *)p = v != 0; break;
+	case TY_I32: *(int32_t *)p = (int32_t)ir_round(TY_I32, v); break;
+	case TY_I64: *(int64_t *)p = (int64_t)v; break;
+	case TY_F16: *(uint16_t *)p = f16_bits(v); break;
+	case TY_BF16: *(uint16_t *)p = bf16_bits(v); break;
+	case TY_F32: *(float *)p = (float)v; break;
+	default: *(double *)p = v; break;
+	}
+}
+
+static Buffer *buffers(const Decl *d, int n, size_t count)
+{
+	Buffer *b = xcalloc(n, sizeof *b);
+	for (int i = 0; i < n; i++) {
+		b[i] = (Buffer){d[i].storage, decl_width(&d[i]), count, NULL};
+		b[i].p = xcalloc(count * b[i].width, kind_size(b[i].kind));
+	}
+	return b;
+}
+
+static Buffer *out_buffers(const Def *d, int n, size_t count)
+{
+	Buffer *b = xcalloc(n, sizeof *b);
+	for (int i = 0; i < n; i++) {
+		Ty t = d[i].e->ty;
+		b[i] = (Buffer){(TyKind)t.kind, t.len ? t.len : 1, count, NULL};
+		b[i].p = xcalloc(count * b[i].width, kind_size(b[i].kind));
+	}
+	return b;
+}
+
+RunData *rundata_new(Carrier *c, int rows, int len)
+{
+	RunData *d = xcalloc(1, sizeof *d);
+	size_t rl = (size_t)rows * len;
+	d->c = c;
+	d->rows = rows;
+	d->len = len;
+	d->scan = c->tpl == TPL_SCAN;
+	d->row = buffers(c->row, c->nrow, rows);
+	d->col = buffers(c->col, c->ncol, len);
+	d->elem = buffers(c->elem, c->nelem, rl);
+	d->params = xcalloc(c->nparams, sizeof *d->params);
+	d->fin = out_buffers(c->finalize, c->nfinal, d->scan ? rl : (size_t)rows);
+	d->map = out_buffers(c->map, c->nmap, rl);
+	return d;
+}
+
+static void free_buffers(Buffer *b, int n)
+{
+	for (int i = 0; b && i < n; i++)
+		free(b[i].p);
+	free(b);
+}
+
+void rundata_free(RunData *d)
+{
+	if (!d)
+		return;
+	Carrier *c = d->c;
+	free_buffers(d->row, c->nrow);
+	free_buffers(d->col, c->ncol);
+	free_buffers(d->elem, c->nelem);
+	free_buffers(d->fin, c->nfinal);
+	free_buffers(d->map, c->nmap);
+	free(d->params);
+	free(d);
+}
+
+/* ---- rows for the interpreter ---- */
+
+void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
+{
+	Carrier *c = d->c;
+	row->i = r;
+	for (int k = 0; k < c->nrow; k++)
+		for (int t = 0; t < d->row[k].width; t++)
+			row->rowv[m->rowoff[k] + t] = buffer_get(&d->row[k], (size_t)r * d->row[k].width + t);
+	for (int j = 0; j < d->len; j++) {
+		for (int k = 0; k < c->ncol; k++)
+			for (int t = 0; t < d->col[k].width; t++)
+				row->colv[(size_t)j * m->colw + m->coloff[k] + t] =
+					buffer_get(&d->col[k], (size_t)j * d->col[k].width + t);
+		for (int k = 0; k < c->nelem; k++)
+			for (int t = 0; t < d->elem[k].width; t++)
+				row->elemv[(size_t)j * m->elemw + m->elemoff[k] + t] =
+					buffer_get(&d->elem[k], ((size_t)r * d->len + j) * d->elem[k].width + t);
+	}
+}
+
+static void store_decls(int n, Buffer *b, const int *off, const double *src, size_t at)
+{
+	for (int k = 0; k < n; k++)
+		for (int t = 0; t < b[k].width; t++)
+			buffer_set(&b[k], at * b[k].width + t, src[off[k] + t]);
+}
+
+int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	Machine m;
+	machine_init(&m, c);
+	uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
+	int rc = draw_params(&m, params, nparams, &rng, msg, n);
+	memcpy(d->params, m.params, c->nparams * sizeof *d->params);
+	Row *row = row_new(&m, d->len);
+	for (int r = 0; !rc && r < d->rows; r++) {
+		if (draw_row_keep(&m, FAM_NORMAL, row, r > 0, &rng)) {
+			snprintf(msg, n, "could not draw inputs where 'assume' holds");
+			rc = -1;
+			break;
+		}
+		store_decls(c->nrow, d->row, m.rowoff, row->rowv, r);
+		for (int j = 0; j < d->len; j++) {
+			if (r == 0)
+				store_decls(c->ncol, d->col, m.coloff, row->colv + (size_t)j * m.colw, j);
+			store_decls(c->nelem, d->elem, m.elemoff, row->elemv + (size_t)j * m.elemw,
+				    (size_t)r * d->len + j);
+		}
+	}
+	row_free(row);
+	machine_free(&m);
+	return rc;
+}
+
+/* ---- devices ---- */
+
+extern const Device dev_interp;
+#define DEVICE(name) __attribute__((weak)) extern const Device name;
+DEVICE(dev_emu)
+DEVICE(dev_cpu)
+DEVICE(dev_gpu)
+
+const Device *device_find(const char *name)
+{
+	const Device *all[] = {&dev_interp, &dev_emu, &dev_cpu, &dev_gpu};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		if (all[i] && !strcmp(all[i]->name, name))
+			return all[i];
+	return NULL;
+}
+
+const char *device_names(void)
+{
+	static char buf[128];
+	const Device *all[] = {&dev_interp, &dev_emu, &dev_cpu, &dev_gpu};
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		if (all[i]) {
+			strcat(buf, buf[0] ? ", " : "");
+			strcat(buf, all[i]->name);
+		}
+	return buf;
+}

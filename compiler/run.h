@@ -1,0 +1,97 @@
+/* run.h: running a carrier on whole arrays through a device, and checking
+ * the results against the float64 reference.
+ *
+ * Memory layout (spec-format.md): an element input is [rows][len][width],
+ * a row input [rows][width], a column input [len][width]; finalize outputs
+ * are [rows][width]; map outputs, and finalize outputs of a scan, are
+ * [rows][len][width].  Inputs are stored in their spec type (f16 and bf16
+ * as 16-bit patterns); outputs in the type of their expression. */
+#ifndef ASSOC_RUN_H
+#define ASSOC_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eval.h"
+#include "spec.h"
+
+typedef struct {
+	TyKind kind;  /* storage kind */
+	int width;    /* components per element (1 for scalars) */
+	size_t n;     /* elements */
+	void *p;      /* n * width values of kind */
+} Buffer;
+
+size_t kind_size(TyKind k);
+double buffer_get(const Buffer *b, size_t i);  /* component i, as a double */
+void buffer_set(Buffer *b, size_t i, double v); /* rounds to the buffer's kind */
+/* 16-bit patterns of f16 and bf16, round to nearest even. */
+uint16_t f16_bits(double v);
+uint16_t bf16_bits(double v);
+double f16_value(uint16_t h);
+double bf16_value(uint16_t h);
+
+typedef struct {
+	Carrier *c;
+	int rows, len;
+	Buffer *row, *col, *elem; /* one per declaration */
+	double *params;           /* one per param (scalar) */
+	Buffer *fin, *map;        /* outputs: one per finalize / map output */
+	int scan;                 /* finalize outputs are per position */
+} RunData;
+
+/* Allocate inputs and outputs for rows x len (outputs zeroed). */
+RunData *rundata_new(Carrier *c, int rows, int len);
+void rundata_free(RunData *d);
+
+/* Copy row r of d into the interpreter's layout (row has room for d->len). */
+void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);
+
+/* Draw inputs (honouring assume) and params (overrides applied); -1 with
+ * msg when an override is wrong or assume cannot be satisfied. */
+int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n);
+
+typedef struct {
+	int threads;      /* CPU devices: 0 picks the number of cores */
+	int split;        /* reduced-axis split count; 0 lets the device choose */
+	const char *config; /* a device's own configuration string, or NULL */
+	int deterministic;
+	int verbose;
+} RunOpts;
+
+typedef struct {
+	const char *name;
+	/* 1 when usable here; otherwise 0 with the reason in why. */
+	int (*available)(char *why, size_t n);
+	/* Fill d's outputs from its inputs; 0 on success, -1 with msg. */
+	int (*run)(RunData *d, const RunOpts *o, char *msg, size_t n);
+} Device;
+
+/* Devices, by name ("interp", and those linked in); NULL when unknown. */
+const Device *device_find(const char *name);
+const char *device_names(void);
+
+/* Worst error of each output against the float64 reference. */
+typedef struct {
+	char *name;
+	double max_abs, max_rel, worst_ratio; /* ratio of error to its tolerance */
+	size_t at;       /* flat index of the worst component */
+	int nan_mismatch;
+	size_t compared;
+	const char *basis; /* "the float64 reference", or the carrier's float64 left fold where the spec has none */
+} OutCheck;
+
+typedef struct {
+	OutCheck *out;
+	int nout;
+	int ok;
+} RunCheck;
+
+/* Compare d's outputs with the reference (or the carrier's float64 left
+ * fold where the spec has none).  The tolerance for each value is twice the
+ * error of a naive float32 evaluation of the same value plus a floor of
+ * 32 float32 ulps of the output's scale in its row (FlashAttention's rule). */
+void run_check(RunData *d, RunCheck *rc);
+void runcheck_free(RunCheck *rc);
+
+#endif

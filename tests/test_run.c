@@ -1,0 +1,154 @@
+/* test_run.c: whole-array runs (the interp device), the comparison with
+ * the float64 reference, storage conversions and .npy files. */
+#include <glob.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compiler/npy.h"
+#include "compiler/run.h"
+#include "testutil.h"
+
+static RunData *drawn(Carrier *c, int rows, int len)
+{
+	RunData *d = rundata_new(c, rows, len);
+	char msg[200];
+	cr_assert_eq(rundata_draw(d, 1, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	return d;
+}
+
+Test(run, interp_matches_reference_on_every_bundled_spec)
+{
+	glob_t g;
+	cr_assert_eq(glob("specs/*.yaml", 0, NULL, &g), 0);
+	static const int lens[] = {0, 1, 31, 32, 33, 1000};
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		Carrier *c = load_ok(g.gl_pathv[i]);
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			RunData *d = drawn(c, 3, lens[l]);
+			char msg[200];
+			cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0);
+			RunCheck rc;
+			run_check(d, &rc);
+			for (int o = 0; o < rc.nout; o++)
+				cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s len %d %s: %g of tolerance",
+					  g.gl_pathv[i], lens[l], rc.out[o].name, rc.out[o].worst_ratio);
+			cr_expect(rc.ok);
+			runcheck_free(&rc);
+			rundata_free(d);
+		}
+		carrier_free(c);
+	}
+	globfree(&g);
+}
+
+Test(run, check_catches_a_wrong_output)
+{
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	RunData *d = drawn(c, 2, 50);
+	char msg[200];
+	device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg);
+	float *y = d->map[0].p;
+	y[57] *= 1.0001f; /* 13 float32 ulps off in one value of row 1 */
+	RunCheck rc;
+	run_check(d, &rc);
+	cr_assert_not(rc.ok);
+	cr_assert_str_eq(rc.out[1].name, "y");
+	cr_assert_gt(rc.out[1].worst_ratio, 1);
+	cr_assert_eq(rc.out[1].at, 57);
+	cr_assert_leq(rc.out[0].worst_ratio, 1, "lse untouched");
+	runcheck_free(&rc);
+	rundata_free(d);
+	carrier_free(c);
+}
+
+Test(run, causal_mask_rows)
+{
+	Carrier *c = load_ok("specs/attention.yaml");
+	RunData *d = drawn(c, 5, 17);
+	char msg[200];
+	device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg);
+	RunCheck rc;
+	run_check(d, &rc);
+	cr_assert(rc.ok);
+	runcheck_free(&rc);
+	rundata_free(d);
+	carrier_free(c);
+}
+
+Test(run, half_precision_bits)
+{
+	cr_assert_eq(f16_bits(1.0), 0x3c00);
+	cr_assert_eq(f16_bits(-2.0), 0xc000);
+	cr_assert_eq(f16_bits(65504.0), 0x7bff);
+	cr_assert_eq(f16_bits(0x1p-24), 0x0001, "smallest subnormal");
+	cr_assert_eq(f16_bits(1e9), 0x7c00);
+	cr_assert_eq(bf16_bits(1.0), 0x3f80);
+	for (int h = 0; h < 0x7c00; h += 7)
+		cr_assert_eq(f16_bits(f16_value((uint16_t)h)), h, "f16 %#x round trips", h);
+	for (int h = 0; h < 0x7f80; h += 13)
+		cr_assert_eq(bf16_bits(bf16_value((uint16_t)h)), h, "bf16 %#x round trips", h);
+}
+
+Test(run, npy_round_trip)
+{
+	float v[6] = {1, 2, 3, 4, 5.5f, -6};
+	Npy a = {.descr = "<f4", .ndim = 2, .shape = {2, 3}, .count = 6, .itemsize = 4, .data = v};
+	char msg[300];
+	cr_assert_eq(npy_write("build/t.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	Npy b;
+	cr_assert_eq(npy_read("build/t.npy", &b, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_str_eq(b.descr, "<f4");
+	cr_assert_eq(b.ndim, 2);
+	cr_assert(b.shape[0] == 2 && b.shape[1] == 3);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(npy_get(&b, i), v[i]);
+	npy_free(&b);
+	FILE *f = fopen("build/t.npy", "rb");
+	char head[128];
+	cr_assert_eq(fread(head, 1, 128, f), 128);
+	fclose(f);
+	cr_assert_eq(head[10 + (head[8] | head[9] << 8) - 1], '\n', "header ends in a newline");
+	cr_assert_eq((10 + (head[8] | head[9] << 8)) % 64, 0, "data is 64-byte aligned");
+}
+
+static void write_raw(const char *path, const char *bytes, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	fwrite(bytes, 1, n, f);
+	fclose(f);
+}
+
+Test(run, npy_malformed)
+{
+	char msg[300];
+	Npy b;
+	write_raw("build/bad.npy", "hello", 5);
+	cr_assert_eq(npy_read("build/bad.npy", &b, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "not a .npy file"), "%s", msg);
+	const char hdr[] = "\x93NUMPY\x01\x00\x36\x00{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }   \n";
+	char buf[200];
+	memcpy(buf, hdr, sizeof hdr - 1);
+	write_raw("build/short.npy", buf, sizeof hdr - 1 + 8);
+	cr_assert_eq(npy_read("build/short.npy", &b, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "shorter"), "%s", msg);
+	const char f8[] = "\x93NUMPY\x01\x00\x36\x00{'descr': '>f8', 'fortran_order': False, 'shape': (4,), }   \n";
+	write_raw("build/be.npy", f8, sizeof f8 - 1);
+	cr_assert_eq(npy_read("build/be.npy", &b, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "unsupported dtype '>f8'"), "%s", msg);
+	const char fo[] = "\x93NUMPY\x01\x00\x36\x00{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }    \n";
+	write_raw("build/fo.npy", fo, sizeof fo - 1);
+	cr_assert_eq(npy_read("build/fo.npy", &b, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "Fortran"), "%s", msg);
+	cr_assert_eq(npy_read("build/none.npy", &b, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "cannot open"), "%s", msg);
+}
+
+Test(run, npy_write_failure_leaves_no_file)
+{
+	Npy a = {.descr = "<f4", .ndim = 1, .shape = {1}, .count = 1, .itemsize = 4, .data = &(float){1}};
+	char msg[300];
+	cr_assert_eq(npy_write("build/no/such/dir/x.npy", &a, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "cannot write"), "%s", msg);
+	cr_assert_neq(access("build/no/such/dir/x.npy", F_OK), 0);
+}
