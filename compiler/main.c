@@ -18,6 +18,7 @@ static const char usage[] =
 	"                  `reference`, and float32 error\n"
 	"  run SPEC        run the carrier on arrays through a device and compare every\n"
 	"                  output with the float64 reference\n"
+	"  emit SPEC       print generated code (--target cuda, ptx, llvm, asm) to -o FILE or stdout\n"
 	"\n"
 	"options:\n"
 	"  -D NAME=VALUE   override a dim (e.g. -D d=128)\n"
@@ -198,6 +199,7 @@ typedef struct {
 static const Command commands[] = {
 	{"check", cmd_check, 0},
 	{"run", cmd_run, 1},
+	{"emit", cmd_emit, 1},
 };
 
 int main(int argc, char **argv)

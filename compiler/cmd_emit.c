@@ -1,0 +1,77 @@
+/* cmd_emit.c: `assoc emit SPEC --target T [-o FILE|-]`: generated code.
+ * Targets live with their code generators and are linked in by name. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "emit.h"
+
+#define TARGET(name) __attribute__((weak)) extern const Target name;
+TARGET(target_cuda)
+TARGET(target_ptx)
+TARGET(target_llvm)
+TARGET(target_asm)
+
+static const Target *const *targets(void)
+{
+	static const Target *all[5];
+	all[0] = &target_cuda, all[1] = &target_ptx, all[2] = &target_llvm, all[3] = &target_asm, all[4] = NULL;
+	return all;
+}
+
+static void target_names(char *buf, size_t n)
+{
+	buf[0] = 0;
+	for (const Target *const *t = targets(); t < targets() + 4; t++)
+		if (*t) {
+			size_t l = strlen(buf);
+			snprintf(buf + l, n - l, "%s%s", l ? ", " : "", (*t)->name);
+		}
+}
+
+/* Output goes to a temporary file renamed into place, so a failure leaves
+ * no partial file behind. */
+int cmd_emit(Opts *o)
+{
+	const Target *tg = NULL;
+	char names[128];
+	target_names(names, sizeof names);
+	for (const Target *const *t = targets(); t < targets() + 4; t++)
+		if (*t && o->target && !strcmp((*t)->name, o->target))
+			tg = *t;
+	if (!o->target)
+		return usage_error("emit needs --target (%s)", names[0] ? names : "none in this build");
+	if (!tg)
+		return usage_error("unknown target '%s' (targets: %s)", o->target, names[0] ? names : "none in this build");
+	Carrier *c = cli_load(o, o->specs[0]);
+	if (!c)
+		return EXIT_USAGE;
+	int to_stdout = !o->out || !strcmp(o->out, "-");
+	char tmp[4096];
+	FILE *f = stdout;
+	if (!to_stdout) {
+		snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->out, (long)getpid());
+		if (!(f = fopen(tmp, "w"))) {
+			perror(o->out);
+			carrier_free(c);
+			return EXIT_FAIL;
+		}
+	}
+	char msg[4096] = "";
+	int rc = tg->emit(c, o, f, msg, sizeof msg);
+	if (rc && msg[0])
+		fprintf(stderr, "assoc: %s\n", msg);
+	if (!to_stdout) {
+		int closed = fclose(f);
+		if (rc || closed || rename(tmp, o->out)) {
+			if (!rc && closed)
+				perror(o->out);
+			unlink(tmp);
+			rc = rc ? rc : EXIT_FAIL;
+		}
+	}
+	carrier_free(c);
+	return rc;
+}
