@@ -5,33 +5,78 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "prove.h"
 
 static const char *verdict_word(Verdict v) { return v == VERDICT_HOLDS ? "holds" : "fails"; }
 
-static void print_laws(const CheckResult *r)
+static const ProofLine *proof_of(const ProofReport *p, const char *law)
+{
+	for (int i = 0; i < p->n; i++)
+		if (!strcmp(p->line[i].law, law))
+			return &p->line[i];
+	return NULL;
+}
+
+static void print_proof(const ProofLine *pl)
+{
+	if (pl)
+		printf("%s (%s)%s", proof_status_name(pl->status), pl->how ? pl->how : "",
+		       pl->status == PROOF_UNKNOWN ? " [warning]" : "");
+}
+
+static void print_laws(const CheckResult *r, const ProofReport *p)
 {
 	for (int i = 0; i < r->nlaw; i++) {
 		const LawOutcome *l = &r->law[i];
+		const ProofLine *pl = proof_of(p, l->law);
+		printf("  %s: ", l->law);
+		print_proof(pl);
+		printf("%s", pl ? "; " : "");
 		if (l->v == VERDICT_HOLDS) {
-			printf("  %s: holds in %d trials%s", l->law, l->trials,
+			printf("holds in %d trials%s", l->trials,
 			       !strcmp(l->law, "identity") ? " (float64 and float32, e+e included)" : "");
 			if (l->skipped)
 				printf(" (%d overflowed on both sides and were skipped)", l->skipped);
 			printf("\n");
 		} else {
-			printf("  %s: fails at trial %d: %s\n%s", l->law, l->trials, l->detail, l->cex);
+			printf("fails at trial %d: %s\n%s", l->trials, l->detail, l->cex);
 		}
+	}
+	const ProofLine *cert = proof_of(p, "certificate");
+	if (cert) {
+		printf("  certificate: ");
+		print_proof(cert);
+		printf("\n");
 	}
 }
 
-static void print_text(const Carrier *c, const CheckResult *r)
+/* Any disproof or failed trial fails; an unknown law fails only under --strict. */
+static int verdict_ok(const CheckResult *r, const ProofReport *p, int strict)
+{
+	if (!check_ok(r))
+		return 0;
+	for (int i = 0; i < p->n; i++)
+		if (p->line[i].status == PROOF_DISPROVED || (strict && p->line[i].status == PROOF_UNKNOWN))
+			return 0;
+	return 1;
+}
+
+static void print_text(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok)
 {
 	printf("%s: carrier %s\n", c->file, c->name);
 	if (r->input_error) {
 		printf("  inputs: %s\n  FAILED\n", r->input_error);
 		return;
 	}
-	print_laws(r);
+	print_laws(r, p);
+	if (p->trace) {
+		printf("  proof trace:\n");
+		for (const char *l = p->trace; *l;) {
+			size_t n = strcspn(l, "\n");
+			printf("    %.*s\n", (int)n, l);
+			l += n + (l[n] == '\n');
+		}
+	}
 	if (r->sound == VERDICT_NA)
 		printf("  reference: none given, so soundness is not checked\n");
 	else if (r->sound == VERDICT_HOLDS)
@@ -50,10 +95,19 @@ static void print_text(const Carrier *c, const CheckResult *r)
 	}
 	if (shown)
 		printf("\n");
-	printf("  %s (%.2f s)\n", check_ok(r) ? "ok" : "FAILED", r->seconds);
+	printf("  %s (%.2f s; proofs %.3f s)\n", ok ? "ok" : "FAILED", r->seconds, p->seconds);
 }
 
-static void json_laws(Buf *b, const CheckResult *r)
+static void json_proof(Buf *b, const ProofLine *pl)
+{
+	if (!pl)
+		return;
+	buf_printf(b, ", \"proof\": {\"status\": \"%s\", \"how\": ", proof_status_name(pl->status));
+	buf_json_str(b, pl->how ? pl->how : "");
+	buf_puts(b, "}");
+}
+
+static void json_laws(Buf *b, const CheckResult *r, const ProofReport *p)
 {
 	buf_puts(b, ", \"laws\": [");
 	for (int i = 0; i < r->nlaw; i++) {
@@ -65,6 +119,12 @@ static void json_laws(Buf *b, const CheckResult *r)
 			buf_json_str(b, l->detail);
 			buf_printf(b, ", \"counterexample\": %s", l->json);
 		}
+		json_proof(b, proof_of(p, l->law));
+		buf_puts(b, "}");
+	}
+	if (proof_of(p, "certificate")) {
+		buf_puts(b, ", {\"law\": \"certificate\"");
+		json_proof(b, proof_of(p, "certificate"));
 		buf_puts(b, "}");
 	}
 	buf_puts(b, "]");
@@ -87,19 +147,24 @@ static void json_reference(Buf *b, const CheckResult *r)
 	buf_puts(b, "}");
 }
 
-static void print_json(const Carrier *c, const CheckResult *r)
+static void print_json(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok)
 {
 	Buf b = {0};
 	buf_puts(&b, "{\"file\": ");
 	buf_json_str(&b, c->file);
 	buf_puts(&b, ", \"carrier\": ");
 	buf_json_str(&b, c->name);
-	buf_printf(&b, ", \"ok\": %s, \"seconds\": %.4f", check_ok(r) ? "true" : "false", r->seconds);
+	buf_printf(&b, ", \"ok\": %s, \"seconds\": %.4f, \"proof_seconds\": %.4f", ok ? "true" : "false", r->seconds,
+		   p->seconds);
 	if (r->input_error) {
 		buf_puts(&b, ", \"input_error\": ");
 		buf_json_str(&b, r->input_error);
 	}
-	json_laws(&b, r);
+	json_laws(&b, r, p);
+	if (p->trace) {
+		buf_puts(&b, ", \"proof_trace\": ");
+		buf_json_str(&b, p->trace);
+	}
 	json_reference(&b, r);
 	buf_puts(&b, ", \"empty_row\": [");
 	for (int i = 0; i < r->nnotes; i++) {
@@ -159,11 +224,18 @@ static int check_one(Opts *o, const char *path)
 		carrier_free(c);
 		return EXIT_USAGE;
 	}
+	ProofReport p;
+	if (prove_carrier(c, o->proof, &p)) {
+		fprintf(stderr, "assoc: %s: internal error in the prover\n", path);
+		p = (ProofReport){0};
+	}
+	int ok = verdict_ok(&r, &p, o->strict);
 	if (o->json)
-		print_json(c, &r);
+		print_json(c, &r, &p, ok);
 	else
-		print_text(c, &r);
-	int rc = check_ok(&r) ? EXIT_OK : EXIT_FAIL;
+		print_text(c, &r, &p, ok);
+	int rc = ok ? EXIT_OK : EXIT_FAIL;
+	proof_report_free(&p);
 	check_result_free(&r);
 	carrier_free(c);
 	return rc;

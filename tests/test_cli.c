@@ -27,9 +27,10 @@ Test(cli, check_passing_spec)
 {
 	cr_assert_eq(sh(ASSOC " check specs/online_softmax.yaml", out, sizeof out, 0), 0);
 	cr_assert(strstr(out, "specs/online_softmax.yaml: carrier online_softmax"), "%s", out);
-	cr_assert(strstr(out, "  associative: holds in 20000 trials"), "%s", out);
-	cr_assert(strstr(out, "  commutative: holds in 20000 trials"), "%s", out);
-	cr_assert(strstr(out, "  identity: holds in"), "%s", out);
+	cr_assert(strstr(out, "  associative: proved (transport into (max, +)); holds in 20000 trials\n"), "%s", out);
+	cr_assert(strstr(out, "  commutative: proved (transport into (max, +)); holds in 20000 trials\n"), "%s", out);
+	cr_assert(strstr(out, "  identity: proved ("), "%s", out);
+	cr_assert(strstr(out, "  certificate: proved (phi(a+b) = phi(a)*phi(b)"), "%s", out);
 	cr_assert(strstr(out, "  reference: matches on"), "%s", out);
 	cr_assert(strstr(out, "  float32 error: lse "), "%s", out);
 	cr_assert(strstr(out, "\n  ok ("), "%s", out);
@@ -38,7 +39,8 @@ Test(cli, check_passing_spec)
 Test(cli, check_failing_spec_exit_1)
 {
 	cr_assert_eq(sh(ASSOC " check tests/laws/forgot_rescale.yaml", out, sizeof out, 0), 1);
-	cr_assert(strstr(out, "  associative: fails at trial"), "%s", out);
+	cr_assert(strstr(out, "  associative: disproved (region "), "%s", out);
+	cr_assert(strstr(out, "; fails at trial "), "%s", out);
 	cr_assert(strstr(out, "    (a+b)+c = {m: "), "%s", out);
 	cr_assert(strstr(out, "FAILED"), "%s", out);
 }
@@ -73,12 +75,29 @@ Test(cli, json_one_object_per_spec)
 	cr_assert(strstr(second, "\"law\": \"commutative\", \"verdict\": \"fails\""), "%s", second);
 	cr_assert(strstr(second, "\"counterexample\": {\"mode\": \"float64\""), "%s", second);
 	cr_assert(strstr(second, "\"ok\": false"), "%s", second);
+	cr_assert(strstr(second, "\"proof\": {\"status\": \"disproved\""), "%s", second);
+}
+
+Test(cli, unknown_is_a_warning_and_fails_under_strict)
+{
+	/* (o, lse) without its certificate: the prover cannot compare logs of sums, the trials pass */
+	cr_assert_eq(sh(ASSOC " check --trials 300 tests/prove/o_lse_direct.yaml", out, sizeof out, 0), 0, "%s", out);
+	cr_assert(strstr(out, "associative: unknown ("), "%s", out);
+	cr_assert(strstr(out, "[warning]"), "%s", out);
+	cr_assert_eq(sh(ASSOC " check --strict --trials 300 tests/prove/o_lse_direct.yaml", out, sizeof out, 0), 1);
+	cr_assert(strstr(out, "FAILED"), "%s", out);
+}
+
+Test(cli, proof_trace)
+{
+	cr_assert_eq(sh(ASSOC " check --proof --trials 100 specs/max.yaml", out, sizeof out, 0), 0);
+	cr_assert(strstr(out, "region"), "the trace lists regions: %s", out);
 }
 
 Test(cli, seed_changes_nothing_for_lawful_specs)
 {
 	cr_assert_eq(sh(ASSOC " check --seed 12345 --trials 500 specs/welford.yaml", out, sizeof out, 0), 0);
-	cr_assert(strstr(out, "associative: holds in 500 trials"), "%s", out);
+	cr_assert(strstr(out, "; holds in 500 trials"), "%s", out);
 }
 
 Test(cli, defines_override_dims)
