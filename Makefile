@@ -72,10 +72,10 @@ test: deps
 
 fuzz: deps build/fuzz_spec
 	@mkdir -p build/fuzz-corpus
-	build/fuzz_spec -runs=0 tests/fuzz/regress
+	build/fuzz_spec -runs=0 $(wildcard tests/fuzz/regress/*)
 	build/fuzz_spec -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
 		-dict=tests/fuzz/spec.dict -artifact_prefix=build/fuzz- \
-		build/fuzz-corpus specs tests/bad tests/format tests/laws 2>build/fuzz.log || \
+		build/fuzz-corpus $(wildcard specs tests/bad tests/format tests/laws) 2>build/fuzz.log || \
 		{ tail -40 build/fuzz.log; echo "fuzz: crash input kept under build/; copy it to tests/fuzz/regress/"; exit 1; }
 	@grep -E '^Done|#[0-9]+.*DONE' build/fuzz.log | tail -1
 

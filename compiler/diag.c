@@ -42,10 +42,69 @@ static void appendf(Diag *d, const char *fmt, ...)
 	append(d, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
-/* The source line, with anything unprintable shown as '?', so a
- * diagnostic about a bad byte cannot itself carry the bad byte. */
+size_t utf8_decode(const unsigned char *s, size_t n, unsigned *out)
+{
+	unsigned c = s[0];
+	size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+	unsigned cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+	if (!len || len > n)
+		return 0;
+	for (size_t k = 1; k < len; k++) {
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[k] & 0x3f);
+	}
+	static const unsigned minv[] = {0, 0, 0x80, 0x800, 0x10000};
+	if (cp < minv[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	*out = cp;
+	return len;
+}
+
+/* Whether a character may reach the terminal as it is: not a control
+ * character, not invalid UTF-8, not a bidirectional override. */
+static int printable(unsigned cp)
+{
+	return (cp >= 0x20 && cp < 0x7f) ||
+	       (cp >= 0xa0 && !(cp >= 0x2028 && cp <= 0x202e) && !(cp >= 0x2066 && cp <= 0x2069) &&
+		cp != 0x200e && cp != 0x200f && cp != 0x061c && cp != 0xfeff && cp < 0xfffe);
+}
+
+/* Append s[0..n) with every character that is not printable shown as
+ * '?', so a diagnostic about a bad byte cannot itself carry the bad byte.
+ * Returns the number of characters (columns) appended. */
+static int append_safe(Diag *d, const char *s, size_t n)
+{
+	int cols = 0;
+	for (size_t i = 0; i < n; cols++) {
+		unsigned cp = 0;
+		size_t len = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+		if (len && printable(cp))
+			append(d, s + i, len);
+		else
+			append(d, "?", 1);
+		i += len ? len : 1;
+	}
+	return cols;
+}
+
+/* Skip `cols` characters of s[0..n); the byte offset reached. */
+static size_t skip_cols(const char *s, size_t n, int cols)
+{
+	size_t i = 0;
+	for (; cols > 0 && i < n; cols--) {
+		unsigned cp;
+		size_t len = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+		i += len ? len : 1;
+	}
+	return i;
+}
+
+/* The source line and a caret under pos.col; a long line is shown as a
+ * window around the column. */
 static void quote_line(Diag *d, Pos pos)
 {
+	enum { WIDTH = 120, BEFORE = 60 };
 	if (!d->src || pos.line <= 0)
 		return;
 	const char *p = d->src, *end = d->src + d->srclen;
@@ -55,19 +114,17 @@ static void quote_line(Diag *d, Pos pos)
 	if (p >= end && pos.line > 1)
 		return;
 	const char *e = p;
-	while (e < end && *e != '\n' && e - p < 200)
+	while (e < end && *e != '\n' && *e != '\r')
 		e++;
-	appendf(d, "%5d | ", pos.line);
-	for (const char *q = p; q < e; q++) {
-		/* one column per character: continuation bytes of UTF-8 print nothing */
-		unsigned char c = (unsigned char)*q;
-		if ((c & 0xc0) == 0x80)
-			continue;
-		char s = (c >= 0x20 && c < 0x7f) ? (char)c : (c == '\t' ? ' ' : '?');
-		append(d, &s, 1);
-	}
+	int first = pos.col > WIDTH - 10 ? pos.col - BEFORE : 1; /* first column shown */
+	size_t skip = skip_cols(p, (size_t)(e - p), first - 1);
+	size_t show = skip_cols(p + skip, (size_t)(e - p) - skip, WIDTH);
+	appendf(d, "%5d | %s", pos.line, first > 1 ? "..." : "");
+	append_safe(d, p + skip, show);
+	if (skip + show < (size_t)(e - p))
+		append(d, "...", 3);
 	append(d, "\n      | ", 9);
-	for (int i = 1; i < pos.col && i < 200; i++)
+	for (int i = pos.col - first + (first > 1 ? 3 : 0); i > 0; i--)
 		append(d, " ", 1);
 	append(d, "^\n", 2);
 }
@@ -77,9 +134,11 @@ static void vreport(Diag *d, Pos pos, const char *kind, const char *fmt, va_list
 	char msg[768];
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	if (pos.line > 0)
-		appendf(d, "%s:%d:%d: %s: %s\n", d->file, pos.line, pos.col, kind, msg);
+		appendf(d, "%s:%d:%d: %s: ", d->file, pos.line, pos.col, kind);
 	else
-		appendf(d, "%s: %s: %s\n", d->file, kind, msg);
+		appendf(d, "%s: %s: ", d->file, kind);
+	append_safe(d, msg, strlen(msg)); /* names from the spec are in it */
+	append(d, "\n", 1);
 	quote_line(d, pos);
 }
 

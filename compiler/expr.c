@@ -54,7 +54,7 @@ __attribute__((format(printf, 3, 4))) static V fail(P *p, size_t off, const char
 
 static void skip_ws(P *p)
 {
-	while (p->src[p->pos] == ' ' || p->src[p->pos] == '\n' || p->src[p->pos] == '\r')
+	while (p->src[p->pos] && strchr(" \n\r\t", p->src[p->pos])) /* a tab only from an escape */
 		p->pos++;
 }
 
@@ -96,11 +96,18 @@ static const char *what_tok(P *p, char *buf, size_t n)
 	unsigned char c = (unsigned char)p->src[p->pos];
 	if (!c)
 		return "end of expression";
+	if (c == '\'')
+		return "a quote (')";
 	if (c >= 0x80)
 		return "a non-ASCII character";
 	if (!isprint(c))
 		return "an unprintable character";
-	snprintf(buf, n, "'%c'", c);
+	const char *t = p->src + p->pos;
+	int len = 1;
+	if (isalnum(c) || c == '_')
+		while (len < 24 && (isalnum((unsigned char)t[len]) || t[len] == '_' || t[len] == '.'))
+			len++;
+	snprintf(buf, n, "'%.*s'", len, t);
 	return buf;
 }
 
@@ -273,10 +280,11 @@ static V binary(P *p, Op op, V x, V y)
 
 static V parse_or(P *p);
 
-static int enter(P *p)
+/* One level deeper, for the token at off. */
+static int enter(P *p, size_t off)
 {
 	if (++p->depth > SPEC_MAX_EXPR_DEPTH) {
-		fail(p, p->pos, "expression nested deeper than %d levels", SPEC_MAX_EXPR_DEPTH);
+		fail(p, off, "expression nested deeper than %d levels", SPEC_MAX_EXPR_DEPTH);
 		return -1;
 	}
 	return 0;
@@ -517,7 +525,7 @@ static V parse_call(P *p, const char *name, size_t off)
 				return (V){NULL, off};
 		} while (accept(p, ","));
 		if (!accept(p, ")")) {
-			char b[8];
+			char b[40];
 			return fail(p, p->pos, "expected ',' or ')' in call to '%s', found %s", name,
 				    what_tok(p, b, sizeof b));
 		}
@@ -527,19 +535,22 @@ static V parse_call(P *p, const char *name, size_t off)
 
 static V parse_prim(P *p)
 {
-	char b[8];
+	char b[40];
 	skip_ws(p);
 	size_t off = p->pos;
 	char c = p->src[off];
 	if (accept(p, "(")) {
-		if (enter(p))
+		if (enter(p, off))
 			return (V){NULL, off};
 		V v = parse_or(p);
 		p->depth--;
 		if (!v.e)
 			return v;
-		if (!accept(p, ")"))
+		if (!accept(p, ")")) {
+			if (!p->src[p->pos])
+				return fail(p, off, "'(' is never closed");
 			return fail(p, p->pos, "expected ')', found %s", what_tok(p, b, sizeof b));
+		}
 		v.off = off;
 		return v;
 	}
@@ -552,7 +563,7 @@ static V parse_prim(P *p)
 			return fail(p, off, "name longer than %d characters", SPEC_MAX_NAME);
 		p->pos += n;
 		if (accept(p, "(")) {
-			if (enter(p))
+			if (enter(p, off))
 				return (V){NULL, off};
 			V v = parse_call(p, name, off);
 			p->depth--;
@@ -601,7 +612,7 @@ static V parse_unary(P *p)
 	size_t off = p->pos;
 	int neg = accept(p, "-");
 	if (neg || accept(p, "!")) {
-		if (enter(p))
+		if (enter(p, off))
 			return (V){NULL, off};
 		V x = parse_unary(p);
 		p->depth--;
@@ -612,8 +623,10 @@ static V parse_unary(P *p)
 				return (V){NULL, off};
 			return (V){ir_node(p->ir, EXPR_NEG, x.e->ty, 0, x.e, NULL, NULL), off};
 		}
-		if (x.e->ty.kind != TY_BOOL)
-			return fail(p, x.off, "'!' needs a condition (bool)");
+		if (x.e->ty.kind != TY_BOOL) {
+			char b[64];
+			return fail(p, x.off, "'!' needs a condition (bool), got %s", tystr(p, x.e->ty, b));
+		}
 		return (V){ir_node(p->ir, EXPR_NOT, x.e->ty, 0, x.e, NULL, NULL), off};
 	}
 	return parse_pow(p);
@@ -703,8 +716,13 @@ Expr *expr_parse(Scope *s, Diag *d, const YNode *node)
 		return NULL;
 	skip_ws(&p);
 	if (p.src[p.pos]) {
-		char b[8];
-		fail(&p, p.pos, "unexpected %s after expression", what_tok(&p, b, sizeof b));
+		char b[40];
+		if (p.src[p.pos] == ')')
+			fail(&p, p.pos, "')' without a matching '('");
+		else if (p.src[p.pos] == '=')
+			fail(&p, p.pos, "'=' is not an operator; compare with '=='");
+		else
+			fail(&p, p.pos, "expected an operator, found %s", what_tok(&p, b, sizeof b));
 		return NULL;
 	}
 	return v.e;

@@ -91,10 +91,14 @@ static int need(L *l, const YNode *n, YKind kind, const char *what)
 	return -1;
 }
 
-static int is_reserved(const char *s)
+/* What a reserved name stands for, or NULL when the name is free. */
+static const char *reserved(const char *s)
 {
-	return !strcmp(s, "i") || !strcmp(s, "j") || !strcmp(s, "len") || !strcmp(s, "inf");
+	return !strcmp(s, "i") ? "the row index" : !strcmp(s, "j") ? "the position along the row"
+		: !strcmp(s, "len") ? "the row's length" : !strcmp(s, "inf") ? "infinity" : NULL;
 }
+
+static const char *article(const char *noun) { return strchr("aeiou", noun[0]) ? "an" : "a"; }
 
 /* A name a spec defines: an ASCII identifier, not reserved. */
 static int check_name(L *l, const YNode *k, const char *what)
@@ -107,11 +111,42 @@ static int check_name(L *l, const YNode *k, const char *what)
 				   k->text);
 		return -1;
 	}
-	if (is_reserved(k->text)) {
-		diag_error(l->d, k->pos, "'%s' is reserved and cannot name a %s", k->text, what);
+	if (reserved(k->text)) {
+		diag_error(l->d, k->pos, "'%s' is reserved (%s) and cannot name %s %s", k->text, reserved(k->text),
+			   article(what), what);
 		return -1;
 	}
 	return 0;
+}
+
+/* The key whose value is n, for messages about a whole section. */
+static const YNode *key_of(const YNode *tree, const YNode *n)
+{
+	if (!tree || tree->kind == YN_SCALAR)
+		return NULL;
+	for (int i = 0; i < tree->n; i++) {
+		if (tree->kind == YN_MAP && i % 2 == 1 && tree->kids[i] == n)
+			return tree->kids[i - 1];
+		const YNode *k = key_of(tree->kids[i], n);
+		if (k)
+			return k;
+	}
+	return NULL;
+}
+
+static Pos section_pos(L *l, const YNode *n)
+{
+	const YNode *k = key_of(l->root, n);
+	return k ? k->pos : n->pos;
+}
+
+static int before(Pos a, Pos b) { return a.line < b.line || (a.line == b.line && a.col < b.col); }
+
+/* Report a name defined twice at the later of the two places. */
+static void twice(L *l, const char *name, Pos p1, Pos p2)
+{
+	Pos first = before(p1, p2) ? p1 : p2, second = before(p1, p2) ? p2 : p1;
+	diag_error(l->d, second, "'%s' is already defined at line %d", name, first.line);
 }
 
 /* A name must not be defined twice among inputs, params, lets and state. */
@@ -123,13 +158,12 @@ static int check_unique(L *l, const YNode *k)
 	for (size_t i = 0; i < sizeof g / sizeof *g; i++)
 		for (int j = 0; j < g[i].n; j++)
 			if (g[i].d[j].name && !strcmp(g[i].d[j].name, k->text)) {
-				diag_error(l->d, k->pos, "'%s' is already defined at line %d", k->text,
-					   g[i].d[j].pos.line);
+				twice(l, k->text, g[i].d[j].pos, k->pos);
 				return -1;
 			}
 	for (int j = 0; j < c->nlets; j++)
 		if (c->lets[j].name && !strcmp(c->lets[j].name, k->text)) {
-			diag_error(l->d, k->pos, "'%s' is already defined at line %d", k->text, c->lets[j].pos.line);
+			twice(l, k->text, c->lets[j].pos, k->pos);
 			return -1;
 		}
 	return 0;
@@ -305,7 +339,7 @@ static int load_state(L *l)
 	if (load_decls(l, "state", VAR_STATE, &c->state, &c->nstate, 0, 1))
 		return -1;
 	if (!c->nstate) {
-		diag_error(l->d, yn_get(l->root, "state")->pos, "'state' needs at least one field");
+		diag_error(l->d, section_pos(l, yn_get(l->root, "state")), "'state' needs at least one field");
 		return -1;
 	}
 	for (int w = 0; w < 4; w++) {
@@ -447,7 +481,8 @@ static int load_fields(L *l, const YNode *m, const char *key, Scope *s, Expr ***
 	}
 	for (int f = 0; f < c->nstate; f++)
 		if (!(*out)[f]) {
-			diag_error(l->d, m->pos, "%s does not define state field '%s'", key, c->state[f].name);
+			diag_error(l->d, section_pos(l, m), "%s does not define state field '%s'", key,
+				   c->state[f].name);
 			return -1;
 		}
 	return 0;
@@ -627,7 +662,7 @@ static int load_reference(L *l)
 		}
 	}
 	if (!compared) {
-		diag_error(l->d, yn_get(l->root, "reference")->pos,
+		diag_error(l->d, section_pos(l, yn_get(l->root, "reference")),
 			   "no reference name matches a finalize or map output, so nothing would be checked");
 		return -1;
 	}
@@ -707,7 +742,7 @@ static int load_certificate(L *l)
 	YNode *into = yn_get(m, "into"), *mon = yn_get(m, "monoid"), *back = yn_get(m, "back");
 	const char *missing = !into ? "into" : !mon ? "monoid" : !back ? "back" : NULL;
 	if (missing) {
-		diag_error(l->d, m->pos, "certificate needs '%s'", missing);
+		diag_error(l->d, section_pos(l, m), "certificate needs '%s'", missing);
 		return -1;
 	}
 	if (need(l, into, YN_MAP, "certificate 'into'") || need(l, mon, YN_MAP, "certificate 'monoid'") ||
@@ -731,7 +766,8 @@ static int load_certificate(L *l)
 			e = ir_const(c->ir, ty_scalar(TY_F32), ir_round(TY_F32, e->num));
 		YNode *mk = yn_get(mon, k->text);
 		if (!mk) {
-			diag_error(l->d, mon->pos, "certificate 'monoid' has no entry for coordinate '%s'", k->text);
+			diag_error(l->d, section_pos(l, mon), "certificate 'monoid' has no entry for coordinate '%s'",
+				   k->text);
 			goto out;
 		}
 		if (need(l, mk, YN_SCALAR, "a monoid"))
@@ -888,14 +924,15 @@ Carrier *spec_load_file(const char *path, const Define *defs, int ndefs, Diag *d
 		if (n == cap)
 			buf = realloc(buf, cap *= 2);
 	}
-	int err = ferror(f);
+	int err = ferror(f) ? errno : 0;
 	fclose(f);
-	if (err) {
-		diag_error(d, (Pos){0, 0}, "cannot read: %s", strerror(errno));
-		free(buf);
-		return NULL;
-	}
-	Carrier *c = spec_load_buffer(path, buf, n, defs, ndefs, d);
+	Carrier *c = NULL;
+	if (err)
+		diag_error(d, (Pos){0, 0}, "cannot read: %s", strerror(err));
+	else if (n > YAML_MAX_BYTES) /* read no further than needed to know */
+		diag_error(d, (Pos){0, 0}, "file is larger than 1 MiB; a spec is a short text");
+	else
+		c = spec_load_buffer(path, buf, n, defs, ndefs, d);
 	d->src = NULL;
 	d->srclen = 0;
 	free(buf);

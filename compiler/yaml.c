@@ -2,48 +2,62 @@
  * spec has no use for (see yaml.h). */
 #include "yaml.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
 static Pos mark_pos(yaml_mark_t m) { return (Pos){(int)m.line + 1, (int)m.column + 1}; }
 
-/* Byte checks before libyaml sees the text: NUL, invalid UTF-8 (overlong
- * forms, surrogates and values past U+10FFFF included) and tabs. */
+/* Refuse a code point a spec may not hold; 0 when it is fine.  Line
+ * breaks other than \n and \r\n are refused too: libyaml counts them as
+ * new lines, and diagnostics would then point at the wrong line. */
+static int bad_char(Diag *d, Pos pos, unsigned cp, const unsigned char *s, size_t left)
+{
+	if (cp == 0)
+		diag_error(d, pos, "NUL byte in spec");
+	else if (cp == '\t')
+		diag_error(d, pos, "tab character; indent with spaces and write no tabs in a spec");
+	else if (cp == '\r' && !(left > 1 && s[1] == '\n'))
+		diag_error(d, pos, "carriage return without a line feed; end lines with \\n or \\r\\n");
+	else if (cp == 0x85 || cp == 0x2028 || cp == 0x2029)
+		diag_error(d, pos, "Unicode line separator U+%04X; end lines with \\n or \\r\\n", cp);
+	else if ((cp < 0x20 && cp != '\n' && cp != '\r') || (cp >= 0x7f && cp < 0xa0))
+		diag_error(d, pos, "control character U+%04X in spec", cp);
+	else if (cp == 0xfeff)
+		diag_error(d, pos, "byte order mark (U+FEFF) inside the file");
+	else if (cp == 0xfffe || cp == 0xffff)
+		diag_error(d, pos, "non-character U+%04X in spec", cp);
+	else
+		return 0;
+	return -1;
+}
+
+/* Byte checks before libyaml sees the text: encoding, NUL, tabs, control
+ * characters and stray line separators. */
 static int prescan(Diag *d, const unsigned char *s, size_t n)
 {
 	int line = 1, col = 1;
+	if (n >= 2 && ((s[0] == 0xff && s[1] == 0xfe) || (s[0] == 0xfe && s[1] == 0xff))) {
+		diag_error(d, (Pos){1, 1}, "the file is UTF-16 (it starts with a UTF-16 byte order mark); "
+					   "save it as UTF-8");
+		return -1;
+	}
 	for (size_t i = 0; i < n;) {
-		unsigned c = s[i];
 		Pos pos = {line, col};
-		if (c == 0) {
-			diag_error(d, pos, "NUL byte in spec");
+		unsigned cp;
+		size_t len = utf8_decode(s + i, n - i, &cp);
+		if (!len) {
+			diag_error(d, pos, "invalid UTF-8 byte 0x%02x; a spec must be UTF-8 text", s[i]);
 			return -1;
 		}
-		if (c == '\t') {
-			diag_error(d, pos, "tab character; indent with spaces and write no tabs in a spec");
+		if (bad_char(d, pos, cp, s + i, n - i))
 			return -1;
-		}
-		if (c == '\n') {
-			line++, col = 1, i++;
-			continue;
-		}
-		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-		unsigned cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
-		int ok = len > 0 && i + len <= n;
-		for (size_t k = 1; ok && k < len; k++) {
-			ok = (s[i + k] & 0xc0) == 0x80;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-		}
-		static const unsigned minv[] = {0, 0, 0x80, 0x800, 0x10000};
-		if (ok && len > 1)
-			ok = cp >= minv[len] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
-		if (!ok) {
-			diag_error(d, pos, "invalid UTF-8 byte 0x%02x", c);
-			return -1;
-		}
+		if (cp == '\n')
+			line++, col = 0;
+		if (cp != '\r')
+			col++;
 		i += len;
-		col++;
 	}
 	return 0;
 }
@@ -60,11 +74,13 @@ static YNode *new_node(YKind kind, Pos pos)
 
 static void add_kid(YNode *p, YNode *k)
 {
-	YNode **kids = realloc(p->kids, (p->n + 1) * sizeof *kids);
-	if (!kids)
-		abort();
-	kids[p->n++] = k;
-	p->kids = kids;
+	if (!(p->n & (p->n - 1))) { /* grow at powers of two */
+		YNode **kids = realloc(p->kids, (p->n ? 2 * (size_t)p->n : 1) * sizeof *kids);
+		if (!kids)
+			abort();
+		p->kids = kids;
+	}
+	p->kids[p->n++] = k;
 }
 
 void yn_free(YNode *n)
@@ -95,18 +111,78 @@ typedef struct {
 	int have_ev;
 } Reader;
 
+static size_t line_start(const Diag *d, int line)
+{
+	size_t i = 0;
+	for (int l = 1; l < line && i < d->srclen; i++)
+		if (d->src[i] == '\n')
+			l++;
+	return i;
+}
+
+static int is_cont(unsigned char c) { return (c & 0xc0) == 0x80; }
+
+/* Byte offset of a position (columns count characters). */
+static size_t pos_offset(const Diag *d, Pos p)
+{
+	size_t i = line_start(d, p.line);
+	for (int c = 1; c < p.col && i < d->srclen && d->src[i] != '\n'; c++)
+		for (i++; i < d->srclen && is_cont((unsigned char)d->src[i]); i++)
+			;
+	return i;
+}
+
+/* libyaml's reader errors carry a byte offset, not a mark. */
+static Pos offset_pos(const Diag *d, size_t off)
+{
+	Pos p = {1, 1};
+	for (size_t i = 0; i < off && i < d->srclen; i++) {
+		unsigned char c = (unsigned char)d->src[i];
+		if (c == '\n')
+			p.line++, p.col = 1;
+		else if ((c & 0xc0) != 0x80 && c != '\r')
+			p.col++;
+	}
+	return p;
+}
+
+static void report_parse_error(Reader *r)
+{
+	yaml_parser_t *p = &r->p;
+	Pos pos = p->error == YAML_READER_ERROR ? offset_pos(r->d, p->problem_offset) : mark_pos(p->problem_mark);
+	const char *problem = p->problem ? p->problem : "unknown problem";
+	char where[160] = "";
+	if (p->context && strstr(problem, "end of stream")) {
+		/* say where the unfinished thing starts, not where the file ends */
+		const char *what = p->context;
+		if (!strncmp(what, "while scanning ", 15) || !strncmp(what, "while parsing ", 14))
+			what = strchr(what + 6, ' ') + 1;
+		diag_error(r->d, mark_pos(p->context_mark), "malformed YAML: the file ends inside %s that starts here",
+			   what);
+		return;
+	}
+	if (p->context) {
+		Pos c = mark_pos(p->context_mark);
+		if (c.line != pos.line || c.col != pos.col)
+			snprintf(where, sizeof where, " %s that starts at %d:%d", p->context, c.line, c.col);
+		else
+			snprintf(where, sizeof where, " %s", p->context);
+	}
+	/* `{k: f32[d]}`: in flow style '[' opens a list */
+	const char *hint = "";
+	size_t off = pos_offset(r->d, pos);
+	if (p->context && strstr(p->context, "flow") && off < r->d->srclen && strchr("[]{}", r->d->src[off]))
+		hint = "; inside {...} or [...] quote a value that holds brackets ('f32[d]'), or use block style";
+	diag_error(r->d, pos, "malformed YAML: %s%s%s", problem, where, hint);
+}
+
 static int next(Reader *r)
 {
 	if (r->have_ev)
 		yaml_event_delete(&r->ev);
 	r->have_ev = 0;
 	if (!yaml_parser_parse(&r->p, &r->ev)) {
-		Pos pos = mark_pos(r->p.problem_mark);
-		const char *problem = r->p.problem ? r->p.problem : "unknown problem";
-		if (r->p.context)
-			diag_error(r->d, pos, "malformed YAML: %s %s", problem, r->p.context);
-		else
-			diag_error(r->d, pos, "malformed YAML: %s", problem);
+		report_parse_error(r);
 		return -1;
 	}
 	r->have_ev = 1;
@@ -127,48 +203,74 @@ static int refuse_decorations(Reader *r, const unsigned char *anchor, const unsi
 	return 0;
 }
 
-static int unbalanced(const char *s)
+static int paren_depth(const YNode *n)
 {
 	int depth = 0;
-	for (; *s; s++)
-		depth += (*s == '(') - (*s == ')');
-	return depth != 0;
+	if (n->kind == YN_SCALAR && n->plain)
+		for (const char *s = n->text; *s; s++)
+			depth += (*s == '(') - (*s == ')');
+	return depth;
 }
 
 /* In {flow: mappings} a comma ends an entry, so `{m: max(a, b)}` falls
- * apart into pieces; say so rather than report the pieces. */
+ * apart into pieces, one opening more parentheses than it closes and a
+ * later one closing more; say so rather than report the pieces. */
 static int check_flow_commas(Reader *r, YNode *m)
 {
 	for (int i = 0; i < m->n; i++) {
-		YNode *k = m->kids[i];
-		if (k->kind == YN_SCALAR && k->plain && unbalanced(k->text)) {
-			diag_error(r->d, k->pos, "unbalanced parentheses in a {flow} mapping: a comma inside {...} "
-						 "ends the entry; write this mapping in block style or quote the expression");
-			return -1;
-		}
+		if (paren_depth(m->kids[i]) <= 0)
+			continue;
+		for (int j = i + 1; j < m->n; j++)
+			if (paren_depth(m->kids[j]) < 0) {
+				diag_error(r->d, m->kids[i]->pos,
+					   "a comma inside {...} ends the entry, so this expression is cut at its first "
+					   "comma; write the mapping in block style or quote the expression");
+				return -1;
+			}
 	}
 	return 0;
+}
+
+static int before(Pos a, Pos b) { return a.line < b.line || (a.line == b.line && a.col < b.col); }
+
+/* By text, then by place in the file. */
+static int by_key(const void *x, const void *y)
+{
+	const YNode *a = *(const YNode *const *)x, *b = *(const YNode *const *)y;
+	int c = strcmp(a->text, b->text);
+	return c ? c : before(a->pos, b->pos) ? -1 : before(b->pos, a->pos);
 }
 
 static int check_map(Reader *r, YNode *m, int flow)
 {
 	if (flow && check_flow_commas(r, m))
 		return -1;
+	int nk = m->n / 2;
+	YNode **keys = calloc(nk ? nk : 1, sizeof *keys);
+	if (!keys)
+		abort();
 	for (int i = 0; i < m->n; i += 2) {
 		YNode *k = m->kids[i];
 		if (k->kind != YN_SCALAR) {
 			diag_error(r->d, k->pos, "a mapping key must be a name, not a %s",
 				   k->kind == YN_MAP ? "mapping" : "list");
+			free(keys);
 			return -1;
 		}
-		for (int j = 0; j < i; j += 2)
-			if (!strcmp(m->kids[j]->text, k->text)) {
-				diag_error(r->d, k->pos, "duplicate key '%s' (first at line %d)", k->text,
-					   m->kids[j]->pos.line);
-				return -1;
-			}
+		keys[i / 2] = k;
 	}
-	return 0;
+	/* sorted by text, equal keys in file order: each run's second key is
+	 * a duplicate; report the one that comes first in the file */
+	qsort(keys, nk, sizeof *keys, by_key);
+	const YNode *dup = NULL, *first = NULL;
+	for (int i = 1; i < nk; i++)
+		if (!strcmp(keys[i]->text, keys[i - 1]->text) &&
+		    (i < 2 || strcmp(keys[i - 1]->text, keys[i - 2]->text)) && (!dup || before(keys[i]->pos, dup->pos)))
+			dup = keys[i], first = keys[i - 1];
+	if (dup)
+		diag_error(r->d, dup->pos, "duplicate key '%s' (first at line %d)", dup->text, first->pos.line);
+	free(keys);
+	return dup ? -1 : 0;
 }
 
 /* The current event starts a node; read it whole. */
@@ -177,7 +279,7 @@ static int read_node(Reader *r, int depth, YNode **out)
 	yaml_event_t *ev = &r->ev;
 	Pos pos = mark_pos(ev->start_mark);
 	*out = NULL;
-	if (depth > YAML_MAX_DEPTH) {
+	if (depth > YAML_MAX_DEPTH && (ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT)) {
 		diag_error(r->d, pos, "nesting deeper than %d levels", YAML_MAX_DEPTH);
 		return -1;
 	}
@@ -189,6 +291,10 @@ static int read_node(Reader *r, int depth, YNode **out)
 		if (refuse_decorations(r, ev->data.scalar.anchor, ev->data.scalar.tag,
 				       ev->data.scalar.plain_implicit || ev->data.scalar.quoted_implicit))
 			return -1;
+		if (memchr(ev->data.scalar.value, 0, ev->data.scalar.length)) {
+			diag_error(r->d, pos, "NUL character (\\0) in a quoted string");
+			return -1;
+		}
 		YNode *n = new_node(YN_SCALAR, pos);
 		n->text = malloc(ev->data.scalar.length + 1);
 		if (!n->text)
@@ -216,6 +322,11 @@ static int read_node(Reader *r, int depth, YNode **out)
 				return -1;
 			if (ev->type == YAML_SEQUENCE_END_EVENT || ev->type == YAML_MAPPING_END_EVENT)
 				break;
+			if (n->n >= (is_map ? 2 * YAML_MAX_ENTRIES : YAML_MAX_ENTRIES)) {
+				diag_error(r->d, mark_pos(ev->start_mark), "more than %d entries in one %s",
+					   YAML_MAX_ENTRIES, is_map ? "mapping" : "list");
+				return -1;
+			}
 			YNode *kid;
 			int rc = read_node(r, depth + 1, &kid);
 			if (kid)
@@ -269,10 +380,12 @@ static int read_stream(Reader *r, YNode **root)
 int yn_load(Diag *d, const char *buf, size_t len, YNode **root)
 {
 	*root = NULL;
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		buf += 3, len -= 3; /* a UTF-8 byte order mark; libyaml skips it too */
 	d->src = buf;
 	d->srclen = len;
 	if (len > YAML_MAX_BYTES) {
-		diag_error(d, (Pos){0, 0}, "file is larger than 1 MiB (%zu bytes)", len);
+		diag_error(d, (Pos){0, 0}, "file is larger than 1 MiB (%zu bytes); a spec is a short text", len);
 		return -1;
 	}
 	if (prescan(d, (const unsigned char *)buf, len))
@@ -294,59 +407,103 @@ int yn_load(Diag *d, const char *buf, size_t len, YNode **root)
 
 /* ---- positions inside scalars ---- */
 
-static size_t line_start(const Diag *d, int line)
+
+static int hexval(const char *s, size_t n, unsigned *v)
 {
-	size_t i = 0;
-	for (int l = 1; l < line && i < d->srclen; i++)
-		if (d->src[i] == '\n')
-			l++;
+	*v = 0;
+	for (size_t k = 0; k < n; k++) {
+		const char *digits = "0123456789abcdef", *d = strchr(digits, s[k] | 0x20);
+		if (!s[k] || !d)
+			return -1;
+		*v = *v << 4 | (unsigned)(d - digits);
+	}
+	return 0;
+}
+
+/* Length of the double-quoted escape at s (s[0] == '\\'). */
+static size_t escape_len(const char *s, size_t n)
+{
+	size_t len = n < 2 ? n : s[1] == 'x' ? 4 : s[1] == 'u' ? 6 : s[1] == 'U' ? 10 : 2;
+	return len < n ? len : n;
+}
+
+/* Whether the escape at s (s[0] == '\\') stands for white space, which the
+ * value skips as it skips the source's. */
+static int escape_is_space(const char *s, size_t n)
+{
+	size_t len = escape_len(s, n);
+	unsigned v;
+	if (len == 2)
+		return strchr(" tnr", s[1]) != NULL;
+	return len > 2 && !hexval(s + 2, len - 2, &v) && (v == ' ' || v == '\t' || v == '\n' || v == '\r');
+}
+
+/* Advance over source white space: line breaks, indentation, quotes'
+ * escaped line breaks and escapes that stand for white space. */
+static size_t skip_space(const Diag *d, const YNode *s, size_t i, Pos *p)
+{
+	const char *src = d->src;
+	size_t n = d->srclen;
+	int dq = s->style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+	while (i < n) {
+		if (src[i] == '\n') {
+			i++, p->line++, p->col = 1;
+		} else if (src[i] == ' ' || src[i] == '\r') {
+			i++, p->col++;
+		} else if (dq && src[i] == '\\' && i + 1 < n && (src[i + 1] == '\n' || src[i + 1] == '\r')) {
+			i++, p->col++; /* an escaped line break: the break follows */
+		} else if (dq && src[i] == '\\' && escape_is_space(src + i, n - i)) {
+			size_t len = escape_len(src + i, n - i);
+			i += len, p->col += (int)len;
+		} else {
+			break;
+		}
+	}
 	return i;
 }
 
-static int is_cont(unsigned char c) { return (c & 0xc0) == 0x80; }
+/* Advance over the source of one character of the value. */
+static size_t skip_char(const Diag *d, const YNode *s, size_t i, Pos *p)
+{
+	const char *src = d->src;
+	size_t n = d->srclen, len = 1;
+	if (s->style == YAML_DOUBLE_QUOTED_SCALAR_STYLE && src[i] == '\\')
+		len = escape_len(src + i, n - i);
+	else if (s->style == YAML_SINGLE_QUOTED_SCALAR_STYLE && src[i] == '\'' && i + 1 < n && src[i + 1] == '\'')
+		len = 2;
+	i += len, p->col += (int)len;
+	while (i < n && is_cont((unsigned char)src[i]))
+		i++;
+	return i;
+}
 
+/* White space in a value may come from folded lines, indentation or
+ * escapes, so only the other characters are matched with the source, one
+ * by one. */
 Pos yn_scalar_pos(const Diag *d, const YNode *s, size_t off)
 {
-	if (!d->src || s->pos.line <= 0)
+	if (!d->src || s->pos.line <= 0 || s->kind != YN_SCALAR)
 		return s->pos;
-	const char *src = d->src;
-	size_t i = line_start(d, s->pos.line), n = d->srclen;
-	Pos p = {s->pos.line, 1};
-	while (p.col < s->pos.col && i < n && src[i] != '\n') {
-		i++;
-		while (i < n && is_cont((unsigned char)src[i]))
-			i++;
-		p.col++;
-	}
+	const char *src = d->src, *v = s->text;
+	size_t i = pos_offset(d, s->pos), n = d->srclen;
+	Pos p = s->pos;
 	if (s->style == YAML_LITERAL_SCALAR_STYLE || s->style == YAML_FOLDED_SCALAR_STYLE) {
-		while (i < n && src[i] != '\n')
+		while (i < n && src[i] != '\n') /* the header line; the text starts on the next */
 			i++;
-		if (i < n)
-			i++, p.line++, p.col = 1;
-		while (i < n && src[i] == ' ')
-			i++, p.col++;
 	} else if (!s->plain && i < n) {
 		i++, p.col++; /* the opening quote */
 	}
-	const char *v = s->text;
 	for (size_t k = 0; k < off && v[k] && i < n; k++) {
-		if (is_cont((unsigned char)v[k]))
+		unsigned char c = (unsigned char)v[k];
+		if (c == ' ' || c == '\n' || c == '\t' || c == '\r' || is_cont(c))
 			continue;
-		if ((v[k] == ' ' || v[k] == '\n') && (src[i] == '\n' || (src[i] == ' ' && v[k] == '\n'))) {
-			while (i < n && (src[i] == ' ' || src[i] == '\n' || src[i] == '\r')) {
-				if (src[i] == '\n')
-					p.line++, p.col = 0;
-				i++, p.col++;
-			}
-			continue;
-		}
-		if (src[i] != v[k] && (src[i] == '\\' || src[i] == '\'')) {
-			i++, p.col++; /* an escape: the value has one character for two */
-		}
-		i++;
-		p.col++;
-		while (i < n && is_cont((unsigned char)src[i]))
-			i++;
+		i = skip_space(d, s, i, &p);
+		if (i < n)
+			i = skip_char(d, s, i, &p);
 	}
+	size_t vlen = strlen(v);
+	unsigned char c = (unsigned char)v[off < vlen ? off : vlen];
+	if (c && c != ' ' && c != '\n' && c != '\t' && c != '\r')
+		skip_space(d, s, i, &p);
 	return p;
 }

@@ -2,14 +2,16 @@
  * tree that keeps every node's position.
  *
  * Refused with a diagnostic: files over 1 MiB, NUL bytes, invalid UTF-8,
- * tabs, several documents, anchors, aliases and tags, duplicate or
- * non-scalar mapping keys, and nesting deeper than YAML_MAX_DEPTH. */
+ * tabs, control characters, line breaks other than \n and \r\n, several
+ * documents, anchors, aliases and tags, duplicate or non-scalar mapping
+ * keys, nesting deeper than YAML_MAX_DEPTH and more than YAML_MAX_ENTRIES
+ * entries in one mapping or list (which keeps every check on names cheap). */
 #ifndef ASSOC_YAML_H
 #define ASSOC_YAML_H
 
 #include "diag.h"
 
-enum { YAML_MAX_BYTES = 1 << 20, YAML_MAX_DEPTH = 16 };
+enum { YAML_MAX_BYTES = 1 << 20, YAML_MAX_DEPTH = 16, YAML_MAX_ENTRIES = 1024 };
 
 typedef enum { YN_SCALAR, YN_MAP, YN_SEQ } YKind;
 
