@@ -5,12 +5,13 @@
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -I.
-LDLIBS  += -lyaml -lm
+LDLIBS  += -lyaml -lm -ldl
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_SECONDS ?= 45
 
-LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c))
-HDRS    := $(wildcard ir/*.h ir/*.def compiler/*.h)
+LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c)) \
+           $(wildcard runtime/*.c runtime/*/*.c)
+HDRS    := $(wildcard ir/*.h ir/*.def compiler/*.h runtime/*.h runtime/*/*.h)
 TEST_SRC := $(wildcard tests/*.c)
 
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
@@ -42,13 +43,28 @@ build/assoc: build/obj/compiler/main.o build/libassoc.a
 build/asan/assoc: build/asan/compiler/main.o build/asan/libassoc.a
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
 
-build/asan/tests: $(TEST_SRC) build/asan/libassoc.a tests/testutil.h
+build/asan/tests: $(TEST_SRC) build/asan/libassoc.a tests/testutil.h build/libfakecuda.so
 	$(CC) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) build/asan/libassoc.a -lcriterion $(LDLIBS)
 
-build/fuzz_spec: tests/fuzz/fuzz_spec.c $(LIB_SRC) $(HDRS)
+# A stand-in for the CUDA driver that fails on demand (tests/fake/fakecuda.c).
+build/libfakecuda.so: tests/fake/fakecuda.c
 	@mkdir -p build
-	clang $(CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-o $@ tests/fuzz/fuzz_spec.c $(LIB_SRC) $(LDLIBS)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC -o $@ $<
+
+# The fuzz target links against an archive, so that only the objects the
+# loader needs come in (the commands' objects need main.c).
+FUZZ_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o)
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+build/fuzz/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	clang $(CFLAGS) -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) -c $< -o $@
+
+build/fuzz/libassoc.a: $(FUZZ_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build/fuzz_spec: tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a
+	clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a $(LDLIBS)
 
 # Install missing system packages (Debian's apt; root or sudo).
 deps:

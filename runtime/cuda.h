@@ -1,0 +1,79 @@
+/* cuda.h: the CUDA driver API, loaded at run time.
+ *
+ * libcuda.so.1 is opened with dlopen (never linked), so assoc runs where no
+ * driver is installed and says why the GPU path is unavailable.  Every call
+ * is checked; a failure is reported with the driver entry point, the
+ * source line and the driver's own error name and string.  After a sticky
+ * kernel fault the context is marked unusable and later calls fail fast. */
+#ifndef ASSOC_RT_CUDA_H
+#define ASSOC_RT_CUDA_H
+
+#include <stddef.h>
+
+typedef unsigned long long RtPtr;
+typedef struct Rt Rt;
+typedef struct RtModule RtModule;
+
+typedef struct {
+	char name[256];
+	int ordinal;
+	int major, minor;      /* compute capability */
+	int sms;
+	int driver;            /* cuDriverGetVersion: 12040 for 12.4 */
+	size_t mem;            /* bytes */
+	int l2_bytes;
+	int regs_per_sm, smem_per_sm, smem_per_block_optin, max_threads_per_sm, max_blocks_per_sm;
+} RtDevice;
+
+typedef struct {
+	int regs, smem, local; /* per thread registers, static shared bytes, local (spill) bytes */
+	int max_threads;
+} RtFuncAttrs;
+
+/* Error codes of the driver that callers distinguish. */
+enum {
+	RT_OK = 0,
+	RT_ERR = -1,
+	RT_NO_LIBRARY = -2,  /* no libcuda.so.1 */
+	RT_STUB = -3,        /* the toolkit's stub library, not a driver */
+	RT_NO_DEVICE = -4,
+	RT_OLD_DRIVER = -5,
+	RT_OOM = -6,
+	RT_FAULT = -7,       /* sticky: the context is unusable */
+};
+
+/* Open the driver and a context on device `ordinal`.  lib: the library to
+ * load, or NULL for $ASSOC_LIBCUDA or libcuda.so.1.  On failure *rt is NULL
+ * and err says why; the return value is one of the RT_ codes. */
+int rt_open(Rt **rt, const char *lib, int ordinal, char *err, size_t n);
+void rt_close(Rt *rt);
+const RtDevice *rt_device(const Rt *rt);
+int rt_usable(const Rt *rt);
+
+/* Load PTX (JIT log captured into err on failure).  When the driver is too
+ * old for the PTX's ISA version, retry once with the newest version the
+ * driver accepts. */
+int rt_load_ptx(Rt *rt, const char *ptx, RtModule **m, char *err, size_t n);
+void rt_unload(Rt *rt, RtModule *m);
+int rt_function(Rt *rt, RtModule *m, const char *name, void **fn, char *err, size_t n);
+int rt_func_attrs(Rt *rt, void *fn, RtFuncAttrs *a, char *err, size_t n);
+
+/* Device memory.  An out-of-memory failure releases every allocation made
+ * through this handle, so a caller can report and carry on. */
+int rt_alloc(Rt *rt, size_t bytes, RtPtr *p, char *err, size_t n);
+void rt_free(Rt *rt, RtPtr p);
+int rt_upload(Rt *rt, RtPtr dst, const void *src, size_t bytes, char *err, size_t n);
+int rt_download(Rt *rt, void *dst, RtPtr src, size_t bytes, char *err, size_t n);
+int rt_memset(Rt *rt, RtPtr dst, unsigned char v, size_t bytes, char *err, size_t n);
+
+int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem, void **args,
+	      char *err, size_t n);
+int rt_sync(Rt *rt, char *err, size_t n);
+/* Time `enqueue` with driver events: milliseconds between two events
+ * recorded around it, after the events complete. */
+int rt_time(Rt *rt, int (*enqueue)(void *ctx), void *ctx, float *ms, char *err, size_t n);
+
+/* The newest PTX ISA version ("8.4") a driver version (12040) accepts. */
+const char *rt_ptx_isa_for_driver(int driver);
+
+#endif

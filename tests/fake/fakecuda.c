@@ -1,0 +1,131 @@
+/* fakecuda.c: a stand-in for libcuda.so.1 that implements the entry points
+ * runtime/cuda.c uses and fails on demand, so every error path of the
+ * driver layer is tested on machines without a GPU.
+ *
+ * FAKECUDA (comma-separated): init=N, count=N, driver=N, oom_after=K (the
+ * K-th allocation fails), launch=N, sync=N, ptx_max=X.Y (newer PTX is
+ * refused with CUDA_ERROR_UNSUPPORTED_PTX_VERSION), elapsed=MS. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned long long Ptr;
+
+static long opt(const char *key, long dflt)
+{
+	const char *s = getenv("FAKECUDA");
+	char pat[32];
+	snprintf(pat, sizeof pat, "%s=", key);
+	const char *p = s ? strstr(s, pat) : NULL;
+	return p ? strtol(p + strlen(pat), NULL, 10) : dflt;
+}
+
+static double optf(const char *key, double dflt)
+{
+	const char *s = getenv("FAKECUDA");
+	char pat[32];
+	snprintf(pat, sizeof pat, "%s=", key);
+	const char *p = s ? strstr(s, pat) : NULL;
+	return p ? strtod(p + strlen(pat), NULL) : dflt;
+}
+
+static int live, allocs, launches;
+int fakecuda_live(void) { return live; }
+int fakecuda_launches(void) { return launches; }
+
+int cuInit(unsigned f) { (void)f; return (int)opt("init", 0); }
+int cuDriverGetVersion(int *v) { *v = (int)opt("driver", 13000); return 0; }
+int cuDeviceGetCount(int *n) { *n = (int)opt("count", 1); return 0; }
+int cuDeviceGet(int *d, int i) { *d = i; return 0; }
+int cuDeviceGetName(char *s, int n, int d) { snprintf(s, n, "Fake GPU %d", d); return 0; }
+int cuDeviceGetAttribute(int *v, int attr, int d)
+{
+	(void)d;
+	switch (attr) {
+	case 75: *v = 9; break;          /* compute capability 9.0 */
+	case 76: *v = 0; break;
+	case 16: *v = 132; break;        /* SMs */
+	case 38: *v = 50 << 20; break;   /* L2 */
+	case 82: *v = 65536; break;      /* registers per SM */
+	case 81: *v = 228 << 10; break;  /* shared memory per SM */
+	case 97: *v = 227 << 10; break;
+	case 39: *v = 2048; break;
+	case 106: *v = 32; break;
+	default: *v = 1024; break;
+	}
+	return 0;
+}
+int cuDeviceTotalMem_v2(size_t *b, int d) { (void)d; *b = (size_t)141 << 30; return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)0x1; return 0; }
+int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
+int cuCtxSetCurrent(void *c) { (void)c; return 0; }
+int cuCtxSynchronize(void) { return (int)opt("sync", 0); }
+
+int cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, void **vals)
+{
+	const char *ptx = img, *v = strstr(ptx, ".version ");
+	double max = optf("ptx_max", 99);
+	if (v && strtod(v + 9, NULL) > max + 1e-9) {
+		for (unsigned i = 0; i < n; i++)
+			if (opts[i] == 5)
+				snprintf(vals[i], 100, "ptxas fatal: Unsupported .version %.1f; current version is '%.1f'",
+					 strtod(v + 9, NULL), max);
+		return 222;
+	}
+	if (!strstr(ptx, ".entry")) {
+		for (unsigned i = 0; i < n; i++)
+			if (opts[i] == 5)
+				snprintf(vals[i], 100, "ptxas application ptx input, line 1; error: no kernel");
+		return 218;
+	}
+	*m = malloc(1);
+	return 0;
+}
+int cuModuleUnload(void *m) { free(m); return 0; }
+int cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; *f = (void *)name; return strcmp(name, "missing") ? 0 : 500; }
+int cuFuncGetAttribute(int *v, int attr, void *f)
+{
+	(void)f;
+	*v = attr == 4 ? 32 : attr == 3 ? (int)opt("local", 0) : attr == 0 ? 1024 : 0;
+	return 0;
+}
+int cuMemAlloc_v2(Ptr *p, size_t n)
+{
+	if (++allocs == opt("oom_after", -1))
+		return 2;
+	*p = (Ptr)(size_t)malloc(n);
+	live++;
+	return 0;
+}
+int cuMemFree_v2(Ptr p) { free((void *)(size_t)p); live--; return 0; }
+int cuMemcpyHtoD_v2(Ptr d, const void *s, size_t n) { memcpy((void *)(size_t)d, s, n); return 0; }
+int cuMemcpyDtoH_v2(void *d, Ptr s, size_t n) { memcpy(d, (void *)(size_t)s, n); return 0; }
+int cuMemsetD8_v2(Ptr d, unsigned char v, size_t n) { memset((void *)(size_t)d, v, n); return 0; }
+int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g, unsigned s,
+		   void *st, void **args, void **x)
+{
+	(void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)s, (void)st, (void)args, (void)x;
+	launches++;
+	return (int)opt("launch", 0);
+}
+int cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return 0; }
+int cuEventRecord(void *e, void *s) { (void)e, (void)s; return 0; }
+int cuEventSynchronize(void *e) { (void)e; return 0; }
+int cuEventElapsedTime(float *ms, void *a, void *b) { (void)a, (void)b; *ms = (float)optf("elapsed", 0.25); return 0; }
+int cuEventDestroy_v2(void *e) { free(e); return 0; }
+
+int cuGetErrorName(int r, const char **s)
+{
+	switch (r) {
+	case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+	case 34: *s = "CUDA_ERROR_STUB_LIBRARY"; break;
+	case 100: *s = "CUDA_ERROR_NO_DEVICE"; break;
+	case 218: *s = "CUDA_ERROR_INVALID_PTX"; break;
+	case 222: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
+	case 500: *s = "CUDA_ERROR_NOT_FOUND"; break;
+	case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+	default: *s = "CUDA_ERROR_UNKNOWN"; break;
+	}
+	return 0;
+}
+int cuGetErrorString(int r, const char **s) { *s = r == 700 ? "an illegal memory access was encountered" : "fake error"; return 0; }

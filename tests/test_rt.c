@@ -1,0 +1,172 @@
+/* test_rt.c: the CUDA driver layer against a fake driver that fails on
+ * demand (tests/fake/fakecuda.c), and against the toolkit's stub library. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/cuda.h"
+#include "testutil.h"
+
+#define FAKE "build/libfakecuda.so"
+
+static char err[16384];
+
+static Rt *open_fake(const char *behaviour)
+{
+	setenv("FAKECUDA", behaviour, 1);
+	Rt *rt;
+	int rc = rt_open(&rt, FAKE, 0, err, sizeof err);
+	cr_assert_eq(rc, RT_OK, "%s", err);
+	return rt;
+}
+
+static const char ptx[] = "//\n.version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n";
+
+Test(rt, no_driver_library)
+{
+	Rt *rt;
+	cr_assert_eq(rt_open(&rt, "build/no-such-libcuda.so", 0, err, sizeof err), RT_NO_LIBRARY);
+	cr_assert_null(rt);
+	cr_assert(strstr(err, "no CUDA driver: cannot load build/no-such-libcuda.so"), "%s", err);
+}
+
+Test(rt, toolkit_stub_library)
+{
+	const char *stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+	if (access(stub, R_OK))
+		cr_skip_test("no CUDA toolkit stub library here");
+	Rt *rt;
+	cr_assert_eq(rt_open(&rt, stub, 0, err, sizeof err), RT_STUB, "%s", err);
+	cr_assert(strstr(err, "stub library, not a driver"), "%s", err);
+}
+
+Test(rt, stub_reported_by_cuinit)
+{
+	setenv("FAKECUDA", "init=34", 1);
+	Rt *rt;
+	cr_assert_eq(rt_open(&rt, FAKE, 0, err, sizeof err), RT_STUB);
+	cr_assert(strstr(err, "stub library"), "%s", err);
+}
+
+Test(rt, no_device)
+{
+	setenv("FAKECUDA", "init=100", 1);
+	Rt *rt;
+	cr_assert_eq(rt_open(&rt, FAKE, 0, err, sizeof err), RT_NO_DEVICE);
+	cr_assert(strstr(err, "found no GPU"), "%s", err);
+	setenv("FAKECUDA", "count=0", 1);
+	cr_assert_eq(rt_open(&rt, FAKE, 0, err, sizeof err), RT_NO_DEVICE);
+	cr_assert(strstr(err, "no CUDA device 0 (the driver sees 0)"), "%s", err);
+}
+
+Test(rt, device_properties)
+{
+	Rt *rt = open_fake("driver=12040");
+	const RtDevice *d = rt_device(rt);
+	cr_assert_str_eq(d->name, "Fake GPU 0");
+	cr_assert_eq(d->major * 10 + d->minor, 90);
+	cr_assert_eq(d->sms, 132);
+	cr_assert_eq(d->driver, 12040);
+	cr_assert_eq(d->l2_bytes, 50 << 20);
+	rt_close(rt);
+}
+
+static int enqueue_nothing(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+Test(rt, memory_round_trip_and_launch)
+{
+	Rt *rt = open_fake("");
+	RtPtr p;
+	cr_assert_eq(rt_alloc(rt, 64, &p, err, sizeof err), 0, "%s", err);
+	char in[64], out[64];
+	for (int i = 0; i < 64; i++)
+		in[i] = (char)i;
+	cr_assert_eq(rt_upload(rt, p, in, 64, err, sizeof err), 0);
+	cr_assert_eq(rt_download(rt, out, p, 64, err, sizeof err), 0);
+	cr_assert_arr_eq(in, out, 64);
+	RtModule *m;
+	cr_assert_eq(rt_load_ptx(rt, ptx, &m, err, sizeof err), 0, "%s", err);
+	void *fn;
+	cr_assert_eq(rt_function(rt, m, "k", &fn, err, sizeof err), 0);
+	cr_assert_eq(rt_function(rt, m, "missing", &fn, err, sizeof err), RT_ERR);
+	cr_assert(strstr(err, "cuModuleGetFunction") && strstr(err, "CUDA_ERROR_NOT_FOUND"), "%s", err);
+	cr_assert(strstr(err, "runtime/cuda.c:"), "the error names the source line: %s", err);
+	unsigned g[3] = {1, 1, 1}, b[3] = {32, 1, 1};
+	cr_assert_eq(rt_launch(rt, fn, g, b, 0, NULL, err, sizeof err), 0);
+	float ms;
+	cr_assert_eq(rt_time(rt, enqueue_nothing, NULL, &ms, err, sizeof err), RT_OK, "%s", err);
+	cr_assert_float_eq(ms, 0.25f, 1e-6, "the fake's event time");
+	rt_unload(rt, m);
+	rt_free(rt, p);
+	rt_close(rt);
+}
+
+Test(rt, jit_log_in_error)
+{
+	Rt *rt = open_fake("");
+	RtModule *m;
+	cr_assert_eq(rt_load_ptx(rt, ".version 9.0\n.target sm_90\n", &m, err, sizeof err), RT_ERR);
+	cr_assert(strstr(err, "CUDA_ERROR_INVALID_PTX") && strstr(err, "JIT log:\nptxas application ptx input"), "%s",
+		  err);
+	rt_close(rt);
+}
+
+Test(rt, old_driver_retries_with_older_isa)
+{
+	Rt *rt = open_fake("driver=12040,ptx_max=8.4");
+	RtModule *m;
+	cr_assert_eq(rt_load_ptx(rt, ptx, &m, err, sizeof err), RT_OK, "retried at ISA 8.4: %s", err);
+	rt_unload(rt, m);
+	rt_close(rt);
+	rt = open_fake("driver=12040,ptx_max=7.0");
+	cr_assert_eq(rt_load_ptx(rt, ptx, &m, err, sizeof err), RT_OLD_DRIVER);
+	cr_assert(strstr(err, "too old for this PTX, even at ISA 8.4") && strstr(err, "update the NVIDIA driver"), "%s", err);
+	cr_assert(strstr(err, "Unsupported .version"), "the JIT log is kept: %s", err);
+	rt_close(rt);
+}
+
+Test(rt, out_of_memory_releases_everything)
+{
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	int (*live)(void) = (int (*)(void))dlsym(lib, "fakecuda_live");
+	Rt *rt = open_fake("oom_after=4");
+	int before = live();
+	RtPtr p;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rt_alloc(rt, 1024, &p, err, sizeof err), 0);
+	cr_assert_eq(live(), before + 3);
+	cr_assert_eq(rt_alloc(rt, 1 << 20, &p, err, sizeof err), RT_OOM);
+	cr_assert(strstr(err, "CUDA_ERROR_OUT_OF_MEMORY") && strstr(err, "released"), "%s", err);
+	cr_assert_eq(live(), before, "the three earlier allocations were freed");
+	cr_assert(rt_usable(rt), "out of memory is not sticky");
+	rt_close(rt);
+	dlclose(lib);
+}
+
+Test(rt, sticky_fault_fails_fast)
+{
+	Rt *rt = open_fake("sync=700");
+	unsigned g[3] = {1, 1, 1}, b[3] = {32, 1, 1};
+	cr_assert_eq(rt_launch(rt, (void *)"k", g, b, 0, NULL, err, sizeof err), 0);
+	cr_assert_eq(rt_sync(rt, err, sizeof err), RT_FAULT);
+	cr_assert(strstr(err, "CUDA_ERROR_ILLEGAL_ADDRESS"), "%s", err);
+	cr_assert_not(rt_usable(rt));
+	RtPtr p;
+	cr_assert_eq(rt_alloc(rt, 16, &p, err, sizeof err), RT_FAULT);
+	cr_assert(strstr(err, "unusable after an earlier kernel fault") && strstr(err, "ILLEGAL_ADDRESS"), "%s", err);
+	cr_assert_eq(rt_launch(rt, (void *)"k", g, b, 0, NULL, err, sizeof err), RT_FAULT);
+	rt_close(rt);
+}
+
+Test(rt, ptx_isa_table)
+{
+	cr_assert_str_eq(rt_ptx_isa_for_driver(13000), "9.0");
+	cr_assert_str_eq(rt_ptx_isa_for_driver(12040), "8.4");
+	cr_assert_str_eq(rt_ptx_isa_for_driver(12060), "8.5");
+	cr_assert_str_eq(rt_ptx_isa_for_driver(11080), "7.8");
+}
