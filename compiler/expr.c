@@ -595,7 +595,8 @@ static V parse_pow(P *p)
 	if (k < 0 || (*end == '.' || *end == 'e' || *end == 'E'))
 		return fail(p, off, "'^' takes an integer literal exponent (x^2); use exp and log for others");
 	if (k > 64 || errno)
-		return fail(p, off, "exponent %s%ld is too large (at most 64)", neg ? "-" : "", k);
+		return fail(p, off, "exponent %s%.*s is too large (at most 64)", neg ? "-" : "",
+			    (int)(end - (p->src + p->pos)) < 30 ? (int)(end - (p->src + p->pos)) : 30, p->src + p->pos);
 	p->pos = end - p->src;
 	if (peek(p, "^"))
 		return fail(p, p->pos, "'^' does not chain; add parentheses");
@@ -721,6 +722,9 @@ Expr *expr_parse(Scope *s, Diag *d, const YNode *node)
 			fail(&p, p.pos, "')' without a matching '('");
 		else if (p.src[p.pos] == '=')
 			fail(&p, p.pos, "'=' is not an operator; compare with '=='");
+		else if (strchr("%&|?:[]{}@#$~`;\\", p.src[p.pos]))
+			fail(&p, p.pos, "'%c' is not an operator (operators: + - * / ^ < <= > >= == != && || !)",
+			     p.src[p.pos]);
 		else
 			fail(&p, p.pos, "expected an operator, found %s", what_tok(&p, b, sizeof b));
 		return NULL;

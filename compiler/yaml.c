@@ -173,6 +173,8 @@ static void report_parse_error(Reader *r)
 	size_t off = pos_offset(r->d, pos);
 	if (p->context && strstr(p->context, "flow") && off < r->d->srclen && strchr("[]{}", r->d->src[off]))
 		hint = "; inside {...} or [...] quote a value that holds brackets ('f32[d]'), or use block style";
+	else if (strstr(problem, "mapping values are not allowed"))
+		hint = " (a ': ' inside a value starts a mapping; quote the value, or fix the indentation)";
 	diag_error(r->d, pos, "malformed YAML: %s%s%s", problem, where, hint);
 }
 
