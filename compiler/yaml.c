@@ -146,13 +146,16 @@ static Pos offset_pos(const Diag *d, size_t off)
 	return p;
 }
 
+/* libyaml's problem, said plainly where it can be, at a place that has a
+ * line to quote. */
 static void report_parse_error(Reader *r)
 {
 	yaml_parser_t *p = &r->p;
 	Pos pos = p->error == YAML_READER_ERROR ? offset_pos(r->d, p->problem_offset) : mark_pos(p->problem_mark);
 	const char *problem = p->problem ? p->problem : "unknown problem";
-	char where[160] = "";
-	if (p->context && strstr(problem, "end of stream")) {
+	size_t off = pos_offset(r->d, pos);
+	int at_end = off >= r->d->srclen || strstr(problem, "end of stream");
+	if (p->context && at_end) {
 		/* say where the unfinished thing starts, not where the file ends */
 		const char *what = p->context;
 		if (!strncmp(what, "while scanning ", 15) || !strncmp(what, "while parsing ", 14))
@@ -161,6 +164,16 @@ static void report_parse_error(Reader *r)
 			   what);
 		return;
 	}
+	if (strstr(problem, "<document start>")) {
+		diag_error(r->d, pos, "malformed YAML: unexpected text after the end of the spec");
+		return;
+	}
+	if (strstr(problem, "cannot start any token") && !at_end) {
+		diag_error(r->d, pos, "malformed YAML: '%c' cannot start a YAML value; quote the value",
+			   r->d->src[off]);
+		return;
+	}
+	char where[160] = "";
 	if (p->context) {
 		Pos c = mark_pos(p->context_mark);
 		if (c.line != pos.line || c.col != pos.col)
@@ -168,10 +181,8 @@ static void report_parse_error(Reader *r)
 		else
 			snprintf(where, sizeof where, " %s", p->context);
 	}
-	/* `{k: f32[d]}`: in flow style '[' opens a list */
 	const char *hint = "";
-	size_t off = pos_offset(r->d, pos);
-	if (p->context && strstr(p->context, "flow") && off < r->d->srclen && strchr("[]{}", r->d->src[off]))
+	if (p->context && strstr(p->context, "flow") && !at_end && strchr("[]{}", r->d->src[off]))
 		hint = "; inside {...} or [...] quote a value that holds brackets ('f32[d]'), or use block style";
 	else if (strstr(problem, "mapping values are not allowed"))
 		hint = " (a ': ' inside a value starts a mapping; quote the value, or fix the indentation)";
