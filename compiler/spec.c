@@ -87,7 +87,9 @@ static int need(L *l, const YNode *n, YKind kind, const char *what)
 {
 	if (n->kind == kind)
 		return 0;
-	diag_error(l->d, n->pos, "%s must be %s, found %s", what, kind_name(kind), kind_name(n->kind));
+	int empty = n->kind == YN_SCALAR && n->plain && !n->text[0];
+	diag_error(l->d, n->pos, "%s must be %s, found %s", what, kind_name(kind),
+		   empty ? "nothing" : kind_name(n->kind));
 	return -1;
 }
 

@@ -132,6 +132,23 @@ static size_t pos_offset(const Diag *d, Pos p)
 	return i;
 }
 
+/* Position of the file's last character, for problems found past it. */
+static Pos last_pos(const Diag *d)
+{
+	size_t n = d->srclen;
+	while (n && (d->src[n - 1] == '\n' || d->src[n - 1] == '\r'))
+		n--;
+	Pos p = {1, 1};
+	for (size_t i = 0; i + 1 < n; i++) {
+		unsigned char c = (unsigned char)d->src[i];
+		if (c == '\n')
+			p.line++, p.col = 1;
+		else if (!is_cont((unsigned char)d->src[i + 1]) && c != '\r')
+			p.col++;
+	}
+	return p;
+}
+
 /* libyaml's reader errors carry a byte offset, not a mark. */
 static Pos offset_pos(const Diag *d, size_t off)
 {
@@ -157,13 +174,25 @@ static void report_parse_error(Reader *r)
 	int at_end = off >= r->d->srclen || strstr(problem, "end of stream");
 	if (p->context && at_end) {
 		/* say where the unfinished thing starts, not where the file ends */
+		static const char *const plain[][2] = {
+			{"flow mapping", "a {...} mapping"}, {"flow sequence", "a [...] list"},
+			{"flow node", "a {...} or [...]"},   {"quoted scalar", "a quoted string"},
+		};
 		const char *what = p->context;
 		if (!strncmp(what, "while scanning ", 15) || !strncmp(what, "while parsing ", 14))
 			what = strchr(what + 6, ' ') + 1;
-		diag_error(r->d, mark_pos(p->context_mark), "malformed YAML: the file ends inside %s that starts here",
-			   what);
+		for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+			if (strstr(what, plain[i][0]))
+				what = plain[i][1];
+		Pos start = mark_pos(p->context_mark);
+		if (pos_offset(r->d, start) < r->d->srclen)
+			diag_error(r->d, start, "malformed YAML: the file ends inside %s that starts here", what);
+		else
+			diag_error(r->d, last_pos(r->d), "malformed YAML: the file ends inside %s", what);
 		return;
 	}
+	if (at_end)
+		pos = last_pos(r->d);
 	if (strstr(problem, "<document start>")) {
 		diag_error(r->d, pos, "malformed YAML: unexpected text after the end of the spec");
 		return;
@@ -291,6 +320,8 @@ static int read_node(Reader *r, int depth, YNode **out)
 {
 	yaml_event_t *ev = &r->ev;
 	Pos pos = mark_pos(ev->start_mark);
+	if (pos_offset(r->d, pos) >= r->d->srclen) /* an empty value at the very end */
+		pos = last_pos(r->d);
 	*out = NULL;
 	if (depth > YAML_MAX_DEPTH && (ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT)) {
 		diag_error(r->d, pos, "nesting deeper than %d levels", YAML_MAX_DEPTH);
@@ -363,6 +394,10 @@ static int read_stream(Reader *r, YNode **root)
 			return -1;
 		switch (r->ev.type) {
 		case YAML_STREAM_END_EVENT:
+			if (*root && (*root)->kind == YN_SCALAR && (*root)->plain && !(*root)->text[0]) {
+				yn_free(*root); /* a document with nothing in it: "---" */
+				*root = NULL;
+			}
 			if (!*root) {
 				diag_error(r->d, (Pos){1, 1}, "empty spec: expected a mapping with 'carrier', 'state', ...");
 				return -1;

@@ -1,9 +1,31 @@
 /* fuzz_spec.c: libFuzzer target for the spec loader.  Any input must either
- * load or give a diagnostic; no crash, hang, leak or sanitizer report. */
+ * load or give a diagnostic; no crash, hang, leak or sanitizer report.  The
+ * diagnostic must also keep its form: "fuzz.yaml:L:C: error: ..." with L a
+ * line of the input, and no control character in the text. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "compiler/spec.h"
+
+static void check_form(const Diag *d, const uint8_t *data, size_t size)
+{
+	static const char head[] = "fuzz.yaml:";
+	if (strncmp(d->text, head, sizeof head - 1))
+		__builtin_trap();
+	for (const unsigned char *p = (const unsigned char *)d->text; *p; p++)
+		if (*p < 0x20 && *p != '\n')
+			__builtin_trap();
+	int line, col;
+	if (sscanf(d->text + sizeof head - 1, "%d:%d: error: ", &line, &col) != 2)
+		return; /* a diagnostic about the whole file */
+	int lines = 1;
+	for (size_t i = 0; i < size; i++)
+		lines += data[i] == '\n';
+	if (line < 1 || line > lines || col < 1)
+		__builtin_trap();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -13,6 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* a failed load must say why; a successful one must not have errors */
 	if (!c != (d.nerrors > 0) || (!c && !d.text))
 		__builtin_trap();
+	if (!c)
+		check_form(&d, data, size);
 	carrier_free(c);
 	diag_free(&d);
 	return 0;
