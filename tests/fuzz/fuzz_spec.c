@@ -1,7 +1,7 @@
 /* fuzz_spec.c: libFuzzer target for the spec loader.  Any input must either
  * load or give a diagnostic; no crash, hang, leak or sanitizer report.  The
- * diagnostic must also keep its form: "fuzz.yaml:L:C: error: ..." with L a
- * line of the input, and no control character in the text. */
+ * diagnostic must also keep its form: "fuzz.yaml:L:C: error: ..." with L:C
+ * a place in the input, and no control character in the text. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,10 +20,16 @@ static void check_form(const Diag *d, const uint8_t *data, size_t size)
 	int line, col;
 	if (sscanf(d->text + sizeof head - 1, "%d:%d: error: ", &line, &col) != 2)
 		return; /* a diagnostic about the whole file */
-	int lines = 1;
-	for (size_t i = 0; i < size; i++)
-		lines += data[i] == '\n';
-	if (line < 1 || line > lines || col < 1)
+	/* the line exists and the column is on it, or just past its end */
+	size_t i = size >= 3 && !memcmp(data, "\xef\xbb\xbf", 3) ? 3 : 0;
+	for (int l = 1; l < line && i < size; i++)
+		l += data[i] == '\n';
+	if (line < 1 || col < 1 || (i >= size && line > 1))
+		__builtin_trap();
+	int cols = 0;
+	for (; i < size && data[i] != '\n' && data[i] != '\r'; i++)
+		cols += (data[i] & 0xc0) != 0x80;
+	if (col > cols + 1)
 		__builtin_trap();
 }
 
