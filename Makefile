@@ -6,6 +6,10 @@ CC      ?= cc
 OPT     ?= -O2
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -I.
 LDLIBS  += -lyaml -lm -ldl
+# The CPU backend: LLVM's C API from the LLVM the packages provide.
+LLVM_CONFIG ?= llvm-config
+CFLAGS  += $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
+LDLIBS  += $(shell $(LLVM_CONFIG) --ldflags --libs 2>/dev/null) -lpthread
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_SECONDS ?= 45
 
@@ -17,7 +21,7 @@ TEST_SRC := $(wildcard tests/*.c)
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 
-PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config
+PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config llvm-14-dev
 
 .PHONY: all deps test demo fuzz clean check-specs
 
