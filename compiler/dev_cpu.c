@@ -1,0 +1,94 @@
+/* dev_cpu.c: the CPU device: the carrier JIT-compiled by the LLVM backend
+ * (llvm.c) and run over the rows by the threaded executor (runtime/cpu.c).
+ * RunOpts: threads (0: all cores), split (chunks per row; 0: by length),
+ * config "lanes=N,accs=N" to override the vector shape of the reduce loop.
+ * Also the emit targets llvm and asm, in this object so that whatever links
+ * the device links them too. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+#include "llvm.h"
+#include "run.h"
+
+static int cpu_available(char *why, size_t n) { return llvm_available(why, n); }
+
+static int parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
+{
+	while (cfg && *cfg) {
+		int v, used = 0;
+		if (sscanf(cfg, "lanes=%d%n", &v, &used) == 1 && v > 0 && v <= 64)
+			lo->lanes = v;
+		else if (sscanf(cfg, "accs=%d%n", &v, &used) == 1 && v > 0 && v <= 16)
+			lo->accs = v;
+		else
+			return snprintf(msg, n, "cpu: unknown --config item '%s' (lanes=1..64, accs=1..16)", cfg), -1;
+		cfg += used;
+		cfg += *cfg == ',';
+	}
+	return 0;
+}
+
+/* The executor's view of d: pointers in the kernel ABI's order. */
+static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
+{
+	Carrier *c = d->c;
+	int k = 0;
+	for (int i = 0; i < c->nelem; i++)
+		in[k++] = d->elem[i].p;
+	for (int i = 0; i < c->ncol; i++)
+		in[k++] = d->col[i].p;
+	for (int i = 0; i < c->nrow; i++)
+		in[k++] = d->row[i].p;
+	for (int i = 0; i < c->nfinal; i++)
+		out[i] = d->fin[i].p;
+	for (int i = 0; i < c->nmap; i++)
+		out[c->nfinal + i] = d->map[i].p;
+	*a = (CpuArgs){in, out, d->params, d->rows, d->len};
+}
+
+static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
+{
+	LlvmOpts lo = {0};
+	if (parse_config(o->config, &lo, msg, n))
+		return -1;
+	LlvmKernel *k;
+	if (llvm_compile(d->c, &lo, &k, msg, n))
+		return -1;
+	RtPool *p;
+	if (rt_pool_open(&p, o->threads, msg, n)) {
+		llvm_kernel_free(k);
+		return -1;
+	}
+	Carrier *c = d->c;
+	const void **in = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *in);
+	void **out = calloc(c->nfinal + c->nmap + 1, sizeof *out);
+	if (!in || !out)
+		abort();
+	CpuArgs a;
+	args_of(d, &a, in, out);
+	int rc = rt_cpu_run(p, &k->k, &a, o->split, msg, n);
+	free(in);
+	free(out);
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	return rc;
+}
+
+const Device dev_cpu = {"cpu", cpu_available, cpu_run};
+
+/* `assoc emit --target llvm`: the optimized IR; `--target asm`: host assembly. */
+static int emit_ir(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
+{
+	(void)o;
+	return llvm_emit(c, NULL, 0, out, msg, n) ? EXIT_FAIL : EXIT_OK;
+}
+
+static int emit_asm(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
+{
+	(void)o;
+	return llvm_emit(c, NULL, 1, out, msg, n) ? EXIT_FAIL : EXIT_OK;
+}
+
+const Target target_llvm = {"llvm", emit_ir};
+const Target target_asm = {"asm", emit_asm};

@@ -1,0 +1,388 @@
+/* llvm.c: the CPU backend's driver: one LLVM context per compilation, the
+ * kernel module built (llvm_kern.c), verified, optimized for the host CPU
+ * with the O3 pipeline, and JIT-compiled by ORC's LLJIT; or printed as IR
+ * or host assembly for `assoc emit`.  Every LLVM message is disposed. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "llvm.h"
+#include "llvm_int.h"
+
+struct LlvmJit {
+	LLVMOrcLLJITRef j;
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_failed;
+
+static void init(void)
+{
+	init_failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
+}
+
+int llvm_available(char *why, size_t n)
+{
+	pthread_once(&init_once, init);
+	if (init_failed)
+		snprintf(why, n, "LLVM has no native target for this host");
+	return !init_failed;
+}
+
+/* Copy an LLVM message into msg and dispose it. */
+static int fail_msg(char *msg, size_t n, const char *what, char *llvm_msg)
+{
+	snprintf(msg, n, "%s: %s", what, llvm_msg ? llvm_msg : "(no message)");
+	if (llvm_msg)
+		LLVMDisposeMessage(llvm_msg);
+	return -1;
+}
+
+static int fail_err(char *msg, size_t n, const char *what, LLVMErrorRef e)
+{
+	char *m = LLVMGetErrorMessage(e);
+	snprintf(msg, n, "%s: %s", what, m);
+	LLVMDisposeErrorMessage(m);
+	return -1;
+}
+
+static LLVMTargetMachineRef host_machine(char *msg, size_t n)
+{
+	char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+	LLVMTargetRef t;
+	LLVMTargetMachineRef tm = NULL;
+	if (LLVMGetTargetFromTriple(triple, &t, &err)) {
+		fail_msg(msg, n, "no LLVM target for the host", err);
+	} else {
+		char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+		tm = LLVMCreateTargetMachine(t, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+					     LLVMCodeModelJITDefault);
+		LLVMDisposeMessage(cpu);
+		LLVMDisposeMessage(feat);
+		if (!tm)
+			snprintf(msg, n, "cannot create an LLVM target machine for %s", triple);
+	}
+	LLVMDisposeMessage(triple);
+	return tm;
+}
+
+/* The host's widest float32 vector, in lanes. */
+static int host_lanes(void)
+{
+	char *feat = LLVMGetHostCPUFeatures();
+	int w = strstr(feat, "+avx512f") ? 16 : strstr(feat, "+avx") ? 8 : 4;
+	LLVMDisposeMessage(feat);
+	return w;
+}
+
+static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
+{
+	int lanes = o && o->lanes > 0 ? o->lanes : host_lanes();
+	int accs = o && o->accs > 0 ? o->accs : 4;
+	/* powers of two: the lane halving and the pairwise combine need them */
+	while (lanes & (lanes - 1))
+		lanes &= lanes - 1;
+	if (lanes > 64)
+		lanes = 64;
+	while (accs & (accs - 1))
+		accs &= accs - 1;
+	kern_plan(k, c, lanes, accs);
+}
+
+static int unsupported(Carrier *c, char *msg, size_t n)
+{
+	if (c->nelem + c->ncol + c->nrow > 256 || c->nfinal + c->nmap > 256 || c->nparams > 256)
+		return snprintf(msg, n, "the CPU backend takes at most 256 inputs, outputs and params"), -1;
+	for (int f = 0; f < c->nstate; f++)
+		if (decl_width(&c->state[f]) > 4096)
+			return snprintf(msg, n, "state field '%s' is longer than 4096, the CPU backend's limit",
+					c->state[f].name), -1;
+	return 0;
+}
+
+/* Build, verify and optimize the module in ctx. */
+static LLVMModuleRef build_module(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef tm, char *msg, size_t n)
+{
+	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(k->c->name, ctx);
+	char *triple = LLVMGetTargetMachineTriple(tm);
+	LLVMSetTarget(mod, triple);
+	LLVMDisposeMessage(triple);
+	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(mod, td);
+	LLVMDisposeTargetData(td);
+	kern_build(k, ctx, mod);
+	char *err = NULL;
+	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &err)) {
+		fail_msg(msg, n, "internal error: the generated LLVM IR does not verify", err);
+		LLVMDisposeModule(mod);
+		return NULL;
+	}
+	LLVMDisposeMessage(err);
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (e) {
+		fail_err(msg, n, "LLVM optimization failed", e);
+		LLVMDisposeModule(mod);
+		return NULL;
+	}
+	return mod;
+}
+
+/* Add mod (in tsctx) to a new LLJIT for the host; NULL with msg on failure. */
+static LlvmJit *jit_module(LLVMModuleRef mod, LLVMOrcThreadSafeContextRef tsctx, char *msg, size_t n)
+{
+	LLVMTargetMachineRef tm = host_machine(msg, n);
+	if (!tm) {
+		LLVMDisposeModule(mod);
+		return NULL;
+	}
+	LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+	LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+	LlvmJit *jit = calloc(1, sizeof *jit);
+	if (!jit)
+		abort();
+	LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit->j, jb);
+	if (e) {
+		fail_err(msg, n, "cannot create the LLVM JIT", e);
+		LLVMDisposeModule(mod);
+		free(jit);
+		return NULL;
+	}
+	LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit->j);
+	LLVMOrcDefinitionGeneratorRef gen;
+	e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit->j), NULL, NULL);
+	if (!e) {
+		LLVMOrcJITDylibAddGenerator(jd, gen);
+		LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsctx);
+		e = LLVMOrcLLJITAddLLVMIRModule(jit->j, jd, tsm);
+		if (e)
+			LLVMOrcDisposeThreadSafeModule(tsm);
+	} else {
+		LLVMDisposeModule(mod);
+	}
+	if (e) {
+		fail_err(msg, n, "cannot add the module to the LLVM JIT", e);
+		LLVMOrcDisposeLLJIT(jit->j);
+		free(jit);
+		return NULL;
+	}
+	return jit;
+}
+
+static void *lookup(LlvmJit *jit, const char *name, char *msg, size_t n, int *failed)
+{
+	LLVMOrcExecutorAddress addr = 0;
+	LLVMErrorRef e = LLVMOrcLLJITLookup(jit->j, &addr, name);
+	if (e) {
+		char what[64];
+		snprintf(what, sizeof what, "JIT lookup of %s failed", name);
+		fail_err(msg, n, what, e);
+		*failed = 1;
+		return NULL;
+	}
+	return (void *)(uintptr_t)addr;
+}
+
+static void jit_free(LlvmJit *jit)
+{
+	if (!jit)
+		return;
+	LLVMErrorRef e = LLVMOrcDisposeLLJIT(jit->j);
+	if (e)
+		LLVMConsumeError(e);
+	free(jit);
+}
+
+/* Build the module for k in a fresh thread-safe context and JIT it. */
+static LlvmJit *compile_kern(Kern *k, char *msg, size_t n)
+{
+	LLVMTargetMachineRef tm = host_machine(msg, n);
+	if (!tm)
+		return NULL;
+	LLVMOrcThreadSafeContextRef tsctx = LLVMOrcCreateNewThreadSafeContext();
+	LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsctx);
+	LLVMModuleRef mod = build_module(k, ctx, tm, msg, n);
+	LLVMDisposeTargetMachine(tm);
+	LlvmJit *jit = mod ? jit_module(mod, tsctx, msg, n) : NULL;
+	LLVMOrcDisposeThreadSafeContext(tsctx);
+	return jit;
+}
+
+int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, size_t n)
+{
+	*out = NULL;
+	if (!llvm_available(msg, n) || unsupported(c, msg, n))
+		return -1;
+	Kern k;
+	plan(&k, c, o);
+	LlvmJit *jit = compile_kern(&k, msg, n);
+	free(k.soff);
+	if (!jit)
+		return -1;
+	LlvmKernel *kk = calloc(1, sizeof *kk);
+	if (!kk)
+		abort();
+	kk->jit = jit;
+	kk->lanes = k.lanes, kk->accs = k.accs;
+	int failed = 0;
+	kk->k.identity = (void (*)(const CpuArgs *, void *))lookup(jit, "assoc_identity", msg, n, &failed);
+	kk->k.reduce = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_reduce", msg, n, &failed);
+	kk->k.merge = (void (*)(const CpuArgs *, const void *, const void *, void *))lookup(jit, "assoc_merge", msg, n, &failed);
+	kk->k.finalize = (void (*)(const CpuArgs *, int64_t, int64_t, const void *))lookup(jit, "assoc_finalize", msg, n, &failed);
+	if (c->nmap)
+		kk->k.map = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, const void *))lookup(jit, "assoc_map", msg, n, &failed);
+	kk->k.scan = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_scan", msg, n, &failed);
+	kk->k.state_bytes = k.state_bytes;
+	kk->k.is_scan = c->tpl == TPL_SCAN;
+	if (failed) {
+		llvm_kernel_free(kk);
+		return -1;
+	}
+	*out = kk;
+	return 0;
+}
+
+void llvm_kernel_free(LlvmKernel *k)
+{
+	if (!k)
+		return;
+	jit_free(k->jit);
+	free(k);
+}
+
+int llvm_emit(Carrier *c, const LlvmOpts *o, int asm_, FILE *out, char *msg, size_t n)
+{
+	if (!llvm_available(msg, n) || unsupported(c, msg, n))
+		return -1;
+	LLVMTargetMachineRef tm = host_machine(msg, n);
+	if (!tm)
+		return -1;
+	Kern k;
+	plan(&k, c, o);
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMModuleRef mod = build_module(&k, ctx, tm, msg, n);
+	free(k.soff);
+	int rc = mod ? 0 : -1;
+	if (mod && !asm_) {
+		char *text = LLVMPrintModuleToString(mod);
+		fputs(text, out);
+		LLVMDisposeMessage(text);
+	} else if (mod) {
+		char *err = NULL;
+		LLVMMemoryBufferRef buf;
+		if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
+			rc = fail_msg(msg, n, "LLVM code generation failed", err);
+		} else {
+			fwrite(LLVMGetBufferStart(buf), 1, LLVMGetBufferSize(buf), out);
+			LLVMDisposeMemoryBuffer(buf);
+		}
+	}
+	if (mod)
+		LLVMDisposeModule(mod);
+	LLVMContextDispose(ctx);
+	LLVMDisposeTargetMachine(tm);
+	return rc;
+}
+
+/* ---- one math function over an array, for tests and benchmarks ---- */
+
+static void build_math(LLVMContextRef ctx, LLVMModuleRef mod, int op, int lanes)
+{
+	Lower L;
+	memset(&L, 0, sizeof L);
+	L.ctx = ctx, L.mod = mod;
+	L.b = LLVMCreateBuilderInContext(ctx);
+	LLVMTypeRef f32 = LLVMFloatTypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
+	LLVMTypeRef fp = LLVMPointerType(f32, 0), p[3] = {fp, fp, i64};
+	LLVMValueRef f = LLVMAddFunction(mod, "assoc_math", LLVMFunctionType(LLVMVoidTypeInContext(ctx), p, 3, 0));
+	char w[16];
+	snprintf(w, sizeof w, "%d", 32 * lanes);
+	LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", w);
+	LLVMAddTargetDependentFunctionAttr(f, "prefer-vector-width", w);
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, f, "entry");
+	LLVMPositionBuilderAtEnd(L.b, entry);
+	LLVMValueRef ivp = LLVMBuildAlloca(L.b, i64, "");
+	LLVMBuildStore(L.b, LLVMConstInt(i64, 0, 0), ivp);
+	for (int pass = 0; pass < 2; pass++) {
+		L.W = pass ? 1 : lanes;
+		LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(ctx, f, "head");
+		LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(ctx, f, "body");
+		LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(ctx, f, "exit");
+		LLVMBuildBr(L.b, head);
+		LLVMPositionBuilderAtEnd(L.b, head);
+		LLVMValueRef iv = LLVMBuildLoad2(L.b, i64, ivp, "");
+		LLVMValueRef next = LLVMBuildAdd(L.b, iv, LLVMConstInt(i64, L.W, 0), "");
+		LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, next, LLVMGetParam(f, 2), ""), body, exit);
+		LLVMPositionBuilderAtEnd(L.b, body);
+		LLVMTypeRef vt = lower_vty(&L, TY_F32);
+		LLVMValueRef px = LLVMBuildGEP2(L.b, f32, LLVMGetParam(f, 0), &iv, 1, "");
+		LLVMValueRef py = LLVMBuildGEP2(L.b, f32, LLVMGetParam(f, 1), &iv, 1, "");
+		LLVMValueRef x = LLVMBuildLoad2(L.b, vt, LLVMBuildBitCast(L.b, px, LLVMPointerType(vt, 0), ""), "");
+		LLVMSetAlignment(x, 4);
+		LLVMValueRef y = op == EXPR_EXP ? math_exp(&L, x) : op == EXPR_EXP2 ? math_exp2(&L, x) : math_log(&L, x);
+		LLVMSetAlignment(LLVMBuildStore(L.b, y, LLVMBuildBitCast(L.b, py, LLVMPointerType(vt, 0), "")), 4);
+		LLVMBuildStore(L.b, next, ivp);
+		LLVMBuildBr(L.b, head);
+		LLVMPositionBuilderAtEnd(L.b, exit);
+	}
+	LLVMBuildRetVoid(L.b);
+	LLVMDisposeBuilder(L.b);
+}
+
+int llvm_math_kernel(int op, int lanes, LlvmKernel **out, LlvmMathFn *fn, char *msg, size_t n)
+{
+	*out = NULL;
+	if (!llvm_available(msg, n))
+		return -1;
+	if (lanes <= 0)
+		lanes = host_lanes();
+	LLVMTargetMachineRef tm = host_machine(msg, n);
+	if (!tm)
+		return -1;
+	LLVMOrcThreadSafeContextRef tsctx = LLVMOrcCreateNewThreadSafeContext();
+	LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsctx);
+	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("math", ctx);
+	char *triple = LLVMGetTargetMachineTriple(tm);
+	LLVMSetTarget(mod, triple);
+	LLVMDisposeMessage(triple);
+	build_math(ctx, mod, op, lanes);
+	char *err = NULL;
+	LlvmJit *jit = NULL;
+	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &err)) {
+		fail_msg(msg, n, "internal error: math module does not verify", err);
+		LLVMDisposeModule(mod);
+	} else {
+		LLVMDisposeMessage(err);
+		LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+		LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
+		LLVMDisposePassBuilderOptions(po);
+		if (e)
+			LLVMConsumeError(e);
+		jit = jit_module(mod, tsctx, msg, n);
+	}
+	LLVMDisposeTargetMachine(tm);
+	LLVMOrcDisposeThreadSafeContext(tsctx);
+	if (!jit)
+		return -1;
+	int failed = 0;
+	*fn = (LlvmMathFn)lookup(jit, "assoc_math", msg, n, &failed);
+	LlvmKernel *k = calloc(1, sizeof *k);
+	if (!k)
+		abort();
+	k->jit = jit;
+	k->lanes = lanes;
+	if (failed) {
+		llvm_kernel_free(k);
+		return -1;
+	}
+	*out = k;
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* llvm.h: the CPU backend's compiler: a carrier lowered to LLVM IR through
+ * the LLVM C API, optimized for the host, and JIT-compiled with ORC into
+ * the functions of a CpuKernel (runtime/cpu.h). */
+#ifndef ASSOC_LLVM_H
+#define ASSOC_LLVM_H
+
+#include <stdio.h>
+
+#include "runtime/cpu.h"
+#include "spec.h"
+
+typedef struct {
+	int lanes; /* positions per vector: 0 picks the host's widest float vector */
+	int accs;  /* independent accumulators in the reduce loop: 0 picks 4 */
+} LlvmOpts;
+
+typedef struct LlvmJit LlvmJit;
+
+typedef struct {
+	CpuKernel k;
+	int lanes, accs;  /* what the reduce loop uses (1 and 1 for vector states) */
+	LlvmJit *jit;
+} LlvmKernel;
+
+/* 1 when the host target can be initialized; otherwise 0 with the reason. */
+int llvm_available(char *why, size_t n);
+
+/* Compile c for the host.  0, or -1 with msg. */
+int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, size_t n);
+void llvm_kernel_free(LlvmKernel *k);
+
+/* The optimized module as LLVM IR text (asm == 0) or host assembly. */
+int llvm_emit(Carrier *c, const LlvmOpts *o, int asm_, FILE *out, char *msg, size_t n);
+
+/* A kernel of one float32 math function (EXPR_EXP, EXPR_EXP2, EXPR_LOG),
+ * y[t] = f(x[t]) for t < n, in the given lanes; for tests and benchmarks. */
+typedef void (*LlvmMathFn)(const float *x, float *y, int64_t n);
+int llvm_math_kernel(int op, int lanes, LlvmKernel **out, LlvmMathFn *fn, char *msg, size_t n);
+
+#endif

@@ -1,0 +1,404 @@
+/* llvm_expr.c: IR expressions to LLVM IR through the C API, with the
+ * spec's scalar semantics (ir_eval_op) exactly: float32 arithmetic without
+ * contraction or fast-math, (-inf) - (-inf) = -inf, max/min as fmax/fmin,
+ * wrapping integers, ordered comparisons (!= is unordered).  A scope runs
+ * W lanes: every scalar becomes a <W x kind> vector; spec vectors are held
+ * as one LLVM value per component. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llvm_int.h"
+
+struct Arena {
+	Arena *next;
+	size_t used, cap;
+	LLVMValueRef v[];
+};
+
+LV lv_new(Lower *L, int n)
+{
+	Arena *a = L->arena;
+	if (!a || a->used + n > a->cap) {
+		size_t cap = n > 4096 ? (size_t)n : 4096;
+		Arena *na = malloc(sizeof *na + cap * sizeof(LLVMValueRef));
+		if (!na)
+			abort();
+		na->next = a, na->used = 0, na->cap = cap;
+		L->arena = a = na;
+	}
+	LV v = {a->v + a->used, n};
+	a->used += n;
+	return v;
+}
+
+LLVMValueRef lv_at(LV v, int t) { return v.n == 1 ? v.c[0] : v.c[t]; }
+
+int lower_width(const Expr *e) { return e->ty.len ? e->ty.len : 1; }
+
+void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c)
+{
+	memset(L, 0, sizeof *L);
+	L->ctx = ctx, L->mod = mod, L->c = c;
+	L->b = LLVMCreateBuilderInContext(ctx);
+	L->ab = LLVMCreateBuilderInContext(ctx);
+	L->nmemo = ir_nnodes(c->ir) + 1;
+	L->mgen = calloc(L->nmemo, sizeof *L->mgen);
+	L->memo = calloc(L->nmemo, sizeof *L->memo);
+	L->bind = calloc(ir_nvars(c->ir) + 1, sizeof *L->bind);
+	if (!L->mgen || !L->memo || !L->bind)
+		abort();
+	L->W = 1;
+	L->gen = 1;
+}
+
+void lower_free(Lower *L)
+{
+	for (Arena *a = L->arena, *n; a; a = n)
+		n = a->next, free(a);
+	free(L->mgen);
+	free(L->memo);
+	free(L->bind);
+	LLVMDisposeBuilder(L->b);
+	LLVMDisposeBuilder(L->ab);
+}
+
+void lower_scope(Lower *L, int W)
+{
+	L->W = W;
+	L->gen++;
+}
+
+/* ---- types and constants ---- */
+
+LLVMTypeRef lower_kty(Lower *L, TyKind k)
+{
+	switch (k) {
+	case TY_BOOL: return LLVMInt1TypeInContext(L->ctx);
+	case TY_I32: return LLVMInt32TypeInContext(L->ctx);
+	case TY_I64: return LLVMInt64TypeInContext(L->ctx);
+	case TY_F64: case TY_NUM: return LLVMDoubleTypeInContext(L->ctx);
+	default: return LLVMFloatTypeInContext(L->ctx);
+	}
+}
+
+LLVMTypeRef lower_vty(Lower *L, TyKind k)
+{
+	LLVMTypeRef t = lower_kty(L, k);
+	return L->W > 1 ? LLVMVectorType(t, L->W) : t;
+}
+
+static int is_float(TyKind k) { return k >= TY_F16; }
+
+static LLVMValueRef scalar_const(Lower *L, TyKind k, double v)
+{
+	LLVMTypeRef t = lower_kty(L, k);
+	if (is_float(k))
+		return LLVMConstReal(t, k == TY_F32 || k == TY_F16 || k == TY_BF16 ? (double)(float)v : v);
+	return LLVMConstInt(t, (unsigned long long)(long long)v, 1);
+}
+
+LLVMValueRef lower_splat(Lower *L, LLVMValueRef s)
+{
+	if (L->W == 1)
+		return s;
+	if (LLVMIsConstant(s)) {
+		LLVMValueRef e[64];
+		for (int i = 0; i < L->W; i++)
+			e[i] = s;
+		return LLVMConstVector(e, L->W);
+	}
+	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), L->W);
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(L->ctx);
+	LLVMValueRef v = LLVMBuildInsertElement(L->b, LLVMGetUndef(vt), s, LLVMConstInt(i32, 0, 0), "");
+	LLVMValueRef zero = LLVMConstNull(LLVMVectorType(i32, L->W));
+	return LLVMBuildShuffleVector(L->b, v, LLVMGetUndef(vt), zero, "splat");
+}
+
+LLVMValueRef lower_const(Lower *L, TyKind k, double v)
+{
+	return lower_splat(L, scalar_const(L, k, v));
+}
+
+LLVMValueRef lower_intrinsic(Lower *L, const char *name, LLVMTypeRef ty, LLVMValueRef *args, int n)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMTypeRef tys[1] = {ty};
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, tys, 1);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, tys, 1);
+	return LLVMBuildCall2(L->b, ft, f, args, n, "");
+}
+
+/* ---- conversions (ir_round's rules) ---- */
+
+LLVMValueRef lower_conv(Lower *L, LLVMValueRef v, TyKind from, TyKind to)
+{
+	if (from == TY_NUM)
+		from = TY_F64;
+	if (to == TY_NUM)
+		to = TY_F64;
+	if (from == TY_F16 || from == TY_BF16)
+		from = TY_F32;
+	if (to == TY_F16 || to == TY_BF16)
+		to = TY_F32;
+	if (from == to)
+		return v;
+	LLVMBuilderRef b = L->b;
+	LLVMTypeRef t = lower_vty(L, to);
+	if (to == TY_BOOL)
+		return is_float(from) ? LLVMBuildFCmp(b, LLVMRealUNE, v, lower_const(L, from, 0), "")
+				      : LLVMBuildICmp(b, LLVMIntNE, v, lower_const(L, from, 0), "");
+	if (is_float(from) && is_float(to))
+		return to == TY_F64 ? LLVMBuildFPExt(b, v, t, "") : LLVMBuildFPTrunc(b, v, t, "");
+	if (is_float(to))
+		return from == TY_BOOL ? LLVMBuildUIToFP(b, v, t, "") : LLVMBuildSIToFP(b, v, t, "");
+	if (is_float(from)) {
+		/* (int32_t)(uint32_t)(int64_t)v: truncate toward zero through 64 bits;
+		 * saturating so that NaN and huge values are defined (0 and the bounds) */
+		LLVMValueRef w = lower_intrinsic(L, "llvm.fptosi.sat", lower_vty(L, TY_I64), &v, 1);
+		return to == TY_I64 ? w : LLVMBuildTrunc(b, w, t, "");
+	}
+	if (from == TY_BOOL)
+		return LLVMBuildZExt(b, v, t, "");
+	return to == TY_I64 ? LLVMBuildSExt(b, v, t, "") : LLVMBuildTrunc(b, v, t, "");
+}
+
+/* ---- one op on one component ---- */
+
+static LLVMValueRef fsub_rule(Lower *L, TyKind k, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMBuilderRef b = L->b;
+	LLVMValueRef r = LLVMBuildFSub(b, x, y, "");
+	if (LLVMIsConstant(x) && LLVMIsConstant(y))
+		return r;
+	LLVMValueRef ninf = lower_const(L, k, -INFINITY);
+	LLVMValueRef both = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, ninf, ""),
+					 LLVMBuildFCmp(b, LLVMRealOEQ, y, ninf, ""), "");
+	return LLVMBuildSelect(b, both, ninf, r, "subinf");
+}
+
+static LLVMValueRef powi(Lower *L, TyKind k, int e, LLVMValueRef x)
+{
+	/* the interpreter's square-and-multiply, in the same order */
+	LLVMValueRef r = NULL, base = x;
+	unsigned n = e < 0 ? -(unsigned)e : (unsigned)e;
+	for (; n; n >>= 1) {
+		if (n & 1)
+			r = !r ? base : is_float(k) ? LLVMBuildFMul(L->b, r, base, "") : LLVMBuildMul(L->b, r, base, "");
+		if (n > 1)
+			base = is_float(k) ? LLVMBuildFMul(L->b, base, base, "") : LLVMBuildMul(L->b, base, base, "");
+	}
+	if (!r)
+		r = lower_const(L, k, 1);
+	if (e < 0)
+		r = is_float(k) ? LLVMBuildFDiv(L->b, lower_const(L, k, 1), r, "") : lower_const(L, k, 0);
+	return r;
+}
+
+/* A float32 libm function applied lane by lane (not in the hot loops of
+ * the bundled specs: tanh, log1p, expm1). */
+static LLVMValueRef libm_call(Lower *L, const char *name, TyKind k, LLVMValueRef x)
+{
+	char nm[32];
+	snprintf(nm, sizeof nm, "%s%s", name, k == TY_F64 ? "" : "f");
+	LLVMTypeRef st = lower_kty(L, k);
+	LLVMTypeRef ft = LLVMFunctionType(st, &st, 1, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(L->mod, nm);
+	if (!f)
+		f = LLVMAddFunction(L->mod, nm, ft);
+	if (L->W == 1)
+		return LLVMBuildCall2(L->b, ft, f, &x, 1, "");
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(L->ctx);
+	LLVMValueRef r = LLVMGetUndef(LLVMTypeOf(x));
+	for (int i = 0; i < L->W; i++) {
+		LLVMValueRef idx = LLVMConstInt(i32, i, 0);
+		LLVMValueRef e = LLVMBuildExtractElement(L->b, x, idx, "");
+		r = LLVMBuildInsertElement(L->b, r, LLVMBuildCall2(L->b, ft, f, &e, 1, ""), idx, "");
+	}
+	return r;
+}
+
+static LLVMValueRef fmath(Lower *L, Op op, TyKind k, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	int f32 = k != TY_F64;
+	switch (op) {
+	case EXPR_EXP: return f32 ? math_exp(L, x) : lower_intrinsic(L, "llvm.exp", t, &x, 1);
+	case EXPR_EXP2: return f32 ? math_exp2(L, x) : lower_intrinsic(L, "llvm.exp2", t, &x, 1);
+	case EXPR_LOG: return f32 ? math_log(L, x) : lower_intrinsic(L, "llvm.log", t, &x, 1);
+	case EXPR_LOG2:
+		if (!f32)
+			return lower_intrinsic(L, "llvm.log2", t, &x, 1);
+		return LLVMBuildFMul(L->b, math_log(L, x), lower_const(L, k, 1.4426950408889634), "");
+	case EXPR_LOG1P: return libm_call(L, "log1p", k, x);
+	case EXPR_EXPM1: return libm_call(L, "expm1", k, x);
+	case EXPR_TANH: return libm_call(L, "tanh", k, x);
+	case EXPR_SQRT: return lower_intrinsic(L, "llvm.sqrt", t, &x, 1);
+	case EXPR_RSQRT:
+		return LLVMBuildFDiv(L->b, lower_const(L, k, 1), lower_intrinsic(L, "llvm.sqrt", t, &x, 1), "");
+	case EXPR_ABS: return lower_intrinsic(L, "llvm.fabs", t, &x, 1);
+	case EXPR_SIGMOID: {
+		LLVMValueRef e = fmath(L, EXPR_EXP, k, LLVMBuildFNeg(L->b, x, ""));
+		return LLVMBuildFDiv(L->b, lower_const(L, k, 1), LLVMBuildFAdd(L->b, lower_const(L, k, 1), e, ""), "");
+	}
+	default: return NULL;
+	}
+}
+
+static LLVMValueRef fop(Lower *L, Op op, TyKind k, int e, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z)
+{
+	LLVMBuilderRef b = L->b;
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef args[3] = {x, y, z};
+	switch (op) {
+	case EXPR_NEG: return LLVMBuildFNeg(b, x, "");
+	case EXPR_ADD: return LLVMBuildFAdd(b, x, y, "");
+	case EXPR_SUB: return fsub_rule(L, k, x, y);
+	case EXPR_MUL: return LLVMBuildFMul(b, x, y, "");
+	case EXPR_DIV: return LLVMBuildFDiv(b, x, y, "");
+	case EXPR_POW: return powi(L, k, e, x);
+	case EXPR_MAX: return lower_intrinsic(L, "llvm.maxnum", t, args, 2);
+	case EXPR_MIN: return lower_intrinsic(L, "llvm.minnum", t, args, 2);
+	case EXPR_FMA: return lower_intrinsic(L, "llvm.fma", t, args, 3);
+	default: return fmath(L, op, k, x);
+	}
+}
+
+static LLVMValueRef iop(Lower *L, Op op, TyKind k, int e, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z)
+{
+	LLVMBuilderRef b = L->b;
+	switch (op) {
+	case EXPR_NEG: return LLVMBuildNeg(b, x, "");
+	case EXPR_ADD: return LLVMBuildAdd(b, x, y, "");
+	case EXPR_SUB: return LLVMBuildSub(b, x, y, "");
+	case EXPR_MUL: return LLVMBuildMul(b, x, y, "");
+	case EXPR_POW: return powi(L, k, e, x);
+	case EXPR_MAX: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, x, y, ""), x, y, "");
+	case EXPR_MIN: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x, y, ""), x, y, "");
+	case EXPR_ABS: return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x, lower_const(L, k, 0), ""),
+					      LLVMBuildNeg(b, x, ""), x, "");
+	case EXPR_FMA: return LLVMBuildAdd(b, LLVMBuildMul(b, x, y, ""), z, "");
+	default: {
+		/* anything else on integers goes through float64, as ir_eval_op does */
+		LLVMValueRef fx = lower_conv(L, x, k, TY_F64);
+		LLVMValueRef fy = y ? lower_conv(L, y, k, TY_F64) : NULL, fz = z ? lower_conv(L, z, k, TY_F64) : NULL;
+		return lower_conv(L, fop(L, op, TY_F64, e, fx, fy, fz), TY_F64, k);
+	}
+	}
+}
+
+static LLVMValueRef cmp(Lower *L, Op op, TyKind k, LLVMValueRef x, LLVMValueRef y)
+{
+	static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE, LLVMRealOEQ,
+					       LLVMRealUNE};
+	static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE, LLVMIntEQ, LLVMIntNE};
+	int i = op - EXPR_LT;
+	if (is_float(k))
+		return LLVMBuildFCmp(L->b, fp[i], x, y, "");
+	return LLVMBuildICmp(L->b, ip[i], x, y, "");
+}
+
+/* The kind an op computes in: its operands are converted to it. */
+static TyKind operand_kind(const Expr *e)
+{
+	unsigned fl = ir_ops[e->op].flags;
+	if (fl & F_LOGIC)
+		return TY_BOOL;
+	if (fl & F_CMP) {
+		TyKind a = (TyKind)e->a[0]->ty.kind, b = (TyKind)e->a[1]->ty.kind;
+		if (a == TY_NUM)
+			return b == TY_NUM ? TY_F64 : b;
+		if (b == TY_NUM || a == b)
+			return a;
+		return is_float(a) != is_float(b) ? (is_float(a) ? a : b) : (a > b ? a : b);
+	}
+	return e->ty.kind == TY_NUM ? TY_F64 : (TyKind)e->ty.kind;
+}
+
+static LLVMValueRef op_component(Lower *L, const Expr *e, TyKind k, LLVMValueRef *a)
+{
+	Op op = (Op)e->op;
+	LLVMBuilderRef b = L->b;
+	switch (op) {
+	case EXPR_NOT: return LLVMBuildNot(b, a[0], "");
+	case EXPR_AND: return LLVMBuildAnd(b, a[0], a[1], "");
+	case EXPR_OR: return LLVMBuildOr(b, a[0], a[1], "");
+	case EXPR_WHERE: return LLVMBuildSelect(b, a[0], a[1], a[2], "");
+	default: break;
+	}
+	if (ir_ops[op].flags & F_CMP)
+		return cmp(L, op, k, a[0], a[1]);
+	if (k == TY_BOOL)
+		k = TY_I32; /* arithmetic on bools: not produced by the type checker */
+	return is_float(k) ? fop(L, op, k, e->k, a[0], a[1], a[2]) : iop(L, op, k, e->k, a[0], a[1], a[2]);
+}
+
+static LV lower_node(Lower *L, Expr *e)
+{
+	int w = lower_width(e);
+	TyKind rk = (TyKind)e->ty.kind;
+	switch (e->op) {
+	case EXPR_CONST: {
+		LV v = lv_new(L, 1);
+		v.c[0] = lower_const(L, rk, e->num);
+		return v;
+	}
+	case EXPR_VAR:
+		return L->bind[e->k];
+	case EXPR_INDEX: {
+		LV x = lower_expr(L, e->a[0]), v = lv_new(L, 1);
+		v.c[0] = lv_at(x, e->k);
+		return v;
+	}
+	case EXPR_CAST: {
+		LV x = lower_expr(L, e->a[0]);
+		LV v = lv_new(L, x.n);
+		for (int t = 0; t < x.n; t++)
+			v.c[t] = lower_conv(L, x.c[t], (TyKind)e->a[0]->ty.kind, rk);
+		return v; /* a one-component value broadcasts */
+	}
+	case EXPR_DOT: {
+		LV x = lower_expr(L, e->a[0]), y = lower_expr(L, e->a[1]);
+		TyKind k = operand_kind(e);
+		int n = lower_width(e->a[0]);
+		LLVMValueRef s = NULL;
+		for (int t = 0; t < n; t++) {
+			LLVMValueRef p = LLVMBuildFMul(L->b, lower_conv(L, lv_at(x, t), (TyKind)e->a[0]->ty.kind, k),
+						       lower_conv(L, lv_at(y, t), (TyKind)e->a[1]->ty.kind, k), "");
+			s = s ? LLVMBuildFAdd(L->b, s, p, "") : p;
+		}
+		LV v = lv_new(L, 1);
+		v.c[0] = s ? s : lower_const(L, k, 0);
+		return v;
+	}
+	default: break;
+	}
+	TyKind k = operand_kind(e);
+	LV a[3];
+	int n = 1;
+	for (int i = 0; i < e->nargs; i++) {
+		a[i] = lower_expr(L, e->a[i]);
+		if (a[i].n > n)
+			n = a[i].n;
+	}
+	(void)w;
+	LV v = lv_new(L, n);
+	for (int t = 0; t < n; t++) {
+		LLVMValueRef x[3] = {0};
+		for (int i = 0; i < e->nargs; i++) {
+			TyKind want = e->op == EXPR_WHERE ? (i == 0 ? TY_BOOL : k) : k;
+			x[i] = lower_conv(L, lv_at(a[i], t), (TyKind)e->a[i]->ty.kind, want);
+		}
+		v.c[t] = op_component(L, e, k, x);
+	}
+	return v;
+}
+
+LV lower_expr(Lower *L, Expr *e)
+{
+	if (L->mgen[e->id] == L->gen)
+		return L->memo[e->id];
+	LV v = lower_node(L, e);
+	L->memo[e->id] = v;
+	L->mgen[e->id] = L->gen;
+	return v;
+}

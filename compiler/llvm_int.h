@@ -1,0 +1,68 @@
+/* llvm_int.h: shared by the LLVM lowering files (llvm_expr.c, llvm_math.c,
+ * llvm.c): the lowering context and its expression and math emitters. */
+#ifndef ASSOC_LLVM_INT_H
+#define ASSOC_LLVM_INT_H
+
+#include <llvm-c/Core.h>
+
+#include "spec.h"
+
+/* A lowered value: n components (n == 1 broadcasts over a spec vector),
+ * each a scalar of its kind, or a <W x kind> vector when the scope runs
+ * W lanes (W consecutive positions of a row side by side). */
+typedef struct {
+	LLVMValueRef *c;
+	int n;
+} LV;
+
+typedef struct Arena Arena;
+
+typedef struct {
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	Carrier *c;
+	int W;            /* lanes of the current scope */
+	unsigned gen;     /* memo generation: bumped whenever bindings or W change */
+	unsigned *mgen;   /* by expr id */
+	LV *memo;
+	int nmemo;
+	LV *bind;         /* by var index: the value of each input, state or index var */
+	Arena *arena;
+	LLVMValueRef fn;  /* the function being built */
+	LLVMBuilderRef ab; /* positioned in its entry block, for allocas */
+} Lower;
+
+/* llvm_kern.c: the kernel's functions (runtime/cpu.h's ABI) in a module. */
+typedef struct {
+	Carrier *c;
+	int lanes, accs; /* reduce loop: positions per vector, accumulators */
+	int map_lanes;   /* map loop */
+	int *soff;       /* 8-byte slot of each state field's first component */
+	size_t state_bytes;
+} Kern;
+void kern_plan(Kern *k, Carrier *c, int lanes, int accs);
+int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod);
+
+/* llvm_expr.c */
+void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c);
+void lower_free(Lower *L);
+void lower_scope(Lower *L, int W); /* forget memoized values; set the lanes */
+LV lower_expr(Lower *L, Expr *e);
+LV lv_new(Lower *L, int n);
+LLVMValueRef lv_at(LV v, int t);
+LLVMTypeRef lower_kty(Lower *L, TyKind k);          /* scalar type of a kind */
+LLVMTypeRef lower_vty(Lower *L, TyKind k);          /* with the scope's lanes */
+LLVMValueRef lower_const(Lower *L, TyKind k, double v);
+LLVMValueRef lower_splat(Lower *L, LLVMValueRef s); /* scalar to the scope's lanes */
+LLVMValueRef lower_conv(Lower *L, LLVMValueRef v, TyKind from, TyKind to);
+LLVMValueRef lower_intrinsic(Lower *L, const char *name, LLVMTypeRef ty, LLVMValueRef *args, int n);
+int lower_width(const Expr *e); /* components (1 for scalars) */
+
+/* llvm_math.c: float32 exp, exp2 and log by range reduction and polynomial,
+ * branch-free, in the scope's lanes. */
+LLVMValueRef math_exp(Lower *L, LLVMValueRef x);
+LLVMValueRef math_exp2(Lower *L, LLVMValueRef x);
+LLVMValueRef math_log(Lower *L, LLVMValueRef x);
+
+#endif

@@ -1,0 +1,680 @@
+/* llvm_kern.c: the functions of a CPU kernel (runtime/cpu.h) as LLVM IR:
+ * identity, reduce, merge, finalize, map and scan around the carrier's
+ * expressions.
+ *
+ * reduce, for a commutative carrier with scalar fields, runs K independent
+ * accumulators of W lanes: position lo + c*K*W + k*W + l goes to lane l of
+ * accumulator k; then the accumulators merge pairwise (k with k + s), the
+ * lanes halve (l with l + W/2) down to one state, and the last positions
+ * (fewer than K*W) follow one by one.  Any other carrier (non-commutative
+ * merge: operand order matters; vector fields) folds left to right in
+ * one scalar state.  A masked-out position keeps the state unchanged.
+ * State memory: one 8-byte slot per component, in field order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llvm_int.h"
+#include "run.h"
+
+typedef struct {
+	Lower L;
+	Kern *k;
+	LLVMTypeRef i8, i8p, i16, i32, i64, f64, argsty;
+	LLVMValueRef args, in, out, params, rows, len, i;
+	LLVMValueRef inp[256], outp[256], pv[256]; /* loaded once per function */
+	LV *st;       /* scratch: one LV per state field */
+} B;
+
+/* ---- small helpers ---- */
+
+static LLVMValueRef ci64(B *b, long long v) { return LLVMConstInt(b->i64, (unsigned long long)v, 1); }
+
+static LLVMValueRef alloca_(B *b, LLVMTypeRef t)
+{
+	return LLVMBuildAlloca(b->L.ab, t, "");
+}
+
+static LLVMTypeRef storage_ty(B *b, TyKind k)
+{
+	switch (k) {
+	case TY_BOOL: return b->i8;
+	case TY_F16: case TY_BF16: return b->i16;
+	default: return lower_kty(&b->L, k);
+	}
+}
+
+static LLVMValueRef ptr_at(B *b, LLVMValueRef base, LLVMTypeRef et, LLVMValueRef idx)
+{
+	LLVMValueRef p = LLVMBuildBitCast(b->L.b, base, LLVMPointerType(et, 0), "");
+	return LLVMBuildGEP2(b->L.b, et, p, &idx, 1, "");
+}
+
+/* 16-bit float patterns to f32 (bit manipulation that vectorizes) */
+static LLVMValueRef f16_to_f32(B *b, LLVMValueRef h)
+{
+	Lower *L = &b->L;
+	LLVMBuilderRef bb = L->b;
+	LLVMTypeRef it = lower_vty(L, TY_I32), ft = lower_vty(L, TY_F32);
+	LLVMValueRef u = LLVMBuildZExt(bb, h, it, "");
+	LLVMValueRef sign = LLVMBuildShl(bb, LLVMBuildAnd(bb, u, lower_const(L, TY_I32, 0x8000), ""),
+					 lower_const(L, TY_I32, 16), "");
+	LLVMValueRef em = LLVMBuildAnd(bb, u, lower_const(L, TY_I32, 0x7fff), "");
+	LLVMValueRef o = LLVMBuildShl(bb, em, lower_const(L, TY_I32, 13), "");
+	LLVMValueRef ex = LLVMBuildAnd(bb, em, lower_const(L, TY_I32, 0x7c00), "");
+	LLVMValueRef norm = LLVMBuildAdd(bb, o, lower_const(L, TY_I32, 112 << 23), "");
+	LLVMValueRef inf = LLVMBuildAdd(bb, o, lower_const(L, TY_I32, 224 << 23), "");
+	LLVMValueRef magic = LLVMBuildBitCast(bb, lower_const(L, TY_I32, 113 << 23), ft, "");
+	LLVMValueRef subf = LLVMBuildFSub(bb, LLVMBuildBitCast(bb, LLVMBuildAdd(bb, o, lower_const(L, TY_I32, 113 << 23), ""), ft, ""),
+					  magic, "");
+	LLVMValueRef sub = LLVMBuildBitCast(bb, subf, it, "");
+	LLVMValueRef r = LLVMBuildSelect(bb, LLVMBuildICmp(bb, LLVMIntEQ, ex, lower_const(L, TY_I32, 0x7c00), ""), inf, norm, "");
+	r = LLVMBuildSelect(bb, LLVMBuildICmp(bb, LLVMIntEQ, ex, lower_const(L, TY_I32, 0), ""), sub, r, "");
+	return LLVMBuildBitCast(bb, LLVMBuildOr(bb, r, sign, ""), ft, "");
+}
+
+/* A stored value (scalar or the scope's lanes) to its computing kind. */
+static LLVMValueRef from_storage(B *b, LLVMValueRef v, TyKind s, TyKind k)
+{
+	Lower *L = &b->L;
+	switch (s) {
+	case TY_F16: v = f16_to_f32(b, v), s = TY_F32; break;
+	case TY_BF16:
+		v = LLVMBuildShl(L->b, LLVMBuildZExt(L->b, v, lower_vty(L, TY_I32), ""), lower_const(L, TY_I32, 16), "");
+		v = LLVMBuildBitCast(L->b, v, lower_vty(L, TY_F32), "");
+		s = TY_F32;
+		break;
+	case TY_BOOL: return LLVMBuildICmp(L->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+	default: break;
+	}
+	return lower_conv(L, v, s, k);
+}
+
+/* Load the scope's lanes (or one value) of kind s at element index idx of base. */
+static LLVMValueRef load_lanes(B *b, LLVMValueRef base, TyKind s, LLVMValueRef idx)
+{
+	Lower *L = &b->L;
+	LLVMTypeRef et = storage_ty(b, s);
+	LLVMValueRef p = ptr_at(b, base, et, idx);
+	LLVMTypeRef t = L->W > 1 ? LLVMVectorType(et, L->W) : et;
+	if (L->W > 1)
+		p = LLVMBuildBitCast(L->b, p, LLVMPointerType(t, 0), "");
+	LLVMValueRef v = LLVMBuildLoad2(L->b, t, p, "");
+	LLVMSetAlignment(v, (unsigned)kind_size(s));
+	return v;
+}
+
+static void store_lanes(B *b, LLVMValueRef base, TyKind k, LLVMValueRef idx, LLVMValueRef v)
+{
+	Lower *L = &b->L;
+	if (k == TY_BOOL)
+		v = LLVMBuildZExt(L->b, v, L->W > 1 ? LLVMVectorType(b->i8, L->W) : b->i8, "");
+	LLVMTypeRef et = storage_ty(b, k);
+	LLVMValueRef p = ptr_at(b, base, et, idx);
+	if (L->W > 1)
+		p = LLVMBuildBitCast(L->b, p, LLVMPointerType(LLVMTypeOf(v), 0), "");
+	LLVMValueRef s = LLVMBuildStore(L->b, v, p);
+	LLVMSetAlignment(s, (unsigned)kind_size(k));
+}
+
+static LLVMValueRef in_ptr(B *b, int k)
+{
+	LLVMValueRef idx = ci64(b, k);
+	return LLVMBuildLoad2(b->L.b, b->i8p, LLVMBuildGEP2(b->L.b, b->i8p, b->in, &idx, 1, ""), "");
+}
+
+static LLVMValueRef out_ptr(B *b, int k)
+{
+	LLVMValueRef idx = ci64(b, k);
+	return LLVMBuildLoad2(b->L.b, b->i8p, LLVMBuildGEP2(b->L.b, b->i8p, b->out, &idx, 1, ""), "");
+}
+
+/* ---- functions and loops ---- */
+
+typedef struct {
+	LLVMBasicBlockRef head, body, exit;
+	LLVMValueRef ivp, iv;
+	long long step;
+} Loop;
+
+static LLVMValueRef begin_fn(B *b, const char *name, LLVMTypeRef *params, int n)
+{
+	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(b->L.ctx), params, n, 0);
+	LLVMValueRef f = LLVMAddFunction(b->L.mod, name, ft);
+	char w[16];
+	snprintf(w, sizeof w, "%d", 32 * (b->k->lanes > 1 ? b->k->lanes : 4));
+	LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", w);
+	LLVMAddTargetDependentFunctionAttr(f, "prefer-vector-width", w);
+	LLVMAddTargetDependentFunctionAttr(f, "frame-pointer", "none");
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(b->L.ctx, f, "entry");
+	LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(b->L.ctx, f, "start");
+	LLVMPositionBuilderAtEnd(b->L.ab, entry);
+	LLVMPositionBuilderAtEnd(b->L.b, start);
+	b->L.fn = f;
+	/* every function takes the CpuArgs first */
+	LLVMValueRef a = LLVMBuildBitCast(b->L.b, LLVMGetParam(f, 0), LLVMPointerType(b->argsty, 0), "args");
+	LLVMValueRef fld[5];
+	LLVMTypeRef fty[5] = {LLVMPointerType(b->i8p, 0), LLVMPointerType(b->i8p, 0), LLVMPointerType(b->f64, 0), b->i64, b->i64};
+	for (int i = 0; i < 5; i++)
+		fld[i] = LLVMBuildLoad2(b->L.b, fty[i], LLVMBuildStructGEP2(b->L.b, b->argsty, a, i, ""), "");
+	b->in = fld[0], b->out = fld[1], b->params = fld[2], b->rows = fld[3], b->len = fld[4];
+	Carrier *c = b->k->c;
+	for (int k = 0; k < c->nelem + c->ncol + c->nrow; k++)
+		b->inp[k] = in_ptr(b, k);
+	for (int k = 0; k < c->nfinal + c->nmap; k++)
+		b->outp[k] = out_ptr(b, k);
+	for (int p = 0; p < c->nparams; p++) {
+		LLVMValueRef idx = ci64(b, p);
+		b->pv[p] = LLVMBuildLoad2(b->L.b, b->f64, LLVMBuildGEP2(b->L.b, b->f64, b->params, &idx, 1, ""), "");
+	}
+	return f;
+}
+
+static void end_fn(B *b)
+{
+	LLVMBuildRetVoid(b->L.b);
+	LLVMBasicBlockRef start = LLVMGetNextBasicBlock(LLVMGetEntryBasicBlock(b->L.fn));
+	LLVMBuildBr(b->L.ab, start);
+}
+
+static Loop loop_begin(B *b, LLVMValueRef lo, LLVMValueRef hi, long long step)
+{
+	Loop l = {.step = step};
+	LLVMBuilderRef bb = b->L.b;
+	l.ivp = alloca_(b, b->i64);
+	LLVMBuildStore(bb, lo, l.ivp);
+	l.head = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "head");
+	l.body = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "body");
+	l.exit = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "exit");
+	LLVMBuildBr(bb, l.head);
+	LLVMPositionBuilderAtEnd(bb, l.head);
+	LLVMValueRef iv = LLVMBuildLoad2(bb, b->i64, l.ivp, "j");
+	/* iv + step <= hi, so a vector step never reads past hi */
+	LLVMValueRef next = LLVMBuildAdd(bb, iv, ci64(b, step), "");
+	LLVMBuildCondBr(bb, LLVMBuildICmp(bb, LLVMIntSLE, next, hi, ""), l.body, l.exit);
+	LLVMPositionBuilderAtEnd(bb, l.body);
+	l.iv = iv;
+	return l;
+}
+
+static void loop_end(B *b, Loop *l)
+{
+	LLVMBuildStore(b->L.b, LLVMBuildAdd(b->L.b, l->iv, ci64(b, l->step), ""), l->ivp);
+	LLVMBuildBr(b->L.b, l->head);
+	LLVMPositionBuilderAtEnd(b->L.b, l->exit);
+}
+
+/* The loop's final index (where a tail loop starts). */
+static LLVMValueRef loop_final(B *b, Loop *l) { return LLVMBuildLoad2(b->L.b, b->i64, l->ivp, ""); }
+
+/* ---- binding inputs ---- */
+
+static LV lv1(B *b, LLVMValueRef v)
+{
+	LV r = lv_new(&b->L, 1);
+	r.c[0] = v;
+	return r;
+}
+
+static void bind_params(B *b)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	for (int p = 0; p < c->nparams; p++) {
+		LLVMValueRef v = b->pv[p];
+		int W = L->W;
+		L->W = 1;
+		v = lower_conv(L, v, TY_F64, (TyKind)c->params[p].ty.kind);
+		L->W = W;
+		L->bind[c->params[p].var] = lv1(b, lower_splat(L, v));
+	}
+}
+
+/* A declaration's components at flat element index e (components e*w .. e*w+w-1). */
+static LV load_decl(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef e, int lanes)
+{
+	Lower *L = &b->L;
+	int w = decl_width(d);
+	LV v = lv_new(L, w);
+	LLVMValueRef first = w > 1 ? LLVMBuildMul(L->b, e, ci64(b, w), "") : e;
+	for (int t = 0; t < w; t++) {
+		LLVMValueRef idx = t ? LLVMBuildAdd(L->b, first, ci64(b, t), "") : first;
+		int W = L->W;
+		L->W = lanes;
+		LLVMValueRef x = from_storage(b, load_lanes(b, base, d->storage, idx), d->storage, (TyKind)d->ty.kind);
+		L->W = W;
+		v.c[t] = lanes == 1 ? lower_splat(L, x) : x;
+	}
+	return v;
+}
+
+static LLVMValueRef idx32(B *b, LLVMValueRef v) { return LLVMBuildTrunc(b->L.b, v, b->i32, ""); }
+
+/* Bind params, row inputs of row i, and (when j) element and column inputs
+ * and the index vars at positions j .. j+W-1. */
+static void bind_inputs(B *b, LLVMValueRef j)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	bind_params(b);
+	int nin = 0;
+	LLVMValueRef rowbase = LLVMBuildMul(L->b, b->i, b->len, "");
+	for (int k = 0; k < c->nelem; k++, nin++)
+		if (j)
+			L->bind[c->elem[k].var] = load_decl(b, &c->elem[k], b->inp[nin], LLVMBuildAdd(L->b, rowbase, j, ""), L->W);
+	for (int k = 0; k < c->ncol; k++, nin++)
+		if (j)
+			L->bind[c->col[k].var] = load_decl(b, &c->col[k], b->inp[nin], j, L->W);
+	for (int k = 0; k < c->nrow; k++, nin++)
+		L->bind[c->row[k].var] = load_decl(b, &c->row[k], b->inp[nin], b->i, 1);
+	L->bind[c->idx[IDX_I]] = lv1(b, lower_splat(L, idx32(b, b->i)));
+	L->bind[c->idx[IDX_LEN]] = lv1(b, lower_splat(L, idx32(b, b->len)));
+	if (!j)
+		return;
+	LLVMValueRef jv = lower_splat(L, idx32(b, j));
+	if (L->W > 1) {
+		LLVMValueRef iota[64];
+		for (int l = 0; l < L->W; l++)
+			iota[l] = LLVMConstInt(b->i32, l, 0);
+		jv = LLVMBuildAdd(L->b, jv, LLVMConstVector(iota, L->W), "");
+	}
+	L->bind[c->idx[IDX_J]] = lv1(b, jv);
+}
+
+/* ---- states ---- */
+
+static TyKind fkind(B *b, int f) { return (TyKind)b->k->c->state[f].ty.kind; }
+
+/* Allocas for one state in the scope's lanes. */
+static LV *state_slots(B *b)
+{
+	Carrier *c = b->k->c;
+	LV *s = calloc(c->nstate, sizeof *s);
+	if (!s)
+		abort();
+	for (int f = 0; f < c->nstate; f++) {
+		s[f] = lv_new(&b->L, decl_width(&c->state[f]));
+		for (int t = 0; t < s[f].n; t++)
+			s[f].c[t] = alloca_(b, lower_vty(&b->L, fkind(b, f)));
+	}
+	return s;
+}
+
+static void slots_load(B *b, LV *slots, LV *v)
+{
+	for (int f = 0; f < b->k->c->nstate; f++) {
+		v[f] = lv_new(&b->L, slots[f].n);
+		for (int t = 0; t < slots[f].n; t++)
+			v[f].c[t] = LLVMBuildLoad2(b->L.b, lower_vty(&b->L, fkind(b, f)), slots[f].c[t], "");
+	}
+}
+
+static void slots_store(B *b, LV *slots, LV *v)
+{
+	for (int f = 0; f < b->k->c->nstate; f++)
+		for (int t = 0; t < slots[f].n; t++)
+			LLVMBuildStore(b->L.b, lv_at(v[f], t), slots[f].c[t]);
+}
+
+static LLVMValueRef mem_slot(B *b, LLVMValueRef st, int f, int t, LLVMTypeRef ty)
+{
+	LLVMValueRef idx = ci64(b, (b->k->soff[f] + t) * 8);
+	LLVMValueRef p = LLVMBuildGEP2(b->L.b, b->i8, st, &idx, 1, "");
+	return LLVMBuildBitCast(b->L.b, p, LLVMPointerType(ty, 0), "");
+}
+
+/* A state in memory (scalars), splat to the scope's lanes. */
+static void mem_load(B *b, LLVMValueRef st, LV *v)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++) {
+		v[f] = lv_new(&b->L, decl_width(&c->state[f]));
+		for (int t = 0; t < v[f].n; t++) {
+			LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
+			v[f].c[t] = lower_splat(&b->L, LLVMBuildLoad2(b->L.b, ty, mem_slot(b, st, f, t, ty), ""));
+		}
+	}
+}
+
+static void mem_store(B *b, LLVMValueRef st, LV *v)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++)
+		for (int t = 0; t < decl_width(&c->state[f]); t++) {
+			LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
+			LLVMBuildStore(b->L.b, lv_at(v[f], t), mem_slot(b, st, f, t, ty));
+		}
+}
+
+/* Field values of exprs[f], converted to the field's kind. */
+static void state_exprs(B *b, Expr **ex, LV *out)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++) {
+		LV v = lower_expr(&b->L, ex[f]);
+		int w = decl_width(&c->state[f]);
+		out[f] = lv_new(&b->L, w);
+		for (int t = 0; t < w; t++)
+			out[f].c[t] = lower_conv(&b->L, lv_at(v, t), (TyKind)ex[f]->ty.kind, fkind(b, f));
+	}
+}
+
+static void identity(B *b, LV *out)
+{
+	bind_params(b);
+	state_exprs(b, b->k->c->identity, out);
+}
+
+/* out = x (+) y in the current scope (inputs bound when mask is used). */
+static void merge(B *b, LV *x, LV *y, LV *out)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++) {
+		b->L.bind[c->svar[STATE_A][f]] = x[f];
+		b->L.bind[c->svar[STATE_B][f]] = y[f];
+	}
+	state_exprs(b, c->merge, out);
+}
+
+/* s = mask ? s (+) lift(j) : s, with inputs bound at j. */
+static void step(B *b, LV *s, LV *tmp)
+{
+	Carrier *c = b->k->c;
+	LV *l = tmp, *m = tmp + c->nstate;
+	state_exprs(b, c->lift, l);
+	merge(b, s, l, m);
+	if (c->mask) {
+		LLVMValueRef cond = lv_at(lower_expr(&b->L, c->mask), 0);
+		for (int f = 0; f < c->nstate; f++)
+			for (int t = 0; t < m[f].n; t++)
+				m[f].c[t] = LLVMBuildSelect(b->L.b, cond, m[f].c[t], lv_at(s[f], t), "");
+	}
+	memcpy(s, m, c->nstate * sizeof *s);
+}
+
+static LLVMTypeRef *sig(B *b, int n, LLVMTypeRef *t)
+{
+	t[0] = b->i8p;
+	for (int i = 1; i < n; i++)
+		t[i] = b->i64;
+	return t;
+}
+
+/* ---- the functions ---- */
+
+static void build_identity(B *b)
+{
+	LLVMTypeRef p[2] = {b->i8p, b->i8p};
+	LLVMValueRef f = begin_fn(b, "assoc_identity", p, 2);
+	lower_scope(&b->L, 1);
+	identity(b, b->st);
+	mem_store(b, LLVMGetParam(f, 1), b->st);
+	end_fn(b);
+}
+
+static void build_merge(B *b)
+{
+	Carrier *c = b->k->c;
+	LLVMTypeRef p[4] = {b->i8p, b->i8p, b->i8p, b->i8p};
+	LLVMValueRef f = begin_fn(b, "assoc_merge", p, 4);
+	lower_scope(&b->L, 1);
+	bind_params(b);
+	LV *x = calloc(3 * c->nstate, sizeof *x), *y = x + c->nstate, *o = y + c->nstate;
+	mem_load(b, LLVMGetParam(f, 1), x);
+	mem_load(b, LLVMGetParam(f, 2), y);
+	merge(b, x, y, o);
+	mem_store(b, LLVMGetParam(f, 3), o);
+	free(x);
+	end_fn(b);
+}
+
+static void store_outputs(B *b, Def *defs, int n, int first, LLVMValueRef at)
+{
+	for (int k = 0; k < n; k++) {
+		LV v = lower_expr(&b->L, defs[k].e);
+		int w = lower_width(defs[k].e);
+		LLVMValueRef base = b->outp[first + k];
+		LLVMValueRef e = w > 1 ? LLVMBuildMul(b->L.b, at, ci64(b, w), "") : at;
+		for (int t = 0; t < w; t++)
+			store_lanes(b, base, (TyKind)defs[k].e->ty.kind, t ? LLVMBuildAdd(b->L.b, e, ci64(b, t), "") : e,
+				    lv_at(v, t));
+	}
+}
+
+static void bind_self(B *b, LV *s)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++)
+		b->L.bind[c->svar[STATE_SELF][f]] = s[f];
+}
+
+static void build_finalize(B *b)
+{
+	Carrier *c = b->k->c;
+	LLVMTypeRef p[4];
+	sig(b, 4, p);
+	p[3] = b->i8p;
+	LLVMValueRef f = begin_fn(b, "assoc_finalize", p, 4);
+	b->i = LLVMGetParam(f, 1);
+	lower_scope(&b->L, 1);
+	bind_inputs(b, NULL);
+	mem_load(b, LLVMGetParam(f, 3), b->st);
+	bind_self(b, b->st);
+	store_outputs(b, c->finalize, c->nfinal, 0, LLVMGetParam(f, 2));
+	end_fn(b);
+}
+
+/* Lanes halve: lanes [0, w/2) merge with [w/2, w) until one is left. */
+static void halve(B *b, LV *s, LV *tmp)
+{
+	Carrier *c = b->k->c;
+	LV *lo = tmp, *hi = tmp + c->nstate, *m = tmp + 2 * c->nstate;
+	for (int w = b->L.W; w > 1; w /= 2) {
+		for (int f = 0; f < c->nstate; f++) {
+			lo[f] = lv_new(&b->L, s[f].n), hi[f] = lv_new(&b->L, s[f].n);
+			for (int t = 0; t < s[f].n; t++) {
+				LLVMValueRef v = lv_at(s[f], t);
+				if (w == 2) {
+					lo[f].c[t] = LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, 0, 0), "");
+					hi[f].c[t] = LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, 1, 0), "");
+					continue;
+				}
+				LLVMValueRef ml[32], mh[32];
+				for (int l = 0; l < w / 2; l++)
+					ml[l] = LLVMConstInt(b->i32, l, 0), mh[l] = LLVMConstInt(b->i32, l + w / 2, 0);
+				lo[f].c[t] = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(ml, w / 2), "");
+				hi[f].c[t] = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(mh, w / 2), "");
+			}
+		}
+		lower_scope(&b->L, w / 2);
+		bind_params(b);
+		merge(b, lo, hi, m);
+		memcpy(s, m, c->nstate * sizeof *s);
+	}
+}
+
+static void build_reduce(B *b)
+{
+	Carrier *c = b->k->c;
+	Kern *k = b->k;
+	LLVMTypeRef p[5];
+	sig(b, 5, p);
+	p[4] = b->i8p;
+	LLVMValueRef f = begin_fn(b, "assoc_reduce", p, 5);
+	b->i = LLVMGetParam(f, 1);
+	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
+	int ns = c->nstate;
+	LV *tmp = calloc(4 * ns, sizeof *tmp);
+	lower_scope(&b->L, 1);
+	LV *one = state_slots(b); /* the scalar state */
+	LLVMValueRef tail = lo;
+	if (k->lanes > 1 || k->accs > 1) {
+		lower_scope(&b->L, k->lanes);
+		LV **acc = calloc(k->accs, sizeof *acc);
+		identity(b, b->st);
+		for (int a = 0; a < k->accs; a++) {
+			acc[a] = state_slots(b);
+			slots_store(b, acc[a], b->st);
+		}
+		long long chunk = (long long)k->accs * k->lanes;
+		Loop l = loop_begin(b, lo, hi, chunk);
+		for (int a = 0; a < k->accs; a++) {
+			lower_scope(&b->L, k->lanes);
+			bind_inputs(b, LLVMBuildAdd(b->L.b, l.iv, ci64(b, (long long)a * k->lanes), ""));
+			slots_load(b, acc[a], b->st);
+			step(b, b->st, tmp);
+			slots_store(b, acc[a], b->st);
+		}
+		loop_end(b, &l);
+		tail = loop_final(b, &l);
+		/* accumulators pairwise, then lanes */
+		LV *v = calloc((size_t)k->accs * ns, sizeof *v);
+		for (int a = 0; a < k->accs; a++)
+			slots_load(b, acc[a], v + a * ns);
+		for (int s = 1; s < k->accs; s *= 2)
+			for (int a = 0; a + s < k->accs; a += 2 * s) {
+				lower_scope(&b->L, k->lanes);
+				bind_params(b);
+				merge(b, v + a * ns, v + (a + s) * ns, tmp);
+				memcpy(v + a * ns, tmp, ns * sizeof *tmp);
+			}
+		halve(b, v, tmp);
+		lower_scope(&b->L, 1);
+		slots_store(b, one, v);
+		for (int a = 0; a < k->accs; a++)
+			free(acc[a]);
+		free(acc);
+		free(v);
+	} else {
+		identity(b, b->st);
+		slots_store(b, one, b->st);
+	}
+	lower_scope(&b->L, 1);
+	Loop l = loop_begin(b, tail, hi, 1);
+	lower_scope(&b->L, 1);
+	bind_inputs(b, l.iv);
+	slots_load(b, one, b->st);
+	step(b, b->st, tmp);
+	slots_store(b, one, b->st);
+	loop_end(b, &l);
+	slots_load(b, one, b->st);
+	mem_store(b, LLVMGetParam(f, 4), b->st);
+	free(one);
+	free(tmp);
+	end_fn(b);
+}
+
+static void build_map(B *b)
+{
+	Carrier *c = b->k->c;
+	Kern *k = b->k;
+	LLVMTypeRef p[5];
+	sig(b, 5, p);
+	p[4] = b->i8p;
+	LLVMValueRef f = begin_fn(b, "assoc_map", p, 5);
+	b->i = LLVMGetParam(f, 1);
+	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3), tail = lo;
+	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
+	LV *st = calloc(c->nstate, sizeof *st);
+	lower_scope(&b->L, 1);
+	mem_load(b, LLVMGetParam(f, 4), st); /* scalars, before the loops */
+	for (int pass = k->map_lanes > 1 ? 0 : 1; pass < 2; pass++) {
+		int W = pass ? 1 : k->map_lanes;
+		lower_scope(&b->L, W);
+		Loop l = loop_begin(b, tail, hi, W);
+		lower_scope(&b->L, W);
+		bind_inputs(b, l.iv);
+		for (int fl = 0; fl < c->nstate; fl++) {
+			b->st[fl] = lv_new(&b->L, st[fl].n);
+			for (int t = 0; t < st[fl].n; t++)
+				b->st[fl].c[t] = lower_splat(&b->L, st[fl].c[t]);
+		}
+		bind_self(b, b->st);
+		store_outputs(b, c->map, c->nmap, c->nfinal, LLVMBuildAdd(b->L.b, rowbase, l.iv, ""));
+		loop_end(b, &l);
+		tail = loop_final(b, &l);
+	}
+	free(st);
+	end_fn(b);
+}
+
+static void build_scan(B *b)
+{
+	Carrier *c = b->k->c;
+	LLVMTypeRef p[5];
+	sig(b, 5, p);
+	p[4] = b->i8p;
+	LLVMValueRef f = begin_fn(b, "assoc_scan", p, 5);
+	b->i = LLVMGetParam(f, 1);
+	LV *tmp = calloc(2 * c->nstate, sizeof *tmp);
+	lower_scope(&b->L, 1);
+	LV *one = state_slots(b);
+	mem_load(b, LLVMGetParam(f, 4), b->st);
+	slots_store(b, one, b->st);
+	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
+	Loop l = loop_begin(b, LLVMGetParam(f, 2), LLVMGetParam(f, 3), 1);
+	lower_scope(&b->L, 1);
+	bind_inputs(b, l.iv);
+	slots_load(b, one, b->st);
+	step(b, b->st, tmp);
+	slots_store(b, one, b->st);
+	bind_self(b, b->st);
+	store_outputs(b, c->finalize, c->nfinal, 0, LLVMBuildAdd(b->L.b, rowbase, l.iv, ""));
+	loop_end(b, &l);
+	slots_load(b, one, b->st);
+	mem_store(b, LLVMGetParam(f, 4), b->st);
+	free(one);
+	free(tmp);
+	end_fn(b);
+}
+
+int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
+{
+	B b = {.k = k};
+	lower_init(&b.L, ctx, mod, k->c);
+	b.i8 = LLVMInt8TypeInContext(ctx), b.i16 = LLVMInt16TypeInContext(ctx);
+	b.i32 = LLVMInt32TypeInContext(ctx), b.i64 = LLVMInt64TypeInContext(ctx);
+	b.f64 = LLVMDoubleTypeInContext(ctx);
+	b.i8p = LLVMPointerType(b.i8, 0);
+	LLVMTypeRef fields[5] = {LLVMPointerType(b.i8p, 0), LLVMPointerType(b.i8p, 0), LLVMPointerType(b.f64, 0), b.i64,
+				 b.i64};
+	b.argsty = LLVMStructTypeInContext(ctx, fields, 5, 0);
+	b.st = calloc(k->c->nstate, sizeof *b.st);
+	if (!b.st)
+		abort();
+	build_identity(&b);
+	build_merge(&b);
+	build_reduce(&b);
+	build_finalize(&b);
+	if (k->c->nmap)
+		build_map(&b);
+	build_scan(&b);
+	free(b.st);
+	lower_free(&b.L);
+	return 0;
+}
+
+/* Lanes and accumulators for c: vectors only where every field, input and
+ * output is a scalar and the merge is commutative (lanes reorder it). */
+void kern_plan(Kern *k, Carrier *c, int lanes, int accs)
+{
+	int scalar = 1;
+	for (int f = 0; f < c->nstate; f++)
+		scalar &= decl_width(&c->state[f]) == 1;
+	for (int i = 0; i < c->nelem; i++)
+		scalar &= decl_width(&c->elem[i]) == 1;
+	for (int i = 0; i < c->ncol; i++)
+		scalar &= decl_width(&c->col[i]) == 1;
+	for (int i = 0; i < c->nmap; i++)
+		scalar &= lower_width(c->map[i].e) == 1;
+	int comm = (c->laws & LAW_COMMUTATIVE) != 0;
+	k->c = c;
+	k->map_lanes = scalar ? lanes : 1;
+	k->lanes = scalar && comm ? lanes : 1;
+	k->accs = scalar && comm ? accs : 1;
+	k->soff = calloc(c->nstate + 1, sizeof *k->soff);
+	if (!k->soff)
+		abort();
+	for (int f = 0; f < c->nstate; f++)
+		k->soff[f + 1] = k->soff[f] + decl_width(&c->state[f]);
+	k->state_bytes = (size_t)k->soff[c->nstate] * 8;
+}

@@ -1,0 +1,262 @@
+/* cpu.c: the CPU executor: a pool of threads that take task indices from
+ * a shared counter, and whole-array runs of a kernel on it.
+ *
+ * Rows are tasks.  A row of more than one chunk (rt_cpu_split) is reduced
+ * chunk by chunk in parallel, the partial states merged left to right (so
+ * non-commutative merges keep their order, and the result does not depend
+ * on the thread count), then finalized; its map pass, or its scan from the
+ * exclusive prefix of the chunks before it, runs chunk by chunk again. */
+#include "cpu.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { CHUNK = 1 << 16, ROWS_TASK_ELEMS = 1 << 14 };
+
+struct RtPool {
+	int threads;
+	pthread_t *tid;
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	unsigned long epoch;   /* bumped for each job */
+	int busy;              /* workers still in the current job */
+	int quit;
+	void (*fn)(void *ctx, int64_t t);
+	void *ctx;
+	int64_t ntasks;
+	atomic_llong next;
+};
+
+static void drain(RtPool *p)
+{
+	for (;;) {
+		int64_t t = atomic_fetch_add(&p->next, 1);
+		if (t >= p->ntasks)
+			return;
+		p->fn(p->ctx, t);
+	}
+}
+
+static void *worker(void *arg)
+{
+	RtPool *p = arg;
+	unsigned long seen = 0;
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->quit && p->epoch == seen)
+			pthread_cond_wait(&p->go, &p->mu);
+		if (p->quit)
+			break;
+		seen = p->epoch;
+		pthread_mutex_unlock(&p->mu);
+		drain(p);
+		pthread_mutex_lock(&p->mu);
+		if (--p->busy == 0)
+			pthread_cond_signal(&p->done);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int rt_pool_open(RtPool **out, int threads, char *msg, size_t n)
+{
+	*out = NULL;
+	if (threads <= 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = c > 0 ? (int)c : 1;
+	}
+	RtPool *p = calloc(1, sizeof *p);
+	if (!p || !(p->tid = calloc(threads, sizeof *p->tid))) {
+		free(p);
+		snprintf(msg, n, "out of memory");
+		return -1;
+	}
+	p->threads = 1;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->go, NULL);
+	pthread_cond_init(&p->done, NULL);
+	for (int i = 1; i < threads; i++) {
+		if (pthread_create(&p->tid[i], NULL, worker, p)) {
+			snprintf(msg, n, "cannot start thread %d of %d", i + 1, threads);
+			rt_pool_close(p);
+			return -1;
+		}
+		p->threads++;
+	}
+	*out = p;
+	return 0;
+}
+
+void rt_pool_close(RtPool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->quit = 1;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 1; i < p->threads; i++)
+		pthread_join(p->tid[i], NULL);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->go);
+	pthread_cond_destroy(&p->done);
+	free(p->tid);
+	free(p);
+}
+
+int rt_pool_threads(const RtPool *p) { return p->threads; }
+
+void rt_pool_run(RtPool *p, int64_t ntasks, void (*fn)(void *ctx, int64_t t), void *ctx)
+{
+	if (ntasks <= 0)
+		return;
+	if (p->threads == 1 || ntasks == 1) {
+		for (int64_t t = 0; t < ntasks; t++)
+			fn(ctx, t);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->fn = fn, p->ctx = ctx, p->ntasks = ntasks;
+	atomic_store(&p->next, 0);
+	p->busy = p->threads - 1;
+	p->epoch++;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->mu);
+	drain(p);
+	pthread_mutex_lock(&p->mu);
+	while (p->busy)
+		pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- runs ---- */
+
+int rt_cpu_split(int64_t len, int split)
+{
+	int64_t s = split > 0 ? split : len / CHUNK;
+	if (s > len)
+		s = len;
+	return s < 1 ? 1 : (int)s;
+}
+
+typedef struct {
+	const CpuKernel *k;
+	const CpuArgs *a;
+	int64_t rows_per_task;
+	int split;
+	unsigned char *part;  /* [rows][split] partial states; then [rows] finals */
+	unsigned char *fin;
+} Run;
+
+static void *state(const Run *r, unsigned char *base, int64_t idx) { return base + idx * r->k->state_bytes; }
+
+static void chunk_bounds(const Run *r, int64_t c, int64_t *lo, int64_t *hi)
+{
+	*lo = r->a->len * c / r->split;
+	*hi = r->a->len * (c + 1) / r->split;
+}
+
+/* Whole rows: reduce, finalize, map (or scan) row by row. */
+static void task_rows(void *ctx, int64_t t)
+{
+	Run *r = ctx;
+	const CpuKernel *k = r->k;
+	int64_t lo = t * r->rows_per_task, hi = lo + r->rows_per_task;
+	if (hi > r->a->rows)
+		hi = r->a->rows;
+	_Alignas(64) unsigned char buf[512];
+	unsigned char *st = k->state_bytes <= sizeof buf ? buf : malloc(k->state_bytes);
+	if (!st)
+		abort();
+	for (int64_t i = lo; i < hi; i++) {
+		if (k->is_scan) {
+			k->identity(r->a, st);
+			k->scan(r->a, i, 0, r->a->len, st);
+			continue;
+		}
+		k->reduce(r->a, i, 0, r->a->len, st);
+		k->finalize(r->a, i, i, st);
+		if (k->map)
+			k->map(r->a, i, 0, r->a->len, st);
+	}
+	if (st != buf)
+		free(st);
+}
+
+static void task_partial(void *ctx, int64_t t)
+{
+	Run *r = ctx;
+	int64_t i = t / r->split, lo, hi;
+	chunk_bounds(r, t % r->split, &lo, &hi);
+	r->k->reduce(r->a, i, lo, hi, state(r, r->part, t));
+}
+
+/* Row i's partial states, left to right: the row's state, finalized
+ * (rowreduce, rowmap); or, for a scan, each chunk's partial state replaced
+ * by the prefix of the chunks before it. */
+static void task_combine(void *ctx, int64_t i)
+{
+	Run *r = ctx;
+	const CpuKernel *k = r->k;
+	void *acc = state(r, r->fin, 2 * i), *tmp = state(r, r->fin, 2 * i + 1);
+	k->identity(r->a, acc);
+	for (int c = 0; c < r->split; c++) {
+		void *p = state(r, r->part, i * r->split + c);
+		if (k->is_scan) {
+			memcpy(tmp, p, k->state_bytes);
+			memcpy(p, acc, k->state_bytes);
+			k->merge(r->a, acc, tmp, acc);
+		} else {
+			k->merge(r->a, acc, p, acc);
+		}
+	}
+	if (!k->is_scan)
+		k->finalize(r->a, i, i, acc);
+}
+
+static void task_second(void *ctx, int64_t t)
+{
+	Run *r = ctx;
+	int64_t i = t / r->split, lo, hi;
+	chunk_bounds(r, t % r->split, &lo, &hi);
+	if (r->k->is_scan)
+		r->k->scan(r->a, i, lo, hi, state(r, r->part, t));
+	else
+		r->k->map(r->a, i, lo, hi, state(r, r->fin, 2 * i));
+}
+
+int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char *msg, size_t n)
+{
+	Run r = {.k = k, .a = a, .split = rt_cpu_split(a->len, split)};
+	if (a->rows <= 0)
+		return 0;
+	if (r.split == 1) {
+		int64_t per = a->len > 0 ? ROWS_TASK_ELEMS / a->len : ROWS_TASK_ELEMS;
+		int64_t most = (a->rows + 4 * rt_pool_threads(p) - 1) / (4 * rt_pool_threads(p));
+		r.rows_per_task = per < 1 ? 1 : per > most ? most : per;
+		if (r.rows_per_task < 1)
+			r.rows_per_task = 1;
+		rt_pool_run(p, (a->rows + r.rows_per_task - 1) / r.rows_per_task, task_rows, &r);
+		return 0;
+	}
+	size_t sb = k->state_bytes;
+	r.part = malloc((size_t)a->rows * r.split * sb);
+	r.fin = malloc((size_t)a->rows * 2 * sb);
+	if (!r.part || !r.fin) {
+		free(r.part);
+		free(r.fin);
+		snprintf(msg, n, "out of memory for %lld partial states", (long long)a->rows * r.split);
+		return -1;
+	}
+	rt_pool_run(p, a->rows * r.split, task_partial, &r);
+	rt_pool_run(p, a->rows, task_combine, &r);
+	if (k->is_scan || k->map)
+		rt_pool_run(p, a->rows * r.split, task_second, &r);
+	free(r.part);
+	free(r.fin);
+	return 0;
+}

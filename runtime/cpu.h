@@ -1,0 +1,59 @@
+/* cpu.h: the CPU executor: a thread pool, and whole-array runs of a
+ * compiled carrier (rowreduce, rowmap, scan) over it.
+ *
+ * A kernel is a set of functions with this ABI (the LLVM backend JITs them;
+ * anything else with the same contract would do):
+ *   identity(a, st)            st = the identity state
+ *   reduce(a, i, lo, hi, st)   st = fold of positions [lo, hi) of row i, from the identity
+ *   merge(a, x, y, out)        out = x (+) y (x first); out may alias x
+ *   finalize(a, i, at, st)     finalize outputs of st into flat index `at` of each output
+ *   map(a, i, lo, hi, st)      map outputs of positions [lo, hi) of row i with the row's state
+ *   scan(a, i, lo, hi, st)     st = st (+) each position in turn; finalize outputs per position
+ * A state is state_bytes of opaque memory (8-byte slots).  Layout of the
+ * arrays (spec-format.md): element inputs [rows][len][w], column inputs
+ * [len][w], row inputs [rows][w]; finalize outputs [rows][w] ([rows][len][w]
+ * for scans), map outputs [rows][len][w]. */
+#ifndef ASSOC_RUNTIME_CPU_H
+#define ASSOC_RUNTIME_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+	const void *const *in; /* element inputs, then column, then row inputs, in spec order */
+	void *const *out;      /* finalize outputs, then map outputs */
+	const double *params;
+	int64_t rows, len;
+} CpuArgs;
+
+typedef struct {
+	void (*identity)(const CpuArgs *a, void *st);
+	void (*reduce)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, void *st);
+	void (*merge)(const CpuArgs *a, const void *x, const void *y, void *out);
+	void (*finalize)(const CpuArgs *a, int64_t i, int64_t at, const void *st);
+	void (*map)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, const void *st); /* NULL: none */
+	void (*scan)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, void *st);
+	size_t state_bytes;
+	int is_scan;
+} CpuKernel;
+
+typedef struct RtPool RtPool;
+
+/* threads <= 0: the number of online cores.  0, or -1 with msg. */
+int rt_pool_open(RtPool **p, int threads, char *msg, size_t n);
+void rt_pool_close(RtPool *p);
+int rt_pool_threads(const RtPool *p);
+/* Run fn(ctx, t) for t in [0, ntasks) on the pool's threads (the caller
+ * helps); returns when all are done. */
+void rt_pool_run(RtPool *p, int64_t ntasks, void (*fn)(void *ctx, int64_t t), void *ctx);
+
+/* Chunks per row a run uses: `split` when positive, else one per 64k
+ * positions.  It depends on the shape alone, never on the thread count, and
+ * partial states are merged left to right: results do not depend on the
+ * number of threads. */
+int rt_cpu_split(int64_t len, int split);
+
+/* Fill a's outputs.  0, or -1 with msg (out of memory). */
+int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char *msg, size_t n);
+
+#endif

@@ -1,0 +1,335 @@
+/* test_cpu.c: the CPU device (LLVM JIT + threaded executor) against the
+ * float64 reference on every bundled spec, over the odd-shape grid, with
+ * 1 to 3 threads and split rows; determinism; order of non-commutative
+ * merges; fully masked rows; .npy files through `assoc run --device cpu`. */
+#include <glob.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "compiler/llvm.h"
+#include "compiler/npy.h"
+#include "compiler/run.h"
+#include "testutil.h"
+
+extern const Device dev_cpu; /* a strong reference links the device in */
+
+static RunData *drawn(Carrier *c, int rows, int len, uint64_t seed)
+{
+	RunData *d = rundata_new(c, rows, len);
+	char msg[200];
+	cr_assert_eq(rundata_draw(d, seed, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	return d;
+}
+
+/* Run k on d with the given threads and split. */
+static void run_kernel(LlvmKernel *k, RunData *d, RtPool *pool, int split)
+{
+	Carrier *c = d->c;
+	const void *in[64];
+	void *out[64];
+	int n = 0;
+	for (int i = 0; i < c->nelem; i++)
+		in[n++] = d->elem[i].p;
+	for (int i = 0; i < c->ncol; i++)
+		in[n++] = d->col[i].p;
+	for (int i = 0; i < c->nrow; i++)
+		in[n++] = d->row[i].p;
+	for (int i = 0; i < c->nfinal; i++)
+		out[i] = d->fin[i].p;
+	for (int i = 0; i < c->nmap; i++)
+		out[c->nfinal + i] = d->map[i].p;
+	CpuArgs a = {in, out, d->params, d->rows, d->len};
+	char msg[200];
+	cr_assert_eq(rt_cpu_run(pool, &k->k, &a, split, msg, sizeof msg), 0, "%s", msg);
+}
+
+/* A copy of d's inputs and params, run on the interpreter: the carrier's
+ * own float32 left fold, the naive same-precision implementation. */
+static RunCheck interp_check(RunData *d)
+{
+	Carrier *c = d->c;
+	RunData *e = rundata_new(c, d->rows, d->len);
+	Buffer *from[3] = {d->elem, d->col, d->row}, *to[3] = {e->elem, e->col, e->row};
+	int n[3] = {c->nelem, c->ncol, c->nrow};
+	for (int g = 0; g < 3; g++)
+		for (int i = 0; i < n[g]; i++)
+			memcpy(to[g][i].p, from[g][i].p, from[g][i].n * from[g][i].width * kind_size(from[g][i].kind));
+	memcpy(e->params, d->params, c->nparams * sizeof *d->params);
+	char msg[200];
+	cr_assert_eq(device_find("interp")->run(e, &(RunOpts){0}, msg, sizeof msg), 0);
+	RunCheck rc;
+	run_check(e, &rc);
+	rundata_free(e);
+	return rc;
+}
+
+/* run_check's rule; where an output misses it, FlashAttention's rule with
+ * the interpreter as the naive implementation: an error no larger than
+ * twice the interpreter's on the same inputs (the shared rule fails the
+ * interpreter itself where outputs cancel, e.g. Welford's mean of 64 rows
+ * of 4099).  NaN and infinity must always match. */
+static void expect_ok(RunData *d, const char *what)
+{
+	RunCheck rc, ri = {0};
+	run_check(d, &rc);
+	int have_ri = 0;
+	for (int o = 0; o < rc.nout; o++) {
+		OutCheck *x = &rc.out[o];
+		cr_expect(!x->nan_mismatch, "%s: %s: %d NaN or infinity mismatches (at %zu)", what, x->name,
+			  x->nan_mismatch, x->at);
+		if (x->worst_ratio <= 1)
+			continue;
+		if (!have_ri)
+			ri = interp_check(d), have_ri = 1;
+		cr_expect(x->max_abs <= 2 * ri.out[o].max_abs,
+			  "%s: %s: %g of tolerance (worst at %zu), error %g against the interpreter's %g", what,
+			  x->name, x->worst_ratio, x->at, x->max_abs, ri.out[o].max_abs);
+	}
+	runcheck_free(&rc);
+	if (have_ri)
+		runcheck_free(&ri);
+}
+
+static LlvmKernel *compiled(Carrier *c, const LlvmOpts *o)
+{
+	LlvmKernel *k;
+	char msg[500];
+	cr_assert_eq(llvm_compile(c, o, &k, msg, sizeof msg), 0, "%s: %s", c->name, msg);
+	return k;
+}
+
+/* The GPU tests' grid: rows 1, 3, 64; lengths 0, 1, 31, 32, 33, 1000,
+ * 4099; threads 1 to 3; default and forced splits.  Attention's float64
+ * reference is slow (d = 64 per key), so its longest rows are shorter. */
+static void grid(const char *path)
+{
+	static const int rows[] = {1, 3, 64}, lens[] = {0, 1, 31, 32, 33, 1000, 4099};
+	static const int splits[] = {0, 2, 3, 7};
+	Carrier *c = load_ok(path);
+	LlvmKernel *k = compiled(c, NULL);
+	int heavy = !strcmp(c->name, "attention") || !strcmp(c->name, "o_lse");
+	RtPool *pool[3];
+	char msg[200];
+	for (int t = 0; t < 3; t++)
+		cr_assert_eq(rt_pool_open(&pool[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+	int n = 0;
+	for (size_t r = 0; r < 3; r++)
+		for (size_t l = 0; l < 7; l++, n++) {
+			if (heavy && rows[r] * lens[l] > 20000)
+				continue;
+			RunData *d = drawn(c, rows[r], lens[l], 1 + n);
+			int split = splits[n % 4];
+			run_kernel(k, d, pool[n % 3], split);
+			char what[200];
+			snprintf(what, sizeof what, "%s rows %d len %d threads %d split %d", path, rows[r], lens[l],
+				 n % 3 + 1, split);
+			expect_ok(d, what);
+			rundata_free(d);
+		}
+	for (int t = 0; t < 3; t++)
+		rt_pool_close(pool[t]);
+	llvm_kernel_free(k);
+	carrier_free(c);
+}
+
+#define SPEC_TEST(name) \
+	Test(cpu, name) { grid("specs/" #name ".yaml"); }
+SPEC_TEST(argmax)
+SPEC_TEST(attention)
+SPEC_TEST(layer_norm)
+SPEC_TEST(linear_recurrence)
+SPEC_TEST(logsumexp)
+SPEC_TEST(max)
+SPEC_TEST(o_lse)
+SPEC_TEST(online_softmax)
+SPEC_TEST(sum)
+SPEC_TEST(welford)
+
+Test(cpu, every_bundled_spec_has_a_grid_test)
+{
+	glob_t g;
+	cr_assert_eq(glob("specs/*.yaml", 0, NULL, &g), 0);
+	cr_expect_eq(g.gl_pathc, 10, "a new bundled spec needs its SPEC_TEST line in tests/test_cpu.c");
+	globfree(&g);
+}
+
+Test(cpu, device_runs_through_the_table)
+{
+	cr_assert_eq(device_find("cpu"), &dev_cpu);
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	RunData *d = drawn(c, 5, 300, 7);
+	char msg[300];
+	cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2, .split = 3}, msg, sizeof msg), 0, "%s", msg);
+	expect_ok(d, "softmax through dev_cpu");
+	RunOpts bad = {.config = "lanes=eight"};
+	cr_assert_eq(dev_cpu.run(d, &bad, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "unknown --config item"), "%s", msg);
+	rundata_free(d);
+	carrier_free(c);
+}
+
+/* Other vector shapes of the reduce loop give correct results too. */
+Test(cpu, lanes_and_accumulators)
+{
+	static const LlvmOpts shapes[] = {{1, 1}, {4, 1}, {8, 2}, {16, 4}, {32, 8}};
+	const char *specs[] = {"specs/online_softmax.yaml", "specs/welford.yaml", "specs/argmax.yaml"};
+	for (int s = 0; s < 3; s++) {
+		Carrier *c = load_ok(specs[s]);
+		RtPool *p;
+		char msg[200];
+		cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+		for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+			LlvmKernel *k = compiled(c, &shapes[i]);
+			RunData *d = drawn(c, 4, 1237, 3);
+			run_kernel(k, d, p, 0);
+			char what[100];
+			snprintf(what, sizeof what, "%s lanes %d accs %d", specs[s], shapes[i].lanes, shapes[i].accs);
+			expect_ok(d, what);
+			rundata_free(d);
+			llvm_kernel_free(k);
+		}
+		rt_pool_close(p);
+		carrier_free(c);
+	}
+}
+
+/* Chunks depend on the shape, never on the thread count: same bits. */
+Test(cpu, results_do_not_depend_on_threads)
+{
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	LlvmKernel *k = compiled(c, NULL);
+	RunData *d[3];
+	for (int t = 0; t < 3; t++) {
+		RtPool *p;
+		char msg[200];
+		cr_assert_eq(rt_pool_open(&p, t + 1, msg, sizeof msg), 0);
+		d[t] = drawn(c, 2, 300000, 5);
+		run_kernel(k, d[t], p, 0);
+		rt_pool_close(p);
+	}
+	cr_assert_gt(rt_cpu_split(300000, 0), 1, "long rows are split");
+	for (int t = 1; t < 3; t++) {
+		cr_assert(!memcmp(d[0]->fin[0].p, d[t]->fin[0].p, 2 * sizeof(float)), "lse, %d threads", t + 1);
+		cr_assert(!memcmp(d[0]->map[0].p, d[t]->map[0].p, 600000 * sizeof(float)), "y, %d threads", t + 1);
+	}
+	expect_ok(d[2], "softmax 2 x 300000");
+	for (int t = 0; t < 3; t++)
+		rundata_free(d[t]);
+	llvm_kernel_free(k);
+	carrier_free(c);
+}
+
+/* A non-commutative rowreduce (the first value) must keep operand order
+ * across lanes and split chunks: the checker's basis is the left fold. */
+Test(cpu, non_commutative_merge_keeps_order)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: first\nelement: {x: f32}\nstate: {v: f32, n: f32}\n"
+			       "identity: {v: 0, n: 0}\nlift: {v: x, n: 1}\n"
+			       "merge:\n  v: where(a.n > 0, a.v, b.v)\n  n: a.n + b.n\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	LlvmKernel *k = compiled(c, NULL);
+	cr_assert_eq(k->lanes, 1, "no lanes for a non-commutative merge");
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 3, msg, sizeof msg), 0);
+	RunData *d = drawn(c, 3, 1000, 9);
+	run_kernel(k, d, p, 7);
+	for (int r = 0; r < 3; r++)
+		cr_assert_eq(((float *)d->fin[0].p)[r], ((float *)d->elem[0].p)[r * 1000], "row %d", r);
+	expect_ok(d, "first");
+	rundata_free(d);
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	carrier_free(c);
+}
+
+/* Row 0 is fully masked: the empty row's state, finalized. */
+Test(cpu, fully_masked_rows)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i\n"
+			       "state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\n"
+			       "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\n"
+			       "reference:\n  lse: log(sum(exp(x)))\n  y: exp(x) / sum(exp(x))\nlaws: [commutative]\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	LlvmKernel *k = compiled(c, NULL);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	for (int split = 0; split < 4; split += 3) {
+		RunData *d = drawn(c, 70, 67, 11);
+		run_kernel(k, d, p, split);
+		cr_assert_eq(((float *)d->fin[0].p)[0], -INFINITY, "empty row: lse = -inf, not NaN");
+		expect_ok(d, "masked softmax");
+		rundata_free(d);
+	}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	carrier_free(c);
+}
+
+/* The spec's rule (-inf) - (-inf) = -inf: rows of -inf give lse = -inf. */
+Test(cpu, minus_inf_rule)
+{
+	Carrier *c = load_ok("specs/logsumexp.yaml");
+	LlvmKernel *k = compiled(c, NULL);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 1, msg, sizeof msg), 0);
+	RunData *d = drawn(c, 2, 100, 1);
+	for (int j = 0; j < 200; j++)
+		((float *)d->elem[0].p)[j] = -INFINITY;
+	run_kernel(k, d, p, 0);
+	cr_assert_eq(((float *)d->fin[0].p)[0], -INFINITY);
+	cr_assert_eq(((float *)d->fin[0].p)[1], -INFINITY);
+	rundata_free(d);
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	carrier_free(c);
+}
+
+static int sh(const char *cmd, char *out, size_t n)
+{
+	char full[1024];
+	snprintf(full, sizeof full, "%s 2>&1", cmd);
+	FILE *f = popen(full, "r");
+	cr_assert(f, "popen %s", cmd);
+	size_t len = fread(out, 1, n - 1, f);
+	out[len] = 0;
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(cpu, npy_through_the_command_line)
+{
+	float x[2][5] = {{1, 2, 3, 4, 5}, {-1, 0, 1, 0.5f, 0}};
+	x[1][4] = -INFINITY;
+	Npy a = {.descr = "<f4", .ndim = 2, .shape = {2, 5}, .count = 10, .itemsize = 4, .data = x};
+	char msg[300], out[8192];
+	cr_assert_eq(npy_write("build/cpu_x.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	int rc = sh("build/asan/assoc run specs/online_softmax.yaml --device cpu --threads 2 "
+		    "--input x=build/cpu_x.npy --output y=build/cpu_y.npy --output lse=build/cpu_lse.npy",
+		    out, sizeof out);
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert(strstr(out, "on cpu, 2 rows x 5"), "%s", out);
+	cr_assert(strstr(out, "  ok\n"), "%s", out);
+	Npy y, lse;
+	cr_assert_eq(npy_read("build/cpu_y.npy", &y, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_read("build/cpu_lse.npy", &lse, msg, sizeof msg), 0, "%s", msg);
+	cr_assert(y.ndim == 2 && y.shape[0] == 2 && y.shape[1] == 5);
+	cr_assert(lse.ndim == 1 && lse.shape[0] == 2);
+	double s = 0;
+	for (int j = 0; j < 5; j++)
+		s += exp(x[0][j]);
+	cr_assert_float_eq(npy_get(&lse, 0), log(s), 1e-5);
+	for (int j = 0; j < 5; j++)
+		cr_assert_float_eq(npy_get(&y, j), exp(x[0][j]) / s, 1e-6);
+	cr_assert_eq(npy_get(&y, 9), 0, "exp(-inf) = 0");
+	npy_free(&y);
+	npy_free(&lse);
+}
