@@ -1,0 +1,132 @@
+/* naive.c: straightforward C for the bundled carriers, the floor that
+ * `assoc bench` compares the JIT kernel with.  `assoc bench` compiles this
+ * file at run time with `cc -O3 -march=native -shared -fPIC` and calls
+ * naive_<carrier>(a, lo, hi) on rows [lo, hi), rows spread over the same
+ * threads as the kernel.  What a programmer would write first: libm's
+ * expf and logf, several passes where the textbook has several passes
+ * (safe softmax: max, sum, normalize; variance: mean, then squares), no
+ * intrinsics, no fast-math.
+ *
+ * Args has the layout of CpuArgs (runtime/cpu.h): element inputs, then
+ * column, then row inputs; finalize outputs, then map outputs. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+	const void *const *in;
+	void *const *out;
+	const double *params;
+	int64_t rows, len;
+} Args;
+
+#define ROW(p, i) ((const float *)(p) + (i) * a->len)
+
+void naive_online_softmax(const Args *a, int64_t lo, int64_t hi)
+{
+	for (int64_t i = lo; i < hi; i++) {
+		const float *x = ROW(a->in[0], i);
+		float *y = (float *)a->out[1] + i * a->len;
+		float m = -INFINITY, s = 0;
+		for (int64_t j = 0; j < a->len; j++)
+			m = x[j] > m ? x[j] : m;
+		for (int64_t j = 0; j < a->len; j++)
+			s += expf(x[j] - m);
+		for (int64_t j = 0; j < a->len; j++)
+			y[j] = expf(x[j] - m) / s;
+		((float *)a->out[0])[i] = m + logf(s);
+	}
+}
+
+void naive_logsumexp(const Args *a, int64_t lo, int64_t hi)
+{
+	for (int64_t i = lo; i < hi; i++) {
+		const float *x = ROW(a->in[0], i);
+		float m = -INFINITY, s = 0;
+		for (int64_t j = 0; j < a->len; j++)
+			m = x[j] > m ? x[j] : m;
+		for (int64_t j = 0; j < a->len; j++)
+			s += expf(x[j] - m);
+		((float *)a->out[0])[i] = m + logf(s);
+	}
+}
+
+void naive_welford(const Args *a, int64_t lo, int64_t hi)
+{
+	for (int64_t i = lo; i < hi; i++) {
+		const float *x = ROW(a->in[0], i);
+		float s = 0, q = 0;
+		for (int64_t j = 0; j < a->len; j++)
+			s += x[j];
+		float mean = s / a->len;
+		for (int64_t j = 0; j < a->len; j++)
+			q += (x[j] - mean) * (x[j] - mean);
+		((float *)a->out[0])[i] = mean;
+		((float *)a->out[1])[i] = q / a->len;
+	}
+}
+
+void naive_sum(const Args *a, int64_t lo, int64_t hi)
+{
+	for (int64_t i = lo; i < hi; i++) {
+		const float *x = ROW(a->in[0], i);
+		float s = 0;
+		for (int64_t j = 0; j < a->len; j++)
+			s += x[j];
+		((float *)a->out[0])[i] = s;
+	}
+}
+
+void naive_max(const Args *a, int64_t lo, int64_t hi)
+{
+	for (int64_t i = lo; i < hi; i++) {
+		const float *x = ROW(a->in[0], i);
+		float m = -INFINITY;
+		for (int64_t j = 0; j < a->len; j++)
+			m = x[j] > m ? x[j] : m;
+		((float *)a->out[0])[i] = m;
+	}
+}
+
+void naive_argmax(const Args *a, int64_t lo, int64_t hi)
+{
+	for (int64_t i = lo; i < hi; i++) {
+		const float *x = ROW(a->in[0], i);
+		float m = -INFINITY;
+		int32_t at = -1;
+		for (int64_t j = 0; j < a->len; j++)
+			if (x[j] > m)
+				m = x[j], at = (int32_t)j;
+		((float *)a->out[0])[i] = m;
+		((int32_t *)a->out[1])[i] = at;
+	}
+}
+
+static float bf16(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+void naive_layer_norm(const Args *a, int64_t lo, int64_t hi)
+{
+	const float *gamma = a->in[1], *beta = a->in[2];
+	float eps = (float)a->params[0];
+	for (int64_t i = lo; i < hi; i++) {
+		const uint16_t *x = (const uint16_t *)a->in[0] + i * a->len;
+		float *y = (float *)a->out[2] + i * a->len;
+		float s = 0, q = 0;
+		for (int64_t j = 0; j < a->len; j++)
+			s += bf16(x[j]);
+		float mean = s / a->len;
+		for (int64_t j = 0; j < a->len; j++)
+			q += (bf16(x[j]) - mean) * (bf16(x[j]) - mean);
+		float rstd = 1 / sqrtf(q / a->len + eps);
+		for (int64_t j = 0; j < a->len; j++)
+			y[j] = (bf16(x[j]) - mean) * rstd * gamma[j] + beta[j];
+		((float *)a->out[0])[i] = mean;
+		((float *)a->out[1])[i] = rstd;
+	}
+}

@@ -1,0 +1,274 @@
+/* cmd_bench.c: `assoc bench SPEC --device cpu --rows R --len N [--json]`:
+ * throughput of the JIT kernel, measured in the same run as its ceiling (a
+ * threaded memcpy moving the same number of bytes) and its floor (the
+ * hand-written naive C of bench/naive.c for the carrier, compiled now with
+ * cc -O3 -march=native).  Bytes are the arrays' sizes: inputs read once,
+ * outputs written once.  Each figure is the median of several timed runs
+ * after a warm-up run. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "llvm.h"
+
+extern const Device dev_cpu;
+
+enum { RUNS = 7, SAMPLE_ROWS = 16, SAMPLE_LEN = 4096 };
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+typedef void (*Body)(void *ctx);
+
+/* Median seconds of fn over RUNS runs (after one warm-up). */
+static double median_time(Body fn, void *ctx)
+{
+	double t[RUNS];
+	fn(ctx);
+	for (int r = 0; r < RUNS; r++) {
+		double t0 = now();
+		fn(ctx);
+		t[r] = now() - t0;
+	}
+	qsort(t, RUNS, sizeof *t, cmp_double);
+	return t[RUNS / 2];
+}
+
+/* ---- inputs: a drawn sample, tiled ---- */
+
+static void tile(Buffer *to, const Buffer *from, size_t rows, size_t len, size_t srows, size_t slen)
+{
+	size_t es = from->width * kind_size(from->kind);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t j = 0; j < len; j += slen) {
+			size_t n = len - j < slen ? len - j : slen;
+			memcpy((char *)to->p + (r * len + j) * es, (char *)from->p + (r % srows) * slen * es, n * es);
+		}
+}
+
+static int fill_inputs(RunData *d, Opts *o, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	int sr = d->rows < SAMPLE_ROWS ? d->rows : SAMPLE_ROWS, sl = d->len < SAMPLE_LEN ? d->len : SAMPLE_LEN;
+	RunData *s = rundata_new(c, sr ? sr : 1, sl ? sl : 1);
+	if (rundata_draw(s, o->check.seed, o->params, o->nparams, msg, n)) {
+		rundata_free(s);
+		return -1;
+	}
+	for (int k = 0; k < c->nelem; k++)
+		tile(&d->elem[k], &s->elem[k], d->rows, d->len, s->rows, s->len);
+	for (int k = 0; k < c->ncol; k++)
+		tile(&d->col[k], &s->col[k], 1, d->len, 1, s->len);
+	for (int k = 0; k < c->nrow; k++)
+		tile(&d->row[k], &s->row[k], d->rows, 1, s->rows, 1);
+	memcpy(d->params, s->params, c->nparams * sizeof *d->params);
+	rundata_free(s);
+	return 0;
+}
+
+static double buffers_bytes(const Buffer *b, int n)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += (double)b[i].n * b[i].width * kind_size(b[i].kind);
+	return s;
+}
+
+/* ---- the three contestants ---- */
+
+typedef struct {
+	RtPool *pool;
+	LlvmKernel *k;
+	CpuArgs a;
+	int split;
+	char *src, *dst;
+	size_t copy_bytes;
+	void (*naive)(const CpuArgs *a, int64_t lo, int64_t hi);
+} Bench;
+
+static void run_kernel(void *ctx)
+{
+	Bench *b = ctx;
+	char msg[200];
+	rt_cpu_run(b->pool, &b->k->k, &b->a, b->split, msg, sizeof msg);
+}
+
+static void copy_task(void *ctx, int64_t t)
+{
+	Bench *b = ctx;
+	int64_t nt = rt_pool_threads(b->pool);
+	size_t lo = b->copy_bytes * t / nt, hi = b->copy_bytes * (t + 1) / nt;
+	memcpy(b->dst + lo, b->src + lo, hi - lo);
+}
+
+static void run_copy(void *ctx)
+{
+	Bench *b = ctx;
+	rt_pool_run(b->pool, rt_pool_threads(b->pool), copy_task, b);
+}
+
+static void naive_task(void *ctx, int64_t t)
+{
+	Bench *b = ctx;
+	int64_t nt = rt_pool_threads(b->pool);
+	b->naive(&b->a, b->a.rows * t / nt, b->a.rows * (t + 1) / nt);
+}
+
+static void run_naive(void *ctx)
+{
+	Bench *b = ctx;
+	rt_pool_run(b->pool, rt_pool_threads(b->pool), naive_task, b);
+}
+
+/* Compile bench/naive.c (or $ASSOC_NAIVE_C) and find naive_<carrier>;
+ * NULL with the reason in why. */
+static void *load_naive(const char *carrier, void **lib, char *why, size_t n)
+{
+	const char *src = getenv("ASSOC_NAIVE_C") ? getenv("ASSOC_NAIVE_C") : "bench/naive.c";
+	const char *cc = getenv("CC") ? getenv("CC") : "cc";
+	*lib = NULL;
+	if (access(src, R_OK))
+		return snprintf(why, n, "%s not found (run from the repository root, or set ASSOC_NAIVE_C)", src), NULL;
+	char so[] = "/tmp/assoc-naive-XXXXXX", cmd[1024];
+	int fd = mkstemp(so);
+	if (fd < 0)
+		return snprintf(why, n, "cannot create a temporary file"), NULL;
+	close(fd);
+	snprintf(cmd, sizeof cmd, "%s -O3 -march=native -shared -fPIC -o %s %s -lm 2>&1", cc, so, src);
+	if (system(cmd)) {
+		unlink(so);
+		return snprintf(why, n, "'%s' failed", cmd), NULL;
+	}
+	*lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	unlink(so);
+	if (!*lib)
+		return snprintf(why, n, "dlopen: %s", dlerror()), NULL;
+	char sym[128];
+	snprintf(sym, sizeof sym, "naive_%s", carrier);
+	void *f = dlsym(*lib, sym);
+	if (!f)
+		snprintf(why, n, "no %s in %s", sym, src);
+	return f;
+}
+
+static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
+{
+	Carrier *c = d->c;
+	int k = 0;
+	for (int i = 0; i < c->nelem; i++)
+		in[k++] = d->elem[i].p;
+	for (int i = 0; i < c->ncol; i++)
+		in[k++] = d->col[i].p;
+	for (int i = 0; i < c->nrow; i++)
+		in[k++] = d->row[i].p;
+	for (int i = 0; i < c->nfinal; i++)
+		out[i] = d->fin[i].p;
+	for (int i = 0; i < c->nmap; i++)
+		out[c->nfinal + i] = d->map[i].p;
+	*a = (CpuArgs){in, out, d->params, d->rows, d->len};
+}
+
+static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, double tc, double tn, const char *nwhy)
+{
+	int th = rt_pool_threads(b->pool);
+	double gb = bytes / tk / 1e9, cgb = bytes / tc / 1e9, ngb = tn > 0 ? bytes / tn / 1e9 : 0;
+	double ge = (double)b->a.rows * b->a.len / tk / 1e9;
+	if (o->json) {
+		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
+		       "\"threads\": %d, \"lanes\": %d, \"accs\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
+		       "\"gelems_per_thread\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, ",
+		       c->file, c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, bytes, gb,
+		       ge, ge / th, cgb, gb / cgb);
+		if (tn > 0)
+			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
+		else
+			printf("\"naive_gbps\": null, \"ratio_to_naive\": null}\n");
+		return;
+	}
+	printf("%s: carrier %s on cpu, %lld rows x %lld, %d threads, %d lanes x %d accumulators, %.3g MB\n", c->file,
+	       c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, bytes / 1e6);
+	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread)\n", gb, ge, ge / th);
+	printf("  copy   %8.2f GB/s  (memcpy of the same bytes, same threads)\n", cgb);
+	if (tn > 0)
+		printf("  naive  %8.2f GB/s  (bench/naive.c, cc -O3 -march=native)\n", ngb);
+	else
+		printf("  naive  unavailable: %s\n", nwhy);
+	printf("  kernel/copy %.2f", gb / cgb);
+	if (tn > 0)
+		printf("   kernel/naive %.2f", gb / ngb);
+	printf("   (median of %d runs each)\n", RUNS);
+}
+
+int cmd_bench(Opts *o)
+{
+	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
+		return usage_error("bench runs on --device cpu (got '%s')", o->device);
+	char msg[1024];
+	if (!dev_cpu.available(msg, sizeof msg)) {
+		fprintf(stderr, "assoc: the cpu device is not usable here: %s\n", msg);
+		return EXIT_FAIL;
+	}
+	Carrier *c = cli_load(o, o->specs[0]);
+	if (!c)
+		return EXIT_USAGE;
+	RunData *d = rundata_new(c, o->rows, o->len);
+	Bench b = {.split = o->run.split};
+	LlvmOpts lo = {0};
+	int rc = EXIT_OK;
+	if (o->run.config && sscanf(o->run.config, "lanes=%d,accs=%d", &lo.lanes, &lo.accs) < 1)
+		rc = usage_error("bench: --config takes lanes=N[,accs=N]");
+	if (!rc && fill_inputs(d, o, msg, sizeof msg))
+		rc = usage_error("%s", msg);
+	if (!rc && (llvm_compile(c, &lo, &b.k, msg, sizeof msg) || rt_pool_open(&b.pool, o->run.threads, msg, sizeof msg))) {
+		fprintf(stderr, "assoc: %s\n", msg);
+		rc = EXIT_FAIL;
+	}
+	const void **in = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *in);
+	void **out = calloc(c->nfinal + c->nmap + 1, sizeof *out);
+	if (!in || !out)
+		abort();
+	if (!rc) {
+		args_of(d, &b.a, in, out);
+		double bytes = buffers_bytes(d->elem, c->nelem) + buffers_bytes(d->col, c->ncol) +
+			       buffers_bytes(d->row, c->nrow) + buffers_bytes(d->fin, c->nfinal) +
+			       buffers_bytes(d->map, c->nmap);
+		b.copy_bytes = (size_t)(bytes / 2);
+		b.src = malloc(b.copy_bytes + 1), b.dst = malloc(b.copy_bytes + 1);
+		if (!b.src || !b.dst)
+			abort();
+		memset(b.src, 1, b.copy_bytes);
+		memset(b.dst, 2, b.copy_bytes);
+		double tk = median_time(run_kernel, &b);
+		double tc = median_time(run_copy, &b);
+		void *lib;
+		char nwhy[1200] = "";
+		b.naive = (void (*)(const CpuArgs *, int64_t, int64_t))load_naive(c->name, &lib, nwhy, sizeof nwhy);
+		double tn = b.naive ? median_time(run_naive, &b) : 0;
+		if (lib)
+			dlclose(lib);
+		report(o, c, &b, bytes, tk, tc, tn, nwhy);
+		free(b.src);
+		free(b.dst);
+	}
+	free(in);
+	free(out);
+	rt_pool_close(b.pool);
+	llvm_kernel_free(b.k);
+	rundata_free(d);
+	carrier_free(c);
+	return rc;
+}
