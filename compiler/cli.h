@@ -38,5 +38,6 @@ Carrier *cli_load(const Opts *o, const char *path);
 int cmd_check(Opts *o);
 int cmd_run(Opts *o);
 int cmd_emit(Opts *o);
+int cmd_bench(Opts *o);
 
 #endif

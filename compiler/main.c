@@ -19,6 +19,7 @@ static const char usage[] =
 	"  run SPEC        run the carrier on arrays through a device and compare every\n"
 	"                  output with the float64 reference\n"
 	"  emit SPEC       print generated code (--target cuda, ptx, llvm, asm) to -o FILE or stdout\n"
+	"  bench SPEC      throughput of the CPU kernel beside memcpy and naive C (--device cpu)\n"
 	"\n"
 	"options:\n"
 	"  -D NAME=VALUE   override a dim (e.g. -D d=128)\n"
@@ -202,6 +203,7 @@ static const Command commands[] = {
 	{"check", cmd_check, 0},
 	{"run", cmd_run, 1},
 	{"emit", cmd_emit, 1},
+	{"bench", cmd_bench, 1},
 };
 
 int main(int argc, char **argv)
