@@ -15,7 +15,10 @@ FUZZ_SECONDS ?= 45
 
 LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c)) \
            $(wildcard runtime/*.c runtime/*/*.c)
-HDRS    := $(wildcard ir/*.h ir/*.def compiler/*.h runtime/*.h runtime/*/*.h)
+HDRS    := $(wildcard ir/*.h ir/*.def compiler/*.h runtime/*.h runtime/*/*.h runtime/*/*.hpp templates/*.cuh)
+# Devices and targets are found through weak references, which do not pull
+# objects out of an archive: the command line takes the whole library.
+WHOLE   = -Wl,--whole-archive $(1) -Wl,--no-whole-archive
 TEST_SRC := $(wildcard tests/*.c)
 
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
@@ -42,10 +45,10 @@ build/asan/libassoc.a: $(ASAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 build/assoc: build/obj/compiler/main.o build/libassoc.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(call WHOLE,build/libassoc.a) $(LDLIBS)
 
 build/asan/assoc: build/asan/compiler/main.o build/asan/libassoc.a
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(call WHOLE,build/asan/libassoc.a) $(LDLIBS)
 
 build/asan/tests: $(TEST_SRC) build/asan/libassoc.a tests/testutil.h build/libfakecuda.so
 	$(CC) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) build/asan/libassoc.a -lcriterion $(LDLIBS)
