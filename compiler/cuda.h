@@ -1,0 +1,85 @@
+/* cuda.h: CUDA C from a carrier.  The carrier's expressions are lowered to
+ * device functions (State, identity, lift, merge, finalize, map, ...) that
+ * the templates in templates/ call; a module holds every tuning variant of
+ * one carrier as extern "C" kernels named by a hash of the lowered carrier.
+ * Names from the spec never reach the generated code. */
+#ifndef ASSOC_CUDA_H
+#define ASSOC_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spec.h"
+
+typedef enum { FAM_ROWREDUCE, FAM_ROWMAP, FAM_SPLITK, FAM_SCAN, NFAM } CudaFamily;
+
+/* One tuning variant: threads per block, accumulators per thread, 4-wide
+ * loads, a warp per row, elements kept on chip per thread. */
+typedef struct {
+	CudaFamily fam;
+	int nt, acc, vec, warp, items;
+} CudaVariant;
+
+typedef struct {
+	char *src;          /* the module: prelude, carrier, templates, kernels */
+	char *hooks;        /* the carrier's device functions alone */
+	char prefix[24];    /* "asc_" and 16 hex digits of the lowered carrier's hash */
+	CudaVariant *var;
+	int nvar;
+	size_t state_size;  /* sizeof(State): the workspace unit of split kernels */
+	int vec_ok;         /* the carrier's element inputs allow 16-byte loads */
+	CudaFamily base;    /* rowreduce, rowmap or scan */
+} CudaModule;
+
+/* Kernel argument block; the same layout as Args in templates/common.cuh. */
+enum { CUDA_MAXIN = 16, CUDA_MAXOUT = 16, CUDA_MAXP = 16 };
+typedef struct {
+	const void *in[CUDA_MAXIN]; /* element, then column, then row inputs */
+	void *out[CUDA_MAXOUT];     /* finalize, then map outputs */
+	void *ws;
+	int rows, len, split, chunk;
+	double prm[CUDA_MAXP];
+} CudaArgs;
+
+/* Lower c into a module of the default variants for its template, or of
+ * the one variant that config names ("rowmap:nt=256,acc=2,vec=4,warp=0,items=0").
+ * 0, or -1 with msg. */
+int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n);
+void cuda_module_free(CudaModule *m);
+const char *cuda_family_name(CudaFamily f);
+int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n);
+void cuda_config_str(const CudaVariant *v, char *buf, size_t n);
+
+/* Kernels to launch for variant var on a shape, in order. */
+typedef struct {
+	char name[64];
+	unsigned grid, block;
+} CudaLaunch;
+
+typedef struct {
+	CudaLaunch k[3];
+	int nk;
+	int split, chunk;
+	size_t ws_bytes;
+	double loads, stores; /* global accesses per element of the row, by the template's design */
+} CudaPlan;
+
+void cuda_plan(const CudaModule *m, int var, int rows, int len, int split, CudaPlan *p);
+/* The variant for a shape: splits of the reduced axis when asked (or for
+ * long rows and few rows), a warp per row for short rows, the row kept on
+ * chip where it fits. */
+int cuda_pick(const CudaModule *m, int rows, int len, int split);
+/* The index of the variant config names in m (as fitted to c), or -1. */
+int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config);
+/* Kernel names of variant v, for tools (up to 3). */
+int cuda_kernel_names(const CudaModule *m, int v, char names[3][64]);
+
+/* Embedded sources (templates/, runtime/emu/emu.hpp). */
+typedef struct {
+	const char *name;
+	const char *text;
+	size_t len;
+} Blob;
+const Blob *blob_find(const char *name);
+
+#endif

@@ -1,0 +1,573 @@
+/* cuda_mod.c: a module of kernels for one carrier: the carrier's device
+ * functions (the templates' hooks), the templates it needs, and one
+ * extern "C" kernel per tuning variant; launch plans for a shape. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "cuda.h"
+#include "cudaint.h"
+
+static const char *const fam_names[NFAM] = {"rowreduce", "rowmap", "splitk", "scan"};
+
+const char *cuda_family_name(CudaFamily f) { return f < NFAM ? fam_names[f] : "?"; }
+
+static uint64_t fnv(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int width(Ty t) { return t.len ? t.len : 1; }
+
+static size_t kind_bytes(int kind)
+{
+	switch (kind) {
+	case TY_BOOL: return 1;
+	case TY_I64: case TY_F64: return 8;
+	default: return 4;
+	}
+}
+
+/* ---- the carrier's hooks ---- */
+
+static void decl_struct(Buf *b, const char *name, const char *pfx, const Decl *d, int n)
+{
+	buf_printf(b, "struct %s {\n", name);
+	for (int k = 0; k < n; k++) {
+		buf_printf(b, "\t%s %s%d", cuda_ctype(d[k].ty.kind), pfx, k);
+		if (d[k].ty.len)
+			buf_printf(b, "[%d]", d[k].ty.len);
+		buf_puts(b, ";\n");
+	}
+	buf_puts(b, "};\n");
+}
+
+static size_t state_size(const Carrier *c)
+{
+	size_t off = 0, al = 1;
+	for (int f = 0; f < c->nstate; f++) {
+		size_t sz = kind_bytes(c->state[f].ty.kind);
+		off = (off + sz - 1) / sz * sz + sz * width(c->state[f].ty);
+		al = sz > al ? sz : al;
+	}
+	return off ? (off + al - 1) / al * al : 1;
+}
+
+static const char *mtype(int storage)
+{
+	switch (storage) {
+	case TY_F16: case TY_BF16: return "unsigned short";
+	case TY_BOOL: return "unsigned char";
+	default: return cuda_ctype(storage);
+	}
+}
+
+/* dst.pfxK = the input at `index` (times its width) of pointer A.in[base + k]. */
+static void load_decls(Buf *b, const char *dst, const char *pfx, const Decl *d, int n, int base, const char *index)
+{
+	for (int k = 0; k < n; k++) {
+		char src[200], sub[8];
+		int w = width(d[k].ty);
+		snprintf(src, sizeof src, "ASC_LD((const %s *)A.in[%d] + (%s) * %d + %s)", mtype(d[k].storage), base + k,
+			 index, w, d[k].ty.len ? "u" : "0");
+		snprintf(sub, sizeof sub, "%s", d[k].ty.len ? "[u]" : "");
+		const char *cv = d[k].storage == TY_F16 ? "asc_f16" : d[k].storage == TY_BF16 ? "asc_bf16" : "";
+		if (d[k].ty.len)
+			buf_printf(b, "#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t", w);
+		buf_printf(b, "\t%s.%s%d%s = (%s)%s(%s);\n", dst, pfx, k, sub, cuda_ctype(d[k].ty.kind), cv, src);
+	}
+}
+
+static int can_vec(const Carrier *c)
+{
+	if (!c->nelem)
+		return 0;
+	for (int k = 0; k < c->nelem; k++)
+		if (c->elem[k].ty.len || (c->elem[k].storage != TY_F32 && c->elem[k].storage != TY_F16 &&
+					  c->elem[k].storage != TY_BF16))
+			return 0;
+	return 1;
+}
+
+static void vec_hooks(const Carrier *c, Buf *b, int ok)
+{
+	buf_puts(b, "ASC_DEV bool vec_ok(const Args &A)\n{\n\treturn ");
+	if (!ok) {
+		buf_puts(b, "false;\n}\n");
+		buf_puts(b, "ASC_DEV void load_elem4(const Args &A, int i, int j, Elem *E) {}\n");
+		return;
+	}
+	buf_puts(b, "(A.len & 3) == 0");
+	for (int k = 0; k < c->nelem; k++)
+		buf_printf(b, " && ((asc_uptr)A.in[%d] & 15) == 0", k);
+	buf_puts(b, ";\n}\n");
+	buf_puts(b, "ASC_DEV void load_elem4(const Args &A, int i, int j, Elem *E)\n{\n");
+	for (int k = 0; k < c->nelem; k++) {
+		int f32 = c->elem[k].storage == TY_F32;
+		const char *cv = f32 ? "" : c->elem[k].storage == TY_F16 ? "asc_f16" : "asc_bf16";
+		buf_printf(b, "\tconst %s v%d = ASC_LD((const %s *)((const %s *)A.in[%d] + (long long)i * A.len + j));\n",
+			   f32 ? "asc_f4" : "asc_h4", k, f32 ? "asc_f4" : "asc_h4", mtype(c->elem[k].storage), k);
+		const char *comp = "xyzw";
+		for (int v = 0; v < 4; v++)
+			buf_printf(b, "\tE[%d].e%d = %s(v%d.%c);\n", v, k, cv, k, comp[v]);
+	}
+	buf_puts(b, "}\n");
+}
+
+static void shfl_hook(const Carrier *c, Buf *b, const char *name, const char *intr)
+{
+	buf_printf(b, "ASC_DEV State %s(const State &s, int k)\n{\n\tState r;\n", name);
+	for (int f = 0; f < c->nstate; f++) {
+		int bl = c->state[f].ty.kind == TY_BOOL;
+		const char *sub = c->state[f].ty.len ? "[u]" : "";
+		if (c->state[f].ty.len)
+			buf_printf(b, "#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t", c->state[f].ty.len);
+		buf_printf(b, "\tr.f%d%s = %s%s(0xffffffffu, %ss.f%d%s, k);\n", f, sub, bl ? "(bool)" : "", intr,
+			   bl ? "(int)" : "", f, sub);
+	}
+	buf_puts(b, "\treturn r;\n}\n");
+}
+
+static void state_fn(Carrier *c, Buf *b, const char *head, Expr **e)
+{
+	struct Fn *f;
+	buf_printf(b, "%s\n{\n\tState r;\n", head);
+	cuda_fn_begin(&f, c, b);
+	for (int k = 0; k < c->nstate; k++) {
+		char dst[16];
+		snprintf(dst, sizeof dst, "r.f%d", k);
+		cuda_fn_assign(f, dst, e[k], c->state[k].ty.len);
+	}
+	cuda_fn_end(f);
+	buf_puts(b, "\treturn r;\n}\n");
+}
+
+/* Outputs computed into ovK, then stored through ASC_ST, one per component. */
+static void out_fn(Carrier *c, Buf *b, const char *head, const Def *d, int n, int base, const char *at)
+{
+	struct Fn *f;
+	buf_printf(b, "%s\n{\n", head);
+	cuda_fn_begin(&f, c, b);
+	for (int k = 0; k < n; k++) {
+		Ty t = d[k].e->ty;
+		const char *mt = mtype(t.kind);
+		char o[16];
+		snprintf(o, sizeof o, "ov%d", k);
+		buf_printf(b, "\t%s *o%d = (%s *)A.out[%d] + (%s) * %d;\n", mt, k, mt, base + k, at, width(t));
+		if (t.len)
+			buf_printf(b, "\t%s ov%d[%d];\n", cuda_ctype(t.kind), k, t.len);
+		else
+			buf_printf(b, "\t%s ov%d;\n", cuda_ctype(t.kind), k);
+		cuda_fn_assign(f, o, d[k].e, t.len);
+		if (t.len)
+			buf_printf(b, "#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t\tASC_ST(o%d + u, ov%d[u]);\n", t.len,
+				   k, k);
+		else
+			buf_printf(b, "\tASC_ST(o%d, ov%d);\n", k, k);
+	}
+	cuda_fn_end(f);
+	buf_puts(b, "}\n");
+}
+
+static void hooks(Carrier *c, Buf *b, int vec)
+{
+	int ordered = !(c->laws & LAW_COMMUTATIVE);
+	buf_printf(b, "#define ASC_ORDERED %d\n", ordered);
+	decl_struct(b, "State", "f", c->state, c->nstate);
+	decl_struct(b, "Row", "r", c->row, c->nrow);
+	decl_struct(b, "Elem", "e", c->elem, c->nelem);
+	buf_printf(b, "static_assert(sizeof(State) == %zu, \"State layout\");\n", state_size(c));
+	state_fn(c, b, "ASC_DEV State identity()", c->identity);
+	buf_puts(b, "ASC_DEV Row load_row(const Args &A, int i)\n{\n\tRow R;\n");
+	load_decls(b, "R", "r", c->row, c->nrow, c->nelem + c->ncol, "(long long)i");
+	buf_puts(b, "\treturn R;\n}\n");
+	buf_puts(b, "ASC_DEV Elem load_elem(const Args &A, int i, int j)\n{\n\tElem E;\n");
+	load_decls(b, "E", "e", c->elem, c->nelem, 0, "(long long)i * A.len + j");
+	buf_puts(b, "\treturn E;\n}\n");
+	vec_hooks(c, b, vec);
+	buf_puts(b, "ASC_DEV bool keep(const Args &A, const Row &R, const Elem &E, int i, int j)\n{\n");
+	if (c->mask) {
+		struct Fn *f;
+		cuda_fn_begin(&f, c, b);
+		cuda_fn_return(f, c->mask);
+		cuda_fn_end(f);
+	} else
+		buf_puts(b, "\treturn true;\n");
+	buf_puts(b, "}\n");
+	state_fn(c, b, "ASC_DEV State lift(const Args &A, const Row &R, const Elem &E, int i, int j)", c->lift);
+	state_fn(c, b, "ASC_DEV State merge(const Args &A, const State &a, const State &b)", c->merge);
+	out_fn(c, b, "ASC_DEV void finalize(const Args &A, const Row &R, const State &s, int i, long long at)",
+	       c->finalize, c->nfinal, 0, "at");
+	out_fn(c, b, "ASC_DEV void map(const Args &A, const Row &R, const Elem &E, const State &s, int i, int j)",
+	       c->map, c->nmap, c->nfinal, "(long long)i * A.len + j");
+	shfl_hook(c, b, "shfl_down", "__shfl_down_sync");
+	shfl_hook(c, b, "shfl_up", "__shfl_up_sync");
+	shfl_hook(c, b, "shfl_idx", "__shfl_sync");
+}
+
+/* ---- variants ---- */
+
+static CudaFamily base_family(const Carrier *c)
+{
+	return c->tpl == TPL_SCAN ? FAM_SCAN : c->nmap ? FAM_ROWMAP : FAM_ROWREDUCE;
+}
+
+static const CudaVariant defaults_reduce[] = {
+	{FAM_ROWREDUCE, 128, 2, 4, 1, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0}, {FAM_ROWREDUCE, 64, 1, 1, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0},    {FAM_SPLITK, 64, 1, 1, 0, 0},
+};
+static const CudaVariant defaults_map[] = {
+	{FAM_ROWMAP, 128, 2, 4, 1, 0},  {FAM_ROWMAP, 128, 1, 1, 1, 8}, {FAM_ROWMAP, 256, 2, 4, 0, 0},
+	{FAM_ROWMAP, 256, 1, 1, 0, 16}, {FAM_ROWMAP, 64, 1, 1, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0},
+	{FAM_SPLITK, 64, 1, 1, 0, 0},
+};
+static const CudaVariant defaults_scan[] = {
+	{FAM_SCAN, 128, 2, 4, 0, 4},
+	{FAM_SCAN, 64, 1, 1, 0, 1},
+};
+
+/* Registers a variant is expected to need (32-bit words), from the widths
+ * of the state, the row inputs and the elements kept per thread. */
+static int reg_estimate(const Carrier *c, const CudaVariant *v)
+{
+	int sw = 0, ew = 0, rw = 0;
+	for (int f = 0; f < c->nstate; f++)
+		sw += width(c->state[f].ty) * (kind_bytes(c->state[f].ty.kind) == 8 ? 2 : 1);
+	for (int k = 0; k < c->nelem; k++)
+		ew += width(c->elem[k].ty);
+	for (int k = 0; k < c->nrow; k++)
+		rw += width(c->row[k].ty);
+	return rw + (v->acc + 2) * sw + v->items * ew * (v->fam == FAM_SCAN ? 1 : 1) + 24;
+}
+
+/* Make v legal for c: no 4-wide loads where the inputs do not allow them,
+ * one accumulator where order matters, and fewer accumulators and kept
+ * elements where the registers would not hold them (spills). */
+static void fit_variant(const Carrier *c, CudaVariant *v, int vec_ok)
+{
+	if (!vec_ok)
+		v->vec = 1;
+	if (!(c->laws & LAW_COMMUTATIVE))
+		v->acc = 1;
+	while (reg_estimate(c, v) > 160 && v->acc > 1)
+		v->acc /= 2;
+	while (reg_estimate(c, v) > 160 && v->items > 1)
+		v->items /= 2;
+	if (v->fam == FAM_ROWMAP && v->items == 1)
+		v->items = 0;
+}
+
+static int same(const CudaVariant *a, const CudaVariant *b) { return !memcmp(a, b, sizeof *a); }
+
+static void add_variant(CudaModule *m, CudaVariant v)
+{
+	for (int k = 0; k < m->nvar; k++)
+		if (same(&m->var[k], &v))
+			return;
+	m->var[m->nvar++] = v;
+}
+
+int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
+{
+	static const char *sfx[NFAM][3] = {{""}, {""}, {"_part", "_comb", "_map"}, {"_part", "_carry", "_down"}};
+	static const int count[NFAM] = {1, 1, 3, 3};
+	int n = count[m->var[v].fam];
+	if (m->var[v].fam == FAM_SPLITK && m->base != FAM_ROWMAP)
+		n = 2;
+	for (int k = 0; k < n; k++)
+		snprintf(names[k], 64, "%s_v%d%s", m->prefix, v, sfx[m->var[v].fam][k]);
+	return n;
+}
+
+static void kernel(Buf *b, const char *name, int nt, const char *body)
+{
+	buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const Args A) { %s; }\n", nt, name, body);
+	buf_printf(b, "#ifdef ASSOC_EMU\nextern \"C\" void %s_emu(const void *p) { %s(*(const Args *)p); }\n#endif\n", name,
+		   name);
+}
+
+static void kernels(const CudaModule *m, Buf *b)
+{
+	for (int v = 0; v < m->nvar; v++) {
+		const CudaVariant *x = &m->var[v];
+		char nm[3][64], body[128];
+		cuda_kernel_names(m, v, nm);
+		switch (x->fam) {
+		case FAM_ROWREDUCE:
+			snprintf(body, sizeof body, "rowreduce<%d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp);
+			kernel(b, nm[0], x->nt, body);
+			break;
+		case FAM_ROWMAP:
+			snprintf(body, sizeof body, "rowmap<%d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp, x->items);
+			kernel(b, nm[0], x->nt, body);
+			break;
+		case FAM_SPLITK:
+			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
+			kernel(b, nm[0], x->nt, body);
+			kernel(b, nm[1], 64, "splitk_combine<64>(A)");
+			if (m->base == FAM_ROWMAP) {
+				snprintf(body, sizeof body, "splitk_map<%d, %d>(A)", x->nt, x->vec);
+				kernel(b, nm[2], x->nt, body);
+			}
+			break;
+		case FAM_SCAN:
+			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
+			kernel(b, nm[0], x->nt, body);
+			kernel(b, nm[1], 64, "scan_carry<64>(A)");
+			snprintf(body, sizeof body, "scan_down<%d, %d>(A)", x->nt, x->items);
+			kernel(b, nm[2], x->nt, body);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void put_blob(Buf *b, const char *name)
+{
+	const Blob *x = blob_find(name);
+	buf_printf(b, "/* ---- templates/%s.cuh ---- */\n", name);
+	buf_puts(b, x ? x->text : "#error missing template\n");
+	buf_puts(b, "\n");
+}
+
+static int check_limits(const Carrier *c, char *msg, size_t n)
+{
+	if (c->nelem + c->ncol + c->nrow > CUDA_MAXIN || c->nfinal + c->nmap > CUDA_MAXOUT || c->nparams > CUDA_MAXP) {
+		snprintf(msg, n, "the CUDA backend takes at most %d inputs, %d outputs and %d params", CUDA_MAXIN,
+			 CUDA_MAXOUT, CUDA_MAXP);
+		return -1;
+	}
+	if (c->tpl == TPL_SCAN && c->nmap) {
+		snprintf(msg, n, "a scan with map outputs is not supported by the CUDA backend");
+		return -1;
+	}
+	return 0;
+}
+
+int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n)
+{
+	memset(m, 0, sizeof *m);
+	if (check_limits(c, msg, n))
+		return -1;
+	m->base = base_family(c);
+	m->vec_ok = can_vec(c);
+	m->state_size = state_size(c);
+	m->var = calloc(16, sizeof *m->var);
+	if (!m->var)
+		abort();
+	if (config) {
+		CudaVariant v;
+		if (cuda_parse_config(config, &v, msg, n))
+			goto fail;
+		int fits = v.fam == m->base || (v.fam == FAM_SPLITK && m->base != FAM_SCAN);
+		if (!fits) {
+			snprintf(msg, n, "configuration '%s' does not fit a %s carrier", config, cuda_family_name(m->base));
+			goto fail;
+		}
+		fit_variant(c, &v, m->vec_ok);
+		add_variant(m, v);
+	} else {
+		const CudaVariant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
+		size_t nd = m->base == FAM_SCAN     ? sizeof defaults_scan / sizeof *d
+			    : m->base == FAM_ROWMAP ? sizeof defaults_map / sizeof *d
+						    : sizeof defaults_reduce / sizeof *d;
+		for (size_t k = 0; k < nd; k++) {
+			CudaVariant v = d[k];
+			fit_variant(c, &v, m->vec_ok);
+			add_variant(m, v);
+		}
+	}
+	Buf h = {0}, b = {0};
+	hooks(c, &h, m->vec_ok);
+	m->hooks = buf_take(&h);
+	snprintf(m->prefix, sizeof m->prefix, "asc_%016llx", (unsigned long long)fnv(m->hooks, strlen(m->hooks)));
+	buf_printf(&b, "/* generated by assoc: carrier %s, %d kernel variants; layout and launch rules in the template "
+		       "comments */\n", m->prefix, m->nvar);
+	put_blob(&b, "common");
+	buf_puts(&b, "/* ---- the carrier ---- */\n");
+	buf_puts(&b, m->hooks);
+	put_blob(&b, "blocks");
+	int used[NFAM] = {0};
+	for (int v = 0; v < m->nvar; v++)
+		used[m->var[v].fam] = 1;
+	if (used[FAM_ROWREDUCE])
+		put_blob(&b, "rowreduce");
+	if (used[FAM_ROWMAP])
+		put_blob(&b, "rowmap");
+	if (used[FAM_SPLITK] || used[FAM_SCAN])
+		put_blob(&b, "splitk");
+	if (used[FAM_SCAN])
+		put_blob(&b, "scan");
+	buf_puts(&b, "/* ---- kernels ---- */\n");
+	kernels(m, &b);
+	m->src = buf_take(&b);
+	return 0;
+fail:
+	cuda_module_free(m);
+	return -1;
+}
+
+void cuda_module_free(CudaModule *m)
+{
+	free(m->src);
+	free(m->hooks);
+	free(m->var);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- configurations ---- */
+
+int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
+{
+	char fam[32];
+	const char *colon = strchr(s, ':');
+	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
+	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
+	*v = (CudaVariant){NFAM, 128, 1, 1, 0, 0};
+	for (int f = 0; f < NFAM; f++)
+		if (!strcmp(fam, fam_names[f]))
+			v->fam = (CudaFamily)f;
+	if (v->fam == NFAM) {
+		snprintf(msg, n, "configuration '%s': unknown kernel family '%s' (rowreduce, rowmap, splitk, scan)", s, fam);
+		return -1;
+	}
+	if (v->fam == FAM_SCAN)
+		v->items = 4;
+	for (const char *p = colon ? colon + 1 : ""; *p;) {
+		char key[16];
+		int val, used = 0;
+		if (sscanf(p, "%15[a-z]=%d%n", key, &val, &used) != 2) {
+			snprintf(msg, n, "configuration '%s': expected key=value at '%s'", s, p);
+			return -1;
+		}
+		int *slot = !strcmp(key, "nt") ? &v->nt : !strcmp(key, "acc") ? &v->acc : !strcmp(key, "vec") ? &v->vec
+			    : !strcmp(key, "warp") ? &v->warp : !strcmp(key, "items") ? &v->items : NULL;
+		if (!slot) {
+			snprintf(msg, n, "configuration '%s': unknown key '%s' (nt, acc, vec, warp, items)", s, key);
+			return -1;
+		}
+		*slot = val;
+		p += used;
+		if (*p == ',')
+			p++;
+	}
+	int ok = v->nt >= 32 && v->nt <= 1024 && v->nt % 32 == 0 && v->acc >= 1 && v->acc <= 8 &&
+		 (v->vec == 1 || v->vec == 4) && (v->warp == 0 || v->warp == 1) && v->items >= 0 && v->items <= 64 &&
+		 (v->fam != FAM_SCAN || v->items >= 1) && (!v->warp || v->fam <= FAM_ROWMAP) &&
+		 (!v->items || v->fam == FAM_ROWMAP || v->fam == FAM_SCAN);
+	if (!ok) {
+		snprintf(msg, n, "configuration '%s' is out of range (nt: a multiple of 32 up to 1024; acc 1-8; vec 1 or 4; "
+				 "warp 0 or 1, rowreduce and rowmap only; items 0-64, rowmap and scan only)", s);
+		return -1;
+	}
+	return 0;
+}
+
+void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", cuda_family_name(v->fam), v->nt, v->acc, v->vec,
+		 v->warp, v->items);
+}
+
+/* ---- plans ---- */
+
+static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
+
+void cuda_plan(const CudaModule *m, int var, int rows, int len, int split, CudaPlan *p)
+{
+	const CudaVariant *v = &m->var[var];
+	char nm[3][64];
+	int nk = cuda_kernel_names(m, var, nm);
+	memset(p, 0, sizeof *p);
+	p->split = split < 1 ? 1 : split;
+	p->chunk = len;
+	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) /* chunks of a multiple of 4 keep 16-byte alignment */
+		p->chunk = (int)(cdiv(cdiv(len, p->split), 4) * 4);
+	for (int k = 0; k < nk; k++)
+		snprintf(p->k[k].name, sizeof p->k[k].name, "%s", nm[k]);
+	int nmap = m->base == FAM_ROWMAP;
+	switch (v->fam) {
+	case FAM_ROWREDUCE: case FAM_ROWMAP:
+		p->split = 1;
+		p->k[0].block = v->nt;
+		p->k[0].grid = v->warp ? cdiv(rows, v->nt / 32) : (unsigned)rows;
+		p->nk = 1;
+		p->loads = v->fam == FAM_ROWMAP && !v->items ? 2 : 1;
+		p->stores = v->fam == FAM_ROWMAP;
+		break;
+	case FAM_SPLITK:
+		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
+		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64};
+		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
+		p->nk = nmap ? 3 : 2;
+		for (int k = 0; k < p->nk; k++)
+			snprintf(p->k[k].name, sizeof p->k[k].name, "%s", nm[k]);
+		p->ws_bytes = (size_t)rows * (p->split + 1) * m->state_size;
+		p->loads = nmap ? 2 : 1;
+		p->stores = nmap;
+		break;
+	case FAM_SCAN:
+		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
+		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64};
+		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
+		for (int k = 0; k < 3; k++)
+			snprintf(p->k[k].name, sizeof p->k[k].name, "%s", nm[k]);
+		p->nk = 3;
+		if (p->split == 1) { /* one chunk per row: the down-sweep alone */
+			p->k[0] = p->k[2];
+			p->nk = 1;
+		}
+		p->ws_bytes = (size_t)rows * p->split * m->state_size;
+		p->loads = p->split > 1 ? 2 : 1;
+		p->stores = 1;
+		break;
+	default:
+		break;
+	}
+}
+
+int cuda_pick(const CudaModule *m, int rows, int len, int split)
+{
+	int best = -1;
+	for (int v = 0; v < m->nvar; v++) {
+		const CudaVariant *x = &m->var[v];
+		if (m->nvar == 1)
+			return 0;
+		if (m->base == FAM_SCAN)
+			return x->fam == FAM_SCAN ? v : best;
+		if (split > 1) {
+			if (x->fam == FAM_SPLITK)
+				return v;
+			continue;
+		}
+		if (x->fam == FAM_SPLITK)
+			continue;
+		int threads = x->warp ? 32 : x->nt;
+		if (x->items && len > x->items * threads)
+			continue;
+		if (x->warp != (len <= 256))
+			continue;
+		if (best < 0 || x->items > m->var[best].items)
+			best = v;
+	}
+	(void)rows;
+	return best >= 0 ? best : 0;
+}
+
+int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
+{
+	CudaVariant v;
+	char msg[256];
+	if (cuda_parse_config(config, &v, msg, sizeof msg))
+		return -1;
+	fit_variant(c, &v, m->vec_ok);
+	for (int k = 0; k < m->nvar; k++)
+		if (same(&m->var[k], &v))
+			return k;
+	return -1;
+}

@@ -1,0 +1,18 @@
+/* cudaint.h: internals shared by the CUDA generator's files. */
+#ifndef ASSOC_CUDAINT_H
+#define ASSOC_CUDAINT_H
+
+#include "buf.h"
+#include "cuda.h"
+
+struct Fn;
+const char *cuda_ctype(int kind);
+void cuda_literal(Buf *b, int kind, double v);
+void cuda_load_expr(Buf *b, int storage, int kind, const char *src, int t, int len);
+/* A function body: temporaries for the DAG of each expression, once. */
+void cuda_fn_begin(struct Fn **f, Carrier *c, Buf *b);
+void cuda_fn_end(struct Fn *f);
+void cuda_fn_assign(struct Fn *f, const char *dst, Expr *e, int len);
+void cuda_fn_return(struct Fn *f, Expr *e); /* temporaries, then `return e;` */
+
+#endif

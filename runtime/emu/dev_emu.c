@@ -1,0 +1,93 @@
+/* dev_emu.c: the emulator as a device for `assoc run --device emu`: the
+ * carrier's CUDA module, one variant picked for the shape (or named by
+ * --config), its kernels run on CPU fibers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cuda.h"
+#include "emu.h"
+
+static void fill_args(RunData *d, CudaArgs *a)
+{
+	Carrier *c = d->c;
+	int k = 0;
+	for (int e = 0; e < c->nelem; e++)
+		a->in[k++] = d->elem[e].p;
+	for (int e = 0; e < c->ncol; e++)
+		a->in[k++] = d->col[e].p;
+	for (int e = 0; e < c->nrow; e++)
+		a->in[k++] = d->row[e].p;
+	for (int o = 0; o < c->nfinal; o++)
+		a->out[o] = d->fin[o].p;
+	for (int o = 0; o < c->nmap; o++)
+		a->out[c->nfinal + o] = d->map[o].p;
+	for (int p = 0; p < c->nparams; p++)
+		a->prm[p] = d->params[p];
+	a->rows = d->rows;
+	a->len = d->len;
+}
+
+int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n)
+{
+	CudaModule m;
+	EmuLib *lib = NULL;
+	void *ws = NULL;
+	int rc = -1;
+	int split = o->split > 0 ? o->split : 1, v = -1;
+	if (cuda_module(d->c, NULL, &m, msg, n))
+		return -1;
+	if (o->config) { /* one of the module's own variants keeps the module (and its cached build) */
+		v = cuda_find_variant(&m, d->c, o->config);
+		if (v < 0) {
+			cuda_module_free(&m);
+			if (cuda_module(d->c, o->config, &m, msg, n))
+				return -1;
+			v = 0;
+		}
+	}
+	if (emu_open(m.src, &lib, msg, n))
+		goto out;
+	if (v < 0)
+		v = cuda_pick(&m, d->rows, d->len, split);
+	const CudaVariant *x = &m.var[v];
+	if (x->fam == FAM_ROWMAP && x->items && d->len > x->items * (x->warp ? 32 : x->nt)) {
+		snprintf(msg, n, "rows of %d do not fit on chip in this configuration (at most %d)", d->len,
+			 x->items * (x->warp ? 32 : x->nt));
+		goto out;
+	}
+	CudaPlan p;
+	cuda_plan(&m, v, d->rows, d->len, x->fam == FAM_SPLITK || x->fam == FAM_SCAN ? split : 1, &p);
+	CudaArgs a = {0};
+	fill_args(d, &a);
+	a.split = p.split;
+	a.chunk = p.chunk;
+	ws = calloc(p.ws_bytes ? p.ws_bytes : 1, 1);
+	if (!ws)
+		abort();
+	a.ws = ws;
+	unsigned long long bytes[2] = {0, 0};
+	for (int k = 0; k < p.nk; k++)
+		if (emu_launch_kernel(lib, p.k[k].name, p.k[k].grid, p.k[k].block, &a, bytes, msg, n))
+			goto out;
+	if (st) {
+		cuda_config_str(x, st->config, sizeof st->config);
+		st->bytes[0] = bytes[0], st->bytes[1] = bytes[1];
+		st->plan_loads = p.loads, st->plan_stores = p.stores;
+	}
+	if (o->verbose) {
+		char cfg[128];
+		cuda_config_str(x, cfg, sizeof cfg);
+		fprintf(stderr, "emu: %s, split %d, %llu bytes loaded, %llu stored\n", cfg, p.split, bytes[0], bytes[1]);
+	}
+	rc = 0;
+out:
+	free(ws);
+	emu_close(lib);
+	cuda_module_free(&m);
+	return rc;
+}
+
+static int run(RunData *d, const RunOpts *o, char *msg, size_t n) { return emu_run_data(d, o, NULL, msg, n); }
+
+const Device dev_emu = {"emu", emu_available, run};

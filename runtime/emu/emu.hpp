@@ -1,0 +1,517 @@
+/* emu.hpp: the CUDA execution model on a CPU, for generated kernels.
+ *
+ * Prepended (by runtime/emu/emu.c) to a module's CUDA C, which g++ then
+ * builds into a shared object.  One CUDA thread is one fiber; blocks run one
+ * after another, their threads interleaved at barriers and warp operations,
+ * so __syncthreads and the warp shuffles and votes behave as on a GPU.
+ *
+ * Checked: shared memory declared with ASC_SHARED is bounds-checked, and
+ * each word remembers its last writer and readers within the current barrier
+ * interval, so a read of a word another thread wrote since the last
+ * __syncthreads (or a write over a word another thread wrote or read since
+ * then) is reported as a race; a barrier reached after another thread of the
+ * block exited, or a deadlock at barriers or warp operations, is reported as
+ * differing barrier counts.  Errors name the kernel, block and thread.
+ *
+ * Everything here is inside the shared object and not sanitized, so the
+ * fibers' stacks never meet the host's AddressSanitizer. */
+#define ASSOC_EMU 1
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define warpSize 32
+#define ASC_DEV static inline
+#define ASC_LD(p) emu_ld(p)
+#define ASC_ST(p, v) emu_st((p), (v))
+typedef unsigned long long asc_uptr;
+
+struct dim3 {
+	unsigned x, y, z;
+};
+
+struct EmuFiber {
+	void *sp;
+	char *stack;
+	dim3 tid;
+	int done, blocked, lane, warp, nbar;
+	unsigned seq;
+#if !defined(__x86_64__)
+	ucontext_t uc;
+#endif
+};
+
+enum { EMU_MAXT = 1024, EMU_STACK = 128 * 1024 };
+
+struct Emu {
+	EmuFiber f[EMU_MAXT];
+	char *stacks;
+	int nstacks;
+	int n, nlive, bar_arrived, failed;
+	EmuFiber *cur;
+	void *sched_sp;
+#if !defined(__x86_64__)
+	ucontext_t sched_uc;
+#endif
+	dim3 bidx, bdim, gdim;
+	uint64_t epoch;
+	uint64_t slot[32][2][32];
+	int arrive[32][2], depart[32][2];
+	const char *kernel;
+	void (*fn)(const void *);
+	const void *args;
+	unsigned long long ld_bytes, st_bytes;
+	char msg[2048];
+};
+static Emu emu;
+
+#define threadIdx (emu.cur->tid)
+#define blockIdx (emu.bidx)
+#define blockDim (emu.bdim)
+#define gridDim (emu.gdim)
+
+/* ---- context switch ---- */
+#if defined(__x86_64__)
+extern "C" void emu_switch_ctx(void **save, void *to) __attribute__((visibility("hidden")));
+__asm__(".text\n"
+	".globl emu_switch_ctx\n"
+	".hidden emu_switch_ctx\n"
+	".type emu_switch_ctx,@function\n"
+	"emu_switch_ctx:\n"
+	"\tpushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n"
+	"\tmovq %rsp, (%rdi)\n\tmovq %rsi, %rsp\n"
+	"\tpopq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n"
+	"\tret\n"
+	".size emu_switch_ctx, .-emu_switch_ctx\n");
+static void emu_to_sched(void) { emu_switch_ctx(&emu.cur->sp, emu.sched_sp); }
+static void emu_to_fiber(EmuFiber *f) { emu_switch_ctx(&emu.sched_sp, f->sp); }
+#else
+static void emu_to_sched(void) { swapcontext(&emu.cur->uc, &emu.sched_uc); }
+static void emu_to_fiber(EmuFiber *f) { swapcontext(&emu.sched_uc, &f->uc); }
+#endif
+
+__attribute__((noreturn)) static void emu_park(void)
+{
+	for (;;)
+		emu_to_sched();
+}
+
+__attribute__((format(printf, 1, 2), noreturn)) static void emu_fail(const char *fmt, ...)
+{
+	if (!emu.failed) {
+		va_list ap;
+		va_start(ap, fmt);
+		int k = vsnprintf(emu.msg, sizeof emu.msg, fmt, ap);
+		va_end(ap);
+		if (k < 0 || (size_t)k >= sizeof emu.msg)
+			k = sizeof emu.msg - 1;
+		snprintf(emu.msg + k, sizeof emu.msg - k, " (kernel %s, block %u, thread %u)", emu.kernel, emu.bidx.x,
+			 emu.cur ? emu.cur->tid.x : 0u);
+		emu.failed = 1;
+	}
+	emu.cur->done = 1;
+	emu_park();
+}
+
+static void emu_exit_thread(void)
+{
+	EmuFiber *f = emu.cur;
+	f->done = 1;
+	emu.nlive--;
+	if (emu.bar_arrived > 0)
+		emu_fail("thread exited while %d threads of its block wait at __syncthreads (differing barrier counts)",
+			 emu.bar_arrived);
+	emu_park();
+}
+
+static void emu_entry(void)
+{
+	emu.fn(emu.args);
+	emu_exit_thread();
+}
+
+static void emu_fiber_init(EmuFiber *f, char *stack)
+{
+	f->stack = stack;
+#if defined(__x86_64__)
+	uint64_t *sp = (uint64_t *)(((uintptr_t)stack + EMU_STACK) & ~(uintptr_t)15);
+	*--sp = 0;                    /* the entry's return address: never used */
+	*--sp = (uint64_t)(uintptr_t)emu_entry;
+	for (int r = 0; r < 6; r++)
+		*--sp = 0;
+	f->sp = sp;
+#else
+	getcontext(&f->uc);
+	f->uc.uc_stack.ss_sp = stack + 4096;
+	f->uc.uc_stack.ss_size = EMU_STACK - 4096;
+	f->uc.uc_link = NULL;
+	makecontext(&f->uc, emu_entry, 0);
+#endif
+}
+
+/* ---- barriers and warps ---- */
+
+static void __syncthreads(void)
+{
+	EmuFiber *f = emu.cur;
+	f->nbar++;
+	if (emu.nlive < emu.n)
+		emu_fail("__syncthreads #%d reached after another thread of the block exited (differing barrier counts)",
+			 f->nbar);
+	if (++emu.bar_arrived == emu.n) {
+		emu.bar_arrived = 0;
+		emu.epoch++;
+		for (int t = 0; t < emu.n; t++)
+			if (emu.f[t].blocked == 1)
+				emu.f[t].blocked = 0;
+		return;
+	}
+	f->blocked = 1;
+	emu_to_sched();
+}
+
+/* Every lane of the warp deposits v; returns the 32 deposits, valid until
+ * emu_warp_leave.  Two slot sets alternate, so a lane may enter the next
+ * exchange while slower lanes still read this one. */
+static const uint64_t *emu_warp_enter(unsigned mask, uint64_t v, const char *what)
+{
+	EmuFiber *f = emu.cur;
+	if (mask != 0xffffffffu)
+		emu_fail("%s with a partial mask (0x%x) is not emulated", what, mask);
+	int w = f->warp, p = f->seq & 1;
+	emu.slot[w][p][f->lane] = v;
+	if (++emu.arrive[w][p] == 32) {
+		for (int l = 0; l < 32; l++)
+			if (emu.f[w * 32 + l].blocked == 2)
+				emu.f[w * 32 + l].blocked = 0;
+	} else {
+		f->blocked = 2;
+		emu_to_sched();
+	}
+	return emu.slot[w][p];
+}
+
+static void emu_warp_leave(void)
+{
+	EmuFiber *f = emu.cur;
+	int w = f->warp, p = f->seq & 1;
+	if (++emu.depart[w][p] == 32)
+		emu.arrive[w][p] = emu.depart[w][p] = 0;
+	f->seq++;
+}
+
+template <class T> static T emu_shfl(unsigned mask, T v, int src, const char *what)
+{
+	static_assert(sizeof(T) <= 8, "shuffle of a value over 8 bytes");
+	uint64_t u = 0;
+	memcpy(&u, &v, sizeof v);
+	const uint64_t *s = emu_warp_enter(mask, u, what);
+	u = s[src < 0 || src > 31 ? emu.cur->lane : src];
+	emu_warp_leave();
+	T r;
+	memcpy(&r, &u, sizeof r);
+	return r;
+}
+
+template <class T> static T __shfl_sync(unsigned m, T v, int src, int width = 32)
+{
+	int l = emu.cur->lane;
+	return emu_shfl(m, v, (l & ~(width - 1)) + (src & (width - 1)), "__shfl_sync");
+}
+template <class T> static T __shfl_down_sync(unsigned m, T v, unsigned d, int width = 32)
+{
+	int l = emu.cur->lane, s = l + (int)d;
+	return emu_shfl(m, v, (s & ~(width - 1)) == (l & ~(width - 1)) ? s : l, "__shfl_down_sync");
+}
+template <class T> static T __shfl_up_sync(unsigned m, T v, unsigned d, int width = 32)
+{
+	int l = emu.cur->lane, s = l - (int)d;
+	return emu_shfl(m, v, s >= (l & ~(width - 1)) ? s : l, "__shfl_up_sync");
+}
+template <class T> static T __shfl_xor_sync(unsigned m, T v, int x, int width = 32)
+{
+	int l = emu.cur->lane, s = l ^ x;
+	return emu_shfl(m, v, s < ((l & ~(width - 1)) + width) ? s : l, "__shfl_xor_sync");
+}
+static unsigned __ballot_sync(unsigned m, int pred)
+{
+	const uint64_t *s = emu_warp_enter(m, pred != 0, "__ballot_sync");
+	unsigned r = 0;
+	for (int l = 0; l < 32; l++)
+		r |= (unsigned)(s[l] != 0) << l;
+	emu_warp_leave();
+	return r;
+}
+static int __all_sync(unsigned m, int p) { return __ballot_sync(m, p) == 0xffffffffu; }
+static int __any_sync(unsigned m, int p) { return __ballot_sync(m, p) != 0; }
+static void __syncwarp(unsigned m = 0xffffffffu)
+{
+	emu_warp_enter(m, 0, "__syncwarp");
+	emu_warp_leave();
+}
+
+/* ---- checked shared memory ---- */
+
+template <class T, int N> struct EmuShared {
+	T v[N];
+	uint64_t wep[N], rep[N];
+	int wt[N], rt[N];
+	const char *nm;
+
+	void at(long i) const
+	{
+		if (i < 0 || i >= N)
+			emu_fail("out-of-bounds shared memory access: %s[%ld] outside [0, %d)", nm, i, N);
+	}
+	T rd(long i)
+	{
+		at(i);
+		int me = (int)emu.cur->tid.x;
+		if (wep[i] == emu.epoch && wt[i] != me)
+			emu_fail("shared-memory race on %s[%ld]: read of a word thread %d wrote since the last __syncthreads "
+				 "(missing __syncthreads?)", nm, i, wt[i]);
+		rt[i] = rep[i] == emu.epoch && rt[i] != me ? -2 : me;
+		rep[i] = emu.epoch;
+		return v[i];
+	}
+	void wr(long i, const T &x)
+	{
+		at(i);
+		int me = (int)emu.cur->tid.x;
+		if (wep[i] == emu.epoch && wt[i] != me)
+			emu_fail("shared-memory race on %s[%ld]: two threads write it between barriers (thread %d, then this one)",
+				 nm, i, wt[i]);
+		if (rep[i] == emu.epoch && rt[i] != me)
+			emu_fail("shared-memory race on %s[%ld]: write over a word %s read since the last __syncthreads "
+				 "(missing __syncthreads?)", nm, i, rt[i] == -2 ? "other threads" : "another thread");
+		wep[i] = emu.epoch;
+		wt[i] = me;
+		v[i] = x;
+	}
+	struct Ref {
+		EmuShared *s;
+		long i;
+		operator T() const { return s->rd(i); }
+		Ref &operator=(const T &x)
+		{
+			s->wr(i, x);
+			return *this;
+		}
+		Ref &operator=(const Ref &r)
+		{
+			s->wr(i, (T)r);
+			return *this;
+		}
+		Ref &operator+=(const T &x)
+		{
+			s->wr(i, s->rd(i) + x);
+			return *this;
+		}
+	};
+	Ref operator[](long i) { return Ref{this, i}; }
+};
+#define ASC_SHARED(T, name, n)                                                                         \
+	static EmuShared<T, (n)> name;                                                                 \
+	name.nm = #name
+
+/* ---- global memory, counted ---- */
+
+template <class T> static inline T emu_ld(const T *p)
+{
+	emu.ld_bytes += sizeof(T);
+	return *p;
+}
+template <class T, class U> static inline void emu_st(T *p, U v)
+{
+	emu.st_bytes += sizeof(T);
+	*p = (T)v;
+}
+template <class T> static inline T __ldg(const T *p) { return *p; }
+
+/* ---- atomics (one OS thread runs every fiber, so plain updates are atomic) ---- */
+template <class T> static T atomicAdd(T *p, T v)
+{
+	T o = *p;
+	*p = o + v;
+	return o;
+}
+template <class T> static T atomicMax(T *p, T v)
+{
+	T o = *p;
+	*p = o > v ? o : v;
+	return o;
+}
+template <class T> static T atomicMin(T *p, T v)
+{
+	T o = *p;
+	*p = o < v ? o : v;
+	return o;
+}
+template <class T> static T atomicExch(T *p, T v)
+{
+	T o = *p;
+	*p = v;
+	return o;
+}
+template <class T> static T atomicCAS(T *p, T cmp, T v)
+{
+	T o = *p;
+	if (o == cmp)
+		*p = v;
+	return o;
+}
+
+/* ---- math and conversions ---- */
+static inline float __int_as_float(int i)
+{
+	float f;
+	memcpy(&f, &i, 4);
+	return f;
+}
+static inline int __float_as_int(float f)
+{
+	int i;
+	memcpy(&i, &f, 4);
+	return i;
+}
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+/* __expf and __logf: glibc's */
+static inline float __fdividef(float x, float y) { return x / y; }
+static inline float __saturatef(float x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline float emu_half_to_float(unsigned short h)
+{
+	unsigned s = (unsigned)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
+	if (e == 0x1f)
+		u = s | 0x7f800000 | (m << 13);
+	else if (e)
+		u = s | ((e + 112) << 23) | (m << 13);
+	else if (!m)
+		u = s;
+	else {
+		float f = (float)m * 0x1p-24f;
+		return s ? -f : f;
+	}
+	return __int_as_float((int)u);
+}
+static inline float __half2float(unsigned short h) { return emu_half_to_float(h); }
+static inline float __bfloat162float(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }
+
+/* ---- launch ---- */
+
+static void emu_run_block(void)
+{
+	for (int t = 0; t < emu.n; t++) {
+		EmuFiber *f = &emu.f[t];
+		emu_fiber_init(f, emu.stacks + (size_t)t * EMU_STACK);
+		f->tid = dim3{(unsigned)t, 0, 0};
+		f->done = f->blocked = f->nbar = 0;
+		f->seq = 0;
+		f->lane = t % 32;
+		f->warp = t / 32;
+	}
+	memset(emu.arrive, 0, sizeof emu.arrive);
+	memset(emu.depart, 0, sizeof emu.depart);
+	emu.nlive = emu.n;
+	emu.bar_arrived = 0;
+	emu.epoch++;
+	for (int left = emu.n; left > 0 && !emu.failed;) {
+		int ran = 0;
+		for (int t = 0; t < emu.n && !emu.failed; t++) {
+			EmuFiber *f = &emu.f[t];
+			if (f->done || f->blocked)
+				continue;
+			emu.cur = f;
+			emu_to_fiber(f);
+			ran = 1;
+			if (f->done)
+				left--;
+		}
+		if (!ran && left > 0 && !emu.failed) {
+			int bar = 0, warp = 0, t0 = -1;
+			for (int t = 0; t < emu.n; t++) {
+				if (emu.f[t].blocked == 1)
+					bar++;
+				if (emu.f[t].blocked == 2)
+					warp++, t0 = t0 < 0 ? t : t0;
+			}
+			emu.cur = t0 >= 0 ? &emu.f[t0] : NULL;
+			snprintf(emu.msg, sizeof emu.msg,
+				 "deadlock: %d threads wait at __syncthreads and %d at warp operations that not every lane "
+				 "reaches (differing barrier counts) (kernel %s, block %u, thread %d)",
+				 bar, warp, emu.kernel, emu.bidx.x, t0);
+			emu.failed = 1;
+		}
+	}
+	emu.cur = NULL;
+}
+
+__attribute__((destructor)) static void emu_unload(void)
+{
+	if (emu.stacks)
+		munmap(emu.stacks, (size_t)emu.nstacks * EMU_STACK);
+	emu.stacks = NULL;
+}
+
+/* Run fn(args) on a grid of `grid` blocks of `block` threads.  0, or -1 with
+ * the error in msg.  bytes[0], bytes[1]: global bytes loaded and stored. */
+extern "C" int emu_launch(void (*fn)(const void *), const char *kernel, unsigned grid, unsigned block,
+			  const void *args, unsigned long long *bytes, char *msg, size_t n)
+{
+	if (block == 0 || block > EMU_MAXT || block % 32) {
+		snprintf(msg, n, "kernel %s: block of %u threads (the emulator needs a multiple of 32, at most %d)", kernel,
+			 block, EMU_MAXT);
+		return -1;
+	}
+	if (emu.nstacks < (int)block) { /* stacks for the widest block so far, a guard page under each */
+		if (emu.stacks)
+			munmap(emu.stacks, (size_t)emu.nstacks * EMU_STACK);
+		emu.nstacks = 0;
+		void *p = mmap(NULL, (size_t)block * EMU_STACK, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED) {
+			emu.stacks = NULL;
+			snprintf(msg, n, "emulator: no memory for fiber stacks");
+			return -1;
+		}
+		emu.stacks = (char *)p;
+		emu.nstacks = (int)block;
+		for (unsigned t = 0; t < block; t++)
+			mprotect(emu.stacks + (size_t)t * EMU_STACK, 4096, PROT_NONE);
+	}
+	emu.fn = fn;
+	emu.args = args;
+	emu.kernel = kernel;
+	emu.n = (int)block;
+	emu.bdim = dim3{block, 1, 1};
+	emu.gdim = dim3{grid, 1, 1};
+	emu.failed = 0;
+	emu.msg[0] = 0;
+	emu.ld_bytes = emu.st_bytes = 0;
+	for (unsigned b = 0; b < grid && !emu.failed; b++) {
+		emu.bidx = dim3{b, 0, 0};
+		emu_run_block();
+	}
+	if (bytes)
+		bytes[0] += emu.ld_bytes, bytes[1] += emu.st_bytes;
+	if (emu.failed) {
+		snprintf(msg, n, "%s", emu.msg);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,136 @@
+/* blocks.cuh: building blocks shared by the row templates.
+ *
+ * Hooks from the generated carrier (compiler/cuda.c): State, Row, Elem,
+ * identity(), merge(A, a, b), lift(A, R, E, i, j), keep(A, R, E, i, j)
+ * (false for a masked element, which contributes the identity),
+ * load_row(A, i), load_elem(A, i, j), load_elem4(A, i, j, E[4]) and
+ * vec_ok(A) (16-byte loads are legal), finalize(A, R, s, i, at),
+ * map(A, R, E, s, i, j), shfl_down/shfl_up/shfl_idx(s, k), ASC_ORDERED.
+ *
+ * Order: merge(a, b) always has a's elements before b's.  Where the carrier
+ * is not known to commute (ASC_ORDERED), each thread folds one contiguous
+ * segment, lanes merge with increasing distance (lane l, a multiple of 2o,
+ * merges [l, l+o) with [l+o, l+2o)), and warps in warp order, so the
+ * result is the left fold of the row in some bracketing. */
+
+ASC_DEV void step(const Args &A, const Row &R, const Elem &E, int i, int j, State &acc)
+{
+	if (keep(A, R, E, i, j))
+		acc = merge(A, acc, lift(A, R, E, i, j));
+}
+
+/* Lane 0 ends with the fold of the warp's 32 states, in lane order. */
+ASC_DEV State warp_reduce(const Args &A, State s)
+{
+	int lane = threadIdx.x % 32;
+#pragma unroll
+	for (int o = 1; o < 32; o <<= 1) {
+		State t = shfl_down(s, o);
+		if ((lane & (2 * o - 1)) == 0)
+			s = merge(A, s, t);
+	}
+	return s;
+}
+
+/* Every thread of the block gets the fold of all NT states, in thread
+ * order.  blockDim.x == NT, NT % 32 == 0; every thread must call it. */
+template <int NT>
+ASC_DEV State block_reduce(const Args &A, State s)
+{
+	s = warp_reduce(A, s);
+	if (NT == 32)
+		return shfl_idx(s, 0);
+	ASC_SHARED(State, red, NT / 32 + 1);
+	int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+	if (lane == 0)
+		red[w] = s;
+	__syncthreads();
+	if (w == 0) {
+		State t = identity();
+		if (lane < NT / 32)
+			t = red[lane];
+		t = warp_reduce(A, t);
+		if (lane == 0)
+			red[NT / 32] = t;
+	}
+	__syncthreads();
+	State r = red[NT / 32];
+	__syncthreads(); /* red is reused by the next reduction */
+	return r;
+}
+
+/* Fold positions [lo, hi) of row i as thread t of NT: a contiguous segment
+ * where order matters; otherwise strided (coalesced) with ACC independent
+ * accumulators, and 16-byte loads of 4 elements where aligned. */
+template <int NT, int ACC, int VEC>
+ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int hi)
+{
+	if (ASC_ORDERED) {
+		int seg = (hi - lo + NT - 1) / NT, b = lo + t * seg, e = b + seg < hi ? b + seg : hi;
+		State acc = identity();
+		for (int j = b; j < e; j++) {
+			Elem E = load_elem(A, i, j);
+			step(A, R, E, i, j, acc);
+		}
+		return acc;
+	}
+	State acc[ACC];
+#pragma unroll
+	for (int a = 0; a < ACC; a++)
+		acc[a] = identity();
+	int j0 = lo;
+	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A)) {
+		int ng = (hi - lo) / 4;
+		for (int g = t; g < ng; g += NT * ACC) {
+#pragma unroll
+			for (int a = 0; a < ACC; a++) {
+				int gg = g + a * NT;
+				if (gg < ng) {
+					Elem E[4];
+					load_elem4(A, i, lo + 4 * gg, E);
+#pragma unroll
+					for (int v = 0; v < 4; v++)
+						step(A, R, E[v], i, lo + 4 * gg + v, acc[a]);
+				}
+			}
+		}
+		j0 = lo + 4 * ng;
+	}
+	for (int j = j0 + t; j < hi; j += NT * ACC) {
+#pragma unroll
+		for (int a = 0; a < ACC; a++) {
+			int jj = j + a * NT;
+			if (jj < hi) {
+				Elem E = load_elem(A, i, jj);
+				step(A, R, E, i, jj, acc[a]);
+			}
+		}
+	}
+	State s = acc[0];
+#pragma unroll
+	for (int a = 1; a < ACC; a++)
+		s = merge(A, s, acc[a]);
+	return s;
+}
+
+/* Map outputs of positions [lo, hi) of row i with the row's final state. */
+template <int NT, int VEC>
+ASC_DEV void map_pass(const Args &A, const Row &R, const State &s, int i, int t, int lo, int hi)
+{
+	int j0 = lo;
+	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A)) {
+		int ng = (hi - lo) / 4;
+		for (int g = t; g < ng; g += NT) {
+			Elem E[4];
+			load_elem4(A, i, lo + 4 * g, E);
+#pragma unroll
+			for (int v = 0; v < 4; v++)
+				map(A, R, E[v], s, i, lo + 4 * g + v);
+		}
+		j0 = lo + 4 * ng;
+	}
+	for (int j = j0 + t; j < hi; j += NT) {
+		Elem E = load_elem(A, i, j);
+		map(A, R, E, s, i, j);
+	}
+}

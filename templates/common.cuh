@@ -1,0 +1,71 @@
+/* common.cuh: the prelude of every generated module, for NVRTC and for the
+ * emulator alike (runtime/emu/emu.hpp defines the CUDA built-ins there).
+ *
+ * Args is the one kernel parameter: pointers to the inputs (element inputs,
+ * then column inputs, then row inputs, in spec order), to the outputs
+ * (finalize outputs, then map outputs), a workspace for split kernels, the
+ * shape, and the runtime params as doubles.  Its layout is fixed so that a
+ * host written in C can build it (compiler/cuda.h: CudaArgs). */
+#ifndef ASSOC_EMU
+#define ASC_DEV __device__ __forceinline__
+#define ASC_SHARED(T, name, n) __shared__ T name[n]
+#define ASC_LD(p) (*(p))
+#define ASC_ST(p, v) (*(p) = (v))
+typedef unsigned long long asc_uptr;
+#endif
+
+#define ASC_MAXIN 16
+#define ASC_MAXOUT 16
+#define ASC_MAXP 16
+#define ASC_INF __int_as_float(0x7f800000)
+
+struct Args {
+	const void *in[ASC_MAXIN];
+	void *out[ASC_MAXOUT];
+	void *ws;
+	int rows, len, split, chunk;
+	double prm[ASC_MAXP];
+};
+
+struct alignas(16) asc_f4 { float x, y, z, w; };
+struct alignas(8) asc_h4 { unsigned short x, y, z, w; };
+
+ASC_DEV float asc_f16(unsigned short h)
+{
+#ifdef ASSOC_EMU
+	return emu_half_to_float(h);
+#else
+	float f;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
+#endif
+}
+
+ASC_DEV float asc_bf16(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }
+
+/* The spec's subtraction: (-inf) - (-inf) = -inf, so that rescaling an empty
+ * state by exp(a.m - m) gives 0.  Used wherever no operand is proven to
+ * differ from -inf. */
+ASC_DEV float asc_sub(float x, float y) { return (x == -ASC_INF && y == -ASC_INF) ? -ASC_INF : x - y; }
+ASC_DEV double asc_subd(double x, double y)
+{
+	return (x == -(double)ASC_INF && y == -(double)ASC_INF) ? -(double)ASC_INF : x - y;
+}
+ASC_DEV float asc_powi(float x, int k)
+{
+	float r = 1, b = x;
+	unsigned n = k < 0 ? -(unsigned)k : (unsigned)k;
+	for (; n; n >>= 1, b *= b)
+		if (n & 1)
+			r *= b;
+	return k < 0 ? 1 / r : r;
+}
+ASC_DEV double asc_powid(double x, int k)
+{
+	double r = 1, b = x;
+	unsigned n = k < 0 ? -(unsigned)k : (unsigned)k;
+	for (; n; n >>= 1, b *= b)
+		if (n & 1)
+			r *= b;
+	return k < 0 ? 1 / r : r;
+}

@@ -1,0 +1,27 @@
+/* rowreduce.cuh: one state per row, then finalize.
+ *
+ * Layout: element inputs [rows][len], column inputs [len], row inputs
+ * [rows]; finalize outputs [rows].  Reduced axis: the last one.
+ * Identity: identity(); masked and out-of-row positions contribute it.
+ * Launch: blockDim.x = NT (a multiple of 32).  WARP_ROW: a warp per row,
+ * grid = ceil(rows / (NT / 32)) (short rows); otherwise a block per row,
+ * grid = rows.  Global traffic: one read of each element input. */
+template <int NT, int ACC, int VEC, int WARP_ROW>
+ASC_DEV void rowreduce(const Args &A)
+{
+	if (WARP_ROW) {
+		int i = blockIdx.x * (NT / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+		if (i >= A.rows) /* the whole warp leaves together */
+			return;
+		Row R = load_row(A, i);
+		State s = warp_reduce(A, thread_fold<32, ACC, VEC>(A, R, i, lane, 0, A.len));
+		if (lane == 0)
+			finalize(A, R, s, i, i);
+		return;
+	}
+	int i = blockIdx.x;
+	Row R = load_row(A, i);
+	State s = block_reduce<NT>(A, thread_fold<NT, ACC, VEC>(A, R, i, threadIdx.x, 0, A.len));
+	if (threadIdx.x == 0)
+		finalize(A, R, s, i, i);
+}

@@ -1,0 +1,49 @@
+/* splitk.cuh: long rows, few rows.  Each row is cut into A.split chunks of
+ * A.chunk positions (chunk c: [c * chunk, min((c + 1) * chunk, len))).
+ *
+ * splitk_partial: grid = rows * split, blockDim.x = NT; block b folds chunk
+ *   b % split of row b / split and writes its state to ws[b].
+ * splitk_combine: one thread per row (blockDim.x = NT, grid = ceil(rows /
+ *   NT)); merges the row's partial states in chunk order (results do not
+ *   depend on timing), stores the row state at ws[rows * split + i] and
+ *   finalizes.
+ * splitk_map: grid = rows * split; writes the map outputs of one chunk
+ *   with the row state from ws.
+ * Workspace: rows * (split + 1) states. */
+template <int NT, int ACC, int VEC>
+ASC_DEV void splitk_partial(const Args &A)
+{
+	int i = blockIdx.x / A.split, c = blockIdx.x % A.split;
+	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
+	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
+	Row R = load_row(A, i);
+	State s = block_reduce<NT>(A, thread_fold<NT, ACC, VEC>(A, R, i, threadIdx.x, lo, hi));
+	if (threadIdx.x == 0)
+		((State *)A.ws)[blockIdx.x] = s;
+}
+
+template <int NT>
+ASC_DEV void splitk_combine(const Args &A)
+{
+	int i = blockIdx.x * NT + threadIdx.x;
+	if (i >= A.rows)
+		return;
+	State *ws = (State *)A.ws;
+	State s = identity();
+	for (int c = 0; c < A.split; c++)
+		s = merge(A, s, ws[i * A.split + c]);
+	ws[A.rows * A.split + i] = s;
+	Row R = load_row(A, i);
+	finalize(A, R, s, i, i);
+}
+
+template <int NT, int VEC>
+ASC_DEV void splitk_map(const Args &A)
+{
+	int i = blockIdx.x / A.split, c = blockIdx.x % A.split;
+	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
+	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
+	Row R = load_row(A, i);
+	State s = ((const State *)A.ws)[A.rows * A.split + i];
+	map_pass<NT, VEC>(A, R, s, i, threadIdx.x, lo, hi);
+}
