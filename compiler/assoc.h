@@ -1,0 +1,94 @@
+/* assoc.h: the libassoc C API: load a carrier spec, check its laws,
+ * compile it for a device, run it on caller-owned arrays.
+ *
+ * Every function returns an AssocStatus; none exits or prints.  A handle
+ * keeps the message of its last failure (assoc_spec_error,
+ * assoc_kernel_error); a failed assoc_spec_load still returns a handle
+ * holding the diagnostic, to be freed like any other.  Handles are not
+ * shared between threads; a kernel runs on its own threads.
+ *
+ * Arrays (spec-format.md's layout, row-major, in the spec's storage
+ * types, f16/bf16 as 16-bit patterns):
+ *   element inputs [rows][len][width]   column inputs [len][width]
+ *   row inputs [rows][width]            finalize outputs [rows][width]
+ *   map outputs, and finalize outputs of a scan, [rows][len][width]
+ * assoc_array_info lists them all, inputs first, with the byte count a
+ * shape needs. */
+#ifndef ASSOC_H
+#define ASSOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+	ASSOC_OK = 0,
+	ASSOC_EINVAL,   /* a NULL handle or pointer, an unknown name, a negative shape */
+	ASSOC_ESPEC,    /* the spec does not load (syntax, scopes, types) */
+	ASSOC_ELAWS,    /* assoc_spec_check: a law or the reference does not hold */
+	ASSOC_EDEVICE,  /* the device is unknown or not usable here */
+	ASSOC_ECOMPILE, /* code generation failed */
+	ASSOC_ESIZE,    /* a buffer's size does not fit the shape */
+	ASSOC_ENOMEM,
+} AssocStatus;
+
+typedef struct AssocSpec AssocSpec;
+typedef struct AssocKernel AssocKernel;
+
+typedef enum { ASSOC_ELEMENT, ASSOC_COLUMN, ASSOC_ROW, ASSOC_FINALIZE, ASSOC_MAP } AssocRole;
+
+typedef struct {
+	const char *name;
+	AssocRole role;
+	const char *type; /* "f32", "f16", "bf16", "f64", "i32", "i64", "bool" */
+	int width;        /* components per element (the vector length, or 1) */
+	int is_output;
+} AssocArray;
+
+/* A caller-owned array bound by name. */
+typedef struct {
+	const char *name;
+	void *data;
+	size_t bytes;
+} AssocBuffer;
+
+/* A name=value pair: a dim override at load, a param value at run. */
+typedef struct {
+	const char *name;
+	double value;
+} AssocValue;
+
+const char *assoc_strerror(AssocStatus s);
+
+AssocStatus assoc_spec_load(AssocSpec **out, const char *path, const AssocValue *dims, int ndims);
+AssocStatus assoc_spec_load_text(AssocSpec **out, const char *text, size_t len, const AssocValue *dims,
+				 int ndims);
+const char *assoc_spec_error(const AssocSpec *s);
+const char *assoc_spec_name(const AssocSpec *s);
+/* Identity, associativity, claimed commutativity and the reference, by
+ * randomized trials (the command line's `assoc check`, without the prover). */
+AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed);
+int assoc_array_count(const AssocSpec *s);
+AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info);
+/* Bytes array i needs for rows x len; 0 for a bad index. */
+size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len);
+void assoc_spec_free(AssocSpec *s);
+
+/* device: "cpu" (or "auto": the CPU backend).  threads 0: every core.
+ * The spec must outlive the kernel. */
+AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out);
+const char *assoc_kernel_error(const AssocKernel *k);
+/* Every input and output of the spec bound once by name; params by name
+ * (each param of the spec given once).  Outputs are overwritten. */
+AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs,
+		      const AssocValue *params, int nparams);
+void assoc_kernel_free(AssocKernel *k);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,165 @@
+/* test_lib.c: the public C API (compiler/assoc.h): a run on caller-owned
+ * buffers, introspection, params, misuse (NULL handles, wrong sizes,
+ * unknown names) as status codes, and the example program, built and run. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "compiler/assoc.h"
+#include "testutil.h"
+
+static AssocSpec *spec_ok(const char *path)
+{
+	AssocSpec *s;
+	AssocStatus st = assoc_spec_load(&s, path, NULL, 0);
+	cr_assert_eq(st, ASSOC_OK, "%s: %s", path, assoc_spec_error(s));
+	return s;
+}
+
+Test(lib, layer_norm_with_params_and_columns)
+{
+	AssocSpec *s = spec_ok("specs/layer_norm.yaml");
+	cr_assert_eq(assoc_array_count(s), 6);
+	AssocArray a;
+	cr_assert_eq(assoc_array_info(s, 0, &a), ASSOC_OK);
+	cr_assert_str_eq(a.name, "x");
+	cr_assert_str_eq(a.type, "bf16");
+	cr_assert_eq(a.role, ASSOC_ELEMENT);
+	cr_assert_eq(assoc_array_bytes(s, 0, 3, 10), 3 * 10 * 2);
+	cr_assert_eq(assoc_array_bytes(s, 1, 3, 10), 10 * 4, "gamma: a column");
+	cr_assert_eq(assoc_array_bytes(s, 3, 3, 10), 3 * 4, "mean: per row");
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "cpu", 2, &k), ASSOC_OK, "%s", assoc_spec_error(s));
+	uint16_t x[3][10];
+	float gamma[10], beta[10], mean[3], rstd[3], y[3][10];
+	for (int r = 0; r < 3; r++)
+		for (int j = 0; j < 10; j++)
+			x[r][j] = (uint16_t)(0x3f80 + (r * 10 + j) * 0x10); /* bf16 values from 1 up */
+	for (int j = 0; j < 10; j++)
+		gamma[j] = 2, beta[j] = 1;
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"gamma", gamma, sizeof gamma}, {"beta", beta, sizeof beta},
+			   {"mean", mean, sizeof mean}, {"rstd", rstd, sizeof rstd}, {"y", y, sizeof y}};
+	AssocValue eps = {"eps", 1e-5};
+	cr_assert_eq(assoc_run(k, 3, 10, b, 6, &eps, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
+	double s0 = 0;
+	for (int j = 0; j < 10; j++) {
+		uint32_t u = (uint32_t)x[0][j] << 16;
+		float f;
+		memcpy(&f, &u, 4);
+		s0 += f;
+	}
+	cr_assert_float_eq(mean[0], s0 / 10, 1e-5);
+	double ysum = 0;
+	for (int j = 0; j < 10; j++)
+		ysum += y[1][j];
+	cr_assert_float_eq(ysum / 10, 1.0, 1e-4, "normalized rows average beta");
+	/* params: missing, unknown */
+	cr_assert_eq(assoc_run(k, 3, 10, b, 6, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "param 'eps' given 0 times"), "%s", assoc_kernel_error(k));
+	AssocValue two[] = {{"eps", 1e-5}, {"temperature", 1}};
+	cr_assert_eq(assoc_run(k, 3, 10, b, 6, two, 2), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "no param 'temperature'"), "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
+Test(lib, misuse_gives_status_codes)
+{
+	cr_assert_eq(assoc_spec_load(NULL, "specs/sum.yaml", NULL, 0), ASSOC_EINVAL);
+	AssocSpec *s = NULL;
+	cr_assert_eq(assoc_spec_load(&s, NULL, NULL, 0), ASSOC_EINVAL);
+	cr_assert_eq(assoc_array_count(NULL), 0);
+	cr_assert_eq(assoc_array_info(NULL, 0, NULL), ASSOC_EINVAL);
+	cr_assert_eq(assoc_array_bytes(NULL, 0, 1, 1), 0);
+	cr_assert_eq(assoc_spec_check(NULL, 10, 1), ASSOC_EINVAL);
+	AssocKernel *k = (AssocKernel *)1;
+	cr_assert_eq(assoc_compile(NULL, "cpu", 1, &k), ASSOC_EINVAL);
+	cr_assert_null(k);
+	cr_assert_eq(assoc_run(NULL, 1, 1, NULL, 0, NULL, 0), ASSOC_EINVAL);
+	assoc_kernel_free(NULL);
+	assoc_spec_free(NULL);
+	cr_assert_str_eq(assoc_strerror(ASSOC_ESIZE), "buffer size does not fit the shape");
+	cr_assert_str_eq(assoc_strerror((AssocStatus)99), "unknown status");
+
+	s = spec_ok("specs/sum.yaml");
+	cr_assert_eq(assoc_compile(s, "tpu", 1, &k), ASSOC_EDEVICE);
+	cr_assert(strstr(assoc_spec_error(s), "unknown device 'tpu'"), "%s", assoc_spec_error(s));
+	cr_assert_eq(assoc_compile(s, "cpu", 1, NULL), ASSOC_EINVAL);
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_OK);
+	float x[12], out[3];
+	AssocBuffer good[] = {{"x", x, sizeof x}, {"s", out, sizeof out}};
+	AssocBuffer small[] = {{"x", x, sizeof x - 4}, {"s", out, sizeof out}};
+	AssocBuffer noname[] = {{NULL, x, sizeof x}, {"s", out, sizeof out}};
+	AssocBuffer twice[] = {{"x", x, sizeof x}, {"x", x, sizeof x}};
+	AssocBuffer nodata[] = {{"x", NULL, sizeof x}, {"s", out, sizeof out}};
+	AssocBuffer extra[] = {{"x", x, sizeof x}, {"s", out, sizeof out}, {"t", out, 4}};
+	cr_assert_eq(assoc_run(k, 3, 4, small, 2, NULL, 0), ASSOC_ESIZE);
+	cr_assert(strstr(assoc_kernel_error(k), "buffer 'x' has 44 bytes; the shape needs 48"), "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_run(k, 3, 4, noname, 2, NULL, 0), ASSOC_EINVAL);
+	cr_assert_eq(assoc_run(k, 3, 4, twice, 2, NULL, 0), ASSOC_EINVAL);
+	cr_assert_eq(assoc_run(k, 3, 4, nodata, 2, NULL, 0), ASSOC_ESIZE);
+	cr_assert_eq(assoc_run(k, 3, 4, extra, 3, NULL, 0), ASSOC_EINVAL);
+	cr_assert_eq(assoc_run(k, 3, 4, good, 1, NULL, 0), ASSOC_EINVAL, "s missing");
+	cr_assert_eq(assoc_run(k, -1, 4, good, 2, NULL, 0), ASSOC_EINVAL);
+	cr_assert_eq(assoc_run(k, 3, 4, NULL, 2, NULL, 0), ASSOC_EINVAL);
+	for (int i = 0; i < 12; i++)
+		x[i] = (float)i;
+	cr_assert_eq(assoc_run(k, 3, 4, good, 2, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_eq(out[2], 8 + 9 + 10 + 11);
+	cr_assert_eq(assoc_run(k, 0, 4, (AssocBuffer[]){{"x", NULL, 0}, {"s", NULL, 0}}, 2, NULL, 0), ASSOC_OK,
+		     "no rows: nothing to do");
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
+Test(lib, invalid_spec_keeps_its_diagnostic)
+{
+	AssocSpec *s;
+	const char *text = "carrier: bad\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: mod(x)}\n"
+			   "merge: {s: a.s + b.s}\n";
+	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_ESPEC);
+	cr_assert(strstr(assoc_spec_error(s), "unknown function 'mod'"), "%s", assoc_spec_error(s));
+	cr_assert_eq(assoc_array_count(s), 0);
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_EINVAL);
+	assoc_spec_free(s);
+}
+
+Test(lib, check_laws)
+{
+	AssocSpec *s = spec_ok("specs/welford.yaml");
+	cr_assert_eq(assoc_spec_check(s, 300, 1), ASSOC_OK, "%s", assoc_spec_error(s));
+	assoc_spec_free(s);
+	const char *bad = "carrier: mean_wrong\nelement: {x: f32}\nstate: {m: f32}\nidentity: {m: 0}\n"
+			  "lift: {m: x}\nmerge: {m: (a.m + b.m) / 2}\n";
+	cr_assert_eq(assoc_spec_load_text(&s, bad, strlen(bad), NULL, 0), ASSOC_OK);
+	cr_assert_eq(assoc_spec_check(s, 300, 1), ASSOC_ELAWS);
+	cr_assert(strstr(assoc_spec_error(s), "fails"), "%s", assoc_spec_error(s));
+	assoc_spec_free(s);
+}
+
+Test(lib, dims_override)
+{
+	AssocSpec *s;
+	AssocValue d = {"dv", 8};
+	cr_assert_eq(assoc_spec_load(&s, "specs/o_lse.yaml", &d, 1), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocArray a;
+	cr_assert_eq(assoc_array_info(s, 0, &a), ASSOC_OK);
+	cr_assert_eq(a.width, 8);
+	assoc_spec_free(s);
+}
+
+Test(lib, example_program_builds_and_runs)
+{
+	char out[4096];
+	FILE *f = popen("cc -std=c11 -Icompiler -fsanitize=address,undefined -o build/example_lib "
+			"tests/example/example_lib.c build/asan/libassoc.a -lyaml -lm -ldl -lpthread "
+			"$(llvm-config --ldflags --libs) 2>&1 && build/example_lib 2>&1",
+			"r");
+	cr_assert(f);
+	size_t n = fread(out, 1, sizeof out - 1, f);
+	out[n] = 0;
+	int st = pclose(f);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	cr_assert(strstr(out, "row 1: lse 1.609438, y 0.200000 0.200000"), "%s", out);
+}
