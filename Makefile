@@ -26,7 +26,7 @@ ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 
 PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config llvm-14-dev
 
-.PHONY: all deps test demo fuzz clean check-specs
+.PHONY: all deps test demo fuzz clean check-specs install lib
 
 all: build/assoc
 
@@ -72,6 +72,30 @@ build/fuzz/libassoc.a: $(FUZZ_OBJ)
 
 build/fuzz_spec: tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a
 	clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a $(LDLIBS)
+
+# libassoc: static and shared, the header compiler/assoc.h, a pkg-config file.
+PREFIX  ?= /usr/local
+# the command files (cmd_*.c) need main.c: not part of the shared library
+PIC_OBJ := $(filter-out build/pic/compiler/cmd_%.o,$(LIB_SRC:%.c=build/pic/%.o))
+
+build/pic/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+
+build/libassoc.so: $(PIC_OBJ)
+	$(CC) -shared -Wl,-soname,libassoc.so -o $@ $^ $(LDLIBS)
+
+lib: build/libassoc.a build/libassoc.so
+
+install: build/assoc build/libassoc.a build/libassoc.so
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 build/assoc $(DESTDIR)$(PREFIX)/bin/assoc
+	install -m 644 build/libassoc.a $(DESTDIR)$(PREFIX)/lib/libassoc.a
+	install -m 755 build/libassoc.so $(DESTDIR)$(PREFIX)/lib/libassoc.so
+	install -m 644 compiler/assoc.h $(DESTDIR)$(PREFIX)/include/assoc.h
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: assoc\nDescription: %s\nVersion: 0.1.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -Wl,-rpath,$${libdir} -lassoc\nLibs.private: %s\n' \
+		'$(PREFIX)' 'secretly associative loops compiled for CPUs and GPUs' '$(LDLIBS)' \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/assoc.pc
 
 # Install missing system packages (Debian's apt; root or sudo).
 deps:
