@@ -32,7 +32,10 @@ typedef struct {
 
 /* Print "assoc: <message>" and the pointer to --help; returns EXIT_USAGE. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Load a spec with the command line's -D, printing diagnostics; NULL on error. */
+/* 1 (with a message) when c is a loop spec without a merge. */
+int cli_loop_only(const Carrier *c);
+/* Load a spec with the command line's -D, printing diagnostics; NULL on
+ * error, and for a loop spec without a merge. */
 Carrier *cli_load(const Opts *o, const char *path);
 
 int cmd_check(Opts *o);

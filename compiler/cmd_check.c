@@ -217,6 +217,10 @@ static int check_one(Opts *o, const char *path)
 		return EXIT_USAGE;
 	}
 	diag_free(&d);
+	if (cli_loop_only(c)) {
+		carrier_free(c);
+		return EXIT_USAGE;
+	}
 	CheckResult r;
 	char msg[256];
 	if (check_run(c, &o->check, &r, msg, sizeof msg)) {

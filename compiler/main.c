@@ -50,6 +50,15 @@ int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+int cli_loop_only(const Carrier *c)
+{
+	if (c->merge)
+		return 0;
+	fprintf(stderr, "%s: error: a loop spec (a step without a merge): run 'assoc explore %s' to derive its merge\n",
+		c->file, c->file);
+	return 1;
+}
+
 Carrier *cli_load(const Opts *o, const char *path)
 {
 	Diag d;
@@ -58,6 +67,10 @@ Carrier *cli_load(const Opts *o, const char *path)
 	if (!c)
 		fputs(d.text ? d.text : "", stderr);
 	diag_free(&d);
+	if (c && cli_loop_only(c)) {
+		carrier_free(c);
+		return NULL;
+	}
 	return c;
 }
 

@@ -13,7 +13,8 @@
 static const char *const top_keys[] = {
 	"carrier", "summary",  "dims",  "params",   "row",      "column",    "element",
 	"let",     "assume",   "mask",  "state",    "identity", "lift",      "merge",
-	"finalize", "map",     "reference", "laws", "certificate", "template", NULL,
+	"finalize", "map",     "reference", "laws", "certificate", "template", "step", "step_right",
+	"inverse",  NULL,
 };
 
 typedef struct {
@@ -490,49 +491,146 @@ static int load_fields(L *l, const YNode *m, const char *key, Scope *s, Expr ***
 	return 0;
 }
 
+/* merge and step: an optional `let` of temporaries first, then one
+ * expression per field; fields updated above are seen by bare name. */
+static int load_update(L *l, const YNode *m, const char *key, Scope *s, Def **lets, int *nlets, Expr ***out)
+{
+	Carrier *c = l->c;
+	char what[64];
+	snprintf(what, sizeof what, "'%s'", key);
+	if (need(l, m, YN_MAP, what))
+		return -1;
+	int start = 0;
+	if (m->n && !strcmp(m->kids[0]->text, "let")) {
+		YNode *t = m->kids[1];
+		snprintf(what, sizeof what, "%s's 'let'", key);
+		if (need(l, t, YN_MAP, what))
+			return -1;
+		start = 2;
+		*lets = xcalloc(t->n / 2, sizeof **lets);
+		for (int i = 0; i < t->n; i += 2) {
+			YNode *k = t->kids[i];
+			snprintf(what, sizeof what, "%s temporary", key);
+			if (check_name(l, k, what))
+				return -1;
+			if (field_index(c, k->text) >= 0) {
+				diag_error(l->d, k->pos, "%s temporary '%s' has the name of a state field", key, k->text);
+				return -1;
+			}
+			for (int j = 0; j < *nlets; j++)
+				if (!strcmp((*lets)[j].name, k->text)) {
+					diag_error(l->d, k->pos, "'%s' is already defined at line %d", k->text,
+						   (*lets)[j].pos.line);
+					return -1;
+				}
+			Expr *e = expr_parse(s, l->d, t->kids[i + 1]);
+			if (!e)
+				return -1;
+			if (e->ty.kind == TY_NUM)
+				e = ir_const(c->ir, ty_scalar(TY_F32), ir_round(TY_F32, e->num));
+			(*lets)[(*nlets)++] = (Def){xstrdup(k->text), k->pos, e, 0};
+			scope_push(s, (*lets)[*nlets - 1].name, e);
+		}
+	}
+	return load_fields(l, m, key, s, out, 1, start);
+}
+
 static int load_merge(L *l)
 {
 	Carrier *c = l->c;
 	YNode *m = yn_get(l->root, "merge");
-	if (need(l, m, YN_MAP, "'merge'"))
-		return -1;
+	if (!m)
+		return 0; /* a loop spec: explore derives the merge */
 	Scope s;
 	scope_init(&s, c, "merge", "a.<field>, b.<field>, params, merge temporaries and fields merged above",
 		   S_AB | S_PARAMS);
-	int start = 0, rc = -1;
-	if (m->n && !strcmp(m->kids[0]->text, "let")) {
-		YNode *t = m->kids[1];
-		if (need(l, t, YN_MAP, "merge's 'let'"))
-			goto out;
-		start = 2;
-		c->mlets = xcalloc(t->n / 2, sizeof *c->mlets);
-		for (int i = 0; i < t->n; i += 2) {
-			YNode *k = t->kids[i];
-			if (check_name(l, k, "merge temporary"))
-				goto out;
-			if (field_index(c, k->text) >= 0) {
-				diag_error(l->d, k->pos, "merge temporary '%s' has the name of a state field", k->text);
-				goto out;
-			}
-			for (int j = 0; j < c->nmlets; j++)
-				if (!strcmp(c->mlets[j].name, k->text)) {
-					diag_error(l->d, k->pos, "'%s' is already defined at line %d", k->text,
-						   c->mlets[j].pos.line);
-					goto out;
-				}
-			Expr *e = expr_parse(&s, l->d, t->kids[i + 1]);
-			if (!e)
-				goto out;
-			if (e->ty.kind == TY_NUM)
-				e = ir_const(c->ir, ty_scalar(TY_F32), ir_round(TY_F32, e->num));
-			c->mlets[c->nmlets++] = (Def){xstrdup(k->text), k->pos, e, 0};
-			scope_push(&s, c->mlets[c->nmlets - 1].name, e);
-		}
-	}
-	rc = load_fields(l, m, "merge", &s, &c->merge, 1, start);
-out:
+	int rc = load_update(l, m, "merge", &s, &c->mlets, &c->nmlets, &c->merge);
 	free(s.locals);
 	return rc;
+}
+
+/* step and step_right: the loop body, over the old state's fields (bare),
+ * the element's inputs, params, lets, i, j and len. */
+static int load_step(L *l, const char *key, Expr ***out)
+{
+	Carrier *c = l->c;
+	YNode *m = yn_get(l->root, key);
+	if (!m)
+		return 0;
+	Scope s;
+	scope_init(&s, c, key, "the old state's fields, inputs, params, lets, i, j, len and fields updated above",
+		   S_STATE | S_INPUTS | S_PARAMS | S_IDX);
+	scope_lets(&s, c);
+	Def *tmp = NULL;
+	int ntmp = 0;
+	int rc = load_update(l, m, key, &s, &tmp, &ntmp, out);
+	for (int i = 0; i < ntmp; i++)
+		free(tmp[i].name);
+	free(tmp);
+	free(s.locals);
+	return rc;
+}
+
+/* inverse: a list of elements, each one expression per element input over
+ * the state's fields, whose fold from the identity gives that state. */
+static int load_inverse(L *l)
+{
+	Carrier *c = l->c;
+	YNode *m = yn_get(l->root, "inverse");
+	if (!m)
+		return 0;
+	if (need(l, m, YN_SEQ, "'inverse'"))
+		return -1;
+	if (!m->n || m->n > 16) {
+		diag_error(l->d, m->pos, "'inverse' lists 1 to 16 elements, found %d", m->n);
+		return -1;
+	}
+	Scope s;
+	scope_init(&s, c, "inverse", "state fields and params", S_STATE | S_PARAMS);
+	c->inverse = xcalloc(m->n, sizeof *c->inverse);
+	for (int k = 0; k < m->n; k++) {
+		YNode *e = m->kids[k];
+		if (need(l, e, YN_MAP, "an element of 'inverse'"))
+			return -1;
+		c->inverse[c->ninverse++] = xcalloc(c->nelem, sizeof(Expr *));
+		for (int i = 0; i < e->n; i += 2) {
+			int in = -1;
+			for (int q = 0; q < c->nelem; q++)
+				in = strcmp(c->elem[q].name, e->kids[i]->text) ? in : q;
+			if (in < 0) {
+				diag_error(l->d, e->kids[i]->pos, "'%s' is not an element input", e->kids[i]->text);
+				return -1;
+			}
+			Expr *x = expr_parse(&s, l->d, e->kids[i + 1]);
+			char what[100];
+			snprintf(what, sizeof what, "inverse's '%s'", c->elem[in].name);
+			if (!x || !(x = expr_coerce(c, l->d, x, c->elem[in].ty, e->kids[i + 1]->pos, what)))
+				return -1;
+			c->inverse[k][in] = x;
+		}
+		for (int q = 0; q < c->nelem; q++)
+			if (!c->inverse[k][q]) {
+				diag_error(l->d, e->pos, "this element of 'inverse' does not define input '%s'", c->elem[q].name);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+static Expr *to_identity(void *ctx, Expr *v)
+{
+	Carrier *c = ctx;
+	const Var *var = ir_var(c->ir, v->k);
+	return var->kind == VAR_STATE && var->which == STATE_SELF ? c->identity[var->slot] : NULL;
+}
+
+/* A loop spec without lift: lift(x) = step(identity, x) (or step_right). */
+static void derive_lift(Carrier *c)
+{
+	Expr **step = c->step ? c->step : c->step_right;
+	c->lift = xcalloc(c->nstate, sizeof *c->lift);
+	for (int f = 0; f < c->nstate; f++)
+		c->lift[f] = ir_subst(c->ir, step[f], to_identity, c);
 }
 
 /* finalize, map: named outputs; earlier outputs of the section are in scope. */
@@ -832,11 +930,17 @@ static int check_top(L *l)
 		}
 	}
 	static const char *const required[] = {"carrier", "state", "identity", "lift", "merge", NULL};
+	int loop = yn_get(r, "step") || yn_get(r, "step_right");
 	for (int i = 0; required[i]; i++)
-		if (!yn_get(r, required[i])) {
-			diag_error(l->d, r->pos, "missing required key '%s'", required[i]);
+		if (!yn_get(r, required[i]) && !(loop && (!strcmp(required[i], "lift") || !strcmp(required[i], "merge")))) {
+			diag_error(l->d, r->pos, "missing required key '%s'%s", required[i],
+				   !strcmp(required[i], "merge") ? " (or 'step', for a loop that explore turns into a merge)" : "");
 			return -1;
 		}
+	if (yn_get(r, "inverse") && !yn_get(r, "step")) {
+		diag_error(l->d, r->pos, "'inverse' is folded with 'step', which this spec does not give");
+		return -1;
+	}
 	YNode *name = yn_get(r, "carrier"), *sum = yn_get(r, "summary");
 	if (need(l, name, YN_SCALAR, "'carrier'") || (sum && need(l, sum, YN_SCALAR, "'summary'")))
 		return -1;
@@ -877,10 +981,17 @@ static int load_body(L *l)
 	scope_init(&s, c, "identity", "constants only", 0);
 	if (load_fields(l, yn_get(l->root, "identity"), "identity", &s, &c->identity, 0, 0))
 		return -1;
-	scope_init(&s, c, "lift", "inputs, params, lets, i, j and len", S_INPUTS | S_PARAMS | S_IDX);
-	scope_lets(&s, c);
-	int rc = load_fields(l, yn_get(l->root, "lift"), "lift", &s, &c->lift, 0, 0);
-	free(s.locals);
+	if (load_step(l, "step", &c->step) || load_step(l, "step_right", &c->step_right) || load_inverse(l))
+		return -1;
+	int rc = 0;
+	if (yn_get(l->root, "lift")) {
+		scope_init(&s, c, "lift", "inputs, params, lets, i, j and len", S_INPUTS | S_PARAMS | S_IDX);
+		scope_lets(&s, c);
+		rc = load_fields(l, yn_get(l->root, "lift"), "lift", &s, &c->lift, 0, 0);
+		free(s.locals);
+	} else {
+		derive_lift(c);
+	}
 	if (rc || load_merge(l) || load_finalize_map(l) || load_reference(l) || load_laws(l) ||
 	    load_certificate(l) || load_template(l))
 		return -1;
@@ -978,6 +1089,11 @@ void carrier_free(Carrier *c)
 	free(c->identity);
 	free(c->lift);
 	free(c->merge);
+	free(c->step);
+	free(c->step_right);
+	for (int k = 0; k < c->ninverse; k++)
+		free(c->inverse[k]);
+	free(c->inverse);
 	free(c->cert_monoid);
 	free(c->cert_var);
 	free(c->cert_back);

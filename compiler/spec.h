@@ -44,7 +44,14 @@ typedef struct {
 	Def *lets;
 	int nlets;
 	Expr *assume, *mask; /* NULL when absent */
-	Expr **identity, **lift, **merge; /* one per state field */
+	Expr **identity, **lift, **merge; /* one per state field; merge is NULL in a loop spec */
+	/* Loop specs (assoc explore): the state after one more element on the
+	 * right (step) or on the left (step_right), over the old state's bare
+	 * fields (either may be absent, not both); inverse: elements (one expression per element input, over the
+	 * state's fields) whose fold from the identity gives that state. */
+	Expr **step, **step_right;
+	Expr ***inverse;
+	int ninverse;
 	Def *mlets;     /* merge temporaries as written (in a and b) */
 	int nmlets;
 	Def *finalize, *map, *ref;
