@@ -1,0 +1,221 @@
+/* cuda_target.c: `assoc emit --target cuda|ptx`: the laws first (a carrier
+ * whose merge is not lawful is refused unless --trust-merge), then the
+ * module's CUDA C, or its PTX through NVRTC; --stats prints, per kernel,
+ * registers, spills and shared memory (ptxas -v) and global accesses per
+ * element. */
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "cli.h"
+#include "cuda.h"
+#include "emit.h"
+#include "nvrtc.h"
+#include "prove.h"
+
+extern char **environ;
+
+/* 0 when no law is refuted by the randomized checker or the prover. */
+static int cuda_laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
+{
+	CheckOpts co = o->check;
+	if (co.trials <= 0 || co.trials > 2000)
+		co.trials = 2000;
+	co.id_trials = co.id_trials > 0 && co.id_trials < 200 ? co.id_trials : 200;
+	CheckResult r;
+	char why[512] = "";
+	if (check_run(c, &co, &r, why, sizeof why)) {
+		snprintf(msg, n, "%s", why);
+		return -1;
+	}
+	int bad = 0;
+	for (int i = 0; i < r.nlaw && !bad; i++)
+		if (r.law[i].v == VERDICT_FAILS) {
+			snprintf(msg, n, "%s: the merge is not %s (%s)", c->file, r.law[i].law,
+				 r.law[i].detail ? r.law[i].detail : "a counterexample was found");
+			bad = 1;
+		}
+	check_result_free(&r);
+	ProofReport pr;
+	if (!bad && prove_carrier(c, 0, &pr) == 0) {
+		for (int i = 0; i < pr.n && !bad; i++)
+			if (pr.line[i].status == PROOF_DISPROVED) {
+				snprintf(msg, n, "%s: %s is disproved (%s)", c->file, pr.line[i].law,
+					 pr.line[i].how ? pr.line[i].how : "");
+				bad = 1;
+			}
+		proof_report_free(&pr);
+	}
+	return bad ? -1 : 0;
+}
+
+static int lawful(Carrier *c, const Opts *o, char *msg, size_t n)
+{
+	char why[1024];
+	if (!cuda_laws_ok(c, o, why, sizeof why))
+		return 0;
+	if (o->trust_merge) {
+		fprintf(stderr, "assoc: warning: %s; emitting anyway (--trust-merge)\n", why);
+		return 0;
+	}
+	snprintf(msg, n, "%s; refusing to generate code (--trust-merge to emit it anyway)", why);
+	return -1;
+}
+
+/* ---- ptxas statistics ---- */
+
+
+static const char *find_ptxas(char *buf, size_t n)
+{
+	const char *home = getenv("CUDA_HOME");
+	const char *path = getenv("PATH");
+	char dirs[4096];
+	snprintf(dirs, sizeof dirs, "%s:%s/bin:/usr/local/cuda/bin", path ? path : "", home && *home ? home : "/nonexistent");
+	for (char *s = dirs, *e; s && *s; s = e ? e + 1 : NULL) {
+		e = strchr(s, ':');
+		if (e)
+			*e = 0;
+		snprintf(buf, n, "%s/ptxas", s);
+		if (*s && access(buf, X_OK) == 0)
+			return buf;
+	}
+	return NULL;
+}
+
+int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, char *msg, size_t n)
+{
+	char ptxas[4200], dir[4096], in[4200], log[4200];
+	if (!find_ptxas(ptxas, sizeof ptxas)) {
+		snprintf(msg, n, "ptxas not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
+		return -1;
+	}
+	if (cache_dir("tmp", dir, sizeof dir, msg, n))
+		return -1;
+	snprintf(in, sizeof in, "%s/stats.%ld.ptx", dir, (long)getpid());
+	snprintf(log, sizeof log, "%s/stats.%ld.log", dir, (long)getpid());
+	if (cache_write(in, ptx, strlen(ptx))) {
+		snprintf(msg, n, "cannot write %s", in);
+		return -1;
+	}
+	char archopt[64];
+	snprintf(archopt, sizeof archopt, "-arch=%s", arch && *arch ? arch : "sm_90");
+	char *argv[] = {ptxas, archopt, "-v", in, "-o", "/dev/null", NULL};
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	pid_t pid;
+	int st_code = -1, rc = posix_spawn(&pid, ptxas, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (!rc)
+		while (waitpid(pid, &st_code, 0) < 0)
+			;
+	char *text = cache_read(log, NULL);
+	unlink(in);
+	unlink(log);
+	if (rc || !WIFEXITED(st_code) || WEXITSTATUS(st_code)) {
+		snprintf(msg, n, "ptxas failed:\n%.3000s", text ? text : "");
+		free(text);
+		return -1;
+	}
+	int k = -1;
+	for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		char *p;
+		if ((p = strstr(line, "Compiling entry function '")) && k + 1 < max) {
+			k++;
+			memset(&st[k], 0, sizeof st[k]);
+			sscanf(p + 26, "%63[^']", st[k].name);
+		} else if (k >= 0 && (p = strstr(line, "Used "))) {
+			sscanf(p, "Used %d registers", &st[k].regs);
+			if ((p = strstr(line, " bytes smem")))
+				while (p > line && p[-1] >= '0' && p[-1] <= '9')
+					p--, st[k].smem = atoi(p);
+		} else if (k >= 0 && (p = strstr(line, "bytes stack frame"))) {
+			sscanf(line, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &st[k].stack,
+			       &st[k].spill_st, &st[k].spill_ld);
+		}
+	}
+	free(text);
+	return k + 1;
+}
+
+static void print_stats(const CudaModule *m, const CudaKStat *ks, int nks, const char *why)
+{
+	fprintf(stderr, "%-34s %-44s %5s %6s %6s %5s %5s\n", "kernel", "configuration", "regs", "spills", "smem",
+		"loads", "stores");
+	for (int v = 0; v < m->nvar; v++) {
+		char names[3][64], cfg[128];
+		int nk = cuda_kernel_names(m, v, names);
+		cuda_config_str(&m->var[v], cfg, sizeof cfg);
+		CudaPlan p;
+		cuda_plan(m, v, 1, 4096, m->var[v].fam == FAM_SPLITK || m->var[v].fam == FAM_SCAN ? 4 : 1, &p);
+		for (int k = 0; k < nk; k++) {
+			const CudaKStat *s = NULL;
+			for (int j = 0; j < nks; j++)
+				if (!strcmp(ks[j].name, names[k]))
+					s = &ks[j];
+			if (s)
+				fprintf(stderr, "%-34s %-44s %5d %6d %6d", names[k], k ? "" : cfg, s->regs,
+					s->spill_st + s->spill_ld, s->smem);
+			else
+				fprintf(stderr, "%-34s %-44s %5s %6s %6s", names[k], k ? "" : cfg, "-", "-", "-");
+			if (k == 0)
+				fprintf(stderr, " %5.0f %6.0f\n", p.loads, p.stores);
+			else
+				fprintf(stderr, "\n");
+		}
+	}
+	fprintf(stderr, "(loads, stores: global accesses per element of each element input and map output, "
+			"split variants with 4 chunks)\n");
+	if (why)
+		fprintf(stderr, "(registers, spills, shared memory: %s)\n", why);
+}
+
+static int emit_cuda(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
+{
+	if (lawful(c, o, msg, n))
+		return EXIT_FAIL;
+	CudaModule m;
+	if (cuda_module(c, o->run.config, &m, msg, n))
+		return EXIT_FAIL;
+	fputs(m.src, out);
+	if (o->stats)
+		print_stats(&m, NULL, 0, "use --target ptx");
+	cuda_module_free(&m);
+	return EXIT_OK;
+}
+
+static int emit_ptx(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
+{
+	if (lawful(c, o, msg, n))
+		return EXIT_FAIL;
+	CudaModule m;
+	Nvrtc *nv = NULL;
+	char *ptx = NULL;
+	int rc = EXIT_FAIL, cached;
+	if (cuda_module(c, o->run.config, &m, msg, n))
+		return EXIT_FAIL;
+	if (nvrtc_open(&nv, msg, n) || nvrtc_ptx(nv, m.src, o->arch, &ptx, &cached, msg, n))
+		goto out;
+	fputs(ptx, out);
+	if (o->stats) {
+		CudaKStat ks[64];
+		char why[4096] = "";
+		int nks = cuda_ptxas_stats(ptx, o->arch, ks, 64, why, sizeof why);
+		print_stats(&m, ks, nks < 0 ? 0 : nks, nks < 0 ? why : NULL);
+	}
+	rc = EXIT_OK;
+out:
+	free(ptx);
+	nvrtc_close(nv);
+	cuda_module_free(&m);
+	return rc;
+}
+
+const Target target_cuda = {"cuda", emit_cuda};
+const Target target_ptx = {"ptx", emit_ptx};
