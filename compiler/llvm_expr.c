@@ -45,7 +45,9 @@ void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c)
 	L->mgen = calloc(L->nmemo, sizeof *L->mgen);
 	L->memo = calloc(L->nmemo, sizeof *L->memo);
 	L->bind = calloc(ir_nvars(c->ir) + 1, sizeof *L->bind);
-	if (!L->mgen || !L->memo || !L->bind)
+	L->agen = calloc(L->nmemo, sizeof *L->agen);
+	L->aux = calloc(L->nmemo, sizeof *L->aux);
+	if (!L->mgen || !L->memo || !L->bind || !L->agen || !L->aux)
 		abort();
 	L->W = 1;
 	L->gen = 1;
@@ -58,6 +60,8 @@ void lower_free(Lower *L)
 	free(L->mgen);
 	free(L->memo);
 	free(L->bind);
+	free(L->agen);
+	free(L->aux);
 	LLVMDisposeBuilder(L->b);
 	LLVMDisposeBuilder(L->ab);
 }
@@ -332,8 +336,49 @@ static LLVMValueRef op_component(Lower *L, const Expr *e, TyKind k, LLVMValueRef
 	return is_float(k) ? fop(L, op, k, e->k, a[0], a[1], a[2]) : iop(L, op, k, e->k, a[0], a[1], a[2]);
 }
 
+/* exp(x - max(u, v)) with x one of u, v: the rescaling factors of an
+ * online max.  One of exp(u - m), exp(v - m) is exp(0), so both come from
+ * one exp of the non-positive difference, e = exp(t > 0 ? v - u : u - v)
+ * with t = u - v:
+ *   exp(u - m) = t > 0 or t is NaN ? (u is NaN or +inf ? NaN : 1) : e
+ * and symmetrically for v with t' = v - u.  Exact under the spec's rules
+ * (-inf - -inf = -inf, fmax ignoring NaN, inf - inf = NaN), case by case:
+ * u > v, u < v, u == v finite, both -inf, either NaN, either +inf. */
+static int is_max_rescale(const Expr *e)
+{
+	if (e->op != EXPR_EXP || e->a[0]->op != EXPR_SUB || !is_float((TyKind)e->ty.kind) || e->ty.len)
+		return 0;
+	const Expr *s = e->a[0], *m = s->a[1];
+	return m->op == EXPR_MAX && !m->ty.len && m->ty.kind == e->ty.kind && (s->a[0] == m->a[0] || s->a[0] == m->a[1]);
+}
+
+static LV max_rescale(Lower *L, Expr *e)
+{
+	Expr *m = e->a[0]->a[1];
+	TyKind k = (TyKind)e->ty.kind;
+	LLVMBuilderRef b = L->b;
+	LLVMValueRef u = lower_conv(L, lower_expr(L, m->a[0]).c[0], (TyKind)m->a[0]->ty.kind, k);
+	LLVMValueRef v = lower_conv(L, lower_expr(L, m->a[1]).c[0], (TyKind)m->a[1]->ty.kind, k);
+	LLVMValueRef t = fsub_rule(L, k, u, v), t2 = fsub_rule(L, k, v, u), zero = lower_const(L, k, 0);
+	LLVMValueRef tpos = LLVMBuildFCmp(b, LLVMRealUGT, t, zero, "");
+	if (L->agen[m->id] != L->gen) {
+		L->aux[m->id] = lv_new(L, 1);
+		L->aux[m->id].c[0] = fmath(L, EXPR_EXP, k, LLVMBuildSelect(b, tpos, t2, t, ""));
+		L->agen[m->id] = L->gen;
+	}
+	int first = e->a[0]->a[0] == m->a[0];
+	LLVMValueRef x = first ? u : v, pos = first ? tpos : LLVMBuildFCmp(b, LLVMRealUGT, t2, zero, "");
+	LLVMValueRef bad = LLVMBuildFCmp(b, LLVMRealUGE, x, lower_const(L, k, INFINITY), "");
+	LLVMValueRef one = LLVMBuildSelect(b, bad, lower_const(L, k, NAN), lower_const(L, k, 1), "");
+	LV r = lv_new(L, 1);
+	r.c[0] = LLVMBuildSelect(b, pos, one, L->aux[m->id].c[0], "rescale");
+	return r;
+}
+
 static LV lower_node(Lower *L, Expr *e)
 {
+	if (is_max_rescale(e))
+		return max_rescale(L, e);
 	int w = lower_width(e);
 	TyKind rk = (TyKind)e->ty.kind;
 	switch (e->op) {

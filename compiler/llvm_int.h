@@ -27,6 +27,8 @@ typedef struct {
 	unsigned *mgen;   /* by expr id */
 	LV *memo;
 	int nmemo;
+	unsigned *agen;   /* by MAX node id: the exp shared by exp(u - max(u, v)) and exp(v - max(u, v)) */
+	LV *aux;
 	LV *bind;         /* by var index: the value of each input, state or index var */
 	Arena *arena;
 	LLVMValueRef fn;  /* the function being built */

@@ -208,3 +208,36 @@ Test(llvm, unsupported_shapes_are_errors)
 	cr_assert_null(k);
 	carrier_free(c);
 }
+
+static float sub_rule(float x, float y) { return x == -INFINITY && y == -INFINITY ? -INFINITY : x - y; }
+
+/* The merge shares one exp between exp(a.m - m) and exp(b.m - m) (m the
+ * max of the two): on every pair of special and ordinary values it agrees
+ * with the spec's semantics (NaN where they give NaN, within 2 ulp else). */
+Test(llvm, shared_rescale_exp_is_exact_on_special_values)
+{
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	LlvmKernel *k;
+	char msg[300];
+	cr_assert_eq(llvm_compile(c, NULL, &k, msg, sizeof msg), 0, "%s", msg);
+	const float v[] = {-INFINITY, -80, -1, -0.0f, 0, 1e-30f, 2, 3, 88, INFINITY, NAN};
+	int n = sizeof v / sizeof *v;
+	CpuArgs a = {0};
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			double sa[2], sb[2], so[2];
+			memcpy(&sa[0], &v[i], 4), memcpy(&sb[0], &v[j], 4);
+			float al = 1.5f, bl = 2.0f;
+			memcpy(&sa[1], &al, 4), memcpy(&sb[1], &bl, 4);
+			k->k.merge(&a, sa, sb, so);
+			float m, l;
+			memcpy(&m, &so[0], 4), memcpy(&l, &so[1], 4);
+			float wm = fmaxf(v[i], v[j]);
+			float wl = al * expf(sub_rule(v[i], wm)) + bl * expf(sub_rule(v[j], wm));
+			cr_expect(m == wm || (isnan(m) && isnan(wm)), "m of (%g, %g): %g, want %g", v[i], v[j], m, wm);
+			cr_expect((isnan(l) && isnan(wl)) || ulps(l, wl) <= 2, "l of (%g, %g): %g, want %g", v[i], v[j], l,
+				  wl);
+		}
+	llvm_kernel_free(k);
+	carrier_free(c);
+}
