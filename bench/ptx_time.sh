@@ -1,0 +1,35 @@
+#!/bin/sh
+# ptx_time.sh: spec to PTX for online softmax, all its tuning variants in one
+# NVRTC program (goal: under 100 ms warm).  Prints the median of several
+# runs of `assoc emit --target ptx`: compiled (a fresh PTX cache each run,
+# NVRTC's library warm in the page cache) and from the disk cache.
+# Not a test; needs NVRTC.  Usage: bench/ptx_time.sh [SPEC] [RUNS]
+set -e
+cd "$(dirname "$0")/.."
+make -s build/assoc
+spec=${1:-specs/online_softmax.yaml}
+runs=${2:-7}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ms() { # median wall time in ms of "$@" over $runs runs, a fresh cache each when FRESH=1
+	i=0
+	while [ $i -lt "$runs" ]; do
+		[ "$FRESH" = 1 ] && rm -rf "$tmp/cache"
+		s=$(date +%s%N)
+		XDG_CACHE_HOME="$tmp/cache" "$@" >/dev/null
+		e=$(date +%s%N)
+		echo $(((e - s) / 1000000))
+		i=$((i + 1))
+	done | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'
+}
+
+XDG_CACHE_HOME="$tmp/cache" build/assoc emit "$spec" --target ptx -o /dev/null # warm NVRTC's pages
+compiled=$(FRESH=1 ms build/assoc emit "$spec" --target ptx -o -)
+cached=$(FRESH=0 ms build/assoc emit "$spec" --target ptx -o -)
+cuda=$(FRESH=1 ms build/assoc emit "$spec" --target cuda -o -)
+variants=$(XDG_CACHE_HOME="$tmp/cache" build/assoc emit "$spec" --target cuda | grep -c '^extern "C" __global__' || true)
+echo "spec to PTX, $spec, $variants kernels in one NVRTC program:"
+echo "  compiled:        $compiled ms (median of $runs)"
+echo "  from the cache:  $cached ms"
+echo "  spec to CUDA C:  $cuda ms (laws checked, no NVRTC)"
