@@ -34,16 +34,28 @@ static int cmp_double(const void *a, const void *b)
 
 typedef void (*Body)(void *ctx);
 
-/* Median seconds of fn over RUNS runs (after one warm-up). */
-static double median_time(Body fn, void *ctx)
+static double cpu_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* Median seconds of fn over RUNS runs (after one warm-up); the mean
+ * process CPU seconds per run in *cpu when asked (on a shared machine,
+ * elements per CPU-second say what a core does when it runs). */
+static double median_time(Body fn, void *ctx, double *cpu)
 {
 	double t[RUNS];
 	fn(ctx);
+	double c0 = cpu_now();
 	for (int r = 0; r < RUNS; r++) {
 		double t0 = now();
 		fn(ctx);
 		t[r] = now() - t0;
 	}
+	if (cpu)
+		*cpu = (cpu_now() - c0) / RUNS;
 	qsort(t, RUNS, sizeof *t, cmp_double);
 	return t[RUNS / 2];
 }
@@ -182,17 +194,20 @@ static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
 	*a = (CpuArgs){in, out, d->params, d->rows, d->len};
 }
 
-static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, double tc, double tn, const char *nwhy)
+static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, double tc, double tn, double tcpu,
+		   const char *nwhy)
 {
 	int th = rt_pool_threads(b->pool);
 	double gb = bytes / tk / 1e9, cgb = bytes / tc / 1e9, ngb = tn > 0 ? bytes / tn / 1e9 : 0;
 	double ge = (double)b->a.rows * b->a.len / tk / 1e9;
+	double gcpu = tcpu > 0 ? (double)b->a.rows * b->a.len / tcpu / 1e9 : 0;
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
 		       "\"threads\": %d, \"lanes\": %d, \"accs\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
-		       "\"gelems_per_thread\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, ",
+		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
+		       "\"ratio_to_copy\": %.3f, ",
 		       c->file, c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, bytes, gb,
-		       ge, ge / th, cgb, gb / cgb);
+		       ge, ge / th, gcpu, cgb, gb / cgb);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
 		else
@@ -201,7 +216,7 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	}
 	printf("%s: carrier %s on cpu, %lld rows x %lld, %d threads, %d lanes x %d accumulators, %.3g MB\n", c->file,
 	       c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, bytes / 1e6);
-	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread)\n", gb, ge, ge / th);
+	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
 	printf("  copy   %8.2f GB/s  (memcpy of the same bytes, same threads)\n", cgb);
 	if (tn > 0)
 		printf("  naive  %8.2f GB/s  (bench/naive.c, cc -O3 -march=native)\n", ngb);
@@ -252,15 +267,16 @@ int cmd_bench(Opts *o)
 			abort();
 		memset(b.src, 1, b.copy_bytes);
 		memset(b.dst, 2, b.copy_bytes);
-		double tk = median_time(run_kernel, &b);
-		double tc = median_time(run_copy, &b);
+		double tcpu = 0;
+		double tk = median_time(run_kernel, &b, &tcpu);
+		double tc = median_time(run_copy, &b, NULL);
 		void *lib;
 		char nwhy[1200] = "";
 		b.naive = (void (*)(const CpuArgs *, int64_t, int64_t))load_naive(c->name, &lib, nwhy, sizeof nwhy);
-		double tn = b.naive ? median_time(run_naive, &b) : 0;
+		double tn = b.naive ? median_time(run_naive, &b, NULL) : 0;
 		if (lib)
 			dlclose(lib);
-		report(o, c, &b, bytes, tk, tc, tn, nwhy);
+		report(o, c, &b, bytes, tk, tc, tn, tcpu, nwhy);
 		free(b.src);
 		free(b.dst);
 	}

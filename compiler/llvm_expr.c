@@ -340,7 +340,7 @@ static LLVMValueRef op_component(Lower *L, const Expr *e, TyKind k, LLVMValueRef
  * online max.  One of exp(u - m), exp(v - m) is exp(0), so both come from
  * one exp of the non-positive difference, e = exp(t > 0 ? v - u : u - v)
  * with t = u - v:
- *   exp(u - m) = t > 0 or t is NaN ? (u is NaN or +inf ? NaN : 1) : e
+ *   exp(u - m) = t > 0 or t is NaN ? exp(u - u) : e,  exp(u - u) in {1, 0, NaN}
  * and symmetrically for v with t' = v - u.  Exact under the spec's rules
  * (-inf - -inf = -inf, fmax ignoring NaN, inf - inf = NaN), case by case:
  * u > v, u < v, u == v finite, both -inf, either NaN, either +inf. */
@@ -363,13 +363,17 @@ static LV max_rescale(Lower *L, Expr *e)
 	LLVMValueRef tpos = LLVMBuildFCmp(b, LLVMRealUGT, t, zero, "");
 	if (L->agen[m->id] != L->gen) {
 		L->aux[m->id] = lv_new(L, 1);
-		L->aux[m->id].c[0] = fmath(L, EXPR_EXP, k, LLVMBuildSelect(b, tpos, t2, t, ""));
+		LLVMValueRef d = LLVMBuildSelect(b, tpos, t2, t, "");
+		L->aux[m->id].c[0] = k == TY_F64 ? fmath(L, EXPR_EXP, k, d) : math_exp_nonpos(L, d);
 		L->agen[m->id] = L->gen;
 	}
 	int first = e->a[0]->a[0] == m->a[0];
 	LLVMValueRef x = first ? u : v, pos = first ? tpos : LLVMBuildFCmp(b, LLVMRealUGT, t2, zero, "");
+	/* exp(x - x): 1, NaN for +inf and NaN, 0 for -inf (the -inf rule) */
 	LLVMValueRef bad = LLVMBuildFCmp(b, LLVMRealUGE, x, lower_const(L, k, INFINITY), "");
 	LLVMValueRef one = LLVMBuildSelect(b, bad, lower_const(L, k, NAN), lower_const(L, k, 1), "");
+	LLVMValueRef ninf = LLVMBuildFCmp(b, LLVMRealOEQ, x, lower_const(L, k, -INFINITY), "");
+	one = LLVMBuildSelect(b, ninf, lower_const(L, k, 0), one, "");
 	LV r = lv_new(L, 1);
 	r.c[0] = LLVMBuildSelect(b, pos, one, L->aux[m->id].c[0], "rescale");
 	return r;

@@ -64,6 +64,7 @@ int lower_width(const Expr *e); /* components (1 for scalars) */
 /* llvm_math.c: float32 exp, exp2 and log by range reduction and polynomial,
  * branch-free, in the scope's lanes. */
 LLVMValueRef math_exp(Lower *L, LLVMValueRef x);
+LLVMValueRef math_exp_nonpos(Lower *L, LLVMValueRef x); /* x <= 0, -inf or NaN */
 LLVMValueRef math_exp2(Lower *L, LLVMValueRef x);
 LLVMValueRef math_log(Lower *L, LLVMValueRef x);
 

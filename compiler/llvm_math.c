@@ -69,12 +69,21 @@ static LLVMValueRef round_magic(Lower *L, LLVMValueRef t, LLVMValueRef *ni)
 	return LLVMBuildFSub(b, s, magic, "");
 }
 
-LLVMValueRef math_exp(Lower *L, LLVMValueRef x)
+static LLVMValueRef exp_clamped(Lower *L, LLVMValueRef x, double hi);
+
+LLVMValueRef math_exp(Lower *L, LLVMValueRef x) { return exp_clamped(L, x, 89.0); }
+
+/* exp of an argument known to be <= 0, -inf or NaN (no overflow side) */
+LLVMValueRef math_exp_nonpos(Lower *L, LLVMValueRef x) { return exp_clamped(L, x, 0); }
+
+static LLVMValueRef exp_clamped(Lower *L, LLVMValueRef x, double hi)
 {
 	static const double p[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
 				   4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
 	LLVMBuilderRef b = L->b;
-	LLVMValueRef xc = clamp(L, x, -104.0, 89.0), ni;
+	LLVMValueRef xc = hi > 0 ? clamp(L, x, -104.0, hi) : x, ni;
+	if (hi <= 0) /* only the lower side: keeps NaN as the compare is ordered */
+		xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(L, -104.0), ""), fc(L, -104.0), x, "");
 	LLVMValueRef n = round_magic(L, LLVMBuildFMul(b, xc, fc(L, 1.44269504088896341), ""), &ni);
 	LLVMValueRef r = fmad(L, n, fc(L, -0.693359375), xc);
 	r = fmad(L, n, fc(L, 2.12194440e-4), r);
