@@ -1,8 +1,10 @@
 /* runcheck.c: a device's outputs against the float64 reference.
  *
  * Tolerance (FlashAttention's rule, with a floor): a value may be off from
- * the float64 reference by twice the error of a naive float32 evaluation
- * of the same value, plus 32 float32 ulps of the output's scale in its row
+ * the float64 reference by twice what a naive float32 evaluation of the
+ * same value may be off (the larger of its actual error and its running
+ * error bound: a naive sum that happens to land exactly must not make the
+ * tolerance vanish), plus 32 float32 ulps of the output's scale in its row
  * (its largest magnitude there).  Integer outputs must match exactly. */
 #include <stdlib.h>
 #include <string.h>
@@ -10,14 +12,19 @@
 #include "eval.h"
 #include "run.h"
 
-enum { SCAN_PREFIXES_ALL = 1024 };
+/* The reference and the carrier's left fold of one row, with error bounds. */
+typedef struct {
+	double *refv, *refe, *posv, *pose; /* reference: per row, per position */
+	double *fin, *fine, *map, *mape;   /* fold: finalize (per position for scans), map */
+} Vals;
 
 typedef struct {
 	Machine m;
 	RunData *d;
 	Row *row;
-	double *want, *naive; /* per output: values for one row (positions x width) */
-	double *st, *se, *s32, *tmp;
+	Vals v[2];                  /* by Mode: float64 truth, naive float32 */
+	double *want, *naive, *bound; /* one output of one row: positions x width */
+	double *s, *se, *l, *le, *t, *te;
 	int need_fold; /* some output has no reference: compare it with the float64 fold */
 } Ctx;
 
@@ -29,8 +36,8 @@ static void *xcalloc(size_t n, size_t sz)
 	return p;
 }
 
-static void compare_value(OutCheck *oc, double got, double want, double naive, double scale, int exact,
-			  size_t at)
+static void compare_value(OutCheck *oc, double got, double want, double naive, double bound, double scale,
+			  int exact, size_t at)
 {
 	oc->compared++;
 	if (isnan(want))
@@ -40,8 +47,10 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 			oc->nan_mismatch++, oc->at = at;
 		return;
 	}
-	double err = fabs(got - want);
-	double tol = exact ? 0 : 2 * fabs(naive - want) + 32 * 0x1p-23 * scale;
+	double err = fabs(got - want), naive_err = fabs(naive - want);
+	if (!(naive_err >= 0x1p-24 * bound))
+		naive_err = 0x1p-24 * bound;
+	double tol = exact ? 0 : 2 * naive_err + 32 * 0x1p-23 * scale;
 	double ratio = err == 0 ? 0 : tol > 0 ? err / tol : INFINITY;
 	if (err > oc->max_abs)
 		oc->max_abs = err;
@@ -52,15 +61,15 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 }
 
 /* Compare positions [0, npos) of one output of one row: got at flat index base. */
-static void compare_row(OutCheck *oc, const Buffer *got, size_t base, const double *want, const double *naive,
-			int npos, int w, int exact)
+static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, int npos, int w, int exact)
 {
 	double scale = 0;
 	for (int k = 0; k < npos * w; k++)
-		if (isfinite(want[k]))
-			scale = fmax(scale, fabs(want[k]));
+		if (isfinite(x->want[k]))
+			scale = fmax(scale, fabs(x->want[k]));
 	for (int k = 0; k < npos * w; k++)
-		compare_value(oc, buffer_get(got, base * w + k), want[k], naive[k], scale, exact, base * w + k);
+		compare_value(oc, buffer_get(got, base * w + k), x->want[k], x->naive[k], x->bound[k], scale, exact,
+			      base * w + k);
 }
 
 static int ref_of(Carrier *c, const char *name, int per_row)
@@ -71,43 +80,63 @@ static int ref_of(Carrier *c, const char *name, int per_row)
 	return -1;
 }
 
-/* Values of the reference (or the left fold) for one row, in both modes:
- * finalize outputs into want/naive at [o][pos][t] with pos 0 (or each
- * position for scans), map outputs at each position. */
-static void row_values(Ctx *x, double *refv[2], double *posv[2], double *fin[2], double *map[2])
+/* Left fold of the row in one mode: finalize after the whole row, or
+ * after every position for scans; map at every position. */
+static void fold_row(Ctx *x, Mode md)
 {
 	Machine *m = &x->m;
-	Carrier *c = m->c;
 	RunData *d = x->d;
-	if (c->nref && !d->scan) {
-		for (int md = 0; md < 2; md++)
-			m_reference(m, (Mode)md, x->row, refv[md], x->tmp, posv[md], x->tmp + m->refw);
-		if (!x->need_fold)
-			return;
+	Vals *v = &x->v[md];
+	m_identity(m, md, x->s, x->se);
+	for (int j = 0; j < d->len; j++) {
+		if (!m_masked(m, x->row, j)) {
+			m_lift(m, md, x->row, j, x->l, x->le);
+			memcpy(x->t, x->s, m->sw * sizeof *x->t);
+			memcpy(x->te, x->se, m->sw * sizeof *x->te);
+			m_merge(m, md, x->t, x->te, x->l, x->le, x->s, x->se);
+		}
+		if (d->scan)
+			m_finalize(m, md, x->row, x->s, x->se, v->fin + (size_t)j * m->finw, v->fine + (size_t)j * m->finw);
 	}
-	/* left fold: finalize after the whole row, or after every position for scans */
+	if (d->scan)
+		return;
+	m_finalize(m, md, x->row, x->s, x->se, v->fin, v->fine);
+	for (int j = 0; j < d->len && m->c->nmap; j++)
+		m_map(m, md, x->row, j, x->s, x->se, v->map + (size_t)j * m->mapw, v->mape + (size_t)j * m->mapw);
+}
+
+static void row_values(Ctx *x)
+{
+	Machine *m = &x->m;
 	for (int md = 0; md < 2; md++) {
-		double *s = md ? x->s32 : x->st;
-		m_identity(m, (Mode)md, s, x->se);
-		for (int j = 0; j < d->len; j++) {
-			if (!m_masked(m, x->row, j)) {
-				m_lift(m, (Mode)md, x->row, j, x->tmp, x->tmp + m->sw);
-				memcpy(x->tmp + 2 * m->sw, s, m->sw * sizeof *s);
-				m_merge(m, (Mode)md, x->tmp + 2 * m->sw, x->se, x->tmp, x->se, s, x->tmp + 3 * m->sw);
-			}
-			if (d->scan)
-				m_finalize(m, (Mode)md, x->row, s, x->se, fin[md] + (size_t)j * m->finw, NULL);
-		}
-		if (!d->scan) {
-			m_finalize(m, (Mode)md, x->row, s, x->se, fin[md], NULL);
-			for (int j = 0; j < d->len && c->nmap; j++)
-				m_map(m, (Mode)md, x->row, j, s, x->se, map[md] + (size_t)j * m->mapw, NULL);
-		}
+		Vals *v = &x->v[md];
+		if (m->c->nref && !x->d->scan)
+			m_reference(m, (Mode)md, x->row, v->refv, v->refe, v->posv, v->pose);
+		if (x->need_fold)
+			fold_row(x, (Mode)md);
 	}
 }
 
-static void check_outputs(Ctx *x, RunCheck *rc, int r, double *refv[2], double *posv[2], double *fin[2],
-			  double *map[2])
+/* Gather one output of the row, in both modes, into want/naive/bound. */
+static void gather(Ctx *x, int q, int npos, int w, const double *(*src)(const Vals *, int err, size_t at),
+		   int o_off, int stride, int ref_stride)
+{
+	for (int p = 0; p < npos; p++)
+		for (int t = 0; t < w; t++) {
+			size_t k = (size_t)p * w + t;
+			size_t at = q >= 0 ? (size_t)p * ref_stride + x->m.refoff[q] + t : (size_t)p * stride + o_off + t;
+			x->want[k] = *src(&x->v[MODE_F64], 0, at);
+			x->naive[k] = *src(&x->v[MODE_F32], 0, at);
+			x->bound[k] = *src(&x->v[MODE_F32], 1, at);
+		}
+}
+
+static const double *from_ref(const Vals *v, int err, size_t at) { return (err ? v->refe : v->refv) + at; }
+static const double *from_pos(const Vals *v, int err, size_t at) { return (err ? v->pose : v->posv) + at; }
+static const double *from_fin(const Vals *v, int err, size_t at) { return (err ? v->fine : v->fin) + at; }
+static const double *from_map(const Vals *v, int err, size_t at) { return (err ? v->mape : v->map) + at; }
+
+static void check_outputs(Ctx *x, RunCheck *rc, int r)
 {
 	Machine *m = &x->m;
 	Carrier *c = m->c;
@@ -115,24 +144,44 @@ static void check_outputs(Ctx *x, RunCheck *rc, int r, double *refv[2], double *
 	int byref = c->nref && !d->scan, npos = d->scan ? d->len : 1;
 	for (int o = 0; o < c->nfinal; o++) {
 		int w = d->fin[o].width, q = byref ? ref_of(c, c->finalize[o].name, 1) : -1;
-		for (int md = 0; md < 2; md++)
-			for (int p = 0; p < npos; p++)
-				for (int t = 0; t < w; t++)
-					(md ? x->naive : x->want)[p * w + t] =
-						q >= 0 ? refv[md][m->refoff[q] + t] : fin[md][(size_t)p * m->finw + m->finoff[o] + t];
-		compare_row(&rc->out[o], &d->fin[o], (size_t)r * npos, x->want, x->naive, npos, w,
-			    !ty_is_float(c->finalize[o].e->ty));
+		gather(x, q, npos, w, q >= 0 ? from_ref : from_fin, m->finoff[o], m->finw, 0);
+		compare_row(x, &rc->out[o], &d->fin[o], (size_t)r * npos, npos, w, !ty_is_float(c->finalize[o].e->ty));
 	}
 	for (int o = 0; o < c->nmap && !d->scan; o++) {
 		int w = d->map[o].width, q = byref ? ref_of(c, c->map[o].name, 0) : -1;
-		for (int md = 0; md < 2; md++)
-			for (int j = 0; j < d->len; j++)
-				for (int t = 0; t < w; t++)
-					(md ? x->naive : x->want)[(size_t)j * w + t] =
-						q >= 0 ? posv[md][(size_t)j * m->refw + m->refoff[q] + t]
-						      : map[md][(size_t)j * m->mapw + m->mapoff[o] + t];
-		compare_row(&rc->out[c->nfinal + o], &d->map[o], (size_t)r * d->len, x->want, x->naive, d->len, w,
+		gather(x, q, d->len, w, q >= 0 ? from_pos : from_map, m->mapoff[o], m->mapw, m->refw);
+		compare_row(x, &rc->out[c->nfinal + o], &d->map[o], (size_t)r * d->len, d->len, w,
 			    !ty_is_float(c->map[o].e->ty));
+	}
+}
+
+static void vals_alloc(Vals *v, const Machine *m, size_t L)
+{
+	v->refv = xcalloc(m->refw, sizeof(double)), v->refe = xcalloc(m->refw, sizeof(double));
+	v->posv = xcalloc(L * m->refw, sizeof(double)), v->pose = xcalloc(L * m->refw, sizeof(double));
+	v->fin = xcalloc(L * m->finw, sizeof(double)), v->fine = xcalloc(L * m->finw, sizeof(double));
+	v->map = xcalloc(L * m->mapw, sizeof(double)), v->mape = xcalloc(L * m->mapw, sizeof(double));
+}
+
+static void vals_free(Vals *v)
+{
+	double *all[] = {v->refv, v->refe, v->posv, v->pose, v->fin, v->fine, v->map, v->mape};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		free(all[i]);
+}
+
+static void outputs_init(Ctx *x, RunCheck *rc)
+{
+	Carrier *c = x->d->c;
+	memset(rc, 0, sizeof *rc);
+	rc->nout = c->nfinal + (x->d->scan ? 0 : c->nmap);
+	rc->out = xcalloc(rc->nout, sizeof *rc->out);
+	x->need_fold = !c->nref || x->d->scan;
+	for (int o = 0; o < rc->nout; o++) {
+		rc->out[o].name = strdup(o < c->nfinal ? c->finalize[o].name : c->map[o - c->nfinal].name);
+		int fold = !c->nref || x->d->scan || ref_of(c, rc->out[o].name, o < c->nfinal) < 0;
+		rc->out[o].basis = fold ? "the carrier folded left to right in float64" : "the float64 reference";
+		x->need_fold |= fold;
 	}
 }
 
@@ -140,48 +189,31 @@ void run_check(RunData *d, RunCheck *rc)
 {
 	Carrier *c = d->c;
 	Ctx x = {.d = d};
-	machine_init(&x.m, c);
 	Machine *m = &x.m;
+	machine_init(m, c);
 	memcpy(m->params, d->params, c->nparams * sizeof *d->params);
-	size_t L = d->len ? d->len : 1, W = m->refw + m->finw + m->mapw + 4 * m->sw + 1;
+	size_t L = d->len ? d->len : 1, W = m->refw + m->finw + m->mapw + 1;
 	x.row = row_new(m, d->len);
 	x.want = xcalloc(L * W, sizeof(double));
 	x.naive = xcalloc(L * W, sizeof(double));
-	x.st = xcalloc(m->sw, sizeof(double)), x.se = xcalloc(m->sw, sizeof(double));
-	x.s32 = xcalloc(m->sw, sizeof(double)), x.tmp = xcalloc(4 * m->sw + L * W, sizeof(double));
-	double *refv[2], *posv[2], *fin[2], *map[2];
-	for (int md = 0; md < 2; md++) {
-		refv[md] = xcalloc(m->refw, sizeof(double));
-		posv[md] = xcalloc(L * m->refw, sizeof(double));
-		fin[md] = xcalloc(L * m->finw, sizeof(double));
-		map[md] = xcalloc(L * m->mapw, sizeof(double));
-	}
-	memset(rc, 0, sizeof *rc);
-	rc->nout = c->nfinal + (d->scan ? 0 : c->nmap);
-	rc->out = xcalloc(rc->nout, sizeof *rc->out);
-	for (int o = 0; o < rc->nout; o++)
-		rc->out[o].name = strdup(o < c->nfinal ? c->finalize[o].name : c->map[o - c->nfinal].name);
-	x.need_fold = !c->nref || d->scan;
-	for (int o = 0; o < rc->nout; o++) {
-		int fold = !c->nref || d->scan || ref_of(c, rc->out[o].name, o < c->nfinal) < 0;
-		rc->out[o].basis = fold ? "the carrier folded left to right in float64" : "the float64 reference";
-		x.need_fold |= fold;
-	}
+	x.bound = xcalloc(L * W, sizeof(double));
+	double *st = xcalloc(6 * (size_t)m->sw, sizeof(double));
+	x.s = st, x.se = st + m->sw, x.l = st + 2 * m->sw, x.le = st + 3 * m->sw, x.t = st + 4 * m->sw,
+	x.te = st + 5 * m->sw;
+	for (int md = 0; md < 2; md++)
+		vals_alloc(&x.v[md], m, L);
+	outputs_init(&x, rc);
 	for (int r = 0; r < d->rows; r++) {
 		rundata_load_row(d, m, r, x.row);
-		row_values(&x, refv, posv, fin, map);
-		check_outputs(&x, rc, r, refv, posv, fin, map);
+		row_values(&x);
+		check_outputs(&x, rc, r);
 	}
 	rc->ok = 1;
 	for (int o = 0; o < rc->nout; o++)
 		rc->ok &= rc->out[o].worst_ratio <= 1 && !rc->out[o].nan_mismatch;
-	for (int md = 0; md < 2; md++) {
-		free(refv[md]);
-		free(posv[md]);
-		free(fin[md]);
-		free(map[md]);
-	}
-	free(x.want), free(x.naive), free(x.st), free(x.se), free(x.s32), free(x.tmp);
+	for (int md = 0; md < 2; md++)
+		vals_free(&x.v[md]);
+	free(x.want), free(x.naive), free(x.bound), free(st);
 	row_free(x.row);
 	machine_free(m);
 }
@@ -193,4 +225,3 @@ void runcheck_free(RunCheck *rc)
 	free(rc->out);
 	memset(rc, 0, sizeof *rc);
 }
-

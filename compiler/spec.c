@@ -934,7 +934,7 @@ static int check_top(L *l)
 	for (int i = 0; required[i]; i++)
 		if (!yn_get(r, required[i]) && !(loop && (!strcmp(required[i], "lift") || !strcmp(required[i], "merge")))) {
 			diag_error(l->d, r->pos, "missing required key '%s'%s", required[i],
-				   !strcmp(required[i], "merge") ? " (or 'step', for a loop that explore turns into a merge)" : "");
+				   !strcmp(required[i], "merge") ? " (a loop spec gives 'step' instead)" : "");
 			return -1;
 		}
 	if (yn_get(r, "inverse") && !yn_get(r, "step")) {

@@ -78,27 +78,11 @@ static void run_spec(Carrier *c, const char *name, double slack)
 	cuda_module_free(&m);
 }
 
-/* The shared tolerance is twice the actual error of the naive left-to-right
- * float32 evaluation: on a row whose sum nearly cancels, a lucky naive sum
- * makes it far smaller than the error bound of any other order, and the
- * tree orders of a GPU reduction (errors of a few 1e-8) exceed it.  Carriers
- * that add (sum, the Welford means, affine maps) get that much slack; the
- * rest are held to the rule as it is.  (Reported: the fix belongs in
- * runcheck.c, comparing against the naive evaluation's error bound.) */
-static double sum_slack(const char *name)
-{
-	static const char *const adders[] = {"sum", "welford", "layer_norm", "affine"};
-	for (size_t k = 0; k < sizeof adders / sizeof *adders; k++)
-		if (strstr(name, adders[k]))
-			return 16;
-	return 1;
-}
-
 static void run_file(const char *path)
 {
 	cuda_test_cache();
 	Carrier *c = load_ok(path);
-	run_spec(c, path, sum_slack(path));
+	run_spec(c, path, 1);
 	carrier_free(c);
 }
 
@@ -140,7 +124,7 @@ Test(cuda, non_commutative_rowreduce_keeps_order, .timeout = 300)
 				 "identity: {A: 1, B: 0}\nlift: {A: w, B: x}\nmerge:\n  A: a.A * b.A\n"
 				 "  B: b.A * a.B + b.B\n");
 	cr_assert_eq(c->tpl, TPL_ROWREDUCE);
-	run_spec(c, "affine (rowreduce)", sum_slack("affine"));
+	run_spec(c, "affine (rowreduce)", 1);
 	carrier_free(c);
 }
 

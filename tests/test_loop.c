@@ -70,5 +70,5 @@ Test(loop, bad_loop_specs)
 	cr_assert(strstr(err, "only merge may use a. and b."), "%s", err);
 	cr_assert_null(load_text("carrier: s\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n",
 				 err, sizeof err));
-	cr_assert(strstr(err, "missing required key 'merge' (or 'step'"), "%s", err);
+	cr_assert(strstr(err, "missing required key 'merge' (a loop spec gives 'step'"), "%s", err);
 }
