@@ -1,0 +1,82 @@
+/* cmd_explore.c: `assoc explore LOOP.yaml [-o CARRIER.yaml]`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "explore.h"
+
+/* Write text to path through a temporary file and a rename: a reader sees
+ * the old file or the whole new one, never a part. */
+static int write_atomic(const char *path, const char *text)
+{
+	size_t n = strlen(path) + 16;
+	char *tmp = malloc(n);
+	if (!tmp)
+		abort();
+	snprintf(tmp, n, "%s.tmpXXXXXX", path);
+	int fd = mkstemp(tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	int ok = f && fputs(text, f) >= 0;
+	if (f)
+		ok &= fclose(f) == 0;
+	else if (fd >= 0)
+		close(fd);
+	if (ok && rename(tmp, path) == 0) {
+		free(tmp);
+		return 0;
+	}
+	perror(path);
+	if (fd >= 0)
+		unlink(tmp);
+	free(tmp);
+	return -1;
+}
+
+int cmd_explore(Opts *o)
+{
+	const char *path = o->specs[0];
+	Diag d;
+	diag_init(&d, path);
+	Carrier *c = spec_load_file(path, o->defs, o->ndefs, &d);
+	if (!c)
+		fputs(d.text ? d.text : "", stderr);
+	diag_free(&d);
+	if (!c)
+		return EXIT_USAGE;
+	ExploreOpts eo;
+	explore_defaults(&eo);
+	eo.seed = o->check.seed;
+	eo.params = o->params, eo.nparams = o->nparams;
+	ExploreResult r;
+	int rc = explore_run(c, &eo, &r);
+	printf("%s: loop %s (%s)\n", path, c->name, c->step && c->step_right ? "step and step_right" : c->step ? "step" : "step_right");
+	fputs(r.log ? r.log : "", stdout);
+	if (rc) {
+		rc = EXIT_USAGE;
+	} else if (r.status == EXPLORE_INVALID) {
+		rc = EXIT_USAGE;
+	} else if (r.status != EXPLORE_FOUND) {
+		printf("  no carrier (%.2f s)\n", r.seconds);
+		rc = EXIT_FAIL;
+	} else {
+		printf("  carrier spec:\n");
+		for (const char *l = r.yaml; *l;) {
+			size_t n = strcspn(l, "\n");
+			printf("    %.*s\n", (int)n, l);
+			l += n + (l[n] == '\n');
+		}
+		rc = EXIT_OK;
+		if (o->out) {
+			if (write_atomic(o->out, r.yaml))
+				rc = EXIT_FAIL;
+			else
+				printf("  wrote %s\n", o->out);
+		}
+		printf("  ok (%.2f s)\n", r.seconds);
+	}
+	explore_result_free(&r);
+	carrier_free(c);
+	return rc;
+}
