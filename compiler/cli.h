@@ -42,5 +42,7 @@ int cmd_check(Opts *o);
 int cmd_run(Opts *o);
 int cmd_emit(Opts *o);
 int cmd_bench(Opts *o);
+int cmd_explore(Opts *o);
+int cmd_tune(Opts *o);
 
 #endif

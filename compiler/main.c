@@ -20,6 +20,10 @@ static const char usage[] =
 	"                  output with the float64 reference\n"
 	"  emit SPEC       print generated code (--target cuda, ptx, llvm, asm) to -o FILE or stdout\n"
 	"  bench SPEC      throughput of the CPU kernel beside memcpy and naive C (--device cpu)\n"
+	"  tune SPEC       time every GPU variant for --rows/--len and cache the fastest\n"
+	"  explore LOOP    derive a merge from a loop spec's step (affine maps, an inverse,\n"
+	"                  generalizing the step, enumeration, auxiliary fields); -o FILE\n"
+	"                  writes the carrier spec\n"
 	"\n"
 	"options:\n"
 	"  -D NAME=VALUE   override a dim (e.g. -D d=128)\n"
@@ -217,6 +221,8 @@ static const Command commands[] = {
 	{"run", cmd_run, 1},
 	{"emit", cmd_emit, 1},
 	{"bench", cmd_bench, 1},
+	{"explore", cmd_explore, 1},
+	{"tune", cmd_tune, 1},
 };
 
 int main(int argc, char **argv)
