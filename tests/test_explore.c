@@ -1,0 +1,223 @@
+/* test_explore.c: assoc explore on the shipped loops (specs/loops): each
+ * finds its carrier (or, for not_splittable, the counterexample list), the
+ * carrier passes the prover and the trials, loads from the written spec,
+ * and its kernels run correctly on the interpreter, and on the CPU backend
+ * and the emulator where they are linked in.  A wrong inverse is caught. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compiler/check.h"
+#include "compiler/explore.h"
+#include "compiler/prove.h"
+#include "compiler/run.h"
+#include "testutil.h"
+
+static void explore_file(const char *path, ExploreResult *r)
+{
+	Carrier *c = load_ok(path);
+	ExploreOpts o;
+	explore_defaults(&o);
+	cr_assert_eq(explore_run(c, &o, r), 0, "%s", r->log);
+	carrier_free(c);
+}
+
+static Carrier *load_yaml(const char *text)
+{
+	Diag d;
+	diag_init(&d, "derived.yaml");
+	Carrier *c = spec_load_buffer("derived.yaml", text, strlen(text), NULL, 0, &d);
+	cr_assert(c, "the derived spec does not load:\n%s\n%s", d.text ? d.text : "", text);
+	diag_free(&d);
+	return c;
+}
+
+static void run_on(Carrier *c, const char *dev, int len)
+{
+	const Device *d = device_find(dev);
+	if (!d)
+		return; /* not linked in */
+	char why[200];
+	if (d->available && !d->available(why, sizeof why))
+		return;
+	RunData *rd = rundata_new(c, 3, len);
+	char msg[300];
+	cr_assert_eq(rundata_draw(rd, 7, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(d->run(rd, &(RunOpts){0}, msg, sizeof msg), 0, "%s on %s: %s", c->name, dev, msg);
+	RunCheck rc;
+	run_check(rd, &rc);
+	for (int o = 0; o < rc.nout; o++)
+		cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s on %s, len %d, %s: %g of tolerance",
+			  c->name, dev, len, rc.out[o].name, rc.out[o].worst_ratio);
+	cr_expect(rc.ok, "%s on %s len %d", c->name, dev, len);
+	runcheck_free(&rc);
+	rundata_free(rd);
+}
+
+/* The derived carrier: proved (associativity never disproved), trials hold, runs. */
+static void derived_ok(const char *path, const char *strategy)
+{
+	ExploreResult r;
+	explore_file(path, &r);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s:\n%s", path, r.log);
+	cr_expect_str_eq(r.strategy, strategy, "%s:\n%s", path, r.log);
+	cr_expect_eq(r.assoc, PROOF_PROVED, "%s", r.yaml);
+	Carrier *c = load_yaml(r.yaml);
+	ProofReport p;
+	cr_assert_eq(prove_carrier(c, 0, &p), 0);
+	for (int i = 0; i < p.n; i++)
+		cr_expect_neq(p.line[i].status, PROOF_DISPROVED, "%s: %s disproved: %s", path, p.line[i].law, p.line[i].how);
+	proof_report_free(&p);
+	CheckOpts o;
+	check_defaults(&o);
+	o.trials = 2000;
+	CheckResult cr;
+	char msg[200];
+	cr_assert_eq(check_run(c, &o, &cr, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(check_ok(&cr), "%s: the trials fail:\n%s", path, r.yaml);
+	check_result_free(&cr);
+	static const int lens[] = {0, 1, 33, 257};
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+		run_on(c, "interp", lens[l]);
+		run_on(c, "cpu", lens[l]);
+		run_on(c, "emu", lens[l]);
+	}
+	carrier_free(c);
+	explore_result_free(&r);
+}
+
+Test(explore, running_sum_max) { derived_ok("specs/loops/running_sum_max.yaml", "generalize"); }
+Test(explore, softmax_update) { derived_ok("specs/loops/softmax_update.yaml", "generalize"); }
+Test(explore, welford_update) { derived_ok("specs/loops/welford_update.yaml", "generalize"); }
+Test(explore, linear_recurrence) { derived_ok("specs/loops/linear_recurrence.yaml", "affine"); }
+Test(explore, horner) { derived_ok("specs/loops/horner.yaml", "affine"); }
+Test(explore, max_prefix_sum) { derived_ok("specs/loops/max_prefix_sum.yaml", "enumerate +aux"); }
+Test(explore, running_mean) { derived_ok("specs/loops/running_mean.yaml", "generalize"); }
+
+Test(explore, homomorphism_test_passes_when_folds_agree)
+{
+	ExploreResult r;
+	explore_file("specs/loops/running_sum_max.yaml", &r);
+	cr_assert(strstr(r.log, "homomorphism test: left and right folds agree"), "%s", r.log);
+	cr_assert(strstr(r.log, "a merge exists"), "%s", r.log);
+	explore_result_free(&r);
+}
+
+Test(explore, not_splittable_gives_the_list)
+{
+	ExploreResult r;
+	explore_file("specs/loops/not_splittable.yaml", &r);
+	cr_assert_eq(r.status, EXPLORE_NOT_SPLITTABLE, "%s", r.log);
+	cr_assert_null(r.yaml);
+	cr_assert(r.cex && strstr(r.cex, "x = ["), "%s", r.log);
+	cr_assert(strstr(r.log, "cannot be split"), "%s", r.log);
+	explore_result_free(&r);
+}
+
+Test(explore, welford_lands_on_chan)
+{
+	ExploreResult r;
+	explore_file("specs/loops/welford_update.yaml", &r);
+	cr_assert(strstr(r.yaml, "  n: a.n + b.n\n"), "%s", r.yaml);
+	cr_assert(strstr(r.yaml, "laws: [commutative]"), "%s", r.yaml);
+	explore_result_free(&r);
+}
+
+Test(explore, max_prefix_sum_adds_the_sum)
+{
+	ExploreResult r;
+	explore_file("specs/loops/max_prefix_sum.yaml", &r);
+	cr_assert_str_eq(r.aux, "sum");
+	cr_assert(strstr(r.yaml, "  mps: max(a.mps, a.sum + b.mps)\n"), "%s", r.yaml);
+	cr_assert(strstr(r.yaml, "  sum: a.sum + b.sum\n"), "%s", r.yaml);
+	cr_assert_null(strstr(r.yaml, "laws:"), "a prefix sum is not commutative");
+	explore_result_free(&r);
+}
+
+Test(explore, affine_carrier_holds_coefficients)
+{
+	ExploreResult r;
+	explore_file("specs/loops/horner.yaml", &r);
+	cr_assert(strstr(r.yaml, "  A: b.A * a.A\n"), "%s", r.yaml);
+	cr_assert(strstr(r.yaml, "  B: b.B + b.A * a.B\n"), "%s", r.yaml);
+	cr_assert(strstr(r.yaml, "  A: t\n"), "lift A = t:\n%s", r.yaml);
+	cr_assert(strstr(r.yaml, "finalize:\n  p: B\n"), "%s", r.yaml);
+	explore_result_free(&r);
+}
+
+static ExploreResult explore_text(const char *text)
+{
+	char err[256];
+	Carrier *c = load_text(text, err, sizeof err);
+	cr_assert(c, "%s", err);
+	ExploreOpts o;
+	explore_defaults(&o);
+	ExploreResult r;
+	cr_assert_eq(explore_run(c, &o, &r), 0);
+	carrier_free(c);
+	return r;
+}
+
+Test(explore, inverse_gives_the_merge)
+{
+	ExploreResult r = explore_text("carrier: m\nelement: {x: f32}\nstate: {m: f32}\nidentity: {m: -inf}\n"
+				       "step:\n  m: max(m, x)\ninverse:\n  - {x: m}\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_assert_str_eq(r.strategy, "inverse", "%s", r.log);
+	cr_assert_not(r.inverse_wrong);
+	cr_assert(strstr(r.yaml, "  m: max(a.m, b.m)\n"), "%s", r.yaml);
+	explore_result_free(&r);
+}
+
+Test(explore, wrong_inverse_is_caught)
+{
+	ExploreResult r = explore_text("carrier: m\nelement: {x: f32}\nstate: {m: f32}\nidentity: {m: -inf}\n"
+				       "step:\n  m: max(m, x)\ninverse:\n  - {x: m - 1}\n");
+	cr_assert(r.inverse_wrong, "%s", r.log);
+	cr_assert(r.cex && strstr(r.cex, "whose fold is"), "%s", r.log);
+	cr_assert(strstr(r.log, "inverse: failed (the inverse is wrong: the state {m: "), "%s", r.log);
+	/* the search goes on and still finds the merge */
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_assert_neq(strcmp(r.strategy, "inverse"), 0);
+	explore_result_free(&r);
+}
+
+Test(explore, refuses_a_carrier)
+{
+	Carrier *c = load_ok("specs/welford.yaml");
+	ExploreOpts o;
+	explore_defaults(&o);
+	ExploreResult r;
+	cr_assert_eq(explore_run(c, &o, &r), 0);
+	cr_assert_eq(r.status, EXPLORE_INVALID);
+	cr_assert(strstr(r.log, "already has a merge"), "%s", r.log);
+	explore_result_free(&r);
+	carrier_free(c);
+}
+
+/* The command: -o writes a spec that assoc check passes and emit compiles. */
+static int sh(const char *cmd)
+{
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(explore, cli_writes_a_spec_check_passes)
+{
+	char dir[] = "/tmp/assoc_explore_XXXXXX", cmd[512];
+	cr_assert(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd, "build/asan/assoc explore specs/loops/welford_update.yaml -o %s/w.yaml > %s/log", dir, dir);
+	cr_assert_eq(sh(cmd), 0);
+	snprintf(cmd, sizeof cmd, "build/asan/assoc check %s/w.yaml > /dev/null", dir);
+	cr_assert_eq(sh(cmd), 0, "assoc check fails on the written spec");
+	snprintf(cmd, sizeof cmd, "build/asan/assoc emit --target llvm %s/w.yaml -o %s/w.ll > /dev/null 2>&1", dir, dir);
+	int emit = sh(cmd);
+	cr_expect(emit == 0, "assoc emit fails on the written spec");
+	snprintf(cmd, sizeof cmd, "build/asan/assoc explore specs/loops/not_splittable.yaml -o %s/n.yaml > /dev/null", dir);
+	cr_assert_eq(sh(cmd), 1, "no carrier: exit 1");
+	snprintf(cmd, sizeof cmd, "%s/n.yaml", dir);
+	cr_assert_neq(access(cmd, F_OK), 0, "nothing written when nothing is found");
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	sh(cmd);
+}
