@@ -16,7 +16,7 @@ void tune_config_str(const TuneConfig *c, char *buf, size_t n)
 
 int tune_config_parse(const char *s, TuneConfig *c)
 {
-	TuneConfig t;
+	TuneConfig t = {0};
 	if (sscanf(s, "threads=%d rows=%d vec=%d acc=%d split=%d chunk=%d", &t.threads, &t.rows_per_block, &t.vec,
 		   &t.acc, &t.split, &t.chunk) != 6)
 		return -1;
@@ -46,20 +46,20 @@ int tune_space(const TuneProblem *p, TuneConfig *out, int max)
 				for (size_t v = 0; v < 4; v++)
 					for (size_t a = 0; a < 3; a++)
 						if (vecs[v] * p->elem_bytes <= 16) /* one 16-byte load at most */
-							n = add(out, n, max, (TuneConfig){threads[t], rows, vecs[v], accs[a], 1, 0});
+							n = add(out, n, max, (TuneConfig){threads[t], rows, vecs[v], accs[a], 1, 0, 0});
 		break;
 	case TUNE_SPLITK:
 		for (size_t t = 2; t < 5; t++)
 			for (int split = 2; split <= 64; split *= 2)
 				for (size_t a = 0; a < 3; a++)
 					n = add(out, n, max, (TuneConfig){threads[t], 1, 16 / p->elem_bytes > 0 ? 16 / p->elem_bytes : 1,
-									  accs[a], split, 0});
+									  accs[a], split, 0, 0});
 		break;
 	case TUNE_SCAN:
 		for (size_t t = 2; t < 6; t++)
 			for (int chunk = 1024; chunk <= 8192; chunk *= 2)
 				if (chunk >= threads[t])
-					n = add(out, n, max, (TuneConfig){threads[t], 1, 1, 1, 1, chunk});
+					n = add(out, n, max, (TuneConfig){threads[t], 1, 1, 1, 1, chunk, 0});
 		break;
 	}
 	return n < max ? n : max;
@@ -155,22 +155,32 @@ static void decide(TuneResult *res, const TuneHooks *h, int i, int total, double
 }
 
 /* Candidates that never reach timing (no kernel, or spills) are logged after the timed ones. */
-static void log_excluded(TuneResult *res, const TuneConfig *c, const char *why)
+static void log_excluded(TuneResult *res, const TuneConfig *c, const char why[256])
 {
 	if (res->n == TUNE_MAX_CANDIDATES)
 		return;
 	TuneCandidate *t = &res->cand[res->n++];
 	t->cfg = *c;
 	t->ms = INFINITY;
-	snprintf(t->why, sizeof t->why, "%s", why);
+	memcpy(t->why, why, sizeof t->why);
+	t->why[sizeof t->why - 1] = 0;
 }
 
 int tune_select(const TuneProblem *p, const TuneHooks *h, TuneResult *res)
 {
-	TuneConfig space[TUNE_MAX_CANDIDATES], dropped[TUNE_MAX_CANDIDATES];
+	TuneConfig space[TUNE_MAX_CANDIDATES];
+	int n = tune_space(p, space, TUNE_MAX_CANDIDATES);
+	return tune_select_list(p, space, n, h, res);
+}
+
+int tune_select_list(const TuneProblem *p, TuneConfig *space, int n, const TuneHooks *h, TuneResult *res)
+{
+	TuneConfig dropped[TUNE_MAX_CANDIDATES];
 	TuneResources rsc[TUNE_MAX_CANDIDATES];
 	char why[256], reasons[TUNE_MAX_CANDIDATES][256];
-	int n = tune_space(p, space, TUNE_MAX_CANDIDATES), ndrop = 0;
+	int ndrop = 0;
+	if (n > TUNE_MAX_CANDIDATES)
+		n = TUNE_MAX_CANDIDATES;
 	memset(res, 0, sizeof *res);
 	res->best = -1;
 	/* resources first (compile), so the model sees real register counts */
@@ -180,11 +190,22 @@ int tune_select(const TuneProblem *p, const TuneHooks *h, TuneResult *res)
 			if (!failed)
 				snprintf(why, sizeof why, "spills %d bytes per thread", rsc[i].local);
 			dropped[ndrop] = space[i];
-			snprintf(reasons[ndrop++], sizeof reasons[0], "%s", why);
+			memcpy(reasons[ndrop++], why, sizeof why);
 			rsc[i] = (TuneResources){0, 0, 1};
 		}
 	}
+	TuneConfig all[TUNE_MAX_CANDIDATES];
+	memcpy(all, space, n * sizeof *all);
 	int k = tune_prune(p, space, rsc, n, KEEP_TIMED);
+	for (int i = 0; i < n; i++) {
+		int kept = rsc[i].local != 0; /* dropped above, logged with its own reason */
+		for (int j = 0; j < k && !kept; j++)
+			kept = !memcmp(&all[i], &space[j], sizeof *all);
+		if (!kept && ndrop < TUNE_MAX_CANDIDATES) {
+			dropped[ndrop] = all[i];
+			snprintf(reasons[ndrop++], sizeof reasons[0], "not timed: the model ranks %d others above it", k);
+		}
+	}
 	const char *env = getenv("ASSOC_TUNE");
 	res->timed = !(env && !strcmp(env, "off"));
 	res->n = k;

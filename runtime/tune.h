@@ -27,6 +27,7 @@ typedef struct {
 	int acc;            /* independent accumulators per thread */
 	int split;          /* blocks per row (splitk), 1 otherwise */
 	int chunk;          /* elements per chunk (scan, splitk) */
+	int id;             /* the caller's own index of this candidate (a kernel variant) */
 } TuneConfig;
 
 typedef struct {
@@ -85,6 +86,9 @@ typedef struct {
  * wins (ties go to the earlier candidate).  With ASSOC_TUNE=off the model's
  * first valid pick is taken without timing. */
 int tune_select(const TuneProblem *p, const TuneHooks *h, TuneResult *res);
+/* The same over the caller's own candidates (for example the variants that
+ * one compiled module holds); cands is reordered. */
+int tune_select_list(const TuneProblem *p, TuneConfig *cands, int n, const TuneHooks *h, TuneResult *res);
 
 /* ---- the cache ---- */
 

@@ -38,7 +38,7 @@ Test(tune, space_is_structured_and_bounded)
 Test(tune, occupancy_from_registers_and_shared_memory)
 {
 	TuneProblem p = h200(TUNE_ROWREDUCE, 1024, 4096);
-	TuneConfig c = {256, 1, 4, 1, 1, 0};
+	TuneConfig c = {256, 1, 4, 1, 1, 0, 0};
 	cr_assert_float_eq(tune_occupancy(&p, &c, &(TuneResources){32, 0, 0}), 1.0, 1e-9);
 	cr_assert_float_eq(tune_occupancy(&p, &c, &(TuneResources){64, 0, 0}), 0.5, 1e-9, "64 regs: 4 blocks of 256");
 	cr_assert_float_eq(tune_occupancy(&p, &c, &(TuneResources){32, 100 << 10, 0}), 0.25, 1e-9,
@@ -50,9 +50,9 @@ Test(tune, model_rules_out_spills_and_idle_threads)
 {
 	TuneProblem p = h200(TUNE_ROWREDUCE, 4096, 64);
 	TuneResources ok = {32, 0, 0};
-	cr_assert_eq(tune_model(&p, &(TuneConfig){256, 1, 4, 1, 1, 0}, &(TuneResources){32, 0, 8}), 0, "spills");
-	double warp = tune_model(&p, &(TuneConfig){32, 4, 2, 1, 1, 0}, &ok);
-	double block = tune_model(&p, &(TuneConfig){1024, 1, 4, 1, 1, 0}, &ok);
+	cr_assert_eq(tune_model(&p, &(TuneConfig){256, 1, 4, 1, 1, 0, 0}, &(TuneResources){32, 0, 8}), 0, "spills");
+	double warp = tune_model(&p, &(TuneConfig){32, 4, 2, 1, 1, 0, 0}, &ok);
+	double block = tune_model(&p, &(TuneConfig){1024, 1, 4, 1, 1, 0, 0}, &ok);
 	cr_assert_gt(warp, block, "rows of 64: a warp per row beats 1024 mostly idle threads");
 }
 
@@ -128,6 +128,10 @@ Test(tune, select_with_fake_timer)
 		cr_assert(r.cand[i].cfg.threads != 1024 || isinf(r.cand[i].ms), "failed compiles never win");
 	}
 	cr_assert(compile_logged && spill_logged, "failures are logged with their reason");
+	int pruned = 0;
+	for (int i = 0; i < r.n; i++)
+		pruned += strstr(r.cand[i].why, "not timed: the model ranks") != NULL;
+	cr_assert_gt(pruned, 0, "candidates the model rules out are listed too");
 	TuneResult again;
 	Fake g = f;
 	h.ctx = &g;
@@ -145,7 +149,7 @@ Test(tune, invalid_candidates_score_infinity)
 	tune_select(&p, &h, &r);
 	cr_assert_neq(r.cand[r.best].cfg.vec, 4);
 	for (int i = 0; i < r.n; i++)
-		if (r.cand[i].cfg.vec == 4 && !strstr(r.cand[i].why, "spills"))
+		if (r.cand[i].cfg.vec == 4 && !strstr(r.cand[i].why, "spills") && !strstr(r.cand[i].why, "not timed"))
 			cr_assert(isinf(r.cand[i].ms) && strstr(r.cand[i].why, "wrong result"));
 }
 
@@ -165,7 +169,7 @@ Test(tune, tune_off_takes_the_models_pick)
 
 Test(tune, config_text_round_trip)
 {
-	TuneConfig c = {128, 1, 4, 2, 1, 0}, d;
+	TuneConfig c = {128, 1, 4, 2, 1, 0, 0}, d;
 	char buf[128];
 	tune_config_str(&c, buf, sizeof buf);
 	cr_assert_eq(tune_config_parse(buf, &d), 0);

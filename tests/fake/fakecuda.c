@@ -93,7 +93,7 @@ int cuMemAlloc_v2(Ptr *p, size_t n)
 {
 	if (++allocs == opt("oom_after", -1))
 		return 2;
-	*p = (Ptr)(size_t)malloc(n);
+	*p = (Ptr)(size_t)calloc(1, n ? n : 1);
 	live++;
 	return 0;
 }

@@ -1,0 +1,238 @@
+/* dev_gpu.c: the GPU device for `assoc run --device gpu` (see gpu.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu.h"
+
+enum { TEMPLATE_VERSION = 1 };
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+int gpu_open(Gpu *g, Carrier *c, char *msg, size_t n)
+{
+	memset(g, 0, sizeof *g);
+	g->c = c;
+	if (rt_open(&g->rt, NULL, 0, msg, n))
+		return -1;
+	const RtDevice *dev = rt_device(g->rt);
+	snprintf(g->arch, sizeof g->arch, "sm_%d%d", dev->major, dev->minor);
+	char *ptx = NULL;
+	double t0 = now_ms();
+	int rc = nvrtc_open(&g->nv, msg, n) || cuda_module(c, NULL, &g->m, msg, n) ||
+		 nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &g->ptx_cached, msg, n) ||
+		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
+	g->compile_ms = now_ms() - t0;
+	free(ptx);
+	if (rc) {
+		gpu_close(g);
+		return -1;
+	}
+	return 0;
+}
+
+void gpu_close(Gpu *g)
+{
+	if (g->mod)
+		rt_unload(g->rt, g->mod);
+	if (g->m.src)
+		cuda_module_free(&g->m);
+	nvrtc_close(g->nv);
+	rt_close(g->rt);
+	memset(g, 0, sizeof *g);
+}
+
+static size_t buf_bytes(const Buffer *b) { return b->n * b->width * kind_size(b->kind); }
+
+int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	const Buffer *in[CUDA_MAXIN];
+	int nin = 0;
+	memset(b, 0, sizeof *b);
+	for (int k = 0; k < c->nelem; k++)
+		in[nin++] = &d->elem[k];
+	for (int k = 0; k < c->ncol; k++)
+		in[nin++] = &d->col[k];
+	for (int k = 0; k < c->nrow; k++)
+		in[nin++] = &d->row[k];
+	for (int k = 0; k < nin; k++)
+		if (rt_alloc(g->rt, buf_bytes(in[k]), &b->in[k], msg, n) ||
+		    rt_upload(g->rt, b->in[k], in[k]->p, buf_bytes(in[k]), msg, n))
+			return -1;
+	for (int o = 0; o < c->nfinal + c->nmap; o++) {
+		const Buffer *ob = o < c->nfinal ? &d->fin[o] : &d->map[o - c->nfinal];
+		if (rt_alloc(g->rt, buf_bytes(ob), &b->out[o], msg, n))
+			return -1;
+	}
+	for (int k = 0; k < nin; k++)
+		b->a.in[k] = (const void *)(size_t)b->in[k];
+	for (int o = 0; o < c->nfinal + c->nmap; o++)
+		b->a.out[o] = (void *)(size_t)b->out[o];
+	for (int p = 0; p < c->nparams; p++)
+		b->a.prm[p] = d->params[p];
+	b->a.rows = d->rows;
+	b->a.len = d->len;
+	return 0;
+}
+
+int gpu_download(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	if (rt_sync(g->rt, msg, n))
+		return -1;
+	for (int o = 0; o < c->nfinal + c->nmap; o++) {
+		Buffer *ob = o < c->nfinal ? &d->fin[o] : &d->map[o - c->nfinal];
+		if (rt_download(g->rt, ob->p, b->out[o], buf_bytes(ob), msg, n))
+			return -1;
+	}
+	return 0;
+}
+
+void gpu_free_bufs(Gpu *g, GpuBufs *b)
+{
+	for (int k = 0; k < CUDA_MAXIN; k++)
+		if (b->in[k])
+			rt_free(g->rt, b->in[k]);
+	for (int o = 0; o < CUDA_MAXOUT; o++)
+		if (b->out[o])
+			rt_free(g->rt, b->out[o]);
+	if (b->ws)
+		rt_free(g->rt, b->ws);
+	memset(b, 0, sizeof *b);
+}
+
+int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *msg, size_t n)
+{
+	CudaPlan p;
+	const CudaVariant *x = &g->m.var[v];
+	cuda_plan(&g->m, v, rows, len, x->fam == FAM_SPLITK || x->fam == FAM_SCAN ? split : 1, &p);
+	if (p.ws_bytes > b->ws_bytes) {
+		if (b->ws)
+			rt_free(g->rt, b->ws);
+		b->ws = 0;
+		b->ws_bytes = 0;
+		if (rt_alloc(g->rt, p.ws_bytes, &b->ws, msg, n))
+			return -1;
+		b->ws_bytes = p.ws_bytes;
+	}
+	b->a.ws = (void *)(size_t)b->ws;
+	b->a.split = p.split;
+	b->a.chunk = p.chunk;
+	void *args[] = {&b->a};
+	for (int k = 0; k < p.nk; k++) {
+		void *fn;
+		unsigned grid[3] = {p.k[k].grid ? p.k[k].grid : 1, 1, 1}, block[3] = {p.k[k].block, 1, 1};
+		if (rt_function(g->rt, g->mod, p.k[k].name, &fn, msg, n) ||
+		    rt_launch(g->rt, fn, grid, block, 0, args, msg, n))
+			return -1;
+	}
+	return 0;
+}
+
+/* Rows and lengths in power-of-two buckets: one tuning choice per bucket. */
+static int bucket(int v)
+{
+	int b = 1;
+	while (b < v && b < (1 << 30))
+		b <<= 1;
+	return b;
+}
+
+void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n)
+{
+	const RtDevice *dev = rt_device(g->rt);
+	int maj, min;
+	nvrtc_version(g->nv, &maj, &min);
+	char dtypes[128] = "";
+	for (int k = 0; k < d->c->nelem; k++) {
+		size_t l = strlen(dtypes);
+		snprintf(dtypes + l, sizeof dtypes - l, "%s%s", l ? "," : "", ty_kind_name(d->c->elem[k].storage));
+	}
+	snprintf(key, n, "device=%s;cc=%d.%d;sms=%d;driver=%d;nvrtc=%d.%d;template=%s/%d;spec=%s;dtypes=%s;"
+			 "rows=%d;len=%d",
+		 dev->name, dev->major, dev->minor, dev->sms, dev->driver, maj, min, cuda_family_name(g->m.base),
+		 TEMPLATE_VERSION, g->m.prefix, dtypes, bucket(d->rows), bucket(d->len));
+}
+
+/* "config split=K" as stored in the cache. */
+static int parse_choice(Gpu *g, const char *s, int *v, int *split)
+{
+	char cfg[256];
+	const char *sp = strstr(s, " split=");
+	size_t l = sp ? (size_t)(sp - s) : strlen(s);
+	if (l >= sizeof cfg)
+		return -1;
+	memcpy(cfg, s, l);
+	cfg[l] = 0;
+	*v = cuda_find_variant(&g->m, g->c, cfg);
+	*split = sp ? atoi(sp + 7) : 1;
+	return *v < 0 || *split < 1 ? -1 : 0;
+}
+
+int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n)
+{
+	*split = o->split > 0 ? o->split : 1;
+	if (o->config) {
+		*v = cuda_find_variant(&g->m, g->c, o->config);
+		snprintf(why, n, "--config");
+		return *v < 0 ? -1 : 0;
+	}
+	if (!o->deterministic) {
+		TuneCache tc;
+		char key[1024], val[256], miss[128], err[256];
+		gpu_tune_key(g, d, key, sizeof key);
+		if (!tc_open(&tc, NULL, err, sizeof err) && tc_get(&tc, key, val, sizeof val, miss, sizeof miss) &&
+		    !parse_choice(g, val, v, split)) {
+			snprintf(why, n, "tuned (cache)");
+			return 0;
+		}
+	}
+	*v = cuda_pick(&g->m, d->rows, d->len, *split);
+	snprintf(why, n, o->deterministic ? "fixed (--deterministic)" : "rule (not tuned for this shape)");
+	return 0;
+}
+
+static int gpu_available(char *why, size_t n)
+{
+	Rt *rt;
+	if (rt_open(&rt, NULL, 0, why, n))
+		return 0;
+	rt_close(rt);
+	return 1;
+}
+
+static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
+{
+	Gpu g;
+	GpuBufs b;
+	int v, split, rc = -1;
+	char why[128];
+	if (gpu_open(&g, d->c, msg, n))
+		return -1;
+	if (gpu_choose(&g, d, o, &v, &split, why, sizeof why)) {
+		snprintf(msg, n, "--config %s names no variant of this carrier's module", o->config);
+		gpu_close(&g);
+		return -1;
+	}
+	if (!gpu_upload(&g, d, &b, msg, n) && !gpu_launch(&g, &b, v, split, d->rows, d->len, msg, n) &&
+	    !gpu_download(&g, d, &b, msg, n))
+		rc = 0;
+	if (o->verbose) {
+		char cfg[128];
+		cuda_config_str(&g.m.var[v], cfg, sizeof cfg);
+		fprintf(stderr, "gpu: %s (%s), split %d, %s, module %s in %.0f ms\n", cfg, why, split, g.arch,
+			g.ptx_cached ? "from the PTX cache" : "compiled", g.compile_ms);
+	}
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	return rc;
+}
+
+const Device dev_gpu = {"gpu", gpu_available, gpu_run};

@@ -1,0 +1,47 @@
+/* gpu.h: carriers on a CUDA GPU: the carrier's module through NVRTC, loaded
+ * with the driver API (runtime/cuda.h), run on device copies of a RunData,
+ * with the variant chosen by the tuning cache, by --config, or by rule. */
+#ifndef ASSOC_GPU_H
+#define ASSOC_GPU_H
+
+#include "cuda.h"
+#include "nvrtc.h"
+#include "run.h"
+#include "runtime/cuda.h"
+#include "runtime/tune.h"
+
+typedef struct {
+	Rt *rt;
+	Nvrtc *nv;
+	CudaModule m;
+	RtModule *mod;
+	Carrier *c;
+	char arch[16];
+	int ptx_cached;
+	double compile_ms;
+} Gpu;
+
+/* Open the driver, compile c for the device's architecture and load it. */
+int gpu_open(Gpu *g, Carrier *c, char *msg, size_t n);
+void gpu_close(Gpu *g);
+
+/* Device copies of a RunData's arrays, and the kernels' argument block. */
+typedef struct {
+	RtPtr in[CUDA_MAXIN], out[CUDA_MAXOUT], ws;
+	size_t ws_bytes;
+	CudaArgs a;
+} GpuBufs;
+
+int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n);
+int gpu_download(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n);
+void gpu_free_bufs(Gpu *g, GpuBufs *b);
+/* Enqueue variant v with a split count (workspace grown as needed). */
+int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *msg, size_t n);
+
+/* The tuning cache key of a problem on this device. */
+void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n);
+/* The variant and split for a shape: --config, then the tuning cache (a
+ * frozen choice), then the rules. */
+int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n);
+
+#endif

@@ -1,0 +1,197 @@
+/* test_gpu.c: the GPU device.  With the fake driver (tests/fake/fakecuda.c)
+ * the whole path runs on any machine: NVRTC, module load, uploads, the
+ * launch plan, downloads, the tuning cache's frozen choice; the fake runs no
+ * kernels, so its results must fail the check.  Where a real GPU is present,
+ * every bundled spec runs on it against the float64 reference; elsewhere
+ * those tests skip. */
+#include <dlfcn.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/gpu.h"
+#include "testutil.h"
+
+#define FAKE "build/libfakecuda.so"
+
+static char msg[8192];
+
+static int have_nvrtc(void)
+{
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		return 0;
+	nvrtc_close(nv);
+	return 1;
+}
+
+static RunData *drawn(Carrier *c, int rows, int len)
+{
+	RunData *d = rundata_new(c, rows, len);
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	return d;
+}
+
+Test(gpu, no_driver_is_a_clear_condition)
+{
+	setenv("ASSOC_LIBCUDA", "build/no-such-libcuda.so.1", 1);
+	const Device *g = device_find("gpu");
+	cr_assert_not_null(g);
+	cr_assert_eq(g->available(msg, sizeof msg), 0);
+	cr_assert(strstr(msg, "no CUDA driver"), "%s", msg);
+	Carrier *c = load_ok("specs/sum.yaml");
+	RunData *d = drawn(c, 2, 10);
+	cr_assert_eq(g->run(d, &(RunOpts){0}, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "no CUDA driver"), "%s", msg);
+	rundata_free(d);
+	carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+}
+
+Test(gpu, fake_driver_runs_the_whole_path)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	setenv("ASSOC_LIBCUDA", FAKE, 1);
+	setenv("FAKECUDA", "", 1);
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	RunData *d = drawn(c, 3, 100);
+	Gpu g;
+	cr_assert_eq(gpu_open(&g, c, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_str_eq(g.arch, "sm_90", "the fake is a compute capability 9.0 device");
+	GpuBufs b;
+	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	float back[300];
+	cr_assert_eq(rt_download(g.rt, back, b.in[0], sizeof back, msg, sizeof msg), 0);
+	cr_assert_arr_eq(back, d->elem[0].p, sizeof back, "inputs reach device memory intact");
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	int (*launches)(void) = (int (*)(void))dlsym(lib, "fakecuda_launches");
+	int before = launches();
+	int v, split;
+	char why[128];
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0);
+	cr_assert(strstr(why, "--deterministic"), "%s", why);
+	CudaPlan p;
+	cuda_plan(&g.m, v, d->rows, d->len, split, &p);
+	cr_assert_eq(gpu_launch(&g, &b, v, split, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(launches() - before, p.nk, "one launch per kernel of the plan");
+	cr_assert_eq(gpu_download(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	RunCheck rc;
+	run_check(d, &rc);
+	cr_assert_not(rc.ok, "the fake runs no kernel: all-zero outputs must fail the check");
+	runcheck_free(&rc);
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	dlclose(lib);
+	rundata_free(d);
+	carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+}
+
+Test(gpu, tuned_choice_is_frozen_in_the_cache)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	setenv("ASSOC_LIBCUDA", FAKE, 1);
+	setenv("FAKECUDA", "", 1);
+	Carrier *c = load_ok("specs/logsumexp.yaml");
+	RunData *d = drawn(c, 8, 5000);
+	Gpu g;
+	cr_assert_eq(gpu_open(&g, c, msg, sizeof msg), 0, "%s", msg);
+	int v, split;
+	char why[128], key[1024], cfg[200], err[256];
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){0}, &v, &split, why, sizeof why), 0);
+	cr_assert(strstr(why, "not tuned"), "%s", why);
+	int other = (v + 1) % g.m.nvar;
+	cuda_config_str(&g.m.var[other], cfg, sizeof cfg);
+	strcat(cfg, " split=4");
+	gpu_tune_key(&g, d, key, sizeof key);
+	cr_assert(strstr(key, "device=Fake GPU 0;cc=9.0;sms=132;driver=13000;"), "%s", key);
+	cr_assert(strstr(key, ";rows=8;len=8192"), "shapes are bucketed: %s", key);
+	TuneCache tc;
+	cr_assert_eq(tc_open(&tc, NULL, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(tc_put(&tc, key, cfg, err, sizeof err), 0, "%s", err);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(gpu_choose(&g, d, &(RunOpts){0}, &v, &split, why, sizeof why), 0);
+		cr_assert_str_eq(why, "tuned (cache)");
+		cr_assert_eq(v, other);
+		cr_assert_eq(split, 4);
+	}
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0);
+	cr_assert_neq(v, other, "--deterministic ignores the tuned choice");
+	gpu_close(&g);
+	rundata_free(d);
+	carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+	unsetenv("XDG_CACHE_HOME");
+}
+
+/* ---- on a real GPU ---- */
+
+static int real_gpu(void)
+{
+	unsetenv("ASSOC_LIBCUDA");
+	return device_find("gpu")->available(msg, sizeof msg);
+}
+
+Test(gpu, every_bundled_spec_on_the_device, .timeout = 600)
+{
+	if (!real_gpu())
+		cr_skip_test("no CUDA device: %s", msg);
+	glob_t gl;
+	cr_assert_eq(glob("specs/*.yaml", 0, NULL, &gl), 0);
+	static const int rows[] = {1, 3, 64}, lens[] = {0, 1, 31, 32, 33, 1000, 4099}, splits[] = {1, 2, 3, 7};
+	for (size_t s = 0; s < gl.gl_pathc; s++) {
+		Carrier *c = load_ok(gl.gl_pathv[s]);
+		for (size_t r = 0; r < 3; r++)
+			for (size_t l = 0; l < 7; l++)
+				for (size_t k = 0; k < 4; k++) {
+					if (splits[k] > 1 && (lens[l] < 1000 || rows[r] > 3))
+						continue;
+					RunData *d = drawn(c, rows[r], lens[l]);
+					RunOpts o = {.split = splits[k], .deterministic = 1};
+					cr_assert_eq(device_find("gpu")->run(d, &o, msg, sizeof msg), 0, "%s: %s", gl.gl_pathv[s], msg);
+					RunCheck rc;
+					run_check(d, &rc);
+					for (int q = 0; q < rc.nout; q++)
+						cr_expect(rc.out[q].worst_ratio <= 1 && !rc.out[q].nan_mismatch,
+							  "%s rows %d len %d split %d: %s at %g of tolerance", gl.gl_pathv[s],
+							  rows[r], lens[l], splits[k], rc.out[q].name, rc.out[q].worst_ratio);
+					runcheck_free(&rc);
+					rundata_free(d);
+				}
+		carrier_free(c);
+	}
+	globfree(&gl);
+}
+
+Test(gpu, tune_logs_every_candidate)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char out[16384];
+	FILE *f = popen("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+			"specs/logsumexp.yaml --rows 16 --len 4096 2>&1; echo \"exit $?\"",
+			"r");
+	size_t n = fread(out, 1, sizeof out - 1, f);
+	out[n] = 0;
+	pclose(f);
+	cr_assert(strstr(out, "on Fake GPU 0 (sm_90), 16 rows x 4096"), "%s", out);
+	cr_assert(strstr(out, "infinity: wrong result: lse off by"), "the fake computes nothing: %s", out);
+	cr_assert(strstr(out, "no candidate ran correctly") && strstr(out, "exit 1"), "%s", out);
+}
+
+Test(gpu, auto_falls_back_with_a_reason)
+{
+	char out[16384];
+	FILE *f = popen("ASSOC_LIBCUDA=build/no-such-libcuda.so.1 build/asan/assoc run specs/sum.yaml --rows 2 --len 9 "
+			"2>&1; echo \"exit $?\"", "r");
+	size_t n = fread(out, 1, sizeof out - 1, f);
+	out[n] = 0;
+	pclose(f);
+	cr_assert(strstr(out, "gpu device not usable (no CUDA driver"), "%s", out);
+	cr_assert(strstr(out, "exit 0"), "the next device runs it: %s", out);
+}
