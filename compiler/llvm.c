@@ -299,6 +299,7 @@ static void build_math(LLVMContextRef ctx, LLVMModuleRef mod, int op, int lanes)
 	Lower L;
 	memset(&L, 0, sizeof L);
 	L.ctx = ctx, L.mod = mod;
+	L.avx512 = lower_host_avx512();
 	L.b = LLVMCreateBuilderInContext(ctx);
 	LLVMTypeRef f32 = LLVMFloatTypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
 	LLVMTypeRef fp = LLVMPointerType(f32, 0), p[3] = {fp, fp, i64};

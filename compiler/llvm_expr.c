@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/TargetMachine.h>
+
 #include "llvm_int.h"
 
 struct Arena {
@@ -51,6 +53,7 @@ void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c)
 		abort();
 	L->W = 1;
 	L->gen = 1;
+	L->avx512 = lower_host_avx512();
 }
 
 void lower_free(Lower *L)
@@ -130,6 +133,22 @@ LLVMValueRef lower_intrinsic(Lower *L, const char *name, LLVMTypeRef ty, LLVMVal
 	LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, tys, 1);
 	LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, tys, 1);
 	return LLVMBuildCall2(L->b, ft, f, args, n, "");
+}
+
+LLVMValueRef lower_intrinsic0(Lower *L, const char *name, LLVMValueRef *args, int n)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, NULL, 0);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, NULL, 0);
+	return LLVMBuildCall2(L->b, ft, f, args, n, "");
+}
+
+int lower_host_avx512(void)
+{
+	char *feat = LLVMGetHostCPUFeatures();
+	int yes = strstr(feat, "+avx512f") != NULL;
+	LLVMDisposeMessage(feat);
+	return yes;
 }
 
 /* ---- conversions (ir_round's rules) ---- */

@@ -31,6 +31,7 @@ typedef struct {
 	LV *aux;
 	LV *bind;         /* by var index: the value of each input, state or index var */
 	Arena *arena;
+	int avx512;       /* the host has AVX-512F: 16-lane math uses vscalefps */
 	LLVMValueRef fn;  /* the function being built */
 	LLVMBuilderRef ab; /* positioned in its entry block, for allocas */
 } Lower;
@@ -59,6 +60,9 @@ LLVMValueRef lower_const(Lower *L, TyKind k, double v);
 LLVMValueRef lower_splat(Lower *L, LLVMValueRef s); /* scalar to the scope's lanes */
 LLVMValueRef lower_conv(Lower *L, LLVMValueRef v, TyKind from, TyKind to);
 LLVMValueRef lower_intrinsic(Lower *L, const char *name, LLVMTypeRef ty, LLVMValueRef *args, int n);
+/* A target intrinsic without overloaded types. */
+LLVMValueRef lower_intrinsic0(Lower *L, const char *name, LLVMValueRef *args, int n);
+int lower_host_avx512(void);
 int lower_width(const Expr *e); /* components (1 for scalars) */
 
 /* llvm_math.c: float32 exp, exp2 and log by range reduction and polynomial,

@@ -6,7 +6,9 @@
  *          Cephes' degree-7 minimax polynomial on [-ln2/2, ln2/2], times
  *          2^n applied as two powers of two so that subnormal results and
  *          2^128 overflow come out right.  Inputs are clamped to
- *          [-104, 89] by compare-and-select, which keeps NaN.
+ *          [-104, 89] by compare-and-select, which keeps NaN.  On AVX-512
+ *          hosts, in 16 lanes: vrndscaleps for n and vscalefps for the
+ *          2^n (exact, overflow and subnormals included), 16 ops, not 24.
  * exp2(x): the same with r = x - n exact and Cephes' exp2f polynomial.
  * log(x):  x = m 2^e with m in [sqrt(1/2), sqrt 2) (subnormals scaled by
  *          2^23 first), log(1 + f) by Cephes' logf polynomial, plus e ln2
@@ -76,8 +78,36 @@ LLVMValueRef math_exp(Lower *L, LLVMValueRef x) { return exp_clamped(L, x, 89.0)
 /* exp of an argument known to be <= 0, -inf or NaN (no overflow side) */
 LLVMValueRef math_exp_nonpos(Lower *L, LLVMValueRef x) { return exp_clamped(L, x, 0); }
 
+/* AVX-512, 16 lanes: x86 max/min return their second operand when either
+ * is NaN, so clamping with x second keeps NaN in one instruction;
+ * vrndscaleps rounds; vscalefps multiplies by 2^n exactly, with correct
+ * overflow and subnormal results, no integer exponent arithmetic. */
+static LLVMValueRef exp_avx512(Lower *L, LLVMValueRef x, double hi)
+{
+	static const double p[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
+				   4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
+	LLVMBuilderRef b = L->b;
+	LLVMValueRef rnd = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), 4, 0); /* current direction */
+	LLVMValueRef a[5] = {fc(L, hi > 0 ? hi : 0), x, rnd};
+	LLVMValueRef xc = lower_intrinsic0(L, "llvm.x86.avx512.min.ps.512", a, 3);
+	a[0] = fc(L, -104.0), a[1] = xc;
+	xc = lower_intrinsic0(L, "llvm.x86.avx512.max.ps.512", a, 3);
+	LLVMValueRef t = LLVMBuildFMul(b, xc, fc(L, 1.44269504088896341), "");
+	LLVMValueRef n = lower_intrinsic(L, "llvm.rint", LLVMTypeOf(t), &t, 1);
+	LLVMValueRef r = fmad(L, n, fc(L, -0.693359375), xc);
+	r = fmad(L, n, fc(L, 2.12194440e-4), r);
+	LLVMValueRef r2 = LLVMBuildFMul(b, r, r, "");
+	LLVMValueRef y = fmad(L, poly(L, r, p, 6), r2, r);
+	y = LLVMBuildFAdd(b, y, fc(L, 1.0), "");
+	a[0] = y, a[1] = n, a[2] = LLVMGetUndef(LLVMTypeOf(y));
+	a[3] = LLVMConstInt(LLVMInt16TypeInContext(L->ctx), 0xffff, 0), a[4] = rnd;
+	return lower_intrinsic0(L, "llvm.x86.avx512.mask.scalef.ps.512", a, 5);
+}
+
 static LLVMValueRef exp_clamped(Lower *L, LLVMValueRef x, double hi)
 {
+	if (L->avx512 && L->W == 16)
+		return exp_avx512(L, x, hi);
 	static const double p[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
 				   4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
 	LLVMBuilderRef b = L->b;
