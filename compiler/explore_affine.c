@@ -97,7 +97,8 @@ static int lin(Ex *x, Expr *e, Lin *out, char *why, size_t n)
 
 typedef struct {
 	int pat[EX_MAXF][EX_MAXF], bpat[EX_MAXF];
-	int ai[EX_MAXF][EX_MAXF], bi[EX_MAXF]; /* carrier field of each entry */
+	int ai[EX_MAXF][EX_MAXF], bi[EX_MAXF]; /* carrier field of each entry; -1: the constant 1 */
+	int unit[EX_MAXF]; /* row f of A is the identity row for every element (n' = n + 1) */
 } Pattern;
 
 static void close_pattern(Pattern *s, int n)
@@ -132,6 +133,12 @@ static int new_field(Ex *x, Cand *k, const char *base, Ty ty, double ident, Expr
 
 static Expr *ref(Ex *x, int v) { return ir_ref(x->c->ir, v); }
 
+/* Entry (f, g) of a side's A: a field, or 1 on a unit row's diagonal. */
+static Expr *entry(Ex *x, Pattern *s, const int *side, int f, int g)
+{
+	return s->ai[f][g] < 0 ? ex_num(x, 1) : ref(x, side[s->ai[f][g]]);
+}
+
 /* merge: the map of the first segment, then the second's (for a right
  * loop the state is the map applied to what follows, so the order turns). */
 static void affine_merge(Ex *x, Cand *k, Pattern *s, int pure)
@@ -144,16 +151,16 @@ static void affine_merge(Ex *x, Cand *k, Pattern *s, int pure)
 			Expr *e = ref(x, sb[s->bi[f]]);
 			for (int q = 0; q < n && !pure; q++)
 				if (s->pat[f][q] && s->bpat[q])
-					e = add(ir, e, mul(ir, ref(x, sb[s->ai[f][q]]), ref(x, fa[s->bi[q]])));
+					e = add(ir, e, mul(ir, entry(x, s, sb, f, q), ref(x, fa[s->bi[q]])));
 			k->merge[s->bi[f]] = pure ? add(ir, ref(x, fa[s->bi[f]]), e) : e;
 		}
 		for (int g = 0; g < n && !pure; g++) {
-			if (!s->pat[f][g])
+			if (!s->pat[f][g] || s->ai[f][g] < 0)
 				continue;
 			Expr *e = NULL;
 			for (int q = 0; q < n; q++)
 				if (s->pat[f][q] && s->pat[q][g])
-					e = add(ir, e, mul(ir, ref(x, sb[s->ai[f][q]]), ref(x, fa[s->ai[q][g]])));
+					e = add(ir, e, mul(ir, entry(x, s, sb, f, q), entry(x, s, fa, q, g)));
 			k->merge[s->ai[f][g]] = e;
 		}
 	}
@@ -172,7 +179,7 @@ static void affine_outputs(Ex *x, Cand *k, Pattern *s, int pure)
 			if (id == 0 || (!pure && !s->pat[f][g]) || (pure && g != f))
 				continue;
 			Expr *c = ex_num(x, id);
-			e = add(ir, pure ? c : mul(ir, ref(x, k->vs[s->ai[f][g]]), c), e);
+			e = add(ir, pure ? c : mul(ir, entry(x, s, k->vs, f, g), c), e);
 		}
 		back[f] = e ? e : ex_num(x, 0);
 		vars[f] = x->f[f].var[STATE_SELF];
@@ -205,6 +212,9 @@ int strat_affine(Ex *x, Cand *k, char *why, size_t n)
 			s.pat[f][g] = l[f].co[g] != NULL;
 			pure &= g == f ? is_one(l[f].co[g]) : !l[f].co[g];
 		}
+		s.unit[f] = is_one(l[f].co[f]);
+		for (int g = 0; g < x->n; g++)
+			s.unit[f] &= g == f || !l[f].co[g];
 		s.bpat[f] = l[f].b != NULL;
 	}
 	cand_from_view(x, k);
@@ -224,6 +234,10 @@ int strat_affine(Ex *x, Cand *k, char *why, size_t n)
 			for (int g = 0; g < x->n; g++) {
 				if (!s.pat[f][g])
 					continue;
+				if (s.unit[f]) {
+					s.ai[f][g] = -1;
+					continue;
+				}
 				char base[SPEC_MAX_NAME];
 				if (x->n == 1)
 					snprintf(base, sizeof base, "A");

@@ -2,7 +2,8 @@
  *
  * Enumeration: merge expressions over the two states' fields, built
  * bottom up from the grammar  a.f b.f 0 1 | -e exp(e) log(e) |
- * e + e, e - e, e * e, e / e, max(e, e), min(e, e)  smallest first.  Every
+ * e + e, e - e, e * e, e / e, max(e, e), min(e, e) |
+ * where(u > v, e, e) with u, v fields  smallest first.  Every
  * term is evaluated on the sample pairs (states the loop itself merges);
  * terms with the same values are kept once (their fingerprint), and a term
  * whose values are a field's merged values is that field's candidate.  The
@@ -22,6 +23,7 @@ typedef struct {
 	uint8_t op;
 	uint8_t size;
 	int l, r; /* operands (term indices), or the leaf's var / constant */
+	int cu, cv; /* where: the compared leaves (u > v) */
 } Term;
 
 typedef struct {
@@ -105,13 +107,13 @@ static void leaves(En *e)
 	Ex *x = e->x;
 	for (int side = 0; side < 2; side++)
 		for (int f = 0; f < x->n; f++) {
-			e->t[e->n] = (Term){EXPR_VAR, 1, x->f[f].var[side ? STATE_B : STATE_A], side * 100 + f};
+			e->t[e->n] = (Term){EXPR_VAR, 1, x->f[f].var[side ? STATE_B : STATE_A], side * 100 + f, 0, 0};
 			for (int p = 0; p < e->np; p++)
 				e->v[(size_t)e->n * NP + p] = side ? x->pairs.b[p][f] : x->pairs.a[p][f];
 			keep(e);
 		}
 	for (int c = 0; c < 2; c++) {
-		e->t[e->n] = (Term){EXPR_CONST, 1, c, 0};
+		e->t[e->n] = (Term){EXPR_CONST, 1, c, 0, 0, 0};
 		for (int p = 0; p < e->np; p++)
 			e->v[(size_t)e->n * NP + p] = c;
 		keep(e);
@@ -125,8 +127,37 @@ static void combine(En *e, Op op, int l, int r, int size)
 	double *v = e->v + (size_t)e->n * NP, *a = e->v + (size_t)l * NP, *b = r >= 0 ? e->v + (size_t)r * NP : NULL;
 	for (int p = 0; p < e->np; p++)
 		v[p] = ir_eval_op(op, TY_F64, 0, a[p], b ? b[p] : 0, 0);
-	e->t[e->n] = (Term){(uint8_t)op, (uint8_t)size, l, r};
+	e->t[e->n] = (Term){(uint8_t)op, (uint8_t)size, l, r, 0, 0};
 	keep(e);
+}
+
+/* where(u > v, l, r): u and v are leaves (fields), which is what selecting
+ * merges (argmax-like ties, choosing a side) compare. */
+static void combine_where(En *e, int u, int w, int l, int r, int size)
+{
+	double *v = e->v + (size_t)e->n * NP, *cu = e->v + (size_t)u * NP, *cw = e->v + (size_t)w * NP;
+	double *a = e->v + (size_t)l * NP, *b = e->v + (size_t)r * NP;
+	for (int p = 0; p < e->np; p++)
+		v[p] = cu[p] > cw[p] ? a[p] : b[p];
+	e->t[e->n] = (Term){EXPR_WHERE, (uint8_t)size, l, r, u, w};
+	keep(e);
+}
+
+static void grow_where(En *e, int size)
+{
+	int nleaf = e->bysize[2];
+	for (int ls = 1; ls <= size - 5 && !full(e); ls++) {
+		int rs = size - 4 - ls;
+		for (int u = 0; u < nleaf && !full(e); u++)
+			for (int w = 0; w < nleaf && !full(e); w++) {
+				if (u == w || e->t[u].op != EXPR_VAR || e->t[w].op != EXPR_VAR)
+					continue;
+				for (int i = e->bysize[ls]; i < e->bysize[ls + 1] && !full(e); i++)
+					for (int k = e->bysize[rs]; k < e->bysize[rs + 1] && !full(e); k++)
+						if (i != k)
+							combine_where(e, u, w, i, k, size);
+			}
+	}
 }
 
 static void grow(En *e, int size)
@@ -146,6 +177,7 @@ static void grow(En *e, int size)
 					combine(e, binary[o], i, k, size);
 		}
 	}
+	grow_where(e, size);
 	e->bysize[size + 1] = e->n;
 }
 
@@ -158,6 +190,11 @@ static Expr *to_expr(En *e, int i)
 		return ir_ref(ir, t->l);
 	if (t->op == EXPR_CONST)
 		return ex_num(x, t->l);
+	if (t->op == EXPR_WHERE) {
+		Expr *c = ir_bin(ir, EXPR_GT, to_expr(e, t->cu), to_expr(e, t->cv));
+		Expr *a = to_expr(e, t->l);
+		return ir_node(ir, EXPR_WHERE, a->ty, 0, c, a, to_expr(e, t->r));
+	}
 	Expr *a = to_expr(e, t->l);
 	return t->r < 0 ? ir_un(ir, (Op)t->op, a) : ir_bin(ir, (Op)t->op, a, to_expr(e, t->r));
 }

@@ -55,6 +55,19 @@ static void run_on(Carrier *c, const char *dev, int len)
 	rundata_free(rd);
 }
 
+static ExploreResult explore_text(const char *text)
+{
+	char err[256];
+	Carrier *c = load_text(text, err, sizeof err);
+	cr_assert(c, "%s", err);
+	ExploreOpts o;
+	explore_defaults(&o);
+	ExploreResult r;
+	cr_assert_eq(explore_run(c, &o, &r), 0);
+	carrier_free(c);
+	return r;
+}
+
 /* The derived carrier: proved (associativity never disproved), trials hold, runs. */
 static void derived_ok(const char *path, const char *strategy)
 {
@@ -146,19 +159,6 @@ Test(explore, affine_carrier_holds_coefficients)
 	explore_result_free(&r);
 }
 
-static ExploreResult explore_text(const char *text)
-{
-	char err[256];
-	Carrier *c = load_text(text, err, sizeof err);
-	cr_assert(c, "%s", err);
-	ExploreOpts o;
-	explore_defaults(&o);
-	ExploreResult r;
-	cr_assert_eq(explore_run(c, &o, &r), 0);
-	carrier_free(c);
-	return r;
-}
-
 Test(explore, inverse_gives_the_merge)
 {
 	ExploreResult r = explore_text("carrier: m\nelement: {x: f32}\nstate: {m: f32}\nidentity: {m: -inf}\n"
@@ -220,4 +220,28 @@ Test(explore, cli_writes_a_spec_check_passes)
 	cr_assert_neq(access(cmd, F_OK), 0, "nothing written when nothing is found");
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	sh(cmd);
+}
+
+Test(explore, ema_with_count_keeps_unit_rows_out)
+{
+	ExploreResult r = explore_text("carrier: ema\nparams: {alpha: f32}\nelement: {x: f32}\nstate: {s: f32, n: f32}\n"
+				       "identity: {s: 0, n: 0}\nstep:\n  s: (1 - alpha) * s + alpha * x\n  n: n + 1\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_assert_str_eq(r.strategy, "affine");
+	cr_assert(strstr(r.yaml, "  B_n: b.B_n + a.B_n\n"), "n only counts: no coefficient field for it\n%s", r.yaml);
+	cr_assert_null(strstr(r.yaml, "A_n_n"), "%s", r.yaml);
+	Carrier *c = load_yaml(r.yaml);
+	run_on(c, "interp", 33);
+	carrier_free(c);
+	explore_result_free(&r);
+}
+
+Test(explore, selecting_step_generalizes_to_where)
+{
+	ExploreResult r = explore_text("carrier: first_argmax\nelement: {x: f32, pos: f32}\nstate: {m: f32, idx: f32}\n"
+				       "identity: {m: -inf, idx: -1}\nstep:\n  idx: where(x > m, pos, idx)\n  m: max(m, x)\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_assert(strstr(r.yaml, "  idx: where(b.m > a.m, b.idx, a.idx)\n"), "%s", r.yaml);
+	cr_assert_eq(r.commutative, 0, "the first maximum's position is not commutative");
+	explore_result_free(&r);
 }
