@@ -26,7 +26,7 @@ ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 
 PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config llvm-14-dev
 
-.PHONY: all deps test demo fuzz clean check-specs install lib
+.PHONY: all deps test demo fuzz clean check-specs install lib gpu-check gpu-debs
 
 all: build/assoc
 
@@ -129,6 +129,17 @@ fuzz: deps build/fuzz_spec
 demo: deps
 	$(MAKE) build/assoc
 	build/assoc check specs/online_softmax.yaml
+
+# Everything that needs a GPU, in one run (tests/gpu/check.sh; log in
+# ASSOC_GPU_LOG or build/gpu-check).
+gpu-check:
+	tests/gpu/check.sh
+
+# The .deb files the GPU machine lacks (it reaches no registry): run here,
+# carry .debs/ there; tests/gpu/check.sh unpacks them.
+gpu-debs:
+	mkdir -p .debs && cd .debs && apt-get download libyaml-0-2 libyaml-dev libcriterion3 libcriterion-dev \
+		libnanomsg5 libgit2-1.5 libboxfort-dev libhttp-parser2.9 libmbedtls14 libmbedx509-1 libmbedcrypto7 libssh2-1 2>&1 | tail -3
 
 clean:
 	rm -rf build

@@ -44,5 +44,6 @@ int cmd_emit(Opts *o);
 int cmd_bench(Opts *o);
 int cmd_explore(Opts *o);
 int cmd_tune(Opts *o);
+int cmd_bench_gpu(Opts *o); /* bench --device gpu */
 
 #endif

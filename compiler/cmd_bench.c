@@ -230,8 +230,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 
 int cmd_bench(Opts *o)
 {
+	if (!strcmp(o->device, "gpu"))
+		return cmd_bench_gpu(o);
 	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
-		return usage_error("bench runs on --device cpu (got '%s')", o->device);
+		return usage_error("bench runs on --device cpu or gpu (got '%s')", o->device);
 	char msg[1024];
 	if (!dev_cpu.available(msg, sizeof msg)) {
 		fprintf(stderr, "assoc: the cpu device is not usable here: %s\n", msg);

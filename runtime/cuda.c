@@ -64,6 +64,7 @@ enum {
 	X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", CUresult, (RtPtr, const void *, size_t))                         \
 	X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", CUresult, (void *, RtPtr, size_t))                               \
 	X(cuMemsetD8, "cuMemsetD8_v2", CUresult, (RtPtr, unsigned char, size_t))                            \
+	X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", CUresult, (RtPtr, RtPtr, size_t))                                \
 	X(cuLaunchKernel, "cuLaunchKernel", CUresult,                                                       \
 	  (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **)) \
 	X(cuEventCreate, "cuEventCreate", CUresult, (CUevent *, unsigned))                                  \
@@ -432,6 +433,15 @@ int rt_memset(Rt *rt, RtPtr dst, unsigned char v, size_t bytes, char *err, size_
 	if (rc)
 		return rc;
 	CK(rt, cuMemsetD8(dst, v, bytes), err, n);
+	return 0;
+}
+
+int rt_copy(Rt *rt, RtPtr dst, RtPtr src, size_t bytes, char *err, size_t n)
+{
+	int rc = alive(rt, err, n);
+	if (rc)
+		return rc;
+	CK(rt, cuMemcpyDtoD(dst, src, bytes), err, n);
 	return 0;
 }
 

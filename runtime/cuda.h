@@ -65,6 +65,8 @@ void rt_free(Rt *rt, RtPtr p);
 int rt_upload(Rt *rt, RtPtr dst, const void *src, size_t bytes, char *err, size_t n);
 int rt_download(Rt *rt, void *dst, RtPtr src, size_t bytes, char *err, size_t n);
 int rt_memset(Rt *rt, RtPtr dst, unsigned char v, size_t bytes, char *err, size_t n);
+/* Device to device (asynchronous, like a launch: time it with rt_time). */
+int rt_copy(Rt *rt, RtPtr dst, RtPtr src, size_t bytes, char *err, size_t n);
 
 int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem, void **args,
 	      char *err, size_t n);

@@ -100,6 +100,7 @@ int cuMemAlloc_v2(Ptr *p, size_t n)
 int cuMemFree_v2(Ptr p) { free((void *)(size_t)p); live--; return 0; }
 int cuMemcpyHtoD_v2(Ptr d, const void *s, size_t n) { memcpy((void *)(size_t)d, s, n); return 0; }
 int cuMemcpyDtoH_v2(void *d, Ptr s, size_t n) { memcpy(d, (void *)(size_t)s, n); return 0; }
+int cuMemcpyDtoD_v2(Ptr d, Ptr s, size_t n) { memcpy((void *)(size_t)d, (void *)(size_t)s, n); return 0; }
 int cuMemsetD8_v2(Ptr d, unsigned char v, size_t n) { memset((void *)(size_t)d, v, n); return 0; }
 int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g, unsigned s,
 		   void *st, void **args, void **x)

@@ -1,0 +1,170 @@
+/* gpubench.c: `assoc bench SPEC --device gpu`: the chosen kernel's
+ * throughput, beside its ceiling measured in the same run (a device-to-
+ * device copy moving the same number of bytes).  Each time is the median of
+ * several event-timed runs after warm-up, with L2 flushed before each run.
+ * Bytes are the arrays' sizes: every input read once, every output written
+ * once.  The run is checked against the reference before it is timed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "gpu.h"
+
+enum { WARMUP = 3, TIMED = 11 };
+
+typedef struct {
+	Gpu *g;
+	GpuBufs *b;
+	RunData *d;
+	int v, split;
+	RtPtr src, dst;
+	size_t copy_bytes;
+} Bench;
+
+static int run_kernel(void *ctx)
+{
+	Bench *x = ctx;
+	char msg[256];
+	return gpu_launch(x->g, x->b, x->v, x->split, x->d->rows, x->d->len, msg, sizeof msg);
+}
+
+static int run_copy(void *ctx)
+{
+	Bench *x = ctx;
+	char msg[256];
+	return rt_copy(x->g->rt, x->dst, x->src, x->copy_bytes, msg, sizeof msg);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median milliseconds of fn, L2 flushed (a write larger than it) before each run. */
+static double median_ms(Bench *x, int (*fn)(void *), RtPtr flush, size_t flush_bytes, char *msg, size_t n)
+{
+	double t[TIMED];
+	for (int i = 0; i < WARMUP; i++)
+		if (fn(x) || rt_sync(x->g->rt, msg, n))
+			return -1;
+	for (int i = 0; i < TIMED; i++) {
+		float ms;
+		if (rt_memset(x->g->rt, flush, (unsigned char)i, flush_bytes, msg, n) ||
+		    rt_time(x->g->rt, fn, x, &ms, msg, n))
+			return -1;
+		t[i] = ms;
+	}
+	qsort(t, TIMED, sizeof *t, cmp_double);
+	return t[TIMED / 2];
+}
+
+static double bytes_of(const Buffer *b, int n)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += (double)b[i].n * b[i].width * kind_size(b[i].kind);
+	return s;
+}
+
+static int check_once(Bench *x, char *msg, size_t n)
+{
+	if (run_kernel(x) || gpu_download(x->g, x->d, x->b, msg, n))
+		return -1;
+	RunCheck rc;
+	run_check(x->d, &rc);
+	int ok = rc.ok;
+	if (!ok)
+		snprintf(msg, n, "the kernel's results do not match the reference; not timing it");
+	runcheck_free(&rc);
+	return ok ? 0 : -1;
+}
+
+static void print(const Opts *o, Bench *x, double ms, double copy_ms, double bytes, const char *why)
+{
+	Carrier *c = x->d->c;
+	char cfg[160];
+	cuda_config_str(&x->g->m.var[x->v], cfg, sizeof cfg);
+	double gbps = bytes / (ms * 1e6), copy = bytes / (copy_ms * 1e6);
+	if (o->json) {
+		Buf b = {0};
+		buf_puts(&b, "{\"spec\": ");
+		buf_json_str(&b, c->file);
+		buf_printf(&b, ", \"carrier\": \"%s\", \"device\": \"gpu\", \"gpu\": ", c->name);
+		buf_json_str(&b, rt_device(x->g->rt)->name);
+		buf_printf(&b, ", \"rows\": %d, \"len\": %d, \"config\": \"%s split=%d\", \"choice\": \"%s\", \"ms\": %.5f, "
+			       "\"gbps\": %.2f, \"copy_gbps\": %.2f, \"ratio_to_copy\": %.4f, \"module_ms\": %.2f, "
+			       "\"module_cached\": %s}",
+			   x->d->rows, x->d->len, cfg, x->split, why, ms, gbps, copy, gbps / copy, x->g->compile_ms,
+			   x->g->ptx_cached ? "true" : "false");
+		char *s = buf_take(&b);
+		puts(s);
+		free(s);
+		return;
+	}
+	printf("%s: carrier %s on %s, %d rows x %d\n", c->file, c->name, rt_device(x->g->rt)->name, x->d->rows,
+	       x->d->len);
+	printf("  kernel  %s split=%d (%s): %.4f ms, %.1f GB/s\n", cfg, x->split, why, ms, gbps);
+	printf("  copy    device to device, same bytes: %.4f ms, %.1f GB/s\n", copy_ms, copy);
+	printf("  ratio   %.3f of copy bandwidth; module %s in %.1f ms\n", gbps / copy,
+	       x->g->ptx_cached ? "from the PTX cache" : "compiled", x->g->compile_ms);
+}
+
+static int gpu_bench(Opts *o, Carrier *c, RunData *d)
+{
+	Gpu g;
+	GpuBufs b = {0};
+	char msg[2048], why[128];
+	if (gpu_open(&g, c, msg, sizeof msg)) {
+		fprintf(stderr, "assoc: bench --device gpu: %s\n", msg);
+		return EXIT_FAIL;
+	}
+	Bench x = {.g = &g, .b = &b, .d = d};
+	double bytes = bytes_of(d->elem, c->nelem) + bytes_of(d->col, c->ncol) + bytes_of(d->row, c->nrow) +
+		       bytes_of(d->fin, c->nfinal) + bytes_of(d->map, c->nmap);
+	/* a copy of half the bytes reads and writes as many bytes as the kernel */
+	x.copy_bytes = (size_t)(bytes / 2) & ~(size_t)15;
+	size_t flush_bytes = 2 * (size_t)(rt_device(g.rt)->l2_bytes > 0 ? rt_device(g.rt)->l2_bytes : 64 << 20);
+	RtPtr flush = 0;
+	int rc = EXIT_FAIL;
+	double ms = -1, copy_ms = -1;
+	if (gpu_choose(&g, d, &o->run, &x.v, &x.split, why, sizeof why) || x.v < 0) {
+		fprintf(stderr, "assoc: no variant for this shape\n");
+		goto out;
+	}
+	if (gpu_upload(&g, d, &b, msg, sizeof msg) || rt_alloc(g.rt, flush_bytes, &flush, msg, sizeof msg) ||
+	    rt_alloc(g.rt, x.copy_bytes, &x.src, msg, sizeof msg) || rt_alloc(g.rt, x.copy_bytes, &x.dst, msg, sizeof msg) ||
+	    check_once(&x, msg, sizeof msg) || (ms = median_ms(&x, run_kernel, flush, flush_bytes, msg, sizeof msg)) < 0 ||
+	    (copy_ms = median_ms(&x, run_copy, flush, flush_bytes, msg, sizeof msg)) < 0) {
+		fprintf(stderr, "assoc: bench --device gpu: %s\n", msg);
+		goto out;
+	}
+	print(o, &x, ms, copy_ms, bytes, why);
+	rc = EXIT_OK;
+out:
+	if (flush)
+		rt_free(g.rt, flush);
+	if (x.src)
+		rt_free(g.rt, x.src);
+	if (x.dst)
+		rt_free(g.rt, x.dst);
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	return rc;
+}
+
+int cmd_bench_gpu(Opts *o)
+{
+	Carrier *c = cli_load(o, o->specs[0]);
+	if (!c)
+		return EXIT_USAGE;
+	char msg[512];
+	RunData *d = rundata_new(c, o->rows, o->len);
+	int rc = rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg) ? usage_error("%s", msg)
+										     : gpu_bench(o, c, d);
+	rundata_free(d);
+	carrier_free(c);
+	return rc;
+}
