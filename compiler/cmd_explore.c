@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -17,6 +18,10 @@ static int write_atomic(const char *path, const char *text)
 		abort();
 	snprintf(tmp, n, "%s.tmpXXXXXX", path);
 	int fd = mkstemp(tmp);
+	mode_t mask = umask(0);
+	umask(mask);
+	if (fd >= 0)
+		fchmod(fd, 0666 & ~mask); /* mkstemp's 0600 is for secrets; a spec is not one */
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	int ok = f && fputs(text, f) >= 0;
 	if (f)
@@ -74,7 +79,10 @@ int cmd_explore(Opts *o)
 			else
 				printf("  wrote %s\n", o->out);
 		}
-		printf("  ok (%.2f s)\n", r.seconds);
+		if (rc == EXIT_OK)
+			printf("  ok (%.2f s)\n", r.seconds);
+		else
+			printf("  FAILED: the carrier spec could not be written\n");
 	}
 	explore_result_free(&r);
 	carrier_free(c);
