@@ -6,14 +6,22 @@ CC      ?= cc
 OPT     ?= -O2
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -I.
 LDLIBS  += -lyaml -lm -ldl
-# The CPU backend: LLVM's C API from the LLVM the packages provide.
+# The CPU backend: LLVM's C API from the LLVM the packages provide.  With
+# NO_LLVM=1 it is left out (compiler/llvm_none.c says so at run time).
 LLVM_CONFIG ?= llvm-config
+ifeq ($(NO_LLVM),1)
+CFLAGS  += -DASSOC_NO_LLVM
+LDLIBS  += -lpthread
+LLVM_SRC := compiler/llvm.c compiler/llvm_expr.c compiler/llvm_kern.c compiler/llvm_math.c
+else
 CFLAGS  += $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
 LDLIBS  += $(shell $(LLVM_CONFIG) --ldflags --libs 2>/dev/null) -lpthread
+LLVM_SRC :=
+endif
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_SECONDS ?= 45
 
-LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c)) \
+LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c $(LLVM_SRC),$(wildcard compiler/*.c)) \
            $(wildcard runtime/*.c runtime/*/*.c)
 HDRS    := $(wildcard ir/*.h ir/*.def compiler/*.h runtime/*.h runtime/*/*.h runtime/*/*.hpp templates/*.cuh)
 # Devices and targets are found through weak references, which do not pull
