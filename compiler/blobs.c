@@ -16,21 +16,22 @@ BLOB(asc_blob_rowreduce, "templates/rowreduce.cuh")
 BLOB(asc_blob_rowmap, "templates/rowmap.cuh")
 BLOB(asc_blob_splitk, "templates/splitk.cuh")
 BLOB(asc_blob_scan, "templates/scan.cuh")
+BLOB(asc_blob_attention, "templates/attention.cuh")
 BLOB(asc_blob_emu, "runtime/emu/emu.hpp")
 
 const Blob *blob_find(const char *name)
 {
-	static Blob all[7];
+	static Blob all[8];
 	if (!all[0].name) {
-		const char *names[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "emu"};
+		const char *names[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "attention", "emu"};
 		const char *b[] = {asc_blob_common, asc_blob_blocks, asc_blob_rowreduce, asc_blob_rowmap,
-				   asc_blob_splitk, asc_blob_scan, asc_blob_emu};
+				   asc_blob_splitk, asc_blob_scan, asc_blob_attention, asc_blob_emu};
 		const char *e[] = {asc_blob_common_end, asc_blob_blocks_end, asc_blob_rowreduce_end,
-				   asc_blob_rowmap_end, asc_blob_splitk_end, asc_blob_scan_end, asc_blob_emu_end};
-		for (int i = 0; i < 7; i++)
+				   asc_blob_rowmap_end, asc_blob_splitk_end, asc_blob_scan_end, asc_blob_attention_end, asc_blob_emu_end};
+		for (int i = 0; i < 8; i++)
 			all[i] = (Blob){names[i], b[i], (size_t)(e[i] - b[i]) - 1};
 	}
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 8; i++)
 		if (!strcmp(all[i].name, name))
 			return &all[i];
 	return NULL;

@@ -118,6 +118,7 @@ static void operand(struct Fn *f, const Expr *e, const char *u)
 	case VAR_STATE: buf_printf(b, "%s.f%d%s", f->st[v->which], v->slot, sub); return;
 	case VAR_PARAM: buf_printf(b, "((%s)A.prm[%d])", cuda_ctype(v->ty.kind), v->slot); return;
 	case VAR_IDX: buf_puts(b, v->slot == IDX_I ? "i" : v->slot == IDX_J ? "j" : "A.len"); return;
+	case VAR_SYM: buf_printf(b, "y%d", v->slot); return; /* a template's own value (attention: the dot product) */
 	default: buf_puts(b, "0 /* unsupported variable */"); return;
 	}
 }

@@ -11,14 +11,29 @@
 
 #include "spec.h"
 
-typedef enum { FAM_ROWREDUCE, FAM_ROWMAP, FAM_SPLITK, FAM_SCAN, NFAM } CudaFamily;
+typedef enum { FAM_ROWREDUCE, FAM_ROWMAP, FAM_SPLITK, FAM_SCAN, FAM_ATTN, NFAM } CudaFamily;
 
 /* One tuning variant: threads per block, accumulators per thread, 4-wide
- * loads, a warp per row, elements kept on chip per thread. */
+ * loads, a warp per row, elements kept on chip per thread; attention:
+ * tiles of 16 query rows per warp (mt) and keys per tile (bn). */
 typedef struct {
 	CudaFamily fam;
 	int nt, acc, vec, warp, items;
+	int mt, bn, pv; /* pv: parts of P in the matrix product (1: rounded to f16/bf16) */
 } CudaVariant;
+
+/* A carrier matched to the attention template's contract (cuda_attn.c):
+ * the state fields by role, the inputs q, k, v (slots), head dims, the
+ * score with dot(q, k) as the symbol y0, the finalize outputs with the
+ * vector field as the scalar symbol y1, and the evidence of the match. */
+typedef struct {
+	int fm, fl, fo, q, k, v, d, dv, bf16;
+	Expr *score;
+	Expr *fin[16];
+	char evidence[320];
+} CudaAttn;
+/* 0 when c implements the contract; -1 with the reason. */
+int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n);
 
 typedef struct {
 	char *src;          /* the module: prelude, carrier, templates, kernels */
@@ -28,7 +43,9 @@ typedef struct {
 	int nvar;
 	size_t state_size;  /* sizeof(State): the workspace unit of split kernels */
 	int vec_ok;         /* the carrier's element inputs allow 16-byte loads */
-	CudaFamily base;    /* rowreduce, rowmap or scan */
+	CudaFamily base;    /* rowreduce, rowmap, scan or attention */
+	CudaAttn attn;      /* base == FAM_ATTN: the match */
+	char explain[1024]; /* which template, and why */
 } CudaModule;
 
 /* Kernel argument block; the same layout as Args in templates/common.cuh. */
@@ -39,6 +56,7 @@ typedef struct {
 	void *ws;
 	int rows, len, split, chunk;
 	double prm[CUDA_MAXP];
+	int heads, kv_heads; /* attention: query heads, key/value heads (both 1 elsewhere) */
 } CudaArgs;
 
 /* Lower c into a module of the default variants for its template, or of
@@ -65,6 +83,11 @@ typedef struct {
 } CudaPlan;
 
 void cuda_plan(const CudaModule *m, int var, int rows, int len, int split, CudaPlan *p);
+/* The same with heads (attention: grid over heads, query tiles and splits). */
+void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p);
+/* Attention: the split count of the key axis for a shape on sms
+ * multiprocessors (few query tiles, long keys: split-KV decoding). */
+int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, int sms);
 /* The variant for a shape: splits of the reduced axis when asked (or for
  * long rows and few rows), a warp per row for short rows, the row kept on
  * chip where it fits. */

@@ -9,7 +9,7 @@
 #include "cuda.h"
 #include "cudaint.h"
 
-static const char *const fam_names[NFAM] = {"rowreduce", "rowmap", "splitk", "scan"};
+static const char *const fam_names[NFAM] = {"rowreduce", "rowmap", "splitk", "scan", "attention"};
 
 const char *cuda_family_name(CudaFamily f) { return f < NFAM ? fam_names[f] : "?"; }
 
@@ -217,17 +217,17 @@ static CudaFamily base_family(const Carrier *c)
 }
 
 static const CudaVariant defaults_reduce[] = {
-	{FAM_ROWREDUCE, 128, 2, 4, 1, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0}, {FAM_ROWREDUCE, 64, 1, 1, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0},    {FAM_SPLITK, 64, 1, 1, 0, 0},
+	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 1, 1, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 1, 1, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_map[] = {
-	{FAM_ROWMAP, 128, 2, 4, 1, 0},  {FAM_ROWMAP, 128, 1, 1, 1, 8}, {FAM_ROWMAP, 256, 2, 4, 0, 0},
-	{FAM_ROWMAP, 256, 1, 1, 0, 16}, {FAM_ROWMAP, 64, 1, 1, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0},
-	{FAM_SPLITK, 64, 1, 1, 0, 0},
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 1, 1, 1, 8, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 1, 1, 0, 16, 0, 0, 0}, {FAM_ROWMAP, 64, 1, 1, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 64, 1, 1, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_scan[] = {
-	{FAM_SCAN, 128, 2, 4, 0, 4},
-	{FAM_SCAN, 64, 1, 1, 0, 1},
+	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0},
+	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0},
 };
 
 /* Registers a variant is expected to need (32-bit words), from the widths
@@ -249,6 +249,8 @@ static int reg_estimate(const Carrier *c, const CudaVariant *v)
  * elements where the registers would not hold them (spills). */
 static void fit_variant(const Carrier *c, CudaVariant *v, int vec_ok)
 {
+	if (v->fam == FAM_ATTN)
+		return;
 	if (!vec_ok)
 		v->vec = 1;
 	if (!(c->laws & LAW_COMMUTATIVE))
@@ -273,8 +275,9 @@ static void add_variant(CudaModule *m, CudaVariant v)
 
 int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 {
-	static const char *sfx[NFAM][3] = {{""}, {""}, {"_part", "_comb", "_map"}, {"_part", "_carry", "_down"}};
-	static const int count[NFAM] = {1, 1, 3, 3};
+	static const char *sfx[NFAM][3] = {{""}, {""}, {"_part", "_comb", "_map"}, {"_part", "_carry", "_down"},
+					   {"_fwd", "_comb"}};
+	static const int count[NFAM] = {1, 1, 3, 3, 2};
 	int n = count[m->var[v].fam];
 	if (m->var[v].fam == FAM_SPLITK && m->base != FAM_ROWMAP)
 		n = 2;
@@ -314,6 +317,15 @@ static void kernels(const CudaModule *m, Buf *b)
 				kernel(b, nm[2], x->nt, body);
 			}
 			break;
+		case FAM_ATTN: {
+			const CudaAttn *at = &m->attn;
+			snprintf(body, sizeof body, "attention<%d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv, x->nt / 32,
+				 x->mt, x->bn, at->bf16, x->pv);
+			kernel(b, nm[0], x->nt, body);
+			snprintf(body, sizeof body, "attn_combine<%d, 64>(A)", at->dv);
+			kernel(b, nm[1], 64, body);
+			break;
+		}
 		case FAM_SCAN:
 			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
 			kernel(b, nm[0], x->nt, body);
@@ -349,12 +361,47 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 	return 0;
 }
 
+/* Attention variants: 4 and 8 warps of 16 query rows, key tiles of 64
+ * (32 for head dims over 128, where the registers would not hold more). */
+static int attn_defaults(const CudaAttn *at, CudaVariant *v)
+{
+	int bn = at->d > 128 || at->dv > 128 ? 32 : 64, pv = at->bf16 ? 3 : 2;
+	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, pv};
+	v[1] = (CudaVariant){FAM_ATTN, 256, 1, 1, 0, 0, 1, bn, pv};
+	return 2; /* pv=1 (P rounded as FlashAttention does) only by --config: outside the float32 tolerance */
+}
+
+/* The attention template when the carrier implements its contract (and no
+ * configuration of another family is asked for); m->explain says why. */
+static void choose_attention(Carrier *c, const char *config, CudaModule *m)
+{
+	char why[512];
+	if (cuda_attn_match(c, &m->attn, why, sizeof why)) {
+		snprintf(m->explain, sizeof m->explain,
+			 "template %s (generic, vector state): not the attention contract: %s", fam_names[m->base], why);
+		return;
+	}
+	if (config && strncmp(config, "attention", 9)) {
+		snprintf(m->explain, sizeof m->explain, "template %s (generic): asked for by the configuration '%s'",
+			 fam_names[m->base], config);
+		return;
+	}
+	m->base = FAM_ATTN;
+	snprintf(m->explain, sizeof m->explain,
+		 "template attention (tensor cores, %s, head dims %d/%d): %s; score lowered elementwise on the score "
+		 "tile with dot(q, k) on the tensor cores; mask %s",
+		 m->attn.bf16 ? "bf16" : "f16", m->attn.d, m->attn.dv, m->attn.evidence,
+		 c->mask ? "elementwise, whole tiles skipped by interval arithmetic" : "none");
+}
+
 int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n)
 {
 	memset(m, 0, sizeof *m);
 	if (check_limits(c, msg, n))
 		return -1;
 	m->base = base_family(c);
+	if (m->base != FAM_SCAN)
+		choose_attention(c, config, m);
 	m->vec_ok = can_vec(c);
 	m->state_size = state_size(c);
 	m->var = calloc(16, sizeof *m->var);
@@ -364,13 +411,18 @@ int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t
 		CudaVariant v;
 		if (cuda_parse_config(config, &v, msg, n))
 			goto fail;
-		int fits = v.fam == m->base || (v.fam == FAM_SPLITK && m->base != FAM_SCAN);
+		int fits = v.fam == m->base || (v.fam == FAM_SPLITK && m->base != FAM_SCAN && m->base != FAM_ATTN);
 		if (!fits) {
 			snprintf(msg, n, "configuration '%s' does not fit a %s carrier", config, cuda_family_name(m->base));
 			goto fail;
 		}
 		fit_variant(c, &v, m->vec_ok);
 		add_variant(m, v);
+	} else if (m->base == FAM_ATTN) {
+		CudaVariant av[4];
+		int na = attn_defaults(&m->attn, av);
+		for (int k = 0; k < na; k++)
+			add_variant(m, av[k]);
 	} else {
 		const CudaVariant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
 		size_t nd = m->base == FAM_SCAN     ? sizeof defaults_scan / sizeof *d
@@ -384,6 +436,8 @@ int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t
 	}
 	Buf h = {0}, b = {0};
 	hooks(c, &h, m->vec_ok);
+	if (m->base == FAM_ATTN)
+		cuda_attn_hooks(c, &m->attn, &h);
 	m->hooks = buf_take(&h);
 	snprintf(m->prefix, sizeof m->prefix, "asc_%016llx", (unsigned long long)fnv(m->hooks, strlen(m->hooks)));
 	buf_printf(&b, "/* generated by assoc: carrier %s, %d kernel variants; layout and launch rules in the template "
@@ -403,6 +457,8 @@ int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t
 		put_blob(&b, "splitk");
 	if (used[FAM_SCAN])
 		put_blob(&b, "scan");
+	if (used[FAM_ATTN])
+		put_blob(&b, "attention");
 	buf_puts(&b, "/* ---- kernels ---- */\n");
 	kernels(m, &b);
 	m->src = buf_take(&b);
@@ -428,7 +484,7 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 	const char *colon = strchr(s, ':');
 	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
 	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
-	*v = (CudaVariant){NFAM, 128, 1, 1, 0, 0};
+	*v = (CudaVariant){NFAM, 128, 1, 1, 0, 0, 0, 0, 0};
 	for (int f = 0; f < NFAM; f++)
 		if (!strcmp(fam, fam_names[f]))
 			v->fam = (CudaFamily)f;
@@ -438,6 +494,8 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 	}
 	if (v->fam == FAM_SCAN)
 		v->items = 4;
+	if (v->fam == FAM_ATTN)
+		v->mt = 1, v->bn = 64, v->pv = 2;
 	for (const char *p = colon ? colon + 1 : ""; *p;) {
 		char key[16];
 		int val, used = 0;
@@ -446,7 +504,10 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 			return -1;
 		}
 		int *slot = !strcmp(key, "nt") ? &v->nt : !strcmp(key, "acc") ? &v->acc : !strcmp(key, "vec") ? &v->vec
-			    : !strcmp(key, "warp") ? &v->warp : !strcmp(key, "items") ? &v->items : NULL;
+			    : !strcmp(key, "warp") ? &v->warp : !strcmp(key, "items") ? &v->items
+			    : !strcmp(key, "mt") && v->fam == FAM_ATTN ? &v->mt : !strcmp(key, "bn") && v->fam == FAM_ATTN ? &v->bn
+			    : !strcmp(key, "pv") && v->fam == FAM_ATTN ? &v->pv
+			    : NULL;
 		if (!slot) {
 			snprintf(msg, n, "configuration '%s': unknown key '%s' (nt, acc, vec, warp, items)", s, key);
 			return -1;
@@ -455,6 +516,15 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 		p += used;
 		if (*p == ',')
 			p++;
+	}
+	if (v->fam == FAM_ATTN) {
+		if (v->nt < 32 || v->nt > 512 || v->nt % 32 || v->mt < 1 || v->mt > 4 ||
+		    (v->bn != 16 && v->bn != 32 && v->bn != 64 && v->bn != 128) || v->pv < 1 || v->pv > 3) {
+			snprintf(msg, n, "configuration '%s' is out of range (attention: nt a multiple of 32 up to 512, mt "
+					 "1-4, bn 16, 32, 64 or 128, pv 1-3)", s);
+			return -1;
+		}
+		return 0;
 	}
 	int ok = v->nt >= 32 && v->nt <= 1024 && v->nt % 32 == 0 && v->acc >= 1 && v->acc <= 8 &&
 		 (v->vec == 1 || v->vec == 4) && (v->warp == 0 || v->warp == 1) && v->items >= 0 && v->items <= 64 &&
@@ -470,6 +540,10 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 
 void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
 {
+	if (v->fam == FAM_ATTN) {
+		snprintf(buf, n, "attention:nt=%d,mt=%d,bn=%d,pv=%d", v->nt, v->mt, v->bn, v->pv);
+		return;
+	}
 	snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", cuda_family_name(v->fam), v->nt, v->acc, v->vec,
 		 v->warp, v->items);
 }
@@ -478,7 +552,41 @@ void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
 
 static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
+static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
+{
+	const CudaVariant *v = &m->var[var];
+	int bm = v->nt / 32 * v->mt * 16;
+	p->split = split < 1 ? 1 : split;
+	p->chunk = (int)(cdiv(cdiv(len, p->split), v->bn) * v->bn);
+	p->k[0].grid = (unsigned)heads * cdiv(rows, bm) * p->split;
+	p->k[0].block = v->nt;
+	p->k[1].grid = (unsigned)heads * rows;
+	p->k[1].block = 64;
+	p->nk = p->split > 1 ? 2 : 1;
+	p->ws_bytes = p->split > 1 ? (size_t)heads * rows * p->split * (m->attn.dv + 2) * sizeof(float) : 0;
+	p->loads = 1;
+}
+
 void cuda_plan(const CudaModule *m, int var, int rows, int len, int split, CudaPlan *p)
+{
+	cuda_plan_h(m, var, rows, len, 1, split, p);
+}
+
+int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, int sms)
+{
+	const CudaVariant *v = &m->var[var];
+	if (v->fam != FAM_ATTN)
+		return 1;
+	long blocks = (long)heads * cdiv(rows, v->nt / 32 * v->mt * 16);
+	long want = 2L * (sms > 0 ? sms : 132);
+	if (blocks >= want / 2)
+		return 1;
+	long s = (want + blocks - 1) / blocks, most = len / (4 * v->bn); /* at least 4 key tiles per split */
+	s = s < most ? s : most;
+	return s < 1 ? 1 : s > 64 ? 64 : (int)s;
+}
+
+void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
 {
 	const CudaVariant *v = &m->var[var];
 	char nm[3][64];
@@ -491,7 +599,13 @@ void cuda_plan(const CudaModule *m, int var, int rows, int len, int split, CudaP
 	for (int k = 0; k < nk; k++)
 		snprintf(p->k[k].name, sizeof p->k[k].name, "%s", nm[k]);
 	int nmap = m->base == FAM_ROWMAP;
+	if (v->fam != FAM_ATTN)
+		heads = 1;
+	(void)heads;
 	switch (v->fam) {
+	case FAM_ATTN:
+		plan_attn(m, var, rows, len, heads, split, p);
+		break;
 	case FAM_ROWREDUCE: case FAM_ROWMAP:
 		p->split = 1;
 		p->k[0].block = v->nt;
@@ -540,6 +654,8 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 			return 0;
 		if (m->base == FAM_SCAN)
 			return x->fam == FAM_SCAN ? v : best;
+		if (m->base == FAM_ATTN) /* 8 warps (128 query rows) where the rows fill them */
+			return rows > 64 && m->nvar > 1 && split <= 1 ? 1 : 0;
 		if (split > 1) {
 			if (x->fam == FAM_SPLITK)
 				return v;

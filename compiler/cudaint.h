@@ -14,5 +14,7 @@ void cuda_fn_begin(struct Fn **f, Carrier *c, Buf *b);
 void cuda_fn_end(struct Fn *f);
 void cuda_fn_assign(struct Fn *f, const char *dst, Expr *e, int len);
 void cuda_fn_return(struct Fn *f, Expr *e); /* temporaries, then `return e;` */
+/* The attention template's hooks for a matched carrier (cuda_attn.c). */
+void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b);
 
 #endif

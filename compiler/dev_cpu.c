@@ -50,6 +50,9 @@ static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
 static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
 	LlvmOpts lo = {0};
+	if (d->heads > 1)
+		return snprintf(msg, n, "cpu: heads (--heads %d) are not supported by the CPU device; use --device emu, "
+				       "gpu or interp", d->heads), -1;
 	if (parse_config(o->config, &lo, msg, n))
 		return -1;
 	LlvmKernel *k;

@@ -79,6 +79,8 @@ int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
 		b->a.prm[p] = d->params[p];
 	b->a.rows = d->rows;
 	b->a.len = d->len;
+	b->a.heads = d->heads > 0 ? d->heads : 1;
+	b->a.kv_heads = d->kv_heads > 0 ? d->kv_heads : 1;
 	return 0;
 }
 
@@ -112,7 +114,8 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 {
 	CudaPlan p;
 	const CudaVariant *x = &g->m.var[v];
-	cuda_plan(&g->m, v, rows, len, x->fam == FAM_SPLITK || x->fam == FAM_SCAN ? split : 1, &p);
+	cuda_plan_h(&g->m, v, rows, len, b->a.heads > 0 ? b->a.heads : 1,
+		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
 	if (p.ws_bytes > b->ws_bytes) {
 		if (b->ws)
 			rt_free(g->rt, b->ws);
@@ -195,6 +198,8 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 		}
 	}
 	*v = cuda_pick(&g->m, d->rows, d->len, *split);
+	if (g->m.var[*v].fam == FAM_ATTN && o->split <= 0)
+		*split = cuda_attn_split(&g->m, *v, d->rows, d->len, d->heads, rt_device(g->rt)->sms);
 	snprintf(why, n, o->deterministic ? "fixed (--deterministic)" : "rule (not tuned for this shape)");
 	return 0;
 }
@@ -216,6 +221,17 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	char why[128];
 	if (gpu_open(&g, d->c, msg, n))
 		return -1;
+	if (d->heads > 1 && g.m.base != FAM_ATTN) { /* a template without heads: one head at a time */
+		gpu_close(&g);
+		for (int h = 0; h < d->heads; h++) {
+			RunData *hv = rundata_head_view(d, h);
+			rc = gpu_run(hv, o, msg, n);
+			rundata_view_free(hv);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
 	if (gpu_choose(&g, d, o, &v, &split, why, sizeof why)) {
 		snprintf(msg, n, "--config %s names no variant of this carrier's module", o->config);
 		gpu_close(&g);

@@ -21,6 +21,16 @@ static void store(Buffer *b, int n, const int *off, const double *v, size_t at)
 
 static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
+	if (d->heads > 1) { /* each query head on its own, with its key/value head */
+		for (int h = 0; h < d->heads; h++) {
+			RunData *v = rundata_head_view(d, h);
+			int rc = interp_run(v, o, msg, n);
+			rundata_view_free(v);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
 	Carrier *c = d->c;
 	Machine m;
 	machine_init(&m, c);

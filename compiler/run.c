@@ -119,21 +119,59 @@ static Buffer *out_buffers(const Def *d, int n, size_t count)
 	return b;
 }
 
-RunData *rundata_new(Carrier *c, int rows, int len)
+RunData *rundata_new(Carrier *c, int rows, int len) { return rundata_new_heads(c, rows, len, 1, 1); }
+
+RunData *rundata_new_heads(Carrier *c, int rows, int len, int heads, int kv_heads)
 {
 	RunData *d = xcalloc(1, sizeof *d);
-	size_t rl = (size_t)rows * len;
+	size_t H = heads < 1 ? 1 : heads, G = kv_heads < 1 ? 1 : kv_heads, rl = (size_t)rows * len;
 	d->c = c;
 	d->rows = rows;
 	d->len = len;
+	d->heads = (int)H;
+	d->kv_heads = (int)G;
 	d->scan = c->tpl == TPL_SCAN;
-	d->row = buffers(c->row, c->nrow, rows);
-	d->col = buffers(c->col, c->ncol, len);
-	d->elem = buffers(c->elem, c->nelem, rl);
+	d->row = buffers(c->row, c->nrow, H * rows);
+	d->col = buffers(c->col, c->ncol, G * len);
+	d->elem = buffers(c->elem, c->nelem, H * rl);
 	d->params = xcalloc(c->nparams, sizeof *d->params);
-	d->fin = out_buffers(c->finalize, c->nfinal, d->scan ? rl : (size_t)rows);
-	d->map = out_buffers(c->map, c->nmap, rl);
+	d->fin = out_buffers(c->finalize, c->nfinal, H * (d->scan ? rl : (size_t)rows));
+	d->map = out_buffers(c->map, c->nmap, H * rl);
 	return d;
+}
+
+static Buffer *view_bufs(const Buffer *b, int n, size_t count, size_t head)
+{
+	Buffer *v = xcalloc(n, sizeof *v);
+	for (int i = 0; i < n; i++) {
+		v[i] = b[i];
+		v[i].n = count;
+		v[i].p = (char *)b[i].p + head * count * b[i].width * kind_size(b[i].kind);
+	}
+	return v;
+}
+
+RunData *rundata_head_view(const RunData *d, int h)
+{
+	Carrier *c = d->c;
+	RunData *v = xcalloc(1, sizeof *v);
+	size_t rl = (size_t)d->rows * d->len, kh = (size_t)h / (d->heads / d->kv_heads);
+	*v = *d;
+	v->heads = v->kv_heads = 1;
+	v->row = view_bufs(d->row, c->nrow, d->rows, h);
+	v->col = view_bufs(d->col, c->ncol, d->len, kh);
+	v->elem = view_bufs(d->elem, c->nelem, rl, h);
+	v->fin = view_bufs(d->fin, c->nfinal, d->scan ? rl : (size_t)d->rows, h);
+	v->map = view_bufs(d->map, c->nmap, rl, h);
+	return v;
+}
+
+void rundata_view_free(RunData *v)
+{
+	if (!v)
+		return;
+	free(v->row), free(v->col), free(v->elem), free(v->fin), free(v->map);
+	free(v);
 }
 
 static void free_buffers(Buffer *b, int n)
@@ -185,7 +223,29 @@ static void store_decls(int n, Buffer *b, const int *off, const double *src, siz
 			buffer_set(&b[k], at * b[k].width + t, src[off[k] + t]);
 }
 
+static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n);
+
+/* With heads: each head drawn as its own one-head array (a key/value head
+ * shared by several query heads keeps the last draw); params from head 0. */
 int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n)
+{
+	if (d->heads <= 1)
+		return draw_one(d, seed, params, nparams, msg, n);
+	double *keep = xcalloc(d->c->nparams + 1, sizeof *keep);
+	int rc = 0;
+	for (int h = 0; h < d->heads && !rc; h++) {
+		RunData *v = rundata_head_view(d, h);
+		rc = draw_one(v, seed + 7919u * (uint64_t)h, params, nparams, msg, n);
+		if (h == 0)
+			memcpy(keep, d->params, d->c->nparams * sizeof *keep);
+		rundata_view_free(v);
+	}
+	memcpy(d->params, keep, d->c->nparams * sizeof *keep);
+	free(keep);
+	return rc;
+}
+
+static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n)
 {
 	Carrier *c = d->c;
 	Machine m;

@@ -34,6 +34,11 @@ double bf16_value(uint16_t h);
 typedef struct {
 	Carrier *c;
 	int rows, len;
+	/* Attention: query heads and key/value heads (heads % kv_heads == 0;
+	 * 1 and 1 elsewhere).  Every row, element and output array gets a
+	 * leading [heads] dim, every column array a leading [kv_heads] dim;
+	 * query head h reads key/value head h / (heads / kv_heads). */
+	int heads, kv_heads;
 	Buffer *row, *col, *elem; /* one per declaration */
 	double *params;           /* one per param (scalar) */
 	Buffer *fin, *map;        /* outputs: one per finalize / map output */
@@ -42,7 +47,12 @@ typedef struct {
 
 /* Allocate inputs and outputs for rows x len (outputs zeroed). */
 RunData *rundata_new(Carrier *c, int rows, int len);
+RunData *rundata_new_heads(Carrier *c, int rows, int len, int heads, int kv_heads);
 void rundata_free(RunData *d);
+/* Head h of d as a one-head RunData whose buffers point into d's; free
+ * with rundata_view_free (d's arrays stay). */
+RunData *rundata_head_view(const RunData *d, int h);
+void rundata_view_free(RunData *v);
 
 /* Copy row r of d into the interpreter's layout (row has room for d->len). */
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);

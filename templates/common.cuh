@@ -25,6 +25,7 @@ struct Args {
 	void *ws;
 	int rows, len, split, chunk;
 	double prm[ASC_MAXP];
+	int heads, kv_heads; /* attention: query heads, key/value heads */
 };
 
 struct alignas(16) asc_f4 { float x, y, z, w; };

@@ -26,6 +26,21 @@ static void fill_args(RunData *d, CudaArgs *a)
 		a->prm[p] = d->params[p];
 	a->rows = d->rows;
 	a->len = d->len;
+	a->heads = d->heads > 0 ? d->heads : 1;
+	a->kv_heads = d->kv_heads > 0 ? d->kv_heads : 1;
+}
+
+/* Heads through a template without them: one head at a time. */
+static int by_head(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n)
+{
+	for (int h = 0; h < d->heads; h++) {
+		RunData *v = rundata_head_view(d, h);
+		int rc = emu_run_data(v, o, st, msg, n);
+		rundata_view_free(v);
+		if (rc)
+			return -1;
+	}
+	return 0;
 }
 
 int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n)
@@ -37,6 +52,15 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	int split = o->split > 0 ? o->split : 1, v = -1;
 	if (cuda_module(d->c, NULL, &m, msg, n))
 		return -1;
+	if (o->config && m.base == FAM_ATTN && strncmp(o->config, "attention", 9)) { /* the generic templates, asked for */
+		cuda_module_free(&m);
+		if (cuda_module(d->c, o->config, &m, msg, n))
+			return -1;
+	}
+	if (d->heads > 1 && m.base != FAM_ATTN) {
+		cuda_module_free(&m);
+		return by_head(d, o, st, msg, n);
+	}
 	if (o->config) { /* one of the module's own variants keeps the module (and its cached build) */
 		v = cuda_find_variant(&m, d->c, o->config);
 		if (v < 0) {
@@ -51,13 +75,16 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	if (v < 0)
 		v = cuda_pick(&m, d->rows, d->len, split);
 	const CudaVariant *x = &m.var[v];
+	if (x->fam == FAM_ATTN && o->split <= 0)
+		split = cuda_attn_split(&m, v, d->rows, d->len, d->heads, 0);
 	if (x->fam == FAM_ROWMAP && x->items && d->len > x->items * (x->warp ? 32 : x->nt)) {
 		snprintf(msg, n, "rows of %d do not fit on chip in this configuration (at most %d)", d->len,
 			 x->items * (x->warp ? 32 : x->nt));
 		goto out;
 	}
 	CudaPlan p;
-	cuda_plan(&m, v, d->rows, d->len, x->fam == FAM_SPLITK || x->fam == FAM_SCAN ? split : 1, &p);
+	cuda_plan_h(&m, v, d->rows, d->len, d->heads,
+		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
 	CudaArgs a = {0};
 	fill_args(d, &a);
 	a.split = p.split;
@@ -79,6 +106,7 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		char cfg[128];
 		cuda_config_str(x, cfg, sizeof cfg);
 		fprintf(stderr, "emu: %s, split %d, %llu bytes loaded, %llu stored\n", cfg, p.split, bytes[0], bytes[1]);
+		fprintf(stderr, "emu: %s\n", m.explain);
 	}
 	rc = 0;
 out:

@@ -412,6 +412,86 @@ static inline float emu_half_to_float(unsigned short h)
 static inline float __half2float(unsigned short h) { return emu_half_to_float(h); }
 static inline float __bfloat162float(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }
 
+/* ---- tensor cores: mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32 ----
+ * A warp collective, as on the GPU: every lane deposits its fragments, and
+ * each lane then computes its own four results from the whole warp's.
+ * Fragment layout (PTX ISA, m16n8k16 with .f16/.bf16 inputs): lane =
+ * groupID * 4 + tig; A (16x16, row-major) is 4 .b32 of two halves each:
+ * a0 = (row g, cols 2tig, 2tig+1), a1 = row g+8, a2 = row g, cols +8,
+ * a3 = row g+8, cols +8; B (16x8, "col") is 2 .b32: b0 = (rows 2tig,
+ * 2tig+1, col g), b1 = rows +8; C and D (16x8 f32) are 4 floats: c0, c1 =
+ * (row g, cols 2tig, 2tig+1), c2, c3 = row g+8.  Products of halves are
+ * exact in float; the sum of the 16 products and c is rounded once. */
+struct EmuMmaFrag {
+	unsigned a[4], b[2];
+	float c[4];
+};
+static EmuMmaFrag emu_mma_slot[EMU_MAXT / 32][2][32];
+
+static inline float emu_half_bits(unsigned short h, int bf)
+{
+	return bf ? __int_as_float((int)((unsigned)h << 16)) : emu_half_to_float(h);
+}
+
+/* The (row, k) element of A and the (k, col) element of B from the deposits. */
+static inline float emu_mma_a(const EmuMmaFrag *f, int row, int k, int bf)
+{
+	int lane = (row & 7) * 4 + (k & 7) / 2, reg = (row >= 8) + 2 * (k >= 8);
+	unsigned w = f[lane].a[reg];
+	return emu_half_bits((unsigned short)(k & 1 ? w >> 16 : w & 0xffff), bf);
+}
+static inline float emu_mma_b(const EmuMmaFrag *f, int k, int col, int bf)
+{
+	int lane = col * 4 + (k & 7) / 2;
+	unsigned w = f[lane].b[k >= 8];
+	return emu_half_bits((unsigned short)(k & 1 ? w >> 16 : w & 0xffff), bf);
+}
+
+static void emu_mma_16816(float d[4], const unsigned a[4], const unsigned b[2], const float c[4], int bf)
+{
+	EmuFiber *me = emu.cur;
+	EmuMmaFrag *slot = emu_mma_slot[me->warp][me->seq & 1];
+	memcpy(slot[me->lane].a, a, sizeof slot->a);
+	memcpy(slot[me->lane].b, b, sizeof slot->b);
+	memcpy(slot[me->lane].c, c, sizeof slot->c);
+	emu_warp_enter(0xffffffffu, 0, "mma.sync");
+	int g = me->lane / 4, t = me->lane % 4;
+	float r[4];
+	for (int q = 0; q < 4; q++) {
+		int row = g + 8 * (q >= 2), col = 2 * t + (q & 1);
+		double acc = slot[me->lane].c[q];
+		for (int k = 0; k < 16; k++)
+			acc += (double)emu_mma_a(slot, row, k, bf) * (double)emu_mma_b(slot, k, col, bf);
+		r[q] = (float)acc;
+	}
+	emu_warp_leave();
+	memcpy(d, r, sizeof r);
+}
+
+/* Round to nearest even into f16 / bf16 bits (cvt.rn.f16.f32, cvt.rn.bf16.f32). */
+static inline unsigned short emu_float_to_bf16(float f)
+{
+	unsigned u = (unsigned)__float_as_int(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return 0x7fc0;
+	return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+static inline unsigned short emu_float_to_half(float f)
+{
+	unsigned u = (unsigned)__float_as_int(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+	if (a > 0x7f800000u)
+		return 0x7e00;
+	if (a >= 0x477ff000u) /* rounds to 65520 or more: infinity */
+		return (unsigned short)(s | 0x7c00);
+	if (a < 0x38800000u) { /* below 2^-14: subnormal, in units of 2^-24 */
+		float v = __int_as_float((int)a) * 0x1p24f;
+		return (unsigned short)(s | (unsigned)nearbyintf(v));
+	}
+	unsigned r = a - 0x38000000u; /* rebias exponent 127 -> 15 */
+	r = (r + 0xfffu + ((r >> 13) & 1)) >> 13;
+	return (unsigned short)(s | r);
+}
+
 /* ---- launch ---- */
 
 static void emu_run_block(void)

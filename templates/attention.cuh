@@ -1,0 +1,302 @@
+/* attention.cuh: FlashAttention-style forward for the (m, l, o) carrier.
+ *
+ * Contract (templates/attention_contract.yaml; compiler/cuda_attn.c proves
+ * the user's carrier equal to it before this template is used): state
+ * (m: max, l: sum, o: vector), identity (-inf, 0, 0), lift (s, 1, v) with
+ * s = score(dot(q, k)), merge m = max(a.m, b.m), l = a.l e^(a.m - m) +
+ * b.l e^(b.m - m), o = a.o e^(a.m - m) + b.o e^(b.m - m).
+ *
+ * Layout: q [heads][rows][D], k [kv_heads][len][D], v [kv_heads][len][DV],
+ * all f16 (BF = 0) or bf16 (BF = 1); outputs [heads][rows](...).  Query
+ * head h reads kv head h / (heads / kv_heads).
+ * Launch: blockDim.x = 32 * WARPS; grid = heads * ceil(rows / BM) * split,
+ * block b: split b % split, query tile (b / split) % tiles, head
+ * b / split / tiles.  Each warp owns MT tiles of 16 query rows; key/value
+ * tiles of BN keys stream through shared memory.
+ *
+ * Hooks (generated from the spec): attn_score2(A, R, x, i, j) = the spec's
+ * score with dot(q, k) = x, times log2(e); attn_keep(A, R, i, j) = the
+ * mask; attn_tile(A, i0, i1, j0, j1): 0 when the mask drops every (i, j) of
+ * the box, 2 when it keeps every one, 1 otherwise (interval arithmetic);
+ * attn_row(A, at): the scalar row inputs; attn_fin_row(A, R, m, l, i, at)
+ * and attn_fin_vec(A, R, m, l, oc, i, at, u): the spec's finalize, per
+ * row and per component of the vector outputs; ATTN_QI, ATTN_KI, ATTN_VI:
+ * input slots of q, k, v.
+ *
+ * Per tile: S = Q K^T on tensor cores (mma.sync m16n8k16, f32 accumulate),
+ * the score and mask elementwise on S, the row maxima in base 2, one
+ * rescale of (l, o), P rounded to f16/bf16, O += P V on tensor cores.
+ * Masked and out-of-range keys contribute the identity (p = 0); tiles the
+ * mask drops entirely are skipped.  Split > 1: each block writes its
+ * partial (m, l, o) to ws[((h * rows + i) * split + c) * (DV + 2)] and
+ * attn_combine merges them with the contract's merge and finalizes. */
+
+template <int BF>
+ASC_DEV void asc_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
+{
+#ifdef ASSOC_EMU
+	emu_mma_16816(d, a, b, d, BF);
+#else
+	if (BF)
+		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+			     "{%8,%9}, {%0,%1,%2,%3};"
+			     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+			     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+	else
+		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+			     "{%8,%9}, {%0,%1,%2,%3};"
+			     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+			     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+/* Two floats rounded to nearest into f16x2 / bf16x2 (lo in the low half). */
+template <int BF>
+ASC_DEV unsigned asc_pack2(float lo, float hi)
+{
+#ifdef ASSOC_EMU
+	unsigned l = BF ? emu_float_to_bf16(lo) : emu_float_to_half(lo);
+	unsigned h = BF ? emu_float_to_bf16(hi) : emu_float_to_half(hi);
+	return l | h << 16;
+#else
+	unsigned r;
+	if (BF)
+		asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	else
+		asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
+#endif
+}
+
+/* The two halves of a packed pair, as floats. */
+template <int BF>
+ASC_DEV float asc_half_lo(unsigned w)
+{
+	return BF ? asc_bf16((unsigned short)(w & 0xffffu)) : asc_f16((unsigned short)(w & 0xffffu));
+}
+template <int BF>
+ASC_DEV float asc_half_hi(unsigned w)
+{
+	return BF ? asc_bf16((unsigned short)(w >> 16)) : asc_f16((unsigned short)(w >> 16));
+}
+
+ASC_DEV float asc_quad_max(float x)
+{
+	x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+	return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+ASC_DEV float asc_quad_sum(float x)
+{
+	x += __shfl_xor_sync(0xffffffffu, x, 1);
+	return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* Intervals for attn_tile: [lo, hi] of a product, NaN-free. */
+ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, double &hi)
+{
+	double p[4] = {a * c, a * d, b * c, b * d};
+	lo = hi = p[0];
+	for (int k = 1; k < 4; k++) {
+		if (p[k] != p[k]) {
+			lo = -(double)ASC_INF, hi = (double)ASC_INF;
+			return;
+		}
+		lo = p[k] < lo ? p[k] : lo;
+		hi = p[k] > hi ? p[k] : hi;
+	}
+	if (p[0] != p[0])
+		lo = -(double)ASC_INF, hi = (double)ASC_INF;
+}
+
+template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV>
+ASC_DEV void attention(const Args &A)
+{
+	const int BM = WARPS * MT * 16, KW = D / 2 + 4, VW = BN / 2 + 4; /* padded rows: no bank conflicts */
+	const float LN2 = 0.693147180559945309f;
+	ASC_SHARED(unsigned, Ks, BN * KW);
+	ASC_SHARED(unsigned, Vt, DV * VW);
+	int tiles = (A.rows + BM - 1) / BM;
+	int sp = blockIdx.x % A.split, qt = blockIdx.x / A.split % tiles, h = blockIdx.x / A.split / tiles;
+	int kh = h / (A.heads / A.kv_heads);
+	int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
+	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
+	int r0 = qt * BM + w * MT * 16; /* the warp's first row */
+	const unsigned short *qp = (const unsigned short *)A.in[ATTN_QI] + (long long)h * A.rows * D;
+	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * A.len * D);
+	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * A.len * DV);
+
+	unsigned qf[MT][D / 16][4];
+	ARow R[MT][2];
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int hf = 0; hf < 2; hf++) {
+			int i = r0 + mt * 16 + g + 8 * hf;
+			R[mt][hf] = attn_row(A, (long long)h * A.rows + (i < A.rows ? i : 0));
+#pragma unroll
+			for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+				for (int x = 0; x < 2; x++)
+					qf[mt][kk][hf + 2 * x] =
+						i < A.rows ? ASC_LD((const unsigned *)(qp + (long long)i * D) + kk * 8 + 4 * x + t) : 0u;
+		}
+	float o[MT][DV / 8][4], m[MT][2], l[MT][2];
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+		for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+			for (int c = 0; c < 4; c++)
+				o[mt][dn][c] = 0;
+		m[mt][0] = m[mt][1] = -ASC_INF;
+		l[mt][0] = l[mt][1] = 0;
+	}
+	int i0 = qt * BM, i1 = (qt + 1) * BM < A.rows ? (qt + 1) * BM - 1 : A.rows - 1;
+	for (int kb = lo; kb < hi; kb += BN) {
+		int jn = kb + BN < hi ? kb + BN : hi;
+		int cls = attn_tile(A, i0, i1, kb, jn - 1); /* the same in every thread: barriers stay uniform */
+		if (cls == 0)
+			continue;
+		__syncthreads(); /* the previous tile is read */
+		for (int x = threadIdx.x; x < BN * (D / 2); x += WARPS * 32) {
+			int n = x / (D / 2), c = x % (D / 2);
+			Ks[n * KW + c] = kb + n < jn ? ASC_LD(kp + (long long)(kb + n) * (D / 2) + c) : 0u;
+		}
+		for (int x = threadIdx.x; x < (BN / 2) * (DV / 2); x += WARPS * 32) {
+			int p = x / (DV / 2), c = x % (DV / 2), j = kb + 2 * p;
+			unsigned v0 = j < jn ? ASC_LD(vp + (long long)j * (DV / 2) + c) : 0u;
+			unsigned v1 = j + 1 < jn ? ASC_LD(vp + (long long)(j + 1) * (DV / 2) + c) : 0u;
+			Vt[(2 * c) * VW + p] = (v0 & 0xffffu) | (v1 << 16);
+			Vt[(2 * c + 1) * VW + p] = (v0 >> 16) | (v1 & 0xffff0000u);
+		}
+		__syncthreads();
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++) {
+			float s[BN / 8][4];
+#pragma unroll
+			for (int nt = 0; nt < BN / 8; nt++) {
+#pragma unroll
+				for (int c = 0; c < 4; c++)
+					s[nt][c] = 0;
+#pragma unroll
+				for (int kk = 0; kk < D / 16; kk++) {
+					unsigned b[2] = {Ks[(nt * 8 + g) * KW + kk * 8 + t], Ks[(nt * 8 + g) * KW + kk * 8 + 4 + t]};
+					asc_mma_16816<BF>(s[nt], qf[mt][kk], b);
+				}
+			}
+			float mx[2] = {-ASC_INF, -ASC_INF};
+#pragma unroll
+			for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+				for (int c = 0; c < 4; c++) {
+					int hf = c / 2, i = r0 + mt * 16 + g + 8 * hf, j = kb + nt * 8 + 2 * t + (c & 1);
+					float x = attn_score2(A, R[mt][hf], s[nt][c], i, j);
+					if (j >= jn || (cls == 1 && !attn_keep(A, R[mt][hf], i, j)))
+						x = -ASC_INF;
+					s[nt][c] = x;
+					mx[hf] = fmaxf(mx[hf], x);
+				}
+			float alpha[2], mb[2];
+#pragma unroll
+			for (int hf = 0; hf < 2; hf++) {
+				float mn = fmaxf(m[mt][hf], asc_quad_max(mx[hf]));
+				mb[hf] = mn == -ASC_INF ? 0.0f : mn; /* an empty row so far: p = 0, no NaN */
+				alpha[hf] = exp2f(m[mt][hf] - mb[hf]);
+				m[mt][hf] = mn;
+				l[mt][hf] *= alpha[hf];
+			}
+#pragma unroll
+			for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+				for (int c = 0; c < 4; c++)
+					o[mt][dn][c] *= alpha[c / 2];
+			/* P in PV parts of the input type (hi, then the rounding rests):
+			 * PV = 1 rounds P as FlashAttention does; 2 (f16) or 3 (bf16)
+			 * keep float32's precision, as the spec's arithmetic asks. */
+			unsigned pf[PV][BN / 16][4];
+#pragma unroll
+			for (int nt = 0; nt < BN / 8; nt++) {
+				float p[4];
+#pragma unroll
+				for (int c = 0; c < 4; c++) {
+					p[c] = exp2f(s[nt][c] - mb[c / 2]);
+					l[mt][c / 2] += p[c];
+				}
+#pragma unroll
+				for (int r = 0; r < PV; r++)
+#pragma unroll
+					for (int x = 0; x < 2; x++) {
+						unsigned wd = asc_pack2<BF>(p[2 * x], p[2 * x + 1]);
+						pf[r][nt / 2][2 * (nt & 1) + x] = wd;
+						p[2 * x] -= asc_half_lo<BF>(wd);
+						p[2 * x + 1] -= asc_half_hi<BF>(wd);
+					}
+			}
+#pragma unroll
+			for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+				for (int kk = 0; kk < BN / 16; kk++) {
+					unsigned b[2] = {Vt[(dn * 8 + g) * VW + kk * 8 + t], Vt[(dn * 8 + g) * VW + kk * 8 + 4 + t]};
+#pragma unroll
+					for (int r = 0; r < PV; r++)
+						asc_mma_16816<BF>(o[mt][dn], pf[r][kk], b);
+				}
+		}
+	}
+	/* The row's state: m back to the score's units, l summed over the quad. */
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int hf = 0; hf < 2; hf++) {
+			int i = r0 + mt * 16 + g + 8 * hf;
+			float lr = asc_quad_sum(l[mt][hf]), mr = m[mt][hf] == -ASC_INF ? -ASC_INF : m[mt][hf] * LN2;
+			if (i >= A.rows)
+				continue;
+			long long at = (long long)h * A.rows + i;
+			if (A.split > 1) {
+				float *ws = (float *)A.ws + (at * A.split + sp) * (DV + 2);
+				if (t == 0)
+					ASC_ST(ws, mr), ASC_ST(ws + 1, lr);
+#pragma unroll
+				for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+					for (int x = 0; x < 2; x++)
+						ASC_ST(ws + 2 + dn * 8 + 2 * t + x, o[mt][dn][2 * hf + x]);
+				continue;
+			}
+			if (t == 0)
+				attn_fin_row(A, R[mt][hf], mr, lr, i, at);
+#pragma unroll
+			for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+				for (int x = 0; x < 2; x++)
+					attn_fin_vec(A, R[mt][hf], mr, lr, o[mt][dn][2 * hf + x], i, at, dn * 8 + 2 * t + x);
+		}
+}
+
+/* Split-KV: merge the partial states of one row (block b: row b of
+ * heads * rows) in split order with the contract's merge, then finalize.
+ * blockDim.x = NT >= 32; thread u handles components u, u + NT, ... */
+template <int DV, int NT>
+ASC_DEV void attn_combine(const Args &A)
+{
+	long long at = blockIdx.x;
+	int i = (int)(at % A.rows);
+	const float *ws = (const float *)A.ws + at * A.split * (DV + 2);
+	float mx = -ASC_INF;
+	for (int c = 0; c < A.split; c++)
+		mx = fmaxf(mx, ASC_LD(ws + c * (DV + 2)));
+	float mb = mx == -ASC_INF ? 0.0f : mx, l = 0;
+	for (int c = 0; c < A.split; c++)
+		l += ASC_LD(ws + c * (DV + 2) + 1) * expf(ASC_LD(ws + c * (DV + 2)) - mb);
+	ARow R = attn_row(A, at);
+	if (threadIdx.x == 0)
+		attn_fin_row(A, R, mx, l, i, at);
+	for (int u = threadIdx.x; u < DV; u += NT) {
+		float o = 0;
+		for (int c = 0; c < A.split; c++)
+			o += ASC_LD(ws + c * (DV + 2) + 2 + u) * expf(ASC_LD(ws + c * (DV + 2)) - mb);
+		attn_fin_vec(A, R, mx, l, o, i, at, u);
+	}
+}
