@@ -22,6 +22,7 @@ typedef struct {
 	/* run */
 	const char *device;
 	int rows, len;
+	int heads, kv_heads; /* attention: query heads, key/value heads (0: 1, and as many as heads) */
 	RunOpts run;
 	NamedPath inputs[MAX_FILES], outputs[MAX_FILES];
 	int ninputs, noutputs;

@@ -180,8 +180,13 @@ int cmd_run(Opts *o)
 	if (!rc && !dv)
 		rc = usage_error("unknown device '%s' (devices: %s, auto)", o->device, device_names());
 	char msg[1024] = "";
+	int heads = o->heads ? o->heads : 1, kv = o->kv_heads ? o->kv_heads : heads;
+	if (!rc && (kv > heads || heads % kv))
+		rc = usage_error("--heads %d is not a multiple of --kv-heads %d", heads, kv);
+	if (!rc && heads > 1 && o->ninputs + o->noutputs)
+		rc = usage_error("--input and --output take one head (no --heads)");
 	if (!rc) {
-		d = rundata_new(c, o->rows, o->len);
+		d = rundata_new_heads(c, o->rows, o->len, heads, kv);
 		if (rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg))
 			rc = usage_error("%s", msg);
 	}

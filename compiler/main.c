@@ -34,7 +34,8 @@ static const char usage[] =
 	"  --proof         check: print the proof trace (regions, constraints, normal forms)\n"
 	"  --strict        check: a law that is only unknown (unproved, not disproved) fails\n"
 	"  --device D      run: interp, emu, cpu, gpu or auto (default auto)\n"
-	"  --rows R --len N          run: the shape (default 4 x 1000)\n"
+	"  --rows R --len N          run: the shape (default 4 x 1000); attention: queries x keys\n"
+	"  --heads H --kv-heads G    run: attention heads, G key/value heads shared by H/G query heads each\n"
 	"  --threads T --split K     run: CPU threads; splits of the reduced axis\n"
 	"  --input NAME=FILE.npy     run: an input array instead of random values\n"
 	"  --output NAME=FILE.npy    run: write an output array\n"
@@ -124,6 +125,8 @@ static const OptSpec options[] = {
 	{"--trials", O_INT, 1, 100000000, F(check.trials), 0, 0},
 	{"--rows", O_INT, 0, 1 << 24, F(rows), 0, 0},
 	{"--len", O_INT, 0, 1 << 28, F(len), 0, 0},
+	{"--heads", O_INT, 1, 1 << 16, F(heads), 0, 0},
+	{"--kv-heads", O_INT, 1, 1 << 16, F(kv_heads), 0, 0},
 	{"--threads", O_INT, 0, 1024, F(run.threads), 0, 0},
 	{"--split", O_INT, 0, 1 << 16, F(run.split), 0, 0},
 	{"--device", O_STR, 0, 0, F(device), 0, 0},
