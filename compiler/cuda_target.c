@@ -183,6 +183,8 @@ static int emit_cuda(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 	CudaModule m;
 	if (cuda_module(c, o->run.config, &m, msg, n))
 		return EXIT_FAIL;
+	if (o->explain)
+		fprintf(stderr, "assoc: %s: %s\n", c->file, m.explain[0] ? m.explain : "template by the carrier's shape");
 	fputs(m.src, out);
 	if (o->stats)
 		print_stats(&m, NULL, 0, "use --target ptx");
@@ -200,6 +202,8 @@ static int emit_ptx(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 	int rc = EXIT_FAIL, cached;
 	if (cuda_module(c, o->run.config, &m, msg, n))
 		return EXIT_FAIL;
+	if (o->explain)
+		fprintf(stderr, "assoc: %s: %s\n", c->file, m.explain[0] ? m.explain : "template by the carrier's shape");
 	if (nvrtc_open(&nv, msg, n) || nvrtc_ptx(nv, m.src, o->arch, &ptx, &cached, msg, n))
 		goto out;
 	fputs(ptx, out);
