@@ -319,7 +319,7 @@ static void kernels(const CudaModule *m, Buf *b)
 			break;
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
-			snprintf(body, sizeof body, "attention<%d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv, x->nt / 32,
+			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv, x->nt / 32,
 				 x->mt, x->bn, at->bf16, x->pv);
 			kernel(b, nm[0], x->nt, body);
 			snprintf(body, sizeof body, "attn_combine<%d, 64>(A)", at->dv);

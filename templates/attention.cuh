@@ -109,7 +109,7 @@ ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, doub
 }
 
 template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV>
-ASC_DEV void attention(const Args &A)
+ASC_DEV void attn_fwd(const Args &A)
 {
 	const int BM = WARPS * MT * 16, KW = D / 2 + 4, VW = BN / 2 + 4; /* padded rows: no bank conflicts */
 	const float LN2 = 0.693147180559945309f;

@@ -220,7 +220,9 @@ Test(cuda, generated_code_hides_spec_names)
 		CudaModule m;
 		char msg[256];
 		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0);
-		cr_expect_not(has_word(m.src, c->name), "%s: carrier name in the generated code", g.gl_pathv[i]);
+		/* a carrier named like a template (attention) is looked for in its own hooks */
+		cr_expect_not(has_word(blob_find(c->name) ? m.hooks : m.src, c->name), "%s: carrier name in the generated code",
+			      g.gl_pathv[i]);
 		for (int k = 0; k < c->nstate; k++)
 			if (!own_word(c->state[k].name))
 				cr_expect_not(has_word(m.hooks, c->state[k].name), "%s: field %s in the code", g.gl_pathv[i],

@@ -1,0 +1,268 @@
+/* test_attention.c: the attention template on the emulator against the
+ * float64 reference (FlashAttention's rule, run_check): head dims 32, 64,
+ * 128; ragged key lengths; causal, non-causal, sliding window, soft-capped
+ * scores, fully masked rows, grouped-query heads, split-KV decoding; the
+ * contract refusing a merge with a bug (which still runs, on the generic
+ * templates); mma.sync's fragment layout in the emulator; ptxas without
+ * spills for the default configurations. */
+#include <stdio.h>
+#include <string.h>
+
+#include "compiler/cli.h"
+#include "compiler/cuda.h"
+#include "compiler/nvrtc.h"
+#include "compiler/run.h"
+#include "cudatest.h"
+#include "runtime/emu/emu.h"
+#include "testutil.h"
+
+static Carrier *load_dims(const char *path, int d)
+{
+	char dv[16];
+	snprintf(dv, sizeof dv, "%d", d);
+	Define defs[2] = {{"d", dv}, {"dv", dv}};
+	Diag dg;
+	diag_init(&dg, path);
+	Carrier *c = spec_load_file(path, defs, d ? 2 : 0, &dg);
+	cr_assert(c, "%s: %s", path, dg.text ? dg.text : "");
+	diag_free(&dg);
+	return c;
+}
+
+/* One run on the emulator, checked; the variant that ran in cfg. */
+static void run_one(Carrier *c, const char *what, int rows, int len, int heads, int kv, int split, const char *config,
+		    char *cfg)
+{
+	RunData *d = rundata_new_heads(c, rows, len, heads, kv);
+	char msg[4096] = "";
+	cr_assert_eq(rundata_draw(d, 11, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	RunOpts o = {.split = split, .config = config};
+	EmuStats st;
+	cr_assert_eq(emu_run_data(d, &o, &st, msg, sizeof msg), 0, "%s %dx%d: %s", what, rows, len, msg);
+	if (cfg)
+		strcpy(cfg, st.config);
+	RunCheck chk;
+	run_check(d, &chk);
+	for (int k = 0; k < chk.nout; k++) {
+		const OutCheck *x = &chk.out[k];
+		cr_expect(x->worst_ratio <= 1 && !x->nan_mismatch,
+			  "%s %s %d rows x %d keys, %d/%d heads, split %d: %s at %zu is %.3g of tolerance%s", what, st.config,
+			  rows, len, heads, kv, split, x->name, x->at, x->worst_ratio, x->nan_mismatch ? ", NaN mismatch" : "");
+	}
+	runcheck_free(&chk);
+	rundata_free(d);
+}
+
+static void uses_attention(Carrier *c, const char *what)
+{
+	CudaModule m;
+	char msg[512];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(m.base, FAM_ATTN, "%s: %s", what, m.explain);
+	cuda_module_free(&m);
+}
+
+static const int LENS[] = {1, 17, 64, 127, 128, 129, 1000};
+
+static void head_dim(const char *path, int d)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims(path, d);
+	uses_attention(c, path);
+	for (size_t l = 0; l < sizeof LENS / sizeof *LENS; l++) {
+		int len = LENS[l], rows = len >= 1000 ? 3 : len == 129 ? 130 : 17;
+		run_one(c, path, rows, len, 1, 1, 1, NULL, NULL);
+	}
+	carrier_free(c);
+}
+
+Test(attention, causal_head_dim_32, .timeout = 300) { head_dim("specs/attention.yaml", 32); }
+Test(attention, causal_head_dim_64, .timeout = 300) { head_dim("specs/attention.yaml", 64); }
+Test(attention, causal_head_dim_128, .timeout = 300) { head_dim("specs/attention.yaml", 128); }
+Test(attention, full_head_dim_32, .timeout = 300) { head_dim("tests/attention/full.yaml", 32); }
+Test(attention, full_head_dim_64, .timeout = 300) { head_dim("tests/attention/full.yaml", 64); }
+Test(attention, full_head_dim_128_bf16, .timeout = 300) { head_dim("tests/attention/full_bf16.yaml", 128); }
+
+static void masked(const char *path, int rows, int len)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims(path, 0);
+	uses_attention(c, path);
+	run_one(c, path, rows, len, 1, 1, 1, NULL, NULL);
+	carrier_free(c);
+}
+
+Test(attention, sliding_window, .timeout = 300) { masked("tests/attention/window.yaml", 200, 200); }
+Test(attention, soft_capped_scores, .timeout = 300) { masked("tests/attention/softcap.yaml", 130, 129); }
+Test(attention, causal_bf16, .timeout = 300) { masked("tests/attention/causal_bf16.yaml", 130, 129); }
+
+/* Rows 0..4 see no key: the finalize of the identity (out is 0/0, NaN, as
+ * the reference's; lse is -inf), and the other rows are unharmed. */
+Test(attention, fully_masked_rows, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/empty_rows.yaml", 0);
+	RunData *d = rundata_new(c, 20, 40);
+	char msg[1024];
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0);
+	RunOpts o = {0};
+	cr_assert_eq(emu_run_data(d, &o, NULL, msg, sizeof msg), 0, "%s", msg);
+	for (int i = 0; i < 5; i++)
+		cr_expect(isinf(buffer_get(&d->fin[1], i)) && buffer_get(&d->fin[1], i) < 0, "row %d: lse %g", i,
+			  buffer_get(&d->fin[1], i));
+	RunCheck chk;
+	run_check(d, &chk);
+	cr_expect(chk.ok, "out %.3g, lse %.3g of tolerance", chk.out[0].worst_ratio, chk.out[1].worst_ratio);
+	runcheck_free(&chk);
+	rundata_free(d);
+	carrier_free(c);
+}
+
+Test(attention, grouped_query_heads, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("specs/attention.yaml", 32);
+	run_one(c, "gqa", 33, 70, 4, 2, 1, NULL, NULL);
+	run_one(c, "mqa", 17, 129, 3, 1, 1, NULL, NULL);
+	carrier_free(c);
+}
+
+/* Decoding: few query rows, long keys, split across blocks and combined. */
+Test(attention, split_kv_decoding, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/full.yaml", 64);
+	static const int splits[] = {1, 2, 3, 7};
+	for (int s = 0; s < 4; s++)
+		run_one(c, "split", 2, 1000, 2, 1, splits[s], NULL, NULL);
+	run_one(c, "split, 7 chunks for 129 keys", 1, 129, 1, 1, 7, NULL, NULL);
+	carrier_free(c);
+	c = load_dims("specs/attention.yaml", 64); /* causal: splits past the diagonal are empty */
+	run_one(c, "causal split", 3, 1000, 1, 1, 3, NULL, NULL);
+	carrier_free(c);
+}
+
+/* A lawful merge that is not the contract's: refused with the reason, and
+ * run correctly by the generic templates. */
+Test(attention, buggy_merge_falls_back, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/buggy_merge.yaml", 0);
+	CudaModule m;
+	char msg[512], cfg[128];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_neq(m.base, FAM_ATTN);
+	cr_expect(strstr(m.explain, "not the attention contract: the merge of 'l' differs"), "%s", m.explain);
+	cuda_module_free(&m);
+	CudaAttn at;
+	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1);
+	run_one(c, "fallback", 9, 77, 2, 1, 1, NULL, cfg);
+	cr_expect(strncmp(cfg, "attention", 9), "%s", cfg);
+	carrier_free(c);
+}
+
+Test(attention, contract_evidence_and_explain)
+{
+	Carrier *c = load_dims("specs/attention.yaml", 0);
+	CudaModule m;
+	char msg[512];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.explain, "template attention"), "%s", m.explain);
+	cr_expect(strstr(m.explain, "structurally equal to the contract's (m -> m, l -> l, o -> o)"), "%s", m.explain);
+	cr_expect(strstr(m.explain, "whole tiles skipped"), "%s", m.explain);
+	cuda_module_free(&m);
+	carrier_free(c);
+	/* the same merge written differently: matched by trials, and said so */
+	char err[512];
+	c = load_text("carrier: t\ndims: {d: 16}\nparams: {scale: f32}\nrow:\n  q: f16[d]\ncolumn:\n  k: f16[d]\n  v: f16[d]\n"
+		      "state:\n  w: f32[d]\n  mx: f32\n  z: f32\nidentity: {w: 0, mx: -inf, z: 0}\n"
+		      "lift:\n  w: v\n  mx: dot(q, k) * scale\n  z: 1\n"
+		      "merge:\n  mx: max(b.mx, a.mx)\n  z: exp(a.mx - mx) * a.z + exp(b.mx - mx) * b.z\n"
+		      "  w: exp(a.mx - mx) * a.w + exp(b.mx - mx) * b.w\nfinalize: {out: w / z}\n",
+		      err, sizeof err);
+	cr_assert(c, "%s", err);
+	CudaAttn at;
+	cr_assert_eq(cuda_attn_match(c, &at, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(at.evidence, "m -> mx, l -> z, o -> w"), "%s", at.evidence);
+	carrier_free(c);
+}
+
+/* mma.sync m16n8k16 on the emulator: fragments laid out as in the PTX ISA
+ * (lane = 4 * groupID + tig) give D = A B + C exactly for small integers. */
+static const char MMA_KERNEL[] =
+	"extern \"C\" void mma_emu(const void *p) {\n"
+	"  const float *A = (const float *)p, *B = A + 256; float *D = (float *)p + 384;\n"
+	"  int lane = threadIdx.x, g = lane / 4, t = lane % 4;\n"
+	"  unsigned a[4], b[2]; float c[4], d[4];\n"
+	"  for (int r = 0; r < 4; r++) {\n"
+	"    int row = g + 8 * (r & 1), col = 2 * t + 8 * (r >> 1);\n"
+	"    a[r] = emu_float_to_half(A[row * 16 + col]) | (unsigned)emu_float_to_half(A[row * 16 + col + 1]) << 16;\n"
+	"  }\n"
+	"  for (int r = 0; r < 2; r++) {\n"
+	"    int k = 2 * t + 8 * r;\n"
+	"    b[r] = emu_float_to_half(B[k * 8 + g]) | (unsigned)emu_float_to_half(B[(k + 1) * 8 + g]) << 16;\n"
+	"  }\n"
+	"  for (int r = 0; r < 4; r++) c[r] = (float)(g + 8 * (r >> 1)) - (float)(2 * t + (r & 1));\n"
+	"  emu_mma_16816(d, a, b, c, 0);\n"
+	"  for (int r = 0; r < 4; r++) D[(g + 8 * (r >> 1)) * 8 + 2 * t + (r & 1)] = d[r];\n"
+	"}\n";
+
+Test(attention, emulated_mma_fragment_layout)
+{
+	cuda_test_cache();
+	EmuLib *l;
+	char msg[4096];
+	cr_assert_eq(emu_open(MMA_KERNEL, &l, msg, sizeof msg), 0, "%s", msg);
+	float buf[384 + 128];
+	for (int k = 0; k < 256; k++)
+		buf[k] = (float)((k * 7) % 11) - 5;
+	for (int k = 0; k < 128; k++)
+		buf[256 + k] = (float)((k * 5) % 9) - 4;
+	cr_assert_eq(emu_launch_kernel(l, "mma", 1, 32, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	for (int r = 0; r < 16; r++)
+		for (int col = 0; col < 8; col++) {
+			float want = (float)r - (float)col;
+			for (int k = 0; k < 16; k++)
+				want += buf[r * 16 + k] * buf[256 + k * 8 + col];
+			cr_expect_eq(buf[384 + r * 8 + col], want, "D[%d][%d] = %g, want %g", r, col, buf[384 + r * 8 + col],
+				     want);
+		}
+	emu_close(l);
+}
+
+/* The default configurations assemble for sm_90 without spills. */
+Test(attention, ptxas_no_spills, .timeout = 300)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	static const int dims[] = {64, 128};
+	for (int k = 0; k < 2; k++) {
+		Carrier *c = load_dims("tests/attention/full_bf16.yaml", dims[k]);
+		CudaModule m;
+		char *ptx = NULL;
+		int cached;
+		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+		CudaKStat ks[16];
+		int n = cuda_ptxas_stats(ptx, "sm_90", ks, 16, msg, sizeof msg);
+		if (n < 0 && strstr(msg, "not found")) {
+			free(ptx);
+			cuda_module_free(&m);
+			carrier_free(c);
+			nvrtc_close(nv);
+			cr_skip_test("%s", msg);
+		}
+		cr_assert_gt(n, 0, "%s", msg);
+		for (int s = 0; s < n; s++)
+			cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].regs <= 255,
+				  "d=%d %s: %d registers, %d/%d bytes spilled", dims[k], ks[s].name, ks[s].regs, ks[s].spill_st,
+				  ks[s].spill_ld);
+		free(ptx);
+		cuda_module_free(&m);
+		carrier_free(c);
+	}
+	nvrtc_close(nv);
+}
