@@ -597,7 +597,7 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) /* chunks of a multiple of 4 keep 16-byte alignment */
 		p->chunk = (int)(cdiv(cdiv(len, p->split), 4) * 4);
 	for (int k = 0; k < nk; k++)
-		snprintf(p->k[k].name, sizeof p->k[k].name, "%s", nm[k]);
+		snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
 	int nmap = m->base == FAM_ROWMAP;
 	if (v->fam != FAM_ATTN)
 		heads = 1;
@@ -620,7 +620,7 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
 		p->nk = nmap ? 3 : 2;
 		for (int k = 0; k < p->nk; k++)
-			snprintf(p->k[k].name, sizeof p->k[k].name, "%s", nm[k]);
+			snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
 		p->ws_bytes = (size_t)rows * (p->split + 1) * m->state_size;
 		p->loads = nmap ? 2 : 1;
 		p->stores = nmap;
@@ -630,7 +630,7 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64};
 		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
 		for (int k = 0; k < 3; k++)
-			snprintf(p->k[k].name, sizeof p->k[k].name, "%s", nm[k]);
+			snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
 		p->nk = 3;
 		if (p->split == 1) { /* one chunk per row: the down-sweep alone */
 			p->k[0] = p->k[2];

@@ -376,7 +376,7 @@ int region_feasible(Pv *p, const Region *r)
 	if (!rows)
 		return 1;
 	Row *tmp = rows + PV_FMROWS;
-	int n = 0, ok = 1, v;
+	int n = 0, ok = 1, v = 0;
 	for (int i = 0; i < r->ncon && ok; i++) {
 		Row t;
 		if (!row_from_lin(&r->con[i], r->strict[i], &t))

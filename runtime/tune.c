@@ -176,7 +176,7 @@ int tune_select(const TuneProblem *p, const TuneHooks *h, TuneResult *res)
 int tune_select_list(const TuneProblem *p, TuneConfig *space, int n, const TuneHooks *h, TuneResult *res)
 {
 	TuneConfig dropped[TUNE_MAX_CANDIDATES];
-	TuneResources rsc[TUNE_MAX_CANDIDATES];
+	TuneResources rsc[TUNE_MAX_CANDIDATES] = {{0, 0, 0}};
 	char why[256], reasons[TUNE_MAX_CANDIDATES][256];
 	int ndrop = 0;
 	if (n > TUNE_MAX_CANDIDATES)
