@@ -203,10 +203,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	double gcpu = tcpu > 0 ? (double)b->a.rows * b->a.len / tcpu / 1e9 : 0;
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
-		       "\"threads\": %d, \"lanes\": %d, \"accs\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
+		       "\"threads\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"max_rescale\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
 		       "\"ratio_to_copy\": %.3f, ",
-		       c->file, c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, bytes, gb,
+		       c->file, c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, b->k->tile, b->k->max_rescale, bytes, gb,
 		       ge, ge / th, gcpu, cgb, gb / cgb);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
@@ -214,8 +214,9 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 			printf("\"naive_gbps\": null, \"ratio_to_naive\": null}\n");
 		return;
 	}
-	printf("%s: carrier %s on cpu, %lld rows x %lld, %d threads, %d lanes x %d accumulators, %.3g MB\n", c->file,
-	       c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, bytes / 1e6);
+	printf("%s: carrier %s on cpu, %lld rows x %lld, %d threads, %d lanes x %d accumulators, tiles of %d%s, %.3g MB\n",
+	       c->file, c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, b->k->tile,
+	       b->k->max_rescale ? " (max-rescale)" : "", bytes / 1e6);
 	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
 	printf("  copy   %8.2f GB/s  (memcpy of the same bytes, same threads)\n", cgb);
 	if (tn > 0)
@@ -246,8 +247,8 @@ int cmd_bench(Opts *o)
 	Bench b = {.split = o->run.split};
 	LlvmOpts lo = {0};
 	int rc = EXIT_OK;
-	if (o->run.config && sscanf(o->run.config, "lanes=%d,accs=%d", &lo.lanes, &lo.accs) < 1)
-		rc = usage_error("bench: --config takes lanes=N[,accs=N]");
+	if (o->run.config && sscanf(o->run.config, "lanes=%d,accs=%d,tile=%d", &lo.lanes, &lo.accs, &lo.tile) < 1)
+		rc = usage_error("bench: --config takes lanes=N[,accs=N[,tile=N]]");
 	if (!rc && fill_inputs(d, o, msg, sizeof msg))
 		rc = usage_error("%s", msg);
 	if (!rc && (llvm_compile(c, &lo, &b.k, msg, sizeof msg) || rt_pool_open(&b.pool, o->run.threads, msg, sizeof msg))) {

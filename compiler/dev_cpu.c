@@ -1,7 +1,7 @@
 /* dev_cpu.c: the CPU device: the carrier JIT-compiled by the LLVM backend
  * (llvm.c) and run over the rows by the threaded executor (runtime/cpu.c).
  * RunOpts: threads (0: all cores), split (chunks per row; 0: by length),
- * config "lanes=N,accs=N" to override the vector shape of the reduce loop.
+ * config "lanes=N,accs=N,tile=N" to override the vector shape of the reduce loop.
  * Also the emit targets llvm and asm, in this object so that whatever links
  * the device links them too. */
 #include <stdlib.h>
@@ -21,8 +21,10 @@ static int parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 			lo->lanes = v;
 		else if (sscanf(cfg, "accs=%d%n", &v, &used) == 1 && v > 0 && v <= 16)
 			lo->accs = v;
+		else if (sscanf(cfg, "tile=%d%n", &v, &used) == 1 && v > 0 && v <= 64)
+			lo->tile = v;
 		else
-			return snprintf(msg, n, "cpu: unknown --config item '%s' (lanes=1..64, accs=1..16)", cfg), -1;
+			return snprintf(msg, n, "cpu: unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64)", cfg), -1;
 		cfg += used;
 		cfg += *cfg == ',';
 	}

@@ -11,7 +11,8 @@
 
 typedef struct {
 	int lanes; /* positions per vector: 0 picks the host's widest float vector */
-	int accs;  /* independent accumulators in the reduce loop: 0 picks 4 */
+	int accs;  /* independent accumulators in the reduce loop: 0 picks the default */
+	int tile;  /* vectors folded per accumulator and iteration: 0 picks the default */
 } LlvmOpts;
 
 typedef struct LlvmJit LlvmJit;
@@ -19,6 +20,8 @@ typedef struct LlvmJit LlvmJit;
 typedef struct {
 	CpuKernel k;
 	int lanes, accs;  /* what the reduce loop uses (1 and 1 for vector states) */
+	int tile;         /* vectors per tile (1: a running fold) */
+	int max_rescale;  /* tiles fold by the n-ary max-rescale merge (llvm_tile.c) */
 	LlvmJit *jit;
 } LlvmKernel;
 

@@ -49,7 +49,8 @@ void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c)
 	L->bind = calloc(ir_nvars(c->ir) + 1, sizeof *L->bind);
 	L->agen = calloc(L->nmemo, sizeof *L->agen);
 	L->aux = calloc(L->nmemo, sizeof *L->aux);
-	if (!L->mgen || !L->memo || !L->bind || !L->agen || !L->aux)
+	L->varies = calloc(L->nmemo, 1);
+	if (!L->mgen || !L->memo || !L->bind || !L->agen || !L->aux || !L->varies)
 		abort();
 	L->W = 1;
 	L->gen = 1;
@@ -65,6 +66,7 @@ void lower_free(Lower *L)
 	free(L->bind);
 	free(L->agen);
 	free(L->aux);
+	free(L->varies);
 	LLVMDisposeBuilder(L->b);
 	LLVMDisposeBuilder(L->ab);
 }
@@ -398,10 +400,45 @@ static LV max_rescale(Lower *L, Expr *e)
 	return r;
 }
 
+int lower_varies(Lower *L, const Expr *e)
+{
+	if (!L->varies[e->id]) {
+		int v = 0;
+		if (e->op == EXPR_VAR) {
+			const Var *x = ir_var(L->c->ir, e->k);
+			v = x->kind == VAR_ELEM || x->kind == VAR_COL || (x->kind == VAR_IDX && x->slot == IDX_J);
+		}
+		for (int i = 0; i < e->nargs && !v; i++)
+			v = lower_varies(L, e->a[i]);
+		L->varies[e->id] = v ? 2 : 1;
+	}
+	return L->varies[e->id] == 2;
+}
+
+/* x / y with y the same at every position of the row (softmax's / l):
+ * x * (1 / y), the division hoisted out of the loop by LLVM.  At most one
+ * ulp more error (0.5 for 1 / y, 0.5 for the product), far inside the
+ * shared tolerance of 32 ulps of the row's scale; build_map takes this
+ * path only when 1 / y is a normal number (or y is 0, inf or NaN, where
+ * both forms agree). */
+static int is_invariant_div(Lower *L, const Expr *e)
+{
+	return L->recip && e->op == EXPR_DIV && is_float((TyKind)e->ty.kind) && !e->ty.len &&
+	       e->a[1]->ty.kind == e->ty.kind && e->a[0]->ty.kind == e->ty.kind && !lower_varies(L, e->a[1]);
+}
+
 static LV lower_node(Lower *L, Expr *e)
 {
 	if (is_max_rescale(e))
 		return max_rescale(L, e);
+	if (is_invariant_div(L, e)) {
+		LLVMValueRef y = lower_expr(L, e->a[1]).c[0];
+		LLVMValueRef r = LLVMBuildFDiv(L->b, lower_const(L, (TyKind)e->ty.kind, 1), y, "recip");
+		LV x = lower_expr(L, e->a[0]), v = lv_new(L, x.n);
+		for (int t = 0; t < x.n; t++)
+			v.c[t] = LLVMBuildFMul(L->b, x.c[t], r, "");
+		return v;
+	}
 	int w = lower_width(e);
 	TyKind rk = (TyKind)e->ty.kind;
 	switch (e->op) {

@@ -34,17 +34,26 @@ typedef struct {
 	int avx512;       /* the host has AVX-512F: 16-lane math uses vscalefps */
 	LLVMValueRef fn;  /* the function being built */
 	LLVMBuilderRef ab; /* positioned in its entry block, for allocas */
+	int recip;        /* divisions by position-invariant values multiply by the reciprocal */
+	unsigned char *varies; /* by expr id: 0 unknown, 1 invariant over a row's positions, 2 varies */
 } Lower;
 
 /* llvm_kern.c: the kernel's functions (runtime/cpu.h's ABI) in a module. */
 typedef struct {
 	Carrier *c;
 	int lanes, accs; /* reduce loop: positions per vector, accumulators */
+	int tile;        /* reduce loop: vectors per tile, folded before they meet an accumulator */
+	int mr_field;    /* max-rescale carriers: the max field (llvm_tile.c), else -1 */
+	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
 	int map_lanes;   /* map loop */
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 } Kern;
-void kern_plan(Kern *k, Carrier *c, int lanes, int accs);
+void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile);
+
+/* llvm_tile.c: the max field of a max-rescale merge (g set to EXPR_EXP or
+ * EXPR_EXP2), or -1 when the merge is not one. */
+int tile_max_rescale(const Carrier *c, Op *g);
 int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod);
 
 /* llvm_expr.c */
@@ -64,6 +73,7 @@ LLVMValueRef lower_intrinsic(Lower *L, const char *name, LLVMTypeRef ty, LLVMVal
 LLVMValueRef lower_intrinsic0(Lower *L, const char *name, LLVMValueRef *args, int n);
 int lower_host_avx512(void);
 int lower_width(const Expr *e); /* components (1 for scalars) */
+int lower_varies(Lower *L, const Expr *e); /* depends on the position (elements, columns, j) */
 
 /* llvm_math.c: float32 exp, exp2 and log by range reduction and polynomial,
  * branch-free, in the scope's lanes. */

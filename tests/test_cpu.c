@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "compiler/llvm.h"
+#include "compiler/llvm_int.h"
 #include "compiler/npy.h"
 #include "compiler/run.h"
 #include "testutil.h"
@@ -140,7 +141,7 @@ Test(cpu, device_runs_through_the_table)
 /* Other vector shapes of the reduce loop give correct results too. */
 Test(cpu, lanes_and_accumulators)
 {
-	static const LlvmOpts shapes[] = {{1, 1}, {4, 1}, {8, 2}, {16, 4}, {32, 8}};
+	static const LlvmOpts shapes[] = {{1, 1, 0}, {4, 1, 3}, {8, 2, 0}, {16, 4, 2}, {32, 8, 0}};
 	const char *specs[] = {"specs/online_softmax.yaml", "specs/welford.yaml", "specs/argmax.yaml"};
 	for (int s = 0; s < 3; s++) {
 		Carrier *c = load_ok(specs[s]);
@@ -300,4 +301,165 @@ Test(cpu, npy_through_the_command_line)
 	cr_assert_eq(npy_get(&y, 9), 0, "exp(-inf) = 0");
 	npy_free(&y);
 	npy_free(&lse);
+}
+
+/* ---- tiles of the reduce loop (compiler/llvm_tile.c, llvm_kern.c) ---- */
+
+#define SOFTMAX_STATE "state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\n"
+
+/* Grid shapes around the tile sizes, odd tiles included, against the
+ * float64 reference or (no reference) the carrier's own float64 fold. */
+static void tiles_ok(Carrier *c, const char *what)
+{
+	static const int tiles[] = {0, 1, 2, 3, 5, 8, 32};
+	static const int lens[] = {15, 16, 17, 511, 512, 513, 1000, 4099};
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++) {
+		LlvmKernel *k = compiled(c, &(LlvmOpts){.tile = tiles[t]});
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			RunData *d = drawn(c, 3, lens[l], 20 + l);
+			run_kernel(k, d, p, l % 2 && (c->laws & LAW_COMMUTATIVE) ? 3 : 0); /* split: associative ones */
+			char w[200];
+			snprintf(w, sizeof w, "%s tile %d len %d", what, tiles[t], lens[l]);
+			expect_ok(d, w);
+			rundata_free(d);
+		}
+		llvm_kernel_free(k);
+	}
+	rt_pool_close(p);
+}
+
+/* Softmax, logsumexp and an exp2 variant take the n-ary max-rescale fold. */
+Test(cpu, max_rescale_carriers_fold_tiles_at_once)
+{
+	const char *specs[] = {"specs/online_softmax.yaml", "specs/logsumexp.yaml"};
+	for (int s = 0; s < 2; s++) {
+		Carrier *c = load_ok(specs[s]);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_expect(k->max_rescale && k->tile > 1, "%s: the n-ary fold", specs[s]);
+		llvm_kernel_free(k);
+		tiles_ok(c, specs[s]);
+		carrier_free(c);
+	}
+	char err[300];
+	Carrier *c = load_text("carrier: softmax2\nelement: {x: f32}\n" SOFTMAX_STATE
+			       "merge:\n  m: max(b.m, a.m)\n  l: exp2(b.m - m) * b.l + a.l * exp2(a.m - m)\n"
+			       "finalize: {lse2: m + log2(l)}\nlaws: [commutative]\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	LlvmKernel *k = compiled(c, NULL);
+	cr_expect(k->max_rescale, "exp2, operands swapped: still the pattern");
+	llvm_kernel_free(k);
+	tiles_ok(c, "softmax2");
+	carrier_free(c);
+}
+
+/* Near misses take the tree of the spec's merges, and stay right: a merge
+ * that forgets to rescale b (not commutative: its own left fold is the
+ * basis), and a max with a plain count beside the rescaled sum. */
+Test(cpu, near_max_rescale_carriers_take_the_tree)
+{
+	static const char *texts[] = {
+		"carrier: forgets_b\nelement: {x: f32}\n" SOFTMAX_STATE
+		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l\nfinalize: {s: m + log(l)}\n",
+		"carrier: with_count\nelement: {x: f32}\nstate: {m: f32, l: f32, n: f32}\n"
+		"identity: {m: -inf, l: 0, n: 0}\nlift: {m: x, l: 1, n: 1}\n"
+		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n  n: a.n + b.n\n"
+		"finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n",
+		"carrier: other_max\nelement: {x: f32}\n" SOFTMAX_STATE
+		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(a.m - m)\nfinalize: {s: m + log(l)}\n",
+	};
+	for (int i = 0; i < 3; i++) {
+		char err[300];
+		Carrier *c = load_text(texts[i], err, sizeof err);
+		cr_assert(c, "%s", err);
+		Op g;
+		cr_expect_eq(tile_max_rescale(c, &g), -1, "%s", c->name);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_expect(!k->max_rescale, "%s: not the n-ary fold", c->name);
+		llvm_kernel_free(k);
+		tiles_ok(c, c->name);
+		carrier_free(c);
+	}
+}
+
+/* Welford's tiles are trees of its own merge: the reference, any tile. */
+Test(cpu, welford_tiles)
+{
+	Carrier *c = load_ok("specs/welford.yaml");
+	tiles_ok(c, "welford");
+	carrier_free(c);
+}
+
+/* Special values: the n-ary fold agrees bit for bit in kind (NaN, +-inf)
+ * and within the tolerance in value with the running fold (tile 1):
+ * rows of -inf, a NaN, a +inf, -inf among finite values. */
+Test(cpu, max_rescale_tiles_keep_special_values)
+{
+	Carrier *c = load_ok("specs/logsumexp.yaml");
+	LlvmKernel *k[2] = {compiled(c, NULL), compiled(c, &(LlvmOpts){.tile = 1})};
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 1, msg, sizeof msg), 0);
+	enum { R = 5, N = 2000 };
+	RunData *d[2];
+	for (int v = 0; v < 2; v++) {
+		d[v] = drawn(c, R, N, 4);
+		float *x = d[v]->elem[0].p;
+		for (int j = 0; j < N; j++)
+			x[j] = -INFINITY;
+		x[N + 777] = NAN;
+		x[2 * N + 1234] = INFINITY;
+		for (int j = 0; j < N; j += 3)
+			x[3 * N + j] = -INFINITY;
+		x[4 * N + 5] = 1e30f;
+		run_kernel(k[v], d[v], p, 0);
+	}
+	float *a = d[0]->fin[0].p, *b = d[1]->fin[0].p;
+	for (int r = 0; r < R; r++) {
+		cr_expect(isnan(a[r]) == isnan(b[r]) && isinf(a[r]) == isinf(b[r]), "row %d: %g vs %g", r, a[r], b[r]);
+		if (isfinite(b[r]))
+			cr_expect_float_eq(a[r], b[r], 1e-5f * fabsf(b[r]) + 1e-6f, "row %d", r);
+	}
+	cr_expect_eq(a[0], -INFINITY, "a row of -inf");
+	cr_expect(isnan(a[1]) && isnan(a[2]), "NaN, and inf - inf");
+	for (int v = 0; v < 2; v++)
+		rundata_free(d[v]), llvm_kernel_free(k[v]);
+	rt_pool_close(p);
+	carrier_free(c);
+}
+
+/* The map's x / l multiplies by 1 / l only where 1 / l is normal: a
+ * carrier that divides by a subnormal row value still gets x / l. */
+Test(cpu, map_reciprocal_only_when_normal)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: scaled\nelement: {x: f32}\nrow: {s: f32}\nstate: {n: f32}\n"
+			       "identity: {n: 0}\nlift: {n: 1}\nmerge: {n: a.n + b.n}\n"
+			       "map: {y: x / s}\nlaws: [commutative]\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	LlvmKernel *k = compiled(c, NULL);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 1, msg, sizeof msg), 0);
+	RunData *d = drawn(c, 4, 100, 6);
+	float *s = d->row[0].p, *x = d->elem[0].p;
+	s[0] = 0x1p-140f, s[1] = 0x1p127f, s[2] = 3.0f, s[3] = 0.0f;
+	run_kernel(k, d, p, 0);
+	float *y = d->map[0].p;
+	for (int r = 0; r < 4; r++)
+		for (int j = 0; j < 100; j++) {
+			float want = x[r * 100 + j] / s[r], got = y[r * 100 + j];
+			if (r != 2)
+				cr_assert(got == want || (isnan(got) && isnan(want)), "row %d at %d: %g, not %g", r, j, got, want);
+			else
+				cr_assert_float_eq(got, want, 2e-7f * fabsf(want), "row 2 at %d", j);
+		}
+	rundata_free(d);
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	carrier_free(c);
 }
