@@ -1,4 +1,5 @@
-"""PyTorch's softmax, var_mean and logsumexp on the GPU, timed like assoc bench
+"""PyTorch's softmax, var_mean and logsumexp (and scaled_dot_product_attention
+with --attention) on the GPU, timed like assoc bench
 --device gpu: float32 rows of the given shape, median of CUDA-event-timed runs
 after warm-up, L2 flushed before each run, bytes = inputs read once + outputs
 written once.  Prints one JSON object per (op, shape)."""
@@ -24,7 +25,24 @@ def timed(fn, flush, runs=11, warmup=3):
     return sorted(times)[runs // 2]
 
 
+def attention(heads, seq, d, causal):
+    """bf16 forward, one batch: 4 * seq * seq * d flops per head (half when causal)."""
+    dev = torch.device("cuda")
+    q, k, v = (torch.randn(1, heads, seq, d, device=dev, dtype=torch.bfloat16) for _ in range(3))
+    fn = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    flush = torch.empty(64 << 20, dtype=torch.float32, device=dev)
+    ms = timed(fn, flush)
+    flops = 4 * heads * seq * seq * d * (0.5 if causal else 1)
+    print(json.dumps({"op": "sdpa_causal" if causal else "sdpa", "heads": heads, "rows": seq, "len": seq, "d": d,
+                      "ms": ms, "tflops": flops / (ms * 1e9), "torch": torch.__version__}), flush=True)
+
+
 def main():
+    if sys.argv[1:2] == ["--attention"]:
+        heads, seq, d = (int(v) for v in sys.argv[2:5])
+        attention(heads, seq, d, False)
+        attention(heads, seq, d, True)
+        return
     shapes = [tuple(int(v) for v in s.split("x")) for s in sys.argv[1:]] or [(4096, 4096)]
     dev = torch.device("cuda")
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size

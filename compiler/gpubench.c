@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "draw.h"
 #include "gpu.h"
 
 enum { WARMUP = 3, TIMED = 11 };
@@ -69,12 +70,10 @@ static double bytes_of(const Buffer *b, int n)
 	return s;
 }
 
-static int check_once(Bench *x, char *msg, size_t n)
+static int checked(RunData *d, char *msg, size_t n)
 {
-	if (run_kernel(x) || gpu_download(x->g, x->d, x->b, msg, n))
-		return -1;
 	RunCheck rc;
-	run_check(x->d, &rc);
+	run_check(d, &rc);
 	int ok = rc.ok;
 	if (!ok)
 		snprintf(msg, n, "the kernel's results do not match the reference; not timing it");
@@ -82,12 +81,57 @@ static int check_once(Bench *x, char *msg, size_t n)
 	return ok ? 0 : -1;
 }
 
+/* The reference costs the interpreter far more than the kernel costs the
+ * GPU: a large problem is checked on a smaller one with the same variant
+ * and split (at most 64 rows of 2048, every head). */
+static int check_once(Bench *x, char *msg, size_t n)
+{
+	RunData *d = x->d;
+	double work = (double)d->rows * d->len * (d->heads > 0 ? d->heads : 1) *
+		      (d->c->nrow ? decl_width(&d->c->row[0]) : 1);
+	if (work <= (1 << 24))
+		return run_kernel(x) || gpu_download(x->g, d, x->b, msg, n) ? -1 : checked(d, msg, n);
+	RunData *small = rundata_new_heads(d->c, d->rows < 64 ? d->rows : 64, d->len < 2048 ? d->len : 2048,
+					   d->heads, d->kv_heads);
+	GpuBufs b = {0};
+	int rc = rundata_draw(small, 7, NULL, 0, msg, n) || gpu_upload(x->g, small, &b, msg, n) ||
+		 gpu_launch(x->g, &b, x->v, x->split, small->rows, small->len, msg, n) ||
+		 gpu_download(x->g, small, &b, msg, n) || checked(small, msg, n);
+	gpu_free_bufs(x->g, &b);
+	rundata_free(small);
+	return rc ? -1 : 0;
+}
+
+/* Attention: 4 flops per query-key pair per dot dimension (two matrix
+ * products), counting only the pairs the mask keeps; the kept fraction is
+ * estimated on 4096 random pairs. */
+static double attention_flops(Bench *x)
+{
+	Carrier *c = x->d->c;
+	if (x->g->m.base != FAM_ATTN || !c->nrow)
+		return 0;
+	Machine m;
+	machine_init(&m, c);
+	memcpy(m.params, x->d->params, c->nparams * sizeof *m.params);
+	Row *r = row_new(&m, x->d->len);
+	uint64_t rng = 12345;
+	int kept = 0, tries = 4096;
+	for (int t = 0; t < tries; t++) {
+		r->i = rng_int(&rng, 0, x->d->rows - 1);
+		kept += !m_masked(&m, r, rng_int(&rng, 0, x->d->len - 1));
+	}
+	row_free(r);
+	machine_free(&m);
+	double d = decl_width(&c->row[0]);
+	return 4.0 * x->d->rows * x->d->len * d * kept / tries * (x->d->heads > 0 ? x->d->heads : 1);
+}
+
 static void print(const Opts *o, Bench *x, double ms, double copy_ms, double bytes, const char *why)
 {
 	Carrier *c = x->d->c;
 	char cfg[160];
 	cuda_config_str(&x->g->m.var[x->v], cfg, sizeof cfg);
-	double gbps = bytes / (ms * 1e6), copy = bytes / (copy_ms * 1e6);
+	double gbps = bytes / (ms * 1e6), copy = bytes / (copy_ms * 1e6), tflops = attention_flops(x) / (ms * 1e9);
 	if (o->json) {
 		Buf b = {0};
 		buf_puts(&b, "{\"spec\": ");
@@ -96,9 +140,9 @@ static void print(const Opts *o, Bench *x, double ms, double copy_ms, double byt
 		buf_json_str(&b, rt_device(x->g->rt)->name);
 		buf_printf(&b, ", \"rows\": %d, \"len\": %d, \"config\": \"%s split=%d\", \"choice\": \"%s\", \"ms\": %.5f, "
 			       "\"gbps\": %.2f, \"copy_gbps\": %.2f, \"ratio_to_copy\": %.4f, \"module_ms\": %.2f, "
-			       "\"module_cached\": %s}",
+			       "\"module_cached\": %s, \"tflops\": %.2f}",
 			   x->d->rows, x->d->len, cfg, x->split, why, ms, gbps, copy, gbps / copy, x->g->compile_ms,
-			   x->g->ptx_cached ? "true" : "false");
+			   x->g->ptx_cached ? "true" : "false", tflops);
 		char *s = buf_take(&b);
 		puts(s);
 		free(s);
@@ -110,6 +154,8 @@ static void print(const Opts *o, Bench *x, double ms, double copy_ms, double byt
 	printf("  copy    device to device, same bytes: %.4f ms, %.1f GB/s\n", copy_ms, copy);
 	printf("  ratio   %.3f of copy bandwidth; module %s in %.1f ms\n", gbps / copy,
 	       x->g->ptx_cached ? "from the PTX cache" : "compiled", x->g->compile_ms);
+	if (tflops > 0)
+		printf("  attention %.1f TFLOP/s (pairs the mask keeps)\n", tflops);
 }
 
 static int gpu_bench(Opts *o, Carrier *c, RunData *d)
@@ -161,7 +207,8 @@ int cmd_bench_gpu(Opts *o)
 	if (!c)
 		return EXIT_USAGE;
 	char msg[512];
-	RunData *d = rundata_new(c, o->rows, o->len);
+	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;
+	RunData *d = rundata_new_heads(c, o->rows, o->len, heads, kv);
 	int rc = rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg) ? usage_error("%s", msg)
 										     : gpu_bench(o, c, d);
 	rundata_free(d);

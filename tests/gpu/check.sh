@@ -75,19 +75,32 @@ for spec in online_softmax welford logsumexp; do
 	done
 done
 
+step "attention (bf16, head dim 128, 8k keys, 16 heads)"
+for spec in tests/attention/full_bf16.yaml tests/attention/causal_bf16.yaml; do
+	timeout 120 build/assoc bench "$spec" --device gpu -D d=128 -D dv=128 --rows 8192 --len 8192 --heads 16 \
+		--json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench $spec"
+done
+
 step PyTorch
 python3 bench/torch_gpu.py $shapes >>"$LOG/bench.jsonl" 2>"$LOG/torch.log" || echo "PyTorch unavailable: $(tail -1 "$LOG/torch.log")"
+python3 bench/torch_gpu.py --attention 16 8192 128 >>"$LOG/bench.jsonl" 2>>"$LOG/torch.log" || true
 
 step "table (GB/s counts each input read once and each output written once)"
 python3 - "$LOG/bench.jsonl" <<'PY' || cat "$LOG/bench.jsonl"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-torch = {(r["op"], r["rows"], r["len"]): r["gbps"] for r in rows if "op" in r}
+torch = {(r["op"], r["rows"], r["len"]): r["gbps"] for r in rows if "gbps" in r and "op" in r}
 tune = {(r["tune"], r["shape"]): r["seconds"] for r in rows if "tune" in r}
 peer = {"online_softmax": "softmax", "welford": "var_mean", "logsumexp": "logsumexp"}
+sdpa = {r["op"]: r["tflops"] for r in rows if r.get("op", "").startswith("sdpa")}
+for r in rows:
+    if r.get("tflops") and "carrier" in r:
+        peer_t = sdpa.get("sdpa_causal" if "causal" in r["carrier"] else "sdpa", 0)
+        print(f"{r['carrier']:16} {r['rows']}x{r['len']} x16 heads: {r['tflops']:.0f} TFLOP/s"
+              f" (torch SDPA {peer_t:.0f}, ratio {r['tflops'] / peer_t if peer_t else 0:.2f}; goal 330)")
 print(f"{'carrier':16} {'shape':>11} {'assoc':>8} {'copy':>8} {'/copy':>6} {'torch':>8} {'/torch':>7} {'tune s':>7} {'warm ms':>8}")
 for r in rows:
-    if "gbps" not in r or "carrier" not in r:
+    if "gbps" not in r or "carrier" not in r or r.get("tflops"):
         continue
     shape = f"{r['rows']}x{r['len']}"
     t = torch.get((peer.get(r["carrier"], ""), r["rows"], r["len"]))
