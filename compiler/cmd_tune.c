@@ -47,20 +47,7 @@ static int resources(void *ctx, const TuneConfig *c, TuneResources *r, char *why
 static int validate(void *ctx, const TuneConfig *c, char *why, size_t n)
 {
 	Tuner *t = ctx;
-	if (gpu_launch(t->g, &t->b, c->id, split_of(c), t->d->rows, t->d->len, why, n) ||
-	    gpu_download(t->g, t->d, &t->b, why, n))
-		return -1;
-	RunCheck rc;
-	run_check(t->d, &rc);
-	int bad = -1;
-	for (int o = 0; o < rc.nout; o++)
-		if (rc.out[o].worst_ratio > 1 || rc.out[o].nan_mismatch)
-			bad = o;
-	if (bad >= 0)
-		snprintf(why, n, "wrong result: %s off by %.3g (%.3g of tolerance)", rc.out[bad].name,
-			 rc.out[bad].max_abs, rc.out[bad].worst_ratio);
-	runcheck_free(&rc);
-	return bad >= 0 ? -1 : 0;
+	return gpu_validate(t->g, t->d, c->id, split_of(c), why, n);
 }
 
 static int enqueue(void *ctx)
@@ -138,6 +125,14 @@ static int candidates(Gpu *g, const RunData *d, TuneConfig *out, int max)
 		if (x->fam == FAM_ROWMAP && x->items && d->len > x->items * threads)
 			continue;
 		TuneConfig c = {threads, x->warp ? x->nt / 32 : 1, x->vec ? 4 : 1, x->acc, 1, x->items, v};
+		if (x->fam == FAM_ATTN) {
+			/* query blocks x key splits: splitting the keys pays when few query blocks fill few SMs */
+			out[n++] = c;
+			for (int split = 2; split <= 64 && n < max && d->rows <= 256; split *= 2)
+				if (d->len / split >= 128)
+					c.split = split, out[n++] = c;
+			continue;
+		}
 		if (x->fam != FAM_SPLITK && x->fam != FAM_SCAN) {
 			out[n++] = c;
 			continue;
@@ -235,7 +230,8 @@ int cmd_tune(Opts *o)
 	if (!c)
 		return EXIT_USAGE;
 	char msg[512];
-	RunData *d = rundata_new(c, o->rows, o->len);
+	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;
+	RunData *d = rundata_new_heads(c, o->rows, o->len, heads, kv);
 	int rc = rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg)
 			 ? usage_error("%s", msg)
 			 : tune(o, c, d);

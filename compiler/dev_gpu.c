@@ -162,6 +162,10 @@ void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n)
 			 "rows=%d;len=%d",
 		 dev->name, dev->major, dev->minor, dev->sms, dev->driver, maj, min, cuda_family_name(g->m.base),
 		 TEMPLATE_VERSION, g->m.prefix, dtypes, bucket(d->rows), bucket(d->len));
+	if (d->heads > 1) {
+		size_t l = strlen(key);
+		snprintf(key + l, n - l, ";heads=%d/%d", d->heads, d->kv_heads);
+	}
 }
 
 /* "config split=K" as stored in the cache. */
@@ -202,6 +206,35 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 		*split = cuda_attn_split(&g->m, *v, d->rows, d->len, d->heads, rt_device(g->rt)->sms);
 	snprintf(why, n, o->deterministic ? "fixed (--deterministic)" : "rule (not tuned for this shape)");
 	return 0;
+}
+
+static int checked(RunData *d, char *msg, size_t n)
+{
+	RunCheck rc;
+	run_check(d, &rc);
+	int bad = -1;
+	for (int o = 0; o < rc.nout; o++)
+		if (rc.out[o].worst_ratio > 1 || rc.out[o].nan_mismatch)
+			bad = o;
+	if (bad >= 0)
+		snprintf(msg, n, "wrong result: %s off by %.3g (%.3g of tolerance)", rc.out[bad].name, rc.out[bad].max_abs,
+			 rc.out[bad].worst_ratio);
+	runcheck_free(&rc);
+	return bad >= 0 ? -1 : 0;
+}
+
+int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n)
+{
+	RunData *small = rundata_new_heads(d->c, d->rows < 64 ? d->rows : 64, d->len < 2048 ? d->len : 2048,
+					   d->heads, d->kv_heads);
+	GpuBufs b = {0};
+	memcpy(small->params, d->params, d->c->nparams * sizeof *d->params);
+	int rc = rundata_draw(small, 7, NULL, 0, msg, n) || gpu_upload(g, small, &b, msg, n) ||
+		 gpu_launch(g, &b, v, split, small->rows, small->len, msg, n) || gpu_download(g, small, &b, msg, n) ||
+		 checked(small, msg, n);
+	gpu_free_bufs(g, &b);
+	rundata_free(small);
+	return rc ? -1 : 0;
 }
 
 static int gpu_available(char *why, size_t n)

@@ -70,36 +70,9 @@ static double bytes_of(const Buffer *b, int n)
 	return s;
 }
 
-static int checked(RunData *d, char *msg, size_t n)
-{
-	RunCheck rc;
-	run_check(d, &rc);
-	int ok = rc.ok;
-	if (!ok)
-		snprintf(msg, n, "the kernel's results do not match the reference; not timing it");
-	runcheck_free(&rc);
-	return ok ? 0 : -1;
-}
-
-/* The reference costs the interpreter far more than the kernel costs the
- * GPU: a large problem is checked on a smaller one with the same variant
- * and split (at most 64 rows of 2048, every head). */
 static int check_once(Bench *x, char *msg, size_t n)
 {
-	RunData *d = x->d;
-	double work = (double)d->rows * d->len * (d->heads > 0 ? d->heads : 1) *
-		      (d->c->nrow ? decl_width(&d->c->row[0]) : 1);
-	if (work <= (1 << 24))
-		return run_kernel(x) || gpu_download(x->g, d, x->b, msg, n) ? -1 : checked(d, msg, n);
-	RunData *small = rundata_new_heads(d->c, d->rows < 64 ? d->rows : 64, d->len < 2048 ? d->len : 2048,
-					   d->heads, d->kv_heads);
-	GpuBufs b = {0};
-	int rc = rundata_draw(small, 7, NULL, 0, msg, n) || gpu_upload(x->g, small, &b, msg, n) ||
-		 gpu_launch(x->g, &b, x->v, x->split, small->rows, small->len, msg, n) ||
-		 gpu_download(x->g, small, &b, msg, n) || checked(small, msg, n);
-	gpu_free_bufs(x->g, &b);
-	rundata_free(small);
-	return rc ? -1 : 0;
+	return gpu_validate(x->g, x->d, x->v, x->split, msg, n);
 }
 
 /* Attention: 4 flops per query-key pair per dot dimension (two matrix
