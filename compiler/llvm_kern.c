@@ -513,14 +513,26 @@ static void lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
 			out[f].c[t] = LLVMBuildSelect(b->L.b, cond, out[f].c[t], lv_at(id[f], t), "");
 }
 
+/* x > y ? x : y: one vmaxps on x86 (maxnum takes three: it must pick the
+ * number when either is NaN); y when x is NaN. */
+static LLVMValueRef gt_max(B *b, LLVMValueRef x, LLVMValueRef y)
+{
+	return LLVMBuildSelect(b->L.b, LLVMBuildFCmp(b->L.b, LLVMRealOGT, x, y, ""), x, y, "");
+}
+
+/* Pairwise sum, or the max of v ignoring NaN as maxnum does: each value
+ * first meets -inf as y of gt_max, which turns NaN into -inf, so the tree
+ * sees no NaN.  A lane of NaN only comes out -inf, not NaN: its F is NaN
+ * either way, and merged with any state m is that state's (maxnum drops
+ * NaN; the accumulator starts at the identity's m). */
 static LLVMValueRef tree(B *b, LLVMValueRef *v, int n, int max)
 {
+	if (max)
+		for (int t = 0; t < n; t++)
+			v[t] = gt_max(b, v[t], lower_const(&b->L, TY_F32, -INFINITY));
 	for (int s = 1; s < n; s *= 2)
-		for (int t = 0; t + s < n; t += 2 * s) {
-			LLVMValueRef a[2] = {v[t], v[t + s]};
-			v[t] = max ? lower_intrinsic(&b->L, "llvm.maxnum", LLVMTypeOf(a[0]), a, 2)
-				   : LLVMBuildFAdd(b->L.b, a[0], a[1], "");
-		}
+		for (int t = 0; t + s < n; t += 2 * s)
+			v[t] = max ? gt_max(b, v[t], v[t + s]) : LLVMBuildFAdd(b->L.b, v[t], v[t + s], "");
 	return v[0];
 }
 
@@ -534,7 +546,7 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 	Kern *k = b->k;
 	Lower *L = &b->L;
 	int mi = k->mr_field;
-	LLVMValueRef m[64], e[64], v[64];
+	LLVMValueRef m[65], e[65], v[65];
 	for (int t = 0; t < T; t++)
 		m[t] = v[t] = s[t][mi].c[0];
 	LLVMValueRef M = tree(b, v, T, 1);
@@ -581,22 +593,27 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 {
 	Kern *k = b->k;
 	int ns = k->c->nstate, T = k->tile, W = k->lanes;
-	LV *lifted = calloc((size_t)T * ns + ns, sizeof *lifted), *s[64];
+	LV *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[65];
 	Loop l = loop_begin(b, lo, hi, (long long)k->accs * T * W);
 	for (int a = 0; a < k->accs; a++) {
 		for (int t = 0; t < T; t++) {
 			s[t] = lifted + t * ns;
 			lift_at(b, LLVMBuildAdd(b->L.b, l.iv, ci64(b, ((long long)a * T + t) * W), ""), s[t], tmp);
 		}
-		LV *tile = s[0];
-		if (k->mr_field >= 0 && T > 1)
-			fold_max_rescale(b, s, T, tile = lifted + T * ns);
-		else
-			fold_tree(b, s, T, tmp);
 		lower_scope(&b->L, W);
 		bind_params(b);
 		slots_load(b, acc[a], b->st);
-		merge(b, b->st, tile, tmp);
+		if (k->mr_field >= 0 && T > 1) {
+			/* the accumulator is one more state of the n-ary fold: no
+			 * spec merge per tile, and its chain is one max and one fma */
+			s[T] = b->st;
+			fold_max_rescale(b, s, T + 1, tmp);
+		} else {
+			fold_tree(b, s, T, tmp);
+			lower_scope(&b->L, W);
+			bind_params(b);
+			merge(b, b->st, s[0], tmp);
+		}
 		slots_store(b, acc[a], tmp);
 	}
 	loop_end(b, &l);
@@ -851,12 +868,13 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile)
 	k->lanes = scalar && comm ? lanes : 1;
 	k->accs = scalar && comm ? accs : 1;
 	k->mr_field = tile_max_rescale(c, &k->mr_g);
-	/* Tiles by default (one thread, AVX-512, rows of 4096 in cache):
-	 * max-rescale 32 vectors (logsumexp 2.9 G elements/s; 2.4 at 16, 1.7
-	 * without tiles: the per-tile merge with its exp and selects must be
-	 * rare); a tree 8 (Welford 5.8 G/s; 4.2 at 4, 2.3 without). */
+	/* Tiles of 8 vectors by default (one thread, AVX-512, rows of 4096 in
+	 * cache, best of 5): logsumexp 2.9 G elements/s (1.7 without tiles;
+	 * 16 and 32 no better within the noise, and longer tails); Welford 5.8
+	 * (4.2 at 4, 2.3 without).  At 8 the max-rescale tile's maxima and
+	 * exps stay in the 32 registers; at 32 a third of its loads are spills. */
 	if (tile <= 0)
-		tile = k->mr_field >= 0 ? 32 : 8;
+		tile = 8;
 	k->tile = scalar && comm ? tile : 1;
 	k->soff = calloc(c->nstate + 1, sizeof *k->soff);
 	if (!k->soff)

@@ -88,8 +88,9 @@ static LLVMValueRef exp_avx512(Lower *L, LLVMValueRef x, double hi)
 				   4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
 	LLVMBuilderRef b = L->b;
 	LLVMValueRef rnd = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), 4, 0); /* current direction */
-	LLVMValueRef a[5] = {fc(L, hi > 0 ? hi : 0), x, rnd};
-	LLVMValueRef xc = lower_intrinsic0(L, "llvm.x86.avx512.min.ps.512", a, 3);
+	LLVMValueRef a[5] = {fc(L, hi), x, rnd}, xc = x;
+	if (hi > 0) /* an argument known <= 0 (or NaN) needs no upper clamp */
+		xc = lower_intrinsic0(L, "llvm.x86.avx512.min.ps.512", a, 3);
 	a[0] = fc(L, -104.0), a[1] = xc;
 	xc = lower_intrinsic0(L, "llvm.x86.avx512.max.ps.512", a, 3);
 	LLVMValueRef t = LLVMBuildFMul(b, xc, fc(L, 1.44269504088896341), "");
