@@ -179,18 +179,7 @@ static void *load_naive(const char *carrier, void **lib, char *why, size_t n)
 
 static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
 {
-	Carrier *c = d->c;
-	int k = 0;
-	for (int i = 0; i < c->nelem; i++)
-		in[k++] = d->elem[i].p;
-	for (int i = 0; i < c->ncol; i++)
-		in[k++] = d->col[i].p;
-	for (int i = 0; i < c->nrow; i++)
-		in[k++] = d->row[i].p;
-	for (int i = 0; i < c->nfinal; i++)
-		out[i] = d->fin[i].p;
-	for (int i = 0; i < c->nmap; i++)
-		out[c->nfinal + i] = d->map[i].p;
+	rundata_pointers(d, in, out);
 	*a = (CpuArgs){in, out, d->params, d->rows, d->len};
 }
 

@@ -34,18 +34,7 @@ static int parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 /* The executor's view of d: pointers in the kernel ABI's order. */
 static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
 {
-	Carrier *c = d->c;
-	int k = 0;
-	for (int i = 0; i < c->nelem; i++)
-		in[k++] = d->elem[i].p;
-	for (int i = 0; i < c->ncol; i++)
-		in[k++] = d->col[i].p;
-	for (int i = 0; i < c->nrow; i++)
-		in[k++] = d->row[i].p;
-	for (int i = 0; i < c->nfinal; i++)
-		out[i] = d->fin[i].p;
-	for (int i = 0; i < c->nmap; i++)
-		out[c->nfinal + i] = d->map[i].p;
+	rundata_pointers(d, in, out);
 	*a = (CpuArgs){in, out, d->params, d->rows, d->len};
 }
 

@@ -197,6 +197,22 @@ void rundata_free(RunData *d)
 
 /* ---- rows for the interpreter ---- */
 
+void rundata_pointers(const RunData *d, const void **in, void **out)
+{
+	Carrier *c = d->c;
+	int k = 0;
+	for (int i = 0; i < c->nelem; i++)
+		in[k++] = d->elem[i].p;
+	for (int i = 0; i < c->ncol; i++)
+		in[k++] = d->col[i].p;
+	for (int i = 0; i < c->nrow; i++)
+		in[k++] = d->row[i].p;
+	for (int i = 0; i < c->nfinal; i++)
+		out[i] = d->fin[i].p;
+	for (int i = 0; i < c->nmap; i++)
+		out[c->nfinal + i] = d->map[i].p;
+}
+
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
 {
 	Carrier *c = d->c;

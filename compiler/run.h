@@ -54,6 +54,10 @@ void rundata_free(RunData *d);
 RunData *rundata_head_view(const RunData *d, int h);
 void rundata_view_free(RunData *v);
 
+/* The arrays' host pointers in the kernels' order: element, column, then
+ * row inputs into in; finalize, then map outputs into out. */
+void rundata_pointers(const RunData *d, const void **in, void **out);
+
 /* Copy row r of d into the interpreter's layout (row has room for d->len). */
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);
 

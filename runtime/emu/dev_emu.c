@@ -11,17 +11,7 @@
 static void fill_args(RunData *d, CudaArgs *a)
 {
 	Carrier *c = d->c;
-	int k = 0;
-	for (int e = 0; e < c->nelem; e++)
-		a->in[k++] = d->elem[e].p;
-	for (int e = 0; e < c->ncol; e++)
-		a->in[k++] = d->col[e].p;
-	for (int e = 0; e < c->nrow; e++)
-		a->in[k++] = d->row[e].p;
-	for (int o = 0; o < c->nfinal; o++)
-		a->out[o] = d->fin[o].p;
-	for (int o = 0; o < c->nmap; o++)
-		a->out[c->nfinal + o] = d->map[o].p;
+	rundata_pointers(d, a->in, a->out);
 	for (int p = 0; p < c->nparams; p++)
 		a->prm[p] = d->params[p];
 	a->rows = d->rows;
