@@ -27,6 +27,7 @@ typedef struct {
 	LLVMValueRef args, in, out, params, rows, len, i;
 	LLVMValueRef inp[256], outp[256], pv[256]; /* loaded once per function */
 	LV *st;       /* scratch: one LV per state field */
+	LLVMValueRef lmask; /* a partial last vector: its lanes below the end (masked loads and stores) */
 } B;
 
 /* ---- small helpers ---- */
@@ -93,6 +94,26 @@ static LLVMValueRef from_storage(B *b, LLVMValueRef v, TyKind s, TyKind k)
 	return lower_conv(L, v, s, k);
 }
 
+/* llvm.masked.load or .store, overloaded on the vector and pointer types. */
+static LLVMValueRef masked(B *b, const char *name, LLVMTypeRef vt, LLVMTypeRef pt, LLVMValueRef *a, int n)
+{
+	LLVMTypeRef tys[2] = {vt, pt};
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(b->L.mod, id, tys, 2);
+	return LLVMBuildCall2(b->L.b, LLVMIntrinsicGetType(b->L.ctx, id, tys, 2), f, a, n, "");
+}
+
+/* The lanes of a vector at j that lie below hi. */
+static LLVMValueRef lanes_below(B *b, LLVMValueRef j, LLVMValueRef hi)
+{
+	LLVMValueRef iota[64];
+	for (int l = 0; l < b->L.W; l++)
+		iota[l] = LLVMConstInt(b->i64, l, 0);
+	LLVMValueRef jv = lower_splat(&b->L, j);
+	jv = LLVMBuildAdd(b->L.b, jv, LLVMConstVector(iota, b->L.W), "");
+	return LLVMBuildICmp(b->L.b, LLVMIntSLT, jv, lower_splat(&b->L, hi), "");
+}
+
 /* Load the scope's lanes (or one value) of kind s at element index idx of base. */
 static LLVMValueRef load_lanes(B *b, LLVMValueRef base, TyKind s, LLVMValueRef idx)
 {
@@ -102,6 +123,10 @@ static LLVMValueRef load_lanes(B *b, LLVMValueRef base, TyKind s, LLVMValueRef i
 	LLVMTypeRef t = L->W > 1 ? LLVMVectorType(et, L->W) : et;
 	if (L->W > 1)
 		p = LLVMBuildBitCast(L->b, p, LLVMPointerType(t, 0), "");
+	if (L->W > 1 && b->lmask) {
+		LLVMValueRef a[4] = {p, LLVMConstInt(b->i32, kind_size(s), 0), b->lmask, LLVMConstNull(t)};
+		return masked(b, "llvm.masked.load", t, LLVMPointerType(t, 0), a, 4);
+	}
 	LLVMValueRef v = LLVMBuildLoad2(L->b, t, p, "");
 	LLVMSetAlignment(v, (unsigned)kind_size(s));
 	return v;
@@ -116,6 +141,11 @@ static void store_lanes(B *b, LLVMValueRef base, TyKind k, LLVMValueRef idx, LLV
 	LLVMValueRef p = ptr_at(b, base, et, idx);
 	if (L->W > 1)
 		p = LLVMBuildBitCast(L->b, p, LLVMPointerType(LLVMTypeOf(v), 0), "");
+	if (L->W > 1 && b->lmask) {
+		LLVMValueRef a[4] = {v, p, LLVMConstInt(b->i32, kind_size(k), 0), b->lmask};
+		masked(b, "llvm.masked.store", LLVMTypeOf(v), LLVMTypeOf(p), a, 4);
+		return;
+	}
 	LLVMValueRef s = LLVMBuildStore(L->b, v, p);
 	LLVMSetAlignment(s, (unsigned)kind_size(k));
 }
@@ -504,9 +534,11 @@ static void lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
 	lower_scope(&b->L, b->L.W);
 	bind_inputs(b, j);
 	state_exprs(b, c->lift, out);
-	if (!c->mask)
+	if (!c->mask && !b->lmask)
 		return;
-	LLVMValueRef cond = lv_at(lower_expr(&b->L, c->mask), 0);
+	LLVMValueRef cond = c->mask ? lv_at(lower_expr(&b->L, c->mask), 0) : b->lmask;
+	if (c->mask && b->lmask)
+		cond = LLVMBuildAnd(b->L.b, cond, b->lmask, "");
 	identity(b, id);
 	for (int f = 0; f < c->nstate; f++)
 		for (int t = 0; t < out[f].n; t++)
@@ -624,8 +656,20 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	step(b, b->st, tmp);
 	slots_store(b, acc[0], b->st);
 	loop_end(b, &v);
+	/* the last, partial vector: masked loads, the identity past hi (one
+	 * merge, not up to W - 1 scalar ones: short rows are mostly tail) */
+	LLVMValueRef last = loop_final(b, &v);
+	lower_scope(&b->L, W);
+	b->lmask = lanes_below(b, last, hi);
+	lift_at(b, last, lifted, tmp);
+	b->lmask = NULL;
+	lower_scope(&b->L, W);
+	bind_params(b);
+	slots_load(b, acc[0], b->st);
+	merge(b, b->st, lifted, tmp);
+	slots_store(b, acc[0], tmp);
 	free(lifted);
-	return loop_final(b, &v);
+	return hi;
 }
 
 static void build_reduce(B *b)
@@ -697,11 +741,14 @@ static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int recip)
 	Kern *k = b->k;
 	LLVMValueRef tail = lo, rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
 	b->L.recip = recip;
+	/* vectors; then, with lanes, one masked vector for the rest; else one by one */
 	for (int pass = k->map_lanes > 1 ? 0 : 1; pass < 2; pass++) {
-		int W = pass ? 1 : k->map_lanes;
+		int W = pass && k->map_lanes == 1 ? 1 : k->map_lanes;
 		lower_scope(&b->L, W);
-		Loop l = loop_begin(b, tail, hi, W);
+		Loop l = loop_begin(b, tail, pass && W > 1 ? LLVMBuildAdd(b->L.b, tail, ci64(b, W), "") : hi, W);
 		lower_scope(&b->L, W);
+		if (pass && W > 1)
+			b->lmask = lanes_below(b, l.iv, hi);
 		bind_inputs(b, l.iv);
 		for (int fl = 0; fl < c->nstate; fl++) {
 			b->st[fl] = lv_new(&b->L, st[fl].n);
@@ -710,6 +757,7 @@ static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int recip)
 		}
 		bind_self(b, b->st);
 		store_outputs(b, c->map, c->nmap, c->nfinal, LLVMBuildAdd(b->L.b, rowbase, l.iv, ""));
+		b->lmask = NULL;
 		loop_end(b, &l);
 		tail = loop_final(b, &l);
 	}
