@@ -733,30 +733,42 @@ static void build_reduce(B *b)
 	end_fn(b);
 }
 
-/* The map loops over [lo, hi): vectors, then one by one; st holds the
- * row's state as scalars. */
-static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int recip)
+/* The map outputs of positions iv .. iv+W-1, with the row's state st
+ * (scalars) splat to the lanes. */
+static void map_at(B *b, LV *st, LLVMValueRef iv, LLVMValueRef rowbase)
 {
 	Carrier *c = b->k->c;
-	Kern *k = b->k;
+	lower_scope(&b->L, b->L.W);
+	bind_inputs(b, iv);
+	for (int fl = 0; fl < c->nstate; fl++) {
+		b->st[fl] = lv_new(&b->L, st[fl].n);
+		for (int t = 0; t < st[fl].n; t++)
+			b->st[fl].c[t] = lower_splat(&b->L, st[fl].c[t]);
+	}
+	bind_self(b, b->st);
+	store_outputs(b, c->map, c->nmap, c->nfinal, LLVMBuildAdd(b->L.b, rowbase, iv, ""));
+}
+
+/* The map loops over [lo, hi): MAP_UNROLL vectors per iteration, then
+ * one vector, then one masked vector for the rest; without lanes, one by
+ * one.  st holds the row's state as scalars.  Unrolled, the exps of
+ * consecutive vectors interleave (LLVM leaves this loop rolled). */
+enum { MAP_UNROLL = 4 };
+
+static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int recip)
+{
+	int W = b->k->map_lanes;
 	LLVMValueRef tail = lo, rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
 	b->L.recip = recip;
-	/* vectors; then, with lanes, one masked vector for the rest; else one by one */
-	for (int pass = k->map_lanes > 1 ? 0 : 1; pass < 2; pass++) {
-		int W = pass && k->map_lanes == 1 ? 1 : k->map_lanes;
+	for (int pass = W > 1 ? 0 : 2; pass < 3; pass++) {
+		int U = pass == 0 ? MAP_UNROLL : 1, last = pass == 2 && W > 1;
 		lower_scope(&b->L, W);
-		Loop l = loop_begin(b, tail, pass && W > 1 ? LLVMBuildAdd(b->L.b, tail, ci64(b, W), "") : hi, W);
+		Loop l = loop_begin(b, tail, last ? LLVMBuildAdd(b->L.b, tail, ci64(b, W), "") : hi, (long long)U * W);
 		lower_scope(&b->L, W);
-		if (pass && W > 1)
+		if (last)
 			b->lmask = lanes_below(b, l.iv, hi);
-		bind_inputs(b, l.iv);
-		for (int fl = 0; fl < c->nstate; fl++) {
-			b->st[fl] = lv_new(&b->L, st[fl].n);
-			for (int t = 0; t < st[fl].n; t++)
-				b->st[fl].c[t] = lower_splat(&b->L, st[fl].c[t]);
-		}
-		bind_self(b, b->st);
-		store_outputs(b, c->map, c->nmap, c->nfinal, LLVMBuildAdd(b->L.b, rowbase, l.iv, ""));
+		for (int u = 0; u < U; u++)
+			map_at(b, st, u ? LLVMBuildAdd(b->L.b, l.iv, ci64(b, (long long)u * W), "") : l.iv, rowbase);
 		b->lmask = NULL;
 		loop_end(b, &l);
 		tail = loop_final(b, &l);
