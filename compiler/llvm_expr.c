@@ -415,28 +415,34 @@ int lower_varies(Lower *L, const Expr *e)
 	return L->varies[e->id] == 2;
 }
 
-/* x / y with y the same at every position of the row (softmax's / l):
- * x * (1 / y), the division hoisted out of the loop by LLVM.  At most one
- * ulp more error (0.5 for 1 / y, 0.5 for the product), far inside the
- * shared tolerance of 32 ulps of the row's scale; build_map takes this
- * path only when 1 / y is a normal number (or y is 0, inf or NaN, where
- * both forms agree). */
-static int is_invariant_div(Lower *L, const Expr *e)
+/* In the map loop, with y the same at every position of the row and
+ * build_map's check on it passed (L->hoist):
+ *  - x / y is x * (1 / y), the division hoisted out of the loop by LLVM:
+ *    at most one ulp more error (0.5 for 1 / y, 0.5 for the product), far
+ *    inside the shared tolerance of 32 ulps of the row's scale; checked:
+ *    1 / y is normal, or y is 0, inf or NaN (where both forms agree);
+ *  - x - y or y - x is a plain fsub: checked y != -inf, so the rule
+ *    (-inf) - (-inf) = -inf cannot apply (3 of softmax's 23 instructions
+ *    per vector). */
+static int is_hoisted(Lower *L, const Expr *e, int op)
 {
-	return L->recip && e->op == EXPR_DIV && is_float((TyKind)e->ty.kind) && !e->ty.len &&
-	       e->a[1]->ty.kind == e->ty.kind && e->a[0]->ty.kind == e->ty.kind && !lower_varies(L, e->a[1]);
+	if (!L->hoist || e->op != op || !is_float((TyKind)e->ty.kind) || e->ty.kind == TY_NUM || e->ty.len ||
+	    e->a[1]->ty.kind != e->ty.kind || e->a[0]->ty.kind != e->ty.kind || e->a[0]->ty.len || e->a[1]->ty.len)
+		return 0;
+	return !lower_varies(L, e->a[1]) || (op == EXPR_SUB && !lower_varies(L, e->a[0]));
 }
 
 static LV lower_node(Lower *L, Expr *e)
 {
 	if (is_max_rescale(e))
 		return max_rescale(L, e);
-	if (is_invariant_div(L, e)) {
-		LLVMValueRef y = lower_expr(L, e->a[1]).c[0];
-		LLVMValueRef r = LLVMBuildFDiv(L->b, lower_const(L, (TyKind)e->ty.kind, 1), y, "recip");
-		LV x = lower_expr(L, e->a[0]), v = lv_new(L, x.n);
-		for (int t = 0; t < x.n; t++)
-			v.c[t] = LLVMBuildFMul(L->b, x.c[t], r, "");
+	if (is_hoisted(L, e, EXPR_DIV) || is_hoisted(L, e, EXPR_SUB)) {
+		LLVMValueRef x = lower_expr(L, e->a[0]).c[0], y = lower_expr(L, e->a[1]).c[0];
+		LV v = lv_new(L, 1);
+		if (e->op == EXPR_SUB)
+			v.c[0] = LLVMBuildFSub(L->b, x, y, "");
+		else
+			v.c[0] = LLVMBuildFMul(L->b, x, LLVMBuildFDiv(L->b, lower_const(L, (TyKind)e->ty.kind, 1), y, "recip"), "");
 		return v;
 	}
 	int w = lower_width(e);

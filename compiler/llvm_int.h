@@ -34,7 +34,7 @@ typedef struct {
 	int avx512;       /* the host has AVX-512F: 16-lane math uses vscalefps */
 	LLVMValueRef fn;  /* the function being built */
 	LLVMBuilderRef ab; /* positioned in its entry block, for allocas */
-	int recip;        /* divisions by position-invariant values multiply by the reciprocal */
+	int hoist;        /* build_map's checks on the row's invariant values passed (is_hoisted in llvm_expr.c) */
 	unsigned char *varies; /* by expr id: 0 unknown, 1 invariant over a row's positions, 2 varies */
 } Lower;
 

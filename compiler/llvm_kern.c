@@ -755,11 +755,11 @@ static void map_at(B *b, LV *st, LLVMValueRef iv, LLVMValueRef rowbase)
  * consecutive vectors interleave (LLVM leaves this loop rolled). */
 enum { MAP_UNROLL = 4 };
 
-static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int recip)
+static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int hoist)
 {
 	int W = b->k->map_lanes;
 	LLVMValueRef tail = lo, rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
-	b->L.recip = recip;
+	b->L.hoist = hoist;
 	for (int pass = W > 1 ? 0 : 2; pass < 3; pass++) {
 		int U = pass == 0 ? MAP_UNROLL : 1, last = pass == 2 && W > 1;
 		lower_scope(&b->L, W);
@@ -773,49 +773,59 @@ static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int recip)
 		loop_end(b, &l);
 		tail = loop_final(b, &l);
 	}
-	b->L.recip = 0;
+	b->L.hoist = 0;
 }
 
-/* Position-invariant float divisors in the map's expressions. */
-static int invariant_divisors(B *b, Expr *e, Expr **out, int n, unsigned char *seen)
+/* The map's position-invariant f32 operands that is_hoisted (llvm_expr.c)
+ * relies on: divisors (div[k] = 1) and subtraction operands (0). */
+static int invariant_operands(B *b, Expr *e, Expr **out, int *div, int n, unsigned char *seen)
 {
-	if (seen[e->id] || n >= 64)
+	if (seen[e->id] || n >= 62)
 		return n;
 	seen[e->id] = 1;
-	if (e->op == EXPR_DIV && !e->ty.len && e->ty.kind == TY_F32 && e->a[1]->ty.kind == TY_F32 &&
-	    !lower_varies(&b->L, e->a[1]))
-		out[n++] = e->a[1];
+	if ((e->op == EXPR_DIV || e->op == EXPR_SUB) && !e->ty.len && e->ty.kind == TY_F32)
+		for (int i = e->op == EXPR_DIV; i < 2; i++)
+			if (e->a[i]->ty.kind == TY_F32 && !e->a[i]->ty.len && !lower_varies(&b->L, e->a[i]))
+				div[n] = e->op == EXPR_DIV, out[n++] = e->a[i];
 	for (int i = 0; i < e->nargs; i++)
-		n = invariant_divisors(b, e->a[i], out, n, seen);
+		n = invariant_operands(b, e->a[i], out, div, n, seen);
 	return n;
 }
 
-/* 1 when every invariant divisor has a normal reciprocal, or is 0, inf or
- * NaN (x * (1 / y) and x / y agree there); NULL when there is none. */
-static LLVMValueRef recip_safe(B *b, LV *st)
+static LLVMValueRef fcmp_c(B *b, LLVMRealPredicate p, LLVMValueRef x, double v)
+{
+	return LLVMBuildFCmp(b->L.b, p, x, lower_const(&b->L, TY_F32, v), "");
+}
+
+/* The checks of is_hoisted on the row's values, as one i1; NULL when the
+ * map has no such operand.  With 64 or more, none is hoisted. */
+static LLVMValueRef hoist_ok(B *b, LV *st)
 {
 	Carrier *c = b->k->c;
 	Lower *L = &b->L;
 	Expr *d[64];
+	int div[64], n = 0;
 	unsigned char *seen = calloc(ir_nnodes(c->ir) + 1, 1);
-	int n = 0;
 	for (int k = 0; k < c->nmap; k++)
-		n = invariant_divisors(b, c->map[k].e, d, n, seen);
+		n = invariant_operands(b, c->map[k].e, d, div, n, seen);
 	free(seen);
-	if (!n)
+	if (!n || n >= 62)
 		return NULL;
 	lower_scope(L, 1);
 	bind_inputs(b, NULL);
 	bind_self(b, st);
 	LLVMValueRef ok = LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0);
 	for (int k = 0; k < n; k++) {
-		LLVMValueRef y = lower_expr(L, d[k]).c[0];
-		LLVMValueRef a = lower_intrinsic(L, "llvm.fabs", LLVMTypeOf(y), &y, 1);
-		LLVMValueRef tiny = LLVMBuildAnd(L->b, LLVMBuildFCmp(L->b, LLVMRealOGT, a, lower_const(L, TY_F32, 0), ""),
-						 LLVMBuildFCmp(L->b, LLVMRealOLT, a, lower_const(L, TY_F32, 0x1p-126), ""), "");
-		LLVMValueRef huge = LLVMBuildAnd(L->b, LLVMBuildFCmp(L->b, LLVMRealOGT, a, lower_const(L, TY_F32, 0x1p126), ""),
-						 LLVMBuildFCmp(L->b, LLVMRealOLT, a, lower_const(L, TY_F32, INFINITY), ""), "");
-		ok = LLVMBuildAnd(L->b, ok, LLVMBuildNot(L->b, LLVMBuildOr(L->b, tiny, huge, ""), ""), "");
+		LLVMValueRef y = lower_expr(L, d[k]).c[0], bad;
+		if (div[k]) {
+			LLVMValueRef a = lower_intrinsic(L, "llvm.fabs", LLVMTypeOf(y), &y, 1);
+			LLVMValueRef tiny = LLVMBuildAnd(L->b, fcmp_c(b, LLVMRealOGT, a, 0), fcmp_c(b, LLVMRealOLT, a, 0x1p-126), "");
+			LLVMValueRef huge = LLVMBuildAnd(L->b, fcmp_c(b, LLVMRealOGT, a, 0x1p126), fcmp_c(b, LLVMRealOLT, a, INFINITY), "");
+			bad = LLVMBuildOr(L->b, tiny, huge, "");
+		} else {
+			bad = fcmp_c(b, LLVMRealOEQ, y, -INFINITY);
+		}
+		ok = LLVMBuildAnd(L->b, ok, LLVMBuildNot(L->b, bad, ""), "");
 	}
 	return ok;
 }
@@ -832,13 +842,13 @@ static void build_map(B *b)
 	LV *st = calloc(c->nstate, sizeof *st);
 	lower_scope(&b->L, 1);
 	mem_load(b, LLVMGetParam(f, 4), st); /* scalars, before the loops */
-	LLVMValueRef safe = recip_safe(b, st);
+	LLVMValueRef safe = hoist_ok(b, st);
 	if (!safe) {
 		map_loops(b, st, lo, hi, 0);
 	} else {
 		/* two versions of the loops: LLVM does not unswitch a select */
-		LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "recip");
-		LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "div");
+		LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "hoisted");
+		LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "general");
 		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "done");
 		LLVMBuildCondBr(b->L.b, safe, fast, slow);
 		LLVMPositionBuilderAtEnd(b->L.b, fast);

@@ -431,32 +431,38 @@ Test(cpu, max_rescale_tiles_keep_special_values)
 	carrier_free(c);
 }
 
-/* The map's x / l multiplies by 1 / l only where 1 / l is normal: a
- * carrier that divides by a subnormal row value still gets x / l. */
-Test(cpu, map_reciprocal_only_when_normal)
+/* The map's x / s multiplies by 1 / s only where 1 / s is normal, and
+ * x - s skips the -inf rule only where s != -inf: rows with a subnormal,
+ * a huge, a plain, a zero and a -inf s. */
+Test(cpu, map_hoists_only_when_exact)
 {
 	char err[300];
 	Carrier *c = load_text("carrier: scaled\nelement: {x: f32}\nrow: {s: f32}\nstate: {n: f32}\n"
 			       "identity: {n: 0}\nlift: {n: 1}\nmerge: {n: a.n + b.n}\n"
-			       "map: {y: x / s}\nlaws: [commutative]\n",
+			       "map: {y: x / s, z: x - s}\nlaws: [commutative]\n",
 			       err, sizeof err);
 	cr_assert(c, "%s", err);
 	LlvmKernel *k = compiled(c, NULL);
 	RtPool *p;
 	char msg[200];
 	cr_assert_eq(rt_pool_open(&p, 1, msg, sizeof msg), 0);
-	RunData *d = drawn(c, 4, 100, 6);
+	enum { R = 5, N = 100 };
+	RunData *d = drawn(c, R, N, 6);
 	float *s = d->row[0].p, *x = d->elem[0].p;
-	s[0] = 0x1p-140f, s[1] = 0x1p127f, s[2] = 3.0f, s[3] = 0.0f;
+	s[0] = 0x1p-140f, s[1] = 0x1p127f, s[2] = 3.0f, s[3] = 0.0f, s[4] = -INFINITY;
+	x[4 * N + 7] = -INFINITY;
 	run_kernel(k, d, p, 0);
-	float *y = d->map[0].p;
-	for (int r = 0; r < 4; r++)
-		for (int j = 0; j < 100; j++) {
-			float want = x[r * 100 + j] / s[r], got = y[r * 100 + j];
+	float *y = d->map[0].p, *z = d->map[1].p;
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < N; j++) {
+			float xv = x[r * N + j], want = xv / s[r], got = y[r * N + j];
 			if (r != 2)
 				cr_assert(got == want || (isnan(got) && isnan(want)), "row %d at %d: %g, not %g", r, j, got, want);
 			else
 				cr_assert_float_eq(got, want, 2e-7f * fabsf(want), "row 2 at %d", j);
+			float zw = xv == -INFINITY && s[r] == -INFINITY ? -INFINITY : xv - s[r];
+			cr_assert(z[r * N + j] == zw || (isnan(zw) && isnan(z[r * N + j])), "z row %d at %d: %g, not %g", r,
+				  j, z[r * N + j], zw);
 		}
 	rundata_free(d);
 	rt_pool_close(p);
