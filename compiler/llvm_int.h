@@ -46,6 +46,7 @@ typedef struct {
 	int mr_field;    /* max-rescale carriers: the max field (llvm_tile.c), else -1 */
 	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
 	int map_lanes;   /* map loop */
+	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_kern.c) */
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 } Kern;

@@ -28,6 +28,7 @@ typedef struct {
 	LLVMValueRef inp[256], outp[256], pv[256]; /* loaded once per function */
 	LV *st;       /* scratch: one LV per state field */
 	LLVMValueRef lmask; /* a partial last vector: its lanes below the end (masked loads and stores) */
+	int nt;             /* map stores: non-temporal, 64-byte aligned (map_stream) */
 } B;
 
 /* ---- small helpers ---- */
@@ -147,7 +148,11 @@ static void store_lanes(B *b, LLVMValueRef base, TyKind k, LLVMValueRef idx, LLV
 		return;
 	}
 	LLVMValueRef s = LLVMBuildStore(L->b, v, p);
-	LLVMSetAlignment(s, (unsigned)kind_size(k));
+	LLVMSetAlignment(s, b->nt ? 64 : (unsigned)kind_size(k));
+	if (b->nt) {
+		LLVMValueRef one = LLVMConstInt(b->i32, 1, 0);
+		LLVMSetMetadata(s, LLVMGetMDKindIDInContext(L->ctx, "nontemporal", 11), LLVMMDNodeInContext(L->ctx, &one, 1));
+	}
 }
 
 static LLVMValueRef in_ptr(B *b, int k)
@@ -749,26 +754,87 @@ static void map_at(B *b, LV *st, LLVMValueRef iv, LLVMValueRef rowbase)
 	store_outputs(b, c->map, c->nmap, c->nfinal, LLVMBuildAdd(b->L.b, rowbase, iv, ""));
 }
 
-/* The map loops over [lo, hi): MAP_UNROLL vectors per iteration, then
- * one vector, then one masked vector for the rest; without lanes, one by
- * one.  st holds the row's state as scalars.  Unrolled, the exps of
- * consecutive vectors interleave (LLVM leaves this loop rolled). */
+/* Unrolled, the exps of consecutive vectors of the map interleave
+ * (LLVM leaves this loop rolled). */
 enum { MAP_UNROLL = 4 };
 
+/* The unrolled map loop from *tail to hi; *tail is where it stopped. */
+static void map_unrolled(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
+{
+	int W = b->k->map_lanes;
+	lower_scope(&b->L, W);
+	Loop l = loop_begin(b, LLVMBuildLoad2(b->L.b, b->i64, tailp, ""), hi, (long long)MAP_UNROLL * W);
+	for (int u = 0; u < MAP_UNROLL; u++)
+		map_at(b, st, u ? LLVMBuildAdd(b->L.b, l.iv, ci64(b, (long long)u * W), "") : l.iv, rowbase);
+	loop_end(b, &l);
+	LLVMBuildStore(b->L.b, loop_final(b, &l), tailp);
+}
+
+/* Outputs far larger than the last-level cache (MAP_STREAM_BYTES in all)
+ * go out with non-temporal stores: no read for ownership, a third less
+ * memory traffic for softmax (read x, write y, instead of read x, read y,
+ * write y), and the cache keeps the input.  They need 64-byte aligned
+ * vectors, so a masked vector runs up to the first aligned position;
+ * only for one 4-byte output in 16 lanes (Kern.map_stream).  The fence
+ * makes the write-combined stores visible before the pool's barrier. */
+#define MAP_STREAM_BYTES (64LL << 20)
+
+static void map_stream(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
+{
+	Lower *L = &b->L;
+	int W = b->k->map_lanes;
+	LLVMValueRef tail = LLVMBuildLoad2(L->b, b->i64, tailp, "");
+	LLVMValueRef out = ptr_at(b, b->outp[b->k->c->nfinal], b->i32, LLVMBuildAdd(L->b, rowbase, tail, ""));
+	LLVMValueRef mis = LLVMBuildAnd(L->b, LLVMBuildNeg(L->b, LLVMBuildPtrToInt(L->b, out, b->i64, ""), ""), ci64(b, 63), "");
+	LLVMValueRef start = LLVMBuildAdd(L->b, tail, LLVMBuildLShr(L->b, mis, ci64(b, 2), ""), "");
+	start = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, start, hi, ""), start, hi, "");
+	lower_scope(L, W);
+	b->lmask = lanes_below(b, tail, start);
+	map_at(b, st, tail, rowbase);
+	b->lmask = NULL;
+	LLVMBuildStore(L->b, start, tailp);
+	b->nt = 1;
+	map_unrolled(b, st, tailp, hi, rowbase);
+	b->nt = 0;
+	LLVMBuildFence(L->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+}
+
+/* The map loops over [lo, hi): MAP_UNROLL vectors per iteration (streamed
+ * for large outputs), then one vector, then one masked vector for the
+ * rest; without lanes, one by one.  st holds the row's state as scalars. */
 static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int hoist)
 {
 	int W = b->k->map_lanes;
-	LLVMValueRef tail = lo, rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
+	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
+	LLVMValueRef tailp = alloca_(b, b->i64);
+	LLVMBuildStore(b->L.b, lo, tailp);
 	b->L.hoist = hoist;
-	for (int pass = W > 1 ? 0 : 2; pass < 3; pass++) {
-		int U = pass == 0 ? MAP_UNROLL : 1, last = pass == 2 && W > 1;
+	if (W > 1 && b->k->map_stream) {
+		LLVMValueRef n = LLVMBuildMul(b->L.b, b->rows, b->len, "");
+		LLVMValueRef big = LLVMBuildICmp(b->L.b, LLVMIntSGE, n, ci64(b, MAP_STREAM_BYTES / 4), "");
+		LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "stream");
+		LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "cached");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "rest");
+		LLVMBuildCondBr(b->L.b, big, sb, cb);
+		LLVMPositionBuilderAtEnd(b->L.b, sb);
+		map_stream(b, st, tailp, hi, rowbase);
+		LLVMBuildBr(b->L.b, done);
+		LLVMPositionBuilderAtEnd(b->L.b, cb);
+		map_unrolled(b, st, tailp, hi, rowbase);
+		LLVMBuildBr(b->L.b, done);
+		LLVMPositionBuilderAtEnd(b->L.b, done);
+	} else if (W > 1) {
+		map_unrolled(b, st, tailp, hi, rowbase);
+	}
+	LLVMValueRef tail = LLVMBuildLoad2(b->L.b, b->i64, tailp, "");
+	for (int pass = W > 1 ? 1 : 2; pass < 3; pass++) {
+		int last = pass == 2 && W > 1;
 		lower_scope(&b->L, W);
-		Loop l = loop_begin(b, tail, last ? LLVMBuildAdd(b->L.b, tail, ci64(b, W), "") : hi, (long long)U * W);
+		Loop l = loop_begin(b, tail, last ? LLVMBuildAdd(b->L.b, tail, ci64(b, W), "") : hi, W);
 		lower_scope(&b->L, W);
 		if (last)
 			b->lmask = lanes_below(b, l.iv, hi);
-		for (int u = 0; u < U; u++)
-			map_at(b, st, u ? LLVMBuildAdd(b->L.b, l.iv, ci64(b, (long long)u * W), "") : l.iv, rowbase);
+		map_at(b, st, l.iv, rowbase);
 		b->lmask = NULL;
 		loop_end(b, &l);
 		tail = loop_final(b, &l);
@@ -935,6 +1001,8 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile)
 	int comm = (c->laws & LAW_COMMUTATIVE) != 0;
 	k->c = c;
 	k->map_lanes = scalar ? lanes : 1;
+	k->map_stream = c->nmap == 1 && k->map_lanes == 16 && lower_width(c->map[0].e) == 1 &&
+			(c->map[0].e->ty.kind == TY_F32 || c->map[0].e->ty.kind == TY_I32);
 	k->lanes = scalar && comm ? lanes : 1;
 	k->accs = scalar && comm ? accs : 1;
 	k->mr_field = tile_max_rescale(c, &k->mr_g);
