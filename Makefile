@@ -121,7 +121,7 @@ check-specs: build/asan/assoc
 
 test: deps
 	$(MAKE) build/asan/tests build/asan/assoc build/assoc
-	build/asan/tests --jobs 2
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/asan/tests --jobs 2
 	$(MAKE) check-specs
 	$(MAKE) fuzz
 
