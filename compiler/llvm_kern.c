@@ -573,7 +573,8 @@ static LLVMValueRef tree(B *b, LLVMValueRef *v, int n, int max)
 	return v[0];
 }
 
-/* The n-ary merge of a max-rescale carrier (llvm_tile.c) over T states:
+/* The n-ary merge of a max-rescale carrier (llvm_tile.c) over T states
+ * (a tile's lifted positions and its accumulator):
  * M = max m_t, F = sum f_t g(m_t - M).  An all -inf lane subtracts 0
  * instead of M, so that g(-inf) = 0 stands in for the spec's rule
  * (-inf) - (-inf) = -inf without a select per position; m_t - M is
@@ -622,10 +623,12 @@ static void fold_tree(B *b, LV **s, int T, LV *tmp)
 }
 
 /* The vector loop: each accumulator takes a tile of T vectors per
- * iteration, folded on its own (fold_max_rescale or fold_tree) and then
- * merged in by the spec's merge: the accumulators' dependency chains run
- * one merge per tile, and the tiles overlap.  Full vectors left over go
- * one by one into accumulator 0.  Returns where the scalar tail starts. */
+ * iteration.  A max-rescale tile folds together with its accumulator in
+ * one n-ary merge; any other tile folds by a tree, then one spec merge
+ * into the accumulator.  Either way the accumulator's dependency chain is
+ * short per tile, and the tiles' independent work overlaps.  Full vectors
+ * left over go one by one into accumulator 0, then a masked one.  Returns
+ * where the scalar tail starts (hi: there is none left). */
 static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
 {
 	Kern *k = b->k;
