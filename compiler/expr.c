@@ -377,6 +377,21 @@ static int var_allowed(Scope *s, const Var *v)
 	}
 }
 
+/* `true` and `false` are literals, unless the spec names something so (a
+ * spec valid before the literals existed keeps its meaning). */
+static int is_bool_literal(P *p, const char *name)
+{
+	if (strcmp(name, "true") && strcmp(name, "false"))
+		return 0;
+	for (int i = 0; i < p->s->nlocals; i++)
+		if (!strcmp(p->s->locals[i].name, name))
+			return 0;
+	for (int v = 0; v < ir_nvars(p->ir); v++)
+		if (!strcmp(ir_var(p->ir, v)->name, name))
+			return 0;
+	return 1;
+}
+
 static V resolve(P *p, const char *name, size_t off)
 {
 	Scope *s = p->s;
@@ -573,6 +588,8 @@ static V parse_prim(P *p)
 			return p->pos++, parse_field(p, name, off);
 		if (!strcmp(name, "inf"))
 			return (V){ir_const(p->ir, ty_scalar(TY_NUM), INFINITY), off};
+		if (is_bool_literal(p, name))
+			return (V){ir_const(p->ir, ty_scalar(TY_BOOL), name[0] == 't'), off};
 		return resolve(p, name, off);
 	}
 	if (!c)

@@ -792,6 +792,16 @@ static void prove_laws(Ctx *x, ProofReport *r)
 	free(mon);
 }
 
+/* A bool field's values are 0 and 1 only, and && and || are not ring
+ * operations: reals would give witnesses no carrier can reach. */
+static int has_bool_field(const Carrier *c)
+{
+	for (int f = 0; f < c->nstate; f++)
+		if (c->state[f].ty.kind == TY_BOOL)
+			return 1;
+	return 0;
+}
+
 int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
 {
 	memset(r, 0, sizeof *r);
@@ -809,7 +819,9 @@ int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
 	refs(c, STATE_C, x->C);
 	for (int f = 0; f < c->nstate; f++)
 		x->E[f] = c->identity[f];
-	if (pv_init(&x->p, c) < 0)
+	if (has_bool_field(c))
+		set_all(r, c, "bool state fields are not modelled (the algebra here is over the reals)");
+	else if (pv_init(&x->p, c) < 0)
 		set_all(r, c, "budget: too many variables");
 	else
 		prove_laws(x, r);

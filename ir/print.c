@@ -51,7 +51,7 @@ static void put_const(const Expr *e, FILE *out)
 {
 	char buf[40];
 	if (e->ty.kind == TY_BOOL) {
-		fputs(e->num != 0 ? "(0 == 0)" : "(0 != 0)", out);
+		fputs(e->num != 0 ? "true" : "false", out);
 		return;
 	}
 	ir_fmt_num(e->num, buf, sizeof buf);

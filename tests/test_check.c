@@ -209,3 +209,33 @@ Test(check, param_override_errors)
 	cr_assert(strstr(msg, "not a number"), "%s", msg);
 	carrier_free(c);
 }
+
+Test(check, bool_state_with_literals)
+{
+	Carrier *c = load_ok("tests/check/any_positive.yaml");
+	char *e = ir_str(c->ir, c->identity[0]);
+	cr_assert_str_eq(e, "false", "the identity of a bool field is the literal false");
+	free(e);
+	CheckOpts o;
+	check_defaults(&o);
+	o.trials = 2000;
+	CheckResult r;
+	char msg[100];
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0);
+	cr_assert(check_ok(&r), "or and a count are lawful");
+	check_result_free(&r);
+	carrier_free(c);
+}
+
+Test(check, true_and_false_stay_names_when_a_spec_defines_them)
+{
+	char err[256];
+	Carrier *c = load_text("carrier: t\nparams: {true: f32}\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+			       "lift:\n  s: x * true\nmerge:\n  s: a.s + b.s\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	char *e = ir_str(c->ir, c->lift[0]);
+	cr_assert_str_eq(e, "x * true", "the param, not the literal (a bool times a number would not type)");
+	free(e);
+	carrier_free(c);
+}

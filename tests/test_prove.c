@@ -139,3 +139,16 @@ Test(prove, nan_hazard_names_the_expression)
 	proof_report_free(&r);
 	carrier_free(c);
 }
+
+Test(prove, bool_fields_are_unknown_not_disproved)
+{
+	Carrier *c = load_ok("tests/check/any_positive.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	for (int i = 0; i < r.n; i++) {
+		cr_assert_eq(r.line[i].status, PROOF_UNKNOWN, "%s: %s", r.line[i].law, r.line[i].how);
+		cr_assert(strstr(r.line[i].how, "bool state fields"), "%s", r.line[i].how);
+	}
+	proof_report_free(&r);
+	carrier_free(c);
+}
