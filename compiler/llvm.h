@@ -22,6 +22,7 @@ typedef struct {
 	int lanes, accs;  /* what the reduce loop uses (1 and 1 for vector states) */
 	int tile;         /* vectors per tile (1: a running fold) */
 	int max_rescale;  /* tiles fold by the n-ary max-rescale merge (llvm_tile.c) */
+	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
 	LlvmJit *jit;
 } LlvmKernel;
 

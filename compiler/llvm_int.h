@@ -45,11 +45,22 @@ typedef struct {
 	int tile;        /* reduce loop: vectors per tile, folded before they meet an accumulator */
 	int mr_field;    /* max-rescale carriers: the max field (llvm_tile.c), else -1 */
 	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
+	int two_pass;    /* max-rescale carriers with vectors: input bytes per position, rows up to
+			  * TWO_PASS_BYTES reduce in two passes (reduce_two_pass in llvm_kern.c); else 0 */
 	int map_lanes;   /* map loop */
 	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_kern.c) */
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 } Kern;
+/* Rows (the range one reduce call covers) of at most this many input bytes
+ * take two passes instead of the online fold.  L2 is 1 MiB per core on
+ * Skylake-SP and later x86 server cores (2 MiB on Sapphire Rapids, 512 KiB
+ * on Zen 2/3); a quarter of it leaves room for the other hyperthread, the
+ * map's outputs and the prefetchers, so pass 2 (and then the map) reads
+ * the row from L2, not memory.  Longer rows would be read from memory
+ * twice: they keep the online fold, which reads them once. */
+#define TWO_PASS_BYTES (256LL << 10)
+
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile);
 
 /* llvm_tile.c: the max field of a max-rescale merge (g set to EXPR_EXP or

@@ -10,7 +10,10 @@
  * its accumulator.  Full vectors left over then go one by one into
  * accumulator 0, the accumulators merge pairwise (k with k + s), the lanes
  * halve (l with l + W/2) down to one state, and the last positions
- * (fewer than W) follow one by one.  Any other carrier (non-commutative
+ * (fewer than W) follow one by one.  A max-rescale carrier's range of at
+ * most TWO_PASS_BYTES (llvm_int.h) instead takes two passes: the max of
+ * the lifted m, then the sum of f * g(m - max) (reduce_two_pass).
+ * Any other carrier (non-commutative
  * merge: operand order matters; vector fields) folds left to right in
  * one scalar state.  A masked-out position lifts to the identity.
  * State memory: one 8-byte slot per component, in field order. */
@@ -680,6 +683,133 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	return hi;
 }
 
+/* ---- two passes over a row that fits in L2 (max-rescale carriers) ---- */
+
+/* Independent vectors per iteration: pass 1 is a chain of one max each (a
+ * few cycles latency, two per cycle), pass 2 of one exp and one fma. */
+enum { PASS1_UNROLL = 8, PASS2_UNROLL = 4 };
+
+/* Lanes of v reduced to a scalar: gt_max (max) or fadd, halving. */
+static LLVMValueRef hreduce(B *b, LLVMValueRef v, int W, int max)
+{
+	for (int w = W; w > 1; w /= 2) {
+		LLVMValueRef ml[32], mh[32];
+		for (int l = 0; l < w / 2; l++)
+			ml[l] = LLVMConstInt(b->i32, l, 0), mh[l] = LLVMConstInt(b->i32, l + w / 2, 0);
+		LLVMValueRef lo, hi;
+		if (w == 2) {
+			lo = LLVMBuildExtractElement(b->L.b, v, ml[0], "");
+			hi = LLVMBuildExtractElement(b->L.b, v, mh[0], "");
+		} else {
+			lo = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(ml, w / 2), "");
+			hi = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(mh, w / 2), "");
+		}
+		v = max ? gt_max(b, lo, hi) : LLVMBuildFAdd(b->L.b, lo, hi, "");
+	}
+	return v;
+}
+
+/* Pass 1 (Ms NULL): acc[u] = max(acc[u], lifted m) over U vectors at j.
+ * Pass 2: acc[f * PASS2_UNROLL + u] += lifted f * g(lifted m - Ms) for each f != m. */
+static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValueRef Ms, LV *lifted, LV *tmp)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
+	for (int u = 0; u < U; u++) {
+		lower_scope(L, W);
+		lift_at(b, u ? LLVMBuildAdd(L->b, j, ci64(b, (long long)u * W), "") : j, lifted, tmp);
+		LLVMValueRef m = lifted[mi].c[0];
+		LLVMTypeRef vt = lower_vty(L, TY_F32);
+		if (!Ms) {
+			LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[u], "");
+			LLVMBuildStore(L->b, gt_max(b, m, a), acc[u]);
+			continue;
+		}
+		LLVMValueRef d = LLVMBuildFSub(L->b, m, lower_splat(L, Ms), "");
+		LLVMValueRef e = k->mr_g == EXPR_EXP ? math_exp_nonpos(L, d) : math_exp2(L, d);
+		for (int f = 0; f < ns; f++) {
+			if (f == mi)
+				continue;
+			LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[f * PASS2_UNROLL + u], "");
+			LLVMValueRef t = LLVMBuildFMul(L->b, lifted[f].c[0], e, "");
+			LLVMBuildStore(L->b, LLVMBuildFAdd(L->b, a, t, ""), acc[f * PASS2_UNROLL + u]);
+		}
+	}
+}
+
+/* One pass over [lo, hi): U vectors per iteration, then one, then a masked one. */
+static void two_pass_loop(B *b, LLVMValueRef lo, LLVMValueRef hi, int U, LLVMValueRef *acc, LLVMValueRef Ms,
+			  LV *lifted, LV *tmp)
+{
+	int W = b->k->lanes;
+	lower_scope(&b->L, W);
+	Loop l = loop_begin(b, lo, hi, (long long)U * W);
+	two_pass_at(b, l.iv, U, acc, Ms, lifted, tmp);
+	loop_end(b, &l);
+	Loop v = loop_begin(b, loop_final(b, &l), hi, W);
+	two_pass_at(b, v.iv, 1, acc, Ms, lifted, tmp);
+	loop_end(b, &v);
+	LLVMValueRef last = loop_final(b, &v);
+	lower_scope(&b->L, W);
+	b->lmask = lanes_below(b, last, hi);
+	two_pass_at(b, last, 1, acc, Ms, lifted, tmp);
+	b->lmask = NULL;
+}
+
+/* The state of [lo, hi) in `one` (scalar slots), by two passes: M = max of
+ * the lifted m, then F = sum f * g(m - M) with M fixed: one g per position,
+ * plain adds, no rescale.  A row whose M is -inf subtracts 0 (as
+ * fold_max_rescale: g(-inf) = 0 for the spec's (-inf) - (-inf) = -inf).
+ * The result merges with the identity once, n-arily, like an accumulator. */
+static void reduce_two_pass(B *b, LLVMValueRef lo, LLVMValueRef hi, LV *one, LV *tmp)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
+	LLVMTypeRef vt;
+	LV *lifted = calloc(3 * ns, sizeof *lifted), *id = lifted + ns, *res = id + ns;
+	LLVMValueRef acc1[PASS1_UNROLL], *acc2 = calloc((size_t)ns * PASS2_UNROLL, sizeof *acc2);
+	lower_scope(L, W);
+	vt = lower_vty(L, TY_F32);
+	for (int u = 0; u < PASS1_UNROLL; u++) {
+		acc1[u] = alloca_(b, vt);
+		LLVMBuildStore(L->b, lower_const(L, TY_F32, -INFINITY), acc1[u]);
+	}
+	two_pass_loop(b, lo, hi, PASS1_UNROLL, acc1, NULL, lifted, tmp);
+	lower_scope(L, W);
+	LLVMValueRef v[PASS1_UNROLL];
+	for (int u = 0; u < PASS1_UNROLL; u++)
+		v[u] = LLVMBuildLoad2(L->b, vt, acc1[u], "");
+	LLVMValueRef M = hreduce(b, tree(b, v, PASS1_UNROLL, 1), W, 1);
+	LLVMValueRef none = LLVMBuildFCmp(L->b, LLVMRealOEQ, M, LLVMConstReal(LLVMTypeOf(M), -INFINITY), "");
+	LLVMValueRef Ms = LLVMBuildSelect(L->b, none, LLVMConstReal(LLVMTypeOf(M), 0), M, "");
+	for (int f = 0; f < ns; f++)
+		for (int u = 0; u < PASS2_UNROLL && f != mi; u++) {
+			acc2[f * PASS2_UNROLL + u] = alloca_(b, vt);
+			LLVMBuildStore(L->b, lower_const(L, TY_F32, 0), acc2[f * PASS2_UNROLL + u]);
+		}
+	two_pass_loop(b, lo, hi, PASS2_UNROLL, acc2, Ms, lifted, tmp);
+	lower_scope(L, W);
+	res[mi] = lv_new(L, 1);
+	res[mi].c[0] = M;
+	for (int f = 0; f < ns; f++) {
+		if (f == mi)
+			continue;
+		for (int u = 0; u < PASS2_UNROLL; u++)
+			v[u] = LLVMBuildLoad2(L->b, vt, acc2[f * PASS2_UNROLL + u], "");
+		res[f] = lv_new(L, 1);
+		res[f].c[0] = hreduce(b, tree(b, v, PASS2_UNROLL, 0), W, 0);
+	}
+	lower_scope(L, 1);
+	identity(b, id);
+	LV *s[2] = {id, res};
+	fold_max_rescale(b, s, 2, tmp);
+	slots_store(b, one, tmp);
+	free(acc2);
+	free(lifted);
+}
+
 static void build_reduce(B *b)
 {
 	Carrier *c = b->k->c;
@@ -695,6 +825,19 @@ static void build_reduce(B *b)
 	lower_scope(&b->L, 1);
 	LV *one = state_slots(b); /* the scalar state */
 	LLVMValueRef tail = lo;
+	LLVMBasicBlockRef joined = NULL;
+	if (k->two_pass) {
+		/* rows that fit in L2 (TWO_PASS_BYTES): two passes; else the online fold */
+		LLVMValueRef bytes = LLVMBuildMul(b->L.b, LLVMBuildSub(b->L.b, hi, lo, ""), ci64(b, k->two_pass), "");
+		LLVMBasicBlockRef tp = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "two_pass");
+		LLVMBasicBlockRef online = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "online");
+		joined = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "reduced");
+		LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntSLE, bytes, ci64(b, TWO_PASS_BYTES), ""), tp, online);
+		LLVMPositionBuilderAtEnd(b->L.b, tp);
+		reduce_two_pass(b, lo, hi, one, tmp);
+		LLVMBuildBr(b->L.b, joined);
+		LLVMPositionBuilderAtEnd(b->L.b, online);
+	}
 	if (k->lanes > 1 || k->accs > 1) {
 		lower_scope(&b->L, k->lanes);
 		LV **acc = calloc(k->accs, sizeof *acc);
@@ -725,6 +868,10 @@ static void build_reduce(B *b)
 	} else {
 		identity(b, b->st);
 		slots_store(b, one, b->st);
+	}
+	if (joined) {
+		LLVMBuildBr(b->L.b, joined);
+		LLVMPositionBuilderAtEnd(b->L.b, joined);
 	}
 	lower_scope(&b->L, 1);
 	Loop l = loop_begin(b, tail, hi, 1);
@@ -1017,6 +1164,13 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile)
 	if (tile <= 0)
 		tile = 8;
 	k->tile = scalar && comm ? tile : 1;
+	k->two_pass = 0;
+	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1) {
+		for (int i = 0; i < c->nelem; i++)
+			k->two_pass += (int)kind_size((TyKind)c->elem[i].storage);
+		for (int i = 0; i < c->ncol; i++)
+			k->two_pass += (int)kind_size((TyKind)c->col[i].storage);
+	}
 	k->soff = calloc(c->nstate + 1, sizeof *k->soff);
 	if (!k->soff)
 		abort();

@@ -385,6 +385,97 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
 	}
 }
 
+/* ---- two passes over rows that fit in L2 (TWO_PASS_BYTES, llvm_kern.c) ---- */
+
+/* Rows of float32 just below, at and above the switch, whole (one thread)
+ * and split into chunks (two threads: each chunk below the switch), with a
+ * row of -inf and a row of -inf among finite values, against the float64
+ * reference. */
+static void two_pass_ok(Carrier *c, int expect_two_pass)
+{
+	enum { N = TWO_PASS_BYTES / 4 };
+	static const int lens[] = {N - 17, N, N + 1, N + 33, 1000};
+	LlvmKernel *k = compiled(c, NULL);
+	cr_expect_eq(k->two_pass, expect_two_pass, "%s: two passes", c->name);
+	RtPool *p[2];
+	char msg[200];
+	for (int t = 0; t < 2; t++)
+		cr_assert_eq(rt_pool_open(&p[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+		for (int t = 0; t < 2; t++) {
+			int len = lens[l];
+			RunData *d = drawn(c, 4, len, 30 + l);
+			float *x = d->elem[0].p;
+			for (int j = 0; j < len; j++)
+				x[len + j] = -INFINITY;
+			for (int j = 0; j < len; j += 3)
+				x[2 * len + j] = -INFINITY;
+			run_kernel(k, d, p[t], t ? 3 : 0);
+			char w[200];
+			snprintf(w, sizeof w, "%s len %d threads %d", c->name, len, t + 1);
+			expect_ok(d, w);
+			if (d->fin[0].p && c->nfinal)
+				cr_expect_eq(((float *)d->fin[0].p)[1], -INFINITY, "%s: a row of -inf", w);
+			rundata_free(d);
+		}
+	for (int t = 0; t < 2; t++)
+		rt_pool_close(p[t]);
+	llvm_kernel_free(k);
+}
+
+Test(cpu, two_pass_rows_around_the_switch, .timeout = 120)
+{
+	const char *specs[] = {"specs/online_softmax.yaml", "specs/logsumexp.yaml"};
+	for (int s = 0; s < 2; s++) {
+		Carrier *c = load_ok(specs[s]);
+		two_pass_ok(c, 1);
+		carrier_free(c);
+	}
+}
+
+/* Row 0 fully masked, row 1 partly, the rest not, around the switch. */
+Test(cpu, two_pass_masked_rows, .timeout = 120)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: masked_lse\nelement: {x: f32}\nmask: j < i * 30000\n" SOFTMAX_STATE
+			       "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			       "finalize: {lse: m + log(l)}\nreference:\n  lse: log(sum(exp(x)))\nlaws: [commutative]\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	LlvmKernel *k = compiled(c, NULL);
+	cr_expect(k->two_pass);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	static const int lens[] = {TWO_PASS_BYTES / 4 - 1, TWO_PASS_BYTES / 4, TWO_PASS_BYTES / 4 + 1};
+	for (int l = 0; l < 3; l++)
+		for (int split = 0; split < 4; split += 3) {
+			RunData *d = drawn(c, 4, lens[l], 40 + l);
+			run_kernel(k, d, p, split);
+			cr_expect_eq(((float *)d->fin[0].p)[0], -INFINITY, "empty row: lse = -inf, not NaN");
+			expect_ok(d, "masked lse");
+			rundata_free(d);
+		}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	carrier_free(c);
+}
+
+/* A near miss (a plain count beside the rescaled sum) keeps the online
+ * fold, and stays right around the switch. */
+Test(cpu, near_max_rescale_carriers_take_one_pass, .timeout = 120)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: with_count\nelement: {x: f32}\nstate: {m: f32, l: f32, n: f32}\n"
+			       "identity: {m: -inf, l: 0, n: 0}\nlift: {m: x, l: 1, n: 1}\n"
+			       "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n  n: a.n + b.n\n"
+			       "finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	two_pass_ok(c, 0);
+	carrier_free(c);
+}
+
 /* Welford's tiles are trees of its own merge: the reference, any tile. */
 Test(cpu, welford_tiles)
 {
