@@ -390,12 +390,12 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
 /* Rows of float32 just below, at and above the switch, whole (one thread)
  * and split into chunks (two threads: each chunk below the switch), with a
  * row of -inf and a row of -inf among finite values, against the float64
- * reference. */
-static void two_pass_ok(Carrier *c, int expect_two_pass)
+ * reference; in the host's lanes, or 8 (AVX2's). */
+static void two_pass_lanes_ok(Carrier *c, int expect_two_pass, int lanes)
 {
 	enum { N = TWO_PASS_BYTES / 4 };
 	static const int lens[] = {N - 17, N, N + 1, N + 33, 1000};
-	LlvmKernel *k = compiled(c, NULL);
+	LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = lanes});
 	cr_expect_eq(k->two_pass, expect_two_pass, "%s: two passes", c->name);
 	RtPool *p[2];
 	char msg[200];
@@ -421,6 +421,12 @@ static void two_pass_ok(Carrier *c, int expect_two_pass)
 	for (int t = 0; t < 2; t++)
 		rt_pool_close(p[t]);
 	llvm_kernel_free(k);
+}
+
+static void two_pass_ok(Carrier *c, int expect_two_pass)
+{
+	two_pass_lanes_ok(c, expect_two_pass, 0);
+	two_pass_lanes_ok(c, expect_two_pass, 8);
 }
 
 Test(cpu, two_pass_rows_around_the_switch, .timeout = 120)
