@@ -2,9 +2,9 @@
 # torch_cpu.sh: assoc's CPU kernels beside PyTorch's CPU softmax, var_mean
 # and logsumexp on the same machine, same shapes, same threads.
 #   bench/torch_cpu.sh [ROWS LEN]     (default 8192 x 32768: 1 GiB of float32)
-# Installs PyTorch into build/torch-venv (the CPU wheel when the PyTorch
-# index is reachable, else PyPI's wheel, whose CUDA libraries it needs to
-# import even on a CPU); the project itself never depends on Python.  Prints one JSON line per
+# Installs PyTorch into build/torch-venv from the Python package index (its
+# wheel brings the CUDA libraries it needs to import, even on a CPU); the
+# project itself never depends on Python.  Prints one JSON line per
 # contestant and the ratios.
 set -eu
 ROWS=${1:-8192}
@@ -15,8 +15,7 @@ VENV=build/torch-venv
 if [ ! -x $VENV/bin/python ] || ! $VENV/bin/python -c 'import torch' 2>/dev/null; then
 	python3 -m venv $VENV
 	$VENV/bin/pip install -q numpy
-	$VENV/bin/pip install -q torch --index-url https://download.pytorch.org/whl/cpu 2>/dev/null ||
-		$VENV/bin/pip install -q torch
+	$VENV/bin/pip install -q torch
 fi
 [ -x build/assoc ] || make build/assoc >/dev/null
 for spec in online_softmax welford logsumexp; do
