@@ -92,14 +92,6 @@ static int fill_inputs(RunData *d, Opts *o, char *msg, size_t n)
 	return 0;
 }
 
-static double buffers_bytes(const Buffer *b, int n)
-{
-	double s = 0;
-	for (int i = 0; i < n; i++)
-		s += (double)b[i].n * b[i].width * kind_size(b[i].kind);
-	return s;
-}
-
 /* ---- the three contestants ---- */
 
 typedef struct {
@@ -250,9 +242,7 @@ int cmd_bench(Opts *o)
 		abort();
 	if (!rc) {
 		args_of(d, &b.a, in, out);
-		double bytes = buffers_bytes(d->elem, c->nelem) + buffers_bytes(d->col, c->ncol) +
-			       buffers_bytes(d->row, c->nrow) + buffers_bytes(d->fin, c->nfinal) +
-			       buffers_bytes(d->map, c->nmap);
+		double bytes = rundata_bytes(d);
 		b.copy_bytes = (size_t)(bytes / 2);
 		b.src = malloc(b.copy_bytes + 1), b.dst = malloc(b.copy_bytes + 1);
 		if (!b.src || !b.dst)

@@ -57,31 +57,13 @@ static int enqueue(void *ctx)
 	return gpu_launch(t->g, &t->b, t->cur->id, split_of(t->cur), t->d->rows, t->d->len, msg, sizeof msg);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Median of TIMED event-timed runs after WARMUP, writing a buffer larger
- * than L2 before each so that no run finds its inputs in cache. */
+/* Median of TIMED event-timed runs after WARMUP, L2 flushed before each. */
 static double time_one(void *ctx, const TuneConfig *c, char *why, size_t n)
 {
 	Tuner *t = ctx;
-	double ms[TIMED];
 	t->cur = c;
-	for (int i = 0; i < WARMUP; i++)
-		if (enqueue(t) || rt_sync(t->g->rt, why, n))
-			return INFINITY;
-	for (int i = 0; i < TIMED; i++) {
-		float m;
-		if (rt_memset(t->g->rt, t->flush, (unsigned char)i, t->flush_bytes, why, n) ||
-		    rt_time(t->g->rt, enqueue, t, &m, why, n))
-			return INFINITY;
-		ms[i] = m;
-	}
-	qsort(ms, TIMED, sizeof *ms, cmp_double);
-	return ms[TIMED / 2];
+	double ms = gpu_median_ms(t->g, enqueue, t, t->flush, t->flush_bytes, WARMUP, TIMED, why, n);
+	return ms < 0 ? INFINITY : ms;
 }
 
 static void progress(void *ctx, int done, int total, const TuneConfig *c, double ms, const char *why)
@@ -94,24 +76,6 @@ static void progress(void *ctx, int done, int total, const TuneConfig *c, double
 	fprintf(stderr, "\r  tuning [%.*s%*s] %d/%d", k, "==============================", w - k, "", done, total);
 	if (done == total)
 		fprintf(stderr, "\r%*s\r", w + 30, "");
-}
-
-/* Bytes one run must move: every input read once, every output written once. */
-static double bytes_moved(const RunData *d)
-{
-	Carrier *c = d->c;
-	double b = 0;
-	for (int k = 0; k < c->nelem; k++)
-		b += (double)d->elem[k].n * d->elem[k].width * kind_size(d->elem[k].kind);
-	for (int k = 0; k < c->ncol; k++)
-		b += (double)d->col[k].n * d->col[k].width * kind_size(d->col[k].kind);
-	for (int k = 0; k < c->nrow; k++)
-		b += (double)d->row[k].n * d->row[k].width * kind_size(d->row[k].kind);
-	for (int o = 0; o < c->nfinal; o++)
-		b += (double)d->fin[o].n * d->fin[o].width * kind_size(d->fin[o].kind);
-	for (int o = 0; o < c->nmap; o++)
-		b += (double)d->map[o].n * d->map[o].width * kind_size(d->map[o].kind);
-	return b;
 }
 
 /* The module's variants that can run this shape, with split counts for
@@ -196,7 +160,7 @@ static int tune(Opts *o, Carrier *c, RunData *d)
 	TuneConfig cand[TUNE_MAX_CANDIDATES];
 	int n = candidates(&g, d, cand, TUNE_MAX_CANDIDATES);
 	TuneProblem p = {.tpl = TUNE_ROWREDUCE, .rows = d->rows, .len = d->len, .elem_bytes = 4, .dev = *dev};
-	TuneHooks h = {&t, resources, validate, time_one, progress, bytes_moved(d)};
+	TuneHooks h = {&t, resources, validate, time_one, progress, rundata_bytes(d)};
 	TuneResult r;
 	if (gpu_upload(&g, d, &t.b, msg, sizeof msg) || rt_alloc(g.rt, t.flush_bytes, &t.flush, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: %s\n", msg);

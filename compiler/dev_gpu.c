@@ -139,6 +139,31 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double gpu_median_ms(Gpu *g, int (*fn)(void *), void *ctx, RtPtr flush, size_t flush_bytes, int warmup, int runs,
+		     char *msg, size_t n)
+{
+	double t[32];
+	if (runs < 1 || runs > 32)
+		runs = runs < 1 ? 1 : 32;
+	for (int i = 0; i < warmup; i++)
+		if (fn(ctx) || rt_sync(g->rt, msg, n))
+			return -1;
+	for (int i = 0; i < runs; i++) {
+		float ms;
+		if (rt_memset(g->rt, flush, (unsigned char)i, flush_bytes, msg, n) || rt_time(g->rt, fn, ctx, &ms, msg, n))
+			return -1;
+		t[i] = ms;
+	}
+	qsort(t, runs, sizeof *t, cmp_double);
+	return t[runs / 2];
+}
+
 /* Rows and lengths in power-of-two buckets: one tuning choice per bucket. */
 static int bucket(int v)
 {

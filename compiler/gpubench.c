@@ -38,38 +38,6 @@ static int run_copy(void *ctx)
 	return rt_copy(x->g->rt, x->dst, x->src, x->copy_bytes, msg, sizeof msg);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Median milliseconds of fn, L2 flushed (a write larger than it) before each run. */
-static double median_ms(Bench *x, int (*fn)(void *), RtPtr flush, size_t flush_bytes, char *msg, size_t n)
-{
-	double t[TIMED];
-	for (int i = 0; i < WARMUP; i++)
-		if (fn(x) || rt_sync(x->g->rt, msg, n))
-			return -1;
-	for (int i = 0; i < TIMED; i++) {
-		float ms;
-		if (rt_memset(x->g->rt, flush, (unsigned char)i, flush_bytes, msg, n) ||
-		    rt_time(x->g->rt, fn, x, &ms, msg, n))
-			return -1;
-		t[i] = ms;
-	}
-	qsort(t, TIMED, sizeof *t, cmp_double);
-	return t[TIMED / 2];
-}
-
-static double bytes_of(const Buffer *b, int n)
-{
-	double s = 0;
-	for (int i = 0; i < n; i++)
-		s += (double)b[i].n * b[i].width * kind_size(b[i].kind);
-	return s;
-}
-
 static int check_once(Bench *x, char *msg, size_t n)
 {
 	return gpu_validate(x->g, x->d, x->v, x->split, msg, n);
@@ -141,8 +109,7 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 		return EXIT_FAIL;
 	}
 	Bench x = {.g = &g, .b = &b, .d = d};
-	double bytes = bytes_of(d->elem, c->nelem) + bytes_of(d->col, c->ncol) + bytes_of(d->row, c->nrow) +
-		       bytes_of(d->fin, c->nfinal) + bytes_of(d->map, c->nmap);
+	double bytes = rundata_bytes(d);
 	/* a copy of half the bytes reads and writes as many bytes as the kernel */
 	x.copy_bytes = (size_t)(bytes / 2) & ~(size_t)15;
 	size_t flush_bytes = 2 * (size_t)(rt_device(g.rt)->l2_bytes > 0 ? rt_device(g.rt)->l2_bytes : 64 << 20);
@@ -155,8 +122,8 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 	}
 	if (gpu_upload(&g, d, &b, msg, sizeof msg) || rt_alloc(g.rt, flush_bytes, &flush, msg, sizeof msg) ||
 	    rt_alloc(g.rt, x.copy_bytes, &x.src, msg, sizeof msg) || rt_alloc(g.rt, x.copy_bytes, &x.dst, msg, sizeof msg) ||
-	    check_once(&x, msg, sizeof msg) || (ms = median_ms(&x, run_kernel, flush, flush_bytes, msg, sizeof msg)) < 0 ||
-	    (copy_ms = median_ms(&x, run_copy, flush, flush_bytes, msg, sizeof msg)) < 0) {
+	    check_once(&x, msg, sizeof msg) || (ms = gpu_median_ms(&g, run_kernel, &x, flush, flush_bytes, WARMUP, TIMED, msg, sizeof msg)) < 0 ||
+	    (copy_ms = gpu_median_ms(&g, run_copy, &x, flush, flush_bytes, WARMUP, TIMED, msg, sizeof msg)) < 0) {
 		fprintf(stderr, "assoc: bench --device gpu: %s\n", msg);
 		goto out;
 	}

@@ -197,6 +197,21 @@ void rundata_free(RunData *d)
 
 /* ---- rows for the interpreter ---- */
 
+static double buffers_bytes(const Buffer *b, int n)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += (double)b[i].n * b[i].width * kind_size(b[i].kind);
+	return s;
+}
+
+double rundata_bytes(const RunData *d)
+{
+	Carrier *c = d->c;
+	return buffers_bytes(d->elem, c->nelem) + buffers_bytes(d->col, c->ncol) + buffers_bytes(d->row, c->nrow) +
+	       buffers_bytes(d->fin, c->nfinal) + buffers_bytes(d->map, c->nmap);
+}
+
 void rundata_pointers(const RunData *d, const void **in, void **out)
 {
 	Carrier *c = d->c;

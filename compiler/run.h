@@ -54,6 +54,9 @@ void rundata_free(RunData *d);
 RunData *rundata_head_view(const RunData *d, int h);
 void rundata_view_free(RunData *v);
 
+/* Bytes one run moves: every input read once, every output written once. */
+double rundata_bytes(const RunData *d);
+
 /* The arrays' host pointers in the kernels' order: element, column, then
  * row inputs into in; finalize, then map outputs into out. */
 void rundata_pointers(const RunData *d, const void **in, void **out);
