@@ -58,7 +58,7 @@ build/assoc: build/obj/compiler/main.o build/libassoc.a
 build/asan/assoc: build/asan/compiler/main.o build/asan/libassoc.a
 	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(call WHOLE,build/asan/libassoc.a) $(LDLIBS)
 
-build/asan/tests: $(TEST_SRC) build/asan/libassoc.a tests/testutil.h build/libfakecuda.so
+build/asan/tests: $(TEST_SRC) build/asan/libassoc.a tests/testutil.h tests/bundled.def build/libfakecuda.so
 	$(CC) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) build/asan/libassoc.a -lcriterion $(LDLIBS)
 
 # A stand-in for the CUDA driver that fails on demand (tests/fake/fakecuda.c).
