@@ -283,6 +283,8 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 		n = 2;
 	for (int k = 0; k < n; k++)
 		snprintf(names[k], 64, "%s_v%d%s", m->prefix, v, sfx[m->var[v].fam][k]);
+	if (m->var[v].fam == FAM_SPLITK || m->var[v].fam == FAM_SCAN) /* one combine for every variant */
+		snprintf(names[1], 64, "%s%s", m->prefix, sfx[m->var[v].fam][1]);
 	return n;
 }
 
@@ -293,8 +295,12 @@ static void kernel(Buf *b, const char *name, int nt, const char *body)
 		   name);
 }
 
+/* The combine of split rows and the carry of scans do not depend on the
+ * variant's tile parameters: one kernel serves them all, which saves NVRTC
+ * a whole kernel's optimization per extra variant. */
 static void kernels(const CudaModule *m, Buf *b)
 {
+	int comb = 0, carry = 0;
 	for (int v = 0; v < m->nvar; v++) {
 		const CudaVariant *x = &m->var[v];
 		char nm[3][64], body[128];
@@ -311,7 +317,8 @@ static void kernels(const CudaModule *m, Buf *b)
 		case FAM_SPLITK:
 			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
 			kernel(b, nm[0], x->nt, body);
-			kernel(b, nm[1], 64, "splitk_combine<64>(A)");
+			if (!comb++)
+				kernel(b, nm[1], 64, "splitk_combine<64>(A)");
 			if (m->base == FAM_ROWMAP) {
 				snprintf(body, sizeof body, "splitk_map<%d, %d>(A)", x->nt, x->vec);
 				kernel(b, nm[2], x->nt, body);
@@ -329,7 +336,8 @@ static void kernels(const CudaModule *m, Buf *b)
 		case FAM_SCAN:
 			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
 			kernel(b, nm[0], x->nt, body);
-			kernel(b, nm[1], 64, "scan_carry<64>(A)");
+			if (!carry++)
+				kernel(b, nm[1], 64, "scan_carry<64>(A)");
 			snprintf(body, sizeof body, "scan_down<%d, %d>(A)", x->nt, x->items);
 			kernel(b, nm[2], x->nt, body);
 			break;

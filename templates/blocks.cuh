@@ -96,6 +96,9 @@ ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int
 		}
 		j0 = lo + 4 * ng;
 	}
+	/* The ACC accumulators are this loop's parallelism: unrolling it further
+	 * only multiplies the carrier's code, and NVRTC's time with it. */
+#pragma unroll 1
 	for (int j = j0 + t; j < hi; j += NT * ACC) {
 #pragma unroll
 		for (int a = 0; a < ACC; a++) {

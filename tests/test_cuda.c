@@ -305,6 +305,32 @@ Test(cuda, nvrtc_absent_gives_a_clear_message)
 	unsetenv("ASSOC_NVRTC");
 }
 
+/* An NVRTC that refuses the options asked for first (-minimal and
+ * --split-compile, 12.4 and later) still compiles, with the base options. */
+Test(cuda, older_nvrtc_is_asked_again_without_the_newer_options)
+{
+	char dir[] = "/tmp/assoc-nvrtc-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	setenv("ASSOC_NVRTC", "build/libfakenvrtc.so", 1);
+	Nvrtc *nv = NULL;
+	char msg[2048] = "", *ptx = NULL;
+	int cached = -1;
+	cr_assert_eq(nvrtc_open(&nv, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(nvrtc_ptx(nv, "extern \"C\" __global__ void k() {}", "sm_90", &ptx, &cached, msg, sizeof msg), 0,
+		     "%s", msg);
+	cr_expect_eq(cached, 0);
+	cr_expect(strstr(ptx, "--gpu-architecture=compute_90 -std=c++17 --fmad=true"), "%s", ptx);
+	cr_expect(!strstr(ptx, "-minimal"), "%s", ptx);
+	free(ptx);
+	nvrtc_close(nv);
+	unsetenv("ASSOC_NVRTC");
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+	cuda_test_cache();
+}
+
 extern const Target target_cuda;
 
 /* emit refuses a merge whose laws fail, unless --trust-merge. */
