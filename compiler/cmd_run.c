@@ -48,9 +48,14 @@ static int is_input(const Carrier *c, const char *name)
 	return 0;
 }
 
-static int layout_dims(Layout l, int rows, int len, int width, size_t *shape)
+/* With heads, every array has a leading head axis: query heads for row,
+ * element and output arrays, key/value heads for column arrays (the order
+ * of RunData's buffers, head after head). */
+static int layout_dims(Layout l, const RunData *d, int width, size_t *shape)
 {
-	int n = 0;
+	int n = 0, rows = d->rows, len = d->len;
+	if (d->heads > 1)
+		shape[n++] = l == SHAPE_LEN ? d->kv_heads : d->heads;
 	if (l != SHAPE_LEN)
 		shape[n++] = rows;
 	if (l != SHAPE_ROWS)
@@ -75,14 +80,16 @@ static int infer_shape(Opts *o, Carrier *c, Npy *arr)
 			elem |= !strcmp(c->elem[k].name, o->inputs[i].name);
 		for (int k = 0; k < c->ncol; k++)
 			col |= !strcmp(c->col[k].name, o->inputs[i].name);
-		if (arr[i].ndim < 1)
-			return usage_error("%s: a 0-dimensional array", o->inputs[i].path);
-		if (elem && arr[i].ndim >= 2)
-			o->rows = (int)arr[i].shape[0], o->len = (int)arr[i].shape[1];
+		int h = o->heads > 1; /* the head axis comes first */
+		if (arr[i].ndim < 1 + h)
+			return usage_error("%s: %d dimensions, too few for input '%s'%s", o->inputs[i].path, arr[i].ndim,
+					   o->inputs[i].name, h ? " with its leading head axis (--heads)" : "");
+		if (elem && arr[i].ndim >= 2 + h)
+			o->rows = (int)arr[i].shape[h], o->len = (int)arr[i].shape[h + 1];
 		else if (col)
-			o->len = (int)arr[i].shape[0];
+			o->len = (int)arr[i].shape[h];
 		else if (!elem)
-			o->rows = (int)arr[i].shape[0];
+			o->rows = (int)arr[i].shape[h];
 	}
 	return EXIT_OK;
 }
@@ -95,15 +102,22 @@ static int load_inputs(Opts *o, RunData *d, Npy *arr)
 		for (int k = 0; k < n; k++) {
 			if (strcmp(s[k].name, o->inputs[i].name))
 				continue;
-			size_t want[3];
-			int nd = layout_dims(s[k].layout, d->rows, d->len, s[k].buf->width, want);
+			size_t want[4];
+			int nd = layout_dims(s[k].layout, d, s[k].buf->width, want);
 			int same = arr[i].ndim == nd;
 			for (int t = 0; same && t < nd; t++)
 				same = arr[i].shape[t] == want[t];
-			if (!same)
-				return usage_error("%s: shape does not fit input '%s' of %d rows x %d positions%s",
-						   o->inputs[i].path, s[k].name, d->rows, d->len,
-						   s[k].buf->width > 1 ? " (with a last axis of its vector length)" : "");
+			if (!same) {
+				char shape[96] = "(";
+				for (int t = 0; t < nd; t++)
+					snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%zu", t ? ", " : "",
+						 want[t]);
+				return usage_error("%s: shape does not fit input '%s' of %d rows x %d positions%s: "
+						   "expected %s)", o->inputs[i].path, s[k].name, d->rows, d->len,
+						   d->heads > 1 ? (s[k].layout == SHAPE_LEN ? ", per key/value head"
+											  : ", per head")
+								: "", shape);
+			}
 			for (size_t x = 0; x < arr[i].count; x++)
 				buffer_set(s[k].buf, x, npy_get(&arr[i], x));
 			break;
@@ -124,7 +138,7 @@ static int write_outputs(Opts *o, RunData *d)
 					   o->outputs[i].name);
 		Npy a = {.itemsize = kind_size(s[k].buf->kind), .data = s[k].buf->p};
 		snprintf(a.descr, sizeof a.descr, "%s", npy_descr(s[k].buf->kind));
-		a.ndim = layout_dims(s[k].layout, d->rows, d->len, s[k].buf->width, a.shape);
+		a.ndim = layout_dims(s[k].layout, d, s[k].buf->width, a.shape);
 		a.count = s[k].buf->n * s[k].buf->width;
 		char msg[512];
 		if (npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
@@ -183,8 +197,6 @@ int cmd_run(Opts *o)
 	int heads = o->heads ? o->heads : 1, kv = o->kv_heads ? o->kv_heads : heads;
 	if (!rc && (kv > heads || heads % kv))
 		rc = usage_error("--heads %d is not a multiple of --kv-heads %d", heads, kv);
-	if (!rc && heads > 1 && o->ninputs + o->noutputs)
-		rc = usage_error("--input and --output take one head (no --heads)");
 	if (!rc) {
 		d = rundata_new_heads(c, o->rows, o->len, heads, kv);
 		if (rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg))

@@ -41,9 +41,6 @@ static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
 static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
 	LlvmOpts lo = {0};
-	if (d->heads > 1)
-		return snprintf(msg, n, "cpu: heads (--heads %d) are not supported by the CPU device; use --device emu, "
-				       "gpu or interp", d->heads), -1;
 	if (parse_config(o->config, &lo, msg, n))
 		return -1;
 	LlvmKernel *k;
@@ -59,9 +56,18 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	void **out = calloc(c->nfinal + c->nmap + 1, sizeof *out);
 	if (!in || !out)
 		abort();
-	CpuArgs a;
-	args_of(d, &a, in, out);
-	int rc = rt_cpu_run(p, &k->k, &a, o->split, msg, n);
+	/* Heads one after another, each a one-head view (a query head reads
+	 * its key/value head's columns): the rows of a head already fill the
+	 * threads, and one kernel serves them all. */
+	int rc = 0;
+	for (int h = 0; h < d->heads && !rc; h++) {
+		RunData *v = d->heads > 1 ? rundata_head_view(d, h) : d;
+		CpuArgs a;
+		args_of(v, &a, in, out);
+		rc = rt_cpu_run(p, &k->k, &a, o->split, msg, n);
+		if (v != d)
+			rundata_view_free(v);
+	}
 	free(in);
 	free(out);
 	rt_pool_close(p);

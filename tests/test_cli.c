@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "compiler/npy.h"
 #include "testutil.h"
 
 #define ASSOC "build/asan/assoc"
@@ -141,6 +142,37 @@ Test(cli, run_interp_and_npy)
 	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --input x=build/var.npy", out, sizeof out, 1), 2,
 		     "a 1-D array cannot be an element input of rows x positions: %s", out);
 	cr_assert(strstr(out, "shape does not fit input 'x'"), "%s", out);
+}
+
+/* With --heads, arrays carry a leading head axis (key/value heads for the
+ * key and value columns): the drawn inputs written out and read back with
+ * another seed give the same result, and a wrong head count is refused. */
+Test(cli, run_heads_through_npy, .timeout = 120)
+{
+	const char *run = ASSOC " run specs/attention.yaml -D d=32 -D dv=32 --device interp --heads 2 --kv-heads 1 --param scale=0.25";
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "%s --rows 5 --len 9 --output q=build/hq.npy --output k=build/hk.npy "
+		 "--output v=build/hv.npy --output lse=build/hlse1.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	Npy q, k, l1, l2;
+	char msg[512];
+	cr_assert_eq(npy_read("build/hq.npy", &q, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_read("build/hk.npy", &k, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(q.ndim == 3 && q.shape[0] == 2 && q.shape[1] == 5 && q.shape[2] == 32, "q %d dims", q.ndim);
+	cr_expect(k.ndim == 3 && k.shape[0] == 1 && k.shape[1] == 9 && k.shape[2] == 32, "k %d dims", k.ndim);
+	snprintf(cmd, sizeof cmd, "%s --seed 77 --input q=build/hq.npy --input k=build/hk.npy --input v=build/hv.npy "
+		 "--output lse=build/hlse2.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "5 rows x 9"), "%s", out);
+	cr_assert_eq(npy_read("build/hlse1.npy", &l1, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_read("build/hlse2.npy", &l2, msg, sizeof msg), 0, "%s", msg);
+	cr_assert(l1.ndim == 2 && l1.shape[0] == 2 && l1.shape[1] == 5 && l2.count == l1.count);
+	for (size_t i = 0; i < l1.count; i++)
+		cr_expect_eq(npy_get(&l1, i), npy_get(&l2, i), "lse %zu", i);
+	snprintf(cmd, sizeof cmd, "%s --heads 4 --input q=build/hq.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "shape does not fit input 'q'") && strstr(out, "expected (4, 5, 32)"), "%s", out);
+	npy_free(&q), npy_free(&k), npy_free(&l1), npy_free(&l2);
 }
 
 Test(cli, run_usage_errors)

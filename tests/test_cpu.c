@@ -121,6 +121,31 @@ Test(cpu, every_bundled_spec_has_a_grid_test)
 	globfree(&g);
 }
 
+/* Attention with query heads sharing key/value heads (grouped and
+ * multi-query), each head against the float64 reference. */
+Test(cpu, attention_heads_and_grouped_kv)
+{
+	Define defs[2] = {{"d", "32"}, {"dv", "32"}};
+	Diag dg;
+	diag_init(&dg, "specs/attention.yaml");
+	Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
+	cr_assert(c, "%s", dg.text ? dg.text : "");
+	diag_free(&dg);
+	static const int shape[][4] = {{33, 70, 4, 2}, {17, 129, 3, 1}, {5, 40, 2, 2}};
+	for (int s = 0; s < 3; s++) {
+		RunData *d = rundata_new_heads(c, shape[s][0], shape[s][1], shape[s][2], shape[s][3]);
+		char msg[300];
+		cr_assert_eq(rundata_draw(d, 5 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2}, msg, sizeof msg), 0, "%s", msg);
+		char what[100];
+		snprintf(what, sizeof what, "attention %d rows x %d keys, %d/%d heads", shape[s][0], shape[s][1],
+			 shape[s][2], shape[s][3]);
+		expect_ok(d, what);
+		rundata_free(d);
+	}
+	carrier_free(c);
+}
+
 Test(cpu, device_runs_through_the_table)
 {
 	cr_assert_eq(device_find("cpu"), &dev_cpu);
