@@ -81,6 +81,13 @@ for spec in tests/attention/full_bf16.yaml tests/attention/causal_bf16.yaml; do
 		--json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench $spec"
 done
 
+step "decoding (bf16, head dim 128, one query, 32k keys, 32 query heads on 8 key/value heads, split KV)"
+timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=128 -D dv=128 --rows 1 --len 32768 \
+	--heads 32 --kv-heads 8 --json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench decoding"
+
+step "spec to PTX on this host's $(nproc) cores (bench/ptx_time.sh)"
+timeout 60 sh bench/ptx_time.sh specs/online_softmax.yaml 5 2>&1 | tail -4 || echo "ptx_time failed"
+
 step PyTorch
 python3 bench/torch_gpu.py $shapes >>"$LOG/bench.jsonl" 2>"$LOG/torch.log" || echo "PyTorch unavailable: $(tail -1 "$LOG/torch.log")"
 python3 bench/torch_gpu.py --attention 16 8192 128 >>"$LOG/bench.jsonl" 2>>"$LOG/torch.log" || true
@@ -93,14 +100,21 @@ torch = {(r["op"], r["rows"], r["len"]): r["gbps"] for r in rows if "gbps" in r 
 tune = {(r["tune"], r["shape"]): r["seconds"] for r in rows if "tune" in r}
 peer = {"online_softmax": "softmax", "welford": "var_mean", "logsumexp": "logsumexp"}
 sdpa = {r["op"]: r["tflops"] for r in rows if r.get("op", "").startswith("sdpa")}
+att = {}
 for r in rows:
-    if r.get("tflops") and "carrier" in r:
+    if r.get("tflops") and "carrier" in r and r["rows"] > 1:
         peer_t = sdpa.get("sdpa_causal" if "causal" in r["carrier"] else "sdpa", 0)
+        att["causal" in r["carrier"]] = r["tflops"]
         print(f"{r['carrier']:16} {r['rows']}x{r['len']} x16 heads: {r['tflops']:.0f} TFLOP/s"
               f" (torch SDPA {peer_t:.0f}, ratio {r['tflops'] / peer_t if peer_t else 0:.2f}; goal 330)")
+    elif r.get("tflops") and "carrier" in r:
+        print(f"{r['carrier']:16} decoding 1x{r['len']} x32/8 heads: {r['gbps']:.0f} GB/s, {r['ratio_to_copy']:.2f}"
+              f" of copy (goal 0.70; {r['config']})")
+if len(att) == 2:
+    print(f"causal / non-causal TFLOP/s: {att[True] / att[False]:.2f} (goal 0.85 or more)")
 print(f"{'carrier':16} {'shape':>11} {'assoc':>8} {'copy':>8} {'/copy':>6} {'torch':>8} {'/torch':>7} {'tune s':>7} {'warm ms':>8}")
 for r in rows:
-    if "gbps" not in r or "carrier" not in r or r.get("tflops"):
+    if "gbps" not in r or "carrier" not in r or "tflops" in r and r["tflops"] > 0:
         continue
     shape = f"{r['rows']}x{r['len']}"
     t = torch.get((peer.get(r["carrier"], ""), r["rows"], r["len"]))
