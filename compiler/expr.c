@@ -323,6 +323,15 @@ static V parse_number(P *p)
 	double v = strtod(buf, NULL);
 	if (isinf(v) || (errno == ERANGE && fabs(v) > 1))
 		return fail(p, start, "numeric literal '%s' overflows", buf);
+	/* Constants are float64 in the IR: an integer literal beyond 2^53 that
+	 * float64 cannot hold would silently become another integer. */
+	if (!strpbrk(buf, ".eE") && fabs(v) >= 0x1p53) {
+		errno = 0;
+		unsigned long long u = strtoull(buf, NULL, 10);
+		if (errno == ERANGE || (double)u != v || (unsigned long long)v != u)
+			return fail(p, start, "integer literal '%s' is above 2^53 and not exactly a float64, "
+				    "which is how constants are kept; write it as a nearby power of two or within 2^53", buf);
+	}
 	int nonzero = 0;
 	for (size_t k = 0; k < n && buf[k] != 'e' && buf[k] != 'E'; k++)
 		nonzero |= buf[k] >= '1' && buf[k] <= '9';
