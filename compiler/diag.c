@@ -88,6 +88,35 @@ static int append_safe(Diag *d, const char *s, size_t n)
 	return cols;
 }
 
+/* Terminal columns of a printable character: East Asian wide and
+ * full-width characters take two, combining marks none. */
+static int cp_width(unsigned cp)
+{
+	if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200d))
+		return 0;
+	return (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0x303e) || (cp >= 0x3041 && cp <= 0xa4cf) ||
+			       (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
+			       (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
+			       (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) ||
+			       (cp >= 0x1f900 && cp <= 0x1f9ff) || (cp >= 0x20000 && cp <= 0x3fffd)
+		       ? 2
+		       : 1;
+}
+
+/* Columns that the first `chars` characters of s[0..n) take once shown
+ * by append_safe (a character shown as '?' takes one). */
+static int shown_width(const char *s, size_t n, int chars)
+{
+	int w = 0;
+	for (size_t i = 0; chars > 0 && i < n; chars--) {
+		unsigned cp = 0;
+		size_t len = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+		w += len && printable(cp) ? cp_width(cp) : 1;
+		i += len ? len : 1;
+	}
+	return w + (chars > 0 ? chars : 0);
+}
+
 /* Skip `cols` characters of s[0..n); the byte offset reached. */
 static size_t skip_cols(const char *s, size_t n, int cols)
 {
@@ -124,7 +153,7 @@ static void quote_line(Diag *d, Pos pos)
 	if (skip + show < (size_t)(e - p))
 		append(d, "...", 3);
 	append(d, "\n      | ", 9);
-	for (int i = pos.col - first + (first > 1 ? 3 : 0); i > 0; i--)
+	for (int i = shown_width(p + skip, show, pos.col - first) + (first > 1 ? 3 : 0); i > 0; i--)
 		append(d, " ", 1);
 	append(d, "^\n", 2);
 }

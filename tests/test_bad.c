@@ -400,6 +400,25 @@ Test(bad, diagnostics_carry_no_control_characters)
 	expect_no_leaks();
 }
 
+/* Wide characters (two terminal columns each) before the error keep the
+ * caret under it. */
+Test(bad, caret_after_wide_characters)
+{
+	const char *t = "{carrier: c, summary: \"\xe4\xb8\xad\xe6\x96\x87\", element: {x: f32}, state: {s: f32}, "
+			"identity: {s: 0}, lift: {s: y}, merge: {s: a.s}}\n";
+	Diag d;
+	diag_init(&d, "t.yaml");
+	cr_expect_null(spec_load_buffer("t.yaml", t, strlen(t), NULL, 0, &d));
+	cr_assert(d.text);
+	const char *quote = strstr(d.text, "    1 | "), *caret = quote ? strstr(quote, "\n      | ") : NULL;
+	cr_assert(quote && caret, "%s", d.text);
+	const char *y = strstr(quote, "{s: y}") + 4;
+	long want = (y - quote) - 2 /* two 3-byte characters, two columns each */, got = strchr(caret, '^') - (caret + 1);
+	cr_expect_eq(got, want, "caret at column %ld, 'y' at %ld:\n%s", got, want, d.text);
+	diag_free(&d);
+	expect_no_leaks();
+}
+
 /* ---- command-line dims and files ---- */
 
 Test(bad, defines)
