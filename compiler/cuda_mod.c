@@ -370,13 +370,15 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 }
 
 /* Attention variants: 4 and 8 warps of 16 query rows, key tiles of 64
- * (16 for head dims over 128: at 32, d=256 spills 72 bytes; at 16, 254 registers, none). */
+ * (16 for head dims over 128: at 32, d=256 spills 72 bytes; at 16, 254 registers, none).
+ * P rounded once to the inputs' type (pv = 1), as FlashAttention does; pv = 2
+ * (f16) or 3 (bf16) keeps P V at float32's precision, by --config. */
 static int attn_defaults(const CudaAttn *at, CudaVariant *v)
 {
-	int bn = at->d > 128 || at->dv > 128 ? 16 : 64, pv = at->bf16 ? 3 : 2;
-	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, pv};
-	v[1] = (CudaVariant){FAM_ATTN, 256, 1, 1, 0, 0, 1, bn, pv};
-	return 2; /* pv=1 (P rounded as FlashAttention does) only by --config: outside the float32 tolerance */
+	int bn = at->d > 128 || at->dv > 128 ? 16 : 64;
+	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1};
+	v[1] = (CudaVariant){FAM_ATTN, 256, 1, 1, 0, 0, 1, bn, 1};
+	return 2;
 }
 
 /* The attention template when the carrier implements its contract (and no
@@ -503,7 +505,7 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 	if (v->fam == FAM_SCAN)
 		v->items = 4;
 	if (v->fam == FAM_ATTN)
-		v->mt = 1, v->bn = 64, v->pv = 2;
+		v->mt = 1, v->bn = 64, v->pv = 1;
 	for (const char *p = colon ? colon + 1 : ""; *p;) {
 		char key[16];
 		int val, used = 0;

@@ -233,6 +233,14 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 	return 0;
 }
 
+/* Tell run_check whether variant v rounds attention's P (RunData.p_round). */
+static void mark_p(const Gpu *g, int v, RunData *d)
+{
+	const CudaAttn *at = &g->m.attn;
+	int kind = g->m.var[v].fam == FAM_ATTN && g->m.var[v].pv == 1 ? (at->bf16 ? TY_BF16 : TY_F16) : 0;
+	rundata_round_p(d, kind, at->fm, at->fl, at->fo);
+}
+
 static int checked(RunData *d, char *msg, size_t n)
 {
 	RunCheck rc;
@@ -254,6 +262,7 @@ int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n
 					   d->heads, d->kv_heads);
 	GpuBufs b = {0};
 	memcpy(small->params, d->params, d->c->nparams * sizeof *d->params);
+	mark_p(g, v, small);
 	int rc = rundata_draw(small, 7, NULL, 0, msg, n) || gpu_upload(g, small, &b, msg, n) ||
 		 gpu_launch(g, &b, v, split, small->rows, small->len, msg, n) || gpu_download(g, small, &b, msg, n) ||
 		 checked(small, msg, n);
@@ -295,6 +304,7 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		gpu_close(&g);
 		return -1;
 	}
+	mark_p(&g, v, d);
 	if (!gpu_upload(&g, d, &b, msg, n) && !gpu_launch(&g, &b, v, split, d->rows, d->len, msg, n) &&
 	    !gpu_download(&g, d, &b, msg, n))
 		rc = 0;

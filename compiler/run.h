@@ -43,6 +43,13 @@ typedef struct {
 	double *params;           /* one per param (scalar) */
 	Buffer *fin, *map;        /* outputs: one per finalize / map output */
 	int scan;                 /* finalize outputs are per position */
+	/* Set by a device whose kernel rounded the softmax weights P to the
+	 * inputs' type before P V (the attention template with pv = 1): that
+	 * type (TY_F16, TY_BF16; 0 when P stayed float32) and the state fields
+	 * m (max), l (sum), o (vector).  run_check's naive baseline does the same. */
+	struct {
+		int kind, m, l, o;
+	} p_round;
 } RunData;
 
 /* Allocate inputs and outputs for rows x len (outputs zeroed). */
@@ -107,8 +114,11 @@ typedef struct {
 /* Compare d's outputs with the reference (or the carrier's float64 left
  * fold where the spec has none).  The tolerance for each value is twice the
  * error of a naive float32 evaluation of the same value plus a floor of
- * 32 float32 ulps of the output's scale in its row (FlashAttention's rule). */
+ * 32 float32 ulps of the output's scale in its row (FlashAttention's rule);
+ * with P rounded (p_round), the naive attention rounds P as well. */
 void run_check(RunData *d, RunCheck *rc);
+/* Record how the device treated P (RunData.p_round); kind 0: float32. */
+void rundata_round_p(RunData *d, int kind, int m, int l, int o);
 void runcheck_free(RunCheck *rc);
 
 #endif

@@ -5,7 +5,14 @@
  * same value may be off (the larger of its actual error and its running
  * error bound: a naive sum that happens to land exactly must not make the
  * tolerance vanish), plus 32 float32 ulps of the output's scale in its row
- * (its largest magnitude there).  Integer outputs must match exactly. */
+ * (its largest magnitude there).  Integer outputs must match exactly.
+ *
+ * Where the device rounded attention's softmax weights P to the inputs'
+ * type before P V (RunData.p_round), the naive implementation is that of
+ * FlashAttention's tests in the same precision: scores and sums in float32,
+ * P rounded to f16/bf16, P V accumulated in float32.  A naive float32
+ * evaluation of the spec keeps P in float32 and would hold such a kernel
+ * to a precision its algorithm does not have. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +30,8 @@ typedef struct {
 	RunData *d;
 	Row *row;
 	Vals v[2];                  /* by Mode: float64 truth, naive float32 */
+	double *pfin, *pfine, *pscr; /* the naive attention with P rounded (p_round): finalized, bound */
+	double *pv, *dv;             /* its o, and the bound of P's rounding in o */
 	double *want, *naive, *bound; /* one output of one row: positions x width */
 	double *s, *se, *l, *le, *t, *te;
 	int need_fold; /* some output has no reference: compare it with the float64 fold */
@@ -105,6 +114,64 @@ static void fold_row(Ctx *x, Mode md)
 		m_map(m, md, x->row, j, x->s, x->se, v->map + (size_t)j * m->mapw, v->mape + (size_t)j * m->mapw);
 }
 
+/* The unit roundoff and half the smallest subnormal of f16 or bf16: the
+ * rounding of p moves it by at most max(u p, eta). */
+static double round_in(int kind, double p, double *u, double *eta)
+{
+	*u = kind == TY_BF16 ? 0x1p-8 : 0x1p-11;
+	*eta = kind == TY_BF16 ? 0x1p-134 : 0x1p-25;
+	return kind == TY_BF16 ? bf16_value(bf16_bits(p)) : f16_value(f16_bits(p));
+}
+
+/* The naive attention with P rounded, as the state (max s, sum p, sum
+ * round(p) v) with p_j = e^(s_j - max s) in (0, 1] (the weights before the
+ * division by l, as the kernel rounds them), finalized in float32.  The
+ * bound of P's rounding in o, sum max(u p_j, eta) |v_j|, is carried through
+ * the finalize by evaluating it at o + and - that bound, in units of
+ * float32's unit roundoff. */
+static void naive_rounded_p(Ctx *x)
+{
+	Machine *m = &x->m;
+	RunData *d = x->d;
+	int fm = m->soff[d->p_round.m], fl = m->soff[d->p_round.l], fo = m->soff[d->p_round.o];
+	int w = d->c->state[d->p_round.o].ty.len ? d->c->state[d->p_round.o].ty.len : 1;
+	double mx = -INFINITY, l = 0, u, eta;
+	for (int j = 0; j < d->len; j++)
+		if (!m_masked(m, x->row, j)) {
+			m_lift(m, MODE_F32, x->row, j, x->l, x->le);
+			mx = fmax(mx, x->l[fm]);
+		}
+	memset(x->pv, 0, w * sizeof *x->pv);
+	memset(x->dv, 0, w * sizeof *x->dv);
+	for (int j = 0; j < d->len && mx > -INFINITY; j++) {
+		if (m_masked(m, x->row, j))
+			continue;
+		m_lift(m, MODE_F32, x->row, j, x->l, x->le);
+		double p = (float)exp((float)(x->l[fm] - mx)), pr = round_in(d->p_round.kind, p, &u, &eta);
+		l = (float)(l + p);
+		for (int t = 0; t < w; t++) {
+			x->pv[t] = (float)(x->pv[t] + pr * x->l[fo + t]);
+			x->dv[t] += fmax(u * p, eta) * fabs(x->l[fo + t]);
+		}
+	}
+	double *s = x->t, *zero = x->te, *scre = x->pscr + m->finw;
+	m_identity(m, MODE_F32, s, zero);
+	memset(zero, 0, m->sw * sizeof *zero);
+	if (mx > -INFINITY) {
+		s[fm] = mx, s[fl] = l;
+		memcpy(s + fo, x->pv, w * sizeof *s);
+	}
+	m_finalize(m, MODE_F32, x->row, s, zero, x->pfin, scre);
+	memset(x->pfine, 0, m->finw * sizeof *x->pfine);
+	for (int sg = -1; sg <= 1 && mx > -INFINITY; sg += 2) {
+		for (int t = 0; t < w; t++)
+			s[fo + t] = x->pv[t] + sg * x->dv[t];
+		m_finalize(m, MODE_F32, x->row, s, zero, x->pscr, scre);
+		for (int k = 0; k < m->finw; k++)
+			x->pfine[k] = fmax(x->pfine[k], fabs(x->pscr[k] - x->pfin[k]) / 0x1p-24);
+	}
+}
+
 static void row_values(Ctx *x)
 {
 	Machine *m = &x->m;
@@ -115,6 +182,8 @@ static void row_values(Ctx *x)
 		if (x->need_fold)
 			fold_row(x, (Mode)md);
 	}
+	if (x->pfin)
+		naive_rounded_p(x);
 }
 
 /* Gather one output of the row, in both modes, into want/naive/bound. */
@@ -145,6 +214,10 @@ static void check_outputs(Ctx *x, RunCheck *rc, int r)
 	for (int o = 0; o < c->nfinal; o++) {
 		int w = d->fin[o].width, q = byref ? ref_of(c, c->finalize[o].name, 1) : -1;
 		gather(x, q, npos, w, q >= 0 ? from_ref : from_fin, m->finoff[o], m->finw, 0);
+		for (int k = 0; x->pfin && c->finalize[o].e->ty.len && k < w; k++) { /* outputs of o: P rounded */
+			x->naive[k] = x->pfin[m->finoff[o] + k];
+			x->bound[k] += x->pfine[m->finoff[o] + k];
+		}
 		compare_row(x, &rc->out[o], &d->fin[o], (size_t)r * npos, npos, w, !ty_is_float(c->finalize[o].e->ty));
 	}
 	for (int o = 0; o < c->nmap && !d->scan; o++) {
@@ -237,6 +310,12 @@ void run_check(RunData *d, RunCheck *rc)
 	for (int md = 0; md < 2; md++)
 		vals_alloc(&x.v[md], m, L);
 	outputs_init(&x, rc);
+	if (d->p_round.kind == TY_F16 || d->p_round.kind == TY_BF16) {
+		x.pfin = xcalloc(4 * (size_t)m->finw, sizeof(double));
+		x.pfine = x.pfin + m->finw, x.pscr = x.pfin + 2 * (size_t)m->finw;
+		x.pv = xcalloc(2 * (size_t)m->sw, sizeof(double));
+		x.dv = x.pv + m->sw;
+	}
 	for (int r = 0; r < d->rows; r++) {
 		rundata_load_row(d, m, r, x.row);
 		row_values(&x);
@@ -247,9 +326,14 @@ void run_check(RunData *d, RunCheck *rc)
 		rc->ok &= rc->out[o].worst_ratio <= 1 && !rc->out[o].nan_mismatch;
 	for (int md = 0; md < 2; md++)
 		vals_free(&x.v[md]);
-	free(x.want), free(x.naive), free(x.bound), free(st);
+	free(x.want), free(x.naive), free(x.bound), free(st), free(x.pfin), free(x.pv);
 	row_free(x.row);
 	machine_free(m);
+}
+
+void rundata_round_p(RunData *d, int kind, int m, int l, int o)
+{
+	d->p_round.kind = kind, d->p_round.m = m, d->p_round.l = l, d->p_round.o = o;
 }
 
 void runcheck_free(RunCheck *rc)

@@ -1,5 +1,6 @@
 /* test_attention.c: the attention template on the emulator against the
- * float64 reference (FlashAttention's rule, run_check): head dims 32, 64,
+ * float64 reference (FlashAttention's rule, run_check; P rounded to the
+ * inputs' type by default, P V in float32 by --config): head dims 32, 64,
  * 128; ragged key lengths; causal, non-causal, sliding window, soft-capped
  * scores, fully masked rows, grouped-query heads, split-KV decoding; the
  * contract refusing a merge with a bug (which still runs, on the generic
@@ -73,6 +74,9 @@ static void head_dim(const char *path, int d)
 		int len = LENS[l], rows = len >= 1000 ? 3 : len == 129 ? 130 : 17;
 		run_one(c, path, rows, len, 1, 1, 1, NULL, NULL);
 	}
+	/* P V at float32's precision: held to the naive float32 evaluation of the spec */
+	run_one(c, path, 3, 1000, 1, 1, 1, "attention:nt=128,mt=1,bn=64,pv=3", NULL);
+	run_one(c, path, 130, 129, 1, 1, 1, "attention:nt=128,mt=1,bn=64,pv=3", NULL);
 	carrier_free(c);
 }
 

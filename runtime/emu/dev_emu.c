@@ -72,6 +72,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 			 x->items * (x->warp ? 32 : x->nt));
 		goto out;
 	}
+	rundata_round_p(d, x->fam == FAM_ATTN && x->pv == 1 ? (m.attn.bf16 ? TY_BF16 : TY_F16) : 0, m.attn.fm,
+			m.attn.fl, m.attn.fo);
 	CudaPlan p;
 	cuda_plan_h(&m, v, d->rows, d->len, d->heads,
 		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
