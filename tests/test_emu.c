@@ -1,7 +1,9 @@
 /* test_emu.c: the emulator itself: barriers, shuffles and votes behave as on
  * a GPU; a missing __syncthreads, an out-of-bounds shared access and
- * differing barrier counts are caught and named; a block of 256 fibers
- * over rows of 4099 runs well under a second. */
+ * differing barrier counts are caught and named; ldmatrix follows the PTX
+ * ISA's layout; cp.async lands only at its wait, so a missing wait or a
+ * missing barrier after it is caught; a block of 256 fibers over rows of
+ * 4099 runs well under a second. */
 #include <string.h>
 #include <time.h>
 
@@ -39,6 +41,63 @@ static const char KERNELS[] =
 	"extern \"C\" void diverge_emu(const void *p) {\n"
 	"  if (threadIdx.x < 32) __syncthreads();\n"
 	"  (void)p;\n"
+	"}\n"
+	/* ldmatrix: 32 rows of 16 halves, half c of row r = 16 r + c; lane l
+	 * points at row (7 l + 3) % 32, its first or second 8 halves */
+	"extern \"C\" void ldsm_emu(const void *p) {\n"
+	"  unsigned *out = (unsigned *)p;\n"
+	"  ASC_SHARED(unsigned, sm, 32 * 8);\n"
+	"  int l = threadIdx.x;\n"
+	"  for (int k = 0; k < 8; k++) sm[l * 8 + k] = (unsigned)(16 * l + 2 * k) | (unsigned)(16 * l + 2 * k + 1) << 16;\n"
+	"  __syncthreads();\n"
+	"  for (int v = 0; v < 6; v++) {\n"
+	"    unsigned r[4] = {0, 0, 0, 0};\n"
+	"    emu_ldmatrix(r, sm, (7 * l + 3) % 32 * 8 + 4 * (l % 2), 1 << (v / 2), v % 2);\n"
+	"    for (int q = 0; q < 4; q++) out[(v * 32 + l) * 4 + q] = r[q];\n"
+	"  }\n"
+	"}\n"
+	/* cp.async: thread t copies 16 bytes (t % 5 == 0: none, zeros; t % 5
+	 * == 1: 8, then zeros) and reads its neighbour's after the wait */
+	"extern \"C\" void cpasync_emu(const void *p) {\n"
+	"  const unsigned *src = (const unsigned *)p; unsigned *out = (unsigned *)p + 256;\n"
+	"  ASC_SHARED(unsigned, sm, 64 * 4);\n"
+	"  int t = threadIdx.x;\n"
+	"  emu_cp_async(sm, t * 4, src + t * 4, t % 5 == 0 ? 0 : t % 5 == 1 ? 8 : 16);\n"
+	"  emu_cp_commit();\n"
+	"  emu_cp_wait(0);\n"
+	"  __syncthreads();\n"
+	"  for (int k = 0; k < 4; k++) out[t * 4 + k] = sm[(t + 1) % 64 * 4 + k];\n"
+	"}\n"
+	"extern \"C\" void nowait_emu(const void *p) {\n"
+	"  const unsigned *src = (const unsigned *)p; unsigned *out = (unsigned *)p + 256;\n"
+	"  ASC_SHARED(unsigned, sm, 64 * 4);\n"
+	"  int t = threadIdx.x;\n"
+	"  emu_cp_async(sm, t * 4, src + t * 4, 16);\n"
+	"  emu_cp_commit();\n"
+	"  __syncthreads(); /* no cp.async.wait_group */\n"
+	"  out[t] = sm[(t + 1) % 64 * 4];\n"
+	"}\n"
+	"extern \"C\" void nobarrier_emu(const void *p) {\n"
+	"  const unsigned *src = (const unsigned *)p; unsigned *out = (unsigned *)p + 256;\n"
+	"  ASC_SHARED(unsigned, sm, 64 * 4);\n"
+	"  int t = threadIdx.x;\n"
+	"  emu_cp_async(sm, t * 4, src + t * 4, 16);\n"
+	"  emu_cp_commit();\n"
+	"  emu_cp_wait(0); /* no __syncthreads after it */\n"
+	"  out[t] = sm[(t + 1) % 64 * 4];\n"
+	"}\n"
+	/* wait_group 1: the older group has landed, the newer is in flight */
+	"extern \"C\" void groups_emu(const void *p) {\n"
+	"  const unsigned *src = (const unsigned *)p; unsigned *out = (unsigned *)p + 256;\n"
+	"  ASC_SHARED(unsigned, sm, 2 * 64 * 4);\n"
+	"  int t = threadIdx.x;\n"
+	"  emu_cp_async(sm, t * 4, src + t * 4, 16);\n"
+	"  emu_cp_commit();\n"
+	"  emu_cp_async(sm, 256 + t * 4, src + t * 4, 16);\n"
+	"  emu_cp_commit();\n"
+	"  emu_cp_wait(1);\n"
+	"  out[t] = sm[t * 4];\n"
+	"  if (t == 5) out[t] = sm[256 + t * 4];\n"
 	"}\n";
 
 static EmuLib *lib(void)
@@ -100,6 +159,85 @@ Test(emu, differing_barrier_counts)
 	cr_assert_eq(emu_launch_kernel(l, "diverge", 1, 64, NULL, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "differing barrier counts"), "%s", msg);
 	cr_expect(strstr(msg, "kernel diverge, block 0"), "%s", msg);
+	emu_close(l);
+}
+
+/* ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 by the PTX ISA:
+ * matrix q's row r is the 8 halves at lane 8q + r's address; without .trans
+ * lane l gets (row l/4, cols 2(l%4), 2(l%4)+1), with .trans the transposed
+ * (rows 2(l%4), 2(l%4)+1, col l/4); the first in the low half. */
+static unsigned ldsm_elem(int q, int row, int col)
+{
+	int lane = 8 * q + row;
+	return (unsigned)(16 * ((7 * lane + 3) % 32) + 8 * (lane % 2) + col);
+}
+
+Test(emu, ldmatrix_layout)
+{
+	EmuLib *l = lib();
+	static unsigned out[6 * 32 * 4];
+	char msg[1024];
+	cr_assert_eq(emu_launch_kernel(l, "ldsm", 1, 32, out, NULL, msg, sizeof msg), 0, "%s", msg);
+	for (int v = 0; v < 6; v++) {
+		int num = 1 << (v / 2), trans = v % 2;
+		for (int ln = 0; ln < 32; ln++)
+			for (int q = 0; q < 4; q++) {
+				unsigned want = 0;
+				if (q < num && !trans)
+					want = ldsm_elem(q, ln / 4, 2 * (ln % 4)) | ldsm_elem(q, ln / 4, 2 * (ln % 4) + 1) << 16;
+				else if (q < num)
+					want = ldsm_elem(q, 2 * (ln % 4), ln / 4) | ldsm_elem(q, 2 * (ln % 4) + 1, ln / 4) << 16;
+				cr_expect_eq(out[(v * 32 + ln) * 4 + q], want, "x%d%s lane %d register %d: %#x, want %#x", num,
+					     trans ? ".trans" : "", ln, q, out[(v * 32 + ln) * 4 + q], want);
+			}
+	}
+	emu_close(l);
+}
+
+static void cp_source(unsigned *buf)
+{
+	for (int k = 0; k < 256; k++)
+		buf[k] = 1000u + (unsigned)k;
+}
+
+Test(emu, cp_async_lands_at_the_wait)
+{
+	EmuLib *l = lib();
+	_Alignas(16) static unsigned buf[512];
+	char msg[1024];
+	cp_source(buf);
+	cr_assert_eq(emu_launch_kernel(l, "cpasync", 2, 64, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	for (int t = 0; t < 64; t++)
+		for (int k = 0; k < 4; k++) {
+			int s = (t + 1) % 64, size = s % 5 == 0 ? 0 : s % 5 == 1 ? 8 : 16;
+			unsigned want = 4 * k < size ? 1000u + (unsigned)(4 * s + k) : 0u;
+			cr_expect_eq(buf[256 + 4 * t + k], want, "thread %d word %d: %u, want %u", t, k, buf[256 + 4 * t + k], want);
+		}
+	emu_close(l);
+}
+
+Test(emu, cp_async_without_wait_is_caught)
+{
+	EmuLib *l = lib();
+	_Alignas(16) static unsigned buf[512];
+	char msg[1024];
+	cp_source(buf);
+	cr_assert_eq(emu_launch_kernel(l, "nowait", 1, 64, buf, NULL, msg, sizeof msg), -1);
+	/* the last thread to reach the barrier runs on first */
+	cr_expect(strstr(msg, "read of sm[0] while a cp.async of thread 0 to it is in flight"), "%s", msg);
+	cr_expect(strstr(msg, "missing cp.async.wait_group"), "%s", msg);
+	cr_expect(strstr(msg, "kernel nowait, block 0, thread 63"), "%s", msg);
+	/* the waits are there, the barrier after them is not: a race */
+	cr_assert_eq(emu_launch_kernel(l, "nobarrier", 1, 64, buf, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "race on sm["), "%s", msg);
+	cr_expect(strstr(msg, "missing __syncthreads"), "%s", msg);
+	/* wait_group 1 leaves the newest group in flight */
+	cr_assert_eq(emu_launch_kernel(l, "groups", 1, 64, buf, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "read of sm[276] while a cp.async of thread 5 to it is in flight"), "%s", msg);
+	for (int t = 0; t < 5; t++)
+		cr_expect_eq(buf[256 + t], 1000u + 4 * t, "thread %d read %u", t, buf[256 + t]);
+	/* and the good kernel still runs after the failures left copies in flight */
+	cr_assert_eq(emu_launch_kernel(l, "cpasync", 1, 64, buf, NULL, msg, sizeof msg), 0, "%s", msg);
 	emu_close(l);
 }
 

@@ -11,7 +11,11 @@
  * __syncthreads (or a write over a word another thread wrote or read since
  * then) is reported as a race; a barrier reached after another thread of the
  * block exited, or a deadlock at barriers or warp operations, is reported as
- * differing barrier counts.  Errors name the kernel, block and thread.
+ * differing barrier counts.  cp.async copies land only at the
+ * cp.async.wait_group that completes them, and their words are poisoned
+ * until then, so a missing wait (or a missing __syncthreads after it) is
+ * reported; ldmatrix reads its rows through the same checks.  Errors name
+ * the kernel, block and thread.
  *
  * Everything here is inside the shared object and not sanitized, so the
  * fibers' stacks never meet the host's AddressSanitizer. */
@@ -49,6 +53,8 @@ struct EmuFiber {
 	dim3 tid;
 	int done, blocked, lane, warp, nbar;
 	unsigned seq;
+	int nasync;     /* cp.async copies in flight */
+	unsigned group; /* cp.async.commit_group count: the open group's number */
 #if !defined(__x86_64__)
 	ucontext_t uc;
 #endif
@@ -266,9 +272,10 @@ static void __syncwarp(unsigned m = 0xffffffffu)
 /* ---- checked shared memory ---- */
 
 template <class T, int N> struct EmuShared {
-	T v[N];
+	alignas(16) T v[N];
 	uint64_t wep[N], rep[N];
 	int wt[N], rt[N];
+	int pend[N]; /* 1 + the thread whose cp.async to the word is in flight, or 0 */
 	const char *nm;
 
 	void at(long i) const
@@ -276,9 +283,16 @@ template <class T, int N> struct EmuShared {
 		if (i < 0 || i >= N)
 			emu_fail("out-of-bounds shared memory access: %s[%ld] outside [0, %d)", nm, i, N);
 	}
+	void inflight(long i, const char *what) const
+	{
+		if (pend[i])
+			emu_fail("%s of %s[%ld] while a cp.async of thread %d to it is in flight (missing "
+				 "cp.async.wait_group?)", what, nm, i, pend[i] - 1);
+	}
 	T rd(long i)
 	{
 		at(i);
+		inflight(i, "read");
 		int me = (int)emu.cur->tid.x;
 		if (wep[i] == emu.epoch && wt[i] != me)
 			emu_fail("shared-memory race on %s[%ld]: read of a word thread %d wrote since the last __syncthreads "
@@ -287,9 +301,28 @@ template <class T, int N> struct EmuShared {
 		rep[i] = emu.epoch;
 		return v[i];
 	}
+	/* A cp.async to word i begins: checked as a write now, the word
+	 * unreadable until land() writes it at the wait that completes it. */
+	void issue(long i)
+	{
+		at(i);
+		inflight(i, "cp.async");
+		int me = (int)emu.cur->tid.x;
+		if ((wep[i] == emu.epoch && wt[i] != me) || (rep[i] == emu.epoch && rt[i] != me))
+			emu_fail("shared-memory race on %s[%ld]: cp.async over a word thread %d %s since the last "
+				 "__syncthreads (missing __syncthreads?)", nm, i, wep[i] == emu.epoch ? wt[i] : rt[i],
+				 wep[i] == emu.epoch ? "wrote" : "read");
+		pend[i] = me + 1;
+	}
+	void land(long i, const T &x)
+	{
+		pend[i] = 0;
+		wr(i, x);
+	}
 	void wr(long i, const T &x)
 	{
 		at(i);
+		inflight(i, "write");
 		int me = (int)emu.cur->tid.x;
 		if (wep[i] == emu.epoch && wt[i] != me)
 			emu_fail("shared-memory race on %s[%ld]: two threads write it between barriers (thread %d, then this one)",
@@ -326,6 +359,101 @@ template <class T, int N> struct EmuShared {
 #define ASC_SHARED(T, name, n)                                                                         \
 	static EmuShared<T, (n)> name;                                                                 \
 	name.nm = #name
+
+/* ---- ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16 ----
+ * A warp collective: lane 8q + r gives the address of row r of matrix q
+ * (16 bytes: 8 halves), for q < num.  Without .trans, lane l receives in
+ * register q the halves (row l/4, cols 2(l%4), 2(l%4)+1) of matrix q; with
+ * .trans, the halves (rows 2(l%4), 2(l%4)+1, col l/4).  The first element
+ * is in the low half. */
+static unsigned emu_ldsm_slot[EMU_MAXT / 32][2][32][4];
+
+static inline unsigned emu_half_of(const unsigned *row, int c) { return (row[c / 2] >> (16 * (c & 1))) & 0xffffu; }
+
+template <class T, int N> static void emu_ldmatrix(unsigned *r, EmuShared<T, N> &s, long i, int num, int trans)
+{
+	static_assert(sizeof(T) == 4, "ldmatrix is emulated on shared arrays of 32-bit words");
+	EmuFiber *me = emu.cur;
+	unsigned(*rows)[4] = emu_ldsm_slot[me->warp][me->seq & 1];
+	if (me->lane < 8 * num) {
+		if (i % 4)
+			emu_fail("ldmatrix: row address %s[%ld] is not 16-byte aligned", s.nm, i);
+		for (int k = 0; k < 4; k++)
+			rows[me->lane][k] = (unsigned)s.rd(i + k);
+	}
+	emu_warp_enter(0xffffffffu, 0, "ldmatrix");
+	int l = me->lane;
+	for (int q = 0; q < num; q++)
+		if (trans)
+			r[q] = emu_half_of(rows[8 * q + 2 * (l % 4)], l / 4) | emu_half_of(rows[8 * q + 2 * (l % 4) + 1], l / 4) << 16;
+		else
+			r[q] = rows[8 * q + l / 4][l % 4];
+	emu_warp_leave();
+}
+
+/* ---- cp.async.cg.shared.global [dst], [src], 16, src_size ----
+ * Each thread keeps its copies in flight with the number of the commit
+ * group they belong to; cp.async.wait_group n lands every copy of the
+ * thread's committed groups but the newest n (shared words written by that
+ * thread, at that moment).  src_size < 16 fills the rest with zeros. */
+struct EmuAsync {
+	void *arr;
+	void (*land)(void *, long, const unsigned char *); /* NULL bytes: forget the copy (the block ended) */
+	long i;
+	unsigned group;
+	unsigned char b[16];
+};
+enum { EMU_MAXASYNC = 64 };
+static EmuAsync emu_async[EMU_MAXT][EMU_MAXASYNC];
+
+template <class T, int N> static void emu_land(void *arr, long i, const unsigned char *b)
+{
+	EmuShared<T, N> *s = (EmuShared<T, N> *)arr;
+	for (int k = 0; k < 16 / (int)sizeof(T); k++) {
+		if (!b) {
+			s->pend[i + k] = 0;
+			continue;
+		}
+		T x;
+		memcpy(&x, b + k * sizeof(T), sizeof x);
+		s->land(i + k, x);
+	}
+}
+
+template <class T, int N> static void emu_cp_async(EmuShared<T, N> &s, long i, const void *src, int size)
+{
+	static_assert(16 % sizeof(T) == 0, "cp.async into a shared array of odd element size");
+	EmuFiber *f = emu.cur;
+	if ((uintptr_t)src % 16 || (i * sizeof(T)) % 16)
+		emu_fail("cp.async of 16 bytes: misaligned %s (%s[%ld], global %p)", (uintptr_t)src % 16 ? "source" : "destination",
+			 s.nm, i, src);
+	if (size < 0 || size > 16)
+		emu_fail("cp.async: source size %d outside [0, 16]", size);
+	if (f->nasync == EMU_MAXASYNC)
+		emu_fail("more than %d cp.async in flight in one thread (missing cp.async.wait_group?)", EMU_MAXASYNC);
+	EmuAsync *a = &emu_async[f->tid.x][f->nasync++];
+	a->arr = &s, a->land = emu_land<T, N>, a->i = i, a->group = f->group;
+	memset(a->b, 0, sizeof a->b);
+	memcpy(a->b, src, size);
+	emu.ld_bytes += size;
+	for (int k = 0; k < 16 / (int)sizeof(T); k++)
+		s.issue(i + k);
+}
+
+static void emu_cp_commit(void) { emu.cur->group++; }
+
+static void emu_cp_wait(int n)
+{
+	EmuFiber *f = emu.cur;
+	EmuAsync *q = emu_async[f->tid.x];
+	int keep = 0;
+	for (int k = 0; k < f->nasync; k++)
+		if (q[k].group + n < f->group)
+			q[k].land(q[k].arr, q[k].i, q[k].b);
+		else
+			q[keep++] = q[k];
+	f->nasync = keep;
+}
 
 /* ---- global memory, counted ---- */
 
@@ -496,12 +624,19 @@ static inline unsigned short emu_float_to_half(float f)
 
 static void emu_run_block(void)
 {
+	for (int t = 0; t < EMU_MAXT; t++) { /* copies an earlier block never waited for */
+		for (int k = 0; k < emu.f[t].nasync; k++)
+			emu_async[t][k].land(emu_async[t][k].arr, emu_async[t][k].i, NULL);
+		emu.f[t].nasync = 0;
+	}
 	for (int t = 0; t < emu.n; t++) {
 		EmuFiber *f = &emu.f[t];
 		emu_fiber_init(f, emu.stacks + (size_t)t * EMU_STACK);
 		f->tid = dim3{(unsigned)t, 0, 0};
 		f->done = f->blocked = f->nbar = 0;
 		f->seq = 0;
+		f->nasync = 0;
+		f->group = 0;
 		f->lane = t % 32;
 		f->warp = t / 32;
 	}
