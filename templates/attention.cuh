@@ -23,6 +23,15 @@
  * row and per component of the vector outputs; ATTN_QI, ATTN_KI, ATTN_VI:
  * input slots of q, k, v.
  *
+ * Shared memory: one K tile and one V tile, row-major as in global memory
+ * (rows padded by 16 bytes against bank conflicts), filled by 16-byte
+ * cp.async copies (plain loads when an input is not 16-byte aligned) with
+ * zeros past the keys; the Q tile passes through them first where it fits
+ * (else its fragments are read from global memory).  Fragments
+ * come from ldmatrix: Q and K plain, V with .trans (the B operand of P V).
+ * The loads overlap the arithmetic as in FlashAttention-2: V of a tile
+ * while S = Q K^T and the softmax run, K of the next live tile while P V
+ * runs.
  * Per tile: S = Q K^T on tensor cores (mma.sync m16n8k16, f32 accumulate),
  * the score and mask elementwise on S, the row maxima in base 2, one
  * rescale of (l, o), P rounded to f16/bf16, O += P V on tensor cores.
@@ -108,13 +117,104 @@ ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, doub
 		lo = -(double)ASC_INF, hi = (double)ASC_INF;
 }
 
+/* ldmatrix.sync.aligned.m8n8.xNUM[.trans].shared.b16: lane 8q + r gives
+ * sm + at, the 16-byte row r of matrix q; register q of lane l gets the
+ * halves (row l/4, cols 2(l%4), +1) of matrix q, or with TRANS (rows
+ * 2(l%4), +1, col l/4). */
+template <int NUM, int TRANS, class S>
+ASC_DEV void asc_ldsm(unsigned (&r)[NUM], S &sm, int at)
+{
+#ifdef ASSOC_EMU
+	emu_ldmatrix(r, sm, at, NUM, TRANS);
+#else
+	static_assert(NUM == 4, "ldmatrix .x4 only");
+	unsigned a = (unsigned)__cvta_generic_to_shared(&sm[at]);
+	if (NUM == 4 && TRANS)
+		asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+			     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+	else if (NUM == 4)
+		asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+			     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+#endif
+}
+
+/* 16 bytes from global src into the shared words sm[at..at+3]: with as,
+ * by cp.async (src 16-byte aligned; complete after asc_cp_wait), else by
+ * plain loads.  Zeros where !ok (src must still be a valid address). */
+template <class S>
+ASC_DEV void asc_cp16(S &sm, int at, const unsigned *src, bool ok, bool as)
+{
+	if (!as) {
+#pragma unroll
+		for (int x = 0; x < 4; x++)
+			sm[at + x] = ok ? ASC_LD(src + x) : 0u;
+		return;
+	}
+#ifdef ASSOC_EMU
+	emu_cp_async(sm, at, src, ok ? 16 : 0);
+#else
+	unsigned a = (unsigned)__cvta_generic_to_shared(&sm[at]);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(src), "r"(ok ? 16 : 0) : "memory");
+#endif
+}
+ASC_DEV void asc_cp_commit()
+{
+#ifdef ASSOC_EMU
+	emu_cp_commit();
+#else
+	asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+/* Every committed group of this thread's copies but the newest N has landed. */
+template <int N>
+ASC_DEV void asc_cp_wait()
+{
+#ifdef ASSOC_EMU
+	emu_cp_wait(N);
+#else
+	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+/* ROWS rows of W words (16-byte chunks) from src (row stride W words in
+ * global) into sm at word base with row stride PW; rows from `valid` on
+ * are zeros (their source: row 0). */
+template <int NT, int ROWS, int W, int PW, class S>
+ASC_DEV void attn_load(S &sm, int base, const unsigned *src, int valid, bool as)
+{
+#pragma unroll 1
+	for (int x = threadIdx.x; x < ROWS * (W / 4); x += NT) {
+		int n = x / (W / 4), c = x % (W / 4);
+		asc_cp16(sm, base + n * PW + 4 * c, src + (n < valid ? (long long)n * W : 0) + 4 * c, n < valid, as);
+	}
+}
+
+/* The first key tile at or after kb that the mask keeps in part (hi when
+ * none), and its class in *cls; the same in every thread. */
+ASC_DEV int attn_next(const Args &A, int i0, int i1, int kb, int hi, int bn, int *cls)
+{
+	for (; kb < hi; kb += bn) {
+		*cls = attn_tile(A, i0, i1, kb, (kb + bn < hi ? kb + bn : hi) - 1);
+		if (*cls)
+			return kb;
+	}
+	return hi;
+}
+
 template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV>
 ASC_DEV void attn_fwd(const Args &A)
 {
-	const int BM = WARPS * MT * 16, KW = D / 2 + 4, VW = BN / 2 + 4; /* padded rows: no bank conflicts */
+	const int NT = WARPS * 32, BM = WARPS * MT * 16;
+	/* Shared rows padded by 16 bytes: ldmatrix's 8 rows of 16 bytes then
+	 * fall on distinct banks (D % 16 == 0 makes the row stride an odd
+	 * number of 16-byte units).  K at 0, V after it; the Q tile is staged
+	 * over both before the first key tile when it fits (QS). */
+	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, QS = BM * KW <= BN * (KW + VW);
 	const float LN2 = 0.693147180559945309f;
-	ASC_SHARED(unsigned, Ks, BN * KW);
-	ASC_SHARED(unsigned, Vt, DV * VW);
+	ASC_SHARED(unsigned, Sm, BN * (KW + VW));
+	/* cp.async where q, k and v are 16-byte aligned (then so is every
+	 * row: D and DV are multiples of 16), plain loads otherwise */
+	bool as = !(((asc_uptr)A.in[ATTN_QI] | (asc_uptr)A.in[ATTN_KI] | (asc_uptr)A.in[ATTN_VI]) & 15);
 	int tiles = (A.rows + BM - 1) / BM;
 	int sp = blockIdx.x % A.split, qt = blockIdx.x / A.split % tiles, h = blockIdx.x / A.split / tiles;
 	int kh = h / (A.heads / A.kv_heads);
@@ -122,7 +222,7 @@ ASC_DEV void attn_fwd(const Args &A)
 	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	int r0 = qt * BM + w * MT * 16; /* the warp's first row */
-	const unsigned short *qp = (const unsigned short *)A.in[ATTN_QI] + (long long)h * A.rows * D;
+	const unsigned *qp = (const unsigned *)((const unsigned short *)A.in[ATTN_QI] + (long long)h * A.rows * D);
 	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * A.len * D);
 	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * A.len * DV);
 
@@ -134,13 +234,31 @@ ASC_DEV void attn_fwd(const Args &A)
 		for (int hf = 0; hf < 2; hf++) {
 			int i = r0 + mt * 16 + g + 8 * hf;
 			R[mt][hf] = attn_row(A, (long long)h * A.rows + (i < A.rows ? i : 0));
+		}
+	if (QS) {
+		attn_load<NT, BM, D / 2, KW>(Sm, 0, qp + (long long)qt * BM * (D / 2), A.rows - qt * BM, as);
+		asc_cp_commit();
+		asc_cp_wait<0>();
+		__syncthreads();
+		/* A fragments: lane l reads row l % 16, columns 8 (l / 16) on of the 16x16 block */
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++)
 #pragma unroll
 			for (int kk = 0; kk < D / 16; kk++)
+				asc_ldsm<4, 0>(qf[mt][kk], Sm, ((w * MT + mt) * 16 + lane % 16) * KW + kk * 8 + lane / 16 * 4);
+		__syncthreads(); /* Q is read: K and V may take its place */
+	} else
 #pragma unroll
-				for (int x = 0; x < 2; x++)
-					qf[mt][kk][hf + 2 * x] =
-						i < A.rows ? ASC_LD((const unsigned *)(qp + (long long)i * D) + kk * 8 + 4 * x + t) : 0u;
-		}
+		for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+			for (int hf = 0; hf < 2; hf++) {
+				int i = r0 + mt * 16 + g + 8 * hf;
+#pragma unroll
+				for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+					for (int x = 0; x < 2; x++)
+						qf[mt][kk][hf + 2 * x] = i < A.rows ? ASC_LD(qp + (long long)i * (D / 2) + kk * 8 + 4 * x + t) : 0u;
+			}
 	float o[MT][DV / 8][4], m[MT][2], l[MT][2];
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++) {
@@ -152,49 +270,59 @@ ASC_DEV void attn_fwd(const Args &A)
 		m[mt][0] = m[mt][1] = -ASC_INF;
 		l[mt][0] = l[mt][1] = 0;
 	}
-	int i0 = qt * BM, i1 = (qt + 1) * BM < A.rows ? (qt + 1) * BM - 1 : A.rows - 1;
-	for (int kb = lo; kb < hi; kb += BN) {
+	/* The pipeline (FlashAttention-2's): K of a tile is loaded while the
+	 * previous tile's P V runs, its V while S = Q K^T and the softmax run. */
+	int i0 = qt * BM, i1 = (qt + 1) * BM < A.rows ? (qt + 1) * BM - 1 : A.rows - 1, cls;
+	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls);
+	if (kb < hi) {
+		attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kb * (D / 2), hi - kb, as);
+		asc_cp_commit();
+	}
+	while (kb < hi) {
 		int jn = kb + BN < hi ? kb + BN : hi;
-		int cls = attn_tile(A, i0, i1, kb, jn - 1); /* the same in every thread: barriers stay uniform */
-		if (cls == 0)
-			continue;
-		__syncthreads(); /* the previous tile is read */
-		for (int x = threadIdx.x; x < BN * (D / 2); x += WARPS * 32) {
-			int n = x / (D / 2), c = x % (D / 2);
-			Ks[n * KW + c] = kb + n < jn ? ASC_LD(kp + (long long)(kb + n) * (D / 2) + c) : 0u;
-		}
-		for (int x = threadIdx.x; x < (BN / 2) * (DV / 2); x += WARPS * 32) {
-			int p = x / (DV / 2), c = x % (DV / 2), j = kb + 2 * p;
-			unsigned v0 = j < jn ? ASC_LD(vp + (long long)j * (DV / 2) + c) : 0u;
-			unsigned v1 = j + 1 < jn ? ASC_LD(vp + (long long)(j + 1) * (DV / 2) + c) : 0u;
-			Vt[(2 * c) * VW + p] = (v0 & 0xffffu) | (v1 << 16);
-			Vt[(2 * c + 1) * VW + p] = (v0 >> 16) | (v1 & 0xffff0000u);
-		}
-		__syncthreads();
+		asc_cp_wait<0>();
+		__syncthreads(); /* K has landed everywhere; every warp is done with the last V */
+		attn_load<NT, BN, DV / 2, VW>(Sm, KV, vp + (long long)kb * (DV / 2), hi - kb, as);
+		asc_cp_commit();
+		float s[MT][BN / 8][4];
 #pragma unroll
-		for (int mt = 0; mt < MT; mt++) {
-			float s[BN / 8][4];
+		for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-			for (int nt = 0; nt < BN / 8; nt++) {
+			for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
 				for (int c = 0; c < 4; c++)
-					s[nt][c] = 0;
+					s[mt][nt][c] = 0;
+		/* B fragments of K^T for key tiles nt, nt + 1: lane l reads key
+		 * 8 (nt + l / 16) + l % 8, columns 16 kk + 8 (l / 8 % 2) on */
 #pragma unroll
-				for (int kk = 0; kk < D / 16; kk++) {
-					unsigned b[2] = {Ks[(nt * 8 + g) * KW + kk * 8 + t], Ks[(nt * 8 + g) * KW + kk * 8 + 4 + t]};
-					asc_mma_16816<BF>(s[nt], qf[mt][kk], b);
+		for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+			for (int nt = 0; nt < BN / 8; nt += 2) {
+				unsigned b[4];
+				asc_ldsm<4, 0>(b, Sm, (8 * (nt + lane / 16) + lane % 8) * KW + kk * 8 + lane / 8 % 2 * 4);
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+					asc_mma_16816<BF>(s[mt][nt], qf[mt][kk], b0);
+					asc_mma_16816<BF>(s[mt][nt + 1], qf[mt][kk], b1);
 				}
 			}
+		/* P in PV parts of the input type (hi, then the rounding rests):
+		 * PV = 1 rounds P as FlashAttention does; 2 (f16) or 3 (bf16)
+		 * keep float32's precision, as the spec's arithmetic asks. */
+		unsigned pf[MT][PV][BN / 16][4];
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++) {
 			float mx[2] = {-ASC_INF, -ASC_INF};
 #pragma unroll
 			for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
 					int hf = c / 2, i = r0 + mt * 16 + g + 8 * hf, j = kb + nt * 8 + 2 * t + (c & 1);
-					float x = attn_score2(A, R[mt][hf], s[nt][c], i, j);
+					float x = attn_score2(A, R[mt][hf], s[mt][nt][c], i, j);
 					if (j >= jn || (cls == 1 && !attn_keep(A, R[mt][hf], i, j)))
 						x = -ASC_INF;
-					s[nt][c] = x;
+					s[mt][nt][c] = x;
 					mx[hf] = fmaxf(mx[hf], x);
 				}
 			float alpha[2], mb[2];
@@ -211,16 +339,12 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 				for (int c = 0; c < 4; c++)
 					o[mt][dn][c] *= alpha[c / 2];
-			/* P in PV parts of the input type (hi, then the rounding rests):
-			 * PV = 1 rounds P as FlashAttention does; 2 (f16) or 3 (bf16)
-			 * keep float32's precision, as the spec's arithmetic asks. */
-			unsigned pf[PV][BN / 16][4];
 #pragma unroll
 			for (int nt = 0; nt < BN / 8; nt++) {
 				float p[4];
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
-					p[c] = exp2f(s[nt][c] - mb[c / 2]);
+					p[c] = exp2f(s[mt][nt][c] - mb[c / 2]);
 					l[mt][c / 2] += p[c];
 				}
 #pragma unroll
@@ -228,21 +352,37 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 					for (int x = 0; x < 2; x++) {
 						unsigned wd = asc_pack2<BF>(p[2 * x], p[2 * x + 1]);
-						pf[r][nt / 2][2 * (nt & 1) + x] = wd;
+						pf[mt][r][nt / 2][2 * (nt & 1) + x] = wd;
 						p[2 * x] -= asc_half_lo<BF>(wd);
 						p[2 * x + 1] -= asc_half_hi<BF>(wd);
 					}
 			}
-#pragma unroll
-			for (int dn = 0; dn < DV / 8; dn++)
-#pragma unroll
-				for (int kk = 0; kk < BN / 16; kk++) {
-					unsigned b[2] = {Vt[(dn * 8 + g) * VW + kk * 8 + t], Vt[(dn * 8 + g) * VW + kk * 8 + 4 + t]};
-#pragma unroll
-					for (int r = 0; r < PV; r++)
-						asc_mma_16816<BF>(o[mt][dn], pf[r][kk], b);
-				}
 		}
+		int kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
+		asc_cp_wait<0>();
+		__syncthreads(); /* V has landed everywhere; every warp is done with K */
+		if (kn < hi) {
+			attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kn * (D / 2), hi - kn, as);
+			asc_cp_commit();
+		}
+		/* B fragments of V for value columns dn, dn + 1 (.trans: V stays
+		 * row-major): lane l reads key 16 kk + l % 16, columns 8 (dn + l / 16) on */
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+			for (int dn = 0; dn < DV / 8; dn += 2) {
+				unsigned b[4];
+				asc_ldsm<4, 1>(b, Sm, KV + (16 * kk + lane % 16) * VW + (dn + lane / 16) * 4);
+				unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+					for (int r = 0; r < PV; r++) {
+						asc_mma_16816<BF>(o[mt][dn], pf[mt][r][kk], b0);
+						asc_mma_16816<BF>(o[mt][dn + 1], pf[mt][r][kk], b1);
+					}
+			}
+		kb = kn;
 	}
 	/* The row's state: m back to the score's units, l summed over the quad. */
 #pragma unroll

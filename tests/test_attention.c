@@ -146,6 +146,34 @@ Test(attention, split_kv_decoding, .timeout = 300)
 	carrier_free(c);
 }
 
+/* Keys 4 bytes past 16-byte alignment: plain loads instead of cp.async,
+ * the same results. */
+Test(attention, unaligned_keys_take_plain_loads, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/full.yaml", 64);
+	RunData *d = rundata_new(c, 70, 77);
+	char msg[4096] = "";
+	cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	Buffer *k = &d->col[0];
+	size_t bytes = k->n * k->width * kind_size(k->kind);
+	char *mem = malloc(bytes + 16);
+	void *orig = k->p;
+	cr_assert(mem && ((uintptr_t)mem + 4) % 16);
+	memcpy(mem + 4, orig, bytes);
+	k->p = mem + 4;
+	RunOpts o = {0};
+	cr_assert_eq(emu_run_data(d, &o, NULL, msg, sizeof msg), 0, "%s", msg);
+	RunCheck chk;
+	run_check(d, &chk);
+	cr_expect(chk.ok, "out %.3g, lse %.3g of tolerance", chk.out[0].worst_ratio, chk.out[1].worst_ratio);
+	runcheck_free(&chk);
+	k->p = orig;
+	free(mem);
+	rundata_free(d);
+	carrier_free(c);
+}
+
 /* A lawful merge that is not the contract's: refused with the reason, and
  * run correctly by the generic templates. */
 Test(attention, buggy_merge_falls_back, .timeout = 300)
