@@ -369,15 +369,17 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 	return 0;
 }
 
-/* Attention variants: 4 and 8 warps of 16 query rows, key tiles of 64
- * (16 for head dims over 128: at 32, d=256 spills 72 bytes; at 16, 254 registers, none).
- * P rounded once to the inputs' type (pv = 1), as FlashAttention does; pv = 2
- * (f16) or 3 (bf16) keeps P V at float32's precision, by --config. */
+/* Attention variants of 64 and 128 query rows (cuda_pick), as FlashAttention-2:
+ * 4 warps of 32 rows for head dims up to 64 (keys per tile 64), 4 or 8 warps
+ * of 16 rows above, with key tiles of 64 up to 128 and of 32 above (Q, O and
+ * S then take 254 registers of 255, no spills on sm_90).  P rounded once to
+ * the inputs' type (pv = 1), as FlashAttention does; pv = 2 (f16) or 3
+ * (bf16) keeps P V at float32's precision, by --config. */
 static int attn_defaults(const CudaAttn *at, CudaVariant *v)
 {
-	int bn = at->d > 128 || at->dv > 128 ? 16 : 64;
+	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 32 : 64;
 	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1};
-	v[1] = (CudaVariant){FAM_ATTN, 256, 1, 1, 0, 0, 1, bn, 1};
+	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1};
 	return 2;
 }
 
@@ -664,7 +666,7 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 			return 0;
 		if (m->base == FAM_SCAN)
 			return x->fam == FAM_SCAN ? v : best;
-		if (m->base == FAM_ATTN) /* 8 warps (128 query rows) where the rows fill them */
+		if (m->base == FAM_ATTN) /* 128 query rows where the rows fill them */
 			return rows > 64 && m->nvar > 1 && split <= 1 ? 1 : 0;
 		if (split > 1) {
 			if (x->fam == FAM_SPLITK)

@@ -86,6 +86,8 @@ Test(attention, causal_head_dim_128, .timeout = 300) { head_dim("specs/attention
 Test(attention, full_head_dim_32, .timeout = 300) { head_dim("tests/attention/full.yaml", 32); }
 Test(attention, full_head_dim_64, .timeout = 300) { head_dim("tests/attention/full.yaml", 64); }
 Test(attention, full_head_dim_128_bf16, .timeout = 300) { head_dim("tests/attention/full_bf16.yaml", 128); }
+Test(attention, causal_head_dim_256, .timeout = 300) { head_dim("specs/attention.yaml", 256); }
+Test(attention, full_head_dim_256_bf16, .timeout = 300) { head_dim("tests/attention/full_bf16.yaml", 256); }
 
 static void masked(const char *path, int rows, int len)
 {
@@ -262,7 +264,8 @@ Test(attention, emulated_mma_fragment_layout)
 	emu_close(l);
 }
 
-/* The default configurations assemble for sm_90 without spills. */
+/* The default configurations assemble for sm_90 without spills, f16 and
+ * bf16, head dims 64, 128 and 256. */
 Test(attention, ptxas_no_spills, .timeout = 300)
 {
 	cuda_test_cache();
@@ -270,9 +273,9 @@ Test(attention, ptxas_no_spills, .timeout = 300)
 	char msg[4096];
 	if (nvrtc_open(&nv, msg, sizeof msg))
 		cr_skip_test("no NVRTC: %s", msg);
-	static const int dims[] = {64, 128};
-	for (int k = 0; k < 2; k++) {
-		Carrier *c = load_dims("tests/attention/full_bf16.yaml", dims[k]);
+	static const int dims[] = {64, 128, 256, 64, 128, 256};
+	for (int k = 0; k < 6; k++) {
+		Carrier *c = load_dims(k < 3 ? "tests/attention/full_bf16.yaml" : "specs/attention.yaml", dims[k]);
 		CudaModule m;
 		char *ptx = NULL;
 		int cached;
