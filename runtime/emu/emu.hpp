@@ -287,7 +287,8 @@ template <class T, int N> struct EmuShared {
 	{
 		if (pend[i])
 			emu_fail("%s of %s[%ld] while a cp.async of thread %d to it is in flight (missing "
-				 "cp.async.wait_group?)", what, nm, i, pend[i] - 1);
+				 "cp.async.wait_group%s?)", what, nm, i, pend[i] - 1,
+				 pend[i] - 1 == (int)emu.cur->tid.x ? "" : ", or __syncthreads after it");
 	}
 	T rd(long i)
 	{
