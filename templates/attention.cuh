@@ -211,6 +211,7 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * over both before the first key tile when it fits (QS). */
 	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, QS = BM * KW <= BN * (KW + VW);
 	const float LN2 = 0.693147180559945309f;
+	static_assert(BN * (KW + VW) * 4 <= 48 * 1024, "K and V tiles over 48 KB of static shared memory: fewer keys per tile (bn)");
 	ASC_SHARED(unsigned, Sm, BN * (KW + VW));
 	/* cp.async where q, k and v are 16-byte aligned (then so is every
 	 * row: D and DV are multiples of 16), plain loads otherwise */
