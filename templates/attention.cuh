@@ -212,7 +212,11 @@ ASC_DEV void attn_fwd(const Args &A)
 	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, QS = BM * KW <= BN * (KW + VW);
 	const float LN2 = 0.693147180559945309f;
 	static_assert(BN * (KW + VW) * 4 <= 48 * 1024, "K and V tiles over 48 KB of static shared memory: fewer keys per tile (bn)");
+#ifdef ASSOC_EMU
 	ASC_SHARED(unsigned, Sm, BN * (KW + VW));
+#else
+	__shared__ __align__(16) unsigned Sm[BN * (KW + VW)]; /* cp.async and ldmatrix take 16-byte rows */
+#endif
 	/* cp.async where q, k and v are 16-byte aligned (then so is every
 	 * row: D and DV are multiples of 16), plain loads otherwise */
 	bool as = !(((asc_uptr)A.in[ATTN_QI] | (asc_uptr)A.in[ATTN_KI] | (asc_uptr)A.in[ATTN_VI]) & 15);
