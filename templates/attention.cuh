@@ -23,15 +23,16 @@
  * row and per component of the vector outputs; ATTN_QI, ATTN_KI, ATTN_VI:
  * input slots of q, k, v.
  *
- * Shared memory: one K tile and one V tile, row-major as in global memory
- * (rows padded by 16 bytes against bank conflicts), filled by 16-byte
- * cp.async copies (plain loads when an input is not 16-byte aligned) with
- * zeros past the keys; the Q tile passes through them first where it fits
- * (else its fragments are read from global memory).  Fragments
- * come from ldmatrix: Q and K plain, V with .trans (the B operand of P V).
- * The loads overlap the arithmetic as in FlashAttention-2: V of a tile
- * while S = Q K^T and the softmax run, K of the next live tile while P V
- * runs.
+ * Shared memory: K and V tiles, row-major as in global memory (rows
+ * padded by 16 bytes against bank conflicts), filled by 16-byte cp.async
+ * copies (plain loads when an input is not 16-byte aligned) with zeros
+ * past the keys; the Q tile passes through them first where it fits (else
+ * its fragments are read from global memory).  Fragments come from
+ * ldmatrix: Q and K plain, V with .trans (the B operand of P V).  The
+ * loads overlap the arithmetic: with two stages of K and V (where they fit
+ * in 48 KB), the next live tile loads while this one computes; with one,
+ * as in FlashAttention-2, V of a tile loads while S = Q K^T and the
+ * softmax run, K of the next live tile while P V runs.
  * Per tile: S = Q K^T on tensor cores (mma.sync m16n8k16, f32 accumulate),
  * the score and mask elementwise on S, the row maxima in base 2, one
  * rescale of (l, o), P rounded to f16/bf16, O += P V on tensor cores.
@@ -207,15 +208,18 @@ ASC_DEV void attn_fwd(const Args &A)
 	const int NT = WARPS * 32, BM = WARPS * MT * 16;
 	/* Shared rows padded by 16 bytes: ldmatrix's 8 rows of 16 bytes then
 	 * fall on distinct banks (D % 16 == 0 makes the row stride an odd
-	 * number of 16-byte units).  K at 0, V after it; the Q tile is staged
-	 * over both before the first key tile when it fits (QS). */
-	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, QS = BM * KW <= BN * (KW + VW);
+	 * number of 16-byte units).  A stage is a K tile (KV words) and a V
+	 * tile after it; two stages (DB) where they fit in the 48 KB of static
+	 * shared memory.  The Q tile is staged over them before the first key
+	 * tile when it fits (QS). */
+	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, ST = BN * (KW + VW);
+	const int DB = 2 * ST * 4 <= 48 * 1024, QS = BM * KW <= (1 + DB) * ST;
 	const float LN2 = 0.693147180559945309f;
-	static_assert(BN * (KW + VW) * 4 <= 48 * 1024, "K and V tiles over 48 KB of static shared memory: fewer keys per tile (bn)");
+	static_assert(ST * 4 <= 48 * 1024, "K and V tiles over 48 KB of static shared memory: fewer keys per tile (bn)");
 #ifdef ASSOC_EMU
-	ASC_SHARED(unsigned, Sm, BN * (KW + VW));
+	ASC_SHARED(unsigned, Sm, (1 + DB) * ST);
 #else
-	__shared__ __align__(16) unsigned Sm[BN * (KW + VW)]; /* cp.async and ldmatrix take 16-byte rows */
+	__shared__ __align__(16) unsigned Sm[(1 + DB) * ST]; /* cp.async and ldmatrix take 16-byte rows */
 #endif
 	/* cp.async where q, k and v are 16-byte aligned (then so is every
 	 * row: D and DV are multiples of 16), plain loads otherwise */
@@ -275,20 +279,33 @@ ASC_DEV void attn_fwd(const Args &A)
 		m[mt][0] = m[mt][1] = -ASC_INF;
 		l[mt][0] = l[mt][1] = 0;
 	}
-	/* The pipeline (FlashAttention-2's): K of a tile is loaded while the
-	 * previous tile's P V runs, its V while S = Q K^T and the softmax run. */
-	int i0 = qt * BM, i1 = (qt + 1) * BM < A.rows ? (qt + 1) * BM - 1 : A.rows - 1, cls;
-	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls);
+	/* The pipeline.  Two stages (DB): K and V of the next live tile load
+	 * while the whole of this tile computes, one barrier per tile.  One
+	 * stage (FlashAttention-2's order): V of a tile loads while S = Q K^T
+	 * and the softmax run, K of the next live tile while P V runs. */
+	int i0 = qt * BM, i1 = (qt + 1) * BM < A.rows ? (qt + 1) * BM - 1 : A.rows - 1, cls, cn = 0;
+	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls), kn = hi, at = 0; /* at: this tile's stage */
 	if (kb < hi) {
 		attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kb * (D / 2), hi - kb, as);
+		if (DB)
+			attn_load<NT, BN, DV / 2, VW>(Sm, KV, vp + (long long)kb * (DV / 2), hi - kb, as);
 		asc_cp_commit();
 	}
 	while (kb < hi) {
 		int jn = kb + BN < hi ? kb + BN : hi;
 		asc_cp_wait<0>();
-		__syncthreads(); /* K has landed everywhere; every warp is done with the last V */
-		attn_load<NT, BN, DV / 2, VW>(Sm, KV, vp + (long long)kb * (DV / 2), hi - kb, as);
-		asc_cp_commit();
+		__syncthreads(); /* this tile has landed everywhere; every warp is done with the last one */
+		if (DB) {
+			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
+			if (kn < hi) {
+				attn_load<NT, BN, D / 2, KW>(Sm, (at ^ 1) * ST, kp + (long long)kn * (D / 2), hi - kn, as);
+				attn_load<NT, BN, DV / 2, VW>(Sm, (at ^ 1) * ST + KV, vp + (long long)kn * (DV / 2), hi - kn, as);
+				asc_cp_commit();
+			}
+		} else {
+			attn_load<NT, BN, DV / 2, VW>(Sm, KV, vp + (long long)kb * (DV / 2), hi - kb, as);
+			asc_cp_commit();
+		}
 		float s[MT][BN / 8][4];
 #pragma unroll
 		for (int mt = 0; mt < MT; mt++)
@@ -304,7 +321,7 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 			for (int nt = 0; nt < BN / 8; nt += 2) {
 				unsigned b[4];
-				asc_ldsm<4, 0>(b, Sm, (8 * (nt + lane / 16) + lane % 8) * KW + kk * 8 + lane / 8 % 2 * 4);
+				asc_ldsm<4, 0>(b, Sm, at * ST + (8 * (nt + lane / 16) + lane % 8) * KW + kk * 8 + lane / 8 % 2 * 4);
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++) {
 					unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
@@ -363,12 +380,14 @@ ASC_DEV void attn_fwd(const Args &A)
 					}
 			}
 		}
-		int kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
-		asc_cp_wait<0>();
-		__syncthreads(); /* V has landed everywhere; every warp is done with K */
-		if (kn < hi) {
-			attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kn * (D / 2), hi - kn, as);
-			asc_cp_commit();
+		if (!DB) {
+			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
+			asc_cp_wait<0>();
+			__syncthreads(); /* V has landed everywhere; every warp is done with K */
+			if (kn < hi) {
+				attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kn * (D / 2), hi - kn, as);
+				asc_cp_commit();
+			}
 		}
 		/* B fragments of V for value columns dn, dn + 1 (.trans: V stays
 		 * row-major): lane l reads key 16 kk + l % 16, columns 8 (dn + l / 16) on */
@@ -377,7 +396,7 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 			for (int dn = 0; dn < DV / 8; dn += 2) {
 				unsigned b[4];
-				asc_ldsm<4, 1>(b, Sm, KV + (16 * kk + lane % 16) * VW + (dn + lane / 16) * 4);
+				asc_ldsm<4, 1>(b, Sm, at * ST + KV + (16 * kk + lane % 16) * VW + (dn + lane / 16) * 4);
 				unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++)
@@ -387,7 +406,7 @@ ASC_DEV void attn_fwd(const Args &A)
 						asc_mma_16816<BF>(o[mt][dn + 1], pf[mt][r][kk], b1);
 					}
 			}
-		kb = kn;
+		kb = kn, cls = cn, at ^= DB;
 	}
 	/* The row's state: m back to the score's units, l summed over the quad. */
 #pragma unroll

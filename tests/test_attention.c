@@ -144,6 +144,9 @@ Test(attention, split_kv_decoding, .timeout = 300)
 		run_one(c, "split", 2, 1000, 2, 1, splits[s], NULL, NULL);
 	run_one(c, "split, 7 chunks for 129 keys", 1, 129, 1, 1, 7, NULL, NULL);
 	carrier_free(c);
+	c = load_dims("tests/attention/full.yaml", 128); /* one stage of K and V */
+	run_one(c, "split, head dim 128", 2, 1000, 2, 1, 3, NULL, NULL);
+	carrier_free(c);
 	c = load_dims("specs/attention.yaml", 64); /* causal: splits past the diagonal are empty */
 	run_one(c, "causal split", 3, 1000, 1, 1, 3, NULL, NULL);
 	carrier_free(c);
