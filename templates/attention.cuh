@@ -10,9 +10,11 @@
  * all f16 (BF = 0) or bf16 (BF = 1); outputs [heads][rows](...).  Query
  * head h reads kv head h / (heads / kv_heads).
  * Launch: blockDim.x = 32 * WARPS; grid = heads * ceil(rows / BM) * split,
- * block b: split b % split, query tile (b / split) % tiles, head
- * b / split / tiles.  Each warp owns MT tiles of 16 query rows; key/value
- * tiles of BN keys stream through shared memory.
+ * block b: split b % split, query tile tiles - 1 - (b / split) % tiles
+ * (the last first: under a causal mask they have the most keys, and the
+ * lightest tiles then fill the tail of the grid), head b / split / tiles.
+ * Each warp owns MT tiles of 16 query rows; key/value tiles of BN keys
+ * stream through shared memory.
  *
  * Hooks (generated from the spec): attn_score2(A, R, x, i, j) = the spec's
  * score with dot(q, k) = x, times log2(e); attn_keep(A, R, i, j) = the
@@ -225,7 +227,7 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * row: D and DV are multiples of 16), plain loads otherwise */
 	bool as = !(((asc_uptr)A.in[ATTN_QI] | (asc_uptr)A.in[ATTN_KI] | (asc_uptr)A.in[ATTN_VI]) & 15);
 	int tiles = (A.rows + BM - 1) / BM;
-	int sp = blockIdx.x % A.split, qt = blockIdx.x / A.split % tiles, h = blockIdx.x / A.split / tiles;
+	int sp = blockIdx.x % A.split, qt = tiles - 1 - blockIdx.x / A.split % tiles, h = blockIdx.x / A.split / tiles;
 	int kh = h / (A.heads / A.kv_heads);
 	int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
