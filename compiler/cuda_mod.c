@@ -371,13 +371,13 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 
 /* Attention variants of 64 and 128 query rows (cuda_pick), as FlashAttention-2:
  * 4 warps of 32 rows for head dims up to 64 (keys per tile 64), 4 or 8 warps
- * of 16 rows above, with key tiles of 64 up to 128 and of 32 above (Q, O and
- * S then take 254 registers of 255, no spills on sm_90).  P rounded once to
- * the inputs' type (pv = 1), as FlashAttention does; pv = 2 (f16) or 3
- * (bf16) keeps P V at float32's precision, by --config. */
+ * of 16 rows above, with key tiles of 64 up to 128 and of 16 above (Q and O
+ * in registers leave room for no more: at 32, 255 registers and spills on
+ * sm_90).  P rounded once to the inputs' type (pv = 1), as FlashAttention
+ * does; pv = 2 (f16) or 3 (bf16) keeps P V at float32's precision, by --config. */
 static int attn_defaults(const CudaAttn *at, CudaVariant *v)
 {
-	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 32 : 64;
+	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64;
 	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1};
 	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1};
 	return 2;
