@@ -114,7 +114,10 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 {
 	CudaPlan p;
 	const CudaVariant *x = &g->m.var[v];
-	cuda_plan_h(&g->m, v, rows, len, b->a.heads > 0 ? b->a.heads : 1,
+	int heads = b->a.heads > 0 ? b->a.heads : 1;
+	if (x->fam == FAM_ATTN && b->a.kv_heads > 0) /* runs of the query heads that share keys and values */
+		rows *= heads / b->a.kv_heads, heads = b->a.kv_heads;
+	cuda_plan_h(&g->m, v, rows, len, heads,
 		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
 	if (p.ws_bytes > b->ws_bytes) {
 		if (b->ws)
@@ -226,9 +229,12 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 			return 0;
 		}
 	}
-	*v = cuda_pick(&g->m, d->rows, d->len, *split);
+	int rows = d->rows, heads = d->heads;
+	if (g->m.base == FAM_ATTN && d->kv_heads > 0) /* runs of the query heads that share keys and values */
+		rows *= d->heads / d->kv_heads, heads = d->kv_heads;
+	*v = cuda_pick(&g->m, rows, d->len, *split);
 	if (g->m.var[*v].fam == FAM_ATTN && o->split <= 0)
-		*split = cuda_attn_split(&g->m, *v, d->rows, d->len, d->heads, rt_device(g->rt)->sms);
+		*split = cuda_attn_split(&g->m, *v, rows, d->len, heads, rt_device(g->rt)->sms);
 	snprintf(why, n, o->deterministic ? "fixed (--deterministic)" : "rule (not tuned for this shape)");
 	return 0;
 }

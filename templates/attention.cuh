@@ -9,12 +9,14 @@
  * Layout: q [heads][rows][D], k [kv_heads][len][D], v [kv_heads][len][DV],
  * all f16 (BF = 0) or bf16 (BF = 1); outputs [heads][rows](...).  Query
  * head h reads kv head h / (heads / kv_heads).
- * Launch: blockDim.x = 32 * WARPS; grid = heads * ceil(rows / BM) * split,
+ * The G = heads / kv_heads query heads of a kv head are one run of
+ * G * rows query rows.  Launch: blockDim.x = 32 * WARPS; grid = kv_heads *
+ * tiles * split with tiles = ceil(G * rows / BM) (blocks past that exit),
  * block b: split b % split, query tile tiles - 1 - (b / split) % tiles
  * (the last first: under a causal mask they have the most keys, and the
- * lightest tiles then fill the tail of the grid), head b / split / tiles.
- * Each warp owns MT tiles of 16 query rows; key/value tiles of BN keys
- * stream through shared memory.
+ * lightest tiles then fill the tail of the grid), kv head b / split /
+ * tiles.  Each warp owns MT tiles of 16 query rows; key/value tiles of BN
+ * keys stream through shared memory.
  *
  * Hooks (generated from the spec): attn_score2(A, R, x, i, j) = the spec's
  * score with dot(q, k) = x, times log2(e); attn_keep(A, R, i, j) = the
@@ -226,28 +228,36 @@ ASC_DEV void attn_fwd(const Args &A)
 	/* cp.async where q, k and v are 16-byte aligned (then so is every
 	 * row: D and DV are multiples of 16), plain loads otherwise */
 	bool as = !(((asc_uptr)A.in[ATTN_QI] | (asc_uptr)A.in[ATTN_KI] | (asc_uptr)A.in[ATTN_VI]) & 15);
-	int tiles = (A.rows + BM - 1) / BM;
-	int sp = blockIdx.x % A.split, qt = tiles - 1 - blockIdx.x / A.split % tiles, h = blockIdx.x / A.split / tiles;
-	int kh = h / (A.heads / A.kv_heads);
+	/* The G query heads that share a key/value head are one run of M rows
+	 * (q and the outputs hold them one after another), so their keys and
+	 * values are read once; row r of the run is row r % rows of query head
+	 * kh * G + r / rows, and a tile may span two heads. */
+	int G = A.heads / A.kv_heads, M = G * A.rows, tiles = (M + BM - 1) / BM;
+	int sp = blockIdx.x % A.split, qt = tiles - 1 - blockIdx.x / A.split % tiles, kh = blockIdx.x / A.split / tiles;
+	if (kh >= A.kv_heads)
+		return; /* a grid planned over heads x rows has more blocks than runs need */
+	long long base = (long long)kh * M; /* the run's first row in heads x rows */
 	int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
-	int r0 = qt * BM + w * MT * 16; /* the warp's first row */
-	const unsigned *qp = (const unsigned *)((const unsigned short *)A.in[ATTN_QI] + (long long)h * A.rows * D);
+	int r0 = qt * BM + w * MT * 16; /* the warp's first row in the run */
+	const unsigned *qp = (const unsigned *)((const unsigned short *)A.in[ATTN_QI] + base * D);
 	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * A.len * D);
 	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * A.len * DV);
 
 	unsigned qf[MT][D / 16][4];
 	ARow R[MT][2];
+	int ir[MT][2]; /* the thread's rows i */
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++)
 #pragma unroll
 		for (int hf = 0; hf < 2; hf++) {
-			int i = r0 + mt * 16 + g + 8 * hf;
-			R[mt][hf] = attn_row(A, (long long)h * A.rows + (i < A.rows ? i : 0));
+			int r = r0 + mt * 16 + g + 8 * hf;
+			ir[mt][hf] = r % A.rows;
+			R[mt][hf] = attn_row(A, base + (r < M ? r : 0));
 		}
 	if (QS) {
-		attn_load<NT, BM, D / 2, KW>(Sm, 0, qp + (long long)qt * BM * (D / 2), A.rows - qt * BM, as);
+		attn_load<NT, BM, D / 2, KW>(Sm, 0, qp + (long long)qt * BM * (D / 2), M - qt * BM, as);
 		asc_cp_commit();
 		asc_cp_wait<0>();
 		__syncthreads();
@@ -263,12 +273,12 @@ ASC_DEV void attn_fwd(const Args &A)
 		for (int mt = 0; mt < MT; mt++)
 #pragma unroll
 			for (int hf = 0; hf < 2; hf++) {
-				int i = r0 + mt * 16 + g + 8 * hf;
+				int r = r0 + mt * 16 + g + 8 * hf;
 #pragma unroll
 				for (int kk = 0; kk < D / 16; kk++)
 #pragma unroll
 					for (int x = 0; x < 2; x++)
-						qf[mt][kk][hf + 2 * x] = i < A.rows ? ASC_LD(qp + (long long)i * (D / 2) + kk * 8 + 4 * x + t) : 0u;
+						qf[mt][kk][hf + 2 * x] = r < M ? ASC_LD(qp + (long long)r * (D / 2) + kk * 8 + 4 * x + t) : 0u;
 			}
 	float o[MT][DV / 8][4], m[MT][2], l[MT][2];
 #pragma unroll
@@ -285,8 +295,9 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * while the whole of this tile computes, one barrier per tile.  One
 	 * stage (FlashAttention-2's order): V of a tile loads while S = Q K^T
 	 * and the softmax run, K of the next live tile while P V runs. */
-	int i0 = qt * BM, i1 = (qt + 1) * BM < A.rows ? (qt + 1) * BM - 1 : A.rows - 1, cls, cn = 0;
-	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls), kn = hi, at = 0; /* at: this tile's stage */
+	int f = qt * BM, e = (qt + 1) * BM < M ? (qt + 1) * BM - 1 : M - 1, cls, cn = 0; /* the tile's rows in the run */
+	int i0 = f / A.rows == e / A.rows ? f % A.rows : 0, i1 = f / A.rows == e / A.rows ? e % A.rows : A.rows - 1;
+	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls), kn = hi, stg = 0; /* stg: this tile's stage */
 	if (kb < hi) {
 		attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kb * (D / 2), hi - kb, as);
 		if (DB)
@@ -300,8 +311,8 @@ ASC_DEV void attn_fwd(const Args &A)
 		if (DB) {
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
 			if (kn < hi) {
-				attn_load<NT, BN, D / 2, KW>(Sm, (at ^ 1) * ST, kp + (long long)kn * (D / 2), hi - kn, as);
-				attn_load<NT, BN, DV / 2, VW>(Sm, (at ^ 1) * ST + KV, vp + (long long)kn * (DV / 2), hi - kn, as);
+				attn_load<NT, BN, D / 2, KW>(Sm, (stg ^ 1) * ST, kp + (long long)kn * (D / 2), hi - kn, as);
+				attn_load<NT, BN, DV / 2, VW>(Sm, (stg ^ 1) * ST + KV, vp + (long long)kn * (DV / 2), hi - kn, as);
 				asc_cp_commit();
 			}
 		} else {
@@ -323,7 +334,7 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 			for (int nt = 0; nt < BN / 8; nt += 2) {
 				unsigned b[4];
-				asc_ldsm<4, 0>(b, Sm, at * ST + (8 * (nt + lane / 16) + lane % 8) * KW + kk * 8 + lane / 8 % 2 * 4);
+				asc_ldsm<4, 0>(b, Sm, stg * ST + (8 * (nt + lane / 16) + lane % 8) * KW + kk * 8 + lane / 8 % 2 * 4);
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++) {
 					unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
@@ -342,7 +353,7 @@ ASC_DEV void attn_fwd(const Args &A)
 			for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
-					int hf = c / 2, i = r0 + mt * 16 + g + 8 * hf, j = kb + nt * 8 + 2 * t + (c & 1);
+					int hf = c / 2, i = ir[mt][hf], j = kb + nt * 8 + 2 * t + (c & 1);
 					float x = attn_score2(A, R[mt][hf], s[mt][nt][c], i, j);
 					if (j >= jn || (cls == 1 && !attn_keep(A, R[mt][hf], i, j)))
 						x = -ASC_INF;
@@ -398,7 +409,7 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 			for (int dn = 0; dn < DV / 8; dn += 2) {
 				unsigned b[4];
-				asc_ldsm<4, 1>(b, Sm, at * ST + KV + (16 * kk + lane % 16) * VW + (dn + lane / 16) * 4);
+				asc_ldsm<4, 1>(b, Sm, stg * ST + KV + (16 * kk + lane % 16) * VW + (dn + lane / 16) * 4);
 				unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++)
@@ -408,18 +419,18 @@ ASC_DEV void attn_fwd(const Args &A)
 						asc_mma_16816<BF>(o[mt][dn + 1], pf[mt][r][kk], b1);
 					}
 			}
-		kb = kn, cls = cn, at ^= DB;
+		kb = kn, cls = cn, stg ^= DB;
 	}
 	/* The row's state: m back to the score's units, l summed over the quad. */
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++)
 #pragma unroll
 		for (int hf = 0; hf < 2; hf++) {
-			int i = r0 + mt * 16 + g + 8 * hf;
+			int r = r0 + mt * 16 + g + 8 * hf, i = ir[mt][hf];
 			float lr = asc_quad_sum(l[mt][hf]), mr = m[mt][hf] == -ASC_INF ? -ASC_INF : m[mt][hf] * LN2;
-			if (i >= A.rows)
+			if (r >= M)
 				continue;
-			long long at = (long long)h * A.rows + i;
+			long long at = base + r;
 			if (A.split > 1) {
 				float *ws = (float *)A.ws + (at * A.split + sp) * (DV + 2);
 				if (t == 0)

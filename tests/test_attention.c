@@ -134,6 +134,30 @@ Test(attention, grouped_query_heads, .timeout = 300)
 	carrier_free(c);
 }
 
+/* The query heads of a key/value head run as one block of rows: keys and
+ * values are read once per key/value head, q once. */
+Test(attention, grouped_heads_read_keys_once, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/full.yaml", 64);
+	run_one(c, "grouped decoding, split", 1, 1000, 8, 2, 3, NULL, NULL);
+	RunData *d = rundata_new_heads(c, 3, 1000, 8, 2);
+	char msg[4096] = "";
+	cr_assert_eq(rundata_draw(d, 2, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	RunOpts o = {.split = 1};
+	EmuStats st;
+	cr_assert_eq(emu_run_data(d, &o, &st, msg, sizeof msg), 0, "%s", msg);
+	unsigned long long kv = 2ull * 1000 * (64 + 64) * 2, q = 8ull * 3 * 64 * 2;
+	cr_expect_eq(st.bytes[0], kv + q, "%llu bytes loaded, want %llu (keys and values once, q once)", st.bytes[0],
+		     kv + q);
+	RunCheck chk;
+	run_check(d, &chk);
+	cr_expect(chk.ok, "out %.3g, lse %.3g of tolerance", chk.out[0].worst_ratio, chk.out[1].worst_ratio);
+	runcheck_free(&chk);
+	rundata_free(d);
+	carrier_free(c);
+}
+
 /* Decoding: few query rows, long keys, split across blocks and combined. */
 Test(attention, split_kv_decoding, .timeout = 300)
 {

@@ -62,11 +62,15 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	}
 	if (emu_open(m.src, &lib, msg, n))
 		goto out;
+	/* attention plans over runs of the query heads that share keys and values */
+	int rows = d->rows, heads = d->heads;
+	if (m.base == FAM_ATTN && d->kv_heads > 0)
+		rows *= d->heads / d->kv_heads, heads = d->kv_heads;
 	if (v < 0)
-		v = cuda_pick(&m, d->rows, d->len, split);
+		v = cuda_pick(&m, rows, d->len, split);
 	const CudaVariant *x = &m.var[v];
 	if (x->fam == FAM_ATTN && o->split <= 0)
-		split = cuda_attn_split(&m, v, d->rows, d->len, d->heads, 0);
+		split = cuda_attn_split(&m, v, rows, d->len, heads, 0);
 	if (x->fam == FAM_ROWMAP && x->items && d->len > x->items * (x->warp ? 32 : x->nt)) {
 		snprintf(msg, n, "rows of %d do not fit on chip in this configuration (at most %d)", d->len,
 			 x->items * (x->warp ? 32 : x->nt));
@@ -75,7 +79,7 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	rundata_round_p(d, x->fam == FAM_ATTN && x->pv == 1 ? (m.attn.bf16 ? TY_BF16 : TY_F16) : 0, m.attn.fm,
 			m.attn.fl, m.attn.fo);
 	CudaPlan p;
-	cuda_plan_h(&m, v, d->rows, d->len, d->heads,
+	cuda_plan_h(&m, v, rows, d->len, heads,
 		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
 	CudaArgs a = {0};
 	fill_args(d, &a);
