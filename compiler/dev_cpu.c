@@ -40,6 +40,7 @@ static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
 
 static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
+	rundata_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
 	LlvmOpts lo = {0};
 	if (parse_config(o->config, &lo, msg, n))
 		return -1;

@@ -21,6 +21,7 @@ static void store(Buffer *b, int n, const int *off, const double *v, size_t at)
 
 static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
+	rundata_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
 	if (d->heads > 1) { /* each query head on its own, with its key/value head */
 		for (int h = 0; h < d->heads; h++) {
 			RunData *v = rundata_head_view(d, h);

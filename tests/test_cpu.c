@@ -136,7 +136,9 @@ Test(cpu, attention_heads_and_grouped_kv)
 		RunData *d = rundata_new_heads(c, shape[s][0], shape[s][1], shape[s][2], shape[s][3]);
 		char msg[300];
 		cr_assert_eq(rundata_draw(d, 5 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		rundata_round_p(d, TY_F16, 0, 1, 2); /* as after a GPU run: the CPU's P is float32 again */
 		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2}, msg, sizeof msg), 0, "%s", msg);
+		cr_expect_eq(d->p_round.kind, 0, "the CPU run left P marked as rounded");
 		char what[100];
 		snprintf(what, sizeof what, "attention %d rows x %d keys, %d/%d heads", shape[s][0], shape[s][1],
 			 shape[s][2], shape[s][3]);
