@@ -251,6 +251,10 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	if (c->nmap)
 		kk->k.map = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, const void *))lookup(jit, "assoc_map", msg, n, &failed);
 	kk->k.scan = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_scan", msg, n, &failed);
+	if (k.rowmap_g) {
+		kk->k.rowmap = (void (*)(const CpuArgs *, int64_t, void *, void *))lookup(jit, "assoc_rowmap", msg, n, &failed);
+		kk->k.rowmap_len = TWO_PASS_BYTES / k.two_pass;
+	}
 	kk->k.state_bytes = k.state_bytes;
 	kk->k.is_scan = c->tpl == TPL_SCAN;
 	if (failed) {

@@ -504,6 +504,12 @@ static LV lower_node(Lower *L, Expr *e)
 	return v;
 }
 
+void lower_preset(Lower *L, Expr *e, LV v)
+{
+	L->memo[e->id] = v;
+	L->mgen[e->id] = L->gen;
+}
+
 LV lower_expr(Lower *L, Expr *e)
 {
 	if (L->mgen[e->id] == L->gen)

@@ -47,6 +47,8 @@ typedef struct {
 	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
 	int two_pass;    /* max-rescale carriers with vectors: input bytes per position, rows up to
 			  * TWO_PASS_BYTES reduce in two passes (reduce_two_pass in llvm_kern.c); else 0 */
+	Expr *rowmap_g;  /* the map's g(lift.m - m), which pass 2 of reduce_two_pass keeps for it
+			  * (build_rowmap in llvm_kern.c); NULL: no rowmap */
 	int map_lanes;   /* map loop */
 	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_kern.c) */
 	int *soff;       /* 8-byte slot of each state field's first component */
@@ -73,6 +75,7 @@ void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c);
 void lower_free(Lower *L);
 void lower_scope(Lower *L, int W); /* forget memoized values; set the lanes */
 LV lower_expr(Lower *L, Expr *e);
+void lower_preset(Lower *L, Expr *e, LV v); /* e's value in the current scope is v */
 LV lv_new(Lower *L, int n);
 LLVMValueRef lv_at(LV v, int t);
 LLVMTypeRef lower_kty(Lower *L, TyKind k);          /* scalar type of a kind */

@@ -32,6 +32,8 @@ typedef struct {
 	LV *st;       /* scratch: one LV per state field */
 	LLVMValueRef lmask; /* a partial last vector: its lanes below the end (masked loads and stores) */
 	int nt;             /* map stores: non-temporal, 64-byte aligned (map_stream) */
+	LLVMValueRef scratch; /* build_rowmap: pass 2 stores k->rowmap_g of position j at scratch[j] */
+	int fused;          /* and the map loads it from there */
 } B;
 
 /* ---- small helpers ---- */
@@ -489,19 +491,25 @@ static void bind_self(B *b, LV *s)
 		b->L.bind[c->svar[STATE_SELF][f]] = s[f];
 }
 
-static void build_finalize(B *b)
+/* The finalize outputs of row b->i's state at st, at flat index at. */
+static void finalize_body(B *b, LLVMValueRef st, LLVMValueRef at)
 {
 	Carrier *c = b->k->c;
+	lower_scope(&b->L, 1);
+	bind_inputs(b, NULL);
+	mem_load(b, st, b->st);
+	bind_self(b, b->st);
+	store_outputs(b, c->finalize, c->nfinal, 0, at);
+}
+
+static void build_finalize(B *b)
+{
 	LLVMTypeRef p[4];
 	sig(b, 4, p);
 	p[3] = b->i8p;
 	LLVMValueRef f = begin_fn(b, "assoc_finalize", p, 4);
 	b->i = LLVMGetParam(f, 1);
-	lower_scope(&b->L, 1);
-	bind_inputs(b, NULL);
-	mem_load(b, LLVMGetParam(f, 3), b->st);
-	bind_self(b, b->st);
-	store_outputs(b, c->finalize, c->nfinal, 0, LLVMGetParam(f, 2));
+	finalize_body(b, LLVMGetParam(f, 3), LLVMGetParam(f, 2));
 	end_fn(b);
 }
 
@@ -535,15 +543,16 @@ static void halve(B *b, LV *s, LV *tmp)
 }
 
 /* The lifted states of positions j .. j+W-1 in out (the identity where
- * the mask is false: merging it changes nothing, by the identity law). */
-static void lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
+ * the mask is false: merging it changes nothing, by the identity law).
+ * Returns that condition (NULL: every lane is lifted), id the identity. */
+static LLVMValueRef lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
 {
 	Carrier *c = b->k->c;
 	lower_scope(&b->L, b->L.W);
 	bind_inputs(b, j);
 	state_exprs(b, c->lift, out);
 	if (!c->mask && !b->lmask)
-		return;
+		return NULL;
 	LLVMValueRef cond = c->mask ? lv_at(lower_expr(&b->L, c->mask), 0) : b->lmask;
 	if (c->mask && b->lmask)
 		cond = LLVMBuildAnd(b->L.b, cond, b->lmask, "");
@@ -551,6 +560,7 @@ static void lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
 	for (int f = 0; f < c->nstate; f++)
 		for (int t = 0; t < out[f].n; t++)
 			out[f].c[t] = LLVMBuildSelect(b->L.b, cond, out[f].c[t], lv_at(id[f], t), "");
+	return cond;
 }
 
 /* x > y ? x : y: one vmaxps on x86 (maxnum takes three: it must pick the
@@ -709,6 +719,28 @@ static LLVMValueRef hreduce(B *b, LLVMValueRef v, int W, int max)
 	return v;
 }
 
+/* g(m - Ms) of pass 2 for positions j .. j+W-1 when the map reads
+ * k->rowmap_g = g(lift.m - m) back (build_rowmap): g of the lifted m
+ * before the mask, which is the map's value wherever the row's m is Ms
+ * (not -inf), kept at scratch[j]; then the mask's identity where it is
+ * false, as lift_at would have it.  Where the mask holds, lift.m <= Ms
+ * (or NaN), so exp's upper clamp (the map's) changes nothing and the sum
+ * is the one reduce_two_pass makes without a map. */
+static LLVMValueRef kept_g(B *b, LLVMValueRef j, LLVMValueRef Ms, LLVMValueRef cond, LV *id)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	LLVMValueRef ms = lower_splat(L, Ms);
+	LLVMValueRef raw = lower_expr(L, k->c->lift[k->mr_field]).c[0];
+	LLVMValueRef d = LLVMBuildFSub(L->b, raw, ms, "");
+	LLVMValueRef e = k->mr_g == EXPR_EXP ? math_exp(L, d) : math_exp2(L, d);
+	store_lanes(b, b->scratch, TY_F32, j, e);
+	if (!cond)
+		return e;
+	d = LLVMBuildFSub(L->b, id[k->mr_field].c[0], ms, "");
+	return LLVMBuildSelect(L->b, cond, e, k->mr_g == EXPR_EXP ? math_exp_nonpos(L, d) : math_exp2(L, d), "");
+}
+
 /* Pass 1 (Ms NULL): acc[u] = max(acc[u], lifted m) over U vectors at j.
  * Pass 2: acc[f * PASS2_UNROLL + u] += lifted f * g(lifted m - Ms) for each f != m. */
 static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValueRef Ms, LV *lifted, LV *tmp)
@@ -718,7 +750,8 @@ static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValu
 	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
 	for (int u = 0; u < U; u++) {
 		lower_scope(L, W);
-		lift_at(b, u ? LLVMBuildAdd(L->b, j, ci64(b, (long long)u * W), "") : j, lifted, tmp);
+		LLVMValueRef ju = u ? LLVMBuildAdd(L->b, j, ci64(b, (long long)u * W), "") : j;
+		LLVMValueRef cond = lift_at(b, ju, lifted, tmp);
 		LLVMValueRef m = lifted[mi].c[0];
 		LLVMTypeRef vt = lower_vty(L, TY_F32);
 		if (!Ms) {
@@ -726,8 +759,13 @@ static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValu
 			LLVMBuildStore(L->b, gt_max(b, m, a), acc[u]);
 			continue;
 		}
-		LLVMValueRef d = LLVMBuildFSub(L->b, m, lower_splat(L, Ms), "");
-		LLVMValueRef e = k->mr_g == EXPR_EXP ? math_exp_nonpos(L, d) : math_exp2(L, d);
+		LLVMValueRef e;
+		if (b->scratch) {
+			e = kept_g(b, ju, Ms, cond, tmp);
+		} else {
+			LLVMValueRef d = LLVMBuildFSub(L->b, m, lower_splat(L, Ms), "");
+			e = k->mr_g == EXPR_EXP ? math_exp_nonpos(L, d) : math_exp2(L, d);
+		}
 		for (int f = 0; f < ns; f++) {
 			if (f == mi)
 				continue;
@@ -901,6 +939,8 @@ static void map_at(B *b, LV *st, LLVMValueRef iv, LLVMValueRef rowbase)
 			b->st[fl].c[t] = lower_splat(&b->L, st[fl].c[t]);
 	}
 	bind_self(b, b->st);
+	if (b->fused)
+		lower_preset(&b->L, b->k->rowmap_g, lv1(b, load_lanes(b, b->scratch, TY_F32, iv)));
 	store_outputs(b, c->map, c->nmap, c->nfinal, LLVMBuildAdd(b->L.b, rowbase, iv, ""));
 }
 
@@ -1046,19 +1086,22 @@ static LLVMValueRef hoist_ok(B *b, LV *st)
 	return ok;
 }
 
-static void build_map(B *b)
+/* The map of positions [lo, hi) of row b->i with the state at stp.  With
+ * b->scratch (build_rowmap), the hoisted version reads k->rowmap_g from
+ * it, where pass 2 left it: the same value, as the row's m (pass 2's Ms)
+ * is not -inf there. */
+static void map_body(B *b, LLVMValueRef stp, LLVMValueRef lo, LLVMValueRef hi)
 {
 	Carrier *c = b->k->c;
-	LLVMTypeRef p[5];
-	sig(b, 5, p);
-	p[4] = b->i8p;
-	LLVMValueRef f = begin_fn(b, "assoc_map", p, 5);
-	b->i = LLVMGetParam(f, 1);
-	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
 	LV *st = calloc(c->nstate, sizeof *st);
 	lower_scope(&b->L, 1);
-	mem_load(b, LLVMGetParam(f, 4), st); /* scalars, before the loops */
+	mem_load(b, stp, st); /* scalars, before the loops */
 	LLVMValueRef safe = hoist_ok(b, st);
+	if (b->scratch) {
+		LLVMValueRef m = st[b->k->mr_field].c[0];
+		LLVMValueRef kept = LLVMBuildFCmp(b->L.b, LLVMRealONE, m, LLVMConstReal(LLVMTypeOf(m), -INFINITY), "");
+		safe = safe ? LLVMBuildAnd(b->L.b, safe, kept, "") : kept;
+	}
 	if (!safe) {
 		map_loops(b, st, lo, hi, 0);
 	} else {
@@ -1068,7 +1111,9 @@ static void build_map(B *b)
 		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "done");
 		LLVMBuildCondBr(b->L.b, safe, fast, slow);
 		LLVMPositionBuilderAtEnd(b->L.b, fast);
+		b->fused = b->scratch != NULL;
 		map_loops(b, st, lo, hi, 1);
+		b->fused = 0;
 		LLVMBuildBr(b->L.b, done);
 		LLVMPositionBuilderAtEnd(b->L.b, slow);
 		map_loops(b, st, lo, hi, 0);
@@ -1076,6 +1121,44 @@ static void build_map(B *b)
 		LLVMPositionBuilderAtEnd(b->L.b, done);
 	}
 	free(st);
+}
+
+static void build_map(B *b)
+{
+	LLVMTypeRef p[5];
+	sig(b, 5, p);
+	p[4] = b->i8p;
+	LLVMValueRef f = begin_fn(b, "assoc_map", p, 5);
+	b->i = LLVMGetParam(f, 1);
+	map_body(b, LLVMGetParam(f, 4), LLVMGetParam(f, 2), LLVMGetParam(f, 3));
+	end_fn(b);
+}
+
+/* A whole row of at most TWO_PASS_BYTES (runtime/cpu.h's rowmap): the two
+ * passes of reduce_two_pass, pass 2 keeping the map's g(lift.m - m) of
+ * each position in scratch, then finalize, then the map reading it back:
+ * one g per position instead of two.  Softmax's y = exp(x - m) / l
+ * becomes y = kept * (1 / l), and x stays in L2 from pass 1 to the map. */
+static void build_rowmap(B *b)
+{
+	int ns = b->k->c->nstate;
+	LLVMTypeRef p[4] = {b->i8p, b->i64, b->i8p, b->i8p};
+	LLVMValueRef f = begin_fn(b, "assoc_rowmap", p, 4);
+	b->i = LLVMGetParam(f, 1);
+	LLVMValueRef st = LLVMGetParam(f, 2), lo = ci64(b, 0);
+	LV *tmp = calloc(4 * ns, sizeof *tmp);
+	lower_scope(&b->L, 1);
+	LV *one = state_slots(b);
+	b->scratch = LLVMGetParam(f, 3);
+	reduce_two_pass(b, lo, b->len, one, tmp);
+	lower_scope(&b->L, 1);
+	slots_load(b, one, b->st);
+	mem_store(b, st, b->st);
+	finalize_body(b, st, b->i);
+	map_body(b, st, lo, b->len);
+	b->scratch = NULL;
+	free(one);
+	free(tmp);
 	end_fn(b);
 }
 
@@ -1129,10 +1212,43 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	build_finalize(&b);
 	if (k->c->nmap)
 		build_map(&b);
+	if (k->rowmap_g)
+		build_rowmap(&b);
 	build_scan(&b);
 	free(b.st);
 	lower_free(&b.L);
 	return 0;
+}
+
+static int has_op(const Expr *e, Op op)
+{
+	if (e->op == (int)op)
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (has_op(e->a[i], op))
+			return 1;
+	return 0;
+}
+
+/* A node of the map tree e that is g(lift.m - m) (the IR is hash-consed:
+ * lift.m is the very node c->lift[mi], m the row's own field), float32:
+ * exactly what pass 2 of reduce_two_pass computes at each position once
+ * the row's m is known, so build_rowmap keeps it for the map.  A lift
+ * with a division or a subtraction is left out: the map may hoist those
+ * (is_hoisted in llvm_expr.c) and compute a different lift.m. */
+static Expr *kept_node(Carrier *c, Expr *e, int mi, Op g)
+{
+	Expr *s = e->nargs == 1 ? e->a[0] : NULL;
+	if (e->op == (int)g && e->ty.kind == TY_F32 && !e->ty.len && s->op == EXPR_SUB && s->a[0] == c->lift[mi] &&
+	    s->a[1]->op == EXPR_VAR && s->a[1]->k == c->svar[STATE_SELF][mi] && c->lift[mi]->ty.kind == TY_F32 &&
+	    !c->lift[mi]->ty.len && !has_op(c->lift[mi], EXPR_DIV) && !has_op(c->lift[mi], EXPR_SUB))
+		return e;
+	for (int i = 0; i < e->nargs; i++) {
+		Expr *r = kept_node(c, e->a[i], mi, g);
+		if (r)
+			return r;
+	}
+	return NULL;
 }
 
 /* Lanes and accumulators for c: vectors only where every field, input and
@@ -1171,6 +1287,10 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile)
 		for (int i = 0; i < c->ncol; i++)
 			k->two_pass += (int)kind_size((TyKind)c->col[i].storage);
 	}
+	k->rowmap_g = NULL;
+	if (k->two_pass && k->map_lanes == k->lanes)
+		for (int i = 0; i < c->nmap && !k->rowmap_g; i++)
+			k->rowmap_g = kept_node(c, c->map[i].e, k->mr_field, k->mr_g);
 	k->soff = calloc(c->nstate + 1, sizeof *k->soff);
 	if (!k->soff)
 		abort();

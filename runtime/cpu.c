@@ -5,7 +5,10 @@
  * chunk by chunk in parallel, the partial states merged left to right (so
  * non-commutative merges keep their order, and the result does not depend
  * on the thread count), then finalized; its map pass, or its scan from the
- * exclusive prefix of the chunks before it, runs chunk by chunk again. */
+ * exclusive prefix of the chunks before it, runs chunk by chunk again.
+ * Whole rows of a kernel with a rowmap (at most rowmap_len positions) go
+ * through it instead, one task per thread, each with its own scratch
+ * buffer, taking blocks of rows from a shared counter. */
 #include "cpu.h"
 
 #include <pthread.h>
@@ -150,6 +153,9 @@ typedef struct {
 	int split;
 	unsigned char *part;  /* [rows][split] partial states; then [rows] finals */
 	unsigned char *fin;
+	unsigned char *scratch; /* rowmap: one buffer of scratch_bytes per task */
+	size_t scratch_bytes;
+	atomic_llong next;      /* rowmap: the next block of rows_per_task rows */
 } Run;
 
 static void *state(const Run *r, unsigned char *base, int64_t idx) { return base + idx * r->k->state_bytes; }
@@ -185,6 +191,45 @@ static void task_rows(void *ctx, int64_t t)
 	}
 	if (st != buf)
 		free(st);
+}
+
+/* One thread's share of whole rows through the rowmap: its scratch stays
+ * in that thread's cache from row to row. */
+static void task_rowmap(void *ctx, int64_t t)
+{
+	Run *r = ctx;
+	const CpuKernel *k = r->k;
+	void *scratch = r->scratch + t * r->scratch_bytes;
+	_Alignas(64) unsigned char buf[512];
+	unsigned char *st = k->state_bytes <= sizeof buf ? buf : malloc(k->state_bytes);
+	if (!st)
+		abort();
+	for (;;) {
+		int64_t lo = atomic_fetch_add(&r->next, 1) * r->rows_per_task, hi = lo + r->rows_per_task;
+		if (lo >= r->a->rows)
+			break;
+		if (hi > r->a->rows)
+			hi = r->a->rows;
+		for (int64_t i = lo; i < hi; i++)
+			k->rowmap(r->a, i, st, scratch);
+	}
+	if (st != buf)
+		free(st);
+}
+
+/* Whole rows through k->rowmap; 0, or -1 when its scratch cannot be had
+ * (the caller takes the separate functions then). */
+static int run_rowmap(RtPool *p, Run *r)
+{
+	int nt = rt_pool_threads(p);
+	r->scratch_bytes = ((size_t)r->a->len * sizeof(float) + 63) / 64 * 64;
+	r->scratch = aligned_alloc(64, nt * r->scratch_bytes + 64);
+	if (!r->scratch)
+		return -1;
+	atomic_store(&r->next, 0);
+	rt_pool_run(p, nt, task_rowmap, r);
+	free(r->scratch);
+	return 0;
 }
 
 static void task_partial(void *ctx, int64_t t)
@@ -240,6 +285,8 @@ int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char 
 		r.rows_per_task = per < 1 ? 1 : per > most ? most : per;
 		if (r.rows_per_task < 1)
 			r.rows_per_task = 1;
+		if (k->rowmap && a->len <= k->rowmap_len && !run_rowmap(p, &r))
+			return 0;
 		rt_pool_run(p, (a->rows + r.rows_per_task - 1) / r.rows_per_task, task_rows, &r);
 		return 0;
 	}

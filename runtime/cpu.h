@@ -9,6 +9,10 @@
  *   finalize(a, i, at, st)     finalize outputs of st into flat index `at` of each output
  *   map(a, i, lo, hi, st)      map outputs of positions [lo, hi) of row i with the row's state
  *   scan(a, i, lo, hi, st)     st = st (+) each position in turn; finalize outputs per position
+ *   rowmap(a, i, st, scratch)  optional: reduce(a, i, 0, len, st), finalize(a, i, i, st) and
+ *                              map(a, i, 0, len, st) in one call, for rows of at most rowmap_len
+ *                              positions; scratch is room for len float32 (64-byte aligned)
+ *                              that no other thread uses during the call
  * A state is state_bytes of opaque memory (8-byte slots).  Layout of the
  * arrays (spec-format.md): element inputs [rows][len][w], column inputs
  * [len][w], row inputs [rows][w]; finalize outputs [rows][w] ([rows][len][w]
@@ -33,6 +37,8 @@ typedef struct {
 	void (*finalize)(const CpuArgs *a, int64_t i, int64_t at, const void *st);
 	void (*map)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, const void *st); /* NULL: none */
 	void (*scan)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, void *st);
+	void (*rowmap)(const CpuArgs *a, int64_t i, void *st, void *scratch); /* NULL: none */
+	int64_t rowmap_len;
 	size_t state_bytes;
 	int is_scan;
 } CpuKernel;

@@ -619,3 +619,117 @@ Test(cpu, streamed_map_outputs)
 	llvm_kernel_free(k);
 	carrier_free(c);
 }
+
+/* ---- rowmaps: the map reads back the g that pass 2 kept (build_rowmap) ---- */
+
+/* Run k on d twice, through its rowmap and through reduce, finalize and
+ * map: outputs equal bit for bit, as the kept g is the very value the
+ * map would compute. */
+static void rowmap_same(LlvmKernel *k, RunData *d[2], RtPool *p, const char *what)
+{
+	LlvmKernel plain = *k;
+	plain.k.rowmap = NULL;
+	run_kernel(k, d[0], p, 0);
+	run_kernel(&plain, d[1], p, 0);
+	Carrier *c = d[0]->c;
+	for (int o = 0; o < c->nfinal + c->nmap; o++) {
+		Buffer *x = o < c->nfinal ? &d[0]->fin[o] : &d[0]->map[o - c->nfinal];
+		Buffer *y = o < c->nfinal ? &d[1]->fin[o] : &d[1]->map[o - c->nfinal];
+		const float *a = x->p, *b = y->p;
+		size_t n = x->n * x->width, bad = 0;
+		while (bad < n && !memcmp(&a[bad], &b[bad], sizeof *a))
+			bad++;
+		cr_expect_eq(bad, n, "%s: output %d differs at %zu: %g, not %g", what, o, bad, bad < n ? a[bad] : 0.0,
+			     bad < n ? b[bad] : 0.0);
+	}
+}
+
+/* The grid's lengths and the rowmap's limit, 1 to 3 threads: against the
+ * float64 reference, and the same without the rowmap; then rows of -inf,
+ * -inf among finite values, a NaN and a +inf, the same bit for bit. */
+static void rowmap_ok(Carrier *c, const LlvmOpts *o)
+{
+	LlvmKernel *k = compiled(c, o);
+	cr_assert(k->k.rowmap, "%s: a rowmap", c->name);
+	int N = (int)k->k.rowmap_len;
+	const int lens[] = {0, 1, 31, 32, 33, 1000, 4099, N - 1, N};
+	RtPool *p[3];
+	char msg[200];
+	for (int t = 0; t < 3; t++)
+		cr_assert_eq(rt_pool_open(&p[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+		for (int special = 0; special < 2; special++) {
+			int len = lens[l], rows = len > 5000 ? 5 : 7;
+			RunData *d[2] = {drawn(c, rows, len, 50 + l), drawn(c, rows, len, 50 + l)};
+			for (int v = 0; v < 2 && special && len; v++) {
+				float *x = d[v]->elem[0].p;
+				for (int j = 0; j < len; j++)
+					x[len + j] = -INFINITY;
+				for (int j = 0; j < len; j += 3)
+					x[2 * len + j] = -INFINITY;
+				x[3 * len + len / 2] = NAN;
+				x[4 * len + len / 3] = INFINITY;
+			}
+			char w[200];
+			snprintf(w, sizeof w, "%s lanes %d len %d threads %zu%s", c->name, k->lanes, len, l % 3 + 1,
+				 special ? " special values" : "");
+			rowmap_same(k, d, p[l % 3], w);
+			if (!special)
+				expect_ok(d[0], w);
+			rundata_free(d[0]);
+			rundata_free(d[1]);
+		}
+	for (int t = 0; t < 3; t++)
+		rt_pool_close(p[t]);
+	llvm_kernel_free(k);
+}
+
+Test(cpu, softmax_keeps_its_exps_for_the_map, .timeout = 120)
+{
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	rowmap_ok(c, NULL);
+	rowmap_ok(c, &(LlvmOpts){.lanes = 8});
+	carrier_free(c);
+}
+
+/* Masks (positions masked out still map: their g is the map's own, past
+ * the row's max too; a fully masked row's m is -inf: the map computes),
+ * exp2, and g inside a longer map expression. */
+Test(cpu, rowmaps_of_other_maps, .timeout = 120)
+{
+	static const char *text[] = {
+		"carrier: masked_softmax\nelement: {x: f32}\nmask: j < i * 700\n" SOFTMAX_STATE
+		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+		"finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n",
+		"carrier: softmax2\nelement: {x: f32}\n" SOFTMAX_STATE
+		"merge:\n  m: max(b.m, a.m)\n  l: exp2(b.m - m) * b.l + a.l * exp2(a.m - m)\n"
+		"finalize: {lse2: m + log2(l)}\nmap: {y: 1 - exp2(x - m) / l, z: x * 2}\nlaws: [commutative]\n",
+	};
+	for (int s = 0; s < 2; s++) {
+		char err[300];
+		Carrier *c = load_text(text[s], err, sizeof err);
+		cr_assert(c, "%s", err);
+		rowmap_ok(c, NULL);
+		carrier_free(c);
+	}
+}
+
+/* No rowmap where the map's g is not the one pass 2 computes. */
+Test(cpu, no_rowmap_for_other_exps)
+{
+	static const char *maps[] = {"{y: exp(x - m - 1) / l}", "{y: exp(m - x)}", "{y: x / l}"};
+	for (int s = 0; s < 3; s++) {
+		char text[600], err[300];
+		snprintf(text, sizeof text,
+			 "carrier: other\nelement: {x: f32}\n" SOFTMAX_STATE
+			 "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			 "finalize: {lse: m + log(l)}\nmap: %s\nlaws: [commutative]\n",
+			 maps[s]);
+		Carrier *c = load_text(text, err, sizeof err);
+		cr_assert(c, "%s", err);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_expect(!k->k.rowmap, "%s: no rowmap", maps[s]);
+		llvm_kernel_free(k);
+		carrier_free(c);
+	}
+}
