@@ -34,6 +34,7 @@ typedef struct {
 	int nt;             /* map stores: non-temporal, 64-byte aligned (map_stream) */
 	LLVMValueRef scratch; /* build_rowmap: pass 2 stores k->rowmap_g of position j at scratch[j] */
 	int fused;          /* and the map loads it from there */
+	LLVMValueRef ahead; /* pass 2 prefetches the element inputs this many positions ahead (NULL: not) */
 } B;
 
 /* ---- small helpers ---- */
@@ -741,6 +742,26 @@ static LLVMValueRef kept_g(B *b, LLVMValueRef j, LLVMValueRef Ms, LLVMValueRef c
 	return LLVMBuildSelect(L->b, cond, e, k->mr_g == EXPR_EXP ? math_exp_nonpos(L, d) : math_exp2(L, d), "");
 }
 
+/* Prefetch (into L2) the element inputs b->ahead positions past j. */
+static void prefetch_ahead(B *b, LLVMValueRef j)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), j, ""), b->ahead, "");
+	LLVMTypeRef i32 = b->i32, pt = b->i8p;
+	unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, &pt, 1);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, &pt, 1);
+	for (int k = 0; k < c->nelem; k++) {
+		int w = decl_width(&c->elem[k]);
+		LLVMValueRef e = w > 1 ? LLVMBuildMul(L->b, at, ci64(b, w), "") : at;
+		LLVMValueRef p = LLVMBuildBitCast(L->b, ptr_at(b, b->inp[k], storage_ty(b, c->elem[k].storage), e), pt, "");
+		/* read, locality 2 (prefetcht1: L2), data */
+		LLVMValueRef a[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 2, 0), LLVMConstInt(i32, 1, 0)};
+		LLVMBuildCall2(L->b, ft, f, a, 4, "");
+	}
+}
+
 /* Pass 1 (Ms NULL): acc[u] = max(acc[u], lifted m) over U vectors at j.
  * Pass 2: acc[f * PASS2_UNROLL + u] += lifted f * g(lifted m - Ms) for each f != m. */
 static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValueRef Ms, LV *lifted, LV *tmp)
@@ -759,6 +780,8 @@ static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValu
 			LLVMBuildStore(L->b, gt_max(b, m, a), acc[u]);
 			continue;
 		}
+		if (b->ahead)
+			prefetch_ahead(b, ju);
 		LLVMValueRef e;
 		if (b->scratch) {
 			e = kept_g(b, ju, Ms, cond, tmp);
@@ -827,7 +850,16 @@ static void reduce_two_pass(B *b, LLVMValueRef lo, LLVMValueRef hi, LV *one, LV 
 			acc2[f * PASS2_UNROLL + u] = alloca_(b, vt);
 			LLVMBuildStore(L->b, lower_const(L, TY_F32, 0), acc2[f * PASS2_UNROLL + u]);
 		}
+	/* pass 2 is bound by g, not memory: meanwhile the positions that
+	 * follow [lo, hi) (the next row, or chunk) come into L2, for the pass 1
+	 * that comes next on this thread (runtime/cpu.c runs a task's rows in
+	 * order); not past the last row */
+	LLVMValueRef n = LLVMBuildSub(L->b, hi, lo, "");
+	LLVMValueRef end = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), LLVMBuildAdd(L->b, hi, n, ""), "");
+	LLVMValueRef in = LLVMBuildICmp(L->b, LLVMIntSLE, end, LLVMBuildMul(L->b, b->rows, b->len, ""), "");
+	b->ahead = LLVMBuildSelect(L->b, in, n, ci64(b, 0), "");
 	two_pass_loop(b, lo, hi, PASS2_UNROLL, acc2, Ms, lifted, tmp);
+	b->ahead = NULL;
 	lower_scope(L, W);
 	res[mi] = lv_new(L, 1);
 	res[mi].c[0] = M;

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { CHUNK = 1 << 16, ROWS_TASK_ELEMS = 1 << 14 };
+enum { CHUNK = 1 << 16, ROWS_TASK_ELEMS = 1 << 18 };
 
 struct RtPool {
 	int threads;
