@@ -992,16 +992,12 @@ static void map_unrolled(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVM
 	LLVMBuildStore(b->L.b, loop_final(b, &l), tailp);
 }
 
-/* Outputs far larger than the last-level cache (MAP_STREAM_BYTES in all)
- * go out with non-temporal stores: no read for ownership, a third less
- * memory traffic for softmax (read x, write y, instead of read x, read y,
- * write y), and the cache keeps the input.  They need 64-byte aligned
- * vectors, so a masked vector runs up to the first aligned position;
- * only for one 4-byte output in 16 lanes (Kern.map_stream).  The fence
- * makes the write-combined stores visible before the pool's barrier. */
-#define MAP_STREAM_BYTES (64LL << 20)
-
-static void map_stream(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
+/* One 4-byte output in 16 lanes (Kern.map_stream): a masked vector runs
+ * up to the output's first 64-byte aligned position, so that the vectors
+ * after it store whole cache lines: non-temporal stores need that, and
+ * a plain store that straddles two lines (any 64-byte vector of an array
+ * from calloc, 16 bytes past a line) costs two. */
+static void map_align(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
 {
 	Lower *L = &b->L;
 	int W = b->k->map_lanes;
@@ -1015,10 +1011,22 @@ static void map_stream(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMVa
 	map_at(b, st, tail, rowbase);
 	b->lmask = NULL;
 	LLVMBuildStore(L->b, start, tailp);
+}
+
+/* Outputs far larger than the last-level cache (MAP_STREAM_BYTES in all)
+ * go out with non-temporal stores: no read for ownership, a third less
+ * memory traffic for softmax (read x, write y, instead of read x, read y,
+ * write y), and the cache keeps the input.  The fence makes the
+ * write-combined stores visible before the pool's barrier. */
+#define MAP_STREAM_BYTES (64LL << 20)
+
+static void map_stream(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
+{
+	map_align(b, st, tailp, hi, rowbase);
 	b->nt = 1;
 	map_unrolled(b, st, tailp, hi, rowbase);
 	b->nt = 0;
-	LLVMBuildFence(L->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+	LLVMBuildFence(b->L.b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
 }
 
 /* The map loops over [lo, hi): MAP_UNROLL vectors per iteration (streamed
@@ -1042,6 +1050,7 @@ static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int hoist)
 		map_stream(b, st, tailp, hi, rowbase);
 		LLVMBuildBr(b->L.b, done);
 		LLVMPositionBuilderAtEnd(b->L.b, cb);
+		map_align(b, st, tailp, hi, rowbase);
 		map_unrolled(b, st, tailp, hi, rowbase);
 		LLVMBuildBr(b->L.b, done);
 		LLVMPositionBuilderAtEnd(b->L.b, done);
