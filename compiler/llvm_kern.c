@@ -636,6 +636,47 @@ static void fold_tree(B *b, LV **s, int T, LV *tmp)
 		}
 }
 
+/* The first position from lo (at most hi) where the first element input
+ * of row b->i sits at a boundary of one vector (64 bytes at most):
+ * vectors from there load whole cache lines (arrays from calloc start 16
+ * bytes past one, and a load that straddles two lines costs two).  It is
+ * less than a vector past lo, so one masked vector covers the gap; lo
+ * when there is no element input. */
+static LLVMValueRef aligned_from(B *b, LLVMValueRef lo, LLVMValueRef hi)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	if (!c->nelem)
+		return lo;
+	LLVMTypeRef et = storage_ty(b, c->elem[0].storage);
+	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), lo, "");
+	if (decl_width(&c->elem[0]) > 1)
+		at = LLVMBuildMul(L->b, at, ci64(b, decl_width(&c->elem[0])), "");
+	LLVMValueRef p = LLVMBuildPtrToInt(L->b, ptr_at(b, b->inp[0], et, at), b->i64, "");
+	long long size = (long long)kind_size((TyKind)c->elem[0].storage) * decl_width(&c->elem[0]);
+	long long align = 64;
+	while (align > 1 && align > size * b->L.W)
+		align /= 2;
+	LLVMValueRef mis = LLVMBuildAnd(L->b, LLVMBuildNeg(L->b, p, ""), ci64(b, align - 1), "");
+	LLVMValueRef start = LLVMBuildAdd(L->b, lo, LLVMBuildUDiv(L->b, mis, ci64(b, size), ""), "");
+	return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, start, hi, ""), start, hi, "");
+}
+
+/* acc = acc (+) the vector at j, its lanes from hi on masked out. */
+static void masked_into(B *b, LV *acc, LLVMValueRef j, LLVMValueRef hi, LV *lifted, LV *tmp)
+{
+	int W = b->k->lanes;
+	lower_scope(&b->L, W);
+	b->lmask = lanes_below(b, j, hi);
+	lift_at(b, j, lifted, tmp);
+	b->lmask = NULL;
+	lower_scope(&b->L, W);
+	bind_params(b);
+	slots_load(b, acc, b->st);
+	merge(b, b->st, lifted, tmp);
+	slots_store(b, acc, tmp);
+}
+
 /* The vector loop: each accumulator takes a tile of T vectors per
  * iteration.  A max-rescale tile folds together with its accumulator in
  * one n-ary merge; any other tile folds by a tree, then one spec merge
@@ -680,16 +721,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	loop_end(b, &v);
 	/* the last, partial vector: masked loads, the identity past hi (one
 	 * merge, not up to W - 1 scalar ones: short rows are mostly tail) */
-	LLVMValueRef last = loop_final(b, &v);
-	lower_scope(&b->L, W);
-	b->lmask = lanes_below(b, last, hi);
-	lift_at(b, last, lifted, tmp);
-	b->lmask = NULL;
-	lower_scope(&b->L, W);
-	bind_params(b);
-	slots_load(b, acc[0], b->st);
-	merge(b, b->st, lifted, tmp);
-	slots_store(b, acc[0], tmp);
+	masked_into(b, acc[0], loop_final(b, &v), hi, lifted, tmp);
 	free(lifted);
 	return hi;
 }
@@ -799,13 +831,19 @@ static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValu
 	}
 }
 
-/* One pass over [lo, hi): U vectors per iteration, then one, then a masked one. */
+/* One pass over [lo, hi): a masked vector up to the input's alignment
+ * (aligned_from), U vectors per iteration, then one, then a masked one. */
 static void two_pass_loop(B *b, LLVMValueRef lo, LLVMValueRef hi, int U, LLVMValueRef *acc, LLVMValueRef Ms,
 			  LV *lifted, LV *tmp)
 {
 	int W = b->k->lanes;
 	lower_scope(&b->L, W);
-	Loop l = loop_begin(b, lo, hi, (long long)U * W);
+	LLVMValueRef start = aligned_from(b, lo, hi);
+	b->lmask = lanes_below(b, lo, start);
+	two_pass_at(b, lo, 1, acc, Ms, lifted, tmp);
+	b->lmask = NULL;
+	lower_scope(&b->L, W);
+	Loop l = loop_begin(b, start, hi, (long long)U * W);
 	two_pass_at(b, l.iv, U, acc, Ms, lifted, tmp);
 	loop_end(b, &l);
 	Loop v = loop_begin(b, loop_final(b, &l), hi, W);
