@@ -643,7 +643,10 @@ static void fold_tree(B *b, LV **s, int T, LV *tmp)
  * vectors from there load whole cache lines (arrays from calloc start 16
  * bytes past one, and a load that straddles two lines costs two).  It is
  * less than a vector past lo, so one masked vector covers the gap; lo
- * when there is no element input. */
+ * when there is no element input, or fewer than ALIGN_MIN positions: on
+ * short rows the masked vector costs more than the split loads. */
+enum { ALIGN_MIN = 1024 };
+
 static LLVMValueRef aligned_from(B *b, LLVMValueRef lo, LLVMValueRef hi)
 {
 	Carrier *c = b->k->c;
@@ -661,7 +664,9 @@ static LLVMValueRef aligned_from(B *b, LLVMValueRef lo, LLVMValueRef hi)
 		align /= 2;
 	LLVMValueRef mis = LLVMBuildAnd(L->b, LLVMBuildNeg(L->b, p, ""), ci64(b, align - 1), "");
 	LLVMValueRef start = LLVMBuildAdd(L->b, lo, LLVMBuildUDiv(L->b, mis, ci64(b, size), ""), "");
-	return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, start, hi, ""), start, hi, "");
+	start = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, start, hi, ""), start, hi, "");
+	LLVMValueRef longer = LLVMBuildICmp(L->b, LLVMIntSGE, LLVMBuildSub(L->b, hi, lo, ""), ci64(b, ALIGN_MIN), "");
+	return LLVMBuildSelect(L->b, longer, start, lo, "");
 }
 
 /* acc = acc (+) the vector at j, its lanes from hi on masked out. */
@@ -863,9 +868,15 @@ static void two_pass_loop(B *b, LLVMValueRef lo, LLVMValueRef hi, int U, LLVMVal
 	int W = b->k->lanes;
 	lower_scope(&b->L, W);
 	LLVMValueRef start = aligned_from(b, lo, hi);
+	LLVMBasicBlockRef peel = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "peel");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "aligned");
+	LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntNE, start, lo, ""), peel, body);
+	LLVMPositionBuilderAtEnd(b->L.b, peel);
 	b->lmask = lanes_below(b, lo, start);
 	two_pass_at(b, lo, 1, acc, Ms, lifted, tmp);
 	b->lmask = NULL;
+	LLVMBuildBr(b->L.b, body);
+	LLVMPositionBuilderAtEnd(b->L.b, body);
 	lower_scope(&b->L, W);
 	Loop l = loop_begin(b, start, hi, (long long)U * W);
 	two_pass_at(b, l.iv, U, acc, Ms, lifted, tmp);
