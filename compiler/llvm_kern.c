@@ -1093,7 +1093,8 @@ static void map_align(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMVal
  * go out with non-temporal stores: no read for ownership, a third less
  * memory traffic for softmax (read x, write y, instead of read x, read y,
  * write y), and the cache keeps the input.  The fence makes the
- * write-combined stores visible before the pool's barrier. */
+ * write-combined stores visible before the pool's barrier (or the next
+ * store of the caller). */
 #define MAP_STREAM_BYTES (64LL << 20)
 
 static void map_stream(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
@@ -1102,7 +1103,14 @@ static void map_stream(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMVa
 	b->nt = 1;
 	map_unrolled(b, st, tailp, hi, rowbase);
 	b->nt = 0;
-	LLVMBuildFence(b->L.b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+	/* on x86, sfence is the fence for write-combined stores (all stores
+	 * before it visible before any after it), and it does not wait for
+	 * loads as mfence does (softmax, 2048 x 32768, one thread, medians of
+	 * 5 alternated runs: 10.5 -> 11.1 GB/s) */
+	if (!strncmp(LLVMGetTarget(b->L.mod), "x86_64", 6))
+		lower_intrinsic0(&b->L, "llvm.x86.sse.sfence", NULL, 0);
+	else
+		LLVMBuildFence(b->L.b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
 }
 
 /* The map loops over [lo, hi): MAP_UNROLL vectors per iteration (streamed
