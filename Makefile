@@ -12,7 +12,8 @@ LLVM_CONFIG ?= llvm-config
 ifeq ($(NO_LLVM),1)
 CFLAGS  += -DASSOC_NO_LLVM
 LDLIBS  += -lpthread
-LLVM_SRC := compiler/llvm.c compiler/llvm_expr.c compiler/llvm_kern.c compiler/llvm_math.c compiler/llvm_tile.c
+LLVM_SRC := compiler/llvm.c compiler/llvm_expr.c compiler/llvm_kern.c compiler/llvm_map.c compiler/llvm_math.c \
+	compiler/llvm_reduce.c compiler/llvm_tile.c
 else
 CFLAGS  += $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
 LDLIBS  += $(shell $(LLVM_CONFIG) --ldflags --libs 2>/dev/null) -lpthread

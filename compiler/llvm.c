@@ -1,5 +1,5 @@
 /* llvm.c: the CPU backend's driver: one LLVM context per compilation, the
- * kernel module built (llvm_kern.c), verified, optimized for the host CPU
+ * kernel module built (llvm_kern.h), verified, optimized for the host CPU
  * with the O3 pipeline, and JIT-compiled by ORC's LLJIT; or printed as IR
  * or host assembly for `assoc emit`.  Every LLVM message is disposed. */
 #include <pthread.h>

@@ -416,7 +416,7 @@ int lower_varies(Lower *L, const Expr *e)
 }
 
 /* In the map loop, with y the same at every position of the row and
- * build_map's check on it passed (L->hoist):
+ * kern_build_map's check (llvm_map.c) on it passed (L->hoist):
  *  - x / y is x * (1 / y), the division hoisted out of the loop by LLVM:
  *    at most one ulp more error (0.5 for 1 / y, 0.5 for the product), far
  *    inside the shared tolerance of 32 ulps of the row's scale; checked:

@@ -38,7 +38,8 @@ typedef struct {
 	unsigned char *varies; /* by expr id: 0 unknown, 1 invariant over a row's positions, 2 varies */
 } Lower;
 
-/* llvm_kern.c: the kernel's functions (runtime/cpu.h's ABI) in a module. */
+/* llvm_kern.c, llvm_reduce.c, llvm_map.c: the kernel's functions
+ * (runtime/cpu.h's ABI) in a module. */
 typedef struct {
 	Carrier *c;
 	int lanes, accs; /* reduce loop: positions per vector, accumulators */
@@ -46,11 +47,11 @@ typedef struct {
 	int mr_field;    /* max-rescale carriers: the max field (llvm_tile.c), else -1 */
 	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
 	int two_pass;    /* max-rescale carriers with vectors: input bytes per position, rows up to
-			  * TWO_PASS_BYTES reduce in two passes (reduce_two_pass in llvm_kern.c); else 0 */
-	Expr *rowmap_g;  /* the map's g(lift.m - m), which pass 2 of reduce_two_pass keeps for it
-			  * (build_rowmap in llvm_kern.c); NULL: no rowmap */
+			  * TWO_PASS_BYTES reduce in two passes (kern_reduce_two_pass in llvm_reduce.c); else 0 */
+	Expr *rowmap_g;  /* the map's g(lift.m - m), which pass 2 of kern_reduce_two_pass keeps for it
+			  * (kern_build_rowmap in llvm_map.c); NULL: no rowmap */
 	int map_lanes;   /* map loop */
-	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_kern.c) */
+	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_map.c) */
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 } Kern;

@@ -1,5 +1,5 @@
 /* llvm_tile.c: which fold a tile of lifted positions takes in the CPU
- * backend's reduce loop (llvm_kern.c), decided from the merge's IR alone.
+ * backend's reduce loop (llvm_reduce.c), decided from the merge's IR alone.
  *
  * A max-rescale carrier merges a float32 field m by max and every other
  * field f by rescaling both sides to the new maximum:

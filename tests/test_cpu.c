@@ -328,7 +328,7 @@ Test(cpu, npy_through_the_command_line)
 	npy_free(&lse);
 }
 
-/* ---- tiles of the reduce loop (compiler/llvm_tile.c, llvm_kern.c) ---- */
+/* ---- tiles of the reduce loop (compiler/llvm_tile.c, llvm_reduce.c) ---- */
 
 #define SOFTMAX_STATE "state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\n"
 
@@ -410,7 +410,7 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
 	}
 }
 
-/* ---- two passes over rows that fit in L2 (TWO_PASS_BYTES, llvm_kern.c) ---- */
+/* ---- two passes over rows that fit in L2 (TWO_PASS_BYTES, llvm_reduce.c) ---- */
 
 /* Rows of float32 just below, at and above the switch, whole (one thread)
  * and split into chunks (two threads: each chunk below the switch), with a
@@ -620,7 +620,7 @@ Test(cpu, streamed_map_outputs)
 	carrier_free(c);
 }
 
-/* ---- rowmaps: the map reads back the g that pass 2 kept (build_rowmap) ---- */
+/* ---- rowmaps: the map reads back the g that pass 2 kept (kern_build_rowmap) ---- */
 
 /* Run k on d twice, through its rowmap and through reduce, finalize and
  * map: outputs equal bit for bit, as the kept g is the very value the

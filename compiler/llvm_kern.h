@@ -1,0 +1,84 @@
+/* llvm_kern.h: shared by the files that build a CPU kernel's functions
+ * as LLVM IR: llvm_kern.c (inputs and outputs, loops, states, identity,
+ * merge, finalize, scan), llvm_reduce.c (reduce), llvm_map.c (map and
+ * rowmap). */
+#ifndef ASSOC_LLVM_KERN_H
+#define ASSOC_LLVM_KERN_H
+
+#include "llvm_int.h"
+
+typedef struct {
+	Lower L;
+	Kern *k;
+	LLVMTypeRef i8, i8p, i16, i32, i64, f64, argsty;
+	LLVMValueRef args, in, out, params, rows, len, i;
+	LLVMValueRef inp[256], outp[256], pv[256]; /* loaded once per function */
+	LV *st;       /* scratch: one LV per state field */
+	LLVMValueRef lmask; /* a partial last vector: its lanes below the end (masked loads and stores) */
+	int nt;             /* map stores: non-temporal, 64-byte aligned (map_stream) */
+	LLVMValueRef scratch; /* kern_build_rowmap: pass 2 stores k->rowmap_g of position j at scratch[j] */
+	int fused;          /* and the map loads it from there */
+	LLVMValueRef ahead; /* pass 2 prefetches the element inputs this many positions ahead (NULL: not) */
+	LLVMValueRef map_ahead; /* and so does kern_build_rowmap's map */
+} B;
+
+typedef struct {
+	LLVMBasicBlockRef head, body, exit;
+	LLVMValueRef ivp, iv;
+	long long step;
+} Loop;
+
+static inline LLVMValueRef ci64(B *b, long long v) { return LLVMConstInt(b->i64, (unsigned long long)v, 1); }
+
+static inline LLVMValueRef alloca_(B *b, LLVMTypeRef t)
+{
+	return LLVMBuildAlloca(b->L.ab, t, "");
+}
+
+static inline LLVMTypeRef storage_ty(B *b, TyKind k)
+{
+	switch (k) {
+	case TY_BOOL: return b->i8;
+	case TY_F16: case TY_BF16: return b->i16;
+	default: return lower_kty(&b->L, k);
+	}
+}
+
+static inline LV lv1(B *b, LLVMValueRef v)
+{
+	LV r = lv_new(&b->L, 1);
+	r.c[0] = v;
+	return r;
+}
+
+LLVMValueRef kern_ptr_at(B *b, LLVMValueRef base, LLVMTypeRef et, LLVMValueRef idx);
+LLVMValueRef kern_lanes_below(B *b, LLVMValueRef j, LLVMValueRef hi);
+LLVMValueRef kern_load_lanes(B *b, LLVMValueRef base, TyKind s, LLVMValueRef idx);
+void kern_store_lanes(B *b, LLVMValueRef base, TyKind k, LLVMValueRef idx, LLVMValueRef v);
+LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n);
+void kern_end_fn(B *b);
+Loop kern_loop_begin(B *b, LLVMValueRef lo, LLVMValueRef hi, long long step);
+void kern_loop_end(B *b, Loop *l);
+LLVMValueRef kern_loop_final(B *b, Loop *l);
+void kern_bind_params(B *b);
+void kern_bind_inputs(B *b, LLVMValueRef j);
+LV *kern_state_slots(B *b);
+void kern_slots_load(B *b, LV *slots, LV *v);
+void kern_slots_store(B *b, LV *slots, LV *v);
+void kern_mem_load(B *b, LLVMValueRef st, LV *v);
+void kern_mem_store(B *b, LLVMValueRef st, LV *v);
+void kern_state_exprs(B *b, Expr **ex, LV *out);
+void kern_identity(B *b, LV *out);
+void kern_merge(B *b, LV *x, LV *y, LV *out);
+void kern_step(B *b, LV *s, LV *tmp);
+LLVMTypeRef *kern_sig(B *b, int n, LLVMTypeRef *t);
+void kern_store_outputs(B *b, Def *defs, int n, int first, LLVMValueRef at);
+void kern_bind_self(B *b, LV *s);
+void kern_finalize_body(B *b, LLVMValueRef st, LLVMValueRef at);
+void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead);
+void kern_reduce_two_pass(B *b, LLVMValueRef lo, LLVMValueRef hi, LV *one, LV *tmp);
+void kern_build_reduce(B *b);
+void kern_build_map(B *b);
+void kern_build_rowmap(B *b);
+
+#endif

@@ -1,0 +1,272 @@
+/* llvm_map.c: a CPU kernel's map and rowmap functions (llvm_kern.h):
+ * the map's outputs at each position of a row from the row's state, in
+ * vectors, hoisting what the row fixes; and the rowmap, one call for a
+ * row's reduce, finalize and map that keeps pass 2's exps for the map. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llvm_kern.h"
+
+/* The map outputs of positions iv .. iv+W-1, with the row's state st
+ * (scalars) splat to the lanes. */
+static void map_at(B *b, LV *st, LLVMValueRef iv, LLVMValueRef rowbase)
+{
+	Carrier *c = b->k->c;
+	lower_scope(&b->L, b->L.W);
+	kern_bind_inputs(b, iv);
+	for (int fl = 0; fl < c->nstate; fl++) {
+		b->st[fl] = lv_new(&b->L, st[fl].n);
+		for (int t = 0; t < st[fl].n; t++)
+			b->st[fl].c[t] = lower_splat(&b->L, st[fl].c[t]);
+	}
+	kern_bind_self(b, b->st);
+	if (b->fused)
+		lower_preset(&b->L, b->k->rowmap_g, lv1(b, kern_load_lanes(b, b->scratch, TY_F32, iv)));
+	if (b->map_ahead)
+		kern_prefetch_at(b, iv, b->map_ahead);
+	kern_store_outputs(b, c->map, c->nmap, c->nfinal, LLVMBuildAdd(b->L.b, rowbase, iv, ""));
+}
+
+/* Unrolled, the exps of consecutive vectors of the map interleave
+ * (LLVM leaves this loop rolled). */
+enum { MAP_UNROLL = 4 };
+
+/* The unrolled map loop from *tail to hi; *tail is where it stopped. */
+static void map_unrolled(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
+{
+	int W = b->k->map_lanes;
+	lower_scope(&b->L, W);
+	Loop l = kern_loop_begin(b, LLVMBuildLoad2(b->L.b, b->i64, tailp, ""), hi, (long long)MAP_UNROLL * W);
+	for (int u = 0; u < MAP_UNROLL; u++)
+		map_at(b, st, u ? LLVMBuildAdd(b->L.b, l.iv, ci64(b, (long long)u * W), "") : l.iv, rowbase);
+	kern_loop_end(b, &l);
+	LLVMBuildStore(b->L.b, kern_loop_final(b, &l), tailp);
+}
+
+/* One 4-byte output in 16 lanes (Kern.map_stream): a masked vector runs
+ * up to the output's first 64-byte aligned position, so that the vectors
+ * after it store whole cache lines: non-temporal stores need that, and
+ * a plain store that straddles two lines (any 64-byte vector of an array
+ * from calloc, 16 bytes past a line) costs two. */
+static void map_align(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
+{
+	Lower *L = &b->L;
+	int W = b->k->map_lanes;
+	LLVMValueRef tail = LLVMBuildLoad2(L->b, b->i64, tailp, "");
+	LLVMValueRef out = kern_ptr_at(b, b->outp[b->k->c->nfinal], b->i32, LLVMBuildAdd(L->b, rowbase, tail, ""));
+	LLVMValueRef mis = LLVMBuildAnd(L->b, LLVMBuildNeg(L->b, LLVMBuildPtrToInt(L->b, out, b->i64, ""), ""), ci64(b, 63), "");
+	LLVMValueRef start = LLVMBuildAdd(L->b, tail, LLVMBuildLShr(L->b, mis, ci64(b, 2), ""), "");
+	start = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, start, hi, ""), start, hi, "");
+	lower_scope(L, W);
+	b->lmask = kern_lanes_below(b, tail, start);
+	map_at(b, st, tail, rowbase);
+	b->lmask = NULL;
+	LLVMBuildStore(L->b, start, tailp);
+}
+
+/* Outputs far larger than the last-level cache (MAP_STREAM_BYTES in all)
+ * go out with non-temporal stores: no read for ownership, a third less
+ * memory traffic for softmax (read x, write y, instead of read x, read y,
+ * write y), and the cache keeps the input.  The fence makes the
+ * write-combined stores visible before the pool's barrier (or the next
+ * store of the caller). */
+#define MAP_STREAM_BYTES (64LL << 20)
+
+static void map_stream(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
+{
+	map_align(b, st, tailp, hi, rowbase);
+	b->nt = 1;
+	map_unrolled(b, st, tailp, hi, rowbase);
+	b->nt = 0;
+	/* on x86, sfence is the fence for write-combined stores (all stores
+	 * before it visible before any after it), and it does not wait for
+	 * loads as mfence does (softmax, 2048 x 32768, one thread, medians of
+	 * 5 alternated runs: 10.5 -> 11.1 GB/s) */
+	if (!strncmp(LLVMGetTarget(b->L.mod), "x86_64", 6))
+		lower_intrinsic0(&b->L, "llvm.x86.sse.sfence", NULL, 0);
+	else
+		LLVMBuildFence(b->L.b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+}
+
+/* The map loops over [lo, hi): MAP_UNROLL vectors per iteration (streamed
+ * for large outputs), then one vector, then one masked vector for the
+ * rest; without lanes, one by one.  st holds the row's state as scalars. */
+static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int hoist)
+{
+	int W = b->k->map_lanes;
+	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
+	LLVMValueRef tailp = alloca_(b, b->i64);
+	LLVMBuildStore(b->L.b, lo, tailp);
+	b->L.hoist = hoist;
+	if (W > 1 && b->k->map_stream) {
+		LLVMValueRef n = LLVMBuildMul(b->L.b, b->rows, b->len, "");
+		LLVMValueRef big = LLVMBuildICmp(b->L.b, LLVMIntSGE, n, ci64(b, MAP_STREAM_BYTES / 4), "");
+		LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "stream");
+		LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "cached");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "rest");
+		LLVMBuildCondBr(b->L.b, big, sb, cb);
+		LLVMPositionBuilderAtEnd(b->L.b, sb);
+		map_stream(b, st, tailp, hi, rowbase);
+		LLVMBuildBr(b->L.b, done);
+		LLVMPositionBuilderAtEnd(b->L.b, cb);
+		map_align(b, st, tailp, hi, rowbase);
+		map_unrolled(b, st, tailp, hi, rowbase);
+		LLVMBuildBr(b->L.b, done);
+		LLVMPositionBuilderAtEnd(b->L.b, done);
+	} else if (W > 1) {
+		map_unrolled(b, st, tailp, hi, rowbase);
+	}
+	LLVMValueRef tail = LLVMBuildLoad2(b->L.b, b->i64, tailp, "");
+	for (int pass = W > 1 ? 1 : 2; pass < 3; pass++) {
+		int last = pass == 2 && W > 1;
+		lower_scope(&b->L, W);
+		Loop l = kern_loop_begin(b, tail, last ? LLVMBuildAdd(b->L.b, tail, ci64(b, W), "") : hi, W);
+		lower_scope(&b->L, W);
+		if (last)
+			b->lmask = kern_lanes_below(b, l.iv, hi);
+		map_at(b, st, l.iv, rowbase);
+		b->lmask = NULL;
+		kern_loop_end(b, &l);
+		tail = kern_loop_final(b, &l);
+	}
+	b->L.hoist = 0;
+}
+
+/* The map's position-invariant f32 operands that is_hoisted (llvm_expr.c)
+ * relies on: divisors (div[k] = 1) and subtraction operands (0). */
+static int invariant_operands(B *b, Expr *e, Expr **out, int *div, int n, unsigned char *seen)
+{
+	if (seen[e->id] || n >= 62)
+		return n;
+	seen[e->id] = 1;
+	if ((e->op == EXPR_DIV || e->op == EXPR_SUB) && !e->ty.len && e->ty.kind == TY_F32)
+		for (int i = e->op == EXPR_DIV; i < 2; i++)
+			if (e->a[i]->ty.kind == TY_F32 && !e->a[i]->ty.len && !lower_varies(&b->L, e->a[i]))
+				div[n] = e->op == EXPR_DIV, out[n++] = e->a[i];
+	for (int i = 0; i < e->nargs; i++)
+		n = invariant_operands(b, e->a[i], out, div, n, seen);
+	return n;
+}
+
+static LLVMValueRef fcmp_c(B *b, LLVMRealPredicate p, LLVMValueRef x, double v)
+{
+	return LLVMBuildFCmp(b->L.b, p, x, lower_const(&b->L, TY_F32, v), "");
+}
+
+/* The checks of is_hoisted on the row's values, as one i1; NULL when the
+ * map has no such operand.  With 64 or more, none is hoisted. */
+static LLVMValueRef hoist_ok(B *b, LV *st)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	Expr *d[64];
+	int div[64], n = 0;
+	unsigned char *seen = calloc(ir_nnodes(c->ir) + 1, 1);
+	for (int k = 0; k < c->nmap; k++)
+		n = invariant_operands(b, c->map[k].e, d, div, n, seen);
+	free(seen);
+	if (!n || n >= 62)
+		return NULL;
+	lower_scope(L, 1);
+	kern_bind_inputs(b, NULL);
+	kern_bind_self(b, st);
+	LLVMValueRef ok = LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0);
+	for (int k = 0; k < n; k++) {
+		LLVMValueRef y = lower_expr(L, d[k]).c[0], bad;
+		if (div[k]) {
+			LLVMValueRef a = lower_intrinsic(L, "llvm.fabs", LLVMTypeOf(y), &y, 1);
+			LLVMValueRef tiny = LLVMBuildAnd(L->b, fcmp_c(b, LLVMRealOGT, a, 0), fcmp_c(b, LLVMRealOLT, a, 0x1p-126), "");
+			LLVMValueRef huge = LLVMBuildAnd(L->b, fcmp_c(b, LLVMRealOGT, a, 0x1p126), fcmp_c(b, LLVMRealOLT, a, INFINITY), "");
+			bad = LLVMBuildOr(L->b, tiny, huge, "");
+		} else {
+			bad = fcmp_c(b, LLVMRealOEQ, y, -INFINITY);
+		}
+		ok = LLVMBuildAnd(L->b, ok, LLVMBuildNot(L->b, bad, ""), "");
+	}
+	return ok;
+}
+
+/* The map of positions [lo, hi) of row b->i with the state at stp.  With
+ * b->scratch (kern_build_rowmap), the hoisted version reads k->rowmap_g from
+ * it, where pass 2 left it: the same value, as the row's m (pass 2's Ms)
+ * is not -inf there. */
+static void map_body(B *b, LLVMValueRef stp, LLVMValueRef lo, LLVMValueRef hi)
+{
+	Carrier *c = b->k->c;
+	LV *st = calloc(c->nstate, sizeof *st);
+	lower_scope(&b->L, 1);
+	kern_mem_load(b, stp, st); /* scalars, before the loops */
+	LLVMValueRef safe = hoist_ok(b, st);
+	if (b->scratch) {
+		LLVMValueRef m = st[b->k->mr_field].c[0];
+		LLVMValueRef kept = LLVMBuildFCmp(b->L.b, LLVMRealONE, m, LLVMConstReal(LLVMTypeOf(m), -INFINITY), "");
+		safe = safe ? LLVMBuildAnd(b->L.b, safe, kept, "") : kept;
+	}
+	if (!safe) {
+		map_loops(b, st, lo, hi, 0);
+	} else {
+		/* two versions of the loops: LLVM does not unswitch a select */
+		LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "hoisted");
+		LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "general");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "done");
+		LLVMBuildCondBr(b->L.b, safe, fast, slow);
+		LLVMPositionBuilderAtEnd(b->L.b, fast);
+		b->fused = b->scratch != NULL;
+		map_loops(b, st, lo, hi, 1);
+		b->fused = 0;
+		LLVMBuildBr(b->L.b, done);
+		LLVMPositionBuilderAtEnd(b->L.b, slow);
+		map_loops(b, st, lo, hi, 0);
+		LLVMBuildBr(b->L.b, done);
+		LLVMPositionBuilderAtEnd(b->L.b, done);
+	}
+	free(st);
+}
+
+void kern_build_map(B *b)
+{
+	LLVMTypeRef p[5];
+	kern_sig(b, 5, p);
+	p[4] = b->i8p;
+	LLVMValueRef f = kern_begin_fn(b, "assoc_map", p, 5);
+	b->i = LLVMGetParam(f, 1);
+	map_body(b, LLVMGetParam(f, 4), LLVMGetParam(f, 2), LLVMGetParam(f, 3));
+	kern_end_fn(b);
+}
+
+/* A whole row of at most TWO_PASS_BYTES (runtime/cpu.h's rowmap): the two
+ * passes of kern_reduce_two_pass, pass 2 keeping the map's g(lift.m - m) of
+ * each position in scratch, then finalize, then the map reading it back:
+ * one g per position instead of two.  Softmax's y = exp(x - m) / l
+ * becomes y = kept * (1 / l), and x stays in L2 from pass 1 to the map. */
+void kern_build_rowmap(B *b)
+{
+	int ns = b->k->c->nstate;
+	LLVMTypeRef p[4] = {b->i8p, b->i64, b->i8p, b->i8p};
+	LLVMValueRef f = kern_begin_fn(b, "assoc_rowmap", p, 4);
+	b->i = LLVMGetParam(f, 1);
+	LLVMValueRef st = LLVMGetParam(f, 2), lo = ci64(b, 0);
+	LV *tmp = calloc(4 * ns, sizeof *tmp);
+	lower_scope(&b->L, 1);
+	LV *one = kern_state_slots(b);
+	b->scratch = LLVMGetParam(f, 3);
+	kern_reduce_two_pass(b, lo, b->len, one, tmp);
+	lower_scope(&b->L, 1);
+	kern_slots_load(b, one, b->st);
+	kern_mem_store(b, st, b->st);
+	kern_finalize_body(b, st, b->i);
+	/* while the map's stores stream out, the row after next starts to
+	 * come in (pass 2 prefetches the next): reads no longer wait for
+	 * pass 2 alone, which is too short to fetch a whole row (softmax,
+	 * 2048 x 32768, one thread, medians of 7 runs alternated with the
+	 * old code: 10.5 -> 11.1 GB/s; the next row here instead, or two rows
+	 * ahead in pass 2, gained nothing) */
+	LLVMValueRef in = LLVMBuildICmp(b->L.b, LLVMIntSLT, LLVMBuildAdd(b->L.b, b->i, ci64(b, 2), ""), b->rows, "");
+	b->map_ahead = LLVMBuildSelect(b->L.b, in, LLVMBuildMul(b->L.b, b->len, ci64(b, 2), ""), ci64(b, 0), "");
+	map_body(b, st, lo, b->len);
+	b->map_ahead = NULL;
+	b->scratch = NULL;
+	free(one);
+	free(tmp);
+	kern_end_fn(b);
+}

@@ -1,0 +1,534 @@
+/* llvm_reduce.c: a CPU kernel's reduce function (llvm_kern.h).
+ *
+ * reduce, for a commutative carrier with scalar fields, runs K
+ * accumulators of W lanes over tiles of T vectors: position
+ * lo + c*K*T*W + k*T*W + t*W + l is lifted in lane l of vector t of
+ * accumulator k's tile; the tile folds on its own (llvm_tile.c's n-ary
+ * max-rescale merge, or a tree of the spec's merges), then merges into
+ * its accumulator.  Full vectors left over then go one by one into
+ * accumulator 0, the accumulators merge pairwise (k with k + s), the lanes
+ * halve (l with l + W/2) down to one state, and the last positions
+ * (fewer than W) follow one by one.  A max-rescale carrier's range of at
+ * most TWO_PASS_BYTES (llvm_int.h) instead takes two passes: the max of
+ * the lifted m, then the sum of f * g(m - max) (kern_reduce_two_pass).
+ * Any other carrier folds left to right in one scalar state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llvm_kern.h"
+#include "run.h"
+
+/* Lanes halve: lanes [0, w/2) merge with [w/2, w) until one is left. */
+static void halve(B *b, LV *s, LV *tmp)
+{
+	Carrier *c = b->k->c;
+	LV *lo = tmp, *hi = tmp + c->nstate, *m = tmp + 2 * c->nstate;
+	for (int w = b->L.W; w > 1; w /= 2) {
+		for (int f = 0; f < c->nstate; f++) {
+			lo[f] = lv_new(&b->L, s[f].n), hi[f] = lv_new(&b->L, s[f].n);
+			for (int t = 0; t < s[f].n; t++) {
+				LLVMValueRef v = lv_at(s[f], t);
+				if (w == 2) {
+					lo[f].c[t] = LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, 0, 0), "");
+					hi[f].c[t] = LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, 1, 0), "");
+					continue;
+				}
+				LLVMValueRef ml[32], mh[32];
+				for (int l = 0; l < w / 2; l++)
+					ml[l] = LLVMConstInt(b->i32, l, 0), mh[l] = LLVMConstInt(b->i32, l + w / 2, 0);
+				lo[f].c[t] = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(ml, w / 2), "");
+				hi[f].c[t] = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(mh, w / 2), "");
+			}
+		}
+		lower_scope(&b->L, w / 2);
+		kern_bind_params(b);
+		kern_merge(b, lo, hi, m);
+		memcpy(s, m, c->nstate * sizeof *s);
+	}
+}
+
+/* The lifted states of positions j .. j+W-1 in out (the identity where
+ * the mask is false: merging it changes nothing, by the identity law).
+ * Returns that condition (NULL: every lane is lifted), id the identity. */
+static LLVMValueRef lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
+{
+	Carrier *c = b->k->c;
+	lower_scope(&b->L, b->L.W);
+	kern_bind_inputs(b, j);
+	kern_state_exprs(b, c->lift, out);
+	if (!c->mask && !b->lmask)
+		return NULL;
+	LLVMValueRef cond = c->mask ? lv_at(lower_expr(&b->L, c->mask), 0) : b->lmask;
+	if (c->mask && b->lmask)
+		cond = LLVMBuildAnd(b->L.b, cond, b->lmask, "");
+	kern_identity(b, id);
+	for (int f = 0; f < c->nstate; f++)
+		for (int t = 0; t < out[f].n; t++)
+			out[f].c[t] = LLVMBuildSelect(b->L.b, cond, out[f].c[t], lv_at(id[f], t), "");
+	return cond;
+}
+
+/* x > y ? x : y: one vmaxps on x86 (maxnum takes three: it must pick the
+ * number when either is NaN); y when x is NaN. */
+static LLVMValueRef gt_max(B *b, LLVMValueRef x, LLVMValueRef y)
+{
+	return LLVMBuildSelect(b->L.b, LLVMBuildFCmp(b->L.b, LLVMRealOGT, x, y, ""), x, y, "");
+}
+
+/* Pairwise sum, or the max of v ignoring NaN as maxnum does: each value
+ * first meets -inf as y of gt_max, which turns NaN into -inf, so the tree
+ * sees no NaN.  A lane of NaN only comes out -inf, not NaN: its F is NaN
+ * either way, and merged with any state m is that state's (maxnum drops
+ * NaN; the accumulator starts at the identity's m). */
+static LLVMValueRef tree(B *b, LLVMValueRef *v, int n, int max)
+{
+	if (max)
+		for (int t = 0; t < n; t++)
+			v[t] = gt_max(b, v[t], lower_const(&b->L, TY_F32, -INFINITY));
+	for (int s = 1; s < n; s *= 2)
+		for (int t = 0; t + s < n; t += 2 * s)
+			v[t] = max ? gt_max(b, v[t], v[t + s]) : LLVMBuildFAdd(b->L.b, v[t], v[t + s], "");
+	return v[0];
+}
+
+/* The n-ary merge of a max-rescale carrier (llvm_tile.c) over T states
+ * (a tile's lifted positions and its accumulator):
+ * M = max m_t, F = sum f_t g(m_t - M).  An all -inf lane subtracts 0
+ * instead of M, so that g(-inf) = 0 stands in for the spec's rule
+ * (-inf) - (-inf) = -inf without a select per position; m_t - M is
+ * never positive otherwise (NaN aside), so exp needs no overflow side. */
+static void fold_max_rescale(B *b, LV **s, int T, LV *out)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int mi = k->mr_field;
+	LLVMValueRef m[65], e[65], v[65];
+	for (int t = 0; t < T; t++)
+		m[t] = v[t] = s[t][mi].c[0];
+	LLVMValueRef M = tree(b, v, T, 1);
+	LLVMValueRef none = LLVMBuildFCmp(L->b, LLVMRealOEQ, M, lower_const(L, TY_F32, -INFINITY), "");
+	LLVMValueRef Ms = LLVMBuildSelect(L->b, none, lower_const(L, TY_F32, 0), M, "");
+	for (int t = 0; t < T; t++) {
+		LLVMValueRef d = LLVMBuildFSub(L->b, m[t], Ms, "");
+		e[t] = k->mr_g == EXPR_EXP ? math_exp_nonpos(L, d) : math_exp2(L, d);
+	}
+	out[mi] = lv_new(L, 1);
+	out[mi].c[0] = M;
+	for (int f = 0; f < k->c->nstate; f++) {
+		if (f == mi)
+			continue;
+		for (int t = 0; t < T; t++)
+			v[t] = LLVMBuildFMul(L->b, s[t][f].c[0], e[t], "");
+		out[f] = lv_new(L, 1);
+		out[f].c[0] = tree(b, v, T, 0);
+	}
+}
+
+/* Any other carrier: a balanced tree of the spec's merges.  Whatever the
+ * lift makes constant folds through the first levels (Welford's counts
+ * are 1, 2, 4: its divisions by n become exact multiplications), and the
+ * tree is more accurate than a running fold.  The result is in s[0]. */
+static void fold_tree(B *b, LV **s, int T, LV *tmp)
+{
+	int ns = b->k->c->nstate;
+	for (int st = 1; st < T; st *= 2)
+		for (int t = 0; t + st < T; t += 2 * st) {
+			lower_scope(&b->L, b->L.W);
+			kern_bind_params(b);
+			kern_merge(b, s[t], s[t + st], tmp);
+			memcpy(s[t], tmp, ns * sizeof *tmp);
+		}
+}
+
+/* The first position from lo (at most hi) where the first element input
+ * of row b->i sits at a boundary of one vector (64 bytes at most):
+ * vectors from there load whole cache lines (arrays from calloc start 16
+ * bytes past one, and a load that straddles two lines costs two).  It is
+ * less than a vector past lo, so one masked vector covers the gap; lo
+ * when there is no element input, or fewer than ALIGN_MIN positions: on
+ * short rows the masked vector costs more than the split loads. */
+enum { ALIGN_MIN = 1024 };
+
+static LLVMValueRef aligned_from(B *b, LLVMValueRef lo, LLVMValueRef hi)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	if (!c->nelem)
+		return lo;
+	LLVMTypeRef et = storage_ty(b, c->elem[0].storage);
+	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), lo, "");
+	if (decl_width(&c->elem[0]) > 1)
+		at = LLVMBuildMul(L->b, at, ci64(b, decl_width(&c->elem[0])), "");
+	LLVMValueRef p = LLVMBuildPtrToInt(L->b, kern_ptr_at(b, b->inp[0], et, at), b->i64, "");
+	long long size = (long long)kind_size((TyKind)c->elem[0].storage) * decl_width(&c->elem[0]);
+	long long align = 64;
+	while (align > 1 && align > size * b->L.W)
+		align /= 2;
+	LLVMValueRef mis = LLVMBuildAnd(L->b, LLVMBuildNeg(L->b, p, ""), ci64(b, align - 1), "");
+	LLVMValueRef start = LLVMBuildAdd(L->b, lo, LLVMBuildUDiv(L->b, mis, ci64(b, size), ""), "");
+	start = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, start, hi, ""), start, hi, "");
+	LLVMValueRef longer = LLVMBuildICmp(L->b, LLVMIntSGE, LLVMBuildSub(L->b, hi, lo, ""), ci64(b, ALIGN_MIN), "");
+	return LLVMBuildSelect(L->b, longer, start, lo, "");
+}
+
+/* acc = acc (+) the vector at j, its lanes from hi on masked out. */
+static void masked_into(B *b, LV *acc, LLVMValueRef j, LLVMValueRef hi, LV *lifted, LV *tmp)
+{
+	int W = b->k->lanes;
+	lower_scope(&b->L, W);
+	b->lmask = kern_lanes_below(b, j, hi);
+	lift_at(b, j, lifted, tmp);
+	b->lmask = NULL;
+	lower_scope(&b->L, W);
+	kern_bind_params(b);
+	kern_slots_load(b, acc, b->st);
+	kern_merge(b, b->st, lifted, tmp);
+	kern_slots_store(b, acc, tmp);
+}
+
+/* Software prefetch distance of the one-pass reduce loop.  The hardware
+ * prefetchers alone leave a single core's stream short of what it can
+ * read (Welford, rows of 32768 from memory, one thread: 7.5-8.4 GB/s
+ * without, 10.0-10.1 with 8 KiB ahead; 2 KiB gained less), and in cache
+ * it costs nothing measurable. */
+enum { PREFETCH_BYTES = 8192 };
+
+/* Prefetch the cache lines of the element inputs that n positions from j
+ * cover, PREFETCH_BYTES ahead (past the row: the next row, which the
+ * thread takes next; prefetches never fault). */
+static void prefetch_lines(B *b, LLVMValueRef j, long long n)
+{
+	Carrier *c = b->k->c;
+	if (!c->nelem)
+		return;
+	long long size = (long long)kind_size((TyKind)c->elem[0].storage) * decl_width(&c->elem[0]);
+	long long step = 64 / size > 0 ? 64 / size : 1;
+	for (long long t = 0; t < n; t += step)
+		kern_prefetch_at(b, j, ci64(b, PREFETCH_BYTES / size + t));
+}
+
+/* The vector loop: each accumulator takes a tile of T vectors per
+ * iteration.  A max-rescale tile folds together with its accumulator in
+ * one n-ary merge; any other tile folds by a tree, then one spec merge
+ * into the accumulator.  Either way the accumulator's dependency chain is
+ * short per tile, and the tiles' independent work overlaps.  Full vectors
+ * left over go one by one into accumulator 0, then a masked one.  Returns
+ * where the scalar tail starts (hi: there is none left). */
+static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+{
+	Kern *k = b->k;
+	int ns = k->c->nstate, T = k->tile, W = k->lanes;
+	LV *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[65];
+	Loop l = kern_loop_begin(b, lo, hi, (long long)k->accs * T * W);
+	prefetch_lines(b, l.iv, (long long)k->accs * T * W);
+	for (int a = 0; a < k->accs; a++) {
+		for (int t = 0; t < T; t++) {
+			s[t] = lifted + t * ns;
+			lift_at(b, LLVMBuildAdd(b->L.b, l.iv, ci64(b, ((long long)a * T + t) * W), ""), s[t], tmp);
+		}
+		lower_scope(&b->L, W);
+		kern_bind_params(b);
+		kern_slots_load(b, acc[a], b->st);
+		if (k->mr_field >= 0 && T > 1) {
+			/* the accumulator is one more state of the n-ary fold: no
+			 * spec merge per tile, and its chain is one max and one fma */
+			s[T] = b->st;
+			fold_max_rescale(b, s, T + 1, tmp);
+		} else {
+			fold_tree(b, s, T, tmp);
+			lower_scope(&b->L, W);
+			kern_bind_params(b);
+			kern_merge(b, b->st, s[0], tmp);
+		}
+		kern_slots_store(b, acc[a], tmp);
+	}
+	kern_loop_end(b, &l);
+	Loop v = kern_loop_begin(b, kern_loop_final(b, &l), hi, W);
+	lower_scope(&b->L, W);
+	kern_bind_inputs(b, v.iv);
+	kern_slots_load(b, acc[0], b->st);
+	kern_step(b, b->st, tmp);
+	kern_slots_store(b, acc[0], b->st);
+	kern_loop_end(b, &v);
+	/* the last, partial vector: masked loads, the identity past hi (one
+	 * merge, not up to W - 1 scalar ones: short rows are mostly tail) */
+	masked_into(b, acc[0], kern_loop_final(b, &v), hi, lifted, tmp);
+	free(lifted);
+	return hi;
+}
+
+/* ---- two passes over a row that fits in L2 (max-rescale carriers) ---- */
+
+/* Independent vectors per iteration: pass 1 is a chain of one max each (a
+ * few cycles latency, two per cycle), pass 2 of one exp and one fma. */
+enum { PASS1_UNROLL = 8, PASS2_UNROLL = 4 };
+
+/* Lanes of v reduced to a scalar: gt_max (max) or fadd, halving. */
+static LLVMValueRef hreduce(B *b, LLVMValueRef v, int W, int max)
+{
+	for (int w = W; w > 1; w /= 2) {
+		LLVMValueRef ml[32], mh[32];
+		for (int l = 0; l < w / 2; l++)
+			ml[l] = LLVMConstInt(b->i32, l, 0), mh[l] = LLVMConstInt(b->i32, l + w / 2, 0);
+		LLVMValueRef lo, hi;
+		if (w == 2) {
+			lo = LLVMBuildExtractElement(b->L.b, v, ml[0], "");
+			hi = LLVMBuildExtractElement(b->L.b, v, mh[0], "");
+		} else {
+			lo = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(ml, w / 2), "");
+			hi = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(mh, w / 2), "");
+		}
+		v = max ? gt_max(b, lo, hi) : LLVMBuildFAdd(b->L.b, lo, hi, "");
+	}
+	return v;
+}
+
+/* g(m - Ms) of pass 2 for positions j .. j+W-1 when the map reads
+ * k->rowmap_g = g(lift.m - m) back (kern_build_rowmap): g of the lifted m
+ * before the mask, which is the map's value wherever the row's m is Ms
+ * (not -inf), kept at scratch[j]; then the mask's identity where it is
+ * false, as lift_at would have it.  Where the mask holds, lift.m <= Ms
+ * (or NaN), so exp's upper clamp (the map's) changes nothing and the sum
+ * is the one kern_reduce_two_pass makes without a map. */
+static LLVMValueRef kept_g(B *b, LLVMValueRef j, LLVMValueRef Ms, LLVMValueRef cond, LV *id)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	LLVMValueRef ms = lower_splat(L, Ms);
+	LLVMValueRef raw = lower_expr(L, k->c->lift[k->mr_field]).c[0];
+	LLVMValueRef d = LLVMBuildFSub(L->b, raw, ms, "");
+	LLVMValueRef e = k->mr_g == EXPR_EXP ? math_exp(L, d) : math_exp2(L, d);
+	kern_store_lanes(b, b->scratch, TY_F32, j, e);
+	if (!cond)
+		return e;
+	d = LLVMBuildFSub(L->b, id[k->mr_field].c[0], ms, "");
+	return LLVMBuildSelect(L->b, cond, e, k->mr_g == EXPR_EXP ? math_exp_nonpos(L, d) : math_exp2(L, d), "");
+}
+
+/* Prefetch (into L2) the element inputs of row b->i at position j + ahead. */
+void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), j, ""), ahead, "");
+	LLVMTypeRef i32 = b->i32, pt = b->i8p;
+	unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, &pt, 1);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, &pt, 1);
+	for (int k = 0; k < c->nelem; k++) {
+		int w = decl_width(&c->elem[k]);
+		LLVMValueRef e = w > 1 ? LLVMBuildMul(L->b, at, ci64(b, w), "") : at;
+		LLVMValueRef p = LLVMBuildBitCast(L->b, kern_ptr_at(b, b->inp[k], storage_ty(b, c->elem[k].storage), e), pt, "");
+		/* read, locality 2 (prefetcht1: L2), data */
+		LLVMValueRef a[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 2, 0), LLVMConstInt(i32, 1, 0)};
+		LLVMBuildCall2(L->b, ft, f, a, 4, "");
+	}
+}
+
+/* Pass 1 (Ms NULL): acc[u] = max(acc[u], lifted m) over U vectors at j.
+ * Pass 2: acc[f * PASS2_UNROLL + u] += lifted f * g(lifted m - Ms) for each f != m. */
+static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValueRef Ms, LV *lifted, LV *tmp)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
+	for (int u = 0; u < U; u++) {
+		lower_scope(L, W);
+		LLVMValueRef ju = u ? LLVMBuildAdd(L->b, j, ci64(b, (long long)u * W), "") : j;
+		LLVMValueRef cond = lift_at(b, ju, lifted, tmp);
+		LLVMValueRef m = lifted[mi].c[0];
+		LLVMTypeRef vt = lower_vty(L, TY_F32);
+		if (!Ms) {
+			LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[u], "");
+			LLVMBuildStore(L->b, gt_max(b, m, a), acc[u]);
+			continue;
+		}
+		if (b->ahead)
+			kern_prefetch_at(b, ju, b->ahead);
+		LLVMValueRef e;
+		if (b->scratch) {
+			e = kept_g(b, ju, Ms, cond, tmp);
+		} else {
+			LLVMValueRef d = LLVMBuildFSub(L->b, m, lower_splat(L, Ms), "");
+			e = k->mr_g == EXPR_EXP ? math_exp_nonpos(L, d) : math_exp2(L, d);
+		}
+		for (int f = 0; f < ns; f++) {
+			if (f == mi)
+				continue;
+			LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[f * PASS2_UNROLL + u], "");
+			LLVMValueRef t = LLVMBuildFMul(L->b, lifted[f].c[0], e, "");
+			LLVMBuildStore(L->b, LLVMBuildFAdd(L->b, a, t, ""), acc[f * PASS2_UNROLL + u]);
+		}
+	}
+}
+
+/* One pass over [lo, hi): a masked vector up to the input's alignment
+ * (aligned_from), U vectors per iteration, then one, then a masked one. */
+static void two_pass_loop(B *b, LLVMValueRef lo, LLVMValueRef hi, int U, LLVMValueRef *acc, LLVMValueRef Ms,
+			  LV *lifted, LV *tmp)
+{
+	int W = b->k->lanes;
+	lower_scope(&b->L, W);
+	LLVMValueRef start = aligned_from(b, lo, hi);
+	LLVMBasicBlockRef peel = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "peel");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "aligned");
+	LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntNE, start, lo, ""), peel, body);
+	LLVMPositionBuilderAtEnd(b->L.b, peel);
+	b->lmask = kern_lanes_below(b, lo, start);
+	two_pass_at(b, lo, 1, acc, Ms, lifted, tmp);
+	b->lmask = NULL;
+	LLVMBuildBr(b->L.b, body);
+	LLVMPositionBuilderAtEnd(b->L.b, body);
+	lower_scope(&b->L, W);
+	Loop l = kern_loop_begin(b, start, hi, (long long)U * W);
+	two_pass_at(b, l.iv, U, acc, Ms, lifted, tmp);
+	kern_loop_end(b, &l);
+	Loop v = kern_loop_begin(b, kern_loop_final(b, &l), hi, W);
+	two_pass_at(b, v.iv, 1, acc, Ms, lifted, tmp);
+	kern_loop_end(b, &v);
+	LLVMValueRef last = kern_loop_final(b, &v);
+	lower_scope(&b->L, W);
+	b->lmask = kern_lanes_below(b, last, hi);
+	two_pass_at(b, last, 1, acc, Ms, lifted, tmp);
+	b->lmask = NULL;
+}
+
+/* The state of [lo, hi) in `one` (scalar slots), by two passes: M = max of
+ * the lifted m, then F = sum f * g(m - M) with M fixed: one g per position,
+ * plain adds, no rescale.  A row whose M is -inf subtracts 0 (as
+ * fold_max_rescale: g(-inf) = 0 for the spec's (-inf) - (-inf) = -inf).
+ * The result merges with the identity once, n-arily, like an accumulator. */
+void kern_reduce_two_pass(B *b, LLVMValueRef lo, LLVMValueRef hi, LV *one, LV *tmp)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
+	LLVMTypeRef vt;
+	LV *lifted = calloc(3 * ns, sizeof *lifted), *id = lifted + ns, *res = id + ns;
+	LLVMValueRef acc1[PASS1_UNROLL], *acc2 = calloc((size_t)ns * PASS2_UNROLL, sizeof *acc2);
+	lower_scope(L, W);
+	vt = lower_vty(L, TY_F32);
+	for (int u = 0; u < PASS1_UNROLL; u++) {
+		acc1[u] = alloca_(b, vt);
+		LLVMBuildStore(L->b, lower_const(L, TY_F32, -INFINITY), acc1[u]);
+	}
+	two_pass_loop(b, lo, hi, PASS1_UNROLL, acc1, NULL, lifted, tmp);
+	lower_scope(L, W);
+	LLVMValueRef v[PASS1_UNROLL];
+	for (int u = 0; u < PASS1_UNROLL; u++)
+		v[u] = LLVMBuildLoad2(L->b, vt, acc1[u], "");
+	LLVMValueRef M = hreduce(b, tree(b, v, PASS1_UNROLL, 1), W, 1);
+	LLVMValueRef none = LLVMBuildFCmp(L->b, LLVMRealOEQ, M, LLVMConstReal(LLVMTypeOf(M), -INFINITY), "");
+	LLVMValueRef Ms = LLVMBuildSelect(L->b, none, LLVMConstReal(LLVMTypeOf(M), 0), M, "");
+	for (int f = 0; f < ns; f++)
+		for (int u = 0; u < PASS2_UNROLL && f != mi; u++) {
+			acc2[f * PASS2_UNROLL + u] = alloca_(b, vt);
+			LLVMBuildStore(L->b, lower_const(L, TY_F32, 0), acc2[f * PASS2_UNROLL + u]);
+		}
+	/* pass 2 is bound by g, not memory: meanwhile the positions that
+	 * follow [lo, hi) (the next row, or chunk) come into L2, for the pass 1
+	 * that comes next on this thread (runtime/cpu.c runs a task's rows in
+	 * order); not past the last row */
+	LLVMValueRef n = LLVMBuildSub(L->b, hi, lo, "");
+	LLVMValueRef end = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), LLVMBuildAdd(L->b, hi, n, ""), "");
+	LLVMValueRef in = LLVMBuildICmp(L->b, LLVMIntSLE, end, LLVMBuildMul(L->b, b->rows, b->len, ""), "");
+	b->ahead = LLVMBuildSelect(L->b, in, n, ci64(b, 0), "");
+	two_pass_loop(b, lo, hi, PASS2_UNROLL, acc2, Ms, lifted, tmp);
+	b->ahead = NULL;
+	lower_scope(L, W);
+	res[mi] = lv_new(L, 1);
+	res[mi].c[0] = M;
+	for (int f = 0; f < ns; f++) {
+		if (f == mi)
+			continue;
+		for (int u = 0; u < PASS2_UNROLL; u++)
+			v[u] = LLVMBuildLoad2(L->b, vt, acc2[f * PASS2_UNROLL + u], "");
+		res[f] = lv_new(L, 1);
+		res[f].c[0] = hreduce(b, tree(b, v, PASS2_UNROLL, 0), W, 0);
+	}
+	lower_scope(L, 1);
+	kern_identity(b, id);
+	LV *s[2] = {id, res};
+	fold_max_rescale(b, s, 2, tmp);
+	kern_slots_store(b, one, tmp);
+	free(acc2);
+	free(lifted);
+}
+
+void kern_build_reduce(B *b)
+{
+	Carrier *c = b->k->c;
+	Kern *k = b->k;
+	LLVMTypeRef p[5];
+	kern_sig(b, 5, p);
+	p[4] = b->i8p;
+	LLVMValueRef f = kern_begin_fn(b, "assoc_reduce", p, 5);
+	b->i = LLVMGetParam(f, 1);
+	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
+	int ns = c->nstate;
+	LV *tmp = calloc(4 * ns, sizeof *tmp);
+	lower_scope(&b->L, 1);
+	LV *one = kern_state_slots(b); /* the scalar state */
+	LLVMValueRef tail = lo;
+	LLVMBasicBlockRef joined = NULL;
+	if (k->two_pass) {
+		/* rows that fit in L2 (TWO_PASS_BYTES): two passes; else the online fold */
+		LLVMValueRef bytes = LLVMBuildMul(b->L.b, LLVMBuildSub(b->L.b, hi, lo, ""), ci64(b, k->two_pass), "");
+		LLVMBasicBlockRef tp = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "two_pass");
+		LLVMBasicBlockRef online = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "online");
+		joined = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "reduced");
+		LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntSLE, bytes, ci64(b, TWO_PASS_BYTES), ""), tp, online);
+		LLVMPositionBuilderAtEnd(b->L.b, tp);
+		kern_reduce_two_pass(b, lo, hi, one, tmp);
+		LLVMBuildBr(b->L.b, joined);
+		LLVMPositionBuilderAtEnd(b->L.b, online);
+	}
+	if (k->lanes > 1 || k->accs > 1) {
+		lower_scope(&b->L, k->lanes);
+		LV **acc = calloc(k->accs, sizeof *acc);
+		kern_identity(b, b->st);
+		for (int a = 0; a < k->accs; a++) {
+			acc[a] = kern_state_slots(b);
+			kern_slots_store(b, acc[a], b->st);
+		}
+		tail = reduce_vectors(b, acc, lo, hi, tmp);
+		/* accumulators pairwise, then lanes */
+		LV *v = calloc((size_t)k->accs * ns, sizeof *v);
+		for (int a = 0; a < k->accs; a++)
+			kern_slots_load(b, acc[a], v + a * ns);
+		for (int s = 1; s < k->accs; s *= 2)
+			for (int a = 0; a + s < k->accs; a += 2 * s) {
+				lower_scope(&b->L, k->lanes);
+				kern_bind_params(b);
+				kern_merge(b, v + a * ns, v + (a + s) * ns, tmp);
+				memcpy(v + a * ns, tmp, ns * sizeof *tmp);
+			}
+		halve(b, v, tmp);
+		lower_scope(&b->L, 1);
+		kern_slots_store(b, one, v);
+		for (int a = 0; a < k->accs; a++)
+			free(acc[a]);
+		free(acc);
+		free(v);
+	} else {
+		kern_identity(b, b->st);
+		kern_slots_store(b, one, b->st);
+	}
+	if (joined) {
+		LLVMBuildBr(b->L.b, joined);
+		LLVMPositionBuilderAtEnd(b->L.b, joined);
+	}
+	lower_scope(&b->L, 1);
+	Loop l = kern_loop_begin(b, tail, hi, 1);
+	lower_scope(&b->L, 1);
+	kern_bind_inputs(b, l.iv);
+	kern_slots_load(b, one, b->st);
+	kern_step(b, b->st, tmp);
+	kern_slots_store(b, one, b->st);
+	kern_loop_end(b, &l);
+	kern_slots_load(b, one, b->st);
+	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
+	free(one);
+	free(tmp);
+	kern_end_fn(b);
+}
