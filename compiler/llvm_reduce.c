@@ -207,8 +207,34 @@ static void prefetch_lines(B *b, LLVMValueRef j, long long n)
 		kern_prefetch_at(b, j, ci64(b, PREFETCH_BYTES / size + t));
 }
 
+/* Rows are read as STREAMS streams side by side (the vectors of one
+ * iteration come from STREAMS equal segments of the range, then the rest
+ * follows in order): the hardware prefetchers follow each, so a core has
+ * more reads in flight than on one stream (a plain read loop on this
+ * 2-core AVX-512 host: 9.3 -> 12.4 GB/s on one core, 16.1 -> 22.8 on
+ * two; 8 streams no better than 4).  Any order of positions will do, as
+ * these loops run only commutative carriers. */
+enum { STREAMS = 4 };
+
+/* Streams for an iteration of n vectors: STREAMS, or 1 if n is not a multiple. */
+static int streams(int n) { return n % STREAMS ? 1 : STREAMS; }
+
+/* The length of each of S streams over [lo, hi): a multiple of per. */
+static LLVMValueRef stream_len(B *b, LLVMValueRef lo, LLVMValueRef hi, int S, long long per)
+{
+	LLVMValueRef n = LLVMBuildSub(b->L.b, hi, lo, "");
+	return LLVMBuildMul(b->L.b, LLVMBuildSDiv(b->L.b, n, ci64(b, S * per), ""), ci64(b, per), "");
+}
+
+/* Position j + q * Ls + v: v positions into stream q at j. */
+static LLVMValueRef stream_at(B *b, LLVMValueRef j, LLVMValueRef Ls, long long q, long long v)
+{
+	LLVMValueRef at = q ? LLVMBuildAdd(b->L.b, j, LLVMBuildMul(b->L.b, Ls, ci64(b, q), ""), "") : j;
+	return v ? LLVMBuildAdd(b->L.b, at, ci64(b, v), "") : at;
+}
+
 /* The vector loop: each accumulator takes a tile of T vectors per
- * iteration.  A max-rescale tile folds together with its accumulator in
+ * iteration, from the row's streams.  A max-rescale tile folds together with its accumulator in
  * one n-ary merge; any other tile folds by a tree, then one spec merge
  * into the accumulator.  Either way the accumulator's dependency chain is
  * short per tile, and the tiles' independent work overlaps.  Full vectors
@@ -219,12 +245,17 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	Kern *k = b->k;
 	int ns = k->c->nstate, T = k->tile, W = k->lanes;
 	LV *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[65];
-	Loop l = kern_loop_begin(b, lo, hi, (long long)k->accs * T * W);
-	prefetch_lines(b, l.iv, (long long)k->accs * T * W);
+	int S = streams(k->accs * T);
+	long long per = (long long)k->accs * T * W / S; /* positions of one stream per iteration */
+	LLVMValueRef Ls = stream_len(b, lo, hi, S, per);
+	Loop l = kern_loop_begin(b, lo, LLVMBuildAdd(b->L.b, lo, Ls, ""), per);
+	for (int q = 0; q < S; q++)
+		prefetch_lines(b, stream_at(b, l.iv, Ls, q, 0), per);
 	for (int a = 0; a < k->accs; a++) {
 		for (int t = 0; t < T; t++) {
+			long long u = (long long)a * T + t;
 			s[t] = lifted + t * ns;
-			lift_at(b, LLVMBuildAdd(b->L.b, l.iv, ci64(b, ((long long)a * T + t) * W), ""), s[t], tmp);
+			lift_at(b, stream_at(b, l.iv, Ls, u * W / per, u * W % per), s[t], tmp);
 		}
 		lower_scope(&b->L, W);
 		kern_bind_params(b);
@@ -243,7 +274,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 		kern_slots_store(b, acc[a], tmp);
 	}
 	kern_loop_end(b, &l);
-	Loop v = kern_loop_begin(b, kern_loop_final(b, &l), hi, W);
+	Loop v = kern_loop_begin(b, stream_at(b, lo, Ls, S, 0), hi, W);
 	lower_scope(&b->L, W);
 	kern_bind_inputs(b, v.iv);
 	kern_slots_load(b, acc[0], b->st);
@@ -325,16 +356,18 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead)
 	}
 }
 
-/* Pass 1 (Ms NULL): acc[u] = max(acc[u], lifted m) over U vectors at j.
+/* Pass 1 (Ms NULL): acc[u] = max(acc[u], lifted m) over U vectors at j,
+ * U / S from each of S streams of length Ls.
  * Pass 2: acc[f * PASS2_UNROLL + u] += lifted f * g(lifted m - Ms) for each f != m. */
-static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValueRef Ms, LV *lifted, LV *tmp)
+static void two_pass_at(B *b, LLVMValueRef j, LLVMValueRef Ls, int S, int U, LLVMValueRef *acc, LLVMValueRef Ms,
+			LV *lifted, LV *tmp)
 {
 	Kern *k = b->k;
 	Lower *L = &b->L;
 	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
 	for (int u = 0; u < U; u++) {
 		lower_scope(L, W);
-		LLVMValueRef ju = u ? LLVMBuildAdd(L->b, j, ci64(b, (long long)u * W), "") : j;
+		LLVMValueRef ju = stream_at(b, j, Ls, u / (U / S), (long long)(u % (U / S)) * W);
 		LLVMValueRef cond = lift_at(b, ju, lifted, tmp);
 		LLVMValueRef m = lifted[mi].c[0];
 		LLVMTypeRef vt = lower_vty(L, TY_F32);
@@ -363,7 +396,8 @@ static void two_pass_at(B *b, LLVMValueRef j, int U, LLVMValueRef *acc, LLVMValu
 }
 
 /* One pass over [lo, hi): a masked vector up to the input's alignment
- * (aligned_from), U vectors per iteration, then one, then a masked one. */
+ * (aligned_from), U vectors per iteration from the row's streams, then
+ * one at a time, then a masked one. */
 static void two_pass_loop(B *b, LLVMValueRef lo, LLVMValueRef hi, int U, LLVMValueRef *acc, LLVMValueRef Ms,
 			  LV *lifted, LV *tmp)
 {
@@ -375,21 +409,23 @@ static void two_pass_loop(B *b, LLVMValueRef lo, LLVMValueRef hi, int U, LLVMVal
 	LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntNE, start, lo, ""), peel, body);
 	LLVMPositionBuilderAtEnd(b->L.b, peel);
 	b->lmask = kern_lanes_below(b, lo, start);
-	two_pass_at(b, lo, 1, acc, Ms, lifted, tmp);
+	two_pass_at(b, lo, NULL, 1, 1, acc, Ms, lifted, tmp);
 	b->lmask = NULL;
 	LLVMBuildBr(b->L.b, body);
 	LLVMPositionBuilderAtEnd(b->L.b, body);
 	lower_scope(&b->L, W);
-	Loop l = kern_loop_begin(b, start, hi, (long long)U * W);
-	two_pass_at(b, l.iv, U, acc, Ms, lifted, tmp);
+	int S = streams(U);
+	LLVMValueRef Ls = stream_len(b, start, hi, S, (long long)U * W / S);
+	Loop l = kern_loop_begin(b, start, LLVMBuildAdd(b->L.b, start, Ls, ""), (long long)U * W / S);
+	two_pass_at(b, l.iv, Ls, S, U, acc, Ms, lifted, tmp);
 	kern_loop_end(b, &l);
-	Loop v = kern_loop_begin(b, kern_loop_final(b, &l), hi, W);
-	two_pass_at(b, v.iv, 1, acc, Ms, lifted, tmp);
+	Loop v = kern_loop_begin(b, stream_at(b, start, Ls, S, 0), hi, W);
+	two_pass_at(b, v.iv, NULL, 1, 1, acc, Ms, lifted, tmp);
 	kern_loop_end(b, &v);
 	LLVMValueRef last = kern_loop_final(b, &v);
 	lower_scope(&b->L, W);
 	b->lmask = kern_lanes_below(b, last, hi);
-	two_pass_at(b, last, 1, acc, Ms, lifted, tmp);
+	two_pass_at(b, last, NULL, 1, 1, acc, Ms, lifted, tmp);
 	b->lmask = NULL;
 }
 
