@@ -18,6 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A task of whole rows covers ROWS_TASK_ELEMS positions or so (8 rows of
+ * 32768): a thread then takes consecutive rows, which the kernels'
+ * prefetches of the next row count on, and tasks stay many enough to
+ * balance the threads. */
 enum { CHUNK = 1 << 16, ROWS_TASK_ELEMS = 1 << 18 };
 
 struct RtPool {
