@@ -9,6 +9,9 @@
 #ifndef ASSOC_EMU
 #define ASC_DEV __device__ __forceinline__
 #define ASC_SHARED(T, name, n) __shared__ T name[n]
+/* The launch's dynamic shared memory (16-byte aligned for cp.async and
+ * ldmatrix); one such array per kernel: they all start at the same address. */
+#define ASC_DYN_SHARED(T, name) extern __shared__ __align__(16) T name[]
 #define ASC_LD(p) (*(p))
 #define ASC_ST(p, v) (*(p) = (v))
 typedef unsigned long long asc_uptr;

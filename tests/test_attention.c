@@ -280,7 +280,7 @@ Test(attention, emulated_mma_fragment_layout)
 		buf[k] = (float)((k * 7) % 11) - 5;
 	for (int k = 0; k < 128; k++)
 		buf[256 + k] = (float)((k * 5) % 9) - 4;
-	cr_assert_eq(emu_launch_kernel(l, "mma", 1, 32, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(emu_launch_kernel(l, "mma", 1, 32, 0, buf, NULL, msg, sizeof msg), 0, "%s", msg);
 	for (int r = 0; r < 16; r++)
 		for (int col = 0; col < 8; col++) {
 			float want = (float)r - (float)col;

@@ -2,7 +2,8 @@
  * a GPU; a missing __syncthreads, an out-of-bounds shared access and
  * differing barrier counts are caught and named; ldmatrix follows the PTX
  * ISA's layout; cp.async lands only at its wait, so a missing wait or a
- * missing barrier after it is caught; a block of 256 fibers over rows of
+ * missing barrier after it is caught; dynamic shared memory is sized by the
+ * launch and checked as static shared memory is; a block of 256 fibers over rows of
  * 4099 runs well under a second. */
 #include <string.h>
 #include <time.h>
@@ -37,6 +38,26 @@ static const char KERNELS[] =
 	"  ASC_SHARED(float, buf, 64);\n"
 	"  buf[threadIdx.x + 1] = 1.0f;\n"
 	"  (void)p;\n"
+	"}\n"
+	/* dynamic shared memory: as many words as the launch's bytes; thread t
+	 * writes word t and reads its neighbour's, past the bytes when fewer */
+	"extern \"C\" void dyn_emu(const void *p) {\n"
+	"  ASC_DYN_SHARED(unsigned, dsm);\n"
+	"  unsigned *out = (unsigned *)p;\n"
+	"  dsm[threadIdx.x] = 7u * threadIdx.x;\n"
+	"  __syncthreads();\n"
+	"  out[threadIdx.x] = dsm[(threadIdx.x + 1) % 64];\n"
+	"}\n"
+	"extern \"C\" void dynracy_emu(const void *p) {\n"
+	"  ASC_DYN_SHARED(unsigned, dsm);\n"
+	"  dsm[threadIdx.x] = threadIdx.x;\n"
+	"  ((unsigned *)p)[threadIdx.x] = dsm[(threadIdx.x + 1) % 64]; /* no __syncthreads */\n"
+	"}\n"
+	"extern \"C\" void dynasync_emu(const void *p) {\n"
+	"  ASC_DYN_SHARED(unsigned, dsm);\n"
+	"  emu_cp_async(dsm, threadIdx.x * 4, (const unsigned *)p + threadIdx.x * 4, 16);\n"
+	"  emu_cp_commit();\n"
+	"  ((unsigned *)p)[256 + threadIdx.x] = dsm[threadIdx.x * 4]; /* no wait */\n"
 	"}\n"
 	"extern \"C\" void diverge_emu(const void *p) {\n"
 	"  if (threadIdx.x < 32) __syncthreads();\n"
@@ -114,7 +135,7 @@ Test(emu, barriers_shuffles_and_votes)
 	EmuLib *l = lib();
 	int out[256];
 	char msg[1024];
-	cr_assert_eq(emu_launch_kernel(l, "good", 2, 64, out, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(emu_launch_kernel(l, "good", 2, 64, 0, out, NULL, msg, sizeof msg), 0, "%s", msg);
 	for (int t = 0; t < 64; t++) {
 		int w = t / 32 * 32, sum = 0;
 		for (int l2 = w; l2 < w + 32; l2++)
@@ -135,7 +156,7 @@ Test(emu, missing_syncthreads_is_a_race)
 	EmuLib *l = lib();
 	float out[64];
 	char msg[1024];
-	cr_assert_eq(emu_launch_kernel(l, "racy", 3, 64, out, NULL, msg, sizeof msg), -1);
+	cr_assert_eq(emu_launch_kernel(l, "racy", 3, 64, 0, out, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "race on buf["), "%s", msg);
 	cr_expect(strstr(msg, "missing __syncthreads"), "%s", msg);
 	cr_expect(strstr(msg, "kernel racy, block 0, thread"), "%s", msg);
@@ -146,7 +167,7 @@ Test(emu, out_of_bounds_shared_access)
 {
 	EmuLib *l = lib();
 	char msg[1024];
-	cr_assert_eq(emu_launch_kernel(l, "oob", 1, 64, NULL, NULL, msg, sizeof msg), -1);
+	cr_assert_eq(emu_launch_kernel(l, "oob", 1, 64, 0, NULL, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "out-of-bounds shared memory access: buf[64] outside [0, 64)"), "%s", msg);
 	cr_expect(strstr(msg, "kernel oob, block 0, thread 63"), "%s", msg);
 	emu_close(l);
@@ -156,7 +177,7 @@ Test(emu, differing_barrier_counts)
 {
 	EmuLib *l = lib();
 	char msg[1024];
-	cr_assert_eq(emu_launch_kernel(l, "diverge", 1, 64, NULL, NULL, msg, sizeof msg), -1);
+	cr_assert_eq(emu_launch_kernel(l, "diverge", 1, 64, 0, NULL, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "differing barrier counts"), "%s", msg);
 	cr_expect(strstr(msg, "kernel diverge, block 0"), "%s", msg);
 	emu_close(l);
@@ -177,7 +198,7 @@ Test(emu, ldmatrix_layout)
 	EmuLib *l = lib();
 	static unsigned out[6 * 32 * 4];
 	char msg[1024];
-	cr_assert_eq(emu_launch_kernel(l, "ldsm", 1, 32, out, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(emu_launch_kernel(l, "ldsm", 1, 32, 0, out, NULL, msg, sizeof msg), 0, "%s", msg);
 	for (int v = 0; v < 6; v++) {
 		int num = 1 << (v / 2), trans = v % 2;
 		for (int ln = 0; ln < 32; ln++)
@@ -206,7 +227,7 @@ Test(emu, cp_async_lands_at_the_wait)
 	_Alignas(16) static unsigned buf[512];
 	char msg[1024];
 	cp_source(buf);
-	cr_assert_eq(emu_launch_kernel(l, "cpasync", 2, 64, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(emu_launch_kernel(l, "cpasync", 2, 64, 0, buf, NULL, msg, sizeof msg), 0, "%s", msg);
 	for (int t = 0; t < 64; t++)
 		for (int k = 0; k < 4; k++) {
 			int s = (t + 1) % 64, size = s % 5 == 0 ? 0 : s % 5 == 1 ? 8 : 16;
@@ -222,22 +243,50 @@ Test(emu, cp_async_without_wait_is_caught)
 	_Alignas(16) static unsigned buf[512];
 	char msg[1024];
 	cp_source(buf);
-	cr_assert_eq(emu_launch_kernel(l, "nowait", 1, 64, buf, NULL, msg, sizeof msg), -1);
+	cr_assert_eq(emu_launch_kernel(l, "nowait", 1, 64, 0, buf, NULL, msg, sizeof msg), -1);
 	/* the last thread to reach the barrier runs on first */
 	cr_expect(strstr(msg, "read of sm[0] while a cp.async of thread 0 to it is in flight"), "%s", msg);
 	cr_expect(strstr(msg, "missing cp.async.wait_group"), "%s", msg);
 	cr_expect(strstr(msg, "kernel nowait, block 0, thread 63"), "%s", msg);
 	/* the waits are there, the barrier after them is not: a race */
-	cr_assert_eq(emu_launch_kernel(l, "nobarrier", 1, 64, buf, NULL, msg, sizeof msg), -1);
+	cr_assert_eq(emu_launch_kernel(l, "nobarrier", 1, 64, 0, buf, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "race on sm["), "%s", msg);
 	cr_expect(strstr(msg, "missing __syncthreads"), "%s", msg);
 	/* wait_group 1 leaves the newest group in flight */
-	cr_assert_eq(emu_launch_kernel(l, "groups", 1, 64, buf, NULL, msg, sizeof msg), -1);
+	cr_assert_eq(emu_launch_kernel(l, "groups", 1, 64, 0, buf, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "read of sm[276] while a cp.async of thread 5 to it is in flight"), "%s", msg);
 	for (int t = 0; t < 5; t++)
 		cr_expect_eq(buf[256 + t], 1000u + 4 * t, "thread %d read %u", t, buf[256 + t]);
 	/* and the good kernel still runs after the failures left copies in flight */
-	cr_assert_eq(emu_launch_kernel(l, "cpasync", 1, 64, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(emu_launch_kernel(l, "cpasync", 1, 64, 0, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	emu_close(l);
+}
+
+Test(emu, dynamic_shared_memory_is_sized_and_checked_at_launch)
+{
+	EmuLib *l = lib();
+	_Alignas(16) static unsigned buf[512];
+	char msg[1024];
+	cr_assert_eq(emu_launch_kernel(l, "dyn", 2, 64, 64 * 4, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	for (int t = 0; t < 64; t++)
+		cr_expect_eq(buf[t], 7u * ((t + 1) % 64), "thread %d read %u", t, buf[t]);
+	/* 63 words: thread 63 writes past the launch's bytes */
+	cr_assert_eq(emu_launch_kernel(l, "dyn", 1, 64, 63 * 4, buf, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "out-of-bounds shared memory access: dsm[63] outside [0, 63) (the launch's 252 bytes of "
+			      "dynamic shared memory)"), "%s", msg);
+	cr_expect(strstr(msg, "kernel dyn, block 0, thread 63"), "%s", msg);
+	cr_assert_eq(emu_launch_kernel(l, "dyn", 1, 64, 0, buf, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "dsm[0] outside [0, 0)"), "%s", msg);
+	cr_assert_eq(emu_launch_kernel(l, "dyn", 1, 64, 228 * 1024, buf, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "233472 bytes of dynamic shared memory (at most 232448 per block"), "%s", msg);
+	/* the race and cp.async checks of static arrays */
+	cr_assert_eq(emu_launch_kernel(l, "dynracy", 1, 64, 64 * 4, buf, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "race on dsm[") && strstr(msg, "missing __syncthreads"), "%s", msg);
+	cp_source(buf);
+	cr_assert_eq(emu_launch_kernel(l, "dynasync", 1, 64, 256 * 4, buf, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "read of dsm[0] while a cp.async of thread 0 to it is in flight"), "%s", msg);
+	/* a larger launch after the failures, copies left in flight */
+	cr_assert_eq(emu_launch_kernel(l, "dyn", 3, 64, 100 * 1024, buf, NULL, msg, sizeof msg), 0, "%s", msg);
 	emu_close(l);
 }
 

@@ -18,7 +18,7 @@ extern char **environ;
 
 struct EmuLib {
 	void *h;
-	int (*launch)(void (*)(const void *), const char *, unsigned, unsigned, const void *, unsigned long long *,
+	int (*launch)(void (*)(const void *), const char *, unsigned, unsigned, unsigned, const void *, unsigned long long *,
 		      char *, size_t);
 };
 
@@ -175,7 +175,7 @@ void emu_close(EmuLib *lib)
 	free(lib);
 }
 
-int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned block, const void *args,
+int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned block, unsigned smem, const void *args,
 		      unsigned long long bytes[2], char *msg, size_t n)
 {
 	char sym[128];
@@ -188,5 +188,5 @@ int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned b
 	}
 	if (!grid)
 		return 0;
-	return lib->launch(fn, kernel, grid, block, args, bytes, msg, n);
+	return lib->launch(fn, kernel, grid, block, smem, args, bytes, msg, n);
 }

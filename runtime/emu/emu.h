@@ -16,9 +16,10 @@ int emu_available(char *why, size_t n);
  * compiler's log included). */
 int emu_open(const char *src, EmuLib **lib, char *msg, size_t n);
 void emu_close(EmuLib *lib);
-/* Launch `kernel` on grid x block threads with args (the kernel's Args);
- * bytes[0..1] accumulate the global bytes loaded and stored. */
-int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned block, const void *args,
+/* Launch `kernel` on grid x block threads with smem bytes of dynamic shared
+ * memory and args (the kernel's Args); bytes[0..1] accumulate the global
+ * bytes loaded and stored. */
+int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned block, unsigned smem, const void *args,
 		      unsigned long long bytes[2], char *msg, size_t n);
 
 /* What a run on the emulator did. */

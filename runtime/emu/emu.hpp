@@ -5,7 +5,8 @@
  * after another, their threads interleaved at barriers and warp operations,
  * so __syncthreads and the warp shuffles and votes behave as on a GPU.
  *
- * Checked: shared memory declared with ASC_SHARED is bounds-checked, and
+ * Checked: shared memory declared with ASC_SHARED (or ASC_DYN_SHARED, sized
+ * by the launch's dynamic shared bytes) is bounds-checked, and
  * each word remembers its last writer and readers within the current barrier
  * interval, so a read of a word another thread wrote since the last
  * __syncthreads (or a write over a word another thread wrote or read since
@@ -60,7 +61,8 @@ struct EmuFiber {
 #endif
 };
 
-enum { EMU_MAXT = 1024, EMU_STACK = 128 * 1024 };
+/* EMU_MAXDYN: sm_90's opt-in limit of shared memory per block (227 KB) */
+enum { EMU_MAXT = 1024, EMU_STACK = 128 * 1024, EMU_MAXDYN = 227 * 1024 };
 
 struct Emu {
 	EmuFiber f[EMU_MAXT];
@@ -80,6 +82,7 @@ struct Emu {
 	void (*fn)(const void *);
 	const void *args;
 	unsigned long long ld_bytes, st_bytes;
+	size_t dyn_bytes; /* the launch's dynamic shared memory */
 	char msg[2048];
 };
 static Emu emu;
@@ -271,17 +274,26 @@ static void __syncwarp(unsigned m = 0xffffffffu)
 
 /* ---- checked shared memory ---- */
 
-template <class T, int N> struct EmuShared {
-	alignas(16) T v[N];
-	uint64_t wep[N], rep[N];
-	int wt[N], rt[N];
-	int pend[N]; /* 1 + the thread whose cp.async to the word is in flight, or 0 */
+/* A shared array: the words and, per word, the checks' bookkeeping.  Static
+ * arrays (ASC_SHARED) hold their storage; the dynamic one (ASC_DYN_SHARED)
+ * points at storage sized by the launch's dynamic shared bytes. */
+template <class T> struct EmuShared {
+	T *v;
+	uint64_t *wep, *rep;
+	int *wt, *rt;
+	int *pend; /* 1 + the thread whose cp.async to the word is in flight, or 0 */
+	long n;
+	int dyn; /* sized at launch */
 	const char *nm;
 
 	void at(long i) const
 	{
-		if (i < 0 || i >= N)
-			emu_fail("out-of-bounds shared memory access: %s[%ld] outside [0, %d)", nm, i, N);
+		if (i < 0 || i >= n) {
+			if (dyn)
+				emu_fail("out-of-bounds shared memory access: %s[%ld] outside [0, %ld) (the launch's %lu bytes of "
+					 "dynamic shared memory)", nm, i, n, (unsigned long)(n * sizeof(T)));
+			emu_fail("out-of-bounds shared memory access: %s[%ld] outside [0, %ld)", nm, i, n);
+		}
 	}
 	void inflight(long i, const char *what) const
 	{
@@ -357,9 +369,51 @@ template <class T, int N> struct EmuShared {
 	};
 	Ref operator[](long i) { return Ref{this, i}; }
 };
+
+template <class T, int N> struct EmuStaticShared : EmuShared<T> {
+	alignas(16) T sv[N];
+	uint64_t swep[N], srep[N];
+	int swt[N], srt[N], spend[N];
+	EmuStaticShared()
+	{
+		this->v = sv, this->wep = swep, this->rep = srep, this->wt = swt, this->rt = srt, this->pend = spend;
+		this->n = N, this->dyn = 0;
+	}
+};
 #define ASC_SHARED(T, name, n)                                                                         \
-	static EmuShared<T, (n)> name;                                                                 \
+	static EmuStaticShared<T, (n)> name;                                                           \
 	name.nm = #name
+
+/* Dynamic shared memory: one array of T per kernel (on the GPU every
+ * extern __shared__ array starts at the same address), as many elements as
+ * the launch's bytes hold.  Storage is kept across launches of the same
+ * size; the per-block epoch resets the race checks as for static arrays. */
+template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
+{
+	static EmuShared<T> d;
+	static void *mem;
+	long n = (long)(emu.dyn_bytes / sizeof(T));
+	if (!mem || d.n != n) {
+		free(mem);
+		size_t words = n > 0 ? (size_t)n : 1, at = 0;
+		size_t off_v = at, off_wep = (at += (words * sizeof(T) + 15) / 16 * 16), off_rep = (at += words * 8);
+		size_t off_wt = (at += words * 8), off_rt = (at += words * 4), off_pend = (at += words * 4);
+		at += words * 4;
+		mem = aligned_alloc(16, (at + 15) / 16 * 16);
+		if (!mem) {
+			fprintf(stderr, "emulator: no memory for %zu bytes of dynamic shared memory\n", emu.dyn_bytes);
+			abort();
+		}
+		memset(mem, 0, (at + 15) / 16 * 16);
+		char *b = (char *)mem;
+		d.v = (T *)(b + off_v), d.wep = (uint64_t *)(b + off_wep), d.rep = (uint64_t *)(b + off_rep);
+		d.wt = (int *)(b + off_wt), d.rt = (int *)(b + off_rt), d.pend = (int *)(b + off_pend);
+		d.n = n, d.dyn = 1;
+	}
+	d.nm = nm;
+	return d;
+}
+#define ASC_DYN_SHARED(T, name) EmuShared<T> &name = emu_dyn_shared<T>(#name)
 
 /* ---- ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16 ----
  * A warp collective: lane 8q + r gives the address of row r of matrix q
@@ -371,7 +425,7 @@ static unsigned emu_ldsm_slot[EMU_MAXT / 32][2][32][4];
 
 static inline unsigned emu_half_of(const unsigned *row, int c) { return (row[c / 2] >> (16 * (c & 1))) & 0xffffu; }
 
-template <class T, int N> static void emu_ldmatrix(unsigned *r, EmuShared<T, N> &s, long i, int num, int trans)
+template <class T> static void emu_ldmatrix(unsigned *r, EmuShared<T> &s, long i, int num, int trans)
 {
 	static_assert(sizeof(T) == 4, "ldmatrix is emulated on shared arrays of 32-bit words");
 	EmuFiber *me = emu.cur;
@@ -407,12 +461,13 @@ struct EmuAsync {
 enum { EMU_MAXASYNC = 64 };
 static EmuAsync emu_async[EMU_MAXT][EMU_MAXASYNC];
 
-template <class T, int N> static void emu_land(void *arr, long i, const unsigned char *b)
+template <class T> static void emu_land(void *arr, long i, const unsigned char *b)
 {
-	EmuShared<T, N> *s = (EmuShared<T, N> *)arr;
+	EmuShared<T> *s = (EmuShared<T> *)arr;
 	for (int k = 0; k < 16 / (int)sizeof(T); k++) {
-		if (!b) {
-			s->pend[i + k] = 0;
+		if (!b) { /* the array may have been resized by a later launch since */
+			if (i + k < s->n)
+				s->pend[i + k] = 0;
 			continue;
 		}
 		T x;
@@ -421,7 +476,7 @@ template <class T, int N> static void emu_land(void *arr, long i, const unsigned
 	}
 }
 
-template <class T, int N> static void emu_cp_async(EmuShared<T, N> &s, long i, const void *src, int size)
+template <class T> static void emu_cp_async(EmuShared<T> &s, long i, const void *src, int size)
 {
 	static_assert(16 % sizeof(T) == 0, "cp.async into a shared array of odd element size");
 	EmuFiber *f = emu.cur;
@@ -433,7 +488,7 @@ template <class T, int N> static void emu_cp_async(EmuShared<T, N> &s, long i, c
 	if (f->nasync == EMU_MAXASYNC)
 		emu_fail("more than %d cp.async in flight in one thread (missing cp.async.wait_group?)", EMU_MAXASYNC);
 	EmuAsync *a = &emu_async[f->tid.x][f->nasync++];
-	a->arr = &s, a->land = emu_land<T, N>, a->i = i, a->group = f->group;
+	a->arr = &s, a->land = emu_land<T>, a->i = i, a->group = f->group;
 	memset(a->b, 0, sizeof a->b);
 	memcpy(a->b, src, size);
 	emu.ld_bytes += size;
@@ -684,9 +739,10 @@ __attribute__((destructor)) static void emu_unload(void)
 	emu.stacks = NULL;
 }
 
-/* Run fn(args) on a grid of `grid` blocks of `block` threads.  0, or -1 with
- * the error in msg.  bytes[0], bytes[1]: global bytes loaded and stored. */
-extern "C" int emu_launch(void (*fn)(const void *), const char *kernel, unsigned grid, unsigned block,
+/* Run fn(args) on a grid of `grid` blocks of `block` threads with smem bytes
+ * of dynamic shared memory.  0, or -1 with the error in msg.  bytes[0],
+ * bytes[1]: global bytes loaded and stored. */
+extern "C" int emu_launch(void (*fn)(const void *), const char *kernel, unsigned grid, unsigned block, unsigned smem,
 			  const void *args, unsigned long long *bytes, char *msg, size_t n)
 {
 	if (block == 0 || block > EMU_MAXT || block % 32) {
@@ -694,6 +750,12 @@ extern "C" int emu_launch(void (*fn)(const void *), const char *kernel, unsigned
 			 block, EMU_MAXT);
 		return -1;
 	}
+	if (smem > EMU_MAXDYN) {
+		snprintf(msg, n, "kernel %s: %u bytes of dynamic shared memory (at most %d per block, as on sm_90)", kernel,
+			 smem, EMU_MAXDYN);
+		return -1;
+	}
+	emu.dyn_bytes = smem;
 	if (emu.nstacks < (int)block) { /* stacks for the widest block so far, a guard page under each */
 		if (emu.stacks)
 			munmap(emu.stacks, (size_t)emu.nstacks * EMU_STACK);
