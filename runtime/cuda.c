@@ -41,7 +41,11 @@ enum {
 	FUNC_SHARED_BYTES = 1,
 	FUNC_LOCAL_BYTES = 3,
 	FUNC_NUM_REGS = 4,
+	FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
+
+/* Dynamic shared memory a launch may take without cuFuncSetAttribute. */
+enum { SMEM_DEFAULT = 48 * 1024 };
 
 #define DRIVER_FUNCS(X)                                                                                     \
 	X(cuInit, "cuInit", CUresult, (unsigned))                                                           \
@@ -90,6 +94,11 @@ struct Rt {
 #define FIELD(field, sym, ret, args) ret(*field) args;
 	DRIVER_FUNCS(FIELD)
 #undef FIELD
+	/* optional: resolved when present, needed only by launches over 48 KB
+	 * of dynamic shared memory */
+	CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+	CUfunction smem_fn; /* the function last granted smem_bytes */
+	unsigned smem_bytes;
 	CUdevice dev;
 	CUcontext ctx;
 	RtDevice info;
@@ -171,6 +180,7 @@ static int resolve(Rt *rt, char *err, size_t n)
 	}
 	DRIVER_FUNCS(LOAD)
 #undef LOAD
+	*(void **)&rt->cuFuncSetAttribute = dlsym(rt->lib, "cuFuncSetAttribute");
 	return 0;
 }
 
@@ -361,6 +371,7 @@ void rt_unload(Rt *rt, RtModule *m)
 		return;
 	if (!rt->dead)
 		rt->cuModuleUnload(m->mod);
+	rt->smem_fn = NULL; /* a later module's function may take the same address */
 	free(m);
 }
 
@@ -445,11 +456,33 @@ int rt_copy(Rt *rt, RtPtr dst, RtPtr src, size_t bytes, char *err, size_t n)
 	return 0;
 }
 
+/* Over 48 KB of dynamic shared memory a kernel must opt in, up to the
+ * device's limit; the grant is remembered for the function last given one,
+ * so repeated launches (timing loops) skip the call. */
+static int grant_smem(Rt *rt, void *fn, unsigned smem, char *err, size_t n)
+{
+	if (smem <= SMEM_DEFAULT || (fn == rt->smem_fn && smem <= rt->smem_bytes))
+		return 0;
+	if ((int)smem > rt->info.smem_per_block_optin) {
+		say(err, n, "a launch asks for %u bytes of dynamic shared memory; %s allows at most %d per block", smem,
+		    rt->info.name, rt->info.smem_per_block_optin);
+		return RT_ERR;
+	}
+	if (!rt->cuFuncSetAttribute) {
+		say(err, n, "the CUDA driver library lacks cuFuncSetAttribute, which a launch with %u bytes of dynamic "
+			    "shared memory (over 48 KB) needs; it is too old", smem);
+		return RT_OLD_DRIVER;
+	}
+	CK(rt, cuFuncSetAttribute(fn, FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem), err, n);
+	rt->smem_fn = fn, rt->smem_bytes = smem;
+	return 0;
+}
+
 int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem, void **args,
 	      char *err, size_t n)
 {
 	int rc = alive(rt, err, n);
-	if (rc)
+	if (rc || (rc = grant_smem(rt, fn, smem, err, n)))
 		return rc;
 	CK(rt, cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, NULL, args, NULL),
 	   err, n);

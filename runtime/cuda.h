@@ -68,6 +68,9 @@ int rt_memset(Rt *rt, RtPtr dst, unsigned char v, size_t bytes, char *err, size_
 /* Device to device (asynchronous, like a launch: time it with rt_time). */
 int rt_copy(Rt *rt, RtPtr dst, RtPtr src, size_t bytes, char *err, size_t n);
 
+/* smem: bytes of dynamic shared memory; over 48 KB the function is first
+ * allowed them (cuFuncSetAttribute), and more than the device's opt-in
+ * limit (RtDevice.smem_per_block_optin) is an error before any launch. */
 int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem, void **args,
 	      char *err, size_t n);
 int rt_sync(Rt *rt, char *err, size_t n);

@@ -170,3 +170,40 @@ Test(rt, ptx_isa_table)
 	cr_assert_str_eq(rt_ptx_isa_for_driver(12060), "8.5");
 	cr_assert_str_eq(rt_ptx_isa_for_driver(11080), "7.8");
 }
+
+/* Dynamic shared memory: up to 48 KB a launch takes it as is; over that the
+ * function opts in first (once while it keeps the grant), up to the
+ * device's limit; a driver without cuFuncSetAttribute says so. */
+Test(rt, dynamic_shared_memory_over_48_kb)
+{
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	void (*smem)(unsigned *, int *, int *) = (void (*)(unsigned *, int *, int *))dlsym(lib, "fakecuda_smem");
+	Rt *rt = open_fake("optin=102400");
+	unsigned g[3] = {1, 1, 1}, b[3] = {128, 1, 1}, launch;
+	int grant, grants, before;
+	smem(&launch, &grant, &before);
+	cr_assert_eq(rt_launch(rt, (void *)"k", g, b, 48 * 1024, NULL, err, sizeof err), 0, "%s", err);
+	smem(&launch, &grant, &grants);
+	cr_assert_eq(launch, 48 * 1024);
+	cr_assert_eq(grants, before, "no opt-in at 48 KB");
+	cr_assert_eq(rt_launch(rt, (void *)"k", g, b, 69632, NULL, err, sizeof err), 0, "%s", err);
+	smem(&launch, &grant, &grants);
+	cr_assert_eq(launch, 69632);
+	cr_assert_eq(grant, 69632, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, 69632)");
+	cr_assert_eq(grants, before + 1);
+	cr_assert_eq(rt_launch(rt, (void *)"k", g, b, 69632, NULL, err, sizeof err), 0, "%s", err);
+	smem(&launch, &grant, &grants);
+	cr_assert_eq(grants, before + 1, "the grant is kept for the same function");
+	cr_assert_eq(rt_launch(rt, (void *)"k", g, b, 102401, NULL, err, sizeof err), RT_ERR);
+	cr_assert(strstr(err, "102401 bytes of dynamic shared memory; Fake GPU 0 allows at most 102400 per block"), "%s",
+		  err);
+	cr_assert(rt_usable(rt));
+	rt_close(rt);
+	dlclose(lib);
+	setenv("FAKECUDA", "", 1);
+	cr_assert_eq(rt_open(&rt, "build/libfakecuda-old.so", 0, err, sizeof err), RT_OK, "%s", err);
+	cr_assert_eq(rt_launch(rt, (void *)"k", g, b, 40 * 1024, NULL, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(rt_launch(rt, (void *)"k", g, b, 69632, NULL, err, sizeof err), RT_OLD_DRIVER);
+	cr_assert(strstr(err, "lacks cuFuncSetAttribute") && strstr(err, "69632 bytes of dynamic shared memory"), "%s", err);
+	rt_close(rt);
+}

@@ -4,7 +4,12 @@
  *
  * FAKECUDA (comma-separated): init=N, count=N, driver=N, oom_after=K (the
  * K-th allocation fails), launch=N, sync=N, ptx_max=X.Y (newer PTX is
- * refused with CUDA_ERROR_UNSUPPORTED_PTX_VERSION), elapsed=MS. */
+ * refused with CUDA_ERROR_UNSUPPORTED_PTX_VERSION), elapsed=MS, optin=BYTES
+ * (the opt-in limit of shared memory per block).
+ *
+ * It records the dynamic shared bytes of the last launch and the last
+ * cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) (fakecuda_smem); built
+ * with FAKECUDA_OLD, it lacks cuFuncSetAttribute, as drivers before CUDA 9. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +34,16 @@ static double optf(const char *key, double dflt)
 	return p ? strtod(p + strlen(pat), NULL) : dflt;
 }
 
-static int live, allocs, launches;
+static int live, allocs, launches, set_attrs, granted = -1;
+static unsigned launch_smem;
 int fakecuda_live(void) { return live; }
 int fakecuda_launches(void) { return launches; }
+/* The last launch's dynamic shared bytes, the last granted maximum (-1:
+ * none) and how many grants there were. */
+void fakecuda_smem(unsigned *launch, int *grant, int *grants)
+{
+	*launch = launch_smem, *grant = granted, *grants = set_attrs;
+}
 
 int cuInit(unsigned f) { (void)f; return (int)opt("init", 0); }
 int cuDriverGetVersion(int *v) { *v = (int)opt("driver", 13000); return 0; }
@@ -48,7 +60,7 @@ int cuDeviceGetAttribute(int *v, int attr, int d)
 	case 38: *v = 50 << 20; break;   /* L2 */
 	case 82: *v = 65536; break;      /* registers per SM */
 	case 81: *v = 228 << 10; break;  /* shared memory per SM */
-	case 97: *v = 227 << 10; break;
+	case 97: *v = (int)opt("optin", 227 << 10); break;
 	case 39: *v = 2048; break;
 	case 106: *v = 32; break;
 	default: *v = 1024; break;
@@ -89,6 +101,19 @@ int cuFuncGetAttribute(int *v, int attr, void *f)
 	*v = attr == 4 ? 32 : attr == 3 ? (int)opt("local", 0) : attr == 0 ? 1024 : 0;
 	return 0;
 }
+#ifndef FAKECUDA_OLD
+int cuFuncSetAttribute(void *f, int attr, int v)
+{
+	(void)f;
+	set_attrs++;
+	if (attr == 8) {
+		if (v > opt("optin", 227 << 10))
+			return 1; /* CUDA_ERROR_INVALID_VALUE */
+		granted = v;
+	}
+	return 0;
+}
+#endif
 int cuMemAlloc_v2(Ptr *p, size_t n)
 {
 	if (++allocs == opt("oom_after", -1))
@@ -105,8 +130,11 @@ int cuMemsetD8_v2(Ptr d, unsigned char v, size_t n) { memset((void *)(size_t)d, 
 int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g, unsigned s,
 		   void *st, void **args, void **x)
 {
-	(void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)s, (void)st, (void)args, (void)x;
+	(void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)st, (void)args, (void)x;
 	launches++;
+	launch_smem = s;
+	if (s > 48 * 1024 && (int)s > granted)
+		return 1; /* as the driver: more than 48 KB only after the function opts in */
 	return (int)opt("launch", 0);
 }
 int cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return 0; }
