@@ -32,13 +32,16 @@ static int resources(void *ctx, const TuneConfig *c, TuneResources *r, char *why
 	char names[3][64];
 	int nk = cuda_kernel_names(&t->g->m, c->id, names);
 	*r = (TuneResources){0, 0, 0};
+	if (!cuda_fits(&t->g->m, c->id, why, n))
+		return -1;
 	for (int k = 0; k < nk; k++) {
 		void *fn;
 		RtFuncAttrs a;
 		if (rt_function(t->g->rt, t->g->mod, names[k], &fn, why, n) || rt_func_attrs(t->g->rt, fn, &a, why, n))
 			return -1;
 		r->regs = a.regs > r->regs ? a.regs : r->regs;
-		r->smem = a.smem > r->smem ? a.smem : r->smem;
+		int smem = a.smem + (k == 0 ? (int)cuda_smem(&t->g->m, c->id) : 0); /* static and dynamic */
+		r->smem = smem > r->smem ? smem : r->smem;
 		r->local = a.local > r->local ? a.local : r->local;
 	}
 	return 0;

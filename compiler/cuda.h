@@ -46,6 +46,7 @@ typedef struct {
 	CudaFamily base;    /* rowreduce, rowmap, scan or attention */
 	CudaAttn attn;      /* base == FAM_ATTN: the match */
 	char explain[1024]; /* which template, and why */
+	int smem_max;       /* shared bytes per block the device allows (0: not known); cuda_pick keeps within it */
 } CudaModule;
 
 /* Kernel argument block; the same layout as Args in templates/common.cuh. */
@@ -68,10 +69,11 @@ const char *cuda_family_name(CudaFamily f);
 int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n);
 void cuda_config_str(const CudaVariant *v, char *buf, size_t n);
 
-/* Kernels to launch for variant var on a shape, in order. */
+/* Kernels to launch for variant var on a shape, in order; smem: bytes of
+ * dynamic shared memory per block. */
 typedef struct {
 	char name[64];
-	unsigned grid, block;
+	unsigned grid, block, smem;
 } CudaLaunch;
 
 typedef struct {
@@ -92,6 +94,10 @@ int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, 
  * long rows and few rows), a warp per row for short rows, the row kept on
  * chip where it fits. */
 int cuda_pick(const CudaModule *m, int rows, int len, int split);
+/* Bytes of dynamic shared memory variant v's kernels take per block. */
+unsigned cuda_smem(const CudaModule *m, int v);
+/* 1 when variant v fits the device (m->smem_max), else 0 with the reason. */
+int cuda_fits(const CudaModule *m, int v, char *why, size_t n);
 /* The index of the variant config names in m (as fitted to c), or -1. */
 int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config);
 /* Kernel names of variant v, for tools (up to 3). */

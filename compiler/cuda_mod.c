@@ -371,9 +371,11 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 
 /* Attention variants of 64 and 128 query rows (cuda_pick), as FlashAttention-2:
  * 4 warps of 32 rows for head dims up to 64 (keys per tile 64), 4 or 8 warps
- * of 16 rows above, with key tiles of 64 up to 128 and of 16 above (Q and O
- * in registers leave room for no more: at 32, 255 registers and spills on
- * sm_90).  P rounded once to the inputs' type (pv = 1), as FlashAttention
+ * of 16 rows above (at head dim 128, 4 warps of 32 rows spill on sm_90),
+ * with key tiles of 64 up to 128 and of 16 above (Q and O in registers leave
+ * room for no more: at 32, 255 registers and spills on sm_90).  K and V are
+ * double-buffered in dynamic shared memory (68 KB at head dim 128), the Q
+ * tile staged there for ldmatrix.  P rounded once to the inputs' type (pv = 1), as FlashAttention
  * does; pv = 2 (f16) or 3 (bf16) keeps P V at float32's precision, by --config. */
 static int attn_defaults(const CudaAttn *at, CudaVariant *v)
 {
@@ -564,10 +566,37 @@ void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
 
 static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
+/* As attn_fwd lays out its shared memory (templates/attention.cuh): a stage
+ * is a K and a V tile of BN keys in rows padded by 16 bytes, two stages
+ * where they fit in the opt-in maximum, the Q tile staged over them (the
+ * array is as large as the larger). */
+enum { ATTN_SMEM_MAX = 227 * 1024 };
+static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
+{
+	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4, st = v->bn * (kw + vw), bm = v->nt / 32 * v->mt * 16;
+	long stages = 2 * st * 4 <= ATTN_SMEM_MAX ? 2 : 1, words = stages * st > bm * kw ? stages * st : bm * kw;
+	return (unsigned)(words * 4);
+}
+
+unsigned cuda_smem(const CudaModule *m, int v)
+{
+	return m->var[v].fam == FAM_ATTN ? attn_smem(&m->attn, &m->var[v]) : 0;
+}
+
+int cuda_fits(const CudaModule *m, int v, char *why, size_t n)
+{
+	unsigned b = cuda_smem(m, v);
+	if (!m->smem_max || b <= (unsigned)m->smem_max)
+		return 1;
+	snprintf(why, n, "needs %u bytes of shared memory per block; the device allows %d", b, m->smem_max);
+	return 0;
+}
+
 static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
 {
 	const CudaVariant *v = &m->var[var];
 	int bm = v->nt / 32 * v->mt * 16;
+	p->k[0].smem = attn_smem(&m->attn, v);
 	p->split = split < 1 ? 1 : split;
 	p->chunk = (int)(cdiv(cdiv(len, p->split), v->bn) * v->bn);
 	p->k[0].grid = (unsigned)heads * cdiv(rows, bm) * p->split;
@@ -627,9 +656,9 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 		p->stores = v->fam == FAM_ROWMAP;
 		break;
 	case FAM_SPLITK:
-		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
-		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64};
-		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
+		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
+		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64, 0};
+		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
 		p->nk = nmap ? 3 : 2;
 		for (int k = 0; k < p->nk; k++)
 			snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
@@ -638,9 +667,9 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 		p->stores = nmap;
 		break;
 	case FAM_SCAN:
-		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
-		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64};
-		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt};
+		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
+		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64, 0};
+		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
 		for (int k = 0; k < 3; k++)
 			snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
 		p->nk = 3;
@@ -666,8 +695,11 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 			return 0;
 		if (m->base == FAM_SCAN)
 			return x->fam == FAM_SCAN ? v : best;
-		if (m->base == FAM_ATTN) /* 128 query rows where the rows fill them */
-			return rows > 64 && m->nvar > 1 && split <= 1 ? 1 : 0;
+		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them, within the device's shared memory */
+			int want = rows > 64 && m->nvar > 1 && split <= 1 ? 1 : 0;
+			char why[128];
+			return cuda_fits(m, want, why, sizeof why) || !cuda_fits(m, !want, why, sizeof why) ? want : !want;
+		}
 		if (split > 1) {
 			if (x->fam == FAM_SPLITK)
 				return v;

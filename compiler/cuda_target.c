@@ -161,7 +161,7 @@ static void print_stats(const CudaModule *m, const CudaKStat *ks, int nks, const
 					s = &ks[j];
 			if (s)
 				fprintf(stderr, "%-34s %-44s %5d %6d %6d", names[k], k ? "" : cfg, s->regs,
-					s->spill_st + s->spill_ld, s->smem);
+					s->spill_st + s->spill_ld, s->smem + (k == 0 ? (int)cuda_smem(m, v) : 0));
 			else
 				fprintf(stderr, "%-34s %-44s %5s %6s %6s", names[k], k ? "" : cfg, "-", "-", "-");
 			if (k == 0)
@@ -170,8 +170,8 @@ static void print_stats(const CudaModule *m, const CudaKStat *ks, int nks, const
 				fprintf(stderr, "\n");
 		}
 	}
-	fprintf(stderr, "(loads, stores: global accesses per element of each element input and map output, "
-			"split variants with 4 chunks)\n");
+	fprintf(stderr, "(smem: static and dynamic shared bytes per block; loads, stores: global accesses per element "
+			"of each element input and map output, split variants with 4 chunks)\n");
 	if (why)
 		fprintf(stderr, "(registers, spills, shared memory: %s)\n", why);
 }

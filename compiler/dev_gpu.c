@@ -29,6 +29,7 @@ int gpu_open(Gpu *g, Carrier *c, char *msg, size_t n)
 		 nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &g->ptx_cached, msg, n) ||
 		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
 	g->compile_ms = now_ms() - t0;
+	g->m.smem_max = dev->smem_per_block_optin;
 	free(ptx);
 	if (rc) {
 		gpu_close(g);
@@ -136,7 +137,7 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 		void *fn;
 		unsigned grid[3] = {p.k[k].grid ? p.k[k].grid : 1, 1, 1}, block[3] = {p.k[k].block, 1, 1};
 		if (rt_function(g->rt, g->mod, p.k[k].name, &fn, msg, n) ||
-		    rt_launch(g->rt, fn, grid, block, 0, args, msg, n))
+		    rt_launch(g->rt, fn, grid, block, p.k[k].smem, args, msg, n))
 			return -1;
 	}
 	return 0;

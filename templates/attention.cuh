@@ -28,13 +28,13 @@
  * input slots of q, k, v.
  *
  * Shared memory: K and V tiles, row-major as in global memory (rows
- * padded by 16 bytes against bank conflicts), filled by 16-byte cp.async
- * copies (plain loads when an input is not 16-byte aligned) with zeros
- * past the keys; the Q tile passes through them first where it fits (else
- * its fragments are read from global memory).  Fragments come from
+ * padded by 16 bytes against bank conflicts) in dynamic shared memory of
+ * the launch plan's size (over 48 KB: the kernel opts in), filled by
+ * 16-byte cp.async copies (plain loads when an input is not 16-byte
+ * aligned) with zeros past the keys; the Q tile passes through it first.  Fragments come from
  * ldmatrix: Q and K plain, V with .trans (the B operand of P V).  The
  * loads overlap the arithmetic: with two stages of K and V (where they fit
- * in 48 KB), the next live tile loads while this one computes; with one,
+ * in 227 KB), the next live tile loads while this one computes; with one,
  * as in FlashAttention-2, V of a tile loads while S = Q K^T and the
  * softmax run, K of the next live tile while P V runs.
  * Per tile: S = Q K^T on tensor cores (mma.sync m16n8k16, f32 accumulate),
@@ -213,18 +213,16 @@ ASC_DEV void attn_fwd(const Args &A)
 	/* Shared rows padded by 16 bytes: ldmatrix's 8 rows of 16 bytes then
 	 * fall on distinct banks (D % 16 == 0 makes the row stride an odd
 	 * number of 16-byte units).  A stage is a K tile (KV words) and a V
-	 * tile after it; two stages (DB) where they fit in the 48 KB of static
-	 * shared memory.  The Q tile is staged over them before the first key
-	 * tile when it fits (QS). */
+	 * tile after it; two stages (DB) where they fit in the 227 KB a block
+	 * may opt in to.  The Q tile is staged over them before the first key
+	 * tile.  Dynamic shared memory of max((1 + DB) ST, BM KW) words: the
+	 * launch plan's bytes (compiler/cuda_mod.c: attn_smem). */
 	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, ST = BN * (KW + VW);
-	const int DB = 2 * ST * 4 <= 48 * 1024, QS = BM * KW <= (1 + DB) * ST;
+	const int DB = 2 * ST * 4 <= 227 * 1024;
 	const float LN2 = 0.693147180559945309f;
-	static_assert(ST * 4 <= 48 * 1024, "K and V tiles over 48 KB of static shared memory: fewer keys per tile (bn)");
-#ifdef ASSOC_EMU
-	ASC_SHARED(unsigned, Sm, (1 + DB) * ST);
-#else
-	__shared__ __align__(16) unsigned Sm[(1 + DB) * ST]; /* cp.async and ldmatrix take 16-byte rows */
-#endif
+	static_assert(ST * 4 <= 227 * 1024 && BM * KW * 4 <= 227 * 1024,
+		      "K and V tiles or the Q tile over 227 KB of shared memory: fewer keys (bn) or rows per tile");
+	ASC_DYN_SHARED(unsigned, Sm); /* cp.async and ldmatrix take 16-byte rows */
 	/* cp.async where q, k and v are 16-byte aligned (then so is every
 	 * row: D and DV are multiples of 16), plain loads otherwise */
 	bool as = !(((asc_uptr)A.in[ATTN_QI] | (asc_uptr)A.in[ATTN_KI] | (asc_uptr)A.in[ATTN_VI]) & 15);
@@ -256,30 +254,18 @@ ASC_DEV void attn_fwd(const Args &A)
 			ir[mt][hf] = r % A.rows;
 			R[mt][hf] = attn_row(A, base + (r < M ? r : 0));
 		}
-	if (QS) {
-		attn_load<NT, BM, D / 2, KW>(Sm, 0, qp + (long long)qt * BM * (D / 2), M - qt * BM, as);
-		asc_cp_commit();
-		asc_cp_wait<0>();
-		__syncthreads();
-		/* A fragments: lane l reads row l % 16, columns 8 (l / 16) on of the 16x16 block */
+	attn_load<NT, BM, D / 2, KW>(Sm, 0, qp + (long long)qt * BM * (D / 2), M - qt * BM, as);
+	asc_cp_commit();
+	asc_cp_wait<0>();
+	__syncthreads();
+	/* A fragments: lane l reads row l % 16, columns 8 (l / 16) on of the 16x16 block */
 #pragma unroll
-		for (int mt = 0; mt < MT; mt++)
+	for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-			for (int kk = 0; kk < D / 16; kk++)
-				asc_ldsm<4, 0>(qf[mt][kk], Sm, ((w * MT + mt) * 16 + lane % 16) * KW + kk * 8 + lane / 16 * 4);
-		__syncthreads(); /* Q is read: K and V may take its place */
-	} else
-#pragma unroll
-		for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-			for (int hf = 0; hf < 2; hf++) {
-				int r = r0 + mt * 16 + g + 8 * hf;
-#pragma unroll
-				for (int kk = 0; kk < D / 16; kk++)
-#pragma unroll
-					for (int x = 0; x < 2; x++)
-						qf[mt][kk][hf + 2 * x] = r < M ? ASC_LD(qp + (long long)r * (D / 2) + kk * 8 + 4 * x + t) : 0u;
-			}
+		for (int kk = 0; kk < D / 16; kk++)
+			asc_ldsm<4, 0>(qf[mt][kk], Sm, ((w * MT + mt) * 16 + lane % 16) * KW + kk * 8 + lane / 16 * 4);
+	__syncthreads(); /* Q is read: K and V may take its place */
+
 	float o[MT][DV / 8][4], m[MT][2], l[MT][2];
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++) {

@@ -292,6 +292,37 @@ Test(attention, emulated_mma_fragment_layout)
 	emu_close(l);
 }
 
+/* Shared memory per variant as the template lays it out: two stages of K
+ * and V where they fit, the Q tile over them; cuda_pick keeps to what the
+ * device allows. */
+Test(attention, shared_memory_per_variant)
+{
+	Carrier *c = load_dims("specs/attention.yaml", 256);
+	CudaModule m;
+	char msg[256];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(m.nvar, 2);
+	/* 16 keys x (132 + 132) words a stage, two; Q: 64 or 128 rows x 132 words */
+	cr_assert_eq(cuda_smem(&m, 0), 2 * 16 * 264 * 4);
+	cr_assert_eq(cuda_smem(&m, 1), 128 * 132 * 4);
+	CudaPlan p;
+	cuda_plan_h(&m, 1, 200, 300, 2, 1, &p);
+	cr_assert_eq(p.k[0].smem, 128 * 132 * 4, "the plan carries the bytes");
+	cr_assert_eq(cuda_pick(&m, 200, 300, 1), 1, "128 query rows for 200 rows");
+	m.smem_max = 48 * 1024;
+	cr_assert_eq(cuda_pick(&m, 200, 300, 1), 0, "64 query rows where 128 would not fit the device");
+	cr_assert_not(cuda_fits(&m, 1, msg, sizeof msg));
+	cr_assert(strstr(msg, "needs 67584 bytes of shared memory per block; the device allows 49152"), "%s", msg);
+	cuda_module_free(&m);
+	carrier_free(c);
+	c = load_dims("specs/attention.yaml", 128);
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	for (int v = 0; v < m.nvar; v++)
+		cr_assert_eq(cuda_smem(&m, v), 2 * 64 * 136 * 4, "head dim 128: two stages of 64 keys");
+	cuda_module_free(&m);
+	carrier_free(c);
+}
+
 /* The default configurations assemble for sm_90 without spills, f16 and
  * bf16, head dims 64, 128 and 256. */
 Test(attention, ptxas_no_spills, .timeout = 300)

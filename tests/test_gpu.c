@@ -88,6 +88,56 @@ Test(gpu, fake_driver_runs_the_whole_path)
 	unsetenv("ASSOC_LIBCUDA");
 }
 
+/* Attention's K and V tiles, two stages at head dim 128, take 68 KB of
+ * dynamic shared memory: the launch carries the bytes and the kernel opts
+ * in first; a device that allows less refuses the launch with the reason. */
+Test(gpu, attention_launch_takes_dynamic_shared_memory)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	setenv("ASSOC_LIBCUDA", FAKE, 1);
+	setenv("FAKECUDA", "", 1);
+	Define defs[2] = {{"d", "128"}, {"dv", "128"}};
+	Diag dg;
+	diag_init(&dg, "specs/attention.yaml");
+	Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
+	cr_assert(c, "%s", dg.text ? dg.text : "");
+	diag_free(&dg);
+	RunData *d = drawn(c, 100, 200);
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	void (*smem)(unsigned *, int *, int *) = (void (*)(unsigned *, int *, int *))dlsym(lib, "fakecuda_smem");
+	Gpu g;
+	GpuBufs b;
+	cr_assert_eq(gpu_open(&g, c, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(g.m.smem_max, 227 << 10, "the device's opt-in limit");
+	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	for (int v = 0; v < g.m.nvar; v++) {
+		unsigned launch;
+		int grant, grants;
+		cr_assert_eq(cuda_smem(&g.m, v), 69632, "variant %d: 2 stages of 64 keys x (128 + 128) halves, padded", v);
+		cr_assert_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
+		smem(&launch, &grant, &grants);
+		cr_assert_eq(launch, 69632);
+		cr_assert_eq(grant, 69632, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) before the launch");
+	}
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	setenv("FAKECUDA", "optin=65536", 1);
+	cr_assert_eq(gpu_open(&g, c, msg, sizeof msg), 0, "%s", msg);
+	char why[256];
+	cr_assert_not(cuda_fits(&g.m, 0, why, sizeof why));
+	cr_assert(strstr(why, "needs 69632 bytes of shared memory per block; the device allows 65536"), "%s", why);
+	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_launch(&g, &b, 0, 1, d->rows, d->len, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "69632 bytes of dynamic shared memory; Fake GPU 0 allows at most 65536 per block"), "%s", msg);
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	dlclose(lib);
+	rundata_free(d);
+	carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+}
+
 Test(gpu, tuned_choice_is_frozen_in_the_cache)
 {
 	if (!have_nvrtc())
@@ -196,4 +246,20 @@ Test(gpu, auto_falls_back_with_a_reason)
 	pclose(f);
 	cr_assert(strstr(out, "gpu device not usable (no CUDA driver"), "%s", out);
 	cr_assert(strstr(out, "exit 0"), "the next device runs it: %s", out);
+}
+
+/* A variant over the device's shared memory per block is left out of
+ * tuning with the reason (head dim 256: 128 query rows take 66 KB). */
+Test(gpu, tune_skips_variants_over_the_shared_memory_limit)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char out[16384];
+	FILE *f = popen("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA=optin=49152 build/asan/assoc tune "
+			"specs/attention.yaml -D d=256 -D dv=256 --rows 200 --len 300 2>&1; echo \"exit $?\"", "r");
+	size_t n = fread(out, 1, sizeof out - 1, f);
+	out[n] = 0;
+	pclose(f);
+	cr_assert(strstr(out, "attention:nt=256,mt=1,bn=16,pv=1") &&
+		  strstr(out, "needs 67584 bytes of shared memory per block; the device allows 49152"), "%s", out);
 }

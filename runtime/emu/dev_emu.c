@@ -91,7 +91,7 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	a.ws = ws;
 	unsigned long long bytes[2] = {0, 0};
 	for (int k = 0; k < p.nk; k++)
-		if (emu_launch_kernel(lib, p.k[k].name, p.k[k].grid, p.k[k].block, 0, &a, bytes, msg, n))
+		if (emu_launch_kernel(lib, p.k[k].name, p.k[k].grid, p.k[k].block, p.k[k].smem, &a, bytes, msg, n))
 			goto out;
 	if (st) {
 		cuda_config_str(x, st->config, sizeof st->config);
