@@ -375,8 +375,9 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
  * with key tiles of 64 up to 128 and of 16 above (Q and O in registers leave
  * room for no more: at 32, 255 registers and spills on sm_90).  K and V are
  * double-buffered in dynamic shared memory (68 KB at head dim 128), the Q
- * tile staged there for ldmatrix.  P rounded once to the inputs' type (pv = 1), as FlashAttention
- * does; pv = 2 (f16) or 3 (bf16) keeps P V at float32's precision, by --config. */
+ * tile staged there for ldmatrix.  P rounded once to the inputs' type
+ * (pv = 1), as FlashAttention does; pv = 2 (f16) or 3 (bf16) keeps P V at
+ * float32's precision, by --config. */
 static int attn_defaults(const CudaAttn *at, CudaVariant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64;
@@ -695,10 +696,13 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 			return 0;
 		if (m->base == FAM_SCAN)
 			return x->fam == FAM_SCAN ? v : best;
-		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them, within the device's shared memory */
-			int want = rows > 64 && m->nvar > 1 && split <= 1 ? 1 : 0;
+		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them */
+			int want = rows > 64 && split <= 1 ? 1 : 0, other = !want;
 			char why[128];
-			return cuda_fits(m, want, why, sizeof why) || !cuda_fits(m, !want, why, sizeof why) ? want : !want;
+			/* the other where only it fits the device's shared memory */
+			if (!cuda_fits(m, want, why, sizeof why) && cuda_fits(m, other, why, sizeof why))
+				return other;
+			return want;
 		}
 		if (split > 1) {
 			if (x->fam == FAM_SPLITK)

@@ -31,12 +31,12 @@
  * padded by 16 bytes against bank conflicts) in dynamic shared memory of
  * the launch plan's size (over 48 KB: the kernel opts in), filled by
  * 16-byte cp.async copies (plain loads when an input is not 16-byte
- * aligned) with zeros past the keys; the Q tile passes through it first.  Fragments come from
- * ldmatrix: Q and K plain, V with .trans (the B operand of P V).  The
- * loads overlap the arithmetic: with two stages of K and V (where they fit
- * in 227 KB), the next live tile loads while this one computes; with one,
- * as in FlashAttention-2, V of a tile loads while S = Q K^T and the
- * softmax run, K of the next live tile while P V runs.
+ * aligned) with zeros past the keys; the Q tile passes through it first.
+ * Fragments come from ldmatrix: Q and K plain, V with .trans (the B
+ * operand of P V).  The loads overlap the arithmetic: with two stages of K
+ * and V (where they fit in 227 KB), the next live tile loads while this
+ * one computes; with one, as in FlashAttention-2, V of a tile loads while
+ * S = Q K^T and the softmax run, K of the next live tile while P V runs.
  * Per tile: S = Q K^T on tensor cores (mma.sync m16n8k16, f32 accumulate),
  * the score and mask elementwise on S, the row maxima in base 2, one
  * rescale of (l, o), P rounded to f16/bf16, O += P V on tensor cores.
@@ -265,7 +265,6 @@ ASC_DEV void attn_fwd(const Args &A)
 		for (int kk = 0; kk < D / 16; kk++)
 			asc_ldsm<4, 0>(qf[mt][kk], Sm, ((w * MT + mt) * 16 + lane % 16) * KW + kk * 8 + lane / 16 * 4);
 	__syncthreads(); /* Q is read: K and V may take its place */
-
 	float o[MT][DV / 8][4], m[MT][2], l[MT][2];
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++) {
