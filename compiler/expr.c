@@ -326,9 +326,12 @@ static V parse_number(P *p)
 	/* Constants are float64 in the IR: an integer literal beyond 2^53 that
 	 * float64 cannot hold would silently become another integer. */
 	if (!strpbrk(buf, ".eE") && fabs(v) >= 0x1p53) {
-		errno = 0;
-		unsigned long long u = strtoull(buf, NULL, 10);
-		if (errno == ERANGE || (double)u != v || (unsigned long long)v != u)
+		char exact[400]; /* the double's exact decimal value, which %.0f prints */
+		const char *digits = buf;
+		while (digits[0] == '0' && digits[1])
+			digits++;
+		snprintf(exact, sizeof exact, "%.0f", v);
+		if (strcmp(exact, digits))
 			return fail(p, start, "integer literal '%s' is above 2^53 and not exactly a float64, "
 				    "which is how constants are kept; write it as a nearby power of two or within 2^53", buf);
 	}
