@@ -67,8 +67,11 @@ int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng)
 	for (int t = 0; t < ROW_TRIES; t++) {
 		double offset = f == FAM_SPREAD ? 160 * rng_unit(rng) - 80 : 0;
 		draw_decls(c->row, c->nrow, m->rowoff, r->rowv, f, offset, rng);
-		int ok = 1;
-		for (int j = 0; ok && j < r->len; j++)
+		/* With the columns kept and no element inputs, positions have
+		 * nothing to draw: only an assume can tell them apart (attention's
+		 * rows x keys would otherwise cost a loop of rows x len). */
+		int ok = 1, nothing = keep_cols && !c->nelem && !c->assume;
+		for (int j = 0; ok && !nothing && j < r->len; j++)
 			ok = !draw_position(m, f, r, j, offset, keep_cols, rng);
 		if (ok)
 			return 0;

@@ -292,12 +292,11 @@ static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams
 			break;
 		}
 		store_decls(c->nrow, d->row, m.rowoff, row->rowv, r);
-		for (int j = 0; j < d->len; j++) {
-			if (r == 0)
-				store_decls(c->ncol, d->col, m.coloff, row->colv + (size_t)j * m.colw, j);
+		for (int j = 0; r == 0 && j < d->len; j++)
+			store_decls(c->ncol, d->col, m.coloff, row->colv + (size_t)j * m.colw, j);
+		for (int j = 0; c->nelem && j < d->len; j++)
 			store_decls(c->nelem, d->elem, m.elemoff, row->elemv + (size_t)j * m.elemw,
 				    (size_t)r * d->len + j);
-		}
 	}
 	row_free(row);
 	machine_free(&m);
