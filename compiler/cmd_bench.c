@@ -169,12 +169,6 @@ static void *load_naive(const char *carrier, void **lib, char *why, size_t n)
 	return f;
 }
 
-static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
-{
-	rundata_pointers(d, in, out);
-	*a = (CpuArgs){in, out, d->params, d->rows, d->len};
-}
-
 static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, double tc, double tn, double tcpu,
 		   const char *nwhy)
 {
@@ -228,8 +222,8 @@ int cmd_bench(Opts *o)
 	Bench b = {.split = o->run.split};
 	LlvmOpts lo = {0};
 	int rc = EXIT_OK;
-	if (o->run.config && sscanf(o->run.config, "lanes=%d,accs=%d,tile=%d", &lo.lanes, &lo.accs, &lo.tile) < 1)
-		rc = usage_error("bench: --config takes lanes=N[,accs=N[,tile=N]]");
+	if (cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
+		rc = usage_error("bench: %s", msg);
 	if (!rc && fill_inputs(d, o, msg, sizeof msg))
 		rc = usage_error("%s", msg);
 	if (!rc && (llvm_compile(c, &lo, &b.k, msg, sizeof msg) || rt_pool_open(&b.pool, o->run.threads, msg, sizeof msg))) {
@@ -241,7 +235,7 @@ int cmd_bench(Opts *o)
 	if (!in || !out)
 		abort();
 	if (!rc) {
-		args_of(d, &b.a, in, out);
+		cpu_args(d, &b.a, in, out);
 		double bytes = rundata_bytes(d);
 		b.copy_bytes = (size_t)(bytes / 2);
 		b.src = malloc(b.copy_bytes + 1), b.dst = malloc(b.copy_bytes + 1);

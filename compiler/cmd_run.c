@@ -194,14 +194,8 @@ int cmd_run(Opts *o)
 	if (!rc && !dv)
 		rc = usage_error("unknown device '%s' (devices: %s, auto)", o->device, device_names());
 	char msg[1024] = "";
-	int heads = o->heads ? o->heads : 1, kv = o->kv_heads ? o->kv_heads : heads;
-	if (!rc && (kv > heads || heads % kv))
-		rc = usage_error("--heads %d is not a multiple of --kv-heads %d", heads, kv);
-	if (!rc) {
-		d = rundata_new_heads(c, o->rows, o->len, heads, kv);
-		if (rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg))
-			rc = usage_error("%s", msg);
-	}
+	if (!rc && !(d = cli_drawn(o, c)))
+		rc = EXIT_USAGE;
 	if (!rc)
 		rc = load_inputs(o, d, arr);
 	if (!rc && !dv->available(msg, sizeof msg)) {

@@ -13,7 +13,7 @@
 
 static int cpu_available(char *why, size_t n) { return llvm_available(why, n); }
 
-static int parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
+int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 {
 	while (cfg && *cfg) {
 		int v, used = 0;
@@ -31,8 +31,7 @@ static int parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 	return 0;
 }
 
-/* The executor's view of d: pointers in the kernel ABI's order. */
-static void args_of(RunData *d, CpuArgs *a, const void **in, void **out)
+void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out)
 {
 	rundata_pointers(d, in, out);
 	*a = (CpuArgs){in, out, d->params, d->rows, d->len};
@@ -42,7 +41,7 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
 	rundata_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
 	LlvmOpts lo = {0};
-	if (parse_config(o->config, &lo, msg, n))
+	if (cpu_parse_config(o->config, &lo, msg, n))
 		return -1;
 	LlvmKernel *k;
 	if (llvm_compile(d->c, &lo, &k, msg, n))
@@ -64,7 +63,7 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	for (int h = 0; h < d->heads && !rc; h++) {
 		RunData *v = d->heads > 1 ? rundata_head_view(d, h) : d;
 		CpuArgs a;
-		args_of(v, &a, in, out);
+		cpu_args(v, &a, in, out);
 		rc = rt_cpu_run(p, &k->k, &a, o->split, msg, n);
 		if (v != d)
 			rundata_view_free(v);

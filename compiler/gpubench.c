@@ -146,11 +146,8 @@ int cmd_bench_gpu(Opts *o)
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;
-	char msg[512];
-	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;
-	RunData *d = rundata_new_heads(c, o->rows, o->len, heads, kv);
-	int rc = rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg) ? usage_error("%s", msg)
-										     : gpu_bench(o, c, d);
+	RunData *d = cli_drawn(o, c);
+	int rc = d ? gpu_bench(o, c, d) : EXIT_USAGE;
 	rundata_free(d);
 	carrier_free(c);
 	return rc;

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "run.h"
 #include "runtime/cpu.h"
 #include "spec.h"
 
@@ -25,6 +26,13 @@ typedef struct {
 	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
 	LlvmJit *jit;
 } LlvmKernel;
+
+/* The CPU device's --config, "lanes=N,accs=N,tile=N" in any order and
+ * subset, into o (dev_cpu.c).  0, or -1 with msg. */
+int cpu_parse_config(const char *cfg, LlvmOpts *o, char *msg, size_t n);
+/* The executor's view of d: in and out hold d's pointers in the kernel
+ * ABI's order (dev_cpu.c). */
+void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out);
 
 /* 1 when the host target can be initialized; otherwise 0 with the reason. */
 int llvm_available(char *why, size_t n);

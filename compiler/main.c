@@ -85,6 +85,23 @@ Carrier *cli_load(const Opts *o, const char *path)
 	return c;
 }
 
+RunData *cli_drawn(const Opts *o, Carrier *c)
+{
+	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;
+	if (kv > heads || heads % kv) { /* a query head past the last key/value head would read outside */
+		usage_error("--heads %d is not a multiple of --kv-heads %d", heads, kv);
+		return NULL;
+	}
+	RunData *d = rundata_new_heads(c, o->rows, o->len, heads, kv);
+	char msg[1024];
+	if (rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg)) {
+		usage_error("%s", msg);
+		rundata_free(d);
+		return NULL;
+	}
+	return d;
+}
+
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
 	char *end;

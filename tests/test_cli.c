@@ -175,6 +175,24 @@ Test(cli, run_heads_through_npy, .timeout = 120)
 	npy_free(&q), npy_free(&k), npy_free(&l1), npy_free(&l2);
 }
 
+/* Every command that draws a run checks the heads the same way, and the
+ * CPU bench reads --config as the CPU device does (items in any order). */
+Test(cli, heads_and_cpu_config_everywhere)
+{
+	static const char *const cmds[] = {" run", " tune", " bench --device gpu"};
+	for (int k = 0; k < 3; k++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC "%s specs/attention.yaml --rows 4 --len 8 --heads 3 --kv-heads 2", cmds[k]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s: %s", cmd, out);
+		cr_expect(strstr(out, "--heads 3 is not a multiple of --kv-heads 2"), "%s: %s", cmd, out);
+	}
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --rows 4 --len 64 --config tile=2,lanes=8 --json", out,
+			sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "\"lanes\": 8") && strstr(out, "\"tile\": 2"), "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --rows 4 --len 64 --config bogus=2", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "unknown --config item 'bogus=2'"), "%s", out);
+}
+
 Test(cli, run_usage_errors)
 {
 	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device nosuch", out, sizeof out, 1), 2);
