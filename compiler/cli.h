@@ -38,6 +38,8 @@ int cli_loop_only(const Carrier *c);
 /* Load a spec with the command line's -D, printing diagnostics; NULL on
  * error, and for a loop spec without a merge. */
 Carrier *cli_load(const Opts *o, const char *path);
+/* cli_load that also takes a loop spec (for `assoc explore`). */
+Carrier *cli_load_any(const Opts *o, const char *path);
 /* The run's arrays as the command line shapes them (--rows, --len, --heads,
  * --kv-heads), drawn from --seed with --param; NULL after a usage error. */
 RunData *cli_drawn(const Opts *o, Carrier *c);

@@ -42,12 +42,7 @@ static int write_atomic(const char *path, const char *text)
 int cmd_explore(Opts *o)
 {
 	const char *path = o->specs[0];
-	Diag d;
-	diag_init(&d, path);
-	Carrier *c = spec_load_file(path, o->defs, o->ndefs, &d);
-	if (!c)
-		fputs(d.text ? d.text : "", stderr);
-	diag_free(&d);
+	Carrier *c = cli_load_any(o, path);
 	if (!c)
 		return EXIT_USAGE;
 	ExploreOpts eo;

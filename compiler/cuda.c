@@ -358,6 +358,18 @@ void cuda_fn_return(struct Fn *f, Expr *e)
 	buf_puts(f->b, ";\n");
 }
 
+void cuda_mask_body(Carrier *c, Buf *b, Expr *mask)
+{
+	if (!mask) {
+		buf_puts(b, "\treturn true;\n");
+		return;
+	}
+	struct Fn *f;
+	cuda_fn_begin(&f, c, b);
+	cuda_fn_return(f, mask);
+	cuda_fn_end(f);
+}
+
 /* `tN = convert(src)` for a scalar, or a vector filled component by component. */
 void cuda_load_expr(Buf *b, int storage, int kind, const char *src, int t, int len)
 {

@@ -556,12 +556,7 @@ void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 	cuda_fn_return(f, ir_bin(c->ir, EXPR_MUL, at->score, ir_const(c->ir, ty_scalar(TY_F32), LOG2E)));
 	cuda_fn_end(f);
 	buf_puts(b, "}\nASC_DEV bool attn_keep(const Args &A, const ARow &R, int i, int j)\n{\n");
-	if (c->mask) {
-		cuda_fn_begin(&f, c, b);
-		cuda_fn_return(f, c->mask);
-		cuda_fn_end(f);
-	} else
-		buf_puts(b, "\treturn true;\n");
+	cuda_mask_body(c, b, c->mask);
 	buf_puts(b, "}\n");
 	tile_hook(c, b);
 	fin_hooks(c, at, b);

@@ -190,13 +190,7 @@ static void hooks(Carrier *c, Buf *b, int vec)
 	buf_puts(b, "\treturn E;\n}\n");
 	vec_hooks(c, b, vec);
 	buf_puts(b, "ASC_DEV bool keep(const Args &A, const Row &R, const Elem &E, int i, int j)\n{\n");
-	if (c->mask) {
-		struct Fn *f;
-		cuda_fn_begin(&f, c, b);
-		cuda_fn_return(f, c->mask);
-		cuda_fn_end(f);
-	} else
-		buf_puts(b, "\treturn true;\n");
+	cuda_mask_body(c, b, c->mask);
 	buf_puts(b, "}\n");
 	state_fn(c, b, "ASC_DEV State lift(const Args &A, const Row &R, const Elem &E, int i, int j)", c->lift);
 	state_fn(c, b, "ASC_DEV State merge(const Args &A, const State &a, const State &b)", c->merge);

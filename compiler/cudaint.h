@@ -14,6 +14,8 @@ void cuda_fn_begin(struct Fn **f, Carrier *c, Buf *b);
 void cuda_fn_end(struct Fn *f);
 void cuda_fn_assign(struct Fn *f, const char *dst, Expr *e, int len);
 void cuda_fn_return(struct Fn *f, Expr *e); /* temporaries, then `return e;` */
+/* The body of a bool hook: `return mask;`, or `return true;` without one. */
+void cuda_mask_body(Carrier *c, Buf *b, Expr *mask);
 /* The attention template's hooks for a matched carrier (cuda_attn.c). */
 void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b);
 

@@ -70,7 +70,7 @@ int cli_loop_only(const Carrier *c)
 	return 1;
 }
 
-Carrier *cli_load(const Opts *o, const char *path)
+Carrier *cli_load_any(const Opts *o, const char *path)
 {
 	Diag d;
 	diag_init(&d, path);
@@ -78,6 +78,12 @@ Carrier *cli_load(const Opts *o, const char *path)
 	if (!c)
 		fputs(d.text ? d.text : "", stderr);
 	diag_free(&d);
+	return c;
+}
+
+Carrier *cli_load(const Opts *o, const char *path)
+{
+	Carrier *c = cli_load_any(o, path);
 	if (c && cli_loop_only(c)) {
 		carrier_free(c);
 		return NULL;
