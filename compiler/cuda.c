@@ -73,6 +73,7 @@ struct Fn {
 	Carrier *c;
 	Buf *b;
 	int *tmp; /* by node id: 1 + temp number, 0 when not emitted */
+	int *resc; /* by id of a max node: 1 + temp of its shared rescaling exp */
 	int ntmp;
 	const char *st[4]; /* prefix of state fields by which */
 };
@@ -283,10 +284,63 @@ static void load_col(struct Fn *f, Expr *e)
 	cuda_load_expr(f->b, v->storage, v->ty.kind, src, t, v->ty.len);
 }
 
+/* exp(x - max(u, v)) with x one of u, v: the rescaling factors of an
+ * online max.  One of exp(u - m), exp(v - m) is exp(0), so both come from
+ * one exp of the non-positive difference, e = exp(-|u - v|):
+ *   exp(u - m) = !(u - v <= 0) ? exp(u - u) : e,  exp(u - u) = asc_one(u),
+ * and for v with !(u - v >= 0).  Plain subtraction is right here even for
+ * two -inf (the spec's rule would give exp(-inf) = 0; NaN picks asc_one,
+ * which is 0 for -inf); +inf and NaN give NaN, as the spec's do. */
+static int is_max_rescale(const Expr *e)
+{
+	if (e->op != EXPR_EXP || e->a[0]->op != EXPR_SUB || e->ty.len ||
+	    (e->ty.kind != TY_F32 && e->ty.kind != TY_NUM && e->ty.kind != TY_F64))
+		return 0;
+	const Expr *s = e->a[0], *m = s->a[1];
+	return m->op == EXPR_MAX && !m->ty.len && m->ty.kind == e->ty.kind && m->a[0]->ty.kind == e->ty.kind &&
+	       m->a[1]->ty.kind == e->ty.kind && (s->a[0] == m->a[0] || s->a[0] == m->a[1]);
+}
+
+static void max_rescale(struct Fn *f, Expr *e)
+{
+	Expr *m = e->a[0]->a[1];
+	int dbl = is_dbl(e->ty.kind), t;
+	const char *ty = cuda_ctype(e->ty.kind);
+	node(f, m->a[0]);
+	node(f, m->a[1]);
+	if (!f->resc[m->id]) {
+		t = f->ntmp++;
+		buf_printf(f->b, "\tconst %s t%d = ", ty, t);
+		operand(f, m->a[0], NULL);
+		buf_puts(f->b, " - ");
+		operand(f, m->a[1], NULL);
+		buf_puts(f->b, ";\n");
+		f->ntmp++;
+		if (dbl) {
+			buf_printf(f->b, "\tconst double t%d = exp(-fabs(t%d));\n", t + 1, t);
+		} else {
+			buf_printf(f->b, "\tconst float t%d = exp2f(-fabsf(t%d) * ", t + 1, t);
+			cuda_literal(f->b, TY_F32, LOG2E);
+			buf_puts(f->b, ");\n");
+		}
+		f->resc[m->id] = t + 1;
+	}
+	int d = f->resc[m->id] - 1, first = e->a[0]->a[0] == m->a[0];
+	t = f->ntmp++;
+	buf_printf(f->b, "\tconst %s t%d = !(t%d %s 0) ? %s(", ty, t, d, first ? "<=" : ">=", dbl ? "asc_oned" : "asc_one");
+	operand(f, first ? m->a[0] : m->a[1], NULL);
+	buf_printf(f->b, ") : t%d;\n", d + 1);
+	f->tmp[e->id] = t + 1;
+}
+
 static void node(struct Fn *f, Expr *e)
 {
 	if (f->tmp[e->id] || e->op == EXPR_CONST)
 		return;
+	if (is_max_rescale(e)) {
+		max_rescale(f, e);
+		return;
+	}
 	if (e->op == EXPR_VAR) {
 		if (ir_var(f->c->ir, e->k)->kind == VAR_COL)
 			load_col(f, e);
@@ -334,7 +388,8 @@ static void assign(struct Fn *f, const char *dst, Expr *e, int len)
 void cuda_fn_begin(struct Fn **fp, Carrier *c, Buf *b)
 {
 	struct Fn *f = calloc(1, sizeof *f);
-	if (!f || !(f->tmp = calloc(ir_nnodes(c->ir) + 2, sizeof *f->tmp)))
+	if (!f || !(f->tmp = calloc(ir_nnodes(c->ir) + 2, sizeof *f->tmp)) ||
+	    !(f->resc = calloc(ir_nnodes(c->ir) + 2, sizeof *f->resc)))
 		abort();
 	f->c = c;
 	f->b = b;
@@ -345,6 +400,7 @@ void cuda_fn_begin(struct Fn **fp, Carrier *c, Buf *b)
 void cuda_fn_end(struct Fn *f)
 {
 	free(f->tmp);
+	free(f->resc);
 	free(f);
 }
 

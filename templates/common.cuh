@@ -55,6 +55,10 @@ ASC_DEV double asc_subd(double x, double y)
 {
 	return (x == -(double)ASC_INF && y == -(double)ASC_INF) ? -(double)ASC_INF : x - y;
 }
+/* exp(x - x) under the spec's rules: 0 for -inf, 1 for a finite x, NaN for
+ * +inf and NaN (x - x); one select, so no branch. */
+ASC_DEV float asc_one(float x) { return x == -ASC_INF ? 0.0f : x - x + 1.0f; }
+ASC_DEV double asc_oned(double x) { return x == -(double)ASC_INF ? 0.0 : x - x + 1.0; }
 ASC_DEV float asc_powi(float x, int k)
 {
 	float r = 1, b = x;

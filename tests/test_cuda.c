@@ -3,6 +3,7 @@
  * non-commutative carrier, fully masked rows) x every variant of its module
  * x odd shapes x split counts. */
 #include <glob.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -184,6 +185,64 @@ Test(cuda, softmax_loads_and_stores_per_element)
 		cr_expect_eq(st.plan_stores, cases[k].stores);
 		rundata_free(d);
 	}
+	carrier_free(c);
+}
+
+/* Special values through every variant's merges (the rescaling of an
+ * online max shares one exp between its two factors, with the spec's
+ * rules for -inf, +inf and NaN): a row of -inf, a NaN, a +inf, -inf among
+ * finite values, one huge value, and a row of ties. */
+Test(cuda, online_max_keeps_the_special_values, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	CudaModule m;
+	char msg[2048];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	enum { R = 6, N = 200 };
+	for (int v = 0; v < m.nvar; v++) {
+		char cfg[128];
+		cuda_config_str(&m.var[v], cfg, sizeof cfg);
+		RunData *d = rundata_new(c, R, N);
+		cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		float *x = d->elem[0].p;
+		for (int j = 0; j < N; j++) {
+			x[j] = -INFINITY;
+			if (j % 3 == 0)
+				x[3 * N + j] = -INFINITY;
+			x[5 * N + j] = 2.5f;
+		}
+		x[N + 77] = NAN;
+		x[2 * N + 123] = INFINITY;
+		x[4 * N + 150] = 1e30f;
+		RunOpts o = {.config = cfg, .split = m.var[v].fam == FAM_SPLITK ? 3 : 1};
+		EmuStats st;
+		cr_assert_eq(emu_run_data(d, &o, &st, msg, sizeof msg), 0, "%s: %s", cfg, msg);
+		const float *lse = d->fin[0].p, *y = d->map[0].p;
+		cr_expect_eq(lse[0], -INFINITY, "%s: a row of -inf has lse -inf, not %g", cfg, lse[0]);
+		cr_expect(isnan(y[0]) && isnan(y[N - 1]), "%s: a row of -inf: y = 0 / 0", cfg);
+		cr_expect(isnan(lse[1]), "%s: a NaN gives lse NaN, not %g", cfg, lse[1]);
+		cr_expect(isnan(lse[2]), "%s: +inf gives inf - inf, NaN, not %g", cfg, lse[2]);
+		for (int r = 3; r < R; r++) {
+			double mx = -INFINITY, sum = 0;
+			for (int j = 0; j < N; j++)
+				mx = fmax(mx, x[r * N + j]);
+			for (int j = 0; j < N; j++)
+				sum += exp((double)x[r * N + j] - mx);
+			double want = mx + log(sum);
+			cr_expect(fabs(lse[r] - want) <= 1e-6 * fabs(want) + 1e-6, "%s: row %d lse %.9g, want %.9g", cfg, r,
+				  lse[r], want);
+			for (int j = 0; j < N; j++) {
+				double yw = exp((double)x[r * N + j] - want);
+				cr_expect(fabs(y[r * N + j] - yw) <= 1e-5 * yw + 1e-9, "%s: row %d y[%d] %.9g, want %.9g", cfg,
+					  r, j, y[r * N + j], yw);
+			}
+		}
+		cr_expect_eq(y[3 * N], 0.0f, "%s: exp(-inf - m) is 0", cfg);
+		cr_expect_float_eq(y[4 * N + 150], 1.0f, 1e-6f, "%s: the huge value takes all the weight", cfg);
+		rundata_free(d);
+	}
+	cuda_module_free(&m);
 	carrier_free(c);
 }
 
