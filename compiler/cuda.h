@@ -103,8 +103,10 @@ int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config);
 /* Kernel names of variant v, for tools (up to 3). */
 int cuda_kernel_names(const CudaModule *m, int v, char names[3][64]);
 
-/* ptxas -v on ptx for arch: per kernel registers, spills, shared memory.
- * The number of kernels, or -1 with msg (no ptxas, or ptxas failed). */
+/* ptxas -v on ptx for arch: per kernel registers, spills, shared memory
+ * and stack bytes (spills and frames of the functions it calls included;
+ * 0 stack when ptxas inlined every call).  The number of kernels, or -1
+ * with msg (no ptxas, or ptxas failed). */
 typedef struct {
 	char name[64];
 	int regs, spill_st, spill_ld, smem, stack;

@@ -284,7 +284,7 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 
 static void kernel(Buf *b, const char *name, int nt, const char *body)
 {
-	buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const Args A) { %s; }\n", nt, name, body);
+	buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(ASC_PARAM Args A) { %s; }\n", nt, name, body);
 	buf_printf(b, "#ifdef ASSOC_EMU\nextern \"C\" void %s_emu(const void *p) { %s(*(const Args *)p); }\n#endif\n", name,
 		   name);
 }

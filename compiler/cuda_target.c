@@ -123,9 +123,12 @@ int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, 
 		free(text);
 		return -1;
 	}
+	/* Each entry's report lists the functions it still calls after it,
+	 * with their own frames and spills: those count for the entry too. */
 	int k = -1;
 	for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
 		char *p;
+		int frame, sst, sld;
 		if ((p = strstr(line, "Compiling entry function '")) && k + 1 < max) {
 			k++;
 			memset(&st[k], 0, sizeof st[k]);
@@ -135,9 +138,18 @@ int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, 
 			if ((p = strstr(line, " bytes smem")))
 				while (p > line && p[-1] >= '0' && p[-1] <= '9')
 					p--, st[k].smem = atoi(p);
-		} else if (k >= 0 && (p = strstr(line, "bytes stack frame"))) {
-			sscanf(line, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &st[k].stack,
-			       &st[k].spill_st, &st[k].spill_ld);
+			if ((p = strstr(line, " bytes cumulative stack size"))) {
+				while (p > line && p[-1] >= '0' && p[-1] <= '9')
+					p--;
+				if (atoi(p) > st[k].stack)
+					st[k].stack = atoi(p);
+			}
+		} else if (k >= 0 && strstr(line, "bytes stack frame") &&
+			   sscanf(line, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &frame, &sst,
+				  &sld) == 3) {
+			st[k].stack += frame;
+			st[k].spill_st += sst;
+			st[k].spill_ld += sld;
 		}
 	}
 	free(text);

@@ -167,14 +167,16 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 	}
 	snprintf(archopt, sizeof archopt, "--gpu-architecture=compute_%s", a + (a[0] == 's' ? 3 : 8));
 	/* -minimal leaves out texture, device-runtime and host API declarations
-	 * the templates never use (a third of the front end's time);
-	 * --split-compile=0 optimizes the kernels on all cores.  Neither changes
-	 * the PTX.  An NVRTC older than them (12.4) rejects them, and is asked
-	 * again without. */
-	const char *opts[] = {archopt, "-std=c++17", "--fmad=true", "-minimal", "--split-compile=0"};
-	int nopts = 5, nbase = 3;
+	 * the templates never use (a third of the front end's time) and does
+	 * not change the PTX.  An NVRTC older than it (12.4) rejects it, and is
+	 * asked again without.  Not --split-compile: the module's row loops are
+	 * functions shared by its kernels (templates/blocks.cuh), and the PTX of
+	 * a split compile keeps them from being inlined by ptxas (calls with
+	 * spilled registers); with them shared, splitting is no faster. */
+	const char *opts[] = {archopt, "-std=c++17", "--fmad=true", "-minimal"};
+	int nopts = 4, nbase = 3;
 	uint64_t h = cache_hash(CACHE_HASH_INIT, src, strlen(src));
-	for (int i = 0; i < nbase; i++)
+	for (int i = 0; i < nopts; i++) /* all asked for: an NVRTC that refuses some always does */
 		h = cache_hash(h, opts[i], strlen(opts[i]) + 1);
 	h = cache_hash(h, &nv->major, sizeof nv->major);
 	h = cache_hash(h, &nv->minor, sizeof nv->minor);

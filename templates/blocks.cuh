@@ -19,11 +19,13 @@ ASC_DEV void step(const Args &A, const Row &R, const Elem &E, int i, int j, Stat
 		acc = merge(A, acc, lift(A, R, E, i, j));
 }
 
-/* Lane 0 ends with the fold of the warp's 32 states, in lane order. */
+/* Lane 0 ends with the fold of the warp's 32 states, in lane order.  Once
+ * per row: a loop of one merge, not five copies of it (NVRTC's time grows
+ * with every copy of the carrier's code). */
 ASC_DEV State warp_reduce(const Args &A, State s)
 {
 	int lane = threadIdx.x % 32;
-#pragma unroll
+#pragma unroll 1
 	for (int o = 1; o < 32; o <<= 1) {
 		State t = shfl_down(s, o);
 		if ((lane & (2 * o - 1)) == 0)
@@ -61,10 +63,13 @@ ASC_DEV State block_reduce(const Args &A, State s)
 
 /* Fold positions [lo, hi) of row i as thread t of NT: a contiguous segment
  * where order matters; otherwise strided (coalesced) with ACC independent
- * accumulators, and 16-byte loads of 4 elements where aligned. */
-template <int NT, int ACC, int VEC>
-ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int hi)
+ * accumulators, and 16-byte loads of 4 elements where aligned.  Compiled
+ * once per (ACC, VEC) for all the module's kernels (ASC_FN), with NT a
+ * value; ptxas inlines it again into each kernel. */
+template <int ACC, int VEC>
+ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi)
 {
+	const Args A = *(const Args *)pA;
 	if (ASC_ORDERED) {
 		int seg = (hi - lo + NT - 1) / NT, b = lo + t * seg, e = b + seg < hi ? b + seg : hi;
 		State acc = identity();
@@ -116,10 +121,18 @@ ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int
 	return s;
 }
 
-/* Map outputs of positions [lo, hi) of row i with the row's final state. */
-template <int NT, int VEC>
-ASC_DEV void map_pass(const Args &A, const Row &R, const State &s, int i, int t, int lo, int hi)
+template <int NT, int ACC, int VEC>
+ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int hi)
 {
+	return thread_fold_at<ACC, VEC>((asc_uptr)&A, R, i, t, NT, lo, hi);
+}
+
+/* Map outputs of positions [lo, hi) of row i with the row's final state;
+ * compiled once per VEC, as thread_fold_at. */
+template <int VEC>
+ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, const int NT, int lo, int hi)
+{
+	const Args A = *(const Args *)pA;
 	int j0 = lo;
 	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A)) {
 		int ng = (hi - lo) / 4;
@@ -136,4 +149,10 @@ ASC_DEV void map_pass(const Args &A, const Row &R, const State &s, int i, int t,
 		Elem E = load_elem(A, i, j);
 		map(A, R, E, s, i, j);
 	}
+}
+
+template <int NT, int VEC>
+ASC_DEV void map_pass(const Args &A, const Row &R, const State &s, int i, int t, int lo, int hi)
+{
+	map_pass_at<VEC>((asc_uptr)&A, R, s, i, t, NT, lo, hi);
 }

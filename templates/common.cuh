@@ -8,12 +8,33 @@
  * host written in C can build it (compiler/cuda.h: CudaArgs). */
 #ifndef ASSOC_EMU
 #define ASC_DEV __device__ __forceinline__
+/* A function compiled once per module and called from several kernels:
+ * the row loops, whose code would otherwise be optimized again for every
+ * kernel that inlines them (NVRTC's time grows with every copy).  They
+ * reach the kernel's Args by its address (asc_uptr, so that the compiler
+ * keeps a pointer and does not copy the whole struct at each call) and
+ * copy what they use into registers. */
+#define ASC_FN __device__ __noinline__
+/* The kernel parameter, addressable in place (no copy to local memory
+ * when its address is taken). */
+#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ > 11 || __CUDACC_VER_MINOR__ >= 7)
+#define ASC_PARAM const __grid_constant__
+#else
+#define ASC_PARAM const
+#endif
 #define ASC_SHARED(T, name, n) __shared__ T name[n]
 /* The launch's dynamic shared memory (16-byte aligned for cp.async and
  * ldmatrix); one such array per kernel: they all start at the same address. */
 #define ASC_DYN_SHARED(T, name) extern __shared__ __align__(16) T name[]
-#define ASC_LD(p) (*(p))
-#define ASC_ST(p, v) (*(p) = (v))
+/* Every ASC_LD and ASC_ST is to global memory: said to the compiler, so
+ * that pointers read from Args inside an ASC_FN still give ld.global. */
+template <class T> __device__ __forceinline__ T *asc_glob(T *p)
+{
+	__builtin_assume(__isGlobal(p));
+	return p;
+}
+#define ASC_LD(p) (*asc_glob(p))
+#define ASC_ST(p, v) (*asc_glob(p) = (v))
 typedef unsigned long long asc_uptr;
 #endif
 

@@ -30,6 +30,7 @@ ASC_DEV void splitk_combine(const Args &A)
 		return;
 	State *ws = (State *)A.ws;
 	State s = identity();
+#pragma unroll 1 /* a chain of merges in chunk order: unrolling adds no parallelism */
 	for (int c = 0; c < A.split; c++)
 		s = merge(A, s, ws[i * A.split + c]);
 	ws[A.rows * A.split + i] = s;

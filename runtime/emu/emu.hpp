@@ -40,6 +40,8 @@
 #define __shared__ static
 #define warpSize 32
 #define ASC_DEV static inline
+#define ASC_FN static
+#define ASC_PARAM const
 #define ASC_LD(p) emu_ld(p)
 #define ASC_ST(p, v) emu_st((p), (v))
 typedef unsigned long long asc_uptr;
