@@ -8,21 +8,26 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -I.
 LDLIBS  += -lyaml -lm -ldl
 # The CPU backend: LLVM's C API from the LLVM the packages provide.  With
 # NO_LLVM=1 it is left out (compiler/llvm_none.c says so at run time).
+# build/assoc itself does not link LLVM: the backend is build/assoc-llvm.so,
+# which it opens when a command needs it (compiler/llvm_load.c).
 LLVM_CONFIG ?= llvm-config
+LLVM_ALL := compiler/llvm.c compiler/llvm_expr.c compiler/llvm_kern.c compiler/llvm_map.c compiler/llvm_math.c \
+	compiler/llvm_reduce.c compiler/llvm_tile.c
+BASE_LDLIBS := $(LDLIBS) -lpthread
 ifeq ($(NO_LLVM),1)
 CFLAGS  += -DASSOC_NO_LLVM
 LDLIBS  += -lpthread
-LLVM_SRC := compiler/llvm.c compiler/llvm_expr.c compiler/llvm_kern.c compiler/llvm_map.c compiler/llvm_math.c \
-	compiler/llvm_reduce.c compiler/llvm_tile.c
+LLVM_SRC := $(LLVM_ALL)
 else
 CFLAGS  += $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
-LDLIBS  += $(shell $(LLVM_CONFIG) --ldflags --libs 2>/dev/null) -lpthread
+LLVM_LDLIBS := $(shell $(LLVM_CONFIG) --ldflags --libs 2>/dev/null)
+LDLIBS  += $(LLVM_LDLIBS) -lpthread
 LLVM_SRC :=
 endif
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_SECONDS ?= 45
 
-LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c $(LLVM_SRC),$(wildcard compiler/*.c)) \
+LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c compiler/llvm_load.c $(LLVM_SRC),$(wildcard compiler/*.c)) \
            $(wildcard runtime/*.c runtime/*/*.c)
 HDRS    := $(wildcard ir/*.h ir/*.def compiler/*.h runtime/*.h runtime/*/*.h runtime/*/*.hpp templates/*.cuh)
 # Devices and targets are found through weak references, which do not pull
@@ -53,8 +58,25 @@ build/libassoc.a: $(OBJ)
 build/asan/libassoc.a: $(ASAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
+ifeq ($(NO_LLVM),1)
 build/assoc: build/obj/compiler/main.o build/libassoc.a
 	$(CC) $(CFLAGS) -o $@ $< $(call WHOLE,build/libassoc.a) $(LDLIBS)
+else
+# The command line without LLVM (-rdynamic: the plugin takes the rest of
+# assoc from it), and the plugin with the backend and LLVM (-Bsymbolic: its
+# own entry points, not the executable's of the same names).
+CORE_OBJ := $(filter-out $(LLVM_ALL:%.c=build/obj/%.o),$(OBJ))
+
+build/libassoc-core.a: $(CORE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build/assoc: build/obj/compiler/main.o build/obj/compiler/llvm_load.o build/libassoc-core.a build/assoc-llvm.so
+	$(CC) $(CFLAGS) -rdynamic -o $@ build/obj/compiler/main.o build/obj/compiler/llvm_load.o \
+		$(call WHOLE,build/libassoc-core.a) $(BASE_LDLIBS)
+
+build/assoc-llvm.so: $(LLVM_ALL:%.c=build/pic/%.o)
+	$(CC) -shared -Wl,-Bsymbolic -o $@ $^ $(LLVM_LDLIBS) -lpthread -lm
+endif
 
 build/asan/assoc: build/asan/compiler/main.o build/asan/libassoc.a
 	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(call WHOLE,build/asan/libassoc.a) $(LDLIBS)
@@ -110,6 +132,8 @@ lib: build/libassoc.a build/libassoc.so
 install: build/assoc build/libassoc.a build/libassoc.so
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 build/assoc $(DESTDIR)$(PREFIX)/bin/assoc
+	if [ -f build/assoc-llvm.so ]; then install -d $(DESTDIR)$(PREFIX)/lib/assoc && \
+		install -m 755 build/assoc-llvm.so $(DESTDIR)$(PREFIX)/lib/assoc/assoc-llvm.so; fi
 	install -m 644 build/libassoc.a $(DESTDIR)$(PREFIX)/lib/libassoc.a
 	install -m 755 build/libassoc.so $(DESTDIR)$(PREFIX)/lib/libassoc.so
 	install -m 644 compiler/assoc.h $(DESTDIR)$(PREFIX)/include/assoc.h

@@ -203,3 +203,31 @@ Test(cli, run_usage_errors)
 	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --output nope=build/x.npy --device interp", out, sizeof out, 1), 2);
 	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --rows -1", out, sizeof out, 1), 2);
 }
+
+/* build/assoc opens its CPU backend (build/assoc-llvm.so) only when a
+ * command needs it: it runs on the CPU through it, says clearly when the
+ * file is missing or is something else, and checks specs without it. */
+Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
+{
+	FILE *f = fopen("build/assoc-llvm.so", "rb");
+	if (!f)
+		cr_skip_test("build/assoc-llvm.so not built (NO_LLVM=1)");
+	fclose(f);
+	cr_assert_eq(sh("build/assoc run specs/online_softmax.yaml --device cpu --rows 3 --len 1000", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_assert(strstr(out, "against the float64 reference"), "%s", out);
+	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/no-such-plugin.so build/assoc run specs/sum.yaml --device cpu --rows 2 "
+			"--len 9",
+			out, sizeof out, 1),
+		     1, "%s", out);
+	cr_assert(strstr(out, "the CPU backend could not be loaded") && strstr(out, "build/no-such-plugin.so"), "%s", out);
+	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/libfakenvrtc.so build/assoc emit specs/sum.yaml --target llvm", out,
+			sizeof out, 1),
+		     1, "%s", out);
+	cr_assert(strstr(out, "build/libfakenvrtc.so is not assoc's CPU backend"), "%s", out);
+	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/no-such-plugin.so build/assoc check specs/sum.yaml", out, sizeof out, 1),
+		     0, "%s", out);
+	/* the command line itself does not load LLVM */
+	cr_assert_eq(sh("LD_DEBUG=files build/assoc check specs/sum.yaml", out, sizeof out, 1), 0);
+	cr_assert(strstr(out, "libyaml") && !strstr(out, "LLVM"), "%s", out);
+}
