@@ -210,14 +210,17 @@ static CudaFamily base_family(const Carrier *c)
 	return c->tpl == TPL_SCAN ? FAM_SCAN : c->nmap ? FAM_ROWMAP : FAM_ROWREDUCE;
 }
 
+/* The row loops are compiled once per (acc, vec) for all of a module's
+ * kernels (templates/blocks.cuh): the variants share as few pairs as they
+ * can (the 16-byte path falls back to the scalar loop at run time). */
 static const CudaVariant defaults_reduce[] = {
-	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 1, 1, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 1, 1, 0, 0, 0, 0, 0},
+	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_map[] = {
 	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 1, 1, 1, 8, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 256, 1, 1, 0, 16, 0, 0, 0}, {FAM_ROWMAP, 64, 1, 1, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 64, 1, 1, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 1, 1, 0, 16, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_scan[] = {
 	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0},

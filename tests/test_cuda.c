@@ -163,7 +163,7 @@ Test(cuda, softmax_loads_and_stores_per_element)
 		double loads, stores;
 	} cases[] = {
 		{"rowmap:nt=256,acc=2,vec=4", 4096, 2, 1},
-		{"rowmap:nt=64", 1001, 2, 1},
+		{"rowmap:nt=64,acc=2,vec=4", 1001, 2, 1},
 		{"rowmap:nt=256,items=16", 4096, 1, 1},
 		{"rowmap:nt=128,warp=1,items=8", 200, 1, 1},
 	};
