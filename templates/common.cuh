@@ -17,7 +17,7 @@
 #define ASC_FN __device__ __noinline__
 /* The kernel parameter, addressable in place (no copy to local memory
  * when its address is taken). */
-#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ > 11 || __CUDACC_VER_MINOR__ >= 7)
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ * 100 + __CUDACC_VER_MINOR__ >= 1107
 #define ASC_PARAM const __grid_constant__
 #else
 #define ASC_PARAM const
