@@ -133,7 +133,9 @@ ASC_DEV void asc_ldsm(unsigned (&r)[NUM], S &sm, int at)
 	emu_ldmatrix(r, sm, at, NUM, TRANS);
 #else
 	static_assert(NUM == 4, "ldmatrix .x4 only");
-	unsigned a = (unsigned)__cvta_generic_to_shared(&sm[at]);
+	/* 32-bit arithmetic on the shared address, so that a constant part of
+	 * at becomes the instruction's immediate offset */
+	unsigned a = (unsigned)__cvta_generic_to_shared(&sm[0]) + 4u * (unsigned)at;
 	if (NUM == 4 && TRANS)
 		asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
 			     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
@@ -158,7 +160,7 @@ ASC_DEV void asc_cp16(S &sm, int at, const unsigned *src, bool ok, bool as)
 #ifdef ASSOC_EMU
 	emu_cp_async(sm, at, src, ok ? 16 : 0);
 #else
-	unsigned a = (unsigned)__cvta_generic_to_shared(&sm[at]);
+	unsigned a = (unsigned)__cvta_generic_to_shared(&sm[0]) + 4u * (unsigned)at; /* as in asc_ldsm */
 	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(src), "r"(ok ? 16 : 0) : "memory");
 #endif
 }
@@ -183,15 +185,39 @@ ASC_DEV void asc_cp_wait()
 
 /* ROWS rows of W words (16-byte chunks) from src (row stride W words in
  * global) into sm at word base with row stride PW; rows from `valid` on
- * are zeros (their source: row 0). */
+ * are zeros (their source: row 0).  Where NT threads cover whole rows
+ * (NT % (W / 4) == 0), thread x copies chunk x % (W / 4) of rows x / (W /
+ * 4) + NT / (W / 4) k, unrolled: one address per thread and constant
+ * offsets, no division per chunk; a full tile (valid >= ROWS) needs no
+ * row test either. */
 template <int NT, int ROWS, int W, int PW, class S>
 ASC_DEV void attn_load(S &sm, int base, const unsigned *src, int valid, bool as)
 {
+	const int CW = W / 4, RS = NT / CW; /* chunks a row; rows a pass */
+	if (!as || NT % CW) {
 #pragma unroll 1
-	for (int x = threadIdx.x; x < ROWS * (W / 4); x += NT) {
-		int n = x / (W / 4), c = x % (W / 4);
-		asc_cp16(sm, base + n * PW + 4 * c, src + (n < valid ? (long long)n * W : 0) + 4 * c, n < valid, as);
+		for (int x = threadIdx.x; x < ROWS * CW; x += NT) {
+			int n = x / CW, c = x % CW;
+			asc_cp16(sm, base + n * PW + 4 * c, src + (n < valid ? (long long)n * W : 0) + 4 * c, n < valid, as);
+		}
+		return;
 	}
+	int n = (int)threadIdx.x / CW, c = (int)threadIdx.x % CW;
+	const unsigned *p = src + n * W + 4 * c;
+	int at = base + n * PW + 4 * c;
+	if (valid >= ROWS) {
+#pragma unroll
+		for (int k = 0; k < (ROWS + RS - 1) / RS; k++)
+			if (ROWS % RS == 0 || n + k * RS < ROWS)
+				asc_cp16(sm, at + k * RS * PW, p + k * RS * W, true, true);
+		return;
+	}
+#pragma unroll
+	for (int k = 0; k < (ROWS + RS - 1) / RS; k++)
+		if (ROWS % RS == 0 || n + k * RS < ROWS) {
+			bool ok = n + k * RS < valid;
+			asc_cp16(sm, at + k * RS * PW, ok ? p + k * RS * W : src, ok, true);
+		}
 }
 
 /* The first key tile at or after kb that the mask keeps in part (hi when
@@ -283,6 +309,9 @@ ASC_DEV void attn_fwd(const Args &A)
 	int f = qt * BM, e = (qt + 1) * BM < M ? (qt + 1) * BM - 1 : M - 1, cls, cn = 0; /* the tile's rows in the run */
 	int i0 = f / A.rows == e / A.rows ? f % A.rows : 0, i1 = f / A.rows == e / A.rows ? e % A.rows : A.rows - 1;
 	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls), kn = hi, stg = 0; /* stg: this tile's stage */
+	/* The lane's ldmatrix rows in a stage (see the B fragments below): one
+	 * shared address a tile, constant offsets from it per fragment. */
+	const int ka = (8 * (lane / 16) + lane % 8) * KW + lane / 8 % 2 * 4, va = KV + lane % 16 * VW + lane / 16 * 4;
 	if (kb < hi) {
 		attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kb * (D / 2), hi - kb, as);
 		if (DB)
@@ -319,7 +348,7 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 			for (int nt = 0; nt < BN / 8; nt += 2) {
 				unsigned b[4];
-				asc_ldsm<4, 0>(b, Sm, stg * ST + (8 * (nt + lane / 16) + lane % 8) * KW + kk * 8 + lane / 8 % 2 * 4);
+				asc_ldsm<4, 0>(b, Sm, stg * ST + ka + 8 * nt * KW + kk * 8);
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++) {
 					unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
@@ -394,7 +423,7 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 			for (int dn = 0; dn < DV / 8; dn += 2) {
 				unsigned b[4];
-				asc_ldsm<4, 1>(b, Sm, stg * ST + KV + (16 * kk + lane % 16) * VW + (dn + lane / 16) * 4);
+				asc_ldsm<4, 1>(b, Sm, stg * ST + va + 16 * kk * VW + dn * 4);
 				unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++)
