@@ -94,6 +94,21 @@ ASC_DEV float asc_half_hi(unsigned w)
 	return BF ? asc_bf16((unsigned short)(w >> 16)) : asc_f16((unsigned short)(w >> 16));
 }
 
+/* 2^x by the SFU alone (ex2.approx.ftz: 2 ulp, subnormal results flushed
+ * to 0).  exp2f adds a range test and two scalings per call for
+ * subnormal results, which here are weights under 2^-126 of the row's
+ * largest: below anything P's rounding to f16/bf16 keeps. */
+ASC_DEV float asc_exp2(float x)
+{
+#ifdef ASSOC_EMU
+	return exp2f(x);
+#else
+	float y;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+	return y;
+#endif
+}
+
 ASC_DEV float asc_quad_max(float x)
 {
 	x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -379,7 +394,7 @@ ASC_DEV void attn_fwd(const Args &A)
 			for (int hf = 0; hf < 2; hf++) {
 				float mn = fmaxf(m[mt][hf], asc_quad_max(mx[hf]));
 				mb[hf] = mn == -ASC_INF ? 0.0f : mn; /* an empty row so far: p = 0, no NaN */
-				alpha[hf] = exp2f(m[mt][hf] - mb[hf]);
+				alpha[hf] = asc_exp2(m[mt][hf] - mb[hf]);
 				m[mt][hf] = mn;
 				l[mt][hf] *= alpha[hf];
 			}
@@ -393,7 +408,7 @@ ASC_DEV void attn_fwd(const Args &A)
 				float p[4];
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
-					p[c] = exp2f(s[mt][nt][c] - mb[c / 2]);
+					p[c] = asc_exp2(s[mt][nt][c] - mb[c / 2]);
 					l[mt][c / 2] += p[c];
 				}
 #pragma unroll
