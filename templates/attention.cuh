@@ -247,6 +247,28 @@ ASC_DEV int attn_next(const Args &A, int i0, int i1, int kb, int hi, int bn, int
 	return hi;
 }
 
+/* The scores of 16 rows x BN keys from kb (the thread's elements of
+ * S = Q K^T) in base 2, and the thread's maxima of its two rows.  With
+ * MASK, keys from jn on and, where cls == 1, those the mask drops get
+ * -inf; without, the tile has none of either (one branch a tile rather
+ * than a test and a select per score). */
+template <int MASK, int BN>
+ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], float (&s)[BN / 8][4], float (&mx)[2],
+			 int kb, int jn, int cls, int t)
+{
+#pragma unroll
+	for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			int hf = c / 2, i = ir[hf], j = kb + nt * 8 + 2 * t + (c & 1);
+			float x = attn_score2(A, R[hf], s[nt][c], i, j);
+			if (MASK && (j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j))))
+				x = -ASC_INF;
+			s[nt][c] = x;
+			mx[hf] = fmaxf(mx[hf], x);
+		}
+}
+
 template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV>
 ASC_DEV void attn_fwd(const Args &A)
 {
@@ -335,6 +357,7 @@ ASC_DEV void attn_fwd(const Args &A)
 	}
 	while (kb < hi) {
 		int jn = kb + BN < hi ? kb + BN : hi;
+		bool full = jn - kb == BN && cls == 2; /* no key of the tile masked */
 		asc_cp_wait<0>();
 		__syncthreads(); /* this tile has landed everywhere; every warp is done with the last one */
 		if (DB) {
@@ -378,17 +401,10 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 		for (int mt = 0; mt < MT; mt++) {
 			float mx[2] = {-ASC_INF, -ASC_INF};
-#pragma unroll
-			for (int nt = 0; nt < BN / 8; nt++)
-#pragma unroll
-				for (int c = 0; c < 4; c++) {
-					int hf = c / 2, i = ir[mt][hf], j = kb + nt * 8 + 2 * t + (c & 1);
-					float x = attn_score2(A, R[mt][hf], s[mt][nt][c], i, j);
-					if (j >= jn || (cls == 1 && !attn_keep(A, R[mt][hf], i, j)))
-						x = -ASC_INF;
-					s[mt][nt][c] = x;
-					mx[hf] = fmaxf(mx[hf], x);
-				}
+			if (full)
+				attn_scores<0, BN>(A, R[mt], ir[mt], s[mt], mx, kb, jn, cls, t);
+			else
+				attn_scores<1, BN>(A, R[mt], ir[mt], s[mt], mx, kb, jn, cls, t);
 			float alpha[2], mb[2];
 #pragma unroll
 			for (int hf = 0; hf < 2; hf++) {
