@@ -532,6 +532,38 @@ static void tile_hook(Carrier *c, Buf *b)
 	buf_printf(b, "\treturn !t%d ? 0 : !f%d ? 2 : 1;\n}\n", r, r);
 }
 
+/* Variables a slope may use: params and scalar row inputs. */
+static int not_slope(void *ctx, Expr *e)
+{
+	Carrier *c = ctx;
+	if (e->op != EXPR_VAR)
+		return 0;
+	const Var *v = ir_var(c->ir, e->k);
+	return !(v->kind == VAR_PARAM || (v->kind == VAR_ROW && !v->ty.len));
+}
+
+/* A score linear in the dot, dot * a, dot / a or the dot itself, with a
+ * of params and row inputs: a log2(e), the slope in base 2; else NULL.
+ * The template then takes the row maxima of full tiles on the dots
+ * themselves and folds the slope into the exponent's FFMA. */
+static Expr *slope2(Carrier *c, Expr *score)
+{
+	Ir *ir = c->ir;
+	int dot = sym_var(ir, "$dot", 0);
+	Expr *l2e = ir_const(ir, ty_scalar(TY_F32), LOG2E);
+	if (is_ref(score, dot))
+		return l2e;
+	if (score->op != EXPR_MUL && score->op != EXPR_DIV)
+		return NULL;
+	for (int k = 0; k < (score->op == EXPR_MUL ? 2 : 1); k++) {
+		Expr *a = score->a[1 - k];
+		if (!is_ref(score->a[k], dot) || ir_contains(a, not_slope, c) || a->ty.len)
+			continue;
+		return score->op == EXPR_MUL ? ir_bin(ir, EXPR_MUL, a, l2e) : ir_bin(ir, EXPR_DIV, l2e, a);
+	}
+	return NULL;
+}
+
 void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 {
 	struct Fn *f;
@@ -551,10 +583,22 @@ void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 				   cuda_ctype(c->row[k].ty.kind), cv, mt, c->nelem + c->ncol + k);
 		}
 	buf_puts(b, "\treturn R;\n}\n");
-	buf_puts(b, "ASC_DEV float attn_score2(const Args &A, const ARow &R, float y0, int i, int j)\n{\n");
-	cuda_fn_begin(&f, c, b);
-	cuda_fn_return(f, ir_bin(c->ir, EXPR_MUL, at->score, ir_const(c->ir, ty_scalar(TY_F32), LOG2E)));
-	cuda_fn_end(f);
+	Expr *a2 = slope2(c, at->score);
+	buf_printf(b, "#define ATTN_LIN %d\nASC_DEV float attn_slope2(const Args &A, const ARow &R)\n{\n", a2 != NULL);
+	if (a2) {
+		cuda_fn_begin(&f, c, b);
+		cuda_fn_return(f, a2);
+		cuda_fn_end(f);
+	} else
+		buf_puts(b, "\treturn 1.0f;\n");
+	buf_puts(b, "}\nASC_DEV float attn_score2(const Args &A, const ARow &R, float y0, int i, int j)\n{\n");
+	if (a2) /* the product full tiles take, so that every tile's maxima agree */
+		buf_puts(b, "\treturn y0 * attn_slope2(A, R);\n");
+	else {
+		cuda_fn_begin(&f, c, b);
+		cuda_fn_return(f, ir_bin(c->ir, EXPR_MUL, at->score, ir_const(c->ir, ty_scalar(TY_F32), LOG2E)));
+		cuda_fn_end(f);
+	}
 	buf_puts(b, "}\nASC_DEV bool attn_keep(const Args &A, const ARow &R, int i, int j)\n{\n");
 	cuda_mask_body(c, b, c->mask);
 	buf_puts(b, "}\n");

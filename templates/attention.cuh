@@ -20,7 +20,9 @@
  *
  * Hooks (generated from the spec): attn_score2(A, R, x, i, j) = the spec's
  * score with dot(q, k) = x, times log2(e); attn_keep(A, R, i, j) = the
- * mask; attn_tile(A, i0, i1, j0, j1): 0 when the mask drops every (i, j) of
+ * mask; ATTN_LIN: 1 when the score is linear in the dot, x a for a of
+ * params and scalar row inputs, and then attn_slope2(A, R) = a log2(e)
+ * and attn_score2 = x attn_slope2 (else 1.0f and 0); attn_tile(A, i0, i1, j0, j1): 0 when the mask drops every (i, j) of
  * the box, 2 when it keeps every one, 1 otherwise (interval arithmetic);
  * attn_row(A, at): the scalar row inputs; attn_fin_row(A, R, m, l, i, at)
  * and attn_fin_vec(A, R, m, l, oc, i, at, u): the spec's finalize, per
@@ -248,25 +250,32 @@ ASC_DEV int attn_next(const Args &A, int i0, int i1, int kb, int hi, int bn, int
 }
 
 /* The scores of 16 rows x BN keys from kb (the thread's elements of
- * S = Q K^T) in base 2, and the thread's maxima of its two rows.  With
- * MASK, keys from jn on and, where cls == 1, those the mask drops get
- * -inf; without, the tile has none of either (one branch a tile rather
- * than a test and a select per score). */
-template <int MASK, int BN>
-ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], float (&s)[BN / 8][4], float (&mx)[2],
-			 int kb, int jn, int cls, int t)
+ * S = Q K^T) in base 2, and the maxima of the thread's two rows (over
+ * the quad).  With MASK, keys from jn on and, where cls == 1, those the
+ * mask drops get -inf; without, the tile has none of either (one branch
+ * a tile rather than a test and a select per score).  LIN (a full tile,
+ * a linear score, score2 = x a2[hf], and a2 >= 0): s keeps the dots x,
+ * and the maxima are a2 max x (one FMNMX a score; the product goes into
+ * the exponent's FFMA: attn_fwd's scale). */
+template <int MASK, int LIN, int BN>
+ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2],
+			 float (&s)[BN / 8][4], float (&mx)[2], int kb, int jn, int cls, int t)
 {
+	mx[0] = mx[1] = -ASC_INF;
 #pragma unroll
 	for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
 		for (int c = 0; c < 4; c++) {
 			int hf = c / 2, i = ir[hf], j = kb + nt * 8 + 2 * t + (c & 1);
-			float x = attn_score2(A, R[hf], s[nt][c], i, j);
+			float x = LIN ? s[nt][c] : attn_score2(A, R[hf], s[nt][c], i, j);
 			if (MASK && (j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j))))
 				x = -ASC_INF;
 			s[nt][c] = x;
 			mx[hf] = fmaxf(mx[hf], x);
 		}
+#pragma unroll
+	for (int hf = 0; hf < 2; hf++)
+		mx[hf] = LIN ? a2[hf] * asc_quad_max(mx[hf]) : asc_quad_max(mx[hf]);
 }
 
 template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV>
@@ -308,7 +317,9 @@ ASC_DEV void attn_fwd(const Args &A)
 
 	unsigned qf[MT][D / 16][4];
 	ARow R[MT][2];
-	int ir[MT][2]; /* the thread's rows i */
+	int ir[MT][2];   /* the thread's rows i */
+	float a2[MT][2]; /* their slopes (ATTN_LIN) */
+	bool lin = ATTN_LIN; /* full tiles take the dots' maxima: linear scores, a2 >= 0 */
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -316,7 +327,10 @@ ASC_DEV void attn_fwd(const Args &A)
 			int r = r0 + mt * 16 + g + 8 * hf;
 			ir[mt][hf] = r % A.rows;
 			R[mt][hf] = attn_row(A, base + (r < M ? r : 0));
+			a2[mt][hf] = attn_slope2(A, R[mt][hf]);
+			lin = lin && a2[mt][hf] >= 0;
 		}
+	lin = __all_sync(0xffffffffu, lin); /* the same in the warp: attn_scores' shuffles */
 	attn_load<NT, BM, D / 2, KW>(Sm, 0, qp + (long long)qt * BM * (D / 2), M - qt * BM, as);
 	asc_cp_commit();
 	asc_cp_wait<0>();
@@ -400,15 +414,18 @@ ASC_DEV void attn_fwd(const Args &A)
 		unsigned pf[MT][PV][BN / 16][4];
 #pragma unroll
 		for (int mt = 0; mt < MT; mt++) {
-			float mx[2] = {-ASC_INF, -ASC_INF};
-			if (full)
-				attn_scores<0, BN>(A, R[mt], ir[mt], s[mt], mx, kb, jn, cls, t);
+			/* p = 2^(scale s - mb): scale 1 where s holds the scores */
+			float mx[2], scale[2] = {full && lin ? a2[mt][0] : 1.0f, full && lin ? a2[mt][1] : 1.0f};
+			if (full && lin)
+				attn_scores<0, 1, BN>(A, R[mt], ir[mt], a2[mt], s[mt], mx, kb, jn, cls, t);
+			else if (full)
+				attn_scores<0, 0, BN>(A, R[mt], ir[mt], a2[mt], s[mt], mx, kb, jn, cls, t);
 			else
-				attn_scores<1, BN>(A, R[mt], ir[mt], s[mt], mx, kb, jn, cls, t);
+				attn_scores<1, 0, BN>(A, R[mt], ir[mt], a2[mt], s[mt], mx, kb, jn, cls, t);
 			float alpha[2], mb[2];
 #pragma unroll
 			for (int hf = 0; hf < 2; hf++) {
-				float mn = fmaxf(m[mt][hf], asc_quad_max(mx[hf]));
+				float mn = fmaxf(m[mt][hf], mx[hf]);
 				mb[hf] = mn == -ASC_INF ? 0.0f : mn; /* an empty row so far: p = 0, no NaN */
 				alpha[hf] = asc_exp2(m[mt][hf] - mb[hf]);
 				m[mt][hf] = mn;
@@ -424,7 +441,7 @@ ASC_DEV void attn_fwd(const Args &A)
 				float p[4];
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
-					p[c] = asc_exp2(s[mt][nt][c] - mb[c / 2]);
+					p[c] = asc_exp2(fmaf(s[mt][nt][c], scale[c / 2], -mb[c / 2]));
 					l[mt][c / 2] += p[c];
 				}
 #pragma unroll

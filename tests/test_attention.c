@@ -30,13 +30,14 @@ static Carrier *load_dims(const char *path, int d)
 	return c;
 }
 
-/* One run on the emulator, checked; the variant that ran in cfg. */
-static void run_one(Carrier *c, const char *what, int rows, int len, int heads, int kv, int split, const char *config,
-		    char *cfg)
+/* One run on the emulator with params prm (the others drawn), checked;
+ * the variant that ran in cfg. */
+static void run_prm(Carrier *c, const char *what, int rows, int len, int heads, int kv, int split, const char *config,
+		    char *cfg, const Define *prm, int nprm)
 {
 	RunData *d = rundata_new_heads(c, rows, len, heads, kv);
 	char msg[4096] = "";
-	cr_assert_eq(rundata_draw(d, 11, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(rundata_draw(d, 11, prm, nprm, msg, sizeof msg), 0, "%s", msg);
 	RunOpts o = {.split = split, .config = config};
 	EmuStats st;
 	cr_assert_eq(emu_run_data(d, &o, &st, msg, sizeof msg), 0, "%s %dx%d: %s", what, rows, len, msg);
@@ -52,6 +53,12 @@ static void run_one(Carrier *c, const char *what, int rows, int len, int heads, 
 	}
 	runcheck_free(&chk);
 	rundata_free(d);
+}
+
+static void run_one(Carrier *c, const char *what, int rows, int len, int heads, int kv, int split, const char *config,
+		    char *cfg)
+{
+	run_prm(c, what, rows, len, heads, kv, split, config, cfg, NULL, 0);
 }
 
 static void uses_attention(Carrier *c, const char *what)
@@ -102,6 +109,20 @@ static void masked(const char *path, int rows, int len)
 Test(attention, sliding_window, .timeout = 300) { masked("tests/attention/window.yaml", 200, 200); }
 Test(attention, soft_capped_scores, .timeout = 300) { masked("tests/attention/softcap.yaml", 130, 129); }
 Test(attention, causal_bf16, .timeout = 300) { masked("tests/attention/causal_bf16.yaml", 130, 129); }
+
+/* A negative scale: the row maxima of full tiles come from the scores,
+ * not from the dots' maxima (which hold for a slope >= 0 only: taken
+ * here, they would be the smallest scores, and 2^(s - m) overflows at
+ * this scale); a zero scale makes every score 0. */
+Test(attention, negative_and_zero_scale, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 64);
+	static const Define neg[] = {{"scale", "-200"}}, zero[] = {{"scale", "0"}};
+	run_prm(c, "scale -200", 17, 1000, 1, 1, 1, NULL, NULL, neg, 1);
+	run_prm(c, "scale 0", 17, 1000, 1, 1, 1, NULL, NULL, zero, 1);
+	carrier_free(c);
+}
 
 /* Rows 0..4 see no key: the finalize of the identity (out is 0/0, NaN, as
  * the reference's; lse is -inf), and the other rows are unharmed. */
