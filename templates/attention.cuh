@@ -431,11 +431,16 @@ ASC_DEV void attn_fwd(const Args &A)
 				m[mt][hf] = mn;
 				l[mt][hf] *= alpha[hf];
 			}
+			/* Once the rows' maxima settle, most tiles raise none in the
+			 * warp's 16 rows: no rescale of o (alpha = 1 is exact).  Not
+			 * over head dim 128, where o and Q's fragments hold 192
+			 * registers and the branch makes ptxas spill. */
+			if (DV > 128 || !__all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f))
 #pragma unroll
-			for (int dn = 0; dn < DV / 8; dn++)
+				for (int dn = 0; dn < DV / 8; dn++)
 #pragma unroll
-				for (int c = 0; c < 4; c++)
-					o[mt][dn][c] *= alpha[c / 2];
+					for (int c = 0; c < 4; c++)
+						o[mt][dn][c] *= alpha[c / 2];
 #pragma unroll
 			for (int nt = 0; nt < BN / 8; nt++) {
 				float p[4];
