@@ -5,8 +5,10 @@
  * scores, fully masked rows, grouped-query heads, split-KV decoding; the
  * contract refusing a merge with a bug (which still runs, on the generic
  * templates); mma.sync's fragment layout in the emulator; ptxas without
- * spills for the default configurations. */
+ * spills for the default configurations; the key-tile loop's PTX without
+ * the waste it once had. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/cli.h"
@@ -379,5 +381,81 @@ Test(attention, ptxas_no_spills, .timeout = 300)
 		cuda_module_free(&m);
 		carrier_free(c);
 	}
+	nvrtc_close(nv);
+}
+
+/* In one kernel's PTX [k, end): whether the address of an ldmatrix comes
+ * from cvt.u32.u64 (a 64-bit generic address cut to 32 bits: ptxas can
+ * then fold no constant offset into the instruction). */
+static int ldsm_via_u64(const char *k, const char *end)
+{
+	char *t = strndup(k, (size_t)(end - k)), *save = NULL, **ln = NULL;
+	int nl = 0, bad = 0;
+	cr_assert(t);
+	for (char *l = strtok_r(t, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		ln = realloc(ln, (nl + 1) * sizeof *ln);
+		cr_assert(ln);
+		ln[nl++] = l;
+	}
+	for (int i = 0; i < nl && !bad; i++) {
+		char reg[32], op[48], def[32];
+		const char *a = strstr(ln[i], "ldmatrix.") ? strchr(ln[i], '[') : NULL;
+		if (!a || sscanf(a + 1, "%31[^]+]", reg) != 1)
+			continue;
+		for (int j = i - 1; j >= 0; j--) /* the nearest definition of reg before it */
+			if (sscanf(ln[j], " %47s %31[^,;]", op, def) == 2 && !strcmp(def, reg)) {
+				bad = !strcmp(op, "cvt.u32.u64");
+				break;
+			}
+	}
+	free(ln);
+	free(t);
+	return bad;
+}
+
+static int count_in(const char *k, const char *end, const char *what)
+{
+	int n = 0;
+	for (const char *p = k; (p = strstr(p, what)) && p < end; p++)
+		n++;
+	return n;
+}
+
+/* The key-tile loop's PTX, default variants at head dim 128 (bf16, no
+ * mask): 2^x by ex2.approx.ftz alone (exp2f's subnormal path is an
+ * FSETP and two FMUL per score in SASS); K and V tile loads unrolled (a
+ * rolled loop cost a division, a row test and a fallback per 16-byte
+ * chunk); ldmatrix addresses in 32 bits, so that ptxas folds each
+ * fragment's constant offset into the instruction. */
+Test(attention, key_tile_loop_ptx, .timeout = 300)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 128);
+	CudaModule m;
+	char *ptx = NULL;
+	int cached, nk = 0;
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+	for (const char *k = strstr(ptx, ".entry "); k; k = strstr(k + 1, ".entry ")) {
+		const char *end = strstr(k + 1, ".entry ");
+		end = end ? end : k + strlen(k);
+		const char *nl = strchr(k, '(');
+		if (!nl || nl - k < 4 || strncmp(nl - 4, "_fwd", 4))
+			continue;
+		nk++;
+		cr_expect_eq(count_in(k, end, "ex2.approx.f32"), 0, "exp2f's subnormal path in %.40s", k + 7);
+		cr_expect_gt(count_in(k, end, "ex2.approx.ftz.f32"), 0);
+		/* 64 keys x 16 chunks of K, then of V, over 128 or 256 threads: 4 or 8 a thread each */
+		cr_expect_geq(count_in(k, end, "cp.async.cg.shared.global"), 8, "tile loads not unrolled in %.40s", k + 7);
+		cr_expect_not(ldsm_via_u64(k, end), "an ldmatrix address through 64 bits in %.40s", k + 7);
+	}
+	cr_expect_eq(nk, m.nvar, "%d forward kernels in the PTX", nk);
+	free(ptx);
+	cuda_module_free(&m);
+	carrier_free(c);
 	nvrtc_close(nv);
 }
