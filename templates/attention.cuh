@@ -20,9 +20,10 @@
  *
  * Hooks (generated from the spec): attn_score2(A, R, x, i, j) = the spec's
  * score with dot(q, k) = x, times log2(e); attn_keep(A, R, i, j) = the
- * mask; ATTN_LIN: 1 when the score is linear in the dot, x a for a of
+ * mask; ATTN_LIN: 1 when the score is linear in the dot, x a with a of
  * params and scalar row inputs, and then attn_slope2(A, R) = a log2(e)
- * and attn_score2 = x attn_slope2 (else 1.0f and 0); attn_tile(A, i0, i1, j0, j1): 0 when the mask drops every (i, j) of
+ * and attn_score2 = x attn_slope2(A, R) (ATTN_LIN 0: attn_slope2 is 1);
+ * attn_tile(A, i0, i1, j0, j1): 0 when the mask drops every (i, j) of
  * the box, 2 when it keeps every one, 1 otherwise (interval arithmetic);
  * attn_row(A, at): the scalar row inputs; attn_fin_row(A, R, m, l, i, at)
  * and attn_fin_vec(A, R, m, l, oc, i, at, u): the spec's finalize, per
@@ -40,8 +41,10 @@
  * one computes; with one, as in FlashAttention-2, V of a tile loads while
  * S = Q K^T and the softmax run, K of the next live tile while P V runs.
  * Per tile: S = Q K^T on tensor cores (mma.sync m16n8k16, f32 accumulate),
- * the score and mask elementwise on S, the row maxima in base 2, one
- * rescale of (l, o), P rounded to f16/bf16, O += P V on tensor cores.
+ * the score and mask elementwise on S (the mask only in tiles that need
+ * it; a linear score's slope folded into the exponent), the row maxima in
+ * base 2, one rescale of (l, o) (of o only where a maximum rose), P
+ * rounded to f16/bf16, O += P V on tensor cores.
  * Masked and out-of-range keys contribute the identity (p = 0); tiles the
  * mask drops entirely are skipped.  Split > 1: each block writes its
  * partial (m, l, o) to ws[((h * rows + i) * split + c) * (DV + 2)] and
