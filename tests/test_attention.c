@@ -2,11 +2,11 @@
  * float64 reference (FlashAttention's rule, run_check; P rounded to the
  * inputs' type by default, P V in float32 by --config): head dims 32, 64,
  * 128; ragged key lengths; causal, non-causal, sliding window, soft-capped
- * scores, fully masked rows, grouped-query heads, split-KV decoding; the
- * contract refusing a merge with a bug (which still runs, on the generic
- * templates); mma.sync's fragment layout in the emulator; ptxas without
- * spills for the default configurations; the key-tile loop's PTX without
- * the waste it once had. */
+ * scores, negative, zero and per-row scales, fully masked rows,
+ * grouped-query heads, split-KV decoding; the contract refusing a merge
+ * with a bug (which still runs, on the generic templates); mma.sync's
+ * fragment layout in the emulator; ptxas without spills for the default
+ * configurations; the key-tile loop's PTX without the waste it once had. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +111,10 @@ static void masked(const char *path, int rows, int len)
 Test(attention, sliding_window, .timeout = 300) { masked("tests/attention/window.yaml", 200, 200); }
 Test(attention, soft_capped_scores, .timeout = 300) { masked("tests/attention/softcap.yaml", 130, 129); }
 Test(attention, causal_bf16, .timeout = 300) { masked("tests/attention/causal_bf16.yaml", 130, 129); }
+/* A slope per query row (a scalar row input, drawn of either sign): the
+ * score hooks take each row's own slope, and a warp with a negative one
+ * takes its full tiles' maxima from the scores. */
+Test(attention, per_row_scale, .timeout = 300) { masked("tests/attention/row_scaled.yaml", 130, 300); }
 
 /* A negative scale: the row maxima of full tiles come from the scores,
  * not from the dots' maxima (which hold for a slope >= 0 only: taken
