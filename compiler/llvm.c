@@ -254,6 +254,11 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	if (k.rowmap_g) {
 		kk->k.rowmap = (void (*)(const CpuArgs *, int64_t, void *, void *))lookup(jit, "assoc_rowmap", msg, n, &failed);
 		kk->k.rowmap_len = TWO_PASS_BYTES / k.two_pass;
+		kk->k.rowmap2 = (void (*)(const CpuArgs *, int64_t, void *, void *))lookup(jit, "assoc_rowmap2", msg, n, &failed);
+	}
+	if (k.two_pass || k.lanes > 1 || k.accs > 1) {
+		kk->k.reduce2 = (void (*)(const CpuArgs *, int64_t, void *))lookup(jit, "assoc_reduce2", msg, n, &failed);
+		kk->k.pair_len = PAIR_LEN;
 	}
 	kk->k.state_bytes = k.state_bytes;
 	kk->k.is_scan = c->tpl == TPL_SCAN;

@@ -64,6 +64,17 @@ typedef struct {
  * twice: they keep the online fold, which reads them once. */
 #define TWO_PASS_BYTES (256LL << 10)
 
+/* Rows of fewer than PAIR_LEN positions go PAIR at a time through the
+ * reduce (assoc_reduce2: kern_reduce_two_pass's passes interleaved, or
+ * the vector loops one row after the other and then their merges
+ * together) and the rowmap (assoc_rowmap2): much of a short row's time is
+ * the latency of chains (pass 1's max before pass 2, the sums', the
+ * lanes' halving merges: Welford's divisions), which the other row's work
+ * fills.  In cache, one thread, rows of 256, ns a row alone -> in pairs:
+ * logsumexp 118 -> 109, softmax 139 -> 132, Welford 99-123 -> 84-88.
+ * Below ALIGN_MIN (llvm_reduce.c), so no alignment peel. */
+enum { PAIR = 2, PAIR_LEN = 1024 };
+
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile);
 
 /* llvm_tile.c: the max field of a max-rescale merge (g set to EXPR_EXP or

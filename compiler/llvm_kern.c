@@ -316,6 +316,13 @@ static LLVMValueRef mem_slot(B *b, LLVMValueRef st, int f, int t, LLVMTypeRef ty
 	return LLVMBuildBitCast(b->L.b, p, LLVMPointerType(ty, 0), "");
 }
 
+/* The r-th of the states that follow one another from st. */
+LLVMValueRef kern_state_at(B *b, LLVMValueRef st, int r)
+{
+	LLVMValueRef idx = ci64(b, (long long)r * (long long)b->k->state_bytes);
+	return r ? LLVMBuildGEP2(b->L.b, b->i8, st, &idx, 1, "") : st;
+}
+
 /* A state in memory (scalars), splat to the scope's lanes. */
 void kern_mem_load(B *b, LLVMValueRef st, LV *v)
 {
@@ -511,10 +518,14 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	build_merge(&b);
 	kern_build_reduce(&b);
 	build_finalize(&b);
+	if (k->two_pass || k->lanes > 1 || k->accs > 1)
+		kern_build_reduce2(&b);
 	if (k->c->nmap)
 		kern_build_map(&b);
-	if (k->rowmap_g)
-		kern_build_rowmap(&b);
+	if (k->rowmap_g) {
+		kern_build_rowmap(&b, 0);
+		kern_build_rowmap(&b, 1);
+	}
 	build_scan(&b);
 	free(b.st);
 	lower_free(&b.L);

@@ -18,9 +18,19 @@ typedef struct {
 	int nt;             /* map stores: non-temporal, 64-byte aligned (map_stream) */
 	LLVMValueRef scratch; /* kern_build_rowmap: pass 2 stores k->rowmap_g of position j at scratch[j] */
 	int fused;          /* and the map loads it from there */
-	LLVMValueRef ahead; /* pass 2 prefetches the element inputs this many positions ahead (NULL: not) */
-	LLVMValueRef map_ahead; /* and so does kern_build_rowmap's map */
+	LLVMValueRef map_ahead; /* kern_build_rowmap's map prefetches the element inputs this many positions ahead */
 } B;
+
+/* Rows reduced side by side (kern_reduce_two_pass; reduce_lanes, which
+ * reads n and i only). */
+typedef struct {
+	int n;                      /* 1 .. PAIR */
+	LLVMValueRef i[PAIR];       /* row indices */
+	LLVMValueRef scratch[PAIR]; /* kern_build_rowmap: where each row's pass 2 keeps g (NULL: none) */
+	LLVMValueRef Ms[PAIR];      /* pass 2: each row's max (0 for -inf); NULL in pass 1 */
+	LLVMValueRef ahead[PAIR];   /* pass 2 prefetches each row's element inputs this many positions ahead */
+	LLVMValueRef *acc[PAIR];    /* each row's accumulators (allocas) */
+} Rows;
 
 typedef struct {
 	LLVMBasicBlockRef head, body, exit;
@@ -65,6 +75,7 @@ void kern_bind_inputs(B *b, LLVMValueRef j);
 LV *kern_state_slots(B *b);
 void kern_slots_load(B *b, LV *slots, LV *v);
 void kern_slots_store(B *b, LV *slots, LV *v);
+LLVMValueRef kern_state_at(B *b, LLVMValueRef st, int r);
 void kern_mem_load(B *b, LLVMValueRef st, LV *v);
 void kern_mem_store(B *b, LLVMValueRef st, LV *v);
 void kern_state_exprs(B *b, Expr **ex, LV *out);
@@ -76,9 +87,10 @@ void kern_store_outputs(B *b, Def *defs, int n, int first, LLVMValueRef at);
 void kern_bind_self(B *b, LV *s);
 void kern_finalize_body(B *b, LLVMValueRef st, LLVMValueRef at);
 void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead);
-void kern_reduce_two_pass(B *b, LLVMValueRef lo, LLVMValueRef hi, LV *one, LV *tmp);
+void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
+void kern_build_reduce2(B *b);
 void kern_build_reduce(B *b);
 void kern_build_map(B *b);
-void kern_build_rowmap(B *b);
+void kern_build_rowmap(B *b, int pair);
 
 #endif

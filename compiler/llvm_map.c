@@ -238,35 +238,50 @@ void kern_build_map(B *b)
  * passes of kern_reduce_two_pass, pass 2 keeping the map's g(lift.m - m) of
  * each position in scratch, then finalize, then the map reading it back:
  * one g per position instead of two.  Softmax's y = exp(x - m) / l
- * becomes y = kept * (1 / l), and x stays in L2 from pass 1 to the map. */
-void kern_build_rowmap(B *b)
+ * becomes y = kept * (1 / l), and x stays in L2 from pass 1 to the map.
+ * With pair, rows i and i + 1 of fewer than PAIR_LEN positions
+ * (assoc_rowmap2): their two passes side by side, then each row's
+ * finalize and map; the second row's state and scratch follow the
+ * first's (scratch rounded up to whole cache lines). */
+void kern_build_rowmap(B *b, int pair)
 {
-	int ns = b->k->c->nstate;
+	int ns = b->k->c->nstate, n = pair ? PAIR : 1;
 	LLVMTypeRef p[4] = {b->i8p, b->i64, b->i8p, b->i8p};
-	LLVMValueRef f = kern_begin_fn(b, "assoc_rowmap", p, 4);
-	b->i = LLVMGetParam(f, 1);
-	LLVMValueRef st = LLVMGetParam(f, 2), lo = ci64(b, 0);
-	LV *tmp = calloc(4 * ns, sizeof *tmp);
+	LLVMValueRef f = kern_begin_fn(b, pair ? "assoc_rowmap2" : "assoc_rowmap", p, 4);
+	LLVMValueRef lo = ci64(b, 0);
+	LV *tmp = calloc(4 * ns, sizeof *tmp), *one[PAIR];
+	Rows R = {.n = n};
 	lower_scope(&b->L, 1);
-	LV *one = kern_state_slots(b);
-	b->scratch = LLVMGetParam(f, 3);
-	kern_reduce_two_pass(b, lo, b->len, one, tmp);
-	lower_scope(&b->L, 1);
-	kern_slots_load(b, one, b->st);
-	kern_mem_store(b, st, b->st);
-	kern_finalize_body(b, st, b->i);
-	/* while the map's stores stream out, the row after next starts to
-	 * come in (pass 2 prefetches the next): reads no longer wait for
-	 * pass 2 alone, which is too short to fetch a whole row (softmax,
-	 * 2048 x 32768, one thread, medians of 7 runs alternated with the
-	 * old code: 10.5 -> 11.1 GB/s; the next row here instead, or two rows
-	 * ahead in pass 2, gained nothing) */
-	LLVMValueRef in = LLVMBuildICmp(b->L.b, LLVMIntSLT, LLVMBuildAdd(b->L.b, b->i, ci64(b, 2), ""), b->rows, "");
-	b->map_ahead = LLVMBuildSelect(b->L.b, in, LLVMBuildMul(b->L.b, b->len, ci64(b, 2), ""), ci64(b, 0), "");
-	map_body(b, st, lo, b->len);
-	b->map_ahead = NULL;
-	b->scratch = NULL;
-	free(one);
+	LLVMValueRef bytes = LLVMBuildAnd(b->L.b, LLVMBuildAdd(b->L.b, LLVMBuildMul(b->L.b, b->len, ci64(b, 4), ""), ci64(b, 63), ""),
+					  ci64(b, -64), "");
+	for (int r = 0; r < n; r++) {
+		LLVMValueRef off = LLVMBuildMul(b->L.b, bytes, ci64(b, r), "");
+		R.i[r] = LLVMBuildAdd(b->L.b, LLVMGetParam(f, 1), ci64(b, r), "");
+		R.scratch[r] = LLVMBuildGEP2(b->L.b, b->i8, LLVMGetParam(f, 3), &off, 1, "");
+		one[r] = kern_state_slots(b);
+	}
+	kern_reduce_two_pass(b, &R, lo, b->len, one, tmp);
+	for (int r = 0; r < n; r++) {
+		LLVMValueRef st = kern_state_at(b, LLVMGetParam(f, 2), r);
+		b->i = R.i[r];
+		lower_scope(&b->L, 1);
+		kern_slots_load(b, one[r], b->st);
+		kern_mem_store(b, st, b->st);
+		kern_finalize_body(b, st, b->i);
+		/* while the map's stores stream out, the rows after the next
+		 * ones start to come in (pass 2 prefetches the next): reads no
+		 * longer wait for pass 2 alone, which is too short to fetch a
+		 * whole row (softmax, 2048 x 32768, one thread, medians of 7
+		 * runs alternated with the old code: 10.5 -> 11.1 GB/s; the next
+		 * row here instead, or two rows ahead in pass 2, gained nothing) */
+		LLVMValueRef in = LLVMBuildICmp(b->L.b, LLVMIntSLT, LLVMBuildAdd(b->L.b, b->i, ci64(b, 2 * n), ""), b->rows, "");
+		b->map_ahead = LLVMBuildSelect(b->L.b, in, LLVMBuildMul(b->L.b, b->len, ci64(b, 2 * n), ""), ci64(b, 0), "");
+		b->scratch = R.scratch[r];
+		map_body(b, st, lo, b->len);
+		b->map_ahead = NULL;
+		b->scratch = NULL;
+		free(one[r]);
+	}
 	free(tmp);
 	kern_end_fn(b);
 }

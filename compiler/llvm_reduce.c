@@ -165,6 +165,7 @@ static void fold_tree(B *b, LV **s, int T, LV *tmp)
  * when there is no element input, or fewer than ALIGN_MIN positions: on
  * short rows the masked vector costs more than the split loads. */
 enum { ALIGN_MIN = 1024 };
+_Static_assert((int)PAIR_LEN <= (int)ALIGN_MIN, "rows side by side take no alignment peel");
 
 static LLVMValueRef aligned_from(B *b, LLVMValueRef lo, LLVMValueRef hi)
 {
@@ -373,138 +374,204 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead)
 	}
 }
 
-/* Pass 1 (Ms NULL): acc[u] = max(acc[u], lifted m) over U vectors at j,
- * U / S from each of S streams of length Ls.
+/* Pass 1 (R->Ms[0] NULL): acc[u] = max(acc[u], lifted m) over U vectors
+ * at j, U / S from each of S streams of length Ls, for each of R's rows
+ * in turn, so that their chains interleave.
  * Pass 2: acc[f * PASS2_UNROLL + u] += lifted f * g(lifted m - Ms) for each f != m. */
-static void two_pass_at(B *b, LLVMValueRef j, LLVMValueRef Ls, int S, int U, LLVMValueRef *acc, LLVMValueRef Ms,
-			LV *lifted, LV *tmp)
+static void two_pass_at(B *b, Rows *R, LLVMValueRef j, LLVMValueRef Ls, int S, int U, LV *lifted, LV *tmp)
 {
 	Kern *k = b->k;
 	Lower *L = &b->L;
 	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
-	for (int u = 0; u < U; u++) {
-		lower_scope(L, W);
-		LLVMValueRef ju = stream_at(b, j, Ls, u / (U / S), (long long)(u % (U / S)) * W);
-		LLVMValueRef cond = lift_at(b, ju, lifted, tmp);
-		LLVMValueRef m = lifted[mi].c[0];
-		LLVMTypeRef vt = lower_vty(L, TY_F32);
-		if (!Ms) {
-			LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[u], "");
-			LLVMBuildStore(L->b, gt_max(b, m, a), acc[u]);
-			continue;
-		}
-		if (b->ahead)
-			kern_prefetch_at(b, ju, b->ahead);
-		LLVMValueRef e;
-		if (b->scratch) {
-			e = kept_g(b, ju, Ms, cond, tmp);
-		} else {
-			e = g_of(b, LLVMBuildFSub(L->b, m, lower_splat(L, Ms), ""), cond != NULL);
-		}
-		for (int f = 0; f < ns; f++) {
-			if (f == mi)
+	for (int u = 0; u < U; u++)
+		for (int r = 0; r < R->n; r++) {
+			LLVMValueRef *acc = R->acc[r], Ms = R->Ms[r];
+			b->i = R->i[r], b->scratch = R->scratch[r];
+			lower_scope(L, W);
+			LLVMValueRef ju = stream_at(b, j, Ls, u / (U / S), (long long)(u % (U / S)) * W);
+			LLVMValueRef cond = lift_at(b, ju, lifted, tmp);
+			LLVMValueRef m = lifted[mi].c[0];
+			LLVMTypeRef vt = lower_vty(L, TY_F32);
+			if (!Ms) {
+				LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[u], "");
+				LLVMBuildStore(L->b, gt_max(b, m, a), acc[u]);
 				continue;
-			LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[f * PASS2_UNROLL + u], "");
-			LLVMValueRef t = LLVMBuildFMul(L->b, lifted[f].c[0], e, "");
-			LLVMBuildStore(L->b, LLVMBuildFAdd(L->b, a, t, ""), acc[f * PASS2_UNROLL + u]);
+			}
+			if (R->ahead[r])
+				kern_prefetch_at(b, ju, R->ahead[r]);
+			LLVMValueRef e;
+			if (b->scratch) {
+				e = kept_g(b, ju, Ms, cond, tmp);
+			} else {
+				e = g_of(b, LLVMBuildFSub(L->b, m, lower_splat(L, Ms), ""), cond != NULL);
+			}
+			for (int f = 0; f < ns; f++) {
+				if (f == mi)
+					continue;
+				LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[f * PASS2_UNROLL + u], "");
+				LLVMValueRef t = LLVMBuildFMul(L->b, lifted[f].c[0], e, "");
+				LLVMBuildStore(L->b, LLVMBuildFAdd(L->b, a, t, ""), acc[f * PASS2_UNROLL + u]);
+			}
 		}
-	}
 }
 
 /* One pass over [lo, hi): a masked vector up to the input's alignment
- * (aligned_from), U vectors per iteration from the row's streams, then
- * one at a time, then a masked one. */
-static void two_pass_loop(B *b, LLVMValueRef lo, LLVMValueRef hi, int U, LLVMValueRef *acc, LLVMValueRef Ms,
-			  LV *lifted, LV *tmp)
+ * (aligned_from; one row only: rows side by side are shorter than
+ * ALIGN_MIN, where it is lo), U vectors per iteration from the rows'
+ * streams, then one at a time, then a masked one. */
+static void two_pass_loop(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, int U, LV *lifted, LV *tmp)
 {
 	int W = b->k->lanes;
+	LLVMValueRef start = lo;
 	lower_scope(&b->L, W);
-	LLVMValueRef start = aligned_from(b, lo, hi);
-	LLVMBasicBlockRef peel = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "peel");
-	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "aligned");
-	LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntNE, start, lo, ""), peel, body);
-	LLVMPositionBuilderAtEnd(b->L.b, peel);
-	b->lmask = kern_lanes_below(b, lo, start);
-	two_pass_at(b, lo, NULL, 1, 1, acc, Ms, lifted, tmp);
-	b->lmask = NULL;
-	LLVMBuildBr(b->L.b, body);
-	LLVMPositionBuilderAtEnd(b->L.b, body);
+	if (R->n == 1) {
+		b->i = R->i[0];
+		start = aligned_from(b, lo, hi);
+		LLVMBasicBlockRef peel = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "peel");
+		LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "aligned");
+		LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntNE, start, lo, ""), peel, body);
+		LLVMPositionBuilderAtEnd(b->L.b, peel);
+		b->lmask = kern_lanes_below(b, lo, start);
+		two_pass_at(b, R, lo, NULL, 1, 1, lifted, tmp);
+		b->lmask = NULL;
+		LLVMBuildBr(b->L.b, body);
+		LLVMPositionBuilderAtEnd(b->L.b, body);
+	}
 	lower_scope(&b->L, W);
 	int S = streams(U);
 	LLVMValueRef Ls = stream_len(b, start, hi, S, (long long)U * W / S);
 	Loop l = kern_loop_begin(b, start, LLVMBuildAdd(b->L.b, start, Ls, ""), (long long)U * W / S);
-	two_pass_at(b, l.iv, Ls, S, U, acc, Ms, lifted, tmp);
+	two_pass_at(b, R, l.iv, Ls, S, U, lifted, tmp);
 	kern_loop_end(b, &l);
 	Loop v = kern_loop_begin(b, stream_at(b, start, Ls, S, 0), hi, W);
-	two_pass_at(b, v.iv, NULL, 1, 1, acc, Ms, lifted, tmp);
+	two_pass_at(b, R, v.iv, NULL, 1, 1, lifted, tmp);
 	kern_loop_end(b, &v);
 	LLVMValueRef last = kern_loop_final(b, &v);
 	lower_scope(&b->L, W);
 	b->lmask = kern_lanes_below(b, last, hi);
-	two_pass_at(b, last, NULL, 1, 1, acc, Ms, lifted, tmp);
+	two_pass_at(b, R, last, NULL, 1, 1, lifted, tmp);
 	b->lmask = NULL;
 }
 
-/* The state of [lo, hi) in `one` (scalar slots), by two passes: M = max of
- * the lifted m, then F = sum f * g(m - M) with M fixed: one g per position,
- * plain adds, no rescale.  A row whose M is -inf subtracts 0 (as
- * fold_max_rescale: g(-inf) = 0 for the spec's (-inf) - (-inf) = -inf).
- * The result merges with the identity once, n-arily, like an accumulator. */
-void kern_reduce_two_pass(B *b, LLVMValueRef lo, LLVMValueRef hi, LV *one, LV *tmp)
+/* The state of [lo, hi) of each of R's rows in one[r] (scalar slots), by
+ * two passes: M = max of the lifted m, then F = sum f * g(m - M) with M
+ * fixed: one g per position, plain adds, no rescale.  A row whose M is
+ * -inf subtracts 0 (as fold_max_rescale: g(-inf) = 0 for the spec's
+ * (-inf) - (-inf) = -inf).  The result merges with the identity once,
+ * n-arily, like an accumulator.  Each row's operations are the same
+ * whether it goes alone or beside another: only their order in the
+ * instruction stream differs. */
+void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp)
 {
 	Kern *k = b->k;
 	Lower *L = &b->L;
 	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
 	LLVMTypeRef vt;
 	LV *lifted = calloc(3 * ns, sizeof *lifted), *id = lifted + ns, *res = id + ns;
-	LLVMValueRef acc1[PASS1_UNROLL], *acc2 = calloc((size_t)ns * PASS2_UNROLL, sizeof *acc2);
+	LLVMValueRef acc1[PAIR][PASS1_UNROLL], *acc2 = calloc((size_t)PAIR * ns * PASS2_UNROLL, sizeof *acc2);
+	LLVMValueRef M[PAIR];
 	lower_scope(L, W);
 	vt = lower_vty(L, TY_F32);
-	for (int u = 0; u < PASS1_UNROLL; u++) {
-		acc1[u] = alloca_(b, vt);
-		LLVMBuildStore(L->b, lower_const(L, TY_F32, -INFINITY), acc1[u]);
+	for (int r = 0; r < R->n; r++) {
+		for (int u = 0; u < PASS1_UNROLL; u++) {
+			acc1[r][u] = alloca_(b, vt);
+			LLVMBuildStore(L->b, lower_const(L, TY_F32, -INFINITY), acc1[r][u]);
+		}
+		R->acc[r] = acc1[r], R->Ms[r] = NULL, R->ahead[r] = NULL;
 	}
-	two_pass_loop(b, lo, hi, PASS1_UNROLL, acc1, NULL, lifted, tmp);
+	two_pass_loop(b, R, lo, hi, PASS1_UNROLL, lifted, tmp);
 	lower_scope(L, W);
 	LLVMValueRef v[PASS1_UNROLL];
-	for (int u = 0; u < PASS1_UNROLL; u++)
-		v[u] = LLVMBuildLoad2(L->b, vt, acc1[u], "");
-	LLVMValueRef M = hreduce(b, tree(b, v, PASS1_UNROLL, 1), W, 1);
-	LLVMValueRef none = LLVMBuildFCmp(L->b, LLVMRealOEQ, M, LLVMConstReal(LLVMTypeOf(M), -INFINITY), "");
-	LLVMValueRef Ms = LLVMBuildSelect(L->b, none, LLVMConstReal(LLVMTypeOf(M), 0), M, "");
-	for (int f = 0; f < ns; f++)
-		for (int u = 0; u < PASS2_UNROLL && f != mi; u++) {
-			acc2[f * PASS2_UNROLL + u] = alloca_(b, vt);
-			LLVMBuildStore(L->b, lower_const(L, TY_F32, 0), acc2[f * PASS2_UNROLL + u]);
-		}
-	/* pass 2 is bound by g, not memory: meanwhile the positions that
-	 * follow [lo, hi) (the next row, or chunk) come into L2, for the pass 1
-	 * that comes next on this thread (runtime/cpu.c runs a task's rows in
-	 * order); not past the last row */
-	LLVMValueRef n = LLVMBuildSub(L->b, hi, lo, "");
-	LLVMValueRef end = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), LLVMBuildAdd(L->b, hi, n, ""), "");
-	LLVMValueRef in = LLVMBuildICmp(L->b, LLVMIntSLE, end, LLVMBuildMul(L->b, b->rows, b->len, ""), "");
-	b->ahead = LLVMBuildSelect(L->b, in, n, ci64(b, 0), "");
-	two_pass_loop(b, lo, hi, PASS2_UNROLL, acc2, Ms, lifted, tmp);
-	b->ahead = NULL;
-	lower_scope(L, W);
-	res[mi] = lv_new(L, 1);
-	res[mi].c[0] = M;
-	for (int f = 0; f < ns; f++) {
-		if (f == mi)
-			continue;
-		for (int u = 0; u < PASS2_UNROLL; u++)
-			v[u] = LLVMBuildLoad2(L->b, vt, acc2[f * PASS2_UNROLL + u], "");
-		res[f] = lv_new(L, 1);
-		res[f].c[0] = hreduce(b, tree(b, v, PASS2_UNROLL, 0), W, 0);
+	for (int r = 0; r < R->n; r++) {
+		for (int u = 0; u < PASS1_UNROLL; u++)
+			v[u] = LLVMBuildLoad2(L->b, vt, acc1[r][u], "");
+		M[r] = hreduce(b, tree(b, v, PASS1_UNROLL, 1), W, 1);
+		LLVMValueRef none = LLVMBuildFCmp(L->b, LLVMRealOEQ, M[r], LLVMConstReal(LLVMTypeOf(M[r]), -INFINITY), "");
+		R->Ms[r] = LLVMBuildSelect(L->b, none, LLVMConstReal(LLVMTypeOf(M[r]), 0), M[r], "");
+		R->acc[r] = acc2 + (size_t)r * ns * PASS2_UNROLL;
+		for (int f = 0; f < ns; f++)
+			for (int u = 0; u < PASS2_UNROLL && f != mi; u++) {
+				R->acc[r][f * PASS2_UNROLL + u] = alloca_(b, vt);
+				LLVMBuildStore(L->b, lower_const(L, TY_F32, 0), R->acc[r][f * PASS2_UNROLL + u]);
+			}
+		/* pass 2 is bound by g, not memory: meanwhile the positions that
+		 * follow the rows' [lo, hi) (the next rows, or chunk) come into
+		 * L2, for the pass 1 that comes next on this thread
+		 * (runtime/cpu.c runs a task's rows in order); not past the last row */
+		LLVMValueRef n = LLVMBuildMul(L->b, LLVMBuildSub(L->b, hi, lo, ""), ci64(b, R->n), "");
+		LLVMValueRef end = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, R->i[r], b->len, ""), LLVMBuildAdd(L->b, hi, n, ""), "");
+		LLVMValueRef in = LLVMBuildICmp(L->b, LLVMIntSLE, end, LLVMBuildMul(L->b, b->rows, b->len, ""), "");
+		R->ahead[r] = LLVMBuildSelect(L->b, in, n, ci64(b, 0), "");
 	}
-	lower_scope(L, 1);
-	kern_identity(b, id);
-	LV *s[2] = {id, res};
-	fold_max_rescale(b, s, 2, tmp, 1);
-	kern_slots_store(b, one, tmp);
+	two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
+	for (int r = 0; r < R->n; r++) {
+		b->i = R->i[r];
+		lower_scope(L, W);
+		res[mi] = lv_new(L, 1);
+		res[mi].c[0] = M[r];
+		for (int f = 0; f < ns; f++) {
+			if (f == mi)
+				continue;
+			for (int u = 0; u < PASS2_UNROLL; u++)
+				v[u] = LLVMBuildLoad2(L->b, vt, R->acc[r][f * PASS2_UNROLL + u], "");
+			res[f] = lv_new(L, 1);
+			res[f].c[0] = hreduce(b, tree(b, v, PASS2_UNROLL, 0), W, 0);
+		}
+		lower_scope(L, 1);
+		kern_identity(b, id);
+		LV *s[2] = {id, res};
+		fold_max_rescale(b, s, 2, tmp, 1);
+		kern_slots_store(b, one[r], tmp);
+	}
+	b->scratch = NULL;
 	free(acc2);
 	free(lifted);
+}
+
+/* The state of [lo, hi) of each of R's rows in one[r] (scalar slots) by
+ * the vector loops (reduce_vectors), then the accumulators pairwise, then
+ * the lanes.  Rows side by side run their loops one after the other, then
+ * their merges together: those are chains (Welford's divisions, four
+ * halvings deep in 16 lanes) that the other row's fill.  Returns where
+ * the scalar tail starts (hi). */
+static LLVMValueRef reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp)
+{
+	Kern *k = b->k;
+	int ns = k->c->nstate;
+	LV **acc = calloc((size_t)R->n * k->accs, sizeof *acc);
+	LLVMValueRef tail = hi;
+	for (int r = 0; r < R->n; r++) {
+		b->i = R->i[r];
+		lower_scope(&b->L, k->lanes);
+		kern_identity(b, b->st);
+		for (int a = 0; a < k->accs; a++) {
+			acc[r * k->accs + a] = kern_state_slots(b);
+			kern_slots_store(b, acc[r * k->accs + a], b->st);
+		}
+		tail = reduce_vectors(b, acc + r * k->accs, lo, hi, tmp);
+	}
+	LV *v = calloc((size_t)k->accs * ns, sizeof *v);
+	for (int r = 0; r < R->n; r++) {
+		b->i = R->i[r];
+		lower_scope(&b->L, k->lanes);
+		for (int a = 0; a < k->accs; a++)
+			kern_slots_load(b, acc[r * k->accs + a], v + a * ns);
+		for (int s = 1; s < k->accs; s *= 2)
+			for (int a = 0; a + s < k->accs; a += 2 * s) {
+				lower_scope(&b->L, k->lanes);
+				kern_bind_params(b);
+				kern_merge(b, v + a * ns, v + (a + s) * ns, tmp);
+				memcpy(v + a * ns, tmp, ns * sizeof *tmp);
+			}
+		halve(b, v, tmp);
+		lower_scope(&b->L, 1);
+		kern_slots_store(b, one[r], v);
+	}
+	for (int a = 0; a < R->n * k->accs; a++)
+		free(acc[a]);
+	free(acc);
+	free(v);
+	return tail;
 }
 
 void kern_build_reduce(B *b)
@@ -531,37 +598,15 @@ void kern_build_reduce(B *b)
 		joined = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "reduced");
 		LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntSLE, bytes, ci64(b, TWO_PASS_BYTES), ""), tp, online);
 		LLVMPositionBuilderAtEnd(b->L.b, tp);
-		kern_reduce_two_pass(b, lo, hi, one, tmp);
+		Rows R = {.n = 1, .i = {b->i}};
+		kern_reduce_two_pass(b, &R, lo, hi, &one, tmp);
+		b->i = R.i[0];
 		LLVMBuildBr(b->L.b, joined);
 		LLVMPositionBuilderAtEnd(b->L.b, online);
 	}
 	if (k->lanes > 1 || k->accs > 1) {
-		lower_scope(&b->L, k->lanes);
-		LV **acc = calloc(k->accs, sizeof *acc);
-		kern_identity(b, b->st);
-		for (int a = 0; a < k->accs; a++) {
-			acc[a] = kern_state_slots(b);
-			kern_slots_store(b, acc[a], b->st);
-		}
-		tail = reduce_vectors(b, acc, lo, hi, tmp);
-		/* accumulators pairwise, then lanes */
-		LV *v = calloc((size_t)k->accs * ns, sizeof *v);
-		for (int a = 0; a < k->accs; a++)
-			kern_slots_load(b, acc[a], v + a * ns);
-		for (int s = 1; s < k->accs; s *= 2)
-			for (int a = 0; a + s < k->accs; a += 2 * s) {
-				lower_scope(&b->L, k->lanes);
-				kern_bind_params(b);
-				kern_merge(b, v + a * ns, v + (a + s) * ns, tmp);
-				memcpy(v + a * ns, tmp, ns * sizeof *tmp);
-			}
-		halve(b, v, tmp);
-		lower_scope(&b->L, 1);
-		kern_slots_store(b, one, v);
-		for (int a = 0; a < k->accs; a++)
-			free(acc[a]);
-		free(acc);
-		free(v);
+		Rows R = {.n = 1, .i = {b->i}};
+		tail = reduce_lanes(b, &R, lo, hi, &one, tmp);
 	} else {
 		kern_identity(b, b->st);
 		kern_slots_store(b, one, b->st);
@@ -581,6 +626,36 @@ void kern_build_reduce(B *b)
 	kern_slots_load(b, one, b->st);
 	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
 	free(one);
+	free(tmp);
+	kern_end_fn(b);
+}
+
+/* assoc_reduce2(a, i, st): rows i and i + 1 (kern_reduce_two_pass or
+ * reduce_lanes side by side), whole, of fewer than PAIR_LEN positions;
+ * their states at st and st + state_bytes, each the one assoc_reduce
+ * makes of its row. */
+void kern_build_reduce2(B *b)
+{
+	int ns = b->k->c->nstate;
+	LLVMTypeRef p[3] = {b->i8p, b->i64, b->i8p};
+	LLVMValueRef f = kern_begin_fn(b, "assoc_reduce2", p, 3);
+	LV *tmp = calloc(4 * ns, sizeof *tmp), *one[PAIR];
+	Rows R = {.n = PAIR};
+	lower_scope(&b->L, 1);
+	for (int r = 0; r < PAIR; r++) {
+		R.i[r] = LLVMBuildAdd(b->L.b, LLVMGetParam(f, 1), ci64(b, r), "");
+		one[r] = kern_state_slots(b);
+	}
+	if (b->k->two_pass)
+		kern_reduce_two_pass(b, &R, ci64(b, 0), b->len, one, tmp);
+	else
+		reduce_lanes(b, &R, ci64(b, 0), b->len, one, tmp);
+	for (int r = 0; r < PAIR; r++) {
+		lower_scope(&b->L, 1);
+		kern_slots_load(b, one[r], b->st);
+		kern_mem_store(b, kern_state_at(b, LLVMGetParam(f, 2), r), b->st);
+		free(one[r]);
+	}
 	free(tmp);
 	kern_end_fn(b);
 }

@@ -170,7 +170,20 @@ static void chunk_bounds(const Run *r, int64_t c, int64_t *lo, int64_t *hi)
 	*hi = r->a->len * (c + 1) / r->split;
 }
 
-/* Whole rows: reduce, finalize, map (or scan) row by row. */
+/* Room for n states: buf, or from malloc. */
+static unsigned char *states(const CpuKernel *k, int n, unsigned char *buf, size_t size)
+{
+	unsigned char *st = n * k->state_bytes <= size ? buf : malloc(n * k->state_bytes);
+	if (!st)
+		abort();
+	return st;
+}
+
+/* Rows lo .. hi - 1 go two at a time through reduce2 (pair with it, short rows). */
+static int pairs(const Run *r) { return r->k->reduce2 && r->a->len < r->k->pair_len; }
+
+/* Whole rows: reduce, finalize, map (or scan) row by row; short rows
+ * reduce two at a time (pairs). */
 static void task_rows(void *ctx, int64_t t)
 {
 	Run *r = ctx;
@@ -179,35 +192,40 @@ static void task_rows(void *ctx, int64_t t)
 	if (hi > r->a->rows)
 		hi = r->a->rows;
 	_Alignas(64) unsigned char buf[512];
-	unsigned char *st = k->state_bytes <= sizeof buf ? buf : malloc(k->state_bytes);
-	if (!st)
-		abort();
+	unsigned char *st = states(k, 2, buf, sizeof buf);
 	for (int64_t i = lo; i < hi; i++) {
 		if (k->is_scan) {
 			k->identity(r->a, st);
 			k->scan(r->a, i, 0, r->a->len, st);
 			continue;
 		}
-		k->reduce(r->a, i, 0, r->a->len, st);
-		k->finalize(r->a, i, i, st);
-		if (k->map)
-			k->map(r->a, i, 0, r->a->len, st);
+		int n = pairs(r) && i + 1 < hi ? 2 : 1;
+		if (n == 2)
+			k->reduce2(r->a, i, st);
+		else
+			k->reduce(r->a, i, 0, r->a->len, st);
+		for (int p = 0; p < n; p++) {
+			k->finalize(r->a, i + p, i + p, st + p * k->state_bytes);
+			if (k->map)
+				k->map(r->a, i + p, 0, r->a->len, st + p * k->state_bytes);
+		}
+		i += n - 1;
 	}
 	if (st != buf)
 		free(st);
 }
 
-/* One thread's share of whole rows through the rowmap: its scratch stays
- * in that thread's cache from row to row. */
+/* One thread's share of whole rows through the rowmap (two at a time
+ * through rowmap2 for short rows): its scratch stays in that thread's
+ * cache from row to row. */
 static void task_rowmap(void *ctx, int64_t t)
 {
 	Run *r = ctx;
 	const CpuKernel *k = r->k;
 	void *scratch = r->scratch + t * r->scratch_bytes;
 	_Alignas(64) unsigned char buf[512];
-	unsigned char *st = k->state_bytes <= sizeof buf ? buf : malloc(k->state_bytes);
-	if (!st)
-		abort();
+	unsigned char *st = states(k, 2, buf, sizeof buf);
+	int two = k->rowmap2 && r->a->len < k->pair_len;
 	for (;;) {
 		int64_t lo = atomic_fetch_add(&r->next, 1) * r->rows_per_task, hi = lo + r->rows_per_task;
 		if (lo >= r->a->rows)
@@ -215,7 +233,10 @@ static void task_rowmap(void *ctx, int64_t t)
 		if (hi > r->a->rows)
 			hi = r->a->rows;
 		for (int64_t i = lo; i < hi; i++)
-			k->rowmap(r->a, i, st, scratch);
+			if (two && i + 1 < hi)
+				k->rowmap2(r->a, i++, st, scratch);
+			else
+				k->rowmap(r->a, i, st, scratch);
 	}
 	if (st != buf)
 		free(st);
@@ -226,7 +247,8 @@ static void task_rowmap(void *ctx, int64_t t)
 static int run_rowmap(RtPool *p, Run *r)
 {
 	int nt = rt_pool_threads(p);
-	r->scratch_bytes = ((size_t)r->a->len * sizeof(float) + 63) / 64 * 64;
+	/* two rows' for rowmap2, each a whole number of cache lines */
+	r->scratch_bytes = 2 * (((size_t)r->a->len * sizeof(float) + 63) / 64 * 64);
 	r->scratch = aligned_alloc(64, nt * r->scratch_bytes + 64);
 	if (!r->scratch)
 		return -1;

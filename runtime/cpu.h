@@ -13,6 +13,11 @@
  *                              map(a, i, 0, len, st) in one call, for rows of at most rowmap_len
  *                              positions; scratch is room for len float32 (64-byte aligned)
  *                              that no other thread uses during the call
+ *   reduce2(a, i, st)          optional: reduce(a, r, 0, len, st_r) for rows r = i and i + 1,
+ *                              st_1 = st + state_bytes, for rows of fewer than pair_len positions
+ *   rowmap2(a, i, st, scratch) optional: rowmap of rows i and i + 1, states as reduce2's, row
+ *                              i + 1's scratch the next 64-byte boundary past len float32
+ * The pairs give the very results the functions of one row give.
  * A state is state_bytes of opaque memory (8-byte slots).  Layout of the
  * arrays (spec-format.md): element inputs [rows][len][w], column inputs
  * [len][w], row inputs [rows][w]; finalize outputs [rows][w] ([rows][len][w]
@@ -39,6 +44,9 @@ typedef struct {
 	void (*scan)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, void *st);
 	void (*rowmap)(const CpuArgs *a, int64_t i, void *st, void *scratch); /* NULL: none */
 	int64_t rowmap_len;
+	void (*reduce2)(const CpuArgs *a, int64_t i, void *st);                 /* NULL: none */
+	void (*rowmap2)(const CpuArgs *a, int64_t i, void *st, void *scratch);  /* NULL: none */
+	int64_t pair_len;
 	size_t state_bytes;
 	int is_scan;
 } CpuKernel;

@@ -733,3 +733,114 @@ Test(cpu, no_rowmap_for_other_exps)
 		carrier_free(c);
 	}
 }
+
+/* ---- short rows two at a time (reduce2, rowmap2; PAIR_LEN in llvm_int.h) ---- */
+
+/* Run k on d[0] as it is and on d[1] without its pair functions: outputs
+ * equal bit for bit (a pair row takes the very operations of a lone row),
+ * and d[0] right against the float64 reference unless special. */
+static void pairs_same(LlvmKernel *k, RunData *d[2], RtPool *p, int special, const char *what)
+{
+	LlvmKernel lone = *k;
+	lone.k.reduce2 = NULL, lone.k.rowmap2 = NULL;
+	run_kernel(k, d[0], p, 0);
+	run_kernel(&lone, d[1], p, 0);
+	Carrier *c = d[0]->c;
+	for (int o = 0; o < c->nfinal + c->nmap; o++) {
+		Buffer *x = o < c->nfinal ? &d[0]->fin[o] : &d[0]->map[o - c->nfinal];
+		Buffer *y = o < c->nfinal ? &d[1]->fin[o] : &d[1]->map[o - c->nfinal];
+		size_t n = x->n * x->width * kind_size(x->kind);
+		cr_expect(!n || !memcmp(x->p, y->p, n), "%s: output %d differs from the rows one at a time", what, o);
+	}
+	if (!special)
+		expect_ok(d[0], what);
+}
+
+/* Lengths around the vector, the loops' strides and PAIR_LEN, odd and even
+ * row counts, 1 to 3 threads; then -inf rows, -inf among finite values,
+ * a NaN and a +inf. */
+static void pairs_ok(Carrier *c, const LlvmOpts *o, int rowmap)
+{
+	static const int lens[] = {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000,
+				   PAIR_LEN - 1, PAIR_LEN, PAIR_LEN + 1};
+	static const int rows[] = {1, 2, 3, 7, 64};
+	LlvmKernel *k = compiled(c, o);
+	cr_assert(k->k.reduce2, "%s: a reduce2", c->name);
+	cr_assert_eq(k->k.pair_len, PAIR_LEN, "%s", c->name);
+	cr_assert(!rowmap || k->k.rowmap2, "%s: a rowmap2", c->name);
+	if (!rowmap)
+		k->k.rowmap = NULL, k->k.rowmap2 = NULL; /* reduce2, finalize and map */
+	RtPool *p[3];
+	char msg[200];
+	for (int t = 0; t < 3; t++)
+		cr_assert_eq(rt_pool_open(&p[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+	int n = 0;
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+		for (size_t r = 0; r < sizeof rows / sizeof *rows; r++, n++)
+			for (int special = 0; special < 2; special++) {
+				int len = lens[l], R = rows[r];
+				if (special && R < 7)
+					continue;
+				RunData *d[2] = {drawn(c, R, len, 70 + n), drawn(c, R, len, 70 + n)};
+				for (int v = 0; v < 2 && special && len && c->elem[0].storage == TY_F32; v++) {
+					float *x = d[v]->elem[0].p;
+					for (int j = 0; j < len; j++)
+						x[len + j] = -INFINITY;
+					for (int j = 0; j < len; j += 3)
+						x[2 * len + j] = -INFINITY;
+					x[3 * len + len / 2] = NAN;
+					x[4 * len + len / 3] = INFINITY;
+				}
+				char w[200];
+				snprintf(w, sizeof w, "%s lanes %d%s rows %d len %d threads %d%s", c->name, k->lanes,
+					 rowmap ? " rowmap" : "", R, len, n % 3 + 1, special ? " special values" : "");
+				pairs_same(k, d, p[n % 3], special, w);
+				rundata_free(d[0]);
+				rundata_free(d[1]);
+			}
+	for (int t = 0; t < 3; t++)
+		rt_pool_close(p[t]);
+	llvm_kernel_free(k);
+}
+
+Test(cpu, short_rows_in_pairs, .timeout = 240)
+{
+	Carrier *c = load_ok("specs/logsumexp.yaml");
+	pairs_ok(c, NULL, 0);
+	pairs_ok(c, &(LlvmOpts){.lanes = 8}, 0);
+	carrier_free(c);
+	c = load_ok("specs/online_softmax.yaml");
+	pairs_ok(c, NULL, 1);
+	pairs_ok(c, NULL, 0);
+	pairs_ok(c, &(LlvmOpts){.lanes = 8}, 1);
+	carrier_free(c);
+	c = load_ok("specs/welford.yaml"); /* the vector loops, not two passes */
+	pairs_ok(c, NULL, 0);
+	pairs_ok(c, &(LlvmOpts){.lanes = 8, .accs = 2, .tile = 4}, 0);
+	carrier_free(c);
+}
+
+/* A mask that depends on the row (row 0 fully masked, row 1 partly, the
+ * others not): each row of a pair takes its own. */
+Test(cpu, short_rows_in_pairs_masked, .timeout = 120)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i * 100\n" SOFTMAX_STATE
+			       "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	pairs_ok(c, NULL, 1);
+	pairs_ok(c, NULL, 0);
+	carrier_free(c);
+	c = load_text("carrier: masked_welford\nelement: {x: f32}\nmask: j < i * 100\nstate: {n: f32, mean: f32, m2: f32}\n"
+		      "identity: {n: 0, mean: 0, m2: 0}\nlift: {n: 1, mean: x, m2: 0}\n"
+		      "merge:\n  let:\n    delta: b.mean - a.mean\n  n: a.n + b.n\n"
+		      "  mean: where(n == 0, 0, a.mean + delta * b.n / n)\n"
+		      "  m2: where(n == 0, 0, a.m2 + b.m2 + delta^2 * a.n * b.n / n)\n"
+		      "finalize: {mean: mean}\nreference:\n  mean: sum(x) / count()\nlaws: [commutative]\n",
+		      err, sizeof err);
+	cr_assert(c, "%s", err);
+	pairs_ok(c, NULL, 0);
+	carrier_free(c);
+}
