@@ -204,6 +204,24 @@ void kern_loop_end(B *b, Loop *l)
 	LLVMPositionBuilderAtEnd(b->L.b, l->exit);
 }
 
+/* What follows runs only where cond holds, up to kern_if_end; values
+ * made there stay there (kern_if_end starts a new lowering scope). */
+LLVMBasicBlockRef kern_if(B *b, LLVMValueRef cond)
+{
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "then");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "endif");
+	LLVMBuildCondBr(b->L.b, cond, then, done);
+	LLVMPositionBuilderAtEnd(b->L.b, then);
+	return done;
+}
+
+void kern_if_end(B *b, LLVMBasicBlockRef done)
+{
+	LLVMBuildBr(b->L.b, done);
+	LLVMPositionBuilderAtEnd(b->L.b, done);
+	lower_scope(&b->L, b->L.W);
+}
+
 /* The loop's final index (where a tail loop starts). */
 LLVMValueRef kern_loop_final(B *b, Loop *l) { return LLVMBuildLoad2(b->L.b, b->i64, l->ivp, ""); }
 

@@ -70,6 +70,8 @@ void kern_end_fn(B *b);
 Loop kern_loop_begin(B *b, LLVMValueRef lo, LLVMValueRef hi, long long step);
 void kern_loop_end(B *b, Loop *l);
 LLVMValueRef kern_loop_final(B *b, Loop *l);
+LLVMBasicBlockRef kern_if(B *b, LLVMValueRef cond);
+void kern_if_end(B *b, LLVMBasicBlockRef done);
 void kern_bind_params(B *b);
 void kern_bind_inputs(B *b, LLVMValueRef j);
 LV *kern_state_slots(B *b);

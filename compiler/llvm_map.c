@@ -57,11 +57,13 @@ static void map_align(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMVal
 	LLVMValueRef mis = LLVMBuildAnd(L->b, LLVMBuildNeg(L->b, LLVMBuildPtrToInt(L->b, out, b->i64, ""), ""), ci64(b, 63), "");
 	LLVMValueRef start = LLVMBuildAdd(L->b, tail, LLVMBuildLShr(L->b, mis, ci64(b, 2), ""), "");
 	start = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, start, hi, ""), start, hi, "");
+	LLVMBuildStore(L->b, start, tailp);
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSLT, tail, start, ""));
 	lower_scope(L, W);
 	b->lmask = kern_lanes_below(b, tail, start);
 	map_at(b, st, tail, rowbase);
 	b->lmask = NULL;
-	LLVMBuildStore(L->b, start, tailp);
+	kern_if_end(b, done);
 }
 
 /* Outputs far larger than the last-level cache (MAP_STREAM_BYTES in all)
@@ -90,7 +92,7 @@ static void map_stream(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMVa
 
 /* The map loops over [lo, hi): MAP_UNROLL vectors per iteration (streamed
  * for large outputs), then one vector, then one masked vector for the
- * rest; without lanes, one by one.  st holds the row's state as scalars. */
+ * rest if any; without lanes, one by one.  st holds the row's state as scalars. */
 static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int hoist)
 {
 	int W = b->k->map_lanes;
@@ -117,17 +119,19 @@ static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int hoist)
 		map_unrolled(b, st, tailp, hi, rowbase);
 	}
 	LLVMValueRef tail = LLVMBuildLoad2(b->L.b, b->i64, tailp, "");
-	for (int pass = W > 1 ? 1 : 2; pass < 3; pass++) {
-		int last = pass == 2 && W > 1;
-		lower_scope(&b->L, W);
-		Loop l = kern_loop_begin(b, tail, last ? LLVMBuildAdd(b->L.b, tail, ci64(b, W), "") : hi, W);
-		lower_scope(&b->L, W);
-		if (last)
-			b->lmask = kern_lanes_below(b, l.iv, hi);
-		map_at(b, st, l.iv, rowbase);
-		b->lmask = NULL;
-		kern_loop_end(b, &l);
+	lower_scope(&b->L, W);
+	Loop l = kern_loop_begin(b, tail, hi, W);
+	lower_scope(&b->L, W);
+	map_at(b, st, l.iv, rowbase);
+	kern_loop_end(b, &l);
+	if (W > 1) {
 		tail = kern_loop_final(b, &l);
+		LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSLT, tail, hi, ""));
+		lower_scope(&b->L, W);
+		b->lmask = kern_lanes_below(b, tail, hi);
+		map_at(b, st, tail, rowbase);
+		b->lmask = NULL;
+		kern_if_end(b, done);
 	}
 	b->L.hoist = 0;
 }

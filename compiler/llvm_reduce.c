@@ -300,8 +300,12 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	kern_slots_store(b, acc[0], b->st);
 	kern_loop_end(b, &v);
 	/* the last, partial vector: masked loads, the identity past hi (one
-	 * merge, not up to W - 1 scalar ones: short rows are mostly tail) */
-	masked_into(b, acc[0], kern_loop_final(b, &v), hi, lifted, tmp);
+	 * merge, not up to W - 1 scalar ones: short rows are mostly tail);
+	 * none where the vectors reach hi */
+	LLVMValueRef last = kern_loop_final(b, &v);
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSLT, last, hi, ""));
+	masked_into(b, acc[0], last, hi, lifted, tmp);
+	kern_if_end(b, done);
 	free(lifted);
 	return hi;
 }
@@ -418,7 +422,8 @@ static void two_pass_at(B *b, Rows *R, LLVMValueRef j, LLVMValueRef Ls, int S, i
 /* One pass over [lo, hi): a masked vector up to the input's alignment
  * (aligned_from; one row only: rows side by side are shorter than
  * ALIGN_MIN, where it is lo), U vectors per iteration from the rows'
- * streams, then one at a time, then a masked one. */
+ * streams, then one at a time, then a masked one if any positions are
+ * left. */
 static void two_pass_loop(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, int U, LV *lifted, LV *tmp)
 {
 	int W = b->k->lanes;
@@ -447,10 +452,12 @@ static void two_pass_loop(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, int U
 	two_pass_at(b, R, v.iv, NULL, 1, 1, lifted, tmp);
 	kern_loop_end(b, &v);
 	LLVMValueRef last = kern_loop_final(b, &v);
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSLT, last, hi, ""));
 	lower_scope(&b->L, W);
 	b->lmask = kern_lanes_below(b, last, hi);
 	two_pass_at(b, R, last, NULL, 1, 1, lifted, tmp);
 	b->lmask = NULL;
+	kern_if_end(b, done);
 }
 
 /* The state of [lo, hi) of each of R's rows in one[r] (scalar slots), by
