@@ -540,6 +540,8 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 		kern_build_reduce2(&b);
 	if (k->c->nmap)
 		kern_build_map(&b);
+	if (k->map_stream)
+		kern_build_fence(&b);
 	if (k->rowmap_g) {
 		kern_build_rowmap(&b, 0);
 		kern_build_rowmap(&b, 1);

@@ -93,6 +93,7 @@ void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **
 void kern_build_reduce2(B *b);
 void kern_build_reduce(B *b);
 void kern_build_map(B *b);
+void kern_build_fence(B *b);
 void kern_build_rowmap(B *b, int pair);
 
 #endif

@@ -211,6 +211,8 @@ static void task_rows(void *ctx, int64_t t)
 		}
 		i += n - 1;
 	}
+	if (k->fence && k->map)
+		k->fence();
 	if (st != buf)
 		free(st);
 }
@@ -238,6 +240,8 @@ static void task_rowmap(void *ctx, int64_t t)
 			else
 				k->rowmap(r->a, i, st, scratch);
 	}
+	if (k->fence)
+		k->fence();
 	if (st != buf)
 		free(st);
 }
@@ -298,6 +302,8 @@ static void task_second(void *ctx, int64_t t)
 		r->k->scan(r->a, i, lo, hi, state(r, r->part, t));
 	else
 		r->k->map(r->a, i, lo, hi, state(r, r->fin, 2 * i));
+	if (r->k->fence && !r->k->is_scan)
+		r->k->fence();
 }
 
 int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char *msg, size_t n)

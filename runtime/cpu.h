@@ -18,6 +18,9 @@
  *   rowmap2(a, i, st, scratch) optional: rowmap of rows i and i + 1, states as reduce2's, row
  *                              i + 1's scratch the next 64-byte boundary past len float32
  * The pairs give the very results the functions of one row give.
+ *   fence()                    optional: the stores of map, rowmap and rowmap2 calls before it
+ *                              (they may be non-temporal) visible to other threads; the
+ *                              executor calls it once per task, after its last
  * A state is state_bytes of opaque memory (8-byte slots).  Layout of the
  * arrays (spec-format.md): element inputs [rows][len][w], column inputs
  * [len][w], row inputs [rows][w]; finalize outputs [rows][w] ([rows][len][w]
@@ -47,6 +50,7 @@ typedef struct {
 	void (*reduce2)(const CpuArgs *a, int64_t i, void *st);                 /* NULL: none */
 	void (*rowmap2)(const CpuArgs *a, int64_t i, void *st, void *scratch);  /* NULL: none */
 	int64_t pair_len;
+	void (*fence)(void); /* NULL: none needed */
 	size_t state_bytes;
 	int is_scan;
 } CpuKernel;

@@ -3,6 +3,7 @@
  * 1 to 3 threads and split rows; determinism; order of non-commutative
  * merges; fully masked rows; .npy files through `assoc run --device cpu`. */
 #include <glob.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -842,5 +843,51 @@ Test(cpu, short_rows_in_pairs_masked, .timeout = 120)
 		      err, sizeof err);
 	cr_assert(c, "%s", err);
 	pairs_ok(c, NULL, 0);
+	carrier_free(c);
+}
+
+/* ---- the fence after non-temporal map stores (assoc_fence) ---- */
+
+static atomic_int fences;
+static void count_fence(void) { atomic_fetch_add(&fences, 1); }
+
+/* A kernel whose map may stream has a fence, and every task that maps
+ * (whole rows, rowmaps, pairs, chunks of split rows) ends with it. */
+Test(cpu, map_tasks_end_with_the_fence, .timeout = 60)
+{
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	LlvmKernel *k = compiled(c, NULL);
+	if (!k->k.fence) {
+		int lanes = k->lanes;
+		cr_expect(lanes != 16, "16 lanes of float32 stream, and need the fence");
+		llvm_kernel_free(k);
+		carrier_free(c);
+		cr_skip_test("no streaming map in %d lanes", lanes);
+	}
+	Carrier *lc = load_ok("specs/logsumexp.yaml");
+	LlvmKernel *lse = compiled(lc, NULL);
+	cr_expect(!lse->k.fence, "no map, no fence");
+	llvm_kernel_free(lse);
+	carrier_free(lc);
+	k->k.fence = count_fence;
+	static const int shapes[][3] = {{64, 256, 0}, {64, 4099, 0}, {3, 1000, 3}, {7, 1000, 0}};
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 3, msg, sizeof msg), 0, "%s", msg);
+	for (int s = 0; s < 4; s++)
+		for (int rowmap = 0; rowmap < 2; rowmap++) {
+			LlvmKernel v = *k;
+			if (!rowmap)
+				v.k.rowmap = NULL, v.k.rowmap2 = NULL;
+			RunData *d = drawn(c, shapes[s][0], shapes[s][1], 90 + s);
+			atomic_store(&fences, 0);
+			run_kernel(&v, d, p, shapes[s][2]);
+			cr_expect_gt(atomic_load(&fences), 0, "rows %d len %d split %d rowmap %d", shapes[s][0],
+				     shapes[s][1], shapes[s][2], rowmap);
+			expect_ok(d, "softmax with a counted fence");
+			rundata_free(d);
+		}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
 	carrier_free(c);
 }
