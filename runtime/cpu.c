@@ -8,7 +8,9 @@
  * exclusive prefix of the chunks before it, runs chunk by chunk again.
  * Whole rows of a kernel with a rowmap (at most rowmap_len positions) go
  * through it instead, one task per thread, each with its own scratch
- * buffer, taking blocks of rows from a shared counter. */
+ * buffer, taking blocks of rows from a shared counter.  Whole rows shorter
+ * than the kernel's pair_len go two at a time (reduce2, rowmap2) where it
+ * has those.  Each task that maps ends with the kernel's fence. */
 #include "cpu.h"
 
 #include <pthread.h>
@@ -179,7 +181,7 @@ static unsigned char *states(const CpuKernel *k, int n, unsigned char *buf, size
 	return st;
 }
 
-/* Rows lo .. hi - 1 go two at a time through reduce2 (pair with it, short rows). */
+/* Whether whole rows reduce two at a time (reduce2: rows shorter than pair_len). */
 static int pairs(const Run *r) { return r->k->reduce2 && r->a->len < r->k->pair_len; }
 
 /* Whole rows: reduce, finalize, map (or scan) row by row; short rows
@@ -252,7 +254,8 @@ static int run_rowmap(RtPool *p, Run *r)
 {
 	int nt = rt_pool_threads(p);
 	/* two rows' for rowmap2, each a whole number of cache lines */
-	r->scratch_bytes = 2 * (((size_t)r->a->len * sizeof(float) + 63) / 64 * 64);
+	int two = r->k->rowmap2 && r->a->len < r->k->pair_len;
+	r->scratch_bytes = (two ? 2 : 1) * (((size_t)r->a->len * sizeof(float) + 63) / 64 * 64);
 	r->scratch = aligned_alloc(64, nt * r->scratch_bytes + 64);
 	if (!r->scratch)
 		return -1;
