@@ -285,6 +285,13 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 	return n;
 }
 
+/* Whether attn_fwd keeps Q in shared memory and loads its A fragments at
+ * each k-step (QS) rather than holding them in registers: where two tiles
+ * of 16 rows a warp or more meet head dim 128 or more, Q's fragments
+ * would take 64 registers or more beside o's 128 and s's 64, and ptxas
+ * spills; one tile keeps them in registers (no extra ldmatrix). */
+static int attn_qs(const CudaAttn *at, const CudaVariant *v) { return v->mt >= 2 && at->d >= 128; }
+
 static void kernel(Buf *b, const char *name, int nt, const char *body)
 {
 	buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(ASC_PARAM Args A) { %s; }\n", nt, name, body);
@@ -323,8 +330,8 @@ static void kernels(const CudaModule *m, Buf *b)
 			break;
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
-			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv, x->nt / 32,
-				 x->mt, x->bn, at->bf16, x->pv);
+			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv, x->nt / 32,
+				 x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x));
 			kernel(b, nm[0], x->nt, body);
 			snprintf(body, sizeof body, "attn_combine<%d, 64>(A)", at->dv);
 			kernel(b, nm[1], 64, body);
@@ -567,12 +574,15 @@ static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 /* As attn_fwd lays out its shared memory (templates/attention.cuh): a stage
  * is a K and a V tile of BN keys in rows padded by 16 bytes, two stages
  * where they fit in the opt-in maximum, the Q tile staged over them (the
- * array is as large as the larger). */
+ * array is as large as the larger) or, where Q stays in shared memory
+ * (attn_qs), after them. */
 enum { ATTN_SMEM_MAX = 227 * 1024 };
 static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
 {
-	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4, st = v->bn * (kw + vw), bm = v->nt / 32 * v->mt * 16;
-	long stages = 2 * st * 4 <= ATTN_SMEM_MAX ? 2 : 1, words = stages * st > bm * kw ? stages * st : bm * kw;
+	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4, st = v->bn * (kw + vw), qw = v->nt / 32 * v->mt * 16 * kw;
+	if (attn_qs(at, v))
+		return (unsigned)(((2 * st + qw) * 4 <= ATTN_SMEM_MAX ? 2 : 1) * st * 4 + qw * 4);
+	long stages = 2 * st * 4 <= ATTN_SMEM_MAX ? 2 : 1, words = stages * st > qw ? stages * st : qw;
 	return (unsigned)(words * 4);
 }
 

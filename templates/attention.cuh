@@ -34,7 +34,12 @@
  * padded by 16 bytes against bank conflicts) in dynamic shared memory of
  * the launch plan's size (over 48 KB: the kernel opts in), filled by
  * 16-byte cp.async copies (plain loads when an input is not 16-byte
- * aligned) with zeros past the keys; the Q tile passes through it first.
+ * aligned) with zeros past the keys; the Q tile passes through it first
+ * (QS = 0: its fragments then stay in registers for the whole loop) or
+ * stays after the stages (QS = 1: its fragments are loaded again at each
+ * k-step of S = Q K^T, as in FlashAttention-2; two tiles of 16 rows a warp
+ * then fit in 255 registers at head dim 128, and each K and V fragment
+ * read from shared memory feeds MT products instead of one).
  * Fragments come from ldmatrix: Q and K plain, V with .trans (the B
  * operand of P V).  The loads overlap the arithmetic: with two stages of K
  * and V (where they fit in 227 KB), the next live tile loads while this
@@ -245,6 +250,14 @@ ASC_DEV void attn_load(S &sm, int base, const unsigned *src, int valid, bool as)
  * none), and its class in *cls; the same in every thread. */
 ASC_DEV int attn_next(const Args &A, int i0, int i1, int kb, int hi, int bn, int *cls)
 {
+#ifndef ASSOC_EMU
+	/* i0 and i1 opaque at each call: attn_tile's interval arithmetic may
+	 * take them as doubles, and ptxas would hold those conversions (four
+	 * registers) across the whole key-tile loop, which at 32 rows a warp
+	 * and head dim 128 spills; converting again is a few instructions a
+	 * tile. */
+	asm volatile("" : "+r"(i0), "+r"(i1));
+#endif
 	for (; kb < hi; kb += bn) {
 		*cls = attn_tile(A, i0, i1, kb, (kb + bn < hi ? kb + bn : hi) - 1);
 		if (*cls)
@@ -282,7 +295,7 @@ ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], 
 		mx[hf] = LIN ? a2[hf] * asc_quad_max(mx[hf]) : asc_quad_max(mx[hf]);
 }
 
-template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV>
+template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV, int QS>
 ASC_DEV void attn_fwd(const Args &A)
 {
 	const int NT = WARPS * 32, BM = WARPS * MT * 16;
@@ -290,13 +303,14 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * fall on distinct banks (D % 16 == 0 makes the row stride an odd
 	 * number of 16-byte units).  A stage is a K tile (KV words) and a V
 	 * tile after it; two stages (DB) where they fit in the 227 KB a block
-	 * may opt in to.  The Q tile is staged over them before the first key
-	 * tile.  Dynamic shared memory of max((1 + DB) ST, BM KW) words: the
-	 * launch plan's bytes (compiler/cuda_mod.c: attn_smem). */
-	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, ST = BN * (KW + VW);
-	const int DB = 2 * ST * 4 <= 227 * 1024;
+	 * may opt in to.  The Q tile (QW words) is staged over them before the
+	 * first key tile, or with QS kept after them at word QB.  Dynamic
+	 * shared memory of max((1 + DB) ST, BM KW) words, or (1 + DB) ST + BM
+	 * KW with QS: the launch plan's bytes (compiler/cuda_mod.c: attn_smem). */
+	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, ST = BN * (KW + VW), QW = BM * KW;
+	const int DB = (2 * ST + (QS ? QW : 0)) * 4 <= 227 * 1024, QB = QS ? (1 + DB) * ST : 0;
 	const float LN2 = 0.693147180559945309f;
-	static_assert(ST * 4 <= 227 * 1024 && BM * KW * 4 <= 227 * 1024,
+	static_assert((ST + (QS ? QW : 0)) * 4 <= 227 * 1024 && QW * 4 <= 227 * 1024,
 		      "K and V tiles or the Q tile over 227 KB of shared memory: fewer keys (bn) or rows per tile");
 	ASC_DYN_SHARED(unsigned, Sm); /* cp.async and ldmatrix take 16-byte rows */
 	/* cp.async where q, k and v are 16-byte aligned (then so is every
@@ -319,7 +333,7 @@ ASC_DEV void attn_fwd(const Args &A)
 	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * A.len * D);
 	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * A.len * DV);
 
-	unsigned qf[MT][D / 16][4];
+	unsigned qf[MT][D / 16][4]; /* QS = 0: Q's A fragments for the whole loop */
 	ARow R[MT][2];
 	int ir[MT][2];   /* the thread's rows i */
 	float a2[MT][2]; /* their slopes (ATTN_LIN) */
@@ -335,17 +349,21 @@ ASC_DEV void attn_fwd(const Args &A)
 			lin = lin && a2[mt][hf] >= 0;
 		}
 	lin = __all_sync(0xffffffffu, lin); /* the same in the warp: attn_scores' shuffles */
-	attn_load<NT, BM, D / 2, KW>(Sm, 0, qp + (long long)qt * BM * (D / 2), M - qt * BM, as);
-	asc_cp_commit();
-	asc_cp_wait<0>();
-	__syncthreads();
-	/* A fragments: lane l reads row l % 16, columns 8 (l / 16) on of the 16x16 block */
+	attn_load<NT, BM, D / 2, KW>(Sm, QB, qp + (long long)qt * BM * (D / 2), M - qt * BM, as);
+	asc_cp_commit(); /* QS: waited for with the first key tile */
+	/* A fragments: lane l reads row l % 16, columns 8 (l / 16) on of the
+	 * 16x16 block; qa: the lane's row of Q in shared memory */
+	const int qa = QB + (w * MT * 16 + lane % 16) * KW + lane / 16 * 4;
+	if (!QS) {
+		asc_cp_wait<0>();
+		__syncthreads();
 #pragma unroll
-	for (int mt = 0; mt < MT; mt++)
+		for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-		for (int kk = 0; kk < D / 16; kk++)
-			asc_ldsm<4, 0>(qf[mt][kk], Sm, ((w * MT + mt) * 16 + lane % 16) * KW + kk * 8 + lane / 16 * 4);
-	__syncthreads(); /* Q is read: K and V may take its place */
+			for (int kk = 0; kk < D / 16; kk++)
+				asc_ldsm<4, 0>(qf[mt][kk], Sm, qa + mt * 16 * KW + kk * 8);
+		__syncthreads(); /* Q is read: K and V may take its place */
+	}
 	float o[MT][DV / 8][4], m[MT][2], l[MT][2];
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++) {
@@ -400,7 +418,12 @@ ASC_DEV void attn_fwd(const Args &A)
 		/* B fragments of K^T for key tiles nt, nt + 1: lane l reads key
 		 * 8 (nt + l / 16) + l % 8, columns 16 kk + 8 (l / 8 % 2) on */
 #pragma unroll
-		for (int kk = 0; kk < D / 16; kk++)
+		for (int kk = 0; kk < D / 16; kk++) {
+			unsigned qk[MT][4]; /* QS: this k-step's A fragments */
+			if (QS)
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++)
+					asc_ldsm<4, 0>(qk[mt], Sm, qa + mt * 16 * KW + kk * 8);
 #pragma unroll
 			for (int nt = 0; nt < BN / 8; nt += 2) {
 				unsigned b[4];
@@ -408,10 +431,12 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++) {
 					unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-					asc_mma_16816<BF>(s[mt][nt], qf[mt][kk], b0);
-					asc_mma_16816<BF>(s[mt][nt + 1], qf[mt][kk], b1);
+					const unsigned(&a)[4] = QS ? qk[mt] : qf[mt][kk];
+					asc_mma_16816<BF>(s[mt][nt], a, b0);
+					asc_mma_16816<BF>(s[mt][nt + 1], a, b1);
 				}
 			}
+		}
 		/* P in PV parts of the input type (hi, then the rounding rests):
 		 * PV = 1 rounds P as FlashAttention does; 2 (f16) or 3 (bf16)
 		 * keep float32's precision, as the spec's arithmetic asks. */
@@ -492,7 +517,17 @@ ASC_DEV void attn_fwd(const Args &A)
 			}
 		kb = kn, cls = cn, stg ^= DB;
 	}
-	/* The row's state: m back to the score's units, l summed over the quad. */
+	/* The row's state: m back to the score's units, l summed over the quad.
+	 * The run's first row again from the block index (read opaquely, so
+	 * that it is not merged with the one above): held across the loop, its
+	 * 64 bits spill at 32 rows a warp and head dim 128. */
+#ifndef ASSOC_EMU
+	{
+		unsigned b;
+		asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(b));
+		base = (long long)(int)(b / A.split / tiles) * M;
+	}
+#endif
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++)
 #pragma unroll

@@ -3,10 +3,12 @@
  * inputs' type by default, P V in float32 by --config): head dims 32, 64,
  * 128; ragged key lengths; causal, non-causal, sliding window, soft-capped
  * scores, negative, zero and per-row scales, fully masked rows,
- * grouped-query heads, split-KV decoding; the contract refusing a merge
- * with a bug (which still runs, on the generic templates); mma.sync's
+ * grouped-query heads, split-KV decoding; the same shapes with Q kept in
+ * shared memory (32 rows a warp at head dim 128); the contract refusing a
+ * merge with a bug (which still runs, on the generic templates); mma.sync's
  * fragment layout in the emulator; ptxas without spills for the default
- * configurations; the key-tile loop's PTX without the waste it once had. */
+ * configurations and that one; the key-tile loop's PTX without the waste
+ * it once had. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +233,61 @@ Test(attention, unaligned_keys_take_plain_loads, .timeout = 300)
 	carrier_free(c);
 }
 
+/* Q in shared memory, its A fragments loaded at each k-step (attn_qs):
+ * 4 warps of 32 rows at head dim 128, over the shapes above, each run
+ * checked to have taken that variant. */
+static const char QS128[] = "attention:nt=128,mt=2,bn=64,pv=1";
+
+static void qs_run(Carrier *c, const char *what, int rows, int len, int heads, int kv, int split)
+{
+	char cfg[128];
+	run_one(c, what, rows, len, heads, kv, split, QS128, cfg);
+	cr_expect_str_eq(cfg, QS128);
+}
+
+static void qs_lengths(const char *path)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims(path, 128);
+	for (size_t l = 0; l < sizeof LENS / sizeof *LENS; l++) {
+		int len = LENS[l], rows = len >= 1000 ? 3 : len == 129 ? 130 : len == 128 ? 128 : 17;
+		qs_run(c, path, rows, len, 1, 1, 1);
+	}
+	qs_run(c, path, 129, 300, 1, 1, 1); /* a full block of 128 rows and a row past it */
+	carrier_free(c);
+}
+
+Test(attention, q_in_shared_causal_head_dim_128, .timeout = 600) { qs_lengths("specs/attention.yaml"); }
+Test(attention, q_in_shared_full_head_dim_128_bf16, .timeout = 600) { qs_lengths("tests/attention/full_bf16.yaml"); }
+
+static void qs_masked(const char *path, int rows, int len)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims(path, 128);
+	qs_run(c, path, rows, len, 1, 1, 1);
+	carrier_free(c);
+}
+
+Test(attention, q_in_shared_sliding_window, .timeout = 300) { qs_masked("tests/attention/window.yaml", 200, 200); }
+Test(attention, q_in_shared_soft_capped, .timeout = 300) { qs_masked("tests/attention/softcap.yaml", 130, 129); }
+Test(attention, q_in_shared_causal_bf16, .timeout = 300) { qs_masked("tests/attention/causal_bf16.yaml", 130, 129); }
+Test(attention, q_in_shared_per_row_scale, .timeout = 300) { qs_masked("tests/attention/row_scaled.yaml", 130, 300); }
+/* rows 0..4 see no key: the identity's finalize, as the reference's */
+Test(attention, q_in_shared_fully_masked_rows, .timeout = 300) { qs_masked("tests/attention/empty_rows.yaml", 20, 40); }
+
+Test(attention, q_in_shared_grouped_heads_and_split, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("specs/attention.yaml", 128);
+	qs_run(c, "gqa", 33, 70, 4, 2, 1);
+	qs_run(c, "mqa", 17, 129, 3, 1, 1);
+	qs_run(c, "causal split", 3, 1000, 1, 1, 3);
+	carrier_free(c);
+	c = load_dims("tests/attention/full.yaml", 128);
+	qs_run(c, "grouped decoding, split", 1, 1000, 8, 2, 3);
+	carrier_free(c);
+}
+
 /* A lawful merge that is not the contract's: refused with the reason, and
  * run correctly by the generic templates. */
 Test(attention, buggy_merge_falls_back, .timeout = 300)
@@ -347,10 +404,15 @@ Test(attention, shared_memory_per_variant)
 	for (int v = 0; v < m.nvar; v++)
 		cr_assert_eq(cuda_smem(&m, v), 2 * 64 * 136 * 4, "head dim 128: two stages of 64 keys");
 	cuda_module_free(&m);
+	/* Q kept after the stages where it stays in shared memory: 128 rows x 68 words */
+	cr_assert_eq(cuda_module(c, QS128, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(cuda_smem(&m, 0), 2 * 64 * 136 * 4 + 128 * 68 * 4);
+	cuda_module_free(&m);
 	carrier_free(c);
 }
 
-/* The default configurations assemble for sm_90 without spills, f16 and
+/* The default configurations, and Q in shared memory with 32 rows a warp
+ * at head dim 128, assemble for sm_90 without spills or stack, f16 and
  * bf16, head dims 64, 128 and 256. */
 Test(attention, ptxas_no_spills, .timeout = 300)
 {
@@ -359,13 +421,18 @@ Test(attention, ptxas_no_spills, .timeout = 300)
 	char msg[4096];
 	if (nvrtc_open(&nv, msg, sizeof msg))
 		cr_skip_test("no NVRTC: %s", msg);
-	static const int dims[] = {64, 128, 256, 64, 128, 256};
-	for (int k = 0; k < 6; k++) {
-		Carrier *c = load_dims(k < 3 ? "tests/attention/full_bf16.yaml" : "specs/attention.yaml", dims[k]);
+	static const char *const paths[] = {"tests/attention/full_bf16.yaml", "specs/attention.yaml"};
+	static const struct {
+		int bf16, d;
+		const char *config;
+	} runs[] = {{1, 64, NULL}, {1, 128, NULL}, {1, 256, NULL}, {0, 64, NULL},
+		    {0, 128, NULL}, {0, 256, NULL}, {1, 128, QS128}, {0, 128, QS128}};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = load_dims(paths[!runs[k].bf16], runs[k].d);
 		CudaModule m;
 		char *ptx = NULL;
 		int cached;
-		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(cuda_module(c, runs[k].config, &m, msg, sizeof msg), 0, "%s", msg);
 		cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
 		CudaKStat ks[16];
 		int n = cuda_ptxas_stats(ptx, "sm_90", ks, 16, msg, sizeof msg);
@@ -378,9 +445,9 @@ Test(attention, ptxas_no_spills, .timeout = 300)
 		}
 		cr_assert_gt(n, 0, "%s", msg);
 		for (int s = 0; s < n; s++)
-			cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].regs <= 255,
-				  "d=%d %s: %d registers, %d/%d bytes spilled", dims[k], ks[s].name, ks[s].regs, ks[s].spill_st,
-				  ks[s].spill_ld);
+			cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].stack == 0 && ks[s].regs <= 255,
+				  "d=%d %s: %d registers, %d/%d bytes spilled, %d of stack", runs[k].d, ks[s].name, ks[s].regs,
+				  ks[s].spill_st, ks[s].spill_ld, ks[s].stack);
 		free(ptx);
 		cuda_module_free(&m);
 		carrier_free(c);
