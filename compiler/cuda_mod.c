@@ -375,19 +375,40 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 
 /* Attention variants of 64 and 128 query rows (cuda_pick), as FlashAttention-2:
  * 4 warps of 32 rows for head dims up to 64 (keys per tile 64), 4 or 8 warps
- * of 16 rows above (at head dim 128, 4 warps of 32 rows spill on sm_90),
- * with key tiles of 64 up to 128 and of 16 above (Q and O in registers leave
- * room for no more: at 32, 255 registers and spills on sm_90).  K and V are
- * double-buffered in dynamic shared memory (68 KB at head dim 128), the Q
- * tile staged there for ldmatrix.  P rounded once to the inputs' type
- * (pv = 1), as FlashAttention does; pv = 2 (f16) or 3 (bf16) keeps P V at
- * float32's precision, by --config. */
-static int attn_defaults(const CudaAttn *at, CudaVariant *v)
+ * of 16 rows above, with key tiles of 64 up to 128 and of 16 above (Q and O
+ * in registers leave room for no more: at 32, 255 registers and spills on
+ * sm_90).  At head dim 128, where the score is linear in the dot, 128 rows
+ * are 4 warps of 32 with Q kept in shared memory (attn_qs; with Q in
+ * registers they spill): each K and V fragment read by ldmatrix then feeds
+ * two products, 80 ldmatrix per 256 mma in the steady key-tile loop against
+ * 64 per 128 with 16 rows a warp (shared-memory reads per product, the bound
+ * at this head dim, down by 37%), 2.4 other instructions per mma against
+ * 2.8, at the same 8 warps an SM (2 blocks of 102 KB and 254 registers
+ * against 1 of 256 threads and 186).  8 warps of 16 rows stay a variant for
+ * the tuner.  Scores that are not linear are computed per score in the loop
+ * (a soft cap's tanh, a division whose slow path is a call), around which
+ * ptxas spills at 32 rows a warp: they keep 16.  K and V are double-buffered
+ * in dynamic shared memory (68 KB at head dim 128), the Q tile staged there
+ * for ldmatrix.  P rounded once to the inputs' type (pv = 1), as
+ * FlashAttention does; pv = 2 (f16) or 3 (bf16) keeps P V at float32's
+ * precision, by --config. */
+static int attn_defaults(Carrier *c, const CudaAttn *at, CudaVariant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64;
 	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1};
 	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1};
-	return 2;
+	if (at->d != 128 || at->dv > 128)
+		return 2;
+	Buf h = {0}; /* whether the score is linear: the hooks' ATTN_LIN */
+	cuda_attn_hooks(c, at, &h);
+	char *hooks = buf_take(&h);
+	int lin = strstr(hooks, "#define ATTN_LIN 1\n") != NULL;
+	free(hooks);
+	if (!lin)
+		return 2;
+	v[2] = v[1];
+	v[1] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1};
+	return 3;
 }
 
 /* The attention template when the carrier implements its contract (and no
@@ -439,7 +460,7 @@ int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t
 		add_variant(m, v);
 	} else if (m->base == FAM_ATTN) {
 		CudaVariant av[4];
-		int na = attn_defaults(&m->attn, av);
+		int na = attn_defaults(c, &m->attn, av);
 		for (int k = 0; k < na; k++)
 			add_variant(m, av[k]);
 	} else {

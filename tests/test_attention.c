@@ -401,12 +401,17 @@ Test(attention, shared_memory_per_variant)
 	carrier_free(c);
 	c = load_dims("specs/attention.yaml", 128);
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
-	for (int v = 0; v < m.nvar; v++)
-		cr_assert_eq(cuda_smem(&m, v), 2 * 64 * 136 * 4, "head dim 128: two stages of 64 keys");
-	cuda_module_free(&m);
-	/* Q kept after the stages where it stays in shared memory: 128 rows x 68 words */
-	cr_assert_eq(cuda_module(c, QS128, &m, msg, sizeof msg), 0, "%s", msg);
-	cr_assert_eq(cuda_smem(&m, 0), 2 * 64 * 136 * 4 + 128 * 68 * 4);
+	cr_assert_eq(m.nvar, 3);
+	for (int v = 0; v < m.nvar; v++) {
+		char cfg[64];
+		cuda_config_str(&m.var[v], cfg, sizeof cfg);
+		/* 128 rows x 68 words of Q kept after the stages where it stays in shared memory */
+		unsigned want = 2 * 64 * 136 * 4 + (!strcmp(cfg, QS128) ? 128 * 68 * 4 : 0);
+		cr_assert_eq(cuda_smem(&m, v), want, "head dim 128, %s: two stages of 64 keys", cfg);
+	}
+	char cfg[64];
+	cuda_config_str(&m.var[cuda_pick(&m, 200, 300, 1)], cfg, sizeof cfg);
+	cr_expect_str_eq(cfg, QS128, "32 rows a warp, Q in shared memory, for 200 rows at head dim 128");
 	cuda_module_free(&m);
 	carrier_free(c);
 }
