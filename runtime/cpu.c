@@ -320,6 +320,10 @@ int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char 
 		r.rows_per_task = per < 1 ? 1 : per > most ? most : per;
 		if (r.rows_per_task < 1)
 			r.rows_per_task = 1;
+		/* rows that go two at a time: tasks of an even number of them, so
+		 * that none is left alone at the end of a task */
+		if ((pairs(&r) || (k->rowmap2 && a->len < k->pair_len)) && (r.rows_per_task & 1))
+			r.rows_per_task++;
 		if (k->rowmap && a->len <= k->rowmap_len && !run_rowmap(p, &r))
 			return 0;
 		rt_pool_run(p, (a->rows + r.rows_per_task - 1) / r.rows_per_task, task_rows, &r);
