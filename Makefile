@@ -82,7 +82,7 @@ build/asan/assoc: build/asan/compiler/main.o build/asan/libassoc.a
 	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(call WHOLE,build/asan/libassoc.a) $(LDLIBS)
 
 build/asan/tests: $(TEST_SRC) build/asan/libassoc.a tests/testutil.h tests/bundled.def build/libfakecuda.so \
-		  build/libfakecuda-old.so build/libfakenvrtc.so
+		  build/libfakecuda-old.so build/libfakenvrtc.so build/libfakellvm.so
 	$(CC) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) build/asan/libassoc.a -lcriterion $(LDLIBS)
 
 # A stand-in for the CUDA driver that fails on demand (tests/fake/fakecuda.c).
@@ -94,6 +94,11 @@ build/libfakecuda.so: tests/fake/fakecuda.c
 build/libfakecuda-old.so: tests/fake/fakecuda.c
 	@mkdir -p build
 	$(CC) -std=c11 -D_GNU_SOURCE -DFAKECUDA_OLD -O1 -g -shared -fPIC -o $@ $<
+
+# A CPU backend plugin from another build (tests/fake/fakellvm.c).
+build/libfakellvm.so: tests/fake/fakellvm.c
+	@mkdir -p build
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC -o $@ $<
 
 # A stand-in for an older NVRTC (tests/fake/fakenvrtc.c).
 build/libfakenvrtc.so: tests/fake/fakenvrtc.c

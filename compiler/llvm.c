@@ -28,6 +28,12 @@ static void init(void)
 	init_failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
 }
 
+int llvm_abi(char *b, size_t n)
+{
+	llvm_abi_text(b, n);
+	return 0;
+}
+
 int llvm_available(char *why, size_t n)
 {
 	pthread_once(&init_once, init);

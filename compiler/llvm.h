@@ -34,6 +34,17 @@ int cpu_parse_config(const char *cfg, LlvmOpts *o, char *msg, size_t n);
  * ABI's order (dev_cpu.c). */
 void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out);
 
+/* What the command line and its CPU backend plugin (compiler/llvm_load.c)
+ * must agree on: the layouts of the structs that cross between them.  The
+ * plugin exports llvm_abi, which writes this text; a plugin from another
+ * build of assoc writes another and is refused. */
+static inline void llvm_abi_text(char *b, size_t n)
+{
+	snprintf(b, n, "assoc cpu backend 1: %zu %zu %zu %zu %zu %zu %zu %zu", sizeof(LlvmKernel), sizeof(CpuKernel),
+		 sizeof(CpuArgs), sizeof(LlvmOpts), sizeof(Carrier), sizeof(Expr), sizeof(Var), sizeof(RunData));
+}
+int llvm_abi(char *b, size_t n);
+
 /* 1 when the host target can be initialized; otherwise 0 with the reason. */
 int llvm_available(char *why, size_t n);
 

@@ -41,9 +41,23 @@ static int try_open(const char *path)
 	*(void **)&P.kernel_free = dlsym(h, "llvm_kernel_free");
 	*(void **)&P.emit = dlsym(h, "llvm_emit");
 	*(void **)&P.math_kernel = dlsym(h, "llvm_math_kernel");
-	if (!P.available || !P.compile || !P.kernel_free || !P.emit || !P.math_kernel ||
+	int (*abi)(char *, size_t);
+	*(void **)&abi = dlsym(h, "llvm_abi");
+	if (!abi || !P.available || !P.compile || !P.kernel_free || !P.emit || !P.math_kernel ||
 	    (void *)P.available == (void *)llvm_available) {
 		snprintf(P.why, sizeof P.why, "%s is not assoc's CPU backend (its entry points are missing)", path);
+		dlclose(h);
+		return 0;
+	}
+	/* its kernels are read here: the same struct layouts, or nothing */
+	char want[160], got[160] = "";
+	llvm_abi_text(want, sizeof want);
+	abi(got, sizeof got);
+	if (strcmp(want, got)) {
+		snprintf(P.why, sizeof P.why,
+			 "%s is the CPU backend of another build of assoc (\"%s\", this one needs \"%s\"); "
+			 "rebuild or reinstall both",
+			 path, got, want);
 		dlclose(h);
 		return 0;
 	}

@@ -225,6 +225,11 @@ Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
 			sizeof out, 1),
 		     1, "%s", out);
 	cr_assert(strstr(out, "build/libfakenvrtc.so is not assoc's CPU backend"), "%s", out);
+	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/libfakellvm.so build/assoc run specs/sum.yaml --device cpu --rows 2 "
+			"--len 9",
+			out, sizeof out, 1),
+		     1, "%s", out);
+	cr_assert(strstr(out, "build/libfakellvm.so is the CPU backend of another build of assoc"), "%s", out);
 	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/no-such-plugin.so build/assoc check specs/sum.yaml", out, sizeof out, 1),
 		     0, "%s", out);
 	/* the command line itself does not load LLVM */
