@@ -112,6 +112,8 @@ typedef struct {
 	int regs, spill_st, spill_ld, smem, stack;
 } CudaKStat;
 int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, char *msg, size_t n);
+/* The same from a log of ptxas -v (modified); the number of kernels. */
+int cuda_ptxas_parse(char *log, CudaKStat *st, int max);
 
 /* Embedded sources (templates/, runtime/emu/emu.hpp). */
 typedef struct {

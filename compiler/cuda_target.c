@@ -87,6 +87,45 @@ static const char *find_ptxas(char *buf, size_t n)
 	return NULL;
 }
 
+/* The statistics in ptxas -v's log (modifies log).  Each entry's report
+ * lists the functions it still calls after it, with their own frames and
+ * spills: those count for the entry too; its cumulative stack size covers
+ * them all. */
+int cuda_ptxas_parse(char *log, CudaKStat *st, int max)
+{
+	int k = -1, cum = 0; /* entry k's cumulative stack size; its frames add up in st[k].stack */
+	for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+		char *p;
+		int frame, sst, sld;
+		if ((p = strstr(line, "Compiling entry function '")) && k + 1 < max) {
+			if (k >= 0 && cum > st[k].stack)
+				st[k].stack = cum;
+			k++, cum = 0;
+			memset(&st[k], 0, sizeof st[k]);
+			sscanf(p + 26, "%63[^']", st[k].name);
+		} else if (k >= 0 && (p = strstr(line, "Used "))) {
+			sscanf(p, "Used %d registers", &st[k].regs);
+			if ((p = strstr(line, " bytes smem")))
+				while (p > line && p[-1] >= '0' && p[-1] <= '9')
+					p--, st[k].smem = atoi(p);
+			if ((p = strstr(line, " bytes cumulative stack size"))) {
+				while (p > line && p[-1] >= '0' && p[-1] <= '9')
+					p--;
+				cum = atoi(p);
+			}
+		} else if (k >= 0 && strstr(line, "bytes stack frame") &&
+			   sscanf(line, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &frame, &sst,
+				  &sld) == 3) {
+			st[k].stack += frame;
+			st[k].spill_st += sst;
+			st[k].spill_ld += sld;
+		}
+	}
+	if (k >= 0 && cum > st[k].stack)
+		st[k].stack = cum;
+	return k + 1;
+}
+
 int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, char *msg, size_t n)
 {
 	char ptxas[4200], dir[4096], in[4200], log[4200];
@@ -123,37 +162,9 @@ int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, 
 		free(text);
 		return -1;
 	}
-	/* Each entry's report lists the functions it still calls after it,
-	 * with their own frames and spills: those count for the entry too. */
-	int k = -1;
-	for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
-		char *p;
-		int frame, sst, sld;
-		if ((p = strstr(line, "Compiling entry function '")) && k + 1 < max) {
-			k++;
-			memset(&st[k], 0, sizeof st[k]);
-			sscanf(p + 26, "%63[^']", st[k].name);
-		} else if (k >= 0 && (p = strstr(line, "Used "))) {
-			sscanf(p, "Used %d registers", &st[k].regs);
-			if ((p = strstr(line, " bytes smem")))
-				while (p > line && p[-1] >= '0' && p[-1] <= '9')
-					p--, st[k].smem = atoi(p);
-			if ((p = strstr(line, " bytes cumulative stack size"))) {
-				while (p > line && p[-1] >= '0' && p[-1] <= '9')
-					p--;
-				if (atoi(p) > st[k].stack)
-					st[k].stack = atoi(p);
-			}
-		} else if (k >= 0 && strstr(line, "bytes stack frame") &&
-			   sscanf(line, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &frame, &sst,
-				  &sld) == 3) {
-			st[k].stack += frame;
-			st[k].spill_st += sst;
-			st[k].spill_ld += sld;
-		}
-	}
+	int k = text ? cuda_ptxas_parse(text, st, max) : 0;
 	free(text);
-	return k + 1;
+	return k;
 }
 
 static void print_stats(const CudaModule *m, const CudaKStat *ks, int nks, const char *why)

@@ -246,6 +246,89 @@ Test(cuda, online_max_keeps_the_special_values, .timeout = 300)
 	carrier_free(c);
 }
 
+static int count_of(const char *s, const char *w)
+{
+	int k = 0;
+	for (const char *p = s; (p = strstr(p, w)); p += strlen(w))
+		k++;
+	return k;
+}
+
+/* The merge of an online max computes its two rescaling factors from one
+ * exp2; the module's row loops are defined once for all its kernels and
+ * load through ld.global from the kernel parameter, which stays in place. */
+Test(cuda, softmax_module_shape, .timeout = 120)
+{
+	cuda_test_cache();
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	CudaModule m;
+	char msg[8192];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	const char *mg = strstr(m.src, "ASC_DEV State merge(");
+	cr_assert(mg, "no merge hook");
+	const char *end = strstr(mg, "\n}\n");
+	cr_assert(end);
+	char body[2048];
+	snprintf(body, sizeof body, "%.*s", (int)(end - mg), mg);
+	cr_expect_eq(count_of(body, "exp2f("), 1, "one exp2 in the merge:\n%s", body);
+	cr_expect_eq(count_of(body, "asc_one("), 2, "the other factor from asc_one:\n%s", body);
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg)) {
+		cuda_module_free(&m);
+		carrier_free(c);
+		cr_skip_test("%s", msg);
+	}
+	char *ptx;
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+	/* each row loop once: a definition, and its declaration */
+	cr_expect_eq(count_of(ptx, "\n.func  (.param .align 4 .b8 func_retval0[8]) _Z14thread_fold_at"), 2, "%s",
+		     "thread_fold_at: one (acc, vec) pair, defined once");
+	cr_expect_eq(count_of(ptx, "\n.func _Z11map_pass_at"), 2, "map_pass_at: one vec, defined once");
+	cr_expect_eq(count_of(ptx, "\tld.f32") + count_of(ptx, "\tld.v4.f32") + count_of(ptx, "\tst.f32"), 0,
+		     "a float load or store through a generic address");
+	cr_expect_gt(count_of(ptx, "ld.global.v4.f32"), 0);
+	cr_expect_gt(count_of(ptx, "cvta.param"), 0, "the kernel parameter's address is taken in place");
+	free(ptx);
+	nvrtc_close(nv);
+	cuda_module_free(&m);
+	carrier_free(c);
+}
+
+/* ptxas -v's report: a function an entry still calls is listed after it,
+ * with its frame and spills, which count for that entry. */
+Test(cuda, ptxas_report_counts_called_functions)
+{
+	char log[] = "ptxas info    : 0 bytes gmem\n"
+		     "ptxas info    : Compiling entry function 'k1' for 'sm_90'\n"
+		     "ptxas info    : Function properties for k1\n"
+		     "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+		     "ptxas info    : Used 66 registers, used 0 barriers, 136 bytes cumulative stack size\n"
+		     "ptxas info    : Function properties for _Z3fooi\n"
+		     "    128 bytes stack frame, 128 bytes spill stores, 124 bytes spill loads\n"
+		     "ptxas info    : Compiling entry function 'k2' for 'sm_90'\n"
+		     "ptxas info    : Function properties for k2\n"
+		     "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+		     "ptxas info    : Used 32 registers, used 1 barriers, 72 bytes smem\n"
+		     "ptxas info    : Function properties for _Z3bari\n"
+		     "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+		     "ptxas info    : Compiling entry function 'k3' for 'sm_90'\n"
+		     "ptxas info    : Function properties for k3\n"
+		     "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+		     "ptxas info    : Used 40 registers, used 0 barriers, 8 bytes cumulative stack size\n";
+	CudaKStat st[4];
+	cr_assert_eq(cuda_ptxas_parse(log, st, 4), 3);
+	cr_expect_str_eq(st[0].name, "k1");
+	cr_expect_eq(st[0].regs, 66);
+	cr_expect_eq(st[0].spill_st, 128);
+	cr_expect_eq(st[0].spill_ld, 124);
+	cr_expect_eq(st[0].stack, 136, "the cumulative stack size covers the callee's frame");
+	cr_expect_eq(st[1].regs, 32);
+	cr_expect_eq(st[1].smem, 72);
+	cr_expect_eq(st[1].stack + st[1].spill_st + st[1].spill_ld, 0);
+	cr_expect_eq(st[2].stack, 8, "a call with no frame still leaves a stack");
+}
+
 static int is_ident(char ch) { return ch == '_' || (ch >= '0' && ch <= '9') || ((ch | 32) >= 'a' && (ch | 32) <= 'z'); }
 
 /* 1 when word occurs in text as a whole identifier. */
