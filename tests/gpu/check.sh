@@ -80,6 +80,12 @@ for spec in tests/attention/full_bf16.yaml tests/attention/causal_bf16.yaml; do
 	timeout 120 build/assoc bench "$spec" --device gpu -D d=128 -D dv=128 --rows 8192 --len 8192 --heads 16 \
 		--json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench $spec"
 done
+# the variants' rule above; then what the tuner picks among them (32 or 16 query rows a warp, 4 or 8 warps)
+timeout 180 build/assoc tune tests/attention/full_bf16.yaml -D d=128 -D dv=128 --rows 8192 --len 8192 --heads 16 \
+	>>"$LOG/tune.log" 2>&1 || note_fail "tune attention"
+timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=128 -D dv=128 --rows 8192 --len 8192 \
+	--heads 16 --json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench attention tuned"
+grep -i "attention\|choice\|best" "$LOG/tune.log" | tail -4
 
 step "decoding (bf16, head dim 128, one query, 32k keys, 32 query heads on 8 key/value heads, split KV)"
 timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=128 -D dv=128 --rows 1 --len 32768 \
