@@ -94,7 +94,23 @@ int cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, void **
 	return 0;
 }
 int cuModuleUnload(void *m) { free(m); return 0; }
-int cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; *f = (void *)name; return strcmp(name, "missing") ? 0 : 500; }
+/* A handle per kernel name, as the driver's (the caller's name buffer may
+ * be reused for the next kernel). */
+int cuModuleGetFunction(void **f, void *m, const char *name)
+{
+	static char names[256][64];
+	static int nnames;
+	(void)m;
+	if (!strcmp(name, "missing"))
+		return 500;
+	int i = 0;
+	while (i < nnames && strncmp(names[i], name, 63))
+		i++;
+	if (i == nnames && nnames < 256)
+		snprintf(names[nnames++], 64, "%s", name);
+	*f = names[i < 256 ? i : 255];
+	return 0;
+}
 int cuFuncGetAttribute(int *v, int attr, void *f)
 {
 	(void)f;
