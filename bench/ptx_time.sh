@@ -27,9 +27,11 @@ ms() { # median wall time in ms of "$@" over $runs runs, a fresh cache each when
 XDG_CACHE_HOME="$tmp/cache" build/assoc emit "$spec" --target ptx -o /dev/null # warm NVRTC's pages
 compiled=$(FRESH=1 ms build/assoc emit "$spec" --target ptx -o -)
 cached=$(FRESH=0 ms build/assoc emit "$spec" --target ptx -o -)
+split=$(FRESH=1 ms env ASSOC_NVRTC_SPLIT=1 build/assoc emit "$spec" --target ptx -o -)
 cuda=$(FRESH=1 ms build/assoc emit "$spec" --target cuda -o -)
 variants=$(XDG_CACHE_HOME="$tmp/cache" build/assoc emit "$spec" --target cuda | grep -c '^extern "C" __global__' || true)
 echo "spec to PTX, $spec, $variants kernels in one NVRTC program:"
 echo "  compiled:        $compiled ms (median of $runs)"
+echo "  compiled, NVVM split over $(nproc) cores (ASSOC_NVRTC_SPLIT=1): $split ms"
 echo "  from the cache:  $cached ms"
 echo "  spec to CUDA C:  $cuda ms (laws checked, no NVRTC)"

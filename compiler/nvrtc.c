@@ -169,12 +169,17 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 	/* -minimal leaves out texture, device-runtime and host API declarations
 	 * the templates never use (a third of the front end's time) and does
 	 * not change the PTX.  An NVRTC older than it (12.4) rejects it, and is
-	 * asked again without.  Not --split-compile: the module's row loops are
-	 * functions shared by its kernels (templates/blocks.cuh), and the PTX of
-	 * a split compile keeps them from being inlined by ptxas (calls with
-	 * spilled registers); with them shared, splitting is no faster. */
-	const char *opts[] = {archopt, "-std=c++17", "--fmad=true", "-minimal"};
-	int nopts = 4, nbase = 3;
+	 * asked again without.  Not --split-compile by default: the module's
+	 * row loops are functions shared by its kernels (templates/blocks.cuh),
+	 * and the PTX of a split compile has kept some from being inlined by
+	 * ptxas (calls with spilled registers); with them shared, splitting is
+	 * no faster on 2 cores.  ASSOC_NVRTC_SPLIT=1 asks for it, to time it on
+	 * more. */
+	const char *opts[] = {archopt, "-std=c++17", "--fmad=true", "-minimal", "--split-compile=0"};
+	int nbase = 3, nopts = 4;
+	const char *split = getenv("ASSOC_NVRTC_SPLIT");
+	if (split && !strcmp(split, "1"))
+		nopts = 5;
 	uint64_t h = cache_hash(CACHE_HASH_INIT, src, strlen(src));
 	for (int i = 0; i < nopts; i++) /* all asked for: an NVRTC that refuses some always does */
 		h = cache_hash(h, opts[i], strlen(opts[i]) + 1);

@@ -295,6 +295,46 @@ Test(cuda, softmax_module_shape, .timeout = 120)
 	carrier_free(c);
 }
 
+/* ASSOC_NVRTC_SPLIT=1 spreads NVVM over the cores: PTX of its own in the
+ * cache (another option set), whose kernels still keep no call. */
+Test(cuda, split_compile_on_request, .timeout = 120)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[8192];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("%s", msg);
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	CudaModule m;
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	char *ptx[2];
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[0], &cached, msg, sizeof msg), 0, "%s", msg);
+	setenv("ASSOC_NVRTC_SPLIT", "1", 1);
+	char dir[] = "/tmp/assoc-split-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[1], &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(cached, 0);
+	unsetenv("ASSOC_NVRTC_SPLIT");
+	CudaKStat ks[64];
+	int nks = cuda_ptxas_stats(ptx[1], "sm_90", ks, 64, msg, sizeof msg);
+	for (int k = 0; k < nks; k++)
+		cr_expect_eq(ks[k].stack + ks[k].spill_st, 0, "%s: %d bytes of stack", ks[k].name, ks[k].stack);
+	free(ptx[1]);
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[1], &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(cached, 0, "the split compile's PTX is not the plain one's in the cache");
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+	cuda_test_cache();
+	free(ptx[0]);
+	free(ptx[1]);
+	nvrtc_close(nv);
+	cuda_module_free(&m);
+	carrier_free(c);
+}
+
 /* ptxas -v's report: a function an entry still calls is listed after it,
  * with its frame and spills, which count for that entry. */
 Test(cuda, ptxas_report_counts_called_functions)

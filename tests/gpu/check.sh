@@ -92,7 +92,7 @@ timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=1
 	--heads 32 --kv-heads 8 --json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench decoding"
 
 step "spec to PTX on this host's $(nproc) cores (bench/ptx_time.sh)"
-timeout 60 sh bench/ptx_time.sh specs/online_softmax.yaml 5 2>&1 | tail -4 || echo "ptx_time failed"
+timeout 90 sh bench/ptx_time.sh specs/online_softmax.yaml 5 2>&1 | tail -5 || echo "ptx_time failed"
 
 step PyTorch
 python3 bench/torch_gpu.py $shapes >>"$LOG/bench.jsonl" 2>"$LOG/torch.log" || echo "PyTorch unavailable: $(tail -1 "$LOG/torch.log")"
