@@ -291,14 +291,11 @@ static void load_col(struct Fn *f, Expr *e)
  * and for v with !(u - v >= 0).  Plain subtraction is right here even for
  * two -inf (the spec's rule would give exp(-inf) = 0; NaN picks asc_one,
  * which is 0 for -inf); +inf and NaN give NaN, as the spec's do. */
-static int is_max_rescale(const Expr *e)
+static int is_max_rescale(Expr *e)
 {
-	if (e->op != EXPR_EXP || e->a[0]->op != EXPR_SUB || e->ty.len ||
-	    (e->ty.kind != TY_F32 && e->ty.kind != TY_NUM && e->ty.kind != TY_F64))
-		return 0;
-	const Expr *s = e->a[0], *m = s->a[1];
-	return m->op == EXPR_MAX && !m->ty.len && m->ty.kind == e->ty.kind && m->a[0]->ty.kind == e->ty.kind &&
-	       m->a[1]->ty.kind == e->ty.kind && (s->a[0] == m->a[0] || s->a[0] == m->a[1]);
+	Expr *m = ir_max_rescale(e);
+	int k = e->ty.kind; /* float or double throughout: no conversion between u, v and e */
+	return m && (k == TY_F32 || k == TY_NUM || k == TY_F64) && m->a[0]->ty.kind == k && m->a[1]->ty.kind == k;
 }
 
 static void max_rescale(struct Fn *f, Expr *e)
@@ -308,14 +305,14 @@ static void max_rescale(struct Fn *f, Expr *e)
 	const char *ty = cuda_ctype(e->ty.kind);
 	node(f, m->a[0]);
 	node(f, m->a[1]);
-	if (!f->resc[m->id]) {
-		t = f->ntmp++;
+	if (!f->resc[m->id]) { /* tN = u - v, tN+1 = exp(-|tN|), once per max node */
+		t = f->ntmp;
+		f->ntmp += 2;
 		buf_printf(f->b, "\tconst %s t%d = ", ty, t);
 		operand(f, m->a[0], NULL);
 		buf_puts(f->b, " - ");
 		operand(f, m->a[1], NULL);
 		buf_puts(f->b, ";\n");
-		f->ntmp++;
 		if (dbl) {
 			buf_printf(f->b, "\tconst double t%d = exp(-fabs(t%d));\n", t + 1, t);
 		} else {

@@ -357,22 +357,14 @@ static LLVMValueRef op_component(Lower *L, const Expr *e, TyKind k, LLVMValueRef
 	return is_float(k) ? fop(L, op, k, e->k, a[0], a[1], a[2]) : iop(L, op, k, e->k, a[0], a[1], a[2]);
 }
 
-/* exp(x - max(u, v)) with x one of u, v: the rescaling factors of an
- * online max.  One of exp(u - m), exp(v - m) is exp(0), so both come from
- * one exp of the non-positive difference, e = exp(t > 0 ? v - u : u - v)
- * with t = u - v:
+/* exp(x - max(u, v)) with x one of u, v (ir_max_rescale): the rescaling
+ * factors of an online max.  One of exp(u - m), exp(v - m) is exp(0), so
+ * both come from one exp of the non-positive difference,
+ * e = exp(t > 0 ? v - u : u - v) with t = u - v:
  *   exp(u - m) = t > 0 or t is NaN ? exp(u - u) : e,  exp(u - u) in {1, 0, NaN}
  * and symmetrically for v with t' = v - u.  Exact under the spec's rules
  * (-inf - -inf = -inf, fmax ignoring NaN, inf - inf = NaN), case by case:
  * u > v, u < v, u == v finite, both -inf, either NaN, either +inf. */
-static int is_max_rescale(const Expr *e)
-{
-	if (e->op != EXPR_EXP || e->a[0]->op != EXPR_SUB || !is_float((TyKind)e->ty.kind) || e->ty.len)
-		return 0;
-	const Expr *s = e->a[0], *m = s->a[1];
-	return m->op == EXPR_MAX && !m->ty.len && m->ty.kind == e->ty.kind && (s->a[0] == m->a[0] || s->a[0] == m->a[1]);
-}
-
 static LV max_rescale(Lower *L, Expr *e)
 {
 	Expr *m = e->a[0]->a[1];
@@ -434,7 +426,7 @@ static int is_hoisted(Lower *L, const Expr *e, int op)
 
 static LV lower_node(Lower *L, Expr *e)
 {
-	if (is_max_rescale(e))
+	if (ir_max_rescale(e))
 		return max_rescale(L, e);
 	if (is_hoisted(L, e, EXPR_DIV) || is_hoisted(L, e, EXPR_SUB)) {
 		LLVMValueRef x = lower_expr(L, e->a[0]).c[0], y = lower_expr(L, e->a[1]).c[0];

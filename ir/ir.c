@@ -485,3 +485,12 @@ int ir_contains(Expr *e, int (*pred)(void *ctx, Expr *n), void *ctx)
 	free(seen);
 	return r;
 }
+
+Expr *ir_max_rescale(Expr *e)
+{
+	if (e->op != EXPR_EXP || e->a[0]->op != EXPR_SUB || !ty_is_float(e->ty) || e->ty.len)
+		return NULL;
+	Expr *s = e->a[0], *m = s->a[1];
+	int ok = m->op == EXPR_MAX && !m->ty.len && m->ty.kind == e->ty.kind && (s->a[0] == m->a[0] || s->a[0] == m->a[1]);
+	return ok ? m : NULL;
+}

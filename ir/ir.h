@@ -121,6 +121,12 @@ Expr *ir_subst(Ir *ir, Expr *e, IrVarMap map, void *ctx);
 /* 1 when e contains a node for which pred holds. */
 int ir_contains(Expr *e, int (*pred)(void *ctx, Expr *n), void *ctx);
 
+/* The max node m when e is exp(x - m) with m = max(u, v) and x one of u,
+ * v, e and m scalar floats of one kind: a rescaling factor of an online
+ * max, where one of exp(u - m), exp(v - m) is exp(0) (the backends take
+ * both from one exp).  NULL otherwise. */
+Expr *ir_max_rescale(Expr *e);
+
 /* Types */
 Ty ty_scalar(TyKind k);
 Ty ty_vec(TyKind k, int len, int dim);
