@@ -264,7 +264,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 		kk->k.rowmap_len = TWO_PASS_BYTES / k.two_pass;
 		kk->k.rowmap2 = (void (*)(const CpuArgs *, int64_t, void *, void *))lookup(jit, "assoc_rowmap2", msg, n, &failed);
 	}
-	if (k.two_pass || k.lanes > 1 || k.accs > 1) {
+	if (kern_has_reduce2(&k)) {
 		kk->k.reduce2 = (void (*)(const CpuArgs *, int64_t, void *))lookup(jit, "assoc_reduce2", msg, n, &failed);
 		kk->k.pair_len = PAIR_LEN;
 	}

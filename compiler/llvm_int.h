@@ -74,6 +74,8 @@ typedef struct {
  * logsumexp 118 -> 109, softmax 139 -> 132, Welford 99-123 -> 84-88.
  * Below ALIGN_MIN (llvm_reduce.c), so no alignment peel. */
 enum { PAIR = 2, PAIR_LEN = 1024 };
+/* Whether the kernel has assoc_reduce2: the two passes, or vector loops. */
+static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->lanes > 1 || k->accs > 1; }
 
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile);
 

@@ -536,7 +536,7 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	build_merge(&b);
 	kern_build_reduce(&b);
 	build_finalize(&b);
-	if (k->two_pass || k->lanes > 1 || k->accs > 1)
+	if (kern_has_reduce2(k))
 		kern_build_reduce2(&b);
 	if (k->c->nmap)
 		kern_build_map(&b);

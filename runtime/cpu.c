@@ -181,8 +181,10 @@ static unsigned char *states(const CpuKernel *k, int n, unsigned char *buf, size
 	return st;
 }
 
-/* Whether whole rows reduce two at a time (reduce2: rows shorter than pair_len). */
+/* Whether whole rows go two at a time (rows shorter than pair_len): through
+ * reduce2, and through rowmap2. */
 static int pairs(const Run *r) { return r->k->reduce2 && r->a->len < r->k->pair_len; }
+static int rowmap_pairs(const Run *r) { return r->k->rowmap2 && r->a->len < r->k->pair_len; }
 
 /* Whole rows: reduce, finalize, map (or scan) row by row; short rows
  * reduce two at a time (pairs). */
@@ -229,7 +231,7 @@ static void task_rowmap(void *ctx, int64_t t)
 	void *scratch = r->scratch + t * r->scratch_bytes;
 	_Alignas(64) unsigned char buf[512];
 	unsigned char *st = states(k, 2, buf, sizeof buf);
-	int two = k->rowmap2 && r->a->len < k->pair_len;
+	int two = rowmap_pairs(r);
 	for (;;) {
 		int64_t lo = atomic_fetch_add(&r->next, 1) * r->rows_per_task, hi = lo + r->rows_per_task;
 		if (lo >= r->a->rows)
@@ -254,8 +256,7 @@ static int run_rowmap(RtPool *p, Run *r)
 {
 	int nt = rt_pool_threads(p);
 	/* two rows' for rowmap2, each a whole number of cache lines */
-	int two = r->k->rowmap2 && r->a->len < r->k->pair_len;
-	r->scratch_bytes = (two ? 2 : 1) * (((size_t)r->a->len * sizeof(float) + 63) / 64 * 64);
+	r->scratch_bytes = (rowmap_pairs(r) ? 2 : 1) * (((size_t)r->a->len * sizeof(float) + 63) / 64 * 64);
 	r->scratch = aligned_alloc(64, nt * r->scratch_bytes + 64);
 	if (!r->scratch)
 		return -1;
@@ -322,7 +323,7 @@ int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char 
 			r.rows_per_task = 1;
 		/* rows that go two at a time: tasks of an even number of them, so
 		 * that none is left alone at the end of a task */
-		if ((pairs(&r) || (k->rowmap2 && a->len < k->pair_len)) && (r.rows_per_task & 1))
+		if ((pairs(&r) || rowmap_pairs(&r)) && (r.rows_per_task & 1))
 			r.rows_per_task++;
 		if (k->rowmap && a->len <= k->rowmap_len && !run_rowmap(p, &r))
 			return 0;
