@@ -95,23 +95,21 @@ static int load(void)
 	return try_open(path);
 }
 
-int llvm_available(char *why, size_t n)
+/* 1 with the plugin loaded, or 0 with the reason in msg. */
+static int loaded(char *msg, size_t n)
 {
-	if (!load()) {
-		snprintf(why, n, "%s", P.why);
-		return 0;
-	}
-	return P.available(why, n);
+	if (load())
+		return 1;
+	snprintf(msg, n, "%s", P.why);
+	return 0;
 }
+
+int llvm_available(char *why, size_t n) { return loaded(why, n) && P.available(why, n); }
 
 int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, size_t n)
 {
 	*out = NULL;
-	if (!load()) {
-		snprintf(msg, n, "%s", P.why);
-		return -1;
-	}
-	return P.compile(c, o, out, msg, n);
+	return loaded(msg, n) ? P.compile(c, o, out, msg, n) : -1;
 }
 
 void llvm_kernel_free(LlvmKernel *k)
@@ -122,19 +120,11 @@ void llvm_kernel_free(LlvmKernel *k)
 
 int llvm_emit(Carrier *c, const LlvmOpts *o, int asm_, FILE *out, char *msg, size_t n)
 {
-	if (!load()) {
-		snprintf(msg, n, "%s", P.why);
-		return -1;
-	}
-	return P.emit(c, o, asm_, out, msg, n);
+	return loaded(msg, n) ? P.emit(c, o, asm_, out, msg, n) : -1;
 }
 
 int llvm_math_kernel(int op, int lanes, LlvmKernel **out, LlvmMathFn *fn, char *msg, size_t n)
 {
 	*out = NULL;
-	if (!load()) {
-		snprintf(msg, n, "%s", P.why);
-		return -1;
-	}
-	return P.math_kernel(op, lanes, out, fn, msg, n);
+	return loaded(msg, n) ? P.math_kernel(op, lanes, out, fn, msg, n) : -1;
 }

@@ -216,20 +216,21 @@ Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
 	cr_assert_eq(sh("build/assoc run specs/online_softmax.yaml --device cpu --rows 3 --len 1000", out, sizeof out, 1),
 		     0, "%s", out);
 	cr_assert(strstr(out, "against the float64 reference"), "%s", out);
-	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/no-such-plugin.so build/assoc run specs/sum.yaml --device cpu --rows 2 "
-			"--len 9",
-			out, sizeof out, 1),
-		     1, "%s", out);
-	cr_assert(strstr(out, "the CPU backend could not be loaded") && strstr(out, "build/no-such-plugin.so"), "%s", out);
-	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/libfakenvrtc.so build/assoc emit specs/sum.yaml --target llvm", out,
-			sizeof out, 1),
-		     1, "%s", out);
-	cr_assert(strstr(out, "build/libfakenvrtc.so is not assoc's CPU backend"), "%s", out);
-	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/libfakellvm.so build/assoc run specs/sum.yaml --device cpu --rows 2 "
-			"--len 9",
-			out, sizeof out, 1),
-		     1, "%s", out);
-	cr_assert(strstr(out, "build/libfakellvm.so is the CPU backend of another build of assoc"), "%s", out);
+	/* a file that is missing, one that is no plugin, a plugin of another build */
+	static const char *refused[][3] = {
+		{"build/no-such-plugin.so", "run specs/sum.yaml --device cpu --rows 2 --len 9",
+		 "the CPU backend could not be loaded: build/no-such-plugin.so"},
+		{"build/libfakenvrtc.so", "emit specs/sum.yaml --target llvm",
+		 "build/libfakenvrtc.so is not assoc's CPU backend"},
+		{"build/libfakellvm.so", "run specs/sum.yaml --device cpu --rows 2 --len 9",
+		 "build/libfakellvm.so is the CPU backend of another build of assoc"},
+	};
+	for (int k = 0; k < 3; k++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, "ASSOC_LLVM_PLUGIN=%s build/assoc %s", refused[k][0], refused[k][1]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", cmd, out);
+		cr_assert(strstr(out, refused[k][2]), "%s: %s", cmd, out);
+	}
 	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/no-such-plugin.so build/assoc check specs/sum.yaml", out, sizeof out, 1),
 		     0, "%s", out);
 	/* the command line itself does not load LLVM */
