@@ -489,14 +489,6 @@ static int ldsm_via_u64(const char *k, const char *end)
 	return bad;
 }
 
-static int count_in(const char *k, const char *end, const char *what)
-{
-	int n = 0;
-	for (const char *p = k; (p = strstr(p, what)) && p < end; p++)
-		n++;
-	return n;
-}
-
 /* The key-tile loop's PTX, default variants at head dim 128 (bf16, no
  * mask): 2^x by ex2.approx.ftz alone (exp2f's subnormal path is an
  * FSETP and two FMUL per score in SASS); K and V tile loads unrolled (a
@@ -523,10 +515,10 @@ Test(attention, key_tile_loop_ptx, .timeout = 300)
 		if (!nl || nl - k < 4 || strncmp(nl - 4, "_fwd", 4))
 			continue;
 		nk++;
-		cr_expect_eq(count_in(k, end, "ex2.approx.f32"), 0, "exp2f's subnormal path in %.40s", k + 7);
-		cr_expect_gt(count_in(k, end, "ex2.approx.ftz.f32"), 0);
+		cr_expect_eq(cuda_count(k, end, "ex2.approx.f32"), 0, "exp2f's subnormal path in %.40s", k + 7);
+		cr_expect_gt(cuda_count(k, end, "ex2.approx.ftz.f32"), 0);
 		/* 64 keys x 16 chunks of K, then of V, over 128 or 256 threads: 4 or 8 a thread each */
-		cr_expect_geq(count_in(k, end, "cp.async.cg.shared.global"), 8, "tile loads not unrolled in %.40s", k + 7);
+		cr_expect_geq(cuda_count(k, end, "cp.async.cg.shared.global"), 8, "tile loads not unrolled in %.40s", k + 7);
 		cr_expect_not(ldsm_via_u64(k, end), "an ldmatrix address through 64 bits in %.40s", k + 7);
 	}
 	cr_expect_eq(nk, m.nvar, "%d forward kernels in the PTX", nk);

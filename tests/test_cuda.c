@@ -246,14 +246,6 @@ Test(cuda, online_max_keeps_the_special_values, .timeout = 300)
 	carrier_free(c);
 }
 
-static int count_of(const char *s, const char *w)
-{
-	int k = 0;
-	for (const char *p = s; (p = strstr(p, w)); p += strlen(w))
-		k++;
-	return k;
-}
-
 /* The merge of an online max computes its two rescaling factors from one
  * exp2; the module's row loops are defined once for all its kernels and
  * load through ld.global from the kernel parameter, which stays in place. */
@@ -270,8 +262,8 @@ Test(cuda, softmax_module_shape, .timeout = 120)
 	cr_assert(end);
 	char body[2048];
 	snprintf(body, sizeof body, "%.*s", (int)(end - mg), mg);
-	cr_expect_eq(count_of(body, "exp2f("), 1, "one exp2 in the merge:\n%s", body);
-	cr_expect_eq(count_of(body, "asc_one("), 2, "the other factor from asc_one:\n%s", body);
+	cr_expect_eq(cuda_count(body, NULL, "exp2f("), 1, "one exp2 in the merge:\n%s", body);
+	cr_expect_eq(cuda_count(body, NULL, "asc_one("), 2, "the other factor from asc_one:\n%s", body);
 	Nvrtc *nv;
 	if (nvrtc_open(&nv, msg, sizeof msg)) {
 		cuda_module_free(&m);
@@ -282,13 +274,14 @@ Test(cuda, softmax_module_shape, .timeout = 120)
 	int cached;
 	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
 	/* each row loop once: a definition, and its declaration */
-	cr_expect_eq(count_of(ptx, "\n.func  (.param .align 4 .b8 func_retval0[8]) _Z14thread_fold_at"), 2, "%s",
-		     "thread_fold_at: one (acc, vec) pair, defined once");
-	cr_expect_eq(count_of(ptx, "\n.func _Z11map_pass_at"), 2, "map_pass_at: one vec, defined once");
-	cr_expect_eq(count_of(ptx, "\tld.f32") + count_of(ptx, "\tld.v4.f32") + count_of(ptx, "\tst.f32"), 0,
-		     "a float load or store through a generic address");
-	cr_expect_gt(count_of(ptx, "ld.global.v4.f32"), 0);
-	cr_expect_gt(count_of(ptx, "cvta.param"), 0, "the kernel parameter's address is taken in place");
+	const char *fold = "\n.func  (.param .align 4 .b8 func_retval0[8]) _Z14thread_fold_at";
+	cr_expect_eq(cuda_count(ptx, NULL, fold), 2, "thread_fold_at: one (acc, vec) pair, defined once");
+	cr_expect_eq(cuda_count(ptx, NULL, "\n.func _Z11map_pass_at"), 2, "map_pass_at: one vec, defined once");
+	int generic = cuda_count(ptx, NULL, "\tld.f32") + cuda_count(ptx, NULL, "\tld.v4.f32") +
+		      cuda_count(ptx, NULL, "\tst.f32");
+	cr_expect_eq(generic, 0, "a float load or store through a generic address");
+	cr_expect_gt(cuda_count(ptx, NULL, "ld.global.v4.f32"), 0);
+	cr_expect_gt(cuda_count(ptx, NULL, "cvta.param"), 0, "the kernel parameter's address is taken in place");
 	free(ptx);
 	nvrtc_close(nv);
 	cuda_module_free(&m);
