@@ -16,6 +16,9 @@
 
 extern const Device dev_cpu; /* a strong reference links the device in */
 
+#define SOFTMAX_STATE "state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\n"
+#define SOFTMAX_MERGE "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+
 static RunData *drawn(Carrier *c, int rows, int len, uint64_t seed)
 {
 	RunData *d = rundata_new(c, rows, len);
@@ -245,9 +248,7 @@ Test(cpu, non_commutative_merge_keeps_order)
 Test(cpu, fully_masked_rows)
 {
 	char err[300];
-	Carrier *c = load_text("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i\n"
-			       "state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\n"
-			       "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+	Carrier *c = load_text("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i\n" SOFTMAX_STATE SOFTMAX_MERGE
 			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\n"
 			       "reference:\n  lse: log(sum(exp(x)))\n  y: exp(x) / sum(exp(x))\nlaws: [commutative]\n",
 			       err, sizeof err);
@@ -331,8 +332,6 @@ Test(cpu, npy_through_the_command_line)
 
 /* ---- tiles of the reduce loop (compiler/llvm_tile.c, llvm_reduce.c) ---- */
 
-#define SOFTMAX_STATE "state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\n"
-
 /* Grid shapes around the tile sizes, odd tiles included, against the
  * float64 reference or (no reference) the carrier's own float64 fold. */
 static void tiles_ok(Carrier *c, const char *what)
@@ -392,7 +391,7 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
 		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l\nfinalize: {s: m + log(l)}\n",
 		"carrier: with_count\nelement: {x: f32}\nstate: {m: f32, l: f32, n: f32}\n"
 		"identity: {m: -inf, l: 0, n: 0}\nlift: {m: x, l: 1, n: 1}\n"
-		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n  n: a.n + b.n\n"
+		SOFTMAX_MERGE "  n: a.n + b.n\n"
 		"finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n",
 		"carrier: other_max\nelement: {x: f32}\n" SOFTMAX_STATE
 		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(a.m - m)\nfinalize: {s: m + log(l)}\n",
@@ -470,7 +469,7 @@ Test(cpu, two_pass_masked_rows, .timeout = 120)
 {
 	char err[300];
 	Carrier *c = load_text("carrier: masked_lse\nelement: {x: f32}\nmask: j < i * 30000\n" SOFTMAX_STATE
-			       "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			       SOFTMAX_MERGE
 			       "finalize: {lse: m + log(l)}\nreference:\n  lse: log(sum(exp(x)))\nlaws: [commutative]\n",
 			       err, sizeof err);
 	cr_assert(c, "%s", err);
@@ -500,7 +499,7 @@ Test(cpu, near_max_rescale_carriers_take_one_pass, .timeout = 120)
 	char err[300];
 	Carrier *c = load_text("carrier: with_count\nelement: {x: f32}\nstate: {m: f32, l: f32, n: f32}\n"
 			       "identity: {m: -inf, l: 0, n: 0}\nlift: {m: x, l: 1, n: 1}\n"
-			       "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n  n: a.n + b.n\n"
+			       SOFTMAX_MERGE "  n: a.n + b.n\n"
 			       "finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n",
 			       err, sizeof err);
 	cr_assert(c, "%s", err);
@@ -700,7 +699,7 @@ Test(cpu, rowmaps_of_other_maps, .timeout = 120)
 {
 	static const char *text[] = {
 		"carrier: masked_softmax\nelement: {x: f32}\nmask: j < i * 700\n" SOFTMAX_STATE
-		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+		SOFTMAX_MERGE
 		"finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n",
 		"carrier: softmax2\nelement: {x: f32}\n" SOFTMAX_STATE
 		"merge:\n  m: max(b.m, a.m)\n  l: exp2(b.m - m) * b.l + a.l * exp2(a.m - m)\n"
@@ -723,7 +722,7 @@ Test(cpu, no_rowmap_for_other_exps)
 		char text[600], err[300];
 		snprintf(text, sizeof text,
 			 "carrier: other\nelement: {x: f32}\n" SOFTMAX_STATE
-			 "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			 SOFTMAX_MERGE
 			 "finalize: {lse: m + log(l)}\nmap: %s\nlaws: [commutative]\n",
 			 maps[s]);
 		Carrier *c = load_text(text, err, sizeof err);
@@ -827,7 +826,7 @@ Test(cpu, short_rows_in_pairs_masked, .timeout = 120)
 {
 	char err[300];
 	Carrier *c = load_text("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i * 100\n" SOFTMAX_STATE
-			       "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			       SOFTMAX_MERGE
 			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n",
 			       err, sizeof err);
 	cr_assert(c, "%s", err);
