@@ -410,6 +410,16 @@ void kern_step(B *b, LV *s, LV *tmp)
 	memcpy(s, m, c->nstate * sizeof *s);
 }
 
+/* The state kept in slots, one position further: inputs bound at j, then
+ * kern_step; b->st holds the new state after it too. */
+void kern_step_slots(B *b, LV *slots, LLVMValueRef j, LV *tmp)
+{
+	kern_bind_inputs(b, j);
+	kern_slots_load(b, slots, b->st);
+	kern_step(b, b->st, tmp);
+	kern_slots_store(b, slots, b->st);
+}
+
 LLVMTypeRef *kern_sig(B *b, int n, LLVMTypeRef *t)
 {
 	t[0] = b->i8p;
@@ -504,10 +514,7 @@ static void build_scan(B *b)
 	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
 	Loop l = kern_loop_begin(b, LLVMGetParam(f, 2), LLVMGetParam(f, 3), 1);
 	lower_scope(&b->L, 1);
-	kern_bind_inputs(b, l.iv);
-	kern_slots_load(b, one, b->st);
-	kern_step(b, b->st, tmp);
-	kern_slots_store(b, one, b->st);
+	kern_step_slots(b, one, l.iv, tmp);
 	kern_bind_self(b, b->st);
 	kern_store_outputs(b, c->finalize, c->nfinal, 0, LLVMBuildAdd(b->L.b, rowbase, l.iv, ""));
 	kern_loop_end(b, &l);

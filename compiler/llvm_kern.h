@@ -77,6 +77,7 @@ void kern_bind_inputs(B *b, LLVMValueRef j);
 LV *kern_state_slots(B *b);
 void kern_slots_load(B *b, LV *slots, LV *v);
 void kern_slots_store(B *b, LV *slots, LV *v);
+void kern_step_slots(B *b, LV *slots, LLVMValueRef j, LV *tmp);
 LLVMValueRef kern_state_at(B *b, LLVMValueRef st, int r);
 void kern_mem_load(B *b, LLVMValueRef st, LV *v);
 void kern_mem_store(B *b, LLVMValueRef st, LV *v);

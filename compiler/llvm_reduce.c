@@ -294,10 +294,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	kern_loop_end(b, &l);
 	Loop v = kern_loop_begin(b, stream_at(b, lo, Ls, S, 0), hi, W);
 	lower_scope(&b->L, W);
-	kern_bind_inputs(b, v.iv);
-	kern_slots_load(b, acc[0], b->st);
-	kern_step(b, b->st, tmp);
-	kern_slots_store(b, acc[0], b->st);
+	kern_step_slots(b, acc[0], v.iv, tmp);
 	kern_loop_end(b, &v);
 	/* the last, partial vector: masked loads, the identity past hi (one
 	 * merge, not up to W - 1 scalar ones: short rows are mostly tail);
@@ -625,10 +622,7 @@ void kern_build_reduce(B *b)
 	lower_scope(&b->L, 1);
 	Loop l = kern_loop_begin(b, tail, hi, 1);
 	lower_scope(&b->L, 1);
-	kern_bind_inputs(b, l.iv);
-	kern_slots_load(b, one, b->st);
-	kern_step(b, b->st, tmp);
-	kern_slots_store(b, one, b->st);
+	kern_step_slots(b, one, l.iv, tmp);
 	kern_loop_end(b, &l);
 	kern_slots_load(b, one, b->st);
 	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
