@@ -564,6 +564,8 @@ static Expr *slope2(Carrier *c, Expr *score)
 	return NULL;
 }
 
+int cuda_attn_linear(Carrier *c, const CudaAttn *at) { return slope2(c, at->score) != NULL; }
+
 void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 {
 	struct Fn *f;

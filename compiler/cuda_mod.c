@@ -399,12 +399,7 @@ static int attn_defaults(Carrier *c, const CudaAttn *at, CudaVariant *v)
 	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1};
 	if (at->d != 128 || at->dv > 128)
 		return 2;
-	Buf h = {0}; /* whether the score is linear: the hooks' ATTN_LIN */
-	cuda_attn_hooks(c, at, &h);
-	char *hooks = buf_take(&h);
-	int lin = strstr(hooks, "#define ATTN_LIN 1\n") != NULL;
-	free(hooks);
-	if (!lin)
+	if (!cuda_attn_linear(c, at))
 		return 2;
 	v[2] = v[1];
 	v[1] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1};

@@ -18,5 +18,8 @@ void cuda_fn_return(struct Fn *f, Expr *e); /* temporaries, then `return e;` */
 void cuda_mask_body(Carrier *c, Buf *b, Expr *mask);
 /* The attention template's hooks for a matched carrier (cuda_attn.c). */
 void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b);
+/* Whether the score is linear in the dot (the hooks' ATTN_LIN): full tiles
+ * fold its slope into the exponent. */
+int cuda_attn_linear(Carrier *c, const CudaAttn *at);
 
 #endif
