@@ -280,7 +280,7 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 		n = 2;
 	for (int k = 0; k < n; k++)
 		snprintf(names[k], 64, "%s_v%d%s", m->prefix, v, sfx[m->var[v].fam][k]);
-	if (m->var[v].fam == FAM_SPLITK || m->var[v].fam == FAM_SCAN) /* one combine for every variant */
+	if (m->var[v].fam != FAM_ROWREDUCE && m->var[v].fam != FAM_ROWMAP) /* one combine for every variant */
 		snprintf(names[1], 64, "%s%s", m->prefix, sfx[m->var[v].fam][1]);
 	return n;
 }
@@ -299,12 +299,13 @@ static void kernel(Buf *b, const char *name, int nt, const char *body)
 		   name);
 }
 
-/* The combine of split rows and the carry of scans do not depend on the
- * variant's tile parameters: one kernel serves them all, which saves NVRTC
- * a whole kernel's optimization per extra variant. */
+/* The combine of split rows, the carry of scans and the merge of
+ * attention's key splits do not depend on the variant's tile parameters:
+ * one kernel serves them all, which saves NVRTC a whole kernel's
+ * optimization per extra variant (attention at head dim 128: 43 ms each). */
 static void kernels(const CudaModule *m, Buf *b)
 {
-	int comb = 0, carry = 0;
+	int comb = 0, carry = 0, acomb = 0;
 	for (int v = 0; v < m->nvar; v++) {
 		const CudaVariant *x = &m->var[v];
 		char nm[3][64], body[128];
@@ -334,7 +335,8 @@ static void kernels(const CudaModule *m, Buf *b)
 				 x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x));
 			kernel(b, nm[0], x->nt, body);
 			snprintf(body, sizeof body, "attn_combine<%d, 64>(A)", at->dv);
-			kernel(b, nm[1], 64, body);
+			if (!acomb++)
+				kernel(b, nm[1], 64, body);
 			break;
 		}
 		case FAM_SCAN:

@@ -333,6 +333,26 @@ Test(attention, contract_evidence_and_explain)
 	carrier_free(c);
 }
 
+/* The merge of key splits does not depend on the variant: one combine
+ * kernel serves every variant of the module, each named by them all. */
+Test(attention, one_combine_for_every_variant)
+{
+	Carrier *c = load_dims("specs/attention.yaml", 128);
+	CudaModule m;
+	char msg[512], first[3][64], names[3][64];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_geq(m.nvar, 2);
+	cr_expect_eq(cuda_count(m.src, NULL, "attn_combine<"), 1, "one combine kernel for %d variants", m.nvar);
+	cr_assert_eq(cuda_kernel_names(&m, 0, first), 2);
+	for (int v = 1; v < m.nvar; v++) {
+		cr_assert_eq(cuda_kernel_names(&m, v, names), 2);
+		cr_expect_str_eq(names[1], first[1]);
+		cr_expect_str_neq(names[0], first[0]);
+	}
+	cuda_module_free(&m);
+	carrier_free(c);
+}
+
 /* mma.sync m16n8k16 on the emulator: fragments laid out as in the PTX ISA
  * (lane = 4 * groupID + tig) give D = A B + C exactly for small integers. */
 static const char MMA_KERNEL[] =
