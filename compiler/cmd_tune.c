@@ -152,7 +152,7 @@ static int tune(Opts *o, Carrier *c, RunData *d)
 	char msg[2048];
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (gpu_open(&g, c, msg, sizeof msg)) {
+	if (gpu_open(&g, c, 1, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: tune needs a GPU: %s\n", msg);
 		return EXIT_FAIL;
 	}
@@ -162,7 +162,8 @@ static int tune(Opts *o, Carrier *c, RunData *d)
 	int rc = EXIT_FAIL;
 	TuneConfig cand[TUNE_MAX_CANDIDATES];
 	int n = candidates(&g, d, cand, TUNE_MAX_CANDIDATES);
-	TuneProblem p = {.tpl = TUNE_ROWREDUCE, .rows = d->rows, .len = d->len, .elem_bytes = 4, .dev = *dev};
+	TuneProblem p = {.tpl = g.m.base == FAM_ATTN ? TUNE_ATTN : TUNE_ROWREDUCE, .rows = d->rows, .len = d->len,
+			 .elem_bytes = 4, .dev = *dev};
 	TuneHooks h = {&t, resources, validate, time_one, progress, rundata_bytes(d)};
 	TuneResult r;
 	if (gpu_upload(&g, d, &t.b, msg, sizeof msg) || rt_alloc(g.rt, t.flush_bytes, &t.flush, msg, sizeof msg)) {

@@ -15,11 +15,13 @@ typedef enum { FAM_ROWREDUCE, FAM_ROWMAP, FAM_SPLITK, FAM_SCAN, FAM_ATTN, NFAM }
 
 /* One tuning variant: threads per block, accumulators per thread, 4-wide
  * loads, a warp per row, elements kept on chip per thread; attention:
- * tiles of 16 query rows per warp (mt) and keys per tile (bn). */
+ * tiles of 16 query rows per warp (mt), keys per tile (bn) and pipeline
+ * stages of K and V tiles (st: at most that many, as many as fit). */
 typedef struct {
 	CudaFamily fam;
 	int nt, acc, vec, warp, items;
 	int mt, bn, pv; /* pv: parts of P in the matrix product (1: rounded to f16/bf16) */
+	int st;
 } CudaVariant;
 
 /* A carrier matched to the attention template's contract (cuda_attn.c):
@@ -34,6 +36,9 @@ typedef struct {
 } CudaAttn;
 /* 0 when c implements the contract; -1 with the reason. */
 int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n);
+/* The pipeline stages attn_fwd keeps for variant v: v->st, or fewer where
+ * they would not fit in shared memory. */
+int cuda_attn_stages(const CudaAttn *at, const CudaVariant *v);
 
 typedef struct {
 	char *src;          /* the module: prelude, carrier, templates, kernels */
@@ -64,6 +69,10 @@ typedef struct {
  * the one variant that config names ("rowmap:nt=256,acc=2,vec=4,warp=0,items=0").
  * 0, or -1 with msg. */
 int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n);
+/* The module of the tuning space (assoc tune): the default variants and
+ * more (attention: other pipeline stages and keys per tile), any of which
+ * cuda_module then builds alone from its configuration string. */
+int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n);
 void cuda_module_free(CudaModule *m);
 const char *cuda_family_name(CudaFamily f);
 int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n);

@@ -214,17 +214,17 @@ static CudaFamily base_family(const Carrier *c)
  * kernels (templates/blocks.cuh): the variants share as few pairs as they
  * can (the 16-byte path falls back to the scalar loop at run time). */
 static const CudaVariant defaults_reduce[] = {
-	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0},
+	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_map[] = {
-	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 1, 1, 1, 8, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 256, 1, 1, 0, 16, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 1, 1, 1, 8, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 1, 1, 0, 16, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_scan[] = {
-	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0},
-	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0},
+	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0},
+	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0},
 };
 
 /* Registers a variant is expected to need (32-bit words), from the widths
@@ -262,12 +262,17 @@ static void fit_variant(const Carrier *c, CudaVariant *v, int vec_ok)
 
 static int same(const CudaVariant *a, const CudaVariant *b) { return !memcmp(a, b, sizeof *a); }
 
+enum { MAX_VARIANTS = 32 };
+
 static void add_variant(CudaModule *m, CudaVariant v)
 {
+	if (v.fam == FAM_ATTN) /* as many stages as attn_fwd will keep: asked-for stages that do not fit are the same kernel */
+		v.st = cuda_attn_stages(&m->attn, &v);
 	for (int k = 0; k < m->nvar; k++)
 		if (same(&m->var[k], &v))
 			return;
-	m->var[m->nvar++] = v;
+	if (m->nvar < MAX_VARIANTS)
+		m->var[m->nvar++] = v;
 }
 
 int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
@@ -331,8 +336,8 @@ static void kernels(const CudaModule *m, Buf *b)
 			break;
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
-			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv, x->nt / 32,
-				 x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x));
+			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
+				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), cuda_attn_stages(at, x));
 			kernel(b, nm[0], x->nt, body);
 			snprintf(body, sizeof body, "attn_combine<%d, 64>(A)", at->dv);
 			if (!acomb++)
@@ -397,14 +402,14 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 static int attn_defaults(Carrier *c, const CudaAttn *at, CudaVariant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64;
-	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1};
-	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1};
+	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2};
+	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2};
 	if (at->d != 128 || at->dv > 128)
 		return 2;
 	if (!cuda_attn_linear(c, at))
 		return 2;
 	v[2] = v[1];
-	v[1] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1};
+	v[1] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2};
 	return 3;
 }
 
@@ -431,7 +436,26 @@ static void choose_attention(Carrier *c, const char *config, CudaModule *m)
 		 c->mask ? "elementwise, whole tiles skipped by interval arithmetic" : "none");
 }
 
-int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n)
+/* The tuning space beyond the defaults (cuda_module_space): each default
+ * attention variant with every other number of pipeline stages, and with
+ * half its keys per tile (16 at least). */
+static void attn_space(CudaModule *m, const CudaVariant *def, int nd)
+{
+	for (int k = 0; k < nd; k++) {
+		for (int st = 1; st <= 3; st++) {
+			CudaVariant w = def[k];
+			w.st = st;
+			add_variant(m, w);
+		}
+		if (def[k].bn / 2 >= 16) {
+			CudaVariant w = def[k];
+			w.bn /= 2;
+			add_variant(m, w);
+		}
+	}
+}
+
+static int module(Carrier *c, const char *config, int space, CudaModule *m, char *msg, size_t n)
 {
 	memset(m, 0, sizeof *m);
 	if (check_limits(c, msg, n))
@@ -441,7 +465,7 @@ int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t
 		choose_attention(c, config, m);
 	m->vec_ok = can_vec(c);
 	m->state_size = state_size(c);
-	m->var = calloc(16, sizeof *m->var);
+	m->var = calloc(MAX_VARIANTS, sizeof *m->var);
 	if (!m->var)
 		abort();
 	if (config) {
@@ -460,6 +484,8 @@ int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t
 		int na = attn_defaults(c, &m->attn, av);
 		for (int k = 0; k < na; k++)
 			add_variant(m, av[k]);
+		if (space)
+			attn_space(m, av, na);
 	} else {
 		const CudaVariant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
 		size_t nd = m->base == FAM_SCAN     ? sizeof defaults_scan / sizeof *d
@@ -505,6 +531,13 @@ fail:
 	return -1;
 }
 
+int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n)
+{
+	return module(c, config, 0, m, msg, n);
+}
+
+int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n) { return module(c, NULL, 1, m, msg, n); }
+
 void cuda_module_free(CudaModule *m)
 {
 	free(m->src);
@@ -521,7 +554,7 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 	const char *colon = strchr(s, ':');
 	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
 	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
-	*v = (CudaVariant){NFAM, 128, 1, 1, 0, 0, 0, 0, 0};
+	*v = (CudaVariant){NFAM, 128, 1, 1, 0, 0, 0, 0, 0, 0};
 	for (int f = 0; f < NFAM; f++)
 		if (!strcmp(fam, fam_names[f]))
 			v->fam = (CudaFamily)f;
@@ -532,7 +565,7 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 	if (v->fam == FAM_SCAN)
 		v->items = 4;
 	if (v->fam == FAM_ATTN)
-		v->mt = 1, v->bn = 64, v->pv = 1;
+		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2;
 	for (const char *p = colon ? colon + 1 : ""; *p;) {
 		char key[16];
 		int val, used = 0;
@@ -544,9 +577,11 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 			    : !strcmp(key, "warp") ? &v->warp : !strcmp(key, "items") ? &v->items
 			    : !strcmp(key, "mt") && v->fam == FAM_ATTN ? &v->mt : !strcmp(key, "bn") && v->fam == FAM_ATTN ? &v->bn
 			    : !strcmp(key, "pv") && v->fam == FAM_ATTN ? &v->pv
+			    : !strcmp(key, "st") && v->fam == FAM_ATTN ? &v->st
 			    : NULL;
 		if (!slot) {
-			snprintf(msg, n, "configuration '%s': unknown key '%s' (nt, acc, vec, warp, items)", s, key);
+			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
+				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st" : "nt, acc, vec, warp, items");
 			return -1;
 		}
 		*slot = val;
@@ -556,9 +591,10 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 	}
 	if (v->fam == FAM_ATTN) {
 		if (v->nt < 32 || v->nt > 512 || v->nt % 32 || v->mt < 1 || v->mt > 4 ||
-		    (v->bn != 16 && v->bn != 32 && v->bn != 64 && v->bn != 128) || v->pv < 1 || v->pv > 3) {
+		    (v->bn != 16 && v->bn != 32 && v->bn != 64 && v->bn != 128) || v->pv < 1 || v->pv > 3 || v->st < 1 ||
+		    v->st > 3) {
 			snprintf(msg, n, "configuration '%s' is out of range (attention: nt a multiple of 32 up to 512, mt "
-					 "1-4, bn 16, 32, 64 or 128, pv 1-3)", s);
+					 "1-4, bn 16, 32, 64 or 128, pv 1-3, st 1-3)", s);
 			return -1;
 		}
 		return 0;
@@ -578,7 +614,7 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
 {
 	if (v->fam == FAM_ATTN) {
-		snprintf(buf, n, "attention:nt=%d,mt=%d,bn=%d,pv=%d", v->nt, v->mt, v->bn, v->pv);
+		snprintf(buf, n, "attention:nt=%d,mt=%d,bn=%d,pv=%d,st=%d", v->nt, v->mt, v->bn, v->pv, v->st);
 		return;
 	}
 	snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", cuda_family_name(v->fam), v->nt, v->acc, v->vec,
@@ -590,18 +626,35 @@ void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
 static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
 /* As attn_fwd lays out its shared memory (templates/attention.cuh): a stage
- * is a K and a V tile of BN keys in rows padded by 16 bytes, two stages
- * where they fit in the opt-in maximum, the Q tile staged over them (the
- * array is as large as the larger) or, where Q stays in shared memory
- * (attn_qs), after them. */
+ * is a K and a V tile of BN keys in rows padded by 16 bytes, as many
+ * stages as the variant asks for and fit in the opt-in maximum (at least
+ * one), the Q tile staged over them (the array is as large as the larger)
+ * or, where Q stays in shared memory (attn_qs), after them. */
 enum { ATTN_SMEM_MAX = 227 * 1024 };
+static void attn_words(const CudaAttn *at, const CudaVariant *v, long *st, long *qw)
+{
+	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4;
+	*st = v->bn * (kw + vw), *qw = v->nt / 32 * v->mt * 16 * kw;
+}
+
+int cuda_attn_stages(const CudaAttn *at, const CudaVariant *v)
+{
+	long st, qw, q;
+	attn_words(at, v, &st, &qw);
+	q = attn_qs(at, v) ? qw : 0;
+	int s = v->st > 1 ? v->st : 1;
+	while (s > 1 && (s * st + q) * 4 > ATTN_SMEM_MAX)
+		s--;
+	return s;
+}
+
 static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
 {
-	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4, st = v->bn * (kw + vw), qw = v->nt / 32 * v->mt * 16 * kw;
+	long st, qw, s = cuda_attn_stages(at, v);
+	attn_words(at, v, &st, &qw);
 	if (attn_qs(at, v))
-		return (unsigned)(((2 * st + qw) * 4 <= ATTN_SMEM_MAX ? 2 : 1) * st * 4 + qw * 4);
-	long stages = 2 * st * 4 <= ATTN_SMEM_MAX ? 2 : 1, words = stages * st > qw ? stages * st : qw;
-	return (unsigned)(words * 4);
+		return (unsigned)((s * st + qw) * 4);
+	return (unsigned)((s * st > qw ? s * st : qw) * 4);
 }
 
 unsigned cuda_smem(const CudaModule *m, int v)
@@ -755,6 +808,8 @@ int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
 	if (cuda_parse_config(config, &v, msg, sizeof msg))
 		return -1;
 	fit_variant(c, &v, m->vec_ok);
+	if (v.fam == FAM_ATTN && m->base == FAM_ATTN)
+		v.st = cuda_attn_stages(&m->attn, &v);
 	for (int k = 0; k < m->nvar; k++)
 		if (same(&m->var[k], &v))
 			return k;

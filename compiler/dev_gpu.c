@@ -15,7 +15,28 @@ static double now_ms(void)
 	return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-int gpu_open(Gpu *g, Carrier *c, char *msg, size_t n)
+/* Compile and load g's module: the tuning space (space), the default
+ * variants, or the one variant config names; replaces a module loaded
+ * before. */
+static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n)
+{
+	if (g->mod)
+		rt_unload(g->rt, g->mod);
+	if (g->m.src)
+		cuda_module_free(&g->m);
+	g->mod = NULL;
+	char *ptx = NULL;
+	double t0 = now_ms();
+	int rc = (space ? cuda_module_space(g->c, &g->m, msg, n) : cuda_module(g->c, config, &g->m, msg, n)) ||
+		 nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &g->ptx_cached, msg, n) ||
+		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
+	g->compile_ms = now_ms() - t0;
+	g->m.smem_max = rt_device(g->rt)->smem_per_block_optin;
+	free(ptx);
+	return rc ? -1 : 0;
+}
+
+int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n)
 {
 	memset(g, 0, sizeof *g);
 	g->c = c;
@@ -23,15 +44,7 @@ int gpu_open(Gpu *g, Carrier *c, char *msg, size_t n)
 		return -1;
 	const RtDevice *dev = rt_device(g->rt);
 	snprintf(g->arch, sizeof g->arch, "sm_%d%d", dev->major, dev->minor);
-	char *ptx = NULL;
-	double t0 = now_ms();
-	int rc = nvrtc_open(&g->nv, msg, n) || cuda_module(c, NULL, &g->m, msg, n) ||
-		 nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &g->ptx_cached, msg, n) ||
-		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
-	g->compile_ms = now_ms() - t0;
-	g->m.smem_max = dev->smem_per_block_optin;
-	free(ptx);
-	if (rc) {
+	if (nvrtc_open(&g->nv, msg, n) || gpu_module(g, NULL, space, msg, n)) {
 		gpu_close(g);
 		return -1;
 	}
@@ -197,28 +210,44 @@ void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n)
 	}
 }
 
+/* The variant of g's module that config names; a configuration outside
+ * the module (a tuned variant from the wider space, or one asked for by
+ * --config) replaces the module by one of it alone.  -1 with msg. */
+static int gpu_variant(Gpu *g, const char *config, int *v, char *msg, size_t n)
+{
+	*v = cuda_find_variant(&g->m, g->c, config);
+	if (*v >= 0)
+		return 0;
+	if (gpu_module(g, config, 0, msg, n))
+		return -1;
+	*v = cuda_find_variant(&g->m, g->c, config);
+	if (*v < 0)
+		snprintf(msg, n, "configuration '%s' gives no variant of this carrier", config);
+	return *v < 0 ? -1 : 0;
+}
+
 /* "config split=K" as stored in the cache. */
 static int parse_choice(Gpu *g, const char *s, int *v, int *split)
 {
-	char cfg[256];
+	char cfg[256], msg[512];
 	const char *sp = strstr(s, " split=");
 	size_t l = sp ? (size_t)(sp - s) : strlen(s);
 	if (l >= sizeof cfg)
 		return -1;
 	memcpy(cfg, s, l);
 	cfg[l] = 0;
-	*v = cuda_find_variant(&g->m, g->c, cfg);
 	*split = sp ? atoi(sp + 7) : 1;
-	return *v < 0 || *split < 1 ? -1 : 0;
+	return *split < 1 || gpu_variant(g, cfg, v, msg, sizeof msg) ? -1 : 0;
 }
 
 int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n)
 {
 	*split = o->split > 0 ? o->split : 1;
 	if (o->config) {
-		*v = cuda_find_variant(&g->m, g->c, o->config);
+		if (gpu_variant(g, o->config, v, why, n))
+			return -1;
 		snprintf(why, n, "--config");
-		return *v < 0 ? -1 : 0;
+		return 0;
 	}
 	if (!o->deterministic) {
 		TuneCache tc;
@@ -230,6 +259,8 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 			return 0;
 		}
 	}
+	if (g->mod == NULL && gpu_module(g, NULL, 0, why, n)) /* a tuned configuration failed to build */
+		return -1;
 	int rows = d->rows, heads = d->heads;
 	if (g->m.base == FAM_ATTN && d->kv_heads > 0) /* runs of the query heads that share keys and values */
 		rows *= d->heads / d->kv_heads, heads = d->kv_heads;
@@ -292,8 +323,8 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	Gpu g;
 	GpuBufs b;
 	int v, split, rc = -1;
-	char why[128];
-	if (gpu_open(&g, d->c, msg, n))
+	char why[512];
+	if (gpu_open(&g, d->c, 0, msg, n))
 		return -1;
 	if (d->heads > 1 && g.m.base != FAM_ATTN) { /* a template without heads: one head at a time */
 		gpu_close(&g);
@@ -307,7 +338,7 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		return 0;
 	}
 	if (gpu_choose(&g, d, o, &v, &split, why, sizeof why)) {
-		snprintf(msg, n, "--config %s names no variant of this carrier's module", o->config);
+		snprintf(msg, n, "%s", why);
 		gpu_close(&g);
 		return -1;
 	}

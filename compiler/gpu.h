@@ -21,8 +21,10 @@ typedef struct {
 	double compile_ms;
 } Gpu;
 
-/* Open the driver, compile c for the device's architecture and load it. */
-int gpu_open(Gpu *g, Carrier *c, char *msg, size_t n);
+/* Open the driver, compile c for the device's architecture and load it:
+ * its default variants, or with space the whole tuning space
+ * (cuda_module_space). */
+int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n);
 void gpu_close(Gpu *g);
 
 /* Device copies of a RunData's arrays, and the kernels' argument block. */
@@ -50,7 +52,8 @@ double gpu_median_ms(Gpu *g, int (*fn)(void *), void *ctx, RtPtr flush, size_t f
 /* The tuning cache key of a problem on this device. */
 void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n);
 /* The variant and split for a shape: --config, then the tuning cache (a
- * frozen choice), then the rules. */
+ * frozen choice), then the rules.  A configuration outside g's module is
+ * compiled alone and replaces it.  -1 with the reason in why. */
 int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n);
 
 #endif

@@ -103,8 +103,8 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 {
 	Gpu g;
 	GpuBufs b = {0};
-	char msg[2048], why[128];
-	if (gpu_open(&g, c, msg, sizeof msg)) {
+	char msg[2048], why[512];
+	if (gpu_open(&g, c, 0, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: bench --device gpu: %s\n", msg);
 		return EXIT_FAIL;
 	}
@@ -117,7 +117,7 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 	int rc = EXIT_FAIL;
 	double ms = -1, copy_ms = -1;
 	if (gpu_choose(&g, d, &o->run, &x.v, &x.split, why, sizeof why) || x.v < 0) {
-		fprintf(stderr, "assoc: no variant for this shape\n");
+		fprintf(stderr, "assoc: bench --device gpu: %s\n", why);
 		goto out;
 	}
 	if (gpu_upload(&g, d, &b, msg, sizeof msg) || rt_alloc(g.rt, flush_bytes, &flush, msg, sizeof msg) ||

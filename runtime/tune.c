@@ -61,6 +61,8 @@ int tune_space(const TuneProblem *p, TuneConfig *out, int max)
 				if (chunk >= threads[t])
 					n = add(out, n, max, (TuneConfig){threads[t], 1, 1, 1, 1, chunk, 0});
 		break;
+	case TUNE_ATTN: /* the module's variants are the space (cuda_module_space) */
+		break;
 	}
 	return n < max ? n : max;
 }
@@ -96,6 +98,8 @@ double tune_model(const TuneProblem *p, const TuneConfig *c, const TuneResources
 	double occ = tune_occupancy(p, c, r);
 	if (occ <= 0)
 		return 0;
+	if (p->tpl == TUNE_ATTN) /* the space's order, all kept */
+		return 1;
 	const RtDevice *d = &p->dev;
 	double resident = occ * d->max_threads_per_sm;
 	double inflight = resident * c->vec * c->acc * p->elem_bytes;
@@ -196,7 +200,7 @@ int tune_select_list(const TuneProblem *p, TuneConfig *space, int n, const TuneH
 	}
 	TuneConfig all[TUNE_MAX_CANDIDATES];
 	memcpy(all, space, n * sizeof *all);
-	int k = tune_prune(p, space, rsc, n, KEEP_TIMED);
+	int k = tune_prune(p, space, rsc, n, p->tpl == TUNE_ATTN ? TUNE_MAX_CANDIDATES : KEEP_TIMED);
 	for (int i = 0; i < n; i++) {
 		int kept = rsc[i].local != 0; /* dropped above, logged with its own reason */
 		for (int j = 0; j < k && !kept; j++)

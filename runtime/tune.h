@@ -18,7 +18,9 @@
 
 enum { TUNE_MAX_CANDIDATES = 256 };
 
-typedef enum { TUNE_ROWREDUCE, TUNE_ROWMAP, TUNE_SPLITK, TUNE_SCAN } TuneTemplate;
+/* TUNE_ATTN: compute-bound kernels whose candidates the memory model cannot
+ * rank; each is timed (tune_select_list), none pruned. */
+typedef enum { TUNE_ROWREDUCE, TUNE_ROWMAP, TUNE_SPLITK, TUNE_SCAN, TUNE_ATTN } TuneTemplate;
 
 typedef struct {
 	int threads;        /* threads per row: 32 (a warp) up to 1024 (a block) */

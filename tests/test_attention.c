@@ -236,7 +236,7 @@ Test(attention, unaligned_keys_take_plain_loads, .timeout = 300)
 /* Q in shared memory, its A fragments loaded at each k-step (attn_qs):
  * 4 warps of 32 rows at head dim 128, over the shapes above, each run
  * checked to have taken that variant. */
-static const char QS128[] = "attention:nt=128,mt=2,bn=64,pv=1";
+static const char QS128[] = "attention:nt=128,mt=2,bn=64,pv=1,st=2";
 
 static void qs_run(Carrier *c, const char *what, int rows, int len, int heads, int kv, int split)
 {
@@ -285,6 +285,97 @@ Test(attention, q_in_shared_grouped_heads_and_split, .timeout = 300)
 	carrier_free(c);
 	c = load_dims("tests/attention/full.yaml", 128);
 	qs_run(c, "grouped decoding, split", 1, 1000, 8, 2, 3);
+	carrier_free(c);
+}
+
+/* Pipeline stages: one (FlashAttention-2's order: V loads during the
+ * scores, the next K during P V) and three (a ring with two tiles in
+ * flight, cp.async groups counted per tile), against the reference with
+ * masks, tile skipping, grouped heads and key splits. */
+static void staged(const char *path, int d, const char *config)
+{
+	char cfg[128];
+	Carrier *c = load_dims(path, d);
+	run_one(c, path, 130, 129, 1, 1, 1, config, cfg);
+	cr_expect_str_eq(cfg, config);
+	run_one(c, path, 3, 1000, 1, 1, 1, config, NULL);
+	run_one(c, path, 33, 70, 4, 2, 1, config, NULL);
+	run_one(c, path, 2, 1000, 2, 1, 3, config, NULL);
+	carrier_free(c);
+}
+
+Test(attention, pipeline_stages, .timeout = 600)
+{
+	cuda_test_cache();
+	staged("specs/attention.yaml", 64, "attention:nt=128,mt=1,bn=32,pv=1,st=1");
+	staged("specs/attention.yaml", 64, "attention:nt=128,mt=1,bn=32,pv=1,st=3");
+	staged("tests/attention/window.yaml", 64, "attention:nt=128,mt=1,bn=64,pv=1,st=3");
+	staged("tests/attention/full_bf16.yaml", 128, "attention:nt=128,mt=2,bn=64,pv=1,st=3");
+}
+
+/* Stages are asked for up to a number: a variant keeps as many as fit in
+ * the 227 KB a block may opt in to, and its shared memory is planned so. */
+Test(attention, stages_that_do_not_fit_are_dropped)
+{
+	static const struct {
+		int d;
+		const char *config;
+		int st, smem;
+	} cases[] = {
+		{64, "attention:nt=128,mt=1,bn=64,st=3", 3, 3 * 64 * 2 * 36 * 4},
+		{64, "attention:nt=128,mt=1,bn=64,st=1", 1, 64 * 2 * 36 * 4},
+		{64, "attention:nt=256,mt=2,bn=64,st=1", 1, 256 * 36 * 4}, /* the Q tile is the larger */
+		{128, "attention:nt=128,mt=2,bn=64,st=3", 3, (3 * 64 * 2 * 68 + 128 * 68) * 4},
+		{256, "attention:nt=128,mt=1,bn=128,st=3", 1, 128 * 2 * 132 * 4},
+		{256, "attention:nt=128,mt=1,bn=64,st=3", 3, 3 * 64 * 2 * 132 * 4},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		Carrier *c = load_dims("specs/attention.yaml", cases[k].d);
+		CudaModule m;
+		char msg[512], cfg[128];
+		cr_assert_eq(cuda_module(c, cases[k].config, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(m.nvar, 1);
+		cr_expect_eq(m.var[0].st, cases[k].st, "%s at head dim %d", cases[k].config, cases[k].d);
+		cr_expect_eq(cuda_smem(&m, 0), (unsigned)cases[k].smem, "%s at head dim %d", cases[k].config, cases[k].d);
+		cuda_config_str(&m.var[0], cfg, sizeof cfg);
+		cr_expect_eq(cuda_find_variant(&m, c, cases[k].config), 0, "the asked-for configuration finds %s", cfg);
+		char body[64];
+		snprintf(body, sizeof body, ", %d>(A)", cases[k].st);
+		cr_expect(strstr(m.src, body), "the kernel keeps %d stages", cases[k].st);
+		cuda_module_free(&m);
+		carrier_free(c);
+	}
+}
+
+/* The tuning space: every default variant, each with one to three stages
+ * and with half its keys per tile, every one a configuration that
+ * cuda_module builds alone. */
+Test(attention, tuning_space_adds_stages_and_key_tiles)
+{
+	Carrier *c = load_dims("specs/attention.yaml", 64);
+	CudaModule def, sp;
+	char msg[512], cfg[128];
+	cr_assert_eq(cuda_module(c, NULL, &def, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(cuda_module_space(c, &sp, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(sp.nvar, def.nvar * 4, "%d defaults: each with 1, 2 (its own), 3 stages and half the keys", def.nvar);
+	int seen[4] = {0}, half = 0;
+	for (int v = 0; v < sp.nvar; v++) {
+		seen[sp.var[v].st]++;
+		half += sp.var[v].bn == 32;
+		cuda_config_str(&sp.var[v], cfg, sizeof cfg);
+		cr_expect_eq(cuda_find_variant(&sp, c, cfg), v, "%s", cfg);
+		if (v < def.nvar)
+			cr_expect_eq(cuda_find_variant(&def, c, cfg), v, "the defaults come first: %s", cfg);
+		CudaModule one;
+		cr_assert_eq(cuda_module(c, cfg, &one, msg, sizeof msg), 0, "%s: %s", cfg, msg);
+		cr_expect_eq(cuda_find_variant(&one, c, cfg), 0, "%s", cfg);
+		cuda_module_free(&one);
+	}
+	cr_expect(seen[1] && seen[3] && seen[2] > seen[1], "stages 1: %d, 2: %d, 3: %d", seen[1], seen[2], seen[3]);
+	cr_expect_eq(half, def.nvar);
+	cr_expect_eq(cuda_count(sp.src, NULL, "attn_fwd<"), sp.nvar);
+	cuda_module_free(&def);
+	cuda_module_free(&sp);
 	carrier_free(c);
 }
 

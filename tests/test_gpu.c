@@ -57,7 +57,7 @@ Test(gpu, fake_driver_runs_the_whole_path)
 	Carrier *c = load_ok("specs/online_softmax.yaml");
 	RunData *d = drawn(c, 3, 100);
 	Gpu g;
-	cr_assert_eq(gpu_open(&g, c, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_str_eq(g.arch, "sm_90", "the fake is a compute capability 9.0 device");
 	GpuBufs b;
 	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
@@ -108,7 +108,7 @@ Test(gpu, attention_launch_takes_dynamic_shared_memory)
 	void (*smem)(unsigned *, int *, int *) = (void (*)(unsigned *, int *, int *))dlsym(lib, "fakecuda_smem");
 	Gpu g;
 	GpuBufs b;
-	cr_assert_eq(gpu_open(&g, c, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(g.m.smem_max, 227 << 10, "the device's opt-in limit");
 	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
 	for (int v = 0; v < g.m.nvar; v++) {
@@ -126,7 +126,7 @@ Test(gpu, attention_launch_takes_dynamic_shared_memory)
 	gpu_free_bufs(&g, &b);
 	gpu_close(&g);
 	setenv("FAKECUDA", "optin=65536", 1);
-	cr_assert_eq(gpu_open(&g, c, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
 	char why[256];
 	cr_assert_not(cuda_fits(&g.m, 0, why, sizeof why));
 	cr_assert(strstr(why, "needs 69632 bytes of shared memory per block; the device allows 65536"), "%s", why);
@@ -153,7 +153,7 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	Carrier *c = load_ok("specs/logsumexp.yaml");
 	RunData *d = drawn(c, 8, 5000);
 	Gpu g;
-	cr_assert_eq(gpu_open(&g, c, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
 	int v, split;
 	char why[128], key[1024], cfg[200], err[256];
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){0}, &v, &split, why, sizeof why), 0);
@@ -180,6 +180,81 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 	unsetenv("XDG_CACHE_HOME");
+}
+
+/* A tuned choice from the wider tuning space (another number of pipeline
+ * stages, fewer keys per tile) is not among the default variants: run
+ * builds it alone.  So does --config; a configuration out of range says so. */
+Test(gpu, configurations_outside_the_defaults_are_built_alone, .timeout = 120)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	setenv("ASSOC_LIBCUDA", FAKE, 1);
+	setenv("FAKECUDA", "", 1);
+	Define defs[2] = {{"d", "64"}, {"dv", "64"}};
+	Diag dg;
+	diag_init(&dg, "specs/attention.yaml");
+	Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
+	cr_assert(c, "%s", dg.text ? dg.text : "");
+	diag_free(&dg);
+	RunData *d = drawn(c, 100, 300);
+	Gpu g;
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	int v, split, ndef = g.m.nvar;
+	char why[512], key[1024], cfg[200], err[256];
+	static const char tuned[] = "attention:nt=128,mt=1,bn=32,pv=1,st=3";
+	cr_assert_lt(cuda_find_variant(&g.m, c, tuned), 0, "not a default variant");
+	gpu_tune_key(&g, d, key, sizeof key);
+	TuneCache tc;
+	cr_assert_eq(tc_open(&tc, NULL, err, sizeof err), 0, "%s", err);
+	snprintf(cfg, sizeof cfg, "%s split=2", tuned);
+	cr_assert_eq(tc_put(&tc, key, cfg, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){0}, &v, &split, why, sizeof why), 0, "%s", why);
+	cr_expect_str_eq(why, "tuned (cache)");
+	cr_expect_eq(g.m.nvar, 1, "the tuned variant alone, not the %d defaults", ndef);
+	cuda_config_str(&g.m.var[v], cfg, sizeof cfg);
+	cr_expect_str_eq(cfg, tuned);
+	cr_expect_eq(split, 2);
+	cr_expect(g.mod, "and loaded");
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.config = "attention:nt=128,mt=1,bn=64,st=1"}, &v, &split, why, sizeof why),
+		     0, "%s", why);
+	cuda_config_str(&g.m.var[v], cfg, sizeof cfg);
+	cr_expect_str_eq(cfg, "attention:nt=128,mt=1,bn=64,pv=1,st=1");
+	cr_expect_neq(gpu_choose(&g, d, &(RunOpts){.config = "attention:nt=128,st=9"}, &v, &split, why, sizeof why), 0);
+	cr_expect(strstr(why, "out of range") && strstr(why, "st 1-3"), "%s", why);
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0, "%s", why);
+	cr_expect_eq(g.m.nvar, ndef, "a module that failed to build gives way to the defaults");
+	gpu_close(&g);
+	rundata_free(d);
+	carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+	unsetenv("XDG_CACHE_HOME");
+}
+
+/* assoc tune searches the wider space: attention variants with one to
+ * three pipeline stages and with half the keys per tile, each one run
+ * (none pruned by the memory model) and timed or ruled out with its
+ * reason (the fake driver computes nothing). */
+Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char out[32768];
+	FILE *f = popen("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+			"specs/attention.yaml -D d=64 -D dv=64 --rows 100 --len 300 2>&1; echo \"exit $?\"", "r");
+	size_t n = fread(out, 1, sizeof out - 1, f);
+	out[n] = 0;
+	pclose(f);
+	cr_assert(strstr(out, "8 candidates") || strstr(out, "16 candidates"), "%s", out);
+	static const char *want[] = {"attention:nt=128,mt=1,bn=64,pv=1,st=1", "attention:nt=128,mt=1,bn=64,pv=1,st=2",
+				     "attention:nt=128,mt=1,bn=64,pv=1,st=3", "attention:nt=128,mt=1,bn=32,pv=1,st=2",
+				     "attention:nt=128,mt=2,bn=32,pv=1,st=2", "attention:nt=128,mt=2,bn=64,pv=1,st=3"};
+	for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+		cr_expect(strstr(out, want[k]), "%s missing: %s", want[k], out);
+	cr_expect(!strstr(out, "not timed"), "the memory model does not rank attention: every candidate runs: %s", out);
 }
 
 /* ---- on a real GPU ---- */
