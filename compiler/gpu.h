@@ -40,9 +40,10 @@ void gpu_free_bufs(Gpu *g, GpuBufs *b);
 /* Enqueue variant v with a split count (workspace grown as needed). */
 int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *msg, size_t n);
 
-/* Run variant v (with split) on a problem of d's spec and heads, at most
- * 64 rows of 2048 with fresh inputs (the interpreter's reference costs far
- * more than the kernel), and compare with the reference; -1 with why. */
+/* Run variant v (with split) on a problem of d's spec and heads (two
+ * key/value heads at most, each with its query heads), at most 64 rows of
+ * 2048 with fresh inputs (the interpreter's reference costs far more than
+ * the kernel), and compare with the reference; -1 with why. */
 int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n);
 /* Median milliseconds of `runs` (at most 32) event-timed calls of fn after
  * `warmup` untimed ones, writing `flush` (a buffer larger than L2) before

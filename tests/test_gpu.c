@@ -141,6 +141,46 @@ Test(gpu, attention_launch_takes_dynamic_shared_memory)
 	unsetenv("ASSOC_LIBCUDA");
 }
 
+/* A tuning candidate is checked on a small problem of the same heads
+ * layout: at most two key/value heads, each with its query heads, so that
+ * the float64 reference every candidate pays for stays short. */
+Test(gpu, validation_keeps_two_key_value_heads)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	setenv("ASSOC_LIBCUDA", FAKE, 1);
+	setenv("FAKECUDA", "", 1);
+	Define defs[2] = {{"d", "64"}, {"dv", "64"}};
+	Diag dg;
+	diag_init(&dg, "specs/attention.yaml");
+	Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
+	cr_assert(c, "%s", dg.text ? dg.text : "");
+	diag_free(&dg);
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	unsigned (*grid)(void) = (unsigned (*)(void))dlsym(lib, "fakecuda_grid");
+	cr_assert(grid);
+	Gpu g;
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	int v = cuda_find_variant(&g.m, c, "attention:nt=128,mt=1,bn=64,st=2"); /* 64 query rows a block */
+	cr_assert_geq(v, 0);
+	static const struct {
+		int heads, kv;
+		unsigned grid;
+	} cases[] = {{16, 16, 2}, {16, 4, 2 * 4}, {2, 1, 2}, {3, 3, 2}};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		RunData *d = rundata_new_heads(c, 100, 300, cases[k].heads, cases[k].kv);
+		cr_assert_eq(gpu_validate(&g, d, v, 1, msg, sizeof msg), -1, "the fake computes nothing");
+		cr_expect(strstr(msg, "wrong result"), "%s", msg);
+		cr_expect_eq(grid(), cases[k].grid, "%d heads on %d: %u blocks of 64 rows", cases[k].heads,
+			     cases[k].kv, grid());
+		rundata_free(d);
+	}
+	gpu_close(&g);
+	dlclose(lib);
+	carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+}
+
 Test(gpu, tuned_choice_is_frozen_in_the_cache)
 {
 	if (!have_nvrtc())

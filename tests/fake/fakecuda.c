@@ -35,8 +35,10 @@ static double optf(const char *key, double dflt)
 }
 
 static int live, allocs, launches, set_attrs, granted = -1;
-static unsigned launch_smem;
+static unsigned launch_smem, launch_grid;
 int fakecuda_live(void) { return live; }
+/* the grid's x dimension of the last launch */
+unsigned fakecuda_grid(void) { return launch_grid; }
 int fakecuda_launches(void) { return launches; }
 /* The last launch's dynamic shared bytes, the last granted maximum (-1:
  * none) and how many grants there were. */
@@ -148,7 +150,7 @@ int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsi
 {
 	(void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)st, (void)args, (void)x;
 	launches++;
-	launch_smem = s;
+	launch_smem = s, launch_grid = a;
 	if (s > 48 * 1024 && (int)s > granted)
 		return 1; /* as the driver: more than 48 KB only after the function opts in */
 	return (int)opt("launch", 0);
