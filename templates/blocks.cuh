@@ -121,6 +121,8 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 	return s;
 }
 
+/* A: the kernel parameter itself (a copy's address would put the copy in
+ * local memory). */
 template <int NT, int ACC, int VEC>
 ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int hi)
 {

@@ -9,8 +9,9 @@
  * len <= ITEMS * threads per row.  ITEMS == 0 re-reads the row in the
  * second pass (2 reads and 1 write per element). */
 template <int NT, int ACC, int VEC, int WARP_ROW, int ITEMS>
-ASC_DEV void rowmap(const Args &A)
+ASC_DEV void rowmap(const Args &P)
 {
+	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	const int T = WARP_ROW ? 32 : NT;
 	int i = WARP_ROW ? blockIdx.x * (NT / 32) + threadIdx.x / 32 : blockIdx.x;
 	int t = WARP_ROW ? threadIdx.x % 32 : threadIdx.x;
@@ -40,9 +41,9 @@ ASC_DEV void rowmap(const Args &A)
 		}
 		return;
 	}
-	State acc = thread_fold<T, ACC, VEC>(A, R, i, t, 0, A.len);
+	State acc = thread_fold<T, ACC, VEC>(P, R, i, t, 0, A.len);
 	s = WARP_ROW ? shfl_idx(warp_reduce(A, acc), 0) : block_reduce<NT>(A, acc);
 	if (t == 0)
 		finalize(A, R, s, i, i);
-	map_pass<T, VEC>(A, R, s, i, t, 0, A.len);
+	map_pass<T, VEC>(P, R, s, i, t, 0, A.len);
 }

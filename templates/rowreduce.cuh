@@ -7,21 +7,22 @@
  * grid = ceil(rows / (NT / 32)) (short rows); otherwise a block per row,
  * grid = rows.  Global traffic: one read of each element input. */
 template <int NT, int ACC, int VEC, int WARP_ROW>
-ASC_DEV void rowreduce(const Args &A)
+ASC_DEV void rowreduce(const Args &P)
 {
+	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	if (WARP_ROW) {
 		int i = blockIdx.x * (NT / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
 		if (i >= A.rows) /* the whole warp leaves together */
 			return;
 		Row R = load_row(A, i);
-		State s = warp_reduce(A, thread_fold<32, ACC, VEC>(A, R, i, lane, 0, A.len));
+		State s = warp_reduce(A, thread_fold<32, ACC, VEC>(P, R, i, lane, 0, A.len));
 		if (lane == 0)
 			finalize(A, R, s, i, i);
 		return;
 	}
 	int i = blockIdx.x;
 	Row R = load_row(A, i);
-	State s = block_reduce<NT>(A, thread_fold<NT, ACC, VEC>(A, R, i, threadIdx.x, 0, A.len));
+	State s = block_reduce<NT>(A, thread_fold<NT, ACC, VEC>(P, R, i, threadIdx.x, 0, A.len));
 	if (threadIdx.x == 0)
 		finalize(A, R, s, i, i);
 }

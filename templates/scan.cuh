@@ -13,8 +13,9 @@
  *                    memory, always merging earlier states on the left.
  * With split == 1 only scan_down runs (carry-in: the identity). */
 template <int NT>
-ASC_DEV void scan_carry(const Args &A)
+ASC_DEV void scan_carry(const Args &P)
 {
+	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	int i = blockIdx.x * NT + threadIdx.x;
 	if (i >= A.rows)
 		return;
@@ -28,8 +29,9 @@ ASC_DEV void scan_carry(const Args &A)
 }
 
 template <int NT, int ITEMS>
-ASC_DEV void scan_down(const Args &A)
+ASC_DEV void scan_down(const Args &P)
 {
+	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	int i = blockIdx.x / A.split, c = blockIdx.x % A.split;
 	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;

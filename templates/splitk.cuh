@@ -11,20 +11,22 @@
  *   with the row state from ws.
  * Workspace: rows * (split + 1) states. */
 template <int NT, int ACC, int VEC>
-ASC_DEV void splitk_partial(const Args &A)
+ASC_DEV void splitk_partial(const Args &P)
 {
+	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	int i = blockIdx.x / A.split, c = blockIdx.x % A.split;
 	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	Row R = load_row(A, i);
-	State s = block_reduce<NT>(A, thread_fold<NT, ACC, VEC>(A, R, i, threadIdx.x, lo, hi));
+	State s = block_reduce<NT>(A, thread_fold<NT, ACC, VEC>(P, R, i, threadIdx.x, lo, hi));
 	if (threadIdx.x == 0)
 		((State *)A.ws)[blockIdx.x] = s;
 }
 
 template <int NT>
-ASC_DEV void splitk_combine(const Args &A)
+ASC_DEV void splitk_combine(const Args &P)
 {
+	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	int i = blockIdx.x * NT + threadIdx.x;
 	if (i >= A.rows)
 		return;
@@ -39,12 +41,13 @@ ASC_DEV void splitk_combine(const Args &A)
 }
 
 template <int NT, int VEC>
-ASC_DEV void splitk_map(const Args &A)
+ASC_DEV void splitk_map(const Args &P)
 {
+	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	int i = blockIdx.x / A.split, c = blockIdx.x % A.split;
 	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	Row R = load_row(A, i);
 	State s = ((const State *)A.ws)[A.rows * A.split + i];
-	map_pass<NT, VEC>(A, R, s, i, threadIdx.x, lo, hi);
+	map_pass<NT, VEC>(P, R, s, i, threadIdx.x, lo, hi);
 }
