@@ -80,7 +80,8 @@ for spec in tests/attention/full_bf16.yaml tests/attention/causal_bf16.yaml; do
 	timeout 120 build/assoc bench "$spec" --device gpu -D d=128 -D dv=128 --rows 8192 --len 8192 --heads 16 \
 		--json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench $spec"
 done
-# the variants' rule above; then what the tuner picks among them (32 or 16 query rows a warp, 4 or 8 warps)
+# the variants' rule above; then what the tuner picks (32 or 16 query rows a warp, 4 or 8 warps, 1 to 3
+# pipeline stages, 64 or 32 keys a tile)
 timeout 180 build/assoc tune tests/attention/full_bf16.yaml -D d=128 -D dv=128 --rows 8192 --len 8192 --heads 16 \
 	>>"$LOG/tune.log" 2>&1 || note_fail "tune attention"
 timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=128 -D dv=128 --rows 8192 --len 8192 \
@@ -90,6 +91,11 @@ grep -i "attention\|choice\|best" "$LOG/tune.log" | tail -4
 step "decoding (bf16, head dim 128, one query, 32k keys, 32 query heads on 8 key/value heads, split KV)"
 timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=128 -D dv=128 --rows 1 --len 32768 \
 	--heads 32 --kv-heads 8 --json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench decoding"
+# and after tuning (variants x key splits)
+timeout 180 build/assoc tune tests/attention/full_bf16.yaml -D d=128 -D dv=128 --rows 1 --len 32768 --heads 32 \
+	--kv-heads 8 >>"$LOG/tune.log" 2>&1 || note_fail "tune decoding"
+timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=128 -D dv=128 --rows 1 --len 32768 \
+	--heads 32 --kv-heads 8 --json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench decoding tuned"
 
 step "spec to PTX on this host's $(nproc) cores (bench/ptx_time.sh)"
 timeout 90 sh bench/ptx_time.sh specs/online_softmax.yaml 5 2>&1 | tail -5 || echo "ptx_time failed"
