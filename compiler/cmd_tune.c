@@ -1,5 +1,6 @@
 /* cmd_tune.c: `assoc tune SPEC --rows R --len N`: every variant of the
- * carrier's module (and split counts for the split kernels) on the GPU,
+ * carrier's tuning space (cuda_module_space; and split counts for the
+ * split kernels) on the GPU,
  * validated against the reference, timed with driver events after warm-up
  * (median of several runs, L2 flushed between runs), the fastest stored in
  * the tuning cache, where `assoc run --device gpu` finds it. */

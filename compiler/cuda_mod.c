@@ -395,8 +395,8 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
  * the tuner.  Scores that are not linear are computed per score in the loop
  * (a soft cap's tanh, a division whose slow path is a call), around which
  * ptxas spills at 32 rows a warp: they keep 16.  K and V are double-buffered
- * in dynamic shared memory (68 KB at head dim 128), the Q tile staged there
- * for ldmatrix.  P rounded once to the inputs' type (pv = 1), as
+ * (st = 2; the tuning space adds 1 and 3) in dynamic shared memory (68 KB at
+ * head dim 128), the Q tile staged there for ldmatrix.  P rounded once to the inputs' type (pv = 1), as
  * FlashAttention does; pv = 2 (f16) or 3 (bf16) keeps P V at float32's
  * precision, by --config. */
 static int attn_defaults(Carrier *c, const CudaAttn *at, CudaVariant *v)

@@ -32,6 +32,7 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
 	g->compile_ms = now_ms() - t0;
 	g->m.smem_max = rt_device(g->rt)->smem_per_block_optin;
+	g->custom = config != NULL;
 	free(ptx);
 	return rc ? -1 : 0;
 }
@@ -218,7 +219,8 @@ static int gpu_variant(Gpu *g, const char *config, int *v, char *msg, size_t n)
 	*v = cuda_find_variant(&g->m, g->c, config);
 	if (*v >= 0)
 		return 0;
-	if (gpu_module(g, config, 0, msg, n))
+	CudaVariant x;
+	if (cuda_parse_config(config, &x, msg, n) || gpu_module(g, config, 0, msg, n)) /* a bad text keeps the module */
 		return -1;
 	*v = cuda_find_variant(&g->m, g->c, config);
 	if (*v < 0)
@@ -259,7 +261,9 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 			return 0;
 		}
 	}
-	if (g->mod == NULL && gpu_module(g, NULL, 0, why, n)) /* a tuned configuration failed to build */
+	/* back to the defaults where a tuned configuration failed to build or
+	 * an earlier choice left one configuration's module */
+	if ((g->mod == NULL || g->custom) && gpu_module(g, NULL, 0, why, n))
 		return -1;
 	int rows = d->rows, heads = d->heads;
 	if (g->m.base == FAM_ATTN && d->kv_heads > 0) /* runs of the query heads that share keys and values */
@@ -330,7 +334,8 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	char why[512];
 	if (gpu_open(&g, d->c, 0, msg, n))
 		return -1;
-	if (d->heads > 1 && g.m.base != FAM_ATTN) { /* a template without heads: one head at a time */
+	/* a template without heads (a generic one asked for by --config too): one head at a time */
+	if (d->heads > 1 && (g.m.base != FAM_ATTN || (o->config && strncmp(o->config, "attention", 9)))) {
 		gpu_close(&g);
 		for (int h = 0; h < d->heads; h++) {
 			RunData *hv = rundata_head_view(d, h);

@@ -19,6 +19,7 @@ typedef struct {
 	char arch[16];
 	int ptx_cached;
 	double compile_ms;
+	int custom; /* the module is one configuration's (gpu_choose), not the defaults or the tuning space */
 } Gpu;
 
 /* Open the driver, compile c for the device's architecture and load it:

@@ -120,6 +120,11 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 		fprintf(stderr, "assoc: bench --device gpu: %s\n", why);
 		goto out;
 	}
+	if (d->heads > 1 && g.m.var[x.v].fam != FAM_ATTN) { /* the kernel would run the first head only */
+		fprintf(stderr, "assoc: bench --device gpu: --heads needs the attention template; this runs %s\n",
+			cuda_family_name(g.m.var[x.v].fam));
+		goto out;
+	}
 	if (gpu_upload(&g, d, &b, msg, sizeof msg) || rt_alloc(g.rt, flush_bytes, &flush, msg, sizeof msg) ||
 	    rt_alloc(g.rt, x.copy_bytes, &x.src, msg, sizeof msg) || rt_alloc(g.rt, x.copy_bytes, &x.dst, msg, sizeof msg) ||
 	    check_once(&x, msg, sizeof msg) || (ms = gpu_median_ms(&g, run_kernel, &x, flush, flush_bytes, WARMUP, TIMED, msg, sizeof msg)) < 0 ||

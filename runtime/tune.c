@@ -207,7 +207,10 @@ int tune_select_list(const TuneProblem *p, TuneConfig *space, int n, const TuneH
 			kept = !memcmp(&all[i], &space[j], sizeof *all);
 		if (!kept && ndrop < TUNE_MAX_CANDIDATES) {
 			dropped[ndrop] = all[i];
-			snprintf(reasons[ndrop++], sizeof reasons[0], "not timed: the model ranks %d others above it", k);
+			if (p->tpl == TUNE_ATTN) /* every one that fits is timed */
+				snprintf(reasons[ndrop++], sizeof reasons[0], "not timed: no block of it fits on an SM");
+			else
+				snprintf(reasons[ndrop++], sizeof reasons[0], "not timed: the model ranks %d others above it", k);
 		}
 	}
 	const char *env = getenv("ASSOC_TUNE");

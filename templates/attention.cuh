@@ -41,8 +41,8 @@
  * then fit in 255 registers at head dim 128, and each K and V fragment
  * read from shared memory feeds MT products instead of one).
  * Fragments come from ldmatrix: Q and K plain, V with .trans (the B
- * operand of P V).  The loads overlap the arithmetic: with S = 2 or 3
- * stages of K and V (as many as fit in 227 KB), the next S - 1 live tiles
+ * operand of P V).  The loads overlap the arithmetic: with NS = 2 or 3
+ * stages of K and V (as many as fit in 227 KB), the next NS - 1 live tiles
  * load while this one computes; with one, as in FlashAttention-2, V of a
  * tile loads while S = Q K^T and the softmax run, K of the next live tile
  * while P V runs.
@@ -296,24 +296,24 @@ ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], 
 		mx[hf] = LIN ? a2[hf] * asc_quad_max(mx[hf]) : asc_quad_max(mx[hf]);
 }
 
-template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV, int QS, int S>
+template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV, int QS, int NS>
 ASC_DEV void attn_fwd(const Args &A)
 {
 	const int NT = WARPS * 32, BM = WARPS * MT * 16;
 	/* Shared rows padded by 16 bytes: ldmatrix's 8 rows of 16 bytes then
 	 * fall on distinct banks (D % 16 == 0 makes the row stride an odd
 	 * number of 16-byte units).  A stage is a K tile (KV words) and a V
-	 * tile after it; S stages (1 to 3, as many as fit in the 227 KB a
+	 * tile after it; NS stages (1 to 3, as many as fit in the 227 KB a
 	 * block may opt in to: compiler/cuda_mod.c, cuda_attn_stages).  The Q
 	 * tile (QW words) is staged over them before the first key tile, or
-	 * with QS kept after them at word QB.  Dynamic shared memory of max(S
-	 * ST, BM KW) words, or S ST + BM KW with QS: the launch plan's bytes
+	 * with QS kept after them at word QB.  Dynamic shared memory of max(NS
+	 * ST, BM KW) words, or NS ST + BM KW with QS: the launch plan's bytes
 	 * (attn_smem). */
 	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, ST = BN * (KW + VW), QW = BM * KW;
-	const int QB = QS ? S * ST : 0;
+	const int QB = QS ? NS * ST : 0;
 	const float LN2 = 0.693147180559945309f;
-	static_assert(S >= 1 && S <= 3, "1 to 3 pipeline stages");
-	static_assert((S * ST + (QS ? QW : 0)) * 4 <= 227 * 1024 && QW * 4 <= 227 * 1024,
+	static_assert(NS >= 1 && NS <= 3, "1 to 3 pipeline stages");
+	static_assert((NS * ST + (QS ? QW : 0)) * 4 <= 227 * 1024 && QW * 4 <= 227 * 1024,
 		      "K and V tiles or the Q tile over 227 KB of shared memory: fewer keys (bn), stages or rows per tile");
 	ASC_DYN_SHARED(unsigned, Sm); /* cp.async and ldmatrix take 16-byte rows */
 	/* cp.async where q, k and v are 16-byte aligned (then so is every
@@ -378,7 +378,7 @@ ASC_DEV void attn_fwd(const Args &A)
 		m[mt][0] = m[mt][1] = -ASC_INF;
 		l[mt][0] = l[mt][1] = 0;
 	}
-	/* The pipeline.  S stages: K and V of the next S - 1 live tiles load
+	/* The pipeline.  NS stages: K and V of the next NS - 1 live tiles load
 	 * while the whole of this tile computes, one barrier per tile (a ring
 	 * of stages, one commit group a tile).  One stage (FlashAttention-2's
 	 * order): V of a tile loads while S = Q K^T and the softmax run, K of
@@ -386,16 +386,16 @@ ASC_DEV void attn_fwd(const Args &A)
 	int f = qt * BM, e = (qt + 1) * BM < M ? (qt + 1) * BM - 1 : M - 1, cls, cn = 0; /* the tile's rows in the run */
 	int i0 = f / A.rows == e / A.rows ? f % A.rows : 0, i1 = f / A.rows == e / A.rows ? e % A.rows : A.rows - 1;
 	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls), kn = hi, stg = 0; /* stg: this tile's stage */
-	int k2 = hi, c2 = 0; /* S = 3: the live tile after kn */
+	int k2 = hi, c2 = 0; /* NS = 3: the live tile after kn */
 	/* The lane's ldmatrix rows in a stage (see the B fragments below): one
 	 * shared address a tile, constant offsets from it per fragment. */
 	const int ka = (8 * (lane / 16) + lane % 8) * KW + lane / 8 % 2 * 4, va = KV + lane % 16 * VW + lane / 16 * 4;
 	if (kb < hi) {
 		attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kb * (D / 2), hi - kb, as);
-		if (S > 1)
+		if (NS > 1)
 			attn_load<NT, BN, DV / 2, VW>(Sm, KV, vp + (long long)kb * (DV / 2), hi - kb, as);
 		asc_cp_commit();
-		if (S == 3) { /* the next live tile too, in a group of its own (empty if none) */
+		if (NS == 3) { /* the next live tile too, in a group of its own (empty if none) */
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
 			if (kn < hi) {
 				attn_load<NT, BN, D / 2, KW>(Sm, ST, kp + (long long)kn * (D / 2), hi - kn, as);
@@ -407,9 +407,9 @@ ASC_DEV void attn_fwd(const Args &A)
 	while (kb < hi) {
 		int jn = kb + BN < hi ? kb + BN : hi;
 		bool full = jn - kb == BN && cls == 2; /* no key of the tile masked */
-		asc_cp_wait<S == 3 ? 1 : 0>(); /* S = 3: the next tile's group may still be in flight */
+		asc_cp_wait<NS == 3 ? 1 : 0>(); /* NS = 3: the next tile's group may still be in flight */
 		__syncthreads(); /* this tile has landed everywhere; every warp is done with the last one */
-		if (S == 3) {
+		if (NS == 3) {
 			/* the tile two ahead into the stage the last tile left */
 			int s2 = stg == 0 ? 2 : stg - 1;
 			k2 = kn < hi ? attn_next(A, i0, i1, kn + BN, hi, BN, &c2) : hi;
@@ -418,7 +418,7 @@ ASC_DEV void attn_fwd(const Args &A)
 				attn_load<NT, BN, DV / 2, VW>(Sm, s2 * ST + KV, vp + (long long)k2 * (DV / 2), hi - k2, as);
 			}
 			asc_cp_commit(); /* every tile a group, so that the wait above counts tiles */
-		} else if (S == 2) {
+		} else if (NS == 2) {
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
 			if (kn < hi) {
 				attn_load<NT, BN, D / 2, KW>(Sm, (stg ^ 1) * ST, kp + (long long)kn * (D / 2), hi - kn, as);
@@ -511,7 +511,7 @@ ASC_DEV void attn_fwd(const Args &A)
 					}
 			}
 		}
-		if (S == 1) {
+		if (NS == 1) {
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
 			asc_cp_wait<0>();
 			__syncthreads(); /* V has landed everywhere; every warp is done with K */
@@ -538,10 +538,10 @@ ASC_DEV void attn_fwd(const Args &A)
 					}
 			}
 		kb = kn, cls = cn;
-		if (S == 3)
+		if (NS == 3)
 			kn = k2, cn = c2, stg = stg == 2 ? 0 : stg + 1;
 		else
-			stg ^= S - 1;
+			stg ^= NS - 1;
 	}
 	/* The row's state: m back to the score's units, l summed over the quad.
 	 * The run's first row again from the block index (read opaquely, so

@@ -311,6 +311,10 @@ Test(attention, pipeline_stages, .timeout = 600)
 	staged("specs/attention.yaml", 64, "attention:nt=128,mt=1,bn=32,pv=1,st=3");
 	staged("tests/attention/window.yaml", 64, "attention:nt=128,mt=1,bn=64,pv=1,st=3");
 	staged("tests/attention/full_bf16.yaml", 128, "attention:nt=128,mt=2,bn=64,pv=1,st=3");
+	/* two warps: each thread has the Q tile and two K and V tiles in flight, 80 copies */
+	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 128);
+	run_one(c, "two warps, three stages", 70, 300, 1, 1, 1, "attention:nt=64,mt=2,bn=64,pv=1,st=3", NULL);
+	carrier_free(c);
 }
 
 /* Stages are asked for up to a number: a variant keeps as many as fit in
@@ -487,9 +491,9 @@ Test(attention, emulated_mma_fragment_layout)
 	emu_close(l);
 }
 
-/* Shared memory per variant as the template lays it out: two stages of K
- * and V where they fit, the Q tile over them; cuda_pick keeps to what the
- * device allows. */
+/* Shared memory per default variant as the template lays it out: two
+ * stages of K and V where they fit, the Q tile over them; cuda_pick keeps
+ * to what the device allows. */
 Test(attention, shared_memory_per_variant)
 {
 	Carrier *c = load_dims("specs/attention.yaml", 256);

@@ -263,15 +263,49 @@ Test(gpu, configurations_outside_the_defaults_are_built_alone, .timeout = 120)
 		     0, "%s", why);
 	cuda_config_str(&g.m.var[v], cfg, sizeof cfg);
 	cr_expect_str_eq(cfg, "attention:nt=128,mt=1,bn=64,pv=1,st=1");
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0, "%s", why);
+	cr_expect_eq(g.m.nvar, ndef, "the rule chooses among the defaults again, not in one configuration's module");
+	cr_expect_str_eq(why, "fixed (--deterministic)");
 	cr_expect_neq(gpu_choose(&g, d, &(RunOpts){.config = "attention:nt=128,st=9"}, &v, &split, why, sizeof why), 0);
 	cr_expect(strstr(why, "out of range") && strstr(why, "st 1-3"), "%s", why);
+	cr_expect(g.mod && g.m.nvar == ndef, "a configuration that does not parse keeps the module");
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0, "%s", why);
-	cr_expect_eq(g.m.nvar, ndef, "a module that failed to build gives way to the defaults");
+	cr_expect_eq(g.m.nvar, ndef);
 	gpu_close(&g);
 	rundata_free(d);
 	carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 	unsetenv("XDG_CACHE_HOME");
+}
+
+/* A generic template asked for by --config on an attention carrier has no
+ * heads: the run goes head by head, as it does for any other carrier (one
+ * launch each), rather than computing the first head alone. */
+Test(gpu, generic_config_on_heads_runs_head_by_head, .timeout = 120)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	setenv("ASSOC_LIBCUDA", FAKE, 1);
+	setenv("FAKECUDA", "", 1);
+	Define defs[2] = {{"d", "32"}, {"dv", "32"}};
+	Diag dg;
+	diag_init(&dg, "tests/attention/full.yaml");
+	Carrier *c = spec_load_file("tests/attention/full.yaml", defs, 2, &dg);
+	cr_assert(c, "%s", dg.text ? dg.text : "");
+	diag_free(&dg);
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	int (*launches)(void) = (int (*)(void))dlsym(lib, "fakecuda_launches");
+	cr_assert(launches);
+	RunData *d = rundata_new_heads(c, 5, 40, 3, 1);
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	int before = launches();
+	RunOpts o = {.config = "rowreduce:nt=64,acc=1,vec=1,warp=0,items=0"};
+	cr_assert_eq(device_find("gpu")->run(d, &o, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(launches() - before, 3, "one launch a head");
+	rundata_free(d);
+	dlclose(lib);
+	carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
 }
 
 /* assoc tune searches the wider space: attention variants with one to

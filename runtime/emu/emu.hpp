@@ -460,7 +460,7 @@ struct EmuAsync {
 	unsigned group;
 	unsigned char b[16];
 };
-enum { EMU_MAXASYNC = 64 };
+enum { EMU_MAXASYNC = 256 }; /* three stages of K and V and the Q tile, at 64 threads */
 static EmuAsync emu_async[EMU_MAXT][EMU_MAXASYNC];
 
 template <class T> static void emu_land(void *arr, long i, const unsigned char *b)
