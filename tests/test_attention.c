@@ -317,6 +317,31 @@ Test(attention, pipeline_stages, .timeout = 600)
 	carrier_free(c);
 }
 
+/* A mask that drops bands of keys: the key-tile loop skips the dropped
+ * tiles between live ones (each pipeline looks ahead past them), and
+ * reads only the live tiles' keys and values. */
+Test(attention, dropped_tiles_between_live_ones, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/gaps.yaml", 64);
+	for (int st = 1; st <= 3; st++) {
+		char config[64];
+		snprintf(config, sizeof config, "attention:nt=128,mt=1,bn=32,pv=1,st=%d", st);
+		run_one(c, config, 130, 400, 2, 1, 1, config, NULL);
+		run_one(c, config, 3, 400, 1, 1, 3, config, NULL);
+		RunData *d = rundata_new_heads(c, 20, 400, 1, 1);
+		char msg[4096] = "";
+		cr_assert_eq(rundata_draw(d, 2, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		EmuStats es;
+		cr_assert_eq(emu_run_data(d, &(RunOpts){.split = 1, .config = config}, &es, msg, sizeof msg), 0, "%s", msg);
+		/* live tiles of 32 keys: [0, 64), [160, 224), [320, 400); 208 keys, and 20 rows of q */
+		unsigned long long kv = 208ull * (64 + 64) * 2, q = 20ull * 64 * 2;
+		cr_expect_eq(es.bytes[0], kv + q, "%s: %llu bytes loaded, want %llu", config, es.bytes[0], kv + q);
+		rundata_free(d);
+	}
+	carrier_free(c);
+}
+
 /* Stages are asked for up to a number: a variant keeps as many as fit in
  * the 227 KB a block may opt in to, and its shared memory is planned so. */
 Test(attention, stages_that_do_not_fit_are_dropped)
