@@ -5,20 +5,24 @@
  *          unlike fptosi), r = x - n ln2 in two parts (Cody-Waite), e^r by
  *          a degree-6 polynomial fitted for relative error on [-ln2/2,
  *          ln2/2] (exp_poly), times 2^n applied as two powers of two so
- *          that subnormal results and 2^128 overflow come out right.
- *          Inputs are clamped to [-104, 89] by compare-and-select, which
- *          keeps NaN.  On AVX-512 hosts, in 16 lanes: one fma rounds
+ *          that 2^128 overflow comes out right.  Inputs are clamped to
+ *          [EXP_LO, 89] by compare-and-select, which keeps NaN.  On AVX-512 hosts, in 16 lanes: one fma rounds
  *          x log2 e, vscalefps applies the 2^n (exact, overflow and
  *          subnormals included): 12 ops (the degree-7 Cephes polynomial
  *          and vrndscaleps took 16; throughput 4.1-4.7 -> 4.9-6.0 G/s
  *          per core on one AVX-512 host, noisy).
  * exp2(x): the same with r = x - n exact and Cephes' exp2f polynomial.
+ * Results under the smallest normal float (exp(x) for x < EXP_LO = -87.34,
+ * exp2(x) for x < -126) are 0, as the .ftz forms of CUDA's give: on x86
+ * every step that makes or reads a subnormal takes a microcode assist,
+ * and such results are common (a softmax row masked with -inf, or whose
+ * values lie far under its maximum, ran 6x slower).
  * log(x):  x = m 2^e with m in [sqrt(1/2), sqrt 2) (subnormals scaled by
  *          2^23 first), log(1 + f) by Cephes' logf polynomial, plus e ln2
  *          in two parts; 0 -> -inf, negative or NaN -> NaN, +inf -> +inf.
  *
- * Error against the exact value, in float32 ulps of the result (subnormal
- * results: in units of the subnormal spacing), measured by tests/test_llvm.c
+ * Error against the exact value, flushed to 0 under the smallest normal
+ * float, in float32 ulps of the result, measured by tests/test_llvm.c
  * over every 127th float32 bit pattern and densely over the finite range:
  * exp 0.854, exp2 0.933, log 0.785 (with FMA, any lanes; exp without FMA,
  * its float32 steps simulated: 1.13).  The documented and asserted bound
@@ -74,6 +78,16 @@ static LLVMValueRef round_magic(Lower *L, LLVMValueRef t, LLVMValueRef *ni)
 	return LLVMBuildFSub(b, s, magic, "");
 }
 
+/* The least float x whose e^x is a normal float (e^x >= 2^-126). */
+#define EXP_LO (-0x1.5d589ep+6)
+
+/* 0 where x < lo (ordered: NaN stays), y elsewhere. */
+static LLVMValueRef flush_under(Lower *L, LLVMValueRef x, double lo, LLVMValueRef y)
+{
+	LLVMBuilderRef b = L->b;
+	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(L, lo), ""), fc(L, 0), y, "");
+}
+
 static LLVMValueRef exp_clamped(Lower *L, LLVMValueRef x, double hi);
 
 /* e^r for |r| <= ln2/2 (a little more, from rounding n): 1 + r + r^2 q(r)
@@ -93,8 +107,11 @@ LLVMValueRef math_exp_nonpos(Lower *L, LLVMValueRef x) { return exp_clamped(L, x
 
 /* AVX-512, 16 lanes: x86 max/min return their second operand when either
  * is NaN, so clamping with x second keeps NaN in one instruction;
- * vrndscaleps rounds; vscalefps multiplies by 2^n exactly, with correct
- * overflow and subnormal results, no integer exponent arithmetic. */
+ * vscalefps multiplies by 2^n exactly, with correct overflow, no integer
+ * exponent arithmetic, and zeroes the lanes under EXP_LO through its mask.
+ * That compare takes the place of a lower clamp: what the zeroed lanes
+ * compute on the way (inf or NaN for -inf) is never used, and never a
+ * subnormal. */
 static LLVMValueRef exp_avx512(Lower *L, LLVMValueRef x, double hi)
 {
 	LLVMBuilderRef b = L->b;
@@ -102,8 +119,9 @@ static LLVMValueRef exp_avx512(Lower *L, LLVMValueRef x, double hi)
 	LLVMValueRef a[5] = {fc(L, hi), x, rnd}, xc = x;
 	if (hi > 0) /* an argument known <= 0 (or NaN) needs no upper clamp */
 		xc = lower_intrinsic0(L, "llvm.x86.avx512.min.ps.512", a, 3);
-	a[0] = fc(L, -104.0), a[1] = xc;
-	xc = lower_intrinsic0(L, "llvm.x86.avx512.max.ps.512", a, 3);
+	/* lanes at or over EXP_LO, or NaN: the others become 0 */
+	LLVMValueRef keep = LLVMBuildFCmp(b, LLVMRealUGE, x, fc(L, EXP_LO), "");
+	keep = LLVMBuildBitCast(b, keep, LLVMInt16TypeInContext(L->ctx), "");
 	/* n = round(x log2 e): the product and 1.5 * 2^23 in one fma, then
 	 * the magic off again (two ops where vmulps and vrndscaleps take three) */
 	LLVMValueRef magic = fc(L, 12582912.0);
@@ -111,8 +129,7 @@ static LLVMValueRef exp_avx512(Lower *L, LLVMValueRef x, double hi)
 	LLVMValueRef r = fmad(L, n, fc(L, -0.693359375), xc);
 	r = fmad(L, n, fc(L, 2.12194440e-4), r);
 	LLVMValueRef y = exp_poly(L, r);
-	a[0] = y, a[1] = n, a[2] = LLVMGetUndef(LLVMTypeOf(y));
-	a[3] = LLVMConstInt(LLVMInt16TypeInContext(L->ctx), 0xffff, 0), a[4] = rnd;
+	a[0] = y, a[1] = n, a[2] = LLVMConstNull(LLVMTypeOf(y)), a[3] = keep, a[4] = rnd;
 	return lower_intrinsic0(L, "llvm.x86.avx512.mask.scalef.ps.512", a, 5);
 }
 
@@ -121,13 +138,13 @@ static LLVMValueRef exp_clamped(Lower *L, LLVMValueRef x, double hi)
 	if (L->avx512 && L->W == 16)
 		return exp_avx512(L, x, hi);
 	LLVMBuilderRef b = L->b;
-	LLVMValueRef xc = hi > 0 ? clamp(L, x, -104.0, hi) : x, ni;
+	LLVMValueRef xc = hi > 0 ? clamp(L, x, EXP_LO, hi) : x, ni;
 	if (hi <= 0) /* only the lower side: keeps NaN as the compare is ordered */
-		xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(L, -104.0), ""), fc(L, -104.0), x, "");
+		xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(L, EXP_LO), ""), fc(L, EXP_LO), x, "");
 	LLVMValueRef n = round_magic(L, LLVMBuildFMul(b, xc, fc(L, 1.44269504088896341), ""), &ni);
 	LLVMValueRef r = fmad(L, n, fc(L, -0.693359375), xc);
 	r = fmad(L, n, fc(L, 2.12194440e-4), r);
-	return scale2(L, exp_poly(L, r), ni);
+	return flush_under(L, x, EXP_LO, scale2(L, exp_poly(L, r), ni));
 }
 
 LLVMValueRef math_exp2(Lower *L, LLVMValueRef x)
@@ -135,11 +152,11 @@ LLVMValueRef math_exp2(Lower *L, LLVMValueRef x)
 	static const double p[] = {1.535336188319500E-4, 1.339887440266574E-3, 9.618437357674640E-3,
 				   5.550332471162809E-2, 2.402264791363012E-1, 6.931472028550421E-1};
 	LLVMBuilderRef b = L->b;
-	LLVMValueRef xc = clamp(L, x, -151.0, 128.5), ni;
+	LLVMValueRef xc = clamp(L, x, -126.0, 128.5), ni;
 	LLVMValueRef n = round_magic(L, xc, &ni);
 	LLVMValueRef r = LLVMBuildFSub(b, xc, n, "");
 	LLVMValueRef y = fmad(L, poly(L, r, p, 6), r, fc(L, 1.0));
-	return scale2(L, y, ni);
+	return flush_under(L, x, -126.0, scale2(L, y, ni));
 }
 
 LLVMValueRef math_log(Lower *L, LLVMValueRef x)
