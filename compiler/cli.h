@@ -3,6 +3,7 @@
 #define ASSOC_CLI_H
 
 #include "check.h"
+#include "npy.h"
 #include "run.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, MAX_DEFINES = 64, MAX_FILES = 32 };
@@ -43,6 +44,12 @@ Carrier *cli_load_any(const Opts *o, const char *path);
 /* The run's arrays as the command line shapes them (--rows, --len, --heads,
  * --kv-heads), drawn from --seed with --param; NULL after a usage error. */
 RunData *cli_drawn(const Opts *o, Carrier *c);
+/* --input files: read into arr (MAX_FILES of them, zeroed), with the
+ * shape (o->rows, o->len) taken from them; then cli_inputs_load copies
+ * them into d's arrays, checking each one's shape.  0, or EXIT_USAGE after
+ * a message.  The caller frees arr with npy_free. */
+int cli_inputs_read(Opts *o, Carrier *c, Npy *arr);
+int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr);
 
 int cmd_check(Opts *o);
 int cmd_run(Opts *o);

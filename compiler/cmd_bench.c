@@ -218,14 +218,17 @@ int cmd_bench(Opts *o)
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;
+	Npy arr[MAX_FILES] = {0}; /* real data where --input gives it; drawn data elsewhere */
+	int rc = cli_inputs_read(o, c, arr);
 	RunData *d = rundata_new(c, o->rows, o->len);
 	Bench b = {.split = o->run.split};
 	LlvmOpts lo = {0};
-	int rc = EXIT_OK;
-	if (cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
+	if (!rc && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
 		rc = usage_error("bench: %s", msg);
 	if (!rc && fill_inputs(d, o, msg, sizeof msg))
 		rc = usage_error("%s", msg);
+	if (!rc)
+		rc = cli_inputs_load(o, d, arr);
 	if (!rc && (llvm_compile(c, &lo, &b.k, msg, sizeof msg) || rt_pool_open(&b.pool, o->run.threads, msg, sizeof msg))) {
 		fprintf(stderr, "assoc: %s\n", msg);
 		rc = EXIT_FAIL;
@@ -258,6 +261,8 @@ int cmd_bench(Opts *o)
 	}
 	free(in);
 	free(out);
+	for (int i = 0; i < MAX_FILES; i++)
+		npy_free(&arr[i]);
 	rt_pool_close(b.pool);
 	llvm_kernel_free(b.k);
 	rundata_free(d);

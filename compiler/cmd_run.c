@@ -66,7 +66,7 @@ static int layout_dims(Layout l, const RunData *d, int width, size_t *shape)
 }
 
 /* Rows and len from the input arrays, where given. */
-static int infer_shape(Opts *o, Carrier *c, Npy *arr)
+int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 {
 	for (int i = 0; i < o->ninputs; i++) {
 		char msg[512];
@@ -94,7 +94,7 @@ static int infer_shape(Opts *o, Carrier *c, Npy *arr)
 	return EXIT_OK;
 }
 
-static int load_inputs(Opts *o, RunData *d, Npy *arr)
+int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 {
 	Slot s[256];
 	int n = slots(d, s, 256);
@@ -189,7 +189,7 @@ int cmd_run(Opts *o)
 		return EXIT_USAGE;
 	Npy arr[MAX_FILES] = {0};
 	RunData *d = NULL;
-	int rc = infer_shape(o, c, arr);
+	int rc = cli_inputs_read(o, c, arr);
 	const Device *dv = rc ? NULL : pick_device(o->device);
 	if (!rc && !dv)
 		rc = usage_error("unknown device '%s' (devices: %s, auto)", o->device, device_names());
@@ -197,7 +197,7 @@ int cmd_run(Opts *o)
 	if (!rc && !(d = cli_drawn(o, c)))
 		rc = EXIT_USAGE;
 	if (!rc)
-		rc = load_inputs(o, d, arr);
+		rc = cli_inputs_load(o, d, arr);
 	if (!rc && !dv->available(msg, sizeof msg)) {
 		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
 		rc = EXIT_FAIL;

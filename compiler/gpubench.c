@@ -151,8 +151,17 @@ int cmd_bench_gpu(Opts *o)
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;
-	RunData *d = cli_drawn(o, c);
-	int rc = d ? gpu_bench(o, c, d) : EXIT_USAGE;
+	Npy arr[MAX_FILES] = {0}; /* real data where --input gives it */
+	RunData *d = NULL;
+	int rc = cli_inputs_read(o, c, arr);
+	if (!rc && !(d = cli_drawn(o, c)))
+		rc = EXIT_USAGE;
+	if (!rc)
+		rc = cli_inputs_load(o, d, arr);
+	if (!rc)
+		rc = gpu_bench(o, c, d);
+	for (int i = 0; i < MAX_FILES; i++)
+		npy_free(&arr[i]);
 	rundata_free(d);
 	carrier_free(c);
 	return rc;

@@ -38,7 +38,7 @@ static const char usage[] =
 	"  --rows R --len N          run: the shape (default 4 x 1000); attention: queries x keys\n"
 	"  --heads H --kv-heads G    run: attention heads, G key/value heads shared by H/G query heads each\n"
 	"  --threads T --split K     run: CPU threads; splits of the reduced axis\n"
-	"  --input NAME=FILE.npy     run: an input array instead of random values\n"
+	"  --input NAME=FILE.npy     run, bench: an input array instead of random values\n"
 	"  --output NAME=FILE.npy    run: write an output array\n"
 	"  --config VARIANT          run, bench: a kernel variant by name (see emit --stats)\n"
 	"  --deterministic           run: the rule's variant, whatever was tuned\n"

@@ -1,5 +1,6 @@
 /* test_cli.c: the assoc command line (build/asan/assoc): exit status,
  * output lines, JSON, usage errors. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -142,6 +143,35 @@ Test(cli, run_interp_and_npy)
 	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --input x=build/var.npy", out, sizeof out, 1), 2,
 		     "a 1-D array cannot be an element input of rows x positions: %s", out);
 	cr_assert(strstr(out, "shape does not fit input 'x'"), "%s", out);
+}
+
+/* bench measures real data where --input gives it (here rows half masked
+ * with -inf): the shape comes from the file; a file that is not .npy, or an
+ * input the spec lacks, is a usage error with nothing measured. */
+Test(cli, bench_reads_inputs_from_npy, .timeout = 120)
+{
+	enum { R = 6, L = 70 };
+	static float x[R * L];
+	for (int i = 0; i < R * L; i++)
+		x[i] = i % L > L / 2 ? -INFINITY : (float)(i % 13) - 6;
+	Npy a = {.ndim = 2, .shape = {R, L}, .count = R * L, .itemsize = 4, .data = x};
+	strcpy(a.descr, "<f4");
+	char msg[512];
+	cr_assert_eq(npy_write("build/bench_x.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(sh(ASSOC " bench specs/online_softmax.yaml --device cpu --threads 1 --input x=build/bench_x.npy --json",
+			out, sizeof out, 0), 0, "%s", out);
+	cr_assert(strstr(out, "\"rows\": 6, \"len\": 70,"), "%s", out);
+	cr_assert(strstr(out, "\"gbps\": "), "%s", out);
+	FILE *f = fopen("build/bench_bad.npy", "w");
+	cr_assert(f);
+	fputs("not an array", f);
+	fclose(f);
+	cr_assert_eq(sh(ASSOC " bench specs/online_softmax.yaml --device cpu --input x=build/bench_bad.npy", out, sizeof out, 1),
+		     2);
+	cr_assert(strstr(out, "build/bench_bad.npy: not a .npy file") && !strstr(out, "GB/s"), "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/online_softmax.yaml --device cpu --input q=build/bench_x.npy", out, sizeof out, 1),
+		     2);
+	cr_assert(strstr(out, "the spec has no input named 'q'"), "%s", out);
 }
 
 /* With --heads, arrays carry a leading head axis (key/value heads for the
