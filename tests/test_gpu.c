@@ -25,6 +25,32 @@ static int have_nvrtc(void)
 	return 1;
 }
 
+/* The fake driver with a tuning cache of its own in dir (a mkdtemp
+ * template); fake_done closes and frees what such a test opened. */
+static void fake_with_cache(char *dir)
+{
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	setenv("ASSOC_LIBCUDA", FAKE, 1);
+	setenv("FAKECUDA", "", 1);
+}
+
+static void fake_done(Gpu *g, RunData *d, Carrier *c)
+{
+	gpu_close(g);
+	rundata_free(d);
+	carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+	unsetenv("XDG_CACHE_HOME");
+}
+
+/* An attention spec at head dims d = dv. */
+static Carrier *load_dims(const char *path, const char *d)
+{
+	Define defs[2] = {{"d", d}, {"dv", d}};
+	return load_defs(path, defs, 2);
+}
+
 static RunData *drawn(Carrier *c, int rows, int len)
 {
 	RunData *d = rundata_new(c, rows, len);
@@ -97,12 +123,7 @@ Test(gpu, attention_launch_takes_dynamic_shared_memory)
 		cr_skip_test("no NVRTC here: %s", msg);
 	setenv("ASSOC_LIBCUDA", FAKE, 1);
 	setenv("FAKECUDA", "", 1);
-	Define defs[2] = {{"d", "128"}, {"dv", "128"}};
-	Diag dg;
-	diag_init(&dg, "specs/attention.yaml");
-	Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
-	cr_assert(c, "%s", dg.text ? dg.text : "");
-	diag_free(&dg);
+	Carrier *c = load_dims("specs/attention.yaml", "128");
 	RunData *d = drawn(c, 100, 200);
 	void *lib = dlopen(FAKE, RTLD_NOW);
 	void (*smem)(unsigned *, int *, int *) = (void (*)(unsigned *, int *, int *))dlsym(lib, "fakecuda_smem");
@@ -150,12 +171,7 @@ Test(gpu, validation_keeps_two_key_value_heads)
 		cr_skip_test("no NVRTC here: %s", msg);
 	setenv("ASSOC_LIBCUDA", FAKE, 1);
 	setenv("FAKECUDA", "", 1);
-	Define defs[2] = {{"d", "64"}, {"dv", "64"}};
-	Diag dg;
-	diag_init(&dg, "specs/attention.yaml");
-	Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
-	cr_assert(c, "%s", dg.text ? dg.text : "");
-	diag_free(&dg);
+	Carrier *c = load_dims("specs/attention.yaml", "64");
 	void *lib = dlopen(FAKE, RTLD_NOW);
 	unsigned (*grid)(void) = (unsigned (*)(void))dlsym(lib, "fakecuda_grid");
 	cr_assert(grid);
@@ -186,10 +202,7 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char dir[] = "build/gpucache.XXXXXX";
-	cr_assert(mkdtemp(dir));
-	setenv("XDG_CACHE_HOME", dir, 1);
-	setenv("ASSOC_LIBCUDA", FAKE, 1);
-	setenv("FAKECUDA", "", 1);
+	fake_with_cache(dir);
 	Carrier *c = load_ok("specs/logsumexp.yaml");
 	RunData *d = drawn(c, 8, 5000);
 	Gpu g;
@@ -215,11 +228,7 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	}
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0);
 	cr_assert_neq(v, other, "--deterministic ignores the tuned choice");
-	gpu_close(&g);
-	rundata_free(d);
-	carrier_free(c);
-	unsetenv("ASSOC_LIBCUDA");
-	unsetenv("XDG_CACHE_HOME");
+	fake_done(&g, d, c);
 }
 
 /* A tuned choice from the wider tuning space (another number of pipeline
@@ -230,16 +239,8 @@ Test(gpu, configurations_outside_the_defaults_are_built_alone, .timeout = 120)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char dir[] = "build/gpucache.XXXXXX";
-	cr_assert(mkdtemp(dir));
-	setenv("XDG_CACHE_HOME", dir, 1);
-	setenv("ASSOC_LIBCUDA", FAKE, 1);
-	setenv("FAKECUDA", "", 1);
-	Define defs[2] = {{"d", "64"}, {"dv", "64"}};
-	Diag dg;
-	diag_init(&dg, "specs/attention.yaml");
-	Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
-	cr_assert(c, "%s", dg.text ? dg.text : "");
-	diag_free(&dg);
+	fake_with_cache(dir);
+	Carrier *c = load_dims("specs/attention.yaml", "64");
 	RunData *d = drawn(c, 100, 300);
 	Gpu g;
 	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
@@ -271,11 +272,7 @@ Test(gpu, configurations_outside_the_defaults_are_built_alone, .timeout = 120)
 	cr_expect(g.mod && g.m.nvar == ndef, "a configuration that does not parse keeps the module");
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0, "%s", why);
 	cr_expect_eq(g.m.nvar, ndef);
-	gpu_close(&g);
-	rundata_free(d);
-	carrier_free(c);
-	unsetenv("ASSOC_LIBCUDA");
-	unsetenv("XDG_CACHE_HOME");
+	fake_done(&g, d, c);
 }
 
 /* A generic template asked for by --config on an attention carrier has no
@@ -287,12 +284,7 @@ Test(gpu, generic_config_on_heads_runs_head_by_head, .timeout = 120)
 		cr_skip_test("no NVRTC here: %s", msg);
 	setenv("ASSOC_LIBCUDA", FAKE, 1);
 	setenv("FAKECUDA", "", 1);
-	Define defs[2] = {{"d", "32"}, {"dv", "32"}};
-	Diag dg;
-	diag_init(&dg, "tests/attention/full.yaml");
-	Carrier *c = spec_load_file("tests/attention/full.yaml", defs, 2, &dg);
-	cr_assert(c, "%s", dg.text ? dg.text : "");
-	diag_free(&dg);
+	Carrier *c = load_dims("tests/attention/full.yaml", "32");
 	void *lib = dlopen(FAKE, RTLD_NOW);
 	int (*launches)(void) = (int (*)(void))dlsym(lib, "fakecuda_launches");
 	cr_assert(launches);
