@@ -89,7 +89,8 @@ LLVMTypeRef *kern_sig(B *b, int n, LLVMTypeRef *t);
 void kern_store_outputs(B *b, Def *defs, int n, int first, LLVMValueRef at);
 void kern_bind_self(B *b, LV *s);
 void kern_finalize_body(B *b, LLVMValueRef st, LLVMValueRef at);
-void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead);
+enum { PREFETCH_L1 = 3, PREFETCH_L2 = 2 }; /* llvm.prefetch's locality */
+void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
 void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
 void kern_build_reduce2(B *b);
 void kern_build_reduce(B *b);

@@ -23,7 +23,7 @@ static void map_at(B *b, LV *st, LLVMValueRef iv, LLVMValueRef rowbase)
 	if (b->fused)
 		lower_preset(&b->L, b->k->rowmap_g, lv1(b, kern_load_lanes(b, b->scratch, TY_F32, iv)));
 	if (b->map_ahead)
-		kern_prefetch_at(b, iv, b->map_ahead);
+		kern_prefetch_at(b, iv, b->map_ahead, PREFETCH_L2); /* a whole row ahead */
 	kern_store_outputs(b, c->map, c->nmap, c->nfinal, LLVMBuildAdd(b->L.b, rowbase, iv, ""));
 }
 

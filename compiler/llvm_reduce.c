@@ -204,12 +204,16 @@ static void masked_into(B *b, LV *acc, LLVMValueRef j, LLVMValueRef hi, LV *lift
 	kern_slots_store(b, acc, tmp);
 }
 
-/* Software prefetch distance of the one-pass reduce loop.  The hardware
- * prefetchers alone leave a single core's stream short of what it can
- * read (Welford, rows of 32768 from memory, one thread: 7.5-8.4 GB/s
- * without, 10.0-10.1 with 8 KiB ahead; 2 KiB gained less), and in cache
- * it costs nothing measurable. */
-enum { PREFETCH_BYTES = 8192 };
+/* Software prefetch of the one-pass reduce loop: PREFETCH_BYTES ahead,
+ * into L1.  The hardware prefetchers alone leave a single core's stream
+ * short of what it can read (Welford, rows of 32768 from memory, one
+ * thread: 7.5-8.4 GB/s without, 10.0-10.1 with 8 KiB ahead into L2), and
+ * with both cores reading, 4 KiB into L1 keeps more lines coming than 8
+ * KiB into L2 (Welford, 8192 x 32768, two threads, medians of 5 runs
+ * alternated: 20.0 -> 22.4 GB/s; one thread 9.7 -> 10.6).  In cache it
+ * costs nothing measurable.  The two-pass loops, whose rows stay in L2
+ * for their second pass, prefetch the next rows into L2 instead. */
+enum { PREFETCH_BYTES = 4096 };
 
 /* Prefetch the cache lines of the element inputs that n positions from j
  * cover, PREFETCH_BYTES ahead (past the row: the next row, which the
@@ -222,7 +226,7 @@ static void prefetch_lines(B *b, LLVMValueRef j, long long n)
 	long long size = (long long)kind_size((TyKind)c->elem[0].storage) * decl_width(&c->elem[0]);
 	long long step = 64 / size > 0 ? 64 / size : 1;
 	for (long long t = 0; t < n; t += step)
-		kern_prefetch_at(b, j, ci64(b, PREFETCH_BYTES / size + t));
+		kern_prefetch_at(b, j, ci64(b, PREFETCH_BYTES / size + t), PREFETCH_L1);
 }
 
 /* Rows are read as STREAMS streams side by side (the vectors of one
@@ -355,8 +359,9 @@ static LLVMValueRef kept_g(B *b, LLVMValueRef j, LLVMValueRef Ms, LLVMValueRef c
 	return LLVMBuildSelect(L->b, cond, e, g_of(b, d, 1), "");
 }
 
-/* Prefetch (into L2) the element inputs of row b->i at position j + ahead. */
-void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead)
+/* Prefetch the element inputs of row b->i at position j + ahead, into L1
+ * or L2 (PREFETCH_L1, PREFETCH_L2). */
+void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality)
 {
 	Carrier *c = b->k->c;
 	Lower *L = &b->L;
@@ -369,8 +374,8 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead)
 		int w = decl_width(&c->elem[k]);
 		LLVMValueRef e = w > 1 ? LLVMBuildMul(L->b, at, ci64(b, w), "") : at;
 		LLVMValueRef p = LLVMBuildBitCast(L->b, kern_ptr_at(b, b->inp[k], storage_ty(b, c->elem[k].storage), e), pt, "");
-		/* read, locality 2 (prefetcht1: L2), data */
-		LLVMValueRef a[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 2, 0), LLVMConstInt(i32, 1, 0)};
+		/* read, locality, data */
+		LLVMValueRef a[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, (unsigned)locality, 0), LLVMConstInt(i32, 1, 0)};
 		LLVMBuildCall2(L->b, ft, f, a, 4, "");
 	}
 }
@@ -399,7 +404,7 @@ static void two_pass_at(B *b, Rows *R, LLVMValueRef j, LLVMValueRef Ls, int S, i
 				continue;
 			}
 			if (R->ahead[r])
-				kern_prefetch_at(b, ju, R->ahead[r]);
+				kern_prefetch_at(b, ju, R->ahead[r], PREFETCH_L2);
 			LLVMValueRef e;
 			if (b->scratch) {
 				e = kept_g(b, ju, Ms, cond, tmp);

@@ -194,6 +194,23 @@ Test(llvm, softmax_reduce_is_vector_code_without_libm_calls)
 	free(as);
 }
 
+/* Prefetches: the one-pass reduce loop brings its lines 4 KiB ahead into
+ * L1; the two-pass row maps, whose rows stay in L2 for the second pass,
+ * bring the next rows into L2 (llvm.prefetch's locality 3 and 2). */
+Test(llvm, prefetches_into_l1_ahead_of_one_pass_and_l2_ahead_of_rows)
+{
+	char *ir = emitted("specs/welford.yaml", 0);
+	char *red = function_text(ir, "assoc_reduce");
+	cr_expect(strstr(red, ", i32 0, i32 3, i32 1)"), "one-pass reduce: prefetches into L1");
+	cr_expect_null(strstr(red, ", i32 0, i32 2, i32 1)"), "one-pass reduce: none into L2");
+	free(ir);
+	ir = emitted("specs/online_softmax.yaml", 0);
+	char *map = function_text(ir, "assoc_rowmap");
+	cr_expect(strstr(map, ", i32 0, i32 2, i32 1)"), "row map: the next rows into L2");
+	cr_expect_null(strstr(map, ", i32 0, i32 3, i32 1)"), "row map: none into L1");
+	free(ir);
+}
+
 Test(llvm, half_inputs_convert_on_load)
 {
 	char *ir = emitted("specs/attention.yaml", 0);
