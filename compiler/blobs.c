@@ -36,3 +36,14 @@ const Blob *blob_find(const char *name)
 			return &all[i];
 	return NULL;
 }
+
+uint64_t blob_templates_hash(void)
+{
+	static const char *gpu[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "attention"};
+	uint64_t h = CUDA_FNV0;
+	for (size_t i = 0; i < sizeof gpu / sizeof *gpu; i++) {
+		const Blob *b = blob_find(gpu[i]);
+		h = cuda_fnv(h, b->text, b->len);
+	}
+	return h;
+}

@@ -131,5 +131,11 @@ typedef struct {
 	size_t len;
 } Blob;
 const Blob *blob_find(const char *name);
+/* A hash of the GPU templates' text: tuned choices made with other
+ * templates are not reused (the tuning cache key holds it). */
+uint64_t blob_templates_hash(void);
+/* FNV-1a, 64 bits, of s[0..n) continuing from h (CUDA_FNV0 to start). */
+#define CUDA_FNV0 0xcbf29ce484222325ull
+uint64_t cuda_fnv(uint64_t h, const char *s, size_t n);
 
 #endif

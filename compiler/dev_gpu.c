@@ -6,8 +6,6 @@
 
 #include "gpu.h"
 
-enum { TEMPLATE_VERSION = 1 };
-
 static double now_ms(void)
 {
 	struct timespec t;
@@ -201,10 +199,10 @@ void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n)
 		size_t l = strlen(dtypes);
 		snprintf(dtypes + l, sizeof dtypes - l, "%s%s", l ? "," : "", ty_kind_name(d->c->elem[k].storage));
 	}
-	snprintf(key, n, "device=%s;cc=%d.%d;sms=%d;driver=%d;nvrtc=%d.%d;template=%s/%d;spec=%s;dtypes=%s;"
+	snprintf(key, n, "device=%s;cc=%d.%d;sms=%d;driver=%d;nvrtc=%d.%d;template=%s/%016llx;spec=%s;dtypes=%s;"
 			 "rows=%d;len=%d",
 		 dev->name, dev->major, dev->minor, dev->sms, dev->driver, maj, min, cuda_family_name(g->m.base),
-		 TEMPLATE_VERSION, g->m.prefix, dtypes, bucket(d->rows), bucket(d->len));
+		 (unsigned long long)blob_templates_hash(), g->m.prefix, dtypes, bucket(d->rows), bucket(d->len));
 	if (d->heads > 1) {
 		size_t l = strlen(key);
 		snprintf(key + l, n - l, ";heads=%d/%d", d->heads, d->kv_heads);
