@@ -36,9 +36,6 @@ typedef struct {
 } CudaAttn;
 /* 0 when c implements the contract; -1 with the reason. */
 int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n);
-/* The pipeline stages attn_fwd keeps for variant v: v->st, or fewer where
- * they would not fit in shared memory. */
-int cuda_attn_stages(const CudaAttn *at, const CudaVariant *v);
 
 typedef struct {
 	char *src;          /* the module: prelude, carrier, templates, kernels */

@@ -240,14 +240,46 @@ static int reg_estimate(const Carrier *c, const CudaVariant *v)
 	return rw + (v->acc + 2) * sw + v->items * ew * (v->fam == FAM_SCAN ? 1 : 1) + 24;
 }
 
-/* Make v legal for c: no 4-wide loads where the inputs do not allow them,
- * one accumulator where order matters, and fewer accumulators and kept
- * elements where the registers would not hold them (spills). */
-static void fit_variant(const Carrier *c, CudaVariant *v, int vec_ok)
+/* Whether attn_fwd keeps Q in shared memory and loads its A fragments at
+ * each k-step (QS) rather than holding them in registers: where two tiles
+ * of 16 rows a warp or more meet head dim 128 or more, Q's fragments
+ * would take 64 registers or more beside o's 128 and s's 64, and ptxas
+ * spills; one tile keeps them in registers (no extra ldmatrix). */
+static int attn_qs(const CudaAttn *at, const CudaVariant *v) { return v->mt >= 2 && at->d >= 128; }
+
+enum { ATTN_SMEM_MAX = 227 * 1024 };
+static void attn_words(const CudaAttn *at, const CudaVariant *v, long *st, long *qw)
 {
-	if (v->fam == FAM_ATTN)
+	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4;
+	*st = v->bn * (kw + vw), *qw = v->nt / 32 * v->mt * 16 * kw;
+}
+
+/* The pipeline stages attn_fwd keeps for v: v->st, or fewer where they
+ * would not fit in the opt-in maximum of shared memory. */
+static int attn_stages(const CudaAttn *at, const CudaVariant *v)
+{
+	long st, qw, q;
+	attn_words(at, v, &st, &qw);
+	q = attn_qs(at, v) ? qw : 0;
+	int s = v->st > 1 ? v->st : 1;
+	while (s > 1 && (s * st + q) * 4 > ATTN_SMEM_MAX)
+		s--;
+	return s;
+}
+
+/* Make v legal for c in module m: no 4-wide loads where the inputs do not
+ * allow them, one accumulator where order matters, fewer accumulators and
+ * kept elements where the registers would not hold them (spills); for
+ * attention, as many pipeline stages as fit (asked-for stages that do not
+ * fit give the same kernel). */
+static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
+{
+	if (v->fam == FAM_ATTN) {
+		if (m->base == FAM_ATTN)
+			v->st = attn_stages(&m->attn, v);
 		return;
-	if (!vec_ok)
+	}
+	if (!m->vec_ok)
 		v->vec = 1;
 	if (!(c->laws & LAW_COMMUTATIVE))
 		v->acc = 1;
@@ -263,10 +295,10 @@ static int same(const CudaVariant *a, const CudaVariant *b) { return !memcmp(a, 
 
 enum { MAX_VARIANTS = 32 };
 
-static void add_variant(CudaModule *m, CudaVariant v)
+/* v, made legal, unless the module has it already. */
+static void add_variant(const Carrier *c, CudaModule *m, CudaVariant v)
 {
-	if (v.fam == FAM_ATTN) /* as many stages as attn_fwd will keep: asked-for stages that do not fit are the same kernel */
-		v.st = cuda_attn_stages(&m->attn, &v);
+	fit_variant(c, m, &v);
 	for (int k = 0; k < m->nvar; k++)
 		if (same(&m->var[k], &v))
 			return;
@@ -288,13 +320,6 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 		snprintf(names[1], 64, "%s%s", m->prefix, sfx[m->var[v].fam][1]);
 	return n;
 }
-
-/* Whether attn_fwd keeps Q in shared memory and loads its A fragments at
- * each k-step (QS) rather than holding them in registers: where two tiles
- * of 16 rows a warp or more meet head dim 128 or more, Q's fragments
- * would take 64 registers or more beside o's 128 and s's 64, and ptxas
- * spills; one tile keeps them in registers (no extra ldmatrix). */
-static int attn_qs(const CudaAttn *at, const CudaVariant *v) { return v->mt >= 2 && at->d >= 128; }
 
 static void kernel(Buf *b, const char *name, int nt, const char *body)
 {
@@ -336,7 +361,7 @@ static void kernels(const CudaModule *m, Buf *b)
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
 			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
-				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), cuda_attn_stages(at, x));
+				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), x->st);
 			kernel(b, nm[0], x->nt, body);
 			snprintf(body, sizeof body, "attn_combine<%d, 64>(A)", at->dv);
 			if (!acomb++)
@@ -438,18 +463,18 @@ static void choose_attention(Carrier *c, const char *config, CudaModule *m)
 /* The tuning space beyond the defaults (cuda_module_space): each default
  * attention variant with every other number of pipeline stages, and with
  * half its keys per tile (16 at least). */
-static void attn_space(CudaModule *m, const CudaVariant *def, int nd)
+static void attn_space(const Carrier *c, CudaModule *m, const CudaVariant *def, int nd)
 {
 	for (int k = 0; k < nd; k++) {
 		for (int st = 1; st <= 3; st++) {
 			CudaVariant w = def[k];
 			w.st = st;
-			add_variant(m, w);
+			add_variant(c, m, w);
 		}
 		if (def[k].bn / 2 >= 16) {
 			CudaVariant w = def[k];
 			w.bn /= 2;
-			add_variant(m, w);
+			add_variant(c, m, w);
 		}
 	}
 }
@@ -476,24 +501,21 @@ static int module(Carrier *c, const char *config, int space, CudaModule *m, char
 			snprintf(msg, n, "configuration '%s' does not fit a %s carrier", config, cuda_family_name(m->base));
 			goto fail;
 		}
-		fit_variant(c, &v, m->vec_ok);
-		add_variant(m, v);
+		add_variant(c, m, v);
 	} else if (m->base == FAM_ATTN) {
 		CudaVariant av[4];
 		int na = attn_defaults(c, &m->attn, av);
 		for (int k = 0; k < na; k++)
-			add_variant(m, av[k]);
+			add_variant(c, m, av[k]);
 		if (space)
-			attn_space(m, av, na);
+			attn_space(c, m, av, na);
 	} else {
 		const CudaVariant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
 		size_t nd = m->base == FAM_SCAN     ? sizeof defaults_scan / sizeof *d
 			    : m->base == FAM_ROWMAP ? sizeof defaults_map / sizeof *d
 						    : sizeof defaults_reduce / sizeof *d;
 		for (size_t k = 0; k < nd; k++) {
-			CudaVariant v = d[k];
-			fit_variant(c, &v, m->vec_ok);
-			add_variant(m, v);
+			add_variant(c, m, d[k]);
 		}
 	}
 	Buf h = {0}, b = {0};
@@ -625,31 +647,13 @@ void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
 static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
 /* As attn_fwd lays out its shared memory (templates/attention.cuh): a stage
- * is a K and a V tile of BN keys in rows padded by 16 bytes, as many
- * stages as the variant asks for and fit in the opt-in maximum (at least
- * one), the Q tile staged over them (the array is as large as the larger)
- * or, where Q stays in shared memory (attn_qs), after them. */
-enum { ATTN_SMEM_MAX = 227 * 1024 };
-static void attn_words(const CudaAttn *at, const CudaVariant *v, long *st, long *qw)
-{
-	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4;
-	*st = v->bn * (kw + vw), *qw = v->nt / 32 * v->mt * 16 * kw;
-}
-
-int cuda_attn_stages(const CudaAttn *at, const CudaVariant *v)
-{
-	long st, qw, q;
-	attn_words(at, v, &st, &qw);
-	q = attn_qs(at, v) ? qw : 0;
-	int s = v->st > 1 ? v->st : 1;
-	while (s > 1 && (s * st + q) * 4 > ATTN_SMEM_MAX)
-		s--;
-	return s;
-}
-
+ * is a K and a V tile of BN keys in rows padded by 16 bytes, v->st stages
+ * (fit_variant keeps as many as fit), the Q tile staged over them (the
+ * array is as large as the larger) or, where Q stays in shared memory
+ * (attn_qs), after them. */
 static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
 {
-	long st, qw, s = cuda_attn_stages(at, v);
+	long st, qw, s = v->st;
 	attn_words(at, v, &st, &qw);
 	if (attn_qs(at, v))
 		return (unsigned)((s * st + qw) * 4);
@@ -806,9 +810,7 @@ int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
 	char msg[256];
 	if (cuda_parse_config(config, &v, msg, sizeof msg))
 		return -1;
-	fit_variant(c, &v, m->vec_ok);
-	if (v.fam == FAM_ATTN && m->base == FAM_ATTN)
-		v.st = cuda_attn_stages(&m->attn, &v);
+	fit_variant(c, m, &v);
 	for (int k = 0; k < m->nvar; k++)
 		if (same(&m->var[k], &v))
 			return k;

@@ -304,7 +304,7 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * fall on distinct banks (D % 16 == 0 makes the row stride an odd
 	 * number of 16-byte units).  A stage is a K tile (KV words) and a V
 	 * tile after it; NS stages (1 to 3, as many as fit in the 227 KB a
-	 * block may opt in to: compiler/cuda_mod.c, cuda_attn_stages).  The Q
+	 * block may opt in to: compiler/cuda_mod.c, attn_stages).  The Q
 	 * tile (QW words) is staged over them before the first key tile, or
 	 * with QS kept after them at word QB.  Dynamic shared memory of max(NS
 	 * ST, BM KW) words, or NS ST + BM KW with QS: the launch plan's bytes
