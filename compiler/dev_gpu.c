@@ -332,8 +332,14 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	char why[512];
 	if (gpu_open(&g, d->c, 0, msg, n))
 		return -1;
-	/* a template without heads (a generic one asked for by --config too): one head at a time */
-	if (d->heads > 1 && (g.m.base != FAM_ATTN || (o->config && strncmp(o->config, "attention", 9)))) {
+	if (gpu_choose(&g, d, o, &v, &split, why, sizeof why)) {
+		snprintf(msg, n, "%s", why);
+		gpu_close(&g);
+		return -1;
+	}
+	/* a template without heads (the carrier's, or a generic one that
+	 * --config built the module of): one head at a time */
+	if (d->heads > 1 && g.m.base != FAM_ATTN) {
 		gpu_close(&g);
 		for (int h = 0; h < d->heads; h++) {
 			RunData *hv = rundata_head_view(d, h);
@@ -343,11 +349,6 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 				return rc;
 		}
 		return 0;
-	}
-	if (gpu_choose(&g, d, o, &v, &split, why, sizeof why)) {
-		snprintf(msg, n, "%s", why);
-		gpu_close(&g);
-		return -1;
 	}
 	mark_p(&g, v, d);
 	if (!gpu_upload(&g, d, &b, msg, n) && !gpu_launch(&g, &b, v, split, d->rows, d->len, msg, n) &&
