@@ -47,9 +47,10 @@ RunData *cli_drawn(const Opts *o, Carrier *c);
 /* --input files: read into arr (MAX_FILES of them, zeroed), with the
  * shape (o->rows, o->len) taken from them; then cli_inputs_load copies
  * them into d's arrays, checking each one's shape.  0, or EXIT_USAGE after
- * a message.  The caller frees arr with npy_free. */
+ * a message.  cli_inputs_free frees arr. */
 int cli_inputs_read(Opts *o, Carrier *c, Npy *arr);
 int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr);
+void cli_inputs_free(Npy *arr);
 
 int cmd_check(Opts *o);
 int cmd_run(Opts *o);

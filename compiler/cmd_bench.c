@@ -261,8 +261,7 @@ int cmd_bench(Opts *o)
 	}
 	free(in);
 	free(out);
-	for (int i = 0; i < MAX_FILES; i++)
-		npy_free(&arr[i]);
+	cli_inputs_free(arr);
 	rt_pool_close(b.pool);
 	llvm_kernel_free(b.k);
 	rundata_free(d);

@@ -94,6 +94,12 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 	return EXIT_OK;
 }
 
+void cli_inputs_free(Npy *arr)
+{
+	for (int i = 0; i < MAX_FILES; i++)
+		npy_free(&arr[i]);
+}
+
 int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 {
 	Slot s[256];
@@ -223,8 +229,7 @@ int cmd_run(Opts *o)
 			rc = w > rc ? w : rc;
 		}
 	}
-	for (int i = 0; i < MAX_FILES; i++)
-		npy_free(&arr[i]);
+	cli_inputs_free(arr);
 	rundata_free(d);
 	carrier_free(c);
 	return rc;

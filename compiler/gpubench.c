@@ -160,8 +160,7 @@ int cmd_bench_gpu(Opts *o)
 		rc = cli_inputs_load(o, d, arr);
 	if (!rc)
 		rc = gpu_bench(o, c, d);
-	for (int i = 0; i < MAX_FILES; i++)
-		npy_free(&arr[i]);
+	cli_inputs_free(arr);
 	rundata_free(d);
 	carrier_free(c);
 	return rc;
