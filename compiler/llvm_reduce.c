@@ -75,22 +75,12 @@ static LLVMValueRef gt_max(B *b, LLVMValueRef x, LLVMValueRef y)
 	return LLVMBuildSelect(b->L.b, LLVMBuildFCmp(b->L.b, LLVMRealOGT, x, y, ""), x, y, "");
 }
 
-/* g(d) of the max-rescale carrier, or with guard, 0 where d is -inf
- * (an identity's m, a masked-out lane) without g computed there: g gives
- * 0 either way, but through its clamp, whose scaling by 2^-150 underflows,
- * and an underflow costs a microcode assist on x86 without flush-to-zero
- * (a short row's tails and identity fold met a few per row: logsumexp,
- * rows of 16 in cache, 270 ns a row, most of it these). */
-static LLVMValueRef g_of(B *b, LLVMValueRef d, int guard)
+/* g(d) of the max-rescale carrier for d <= 0, -inf or NaN: g(-inf) (an
+ * identity's m, a masked-out lane) is 0 without a subnormal on the way,
+ * as every exp gives (llvm_math.c). */
+static LLVMValueRef g_of(B *b, LLVMValueRef d)
 {
-	Lower *L = &b->L;
-	LLVMValueRef zero = lower_const(L, TY_F32, 0), none = NULL;
-	if (guard) {
-		none = LLVMBuildFCmp(L->b, LLVMRealOEQ, d, lower_const(L, TY_F32, -INFINITY), "");
-		d = LLVMBuildSelect(L->b, none, zero, d, "");
-	}
-	LLVMValueRef e = b->k->mr_g == EXPR_EXP ? math_exp_nonpos(L, d) : math_exp2(L, d);
-	return guard ? LLVMBuildSelect(L->b, none, zero, e, "") : e;
+	return b->k->mr_g == EXPR_EXP ? math_exp_nonpos(&b->L, d) : math_exp2(&b->L, d);
 }
 
 /* Pairwise sum, or the max of v ignoring NaN as maxnum does: each value
@@ -115,7 +105,7 @@ static LLVMValueRef tree(B *b, LLVMValueRef *v, int n, int max)
  * instead of M, so that g(-inf) = 0 stands in for the spec's rule
  * (-inf) - (-inf) = -inf without a select per position; m_t - M is
  * never positive otherwise (NaN aside), so exp needs no overflow side. */
-static void fold_max_rescale(B *b, LV **s, int T, LV *out, int guard)
+static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 {
 	Kern *k = b->k;
 	Lower *L = &b->L;
@@ -126,9 +116,8 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out, int guard)
 	LLVMValueRef M = tree(b, v, T, 1);
 	LLVMValueRef none = LLVMBuildFCmp(L->b, LLVMRealOEQ, M, lower_const(L, TY_F32, -INFINITY), "");
 	LLVMValueRef Ms = LLVMBuildSelect(L->b, none, lower_const(L, TY_F32, 0), M, "");
-	for (int t = 0; t < T; t++) {
-		e[t] = g_of(b, LLVMBuildFSub(L->b, m[t], Ms, ""), guard);
-	}
+	for (int t = 0; t < T; t++)
+		e[t] = g_of(b, LLVMBuildFSub(L->b, m[t], Ms, ""));
 	out[mi] = lv_new(L, 1);
 	out[mi].c[0] = M;
 	for (int f = 0; f < k->c->nstate; f++) {
@@ -286,7 +275,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 			/* the accumulator is one more state of the n-ary fold: no
 			 * spec merge per tile, and its chain is one max and one fma */
 			s[T] = b->st;
-			fold_max_rescale(b, s, T + 1, tmp, k->c->mask != NULL);
+			fold_max_rescale(b, s, T + 1, tmp);
 		} else {
 			fold_tree(b, s, T, tmp);
 			lower_scope(&b->L, W);
@@ -356,7 +345,7 @@ static LLVMValueRef kept_g(B *b, LLVMValueRef j, LLVMValueRef Ms, LLVMValueRef c
 	if (!cond)
 		return e;
 	d = LLVMBuildFSub(L->b, id[k->mr_field].c[0], ms, "");
-	return LLVMBuildSelect(L->b, cond, e, g_of(b, d, 1), "");
+	return LLVMBuildSelect(L->b, cond, e, g_of(b, d), "");
 }
 
 /* Prefetch the element inputs of row b->i at position j + ahead, into L1
@@ -409,7 +398,7 @@ static void two_pass_at(B *b, Rows *R, LLVMValueRef j, LLVMValueRef Ls, int S, i
 			if (b->scratch) {
 				e = kept_g(b, ju, Ms, cond, tmp);
 			} else {
-				e = g_of(b, LLVMBuildFSub(L->b, m, lower_splat(L, Ms), ""), cond != NULL);
+				e = g_of(b, LLVMBuildFSub(L->b, m, lower_splat(L, Ms), ""));
 			}
 			for (int f = 0; f < ns; f++) {
 				if (f == mi)
@@ -529,7 +518,7 @@ void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **
 		lower_scope(L, 1);
 		kern_identity(b, id);
 		LV *s[2] = {id, res};
-		fold_max_rescale(b, s, 2, tmp, 1);
+		fold_max_rescale(b, s, 2, tmp);
 		kern_slots_store(b, one[r], tmp);
 	}
 	b->scratch = NULL;
