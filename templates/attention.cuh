@@ -247,6 +247,15 @@ ASC_DEV void attn_load(S &sm, int base, const unsigned *src, int valid, bool as)
 		}
 }
 
+/* A stage: the K and V tiles of the BN keys from kb (those from hi on
+ * zeros) into sm at word base, K first (BN rows of KW words), then V. */
+template <int NT, int BN, int D, int DV, int KW, int VW, class S>
+ASC_DEV void attn_load_kv(S &sm, int base, const unsigned *kp, const unsigned *vp, int kb, int hi, bool as)
+{
+	attn_load<NT, BN, D / 2, KW>(sm, base, kp + (long long)kb * (D / 2), hi - kb, as);
+	attn_load<NT, BN, DV / 2, VW>(sm, base + BN * KW, vp + (long long)kb * (DV / 2), hi - kb, as);
+}
+
 /* The first key tile at or after kb that the mask keeps in part (hi when
  * none), and its class in *cls; the same in every thread. */
 ASC_DEV int attn_next(const Args &A, int i0, int i1, int kb, int hi, int bn, int *cls)
@@ -391,16 +400,15 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * shared address a tile, constant offsets from it per fragment. */
 	const int ka = (8 * (lane / 16) + lane % 8) * KW + lane / 8 % 2 * 4, va = KV + lane % 16 * VW + lane / 16 * 4;
 	if (kb < hi) {
-		attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kb * (D / 2), hi - kb, as);
 		if (NS > 1)
-			attn_load<NT, BN, DV / 2, VW>(Sm, KV, vp + (long long)kb * (DV / 2), hi - kb, as);
+			attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, 0, kp, vp, kb, hi, as);
+		else
+			attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kb * (D / 2), hi - kb, as);
 		asc_cp_commit();
 		if (NS == 3) { /* the next live tile too, in a group of its own (empty if none) */
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
-			if (kn < hi) {
-				attn_load<NT, BN, D / 2, KW>(Sm, ST, kp + (long long)kn * (D / 2), hi - kn, as);
-				attn_load<NT, BN, DV / 2, VW>(Sm, ST + KV, vp + (long long)kn * (DV / 2), hi - kn, as);
-			}
+			if (kn < hi)
+				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, ST, kp, vp, kn, hi, as);
 			asc_cp_commit();
 		}
 	}
@@ -413,16 +421,13 @@ ASC_DEV void attn_fwd(const Args &A)
 			/* the tile two ahead into the stage the last tile left */
 			int s2 = stg == 0 ? 2 : stg - 1;
 			k2 = kn < hi ? attn_next(A, i0, i1, kn + BN, hi, BN, &c2) : hi;
-			if (k2 < hi) {
-				attn_load<NT, BN, D / 2, KW>(Sm, s2 * ST, kp + (long long)k2 * (D / 2), hi - k2, as);
-				attn_load<NT, BN, DV / 2, VW>(Sm, s2 * ST + KV, vp + (long long)k2 * (DV / 2), hi - k2, as);
-			}
+			if (k2 < hi)
+				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, s2 * ST, kp, vp, k2, hi, as);
 			asc_cp_commit(); /* every tile a group, so that the wait above counts tiles */
 		} else if (NS == 2) {
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
 			if (kn < hi) {
-				attn_load<NT, BN, D / 2, KW>(Sm, (stg ^ 1) * ST, kp + (long long)kn * (D / 2), hi - kn, as);
-				attn_load<NT, BN, DV / 2, VW>(Sm, (stg ^ 1) * ST + KV, vp + (long long)kn * (DV / 2), hi - kn, as);
+				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, (stg ^ 1) * ST, kp, vp, kn, hi, as);
 				asc_cp_commit();
 			}
 		} else {
