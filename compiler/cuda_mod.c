@@ -702,7 +702,7 @@ int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, 
 		return 1;
 	long blocks = (long)heads * cdiv(rows, v->nt / 32 * v->mt * 16);
 	long want = 2L * (sms > 0 ? sms : 132);
-	if (blocks >= want / 2)
+	if (blocks == 0 || blocks >= want / 2) /* no query rows: nothing to split */
 		return 1;
 	long s = (want + blocks - 1) / blocks, most = len / (4 * v->bn); /* at least 4 key tiles per split */
 	s = s < most ? s : most;

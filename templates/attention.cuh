@@ -132,23 +132,6 @@ ASC_DEV float asc_quad_sum(float x)
 	return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-/* Intervals for attn_tile: [lo, hi] of a product, NaN-free. */
-ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, double &hi)
-{
-	double p[4] = {a * c, a * d, b * c, b * d};
-	lo = hi = p[0];
-	for (int k = 1; k < 4; k++) {
-		if (p[k] != p[k]) {
-			lo = -(double)ASC_INF, hi = (double)ASC_INF;
-			return;
-		}
-		lo = p[k] < lo ? p[k] : lo;
-		hi = p[k] > hi ? p[k] : hi;
-	}
-	if (p[0] != p[0])
-		lo = -(double)ASC_INF, hi = (double)ASC_INF;
-}
-
 /* ldmatrix.sync.aligned.m8n8.xNUM[.trans].shared.b16: lane 8q + r gives
  * sm + at, the 16-byte row r of matrix q; register q of lane l gets the
  * halves (row l/4, cols 2(l%4), +1) of matrix q, or with TRANS (rows

@@ -98,3 +98,20 @@ ASC_DEV double asc_powid(double x, int k)
 			r *= b;
 	return k < 0 ? 1 / r : r;
 }
+/* [lo, hi] of a product of intervals, NaN-free: the generated attn_tile
+ * (compiler/cuda_attn.c) bounds masks with it, ahead of the templates. */
+ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, double &hi)
+{
+	double p[4] = {a * c, a * d, b * c, b * d};
+	lo = hi = p[0];
+	for (int k = 1; k < 4; k++) {
+		if (p[k] != p[k]) {
+			lo = -(double)ASC_INF, hi = (double)ASC_INF;
+			return;
+		}
+		lo = p[k] < lo ? p[k] : lo;
+		hi = p[k] > hi ? p[k] : hi;
+	}
+	if (p[0] != p[0])
+		lo = -(double)ASC_INF, hi = (double)ASC_INF;
+}

@@ -667,3 +667,16 @@ Test(attention, key_tile_loop_ptx, .timeout = 300)
 	carrier_free(c);
 	nvrtc_close(nv);
 }
+
+/* A mask with products of positions: the tile skipping bounds them by
+ * interval products (asc_iv_mul), which the generated code calls before
+ * the attention template, so they come with the common helpers. */
+Test(attention, masks_that_multiply_positions, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/product_mask.yaml", 64);
+	uses_attention(c, "product_mask");
+	run_one(c, "product_mask", 130, 300, 1, 1, 1, NULL, NULL);
+	run_one(c, "product_mask", 3, 400, 1, 1, 3, NULL, NULL);
+	carrier_free(c);
+}

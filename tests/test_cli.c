@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "compiler/npy.h"
 #include "testutil.h"
@@ -266,4 +267,13 @@ Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
 	/* the command line itself does not load LLVM */
 	cr_assert_eq(sh("LD_DEBUG=files build/assoc check specs/sum.yaml", out, sizeof out, 1), 0);
 	cr_assert(strstr(out, "libyaml") && !strstr(out, "LLVM"), "%s", out);
+}
+
+/* No query rows: attention runs (nothing to split across blocks) and
+ * writes empty outputs. */
+Test(cli, attention_without_queries, .timeout = 120)
+{
+	cr_assert_eq(sh(ASSOC " run specs/attention.yaml -D d=16 -D dv=16 --device emu --rows 0 --len 5", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "0 rows x 5") && strstr(out, "\n  ok\n"), "%s", out);
 }
