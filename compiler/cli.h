@@ -7,6 +7,7 @@
 #include "run.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, MAX_DEFINES = 64, MAX_FILES = 32 };
+enum { MAX_ROWS = 1 << 24, MAX_LEN = 1 << 28 }; /* --rows and --len, and the shapes of --input files */
 
 typedef struct {
 	const char *name, *path;
@@ -44,6 +45,9 @@ Carrier *cli_load_any(const Opts *o, const char *path);
 /* The run's arrays as the command line shapes them (--rows, --len, --heads,
  * --kv-heads), drawn from --seed with --param; NULL after a usage error. */
 RunData *cli_drawn(const Opts *o, Carrier *c);
+/* EXIT_USAGE after a message when copies x the arrays of the command
+ * line's shape would not fit in this machine's memory; else 0. */
+int cli_fits(const Opts *o, const Carrier *c, int copies);
 /* --input files: read into arr (MAX_FILES of them, zeroed), with the
  * shape (o->rows, o->len) taken from them; then cli_inputs_load copies
  * them into d's arrays, checking each one's shape.  0, or EXIT_USAGE after

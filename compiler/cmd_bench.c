@@ -220,7 +220,9 @@ int cmd_bench(Opts *o)
 		return EXIT_USAGE;
 	Npy arr[MAX_FILES] = {0}; /* real data where --input gives it; drawn data elsewhere */
 	int rc = cli_inputs_read(o, c, arr);
-	RunData *d = rundata_new(c, o->rows, o->len);
+	if (!rc)
+		rc = cli_fits(o, c, 2); /* the arrays, and the copy's as many bytes again */
+	RunData *d = rundata_new(c, rc ? 0 : o->rows, rc ? 0 : o->len);
 	Bench b = {.split = o->run.split};
 	LlvmOpts lo = {0};
 	if (!rc && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))

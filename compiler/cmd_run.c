@@ -84,12 +84,17 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 		if (arr[i].ndim < 1 + h)
 			return usage_error("%s: %d dimensions, too few for input '%s'%s", o->inputs[i].path, arr[i].ndim,
 					   o->inputs[i].name, h ? " with its leading head axis (--heads)" : "");
+		size_t rows = o->rows, len = o->len;
 		if (elem && arr[i].ndim >= 2 + h)
-			o->rows = (int)arr[i].shape[h], o->len = (int)arr[i].shape[h + 1];
+			rows = arr[i].shape[h], len = arr[i].shape[h + 1];
 		else if (col)
-			o->len = (int)arr[i].shape[h];
+			len = arr[i].shape[h];
 		else if (!elem)
-			o->rows = (int)arr[i].shape[h];
+			rows = arr[i].shape[h];
+		if (rows > MAX_ROWS || len > MAX_LEN)
+			return usage_error("%s: %zu rows x %zu positions for input '%s': at most %d rows and %d positions",
+					   o->inputs[i].path, rows, len, o->inputs[i].name, MAX_ROWS, MAX_LEN);
+		o->rows = (int)rows, o->len = (int)len;
 	}
 	return EXIT_OK;
 }

@@ -1,9 +1,11 @@
 /* main.c: the assoc command line.  The only file that exits. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/cli.h"
 
@@ -91,6 +93,17 @@ Carrier *cli_load(const Opts *o, const char *path)
 	return c;
 }
 
+int cli_fits(const Opts *o, const Carrier *c, int copies)
+{
+	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;
+	double need = copies * rundata_need(c, o->rows, o->len, heads, kv);
+	double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+	if (have > 0 && need > have)
+		return usage_error("%d rows x %d positions%s need %.1f GiB of arrays; this machine has %.1f GiB of memory",
+				   o->rows, o->len, heads > 1 ? " per head" : "", need / (1 << 30), have / (1 << 30));
+	return EXIT_OK;
+}
+
 RunData *cli_drawn(const Opts *o, Carrier *c)
 {
 	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;
@@ -98,6 +111,8 @@ RunData *cli_drawn(const Opts *o, Carrier *c)
 		usage_error("--heads %d is not a multiple of --kv-heads %d", heads, kv);
 		return NULL;
 	}
+	if (cli_fits(o, c, 1))
+		return NULL;
 	RunData *d = rundata_new_heads(c, o->rows, o->len, heads, kv);
 	char msg[1024];
 	if (rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg)) {
@@ -152,8 +167,8 @@ static const OptSpec options[] = {
 	{"--deterministic", O_FLAG, 0, 0, F(run.deterministic), 0, 0},
 	{"--verbose", O_FLAG, 0, 0, F(run.verbose), 0, 0},
 	{"--trials", O_INT, 1, 100000000, F(check.trials), 0, 0},
-	{"--rows", O_INT, 0, 1 << 24, F(rows), 0, 0},
-	{"--len", O_INT, 0, 1 << 28, F(len), 0, 0},
+	{"--rows", O_INT, 0, MAX_ROWS, F(rows), 0, 0},
+	{"--len", O_INT, 0, MAX_LEN, F(len), 0, 0},
 	{"--heads", O_INT, 1, 1 << 16, F(heads), 0, 0},
 	{"--kv-heads", O_INT, 1, 1 << 16, F(kv_heads), 0, 0},
 	{"--threads", O_INT, 0, 1024, F(run.threads), 0, 0},

@@ -216,7 +216,7 @@ int npy_write(const char *path, const Npy *a, char *msg, size_t n)
 				 (unsigned char)(hl >> 8)};
 	size_t bytes = a->count * a->itemsize;
 	int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, hl, f) == (size_t)hl &&
-		 fwrite(a->data, 1, bytes, f) == bytes;
+		 (bytes == 0 || fwrite(a->data, 1, bytes, f) == bytes);
 	ok &= fclose(f) == 0;
 	if (!ok || rename(tmp, path)) {
 		snprintf(msg, n, "%s: cannot write: %s", path, strerror(errno));

@@ -140,6 +140,30 @@ RunData *rundata_new_heads(Carrier *c, int rows, int len, int heads, int kv_head
 	return d;
 }
 
+static double decls_bytes(const Decl *d, int n, double count)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += count * decl_width(&d[i]) * kind_size(d[i].storage);
+	return s;
+}
+
+static double defs_bytes(const Def *d, int n, double count)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += count * (d[i].e->ty.len ? d[i].e->ty.len : 1) * kind_size((TyKind)d[i].e->ty.kind);
+	return s;
+}
+
+double rundata_need(const Carrier *c, int rows, int len, int heads, int kv_heads)
+{
+	double H = heads < 1 ? 1 : heads, G = kv_heads < 1 ? 1 : kv_heads, rl = (double)rows * len;
+	return decls_bytes(c->row, c->nrow, H * rows) + decls_bytes(c->col, c->ncol, G * len) +
+	       decls_bytes(c->elem, c->nelem, H * rl) +
+	       defs_bytes(c->finalize, c->nfinal, H * (c->tpl == TPL_SCAN ? rl : rows)) + defs_bytes(c->map, c->nmap, H * rl);
+}
+
 static Buffer *view_bufs(const Buffer *b, int n, size_t count, size_t head)
 {
 	Buffer *v = xcalloc(n, sizeof *v);

@@ -63,6 +63,8 @@ void rundata_view_free(RunData *v);
 
 /* Bytes one run moves: every input read once, every output written once. */
 double rundata_bytes(const RunData *d);
+/* The bytes rundata_new_heads would allocate for that shape, without allocating. */
+double rundata_need(const Carrier *c, int rows, int len, int heads, int kv_heads);
 
 /* The arrays' host pointers in the kernels' order: element, column, then
  * row inputs into in; finalize, then map outputs into out. */

@@ -269,6 +269,24 @@ Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
 	cr_assert(strstr(out, "libyaml") && !strstr(out, "LLVM"), "%s", out);
 }
 
+/* A shape is refused before anything is allocated when its arrays would
+ * not fit in memory, and a .npy file's shape is held to --rows and --len's
+ * limits (an empty array can claim any shape in a few bytes). */
+Test(cli, shapes_beyond_memory_or_limits_are_usage_errors)
+{
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --rows 16777216 --len 268435456", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "16777216 rows x 268435456 positions need ") && strstr(out, " GiB of memory"), "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --rows 16777216 --len 268435456", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "GiB of arrays"), "%s", out);
+	Npy a = {.itemsize = 4, .ndim = 2, .shape = {0, (size_t)1 << 30}, .count = 0};
+	snprintf(a.descr, sizeof a.descr, "<f4");
+	char msg[512];
+	cr_assert_eq(npy_write("build/empty_wide.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --input x=build/empty_wide.npy", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "0 rows x 1073741824 positions for input 'x': at most 16777216 rows and 268435456 positions"),
+		  "%s", out);
+}
+
 /* No query rows: attention runs (nothing to split across blocks) and
  * writes empty outputs. */
 Test(cli, attention_without_queries, .timeout = 120)
