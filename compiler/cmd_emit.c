@@ -1,5 +1,7 @@
-/* cmd_emit.c: `assoc emit SPEC --target T [-o FILE|-]`: generated code.
- * Targets live with their code generators and are linked in by name. */
+/* cmd_emit.c: `assoc emit SPEC --target T [-o FILE|-]`: generated code,
+ * for any target only after the laws (a carrier whose merge is not lawful
+ * is refused unless --trust-merge).  Targets live with their code
+ * generators and are linked in by name. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 
 #include "cli.h"
 #include "emit.h"
+#include "prove.h"
 
 #define TARGET(name) __attribute__((weak)) extern const Target name;
 TARGET(target_cuda)
@@ -29,6 +32,53 @@ static void target_names(char *buf, size_t n)
 			size_t l = strlen(buf);
 			snprintf(buf + l, n - l, "%s%s", l ? ", " : "", (*t)->name);
 		}
+}
+
+/* 0 when no law is refuted by the randomized checker or the prover. */
+static int laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
+{
+	CheckOpts co = o->check;
+	if (co.trials <= 0 || co.trials > 2000)
+		co.trials = 2000;
+	co.id_trials = co.id_trials > 0 && co.id_trials < 200 ? co.id_trials : 200;
+	CheckResult r;
+	char why[512] = "";
+	if (check_run(c, &co, &r, why, sizeof why)) {
+		snprintf(msg, n, "%s", why);
+		return -1;
+	}
+	int bad = 0;
+	for (int i = 0; i < r.nlaw && !bad; i++)
+		if (r.law[i].v == VERDICT_FAILS) {
+			snprintf(msg, n, "%s: the merge is not %s (%s)", c->file, r.law[i].law,
+				 r.law[i].detail ? r.law[i].detail : "a counterexample was found");
+			bad = 1;
+		}
+	check_result_free(&r);
+	ProofReport pr;
+	if (!bad && prove_carrier(c, 0, &pr) == 0) {
+		for (int i = 0; i < pr.n && !bad; i++)
+			if (pr.line[i].status == PROOF_DISPROVED) {
+				snprintf(msg, n, "%s: %s is disproved (%s)", c->file, pr.line[i].law,
+					 pr.line[i].how ? pr.line[i].how : "");
+				bad = 1;
+			}
+		proof_report_free(&pr);
+	}
+	return bad ? -1 : 0;
+}
+
+static int lawful(Carrier *c, const Opts *o, char *msg, size_t n)
+{
+	char why[1024];
+	if (!laws_ok(c, o, why, sizeof why))
+		return 0;
+	if (o->trust_merge) {
+		fprintf(stderr, "assoc: warning: %s; emitting anyway (--trust-merge)\n", why);
+		return 0;
+	}
+	snprintf(msg, n, "%s; refusing to generate code (--trust-merge to emit it anyway)", why);
+	return -1;
 }
 
 /* Output goes to a temporary file renamed into place, so a failure leaves
@@ -60,13 +110,13 @@ int cmd_emit(Opts *o)
 		}
 	}
 	char msg[4096] = "";
-	int rc = tg->emit(c, o, f, msg, sizeof msg);
+	int rc = lawful(c, o, msg, sizeof msg) ? EXIT_FAIL : tg->emit(c, o, f, msg, sizeof msg);
 	if (rc && msg[0])
 		fprintf(stderr, "assoc: %s\n", msg);
 	if (!to_stdout) {
 		int closed = fclose(f);
 		if (rc || closed || rename(tmp, o->out)) {
-			if (!rc && closed)
+			if (!rc)
 				perror(o->out);
 			unlink(tmp);
 			rc = rc ? rc : EXIT_FAIL;

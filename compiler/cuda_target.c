@@ -1,5 +1,4 @@
-/* cuda_target.c: `assoc emit --target cuda|ptx`: the laws first (a carrier
- * whose merge is not lawful is refused unless --trust-merge), then the
+/* cuda_target.c: `assoc emit --target cuda|ptx`: the
  * module's CUDA C, or its PTX through NVRTC; --stats prints, per kernel,
  * registers, spills and shared memory (ptxas -v) and global accesses per
  * element. */
@@ -16,59 +15,10 @@
 #include "cuda.h"
 #include "emit.h"
 #include "nvrtc.h"
-#include "prove.h"
 
 extern char **environ;
 
-/* 0 when no law is refuted by the randomized checker or the prover. */
-static int cuda_laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
-{
-	CheckOpts co = o->check;
-	if (co.trials <= 0 || co.trials > 2000)
-		co.trials = 2000;
-	co.id_trials = co.id_trials > 0 && co.id_trials < 200 ? co.id_trials : 200;
-	CheckResult r;
-	char why[512] = "";
-	if (check_run(c, &co, &r, why, sizeof why)) {
-		snprintf(msg, n, "%s", why);
-		return -1;
-	}
-	int bad = 0;
-	for (int i = 0; i < r.nlaw && !bad; i++)
-		if (r.law[i].v == VERDICT_FAILS) {
-			snprintf(msg, n, "%s: the merge is not %s (%s)", c->file, r.law[i].law,
-				 r.law[i].detail ? r.law[i].detail : "a counterexample was found");
-			bad = 1;
-		}
-	check_result_free(&r);
-	ProofReport pr;
-	if (!bad && prove_carrier(c, 0, &pr) == 0) {
-		for (int i = 0; i < pr.n && !bad; i++)
-			if (pr.line[i].status == PROOF_DISPROVED) {
-				snprintf(msg, n, "%s: %s is disproved (%s)", c->file, pr.line[i].law,
-					 pr.line[i].how ? pr.line[i].how : "");
-				bad = 1;
-			}
-		proof_report_free(&pr);
-	}
-	return bad ? -1 : 0;
-}
-
-static int lawful(Carrier *c, const Opts *o, char *msg, size_t n)
-{
-	char why[1024];
-	if (!cuda_laws_ok(c, o, why, sizeof why))
-		return 0;
-	if (o->trust_merge) {
-		fprintf(stderr, "assoc: warning: %s; emitting anyway (--trust-merge)\n", why);
-		return 0;
-	}
-	snprintf(msg, n, "%s; refusing to generate code (--trust-merge to emit it anyway)", why);
-	return -1;
-}
-
 /* ---- ptxas statistics ---- */
-
 
 static const char *find_ptxas(char *buf, size_t n)
 {
@@ -201,8 +151,6 @@ static void print_stats(const CudaModule *m, const CudaKStat *ks, int nks, const
 
 static int emit_cuda(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 {
-	if (lawful(c, o, msg, n))
-		return EXIT_FAIL;
 	CudaModule m;
 	if (cuda_module(c, o->run.config, &m, msg, n))
 		return EXIT_FAIL;
@@ -217,8 +165,6 @@ static int emit_cuda(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 
 static int emit_ptx(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 {
-	if (lawful(c, o, msg, n))
-		return EXIT_FAIL;
 	CudaModule m;
 	Nvrtc *nv = NULL;
 	char *ptx = NULL;

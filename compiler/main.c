@@ -294,6 +294,10 @@ int main(int argc, char **argv)
 		rc = usage_error("%s takes one spec, got %d", cmd->name, o.nspecs);
 	if (rc == EXIT_OK)
 		rc = cmd->fn(&o);
+	if (fflush(stdout) || ferror(stdout)) { /* generated code or results lost (a full disk) */
+		fprintf(stderr, "assoc: standard output: %s\n", strerror(errno));
+		rc = rc ? rc : EXIT_FAIL;
+	}
 	free(o.specs);
 	return rc;
 }

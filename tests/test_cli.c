@@ -269,6 +269,37 @@ Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
 	cr_assert(strstr(out, "libyaml") && !strstr(out, "LLVM"), "%s", out);
 }
 
+/* emit refuses a merge whose laws fail on every target, not only CUDA's,
+ * unless --trust-merge, which warns. */
+Test(cli, emit_refuses_an_unlawful_merge_on_every_target, .timeout = 60)
+{
+	static const char *targets[] = {"cuda", "ptx", "llvm", "asm"};
+	for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " emit tests/laws/forgot_rescale.yaml --target %s -o build/unlawful.out",
+			 targets[i]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", targets[i], out);
+		cr_expect(strstr(out, "the merge is not associative") && strstr(out, "refusing to generate code"), "%s: %s",
+			  targets[i], out);
+		cr_expect_neq(access("build/unlawful.out", F_OK), 0, "%s: no file written", targets[i]);
+	}
+	cr_assert_eq(sh(ASSOC " emit tests/laws/forgot_rescale.yaml --target llvm --trust-merge", out, sizeof out, 1), 0);
+	cr_expect(strstr(out, "warning: tests/laws/forgot_rescale.yaml: the merge is not associative"), "%s", out);
+	cr_expect(strstr(out, "define "), "%s", out);
+}
+
+/* Output that cannot be written is an error, never a silent exit: a folder
+ * as -o, and a full disk on standard output. */
+Test(cli, unwritable_output_says_why)
+{
+	cr_assert_eq(sh(ASSOC " emit specs/sum.yaml --target cuda -o build", out, sizeof out, 1), 1);
+	cr_expect(strstr(out, "build: Is a directory"), "%s", out);
+	cr_assert_eq(sh("sh -c '" ASSOC " emit specs/sum.yaml --target cuda 2>&1 >/dev/full'", out, sizeof out, 0), 1);
+	cr_expect(strstr(out, "standard output: No space left on device"), "%s", out);
+	cr_assert_eq(sh("sh -c '" ASSOC " check specs/sum.yaml 2>&1 >/dev/full'", out, sizeof out, 0), 1);
+	cr_expect(strstr(out, "standard output: No space left on device"), "%s", out);
+}
+
 /* A shape is refused before anything is allocated when its arrays would
  * not fit in memory, and a .npy file's shape is held to --rows and --len's
  * limits (an empty array can claim any shape in a few bytes). */

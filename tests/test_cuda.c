@@ -9,7 +9,6 @@
 
 #include "compiler/cli.h"
 #include "compiler/cuda.h"
-#include "compiler/emit.h"
 #include "compiler/nvrtc.h"
 #include "compiler/run.h"
 #include "cudatest.h"
@@ -519,23 +518,4 @@ Test(cuda, older_nvrtc_is_asked_again_without_the_newer_options)
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
 	cuda_test_cache();
-}
-
-extern const Target target_cuda;
-
-/* emit refuses a merge whose laws fail, unless --trust-merge. */
-Test(cuda, emit_refuses_an_unlawful_merge)
-{
-	Carrier *c = inline_spec("carrier: diff\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
-				 "lift: {s: x}\nmerge:\n  s: a.s - b.s\n");
-	Opts o = {0};
-	check_defaults(&o.check);
-	char msg[2048] = "";
-	FILE *out = fopen("/dev/null", "w");
-	cr_assert_eq(target_cuda.emit(c, &o, out, msg, sizeof msg), EXIT_FAIL);
-	cr_expect(strstr(msg, "refusing") && strstr(msg, "--trust-merge"), "%s", msg);
-	o.trust_merge = 1;
-	cr_expect_eq(target_cuda.emit(c, &o, out, msg, sizeof msg), EXIT_OK, "%s", msg);
-	fclose(out);
-	carrier_free(c);
 }
