@@ -1,9 +1,11 @@
 /* cmd_run.c: `assoc run SPEC`: arrays through a device, checked against
  * the float64 reference. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "npy.h"
@@ -16,22 +18,33 @@ typedef struct {
 	Layout layout;
 } Slot;
 
-/* Every array a run reads or writes, by name. */
-static int slots(RunData *d, Slot *s, int max)
+/* Every array a run reads or writes, by name (*n of them; free the result). */
+static Slot *slots(const RunData *d, int *n)
 {
 	Carrier *c = d->c;
-	int n = 0;
-	for (int k = 0; k < c->nrow && n < max; k++)
-		s[n++] = (Slot){c->row[k].name, &d->row[k], SHAPE_ROWS};
-	for (int k = 0; k < c->ncol && n < max; k++)
-		s[n++] = (Slot){c->col[k].name, &d->col[k], SHAPE_LEN};
-	for (int k = 0; k < c->nelem && n < max; k++)
-		s[n++] = (Slot){c->elem[k].name, &d->elem[k], SHAPE_ROWS_LEN};
-	for (int k = 0; k < c->nfinal && n < max; k++)
-		s[n++] = (Slot){c->finalize[k].name, &d->fin[k], d->scan ? SHAPE_ROWS_LEN : SHAPE_ROWS};
-	for (int k = 0; k < c->nmap && n < max; k++)
-		s[n++] = (Slot){c->map[k].name, &d->map[k], SHAPE_ROWS_LEN};
-	return n;
+	Slot *s = calloc((size_t)c->nrow + c->ncol + c->nelem + c->nfinal + c->nmap + 1, sizeof *s);
+	if (!s)
+		abort();
+	*n = 0;
+	for (int k = 0; k < c->nrow; k++)
+		s[(*n)++] = (Slot){c->row[k].name, &d->row[k], SHAPE_ROWS};
+	for (int k = 0; k < c->ncol; k++)
+		s[(*n)++] = (Slot){c->col[k].name, &d->col[k], SHAPE_LEN};
+	for (int k = 0; k < c->nelem; k++)
+		s[(*n)++] = (Slot){c->elem[k].name, &d->elem[k], SHAPE_ROWS_LEN};
+	for (int k = 0; k < c->nfinal; k++)
+		s[(*n)++] = (Slot){c->finalize[k].name, &d->fin[k], d->scan ? SHAPE_ROWS_LEN : SHAPE_ROWS};
+	for (int k = 0; k < c->nmap; k++)
+		s[(*n)++] = (Slot){c->map[k].name, &d->map[k], SHAPE_ROWS_LEN};
+	return s;
+}
+
+static int slot_named(const Slot *s, int n, const char *name)
+{
+	int k = 0;
+	while (k < n && strcmp(s[k].name, name))
+		k++;
+	return k < n ? k : -1;
 }
 
 static int is_input(const Carrier *c, const char *name)
@@ -107,12 +120,11 @@ void cli_inputs_free(Npy *arr)
 
 int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 {
-	Slot s[256];
-	int n = slots(d, s, 256);
-	for (int i = 0; i < o->ninputs; i++)
-		for (int k = 0; k < n; k++) {
-			if (strcmp(s[k].name, o->inputs[i].name))
-				continue;
+	int n, rc = EXIT_OK;
+	Slot *s = slots(d, &n);
+	for (int i = 0; i < o->ninputs && !rc; i++) {
+		int k = slot_named(s, n, o->inputs[i].name);
+		if (k >= 0) {
 			size_t want[4];
 			int nd = layout_dims(s[k].layout, d, s[k].buf->width, want);
 			int same = arr[i].ndim == nd;
@@ -123,30 +135,52 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 				for (int t = 0; t < nd; t++)
 					snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%zu", t ? ", " : "",
 						 want[t]);
-				return usage_error("%s: shape does not fit input '%s' of %d rows x %d positions%s: "
-						   "expected %s)", o->inputs[i].path, s[k].name, d->rows, d->len,
-						   d->heads > 1 ? (s[k].layout == SHAPE_LEN ? ", per key/value head"
-											  : ", per head")
-								: "", shape);
+				rc = usage_error("%s: shape does not fit input '%s' of %d rows x %d positions%s: "
+						 "expected %s)", o->inputs[i].path, s[k].name, d->rows, d->len,
+						 d->heads > 1 ? (s[k].layout == SHAPE_LEN ? ", per key/value head" : ", per head")
+							      : "", shape);
+				break;
 			}
 			for (size_t x = 0; x < arr[i].count; x++)
 				buffer_set(s[k].buf, x, npy_get(&arr[i], x));
-			break;
 		}
-	return EXIT_OK;
+	}
+	free(s);
+	return rc;
 }
 
+/* Before the run: every --output names an array, and its file can be
+ * created, so that a run is not wasted on a typo or a missing folder. */
+static int outputs_ok(const Opts *o, const RunData *d)
+{
+	int n, rc = EXIT_OK;
+	Slot *s = slots(d, &n);
+	for (int i = 0; i < o->noutputs && !rc; i++) {
+		char tmp[4096];
+		FILE *f;
+		if (slot_named(s, n, o->outputs[i].name) < 0) {
+			rc = usage_error("--output %s: the spec has no array named '%s'", o->outputs[i].name,
+					 o->outputs[i].name);
+		} else if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->outputs[i].path, (long)getpid()) >= (int)sizeof tmp ||
+			   !(f = fopen(tmp, "wb"))) {
+			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(errno));
+			rc = EXIT_FAIL;
+		} else {
+			fclose(f);
+			unlink(tmp);
+		}
+	}
+	free(s);
+	return rc;
+}
+
+/* Every --output, or none: the files written before one that fails are removed. */
 static int write_outputs(Opts *o, RunData *d)
 {
-	Slot s[256];
-	int n = slots(d, s, 256);
-	for (int i = 0; i < o->noutputs; i++) {
-		int k = 0;
-		while (k < n && strcmp(s[k].name, o->outputs[i].name))
-			k++;
-		if (k == n)
-			return usage_error("--output %s: the spec has no array named '%s'", o->outputs[i].name,
-					   o->outputs[i].name);
+	int n, rc = EXIT_OK;
+	Slot *s = slots(d, &n);
+	for (int i = 0; i < o->noutputs && !rc; i++) {
+		int k = slot_named(s, n, o->outputs[i].name);
 		Npy a = {.itemsize = kind_size(s[k].buf->kind), .data = s[k].buf->p};
 		snprintf(a.descr, sizeof a.descr, "%s", npy_descr(s[k].buf->kind));
 		a.ndim = layout_dims(s[k].layout, d, s[k].buf->width, a.shape);
@@ -154,10 +188,13 @@ static int write_outputs(Opts *o, RunData *d)
 		char msg[512];
 		if (npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
 			fprintf(stderr, "assoc: %s\n", msg);
-			return EXIT_FAIL;
+			while (i-- > 0)
+				unlink(o->outputs[i].path);
+			rc = EXIT_FAIL;
 		}
 	}
-	return EXIT_OK;
+	free(s);
+	return rc;
 }
 
 static const Device *pick_device(const char *name)
@@ -209,6 +246,8 @@ int cmd_run(Opts *o)
 		rc = EXIT_USAGE;
 	if (!rc)
 		rc = cli_inputs_load(o, d, arr);
+	if (!rc)
+		rc = outputs_ok(o, d);
 	if (!rc && !dv->available(msg, sizeof msg)) {
 		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
 		rc = EXIT_FAIL;

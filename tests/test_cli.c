@@ -300,6 +300,23 @@ Test(cli, unwritable_output_says_why)
 	cr_expect(strstr(out, "standard output: No space left on device"), "%s", out);
 }
 
+/* Every --output is checked before the run, and a run writes all its
+ * outputs or none. */
+Test(cli, outputs_all_or_none, .timeout = 60)
+{
+	remove("build/all1.npy");
+	cr_assert_eq(sh(ASSOC " run specs/logsumexp.yaml --device interp --output lse=build/all1.npy --output nope=build/all2.npy",
+			out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "no array named 'nope'") && !strstr(out, " ok"), "checked before the run: %s", out);
+	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/all1.npy "
+			"--output var=build/no_such_folder/all2.npy", out, sizeof out, 1), 1);
+	cr_expect(strstr(out, "build/no_such_folder/all2.npy: cannot write: No such file or directory") && !strstr(out, " ok"),
+		  "%s", out);
+	cr_expect_neq(access("build/all1.npy", F_OK), 0, "no output written");
+	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/all1.npy", out, sizeof out, 1), 0);
+	cr_expect_eq(access("build/all1.npy", F_OK), 0, "%s", out);
+}
+
 /* A shape is refused before anything is allocated when its arrays would
  * not fit in memory, and a .npy file's shape is held to --rows and --len's
  * limits (an empty array can claim any shape in a few bytes). */
@@ -325,4 +342,25 @@ Test(cli, attention_without_queries, .timeout = 120)
 	cr_assert_eq(sh(ASSOC " run specs/attention.yaml -D d=16 -D dv=16 --device emu --rows 0 --len 5", out, sizeof out, 1),
 		     0, "%s", out);
 	cr_expect(strstr(out, "0 rows x 5") && strstr(out, "\n  ok\n"), "%s", out);
+}
+
+/* Spec-sized tables, not fixed ones: with 300 element inputs the last one
+ * still takes --input (and is checked), and outputs are still found. */
+Test(cli, many_arrays_by_name, .timeout = 60)
+{
+	FILE *f = fopen("build/many.yaml", "w");
+	cr_assert(f);
+	fputs("carrier: many\nelement: {", f);
+	for (int k = 0; k < 300; k++)
+		fprintf(f, "%sx%d: f32", k ? ", " : "", k);
+	fputs("}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x0 + x299}\nmerge: {s: a.s + b.s}\nfinalize: {t: s}\n"
+	      "reference: {t: sum(x0 + x299)}\nlaws: [commutative]\n", f);
+	fclose(f);
+	remove("build/many_t.npy");
+	cr_assert_eq(sh(ASSOC " run build/many.yaml --device interp --rows 2 --len 3 --output t=build/many_t.npy", out,
+			sizeof out, 1), 0, "%s", out);
+	cr_expect_eq(access("build/many_t.npy", F_OK), 0);
+	cr_assert_eq(sh(ASSOC " run build/many.yaml --device interp --rows 2 --len 3 --input x299=build/many_t.npy", out,
+			sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "shape does not fit input 'x299'"), "%s", out);
 }
