@@ -38,6 +38,7 @@ typedef struct {
 	double naive;   /* the same for the reference evaluated naively in float32 */
 	const char *family;
 	int defined;    /* 0 when no row gave a finite reference */
+	int compared;   /* finite reference values compared on rows that are not empty */
 } ErrOutcome;
 
 typedef struct {

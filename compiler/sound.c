@@ -140,6 +140,9 @@ static int compare(CheckResult *r, const Def *out, int is_map, int pos, Sides s,
 		} else if (!isfinite(want)) {
 			continue; /* the naive reference overflowed: nothing to compare with */
 		} else if (r) {
+			ErrOutcome *e = err_slot(r, out->name);
+			if (e)
+				e->compared++;
 			note_f32(r, out->name, s.g32[t], s.w32[t], want, s.scale, f);
 		}
 		if (empty && (isnan(got) || isnan(want)))
@@ -284,4 +287,16 @@ void check_soundness(Ck *k, CheckResult *r)
 			sample_free(s);
 		}
 	work_free(&w);
+	/* a reference that is never finite would pass without a comparison */
+	for (int i = 0; i < r->nerr; i++)
+		if (!r->err[i].compared) {
+			Buf d = {0};
+			buf_printf(&d, "the reference for %s is infinite or NaN on every row drawn that is not empty, "
+				       "so it was never compared", r->err[i].name);
+			r->sound = VERDICT_FAILS;
+			r->sound_detail = buf_take(&d);
+			if (!(r->sound_cex = strdup("")) || !(r->sound_json = strdup("null")))
+				abort();
+			return;
+		}
 }

@@ -269,6 +269,14 @@ Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
 	cr_assert(strstr(out, "libyaml") && !strstr(out, "LLVM"), "%s", out);
 }
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
 /* emit refuses a merge whose laws fail on every target, not only CUDA's,
  * unless --trust-merge, which warns. */
 Test(cli, emit_refuses_an_unlawful_merge_on_every_target, .timeout = 60)
@@ -363,4 +371,15 @@ Test(cli, many_arrays_by_name, .timeout = 60)
 	cr_assert_eq(sh(ASSOC " run build/many.yaml --device interp --rows 2 --len 3 --input x299=build/many_t.npy", out,
 			sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "shape does not fit input 'x299'"), "%s", out);
+}
+
+/* A reference that is never finite is never compared: check says so
+ * rather than "matches". */
+Test(cli, check_fails_a_reference_that_is_never_finite)
+{
+	write_text("build/never_finite.yaml", "carrier: never_finite\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+					      "lift: {s: x}\nmerge: {s: a.s + b.s}\nfinalize: {t: s}\nreference: {t: sum(x) / 0}\n");
+	cr_assert_eq(sh(ASSOC " check build/never_finite.yaml", out, sizeof out, 0), 1, "%s", out);
+	cr_expect(strstr(out, "reference: fails: the reference for t is infinite or NaN on every row drawn that is not "
+			      "empty, so it was never compared"), "%s", out);
 }
