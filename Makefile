@@ -122,15 +122,16 @@ build/fuzz_spec: tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a
 
 # libassoc: static and shared, the header compiler/assoc.h, a pkg-config file.
 PREFIX  ?= /usr/local
-# the command files (cmd_*.c) need main.c: not part of the shared library
-PIC_OBJ := $(filter-out build/pic/compiler/cmd_%.o,$(LIB_SRC:%.c=build/pic/%.o))
+# the command files (cmd_*.c, and gpubench.c behind `bench --device gpu`)
+# need main.c: not part of the shared library
+PIC_OBJ := $(filter-out build/pic/compiler/cmd_%.o build/pic/compiler/gpubench.o,$(LIB_SRC:%.c=build/pic/%.o))
 
 build/pic/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
 build/libassoc.so: $(PIC_OBJ)
-	$(CC) -shared -Wl,-soname,libassoc.so -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,libassoc.so -Wl,--no-undefined -o $@ $^ $(LDLIBS)
 
 lib: build/libassoc.a build/libassoc.so
 
@@ -161,7 +162,7 @@ check-specs: build/asan/assoc
 	build/asan/assoc check specs/*.yaml tests/format/*.yaml
 
 test: deps
-	$(MAKE) build/asan/tests build/asan/assoc build/assoc
+	$(MAKE) build/asan/tests build/asan/assoc build/assoc build/libassoc.so
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/asan/tests --jobs 2
 	$(MAKE) check-specs
 	$(MAKE) fuzz

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "compiler/assoc.h"
 #include "testutil.h"
@@ -149,17 +150,29 @@ Test(lib, dims_override)
 	assoc_spec_free(s);
 }
 
-Test(lib, example_program_builds_and_runs)
+static void example_program(const char *build)
 {
 	char out[4096];
-	FILE *f = popen("cc -std=c11 -Icompiler -fsanitize=address,undefined -o build/example_lib "
-			"tests/example/example_lib.c build/asan/libassoc.a -lyaml -lm -ldl -lpthread "
-			"$(llvm-config --ldflags --libs) 2>&1 && build/example_lib 2>&1",
-			"r");
+	FILE *f = popen(build, "r");
 	cr_assert(f);
 	size_t n = fread(out, 1, sizeof out - 1, f);
 	out[n] = 0;
 	int st = pclose(f);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
 	cr_assert(strstr(out, "row 1: lse 1.609438, y 0.200000 0.200000"), "%s", out);
+}
+
+Test(lib, example_program_builds_and_runs)
+{
+	example_program("cc -std=c11 -Icompiler -fsanitize=address,undefined -o build/example_lib "
+			"tests/example/example_lib.c build/asan/libassoc.a -lyaml -lm -ldl -lpthread "
+			"$(llvm-config --ldflags --libs) 2>&1 && build/example_lib 2>&1");
+}
+
+/* The shared library stands alone: nothing in it needs the command line's main.c. */
+Test(lib, example_program_links_the_shared_library)
+{
+	cr_assert_eq(access("build/libassoc.so", R_OK), 0, "make build/libassoc.so first (make test does)");
+	example_program("cc -std=c11 -Icompiler -o build/example_lib_so tests/example/example_lib.c "
+			"-Lbuild -lassoc -Wl,-rpath,$PWD/build -lm 2>&1 && build/example_lib_so 2>&1");
 }
