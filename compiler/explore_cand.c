@@ -46,14 +46,20 @@ void cand_from_view(Ex *x, Cand *k)
 static void scalar(Buf *b, const char *s)
 {
 	int q = !*s || strchr("[]{}#&*!|>'\"%@`,?:", s[0]) || (s[0] == '-' && (s[1] == ' ' || !s[1])) ||
-		strstr(s, ": ") || strstr(s, " #") || s[strlen(s) - 1] == ':' || s[0] == ' ' || s[strlen(s) - 1] == ' ';
+		strstr(s, ": ") || strstr(s, " #") || s[strlen(s) - 1] == ':' || s[0] == ' ' || s[strlen(s) - 1] == ' ' ||
+		strpbrk(s, "\n\t\r");
 	if (!q) {
 		buf_puts(b, s);
 		return;
 	}
+	/* a double-quoted scalar: escapes for quotes, backslashes and the
+	 * line breaks of a block summary */
 	buf_puts(b, "\"");
 	for (; *s; s++)
-		buf_printf(b, "%s%c", *s == '"' || *s == '\\' ? "\\" : "", *s);
+		if (*s == '\n' || *s == '\t' || *s == '\r')
+			buf_printf(b, "\\%c", *s == '\n' ? 'n' : *s == '\t' ? 't' : 'r');
+		else
+			buf_printf(b, "%s%c", *s == '"' || *s == '\\' ? "\\" : "", *s);
 	buf_puts(b, "\"");
 }
 

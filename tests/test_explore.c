@@ -245,3 +245,16 @@ Test(explore, selecting_step_generalizes_to_where)
 	cr_assert_eq(r.commutative, 0, "the first maximum's position is not commutative");
 	explore_result_free(&r);
 }
+
+/* The derived spec carries the loop's summary whatever it holds: a block
+ * summary's line breaks, quotes and backslashes come back unchanged. */
+Test(explore, summary_of_several_lines)
+{
+	ExploreResult r = explore_text("carrier: m\nsummary: |\n  the \"largest\" \\ value\n  of a row\n"
+				       "element: {x: f32}\nstate: {m: f32}\nidentity: {m: -inf}\nstep:\n  m: max(m, x)\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	Carrier *c = load_yaml(r.yaml);
+	cr_expect_str_eq(c->summary, "the \"largest\" \\ value\nof a row\n", "%s", r.yaml);
+	carrier_free(c);
+	explore_result_free(&r);
+}
