@@ -383,3 +383,36 @@ Test(cli, check_fails_a_reference_that_is_never_finite)
 	cr_expect(strstr(out, "reference: fails: the reference for t is infinite or NaN on every row drawn that is not "
 			      "empty, so it was never compared"), "%s", out);
 }
+
+static void write_f8(const char *path, const double *v, size_t n)
+{
+	Npy a = {.itemsize = 8, .ndim = 2, .shape = {1, n}, .count = n, .data = (void *)v};
+	snprintf(a.descr, sizeof a.descr, "<f8");
+	char msg[512];
+	cr_assert_eq(npy_write(path, &a, msg, sizeof msg), 0, "%s", msg);
+}
+
+/* An integer input takes whole numbers in its range from a float file;
+ * 2.5, 3e9 or NaN are refused with where they are, not cut or wrapped. */
+Test(cli, integer_inputs_take_whole_numbers_only, .timeout = 60)
+{
+	write_text("build/isum.yaml", "carrier: isum\nelement: {n: i32}\nstate: {s: i64}\nidentity: {s: 0}\nlift: {s: n}\n"
+				      "merge: {s: a.s + b.s}\nreference: {s: sum(n)}\nlaws: [commutative]\n");
+	static const struct {
+		double v[3];
+		const char *want;
+	} cases[] = {
+		{{1, 2.5, 3}, "the value 2.5 at flat index 1 is not an i32, the type of input 'n'"},
+		{{1, 2, 3e9}, "the value 3000000000 at flat index 2 is not an i32"},
+		{{NAN, 2, 3}, "the value nan at flat index 0 is not an i32"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		write_f8("build/isum_n.npy", cases[i].v, 3);
+		cr_expect_eq(sh(ASSOC " run build/isum.yaml --device interp --input n=build/isum_n.npy", out, sizeof out, 1), 2,
+			     "%s", out);
+		cr_expect(strstr(out, cases[i].want), "%s", out);
+	}
+	write_f8("build/isum_n.npy", (double[]){-2147483648.0, 2147483647.0, 7}, 3);
+	cr_assert_eq(sh(ASSOC " run build/isum.yaml --device interp --input n=build/isum_n.npy", out, sizeof out, 1), 0, "%s",
+		     out);
+}
