@@ -48,6 +48,8 @@ RunData *cli_drawn(const Opts *o, Carrier *c);
 /* EXIT_USAGE after a message when copies x the arrays of the command
  * line's shape would not fit in this machine's memory; else 0. */
 int cli_fits(const Opts *o, const Carrier *c, int copies);
+/* EXIT_USAGE after a message when the shape is empty: nothing to time. */
+int cli_bench_shape(const Opts *o);
 /* --input files: read into arr (MAX_FILES of them, zeroed), with the
  * shape (o->rows, o->len) taken from them; then cli_inputs_load copies
  * them into d's arrays, checking each one's shape.  0, or EXIT_USAGE after

@@ -221,6 +221,8 @@ int cmd_bench(Opts *o)
 	Npy arr[MAX_FILES] = {0}; /* real data where --input gives it; drawn data elsewhere */
 	int rc = cli_inputs_read(o, c, arr);
 	if (!rc)
+		rc = cli_bench_shape(o);
+	if (!rc)
 		rc = cli_fits(o, c, 2); /* the arrays, and the copy's as many bytes again */
 	RunData *d = rundata_new(c, rc ? 0 : o->rows, rc ? 0 : o->len);
 	Bench b = {.split = o->run.split};

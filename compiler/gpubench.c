@@ -154,6 +154,8 @@ int cmd_bench_gpu(Opts *o)
 	Npy arr[MAX_FILES] = {0}; /* real data where --input gives it */
 	RunData *d = NULL;
 	int rc = cli_inputs_read(o, c, arr);
+	if (!rc)
+		rc = cli_bench_shape(o);
 	if (!rc && !(d = cli_drawn(o, c)))
 		rc = EXIT_USAGE;
 	if (!rc)

@@ -104,6 +104,13 @@ int cli_fits(const Opts *o, const Carrier *c, int copies)
 	return EXIT_OK;
 }
 
+int cli_bench_shape(const Opts *o)
+{
+	if (o->rows > 0 && o->len > 0)
+		return EXIT_OK;
+	return usage_error("bench: %d rows x %d positions hold nothing to measure", o->rows, o->len);
+}
+
 RunData *cli_drawn(const Opts *o, Carrier *c)
 {
 	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;

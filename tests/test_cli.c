@@ -416,3 +416,12 @@ Test(cli, integer_inputs_take_whole_numbers_only, .timeout = 60)
 	cr_assert_eq(sh(ASSOC " run build/isum.yaml --device interp --input n=build/isum_n.npy", out, sizeof out, 1), 0, "%s",
 		     out);
 }
+
+/* An empty shape has nothing to time: a usage error, not NaN ratios in JSON. */
+Test(cli, bench_refuses_empty_shapes)
+{
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --rows 0 --json", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "bench: 0 rows x 1000 positions hold nothing to measure") && !strstr(out, "nan"), "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device gpu --len 0 --json", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "bench: 4 rows x 0 positions hold nothing to measure"), "%s", out);
+}
