@@ -243,6 +243,8 @@ static void print_check(const RunCheck *rc, const RunData *d)
 		       x->max_abs, x->max_rel, x->worst_ratio, x->basis);
 		if (x->nan_mismatch)
 			printf(", %d NaN or infinity where the reference differs", x->nan_mismatch);
+		if (x->out_of_range)
+			printf(", %zu not compared (the float64 reference overflows or underflows there)", x->out_of_range);
 		if (x->worst_ratio > 1 || x->nan_mismatch)
 			printf(" (worst at flat index %zu) FAILS", x->at);
 		printf("\n");

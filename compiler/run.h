@@ -104,6 +104,7 @@ typedef struct {
 	size_t at;       /* flat index of the worst component */
 	int nan_mismatch;
 	size_t compared;
+	size_t out_of_range; /* finite results where the float64 reference overflowed or underflowed: not compared */
 	const char *basis; /* "the float64 reference", or the carrier's float64 left fold where the spec has none */
 } OutCheck;
 
