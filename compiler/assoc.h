@@ -73,7 +73,8 @@ const char *assoc_spec_name(const AssocSpec *s);
 AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed);
 int assoc_array_count(const AssocSpec *s);
 AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info);
-/* Bytes array i needs for rows x len; 0 for a bad index. */
+/* Bytes array i needs for rows x len; 0 for a bad index or a negative
+ * shape, SIZE_MAX for a shape whose bytes a size_t cannot count. */
 size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len);
 void assoc_spec_free(AssocSpec *s);
 

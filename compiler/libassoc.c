@@ -162,9 +162,13 @@ size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len)
 	const AssocArray *a = &s->arr[i];
 	int per_pos = a->role == ASSOC_ELEMENT || a->role == ASSOC_MAP ||
 		      (a->role == ASSOC_FINALIZE && s->c->tpl == TPL_SCAN);
-	size_t n = a->role == ASSOC_COLUMN ? (size_t)len : a->role == ASSOC_ROW ? (size_t)rows
-							: (size_t)rows * (per_pos ? (size_t)len : 1);
-	return n * a->width * type_size(a->type);
+	uint64_t n = a->role == ASSOC_COLUMN ? (uint64_t)len : (uint64_t)rows, b = 0;
+	/* SIZE_MAX past what a size_t counts: no allocation gets it, no buffer matches it */
+	if (a->role != ASSOC_COLUMN && a->role != ASSOC_ROW && per_pos && __builtin_mul_overflow(n, (uint64_t)len, &n))
+		return SIZE_MAX;
+	if (__builtin_mul_overflow(n, (uint64_t)a->width * type_size(a->type), &b) || b > SIZE_MAX)
+		return SIZE_MAX;
+	return (size_t)b;
 }
 
 void assoc_spec_free(AssocSpec *s)
@@ -235,7 +239,7 @@ static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, int64
 		char what[200];
 		snprintf(what, sizeof what, "%s' has %zu bytes%s", arr->name, bufs[found].bytes,
 			 want && !bufs[found].data ? " and no data" : "");
-		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "buffer '%s; the shape needs %lld", what, (long long)want);
+		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "buffer '%s; the shape needs %zu", what, want);
 		return -1;
 	}
 	return found;

@@ -29,6 +29,10 @@ Test(lib, layer_norm_with_params_and_columns)
 	cr_assert_eq(assoc_array_bytes(s, 0, 3, 10), 3 * 10 * 2);
 	cr_assert_eq(assoc_array_bytes(s, 1, 3, 10), 10 * 4, "gamma: a column");
 	cr_assert_eq(assoc_array_bytes(s, 3, 3, 10), 3 * 4, "mean: per row");
+	cr_assert_eq(assoc_array_bytes(s, 0, (int64_t)1 << 31, (int64_t)1 << 31), (size_t)1 << 63, "no wrap at 2^63");
+	cr_assert_eq(assoc_array_bytes(s, 0, (int64_t)1 << 32, (int64_t)1 << 31), SIZE_MAX,
+		     "2^64 bytes: SIZE_MAX, not a wrapped 0");
+	cr_assert_eq(assoc_array_bytes(s, 0, (int64_t)1 << 40, (int64_t)1 << 40), SIZE_MAX);
 	AssocKernel *k;
 	cr_assert_eq(assoc_compile(s, "cpu", 2, &k), ASSOC_OK, "%s", assoc_spec_error(s));
 	uint16_t x[3][10];
