@@ -270,6 +270,10 @@ int cmd_run(Opts *o)
 		rc = cli_inputs_load(o, d, arr);
 	if (!rc)
 		rc = outputs_ok(o, d);
+	if (!rc && o->run.config && !dv->config)
+		rc = usage_error("--config: the %s device takes no configuration", dv->name);
+	if (!rc && o->run.config && dv->config(o->run.config, msg, sizeof msg))
+		rc = usage_error("--config: %s", msg);
 	if (!rc && !dv->available(msg, sizeof msg)) {
 		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
 		rc = EXIT_FAIL;

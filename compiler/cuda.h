@@ -73,6 +73,8 @@ int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n);
 void cuda_module_free(CudaModule *m);
 const char *cuda_family_name(CudaFamily f);
 int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n);
+/* Device.config of the devices that run generated CUDA: cuda_parse_config's verdict. */
+int cuda_config_ok(const char *cfg, char *msg, size_t n);
 void cuda_config_str(const CudaVariant *v, char *buf, size_t n);
 
 /* Kernels to launch for variant var on a shape, in order; smem: bytes of

@@ -569,6 +569,12 @@ void cuda_module_free(CudaModule *m)
 
 /* ---- configurations ---- */
 
+int cuda_config_ok(const char *cfg, char *msg, size_t n)
+{
+	CudaVariant v;
+	return cuda_parse_config(cfg, &v, msg, n);
+}
+
 int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 {
 	char fam[32];
@@ -580,7 +586,8 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 		if (!strcmp(fam, fam_names[f]))
 			v->fam = (CudaFamily)f;
 	if (v->fam == NFAM) {
-		snprintf(msg, n, "configuration '%s': unknown kernel family '%s' (rowreduce, rowmap, splitk, scan)", s, fam);
+		snprintf(msg, n, "configuration '%s': unknown kernel family '%s' (%s, %s, %s, %s, %s)", s, fam, fam_names[0],
+			 fam_names[1], fam_names[2], fam_names[3], fam_names[4]);
 		return -1;
 	}
 	if (v->fam == FAM_SCAN)

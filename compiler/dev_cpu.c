@@ -24,7 +24,7 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 		else if (sscanf(cfg, "tile=%d%n", &v, &used) == 1 && v > 0 && v <= 64)
 			lo->tile = v;
 		else
-			return snprintf(msg, n, "cpu: unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64)", cfg), -1;
+			return snprintf(msg, n, "unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64)", cfg), -1;
 		cfg += used;
 		cfg += *cfg == ',';
 	}
@@ -75,7 +75,13 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	return rc;
 }
 
-const Device dev_cpu = {"cpu", cpu_available, cpu_run};
+static int cpu_config(const char *cfg, char *msg, size_t n)
+{
+	LlvmOpts lo = {0};
+	return cpu_parse_config(cfg, &lo, msg, n);
+}
+
+const Device dev_cpu = {"cpu", cpu_available, cpu_run, cpu_config};
 
 /* `assoc emit --target llvm`: the optimized IR; `--target asm`: host assembly. */
 static int emit_ir(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)

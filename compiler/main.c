@@ -223,6 +223,16 @@ static int set_option(Opts *o, const OptSpec *s, char *val)
 	return 0;
 }
 
+/* sm_NN or compute_NN, NN from 75 (NVRTC 13's oldest), an optional
+ * a or f suffix; whether NVRTC knows that architecture is its own answer. */
+static int arch_ok(const char *a)
+{
+	const char *p = !strncmp(a, "sm_", 3) ? a + 3 : !strncmp(a, "compute_", 8) ? a + 8 : NULL;
+	char *end;
+	long v = p && *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : 0;
+	return v >= 75 && v < 1000 && (!*end || ((*end == 'a' || *end == 'f') && !end[1]));
+}
+
 static int parse_opts(int argc, char **argv, Opts *o)
 {
 	check_defaults(&o->check);
@@ -257,6 +267,8 @@ static int parse_opts(int argc, char **argv, Opts *o)
 		if (set_option(o, s, val))
 			return EXIT_USAGE;
 	}
+	if (o->arch && !arch_ok(o->arch))
+		return usage_error("--arch '%s': sm_NN or compute_NN from 75 (e.g. sm_90, sm_90a)", o->arch);
 	o->check.params = o->params;
 	o->check.nparams = o->nparams;
 	if (!o->nspecs)

@@ -91,6 +91,9 @@ typedef struct {
 	int (*available)(char *why, size_t n);
 	/* Fill d's outputs from its inputs; 0 on success, -1 with msg. */
 	int (*run)(RunData *d, const RunOpts *o, char *msg, size_t n);
+	/* 0 when --config's text is one this device reads, else -1 with msg;
+	 * NULL for a device that takes none. */
+	int (*config)(const char *cfg, char *msg, size_t n);
 } Device;
 
 /* Devices, by name ("interp", and those linked in); NULL when unknown. */

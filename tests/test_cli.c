@@ -453,3 +453,25 @@ Test(cli, reference_out_of_range_is_not_compared, .timeout = 60)
 	cr_assert_eq(sh(ASSOC " run build/lse_off.yaml --device interp --input x=build/padded.npy", out, sizeof out, 1), 1,
 		     "the first row is still held to its reference: %s", out);
 }
+
+/* --config and --arch are read before anything runs, the same way on every
+ * device: a usage error (2) naming what each accepts. */
+Test(cli, config_and_arch_are_usage_errors, .timeout = 60)
+{
+	static const struct {
+		const char *dev, *want;
+	} cases[] = {
+		{"cpu", "--config: unknown --config item 'bogus' (lanes=1..64"},
+		{"emu", "unknown kernel family 'bogus' (rowreduce, rowmap, splitk, scan, attention)"},
+		{"interp", "--config: the interp device takes no configuration"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " run specs/sum.yaml --device %s --config bogus", cases[i].dev);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 2, "%s: %s", cases[i].dev, out);
+		cr_expect(strstr(out, cases[i].want) && !strstr(out, "cpu: cpu:"), "%s: %s", cases[i].dev, out);
+	}
+	cr_expect_eq(sh(ASSOC " emit specs/sum.yaml --target ptx --arch sm_1", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "--arch 'sm_1': sm_NN or compute_NN from 75"), "%s", out);
+	cr_expect_eq(sh(ASSOC " emit specs/sum.yaml --target cuda --arch garbage", out, sizeof out, 1), 2, "%s", out);
+}
