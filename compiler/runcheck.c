@@ -3,9 +3,11 @@
  * Tolerance (FlashAttention's rule, with a floor): a value may be off from
  * the float64 reference by twice what a naive float32 evaluation of the
  * same value may be off (the larger of its actual error and its running
- * error bound: a naive sum that happens to land exactly must not make the
- * tolerance vanish), plus 32 float32 ulps of the output's scale in its row
- * (its largest magnitude there).  Integer outputs must match exactly.
+ * error bound, that bound in a share of 6/sqrt(n) on rows of n > 36
+ * positions (compare_row): a naive sum that happens to land exactly must
+ * not make the tolerance vanish), plus 32 float32 ulps of the output's
+ * scale in its row (its largest magnitude there).  Integer outputs must
+ * match exactly.
  *
  * Where the device rounded attention's softmax weights P to the inputs'
  * type before P V (RunData.p_round), the naive implementation is that of
@@ -53,8 +55,8 @@ static void *xcalloc(size_t n, size_t sz)
 	return p;
 }
 
-static void compare_value(OutCheck *oc, double got, double want, double naive, double bound, double scale,
-			  int exact, int range, size_t at)
+static void compare_value(OutCheck *oc, double got, double want, double naive, double bound, double share,
+			  double scale, int exact, int range, size_t at)
 {
 	oc->compared++;
 	if (range && !isfinite(want) && isfinite(got)) {
@@ -71,8 +73,8 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 		return;
 	}
 	double err = fabs(got - want), naive_err = fabs(naive - want);
-	if (!(naive_err >= 0x1p-24 * bound))
-		naive_err = 0x1p-24 * bound;
+	if (!(naive_err >= 0x1p-24 * bound * share))
+		naive_err = 0x1p-24 * bound * share;
 	double tol = exact ? 0 : 2 * naive_err + 32 * 0x1p-23 * scale;
 	double ratio = err == 0 ? 0 : tol > 0 ? err / tol : INFINITY;
 	if (err > oc->max_abs)
@@ -86,13 +88,20 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 /* Compare positions [0, npos) of one output of one row: got at flat index base. */
 static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, int npos, int w, int exact)
 {
-	double scale = 0;
+	/* The running bound adds up |rounding errors| over the row's n
+	 * positions, where errors of random sign add up as sqrt(n) (Higham and
+	 * Mary, 2019: beyond 6 sqrt(n) u with probability under 1e-7); so past
+	 * 36 positions it is a floor only in that share.  In full it let a
+	 * variance 20% off pass on rows whose mean is 1000 times their spread.
+	 * Attention with P rounded keeps it whole: it carries the bound of that
+	 * rounding, and tensor cores' accumulation is not modelled here. */
+	double share = x->d->len > 36 && !x->pfin ? 6 / sqrt((double)x->d->len) : 1, scale = 0;
 	for (int k = 0; k < npos * w; k++)
 		if (isfinite(x->want[k]))
 			scale = fmax(scale, fabs(x->want[k]));
 	for (int k = 0; k < npos * w; k++)
-		compare_value(oc, buffer_get(got, base * w + k), x->want[k], x->naive[k], x->bound[k], scale, exact,
-			      x->ref_range, base * w + k);
+		compare_value(oc, buffer_get(got, base * w + k), x->want[k], x->naive[k], x->bound[k], share, scale,
+			      exact, x->ref_range, base * w + k);
 }
 
 static int ref_of(Carrier *c, const char *name, int per_row)

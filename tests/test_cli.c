@@ -475,3 +475,34 @@ Test(cli, config_and_arch_are_usage_errors, .timeout = 60)
 	cr_expect(strstr(out, "--arch 'sm_1': sm_NN or compute_NN from 75"), "%s", out);
 	cr_expect_eq(sh(ASSOC " emit specs/sum.yaml --target cuda --arch garbage", out, sizeof out, 1), 2, "%s", out);
 }
+
+/* A variance 20% too large on rows whose mean is 1000 times their spread
+ * fails (the naive float32 error bound, taken whole, let it pass), and the
+ * carrier's own result there passes. */
+Test(cli, shifted_rows_keep_a_tight_tolerance, .timeout = 60)
+{
+	float x[4096];
+	uint64_t s = 7;
+	for (int j = 0; j < 4096; j++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		x[j] = 1000 + (float)((s >> 40) * 0x1p-24) * 2 - 1;
+	}
+	write_f4("build/shifted.npy", x, 1, 4096);
+	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --input x=build/shifted.npy", out, sizeof out, 1), 0,
+		     "%s", out);
+	FILE *f = fopen("specs/welford.yaml", "r");
+	cr_assert(f);
+	char spec[4096];
+	size_t n = fread(spec, 1, sizeof spec - 1, f);
+	fclose(f);
+	spec[n] = 0;
+	char *fin = strstr(spec, "finalize: {mean: mean, var: m2 / n}");
+	cr_assert(fin, "%s", spec);
+	char wrong[4200];
+	snprintf(wrong, sizeof wrong, "%.*sfinalize: {mean: mean, var: m2 / n * 1.2}%s", (int)(fin - spec), spec,
+		 fin + strlen("finalize: {mean: mean, var: m2 / n}"));
+	write_text("build/welford_off.yaml", wrong);
+	cr_assert_eq(sh(ASSOC " run build/welford_off.yaml --device interp --input x=build/shifted.npy", out, sizeof out, 1), 1,
+		     "%s", out);
+	cr_expect(strstr(out, "var: max abs error") && strstr(out, "FAILS"), "%s", out);
+}
