@@ -132,7 +132,19 @@ static int parse_header(const char *hdr, Npy *a, char *msg, size_t n)
 			snprintf(msg, n, "array too large");
 			return -1;
 		}
-		p = end;
+		for (p = end; *p == ' ';)
+			p++;
+		if (*p != ',' && *p != ')') { /* "(2 5)" is no tuple */
+			snprintf(msg, n, "malformed shape");
+			return -1;
+		}
+	}
+	size_t hl = strlen(hdr);
+	while (hl && (hdr[hl - 1] == ' ' || hdr[hl - 1] == '\n'))
+		hl--;
+	if (hdr[0] != '{' || !hl || hdr[hl - 1] != '}') {
+		snprintf(msg, n, "malformed header (not a dict in braces)");
+		return -1;
 	}
 	return 0;
 }

@@ -119,6 +119,18 @@ static void write_raw(const char *path, const char *bytes, size_t n)
 	fclose(f);
 }
 
+/* A version 1 .npy file of header text hdr (its length written before it)
+ * and data bytes of zeros after it. */
+static void write_npy_text(const char *path, const char *hdr, size_t data)
+{
+	char buf[512] = "\x93NUMPY\x01\x00";
+	size_t hl = strlen(hdr);
+	buf[8] = (char)(hl & 0xff), buf[9] = (char)(hl >> 8);
+	memcpy(buf + 10, hdr, hl);
+	memset(buf + 10 + hl, 0, data);
+	write_raw(path, buf, 10 + hl + data);
+}
+
 Test(run, npy_malformed)
 {
 	char msg[300];
@@ -126,20 +138,27 @@ Test(run, npy_malformed)
 	write_raw("build/bad.npy", "hello", 5);
 	cr_assert_eq(npy_read("build/bad.npy", &b, msg, sizeof msg), -1);
 	cr_assert(strstr(msg, "not a .npy file"), "%s", msg);
-	const char hdr[] = "\x93NUMPY\x01\x00\x36\x00{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }   \n";
-	char buf[200];
-	memcpy(buf, hdr, sizeof hdr - 1);
-	write_raw("build/short.npy", buf, sizeof hdr - 1 + 8);
-	cr_assert_eq(npy_read("build/short.npy", &b, msg, sizeof msg), -1);
-	cr_assert(strstr(msg, "shorter"), "%s", msg);
-	const char f8[] = "\x93NUMPY\x01\x00\x36\x00{'descr': '>f8', 'fortran_order': False, 'shape': (4,), }   \n";
-	write_raw("build/be.npy", f8, sizeof f8 - 1);
-	cr_assert_eq(npy_read("build/be.npy", &b, msg, sizeof msg), -1);
-	cr_assert(strstr(msg, "unsupported dtype '>f8'"), "%s", msg);
-	const char fo[] = "\x93NUMPY\x01\x00\x36\x00{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }    \n";
-	write_raw("build/fo.npy", fo, sizeof fo - 1);
-	cr_assert_eq(npy_read("build/fo.npy", &b, msg, sizeof msg), -1);
-	cr_assert(strstr(msg, "Fortran"), "%s", msg);
+	static const struct {
+		const char *hdr;
+		size_t data;
+		const char *want;
+	} cases[] = {
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }   \n", 8, "shorter"},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }   \n", 20, "longer"},
+		{"{'descr': '>f8', 'fortran_order': False, 'shape': (4,), }   \n", 32, "unsupported dtype '>f8'"},
+		{"{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }    \n", 4, "Fortran"},
+		/* a shape without commas between its numbers, a dict without its brace */
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (2 5), }   \n", 40, "malformed shape"},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (1,),     \n", 4, "malformed header"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		write_npy_text("build/case.npy", cases[i].hdr, cases[i].data);
+		cr_expect_eq(npy_read("build/case.npy", &b, msg, sizeof msg), -1, "%s", cases[i].hdr);
+		cr_expect(strstr(msg, cases[i].want), "%s: %s", cases[i].want, msg);
+	}
+	write_npy_text("build/case.npy", cases[0].hdr, 16);
+	cr_assert_eq(npy_read("build/case.npy", &b, msg, sizeof msg), 0, "the same header with its data reads: %s", msg);
+	npy_free(&b);
 	cr_assert_eq(npy_read("build/none.npy", &b, msg, sizeof msg), -1);
 	cr_assert(strstr(msg, "cannot open"), "%s", msg);
 }
