@@ -1,6 +1,8 @@
 /* draw.c: input families and reachable states for the checker. */
 #include "draw.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,10 +89,24 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 		for (int p = 0; p < c->nparams; p++)
 			found |= !strcmp(c->params[p].name, ov[k].name);
 		char *end;
-		strtod(ov[k].value, &end);
+		errno = 0;
+		double v = strtod(ov[k].value, &end);
 		if (!found || !*ov[k].value || *end) {
 			snprintf(msg, n, found ? "--param %s=%s: not a number" : "--param %s: the spec has no param '%s'",
 				 ov[k].name, found ? ov[k].value : ov[k].name);
+			return -1;
+		}
+		if (errno == ERANGE && isinf(v)) { /* "inf" itself is taken as written */
+			snprintf(msg, n, "--param %s=%s: beyond a double's range", ov[k].name, ov[k].value);
+			return -1;
+		}
+		for (int p = 0; p < c->nparams; p++) {
+			TyKind s = c->params[p].storage;
+			if (strcmp(c->params[p].name, ov[k].name) ||
+			    (s == TY_BOOL ? v == 0 || v == 1 : !ty_is_int(c->params[p].ty) || (v == trunc(v) && fabs(v) < (s == TY_I64 ? 0x1p63 : 0x1p31))))
+				continue;
+			snprintf(msg, n, "--param %s=%s: not a%s %s", ov[k].name, ov[k].value, s == TY_BOOL ? "" : "n",
+				 s == TY_BOOL ? "bool (0 or 1)" : "integer in range");
 			return -1;
 		}
 	}

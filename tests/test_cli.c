@@ -506,3 +506,17 @@ Test(cli, shifted_rows_keep_a_tight_tolerance, .timeout = 60)
 		     "%s", out);
 	cr_expect(strstr(out, "var: max abs error") && strstr(out, "FAILS"), "%s", out);
 }
+
+/* --param values are held to the param's type: a finite literal beyond a
+ * double, or 2.5 for an integer, is refused rather than rounded away. */
+Test(cli, params_are_held_to_their_type, .timeout = 60)
+{
+	cr_assert_eq(sh(ASSOC " run specs/layer_norm.yaml --device interp --param eps=1e999", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "--param eps=1e999: beyond a double's range"), "%s", out);
+	write_text("build/ksum.yaml", "carrier: ksum\nparams: {k: i32}\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+				      "lift: {s: x * k}\nmerge: {s: a.s + b.s}\nfinalize: {t: s}\nreference: {t: sum(x * k)}\n"
+				      "laws: [commutative]\n");
+	cr_assert_eq(sh(ASSOC " run build/ksum.yaml --device interp --param k=2.5", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "--param k=2.5: not an integer in range"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run build/ksum.yaml --device interp --param k=3", out, sizeof out, 1), 0, "%s", out);
+}
