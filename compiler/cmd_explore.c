@@ -51,11 +51,15 @@ int cmd_explore(Opts *o)
 	eo.params = o->params, eo.nparams = o->nparams;
 	ExploreResult r;
 	int rc = explore_run(c, &eo, &r);
+	if (!rc && r.status == EXPLORE_INVALID) { /* not a loop explore takes: no run to report */
+		fputs(r.log ? r.log : "", stderr);
+		explore_result_free(&r);
+		carrier_free(c);
+		return EXIT_USAGE;
+	}
 	printf("%s: loop %s (%s)\n", path, c->name, c->step && c->step_right ? "step and step_right" : c->step ? "step" : "step_right");
 	fputs(r.log ? r.log : "", stdout);
 	if (rc) {
-		rc = EXIT_USAGE;
-	} else if (r.status == EXPLORE_INVALID) {
 		rc = EXIT_USAGE;
 	} else if (r.status != EXPLORE_FOUND) {
 		printf("  no carrier (%.2f s)\n", r.seconds);

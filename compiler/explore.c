@@ -93,17 +93,22 @@ static int view_init(Ex *x, char *why, size_t n)
 {
 	Carrier *c = x->c;
 	if (c->merge) {
-		snprintf(why, n, "this spec already has a merge: run 'assoc check %s'", c->file);
+		snprintf(why, n, "%s: error: this spec already has a merge: run 'assoc check %s'", c->file, c->file);
 		return -1;
 	}
 	if (c->nstate > EX_MAXF - 2) {
-		snprintf(why, n, "explore handles up to %d state fields, this loop has %d", EX_MAXF - 2, c->nstate);
+		snprintf(why, n, "%s: error: explore handles up to %d state fields, this loop has %d", c->file, EX_MAXF - 2,
+			 c->nstate);
 		return -1;
 	}
 	for (int f = 0; f < c->nstate; f++) {
 		Field *d = &x->f[f];
 		if (c->state[f].ty.len || !ty_is_float(c->state[f].ty)) {
-			snprintf(why, n, "explore handles scalar float state fields; '%s' is not one", c->state[f].name);
+			char ty[64];
+			ty_str(c->ir, c->state[f].ty, ty, sizeof ty);
+			snprintf(why, n, "%s:%d:%d: error: explore derives merges for scalar float state fields, and '%s' is %s: "
+				 "write this loop's merge in the spec", c->file, c->state[f].pos.line, c->state[f].pos.col,
+				 c->state[f].name, ty);
 			return -1;
 		}
 		snprintf(d->name, sizeof d->name, "%s", c->state[f].name);
@@ -269,8 +274,8 @@ int explore_run(Carrier *loop, const ExploreOpts *o, ExploreResult *r)
 	char why[400];
 	int rc = 0;
 	if (view_init(x, why, sizeof why)) {
-		r->status = EXPLORE_INVALID;
-		buf_printf(&x->log, "  %s\n", why);
+		r->status = EXPLORE_INVALID; /* a diagnostic, not a log line */
+		buf_printf(&x->log, "%s\n", why);
 		goto out;
 	}
 	if (machine_up(x, why, sizeof why)) {

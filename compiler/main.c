@@ -67,8 +67,15 @@ int cli_loop_only(const Carrier *c)
 {
 	if (c->merge)
 		return 0;
-	fprintf(stderr, "%s: error: a loop spec (a step without a merge): run 'assoc explore %s' to derive its merge\n",
-		c->file, c->file);
+	int scalar = 1;
+	for (int f = 0; f < c->nstate; f++)
+		scalar &= !c->state[f].ty.len && ty_is_float(c->state[f].ty);
+	if (scalar)
+		fprintf(stderr, "%s: error: a loop spec (a step without a merge): run 'assoc explore %s' to derive its merge\n",
+			c->file, c->file);
+	else /* explore would refuse it */
+		fprintf(stderr, "%s: error: a loop spec (a step without a merge) with a state field that is not a scalar "
+				"float: write its merge in the spec\n", c->file);
 	return 1;
 }
 

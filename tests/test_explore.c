@@ -258,3 +258,27 @@ Test(explore, summary_of_several_lines)
 	carrier_free(c);
 	explore_result_free(&r);
 }
+
+/* A loop explore cannot take is a diagnostic at the field, and check does
+ * not send it there. */
+Test(explore, vector_state_is_a_diagnostic_at_the_field)
+{
+	ExploreResult r = explore_text("carrier: vsum\ndims: {d: 4}\nelement:\n  x: f32[d]\nstate:\n  s: f32[d]\n"
+				       "identity: {s: 0}\nstep:\n  s: s + x\n");
+	cr_assert_eq(r.status, EXPLORE_INVALID, "%s", r.log);
+	cr_expect(strstr(r.log, ":6:3: error: explore derives merges for scalar float state fields, and 's' is f32[d]"),
+		  "%s", r.log);
+	explore_result_free(&r);
+	FILE *f = fopen("build/vsum_loop.yaml", "w");
+	cr_assert(f);
+	fputs("carrier: vsum\ndims: {d: 4}\nelement:\n  x: f32[d]\nstate:\n  s: f32[d]\nidentity: {s: 0}\nstep:\n  s: s + x\n", f);
+	fclose(f);
+	char out[2048];
+	FILE *p = popen("build/asan/assoc check build/vsum_loop.yaml 2>&1; echo rc=$?", "r");
+	cr_assert(p);
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = 0;
+	pclose(p);
+	cr_expect(strstr(out, "not a scalar float: write its merge in the spec") && !strstr(out, "assoc explore") &&
+		  strstr(out, "rc=2"), "%s", out);
+}
