@@ -179,7 +179,11 @@ LLVMValueRef lower_conv(Lower *L, LLVMValueRef v, TyKind from, TyKind to)
 	if (is_float(from)) {
 		/* (int32_t)(uint32_t)(int64_t)v: truncate toward zero through 64 bits;
 		 * saturating so that NaN and huge values are defined (0 and the bounds) */
-		LLVMValueRef w = lower_intrinsic(L, "llvm.fptosi.sat", lower_vty(L, TY_I64), &v, 1);
+		static const char sat[] = "llvm.fptosi.sat"; /* overloaded on its result and its operand */
+		unsigned id = LLVMLookupIntrinsicID(sat, sizeof sat - 1);
+		LLVMTypeRef tys[2] = {lower_vty(L, TY_I64), LLVMTypeOf(v)};
+		LLVMValueRef w = LLVMBuildCall2(b, LLVMIntrinsicGetType(L->ctx, id, tys, 2),
+						LLVMGetIntrinsicDeclaration(L->mod, id, tys, 2), &v, 1, "");
 		return to == TY_I64 ? w : LLVMBuildTrunc(b, w, t, "");
 	}
 	if (from == TY_BOOL)

@@ -520,3 +520,21 @@ Test(cli, params_are_held_to_their_type, .timeout = 60)
 	cr_expect(strstr(out, "--param k=2.5: not an integer in range"), "%s", out);
 	cr_assert_eq(sh(ASSOC " run build/ksum.yaml --device interp --param k=3", out, sizeof out, 1), 0, "%s", out);
 }
+
+/* An integer param converts to float in the CPU backend's JIT (the
+ * saturating conversion's intrinsic takes both its types) as on the
+ * emulator and the interpreter. */
+Test(cli, integer_params_on_every_device, .timeout = 120)
+{
+	write_text("build/kparam.yaml", "carrier: kparam\nparams: {k: i32, big: i64}\nelement: {x: f32}\nstate: {s: f32}\n"
+					"identity: {s: 0}\nlift: {s: x * k + big}\nmerge: {s: a.s + b.s}\nfinalize: {t: s}\n"
+					"reference: {t: sum(x * k + big)}\nlaws: [commutative]\n");
+	static const char *devs[] = {"cpu", "emu", "interp"};
+	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/kparam.yaml --device %s --rows 3 --len 33 --param k=3 --param big=-2",
+			 devs[i]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
+		cr_expect(strstr(out, "\n  ok\n"), "%s: %s", devs[i], out);
+	}
+}
