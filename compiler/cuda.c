@@ -155,10 +155,10 @@ static void lower_exp(struct Fn *f, const Expr *x, const char *u, int dbl, doubl
 		y = x->a[1], k *= x->a[0]->num;
 	if (y != x)
 		node(f, (Expr *)y);
-	if (dbl) {
-		buf_puts(b, "exp(");
+	if (dbl) { /* exp(-x) for sigmoid's 1 / (1 + exp(-x)) */
+		buf_puts(b, sign < 0 ? "exp(-(" : "exp((");
 		operand(f, x, u);
-		buf_puts(b, ")");
+		buf_puts(b, "))");
 		return;
 	}
 	buf_puts(b, "exp2f(");

@@ -538,3 +538,19 @@ Test(cli, integer_params_on_every_device, .timeout = 120)
 		cr_expect(strstr(out, "\n  ok\n"), "%s: %s", devs[i], out);
 	}
 }
+
+/* sigmoid in float64 is 1 / (1 + exp(-x)) in the generated CUDA too (it
+ * took exp(x) there, sigmoid(-x)); the emulator runs that code. */
+Test(cli, f64_sigmoid_on_every_device, .timeout = 120)
+{
+	write_text("build/sig64.yaml", "carrier: sig64\nelement: {x: f64}\nstate: {u: f64}\nidentity: {u: 0}\n"
+				       "lift: {u: sigmoid(x) + sigmoid(-2 * x)}\nmerge: {u: a.u + b.u}\n"
+				       "reference: {u: sum(sigmoid(x) + sigmoid(-2 * x))}\nlaws: [commutative]\n");
+	static const char *devs[] = {"emu", "cpu", "interp"};
+	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/sig64.yaml --device %s --rows 3 --len 33", devs[i]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
+		cr_expect(strstr(out, "\n  ok\n"), "%s: %s", devs[i], out);
+	}
+}
