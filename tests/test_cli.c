@@ -554,3 +554,29 @@ Test(cli, f64_sigmoid_on_every_device, .timeout = 120)
 		cr_expect(strstr(out, "\n  ok\n"), "%s: %s", devs[i], out);
 	}
 }
+
+/* A scan's reference is evaluated over prefixes and held to the outputs
+ * there: right, it passes on every device; wrong, it fails, where the
+ * left fold alone had passed it. */
+Test(cli, scan_outputs_are_held_to_the_reference_over_prefixes, .timeout = 120)
+{
+	static const char scan[] = "carrier: pscan\nelement: {x: f32}\nmask: j != 3\nstate: {s: f32, n: f32}\n"
+				   "identity: {s: 0, n: 0}\nlift: {s: x, n: 1}\nmerge: {s: a.s + b.s, n: a.n + b.n}\n"
+				   "finalize: {s: s, mean: s / n}\nreference: {s: sum(x)%s, mean: sum(x) / count()}\n"
+				   "laws: [commutative]\ntemplate: scan\n";
+	char text[1024];
+	snprintf(text, sizeof text, scan, "");
+	write_text("build/pscan.yaml", text);
+	snprintf(text, sizeof text, scan, " * 2");
+	write_text("build/pscan_wrong.yaml", text);
+	static const char *devs[] = {"interp", "cpu", "emu"};
+	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/pscan.yaml --device %s --rows 3 --len 100", devs[i]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
+		cr_expect(strstr(out, "and the float64 reference over 16 prefixes a row"), "%s: %s", devs[i], out);
+		snprintf(cmd, sizeof cmd, ASSOC " run build/pscan_wrong.yaml --device %s --rows 3 --len 100", devs[i]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", devs[i], out);
+		cr_expect(strstr(out, "  s: max abs error") && strstr(out, "FAILS"), "%s: %s", devs[i], out);
+	}
+}
