@@ -133,8 +133,6 @@ static void describe(Rt *rt, CUresult r, const char **name, const char **str)
 		rt->cuGetErrorString(r, str);
 }
 
-static void release_all(Rt *rt);
-
 /* Turn a driver result into an RT_ code with the call's text and line. */
 static int fail_call(Rt *rt, CUresult r, const char *call, int line, char *err, size_t n)
 {
@@ -146,13 +144,8 @@ static int fail_call(Rt *rt, CUresult r, const char *call, int line, char *err, 
 		snprintf(rt->dead_msg, sizeof rt->dead_msg, "%s", err ? err : name);
 		return RT_FAULT;
 	}
-	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-		release_all(rt);
-		size_t l = err ? strlen(err) : 0;
-		if (err && l < n)
-			snprintf(err + l, n - l, " (all device memory allocated by assoc released)");
+	if (r == CUDA_ERROR_OUT_OF_MEMORY) /* not sticky; what is allocated stays its holders' to free */
 		return RT_OOM;
-	}
 	return RT_ERR;
 }
 
