@@ -54,11 +54,10 @@ static int validate(void *ctx, const TuneConfig *c, char *why, size_t n)
 	return gpu_validate(t->g, t->d, c->id, split_of(c), why, n);
 }
 
-static int enqueue(void *ctx)
+static int enqueue(void *ctx, char *msg, size_t n)
 {
 	Tuner *t = ctx;
-	char msg[256];
-	return gpu_launch(t->g, &t->b, t->cur->id, split_of(t->cur), t->d->rows, t->d->len, msg, sizeof msg);
+	return gpu_launch(t->g, &t->b, t->cur->id, split_of(t->cur), t->d->rows, t->d->len, msg, n);
 }
 
 /* Median of TIMED event-timed runs after WARMUP, L2 flushed before each. */

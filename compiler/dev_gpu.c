@@ -161,14 +161,14 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-double gpu_median_ms(Gpu *g, int (*fn)(void *), void *ctx, RtPtr flush, size_t flush_bytes, int warmup, int runs,
+double gpu_median_ms(Gpu *g, int (*fn)(void *, char *, size_t), void *ctx, RtPtr flush, size_t flush_bytes, int warmup, int runs,
 		     char *msg, size_t n)
 {
 	double t[32];
 	if (runs < 1 || runs > 32)
 		runs = runs < 1 ? 1 : 32;
 	for (int i = 0; i < warmup; i++)
-		if (fn(ctx) || rt_sync(g->rt, msg, n))
+		if (fn(ctx, msg, n) || rt_sync(g->rt, msg, n))
 			return -1;
 	for (int i = 0; i < runs; i++) {
 		float ms;

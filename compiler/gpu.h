@@ -49,7 +49,7 @@ int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n
 /* Median milliseconds of `runs` (at most 32) event-timed calls of fn after
  * `warmup` untimed ones, writing `flush` (a buffer larger than L2) before
  * each timed call so that no run finds its inputs in cache; -1 with msg. */
-double gpu_median_ms(Gpu *g, int (*fn)(void *), void *ctx, RtPtr flush, size_t flush_bytes, int warmup, int runs,
+double gpu_median_ms(Gpu *g, int (*fn)(void *, char *, size_t), void *ctx, RtPtr flush, size_t flush_bytes, int warmup, int runs,
 		     char *msg, size_t n);
 /* The tuning cache key of a problem on this device. */
 void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n);

@@ -24,18 +24,16 @@ typedef struct {
 	size_t copy_bytes;
 } Bench;
 
-static int run_kernel(void *ctx)
+static int run_kernel(void *ctx, char *msg, size_t n)
 {
 	Bench *x = ctx;
-	char msg[256];
-	return gpu_launch(x->g, x->b, x->v, x->split, x->d->rows, x->d->len, msg, sizeof msg);
+	return gpu_launch(x->g, x->b, x->v, x->split, x->d->rows, x->d->len, msg, n);
 }
 
-static int run_copy(void *ctx)
+static int run_copy(void *ctx, char *msg, size_t n)
 {
 	Bench *x = ctx;
-	char msg[256];
-	return rt_copy(x->g->rt, x->dst, x->src, x->copy_bytes, msg, sizeof msg);
+	return rt_copy(x->g->rt, x->dst, x->src, x->copy_bytes, msg, n);
 }
 
 static int check_once(Bench *x, char *msg, size_t n)

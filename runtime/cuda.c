@@ -491,7 +491,7 @@ int rt_sync(Rt *rt, char *err, size_t n)
 	return 0;
 }
 
-int rt_time(Rt *rt, int (*enqueue)(void *ctx), void *ctx, float *ms, char *err, size_t n)
+int rt_time(Rt *rt, int (*enqueue)(void *ctx, char *err, size_t n), void *ctx, float *ms, char *err, size_t n)
 {
 	int rc = alive(rt, err, n);
 	if (rc)
@@ -501,7 +501,7 @@ int rt_time(Rt *rt, int (*enqueue)(void *ctx), void *ctx, float *ms, char *err, 
 	CUresult r = rt->cuEventCreate(&ev[1], 0);
 	if (!r)
 		r = rt->cuEventRecord(ev[0], NULL);
-	if (!r && (rc = enqueue(ctx)))
+	if (!r && (rc = enqueue(ctx, err, n)))
 		goto out;
 	if (!r)
 		r = rt->cuEventRecord(ev[1], NULL);

@@ -76,7 +76,7 @@ int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3],
 int rt_sync(Rt *rt, char *err, size_t n);
 /* Time `enqueue` with driver events: milliseconds between two events
  * recorded around it, after the events complete. */
-int rt_time(Rt *rt, int (*enqueue)(void *ctx), void *ctx, float *ms, char *err, size_t n);
+int rt_time(Rt *rt, int (*enqueue)(void *ctx, char *err, size_t n), void *ctx, float *ms, char *err, size_t n);
 
 /* The newest PTX ISA version ("8.4") a driver version (12040) accepts. */
 const char *rt_ptx_isa_for_driver(int driver);

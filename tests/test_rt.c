@@ -72,10 +72,18 @@ Test(rt, device_properties)
 	rt_close(rt);
 }
 
-static int enqueue_nothing(void *ctx)
+static int enqueue_nothing(void *ctx, char *err, size_t n)
+{
+	(void)ctx, (void)err, (void)n;
+	return 0;
+}
+
+/* What fails inside a timed region says why through rt_time's message. */
+static int enqueue_failing(void *ctx, char *err, size_t n)
 {
 	(void)ctx;
-	return 0;
+	snprintf(err, n, "cuLaunchKernel refused the launch");
+	return RT_ERR;
 }
 
 Test(rt, memory_round_trip_and_launch)
@@ -100,6 +108,9 @@ Test(rt, memory_round_trip_and_launch)
 	cr_assert_eq(rt_launch(rt, fn, g, b, 0, NULL, err, sizeof err), 0);
 	float ms;
 	cr_assert_eq(rt_time(rt, enqueue_nothing, NULL, &ms, err, sizeof err), RT_OK, "%s", err);
+	err[0] = 0;
+	cr_assert_eq(rt_time(rt, enqueue_failing, NULL, &ms, err, sizeof err), RT_ERR);
+	cr_assert_str_eq(err, "cuLaunchKernel refused the launch");
 	cr_assert_float_eq(ms, 0.25f, 1e-6, "the fake's event time");
 	rt_unload(rt, m);
 	rt_free(rt, p);
