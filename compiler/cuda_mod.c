@@ -723,6 +723,11 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 	int nk = cuda_kernel_names(m, var, nm);
 	memset(p, 0, sizeof *p);
 	p->split = split < 1 ? 1 : split;
+	/* a grid holds at most 2^31 - 1 blocks (rows x splits wrapped to a
+	 * launch of one block): the split gives way */
+	long long blocks = (long long)(heads < 1 ? 1 : heads) * (rows < 1 ? 1 : rows);
+	if (p->split * blocks > 0x7fffffffLL)
+		p->split = (int)(0x7fffffffLL / blocks > 1 ? 0x7fffffffLL / blocks : 1);
 	p->chunk = len;
 	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) /* chunks of a multiple of 4 keep 16-byte alignment */
 		p->chunk = (int)(cdiv(cdiv(len, p->split), 4) * 4);
@@ -734,7 +739,7 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 	(void)heads;
 	switch (v->fam) {
 	case FAM_ATTN:
-		plan_attn(m, var, rows, len, heads, split, p);
+		plan_attn(m, var, rows, len, heads, p->split, p);
 		break;
 	case FAM_ROWREDUCE: case FAM_ROWMAP:
 		p->split = 1;

@@ -236,8 +236,14 @@ static int parse_choice(Gpu *g, const char *s, int *v, int *split)
 		return -1;
 	memcpy(cfg, s, l);
 	cfg[l] = 0;
-	*split = sp ? atoi(sp + 7) : 1;
-	return *split < 1 || gpu_variant(g, cfg, v, msg, sizeof msg) ? -1 : 0;
+	long k = 1;
+	char *end = NULL;
+	if (sp)
+		k = strtol(sp + 7, &end, 10);
+	if ((end && *end) || k < 1 || k > MAX_SPLIT || gpu_variant(g, cfg, v, msg, sizeof msg))
+		return -1; /* a damaged entry is a miss: *split stays as it was */
+	*split = (int)k;
+	return 0;
 }
 
 int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n)
@@ -253,8 +259,11 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 		TuneCache tc;
 		char key[1024], val[256], miss[128], err[256];
 		gpu_tune_key(g, d, key, sizeof key);
+		int tuned;
 		if (!tc_open(&tc, NULL, err, sizeof err) && tc_get(&tc, key, val, sizeof val, miss, sizeof miss) &&
-		    !parse_choice(g, val, v, split)) {
+		    !parse_choice(g, val, v, &tuned)) {
+			if (o->split <= 0) /* an explicit --split stands */
+				*split = tuned;
 			snprintf(why, n, "tuned (cache)");
 			return 0;
 		}

@@ -77,9 +77,11 @@ void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);
  * msg when an override is wrong or assume cannot be satisfied. */
 int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n);
 
+enum { MAX_SPLIT = 1 << 16 };
+
 typedef struct {
 	int threads;      /* CPU devices: 0 picks the number of cores */
-	int split;        /* reduced-axis split count; 0 lets the device choose */
+	int split;        /* reduced-axis split count, up to MAX_SPLIT; 0 lets the device choose */
 	const char *config; /* a device's own configuration string, or NULL */
 	int deterministic;
 	int verbose;

@@ -236,6 +236,28 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	}
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0);
 	cr_assert_neq(v, other, "--deterministic ignores the tuned choice");
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.split = 2}, &v, &split, why, sizeof why), 0);
+	cr_assert_eq(v, other);
+	cr_assert_eq(split, 2, "an explicit --split stands over the tuned one");
+	/* damaged entries are misses that leave the split alone */
+	static const char *const bad[] = {" split=-3", " split=99999999999", " split=4x"};
+	for (int i = 0; i < 3; i++) {
+		cuda_config_str(&g.m.var[other], cfg, sizeof cfg);
+		strcat(cfg, bad[i]);
+		cr_assert_eq(tc_put(&tc, key, cfg, err, sizeof err), 0, "%s", err);
+		cr_assert_eq(gpu_choose(&g, d, &(RunOpts){0}, &v, &split, why, sizeof why), 0);
+		cr_expect(strstr(why, "not tuned"), "%s: %s", bad[i], why);
+		cr_expect_eq(split, 1, "%s", bad[i]);
+	}
+	/* a grid holds 2^31 - 1 blocks: rows x splits past it take fewer splits */
+	int sk = 0;
+	while (sk < g.m.nvar && g.m.var[sk].fam != FAM_SPLITK)
+		sk++;
+	cr_assert_lt(sk, g.m.nvar);
+	CudaPlan p;
+	cuda_plan(&g.m, sk, 131072, 1 << 20, 32768, &p);
+	cr_expect_eq(p.split, 16383);
+	cr_expect_eq(p.k[0].grid, 131072u * 16383u);
 	fake_done(&g, d, c);
 }
 
