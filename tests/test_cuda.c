@@ -5,7 +5,9 @@
 #include <glob.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/cli.h"
 #include "compiler/cuda.h"
@@ -514,6 +516,52 @@ Test(cuda, older_nvrtc_is_asked_again_without_the_newer_options)
 	free(ptx);
 	nvrtc_close(nv);
 	unsetenv("ASSOC_NVRTC");
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+	cuda_test_cache();
+}
+
+/* A cached PTX file cut short (a full disk, a copy interrupted) is not
+ * used: the module is compiled again, identical, and the file mended. */
+Test(cuda, damaged_ptx_cache_is_compiled_again, .timeout = 120)
+{
+	char dir[] = "build/ptxcache.XXXXXX";
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	Carrier *c = load_ok("specs/sum.yaml");
+	CudaModule m;
+	char msg[2048];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg)) {
+		cuda_module_free(&m);
+		carrier_free(c);
+		cr_skip_test("%s", msg);
+	}
+	char *ptx[3], path[4200];
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[0], &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(cached, 0);
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[1], &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(cached, 1);
+	cr_expect_str_eq(ptx[1], ptx[0], "the cache gives back the PTX without its seal");
+	glob_t g;
+	snprintf(path, sizeof path, "%s/assoc/ptx/*.ptx", dir);
+	cr_assert_eq(glob(path, 0, NULL, &g), 0);
+	cr_assert_eq(truncate(g.gl_pathv[0], (off_t)(strlen(ptx[0]) / 2)), 0);
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[2], &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(cached, 0, "a file cut short is a miss");
+	cr_expect_str_eq(ptx[2], ptx[0]);
+	free(ptx[2]);
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[2], &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(cached, 1, "and written over");
+	globfree(&g);
+	for (int i = 0; i < 3; i++)
+		free(ptx[i]);
+	nvrtc_close(nv);
+	cuda_module_free(&m);
+	carrier_free(c);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
