@@ -6,7 +6,8 @@
 # Not a test; needs NVRTC.  Usage: bench/ptx_time.sh [SPEC] [RUNS]
 set -e
 cd "$(dirname "$0")/.."
-make -s build/assoc
+command -v llvm-config >/dev/null || nollvm=NO_LLVM=1 # as tests/gpu/check.sh builds
+make -s ${nollvm:-} build/assoc
 spec=${1:-specs/online_softmax.yaml}
 runs=${2:-7}
 tmp=$(mktemp -d)
