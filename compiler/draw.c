@@ -47,14 +47,51 @@ static void draw_decls(const Decl *d, int n, const int *off, double *dst, Family
 			dst[off[k] + t] = draw_value(f, d[k].storage, offset, decl_width(&d[k]), rng);
 }
 
-/* Redraw the position's own inputs until assume holds. */
+/* Float inputs near the ones at src, each moved by about a tenth of itself
+ * (and at least 1/64), into dst. */
+static void nudge_decls(const Decl *d, int n, const int *off, const double *src, double *dst, uint64_t *rng)
+{
+	for (int k = 0; k < n; k++)
+		for (int t = 0; t < decl_width(&d[k]); t++) {
+			double v = src[off[k] + t];
+			if (ty_is_float(d[k].ty))
+				v = ir_round(d[k].storage, v + rng_normal(rng) * fmax(fabs(v) / 10, 0x1p-6));
+			dst[off[k] + t] = v;
+		}
+}
+
+/* Wider draws, up to 2^8 times the family's scale: a bound such as w > 2
+ * holds for a normal draw once in 40. */
+static void widen_decls(const Decl *d, int n, const int *off, double *dst, int t, uint64_t *rng)
+{
+	double s = ldexp(1, 1 + (t % 8));
+	for (int k = 0; k < n; k++)
+		for (int u = 0; u < decl_width(&d[k]); u++)
+			if (ty_is_float(d[k].ty))
+				dst[off[k] + u] = ir_round(d[k].storage, s * rng_normal(rng));
+}
+
+/* Redraw the position's own inputs until assume holds: from the family
+ * first; then from wider draws, and near the previous position's inputs,
+ * which hold it (an interval such as 5 < w < 6 is rarely hit twice by
+ * chance, but its neighbourhood is). */
 static int draw_position(Machine *m, Family f, Row *r, int j, double offset, int keep_cols, uint64_t *rng)
 {
 	Carrier *c = m->c;
+	double *col = r->colv + (size_t)j * m->colw, *el = r->elemv + (size_t)j * m->elemw;
 	for (int t = 0; t < ASSUME_TRIES; t++) {
 		if (!keep_cols)
-			draw_decls(c->col, c->ncol, m->coloff, r->colv + (size_t)j * m->colw, f, offset, rng);
-		draw_decls(c->elem, c->nelem, m->elemoff, r->elemv + (size_t)j * m->elemw, f, offset, rng);
+			draw_decls(c->col, c->ncol, m->coloff, col, f, offset, rng);
+		draw_decls(c->elem, c->nelem, m->elemoff, el, f, offset, rng);
+		if (t >= ASSUME_TRIES / 4 && j > 0 && t % 2) {
+			if (!keep_cols)
+				nudge_decls(c->col, c->ncol, m->coloff, col - m->colw, col, rng);
+			nudge_decls(c->elem, c->nelem, m->elemoff, el - m->elemw, el, rng);
+		} else if (t >= ASSUME_TRIES / 4) {
+			if (!keep_cols)
+				widen_decls(c->col, c->ncol, m->coloff, col, t, rng);
+			widen_decls(c->elem, c->nelem, m->elemoff, el, t, rng);
+		}
 		if (m_assume(m, r, j))
 			return 0;
 	}

@@ -172,6 +172,31 @@ Test(check, assume_is_honoured)
 	carrier_free(c);
 }
 
+/* Bounds a normal draw rarely meets (w > 2 once in 40, 5 < w < 6 once in
+ * 700) still give rows of every length: wider draws find the first
+ * position, and the next ones are drawn near it. */
+Test(check, narrow_assume_still_draws_long_rows)
+{
+	static const char *const bounds[] = {"w > 2", "w > 5 && w < 6", "w > 100 && x < -50"};
+	for (int i = 0; i < 3; i++) {
+		char spec[512], err[256];
+		snprintf(spec, sizeof spec, "carrier: narrow\nelement: {w: f32, x: f32}\nassume: %s\nstate: {s: f32}\n"
+			 "identity: {s: 0}\nlift: {s: w * x}\nmerge:\n  s: a.s + b.s\nreference:\n  s: sum(w * x)\n",
+			 bounds[i]);
+		Carrier *c = load_text(spec, err, sizeof err);
+		cr_assert(c, "%s", err);
+		CheckOpts o;
+		check_defaults(&o);
+		CheckResult r;
+		char msg[100];
+		cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
+		cr_expect(check_ok(&r), "%s: %s", bounds[i], r.input_error ? r.input_error : "");
+		cr_expect_eq(r.max_len, 257, "%s: rows up to %d long", bounds[i], r.max_len);
+		check_result_free(&r);
+		carrier_free(c);
+	}
+}
+
 Test(check, unsatisfiable_assume)
 {
 	char err[256];
