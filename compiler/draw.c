@@ -235,8 +235,15 @@ static Sample *sample_make(Machine *m, Family f, int lo, int hi, int doublings, 
 Sample *sample_new(Machine *m, Family f, uint64_t *rng)
 {
 	int lo = rng_int(rng, 0, 3);
-	if (f == FAM_COUNTS)
-		return sample_make(m, f, lo, lo + rng_int(rng, 1, 3), rng_int(rng, 1, 30), rng);
+	if (f == FAM_COUNTS) {
+		/* states of up to 1e9 elements; up to 2^29 where a state field
+		 * is an integer, so that three merged do not wrap an i32 count */
+		int n = rng_int(rng, 1, 3), intf = 0;
+		for (int k = 0; k < m->c->nstate; k++)
+			intf |= ty_is_int(m->c->state[k].ty);
+		int most = (int)floor(log2((intf ? 0x1p29 : 1e9) / n));
+		return sample_make(m, f, lo, lo + n, rng_int(rng, 1, most), rng);
+	}
 	return sample_make(m, f, lo, lo + seg_len(rng), 0, rng);
 }
 

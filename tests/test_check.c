@@ -197,6 +197,31 @@ Test(check, narrow_assume_still_draws_long_rows)
 	}
 }
 
+/* A carrier that counts in i32 is lawful as long as its counts fit: the
+ * trials' large counts stay where three merged states do not wrap it. */
+Test(check, integer_counts_stay_in_their_type)
+{
+	char err[256];
+	Carrier *c = load_text("carrier: last\nelement: {x: f32}\nstate: {n: i32, last: f32}\nidentity: {n: 0, last: 0}\n"
+			       "lift: {n: 1, last: x}\nmerge:\n  n: a.n + b.n\n  last: where(b.n > 0, b.last, a.last)\n"
+			       "finalize: {last: last}\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		CheckOpts o;
+		check_defaults(&o);
+		o.seed = seed;
+		CheckResult r;
+		char msg[100];
+		cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
+		for (int i = 0; i < r.nlaw; i++)
+			cr_expect_neq(r.law[i].v, VERDICT_FAILS, "seed %llu: %s: %s", (unsigned long long)seed, r.law[i].law,
+				      r.law[i].detail ? r.law[i].detail : "");
+		check_result_free(&r);
+	}
+	carrier_free(c);
+}
+
 Test(check, unsatisfiable_assume)
 {
 	char err[256];
