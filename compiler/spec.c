@@ -978,16 +978,18 @@ static int load_body(L *l)
 	Scope s;
 	if (load_lets(l) || load_conditions(l))
 		return -1;
-	scope_init(&s, c, "identity", "constants only", 0);
-	if (load_fields(l, yn_get(l->root, "identity"), "identity", &s, &c->identity, 0, 0))
+	scope_init(&s, c, "identity", "constants and fields above", 0);
+	if (load_fields(l, yn_get(l->root, "identity"), "identity", &s, &c->identity, 1, 0))
 		return -1;
+	free(s.locals);
 	if (load_step(l, "step", &c->step) || load_step(l, "step_right", &c->step_right) || load_inverse(l))
 		return -1;
 	int rc = 0;
 	if (yn_get(l->root, "lift")) {
-		scope_init(&s, c, "lift", "inputs, params, lets, i, j and len", S_INPUTS | S_PARAMS | S_IDX);
+		scope_init(&s, c, "lift", "inputs, params, lets, i, j, len and fields lifted above",
+			   S_INPUTS | S_PARAMS | S_IDX);
 		scope_lets(&s, c);
-		rc = load_fields(l, yn_get(l->root, "lift"), "lift", &s, &c->lift, 0, 0);
+		rc = load_fields(l, yn_get(l->root, "lift"), "lift", &s, &c->lift, 1, 0);
 		free(s.locals);
 	} else {
 		derive_lift(c);

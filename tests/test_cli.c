@@ -580,3 +580,26 @@ Test(cli, scan_outputs_are_held_to_the_reference_over_prefixes, .timeout = 120)
 		cr_expect(strstr(out, "  s: max abs error") && strstr(out, "FAILS"), "%s: %s", devs[i], out);
 	}
 }
+
+/* Mappings keep their order in lift and identity too: a field may use the
+ * fields above it (the lifted m in l, the identity's l in t), on every device. */
+Test(cli, lift_and_identity_use_fields_above, .timeout = 120)
+{
+	write_text("build/lift_order.yaml", "carrier: lift_order\nelement: {x: f32}\nstate: {m: f32, l: f32, t: f32}\n"
+					    "identity: {m: -inf, l: 0, t: l}\nlift: {m: x * 3, l: exp(x * 3 - m), t: l + m * 0}\n"
+					    "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+					    "  t: a.t * exp(a.m - m) + b.t * exp(b.m - m)\nfinalize: {lse: m + log(l)}\n"
+					    "reference: {lse: log(sum(exp(x * 3)))}\nlaws: [commutative]\n");
+	cr_assert_eq(sh(ASSOC " check build/lift_order.yaml", out, sizeof out, 1), 0, "%s", out);
+	static const char *devs[] = {"interp", "cpu", "emu"};
+	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/lift_order.yaml --device %s --rows 3 --len 40", devs[i]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
+	}
+	write_text("build/lift_below.yaml", "carrier: lift_below\nelement: {x: f32}\nstate: {m: f32, l: f32}\n"
+					    "identity: {m: -inf, l: 0}\nlift: {m: l, l: 1}\nmerge:\n  m: max(a.m, b.m)\n"
+					    "  l: a.l + b.l\n");
+	cr_assert_eq(sh(ASSOC " check build/lift_below.yaml", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "build/lift_below.yaml:5:11: error:") && strstr(out, "fields lifted above"), "%s", out);
+}
