@@ -815,6 +815,11 @@ static int load_template(L *l)
 				diag_error(l->d, n->pos, "template 'rowmap' writes map outputs, but the spec has no 'map'");
 				return -1;
 			}
+			if (c->tpl == TPL_SCAN && c->nmap) { /* the format gives a scan no per-position map */
+				diag_error(l->d, section_pos(l, yn_get(l->root, "map")),
+					   "template 'scan' gives one output per position from finalize; it takes no 'map'");
+				return -1;
+			}
 			return 0;
 		}
 	diag_error(l->d, n->pos, "unknown template '%s' (templates: rowreduce, rowmap, attention, scan)", n->text);
