@@ -128,6 +128,8 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 		char *end;
 		errno = 0;
 		double v = strtod(ov[k].value, &end);
+		if (!strcmp(ov[k].value, "true") || !strcmp(ov[k].value, "false")) /* as a bool param's value */
+			v = ov[k].value[0] == 't', end = (char *)ov[k].value + strlen(ov[k].value);
 		if (!found || !*ov[k].value || *end) {
 			snprintf(msg, n, found ? "--param %s=%s: not a number" : "--param %s: the spec has no param '%s'",
 				 ov[k].name, found ? ov[k].value : ov[k].name);
@@ -143,7 +145,7 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 			    (s == TY_BOOL ? v == 0 || v == 1 : !ty_is_int(c->params[p].ty) || (v == trunc(v) && fabs(v) < (s == TY_I64 ? 0x1p63 : 0x1p31))))
 				continue;
 			snprintf(msg, n, "--param %s=%s: not a%s %s", ov[k].name, ov[k].value, s == TY_BOOL ? "" : "n",
-				 s == TY_BOOL ? "bool (0 or 1)" : "integer in range");
+				 s == TY_BOOL ? "bool (true, false, 0 or 1)" : "integer in range");
 			return -1;
 		}
 	}
@@ -156,7 +158,7 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 				v = rng_int(rng, 1, 8);
 			for (int k = 0; k < nov; k++)
 				if (!strcmp(c->params[p].name, ov[k].name))
-					v = strtod(ov[k].value, NULL);
+					v = !strcmp(ov[k].value, "true") ? 1 : !strcmp(ov[k].value, "false") ? 0 : strtod(ov[k].value, NULL);
 			m->params[m->poff[p]] = ir_round(c->params[p].storage, v);
 		}
 		if (!c->assume || !c->nparams)

@@ -157,7 +157,8 @@ Expr *expr_coerce(Carrier *c, Diag *d, Expr *e, Ty to, Pos pos, const char *what
 		return NULL;
 	}
 	int ok = k == tk || (k == TY_NUM && tk != TY_BOOL) || (tk >= TY_F16 && k != TY_BOOL) ||
-		 (tk == TY_I64 && k == TY_I32);
+		 (tk == TY_I64 && k == TY_I32) ||
+		 (k == TY_NUM && tk == TY_BOOL && e->op == EXPR_CONST && (e->num == 0 || e->num == 1)); /* 0 and 1 as false and true */
 	if (!ok) {
 		diag_error(d, pos, "%s has type %s, expected %s", what, ty_str(ir, e->ty, b1, 64),
 			   ty_str(ir, to, b2, 64));

@@ -603,3 +603,21 @@ Test(cli, lift_and_identity_use_fields_above, .timeout = 120)
 	cr_assert_eq(sh(ASSOC " check build/lift_below.yaml", out, sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "build/lift_below.yaml:5:11: error:") && strstr(out, "fields lifted above"), "%s", out);
 }
+
+/* A bool field's identity may be written 0 or 1, and a bool param takes
+ * true, false, 0 or 1 (nothing else). */
+Test(cli, bool_constants_and_params, .timeout = 120)
+{
+	write_text("build/anyneg.yaml", "carrier: anyneg\nparams: {on: bool}\nelement: {x: f32}\nstate: {hit: bool}\n"
+					"identity: {hit: 0}\nlift: {hit: x < 0 && on}\nmerge:\n  hit: a.hit || b.hit\n"
+					"finalize: {neg: hit}\nreference: {neg: min(x) < 0 && on}\nlaws: [commutative]\n");
+	cr_assert_eq(sh(ASSOC " check build/anyneg.yaml", out, sizeof out, 1), 0, "%s", out);
+	static const char *vals[] = {"true", "false", "1", "0"};
+	for (size_t i = 0; i < 4; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/anyneg.yaml --device cpu --rows 3 --len 20 --param on=%s", vals[i]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", vals[i], out);
+	}
+	cr_assert_eq(sh(ASSOC " run build/anyneg.yaml --device interp --param on=2", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "--param on=2: not a bool (true, false, 0 or 1)"), "%s", out);
+}
