@@ -246,7 +246,9 @@ int rt_open(Rt **out, const char *lib, int ordinal, char *err, size_t n)
 	Rt *rt = calloc(1, sizeof *rt);
 	if (!rt)
 		abort();
-	rt->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	/* kept loaded once opened: unloading a driver after cuInit, while its
+	 * threads live, can crash the process; a later Rt finds it in place */
+	rt->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!rt->lib) {
 		say(err, n, "no CUDA driver: cannot load %s (%s)", lib, dlerror());
 		free(rt);
