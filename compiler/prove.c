@@ -234,7 +234,19 @@ static int pv_init(Pv *p, Carrier *c)
 		p->vsign[p->nv++] = vs[c->params[i].var];
 	}
 	free(vs);
+	/* points drawn from the carrier's own text: the same proof on every
+	 * run, but no fixed public points a merge could be built to vanish on */
 	uint64_t seed = 0x5eedULL;
+	for (int f = 0; f < c->nstate; f++) {
+		Expr *es[3] = {c->merge ? c->merge[f] : NULL, c->identity ? c->identity[f] : NULL, c->lift ? c->lift[f] : NULL};
+		for (int k = 0; k < 3; k++)
+			if (es[k]) {
+				char *t = ir_str(c->ir, es[k]);
+				for (const char *s = t; *s; s++)
+					seed = (seed ^ (unsigned char)*s) * 0x100000001b3ULL;
+				free(t);
+			}
+	}
 	for (int k = 0; k < PV_K; k++) {
 		for (int v = 0; v < PV_MAXV; v++) {
 			p->pt[k][v] = pv_rand(&seed) | 1;
