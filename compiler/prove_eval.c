@@ -189,6 +189,11 @@ static void fin_scale(Pv *p, Val *r, const Val *x, Q k)
 			return;
 		}
 		for (int i = 0; i < r->nlog; i++)
+			if (k.n > PV_MAXEXP || k.n < -PV_MAXEXP || abs(r->log[i].q) * (k.n < 0 ? -k.n : k.n) > PV_MAXEXP) {
+				set_err(r, "a log term times a number beyond %d", PV_MAXEXP);
+				return;
+			}
+		for (int i = 0; i < r->nlog; i++)
 			r->log[i].q *= (int)k.n;
 		Lin l;
 		lin_scale(p, &l, &x->lin, k);
@@ -253,6 +258,10 @@ static void fin_exp(Pv *p, Val *r, const Val *x, int base2)
 			continue;
 		if (c.d != 1) {
 			set_err(r, "%s with a fractional coefficient", base2 ? "exp2" : "exp");
+			return;
+		}
+		if (c.n > PV_MAXEXP || c.n < -PV_MAXEXP) { /* X^c at a point mod p: c beyond this wraps, and the degree with it */
+			set_err(r, "%s with a coefficient beyond %d", base2 ? "exp2" : "exp", PV_MAXEXP);
 			return;
 		}
 		*(c.n > 0 ? &r->degn : &r->degd) += (int)(c.n > 0 ? c.n : -c.n);
@@ -438,6 +447,13 @@ static int compare(Ev *x, const Val *a, const Val *b, Val *err)
 {
 	if (a->kind == V_NAN || b->kind == V_NAN)
 		return C_UN;
+	if (a->kind == V_BOOL || b->kind == V_BOOL) { /* p == q, p != q on conditions */
+		if (a->kind != b->kind) {
+			set_err(err, "a comparison of a condition with a number");
+			return C_ERR;
+		}
+		return a->b < b->b ? C_LT : a->b > b->b ? C_GT : C_EQ;
+	}
 	if (!finite2(a, b)) {
 		int ra = rank(a), rb = rank(b);
 		return ra < rb ? C_LT : ra > rb ? C_GT : C_EQ;
@@ -530,6 +546,10 @@ static void ev_select(Ev *x, Val *r, Expr *e)
 	if (e->op == EXPR_ABS) {
 		Val zero;
 		int c;
+		if (inf_sign(a)) { /* |-inf| = +inf */
+			set_inf(r, 1);
+			return;
+		}
 		set_num(x->p, &zero, 0);
 		if (cmp_into(x, r, a, &zero, &c))
 			return;

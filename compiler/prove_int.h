@@ -19,6 +19,7 @@ enum {
 	PV_MAXLOG = 4,    /* log atoms in one value */
 	PV_MAXCON = 48,   /* constraints of a region */
 	PV_FMROWS = 4000, /* Fourier-Motzkin rows before giving up on pruning */
+	PV_MAXEXP = 1 << 12, /* coefficients in exp and powers of logs: degrees stay far under the modulus */
 };
 
 /* Sign sets: which of negative, zero, positive a value may be. */

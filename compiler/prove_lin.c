@@ -74,7 +74,7 @@ int q_from_double(double v, Q *q)
 	if (e >= 0) {
 		if (e > 62 || llabs(n) > (INT64_MAX >> e))
 			return 0;
-		*q = q_int(n << e);
+		*q = q_int(n * ((int64_t)1 << e)); /* n may be negative: no shift of it */
 		return 1;
 	}
 	if (e < -62)

@@ -152,3 +152,15 @@ Test(prove, bool_fields_are_unknown_not_disproved)
 	proof_report_free(&r);
 	carrier_free(c);
 }
+
+/* Corners where the prover had claimed false laws or missed true ones:
+ * conditions compared with == and != (they were always equal), exponents
+ * and powers of logs too large for points mod 2^61 - 1 (X^(p-1) is 1
+ * there; now unknown), and abs(-inf), which is inf. */
+Test(prove, soundness_corners)
+{
+	check("tests/prove/bool_compare.yaml", "ddd-");
+	check("tests/prove/exp_huge_coefficient.yaml", "uuu-");
+	check("tests/prove/log_huge_power.yaml", "uuu-");
+	check("tests/prove/abs_of_neg_inf.yaml", "ppp-");
+}
