@@ -354,6 +354,11 @@ static int try_point(Job *j, const Region *r, Prog *g, uint64_t *seed, double *v
 	for (int v = 0; v < p->nv; v++)
 		if (r->issub >> v & 1)
 			val[v] = lin_eval_f(&r->sub[v], val);
+	for (int v = 0; v < p->nv; v++) { /* a region's equation can make an integer field a half: no state has it */
+		const Ty *t = p->vop[v] ? &p->c->state[p->vfield[v]].ty : &p->c->params[p->vfield[v]].ty;
+		if (ty_is_int(*t) && val[v] != trunc(val[v]))
+			return 0;
+	}
 	if (!region_holds(r, val) || !set_leaves(p, g, val))
 		return 0;
 	prog_run(g, MODE_F64);

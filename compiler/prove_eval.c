@@ -532,8 +532,27 @@ static void ev_logic(Ev *x, Val *r, Expr *e)
 	*r = *ev_eval(x, e->a[1]);
 }
 
+/* Integer arithmetic that may wrap: the prover's integers are unbounded,
+ * two's complement ones are not, so an order on a sum of i32 fields
+ * (a.k + b.k > 0) can differ from the proof's. */
+static int wraps(const Expr *e)
+{
+	if (!e || !ty_is_int(e->ty) || e->op == EXPR_VAR || e->op == EXPR_CONST)
+		return 0;
+	if (e->op == EXPR_ADD || e->op == EXPR_SUB || e->op == EXPR_MUL || e->op == EXPR_NEG || e->op == EXPR_POW)
+		return 1;
+	for (int i = 0; i < 3; i++)
+		if (wraps(e->a[i]))
+			return 1;
+	return 0;
+}
+
 static void ev_select(Ev *x, Val *r, Expr *e)
 {
+	if (e->op != EXPR_WHERE && (wraps(e->a[0]) || wraps(e->a[1]))) { /* max, min, abs order their operands */
+		set_err(r, "an order on integer arithmetic, which may wrap");
+		return;
+	}
 	Val *a = ev_eval(x, e->a[0]);
 	if (bad(a)) {
 		*r = *a;
@@ -690,6 +709,10 @@ static void ev_binary(Ev *x, Val *r, Expr *e, Val *a, Val *b)
 		return;
 	default: {
 		int c;
+		if (wraps(e->a[0]) || wraps(e->a[1])) {
+			set_err(r, "an order on integer arithmetic, which may wrap");
+			return;
+		}
 		if (!cmp_into(x, r, a, b, &c))
 			set_bool(r, cmp_holds((Op)e->op, c));
 	}

@@ -164,3 +164,12 @@ Test(prove, soundness_corners)
 	check("tests/prove/log_huge_power.yaml", "uuu-");
 	check("tests/prove/abs_of_neg_inf.yaml", "ppp-");
 }
+
+/* Integer fields are whole and wrap: a region no pair of integers reaches
+ * gives no disproof (its witness would be a half), and an order on a sum
+ * of i32 fields is not proved (it can wrap). */
+Test(prove, integers_are_whole_and_wrap)
+{
+	check("tests/prove/half_integer_branch.yaml", "uuu-");
+	check("tests/prove/wrapping_sum.yaml", "uuu-");
+}
