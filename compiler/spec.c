@@ -984,9 +984,10 @@ static int load_body(L *l)
 	if (load_lets(l) || load_conditions(l))
 		return -1;
 	scope_init(&s, c, "identity", "constants and fields above", 0);
-	if (load_fields(l, yn_get(l->root, "identity"), "identity", &s, &c->identity, 1, 0))
-		return -1;
+	int bad = load_fields(l, yn_get(l->root, "identity"), "identity", &s, &c->identity, 1, 0);
 	free(s.locals);
+	if (bad)
+		return -1;
 	if (load_step(l, "step", &c->step) || load_step(l, "step_right", &c->step_right) || load_inverse(l))
 		return -1;
 	int rc = 0;
