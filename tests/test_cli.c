@@ -277,6 +277,18 @@ static void write_text(const char *path, const char *text)
 	fclose(f);
 }
 
+/* spec runs and passes its self-check on the CPU, the emulator and the interpreter. */
+static void ok_on_every_device(const char *spec, const char *args)
+{
+	static const char *devs[] = {"cpu", "emu", "interp"};
+	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
+		char cmd[512];
+		snprintf(cmd, sizeof cmd, ASSOC " run %s --device %s %s", spec, devs[i], args);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
+		cr_expect(strstr(out, "\n  ok\n"), "%s: %s", devs[i], out);
+	}
+}
+
 /* emit refuses a merge whose laws fail on every target, not only CUDA's,
  * unless --trust-merge, which warns. */
 Test(cli, emit_refuses_an_unlawful_merge_on_every_target, .timeout = 60)
@@ -529,14 +541,7 @@ Test(cli, integer_params_on_every_device, .timeout = 120)
 	write_text("build/kparam.yaml", "carrier: kparam\nparams: {k: i32, big: i64}\nelement: {x: f32}\nstate: {s: f32}\n"
 					"identity: {s: 0}\nlift: {s: x * k + big}\nmerge: {s: a.s + b.s}\nfinalize: {t: s}\n"
 					"reference: {t: sum(x * k + big)}\nlaws: [commutative]\n");
-	static const char *devs[] = {"cpu", "emu", "interp"};
-	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
-		char cmd[256];
-		snprintf(cmd, sizeof cmd, ASSOC " run build/kparam.yaml --device %s --rows 3 --len 33 --param k=3 --param big=-2",
-			 devs[i]);
-		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
-		cr_expect(strstr(out, "\n  ok\n"), "%s: %s", devs[i], out);
-	}
+	ok_on_every_device("build/kparam.yaml", "--rows 3 --len 33 --param k=3 --param big=-2");
 }
 
 /* sigmoid in float64 is 1 / (1 + exp(-x)) in the generated CUDA too (it
@@ -546,13 +551,7 @@ Test(cli, f64_sigmoid_on_every_device, .timeout = 120)
 	write_text("build/sig64.yaml", "carrier: sig64\nelement: {x: f64}\nstate: {u: f64}\nidentity: {u: 0}\n"
 				       "lift: {u: sigmoid(x) + sigmoid(-2 * x)}\nmerge: {u: a.u + b.u}\n"
 				       "reference: {u: sum(sigmoid(x) + sigmoid(-2 * x))}\nlaws: [commutative]\n");
-	static const char *devs[] = {"emu", "cpu", "interp"};
-	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
-		char cmd[256];
-		snprintf(cmd, sizeof cmd, ASSOC " run build/sig64.yaml --device %s --rows 3 --len 33", devs[i]);
-		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
-		cr_expect(strstr(out, "\n  ok\n"), "%s: %s", devs[i], out);
-	}
+	ok_on_every_device("build/sig64.yaml", "--rows 3 --len 33");
 }
 
 /* A scan's reference is evaluated over prefixes and held to the outputs
@@ -591,12 +590,7 @@ Test(cli, lift_and_identity_use_fields_above, .timeout = 120)
 					    "  t: a.t * exp(a.m - m) + b.t * exp(b.m - m)\nfinalize: {lse: m + log(l)}\n"
 					    "reference: {lse: log(sum(exp(x * 3)))}\nlaws: [commutative]\n");
 	cr_assert_eq(sh(ASSOC " check build/lift_order.yaml", out, sizeof out, 1), 0, "%s", out);
-	static const char *devs[] = {"interp", "cpu", "emu"};
-	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
-		char cmd[256];
-		snprintf(cmd, sizeof cmd, ASSOC " run build/lift_order.yaml --device %s --rows 3 --len 40", devs[i]);
-		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
-	}
+	ok_on_every_device("build/lift_order.yaml", "--rows 3 --len 40");
 	write_text("build/lift_below.yaml", "carrier: lift_below\nelement: {x: f32}\nstate: {m: f32, l: f32}\n"
 					    "identity: {m: -inf, l: 0}\nlift: {m: l, l: 1}\nmerge:\n  m: max(a.m, b.m)\n"
 					    "  l: a.l + b.l\n");
