@@ -104,7 +104,7 @@ int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng)
 {
 	Carrier *c = m->c;
 	for (int t = 0; t < ROW_TRIES; t++) {
-		double offset = f == FAM_SPREAD ? 160 * rng_unit(rng) - 80 : 0;
+		double offset = f == FAM_SPREAD ? 300 * rng_unit(rng) - 150 : 0;
 		draw_decls(c->row, c->nrow, m->rowoff, r->rowv, f, offset, rng);
 		/* With the columns kept and no element inputs, positions have
 		 * nothing to draw: only an assume can tell them apart (attention's

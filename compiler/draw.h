@@ -8,7 +8,7 @@
 typedef enum {
 	FAM_NORMAL,  /* N(0, 1) */
 	FAM_GRID,    /* small integers: ties everywhere */
-	FAM_SPREAD,  /* N(0, 1) shifted by up to +-80 per row: maxima far apart */
+	FAM_SPREAD,  /* N(0, 1) shifted by up to +-150 per row: maxima far apart, exp past float32's range */
 	FAM_WIDE,    /* N(0, 20) */
 	FAM_MEAN,    /* 1e8 + N(0, 1): catastrophic cancellation */
 	FAM_COUNTS,  /* a state merged with itself up to 30 times: counts to 1e9 */
