@@ -340,7 +340,7 @@ int rt_load_ptx(Rt *rt, const char *ptx, RtModule **m, char *err, size_t n)
 		char *older = with_isa(ptx, isa);
 		r = older ? load(rt, older, &mod, log, sizeof log) : r;
 		free(older);
-		if (r) {
+		if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) { /* any other failure of the retry is its own */
 			say(err, n, "the driver (CUDA %d.%d) is too old for this PTX, even at ISA %s: update the NVIDIA "
 				    "driver. JIT log: %s", rt->info.driver / 1000, rt->info.driver % 1000 / 10, isa, log);
 			return RT_OLD_DRIVER;

@@ -139,6 +139,11 @@ Test(rt, old_driver_retries_with_older_isa)
 	cr_assert(strstr(err, "too old for this PTX, even at ISA 8.4") && strstr(err, "update the NVIDIA driver"), "%s", err);
 	cr_assert(strstr(err, "Unsupported .version"), "the JIT log is kept: %s", err);
 	rt_close(rt);
+	/* the retry at the older ISA fails for a reason of its own: that reason is told, not the driver's age */
+	rt = open_fake("driver=12040,ptx_max=8.4");
+	cr_assert_eq(rt_load_ptx(rt, "//\n.version 9.0\n.target sm_90\n", &m, err, sizeof err), RT_ERR);
+	cr_assert(strstr(err, "cuModuleLoadDataEx") && strstr(err, "no kernel") && !strstr(err, "too old"), "%s", err);
+	rt_close(rt);
 }
 
 /* Out of memory fails the one allocation: the earlier ones stay valid for
