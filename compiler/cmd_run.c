@@ -1,7 +1,6 @@
 /* cmd_run.c: `assoc run SPEC`: arrays through a device, checked against
  * the float64 reference. */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,18 +59,6 @@ static int is_input(const Carrier *c, const char *name)
 		if (!strcmp(c->elem[k].name, name))
 			return 1;
 	return 0;
-}
-
-/* Whether an input of kind k holds v as it is: integers whole and in
- * range, booleans 0 or 1 (a float file's 2.5 or NaN is refused, not cut). */
-static int fits_kind(TyKind k, double v)
-{
-	switch (k) {
-	case TY_BOOL: return v == 0 || v == 1;
-	case TY_I32: return v == trunc(v) && v >= -0x1p31 && v < 0x1p31;
-	case TY_I64: return v == trunc(v) && v >= -0x1p63 && v < 0x1p63;
-	default: return 1;
-	}
 }
 
 /* With heads, every array has a leading head axis: query heads for row,
@@ -156,7 +143,7 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 			}
 			for (size_t x = 0; x < arr[i].count && !rc; x++) {
 				double v = npy_get(&arr[i], x);
-				if (!fits_kind(s[k].buf->kind, v))
+				if (!ir_holds(s[k].buf->kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
 					rc = usage_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'",
 							 o->inputs[i].path, v, x, s[k].buf->kind == TY_I32 || s[k].buf->kind == TY_I64 ? "n" : "",
 							 ty_kind_name(s[k].buf->kind), s[k].name);

@@ -118,6 +118,16 @@ int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng)
 	return -1;
 }
 
+/* A --param value: a number, or true or false (a bool param's). */
+static double param_value(const char *s, char **end)
+{
+	if (strcmp(s, "true") && strcmp(s, "false"))
+		return strtod(s, end);
+	if (end)
+		*end = (char *)s + strlen(s);
+	return s[0] == 't';
+}
+
 int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n)
 {
 	Carrier *c = m->c;
@@ -127,9 +137,7 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 			found |= !strcmp(c->params[p].name, ov[k].name);
 		char *end;
 		errno = 0;
-		double v = strtod(ov[k].value, &end);
-		if (!strcmp(ov[k].value, "true") || !strcmp(ov[k].value, "false")) /* as a bool param's value */
-			v = ov[k].value[0] == 't', end = (char *)ov[k].value + strlen(ov[k].value);
+		double v = param_value(ov[k].value, &end);
 		if (!found || !*ov[k].value || *end) {
 			snprintf(msg, n, found ? "--param %s=%s: not a number" : "--param %s: the spec has no param '%s'",
 				 ov[k].name, found ? ov[k].value : ov[k].name);
@@ -141,8 +149,7 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 		}
 		for (int p = 0; p < c->nparams; p++) {
 			TyKind s = c->params[p].storage;
-			if (strcmp(c->params[p].name, ov[k].name) ||
-			    (s == TY_BOOL ? v == 0 || v == 1 : !ty_is_int(c->params[p].ty) || (v == trunc(v) && fabs(v) < (s == TY_I64 ? 0x1p63 : 0x1p31))))
+			if (strcmp(c->params[p].name, ov[k].name) || ir_holds(s, v))
 				continue;
 			snprintf(msg, n, "--param %s=%s: not a%s %s", ov[k].name, ov[k].value, s == TY_BOOL ? "" : "n",
 				 s == TY_BOOL ? "bool (true, false, 0 or 1)" : "integer in range");
@@ -158,7 +165,7 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 				v = rng_int(rng, 1, 8);
 			for (int k = 0; k < nov; k++)
 				if (!strcmp(c->params[p].name, ov[k].name))
-					v = !strcmp(ov[k].value, "true") ? 1 : !strcmp(ov[k].value, "false") ? 0 : strtod(ov[k].value, NULL);
+					v = param_value(ov[k].value, NULL);
 			m->params[m->poff[p]] = ir_round(c->params[p].storage, v);
 		}
 		if (!c->assume || !c->nparams)

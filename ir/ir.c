@@ -144,6 +144,16 @@ const char *ty_str(const Ir *ir, Ty t, char *buf, size_t n)
 
 /* ---- scalar semantics ---- */
 
+int ir_holds(TyKind kind, double v)
+{
+	switch (kind) {
+	case TY_BOOL: return v == 0 || v == 1;
+	case TY_I32: return v == trunc(v) && v >= -0x1p31 && v < 0x1p31;
+	case TY_I64: return v == trunc(v) && v >= -0x1p63 && v < 0x1p63;
+	default: return 1;
+	}
+}
+
 double ir_round(TyKind kind, double v)
 {
 	switch (kind) {

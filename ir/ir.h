@@ -148,6 +148,9 @@ void ir_fmt_num(double v, char *buf, size_t n);
  * holds in both.  Integer ops wrap (i32) as the generated code does. */
 double ir_eval_op(Op op, TyKind kind, int k, double x, double y, double z);
 double ir_round(TyKind kind, double v);
+/* Whether v is a value of kind as it is: integers whole and in range,
+ * booleans 0 or 1, any number for floats (rounding is theirs). */
+int ir_holds(TyKind kind, double v);
 
 /* Interpreter.  A Prog is a tape for a set of roots; its leaves are the VAR
  * and reduction nodes below them, whose values the caller writes before
