@@ -85,20 +85,29 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 		oc->worst_ratio = ratio, oc->at = at;
 }
 
+/* The running bound adds up |rounding errors| over a row's n positions,
+ * where errors of random sign add up as sqrt(n) (Higham and Mary, 2019:
+ * beyond 6 sqrt(n) u with probability under 1e-7); so past 36 positions it
+ * is a floor only in that share.  In full it let a variance 20% off pass on
+ * rows whose mean is 1000 times their spread. */
+static double bound_share(int n) { return n > 36 ? 6 / sqrt((double)n) : 1; }
+
+/* An output's scale: the largest finite magnitude of its n wanted values. */
+static double scale_of(const double *want, int n)
+{
+	double s = 0;
+	for (int k = 0; k < n; k++)
+		if (isfinite(want[k]))
+			s = fmax(s, fabs(want[k]));
+	return s;
+}
+
 /* Compare positions [0, npos) of one output of one row: got at flat index base. */
 static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, int npos, int w, int exact)
 {
-	/* The running bound adds up |rounding errors| over the row's n
-	 * positions, where errors of random sign add up as sqrt(n) (Higham and
-	 * Mary, 2019: beyond 6 sqrt(n) u with probability under 1e-7); so past
-	 * 36 positions it is a floor only in that share.  In full it let a
-	 * variance 20% off pass on rows whose mean is 1000 times their spread.
-	 * Attention with P rounded keeps it whole: it carries the bound of that
-	 * rounding, and tensor cores' accumulation is not modelled here. */
-	double share = x->d->len > 36 && !x->pfin ? 6 / sqrt((double)x->d->len) : 1, scale = 0;
-	for (int k = 0; k < npos * w; k++)
-		if (isfinite(x->want[k]))
-			scale = fmax(scale, fabs(x->want[k]));
+	/* attention with P rounded keeps the bound whole: it carries the bound of
+	 * that rounding, and tensor cores' accumulation is not modelled here */
+	double share = x->pfin ? 1 : bound_share(x->d->len), scale = scale_of(x->want, npos * w);
 	for (int k = 0; k < npos * w; k++)
 		compare_value(oc, buffer_get(got, base * w + k), x->want[k], x->naive[k], x->bound[k], share, scale,
 			      exact, x->ref_range, base * w + k);
@@ -195,17 +204,23 @@ static void naive_rounded_p(Ctx *x)
 	}
 }
 
+/* The reference of row in mode md into x->v[md]; in float64, whether it
+ * overflowed or underflowed on the way, into x->ref_range. */
+static void reference_of(Ctx *x, Mode md, const Row *row)
+{
+	Vals *v = &x->v[md];
+	feclearexcept(FE_OVERFLOW | FE_UNDERFLOW);
+	m_reference(&x->m, md, row, v->refv, v->refe, v->posv, v->pose);
+	if (md == MODE_F64)
+		x->ref_range = fetestexcept(FE_OVERFLOW | FE_UNDERFLOW) != 0;
+}
+
 static void row_values(Ctx *x)
 {
 	Machine *m = &x->m;
 	for (int md = 0; md < 2; md++) {
-		Vals *v = &x->v[md];
-		if (m->c->nref && !x->d->scan) {
-			feclearexcept(FE_OVERFLOW | FE_UNDERFLOW);
-			m_reference(m, (Mode)md, x->row, v->refv, v->refe, v->posv, v->pose);
-			if (md == MODE_F64)
-				x->ref_range = fetestexcept(FE_OVERFLOW | FE_UNDERFLOW) != 0;
-		}
+		if (m->c->nref && !x->d->scan)
+			reference_of(x, (Mode)md, x->row);
 		if (x->need_fold)
 			fold_row(x, (Mode)md);
 	}
@@ -271,24 +286,16 @@ static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 		int j = d->len - 1 - (int)((long long)s * d->len / n);
 		Row pre = *x->row;
 		pre.len = j + 1;
-		for (int md = 0; md < 2; md++) {
-			Vals *v = &x->v[md];
-			feclearexcept(FE_OVERFLOW | FE_UNDERFLOW);
-			m_reference(m, (Mode)md, &pre, v->refv, v->refe, v->posv, v->pose);
-			if (md == MODE_F64)
-				x->ref_range = fetestexcept(FE_OVERFLOW | FE_UNDERFLOW) != 0;
-		}
-		double share = pre.len > 36 ? 6 / sqrt((double)pre.len) : 1;
+		for (int md = 0; md < 2; md++)
+			reference_of(x, (Mode)md, &pre);
+		double share = bound_share(pre.len);
 		for (int o = 0; o < c->nfinal; o++) {
 			int q = ref_of(c, c->finalize[o].name, 1), w = d->fin[o].width;
 			if (q < 0)
 				continue;
 			const double *want = x->v[MODE_F64].refv + m->refoff[q], *naive = x->v[MODE_F32].refv + m->refoff[q],
 				     *bound = x->v[MODE_F32].refe + m->refoff[q];
-			double scale = 0;
-			for (int t = 0; t < w; t++)
-				if (isfinite(want[t]))
-					scale = fmax(scale, fabs(want[t]));
+			double scale = scale_of(want, w);
 			size_t at = ((size_t)r * d->len + j) * w;
 			for (int t = 0; t < w; t++)
 				compare_value(&rc->out[o], buffer_get(&d->fin[o], at + t), want[t], naive[t], bound[t], share,
