@@ -151,6 +151,21 @@ Test(check, float32_error_report)
 	check_result_free(&r);
 }
 
+/* check_run on a spec's text, with the default options and seed (or the
+ * one given); the caller frees the carrier and the result. */
+static Carrier *check_text(const char *spec, uint64_t seed, CheckResult *r)
+{
+	char err[256], msg[100];
+	Carrier *c = load_text(spec, err, sizeof err);
+	cr_assert(c, "%s", err);
+	CheckOpts o;
+	check_defaults(&o);
+	if (seed)
+		o.seed = seed;
+	cr_assert_eq(check_run(c, &o, r, msg, sizeof msg), 0, "%s", msg);
+	return c;
+}
+
 Test(check, assume_is_honoured)
 {
 	const char *spec = "carrier: wlog\n"
@@ -161,14 +176,8 @@ Test(check, assume_is_honoured)
 			   "lift: {s: log(w)}\n"
 			   "merge:\n  s: a.s + b.s\n"
 			   "reference:\n  s: sum(log(w))\n";
-	char err[256];
-	Carrier *c = load_text(spec, err, sizeof err);
-	cr_assert(c, "%s", err);
-	CheckOpts o;
-	check_defaults(&o);
 	CheckResult r;
-	char msg[100];
-	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0);
+	Carrier *c = check_text(spec, 0, &r);
 	cr_assert(check_ok(&r), "log of positive weights never gives NaN: %s", r.sound_detail ? r.sound_detail : "");
 	check_result_free(&r);
 	carrier_free(c);
@@ -181,17 +190,12 @@ Test(check, narrow_assume_still_draws_long_rows)
 {
 	static const char *const bounds[] = {"w > 2", "w > 5 && w < 6", "w > 100 && x < -50"};
 	for (int i = 0; i < 3; i++) {
-		char spec[512], err[256];
+		char spec[512];
 		snprintf(spec, sizeof spec, "carrier: narrow\nelement: {w: f32, x: f32}\nassume: %s\nstate: {s: f32}\n"
 			 "identity: {s: 0}\nlift: {s: w * x}\nmerge:\n  s: a.s + b.s\nreference:\n  s: sum(w * x)\n",
 			 bounds[i]);
-		Carrier *c = load_text(spec, err, sizeof err);
-		cr_assert(c, "%s", err);
-		CheckOpts o;
-		check_defaults(&o);
 		CheckResult r;
-		char msg[100];
-		cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
+		Carrier *c = check_text(spec, 0, &r);
 		cr_expect(check_ok(&r), "%s: %s", bounds[i], r.input_error ? r.input_error : "");
 		cr_expect_eq(r.max_len, 257, "%s: rows up to %d long", bounds[i], r.max_len);
 		check_result_free(&r);
@@ -203,25 +207,18 @@ Test(check, narrow_assume_still_draws_long_rows)
  * trials' large counts stay where three merged states do not wrap it. */
 Test(check, integer_counts_stay_in_their_type)
 {
-	char err[256];
-	Carrier *c = load_text("carrier: last\nelement: {x: f32}\nstate: {n: i32, last: f32}\nidentity: {n: 0, last: 0}\n"
-			       "lift: {n: 1, last: x}\nmerge:\n  n: a.n + b.n\n  last: where(b.n > 0, b.last, a.last)\n"
-			       "finalize: {last: last}\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	static const char spec[] = "carrier: last\nelement: {x: f32}\nstate: {n: i32, last: f32}\n"
+				   "identity: {n: 0, last: 0}\nlift: {n: 1, last: x}\nmerge:\n  n: a.n + b.n\n"
+				   "  last: where(b.n > 0, b.last, a.last)\nfinalize: {last: last}\n";
 	for (uint64_t seed = 1; seed <= 4; seed++) {
-		CheckOpts o;
-		check_defaults(&o);
-		o.seed = seed;
 		CheckResult r;
-		char msg[100];
-		cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
+		Carrier *c = check_text(spec, seed, &r);
 		for (int i = 0; i < r.nlaw; i++)
 			cr_expect_neq(r.law[i].v, VERDICT_FAILS, "seed %llu: %s: %s", (unsigned long long)seed, r.law[i].law,
 				      r.law[i].detail ? r.law[i].detail : "");
 		check_result_free(&r);
+		carrier_free(c);
 	}
-	carrier_free(c);
 }
 
 Test(check, unsatisfiable_assume)
