@@ -160,8 +160,10 @@ Expr *expr_coerce(Carrier *c, Diag *d, Expr *e, Ty to, Pos pos, const char *what
 		 (tk == TY_I64 && k == TY_I32) ||
 		 (k == TY_NUM && tk == TY_BOOL && e->op == EXPR_CONST && (e->num == 0 || e->num == 1)); /* 0 and 1 as false and true */
 	if (!ok) {
-		diag_error(d, pos, "%s has type %s, expected %s", what, ty_str(ir, e->ty, b1, 64),
-			   ty_str(ir, to, b2, 64));
+		diag_error(d, pos, "%s has type %s, expected %s%s", what, ty_str(ir, e->ty, b1, 64), ty_str(ir, to, b2, 64),
+			   (tk == TY_I32 || tk == TY_I64) && k >= TY_F16 && k <= TY_F64
+				   ? " (floats do not convert to integers; '/' and literals with a fraction give floats)"
+				   : "");
 		return NULL;
 	}
 	if (e->op == EXPR_CONST) {
@@ -220,19 +222,36 @@ static int need_num(P *p, V v, const char *opname)
 	return 0;
 }
 
-/* Unify numeric operands in place; returns the result type (kind, shape). */
+/* The floating-point kind an integer kind becomes where a value may have
+ * a fraction: f32 for i32, f64 for i64 (whose values f32 does not hold). */
+static TyKind float_of(TyKind k) { return k == TY_I64 ? TY_F64 : TY_F32; }
+
+/* A literal with a fraction (an untyped constant that is not a whole number). */
+static int fractional(const Expr *e)
+{
+	return e->ty.kind == TY_NUM && e->op == EXPR_CONST && isfinite(e->num) && e->num != floor(e->num);
+}
+
+/* Unify numeric operands in place; returns the result type (kind, shape).
+ * Integers meeting a float become that float; integers meeting a literal
+ * with a fraction become floats too (`j + 0.5` is f32), as a fraction has
+ * no integer to round to. */
 static int unify(P *p, V *args, int n, const char *opname, Ty *out)
 {
 	TyKind k = TY_NUM;
 	Ty shape = args[0].e->ty;
+	int frac = 0;
 	for (int i = 0; i < n; i++) {
 		if (need_num(p, args[i], opname))
 			return -1;
 		k = join_kind(k, (TyKind)args[i].e->ty.kind);
+		frac |= fractional(args[i].e);
 		if (i && join_shape(p, (V){.e = ir_const(p->ir, shape, 0), .off = args[0].off}, args[i], &shape,
 				    opname))
 			return -1;
 	}
+	if (frac && (k == TY_I32 || k == TY_I64))
+		k = float_of(k);
 	for (int i = 0; i < n; i++)
 		if (!(args[i].e = to_kind(p, args[i], k)))
 			return -1;
@@ -270,8 +289,11 @@ static V binary(P *p, Op op, V x, V y)
 	}
 	if (unify(p, a, 2, name, &t))
 		return (V){NULL, x.off};
-	if (op == EXPR_DIV && ty_is_int(t))
-		return fail(p, y.off, "'/' on integers is not supported; divide floating-point values");
+	if (op == EXPR_DIV && ty_is_int(t)) { /* '/' divides, as in Python: `j / len` is a fraction, not j div len */
+		t = ty_vec(float_of((TyKind)t.kind), t.len, t.dim);
+		for (int i = 0; i < 2; i++)
+			a[i].e = to_kind(p, a[i], (TyKind)t.kind);
+	}
 	if (ir_ops[op].flags & F_CMP)
 		t = ty_vec(TY_BOOL, t.len, t.dim);
 	return mk(p, op, t, 0, a, 2, x.off);
@@ -535,7 +557,7 @@ static V call(P *p, const char *name, V *a, int n, size_t off)
 		if (need_num(p, a[0], name))
 			return (V){NULL, off};
 		if (ty_is_int(a[0].e->ty))
-			a[0].e = to_kind(p, a[0], a[0].e->ty.kind == TY_I64 ? TY_F64 : TY_F32);
+			a[0].e = to_kind(p, a[0], float_of((TyKind)a[0].e->ty.kind));
 		return mk(p, fn->op, a[0].e->ty, 0, a, 1, off);
 	}
 }

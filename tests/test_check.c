@@ -288,3 +288,33 @@ Test(check, true_and_false_stay_names_when_a_spec_defines_them)
 	free(e);
 	carrier_free(c);
 }
+
+/* Where an integer meets a fraction the operation is floating-point: f32
+ * from i32 (the indices), f64 from i64; whole literals keep integers
+ * integral (j * 2 stays i32). */
+Test(check, integers_meeting_fractions_are_typed_as_floats)
+{
+	char err[256];
+	Carrier *c = load_text("carrier: t\nparams: {n: i64}\nelement: {x: f32}\nstate: {a: f64, b: f64, c: f64, d: i32}\n"
+			       "identity: {a: 0, b: 0, c: 0, d: 0}\nlift:\n  a: j / len\n  b: n / 2\n  c: j + 0.5\n  d: j * 2\n"
+			       "merge: {a: a.a + b.a, b: a.b + b.b, c: a.c + b.c, d: a.d + b.d}\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	static const struct { Op op; TyKind k; } want[] = {
+		{EXPR_CAST, TY_F64}, /* f32 division, widened to the f64 field */
+		{EXPR_DIV, TY_F64},
+		{EXPR_CAST, TY_F64},
+		{EXPR_MUL, TY_I32},
+	};
+	for (int f = 0; f < 4; f++) {
+		char *e = ir_str(c->ir, c->lift[f]);
+		cr_expect_eq(c->lift[f]->op, want[f].op, "field %d: %s", f, e);
+		cr_expect_eq(c->lift[f]->ty.kind, want[f].k, "field %d: %s", f, e);
+		free(e);
+	}
+	cr_expect_eq(c->lift[0]->a[0]->op, EXPR_DIV);
+	cr_expect_eq(c->lift[0]->a[0]->ty.kind, TY_F32, "j / len divides in f32");
+	cr_expect_eq(c->lift[2]->a[0]->op, EXPR_ADD);
+	cr_expect_eq(c->lift[2]->a[0]->ty.kind, TY_F32, "j + 0.5 adds in f32");
+	carrier_free(c);
+}

@@ -554,6 +554,35 @@ Test(cli, f64_sigmoid_on_every_device, .timeout = 120)
 	ok_on_every_device("build/sig64.yaml", "--rows 3 --len 33");
 }
 
+/* Integers meet fractions as floats: `/` divides (j / 2 is 0.5 at j = 1,
+ * not 0), `j + 0.5` is f32 and an i64 over 2 is f64.  Row of 3 positions:
+ * h = 0 + 0.5 + 1 = 1.5 and c = sum of (j + 0.5) / len = 1.5; the
+ * expected figures are written out, as the reference goes through the
+ * same typing.  Then on every device against that reference. */
+Test(cli, integers_meeting_fractions_become_floats, .timeout = 120)
+{
+	write_text("build/frac.yaml", "carrier: frac\nelement: {x: f32, n: i64}\nstate: {h: f32, c: f32, w: f64}\n"
+				      "identity: {h: 0, c: 0, w: 0}\nlift:\n  h: j / 2\n  c: (j + 0.5) / len\n"
+				      "  w: x * n / 2\nmerge: {h: a.h + b.h, c: a.c + b.c, w: a.w + b.w}\n"
+				      "reference:\n  h: sum(j / 2)\n  c: sum((j + 0.5) / len)\n  w: sum(x * n / 2)\n"
+				      "laws: [commutative]\n");
+	static const char *devs[] = {"cpu", "emu", "interp"};
+	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
+		char cmd[512], msg[256];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/frac.yaml --device %s --rows 1 --len 3 --output h=build/frac_h.npy "
+			 "--output c=build/frac_c.npy", devs[i]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
+		Npy h = {0}, c = {0};
+		cr_assert_eq(npy_read("build/frac_h.npy", &h, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(npy_read("build/frac_c.npy", &c, msg, sizeof msg), 0, "%s", msg);
+		cr_expect_eq(npy_get(&h, 0), 1.5, "%s: h = %g", devs[i], npy_get(&h, 0));
+		cr_expect_eq(npy_get(&c, 0), 1.5, "%s: c = %g", devs[i], npy_get(&c, 0));
+		npy_free(&h);
+		npy_free(&c);
+	}
+	ok_on_every_device("build/frac.yaml", "--rows 3 --len 33");
+}
+
 /* A scan's reference is evaluated over prefixes and held to the outputs
  * there: right, it passes on every device; wrong, it fails, where the
  * left fold alone had passed it. */
