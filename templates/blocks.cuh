@@ -65,7 +65,8 @@ ASC_DEV State block_reduce(const Args &A, State s)
  * where order matters; otherwise strided (coalesced) with ACC independent
  * accumulators, and 16-byte loads of 4 elements where aligned.  Compiled
  * once per (ACC, VEC) for all the module's kernels (ASC_FN), with NT a
- * value; ptxas inlines it again into each kernel. */
+ * value; in the SASS each kernel calls its own copy, once per row, outside
+ * the row loop. */
 template <int ACC, int VEC>
 ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi)
 {
