@@ -130,22 +130,36 @@ build/pic/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
-build/libassoc.so: $(PIC_OBJ)
-	$(CC) -shared -Wl,-soname,libassoc.so -Wl,--no-undefined -o $@ $^ $(LDLIBS)
+build/libassoc.so: $(PIC_OBJ) compiler/libassoc.map
+	$(CC) -shared -Wl,-soname,libassoc.so -Wl,--no-undefined -Wl,--version-script=compiler/libassoc.map \
+		-o $@ $(PIC_OBJ) $(LDLIBS)
 
-lib: build/libassoc.a build/libassoc.so
+# The installed static library: the same objects joined into one, with
+# every global but the API (assoc_*) made local, so that a program's own
+# row_free or rng_next neither clashes with the library's nor replaces it.
+# (build/libassoc.a keeps its internals global: the command line and the
+# tests link them.)
+API_OBJ := $(filter-out build/obj/compiler/cmd_%.o build/obj/compiler/gpubench.o,$(OBJ))
+build/libassoc-api.a: $(API_OBJ)
+	ld -r -o build/libassoc-api.o $(API_OBJ)
+	objcopy --wildcard --keep-global-symbol='assoc_*' build/libassoc-api.o
+	rm -f $@ && ar rcs $@ build/libassoc-api.o && rm -f build/libassoc-api.o
 
-install: build/assoc build/libassoc.a build/libassoc.so
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 755 build/assoc $(DESTDIR)$(PREFIX)/bin/assoc
-	if [ -f build/assoc-llvm.so ]; then install -d $(DESTDIR)$(PREFIX)/lib/assoc && \
-		install -m 755 build/assoc-llvm.so $(DESTDIR)$(PREFIX)/lib/assoc/assoc-llvm.so; fi
-	install -m 644 build/libassoc.a $(DESTDIR)$(PREFIX)/lib/libassoc.a
-	install -m 755 build/libassoc.so $(DESTDIR)$(PREFIX)/lib/libassoc.so
-	install -m 644 compiler/assoc.h $(DESTDIR)$(PREFIX)/include/assoc.h
+lib: build/libassoc-api.a build/libassoc.so
+
+install: build/assoc build/libassoc-api.a build/libassoc.so
+	@case '$(DESTDIR)$(PREFIX)' in *[[:space:]]*) \
+		echo "error: PREFIX and DESTDIR must not contain spaces (pkg-config splits its paths at them)"; exit 1;; esac
+	install -d '$(DESTDIR)$(PREFIX)/bin' '$(DESTDIR)$(PREFIX)/lib/pkgconfig' '$(DESTDIR)$(PREFIX)/include'
+	install -m 755 build/assoc '$(DESTDIR)$(PREFIX)/bin/assoc'
+	if [ -f build/assoc-llvm.so ]; then install -d '$(DESTDIR)$(PREFIX)/lib/assoc' && \
+		install -m 755 build/assoc-llvm.so '$(DESTDIR)$(PREFIX)/lib/assoc/assoc-llvm.so'; fi
+	install -m 644 build/libassoc-api.a '$(DESTDIR)$(PREFIX)/lib/libassoc.a'
+	install -m 755 build/libassoc.so '$(DESTDIR)$(PREFIX)/lib/libassoc.so'
+	install -m 644 compiler/assoc.h '$(DESTDIR)$(PREFIX)/include/assoc.h'
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: assoc\nDescription: %s\nVersion: 0.1.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -Wl,-rpath,$${libdir} -lassoc\nLibs.private: %s\n' \
 		'$(PREFIX)' 'secretly associative loops compiled for CPUs and GPUs' '$(LDLIBS)' \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/assoc.pc
+		> '$(DESTDIR)$(PREFIX)/lib/pkgconfig/assoc.pc'
 
 # Install missing system packages (Debian's apt; root or sudo).
 deps:
@@ -162,7 +176,7 @@ check-specs: build/asan/assoc
 	build/asan/assoc check specs/*.yaml tests/format/*.yaml
 
 test: deps
-	$(MAKE) build/asan/tests build/asan/assoc build/assoc build/libassoc.so
+	$(MAKE) build/asan/tests build/asan/assoc build/assoc build/libassoc.so build/libassoc-api.a
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/asan/tests --jobs 2
 	$(MAKE) check-specs
 	$(MAKE) fuzz

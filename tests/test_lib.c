@@ -180,3 +180,22 @@ Test(lib, example_program_links_the_shared_library)
 	example_program("cc -std=c11 -Icompiler -o build/example_lib_so tests/example/example_lib.c "
 			"-Lbuild -lassoc -Wl,-rpath,$PWD/build -lm 2>&1 && build/example_lib_so 2>&1");
 }
+
+/* A program's own functions named like ones inside the library (diag_init,
+ * row_free) neither replace the library's nor clash with them: the shared
+ * library and the installed static one export the API alone. */
+Test(lib, library_internals_stay_private)
+{
+	cr_assert_eq(access("build/libassoc-api.a", R_OK), 0, "make build/libassoc-api.a first (make test does)");
+	FILE *f = fopen("build/own_names.c", "w");
+	cr_assert(f);
+	fputs("#include <stdlib.h>\nvoid diag_init(void *d, const char *file) { (void)d; (void)file; abort(); }\n"
+	      "void row_free(void *r) { (void)r; abort(); }\n",
+	      f);
+	fclose(f);
+	example_program("cc -std=c11 -Icompiler -o build/example_own_so tests/example/example_lib.c build/own_names.c "
+			"-Lbuild -lassoc -Wl,-rpath,$PWD/build -lm 2>&1 && build/example_own_so 2>&1");
+	example_program("cc -std=c11 -Icompiler -o build/example_own_a tests/example/example_lib.c build/own_names.c "
+			"build/libassoc-api.a -lyaml -lm -ldl -lpthread $(llvm-config --ldflags --libs) 2>&1 && "
+			"build/example_own_a 2>&1");
+}
