@@ -4,7 +4,10 @@
  * Every function returns an AssocStatus; none exits or prints.  A handle
  * keeps the message of its last failure (assoc_spec_error,
  * assoc_kernel_error); a failed assoc_spec_load still returns a handle
- * holding the diagnostic, to be freed like any other.  Handles are not
+ * holding the diagnostic, to be freed like any other, except on
+ * ASSOC_EINVAL, where it sets *out to NULL (every function takes NULL
+ * handles).  Running out of memory aborts the process in places deep in
+ * the loader and the checker; ASSOC_ENOMEM comes from the rest.  Handles are not
  * shared between threads; a kernel runs on its own threads.
  *
  * Arrays (spec-format.md's layout, row-major, in the spec's storage
@@ -32,7 +35,7 @@ typedef enum {
 	ASSOC_EDEVICE,  /* the device is unknown or not usable here */
 	ASSOC_ECOMPILE, /* code generation failed */
 	ASSOC_ESIZE,    /* a buffer's size does not fit the shape */
-	ASSOC_ENOMEM,
+	ASSOC_ENOMEM
 } AssocStatus;
 
 typedef struct AssocSpec AssocSpec;
@@ -78,7 +81,8 @@ AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info);
 size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len);
 void assoc_spec_free(AssocSpec *s);
 
-/* device: "cpu" (or "auto": the CPU backend).  threads 0: every core.
+/* device: "cpu" (or "auto": the CPU backend).  threads 0: every core;
+ * at most 1024.
  * The spec must outlive the kernel. */
 AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out);
 const char *assoc_kernel_error(const AssocKernel *k);

@@ -68,8 +68,10 @@ static AssocStatus loaded(AssocSpec *s, Diag *d)
 	} else {
 		Carrier *c = s->c;
 		s->arr = calloc(c->nelem + c->ncol + c->nrow + c->nfinal + c->nmap + 1, sizeof *s->arr);
-		if (!s->arr)
+		if (!s->arr) {
+			diag_free(d);
 			return ASSOC_ENOMEM;
+		}
 		add_arrays(s, c->elem, c->nelem, ASSOC_ELEMENT);
 		add_arrays(s, c->col, c->ncol, ASSOC_COLUMN);
 		add_arrays(s, c->row, c->nrow, ASSOC_ROW);
@@ -83,6 +85,8 @@ static AssocStatus loaded(AssocSpec *s, Diag *d)
 static AssocStatus load(AssocSpec **out, const char *path, const char *text, size_t len, const AssocValue *dims,
 			int ndims)
 {
+	if (out)
+		*out = NULL;
 	if (!out || (!path && !text) || ndims < 0 || (ndims && !dims))
 		return ASSOC_EINVAL;
 	AssocSpec *s = *out = calloc(1, sizeof *s);
@@ -189,6 +193,9 @@ AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKe
 	*out = NULL;
 	if (!s || !s->c || !device)
 		return ASSOC_EINVAL;
+	if (threads < 0 || threads > RT_MAX_THREADS)
+		return fail(s->err, sizeof s->err, ASSOC_EINVAL, "threads must be 0 (every core) to %d, got %d",
+			    RT_MAX_THREADS, threads);
 	if (strcmp(device, "cpu") && strcmp(device, "auto"))
 		return fail(s->err, sizeof s->err, ASSOC_EDEVICE, "unknown device '%s' (this library has: cpu, auto)", device);
 	if (!llvm_available(s->err, sizeof s->err))
@@ -235,6 +242,11 @@ static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, int64
 		return -1;
 	}
 	size_t want = assoc_array_bytes(k->s, a, rows, len);
+	if (want == SIZE_MAX) {
+		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "array '%s' of %lld x %lld has more bytes than a size_t holds",
+			   arr->name, (long long)rows, (long long)len);
+		return -1;
+	}
 	if (bufs[found].bytes != want || (want && !bufs[found].data)) {
 		char what[200];
 		snprintf(what, sizeof what, "%s' has %zu bytes%s", arr->name, bufs[found].bytes,

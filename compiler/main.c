@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "compiler/cli.h"
+#include "runtime/cpu.h"
 
 #define ASSOC_VERSION "0.1.0"
 
@@ -185,7 +186,7 @@ static const OptSpec options[] = {
 	{"--len", O_INT, 0, MAX_LEN, F(len), 0, 0},
 	{"--heads", O_INT, 1, 1 << 16, F(heads), 0, 0},
 	{"--kv-heads", O_INT, 1, 1 << 16, F(kv_heads), 0, 0},
-	{"--threads", O_INT, 0, 1024, F(run.threads), 0, 0},
+	{"--threads", O_INT, 0, RT_MAX_THREADS, F(run.threads), 0, 0},
 	{"--split", O_INT, 0, MAX_SPLIT, F(run.split), 0, 0},
 	{"--device", O_STR, 0, 0, F(device), 0, 0},
 	{"--config", O_STR, 0, 0, F(run.config), 0, 0},

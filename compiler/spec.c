@@ -231,6 +231,11 @@ static int load_dims(L *l, const YNode *dims, const Define *defs, int ndefs)
 				   defs[i].name);
 			return -1;
 		}
+		for (int k = 0; k < i; k++)
+			if (!strcmp(defs[k].name, defs[i].name)) { /* which would win is a guess: say so */
+				diag_error(l->d, (Pos){0, 0}, "-D %s is given twice", defs[i].name);
+				return -1;
+			}
 		char what[100];
 		snprintf(what, sizeof what, "-D %s", defs[i].name);
 		if (size_error(l, (Pos){0, 0}, what, defs[i].value))

@@ -57,6 +57,9 @@ typedef struct {
 
 typedef struct RtPool RtPool;
 
+/* The most threads a pool takes (--threads, assoc_compile). */
+enum { RT_MAX_THREADS = 1024 };
+
 /* threads <= 0: the number of online cores.  0, or -1 with msg. */
 int rt_pool_open(RtPool **p, int threads, char *msg, size_t n);
 void rt_pool_close(RtPool *p);

@@ -71,8 +71,12 @@ Test(lib, layer_norm_with_params_and_columns)
 Test(lib, misuse_gives_status_codes)
 {
 	cr_assert_eq(assoc_spec_load(NULL, "specs/sum.yaml", NULL, 0), ASSOC_EINVAL);
-	AssocSpec *s = NULL;
+	AssocSpec *s = (AssocSpec *)1;
 	cr_assert_eq(assoc_spec_load(&s, NULL, NULL, 0), ASSOC_EINVAL);
+	cr_assert_null(s, "a refused load leaves a handle that can be freed (NULL), not what was there");
+	s = (AssocSpec *)1;
+	cr_assert_eq(assoc_spec_load_text(&s, "x", 1, NULL, -1), ASSOC_EINVAL);
+	cr_assert_null(s);
 	cr_assert_eq(assoc_array_count(NULL), 0);
 	cr_assert_eq(assoc_array_info(NULL, 0, NULL), ASSOC_EINVAL);
 	cr_assert_eq(assoc_array_bytes(NULL, 0, 1, 1), 0);
@@ -90,6 +94,10 @@ Test(lib, misuse_gives_status_codes)
 	cr_assert_eq(assoc_compile(s, "tpu", 1, &k), ASSOC_EDEVICE);
 	cr_assert(strstr(assoc_spec_error(s), "unknown device 'tpu'"), "%s", assoc_spec_error(s));
 	cr_assert_eq(assoc_compile(s, "cpu", 1, NULL), ASSOC_EINVAL);
+	cr_assert_eq(assoc_compile(s, "cpu", -1, &k), ASSOC_EINVAL);
+	cr_assert_eq(assoc_compile(s, "cpu", 100000, &k), ASSOC_EINVAL, "not 100000 threads started");
+	cr_assert(strstr(assoc_spec_error(s), "threads must be 0 (every core) to 1024, got 100000"), "%s",
+		  assoc_spec_error(s));
 	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_OK);
 	float x[12], out[3];
 	AssocBuffer good[] = {{"x", x, sizeof x}, {"s", out, sizeof out}};
@@ -151,6 +159,30 @@ Test(lib, dims_override)
 	AssocArray a;
 	cr_assert_eq(assoc_array_info(s, 0, &a), ASSOC_OK);
 	cr_assert_eq(a.width, 8);
+	assoc_spec_free(s);
+	AssocValue twice[] = {{"dv", 4}, {"dv", 8}};
+	cr_assert_eq(assoc_spec_load(&s, "specs/o_lse.yaml", twice, 2), ASSOC_ESPEC, "which one wins is not guessed");
+	cr_assert(strstr(assoc_spec_error(s), "-D dv is given twice"), "%s", assoc_spec_error(s));
+	assoc_spec_free(s);
+}
+
+/* A shape whose byte count a size_t cannot hold is refused when buffers
+ * are bound, whatever size they claim. */
+Test(lib, shape_past_size_t_is_refused)
+{
+	AssocSpec *s;
+	const char *text = "carrier: wide\ndims: {d: 64}\nelement:\n  x: f64[d]\nstate: {s: f64}\nidentity: {s: 0}\n"
+			   "lift:\n  s: dot(x, x)\nmerge: {s: a.s + b.s}\n";
+	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	int64_t rows = ((int64_t)1 << 24) + 1, len = INT32_MAX;
+	cr_assert_eq(assoc_array_bytes(s, 0, rows, len), SIZE_MAX);
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_OK, "%s", assoc_spec_error(s));
+	double one;
+	AssocBuffer b[] = {{"x", &one, SIZE_MAX}, {"s", &one, 8}};
+	cr_assert_eq(assoc_run(k, rows, len, b, 2, NULL, 0), ASSOC_ESIZE, "%s", assoc_kernel_error(k));
+	cr_assert(strstr(assoc_kernel_error(k), "more bytes than a size_t holds"), "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
 	assoc_spec_free(s);
 }
 

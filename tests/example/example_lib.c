@@ -10,7 +10,7 @@ int main(void)
 	enum { ROWS = 2, LEN = 5 };
 	float x[ROWS][LEN] = {{1, 2, 3, 4, 5}, {0, 0, 0, 0, 0}};
 	float y[ROWS][LEN], lse[ROWS];
-	AssocSpec *spec;
+	AssocSpec *spec = NULL;
 	AssocKernel *k = NULL;
 	AssocStatus st = assoc_spec_load(&spec, "specs/online_softmax.yaml", NULL, 0);
 	if (st == ASSOC_OK)
