@@ -135,6 +135,9 @@ Test(lib, invalid_spec_keeps_its_diagnostic)
 	cr_assert_eq(assoc_array_count(s), 0);
 	AssocKernel *k;
 	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_EINVAL);
+	cr_assert_eq(assoc_spec_check(s, 10, 1), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_spec_error(s), "unknown function 'mod'"), "checking keeps the load's diagnostic: %s",
+		  assoc_spec_error(s));
 	assoc_spec_free(s);
 }
 
