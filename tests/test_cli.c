@@ -583,6 +583,22 @@ Test(cli, integers_meeting_fractions_become_floats, .timeout = 120)
 	ok_on_every_device("build/frac.yaml", "--rows 3 --len 33");
 }
 
+/* Vector states of thousands of floats run on the emulator: its fibers'
+ * stacks grow with the module's State and Elem (128 KiB had every thread
+ * of a (m, l, o[4096]) fold die on its guard page). */
+Test(cli, large_vector_states_on_the_emulator, .timeout = 240)
+{
+	cr_expect_eq(sh(ASSOC " run specs/o_lse.yaml -D dv=4096 --device emu --rows 2 --len 50", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
+	write_text("build/vsum.yaml", "carrier: vsum\ndims: {d: 8}\nelement:\n  x: f32[d]\nstate:\n  s: f32[d]\n"
+				      "identity: {s: 0}\nlift: {s: x}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x)}\n"
+				      "laws: [commutative]\n");
+	cr_expect_eq(sh(ASSOC " run build/vsum.yaml -D d=8192 --device emu --rows 2 --len 40", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
+}
+
 /* A scan's reference is evaluated over prefixes and held to the outputs
  * there: right, it passes on every device; wrong, it fails, where the
  * left fold alone had passed it. */

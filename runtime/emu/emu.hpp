@@ -63,13 +63,21 @@ struct EmuFiber {
 #endif
 };
 
-/* EMU_MAXDYN: sm_90's opt-in limit of shared memory per block (227 KB) */
-enum { EMU_MAXT = 1024, EMU_STACK = 128 * 1024, EMU_MAXDYN = 227 * 1024 };
+/* EMU_MAXDYN: sm_90's opt-in limit of shared memory per block (227 KB).
+ * A fiber's stack: EMU_STACK, and EMU_FRAMES more copies of the module's
+ * State and Elem, which a GPU keeps in registers or local memory and the
+ * emulator in fiber stacks (a state of 4096 floats overflowed 128 KiB). */
+enum { EMU_MAXT = 1024, EMU_STACK = 128 * 1024, EMU_FRAMES = 64, EMU_MAXDYN = 227 * 1024 };
+
+/* sizeof(State) + sizeof(Elem) of the generated module (cuda_mod.c);
+ * weak, as a hand-written kernel has neither. */
+extern "C" const size_t asc_emu_frame_bytes __attribute__((weak));
 
 struct Emu {
 	EmuFiber f[EMU_MAXT];
 	char *stacks;
 	int nstacks;
+	size_t stack; /* bytes of each of the nstacks stacks, the guard page included */
 	int n, nlive, bar_arrived, failed;
 	EmuFiber *cur;
 	void *sched_sp;
@@ -158,7 +166,7 @@ static void emu_fiber_init(EmuFiber *f, char *stack)
 {
 	f->stack = stack;
 #if defined(__x86_64__)
-	uint64_t *sp = (uint64_t *)(((uintptr_t)stack + EMU_STACK) & ~(uintptr_t)15);
+	uint64_t *sp = (uint64_t *)(((uintptr_t)stack + emu.stack) & ~(uintptr_t)15);
 	*--sp = 0;                    /* the entry's return address: never used */
 	*--sp = (uint64_t)(uintptr_t)emu_entry;
 	for (int r = 0; r < 6; r++)
@@ -167,7 +175,7 @@ static void emu_fiber_init(EmuFiber *f, char *stack)
 #else
 	getcontext(&f->uc);
 	f->uc.uc_stack.ss_sp = stack + 4096;
-	f->uc.uc_stack.ss_size = EMU_STACK - 4096;
+	f->uc.uc_stack.ss_size = emu.stack - 4096;
 	f->uc.uc_link = NULL;
 	makecontext(&f->uc, emu_entry, 0);
 #endif
@@ -689,7 +697,7 @@ static void emu_run_block(void)
 	}
 	for (int t = 0; t < emu.n; t++) {
 		EmuFiber *f = &emu.f[t];
-		emu_fiber_init(f, emu.stacks + (size_t)t * EMU_STACK);
+		emu_fiber_init(f, emu.stacks + (size_t)t * emu.stack);
 		f->tid = dim3{(unsigned)t, 0, 0};
 		f->done = f->blocked = f->nbar = 0;
 		f->seq = 0;
@@ -737,7 +745,7 @@ static void emu_run_block(void)
 __attribute__((destructor)) static void emu_unload(void)
 {
 	if (emu.stacks)
-		munmap(emu.stacks, (size_t)emu.nstacks * EMU_STACK);
+		munmap(emu.stacks, (size_t)emu.nstacks * emu.stack);
 	emu.stacks = NULL;
 }
 
@@ -758,21 +766,25 @@ extern "C" int emu_launch(void (*fn)(const void *), const char *kernel, unsigned
 		return -1;
 	}
 	emu.dyn_bytes = smem;
-	if (emu.nstacks < (int)block) { /* stacks for the widest block so far, a guard page under each */
+	/* (m, l, o[8192]) folds needed 3 frames: 64 leave room for ITEMS and ACC copies */
+	size_t frame = &asc_emu_frame_bytes ? asc_emu_frame_bytes : 0;
+	size_t stack = (EMU_STACK + EMU_FRAMES * frame + 4095) & ~(size_t)4095;
+	if (emu.nstacks < (int)block || emu.stack != stack) { /* stacks for the widest block so far, a guard page under each */
 		if (emu.stacks)
-			munmap(emu.stacks, (size_t)emu.nstacks * EMU_STACK);
+			munmap(emu.stacks, (size_t)emu.nstacks * emu.stack);
 		emu.nstacks = 0;
-		void *p = mmap(NULL, (size_t)block * EMU_STACK, PROT_READ | PROT_WRITE,
+		void *p = mmap(NULL, (size_t)block * stack, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED) {
 			emu.stacks = NULL;
-			snprintf(msg, n, "emulator: no memory for fiber stacks");
+			snprintf(msg, n, "emulator: no memory for fiber stacks (%u of %zu bytes)", block, stack);
 			return -1;
 		}
 		emu.stacks = (char *)p;
 		emu.nstacks = (int)block;
+		emu.stack = stack;
 		for (unsigned t = 0; t < block; t++)
-			mprotect(emu.stacks + (size_t)t * EMU_STACK, 4096, PROT_NONE);
+			mprotect(emu.stacks + (size_t)t * stack, 4096, PROT_NONE);
 	}
 	emu.fn = fn;
 	emu.args = args;
