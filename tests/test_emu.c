@@ -3,7 +3,8 @@
  * differing barrier counts are caught and named; ldmatrix follows the PTX
  * ISA's layout; cp.async lands only at its wait, so a missing wait or a
  * missing barrier after it is caught; dynamic shared memory is sized by the
- * launch and checked as static shared memory is; a block of 256 fibers over rows of
+ * launch and checked as static shared memory is; a block's shared memory
+ * starts unwritten, whatever the last block left; a block of 256 fibers over rows of
  * 4099 runs well under a second. */
 #include <string.h>
 #include <time.h>
@@ -33,6 +34,13 @@ static const char KERNELS[] =
 	"  buf[threadIdx.x] = (float)threadIdx.x;\n"
 	"  float x = buf[(threadIdx.x + 1) % 64]; /* no __syncthreads */\n"
 	"  ((float *)p)[threadIdx.x] = x;\n"
+	"}\n"
+	/* block 0 fills buf, block 1 reads it: on a GPU, whatever the SM had */
+	"extern \"C\" void stale_emu(const void *p) {\n"
+	"  ASC_SHARED(float, buf, 64);\n"
+	"  if (blockIdx.x == 0) buf[threadIdx.x] = 1.0f;\n"
+	"  __syncthreads();\n"
+	"  ((float *)p)[blockIdx.x * 64 + threadIdx.x] = buf[threadIdx.x];\n"
 	"}\n"
 	"extern \"C\" void oob_emu(const void *p) {\n"
 	"  ASC_SHARED(float, buf, 64);\n"
@@ -148,6 +156,20 @@ Test(emu, barriers_shuffles_and_votes)
 		cr_expect_eq(out[128 + t], t % 32 == 31 ? t : t + 1);
 		cr_expect_eq(out[192 + t], t % 32 == 0 ? t : t - 1);
 	}
+	emu_close(l);
+}
+
+/* Shared memory starts undefined in every block: a read of a word the
+ * block has not written is caught, though the last block left a value. */
+Test(emu, shared_memory_of_an_earlier_block_is_not_inherited)
+{
+	EmuLib *l = lib();
+	float out[128];
+	char msg[1024];
+	cr_assert_eq(emu_launch_kernel(l, "stale", 1, 64, 0, out, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(emu_launch_kernel(l, "stale", 2, 64, 0, out, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "race on buf[") && strstr(msg, "read of a word no thread of this block has written yet"), "%s", msg);
+	cr_expect(strstr(msg, "kernel stale, block 1, thread "), "%s", msg);
 	emu_close(l);
 }
 

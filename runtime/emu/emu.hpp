@@ -86,6 +86,7 @@ struct Emu {
 #endif
 	dim3 bidx, bdim, gdim;
 	uint64_t epoch;
+	uint64_t block_epoch; /* the epoch the running block began in: older writes are another block's */
 	uint64_t slot[32][2][32];
 	int arrive[32][2], depart[32][2];
 	const char *kernel;
@@ -317,6 +318,10 @@ template <class T> struct EmuShared {
 		at(i);
 		inflight(i, "read");
 		int me = (int)emu.cur->tid.x;
+		if (wep[i] < emu.block_epoch) /* on a GPU: whatever the last block on the SM left, or garbage */
+			emu_fail("shared-memory race on %s[%ld]: read of a word no thread of this block has written yet "
+				 "(missing __syncthreads before the read? shared memory starts undefined in every block)",
+				 nm, i);
 		if (wep[i] == emu.epoch && wt[i] != me)
 			emu_fail("shared-memory race on %s[%ld]: read of a word thread %d wrote since the last __syncthreads "
 				 "(missing __syncthreads?)", nm, i, wt[i]);
@@ -710,7 +715,7 @@ static void emu_run_block(void)
 	memset(emu.depart, 0, sizeof emu.depart);
 	emu.nlive = emu.n;
 	emu.bar_arrived = 0;
-	emu.epoch++;
+	emu.block_epoch = ++emu.epoch;
 	for (int left = emu.n; left > 0 && !emu.failed;) {
 		int ran = 0;
 		for (int t = 0; t < emu.n && !emu.failed; t++) {
