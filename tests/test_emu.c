@@ -1,5 +1,6 @@
 /* test_emu.c: the emulator itself: barriers, shuffles and votes behave as on
- * a GPU; a missing __syncthreads, an out-of-bounds shared access and
+ * a GPU (offsets in their low 5 bits; lanes at different collectives
+ * caught); a missing __syncthreads, an out-of-bounds shared access and
  * differing barrier counts are caught and named; ldmatrix follows the PTX
  * ISA's layout; cp.async lands only at its wait, so a missing wait or a
  * missing barrier after it is caught; dynamic shared memory is sized by the
@@ -34,6 +35,18 @@ static const char KERNELS[] =
 	"  buf[threadIdx.x] = (float)threadIdx.x;\n"
 	"  float x = buf[(threadIdx.x + 1) % 64]; /* no __syncthreads */\n"
 	"  ((float *)p)[threadIdx.x] = x;\n"
+	"}\n"
+	/* offsets past 31 count in their low 5 bits, as PTX's shfl.sync */
+	"extern \"C\" void far_emu(const void *p) {\n"
+	"  int *out = (int *)p, t = (int)threadIdx.x;\n"
+	"  out[t] = __shfl_down_sync(0xffffffffu, t, 33);\n"
+	"  out[32 + t] = __shfl_up_sync(0xffffffffu, t, 40);\n"
+	"  out[64 + t] = __shfl_xor_sync(0xffffffffu, t, 33);\n"
+	"}\n"
+	/* odd lanes shuffle while even lanes vote */
+	"extern \"C\" void mixed_emu(const void *p) {\n"
+	"  int t = (int)threadIdx.x;\n"
+	"  ((int *)p)[t] = t % 2 ? __shfl_sync(0xffffffffu, t, 3) : (int)__ballot_sync(0xffffffffu, 1);\n"
 	"}\n"
 	/* block 0 fills buf, block 1 reads it: on a GPU, whatever the SM had */
 	"extern \"C\" void stale_emu(const void *p) {\n"
@@ -156,6 +169,24 @@ Test(emu, barriers_shuffles_and_votes)
 		cr_expect_eq(out[128 + t], t % 32 == 31 ? t : t + 1);
 		cr_expect_eq(out[192 + t], t % 32 == 0 ? t : t - 1);
 	}
+	emu_close(l);
+}
+
+/* Shuffle offsets past 31 wrap as on the GPU; lanes at different
+ * collectives are caught, not paired. */
+Test(emu, shuffle_offsets_wrap_and_collectives_must_match)
+{
+	EmuLib *l = lib();
+	int out[96];
+	char msg[1024];
+	cr_assert_eq(emu_launch_kernel(l, "far", 1, 32, 0, out, NULL, msg, sizeof msg), 0, "%s", msg);
+	for (int t = 0; t < 32; t++) {
+		cr_expect_eq(out[t], t < 31 ? t + 1 : t, "down 33 at lane %d: %d", t, out[t]);
+		cr_expect_eq(out[32 + t], t >= 8 ? t - 8 : t, "up 40 at lane %d: %d", t, out[32 + t]);
+		cr_expect_eq(out[64 + t], t ^ 1, "xor 33 at lane %d: %d", t, out[64 + t]);
+	}
+	cr_assert_eq(emu_launch_kernel(l, "mixed", 1, 32, 0, out, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "warp 0: lane ") && strstr(msg, "__ballot_sync") && strstr(msg, "__shfl_sync"), "%s", msg);
 	emu_close(l);
 }
 

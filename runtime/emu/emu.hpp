@@ -88,6 +88,7 @@ struct Emu {
 	uint64_t epoch;
 	uint64_t block_epoch; /* the epoch the running block began in: older writes are another block's */
 	uint64_t slot[32][2][32];
+	const char *op[32][2][32]; /* the collective each lane of slot is at */
 	int arrive[32][2], depart[32][2];
 	const char *kernel;
 	void (*fn)(const void *);
@@ -213,7 +214,12 @@ static const uint64_t *emu_warp_enter(unsigned mask, uint64_t v, const char *wha
 		emu_fail("%s with a partial mask (0x%x) is not emulated", what, mask);
 	int w = f->warp, p = f->seq & 1;
 	emu.slot[w][p][f->lane] = v;
+	emu.op[w][p][f->lane] = what;
 	if (++emu.arrive[w][p] == 32) {
+		for (int l = 0; l < 32; l++) /* on a GPU lanes at different collectives pair up as they come */
+			if (strcmp(emu.op[w][p][l], what))
+				emu_fail("warp %d: lane %d is at %s while lane %d is at %s (every lane of the mask must "
+					 "reach the same collective)", w, l, emu.op[w][p][l], f->lane, what);
 		for (int l = 0; l < 32; l++)
 			if (emu.f[w * 32 + l].blocked == 2)
 				emu.f[w * 32 + l].blocked = 0;
@@ -251,19 +257,21 @@ template <class T> static T __shfl_sync(unsigned m, T v, int src, int width = 32
 	int l = emu.cur->lane;
 	return emu_shfl(m, v, (l & ~(width - 1)) + (src & (width - 1)), "__shfl_sync");
 }
+/* The offsets and masks of down, up and xor count in their low 5 bits
+ * (PTX shfl.sync: bval[4:0] = b[4:0]): an offset of 33 is one of 1. */
 template <class T> static T __shfl_down_sync(unsigned m, T v, unsigned d, int width = 32)
 {
-	int l = emu.cur->lane, s = l + (int)d;
+	int l = emu.cur->lane, s = l + (int)(d & 31);
 	return emu_shfl(m, v, (s & ~(width - 1)) == (l & ~(width - 1)) ? s : l, "__shfl_down_sync");
 }
 template <class T> static T __shfl_up_sync(unsigned m, T v, unsigned d, int width = 32)
 {
-	int l = emu.cur->lane, s = l - (int)d;
+	int l = emu.cur->lane, s = l - (int)(d & 31);
 	return emu_shfl(m, v, s >= (l & ~(width - 1)) ? s : l, "__shfl_up_sync");
 }
 template <class T> static T __shfl_xor_sync(unsigned m, T v, int x, int width = 32)
 {
-	int l = emu.cur->lane, s = l ^ x;
+	int l = emu.cur->lane, s = l ^ (x & 31);
 	return emu_shfl(m, v, s < ((l & ~(width - 1)) + width) ? s : l, "__shfl_xor_sync");
 }
 static unsigned __ballot_sync(unsigned m, int pred)
