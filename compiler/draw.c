@@ -149,7 +149,13 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 		}
 		for (int p = 0; p < c->nparams; p++) {
 			TyKind s = c->params[p].storage;
-			if (strcmp(c->params[p].name, ov[k].name) || ir_holds(s, v))
+			if (strcmp(c->params[p].name, ov[k].name))
+				continue;
+			if (s == TY_F32 && !isinf(v) && isinf((float)v)) { /* inf as written is a value; 1e40 is a typo's */
+				snprintf(msg, n, "--param %s=%s: beyond f32's range", ov[k].name, ov[k].value);
+				return -1;
+			}
+			if (ir_holds(s, v))
 				continue;
 			snprintf(msg, n, "--param %s=%s: not a%s %s", ov[k].name, ov[k].value, s == TY_BOOL ? "" : "n",
 				 s == TY_BOOL ? "bool (true, false, 0 or 1)" : "integer in range");

@@ -256,6 +256,15 @@ Test(check, param_override_errors)
 	o.params = &nan;
 	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), -1);
 	cr_assert(strstr(msg, "not a number"), "%s", msg);
+	Define huge = {"eps", "1e40"}; /* an f32 param: would be inf, and every draw would fail as if on an assume */
+	o.params = &huge;
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "--param eps=1e40: beyond f32's range"), "%s", msg);
+	Define inf = {"eps", "inf"}; /* as written, a value */
+	o.params = &inf;
+	o.trials = 200;
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
+	check_result_free(&r);
 	carrier_free(c);
 }
 
