@@ -474,7 +474,7 @@ static int load_fields(L *l, const YNode *m, const char *key, Scope *s, Expr ***
 		int f = field_index(c, k->text);
 		if (f < 0) {
 			if (!strcmp(k->text, "let") && bare)
-				diag_error(l->d, k->pos, "merge's 'let' must come before the fields");
+				diag_error(l->d, k->pos, "%s's 'let' must come before the fields", key);
 			else
 				diag_error(l->d, k->pos, "%s defines '%s', which is not a state field", key, k->text);
 			return -1;
