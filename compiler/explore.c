@@ -97,8 +97,9 @@ static int view_init(Ex *x, char *why, size_t n)
 		return -1;
 	}
 	if (c->nstate > EX_MAXF - 2) {
-		snprintf(why, n, "%s: error: explore handles up to %d state fields, this loop has %d", c->file, EX_MAXF - 2,
-			 c->nstate);
+		Pos at = c->state[EX_MAXF - 2].pos; /* the first field past the limit */
+		snprintf(why, n, "%s:%d:%d: error: explore handles up to %d state fields, this loop has %d", c->file, at.line,
+			 at.col, EX_MAXF - 2, c->nstate);
 		return -1;
 	}
 	for (int f = 0; f < c->nstate; f++) {

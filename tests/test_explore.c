@@ -282,3 +282,19 @@ Test(explore, vector_state_is_a_diagnostic_at_the_field)
 	cr_expect(strstr(out, "not a scalar float: write its merge in the spec") && !strstr(out, "assoc explore") &&
 		  strstr(out, "rc=2"), "%s", out);
 }
+
+/* A loop of more state fields than explore takes is refused at the first
+ * field past the limit, with its line and column. */
+Test(explore, too_many_fields_is_a_diagnostic_at_the_field)
+{
+	char text[1024] = "carrier: wide\nelement: {x: f32}\nstate:\n";
+	for (int f = 0; f < 11; f++)
+		snprintf(text + strlen(text), sizeof text - strlen(text), "  s%d: f32\n", f);
+	strcat(text, "identity: {s0: 0, s1: 0, s2: 0, s3: 0, s4: 0, s5: 0, s6: 0, s7: 0, s8: 0, s9: 0, s10: 0}\nstep:\n");
+	for (int f = 0; f < 11; f++)
+		snprintf(text + strlen(text), sizeof text - strlen(text), "  s%d: s%d + x\n", f, f);
+	ExploreResult r = explore_text(text);
+	cr_assert_eq(r.status, EXPLORE_INVALID, "%s", r.log);
+	cr_expect(strstr(r.log, ":14:3: error: explore handles up to 10 state fields, this loop has 11"), "%s", r.log);
+	explore_result_free(&r);
+}
