@@ -298,3 +298,20 @@ Test(explore, too_many_fields_is_a_diagnostic_at_the_field)
 	cr_expect(strstr(r.log, ":14:3: error: explore handles up to 10 state fields, this loop has 11"), "%s", r.log);
 	explore_result_free(&r);
 }
+
+/* An affine chain of 10 fields needs 65 coefficient fields, past the
+ * prover's 64: the laws are left to the trials (unknown), not a prover
+ * failure that threw the carrier away. */
+Test(explore, affine_carrier_past_the_provers_fields_is_kept)
+{
+	char text[1024] = "carrier: chain\nelement: {x: f32}\nstate: {a: f32, b: f32, c: f32, d: f32, e: f32, f: f32, "
+			  "g: f32, h: f32, k: f32, l: f32}\nidentity: {a: 0, b: 0, c: 0, d: 0, e: 0, f: 0, g: 0, h: 0, k: 0, "
+			  "l: 0}\nstep:\n  a: 0.5 * a + x\n";
+	const char *f = "abcdefghkl";
+	for (int i = 1; i < 10; i++)
+		snprintf(text + strlen(text), sizeof text - strlen(text), "  %c: 0.5 * %c + %c\n", f[i], f[i], f[i - 1]);
+	ExploreResult r = explore_text(text);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect(strstr(r.log, "65 coefficient fields") && strstr(r.log, "associative unknown"), "%s", r.log);
+	explore_result_free(&r);
+}
