@@ -275,6 +275,8 @@ static int parse_opts(int argc, char **argv, Opts *o)
 		if (set_option(o, s, val))
 			return EXIT_USAGE;
 	}
+	if (o->out && !*o->out)
+		return usage_error("-o needs a file name");
 	if (o->arch && !arch_ok(o->arch))
 		return usage_error("--arch '%s': sm_NN or compute_NN from 75 (e.g. sm_90, sm_90a)", o->arch);
 	o->check.params = o->params;

@@ -599,6 +599,18 @@ Test(cli, large_vector_states_on_the_emulator, .timeout = 240)
 	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
 }
 
+/* An empty -o is a usage error with a message: emit failed silently with
+ * 1, explore printed the spec and then a nameless system error. */
+Test(cli, empty_output_name_is_a_usage_error, .timeout = 60)
+{
+	static const char *cmds[] = {ASSOC " emit specs/sum.yaml --target cuda -o ''",
+				     ASSOC " explore specs/loops/horner.yaml -o ''"};
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+		cr_expect_eq(sh(cmds[i], out, sizeof out, 1), 2, "%s: %s", cmds[i], out);
+		cr_expect(strstr(out, "-o needs a file name") && !strstr(out, "carrier spec:"), "%s: %s", cmds[i], out);
+	}
+}
+
 /* A scan's reference is evaluated over prefixes and held to the outputs
  * there: right, it passes on every device; wrong, it fails, where the
  * left fold alone had passed it. */
