@@ -132,9 +132,10 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 {
 	Carrier *c = m->c;
 	for (int k = 0; k < nov; k++) {
-		int found = 0;
-		for (int p = 0; p < c->nparams; p++)
-			found |= !strcmp(c->params[p].name, ov[k].name);
+		int p = 0; /* the param it names (names are unique) */
+		while (p < c->nparams && strcmp(c->params[p].name, ov[k].name))
+			p++;
+		int found = p < c->nparams;
 		char *end;
 		errno = 0;
 		double v = param_value(ov[k].value, &end);
@@ -147,16 +148,12 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 			snprintf(msg, n, "--param %s=%s: beyond a double's range", ov[k].name, ov[k].value);
 			return -1;
 		}
-		for (int p = 0; p < c->nparams; p++) {
-			TyKind s = c->params[p].storage;
-			if (strcmp(c->params[p].name, ov[k].name))
-				continue;
-			if (s == TY_F32 && !isinf(v) && isinf((float)v)) { /* inf as written is a value; 1e40 is a typo's */
-				snprintf(msg, n, "--param %s=%s: beyond f32's range", ov[k].name, ov[k].value);
-				return -1;
-			}
-			if (ir_holds(s, v))
-				continue;
+		TyKind s = c->params[p].storage;
+		if (s == TY_F32 && !isinf(v) && isinf((float)v)) { /* inf as written is a value; 1e40 is a typo's */
+			snprintf(msg, n, "--param %s=%s: beyond f32's range", ov[k].name, ov[k].value);
+			return -1;
+		}
+		if (!ir_holds(s, v)) {
 			snprintf(msg, n, "--param %s=%s: not a%s %s", ov[k].name, ov[k].value, s == TY_BOOL ? "" : "n",
 				 s == TY_BOOL ? "bool (true, false, 0 or 1)" : "integer in range");
 			return -1;
