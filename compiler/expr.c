@@ -132,12 +132,10 @@ static TyKind join_kind(TyKind a, TyKind b)
 
 static const char *lit_range_error(TyKind k, double v, char *buf, size_t n)
 {
-	if (k == TY_I32 || k == TY_I64) {
-		double lim = k == TY_I32 ? 2147483648.0 : 9223372036854775808.0;
+	if ((k == TY_I32 || k == TY_I64) && !ir_holds(k, v)) {
 		if (v != floor(v) || isinf(v))
 			return snprintf(buf, n, "%.15g is not an integer", v), buf;
-		if (v < -lim || v >= lim)
-			return snprintf(buf, n, "%.15g is out of range for %s", v, ty_kind_name(k)), buf;
+		return snprintf(buf, n, "%.15g is out of range for %s", v, ty_kind_name(k)), buf;
 	}
 	if (k == TY_F32 && isfinite(v) && fabs(v) > FLT_MAX)
 		return snprintf(buf, n, "%.15g overflows f32", v), buf;
