@@ -89,6 +89,14 @@ static void logline(Ex *x, const char *name, const char *fmt, ...)
 
 /* ---- the view ---- */
 
+int explore_unfit_field(const Carrier *c)
+{
+	for (int f = 0; f < c->nstate; f++)
+		if (c->state[f].ty.len || !ty_is_float(c->state[f].ty))
+			return f;
+	return -1;
+}
+
 static int view_init(Ex *x, char *why, size_t n)
 {
 	Carrier *c = x->c;
@@ -102,16 +110,17 @@ static int view_init(Ex *x, char *why, size_t n)
 			 at.col, EX_MAXF - 2, c->nstate);
 		return -1;
 	}
+	int u = explore_unfit_field(c);
+	if (u >= 0) {
+		char ty[64];
+		ty_str(c->ir, c->state[u].ty, ty, sizeof ty);
+		snprintf(why, n, "%s:%d:%d: error: explore derives merges for scalar float state fields, and '%s' is %s: "
+			 "write this loop's merge in the spec", c->file, c->state[u].pos.line, c->state[u].pos.col,
+			 c->state[u].name, ty);
+		return -1;
+	}
 	for (int f = 0; f < c->nstate; f++) {
 		Field *d = &x->f[f];
-		if (c->state[f].ty.len || !ty_is_float(c->state[f].ty)) {
-			char ty[64];
-			ty_str(c->ir, c->state[f].ty, ty, sizeof ty);
-			snprintf(why, n, "%s:%d:%d: error: explore derives merges for scalar float state fields, and '%s' is %s: "
-				 "write this loop's merge in the spec", c->file, c->state[f].pos.line, c->state[f].pos.col,
-				 c->state[f].name, ty);
-			return -1;
-		}
 		snprintf(d->name, sizeof d->name, "%s", c->state[f].name);
 		d->ty = c->state[f].ty;
 		for (int w = 0; w < 4; w++)

@@ -41,6 +41,9 @@ void explore_defaults(ExploreOpts *o);
 /* 0 when the loop was explored (whatever came of it), -1 on a usage error
  * (a bad --param) with the reason in r->log. */
 int explore_run(Carrier *loop, const ExploreOpts *o, ExploreResult *r);
+/* The first state field explore cannot derive a merge for (it takes
+ * scalar floats), or -1. */
+int explore_unfit_field(const Carrier *c);
 void explore_result_free(ExploreResult *r);
 
 #endif

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "compiler/cli.h"
+#include "compiler/explore.h"
 #include "runtime/cpu.h"
 
 #define ASSOC_VERSION "0.1.0"
@@ -68,10 +69,7 @@ int cli_loop_only(const Carrier *c)
 {
 	if (c->merge)
 		return 0;
-	int scalar = 1;
-	for (int f = 0; f < c->nstate; f++)
-		scalar &= !c->state[f].ty.len && ty_is_float(c->state[f].ty);
-	if (scalar)
+	if (explore_unfit_field(c) < 0)
 		fprintf(stderr, "%s: error: a loop spec (a step without a merge): run 'assoc explore %s' to derive its merge\n",
 			c->file, c->file);
 	else /* explore would refuse it */
