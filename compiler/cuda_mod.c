@@ -736,9 +736,6 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 	for (int k = 0; k < nk; k++)
 		snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
 	int nmap = m->base == FAM_ROWMAP;
-	if (v->fam != FAM_ATTN)
-		heads = 1;
-	(void)heads;
 	switch (v->fam) {
 	case FAM_ATTN:
 		plan_attn(m, var, rows, len, heads, p->split, p);
