@@ -274,7 +274,9 @@ static void check_outputs(Ctx *x, RunCheck *rc, int r)
  * positions j of the row (the last among them), each held to the rule
  * above, as the spec defines a scan's reference; every position is also
  * held to the float64 left fold (check_outputs). */
-enum { SCAN_PREFIXES = 16 };
+#define SCAN_PREFIXES 16 /* a macro: the basis of scan outputs (outputs_init) names it */
+#define STR_OF(x) #x
+#define STR(x) STR_OF(x)
 
 static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 {
@@ -330,7 +332,8 @@ static void outputs_init(Ctx *x, RunCheck *rc)
 		rc->out[o].name = strdup(o < c->nfinal ? c->finalize[o].name : c->map[o - c->nfinal].name);
 		int has_ref = c->nref && ref_of(c, rc->out[o].name, o < c->nfinal) >= 0, fold = !has_ref || x->d->scan;
 		rc->out[o].basis = !fold ? "the float64 reference"
-			: has_ref ? "the carrier folded left to right in float64, and the float64 reference over 16 prefixes a row"
+			: has_ref ? "the carrier folded left to right in float64, and the float64 reference over " STR(SCAN_PREFIXES)
+				    " prefixes a row"
 				  : "the carrier folded left to right in float64";
 		x->need_fold |= fold;
 	}
