@@ -172,10 +172,16 @@ static void out_fn(Carrier *c, Buf *b, const char *head, const Def *d, int n, in
 	buf_puts(b, "}\n");
 }
 
+/* Whether the row templates' once-per-row functions are calls
+ * (templates/blocks.cuh, ASC_ROW_CALLS): where the state passes in
+ * registers; a larger one would pass through the stack. */
+static int row_calls(const Carrier *c) { return state_size(c) <= 64; }
+
 static void hooks(Carrier *c, Buf *b, int vec)
 {
 	int ordered = !(c->laws & LAW_COMMUTATIVE);
 	buf_printf(b, "#define ASC_ORDERED %d\n", ordered);
+	buf_printf(b, "#define ASC_ROW_CALLS %d\n", row_calls(c));
 	decl_struct(b, "State", "f", c->state, c->nstate);
 	decl_struct(b, "Row", "r", c->row, c->nrow);
 	decl_struct(b, "Elem", "e", c->elem, c->nelem);

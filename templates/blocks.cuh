@@ -19,11 +19,23 @@ ASC_DEV void step(const Args &A, const Row &R, const Elem &E, int i, int j, Stat
 		acc = merge(A, acc, lift(A, R, E, i, j));
 }
 
+/* The once-per-row functions below are compiled once for the module where
+ * the state passes in registers (ASC_ROW_CALLS), and inlined where a call
+ * would pass it through the stack. */
+#if ASC_ROW_CALLS
+#define ASC_ROW_FN ASC_FN
+#else
+#define ASC_ROW_FN ASC_DEV
+#endif
+
 /* Lane 0 ends with the fold of the warp's 32 states, in lane order.  Once
- * per row: a loop of one merge, not five copies of it (NVRTC's time grows
- * with every copy of the carrier's code). */
-ASC_DEV State warp_reduce(const Args &A, State s)
+ * per row: a loop of one merge, not five copies of it, compiled once for
+ * the module (ASC_ROW_FN, where the state is small) rather than once in
+ * every kernel that reduces (NVRTC's time grows with every copy of the
+ * carrier's code).  pA: the kernel parameter's address, as thread_fold_at. */
+ASC_ROW_FN State warp_reduce_at(asc_uptr pA, State s)
 {
+	const Args A = *(const Args *)pA;
 	int lane = threadIdx.x % 32;
 #pragma unroll 1
 	for (int o = 1; o < 32; o <<= 1) {
@@ -34,12 +46,26 @@ ASC_DEV State warp_reduce(const Args &A, State s)
 	return s;
 }
 
+/* P: the kernel parameter itself (a copy's address would put the copy in
+ * local memory). */
+ASC_DEV State warp_reduce(const Args &P, State s) { return warp_reduce_at((asc_uptr)&P, s); }
+
+/* finalize once per row, compiled once for the module as warp_reduce_at:
+ * the row templates call it from one thread per row. */
+ASC_ROW_FN void finalize_at(asc_uptr pA, const Row R, const State s, int i, long long at)
+{
+	const Args A = *(const Args *)pA;
+	finalize(A, R, s, i, at);
+}
+
+ASC_DEV void finalize_row(const Args &P, const Row &R, const State &s, int i) { finalize_at((asc_uptr)&P, R, s, i, i); }
+
 /* Every thread of the block gets the fold of all NT states, in thread
  * order.  blockDim.x == NT, NT % 32 == 0; every thread must call it. */
 template <int NT>
-ASC_DEV State block_reduce(const Args &A, State s)
+ASC_DEV State block_reduce(const Args &P, State s)
 {
-	s = warp_reduce(A, s);
+	s = warp_reduce(P, s);
 	if (NT == 32)
 		return shfl_idx(s, 0);
 	ASC_SHARED(State, red, NT / 32 + 1);
@@ -51,7 +77,7 @@ ASC_DEV State block_reduce(const Args &A, State s)
 		State t = identity();
 		if (lane < NT / 32)
 			t = red[lane];
-		t = warp_reduce(A, t);
+		t = warp_reduce(P, t);
 		if (lane == 0)
 			red[NT / 32] = t;
 	}

@@ -30,9 +30,9 @@ ASC_DEV void rowmap(const Args &P)
 				step(A, R, E[k], i, j, acc);
 			}
 		}
-		s = WARP_ROW ? shfl_idx(warp_reduce(A, acc), 0) : block_reduce<NT>(A, acc);
+		s = WARP_ROW ? shfl_idx(warp_reduce(P, acc), 0) : block_reduce<NT>(P, acc);
 		if (t == 0)
-			finalize(A, R, s, i, i);
+			finalize_row(P, R, s, i);
 #pragma unroll
 		for (int k = 0; k < ITEMS; k++) {
 			int j = ASC_ORDERED ? t * ITEMS + k : k * T + t;
@@ -42,8 +42,8 @@ ASC_DEV void rowmap(const Args &P)
 		return;
 	}
 	State acc = thread_fold<T, ACC, VEC>(P, R, i, t, 0, A.len);
-	s = WARP_ROW ? shfl_idx(warp_reduce(A, acc), 0) : block_reduce<NT>(A, acc);
+	s = WARP_ROW ? shfl_idx(warp_reduce(P, acc), 0) : block_reduce<NT>(P, acc);
 	if (t == 0)
-		finalize(A, R, s, i, i);
+		finalize_row(P, R, s, i);
 	map_pass<T, VEC>(P, R, s, i, t, 0, A.len);
 }

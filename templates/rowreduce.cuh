@@ -15,14 +15,14 @@ ASC_DEV void rowreduce(const Args &P)
 		if (i >= A.rows) /* the whole warp leaves together */
 			return;
 		Row R = load_row(A, i);
-		State s = warp_reduce(A, thread_fold<32, ACC, VEC>(P, R, i, lane, 0, A.len));
+		State s = warp_reduce(P, thread_fold<32, ACC, VEC>(P, R, i, lane, 0, A.len));
 		if (lane == 0)
-			finalize(A, R, s, i, i);
+			finalize_row(P, R, s, i);
 		return;
 	}
 	int i = blockIdx.x;
 	Row R = load_row(A, i);
-	State s = block_reduce<NT>(A, thread_fold<NT, ACC, VEC>(P, R, i, threadIdx.x, 0, A.len));
+	State s = block_reduce<NT>(P, thread_fold<NT, ACC, VEC>(P, R, i, threadIdx.x, 0, A.len));
 	if (threadIdx.x == 0)
-		finalize(A, R, s, i, i);
+		finalize_row(P, R, s, i);
 }

@@ -18,7 +18,7 @@ ASC_DEV void splitk_partial(const Args &P)
 	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	Row R = load_row(A, i);
-	State s = block_reduce<NT>(A, thread_fold<NT, ACC, VEC>(P, R, i, threadIdx.x, lo, hi));
+	State s = block_reduce<NT>(P, thread_fold<NT, ACC, VEC>(P, R, i, threadIdx.x, lo, hi));
 	if (threadIdx.x == 0)
 		((State *)A.ws)[blockIdx.x] = s;
 }
@@ -37,7 +37,7 @@ ASC_DEV void splitk_combine(const Args &P)
 		s = merge(A, s, ws[i * A.split + c]);
 	ws[A.rows * A.split + i] = s;
 	Row R = load_row(A, i);
-	finalize(A, R, s, i, i);
+	finalize_row(P, R, s, i);
 }
 
 template <int NT, int VEC>

@@ -285,12 +285,13 @@ Test(cuda, softmax_module_shape, .timeout = 120)
 	cr_expect_gt(cuda_count(ptx, NULL, "cvta.param"), 0, "the kernel parameter's address is taken in place");
 	/* the templates read the parameter's fields once, into a copy in
 	 * registers: no kernel reads them again after its stores (the row kept
-	 * on chip read them 97 times, once per element and output) */
+	 * on chip read them 97 times, once per element and output); the
+	 * results of calls, read from retval, are not the parameter */
 	int entries = 0;
 	for (const char *k = ptx; (k = strstr(k, ".entry ")); k++, entries++) {
 		const char *e = strstr(k, "\n}\n");
 		cr_assert(e);
-		cr_expect_leq(cuda_count(k, e, "ld.param"), 8, "%.40s", k + 7);
+		cr_expect_leq(cuda_count(k, e, "ld.param") - cuda_count(k, e, "[retval"), 8, "%.40s", k + 7);
 	}
 	cr_expect_eq(entries, m.nvar + 3, "every variant, split rows' combine and maps");
 	free(ptx);
