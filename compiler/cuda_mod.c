@@ -45,16 +45,19 @@ static void decl_struct(Buf *b, const char *name, const char *pfx, const Decl *d
 	buf_puts(b, "};\n");
 }
 
-static size_t state_size(const Carrier *c)
+/* sizeof the struct decl_struct writes for these fields. */
+static size_t decl_size(const Decl *d, int n)
 {
 	size_t off = 0, al = 1;
-	for (int f = 0; f < c->nstate; f++) {
-		size_t sz = kind_bytes(c->state[f].ty.kind);
-		off = (off + sz - 1) / sz * sz + sz * width(c->state[f].ty);
+	for (int f = 0; f < n; f++) {
+		size_t sz = kind_bytes(d[f].ty.kind);
+		off = (off + sz - 1) / sz * sz + sz * width(d[f].ty);
 		al = sz > al ? sz : al;
 	}
 	return off ? (off + al - 1) / al * al : 1;
 }
+
+static size_t state_size(const Carrier *c) { return decl_size(c->state, c->nstate); }
 
 static const char *mtype(int storage)
 {
@@ -223,8 +226,8 @@ static const CudaVariant defaults_reduce[] = {
 	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_map[] = {
-	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 1, 1, 1, 8, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 256, 1, 1, 0, 16, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 2, 4, 0, 32, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},
 	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_scan[] = {
@@ -233,7 +236,8 @@ static const CudaVariant defaults_scan[] = {
 };
 
 /* Registers a variant is expected to need (32-bit words), from the widths
- * of the state, the row inputs and the elements kept per thread. */
+ * of the state, the row inputs and the elements a scan keeps per thread
+ * (rowmap keeps its row in shared memory). */
 static int reg_estimate(const Carrier *c, const CudaVariant *v)
 {
 	int sw = 0, ew = 0, rw = 0;
@@ -243,7 +247,7 @@ static int reg_estimate(const Carrier *c, const CudaVariant *v)
 		ew += width(c->elem[k].ty);
 	for (int k = 0; k < c->nrow; k++)
 		rw += width(c->row[k].ty);
-	return rw + (v->acc + 2) * sw + v->items * ew * (v->fam == FAM_SCAN ? 1 : 1) + 24;
+	return rw + (v->acc + 2) * sw + (v->fam == FAM_SCAN ? v->items * ew : 0) + 24;
 }
 
 /* Whether attn_fwd keeps Q in shared memory and loads its A fragments at
@@ -273,9 +277,12 @@ static int attn_stages(const CudaAttn *at, const CudaVariant *v)
 	return s;
 }
 
+enum { STATIC_SMEM_MAX = 48 * 1024 }; /* static shared bytes a block may declare */
+
 /* Make v legal for c in module m: no 4-wide loads where the inputs do not
  * allow them, one accumulator where order matters, fewer accumulators and
- * kept elements where the registers would not hold them (spills); for
+ * scan elements where the registers would not hold them (spills), fewer
+ * kept elements where rowmap's shared memory would not hold them; for
  * attention, as many pipeline stages as fit (asked-for stages that do not
  * fit give the same kernel). */
 static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
@@ -292,6 +299,10 @@ static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
 	while (reg_estimate(c, v) > 160 && v->acc > 1)
 		v->acc /= 2;
 	while (reg_estimate(c, v) > 160 && v->items > 1)
+		v->items /= 2;
+	/* rowmap's kept row and block_reduce's states, in static shared memory */
+	while (v->fam == FAM_ROWMAP && v->items > 1 &&
+	       (size_t)v->nt * v->items * decl_size(c->elem, c->nelem) + (v->nt / 32 + 1) * state_size(c) > STATIC_SMEM_MAX)
 		v->items /= 2;
 	if (v->fam == FAM_ROWMAP && v->items == 1)
 		v->items = 0;

@@ -87,6 +87,33 @@ ASC_DEV State block_reduce(const Args &P, State s)
 	return r;
 }
 
+/* Where a row stays on chip (rowmap's ITEMS), the row loops keep its
+ * elements in shared memory: thread_fold_at writes each element it loads
+ * to stash[sb + j - lo] (where 16-byte loads take 4 at a time, element v
+ * of group g to stash[sb + v * groups + g], so that a warp's stores are to
+ * consecutive words) and map_pass_at reads it back.  Each position is
+ * read back by the thread that wrote it (both loops give a thread the same
+ * positions), so no barrier is needed between them.  In shared memory
+ * rather than in registers, the row loops stay loops: one copy of the
+ * carrier's code per loop, not one per kept element.  Stash is a null
+ * pointer where the row is read again from global memory. */
+#ifdef ASSOC_EMU
+typedef EmuShared<Elem> *Stash;
+#define STASH(p, k) (*(p))[k]
+#define STASH_OF(a) (&(a))
+#else
+typedef Elem *Stash;
+/* said at each access, so that the stores and loads are st.shared and
+ * ld.shared inside the row loops, which cannot know it of a parameter */
+ASC_DEV Elem *stash_at(Stash p, int k)
+{
+	__builtin_assume(__isShared(p));
+	return p + k;
+}
+#define STASH(p, k) (*stash_at(p, k))
+#define STASH_OF(a) (a)
+#endif
+
 /* Fold positions [lo, hi) of row i as thread t of NT: a contiguous segment
  * where order matters; otherwise strided (coalesced) with ACC independent
  * accumulators, and 16-byte loads of 4 elements where aligned.  Compiled
@@ -94,7 +121,8 @@ ASC_DEV State block_reduce(const Args &P, State s)
  * value; in the SASS each kernel calls its own copy, once per row, outside
  * the row loop. */
 template <int ACC, int VEC>
-ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi)
+ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi, Stash stash,
+			    int sb)
 {
 	const Args A = *(const Args *)pA;
 	if (ASC_ORDERED) {
@@ -102,6 +130,8 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 		State acc = identity();
 		for (int j = b; j < e; j++) {
 			Elem E = load_elem(A, i, j);
+			if (stash)
+				STASH(stash, sb + j - lo) = E;
 			step(A, R, E, i, j, acc);
 		}
 		return acc;
@@ -121,8 +151,11 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 					Elem E[4];
 					load_elem4(A, i, lo + 4 * gg, E);
 #pragma unroll
-					for (int v = 0; v < 4; v++)
+					for (int v = 0; v < 4; v++) {
+						if (stash) /* v-major: the lanes' stores are to consecutive words */
+							STASH(stash, sb + v * ng + gg) = E[v];
 						step(A, R, E[v], i, lo + 4 * gg + v, acc[a]);
+					}
 				}
 			}
 		}
@@ -137,6 +170,8 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 			int jj = j + a * NT;
 			if (jj < hi) {
 				Elem E = load_elem(A, i, jj);
+				if (stash)
+					STASH(stash, sb + jj - lo) = E;
 				step(A, R, E, i, jj, acc[a]);
 			}
 		}
@@ -151,23 +186,38 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 /* A: the kernel parameter itself (a copy's address would put the copy in
  * local memory). */
 template <int NT, int ACC, int VEC>
-ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int hi)
+ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int hi, Stash stash = 0, int sb = 0)
 {
-	return thread_fold_at<ACC, VEC>((asc_uptr)&A, R, i, t, NT, lo, hi);
+	return thread_fold_at<ACC, VEC>((asc_uptr)&A, R, i, t, NT, lo, hi, stash, sb);
 }
 
-/* Map outputs of positions [lo, hi) of row i with the row's final state;
+/* Map outputs of positions [lo, hi) of row i with the row's final state,
+ * its elements read again or, with a stash, taken from where
+ * thread_fold_at put them (the same positions for the same thread);
  * compiled once per VEC, as thread_fold_at. */
 template <int VEC>
-ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, const int NT, int lo, int hi)
+ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, const int NT, int lo, int hi,
+			Stash stash, int sb)
 {
 	const Args A = *(const Args *)pA;
+	if (ASC_ORDERED && stash) { /* thread_fold_at's contiguous segment */
+		int seg = (hi - lo + NT - 1) / NT, b = lo + t * seg, e = b + seg < hi ? b + seg : hi;
+		for (int j = b; j < e; j++)
+			map(A, R, STASH(stash, sb + j - lo), s, i, j);
+		return;
+	}
 	int j0 = lo;
 	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A)) {
 		int ng = (hi - lo) / 4;
 		for (int g = t; g < ng; g += NT) {
 			Elem E[4];
-			load_elem4(A, i, lo + 4 * g, E);
+			if (stash) {
+#pragma unroll
+				for (int v = 0; v < 4; v++)
+					E[v] = STASH(stash, sb + v * ng + g);
+			} else {
+				load_elem4(A, i, lo + 4 * g, E);
+			}
 #pragma unroll
 			for (int v = 0; v < 4; v++)
 				map(A, R, E[v], s, i, lo + 4 * g + v);
@@ -175,13 +225,14 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 		j0 = lo + 4 * ng;
 	}
 	for (int j = j0 + t; j < hi; j += NT) {
-		Elem E = load_elem(A, i, j);
+		Elem E = stash ? (Elem)STASH(stash, sb + j - lo) : load_elem(A, i, j);
 		map(A, R, E, s, i, j);
 	}
 }
 
 template <int NT, int VEC>
-ASC_DEV void map_pass(const Args &A, const Row &R, const State &s, int i, int t, int lo, int hi)
+ASC_DEV void map_pass(const Args &A, const Row &R, const State &s, int i, int t, int lo, int hi, Stash stash = 0,
+		      int sb = 0)
 {
-	map_pass_at<VEC>((asc_uptr)&A, R, s, i, t, NT, lo, hi);
+	map_pass_at<VEC>((asc_uptr)&A, R, s, i, t, NT, lo, hi, stash, sb);
 }

@@ -4,8 +4,8 @@
  * Layout: as rowreduce; map outputs [rows][len].  Launch: blockDim.x = NT
  * (a multiple of 32); WARP_ROW: a warp per row, grid = ceil(rows / (NT/32));
  * otherwise a block per row, grid = rows.
- * ITEMS > 0 keeps the row on chip: each thread holds ITEMS elements in
- * registers between the passes (1 read and 1 write per element); needs
+ * ITEMS > 0 keeps the row on chip, in shared memory (ITEMS elements per
+ * thread, NT * ITEMS per block; 1 read and 1 write per element); needs
  * len <= ITEMS * threads per row.  ITEMS == 0 re-reads the row in the
  * second pass (2 reads and 1 write per element). */
 template <int NT, int ACC, int VEC, int WARP_ROW, int ITEMS>
@@ -18,32 +18,15 @@ ASC_DEV void rowmap(const Args &P)
 	if (i >= A.rows) /* WARP_ROW only: the whole warp leaves together */
 		return;
 	Row R = load_row(A, i);
-	State s;
+	Stash stash = 0;
+	int sb = WARP_ROW ? threadIdx.x / 32 * 32 * ITEMS : 0; /* a warp's own part of the block's stash */
 	if (ITEMS > 0) {
-		Elem E[ITEMS > 0 ? ITEMS : 1];
-		State acc = identity();
-#pragma unroll
-		for (int k = 0; k < ITEMS; k++) {
-			int j = ASC_ORDERED ? t * ITEMS + k : k * T + t;
-			if (j < A.len) {
-				E[k] = load_elem(A, i, j);
-				step(A, R, E[k], i, j, acc);
-			}
-		}
-		s = WARP_ROW ? shfl_idx(warp_reduce(P, acc), 0) : block_reduce<NT>(P, acc);
-		if (t == 0)
-			finalize_row(P, R, s, i);
-#pragma unroll
-		for (int k = 0; k < ITEMS; k++) {
-			int j = ASC_ORDERED ? t * ITEMS + k : k * T + t;
-			if (j < A.len)
-				map(A, R, E[k], s, i, j);
-		}
-		return;
+		ASC_SHARED(Elem, kept, ITEMS > 0 ? NT * ITEMS : 1);
+		stash = STASH_OF(kept);
 	}
-	State acc = thread_fold<T, ACC, VEC>(P, R, i, t, 0, A.len);
-	s = WARP_ROW ? shfl_idx(warp_reduce(P, acc), 0) : block_reduce<NT>(P, acc);
+	State acc = thread_fold<T, ACC, VEC>(P, R, i, t, 0, A.len, stash, sb);
+	State s = WARP_ROW ? shfl_idx(warp_reduce(P, acc), 0) : block_reduce<NT>(P, acc);
 	if (t == 0)
 		finalize_row(P, R, s, i);
-	map_pass<T, VEC>(P, R, s, i, t, 0, A.len);
+	map_pass<T, VEC>(P, R, s, i, t, 0, A.len, stash, sb);
 }

@@ -128,6 +128,68 @@ Test(cuda, non_commutative_rowreduce_keeps_order, .timeout = 300)
 	carrier_free(c);
 }
 
+/* The same with map outputs: rows kept on chip are read back by the
+ * thread that folded them, each its own contiguous segment. */
+Test(cuda, non_commutative_rowmap_keeps_order, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = inline_spec("carrier: affine\nelement: {w: f32, x: f32}\nstate: {A: f32, B: f32}\n"
+				 "identity: {A: 1, B: 0}\nlift: {A: w, B: x}\nmerge:\n  A: a.A * b.A\n"
+				 "  B: b.A * a.B + b.B\nfinalize: {h: B}\nmap: {y: w * B - x}\n");
+	CudaModule m;
+	char msg[512];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	int kept = 0;
+	for (int v = 0; v < m.nvar; v++)
+		kept += m.var[v].fam == FAM_ROWMAP && m.var[v].items > 0;
+	cr_assert_geq(kept, 2, "rows kept on chip, by a warp and by a block");
+	cuda_module_free(&m);
+	run_spec(c, "affine (rowmap)", 1);
+	carrier_free(c);
+}
+
+/* Rows kept on chip sit in static shared memory (NT * ITEMS elements per
+ * block, at most 48 KB with block_reduce's states): wide elements keep
+ * fewer per thread, the kernels assemble within the limit, and the rows
+ * still come out right. */
+Test(cuda, kept_rows_fit_static_shared_memory, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = inline_spec("carrier: wide\nelement: {a: f64, b: f64, c: f64, d: f64}\nstate: {s: f64}\n"
+				 "identity: {s: 0}\nlift: {s: a * b + c * d}\nmerge:\n  s: a.s + b.s\n"
+				 "finalize: {total: s}\nmap: {y: a + s}\nlaws: [commutative]\n");
+	CudaModule m;
+	char msg[8192];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	int kept = 0;
+	for (int v = 0; v < m.nvar; v++)
+		if (m.var[v].fam == FAM_ROWMAP && m.var[v].items) {
+			kept++;
+			cr_expect_leq(m.var[v].nt * m.var[v].items * 32, 48 * 1024 - (m.var[v].nt / 32 + 1) * 8,
+				      "nt %d, items %d of 32 bytes", m.var[v].nt, m.var[v].items);
+			cr_expect_geq(m.var[v].nt * m.var[v].items * 32, 24 * 1024 - (m.var[v].nt / 32 + 1) * 8,
+				      "no more halved than the limit needs: nt %d, items %d", m.var[v].nt, m.var[v].items);
+		}
+	cr_assert_eq(kept, 2, "a warp's and a block's row kept on chip");
+	Nvrtc *nv;
+	if (!nvrtc_open(&nv, msg, sizeof msg)) {
+		char *ptx;
+		int cached;
+		cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+		CudaKStat ks[64];
+		int nks = cuda_ptxas_stats(ptx, "sm_90", ks, 64, msg, sizeof msg);
+		for (int k = 0; k < nks; k++) {
+			cr_expect_leq(ks[k].smem, 48 * 1024, "%s: %d bytes of shared memory", ks[k].name, ks[k].smem);
+			cr_expect_eq(ks[k].spill_st + ks[k].spill_ld + ks[k].stack, 0, "%s spills", ks[k].name);
+		}
+		free(ptx);
+		nvrtc_close(nv);
+	}
+	cuda_module_free(&m);
+	run_spec(c, "wide elements", 1);
+	carrier_free(c);
+}
+
 /* Causal masks with more queries than visible keys leave rows with no
  * element at all: the identity, finalized. */
 Test(cuda, fully_masked_rows, .timeout = 300)
