@@ -122,6 +122,23 @@ static int unsupported(Carrier *c, char *msg, size_t n)
 	return 0;
 }
 
+/* Past this many state components the carrier's merge is one block of
+ * thousands of instructions, over which the SLP vectorizer's time grows
+ * faster than linearly: at 256 components (o_lse at dv = 256) it took 7.9
+ * of 8.4 seconds, at 1024 about 290.  Such a module's functions are marked
+ * noimplicitfloat, which keeps the SLP and loop vectorizers out: 1.3 and
+ * 6 seconds, for code that runs about half as fast (scalar across
+ * components; the row lanes stay vectors). */
+enum { SLP_STATE_MAX = 160 };
+
+static int wide_state(const Carrier *c)
+{
+	long n = 0;
+	for (int f = 0; f < c->nstate; f++)
+		n += decl_width(&c->state[f]);
+	return n > SLP_STATE_MAX;
+}
+
 /* Build, verify and optimize the module in ctx. */
 static LLVMModuleRef build_module(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef tm, char *msg, size_t n)
 {
@@ -140,6 +157,13 @@ static LLVMModuleRef build_module(Kern *k, LLVMContextRef ctx, LLVMTargetMachine
 		return NULL;
 	}
 	LLVMDisposeMessage(err);
+	if (wide_state(k->c)) {
+		static const char nif[] = "noimplicitfloat";
+		LLVMAttributeRef a = LLVMCreateEnumAttribute(ctx, LLVMGetEnumAttributeKindForName(nif, sizeof nif - 1), 0);
+		for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+			if (LLVMCountBasicBlocks(f))
+				LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
+	}
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
 	LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
 	LLVMDisposePassBuilderOptions(po);

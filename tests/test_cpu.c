@@ -923,3 +923,35 @@ Test(cpu, short_rows_pair_in_small_tasks, .timeout = 60)
 	llvm_kernel_free(k);
 	carrier_free(c);
 }
+
+/* A state of hundreds of components keeps the SLP vectorizer out of its
+ * module (noimplicitfloat), whose time grows faster than linearly with the
+ * merge's block; o_lse at the bundled dv = 64 keeps it.  Both come out
+ * right. */
+Test(cpu, wide_states_keep_the_slp_vectorizer_out)
+{
+	static const char *dv[] = {"64", "256"};
+	for (int w = 0; w < 2; w++) {
+		Define defs[1] = {{"dv", dv[w]}};
+		Diag dg;
+		diag_init(&dg, "specs/o_lse.yaml");
+		Carrier *c = spec_load_file("specs/o_lse.yaml", defs, 1, &dg);
+		cr_assert(c, "%s", dg.text ? dg.text : "");
+		diag_free(&dg);
+		char *ir = NULL, msg[300];
+		size_t len = 0;
+		FILE *f = open_memstream(&ir, &len);
+		cr_assert_eq(llvm_emit(c, NULL, 0, f, msg, sizeof msg), 0, "%s", msg);
+		fclose(f);
+		cr_expect_eq(strstr(ir, "noimplicitfloat") != NULL, w == 1, "dv = %s: noimplicitfloat %s", dv[w],
+			     w ? "missing" : "where the state is narrow");
+		free(ir);
+		RunData *d = drawn(c, 5, 37, 3);
+		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2}, msg, sizeof msg), 0, "%s", msg);
+		char what[64];
+		snprintf(what, sizeof what, "o_lse at dv = %s", dv[w]);
+		expect_ok(d, what);
+		rundata_free(d);
+		carrier_free(c);
+	}
+}
