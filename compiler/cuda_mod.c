@@ -298,7 +298,7 @@ static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
 		v->acc = 1;
 	while (reg_estimate(c, v) > 160 && v->acc > 1)
 		v->acc /= 2;
-	while (reg_estimate(c, v) > 160 && v->items > 1)
+	while (v->fam == FAM_SCAN && reg_estimate(c, v) > 160 && v->items > 1)
 		v->items /= 2;
 	/* rowmap's kept row and block_reduce's states, in static shared memory */
 	while (v->fam == FAM_ROWMAP && v->items > 1 &&

@@ -190,6 +190,26 @@ Test(cuda, kept_rows_fit_static_shared_memory, .timeout = 300)
 	carrier_free(c);
 }
 
+/* A state too large for many accumulators still keeps its rows on chip:
+ * the stash takes shared memory, not registers. */
+Test(cuda, large_states_keep_rows_on_chip, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = inline_spec("carrier: vsum\ndims: {d: 48}\nelement: {x: f32}\nstate:\n  o: f32[d]\n  s: f32\n"
+				 "identity: {o: 0, s: 0}\nlift: {o: x, s: x}\nmerge:\n  o: a.o + b.o\n  s: a.s + b.s\n"
+				 "finalize: {t: s}\nmap: {y: x - s}\nlaws: [commutative]\n");
+	CudaModule m;
+	char msg[512];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	int kept = 0;
+	for (int v = 0; v < m.nvar; v++)
+		kept += m.var[v].fam == FAM_ROWMAP && m.var[v].items > 0;
+	cr_expect_eq(kept, 2, "rows kept on chip by a warp and by a block");
+	cuda_module_free(&m);
+	cr_expect(run_one(c, "vsum", "rowmap:nt=256,acc=1,vec=4,items=16", 3, 1001, 1, 1));
+	carrier_free(c);
+}
+
 /* Causal masks with more queries than visible keys leave rows with no
  * element at all: the identity, finalized. */
 Test(cuda, fully_masked_rows, .timeout = 300)
