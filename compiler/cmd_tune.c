@@ -89,7 +89,8 @@ static int candidates(Gpu *g, const RunData *d, TuneConfig *out, int max)
 	for (int v = 0; v < g->m.nvar && n < max; v++) {
 		const CudaVariant *x = &g->m.var[v];
 		int threads = x->warp ? 32 : x->nt;
-		if (x->fam == FAM_ROWMAP && x->items && d->len > x->items * threads)
+		char why[128];
+		if (!cuda_takes_len(&g->m, v, d->len, why, sizeof why))
 			continue;
 		TuneConfig c = {threads, x->warp ? x->nt / 32 : 1, x->vec ? 4 : 1, x->acc, 1, x->items, v};
 		if (x->fam == FAM_ATTN) {

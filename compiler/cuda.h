@@ -106,6 +106,9 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split);
 unsigned cuda_smem(const CudaModule *m, int v);
 /* 1 when variant v fits the device (m->smem_max), else 0 with the reason. */
 int cuda_fits(const CudaModule *m, int v, char *why, size_t n);
+/* 1 when variant v runs rows of len (a row kept on chip must fit in it),
+ * else 0 with the reason. */
+int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n);
 /* The index of the variant config names in m (as fitted to c), or -1. */
 int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config);
 /* Kernel names of variant v, for tools (up to 3). */

@@ -700,6 +700,21 @@ int cuda_fits(const CudaModule *m, int v, char *why, size_t n)
 	return 0;
 }
 
+/* The positions of a row variant v keeps on chip (0: it reads the row again). */
+static long kept_len(const CudaVariant *v)
+{
+	return v->fam == FAM_ROWMAP && v->items ? (long)v->items * (v->warp ? 32 : v->nt) : 0;
+}
+
+int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n)
+{
+	long k = kept_len(&m->var[v]);
+	if (!k || len <= k)
+		return 1;
+	snprintf(why, n, "rows of %d do not fit on chip in this configuration (at most %ld)", len, k);
+	return 0;
+}
+
 static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
 {
 	const CudaVariant *v = &m->var[var];
@@ -820,8 +835,7 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 		}
 		if (x->fam == FAM_SPLITK)
 			continue;
-		int threads = x->warp ? 32 : x->nt;
-		if (x->items && len > x->items * threads)
+		if (kept_len(x) && len > kept_len(x))
 			continue;
 		if (x->warp != (len <= 256))
 			continue;

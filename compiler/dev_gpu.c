@@ -127,6 +127,8 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 {
 	CudaPlan p;
 	const CudaVariant *x = &g->m.var[v];
+	if (!cuda_takes_len(&g->m, v, len, msg, n)) /* a kept row past the stash would overwrite shared memory */
+		return -1;
 	int heads = b->a.heads > 0 ? b->a.heads : 1;
 	if (x->fam == FAM_ATTN && b->a.kv_heads > 0) /* runs of the query heads that share keys and values */
 		rows *= heads / b->a.kv_heads, heads = b->a.kv_heads;

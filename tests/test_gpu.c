@@ -114,6 +114,39 @@ Test(gpu, fake_driver_runs_the_whole_path)
 	unsetenv("ASSOC_LIBCUDA");
 }
 
+/* A row longer than a variant keeps on chip is refused before any launch:
+ * the kernel would write past its shared-memory stash. */
+Test(gpu, rows_past_the_on_chip_capacity_are_refused)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	fake_with_cache(dir);
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	RunData *d = drawn(c, 2, 4097);
+	Gpu g;
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	int v, split;
+	char why[256];
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.config = "rowmap:nt=256,acc=2,vec=4,items=16"}, &v, &split, why,
+				sizeof why),
+		     0, "%s", why);
+	GpuBufs b;
+	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	int (*launches)(void) = (int (*)(void))dlsym(lib, "fakecuda_launches");
+	int before = launches();
+	msg[0] = 0;
+	cr_expect_neq(gpu_launch(&g, &b, v, split, d->rows, 4097, msg, sizeof msg), 0);
+	cr_expect(strstr(msg, "rows of 4097 do not fit on chip") && strstr(msg, "at most 4096"), "%s", msg);
+	cr_expect_eq(launches(), before, "nothing launched");
+	cr_expect_eq(gpu_launch(&g, &b, v, split, d->rows, 4096, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_gt(launches(), before, "a row that fits is launched");
+	gpu_free_bufs(&g, &b);
+	dlclose(lib);
+	fake_done(&g, d, c);
+}
+
 /* Attention's K and V tiles, two stages at head dim 128, take 68 KB of
  * dynamic shared memory: the launch carries the bytes and the kernel opts
  * in first; a device that allows less refuses the launch with the reason. */

@@ -71,11 +71,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	const CudaVariant *x = &m.var[v];
 	if (x->fam == FAM_ATTN && o->split <= 0)
 		split = cuda_attn_split(&m, v, rows, d->len, heads, 0);
-	if (x->fam == FAM_ROWMAP && x->items && d->len > x->items * (x->warp ? 32 : x->nt)) {
-		snprintf(msg, n, "rows of %d do not fit on chip in this configuration (at most %d)", d->len,
-			 x->items * (x->warp ? 32 : x->nt));
+	if (!cuda_takes_len(&m, v, d->len, msg, n))
 		goto out;
-	}
 	rundata_round_p(d, x->fam == FAM_ATTN && x->pv == 1 ? (m.attn.bf16 ? TY_BF16 : TY_F16) : 0, m.attn.fm,
 			m.attn.fl, m.attn.fo);
 	CudaPlan p;
