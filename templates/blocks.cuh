@@ -89,11 +89,14 @@ ASC_DEV State block_reduce(const Args &P, State s)
 
 /* Where a row stays on chip (rowmap's ITEMS), the row loops keep its
  * elements in shared memory: thread_fold_at writes each element it loads
- * to stash[sb + j - lo] (where 16-byte loads take 4 at a time, element v
- * of group g to stash[sb + v * groups + g], so that a warp's stores are to
- * consecutive words) and map_pass_at reads it back.  Each position is
- * read back by the thread that wrote it (both loops give a thread the same
- * positions), so no barrier is needed between them.  In shared memory
+ * to the stash and map_pass_at reads it back, laid out so that a warp's
+ * accesses are to consecutive elements (no bank conflicts for 4-byte
+ * elements): position j at stash[sb + j - lo] in the strided loop, element
+ * v of 16-byte group g at stash[sb + v * groups + g], and the k-th
+ * position of an ordered carrier's segment at stash[sb + k * NT + t]
+ * (below NT * ceil(len / NT), within the stash where len fits).  Each
+ * position is read back by the thread that wrote it (both loops give a
+ * thread the same positions), so no barrier is needed between them.  In shared memory
  * rather than in registers, the row loops stay loops: one copy of the
  * carrier's code per loop, not one per kept element.  Stash is a null
  * pointer where the row is read again from global memory. */
@@ -130,8 +133,8 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 		State acc = identity();
 		for (int j = b; j < e; j++) {
 			Elem E = load_elem(A, i, j);
-			if (stash)
-				STASH(stash, sb + j - lo) = E;
+			if (stash) /* k-th of the segment at k * NT + t: a warp's stores to consecutive elements */
+				STASH(stash, sb + (j - b) * NT + t) = E;
 			step(A, R, E, i, j, acc);
 		}
 		return acc;
@@ -203,7 +206,7 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 	if (ASC_ORDERED && stash) { /* thread_fold_at's contiguous segment */
 		int seg = (hi - lo + NT - 1) / NT, b = lo + t * seg, e = b + seg < hi ? b + seg : hi;
 		for (int j = b; j < e; j++)
-			map(A, R, STASH(stash, sb + j - lo), s, i, j);
+			map(A, R, STASH(stash, sb + (j - b) * NT + t), s, i, j);
 		return;
 	}
 	int j0 = lo;
