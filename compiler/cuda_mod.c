@@ -227,7 +227,7 @@ static const CudaVariant defaults_reduce[] = {
 };
 static const CudaVariant defaults_map[] = {
 	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 256, 2, 4, 0, 32, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},
 	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_scan[] = {
