@@ -109,8 +109,6 @@ double tune_model(const TuneProblem *p, const TuneConfig *c, const TuneResources
 	double blocks = ceil((double)p->rows / c->rows_per_block) * c->split;
 	double slots = d->sms * fmax(1.0, floor(resident / (c->threads * c->rows_per_block)));
 	double waves = blocks / slots, balance = waves >= 1 ? waves / ceil(waves) : waves;
-	if (p->tpl == TUNE_ROWMAP && p->on_chip && (double)p->len > (double)c->threads * c->vec * c->acc * 8)
-		return 0; /* the row would not fit on chip */
 	return mem * busy * balance + 1e-9 * occ;
 }
 

@@ -37,7 +37,6 @@ typedef struct {
 	int rows, len;
 	int elem_bytes;  /* bytes read per element */
 	int state_regs;  /* registers one state takes */
-	int on_chip;     /* rowmap: the row is kept in registers or shared memory */
 	RtDevice dev;
 } TuneProblem;
 
