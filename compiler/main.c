@@ -30,25 +30,28 @@ static const char usage[] =
 	"                  generalizing the step, enumeration, auxiliary fields); -o FILE\n"
 	"                  writes the carrier spec\n"
 	"\n"
-	"options:\n"
+	"options (each for the commands named before its text, the first three for all;\n"
+	"an option given to another command is a usage error):\n"
 	"  -D NAME=VALUE   override a dim (e.g. -D d=128)\n"
 	"  --param NAME=V  fix a param instead of drawing it (e.g. --param eps=1e-5)\n"
 	"  --seed N        seed of the random draws (default 1); runs are reproducible\n"
-	"  --json          check: one JSON object per spec on standard output\n"
-	"  --trials N      check: associativity and commutativity trials (default 20000)\n"
+	"  --json          check: one JSON object per spec on standard output; bench: the figures\n"
+	"  --trials N      check, emit: associativity and commutativity trials (default 20000;\n"
+	"                  emit: at most 2000)\n"
 	"  --proof         check: print the proof trace (regions, constraints, normal forms)\n"
 	"  --strict        check: a law that is only unknown (unproved, not disproved) fails\n"
-	"  --device D      run: interp, emu, cpu, gpu or auto (default auto)\n"
-	"  --rows R --len N          run: the shape (default 4 x 1000); attention: queries x keys\n"
-	"  --heads H --kv-heads G    run: attention heads, G key/value heads shared by H/G query heads each\n"
-	"  --threads T --split K     run: CPU threads; splits of the reduced axis\n"
+	"  --device D      run, bench: interp, emu, cpu, gpu or auto (default auto)\n"
+	"  --rows R --len N          run, bench, tune: the shape (default 4 x 1000); attention: queries x keys\n"
+	"  --heads H --kv-heads G    run, bench, tune: attention heads, G key/value heads shared by H/G\n"
+	"                            query heads each\n"
+	"  --threads T --split K     run, bench: CPU threads; splits of the reduced axis\n"
 	"  --input NAME=FILE.npy     run, bench: an input array instead of random values\n"
 	"  --output NAME=FILE.npy    run: write an output array\n"
-	"  --config VARIANT          run, bench: a kernel variant by name (see emit --stats)\n"
-	"  --deterministic           run: the rule's variant, whatever was tuned\n"
+	"  --config VARIANT          run, bench, emit: a kernel variant by name (see emit --stats)\n"
+	"  --deterministic           run, bench: the rule's variant, whatever was tuned\n"
 	"  --verbose                 run: say which variant ran and what it moved\n"
 	"  --target T -o FILE        emit: cuda, ptx, llvm or asm; --arch sm_90, --stats, --explain,\n"
-	"                            --trust-merge (emit even when a law fails)\n"
+	"                            --trust-merge (emit even when a law fails); explore: -o FILE\n"
 	"\n"
 	"  assoc --help, assoc --version\n"
 	"\n"
@@ -160,6 +163,13 @@ static int split_pair(char *s, const char **name, const char **value)
 
 typedef enum { O_FLAG, O_INT, O_STR, O_PAIR } OptKind;
 
+/* The commands an option applies to (the usage text's "check:", "run:"...):
+ * given to another, it is a usage error rather than silently ignored. */
+enum {
+	C_CHECK = 1, C_RUN = 2, C_EMIT = 4, C_BENCH = 8, C_EXPLORE = 16, C_TUNE = 32,
+	C_ALL = 63, C_SHAPE = C_RUN | C_BENCH | C_TUNE, C_EXEC = C_RUN | C_BENCH
+};
+
 typedef struct {
 	const char *name;
 	OptKind kind;
@@ -167,34 +177,35 @@ typedef struct {
 	size_t off;  /* where the value goes in Opts */
 	size_t count; /* for pairs: where the count lives */
 	int max;
+	int cmds;     /* C_ bits */
 } OptSpec;
 
 #define F(field) offsetof(Opts, field)
 static const OptSpec options[] = {
-	{"--json", O_FLAG, 0, 0, F(json), 0, 0},
-	{"--proof", O_FLAG, 0, 0, F(proof), 0, 0},
-	{"--strict", O_FLAG, 0, 0, F(strict), 0, 0},
-	{"--stats", O_FLAG, 0, 0, F(stats), 0, 0},
-	{"--trust-merge", O_FLAG, 0, 0, F(trust_merge), 0, 0},
-	{"--explain", O_FLAG, 0, 0, F(explain), 0, 0},
-	{"--deterministic", O_FLAG, 0, 0, F(run.deterministic), 0, 0},
-	{"--verbose", O_FLAG, 0, 0, F(run.verbose), 0, 0},
-	{"--trials", O_INT, 1, 100000000, F(check.trials), 0, 0},
-	{"--rows", O_INT, 0, MAX_ROWS, F(rows), 0, 0},
-	{"--len", O_INT, 0, MAX_LEN, F(len), 0, 0},
-	{"--heads", O_INT, 1, 1 << 16, F(heads), 0, 0},
-	{"--kv-heads", O_INT, 1, 1 << 16, F(kv_heads), 0, 0},
-	{"--threads", O_INT, 0, RT_MAX_THREADS, F(run.threads), 0, 0},
-	{"--split", O_INT, 0, MAX_SPLIT, F(run.split), 0, 0},
-	{"--device", O_STR, 0, 0, F(device), 0, 0},
-	{"--config", O_STR, 0, 0, F(run.config), 0, 0},
-	{"--target", O_STR, 0, 0, F(target), 0, 0},
-	{"--arch", O_STR, 0, 0, F(arch), 0, 0},
-	{"-o", O_STR, 0, 0, F(out), 0, 0},
-	{"-D", O_PAIR, 0, 0, F(defs), F(ndefs), MAX_DEFINES},
-	{"--param", O_PAIR, 0, 0, F(params), F(nparams), MAX_DEFINES},
-	{"--input", O_PAIR, 0, 0, F(inputs), F(ninputs), MAX_FILES},
-	{"--output", O_PAIR, 0, 0, F(outputs), F(noutputs), MAX_FILES},
+	{"--json", O_FLAG, 0, 0, F(json), 0, 0, C_CHECK | C_BENCH},
+	{"--proof", O_FLAG, 0, 0, F(proof), 0, 0, C_CHECK},
+	{"--strict", O_FLAG, 0, 0, F(strict), 0, 0, C_CHECK},
+	{"--stats", O_FLAG, 0, 0, F(stats), 0, 0, C_EMIT},
+	{"--trust-merge", O_FLAG, 0, 0, F(trust_merge), 0, 0, C_EMIT},
+	{"--explain", O_FLAG, 0, 0, F(explain), 0, 0, C_EMIT},
+	{"--deterministic", O_FLAG, 0, 0, F(run.deterministic), 0, 0, C_EXEC},
+	{"--verbose", O_FLAG, 0, 0, F(run.verbose), 0, 0, C_RUN},
+	{"--trials", O_INT, 1, 100000000, F(check.trials), 0, 0, C_CHECK | C_EMIT},
+	{"--rows", O_INT, 0, MAX_ROWS, F(rows), 0, 0, C_SHAPE},
+	{"--len", O_INT, 0, MAX_LEN, F(len), 0, 0, C_SHAPE},
+	{"--heads", O_INT, 1, 1 << 16, F(heads), 0, 0, C_SHAPE},
+	{"--kv-heads", O_INT, 1, 1 << 16, F(kv_heads), 0, 0, C_SHAPE},
+	{"--threads", O_INT, 0, RT_MAX_THREADS, F(run.threads), 0, 0, C_EXEC},
+	{"--split", O_INT, 0, MAX_SPLIT, F(run.split), 0, 0, C_EXEC},
+	{"--device", O_STR, 0, 0, F(device), 0, 0, C_EXEC},
+	{"--config", O_STR, 0, 0, F(run.config), 0, 0, C_EXEC | C_EMIT},
+	{"--target", O_STR, 0, 0, F(target), 0, 0, C_EMIT},
+	{"--arch", O_STR, 0, 0, F(arch), 0, 0, C_EMIT},
+	{"-o", O_STR, 0, 0, F(out), 0, 0, C_EMIT | C_EXPLORE},
+	{"-D", O_PAIR, 0, 0, F(defs), F(ndefs), MAX_DEFINES, C_ALL},
+	{"--param", O_PAIR, 0, 0, F(params), F(nparams), MAX_DEFINES, C_ALL},
+	{"--input", O_PAIR, 0, 0, F(inputs), F(ninputs), MAX_FILES, C_EXEC},
+	{"--output", O_PAIR, 0, 0, F(outputs), F(noutputs), MAX_FILES, C_RUN},
 };
 #undef F
 
@@ -239,7 +250,7 @@ static int arch_ok(const char *a)
 	return v >= 75 && v < 1000 && (!*end || ((*end == 'a' || *end == 'f') && !end[1]));
 }
 
-static int parse_opts(int argc, char **argv, Opts *o)
+static int parse_opts(int argc, char **argv, Opts *o, int cmd)
 {
 	check_defaults(&o->check);
 	o->device = "auto";
@@ -267,6 +278,8 @@ static int parse_opts(int argc, char **argv, Opts *o)
 				s = &options[k];
 		if (!s)
 			return usage_error("unknown option '%s'", a);
+		if (!(s->cmds & cmd))
+			return usage_error("%s is not an option of %s", s->name, o->command);
 		char *val = NULL;
 		if (s->kind != O_FLAG)
 			val = !strcmp(s->name, "-D") && a[2] ? a + 2 : i + 1 < argc ? argv[++i] : NULL;
@@ -288,15 +301,12 @@ typedef struct {
 	const char *name;
 	int (*fn)(Opts *);
 	int one_spec;
+	int bit; /* C_ */
 } Command;
 
 static const Command commands[] = {
-	{"check", cmd_check, 0},
-	{"run", cmd_run, 1},
-	{"emit", cmd_emit, 1},
-	{"bench", cmd_bench, 1},
-	{"explore", cmd_explore, 1},
-	{"tune", cmd_tune, 1},
+	{"check", cmd_check, 0, C_CHECK}, {"run", cmd_run, 1, C_RUN},         {"emit", cmd_emit, 1, C_EMIT},
+	{"bench", cmd_bench, 1, C_BENCH}, {"explore", cmd_explore, 1, C_EXPLORE}, {"tune", cmd_tune, 1, C_TUNE},
 };
 
 int main(int argc, char **argv)
@@ -316,7 +326,7 @@ int main(int argc, char **argv)
 	if (!cmd)
 		return usage_error("unknown command '%s'", argv[1]);
 	Opts o = {.command = cmd->name};
-	int rc = parse_opts(argc, argv, &o);
+	int rc = parse_opts(argc, argv, &o, cmd->bit);
 	if (rc == EXIT_OK && cmd->one_spec && o.nspecs != 1)
 		rc = usage_error("%s takes one spec, got %d", cmd->name, o.nspecs);
 	if (rc == EXIT_OK)

@@ -125,6 +125,36 @@ Test(cli, usage_errors)
 	cr_assert_eq(sh(ASSOC " check --param eps specs/layer_norm.yaml", out, sizeof out, 1), 2);
 }
 
+/* An option given to a command it does not apply to is a usage error
+ * naming both, before anything runs (not silently ignored); the options a
+ * command takes still work. */
+Test(cli, options_of_other_commands_are_usage_errors)
+{
+	static const char *bad[][2] = {
+		{" explore specs/loops/running_mean.yaml --json", "--json is not an option of explore"},
+		{" explore specs/loops/running_mean.yaml --trials 5", "--trials is not an option of explore"},
+		{" explore specs/loops/running_mean.yaml --device cpu", "--device is not an option of explore"},
+		{" check specs/sum.yaml --rows 3", "--rows is not an option of check"},
+		{" emit specs/sum.yaml --target cuda --device cpu", "--device is not an option of emit"},
+		{" run specs/sum.yaml --device interp --target cuda", "--target is not an option of run"},
+		{" tune specs/sum.yaml --json", "--json is not an option of tune"},
+		{" bench specs/sum.yaml --output s=build/s.npy", "--output is not an option of bench"},
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC "%s", bad[k][0]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 0), 2, "%s", bad[k][0]);
+		cr_expect_str_eq(out, "", "%s: nothing on standard output", bad[k][0]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 2);
+		cr_expect(strstr(out, bad[k][1]), "%s: %s", bad[k][0], out);
+	}
+	cr_expect_eq(sh(ASSOC " check specs/o_lse.yaml --trials 500 --json --seed 3 -D dv=8", out, sizeof out, 0), 0, "%s",
+		     out);
+	cr_expect_eq(sh(ASSOC " emit specs/sum.yaml --target cuda --trials 500 --config rowreduce:nt=64 -o /dev/null",
+			out, sizeof out, 1),
+		     0, "%s", out);
+}
+
 Test(cli, help_and_version)
 {
 	cr_assert_eq(sh(ASSOC " --help", out, sizeof out, 0), 0);
