@@ -210,6 +210,10 @@ int cmd_bench(Opts *o)
 		return cmd_bench_gpu(o);
 	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
 		return usage_error("bench runs on --device cpu or gpu (got '%s')", o->device);
+	/* the CPU bench times one head and has no tuned choice to set aside */
+	if (o->heads || o->kv_heads || o->run.deterministic)
+		return usage_error("%s is an option of bench --device gpu only",
+				   o->run.deterministic ? "--deterministic" : o->heads ? "--heads" : "--kv-heads");
 	char msg[1024];
 	if (!dev_cpu.available(msg, sizeof msg)) {
 		fprintf(stderr, "assoc: the cpu device is not usable here: %s\n", msg);

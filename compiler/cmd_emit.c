@@ -95,6 +95,17 @@ int cmd_emit(Opts *o)
 		return usage_error("emit needs --target (%s)", names[0] ? names : "none in this build");
 	if (!tg)
 		return usage_error("unknown target '%s' (targets: %s)", o->target, names[0] ? names : "none in this build");
+	/* the GPU targets' options (cuda_target.c): the CPU targets would ignore them */
+	int gpu = !strcmp(o->target, "cuda") || !strcmp(o->target, "ptx");
+	const char *stray = o->arch && strcmp(o->target, "ptx") ? "--arch"
+			    : gpu					 ? NULL
+			    : o->run.config				 ? "--config"
+			    : o->stats					 ? "--stats"
+			    : o->explain				 ? "--explain"
+									 : NULL;
+	if (stray)
+		return usage_error("%s is an option of emit --target %s only", stray,
+				   !strcmp(stray, "--arch") ? "ptx" : "cuda and ptx");
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;

@@ -139,6 +139,11 @@ Test(cli, options_of_other_commands_are_usage_errors)
 		{" run specs/sum.yaml --device interp --target cuda", "--target is not an option of run"},
 		{" tune specs/sum.yaml --json", "--json is not an option of tune"},
 		{" bench specs/sum.yaml --output s=build/s.npy", "--output is not an option of bench"},
+		{" bench specs/sum.yaml --device cpu --heads 2", "--heads is an option of bench --device gpu only"},
+		{" bench specs/sum.yaml --deterministic", "--deterministic is an option of bench --device gpu only"},
+		{" emit specs/sum.yaml --target llvm --stats", "--stats is an option of emit --target cuda and ptx only"},
+		{" emit specs/sum.yaml --target asm --config rowreduce:nt=64", "--config is an option of emit --target cuda"},
+		{" emit specs/sum.yaml --target cuda --arch sm_90", "--arch is an option of emit --target ptx only"},
 	};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		char cmd[256];
