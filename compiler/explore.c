@@ -101,7 +101,8 @@ static int view_init(Ex *x, char *why, size_t n)
 {
 	Carrier *c = x->c;
 	if (c->merge) {
-		snprintf(why, n, "%s: error: this spec already has a merge: run 'assoc check %s'", c->file, c->file);
+		snprintf(why, n, "%s:%d:%d: error: this spec already has a merge: run 'assoc check %s'", c->file,
+			 c->merge_pos.line, c->merge_pos.col, c->file);
 		return -1;
 	}
 	if (c->nstate > EX_MAXF - 2) {

@@ -546,6 +546,7 @@ static int load_merge(L *l)
 	YNode *m = yn_get(l->root, "merge");
 	if (!m)
 		return 0; /* a loop spec: explore derives the merge */
+	c->merge_pos = m->pos;
 	Scope s;
 	scope_init(&s, c, "merge", "a.<field>, b.<field>, params, merge temporaries and fields merged above",
 		   S_AB | S_PARAMS);
