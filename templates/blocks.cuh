@@ -5,7 +5,8 @@
  * (false for a masked element, which contributes the identity),
  * load_row(A, i), load_elem(A, i, j), load_elem4(A, i, j, E[4]) and
  * vec_ok(A) (16-byte loads are legal), finalize(A, R, s, i, at),
- * map(A, R, E, s, i, j), shfl_down/shfl_up/shfl_idx(s, k), ASC_ORDERED.
+ * map(A, R, E, s, i, j), shfl_down/shfl_up/shfl_idx(s, k), ASC_ORDERED,
+ * ASC_ROW_CALLS.
  *
  * Order: merge(a, b) always has a's elements before b's.  Where the carrier
  * is not known to commute (ASC_ORDERED), each thread folds one contiguous
