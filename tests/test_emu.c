@@ -84,6 +84,12 @@ static const char KERNELS[] =
 	"  if (threadIdx.x < 32) __syncthreads();\n"
 	"  (void)p;\n"
 	"}\n"
+	/* as many barriers on each side of a divergent branch */
+	"extern \"C\" void diverge_sites_emu(const void *p) {\n"
+	"  volatile int *v = (volatile int *)p;\n"
+	"  if (threadIdx.x < 32) { v[threadIdx.x] = 1; __syncthreads(); }\n"
+	"  else { v[threadIdx.x] = 2; __syncthreads(); v[threadIdx.x] = 3; }\n"
+	"}\n"
 	/* ldmatrix: 32 rows of 16 halves, half c of row r = 16 r + c; lane l
 	 * points at row (7 l + 3) % 32, its first or second 8 halves */
 	"extern \"C\" void ldsm_emu(const void *p) {\n"
@@ -233,6 +239,19 @@ Test(emu, differing_barrier_counts)
 	cr_assert_eq(emu_launch_kernel(l, "diverge", 1, 64, 0, NULL, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "differing barrier counts"), "%s", msg);
 	cr_expect(strstr(msg, "kernel diverge, block 0"), "%s", msg);
+	emu_close(l);
+}
+
+/* The same number of barriers on both sides of a branch, but different
+ * ones: on a GPU the block must meet at one barrier instruction. */
+Test(emu, divergent_barriers_with_equal_counts)
+{
+	EmuLib *l = lib();
+	char msg[1024];
+	static int v[64];
+	cr_assert_eq(emu_launch_kernel(l, "diverge_sites", 1, 64, 0, v, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "divergent barriers"), "%s", msg);
+	cr_expect(strstr(msg, "kernel diverge_sites, block 0"), "%s", msg);
 	emu_close(l);
 }
 

@@ -12,7 +12,8 @@
  * __syncthreads (or a write over a word another thread wrote or read since
  * then) is reported as a race; a barrier reached after another thread of the
  * block exited, or a deadlock at barriers or warp operations, is reported as
- * differing barrier counts.  cp.async copies land only at the
+ * differing barrier counts, and threads that meet at different __syncthreads
+ * calls as divergent barriers.  cp.async copies land only at the
  * cp.async.wait_group that completes them, and their words are poisoned
  * until then, so a missing wait (or a missing __syncthreads after it) is
  * reported; ldmatrix reads its rows through the same checks.  Errors name
@@ -55,6 +56,7 @@ struct EmuFiber {
 	char *stack;
 	dim3 tid;
 	int done, blocked, lane, warp, nbar;
+	void *bar_site; /* the __syncthreads call it waits at */
 	unsigned seq;
 	int nasync;     /* cp.async copies in flight */
 	unsigned group; /* cp.async.commit_group count: the open group's number */
@@ -185,14 +187,24 @@ static void emu_fiber_init(EmuFiber *f, char *stack)
 
 /* ---- barriers and warps ---- */
 
-static void __syncthreads(void)
+/* Not inlined, so that its return address tells the call sites apart: a
+ * block whose threads meet at different __syncthreads in divergent code
+ * (as many on each side) is reported, as the PTX ISA requires one barrier
+ * instruction for all (bar.sync is .aligned). */
+__attribute__((noinline)) static void __syncthreads(void)
 {
 	EmuFiber *f = emu.cur;
 	f->nbar++;
+	f->bar_site = __builtin_return_address(0);
 	if (emu.nlive < emu.n)
 		emu_fail("__syncthreads #%d reached after another thread of the block exited (differing barrier counts)",
 			 f->nbar);
 	if (++emu.bar_arrived == emu.n) {
+		for (int t = 0; t < emu.n; t++)
+			if (emu.f[t].bar_site != f->bar_site)
+				emu_fail("__syncthreads #%d: thread %d waits at another __syncthreads call than this thread "
+					 "(divergent barriers; every thread of the block must reach the same one)",
+					 f->nbar, t);
 		emu.bar_arrived = 0;
 		emu.epoch++;
 		for (int t = 0; t < emu.n; t++)
