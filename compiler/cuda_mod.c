@@ -706,10 +706,12 @@ static long kept_len(const CudaVariant *v)
 	return v->fam == FAM_ROWMAP && v->items ? (long)v->items * (v->warp ? 32 : v->nt) : 0;
 }
 
+static int takes_len(const CudaVariant *v, int len) { return !kept_len(v) || len <= kept_len(v); }
+
 int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n)
 {
 	long k = kept_len(&m->var[v]);
-	if (!k || len <= k)
+	if (takes_len(&m->var[v], len))
 		return 1;
 	snprintf(why, n, "rows of %d do not fit on chip in this configuration (at most %ld)", len, k);
 	return 0;
@@ -835,7 +837,7 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 		}
 		if (x->fam == FAM_SPLITK)
 			continue;
-		if (kept_len(x) && len > kept_len(x))
+		if (!takes_len(x, len))
 			continue;
 		if (x->warp != (len <= 256))
 			continue;
