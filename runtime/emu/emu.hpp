@@ -200,16 +200,16 @@ __attribute__((noinline)) static void __syncthreads(void)
 		emu_fail("__syncthreads #%d reached after another thread of the block exited (differing barrier counts)",
 			 f->nbar);
 	if (++emu.bar_arrived == emu.n) {
-		for (int t = 0; t < emu.n; t++)
+		emu.bar_arrived = 0;
+		emu.epoch++;
+		for (int t = 0; t < emu.n; t++) {
 			if (emu.f[t].bar_site != f->bar_site)
 				emu_fail("__syncthreads #%d: thread %d waits at another __syncthreads call than this thread "
 					 "(divergent barriers; every thread of the block must reach the same one)",
 					 f->nbar, t);
-		emu.bar_arrived = 0;
-		emu.epoch++;
-		for (int t = 0; t < emu.n; t++)
 			if (emu.f[t].blocked == 1)
 				emu.f[t].blocked = 0;
+		}
 		return;
 	}
 	f->blocked = 1;
