@@ -95,17 +95,12 @@ int cmd_emit(Opts *o)
 		return usage_error("emit needs --target (%s)", names[0] ? names : "none in this build");
 	if (!tg)
 		return usage_error("unknown target '%s' (targets: %s)", o->target, names[0] ? names : "none in this build");
-	/* the GPU targets' options (cuda_target.c): the CPU targets would ignore them */
-	int gpu = !strcmp(o->target, "cuda") || !strcmp(o->target, "ptx");
-	const char *stray = o->arch && strcmp(o->target, "ptx") ? "--arch"
-			    : gpu					 ? NULL
-			    : o->run.config				 ? "--config"
-			    : o->stats					 ? "--stats"
-			    : o->explain				 ? "--explain"
-									 : NULL;
-	if (stray)
-		return usage_error("%s is an option of emit --target %s only", stray,
-				   !strcmp(stray, "--arch") ? "ptx" : "cuda and ptx");
+	/* the GPU targets' options (cuda_target.c): the other targets would ignore them */
+	if (o->arch && strcmp(o->target, "ptx"))
+		return usage_error("--arch is an option of emit --target ptx only");
+	if (strcmp(o->target, "cuda") && strcmp(o->target, "ptx") && (o->run.config || o->stats || o->explain))
+		return usage_error("%s is an option of emit --target cuda and ptx only",
+				   o->run.config ? "--config" : o->stats ? "--stats" : "--explain");
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;
