@@ -97,10 +97,10 @@ ASC_DEV State block_reduce(const Args &P, State s)
  * position of an ordered carrier's segment at stash[sb + k * NT + t]
  * (below NT * ceil(len / NT), within the stash where len fits).  Each
  * position is read back by the thread that wrote it (both loops give a
- * thread the same positions), so no barrier is needed between them.  In shared memory
- * rather than in registers, the row loops stay loops: one copy of the
- * carrier's code per loop, not one per kept element.  Stash is a null
- * pointer where the row is read again from global memory. */
+ * thread the same positions), so no barrier is needed between them.  In
+ * shared memory rather than in registers, the row loops stay loops: one
+ * copy of the carrier's code per loop, not one per kept element.  Stash is
+ * a null pointer where the row is read again from global memory. */
 #ifdef ASSOC_EMU
 typedef EmuShared<Elem> *Stash;
 #define STASH(p, k) (*(p))[k]
@@ -118,6 +118,15 @@ ASC_DEV Elem *stash_at(Stash p, int k)
 #define STASH_OF(a) (a)
 #endif
 
+/* Where order matters, thread t of NT folds the contiguous segment [b, e)
+ * of positions [lo, hi), and the map pass takes the same one. */
+ASC_DEV void segment(int t, int NT, int lo, int hi, int &b, int &e)
+{
+	int seg = (hi - lo + NT - 1) / NT;
+	b = lo + t * seg;
+	e = b + seg < hi ? b + seg : hi;
+}
+
 /* Fold positions [lo, hi) of row i as thread t of NT: a contiguous segment
  * where order matters; otherwise strided (coalesced) with ACC independent
  * accumulators, and 16-byte loads of 4 elements where aligned.  Compiled
@@ -130,7 +139,8 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 {
 	const Args A = *(const Args *)pA;
 	if (ASC_ORDERED) {
-		int seg = (hi - lo + NT - 1) / NT, b = lo + t * seg, e = b + seg < hi ? b + seg : hi;
+		int b, e;
+		segment(t, NT, lo, hi, b, e);
 		State acc = identity();
 		for (int j = b; j < e; j++) {
 			Elem E = load_elem(A, i, j);
@@ -205,7 +215,8 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 {
 	const Args A = *(const Args *)pA;
 	if (ASC_ORDERED && stash) { /* thread_fold_at's contiguous segment */
-		int seg = (hi - lo + NT - 1) / NT, b = lo + t * seg, e = b + seg < hi ? b + seg : hi;
+		int b, e;
+		segment(t, NT, lo, hi, b, e);
 		for (int j = b; j < e; j++)
 			map(A, R, STASH(stash, sb + (j - b) * NT + t), s, i, j);
 		return;
