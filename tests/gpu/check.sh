@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
-# tests/gpu/check.sh: everything that needs a GPU, in one short run (under 8
-# minutes on one H200): build, the GPU test suite (every bundled spec against
-# the float64 reference, odd shapes, split counts), every spec through
-# `assoc run --device gpu`, tuning of softmax, Welford and logsumexp, and their
-# bandwidth beside the device-to-device copy and PyTorch in the same run.  The
-# table comes last; the full log goes to the folder named by --log DIR or
-# ASSOC_GPU_LOG (default build/gpu-check).
+# tests/gpu/check.sh: everything that needs a GPU, in one short run on one
+# H200: build, every bundled spec through `assoc run --device gpu` against the
+# float64 reference, attention (bf16, head dim 128, 8k) beside PyTorch's SDPA
+# and decoding beside the copy, softmax, Welford and logsumexp beside the
+# device-to-device copy and PyTorch, the GPU test suite (odd shapes, split
+# counts), then tuning and the same benchmarks with the tuner's choices.  The
+# steps run in that order of importance inside a time budget (ASSOC_GPU_BUDGET
+# seconds, default 480): a step that would not fit is skipped with a line
+# saying so, and the table, which comes last, shows what ran.  The full log
+# goes to the folder named by --log DIR or ASSOC_GPU_LOG (default
+# build/gpu-check).
 #
 # The GPU machine has no package registry: where libyaml or Criterion are
 # missing there, `make gpu-debs` (run on a machine that has apt) puts their
 # .deb files under .debs/, which this script unpacks into .deps/.  Without
-# llvm-config the build leaves the CPU backend out (NO_LLVM=1).
+# llvm-config the build leaves the CPU backend out (NO_LLVM=1); without make
+# the command line is built by one cc call.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 LOG=${ASSOC_GPU_LOG:-build/gpu-check}
 [ "${1:-}" = --log ] && LOG=$2
+BUDGET=${ASSOC_GPU_BUDGET:-480}
 mkdir -p "$LOG"
 exec > >(tee "$LOG/check.log") 2>&1
 start=$(date +%s)
 fail=0
+skipped=""
 step() { echo; echo "== $* ($(($(date +%s) - start)) s)"; }
 note_fail() { echo "FAILED: $*"; fail=1; }
+left() { echo $((BUDGET - ($(date +%s) - start))); }
+# fits SECONDS WHAT: whether WHAT, which takes about SECONDS, still fits
+fits() {
+	[ "$(left)" -ge "$1" ] && return 0
+	echo "skipped: $2 (about $1 s; $(left) s of the budget left)"
+	skipped="$skipped; $2"
+	return 1
+}
+# lim SECONDS: a command's timeout, cut to what the budget has left
+lim() { local l; l=$(left); [ "$l" -lt 10 ] && l=10; echo $(($1 < l ? $1 : l)); }
 
 step device
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader || note_fail "no nvidia-smi"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader || note_fail "no nvidia-smi"
 
 step dependencies
 if ! echo '#include <yaml.h>' | cc -E -x c - >/dev/null 2>&1 && ls .debs/*.deb >/dev/null 2>&1; then
@@ -37,13 +54,23 @@ if [ -d .deps ]; then
 fi
 flags=""
 command -v llvm-config >/dev/null || flags="NO_LLVM=1"
-echo "build flags: ${flags:-(none)}"
+echo "build flags: ${flags:-(none)}; cc: $(cc --version 2>&1 | head -1); make: $(command -v make || echo none)"
 
 step build
-make -j"$(nproc)" $flags build/assoc >"$LOG/build.log" 2>&1 || { tail -30 "$LOG/build.log"; note_fail build; exit 1; }
-tests=0
-if make -j"$(nproc)" $flags build/asan/tests build/asan/assoc >>"$LOG/build.log" 2>&1; then tests=1; else
-	echo "Criterion tests not built (see $LOG/build.log); continuing with the command line"; fi
+if command -v make >/dev/null; then
+	make -j"$(nproc)" $flags build/assoc >"$LOG/build.log" 2>&1
+else
+	mkdir -p build
+	cc -std=c11 -D_GNU_SOURCE -O2 -I. -DASSOC_NO_LLVM -o build/assoc \
+		$(ls ir/*.c compiler/*.c runtime/*.c runtime/*/*.c | grep -v llvm_load) -lyaml -lm -ldl -lpthread \
+		>"$LOG/build.log" 2>&1
+fi || { tail -30 "$LOG/build.log"; note_fail build; exit 1; }
+# the sanitized test suite builds beside the GPU steps; it runs after them
+tests_pid=""
+if command -v make >/dev/null; then
+	make -j"$(nproc)" $flags build/asan/tests build/asan/assoc >"$LOG/build-tests.log" 2>&1 &
+	tests_pid=$!
+fi
 
 step "preflight: one spec through the GPU"
 # the driver, NVRTC and a launch, before minutes are spent on the rest
@@ -52,100 +79,151 @@ if ! timeout 120 build/assoc run specs/sum.yaml --device gpu --rows 3 --len 33 >
 	note_fail "preflight: no GPU run (above); nothing else attempted"
 	exit 1
 fi
+cat "$LOG/preflight.log"
 
-if [ $tests = 1 ]; then
-	step "GPU test suite"
-	# ASan's shadow gap must stay unprotected for the CUDA driver (its
-	# cuInit fails with out of memory otherwise); the driver's own
-	# allocations are not this project's leaks
-	ASAN_OPTIONS=protect_shadow_gap=0 LSAN_OPTIONS=detect_leaks=0 \
-		timeout 300 build/asan/tests --filter 'gpu/*' --verbose >"$LOG/tests.log" 2>&1 || note_fail "GPU tests"
-	grep -E "Synthesis|FAIL|SKIP" "$LOG/tests.log" | tail -20
-	grep -q "SKIP" "$LOG/tests.log" && note_fail "GPU tests skipped on a GPU machine (above)"
-fi
-
-step "every bundled spec on the GPU"
+step "every bundled spec on the GPU (8 at a time)"
+# one process per spec and shape: each opens the driver, loads its module
+# (compiled once per spec, then from the PTX cache) and checks every output
+runs=$(mktemp -d)
 for spec in specs/*.yaml; do
 	for shape in "--rows 3 --len 33" "--rows 64 --len 4099" "--rows 3 --len 4099 --split 7"; do
-		timeout 120 build/assoc run "$spec" --device gpu $shape >>"$LOG/run.log" 2>&1 ||
-			note_fail "run $spec $shape"
+		echo "$spec $shape"
 	done
-done
-grep -c "  ok" "$LOG/run.log" | sed 's/^/runs ok: /'
+done | timeout "$(lim 150)" xargs -P 8 -L 1 sh -c 'f=$(echo "$*" | tr " /" "_-"); if build/assoc run "$@" --device gpu >"'"$runs"'/$f.log" 2>&1; then echo ok >>"'"$runs"'/$f.log"; else echo "FAILED: run $*" >>"'"$runs"'/$f.log"; fi' sh
+cat "$runs"/*.log >"$LOG/run.log"
+echo "$(grep -c '^ok$' "$LOG/run.log") of $(ls specs/*.yaml | wc -l) specs x 3 shapes ran and matched the reference"
+grep "^FAILED" "$LOG/run.log" && note_fail "spec runs (run.log)"
+grep -B4 "^FAILED" "$LOG/run.log" | grep -v "^FAILED" | head -30
 
-step tune
-shapes="4096x4096 1024x32768 256x131072"
 : >"$LOG/bench.jsonl"
+shape_of() {
+	local r="" n=""
+	while [ $# -gt 1 ]; do
+		case $1 in --rows) r=$2 ;; --len) n=$2 ;; esac
+		shift
+	done
+	echo "${r}x$n"
+}
+# bench NAME SECONDS ARGS...: one benchmark, its JSON line tagged with NAME
+bench() {
+	local name=$1 secs=$2 out
+	shift 2
+	fits "$secs" "bench $name $(shape_of "$@")" || return 0
+	echo "# bench $name $*" >>"$LOG/bench-err.log"
+	if out=$(timeout "$(lim 120)" build/assoc bench "$@" --device gpu --json 2>"$LOG/err"); then
+		cat "$LOG/err" >>"$LOG/bench-err.log"
+		echo "$out" | sed "s/^{/{\"name\": \"$name\", /" >>"$LOG/bench.jsonl"
+		echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(f"{r[\"carrier\"]} {r[\"rows\"]}x{r[\"len\"]}: {r[\"gbps\"]:.0f} GB/s, {r[\"ratio_to_copy\"]:.2f} of copy, {r[\"tflops\"]:.0f} TFLOP/s, {r[\"config\"]} ({r[\"choice\"]})")' 2>/dev/null || echo "$out"
+	else
+		cat "$LOG/err" >>"$LOG/bench-err.log"
+		note_fail "bench $name $(shape_of "$@"): $(tail -1 "$LOG/err")"
+	fi
+}
+att="-D d=128 -D dv=128 --rows 8192 --len 8192 --heads 16"
+dec="-D d=128 -D dv=128 --rows 1 --len 32768 --heads 32 --kv-heads 8"
+shapes="4096x4096 1024x32768 256x131072"
+
+step "attention (bf16, head dim 128, 8k queries and keys, 16 heads; by the variants' rule)"
+bench attention 20 tests/attention/full_bf16.yaml $att
+bench attention_causal 20 tests/attention/causal_bf16.yaml $att
+step "decoding (bf16, head dim 128, one query, 32k keys, 32 query heads on 8 key/value heads, split KV)"
+bench decoding 15 tests/attention/full_bf16.yaml $dec
+
+step "PyTorch beside them"
+if fits 60 "PyTorch"; then
+	timeout "$(lim 90)" python3 bench/torch_gpu.py --attention 16 8192 128 >>"$LOG/bench.jsonl" 2>"$LOG/torch.log" ||
+		echo "PyTorch SDPA unavailable: $(tail -1 "$LOG/torch.log")"
+	timeout "$(lim 90)" python3 bench/torch_gpu.py $shapes >>"$LOG/bench.jsonl" 2>>"$LOG/torch.log" ||
+		echo "PyTorch unavailable: $(tail -1 "$LOG/torch.log")"
+fi
+
+step "softmax, Welford, logsumexp (by the variants' rule)"
 for spec in online_softmax welford logsumexp; do
 	for s in $shapes; do
-		r=${s%x*} n=${s#*x}
-		t0=$(date +%s.%N)
-		timeout 120 build/assoc tune specs/$spec.yaml --rows "$r" --len "$n" >>"$LOG/tune.log" 2>&1 || note_fail "tune $spec $s"
-		t1=$(date +%s.%N)
-		echo "{\"tune\": \"$spec\", \"shape\": \"$s\", \"seconds\": $(python3 -c "print($t1 - $t0)")}" >>"$LOG/bench.jsonl"
-		timeout 120 build/assoc bench specs/$spec.yaml --device gpu --rows "$r" --len "$n" --json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" ||
-			note_fail "bench $spec $s"
+		bench "$spec" 10 specs/$spec.yaml --rows "${s%x*}" --len "${s#*x}"
 	done
 done
 
-step "attention (bf16, head dim 128, 8k keys, 16 heads)"
-for spec in tests/attention/full_bf16.yaml tests/attention/causal_bf16.yaml; do
-	timeout 120 build/assoc bench "$spec" --device gpu -D d=128 -D dv=128 --rows 8192 --len 8192 --heads 16 \
-		--json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench $spec"
-done
-# the variants' rule above; then what the tuner picks (32 or 16 query rows a warp, 4 or 8 warps, 1 to 3
-# pipeline stages, 64 or 32 keys a tile)
-timeout 180 build/assoc tune tests/attention/full_bf16.yaml -D d=128 -D dv=128 --rows 8192 --len 8192 --heads 16 \
-	>>"$LOG/tune.log" 2>&1 || note_fail "tune attention"
-timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=128 -D dv=128 --rows 8192 --len 8192 \
-	--heads 16 --json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench attention tuned"
-grep -i "attention\|choice\|best" "$LOG/tune.log" | tail -4
+step "GPU test suite"
+if [ -n "$tests_pid" ] && fits 90 "GPU test suite"; then
+	if wait "$tests_pid"; then
+		# ASan's shadow gap must stay unprotected for the CUDA driver (its
+		# cuInit fails with out of memory otherwise); the driver's own
+		# allocations are not this project's leaks
+		ASAN_OPTIONS=protect_shadow_gap=0 LSAN_OPTIONS=detect_leaks=0 \
+			timeout "$(lim 240)" build/asan/tests --filter 'gpu/*' -j"$(nproc)" --verbose >"$LOG/tests.log" 2>&1 ||
+			note_fail "GPU tests"
+		grep -E "Synthesis|FAIL|SKIP" "$LOG/tests.log" | grep -v "Test is disabled" | tail -20
+		grep "SKIP" "$LOG/tests.log" | grep -qv "Test is disabled" && note_fail "GPU tests skipped on a GPU machine (above)"
+	else
+		echo "Criterion tests not built (see $LOG/build-tests.log)"
+		tail -5 "$LOG/build-tests.log"
+	fi
+fi
 
-step "decoding (bf16, head dim 128, one query, 32k keys, 32 query heads on 8 key/value heads, split KV)"
-timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=128 -D dv=128 --rows 1 --len 32768 \
-	--heads 32 --kv-heads 8 --json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench decoding"
-# and after tuning (variants x key splits)
-timeout 180 build/assoc tune tests/attention/full_bf16.yaml -D d=128 -D dv=128 --rows 1 --len 32768 --heads 32 \
-	--kv-heads 8 >>"$LOG/tune.log" 2>&1 || note_fail "tune decoding"
-timeout 120 build/assoc bench tests/attention/full_bf16.yaml --device gpu -D d=128 -D dv=128 --rows 1 --len 32768 \
-	--heads 32 --kv-heads 8 --json >>"$LOG/bench.jsonl" 2>>"$LOG/tune.log" || note_fail "bench decoding tuned"
+step "tuning, then the same benchmarks with the tuner's choices"
+# tune NAME SECONDS ARGS...: tune, timed, then bench again
+tune() {
+	local name=$1 secs=$2 t0 t1
+	shift 2
+	fits "$secs" "tune $name $(shape_of "$@")" || return 0
+	t0=$(date +%s.%N)
+	echo "# tune $name $*" >>"$LOG/tune.log"
+	if ! timeout "$(lim 150)" build/assoc tune "$@" >>"$LOG/tune.log" 2>&1; then
+		note_fail "tune $name $(shape_of "$@"): $(tail -1 "$LOG/tune.log")"
+		return 0
+	fi
+	t1=$(date +%s.%N)
+	echo "{\"tune\": \"$name\", \"shape\": \"$(shape_of "$@")\", \"seconds\": $(python3 -c "print(round($t1 - $t0, 2))")}" \
+		>>"$LOG/bench.jsonl"
+	grep -iE "choice|best|chose" "$LOG/tune.log" | tail -1
+	bench "$name" 10 "$@"
+}
+tune attention 60 tests/attention/full_bf16.yaml $att
+tune decoding 45 tests/attention/full_bf16.yaml $dec
+for spec in online_softmax welford logsumexp; do
+	for s in $shapes; do
+		tune "$spec" 25 specs/$spec.yaml --rows "${s%x*}" --len "${s#*x}"
+	done
+done
 
 step "spec to PTX on this host's $(nproc) cores (bench/ptx_time.sh)"
-timeout 90 sh bench/ptx_time.sh specs/online_softmax.yaml 5 2>&1 | tail -5 || echo "ptx_time failed"
-
-step PyTorch
-python3 bench/torch_gpu.py $shapes >>"$LOG/bench.jsonl" 2>"$LOG/torch.log" || echo "PyTorch unavailable: $(tail -1 "$LOG/torch.log")"
-python3 bench/torch_gpu.py --attention 16 8192 128 >>"$LOG/bench.jsonl" 2>>"$LOG/torch.log" || true
+fits 40 "ptx_time" && timeout "$(lim 60)" sh bench/ptx_time.sh specs/online_softmax.yaml 5 2>&1 | tail -5
 
 step "table (GB/s counts each input read once and each output written once)"
-python3 - "$LOG/bench.jsonl" <<'PY' || cat "$LOG/bench.jsonl"
+python3 - "$LOG/bench.jsonl" "$skipped" <<'PY' || cat "$LOG/bench.jsonl"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-torch = {(r["op"], r["rows"], r["len"]): r["gbps"] for r in rows if "gbps" in r and "op" in r}
+torch = {(r["op"], r["rows"], r["len"]): r for r in rows if "op" in r}
 tune = {(r["tune"], r["shape"]): r["seconds"] for r in rows if "tune" in r}
+ours = [r for r in rows if "name" in r]
 peer = {"online_softmax": "softmax", "welford": "var_mean", "logsumexp": "logsumexp"}
-sdpa = {r["op"]: r["tflops"] for r in rows if r.get("op", "").startswith("sdpa")}
+how = lambda r: "tuned" if r["choice"].startswith("tuned") else "rule"
+shape = lambda r: f"{r['rows']}x{r['len']}"
 att = {}
-for r in rows:
-    if r.get("tflops") and "carrier" in r and r["rows"] > 1:
-        peer_t = sdpa.get("sdpa_causal" if "causal" in r["carrier"] else "sdpa", 0)
-        att["causal" in r["carrier"]] = r["tflops"]
-        print(f"{r['carrier']:16} {r['rows']}x{r['len']} x16 heads: {r['tflops']:.0f} TFLOP/s"
-              f" (torch SDPA {peer_t:.0f}, ratio {r['tflops'] / peer_t if peer_t else 0:.2f}; goal 330)")
-    elif r.get("tflops") and "carrier" in r:
-        print(f"{r['carrier']:16} decoding 1x{r['len']} x32/8 heads: {r['gbps']:.0f} GB/s, {r['ratio_to_copy']:.2f}"
-              f" of copy (goal 0.70; {r['config']})")
-if len(att) == 2:
-    print(f"causal / non-causal TFLOP/s: {att[True] / att[False]:.2f} (goal 0.85 or more)")
-print(f"{'carrier':16} {'shape':>11} {'assoc':>8} {'copy':>8} {'/copy':>6} {'torch':>8} {'/torch':>7} {'tune s':>7} {'warm ms':>8}")
-for r in rows:
-    if "gbps" not in r or "carrier" not in r or "tflops" in r and r["tflops"] > 0:
+for r in ours:
+    if r["name"].startswith("attention"):
+        p = torch.get(("sdpa_causal" if "causal" in r["name"] else "sdpa", r["rows"], r["len"]), {}).get("tflops", 0)
+        att[r["name"], how(r)] = r["tflops"]
+        print(f"{r['name']:17} {shape(r)} x16 heads, {how(r):5}: {r['tflops']:4.0f} TFLOP/s, torch SDPA {p:4.0f}"
+              f" (ratio {r['tflops'] / p if p else 0:.2f}; goal 330 TFLOP/s)  {r['config']}")
+    elif r["name"] == "decoding":
+        print(f"{'decoding':17} {shape(r)} x32/8 heads, {how(r):5}: {r['gbps']:5.0f} GB/s, {r['ratio_to_copy']:.2f}"
+              f" of copy (goal 0.70)  {r['config']}")
+for h in ("rule", "tuned"):
+    if ("attention", h) in att and ("attention_causal", h) in att:
+        print(f"causal / non-causal TFLOP/s, {h}: {att['attention_causal', h] / att['attention', h]:.2f} (goal 0.85 or more)")
+print(f"{'carrier':16} {'shape':>11} {'choice':>6} {'assoc':>6} {'copy':>6} {'/copy':>6} {'torch':>6} {'/torch':>7}"
+      f" {'tune s':>7} {'warm ms':>8}  config")
+for r in ours:
+    if r["name"] not in peer:
         continue
-    shape = f"{r['rows']}x{r['len']}"
-    t = torch.get((peer.get(r["carrier"], ""), r["rows"], r["len"]))
-    print(f"{r['carrier']:16} {shape:>11} {r['gbps']:8.0f} {r['copy_gbps']:8.0f} {r['ratio_to_copy']:6.2f} "
-          f"{(t or 0):8.0f} {(r['gbps'] / t if t else 0):7.2f} {tune.get((r['carrier'], shape), 0):7.2f} "
-          f"{r['module_ms'] if r['module_cached'] else float('nan'):8.1f}")
+    t = torch.get((peer[r["name"]], r["rows"], r["len"]), {}).get("gbps")
+    print(f"{r['name']:16} {shape(r):>11} {how(r):>6} {r['gbps']:6.0f} {r['copy_gbps']:6.0f} {r['ratio_to_copy']:6.2f} "
+          f"{(t or 0):6.0f} {(r['gbps'] / t if t else 0):7.2f} {tune.get((r['name'], shape(r)), 0) if how(r) == 'tuned' else 0:7.2f} "
+          f"{r['module_ms'] if r['module_cached'] else float('nan'):8.1f}  {r['config']}")
+if sys.argv[2]:
+    print("skipped for time:" + sys.argv[2][1:])
 PY
 echo
 echo "total $(($(date +%s) - start)) s; log in $LOG; $([ $fail = 0 ] && echo ALL OK || echo SOME FAILED)"
