@@ -175,6 +175,57 @@ static void out_fn(Carrier *c, Buf *b, const char *head, const Def *d, int n, in
 	buf_puts(b, "}\n");
 }
 
+/* Whether map output k goes out four positions at a time in one 16-byte
+ * store (map4): a scalar f32. */
+static int map_vec_store(const Carrier *c, int k) { return !c->map[k].e->ty.len && c->map[k].e->ty.kind == TY_F32; }
+
+/* map4: the map outputs of positions j4 .. j4 + 3 of row i (elements E4),
+ * the same expressions as map's, computed for the four positions first
+ * and then stored: an f32 output with one 16-byte store, others one
+ * position at a time.  vec_out_ok: the stores are aligned (with vec_ok's
+ * len & 3 == 0, j4 a multiple of 4). */
+static void map4_fn(Carrier *c, Buf *b)
+{
+	buf_puts(b, "ASC_DEV bool vec_out_ok(const Args &A)\n{\n\treturn true");
+	for (int k = 0; k < c->nmap; k++)
+		if (map_vec_store(c, k))
+			buf_printf(b, " && ((asc_uptr)A.out[%d] & 15) == 0", c->nfinal + k);
+	buf_puts(b, ";\n}\n");
+	buf_puts(b, "ASC_DEV void map4(const Args &A, const Row &R, const Elem *E4, const State &s, int i, int j4)\n{\n");
+	for (int k = 0; k < c->nmap; k++) {
+		Ty t = c->map[k].e->ty;
+		if (t.len)
+			buf_printf(b, "\t%s ov%d[4][%d];\n", cuda_ctype(t.kind), k, t.len);
+		else
+			buf_printf(b, "\t%s ov%d[4];\n", cuda_ctype(t.kind), k);
+	}
+	buf_puts(b, "#pragma unroll\n\tfor (int v = 0; v < 4; v++) {\n\tconst Elem &E = E4[v];\n\tconst int j = j4 + v;\n"
+		    "\t(void)E, (void)j;\n");
+	struct Fn *f;
+	cuda_fn_begin(&f, c, b);
+	for (int k = 0; k < c->nmap; k++) {
+		char o[16];
+		snprintf(o, sizeof o, "ov%d[v]", k);
+		cuda_fn_assign(f, o, c->map[k].e, c->map[k].e->ty.len);
+	}
+	cuda_fn_end(f);
+	buf_puts(b, "\t}\n");
+	for (int k = 0; k < c->nmap; k++) {
+		Ty t = c->map[k].e->ty;
+		const char *mt = mtype(t.kind);
+		buf_printf(b, "\t%s *o%d = (%s *)A.out[%d] + ((long long)i * A.len + j4) * %d;\n", mt, k, mt, c->nfinal + k,
+			   width(t));
+		if (map_vec_store(c, k))
+			buf_printf(b, "\tASC_ST((asc_f4 *)o%d, (asc_f4{ov%d[0], ov%d[1], ov%d[2], ov%d[3]}));\n", k, k, k, k, k);
+		else if (t.len)
+			buf_printf(b, "#pragma unroll\n\tfor (int v = 0; v < 4; v++)\n#pragma unroll\n\t\tfor (int u = 0; u < %d; u++)\n"
+				      "\t\t\tASC_ST(o%d + v * %d + u, ov%d[v][u]);\n", t.len, k, t.len, k);
+		else
+			buf_printf(b, "#pragma unroll\n\tfor (int v = 0; v < 4; v++)\n\t\tASC_ST(o%d + v, ov%d[v]);\n", k, k);
+	}
+	buf_puts(b, "}\n");
+}
+
 /* Whether the row templates' once-per-row functions are calls
  * (templates/blocks.cuh, ASC_ROW_CALLS): where the state passes in
  * registers; a larger one would pass through the stack. */
@@ -206,6 +257,7 @@ static void hooks(Carrier *c, Buf *b, int vec)
 	       c->finalize, c->nfinal, 0, "at");
 	out_fn(c, b, "ASC_DEV void map(const Args &A, const Row &R, const Elem &E, const State &s, int i, int j)",
 	       c->map, c->nmap, c->nfinal, "(long long)i * A.len + j");
+	map4_fn(c, b);
 	shfl_hook(c, b, "shfl_down", "__shfl_down_sync");
 	shfl_hook(c, b, "shfl_up", "__shfl_up_sync");
 	shfl_hook(c, b, "shfl_idx", "__shfl_sync");

@@ -222,20 +222,30 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 		return;
 	}
 	int j0 = lo;
-	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A)) {
+	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A) && vec_out_ok(A)) {
 		int ng = (hi - lo) / 4;
-		for (int g = t; g < ng; g += NT) {
-			Elem E[4];
-			if (stash) {
+		if (stash) {
+			for (int g = t; g < ng; g += NT) {
+				Elem E[4];
 #pragma unroll
 				for (int v = 0; v < 4; v++)
 					E[v] = STASH(stash, sb + v * ng + g);
-			} else {
-				load_elem4(A, i, lo + 4 * g, E);
+				map4(A, R, E, s, i, lo + 4 * g);
 			}
-#pragma unroll
-			for (int v = 0; v < 4; v++)
-				map(A, R, E[v], s, i, lo + 4 * g + v);
+		} else {
+			/* both groups' loads before either's stores, which the
+			 * compiler may not move them past (the output could alias
+			 * the input as far as it knows): two 16-byte loads in flight */
+			for (int g = t; g < ng; g += 2 * NT) {
+				Elem E[2][4];
+				bool two = g + NT < ng;
+				load_elem4(A, i, lo + 4 * g, E[0]);
+				if (two)
+					load_elem4(A, i, lo + 4 * (g + NT), E[1]);
+				map4(A, R, E[0], s, i, lo + 4 * g);
+				if (two)
+					map4(A, R, E[1], s, i, lo + 4 * (g + NT));
+			}
 		}
 		j0 = lo + 4 * ng;
 	}

@@ -270,6 +270,35 @@ Test(cuda, softmax_loads_and_stores_per_element)
 	carrier_free(c);
 }
 
+/* The map pass writes an f32 output four positions at a time, with one
+ * 16-byte store, the same width as its loads (4-byte stores would take
+ * four instructions, each a quarter of its sectors). */
+Test(cuda, map_outputs_go_out_in_16_byte_stores)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	CudaModule m;
+	char *ptx = NULL;
+	int cached;
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+	const char *f = strstr(ptx, ".func _Z11map_pass_atILi4EE"), *k = f ? strstr(f + 1, ".func _Z11map_pass_atILi4EE") : NULL;
+	cr_assert(k, "map_pass_at<4>'s body in the PTX");
+	const char *end = strstr(k + 1, "\n}\n");
+	cr_assert(end);
+	cr_expect_eq(cuda_count(k, end, "st.global.v4.f32"), 3,
+		     "one 16-byte store a group: from the stash, and from each of the two groups read in flight");
+	cr_expect_eq(cuda_count(k, end, "ld.global.v4.f32"), 2, "two 16-byte loads in flight");
+	free(ptx);
+	nvrtc_close(nv);
+	cuda_module_free(&m);
+	carrier_free(c);
+}
+
 /* Special values through every variant's merges (the rescaling of an
  * online max shares one exp between its two factors, with the spec's
  * rules for -inf, +inf and NaN): a row of -inf, a NaN, a +inf, -inf among
