@@ -89,6 +89,10 @@ typedef struct {
 	int nk;
 	int split, chunk;
 	size_t ws_bytes;
+	/* bytes of the workspace from zero_at on that must be zero before the
+	 * first launch of this layout (attention's split counters; the kernels
+	 * leave them zero again) */
+	size_t zero_at, zero_bytes;
 	double loads, stores; /* global accesses per element of the row, by the template's design */
 } CudaPlan;
 

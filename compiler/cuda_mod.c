@@ -400,7 +400,10 @@ static void kernel(Buf *b, const char *name, int nt, const char *body)
 /* The combine of split rows, the carry of scans and the merge of
  * attention's key splits do not depend on the variant's tile parameters:
  * one kernel serves them all, which saves NVRTC a whole kernel's
- * optimization per extra variant (attention at head dim 128: 43 ms each). */
+ * optimization per extra variant (attention at head dim 128: 43 ms each).
+ * Attention variants of one tile of 16 query rows a warp, those that
+ * decoding takes, merge their splits inside the kernel instead
+ * (attn_split_last). */
 static void kernels(const CudaModule *m, Buf *b)
 {
 	int comb = 0, carry = 0, acomb = 0;
@@ -780,8 +783,17 @@ static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads
 	p->k[0].block = v->nt;
 	p->k[1].grid = (unsigned)heads * rows;
 	p->k[1].block = 64;
-	p->nk = p->split > 1 ? 2 : 1;
-	p->ws_bytes = p->split > 1 ? (size_t)heads * rows * p->split * (m->attn.dv + 2) * sizeof(float) : 0;
+	p->nk = 1;
+	if (p->split > 1) { /* the partial states, then a counter per query tile (attn_split_last) or the combine kernel */
+		p->ws_bytes = (size_t)heads * rows * p->split * (m->attn.dv + 2) * sizeof(float);
+		if (v->mt == 1) {
+			p->zero_at = p->ws_bytes;
+			p->zero_bytes = (size_t)heads * cdiv(rows, bm) * sizeof(int);
+			p->ws_bytes += p->zero_bytes;
+		} else {
+			p->nk = 2;
+		}
+	}
 	p->loads = 1;
 }
 

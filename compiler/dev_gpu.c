@@ -142,7 +142,14 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 		if (rt_alloc(g->rt, p.ws_bytes, &b->ws, msg, n))
 			return -1;
 		b->ws_bytes = p.ws_bytes;
+		b->zeroed_bytes = 0;
 	}
+	/* zeroed once for a run of launches with the same layout: another
+	 * layout's launches may have written over it */
+	if (p.zero_bytes && (b->zeroed_at != p.zero_at || b->zeroed_bytes != p.zero_bytes) &&
+	    rt_memset(g->rt, b->ws + p.zero_at, 0, p.zero_bytes, msg, n))
+		return -1;
+	b->zeroed_at = p.zero_at, b->zeroed_bytes = p.zero_bytes;
 	b->a.ws = (void *)(size_t)b->ws;
 	b->a.split = p.split;
 	b->a.chunk = p.chunk;

@@ -32,6 +32,7 @@ void gpu_close(Gpu *g);
 typedef struct {
 	RtPtr in[CUDA_MAXIN], out[CUDA_MAXOUT], ws;
 	size_t ws_bytes;
+	size_t zeroed_at, zeroed_bytes; /* the plan's zero region, zeroed and left so by the last launch */
 	CudaArgs a;
 } GpuBufs;
 

@@ -53,8 +53,13 @@
  * rounded to f16/bf16, O += P V on tensor cores.
  * Masked and out-of-range keys contribute the identity (p = 0); tiles the
  * mask drops entirely are skipped.  Split > 1: each block writes its
- * partial (m, l, o) to ws[((h * rows + i) * split + c) * (DV + 2)] and
- * attn_combine merges them with the contract's merge and finalizes. */
+ * partial (m, l, o) to ws[((h * rows + i) * split + c) * (DV + 2)]; with
+ * one tile of 16 rows a warp (MT = 1, as decoding runs), the last of a
+ * query tile's blocks to finish merges them with the contract's merge and
+ * finalizes (attn_split_last): no second launch, whose gap would cost
+ * decoding, a few microseconds long, several percent.  With MT > 1 the
+ * kernel is at the edge of its registers, and any code after its key
+ * loop made ptxas spill: attn_combine, a kernel of its own, merges. */
 
 template <int BF>
 ASC_DEV void asc_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
@@ -286,6 +291,84 @@ ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], 
 #pragma unroll
 	for (int hf = 0; hf < 2; hf++)
 		mx[hf] = LIN ? a2[hf] * asc_quad_max(mx[hf]) : asc_quad_max(mx[hf]);
+}
+
+/* blockIdx.x read again, opaquely: not merged with the read at the start,
+ * whose value would otherwise be held across the key loop (its 64-bit
+ * products spill at 32 rows a warp and head dim 128). */
+ASC_DEV unsigned attn_block()
+{
+#ifdef ASSOC_EMU
+	return blockIdx.x;
+#else
+	unsigned b;
+	asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(b));
+	return b;
+#endif
+}
+
+/* Split-KV: merge the partial states of row at (of heads x rows) in split
+ * order with the contract's merge, then finalize; threads u0, u0 + nu, ...
+ * of the block take the components.  The partials come from L2 (ld.cg):
+ * other blocks wrote them. */
+template <int DV>
+ASC_DEV void attn_combine_row(const Args &A, long long at, int u0, int nu)
+{
+	int i = (int)(at % A.rows);
+	const float *ws = (const float *)A.ws + at * A.split * (DV + 2);
+	float mx = -ASC_INF;
+	for (int c = 0; c < A.split; c++)
+		mx = fmaxf(mx, ASC_LDCG(ws + c * (DV + 2)));
+	float mb = mx == -ASC_INF ? 0.0f : mx, l = 0;
+	for (int c = 0; c < A.split; c++)
+		l += ASC_LDCG(ws + c * (DV + 2) + 1) * expf(ASC_LDCG(ws + c * (DV + 2)) - mb);
+	ARow R = attn_row(A, at);
+	if (u0 == 0)
+		attn_fin_row(A, R, mx, l, i, at);
+	for (int u = u0; u < DV; u += nu) {
+		float o = 0;
+		for (int c = 0; c < A.split; c++)
+			o += ASC_LDCG(ws + c * (DV + 2) + 2 + u) * expf(ASC_LDCG(ws + c * (DV + 2)) - mb);
+		attn_fin_vec(A, R, mx, l, o, i, at, u);
+	}
+}
+
+/* Split > 1, after the block's partial states are written: a counter per
+ * (kv head, query tile), after the partials in the workspace, counts the
+ * tile's blocks that are done; the last one merges the tile's rows (in
+ * split order: the result does not depend on which block is last) and
+ * puts the counter back to 0 for the next launch (the launch zeroes the
+ * counters where the workspace's layout changed). */
+template <int DV, int NT, int BM>
+ASC_DEV void attn_split_last(const Args &A)
+{
+	int M = A.heads / A.kv_heads * A.rows, tiles = (M + BM - 1) / BM;
+	ASC_DYN_SHARED(unsigned, Sm); /* its first word: every tile is consumed */
+	unsigned b = attn_block();
+	int qt = tiles - 1 - (int)(b / A.split % tiles), kh = (int)(b / A.split / tiles);
+	int *ctr = (int *)((float *)A.ws + (long long)A.kv_heads * M * A.split * (DV + 2)) + kh * tiles + qt;
+	__threadfence(); /* this thread's partials are seen everywhere before the count is */
+	__syncthreads();
+	if (threadIdx.x == 0)
+		Sm[0] = atomicAdd(ctr, 1) == A.split - 1;
+	__syncthreads();
+	if (!Sm[0])
+		return;
+	__threadfence(); /* the other blocks' partials, counted, are read after the count */
+	long long base = (long long)kh * M;
+	int r1 = (qt + 1) * BM < M ? (qt + 1) * BM : M;
+	for (int r = qt * BM; r < r1; r++)
+		attn_combine_row<DV>(A, base + r, threadIdx.x, NT);
+	if (threadIdx.x == 0)
+		atomicExch(ctr, 0);
+}
+
+/* Split-KV after an MT > 1 kernel: block b merges row b of heads x rows.
+ * blockDim.x = NT >= 32. */
+template <int DV, int NT>
+ASC_DEV void attn_combine(const Args &A)
+{
+	attn_combine_row<DV>(A, blockIdx.x, threadIdx.x, NT);
 }
 
 template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV, int QS, int NS>
@@ -535,13 +618,7 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * The run's first row again from the block index (read opaquely, so
 	 * that it is not merged with the one above): held across the loop, its
 	 * 64 bits spill at 32 rows a warp and head dim 128. */
-#ifndef ASSOC_EMU
-	{
-		unsigned b;
-		asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(b));
-		base = (long long)(int)(b / A.split / tiles) * M;
-	}
-#endif
+	base = (long long)(int)(attn_block() / A.split / tiles) * M;
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -570,30 +647,6 @@ ASC_DEV void attn_fwd(const Args &A)
 				for (int x = 0; x < 2; x++)
 					attn_fin_vec(A, R[mt][hf], mr, lr, o[mt][dn][2 * hf + x], i, at, dn * 8 + 2 * t + x);
 		}
-}
-
-/* Split-KV: merge the partial states of one row (block b: row b of
- * heads * rows) in split order with the contract's merge, then finalize.
- * blockDim.x = NT >= 32; thread u handles components u, u + NT, ... */
-template <int DV, int NT>
-ASC_DEV void attn_combine(const Args &A)
-{
-	long long at = blockIdx.x;
-	int i = (int)(at % A.rows);
-	const float *ws = (const float *)A.ws + at * A.split * (DV + 2);
-	float mx = -ASC_INF;
-	for (int c = 0; c < A.split; c++)
-		mx = fmaxf(mx, ASC_LD(ws + c * (DV + 2)));
-	float mb = mx == -ASC_INF ? 0.0f : mx, l = 0;
-	for (int c = 0; c < A.split; c++)
-		l += ASC_LD(ws + c * (DV + 2) + 1) * expf(ASC_LD(ws + c * (DV + 2)) - mb);
-	ARow R = attn_row(A, at);
-	if (threadIdx.x == 0)
-		attn_fin_row(A, R, mx, l, i, at);
-	for (int u = threadIdx.x; u < DV; u += NT) {
-		float o = 0;
-		for (int c = 0; c < A.split; c++)
-			o += ASC_LD(ws + c * (DV + 2) + 2 + u) * expf(ASC_LD(ws + c * (DV + 2)) - mb);
-		attn_fin_vec(A, R, mx, l, o, i, at, u);
-	}
+	if (MT == 1 && A.split > 1)
+		attn_split_last<DV, NT, BM>(A);
 }

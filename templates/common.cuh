@@ -35,6 +35,9 @@ template <class T> __device__ __forceinline__ T *asc_glob(T *p)
 }
 #define ASC_LD(p) (*asc_glob(p))
 #define ASC_ST(p, v) (*asc_glob(p) = (v))
+/* A load from L2, past this multiprocessor's L1: of what other blocks
+ * wrote during the launch. */
+#define ASC_LDCG(p) __ldcg(asc_glob(p))
 typedef unsigned long long asc_uptr;
 #endif
 

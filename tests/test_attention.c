@@ -453,6 +453,43 @@ Test(attention, contract_evidence_and_explain)
 	carrier_free(c);
 }
 
+/* Key splits of one tile of 16 rows a warp (decoding's variants) merge
+ * inside the forward kernel: one launch, and a counter per query tile
+ * after the partial states that the launch zeroes; variants of more tiles
+ * a warp launch the combine kernel after them.  (The emulator fails any
+ * run whose kernels leave the counters other than zero.) */
+Test(attention, decoding_splits_merge_in_one_launch)
+{
+	Carrier *c = load_dims("specs/attention.yaml", 64);
+	CudaModule m;
+	char msg[512];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	int seen[3] = {0};
+	for (int v = 0; v < m.nvar; v++) {
+		const CudaVariant *x = &m.var[v];
+		int bm = x->nt / 32 * x->mt * 16, heads = 8, rows = 4 * 3, split = 5;
+		CudaPlan p;
+		cuda_plan_h(&m, v, rows, 4000, heads, split, &p);
+		size_t partials = (size_t)heads * rows * split * (64 + 2) * sizeof(float);
+		seen[x->mt]++;
+		if (x->mt == 1) {
+			cr_expect_eq(p.nk, 1, "variant %d: one launch", v);
+			cr_expect_eq(p.zero_at, partials);
+			cr_expect_eq(p.zero_bytes, (size_t)heads * ((rows + bm - 1) / bm) * sizeof(int));
+			cr_expect_eq(p.ws_bytes, p.zero_at + p.zero_bytes);
+		} else {
+			cr_expect_eq(p.nk, 2, "variant %d: the forward kernel, then the combine", v);
+			cr_expect_eq(p.zero_bytes, 0);
+			cr_expect_eq(p.ws_bytes, partials);
+		}
+		cuda_plan_h(&m, v, rows, 4000, heads, 1, &p);
+		cr_expect(p.nk == 1 && p.ws_bytes == 0 && p.zero_bytes == 0, "variant %d unsplit", v);
+	}
+	cr_expect(seen[1] && seen[2], "variants of both kinds among the defaults");
+	cuda_module_free(&m);
+	carrier_free(c);
+}
+
 /* The merge of key splits does not depend on the variant: one combine
  * kernel serves every variant of the module, each named by them all. */
 Test(attention, one_combine_for_every_variant)

@@ -195,6 +195,49 @@ Test(gpu, attention_launch_takes_dynamic_shared_memory)
 	unsetenv("ASSOC_LIBCUDA");
 }
 
+/* Attention's split counters (after the partial states in the workspace)
+ * are zeroed before the first launch of a layout, and not again while
+ * launches keep it: the kernels leave them at zero (the fake runs none,
+ * so what was written into them stays).  Another split count moves them:
+ * zeroed again. */
+Test(gpu, split_counters_are_zeroed_once_per_layout)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	setenv("ASSOC_LIBCUDA", FAKE, 1);
+	setenv("FAKECUDA", "", 1);
+	Carrier *c = load_dims("specs/attention.yaml", "64");
+	RunData *d = rundata_new_heads(c, 1, 1000, 4, 1);
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	Gpu g;
+	GpuBufs b;
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	int v = cuda_find_variant(&g.m, c, "attention:nt=128,mt=1,bn=64,st=2");
+	cr_assert_geq(v, 0);
+	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	/* the larger workspace first, filled with what the counters must not start from */
+	cr_assert_eq(gpu_launch(&g, &b, v, 5, 1, 1000, msg, sizeof msg), 0, "%s", msg);
+	memset((void *)(size_t)b.ws, 0x5a, b.ws_bytes); /* the fake's memory is the host's */
+	static const int splits[] = {3, 5};
+	for (int s = 0; s < 2; s++) {
+		CudaPlan p;
+		cuda_plan_h(&g.m, v, 4, 1000, 1, splits[s], &p); /* 4 query heads on one: a run of 4 rows */
+		cr_assert_gt(p.zero_bytes, 0);
+		cr_assert_eq(gpu_launch(&g, &b, v, splits[s], 1, 1000, msg, sizeof msg), 0, "%s", msg);
+		unsigned char *ctr = (unsigned char *)(size_t)b.ws + p.zero_at;
+		for (size_t k = 0; k < p.zero_bytes; k++)
+			cr_assert_eq(ctr[k], 0, "split %d: counter byte %zu zeroed before the layout's first launch", splits[s], k);
+		memset(ctr, 0x5a, p.zero_bytes);
+		cr_assert_eq(gpu_launch(&g, &b, v, splits[s], 1, 1000, msg, sizeof msg), 0, "%s", msg);
+		cr_expect_eq(ctr[0], 0x5a, "split %d: the same layout is not zeroed again", splits[s]);
+	}
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	rundata_free(d);
+	carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+}
+
 /* A tuning candidate is checked on a small problem of the same heads
  * layout: at most two key/value heads, each with its query heads, so that
  * the float64 reference every candidate pays for stays short. */

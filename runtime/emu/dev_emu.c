@@ -90,6 +90,14 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	for (int k = 0; k < p.nk; k++)
 		if (emu_launch_kernel(lib, p.k[k].name, p.k[k].grid, p.k[k].block, p.k[k].smem, &a, bytes, msg, n))
 			goto out;
+	/* the GPU zeroes the plan's zero region once for a run of launches:
+	 * the kernels must leave it as they found it */
+	for (size_t k = 0; k < p.zero_bytes; k++)
+		if (((unsigned char *)ws)[p.zero_at + k]) {
+			snprintf(msg, n, "%s left byte %zu of the workspace's zero region (counters) at %d: the next launch "
+				 "would start from it", p.k[0].name, k, ((unsigned char *)ws)[p.zero_at + k]);
+			goto out;
+		}
 	if (st) {
 		cuda_config_str(x, st->config, sizeof st->config);
 		st->bytes[0] = bytes[0], st->bytes[1] = bytes[1];

@@ -45,6 +45,7 @@
 #define ASC_PARAM const
 #define ASC_LD(p) emu_ld(p)
 #define ASC_ST(p, v) emu_st((p), (v))
+#define ASC_LDCG(p) emu_ld(p)
 typedef unsigned long long asc_uptr;
 
 struct dim3 {
@@ -561,6 +562,7 @@ template <class T, class U> static inline void emu_st(T *p, U v)
 template <class T> static inline T __ldg(const T *p) { return *p; }
 
 /* ---- atomics (one OS thread runs every fiber, so plain updates are atomic) ---- */
+static inline void __threadfence() {}
 template <class T> static T atomicAdd(T *p, T v)
 {
 	T o = *p;
