@@ -113,7 +113,7 @@ bench() {
 	if out=$(timeout "$(lim 120)" build/assoc bench "$@" --device gpu --json 2>"$LOG/err"); then
 		cat "$LOG/err" >>"$LOG/bench-err.log"
 		echo "$out" | sed "s/^{/{\"name\": \"$name\", /" >>"$LOG/bench.jsonl"
-		echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(f"{r[\"carrier\"]} {r[\"rows\"]}x{r[\"len\"]}: {r[\"gbps\"]:.0f} GB/s, {r[\"ratio_to_copy\"]:.2f} of copy, {r[\"tflops\"]:.0f} TFLOP/s, {r[\"config\"]} ({r[\"choice\"]})")' 2>/dev/null || echo "$out"
+		echo "$out"
 	else
 		cat "$LOG/err" >>"$LOG/bench-err.log"
 		note_fail "bench $name $(shape_of "$@"): $(tail -1 "$LOG/err")"
@@ -180,6 +180,7 @@ tune() {
 	bench "$name" 10 "$@"
 }
 tune attention 60 tests/attention/full_bf16.yaml $att
+tune attention_causal 60 tests/attention/causal_bf16.yaml $att
 tune decoding 45 tests/attention/full_bf16.yaml $dec
 for spec in online_softmax welford logsumexp; do
 	for s in $shapes; do
