@@ -242,6 +242,32 @@ Test(emu, differing_barrier_counts)
 	emu_close(l);
 }
 
+/* Blocks of up to 1024 threads run the row templates: the barriers of
+ * block_reduce over 32 warps are one call each, whatever copies of them
+ * the host compiler makes. */
+Test(emu, widest_blocks_run_the_row_templates, .timeout = 120)
+{
+	static const struct {
+		const char *spec, *cfg;
+	} runs[] = {{"specs/logsumexp.yaml", "rowreduce:nt=1024,acc=1,vec=1"},
+		    {"specs/online_softmax.yaml", "rowmap:nt=1024,acc=2,vec=4"},
+		    {"specs/welford.yaml", "rowreduce:nt=544,acc=2,vec=4"}};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = load_ok(runs[k].spec);
+		RunData *d = rundata_new(c, 3, 4099);
+		char msg[2048];
+		cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(emu_run_data(d, &(RunOpts){.config = runs[k].cfg}, NULL, msg, sizeof msg), 0, "%s %s: %s",
+			     runs[k].spec, runs[k].cfg, msg);
+		RunCheck rc;
+		run_check(d, &rc);
+		cr_expect(rc.ok, "%s %s against the reference", runs[k].spec, runs[k].cfg);
+		runcheck_free(&rc);
+		rundata_free(d);
+		carrier_free(c);
+	}
+}
+
 /* The same number of barriers on both sides of a branch, but different
  * ones: on a GPU the block must meet at one barrier instruction. */
 Test(emu, divergent_barriers_with_equal_counts)
@@ -252,6 +278,7 @@ Test(emu, divergent_barriers_with_equal_counts)
 	cr_assert_eq(emu_launch_kernel(l, "diverge_sites", 1, 64, 0, v, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "divergent barriers"), "%s", msg);
 	cr_expect(strstr(msg, "kernel diverge_sites, block 0"), "%s", msg);
+	cr_expect(strstr(msg, ".cu:") || strstr(msg, ".cpp:"), "the two calls' source lines: %s", msg);
 	emu_close(l);
 }
 

@@ -57,7 +57,7 @@ struct EmuFiber {
 	char *stack;
 	dim3 tid;
 	int done, blocked, lane, warp, nbar;
-	void *bar_site; /* the __syncthreads call it waits at */
+	const char *bar_site; /* the __syncthreads call it waits at: file:line */
 	unsigned seq;
 	int nasync;     /* cp.async copies in flight */
 	unsigned group; /* cp.async.commit_group count: the open group's number */
@@ -188,15 +188,21 @@ static void emu_fiber_init(EmuFiber *f, char *stack)
 
 /* ---- barriers and warps ---- */
 
-/* Not inlined, so that its return address tells the call sites apart: a
- * block whose threads meet at different __syncthreads in divergent code
+/* A block whose threads meet at different __syncthreads in divergent code
  * (as many on each side) is reported, as the PTX ISA requires one barrier
- * instruction for all (bar.sync is .aligned). */
-__attribute__((noinline)) static void __syncthreads(void)
+ * instruction for all (bar.sync is .aligned).  The call sites are told
+ * apart by their source line: not by the return address, which the host
+ * compiler's tail duplication gives to two copies of one call (seen with
+ * block_reduce over more than 16 warps).  A barrier in a helper reached
+ * from two divergent callers is the same line to it. */
+#define EMU_STR2(x) #x
+#define EMU_STR(x) EMU_STR2(x)
+#define __syncthreads() emu_syncthreads(__FILE__ ":" EMU_STR(__LINE__))
+__attribute__((noinline)) static void emu_syncthreads(const char *site)
 {
 	EmuFiber *f = emu.cur;
 	f->nbar++;
-	f->bar_site = __builtin_return_address(0);
+	f->bar_site = site;
 	if (emu.nlive < emu.n)
 		emu_fail("__syncthreads #%d reached after another thread of the block exited (differing barrier counts)",
 			 f->nbar);
@@ -204,10 +210,10 @@ __attribute__((noinline)) static void __syncthreads(void)
 		emu.bar_arrived = 0;
 		emu.epoch++;
 		for (int t = 0; t < emu.n; t++) {
-			if (emu.f[t].bar_site != f->bar_site)
-				emu_fail("__syncthreads #%d: thread %d waits at another __syncthreads call than this thread "
-					 "(divergent barriers; every thread of the block must reach the same one)",
-					 f->nbar, t);
+			if (strcmp(emu.f[t].bar_site, f->bar_site))
+				emu_fail("__syncthreads #%d: thread %d waits at another __syncthreads call (%s) than this "
+					 "thread (%s) (divergent barriers; every thread of the block must reach the same one)",
+					 f->nbar, t, emu.f[t].bar_site, f->bar_site);
 			if (emu.f[t].blocked == 1)
 				emu.f[t].blocked = 0;
 		}
