@@ -83,32 +83,37 @@ static void progress(void *ctx, int done, int total, const TuneConfig *c, double
 
 /* The module's variants that can run this shape, with split counts for
  * the split kernels. */
+/* The candidates in the order the model's ties keep: a row a block or a
+ * warp first (the defaults, then the wider blocks of the tuning space),
+ * then the split kernels with their split counts. */
 static int candidates(Gpu *g, const RunData *d, TuneConfig *out, int max)
 {
 	int n = 0;
-	for (int v = 0; v < g->m.nvar && n < max; v++) {
-		const CudaVariant *x = &g->m.var[v];
-		int threads = x->warp ? 32 : x->nt;
-		char why[128];
-		if (!cuda_takes_len(&g->m, v, d->len, why, sizeof why))
-			continue;
-		TuneConfig c = {threads, x->warp ? x->nt / 32 : 1, x->vec ? 4 : 1, x->acc, 1, x->items, v};
-		if (x->fam == FAM_ATTN) {
-			/* query blocks x key splits: splitting the keys pays when few query blocks fill few SMs */
-			out[n++] = c;
-			for (int split = 2; split <= 64 && n < max && d->rows <= 256; split *= 2)
-				if (d->len / split >= 128)
+	for (int pass = 0; pass < 2; pass++)
+		for (int v = 0; v < g->m.nvar && n < max; v++) {
+			const CudaVariant *x = &g->m.var[v];
+			int threads = x->warp ? 32 : x->nt;
+			char why[128];
+			if ((x->fam == FAM_SPLITK || x->fam == FAM_SCAN) != pass ||
+			    !cuda_takes_len(&g->m, v, d->len, why, sizeof why))
+				continue;
+			TuneConfig c = {threads, x->warp ? x->nt / 32 : 1, x->vec ? 4 : 1, x->acc, 1, x->items, v};
+			if (x->fam == FAM_ATTN) {
+				/* query blocks x key splits: splitting the keys pays when few query blocks fill few SMs */
+				out[n++] = c;
+				for (int split = 2; split <= 64 && n < max && d->rows <= 256; split *= 2)
+					if (d->len / split >= 128)
+						c.split = split, out[n++] = c;
+				continue;
+			}
+			if (x->fam != FAM_SPLITK && x->fam != FAM_SCAN) {
+				out[n++] = c;
+				continue;
+			}
+			for (int split = 2; split <= 64 && n < max; split *= 2)
+				if (d->len / split >= 256 || split == 2)
 					c.split = split, out[n++] = c;
-			continue;
 		}
-		if (x->fam != FAM_SPLITK && x->fam != FAM_SCAN) {
-			out[n++] = c;
-			continue;
-		}
-		for (int split = 2; split <= 64 && n < max; split *= 2)
-			if (d->len / split >= 256 || split == 2)
-				c.split = split, out[n++] = c;
-	}
 	return n;
 }
 

@@ -282,6 +282,16 @@ static const CudaVariant defaults_map[] = {
 	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},
 	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0},
 };
+/* The row templates' tuning space adds blocks of 512 and 1024 threads with
+ * 4 accumulators: more bytes in flight per row, and fewer rows in flight
+ * at once, so that rowmap's second read of a long row can come from L2. */
+static const CudaVariant space_reduce[] = {
+	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0},
+};
+static const CudaVariant space_map[] = {
+	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0},
+};
 static const CudaVariant defaults_scan[] = {
 	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0},
 	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0},
@@ -586,9 +596,14 @@ static int module(Carrier *c, const char *config, int space, CudaModule *m, char
 		size_t nd = m->base == FAM_SCAN     ? sizeof defaults_scan / sizeof *d
 			    : m->base == FAM_ROWMAP ? sizeof defaults_map / sizeof *d
 						    : sizeof defaults_reduce / sizeof *d;
-		for (size_t k = 0; k < nd; k++) {
+		for (size_t k = 0; k < nd; k++)
 			add_variant(c, m, d[k]);
-		}
+		if (space && m->base == FAM_ROWMAP)
+			for (size_t k = 0; k < sizeof space_map / sizeof *space_map; k++)
+				add_variant(c, m, space_map[k]);
+		else if (space && m->base == FAM_ROWREDUCE)
+			for (size_t k = 0; k < sizeof space_reduce / sizeof *space_reduce; k++)
+				add_variant(c, m, space_reduce[k]);
 	}
 	Buf h = {0}, b = {0};
 	hooks(c, &h, m->vec_ok);

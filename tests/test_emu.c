@@ -249,9 +249,10 @@ Test(emu, widest_blocks_run_the_row_templates, .timeout = 120)
 {
 	static const struct {
 		const char *spec, *cfg;
-	} runs[] = {{"specs/logsumexp.yaml", "rowreduce:nt=1024,acc=1,vec=1"},
-		    {"specs/online_softmax.yaml", "rowmap:nt=1024,acc=2,vec=4"},
-		    {"specs/welford.yaml", "rowreduce:nt=544,acc=2,vec=4"}};
+	} runs[] = {{"specs/logsumexp.yaml", "rowreduce:nt=1024,acc=4,vec=4"},
+		    {"specs/online_softmax.yaml", "rowmap:nt=1024,acc=4,vec=4"},
+		    {"specs/layer_norm.yaml", "rowmap:nt=512,acc=4,vec=4"},
+		    {"specs/welford.yaml", "rowreduce:nt=544,acc=2,vec=1"}};
 	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
 		Carrier *c = load_ok(runs[k].spec);
 		RunData *d = rundata_new(c, 3, 4099);

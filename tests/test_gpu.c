@@ -486,6 +486,29 @@ Test(gpu, tune_logs_every_candidate)
 	cr_assert(strstr(out, "no candidate ran correctly") && strstr(out, "exit 1"), "%s", out);
 }
 
+/* The tuning space of the row templates adds blocks of 512 and 1024
+ * threads with 4 accumulators, and the model keeps them among the timed
+ * candidates for long rows (on the fake each is run, and fails its check). */
+Test(gpu, tune_tries_wider_row_blocks)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char out[16384];
+	FILE *f = popen("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+			"specs/online_softmax.yaml --rows 1024 --len 32768 2>&1; echo \"exit $?\"", "r");
+	size_t n = fread(out, 1, sizeof out - 1, f);
+	out[n] = 0;
+	pclose(f);
+	static const char *want[] = {"rowmap:nt=256,acc=4,vec=4,warp=0,items=0 ", "rowmap:nt=512,acc=4,vec=4,warp=0,items=0 ",
+				     "rowmap:nt=1024,acc=4,vec=4,warp=0,items=0 "};
+	for (int k = 0; k < 3; k++) {
+		const char *at = strstr(out, want[k]);
+		cr_expect(at, "%s missing: %s", want[k], out);
+		const char *eol = at ? strchr(at, '\n') : NULL;
+		cr_expect(at && eol && memmem(at, eol - at, "wrong result", 12), "%s run, not pruned: %s", want[k], out);
+	}
+}
+
 Test(gpu, auto_falls_back_with_a_reason)
 {
 	char out[16384];
