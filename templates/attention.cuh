@@ -12,11 +12,10 @@
  * The G = heads / kv_heads query heads of a kv head are one run of
  * G * rows query rows.  Launch: blockDim.x = 32 * WARPS; grid = kv_heads *
  * tiles * split with tiles = ceil(G * rows / BM) (blocks past that exit),
- * block b: split b % split, query tile tiles - 1 - (b / split) % tiles
- * (the last first: under a causal mask they have the most keys, and the
- * lightest tiles then fill the tail of the grid), kv head b / split /
- * tiles.  Each warp owns MT tiles of 16 query rows; key/value tiles of BN
- * keys stream through shared memory.
+ * block b: split b % split, query tile and kv head as attn_tile_of orders
+ * them (heaviest tiles first across groups of heads whose keys and values
+ * fit in L2).  Each warp owns MT tiles of 16 query rows; key/value tiles
+ * of BN keys stream through shared memory.
  *
  * Hooks (generated from the spec): attn_score2(A, R, x, i, j) = the spec's
  * score with dot(q, k) = x, times log2(e); attn_keep(A, R, i, j) = the
@@ -307,6 +306,34 @@ ASC_DEV unsigned attn_block()
 #endif
 }
 
+/* Keys and values of the kv heads whose blocks run together: the grid
+ * goes through the heads in groups that fit in L2 beside everything else
+ * (50 MB on an H100, 60 on an H200), so that a group's query tiles read
+ * them from there. */
+#define ATTN_GROUP_BYTES (32LL << 20)
+
+/* Block b's query tile qt and kv head kh, false for a block past the runs.
+ * Splits vary fastest (b % split); then, in each group of heads, the query
+ * tiles from the last to the first, each across the group's heads: under
+ * a causal mask the last tiles have the most keys, so the heaviest blocks
+ * of every head start first and the lightest fill the tail (ordered head
+ * by head, the heavy tiles of the last heads would start late and leave
+ * the rest of the machine idle at the end). */
+template <int D, int DV>
+ASC_DEV bool attn_tile_of(const Args &A, unsigned b, int tiles, int &qt, int &kh)
+{
+	long long head = (long long)A.len * (D + DV) * 2; /* f16 or bf16 */
+	long long gh = head > 0 ? ATTN_GROUP_BYTES / head : A.kv_heads;
+	int g = (int)(gh < 1 ? 1 : gh > A.kv_heads ? A.kv_heads : gh);
+	int rest = (int)(b / A.split), h0 = rest / (g * tiles) * g, in = rest % (g * tiles);
+	int hn = A.kv_heads - h0 < g ? A.kv_heads - h0 : g;
+	if (h0 >= A.kv_heads || in >= hn * tiles)
+		return false;
+	qt = tiles - 1 - in / hn;
+	kh = h0 + in % hn;
+	return true;
+}
+
 /* Split-KV: merge the partial states of row at (of heads x rows) in split
  * order with the contract's merge, then finalize; threads u0, u0 + nu, ...
  * of the block take the components.  The partials come from L2 (ld.cg):
@@ -339,13 +366,14 @@ ASC_DEV void attn_combine_row(const Args &A, long long at, int u0, int nu)
  * split order: the result does not depend on which block is last) and
  * puts the counter back to 0 for the next launch (the launch zeroes the
  * counters where the workspace's layout changed). */
-template <int DV, int NT, int BM>
+template <int D, int DV, int NT, int BM>
 ASC_DEV void attn_split_last(const Args &A)
 {
 	int M = A.heads / A.kv_heads * A.rows, tiles = (M + BM - 1) / BM;
 	ASC_DYN_SHARED(unsigned, Sm); /* its first word: every tile is consumed */
 	unsigned b = attn_block();
-	int qt = tiles - 1 - (int)(b / A.split % tiles), kh = (int)(b / A.split / tiles);
+	int qt, kh;
+	attn_tile_of<D, DV>(A, b, tiles, qt, kh);
 	int *ctr = (int *)((float *)A.ws + (long long)A.kv_heads * M * A.split * (DV + 2)) + kh * tiles + qt;
 	__threadfence(); /* this thread's partials are seen everywhere before the count is */
 	__syncthreads();
@@ -399,8 +427,8 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * values are read once; row r of the run is row r % rows of query head
 	 * kh * G + r / rows, and a tile may span two heads. */
 	int G = A.heads / A.kv_heads, M = G * A.rows, tiles = (M + BM - 1) / BM;
-	int sp = blockIdx.x % A.split, qt = tiles - 1 - blockIdx.x / A.split % tiles, kh = blockIdx.x / A.split / tiles;
-	if (kh >= A.kv_heads)
+	int sp = blockIdx.x % A.split, qt, kh;
+	if (!attn_tile_of<D, DV>(A, blockIdx.x, tiles, qt, kh))
 		return; /* a grid planned over heads x rows has more blocks than runs need */
 	long long base = (long long)kh * M; /* the run's first row in heads x rows */
 	int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -618,7 +646,11 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * The run's first row again from the block index (read opaquely, so
 	 * that it is not merged with the one above): held across the loop, its
 	 * 64 bits spill at 32 rows a warp and head dim 128. */
-	base = (long long)(int)(attn_block() / A.split / tiles) * M;
+	{
+		int q2, k2;
+		attn_tile_of<D, DV>(A, attn_block(), tiles, q2, k2);
+		base = (long long)k2 * M;
+	}
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -648,5 +680,5 @@ ASC_DEV void attn_fwd(const Args &A)
 					attn_fin_vec(A, R[mt][hf], mr, lr, o[mt][dn][2 * hf + x], i, at, dn * 8 + 2 * t + x);
 		}
 	if (MT == 1 && A.split > 1)
-		attn_split_last<DV, NT, BM>(A);
+		attn_split_last<D, DV, NT, BM>(A);
 }

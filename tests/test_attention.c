@@ -453,6 +453,71 @@ Test(attention, contract_evidence_and_explain)
 	carrier_free(c);
 }
 
+/* The grid's order (attn_tile_of, run in the emulator on the module's own
+ * source): every (query tile, kv head) once per split; heads in groups
+ * whose keys and values take at most 32 MB; within a group the query tiles
+ * from the last to the first, each across the group's heads. */
+Test(attention, grid_runs_heaviest_tiles_first_across_heads)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("specs/attention.yaml", 64);
+	CudaModule m;
+	char msg[4096];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	size_t n = strlen(m.src);
+	static const char probe[] =
+		"extern \"C\" void order_emu(const void *p) {\n"
+		"  const Args &A = *(const Args *)p;\n"
+		"  int tiles = A.chunk, *o = (int *)A.ws;\n"
+		"  if (threadIdx.x) return;\n"
+		"  for (int b = 0; b < A.kv_heads * tiles * A.split + 3; b++) {\n"
+		"    int qt = -1, kh = -1;\n"
+		"    bool in = attn_tile_of<64, 64>(A, (unsigned)b, tiles, qt, kh);\n"
+		"    o[3 * b] = in, o[3 * b + 1] = qt, o[3 * b + 2] = kh;\n"
+		"  }\n"
+		"}\n";
+	char *src = malloc(n + sizeof probe);
+	memcpy(src, m.src, n);
+	memcpy(src + n, probe, sizeof probe);
+	EmuLib *l;
+	cr_assert_eq(emu_open(src, &l, msg, sizeof msg), 0, "%s", msg);
+	static const struct {
+		int kv, len, tiles, split, group;
+	} cases[] = {
+		{16, 8192, 64, 1, 16}, /* 16 heads of 2 MB: one group */
+		{16, 65536, 64, 1, 2}, /* 16 MB a head: two at a time */
+		{5, 32768, 7, 3, 4},   /* 8 MB a head: groups of 4, then 1 */
+		{3, 1 << 22, 2, 1, 1}, /* 1 GB a head: one at a time */
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		int kv = cases[k].kv, tiles = cases[k].tiles, split = cases[k].split, nb = kv * tiles * split + 3;
+		int *o = calloc(3 * nb, sizeof *o), *seen = calloc(kv * tiles, sizeof *seen);
+		CudaArgs a = {.ws = o, .rows = 1, .len = cases[k].len, .split = split, .chunk = tiles, .heads = kv,
+			      .kv_heads = kv};
+		cr_assert_eq(emu_launch_kernel(l, "order", 1, 32, 0, &a, NULL, msg, sizeof msg), 0, "%s", msg);
+		for (int b = 0; b < nb; b++) {
+			int in = o[3 * b], qt = o[3 * b + 1], kh = o[3 * b + 2];
+			if (b >= kv * tiles * split) {
+				cr_expect_not(in, "case %zu: block %d past the runs exits", k, b);
+				continue;
+			}
+			cr_assert(in && qt >= 0 && qt < tiles && kh >= 0 && kh < kv, "case %zu block %d: %d %d", k, b, qt, kh);
+			seen[kh * tiles + qt]++;
+			int r = b / split, g = cases[k].group, h0 = r / (g * tiles) * g, hn = kv - h0 < g ? kv - h0 : g;
+			cr_expect_eq(kh, h0 + r % (g * tiles) % hn, "case %zu block %d: head", k, b);
+			cr_expect_eq(qt, tiles - 1 - r % (g * tiles) / hn, "case %zu block %d: the heaviest tiles first", k, b);
+		}
+		for (int t = 0; t < kv * tiles; t++)
+			cr_expect_eq(seen[t], split, "case %zu: tile %d of head %d run once a split", k, t % tiles, t / tiles);
+		free(o);
+		free(seen);
+	}
+	emu_close(l);
+	free(src);
+	cuda_module_free(&m);
+	carrier_free(c);
+}
+
 /* Key splits of one tile of 16 rows a warp (decoding's variants) merge
  * inside the forward kernel: one launch, and a counter per query tile
  * after the partial states that the launch zeroes; variants of more tiles
