@@ -25,6 +25,12 @@ LDLIBS  += $(LLVM_LDLIBS) -lpthread
 LLVM_SRC :=
 endif
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# Objects depend on the flags they were built with: another CC, OPT or
+# NO_LLVM rebuilds them rather than linking them with those of the other
+# build (llvm_none.o beside llvm_load.o, say).
+FLAGS_STAMP := build/flags
+FLAGS_NOW := $(CC) $(CFLAGS) NO_LLVM=$(NO_LLVM)
+$(shell mkdir -p build && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' >$(FLAGS_STAMP)))
 FUZZ_SECONDS ?= 45
 
 LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c compiler/llvm_load.c $(LLVM_SRC),$(wildcard compiler/*.c)) \
@@ -48,11 +54,11 @@ PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config llvm-14
 
 all: build/assoc
 
-build/obj/%.o: %.c $(HDRS)
+build/obj/%.o: %.c $(HDRS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-build/asan/%.o: %.c $(HDRS)
+build/asan/%.o: %.c $(HDRS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
 
@@ -114,7 +120,7 @@ build/libfakenvrtc.so: tests/fake/fakenvrtc.c
 FUZZ_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-build/fuzz/%.o: %.c $(HDRS)
+build/fuzz/%.o: %.c $(HDRS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	clang $(CFLAGS) -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) -c $< -o $@
 
@@ -130,7 +136,7 @@ PREFIX  ?= /usr/local
 # need main.c: not part of the shared library
 PIC_OBJ := $(filter-out build/pic/compiler/cmd_%.o build/pic/compiler/gpubench.o,$(LIB_SRC:%.c=build/pic/%.o))
 
-build/pic/%.o: %.c $(HDRS)
+build/pic/%.o: %.c $(HDRS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
