@@ -222,15 +222,23 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 		return;
 	}
 	int j0 = lo;
-	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A) && vec_out_ok(A)) {
+	/* a stash is read in the layout thread_fold_at chose, on vec_ok alone;
+	 * its groups then go out four at a time where the outputs allow */
+	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A) && (stash || vec_out_ok(A))) {
 		int ng = (hi - lo) / 4;
 		if (stash) {
+			bool vo = vec_out_ok(A);
 			for (int g = t; g < ng; g += NT) {
 				Elem E[4];
 #pragma unroll
 				for (int v = 0; v < 4; v++)
 					E[v] = STASH(stash, sb + v * ng + g);
-				map4(A, R, E, s, i, lo + 4 * g);
+				if (vo)
+					map4(A, R, E, s, i, lo + 4 * g);
+				else
+#pragma unroll
+					for (int v = 0; v < 4; v++)
+						map(A, R, E[v], s, i, lo + 4 * g + v);
 			}
 		} else {
 			/* both groups' loads before either's stores, which the

@@ -299,6 +299,35 @@ Test(cuda, map_outputs_go_out_in_16_byte_stores)
 	carrier_free(c);
 }
 
+/* An output that is not 16-byte aligned takes 4-byte stores, and a row
+ * kept on chip is still read back in the layout its 16-byte loads stored
+ * it in (the loads decide it, not the outputs). */
+Test(cuda, unaligned_map_output_keeps_the_stash_layout)
+{
+	cuda_test_cache();
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	static const char *cfg[] = {"rowmap:nt=256,acc=2,vec=4,items=16", "rowmap:nt=128,warp=1,items=8",
+				    "rowmap:nt=256,acc=2,vec=4"};
+	static const int len[] = {1000, 200, 1000};
+	for (int k = 0; k < 3; k++) {
+		RunData *d = rundata_new(c, 3, len[k]);
+		char msg[2048];
+		cr_assert_eq(rundata_draw(d, 7, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		float *y = calloc(3 * len[k] + 4, sizeof *y); /* malloc's 16-byte alignment */
+		void *own = d->map[0].p;
+		d->map[0].p = y + 1; /* 4 bytes past a 16-byte boundary */
+		cr_assert_eq(emu_run_data(d, &(RunOpts){.config = cfg[k]}, NULL, msg, sizeof msg), 0, "%s", msg);
+		RunCheck rc;
+		run_check(d, &rc);
+		cr_expect(rc.ok, "%s with y unaligned", cfg[k]);
+		runcheck_free(&rc);
+		d->map[0].p = own;
+		free(y);
+		rundata_free(d);
+	}
+	carrier_free(c);
+}
+
 /* Special values through every variant's merges (the rescaling of an
  * online max shares one exp between its two factors, with the spec's
  * rules for -inf, +inf and NaN): a row of -inf, a NaN, a +inf, -inf among
