@@ -89,9 +89,11 @@ for spec in specs/*.yaml; do
 	for shape in "--rows 3 --len 33" "--rows 64 --len 4099" "--rows 3 --len 4099 --split 7"; do
 		echo "$spec $shape"
 	done
-done | timeout "$(lim 150)" xargs -P 8 -L 1 sh -c 'f=$(echo "$*" | tr " /" "_-"); if build/assoc run "$@" --device gpu >"'"$runs"'/$f.log" 2>&1; then echo ok >>"'"$runs"'/$f.log"; else echo "FAILED: run $*" >>"'"$runs"'/$f.log"; fi' sh
+done | timeout "$(lim 150)" xargs -P 8 -L 1 sh -c 'f=$(echo "$*" | tr " /" "_-"); if build/assoc run "$@" --device gpu >"'"$runs"'/$f.log" 2>&1; then echo ok >>"'"$runs"'/$f.log"; else echo "FAILED: run $*" >>"'"$runs"'/$f.log"; fi' sh || note_fail "spec runs cut off or failed (xargs: $?)"
 cat "$runs"/*.log >"$LOG/run.log"
-echo "$(grep -c '^ok$' "$LOG/run.log") of $(ls specs/*.yaml | wc -l) specs x 3 shapes ran and matched the reference"
+want=$(($(ls specs/*.yaml | wc -l) * 3)) got=$(grep -c '^ok$' "$LOG/run.log")
+echo "$got of $want runs ($(ls specs/*.yaml | wc -l) specs x 3 shapes) matched the reference"
+[ "$got" = "$want" ] || note_fail "spec runs: $got of $want"
 grep "^FAILED" "$LOG/run.log" && note_fail "spec runs (run.log)"
 grep -B4 "^FAILED" "$LOG/run.log" | grep -v "^FAILED" | head -30
 
@@ -159,6 +161,8 @@ if [ -n "$tests_pid" ] && fits 90 "GPU test suite"; then
 		echo "Criterion tests not built (see $LOG/build-tests.log)"
 		tail -5 "$LOG/build-tests.log"
 	fi
+elif [ -n "$tests_pid" ]; then
+	kill "$tests_pid" 2>/dev/null # its build would take the cores from the tuning
 fi
 
 step "tuning, then the same benchmarks with the tuner's choices"
