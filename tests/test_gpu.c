@@ -51,6 +51,16 @@ static Carrier *load_dims(const char *path, const char *d)
 	return load_defs(path, defs, 2);
 }
 
+/* The output of a shell command line (stdout and what it redirects). */
+static void shell(const char *cmd, char *out, size_t size)
+{
+	FILE *f = popen(cmd, "r");
+	cr_assert(f, "%s", cmd);
+	size_t n = fread(out, 1, size - 1, f);
+	out[n] = 0;
+	pclose(f);
+}
+
 static RunData *drawn(Carrier *c, int rows, int len)
 {
 	RunData *d = rundata_new(c, rows, len);
@@ -415,11 +425,8 @@ Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char out[32768];
-	FILE *f = popen("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
-			"specs/attention.yaml -D d=64 -D dv=64 --rows 100 --len 300 2>&1; echo \"exit $?\"", "r");
-	size_t n = fread(out, 1, sizeof out - 1, f);
-	out[n] = 0;
-	pclose(f);
+	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+	      "specs/attention.yaml -D d=64 -D dv=64 --rows 100 --len 300 2>&1; echo \"exit $?\"", out, sizeof out);
 	cr_assert(strstr(out, "8 candidates") || strstr(out, "16 candidates"), "%s", out);
 	static const char *want[] = {"attention:nt=128,mt=1,bn=64,pv=1,st=1", "attention:nt=128,mt=1,bn=64,pv=1,st=2",
 				     "attention:nt=128,mt=1,bn=64,pv=1,st=3", "attention:nt=128,mt=1,bn=32,pv=1,st=2",
@@ -475,12 +482,9 @@ Test(gpu, tune_logs_every_candidate)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char out[16384];
-	FILE *f = popen("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
-			"specs/logsumexp.yaml --rows 16 --len 4096 2>&1; echo \"exit $?\"",
-			"r");
-	size_t n = fread(out, 1, sizeof out - 1, f);
-	out[n] = 0;
-	pclose(f);
+	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+	      "specs/logsumexp.yaml --rows 16 --len 4096 2>&1; echo \"exit $?\"",
+	      out, sizeof out);
 	cr_assert(strstr(out, "on Fake GPU 0 (sm_90), 16 rows x 4096"), "%s", out);
 	cr_assert(strstr(out, "infinity: wrong result: lse off by"), "the fake computes nothing: %s", out);
 	cr_assert(strstr(out, "no candidate ran correctly") && strstr(out, "exit 1"), "%s", out);
@@ -494,11 +498,8 @@ Test(gpu, tune_tries_wider_row_blocks)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char out[16384];
-	FILE *f = popen("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
-			"specs/online_softmax.yaml --rows 1024 --len 32768 2>&1; echo \"exit $?\"", "r");
-	size_t n = fread(out, 1, sizeof out - 1, f);
-	out[n] = 0;
-	pclose(f);
+	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+	      "specs/online_softmax.yaml --rows 1024 --len 32768 2>&1; echo \"exit $?\"", out, sizeof out);
 	static const char *want[] = {"rowmap:nt=256,acc=4,vec=4,warp=0,items=0 ", "rowmap:nt=512,acc=4,vec=4,warp=0,items=0 ",
 				     "rowmap:nt=1024,acc=4,vec=4,warp=0,items=0 "};
 	for (int k = 0; k < 3; k++) {
@@ -512,11 +513,8 @@ Test(gpu, tune_tries_wider_row_blocks)
 Test(gpu, auto_falls_back_with_a_reason)
 {
 	char out[16384];
-	FILE *f = popen("ASSOC_LIBCUDA=build/no-such-libcuda.so.1 build/asan/assoc run specs/sum.yaml --rows 2 --len 9 "
-			"2>&1; echo \"exit $?\"", "r");
-	size_t n = fread(out, 1, sizeof out - 1, f);
-	out[n] = 0;
-	pclose(f);
+	shell("ASSOC_LIBCUDA=build/no-such-libcuda.so.1 build/asan/assoc run specs/sum.yaml --rows 2 --len 9 "
+	      "2>&1; echo \"exit $?\"", out, sizeof out);
 	cr_assert(strstr(out, "gpu device not usable (no CUDA driver"), "%s", out);
 	cr_assert(strstr(out, "exit 0"), "the next device runs it: %s", out);
 }
@@ -528,11 +526,8 @@ Test(gpu, tune_skips_variants_over_the_shared_memory_limit)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char out[16384];
-	FILE *f = popen("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA=optin=49152 build/asan/assoc tune "
-			"specs/attention.yaml -D d=256 -D dv=256 --rows 200 --len 300 2>&1; echo \"exit $?\"", "r");
-	size_t n = fread(out, 1, sizeof out - 1, f);
-	out[n] = 0;
-	pclose(f);
+	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA=optin=49152 build/asan/assoc tune "
+	      "specs/attention.yaml -D d=256 -D dv=256 --rows 200 --len 300 2>&1; echo \"exit $?\"", out, sizeof out);
 	cr_assert(strstr(out, "attention:nt=256,mt=1,bn=16,pv=1") &&
 		  strstr(out, "needs 67584 bytes of shared memory per block; the device allows 49152"), "%s", out);
 }
