@@ -598,12 +598,16 @@ static int module(Carrier *c, const char *config, int space, CudaModule *m, char
 						    : sizeof defaults_reduce / sizeof *d;
 		for (size_t k = 0; k < nd; k++)
 			add_variant(c, m, d[k]);
-		if (space && m->base == FAM_ROWMAP)
-			for (size_t k = 0; k < sizeof space_map / sizeof *space_map; k++)
-				add_variant(c, m, space_map[k]);
-		else if (space && m->base == FAM_ROWREDUCE)
-			for (size_t k = 0; k < sizeof space_reduce / sizeof *space_reduce; k++)
-				add_variant(c, m, space_reduce[k]);
+		const CudaVariant *sp = m->base == FAM_ROWMAP ? space_map : space_reduce;
+		size_t ns = !space || m->base == FAM_SCAN ? 0
+			    : m->base == FAM_ROWMAP   ? sizeof space_map / sizeof *sp
+						      : sizeof space_reduce / sizeof *sp;
+		/* block_reduce keeps a state a warp in static shared memory: a
+		 * wide state leaves the wider blocks out (one over the limit
+		 * would fail the whole module's load) */
+		for (size_t k = 0; k < ns; k++)
+			if ((size_t)(sp[k].nt / 32 + 1) * state_size(c) <= STATIC_SMEM_MAX)
+				add_variant(c, m, sp[k]);
 	}
 	Buf h = {0}, b = {0};
 	hooks(c, &h, m->vec_ok);

@@ -328,6 +328,33 @@ Test(cuda, unaligned_map_output_keeps_the_stash_layout)
 	carrier_free(c);
 }
 
+/* The tuning space's wider row blocks stay within static shared memory:
+ * block_reduce keeps a state per warp, so a wide state (o_lse at dv 1024,
+ * over 4 KB) leaves out the blocks of 512 and 1024 threads that softmax's
+ * space has. */
+Test(cuda, tuning_space_keeps_block_states_in_static_shared_memory)
+{
+	static const struct {
+		const char *spec;
+		Define d;
+		int widest;
+	} cases[] = {{"specs/online_softmax.yaml", {NULL, NULL}, 1024}, {"specs/o_lse.yaml", {"dv", "1024"}, 256}};
+	for (int k = 0; k < 2; k++) {
+		Carrier *c = cases[k].d.name ? load_defs(cases[k].spec, &cases[k].d, 1) : load_ok(cases[k].spec);
+		CudaModule m;
+		char msg[512];
+		cr_assert_eq(cuda_module_space(c, &m, msg, sizeof msg), 0, "%s", msg);
+		int widest = 0;
+		for (int v = 0; v < m.nvar; v++) {
+			widest = m.var[v].nt > widest ? m.var[v].nt : widest;
+			cr_expect_leq((m.var[v].nt / 32 + 1) * m.state_size, 48 * 1024, "%s nt %d", cases[k].spec, m.var[v].nt);
+		}
+		cr_expect_eq(widest, cases[k].widest, "%s", cases[k].spec);
+		cuda_module_free(&m);
+		carrier_free(c);
+	}
+}
+
 /* Special values through every variant's merges (the rescaling of an
  * online max shares one exp between its two factors, with the spec's
  * rules for -inf, +inf and NaN): a row of -inf, a NaN, a +inf, -inf among
