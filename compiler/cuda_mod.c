@@ -368,6 +368,11 @@ static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
 		v->items /= 2;
 	if (v->fam == FAM_ROWMAP && v->items == 1)
 		v->items = 0;
+	/* block_reduce's state a warp, in static shared memory too: a wide
+	 * state takes a narrower block (over 48 KB the module would not load) */
+	while (!v->warp && v->fam != FAM_SCAN && v->nt > 32 &&
+	       (size_t)(v->nt / 32 + 1) * state_size(c) > STATIC_SMEM_MAX)
+		v->nt /= 2;
 }
 
 static int same(const CudaVariant *a, const CudaVariant *b) { return !memcmp(a, b, sizeof *a); }

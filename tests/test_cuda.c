@@ -331,15 +331,17 @@ Test(cuda, unaligned_map_output_keeps_the_stash_layout)
 /* The tuning space's wider row blocks stay within static shared memory:
  * block_reduce keeps a state per warp, so a wide state (o_lse at dv 1024,
  * over 4 KB) leaves out the blocks of 512 and 1024 threads that softmax's
- * space has. */
+ * space has, and a wider one (dv 2048) narrows the defaults' blocks. */
 Test(cuda, tuning_space_keeps_block_states_in_static_shared_memory)
 {
 	static const struct {
 		const char *spec;
 		Define d;
 		int widest;
-	} cases[] = {{"specs/online_softmax.yaml", {NULL, NULL}, 1024}, {"specs/o_lse.yaml", {"dv", "1024"}, 256}};
-	for (int k = 0; k < 2; k++) {
+	} cases[] = {{"specs/online_softmax.yaml", {NULL, NULL}, 1024},
+		     {"specs/o_lse.yaml", {"dv", "1024"}, 256},
+		     {"specs/o_lse.yaml", {"dv", "2048"}, 128}}; /* 8 KB: the defaults' blocks narrow too */
+	for (int k = 0; k < 3; k++) {
 		Carrier *c = cases[k].d.name ? load_defs(cases[k].spec, &cases[k].d, 1) : load_ok(cases[k].spec);
 		CudaModule m;
 		char msg[512];
