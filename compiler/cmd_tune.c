@@ -81,11 +81,10 @@ static void progress(void *ctx, int done, int total, const TuneConfig *c, double
 		fprintf(stderr, "\r%*s\r", w + 30, "");
 }
 
-/* The module's variants that can run this shape, with split counts for
- * the split kernels. */
-/* The candidates in the order the model's ties keep: a row a block or a
- * warp first (the defaults, then the wider blocks of the tuning space),
- * then the split kernels with their split counts. */
+/* The module's variants that can run this shape, in the order the model's
+ * ties keep: a row a block or a warp first (the defaults, then the wider
+ * blocks of the tuning space), then the split kernels with their split
+ * counts. */
 static int candidates(Gpu *g, const RunData *d, TuneConfig *out, int max)
 {
 	int n = 0;

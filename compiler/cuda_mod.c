@@ -341,6 +341,9 @@ static int attn_stages(const CudaAttn *at, const CudaVariant *v)
 
 enum { STATIC_SMEM_MAX = 48 * 1024 }; /* static shared bytes a block may declare */
 
+/* block_reduce's static shared memory: a state a warp, and the result. */
+static size_t reduce_smem(const Carrier *c, int nt) { return (size_t)(nt / 32 + 1) * state_size(c); }
+
 /* Make v legal for c in module m: no 4-wide loads where the inputs do not
  * allow them, one accumulator where order matters, fewer accumulators and
  * scan elements where the registers would not hold them (spills), fewer
@@ -364,14 +367,13 @@ static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
 		v->items /= 2;
 	/* rowmap's kept row and block_reduce's states, in static shared memory */
 	while (v->fam == FAM_ROWMAP && v->items > 1 &&
-	       (size_t)v->nt * v->items * decl_size(c->elem, c->nelem) + (v->nt / 32 + 1) * state_size(c) > STATIC_SMEM_MAX)
+	       (size_t)v->nt * v->items * decl_size(c->elem, c->nelem) + reduce_smem(c, v->nt) > STATIC_SMEM_MAX)
 		v->items /= 2;
 	if (v->fam == FAM_ROWMAP && v->items == 1)
 		v->items = 0;
 	/* block_reduce's state a warp, in static shared memory too: a wide
 	 * state takes a narrower block (over 48 KB the module would not load) */
-	while (!v->warp && v->fam != FAM_SCAN && v->nt > 32 &&
-	       (size_t)(v->nt / 32 + 1) * state_size(c) > STATIC_SMEM_MAX)
+	while (!v->warp && v->fam != FAM_SCAN && v->nt > 32 && reduce_smem(c, v->nt) > STATIC_SMEM_MAX)
 		v->nt /= 2;
 }
 
@@ -607,12 +609,8 @@ static int module(Carrier *c, const char *config, int space, CudaModule *m, char
 		size_t ns = !space || m->base == FAM_SCAN ? 0
 			    : m->base == FAM_ROWMAP   ? sizeof space_map / sizeof *sp
 						      : sizeof space_reduce / sizeof *sp;
-		/* block_reduce keeps a state a warp in static shared memory: a
-		 * wide state leaves the wider blocks out (one over the limit
-		 * would fail the whole module's load) */
-		for (size_t k = 0; k < ns; k++)
-			if ((size_t)(sp[k].nt / 32 + 1) * state_size(c) <= STATIC_SMEM_MAX)
-				add_variant(c, m, sp[k]);
+		for (size_t k = 0; k < ns; k++) /* a wide state narrows them (fit_variant), often onto a default */
+			add_variant(c, m, sp[k]);
 	}
 	Buf h = {0}, b = {0};
 	hooks(c, &h, m->vec_ok);

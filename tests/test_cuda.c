@@ -330,8 +330,8 @@ Test(cuda, unaligned_map_output_keeps_the_stash_layout)
 
 /* The tuning space's wider row blocks stay within static shared memory:
  * block_reduce keeps a state per warp, so a wide state (o_lse at dv 1024,
- * over 4 KB) leaves out the blocks of 512 and 1024 threads that softmax's
- * space has, and a wider one (dv 2048) narrows the defaults' blocks. */
+ * over 4 KB) narrows the blocks of 512 and 1024 threads that softmax's
+ * space has to 256, and a wider one (dv 2048) the defaults' blocks too. */
 Test(cuda, tuning_space_keeps_block_states_in_static_shared_memory)
 {
 	static const struct {
