@@ -57,7 +57,8 @@ command -v llvm-config >/dev/null || flags="NO_LLVM=1"
 echo "build flags: ${flags:-(none)}; cc: $(cc --version 2>&1 | head -1); make: $(command -v make || echo none)"
 
 step build
-if command -v make >/dev/null; then
+have_make=$(command -v make)
+if [ -n "$have_make" ]; then
 	make -j"$(nproc)" $flags build/assoc >"$LOG/build.log" 2>&1
 else
 	mkdir -p build
@@ -67,19 +68,17 @@ else
 fi || { tail -30 "$LOG/build.log"; note_fail build; exit 1; }
 # the sanitized test suite builds beside the GPU steps; it runs after them
 tests_pid=""
-if command -v make >/dev/null; then
+if [ -n "$have_make" ]; then
 	make -j"$(nproc)" $flags build/asan/tests build/asan/assoc >"$LOG/build-tests.log" 2>&1 &
 	tests_pid=$!
 fi
 
 step "preflight: one spec through the GPU"
 # the driver, NVRTC and a launch, before minutes are spent on the rest
-if ! timeout 120 build/assoc run specs/sum.yaml --device gpu --rows 3 --len 33 >"$LOG/preflight.log" 2>&1; then
-	cat "$LOG/preflight.log"
-	note_fail "preflight: no GPU run (above); nothing else attempted"
-	exit 1
-fi
+timeout 120 build/assoc run specs/sum.yaml --device gpu --rows 3 --len 33 >"$LOG/preflight.log" 2>&1
+pre=$?
 cat "$LOG/preflight.log"
+[ $pre = 0 ] || { note_fail "preflight: no GPU run (above); nothing else attempted"; exit 1; }
 
 step "every bundled spec on the GPU (8 at a time)"
 # one process per spec and shape: each opens the driver, loads its module
@@ -91,10 +90,10 @@ for spec in specs/*.yaml; do
 	done
 done | timeout "$(lim 150)" xargs -P 8 -L 1 sh -c 'f=$(echo "$*" | tr " /" "_-"); if build/assoc run "$@" --device gpu >"'"$runs"'/$f.log" 2>&1; then echo ok >>"'"$runs"'/$f.log"; else echo "FAILED: run $*" >>"'"$runs"'/$f.log"; fi' sh || note_fail "spec runs cut off or failed (xargs: $?)"
 cat "$runs"/*.log >"$LOG/run.log"
-want=$(($(ls specs/*.yaml | wc -l) * 3)) got=$(grep -c '^ok$' "$LOG/run.log")
-echo "$got of $want runs ($(ls specs/*.yaml | wc -l) specs x 3 shapes) matched the reference"
-[ "$got" = "$want" ] || note_fail "spec runs: $got of $want"
-grep "^FAILED" "$LOG/run.log" && note_fail "spec runs (run.log)"
+nspecs=$(ls specs/*.yaml | wc -l) got=$(grep -c '^ok$' "$LOG/run.log")
+echo "$got of $((nspecs * 3)) runs ($nspecs specs x 3 shapes) matched the reference"
+[ "$got" = $((nspecs * 3)) ] || note_fail "spec runs: $got of $((nspecs * 3)) (run.log)"
+grep "^FAILED" "$LOG/run.log"
 grep -B4 "^FAILED" "$LOG/run.log" | grep -v "^FAILED" | head -30
 
 : >"$LOG/bench.jsonl"
@@ -108,16 +107,17 @@ shape_of() {
 }
 # bench NAME SECONDS ARGS...: one benchmark, its JSON line tagged with NAME
 bench() {
-	local name=$1 secs=$2 out
+	local name=$1 secs=$2 out rc
 	shift 2
 	fits "$secs" "bench $name $(shape_of "$@")" || return 0
 	echo "# bench $name $*" >>"$LOG/bench-err.log"
-	if out=$(timeout "$(lim 120)" build/assoc bench "$@" --device gpu --json 2>"$LOG/err"); then
-		cat "$LOG/err" >>"$LOG/bench-err.log"
+	out=$(timeout "$(lim 120)" build/assoc bench "$@" --device gpu --json 2>"$LOG/err")
+	rc=$?
+	cat "$LOG/err" >>"$LOG/bench-err.log"
+	if [ $rc = 0 ]; then
 		echo "$out" | sed "s/^{/{\"name\": \"$name\", /" >>"$LOG/bench.jsonl"
 		echo "$out"
 	else
-		cat "$LOG/err" >>"$LOG/bench-err.log"
 		note_fail "bench $name $(shape_of "$@"): $(tail -1 "$LOG/err")"
 	fi
 }
