@@ -332,7 +332,8 @@ static LLVMValueRef hreduce(B *b, LLVMValueRef v, int W, int max)
  * (not -inf), kept at scratch[j]; then the mask's identity where it is
  * false, as lift_at would have it.  Where the mask holds, lift.m <= Ms
  * (or NaN), so exp's upper clamp (the map's) changes nothing and the sum
- * is the one kern_reduce_two_pass makes without a map. */
+ * is the one kern_reduce_two_pass makes without a map; without a mask
+ * that holds at every position, and the clamp is left out. */
 static LLVMValueRef kept_g(B *b, LLVMValueRef j, LLVMValueRef Ms, LLVMValueRef cond, LV *id)
 {
 	Kern *k = b->k;
@@ -340,7 +341,7 @@ static LLVMValueRef kept_g(B *b, LLVMValueRef j, LLVMValueRef Ms, LLVMValueRef c
 	LLVMValueRef ms = lower_splat(L, Ms);
 	LLVMValueRef raw = lower_expr(L, k->c->lift[k->mr_field]).c[0];
 	LLVMValueRef d = LLVMBuildFSub(L->b, raw, ms, "");
-	LLVMValueRef e = k->mr_g == EXPR_EXP ? math_exp(L, d) : math_exp2(L, d);
+	LLVMValueRef e = k->mr_g != EXPR_EXP ? math_exp2(L, d) : k->c->mask ? math_exp(L, d) : math_exp_nonpos(L, d);
 	kern_store_lanes(b, b->scratch, TY_F32, j, e);
 	if (!cond)
 		return e;

@@ -714,6 +714,43 @@ Test(cpu, rowmaps_of_other_maps, .timeout = 120)
 	}
 }
 
+/* Positions masked out may lie far over the row's max: their kept g is
+ * exp's overflow, +inf, as the map's own exp gives it (the upper clamp),
+ * not the garbage of an argument outside exp's range (about 4.6e7 over
+ * the max gave -inf without it).  Short rows go through rowmap2. */
+Test(cpu, rowmap_masked_positions_far_over_the_max)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: masked_softmax\nelement: {x: f32}\nmask: j < 3\n" SOFTMAX_STATE SOFTMAX_MERGE
+			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	LlvmKernel *k = compiled(c, NULL);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 1, msg, sizeof msg), 0, "%s", msg);
+	const int lens[] = {64, 2000};
+	for (int l = 0; l < 2; l++) {
+		int len = lens[l];
+		RunData *d = drawn(c, 4, len, 7);
+		float *x = d->elem[0].p;
+		for (int i = 0; i < 4; i++)
+			for (int j = 3; j < len; j++)
+				x[(size_t)i * len + j] = i % 2 ? 4.4e7f + 4e6f * j / len : 1e9f * powf(1e29f, (float)j / len);
+		run_kernel(k, d, p, 0);
+		const float *y = d->map[0].p;
+		int bad = 0;
+		for (size_t j = 0; j < (size_t)4 * len; j++)
+			bad += j % len >= 3 && !(isinf(y[j]) && y[j] > 0);
+		cr_expect_eq(bad, 0, "len %d: %d masked positions are not +inf", len, bad);
+		expect_ok(d, "masked positions far over the max");
+		rundata_free(d);
+	}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	carrier_free(c);
+}
+
 /* No rowmap where the map's g is not the one pass 2 computes. */
 Test(cpu, no_rowmap_for_other_exps)
 {
