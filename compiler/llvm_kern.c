@@ -141,8 +141,12 @@ LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n)
 {
 	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(b->L.ctx), params, n, 0);
 	LLVMValueRef f = LLVMAddFunction(b->L.mod, name, ft);
+	/* the widest vectors any of the kernel's functions uses: a map keeps
+	 * its lanes where the reduce has none (a merge that is not
+	 * commutative), and its 512-bit AVX-512 exp must be legal there */
+	int lanes = b->k->lanes > b->k->map_lanes ? b->k->lanes : b->k->map_lanes;
 	char w[16];
-	snprintf(w, sizeof w, "%d", 32 * (b->k->lanes > 1 ? b->k->lanes : 4));
+	snprintf(w, sizeof w, "%d", 32 * (lanes > 1 ? lanes : 4));
 	LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", w);
 	LLVMAddTargetDependentFunctionAttr(f, "prefer-vector-width", w);
 	LLVMAddTargetDependentFunctionAttr(f, "frame-pointer", "none");

@@ -751,6 +751,34 @@ Test(cpu, rowmap_masked_positions_far_over_the_max)
 	carrier_free(c);
 }
 
+/* A merge that is not declared commutative reduces in one lane, while
+ * its map keeps 16: the map's exp (512-bit on AVX-512 hosts) must be
+ * legal in the kernel's functions, where it once stopped LLVM's code
+ * generator ("Do not know how to split the result of this operator"). */
+Test(cpu, map_lanes_without_reduce_lanes)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: softmax_in_order\nelement: {x: f32}\n" SOFTMAX_STATE SOFTMAX_MERGE
+			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l, s: sigmoid(x)}\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	LlvmKernel *k = compiled(c, NULL);
+	cr_expect_eq(k->lanes, 1, "no lanes in the reduce");
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	const int lens[] = {1, 33, 1000};
+	for (int l = 0; l < 3; l++) {
+		RunData *d = drawn(c, 3, lens[l], 11);
+		run_kernel(k, d, p, 0);
+		expect_ok(d, "map lanes without reduce lanes");
+		rundata_free(d);
+	}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	carrier_free(c);
+}
+
 /* No rowmap where the map's g is not the one pass 2 computes. */
 Test(cpu, no_rowmap_for_other_exps)
 {
