@@ -13,6 +13,7 @@ static const Family row_fams[] = {FAM_NORMAL, FAM_GRID, FAM_SPREAD, FAM_WIDE, FA
 typedef struct {
 	double *sv, *se, *s32, *fin, *fine, *fin32, *map, *mape, *map32;
 	double *refv, *refe, *posv, *pose, *ref32, *pos32;
+	double *ref32e, *pos32e; /* the float32 reference's bounds, unused: not the float64 ones */
 	int cap;
 } Work;
 
@@ -39,13 +40,14 @@ static void work_init(Work *w, Machine *m, int maxlen)
 	w->refv = grab(m->refw), w->refe = grab(m->refw);
 	w->posv = grab((size_t)maxlen * m->refw), w->pose = grab((size_t)maxlen * m->refw);
 	w->ref32 = grab(m->refw), w->pos32 = grab((size_t)maxlen * m->refw);
+	w->ref32e = grab(m->refw), w->pos32e = grab((size_t)maxlen * m->refw);
 	w->cap = maxlen;
 }
 
 static void work_free(Work *w)
 {
 	double *all[] = {w->sv, w->se, w->s32, w->fin, w->fine, w->fin32, w->map, w->mape, w->map32,
-			 w->refv, w->refe, w->posv, w->pose, w->ref32, w->pos32};
+			 w->refv, w->refe, w->posv, w->pose, w->ref32, w->pos32, w->ref32e, w->pos32e};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
 }
@@ -179,7 +181,7 @@ static int row_check(Ck *k, Work *w, Sample *s, CheckResult *r, Miss *miss)
 	m_finalize(m, MODE_F32, row, w->s32, w->se, w->fin32, NULL);
 	m_reference(m, MODE_F64, row, w->refv, w->refe, w->posv, w->pose);
 	if (r)
-		m_reference(m, MODE_F32, row, w->ref32, w->refe, w->pos32, w->pose);
+		m_reference(m, MODE_F32, row, w->ref32, w->ref32e, w->pos32, w->pos32e);
 	for (int o = 0; o < c->nfinal; o++) {
 		int q = ref_index(c, c->finalize[o].name, 1), at = m->finoff[o], rat = m->refoff[q < 0 ? 0 : q];
 		Sides sd = {w->fin + at, w->fine + at, w->fin32 + at, w->refv + rat, w->refe + rat, w->ref32 + rat, 0};
