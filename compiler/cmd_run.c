@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,7 +158,10 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 }
 
 /* Before the run: every --output names an array, and its file can be
- * created, so that a run is not wasted on a typo or a missing folder. */
+ * created and can replace what is at its path (not a folder), and no two
+ * outputs share a path, so that a run is not wasted on a typo or a
+ * missing folder, and writing them all (write_outputs) does not fail
+ * half way. */
 static int outputs_ok(const Opts *o, const RunData *d)
 {
 	int n, rc = EXIT_OK;
@@ -165,9 +169,20 @@ static int outputs_ok(const Opts *o, const RunData *d)
 	for (int i = 0; i < o->noutputs && !rc; i++) {
 		char tmp[4096];
 		FILE *f;
+		struct stat st;
+		int twice = -1;
+		for (int k = 0; k < i; k++)
+			if (!strcmp(o->outputs[k].path, o->outputs[i].path))
+				twice = k;
 		if (slot_named(s, n, o->outputs[i].name) < 0) {
 			rc = usage_error("--output %s: the spec has no array named '%s'", o->outputs[i].name,
 					 o->outputs[i].name);
+		} else if (twice >= 0) {
+			rc = usage_error("--output %s=%s: %s is also --output %s's file", o->outputs[i].name,
+					 o->outputs[i].path, o->outputs[i].path, o->outputs[twice].name);
+		} else if (!stat(o->outputs[i].path, &st) && S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(EISDIR));
+			rc = EXIT_FAIL;
 		} else if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->outputs[i].path, (long)getpid()) >= (int)sizeof tmp ||
 			   !(f = fopen(tmp, "wb"))) {
 			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(errno));
@@ -181,25 +196,42 @@ static int outputs_ok(const Opts *o, const RunData *d)
 	return rc;
 }
 
-/* Every --output, or none: the files written before one that fails are removed. */
+/* Every --output, or none: each is written beside its path first, and
+ * only when all are there do they replace the files at their paths (a
+ * failure before that leaves those files as they were). */
 static int write_outputs(Opts *o, RunData *d)
 {
-	int n, rc = EXIT_OK;
+	int n, rc = EXIT_OK, made = 0;
 	Slot *s = slots(d, &n);
-	for (int i = 0; i < o->noutputs && !rc; i++) {
-		int k = slot_named(s, n, o->outputs[i].name);
+	char(*tmp)[4096] = calloc(o->noutputs ? o->noutputs : 1, sizeof *tmp);
+	if (!tmp)
+		abort();
+	for (; made < o->noutputs; made++) {
+		int k = slot_named(s, n, o->outputs[made].name);
 		Npy a = {.itemsize = kind_size(s[k].buf->kind), .data = s[k].buf->p};
 		snprintf(a.descr, sizeof a.descr, "%s", npy_descr(s[k].buf->kind));
 		a.ndim = layout_dims(s[k].layout, d, s[k].buf->width, a.shape);
 		a.count = s[k].buf->n * s[k].buf->width;
 		char msg[512];
-		if (npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
+		if (npy_write_temp(o->outputs[made].path, &a, tmp[made], sizeof *tmp, msg, sizeof msg)) {
 			fprintf(stderr, "assoc: %s\n", msg);
-			while (i-- > 0)
-				unlink(o->outputs[i].path);
 			rc = EXIT_FAIL;
+			break;
 		}
 	}
+	for (int i = 0; i < made; i++) {
+		if (rc || rename(tmp[i], o->outputs[i].path)) {
+			if (!rc) {
+				fprintf(stderr, "assoc: %s: cannot write: %s", o->outputs[i].path, strerror(errno));
+				if (i)
+					fprintf(stderr, " (the %d outputs before it are written)", i);
+				fprintf(stderr, "\n");
+			}
+			rc = EXIT_FAIL;
+			unlink(tmp[i]);
+		}
+	}
+	free(tmp);
 	free(s);
 	return rc;
 }

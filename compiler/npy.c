@@ -205,9 +205,9 @@ fail:
 	return -1;
 }
 
-int npy_write(const char *path, const Npy *a, char *msg, size_t n)
+int npy_write_temp(const char *path, const Npy *a, char *tmp, size_t tn, char *msg, size_t n)
 {
-	char shape[256] = "", hdr[512], tmp[4096];
+	char shape[256] = "", hdr[512];
 	for (int i = 0; i < a->ndim; i++) {
 		size_t l = strlen(shape);
 		snprintf(shape + l, sizeof shape - l, "%zu,%s", a->shape[i], i + 1 < a->ndim ? " " : "");
@@ -218,8 +218,11 @@ int npy_write(const char *path, const Npy *a, char *msg, size_t n)
 	memset(hdr + hl, ' ', pad);
 	hdr[hl + pad] = '\n';
 	hl += pad + 1;
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "wb");
+	FILE *f = NULL;
+	if (snprintf(tmp, tn, "%s.tmp.%ld", path, (long)getpid()) >= (int)tn)
+		errno = ENAMETOOLONG;
+	else
+		f = fopen(tmp, "wb");
 	if (!f) {
 		snprintf(msg, n, "%s: cannot write: %s", path, strerror(errno));
 		return -1;
@@ -230,7 +233,20 @@ int npy_write(const char *path, const Npy *a, char *msg, size_t n)
 	int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, hl, f) == (size_t)hl &&
 		 (bytes == 0 || fwrite(a->data, 1, bytes, f) == bytes);
 	ok &= fclose(f) == 0;
-	if (!ok || rename(tmp, path)) {
+	if (!ok) {
+		snprintf(msg, n, "%s: cannot write: %s", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int npy_write(const char *path, const Npy *a, char *msg, size_t n)
+{
+	char tmp[4096];
+	if (npy_write_temp(path, a, tmp, sizeof tmp, msg, n))
+		return -1;
+	if (rename(tmp, path)) {
 		snprintf(msg, n, "%s: cannot write: %s", path, strerror(errno));
 		unlink(tmp);
 		return -1;

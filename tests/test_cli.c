@@ -1,8 +1,10 @@
 /* test_cli.c: the assoc command line (build/asan/assoc): exit status,
  * output lines, JSON, usage errors. */
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -370,6 +372,28 @@ Test(cli, outputs_all_or_none, .timeout = 60)
 	cr_expect_neq(access("build/all1.npy", F_OK), 0, "no output written");
 	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/all1.npy", out, sizeof out, 1), 0);
 	cr_expect_eq(access("build/all1.npy", F_OK), 0, "%s", out);
+	/* a folder at an output's path, or two outputs at one path, is found
+	 * before the run; the file already at the first output's path is left
+	 * as it was, and no temporary file is left beside it */
+	FILE *f = fopen("build/all1.npy", "w");
+	cr_assert(f);
+	fputs("kept", f);
+	fclose(f);
+	mkdir("build/all_folder", 0700);
+	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/all1.npy --output var=build/all_folder",
+			out, sizeof out, 1), 1);
+	cr_expect(strstr(out, "build/all_folder: cannot write: Is a directory") && !strstr(out, " ok"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/all1.npy --output var=build/all1.npy",
+			out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "--output var=build/all1.npy: build/all1.npy is also --output mean's file"), "%s", out);
+	char kept[8] = "";
+	f = fopen("build/all1.npy", "r");
+	cr_assert(f);
+	cr_expect(fgets(kept, sizeof kept, f) && !strcmp(kept, "kept"), "the old file is left: %s", kept);
+	fclose(f);
+	glob_t g;
+	cr_expect_eq(glob("build/all1.npy.tmp.*", 0, NULL, &g), GLOB_NOMATCH, "no temporary file left");
+	globfree(&g);
 }
 
 /* A shape is refused before anything is allocated when its arrays would
