@@ -956,8 +956,11 @@ static int check_top(L *l)
 	if (need(l, name, YN_SCALAR, "'carrier'") || (sum && need(l, sum, YN_SCALAR, "'summary'")))
 		return -1;
 	if (!ident_ok(name->text)) {
-		diag_error(l->d, name->pos, "carrier name '%s' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)",
-			   name->text);
+		if (strlen(name->text) > SPEC_MAX_NAME && ident_ok((char[2]){name->text[0], 0}))
+			diag_error(l->d, name->pos, "carrier name longer than %d characters", SPEC_MAX_NAME);
+		else
+			diag_error(l->d, name->pos, "carrier name '%s' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)",
+				   name->text);
 		return -1;
 	}
 	l->c->name = xstrdup(name->text);
