@@ -482,8 +482,9 @@ static void put_blob(Buf *b, const char *name)
 static int check_limits(const Carrier *c, char *msg, size_t n)
 {
 	if (c->nelem + c->ncol + c->nrow > CUDA_MAXIN || c->nfinal + c->nmap > CUDA_MAXOUT || c->nparams > CUDA_MAXP) {
-		snprintf(msg, n, "the CUDA backend takes at most %d inputs, %d outputs and %d params", CUDA_MAXIN,
-			 CUDA_MAXOUT, CUDA_MAXP);
+		snprintf(msg, n, "the CUDA backend takes at most %d inputs, %d outputs and %d params; %s has %d, %d and %d "
+			 "(--device cpu takes it)", CUDA_MAXIN, CUDA_MAXOUT, CUDA_MAXP, c->name, c->nelem + c->ncol + c->nrow,
+			 c->nfinal + c->nmap, c->nparams);
 		return -1;
 	}
 	if (c->tpl == TPL_SCAN && c->nmap) {

@@ -115,6 +115,24 @@ static Carrier *inline_spec(const char *text)
 	return c;
 }
 
+/* More outputs than the CUDA backend's argument block holds (17 maps and
+ * the state field s, finalize's default): a message
+ * with the counts and where the spec does run, and no module. */
+Test(cuda, too_many_outputs_are_refused_with_the_counts)
+{
+	char text[2048] = "carrier: many\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+			  "merge:\n  s: a.s + b.s\nlaws: [commutative]\nmap:\n";
+	for (int k = 0; k < 17; k++)
+		snprintf(text + strlen(text), sizeof text - strlen(text), "  y%d: x * %d\n", k, k);
+	Carrier *c = inline_spec(text);
+	CudaModule m;
+	char msg[512];
+	cr_assert_neq(cuda_module(c, NULL, &m, msg, sizeof msg), 0);
+	cr_expect(strstr(msg, "at most 16 inputs, 16 outputs and 16 params; many has 1, 18 and 0 (--device cpu takes it)"),
+		  "%s", msg);
+	carrier_free(c);
+}
+
 /* How many of c's default variants keep a row on chip. */
 static int kept_variants(Carrier *c)
 {
