@@ -299,6 +299,22 @@ static V binary(P *p, Op op, V x, V y)
 
 /* ---- parsing ---- */
 
+/* The first character that is no part of any token (a lone '&' or '|'
+ * included), or the end. */
+static size_t stray_char(const char *s)
+{
+	size_t i = 0;
+	for (; s[i]; i++) {
+		if ((s[i] == '&' || s[i] == '|') && s[i + 1] == s[i]) {
+			i++;
+			continue;
+		}
+		if (strchr("%&|?:[]{}@#$~`;\\", s[i]))
+			break;
+	}
+	return i;
+}
+
 static V parse_or(P *p);
 
 /* One level deeper, for the token at off. */
@@ -760,6 +776,13 @@ Expr *expr_parse(Scope *s, Diag *d, const YNode *node)
 	skip_ws(&p);
 	if (!p.src[p.pos]) {
 		diag_error(d, node->pos, "empty expression");
+		return NULL;
+	}
+	/* a character no expression has anywhere is named before parsing:
+	 * else an operand it cuts short could be reported instead */
+	size_t bad = stray_char(p.src);
+	if (p.src[bad]) {
+		fail(&p, bad, "'%c' is not an operator (operators: + - * / ^ < <= > >= == != && || !)", p.src[bad]);
 		return NULL;
 	}
 	V v = parse_or(&p);
