@@ -142,6 +142,11 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 							      : "", shape);
 				break;
 			}
+			if (s[k].buf->kind == TY_I64 && !strcmp(arr[i].descr, "<i8")) {
+				/* as they are: through a double, those over 2^53 would round */
+				memcpy(s[k].buf->p, arr[i].data, arr[i].count * sizeof(int64_t));
+				continue;
+			}
 			for (size_t x = 0; x < arr[i].count && !rc; x++) {
 				double v = npy_get(&arr[i], x);
 				if (!ir_holds(s[k].buf->kind, v)) /* a float file's 2.5 or NaN is refused, not cut */

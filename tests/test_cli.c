@@ -423,6 +423,39 @@ Test(cli, attention_without_queries, .timeout = 120)
 	cr_expect(strstr(out, "0 rows x 5") && strstr(out, "\n  ok\n"), "%s", out);
 }
 
+/* i64 inputs from an int64 .npy go in as they are: values over 2^53
+ * (which a double rounds) come out of an identity map and a sum exact on
+ * the CPU backend and the emulator. */
+Test(cli, i64_inputs_stay_exact, .timeout = 120)
+{
+	FILE *f = fopen("build/i64.yaml", "w");
+	cr_assert(f);
+	fputs("carrier: i64sum\nelement: {w: i64}\nstate: {s: i64}\nidentity: {s: 0}\nlift: {s: w}\n"
+	      "merge: {s: a.s + b.s}\nmap: {y: w}\nlaws: [commutative]\n", f);
+	fclose(f);
+	int64_t w[2][3] = {{((int64_t)1 << 60) + 1, 1, 2}, {((int64_t)1 << 53) + 1, -((int64_t)1 << 62) - 3, 0}};
+	Npy a = {.itemsize = 8, .ndim = 2, .shape = {2, 3}, .count = 6, .data = w};
+	snprintf(a.descr, sizeof a.descr, "<i8");
+	char msg[300];
+	cr_assert_eq(npy_write("build/i64_w.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	const char *devs[] = {"cpu", "emu"};
+	for (int d = 0; d < 2; d++) {
+		char cmd[400];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/i64.yaml --device %s --input w=build/i64_w.npy "
+			 "--output s=build/i64_s.npy --output y=build/i64_y.npy", devs[d]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+		Npy sv, yv;
+		cr_assert_eq(npy_read("build/i64_s.npy", &sv, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(npy_read("build/i64_y.npy", &yv, msg, sizeof msg), 0, "%s", msg);
+		const int64_t *s = sv.data, *y = yv.data;
+		cr_expect(s[0] == w[0][0] + 3 && s[1] == w[1][0] + w[1][1], "%s: sums %lld %lld", devs[d], (long long)s[0],
+			  (long long)s[1]);
+		cr_expect(!memcmp(y, w, sizeof w), "%s: the map gives w back", devs[d]);
+		npy_free(&sv);
+		npy_free(&yv);
+	}
+}
+
 /* Spec-sized tables, not fixed ones: with 300 element inputs the last one
  * still takes --input (and is checked), and outputs are still found. */
 Test(cli, many_arrays_by_name, .timeout = 60)
