@@ -132,12 +132,16 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 			for (int t = 0; same && t < nd; t++)
 				same = arr[i].shape[t] == want[t];
 			if (!same) {
-				char shape[96] = "(";
+				char shape[96] = "(", has[160] = "(";
 				for (int t = 0; t < nd; t++)
 					snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%zu", t ? ", " : "",
 						 want[t]);
-				rc = usage_error("%s: shape does not fit input '%s' of %d rows x %d positions%s: "
-						 "expected %s)", o->inputs[i].path, s[k].name, d->rows, d->len,
+				for (int t = 0; t < arr[i].ndim; t++)
+					snprintf(has + strlen(has), sizeof has - strlen(has), "%s%zu", t ? ", " : "",
+						 arr[i].shape[t]);
+				rc = usage_error("%s: shape %s%s does not fit input '%s' of %d rows x %d positions%s: "
+						 "expected %s)", o->inputs[i].path, has, arr[i].ndim == 1 ? ",)" : ")", s[k].name,
+						 d->rows, d->len,
 						 d->heads > 1 ? (s[k].layout == SHAPE_LEN ? ", per key/value head" : ", per head")
 							      : "", shape);
 				break;
