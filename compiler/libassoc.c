@@ -62,7 +62,15 @@ static void add_outputs(AssocSpec *s, const Def *d, int n, AssocRole role)
 static AssocStatus loaded(AssocSpec *s, Diag *d)
 {
 	AssocStatus st = ASSOC_OK;
-	if (!s->c) {
+	if (s->c && !s->c->merge) {
+		/* nothing past here runs a carrier without its merge */
+		snprintf(s->err, sizeof s->err,
+			 "%s: error: a loop spec (a step without a merge): 'assoc explore %s' derives its merge", s->c->file,
+			 s->c->file);
+		carrier_free(s->c);
+		s->c = NULL;
+		st = ASSOC_ESPEC;
+	} else if (!s->c) {
 		snprintf(s->err, sizeof s->err, "%s", d->text ? d->text : "the spec does not load");
 		st = ASSOC_ESPEC;
 	} else {

@@ -141,6 +141,22 @@ Test(lib, invalid_spec_keeps_its_diagnostic)
 	assoc_spec_free(s);
 }
 
+/* A loop spec (a step, no merge) does not load: checking or compiling it
+ * would run a merge it does not have. */
+Test(lib, loop_specs_do_not_load)
+{
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load(&s, "specs/loops/welford_update.yaml", NULL, 0), ASSOC_ESPEC);
+	cr_assert(strstr(assoc_spec_error(s), "specs/loops/welford_update.yaml: error: a loop spec (a step without a merge): "
+					      "'assoc explore specs/loops/welford_update.yaml' derives its merge"),
+		  "%s", assoc_spec_error(s));
+	cr_assert_eq(assoc_array_count(s), 0);
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_EINVAL);
+	cr_assert_eq(assoc_spec_check(s, 10, 1), ASSOC_EINVAL);
+	assoc_spec_free(s);
+}
+
 Test(lib, check_laws)
 {
 	AssocSpec *s = spec_ok("specs/welford.yaml");
