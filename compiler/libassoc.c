@@ -269,7 +269,8 @@ static AssocStatus params_of(AssocKernel *k, const AssocValue *p, int np, double
 {
 	Carrier *c = k->s->c;
 	if (np < 0 || (np && !p))
-		return ASSOC_EINVAL;
+		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d params %s", np,
+			    np < 0 ? "(a count under 0)" : "with a NULL params array");
 	for (int i = 0; i < c->nparams; i++) {
 		int found = 0;
 		for (int j = 0; j < np; j++)

@@ -115,6 +115,9 @@ Test(lib, misuse_gives_status_codes)
 	cr_assert_eq(assoc_run(k, 3, 4, good, 1, NULL, 0), ASSOC_EINVAL, "s missing");
 	cr_assert_eq(assoc_run(k, -1, 4, good, 2, NULL, 0), ASSOC_EINVAL);
 	cr_assert_eq(assoc_run(k, 3, 4, NULL, 2, NULL, 0), ASSOC_EINVAL);
+	/* each refusal says its own why, not the one before it */
+	cr_assert_eq(assoc_run(k, 3, 4, good, 2, NULL, 1), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "1 params with a NULL params array"), "%s", assoc_kernel_error(k));
 	for (int i = 0; i < 12; i++)
 		x[i] = (float)i;
 	cr_assert_eq(assoc_run(k, 3, 4, good, 2, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
