@@ -529,7 +529,7 @@ static int attn_defaults(Carrier *c, const CudaAttn *at, CudaVariant *v)
 
 /* The attention template when the carrier implements its contract (and no
  * configuration of another family is asked for); m->explain says why. */
-static void choose_attention(Carrier *c, const char *config, CudaModule *m)
+static void choose_attention(Carrier *c, const char *config, int sm, CudaModule *m)
 {
 	char why[512];
 	if (cuda_attn_match(c, &m->attn, why, sizeof why)) {
@@ -540,6 +540,12 @@ static void choose_attention(Carrier *c, const char *config, CudaModule *m)
 	if (config && strncmp(config, "attention", 9)) {
 		snprintf(m->explain, sizeof m->explain, "template %s (generic): asked for by the configuration '%s'",
 			 fam_names[m->base], config);
+		return;
+	}
+	if (sm && sm < ATTN_MIN_SM) {
+		snprintf(m->explain, sizeof m->explain,
+			 "template %s (generic, vector state): the attention template needs sm_%d or newer (cp.async, "
+			 "mma.sync m16n8k16 on f16 and bf16), the target is sm_%d", fam_names[m->base], ATTN_MIN_SM, sm);
 		return;
 	}
 	m->base = FAM_ATTN;
@@ -569,14 +575,21 @@ static void attn_space(const Carrier *c, CudaModule *m, const CudaVariant *def, 
 	}
 }
 
-static int module(Carrier *c, const char *config, int space, CudaModule *m, char *msg, size_t n)
+/* The NN of sm_NN, compute_NN or sm_NNa; 0 for none (the newest). */
+static int arch_sm(const char *arch)
+{
+	const char *u = arch ? strchr(arch, '_') : NULL;
+	return u ? atoi(u + 1) : 0;
+}
+
+static int module(Carrier *c, const char *config, const char *arch, int space, CudaModule *m, char *msg, size_t n)
 {
 	memset(m, 0, sizeof *m);
 	if (check_limits(c, msg, n))
 		return -1;
 	m->base = base_family(c);
 	if (m->base != FAM_SCAN)
-		choose_attention(c, config, m);
+		choose_attention(c, config, arch_sm(arch), m);
 	m->vec_ok = can_vec(c);
 	m->state_size = state_size(c);
 	m->var = calloc(MAX_VARIANTS, sizeof *m->var);
@@ -588,7 +601,9 @@ static int module(Carrier *c, const char *config, int space, CudaModule *m, char
 			goto fail;
 		int fits = v.fam == m->base || (v.fam == FAM_SPLITK && m->base != FAM_SCAN && m->base != FAM_ATTN);
 		if (!fits) {
-			snprintf(msg, n, "configuration '%s' does not fit a %s carrier", config, cuda_family_name(m->base));
+			snprintf(msg, n, "configuration '%s' does not fit a %s carrier%s%s", config, cuda_family_name(m->base),
+				 v.fam == FAM_ATTN && arch_sm(arch) && arch_sm(arch) < ATTN_MIN_SM ? ": " : "",
+				 v.fam == FAM_ATTN && arch_sm(arch) && arch_sm(arch) < ATTN_MIN_SM ? m->explain : "");
 			goto fail;
 		}
 		add_variant(c, m, v);
@@ -651,10 +666,20 @@ fail:
 
 int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n)
 {
-	return module(c, config, 0, m, msg, n);
+	return module(c, config, NULL, 0, m, msg, n);
 }
 
-int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n) { return module(c, NULL, 1, m, msg, n); }
+int cuda_module_for(Carrier *c, const char *config, const char *arch, CudaModule *m, char *msg, size_t n)
+{
+	return module(c, config, arch, 0, m, msg, n);
+}
+
+int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n) { return module(c, NULL, NULL, 1, m, msg, n); }
+
+int cuda_module_space_for(Carrier *c, const char *arch, CudaModule *m, char *msg, size_t n)
+{
+	return module(c, NULL, arch, 1, m, msg, n);
+}
 
 void cuda_module_free(CudaModule *m)
 {

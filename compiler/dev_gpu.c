@@ -25,7 +25,8 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 	g->mod = NULL;
 	char *ptx = NULL;
 	double t0 = now_ms();
-	int rc = (space ? cuda_module_space(g->c, &g->m, msg, n) : cuda_module(g->c, config, &g->m, msg, n)) ||
+	int rc = (space ? cuda_module_space_for(g->c, g->arch, &g->m, msg, n)
+			: cuda_module_for(g->c, config, g->arch, &g->m, msg, n)) ||
 		 nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &g->ptx_cached, msg, n) ||
 		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
 	g->compile_ms = now_ms() - t0;

@@ -658,6 +658,43 @@ Test(attention, shared_memory_per_variant)
 	carrier_free(c);
 }
 
+/* Below sm_80 (no cp.async, no m16n8k16 f16/bf16 mma.sync) the attention
+ * carrier takes the generic template, says why, and its PTX assembles for
+ * that arch; sm_80 keeps the attention template. */
+Test(attention, older_archs_take_the_generic_template, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 64);
+	CudaModule m;
+	char msg[4096];
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_80", &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(m.base, FAM_ATTN, "%s", m.explain);
+	cuda_module_free(&m);
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_75", &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_neq(m.base, FAM_ATTN);
+	cr_expect(strstr(m.explain, "the attention template needs sm_80 or newer") && strstr(m.explain, "target is sm_75"),
+		  "%s", m.explain);
+	CudaModule w;
+	cr_expect_neq(cuda_module_for(c, "attention:nt=128,mt=1,bn=64,pv=1,st=2", "sm_75", &w, msg, sizeof msg), 0);
+	cr_expect(strstr(msg, "needs sm_80"), "a configuration of the template is refused with the reason: %s", msg);
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg)) {
+		cuda_module_free(&m);
+		carrier_free(c);
+		cr_skip_test("no NVRTC: %s", msg);
+	}
+	char *ptx = NULL;
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_75", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+	CudaKStat ks[16];
+	int n = cuda_ptxas_stats(ptx, "sm_75", ks, 16, msg, sizeof msg);
+	cr_expect(n > 0 || strstr(msg, "not found"), "ptxas for sm_75: %s", msg);
+	free(ptx);
+	nvrtc_close(nv);
+	cuda_module_free(&m);
+	carrier_free(c);
+}
+
 /* The default configurations, and Q in shared memory with 32 rows a warp
  * at head dim 128, assemble for sm_90 without spills or stack, f16 and
  * bf16, head dims 64, 128 and 256. */
