@@ -103,6 +103,19 @@ static const char *reserved(const char *s)
 
 static const char *article(const char *noun) { return strchr("aeiou", noun[0]) ? "an" : "a"; }
 
+/* An expression of untyped literals alone, where nothing gives it a type
+ * (a let, an output, a coordinate), as f32: the literal rounded, or a cast
+ * of the rest (where(x < 0, 1.5, 2.5) is no literal: taken as one, it was
+ * the 0 of a node that holds no number). */
+static Expr *untyped_f32(Ir *ir, Expr *e)
+{
+	if (e->ty.kind != TY_NUM)
+		return e;
+	if (e->op == EXPR_CONST)
+		return ir_const(ir, ty_vec(TY_F32, e->ty.len, e->ty.dim), ir_round(TY_F32, e->num));
+	return ir_node(ir, EXPR_CAST, ty_vec(TY_F32, e->ty.len, e->ty.dim), 0, e, NULL, NULL);
+}
+
 /* A name a spec defines: an ASCII identifier, not reserved. */
 static int check_name(L *l, const YNode *k, const char *what)
 {
@@ -419,8 +432,7 @@ static int load_lets(L *l)
 		Expr *e = expr_parse(&s, l->d, m->kids[i + 1]);
 		if (!e)
 			goto out;
-		if (e->ty.kind == TY_NUM)
-			e = ir_const(c->ir, ty_scalar(TY_F32), ir_round(TY_F32, e->num));
+		e = untyped_f32(c->ir, e);
 		c->lets[c->nlets++] = (Def){xstrdup(k->text), k->pos, e, 0};
 		scope_push(&s, c->lets[c->nlets - 1].name, e);
 	}
@@ -531,8 +543,7 @@ static int load_update(L *l, const YNode *m, const char *key, Scope *s, Def **le
 			Expr *e = expr_parse(s, l->d, t->kids[i + 1]);
 			if (!e)
 				return -1;
-			if (e->ty.kind == TY_NUM)
-				e = ir_const(c->ir, ty_scalar(TY_F32), ir_round(TY_F32, e->num));
+			e = untyped_f32(c->ir, e);
 			(*lets)[(*nlets)++] = (Def){xstrdup(k->text), k->pos, e, 0};
 			scope_push(s, (*lets)[*nlets - 1].name, e);
 		}
@@ -656,8 +667,7 @@ static int load_outputs(L *l, const char *key, Scope *s, Def **out, int *nout)
 		Expr *e = expr_parse(s, l->d, m->kids[i + 1]);
 		if (!e)
 			return -1;
-		if (e->ty.kind == TY_NUM)
-			e = ir_const(c->ir, ty_scalar(TY_F32), ir_round(TY_F32, e->num));
+		e = untyped_f32(c->ir, e);
 		(*out)[(*nout)++] = (Def){xstrdup(k->text), k->pos, e, 0};
 		scope_push(s, (*out)[*nout - 1].name, e);
 	}
@@ -873,8 +883,7 @@ static int load_certificate(L *l)
 		Expr *e = expr_parse(&s, l->d, into->kids[i + 1]);
 		if (!e)
 			goto out;
-		if (e->ty.kind == TY_NUM)
-			e = ir_const(c->ir, ty_scalar(TY_F32), ir_round(TY_F32, e->num));
+		e = untyped_f32(c->ir, e);
 		YNode *mk = yn_get(mon, k->text);
 		if (!mk) {
 			diag_error(l->d, section_pos(l, mon), "certificate 'monoid' has no entry for coordinate '%s'",

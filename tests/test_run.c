@@ -76,6 +76,35 @@ Test(run, causal_mask_rows)
 	carrier_free(c);
 }
 
+/* where() of two literals is no literal: in a let, an output or a merge's
+ * let it keeps its condition (it was the constant 0), with the values
+ * checked here by hand, as the float64 fold shared the mistake. */
+Test(run, where_of_two_literals_keeps_its_condition)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: w\nelement: {x: f32}\nlet:\n  w: where(x > 0, 1, 2)\n"
+			       "state: {m: f32, s: f32, c: f32}\nidentity: {m: -inf, s: 0, c: 0}\nlift: {m: x, s: w, c: j}\n"
+			       "merge:\n  let:\n    t: where(a.m >= b.m, 1, 0)\n  m: max(a.m, b.m)\n  s: a.s + b.s\n"
+			       "  c: t * a.c + (1 - t) * b.c\n"
+			       "finalize:\n  f: where(m < 0, 1.5, 2.5)\n  s: s\n  c: c\nmap:\n  y: 1 + where(x < 0, 1, 2)\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	RunData *d = rundata_new(c, 2, 4);
+	const float x[8] = {-1, 2, 3, -4, -1, -2, -3, -4};
+	memcpy(d->elem[0].p, x, sizeof x);
+	char msg[200];
+	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	const float *f = d->fin[0].p, *sum = d->fin[1].p, *cnt = d->fin[2].p, *y = d->map[0].p;
+	cr_expect(f[0] == 2.5f && f[1] == 1.5f, "f: %g %g", f[0], f[1]);
+	cr_expect(sum[0] == 6 && sum[1] == 8, "s: %g %g", sum[0], sum[1]);
+	/* c is the position of the row's first max */
+	cr_expect(cnt[0] == 2 && cnt[1] == 0, "c: %g %g", cnt[0], cnt[1]);
+	for (int k = 0; k < 8; k++)
+		cr_expect(y[k] == (x[k] < 0 ? 2 : 3), "y[%d]: %g", k, y[k]);
+	rundata_free(d);
+	carrier_free(c);
+}
+
 Test(run, half_precision_bits)
 {
 	cr_assert_eq(f16_bits(1.0), 0x3c00);
