@@ -130,7 +130,7 @@ static void bind(Bound *b, const Ctx *x)
 		case B_ELEM: sv = x->row->elemv + d->off; break;
 		case B_I: val[0] = x->row->i, err[0] = 0; continue;
 		case B_J: val[0] = x->j, err[0] = 0; continue;
-		case B_LEN: val[0] = x->row->len, err[0] = 0; continue;
+		case B_LEN: val[0] = x->row->len_name ? x->row->len_name : x->row->len, err[0] = 0; continue;
 		}
 		memcpy(val, sv, d->w * sizeof *val);
 		if (se)

@@ -10,6 +10,7 @@
  * comes with its own keys and values. */
 typedef struct {
 	int i, len;
+	int len_name;  /* the value of the name len where the positions are fewer (a scan's prefix); 0: len */
 	double *rowv;  /* row inputs */
 	double *colv;  /* len x column width */
 	double *elemv; /* len x element width */

@@ -288,6 +288,7 @@ static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 		int j = d->len - 1 - (int)((long long)s * d->len / n);
 		Row pre = *x->row;
 		pre.len = j + 1;
+		pre.len_name = x->row->len; /* len is the row's, as the carrier has it */
 		for (int md = 0; md < 2; md++)
 			reference_of(x, (Mode)md, &pre);
 		double share = bound_share(pre.len);

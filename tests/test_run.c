@@ -105,6 +105,31 @@ Test(run, where_of_two_literals_keeps_its_condition)
 	carrier_free(c);
 }
 
+/* A scan's reference over the prefix 0..j takes len as the row's length,
+ * as the carrier does (its mask j * 2 < len keeps the first half of the
+ * row in every prefix); it took the prefix's length and failed each run. */
+Test(run, scan_prefixes_keep_the_row_length)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: half\nelement: {x: f32}\nmask: j * 2 < len\nstate: {s: f32}\nidentity: {s: 0}\n"
+			       "lift: {s: x + j / len}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x + j / len)}\n"
+			       "laws: [commutative]\ntemplate: scan\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	const int lens[] = {1, 8, 33};
+	for (int l = 0; l < 3; l++) {
+		RunData *d = drawn(c, 2, lens[l]);
+		char msg[200];
+		cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+		RunCheck rc;
+		run_check(d, &rc);
+		cr_expect(rc.ok, "len %d: %g of tolerance", lens[l], rc.out[0].worst_ratio);
+		runcheck_free(&rc);
+		rundata_free(d);
+	}
+	carrier_free(c);
+}
+
 Test(run, half_precision_bits)
 {
 	cr_assert_eq(f16_bits(1.0), 0x3c00);
