@@ -240,6 +240,19 @@ Test(check, integer_counts_stay_in_their_type)
 	}
 }
 
+/* The literal of a lift and the same literal in the reference are one
+ * f32 number: sum(0.1) is 0.100000001 per element, as the carrier sums. */
+Test(check, reference_literals_are_the_lifts)
+{
+	CheckResult r;
+	Carrier *c = check_text("carrier: tenths\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: 0.1}\n"
+				"merge: {s: a.s + b.s}\nreference: {s: sum(0.1)}\nlaws: [commutative]\n",
+				0, &r);
+	cr_expect(check_ok(&r), "%s", r.sound_detail ? r.sound_detail : "a law");
+	check_result_free(&r);
+	carrier_free(c);
+}
+
 Test(check, unsatisfiable_assume)
 {
 	char err[256];

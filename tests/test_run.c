@@ -130,6 +130,28 @@ Test(run, scan_prefixes_keep_the_row_length)
 	carrier_free(c);
 }
 
+/* A reference that reduces literals alone (sum(1.8)) is f32 as the lift
+ * is: its naive float32 version rounds as a float32 sum does, and sets the
+ * tolerance for the interpreter's sequential sum (it summed in f64 and
+ * allowed nothing: 8.49 of tolerance at 100000). */
+Test(run, sums_of_literals_have_a_float32_tolerance)
+{
+	char err[300];
+	Carrier *c = load_text("carrier: ones\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: 1.8}\n"
+			       "merge: {s: a.s + b.s}\nreference: {s: sum(1.8)}\nlaws: [commutative]\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	RunData *d = drawn(c, 1, 100000);
+	char msg[200];
+	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	RunCheck rc;
+	run_check(d, &rc);
+	cr_expect(rc.ok, "%g of tolerance", rc.out[0].worst_ratio);
+	runcheck_free(&rc);
+	rundata_free(d);
+	carrier_free(c);
+}
+
 Test(run, half_precision_bits)
 {
 	cr_assert_eq(f16_bits(1.0), 0x3c00);
