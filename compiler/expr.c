@@ -512,13 +512,19 @@ static V call_reduce(P *p, Op op, const char *name, V *a, int n, size_t off)
 		return mk(p, op, ty_scalar(TY_I32), 0, a, 0, off);
 	if (need_num(p, a[0], name))
 		return (V){NULL, off};
-	/* literals alone (sum(0.1), sum(where(x > 0, 1, 2))) are f32, as the
-	 * carrier's lift has them: in float64 the reference then sums the very
-	 * 0.100000001 the carrier does, and its naive float32 version rounds
-	 * as the carrier's sum does (in f64 it was exact, and set no tolerance) */
+	/* literals alone (sum(0.1), sum(where(x > 0, 1, 2))) take the state's
+	 * float type, as the lift that makes them does: in float64 the
+	 * reference then sums the very 0.100000001 an f32 carrier does, and its
+	 * naive float32 version rounds as the carrier's sum does (in f64 it was
+	 * exact, and set no tolerance); f64 where every float field is f64 */
 	Ty t = a[0].e->ty;
-	if (t.kind == TY_NUM)
-		t.kind = TY_F32, a[0].e = to_kind(p, a[0], TY_F32);
+	if (t.kind == TY_NUM) {
+		TyKind lk = TY_F64;
+		for (int f = 0; f < p->s->c->nstate; f++)
+			if (p->s->c->state[f].ty.kind == TY_F32)
+				lk = TY_F32;
+		t.kind = lk, a[0].e = to_kind(p, a[0], lk);
+	}
 	if (!a[0].e)
 		return (V){NULL, off};
 	return mk(p, op, t, 0, a, 1, off);

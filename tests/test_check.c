@@ -241,7 +241,8 @@ Test(check, integer_counts_stay_in_their_type)
 }
 
 /* The literal of a lift and the same literal in the reference are one
- * f32 number: sum(0.1) is 0.100000001 per element, as the carrier sums. */
+ * number of the state's type: sum(0.1) is 0.100000001 per element for an
+ * f32 carrier, as it sums. */
 Test(check, reference_literals_are_the_lifts)
 {
 	CheckResult r;
@@ -249,6 +250,13 @@ Test(check, reference_literals_are_the_lifts)
 				"merge: {s: a.s + b.s}\nreference: {s: sum(0.1)}\nlaws: [commutative]\n",
 				0, &r);
 	cr_expect(check_ok(&r), "%s", r.sound_detail ? r.sound_detail : "a law");
+	check_result_free(&r);
+	carrier_free(c);
+	/* and an f64 carrier's are its exact 0.1 */
+	c = check_text("carrier: tenths64\nelement: {x: f32}\nstate: {s: f64}\nidentity: {s: 0}\nlift: {s: 0.1}\n"
+		       "merge: {s: a.s + b.s}\nreference: {s: sum(0.1)}\nlaws: [commutative]\n",
+		       0, &r);
+	cr_expect(check_ok(&r), "f64: %s", r.sound_detail ? r.sound_detail : "a law");
 	check_result_free(&r);
 	carrier_free(c);
 }
