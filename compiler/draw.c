@@ -191,10 +191,16 @@ static int seg_len(uint64_t *rng)
 	return u < 0.1 ? 0 : u < 0.7 ? rng_int(rng, 1, 3) : u < 0.95 ? rng_int(rng, 4, 12) : rng_int(rng, 13, 40);
 }
 
-static int usable(Machine *m, const double *v, const double *ident)
+/* A state of finite values, or infinities where the identity has them; or,
+ * folded from a short row of moderate values (N(0, 1), small integers: no
+ * overflow on the way), any infinity, which only the spec's own lift or
+ * merge can have made (where(x > 0, x, -inf), log(0)): the laws must hold
+ * there too, and the proofs, over finite reals, say nothing of it. */
+static int usable(Machine *m, const Sample *s, const double *v, const double *ident)
 {
+	int made = !s->doublings && (s->fam == FAM_NORMAL || s->fam == FAM_GRID);
 	for (int k = 0; k < m->sw; k++)
-		if (isnan(v[k]) || (isinf(v[k]) && v[k] != ident[k]))
+		if (isnan(v[k]) || (isinf(v[k]) && v[k] != ident[k] && !made))
 			return 0;
 	return 1;
 }
@@ -213,7 +219,7 @@ int sample_eval(Machine *m, Sample *s)
 			memset(t + m->sw, 0, m->sw * sizeof *t);
 			m_merge(m, (Mode)mode, t, t + m->sw, t, t + m->sw, s->v[mode], t + 2 * m->sw);
 		}
-		ok &= usable(m, s->v[mode], m->ident[mode]);
+		ok &= usable(m, s, s->v[mode], m->ident[mode]);
 	}
 	free(t);
 	return ok ? 0 : -1;
