@@ -1,4 +1,5 @@
 /* cmd_check.c: `assoc check SPEC...`. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,19 @@ static void print_proof(const ProofLine *pl)
 		       pl->status == PROOF_UNKNOWN ? " [warning]" : "");
 }
 
+/* Whether a counterexample's text shows an infinite value ("-inf" or "inf"
+ * as a value, not inside a name such as "inflow"). */
+static int has_infinity(const char *t)
+{
+	for (const char *q = t ? strstr(t, "inf") : NULL; q; q = strstr(q + 1, "inf")) {
+		int before = q == t || q[-1] == ' ' || q[-1] == '-' || q[-1] == '[' || q[-1] == '(';
+		int after = !isalnum((unsigned char)q[3]) && q[3] != '_';
+		if (before && after)
+			return 1;
+	}
+	return 0;
+}
+
 static void print_laws(const CheckResult *r, const ProofReport *p)
 {
 	for (int i = 0; i < r->nlaw; i++) {
@@ -39,7 +53,13 @@ static void print_laws(const CheckResult *r, const ProofReport *p)
 				printf(" (%d overflowed on both sides and were skipped)", l->skipped);
 			printf("\n");
 		} else {
-			printf("fails at trial %d: %s\n%s", l->trials, l->detail, l->cex);
+			/* a proof over finite reals says nothing of a state holding
+			 * an infinity, which a lift can make (where(x > 0, x, -inf)) */
+			int inf = has_infinity(l->cex);
+			printf("fails at trial %d: %s%s\n%s", l->trials, l->detail,
+			       pl && pl->status == PROOF_PROVED && inf ? " (the proof is over finite values, this trial's "
+									  "states hold an infinity)" : "",
+			       l->cex);
 		}
 	}
 	const ProofLine *cert = proof_of(p, "certificate");

@@ -456,6 +456,18 @@ Test(cli, i64_inputs_stay_exact, .timeout = 120)
 	}
 }
 
+/* A law proved over finite values that a trial with a lifted -inf breaks
+ * says why the two disagree; a counterexample of finite states does not. */
+Test(cli, proof_over_finite_values_is_named_beside_an_infinite_counterexample)
+{
+	cr_assert_eq(sh(ASSOC " check tests/laws/minus_inf_skipped_on_one_side.yaml", out, sizeof out, 0), 1, "%s", out);
+	cr_expect(strstr(out, "  associative: proved (") && strstr(out, "fails at trial") &&
+			  strstr(out, "(the proof is over finite values, this trial's states hold an infinity)"),
+		  "%s", out);
+	cr_assert_eq(sh(ASSOC " check tests/laws/forgot_rescale.yaml", out, sizeof out, 0), 1, "%s", out);
+	cr_expect(!strstr(out, "the proof is over finite values"), "%s", out);
+}
+
 /* Spec-sized tables, not fixed ones: with 300 element inputs the last one
  * still takes --input (and is checked), and outputs are still found. */
 Test(cli, many_arrays_by_name, .timeout = 60)
