@@ -807,10 +807,7 @@ Expr *expr_parse(Scope *s, Diag *d, const YNode *node)
 			fail(&p, p.pos, "')' without a matching '('");
 		else if (p.src[p.pos] == '=')
 			fail(&p, p.pos, "'=' is not an operator; compare with '=='");
-		else if (strchr("%&|?:[]{}@#$~`;\\", p.src[p.pos]))
-			fail(&p, p.pos, "'%c' is not an operator (operators: + - * / ^ < <= > >= == != && || !)",
-			     p.src[p.pos]);
-		else
+		else /* stray characters were named before parsing */
 			fail(&p, p.pos, "expected an operator, found %s", what_tok(&p, b, sizeof b));
 		return NULL;
 	}
