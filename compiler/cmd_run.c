@@ -119,6 +119,15 @@ void cli_inputs_free(Npy *arr)
 		npy_free(&arr[i]);
 }
 
+/* A shape as Python prints a tuple: (2, 3), (3,), (). */
+static void shape_text(const size_t *dims, int nd, char *b, size_t n)
+{
+	snprintf(b, n, "(");
+	for (int t = 0; t < nd; t++)
+		snprintf(b + strlen(b), n - strlen(b), "%s%zu", t ? ", " : "", dims[t]);
+	snprintf(b + strlen(b), n - strlen(b), "%s", nd == 1 ? ",)" : ")");
+}
+
 int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 {
 	int n, rc = EXIT_OK;
@@ -132,16 +141,11 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 			for (int t = 0; same && t < nd; t++)
 				same = arr[i].shape[t] == want[t];
 			if (!same) {
-				char shape[96] = "(", has[160] = "(";
-				for (int t = 0; t < nd; t++)
-					snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%zu", t ? ", " : "",
-						 want[t]);
-				for (int t = 0; t < arr[i].ndim; t++)
-					snprintf(has + strlen(has), sizeof has - strlen(has), "%s%zu", t ? ", " : "",
-						 arr[i].shape[t]);
-				rc = usage_error("%s: shape %s%s does not fit input '%s' of %d rows x %d positions%s: "
-						 "expected %s)", o->inputs[i].path, has, arr[i].ndim == 1 ? ",)" : ")", s[k].name,
-						 d->rows, d->len,
+				char shape[160], has[160];
+				shape_text(want, nd, shape, sizeof shape);
+				shape_text(arr[i].shape, arr[i].ndim, has, sizeof has);
+				rc = usage_error("%s: shape %s does not fit input '%s' of %d rows x %d positions%s: expected %s",
+						 o->inputs[i].path, has, s[k].name, d->rows, d->len,
 						 d->heads > 1 ? (s[k].layout == SHAPE_LEN ? ", per key/value head" : ", per head")
 							      : "", shape);
 				break;
