@@ -588,8 +588,9 @@ static int module(Carrier *c, const char *config, const char *arch, int space, C
 	if (check_limits(c, msg, n))
 		return -1;
 	m->base = base_family(c);
+	int sm = arch_sm(arch), below_attn = sm && sm < ATTN_MIN_SM;
 	if (m->base != FAM_SCAN)
-		choose_attention(c, config, arch_sm(arch), m);
+		choose_attention(c, config, sm, m);
 	m->vec_ok = can_vec(c);
 	m->state_size = state_size(c);
 	m->var = calloc(MAX_VARIANTS, sizeof *m->var);
@@ -601,9 +602,9 @@ static int module(Carrier *c, const char *config, const char *arch, int space, C
 			goto fail;
 		int fits = v.fam == m->base || (v.fam == FAM_SPLITK && m->base != FAM_SCAN && m->base != FAM_ATTN);
 		if (!fits) {
+			int why = v.fam == FAM_ATTN && below_attn; /* m->explain names the arch */
 			snprintf(msg, n, "configuration '%s' does not fit a %s carrier%s%s", config, cuda_family_name(m->base),
-				 v.fam == FAM_ATTN && arch_sm(arch) && arch_sm(arch) < ATTN_MIN_SM ? ": " : "",
-				 v.fam == FAM_ATTN && arch_sm(arch) && arch_sm(arch) < ATTN_MIN_SM ? m->explain : "");
+				 why ? ": " : "", why ? m->explain : "");
 			goto fail;
 		}
 		add_variant(c, m, v);
