@@ -549,6 +549,8 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	build_finalize(&b);
 	if (kern_has_reduce2(k))
 		kern_build_reduce2(&b);
+	if (kern_has_reduce_next(k))
+		kern_build_reduce_next(&b);
 	if (k->c->nmap)
 		kern_build_map(&b);
 	if (k->map_stream)
@@ -556,6 +558,8 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	if (k->rowmap_g) {
 		kern_build_rowmap(&b, 0);
 		kern_build_rowmap(&b, 1);
+		if (k->map_stream)
+			kern_build_rowmap_next(&b);
 	}
 	build_scan(&b);
 	free(b.st);

@@ -100,6 +100,28 @@ void kern_build_fence(B *b)
 	LLVMBuildRetVoid(b->L.b);
 }
 
+/* The map from *tailp to hi: one vector at a time, then one masked vector
+ * for the rest if any (without lanes, one by one). */
+static void map_rest(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
+{
+	int W = b->k->map_lanes;
+	LLVMValueRef tail = LLVMBuildLoad2(b->L.b, b->i64, tailp, "");
+	lower_scope(&b->L, W);
+	Loop l = kern_loop_begin(b, tail, hi, W);
+	lower_scope(&b->L, W);
+	map_at(b, st, l.iv, rowbase);
+	kern_loop_end(b, &l);
+	if (W > 1) {
+		tail = kern_loop_final(b, &l);
+		LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSLT, tail, hi, ""));
+		lower_scope(&b->L, W);
+		b->lmask = kern_lanes_below(b, tail, hi);
+		map_at(b, st, tail, rowbase);
+		b->lmask = NULL;
+		kern_if_end(b, done);
+	}
+}
+
 /* The map loops over [lo, hi): MAP_UNROLL vectors per iteration (streamed
  * for large outputs), then one vector, then one masked vector for the
  * rest if any; without lanes, one by one.  st holds the row's state as scalars. */
@@ -128,21 +150,7 @@ static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int hoist)
 	} else if (W > 1) {
 		map_unrolled(b, st, tailp, hi, rowbase);
 	}
-	LLVMValueRef tail = LLVMBuildLoad2(b->L.b, b->i64, tailp, "");
-	lower_scope(&b->L, W);
-	Loop l = kern_loop_begin(b, tail, hi, W);
-	lower_scope(&b->L, W);
-	map_at(b, st, l.iv, rowbase);
-	kern_loop_end(b, &l);
-	if (W > 1) {
-		tail = kern_loop_final(b, &l);
-		LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSLT, tail, hi, ""));
-		lower_scope(&b->L, W);
-		b->lmask = kern_lanes_below(b, tail, hi);
-		map_at(b, st, tail, rowbase);
-		b->lmask = NULL;
-		kern_if_end(b, done);
-	}
+	map_rest(b, st, tailp, hi, rowbase);
 	b->L.hoist = 0;
 }
 
@@ -204,18 +212,27 @@ static LLVMValueRef hoist_ok(B *b, LV *st)
  * b->scratch (kern_build_rowmap), the hoisted version reads k->rowmap_g from
  * it, where pass 2 left it: the same value, as the row's m (pass 2's Ms)
  * is not -inf there. */
-static void map_body(B *b, LLVMValueRef stp, LLVMValueRef lo, LLVMValueRef hi)
+/* Whether the map of row b->i with state st (scalars) may take its hoisted
+ * version (reading the kept values from b->scratch, if set): an i1, or
+ * NULL where it has no hoisted version. */
+static LLVMValueRef map_safe(B *b, LV *st)
 {
-	Carrier *c = b->k->c;
-	LV *st = calloc(c->nstate, sizeof *st);
-	lower_scope(&b->L, 1);
-	kern_mem_load(b, stp, st); /* scalars, before the loops */
 	LLVMValueRef safe = hoist_ok(b, st);
 	if (b->scratch) {
 		LLVMValueRef m = st[b->k->mr_field].c[0];
 		LLVMValueRef kept = LLVMBuildFCmp(b->L.b, LLVMRealONE, m, LLVMConstReal(LLVMTypeOf(m), -INFINITY), "");
 		safe = safe ? LLVMBuildAnd(b->L.b, safe, kept, "") : kept;
 	}
+	return safe;
+}
+
+static void map_body(B *b, LLVMValueRef stp, LLVMValueRef lo, LLVMValueRef hi)
+{
+	Carrier *c = b->k->c;
+	LV *st = calloc(c->nstate, sizeof *st);
+	lower_scope(&b->L, 1);
+	kern_mem_load(b, stp, st); /* scalars, before the loops */
+	LLVMValueRef safe = map_safe(b, st);
 	if (!safe) {
 		map_loops(b, st, lo, hi, 0);
 	} else {
@@ -296,6 +313,155 @@ void kern_build_rowmap(B *b, int pair)
 		b->scratch = NULL;
 		free(one[r]);
 	}
+	free(tmp);
+	kern_end_fn(b);
+}
+
+/* ---- rows in a pipeline: a row's map alongside the next row's pass 2 ---- */
+
+/* What the map of ride's row changes in b, saved while it is built. */
+typedef struct {
+	LLVMValueRef i, scratch;
+	int fused, hoist;
+} Saved;
+
+/* Ride's row as the map's: its kept values, its hoisted version (its
+ * state passed map_safe where the ride is on). */
+static Saved ride_enter(B *b)
+{
+	Saved s = {b->i, b->scratch, b->fused, b->L.hoist};
+	b->i = b->ride->i, b->scratch = b->ride->scratch, b->fused = 1, b->L.hoist = 1;
+	return s;
+}
+
+static void ride_leave(B *b, Saved s)
+{
+	b->i = s.i, b->scratch = s.scratch, b->fused = s.fused, b->L.hoist = s.hoist;
+	b->nt = 0;
+}
+
+/* Where the ride is on: ride's state as scalars, and its map's masked
+ * vector up to the output's alignment (map_align). */
+void kern_ride_begin(B *b)
+{
+	Ride *r = b->ride;
+	lower_scope(&b->L, 1);
+	kern_mem_load(b, r->st, r->stv);
+	Saved s = ride_enter(b);
+	LLVMBuildStore(b->L.b, ci64(b, 0), r->tailp);
+	map_align(b, r->stv, r->tailp, b->len, LLVMBuildMul(b->L.b, r->i, b->len, ""));
+	ride_leave(b, s);
+}
+
+/* In pass 2's main loop: MAP_UNROLL more vectors of ride's map, streamed,
+ * while whole ones are left. */
+void kern_ride_step(B *b)
+{
+	Ride *r = b->ride;
+	Lower *L = &b->L;
+	int W = b->k->map_lanes;
+	Saved s = ride_enter(b);
+	LLVMValueRef tail = LLVMBuildLoad2(L->b, b->i64, r->tailp, "");
+	LLVMValueRef next = LLVMBuildAdd(L->b, tail, ci64(b, (long long)MAP_UNROLL * W), "");
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSLE, next, b->len, ""));
+	LLVMValueRef rowbase = LLVMBuildMul(L->b, r->i, b->len, "");
+	b->nt = 1;
+	for (int u = 0; u < MAP_UNROLL; u++)
+		map_at(b, r->stv, u ? LLVMBuildAdd(L->b, tail, ci64(b, (long long)u * W), "") : tail, rowbase);
+	LLVMBuildStore(L->b, next, r->tailp);
+	kern_if_end(b, done);
+	ride_leave(b, s);
+}
+
+/* After pass 2: what is left of ride's map. */
+void kern_ride_end(B *b)
+{
+	Ride *r = b->ride;
+	Saved s = ride_enter(b);
+	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, r->i, b->len, "");
+	b->nt = 1;
+	map_unrolled(b, r->stv, r->tailp, b->len, rowbase);
+	b->nt = 0;
+	map_rest(b, r->stv, r->tailp, b->len, rowbase);
+	ride_leave(b, s);
+}
+
+/* Where the ride is off: ride's map on its own (map_body), if it has a
+ * row; its prefetches reach the row after the next, as the rowmap's. */
+void kern_ride_alone(B *b)
+{
+	Ride *r = b->ride;
+	Lower *L = &b->L;
+	LLVMValueRef i = b->i, scratch = b->scratch;
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSGE, r->i, ci64(b, 0), ""));
+	b->i = r->i, b->scratch = r->scratch;
+	LLVMValueRef in = LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildAdd(L->b, r->i, ci64(b, 2), ""), b->rows, "");
+	b->map_ahead = LLVMBuildSelect(L->b, in, LLVMBuildMul(L->b, b->len, ci64(b, 2), ""), ci64(b, 0), "");
+	map_body(b, r->st, ci64(b, 0), b->len);
+	b->map_ahead = NULL;
+	b->i = i, b->scratch = scratch;
+	kern_if_end(b, done);
+}
+
+/* assoc_rowmap_next(a, i, st, scratch, prev, prev_st, prev_scratch): row
+ * i's rowmap without its map (state and kept values left at st and
+ * scratch), and the map of row prev, whose call left its own at prev_st
+ * and prev_scratch; i < 0: prev's map alone; prev < 0: none.  Pass 1
+ * reads memory, pass 2 computes g, the map writes memory: prev's map
+ * goes along pass 2's main loop, so that its stores stream out while g
+ * is computed (runtime/cpu.c runs a thread's rows so).  It rides where
+ * the map takes its hoisted, streamed version (map_safe, MAP_STREAM_BYTES)
+ * and goes before pass 2 elsewhere. */
+void kern_build_rowmap_next(B *b)
+{
+	Lower *L = &b->L;
+	int ns = b->k->c->nstate;
+	LLVMTypeRef p[7] = {b->i8p, b->i64, b->i8p, b->i8p, b->i64, b->i8p, b->i8p};
+	LLVMValueRef f = kern_begin_fn(b, "assoc_rowmap_next", p, 7);
+	Ride ride = {.i = LLVMGetParam(f, 4), .st = LLVMGetParam(f, 5), .scratch = LLVMGetParam(f, 6)};
+	ride.stv = calloc(ns, sizeof *ride.stv);
+	ride.tailp = alloca_(b, b->i64);
+	LV *tmp = calloc(4 * ns, sizeof *tmp), *one[1];
+	if (!ride.stv || !tmp)
+		abort();
+	b->ride = &ride;
+	b->i = LLVMGetParam(f, 1);
+	lower_scope(L, 1);
+	LLVMBasicBlockRef alone = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "prev_alone");
+	LLVMBasicBlockRef row = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "row");
+	LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, b->i, ci64(b, 0), ""), alone, row);
+	LLVMPositionBuilderAtEnd(L->b, alone);
+	kern_ride_alone(b);
+	LLVMBuildRetVoid(L->b);
+	LLVMPositionBuilderAtEnd(L->b, row);
+	lower_scope(L, 1);
+	/* on: prev is a row, the outputs stream, and its map is hoisted */
+	LLVMValueRef onp = alloca_(b, LLVMInt1TypeInContext(L->ctx));
+	LLVMBuildStore(L->b, LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 0, 0), onp);
+	LLVMValueRef big = LLVMBuildICmp(L->b, LLVMIntSGE, LLVMBuildMul(L->b, b->rows, b->len, ""),
+					 ci64(b, MAP_STREAM_BYTES / 4), "");
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildAnd(L->b, big, LLVMBuildICmp(L->b, LLVMIntSGE, ride.i, ci64(b, 0), ""), ""));
+	lower_scope(L, 1);
+	kern_mem_load(b, ride.st, ride.stv);
+	b->i = ride.i, b->scratch = ride.scratch;
+	LLVMValueRef safe = map_safe(b, ride.stv);
+	b->i = LLVMGetParam(f, 1), b->scratch = NULL;
+	LLVMBuildStore(L->b, safe, onp);
+	kern_if_end(b, done);
+	ride.on = LLVMBuildLoad2(L->b, LLVMInt1TypeInContext(L->ctx), onp, "");
+	Rows R = {.n = 1};
+	R.i[0] = b->i;
+	R.scratch[0] = LLVMGetParam(f, 3);
+	one[0] = kern_state_slots(b);
+	kern_reduce_two_pass(b, &R, ci64(b, 0), b->len, one, tmp);
+	b->ride = NULL;
+	b->i = R.i[0];
+	lower_scope(L, 1);
+	kern_slots_load(b, one[0], b->st);
+	kern_mem_store(b, LLVMGetParam(f, 2), b->st);
+	kern_finalize_body(b, LLVMGetParam(f, 2), b->i);
+	free(one[0]);
+	free(ride.stv);
 	free(tmp);
 	kern_end_fn(b);
 }

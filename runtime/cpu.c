@@ -10,7 +10,9 @@
  * through it instead, one task per thread, each with its own scratch
  * buffer, taking blocks of rows from a shared counter.  Whole rows shorter
  * than the kernel's pair_len go two at a time (reduce2, rowmap2) where it
- * has those.  Each task that maps ends with the kernel's fence. */
+ * has those; longer ones through its rowmap_next where it has that, each
+ * row's map going along with the reduce of the thread's next row.  Each
+ * task that maps ends with the kernel's fence. */
 #include "cpu.h"
 
 #include <pthread.h>
@@ -185,9 +187,20 @@ static unsigned char *states(const CpuKernel *k, int n, unsigned char *buf, size
  * reduce2, and through rowmap2. */
 static int pairs(const Run *r) { return r->k->reduce2 && r->a->len < r->k->pair_len; }
 static int rowmap_pairs(const Run *r) { return r->k->rowmap2 && r->a->len < r->k->pair_len; }
+/* Whether whole rows reduce through reduce_next: those that do not go
+ * in pairs, short enough. */
+static int reduce_pipe(const Run *r)
+{
+	return r->k->reduce_next && !pairs(r) && !r->k->is_scan && r->a->len <= r->k->reduce_next_len;
+}
+
+/* Whether whole rows go through the pipeline (rowmap_next): the other
+ * rows, where the kernel has it. */
+static int rowmap_pipe(const Run *r) { return r->k->rowmap_next && !rowmap_pairs(r); }
 
 /* Whole rows: reduce, finalize, map (or scan) row by row; short rows
- * reduce two at a time (pairs). */
+ * reduce two at a time (pairs), others through reduce_next where the
+ * kernel has it (each row's first part with the row before it). */
 static void task_rows(void *ctx, int64_t t)
 {
 	Run *r = ctx;
@@ -197,7 +210,18 @@ static void task_rows(void *ctx, int64_t t)
 		hi = r->a->rows;
 	_Alignas(64) unsigned char buf[512];
 	unsigned char *st = states(k, 2, buf, sizeof buf);
+	int next = reduce_pipe(r);
+	float m; /* reduce_next's carry */
+	if (next && lo < hi)
+		k->reduce_next(r->a, -1, NULL, lo, &m);
 	for (int64_t i = lo; i < hi; i++) {
+		if (next) {
+			k->reduce_next(r->a, i, st, i + 1 < hi ? i + 1 : -1, &m);
+			k->finalize(r->a, i, i, st);
+			if (k->map)
+				k->map(r->a, i, 0, r->a->len, st);
+			continue;
+		}
 		if (k->is_scan) {
 			k->identity(r->a, st);
 			k->scan(r->a, i, 0, r->a->len, st);
@@ -231,7 +255,10 @@ static void task_rowmap(void *ctx, int64_t t)
 	void *scratch = r->scratch + t * r->scratch_bytes;
 	_Alignas(64) unsigned char buf[512];
 	unsigned char *st = states(k, 2, buf, sizeof buf);
-	int two = rowmap_pairs(r);
+	int two = rowmap_pairs(r), pipe = rowmap_pipe(r);
+	/* the pipeline: two states and two scratch rows, taken in turn */
+	int64_t prev = -1;
+	int s = 0;
 	for (;;) {
 		int64_t lo = atomic_fetch_add(&r->next, 1) * r->rows_per_task, hi = lo + r->rows_per_task;
 		if (lo >= r->a->rows)
@@ -239,11 +266,20 @@ static void task_rowmap(void *ctx, int64_t t)
 		if (hi > r->a->rows)
 			hi = r->a->rows;
 		for (int64_t i = lo; i < hi; i++)
-			if (two && i + 1 < hi)
+			if (pipe) {
+				k->rowmap_next(r->a, i, st + s * k->state_bytes, (char *)scratch + s * r->scratch_bytes / 2,
+					       prev, st + (1 - s) * k->state_bytes,
+					       (char *)scratch + (1 - s) * r->scratch_bytes / 2);
+				prev = i, s = 1 - s;
+			} else if (two && i + 1 < hi) {
 				k->rowmap2(r->a, i++, st, scratch);
-			else
+			} else {
 				k->rowmap(r->a, i, st, scratch);
+			}
 	}
+	if (prev >= 0)
+		k->rowmap_next(r->a, -1, NULL, NULL, prev, st + (1 - s) * k->state_bytes,
+			       (char *)scratch + (1 - s) * r->scratch_bytes / 2);
 	if (k->fence)
 		k->fence();
 	if (st != buf)
@@ -255,8 +291,8 @@ static void task_rowmap(void *ctx, int64_t t)
 static int run_rowmap(RtPool *p, Run *r)
 {
 	int nt = rt_pool_threads(p);
-	/* two rows' for rowmap2, each a whole number of cache lines */
-	r->scratch_bytes = (rowmap_pairs(r) ? 2 : 1) * (((size_t)r->a->len * sizeof(float) + 63) / 64 * 64);
+	/* two rows' for rowmap2 and the pipeline, each a whole number of cache lines */
+	r->scratch_bytes = (rowmap_pairs(r) || rowmap_pipe(r) ? 2 : 1) * (((size_t)r->a->len * sizeof(float) + 63) / 64 * 64);
 	r->scratch = aligned_alloc(64, nt * r->scratch_bytes + 64);
 	if (!r->scratch)
 		return -1;

@@ -622,15 +622,9 @@ Test(cpu, streamed_map_outputs)
 
 /* ---- rowmaps: the map reads back the g that pass 2 kept (kern_build_rowmap) ---- */
 
-/* Run k on d twice, through its rowmap and through reduce, finalize and
- * map: outputs equal bit for bit, as the kept g is the very value the
- * map would compute. */
-static void rowmap_same(LlvmKernel *k, RunData *d[2], RtPool *p, const char *what)
+/* d[0]'s outputs equal d[1]'s bit for bit. */
+static void outputs_same(RunData *d[2], const char *what)
 {
-	LlvmKernel plain = *k;
-	plain.k.rowmap = NULL;
-	run_kernel(k, d[0], p, 0);
-	run_kernel(&plain, d[1], p, 0);
 	Carrier *c = d[0]->c;
 	for (int o = 0; o < c->nfinal + c->nmap; o++) {
 		Buffer *x = o < c->nfinal ? &d[0]->fin[o] : &d[0]->map[o - c->nfinal];
@@ -641,6 +635,27 @@ static void rowmap_same(LlvmKernel *k, RunData *d[2], RtPool *p, const char *wha
 			bad++;
 		cr_expect_eq(bad, n, "%s: output %d differs at %zu: %g, not %g", what, o, bad, bad < n ? a[bad] : 0.0,
 			     bad < n ? b[bad] : 0.0);
+	}
+}
+
+/* Run k on d through its rowmaps (the pipeline of rowmap_next where it
+ * has one), then through rowmap alone, then through reduce, finalize and
+ * map: outputs equal bit for bit, as the kept g is the very value the
+ * map would compute. */
+static void rowmap_same(LlvmKernel *k, RunData *d[2], RtPool *p, const char *what)
+{
+	LlvmKernel single = *k, plain = *k;
+	single.k.rowmap_next = NULL;
+	plain.k.rowmap = NULL, plain.k.rowmap_next = NULL;
+	char w[300];
+	run_kernel(k, d[0], p, 0);
+	run_kernel(&plain, d[1], p, 0);
+	snprintf(w, sizeof w, "%s%s", what, k->k.rowmap_next ? " (pipeline)" : "");
+	outputs_same(d, w);
+	if (k->k.rowmap_next) {
+		run_kernel(&single, d[1], p, 0);
+		snprintf(w, sizeof w, "%s (pipeline against rowmap)", what);
+		outputs_same(d, w);
 	}
 }
 
@@ -690,6 +705,66 @@ Test(cpu, softmax_keeps_its_exps_for_the_map, .timeout = 120)
 	rowmap_ok(c, NULL);
 	rowmap_ok(c, &(LlvmOpts){.lanes = 8});
 	carrier_free(c);
+}
+
+/* Outputs of MAP_STREAM_BYTES and more: a row's map goes along pass 2 of
+ * the thread's next row (kern_build_rowmap_next), except after a row
+ * whose m is -inf (its map is not hoisted).  Rows of -inf, NaN and +inf
+ * among them, a row input, a mask; 1 to 3 threads, so that the rows
+ * of a thread's tasks are not consecutive; the rowmap and the separate
+ * functions give the same bits. */
+Test(cpu, pipelined_rows_give_the_rowmaps_results, .timeout = 240)
+{
+	static const char *text[] = {
+		NULL,
+		"carrier: tempered_softmax\nrow: {t: f32}\nelement: {x: f32}\nmask: j < len - i\n"
+		"state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: x * t, l: 1}\n" SOFTMAX_MERGE
+		"finalize: {lse: m + log(l)}\nmap: {y: exp(x * t - m) / l}\nlaws: [commutative]\n",
+	};
+	RtPool *p[3];
+	char msg[200], err[300];
+	for (int t = 0; t < 3; t++)
+		cr_assert_eq(rt_pool_open(&p[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+	for (int s = 0; s < 2; s++) {
+		Carrier *c = s ? load_text(text[s], err, sizeof err) : load_ok("specs/online_softmax.yaml");
+		cr_assert(c, "%s", err);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_assert(k->k.rowmap_next, "%s: a pipeline", c->name);
+		int len = (int)k->k.rowmap_len - 5, rows = (int)((64 << 20) / 4 / len) + 7;
+		RunData *d[2] = {drawn(c, rows, len, 90 + s), drawn(c, rows, len, 90 + s)};
+		for (int v = 0; v < 2; v++) {
+			float *x = d[v]->elem[0].p;
+			for (int j = 0; j < len; j++)
+				x[(size_t)len + j] = -INFINITY, x[(size_t)(rows - 2) * len + j] = -INFINITY;
+			for (int j = 0; j < len; j += 3)
+				x[(size_t)2 * len + j] = -INFINITY;
+			x[(size_t)3 * len + len / 2] = NAN;
+			x[(size_t)9 * len + len / 3] = INFINITY;
+		}
+		for (int t = 0; t < 3; t++) {
+			char w[200];
+			snprintf(w, sizeof w, "%s, %d x %d, %d threads", c->name, rows, len, t + 1);
+			rowmap_same(k, d, p[t], w);
+		}
+		/* and the values: y = exp(x t - lse) where the row is finite */
+		const float *x = d[0]->elem[0].p, *lse = d[0]->fin[0].p, *y = d[0]->map[0].p;
+		const float *tt = s ? d[0]->row[0].p : NULL;
+		double worst = 0;
+		for (int i = 10; i < rows - 2; i += 7)
+			for (int j = 0; j < len; j += 5) {
+				size_t at = (size_t)i * len + j;
+				double want = exp((double)x[at] * (tt ? tt[i] : 1) - lse[i]);
+				double e = fabs(y[at] - want) / (want + 1e-30);
+				worst = e > worst ? e : worst;
+			}
+		cr_expect_lt(worst, 1e-4, "%s: worst relative error %g", c->name, worst);
+		rundata_free(d[0]);
+		rundata_free(d[1]);
+		llvm_kernel_free(k);
+		carrier_free(c);
+	}
+	for (int t = 0; t < 3; t++)
+		rt_pool_close(p[t]);
 }
 
 /* Masks (positions masked out still map: their g is the map's own, past
@@ -953,6 +1028,80 @@ Test(cpu, map_tasks_end_with_the_fence, .timeout = 60)
 	rt_pool_close(p);
 	llvm_kernel_free(k);
 	carrier_free(c);
+}
+
+static atomic_int next_calls;
+static void (*real_reduce_next)(const CpuArgs *, int64_t, void *, int64_t, void *);
+static void counted_reduce_next(const CpuArgs *a, int64_t i, void *st, int64_t next, void *m)
+{
+	atomic_fetch_add(&next_calls, 1);
+	real_reduce_next(a, i, st, next, m);
+}
+
+/* Whole rows from pair_len to the two-pass limit reduce with the next
+ * row's pass 1 alongside (kern_build_reduce_next): the bits of assoc_reduce
+ * alone, against the float64 reference too, with rows of -inf, -inf
+ * among finite values, a NaN and a +inf, 1 to 3 threads (a task's last
+ * row has no next); a row input and a mask; and none past the limit. */
+Test(cpu, rows_reduce_beside_the_next_rows_pass_1, .timeout = 240)
+{
+	static const char *text[] = {
+		NULL,
+		"carrier: tempered_lse\nrow: {t: f32}\nelement: {x: f32}\nmask: j < len - 3 * i\n"
+		"state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: x * t, l: 1}\n" SOFTMAX_MERGE
+		"finalize: {lse: m + log(l)}\nlaws: [commutative]\n",
+	};
+	RtPool *p[3];
+	char msg[200], err[300];
+	for (int t = 0; t < 3; t++)
+		cr_assert_eq(rt_pool_open(&p[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+	for (int s = 0; s < 2; s++) {
+		Carrier *c = s ? load_text(text[s], err, sizeof err) : load_ok("specs/logsumexp.yaml");
+		cr_assert(c, "%s", err);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_assert(k->k.reduce_next, "%s: a reduce_next", c->name);
+		real_reduce_next = k->k.reduce_next;
+		LlvmKernel alone = *k;
+		alone.k.reduce_next = NULL;
+		k->k.reduce_next = counted_reduce_next;
+		int N = (int)k->k.reduce_next_len;
+		const int lens[] = {1024, 1025, 4099, 33333, N, N + 1};
+		for (int l = 0; l < 6; l++) {
+			int len = lens[l], rows = len > 5000 ? 11 : 40;
+			RunData *d[2] = {drawn(c, rows, len, 70 + l), drawn(c, rows, len, 70 + l)};
+			for (int v = 0; v < 2; v++) {
+				float *x = d[v]->elem[0].p;
+				for (int j = 0; j < len; j++)
+					x[len + j] = -INFINITY;
+				for (int j = 0; j < len; j += 3)
+					x[2 * len + j] = -INFINITY;
+				x[3 * len + len / 2] = NAN;
+				x[4 * len + len / 3] = INFINITY;
+			}
+			int t = l % 3;
+			char w[200];
+			snprintf(w, sizeof w, "%s, %d x %d, %d threads", c->name, rows, len, t + 1);
+			atomic_store(&next_calls, 0);
+			run_kernel(k, d[0], p[t], 0);
+			if (len <= N)
+				cr_expect_geq(atomic_load(&next_calls), rows, "%s: %d reduce_next calls", w,
+					      atomic_load(&next_calls));
+			else
+				cr_expect_eq(atomic_load(&next_calls), 0, "%s: past the limit", w);
+			run_kernel(&alone, d[1], p[t], 0);
+			outputs_same(d, w);
+			/* and the reference, with the special rows made finite */
+			memset((float *)d[0]->elem[0].p + len, 0, (size_t)4 * len * sizeof(float));
+			run_kernel(k, d[0], p[t], 0);
+			expect_ok(d[0], w);
+			rundata_free(d[0]);
+			rundata_free(d[1]);
+		}
+		llvm_kernel_free(k);
+		carrier_free(c);
+	}
+	for (int t = 0; t < 3; t++)
+		rt_pool_close(p[t]);
 }
 
 static atomic_int pair_calls;
