@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MAX_REGIONS = 4096, MAX_FIELDS = 64, WITNESS_TRIES = 4000 };
+enum { MAX_REGIONS = 4096, MAX_FIELDS = 64, WITNESS_TRIES = 4000, MAX_OPEN = 8 };
 static const double TIME_BUDGET = 10.0;
 
 typedef struct {
@@ -273,6 +273,8 @@ typedef struct {
 	const char *lname, *rname;
 	int regions;
 	int maxdeg, nchecks;
+	char *open;      /* the first difference no reachable state shows: the verdict unless one does */
+	int nopen;
 } Job;
 
 typedef struct {
@@ -300,17 +302,6 @@ static double grid_value(uint8_t sign, int integer, uint64_t *seed)
 	else if (sign == SG_NEG || sign == (SG_NEG | SG_ZERO))
 		return -grid_value(sign_neg(sign), integer, seed);
 	return g[pv_rand(seed) % (uint64_t)n];
-}
-
-static int differ(double x, double y)
-{
-	if (isnan(x) || isnan(y))
-		return isnan(x) != isnan(y);
-	if (x == y)
-		return 0;
-	if (isinf(x) || isinf(y))
-		return 1;
-	return fabs(x - y) > 1e-9 * (1 + fabs(x) + fabs(y));
 }
 
 static int set_leaves(Pv *p, Prog *g, const double *val)
@@ -364,29 +355,71 @@ static int try_point(Job *j, const Region *r, Prog *g, uint64_t *seed, double *v
 	prog_run(g, MODE_F64);
 	out[0] = prog_root(g, 0, NULL)[0];
 	out[1] = prog_root(g, 1, NULL)[0];
-	return differ(out[0], out[1]);
+	return pv_differ(out[0], out[1]);
 }
 
-/* A point of region r where pair's sides differ in float64; the message in how. */
-static int find_witness(Job *j, const Region *r, const Pair *pr, char **how)
+/* A point of region r where pair's sides differ in float64, drawn from the
+ * grid: it shows the difference, but may break an invariant of reachable
+ * states that the region does not state. */
+static int grid_witness(Job *j, const Region *r, Prog *g, double *val, double *out)
 {
-	Expr *roots[2] = {pr->l, pr->r};
-	Prog *g = prog_new(j->p->ir, roots, 2);
 	uint64_t seed = 0xfeedULL;
-	double val[PV_MAXV], out[2];
-	int found = 0;
-	for (int t = 0; t < WITNESS_TRIES && !found; t++)
-		found = try_point(j, r, g, &seed, val, out);
-	prog_free(g);
-	if (!found)
-		return 0;
+	for (int t = 0; t < WITNESS_TRIES; t++)
+		if (try_point(j, r, g, &seed, val, out))
+			return 1;
+	return 0;
+}
+
+static char *witness_how(Job *j, const Region *r, const Pair *pr, const double *val, const double *out)
+{
 	Buf b = {0};
 	if (r->desc[0])
 		bprintf(&b, "region %s: ", r->desc);
 	witness_str(j, val, &b);
 	bprintf(&b, " gives %s = %.17g by %s and %.17g by %s", pr->field, out[0], j->lname, out[1], j->rname);
-	*how = b.s;
-	return 1;
+	return b.s;
+}
+
+/* The pair's sides differ in region r as rational functions.  A disproof
+ * needs operands that folds of real inputs reach: 1 with the verdict in
+ * out.  A region that no drawn fold shows different is left open (0), and
+ * the search goes on elsewhere: its message is the verdict only if no
+ * other region disproves the law. */
+static int disprove(Job *j, const Region *r, const Pair *pr, Verdict *out)
+{
+	Pv *p = j->p;
+	Expr *roots[2] = {pr->l, pr->r};
+	Prog *g = prog_new(p->ir, roots, 2);
+	double val[PV_MAXV], got[2];
+	if (!p->reach)
+		p->reach = reach_new(p->c);
+	const char *where = r->desc[0] ? r->desc : "(all)";
+	char *open = NULL;
+	int found = reach_witness(p->reach, p, r, g, pr->l, val, got);
+	if (found) {
+		bprintf(j->trace, "      states folded from drawn rows differ there\n");
+		verdict(out, PROOF_DISPROVED, witness_how(j, r, pr, val, got));
+	} else if (grid_witness(j, r, g, val, got)) {
+		Buf b = {0};
+		bprintf(&b, "%s differs in region %s, at ", pr->field, where);
+		witness_str(j, val, &b);
+		bprintf(&b, " (%.17g by %s, %.17g by %s), but at no state folded from %d drawn rows: "
+			    "an invariant may exclude the region", got[0], j->lname, got[1], j->rname,
+			reach_states(p->reach));
+		open = b.s;
+	} else {
+		open = xasprintf("%s differs in region %s but no witness was found", pr->field, where);
+	}
+	prog_free(g);
+	if (open) {
+		bprintf(j->trace, "      left open: %s\n", open);
+		j->nopen++;
+		if (j->open)
+			free(open);
+		else
+			j->open = open;
+	}
+	return found;
 }
 
 static void child_desc(Region *ch, const char *parent, const char *split, int rel)
@@ -425,7 +458,8 @@ static int push_children(Job *j, Ev *x, const Region *r, Region **stack, int *n)
 	return 0;
 }
 
-/* One region: 1 when every pair is equal, 0 split pushed, -1 verdict set. */
+/* One region: 1 when every pair is equal, 0 split pushed, -1 verdict set,
+ * 2 left open (a difference no reachable state shows). */
 static int prove_region(Job *j, const Region *r, const Pair *pr, int n, Region **stack, int *ns, Verdict *out)
 {
 	Ev *x = ev_new(j->p, r);
@@ -456,14 +490,7 @@ static int prove_region(Job *j, const Region *r, const Pair *pr, int n, Region *
 			verdict(out, PROOF_UNKNOWN, xasprintf("%s (field %s)", why, pr[i].field));
 			res = -1;
 		} else if (eq == 0) {
-			char *how;
-			if (find_witness(j, r, &pr[i], &how))
-				verdict(out, PROOF_DISPROVED, how);
-			else
-				verdict(out, PROOF_UNKNOWN,
-					xasprintf("%s differs in region %s but no witness was found", pr[i].field,
-						  r->desc[0] ? r->desc : "(all)"));
-			res = -1;
+			res = disprove(j, r, &pr[i], out) ? -1 : 2;
 		} else {
 			j->nchecks++;
 			if (deg > j->maxdeg)
@@ -506,7 +533,7 @@ static int prove_one(Job *j, const Pair *pr, Verdict *out)
 		int res = prove_region(j, r, pr, 1, stack, &ns, out);
 		if (res == 1)
 			j->regions++;
-		done = res < 0;
+		done = res < 0 || j->nopen >= MAX_OPEN;
 		free(r);
 	}
 	while (ns)
@@ -515,15 +542,24 @@ static int prove_one(Job *j, const Pair *pr, Verdict *out)
 	return out->how == NULL;
 }
 
-/* Each field on its own: a field's regions come from its own comparisons only. */
+/* Each field on its own: a field's regions come from its own comparisons
+ * only.  A region left open makes the law unknown unless another field or
+ * region disproves it. */
 static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
 {
 	j->regions = j->maxdeg = j->nchecks = 0;
 	j->p->overflow = 0;
-	for (int i = 0; i < n; i++)
-		if (!prove_one(j, &pr[i], out))
-			return;
-	verdict(out, PROOF_PROVED, proved_how(j));
+	int i = 0;
+	while (i < n && j->nopen < MAX_OPEN && prove_one(j, &pr[i], out))
+		i++;
+	if (out->how)
+		free(j->open);
+	else if (j->open)
+		verdict(out, PROOF_UNKNOWN, j->open);
+	else
+		verdict(out, PROOF_PROVED, proved_how(j));
+	j->open = NULL;
+	j->nopen = 0;
 }
 
 /* ---- the laws ---- */
@@ -538,7 +574,7 @@ typedef struct {
 
 static Job job(Ctx *x, const char *ops, const char *lname, const char *rname)
 {
-	return (Job){&x->p, x->trace, x->t0, ops, lname, rname, 0, 0, 0};
+	return (Job){&x->p, x->trace, x->t0, ops, lname, rname, 0, 0, 0, NULL, 0};
 }
 
 static void law_assoc(Ctx *x, Verdict *out)
@@ -668,18 +704,23 @@ static void law_identity(Ctx *x, Verdict *out)
 		pr[f] = (Pair){ea[f], x->A[f], c->state[f].name};
 	Job j = job(x, "a", "e+a", "a");
 	prove_pairs(&j, pr, c->nstate, out);
-	if (out->status != PROOF_PROVED)
+	if (out->status == PROOF_DISPROVED)
 		return;
 	int regions = j.regions;
 	for (int f = 0; f < c->nstate; f++)
 		pr[f] = (Pair){ae[f], x->A[f], c->state[f].name};
 	j = job(x, "a", "a+e", "a");
-	verdict(out, PROOF_UNKNOWN, NULL);
-	prove_pairs(&j, pr, c->nstate, out);
-	if (out->status == PROOF_PROVED)
+	Verdict right = {PROOF_UNKNOWN, NULL};
+	prove_pairs(&j, pr, c->nstate, &right);
+	/* e+a left unknown: a+e may still disprove the law */
+	if (right.status == PROOF_DISPROVED || (out->status == PROOF_PROVED && right.status != PROOF_PROVED))
+		verdict(out, right.status, right.how);
+	else if (out->status == PROOF_PROVED)
 		verdict(out, PROOF_PROVED,
 			xasprintf("e+e = e folded; e+a = a and a+e = a in %d regions, normal forms equal",
 				  regions + j.regions));
+	if (out->how != right.how)
+		free(right.how);
 }
 
 /* ---- certificates ---- */
@@ -850,6 +891,7 @@ int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
 		prove_laws(x, r);
 	free(x->p.var_of);
 	free(x->p.fm_rows);
+	reach_free(x->p.reach);
 	r->seconds = now() - x->t0;
 	r->trace = want_trace ? (trace.s ? trace.s : xasprintf("%s", "")) : NULL;
 	free(x);

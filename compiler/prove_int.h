@@ -44,6 +44,7 @@ typedef struct {
 	uint8_t vsign[PV_MAXV]; /* sign fact of nonempty states / assume */
 	uint64_t pt[PV_K][PV_MAXV], X[PV_K][PV_MAXV], Y[PV_K][PV_MAXV], E[PV_K];
 	int overflow;           /* a rational left int64: results are unknown */
+	struct Reach *reach;    /* reachable states, drawn at the first difference */
 	void *fm_rows;          /* Fourier-Motzkin scratch, allocated on first use */
 } Pv;
 
@@ -77,6 +78,18 @@ void region_var(const Region *r, int v, Lin *out);
 int region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out);
 int region_feasible(Pv *p, const Region *r);
 int region_holds(const Region *r, const double *val);
+
+/* prove_reach.c */
+typedef struct Reach Reach;
+Reach *reach_new(Carrier *c);
+void reach_free(Reach *rs);
+int reach_states(const Reach *rs);
+/* Operands folded from drawn rows that lie in r and make g's two roots
+ * (root: the first) differ: 1 with the base variables' values in val and
+ * the differing values in out. */
+int reach_witness(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *root, double *val, double *out);
+/* Whether two float64 results differ beyond rounding. */
+int pv_differ(double x, double y);
 
 /* prove_mod.c */
 enum { PV_P = 0 };

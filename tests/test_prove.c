@@ -1,5 +1,6 @@
 /* test_prove.c: the symbolic prover's verdicts on the bundled specs and on
  * the must-prove and must-disprove cases under tests/prove/. */
+#include <stdio.h>
 #include <string.h>
 
 #include "compiler/prove.h"
@@ -172,4 +173,49 @@ Test(prove, integers_are_whole_and_wrap)
 {
 	check("tests/prove/half_integer_branch.yaml", "uuu-");
 	check("tests/prove/wrapping_sum.yaml", "uuu-");
+}
+
+/* Whether the state "{s: S, p: P, q: Q, t: T}" named w in how keeps
+ * invariants of every state a fold reaches, in max_subarray and in the
+ * variant that forgets b.t (whose t may fall below q). */
+static int mss_reachable(const char *how, char w)
+{
+	char key[8];
+	snprintf(key, sizeof key, "%c={s: ", w);
+	const char *at = strstr(how, key);
+	double s, p, q, t;
+	if (!at || sscanf(at + 2, "{s: %lf, p: %lf, q: %lf, t: %lf}", &s, &p, &q, &t) != 4)
+		return 0;
+	return q >= s && p >= s && t >= p && q >= 0;
+}
+
+/* The sides of max_subarray's identity law differ where a.q < a.s, a
+ * region no fold reaches: that is no disproof. */
+Test(prove, unreachable_region_is_no_disproof)
+{
+	Carrier *c = load_ok("tests/prove/max_subarray.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	const ProofLine *id = law(&r, "identity");
+	cr_expect_neq(id->status, PROOF_DISPROVED, "%s", id->how);
+	cr_expect_eq(law(&r, "associative")->status, PROOF_PROVED, "%s", law(&r, "associative")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
+/* A merge that forgets b.t is wrong only where a run inside b beats the
+ * others: still disproved, and the witnesses are states folds reach. */
+Test(prove, disproof_witnesses_are_reachable)
+{
+	Carrier *c = load_ok("tests/prove/max_subarray_forgot_b.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	const ProofLine *id = law(&r, "identity"), *as = law(&r, "associative");
+	cr_expect_eq(id->status, PROOF_DISPROVED, "%s", id->how);
+	cr_expect_eq(as->status, PROOF_DISPROVED, "%s", as->how);
+	cr_expect(mss_reachable(id->how, 'a'), "%s", id->how);
+	for (const char *w = "abc"; *w; w++)
+		cr_expect(mss_reachable(as->how, *w), "%c: %s", *w, as->how);
+	proof_report_free(&r);
+	carrier_free(c);
 }
