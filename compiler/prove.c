@@ -3,11 +3,11 @@
  * The obligations are built by substitution in the IR: (a+b)+c against
  * a+(b+c), e+a and a+e against a, b+a against a+b, and for a certificate
  * phi(a+b) against phi(a)*phi(b) and back(phi(a)) against a.  Operands are
- * nonempty reachable states (finite reals with the sign invariants inferred
- * from identity, lift and merge); the empty state enters only through the
- * identity laws, which with associativity over nonempty states give it for
- * every reachable state.  e+e is folded in the spec's own types, as the
- * generated code computes it. */
+ * nonempty reachable states: finite reals with the sign invariants inferred
+ * from lift and merge, and the linear ones of prove_inv.c (q >= s).  The
+ * empty state enters only through the identity laws, which with
+ * associativity over nonempty states give it for every reachable state.
+ * e+e is folded in the spec's own types, as the generated code computes it. */
 #include "prove_int.h"
 
 #include <stdarg.h>
@@ -233,7 +233,6 @@ static int pv_init(Pv *p, Carrier *c)
 		p->vfield[p->nv] = i;
 		p->vsign[p->nv++] = vs[c->params[i].var];
 	}
-	free(vs);
 	/* points drawn from the carrier's own text: the same proof on every
 	 * run, but no fixed public points a merge could be built to vanish on */
 	uint64_t seed = 0x5eedULL;
@@ -255,7 +254,11 @@ static int pv_init(Pv *p, Carrier *c)
 		}
 		p->E[k] = pv_rand(&seed) | 1;
 	}
-	return p->nv == 3 * c->nstate + c->nparams ? 0 : -1;
+	int ok = p->nv == 3 * c->nstate + c->nparams;
+	if (ok)
+		inv_infer(p, vs);
+	free(vs);
+	return ok ? 0 : -1;
 }
 
 /* ---- obligations ---- */
@@ -501,14 +504,17 @@ static int prove_region(Job *j, const Region *r, const Pair *pr, int n, Region *
 	return res;
 }
 
+/* The words that name the invariants a proof assumed, before p->invtext. */
+static const char *under(const Pv *p) { return p->ninv ? "; under invariants " : ""; }
+
 static char *proved_how(Job *j)
 {
 	/* Schwartz-Zippel: a nonzero difference of degree d vanishes at PV_K
 	 * independent random points with probability at most (d/p)^PV_K */
 	double d = j->maxdeg > 0 ? j->maxdeg : 1;
 	double lg = log10(j->nchecks ? j->nchecks : 1) + PV_K * (log10(d) - 61 * log10(2.0));
-	return xasprintf("%d region%s; normal forms equal at %d random points mod 2^61-1 (error < 1e%d)",
-			 j->regions, j->regions == 1 ? "" : "s", PV_K, (int)ceil(lg));
+	return xasprintf("%d region%s; normal forms equal at %d random points mod 2^61-1 (error < 1e%d)%s%s",
+			 j->regions, j->regions == 1 ? "" : "s", PV_K, (int)ceil(lg), under(j->p), j->p->invtext);
 }
 
 /* All regions of one obligation; 1 when proved, 0 when out has the verdict. */
@@ -717,8 +723,8 @@ static void law_identity(Ctx *x, Verdict *out)
 		verdict(out, right.status, right.how);
 	else if (out->status == PROOF_PROVED)
 		verdict(out, PROOF_PROVED,
-			xasprintf("e+e = e folded; e+a = a and a+e = a in %d regions, normal forms equal",
-				  regions + j.regions));
+			xasprintf("e+e = e folded; e+a = a and a+e = a in %d regions, normal forms equal%s%s",
+				  regions + j.regions, under(&x->p), x->p.invtext));
 	if (out->how != right.how)
 		free(right.how);
 }
@@ -795,8 +801,8 @@ static void law_cert(Ctx *x, Verdict *out)
 	prove_pairs(&j, pr, c->nstate, out);
 	if (out->status == PROOF_PROVED)
 		verdict(out, PROOF_PROVED,
-			xasprintf("phi(a+b) = phi(a)*phi(b) in %d regions; back(phi(a)) = a in %d; phi(e) is the identity",
-				  regions, j.regions));
+			xasprintf("phi(a+b) = phi(a)*phi(b) in %d regions; back(phi(a)) = a in %d; phi(e) is the identity%s%s",
+				  regions, j.regions, under(&x->p), x->p.invtext));
 }
 
 /* ---- the report ---- */
@@ -887,8 +893,12 @@ int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
 		set_all(r, c, "bool state fields are not modelled (the algebra here is over the reals)");
 	else if (pv_init(&x->p, c) < 0)
 		set_all(r, c, "budget: too many variables");
-	else
+	else {
+		if (x->p.ninv)
+			bprintf(x->trace, "invariants of nonempty states (every lift keeps them, merge preserves them): %s\n",
+				x->p.invtext);
 		prove_laws(x, r);
+	}
 	free(x->p.var_of);
 	free(x->p.fm_rows);
 	reach_free(x->p.reach);

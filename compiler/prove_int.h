@@ -20,6 +20,7 @@ enum {
 	PV_MAXCON = 48,   /* constraints of a region */
 	PV_FMROWS = 4000, /* Fourier-Motzkin rows before giving up on pruning */
 	PV_MAXEXP = 1 << 12, /* coefficients in exp and powers of logs: degrees stay far under the modulus */
+	PV_MAXINV = 12,   /* linear invariants assumed of each operand */
 };
 
 /* Sign sets: which of negative, zero, positive a value may be. */
@@ -45,6 +46,9 @@ typedef struct {
 	uint64_t pt[PV_K][PV_MAXV], X[PV_K][PV_MAXV], Y[PV_K][PV_MAXV], E[PV_K];
 	int overflow;           /* a rational left int64: results are unknown */
 	struct Reach *reach;    /* reachable states, drawn at the first difference */
+	int ninv;               /* inv[i] >= 0 on every nonempty state, over operand a's variables */
+	Lin inv[PV_MAXINV];
+	char invtext[256];      /* "q >= s, p >= s": the invariants as the trace and proofs name them */
 	void *fm_rows;          /* Fourier-Motzkin scratch, allocated on first use */
 } Pv;
 
@@ -78,6 +82,10 @@ void region_var(const Region *r, int v, Lin *out);
 int region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out);
 int region_feasible(Pv *p, const Region *r);
 int region_holds(const Region *r, const double *val);
+
+/* prove_inv.c: the linear invariants of nonempty states into p->inv, with
+ * vs the sign facts of the Ir's variables (assume's, for the inputs). */
+void inv_infer(Pv *p, const uint8_t *vs);
 
 /* prove_reach.c */
 typedef struct Reach Reach;

@@ -186,6 +186,17 @@ void region_init(Pv *p, Region *r)
 			region_add(r, &l, !(s & SG_ZERO));
 		}
 	}
+	/* the invariants of each operand a, b, c: field f of operand w is variable w * nstate + f */
+	int ns = p->ninv ? p->c->nstate : 0;
+	for (int i = 0; i < p->ninv; i++)
+		for (int w = 0; w < 3 && (w + 1) * ns <= p->nv; w++) {
+			Lin l;
+			lin_zero(&l);
+			l.c[PV_MAXV] = p->inv[i].c[PV_MAXV];
+			for (int f = 0; f < ns; f++)
+				l.c[w * ns + f] = p->inv[i].c[f];
+			region_add(r, &l, 0);
+		}
 }
 
 void region_var(const Region *r, int v, Lin *out)

@@ -203,6 +203,40 @@ Test(prove, unreachable_region_is_no_disproof)
 	carrier_free(c);
 }
 
+/* With the invariants every fold keeps, which lifts satisfy and merge
+ * preserves, the identity law is proved, and the proof names them. */
+Test(prove, relational_invariants_prove_max_subarray)
+{
+	Carrier *c = load_ok("tests/prove/max_subarray.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 1, &r), 0);
+	const char *inv = "under invariants p >= s, q >= s, t >= p, t >= q";
+	for (int i = 0; i < r.n; i++) {
+		cr_expect_eq(r.line[i].status, PROOF_PROVED, "%s: %s", r.line[i].law, r.line[i].how);
+		cr_expect(strstr(r.line[i].how, inv), "%s: %s", r.line[i].law, r.line[i].how);
+	}
+	cr_expect(strstr(r.trace, "invariants of nonempty states (every lift keeps them, merge preserves them): "
+				  "p >= s, q >= s, t >= p, t >= q\n"), "%s", r.trace);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
+/* v >= u holds on every lift, but merge does not preserve it (v - u is 2 - n
+ * after n elements): it is no invariant, and the identity law, which needs
+ * it, is disproved by a fold of three elements. */
+Test(prove, invariant_merge_breaks_is_not_assumed)
+{
+	Carrier *c = load_ok("tests/prove/gap_not_preserved.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 1, &r), 0);
+	const ProofLine *id = law(&r, "identity");
+	cr_expect_eq(id->status, PROOF_DISPROVED, "%s", id->how);
+	cr_expect(strstr(r.trace, "merge preserves them): w >= u\n"), "%s", r.trace);
+	cr_expect(!strstr(r.trace, "v >= u"), "%s", r.trace);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
 /* A merge that forgets b.t is wrong only where a run inside b beats the
  * others: still disproved, and the witnesses are states folds reach. */
 Test(prove, disproof_witnesses_are_reachable)
