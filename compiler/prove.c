@@ -661,8 +661,9 @@ static char *nan_origin(Carrier *c, Expr *e, Map *m)
 	return r;
 }
 
-/* e+e = e, folded in the spec's types; NULL when it holds. */
-static char *empty_merge(Ctx *x)
+/* e+e = e, folded in the spec's types: NULL when it holds, else why not
+ * (NULL too, with *open set, where the params decide it). */
+static char *empty_merge(Ctx *x, char **open)
 {
 	Carrier *c = x->c;
 	Map m = {calloc(ir_nvars(c->ir) + 1, sizeof(Expr *))};
@@ -675,9 +676,11 @@ static char *empty_merge(Ctx *x)
 		Expr *v = ir_subst(c->ir, c->merge[f], map_var, &m);
 		char got[40], want[40];
 		if (v->op != EXPR_CONST) {
+			/* it depends on params: not folded here, the trials fold it */
 			char *s = ir_str(c->ir, v);
-			bad = xasprintf("e+e gives %s = %s, not a constant", c->state[f].name, s);
+			*open = xasprintf("e+e gives %s = %s, which the params decide", c->state[f].name, s);
 			free(s);
+			break;
 		} else if (isnan(v->num)) {
 			char *o = nan_origin(c, c->merge[f], &m);
 			bad = xasprintf("e+e gives NaN at %s: %s", c->state[f].name, o);
@@ -699,9 +702,9 @@ static void law_identity(Ctx *x, Verdict *out)
 	Expr *ea[MAX_FIELDS], *ae[MAX_FIELDS];
 	Pair pr[MAX_FIELDS];
 	bprintf(x->trace, "identity: e+e = e, e+a = a, a+e = a\n");
-	char *bad = empty_merge(x);
-	if (bad) {
-		verdict(out, PROOF_DISPROVED, bad);
+	char *open = NULL, *bad = empty_merge(x, &open);
+	if (bad || open) {
+		verdict(out, bad ? PROOF_DISPROVED : PROOF_UNKNOWN, bad ? bad : open);
 		return;
 	}
 	merge_of(c, x->E, x->A, ea);

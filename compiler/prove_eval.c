@@ -601,6 +601,10 @@ static void ev_var(Ev *x, Val *r, Expr *e)
 		set_err(r, "variable %s outside the state", ir_var(p->ir, e->k)->name);
 		return;
 	}
+	if (e->ty.kind == TY_BOOL) { /* a real would read as false in where(flag, ...): one branch proved for both */
+		set_err(r, "bool param %s (the algebra here is over the reals)", ir_var(p->ir, e->k)->name);
+		return;
+	}
 	Lin l;
 	region_var(x->r, v, &l);
 	set_kind(r, V_FIN);

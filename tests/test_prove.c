@@ -154,6 +154,22 @@ Test(prove, bool_fields_are_unknown_not_disproved)
 	carrier_free(c);
 }
 
+/* A bool param decides a merge's where: neither branch alone is the
+ * merge, so the laws it reaches are unknown (it was proved associative
+ * from the else branch, a - b for flag true), and e+e, which it decides
+ * too, is no disproof. */
+Test(prove, bool_params_are_unknown_not_proved)
+{
+	check("tests/prove/bool_param_selects.yaml", "uu--");
+	Carrier *c = load_ok("tests/prove/bool_param_selects.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect(strstr(law(&r, "associative")->how, "bool param flag"), "%s", law(&r, "associative")->how);
+	cr_expect(strstr(law(&r, "identity")->how, "which the params decide"), "%s", law(&r, "identity")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
 /* Corners where the prover had claimed false laws or missed true ones:
  * conditions compared with == and != (they were always equal), exponents
  * and powers of logs too large for points mod 2^61 - 1 (X^(p-1) is 1
