@@ -27,6 +27,33 @@ static RunData *drawn(Carrier *c, int rows, int len, uint64_t seed)
 	return d;
 }
 
+/* Rows 1 to 4 of d's first (float32) element input: all -inf, -inf at
+ * every third position, a NaN, a +inf. */
+static void special_rows(RunData *d, int len)
+{
+	float *x = d->elem[0].p;
+	for (int j = 0; j < len; j++)
+		x[(size_t)len + j] = -INFINITY;
+	for (int j = 0; j < len; j += 3)
+		x[(size_t)2 * len + j] = -INFINITY;
+	x[(size_t)3 * len + len / 2] = NAN;
+	x[(size_t)4 * len + len / 3] = INFINITY;
+}
+
+/* Pools of 1 to n threads: p[t] has t + 1. */
+static void pools_open(RtPool **p, int n)
+{
+	char msg[200];
+	for (int t = 0; t < n; t++)
+		cr_assert_eq(rt_pool_open(&p[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+}
+
+static void pools_close(RtPool **p, int n)
+{
+	for (int t = 0; t < n; t++)
+		rt_pool_close(p[t]);
+}
+
 /* Run k on d with the given threads and split. */
 static void run_kernel(LlvmKernel *k, RunData *d, RtPool *pool, int split)
 {
@@ -669,22 +696,13 @@ static void rowmap_ok(Carrier *c, const LlvmOpts *o)
 	int N = (int)k->k.rowmap_len;
 	const int lens[] = {0, 1, 31, 32, 33, 1000, 4099, N - 1, N};
 	RtPool *p[3];
-	char msg[200];
-	for (int t = 0; t < 3; t++)
-		cr_assert_eq(rt_pool_open(&p[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+	pools_open(p, 3);
 	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
 		for (int special = 0; special < 2; special++) {
 			int len = lens[l], rows = len > 5000 ? 5 : 7;
 			RunData *d[2] = {drawn(c, rows, len, 50 + l), drawn(c, rows, len, 50 + l)};
-			for (int v = 0; v < 2 && special && len; v++) {
-				float *x = d[v]->elem[0].p;
-				for (int j = 0; j < len; j++)
-					x[len + j] = -INFINITY;
-				for (int j = 0; j < len; j += 3)
-					x[2 * len + j] = -INFINITY;
-				x[3 * len + len / 2] = NAN;
-				x[4 * len + len / 3] = INFINITY;
-			}
+			for (int v = 0; v < 2 && special && len; v++)
+				special_rows(d[v], len);
 			char w[200];
 			snprintf(w, sizeof w, "%s lanes %d len %d threads %zu%s", c->name, k->lanes, len, l % 3 + 1,
 				 special ? " special values" : "");
@@ -694,8 +712,7 @@ static void rowmap_ok(Carrier *c, const LlvmOpts *o)
 			rundata_free(d[0]);
 			rundata_free(d[1]);
 		}
-	for (int t = 0; t < 3; t++)
-		rt_pool_close(p[t]);
+	pools_close(p, 3);
 	llvm_kernel_free(k);
 }
 
@@ -722,9 +739,8 @@ Test(cpu, pipelined_rows_give_the_rowmaps_results, .timeout = 240)
 		"finalize: {lse: m + log(l)}\nmap: {y: exp(x * t - m) / l}\nlaws: [commutative]\n",
 	};
 	RtPool *p[3];
-	char msg[200], err[300];
-	for (int t = 0; t < 3; t++)
-		cr_assert_eq(rt_pool_open(&p[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+	char err[300];
+	pools_open(p, 3);
 	for (int s = 0; s < 2; s++) {
 		Carrier *c = s ? load_text(text[s], err, sizeof err) : load_ok("specs/online_softmax.yaml");
 		cr_assert(c, "%s", err);
@@ -733,13 +749,10 @@ Test(cpu, pipelined_rows_give_the_rowmaps_results, .timeout = 240)
 		int len = (int)k->k.rowmap_len - 5, rows = (int)((64 << 20) / 4 / len) + 7;
 		RunData *d[2] = {drawn(c, rows, len, 90 + s), drawn(c, rows, len, 90 + s)};
 		for (int v = 0; v < 2; v++) {
+			special_rows(d[v], len);
 			float *x = d[v]->elem[0].p;
-			for (int j = 0; j < len; j++)
-				x[(size_t)len + j] = -INFINITY, x[(size_t)(rows - 2) * len + j] = -INFINITY;
-			for (int j = 0; j < len; j += 3)
-				x[(size_t)2 * len + j] = -INFINITY;
-			x[(size_t)3 * len + len / 2] = NAN;
-			x[(size_t)9 * len + len / 3] = INFINITY;
+			for (int j = 0; j < len; j++) /* a task's last row but one */
+				x[(size_t)(rows - 2) * len + j] = -INFINITY;
 		}
 		for (int t = 0; t < 3; t++) {
 			char w[200];
@@ -763,8 +776,7 @@ Test(cpu, pipelined_rows_give_the_rowmaps_results, .timeout = 240)
 		llvm_kernel_free(k);
 		carrier_free(c);
 	}
-	for (int t = 0; t < 3; t++)
-		rt_pool_close(p[t]);
+	pools_close(p, 3);
 }
 
 /* Masks (positions masked out still map: their g is the map's own, past
@@ -922,15 +934,8 @@ static void pairs_ok(Carrier *c, const LlvmOpts *o, int rowmap)
 				if (special && R < 7)
 					continue;
 				RunData *d[2] = {drawn(c, R, len, 70 + n), drawn(c, R, len, 70 + n)};
-				for (int v = 0; v < 2 && special && len && c->elem[0].storage == TY_F32; v++) {
-					float *x = d[v]->elem[0].p;
-					for (int j = 0; j < len; j++)
-						x[len + j] = -INFINITY;
-					for (int j = 0; j < len; j += 3)
-						x[2 * len + j] = -INFINITY;
-					x[3 * len + len / 2] = NAN;
-					x[4 * len + len / 3] = INFINITY;
-				}
+				for (int v = 0; v < 2 && special && len && c->elem[0].storage == TY_F32; v++)
+					special_rows(d[v], len);
 				char w[200];
 				snprintf(w, sizeof w, "%s lanes %d%s rows %d len %d threads %d%s", c->name, k->lanes,
 					 rowmap ? " rowmap" : "", R, len, n % 3 + 1, special ? " special values" : "");
@@ -1052,9 +1057,8 @@ Test(cpu, rows_reduce_beside_the_next_rows_pass_1, .timeout = 240)
 		"finalize: {lse: m + log(l)}\nlaws: [commutative]\n",
 	};
 	RtPool *p[3];
-	char msg[200], err[300];
-	for (int t = 0; t < 3; t++)
-		cr_assert_eq(rt_pool_open(&p[t], t + 1, msg, sizeof msg), 0, "%s", msg);
+	char err[300];
+	pools_open(p, 3);
 	for (int s = 0; s < 2; s++) {
 		Carrier *c = s ? load_text(text[s], err, sizeof err) : load_ok("specs/logsumexp.yaml");
 		cr_assert(c, "%s", err);
@@ -1069,15 +1073,8 @@ Test(cpu, rows_reduce_beside_the_next_rows_pass_1, .timeout = 240)
 		for (int l = 0; l < 6; l++) {
 			int len = lens[l], rows = len > 5000 ? 11 : 40;
 			RunData *d[2] = {drawn(c, rows, len, 70 + l), drawn(c, rows, len, 70 + l)};
-			for (int v = 0; v < 2; v++) {
-				float *x = d[v]->elem[0].p;
-				for (int j = 0; j < len; j++)
-					x[len + j] = -INFINITY;
-				for (int j = 0; j < len; j += 3)
-					x[2 * len + j] = -INFINITY;
-				x[3 * len + len / 2] = NAN;
-				x[4 * len + len / 3] = INFINITY;
-			}
+			for (int v = 0; v < 2; v++)
+				special_rows(d[v], len);
 			int t = l % 3;
 			char w[200];
 			snprintf(w, sizeof w, "%s, %d x %d, %d threads", c->name, rows, len, t + 1);
@@ -1100,8 +1097,7 @@ Test(cpu, rows_reduce_beside_the_next_rows_pass_1, .timeout = 240)
 		llvm_kernel_free(k);
 		carrier_free(c);
 	}
-	for (int t = 0; t < 3; t++)
-		rt_pool_close(p[t]);
+	pools_close(p, 3);
 }
 
 static atomic_int pair_calls;
