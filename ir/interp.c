@@ -249,7 +249,9 @@ static void run_dot(const Instr *in, double *val, double *err, int f32)
 		e += ex[i] * fabs(y[i]) + ey[i] * fabs(x[i]);
 	}
 	val[in->dst] = f32 ? sf : s;
-	err[in->dst] = e + 2 * in->slen[0] * mag;
+	e += 2 * in->slen[0] * mag;
+	/* an unbounded term times a zero (sqrt's bound at 0) is unbounded, as in err_op */
+	err[in->dst] = isnan(e) ? INFINITY : e;
 }
 
 /* The common float64 ops without the per-element dispatch of the generic

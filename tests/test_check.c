@@ -374,3 +374,17 @@ Test(check, integers_meeting_fractions_are_typed_as_floats)
 	cr_expect_eq(c->lift[2]->a[0]->ty.kind, TY_F32, "j + 0.5 adds in f32");
 	carrier_free(c);
 }
+
+/* sqrt(0) has an infinite error bound; a dot product weighting it by a zero
+ * must give an infinite bound, not NaN, or 0 and 0 do not agree. */
+Test(check, dot_of_an_unbounded_term_times_zero)
+{
+	CheckResult r;
+	Carrier *c = check_text("carrier: root_dot\ndims: {d: 2}\nelement: {u: 'f32[d]'}\nstate: {t: 'f32[d]'}\n"
+				"identity: {t: -inf}\nlift: {t: sqrt(abs(u))}\nmerge: {t: 'max(a.t, b.t)'}\n"
+				"map: {y: 'dot(u, t)'}\nreference: {y: 'dot(u, max(sqrt(abs(u))))'}\n",
+				0, &r);
+	cr_expect(check_ok(&r), "%s", r.sound_detail ? r.sound_detail : "a law");
+	check_result_free(&r);
+	carrier_free(c);
+}
