@@ -34,7 +34,8 @@ static void target_names(char *buf, size_t n)
 		}
 }
 
-/* 0 when no law is refuted by the randomized checker or the prover. */
+/* 0 when no law is refuted by the randomized checker or the prover, -1
+ * when one is, EXIT_USAGE when the trials cannot run (a bad --param). */
 static int laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
 {
 	CheckOpts co = o->check;
@@ -45,7 +46,7 @@ static int laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
 	char why[512] = "";
 	if (check_run(c, &co, &r, why, sizeof why)) {
 		snprintf(msg, n, "%s", why);
-		return -1;
+		return EXIT_USAGE;
 	}
 	int bad = 0;
 	for (int i = 0; i < r.nlaw && !bad; i++)
@@ -68,17 +69,23 @@ static int laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
 	return bad ? -1 : 0;
 }
 
+/* 0 to emit, else the exit status with its message in msg. */
 static int lawful(Carrier *c, const Opts *o, char *msg, size_t n)
 {
 	char why[1024];
-	if (!laws_ok(c, o, why, sizeof why))
+	int rc = laws_ok(c, o, why, sizeof why);
+	if (!rc)
 		return 0;
+	if (rc == EXIT_USAGE) { /* not a law that failed: --trust-merge does not cover it */
+		snprintf(msg, n, "%s", why);
+		return rc;
+	}
 	if (o->trust_merge) {
 		fprintf(stderr, "assoc: warning: %s; emitting anyway (--trust-merge)\n", why);
 		return 0;
 	}
 	snprintf(msg, n, "%s; refusing to generate code (--trust-merge to emit it anyway)", why);
-	return -1;
+	return EXIT_FAIL;
 }
 
 /* Output goes to a temporary file renamed into place, so a failure leaves
@@ -116,7 +123,9 @@ int cmd_emit(Opts *o)
 		}
 	}
 	char msg[4096] = "";
-	int rc = lawful(c, o, msg, sizeof msg) ? EXIT_FAIL : tg->emit(c, o, f, msg, sizeof msg);
+	int rc = lawful(c, o, msg, sizeof msg);
+	if (!rc)
+		rc = tg->emit(c, o, f, msg, sizeof msg);
 	if (rc && msg[0])
 		fprintf(stderr, "assoc: %s\n", msg);
 	if (!to_stdout) {
