@@ -212,8 +212,8 @@ static void value(struct Fn *f, const Expr *e, const char *u)
 			buf_printf(b, "%s(", dbl ? "asc_powid" : "asc_powi");
 			operand(f, e->a[0], u);
 			buf_printf(b, ", %d)", e->k);
-		} else {
-			buf_printf(b, "(%s)asc_powid((double)", cuda_ctype(kind));
+		} else { /* wrapping, as the CPU's integers; through double it rounded past 2^53 */
+			buf_printf(b, "(%s)asc_powll(", cuda_ctype(kind));
 			operand(f, e->a[0], u);
 			buf_printf(b, ", %d)", e->k);
 		}
@@ -262,8 +262,21 @@ static void value(struct Fn *f, const Expr *e, const char *u)
 		operand(f, e->a[2], u);
 		buf_puts(b, ")");
 		return;
+	case EXPR_FMA:
+		if (!flt && !dbl) { /* integers: fmaf would round them to float */
+			buf_puts(b, "(");
+			operand(f, e->a[0], u);
+			buf_puts(b, " * ");
+			operand(f, e->a[1], u);
+			buf_puts(b, " + ");
+			operand(f, e->a[2], u);
+			buf_puts(b, ")");
+			return;
+		}
+		call(f, e, fname((Op)e->op, dbl), u);
+		return;
 	case EXPR_EXP2: case EXPR_LOG: case EXPR_LOG2: case EXPR_LOG1P: case EXPR_EXPM1: case EXPR_SQRT:
-	case EXPR_RSQRT: case EXPR_TANH: case EXPR_FMA:
+	case EXPR_RSQRT: case EXPR_TANH:
 		call(f, e, fname((Op)e->op, dbl), u);
 		return;
 	default:

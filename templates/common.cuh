@@ -101,6 +101,17 @@ ASC_DEV double asc_powid(double x, int k)
 			r *= b;
 	return k < 0 ? 1 / r : r;
 }
+/* An integer's power, wrapping on overflow as the CPU backend's and the
+ * interpreter's integers do; the exponent is never negative (the spec
+ * refuses that for an integer base). */
+ASC_DEV long long asc_powll(long long x, int k)
+{
+	unsigned long long r = 1, b = (unsigned long long)x;
+	for (unsigned n = (unsigned)k; n; n >>= 1, b *= b)
+		if (n & 1)
+			r *= b;
+	return (long long)r;
+}
 /* [lo, hi] of a product of intervals, NaN-free: the generated attn_tile
  * (compiler/cuda_attn.c) bounds masks with it, ahead of the templates. */
 ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, double &hi)

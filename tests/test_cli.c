@@ -480,6 +480,45 @@ Test(cli, i64_inputs_stay_exact, .timeout = 120)
 	}
 }
 
+/* Integer powers and fma stay integer arithmetic in the generated CUDA, as
+ * on the CPU: through double (pow) and float (fma) they rounded an i64
+ * square past 2^53 and an i32 fma past 2^24. */
+Test(cli, integer_pow_and_fma_exact_on_every_device, .timeout = 120)
+{
+	write_text("build/ipow.yaml", "carrier: ipow\nelement: {x: i32, w: i64}\nstate: {s: i64}\nidentity: {s: 0}\n"
+				      "lift: {s: w}\nmerge: {s: a.s + b.s}\n"
+				      "map: {p: x^2, f: 'fma(x, x, 1)', q: w^2, g: 'fma(w, w, 2)'}\n");
+	int32_t x[1] = {46340};
+	int64_t w[1] = {94906267};
+	Npy a = {.itemsize = 4, .ndim = 2, .shape = {1, 1}, .count = 1, .data = x};
+	Npy b = {.itemsize = 8, .ndim = 2, .shape = {1, 1}, .count = 1, .data = w};
+	snprintf(a.descr, sizeof a.descr, "<i4");
+	snprintf(b.descr, sizeof b.descr, "<i8");
+	char msg[300];
+	cr_assert_eq(npy_write("build/ipow_x.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_write("build/ipow_w.npy", &b, msg, sizeof msg), 0, "%s", msg);
+	const char *devs[] = {"cpu", "emu", "interp"}, *outs[] = {"p", "f", "q", "g"};
+	const int64_t want[] = {2147395600, 2147395601, 9007199515875289, 9007199515875291};
+	for (int d = 0; d < 3; d++) {
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/ipow.yaml --device %s --input x=build/ipow_x.npy "
+			 "--input w=build/ipow_w.npy --output p=build/ipow_p.npy --output f=build/ipow_f.npy "
+			 "--output q=build/ipow_q.npy --output g=build/ipow_g.npy", devs[d]);
+		sh(cmd, out, sizeof out, 1);
+		/* the interpreter holds values as doubles: its i64 figures round */
+		for (int o = 0; o < (d < 2 ? 4 : 2); o++) {
+			char path[64];
+			snprintf(path, sizeof path, "build/ipow_%s.npy", outs[o]);
+			Npy v;
+			cr_assert_eq(npy_read(path, &v, msg, sizeof msg), 0, "%s: %s\n%s", devs[d], msg, out);
+			int64_t got = v.itemsize == 8 ? *(int64_t *)v.data : *(int32_t *)v.data;
+			cr_expect_eq(got, want[o], "%s: %s is %lld, not %lld", devs[d], outs[o], (long long)got,
+				     (long long)want[o]);
+			npy_free(&v);
+		}
+	}
+}
+
 /* A law proved over finite values that a trial with a lifted -inf breaks
  * says why the two disagree; a counterexample of finite states does not. */
 Test(cli, proof_over_finite_values_is_named_beside_an_infinite_counterexample)
