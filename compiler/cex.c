@@ -96,6 +96,14 @@ static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int st
 	}
 }
 
+static int scalars(const Decl *d, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		k += !d[i].ty.len;
+	return k;
+}
+
 /* The inputs a state folds, when they are few and scalar. */
 void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 {
@@ -109,6 +117,8 @@ void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 	buf_puts(b, "   from");
 	if (lo == 0 && hi == r->len)
 		b->len -= 7, b->s[b->len] = 0; /* a whole row: "row of x = [...]" reads better */
+	if (!scalars(c->elem, c->nelem) && !scalars(c->col, c->ncol) && !scalars(c->row, c->nrow))
+		buf_printf(b, " %d element%s (vector inputs, not shown)", hi - lo, hi - lo > 1 ? "s" : "");
 	put_decl_values(b, c->elem, c->nelem, m->elemoff, m->elemw, r->elemv, lo, hi, m, r, 1);
 	put_decl_values(b, c->col, c->ncol, m->coloff, m->colw, r->colv, lo, hi, m, r, 1);
 	put_decl_values(b, c->row, c->nrow, m->rowoff, 0, r->rowv, lo, hi, m, r, 0);

@@ -388,3 +388,19 @@ Test(check, dot_of_an_unbounded_term_times_zero)
 	check_result_free(&r);
 	carrier_free(c);
 }
+
+/* A counterexample whose inputs are all vectors (which are not listed)
+ * says so, rather than ending in a bare "from". */
+Test(check, counterexample_of_vector_inputs_says_they_are_not_shown)
+{
+	CheckResult r;
+	Carrier *c = check_text("carrier: vmax\ndims: {d: 2}\nelement: {u: 'f32[d]'}\nstate: {t: 'f32[d]'}\n"
+				"identity: {t: 0}\nlift: {t: u}\nmerge: {t: 'max(a.t, b.t)'}\n",
+				0, &r);
+	const LawOutcome *id = law(&r, "identity");
+	cr_assert(id && id->v == VERDICT_FAILS && id->cex);
+	cr_expect(strstr(id->cex, "   from 1 element (vector inputs, not shown)\n"), "%s", id->cex);
+	cr_expect_not(strstr(id->cex, "from\n"), "%s", id->cex);
+	check_result_free(&r);
+	carrier_free(c);
+}
