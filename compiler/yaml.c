@@ -163,6 +163,30 @@ static Pos offset_pos(const Diag *d, size_t off)
 	return p;
 }
 
+#define BANG_HINT "a value that starts with '!' is a tag to YAML, so quote an expression that starts with " \
+		  "not, as in mask: '!(j > i)'"
+
+/* A '!' that begins a value on pos's line, before pos, and is not a '!!' or
+ * '!<...>' tag: an expression's not, which YAML took for a tag. */
+static int bang_before(const Diag *d, Pos pos, Pos *at)
+{
+	size_t lo = line_start(d, pos.line), hi = pos_offset(d, pos);
+	for (size_t i = lo; i <= hi && i < d->srclen; i++) {
+		if (d->src[i] != '!' || (i + 1 < d->srclen && strchr("!<", d->src[i + 1])))
+			continue;
+		size_t k = i;
+		while (k > lo && d->src[k - 1] == ' ')
+			k--;
+		if (k > lo && !strchr(":{[,", d->src[k - 1]))
+			continue;
+		at->line = pos.line, at->col = 1;
+		for (size_t c = lo; c < i; c++)
+			at->col += !is_cont((unsigned char)d->src[c]);
+		return 1;
+	}
+	return 0;
+}
+
 /* libyaml's problem, said plainly where it can be, at a place that has a
  * line to quote. */
 static void report_parse_error(Reader *r)
@@ -193,6 +217,11 @@ static void report_parse_error(Reader *r)
 	}
 	if (at_end)
 		pos = last_pos(r->d);
+	Pos bang;
+	if (!at_end && bang_before(r->d, pos, &bang)) {
+		diag_error(r->d, bang, "malformed YAML: " BANG_HINT);
+		return;
+	}
 	if (strstr(problem, "<document start>")) {
 		diag_error(r->d, pos, "malformed YAML: unexpected text after the end of the spec");
 		return;
@@ -239,7 +268,9 @@ static int refuse_decorations(Reader *r, const unsigned char *anchor, const unsi
 		return -1;
 	}
 	if (tag && !implicit) {
-		diag_error(r->d, pos, "YAML tags are not allowed in a spec");
+		Pos bang; /* a scalar's: a tag on {...} or [...] is no expression's not */
+		int not = r->ev.type == YAML_SCALAR_EVENT && bang_before(r->d, pos, &bang) && bang.col == pos.col;
+		diag_error(r->d, pos, "YAML tags are not allowed in a spec%s", not ? "; " BANG_HINT : "");
 		return -1;
 	}
 	return 0;
