@@ -187,6 +187,18 @@ static int bang_before(const Diag *d, Pos pos, Pos *at)
 	return 0;
 }
 
+/* A '- ' right after a key's ':' (or a flow mapping's '{' or ','): an
+ * expression's minus, where YAML sees a list entry. */
+static int minus_entry(const Diag *d, size_t off)
+{
+	if (off + 1 >= d->srclen || d->src[off] != '-' || d->src[off + 1] != ' ')
+		return 0;
+	size_t k = off;
+	while (k > 0 && d->src[k - 1] == ' ')
+		k--;
+	return k > 0 && strchr(":{,", d->src[k - 1]);
+}
+
 /* libyaml's problem, said plainly where it can be, at a place that has a
  * line to quote. */
 static void report_parse_error(Reader *r)
@@ -220,6 +232,11 @@ static void report_parse_error(Reader *r)
 	Pos bang;
 	if (!at_end && bang_before(r->d, pos, &bang)) {
 		diag_error(r->d, bang, "malformed YAML: " BANG_HINT);
+		return;
+	}
+	if (!at_end && minus_entry(r->d, off)) {
+		diag_error(r->d, pos, "malformed YAML: '- ' after a key starts a list entry to YAML; write a minus "
+				      "against its operand (-x) or quote the expression");
 		return;
 	}
 	if (strstr(problem, "<document start>")) {
