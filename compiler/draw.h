@@ -37,6 +37,7 @@ typedef struct {
 	Shape shape;
 	uint64_t seed;
 	int doublings;
+	int whole;    /* a row for the reference: whatever state it folds to is compared, NaN too */
 	double *v[2]; /* by Mode */
 } Sample;
 
@@ -46,7 +47,8 @@ Sample *sample_row(Machine *m, Family f, int len, uint64_t *rng);
 Sample *sample_clone(Machine *m, const Sample *s);
 void sample_free(Sample *s);
 /* Recompute the states from the provenance; 0 when they are usable
- * (no NaN; infinities only where the identity has them). */
+ * (no NaN; infinities only where the identity has them; anything for a
+ * whole row). */
 int sample_eval(Machine *m, Sample *s);
 
 #endif
