@@ -408,8 +408,10 @@ static const char *describe(Carrier *c, const char *name)
 	for (int i = 0; i < c->nlets; i++)
 		if (c->lets[i].name && !strcmp(c->lets[i].name, name))
 			return "a let name";
-	if (!strcmp(name, "i") || !strcmp(name, "j") || !strcmp(name, "len"))
+	if (!strcmp(name, "i") || !strcmp(name, "j"))
 		return "an index";
+	if (!strcmp(name, "len"))
+		return "the row's length";
 	return NULL;
 }
 
