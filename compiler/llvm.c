@@ -292,11 +292,6 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 			kk->k.rowmap_next = (void (*)(const CpuArgs *, int64_t, void *, void *, int64_t, const void *,
 						      const void *))lookup(jit, "assoc_rowmap_next", msg, n, &failed);
 	}
-	if (kern_has_reduce_next(&k)) {
-		kk->k.reduce_next = (void (*)(const CpuArgs *, int64_t, void *, int64_t, void *))lookup(
-			jit, "assoc_reduce_next", msg, n, &failed);
-		kk->k.reduce_next_len = TWO_PASS_BYTES / k.two_pass;
-	}
 	if (kern_has_reduce2(&k)) {
 		kk->k.reduce2 = (void (*)(const CpuArgs *, int64_t, void *))lookup(jit, "assoc_reduce2", msg, n, &failed);
 		kk->k.pair_len = PAIR_LEN;

@@ -76,9 +76,6 @@ typedef struct {
 enum { PAIR = 2, PAIR_LEN = 1024 };
 /* Whether the kernel has assoc_reduce2: the two passes, or vector loops. */
 static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->lanes > 1 || k->accs > 1; }
-/* Whether it has assoc_reduce_next: two passes, and whole rows that the
- * runtime reduces one by one (not a rowmap's, not a scan's). */
-static inline int kern_has_reduce_next(const Kern *k) { return k->two_pass && !k->rowmap_g && k->c->tpl != TPL_SCAN; }
 
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile);
 

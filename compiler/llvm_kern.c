@@ -549,8 +549,6 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	build_finalize(&b);
 	if (kern_has_reduce2(k))
 		kern_build_reduce2(&b);
-	if (kern_has_reduce_next(k))
-		kern_build_reduce_next(&b);
 	if (k->c->nmap)
 		kern_build_map(&b);
 	if (k->map_stream)

@@ -21,8 +21,6 @@ typedef struct {
 	LLVMValueRef map_ahead; /* kern_build_rowmap's map prefetches the element inputs this many positions ahead */
 	struct Ride *ride;  /* kern_build_rowmap_next: the other row's map, which pass 2 takes along */
 	int riding;         /* pass 2's main loop maps ride's row as it goes (kern_ride_step) */
-	struct Rows *next1; /* kern_build_reduce_next: the row whose pass 1 goes along pass 2's main loop */
-	LLVMValueRef next1_lo, next1_hi; /* the positions that loop covered */
 } B;
 
 /* kern_build_rowmap_next's earlier row, whose map rides along pass 2 of
@@ -36,7 +34,7 @@ typedef struct Ride {
 
 /* Rows reduced side by side (kern_reduce_two_pass; reduce_lanes, which
  * reads n and i only). */
-typedef struct Rows {
+typedef struct {
 	int n;                      /* 1 .. PAIR */
 	LLVMValueRef i[PAIR];       /* row indices */
 	LLVMValueRef scratch[PAIR]; /* kern_build_rowmap: where each row's pass 2 keeps g (NULL: none) */
@@ -107,7 +105,6 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
 void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
 void kern_build_reduce2(B *b);
 void kern_build_reduce(B *b);
-void kern_build_reduce_next(B *b);
 void kern_build_map(B *b);
 void kern_build_fence(B *b);
 void kern_build_rowmap(B *b, int pair);

@@ -441,11 +441,7 @@ static void two_pass_loop(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, int U
 	two_pass_at(b, R, l.iv, Ls, S, U, lifted, tmp);
 	if (b->riding)
 		kern_ride_step(b);
-	if (b->next1 && R->Ms[0]) /* pass 2 with another row's pass 1: the same positions of it */
-		two_pass_at(b, b->next1, l.iv, Ls, S, U, lifted, tmp);
 	kern_loop_end(b, &l);
-	if (b->next1 && R->Ms[0])
-		b->next1_lo = start, b->next1_hi = stream_at(b, start, Ls, S, 0);
 	Loop v = kern_loop_begin(b, stream_at(b, start, Ls, S, 0), hi, W);
 	two_pass_at(b, R, v.iv, NULL, 1, 1, lifted, tmp);
 	kern_loop_end(b, &v);
@@ -497,8 +493,7 @@ static void pass1_end(B *b, Rows *R, LLVMValueRef acc1[][PASS1_UNROLL], LLVMValu
 }
 
 /* Pass 2 over [lo, hi) of R's rows, whose maxima are M, and the fold of
- * each row's result with the identity into one[r].  With b->next1, that
- * row's pass 1 goes along the main loop (kern_build_reduce_next). */
+ * each row's result with the identity into one[r]. */
 static void pass2(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef *M, LV **one, LV *lifted, LV *tmp)
 {
 	Kern *k = b->k;
@@ -519,9 +514,6 @@ static void pass2(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef 
 				R->acc[r][f * PASS2_UNROLL + u] = alloca_(b, vt);
 				LLVMBuildStore(L->b, lower_const(L, TY_F32, 0), R->acc[r][f * PASS2_UNROLL + u]);
 			}
-		R->ahead[r] = NULL;
-		if (b->next1)
-			continue; /* the next row comes in through its own pass 1, alongside */
 		/* pass 2 is bound by g, not memory: meanwhile the positions that
 		 * follow the rows' [lo, hi) (the next rows, or chunk) come into
 		 * L2, for the pass 1 that comes next on this thread
@@ -588,70 +580,6 @@ void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **
 	pass1_end(b, R, acc1, M);
 	pass2(b, R, lo, hi, M, one, lifted, tmp);
 	free(lifted);
-}
-
-/* assoc_reduce_next(a, i, st, next, m): row i's state at st, whole, as
- * assoc_reduce makes it, with pass 1 of row next alongside pass 2 of row
- * i; *m carries a row's pass 1 (its max) from the call that reads it
- * (next) to the one that uses it (i).  i < 0: next's pass 1 alone; next <
- * 0: none.  Pass 1 reads memory and pass 2 computes g from L2: together,
- * the reads stream while the exps are computed, where a row's pass 2
- * alone can prefetch only part of the next row (one thread, 4096 x 32768
- * logsumexp, a C model of the two loops: 0.45 -> 0.52 of copy). */
-void kern_build_reduce_next(B *b)
-{
-	Lower *L = &b->L;
-	int ns = b->k->c->nstate;
-	LLVMTypeRef p[5] = {b->i8p, b->i64, b->i8p, b->i64, b->i8p};
-	LLVMValueRef f = kern_begin_fn(b, "assoc_reduce_next", p, 5);
-	LLVMValueRef i = LLVMGetParam(f, 1), next = LLVMGetParam(f, 3);
-	LLVMTypeRef ft = LLVMFloatTypeInContext(L->ctx);
-	LLVMValueRef mp = LLVMBuildBitCast(L->b, LLVMGetParam(f, 4), LLVMPointerType(ft, 0), "");
-	LV *lifted = calloc(3 * ns, sizeof *lifted), *tmp = calloc(4 * ns, sizeof *tmp);
-	if (!lifted || !tmp)
-		abort();
-	LLVMValueRef acc1[1][PASS1_UNROLL], M;
-	Rows N = {.n = 1, .i = {next}}, R = {.n = 1, .i = {i}};
-	lower_scope(L, 1);
-	LV *one = kern_state_slots(b);
-	LLVMBasicBlockRef first = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "first");
-	LLVMBasicBlockRef row = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "row");
-	LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, i, ci64(b, 0), ""), first, row);
-	LLVMPositionBuilderAtEnd(L->b, first);
-	pass1_begin(b, &N, acc1);
-	two_pass_loop(b, &N, ci64(b, 0), b->len, PASS1_UNROLL, lifted, tmp);
-	pass1_end(b, &N, acc1, &M);
-	LLVMBuildStore(L->b, M, mp);
-	LLVMBuildRetVoid(L->b);
-	LLVMPositionBuilderAtEnd(L->b, row);
-	lower_scope(L, 1);
-	LLVMValueRef Mi = LLVMBuildLoad2(L->b, ft, mp, "");
-	LLVMBasicBlockRef both = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "both");
-	LLVMBasicBlockRef last = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "last");
-	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "reduced");
-	LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSGE, next, ci64(b, 0), ""), both, last);
-	LLVMPositionBuilderAtEnd(L->b, both);
-	pass1_begin(b, &N, acc1);
-	b->next1 = &N;
-	pass2(b, &R, ci64(b, 0), b->len, &Mi, &one, lifted, tmp);
-	b->next1 = NULL;
-	/* the positions of next that pass 2's main loop did not cover */
-	two_pass_loop(b, &N, ci64(b, 0), b->next1_lo, PASS1_UNROLL, lifted, tmp);
-	two_pass_loop(b, &N, b->next1_hi, b->len, PASS1_UNROLL, lifted, tmp);
-	pass1_end(b, &N, acc1, &M);
-	LLVMBuildStore(L->b, M, mp);
-	LLVMBuildBr(L->b, join);
-	LLVMPositionBuilderAtEnd(L->b, last);
-	pass2(b, &R, ci64(b, 0), b->len, &Mi, &one, lifted, tmp);
-	LLVMBuildBr(L->b, join);
-	LLVMPositionBuilderAtEnd(L->b, join);
-	lower_scope(L, 1);
-	kern_slots_load(b, one, b->st);
-	kern_mem_store(b, LLVMGetParam(f, 2), b->st);
-	free(one);
-	free(lifted);
-	free(tmp);
-	kern_end_fn(b);
 }
 
 /* The state of [lo, hi) of each of R's rows in one[r] (scalar slots) by

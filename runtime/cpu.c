@@ -187,20 +187,12 @@ static unsigned char *states(const CpuKernel *k, int n, unsigned char *buf, size
  * reduce2, and through rowmap2. */
 static int pairs(const Run *r) { return r->k->reduce2 && r->a->len < r->k->pair_len; }
 static int rowmap_pairs(const Run *r) { return r->k->rowmap2 && r->a->len < r->k->pair_len; }
-/* Whether whole rows reduce through reduce_next: those that do not go
- * in pairs, short enough. */
-static int reduce_pipe(const Run *r)
-{
-	return r->k->reduce_next && !pairs(r) && !r->k->is_scan && r->a->len <= r->k->reduce_next_len;
-}
-
 /* Whether whole rows go through the pipeline (rowmap_next): the other
  * rows, where the kernel has it. */
 static int rowmap_pipe(const Run *r) { return r->k->rowmap_next && !rowmap_pairs(r); }
 
 /* Whole rows: reduce, finalize, map (or scan) row by row; short rows
- * reduce two at a time (pairs), others through reduce_next where the
- * kernel has it (each row's first part with the row before it). */
+ * reduce two at a time (pairs). */
 static void task_rows(void *ctx, int64_t t)
 {
 	Run *r = ctx;
@@ -210,18 +202,7 @@ static void task_rows(void *ctx, int64_t t)
 		hi = r->a->rows;
 	_Alignas(64) unsigned char buf[512];
 	unsigned char *st = states(k, 2, buf, sizeof buf);
-	int next = reduce_pipe(r);
-	float m; /* reduce_next's carry */
-	if (next && lo < hi)
-		k->reduce_next(r->a, -1, NULL, lo, &m);
 	for (int64_t i = lo; i < hi; i++) {
-		if (next) {
-			k->reduce_next(r->a, i, st, i + 1 < hi ? i + 1 : -1, &m);
-			k->finalize(r->a, i, i, st);
-			if (k->map)
-				k->map(r->a, i, 0, r->a->len, st);
-			continue;
-		}
 		if (k->is_scan) {
 			k->identity(r->a, st);
 			k->scan(r->a, i, 0, r->a->len, st);

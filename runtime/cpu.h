@@ -17,11 +17,6 @@
  *                              st_1 = st + state_bytes, for rows of fewer than pair_len positions
  *   rowmap2(a, i, st, scratch) optional: rowmap of rows i and i + 1, states as reduce2's, row
  *                              i + 1's scratch the next 64-byte boundary past len float32
- *   reduce_next(a, i, st, next, m)
- *                              optional: reduce(a, i, 0, len, st) and the first part of row
- *                              next's, for rows of at most reduce_next_len positions; m (4
- *                              bytes) carries that part to the call that reduces row next;
- *                              i < 0: that part alone; next < 0: none
  *   rowmap_next(a, i, st, scratch, prev, prev_st, prev_scratch)
  *                              optional: rowmap of row i without its map (st and scratch
  *                              keep what the map needs), and the map of row prev, whose own
@@ -58,8 +53,6 @@ typedef struct {
 	void (*rowmap)(const CpuArgs *a, int64_t i, void *st, void *scratch); /* NULL: none */
 	int64_t rowmap_len;
 	void (*reduce2)(const CpuArgs *a, int64_t i, void *st);                 /* NULL: none */
-	void (*reduce_next)(const CpuArgs *a, int64_t i, void *st, int64_t next, void *m); /* NULL: none */
-	int64_t reduce_next_len;
 	void (*rowmap2)(const CpuArgs *a, int64_t i, void *st, void *scratch);  /* NULL: none */
 	void (*rowmap_next)(const CpuArgs *a, int64_t i, void *st, void *scratch, int64_t prev, const void *prev_st,
 			    const void *prev_scratch); /* NULL: none */
