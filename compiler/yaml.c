@@ -16,8 +16,6 @@ static int bad_char(Diag *d, Pos pos, unsigned cp, const unsigned char *s, size_
 {
 	if (cp == 0)
 		diag_error(d, pos, "NUL byte in spec");
-	else if (cp == '\t')
-		diag_error(d, pos, "tab character; indent with spaces and write no tabs in a spec");
 	else if (cp == '\r' && !(left > 1 && s[1] == '\n'))
 		diag_error(d, pos, "carriage return without a line feed; end lines with \\n or \\r\\n");
 	else if (cp == 0x85 || cp == 0x2028 || cp == 0x2029)
@@ -33,11 +31,12 @@ static int bad_char(Diag *d, Pos pos, unsigned cp, const unsigned char *s, size_
 	return -1;
 }
 
-/* Byte checks before libyaml sees the text: encoding, NUL, tabs, control
- * characters and stray line separators. */
+/* Byte checks before libyaml sees the text: encoding, NUL, tabs that
+ * indent (YAML takes them elsewhere: between tokens, in comments, in a
+ * plain scalar), control characters and stray line separators. */
 static int prescan(Diag *d, const unsigned char *s, size_t n)
 {
-	int line = 1, col = 1;
+	int line = 1, col = 1, indent = 1;
 	if (n >= 2 && ((s[0] == 0xff && s[1] == 0xfe) || (s[0] == 0xfe && s[1] == 0xff))) {
 		diag_error(d, (Pos){1, 1}, "the file is UTF-16 (it starts with a UTF-16 byte order mark); "
 					   "save it as UTF-8");
@@ -51,8 +50,13 @@ static int prescan(Diag *d, const unsigned char *s, size_t n)
 			diag_error(d, pos, "invalid UTF-8 byte 0x%02x; a spec must be UTF-8 text", s[i]);
 			return -1;
 		}
-		if (bad_char(d, pos, cp, s + i, n - i))
+		if (cp == '\t' && indent) {
+			diag_error(d, pos, "tab character in the indentation; indent with spaces");
 			return -1;
+		}
+		if (cp != '\t' && bad_char(d, pos, cp, s + i, n - i))
+			return -1;
+		indent = cp == '\n' || (indent && cp == ' ');
 		if (cp == '\n')
 			line++, col = 0;
 		if (cp != '\r')

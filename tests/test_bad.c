@@ -344,6 +344,22 @@ Test(bad, bom_and_crlf_keep_positions)
 	expect_no_leaks();
 }
 
+/* YAML takes a tab between tokens, in a comment and inside a plain
+ * scalar (the expression's own whitespace), not in the indentation, even
+ * after spaces. */
+Test(bad, tabs_outside_the_indentation)
+{
+	char first[512];
+	const char *ok = "carrier: c\t# a comment\twith tabs\nelement: {x: f32}\t\nstate: {s: f32}\n"
+			 "identity: {s: 0}\nlift: {s:\tx +\t1}\nmerge:\n  s:\ta.s + b.s\t# sum\n";
+	cr_expect_str_eq(load_buf(ok, strlen(ok), first, sizeof first), "");
+	const char *indent = "carrier: c\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+			     "merge:\n  \ts: a.s + b.s\n";
+	cr_expect_str_eq(load_buf(indent, strlen(indent), first, sizeof first),
+			 "big.yaml:7:3: error: tab character in the indentation; indent with spaces");
+	expect_no_leaks();
+}
+
 /* ---- names never pass through unchecked ---- */
 
 Test(bad, names_are_identifiers_everywhere)
