@@ -247,6 +247,10 @@ static void report_parse_error(Reader *r)
 		diag_error(r->d, pos, "malformed YAML: unexpected text after the end of the spec");
 		return;
 	}
+	if (strstr(problem, "cannot start any token") && !at_end && r->d->src[off] == '\t') {
+		diag_error(r->d, pos, "malformed YAML: a tab here does not separate tokens for YAML; write a space");
+		return;
+	}
 	if (strstr(problem, "cannot start any token") && !at_end) {
 		diag_error(r->d, pos, "malformed YAML: '%c' cannot start a YAML value; quote the value",
 			   r->d->src[off]);

@@ -357,6 +357,11 @@ Test(bad, tabs_outside_the_indentation)
 			     "merge:\n  \ts: a.s + b.s\n";
 	cr_expect_str_eq(load_buf(indent, strlen(indent), first, sizeof first),
 			 "big.yaml:7:3: error: tab character in the indentation; indent with spaces");
+	/* libyaml takes no tab after a block sequence's dash */
+	const char *dash = "carrier: c\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+			   "merge:\n  s: a.s + b.s\nlaws:\n  -\tcommutative\n";
+	cr_expect_str_eq(load_buf(dash, strlen(dash), first, sizeof first),
+			 "big.yaml:9:4: error: malformed YAML: a tab here does not separate tokens for YAML; write a space");
 	expect_no_leaks();
 }
 
