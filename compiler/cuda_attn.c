@@ -294,8 +294,10 @@ int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
 {
 	memset(at, 0, sizeof *at);
 	if (c->nstate != 3 || c->nelem || c->nmap || c->tpl == TPL_SCAN || !c->merge) {
-		snprintf(why, n, "not an (m, l, o) carrier over rows and columns (3 state fields, no element inputs, "
-				 "no map outputs)");
+		/* what the carrier has against what the contract needs */
+		snprintf(why, n, "not an (m, l, o) carrier over rows and columns, which has 3 state fields, no element "
+				 "inputs and no map outputs (this one: %d, %d, %d%s)", c->nstate, c->nelem, c->nmap,
+			 c->tpl == TPL_SCAN ? ", a scan" : "");
 		return -1;
 	}
 	if (roles(c, at, why, n) || lifts(c, at, why, n) || shapes(c, at, why, n))

@@ -533,8 +533,15 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 {
 	char why[512];
 	if (cuda_attn_match(c, &m->attn, why, sizeof why)) {
-		snprintf(m->explain, sizeof m->explain,
-			 "template %s (generic, vector state): not the attention contract: %s", fam_names[m->base], why);
+		int vec = 0;
+		for (int f = 0; f < c->nstate; f++)
+			vec |= c->state[f].ty.len > 0;
+		if (!vec) /* the contract's reasons would read as if it had been close */
+			snprintf(m->explain, sizeof m->explain, "template %s (generic): scalar state fields, so no attention",
+				 fam_names[m->base]);
+		else
+			snprintf(m->explain, sizeof m->explain, "template %s (generic, vector state): not the attention contract: %s",
+				 fam_names[m->base], why);
 		return;
 	}
 	if (config && strncmp(config, "attention", 9)) {

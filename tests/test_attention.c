@@ -427,6 +427,25 @@ Test(attention, buggy_merge_falls_back, .timeout = 300)
 	carrier_free(c);
 }
 
+/* Why a carrier is not attention, in its own terms: a scalar state is not
+ * measured against the contract; a vector one names its own counts. */
+Test(attention, explain_names_the_carriers_own_shape)
+{
+	cuda_test_cache();
+	static const char *spec[] = {"specs/sum.yaml", "specs/o_lse.yaml"};
+	static const char *want[] = {"template rowreduce (generic): scalar state fields, so no attention",
+				     "which has 3 state fields, no element inputs and no map outputs (this one: 2, 2, 0)"};
+	for (int s = 0; s < 2; s++) {
+		Carrier *c = load_ok(spec[s]);
+		CudaModule m;
+		char msg[512];
+		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_expect(strstr(m.explain, want[s]), "%s: %s", spec[s], m.explain);
+		cuda_module_free(&m);
+		carrier_free(c);
+	}
+}
+
 Test(attention, contract_evidence_and_explain)
 {
 	Carrier *c = load_dims("specs/attention.yaml", 0);
