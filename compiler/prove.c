@@ -653,7 +653,9 @@ static char *nan_origin(Carrier *c, Expr *e, Map *m)
 	for (int i = 0; i < best->nargs; i++)
 		fmt_num(ir_subst(c->ir, best->a[i], map_var, m)->num, va[i], sizeof va[i]);
 	char *s = ir_str(c->ir, best), *r;
-	if (best->nargs == 2 && (ir_ops[best->op].flags & F_INFIX))
+	if (!best->nargs) /* an operand that is NaN itself: the identity's field */
+		r = xasprintf("%s, which is NaN in the identity", s);
+	else if (best->nargs == 2 && (ir_ops[best->op].flags & F_INFIX))
 		r = xasprintf("%s %s %s in %s", va[0], ir_ops[best->op].printed, va[1], s);
 	else
 		r = xasprintf("%s(%s) in %s", ir_ops[best->op].printed, best->nargs ? va[0] : "", s);

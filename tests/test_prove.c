@@ -139,6 +139,12 @@ Test(prove, nan_hazard_names_the_expression)
 		  law(&r, "identity")->how);
 	proof_report_free(&r);
 	carrier_free(c);
+	c = load_ok("tests/prove/nan_identity.yaml");
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect(strstr(law(&r, "identity")->how, "e+e gives NaN at m: a.m, which is NaN in the identity"), "%s",
+		  law(&r, "identity")->how);
+	proof_report_free(&r);
+	carrier_free(c);
 }
 
 Test(prove, bool_fields_are_unknown_not_disproved)
