@@ -831,6 +831,11 @@ static int load_template(L *l)
 				diag_error(l->d, n->pos, "template 'rowmap' writes map outputs, but the spec has no 'map'");
 				return -1;
 			}
+			if (c->tpl == TPL_ROWREDUCE && c->nmap) { /* it was run as a rowmap, the template unsaid */
+				diag_error(l->d, n->pos, "template 'rowreduce' writes per-row outputs only, but the spec has a "
+							 "'map' (template 'rowmap' writes both)");
+				return -1;
+			}
 			if (c->tpl == TPL_SCAN && c->nmap) { /* the format gives a scan no per-position map */
 				diag_error(l->d, section_pos(l, yn_get(l->root, "map")),
 					   "template 'scan' gives one output per position from finalize; it takes no 'map'");
