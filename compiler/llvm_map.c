@@ -31,14 +31,21 @@ static void map_at(B *b, LV *st, LLVMValueRef iv, LLVMValueRef rowbase)
  * (LLVM leaves this loop rolled). */
 enum { MAP_UNROLL = 4 };
 
+/* MAP_UNROLL vectors of the map from position at. */
+static void map_vectors(B *b, LV *st, LLVMValueRef at, LLVMValueRef rowbase)
+{
+	int W = b->k->map_lanes;
+	for (int u = 0; u < MAP_UNROLL; u++)
+		map_at(b, st, u ? LLVMBuildAdd(b->L.b, at, ci64(b, (long long)u * W), "") : at, rowbase);
+}
+
 /* The unrolled map loop from *tail to hi; *tail is where it stopped. */
 static void map_unrolled(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
 {
 	int W = b->k->map_lanes;
 	lower_scope(&b->L, W);
 	Loop l = kern_loop_begin(b, LLVMBuildLoad2(b->L.b, b->i64, tailp, ""), hi, (long long)MAP_UNROLL * W);
-	for (int u = 0; u < MAP_UNROLL; u++)
-		map_at(b, st, u ? LLVMBuildAdd(b->L.b, l.iv, ci64(b, (long long)u * W), "") : l.iv, rowbase);
+	map_vectors(b, st, l.iv, rowbase);
 	kern_loop_end(b, &l);
 	LLVMBuildStore(b->L.b, kern_loop_final(b, &l), tailp);
 }
@@ -100,6 +107,13 @@ void kern_build_fence(B *b)
 	LLVMBuildRetVoid(b->L.b);
 }
 
+/* Whether the map's outputs go out streamed (map_stream): an i1. */
+static LLVMValueRef outputs_stream(B *b)
+{
+	LLVMValueRef n = LLVMBuildMul(b->L.b, b->rows, b->len, "");
+	return LLVMBuildICmp(b->L.b, LLVMIntSGE, n, ci64(b, MAP_STREAM_BYTES / 4), "");
+}
+
 /* The map from *tailp to hi: one vector at a time, then one masked vector
  * for the rest if any (without lanes, one by one). */
 static void map_rest(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
@@ -133,8 +147,7 @@ static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int hoist)
 	LLVMBuildStore(b->L.b, lo, tailp);
 	b->L.hoist = hoist;
 	if (W > 1 && b->k->map_stream) {
-		LLVMValueRef n = LLVMBuildMul(b->L.b, b->rows, b->len, "");
-		LLVMValueRef big = LLVMBuildICmp(b->L.b, LLVMIntSGE, n, ci64(b, MAP_STREAM_BYTES / 4), "");
+		LLVMValueRef big = outputs_stream(b);
 		LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "stream");
 		LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "cached");
 		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "rest");
@@ -208,10 +221,6 @@ static LLVMValueRef hoist_ok(B *b, LV *st)
 	return ok;
 }
 
-/* The map of positions [lo, hi) of row b->i with the state at stp.  With
- * b->scratch (kern_build_rowmap), the hoisted version reads k->rowmap_g from
- * it, where pass 2 left it: the same value, as the row's m (pass 2's Ms)
- * is not -inf there. */
 /* Whether the map of row b->i with state st (scalars) may take its hoisted
  * version (reading the kept values from b->scratch, if set): an i1, or
  * NULL where it has no hoisted version. */
@@ -226,6 +235,10 @@ static LLVMValueRef map_safe(B *b, LV *st)
 	return safe;
 }
 
+/* The map of positions [lo, hi) of row b->i with the state at stp.  With
+ * b->scratch (kern_build_rowmap), the hoisted version reads k->rowmap_g from
+ * it, where pass 2 left it: the same value, as the row's m (pass 2's Ms)
+ * is not -inf there. */
 static void map_body(B *b, LLVMValueRef stp, LLVMValueRef lo, LLVMValueRef hi)
 {
 	Carrier *c = b->k->c;
@@ -263,6 +276,14 @@ void kern_build_map(B *b)
 	b->i = LLVMGetParam(f, 1);
 	map_body(b, LLVMGetParam(f, 4), LLVMGetParam(f, 2), LLVMGetParam(f, 3));
 	kern_end_fn(b);
+}
+
+/* The positions from row i to row i + n, where that row exists (the
+ * map's prefetch distance, b->map_ahead); else 0, no prefetch. */
+static LLVMValueRef rows_ahead(B *b, LLVMValueRef i, int n)
+{
+	LLVMValueRef in = LLVMBuildICmp(b->L.b, LLVMIntSLT, LLVMBuildAdd(b->L.b, i, ci64(b, n), ""), b->rows, "");
+	return LLVMBuildSelect(b->L.b, in, LLVMBuildMul(b->L.b, b->len, ci64(b, n), ""), ci64(b, 0), "");
 }
 
 /* A whole row of at most TWO_PASS_BYTES (runtime/cpu.h's rowmap): the two
@@ -305,8 +326,7 @@ void kern_build_rowmap(B *b, int pair)
 		 * whole row (softmax, 2048 x 32768, one thread, medians of 7
 		 * runs alternated with the old code: 10.5 -> 11.1 GB/s; the next
 		 * row here instead, or two rows ahead in pass 2, gained nothing) */
-		LLVMValueRef in = LLVMBuildICmp(b->L.b, LLVMIntSLT, LLVMBuildAdd(b->L.b, b->i, ci64(b, 2 * n), ""), b->rows, "");
-		b->map_ahead = LLVMBuildSelect(b->L.b, in, LLVMBuildMul(b->L.b, b->len, ci64(b, 2 * n), ""), ci64(b, 0), "");
+		b->map_ahead = rows_ahead(b, b->i, 2 * n);
 		b->scratch = R.scratch[r];
 		map_body(b, st, lo, b->len);
 		b->map_ahead = NULL;
@@ -366,8 +386,7 @@ void kern_ride_step(B *b)
 	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSLE, next, b->len, ""));
 	LLVMValueRef rowbase = LLVMBuildMul(L->b, r->i, b->len, "");
 	b->nt = 1;
-	for (int u = 0; u < MAP_UNROLL; u++)
-		map_at(b, r->stv, u ? LLVMBuildAdd(L->b, tail, ci64(b, (long long)u * W), "") : tail, rowbase);
+	map_vectors(b, r->stv, tail, rowbase);
 	LLVMBuildStore(L->b, next, r->tailp);
 	kern_if_end(b, done);
 	ride_leave(b, s);
@@ -395,8 +414,7 @@ void kern_ride_alone(B *b)
 	LLVMValueRef i = b->i, scratch = b->scratch;
 	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSGE, r->i, ci64(b, 0), ""));
 	b->i = r->i, b->scratch = r->scratch;
-	LLVMValueRef in = LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildAdd(L->b, r->i, ci64(b, 2), ""), b->rows, "");
-	b->map_ahead = LLVMBuildSelect(L->b, in, LLVMBuildMul(L->b, b->len, ci64(b, 2), ""), ci64(b, 0), "");
+	b->map_ahead = rows_ahead(b, r->i, 2);
 	map_body(b, r->st, ci64(b, 0), b->len);
 	b->map_ahead = NULL;
 	b->i = i, b->scratch = scratch;
@@ -438,9 +456,8 @@ void kern_build_rowmap_next(B *b)
 	/* on: prev is a row, the outputs stream, and its map is hoisted */
 	LLVMValueRef onp = alloca_(b, LLVMInt1TypeInContext(L->ctx));
 	LLVMBuildStore(L->b, LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 0, 0), onp);
-	LLVMValueRef big = LLVMBuildICmp(L->b, LLVMIntSGE, LLVMBuildMul(L->b, b->rows, b->len, ""),
-					 ci64(b, MAP_STREAM_BYTES / 4), "");
-	LLVMBasicBlockRef done = kern_if(b, LLVMBuildAnd(L->b, big, LLVMBuildICmp(L->b, LLVMIntSGE, ride.i, ci64(b, 0), ""), ""));
+	LLVMValueRef prev = LLVMBuildICmp(L->b, LLVMIntSGE, ride.i, ci64(b, 0), "");
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildAnd(L->b, outputs_stream(b), prev, ""));
 	lower_scope(L, 1);
 	kern_mem_load(b, ride.st, ride.stv);
 	b->i = ride.i, b->scratch = ride.scratch;

@@ -462,12 +462,17 @@ static void two_pass_loop(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, int U
  * n-arily, like an accumulator.  Each row's operations are the same
  * whether it goes alone or beside another: only their order in the
  * instruction stream differs. */
-/* Pass 1's accumulators for R's rows, at -inf. */
-static void pass1_begin(B *b, Rows *R, LLVMValueRef acc1[][PASS1_UNROLL])
+void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp)
 {
+	Kern *k = b->k;
 	Lower *L = &b->L;
-	lower_scope(L, b->k->lanes);
-	LLVMTypeRef vt = lower_vty(L, TY_F32);
+	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
+	LLVMTypeRef vt;
+	LV *lifted = calloc(3 * ns, sizeof *lifted), *id = lifted + ns, *res = id + ns;
+	LLVMValueRef acc1[PAIR][PASS1_UNROLL], *acc2 = calloc((size_t)PAIR * ns * PASS2_UNROLL, sizeof *acc2);
+	LLVMValueRef M[PAIR];
+	lower_scope(L, W);
+	vt = lower_vty(L, TY_F32);
 	for (int r = 0; r < R->n; r++) {
 		for (int u = 0; u < PASS1_UNROLL; u++) {
 			acc1[r][u] = alloca_(b, vt);
@@ -475,37 +480,13 @@ static void pass1_begin(B *b, Rows *R, LLVMValueRef acc1[][PASS1_UNROLL])
 		}
 		R->acc[r] = acc1[r], R->Ms[r] = NULL, R->ahead[r] = NULL;
 	}
-}
-
-/* Each row's max M[r] from its pass 1 accumulators. */
-static void pass1_end(B *b, Rows *R, LLVMValueRef acc1[][PASS1_UNROLL], LLVMValueRef *M)
-{
-	Lower *L = &b->L;
-	int W = b->k->lanes;
+	two_pass_loop(b, R, lo, hi, PASS1_UNROLL, lifted, tmp);
 	lower_scope(L, W);
-	LLVMTypeRef vt = lower_vty(L, TY_F32);
 	LLVMValueRef v[PASS1_UNROLL];
 	for (int r = 0; r < R->n; r++) {
 		for (int u = 0; u < PASS1_UNROLL; u++)
 			v[u] = LLVMBuildLoad2(L->b, vt, acc1[r][u], "");
 		M[r] = hreduce(b, tree(b, v, PASS1_UNROLL, 1), W, 1);
-	}
-}
-
-/* Pass 2 over [lo, hi) of R's rows, whose maxima are M, and the fold of
- * each row's result with the identity into one[r]. */
-static void pass2(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef *M, LV **one, LV *lifted, LV *tmp)
-{
-	Kern *k = b->k;
-	Lower *L = &b->L;
-	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
-	LV *id = lifted + ns, *res = id + ns;
-	LLVMValueRef *acc2 = calloc((size_t)PAIR * ns * PASS2_UNROLL, sizeof *acc2), v[PASS2_UNROLL];
-	if (!acc2)
-		abort();
-	lower_scope(L, W);
-	LLVMTypeRef vt = lower_vty(L, TY_F32);
-	for (int r = 0; r < R->n; r++) {
 		LLVMValueRef none = LLVMBuildFCmp(L->b, LLVMRealOEQ, M[r], LLVMConstReal(LLVMTypeOf(M[r]), -INFINITY), "");
 		R->Ms[r] = LLVMBuildSelect(L->b, none, LLVMConstReal(LLVMTypeOf(M[r]), 0), M[r], "");
 		R->acc[r] = acc2 + (size_t)r * ns * PASS2_UNROLL;
@@ -566,19 +547,6 @@ static void pass2(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef 
 	}
 	b->scratch = NULL;
 	free(acc2);
-}
-
-void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp)
-{
-	int ns = b->k->c->nstate;
-	LV *lifted = calloc(3 * ns, sizeof *lifted);
-	LLVMValueRef acc1[PAIR][PASS1_UNROLL], M[PAIR];
-	if (!lifted)
-		abort();
-	pass1_begin(b, R, acc1);
-	two_pass_loop(b, R, lo, hi, PASS1_UNROLL, lifted, tmp);
-	pass1_end(b, R, acc1, M);
-	pass2(b, R, lo, hi, M, one, lifted, tmp);
 	free(lifted);
 }
 

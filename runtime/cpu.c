@@ -238,6 +238,7 @@ static void task_rowmap(void *ctx, int64_t t)
 	unsigned char *st = states(k, 2, buf, sizeof buf);
 	int two = rowmap_pairs(r), pipe = rowmap_pipe(r);
 	/* the pipeline: two states and two scratch rows, taken in turn */
+	void *pst[2] = {st, st + k->state_bytes}, *psc[2] = {scratch, (char *)scratch + r->scratch_bytes / 2};
 	int64_t prev = -1;
 	int s = 0;
 	for (;;) {
@@ -248,9 +249,7 @@ static void task_rowmap(void *ctx, int64_t t)
 			hi = r->a->rows;
 		for (int64_t i = lo; i < hi; i++)
 			if (pipe) {
-				k->rowmap_next(r->a, i, st + s * k->state_bytes, (char *)scratch + s * r->scratch_bytes / 2,
-					       prev, st + (1 - s) * k->state_bytes,
-					       (char *)scratch + (1 - s) * r->scratch_bytes / 2);
+				k->rowmap_next(r->a, i, pst[s], psc[s], prev, pst[1 - s], psc[1 - s]);
 				prev = i, s = 1 - s;
 			} else if (two && i + 1 < hi) {
 				k->rowmap2(r->a, i++, st, scratch);
@@ -259,8 +258,7 @@ static void task_rowmap(void *ctx, int64_t t)
 			}
 	}
 	if (prev >= 0)
-		k->rowmap_next(r->a, -1, NULL, NULL, prev, st + (1 - s) * k->state_bytes,
-			       (char *)scratch + (1 - s) * r->scratch_bytes / 2);
+		k->rowmap_next(r->a, -1, NULL, NULL, prev, pst[1 - s], psc[1 - s]);
 	if (k->fence)
 		k->fence();
 	if (st != buf)
