@@ -201,6 +201,10 @@ const double *prog_root(const Prog *p, int r, const double **err)
 	return p->val + p->rootoff[r];
 }
 
+/* An error bound where an unbounded term met a zero (sqrt's bound at 0
+ * times 0) is unbounded, not NaN: a NaN bound would fail every comparison. */
+static double bounded(double e) { return isnan(e) ? INFINITY : e; }
+
 /* Propagated error of one op plus its own rounding; see the file comment.
  * Infinite results are exact as far as comparisons go: their mismatches are
  * caught as non-finite values, not by tolerance. */
@@ -230,7 +234,7 @@ static double err_op(Op op, int k, double x, double y, double ex, double ey, dou
 	case EXPR_MAX: case EXPR_MIN: return ex > ey ? ex : ey;
 	default: return 0; /* comparisons, logic: exact */
 	}
-	return isnan(e) ? INFINITY : e;
+	return bounded(e);
 }
 
 static void run_dot(const Instr *in, double *val, double *err, int f32)
@@ -249,9 +253,7 @@ static void run_dot(const Instr *in, double *val, double *err, int f32)
 		e += ex[i] * fabs(y[i]) + ey[i] * fabs(x[i]);
 	}
 	val[in->dst] = f32 ? sf : s;
-	e += 2 * in->slen[0] * mag;
-	/* an unbounded term times a zero (sqrt's bound at 0) is unbounded, as in err_op */
-	err[in->dst] = isnan(e) ? INFINITY : e;
+	err[in->dst] = bounded(e + 2 * in->slen[0] * mag);
 }
 
 /* The common float64 ops without the per-element dispatch of the generic
@@ -271,9 +273,7 @@ static int run_fast(const Instr *in, double *val, double *err)
 		for (int i = 0; i < in->len; i++) {
 			double a = x[s0 * i], b = y[s1 * i];
 			r[i] = a * b;
-			er[i] = isfinite(r[i]) ? ex[s0 * i] * fabs(b) + ey[s1 * i] * fabs(a) + fabs(r[i]) : 0;
-			if (isnan(er[i]))
-				er[i] = INFINITY;
+			er[i] = isfinite(r[i]) ? bounded(ex[s0 * i] * fabs(b) + ey[s1 * i] * fabs(a) + fabs(r[i])) : 0;
 		}
 		return 1;
 	case EXPR_CAST:
