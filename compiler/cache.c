@@ -47,11 +47,18 @@ int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn)
 	return 0;
 }
 
+int temp_name(char *tmp, size_t n, const char *path)
+{
+	if (snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid()) < (int)n)
+		return 0;
+	errno = ENAMETOOLONG;
+	return -1;
+}
+
 int cache_write(const char *path, const void *data, size_t len)
 {
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "wb");
+	char tmp[TEMP_NAME_MAX];
+	FILE *f = temp_name(tmp, sizeof tmp, path) ? NULL : fopen(tmp, "wb");
 	if (!f)
 		return -1;
 	size_t w = fwrite(data, 1, len, f);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "cli.h"
 #include "emit.h"
 #include "prove.h"
@@ -112,11 +113,10 @@ int cmd_emit(Opts *o)
 	if (!c)
 		return EXIT_USAGE;
 	int to_stdout = !o->out || !strcmp(o->out, "-");
-	char tmp[4096];
+	char tmp[TEMP_NAME_MAX];
 	FILE *f = stdout;
 	if (!to_stdout) {
-		snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->out, (long)getpid());
-		if (!(f = fopen(tmp, "w"))) {
+		if (temp_name(tmp, sizeof tmp, o->out) || !(f = fopen(tmp, "w"))) {
 			perror(o->out);
 			carrier_free(c);
 			return EXIT_FAIL;

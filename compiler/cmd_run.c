@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "cli.h"
 #include "npy.h"
 
@@ -180,7 +181,7 @@ static int outputs_ok(const Opts *o, const RunData *d)
 	int n, rc = EXIT_OK;
 	Slot *s = slots(d, &n);
 	for (int i = 0; i < o->noutputs && !rc; i++) {
-		char tmp[4096];
+		char tmp[TEMP_NAME_MAX];
 		FILE *f;
 		struct stat st;
 		int twice = -1;
@@ -196,7 +197,7 @@ static int outputs_ok(const Opts *o, const RunData *d)
 		} else if (!stat(o->outputs[i].path, &st) && S_ISDIR(st.st_mode)) {
 			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(EISDIR));
 			rc = EXIT_FAIL;
-		} else if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->outputs[i].path, (long)getpid()) >= (int)sizeof tmp ||
+		} else if (temp_name(tmp, sizeof tmp, o->outputs[i].path) ||
 			   !(f = fopen(tmp, "wb"))) {
 			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(errno));
 			rc = EXIT_FAIL;
@@ -216,7 +217,7 @@ static int write_outputs(Opts *o, RunData *d)
 {
 	int n, rc = EXIT_OK, made = 0;
 	Slot *s = slots(d, &n);
-	char(*tmp)[4096] = calloc(o->noutputs ? o->noutputs : 1, sizeof *tmp);
+	char(*tmp)[TEMP_NAME_MAX] = calloc(o->noutputs ? o->noutputs : 1, sizeof *tmp);
 	if (!tmp)
 		abort();
 	for (; made < o->noutputs; made++) {

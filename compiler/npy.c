@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "run.h"
 
 enum { NPY_MAX_HEADER = 1 << 16, NPY_MAX_BYTES = 1 << 30 };
@@ -219,9 +220,7 @@ int npy_write_temp(const char *path, const Npy *a, char *tmp, size_t tn, char *m
 	hdr[hl + pad] = '\n';
 	hl += pad + 1;
 	FILE *f = NULL;
-	if (snprintf(tmp, tn, "%s.tmp.%ld", path, (long)getpid()) >= (int)tn)
-		errno = ENAMETOOLONG;
-	else
+	if (!temp_name(tmp, tn, path))
 		f = fopen(tmp, "wb");
 	if (!f) {
 		snprintf(msg, n, "%s: cannot write: %s", path, strerror(errno));
@@ -243,7 +242,7 @@ int npy_write_temp(const char *path, const Npy *a, char *tmp, size_t tn, char *m
 
 int npy_write(const char *path, const Npy *a, char *msg, size_t n)
 {
-	char tmp[4096];
+	char tmp[TEMP_NAME_MAX];
 	if (npy_write_temp(path, a, tmp, sizeof tmp, msg, n))
 		return -1;
 	if (rename(tmp, path)) {

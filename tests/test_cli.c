@@ -1,6 +1,7 @@
 /* test_cli.c: the assoc command line (build/asan/assoc): exit status,
  * output lines, JSON, usage errors. */
 #include <glob.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 /* Run a command, capture stdout (and stderr when err is set); return its exit status. */
 static int sh(const char *cmd, char *out, size_t n, int err)
 {
-	char full[1024];
+	char full[8192];
 	snprintf(full, sizeof full, "%s%s", cmd, err ? " 2>&1" : " 2>/dev/null");
 	FILE *f = popen(full, "r");
 	cr_assert(f, "popen %s", cmd);
@@ -367,6 +368,38 @@ Test(cli, emit_refuses_a_bad_param_as_usage, .timeout = 60)
 		     2, "%s", out);
 	cr_expect(strstr(out, "--param eps=x: not a number"), "%s", out);
 	cr_expect_not(strstr(out, "emitting anyway"), "%s", out);
+}
+
+/* An -o path as long as the system takes (PATH_MAX - 1): its temporary
+ * name does not fit, so emit says so and leaves the file there as it was;
+ * a temporary name cut to the path itself was written over and then
+ * removed when the laws failed. */
+Test(cli, emit_to_the_longest_path_keeps_the_file, .timeout = 60)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 256];
+	mkdir("build/longpath", 0755);
+	int n = snprintf(path, sizeof path, "build/longpath/");
+	while (n < PATH_MAX - 1 - 6)
+		n += snprintf(path + n, sizeof path - n, "./");
+	n += snprintf(path + n, sizeof path - n, "%s", n == PATH_MAX - 1 - 6 ? "out.ll" : "xout.ll");
+	cr_assert_eq(n, PATH_MAX - 1);
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "the path is one the system takes");
+	fputs("kept\n", f);
+	fclose(f);
+	static const char *specs[] = {"tests/laws/forgot_rescale.yaml", "specs/sum.yaml"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof cmd, ASSOC " emit %s --target llvm -o %s", specs[i], path);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", specs[i], out);
+		if (i == 1)
+			cr_expect(strstr(out, "File name too long"), "%s", out);
+		char got[16] = "";
+		f = fopen(path, "r");
+		cr_assert(f, "%s: the file is still there", specs[i]);
+		cr_expect(fgets(got, sizeof got, f) && !strcmp(got, "kept\n"), "%s: as it was, got '%s'", specs[i], got);
+		fclose(f);
+	}
+	unlink(path);
 }
 
 /* Output that cannot be written is an error, never a silent exit: a folder
