@@ -55,6 +55,7 @@ void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c)
 	L->W = 1;
 	L->gen = 1;
 	L->avx512 = lower_host_avx512();
+	L->f16c = lower_host_has("+f16c");
 }
 
 void lower_free(Lower *L)
@@ -145,13 +146,18 @@ LLVMValueRef lower_intrinsic0(Lower *L, const char *name, LLVMValueRef *args, in
 	return LLVMBuildCall2(L->b, ft, f, args, n, "");
 }
 
-int lower_host_avx512(void)
+int lower_host_has(const char *feature)
 {
 	char *feat = LLVMGetHostCPUFeatures();
-	int yes = strstr(feat, "+avx512f") != NULL;
+	size_t n = strlen(feature);
+	int yes = 0;
+	for (const char *p = feat; !yes && (p = strstr(p, feature)); p += n)
+		yes = p[n] == ',' || p[n] == 0;
 	LLVMDisposeMessage(feat);
 	return yes;
 }
+
+int lower_host_avx512(void) { return lower_host_has("+avx512f"); }
 
 /* ---- conversions (ir_round's rules) ---- */
 

@@ -32,6 +32,7 @@ typedef struct {
 	LV *bind;         /* by var index: the value of each input, state or index var */
 	Arena *arena;
 	int avx512;       /* the host has AVX-512F: 16-lane math uses vscalefps */
+	int f16c;         /* the host converts f16 to f32 in one instruction (vcvtph2ps) */
 	LLVMValueRef fn;  /* the function being built */
 	LLVMBuilderRef ab; /* positioned in its entry block, for allocas */
 	int hoist;        /* build_map's checks on the row's invariant values passed (is_hoisted in llvm_expr.c) */
@@ -101,6 +102,7 @@ LLVMValueRef lower_intrinsic(Lower *L, const char *name, LLVMTypeRef ty, LLVMVal
 /* A target intrinsic without overloaded types. */
 LLVMValueRef lower_intrinsic0(Lower *L, const char *name, LLVMValueRef *args, int n);
 int lower_host_avx512(void);
+int lower_host_has(const char *feature); /* "+f16c" */
 int lower_width(const Expr *e); /* components (1 for scalars) */
 int lower_varies(Lower *L, const Expr *e); /* depends on the position (elements, columns, j) */
 

@@ -28,6 +28,10 @@ static LLVMValueRef f16_to_f32(B *b, LLVMValueRef h)
 	Lower *L = &b->L;
 	LLVMBuilderRef bb = L->b;
 	LLVMTypeRef it = lower_vty(L, TY_I32), ft = lower_vty(L, TY_F32);
+	if (L->f16c) {
+		LLVMTypeRef ht = LLVMHalfTypeInContext(L->ctx);
+		return LLVMBuildFPExt(bb, LLVMBuildBitCast(bb, h, L->W > 1 ? LLVMVectorType(ht, L->W) : ht, ""), ft, "");
+	}
 	LLVMValueRef u = LLVMBuildZExt(bb, h, it, "");
 	LLVMValueRef sign = LLVMBuildShl(bb, LLVMBuildAnd(bb, u, lower_const(L, TY_I32, 0x8000), ""),
 					 lower_const(L, TY_I32, 16), "");
