@@ -11,6 +11,9 @@
 
 #include "llvm_int.h"
 
+/* dot_chunked: components per vector (one AVX-512 register of float32) */
+enum { DOT_CHUNK = 16 };
+
 struct Arena {
 	Arena *next;
 	size_t used, cap;
@@ -434,6 +437,39 @@ static int is_hoisted(Lower *L, const Expr *e, int op)
 	return !lower_varies(L, e->a[1]) || (op == EXPR_SUB && !lower_varies(L, e->a[0]));
 }
 
+/* A float32 dot product of n >= DOT_CHUNK components in a one-lane scope,
+ * as vectors of DOT_CHUNK components: products summed chunk by chunk, then
+ * the lanes halved in a tree.  One chain of scalar adds (the order the
+ * scalar rule gives) would take n dependent adds, and no vectorizer may
+ * reorder it; this order is fixed too, so results do not vary run to
+ * run.  Components past the last whole chunk are zeros. */
+static LLVMValueRef dot_chunked(Lower *L, Expr *e, LV x, LV y, int n)
+{
+	LLVMTypeRef vt = LLVMVectorType(lower_kty(L, TY_F32), DOT_CHUNK);
+	LLVMValueRef acc = NULL, zero = LLVMConstNull(vt);
+	for (int t0 = 0; t0 < n; t0 += DOT_CHUNK) {
+		LLVMValueRef a = zero, b = zero;
+		for (int t = t0; t < n && t < t0 + DOT_CHUNK; t++) {
+			LLVMValueRef at = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), (unsigned)(t - t0), 0);
+			a = LLVMBuildInsertElement(L->b, a, lower_conv(L, lv_at(x, t), (TyKind)e->a[0]->ty.kind, TY_F32), at, "");
+			b = LLVMBuildInsertElement(L->b, b, lower_conv(L, lv_at(y, t), (TyKind)e->a[1]->ty.kind, TY_F32), at, "");
+		}
+		LLVMValueRef p = LLVMBuildFMul(L->b, a, b, "");
+		acc = acc ? LLVMBuildFAdd(L->b, acc, p, "") : p;
+	}
+	for (int w = DOT_CHUNK / 2; w >= 1; w /= 2) {
+		LLVMValueRef lo[DOT_CHUNK / 2], hi[DOT_CHUNK / 2];
+		for (int l = 0; l < w; l++) {
+			lo[l] = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), (unsigned)l, 0);
+			hi[l] = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), (unsigned)(l + w), 0);
+		}
+		LLVMValueRef u = LLVMGetUndef(LLVMTypeOf(acc));
+		acc = LLVMBuildFAdd(L->b, LLVMBuildShuffleVector(L->b, acc, u, LLVMConstVector(lo, (unsigned)w), ""),
+				    LLVMBuildShuffleVector(L->b, acc, u, LLVMConstVector(hi, (unsigned)w), ""), "");
+	}
+	return LLVMBuildExtractElement(L->b, acc, LLVMConstInt(LLVMInt32TypeInContext(L->ctx), 0, 0), "");
+}
+
 static LV lower_node(Lower *L, Expr *e)
 {
 	if (ir_max_rescale(e))
@@ -473,6 +509,11 @@ static LV lower_node(Lower *L, Expr *e)
 		LV x = lower_expr(L, e->a[0]), y = lower_expr(L, e->a[1]);
 		TyKind k = operand_kind(e);
 		int n = lower_width(e->a[0]);
+		if (L->W == 1 && k == TY_F32 && n >= DOT_CHUNK) {
+			LV v = lv_new(L, 1);
+			v.c[0] = dot_chunked(L, e, x, y, n);
+			return v;
+		}
 		LLVMValueRef s = NULL;
 		for (int t = 0; t < n; t++) {
 			LLVMValueRef p = LLVMBuildFMul(L->b, lower_conv(L, lv_at(x, t), (TyKind)e->a[0]->ty.kind, k),

@@ -1147,3 +1147,28 @@ Test(cpu, every_f16_pattern_converts_exactly)
 	}
 	rt_pool_close(p);
 }
+
+/* A dot product of 16 or more float32 components in the one-lane loop
+ * (attention's q . k) sums 16-component chunks and then halves the lanes;
+ * head dims with a partial last chunk (17, 40) and without (32, 64) keep
+ * every component, against the float64 reference. */
+Test(cpu, chunked_dot_products_keep_every_component)
+{
+	static const char *dims[] = {"16", "17", "40", "64"};
+	for (int i = 0; i < 4; i++) {
+		Define defs[2] = {{"d", dims[i]}, {"dv", "8"}};
+		Diag dg;
+		diag_init(&dg, "specs/attention.yaml");
+		Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
+		cr_assert(c, "%s", dg.text ? dg.text : "");
+		diag_free(&dg);
+		RunData *d = drawn(c, 9, 70, 11 + i);
+		char msg[300];
+		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2}, msg, sizeof msg), 0, "%s", msg);
+		char what[64];
+		snprintf(what, sizeof what, "attention, d = %s", dims[i]);
+		expect_ok(d, what);
+		rundata_free(d);
+		carrier_free(c);
+	}
+}

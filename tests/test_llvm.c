@@ -230,6 +230,19 @@ Test(llvm, half_inputs_convert_on_load)
 	}
 }
 
+/* Attention's q . k (64 float32 products a key, one lane) is vector code:
+ * chunks of 16 products, not one chain of 64 scalar adds. */
+Test(llvm, one_lane_dot_products_are_vector_code)
+{
+	char *ir = emitted("specs/attention.yaml", 0);
+	char *red = function_text(ir, "assoc_reduce");
+	int adds = 0;
+	for (const char *p = red; (p = strstr(p, "fadd float ")); p++)
+		adds++;
+	cr_expect_lt(adds, 16, "%d scalar adds: the dot's 64 products are not summed one by one", adds);
+	free(ir);
+}
+
 Test(llvm, unsupported_shapes_are_errors)
 {
 	char err[300];
