@@ -8,7 +8,9 @@
  * intrinsics, no fast-math.
  *
  * Args has the layout of CpuArgs (runtime/cpu.h): element inputs, then
- * column, then row inputs; finalize outputs, then map outputs. */
+ * column, then row inputs; finalize outputs, then map outputs; then the
+ * inputs' widths.  Each function is the bundled spec's carrier (its mask
+ * and params) whatever spec names it. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,6 +20,7 @@ typedef struct {
 	void *const *out;
 	const double *params;
 	int64_t rows, len;
+	const int64_t *width; /* components per element of each input, in the inputs' order */
 } Args;
 
 #define ROW(p, i) ((const float *)(p) + (i) * a->len)
@@ -128,5 +131,40 @@ void naive_layer_norm(const Args *a, int64_t lo, int64_t hi)
 			y[j] = (bf16(x[j]) - mean) * rstd * gamma[j] + beta[j];
 		((float *)a->out[0])[i] = mean;
 		((float *)a->out[1])[i] = rstd;
+	}
+}
+
+/* The bundled attention: causal (j <= i), scores q . k * scale, softmax
+ * weights over the keys, out = their weighted mean of v, lse.  Scores into
+ * a buffer, then the max, the exps and the weighted sum: the textbook's
+ * passes. */
+void naive_attention(const Args *a, int64_t lo, int64_t hi)
+{
+	const _Float16 *k = a->in[0], *v = a->in[1], *q = a->in[2];
+	int64_t d = a->width[0], dv = a->width[1];
+	float scale = (float)a->params[0];
+	float s[a->len > 0 ? a->len : 1];
+	for (int64_t i = lo; i < hi; i++) {
+		float *out = (float *)a->out[0] + i * dv;
+		int64_t n = i + 1 < a->len ? i + 1 : a->len;
+		float m = -INFINITY, l = 0;
+		for (int64_t j = 0; j < n; j++) {
+			float dot = 0;
+			for (int64_t t = 0; t < d; t++)
+				dot += (float)q[i * d + t] * (float)k[j * d + t];
+			s[j] = dot * scale;
+			m = s[j] > m ? s[j] : m;
+		}
+		for (int64_t t = 0; t < dv; t++)
+			out[t] = 0;
+		for (int64_t j = 0; j < n; j++) {
+			float p = expf(s[j] - m);
+			l += p;
+			for (int64_t t = 0; t < dv; t++)
+				out[t] += p * (float)v[j * dv + t];
+		}
+		for (int64_t t = 0; t < dv; t++)
+			out[t] /= l;
+		((float *)a->out[1])[i] = m + logf(l);
 	}
 }

@@ -101,7 +101,14 @@ typedef struct {
 	int split;
 	char *src, *dst;
 	size_t copy_bytes;
-	void (*naive)(const CpuArgs *a, int64_t lo, int64_t hi);
+	/* bench/naive.c's Args: the kernel's, and the components per element
+	 * of each input (attention's head dims) */
+	struct {
+		CpuArgs a;
+		const int64_t *width;
+	} na;
+	int64_t width[256 * 3];
+	void (*naive)(const void *na, int64_t lo, int64_t hi);
 } Bench;
 
 static void run_kernel(void *ctx)
@@ -129,7 +136,7 @@ static void naive_task(void *ctx, int64_t t)
 {
 	Bench *b = ctx;
 	int64_t nt = rt_pool_threads(b->pool);
-	b->naive(&b->a, b->a.rows * t / nt, b->a.rows * (t + 1) / nt);
+	b->naive(&b->na, b->a.rows * t / nt, b->a.rows * (t + 1) / nt);
 }
 
 static void run_naive(void *ctx)
@@ -259,7 +266,15 @@ int cmd_bench(Opts *o)
 		double tc = median_time(run_copy, &b, NULL);
 		void *lib;
 		char nwhy[1200] = "";
-		b.naive = (void (*)(const CpuArgs *, int64_t, int64_t))load_naive(c->name, &lib, nwhy, sizeof nwhy);
+		int w = 0;
+		for (int i = 0; i < c->nelem; i++)
+			b.width[w++] = d->elem[i].width;
+		for (int i = 0; i < c->ncol; i++)
+			b.width[w++] = d->col[i].width;
+		for (int i = 0; i < c->nrow; i++)
+			b.width[w++] = d->row[i].width;
+		b.na.a = b.a, b.na.width = b.width;
+		b.naive = (void (*)(const void *, int64_t, int64_t))load_naive(c->name, &lib, nwhy, sizeof nwhy);
 		double tn = b.naive ? median_time(run_naive, &b, NULL) : 0;
 		if (lib)
 			dlclose(lib);

@@ -2,6 +2,7 @@
  * float64 reference on every bundled spec, over the odd-shape grid, with
  * 1 to 3 threads and split rows; determinism; order of non-commutative
  * merges; fully masked rows; .npy files through `assoc run --device cpu`. */
+#include <dlfcn.h>
 #include <glob.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1171,4 +1172,57 @@ Test(cpu, chunked_dot_products_keep_every_component)
 		rundata_free(d);
 		carrier_free(c);
 	}
+}
+
+/* The floors `assoc bench` times (bench/naive.c) compute what the carrier
+ * does: each naive_<carrier> of a bundled spec meets the float64
+ * reference on drawn rows. */
+Test(cpu, naive_floors_meet_the_reference, .timeout = 120)
+{
+	cr_assert_eq(system("cc -O2 -shared -fPIC -o build/naive_test.so bench/naive.c -lm"), 0, "bench/naive.c compiles");
+	void *lib = dlopen("./build/naive_test.so", RTLD_NOW | RTLD_LOCAL);
+	cr_assert(lib, "%s", dlerror());
+	glob_t g;
+	cr_assert_eq(glob("specs/*.yaml", 0, NULL, &g), 0);
+	int found = 0;
+	for (size_t s = 0; s < g.gl_pathc; s++) {
+		Carrier *c = load_ok(g.gl_pathv[s]);
+		char sym[80];
+		snprintf(sym, sizeof sym, "naive_%s", c->name);
+		void (*fn)(const void *, int64_t, int64_t);
+		*(void **)&fn = dlsym(lib, sym);
+		if (!fn) {
+			carrier_free(c);
+			continue;
+		}
+		found++;
+		RunData *d = drawn(c, 37, 300, 21);
+		const void *in[64];
+		void *out[64];
+		struct {
+			CpuArgs a;
+			const int64_t *width;
+		} na;
+		int64_t width[64];
+		int n = 0;
+		for (int i = 0; i < c->nelem; i++)
+			width[n] = d->elem[i].width, in[n++] = d->elem[i].p;
+		for (int i = 0; i < c->ncol; i++)
+			width[n] = d->col[i].width, in[n++] = d->col[i].p;
+		for (int i = 0; i < c->nrow; i++)
+			width[n] = d->row[i].width, in[n++] = d->row[i].p;
+		for (int i = 0; i < c->nfinal; i++)
+			out[i] = d->fin[i].p;
+		for (int i = 0; i < c->nmap; i++)
+			out[c->nfinal + i] = d->map[i].p;
+		na.a = (CpuArgs){in, out, d->params, d->rows, d->len};
+		na.width = width;
+		fn(&na, 0, d->rows);
+		expect_ok(d, sym);
+		rundata_free(d);
+		carrier_free(c);
+	}
+	globfree(&g);
+	cr_expect_geq(found, 8, "%d bundled carriers have a naive floor", found);
+	dlclose(lib);
 }
