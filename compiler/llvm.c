@@ -14,6 +14,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "llvm.h"
+#include "mask_live.h"
 #include "llvm_int.h"
 
 struct LlvmJit {
@@ -298,6 +299,10 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	}
 	kk->k.state_bytes = k.state_bytes;
 	kk->k.is_scan = c->tpl == TPL_SCAN;
+	/* not beside a rowmap, whose passes cover every position: the two paths
+	 * give the same bits */
+	if (!kk->k.is_scan && !kk->k.rowmap && (kk->k.live_ctx = live_compile(c)))
+		kk->k.live = live_eval;
 	if (failed) {
 		llvm_kernel_free(kk);
 		return -1;
@@ -311,6 +316,7 @@ void llvm_kernel_free(LlvmKernel *k)
 	if (!k)
 		return;
 	jit_free(k->jit);
+	live_free((LiveProg *)k->k.live_ctx);
 	free(k);
 }
 

@@ -183,9 +183,52 @@ static unsigned char *states(const CpuKernel *k, int n, unsigned char *buf, size
 	return st;
 }
 
+/* Row i's [lo, hi) folded into st; where the mask rules out whole blocks
+ * of LIVE_BLOCK positions (k->live), only the runs of the other blocks,
+ * each reduced, merged left to right. */
+enum { LIVE_BLOCK = 256 };
+
+static void reduce_live(const Run *r, int64_t i, int64_t lo, int64_t hi, void *st)
+{
+	const CpuKernel *k = r->k;
+	if (!k->live) {
+		k->reduce(r->a, i, lo, hi, st);
+		return;
+	}
+	_Alignas(64) unsigned char buf[512];
+	unsigned char *tmp = NULL;
+	int have = 0;
+	for (int64_t b = lo; b < hi;) {
+		int64_t e = b + LIVE_BLOCK < hi ? b + LIVE_BLOCK : hi;
+		if (!k->live(k->live_ctx, r->a, i, b, e)) {
+			b = e;
+			continue;
+		}
+		int64_t run = b;
+		for (b = e; b < hi; b = e) {
+			e = b + LIVE_BLOCK < hi ? b + LIVE_BLOCK : hi;
+			if (!k->live(k->live_ctx, r->a, i, b, e))
+				break;
+		}
+		if (!have) {
+			k->reduce(r->a, i, run, b, st);
+			have = 1;
+			continue;
+		}
+		if (!tmp)
+			tmp = states(k, 1, buf, sizeof buf);
+		k->reduce(r->a, i, run, b, tmp);
+		k->merge(r->a, st, tmp, st);
+	}
+	if (!have)
+		k->identity(r->a, st);
+	if (tmp && tmp != buf)
+		free(tmp);
+}
+
 /* Whether whole rows go two at a time (rows shorter than pair_len): through
- * reduce2, and through rowmap2. */
-static int pairs(const Run *r) { return r->k->reduce2 && r->a->len < r->k->pair_len; }
+ * reduce2, and through rowmap2.  Not where blocks are skipped. */
+static int pairs(const Run *r) { return r->k->reduce2 && !r->k->live && r->a->len < r->k->pair_len; }
 static int rowmap_pairs(const Run *r) { return r->k->rowmap2 && r->a->len < r->k->pair_len; }
 /* Whether whole rows go through the pipeline (rowmap_next): the other
  * rows, where the kernel has it. */
@@ -212,7 +255,7 @@ static void task_rows(void *ctx, int64_t t)
 		if (n == 2)
 			k->reduce2(r->a, i, st);
 		else
-			k->reduce(r->a, i, 0, r->a->len, st);
+			reduce_live(r, i, 0, r->a->len, st);
 		for (int p = 0; p < n; p++) {
 			k->finalize(r->a, i + p, i + p, st + p * k->state_bytes);
 			if (k->map)
@@ -286,7 +329,7 @@ static void task_partial(void *ctx, int64_t t)
 	Run *r = ctx;
 	int64_t i = t / r->split, lo, hi;
 	chunk_bounds(r, t % r->split, &lo, &hi);
-	r->k->reduce(r->a, i, lo, hi, state(r, r->part, t));
+	reduce_live(r, i, lo, hi, state(r, r->part, t));
 }
 
 /* Row i's partial states, left to right: the row's state, finalized

@@ -60,6 +60,11 @@ typedef struct {
 	void (*fence)(void); /* NULL: none needed */
 	size_t state_bytes;
 	int is_scan;
+	/* NULL, or whether row i's mask may hold at a position of [lo, hi): the
+	 * reduce skips blocks where it cannot (masked positions lift to the
+	 * identity).  live_ctx is its program. */
+	int (*live)(const void *live_ctx, const CpuArgs *a, int64_t i, int64_t lo, int64_t hi);
+	const void *live_ctx;
 } CpuKernel;
 
 typedef struct RtPool RtPool;

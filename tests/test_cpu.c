@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "compiler/llvm.h"
+#include "compiler/mask_live.h"
 #include "compiler/llvm_int.h"
 #include "compiler/npy.h"
 #include "compiler/run.h"
@@ -1172,6 +1173,139 @@ Test(cpu, chunked_dot_products_keep_every_component)
 		rundata_free(d);
 		carrier_free(c);
 	}
+}
+
+/* ---- masks that rule out whole blocks (compiler/mask_live.c) ---- */
+
+static Carrier *masked_sum(const char *mask)
+{
+	char text[600], err[300];
+	snprintf(text, sizeof text,
+		 "carrier: msum\nparams: {w: f32, on: bool}\nelement: {x: f32}\nmask: '%s'\nstate: {s: f32}\n"
+		 "identity: {s: 0}\nlift: {s: x}\nmerge: {s: a.s + b.s}\n",
+		 mask);
+	Carrier *c = load_text(text, err, sizeof err);
+	cr_assert(c, "%s: %s", mask, err);
+	return c;
+}
+
+typedef int (*MaskFn)(int64_t i, int64_t j, int64_t len, double w, int on);
+static int m_causal(int64_t i, int64_t j, int64_t len, double w, int on) { return (void)len, (void)w, (void)on, j <= i; }
+static int m_window(int64_t i, int64_t j, int64_t len, double w, int on)
+{
+	return (void)len, (void)on, j <= i && (float)j > (float)i - (float)w;
+}
+static int m_scaled(int64_t i, int64_t j, int64_t len, double w, int on)
+{
+	return (void)len, (void)w, (void)on, (float)j * 0.5f <= (float)i * 0.5f;
+}
+static int m_switch(int64_t i, int64_t j, int64_t len, double w, int on) { return (void)w, on ? j < i : j >= len - 3; }
+static int m_abs(int64_t i, int64_t j, int64_t len, double w, int on) { return (void)len, (void)w, (void)on, llabs(i - j) <= 2; }
+
+/* Sound (a block said dead has no position where the mask holds) and
+ * useful (the blocks that causal, window, band and switch masks rule out
+ * are said dead), over many boxes of rows and blocks. */
+Test(cpu, mask_blocks_ruled_out_soundly)
+{
+	static const struct {
+		const char *mask;
+		MaskFn fn;
+	} masks[] = {
+		{"j <= i", m_causal},
+		{"j <= i && j > i - w", m_window},
+		{"j * 0.5 <= i * 0.5", m_scaled},
+		{"(on && j < i) || (!on && j >= len - 3)", m_switch},
+		{"abs(i - j) <= 2", m_abs},
+	};
+	for (size_t m = 0; m < sizeof masks / sizeof *masks; m++) {
+		Carrier *c = masked_sum(masks[m].mask);
+		LiveProg *p = live_compile(c);
+		cr_assert(p, "%s: a mask of the indices and params is taken", masks[m].mask);
+		for (int on = 0; on < 2; on++) {
+			double params[2] = {40, on};
+			CpuArgs a = {NULL, NULL, params, 1000, 1000};
+			long dead = 0, empty = 0;
+			for (int64_t i = 0; i < 1000; i += 7)
+				for (int64_t j0 = 0; j0 < 1000; j0 += 13) {
+					int64_t j1 = j0 + 1 + (j0 * 7 + i) % 300;
+					if (j1 > 1000)
+						j1 = 1000;
+					int any = 0;
+					for (int64_t j = j0; j < j1 && !any; j++)
+						any = masks[m].fn(i, j, 1000, params[0], on);
+					int live = live_eval(p, &a, i, j0, j1);
+					cr_assert(live || !any, "%s (on %d): row %lld, [%lld, %lld) said dead, holds there",
+						  masks[m].mask, on, (long long)i, (long long)j0, (long long)j1);
+					dead += !live, empty += !any;
+				}
+			/* interval arithmetic loses only where the mask's terms depend on each other */
+			cr_expect(dead >= empty * 9 / 10, "%s (on %d): %ld of %ld empty boxes ruled out", masks[m].mask,
+				  on, dead, empty);
+		}
+		live_free(p);
+		carrier_free(c);
+	}
+}
+
+/* No program where no block can be ruled out from the indices: a mask of
+ * an input, of i alone, none at all. */
+Test(cpu, masks_of_inputs_rule_nothing_out)
+{
+	static const char *masks[] = {"x > 0", "j < i && x > 0", "i > 3"};
+	for (int m = 0; m < 3; m++) {
+		Carrier *c = masked_sum(masks[m]);
+		cr_expect_null(live_compile(c), "%s", masks[m]);
+		carrier_free(c);
+	}
+	Carrier *c = load_ok("specs/sum.yaml");
+	cr_expect_null(live_compile(c), "no mask");
+	carrier_free(c);
+}
+
+/* Causal attention skips the keys past the query: the kernel has the hook,
+ * and its results are those of the kernel without it, bit for bit (a one-
+ * lane fold: the masked keys it passed over lift to the identity), with
+ * and without split rows; a windowed sum meets the reference. */
+Test(cpu, masked_blocks_skipped_give_the_same_results)
+{
+	Carrier *c = load_ok("specs/attention.yaml");
+	LlvmKernel *k = compiled(c, NULL);
+	cr_assert(k->k.live, "causal attention rules out blocks");
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	for (int split = 0; split <= 3; split += 3) {
+		RunData *d[2] = {drawn(c, 40, 1100, 3), drawn(c, 40, 1100, 3)};
+		/* rows past the keys too: the last 8 query rows see every key */
+		run_kernel(k, d[0], p, split);
+		CpuKernel all = k->k;
+		all.live = NULL;
+		LlvmKernel whole = *k;
+		whole.k = all;
+		run_kernel(&whole, d[1], p, split);
+		for (int o = 0; o < c->nfinal; o++)
+			cr_expect(!memcmp(d[0]->fin[o].p, d[1]->fin[o].p, d[0]->fin[o].n * d[0]->fin[o].width * sizeof(float)),
+				  "output %d, split %d: the same bits", o, split);
+		expect_ok(d[0], "causal attention, blocks skipped");
+		rundata_free(d[0]);
+		rundata_free(d[1]);
+	}
+	llvm_kernel_free(k);
+	carrier_free(c);
+	/* one run of blocks a row; two, merged in order */
+	static const char *masks[] = {"j <= i && j > i - w", "j < 300 || j > 3000"};
+	for (int m = 0; m < 2; m++) {
+		c = masked_sum(masks[m]);
+		k = compiled(c, NULL);
+		cr_assert(k->k.live);
+		RunData *d = drawn(c, 64, 4099, 5);
+		run_kernel(k, d, p, 0);
+		expect_ok(d, masks[m]);
+		rundata_free(d);
+		llvm_kernel_free(k);
+		carrier_free(c);
+	}
+	rt_pool_close(p);
 }
 
 /* The floors `assoc bench` times (bench/naive.c) compute what the carrier
