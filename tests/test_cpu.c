@@ -101,6 +101,27 @@ static LlvmKernel *compiled(Carrier *c, const LlvmOpts *o)
 	return k;
 }
 
+/* A spec file with its dims set by defs. */
+static Carrier *load_defined(const char *path, Define *defs, int n)
+{
+	Diag dg;
+	diag_init(&dg, path);
+	Carrier *c = spec_load_file(path, defs, n, &dg);
+	cr_assert(c, "%s", dg.text ? dg.text : "");
+	diag_free(&dg);
+	return c;
+}
+
+/* Drawn rows of c run on the cpu device (2 threads), against the reference. */
+static void cpu_meets_reference(Carrier *c, int rows, int len, uint64_t seed, const char *what)
+{
+	RunData *d = drawn(c, rows, len, seed);
+	char msg[300];
+	cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2}, msg, sizeof msg), 0, "%s", msg);
+	expect_ok(d, what);
+	rundata_free(d);
+}
+
 /* The GPU tests' grid: rows 1, 3, 64; lengths 0, 1, 31, 32, 33, 1000,
  * 4099; threads 1 to 3; default and forced splits.  Attention's float64
  * reference is slow (d = 64 per key), so its longest rows are shorter. */
@@ -159,11 +180,7 @@ Test(cpu, every_bundled_spec_has_a_grid_test)
 Test(cpu, attention_heads_and_grouped_kv)
 {
 	Define defs[2] = {{"d", "32"}, {"dv", "32"}};
-	Diag dg;
-	diag_init(&dg, "specs/attention.yaml");
-	Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
-	cr_assert(c, "%s", dg.text ? dg.text : "");
-	diag_free(&dg);
+	Carrier *c = load_defined("specs/attention.yaml", defs, 2);
 	static const int shape[][4] = {{33, 70, 4, 2}, {17, 129, 3, 1}, {5, 40, 2, 2}};
 	for (int s = 0; s < 3; s++) {
 		RunData *d = rundata_new_heads(c, shape[s][0], shape[s][1], shape[s][2], shape[s][3]);
@@ -1080,11 +1097,7 @@ Test(cpu, wide_states_keep_the_slp_vectorizer_out)
 	static const char *dv[] = {"64", "256"};
 	for (int w = 0; w < 2; w++) {
 		Define defs[1] = {{"dv", dv[w]}};
-		Diag dg;
-		diag_init(&dg, "specs/o_lse.yaml");
-		Carrier *c = spec_load_file("specs/o_lse.yaml", defs, 1, &dg);
-		cr_assert(c, "%s", dg.text ? dg.text : "");
-		diag_free(&dg);
+		Carrier *c = load_defined("specs/o_lse.yaml", defs, 1);
 		char *ir = NULL, msg[300];
 		size_t len = 0;
 		FILE *f = open_memstream(&ir, &len);
@@ -1093,12 +1106,9 @@ Test(cpu, wide_states_keep_the_slp_vectorizer_out)
 		cr_expect_eq(strstr(ir, "noimplicitfloat") != NULL, w == 1, "dv = %s: noimplicitfloat %s", dv[w],
 			     w ? "missing" : "where the state is narrow");
 		free(ir);
-		RunData *d = drawn(c, 5, 37, 3);
-		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2}, msg, sizeof msg), 0, "%s", msg);
 		char what[64];
 		snprintf(what, sizeof what, "o_lse at dv = %s", dv[w]);
-		expect_ok(d, what);
-		rundata_free(d);
+		cpu_meets_reference(c, 5, 37, 3, what);
 		carrier_free(c);
 	}
 }
@@ -1159,18 +1169,10 @@ Test(cpu, chunked_dot_products_keep_every_component)
 	static const char *dims[] = {"16", "17", "40", "64"};
 	for (int i = 0; i < 4; i++) {
 		Define defs[2] = {{"d", dims[i]}, {"dv", "8"}};
-		Diag dg;
-		diag_init(&dg, "specs/attention.yaml");
-		Carrier *c = spec_load_file("specs/attention.yaml", defs, 2, &dg);
-		cr_assert(c, "%s", dg.text ? dg.text : "");
-		diag_free(&dg);
-		RunData *d = drawn(c, 9, 70, 11 + i);
-		char msg[300];
-		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2}, msg, sizeof msg), 0, "%s", msg);
+		Carrier *c = load_defined("specs/attention.yaml", defs, 2);
 		char what[64];
 		snprintf(what, sizeof what, "attention, d = %s", dims[i]);
-		expect_ok(d, what);
-		rundata_free(d);
+		cpu_meets_reference(c, 9, 70, 11 + i, what);
 		carrier_free(c);
 	}
 }
