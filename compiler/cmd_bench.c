@@ -94,28 +94,28 @@ static int fill_inputs(RunData *d, Opts *o, char *msg, size_t n)
 
 /* ---- the three contestants ---- */
 
+/* The kernel's arguments, and what bench/naive.c's Args adds to them: the
+ * components per element of each input (attention's head dims). */
+typedef struct {
+	CpuArgs a;
+	const int64_t *width;
+} Args;
+
 typedef struct {
 	RtPool *pool;
 	LlvmKernel *k;
-	CpuArgs a;
+	Args args;
 	int split;
 	char *src, *dst;
 	size_t copy_bytes;
-	/* bench/naive.c's Args: the kernel's, and the components per element
-	 * of each input (attention's head dims) */
-	struct {
-		CpuArgs a;
-		const int64_t *width;
-	} na;
-	int64_t width[256 * 3];
-	void (*naive)(const void *na, int64_t lo, int64_t hi);
+	void (*naive)(const Args *a, int64_t lo, int64_t hi);
 } Bench;
 
 static void run_kernel(void *ctx)
 {
 	Bench *b = ctx;
 	char msg[200];
-	rt_cpu_run(b->pool, &b->k->k, &b->a, b->split, msg, sizeof msg);
+	rt_cpu_run(b->pool, &b->k->k, &b->args.a, b->split, msg, sizeof msg);
 }
 
 static void copy_task(void *ctx, int64_t t)
@@ -136,7 +136,7 @@ static void naive_task(void *ctx, int64_t t)
 {
 	Bench *b = ctx;
 	int64_t nt = rt_pool_threads(b->pool);
-	b->naive(&b->na, b->a.rows * t / nt, b->a.rows * (t + 1) / nt);
+	b->naive(&b->args, b->args.a.rows * t / nt, b->args.a.rows * (t + 1) / nt);
 }
 
 static void run_naive(void *ctx)
@@ -181,14 +181,14 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 {
 	int th = rt_pool_threads(b->pool);
 	double gb = bytes / tk / 1e9, cgb = bytes / tc / 1e9, ngb = tn > 0 ? bytes / tn / 1e9 : 0;
-	double ge = (double)b->a.rows * b->a.len / tk / 1e9;
-	double gcpu = tcpu > 0 ? (double)b->a.rows * b->a.len / tcpu / 1e9 : 0;
+	double ge = (double)b->args.a.rows * b->args.a.len / tk / 1e9;
+	double gcpu = tcpu > 0 ? (double)b->args.a.rows * b->args.a.len / tcpu / 1e9 : 0;
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
 		       "\"threads\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"max_rescale\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
 		       "\"ratio_to_copy\": %.3f, ",
-		       c->file, c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, b->k->tile, b->k->max_rescale, bytes, gb,
+		       c->file, c->name, (long long)b->args.a.rows, (long long)b->args.a.len, th, b->k->lanes, b->k->accs, b->k->tile, b->k->max_rescale, bytes, gb,
 		       ge, ge / th, gcpu, cgb, gb / cgb);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
@@ -197,7 +197,7 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		return;
 	}
 	printf("%s: carrier %s on cpu, %lld rows x %lld, %d threads, %d lanes x %d accumulators, tiles of %d%s, %.3g MB\n",
-	       c->file, c->name, (long long)b->a.rows, (long long)b->a.len, th, b->k->lanes, b->k->accs, b->k->tile,
+	       c->file, c->name, (long long)b->args.a.rows, (long long)b->args.a.len, th, b->k->lanes, b->k->accs, b->k->tile,
 	       b->k->max_rescale ? " (max-rescale)" : "", bytes / 1e6);
 	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
 	printf("  copy   %8.2f GB/s  (memcpy of the same bytes, same threads)\n", cgb);
@@ -250,10 +250,13 @@ int cmd_bench(Opts *o)
 	}
 	const void **in = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *in);
 	void **out = calloc(c->nfinal + c->nmap + 1, sizeof *out);
-	if (!in || !out)
+	int64_t *width = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *width);
+	if (!in || !out || !width)
 		abort();
 	if (!rc) {
-		cpu_args(d, &b.a, in, out);
+		cpu_args(d, &b.args.a, in, out);
+		rundata_widths(d, width);
+		b.args.width = width;
 		double bytes = rundata_bytes(d);
 		b.copy_bytes = (size_t)(bytes / 2);
 		b.src = malloc(b.copy_bytes + 1), b.dst = malloc(b.copy_bytes + 1);
@@ -266,15 +269,7 @@ int cmd_bench(Opts *o)
 		double tc = median_time(run_copy, &b, NULL);
 		void *lib;
 		char nwhy[1200] = "";
-		int w = 0;
-		for (int i = 0; i < c->nelem; i++)
-			b.width[w++] = d->elem[i].width;
-		for (int i = 0; i < c->ncol; i++)
-			b.width[w++] = d->col[i].width;
-		for (int i = 0; i < c->nrow; i++)
-			b.width[w++] = d->row[i].width;
-		b.na.a = b.a, b.na.width = b.width;
-		b.naive = (void (*)(const void *, int64_t, int64_t))load_naive(c->name, &lib, nwhy, sizeof nwhy);
+		b.naive = (void (*)(const Args *, int64_t, int64_t))load_naive(c->name, &lib, nwhy, sizeof nwhy);
 		double tn = b.naive ? median_time(run_naive, &b, NULL) : 0;
 		if (lib)
 			dlclose(lib);
@@ -284,6 +279,7 @@ int cmd_bench(Opts *o)
 	}
 	free(in);
 	free(out);
+	free(width);
 	cli_inputs_free(arr);
 	rt_pool_close(b.pool);
 	llvm_kernel_free(b.k);

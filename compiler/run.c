@@ -252,6 +252,18 @@ void rundata_pointers(const RunData *d, const void **in, void **out)
 		out[c->nfinal + i] = d->map[i].p;
 }
 
+void rundata_widths(const RunData *d, int64_t *width)
+{
+	Carrier *c = d->c;
+	int k = 0;
+	for (int i = 0; i < c->nelem; i++)
+		width[k++] = d->elem[i].width;
+	for (int i = 0; i < c->ncol; i++)
+		width[k++] = d->col[i].width;
+	for (int i = 0; i < c->nrow; i++)
+		width[k++] = d->row[i].width;
+}
+
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
 {
 	Carrier *c = d->c;

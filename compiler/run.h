@@ -69,6 +69,8 @@ double rundata_need(const Carrier *c, int rows, int len, int heads, int kv_heads
 /* The arrays' host pointers in the kernels' order: element, column, then
  * row inputs into in; finalize, then map outputs into out. */
 void rundata_pointers(const RunData *d, const void **in, void **out);
+/* The inputs' components per element, in rundata_pointers' order. */
+void rundata_widths(const RunData *d, int64_t *width);
 
 /* Copy row r of d into the interpreter's layout (row has room for d->len). */
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);

@@ -59,21 +59,10 @@ static void pools_close(RtPool **p, int n)
 /* Run k on d with the given threads and split. */
 static void run_kernel(LlvmKernel *k, RunData *d, RtPool *pool, int split)
 {
-	Carrier *c = d->c;
 	const void *in[64];
 	void *out[64];
-	int n = 0;
-	for (int i = 0; i < c->nelem; i++)
-		in[n++] = d->elem[i].p;
-	for (int i = 0; i < c->ncol; i++)
-		in[n++] = d->col[i].p;
-	for (int i = 0; i < c->nrow; i++)
-		in[n++] = d->row[i].p;
-	for (int i = 0; i < c->nfinal; i++)
-		out[i] = d->fin[i].p;
-	for (int i = 0; i < c->nmap; i++)
-		out[c->nfinal + i] = d->map[i].p;
-	CpuArgs a = {in, out, d->params, d->rows, d->len};
+	CpuArgs a;
+	cpu_args(d, &a, in, out);
 	char msg[200];
 	cr_assert_eq(rt_cpu_run(pool, &k->k, &a, split, msg, sizeof msg), 0, "%s", msg);
 }
@@ -1335,24 +1324,13 @@ Test(cpu, naive_floors_meet_the_reference, .timeout = 120)
 		RunData *d = drawn(c, 37, 300, 21);
 		const void *in[64];
 		void *out[64];
+		int64_t width[64];
 		struct {
 			CpuArgs a;
 			const int64_t *width;
-		} na;
-		int64_t width[64];
-		int n = 0;
-		for (int i = 0; i < c->nelem; i++)
-			width[n] = d->elem[i].width, in[n++] = d->elem[i].p;
-		for (int i = 0; i < c->ncol; i++)
-			width[n] = d->col[i].width, in[n++] = d->col[i].p;
-		for (int i = 0; i < c->nrow; i++)
-			width[n] = d->row[i].width, in[n++] = d->row[i].p;
-		for (int i = 0; i < c->nfinal; i++)
-			out[i] = d->fin[i].p;
-		for (int i = 0; i < c->nmap; i++)
-			out[c->nfinal + i] = d->map[i].p;
-		na.a = (CpuArgs){in, out, d->params, d->rows, d->len};
-		na.width = width;
+		} na = {.width = width}; /* bench/naive.c's Args */
+		cpu_args(d, &na.a, in, out);
+		rundata_widths(d, width);
 		fn(&na, 0, d->rows);
 		expect_ok(d, sym);
 		rundata_free(d);
