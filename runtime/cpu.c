@@ -198,27 +198,21 @@ static void reduce_live(const Run *r, int64_t i, int64_t lo, int64_t hi, void *s
 	_Alignas(64) unsigned char buf[512];
 	unsigned char *tmp = NULL;
 	int have = 0;
-	for (int64_t b = lo; b < hi;) {
+	int64_t run = -1; /* where the run of live blocks being gathered starts */
+	for (int64_t b = lo; b < hi; b += LIVE_BLOCK) {
 		int64_t e = b + LIVE_BLOCK < hi ? b + LIVE_BLOCK : hi;
-		if (!k->live(k->live_ctx, r->a, i, b, e)) {
-			b = e;
+		int live = k->live(k->live_ctx, r->a, i, b, e);
+		if (live && run < 0)
+			run = b;
+		if (run < 0 || (live && e < hi))
 			continue;
-		}
-		int64_t run = b;
-		for (b = e; b < hi; b = e) {
-			e = b + LIVE_BLOCK < hi ? b + LIVE_BLOCK : hi;
-			if (!k->live(k->live_ctx, r->a, i, b, e))
-				break;
-		}
-		if (!have) {
-			k->reduce(r->a, i, run, b, st);
-			have = 1;
-			continue;
-		}
-		if (!tmp)
+		/* the run ends before this block, or with it at the row's end */
+		if (have && !tmp)
 			tmp = states(k, 1, buf, sizeof buf);
-		k->reduce(r->a, i, run, b, tmp);
-		k->merge(r->a, st, tmp, st);
+		k->reduce(r->a, i, run, live ? e : b, have ? tmp : st);
+		if (have)
+			k->merge(r->a, st, tmp, st);
+		have = 1, run = -1;
 	}
 	if (!have)
 		k->identity(r->a, st);
