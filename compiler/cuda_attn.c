@@ -515,6 +515,12 @@ static int iv_node(Iv *v, Expr *e)
 		iv_var(v, e, t);
 	else
 		iv_op(v, e, t);
+	if (!e->ty.len && e->ty.kind != TY_BOOL) {
+		const char *wide = e->ty.kind == TY_I32 ? "2147483648.0" : e->ty.kind == TY_I64 ? "9007199254740992.0" : "0";
+		int s = ++v->n;
+		buf_printf(v->b, "\tdouble l%d = l%d, h%d = h%d;\n\tasc_iv_settle(l%d, h%d, %s);\n", s, t, s, t, s, s, wide);
+		t = s;
+	}
 	v->memo[e->id] = t;
 	return t;
 }

@@ -129,3 +129,19 @@ ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, doub
 	if (p[0] != p[0])
 		lo = -(double)ASC_INF, hi = (double)ASC_INF;
 }
+/* An interval's final form at a node of attn_tile: past the range the
+ * kernel's integers hold exactly (wide = 2^31 for int, 2^53 for long
+ * long) unknown; a float node (wide = 0) widened by a relative 2^-20, far
+ * past its float32 rounding, so that no tile is dropped by a comparison
+ * the kernel rounds the other way (as compiler/mask_live.c does). */
+ASC_DEV void asc_iv_settle(double &lo, double &hi, double wide)
+{
+	if (lo != lo || hi != hi || (wide && (fabs(lo) >= wide || fabs(hi) >= wide))) {
+		lo = -(double)ASC_INF, hi = (double)ASC_INF;
+		return;
+	}
+	if (!wide) {
+		lo -= fabs(lo) * 9.5367431640625e-07 + 1.1754943508222875e-38;
+		hi += fabs(hi) * 9.5367431640625e-07 + 1.1754943508222875e-38;
+	}
+}

@@ -9,6 +9,7 @@
  * fragment layout in the emulator; ptxas without spills for the default
  * configurations and that one; the key-tile loop's PTX without the waste
  * it once had. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -836,5 +837,46 @@ Test(attention, masks_that_multiply_positions, .timeout = 300)
 	uses_attention(c, "product_mask");
 	run_one(c, "product_mask", 130, 300, 1, 1, 1, NULL, NULL);
 	run_one(c, "product_mask", 3, 400, 1, 1, 3, NULL, NULL);
+	carrier_free(c);
+}
+
+/* A float mask decides its tiles with room for the kernel's rounding:
+ * j - 1e-9 >= i + 31 holds at j = i + 31 in float32 (the kernel's) and
+ * not in float64, so a tile of rows [64q, 64q + 64) and keys ending at
+ * 64q + 31 is live by one corner.  Dropping it loses a key of each 64th
+ * row, and all of row 128's keys at 160 keys; the CPU backend, which
+ * rounds the mask alike, keeps them. */
+Test(attention, float_masks_keep_tiles_live_by_rounding, .timeout = 300)
+{
+	cuda_test_cache();
+	char why[256];
+	const Device *cpu = device_find("cpu");
+	if (!cpu || !cpu->available(why, sizeof why))
+		cr_skip_test("the CPU backend is not here");
+	Carrier *c = load_dims("tests/attention/rounded_mask.yaml", 64);
+	uses_attention(c, "rounded_mask");
+	RunData *d[2];
+	char msg[4096] = "";
+	for (int k = 0; k < 2; k++) {
+		d[k] = rundata_new_heads(c, 130, 160, 1, 1);
+		cr_assert_eq(rundata_draw(d[k], 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	}
+	EmuStats es;
+	RunOpts o = {.split = 1, .config = "attention:nt=128,mt=1,bn=32,pv=1,st=1"};
+	cr_assert_eq(emu_run_data(d[0], &o, &es, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(cpu->run(d[1], &(RunOpts){.threads = 1}, msg, sizeof msg), 0, "%s", msg);
+	for (int f = 0; f < c->nfinal; f++) {
+		const Buffer *a = &d[0]->fin[f], *b = &d[1]->fin[f];
+		size_t bad = 0, first = 0;
+		for (size_t i = 0; i < a->n * a->width; i++) {
+			double x = buffer_get(a, i), y = buffer_get(b, i);
+			if (isnan(x) != isnan(y) || fabs(x - y) > 1e-3 + 1e-3 * fabs(y))
+				first = bad++ ? first : i;
+		}
+		cr_expect_eq(bad, 0, "%s: %zu values differ from the CPU backend's, the first at %zu", c->finalize[f].name,
+			     bad, first);
+	}
+	rundata_free(d[0]);
+	rundata_free(d[1]);
 	carrier_free(c);
 }
