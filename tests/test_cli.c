@@ -221,6 +221,31 @@ Test(cli, bench_reads_inputs_from_npy, .timeout = 120)
 	cr_assert(strstr(out, "the spec has no input named 'q'"), "%s", out);
 }
 
+/* bench finds its floor by the carrier's name and times it only when it
+ * computes what the spec does: the bundled attention meets its causal
+ * floor; the same carrier without its mask is not compared with it. */
+Test(cli, bench_times_only_a_floor_that_meets_the_reference, .timeout = 120)
+{
+	const char *cmd = ASSOC " bench %s --device cpu --threads 1 --rows 48 --len 200 -D d=32 -D dv=32";
+	char line[256];
+	snprintf(line, sizeof line, cmd, "specs/attention.yaml");
+	cr_assert_eq(sh(line, out, sizeof out, 0), 0, "%s", out);
+	cr_expect(strstr(out, "kernel/naive "), "the causal floor is timed: %s", out);
+	FILE *in = fopen("specs/attention.yaml", "r"), *f = fopen("build/attention_unmasked.yaml", "w");
+	cr_assert(in && f);
+	char text[256];
+	while (fgets(text, sizeof text, in))
+		if (strncmp(text, "mask:", 5))
+			fputs(text, f);
+	fclose(in);
+	fclose(f);
+	snprintf(line, sizeof line, cmd, "build/attention_unmasked.yaml");
+	cr_assert_eq(sh(line, out, sizeof out, 0), 0, "%s", out);
+	cr_expect(strstr(out, "naive  unavailable: naive_attention does not compute this spec: on 24 rows x 200, its out is"),
+		  "%s", out);
+	cr_expect(!strstr(out, "kernel/naive "), "%s", out);
+}
+
 /* With --heads, arrays carry a leading head axis (key/value heads for the
  * key and value columns): the drawn inputs written out and read back with
  * another seed give the same result, and a wrong head count is refused. */
