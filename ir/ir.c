@@ -406,6 +406,13 @@ Expr *ir_node(Ir *ir, Op op, Ty ty, int k, Expr *x, Expr *y, Expr *z)
 			v = v != 0;
 		return ir_const(ir, ty, ty.kind == TY_NUM ? v : ir_round((TyKind)ty.kind, v));
 	}
+	if (op == EXPR_WHERE) { /* a fixed condition, or both branches one node (where(flag, 0, 0)) */
+		Expr *pick = x->op == EXPR_CONST ? (x->num != 0 ? y : z) : y == z ? y : NULL;
+		if (pick && pick->op == EXPR_CONST)
+			return ir_const(ir, ty, ty.kind == TY_NUM ? pick->num : ir_round((TyKind)ty.kind, pick->num));
+		if (pick && ty_eq(pick->ty, ty))
+			return pick;
+	}
 	Expr key = {.op = (uint16_t)op, .ty = ty, .k = k};
 	Expr *args[3] = {x, y, z};
 	for (int i = 0; i < 3 && args[i]; i++)

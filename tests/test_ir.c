@@ -49,6 +49,24 @@ Test(ir, constant_folding)
 	cr_assert_eq(third->num, (double)(1.0f / 3.0f), "folded in the node's type");
 }
 
+/* where with a fixed condition is its branch, and where(c, u, u) is u
+ * (a bool param fixed by the prover, e+e of a where): the vector form
+ * keeps its type, so a scalar branch of a vector where is not picked. */
+Test(ir, where_folds_a_fixed_choice)
+{
+	Ty f = ty_scalar(TY_F32), b = ty_scalar(TY_BOOL);
+	Expr *c = ir_bin(ir, EXPR_LT, x, y);
+	cr_assert_eq(ir_node(ir, EXPR_WHERE, f, 0, ir_const(ir, b, 1), x, y), x);
+	cr_assert_eq(ir_node(ir, EXPR_WHERE, f, 0, ir_const(ir, b, 0), x, y), y);
+	cr_assert_eq(ir_node(ir, EXPR_WHERE, f, 0, c, x, x), x);
+	Expr *z = ir_node(ir, EXPR_WHERE, f, 0, c, ir_const(ir, f, 0), ir_const(ir, f, 0));
+	cr_assert(z->op == EXPR_CONST && z->num == 0);
+	cr_assert_eq(ir_node(ir, EXPR_WHERE, f, 0, c, x, y)->op, EXPR_WHERE, "an open condition stays");
+	Ty v = ty_vec(TY_F32, 4, -1);
+	Expr *w = ir_node(ir, EXPR_WHERE, v, 0, ir_const(ir, b, 1), x, ir_const(ir, v, 2));
+	cr_assert_eq(w->op, EXPR_WHERE, "x is a scalar, the where a vector");
+}
+
 Test(ir, inf_minus_inf_rule)
 {
 	cr_assert_eq(ir_eval_op(EXPR_SUB, TY_F64, 0, -INFINITY, -INFINITY, 0), -INFINITY);
