@@ -249,7 +249,7 @@ static int check_one(Opts *o, const char *path)
 		return EXIT_USAGE;
 	}
 	ProofReport p;
-	if (prove_carrier(c, o->proof, &p)) {
+	if (prove_carrier_at(c, o->check.params, o->check.nparams, o->proof, &p)) {
 		fprintf(stderr, "assoc: %s: internal error in the prover\n", path);
 		p = (ProofReport){0};
 	}

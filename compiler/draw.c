@@ -118,8 +118,7 @@ int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng)
 	return -1;
 }
 
-/* A --param value: a number, or true or false (a bool param's). */
-static double param_value(const char *s, char **end)
+double param_value(const char *s, char **end)
 {
 	if (strcmp(s, "true") && strcmp(s, "false"))
 		return strtod(s, end);

@@ -10,6 +10,8 @@
  * e+e is folded in the spec's own types, as the generated code computes it. */
 #include "prove_int.h"
 
+#include "draw.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,8 +335,8 @@ static void witness_str(Job *j, const double *val, Buf *b)
 			}
 		bprintf(b, "}");
 	}
-	for (int v = 0; v < p->nv; v++)
-		if (!p->vop[v])
+	for (int v = 0; v < p->nv; v++) /* a bool param is fixed by its case, named with the law */
+		if (!p->vop[v] && p->c->params[p->vfield[v]].storage != TY_BOOL)
 			bprintf(b, ", %s=%g", p->vname[v], val[v]);
 }
 
@@ -871,7 +873,7 @@ static int has_bool_field(const Carrier *c)
 	return 0;
 }
 
-int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
+static int prove_case(Carrier *c, int want_trace, ProofReport *r)
 {
 	memset(r, 0, sizeof *r);
 	if (!c)
@@ -912,6 +914,192 @@ int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
 	free(x);
 	return 0;
 }
+
+/* ---- params fixed by value ---- */
+
+/* A bool param is no real: where(flag, u, v) proved from one branch says
+ * nothing of the other.  So params given a value (check --param) are
+ * replaced by it, and the bool params left are proved case by case, every
+ * assignment in turn: a law is proved when it is in every case, disproved
+ * when it is in one (the case named), and otherwise unknown. */
+enum { MAX_BOOL_SPLIT = 3 };
+
+typedef struct {
+	Carrier *c;
+	const double *val; /* by param */
+	const char *fixed; /* by param: 1 when val holds its value */
+} Fix;
+
+static Expr *fix_param(void *ctx, Expr *e)
+{
+	Fix *f = ctx;
+	for (int p = 0; p < f->c->nparams; p++)
+		if (f->c->params[p].var == e->k && f->fixed[p])
+			return ir_const(f->c->ir, e->ty, ir_round(f->c->params[p].storage, f->val[p]));
+	return NULL;
+}
+
+static Expr *fix_expr(Fix *f, Expr *e) { return e ? ir_subst(f->c->ir, e, fix_param, f) : NULL; }
+
+static Expr **fix_list(Fix *f, Expr **es, int n)
+{
+	if (!es)
+		return NULL;
+	Expr **out = calloc(n ? n : 1, sizeof *out);
+	if (!out)
+		abort();
+	for (int i = 0; i < n; i++)
+		out[i] = fix_expr(f, es[i]);
+	return out;
+}
+
+/* c with the fixed params replaced in everything the prover reads; the
+ * copy shares the rest of c.  Freed with unfix. */
+static Carrier fixed_copy(Fix *f)
+{
+	Carrier *c = f->c, k = *c;
+	k.identity = fix_list(f, c->identity, c->nstate);
+	k.lift = fix_list(f, c->lift, c->nstate);
+	k.merge = fix_list(f, c->merge, c->nstate);
+	k.assume = fix_expr(f, c->assume);
+	k.cert_back = fix_list(f, c->cert_back, c->has_cert ? c->nstate : 0);
+	k.cert_into = NULL;
+	if (c->has_cert) {
+		k.cert_into = calloc(c->ncert ? c->ncert : 1, sizeof *k.cert_into);
+		if (!k.cert_into)
+			abort();
+		for (int i = 0; i < c->ncert; i++) {
+			k.cert_into[i] = c->cert_into[i];
+			k.cert_into[i].e = fix_expr(f, c->cert_into[i].e);
+		}
+	}
+	return k;
+}
+
+static void unfix(Carrier *k)
+{
+	free(k->identity);
+	free(k->lift);
+	free(k->merge);
+	free(k->cert_back);
+	free(k->cert_into);
+}
+
+/* "flag=true, scale=0.5": the params fixed, in the spec's order. */
+static char *fixed_str(const Carrier *c, const double *val, const char *fixed)
+{
+	Buf b = {0};
+	bprintf(&b, "%s", "");
+	for (int p = 0; p < c->nparams; p++) {
+		if (!fixed[p])
+			continue;
+		const char *sep = b.len ? ", " : "";
+		if (c->params[p].storage == TY_BOOL)
+			bprintf(&b, "%s%s=%s", sep, c->params[p].name, val[p] != 0 ? "true" : "false");
+		else
+			bprintf(&b, "%s%s=%.17g", sep, c->params[p].name, ir_round(c->params[p].storage, val[p]));
+	}
+	return b.s;
+}
+
+/* Fold case k (named by `what`) into the combined report r. */
+static void combine(ProofReport *r, ProofReport *k, const char *what, int first)
+{
+	if (first) {
+		r->n = k->n;
+		for (int i = 0; i < k->n; i++)
+			r->line[i] = (ProofLine){k->line[i].law, k->line[i].status,
+						 xasprintf("%s: %s", what, k->line[i].how ? k->line[i].how : "")};
+		return;
+	}
+	for (int i = 0; i < r->n && i < k->n; i++) {
+		ProofLine *l = &r->line[i], *m = &k->line[i];
+		const char *how = m->how ? m->how : "";
+		/* a disproof stands for the law; a proof needs every case; otherwise the first open case says why */
+		if (l->status == PROOF_DISPROVED || m->status == PROOF_PROVED) {
+			if (l->status == PROOF_PROVED) {
+				char *s = xasprintf("%s; %s: %s", l->how, what, how);
+				free(l->how);
+				l->how = s;
+			}
+			continue;
+		}
+		if (m->status == PROOF_DISPROVED || l->status == PROOF_PROVED) {
+			free(l->how);
+			l->status = m->status;
+			l->how = xasprintf("%s: %s", what, how);
+		}
+	}
+}
+
+int prove_carrier_at(Carrier *c, const Define *params, int nparams, int want_trace, ProofReport *r)
+{
+	memset(r, 0, sizeof *r);
+	if (!c)
+		return -1;
+	int np = c->nparams;
+	double *val = calloc(np ? np : 1, sizeof *val);
+	char *fixed = calloc(np ? np : 1, 1);
+	int free_bool[MAX_BOOL_SPLIT], nfree = 0, over = 0;
+	if (!val || !fixed)
+		abort();
+	for (int k = 0; k < nparams; k++)
+		for (int p = 0; p < np; p++)
+			if (!strcmp(c->params[p].name, params[k].name)) {
+				char *end;
+				val[p] = param_value(params[k].value, &end);
+				fixed[p] = *params[k].value && !*end; /* a bad value is the trials' to report */
+			}
+	for (int p = 0; p < np; p++)
+		if (c->params[p].storage == TY_BOOL && !fixed[p]) {
+			if (nfree < MAX_BOOL_SPLIT)
+				free_bool[nfree++] = p;
+			else
+				over = 1;
+		}
+	int any = 0;
+	for (int p = 0; p < np; p++)
+		any |= fixed[p];
+	if (over || (!any && !nfree)) { /* past the split, ev_var says which bool param is left */
+		free(val);
+		free(fixed);
+		return prove_case(c, want_trace, r);
+	}
+	Buf trace = {0};
+	double seconds = 0;
+	for (int k = 0; k < 1 << nfree; k++) {
+		for (int i = 0; i < nfree; i++) {
+			val[free_bool[i]] = (k >> i) & 1;
+			fixed[free_bool[i]] = 1;
+		}
+		Fix f = {c, val, fixed};
+		Carrier kc = fixed_copy(&f);
+		ProofReport one;
+		int rc = prove_case(&kc, want_trace, &one);
+		unfix(&kc);
+		if (rc) {
+			proof_report_free(r);
+			free(trace.s);
+			free(val);
+			free(fixed);
+			return rc;
+		}
+		char *what = fixed_str(c, val, fixed);
+		combine(r, &one, what, k == 0);
+		if (want_trace)
+			bprintf(&trace, "---- with %s\n%s", what, one.trace ? one.trace : "");
+		seconds += one.seconds;
+		free(what);
+		proof_report_free(&one);
+	}
+	r->seconds = seconds;
+	r->trace = want_trace ? (trace.s ? trace.s : xasprintf("%s", "")) : NULL;
+	free(val);
+	free(fixed);
+	return 0;
+}
+
+int prove_carrier(Carrier *c, int want_trace, ProofReport *r) { return prove_carrier_at(c, NULL, 0, want_trace, r); }
 
 void proof_report_free(ProofReport *r)
 {

@@ -23,8 +23,12 @@ typedef struct {
 	double seconds;
 } ProofReport;
 
-/* 0 when the laws were examined (whatever the verdicts), -1 on an internal error. */
+/* 0 when the laws were examined (whatever the verdicts), -1 on an internal
+ * error.  Bool params are taken case by case (up to 3 of them). */
 int prove_carrier(Carrier *c, int want_trace, ProofReport *r);
+/* The same with params fixed to the given values (name=value, as for
+ * --param: a number, true or false); the lines name the values. */
+int prove_carrier_at(Carrier *c, const Define *params, int nparams, int want_trace, ProofReport *r);
 void proof_report_free(ProofReport *r);
 const char *proof_status_name(ProofStatus s);
 

@@ -136,6 +136,18 @@ Test(cli, usage_errors)
 	cr_assert_eq(sh(ASSOC " check --param eps specs/layer_norm.yaml", out, sizeof out, 1), 2);
 }
 
+/* check proves the laws at the --param values it draws its trials with,
+ * and each case of a bool param left free: the trials draw flag true and
+ * pass; the proof of flag false finds the counterexample. */
+Test(cli, check_proves_bool_params_case_by_case, .timeout = 60)
+{
+	cr_assert_eq(sh(ASSOC " check tests/prove/bool_param_else_fails.yaml", out, sizeof out, 1), 1, "%s", out);
+	cr_expect(strstr(out, "associative: disproved (flag=false: "), "%s", out);
+	cr_assert_eq(sh(ASSOC " check tests/prove/bool_param_else_fails.yaml --param flag=true", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "associative: proved (flag=true: "), "%s", out);
+}
+
 /* An option given to a command it does not apply to is a usage error
  * naming both, before anything runs (not silently ignored); the options a
  * command takes still work. */

@@ -160,18 +160,51 @@ Test(prove, bool_fields_are_unknown_not_disproved)
 	carrier_free(c);
 }
 
-/* A bool param decides a merge's where: neither branch alone is the
- * merge, so the laws it reaches are unknown (it was proved associative
- * from the else branch, a - b for flag true), and e+e, which it decides
- * too, is no disproof. */
-Test(prove, bool_params_are_unknown_not_proved)
+/* A bool param decides a merge's where, and no real stands for it: each
+ * case is proved apart.  Proved from the else branch alone, the merge was
+ * once called associative for flag true too (a - b); where(flag, 0, 0),
+ * e+e here, is 0 in every case. */
+Test(prove, bool_params_are_proved_case_by_case)
 {
-	check("tests/prove/bool_param_selects.yaml", "uu--");
+	check("tests/prove/bool_param_selects.yaml", "dd--");
+	check("tests/prove/bool_param_else_fails.yaml", "dd--");
 	Carrier *c = load_ok("tests/prove/bool_param_selects.yaml");
 	ProofReport r;
 	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	cr_expect(strstr(law(&r, "associative")->how, "bool param flag"), "%s", law(&r, "associative")->how);
-	cr_expect(strstr(law(&r, "identity")->how, "which the params decide"), "%s", law(&r, "identity")->how);
+	cr_expect(!strncmp(law(&r, "associative")->how, "flag=true: ", 11), "%s", law(&r, "associative")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+	c = load_ok("tests/prove/bool_param_else_fails.yaml");
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect(!strncmp(law(&r, "identity")->how, "flag=false: ", 12), "%s", law(&r, "identity")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
+/* Params given values (check --param) are proved at those values: k*a + b
+ * is no monoid for k a real, but is one at k = 1; flag=false picks the
+ * lawful branch of bool_param_selects. */
+Test(prove, params_given_values_are_proved_there)
+{
+	Carrier *c = load_ok("tests/prove/scaled_merge.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	expect(&r, "scaled_merge", "associative", PROOF_DISPROVED);
+	proof_report_free(&r);
+	Define one = {"k", "1"};
+	cr_assert_eq(prove_carrier_at(c, &one, 1, 0, &r), 0);
+	expect(&r, "scaled_merge k=1", "associative", PROOF_PROVED);
+	expect(&r, "scaled_merge k=1", "identity", PROOF_PROVED);
+	cr_expect(!strncmp(law(&r, "associative")->how, "k=1: ", 5), "%s", law(&r, "associative")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+
+	c = load_ok("tests/prove/bool_param_selects.yaml");
+	Define off = {"flag", "false"};
+	cr_assert_eq(prove_carrier_at(c, &off, 1, 1, &r), 0);
+	expect(&r, "bool_param_selects flag=false", "associative", PROOF_PROVED);
+	expect(&r, "bool_param_selects flag=false", "identity", PROOF_PROVED);
+	cr_expect(r.trace && strstr(r.trace, "with flag=false"), "%s", r.trace ? r.trace : "(no trace)");
 	proof_report_free(&r);
 	carrier_free(c);
 }
