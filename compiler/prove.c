@@ -1032,6 +1032,30 @@ static void combine(ProofReport *r, ProofReport *k, const char *what, int first)
 	}
 }
 
+static int is_var(void *ctx, Expr *n) { return n->op == EXPR_VAR && n->k == *(int *)ctx; }
+
+static int list_uses(Expr *const *es, int n, int var)
+{
+	for (int i = 0; es && i < n; i++)
+		if (es[i] && ir_contains(es[i], is_var, &var))
+			return 1;
+	return 0;
+}
+
+/* Whether the prover reads param var (a param of the mask or finalize
+ * only is neither fixed nor split, nor named in the lines). */
+static int prover_uses(const Carrier *c, int var)
+{
+	int n = c->nstate;
+	if (list_uses(c->identity, n, var) || list_uses(c->lift, n, var) || list_uses(c->merge, n, var) ||
+	    list_uses(&c->assume, 1, var) || (c->has_cert && list_uses(c->cert_back, n, var)))
+		return 1;
+	for (int i = 0; c->has_cert && i < c->ncert; i++)
+		if (list_uses(&c->cert_into[i].e, 1, var))
+			return 1;
+	return 0;
+}
+
 int prove_carrier_at(Carrier *c, const Define *params, int nparams, int want_trace, ProofReport *r)
 {
 	memset(r, 0, sizeof *r);
@@ -1048,10 +1072,11 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int want_tra
 			if (!strcmp(c->params[p].name, params[k].name)) {
 				char *end;
 				val[p] = param_value(params[k].value, &end);
-				fixed[p] = *params[k].value && !*end; /* a bad value is the trials' to report */
+				/* a bad value is the trials' to report */
+				fixed[p] = *params[k].value && !*end && prover_uses(c, c->params[p].var);
 			}
 	for (int p = 0; p < np; p++)
-		if (c->params[p].storage == TY_BOOL && !fixed[p]) {
+		if (c->params[p].storage == TY_BOOL && !fixed[p] && prover_uses(c, c->params[p].var)) {
 			if (nfree < MAX_BOOL_SPLIT)
 				free_bool[nfree++] = p;
 			else

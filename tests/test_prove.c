@@ -207,6 +207,14 @@ Test(prove, params_given_values_are_proved_there)
 	cr_expect(r.trace && strstr(r.trace, "with flag=false"), "%s", r.trace ? r.trace : "(no trace)");
 	proof_report_free(&r);
 	carrier_free(c);
+
+	c = load_ok("tests/prove/mask_param.yaml");
+	Define every = {"every", "true"};
+	cr_assert_eq(prove_carrier_at(c, &every, 1, 0, &r), 0);
+	expect(&r, "mask_param", "associative", PROOF_PROVED);
+	cr_expect(!strstr(law(&r, "associative")->how, "every="), "%s", law(&r, "associative")->how);
+	proof_report_free(&r);
+	carrier_free(c);
 }
 
 /* Corners where the prover had claimed false laws or missed true ones:
