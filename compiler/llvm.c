@@ -123,16 +123,6 @@ static int unsupported(Carrier *c, char *msg, size_t n)
 	return 0;
 }
 
-/* Past this many state components the carrier's merge is one block of
- * thousands of instructions, over which the SLP vectorizer's time grows
- * faster than linearly: at 256 components (o_lse at dv = 256) the optimizer
- * took 7.9 of 8.4 seconds, SLP first in its profile, and at 1024 the whole
- * compile about 290.  Such a module's functions are marked noimplicitfloat,
- * which keeps the SLP and loop vectorizers out: 1.0 and 6.2 seconds, for
- * code that runs about half as fast (scalar across components; the row
- * lanes stay vectors). */
-enum { SLP_STATE_MAX = 160 };
-
 static int wide_state(const Carrier *c)
 {
 	long n = 0;

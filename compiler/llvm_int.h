@@ -75,6 +75,24 @@ typedef struct {
  * logsumexp 118 -> 109, softmax 139 -> 132, Welford 99-123 -> 84-88.
  * Below ALIGN_MIN (llvm_reduce.c), so no alignment peel. */
 enum { PAIR = 2, PAIR_LEN = 1024 };
+
+/* Past this many state components the carrier's merge is one block of
+ * thousands of instructions, over which the SLP vectorizer's time grows
+ * faster than linearly: at 256 components (o_lse at dv = 256) the optimizer
+ * took 7.9 of 8.4 seconds, SLP first in its profile, and at 1024 the whole
+ * compile about 290.  Such a module's functions are marked noimplicitfloat,
+ * which keeps the SLP and loop vectorizers out: 1.0 and 6.2 seconds, for
+ * code that runs about half as fast (scalar across components; the row
+ * lanes stay vectors). */
+enum { SLP_STATE_MAX = 160 };
+
+/* Positions per tile of a max-rescale carrier with vector fields, folded
+ * in one lane (reduce_tiles in llvm_reduce.c).  Attention's (m, l, o), one thread, 1024
+ * queries x 1024 keys: at d = 64, 0.031 G pairs/s position by position,
+ * 0.046 in tiles of 4, 0.056 of 8, no better at 16; at d = 128, 0.019,
+ * 0.032, 0.036.  Compiling costs about twice as much as without tiles
+ * (d = 128: 0.7 -> 1.7 s); past SLP_STATE_MAX there are none. */
+enum { VTILE = 8 };
 /* Whether the kernel has assoc_reduce2: the two passes, or vector loops. */
 static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->lanes > 1 || k->accs > 1; }
 

@@ -629,6 +629,11 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile)
 	if (tile <= 0)
 		tile = 8;
 	k->tile = scalar && comm ? tile : 1;
+	long comps = 0;
+	for (int f = 0; f < c->nstate; f++)
+		comps += decl_width(&c->state[f]);
+	if (!scalar && k->mr_field >= 0 && comps <= SLP_STATE_MAX) /* tiles of positions in one lane (reduce_tiles) */
+		k->tile = tile > VTILE ? VTILE : tile;
 	k->two_pass = 0;
 	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1) {
 		for (int i = 0; i < c->nelem; i++)

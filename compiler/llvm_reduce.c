@@ -123,10 +123,13 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 	for (int f = 0; f < k->c->nstate; f++) {
 		if (f == mi)
 			continue;
-		for (int t = 0; t < T; t++)
-			v[t] = LLVMBuildFMul(L->b, s[t][f].c[0], e[t], "");
-		out[f] = lv_new(L, 1);
-		out[f].c[0] = tree(b, v, T, 0);
+		int n = decl_width(&k->c->state[f]);
+		out[f] = lv_new(L, n);
+		for (int i = 0; i < n; i++) {
+			for (int t = 0; t < T; t++)
+				v[t] = LLVMBuildFMul(L->b, lv_at(s[t][f], i), e[t], "");
+			out[f].c[i] = tree(b, v, T, 0);
+		}
 	}
 }
 
@@ -596,6 +599,33 @@ static LLVMValueRef reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi
 	return tail;
 }
 
+/* One lane (a carrier with vector fields): tiles of T positions fold
+ * into the state n-arily (fold_max_rescale), so the T scores, their g
+ * and the dot products behind them are independent work, and the state's
+ * vectors are rescaled once a tile.  Position by position, each one waits
+ * for the last: attention's (m, l, o) at d = 64 ran a chain of a dot
+ * product's horizontal sum, a max, an exp and the update of o per key.
+ * Returns where the positions left over (fewer than T) start. */
+static LLVMValueRef reduce_tiles(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+{
+	Kern *k = b->k;
+	int ns = k->c->nstate, T = k->tile;
+	LV *lifted = calloc((size_t)(T + 1) * ns, sizeof *lifted), *s[65];
+	Loop l = kern_loop_begin(b, lo, hi, T);
+	for (int t = 0; t < T; t++) {
+		s[t] = lifted + t * ns;
+		lift_at(b, t ? LLVMBuildAdd(b->L.b, l.iv, ci64(b, t), "") : l.iv, s[t], tmp);
+	}
+	lower_scope(&b->L, 1);
+	kern_slots_load(b, one, b->st);
+	s[T] = b->st;
+	fold_max_rescale(b, s, T + 1, tmp);
+	kern_slots_store(b, one, tmp);
+	kern_loop_end(b, &l);
+	free(lifted);
+	return kern_loop_final(b, &l);
+}
+
 void kern_build_reduce(B *b)
 {
 	Carrier *c = b->k->c;
@@ -632,6 +662,8 @@ void kern_build_reduce(B *b)
 	} else {
 		kern_identity(b, b->st);
 		kern_slots_store(b, one, b->st);
+		if (k->mr_field >= 0 && k->tile > 1)
+			tail = reduce_tiles(b, one, lo, hi, tmp);
 	}
 	if (joined) {
 		LLVMBuildBr(b->L.b, joined);

@@ -4,11 +4,12 @@
  * A max-rescale carrier merges a float32 field m by max and every other
  * field f by rescaling both sides to the new maximum:
  *   m = max(a.m, b.m),  f = a.f * g(a.m - m) + b.f * g(b.m - m),  g = exp or exp2
- * (softmax's (m, l), logsumexp, attention's (m, l, o) when o is scalar).
+ * (softmax's (m, l), logsumexp, attention's (m, l, o), o a vector or not).
  * For such a merge the fold of n states is, in exact arithmetic,
  *   M = max_i m_i,  F = sum_i f_i * g(m_i - M)
  * so a tile needs one vector max, one g per position and plain adds, and
- * the running state is rescaled once per tile, not once per position.
+ * the running state is rescaled once per tile, not once per position.  A
+ * vector f (attention's o) takes g of its position's m for every component.
  * Matching is structural (the IR is hash-consed: the max in each g is the
  * very node merge[m]); anything else folds a tile by a tree of the spec's
  * own merges. */
@@ -33,7 +34,8 @@ static int rescaled(const Carrier *c, const Expr *e, int which, int f, int mi, O
 		return 0;
 	for (int o = 0; o < 2; o++) {
 		const Expr *x = e->a[o], *r = e->a[1 - o];
-		if (field_of(c, x, which) != f || (r->op != EXPR_EXP && r->op != EXPR_EXP2) || r->ty.kind != TY_F32)
+		if (field_of(c, x, which) != f || (r->op != EXPR_EXP && r->op != EXPR_EXP2) || r->ty.kind != TY_F32 ||
+		    r->ty.len)
 			continue;
 		const Expr *s = r->a[0];
 		if (s->op != EXPR_SUB || s->a[1] != c->merge[mi] || field_of(c, s->a[0], which) != mi)
@@ -63,12 +65,12 @@ int tile_max_rescale(const Carrier *c, Op *g)
 	if (!c->merge || c->nstate < 2)
 		return -1;
 	for (int f = 0; f < c->nstate; f++)
-		if (c->state[f].ty.kind != TY_F32 || c->state[f].ty.len)
+		if (c->state[f].ty.kind != TY_F32)
 			return -1;
 	int mi = -1;
 	for (int f = 0; f < c->nstate && mi < 0; f++) {
 		const Expr *e = c->merge[f];
-		if (e->op == EXPR_MAX && ((field_of(c, e->a[0], STATE_A) == f && field_of(c, e->a[1], STATE_B) == f) ||
+		if (e->op == EXPR_MAX && !c->state[f].ty.len && ((field_of(c, e->a[0], STATE_A) == f && field_of(c, e->a[1], STATE_B) == f) ||
 					  (field_of(c, e->a[0], STATE_B) == f && field_of(c, e->a[1], STATE_A) == f)))
 			mi = f;
 	}

@@ -416,6 +416,41 @@ Test(cpu, max_rescale_carriers_fold_tiles_at_once)
 	carrier_free(c);
 }
 
+/* Attention's (m, l, o), o a vector, folds keys in tiles in its one
+ * lane: lengths around the tile (8), key by key tails, causal and empty
+ * rows (tiles of masked keys, a state still the identity), against the
+ * reference; and with tiles of 1, 3 and 5 as well. */
+Test(cpu, vector_states_fold_tiles_of_keys, .timeout = 120)
+{
+	static const char *specs[] = {"tests/attention/full.yaml", "specs/attention.yaml",
+				      "tests/attention/empty_rows.yaml"};
+	static const int lens[] = {1, 7, 8, 9, 17, 64, 127};
+	static const int tiles[] = {0, 1, 3, 5};
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	for (int s = 0; s < 3; s++) {
+		Carrier *c = load_ok(specs[s]);
+		for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++) {
+			LlvmKernel *k = compiled(c, &(LlvmOpts){.tile = tiles[t]});
+			int want = tiles[t] ? tiles[t] : 8;
+			cr_expect(k->lanes == 1 && k->tile == want && k->max_rescale == (want > 1),
+				  "%s: one lane, tiles of %d (%d, %d)", specs[s], want, k->tile, k->max_rescale);
+			for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+				RunData *d = drawn(c, 9, lens[l], 40 + l);
+				run_kernel(k, d, p, l % 2 ? 3 : 0);
+				char w[200];
+				snprintf(w, sizeof w, "%s tile %d len %d", specs[s], tiles[t], lens[l]);
+				expect_ok(d, w);
+				rundata_free(d);
+			}
+			llvm_kernel_free(k);
+		}
+		carrier_free(c);
+	}
+	rt_pool_close(p);
+}
+
 /* Near misses take the tree of the spec's merges, and stay right: a merge
  * that forgets to rescale b (not commutative: its own left fold is the
  * basis), and a max with a plain count beside the rescaled sum. */
