@@ -81,9 +81,11 @@ static int verdict_ok(const CheckResult *r, const ProofReport *p, int strict)
 	return 1;
 }
 
-static void print_text(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok)
+static void print_text(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok, const char *cases)
 {
 	printf("%s: carrier %s\n", c->file, c->name);
+	if (cases)
+		printf("  trials: %s\n", cases);
 	if (r->input_error) {
 		printf("  inputs: %s\n  FAILED\n", r->input_error);
 		return;
@@ -167,13 +169,17 @@ static void json_reference(Buf *b, const CheckResult *r)
 	buf_puts(b, "}");
 }
 
-static void print_json(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok)
+static void print_json(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok, const char *cases)
 {
 	Buf b = {0};
 	buf_puts(&b, "{\"file\": ");
 	buf_json_str(&b, c->file);
 	buf_puts(&b, ", \"carrier\": ");
 	buf_json_str(&b, c->name);
+	if (cases) {
+		buf_puts(&b, ", \"trials\": ");
+		buf_json_str(&b, cases);
+	}
 	buf_printf(&b, ", \"ok\": %s, \"seconds\": %.4f, \"proof_seconds\": %.4f", ok ? "true" : "false", r->seconds,
 		   p->seconds);
 	if (r->input_error) {
@@ -224,6 +230,52 @@ static void json_invalid(const char *path, const char *diag)
 	free(s);
 }
 
+/* The trials draw a bool param true unless --param fixes it, so a law
+ * that fails only where it is false would pass them: each assignment of
+ * the free ones (up to MAX_BOOL_CASES) gets its own trials.  r is the
+ * first case that fails, else the last; cases says which ran. */
+enum { MAX_BOOL_CASES = 3 };
+
+static int check_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cases, size_t ncases, char *msg,
+		       size_t n)
+{
+	Define defs[MAX_DEFINES];
+	int nd = base->nparams, free_p[MAX_BOOL_CASES], nfree = 0;
+	memcpy(defs, base->params, nd * sizeof *defs);
+	for (int p = 0; p < c->nparams && nd + nfree < MAX_DEFINES; p++) {
+		int given = 0;
+		for (int k = 0; k < base->nparams; k++)
+			given |= !strcmp(base->params[k].name, c->params[p].name);
+		if (c->params[p].storage == TY_BOOL && !given && nfree < MAX_BOOL_CASES)
+			free_p[nfree++] = p;
+	}
+	if (!nfree)
+		return check_run(c, base, r, msg, n);
+	CheckOpts o = *base;
+	o.params = defs;
+	o.nparams = nd + nfree;
+	for (int k = 0; k < 1 << nfree; k++) {
+		char what[224];
+		size_t at = 0;
+		for (int i = 0; i < nfree; i++) {
+			defs[nd + i] = (Define){c->params[free_p[i]].name, (k >> i) & 1 ? "true" : "false"};
+			at += snprintf(what + at, at < sizeof what ? sizeof what - at : 0, "%s%s=%s", i ? ", " : "",
+				       defs[nd + i].name, defs[nd + i].value);
+		}
+		if (k)
+			check_result_free(r);
+		if (check_run(c, &o, r, msg, n))
+			return -1;
+		if (!check_ok(r)) {
+			snprintf(cases, ncases, "with %s, the first of %d cases of the bool param%s that fails", what,
+				 1 << nfree, nfree > 1 ? "s" : "");
+			return 0;
+		}
+	}
+	snprintf(cases, ncases, "in each of the %d cases of the bool param%s", 1 << nfree, nfree > 1 ? "s" : "");
+	return 0;
+}
+
 static int check_one(Opts *o, const char *path)
 {
 	Diag d;
@@ -242,8 +294,8 @@ static int check_one(Opts *o, const char *path)
 		return EXIT_USAGE;
 	}
 	CheckResult r;
-	char msg[256];
-	if (check_run(c, &o->check, &r, msg, sizeof msg)) {
+	char msg[256], cases[320] = "";
+	if (check_cases(c, &o->check, &r, cases, sizeof cases, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: %s\n", msg);
 		carrier_free(c);
 		return EXIT_USAGE;
@@ -255,9 +307,9 @@ static int check_one(Opts *o, const char *path)
 	}
 	int ok = verdict_ok(&r, &p, o->strict);
 	if (o->json)
-		print_json(c, &r, &p, ok);
+		print_json(c, &r, &p, ok, cases[0] ? cases : NULL);
 	else
-		print_text(c, &r, &p, ok);
+		print_text(c, &r, &p, ok, cases[0] ? cases : NULL);
 	int rc = ok ? EXIT_OK : EXIT_FAIL;
 	proof_report_free(&p);
 	check_result_free(&r);

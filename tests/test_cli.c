@@ -137,12 +137,16 @@ Test(cli, usage_errors)
 }
 
 /* check proves the laws at the --param values it draws its trials with,
- * and each case of a bool param left free: the trials draw flag true and
- * pass; the proof of flag false finds the counterexample. */
+ * and both proofs and trials take each case of a bool param left free
+ * (the trials drew it true alone, where this merge is lawful). */
 Test(cli, check_proves_bool_params_case_by_case, .timeout = 60)
 {
 	cr_assert_eq(sh(ASSOC " check tests/prove/bool_param_else_fails.yaml", out, sizeof out, 1), 1, "%s", out);
 	cr_expect(strstr(out, "associative: disproved (flag=false: "), "%s", out);
+	cr_expect(strstr(out, "trials: with flag=false, the first of 2 cases of the bool param that fails"), "%s", out);
+	cr_expect(strstr(out, "); fails at trial"), "the trials fail too: %s", out);
+	cr_assert_eq(sh(ASSOC " check tests/prove/mask_param.yaml", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "trials: in each of the 2 cases of the bool param"), "%s", out);
 	cr_assert_eq(sh(ASSOC " check tests/prove/bool_param_else_fails.yaml --param flag=true", out, sizeof out, 1), 0,
 		     "%s", out);
 	cr_expect(strstr(out, "associative: proved (flag=true: "), "%s", out);
