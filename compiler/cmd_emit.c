@@ -58,7 +58,7 @@ static int laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
 		}
 	check_result_free(&r);
 	ProofReport pr;
-	if (!bad && prove_carrier(c, 0, &pr) == 0) {
+	if (!bad && prove_carrier_at(c, o->check.params, o->check.nparams, 0, &pr) == 0) {
 		for (int i = 0; i < pr.n && !bad; i++)
 			if (pr.line[i].status == PROOF_DISPROVED) {
 				snprintf(msg, n, "%s: %s is disproved (%s)", c->file, pr.line[i].law,

@@ -335,8 +335,8 @@ static void witness_str(Job *j, const double *val, Buf *b)
 			}
 		bprintf(b, "}");
 	}
-	for (int v = 0; v < p->nv; v++) /* a bool param is fixed by its case, named with the law */
-		if (!p->vop[v] && p->c->params[p->vfield[v]].storage != TY_BOOL)
+	for (int v = 0; v < p->nv; v++) /* a fixed param is named with the law, as is a bool's case */
+		if (!p->vop[v] && p->c->params[p->vfield[v]].storage != TY_BOOL && !(p->pfixed && p->pfixed[p->vfield[v]]))
 			bprintf(b, ", %s=%g", p->vname[v], val[v]);
 }
 
@@ -873,7 +873,7 @@ static int has_bool_field(const Carrier *c)
 	return 0;
 }
 
-static int prove_case(Carrier *c, int want_trace, ProofReport *r)
+static int prove_case(Carrier *c, const char *fixed, int want_trace, ProofReport *r)
 {
 	memset(r, 0, sizeof *r);
 	if (!c)
@@ -901,6 +901,7 @@ static int prove_case(Carrier *c, int want_trace, ProofReport *r)
 	else if (pv_init(&x->p, c) < 0)
 		set_all(r, c, "budget: too many variables");
 	else {
+		x->p.pfixed = fixed;
 		if (x->p.ninv)
 			bprintf(x->trace, "invariants of nonempty states (every lift keeps them, merge preserves them): %s\n",
 				x->p.invtext);
@@ -1056,11 +1057,16 @@ static int prover_uses(const Carrier *c, int var)
 	return 0;
 }
 
-int prove_carrier_at(Carrier *c, const Define *params, int nparams, int want_trace, ProofReport *r)
+/* Whether the assume, its fixed params replaced, is false whatever the
+ * inputs: a case no input reaches, where every law holds. */
+static int assume_excludes(const Carrier *k) { return k->assume && k->assume->op == EXPR_CONST && k->assume->num == 0; }
+
+int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, ProofReport *r)
 {
 	memset(r, 0, sizeof *r);
 	if (!c)
 		return -1;
+	int want_trace = flags & PROVE_TRACE;
 	int np = c->nparams;
 	double *val = calloc(np ? np : 1, sizeof *val);
 	char *fixed = calloc(np ? np : 1, 1);
@@ -1075,23 +1081,33 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int want_tra
 				/* a bad value is the trials' to report */
 				fixed[p] = *params[k].value && !*end && prover_uses(c, c->params[p].var);
 			}
-	for (int p = 0; p < np; p++)
+	for (int p = 0; p < np && !(flags & PROVE_BOOLS_OPEN); p++)
 		if (c->params[p].storage == TY_BOOL && !fixed[p] && prover_uses(c, c->params[p].var)) {
 			if (nfree < MAX_BOOL_SPLIT)
 				free_bool[nfree++] = p;
 			else
 				over = 1;
 		}
+	if (over) /* too many cases: the bool params stay open, and ev_var names one */
+		nfree = 0;
 	int any = 0;
 	for (int p = 0; p < np; p++)
 		any |= fixed[p];
-	if (over || (!any && !nfree)) { /* past the split, ev_var says which bool param is left */
+	if (!any && !nfree) {
 		free(val);
 		free(fixed);
-		return prove_case(c, want_trace, r);
+		return prove_case(c, NULL, want_trace, r);
 	}
 	Buf trace = {0};
 	double seconds = 0;
+	int ran = 0, same[8];
+	char *first[8] = {0}; /* the first case's hows: a proof alike in every case is said once */
+	char *given = fixed_str(c, val, fixed), *names = NULL;
+	for (int i = 0; i < nfree; i++) {
+		char *t = xasprintf("%s%s%s", names ? names : "", names ? ", " : "", c->params[free_bool[i]].name);
+		free(names);
+		names = t;
+	}
 	for (int k = 0; k < 1 << nfree; k++) {
 		for (int i = 0; i < nfree; i++) {
 			val[free_bool[i]] = (k >> i) & 1;
@@ -1099,32 +1115,66 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int want_tra
 		}
 		Fix f = {c, val, fixed};
 		Carrier kc = fixed_copy(&f);
+		char *what = fixed_str(c, val, fixed);
+		if (assume_excludes(&kc)) {
+			bprintf(want_trace ? &trace : NULL, "---- with %s the assume is false: no state to prove\n", what);
+			unfix(&kc);
+			free(what);
+			continue;
+		}
 		ProofReport one;
-		int rc = prove_case(&kc, want_trace, &one);
+		int rc = prove_case(&kc, fixed, want_trace, &one);
 		unfix(&kc);
 		if (rc) {
 			proof_report_free(r);
 			free(trace.s);
+			free(what);
 			free(val);
 			free(fixed);
+			free(given);
+			free(names);
+			for (int i = 0; i < 8; i++)
+				free(first[i]);
 			return rc;
 		}
-		char *what = fixed_str(c, val, fixed);
-		combine(r, &one, what, k == 0);
+		for (int i = 0; i < one.n && i < 8; i++) {
+			const char *h = one.line[i].how ? one.line[i].how : "";
+			if (!ran)
+				first[i] = xasprintf("%s", h), same[i] = 1;
+			else
+				same[i] &= first[i] && !strcmp(first[i], h);
+		}
+		combine(r, &one, what, ran++ == 0);
 		if (want_trace)
 			bprintf(&trace, "---- with %s\n%s", what, one.trace ? one.trace : "");
 		seconds += one.seconds;
 		free(what);
 		proof_report_free(&one);
 	}
-	r->seconds = seconds;
-	r->trace = want_trace ? (trace.s ? trace.s : xasprintf("%s", "")) : NULL;
+	for (int i = 0; i < r->n && ran > 1; i++)
+		if (r->line[i].status == PROOF_PROVED && same[i]) {
+			free(r->line[i].how);
+			r->line[i].how = xasprintf("%s%severy case of %s: %s", given, *given ? "; " : "", names, first[i]);
+		}
+	for (int i = 0; i < 8; i++)
+		free(first[i]);
+	free(given);
+	free(names);
 	free(val);
 	free(fixed);
+	if (!ran) { /* the assume holds in no case: the trials report it */
+		free(trace.s);
+		return prove_case(c, NULL, want_trace, r);
+	}
+	r->seconds = seconds;
+	r->trace = want_trace ? (trace.s ? trace.s : xasprintf("%s", "")) : NULL;
 	return 0;
 }
 
-int prove_carrier(Carrier *c, int want_trace, ProofReport *r) { return prove_carrier_at(c, NULL, 0, want_trace, r); }
+int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
+{
+	return prove_carrier_at(c, NULL, 0, want_trace ? PROVE_TRACE : 0, r);
+}
 
 void proof_report_free(ProofReport *r)
 {

@@ -27,8 +27,11 @@ typedef struct {
  * error.  Bool params are taken case by case (up to 3 of them). */
 int prove_carrier(Carrier *c, int want_trace, ProofReport *r);
 /* The same with params fixed to the given values (name=value, as for
- * --param: a number, true or false); the lines name the values. */
-int prove_carrier_at(Carrier *c, const Define *params, int nparams, int want_trace, ProofReport *r);
+ * --param: a number, true or false); the lines name the values.  flags:
+ * PROVE_TRACE for the trace, PROVE_BOOLS_OPEN to leave free bool params
+ * unsplit (their laws unknown), for a caller whose trials see one case. */
+enum { PROVE_TRACE = 1, PROVE_BOOLS_OPEN = 2 };
+int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, ProofReport *r);
 void proof_report_free(ProofReport *r);
 const char *proof_status_name(ProofStatus s);
 

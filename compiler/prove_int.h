@@ -42,6 +42,7 @@ typedef struct {
 	const char *vname[PV_MAXV];
 	char vop[PV_MAXV];      /* 'a', 'b', 'c', or 0 for params */
 	int vfield[PV_MAXV];    /* state field or param index */
+	const char *pfixed;     /* by param: 1 where its value replaced it (not shown in witnesses); or NULL */
 	uint8_t vsign[PV_MAXV]; /* sign fact of nonempty states / assume */
 	uint64_t pt[PV_K][PV_MAXV], X[PV_K][PV_MAXV], Y[PV_K][PV_MAXV], E[PV_K];
 	int overflow;           /* a rational left int64: results are unknown */

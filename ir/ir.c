@@ -406,6 +406,14 @@ Expr *ir_node(Ir *ir, Op op, Ty ty, int k, Expr *x, Expr *y, Expr *z)
 			v = v != 0;
 		return ir_const(ir, ty, ty.kind == TY_NUM ? v : ir_round((TyKind)ty.kind, v));
 	}
+	if ((op == EXPR_AND || op == EXPR_OR) && (x->op == EXPR_CONST) != (y->op == EXPR_CONST)) {
+		/* one side fixed (a bool param the prover fixed): it decides, or the other side does */
+		Expr *k = x->op == EXPR_CONST ? x : y, *other = k == x ? y : x;
+		if ((k->num != 0) == (op == EXPR_OR))
+			return ir_const(ir, ty, op == EXPR_OR);
+		if (ty_eq(other->ty, ty))
+			return other;
+	}
 	if (op == EXPR_WHERE) { /* a fixed condition, or both branches one node (where(flag, 0, 0)) */
 		Expr *pick = x->op == EXPR_CONST ? (x->num != 0 ? y : z) : y == z ? y : NULL;
 		if (pick && pick->op == EXPR_CONST)

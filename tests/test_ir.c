@@ -50,8 +50,9 @@ Test(ir, constant_folding)
 }
 
 /* where with a fixed condition is its branch, and where(c, u, u) is u
- * (a bool param fixed by the prover, e+e of a where): the vector form
- * keeps its type, so a scalar branch of a vector where is not picked. */
+ * (a bool param fixed by the prover, e+e of a where); && and || with one
+ * side fixed are decided or the other side.  The vector form keeps its
+ * type, so a scalar branch of a vector where is not picked. */
 Test(ir, where_folds_a_fixed_choice)
 {
 	Ty f = ty_scalar(TY_F32), b = ty_scalar(TY_BOOL);
@@ -62,6 +63,11 @@ Test(ir, where_folds_a_fixed_choice)
 	Expr *z = ir_node(ir, EXPR_WHERE, f, 0, c, ir_const(ir, f, 0), ir_const(ir, f, 0));
 	cr_assert(z->op == EXPR_CONST && z->num == 0);
 	cr_assert_eq(ir_node(ir, EXPR_WHERE, f, 0, c, x, y)->op, EXPR_WHERE, "an open condition stays");
+	Expr *t = ir_const(ir, b, 1), *f0 = ir_const(ir, b, 0);
+	cr_assert_eq(ir_node(ir, EXPR_AND, b, 0, t, c, NULL), c, "true && c");
+	cr_assert_eq(ir_node(ir, EXPR_OR, b, 0, c, f0, NULL), c, "c || false");
+	Expr *ff = ir_node(ir, EXPR_AND, b, 0, c, f0, NULL), *tt = ir_node(ir, EXPR_OR, b, 0, t, c, NULL);
+	cr_assert(ff->op == EXPR_CONST && ff->num == 0 && tt->op == EXPR_CONST && tt->num == 1);
 	Ty v = ty_vec(TY_F32, 4, -1);
 	Expr *w = ir_node(ir, EXPR_WHERE, v, 0, ir_const(ir, b, 1), x, ir_const(ir, v, 2));
 	cr_assert_eq(w->op, EXPR_WHERE, "x is a scalar, the where a vector");

@@ -182,8 +182,11 @@ Test(prove, bool_params_are_proved_case_by_case)
 }
 
 /* Params given values (check --param) are proved at those values: k*a + b
- * is no monoid for k a real, but is one at k = 1; flag=false picks the
- * lawful branch of bool_param_selects. */
+ * is no monoid for k a real, but is one at k = 1 (with four bool params
+ * too, past the split), and at k = 2 its witness shows no other k;
+ * flag=false picks the lawful branch of bool_param_selects.  A case the
+ * assume rules out is no case; a proof alike in every case is said once;
+ * a param of the mask alone is not named. */
 Test(prove, params_given_values_are_proved_there)
 {
 	Carrier *c = load_ok("tests/prove/scaled_merge.yaml");
@@ -201,10 +204,46 @@ Test(prove, params_given_values_are_proved_there)
 
 	c = load_ok("tests/prove/bool_param_selects.yaml");
 	Define off = {"flag", "false"};
-	cr_assert_eq(prove_carrier_at(c, &off, 1, 1, &r), 0);
+	cr_assert_eq(prove_carrier_at(c, &off, 1, PROVE_TRACE, &r), 0);
 	expect(&r, "bool_param_selects flag=false", "associative", PROOF_PROVED);
 	expect(&r, "bool_param_selects flag=false", "identity", PROOF_PROVED);
 	cr_expect(r.trace && strstr(r.trace, "with flag=false"), "%s", r.trace ? r.trace : "(no trace)");
+	proof_report_free(&r);
+	carrier_free(c);
+
+	c = load_ok("tests/prove/four_bools.yaml");
+	Define k1 = {"k", "1"};
+	cr_assert_eq(prove_carrier_at(c, &k1, 1, 0, &r), 0);
+	for (int i = 0; i < r.n; i++) {
+		cr_expect_neq(r.line[i].status, PROOF_DISPROVED, "%s: %s", r.line[i].law, r.line[i].how);
+		cr_expect(!strncmp(r.line[i].how, "k=1: ", 5), "k is fixed past the split: %s", r.line[i].how);
+	}
+	proof_report_free(&r);
+	carrier_free(c);
+
+	c = load_ok("tests/prove/scaled_merge.yaml");
+	Define k2 = {"k", "2"};
+	cr_assert_eq(prove_carrier_at(c, &k2, 1, 0, &r), 0);
+	expect(&r, "scaled_merge k=2", "associative", PROOF_DISPROVED);
+	cr_expect(!strstr(law(&r, "associative")->how, ", k="), "the witness shows no other k: %s",
+		  law(&r, "associative")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+
+	c = load_ok("tests/prove/assume_flag.yaml");
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	expect(&r, "assume_flag", "identity", PROOF_PROVED);
+	expect(&r, "assume_flag", "associative", PROOF_PROVED);
+	cr_expect(!strstr(law(&r, "identity")->how, "flag=false"), "%s", law(&r, "identity")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+
+	c = load_ok("tests/prove/assume_or_flag.yaml");
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	for (int i = 0; i < r.n; i++) {
+		cr_expect_eq(r.line[i].status, PROOF_PROVED, "%s: %s", r.line[i].law, r.line[i].how);
+		cr_expect(!strncmp(r.line[i].how, "every case of flag: ", 20), "%s", r.line[i].how);
+	}
 	proof_report_free(&r);
 	carrier_free(c);
 
