@@ -3,6 +3,7 @@
  * sound.c. */
 #include "check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -350,6 +351,87 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 	machine_free(&m);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	r->seconds = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+	return 0;
+}
+
+/* The trials draw a bool param true unless --param fixes it, so a law
+ * that fails only where it is false would pass them: each assignment of
+ * the free ones (up to MAX_BOOL_CASES) gets its own trials.  r is the
+ * first case that fails, else the last; cases says which ran. */
+enum { MAX_BOOL_CASES = 3 };
+
+int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cases, size_t ncases, char *msg,
+		    size_t n)
+{
+	int nd = base->nparams, free_p[MAX_BOOL_CASES], nfree = 0;
+	*cases = 0;
+	int rest = 0; /* free bool params past MAX_BOOL_CASES: drawn true */
+	for (int p = 0; p < c->nparams; p++) {
+		int given = 0;
+		for (int k = 0; k < base->nparams; k++)
+			given |= !strcmp(base->params[k].name, c->params[p].name);
+		if (c->params[p].storage != TY_BOOL || given)
+			continue;
+		if (nfree < MAX_BOOL_CASES)
+			free_p[nfree++] = p;
+		else
+			rest++;
+	}
+	if (!nfree)
+		return check_run(c, base, r, msg, n);
+	Define *defs = malloc((nd + nfree) * sizeof *defs);
+	if (!defs)
+		abort();
+	memcpy(defs, base->params, nd * sizeof *defs);
+	CheckOpts o = *base;
+	o.params = defs;
+	o.nparams = nd + nfree;
+	int have = 0, excluded = 0, ncase = 1 << nfree;
+	const char *plural = nfree > 1 ? "s" : "";
+	for (int k = 0; k < ncase; k++) {
+		char what[224];
+		size_t at = 0;
+		for (int i = 0; i < nfree; i++) {
+			defs[nd + i] = (Define){c->params[free_p[i]].name, (k >> i) & 1 ? "true" : "false"};
+			at += snprintf(what + at, at < sizeof what ? sizeof what - at : 0, "%s%s=%s", i ? ", " : "",
+				       defs[nd + i].name, defs[nd + i].value);
+		}
+		CheckResult rk;
+		if (check_run(c, &o, &rk, msg, n)) {
+			if (have)
+				check_result_free(r);
+			free(defs);
+			return -1;
+		}
+		if (rk.input_error) { /* a case the assume rules out */
+			if (!have && k == ncase - 1) {
+				*r = rk;
+				snprintf(cases, ncases, "the assume holds in none of the %d cases of the bool param%s", ncase,
+					 plural);
+				free(defs);
+				return 0;
+			}
+			excluded++;
+			check_result_free(&rk);
+			continue;
+		}
+		if (have)
+			check_result_free(r);
+		*r = rk, have = 1;
+		if (!check_ok(r)) {
+			snprintf(cases, ncases, "with %s, the first of %d cases of the bool param%s that fails", what, ncase,
+				 plural);
+			free(defs);
+			return 0;
+		}
+	}
+	free(defs);
+	const char *others = rest ? ", the others true" : "";
+	if (ncase - excluded == 1)
+		snprintf(cases, ncases, "in the one case of the bool param%s that the assume admits%s", plural, others);
+	else
+		snprintf(cases, ncases, "in each of the %d cases of the bool param%s%s%s", ncase - excluded, plural,
+			 excluded ? " that the assume admits" : "", others);
 	return 0;
 }
 

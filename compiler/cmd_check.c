@@ -230,80 +230,6 @@ static void json_invalid(const char *path, const char *diag)
 	free(s);
 }
 
-/* The trials draw a bool param true unless --param fixes it, so a law
- * that fails only where it is false would pass them: each assignment of
- * the free ones (up to MAX_BOOL_CASES) gets its own trials.  r is the
- * first case that fails, else the last; cases says which ran. */
-enum { MAX_BOOL_CASES = 3 };
-
-static int check_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cases, size_t ncases, char *msg,
-		       size_t n)
-{
-	Define defs[MAX_DEFINES];
-	int nd = base->nparams, free_p[MAX_BOOL_CASES], nfree = 0;
-	memcpy(defs, base->params, nd * sizeof *defs);
-	int rest = 0; /* free bool params past MAX_BOOL_CASES: drawn true */
-	for (int p = 0; p < c->nparams; p++) {
-		int given = 0;
-		for (int k = 0; k < base->nparams; k++)
-			given |= !strcmp(base->params[k].name, c->params[p].name);
-		if (c->params[p].storage != TY_BOOL || given)
-			continue;
-		if (nfree < MAX_BOOL_CASES && nd + nfree < MAX_DEFINES)
-			free_p[nfree++] = p;
-		else
-			rest++;
-	}
-	if (!nfree)
-		return check_run(c, base, r, msg, n);
-	CheckOpts o = *base;
-	o.params = defs;
-	o.nparams = nd + nfree;
-	int have = 0, excluded = 0, ncase = 1 << nfree;
-	const char *plural = nfree > 1 ? "s" : "";
-	for (int k = 0; k < ncase; k++) {
-		char what[224];
-		size_t at = 0;
-		for (int i = 0; i < nfree; i++) {
-			defs[nd + i] = (Define){c->params[free_p[i]].name, (k >> i) & 1 ? "true" : "false"};
-			at += snprintf(what + at, at < sizeof what ? sizeof what - at : 0, "%s%s=%s", i ? ", " : "",
-				       defs[nd + i].name, defs[nd + i].value);
-		}
-		CheckResult rk;
-		if (check_run(c, &o, &rk, msg, n)) {
-			if (have)
-				check_result_free(r);
-			return -1;
-		}
-		if (rk.input_error) { /* a case the assume rules out */
-			if (!have && k == ncase - 1) {
-				*r = rk;
-				snprintf(cases, ncases, "the assume holds in none of the %d cases of the bool param%s", ncase,
-					 plural);
-				return 0;
-			}
-			excluded++;
-			check_result_free(&rk);
-			continue;
-		}
-		if (have)
-			check_result_free(r);
-		*r = rk, have = 1;
-		if (!check_ok(r)) {
-			snprintf(cases, ncases, "with %s, the first of %d cases of the bool param%s that fails", what, ncase,
-				 plural);
-			return 0;
-		}
-	}
-	const char *others = rest ? ", the others true" : "";
-	if (ncase - excluded == 1)
-		snprintf(cases, ncases, "in the one case of the bool param%s that the assume admits%s", plural, others);
-	else
-		snprintf(cases, ncases, "in each of the %d cases of the bool param%s%s%s", ncase - excluded, plural,
-			 excluded ? " that the assume admits" : "", others);
-	return 0;
-}
-
 static int check_one(Opts *o, const char *path)
 {
 	Diag d;
@@ -323,7 +249,7 @@ static int check_one(Opts *o, const char *path)
 	}
 	CheckResult r;
 	char msg[256], cases[320] = "";
-	if (check_cases(c, &o->check, &r, cases, sizeof cases, msg, sizeof msg)) {
+	if (check_run_cases(c, &o->check, &r, cases, sizeof cases, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: %s\n", msg);
 		carrier_free(c);
 		return EXIT_USAGE;

@@ -44,16 +44,17 @@ static int laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
 		co.trials = 2000;
 	co.id_trials = co.id_trials > 0 && co.id_trials < 200 ? co.id_trials : 200;
 	CheckResult r;
-	char why[512] = "";
-	if (check_run(c, &co, &r, why, sizeof why)) {
+	char why[512] = "", cases[320];
+	if (check_run_cases(c, &co, &r, cases, sizeof cases, why, sizeof why)) {
 		snprintf(msg, n, "%s", why);
 		return EXIT_USAGE;
 	}
 	int bad = 0;
 	for (int i = 0; i < r.nlaw && !bad; i++)
 		if (r.law[i].v == VERDICT_FAILS) {
-			snprintf(msg, n, "%s: the merge is not %s (%s)", c->file, r.law[i].law,
-				 r.law[i].detail ? r.law[i].detail : "a counterexample was found");
+			snprintf(msg, n, "%s: the merge is not %s (%s%s%s)", c->file, r.law[i].law,
+				 r.law[i].detail ? r.law[i].detail : "a counterexample was found", *cases ? "; trials " : "",
+				 cases);
 			bad = 1;
 		}
 	check_result_free(&r);
