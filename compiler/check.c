@@ -387,6 +387,7 @@ int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cas
 	o.params = defs;
 	o.nparams = nd + nfree;
 	int have = 0, excluded = 0, ncase = 1 << nfree;
+	double seconds = 0; /* every case's, in the one reported */
 	const char *plural = nfree > 1 ? "s" : "";
 	for (int k = 0; k < ncase; k++) {
 		char what[224];
@@ -403,6 +404,8 @@ int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cas
 			free(defs);
 			return -1;
 		}
+		seconds += rk.seconds;
+		rk.seconds = seconds;
 		if (rk.input_error) { /* a case the assume rules out */
 			if (!have && k == ncase - 1) {
 				*r = rk;
