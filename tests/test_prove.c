@@ -160,6 +160,23 @@ Test(prove, bool_fields_are_unknown_not_disproved)
 	carrier_free(c);
 }
 
+/* The laws of path, proved with the n params p fixed; the report outlives the carrier. */
+static void prove_at(const char *path, const Define *p, int n, int flags, ProofReport *r)
+{
+	Carrier *c = load_ok(path);
+	cr_assert_eq(prove_carrier_at(c, p, n, flags, r), 0, "%s", path);
+	carrier_free(c);
+}
+
+/* The line of law name (NULL: every line) begins with prefix. */
+static void how_starts(const ProofReport *r, const char *name, const char *prefix)
+{
+	for (int i = 0; i < r->n; i++)
+		if (!name || !strcmp(r->line[i].law, name))
+			cr_expect(!strncmp(r->line[i].how, prefix, strlen(prefix)), "%s: %s", r->line[i].law,
+				  r->line[i].how);
+}
+
 /* A bool param decides a merge's where, and no real stands for it: each
  * case is proved apart.  Proved from the else branch alone, the merge was
  * once called associative for flag true too (a - b); where(flag, 0, 0),
@@ -168,17 +185,13 @@ Test(prove, bool_params_are_proved_case_by_case)
 {
 	check("tests/prove/bool_param_selects.yaml", "dd--");
 	check("tests/prove/bool_param_else_fails.yaml", "dd--");
-	Carrier *c = load_ok("tests/prove/bool_param_selects.yaml");
 	ProofReport r;
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	cr_expect(!strncmp(law(&r, "associative")->how, "flag=true: ", 11), "%s", law(&r, "associative")->how);
+	prove_at("tests/prove/bool_param_selects.yaml", NULL, 0, 0, &r);
+	how_starts(&r, "associative", "flag=true: ");
 	proof_report_free(&r);
-	carrier_free(c);
-	c = load_ok("tests/prove/bool_param_else_fails.yaml");
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	cr_expect(!strncmp(law(&r, "identity")->how, "flag=false: ", 12), "%s", law(&r, "identity")->how);
+	prove_at("tests/prove/bool_param_else_fails.yaml", NULL, 0, 0, &r);
+	how_starts(&r, "identity", "flag=false: ");
 	proof_report_free(&r);
-	carrier_free(c);
 }
 
 /* Params given values (check --param) are proved at those values: k*a + b
@@ -189,71 +202,51 @@ Test(prove, bool_params_are_proved_case_by_case)
  * a param of the mask alone is not named. */
 Test(prove, params_given_values_are_proved_there)
 {
-	Carrier *c = load_ok("tests/prove/scaled_merge.yaml");
 	ProofReport r;
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	prove_at("tests/prove/scaled_merge.yaml", NULL, 0, 0, &r);
 	expect(&r, "scaled_merge", "associative", PROOF_DISPROVED);
 	proof_report_free(&r);
-	Define one = {"k", "1"};
-	cr_assert_eq(prove_carrier_at(c, &one, 1, 0, &r), 0);
+	Define k1 = {"k", "1"}, k2 = {"k", "2"}, off = {"flag", "false"}, every = {"every", "true"};
+	prove_at("tests/prove/scaled_merge.yaml", &k1, 1, 0, &r);
 	expect(&r, "scaled_merge k=1", "associative", PROOF_PROVED);
 	expect(&r, "scaled_merge k=1", "identity", PROOF_PROVED);
-	cr_expect(!strncmp(law(&r, "associative")->how, "k=1: ", 5), "%s", law(&r, "associative")->how);
+	how_starts(&r, NULL, "k=1: ");
 	proof_report_free(&r);
-	carrier_free(c);
 
-	c = load_ok("tests/prove/bool_param_selects.yaml");
-	Define off = {"flag", "false"};
-	cr_assert_eq(prove_carrier_at(c, &off, 1, PROVE_TRACE, &r), 0);
-	expect(&r, "bool_param_selects flag=false", "associative", PROOF_PROVED);
-	expect(&r, "bool_param_selects flag=false", "identity", PROOF_PROVED);
-	cr_expect(r.trace && strstr(r.trace, "with flag=false"), "%s", r.trace ? r.trace : "(no trace)");
-	proof_report_free(&r);
-	carrier_free(c);
-
-	c = load_ok("tests/prove/four_bools.yaml");
-	Define k1 = {"k", "1"};
-	cr_assert_eq(prove_carrier_at(c, &k1, 1, 0, &r), 0);
-	for (int i = 0; i < r.n; i++) {
-		cr_expect_neq(r.line[i].status, PROOF_DISPROVED, "%s: %s", r.line[i].law, r.line[i].how);
-		cr_expect(!strncmp(r.line[i].how, "k=1: ", 5), "k is fixed past the split: %s", r.line[i].how);
-	}
-	proof_report_free(&r);
-	carrier_free(c);
-
-	c = load_ok("tests/prove/scaled_merge.yaml");
-	Define k2 = {"k", "2"};
-	cr_assert_eq(prove_carrier_at(c, &k2, 1, 0, &r), 0);
+	prove_at("tests/prove/scaled_merge.yaml", &k2, 1, 0, &r);
 	expect(&r, "scaled_merge k=2", "associative", PROOF_DISPROVED);
 	cr_expect(!strstr(law(&r, "associative")->how, ", k="), "the witness shows no other k: %s",
 		  law(&r, "associative")->how);
 	proof_report_free(&r);
-	carrier_free(c);
 
-	c = load_ok("tests/prove/assume_flag.yaml");
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	prove_at("tests/prove/four_bools.yaml", &k1, 1, 0, &r);
+	for (int i = 0; i < r.n; i++)
+		cr_expect_neq(r.line[i].status, PROOF_DISPROVED, "%s: %s", r.line[i].law, r.line[i].how);
+	how_starts(&r, NULL, "k=1: ");
+	proof_report_free(&r);
+
+	prove_at("tests/prove/bool_param_selects.yaml", &off, 1, PROVE_TRACE, &r);
+	expect(&r, "bool_param_selects flag=false", "associative", PROOF_PROVED);
+	expect(&r, "bool_param_selects flag=false", "identity", PROOF_PROVED);
+	cr_expect(r.trace && strstr(r.trace, "with flag=false"), "%s", r.trace ? r.trace : "(no trace)");
+	proof_report_free(&r);
+
+	prove_at("tests/prove/assume_flag.yaml", NULL, 0, 0, &r);
 	expect(&r, "assume_flag", "identity", PROOF_PROVED);
 	expect(&r, "assume_flag", "associative", PROOF_PROVED);
-	cr_expect(!strstr(law(&r, "identity")->how, "flag=false"), "%s", law(&r, "identity")->how);
+	how_starts(&r, NULL, "flag=true: ");
 	proof_report_free(&r);
-	carrier_free(c);
 
-	c = load_ok("tests/prove/assume_or_flag.yaml");
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	for (int i = 0; i < r.n; i++) {
+	prove_at("tests/prove/assume_or_flag.yaml", NULL, 0, 0, &r);
+	for (int i = 0; i < r.n; i++)
 		cr_expect_eq(r.line[i].status, PROOF_PROVED, "%s: %s", r.line[i].law, r.line[i].how);
-		cr_expect(!strncmp(r.line[i].how, "every case of flag: ", 20), "%s", r.line[i].how);
-	}
+	how_starts(&r, NULL, "every case of flag: ");
 	proof_report_free(&r);
-	carrier_free(c);
 
-	c = load_ok("tests/prove/mask_param.yaml");
-	Define every = {"every", "true"};
-	cr_assert_eq(prove_carrier_at(c, &every, 1, 0, &r), 0);
+	prove_at("tests/prove/mask_param.yaml", &every, 1, 0, &r);
 	expect(&r, "mask_param", "associative", PROOF_PROVED);
 	cr_expect(!strstr(law(&r, "associative")->how, "every="), "%s", law(&r, "associative")->how);
 	proof_report_free(&r);
-	carrier_free(c);
 }
 
 /* Corners where the prover had claimed false laws or missed true ones:
