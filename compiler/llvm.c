@@ -1,11 +1,16 @@
 /* llvm.c: the CPU backend's driver: one LLVM context per compilation, the
  * kernel module built (llvm_kern.h), verified, optimized for the host CPU
- * with the O3 pipeline, and JIT-compiled by ORC's LLJIT; or printed as IR
- * or host assembly for `assoc emit`.  Every LLVM message is disposed. */
+ * with the O3 pipeline, compiled to an object (kept on disk) and loaded by
+ * ORC's LLJIT; or printed as IR or host assembly for `assoc emit`.  Every
+ * LLVM message is disposed. */
+#include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -13,6 +18,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "cache.h"
 #include "llvm.h"
 #include "mask_live.h"
 #include "llvm_int.h"
@@ -132,7 +138,11 @@ static int wide_state(const Carrier *c)
 }
 
 /* Build, verify and optimize the module in ctx. */
-static LLVMModuleRef build_module(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef tm, char *msg, size_t n)
+static int optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, char *msg, size_t n);
+
+/* The kernel's module, verified, with its function attributes: all that
+ * decides its code before the optimizer (object_key hashes it). */
+static LLVMModuleRef build_ir(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef tm, char *msg, size_t n)
 {
 	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(k->c->name, ctx);
 	char *triple = LLVMGetTargetMachineTriple(tm);
@@ -156,25 +166,35 @@ static LLVMModuleRef build_module(Kern *k, LLVMContextRef ctx, LLVMTargetMachine
 			if (LLVMCountBasicBlocks(f))
 				LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
 	}
+	return mod;
+}
+
+static int optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, char *msg, size_t n)
+{
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
 	LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
 	LLVMDisposePassBuilderOptions(po);
-	if (e) {
-		fail_err(msg, n, "LLVM optimization failed", e);
+	return e ? fail_err(msg, n, "LLVM optimization failed", e) : 0;
+}
+
+/* build_ir, then the optimizer. */
+static LLVMModuleRef build_module(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef tm, char *msg, size_t n)
+{
+	LLVMModuleRef mod = build_ir(k, ctx, tm, msg, n);
+	if (mod && optimize(mod, tm, msg, n)) {
 		LLVMDisposeModule(mod);
 		return NULL;
 	}
 	return mod;
 }
 
-/* Add mod (in tsctx) to a new LLJIT for the host; NULL with msg on failure. */
-static LlvmJit *jit_module(LLVMModuleRef mod, LLVMOrcThreadSafeContextRef tsctx, char *msg, size_t n)
+/* A new LLJIT for the host that resolves the process's symbols (memset,
+ * memcpy); NULL with msg on failure. */
+static LlvmJit *new_jit(LLVMOrcJITDylibRef *jd, char *msg, size_t n)
 {
 	LLVMTargetMachineRef tm = host_machine(msg, n);
-	if (!tm) {
-		LLVMDisposeModule(mod);
+	if (!tm)
 		return NULL;
-	}
 	LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
 	LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
 	LlvmJit *jit = calloc(1, sizeof *jit);
@@ -183,29 +203,125 @@ static LlvmJit *jit_module(LLVMModuleRef mod, LLVMOrcThreadSafeContextRef tsctx,
 	LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit->j, jb);
 	if (e) {
 		fail_err(msg, n, "cannot create the LLVM JIT", e);
-		LLVMDisposeModule(mod);
 		free(jit);
 		return NULL;
 	}
-	LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit->j);
+	*jd = LLVMOrcLLJITGetMainJITDylib(jit->j);
 	LLVMOrcDefinitionGeneratorRef gen;
 	e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit->j), NULL, NULL);
-	if (!e) {
-		LLVMOrcJITDylibAddGenerator(jd, gen);
-		LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsctx);
-		e = LLVMOrcLLJITAddLLVMIRModule(jit->j, jd, tsm);
-		if (e)
-			LLVMOrcDisposeThreadSafeModule(tsm);
-	} else {
-		LLVMDisposeModule(mod);
-	}
 	if (e) {
+		fail_err(msg, n, "cannot create the LLVM JIT", e);
+		LLVMOrcDisposeLLJIT(jit->j);
+		free(jit);
+		return NULL;
+	}
+	LLVMOrcJITDylibAddGenerator(*jd, gen);
+	return jit;
+}
+
+/* Add mod (in tsctx) to a new LLJIT for the host; NULL with msg on failure. */
+static LlvmJit *jit_module(LLVMModuleRef mod, LLVMOrcThreadSafeContextRef tsctx, char *msg, size_t n)
+{
+	LLVMOrcJITDylibRef jd;
+	LlvmJit *jit = new_jit(&jd, msg, n);
+	if (!jit) {
+		LLVMDisposeModule(mod);
+		return NULL;
+	}
+	LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsctx);
+	LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(jit->j, jd, tsm);
+	if (e) {
+		LLVMOrcDisposeThreadSafeModule(tsm);
 		fail_err(msg, n, "cannot add the module to the LLVM JIT", e);
 		LLVMOrcDisposeLLJIT(jit->j);
 		free(jit);
 		return NULL;
 	}
 	return jit;
+}
+
+/* The same for an object file (the JIT takes obj). */
+static LlvmJit *jit_object(LLVMMemoryBufferRef obj, char *msg, size_t n)
+{
+	LLVMOrcJITDylibRef jd;
+	LlvmJit *jit = new_jit(&jd, msg, n);
+	if (!jit) {
+		LLVMDisposeMemoryBuffer(obj);
+		return NULL;
+	}
+	LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(jit->j, jd, obj);
+	if (e) {
+		fail_err(msg, n, "cannot add the object to the LLVM JIT", e);
+		LLVMOrcDisposeLLJIT(jit->j);
+		free(jit);
+		return NULL;
+	}
+	return jit;
+}
+
+/* ---- compiled kernels on disk ---- */
+
+/* Optimizing and compiling a kernel's module takes 0.1 to 2 s (attention
+ * at d = 128: about 1.2 on a 2-core VM), each time a command runs it.  Its
+ * object is kept under $XDG_CACHE_HOME/assoc/cpu, named by a hash of the
+ * module before the optimizer (build_ir: everything the spec, the plan and
+ * the options decide), the host's CPU and features and LLVM's version;
+ * OBJECT_FORMAT changes with what happens after build_ir.  A file is a
+ * header (magic, size, hash of the object) and the object, so a damaged
+ * one is compiled again rather than loaded. */
+static const char OBJECT_FORMAT[] = "assoc-cpu-object-1 O3 " LLVM_VERSION_STRING;
+
+typedef struct {
+	char magic[8];
+	uint64_t size, hash;
+} ObjHeader;
+
+static int object_path(LLVMModuleRef mod, char *path, size_t n)
+{
+	char dir[PATH_MAX], msg[200];
+	if (getenv("ASSOC_NO_CPU_CACHE") || cache_dir("cpu", dir, sizeof dir, msg, sizeof msg))
+		return -1;
+	char *ir = LLVMPrintModuleToString(mod), *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+	uint64_t h = cache_hash(CACHE_HASH_INIT, OBJECT_FORMAT, sizeof OBJECT_FORMAT);
+	h = cache_hash(h, ir, strlen(ir) + 1);
+	h = cache_hash(h, cpu, strlen(cpu) + 1);
+	h = cache_hash(h, feat, strlen(feat) + 1);
+	LLVMDisposeMessage(ir);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(feat);
+	int w = snprintf(path, n, "%s/%016llx.o", dir, (unsigned long long)h);
+	return w > 0 && (size_t)w < n ? 0 : -1;
+}
+
+/* The object at path, or NULL where there is none whole. */
+static LLVMMemoryBufferRef object_read(const char *path)
+{
+	size_t len;
+	char *data = cache_read(path, &len);
+	ObjHeader hd;
+	LLVMMemoryBufferRef obj = NULL;
+	if (data && len >= sizeof hd) {
+		memcpy(&hd, data, sizeof hd);
+		const char *o = data + sizeof hd;
+		if (!memcmp(hd.magic, "assocobj", 8) && hd.size == len - sizeof hd &&
+		    hd.hash == cache_hash(CACHE_HASH_INIT, o, hd.size))
+			obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(o, hd.size, "assoc");
+	}
+	free(data);
+	return obj;
+}
+
+static void object_write(const char *path, LLVMMemoryBufferRef obj)
+{
+	size_t size = LLVMGetBufferSize(obj);
+	ObjHeader hd = {{'a', 's', 's', 'o', 'c', 'o', 'b', 'j'}, size, cache_hash(CACHE_HASH_INIT, LLVMGetBufferStart(obj), size)};
+	char *data = malloc(sizeof hd + size);
+	if (!data)
+		abort();
+	memcpy(data, &hd, sizeof hd);
+	memcpy(data + sizeof hd, LLVMGetBufferStart(obj), size);
+	cache_write(path, data, sizeof hd + size); /* a cache that cannot be written only costs time */
+	free(data);
 }
 
 static void *lookup(LlvmJit *jit, const char *name, char *msg, size_t n, int *failed)
@@ -233,18 +349,34 @@ static void jit_free(LlvmJit *jit)
 }
 
 /* Build the module for k in a fresh thread-safe context and JIT it. */
+/* The kernel's object from the cache, or built, optimized and compiled
+ * (and kept there), in a new JIT. */
 static LlvmJit *compile_kern(Kern *k, char *msg, size_t n)
 {
 	LLVMTargetMachineRef tm = host_machine(msg, n);
 	if (!tm)
 		return NULL;
-	LLVMOrcThreadSafeContextRef tsctx = LLVMOrcCreateNewThreadSafeContext();
-	LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsctx);
-	LLVMModuleRef mod = build_module(k, ctx, tm, msg, n);
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMModuleRef mod = build_ir(k, ctx, tm, msg, n);
+	LLVMMemoryBufferRef obj = NULL;
+	char path[PATH_MAX];
+	int cached = mod && object_path(mod, path, sizeof path) == 0;
+	if (cached)
+		obj = object_read(path);
+	if (mod && !obj && optimize(mod, tm, msg, n) == 0) {
+		char *err = NULL;
+		if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &obj)) {
+			fail_msg(msg, n, "LLVM code generation failed", err);
+			obj = NULL;
+		} else if (cached) {
+			object_write(path, obj);
+		}
+	}
+	if (mod)
+		LLVMDisposeModule(mod);
+	LLVMContextDispose(ctx);
 	LLVMDisposeTargetMachine(tm);
-	LlvmJit *jit = mod ? jit_module(mod, tsctx, msg, n) : NULL;
-	LLVMOrcDisposeThreadSafeContext(tsctx);
-	return jit;
+	return obj ? jit_object(obj, msg, n) : NULL;
 }
 
 int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, size_t n)

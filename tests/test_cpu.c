@@ -7,6 +7,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "compiler/llvm.h"
@@ -1374,4 +1376,69 @@ Test(cpu, naive_floors_meet_the_reference, .timeout = 120)
 	globfree(&g);
 	cr_expect_geq(found, 8, "%d bundled carriers have a naive floor", found);
 	dlclose(lib);
+}
+
+/* The one file under dir (its inode in *ino), or 0 files. */
+static int cached_objects(const char *dir, ino_t *ino)
+{
+	char pat[600];
+	snprintf(pat, sizeof pat, "%s/assoc/cpu/*.o", dir);
+	glob_t g;
+	int n = glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+	struct stat st;
+	if (n == 1 && stat(g.gl_pathv[0], &st) == 0)
+		*ino = st.st_ino;
+	if (n)
+		globfree(&g);
+	return n;
+}
+
+/* A kernel's object is kept on disk and loaded again, not rebuilt (the
+ * file is not rewritten); a damaged one is compiled again and replaced;
+ * ASSOC_NO_CPU_CACHE keeps none.  Each kernel meets the reference. */
+Test(cpu, objects_come_back_from_the_cache, .timeout = 120)
+{
+	char dir[] = "/tmp/assoc-cpu-cache-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	ino_t first = 0, again = 0;
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 2) { /* flip a byte of the object, past the header */
+			char pat[600];
+			snprintf(pat, sizeof pat, "%s/assoc/cpu/*.o", dir);
+			glob_t g;
+			cr_assert_eq(glob(pat, 0, NULL, &g), 0);
+			FILE *f = fopen(g.gl_pathv[0], "r+b");
+			cr_assert(f);
+			fseek(f, 100, SEEK_SET);
+			int ch = fgetc(f);
+			fseek(f, 100, SEEK_SET);
+			fputc(ch ^ 0x55, f);
+			fclose(f);
+			globfree(&g);
+		}
+		LlvmKernel *k = compiled(c, NULL);
+		cr_assert_eq(cached_objects(dir, pass ? &again : &first), 1, "pass %d: one object", pass);
+		cpu_meets_reference(c, 5, 300, 7 + pass, "softmax from the cache");
+		llvm_kernel_free(k);
+		if (pass == 1)
+			cr_expect_eq(again, first, "loaded, not written again");
+		if (pass == 2)
+			cr_expect_neq(again, first, "the damaged object is replaced");
+	}
+	carrier_free(c);
+	char other[] = "/tmp/assoc-cpu-cache-XXXXXX";
+	cr_assert(mkdtemp(other));
+	setenv("XDG_CACHE_HOME", other, 1);
+	setenv("ASSOC_NO_CPU_CACHE", "1", 1);
+	c = load_ok("specs/logsumexp.yaml");
+	llvm_kernel_free(compiled(c, NULL));
+	ino_t none;
+	cr_expect_eq(cached_objects(other, &none), 0, "ASSOC_NO_CPU_CACHE: no object kept");
+	carrier_free(c);
+	unsetenv("ASSOC_NO_CPU_CACHE");
+	char cmd[700];
+	snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, other);
+	cr_expect_eq(system(cmd), 0);
 }
