@@ -129,19 +129,8 @@ static int unsupported(Carrier *c, char *msg, size_t n)
 	return 0;
 }
 
-static int wide_state(const Carrier *c)
-{
-	long n = 0;
-	for (int f = 0; f < c->nstate; f++)
-		n += decl_width(&c->state[f]);
-	return n > SLP_STATE_MAX;
-}
-
-/* Build, verify and optimize the module in ctx. */
-static int optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, char *msg, size_t n);
-
 /* The kernel's module, verified, with its function attributes: all that
- * decides its code before the optimizer (object_key hashes it). */
+ * decides its code before the optimizer (object_path hashes it). */
 static LLVMModuleRef build_ir(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef tm, char *msg, size_t n)
 {
 	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(k->c->name, ctx);
@@ -159,7 +148,7 @@ static LLVMModuleRef build_ir(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef 
 		return NULL;
 	}
 	LLVMDisposeMessage(err);
-	if (wide_state(k->c)) {
+	if (kern_wide_state(k->c)) {
 		static const char nif[] = "noimplicitfloat";
 		LLVMAttributeRef a = LLVMCreateEnumAttribute(ctx, LLVMGetEnumAttributeKindForName(nif, sizeof nif - 1), 0);
 		for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
@@ -276,6 +265,8 @@ typedef struct {
 	uint64_t size, hash;
 } ObjHeader;
 
+static const char OBJECT_MAGIC[8] = {'a', 's', 's', 'o', 'c', 'o', 'b', 'j'};
+
 static int object_path(LLVMModuleRef mod, char *path, size_t n)
 {
 	char dir[PATH_MAX], msg[200];
@@ -303,7 +294,7 @@ static LLVMMemoryBufferRef object_read(const char *path)
 	if (data && len >= sizeof hd) {
 		memcpy(&hd, data, sizeof hd);
 		const char *o = data + sizeof hd;
-		if (!memcmp(hd.magic, "assocobj", 8) && hd.size == len - sizeof hd &&
+		if (!memcmp(hd.magic, OBJECT_MAGIC, sizeof hd.magic) && hd.size == len - sizeof hd &&
 		    hd.hash == cache_hash(CACHE_HASH_INIT, o, hd.size))
 			obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(o, hd.size, "assoc");
 	}
@@ -314,7 +305,8 @@ static LLVMMemoryBufferRef object_read(const char *path)
 static void object_write(const char *path, LLVMMemoryBufferRef obj)
 {
 	size_t size = LLVMGetBufferSize(obj);
-	ObjHeader hd = {{'a', 's', 's', 'o', 'c', 'o', 'b', 'j'}, size, cache_hash(CACHE_HASH_INIT, LLVMGetBufferStart(obj), size)};
+	ObjHeader hd = {.size = size, .hash = cache_hash(CACHE_HASH_INIT, LLVMGetBufferStart(obj), size)};
+	memcpy(hd.magic, OBJECT_MAGIC, sizeof hd.magic);
 	char *data = malloc(sizeof hd + size);
 	if (!data)
 		abort();
@@ -348,7 +340,6 @@ static void jit_free(LlvmJit *jit)
 	free(jit);
 }
 
-/* Build the module for k in a fresh thread-safe context and JIT it. */
 /* The kernel's object from the cache, or built, optimized and compiled
  * (and kept there), in a new JIT. */
 static LlvmJit *compile_kern(Kern *k, char *msg, size_t n)

@@ -85,10 +85,12 @@ enum { PAIR = 2, PAIR_LEN = 1024 };
  * code that runs about half as fast (scalar across components; the row
  * lanes stay vectors). */
 enum { SLP_STATE_MAX = 160 };
+/* Whether c's state has more components than SLP_STATE_MAX. */
+int kern_wide_state(const Carrier *c);
 
 /* Positions per tile of a max-rescale carrier with vector fields, folded
- * in one lane (reduce_tiles in llvm_reduce.c).  Attention's (m, l, o), one thread, 1024
- * queries x 1024 keys: at d = 64, 0.031 G pairs/s position by position,
+ * in one lane (reduce_tiles in llvm_reduce.c).  Attention's (m, l, o), one
+ * thread, 1024 queries x 1024 keys: at d = 64, 0.031 G pairs/s position by position,
  * 0.046 in tiles of 4, 0.056 of 8, no better at 16; at d = 128, 0.019,
  * 0.032, 0.036.  Compiling costs about twice as much as without tiles
  * (d = 128: 0.7 -> 1.7 s); past SLP_STATE_MAX there are none. */

@@ -600,6 +600,14 @@ static Expr *kept_node(Carrier *c, Expr *e, int mi, Op g)
 	return NULL;
 }
 
+int kern_wide_state(const Carrier *c)
+{
+	long n = 0;
+	for (int f = 0; f < c->nstate; f++)
+		n += decl_width(&c->state[f]);
+	return n > SLP_STATE_MAX;
+}
+
 /* Lanes and accumulators for c: vectors only where every field, input and
  * output is a scalar and the merge is commutative (lanes reorder it). */
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile)
@@ -629,10 +637,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile)
 	if (tile <= 0)
 		tile = 8;
 	k->tile = scalar && comm ? tile : 1;
-	long comps = 0;
-	for (int f = 0; f < c->nstate; f++)
-		comps += decl_width(&c->state[f]);
-	if (!scalar && k->mr_field >= 0 && comps <= SLP_STATE_MAX) /* tiles of positions in one lane (reduce_tiles) */
+	if (!scalar && k->mr_field >= 0 && !kern_wide_state(c)) /* tiles of positions in one lane (reduce_tiles) */
 		k->tile = tile > VTILE ? VTILE : tile;
 	k->two_pass = 0;
 	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1) {

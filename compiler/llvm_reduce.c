@@ -610,7 +610,7 @@ static LLVMValueRef reduce_tiles(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi
 {
 	Kern *k = b->k;
 	int ns = k->c->nstate, T = k->tile;
-	LV *lifted = calloc((size_t)(T + 1) * ns, sizeof *lifted), *s[65];
+	LV *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[VTILE + 1];
 	Loop l = kern_loop_begin(b, lo, hi, T);
 	for (int t = 0; t < T; t++) {
 		s[t] = lifted + t * ns;

@@ -70,8 +70,9 @@ int tile_max_rescale(const Carrier *c, Op *g)
 	int mi = -1;
 	for (int f = 0; f < c->nstate && mi < 0; f++) {
 		const Expr *e = c->merge[f];
-		if (e->op == EXPR_MAX && !c->state[f].ty.len && ((field_of(c, e->a[0], STATE_A) == f && field_of(c, e->a[1], STATE_B) == f) ||
-					  (field_of(c, e->a[0], STATE_B) == f && field_of(c, e->a[1], STATE_A) == f)))
+		if (e->op == EXPR_MAX && !c->state[f].ty.len &&
+		    ((field_of(c, e->a[0], STATE_A) == f && field_of(c, e->a[1], STATE_B) == f) ||
+		     (field_of(c, e->a[0], STATE_B) == f && field_of(c, e->a[1], STATE_A) == f)))
 			mi = f;
 	}
 	if (mi < 0)
