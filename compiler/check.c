@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "checkint.h"
+#include "prove.h"
 
 enum { POOL = 96, SHRINK_TRIES = 400, TOL_K = 16 };
 
@@ -356,23 +357,23 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 
 /* The trials draw a bool param true unless --param fixes it, so a law
  * that fails only where it is false would pass them: each assignment of
- * the free ones (up to MAX_BOOL_CASES) gets its own trials.  r is the
- * first case that fails, else the last; cases says which ran. */
-enum { MAX_BOOL_CASES = 3 };
+ * the free ones (up to BOOL_CASES_MAX, as the prover) gets its own
+ * trials.  r is the first case that fails, else the last; cases says which
+ * ran. */
 
 int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cases, size_t ncases, char *msg,
 		    size_t n)
 {
-	int nd = base->nparams, free_p[MAX_BOOL_CASES], nfree = 0;
+	int nd = base->nparams, free_p[BOOL_CASES_MAX], nfree = 0;
 	*cases = 0;
-	int rest = 0; /* free bool params past MAX_BOOL_CASES: drawn true */
+	int rest = 0; /* free bool params past BOOL_CASES_MAX: drawn true */
 	for (int p = 0; p < c->nparams; p++) {
 		int given = 0;
 		for (int k = 0; k < base->nparams; k++)
 			given |= !strcmp(base->params[k].name, c->params[p].name);
 		if (c->params[p].storage != TY_BOOL || given)
 			continue;
-		if (nfree < MAX_BOOL_CASES)
+		if (nfree < BOOL_CASES_MAX)
 			free_p[nfree++] = p;
 		else
 			rest++;

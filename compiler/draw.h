@@ -25,9 +25,9 @@ int draw_row(Machine *m, Family f, Row *r, uint64_t *rng);
 int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng);
 /* Draw one component of an input (rounded to its storage type). */
 double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *rng);
-/* Params: overrides where given, else drawn from (0.05, 1], honouring assume. */
 /* A --param value: a number, or true or false (a bool param's); end as strtod's. */
 double param_value(const char *s, char **end);
+/* Params: overrides where given, else drawn from (0.05, 1], honouring assume. */
 int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n);
 
 /* A state with its provenance: the fold of positions [lo, hi) of a row in a

@@ -923,7 +923,6 @@ static int prove_case(Carrier *c, const char *fixed, int want_trace, ProofReport
  * replaced by it, and the bool params left are proved case by case, every
  * assignment in turn: a law is proved when it is in every case, disproved
  * when it is in one (the case named), and otherwise unknown. */
-enum { MAX_BOOL_SPLIT = 3 };
 
 typedef struct {
 	Carrier *c;
@@ -1070,7 +1069,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 	int np = c->nparams;
 	double *val = calloc(np ? np : 1, sizeof *val);
 	char *fixed = calloc(np ? np : 1, 1);
-	int free_bool[MAX_BOOL_SPLIT], nfree = 0, over = 0;
+	int free_bool[BOOL_CASES_MAX], nfree = 0, over = 0;
 	if (!val || !fixed)
 		abort();
 	for (int k = 0; k < nparams; k++)
@@ -1083,7 +1082,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 			}
 	for (int p = 0; p < np && !(flags & PROVE_BOOLS_OPEN); p++)
 		if (c->params[p].storage == TY_BOOL && !fixed[p] && prover_uses(c, c->params[p].var)) {
-			if (nfree < MAX_BOOL_SPLIT)
+			if (nfree < BOOL_CASES_MAX)
 				free_bool[nfree++] = p;
 			else
 				over = 1;
@@ -1100,8 +1099,8 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 	}
 	Buf trace = {0};
 	double seconds = 0;
-	int ran = 0, same[8];
-	char *first[8] = {0}; /* the first case's hows: a proof alike in every case is said once */
+	int ran = 0, same[PROOF_MAX_LINES];
+	char *first[PROOF_MAX_LINES] = {0}; /* the first case's hows: a proof alike in every case is said once */
 	char *given = fixed_str(c, val, fixed), *names = NULL;
 	for (int i = 0; i < nfree; i++) {
 		char *t = xasprintf("%s%s%s", names ? names : "", names ? ", " : "", c->params[free_bool[i]].name);
@@ -1133,11 +1132,11 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 			free(fixed);
 			free(given);
 			free(names);
-			for (int i = 0; i < 8; i++)
+			for (int i = 0; i < PROOF_MAX_LINES; i++)
 				free(first[i]);
 			return rc;
 		}
-		for (int i = 0; i < one.n && i < 8; i++) {
+		for (int i = 0; i < one.n; i++) {
 			const char *h = one.line[i].how ? one.line[i].how : "";
 			if (!ran)
 				first[i] = xasprintf("%s", h), same[i] = 1;
@@ -1156,7 +1155,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 			free(r->line[i].how);
 			r->line[i].how = xasprintf("%s%severy case of %s: %s", given, *given ? "; " : "", names, first[i]);
 		}
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < PROOF_MAX_LINES; i++)
 		free(first[i]);
 	free(given);
 	free(names);

@@ -16,15 +16,21 @@ typedef struct {
 	char *how;       /* malloc'd: "13 regions; normal forms equal", "transport into (max, +)", ... */
 } ProofLine;
 
+enum { PROOF_MAX_LINES = 8 };
+
 typedef struct {
-	ProofLine line[8];
+	ProofLine line[PROOF_MAX_LINES];
 	int n;
 	char *trace;     /* malloc'd full trace for --proof; NULL unless asked */
 	double seconds;
 } ProofReport;
 
+/* Free bool params taken case by case, by the prover and by the trials
+ * (check_run_cases): at most this many, 2^3 cases. */
+enum { BOOL_CASES_MAX = 3 };
+
 /* 0 when the laws were examined (whatever the verdicts), -1 on an internal
- * error.  Bool params are taken case by case (up to 3 of them). */
+ * error.  Bool params are taken case by case (up to BOOL_CASES_MAX). */
 int prove_carrier(Carrier *c, int want_trace, ProofReport *r);
 /* The same with params fixed to the given values (name=value, as for
  * --param: a number, true or false); the lines name the values.  flags:
