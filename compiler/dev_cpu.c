@@ -23,8 +23,11 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 			lo->accs = v;
 		else if (sscanf(cfg, "tile=%d%n", &v, &used) == 1 && v > 0 && v <= 64)
 			lo->tile = v;
+		else if (sscanf(cfg, "rows=%d%n", &v, &used) == 1 && v > 0 && v <= 64)
+			lo->rows = v;
 		else
-			return snprintf(msg, n, "unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64)", cfg), -1;
+			return snprintf(msg, n, "unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64, rows=1..64)",
+					cfg), -1;
 		cfg += used;
 		cfg += *cfg == ',';
 	}

@@ -106,6 +106,7 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 	int lanes = o && o->lanes > 0 ? o->lanes : host_lanes();
 	int accs = o && o->accs > 0 ? o->accs : ACCS;
 	int tile = o && o->tile > 0 ? o->tile : 0;
+	int rows = o && o->rows > 0 ? o->rows : host_lanes();
 	/* powers of two: the lane halving and the pairwise combine need them */
 	while (lanes & (lanes - 1))
 		lanes &= lanes - 1;
@@ -115,7 +116,11 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 		accs &= accs - 1;
 	if (tile > 64)
 		tile = 64;
-	kern_plan(k, c, lanes, accs, tile);
+	while (rows & (rows - 1))
+		rows &= rows - 1;
+	if (rows > 64)
+		rows = 64;
+	kern_plan(k, c, lanes, accs, tile, rows);
 }
 
 static int unsupported(Carrier *c, char *msg, size_t n)
@@ -148,13 +153,11 @@ static LLVMModuleRef build_ir(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef 
 		return NULL;
 	}
 	LLVMDisposeMessage(err);
-	if (kern_wide_state(k->c)) {
-		static const char nif[] = "noimplicitfloat";
-		LLVMAttributeRef a = LLVMCreateEnumAttribute(ctx, LLVMGetEnumAttributeKindForName(nif, sizeof nif - 1), 0);
-		for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
-			if (LLVMCountBasicBlocks(f))
-				LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
-	}
+	static const char nif[] = "noimplicitfloat";
+	LLVMAttributeRef a = LLVMCreateEnumAttribute(ctx, LLVMGetEnumAttributeKindForName(nif, sizeof nif - 1), 0);
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+		if (LLVMCountBasicBlocks(f) && (kern_wide_state(k->c) || !strcmp(LLVMGetValueName(f), "assoc_reduce_rows")))
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
 	return mod;
 }
 
@@ -385,7 +388,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	if (!kk)
 		abort();
 	kk->jit = jit;
-	kk->lanes = k.lanes, kk->accs = k.accs, kk->tile = k.tile;
+	kk->lanes = k.lanes, kk->accs = k.accs, kk->tile = k.tile, kk->rows = k.group;
 	kk->max_rescale = k.mr_field >= 0 && k.tile > 1;
 	kk->two_pass = k.two_pass > 0;
 	int failed = 0;
@@ -409,6 +412,10 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	if (kern_has_reduce2(&k)) {
 		kk->k.reduce2 = (void (*)(const CpuArgs *, int64_t, void *))lookup(jit, "assoc_reduce2", msg, n, &failed);
 		kk->k.pair_len = PAIR_LEN;
+	}
+	if (k.group > 1) {
+		kk->k.reduce_rows = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_reduce_rows", msg, n, &failed);
+		kk->k.group = k.group;
 	}
 	kk->k.state_bytes = k.state_bytes;
 	kk->k.is_scan = c->tpl == TPL_SCAN;

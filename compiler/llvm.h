@@ -14,6 +14,7 @@ typedef struct {
 	int lanes; /* positions per vector: 0 picks the host's widest float vector */
 	int accs;  /* independent accumulators in the reduce loop: 0 picks the default */
 	int tile;  /* vectors folded per accumulator and iteration: 0 picks the default */
+	int rows;  /* rows side by side as lanes (assoc_reduce_rows): 0 picks the host's lanes, 1 none */
 } LlvmOpts;
 
 typedef struct LlvmJit LlvmJit;
@@ -22,6 +23,7 @@ typedef struct {
 	CpuKernel k;
 	int lanes, accs;  /* what the reduce loop uses (1 and 1 for vector states) */
 	int tile;         /* vectors per tile (1: a running fold) */
+	int rows;         /* rows a reduce_rows call takes as its lanes (1: no such function) */
 	int max_rescale;  /* tiles fold by the n-ary max-rescale merge (llvm_tile.c) */
 	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
 	LlvmJit *jit;

@@ -506,6 +506,11 @@ static LV lower_node(Lower *L, Expr *e)
 		return v; /* a one-component value broadcasts */
 	}
 	case EXPR_DOT: {
+		if (L->dotpre && L->dotpre[e->id * VTILE + L->dotslot]) {
+			LV v = lv_new(L, 1);
+			v.c[0] = L->dotpre[e->id * VTILE + L->dotslot];
+			return v;
+		}
 		LV x = lower_expr(L, e->a[0]), y = lower_expr(L, e->a[1]);
 		TyKind k = operand_kind(e);
 		int n = lower_width(e->a[0]);
@@ -516,8 +521,14 @@ static LV lower_node(Lower *L, Expr *e)
 		}
 		LLVMValueRef s = NULL;
 		for (int t = 0; t < n; t++) {
-			LLVMValueRef p = LLVMBuildFMul(L->b, lower_conv(L, lv_at(x, t), (TyKind)e->a[0]->ty.kind, k),
-						       lower_conv(L, lv_at(y, t), (TyKind)e->a[1]->ty.kind, k), "");
+			LLVMValueRef u = lower_conv(L, lv_at(x, t), (TyKind)e->a[0]->ty.kind, k);
+			LLVMValueRef w = lower_conv(L, lv_at(y, t), (TyKind)e->a[1]->ty.kind, k);
+			if (s && L->fma) {
+				LLVMValueRef args[3] = {u, w, s};
+				s = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(u), args, 3);
+				continue;
+			}
+			LLVMValueRef p = LLVMBuildFMul(L->b, u, w, "");
 			s = s ? LLVMBuildFAdd(L->b, s, p, "") : p;
 		}
 		LV v = lv_new(L, 1);

@@ -35,6 +35,9 @@ typedef struct {
 	int f16c;         /* the host converts f16 to f32 in one instruction (vcvtph2ps) */
 	LLVMValueRef fn;  /* the function being built */
 	LLVMBuilderRef ab; /* positioned in its entry block, for allocas */
+	int fma;          /* dot products in lanes as chains of llvm.fmuladd (kern_build_reduce_rows) */
+	LLVMValueRef *dotpre; /* by expr id * VTILE + dotslot: a dot product computed ahead, or NULL */
+	int dotslot;
 	int hoist;        /* build_map's checks on the row's invariant values passed (is_hoisted in llvm_expr.c) */
 	unsigned char *varies; /* by expr id: 0 unknown, 1 invariant over a row's positions, 2 varies */
 } Lower;
@@ -45,6 +48,7 @@ typedef struct {
 	Carrier *c;
 	int lanes, accs; /* reduce loop: positions per vector, accumulators */
 	int tile;        /* reduce loop: vectors per tile, folded before they meet an accumulator */
+	int group;       /* reduce_tiles: rows side by side in assoc_reduce_rows (1: no such function) */
 	int mr_field;    /* max-rescale carriers: the max field (llvm_tile.c), else -1 */
 	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
 	int two_pass;    /* max-rescale carriers with vectors: input bytes per position, rows up to
@@ -98,7 +102,7 @@ enum { VTILE = 8 };
 /* Whether the kernel has assoc_reduce2: the two passes, or vector loops. */
 static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->lanes > 1 || k->accs > 1; }
 
-void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile);
+void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows);
 
 /* llvm_tile.c: the max field of a max-rescale merge (g set to EXPR_EXP or
  * EXPR_EXP2), or -1 when the merge is not one. */

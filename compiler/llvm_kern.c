@@ -149,6 +149,8 @@ LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n)
 	 * its lanes where the reduce has none (a merge that is not
 	 * commutative), and its 512-bit AVX-512 exp must be legal there */
 	int lanes = b->k->lanes > b->k->map_lanes ? b->k->lanes : b->k->map_lanes;
+	if (b->row_lanes)
+		lanes = b->k->group;
 	char w[16];
 	snprintf(w, sizeof w, "%d", 32 * (lanes > 1 ? lanes : 4));
 	LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", w);
@@ -269,6 +271,119 @@ static LV load_decl(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef e, int 
 
 static LLVMValueRef idx32(B *b, LLVMValueRef v) { return LLVMBuildTrunc(b->L.b, v, b->i32, ""); }
 
+/* Rows as lanes (kern_build_reduce_rows) meet each component of a column
+ * input as one value broadcast to every lane.  Converted one component
+ * at a time, an f16 vector took four instructions a component (a 16-bit
+ * load, a move, vcvtph2ps, a broadcast), 61% of attention's loop at head
+ * dim 64.  A float32 vector column input is therefore converted a tile
+ * of positions at a time with vector instructions into a buffer on the
+ * stack (colbuf), from which each component is one broadcast load, which
+ * x86 folds into the multiply that uses it. */
+static int staged(const Decl *d) { return d->ty.kind == TY_F32 && decl_width(d) >= 4; }
+
+int kern_staged_width(const Carrier *c)
+{
+	int n = 0;
+	for (int k = 0; k < c->ncol; k++)
+		n += staged(&c->col[k]) ? decl_width(&c->col[k]) : 0;
+	return n;
+}
+
+static LLVMValueRef colbuf_at(B *b, long long at, LLVMTypeRef t)
+{
+	LLVMValueRef idx = ci64(b, at);
+	LLVMValueRef p = LLVMBuildGEP2(b->L.b, lower_kty(&b->L, TY_F32), b->colbuf, &idx, 1, "");
+	return LLVMBuildBitCast(b->L.b, p, LLVMPointerType(t, 0), "");
+}
+
+/* Column input k of the tile's position slot, from colbuf, each component
+ * broadcast to the lanes; n = 0 when k is not staged. */
+LV kern_staged_col(B *b, int k, int slot)
+{
+	Lower *L = &b->L;
+	const Carrier *c = b->k->c;
+	LV v = {0};
+	if (!staged(&c->col[k]))
+		return v;
+	int off = slot * kern_staged_width(c), w = decl_width(&c->col[k]);
+	for (int q = 0; q < k; q++)
+		off += staged(&c->col[q]) ? decl_width(&c->col[q]) : 0;
+	LLVMTypeRef ft = lower_kty(L, TY_F32);
+	v = lv_new(L, w);
+	for (int t = 0; t < w; t++)
+		v.c[t] = lower_splat(L, LLVMBuildLoad2(L->b, ft, colbuf_at(b, off + t, ft), ""));
+	return v;
+}
+
+/* The staged column inputs of positions j .. j + n - 1 into colbuf, then
+ * a barrier that hands colbuf to an empty asm statement: without it, the
+ * loads from colbuf would be forwarded from these stores, back into
+ * extracts from vectors. */
+void kern_stage_columns(B *b, LLVMValueRef j, int n)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	int W = L->W, cw = kern_staged_width(c);
+	for (int p = 0; p < n; p++) {
+		LLVMValueRef jp = p ? LLVMBuildAdd(L->b, j, ci64(b, p), "") : j;
+		for (int k = 0, off = 0; k < c->ncol; k++) {
+			const Decl *d = &c->col[k];
+			int w = decl_width(d);
+			if (!staged(d))
+				continue;
+			LLVMValueRef first = LLVMBuildMul(L->b, jp, ci64(b, w), "");
+			for (int t = 0; t < w;) {
+				int m = 16;
+				while (m > w - t)
+					m /= 2;
+				L->W = m;
+				LLVMValueRef x = kern_load_lanes(b, b->inp[c->nelem + k], d->storage, LLVMBuildAdd(L->b, first, ci64(b, t), ""));
+				x = from_storage(b, x, d->storage, TY_F32);
+				LLVMValueRef st = LLVMBuildStore(L->b, x, colbuf_at(b, (long long)p * cw + off + t, LLVMTypeOf(x)));
+				LLVMSetAlignment(st, 4);
+				t += m;
+			}
+			off += w;
+		}
+	}
+	L->W = W;
+	LLVMTypeRef at = b->i8p;
+	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(L->ctx), &at, 1, 0);
+	LLVMValueRef asm_ = LLVMGetInlineAsm(ft, "", 0, "r,~{memory}", 11, 1, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef arg = LLVMBuildBitCast(L->b, b->colbuf, b->i8p, "");
+	LLVMBuildCall2(L->b, ft, asm_, &arg, 1, "");
+}
+
+/* i32 lanes i, i + 1, ..., i + W - 1. */
+static LLVMValueRef iota_from(B *b, LLVMValueRef i)
+{
+	LLVMValueRef iota[64];
+	for (int l = 0; l < b->L.W; l++)
+		iota[l] = LLVMConstInt(b->i32, l, 0);
+	return LLVMBuildAdd(b->L.b, lower_splat(&b->L, idx32(b, i)), LLVMConstVector(iota, b->L.W), "");
+}
+
+/* A row input with lane l from row b->i + l (kern_build_reduce_rows). */
+LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base)
+{
+	Lower *L = &b->L;
+	int w = decl_width(d), W = L->W;
+	LV v = lv_new(L, w);
+	for (int t = 0; t < w; t++) {
+		LLVMValueRef x = LLVMGetUndef(lower_vty(L, (TyKind)d->ty.kind));
+		L->W = 1;
+		for (int l = 0; l < W; l++) {
+			LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, LLVMBuildAdd(L->b, b->i, ci64(b, l), ""), ci64(b, w), ""),
+						      ci64(b, t), "");
+			LLVMValueRef y = from_storage(b, kern_load_lanes(b, base, d->storage, e), d->storage, (TyKind)d->ty.kind);
+			x = LLVMBuildInsertElement(L->b, x, y, LLVMConstInt(b->i32, l, 0), "");
+		}
+		L->W = W;
+		v.c[t] = x;
+	}
+	return v;
+}
+
 /* Bind params, row inputs of row i, and (when j) element and column inputs
  * and the index vars at positions j .. j+W-1. */
 void kern_bind_inputs(B *b, LLVMValueRef j)
@@ -283,15 +398,18 @@ void kern_bind_inputs(B *b, LLVMValueRef j)
 			L->bind[c->elem[k].var] = load_decl(b, &c->elem[k], b->inp[nin], LLVMBuildAdd(L->b, rowbase, j, ""), L->W);
 	for (int k = 0; k < c->ncol; k++, nin++)
 		if (j)
-			L->bind[c->col[k].var] = load_decl(b, &c->col[k], b->inp[nin], j, L->W);
+			L->bind[c->col[k].var] = b->row_lanes && staged(&c->col[k]) ? kern_staged_col(b, k, b->colslot)
+						 : load_decl(b, &c->col[k], b->inp[nin], j, b->row_lanes ? 1 : L->W);
 	for (int k = 0; k < c->nrow; k++, nin++)
-		L->bind[c->row[k].var] = load_decl(b, &c->row[k], b->inp[nin], b->i, 1);
-	L->bind[c->idx[IDX_I]] = lv1(b, lower_splat(L, idx32(b, b->i)));
+		L->bind[c->row[k].var] = b->rowv ? b->rowv[k]
+					 : b->row_lanes ? row_lanes_decl(b, &c->row[k], b->inp[nin])
+							: load_decl(b, &c->row[k], b->inp[nin], b->i, 1);
+	L->bind[c->idx[IDX_I]] = lv1(b, b->row_lanes ? iota_from(b, b->i) : lower_splat(L, idx32(b, b->i)));
 	L->bind[c->idx[IDX_LEN]] = lv1(b, lower_splat(L, idx32(b, b->len)));
 	if (!j)
 		return;
 	LLVMValueRef jv = lower_splat(L, idx32(b, j));
-	if (L->W > 1) {
+	if (L->W > 1 && !b->row_lanes) {
 		LLVMValueRef iota[64];
 		for (int l = 0; l < L->W; l++)
 			iota[l] = LLVMConstInt(b->i32, l, 0);
@@ -553,6 +671,8 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	build_finalize(&b);
 	if (kern_has_reduce2(k))
 		kern_build_reduce2(&b);
+	if (k->group > 1)
+		kern_build_reduce_rows(&b);
 	if (k->c->nmap)
 		kern_build_map(&b);
 	if (k->map_stream)
@@ -610,7 +730,7 @@ int kern_wide_state(const Carrier *c)
 
 /* Lanes and accumulators for c: vectors only where every field, input and
  * output is a scalar and the merge is commutative (lanes reorder it). */
-void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile)
+void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows)
 {
 	int scalar = 1;
 	for (int f = 0; f < c->nstate; f++)
@@ -639,6 +759,9 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile)
 	k->tile = scalar && comm ? tile : 1;
 	if (!scalar && k->mr_field >= 0 && !kern_wide_state(c)) /* tiles of positions in one lane (reduce_tiles) */
 		k->tile = tile > VTILE ? VTILE : tile;
+	/* Rows side by side as lanes (kern_build_reduce_rows) where tiles fold
+	 * in one lane and every input is a row's or a column's: attention */
+	k->group = k->tile > 1 && k->lanes == 1 && k->mr_field >= 0 && !kern_wide_state(c) && !c->nelem ? rows : 1;
 	k->two_pass = 0;
 	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1) {
 		for (int i = 0; i < c->nelem; i++)

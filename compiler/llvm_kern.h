@@ -21,6 +21,10 @@ typedef struct {
 	LLVMValueRef map_ahead; /* kern_build_rowmap's map prefetches the element inputs this many positions ahead */
 	struct Ride *ride;  /* kern_build_rowmap_next: the other row's map, which pass 2 takes along */
 	int riding;         /* pass 2's main loop maps ride's row as it goes (kern_ride_step) */
+	int row_lanes;      /* lanes are rows b->i + l at one position (kern_build_reduce_rows) */
+	LLVMValueRef colbuf; /* and there the float32 column inputs of a tile's positions (kern_stage_columns) */
+	LV *rowv;            /* and each row input, gathered once before the loop (NULL: none yet) */
+	int colslot;         /* the tile's position whose column inputs kern_bind_inputs binds from there */
 } B;
 
 /* kern_build_rowmap_next's earlier row, whose map rides along pass 2 of
@@ -85,6 +89,10 @@ LLVMBasicBlockRef kern_if(B *b, LLVMValueRef cond);
 void kern_if_end(B *b, LLVMBasicBlockRef done);
 void kern_bind_params(B *b);
 void kern_bind_inputs(B *b, LLVMValueRef j);
+int kern_staged_width(const Carrier *c);
+LV kern_staged_col(B *b, int k, int slot);
+LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base);
+void kern_stage_columns(B *b, LLVMValueRef j, int n);
 LV *kern_state_slots(B *b);
 void kern_slots_load(B *b, LV *slots, LV *v);
 void kern_slots_store(B *b, LV *slots, LV *v);
@@ -104,6 +112,7 @@ enum { PREFETCH_L1 = 3, PREFETCH_L2 = 2 }; /* llvm.prefetch's locality */
 void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
 void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
 void kern_build_reduce2(B *b);
+void kern_build_reduce_rows(B *b);
 void kern_build_reduce(B *b);
 void kern_build_map(B *b);
 void kern_build_fence(B *b);

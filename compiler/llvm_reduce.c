@@ -126,6 +126,15 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 		int n = decl_width(&k->c->state[f]);
 		out[f] = lv_new(L, n);
 		for (int i = 0; i < n; i++) {
+			if (L->fma) { /* the accumulator's term, then one multiply-add a position */
+				LLVMValueRef x = LLVMBuildFMul(L->b, lv_at(s[T - 1][f], i), e[T - 1], "");
+				for (int t = 0; t < T - 1; t++) {
+					LLVMValueRef args[3] = {lv_at(s[t][f], i), e[t], x};
+					x = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(x), args, 3);
+				}
+				out[f].c[i] = x;
+				continue;
+			}
 			for (int t = 0; t < T; t++)
 				v[t] = LLVMBuildFMul(L->b, lv_at(s[t][f], i), e[t], "");
 			out[f].c[i] = tree(b, v, T, 0);
@@ -707,6 +716,137 @@ void kern_build_reduce2(B *b)
 		kern_mem_store(b, kern_state_at(b, LLVMGetParam(f, 2), r), b->st);
 		free(one[r]);
 	}
+	free(tmp);
+	kern_end_fn(b);
+}
+
+/* The dot products of a row input with a staged column input in e, for
+ * the T positions of the tile at once into L->dotpre (lower_node takes
+ * them from there): component by component, each of the row's loaded
+ * once for all T positions.  Position by position, every product loaded
+ * its row component again, the loads the bound of the loop.  Each
+ * position's chain is the one lower_node builds, so nothing changes but
+ * the order of independent instructions. */
+static void dots_ahead(B *b, Expr *e, int T)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	for (int i = 0; i < e->nargs; i++)
+		dots_ahead(b, e->a[i], T);
+	if (e->op != EXPR_DOT || L->dotpre[e->id * VTILE] || e->ty.kind != TY_F32)
+		return;
+	int r = -1, k = -1;
+	for (int s = 0; s < 2; s++) {
+		Expr *x = e->a[s];
+		if (x->op != EXPR_VAR || x->ty.kind != TY_F32)
+			return;
+		for (int q = 0; q < c->nrow; q++)
+			if (c->row[q].var == x->k)
+				r = q;
+		for (int q = 0; q < c->ncol; q++)
+			if (c->col[q].var == x->k)
+				k = q;
+	}
+	if (r < 0 || k < 0)
+		return;
+	LV y[VTILE], x = b->rowv[r];
+	for (int t = 0; t < T; t++)
+		if (!(y[t] = kern_staged_col(b, k, t)).n)
+			return;
+	LLVMValueRef *s = L->dotpre + e->id * VTILE;
+	for (int u = 0; u < x.n; u++)
+		for (int t = 0; t < T; t++) {
+			if (!u) {
+				s[t] = LLVMBuildFMul(L->b, lv_at(x, u), lv_at(y[t], u), "");
+				continue;
+			}
+			LLVMValueRef args[3] = {lv_at(x, u), lv_at(y[t], u), s[t]};
+			s[t] = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(s[t]), args, 3);
+		}
+}
+
+/* assoc_reduce_rows(a, i, lo, hi, st): rows i .. i + group - 1 over
+ * [lo, hi), the states one after the other from st.  The rows are the
+ * lanes (kern_bind_inputs with b->row_lanes): a position's column inputs
+ * (attention's key and value) are one broadcast value, each row's inputs
+ * one lane, so the dot product of a query with a key is a chain of vector
+ * multiply-adds with no horizontal sum, and the state's vectors update
+ * group rows an instruction.  Tiles of positions fold as in reduce_tiles. */
+void kern_build_reduce_rows(B *b)
+{
+	Kern *k = b->k;
+	int ns = k->c->nstate, G = k->group, T = k->tile;
+	LLVMTypeRef p[5];
+	kern_sig(b, 5, p);
+	p[4] = b->i8p;
+	b->row_lanes = 1;
+	LLVMValueRef f = kern_begin_fn(b, "assoc_reduce_rows", p, 5);
+	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
+	LV *tmp = calloc(4 * ns, sizeof *tmp), *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[VTILE + 1];
+	b->i = LLVMGetParam(f, 1);
+	b->L.fma = 1;
+	lower_scope(&b->L, G);
+	LV *acc = kern_state_slots(b);
+	kern_identity(b, b->st);
+	kern_slots_store(b, acc, b->st);
+	int cw = kern_staged_width(k->c);
+	b->colbuf = cw ? LLVMBuildArrayAlloca(b->L.ab, lower_kty(&b->L, TY_F32), ci64(b, (long long)T * cw), "colbuf") : NULL;
+	if (cw)
+		LLVMSetAlignment(b->colbuf, 64);
+	/* the rows' inputs before the loop: the barrier of kern_stage_columns
+	 * keeps LICM from hoisting them */
+	Carrier *c = k->c;
+	b->rowv = calloc(c->nrow + 1, sizeof *b->rowv);
+	for (int r = 0; r < c->nrow; r++)
+		b->rowv[r] = row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
+	Loop l = kern_loop_begin(b, lo, hi, T);
+	if (cw) {
+		kern_stage_columns(b, l.iv, T);
+		b->L.dotpre = calloc((size_t)b->L.nmemo * VTILE, sizeof *b->L.dotpre);
+		for (int f = 0; f < ns; f++)
+			dots_ahead(b, c->lift[f], T);
+		if (c->mask)
+			dots_ahead(b, c->mask, T);
+	}
+	for (int t = 0; t < T; t++) {
+		s[t] = lifted + t * ns;
+		b->colslot = b->L.dotslot = t;
+		lift_at(b, t ? LLVMBuildAdd(b->L.b, l.iv, ci64(b, t), "") : l.iv, s[t], tmp);
+	}
+	free(b->L.dotpre);
+	b->L.dotpre = NULL;
+	b->L.dotslot = 0;
+	lower_scope(&b->L, G);
+	kern_slots_load(b, acc, b->st);
+	s[T] = b->st;
+	fold_max_rescale(b, s, T + 1, tmp);
+	kern_slots_store(b, acc, tmp);
+	kern_loop_end(b, &l);
+	Loop e = kern_loop_begin(b, kern_loop_final(b, &l), hi, 1);
+	lower_scope(&b->L, G);
+	if (cw)
+		kern_stage_columns(b, e.iv, 1);
+	b->colslot = 0;
+	kern_step_slots(b, acc, e.iv, tmp);
+	kern_loop_end(b, &e);
+	kern_slots_load(b, acc, b->st);
+	LV *one = calloc(ns, sizeof *one);
+	for (int r = 0; r < G; r++) {
+		for (int g = 0; g < ns; g++) {
+			one[g] = lv_new(&b->L, b->st[g].n);
+			for (int t = 0; t < b->st[g].n; t++)
+				one[g].c[t] = LLVMBuildExtractElement(b->L.b, lv_at(b->st[g], t), LLVMConstInt(b->i32, r, 0), "");
+		}
+		kern_mem_store(b, kern_state_at(b, LLVMGetParam(f, 4), r), one);
+	}
+	free(one);
+	b->row_lanes = 0;
+	b->L.fma = 0;
+	b->colbuf = NULL;
+	free(b->rowv);
+	b->rowv = NULL;
+	free(acc);
+	free(lifted);
 	free(tmp);
 	kern_end_fn(b);
 }

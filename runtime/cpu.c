@@ -220,6 +220,46 @@ static void reduce_live(const Run *r, int64_t i, int64_t lo, int64_t hi, void *s
 		free(tmp);
 }
 
+/* Rows i .. i + k->group - 1 over [0, len) into the states from st:
+ * reduce_live's runs of live blocks, a block live when it is for any of
+ * the rows (the kernel's mask drops each row's other positions). */
+static void reduce_live_rows(const Run *r, int64_t i, void *st)
+{
+	const CpuKernel *k = r->k;
+	int64_t len = r->a->len;
+	size_t sb = k->state_bytes;
+	if (!k->live) {
+		k->reduce_rows(r->a, i, 0, len, st);
+		return;
+	}
+	_Alignas(64) unsigned char buf[2048];
+	unsigned char *tmp = NULL;
+	int have = 0;
+	int64_t run = -1;
+	for (int64_t b = 0; b < len; b += LIVE_BLOCK) {
+		int64_t e = b + LIVE_BLOCK < len ? b + LIVE_BLOCK : len;
+		int live = 0;
+		for (int g = 0; g < k->group && !live; g++)
+			live = k->live(k->live_ctx, r->a, i + g, b, e);
+		if (live && run < 0)
+			run = b;
+		if (run < 0 || (live && e < len))
+			continue;
+		if (have && !tmp)
+			tmp = states(k, k->group, buf, sizeof buf);
+		k->reduce_rows(r->a, i, run, live ? e : b, have ? tmp : st);
+		if (have)
+			for (int g = 0; g < k->group; g++)
+				k->merge(r->a, (char *)st + g * sb, tmp + g * sb, (char *)st + g * sb);
+		have = 1, run = -1;
+	}
+	if (!have)
+		for (int g = 0; g < k->group; g++)
+			k->identity(r->a, (char *)st + g * sb);
+	if (tmp && tmp != buf)
+		free(tmp);
+}
+
 /* Whether whole rows go two at a time (rows shorter than pair_len): through
  * reduce2, and through rowmap2.  Not where blocks are skipped. */
 static int pairs(const Run *r) { return r->k->reduce2 && !r->k->live && r->a->len < r->k->pair_len; }
@@ -238,7 +278,8 @@ static void task_rows(void *ctx, int64_t t)
 	if (hi > r->a->rows)
 		hi = r->a->rows;
 	_Alignas(64) unsigned char buf[512];
-	unsigned char *st = states(k, 2, buf, sizeof buf);
+	int most = k->reduce_rows && k->group > 2 ? k->group : 2;
+	unsigned char *st = states(k, most, buf, sizeof buf);
 	for (int64_t i = lo; i < hi; i++) {
 		if (k->is_scan) {
 			k->identity(r->a, st);
@@ -246,7 +287,10 @@ static void task_rows(void *ctx, int64_t t)
 			continue;
 		}
 		int n = pairs(r) && i + 1 < hi ? 2 : 1;
-		if (n == 2)
+		if (k->reduce_rows && i % k->group == 0 && i + k->group <= hi) {
+			n = k->group;
+			reduce_live_rows(r, i, st);
+		} else if (n == 2)
 			k->reduce2(r->a, i, st);
 		else
 			reduce_live(r, i, 0, r->a->len, st);
@@ -377,6 +421,9 @@ int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char 
 		 * that none is left alone at the end of a task */
 		if ((pairs(&r) || rowmap_pairs(&r)) && (r.rows_per_task & 1))
 			r.rows_per_task++;
+		/* groups start at multiples of group whatever the threads */
+		if (k->reduce_rows && k->group > 1)
+			r.rows_per_task = (r.rows_per_task + k->group - 1) / k->group * k->group;
 		if (k->rowmap && a->len <= k->rowmap_len && !run_rowmap(p, &r))
 			return 0;
 		rt_pool_run(p, (a->rows + r.rows_per_task - 1) / r.rows_per_task, task_rows, &r);

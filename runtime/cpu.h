@@ -22,7 +22,12 @@
  *                              keep what the map needs), and the map of row prev, whose own
  *                              rowmap_next call left its state at prev_st and its scratch at
  *                              prev_scratch; i < 0: that map alone; prev < 0: no map
- * The pairs and the pipeline give the very results the functions of one row give.
+ *   reduce_rows(a, i, lo, hi, st)
+ *                              optional: reduce(a, r, lo, hi, st_r) for the group rows
+ *                              r = i .. i + group - 1, st_r = st + (r - i) * state_bytes
+ * The pairs and the pipeline give the very results the functions of one row give; a group's
+ * rows may round differently (its tiles start where the group's range does), so the
+ * executor groups rows from multiples of group only, whatever the threads.
  *   fence()                    optional: the stores of map, rowmap and rowmap2 calls before it
  *                              (they may be non-temporal) visible to other threads; the
  *                              executor calls it once per task, after its last
@@ -57,6 +62,8 @@ typedef struct {
 	void (*rowmap_next)(const CpuArgs *a, int64_t i, void *st, void *scratch, int64_t prev, const void *prev_st,
 			    const void *prev_scratch); /* NULL: none */
 	int64_t pair_len;
+	void (*reduce_rows)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, void *st); /* NULL: none */
+	int group;
 	void (*fence)(void); /* NULL: none needed */
 	size_t state_bytes;
 	int is_scan;

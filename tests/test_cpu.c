@@ -207,7 +207,7 @@ Test(cpu, device_runs_through_the_table)
 /* Other vector shapes of the reduce loop give correct results too. */
 Test(cpu, lanes_and_accumulators)
 {
-	static const LlvmOpts shapes[] = {{1, 1, 0}, {4, 1, 3}, {8, 2, 0}, {16, 4, 2}, {32, 8, 0}};
+	static const LlvmOpts shapes[] = {{1, 1, 0, 0}, {4, 1, 3, 0}, {8, 2, 0, 0}, {16, 4, 2, 0}, {32, 8, 0, 0}};
 	const char *specs[] = {"specs/online_softmax.yaml", "specs/welford.yaml", "specs/argmax.yaml"};
 	for (int s = 0; s < 3; s++) {
 		Carrier *c = load_ok(specs[s]);
@@ -434,7 +434,7 @@ Test(cpu, vector_states_fold_tiles_of_keys, .timeout = 120)
 	for (int s = 0; s < 3; s++) {
 		Carrier *c = load_ok(specs[s]);
 		for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++) {
-			LlvmKernel *k = compiled(c, &(LlvmOpts){.tile = tiles[t]});
+			LlvmKernel *k = compiled(c, &(LlvmOpts){.tile = tiles[t], .rows = 1});
 			int want = tiles[t] ? tiles[t] : 8;
 			cr_expect(k->lanes == 1 && k->tile == want && k->max_rescale == (want > 1),
 				  "%s: one lane, tiles of %d (%d, %d)", specs[s], want, k->tile, k->max_rescale);
@@ -451,6 +451,45 @@ Test(cpu, vector_states_fold_tiles_of_keys, .timeout = 120)
 		carrier_free(c);
 	}
 	rt_pool_close(p);
+}
+
+/* Attention's rows side by side as lanes (assoc_reduce_rows): 37 rows are
+ * groups and a few rows alone; keys around the tile, past a block the
+ * mask skips (256), causal, a window, a soft cap, rows with no key; the
+ * host's group and one of 4; against the reference, and the same bits
+ * from 1 thread and 2 (groups start at multiples of their size). */
+Test(cpu, rows_side_by_side_as_lanes, .timeout = 240)
+{
+	static const char *specs[] = {"tests/attention/full.yaml", "specs/attention.yaml", "tests/attention/window.yaml",
+				      "tests/attention/softcap.yaml", "tests/attention/empty_rows.yaml"};
+	static const int lens[] = {1, 9, 64, 300};
+	RtPool *p[2];
+	pools_open(p, 2);
+	for (int s = 0; s < 5; s++) {
+		Carrier *c = load_ok(specs[s]);
+		for (int g = 0; g < 2; g++) {
+			LlvmKernel *k = compiled(c, &(LlvmOpts){.rows = g ? 4 : 0});
+			cr_expect(g ? k->rows == 4 : k->rows >= 4 && !(k->rows & (k->rows - 1)), "%s: %d rows a group", specs[s],
+				  k->rows);
+			for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+				RunData *d = drawn(c, 37, lens[l], 70 + l);
+				run_kernel(k, d, p[0], 0);
+				char w[200];
+				snprintf(w, sizeof w, "%s, groups of %d, len %d", specs[s], k->rows, lens[l]);
+				expect_ok(d, w);
+				size_t bytes = d->fin[0].n * d->fin[0].width * kind_size(d->fin[0].kind);
+				void *one = malloc(bytes);
+				memcpy(one, d->fin[0].p, bytes);
+				run_kernel(k, d, p[1], 0);
+				cr_expect(!memcmp(one, d->fin[0].p, bytes), "%s: 1 thread and 2 differ", w);
+				free(one);
+				rundata_free(d);
+			}
+			llvm_kernel_free(k);
+		}
+		carrier_free(c);
+	}
+	pools_close(p, 2);
 }
 
 /* Near misses take the tree of the spec's merges, and stay right: a merge
