@@ -2,9 +2,11 @@
 #include "cache.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +55,109 @@ int temp_name(char *tmp, size_t n, const char *path)
 		return 0;
 	errno = ENAMETOOLONG;
 	return -1;
+}
+
+/* The temporary files of open OutFiles, for the interrupt handler. */
+enum { TEMPS_MAX = 64 };
+static char temps[TEMPS_MAX][TEMP_NAME_MAX];
+static volatile sig_atomic_t temp_live[TEMPS_MAX];
+
+static void on_interrupt(int sig)
+{
+	for (int i = 0; i < TEMPS_MAX; i++)
+		if (temp_live[i])
+			unlink(temps[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static int temp_register(const char *tmp)
+{
+	static int handled;
+	if (!handled) {
+		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+		for (int i = 0; i < 3; i++) {
+			struct sigaction sa = {.sa_handler = on_interrupt}, old;
+			sigemptyset(&sa.sa_mask);
+			/* a signal the caller chose to ignore stays ignored */
+			if (!sigaction(sigs[i], NULL, &old) && old.sa_handler == SIG_DFL)
+				sigaction(sigs[i], &sa, NULL);
+		}
+		handled = 1;
+	}
+	for (int i = 0; i < TEMPS_MAX; i++)
+		if (!temp_live[i]) {
+			memcpy(temps[i], tmp, strlen(tmp) + 1);
+			temp_live[i] = 1;
+			return i;
+		}
+	return -1;
+}
+
+int outfile_in_place(const char *path)
+{
+	struct stat st;
+	return !stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+int outfile_open(OutFile *o, const char *path, const char *mode)
+{
+	memset(o, 0, sizeof *o);
+	o->slot = -1;
+	struct stat st;
+	if (outfile_in_place(path)) {
+		o->f = fopen(path, mode);
+		return o->f ? 0 : -1;
+	}
+	const char *dest = path;
+	if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
+		if (!realpath(path, o->dest)) { /* a dangling link: its target is created through it */
+			o->f = fopen(path, mode);
+			return o->f ? 0 : -1;
+		}
+		dest = o->dest;
+	}
+	if (strlen(dest) >= sizeof o->dest) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memmove(o->dest, dest, strlen(dest) + 1);
+	/* beside the file, hidden, its name short enough for any file's */
+	char dir[PATH_MAX], base[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", o->dest);
+	snprintf(base, sizeof base, "%s", o->dest);
+	if (snprintf(o->tmp, sizeof o->tmp, "%s/.%.180s.%ld.tmp", dirname(dir), basename(base), (long)getpid()) >=
+	    (int)sizeof o->tmp) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	o->slot = temp_register(o->tmp);
+	o->f = fopen(o->tmp, mode);
+	if (!o->f) {
+		int e = errno;
+		if (o->slot >= 0)
+			temp_live[o->slot] = 0;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+int outfile_close(OutFile *o, int keep)
+{
+	int rc = o->f && fclose(o->f) ? -1 : 0, e = errno;
+	o->f = NULL;
+	if (!o->tmp[0])
+		return rc;
+	if (!rc && keep && rename(o->tmp, o->dest))
+		rc = -1, e = errno;
+	if (rc || !keep)
+		unlink(o->tmp);
+	if (o->slot >= 0)
+		temp_live[o->slot] = 0;
+	o->tmp[0] = 0;
+	errno = e;
+	return rc;
 }
 
 int cache_write(const char *path, const void *data, size_t len)

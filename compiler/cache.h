@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* $XDG_CACHE_HOME/assoc/<sub> or ~/.cache/assoc/<sub>, created with mode
  * 0700; 0, or -1 with msg. */
@@ -15,6 +16,27 @@ int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn);
 int temp_name(char *tmp, size_t n, const char *path);
 /* Room for the temporary name of any path the system takes. */
 #define TEMP_NAME_MAX (PATH_MAX + 32)
+/* An output file the user names (emit -o, run --output, explore -o),
+ * which appears whole or not at all.  A regular file, or a new one, is
+ * written beside its path and renamed over it once whole; a symbolic link
+ * is followed, and its target replaced the same way; anything else (a
+ * device such as /dev/null, a pipe) is written in place: renaming onto it
+ * would replace the device itself.  The temporary file goes away if the
+ * process is interrupted (SIGINT, SIGTERM, SIGHUP). */
+typedef struct {
+	FILE *f;
+	char dest[PATH_MAX];     /* the file renamed onto: the path, or its link's target */
+	char tmp[TEMP_NAME_MAX]; /* "" when written in place */
+	int slot;                /* in the interrupt handler's list, or -1 */
+} OutFile;
+/* Open for writing ("w" or "wb"): 0, or -1 with errno. */
+int outfile_open(OutFile *o, const char *path, const char *mode);
+/* Close it; with keep, put it in place (rename), else remove the
+ * temporary file.  0, or -1 with errno (the temporary file removed). */
+int outfile_close(OutFile *o, int keep);
+/* Whether path names an existing file that is not a regular one (a
+ * device, a pipe), which an output is written into in place. */
+int outfile_in_place(const char *path);
 /* Write data to path through a temporary file renamed into place. */
 int cache_write(const char *path, const void *data, size_t len);
 /* The whole file, malloc'd and NUL-terminated, or NULL. */

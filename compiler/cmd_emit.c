@@ -114,14 +114,15 @@ int cmd_emit(Opts *o)
 	if (!c)
 		return EXIT_USAGE;
 	int to_stdout = !o->out || !strcmp(o->out, "-");
-	char tmp[TEMP_NAME_MAX];
+	OutFile of;
 	FILE *f = stdout;
 	if (!to_stdout) {
-		if (temp_name(tmp, sizeof tmp, o->out) || !(f = fopen(tmp, "w"))) {
+		if (outfile_open(&of, o->out, "w")) {
 			perror(o->out);
 			carrier_free(c);
 			return EXIT_FAIL;
 		}
+		f = of.f;
 	}
 	char msg[4096] = "";
 	int rc = lawful(c, o, msg, sizeof msg);
@@ -129,14 +130,9 @@ int cmd_emit(Opts *o)
 		rc = tg->emit(c, o, f, msg, sizeof msg);
 	if (rc && msg[0])
 		fprintf(stderr, "assoc: %s\n", msg);
-	if (!to_stdout) {
-		int closed = fclose(f);
-		if (rc || closed || rename(tmp, o->out)) {
-			if (!rc)
-				perror(o->out);
-			unlink(tmp);
-			rc = rc ? rc : EXIT_FAIL;
-		}
+	if (!to_stdout && outfile_close(&of, !rc) && !rc) {
+		perror(o->out);
+		rc = EXIT_FAIL;
 	}
 	carrier_free(c);
 	return rc;

@@ -1,42 +1,32 @@
 /* cmd_explore.c: `assoc explore LOOP.yaml [-o CARRIER.yaml]`. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "cli.h"
 #include "explore.h"
 
-/* Write text to path through a temporary file and a rename: a reader sees
- * the old file or the whole new one, never a part. */
+/* Write text to path (OutFile: a reader sees the old file or the whole
+ * new one, never a part). */
 static int write_atomic(const char *path, const char *text)
 {
-	size_t n = strlen(path) + 16;
-	char *tmp = malloc(n);
-	if (!tmp)
-		abort();
-	snprintf(tmp, n, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
-	mode_t mask = umask(0);
-	umask(mask);
-	if (fd >= 0)
-		fchmod(fd, 0666 & ~mask); /* mkstemp's 0600 is for secrets; a spec is not one */
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	int ok = f && fputs(text, f) >= 0;
-	if (f)
-		ok &= fclose(f) == 0;
-	else if (fd >= 0)
-		close(fd);
-	if (ok && rename(tmp, path) == 0) {
-		free(tmp);
-		return 0;
+	OutFile of;
+	int e = 0;
+	if (outfile_open(&of, path, "w"))
+		e = errno;
+	else {
+		if (fputs(text, of.f) < 0 || fflush(of.f))
+			e = errno ? errno : EIO;
+		if (outfile_close(&of, !e) && !e)
+			e = errno;
 	}
-	perror(path);
-	if (fd >= 0)
-		unlink(tmp);
-	free(tmp);
-	return -1;
+	if (e)
+		fprintf(stderr, "assoc: %s: %s\n", path, strerror(e));
+	return e ? -1 : 0;
 }
 
 int cmd_explore(Opts *o)

@@ -181,8 +181,7 @@ static int outputs_ok(const Opts *o, const RunData *d)
 	int n, rc = EXIT_OK;
 	Slot *s = slots(d, &n);
 	for (int i = 0; i < o->noutputs && !rc; i++) {
-		char tmp[TEMP_NAME_MAX];
-		FILE *f;
+		OutFile of;
 		struct stat st;
 		int twice = -1;
 		for (int k = 0; k < i; k++)
@@ -197,13 +196,12 @@ static int outputs_ok(const Opts *o, const RunData *d)
 		} else if (!stat(o->outputs[i].path, &st) && S_ISDIR(st.st_mode)) {
 			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(EISDIR));
 			rc = EXIT_FAIL;
-		} else if (temp_name(tmp, sizeof tmp, o->outputs[i].path) ||
-			   !(f = fopen(tmp, "wb"))) {
+		} else if (outfile_in_place(o->outputs[i].path) ? access(o->outputs[i].path, W_OK)
+								: outfile_open(&of, o->outputs[i].path, "wb")) {
 			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(errno));
 			rc = EXIT_FAIL;
-		} else {
-			fclose(f);
-			unlink(tmp);
+		} else if (!outfile_in_place(o->outputs[i].path)) {
+			outfile_close(&of, 0);
 		}
 	}
 	free(s);
@@ -212,13 +210,14 @@ static int outputs_ok(const Opts *o, const RunData *d)
 
 /* Every --output, or none: each is written beside its path first, and
  * only when all are there do they replace the files at their paths (a
- * failure before that leaves those files as they were). */
+ * failure before that leaves those files as they were; outputs to
+ * devices are written as they go). */
 static int write_outputs(Opts *o, RunData *d)
 {
 	int n, rc = EXIT_OK, made = 0;
 	Slot *s = slots(d, &n);
-	char(*tmp)[TEMP_NAME_MAX] = calloc(o->noutputs ? o->noutputs : 1, sizeof *tmp);
-	if (!tmp)
+	OutFile *of = calloc(o->noutputs ? o->noutputs : 1, sizeof *of);
+	if (!of)
 		abort();
 	for (; made < o->noutputs; made++) {
 		int k = slot_named(s, n, o->outputs[made].name);
@@ -226,26 +225,24 @@ static int write_outputs(Opts *o, RunData *d)
 		snprintf(a.descr, sizeof a.descr, "%s", npy_descr(s[k].buf->kind));
 		a.ndim = layout_dims(s[k].layout, d, s[k].buf->width, a.shape);
 		a.count = s[k].buf->n * s[k].buf->width;
-		char msg[512];
-		if (npy_write_temp(o->outputs[made].path, &a, tmp[made], sizeof *tmp, msg, sizeof msg)) {
-			fprintf(stderr, "assoc: %s\n", msg);
+		if (outfile_open(&of[made], o->outputs[made].path, "wb") || npy_write_to(of[made].f, &a)) {
+			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[made].path, strerror(errno));
+			if (of[made].f)
+				outfile_close(&of[made], 0);
 			rc = EXIT_FAIL;
 			break;
 		}
 	}
 	for (int i = 0; i < made; i++) {
-		if (rc || rename(tmp[i], o->outputs[i].path)) {
-			if (!rc) {
-				fprintf(stderr, "assoc: %s: cannot write: %s", o->outputs[i].path, strerror(errno));
-				if (i)
-					fprintf(stderr, " (the %d outputs before it are written)", i);
-				fprintf(stderr, "\n");
-			}
+		if (outfile_close(&of[i], !rc) && !rc) {
+			fprintf(stderr, "assoc: %s: cannot write: %s", o->outputs[i].path, strerror(errno));
+			if (i)
+				fprintf(stderr, " (the %d outputs before it are written)", i);
+			fprintf(stderr, "\n");
 			rc = EXIT_FAIL;
-			unlink(tmp[i]);
 		}
 	}
-	free(tmp);
+	free(of);
 	free(s);
 	return rc;
 }

@@ -206,7 +206,7 @@ fail:
 	return -1;
 }
 
-int npy_write_temp(const char *path, const Npy *a, char *tmp, size_t tn, char *msg, size_t n)
+int npy_write_to(FILE *f, const Npy *a)
 {
 	char shape[256] = "", hdr[512];
 	for (int i = 0; i < a->ndim; i++) {
@@ -219,36 +219,27 @@ int npy_write_temp(const char *path, const Npy *a, char *tmp, size_t tn, char *m
 	memset(hdr + hl, ' ', pad);
 	hdr[hl + pad] = '\n';
 	hl += pad + 1;
-	FILE *f = NULL;
-	if (!temp_name(tmp, tn, path))
-		f = fopen(tmp, "wb");
-	if (!f) {
-		snprintf(msg, n, "%s: cannot write: %s", path, strerror(errno));
-		return -1;
-	}
 	unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff),
 				 (unsigned char)(hl >> 8)};
 	size_t bytes = a->count * a->itemsize;
 	int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, hl, f) == (size_t)hl &&
 		 (bytes == 0 || fwrite(a->data, 1, bytes, f) == bytes);
-	ok &= fclose(f) == 0;
-	if (!ok) {
-		snprintf(msg, n, "%s: cannot write: %s", path, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	return ok && !fflush(f) ? 0 : -1;
 }
 
 int npy_write(const char *path, const Npy *a, char *msg, size_t n)
 {
-	char tmp[TEMP_NAME_MAX];
-	if (npy_write_temp(path, a, tmp, sizeof tmp, msg, n))
-		return -1;
-	if (rename(tmp, path)) {
-		snprintf(msg, n, "%s: cannot write: %s", path, strerror(errno));
-		unlink(tmp);
-		return -1;
+	OutFile of;
+	int e = 0;
+	if (outfile_open(&of, path, "wb"))
+		e = errno;
+	else {
+		if (npy_write_to(of.f, a))
+			e = errno ? errno : EIO;
+		if (outfile_close(&of, !e) && !e)
+			e = errno;
 	}
-	return 0;
+	if (e)
+		snprintf(msg, n, "%s: cannot write: %s", path, strerror(e));
+	return e ? -1 : 0;
 }

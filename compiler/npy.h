@@ -4,6 +4,7 @@
 #define ASSOC_NPY_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "ir/ir.h"
 
@@ -22,9 +23,9 @@ typedef struct {
 int npy_read(const char *path, Npy *a, char *msg, size_t n);
 /* Write atomically (a temporary file renamed into place): no partial file. */
 int npy_write(const char *path, const Npy *a, char *msg, size_t n);
-/* The file npy_write would make, left at tmp (path.tmp.PID) for the
- * caller to rename over path or remove; nothing is left on failure. */
-int npy_write_temp(const char *path, const Npy *a, char *tmp, size_t tn, char *msg, size_t n);
+/* The file npy_write would make, written to f and flushed: 0, or -1
+ * with errno. */
+int npy_write_to(FILE *f, const Npy *a);
 void npy_free(Npy *a);
 /* Value i as a double; descr must be one npy_read accepts. */
 double npy_get(const Npy *a, size_t i);

@@ -198,6 +198,51 @@ Test(cli, options_of_other_commands_are_usage_errors)
 	cr_expect_eq(sh(ASSOC " emit specs/sum.yaml --target cuda --trials 500 --config rowreduce:nt=64 -o /dev/null",
 			out, sizeof out, 1),
 		     0, "%s", out);
+	struct stat st;
+	cr_expect(!stat("/dev/null", &st) && S_ISCHR(st.st_mode), "/dev/null is still the device");
+}
+
+/* Outputs go through a device or a pipe in place (renaming onto one, as
+ * root, replaced /dev/null with a file), through a symbolic link to its
+ * target (the link stays), and an interrupted emit leaves no file. */
+Test(cli, outputs_write_through_pipes_and_links, .timeout = 120)
+{
+	unlink("build/out.fifo");
+	cr_assert_eq(mkfifo("build/out.fifo", 0600), 0);
+	cr_assert_eq(sh("(cat build/out.fifo > build/out_fifo.cu &) ; " ASSOC
+			" emit specs/sum.yaml --target cuda --trials 200 -o build/out.fifo; sleep 0.2",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	struct stat st;
+	cr_expect(!lstat("build/out.fifo", &st) && S_ISFIFO(st.st_mode), "the pipe is still a pipe");
+	cr_expect(!stat("build/out_fifo.cu", &st) && st.st_size > 1000, "the code went through the pipe");
+	unlink("build/out.fifo");
+
+	unlink("build/out_link.ll");
+	FILE *f = fopen("build/out_target.ll", "w");
+	cr_assert(f);
+	fclose(f);
+	cr_assert_eq(symlink("out_target.ll", "build/out_link.ll"), 0);
+	cr_assert_eq(sh(ASSOC " emit specs/sum.yaml --target llvm --trials 200 -o build/out_link.ll", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(!lstat("build/out_link.ll", &st) && S_ISLNK(st.st_mode), "the link is still a link");
+	cr_expect(!stat("build/out_target.ll", &st) && st.st_size > 1000, "its target holds the code");
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --output s=build/out_link.ll", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(!lstat("build/out_link.ll", &st) && S_ISLNK(st.st_mode), "run: the link is still a link");
+	char magic[8] = "";
+	f = fopen("build/out_target.ll", "rb");
+	cr_assert(f);
+	cr_expect(fread(magic, 1, 6, f) == 6 && !memcmp(magic, "\x93NUMPY", 6), "run: the target holds the array");
+	fclose(f);
+
+	unlink("build/out_int.cu");
+	sh("timeout -s INT 2 " ASSOC " emit specs/attention.yaml -D d=4096 -D dv=4096 --target cuda -o build/out_int.cu", out,
+	   sizeof out, 1);
+	glob_t g;
+	cr_expect_eq(glob("build/.out_int.cu.*.tmp", 0, NULL, &g), GLOB_NOMATCH, "no temporary file left");
+	globfree(&g);
+	cr_expect(stat("build/out_int.cu", &st), "and no output");
 }
 
 Test(cli, help_and_version)
@@ -503,7 +548,7 @@ Test(cli, outputs_all_or_none, .timeout = 60)
 	cr_expect(fgets(kept, sizeof kept, f) && !strcmp(kept, "kept"), "the old file is left: %s", kept);
 	fclose(f);
 	glob_t g;
-	cr_expect_eq(glob("build/all1.npy.tmp.*", 0, NULL, &g), GLOB_NOMATCH, "no temporary file left");
+	cr_expect_eq(glob("build/.all1.npy.*.tmp", 0, NULL, &g), GLOB_NOMATCH, "no temporary file left");
 	globfree(&g);
 }
 
