@@ -167,6 +167,7 @@ install: build/assoc build/libassoc-api.a build/libassoc.so
 	install -m 644 build/libassoc-api.a '$(DESTDIR)$(PREFIX)/lib/libassoc.a'
 	install -m 755 build/libassoc.so '$(DESTDIR)$(PREFIX)/lib/libassoc.so'
 	install -m 644 compiler/assoc.h '$(DESTDIR)$(PREFIX)/include/assoc.h'
+	install -d '$(DESTDIR)$(PREFIX)/share/assoc' && install -m 644 bench/naive.c '$(DESTDIR)$(PREFIX)/share/assoc/naive.c'
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: assoc\nDescription: %s\nVersion: 0.1.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -Wl,-rpath,$${libdir} -lassoc\nLibs.private: %s\n' \
 		'$(PREFIX)' 'secretly associative loops compiled for CPUs and GPUs' '$(LDLIBS)' \
 		> '$(DESTDIR)$(PREFIX)/lib/pkgconfig/assoc.pc'

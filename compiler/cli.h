@@ -24,6 +24,7 @@ typedef struct {
 	/* run */
 	const char *device;
 	int rows, len;
+	int rows_given, len_given; /* by --rows, --len (not the defaults) */
 	int heads, kv_heads; /* attention: query heads, key/value heads (0: 1, and as many as heads) */
 	RunOpts run;
 	NamedPath inputs[MAX_FILES], outputs[MAX_FILES];
@@ -36,6 +37,12 @@ typedef struct {
 /* Print "assoc: <message>" and the pointer to --help; returns EXIT_USAGE. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 (with a message) when c is a loop spec without a merge. */
+/* EXIT_USAGE after a message when the output path names one of the files
+ * the command reads (a spec, an --input): writing it would destroy the
+ * input; else EXIT_OK. */
+int cli_output_not_input(const Opts *o, const char *what, const char *path);
+/* The same, its message in msg instead of on standard error. */
+int cli_loop_msg(const Carrier *c, char *msg, size_t n);
 int cli_loop_only(const Carrier *c);
 /* Load a spec with the command line's -D, printing diagnostics; NULL on
  * error, and for a loop spec without a merge. */

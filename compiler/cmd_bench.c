@@ -7,6 +7,7 @@
  * after a warm-up run. */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -154,24 +155,52 @@ static void run_naive(void *ctx)
 	rt_pool_run(b->pool, naive_slices(b), naive_task, b);
 }
 
-/* Compile bench/naive.c (or $ASSOC_NAIVE_C) and find naive_<carrier>;
- * NULL with the reason in why. */
+/* Where the naive C is: $ASSOC_NAIVE_C, bench/naive.c under the working
+ * directory, beside the executable's folder (build/assoc of a checkout),
+ * or where make install puts it (PREFIX/share/assoc/naive.c); NULL with
+ * the places looked at in why. */
+static const char *naive_source(char *buf, size_t bn, char *why, size_t n)
+{
+	if (getenv("ASSOC_NAIVE_C"))
+		return snprintf(buf, bn, "%s", getenv("ASSOC_NAIVE_C")), buf;
+	if (!access("bench/naive.c", R_OK))
+		return "bench/naive.c";
+	char exe[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (k > 0) {
+		exe[k] = 0;
+		*strrchr(exe, '/') = 0;
+		static const char *const rel[] = {"../bench/naive.c", "../share/assoc/naive.c"};
+		for (int i = 0; i < 2; i++)
+			if (snprintf(buf, bn, "%s/%s", exe, rel[i]) < (int)bn && !access(buf, R_OK))
+				return buf;
+	}
+	snprintf(why, n, "bench/naive.c not found here, beside the executable or in PREFIX/share/assoc (set ASSOC_NAIVE_C)");
+	return NULL;
+}
+
+/* Compile the naive C and find naive_<carrier>; NULL with the reason in why. */
 static void *load_naive(const char *carrier, void **lib, char *why, size_t n)
 {
-	const char *src = getenv("ASSOC_NAIVE_C") ? getenv("ASSOC_NAIVE_C") : "bench/naive.c";
+	char buf[PATH_MAX + 64];
+	const char *src = naive_source(buf, sizeof buf, why, n);
 	const char *cc = getenv("CC") ? getenv("CC") : "cc";
 	*lib = NULL;
+	if (!src)
+		return NULL;
 	if (access(src, R_OK))
-		return snprintf(why, n, "%s not found (run from the repository root, or set ASSOC_NAIVE_C)", src), NULL;
-	char so[] = "/tmp/assoc-naive-XXXXXX", cmd[1024];
+		return snprintf(why, n, "%.900s not found", src), NULL;
+	if (strchr(src, '\''))
+		return snprintf(why, n, "%.900s: a path with a quote is not passed to the shell", src), NULL;
+	char so[] = "/tmp/assoc-naive-XXXXXX", cmd[PATH_MAX + 1024];
 	int fd = mkstemp(so);
 	if (fd < 0)
 		return snprintf(why, n, "cannot create a temporary file"), NULL;
 	close(fd);
-	snprintf(cmd, sizeof cmd, "%s -O3 -march=native -shared -fPIC -o %s %s -lm 2>&1", cc, so, src);
+	snprintf(cmd, sizeof cmd, "%s -O3 -march=native -shared -fPIC -o %s '%s' -lm 2>&1", cc, so, src);
 	if (system(cmd)) {
 		unlink(so);
-		return snprintf(why, n, "'%s' failed", cmd), NULL;
+		return snprintf(why, n, "'%.1000s' failed", cmd), NULL;
 	}
 	*lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 	unlink(so);
@@ -181,7 +210,7 @@ static void *load_naive(const char *carrier, void **lib, char *why, size_t n)
 	snprintf(sym, sizeof sym, "naive_%s", carrier);
 	void *f = dlsym(*lib, sym);
 	if (!f)
-		snprintf(why, n, "no %s in %s", sym, src);
+		snprintf(why, n, "no %s in %.900s", sym, src);
 	return f;
 }
 
@@ -264,7 +293,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 
 int cmd_bench(Opts *o)
 {
-	if (!strcmp(o->device, "gpu"))
+	char why[1024];
+	/* auto: the GPU where one is usable, as run picks */
+	const Device *gpu = device_find("gpu");
+	if (!strcmp(o->device, "gpu") || (!strcmp(o->device, "auto") && gpu && gpu->available(why, sizeof why)))
 		return cmd_bench_gpu(o);
 	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
 		return usage_error("bench runs on --device cpu or gpu (got '%s')", o->device);

@@ -9,6 +9,7 @@
 
 #include "cache.h"
 #include "cli.h"
+#include "cuda.h"
 #include "emit.h"
 #include "prove.h"
 
@@ -110,6 +111,11 @@ int cmd_emit(Opts *o)
 	if (strcmp(o->target, "cuda") && strcmp(o->target, "ptx") && (o->run.config || o->stats || o->explain))
 		return usage_error("%s is an option of emit --target cuda and ptx only",
 				   o->run.config ? "--config" : o->stats ? "--stats" : "--explain");
+	if (o->out && strcmp(o->out, "-") && cli_output_not_input(o, "-o", o->out))
+		return EXIT_USAGE;
+	char bad[512];
+	if (o->run.config && cuda_config_ok(o->run.config, bad, sizeof bad)) /* before the laws' minutes */
+		return usage_error("--config: %s", bad);
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;

@@ -32,6 +32,8 @@ static int write_atomic(const char *path, const char *text)
 int cmd_explore(Opts *o)
 {
 	const char *path = o->specs[0];
+	if (o->out && strcmp(o->out, "-") && cli_output_not_input(o, "-o", o->out))
+		return EXIT_USAGE;
 	Carrier *c = cli_load_any(o, path);
 	if (!c)
 		return EXIT_USAGE;
@@ -41,37 +43,45 @@ int cmd_explore(Opts *o)
 	eo.params = o->params, eo.nparams = o->nparams;
 	ExploreResult r;
 	int rc = explore_run(c, &eo, &r);
-	if (!rc && r.status == EXPLORE_INVALID) { /* not a loop explore takes: no run to report */
+	if (rc) { /* a --param it cannot take: no run to report */
+		fprintf(stderr, "assoc: %s: %s%s", path, r.log ? r.log : "", r.log && strchr(r.log, '\n') ? "" : "\n");
+		explore_result_free(&r);
+		carrier_free(c);
+		return EXIT_USAGE;
+	}
+	if (r.status == EXPLORE_INVALID) { /* not a loop explore takes: no run to report */
 		fputs(r.log ? r.log : "", stderr);
 		explore_result_free(&r);
 		carrier_free(c);
 		return EXIT_USAGE;
 	}
-	printf("%s: loop %s (%s)\n", path, c->name, c->step && c->step_right ? "step and step_right" : c->step ? "step" : "step_right");
-	fputs(r.log ? r.log : "", stdout);
-	if (rc) {
-		rc = EXIT_USAGE;
-	} else if (r.status != EXPLORE_FOUND) {
-		printf("  no carrier (%.2f s)\n", r.seconds);
+	/* -o -: the carrier spec alone on standard output, the report beside it */
+	FILE *log = o->out && !strcmp(o->out, "-") ? stderr : stdout;
+	fprintf(log, "%s: loop %s (%s)\n", path, c->name, c->step && c->step_right ? "step and step_right" : c->step ? "step" : "step_right");
+	fputs(r.log ? r.log : "", log);
+	if (r.status != EXPLORE_FOUND) {
+		fprintf(log, "  no carrier (%.2f s)\n", r.seconds);
 		rc = EXIT_FAIL;
 	} else {
-		printf("  carrier spec:\n");
+		fprintf(log, "  carrier spec:\n");
 		for (const char *l = r.yaml; *l;) {
 			size_t n = strcspn(l, "\n");
-			printf("    %.*s\n", (int)n, l);
+			fprintf(log, "    %.*s\n", (int)n, l);
 			l += n + (l[n] == '\n');
 		}
 		rc = EXIT_OK;
-		if (o->out) {
+		if (o->out && !strcmp(o->out, "-")) {
+			fputs(r.yaml, stdout);
+		} else if (o->out) {
 			if (write_atomic(o->out, r.yaml))
 				rc = EXIT_FAIL;
 			else
-				printf("  wrote %s\n", o->out);
+				fprintf(log, "  wrote %s\n", o->out);
 		}
 		if (rc == EXIT_OK)
-			printf("  ok (%.2f s)\n", r.seconds);
+			fprintf(log, "  ok (%.2f s)\n", r.seconds);
 		else
-			printf("  FAILED: the carrier spec could not be written\n");
+			fprintf(log, "  FAILED: the carrier spec could not be written\n");
 	}
 	explore_result_free(&r);
 	carrier_free(c);

@@ -81,8 +81,24 @@ static int layout_dims(Layout l, const RunData *d, int width, size_t *shape)
 }
 
 /* Rows and len from the input arrays, where given. */
+/* The axis an input file sets (rows or positions) must agree with --rows
+ * or --len where given, and with the input files before it. */
+static int axis_agrees(const Opts *o, int i, const char *axis, size_t got, int given, const char *by, int by_input)
+{
+	if (given < 0)
+		return EXIT_OK;
+	if ((size_t)given == got)
+		return EXIT_OK;
+	if (by_input >= 0)
+		return usage_error("--input %s=%s: %zu %s, but --input %s=%s has %d", o->inputs[i].name, o->inputs[i].path,
+				   got, axis, o->inputs[by_input].name, o->inputs[by_input].path, given);
+	return usage_error("--input %s=%s: %zu %s, but %s %d", o->inputs[i].name, o->inputs[i].path, got, axis, by, given);
+}
+
 int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 {
+	int rows_by = -1, len_by = -1; /* the input that set each axis; -1: --rows, --len or none */
+	int rows_set = o->rows_given ? o->rows : -1, len_set = o->len_given ? o->len : -1;
 	for (int i = 0; i < o->ninputs; i++) {
 		char msg[512];
 		if (!is_input(c, o->inputs[i].name))
@@ -109,6 +125,14 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 		if (rows > MAX_ROWS || len > MAX_LEN)
 			return usage_error("%s: %zu rows x %zu positions for input '%s': at most %d rows and %d positions",
 					   o->inputs[i].path, rows, len, o->inputs[i].name, MAX_ROWS, MAX_LEN);
+		int sets_rows = !col, sets_len = elem || col;
+		if ((sets_rows && axis_agrees(o, i, "rows", rows, rows_set, "--rows", rows_by)) ||
+		    (sets_len && axis_agrees(o, i, "positions", len, len_set, "--len", len_by)))
+			return EXIT_USAGE;
+		if (sets_rows && rows_set < 0)
+			rows_set = (int)rows, rows_by = i;
+		if (sets_len && len_set < 0)
+			len_set = (int)len, len_by = i;
 		o->rows = (int)rows, o->len = (int)len;
 	}
 	return EXIT_OK;
@@ -190,6 +214,8 @@ static int outputs_ok(const Opts *o, const RunData *d)
 		if (slot_named(s, n, o->outputs[i].name) < 0) {
 			rc = usage_error("--output %s: the spec has no array named '%s'", o->outputs[i].name,
 					 o->outputs[i].name);
+		} else if (cli_output_not_input(o, "--output", o->outputs[i].path)) {
+			rc = EXIT_USAGE;
 		} else if (twice >= 0) {
 			rc = usage_error("--output %s=%s: %s is also --output %s's file", o->outputs[i].name,
 					 o->outputs[i].path, o->outputs[i].path, o->outputs[twice].name);

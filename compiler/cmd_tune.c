@@ -199,6 +199,8 @@ out:
 
 int cmd_tune(Opts *o)
 {
+	if (cli_bench_shape(o))
+		return EXIT_USAGE;
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;

@@ -885,8 +885,13 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 	if (p->split * blocks > 0x7fffffffLL)
 		p->split = (int)(0x7fffffffLL / blocks > 1 ? 0x7fffffffLL / blocks : 1);
 	p->chunk = len;
-	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) /* chunks of a multiple of 4 keep 16-byte alignment */
+	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) { /* chunks of a multiple of 4 keep 16-byte alignment */
 		p->chunk = (int)(cdiv(cdiv(len, p->split), 4) * 4);
+		/* no block past the row's end: a split of 65536 over 100
+		 * positions ran 65511 blocks of nothing */
+		if (len > 0 && cdiv(len, p->chunk) < (unsigned)p->split)
+			p->split = (int)cdiv(len, p->chunk);
+	}
 	for (int k = 0; k < nk; k++)
 		snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
 	int nmap = m->base == FAM_ROWMAP;

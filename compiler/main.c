@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,16 +70,42 @@ int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-int cli_loop_only(const Carrier *c)
+static int same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+	return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino && S_ISREG(x.st_mode);
+}
+
+int cli_output_not_input(const Opts *o, const char *what, const char *path)
+{
+	for (int i = 0; i < o->nspecs; i++)
+		if (same_file(path, o->specs[i]))
+			return usage_error("%s %s: that is the spec %s, which would be lost", what, path, o->specs[i]);
+	for (int i = 0; i < o->ninputs; i++)
+		if (same_file(path, o->inputs[i].path))
+			return usage_error("%s %s: that is --input %s's file, which would be lost", what, path, o->inputs[i].name);
+	return EXIT_OK;
+}
+
+int cli_loop_msg(const Carrier *c, char *msg, size_t n)
 {
 	if (c->merge)
 		return 0;
 	if (explore_unfit_field(c) < 0)
-		fprintf(stderr, "%s: error: a loop spec (a step without a merge): run 'assoc explore %s' to derive its merge\n",
-			c->file, c->file);
+		snprintf(msg, n, "%s: error: a loop spec (a step without a merge): run 'assoc explore %s' to derive its merge\n",
+			 c->file, c->file);
 	else /* explore would refuse it */
-		fprintf(stderr, "%s: error: a loop spec (a step without a merge) with a state field that is not a scalar "
-				"float: write its merge in the spec\n", c->file);
+		snprintf(msg, n, "%s: error: a loop spec (a step without a merge) with a state field that is not a scalar "
+				 "float: write its merge in the spec\n", c->file);
+	return 1;
+}
+
+int cli_loop_only(const Carrier *c)
+{
+	char msg[PATH_MAX * 2 + 256];
+	if (!cli_loop_msg(c, msg, sizeof msg))
+		return 0;
+	fputs(msg, stderr);
 	return 1;
 }
 
@@ -109,7 +137,7 @@ int cli_fits(const Opts *o, const Carrier *c, int copies)
 	double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 	if (have > 0 && need > have)
 		return usage_error("%d rows x %d positions%s need %.1f GiB of arrays; this machine has %.1f GiB of memory",
-				   o->rows, o->len, heads > 1 ? " per head" : "", need / (1 << 30), have / (1 << 30));
+				   o->rows, o->len, heads > 1 ? " a head" : "", need / (1 << 30), have / (1 << 30));
 	return EXIT_OK;
 }
 
@@ -117,7 +145,7 @@ int cli_bench_shape(const Opts *o)
 {
 	if (o->rows > 0 && o->len > 0)
 		return EXIT_OK;
-	return usage_error("bench: %d rows x %d positions hold nothing to measure", o->rows, o->len);
+	return usage_error("%s: %d rows x %d positions hold nothing to measure", o->command, o->rows, o->len);
 }
 
 RunData *cli_drawn(const Opts *o, Carrier *c)
@@ -219,7 +247,8 @@ static int set_option(Opts *o, const OptSpec *s, char *val)
 		return 0;
 	case O_INT:
 		if (parse_int(val, s->lo, s->hi, &v))
-			return usage_error("%s needs a whole number from %ld to %ld", s->name, s->lo, s->hi);
+			return val ? usage_error("%s needs a whole number from %ld to %ld, got '%s'", s->name, s->lo, s->hi, val)
+				   : usage_error("%s needs a whole number from %ld to %ld", s->name, s->lo, s->hi);
 		*(int *)(base + s->off) = (int)v;
 		return 0;
 	case O_STR:
@@ -230,9 +259,13 @@ static int set_option(Opts *o, const OptSpec *s, char *val)
 	case O_PAIR: {
 		int *n = (int *)(base + s->count);
 		/* Define and NamedPath share one layout: two strings */
-		const char **slot = (const char **)(base + s->off) + 2 * *n;
+		const char **first = (const char **)(base + s->off), **slot = first + 2 * *n;
 		if (*n == s->max || split_pair(val, &slot[0], &slot[1]))
 			return usage_error("%s needs NAME=VALUE, got '%s'", s->name, val ? val : "");
+		/* -D's own check (spec.c) names the spec */
+		for (int k = 0; k < *n && strcmp(s->name, "-D"); k++)
+			if (!strcmp(first[2 * k], slot[0]))
+				return usage_error("%s %s is given twice", s->name, slot[0]);
 		(*n)++;
 		return 0;
 	}
@@ -250,6 +283,9 @@ static int arch_ok(const char *a)
 	return v >= 75 && v < 1000 && (!*end || ((*end == 'a' || *end == 'f') && !end[1]));
 }
 
+/* parse_opts: --help among a command's options */
+enum { EXIT_HELP = -1 };
+
 static int parse_opts(int argc, char **argv, Opts *o, int cmd)
 {
 	check_defaults(&o->check);
@@ -259,19 +295,30 @@ static int parse_opts(int argc, char **argv, Opts *o, int cmd)
 	o->specs = calloc(argc, sizeof *o->specs);
 	if (!o->specs)
 		abort();
+	int specs_only = 0;
 	for (int i = 2; i < argc; i++) {
 		char *a = argv[i];
-		if (!strcmp(a, "--seed")) {
+		if (!specs_only && (!strcmp(a, "--help") || !strcmp(a, "-h")))
+			return EXIT_HELP;
+		if (!specs_only && (!strcmp(a, "--seed") || !strncmp(a, "--seed=", 7))) {
 			long v;
-			if (parse_int(i + 1 < argc ? argv[++i] : NULL, 0, 0x7fffffffL, &v))
-				return usage_error("--seed needs a whole number");
+			if (parse_int(a[6] == '=' ? a + 7 : i + 1 < argc ? argv[++i] : NULL, 0, 0x7fffffffL, &v))
+				return usage_error("--seed needs a whole number from 0 to %ld", 0x7fffffffL);
 			o->check.seed = (uint64_t)v;
 			continue;
 		}
-		if (a[0] != '-' || !a[1]) {
+		if (a[0] != '-' || !a[1] || specs_only) {
 			o->specs[o->nspecs++] = a;
 			continue;
 		}
+		if (!strcmp(a, "--")) { /* what follows is spec files, even one named -x */
+			specs_only = 1;
+			continue;
+		}
+		/* --name=value, as getopt_long takes it */
+		char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
+		if (eq)
+			*eq = 0;
 		const OptSpec *s = NULL;
 		for (size_t k = 0; k < sizeof options / sizeof *options; k++)
 			if (!strcmp(a, options[k].name) || (!strcmp(options[k].name, "-D") && !strncmp(a, "-D", 2)))
@@ -280,11 +327,17 @@ static int parse_opts(int argc, char **argv, Opts *o, int cmd)
 			return usage_error("unknown option '%s'", a);
 		if (!(s->cmds & cmd))
 			return usage_error("%s is not an option of %s", s->name, o->command);
+		if (eq && s->kind == O_FLAG)
+			return usage_error("%s takes no value", s->name);
 		char *val = NULL;
-		if (s->kind != O_FLAG)
+		if (eq)
+			val = eq + 1;
+		else if (s->kind != O_FLAG)
 			val = !strcmp(s->name, "-D") && a[2] ? a + 2 : i + 1 < argc ? argv[++i] : NULL;
 		if (set_option(o, s, val))
 			return EXIT_USAGE;
+		o->rows_given |= !strcmp(s->name, "--rows");
+		o->len_given |= !strcmp(s->name, "--len");
 	}
 	if (o->out && !*o->out)
 		return usage_error("-o needs a file name");
@@ -309,15 +362,33 @@ static const Command commands[] = {
 	{"bench", cmd_bench, 1, C_BENCH}, {"explore", cmd_explore, 1, C_EXPLORE}, {"tune", cmd_tune, 1, C_TUNE},
 };
 
+/* EXIT_OK once standard output took everything, else EXIT_FAIL, said. */
+static int flushed(void)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "assoc: standard output: %s\n", strerror(errno));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+static int help(FILE *f)
+{
+	fputs(usage, f);
+	return flushed();
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs(usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
 	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return help(stdout);
 	if (!strcmp(argv[1], "--version")) {
 		printf("assoc %s\n", ASSOC_VERSION);
-		return EXIT_OK;
+		return flushed();
 	}
 	const Command *cmd = NULL;
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
@@ -327,14 +398,16 @@ int main(int argc, char **argv)
 		return usage_error("unknown command '%s'", argv[1]);
 	Opts o = {.command = cmd->name};
 	int rc = parse_opts(argc, argv, &o, cmd->bit);
+	if (rc == EXIT_HELP) {
+		free(o.specs);
+		return help(stdout);
+	}
 	if (rc == EXIT_OK && cmd->one_spec && o.nspecs != 1)
 		rc = usage_error("%s takes one spec, got %d", cmd->name, o.nspecs);
 	if (rc == EXIT_OK)
 		rc = cmd->fn(&o);
-	if (fflush(stdout) || ferror(stdout)) { /* generated code or results lost (a full disk) */
-		fprintf(stderr, "assoc: standard output: %s\n", strerror(errno));
+	if (flushed()) /* generated code or results lost (a full disk) */
 		rc = rc ? rc : EXIT_FAIL;
-	}
 	free(o.specs);
 	return rc;
 }

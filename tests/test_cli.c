@@ -971,3 +971,110 @@ Test(cli, bool_constants_and_params, .timeout = 120)
 	cr_assert_eq(sh(ASSOC " run build/anyneg.yaml --device interp --param on=2", out, sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "--param on=2: not a bool (true, false, 0 or 1)"), "%s", out);
 }
+
+/* Options as getopt_long takes them: --name=value, -- before spec files,
+ * --help after a command; --help's output is checked for write errors. */
+Test(cli, options_take_values_after_equals_and_help_anywhere)
+{
+	cr_expect_eq(sh(ASSOC " check --help", out, sizeof out, 0), 0);
+	cr_expect(strstr(out, "usage: assoc <command>"), "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --rows=3 --len=5 --device=interp --seed=4", out, sizeof out, 1), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "3 rows x 5") && strstr(out, "  ok"), "%s", out);
+	cr_expect_eq(sh(ASSOC " check --trials=300 -- specs/sum.yaml", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "holds in 300 trials"), "%s", out);
+	cr_expect_eq(sh(ASSOC " check specs/sum.yaml --strict=1", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "--strict takes no value"), "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --rows abc", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "got 'abc'"), "%s", out);
+	cr_expect_eq(sh("(" ASSOC " --help > /dev/full)", out, sizeof out, 1), 1);
+	cr_expect(strstr(out, "standard output: No space left on device"), "%s", out);
+	cr_expect_eq(sh("(" ASSOC " --version > /dev/full)", out, sizeof out, 1), 1);
+}
+
+/* An option given twice, or a file's shape against --rows and --len,
+ * is refused rather than the last or the file silently winning. */
+Test(cli, repeated_and_contradicting_options_are_refused)
+{
+	static float x[2 * 3];
+	Npy a = {.ndim = 2, .shape = {2, 3}, .count = 6, .itemsize = 4, .data = x};
+	strcpy(a.descr, "<f4");
+	char msg[512];
+	cr_assert_eq(npy_write("build/cli_x23.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	static const char *bad[][2] = {
+		{" check specs/layer_norm.yaml --param eps=1e-5 --param eps=-5", "--param eps is given twice"},
+		{" run specs/sum.yaml --input x=build/cli_x23.npy --input x=build/cli_x23.npy", "--input x is given twice"},
+		{" run specs/welford.yaml --output mean=build/m1.npy --output mean=build/m2.npy", "--output mean is given twice"},
+		{" run specs/sum.yaml --input x=build/cli_x23.npy --rows 5", "--input x=build/cli_x23.npy: 2 rows, but --rows 5"},
+		{" run specs/sum.yaml --input x=build/cli_x23.npy --len 7", "3 positions, but --len 7"},
+		{" run specs/attention.yaml --device interp --rows 3 --len 5 -D d=4 -D dv=4 --input q=build/cli_x23.npy",
+		 "--input q=build/cli_x23.npy: 2 rows, but --rows 3"},
+		{" tune specs/sum.yaml --rows 0", "tune: 0 rows x 1000 positions hold nothing to measure"},
+		{" emit specs/sum.yaml --target cuda --config bogus", "--config: configuration 'bogus'"},
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		char cmd[512];
+		snprintf(cmd, sizeof cmd, ASSOC "%s", bad[k][0]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 2, "%s: %s", bad[k][0], out);
+		cr_expect(strstr(out, bad[k][1]), "%s: %s", bad[k][0], out);
+	}
+	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --device interp --input x=build/cli_x23.npy --rows 2 --len 3", out,
+			sizeof out, 1),
+		     0, "%s", out);
+	struct stat st;
+	cr_expect(stat("build/m1.npy", &st) && stat("build/m2.npy", &st), "no output written");
+}
+
+/* An output never replaces a file the command reads. */
+Test(cli, outputs_never_replace_the_inputs)
+{
+	cr_assert_eq(system("cp specs/sum.yaml build/own.yaml && cp specs/loops/running_sum_max.yaml build/own_loop.yaml"),
+		     0);
+	cr_expect_eq(sh(ASSOC " emit build/own.yaml --target cuda -o build/own.yaml", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "-o build/own.yaml: that is the spec build/own.yaml"), "%s", out);
+	cr_expect_eq(sh(ASSOC " explore build/own_loop.yaml -o ./build/own_loop.yaml", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "that is the spec build/own_loop.yaml"), "%s", out);
+	cr_expect_eq(system("cmp -s specs/sum.yaml build/own.yaml && cmp -s specs/loops/running_sum_max.yaml "
+			    "build/own_loop.yaml"),
+		     0, "both left as they were");
+}
+
+/* check --json: one object per spec, loop specs and --param errors too
+ * (naming the spec); explore -o -: the carrier spec alone on standard
+ * output, its errors on standard error. */
+Test(cli, json_and_stdout_carry_only_their_own)
+{
+	cr_expect_eq(sh(ASSOC " check --json --trials 300 specs/sum.yaml specs/loops/softmax_update.yaml", out, sizeof out,
+			0),
+		     2);
+	cr_expect(strstr(out, "{\"file\": \"specs/sum.yaml\"") &&
+			  strstr(out, "{\"file\": \"specs/loops/softmax_update.yaml\", \"ok\": false, \"error\": "),
+		  "%s", out);
+	cr_expect_eq(sh(ASSOC " check --json specs/sum.yaml --param nosuch=1", out, sizeof out, 0), 2);
+	cr_expect(strstr(out, "\"error\": \"assoc: specs/sum.yaml: --param nosuch: the spec has no param 'nosuch'"), "%s",
+		  out);
+	cr_expect_eq(sh("(" ASSOC " explore specs/loops/running_sum_max.yaml -o - > build/explored.yaml)", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "carrier spec:"), "the report on standard error: %s", out);
+	cr_expect_eq(sh(ASSOC " check --trials 300 build/explored.yaml", out, sizeof out, 1), 0, "%s", out);
+	cr_expect_eq(sh(ASSOC " explore specs/loops/horner.yaml --param t=abc", out, sizeof out, 0), 2);
+	cr_expect_str_eq(out, "", "nothing on standard output");
+	cr_expect_eq(sh("(" ASSOC " explore specs/loops/horner.yaml --param t=abc 2>&1 >/dev/null)", out, sizeof out, 0), 2);
+	cr_expect(strstr(out, "assoc: specs/loops/horner.yaml: --param t=abc: not a number"), "%s", out);
+}
+
+/* --verbose says what ran on the cpu too; emu runs no split past the
+ * row's end; bench --device auto takes the GPU where one is usable. */
+Test(cli, devices_say_what_ran, .timeout = 120)
+{
+	cr_expect_eq(sh(ASSOC " run specs/attention.yaml --device cpu --rows 40 --len 100 --verbose", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "cpu: lanes=1,accs=1,tile=8,rows=") && strstr(out, "rows side by side as lanes"), "%s",
+		  out);
+	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --device emu --rows 3 --len 100 --split 65536 --verbose", out,
+			sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, ", split 25,"), "%s", out);
+	sh("ASSOC_LIBCUDA=build/libfakecuda.so " ASSOC " bench specs/sum.yaml --rows 4 --len 1000", out, sizeof out, 1);
+	cr_expect(strstr(out, "bench --device gpu") || strstr(out, " on gpu"), "%s", out);
+}
