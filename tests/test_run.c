@@ -1,6 +1,7 @@
 /* test_run.c: whole-array runs (the interp device), the comparison with
  * the float64 reference, storage conversions and .npy files. */
 #include <glob.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -246,4 +247,71 @@ Test(run, npy_write_failure_leaves_no_file)
 	cr_assert_eq(npy_write("build/no/such/dir/x.npy", &a, msg, sizeof msg), -1);
 	cr_assert(strstr(msg, "cannot write"), "%s", msg);
 	cr_assert_neq(access("build/no/such/dir/x.npy", F_OK), 0);
+}
+
+/* q, k, v of attention drawn from N(0, 3^2) as f16: at scale 1 and head
+ * dim 64 the scores reach a few hundred, past float32's exp (88). */
+static void big_scores(RunData *d)
+{
+	uint64_t s = 12345;
+	Buffer *b[3] = {&d->row[0], &d->col[0], &d->col[1]};
+	for (int a = 0; a < 3; a++)
+		for (size_t i = 0; i < b[a]->n * b[a]->width; i++) {
+			double u[2];
+			for (int k = 0; k < 2; k++) {
+				s = s * 6364136223846793005ull + 1442695040888963407ull;
+				u[k] = ((s >> 11) + 0.5) / 9007199254740992.0;
+			}
+			((uint16_t *)b[a]->p)[i] = f16_bits(3 * sqrt(-2 * log(u[0])) * cos(6.283185307179586 * u[1]));
+		}
+	d->params[0] = 1;
+}
+
+/* Where the reference's naive float32 evaluation overflows (sum(exp(s))
+ * over scores of hundreds) and float64's does not, the carrier's float32
+ * fold stands in as the naive version: a right result passes (held to the
+ * running bound alone, which leaves out the rounding of the scores, it
+ * failed at 1.8 of tolerance), and an lse off by 0.01 fails (with an
+ * infinite naive error, anything passed). */
+Test(run, scores_past_float32_exp_hold_to_the_fold)
+{
+	Carrier *c = load_ok("tests/attention/full.yaml");
+	RunData *d = rundata_new(c, 8, 300);
+	big_scores(d);
+	char msg[200];
+	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	RunCheck rc;
+	run_check(d, &rc);
+	for (int o = 0; o < rc.nout; o++)
+		cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s: %g of tolerance", rc.out[o].name,
+			  rc.out[o].worst_ratio);
+	runcheck_free(&rc);
+	cr_assert_str_eq(c->finalize[1].name, "lse");
+	((float *)d->fin[1].p)[3] += 0.01f;
+	run_check(d, &rc);
+	cr_expect_gt(rc.out[1].worst_ratio, 1, "an lse 0.01 off: %g of tolerance", rc.out[1].worst_ratio);
+	runcheck_free(&rc);
+	rundata_free(d);
+	carrier_free(c);
+}
+
+/* The naive attention with P rounded (what a device that rounds P is held
+ * to) is built from the spec's own finalize: a finalize of o / l * 1.2
+ * must still fail against the reference, not set its own tolerance. */
+Test(run, a_wrong_finalize_does_not_widen_its_own_tolerance)
+{
+	Carrier *c = load_ok("tests/attention/wrong_finalize.yaml");
+	RunData *d = drawn(c, 8, 64);
+	d->params[0] = 0.125;
+	char msg[200];
+	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	rundata_round_p(d, TY_F16, 0, 1, 2);
+	RunCheck rc;
+	run_check(d, &rc);
+	cr_assert_str_eq(rc.out[0].name, "out");
+	cr_expect_gt(rc.out[0].worst_ratio, 1, "out 20%% off: %g of tolerance", rc.out[0].worst_ratio);
+	cr_expect_not(rc.ok);
+	runcheck_free(&rc);
+	rundata_free(d);
+	carrier_free(c);
 }
