@@ -614,6 +614,18 @@ static int module(Carrier *c, const char *config, const char *arch, int space, C
 				 why ? ": " : "", why ? m->explain : "");
 			goto fail;
 		}
+		if (v.fam == FAM_ATTN) { /* as the template's static_assert would, but before compiling */
+			long st, qw;
+			attn_words(&m->attn, &v, &st, &qw);
+			long words = attn_stages(&m->attn, &v) * st + (attn_qs(&m->attn, &v) ? qw : 0);
+			if (words * 4 > ATTN_SMEM_MAX || qw * 4 > ATTN_SMEM_MAX) {
+				snprintf(msg, n, "configuration '%s' needs %ld KB of shared memory a block at head dims %d/%d, "
+					 "over the %d KB a block may have: fewer keys a tile (bn), stages (st) or query rows (nt, mt)",
+					 config, ((words > qw ? words : qw) * 4 + 1023) / 1024, m->attn.d, m->attn.dv,
+					 ATTN_SMEM_MAX / 1024);
+				goto fail;
+			}
+		}
 		add_variant(c, m, v);
 	} else if (m->base == FAM_ATTN) {
 		CudaVariant av[4];

@@ -754,3 +754,19 @@ Test(cuda, damaged_ptx_cache_is_compiled_again, .timeout = 120)
 	cr_expect_eq(system(cmd), 0);
 	cuda_test_cache();
 }
+
+/* An attention --config whose tiles exceed a block's shared memory is
+ * refused when the module is made, naming the bytes, rather than by the
+ * compiler's static_assert; the same shape with fewer rows is taken. */
+Test(cuda, attention_config_over_shared_memory_is_refused)
+{
+	Define d[2] = {{"d", "256"}, {"dv", "256"}};
+	Carrier *c = load_defs("specs/attention.yaml", d, 2);
+	CudaModule m;
+	char msg[512];
+	cr_expect_neq(cuda_module(c, "attention:nt=256,mt=3,bn=64,pv=1,st=1", &m, msg, sizeof msg), 0);
+	cr_expect(strstr(msg, "needs 264 KB of shared memory a block at head dims 256/256"), "%s", msg);
+	cr_expect_eq(cuda_module(c, "attention:nt=128,mt=1,bn=64,pv=1,st=1", &m, msg, sizeof msg), 0, "%s", msg);
+	cuda_module_free(&m);
+	carrier_free(c);
+}
