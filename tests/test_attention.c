@@ -428,6 +428,29 @@ Test(attention, buggy_merge_falls_back, .timeout = 300)
 	carrier_free(c);
 }
 
+/* A merge that leaves the contract only past a threshold of l (halves
+ * it above 1000, which sums of a thousand keys reach) is caught by the
+ * random states, which span l's decades; the reordered contract is not. */
+Test(attention, a_merge_off_past_a_threshold_is_not_the_contract)
+{
+	CudaAttn at;
+	char msg[512];
+	Carrier *c = load_dims("tests/attention/threshold_merge.yaml", 0);
+	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "the merge of 'l' differs from the contract's"), "%s", msg);
+	carrier_free(c);
+	char err[300];
+	c = load_text("carrier: reordered\ndims: {d: 64}\nparams: {scale: f32}\nrow: {q: 'f16[d]'}\n"
+		      "column: {k: 'f16[d]', v: 'f16[d]'}\nlet:\n  s: dot(q, k) * scale\n"
+		      "state: {m: f32, l: f32, o: 'f32[d]'}\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
+		      "merge:\n  m: max(a.m, b.m)\n  l: b.l * exp(b.m - m) + a.l * exp(a.m - m)\n"
+		      "  o: exp(b.m - m) * b.o + exp(a.m - m) * a.o\nfinalize: {out: o / l}\nlaws: [commutative]\n",
+		      err, sizeof err);
+	cr_assert(c, "%s", err);
+	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), 0, "%s", msg);
+	carrier_free(c);
+}
+
 /* Why a carrier is not attention, in its own terms: a scalar state is not
  * measured against the contract; a vector one names its own counts. */
 Test(attention, explain_names_the_carriers_own_shape)
