@@ -301,7 +301,9 @@ static void print_check(const RunCheck *rc, const RunData *d)
 			printf(", %d NaN or infinity where the reference differs", x->nan_mismatch);
 		if (x->out_of_range)
 			printf(", %zu not compared (the float64 reference overflows or underflows there)", x->out_of_range);
-		if (x->worst_ratio > 1 || x->nan_mismatch)
+		if (x->nan_mismatch)
+			printf(" (the first at flat index %zu) FAILS", x->at);
+		else if (x->worst_ratio > 1)
 			printf(" (worst at flat index %zu) FAILS", x->at);
 		printf("\n");
 	}

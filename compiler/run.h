@@ -108,7 +108,7 @@ const char *device_names(void);
 typedef struct {
 	char *name;
 	double max_abs, max_rel, worst_ratio; /* ratio of error to its tolerance */
-	size_t at;       /* flat index of the worst component */
+	size_t at;       /* flat index of the first NaN or infinity mismatch, else of the worst component */
 	int nan_mismatch;
 	size_t compared;
 	size_t out_of_range; /* finite results where the float64 reference overflowed or underflowed: not compared */

@@ -90,7 +90,7 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 		return; /* the reference is undefined here (an empty row's 0/0): any value will do */
 	if (isnan(got) || isinf(got) || isinf(want)) {
 		if (!(got == want || (isnan(got) && isnan(want))))
-			oc->nan_mismatch++, oc->at = at;
+			oc->at = oc->nan_mismatch++ ? oc->at : at; /* the first: at says where, a NaN before a ratio */
 		return;
 	}
 	double err = fabs(got - want), naive_err = fabs(naive - want);
@@ -118,8 +118,11 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 		oc->max_abs = err;
 	if (want != 0 && err / fabs(want) > oc->max_rel)
 		oc->max_rel = err / fabs(want);
-	if (ratio > oc->worst_ratio)
-		oc->worst_ratio = ratio, oc->at = at;
+	if (ratio > oc->worst_ratio) {
+		oc->worst_ratio = ratio;
+		if (!oc->nan_mismatch)
+			oc->at = at;
+	}
 }
 
 /* The running bound adds up |rounding errors| over a row's n positions,
@@ -404,8 +407,9 @@ static void merge_head(RunCheck *all, const RunCheck *one, const RunData *d, int
 		const OutCheck *x = &one->out[o];
 		const Buffer *b = o < d->c->nfinal ? &d->fin[o] : &d->map[o - d->c->nfinal];
 		size_t per = b->n / d->heads * b->width;
-		if (x->worst_ratio > a->worst_ratio || (x->nan_mismatch && !a->nan_mismatch))
-			a->worst_ratio = x->worst_ratio, a->at = x->at + h * per;
+		if (!a->nan_mismatch && (x->nan_mismatch || x->worst_ratio > a->worst_ratio))
+			a->at = x->at + h * per;
+		a->worst_ratio = fmax(a->worst_ratio, x->worst_ratio);
 		a->max_abs = fmax(a->max_abs, x->max_abs);
 		a->max_rel = fmax(a->max_rel, x->max_rel);
 		a->nan_mismatch += x->nan_mismatch;

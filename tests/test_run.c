@@ -315,3 +315,26 @@ Test(run, a_wrong_finalize_does_not_widen_its_own_tolerance)
 	rundata_free(d);
 	carrier_free(c);
 }
+
+/* A NaN where the reference has a number is what fails first: the index
+ * reported is the first such, not that of a larger finite error. */
+Test(run, a_nan_mismatch_is_the_index_reported)
+{
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	RunData *d = drawn(c, 4, 50);
+	char msg[200];
+	device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg);
+	float *lse = d->fin[0].p;
+	lse[0] += 1;
+	lse[2] = NAN;
+	lse[3] += 2;
+	RunCheck rc;
+	run_check(d, &rc);
+	cr_assert_str_eq(rc.out[0].name, "lse");
+	cr_expect_eq(rc.out[0].nan_mismatch, 1);
+	cr_expect_eq(rc.out[0].at, 2, "at %zu", rc.out[0].at);
+	cr_expect_gt(rc.out[0].worst_ratio, 1);
+	runcheck_free(&rc);
+	rundata_free(d);
+	carrier_free(c);
+}
