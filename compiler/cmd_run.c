@@ -346,8 +346,11 @@ int cmd_run(Opts *o)
 			rc = EXIT_FAIL;
 		} else {
 			RunCheck chk;
-			printf("%s: carrier %s on %s, %d rows x %d (%.3f s)\n", c->file, c->name, dv->name, d->rows,
-			       d->len, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
+			char heads[64] = "";
+			if (d->heads > 1)
+				snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", d->heads, d->kv_heads);
+			printf("%s: carrier %s on %s, %d rows x %d%s (%.3f s)\n", c->file, c->name, dv->name, d->rows,
+			       d->len, heads, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
 			run_check(d, &chk);
 			print_check(&chk, d);
 			printf("  %s\n", chk.ok ? "ok" : "FAILED");

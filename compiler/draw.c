@@ -139,7 +139,10 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 		errno = 0;
 		double v = param_value(ov[k].value, &end);
 		if (!found || !*ov[k].value || *end) {
-			snprintf(msg, n, found ? "--param %s=%s: not a number" : "--param %s: the spec has no param '%s'",
+			int flag = found && c->params[p].storage == TY_BOOL;
+			snprintf(msg, n, !found ? "--param %s: the spec has no param '%s'"
+				 : flag	 ? "--param %s=%s: not a bool (true, false, 0 or 1)"
+					 : "--param %s=%s: not a number",
 				 ov[k].name, found ? ov[k].value : ov[k].name);
 			return -1;
 		}

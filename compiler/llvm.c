@@ -273,7 +273,8 @@ static const char OBJECT_MAGIC[8] = {'a', 's', 's', 'o', 'c', 'o', 'b', 'j'};
 static int object_path(LLVMModuleRef mod, char *path, size_t n)
 {
 	char dir[PATH_MAX], msg[200];
-	if (getenv("ASSOC_NO_CPU_CACHE") || cache_dir("cpu", dir, sizeof dir, msg, sizeof msg))
+	const char *off = getenv("ASSOC_NO_CPU_CACHE");
+	if ((off && *off && strcmp(off, "0")) || cache_dir("cpu", dir, sizeof dir, msg, sizeof msg))
 		return -1;
 	char *ir = LLVMPrintModuleToString(mod), *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
 	uint64_t h = cache_hash(CACHE_HASH_INIT, OBJECT_FORMAT, sizeof OBJECT_FORMAT);

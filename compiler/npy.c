@@ -162,6 +162,10 @@ int npy_read(const char *path, Npy *a, char *msg, size_t n)
 		return -1;
 	}
 	size_t got = fread(pre, 1, 10, f);
+	if (got < 10 && ferror(f)) { /* a folder opens, and reads as EISDIR */
+		snprintf(why, sizeof why, "cannot read: %s", strerror(errno));
+		goto fail;
+	}
 	if (got < 10 || memcmp(pre, "\x93NUMPY", 6)) {
 		snprintf(why, sizeof why, "not a .npy file");
 		goto fail;

@@ -1078,3 +1078,29 @@ Test(cli, devices_say_what_ran, .timeout = 120)
 	sh("ASSOC_LIBCUDA=build/libfakecuda.so " ASSOC " bench specs/sum.yaml --rows 4 --len 1000", out, sizeof out, 1);
 	cr_expect(strstr(out, "bench --device gpu") || strstr(out, " on gpu"), "%s", out);
 }
+
+/* Small things said right: a bool --param's error, a folder as --input,
+ * the heads in run's header; ASSOC_NO_CPU_CACHE=0 keeps the cache, and a
+ * relative XDG_CACHE_HOME is ignored (as the XDG rule says). */
+Test(cli, small_messages_say_what_is_wrong, .timeout = 120)
+{
+	cr_expect_eq(sh(ASSOC " check tests/prove/bool_param_else_fails.yaml --param flag=maybe", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "--param flag=maybe: not a bool (true, false, 0 or 1)"), "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --input x=build", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "build: cannot read: Is a directory"), "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/attention.yaml --device interp --rows 3 --len 20 --heads 4 --kv-heads 2", out,
+			sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "3 rows x 20, 4 heads on 2 key/value heads"), "%s", out);
+	cr_assert_eq(system("rm -rf build/xdg_rel build/cache_zero && mkdir -p build/xdg_rel"), 0);
+	cr_expect_eq(sh("cd build/xdg_rel && XDG_CACHE_HOME=rel HOME=/nonexistent ../../" ASSOC
+			" run ../../specs/sum.yaml --device cpu",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	struct stat st;
+	cr_expect(stat("build/xdg_rel/rel", &st), "no folder made under the working directory");
+	cr_expect_eq(sh("XDG_CACHE_HOME=$PWD/build/cache_zero ASSOC_NO_CPU_CACHE=0 " ASSOC " run specs/sum.yaml --device cpu",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(!stat("build/cache_zero/assoc/cpu", &st), "=0 keeps the cache");
+}
