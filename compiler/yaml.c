@@ -538,12 +538,13 @@ static int escape_is_space(const char *s, size_t n)
 	size_t len = escape_len(s, n);
 	unsigned v;
 	if (len == 2)
-		return strchr(" tnr", s[1]) != NULL;
+		return s[1] && strchr(" \ttnr", s[1]); /* "\<TAB>" is an escaped tab */
 	return len > 2 && !hexval(s + 2, len - 2, &v) && (v == ' ' || v == '\t' || v == '\n' || v == '\r');
 }
 
-/* Advance over source white space: line breaks, indentation, quotes'
- * escaped line breaks and escapes that stand for white space. */
+/* Advance over source white space: line breaks, indentation, tabs (YAML
+ * takes them between tokens and inside scalars), quotes' escaped line
+ * breaks and escapes that stand for white space. */
 static size_t skip_space(const Diag *d, const YNode *s, size_t i, Pos *p)
 {
 	const char *src = d->src;
@@ -552,7 +553,7 @@ static size_t skip_space(const Diag *d, const YNode *s, size_t i, Pos *p)
 	while (i < n) {
 		if (src[i] == '\n') {
 			i++, p->line++, p->col = 1;
-		} else if (src[i] == ' ' || src[i] == '\r') {
+		} else if (src[i] == ' ' || src[i] == '\t' || src[i] == '\r') {
 			i++, p->col++;
 		} else if (dq && src[i] == '\\' && i + 1 < n && (src[i + 1] == '\n' || src[i + 1] == '\r')) {
 			i++, p->col++; /* an escaped line break: the break follows */
