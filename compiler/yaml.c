@@ -442,6 +442,19 @@ static int read_node(Reader *r, int depth, YNode **out)
 	}
 }
 
+/* The first %TAG line of a document start: the event's mark is that of
+ * its first directive, which may be a %YAML line.  Directives start
+ * their lines. */
+static Pos tag_directive_pos(const Diag *d, const yaml_event_t *ev)
+{
+	for (int line = (int)ev->start_mark.line + 1; line <= (int)ev->end_mark.line + 1; line++) {
+		size_t i = line_start(d, line);
+		if (i + 4 <= d->srclen && !memcmp(d->src + i, "%TAG", 4))
+			return (Pos){line, 1};
+	}
+	return mark_pos(ev->start_mark);
+}
+
 static int read_stream(Reader *r, YNode **root)
 {
 	int docs = 0;
@@ -466,7 +479,7 @@ static int read_stream(Reader *r, YNode **root)
 			}
 			if (r->ev.data.document_start.tag_directives.start !=
 			    r->ev.data.document_start.tag_directives.end) {
-				diag_error(r->d, mark_pos(r->ev.start_mark), "YAML tags are not allowed in a spec");
+				diag_error(r->d, tag_directive_pos(r->d, &r->ev), "YAML tags are not allowed in a spec");
 				return -1;
 			}
 			break;
