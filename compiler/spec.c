@@ -708,9 +708,12 @@ static int load_finalize_map(L *l)
 	return rc;
 }
 
-/* A reference value is per position when an element or column input, or j,
- * appears outside every reduction. */
-static int per_position(Ir *ir, Expr *e, unsigned char *seen)
+/* What a reference names outside every reduction: OUT_POS for an element
+ * or column input or j, which vary along the row; OUT_ROW for a row input,
+ * constant along it. */
+enum { OUT_POS = 1, OUT_ROW = 2 };
+
+static int outside_reductions(Ir *ir, Expr *e, unsigned char *seen)
 {
 	if (seen[e->id])
 		return 0;
@@ -719,12 +722,14 @@ static int per_position(Ir *ir, Expr *e, unsigned char *seen)
 		return 0;
 	if (e->op == EXPR_VAR) {
 		const Var *v = ir_var(ir, e->k);
-		return v->kind == VAR_ELEM || v->kind == VAR_COL || (v->kind == VAR_IDX && v->slot == IDX_J);
+		if (v->kind == VAR_ELEM || v->kind == VAR_COL || (v->kind == VAR_IDX && v->slot == IDX_J))
+			return OUT_POS;
+		return v->kind == VAR_ROW ? OUT_ROW : 0;
 	}
+	int out = 0;
 	for (int i = 0; i < e->nargs; i++)
-		if (per_position(ir, e->a[i], seen))
-			return 1;
-	return 0;
+		out |= outside_reductions(ir, e->a[i], seen);
+	return out;
 }
 
 static Def *find_def(Def *defs, int n, const char *name)
@@ -752,15 +757,21 @@ static int load_reference(L *l)
 	for (int i = 0; i < c->nref; i++) {
 		Def *r = &c->ref[i];
 		unsigned char *seen = xcalloc(r->e->id + 1, 1);
-		r->per_row = !per_position(c->ir, r->e, seen);
+		int out = outside_reductions(c->ir, r->e, seen);
 		free(seen);
 		Def *fin = find_def(c->finalize, c->nfinal, r->name), *map = find_def(c->map, c->nmap, r->name);
-		if (r->per_row && map && !fin) {
+		/* One that names an input outside a reduction is per position and
+		 * is compared with the map output: a row input counts, the value
+		 * being the same at each position.  A finalize output's reference
+		 * may name a row input too (t * sum(x) / count()), being constant
+		 * along the row. */
+		r->per_row = fin ? 1 : map ? 0 : !(out & OUT_POS);
+		if (!out && map && !fin) {
 			diag_error(l->d, r->pos, "reference '%s' is per row (every input is inside a reduction), but "
 						 "'%s' is a map output, computed per position", r->name, r->name);
 			return -1;
 		}
-		if (!r->per_row && fin) {
+		if ((out & OUT_POS) && fin) {
 			diag_error(l->d, r->pos, "reference '%s' is per position (it uses an input outside a "
 						 "reduction), but '%s' is a finalize output, computed per row", r->name,
 				   r->name);

@@ -419,3 +419,26 @@ Test(check, rows_folding_to_nan_are_compared)
 	check_result_free(&r);
 	carrier_free(c);
 }
+
+/* A reference that names a row input outside a reduction is per position
+ * and compared with the map output at every position; a finalize output's
+ * reference may name one too. */
+Test(check, row_input_outside_a_reduction)
+{
+	CheckResult r;
+	run("tests/check/row_input_reference.yaml", &r, 1);
+	cr_expect(check_ok(&r), "%s", r.sound_detail ? r.sound_detail : "a law");
+	cr_assert_eq(r.nerr, 2);
+	for (int i = 0; i < r.nerr; i++)
+		cr_expect_gt(r.err[i].compared, 0, "%s never compared", r.err[i].name);
+	check_result_free(&r);
+	Carrier *c = check_text("carrier: scaled_twice\nrow: {t: f32}\nelement: {x: f32}\nstate: {s: f32}\n"
+				"identity: {s: 0}\nlift: {s: x}\nmerge: {s: a.s + b.s}\nmap: {y: 2 * t * s}\n"
+				"reference: {y: t * sum(x)}\n",
+				0, &r);
+	cr_expect_eq(r.sound, VERDICT_FAILS);
+	cr_expect(r.sound_detail && strstr(r.sound_detail, "y at position"), "%s",
+		  r.sound_detail ? r.sound_detail : "holds");
+	check_result_free(&r);
+	carrier_free(c);
+}

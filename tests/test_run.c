@@ -63,6 +63,29 @@ Test(run, check_catches_a_wrong_output)
 	carrier_free(c);
 }
 
+/* A map output's reference that names a row input outside a reduction is
+ * compared at every position. */
+Test(run, row_input_reference_of_a_map_output)
+{
+	Carrier *c = load_ok("tests/check/row_input_reference.yaml");
+	RunData *d = drawn(c, 3, 40);
+	char msg[200];
+	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	RunCheck rc;
+	run_check(d, &rc);
+	cr_expect(rc.ok);
+	runcheck_free(&rc);
+	float *y = d->map[0].p;
+	y[40 + 7] *= 1.001f;
+	run_check(d, &rc);
+	cr_assert_not(rc.ok);
+	cr_assert_str_eq(rc.out[1].name, "y");
+	cr_assert_eq(rc.out[1].at, 47);
+	runcheck_free(&rc);
+	rundata_free(d);
+	carrier_free(c);
+}
+
 Test(run, causal_mask_rows)
 {
 	Carrier *c = load_ok("specs/attention.yaml");
