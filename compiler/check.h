@@ -39,6 +39,7 @@ typedef struct {
 	const char *family;
 	int defined;    /* 0 when no row gave a finite reference */
 	int compared;   /* finite reference values compared on rows that are not empty */
+	int compared_empty; /* values compared on rows with no unmasked position, neither side NaN */
 } ErrOutcome;
 
 typedef struct {

@@ -135,6 +135,11 @@ static int compare(CheckResult *r, const Def *out, int is_map, int pos, Sides s,
 	for (int t = 0; t < w; t++) {
 		double got = s.got[t], want = s.want[t];
 		if (empty) {
+			/* the reduction over no positions is a value too (a sum's 0),
+			 * and a mask may empty every row drawn */
+			ErrOutcome *e = r && !isnan(got) && !isnan(want) ? err_slot(r, out->name) : NULL;
+			if (e)
+				e->compared_empty++;
 			if (r && !is_map && (isnan(got) || isnan(want) || got == want)) {
 				note_empty(r, out->name, got, want);
 				continue;
@@ -267,6 +272,7 @@ void check_soundness(Ck *k, CheckResult *r)
 	Work w;
 	work_init(&w, m, lens[sizeof lens / sizeof *lens - 1]);
 	r->sound = VERDICT_HOLDS;
+	int nonempty = 0; /* rows drawn with an unmasked position */
 	for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
 		for (size_t fi = 0; fi < sizeof row_fams / sizeof *row_fams; fi++) {
 			Sample *s = sample_row(m, row_fams[fi], lens[li], &k->rng);
@@ -274,6 +280,7 @@ void check_soundness(Ck *k, CheckResult *r)
 				continue;
 			Miss miss;
 			r->rows++;
+			nonempty += unmasked(m, s->row) > 0;
 			r->max_len = lens[li] > r->max_len ? lens[li] : r->max_len;
 			if (row_check(k, &w, s, r, &miss)) {
 				Trial t = {.kind = T_SOUND};
@@ -290,15 +297,21 @@ void check_soundness(Ck *k, CheckResult *r)
 		}
 	work_free(&w);
 	/* a reference that is never finite would pass without a comparison */
-	for (int i = 0; i < r->nerr; i++)
-		if (!r->err[i].compared) {
-			Buf d = {0};
+	for (int i = 0; i < r->nerr; i++) {
+		const ErrOutcome *e = &r->err[i];
+		if (e->compared || (!nonempty && e->compared_empty))
+			continue;
+		Buf d = {0};
+		if (nonempty)
 			buf_printf(&d, "the reference for %s is infinite or NaN on every row drawn that is not empty, "
-				       "so it was never compared", r->err[i].name);
-			r->sound = VERDICT_FAILS;
-			r->sound_detail = buf_take(&d);
-			if (!(r->sound_cex = strdup("")) || !(r->sound_json = strdup("null")))
-				abort();
-			return;
-		}
+				       "so it was never compared", e->name);
+		else
+			buf_printf(&d, "the mask leaves no position in any row drawn, and on such a row %s or its "
+				       "reference is NaN, so it was never compared", e->name);
+		r->sound = VERDICT_FAILS;
+		r->sound_detail = buf_take(&d);
+		if (!(r->sound_cex = strdup("")) || !(r->sound_json = strdup("null")))
+			abort();
+		return;
+	}
 }

@@ -442,3 +442,31 @@ Test(check, row_input_outside_a_reduction)
 	check_result_free(&r);
 	carrier_free(c);
 }
+
+/* A mask that leaves no position in any row drawn still leaves rows to
+ * compare: the reduction over no positions has a value (a sum's 0).  A
+ * reference that has none there (0 / 0) is said to be so. */
+Test(check, rows_the_mask_empties_are_compared)
+{
+	static const char *const masks[] = {"len >= 300", "j < 0"};
+	for (int i = 0; i < 2; i++) {
+		char spec[300];
+		snprintf(spec, sizeof spec, "carrier: masked\nelement: {x: f32}\nmask: %s\nstate: {s: f32}\n"
+			 "identity: {s: 0}\nlift: {s: x}\nmerge:\n  s: a.s + b.s\nreference: {s: sum(x)}\n", masks[i]);
+		CheckResult r;
+		Carrier *c = check_text(spec, 0, &r);
+		cr_expect(check_ok(&r), "%s: %s", masks[i], r.sound_detail ? r.sound_detail : "a law");
+		check_result_free(&r);
+		carrier_free(c);
+	}
+	CheckResult r;
+	Carrier *c = check_text("carrier: masked_mean\nelement: {x: f32}\nmask: j < 0\nstate: {s: f32, n: f32}\n"
+				"identity: {s: 0, n: 0}\nlift: {s: x, n: 1}\nmerge: {s: a.s + b.s, n: a.n + b.n}\n"
+				"finalize: {mean: s / n}\nreference: {mean: sum(x) / count()}\n",
+				0, &r);
+	cr_expect_eq(r.sound, VERDICT_FAILS);
+	cr_expect(r.sound_detail && strstr(r.sound_detail, "the mask leaves no position in any row drawn"), "%s",
+		  r.sound_detail ? r.sound_detail : "holds");
+	check_result_free(&r);
+	carrier_free(c);
+}
