@@ -470,3 +470,18 @@ Test(check, rows_the_mask_empties_are_compared)
 	check_result_free(&r);
 	carrier_free(c);
 }
+
+/* Where rows cannot be drawn, check says so rather than blame the
+ * reference (exp(x) near 7 bounds no input on its own). */
+Test(check, rows_assume_lets_none_draw_are_named)
+{
+	CheckResult r;
+	Carrier *c = check_text("carrier: rare\nelement: {x: f32}\nassume: abs(exp(x) - 7) < 0.01\nstate: {s: f32}\n"
+				"identity: {s: 0}\nlift: {s: x}\nmerge:\n  s: a.s + b.s\nreference: {s: sum(x)}\n",
+				0, &r);
+	cr_expect_not(check_ok(&r));
+	cr_expect(r.input_error || (r.sound_detail && strstr(r.sound_detail, "'assume' holds could not be drawn")),
+		  "%s", r.sound_detail ? r.sound_detail : "holds");
+	check_result_free(&r);
+	carrier_free(c);
+}
