@@ -71,11 +71,168 @@ static void widen_decls(const Decl *d, int n, const int *off, double *dst, int t
 				dst[off[k] + u] = ir_round(d[k].storage, s * rng_normal(rng));
 }
 
+/* ---- intervals that assume puts on single inputs ---- */
+
+/* Where assume bounds a scalar float input on its own (x > 1000,
+ * abs(x - 7) < 0.001, conjunctions of such), draws outside the bounds are
+ * moved inside them: rejection alone rarely or never hits them.  Each
+ * interval holds every value assume admits, so m_assume still decides. */
+typedef struct {
+	double lo, hi;
+} Span;
+
+/* The span of an input: element, column and row inputs, in that order. */
+static int span_at(const Machine *m, int kind, int slot)
+{
+	const Carrier *c = m->c;
+	return kind == VAR_ELEM ? slot : kind == VAR_COL ? c->nelem + slot : c->nelem + c->ncol + slot;
+}
+
+/* e's value where it does not depend on the position: a literal or a param. */
+static int known(Machine *m, const Expr *e, double *k)
+{
+	if (e->ty.len)
+		return 0;
+	if (e->op == EXPR_CONST)
+		return *k = e->num, 1;
+	if (e->op == EXPR_NEG || e->op == EXPR_CAST)
+		return known(m, e->a[0], k) ? (*k = e->op == EXPR_NEG ? -*k : *k, 1) : 0;
+	if (e->op != EXPR_VAR || ir_var(m->c->ir, e->k)->kind != VAR_PARAM)
+		return 0;
+	*k = m->params[m->poff[ir_var(m->c->ir, e->k)->slot]];
+	return 1;
+}
+
+/* e as s * v + b, v a scalar float input; 0 when it is not of that form. */
+static int affine(Machine *m, const Expr *e, const Var **v, double *s, double *b)
+{
+	double k;
+	if (e->ty.len)
+		return 0;
+	if (e->op == EXPR_VAR) {
+		*v = ir_var(m->c->ir, e->k);
+		*s = 1, *b = 0;
+		return ((*v)->kind == VAR_ELEM || (*v)->kind == VAR_COL || (*v)->kind == VAR_ROW) && ty_is_float((*v)->ty);
+	}
+	if (e->op == EXPR_CAST)
+		return ty_is_float(e->ty) && ty_is_float(e->a[0]->ty) && affine(m, e->a[0], v, s, b);
+	if (e->op == EXPR_NEG) {
+		if (!affine(m, e->a[0], v, s, b))
+			return 0;
+		*s = -*s, *b = -*b;
+		return 1;
+	}
+	if (e->op != EXPR_ADD && e->op != EXPR_SUB && e->op != EXPR_MUL && e->op != EXPR_DIV)
+		return 0;
+	if (known(m, e->a[1], &k) && affine(m, e->a[0], v, s, b)) {
+		switch (e->op) {
+		case EXPR_ADD: *b += k; break;
+		case EXPR_SUB: *b -= k; break;
+		case EXPR_MUL: *s *= k, *b *= k; break;
+		default: *s /= k, *b /= k; break;
+		}
+	} else if (e->op != EXPR_DIV && known(m, e->a[0], &k) && affine(m, e->a[1], v, s, b)) {
+		switch (e->op) {
+		case EXPR_ADD: *b += k; break;
+		case EXPR_SUB: *s = -*s, *b = k - *b; break;
+		default: *s *= k, *b *= k; break;
+		}
+	} else {
+		return 0;
+	}
+	return isfinite(*s) && *s != 0 && isfinite(*b);
+}
+
+/* Narrow the spans by what e (true wherever assume is) says of one input. */
+static void narrow(Machine *m, const Expr *e, Span *sp)
+{
+	if (e->op == EXPR_AND) {
+		narrow(m, e->a[0], sp);
+		narrow(m, e->a[1], sp);
+		return;
+	}
+	if (!(ir_ops[e->op].flags & F_CMP) || e->op == EXPR_NE)
+		return;
+	int op = e->op;
+	const Expr *u = e->a[0];
+	double k, lo = -INFINITY, hi = INFINITY, s, b;
+	if (!known(m, e->a[1], &k)) { /* k op u: u's side on the left */
+		if (!known(m, e->a[0], &k))
+			return;
+		u = e->a[1];
+		op = op == EXPR_LT ? EXPR_GT : op == EXPR_GT ? EXPR_LT : op == EXPR_LE ? EXPR_GE : op == EXPR_GE ? EXPR_LE : op;
+	}
+	if (u->op == EXPR_ABS) { /* |u| <= k: u in [-k, k]; |u| >= k is two pieces */
+		if (op == EXPR_GT || op == EXPR_GE)
+			return;
+		u = u->a[0], lo = -k, hi = k;
+	} else {
+		lo = op == EXPR_LT || op == EXPR_LE ? -INFINITY : k;
+		hi = op == EXPR_GT || op == EXPR_GE ? INFINITY : k;
+	}
+	const Var *v;
+	if (isnan(k) || !affine(m, u, &v, &s, &b))
+		return;
+	double l = (lo - b) / s, h = (hi - b) / s; /* s * x + b in [lo, hi] */
+	Span *x = &sp[span_at(m, v->kind, v->slot)];
+	x->lo = fmax(x->lo, s > 0 ? l : h);
+	x->hi = fmin(x->hi, s > 0 ? h : l);
+}
+
+/* The spans for the current params, or NULL where assume bounds no input on its own. */
+static Span *spans_new(Machine *m)
+{
+	Carrier *c = m->c;
+	int n = c->nelem + c->ncol + c->nrow;
+	if (!c->assume || !n)
+		return NULL;
+	Span *sp = malloc(n * sizeof *sp);
+	if (!sp)
+		abort();
+	for (int i = 0; i < n; i++)
+		sp[i] = (Span){-INFINITY, INFINITY};
+	narrow(m, c->assume, sp);
+	int any = 0;
+	for (int i = 0; i < n; i++)
+		any |= sp[i].lo > -INFINITY || sp[i].hi < INFINITY;
+	if (!any) {
+		free(sp);
+		return NULL;
+	}
+	return sp;
+}
+
+/* A draw v moved into s: uniformly where s is bounded, else beyond its one
+ * bound by v's own distance from zero, widened with the bound's size. */
+static double into_span(Span s, double v, uint64_t *rng)
+{
+	if (v >= s.lo && v <= s.hi)
+		return v;
+	if (s.lo > s.hi)
+		return v; /* assume is never true: rejection will say so */
+	if (isfinite(s.lo) && isfinite(s.hi))
+		return s.lo + (s.hi - s.lo) * rng_unit(rng);
+	if (isfinite(s.lo))
+		return s.lo + fabs(v) * (1 + fabs(s.lo) / 8);
+	return s.hi - fabs(v) * (1 + fabs(s.hi) / 8);
+}
+
+static void fit_decls(Machine *m, const Decl *d, int n, const int *off, int kind, double *dst, const Span *sp,
+		      uint64_t *rng)
+{
+	for (int k = 0; sp && k < n; k++) {
+		Span s = sp[span_at(m, kind, k)];
+		if (decl_width(&d[k]) == 1 && ty_is_float(d[k].ty) && (s.lo > -INFINITY || s.hi < INFINITY))
+			dst[off[k]] = ir_round(d[k].storage, into_span(s, dst[off[k]], rng));
+	}
+}
+
 /* Redraw the position's own inputs until assume holds: from the family
  * first; then from wider draws, and near the previous position's inputs,
  * which hold it (an interval such as 5 < w < 6 is rarely hit twice by
  * chance, but its neighbourhood is). */
-static int draw_position(Machine *m, Family f, Row *r, int j, double offset, int keep_cols, uint64_t *rng)
+static int draw_position(Machine *m, Family f, Row *r, int j, double offset, int keep_cols, const Span *sp,
+			 uint64_t *rng)
 {
 	Carrier *c = m->c;
 	double *col = r->colv + (size_t)j * m->colw, *el = r->elemv + (size_t)j * m->elemw;
@@ -92,6 +249,9 @@ static int draw_position(Machine *m, Family f, Row *r, int j, double offset, int
 				widen_decls(c->col, c->ncol, m->coloff, col, t, rng);
 			widen_decls(c->elem, c->nelem, m->elemoff, el, t, rng);
 		}
+		if (!keep_cols)
+			fit_decls(m, c->col, c->ncol, m->coloff, VAR_COL, col, sp, rng);
+		fit_decls(m, c->elem, c->nelem, m->elemoff, VAR_ELEM, el, sp, rng);
 		if (m_assume(m, r, j))
 			return 0;
 	}
@@ -103,18 +263,23 @@ int draw_row(Machine *m, Family f, Row *r, uint64_t *rng) { return draw_row_keep
 int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng)
 {
 	Carrier *c = m->c;
+	Span *sp = spans_new(m);
 	for (int t = 0; t < ROW_TRIES; t++) {
 		double offset = f == FAM_SPREAD ? 300 * rng_unit(rng) - 150 : 0;
 		draw_decls(c->row, c->nrow, m->rowoff, r->rowv, f, offset, rng);
+		fit_decls(m, c->row, c->nrow, m->rowoff, VAR_ROW, r->rowv, sp, rng);
 		/* With the columns kept and no element inputs, positions have
 		 * nothing to draw: only an assume can tell them apart (attention's
 		 * rows x keys would otherwise cost a loop of rows x len). */
 		int ok = 1, nothing = keep_cols && !c->nelem && !c->assume;
 		for (int j = 0; ok && !nothing && j < r->len; j++)
-			ok = !draw_position(m, f, r, j, offset, keep_cols, rng);
-		if (ok)
+			ok = !draw_position(m, f, r, j, offset, keep_cols, sp, rng);
+		if (ok) {
+			free(sp);
 			return 0;
+		}
 	}
+	free(sp);
 	return -1;
 }
 

@@ -1,5 +1,6 @@
 /* draw.h: random inputs for the checker, in families that break wrong
- * merges, honouring `assume` by rejection. */
+ * merges, honouring `assume` by rejection within the bounds it puts on
+ * single inputs. */
 #ifndef ASSOC_DRAW_H
 #define ASSOC_DRAW_H
 

@@ -471,6 +471,31 @@ Test(check, rows_the_mask_empties_are_compared)
 	carrier_free(c);
 }
 
+/* Bounds that rejection alone never meets (x > 1000 is 1000 standard
+ * deviations out) are drawn within: assume bounds a single input there. */
+Test(check, assume_bounds_on_one_input_are_drawn_within)
+{
+	static const char *const bounds[] = {"w > 1000",
+					     "abs(w - 7) < 0.001",
+					     "w < -3000 && w >= -3000.5 && x > 1e6",
+					     "5000 < 2 - w / 4 && 0.1 > abs(x)",
+					     "w == 2.5 && x > p"};
+	for (int i = 0; i < 5; i++) {
+		char spec[512];
+		snprintf(spec, sizeof spec,
+			 "carrier: bounded\nparams: {p: f32}\nelement: {w: f32, x: f32}\nassume: %s\nstate: {s: f32}\n"
+			 "identity: {s: 0}\nlift: {s: w * x}\nmerge:\n  s: a.s + b.s\nreference:\n  s: sum(w * x)\n",
+			 bounds[i]);
+		CheckResult r;
+		Carrier *c = check_text(spec, 0, &r);
+		cr_expect(check_ok(&r), "%s: %s", bounds[i],
+			  r.input_error ? r.input_error : r.sound_detail ? r.sound_detail : "a law");
+		cr_expect_eq(r.max_len, 257, "%s: rows up to %d long", bounds[i], r.max_len);
+		check_result_free(&r);
+		carrier_free(c);
+	}
+}
+
 /* Where rows cannot be drawn, check says so rather than blame the
  * reference (exp(x) near 7 bounds no input on its own). */
 Test(check, rows_assume_lets_none_draw_are_named)

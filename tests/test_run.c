@@ -86,6 +86,23 @@ Test(run, row_input_reference_of_a_map_output)
 	carrier_free(c);
 }
 
+/* A bound that assume puts on one input, far from where draws fall, is
+ * drawn within (it was "could not draw inputs where 'assume' holds"). */
+Test(run, assume_bound_far_out_is_drawn_within)
+{
+	char err[256];
+	Carrier *c = load_text("carrier: far\nelement: {x: f32}\nassume: x > 1000\nstate: {s: f32}\nidentity: {s: 0}\n"
+			       "lift: {s: x}\nmerge:\n  s: a.s + b.s\nreference: {s: sum(x)}\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	RunData *d = drawn(c, 3, 20);
+	const float *x = d->elem[0].p;
+	for (int k = 0; k < 60; k++)
+		cr_assert_gt(x[k], 1000, "x[%d] = %g", k, x[k]);
+	rundata_free(d);
+	carrier_free(c);
+}
+
 Test(run, causal_mask_rows)
 {
 	Carrier *c = load_ok("specs/attention.yaml");
