@@ -1,0 +1,56 @@
+#!/bin/sh
+# torch_attn_cpu.sh: assoc's CPU attention beside PyTorch's CPU
+# scaled_dot_product_attention, same machine, same shapes, same threads,
+# in the same run.
+#   bench/torch_attn_cpu.sh [QUERIES KEYS]     (default 1024 x 1024, one head)
+# Head dims 64 and 128, without a mask and causal.  assoc reads f16 q, k, v
+# and accumulates in float32; PyTorch is timed on float32 and on float16
+# inputs, and the faster of the two is the peer.  Figures are G (query, key)
+# pairs a second (causal: counted over all pairs, as assoc's are).
+# Installs PyTorch into build/torch-venv as bench/torch_cpu.sh does.
+set -eu
+Q=${1:-1024}
+K=${2:-1024}
+THREADS=${THREADS:-$(nproc)}
+cd "$(dirname "$0")/.."
+VENV=build/torch-venv
+if [ ! -x $VENV/bin/python ] || ! $VENV/bin/python -c 'import torch' 2>/dev/null; then
+	python3 -m venv $VENV
+	$VENV/bin/pip install -q numpy
+	$VENV/bin/pip install -q torch
+fi
+[ -x build/assoc ] || make build/assoc >/dev/null
+for d in 64 128; do
+	build/assoc bench tests/attention/full.yaml --device cpu --rows "$Q" --len "$K" --threads "$THREADS" \
+		-D d=$d -D dv=$d --json | sed "s/^{/{\"mask\": \"none\", \"d\": $d, /"
+	build/assoc bench specs/attention.yaml --device cpu --rows "$Q" --len "$K" --threads "$THREADS" \
+		-D d=$d -D dv=$d --json | sed "s/^{/{\"mask\": \"causal\", \"d\": $d, /"
+done > build/bench_attn.json
+$VENV/bin/python - "$Q" "$K" "$THREADS" <<'PY'
+import json, sys, time
+import torch
+import torch.nn.functional as F
+q_n, k_n, threads = map(int, sys.argv[1:])
+torch.set_num_threads(threads)
+def med(f, runs=7):
+    f()
+    t = []
+    for _ in range(runs):
+        t0 = time.perf_counter(); f(); t.append(time.perf_counter() - t0)
+    return sorted(t)[runs // 2]
+print(f"torch {torch.__version__}, {threads} threads, {q_n} queries x {k_n} keys, one head")
+print(f"{'mask':7} {'d':>4} {'assoc':>8} {'torch f32':>10} {'torch f16':>10} {'assoc/torch':>12}")
+for line in open("build/bench_attn.json"):
+    a = json.loads(line)
+    d, causal = a["d"], a["mask"] == "causal"
+    best = {}
+    for dt in (torch.float32, torch.float16):
+        q = torch.randn(1, 1, q_n, d, dtype=dt)
+        k = torch.randn(1, 1, k_n, d, dtype=dt)
+        v = torch.randn(1, 1, k_n, d, dtype=dt)
+        t = med(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        best[dt] = q_n * k_n / t / 1e9
+    peer = max(best.values())
+    print(f"{a['mask']:7} {d:4} {a['gelems']:8.3f} {best[torch.float32]:10.3f} {best[torch.float16]:10.3f} "
+          f"{a['gelems'] / peer:12.2f}")
+PY
