@@ -56,10 +56,11 @@ static LLVMValueRef lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
 	lower_scope(&b->L, b->L.W);
 	kern_bind_inputs(b, j);
 	kern_state_exprs(b, c->lift, out);
-	if (!c->mask && !b->lmask)
+	int mask = c->mask && !b->unmasked;
+	if (!mask && !b->lmask)
 		return NULL;
-	LLVMValueRef cond = c->mask ? lv_at(lower_expr(&b->L, c->mask), 0) : b->lmask;
-	if (c->mask && b->lmask)
+	LLVMValueRef cond = mask ? lv_at(lower_expr(&b->L, c->mask), 0) : b->lmask;
+	if (mask && b->lmask)
 		cond = LLVMBuildAnd(b->L.b, cond, b->lmask, "");
 	kern_identity(b, id);
 	for (int f = 0; f < c->nstate; f++)
@@ -765,6 +766,40 @@ static void dots_ahead(B *b, Expr *e, int T)
 		}
 }
 
+/* Whether e reads an element or column input. */
+static int reads_columns(const Carrier *c, const Expr *e)
+{
+	if (e->op == EXPR_VAR) {
+		for (int k = 0; k < c->nelem; k++)
+			if (c->elem[k].var == e->k)
+				return 1;
+		for (int k = 0; k < c->ncol; k++)
+			if (c->col[k].var == e->k)
+				return 1;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_columns(c, e->a[i]))
+			return 1;
+	return 0;
+}
+
+/* One tile of kern_build_reduce_rows's loop: its T positions lifted, folded
+ * into the accumulator's slots. */
+static void rows_tile(B *b, Loop *l, LV *acc, LV *lifted, LV **s, LV *tmp)
+{
+	int ns = b->k->c->nstate, T = b->k->tile;
+	for (int t = 0; t < T; t++) {
+		s[t] = lifted + t * ns;
+		b->colslot = b->L.dotslot = t;
+		lift_at(b, t ? LLVMBuildAdd(b->L.b, l->iv, ci64(b, t), "") : l->iv, s[t], tmp);
+	}
+	lower_scope(&b->L, b->k->group);
+	kern_slots_load(b, acc, b->st);
+	s[T] = b->st;
+	fold_max_rescale(b, s, T + 1, tmp);
+	kern_slots_store(b, acc, tmp);
+}
+
 /* assoc_reduce_rows(a, i, lo, hi, st): rows i .. i + group - 1 over
  * [lo, hi), the states one after the other from st.  The rows are the
  * lanes (kern_bind_inputs with b->row_lanes): a position's column inputs
@@ -808,19 +843,53 @@ void kern_build_reduce_rows(B *b)
 		if (c->mask)
 			dots_ahead(b, c->mask, T);
 	}
-	for (int t = 0; t < T; t++) {
-		s[t] = lifted + t * ns;
-		b->colslot = b->L.dotslot = t;
-		lift_at(b, t ? LLVMBuildAdd(b->L.b, l.iv, ci64(b, t), "") : l.iv, s[t], tmp);
+	LLVMBasicBlockRef join = NULL;
+	if (c->mask && !reads_columns(c, c->mask)) {
+		/* Where the mask keeps every key of the tile for every row (a
+		 * causal mask below its diagonal band), a body without it: its
+		 * select on each lifted component (broadcasts that no longer
+		 * fold into the multiply-adds, and their registers) cost
+		 * attention at head dim 128 half its speed. */
+		LLVMValueRef all = NULL, any = NULL;
+		for (int t = 0; t < T; t++) {
+			/* i, j and params only: values loaded here for the
+			 * bodies would be kept across the branch (spilled) */
+			lower_scope(&b->L, G);
+			kern_bind_inputs(b, NULL);
+			LLVMValueRef j = t ? LLVMBuildAdd(b->L.b, l.iv, ci64(b, t), "") : l.iv;
+			b->L.bind[c->idx[IDX_J]] = lv1(b, lower_splat(&b->L, LLVMBuildTrunc(b->L.b, j, b->i32, "")));
+			LLVMValueRef cond = lv_at(lower_expr(&b->L, c->mask), 0), one = cond, some = cond;
+			if (LLVMGetTypeKind(LLVMTypeOf(cond)) == LLVMVectorTypeKind) {
+				one = lower_intrinsic(&b->L, "llvm.vector.reduce.and", LLVMTypeOf(cond), &cond, 1);
+				some = lower_intrinsic(&b->L, "llvm.vector.reduce.or", LLVMTypeOf(cond), &cond, 1);
+			}
+			all = all ? LLVMBuildAnd(b->L.b, all, one, "") : one;
+			any = any ? LLVMBuildOr(b->L.b, any, some, "") : some;
+		}
+		/* and where it keeps none (past a causal row group's diagonal, to
+		 * the end of its last block of 256), nothing */
+		LLVMBasicBlockRef kept = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "all_kept");
+		LLVMBasicBlockRef mixed = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "mixed");
+		LLVMBasicBlockRef some = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "some_masked");
+		join = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "tile_done");
+		LLVMBuildCondBr(b->L.b, all, kept, mixed);
+		LLVMPositionBuilderAtEnd(b->L.b, mixed);
+		LLVMBuildCondBr(b->L.b, any, some, join);
+		LLVMPositionBuilderAtEnd(b->L.b, kept);
+		b->unmasked = 1;
+		rows_tile(b, &l, acc, lifted, s, tmp);
+		b->unmasked = 0;
+		LLVMBuildBr(b->L.b, join);
+		LLVMPositionBuilderAtEnd(b->L.b, some);
+	}
+	rows_tile(b, &l, acc, lifted, s, tmp);
+	if (join) {
+		LLVMBuildBr(b->L.b, join);
+		LLVMPositionBuilderAtEnd(b->L.b, join);
 	}
 	free(b->L.dotpre);
 	b->L.dotpre = NULL;
 	b->L.dotslot = 0;
-	lower_scope(&b->L, G);
-	kern_slots_load(b, acc, b->st);
-	s[T] = b->st;
-	fold_max_rescale(b, s, T + 1, tmp);
-	kern_slots_store(b, acc, tmp);
 	kern_loop_end(b, &l);
 	Loop e = kern_loop_begin(b, kern_loop_final(b, &l), hi, 1);
 	lower_scope(&b->L, G);
