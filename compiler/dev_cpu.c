@@ -15,20 +15,27 @@ static int cpu_available(char *why, size_t n) { return llvm_available(why, n); }
 
 int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 {
+	static const struct {
+		const char *key;
+		int most;
+		size_t off;
+	} items[] = {{"lanes", 64, offsetof(LlvmOpts, lanes)},
+		     {"accs", 16, offsetof(LlvmOpts, accs)},
+		     {"tile", 64, offsetof(LlvmOpts, tile)},
+		     {"rows", 64, offsetof(LlvmOpts, rows)}};
 	while (cfg && *cfg) {
-		int v, used = 0;
-		if (sscanf(cfg, "lanes=%d%n", &v, &used) == 1 && v > 0 && v <= 64)
-			lo->lanes = v;
-		else if (sscanf(cfg, "accs=%d%n", &v, &used) == 1 && v > 0 && v <= 16)
-			lo->accs = v;
-		else if (sscanf(cfg, "tile=%d%n", &v, &used) == 1 && v > 0 && v <= 64)
-			lo->tile = v;
-		else if (sscanf(cfg, "rows=%d%n", &v, &used) == 1 && v > 0 && v <= 64)
-			lo->rows = v;
-		else
+		int v, used = 0, k = 0;
+		size_t kl = strcspn(cfg, "=,");
+		while (k < 4 && (strlen(items[k].key) != kl || strncmp(cfg, items[k].key, kl)))
+			k++;
+		if (k == 4 || cfg[kl] != '=')
 			return snprintf(msg, n, "unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64, rows=1..64)",
 					cfg), -1;
-		cfg += used;
+		if (sscanf(cfg + kl + 1, "%d%n", &v, &used) != 1 || (cfg[kl + 1 + used] && cfg[kl + 1 + used] != ',') ||
+		    v < 1 || v > items[k].most)
+			return snprintf(msg, n, "%.*s needs a whole number from 1 to %d", (int)kl, cfg, items[k].most), -1;
+		*(int *)((char *)lo + items[k].off) = v;
+		cfg += kl + 1 + used;
 		cfg += *cfg == ',';
 	}
 	return 0;

@@ -252,8 +252,8 @@ static int set_option(Opts *o, const OptSpec *s, char *val)
 		*(int *)(base + s->off) = (int)v;
 		return 0;
 	case O_STR:
-		if (!val)
-			return usage_error("%s needs a value", s->name);
+		if (!val || !*val)
+			return usage_error("%s needs a %s", s->name, strcmp(s->name, "-o") ? "value" : "file name");
 		*(const char **)(base + s->off) = val;
 		return 0;
 	case O_PAIR: {

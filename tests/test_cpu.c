@@ -197,9 +197,14 @@ Test(cpu, device_runs_through_the_table)
 	char msg[300];
 	cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2, .split = 3}, msg, sizeof msg), 0, "%s", msg);
 	expect_ok(d, "softmax through dev_cpu");
-	RunOpts bad = {.config = "lanes=eight"};
-	cr_assert_eq(dev_cpu.run(d, &bad, msg, sizeof msg), -1);
-	cr_assert(strstr(msg, "unknown --config item"), "%s", msg);
+	static const char *bad[][2] = {{"lanes=eight", "lanes needs a whole number from 1 to 64"},
+				       {"lanes=0", "lanes needs a whole number from 1 to 64"},
+				       {"accs=4x", "accs needs a whole number from 1 to 16"},
+				       {"rows=4,wide=2", "unknown --config item 'wide=2'"}};
+	for (int k = 0; k < 4; k++) {
+		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.config = bad[k][0]}, msg, sizeof msg), -1);
+		cr_expect(strstr(msg, bad[k][1]), "%s: %s", bad[k][0], msg);
+	}
 	rundata_free(d);
 	carrier_free(c);
 }
