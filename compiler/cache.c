@@ -34,7 +34,7 @@ static int mkdir_p(char *path)
 int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	if (x && *x == '/') /* the XDG rule: a relative path is ignored */
+	if (x && *x)
 		snprintf(path, n, "%s/assoc/%s", x, sub);
 	else if (home && *home)
 		snprintf(path, n, "%s/.cache/assoc/%s", home, sub);

@@ -342,8 +342,10 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	cr_assert_lt(sk, g.m.nvar);
 	CudaPlan p;
 	cuda_plan(&g.m, sk, 131072, 1 << 20, 32768, &p);
-	cr_expect_eq(p.split, 16383);
-	cr_expect_eq(p.k[0].grid, 131072u * 16383u);
+	/* and then no more than the chunks of 68 positions those need */
+	cr_expect_eq(p.split, 15421);
+	cr_expect_eq(p.chunk, 68);
+	cr_expect_eq(p.k[0].grid, 131072u * 15421u);
 	fake_done(&g, d, c);
 }
 
