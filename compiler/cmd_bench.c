@@ -265,20 +265,26 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	double gcpu = tcpu > 0 ? (double)b->args.a.rows * b->args.a.len / tcpu / 1e9 : 0;
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
-		       "\"threads\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"max_rescale\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
+		       "\"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, "
+		       "\"max_rescale\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
 		       "\"ratio_to_copy\": %.3f, ",
-		       c->file, c->name, (long long)b->args.a.rows, (long long)b->args.a.len, th, b->k->lanes, b->k->accs, b->k->tile, b->k->max_rescale, bytes, gb,
-		       ge, ge / th, gcpu, cgb, gb / cgb);
+		       c->file, c->name, (long long)b->args.a.rows, (long long)b->args.a.len, th,
+		       rt_cpu_split(b->args.a.len, b->split), b->k->lanes, b->k->accs, b->k->tile,
+		       b->k->rows > 1 && b->args.a.rows >= b->k->rows ? b->k->rows : 1, b->k->max_rescale, bytes, gb, ge,
+		       ge / th, gcpu, cgb, gb / cgb);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
 		else
 			printf("\"naive_gbps\": null, \"ratio_to_naive\": null}\n");
 		return;
 	}
-	printf("%s: carrier %s on cpu, %lld rows x %lld, %d threads, %d lanes x %d accumulators, tiles of %d%s, %.3g MB\n",
+	char rows[48] = "";
+	if (b->k->rows > 1 && b->args.a.rows >= b->k->rows)
+		snprintf(rows, sizeof rows, ", %d rows as lanes", b->k->rows);
+	printf("%s: carrier %s on cpu, %lld rows x %lld, %d threads, %d lanes x %d accumulators, tiles of %d%s%s, %.3g MB\n",
 	       c->file, c->name, (long long)b->args.a.rows, (long long)b->args.a.len, th, b->k->lanes, b->k->accs, b->k->tile,
-	       b->k->max_rescale ? " (max-rescale)" : "", bytes / 1e6);
+	       b->k->max_rescale ? " (max-rescale)" : "", rows, bytes / 1e6);
 	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
 	printf("  copy   %8.2f GB/s  (memcpy of the same bytes, same threads)\n", cgb);
 	if (tn > 0)

@@ -1075,6 +1075,10 @@ Test(cli, devices_say_what_ran, .timeout = 120)
 			sizeof out, 1),
 		     0, "%s", out);
 	cr_expect(strstr(out, ", split 25,"), "%s", out);
+	cr_expect_eq(sh(ASSOC " bench specs/attention.yaml --device cpu --rows 32 --len 64 --split 2 --json", out,
+			sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\"split\": 2,") && strstr(out, "\"rows_as_lanes\": "), "%s", out);
 	sh("ASSOC_LIBCUDA=build/libfakecuda.so " ASSOC " bench specs/sum.yaml --rows 4 --len 1000", out, sizeof out, 1);
 	cr_expect(strstr(out, "bench --device gpu") || strstr(out, " on gpu"), "%s", out);
 }
