@@ -257,10 +257,24 @@ static int unify(P *p, V *args, int n, const char *opname, Ty *out)
 	return 0;
 }
 
+/* The depth of the tree built, `let` names expanded, is bounded, not only
+ * the nesting of the text: a flat chain `x + x + ... + x` is a tree as deep
+ * as it is long, and the prover, the interpreter and the code generators
+ * recurse once per level. */
+static V bounded(P *p, Expr *e, size_t off)
+{
+	if (e->depth > SPEC_MAX_TREE_DEPTH)
+		return fail(p, off,
+			    "expression nested deeper than %d levels (one per operator or call, 'let' names expanded); "
+			    "group a long chain with parentheses, as (a + b) + (c + d)",
+			    SPEC_MAX_TREE_DEPTH);
+	return (V){e, off};
+}
+
 static V mk(P *p, Op op, Ty t, int k, V *a, int n, size_t off)
 {
 	Expr *e = ir_node(p->ir, op, t, k, n > 0 ? a[0].e : NULL, n > 1 ? a[1].e : NULL, n > 2 ? a[2].e : NULL);
-	return (V){e, off};
+	return bounded(p, e, off);
 }
 
 static V binary(P *p, Op op, V x, V y)
@@ -684,7 +698,7 @@ static V parse_pow(P *p)
 		return (V){NULL, x.off};
 	if (neg && !ty_is_float(x.e->ty))
 		return fail(p, off, "a negative exponent needs a floating-point base");
-	return (V){ir_node(p->ir, EXPR_POW, x.e->ty, neg ? -(int)k : (int)k, x.e, NULL, NULL), x.off};
+	return bounded(p, ir_node(p->ir, EXPR_POW, x.e->ty, neg ? -(int)k : (int)k, x.e, NULL, NULL), x.off);
 }
 
 static V parse_unary(P *p)
@@ -702,13 +716,13 @@ static V parse_unary(P *p)
 		if (neg) {
 			if (need_num(p, x, "-"))
 				return (V){NULL, off};
-			return (V){ir_node(p->ir, EXPR_NEG, x.e->ty, 0, x.e, NULL, NULL), off};
+			return bounded(p, ir_node(p->ir, EXPR_NEG, x.e->ty, 0, x.e, NULL, NULL), off);
 		}
 		if (x.e->ty.kind != TY_BOOL) {
 			char b[64];
 			return fail(p, x.off, "'!' needs a condition (bool), got %s", tystr(p, x.e->ty, b));
 		}
-		return (V){ir_node(p->ir, EXPR_NOT, x.e->ty, 0, x.e, NULL, NULL), off};
+		return bounded(p, ir_node(p->ir, EXPR_NOT, x.e->ty, 0, x.e, NULL, NULL), off);
 	}
 	return parse_pow(p);
 }

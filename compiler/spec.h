@@ -9,7 +9,11 @@
 #include "diag.h"
 #include "ir/ir.h"
 
-enum { SPEC_MAX_EXPR_DEPTH = 200, SPEC_MAX_DIM = 65536, SPEC_MAX_NAME = 64 };
+/* SPEC_MAX_EXPR_DEPTH bounds the nesting of an expression's text (the
+ * parser recurses per parenthesis); SPEC_MAX_TREE_DEPTH the depth of the
+ * tree it builds, `let` names expanded (every pass recurses per level, and
+ * the prover composes a merge with itself, doubling it). */
+enum { SPEC_MAX_EXPR_DEPTH = 200, SPEC_MAX_TREE_DEPTH = 500, SPEC_MAX_DIM = 65536, SPEC_MAX_NAME = 64 };
 
 typedef enum { TPL_NONE, TPL_ROWREDUCE, TPL_ROWMAP, TPL_ATTENTION, TPL_SCAN } Template;
 enum { LAW_COMMUTATIVE = 1 };

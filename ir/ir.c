@@ -364,6 +364,10 @@ static Expr *intern(Ir *ir, const Expr *key)
 	Expr *e = &ir->chunks->nodes[ir->chunks->used++];
 	*e = *key;
 	e->id = ir->nnodes++;
+	e->depth = 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (e->a[i]->depth >= e->depth)
+			e->depth = e->a[i]->depth + 1;
 	e->next = ir->tab[h];
 	ir->tab[h] = e;
 	if (ir->nnodes > ir->tabsz)

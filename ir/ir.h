@@ -85,6 +85,7 @@ struct Expr {
 	uint8_t nargs;
 	Ty ty;
 	uint32_t id;
+	uint32_t depth; /* 1 for a leaf, else 1 + the deepest operand: recursive passes recurse this deep */
 	int k;       /* VAR: var index; POW: exponent; INDEX: component */
 	double num;  /* CONST: the value (every component of a vector) */
 	Expr *a[3];

@@ -244,6 +244,51 @@ Test(bad, hundred_thousand_calls)
 	expect_no_leaks();
 }
 
+/* head, then x, then n times `op x`: a tree n + 1 levels deep. */
+static char *chain(const char *op, int n, size_t *len)
+{
+	size_t hl = strlen(head), ol = strlen(op);
+	char *buf = malloc(hl + n * (ol + 1) + 3);
+	char *p = buf;
+	memcpy(p, head, hl), p += hl;
+	*p++ = 'x';
+	for (int i = 0; i < n; i++)
+		memcpy(p, op, ol), p += ol, *p++ = 'x';
+	*p++ = '\n';
+	*len = (size_t)(p - buf);
+	return buf;
+}
+
+/* A flat chain nests no parenthesis, but builds a tree as deep as it is
+ * long, which the passes walk recursively. */
+Test(bad, two_hundred_thousand_terms, .timeout = 30)
+{
+	static const char *ops[] = {" + ", " * ", " - ", " / "};
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		size_t len;
+		char *buf = chain(ops[i], 200000, &len), first[512];
+		cr_expect(strstr(load_buf(buf, len, first, sizeof first),
+				 "big.yaml:8:6: error: expression nested deeper than 500 levels") == first,
+			  "'%s': %s", ops[i], first);
+		free(buf);
+	}
+	expect_no_leaks();
+}
+
+Test(bad, tree_depth_limit_is_exact)
+{
+	size_t len;
+	char *buf = chain(" + ", 499, &len), first[512];
+	cr_expect_str_eq(load_buf(buf, len, first, sizeof first), "", "500 levels load");
+	free(buf);
+	buf = chain(" + ", 500, &len);
+	cr_expect(strstr(load_buf(buf, len, first, sizeof first),
+			 "big.yaml:8:6: error: expression nested deeper than 500 levels") == first,
+		  "%s", first);
+	free(buf);
+	expect_no_leaks();
+}
+
 Test(bad, hundred_thousand_yaml_lists)
 {
 	size_t len;
