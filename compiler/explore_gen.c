@@ -72,15 +72,27 @@ static Expr *rewrite(Gen *g, Expr *e, int root)
 	return ir_node(ir, (Op)e->op, e->ty, e->k, a[0], a[1], a[2]);
 }
 
-/* The top-level sum of e as signed terms. */
-static int terms(Expr *e, Expr **t, int *sign, int n, int s)
+/* The top-level sum of e as signed terms, at most 16 of them; -1 when
+ * there are more. */
+static int flatten(Expr *e, Expr **t, int *sign, int n, int s)
 {
-	if ((e->op == EXPR_ADD || e->op == EXPR_SUB) && n < 14) {
-		n = terms(e->a[0], t, sign, n, s);
-		return terms(e->a[1], t, sign, n, e->op == EXPR_SUB ? -s : s);
+	if (e->op == EXPR_ADD || e->op == EXPR_SUB) {
+		n = flatten(e->a[0], t, sign, n, s);
+		return n < 0 ? n : flatten(e->a[1], t, sign, n, e->op == EXPR_SUB ? -s : s);
 	}
+	if (n == 16)
+		return -1;
 	t[n] = e, sign[n] = s;
 	return n + 1;
+}
+
+/* The top-level sum of e as signed terms; a longer sum is one term. */
+static int terms(Expr *e, Expr **t, int *sign)
+{
+	int n = flatten(e, t, sign, 0, 1);
+	if (n < 0)
+		t[0] = e, sign[0] = 1, n = 1;
+	return n;
 }
 
 /* One variant of field f's merge: constant mask, weight field w (or -1),
@@ -91,7 +103,7 @@ static Expr *variant(Gen *g, unsigned mask, int w, int zero)
 	Ir *ir = x->c->ir;
 	Expr *t[16];
 	int sign[16];
-	int nt = terms(*steps(x, g->f), t, sign, 0, 1);
+	int nt = terms(*steps(x, g->f), t, sign);
 	g->mask = mask, g->occ = 0, g->bad = 0;
 	Expr *sum = NULL;
 	for (int i = 0; i < nt; i++) {

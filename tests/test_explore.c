@@ -246,6 +246,17 @@ Test(explore, selecting_step_generalizes_to_where)
 	explore_result_free(&r);
 }
 
+/* A step summing more terms than the generalizer splits (here 20) is
+ * still generalized, its sum taken as one term. */
+Test(explore, long_sum_in_the_step)
+{
+	ExploreResult r = explore_text("carrier: long_sum\nelement: {x: f32}\nstate: {s: f32, m: f32}\nidentity: {s: 0, m: -inf}\n"
+				       "step:\n  s: s + x + x + x + x + x + x + x + x + x + x + x + x + x + x + x + x + x + x + x\n"
+				       "  m: max(m, x)\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	explore_result_free(&r);
+}
+
 /* The derived spec carries the loop's summary whatever it holds: a block
  * summary's line breaks, quotes and backslashes come back unchanged. */
 Test(explore, summary_of_several_lines)
