@@ -242,7 +242,7 @@ static int pv_init(Pv *p, Carrier *c)
 		Expr *es[3] = {c->merge ? c->merge[f] : NULL, c->identity ? c->identity[f] : NULL, c->lift ? c->lift[f] : NULL};
 		for (int k = 0; k < 3; k++)
 			if (es[k]) {
-				char *t = ir_str(c->ir, es[k]);
+				char *t = ir_str_max(c->ir, es[k], 1 << 16);
 				for (const char *s = t; *s; s++)
 					seed = (seed ^ (unsigned char)*s) * 0x100000001b3ULL;
 				free(t);
@@ -654,7 +654,7 @@ static char *nan_origin(Carrier *c, Expr *e, Map *m)
 	char va[3][40];
 	for (int i = 0; i < best->nargs; i++)
 		fmt_num(ir_subst(c->ir, best->a[i], map_var, m)->num, va[i], sizeof va[i]);
-	char *s = ir_str(c->ir, best), *r;
+	char *s = ir_str_max(c->ir, best, MSG_EXPR), *r;
 	if (!best->nargs) /* an operand that is NaN itself: the identity's field */
 		r = xasprintf("%s, which is NaN in the identity", s);
 	else if (best->nargs == 2 && (ir_ops[best->op].flags & F_INFIX))
@@ -681,7 +681,7 @@ static char *empty_merge(Ctx *x, char **open)
 		char got[40], want[40];
 		if (v->op != EXPR_CONST) {
 			/* it depends on params: not folded here, the trials fold it */
-			char *s = ir_str(c->ir, v);
+			char *s = ir_str_max(c->ir, v, MSG_EXPR);
 			*open = xasprintf("e+e gives %s = %s, which the params decide", c->state[f].name, s);
 			free(s);
 			break;
@@ -763,7 +763,7 @@ static char *cert_unit(Ctx *x)
 		Expr *v = phi(c, k, x->E);
 		double u = ir_ops[c->cert_monoid[k]].unit;
 		if (v->op != EXPR_CONST || v->num != u) {
-			char *s = ir_str(c->ir, v), *r;
+			char *s = ir_str_max(c->ir, v, MSG_EXPR), *r;
 			r = xasprintf("phi(e).%s = %s, not the identity of %s", c->cert_into[k].name, s,
 				      monoid_name(c->cert_monoid[k]));
 			free(s);

@@ -706,7 +706,7 @@ static void ev_binary(Ev *x, Val *r, Expr *e, Val *a, Val *b)
 			return;
 		}
 		{
-			char *s = ir_str(x->p->ir, e);
+			char *s = ir_str_max(x->p->ir, e, MSG_EXPR);
 			v_mul(x->p, r, a, b, 1, s);
 			free(s);
 		}
@@ -774,6 +774,12 @@ Val *ev_eval(Ev *x, Expr *e)
 	ev_node(x, r, e);
 	if (x->p->overflow && r->kind != V_ERR)
 		set_err(r, "budget: rational coefficients past 64 bits");
+	/* a DAG of n shared products has degree 2^n: past the bound the
+	 * random points prove nothing (Schwartz-Zippel needs degree << 2^61),
+	 * and the int degrees would overflow; operands within it keep every
+	 * sum of degrees below 2^31 */
+	if (r->kind == V_FIN && (r->degn > PV_MAXDEG || r->degd > PV_MAXDEG))
+		set_err(r, "budget: a normal form of degree past %d, from products of shared subterms", PV_MAXDEG);
 	if ((int)e->id < x->n)
 		x->memo[e->id] = r;
 	else

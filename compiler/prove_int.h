@@ -21,6 +21,8 @@ enum {
 	PV_FMROWS = 4000, /* Fourier-Motzkin rows before giving up on pruning */
 	PV_MAXEXP = 1 << 12, /* coefficients in exp and powers of logs: degrees stay far under the modulus */
 	PV_MAXINV = 12,   /* linear invariants assumed of each operand */
+	PV_MAXDEG = 1 << 16, /* degree of a normal form: products of shared subterms double it per level */
+	MSG_EXPR = 400,   /* bytes of an expression quoted in a message (a DAG prints exponentially long) */
 };
 
 /* Sign sets: which of negative, zero, positive a value may be. */

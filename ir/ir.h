@@ -141,6 +141,9 @@ const char *ty_str(const Ir *ir, Ty t, char *buf, size_t n);
 /* Printer: spec syntax, minimal parentheses.  ir_str returns malloc'd text. */
 void ir_print(const Ir *ir, const Expr *e, FILE *out);
 char *ir_str(const Ir *ir, const Expr *e);
+/* The first max bytes of ir_str, then "..." where it is longer; it costs
+ * O(max) where ir_str of a DAG with shared subterms grows exponentially. */
+char *ir_str_max(const Ir *ir, const Expr *e, size_t max);
 /* Shortest "%.*g" that reads back as the same double. */
 void ir_fmt_num(double v, char *buf, size_t n);
 

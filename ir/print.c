@@ -36,32 +36,43 @@ static int prec_of(const Expr *e)
 	}
 }
 
-static void put(const Ir *ir, const Expr *e, FILE *out);
+/* Text past `left` bytes is not written: a DAG that shares its subterms
+ * prints exponentially long, and messages need only its start. */
+typedef struct {
+	FILE *f;
+	long left; /* < 0: unbounded */
+} Out;
 
-static void put_paren(const Ir *ir, const Expr *e, int paren, FILE *out)
+static void put(const Ir *ir, const Expr *e, Out *out);
+
+static int full(Out *o) { return o->left >= 0 && ftell(o->f) >= o->left; }
+
+static void put_paren(const Ir *ir, const Expr *e, int paren, Out *out)
 {
 	if (paren)
-		fputc('(', out);
+		fputc('(', out->f);
 	put(ir, e, out);
 	if (paren)
-		fputc(')', out);
+		fputc(')', out->f);
 }
 
-static void put_const(const Expr *e, FILE *out)
+static void put_const(const Expr *e, Out *out)
 {
 	char buf[40];
 	if (e->ty.kind == TY_BOOL) {
-		fputs(e->num != 0 ? "true" : "false", out);
+		fputs(e->num != 0 ? "true" : "false", out->f);
 		return;
 	}
 	ir_fmt_num(e->num, buf, sizeof buf);
-	fputs(buf, out);
+	fputs(buf, out->f);
 }
 
-static void put(const Ir *ir, const Expr *e, FILE *out)
+static void put(const Ir *ir, const Expr *e, Out *out)
 {
 	const OpInfo *oi = &ir_ops[e->op];
 	int p = oi->prec;
+	if (full(out))
+		return;
 	switch (e->op) {
 	case EXPR_CONST:
 		put_const(e, out);
@@ -69,8 +80,8 @@ static void put(const Ir *ir, const Expr *e, FILE *out)
 	case EXPR_VAR: {
 		const Var *v = ir_var(ir, e->k);
 		if (v->kind == VAR_STATE && v->which != STATE_SELF)
-			fprintf(out, "%c.", "abc"[v->which]);
-		fputs(v->name, out);
+			fprintf(out->f, "%c.", "abc"[v->which]);
+		fputs(v->name, out->f);
 		return;
 	}
 	case EXPR_CAST:
@@ -78,16 +89,16 @@ static void put(const Ir *ir, const Expr *e, FILE *out)
 		return;
 	case EXPR_INDEX:
 		put_paren(ir, e->a[0], prec_of(e->a[0]) < PREC_ATOM, out);
-		fprintf(out, "[%d]", e->k);
+		fprintf(out->f, "[%d]", e->k);
 		return;
 	case EXPR_NEG:
 	case EXPR_NOT:
-		fputs(oi->printed, out);
+		fputs(oi->printed, out->f);
 		put_paren(ir, e->a[0], prec_of(e->a[0]) <= PREC_UNARY, out);
 		return;
 	case EXPR_POW:
 		put_paren(ir, e->a[0], prec_of(e->a[0]) <= p, out);
-		fprintf(out, "^%d", e->k);
+		fprintf(out->f, "^%d", e->k);
 		return;
 	default:
 		break;
@@ -95,29 +106,41 @@ static void put(const Ir *ir, const Expr *e, FILE *out)
 	if (oi->flags & F_INFIX) {
 		int cmp = (oi->flags & F_CMP) != 0;
 		put_paren(ir, e->a[0], prec_of(e->a[0]) < p + cmp, out);
-		fprintf(out, " %s ", oi->printed);
+		fprintf(out->f, " %s ", oi->printed);
 		put_paren(ir, e->a[1], prec_of(e->a[1]) <= p, out);
 		return;
 	}
-	fprintf(out, "%s(", oi->printed);
+	fprintf(out->f, "%s(", oi->printed);
 	for (int i = 0; i < e->nargs; i++) {
 		if (i)
-			fputs(", ", out);
+			fputs(", ", out->f);
 		put(ir, e->a[i], out);
 	}
-	fputc(')', out);
+	fputc(')', out->f);
 }
 
-void ir_print(const Ir *ir, const Expr *e, FILE *out) { put(ir, e, out); }
+void ir_print(const Ir *ir, const Expr *e, FILE *out) { put(ir, e, &(Out){out, -1}); }
 
-char *ir_str(const Ir *ir, const Expr *e)
+static char *str(const Ir *ir, const Expr *e, long max)
 {
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&buf, &n);
 	if (!f)
 		abort();
-	put(ir, e, f);
+	Out o = {f, max};
+	put(ir, e, &o);
+	int cut = max >= 0 && ftell(f) > max;
 	fclose(f);
+	if (cut) {
+		buf = realloc(buf, (size_t)max + 4);
+		if (!buf)
+			abort();
+		strcpy(buf + max, "...");
+	}
 	return buf;
 }
+
+char *ir_str(const Ir *ir, const Expr *e) { return str(ir, e, -1); }
+
+char *ir_str_max(const Ir *ir, const Expr *e, size_t max) { return str(ir, e, (long)max); }

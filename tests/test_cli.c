@@ -414,6 +414,22 @@ Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
 	cr_assert(strstr(out, "libyaml") && !strstr(out, "LLVM"), "%s", out);
 }
 
+/* check on lets and merge temporaries that reuse the one before: the laws
+ * that hold end ok (proved, or unknown past the prover's budget and held
+ * by the trials), and a buggy merge past the budget still fails its trials. */
+Test(cli, check_shared_subterms_in_time, .timeout = 60)
+{
+	static const char *ok[] = {"tests/prove/dag_lets.yaml", "tests/prove/dag_merge.yaml", "tests/prove/dag_cancel.yaml"};
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " check %s", ok[i]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	}
+	cr_expect_eq(sh(ASSOC " check tests/prove/dag_cancel_buggy.yaml", out, sizeof out, 1), 1, "%s", out);
+	cr_expect(strstr(out, "associative: unknown (budget: a normal form of degree past") && strstr(out, "fails at trial"),
+		  "%s", out);
+}
+
 static void write_text(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");

@@ -112,6 +112,21 @@ Test(ir, printer_minimal_parentheses)
 	free(s);
 }
 
+/* A DAG of 60 doublings prints 2^60 leaves; ir_str_max stops at its bound. */
+Test(ir, printer_bounded_on_shared_subterms, .timeout = 10)
+{
+	Expr *e = x;
+	for (int i = 0; i < 60; i++)
+		e = ir_bin(ir, EXPR_ADD, e, e);
+	char *s = ir_str_max(ir, e, 100);
+	cr_assert_eq(strlen(s), 103, "%s", s);
+	cr_assert(!strncmp(s, "x + x", 5) && !strcmp(s + 100, "..."), "%s", s);
+	free(s);
+	s = ir_str_max(ir, x, 100);
+	cr_assert_str_eq(s, "x");
+	free(s);
+}
+
 static Expr *map_x(void *ctx, Expr *v) { return v == x ? (Expr *)ctx : NULL; }
 
 Test(ir, substitution)

@@ -119,6 +119,29 @@ Test(prove, disproofs)
 	check("tests/prove/identity_ee.yaml", "pdp-");
 }
 
+/* Lets and merge temporaries that each use the one before twice: the
+ * tree doubles per let, the DAG does not, and the prover walks the DAG
+ * (check on them once took 13 s at 25 lets and never ended at 40). */
+Test(prove, shared_subterms_cost_their_dag, .timeout = 20)
+{
+	check("tests/prove/dag_lets.yaml", "pp--");
+	check("tests/prove/dag_merge.yaml", "pp--");
+}
+
+/* A normal form whose degree doubles per temporary proves nothing at
+ * random points past the budget: unknown, saying why, never proved. */
+Test(prove, degree_past_the_budget_is_unknown, .timeout = 20)
+{
+	check("tests/prove/dag_cancel.yaml", "uuu-");
+	Carrier *c = load_ok("tests/prove/dag_cancel.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect(strstr(law(&r, "associative")->how, "budget: a normal form of degree past 65536"), "%s",
+		  law(&r, "associative")->how);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
 Test(prove, tie_disproof_names_the_tie)
 {
 	Carrier *c = load_ok("tests/prove/tie_bug.yaml");
