@@ -7,19 +7,13 @@
 # and accumulates in float32; PyTorch is timed on float32 and on float16
 # inputs, and the faster of the two is the peer.  Figures are G (query, key)
 # pairs a second (causal: counted over all pairs, as assoc's are).
-# Installs PyTorch into build/torch-venv as bench/torch_cpu.sh does.
+# Installs PyTorch into build/torch-venv (bench/torch_venv.sh).
 set -eu
 Q=${1:-1024}
 K=${2:-1024}
 THREADS=${THREADS:-$(nproc)}
 cd "$(dirname "$0")/.."
-VENV=build/torch-venv
-if [ ! -x $VENV/bin/python ] || ! $VENV/bin/python -c 'import torch' 2>/dev/null; then
-	python3 -m venv $VENV
-	$VENV/bin/pip install -q numpy
-	$VENV/bin/pip install -q torch
-fi
-[ -x build/assoc ] || make build/assoc >/dev/null
+. bench/torch_venv.sh
 for d in 64 128; do
 	build/assoc bench tests/attention/full.yaml --device cpu --rows "$Q" --len "$K" --threads "$THREADS" \
 		-D d=$d -D dv=$d --json | sed "s/^{/{\"mask\": \"none\", \"d\": $d, /"

@@ -11,13 +11,7 @@ ROWS=${1:-8192}
 LEN=${2:-32768}
 THREADS=${THREADS:-$(nproc)}
 cd "$(dirname "$0")/.."
-VENV=build/torch-venv
-if [ ! -x $VENV/bin/python ] || ! $VENV/bin/python -c 'import torch' 2>/dev/null; then
-	python3 -m venv $VENV
-	$VENV/bin/pip install -q numpy
-	$VENV/bin/pip install -q torch
-fi
-[ -x build/assoc ] || make build/assoc >/dev/null
+. bench/torch_venv.sh
 for spec in online_softmax welford logsumexp; do
 	build/assoc bench specs/$spec.yaml --device cpu --rows "$ROWS" --len "$LEN" --threads "$THREADS" --json
 done > build/bench_assoc.json
