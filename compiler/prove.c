@@ -1175,6 +1175,40 @@ int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
 	return prove_carrier_at(c, NULL, 0, want_trace ? PROVE_TRACE : 0, r);
 }
 
+/* The same obligations as the laws' (prove_pairs: regions, normal forms,
+ * witnesses folded from drawn rows), for pairs a caller built. */
+ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *const *names, int n, const char *lname,
+			const char *rname, char *how, size_t hn)
+{
+	Verdict v = {PROOF_UNKNOWN, NULL};
+	Pair pr[MAX_FIELDS];
+	Ctx *k = calloc(1, sizeof *k);
+	if (!k)
+		abort();
+	k->c = c;
+	k->t0 = now();
+	if (n > MAX_FIELDS || c->nstate > MAX_FIELDS)
+		verdict(&v, PROOF_UNKNOWN, xasprintf("%d pairs of %d state fields; the prover takes up to %d", n,
+						     c->nstate, MAX_FIELDS));
+	else if (has_bool_field(c))
+		verdict(&v, PROOF_UNKNOWN, xasprintf("bool state fields are not modelled (the algebra here is over the reals)"));
+	else if (pv_init(&k->p, c) < 0)
+		verdict(&v, PROOF_UNKNOWN, xasprintf("budget: too many variables"));
+	else {
+		for (int i = 0; i < n; i++)
+			pr[i] = (Pair){x[i], y[i], names[i]};
+		Job j = job(k, "ab", lname, rname);
+		prove_pairs(&j, pr, n, &v);
+	}
+	snprintf(how, hn, "%s", v.how ? v.how : "no reason");
+	free(v.how);
+	free(k->p.var_of);
+	free(k->p.fm_rows);
+	reach_free(k->p.reach);
+	free(k);
+	return v.status;
+}
+
 void proof_report_free(ProofReport *r)
 {
 	for (int i = 0; i < r->n; i++)

@@ -39,6 +39,15 @@ int prove_carrier(Carrier *c, int want_trace, ProofReport *r);
 enum { PROVE_TRACE = 1, PROVE_BOOLS_OPEN = 2 };
 int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, ProofReport *r);
 void proof_report_free(ProofReport *r);
+/* x[i] = y[i] for i < n, expressions of c's IR over the fields of operands
+ * a and b and the params, for every pair of nonempty states of c (finite
+ * reals under the sign facts and linear invariants of c's lift and merge;
+ * a vector field component by component) and every value of the params.
+ * names[i] names pair i, lname and rname its sides, in a witness.  how
+ * gets the proof, the witness (states folded from rows of c where the
+ * sides differ) or why neither was found. */
+ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *const *names, int n, const char *lname,
+			const char *rname, char *how, size_t hn);
 const char *proof_status_name(ProofStatus s);
 
 #endif

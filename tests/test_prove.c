@@ -371,3 +371,45 @@ Test(prove, disproof_witnesses_are_reachable)
 	proof_report_free(&r);
 	carrier_free(c);
 }
+
+static Expr *field(Carrier *c, int w, const char *name)
+{
+	for (int f = 0; f < c->nstate; f++)
+		if (!strcmp(c->state[f].name, name))
+			return ir_ref(c->ir, c->svar[w][f]);
+	cr_assert_fail("no field %s", name);
+	return NULL;
+}
+
+/* u * exp(x - max(x, y)) */
+static Expr *rescaled(Ir *ir, Expr *u, Expr *x, Expr *y)
+{
+	return ir_bin(ir, EXPR_MUL, u, ir_un(ir, EXPR_EXP, ir_bin(ir, EXPR_SUB, x, ir_bin(ir, EXPR_MAX, x, y))));
+}
+
+/* prove_equal on the attention carrier's merge against the same merge
+ * written otherwise (b first, max spelled out, an fma on the vector field)
+ * and against one with the rescales swapped. */
+Test(prove, equal_merges_written_otherwise)
+{
+	Carrier *c = load_ok("specs/attention.yaml");
+	Ir *ir = c->ir;
+	Expr *am = field(c, STATE_A, "m"), *bm = field(c, STATE_B, "m");
+	Expr *al = field(c, STATE_A, "l"), *bl = field(c, STATE_B, "l");
+	Expr *ao = field(c, STATE_A, "o"), *bo = field(c, STATE_B, "o");
+	Expr *l = ir_bin(ir, EXPR_ADD, rescaled(ir, bl, bm, am), rescaled(ir, al, am, bm));
+	Expr *eb = ir_un(ir, EXPR_EXP, ir_bin(ir, EXPR_SUB, bm, ir_bin(ir, EXPR_MAX, bm, am)));
+	Expr *o = ir_node(ir, EXPR_FMA, bo->ty, 0, bo, eb, rescaled(ir, ao, am, bm));
+	cr_assert_str_eq(c->state[1].name, "l");
+	Expr *xs[2] = {c->merge[1], c->merge[2]}, *ys[2] = {l, o};
+	const char *names[2] = {"l", "o"};
+	char how[400];
+	cr_expect_eq(prove_equal(c, xs, ys, names, 2, "merge", "other", how, sizeof how), PROOF_PROVED, "%s", how);
+	cr_expect(strstr(how, "regions; normal forms equal"), "%s", how);
+	/* the rescales swapped: b's factor on a.l */
+	Expr *swapped = ir_bin(ir, EXPR_ADD, rescaled(ir, al, bm, am), rescaled(ir, bl, am, bm));
+	cr_expect_eq(prove_equal(c, &xs[0], &swapped, names, 1, "merge", "swapped", how, sizeof how), PROOF_DISPROVED,
+		     "%s", how);
+	cr_expect(strstr(how, "a={") && strstr(how, "b={") && strstr(how, "by swapped"), "%s", how);
+	carrier_free(c);
+}
