@@ -32,7 +32,7 @@ typedef struct {
 	int fm, fl, fo, q, k, v, d, dv, bf16;
 	Expr *score;
 	Expr *fin[16];
-	char evidence[320];
+	char evidence[640];
 } CudaAttn;
 /* 0 when c implements the contract; -1 with the reason. */
 int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n);

@@ -8,7 +8,11 @@
  * A carrier is matched to it by roles (the field merged by max, the scalar
  * sum, the vector), then its merge is compared with the contract's under
  * that mapping: structurally (the hash-consed IR nodes are the same), or
- * else numerically on random states in float64 (evidence, not a proof).
+ * else by the prover (prove_equal: over every pair of nonempty states the
+ * carrier's own fold reaches, which is every state the template's merges
+ * make, by induction from the lift).  A disproof refuses the carrier; where
+ * the prover can decide neither, random states in float64 are the evidence,
+ * and the explain says it is no proof.
  * The score, the mask and the finalize are lowered from the IR as
  * elementwise code on the score tile and on the output fragments. */
 #include <math.h>
@@ -20,6 +24,7 @@
 #include "cuda.h"
 #include "cudaint.h"
 #include "eval.h"
+#include "prove.h"
 
 static const double LOG2E = 1.4426950408889634;
 
@@ -298,6 +303,40 @@ static int trials(Carrier *c, const CudaAttn *at, Expr *L, Expr *O, int ntrials,
 	return rc;
 }
 
+/* The merge against the contract's by the prover: both fields at once,
+ * then field by field where that is no proof (so that a disproof names
+ * its field).  Where the prover decides neither way, the random states
+ * decide, and the evidence says it is no proof. */
+static int merge_proof(Carrier *c, CudaAttn *at, Expr *L, Expr *O, const char *map, char *why, size_t n)
+{
+	int fs[2] = {at->fl, at->fo};
+	Expr *xs[2] = {c->merge[at->fl], c->merge[at->fo]}, *ys[2] = {L, O};
+	const char *names[2] = {c->state[at->fl].name, c->state[at->fo].name};
+	char how[400], open[480] = "";
+	if (prove_equal(c, xs, ys, names, 2, "the merge", "the contract's", how, sizeof how) == PROOF_PROVED) {
+		snprintf(at->evidence, sizeof at->evidence, "merge proved equal to the contract's (%s; %s)", map, how);
+		return 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		ProofStatus st = prove_equal(c, &xs[i], &ys[i], &names[i], 1, "the merge", "the contract's", how, sizeof how);
+		if (st == PROOF_DISPROVED) {
+			snprintf(why, n, "the merge of '%s' differs from the contract's (disproved: %s)", names[i], how);
+			return -1;
+		}
+		if (st == PROOF_UNKNOWN && !open[0])
+			snprintf(open, sizeof open, "the prover left '%s' unknown: %s", c->state[fs[i]].name, how);
+	}
+	char tw[256];
+	if (trials(c, at, L, O, CONTRACT_TRIALS, tw, sizeof tw)) {
+		snprintf(why, n, "%s (%s)", tw, open);
+		return -1;
+	}
+	snprintf(at->evidence, sizeof at->evidence,
+		 "merge equal to the contract's on %d random states in float64 (%s; numerical evidence, not a proof: %s)",
+		 CONTRACT_TRIALS, map, open);
+	return 0;
+}
+
 int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
 {
 	memset(at, 0, sizeof *at);
@@ -317,11 +356,7 @@ int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
 		 c->state[at->fo].name);
 	if (c->merge[at->fl] == L && c->merge[at->fo] == O)
 		snprintf(at->evidence, sizeof at->evidence, "merge structurally equal to the contract's (%s)", map);
-	else if (!trials(c, at, L, O, CONTRACT_TRIALS, why, n))
-		snprintf(at->evidence, sizeof at->evidence,
-			 "merge equal to the contract's on %d random states in float64 (%s; numerical evidence, not a "
-			 "proof)", CONTRACT_TRIALS, map);
-	else
+	else if (merge_proof(c, at, L, O, map, why, n))
 		return -1;
 	/* finalize: scalar outputs of (m, l); vector outputs elementwise in o */
 	Expr *oc = ir_ref(c->ir, sym_var(c->ir, "$o", 1));

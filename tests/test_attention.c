@@ -420,6 +420,7 @@ Test(attention, buggy_merge_falls_back, .timeout = 300)
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_neq(m.base, FAM_ATTN);
 	cr_expect(strstr(m.explain, "not the attention contract: the merge of 'l' differs"), "%s", m.explain);
+	cr_expect(strstr(m.explain, "(disproved: region ") && strstr(m.explain, "a={m: "), "%s", m.explain);
 	cuda_module_free(&m);
 	CudaAttn at;
 	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1);
@@ -429,8 +430,9 @@ Test(attention, buggy_merge_falls_back, .timeout = 300)
 }
 
 /* A merge that leaves the contract only past a threshold of l (halves
- * it above 1000, which sums of a thousand keys reach) is caught by the
- * random states, which span l's decades; the reordered contract is not. */
+ * it above 1000, which sums of a thousand keys reach): the prover finds
+ * the region but no folded state in it, and the random states, which span
+ * l's decades, refuse it; the reordered contract is proved. */
 Test(attention, a_merge_off_past_a_threshold_is_not_the_contract)
 {
 	CudaAttn at;
@@ -438,6 +440,7 @@ Test(attention, a_merge_off_past_a_threshold_is_not_the_contract)
 	Carrier *c = load_dims("tests/attention/threshold_merge.yaml", 0);
 	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "the merge of 'l' differs from the contract's"), "%s", msg);
+	cr_expect(strstr(msg, "the prover left 'l' unknown: l differs in region a.m > b.m, a.l > 1000"), "%s", msg);
 	carrier_free(c);
 	char err[300];
 	c = load_text("carrier: reordered\ndims: {d: 64}\nparams: {scale: f32}\nrow: {q: 'f16[d]'}\n"
@@ -448,6 +451,63 @@ Test(attention, a_merge_off_past_a_threshold_is_not_the_contract)
 		      err, sizeof err);
 	cr_assert(c, "%s", err);
 	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(at.evidence, "merge proved equal to the contract's"), "%s", at.evidence);
+	carrier_free(c);
+}
+
+/* The contract's merge as users write it: b's terms first, factors
+ * swapped, an fma, a `* 1`, exp(a.m - max(a.m, b.m)) spelled out, or the
+ * max resolved by a where: each proved equal, and the explain says so. */
+static const char *const REWRITTEN[][2] = {
+	{"b.l * exp(b.m - m) + a.l * exp(a.m - m)", "exp(b.m - m) * b.o + exp(a.m - m) * a.o"},
+	{"fma(a.l, exp(a.m - m), b.l * exp(b.m - m))", "fma(exp(b.m - m), b.o, a.o * exp(a.m - m))"},
+	{"a.l * exp(a.m - m) * 1 + b.l * exp(b.m - m)", "a.o * exp(a.m - m) + 1 * b.o * exp(b.m - m)"},
+	{"a.l * exp(a.m - max(a.m, b.m)) + b.l * exp(b.m - max(b.m, a.m))",
+	 "a.o * exp(a.m - max(a.m, b.m)) + b.o * exp(b.m - max(a.m, b.m))"},
+	{"where(a.m > b.m, a.l + b.l * exp(b.m - a.m), a.l * exp(a.m - b.m) + b.l)",
+	 "where(a.m > b.m, a.o + b.o * exp(b.m - a.m), a.o * exp(a.m - b.m) + b.o)"},
+};
+
+static Carrier *with_merge(const char *l, const char *o)
+{
+	char text[1024], err[300];
+	snprintf(text, sizeof text,
+		 "carrier: rewritten\ndims: {d: 64}\nparams: {scale: f32}\nrow: {q: 'f16[d]'}\n"
+		 "column: {k: 'f16[d]', v: 'f16[d]'}\nlet:\n  s: dot(q, k) * scale\nmask: j <= i\n"
+		 "state: {m: f32, l: f32, o: 'f32[d]'}\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
+		 "merge:\n  m: max(a.m, b.m)\n  l: %s\n  o: %s\nfinalize: {out: o / l}\nlaws: [commutative]\n", l, o);
+	Carrier *c = load_text(text, err, sizeof err);
+	cr_assert(c, "%s", err);
+	return c;
+}
+
+Test(attention, rewritten_merges_are_proved_the_contract)
+{
+	cuda_test_cache();
+	for (size_t k = 0; k < sizeof REWRITTEN / sizeof *REWRITTEN; k++) {
+		Carrier *c = with_merge(REWRITTEN[k][0], REWRITTEN[k][1]);
+		CudaModule m;
+		char msg[512];
+		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_expect_eq(m.base, FAM_ATTN, "%s: %s", REWRITTEN[k][0], m.explain);
+		cr_expect(strstr(m.explain, "merge proved equal to the contract's (m -> m, l -> l, o -> o; "),
+			  "%s: %s", REWRITTEN[k][0], m.explain);
+		cr_expect(!strstr(m.explain, "not a proof"), "%s", m.explain);
+		cuda_module_free(&m);
+		carrier_free(c);
+	}
+}
+
+/* Rescales swapped (a.l by b's factor): disproved, with the prover's
+ * witness (states folded from rows) in the reason. */
+Test(attention, a_swapped_rescale_is_disproved)
+{
+	Carrier *c = with_merge("a.l * exp(b.m - m) + b.l * exp(a.m - m)", "a.o * exp(a.m - m) + b.o * exp(b.m - m)");
+	CudaAttn at;
+	char msg[512];
+	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "the merge of 'l' differs from the contract's (disproved: region "), "%s", msg);
+	cr_expect(strstr(msg, "a={m: ") && strstr(msg, "b={m: ") && strstr(msg, "by the contract's"), "%s", msg);
 	carrier_free(c);
 }
 
@@ -481,7 +541,8 @@ Test(attention, contract_evidence_and_explain)
 	cr_expect(strstr(m.explain, "whole tiles skipped"), "%s", m.explain);
 	cuda_module_free(&m);
 	carrier_free(c);
-	/* the same merge written differently: matched by trials, and said so */
+	/* the same merge written differently, the fields in another order and
+	 * named otherwise: proved, and said so */
 	char err[512];
 	c = load_text("carrier: t\ndims: {d: 16}\nparams: {scale: f32}\nrow:\n  q: f16[d]\ncolumn:\n  k: f16[d]\n  v: f16[d]\n"
 		      "state:\n  w: f32[d]\n  mx: f32\n  z: f32\nidentity: {w: 0, mx: -inf, z: 0}\n"
@@ -492,7 +553,7 @@ Test(attention, contract_evidence_and_explain)
 	cr_assert(c, "%s", err);
 	CudaAttn at;
 	cr_assert_eq(cuda_attn_match(c, &at, msg, sizeof msg), 0, "%s", msg);
-	cr_expect(strstr(at.evidence, "m -> mx, l -> z, o -> w"), "%s", at.evidence);
+	cr_expect(strstr(at.evidence, "merge proved equal to the contract's (m -> mx, l -> z, o -> w; "), "%s", at.evidence);
 	carrier_free(c);
 }
 
