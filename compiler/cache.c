@@ -94,28 +94,65 @@ static int temp_register(const char *tmp)
 	return -1;
 }
 
+/* The descriptor a path names itself (/dev/stdout, /dev/fd/N,
+ * /proc/self/fd/N), or -1: opening such a path anew would truncate the
+ * file the shell redirected it to (an append included), and resolving
+ * it would rename a file over that one. */
+static int fd_path(const char *path)
+{
+	static const char *const pre[] = {"/dev/fd/", "/proc/self/fd/"};
+	if (!strcmp(path, "/dev/stdout"))
+		return 1;
+	if (!strcmp(path, "/dev/stderr"))
+		return 2;
+	for (int k = 0; k < 2; k++)
+		if (!strncmp(path, pre[k], strlen(pre[k]))) {
+			char *end;
+			long fd = strtol(path + strlen(pre[k]), &end, 10);
+			if (end != path + strlen(pre[k]) && !*end && fd >= 0 && fd < 1 << 20)
+				return (int)fd;
+		}
+	return -1;
+}
+
 int outfile_in_place(const char *path)
 {
 	struct stat st;
-	return !stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	return fd_path(path) >= 0 || (!stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
 }
 
 int outfile_open(OutFile *o, const char *path, const char *mode)
 {
+	static int serial; /* two outputs whose names share their first 180 bytes */
 	memset(o, 0, sizeof *o);
 	o->slot = -1;
 	struct stat st;
+	int fd = fd_path(path);
+	if (fd >= 0) {
+		int d = dup(fd);
+		o->f = d >= 0 ? fdopen(d, mode) : NULL;
+		if (!o->f && d >= 0)
+			close(d);
+		return o->f ? 0 : -1;
+	}
 	if (outfile_in_place(path)) {
 		o->f = fopen(path, mode);
 		return o->f ? 0 : -1;
 	}
-	const char *dest = path;
-	if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
-		if (!realpath(path, o->dest)) { /* a dangling link: its target is created through it */
-			o->f = fopen(path, mode);
-			return o->f ? 0 : -1;
-		}
-		dest = o->dest;
+	char dest[PATH_MAX * 2 + 2];
+	snprintf(dest, sizeof dest, "%s", path);
+	if (!lstat(path, &st) && S_ISLNK(st.st_mode) && !realpath(path, dest)) {
+		/* a dangling link: its target is made by the rename, once whole */
+		char link[PATH_MAX], dir[PATH_MAX];
+		ssize_t n = readlink(path, link, sizeof link - 1);
+		if (n <= 0)
+			return -1;
+		link[n] = 0;
+		snprintf(dir, sizeof dir, "%s", path);
+		if (link[0] == '/')
+			snprintf(dest, sizeof dest, "%s", link);
+		else
+			snprintf(dest, sizeof dest, "%s/%s", dirname(dir), link);
 	}
 	if (strlen(dest) >= sizeof o->dest) {
 		errno = ENAMETOOLONG;
@@ -126,8 +163,8 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 	char dir[PATH_MAX], base[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", o->dest);
 	snprintf(base, sizeof base, "%s", o->dest);
-	if (snprintf(o->tmp, sizeof o->tmp, "%s/.%.180s.%ld.tmp", dirname(dir), basename(base), (long)getpid()) >=
-	    (int)sizeof o->tmp) {
+	if (snprintf(o->tmp, sizeof o->tmp, "%s/.%.180s.%ld.%d.tmp", dirname(dir), basename(base), (long)getpid(),
+		     serial++) >= (int)sizeof o->tmp) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
@@ -140,6 +177,9 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 		errno = e;
 		return -1;
 	}
+	/* the file it replaces keeps its permissions (a private one stays private) */
+	if (!stat(o->dest, &st))
+		fchmod(fileno(o->f), st.st_mode & 07777);
 	return 0;
 }
 
