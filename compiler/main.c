@@ -262,8 +262,12 @@ static int set_option(Opts *o, const OptSpec *s, char *val)
 		int *n = (int *)(base + s->count);
 		/* Define and NamedPath share one layout: two strings */
 		const char **first = (const char **)(base + s->off), **slot = first + 2 * *n;
-		if (*n == s->max || split_pair(val, &slot[0], &slot[1]))
+		if (*n == s->max)
+			return usage_error("%s: at most %d of them", s->name, s->max);
+		if (split_pair(val, &slot[0], &slot[1]))
 			return usage_error("%s needs NAME=VALUE, got '%s'", s->name, val ? val : "");
+		if (!*slot[1] && (!strcmp(s->name, "--input") || !strcmp(s->name, "--output")))
+			return usage_error("%s %s= needs a file name", s->name, slot[0]);
 		/* -D's own check (spec.c) names the spec */
 		for (int k = 0; k < *n && strcmp(s->name, "-D"); k++)
 			if (!strcmp(first[2 * k], slot[0]))
@@ -297,13 +301,16 @@ static int parse_opts(int argc, char **argv, Opts *o, int cmd)
 	o->specs = calloc(argc, sizeof *o->specs);
 	if (!o->specs)
 		abort();
-	int specs_only = 0;
+	int specs_only = 0, seed_seen = 0;
+	unsigned char seen[sizeof options / sizeof *options] = {0};
 	for (int i = 2; i < argc; i++) {
 		char *a = argv[i];
 		if (!specs_only && (!strcmp(a, "--help") || !strcmp(a, "-h")))
 			return EXIT_HELP;
 		if (!specs_only && (!strcmp(a, "--seed") || !strncmp(a, "--seed=", 7))) {
 			long v;
+			if (seed_seen++)
+				return usage_error("--seed is given twice");
 			if (parse_int(a[6] == '=' ? a + 7 : i + 1 < argc ? argv[++i] : NULL, 0, 0x7fffffffL, &v))
 				return usage_error("--seed needs a whole number from 0 to %ld", 0x7fffffffL);
 			o->check.seed = (uint64_t)v;
@@ -331,6 +338,9 @@ static int parse_opts(int argc, char **argv, Opts *o, int cmd)
 			return usage_error("%s is not an option of %s", s->name, o->command);
 		if (eq && s->kind == O_FLAG)
 			return usage_error("%s takes no value", s->name);
+		/* the last of two would win unseen; pairs are checked by name */
+		if (s->kind != O_PAIR && seen[s - options]++)
+			return usage_error("%s is given twice", s->name);
 		char *val = NULL;
 		if (eq)
 			val = eq + 1;

@@ -345,7 +345,8 @@ Test(cli, run_heads_through_npy, .timeout = 120)
 	cr_assert(l1.ndim == 2 && l1.shape[0] == 2 && l1.shape[1] == 5 && l2.count == l1.count);
 	for (size_t i = 0; i < l1.count; i++)
 		cr_expect_eq(npy_get(&l1, i), npy_get(&l2, i), "lse %zu", i);
-	snprintf(cmd, sizeof cmd, "%s --heads 4 --input q=build/hq.npy", run);
+	snprintf(cmd, sizeof cmd, ASSOC " run specs/attention.yaml -D d=32 -D dv=32 --device interp --heads 4 --kv-heads 1 "
+				     "--param scale=0.25 --input q=build/hq.npy");
 	cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "shape (2, 5, 32) does not fit input 'q'") && strstr(out, "expected (4, 5, 32)"), "%s", out);
 	npy_free(&q), npy_free(&k), npy_free(&l1), npy_free(&l2);
@@ -1045,6 +1046,12 @@ Test(cli, repeated_and_contradicting_options_are_refused)
 		{" run specs/attention.yaml --device interp --rows 3 --len 5 -D d=4 -D dv=4 --input q=build/cli_x23.npy",
 		 "--input q=build/cli_x23.npy: 2 rows, but --rows 3"},
 		{" tune specs/sum.yaml --rows 0", "tune: 0 rows x 1000 positions hold nothing to measure"},
+		{" run specs/sum.yaml --rows 2 --rows=3", "--rows is given twice"},
+		{" check specs/sum.yaml --json --json", "--json is given twice"},
+		{" check specs/sum.yaml --seed 3 --seed=4", "--seed is given twice"},
+		{" run specs/welford.yaml --output mean=build/m1.npy --output var=", "--output var= needs a file name"},
+		{" run specs/welford.yaml --output mean=build/m1.npy --output var=./build/m1.npy",
+		 "./build/m1.npy is also --output mean's file"},
 		{" emit specs/sum.yaml --target cuda --config bogus", "--config: configuration 'bogus'"},
 	};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
@@ -1136,4 +1143,45 @@ Test(cli, small_messages_say_what_is_wrong, .timeout = 120)
 			out, sizeof out, 1),
 		     0, "%s", out);
 	cr_expect(!stat("build/cache_zero/assoc/cpu", &st), "=0 keeps the cache");
+}
+
+/* An output keeps the mode of the file it replaces; /dev/stdout goes to
+ * the descriptor the shell opened (an append stays an append); a dangling
+ * link's target appears only with the whole output; two outputs whose
+ * long names share their first 180 bytes keep apart. */
+Test(cli, outputs_keep_modes_descriptors_and_names, .timeout = 120)
+{
+	cr_assert_eq(system("rm -f build/o_priv.npy build/o_dl.npy build/o_target.npy && touch build/o_priv.npy && "
+			    "chmod 600 build/o_priv.npy && ln -s o_target.npy build/o_dl.npy && echo first > build/o_ap.txt"),
+		     0);
+	cr_expect_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/o_priv.npy", out, sizeof out, 1),
+		     0, "%s", out);
+	struct stat st;
+	cr_expect(!stat("build/o_priv.npy", &st) && (st.st_mode & 0777) == 0600 && st.st_size > 100, "mode kept");
+	cr_expect_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/o_dl.npy --output nosuch=x.npy",
+			out, sizeof out, 1),
+		     2);
+	cr_expect(stat("build/o_target.npy", &st), "no target made by a run that did not happen");
+	cr_expect_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/o_dl.npy", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(!lstat("build/o_dl.npy", &st) && S_ISLNK(st.st_mode) && !stat("build/o_target.npy", &st), "link kept");
+	cr_expect_eq(sh("(" ASSOC " emit specs/sum.yaml --target llvm --trials 200 -o /dev/stdout >> build/o_ap.txt)", out,
+			sizeof out, 1),
+		     0, "%s", out);
+	FILE *f = fopen("build/o_ap.txt", "r");
+	char line[16] = "";
+	cr_assert(f);
+	cr_expect(fgets(line, sizeof line, f) && !strcmp(line, "first\n"), "the append kept the first line: %s", line);
+	fclose(f);
+	char cmd[1024], a[256], b[256];
+	memset(a, 'p', 200), a[200] = 0;
+	snprintf(b, sizeof b, "%s", a);
+	cr_expect_eq(snprintf(cmd, sizeof cmd, ASSOC " run specs/welford.yaml --device interp --output mean=build/%sX "
+			     "--output var=build/%sY", a, b) < (int)sizeof cmd, 1);
+	cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	snprintf(cmd, sizeof cmd, "build/%sX", a);
+	cr_expect(!stat(cmd, &st) && st.st_size == 128 + 4 * 4, "mean, 4 rows: %ld bytes", (long)st.st_size);
+	unlink(cmd);
+	snprintf(cmd, sizeof cmd, "build/%sY", a);
+	unlink(cmd);
 }
