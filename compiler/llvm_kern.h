@@ -24,8 +24,8 @@ typedef struct {
 	int row_lanes;      /* lanes are rows b->i + l at one position (kern_build_reduce_rows) */
 	LLVMValueRef colbuf; /* and there the float32 column inputs of a tile's positions (kern_stage_columns) */
 	LV *rowv;            /* and each row input, gathered once before the loop (NULL: none yet) */
-	int colslot;
-	int unmasked;        /* lift_at leaves the mask out: it holds for the whole tile */         /* the tile's position whose column inputs kern_bind_inputs binds from there */
+	int colslot;         /* the tile's position whose column inputs kern_bind_inputs binds from there */
+	int unmasked;        /* lift_at leaves the mask out: it holds for the whole tile */
 } B;
 
 /* kern_build_rowmap_next's earlier row, whose map rides along pass 2 of

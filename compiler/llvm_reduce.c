@@ -612,14 +612,8 @@ static LLVMValueRef reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi
 /* Whether e reads an element or column input. */
 static int reads_columns(const Carrier *c, const Expr *e)
 {
-	if (e->op == EXPR_VAR) {
-		for (int k = 0; k < c->nelem; k++)
-			if (c->elem[k].var == e->k)
-				return 1;
-		for (int k = 0; k < c->ncol; k++)
-			if (c->col[k].var == e->k)
-				return 1;
-	}
+	if (e->op == EXPR_VAR && (ir_var(c->ir, e->k)->kind == VAR_ELEM || ir_var(c->ir, e->k)->kind == VAR_COL))
+		return 1;
 	for (int i = 0; i < e->nargs; i++)
 		if (reads_columns(c, e->a[i]))
 			return 1;
@@ -831,12 +825,11 @@ static void dots_ahead(B *b, Expr *e, int T)
 		Expr *x = e->a[s];
 		if (x->op != EXPR_VAR || x->ty.kind != TY_F32)
 			return;
-		for (int q = 0; q < c->nrow; q++)
-			if (c->row[q].var == x->k)
-				r = q;
-		for (int q = 0; q < c->ncol; q++)
-			if (c->col[q].var == x->k)
-				k = q;
+		const Var *v = ir_var(c->ir, x->k);
+		if (v->kind == VAR_ROW)
+			r = v->slot;
+		else if (v->kind == VAR_COL)
+			k = v->slot;
 	}
 	if (r < 0 || k < 0)
 		return;
