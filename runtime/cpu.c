@@ -183,79 +183,53 @@ static unsigned char *states(const CpuKernel *k, int n, unsigned char *buf, size
 	return st;
 }
 
-/* Row i's [lo, hi) folded into st; where the mask rules out whole blocks
- * of LIVE_BLOCK positions (k->live), only the runs of the other blocks,
- * each reduced, merged left to right. */
+/* Rows i .. i + n - 1 (n = 1: the kernel's reduce; n = its group:
+ * reduce_rows) over [lo, hi), folded into the n states from st; where the
+ * mask rules out whole blocks of LIVE_BLOCK positions (k->live) for every
+ * one of the rows, only the runs of the other blocks, each reduced,
+ * merged left to right (the kernel's mask drops each row's own other
+ * positions). */
 enum { LIVE_BLOCK = 256 };
 
-static void reduce_live(const Run *r, int64_t i, int64_t lo, int64_t hi, void *st)
+static void reduce_some(const CpuKernel *k, const CpuArgs *a, int64_t i, int n, int64_t lo, int64_t hi, void *st)
+{
+	if (n == 1)
+		k->reduce(a, i, lo, hi, st);
+	else
+		k->reduce_rows(a, i, lo, hi, st);
+}
+
+static void reduce_live(const Run *r, int64_t i, int n, int64_t lo, int64_t hi, void *st)
 {
 	const CpuKernel *k = r->k;
+	size_t sb = k->state_bytes;
 	if (!k->live) {
-		k->reduce(r->a, i, lo, hi, st);
+		reduce_some(k, r->a, i, n, lo, hi, st);
 		return;
 	}
-	_Alignas(64) unsigned char buf[512];
-	unsigned char *tmp = NULL;
+	_Alignas(64) unsigned char buf[2048];
+	unsigned char *tmp = NULL, *acc = st;
 	int have = 0;
 	int64_t run = -1; /* where the run of live blocks being gathered starts */
 	for (int64_t b = lo; b < hi; b += LIVE_BLOCK) {
 		int64_t e = b + LIVE_BLOCK < hi ? b + LIVE_BLOCK : hi;
-		int live = k->live(k->live_ctx, r->a, i, b, e);
+		int live = 0;
+		for (int g = 0; g < n && !live; g++)
+			live = k->live(k->live_ctx, r->a, i + g, b, e);
 		if (live && run < 0)
 			run = b;
 		if (run < 0 || (live && e < hi))
 			continue;
 		/* the run ends before this block, or with it at the row's end */
 		if (have && !tmp)
-			tmp = states(k, 1, buf, sizeof buf);
-		k->reduce(r->a, i, run, live ? e : b, have ? tmp : st);
-		if (have)
-			k->merge(r->a, st, tmp, st);
+			tmp = states(k, n, buf, sizeof buf);
+		reduce_some(k, r->a, i, n, run, live ? e : b, have ? tmp : st);
+		for (int g = 0; have && g < n; g++)
+			k->merge(r->a, acc + g * sb, tmp + g * sb, acc + g * sb);
 		have = 1, run = -1;
 	}
-	if (!have)
-		k->identity(r->a, st);
-	if (tmp && tmp != buf)
-		free(tmp);
-}
-
-/* Rows i .. i + k->group - 1 over [0, len) into the states from st:
- * reduce_live's runs of live blocks, a block live when it is for any of
- * the rows (the kernel's mask drops each row's other positions). */
-static void reduce_live_rows(const Run *r, int64_t i, void *st)
-{
-	const CpuKernel *k = r->k;
-	int64_t len = r->a->len;
-	size_t sb = k->state_bytes;
-	if (!k->live) {
-		k->reduce_rows(r->a, i, 0, len, st);
-		return;
-	}
-	_Alignas(64) unsigned char buf[2048];
-	unsigned char *tmp = NULL;
-	int have = 0;
-	int64_t run = -1;
-	for (int64_t b = 0; b < len; b += LIVE_BLOCK) {
-		int64_t e = b + LIVE_BLOCK < len ? b + LIVE_BLOCK : len;
-		int live = 0;
-		for (int g = 0; g < k->group && !live; g++)
-			live = k->live(k->live_ctx, r->a, i + g, b, e);
-		if (live && run < 0)
-			run = b;
-		if (run < 0 || (live && e < len))
-			continue;
-		if (have && !tmp)
-			tmp = states(k, k->group, buf, sizeof buf);
-		k->reduce_rows(r->a, i, run, live ? e : b, have ? tmp : st);
-		if (have)
-			for (int g = 0; g < k->group; g++)
-				k->merge(r->a, (char *)st + g * sb, tmp + g * sb, (char *)st + g * sb);
-		have = 1, run = -1;
-	}
-	if (!have)
-		for (int g = 0; g < k->group; g++)
-			k->identity(r->a, (char *)st + g * sb);
+	for (int g = 0; !have && g < n; g++)
+		k->identity(r->a, acc + g * sb);
 	if (tmp && tmp != buf)
 		free(tmp);
 }
@@ -289,11 +263,11 @@ static void task_rows(void *ctx, int64_t t)
 		int n = pairs(r) && i + 1 < hi ? 2 : 1;
 		if (k->reduce_rows && i % k->group == 0 && i + k->group <= hi) {
 			n = k->group;
-			reduce_live_rows(r, i, st);
+			reduce_live(r, i, k->group, 0, r->a->len, st);
 		} else if (n == 2)
 			k->reduce2(r->a, i, st);
 		else
-			reduce_live(r, i, 0, r->a->len, st);
+			reduce_live(r, i, 1, 0, r->a->len, st);
 		for (int p = 0; p < n; p++) {
 			k->finalize(r->a, i + p, i + p, st + p * k->state_bytes);
 			if (k->map)
@@ -367,7 +341,7 @@ static void task_partial(void *ctx, int64_t t)
 	Run *r = ctx;
 	int64_t i = t / r->split, lo, hi;
 	chunk_bounds(r, t % r->split, &lo, &hi);
-	reduce_live(r, i, lo, hi, state(r, r->part, t));
+	reduce_live(r, i, 1, lo, hi, state(r, r->part, t));
 }
 
 /* Row i's partial states, left to right: the row's state, finalized
