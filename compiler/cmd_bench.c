@@ -271,7 +271,7 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		       "\"ratio_to_copy\": %.3f, ",
 		       c->file, c->name, (long long)b->args.a.rows, (long long)b->args.a.len, th,
 		       rt_cpu_split(b->args.a.len, b->split), b->k->lanes, b->k->accs, b->k->tile,
-		       b->k->rows > 1 && b->args.a.rows >= b->k->rows ? b->k->rows : 1, b->k->max_rescale, bytes, gb, ge,
+		       rt_cpu_group(&b->k->k, b->args.a.rows), b->k->max_rescale, bytes, gb, ge,
 		       ge / th, gcpu, cgb, gb / cgb);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
@@ -280,8 +280,8 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		return;
 	}
 	char rows[48] = "";
-	if (b->k->rows > 1 && b->args.a.rows >= b->k->rows)
-		snprintf(rows, sizeof rows, ", %d rows as lanes", b->k->rows);
+	if (rt_cpu_group(&b->k->k, b->args.a.rows) > 1)
+		snprintf(rows, sizeof rows, ", %d rows as lanes", rt_cpu_group(&b->k->k, b->args.a.rows));
 	printf("%s: carrier %s on cpu, %lld rows x %lld, %d threads, %d lanes x %d accumulators, tiles of %d%s%s, %.3g MB\n",
 	       c->file, c->name, (long long)b->args.a.rows, (long long)b->args.a.len, th, b->k->lanes, b->k->accs, b->k->tile,
 	       b->k->max_rescale ? " (max-rescale)" : "", rows, bytes / 1e6);

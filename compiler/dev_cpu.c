@@ -83,7 +83,7 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	if (o->verbose)
 		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d\n", k->lanes, k->accs,
 			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges",
-			k->rows > 1 && d->rows >= k->rows ? ", rows side by side as lanes" : "", rt_pool_threads(p),
+			rt_cpu_group(&k->k, d->rows) > 1 ? ", rows side by side as lanes" : "", rt_pool_threads(p),
 			rt_cpu_split(d->len, o->split));
 	free(in);
 	free(out);

@@ -91,6 +91,11 @@ void rt_pool_run(RtPool *p, int64_t ntasks, void (*fn)(void *ctx, int64_t t), vo
  * positions.  It depends on the shape alone, never on the thread count, and
  * partial states are merged left to right: results do not depend on the
  * number of threads. */
+/* Rows reduce_rows takes at a time in a run of rows rows (1: none). */
+static inline int rt_cpu_group(const CpuKernel *k, int64_t rows)
+{
+	return k->reduce_rows && k->group > 1 && rows >= k->group ? k->group : 1;
+}
 int rt_cpu_split(int64_t len, int split);
 
 /* Fill a's outputs.  0, or -1 with msg (out of memory). */
