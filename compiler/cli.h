@@ -37,6 +37,9 @@ typedef struct {
 /* Print "assoc: <message>" and the pointer to --help; returns EXIT_USAGE. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 (with a message) when c is a loop spec without a merge. */
+/* Whether two paths name one file: the same file where both exist, else
+ * the same name in the same folder however it is spelled. */
+int cli_same_file(const char *a, const char *b);
 /* EXIT_USAGE after a message when the output path names one of the files
  * the command reads (a spec, an --input): writing it would destroy the
  * input; else EXIT_OK. */

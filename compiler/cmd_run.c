@@ -1,8 +1,6 @@
 /* cmd_run.c: `assoc run SPEC`: arrays through a device, checked against
  * the float64 reference. */
 #include <errno.h>
-#include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,31 +200,6 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
  * outputs share a path, so that a run is not wasted on a typo or a
  * missing folder, and writing them all (write_outputs) does not fail
  * half way. */
-/* A path with its folder resolved (links, . and ..), the file itself
- * too where it exists: two spellings of one file come out the same. */
-static void resolved(const char *path, char *out, size_t n)
-{
-	char buf[PATH_MAX], dir[PATH_MAX], base[PATH_MAX];
-	if (realpath(path, buf)) {
-		snprintf(out, n, "%s", buf);
-		return;
-	}
-	snprintf(dir, sizeof dir, "%s", path);
-	snprintf(base, sizeof base, "%s", path);
-	if (realpath(dirname(dir), buf))
-		snprintf(out, n, "%s/%s", buf, basename(base));
-	else
-		snprintf(out, n, "%s", path);
-}
-
-static int same_path(const char *a, const char *b)
-{
-	char x[2 * PATH_MAX + 2], y[2 * PATH_MAX + 2];
-	resolved(a, x, sizeof x);
-	resolved(b, y, sizeof y);
-	return !strcmp(x, y);
-}
-
 static int outputs_ok(const Opts *o, const RunData *d)
 {
 	int n, rc = EXIT_OK;
@@ -236,7 +209,7 @@ static int outputs_ok(const Opts *o, const RunData *d)
 		struct stat st;
 		int twice = -1;
 		for (int k = 0; k < i; k++)
-			if (same_path(o->outputs[k].path, o->outputs[i].path))
+			if (cli_same_file(o->outputs[k].path, o->outputs[i].path))
 				twice = k;
 		if (slot_named(s, n, o->outputs[i].name) < 0) {
 			rc = usage_error("--output %s: the spec has no array named '%s'", o->outputs[i].name,

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <libgen.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -72,19 +73,37 @@ int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-static int same_file(const char *a, const char *b)
+/* A path with its folder resolved (links, . and ..): two spellings of a
+ * file not made yet come out the same. */
+static void resolved(const char *path, char *out, size_t n)
+{
+	char buf[PATH_MAX], dir[PATH_MAX], base[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	snprintf(base, sizeof base, "%s", path);
+	if (realpath(dirname(dir), buf))
+		snprintf(out, n, "%s/%s", buf, basename(base));
+	else
+		snprintf(out, n, "%s", path);
+}
+
+int cli_same_file(const char *a, const char *b)
 {
 	struct stat x, y;
-	return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino && S_ISREG(x.st_mode);
+	if (!stat(a, &x) && !stat(b, &y)) /* hard links and every spelling of it */
+		return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+	char p[2 * PATH_MAX + 2], q[2 * PATH_MAX + 2];
+	resolved(a, p, sizeof p);
+	resolved(b, q, sizeof q);
+	return !strcmp(p, q);
 }
 
 int cli_output_not_input(const Opts *o, const char *what, const char *path)
 {
 	for (int i = 0; i < o->nspecs; i++)
-		if (same_file(path, o->specs[i]))
+		if (cli_same_file(path, o->specs[i]))
 			return usage_error("%s %s: that is the spec %s, which would be lost", what, path, o->specs[i]);
 	for (int i = 0; i < o->ninputs; i++)
-		if (same_file(path, o->inputs[i].path))
+		if (cli_same_file(path, o->inputs[i].path))
 			return usage_error("%s %s: that is --input %s's file, which would be lost", what, path, o->inputs[i].name);
 	return EXIT_OK;
 }
@@ -384,9 +403,9 @@ static int flushed(void)
 	return EXIT_OK;
 }
 
-static int help(FILE *f)
+static int help(void)
 {
-	fputs(usage, f);
+	fputs(usage, stdout);
 	return flushed();
 }
 
@@ -397,7 +416,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
-		return help(stdout);
+		return help();
 	if (!strcmp(argv[1], "--version")) {
 		printf("assoc %s\n", ASSOC_VERSION);
 		return flushed();
@@ -412,7 +431,7 @@ int main(int argc, char **argv)
 	int rc = parse_opts(argc, argv, &o, cmd->bit);
 	if (rc == EXIT_HELP) {
 		free(o.specs);
-		return help(stdout);
+		return help();
 	}
 	if (rc == EXIT_OK && cmd->one_spec && o.nspecs != 1)
 		rc = usage_error("%s takes one spec, got %d", cmd->name, o.nspecs);
