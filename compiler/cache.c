@@ -49,13 +49,6 @@ int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn)
 	return 0;
 }
 
-int temp_name(char *tmp, size_t n, const char *path)
-{
-	if (snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid()) < (int)n)
-		return 0;
-	errno = ENAMETOOLONG;
-	return -1;
-}
 
 /* The temporary files of open OutFiles, for the interrupt handler. */
 enum { TEMPS_MAX = 64 };
@@ -202,16 +195,11 @@ int outfile_close(OutFile *o, int keep)
 
 int cache_write(const char *path, const void *data, size_t len)
 {
-	char tmp[TEMP_NAME_MAX];
-	FILE *f = temp_name(tmp, sizeof tmp, path) ? NULL : fopen(tmp, "wb");
-	if (!f)
+	OutFile of;
+	if (outfile_open(&of, path, "wb"))
 		return -1;
-	size_t w = fwrite(data, 1, len, f);
-	if (fclose(f) || w != len || rename(tmp, path)) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	int whole = fwrite(data, 1, len, of.f) == len;
+	return outfile_close(&of, whole) || !whole ? -1 : 0;
 }
 
 char *cache_read(const char *path, size_t *len)

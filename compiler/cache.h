@@ -10,11 +10,7 @@
 /* $XDG_CACHE_HOME/assoc/<sub> or ~/.cache/assoc/<sub>, created with mode
  * 0700; 0, or -1 with msg. */
 int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn);
-/* The name of a temporary file beside path, for this process, to be renamed
- * onto path once whole: 0, or -1 with errno ENAMETOOLONG where it would not
- * fit in n bytes (a cut name could be another file). */
-int temp_name(char *tmp, size_t n, const char *path);
-/* Room for the temporary name of any path the system takes. */
+/* Room for the temporary name of any path the system takes (OutFile). */
 #define TEMP_NAME_MAX (PATH_MAX + 32)
 /* An output file the user names (emit -o, run --output, explore -o),
  * which appears whole or not at all.  A regular file, or a new one, is
