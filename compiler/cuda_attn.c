@@ -309,7 +309,6 @@ static int trials(Carrier *c, const CudaAttn *at, Expr *L, Expr *O, int ntrials,
  * decide, and the evidence says it is no proof. */
 static int merge_proof(Carrier *c, CudaAttn *at, Expr *L, Expr *O, const char *map, char *why, size_t n)
 {
-	int fs[2] = {at->fl, at->fo};
 	Expr *xs[2] = {c->merge[at->fl], c->merge[at->fo]}, *ys[2] = {L, O};
 	const char *names[2] = {c->state[at->fl].name, c->state[at->fo].name};
 	char how[400], open[480] = "";
@@ -324,7 +323,7 @@ static int merge_proof(Carrier *c, CudaAttn *at, Expr *L, Expr *O, const char *m
 			return -1;
 		}
 		if (st == PROOF_UNKNOWN && !open[0])
-			snprintf(open, sizeof open, "the prover left '%s' unknown: %s", c->state[fs[i]].name, how);
+			snprintf(open, sizeof open, "the prover left '%s' unknown: %s", names[i], how);
 	}
 	char tw[256];
 	if (trials(c, at, L, O, CONTRACT_TRIALS, tw, sizeof tw)) {
