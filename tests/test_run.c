@@ -18,6 +18,13 @@ static RunData *drawn(Carrier *c, int rows, int len)
 	return d;
 }
 
+/* d run on the interp device, which must succeed. */
+static void interp_run(RunData *d)
+{
+	char msg[200];
+	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+}
+
 Test(run, interp_matches_reference_on_every_bundled_spec)
 {
 	glob_t g;
@@ -69,8 +76,7 @@ Test(run, row_input_reference_of_a_map_output)
 {
 	Carrier *c = load_ok("tests/check/row_input_reference.yaml");
 	RunData *d = drawn(c, 3, 40);
-	char msg[200];
-	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	interp_run(d);
 	RunCheck rc;
 	run_check(d, &rc);
 	cr_expect(rc.ok);
@@ -318,8 +324,7 @@ Test(run, scores_past_float32_exp_hold_to_the_fold)
 	Carrier *c = load_ok("tests/attention/full.yaml");
 	RunData *d = rundata_new(c, 8, 300);
 	big_scores(d);
-	char msg[200];
-	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	interp_run(d);
 	RunCheck rc;
 	run_check(d, &rc);
 	for (int o = 0; o < rc.nout; o++)
@@ -343,8 +348,7 @@ Test(run, a_wrong_finalize_does_not_widen_its_own_tolerance)
 	Carrier *c = load_ok("tests/attention/wrong_finalize.yaml");
 	RunData *d = drawn(c, 8, 64);
 	d->params[0] = 0.125;
-	char msg[200];
-	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	interp_run(d);
 	rundata_round_p(d, TY_F16, 0, 1, 2);
 	RunCheck rc;
 	run_check(d, &rc);
@@ -362,8 +366,7 @@ Test(run, a_nan_mismatch_is_the_index_reported)
 {
 	Carrier *c = load_ok("specs/online_softmax.yaml");
 	RunData *d = drawn(c, 4, 50);
-	char msg[200];
-	device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg);
+	interp_run(d);
 	float *lse = d->fin[0].p;
 	lse[0] += 1;
 	lse[2] = NAN;
