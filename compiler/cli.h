@@ -55,6 +55,9 @@ Carrier *cli_load_any(const Opts *o, const char *path);
 /* The run's arrays as the command line shapes them (--rows, --len, --heads,
  * --kv-heads), drawn from --seed with --param; NULL after a usage error. */
 RunData *cli_drawn(const Opts *o, Carrier *c);
+/* --heads and --kv-heads (1 when not given, kv as many as heads), or
+ * EXIT_USAGE after a message when heads is not a multiple of kv. */
+int cli_heads(const Opts *o, int *heads, int *kv);
 /* EXIT_USAGE after a message when copies x the arrays of the command
  * line's shape would not fit in this machine's memory; else 0. */
 int cli_fits(const Opts *o, const Carrier *c, int copies);

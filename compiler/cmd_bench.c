@@ -105,7 +105,9 @@ typedef struct {
 typedef struct {
 	RtPool *pool;
 	LlvmKernel *k;
-	Args args;
+	CpuArgs *a; /* a head each (a view of its key/value head's columns) */
+	const int64_t *width;
+	int heads, kv_heads;
 	int split;
 	char *src, *dst;
 	size_t copy_bytes;
@@ -116,7 +118,7 @@ static void run_kernel(void *ctx)
 {
 	Bench *b = ctx;
 	char msg[200];
-	rt_cpu_run(b->pool, &b->k->k, &b->args.a, b->split, msg, sizeof msg);
+	rt_cpu_run(b->pool, &b->k->k, b->a, b->heads, b->split, msg, sizeof msg);
 }
 
 static void copy_task(void *ctx, int64_t t)
@@ -133,26 +135,27 @@ static void run_copy(void *ctx)
 	rt_pool_run(b->pool, rt_pool_threads(b->pool), copy_task, b);
 }
 
-/* The floor's rows in NAIVE_SLICES slices a thread, taken as threads come
- * free: rows of causal attention grow with their index, and an even split
- * of rows would leave the last thread with most of the work. */
+/* The floor's rows of each head in NAIVE_SLICES slices a thread, taken as
+ * threads come free: rows of causal attention grow with their index, and
+ * an even split of rows would leave the last thread with most of the work. */
 static int64_t naive_slices(const Bench *b)
 {
-	int64_t n = (int64_t)rt_pool_threads(b->pool) * NAIVE_SLICES;
-	return n < b->args.a.rows ? n : b->args.a.rows;
+	int64_t n = (int64_t)rt_pool_threads(b->pool) * NAIVE_SLICES, rows = b->a->rows;
+	return n < rows ? n : rows;
 }
 
 static void naive_task(void *ctx, int64_t t)
 {
 	Bench *b = ctx;
-	int64_t nt = naive_slices(b);
-	b->naive(&b->args, b->args.a.rows * t / nt, b->args.a.rows * (t + 1) / nt);
+	int64_t nt = naive_slices(b), s = t % nt, rows = b->a->rows;
+	Args a = {b->a[t / nt], b->width};
+	b->naive(&a, rows * s / nt, rows * (s + 1) / nt);
 }
 
 static void run_naive(void *ctx)
 {
 	Bench *b = ctx;
-	rt_pool_run(b->pool, naive_slices(b), naive_task, b);
+	rt_pool_run(b->pool, b->heads * naive_slices(b), naive_task, b);
 }
 
 /* Where the naive C is: $ASSOC_NAIVE_C, bench/naive.c under the working
@@ -261,17 +264,18 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 {
 	int th = rt_pool_threads(b->pool);
 	double gb = bytes / tk / 1e9, cgb = bytes / tc / 1e9, ngb = tn > 0 ? bytes / tn / 1e9 : 0;
-	double ge = (double)b->args.a.rows * b->args.a.len / tk / 1e9;
-	double gcpu = tcpu > 0 ? (double)b->args.a.rows * b->args.a.len / tcpu / 1e9 : 0;
+	long long rows = b->a->rows, len = b->a->len;
+	int g = rt_cpu_group(&b->k->k, rows), split = rt_cpu_split(&b->k->k, rows, b->heads, len, b->split);
+	double ge = (double)rows * len * b->heads / tk / 1e9;
+	double gcpu = tcpu > 0 ? (double)rows * len * b->heads / tcpu / 1e9 : 0;
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
-		       "\"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, "
+		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, "
 		       "\"max_rescale\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
 		       "\"ratio_to_copy\": %.3f, ",
-		       c->file, c->name, (long long)b->args.a.rows, (long long)b->args.a.len, th,
-		       rt_cpu_split(b->args.a.len, b->split), b->k->lanes, b->k->accs, b->k->tile,
-		       rt_cpu_group(&b->k->k, b->args.a.rows), b->k->max_rescale, bytes, gb, ge,
+		       c->file, c->name, rows, len, b->heads, b->kv_heads, th, split, b->k->lanes, b->k->accs, b->k->tile, g,
+		       b->k->max_rescale, bytes, gb, ge,
 		       ge / th, gcpu, cgb, gb / cgb);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
@@ -279,12 +283,16 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 			printf("\"naive_gbps\": null, \"ratio_to_naive\": null}\n");
 		return;
 	}
-	char rows[48] = "";
-	if (rt_cpu_group(&b->k->k, b->args.a.rows) > 1)
-		snprintf(rows, sizeof rows, ", %d rows as lanes", rt_cpu_group(&b->k->k, b->args.a.rows));
-	printf("%s: carrier %s on cpu, %lld rows x %lld, %d threads, %d lanes x %d accumulators, tiles of %d%s%s, %.3g MB\n",
-	       c->file, c->name, (long long)b->args.a.rows, (long long)b->args.a.len, th, b->k->lanes, b->k->accs, b->k->tile,
-	       b->k->max_rescale ? " (max-rescale)" : "", rows, bytes / 1e6);
+	char lanes[48] = "", heads[64] = "", chunks[48] = "";
+	if (g > 1)
+		snprintf(lanes, sizeof lanes, ", %d rows as lanes", g);
+	if (b->heads > 1)
+		snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", b->heads, b->kv_heads);
+	if (split > 1)
+		snprintf(chunks, sizeof chunks, ", rows in %d chunks", split);
+	printf("%s: carrier %s on cpu, %lld rows x %lld%s, %d threads, %d lanes x %d accumulators, tiles of %d%s%s%s, %.3g MB\n",
+	       c->file, c->name, rows, len, heads, th, b->k->lanes, b->k->accs, b->k->tile,
+	       b->k->max_rescale ? " (max-rescale)" : "", lanes, chunks, bytes / 1e6);
 	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
 	printf("  copy   %8.2f GB/s  (memcpy of the same bytes, same threads)\n", cgb);
 	if (tn > 0)
@@ -306,10 +314,9 @@ int cmd_bench(Opts *o)
 		return cmd_bench_gpu(o);
 	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
 		return usage_error("bench runs on --device cpu or gpu (got '%s')", o->device);
-	/* the CPU bench times one head and has no tuned choice to set aside */
-	if (o->heads || o->kv_heads || o->run.deterministic)
-		return usage_error("%s is an option of bench --device gpu only",
-				   o->run.deterministic ? "--deterministic" : o->heads ? "--heads" : "--kv-heads");
+	/* the CPU has no tuned choice to set aside */
+	if (o->run.deterministic)
+		return usage_error("--deterministic is an option of bench --device gpu only");
 	char msg[1024];
 	if (!dev_cpu.available(msg, sizeof msg)) {
 		fprintf(stderr, "assoc: the cpu device is not usable here: %s\n", msg);
@@ -324,28 +331,43 @@ int cmd_bench(Opts *o)
 		rc = cli_bench_shape(o);
 	if (!rc)
 		rc = cli_fits(o, c, 2); /* the arrays, and the copy's as many bytes again */
-	RunData *d = rundata_new(c, rc ? 0 : o->rows, rc ? 0 : o->len);
-	Bench b = {.split = o->run.split};
+	int heads = 1, kv = 1;
+	if (!rc)
+		rc = cli_heads(o, &heads, &kv);
+	RunData *d = rundata_new_heads(c, rc ? 0 : o->rows, rc ? 0 : o->len, heads, kv);
+	Bench b = {.split = o->run.split, .heads = heads, .kv_heads = kv};
 	LlvmOpts lo = {0};
 	if (!rc && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
 		rc = usage_error("bench: %s", msg);
-	if (!rc && fill_inputs(d, o, msg, sizeof msg))
-		rc = usage_error("%s", msg);
+	for (int h = 0; h < heads && !rc; h++) { /* every head the same sample: the kernel's speed is what is timed */
+		RunData *v = heads > 1 ? rundata_head_view(d, h) : d;
+		if (fill_inputs(v, o, msg, sizeof msg))
+			rc = usage_error("%s", msg);
+		if (v != d)
+			rundata_view_free(v);
+	}
 	if (!rc)
 		rc = cli_inputs_load(o, d, arr);
 	if (!rc && (llvm_compile(c, &lo, &b.k, msg, sizeof msg) || rt_pool_open(&b.pool, o->run.threads, msg, sizeof msg))) {
 		fprintf(stderr, "assoc: %s\n", msg);
 		rc = EXIT_FAIL;
 	}
-	const void **in = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *in);
-	void **out = calloc(c->nfinal + c->nmap + 1, sizeof *out);
-	int64_t *width = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *width);
-	if (!in || !out || !width)
+	int nin = c->nelem + c->ncol + c->nrow + 1, nout = c->nfinal + c->nmap + 1;
+	const void **in = calloc((size_t)heads * nin, sizeof *in);
+	void **out = calloc((size_t)heads * nout, sizeof *out);
+	int64_t *width = calloc(nin, sizeof *width);
+	b.a = calloc(heads, sizeof *b.a);
+	if (!in || !out || !width || !b.a)
 		abort();
 	if (!rc) {
-		cpu_args(d, &b.args.a, in, out);
+		for (int h = 0; h < heads; h++) {
+			RunData *v = heads > 1 ? rundata_head_view(d, h) : d;
+			cpu_args(v, &b.a[h], in + (size_t)h * nin, out + (size_t)h * nout);
+			if (v != d)
+				rundata_view_free(v);
+		}
 		rundata_widths(d, width);
-		b.args.width = width;
+		b.width = width;
 		double bytes = rundata_bytes(d);
 		b.copy_bytes = (size_t)(bytes / 2);
 		b.src = malloc(b.copy_bytes + 1), b.dst = malloc(b.copy_bytes + 1);
@@ -371,6 +393,7 @@ int cmd_bench(Opts *o)
 	free(in);
 	free(out);
 	free(width);
+	free(b.a);
 	cli_inputs_free(arr);
 	rt_pool_close(b.pool);
 	llvm_kernel_free(b.k);

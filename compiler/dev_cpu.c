@@ -63,28 +63,29 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		llvm_kernel_free(k);
 		return -1;
 	}
+	/* Heads as views of one run (a query head reads its key/value head's
+	 * columns), their rows shared out to the threads together: a few rows
+	 * a head (decoding) still keep every thread busy. */
 	Carrier *c = d->c;
-	const void **in = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *in);
-	void **out = calloc(c->nfinal + c->nmap + 1, sizeof *out);
-	if (!in || !out)
+	int nh = d->heads > 1 ? d->heads : 1, nin = c->nelem + c->ncol + c->nrow + 1, nout = c->nfinal + c->nmap + 1;
+	const void **in = calloc((size_t)nh * nin, sizeof *in);
+	void **out = calloc((size_t)nh * nout, sizeof *out);
+	CpuArgs *a = calloc(nh, sizeof *a);
+	if (!in || !out || !a)
 		abort();
-	/* Heads one after another, each a one-head view (a query head reads
-	 * its key/value head's columns): the rows of a head already fill the
-	 * threads, and one kernel serves them all. */
-	int rc = 0;
-	for (int h = 0; h < d->heads && !rc; h++) {
-		RunData *v = d->heads > 1 ? rundata_head_view(d, h) : d;
-		CpuArgs a;
-		cpu_args(v, &a, in, out);
-		rc = rt_cpu_run(p, &k->k, &a, o->split, msg, n);
+	for (int h = 0; h < nh; h++) {
+		RunData *v = nh > 1 ? rundata_head_view(d, h) : d;
+		cpu_args(v, &a[h], in + (size_t)h * nin, out + (size_t)h * nout);
 		if (v != d)
 			rundata_view_free(v);
 	}
+	int rc = rt_cpu_run(p, &k->k, a, nh, o->split, msg, n);
 	if (o->verbose)
 		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d\n", k->lanes, k->accs,
 			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges",
 			rt_cpu_group(&k->k, d->rows) > 1 ? ", rows side by side as lanes" : "", rt_pool_threads(p),
-			rt_cpu_split(d->len, o->split));
+			rt_cpu_split(&k->k, d->rows, nh, d->len, o->split));
+	free(a);
 	free(in);
 	free(out);
 	rt_pool_close(p);

@@ -46,7 +46,7 @@ static const char usage[] =
 	"  --strict        check: a law that is only unknown (unproved, not disproved) fails\n"
 	"  --device D      run: interp, emu, cpu, gpu or auto (default auto); bench: cpu, gpu or auto\n"
 	"  --rows R --len N          run, bench, tune: the shape (default 4 x 1000); attention: queries x keys\n"
-	"  --heads H --kv-heads G    run, bench (gpu), tune: attention heads, G key/value heads shared\n"
+	"  --heads H --kv-heads G    run, bench, tune: attention heads, G key/value heads shared\n"
 	"                            by H/G query heads each\n"
 	"  --threads T --split K     run, bench: CPU threads; splits of the reduced axis\n"
 	"  --input NAME=FILE.npy     run, bench: an input array instead of random values; its shape\n"
@@ -169,14 +169,18 @@ int cli_bench_shape(const Opts *o)
 	return usage_error("%s: %d rows x %d positions hold nothing to measure", o->command, o->rows, o->len);
 }
 
+int cli_heads(const Opts *o, int *heads, int *kv)
+{
+	*heads = o->heads > 0 ? o->heads : 1, *kv = o->kv_heads > 0 ? o->kv_heads : *heads;
+	if (*kv > *heads || *heads % *kv) /* a query head past the last key/value head would read outside */
+		return usage_error("--heads %d is not a multiple of --kv-heads %d", *heads, *kv);
+	return 0;
+}
+
 RunData *cli_drawn(const Opts *o, Carrier *c)
 {
-	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;
-	if (kv > heads || heads % kv) { /* a query head past the last key/value head would read outside */
-		usage_error("--heads %d is not a multiple of --kv-heads %d", heads, kv);
-		return NULL;
-	}
-	if (cli_fits(o, c, 1))
+	int heads, kv;
+	if (cli_heads(o, &heads, &kv) || cli_fits(o, c, 1))
 		return NULL;
 	RunData *d = rundata_new_heads(c, o->rows, o->len, heads, kv);
 	char msg[1024];

@@ -28,6 +28,14 @@
  * balance the threads. */
 enum { CHUNK = 1 << 16, ROWS_TASK_ELEMS = 1 << 18 };
 
+/* Rows are split into chunks only while there are fewer than TASKS of them
+ * (rows of all the views together, a group of rows reduced side by side
+ * counting as one): enough tasks for the threads of a large machine.  A
+ * chunk is CHUNK positions of a state of 16 bytes, fewer for larger
+ * states, MIN_CHUNK at the least.  Whole rows keep the kernel's fastest
+ * paths (pairs, groups of rows as lanes, the rowmap). */
+enum { TASKS = 64, MIN_CHUNK = 1024 };
+
 struct RtPool {
 	int threads;
 	pthread_t *tid;
@@ -146,27 +154,50 @@ void rt_pool_run(RtPool *p, int64_t ntasks, void (*fn)(void *ctx, int64_t t), vo
 
 /* ---- runs ---- */
 
-int rt_cpu_split(int64_t len, int split)
+int rt_cpu_split(const CpuKernel *k, int64_t rows, int nview, int64_t len, int split)
 {
-	int64_t s = split > 0 ? split : len / CHUNK;
+	int64_t s = split;
+	if (s <= 0) {
+		/* a position costs about as much as its state has bytes to update */
+		int64_t sb = k->state_bytes > 16 ? (int64_t)k->state_bytes : 16, chunk = CHUNK * 16 / sb;
+		int g = rt_cpu_group(k, rows);
+		int64_t units = (rows + g - 1) / g * (nview < 1 ? 1 : nview);
+		if (chunk < MIN_CHUNK)
+			chunk = MIN_CHUNK;
+		s = units >= TASKS ? 1 : (TASKS + units - 1) / (units < 1 ? 1 : units);
+		if (s > len / chunk)
+			s = len / chunk;
+	}
 	if (s > len)
 		s = len;
 	return s < 1 ? 1 : (int)s;
 }
 
+/* A run: nview arrays of the same shape (a->rows x a->len, the heads of
+ * attention), their tasks in one pool pass, view after view. */
 typedef struct {
 	const CpuKernel *k;
-	const CpuArgs *a;
-	int64_t rows_per_task;
+	const CpuArgs *a; /* the views */
+	int nview;
+	int64_t rows_per_task, tasks_per_view;
 	int split;
-	unsigned char *part;  /* [rows][split] partial states; then [rows] finals */
+	int group;            /* rows a chunk task reduces side by side (rt_cpu_group) */
+	int64_t units;        /* chunk tasks' groups of rows a view */
+	unsigned char *part;  /* [views][rows][split] partial states; then [views][rows][2] finals */
 	unsigned char *fin;
 	unsigned char *scratch; /* rowmap: one buffer of scratch_bytes per task */
 	size_t scratch_bytes;
-	atomic_llong next;      /* rowmap: the next block of rows_per_task rows */
+	atomic_llong next;      /* rowmap: the next block of rows_per_task rows, over all views */
 } Run;
 
 static void *state(const Run *r, unsigned char *base, int64_t idx) { return base + idx * r->k->state_bytes; }
+
+/* The view of task t of per tasks a view, and t's index in it. */
+static const CpuArgs *view_of(const Run *r, int64_t t, int64_t per, int64_t *local)
+{
+	*local = t % per;
+	return &r->a[t / per];
+}
 
 static void chunk_bounds(const Run *r, int64_t c, int64_t *lo, int64_t *hi)
 {
@@ -199,12 +230,11 @@ static void reduce_some(const CpuKernel *k, const CpuArgs *a, int64_t i, int n, 
 		k->reduce_rows(a, i, lo, hi, st);
 }
 
-static void reduce_live(const Run *r, int64_t i, int n, int64_t lo, int64_t hi, void *st)
+static void reduce_live(const CpuKernel *k, const CpuArgs *a, int64_t i, int n, int64_t lo, int64_t hi, void *st)
 {
-	const CpuKernel *k = r->k;
 	size_t sb = k->state_bytes;
 	if (!k->live) {
-		reduce_some(k, r->a, i, n, lo, hi, st);
+		reduce_some(k, a, i, n, lo, hi, st);
 		return;
 	}
 	_Alignas(64) unsigned char buf[2048];
@@ -215,7 +245,7 @@ static void reduce_live(const Run *r, int64_t i, int n, int64_t lo, int64_t hi, 
 		int64_t e = b + LIVE_BLOCK < hi ? b + LIVE_BLOCK : hi;
 		int live = 0;
 		for (int g = 0; g < n && !live; g++)
-			live = k->live(k->live_ctx, r->a, i + g, b, e);
+			live = k->live(k->live_ctx, a, i + g, b, e);
 		if (live && run < 0)
 			run = b;
 		if (run < 0 || (live && e < hi))
@@ -223,13 +253,13 @@ static void reduce_live(const Run *r, int64_t i, int n, int64_t lo, int64_t hi, 
 		/* the run ends before this block, or with it at the row's end */
 		if (have && !tmp)
 			tmp = states(k, n, buf, sizeof buf);
-		reduce_some(k, r->a, i, n, run, live ? e : b, have ? tmp : st);
+		reduce_some(k, a, i, n, run, live ? e : b, have ? tmp : st);
 		for (int g = 0; have && g < n; g++)
-			k->merge(r->a, acc + g * sb, tmp + g * sb, acc + g * sb);
+			k->merge(a, acc + g * sb, tmp + g * sb, acc + g * sb);
 		have = 1, run = -1;
 	}
 	for (int g = 0; !have && g < n; g++)
-		k->identity(r->a, acc + g * sb);
+		k->identity(a, acc + g * sb);
 	if (tmp && tmp != buf)
 		free(tmp);
 }
@@ -248,30 +278,31 @@ static void task_rows(void *ctx, int64_t t)
 {
 	Run *r = ctx;
 	const CpuKernel *k = r->k;
+	const CpuArgs *a = view_of(r, t, r->tasks_per_view, &t);
 	int64_t lo = t * r->rows_per_task, hi = lo + r->rows_per_task;
-	if (hi > r->a->rows)
-		hi = r->a->rows;
+	if (hi > a->rows)
+		hi = a->rows;
 	_Alignas(64) unsigned char buf[512];
 	int most = k->reduce_rows && k->group > 2 ? k->group : 2;
 	unsigned char *st = states(k, most, buf, sizeof buf);
 	for (int64_t i = lo; i < hi; i++) {
 		if (k->is_scan) {
-			k->identity(r->a, st);
-			k->scan(r->a, i, 0, r->a->len, st);
+			k->identity(a, st);
+			k->scan(a, i, 0, a->len, st);
 			continue;
 		}
 		int n = pairs(r) && i + 1 < hi ? 2 : 1;
 		if (k->reduce_rows && i % k->group == 0 && i + k->group <= hi) {
 			n = k->group;
-			reduce_live(r, i, k->group, 0, r->a->len, st);
+			reduce_live(k, a, i, k->group, 0, a->len, st);
 		} else if (n == 2)
-			k->reduce2(r->a, i, st);
+			k->reduce2(a, i, st);
 		else
-			reduce_live(r, i, 1, 0, r->a->len, st);
+			reduce_live(k, a, i, 1, 0, a->len, st);
 		for (int p = 0; p < n; p++) {
-			k->finalize(r->a, i + p, i + p, st + p * k->state_bytes);
+			k->finalize(a, i + p, i + p, st + p * k->state_bytes);
 			if (k->map)
-				k->map(r->a, i + p, 0, r->a->len, st + p * k->state_bytes);
+				k->map(a, i + p, 0, a->len, st + p * k->state_bytes);
 		}
 		i += n - 1;
 	}
@@ -283,7 +314,8 @@ static void task_rows(void *ctx, int64_t t)
 
 /* One thread's share of whole rows through the rowmap (two at a time
  * through rowmap2 for short rows): its scratch stays in that thread's
- * cache from row to row. */
+ * cache from row to row.  The pipeline's rows are of one view at a time:
+ * a row's map rides along the reduce of the next row of its view. */
 static void task_rowmap(void *ctx, int64_t t)
 {
 	Run *r = ctx;
@@ -295,25 +327,32 @@ static void task_rowmap(void *ctx, int64_t t)
 	/* the pipeline: two states and two scratch rows, taken in turn */
 	void *pst[2] = {st, st + k->state_bytes}, *psc[2] = {scratch, (char *)scratch + r->scratch_bytes / 2};
 	int64_t prev = -1;
+	const CpuArgs *pa = NULL; /* prev's view */
 	int s = 0;
 	for (;;) {
-		int64_t lo = atomic_fetch_add(&r->next, 1) * r->rows_per_task, hi = lo + r->rows_per_task;
-		if (lo >= r->a->rows)
+		int64_t blk = atomic_fetch_add(&r->next, 1), b;
+		if (blk >= r->nview * r->tasks_per_view)
 			break;
-		if (hi > r->a->rows)
-			hi = r->a->rows;
+		const CpuArgs *a = view_of(r, blk, r->tasks_per_view, &b);
+		int64_t lo = b * r->rows_per_task, hi = lo + r->rows_per_task;
+		if (hi > a->rows)
+			hi = a->rows;
+		if (pipe && prev >= 0 && pa != a) {
+			k->rowmap_next(pa, -1, NULL, NULL, prev, pst[1 - s], psc[1 - s]);
+			prev = -1;
+		}
 		for (int64_t i = lo; i < hi; i++)
 			if (pipe) {
-				k->rowmap_next(r->a, i, pst[s], psc[s], prev, pst[1 - s], psc[1 - s]);
-				prev = i, s = 1 - s;
+				k->rowmap_next(a, i, pst[s], psc[s], prev, pst[1 - s], psc[1 - s]);
+				prev = i, pa = a, s = 1 - s;
 			} else if (two && i + 1 < hi) {
-				k->rowmap2(r->a, i++, st, scratch);
+				k->rowmap2(a, i++, st, scratch);
 			} else {
-				k->rowmap(r->a, i, st, scratch);
+				k->rowmap(a, i, st, scratch);
 			}
 	}
 	if (prev >= 0)
-		k->rowmap_next(r->a, -1, NULL, NULL, prev, pst[1 - s], psc[1 - s]);
+		k->rowmap_next(pa, -1, NULL, NULL, prev, pst[1 - s], psc[1 - s]);
 	if (k->fence)
 		k->fence();
 	if (st != buf)
@@ -336,58 +375,81 @@ static int run_rowmap(RtPool *p, Run *r)
 	return 0;
 }
 
+/* Tasks of chunks: t = (view * units + unit) * split + chunk, a unit
+ * being a group of rows (or the rows left after the last whole group),
+ * each row's partial state at part[(view * rows + row) * split + chunk]. */
 static void task_partial(void *ctx, int64_t t)
 {
 	Run *r = ctx;
-	int64_t i = t / r->split, lo, hi;
-	chunk_bounds(r, t % r->split, &lo, &hi);
-	reduce_live(r, i, 1, lo, hi, state(r, r->part, t));
+	const CpuKernel *k = r->k;
+	int64_t u, lo, hi, c = t % r->split;
+	const CpuArgs *a = view_of(r, t / r->split, r->units, &u);
+	int64_t first = u * r->group, end = first + r->group, base = (t / r->split / r->units) * a->rows;
+	chunk_bounds(r, c, &lo, &hi);
+	if (end <= a->rows && r->group > 1) {
+		_Alignas(64) unsigned char buf[2048];
+		unsigned char *st = states(k, r->group, buf, sizeof buf);
+		reduce_live(k, a, first, r->group, lo, hi, st);
+		for (int g = 0; g < r->group; g++)
+			memcpy(state(r, r->part, (base + first + g) * r->split + c), st + g * k->state_bytes, k->state_bytes);
+		if (st != buf)
+			free(st);
+		return;
+	}
+	for (int64_t i = first; i < end && i < a->rows; i++)
+		reduce_live(k, a, i, 1, lo, hi, state(r, r->part, (base + i) * r->split + c));
 }
 
 /* Row i's partial states, left to right: the row's state, finalized
  * (rowreduce, rowmap); or, for a scan, each chunk's partial state replaced
- * by the prefix of the chunks before it. */
-static void task_combine(void *ctx, int64_t i)
+ * by the prefix of the chunks before it.  t = view * rows + row. */
+static void task_combine(void *ctx, int64_t t)
 {
 	Run *r = ctx;
 	const CpuKernel *k = r->k;
-	void *acc = state(r, r->fin, 2 * i), *tmp = state(r, r->fin, 2 * i + 1);
-	k->identity(r->a, acc);
+	int64_t i;
+	const CpuArgs *a = view_of(r, t, r->a->rows, &i);
+	void *acc = state(r, r->fin, 2 * t), *tmp = state(r, r->fin, 2 * t + 1);
+	k->identity(a, acc);
 	for (int c = 0; c < r->split; c++) {
-		void *p = state(r, r->part, i * r->split + c);
+		void *p = state(r, r->part, t * r->split + c);
 		if (k->is_scan) {
 			memcpy(tmp, p, k->state_bytes);
 			memcpy(p, acc, k->state_bytes);
-			k->merge(r->a, acc, tmp, acc);
+			k->merge(a, acc, tmp, acc);
 		} else {
-			k->merge(r->a, acc, p, acc);
+			k->merge(a, acc, p, acc);
 		}
 	}
 	if (!k->is_scan)
-		k->finalize(r->a, i, i, acc);
+		k->finalize(a, i, i, acc);
 }
 
 static void task_second(void *ctx, int64_t t)
 {
 	Run *r = ctx;
-	int64_t i = t / r->split, lo, hi;
+	int64_t i, lo, hi, row = t / r->split;
+	const CpuArgs *a = view_of(r, row, r->a->rows, &i);
 	chunk_bounds(r, t % r->split, &lo, &hi);
 	if (r->k->is_scan)
-		r->k->scan(r->a, i, lo, hi, state(r, r->part, t));
+		r->k->scan(a, i, lo, hi, state(r, r->part, t));
 	else
-		r->k->map(r->a, i, lo, hi, state(r, r->fin, 2 * i));
+		r->k->map(a, i, lo, hi, state(r, r->fin, 2 * row));
 	if (r->k->fence && !r->k->is_scan)
 		r->k->fence();
 }
 
-int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char *msg, size_t n)
+int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int nview, int split, char *msg, size_t n)
 {
-	Run r = {.k = k, .a = a, .split = rt_cpu_split(a->len, split)};
-	if (a->rows <= 0)
+	if (nview < 1 || a->rows <= 0)
 		return 0;
+	int64_t rows = a->rows * nview; /* rows of all the views */
+	Run r = {.k = k, .a = a, .nview = nview, .split = rt_cpu_split(k, a->rows, nview, a->len, split)};
+	r.group = rt_cpu_group(k, a->rows);
+	r.units = (a->rows + r.group - 1) / r.group;
 	if (r.split == 1) {
 		int64_t per = a->len > 0 ? ROWS_TASK_ELEMS / a->len : ROWS_TASK_ELEMS;
-		int64_t most = (a->rows + 4 * rt_pool_threads(p) - 1) / (4 * rt_pool_threads(p));
+		int64_t most = (rows + 4 * rt_pool_threads(p) - 1) / (4 * rt_pool_threads(p));
 		r.rows_per_task = per < 1 ? 1 : per > most ? most : per;
 		if (r.rows_per_task < 1)
 			r.rows_per_task = 1;
@@ -398,24 +460,25 @@ int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char 
 		/* groups start at multiples of group whatever the threads */
 		if (k->reduce_rows && k->group > 1)
 			r.rows_per_task = (r.rows_per_task + k->group - 1) / k->group * k->group;
+		r.tasks_per_view = (a->rows + r.rows_per_task - 1) / r.rows_per_task;
 		if (k->rowmap && a->len <= k->rowmap_len && !run_rowmap(p, &r))
 			return 0;
-		rt_pool_run(p, (a->rows + r.rows_per_task - 1) / r.rows_per_task, task_rows, &r);
+		rt_pool_run(p, nview * r.tasks_per_view, task_rows, &r);
 		return 0;
 	}
 	size_t sb = k->state_bytes;
-	r.part = malloc((size_t)a->rows * r.split * sb);
-	r.fin = malloc((size_t)a->rows * 2 * sb);
+	r.part = malloc((size_t)rows * r.split * sb);
+	r.fin = malloc((size_t)rows * 2 * sb);
 	if (!r.part || !r.fin) {
 		free(r.part);
 		free(r.fin);
-		snprintf(msg, n, "out of memory for %lld partial states", (long long)a->rows * r.split);
+		snprintf(msg, n, "out of memory for %lld partial states", (long long)rows * r.split);
 		return -1;
 	}
-	rt_pool_run(p, a->rows * r.split, task_partial, &r);
-	rt_pool_run(p, a->rows, task_combine, &r);
+	rt_pool_run(p, nview * r.units * r.split, task_partial, &r);
+	rt_pool_run(p, rows, task_combine, &r);
 	if (k->is_scan || k->map)
-		rt_pool_run(p, a->rows * r.split, task_second, &r);
+		rt_pool_run(p, rows * r.split, task_second, &r);
 	free(r.part);
 	free(r.fin);
 	return 0;

@@ -87,18 +87,23 @@ int rt_pool_threads(const RtPool *p);
  * helps); returns when all are done. */
 void rt_pool_run(RtPool *p, int64_t ntasks, void (*fn)(void *ctx, int64_t t), void *ctx);
 
-/* Chunks per row a run uses: `split` when positive, else one per 64k
- * positions.  It depends on the shape alone, never on the thread count, and
- * partial states are merged left to right: results do not depend on the
- * number of threads. */
 /* Rows reduce_rows takes at a time in a run of rows rows (1: none). */
 static inline int rt_cpu_group(const CpuKernel *k, int64_t rows)
 {
 	return k->reduce_rows && k->group > 1 && rows >= k->group ? k->group : 1;
 }
-int rt_cpu_split(int64_t len, int split);
 
-/* Fill a's outputs.  0, or -1 with msg (out of memory). */
-int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int split, char *msg, size_t n);
+/* Chunks per row a run of nview views of rows rows uses: `split` when
+ * positive; else one while there are many rows, and while there are few,
+ * enough for some tens of tasks, each of thousands of positions (fewer the
+ * larger the state).  It depends on the shape and the kernel alone, never
+ * on the thread count, and partial states are merged left to right:
+ * results do not depend on the number of threads. */
+int rt_cpu_split(const CpuKernel *k, int64_t rows, int nview, int64_t len, int split);
+
+/* Fill the outputs of nview arrays of one shape (a[0 .. nview-1], each of
+ * a->rows x a->len: the heads of attention), their rows shared out to the
+ * pool's threads together.  0, or -1 with msg (out of memory). */
+int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int nview, int split, char *msg, size_t n);
 
 #endif

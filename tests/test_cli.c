@@ -179,7 +179,7 @@ Test(cli, options_of_other_commands_are_usage_errors)
 		{" run specs/sum.yaml --device interp --target cuda", "--target is not an option of run"},
 		{" tune specs/sum.yaml --json", "--json is not an option of tune"},
 		{" bench specs/sum.yaml --output s=build/s.npy", "--output is not an option of bench"},
-		{" bench specs/sum.yaml --device cpu --heads 2", "--heads is an option of bench --device gpu only"},
+		{" bench specs/sum.yaml --device cpu --heads 3 --kv-heads 2", "--heads 3 is not a multiple of --kv-heads 2"},
 		{" bench specs/sum.yaml --deterministic", "--deterministic is an option of bench --device gpu only"},
 		{" emit specs/sum.yaml --target llvm --stats", "--stats is an option of emit --target cuda and ptx only"},
 		{" emit specs/sum.yaml --target asm --config rowreduce:nt=64", "--config is an option of emit --target cuda"},
@@ -1123,6 +1123,27 @@ Test(cli, devices_say_what_ran, .timeout = 120)
 	cr_expect(strstr(out, "\"split\": 2,") && strstr(out, "\"rows_as_lanes\": "), "%s", out);
 	sh("ASSOC_LIBCUDA=build/libfakecuda.so " ASSOC " bench specs/sum.yaml --rows 4 --len 1000", out, sizeof out, 1);
 	cr_expect(strstr(out, "bench --device gpu") || strstr(out, " on gpu"), "%s", out);
+}
+
+/* Heads on the CPU: run and bench take them, one run over all the heads,
+ * whose few rows (decoding) go in chunks of their keys. */
+Test(cli, cpu_runs_and_benches_heads, .timeout = 120)
+{
+	cr_expect_eq(sh(ASSOC " run tests/attention/full.yaml --device cpu --rows 1 --len 4096 --heads 4 --kv-heads 2 "
+			      "--verbose",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, ", split 2\n") && strstr(out, "4 heads on 2 key/value heads") && strstr(out, "  ok"), "%s",
+		  out);
+	cr_expect_eq(sh(ASSOC " bench tests/attention/full.yaml --device cpu --rows 1 --len 4096 --heads 4 --kv-heads 2 "
+			      "--threads 2 --json",
+			out, sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\"heads\": 4, \"kv_heads\": 2,") && strstr(out, "\"split\": 2,"), "%s", out);
+	cr_expect_eq(sh(ASSOC " bench tests/attention/full.yaml --device cpu --rows 20 --len 100 --heads 2", out, sizeof out,
+			0),
+		     0, "%s", out);
+	cr_expect(strstr(out, "20 rows x 100, 2 heads on 2 key/value heads,") && strstr(out, "kernel/copy"), "%s", out);
 }
 
 /* Small things said right: a bool --param's error, a folder as --input,

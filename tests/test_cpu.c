@@ -66,7 +66,7 @@ static void run_kernel(LlvmKernel *k, RunData *d, RtPool *pool, int split)
 	CpuArgs a;
 	cpu_args(d, &a, in, out);
 	char msg[200];
-	cr_assert_eq(rt_cpu_run(pool, &k->k, &a, split, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(rt_cpu_run(pool, &k->k, &a, 1, split, msg, sizeof msg), 0, "%s", msg);
 }
 
 /* The shared rule of run_check (compiler/runcheck.c), NaN and infinity included. */
@@ -248,7 +248,7 @@ Test(cpu, results_do_not_depend_on_threads)
 		run_kernel(k, d[t], p, 0);
 		rt_pool_close(p);
 	}
-	cr_assert_gt(rt_cpu_split(300000, 0), 1, "long rows are split");
+	cr_assert_gt(rt_cpu_split(&k->k, 2, 1, 300000, 0), 1, "long rows are split");
 	for (int t = 1; t < 3; t++) {
 		cr_assert(!memcmp(d[0]->fin[0].p, d[t]->fin[0].p, 2 * sizeof(float)), "lse, %d threads", t + 1);
 		cr_assert(!memcmp(d[0]->map[0].p, d[t]->map[0].p, 600000 * sizeof(float)), "y, %d threads", t + 1);
@@ -752,6 +752,96 @@ static void outputs_same(RunData *d[2], const char *what)
 		cr_expect_eq(bad, n, "%s: output %d differs at %zu: %g, not %g", what, o, bad, bad < n ? a[bad] : 0.0,
 			     bad < n ? b[bad] : 0.0);
 	}
+}
+
+/* Views of one run (the heads of attention) give what each view's own run
+ * gives, bit for bit, with 1 to 3 threads: whole rows (groups of rows as
+ * lanes, the rowmap's pipeline across the views' boundaries, scans) and
+ * chunks (groups reduced side by side in each chunk). */
+Test(cpu, views_give_each_views_own_results, .timeout = 240)
+{
+	static const struct {
+		const char *path;
+		int rows, len, lanes16;
+	} cases[] = {
+		{"specs/attention.yaml", 37, 300, 0},  {"tests/attention/full.yaml", 16, 3000, 0},
+		{"specs/online_softmax.yaml", 13, 0, 1}, {"specs/online_softmax.yaml", 5, 200000, 0},
+		{"specs/linear_recurrence.yaml", 3, 5000, 0},
+	};
+	enum { V = 3 };
+	RtPool *p[3];
+	pools_open(p, 3);
+	for (size_t s = 0; s < sizeof cases / sizeof *cases; s++) {
+		Carrier *c = load_ok(cases[s].path);
+		LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = cases[s].lanes16 ? 16 : 0});
+		/* rows the pipeline takes (rowmap_next: 16 lanes, rows past pair_len) */
+		int len = cases[s].lanes16 ? (int)k->k.rowmap_len - 5 : cases[s].len;
+		cr_assert(!cases[s].lanes16 || (k->k.rowmap_next && len >= k->k.pair_len), "%s: the pipeline", cases[s].path);
+		RunData *alone[V], *views[V];
+		for (int v = 0; v < V; v++) {
+			alone[v] = drawn(c, cases[s].rows, len, 500 + v);
+			views[v] = drawn(c, cases[s].rows, len, 500 + v);
+		}
+		for (int split = 1; split <= 3; split += 2)
+			for (int t = 0; t < 3; t++) {
+				const void *in[V][64];
+				void *out[V][64];
+				CpuArgs a[V];
+				char msg[200], w[300];
+				for (int v = 0; v < V; v++) {
+					run_kernel(k, alone[v], p[0], split);
+					cpu_args(views[v], &a[v], in[v], out[v]);
+				}
+				cr_assert_eq(rt_cpu_run(p[t], &k->k, a, V, split, msg, sizeof msg), 0, "%s", msg);
+				for (int v = 0; v < V; v++) {
+					snprintf(w, sizeof w, "%s, %d x %d, view %d of %d, split %d, %d threads", cases[s].path,
+						 cases[s].rows, len, v, V, split, t + 1);
+					outputs_same((RunData *[2]){views[v], alone[v]}, w);
+				}
+			}
+		for (int v = 0; v < V; v++) {
+			expect_ok(views[v], cases[s].path);
+			rundata_free(alone[v]);
+			rundata_free(views[v]);
+		}
+		llvm_kernel_free(k);
+		carrier_free(c);
+	}
+	pools_close(p, 3);
+}
+
+/* Few rows are split into chunks, many rows are not (their fastest paths
+ * take whole rows); a group of rows as lanes counts as one row, and chunks
+ * of a large state are shorter.  Attention's few long rows, in chunks, are
+ * still reduced side by side, and meet the reference. */
+Test(cpu, few_rows_are_chunked_many_are_not)
+{
+	Carrier *sm = load_ok("specs/online_softmax.yaml"), *at = load_ok("tests/attention/full.yaml");
+	LlvmKernel *ks = compiled(sm, NULL), *ka = compiled(at, NULL);
+	cr_expect_eq(rt_cpu_split(&ks->k, 1, 1, 300000, 0), 4, "one row of 300000: chunks of 65536");
+	cr_expect_eq(rt_cpu_split(&ks->k, 1, 1, 60000, 0), 1, "one row shorter than a chunk");
+	cr_expect_eq(rt_cpu_split(&ks->k, 64, 1, 1 << 22, 0), 1, "64 rows fill the threads");
+	cr_expect_eq(rt_cpu_split(&ks->k, 8, 8, 1 << 22, 0), 1, "8 views of 8 rows too");
+	cr_expect_eq(rt_cpu_split(&ks->k, 8, 1, 1 << 22, 0), 8, "8 rows: 8 chunks each");
+	cr_expect_eq(rt_cpu_split(&ks->k, 8, 1, 1 << 22, 5), 5, "a split asked for");
+	int g = rt_cpu_group(&ka->k, 64);
+	cr_assert_gt(g, 1, "attention's rows go side by side");
+	cr_expect_eq(rt_cpu_split(&ka->k, 64 * g, 1, 1 << 20, 0), 1, "64 groups of rows");
+	cr_expect_eq(rt_cpu_split(&ka->k, g, 1, 1 << 20, 0), 64, "one group: 64 chunks");
+	cr_expect_gt(rt_cpu_split(&ka->k, 1, 1, 8192, 0), 1, "a decoding row of 8192 keys: chunks of a large state");
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	RunData *d = drawn(at, g + 3, 5000, 9);
+	cr_expect_gt(rt_cpu_split(&ka->k, g + 3, 1, 5000, 0), 1);
+	run_kernel(ka, d, p, 0);
+	expect_ok(d, "attention, a group and 3 rows in chunks");
+	rundata_free(d);
+	rt_pool_close(p);
+	llvm_kernel_free(ks);
+	llvm_kernel_free(ka);
+	carrier_free(sm);
+	carrier_free(at);
 }
 
 /* Run k on d through its rowmaps (the pipeline of rowmap_next where it
