@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cuda.h"
 #include "emit.h"
+#include "llvm.h"
 #include "prove.h"
 
 #define TARGET(name) __attribute__((weak)) extern const Target name;
@@ -108,13 +109,16 @@ int cmd_emit(Opts *o)
 	/* the GPU targets' options (cuda_target.c): the other targets would ignore them */
 	if (o->arch && strcmp(o->target, "ptx"))
 		return usage_error("--arch is an option of emit --target ptx only");
-	if (strcmp(o->target, "cuda") && strcmp(o->target, "ptx") && (o->run.config || o->stats || o->explain))
-		return usage_error("%s is an option of emit --target cuda and ptx only",
-				   o->run.config ? "--config" : o->stats ? "--stats" : "--explain");
+	int gpu = !strcmp(o->target, "cuda") || !strcmp(o->target, "ptx");
+	if (!gpu && (o->stats || o->explain))
+		return usage_error("%s is an option of emit --target cuda and ptx only", o->stats ? "--stats" : "--explain");
 	if (o->out && strcmp(o->out, "-") && cli_output_not_input(o, "-o", o->out))
 		return EXIT_USAGE;
 	char bad[512];
-	if (o->run.config && cuda_config_ok(o->run.config, bad, sizeof bad)) /* before the laws' minutes */
+	/* the CPU's variants for llvm and asm; checked before the laws' minutes */
+	LlvmOpts lo;
+	if (o->run.config && (gpu ? cuda_config_ok(o->run.config, bad, sizeof bad)
+				  : cpu_parse_config(o->run.config, &lo, bad, sizeof bad)))
 		return usage_error("--config: %s", bad);
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)

@@ -102,17 +102,16 @@ static int cpu_config(const char *cfg, char *msg, size_t n)
 const Device dev_cpu = {"cpu", cpu_available, cpu_run, cpu_config};
 
 /* `assoc emit --target llvm`: the optimized IR; `--target asm`: host assembly. */
-static int emit_ir(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
+static int emit_cpu(Carrier *c, const Opts *o, int asm_, FILE *out, char *msg, size_t n)
 {
-	(void)o;
-	return llvm_emit(c, NULL, 0, out, msg, n) ? EXIT_FAIL : EXIT_OK;
+	LlvmOpts lo = {0};
+	if (cpu_parse_config(o->run.config, &lo, msg, n))
+		return EXIT_USAGE;
+	return llvm_emit(c, &lo, asm_, out, msg, n) ? EXIT_FAIL : EXIT_OK;
 }
 
-static int emit_asm(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
-{
-	(void)o;
-	return llvm_emit(c, NULL, 1, out, msg, n) ? EXIT_FAIL : EXIT_OK;
-}
+static int emit_ir(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n) { return emit_cpu(c, o, 0, out, msg, n); }
+static int emit_asm(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n) { return emit_cpu(c, o, 1, out, msg, n); }
 
 const Target target_llvm = {"llvm", emit_ir};
 const Target target_asm = {"asm", emit_asm};

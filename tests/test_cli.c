@@ -182,7 +182,7 @@ Test(cli, options_of_other_commands_are_usage_errors)
 		{" bench specs/sum.yaml --device cpu --heads 3 --kv-heads 2", "--heads 3 is not a multiple of --kv-heads 2"},
 		{" bench specs/sum.yaml --deterministic", "--deterministic is an option of bench --device gpu only"},
 		{" emit specs/sum.yaml --target llvm --stats", "--stats is an option of emit --target cuda and ptx only"},
-		{" emit specs/sum.yaml --target asm --config rowreduce:nt=64", "--config is an option of emit --target cuda"},
+		{" emit specs/sum.yaml --target asm --config rowreduce:nt=64", "--config: unknown --config item 'rowreduce:nt=64'"},
 		{" emit specs/sum.yaml --target cuda --arch sm_90", "--arch is an option of emit --target ptx only"},
 	};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
@@ -1123,6 +1123,28 @@ Test(cli, devices_say_what_ran, .timeout = 120)
 	cr_expect(strstr(out, "\"split\": 2,") && strstr(out, "\"rows_as_lanes\": "), "%s", out);
 	sh("ASSOC_LIBCUDA=build/libfakecuda.so " ASSOC " bench specs/sum.yaml --rows 4 --len 1000", out, sizeof out, 1);
 	cr_expect(strstr(out, "bench --device gpu") || strstr(out, " on gpu"), "%s", out);
+}
+
+/* emit --target llvm and asm take the CPU's --config: the variant shown
+ * is the one that runs; a bad one is a usage error that writes nothing. */
+Test(cli, emit_shows_cpu_variants, .timeout = 120)
+{
+	cr_expect_eq(sh(ASSOC " emit specs/attention.yaml --target llvm --config rows=4,tile=3 -o build/emit_rows4.ll", out,
+			sizeof out, 1),
+		     0, "%s", out);
+	cr_expect_eq(sh("grep -c 'define void @assoc_reduce_rows' build/emit_rows4.ll", out, sizeof out, 0), 0);
+	cr_expect_str_eq(out, "1\n");
+	cr_expect_eq(sh("grep -c '<4 x float>' build/emit_rows4.ll", out, sizeof out, 0), 0, "rows as 4 lanes");
+	cr_expect_eq(sh(ASSOC " emit specs/attention.yaml --target asm --config rows=1 -o build/emit_rows1.s", out, sizeof out,
+			1),
+		     0, "%s", out);
+	cr_expect_eq(sh("grep -c '^assoc_reduce_rows:' build/emit_rows1.s", out, sizeof out, 0), 1, "rows=1: no such function");
+	unlink("build/emit_bad.s");
+	cr_expect_eq(sh(ASSOC " emit specs/attention.yaml --target asm --config rows=99 -o build/emit_bad.s", out, sizeof out,
+			1),
+		     2);
+	cr_expect(strstr(out, "--config: rows needs a whole number from 1 to 16"), "%s", out);
+	cr_expect(access("build/emit_bad.s", F_OK) != 0, "nothing written");
 }
 
 /* Heads on the CPU: run and bench take them, one run over all the heads,
