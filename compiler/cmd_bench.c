@@ -270,12 +270,12 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	double gcpu = tcpu > 0 ? (double)rows * len * b->heads / tcpu / 1e9 : 0;
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
-		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, "
+		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, \"rows_tile\": %d, "
 		       "\"max_rescale\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
 		       "\"ratio_to_copy\": %.3f, ",
 		       c->file, c->name, rows, len, b->heads, b->kv_heads, th, split, b->k->lanes, b->k->accs, b->k->tile, g,
-		       b->k->max_rescale, bytes, gb, ge,
+		       b->k->rows_tile, b->k->max_rescale, bytes, gb, ge,
 		       ge / th, gcpu, cgb, gb / cgb);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
@@ -283,9 +283,9 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 			printf("\"naive_gbps\": null, \"ratio_to_naive\": null}\n");
 		return;
 	}
-	char lanes[48] = "", heads[64] = "", chunks[48] = "";
+	char lanes[64] = "", heads[64] = "", chunks[48] = "";
 	if (g > 1)
-		snprintf(lanes, sizeof lanes, ", %d rows as lanes", g);
+		snprintf(lanes, sizeof lanes, ", %d rows as lanes in tiles of %d", g, b->k->rows_tile);
 	if (b->heads > 1)
 		snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", b->heads, b->kv_heads);
 	if (split > 1)

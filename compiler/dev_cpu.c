@@ -80,11 +80,14 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 			rundata_view_free(v);
 	}
 	int rc = rt_cpu_run(p, &k->k, a, nh, o->split, msg, n);
-	if (o->verbose)
+	if (o->verbose) {
+		char lanes[64] = "";
+		if (rt_cpu_group(&k->k, d->rows) > 1)
+			snprintf(lanes, sizeof lanes, ", rows side by side as lanes in tiles of %d", k->rows_tile);
 		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d\n", k->lanes, k->accs,
-			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges",
-			rt_cpu_group(&k->k, d->rows) > 1 ? ", rows side by side as lanes" : "", rt_pool_threads(p),
-			rt_cpu_split(&k->k, d->rows, nh, d->len, o->split));
+			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges", lanes,
+			rt_pool_threads(p), rt_cpu_split(&k->k, d->rows, nh, d->len, o->split));
+	}
 	free(a);
 	free(in);
 	free(out);

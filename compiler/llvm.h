@@ -24,6 +24,7 @@ typedef struct {
 	int lanes, accs;  /* what the reduce loop uses (1 and 1 for vector states) */
 	int tile;         /* vectors per tile (1: a running fold) */
 	int rows;         /* rows a reduce_rows call takes as its lanes (1: no such function) */
+	int rows_tile;    /* and positions per tile there */
 	int max_rescale;  /* tiles fold by the n-ary max-rescale merge (llvm_tile.c) */
 	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
 	LlvmJit *jit;

@@ -49,6 +49,7 @@ typedef struct {
 	int lanes, accs; /* reduce loop: positions per vector, accumulators */
 	int tile;        /* reduce loop: vectors per tile, folded before they meet an accumulator */
 	int group;       /* reduce_tiles: rows side by side in assoc_reduce_rows (1: no such function) */
+	int rows_tile;   /* and positions per tile there */
 	int mr_field;    /* max-rescale carriers: the max field (llvm_tile.c), else -1 */
 	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
 	int two_pass;    /* max-rescale carriers with vectors: input bytes per position, rows up to
@@ -102,7 +103,7 @@ enum { VTILE = 8 };
 /* Whether the kernel has assoc_reduce2: the two passes, or vector loops. */
 static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->lanes > 1 || k->accs > 1; }
 
-void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows);
+void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile);
 
 /* llvm_tile.c: the max field of a max-rescale merge (g set to EXPR_EXP or
  * EXPR_EXP2), or -1 when the merge is not one. */

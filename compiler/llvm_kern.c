@@ -730,7 +730,7 @@ int kern_wide_state(const Carrier *c)
 
 /* Lanes and accumulators for c: vectors only where every field, input and
  * output is a scalar and the merge is commutative (lanes reorder it). */
-void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows)
+void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile)
 {
 	int scalar = 1;
 	for (int f = 0; f < c->nstate; f++)
@@ -762,6 +762,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows)
 	/* Rows side by side as lanes (kern_build_reduce_rows) where tiles fold
 	 * in one lane and every input is a row's or a column's: attention */
 	k->group = k->tile > 1 && k->lanes == 1 && k->mr_field >= 0 && !kern_wide_state(c) && !c->nelem ? rows : 1;
+	k->rows_tile = rows_tile > VTILE ? VTILE : rows_tile < 1 ? 1 : rows_tile;
 	k->two_pass = 0;
 	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1) {
 		for (int i = 0; i < c->nelem; i++)

@@ -859,7 +859,9 @@ static void dots_ahead(B *b, Expr *e, int T)
 void kern_build_reduce_rows(B *b)
 {
 	Kern *k = b->k;
-	int ns = k->c->nstate, G = k->group, T = k->tile;
+	/* tile_body and tile_mask_branch read k->tile: this function's, until its end */
+	int ns = k->c->nstate, G = k->group, T = k->rows_tile, one_row_tile = k->tile;
+	k->tile = T;
 	LLVMTypeRef p[5];
 	kern_sig(b, 5, p);
 	p[4] = b->i8p;
@@ -923,5 +925,6 @@ void kern_build_reduce_rows(B *b)
 	free(acc);
 	free(lifted);
 	free(tmp);
+	k->tile = one_row_tile;
 	kern_end_fn(b);
 }

@@ -472,10 +472,13 @@ Test(cpu, rows_side_by_side_as_lanes, .timeout = 240)
 	pools_open(p, 2);
 	for (int s = 0; s < 5; s++) {
 		Carrier *c = load_ok(specs[s]);
-		for (int g = 0; g < 2; g++) {
-			LlvmKernel *k = compiled(c, &(LlvmOpts){.rows = g ? 4 : 0});
+		for (int g = 0; g < 3; g++) {
+			LlvmKernel *k = compiled(c, &(LlvmOpts){.rows = g ? 4 : 0, .tile = g == 2 ? 3 : 0});
 			cr_expect(g ? k->rows == 4 : k->rows >= 4 && !(k->rows & (k->rows - 1)), "%s: %d rows a group", specs[s],
 				  k->rows);
+			/* tiles of 8 keys on AVX-512 (16 rows), 4 with AVX2's 16 registers (8 rows), or as asked */
+			if (g != 1)
+				cr_expect_eq(k->rows_tile, g ? 3 : k->rows >= 16 ? 8 : 4, "%s: tiles of %d", specs[s], k->rows_tile);
 			for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
 				RunData *d = drawn(c, 37, lens[l], 70 + l);
 				run_kernel(k, d, p[0], 0);
