@@ -51,7 +51,7 @@ static const char usage[] =
 	"  --threads T --split K     run, bench: CPU threads; splits of the reduced axis\n"
 	"  --input NAME=FILE.npy     run, bench: an input array instead of random values; its shape\n"
 	"                            sets --rows and --len, which must agree where given\n"
-	"  --output NAME=FILE.npy    run: write an output array\n"
+	"  --output NAME=FILE.npy    run: write an array: an output, or an input as drawn\n"
 	"  --config VARIANT          run, bench, emit: a kernel variant by name (see emit --stats;\n"
 	"                            cpu, emit --target llvm and asm: lanes=,accs=,tile=,rows=)\n"
 	"  --deterministic           run, bench (gpu): the rule's variant, whatever was tuned\n"
