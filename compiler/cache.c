@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 uint64_t cache_hash(uint64_t h, const void *data, size_t len)
@@ -193,13 +196,98 @@ int outfile_close(OutFile *o, int keep)
 	return rc;
 }
 
+/* ---- the size of a cache directory ---- */
+
+long long cache_limit(void)
+{
+	const char *e = getenv("ASSOC_CACHE_MB");
+	char *end;
+	long long mb = e && *e ? strtoll(e, &end, 10) : CACHE_MB;
+	if (!e || !*e || *end || mb < 0)
+		mb = CACHE_MB;
+	return mb << 20;
+}
+
+typedef struct {
+	char name[256];
+	long long bytes;
+	struct timespec used;
+} Entry;
+
+static int older(const void *a, const void *b)
+{
+	const Entry *x = a, *y = b;
+	if (x->used.tv_sec != y->used.tv_sec)
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	return (x->used.tv_nsec > y->used.tv_nsec) - (x->used.tv_nsec < y->used.tv_nsec);
+}
+
+/* A temporary file is another process's write in progress, unless a day
+ * has passed since it last changed (a process that was killed). */
+static int is_temp(const char *name) { return name[0] == '.'; }
+enum { TEMP_STALE_S = 24 * 3600 };
+
+void cache_prune(const char *dir, const char *keep)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	int fd = dirfd(d), n = 0, cap = 0;
+	long long total = 0, limit = cache_limit();
+	Entry *e = NULL;
+	time_t now = time(NULL);
+	for (struct dirent *de; (de = readdir(d));) {
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || strlen(de->d_name) >= sizeof e->name ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		if (is_temp(de->d_name)) {
+			if (now - st.st_mtime > TEMP_STALE_S)
+				unlinkat(fd, de->d_name, 0);
+			continue;
+		}
+		if (keep && !strcmp(de->d_name, keep))
+			continue; /* counted below, never removed */
+		if (n == cap) {
+			Entry *t = realloc(e, (cap = cap ? 2 * cap : 64) * sizeof *e);
+			if (!t)
+				break;
+			e = t;
+		}
+		snprintf(e[n].name, sizeof e[n].name, "%s", de->d_name);
+		e[n].bytes = (long long)st.st_size;
+		e[n].used = st.st_mtim;
+		total += e[n++].bytes;
+	}
+	struct stat ks;
+	if (keep && !fstatat(fd, keep, &ks, 0))
+		total += (long long)ks.st_size;
+	if (total > limit) {
+		/* down to three quarters, so that the next writes do not each scan again */
+		qsort(e, n, sizeof *e, older);
+		for (int i = 0; i < n && total > limit / 4 * 3; i++)
+			if (!unlinkat(fd, e[i].name, 0))
+				total -= e[i].bytes;
+	}
+	free(e);
+	closedir(d);
+}
+
+void cache_used(const char *path) { utimensat(AT_FDCWD, path, NULL, 0); }
+
 int cache_write(const char *path, const void *data, size_t len)
 {
 	OutFile of;
 	if (outfile_open(&of, path, "wb"))
 		return -1;
 	int whole = fwrite(data, 1, len, of.f) == len;
-	return outfile_close(&of, whole) || !whole ? -1 : 0;
+	if (outfile_close(&of, whole) || !whole)
+		return -1;
+	char dir[PATH_MAX], name[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	snprintf(name, sizeof name, "%s", path);
+	cache_prune(dirname(dir), basename(name));
+	return 0;
 }
 
 char *cache_read(const char *path, size_t *len)
@@ -207,6 +295,7 @@ char *cache_read(const char *path, size_t *len)
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return NULL;
+	futimens(fileno(f), NULL); /* used now: cache_prune removes the least recently used first */
 	size_t cap = 1 << 16, n = 0;
 	char *s = malloc(cap + 1);
 	for (size_t r; s && (r = fread(s + n, 1, cap - n, f)) > 0;) {

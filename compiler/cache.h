@@ -33,10 +33,24 @@ int outfile_close(OutFile *o, int keep);
 /* Whether path names an existing file that is not a regular one (a
  * device, a pipe), which an output is written into in place. */
 int outfile_in_place(const char *path);
-/* Write data to path through a temporary file renamed into place. */
+/* Write data to path through a temporary file renamed into place, then
+ * prune its directory (cache_prune). */
 int cache_write(const char *path, const void *data, size_t len);
-/* The whole file, malloc'd and NUL-terminated, or NULL. */
+/* The whole file, malloc'd and NUL-terminated, or NULL; its time of last
+ * change set to now, which is the time of its last use to cache_prune. */
 char *cache_read(const char *path, size_t *len);
+/* A cache directory holds at most cache_limit() bytes: $ASSOC_CACHE_MB
+ * megabytes (default CACHE_MB; 0 keeps nothing but the newest file). */
+enum { CACHE_MB = 1024 };
+long long cache_limit(void);
+/* Past the limit, remove the files of dir least recently used (written,
+ * or read by cache_read or marked by cache_used) until three quarters of
+ * it is left; never keep, the file just written (a name in dir, or NULL).
+ * Temporary files of writes in progress are left alone, unless untouched
+ * for a day. */
+void cache_prune(const char *dir, const char *keep);
+/* Mark path as used now (for caches read without cache_read). */
+void cache_used(const char *path);
 uint64_t cache_hash(uint64_t h, const void *data, size_t len);
 #define CACHE_HASH_INIT 0xcbf29ce484222325ull
 

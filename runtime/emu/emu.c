@@ -101,8 +101,9 @@ static int build(const char *cxx, const char *text, size_t len, const char *dir,
 {
 	char src[4200], tmp[4300], log[4300];
 	snprintf(src, sizeof src, "%s/%s.cpp", dir, stem);
-	snprintf(tmp, sizeof tmp, "%s/%s.so.tmp.%ld", dir, stem, (long)getpid());
-	snprintf(log, sizeof log, "%s/%s.log.%ld", dir, stem, (long)getpid());
+	/* dot names: writes in progress, which cache_prune leaves alone */
+	snprintf(tmp, sizeof tmp, "%s/.%s.so.tmp.%ld", dir, stem, (long)getpid());
+	snprintf(log, sizeof log, "%s/.%s.log.%ld", dir, stem, (long)getpid());
 	if (cache_write(src, text, len)) {
 		snprintf(msg, n, "emulator: cannot write %s", src);
 		return -1;
@@ -115,6 +116,10 @@ static int build(const char *cxx, const char *text, size_t len, const char *dir,
 	} else if (rename(tmp, so)) {
 		snprintf(msg, n, "emulator: cannot write %s", so);
 		rc = -1;
+	} else {
+		char name[128];
+		snprintf(name, sizeof name, "%s.so", stem);
+		cache_prune(dir, name);
 	}
 	unlink(tmp);
 	unlink(log);
@@ -144,6 +149,8 @@ int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 		snprintf(so, sizeof so, "%s/%s.so", dir, stem);
 		if (access(so, R_OK))
 			rc = build(cxx, text, len, dir, stem, so, msg, n);
+		else
+			cache_used(so);
 	}
 	free(text);
 	if (rc)
