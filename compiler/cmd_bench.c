@@ -327,13 +327,13 @@ int cmd_bench(Opts *o)
 		return EXIT_USAGE;
 	Npy arr[MAX_FILES] = {0}; /* real data where --input gives it; drawn data elsewhere */
 	int rc = cli_inputs_read(o, c, arr);
+	int heads = 1, kv = 1;
 	if (!rc)
 		rc = cli_bench_shape(o);
 	if (!rc)
-		rc = cli_fits(o, c, 2); /* the arrays, and the copy's as many bytes again */
-	int heads = 1, kv = 1;
-	if (!rc)
 		rc = cli_heads(o, &heads, &kv);
+	if (!rc)
+		rc = cli_fits(o, c, 2); /* the arrays, and the copy's as many bytes again */
 	RunData *d = rundata_new_heads(c, rc ? 0 : o->rows, rc ? 0 : o->len, heads, kv);
 	Bench b = {.split = o->run.split, .heads = heads, .kv_heads = kv};
 	LlvmOpts lo = {0};
@@ -375,7 +375,15 @@ int cmd_bench(Opts *o)
 			abort();
 		memset(b.src, 1, b.copy_bytes);
 		memset(b.dst, 2, b.copy_bytes);
-		double tcpu = 0;
+		/* a run that fails (out of memory for the partial states of all
+		 * the heads) is not timed */
+		if (rt_cpu_run(b.pool, &b.k->k, b.a, heads, b.split, msg, sizeof msg)) {
+			fprintf(stderr, "assoc: cpu: %s\n", msg);
+			rc = EXIT_FAIL;
+		}
+	}
+	if (!rc) {
+		double tcpu = 0, bytes = rundata_bytes(d);
 		double tk = median_time(run_kernel, &b, &tcpu);
 		double tc = median_time(run_copy, &b, NULL);
 		void *lib;
@@ -387,9 +395,9 @@ int cmd_bench(Opts *o)
 		if (lib)
 			dlclose(lib);
 		report(o, c, &b, bytes, tk, tc, tn, tcpu, nwhy);
-		free(b.src);
-		free(b.dst);
 	}
+	free(b.src);
+	free(b.dst);
 	free(in);
 	free(out);
 	free(width);

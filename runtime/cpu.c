@@ -1,8 +1,11 @@
 /* cpu.c: the CPU executor: a pool of threads that take task indices from
  * a shared counter, and whole-array runs of a kernel on it.
  *
- * Rows are tasks.  A row of more than one chunk (rt_cpu_split) is reduced
- * chunk by chunk in parallel, the partial states merged left to right (so
+ * A run covers one or more views of one shape (the heads of attention),
+ * whose rows are tasks together.  A row of more than one chunk
+ * (rt_cpu_split) is reduced chunk by chunk in parallel (a kernel's group of
+ * rows side by side, where it has reduce_rows), the partial states merged
+ * left to right (so
  * non-commutative merges keep their order, and the result does not depend
  * on the thread count), then finalized; its map pass, or its scan from the
  * exclusive prefix of the chunks before it, runs chunk by chunk again.
@@ -154,14 +157,21 @@ void rt_pool_run(RtPool *p, int64_t ntasks, void (*fn)(void *ctx, int64_t t), vo
 
 /* ---- runs ---- */
 
+/* Chunk tasks a row's chunk: each whole group of rows, and each row after
+ * the last whole group. */
+static int64_t units_of(const CpuKernel *k, int64_t rows)
+{
+	int g = rt_cpu_group(k, rows);
+	return rows / g + rows % g;
+}
+
 int rt_cpu_split(const CpuKernel *k, int64_t rows, int nview, int64_t len, int split)
 {
 	int64_t s = split;
 	if (s <= 0) {
 		/* a position costs about as much as its state has bytes to update */
 		int64_t sb = k->state_bytes > 16 ? (int64_t)k->state_bytes : 16, chunk = CHUNK * 16 / sb;
-		int g = rt_cpu_group(k, rows);
-		int64_t units = (rows + g - 1) / g * (nview < 1 ? 1 : nview);
+		int64_t units = units_of(k, rows) * (nview < 1 ? 1 : nview);
 		if (chunk < MIN_CHUNK)
 			chunk = MIN_CHUNK;
 		s = units >= TASKS ? 1 : (TASKS + units - 1) / (units < 1 ? 1 : units);
@@ -183,8 +193,8 @@ typedef struct {
 	int split;
 	int group;            /* rows a chunk task reduces side by side (rt_cpu_group) */
 	int64_t units;        /* chunk tasks' groups of rows a view */
-	unsigned char *part;  /* [views][rows][split] partial states; then [views][rows][2] finals */
-	unsigned char *fin;
+	unsigned char *part;  /* [views][rows][split] partial states */
+	unsigned char *fin;   /* [views][rows][2]: each row's merged state, and room to merge */
 	unsigned char *scratch; /* rowmap: one buffer of scratch_bytes per task */
 	size_t scratch_bytes;
 	atomic_llong next;      /* rowmap: the next block of rows_per_task rows, over all views */
@@ -204,6 +214,10 @@ static void chunk_bounds(const Run *r, int64_t c, int64_t *lo, int64_t *hi)
 	*lo = r->a->len * c / r->split;
 	*hi = r->a->len * (c + 1) / r->split;
 }
+
+/* Stack room for states: a group of 16 rows of attention's state at head
+ * dim 128 (130 slots of 8 bytes), past which states() takes malloc's. */
+enum { STATES_BUF = 16 * 130 * 8 };
 
 /* Room for n states: buf, or from malloc. */
 static unsigned char *states(const CpuKernel *k, int n, unsigned char *buf, size_t size)
@@ -237,7 +251,7 @@ static void reduce_live(const CpuKernel *k, const CpuArgs *a, int64_t i, int n, 
 		reduce_some(k, a, i, n, lo, hi, st);
 		return;
 	}
-	_Alignas(64) unsigned char buf[2048];
+	_Alignas(64) unsigned char buf[STATES_BUF];
 	unsigned char *tmp = NULL, *acc = st;
 	int have = 0;
 	int64_t run = -1; /* where the run of live blocks being gathered starts */
@@ -282,7 +296,7 @@ static void task_rows(void *ctx, int64_t t)
 	int64_t lo = t * r->rows_per_task, hi = lo + r->rows_per_task;
 	if (hi > a->rows)
 		hi = a->rows;
-	_Alignas(64) unsigned char buf[512];
+	_Alignas(64) unsigned char buf[STATES_BUF];
 	int most = k->reduce_rows && k->group > 2 ? k->group : 2;
 	unsigned char *st = states(k, most, buf, sizeof buf);
 	for (int64_t i = lo; i < hi; i++) {
@@ -376,18 +390,25 @@ static int run_rowmap(RtPool *p, Run *r)
 }
 
 /* Tasks of chunks: t = (view * units + unit) * split + chunk, a unit
- * being a group of rows (or the rows left after the last whole group),
- * each row's partial state at part[(view * rows + row) * split + chunk]. */
+ * being a whole group of rows or a row after the last whole group (as
+ * units_of counts them), each row's partial state at
+ * part[(view * rows + row) * split + chunk]. */
 static void task_partial(void *ctx, int64_t t)
 {
 	Run *r = ctx;
 	const CpuKernel *k = r->k;
 	int64_t u, lo, hi, c = t % r->split;
 	const CpuArgs *a = view_of(r, t / r->split, r->units, &u);
-	int64_t first = u * r->group, end = first + r->group, base = (t / r->split / r->units) * a->rows;
+	int64_t groups = a->rows / r->group, base = (t / r->split / r->units) * a->rows;
 	chunk_bounds(r, c, &lo, &hi);
-	if (end <= a->rows && r->group > 1) {
-		_Alignas(64) unsigned char buf[2048];
+	if (u >= groups) { /* a row after the last whole group */
+		int64_t i = groups * r->group + (u - groups);
+		reduce_live(k, a, i, 1, lo, hi, state(r, r->part, (base + i) * r->split + c));
+		return;
+	}
+	int64_t first = u * r->group;
+	if (r->group > 1) {
+		_Alignas(64) unsigned char buf[STATES_BUF];
 		unsigned char *st = states(k, r->group, buf, sizeof buf);
 		reduce_live(k, a, first, r->group, lo, hi, st);
 		for (int g = 0; g < r->group; g++)
@@ -396,8 +417,7 @@ static void task_partial(void *ctx, int64_t t)
 			free(st);
 		return;
 	}
-	for (int64_t i = first; i < end && i < a->rows; i++)
-		reduce_live(k, a, i, 1, lo, hi, state(r, r->part, (base + i) * r->split + c));
+	reduce_live(k, a, first, 1, lo, hi, state(r, r->part, (base + first) * r->split + c));
 }
 
 /* Row i's partial states, left to right: the row's state, finalized
@@ -446,7 +466,7 @@ int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int nview, int s
 	int64_t rows = a->rows * nview; /* rows of all the views */
 	Run r = {.k = k, .a = a, .nview = nview, .split = rt_cpu_split(k, a->rows, nview, a->len, split)};
 	r.group = rt_cpu_group(k, a->rows);
-	r.units = (a->rows + r.group - 1) / r.group;
+	r.units = units_of(k, a->rows);
 	if (r.split == 1) {
 		int64_t per = a->len > 0 ? ROWS_TASK_ELEMS / a->len : ROWS_TASK_ELEMS;
 		int64_t most = (rows + 4 * rt_pool_threads(p) - 1) / (4 * rt_pool_threads(p));

@@ -785,16 +785,19 @@ Test(cpu, views_give_each_views_own_results, .timeout = 240)
 			alone[v] = drawn(c, cases[s].rows, len, 500 + v);
 			views[v] = drawn(c, cases[s].rows, len, 500 + v);
 		}
-		for (int split = 1; split <= 3; split += 2)
+		/* the automatic split: the views' rows are more, and split no finer here */
+		cr_expect_eq(rt_cpu_split(&k->k, cases[s].rows, V, len, 0), rt_cpu_split(&k->k, cases[s].rows, 1, len, 0), "%s",
+			     cases[s].path);
+		for (int split = 0; split <= 3; split += split ? 2 : 1) {
+			for (int v = 0; v < V; v++)
+				run_kernel(k, alone[v], p[0], split);
 			for (int t = 0; t < 3; t++) {
 				const void *in[V][64];
 				void *out[V][64];
 				CpuArgs a[V];
 				char msg[200], w[300];
-				for (int v = 0; v < V; v++) {
-					run_kernel(k, alone[v], p[0], split);
+				for (int v = 0; v < V; v++)
 					cpu_args(views[v], &a[v], in[v], out[v]);
-				}
 				cr_assert_eq(rt_cpu_run(p[t], &k->k, a, V, split, msg, sizeof msg), 0, "%s", msg);
 				for (int v = 0; v < V; v++) {
 					snprintf(w, sizeof w, "%s, %d x %d, view %d of %d, split %d, %d threads", cases[s].path,
@@ -802,6 +805,7 @@ Test(cpu, views_give_each_views_own_results, .timeout = 240)
 					outputs_same((RunData *[2]){views[v], alone[v]}, w);
 				}
 			}
+		}
 		for (int v = 0; v < V; v++) {
 			expect_ok(views[v], cases[s].path);
 			rundata_free(alone[v]);
@@ -811,6 +815,14 @@ Test(cpu, views_give_each_views_own_results, .timeout = 240)
 		carrier_free(c);
 	}
 	pools_close(p, 3);
+}
+
+static atomic_int group_calls;
+static void (*real_reduce_rows)(const CpuArgs *, int64_t, int64_t, int64_t, void *);
+static void counted_reduce_rows(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, void *st)
+{
+	atomic_fetch_add(&group_calls, 1);
+	real_reduce_rows(a, i, lo, hi, st);
 }
 
 /* Few rows are split into chunks, many rows are not (their fastest paths
@@ -836,8 +848,14 @@ Test(cpu, few_rows_are_chunked_many_are_not)
 	char msg[200];
 	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
 	RunData *d = drawn(at, g + 3, 5000, 9);
-	cr_expect_gt(rt_cpu_split(&ka->k, g + 3, 1, 5000, 0), 1);
-	run_kernel(ka, d, p, 0);
+	int split = rt_cpu_split(&ka->k, g + 3, 1, 5000, 0);
+	cr_expect_gt(split, 1);
+	LlvmKernel counted = *ka;
+	real_reduce_rows = ka->k.reduce_rows;
+	counted.k.reduce_rows = counted_reduce_rows;
+	atomic_store(&group_calls, 0);
+	run_kernel(&counted, d, p, 0);
+	cr_expect_eq(atomic_load(&group_calls), split, "the group's chunks reduce its rows side by side");
 	expect_ok(d, "attention, a group and 3 rows in chunks");
 	rundata_free(d);
 	rt_pool_close(p);
