@@ -17,26 +17,33 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 {
 	static const struct {
 		const char *key;
-		int most;
+		int least, most;
 		size_t off;
-	} items[] = {{"lanes", 64, offsetof(LlvmOpts, lanes)},
-		     {"accs", 16, offsetof(LlvmOpts, accs)},
-		     {"tile", 64, offsetof(LlvmOpts, tile)},
+	} items[] = {{"lanes", 1, 64, offsetof(LlvmOpts, lanes)},
+		     {"accs", 1, 16, offsetof(LlvmOpts, accs)},
+		     {"tile", 1, 64, offsetof(LlvmOpts, tile)},
 		     /* 32 and 64 rows are vectors wider than any register: no
 		      * faster, and at d = 160 past two minutes to compile */
-		     {"rows", 16, offsetof(LlvmOpts, rows)}};
+		     {"rows", 1, 16, offsetof(LlvmOpts, rows)},
+		     /* 0: no loops (-1 in LlvmOpts, whose 0 is the host's default) */
+		     {"unroll", 0, 16, offsetof(LlvmOpts, unroll)}};
+	enum { NITEMS = sizeof items / sizeof *items };
 	while (cfg && *cfg) {
 		int v, used = 0, k = 0;
 		size_t kl = strcspn(cfg, "=,");
-		while (k < 4 && (strlen(items[k].key) != kl || strncmp(cfg, items[k].key, kl)))
+		while (k < NITEMS && (strlen(items[k].key) != kl || strncmp(cfg, items[k].key, kl)))
 			k++;
-		if (k == 4 || cfg[kl] != '=')
-			return snprintf(msg, n, "unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64, rows=1..16)",
-					cfg), -1;
+		if (k == NITEMS || cfg[kl] != '=')
+			return snprintf(msg, n,
+					"unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64, rows=1..16, unroll=0..16)",
+					cfg),
+			       -1;
 		if (sscanf(cfg + kl + 1, "%d%n", &v, &used) != 1 || (cfg[kl + 1 + used] && cfg[kl + 1 + used] != ',') ||
-		    v < 1 || v > items[k].most)
-			return snprintf(msg, n, "%.*s needs a whole number from 1 to %d", (int)kl, cfg, items[k].most), -1;
-		*(int *)((char *)lo + items[k].off) = v;
+		    v < items[k].least || v > items[k].most)
+			return snprintf(msg, n, "%.*s needs a whole number from %d to %d", (int)kl, cfg, items[k].least,
+					items[k].most),
+			       -1;
+		*(int *)((char *)lo + items[k].off) = !strcmp(items[k].key, "unroll") && v == 0 ? -1 : v;
 		cfg += kl + 1 + used;
 		cfg += *cfg == ',';
 	}
@@ -81,9 +88,10 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	}
 	int rc = rt_cpu_run(p, &k->k, a, nh, o->split, msg, n);
 	if (o->verbose) {
-		char lanes[64] = "";
+		char lanes[96] = "";
 		if (rt_cpu_group(&k->k, d->rows) > 1)
-			snprintf(lanes, sizeof lanes, ", rows side by side as lanes in tiles of %d", k->rows_tile);
+			snprintf(lanes, sizeof lanes, ", rows side by side as lanes in tiles of %d, unroll=%d", k->rows_tile,
+				 k->unroll);
 		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d\n", k->lanes, k->accs,
 			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges", lanes,
 			rt_pool_threads(p), rt_cpu_split(&k->k, d->rows, nh, d->len, o->split));

@@ -15,6 +15,8 @@ typedef struct {
 	int accs;  /* independent accumulators in the reduce loop: 0 picks the default */
 	int tile;  /* vectors folded per accumulator and iteration: 0 picks the default */
 	int rows;  /* rows side by side as lanes (assoc_reduce_rows): 0 picks the host's lanes, 1 none */
+	int unroll; /* and there loops over components unrolled this many times: 0 picks by the
+		     * host, -1 none (every component's vector unrolled) */
 } LlvmOpts;
 
 typedef struct LlvmJit LlvmJit;
@@ -25,6 +27,7 @@ typedef struct {
 	int tile;         /* vectors per tile (1: a running fold) */
 	int rows;         /* rows a reduce_rows call takes as its lanes (1: no such function) */
 	int rows_tile;    /* and positions per tile there */
+	int unroll;       /* and its loops over components unrolled this many times (0: none) */
 	int max_rescale;  /* tiles fold by the n-ary max-rescale merge (llvm_tile.c) */
 	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
 	LlvmJit *jit;

@@ -50,6 +50,8 @@ typedef struct {
 	int tile;        /* reduce loop: vectors per tile, folded before they meet an accumulator */
 	int group;       /* reduce_tiles: rows side by side in assoc_reduce_rows (1: no such function) */
 	int rows_tile;   /* and positions per tile there */
+	int loop_unroll; /* and its dot products and column-fed fields as loops over their components,
+			  * unrolled this many times (0: no loops, all unrolled) */
 	int mr_field;    /* max-rescale carriers: the max field (llvm_tile.c), else -1 */
 	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
 	int two_pass;    /* max-rescale carriers with vectors: input bytes per position, rows up to

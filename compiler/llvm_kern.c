@@ -347,11 +347,14 @@ void kern_stage_columns(B *b, LLVMValueRef j, int n)
 		}
 	}
 	L->W = W;
-	LLVMTypeRef at = b->i8p;
-	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(L->ctx), &at, 1, 0);
-	LLVMValueRef asm_ = LLVMGetInlineAsm(ft, "", 0, "r,~{memory}", 11, 1, 0, LLVMInlineAsmDialectATT, 0);
-	LLVMValueRef arg = LLVMBuildBitCast(L->b, b->colbuf, b->i8p, "");
-	LLVMBuildCall2(L->b, ft, asm_, &arg, 1, "");
+	LLVMTypeRef at[2] = {b->i8p, b->i8p};
+	int na = b->qbuf ? 2 : 1;
+	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(L->ctx), at, (unsigned)na, 0);
+	const char *cons = na == 2 ? "r,r,~{memory}" : "r,~{memory}";
+	LLVMValueRef asm_ = LLVMGetInlineAsm(ft, "", 0, (char *)cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef arg[2] = {LLVMBuildBitCast(L->b, b->colbuf, b->i8p, ""),
+			       b->qbuf ? LLVMBuildBitCast(L->b, b->qbuf, b->i8p, "") : NULL};
+	LLVMBuildCall2(L->b, ft, asm_, arg, (unsigned)na, "");
 }
 
 /* i32 lanes i, i + 1, ..., i + W - 1. */
@@ -449,7 +452,7 @@ void kern_slots_load(B *b, LV *slots, LV *v)
 void kern_slots_store(B *b, LV *slots, LV *v)
 {
 	for (int f = 0; f < b->k->c->nstate; f++)
-		for (int t = 0; t < slots[f].n; t++)
+		for (int t = 0; t < slots[f].n && v[f].n; t++) /* n = 0: stored already (fold_loop) */
 			LLVMBuildStore(b->L.b, lv_at(v[f], t), slots[f].c[t]);
 }
 

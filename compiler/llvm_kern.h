@@ -23,6 +23,8 @@ typedef struct {
 	int riding;         /* pass 2's main loop maps ride's row as it goes (kern_ride_step) */
 	int row_lanes;      /* lanes are rows b->i + l at one position (kern_build_reduce_rows) */
 	LLVMValueRef colbuf; /* and there the float32 column inputs of a tile's positions (kern_stage_columns) */
+	LLVMValueRef qbuf;   /* and the row inputs' vectors, for dot products as loops (NULL: none) */
+	LLVMValueRef *obuf;  /* and by state field, its vectors in an array (fold_loop), or NULL */
 	LV *rowv;            /* and each row input, gathered once before the loop (NULL: none yet) */
 	int colslot;         /* the tile's position whose column inputs kern_bind_inputs binds from there */
 	int unmasked;        /* lift_at leaves the mask out: it holds for the whole tile */

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "llvm_kern.h"
 #include "run.h"
 
@@ -100,6 +102,78 @@ static LLVMValueRef tree(B *b, LLVMValueRef *v, int n, int max)
 	return v[0];
 }
 
+/* Loop metadata: llvm.loop.unroll.count n (1: none). */
+static void unroll_count(B *b, LLVMValueRef br, int n)
+{
+	LLVMContextRef ctx = b->L.ctx;
+	LLVMMetadataRef tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
+	LLVMMetadataRef opt[2] = {LLVMMDStringInContext2(ctx, "llvm.loop.unroll.count", 22),
+				  LLVMValueAsMetadata(LLVMConstInt(b->i32, (unsigned long long)n, 0))};
+	LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(ctx, opt, 2)};
+	LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, 2);
+	LLVMMetadataReplaceAllUsesWith(tmp, id);
+	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, id));
+}
+
+/* Offset of staged column k's first component in a position's block of colbuf. */
+static int staged_off(const Carrier *c, int k)
+{
+	int off = 0;
+	for (int q = 0; q < k; q++)
+		off += c->col[q].ty.kind == TY_F32 && decl_width(&c->col[q]) >= 4 ? decl_width(&c->col[q]) : 0;
+	return off;
+}
+
+/* A loop over i from 0 to n - 1 from here, i in *i; close it with loop_close. */
+static LLVMBasicBlockRef loop_open(B *b, LLVMValueRef *i)
+{
+	Lower *L = &b->L;
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cloop");
+	LLVMBuildBr(L->b, body);
+	LLVMPositionBuilderAtEnd(L->b, body);
+	*i = LLVMBuildPhi(L->b, b->i64, "c");
+	LLVMValueRef zero = ci64(b, 0);
+	LLVMAddIncoming(*i, &zero, &pre, 1);
+	return body;
+}
+
+static void loop_close(B *b, LLVMValueRef i, long long n)
+{
+	Lower *L = &b->L;
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cloop_done");
+	LLVMValueRef next = LLVMBuildAdd(L->b, i, ci64(b, 1), "");
+	LLVMBasicBlockRef at = LLVMGetInsertBlock(L->b);
+	LLVMAddIncoming(i, &next, &at, 1);
+	LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, next, ci64(b, n), ""), LLVMGetInstructionParent(i), done);
+	unroll_count(b, br, b->k->loop_unroll);
+	LLVMPositionBuilderAtEnd(L->b, done);
+}
+
+/* fold_max_rescale's update of field f, whose lift is a staged column
+ * input, as a loop over its components in memory (b->obuf[f]): each the
+ * accumulator's term, then a multiply-add of each of the T positions'
+ * broadcast component; the very chain fold_max_rescale builds. */
+static void fold_loop(B *b, int f, LLVMValueRef *e, int T)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	const Var *v = ir_var(c->ir, c->lift[f]->k);
+	int n = decl_width(&c->state[f]), cw = kern_staged_width(c), off = staged_off(c, v->slot);
+	LLVMTypeRef vt = lower_vty(L, TY_F32), ft = lower_kty(L, TY_F32);
+	LLVMValueRef i;
+	loop_open(b, &i);
+	LLVMValueRef p = LLVMBuildGEP2(L->b, vt, b->obuf[f], &i, 1, "");
+	LLVMValueRef x = LLVMBuildFMul(L->b, LLVMBuildLoad2(L->b, vt, p, ""), e[T], "");
+	for (int t = 0; t < T; t++) {
+		LLVMValueRef ki = LLVMBuildAdd(L->b, i, ci64(b, (long long)t * cw + off), "");
+		LLVMValueRef kv = lower_splat(L, LLVMBuildLoad2(L->b, ft, LLVMBuildGEP2(L->b, ft, b->colbuf, &ki, 1, ""), ""));
+		LLVMValueRef args[3] = {kv, e[t], x};
+		x = lower_intrinsic(L, "llvm.fmuladd", vt, args, 3);
+	}
+	LLVMBuildStore(L->b, x, p);
+	loop_close(b, i, n);
+}
+
 /* The n-ary merge of a max-rescale carrier (llvm_tile.c) over T states
  * (a tile's lifted positions and its accumulator):
  * M = max m_t, F = sum f_t g(m_t - M).  An all -inf lane subtracts 0
@@ -124,6 +198,11 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 	for (int f = 0; f < k->c->nstate; f++) {
 		if (f == mi)
 			continue;
+		if (b->obuf && b->obuf[f] && (!k->c->mask || b->unmasked)) {
+			fold_loop(b, f, e, T - 1);
+			out[f] = (LV){0};
+			continue;
+		}
 		int n = decl_width(&k->c->state[f]);
 		out[f] = lv_new(L, n);
 		for (int i = 0; i < n; i++) {
@@ -805,6 +884,47 @@ void kern_build_reduce2(B *b)
 	kern_end_fn(b);
 }
 
+/* dots_ahead as a loop over the components, the row input's from qbuf:
+ * T accumulators, and a load and T broadcasts a component. */
+static void dots_loop(B *b, Expr *e, int r, int k, int T)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	int n = decl_width(&c->row[r]), cw = kern_staged_width(c), off = staged_off(c, k), at = 0;
+	for (int q = 0; q < r; q++)
+		at += decl_width(&c->row[q]);
+	LLVMTypeRef vt = lower_vty(L, TY_F32), ft = lower_kty(L, TY_F32);
+	LLVMValueRef acc[VTILE];
+	for (int t = 0; t < T; t++) {
+		acc[t] = LLVMBuildAlloca(L->ab, vt, "");
+		LLVMBuildStore(L->b, LLVMConstNull(vt), acc[t]);
+	}
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "dot");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "dot_done");
+	LLVMBuildBr(L->b, body);
+	LLVMPositionBuilderAtEnd(L->b, body);
+	LLVMValueRef u = LLVMBuildPhi(L->b, b->i64, "u");
+	LLVMValueRef qi = LLVMBuildAdd(L->b, u, ci64(b, at), "");
+	LLVMValueRef q = LLVMBuildLoad2(L->b, vt, LLVMBuildGEP2(L->b, vt, b->qbuf, &qi, 1, ""), "");
+	for (int t = 0; t < T; t++) {
+		LLVMValueRef ki = LLVMBuildAdd(L->b, u, ci64(b, (long long)t * cw + off), "");
+		LLVMValueRef kp = LLVMBuildGEP2(L->b, ft, b->colbuf, &ki, 1, "");
+		LLVMValueRef kv = lower_splat(L, LLVMBuildLoad2(L->b, ft, kp, ""));
+		LLVMValueRef args[3] = {q, kv, LLVMBuildLoad2(L->b, vt, acc[t], "")};
+		LLVMBuildStore(L->b, lower_intrinsic(L, "llvm.fmuladd", vt, args, 3), acc[t]);
+	}
+	LLVMValueRef next = LLVMBuildAdd(L->b, u, ci64(b, 1), "");
+	LLVMValueRef inc[2] = {ci64(b, 0), next};
+	LLVMBasicBlockRef from[2] = {pre, body};
+	LLVMAddIncoming(u, inc, from, 2);
+	LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, next, ci64(b, n), ""), body, done);
+	unroll_count(b, br, b->k->loop_unroll);
+	LLVMPositionBuilderAtEnd(L->b, done);
+	LLVMValueRef *s = L->dotpre + e->id * VTILE;
+	for (int t = 0; t < T; t++)
+		s[t] = LLVMBuildLoad2(L->b, vt, acc[t], "");
+}
+
 /* The dot products of a row input with a staged column input in e, for
  * the T positions of the tile at once into L->dotpre (lower_node takes
  * them from there): component by component, each of the row's loaded
@@ -834,6 +954,10 @@ static void dots_ahead(B *b, Expr *e, int T)
 	if (r < 0 || k < 0)
 		return;
 	LV y[VTILE], x = b->rowv[r];
+	if (b->qbuf) {
+		dots_loop(b, e, r, k, T);
+		return;
+	}
 	for (int t = 0; t < T; t++)
 		if (!(y[t] = kern_staged_col(b, k, t)).n)
 			return;
@@ -847,6 +971,38 @@ static void dots_ahead(B *b, Expr *e, int T)
 			LLVMValueRef args[3] = {lv_at(x, u), lv_at(y[t], u), s[t]};
 			s[t] = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(s[t]), args, 3);
 		}
+}
+
+/* The vector fields other than the max whose lift is a staged column input
+ * of their width: each in an array on the stack (its slots in acc point
+ * into it), for fold_loop.  NULL where there is none. */
+static LLVMValueRef *fields_in_arrays(B *b, LV *acc)
+{
+	Carrier *c = b->k->c;
+	LLVMValueRef *a = calloc(c->nstate + 1, sizeof *a);
+	int any = 0;
+	LLVMTypeRef vt = lower_vty(&b->L, TY_F32);
+	for (int f = 0; f < c->nstate; f++) {
+		Expr *e = c->lift[f];
+		int n = decl_width(&c->state[f]);
+		if (f == b->k->mr_field || n < 4 || c->state[f].ty.kind != TY_F32 || e->op != EXPR_VAR)
+			continue;
+		const Var *v = ir_var(c->ir, e->k);
+		if (v->kind != VAR_COL || c->col[v->slot].ty.kind != TY_F32 || decl_width(&c->col[v->slot]) != n)
+			continue;
+		a[f] = LLVMBuildArrayAlloca(b->L.ab, vt, ci64(b, n), "field");
+		LLVMSetAlignment(a[f], 64);
+		for (int t = 0; t < n; t++) {
+			LLVMValueRef idx = ci64(b, t);
+			acc[f].c[t] = LLVMBuildGEP2(b->L.ab, vt, a[f], &idx, 1, "");
+		}
+		any = 1;
+	}
+	if (!any) {
+		free(a);
+		return NULL;
+	}
+	return a;
 }
 
 /* assoc_reduce_rows(a, i, lo, hi, st): rows i .. i + group - 1 over
@@ -873,6 +1029,8 @@ void kern_build_reduce_rows(B *b)
 	b->L.fma = 1;
 	lower_scope(&b->L, G);
 	LV *acc = kern_state_slots(b);
+	if (k->loop_unroll && kern_staged_width(k->c))
+		b->obuf = fields_in_arrays(b, acc);
 	kern_identity(b, b->st);
 	kern_slots_store(b, acc, b->st);
 	int cw = kern_staged_width(k->c);
@@ -885,6 +1043,21 @@ void kern_build_reduce_rows(B *b)
 	b->rowv = calloc(c->nrow + 1, sizeof *b->rowv);
 	for (int r = 0; r < c->nrow; r++)
 		b->rowv[r] = row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
+	if (k->loop_unroll && cw) {
+		int nq = 0;
+		for (int r = 0; r < c->nrow; r++)
+			nq += b->rowv[r].n;
+		LLVMTypeRef vt = lower_vty(&b->L, TY_F32);
+		b->qbuf = LLVMBuildArrayAlloca(b->L.ab, vt, ci64(b, nq ? nq : 1), "qbuf");
+		LLVMSetAlignment(b->qbuf, 64);
+		for (int r = 0, at = 0; r < c->nrow; r++)
+			for (int t = 0; t < b->rowv[r].n; t++, at++) {
+				LLVMValueRef idx = ci64(b, at);
+				LLVMValueRef x = b->rowv[r].c[t];
+				if (LLVMTypeOf(x) == vt)
+					LLVMBuildStore(b->L.b, x, LLVMBuildGEP2(b->L.b, vt, b->qbuf, &idx, 1, ""));
+			}
+	}
 	Loop l = kern_loop_begin(b, lo, hi, T);
 	if (cw) {
 		kern_stage_columns(b, l.iv, T);
@@ -920,6 +1093,9 @@ void kern_build_reduce_rows(B *b)
 	b->row_lanes = 0;
 	b->L.fma = 0;
 	b->colbuf = NULL;
+	b->qbuf = NULL;
+	free(b->obuf);
+	b->obuf = NULL;
 	free(b->rowv);
 	b->rowv = NULL;
 	free(acc);

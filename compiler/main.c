@@ -53,7 +53,7 @@ static const char usage[] =
 	"                            sets --rows and --len, which must agree where given\n"
 	"  --output NAME=FILE.npy    run: write an array: an output, or an input as drawn\n"
 	"  --config VARIANT          run, bench, emit: a kernel variant by name (see emit --stats;\n"
-	"                            cpu, emit --target llvm and asm: lanes=,accs=,tile=,rows=)\n"
+	"                            cpu, emit --target llvm and asm: lanes=,accs=,tile=,rows=,unroll=)\n"
 	"  --deterministic           run, bench (gpu): the rule's variant, whatever was tuned\n"
 	"  --verbose                 run: say which variant ran and what it moved\n"
 	"  --target T -o FILE        emit: cuda, ptx, llvm or asm; --arch sm_90 (ptx), --stats, --explain\n"

@@ -200,8 +200,9 @@ Test(cpu, device_runs_through_the_table)
 	static const char *bad[][2] = {{"lanes=eight", "lanes needs a whole number from 1 to 64"},
 				       {"lanes=0", "lanes needs a whole number from 1 to 64"},
 				       {"accs=4x", "accs needs a whole number from 1 to 16"},
-				       {"rows=4,wide=2", "unknown --config item 'wide=2'"}};
-	for (int k = 0; k < 4; k++) {
+				       {"rows=4,wide=2", "unknown --config item 'wide=2'"},
+				       {"unroll=17", "unroll needs a whole number from 0 to 16"}};
+	for (int k = 0; k < 5; k++) {
 		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.config = bad[k][0]}, msg, sizeof msg), -1);
 		cr_expect(strstr(msg, bad[k][1]), "%s: %s", bad[k][0], msg);
 	}
@@ -212,7 +213,7 @@ Test(cpu, device_runs_through_the_table)
 /* Other vector shapes of the reduce loop give correct results too. */
 Test(cpu, lanes_and_accumulators)
 {
-	static const LlvmOpts shapes[] = {{1, 1, 0, 0}, {4, 1, 3, 0}, {8, 2, 0, 0}, {16, 4, 2, 0}, {32, 8, 0, 0}};
+	static const LlvmOpts shapes[] = {{1, 1, 0, 0, 0}, {4, 1, 3, 0, 0}, {8, 2, 0, 0, 0}, {16, 4, 2, 0, 0}, {32, 8, 0, 0, 0}};
 	const char *specs[] = {"specs/online_softmax.yaml", "specs/welford.yaml", "specs/argmax.yaml"};
 	for (int s = 0; s < 3; s++) {
 		Carrier *c = load_ok(specs[s]);
@@ -472,13 +473,20 @@ Test(cpu, rows_side_by_side_as_lanes, .timeout = 240)
 	pools_open(p, 2);
 	for (int s = 0; s < 5; s++) {
 		Carrier *c = load_ok(specs[s]);
-		for (int g = 0; g < 3; g++) {
-			LlvmKernel *k = compiled(c, &(LlvmOpts){.rows = g ? 4 : 0, .tile = g == 2 ? 3 : 0});
-			cr_expect(g ? k->rows == 4 : k->rows >= 4 && !(k->rows & (k->rows - 1)), "%s: %d rows a group", specs[s],
-				  k->rows);
+		/* the host's defaults, 4 rows, tiles of 3; and on two specs, the
+		 * components' vectors unrolled whole and loops unrolled 3 times */
+		for (int g = 0; g < (s < 2 ? 5 : 3); g++) {
+			LlvmKernel *k = compiled(c, &(LlvmOpts){.rows = g == 1 || g == 2 ? 4 : 0, .tile = g == 2 ? 3 : 0,
+								.unroll = g == 3 ? -1 : g == 4 ? 3 : 0});
+			if (g >= 3)
+				cr_expect_eq(k->unroll, g == 3 ? 0 : 3, "%s: loops unrolled %d times", specs[s], k->unroll);
+			else if (g == 0)
+				cr_expect_eq(k->unroll, k->rows >= 16 ? 0 : 2, "%s: the host's loops", specs[s]);
+			cr_expect(g == 1 || g == 2 ? k->rows == 4 : k->rows >= 4 && !(k->rows & (k->rows - 1)), "%s: %d rows a group",
+				  specs[s], k->rows);
 			/* tiles of 8 keys on AVX-512 (16 rows), 4 with AVX2's 16 registers (8 rows), or as asked */
 			if (g != 1)
-				cr_expect_eq(k->rows_tile, g ? 3 : k->rows >= 16 ? 8 : 4, "%s: tiles of %d", specs[s], k->rows_tile);
+				cr_expect_eq(k->rows_tile, g == 2 ? 3 : k->rows >= 16 ? 8 : 4, "%s: tiles of %d", specs[s], k->rows_tile);
 			for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
 				RunData *d = drawn(c, 37, lens[l], 70 + l);
 				run_kernel(k, d, p[0], 0);
