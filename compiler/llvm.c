@@ -106,14 +106,17 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 	int lanes = o && o->lanes > 0 ? o->lanes : host_lanes();
 	int accs = o && o->accs > 0 ? o->accs : ACCS;
 	int tile = o && o->tile > 0 ? o->tile : 0;
-	int rows = o && o->rows > 0 ? o->rows : host_lanes();
+	/* 16 rows as lanes: one vector on AVX-512, two of 8 with AVX2, where
+	 * each broadcast key component then feeds two multiply-adds (with the
+	 * loops below, on Zen 3, one thread, median of 3 to 6 runs: attention
+	 * at d = 64 0.154 G row-keys/s against 0.110 with 8 rows, causal 0.276
+	 * against 0.197, d = 128 0.080 against 0.052) */
+	int rows = o && o->rows > 0 ? o->rows : host_lanes() >= 8 ? 16 : host_lanes();
 	/* Rows as lanes take tiles of 8 positions on AVX-512, 4 with 16
 	 * registers of 8 lanes (AVX2), where at 8 the tile's scores and the
-	 * state's vectors spill: attention on Zen 3, 8 rows, one thread,
-	 * median of 6 runs, d = 64 0.099 G row-keys/s against 0.054 (one row
-	 * at a time 0.053), causal 0.100 against 0.095 (0.055); d = 128
-	 * causal 0.074 against 0.064 (0.022), and 0.023 either way without a
-	 * mask (one row at a time 0.030). */
+	 * state's vectors spill (8 rows, before the loops below: d = 64 0.099
+	 * G row-keys/s against 0.054; with 16 rows and the loops, tiles of 5,
+	 * 6 and 8 were no faster) */
 	int rows_tile = o && o->tile > 0 ? o->tile : host_lanes() >= 16 ? 8 : 4;
 	/* powers of two: the lane halving and the pairwise combine need them */
 	while (lanes & (lanes - 1))
