@@ -271,8 +271,8 @@ static LlvmJit *jit_object(LLVMMemoryBufferRef obj, char *msg, size_t n)
 
 /* ---- compiled kernels on disk ---- */
 
-/* Optimizing and compiling a kernel's module takes 0.1 to 2 s (attention
- * at d = 128: about 1.2 on a 2-core VM), each time a command runs it.  Its
+/* Optimizing and compiling a kernel's module takes 0.1 to 4 s (attention
+ * at d = 128: about 3.5 on a 2-core AVX2 VM), each time a command runs it.  Its
  * object is kept under $XDG_CACHE_HOME/assoc/cpu, named by a hash of the
  * module before the optimizer (build_ir: everything the spec, the plan and
  * the options decide), the host's CPU and features and LLVM's version;

@@ -387,6 +387,37 @@ LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base)
 	return v;
 }
 
+/* row_lanes_decl as a loop over the components, into the vectors of buf
+ * from at on (the gather of 16 rows of a 128-component input, unrolled,
+ * was a block of thousands of loads that instruction scheduling took a
+ * minute over). */
+void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at)
+{
+	Lower *L = &b->L;
+	int w = decl_width(d), W = L->W;
+	LLVMTypeRef vt = lower_vty(L, TY_F32);
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "gather");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "gathered");
+	LLVMBuildBr(L->b, body);
+	LLVMPositionBuilderAtEnd(L->b, body);
+	LLVMValueRef u = LLVMBuildPhi(L->b, b->i64, "u"), zero = ci64(b, 0);
+	LLVMAddIncoming(u, &zero, &pre, 1);
+	LLVMValueRef x = LLVMGetUndef(vt);
+	L->W = 1;
+	for (int l = 0; l < W; l++) {
+		LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, LLVMBuildAdd(L->b, b->i, ci64(b, l), ""), ci64(b, w), ""), u, "");
+		LLVMValueRef y = from_storage(b, kern_load_lanes(b, base, d->storage, e), d->storage, TY_F32);
+		x = LLVMBuildInsertElement(L->b, x, y, LLVMConstInt(b->i32, l, 0), "");
+	}
+	L->W = W;
+	LLVMValueRef idx = LLVMBuildAdd(L->b, u, ci64(b, at), "");
+	LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, vt, buf, &idx, 1, ""));
+	LLVMValueRef next = LLVMBuildAdd(L->b, u, ci64(b, 1), "");
+	LLVMAddIncoming(u, &next, &body, 1);
+	LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, next, ci64(b, w), ""), body, done);
+	LLVMPositionBuilderAtEnd(L->b, done);
+}
+
 /* Bind params, row inputs of row i, and (when j) element and column inputs
  * and the index vars at positions j .. j+W-1. */
 void kern_bind_inputs(B *b, LLVMValueRef j)
@@ -454,6 +485,13 @@ void kern_slots_store(B *b, LV *slots, LV *v)
 	for (int f = 0; f < b->k->c->nstate; f++)
 		for (int t = 0; t < slots[f].n && v[f].n; t++) /* n = 0: stored already (fold_loop) */
 			LLVMBuildStore(b->L.b, lv_at(v[f], t), slots[f].c[t]);
+}
+
+LLVMValueRef kern_mem_slot(B *b, LLVMValueRef st, int f, LLVMValueRef t, LLVMTypeRef ty)
+{
+	LLVMValueRef idx = LLVMBuildMul(b->L.b, LLVMBuildAdd(b->L.b, t, ci64(b, b->k->soff[f]), ""), ci64(b, 8), "");
+	LLVMValueRef p = LLVMBuildGEP2(b->L.b, b->i8, st, &idx, 1, "");
+	return LLVMBuildBitCast(b->L.b, p, LLVMPointerType(ty, 0), "");
 }
 
 static LLVMValueRef mem_slot(B *b, LLVMValueRef st, int f, int t, LLVMTypeRef ty)

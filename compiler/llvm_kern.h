@@ -25,6 +25,7 @@ typedef struct {
 	LLVMValueRef colbuf; /* and there the float32 column inputs of a tile's positions (kern_stage_columns) */
 	LLVMValueRef qbuf;   /* and the row inputs' vectors, for dot products as loops (NULL: none) */
 	LLVMValueRef *obuf;  /* and by state field, its vectors in an array (fold_loop), or NULL */
+	LLVMValueRef tile_cond[VTILE]; /* the tile's positions' mask (lift_at), NULL where none */
 	LV *rowv;            /* and each row input, gathered once before the loop (NULL: none yet) */
 	int colslot;         /* the tile's position whose column inputs kern_bind_inputs binds from there */
 	int unmasked;        /* lift_at leaves the mask out: it holds for the whole tile */
@@ -95,6 +96,8 @@ void kern_bind_inputs(B *b, LLVMValueRef j);
 int kern_staged_width(const Carrier *c);
 LV kern_staged_col(B *b, int k, int slot);
 LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base);
+void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at);
+LLVMValueRef kern_mem_slot(B *b, LLVMValueRef st, int f, LLVMValueRef t, LLVMTypeRef ty);
 void kern_stage_columns(B *b, LLVMValueRef j, int n);
 LV *kern_state_slots(B *b);
 void kern_slots_load(B *b, LV *slots, LV *v);

@@ -164,9 +164,12 @@ static void fold_loop(B *b, int f, LLVMValueRef *e, int T)
 	loop_open(b, &i);
 	LLVMValueRef p = LLVMBuildGEP2(L->b, vt, b->obuf[f], &i, 1, "");
 	LLVMValueRef x = LLVMBuildFMul(L->b, LLVMBuildLoad2(L->b, vt, p, ""), e[T], "");
+	LLVMValueRef id = lower_splat(L, LLVMConstReal(ft, c->identity[f]->num));
 	for (int t = 0; t < T; t++) {
 		LLVMValueRef ki = LLVMBuildAdd(L->b, i, ci64(b, (long long)t * cw + off), "");
 		LLVMValueRef kv = lower_splat(L, LLVMBuildLoad2(L->b, ft, LLVMBuildGEP2(L->b, ft, b->colbuf, &ki, 1, ""), ""));
+		if (b->tile_cond[t]) /* lift_at's: the identity where the mask is false */
+			kv = LLVMBuildSelect(L->b, b->tile_cond[t], kv, id, "");
 		LLVMValueRef args[3] = {kv, e[t], x};
 		x = lower_intrinsic(L, "llvm.fmuladd", vt, args, 3);
 	}
@@ -198,7 +201,7 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 	for (int f = 0; f < k->c->nstate; f++) {
 		if (f == mi)
 			continue;
-		if (b->obuf && b->obuf[f] && (!k->c->mask || b->unmasked)) {
+		if (b->obuf && b->obuf[f]) {
 			fold_loop(b, f, e, T - 1);
 			out[f] = (LV){0};
 			continue;
@@ -707,7 +710,7 @@ static void tile_body(B *b, Loop *l, LV *acc, LV *lifted, LV **s, LV *tmp, int W
 	for (int t = 0; t < T; t++) {
 		s[t] = lifted + t * ns;
 		b->colslot = b->L.dotslot = t;
-		lift_at(b, t ? LLVMBuildAdd(b->L.b, l->iv, ci64(b, t), "") : l->iv, s[t], tmp);
+		b->tile_cond[t] = lift_at(b, t ? LLVMBuildAdd(b->L.b, l->iv, ci64(b, t), "") : l->iv, s[t], tmp);
 	}
 	lower_scope(&b->L, W);
 	kern_slots_load(b, acc, b->st);
@@ -985,7 +988,8 @@ static LLVMValueRef *fields_in_arrays(B *b, LV *acc)
 	for (int f = 0; f < c->nstate; f++) {
 		Expr *e = c->lift[f];
 		int n = decl_width(&c->state[f]);
-		if (f == b->k->mr_field || n < 4 || c->state[f].ty.kind != TY_F32 || e->op != EXPR_VAR)
+		if (f == b->k->mr_field || n < 4 || c->state[f].ty.kind != TY_F32 || e->op != EXPR_VAR ||
+		    c->identity[f]->op != EXPR_CONST)
 			continue;
 		const Var *v = ir_var(c->ir, e->k);
 		if (v->kind != VAR_COL || c->col[v->slot].ty.kind != TY_F32 || decl_width(&c->col[v->slot]) != n)
@@ -1041,22 +1045,30 @@ void kern_build_reduce_rows(B *b)
 	 * keeps LICM from hoisting them */
 	Carrier *c = k->c;
 	b->rowv = calloc(c->nrow + 1, sizeof *b->rowv);
-	for (int r = 0; r < c->nrow; r++)
-		b->rowv[r] = row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
 	if (k->loop_unroll && cw) {
+		/* float32 row inputs gathered by a loop into qbuf, their vectors
+		 * loaded from there (where anything but dots_loop reads them) */
 		int nq = 0;
 		for (int r = 0; r < c->nrow; r++)
-			nq += b->rowv[r].n;
+			nq += decl_width(&c->row[r]);
 		LLVMTypeRef vt = lower_vty(&b->L, TY_F32);
 		b->qbuf = LLVMBuildArrayAlloca(b->L.ab, vt, ci64(b, nq ? nq : 1), "qbuf");
 		LLVMSetAlignment(b->qbuf, 64);
-		for (int r = 0, at = 0; r < c->nrow; r++)
-			for (int t = 0; t < b->rowv[r].n; t++, at++) {
-				LLVMValueRef idx = ci64(b, at);
-				LLVMValueRef x = b->rowv[r].c[t];
-				if (LLVMTypeOf(x) == vt)
-					LLVMBuildStore(b->L.b, x, LLVMBuildGEP2(b->L.b, vt, b->qbuf, &idx, 1, ""));
+		for (int r = 0, at = 0; r < c->nrow; at += decl_width(&c->row[r]), r++) {
+			if (c->row[r].ty.kind != TY_F32) {
+				b->rowv[r] = row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
+				continue;
 			}
+			row_lanes_into(b, &c->row[r], b->inp[c->nelem + c->ncol + r], b->qbuf, at);
+			b->rowv[r] = lv_new(&b->L, decl_width(&c->row[r]));
+			for (int t = 0; t < b->rowv[r].n; t++) {
+				LLVMValueRef idx = ci64(b, at + t);
+				b->rowv[r].c[t] = LLVMBuildLoad2(b->L.b, vt, LLVMBuildGEP2(b->L.b, vt, b->qbuf, &idx, 1, ""), "");
+			}
+		}
+	} else {
+		for (int r = 0; r < c->nrow; r++)
+			b->rowv[r] = row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
 	}
 	Loop l = kern_loop_begin(b, lo, hi, T);
 	if (cw) {
@@ -1080,16 +1092,35 @@ void kern_build_reduce_rows(B *b)
 	kern_step_slots(b, acc, e.iv, tmp);
 	kern_loop_end(b, &e);
 	kern_slots_load(b, acc, b->st);
-	LV *one = calloc(ns, sizeof *one);
-	for (int r = 0; r < G; r++) {
-		for (int g = 0; g < ns; g++) {
-			one[g] = lv_new(&b->L, b->st[g].n);
-			for (int t = 0; t < b->st[g].n; t++)
-				one[g].c[t] = LLVMBuildExtractElement(b->L.b, lv_at(b->st[g], t), LLVMConstInt(b->i32, r, 0), "");
+	/* each row's state out of its lane: the fields in arrays by a loop
+	 * over their components, the others unrolled */
+	LLVMValueRef out = LLVMGetParam(f, 4);
+	for (int g = 0; g < ns; g++) {
+		LLVMTypeRef ty = lower_kty(&b->L, (TyKind)c->state[g].ty.kind), vt = lower_vty(&b->L, (TyKind)c->state[g].ty.kind);
+		if (b->obuf && b->obuf[g]) {
+			LLVMBasicBlockRef pre = LLVMGetInsertBlock(b->L.b);
+			LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "scatter");
+			LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "scattered");
+			LLVMBuildBr(b->L.b, body);
+			LLVMPositionBuilderAtEnd(b->L.b, body);
+			LLVMValueRef t = LLVMBuildPhi(b->L.b, b->i64, "t"), zero = ci64(b, 0);
+			LLVMAddIncoming(t, &zero, &pre, 1);
+			LLVMValueRef v = LLVMBuildLoad2(b->L.b, vt, LLVMBuildGEP2(b->L.b, vt, b->obuf[g], &t, 1, ""), "");
+			for (int r = 0; r < G; r++)
+				LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, r, 0), ""),
+					       kern_mem_slot(b, kern_state_at(b, out, r), g, t, ty));
+			LLVMValueRef next = LLVMBuildAdd(b->L.b, t, ci64(b, 1), "");
+			LLVMAddIncoming(t, &next, &body, 1);
+			LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntSLT, next, ci64(b, decl_width(&c->state[g])), ""), body,
+					done);
+			LLVMPositionBuilderAtEnd(b->L.b, done);
+			continue;
 		}
-		kern_mem_store(b, kern_state_at(b, LLVMGetParam(f, 4), r), one);
+		for (int r = 0; r < G; r++)
+			for (int t = 0; t < b->st[g].n; t++)
+				LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, lv_at(b->st[g], t), LLVMConstInt(b->i32, r, 0), ""),
+					       kern_mem_slot(b, kern_state_at(b, out, r), g, ci64(b, t), ty));
 	}
-	free(one);
 	b->row_lanes = 0;
 	b->L.fma = 0;
 	b->colbuf = NULL;
