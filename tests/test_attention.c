@@ -442,14 +442,11 @@ Test(attention, a_merge_off_past_a_threshold_is_not_the_contract)
 	cr_expect(strstr(msg, "the merge of 'l' differs from the contract's"), "%s", msg);
 	cr_expect(strstr(msg, "the prover left 'l' unknown: l differs in region a.m > b.m, a.l > 1000"), "%s", msg);
 	carrier_free(c);
-	char err[300];
-	c = load_text("carrier: reordered\ndims: {d: 64}\nparams: {scale: f32}\nrow: {q: 'f16[d]'}\n"
-		      "column: {k: 'f16[d]', v: 'f16[d]'}\nlet:\n  s: dot(q, k) * scale\n"
-		      "state: {m: f32, l: f32, o: 'f32[d]'}\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
-		      "merge:\n  m: max(a.m, b.m)\n  l: b.l * exp(b.m - m) + a.l * exp(a.m - m)\n"
-		      "  o: exp(b.m - m) * b.o + exp(a.m - m) * a.o\nfinalize: {out: o / l}\nlaws: [commutative]\n",
-		      err, sizeof err);
-	cr_assert(c, "%s", err);
+	c = text_ok("carrier: reordered\ndims: {d: 64}\nparams: {scale: f32}\nrow: {q: 'f16[d]'}\n"
+		    "column: {k: 'f16[d]', v: 'f16[d]'}\nlet:\n  s: dot(q, k) * scale\n"
+		    "state: {m: f32, l: f32, o: 'f32[d]'}\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
+		    "merge:\n  m: max(a.m, b.m)\n  l: b.l * exp(b.m - m) + a.l * exp(a.m - m)\n"
+		    "  o: exp(b.m - m) * b.o + exp(a.m - m) * a.o\nfinalize: {out: o / l}\nlaws: [commutative]\n");
 	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(strstr(at.evidence, "merge proved equal to the contract's"), "%s", at.evidence);
 	carrier_free(c);
@@ -470,14 +467,13 @@ static const char *const REWRITTEN[][2] = {
 
 static Carrier *with_merge(const char *l, const char *o)
 {
-	char text[1024], err[300];
+	char text[1024];
 	snprintf(text, sizeof text,
 		 "carrier: rewritten\ndims: {d: 64}\nparams: {scale: f32}\nrow: {q: 'f16[d]'}\n"
 		 "column: {k: 'f16[d]', v: 'f16[d]'}\nlet:\n  s: dot(q, k) * scale\nmask: j <= i\n"
 		 "state: {m: f32, l: f32, o: 'f32[d]'}\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
 		 "merge:\n  m: max(a.m, b.m)\n  l: %s\n  o: %s\nfinalize: {out: o / l}\nlaws: [commutative]\n", l, o);
-	Carrier *c = load_text(text, err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok(text);
 	return c;
 }
 
@@ -543,14 +539,11 @@ Test(attention, contract_evidence_and_explain)
 	carrier_free(c);
 	/* the same merge written differently, the fields in another order and
 	 * named otherwise: proved, and said so */
-	char err[512];
-	c = load_text("carrier: t\ndims: {d: 16}\nparams: {scale: f32}\nrow:\n  q: f16[d]\ncolumn:\n  k: f16[d]\n  v: f16[d]\n"
-		      "state:\n  w: f32[d]\n  mx: f32\n  z: f32\nidentity: {w: 0, mx: -inf, z: 0}\n"
-		      "lift:\n  w: v\n  mx: dot(q, k) * scale\n  z: 1\n"
-		      "merge:\n  mx: max(b.mx, a.mx)\n  z: exp(a.mx - mx) * a.z + exp(b.mx - mx) * b.z\n"
-		      "  w: exp(a.mx - mx) * a.w + exp(b.mx - mx) * b.w\nfinalize: {out: w / z}\n",
-		      err, sizeof err);
-	cr_assert(c, "%s", err);
+	c = text_ok("carrier: t\ndims: {d: 16}\nparams: {scale: f32}\nrow:\n  q: f16[d]\ncolumn:\n  k: f16[d]\n  v: f16[d]\n"
+		    "state:\n  w: f32[d]\n  mx: f32\n  z: f32\nidentity: {w: 0, mx: -inf, z: 0}\n"
+		    "lift:\n  w: v\n  mx: dot(q, k) * scale\n  z: 1\n"
+		    "merge:\n  mx: max(b.mx, a.mx)\n  z: exp(a.mx - mx) * a.z + exp(b.mx - mx) * b.z\n"
+		    "  w: exp(a.mx - mx) * a.w + exp(b.mx - mx) * b.w\nfinalize: {out: w / z}\n");
 	CudaAttn at;
 	cr_assert_eq(cuda_attn_match(c, &at, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(strstr(at.evidence, "merge proved equal to the contract's (m -> mx, l -> z, o -> w; "), "%s", at.evidence);

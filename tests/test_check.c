@@ -181,15 +181,25 @@ Test(check, float32_error_report)
  * one given); the caller frees the carrier and the result. */
 static Carrier *check_text(const char *spec, uint64_t seed, CheckResult *r)
 {
-	char err[256], msg[100];
-	Carrier *c = load_text(spec, err, sizeof err);
-	cr_assert(c, "%s", err);
+	char msg[100];
+	Carrier *c = text_ok(spec);
 	CheckOpts o;
 	check_defaults(&o);
 	if (seed)
 		o.seed = seed;
 	cr_assert_eq(check_run(c, &o, r, msg, sizeof msg), 0, "%s", msg);
 	return c;
+}
+
+/* Spec text whose reference check fails, saying detail. */
+static void expect_unsound(const char *spec, const char *detail)
+{
+	CheckResult r;
+	Carrier *c = check_text(spec, 0, &r);
+	cr_expect_eq(r.sound, VERDICT_FAILS);
+	cr_expect(r.sound_detail && strstr(r.sound_detail, detail), "%s", r.sound_detail ? r.sound_detail : "holds");
+	check_result_free(&r);
+	carrier_free(c);
 }
 
 Test(check, assume_is_honoured)
@@ -270,11 +280,8 @@ Test(check, reference_literals_are_the_lifts)
 
 Test(check, unsatisfiable_assume)
 {
-	char err[256];
-	Carrier *c = load_text("carrier: never\nelement: {x: f32}\nassume: x != x\nstate: {s: f32}\n"
-			       "identity: {s: 0}\nlift: {s: x}\nmerge:\n  s: a.s + b.s\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: never\nelement: {x: f32}\nassume: x != x\nstate: {s: f32}\n"
+			     "identity: {s: 0}\nlift: {s: x}\nmerge:\n  s: a.s + b.s\n");
 	CheckOpts o;
 	check_defaults(&o);
 	o.trials = 10;
@@ -334,11 +341,8 @@ Test(check, bool_state_with_literals)
 
 Test(check, true_and_false_stay_names_when_a_spec_defines_them)
 {
-	char err[256];
-	Carrier *c = load_text("carrier: t\nparams: {true: f32}\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
-			       "lift:\n  s: x * true\nmerge:\n  s: a.s + b.s\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: t\nparams: {true: f32}\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+			     "lift:\n  s: x * true\nmerge:\n  s: a.s + b.s\n");
 	char *e = ir_str(c->ir, c->lift[0]);
 	cr_assert_str_eq(e, "x * true", "the param, not the literal (a bool times a number would not type)");
 	free(e);
@@ -350,12 +354,9 @@ Test(check, true_and_false_stay_names_when_a_spec_defines_them)
  * integral (j * 2 stays i32). */
 Test(check, integers_meeting_fractions_are_typed_as_floats)
 {
-	char err[256];
-	Carrier *c = load_text("carrier: t\nparams: {n: i64}\nelement: {x: f32}\nstate: {a: f64, b: f64, c: f64, d: i32}\n"
-			       "identity: {a: 0, b: 0, c: 0, d: 0}\nlift:\n  a: j / len\n  b: n / 2\n  c: j + 0.5\n  d: j * 2\n"
-			       "merge: {a: a.a + b.a, b: a.b + b.b, c: a.c + b.c, d: a.d + b.d}\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: t\nparams: {n: i64}\nelement: {x: f32}\nstate: {a: f64, b: f64, c: f64, d: i32}\n"
+			     "identity: {a: 0, b: 0, c: 0, d: 0}\nlift:\n  a: j / len\n  b: n / 2\n  c: j + 0.5\n  d: j * 2\n"
+			     "merge: {a: a.a + b.a, b: a.b + b.b, c: a.c + b.c, d: a.d + b.d}\n");
 	static const struct { Op op; TyKind k; } want[] = {
 		{EXPR_CAST, TY_F64}, /* f32 division, widened to the f64 field */
 		{EXPR_DIV, TY_F64},
@@ -432,15 +433,10 @@ Test(check, row_input_outside_a_reduction)
 	for (int i = 0; i < r.nerr; i++)
 		cr_expect_gt(r.err[i].compared, 0, "%s never compared", r.err[i].name);
 	check_result_free(&r);
-	Carrier *c = check_text("carrier: scaled_twice\nrow: {t: f32}\nelement: {x: f32}\nstate: {s: f32}\n"
-				"identity: {s: 0}\nlift: {s: x}\nmerge: {s: a.s + b.s}\nmap: {y: 2 * t * s}\n"
-				"reference: {y: t * sum(x)}\n",
-				0, &r);
-	cr_expect_eq(r.sound, VERDICT_FAILS);
-	cr_expect(r.sound_detail && strstr(r.sound_detail, "y at position"), "%s",
-		  r.sound_detail ? r.sound_detail : "holds");
-	check_result_free(&r);
-	carrier_free(c);
+	expect_unsound("carrier: scaled_twice\nrow: {t: f32}\nelement: {x: f32}\nstate: {s: f32}\n"
+		       "identity: {s: 0}\nlift: {s: x}\nmerge: {s: a.s + b.s}\nmap: {y: 2 * t * s}\n"
+		       "reference: {y: t * sum(x)}\n",
+		       "y at position");
 }
 
 /* A mask that leaves no position in any row drawn still leaves rows to
@@ -459,16 +455,10 @@ Test(check, rows_the_mask_empties_are_compared)
 		check_result_free(&r);
 		carrier_free(c);
 	}
-	CheckResult r;
-	Carrier *c = check_text("carrier: masked_mean\nelement: {x: f32}\nmask: j < 0\nstate: {s: f32, n: f32}\n"
-				"identity: {s: 0, n: 0}\nlift: {s: x, n: 1}\nmerge: {s: a.s + b.s, n: a.n + b.n}\n"
-				"finalize: {mean: s / n}\nreference: {mean: sum(x) / count()}\n",
-				0, &r);
-	cr_expect_eq(r.sound, VERDICT_FAILS);
-	cr_expect(r.sound_detail && strstr(r.sound_detail, "the mask leaves no position in any row drawn"), "%s",
-		  r.sound_detail ? r.sound_detail : "holds");
-	check_result_free(&r);
-	carrier_free(c);
+	expect_unsound("carrier: masked_mean\nelement: {x: f32}\nmask: j < 0\nstate: {s: f32, n: f32}\n"
+		       "identity: {s: 0, n: 0}\nlift: {s: x, n: 1}\nmerge: {s: a.s + b.s, n: a.n + b.n}\n"
+		       "finalize: {mean: s / n}\nreference: {mean: sum(x) / count()}\n",
+		       "the mask leaves no position in any row drawn");
 }
 
 /* Bounds that rejection alone never meets (x > 1000 is 1000 standard

@@ -265,12 +265,9 @@ Test(cpu, results_do_not_depend_on_threads)
  * across lanes and split chunks: the checker's basis is the left fold. */
 Test(cpu, non_commutative_merge_keeps_order)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: first\nelement: {x: f32}\nstate: {v: f32, n: f32}\n"
-			       "identity: {v: 0, n: 0}\nlift: {v: x, n: 1}\n"
-			       "merge:\n  v: where(a.n > 0, a.v, b.v)\n  n: a.n + b.n\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: first\nelement: {x: f32}\nstate: {v: f32, n: f32}\n"
+			     "identity: {v: 0, n: 0}\nlift: {v: x, n: 1}\n"
+			     "merge:\n  v: where(a.n > 0, a.v, b.v)\n  n: a.n + b.n\n");
 	LlvmKernel *k = compiled(c, NULL);
 	cr_assert_eq(k->lanes, 1, "no lanes for a non-commutative merge");
 	RtPool *p;
@@ -290,12 +287,9 @@ Test(cpu, non_commutative_merge_keeps_order)
 /* Row 0 is fully masked: the empty row's state, finalized. */
 Test(cpu, fully_masked_rows)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i\n" SOFTMAX_STATE SOFTMAX_MERGE
-			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\n"
-			       "reference:\n  lse: log(sum(exp(x)))\n  y: exp(x) / sum(exp(x))\nlaws: [commutative]\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i\n" SOFTMAX_STATE SOFTMAX_MERGE
+			     "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\n"
+			     "reference:\n  lse: log(sum(exp(x)))\n  y: exp(x) / sum(exp(x))\nlaws: [commutative]\n");
 	LlvmKernel *k = compiled(c, NULL);
 	RtPool *p;
 	char msg[200];
@@ -411,12 +405,9 @@ Test(cpu, max_rescale_carriers_fold_tiles_at_once)
 		tiles_ok(c, specs[s]);
 		carrier_free(c);
 	}
-	char err[300];
-	Carrier *c = load_text("carrier: softmax2\nelement: {x: f32}\n" SOFTMAX_STATE
-			       "merge:\n  m: max(b.m, a.m)\n  l: exp2(b.m - m) * b.l + a.l * exp2(a.m - m)\n"
-			       "finalize: {lse2: m + log2(l)}\nlaws: [commutative]\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: softmax2\nelement: {x: f32}\n" SOFTMAX_STATE
+			     "merge:\n  m: max(b.m, a.m)\n  l: exp2(b.m - m) * b.l + a.l * exp2(a.m - m)\n"
+			     "finalize: {lse2: m + log2(l)}\nlaws: [commutative]\n");
 	LlvmKernel *k = compiled(c, NULL);
 	cr_expect(k->max_rescale, "exp2, operands swapped: still the pattern");
 	llvm_kernel_free(k);
@@ -529,9 +520,7 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
 		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(a.m - m)\nfinalize: {s: m + log(l)}\n",
 	};
 	for (int i = 0; i < 3; i++) {
-		char err[300];
-		Carrier *c = load_text(texts[i], err, sizeof err);
-		cr_assert(c, "%s", err);
+		Carrier *c = text_ok(texts[i]);
 		Op g;
 		cr_expect_eq(tile_max_rescale(c, &g), -1, "%s", c->name);
 		LlvmKernel *k = compiled(c, NULL);
@@ -599,12 +588,9 @@ Test(cpu, two_pass_rows_around_the_switch, .timeout = 120)
 /* Row 0 fully masked, row 1 partly, the rest not, around the switch. */
 Test(cpu, two_pass_masked_rows, .timeout = 120)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: masked_lse\nelement: {x: f32}\nmask: j < i * 30000\n" SOFTMAX_STATE
-			       SOFTMAX_MERGE
-			       "finalize: {lse: m + log(l)}\nreference:\n  lse: log(sum(exp(x)))\nlaws: [commutative]\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: masked_lse\nelement: {x: f32}\nmask: j < i * 30000\n" SOFTMAX_STATE
+			     SOFTMAX_MERGE
+			     "finalize: {lse: m + log(l)}\nreference:\n  lse: log(sum(exp(x)))\nlaws: [commutative]\n");
 	LlvmKernel *k = compiled(c, NULL);
 	cr_expect(k->two_pass);
 	RtPool *p;
@@ -628,13 +614,10 @@ Test(cpu, two_pass_masked_rows, .timeout = 120)
  * fold, and stays right around the switch. */
 Test(cpu, near_max_rescale_carriers_take_one_pass, .timeout = 120)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: with_count\nelement: {x: f32}\nstate: {m: f32, l: f32, n: f32}\n"
-			       "identity: {m: -inf, l: 0, n: 0}\nlift: {m: x, l: 1, n: 1}\n"
-			       SOFTMAX_MERGE "  n: a.n + b.n\n"
-			       "finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: with_count\nelement: {x: f32}\nstate: {m: f32, l: f32, n: f32}\n"
+			     "identity: {m: -inf, l: 0, n: 0}\nlift: {m: x, l: 1, n: 1}\n"
+			     SOFTMAX_MERGE "  n: a.n + b.n\n"
+			     "finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n");
 	two_pass_ok(c, 0);
 	carrier_free(c);
 }
@@ -690,12 +673,9 @@ Test(cpu, max_rescale_tiles_keep_special_values)
  * a huge, a plain, a zero and a -inf s. */
 Test(cpu, map_hoists_only_when_exact)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: scaled\nelement: {x: f32}\nrow: {s: f32}\nstate: {n: f32}\n"
-			       "identity: {n: 0}\nlift: {n: 1}\nmerge: {n: a.n + b.n}\n"
-			       "map: {y: x / s, z: x - s}\nlaws: [commutative]\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: scaled\nelement: {x: f32}\nrow: {s: f32}\nstate: {n: f32}\n"
+			     "identity: {n: 0}\nlift: {n: 1}\nmerge: {n: a.n + b.n}\n"
+			     "map: {y: x / s, z: x - s}\nlaws: [commutative]\n");
 	LlvmKernel *k = compiled(c, NULL);
 	RtPool *p;
 	char msg[200];
@@ -1008,9 +988,7 @@ Test(cpu, rowmaps_of_other_maps, .timeout = 120)
 		"finalize: {lse2: m + log2(l)}\nmap: {y: 1 - exp2(x - m) / l, z: x * 2}\nlaws: [commutative]\n",
 	};
 	for (int s = 0; s < 2; s++) {
-		char err[300];
-		Carrier *c = load_text(text[s], err, sizeof err);
-		cr_assert(c, "%s", err);
+		Carrier *c = text_ok(text[s]);
 		rowmap_ok(c, NULL);
 		carrier_free(c);
 	}
@@ -1022,11 +1000,8 @@ Test(cpu, rowmaps_of_other_maps, .timeout = 120)
  * the max gave -inf without it).  Short rows go through rowmap2. */
 Test(cpu, rowmap_masked_positions_far_over_the_max)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: masked_softmax\nelement: {x: f32}\nmask: j < 3\n" SOFTMAX_STATE SOFTMAX_MERGE
-			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: masked_softmax\nelement: {x: f32}\nmask: j < 3\n" SOFTMAX_STATE SOFTMAX_MERGE
+			     "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n");
 	LlvmKernel *k = compiled(c, NULL);
 	RtPool *p;
 	char msg[200];
@@ -1059,11 +1034,8 @@ Test(cpu, rowmap_masked_positions_far_over_the_max)
  * generator ("Do not know how to split the result of this operator"). */
 Test(cpu, map_lanes_without_reduce_lanes)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: softmax_in_order\nelement: {x: f32}\n" SOFTMAX_STATE SOFTMAX_MERGE
-			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l, s: sigmoid(x)}\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: softmax_in_order\nelement: {x: f32}\n" SOFTMAX_STATE SOFTMAX_MERGE
+			     "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l, s: sigmoid(x)}\n");
 	LlvmKernel *k = compiled(c, NULL);
 	cr_expect_eq(k->lanes, 1, "no lanes in the reduce");
 	RtPool *p;
@@ -1086,14 +1058,13 @@ Test(cpu, no_rowmap_for_other_exps)
 {
 	static const char *maps[] = {"{y: exp(x - m - 1) / l}", "{y: exp(m - x)}", "{y: x / l}"};
 	for (int s = 0; s < 3; s++) {
-		char text[600], err[300];
+		char text[600];
 		snprintf(text, sizeof text,
 			 "carrier: other\nelement: {x: f32}\n" SOFTMAX_STATE
 			 SOFTMAX_MERGE
 			 "finalize: {lse: m + log(l)}\nmap: %s\nlaws: [commutative]\n",
 			 maps[s]);
-		Carrier *c = load_text(text, err, sizeof err);
-		cr_assert(c, "%s", err);
+		Carrier *c = text_ok(text);
 		LlvmKernel *k = compiled(c, NULL);
 		cr_expect(!k->k.rowmap, "%s: no rowmap", maps[s]);
 		llvm_kernel_free(k);
@@ -1184,23 +1155,18 @@ Test(cpu, short_rows_in_pairs, .timeout = 240)
  * others not): each row of a pair takes its own. */
 Test(cpu, short_rows_in_pairs_masked, .timeout = 120)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i * 100\n" SOFTMAX_STATE
-			       SOFTMAX_MERGE
-			       "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i * 100\n" SOFTMAX_STATE
+			     SOFTMAX_MERGE
+			     "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n");
 	pairs_ok(c, NULL, 1);
 	pairs_ok(c, NULL, 0);
 	carrier_free(c);
-	c = load_text("carrier: masked_welford\nelement: {x: f32}\nmask: j < i * 100\nstate: {n: f32, mean: f32, m2: f32}\n"
-		      "identity: {n: 0, mean: 0, m2: 0}\nlift: {n: 1, mean: x, m2: 0}\n"
-		      "merge:\n  let:\n    delta: b.mean - a.mean\n  n: a.n + b.n\n"
-		      "  mean: where(n == 0, 0, a.mean + delta * b.n / n)\n"
-		      "  m2: where(n == 0, 0, a.m2 + b.m2 + delta^2 * a.n * b.n / n)\n"
-		      "finalize: {mean: mean}\nreference:\n  mean: sum(x) / count()\nlaws: [commutative]\n",
-		      err, sizeof err);
-	cr_assert(c, "%s", err);
+	c = text_ok("carrier: masked_welford\nelement: {x: f32}\nmask: j < i * 100\nstate: {n: f32, mean: f32, m2: f32}\n"
+		    "identity: {n: 0, mean: 0, m2: 0}\nlift: {n: 1, mean: x, m2: 0}\n"
+		    "merge:\n  let:\n    delta: b.mean - a.mean\n  n: a.n + b.n\n"
+		    "  mean: where(n == 0, 0, a.mean + delta * b.n / n)\n"
+		    "  m2: where(n == 0, 0, a.m2 + b.m2 + delta^2 * a.n * b.n / n)\n"
+		    "finalize: {mean: mean}\nreference:\n  mean: sum(x) / count()\nlaws: [commutative]\n");
 	pairs_ok(c, NULL, 0);
 	carrier_free(c);
 }
@@ -1329,11 +1295,10 @@ Test(cpu, every_f16_pattern_converts_exactly)
 		"lift: {s: x}\nmerge: {s: a.s + b.s}\n",
 	};
 	RtPool *p;
-	char msg[200], err[300];
+	char msg[200];
 	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
 	for (int s = 0; s < 2; s++) {
-		Carrier *c = load_text(specs[s], err, sizeof err);
-		cr_assert(c, "%s", err);
+		Carrier *c = text_ok(specs[s]);
 		LlvmKernel *k = compiled(c, NULL);
 		RunData *d = s ? rundata_new(c, 1 << 14, 1) : rundata_new(c, 1, 1 << 16);
 		uint16_t *x = d->elem[0].p;

@@ -109,9 +109,7 @@ Test(cuda, every_bundled_spec_has_a_test)
 
 static Carrier *inline_spec(const char *text)
 {
-	char err[512];
-	Carrier *c = load_text(text, err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok(text);
 	return c;
 }
 

@@ -57,9 +57,7 @@ static void run_on(Carrier *c, const char *dev, int len)
 
 static ExploreResult explore_text(const char *text)
 {
-	char err[256];
-	Carrier *c = load_text(text, err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok(text);
 	ExploreOpts o;
 	explore_defaults(&o);
 	ExploreResult r;

@@ -44,11 +44,8 @@ Test(loop, step_is_sequential)
 
 Test(loop, inverse_and_step_right)
 {
-	char err[256];
-	Carrier *c = load_text("carrier: s\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
-			       "step:\n  s: s + x\nstep_right:\n  s: x + s\ninverse:\n  - {x: s}\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: s\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+			     "step:\n  s: s + x\nstep_right:\n  s: x + s\ninverse:\n  - {x: s}\n");
 	cr_assert_eq(c->ninverse, 1);
 	char *x = ir_str(c->ir, c->inverse[0][0]);
 	cr_assert_str_eq(x, "s");

@@ -128,46 +128,34 @@ Test(prove, shared_subterms_cost_their_dag, .timeout = 20)
 	check("tests/prove/dag_merge.yaml", "pp--");
 }
 
+/* The proof line of law for the spec at path says how with text in it. */
+static void expect_how(const char *path, const char *name, const char *text)
+{
+	Carrier *c = load_ok(path);
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect(strstr(law(&r, name)->how, text), "%s: %s", path, law(&r, name)->how);
+	proof_report_free(&r);
+	carrier_free(c);
+}
+
 /* A normal form whose degree doubles per temporary proves nothing at
  * random points past the budget: unknown, saying why, never proved. */
 Test(prove, degree_past_the_budget_is_unknown, .timeout = 20)
 {
 	check("tests/prove/dag_cancel.yaml", "uuu-");
-	Carrier *c = load_ok("tests/prove/dag_cancel.yaml");
-	ProofReport r;
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	cr_expect(strstr(law(&r, "associative")->how, "budget: a normal form of degree past 65536"), "%s",
-		  law(&r, "associative")->how);
-	proof_report_free(&r);
-	carrier_free(c);
+	expect_how("tests/prove/dag_cancel.yaml", "associative", "budget: a normal form of degree past 65536");
 }
 
 Test(prove, tie_disproof_names_the_tie)
 {
-	Carrier *c = load_ok("tests/prove/tie_bug.yaml");
-	ProofReport r;
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	cr_expect(strstr(law(&r, "associative")->how, "region b.m = c.m, a.m = c.m"), "%s",
-		  law(&r, "associative")->how);
-	proof_report_free(&r);
-	carrier_free(c);
+	expect_how("tests/prove/tie_bug.yaml", "associative", "region b.m = c.m, a.m = c.m");
 }
 
 Test(prove, nan_hazard_names_the_expression)
 {
-	Carrier *c = load_ok("tests/prove/identity_ee.yaml");
-	ProofReport r;
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	cr_expect(strstr(law(&r, "identity")->how, "e+e gives NaN at mean: 0 / 0"), "%s",
-		  law(&r, "identity")->how);
-	proof_report_free(&r);
-	carrier_free(c);
-	c = load_ok("tests/prove/nan_identity.yaml");
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	cr_expect(strstr(law(&r, "identity")->how, "e+e gives NaN at m: a.m, which is NaN in the identity"), "%s",
-		  law(&r, "identity")->how);
-	proof_report_free(&r);
-	carrier_free(c);
+	expect_how("tests/prove/identity_ee.yaml", "identity", "e+e gives NaN at mean: 0 / 0");
+	expect_how("tests/prove/nan_identity.yaml", "identity", "e+e gives NaN at m: a.m, which is NaN in the identity");
 }
 
 Test(prove, bool_fields_are_unknown_not_disproved)

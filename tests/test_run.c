@@ -96,11 +96,8 @@ Test(run, row_input_reference_of_a_map_output)
  * drawn within (it was "could not draw inputs where 'assume' holds"). */
 Test(run, assume_bound_far_out_is_drawn_within)
 {
-	char err[256];
-	Carrier *c = load_text("carrier: far\nelement: {x: f32}\nassume: x > 1000\nstate: {s: f32}\nidentity: {s: 0}\n"
-			       "lift: {s: x}\nmerge:\n  s: a.s + b.s\nreference: {s: sum(x)}\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: far\nelement: {x: f32}\nassume: x > 1000\nstate: {s: f32}\nidentity: {s: 0}\n"
+			     "lift: {s: x}\nmerge:\n  s: a.s + b.s\nreference: {s: sum(x)}\n");
 	RunData *d = drawn(c, 3, 20);
 	const float *x = d->elem[0].p;
 	for (int k = 0; k < 60; k++)
@@ -128,14 +125,11 @@ Test(run, causal_mask_rows)
  * checked here by hand, as the float64 fold shared the mistake. */
 Test(run, where_of_two_literals_keeps_its_condition)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: w\nelement: {x: f32}\nlet:\n  w: where(x > 0, 1, 2)\n"
-			       "state: {m: f32, s: f32, c: f32}\nidentity: {m: -inf, s: 0, c: 0}\nlift: {m: x, s: w, c: j}\n"
-			       "merge:\n  let:\n    t: where(a.m >= b.m, 1, 0)\n  m: max(a.m, b.m)\n  s: a.s + b.s\n"
-			       "  c: t * a.c + (1 - t) * b.c\n"
-			       "finalize:\n  f: where(m < 0, 1.5, 2.5)\n  s: s\n  c: c\nmap:\n  y: 1 + where(x < 0, 1, 2)\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: w\nelement: {x: f32}\nlet:\n  w: where(x > 0, 1, 2)\n"
+			     "state: {m: f32, s: f32, c: f32}\nidentity: {m: -inf, s: 0, c: 0}\nlift: {m: x, s: w, c: j}\n"
+			     "merge:\n  let:\n    t: where(a.m >= b.m, 1, 0)\n  m: max(a.m, b.m)\n  s: a.s + b.s\n"
+			     "  c: t * a.c + (1 - t) * b.c\n"
+			     "finalize:\n  f: where(m < 0, 1.5, 2.5)\n  s: s\n  c: c\nmap:\n  y: 1 + where(x < 0, 1, 2)\n");
 	RunData *d = rundata_new(c, 2, 4);
 	const float x[8] = {-1, 2, 3, -4, -1, -2, -3, -4};
 	memcpy(d->elem[0].p, x, sizeof x);
@@ -157,12 +151,9 @@ Test(run, where_of_two_literals_keeps_its_condition)
  * row in every prefix); it took the prefix's length and failed each run. */
 Test(run, scan_prefixes_keep_the_row_length)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: half\nelement: {x: f32}\nmask: j * 2 < len\nstate: {s: f32}\nidentity: {s: 0}\n"
-			       "lift: {s: x + j / len}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x + j / len)}\n"
-			       "laws: [commutative]\ntemplate: scan\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: half\nelement: {x: f32}\nmask: j * 2 < len\nstate: {s: f32}\nidentity: {s: 0}\n"
+			     "lift: {s: x + j / len}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x + j / len)}\n"
+			     "laws: [commutative]\ntemplate: scan\n");
 	const int lens[] = {1, 8, 33};
 	for (int l = 0; l < 3; l++) {
 		RunData *d = drawn(c, 2, lens[l]);
@@ -183,11 +174,8 @@ Test(run, scan_prefixes_keep_the_row_length)
  * allowed nothing: 8.49 of tolerance at 100000). */
 Test(run, sums_of_literals_have_a_float32_tolerance)
 {
-	char err[300];
-	Carrier *c = load_text("carrier: ones\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: 1.8}\n"
-			       "merge: {s: a.s + b.s}\nreference: {s: sum(1.8)}\nlaws: [commutative]\n",
-			       err, sizeof err);
-	cr_assert(c, "%s", err);
+	Carrier *c = text_ok("carrier: ones\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: 1.8}\n"
+			     "merge: {s: a.s + b.s}\nreference: {s: sum(1.8)}\nlaws: [commutative]\n");
 	RunData *d = drawn(c, 1, 100000);
 	char msg[200];
 	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);

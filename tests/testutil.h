@@ -32,4 +32,13 @@ static inline Carrier *load_text(const char *text, char *err, size_t n)
 	return c;
 }
 
+/* Load spec text that must be valid; fails the test with the diagnostic otherwise. */
+static inline Carrier *text_ok(const char *text)
+{
+	char err[512];
+	Carrier *c = load_text(text, err, sizeof err);
+	cr_assert(c, "spec text did not load: %s", err);
+	return c;
+}
+
 #endif
