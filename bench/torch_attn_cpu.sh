@@ -21,17 +21,13 @@ for d in 64 128; do
 		-D d=$d -D dv=$d --json | sed "s/^{/{\"mask\": \"causal\", \"d\": $d, /"
 done > build/bench_attn.json
 $VENV/bin/python - "$Q" "$K" "$THREADS" <<'PY'
-import json, sys, time
+import json, sys
 import torch
 import torch.nn.functional as F
 q_n, k_n, threads = map(int, sys.argv[1:])
 torch.set_num_threads(threads)
-def med(f, runs=7):
-    f()
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter(); f(); t.append(time.perf_counter() - t0)
-    return sorted(t)[runs // 2]
+sys.path.insert(0, "bench")
+from torch_timing import med
 print(f"torch {torch.__version__}, {threads} threads, {q_n} queries x {k_n} keys, one head")
 print(f"{'mask':7} {'d':>4} {'assoc':>8} {'torch f32':>10} {'torch f16':>10} {'assoc/torch':>12}")
 for line in open("build/bench_attn.json"):

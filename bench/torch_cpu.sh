@@ -16,17 +16,13 @@ for spec in online_softmax welford logsumexp; do
 	build/assoc bench specs/$spec.yaml --device cpu --rows "$ROWS" --len "$LEN" --threads "$THREADS" --json
 done > build/bench_assoc.json
 $VENV/bin/python - "$ROWS" "$LEN" "$THREADS" <<'PY'
-import json, sys, time
+import json, sys
 import torch
 rows, n, threads = map(int, sys.argv[1:])
 torch.set_num_threads(threads)
 x = torch.randn(rows, n, dtype=torch.float32)
-def med(f, runs=7):
-    f()
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter(); f(); t.append(time.perf_counter() - t0)
-    return sorted(t)[runs // 2]
+sys.path.insert(0, "bench")
+from torch_timing import med
 ib = rows * n * 4
 out = {
     "online_softmax": (ib * 2 + rows * 4, med(lambda: torch.softmax(x, dim=1))),
