@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "llvm_kern.h"
 #include "run.h"
 
@@ -214,6 +216,38 @@ void kern_loop_end(B *b, Loop *l)
 	LLVMPositionBuilderAtEnd(b->L.b, l->exit);
 }
 
+LLVMValueRef kern_count_open(B *b, const char *name)
+{
+	Lower *L = &b->L;
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, name);
+	LLVMBuildBr(L->b, body);
+	LLVMPositionBuilderAtEnd(L->b, body);
+	LLVMValueRef i = LLVMBuildPhi(L->b, b->i64, ""), zero = ci64(b, 0);
+	LLVMAddIncoming(i, &zero, &pre, 1);
+	return i;
+}
+
+void kern_count_close(B *b, LLVMValueRef i, long long n, int unroll)
+{
+	Lower *L = &b->L;
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "counted");
+	LLVMValueRef next = LLVMBuildAdd(L->b, i, ci64(b, 1), "");
+	LLVMBasicBlockRef at = LLVMGetInsertBlock(L->b);
+	LLVMAddIncoming(i, &next, &at, 1);
+	LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, next, ci64(b, n), ""), LLVMGetInstructionParent(i), done);
+	if (unroll > 0) { /* llvm.loop.unroll.count: a self-referential loop ID */
+		LLVMContextRef ctx = L->ctx;
+		LLVMMetadataRef tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
+		LLVMMetadataRef opt[2] = {LLVMMDStringInContext2(ctx, "llvm.loop.unroll.count", 22),
+					  LLVMValueAsMetadata(LLVMConstInt(b->i32, (unsigned long long)unroll, 0))};
+		LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(ctx, opt, 2)};
+		LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, 2);
+		LLVMMetadataReplaceAllUsesWith(tmp, id);
+		LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, id));
+	}
+	LLVMPositionBuilderAtEnd(L->b, done);
+}
+
 /* What follows runs only where cond holds, up to kern_if_end; values
  * made there stay there (kern_if_end starts a new lowering scope). */
 LLVMBasicBlockRef kern_if(B *b, LLVMValueRef cond)
@@ -289,6 +323,14 @@ int kern_staged_width(const Carrier *c)
 	return n;
 }
 
+int kern_staged_off(const Carrier *c, int k)
+{
+	int off = 0;
+	for (int q = 0; q < k; q++)
+		off += staged(&c->col[q]) ? decl_width(&c->col[q]) : 0;
+	return off;
+}
+
 static LLVMValueRef colbuf_at(B *b, long long at, LLVMTypeRef t)
 {
 	LLVMValueRef idx = ci64(b, at);
@@ -305,9 +347,7 @@ LV kern_staged_col(B *b, int k, int slot)
 	LV v = {0};
 	if (!staged(&c->col[k]))
 		return v;
-	int off = slot * kern_staged_width(c), w = decl_width(&c->col[k]);
-	for (int q = 0; q < k; q++)
-		off += staged(&c->col[q]) ? decl_width(&c->col[q]) : 0;
+	int off = slot * kern_staged_width(c) + kern_staged_off(c, k), w = decl_width(&c->col[k]);
 	LLVMTypeRef ft = lower_kty(L, TY_F32);
 	v = lv_new(L, w);
 	for (int t = 0; t < w; t++)
@@ -396,12 +436,7 @@ void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, in
 	Lower *L = &b->L;
 	int w = decl_width(d), W = L->W;
 	LLVMTypeRef vt = lower_vty(L, TY_F32);
-	LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "gather");
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "gathered");
-	LLVMBuildBr(L->b, body);
-	LLVMPositionBuilderAtEnd(L->b, body);
-	LLVMValueRef u = LLVMBuildPhi(L->b, b->i64, "u"), zero = ci64(b, 0);
-	LLVMAddIncoming(u, &zero, &pre, 1);
+	LLVMValueRef u = kern_count_open(b, "gather");
 	LLVMValueRef x = LLVMGetUndef(vt);
 	L->W = 1;
 	for (int l = 0; l < W; l++) {
@@ -412,10 +447,7 @@ void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, in
 	L->W = W;
 	LLVMValueRef idx = LLVMBuildAdd(L->b, u, ci64(b, at), "");
 	LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, vt, buf, &idx, 1, ""));
-	LLVMValueRef next = LLVMBuildAdd(L->b, u, ci64(b, 1), "");
-	LLVMAddIncoming(u, &next, &body, 1);
-	LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, next, ci64(b, w), ""), body, done);
-	LLVMPositionBuilderAtEnd(L->b, done);
+	kern_count_close(b, u, w, 0);
 }
 
 /* Bind params, row inputs of row i, and (when j) element and column inputs

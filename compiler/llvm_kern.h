@@ -89,11 +89,18 @@ void kern_end_fn(B *b);
 Loop kern_loop_begin(B *b, LLVMValueRef lo, LLVMValueRef hi, long long step);
 void kern_loop_end(B *b, Loop *l);
 LLVMValueRef kern_loop_final(B *b, Loop *l);
+/* A loop of i = 0 .. n - 1 from here: kern_count_open returns i, the body
+ * follows, kern_count_close ends it (unroll > 0: unrolled that many times,
+ * by loop metadata; 0: as LLVM decides). */
+LLVMValueRef kern_count_open(B *b, const char *name);
+void kern_count_close(B *b, LLVMValueRef i, long long n, int unroll);
 LLVMBasicBlockRef kern_if(B *b, LLVMValueRef cond);
 void kern_if_end(B *b, LLVMBasicBlockRef done);
 void kern_bind_params(B *b);
 void kern_bind_inputs(B *b, LLVMValueRef j);
 int kern_staged_width(const Carrier *c);
+/* Where staged column input k starts in a position's block of colbuf. */
+int kern_staged_off(const Carrier *c, int k);
 LV kern_staged_col(B *b, int k, int slot);
 LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base);
 void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at);

@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/DebugInfo.h>
-
 #include "llvm_kern.h"
 #include "run.h"
 
@@ -102,53 +100,6 @@ static LLVMValueRef tree(B *b, LLVMValueRef *v, int n, int max)
 	return v[0];
 }
 
-/* Loop metadata: llvm.loop.unroll.count n (1: none). */
-static void unroll_count(B *b, LLVMValueRef br, int n)
-{
-	LLVMContextRef ctx = b->L.ctx;
-	LLVMMetadataRef tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
-	LLVMMetadataRef opt[2] = {LLVMMDStringInContext2(ctx, "llvm.loop.unroll.count", 22),
-				  LLVMValueAsMetadata(LLVMConstInt(b->i32, (unsigned long long)n, 0))};
-	LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(ctx, opt, 2)};
-	LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, 2);
-	LLVMMetadataReplaceAllUsesWith(tmp, id);
-	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, id));
-}
-
-/* Offset of staged column k's first component in a position's block of colbuf. */
-static int staged_off(const Carrier *c, int k)
-{
-	int off = 0;
-	for (int q = 0; q < k; q++)
-		off += c->col[q].ty.kind == TY_F32 && decl_width(&c->col[q]) >= 4 ? decl_width(&c->col[q]) : 0;
-	return off;
-}
-
-/* A loop over i from 0 to n - 1 from here, i in *i; close it with loop_close. */
-static LLVMBasicBlockRef loop_open(B *b, LLVMValueRef *i)
-{
-	Lower *L = &b->L;
-	LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cloop");
-	LLVMBuildBr(L->b, body);
-	LLVMPositionBuilderAtEnd(L->b, body);
-	*i = LLVMBuildPhi(L->b, b->i64, "c");
-	LLVMValueRef zero = ci64(b, 0);
-	LLVMAddIncoming(*i, &zero, &pre, 1);
-	return body;
-}
-
-static void loop_close(B *b, LLVMValueRef i, long long n)
-{
-	Lower *L = &b->L;
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cloop_done");
-	LLVMValueRef next = LLVMBuildAdd(L->b, i, ci64(b, 1), "");
-	LLVMBasicBlockRef at = LLVMGetInsertBlock(L->b);
-	LLVMAddIncoming(i, &next, &at, 1);
-	LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, next, ci64(b, n), ""), LLVMGetInstructionParent(i), done);
-	unroll_count(b, br, b->k->loop_unroll);
-	LLVMPositionBuilderAtEnd(L->b, done);
-}
-
 /* fold_max_rescale's update of field f, whose lift is a staged column
  * input, as a loop over its components in memory (b->obuf[f]): each the
  * accumulator's term, then a multiply-add of each of the T positions'
@@ -158,10 +109,9 @@ static void fold_loop(B *b, int f, LLVMValueRef *e, int T)
 	Lower *L = &b->L;
 	Carrier *c = b->k->c;
 	const Var *v = ir_var(c->ir, c->lift[f]->k);
-	int n = decl_width(&c->state[f]), cw = kern_staged_width(c), off = staged_off(c, v->slot);
+	int n = decl_width(&c->state[f]), cw = kern_staged_width(c), off = kern_staged_off(c, v->slot);
 	LLVMTypeRef vt = lower_vty(L, TY_F32), ft = lower_kty(L, TY_F32);
-	LLVMValueRef i;
-	loop_open(b, &i);
+	LLVMValueRef i = kern_count_open(b, "fold");
 	LLVMValueRef p = LLVMBuildGEP2(L->b, vt, b->obuf[f], &i, 1, "");
 	LLVMValueRef x = LLVMBuildFMul(L->b, LLVMBuildLoad2(L->b, vt, p, ""), e[T], "");
 	LLVMValueRef id = lower_splat(L, LLVMConstReal(ft, c->identity[f]->num));
@@ -174,7 +124,7 @@ static void fold_loop(B *b, int f, LLVMValueRef *e, int T)
 		x = lower_intrinsic(L, "llvm.fmuladd", vt, args, 3);
 	}
 	LLVMBuildStore(L->b, x, p);
-	loop_close(b, i, n);
+	kern_count_close(b, i, n, b->k->loop_unroll);
 }
 
 /* The n-ary merge of a max-rescale carrier (llvm_tile.c) over T states
@@ -893,7 +843,7 @@ static void dots_loop(B *b, Expr *e, int r, int k, int T)
 {
 	Lower *L = &b->L;
 	Carrier *c = b->k->c;
-	int n = decl_width(&c->row[r]), cw = kern_staged_width(c), off = staged_off(c, k), at = 0;
+	int n = decl_width(&c->row[r]), cw = kern_staged_width(c), off = kern_staged_off(c, k), at = 0;
 	for (int q = 0; q < r; q++)
 		at += decl_width(&c->row[q]);
 	LLVMTypeRef vt = lower_vty(L, TY_F32), ft = lower_kty(L, TY_F32);
@@ -902,11 +852,7 @@ static void dots_loop(B *b, Expr *e, int r, int k, int T)
 		acc[t] = LLVMBuildAlloca(L->ab, vt, "");
 		LLVMBuildStore(L->b, LLVMConstNull(vt), acc[t]);
 	}
-	LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "dot");
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "dot_done");
-	LLVMBuildBr(L->b, body);
-	LLVMPositionBuilderAtEnd(L->b, body);
-	LLVMValueRef u = LLVMBuildPhi(L->b, b->i64, "u");
+	LLVMValueRef u = kern_count_open(b, "dot");
 	LLVMValueRef qi = LLVMBuildAdd(L->b, u, ci64(b, at), "");
 	LLVMValueRef q = LLVMBuildLoad2(L->b, vt, LLVMBuildGEP2(L->b, vt, b->qbuf, &qi, 1, ""), "");
 	for (int t = 0; t < T; t++) {
@@ -916,13 +862,7 @@ static void dots_loop(B *b, Expr *e, int r, int k, int T)
 		LLVMValueRef args[3] = {q, kv, LLVMBuildLoad2(L->b, vt, acc[t], "")};
 		LLVMBuildStore(L->b, lower_intrinsic(L, "llvm.fmuladd", vt, args, 3), acc[t]);
 	}
-	LLVMValueRef next = LLVMBuildAdd(L->b, u, ci64(b, 1), "");
-	LLVMValueRef inc[2] = {ci64(b, 0), next};
-	LLVMBasicBlockRef from[2] = {pre, body};
-	LLVMAddIncoming(u, inc, from, 2);
-	LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, next, ci64(b, n), ""), body, done);
-	unroll_count(b, br, b->k->loop_unroll);
-	LLVMPositionBuilderAtEnd(L->b, done);
+	kern_count_close(b, u, n, b->k->loop_unroll);
 	LLVMValueRef *s = L->dotpre + e->id * VTILE;
 	for (int t = 0; t < T; t++)
 		s[t] = LLVMBuildLoad2(L->b, vt, acc[t], "");
@@ -1098,22 +1038,12 @@ void kern_build_reduce_rows(B *b)
 	for (int g = 0; g < ns; g++) {
 		LLVMTypeRef ty = lower_kty(&b->L, (TyKind)c->state[g].ty.kind), vt = lower_vty(&b->L, (TyKind)c->state[g].ty.kind);
 		if (b->obuf && b->obuf[g]) {
-			LLVMBasicBlockRef pre = LLVMGetInsertBlock(b->L.b);
-			LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "scatter");
-			LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "scattered");
-			LLVMBuildBr(b->L.b, body);
-			LLVMPositionBuilderAtEnd(b->L.b, body);
-			LLVMValueRef t = LLVMBuildPhi(b->L.b, b->i64, "t"), zero = ci64(b, 0);
-			LLVMAddIncoming(t, &zero, &pre, 1);
+			LLVMValueRef t = kern_count_open(b, "scatter");
 			LLVMValueRef v = LLVMBuildLoad2(b->L.b, vt, LLVMBuildGEP2(b->L.b, vt, b->obuf[g], &t, 1, ""), "");
 			for (int r = 0; r < G; r++)
 				LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, r, 0), ""),
 					       kern_mem_slot(b, kern_state_at(b, out, r), g, t, ty));
-			LLVMValueRef next = LLVMBuildAdd(b->L.b, t, ci64(b, 1), "");
-			LLVMAddIncoming(t, &next, &body, 1);
-			LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntSLT, next, ci64(b, decl_width(&c->state[g])), ""), body,
-					done);
-			LLVMPositionBuilderAtEnd(b->L.b, done);
+			kern_count_close(b, t, decl_width(&c->state[g]), 0);
 			continue;
 		}
 		for (int r = 0; r < G; r++)
