@@ -352,20 +352,13 @@ int cmd_bench(Opts *o)
 		fprintf(stderr, "assoc: %s\n", msg);
 		rc = EXIT_FAIL;
 	}
-	int nin = c->nelem + c->ncol + c->nrow + 1, nout = c->nfinal + c->nmap + 1;
-	const void **in = calloc((size_t)heads * nin, sizeof *in);
-	void **out = calloc((size_t)heads * nout, sizeof *out);
-	int64_t *width = calloc(nin, sizeof *width);
-	b.a = calloc(heads, sizeof *b.a);
-	if (!in || !out || !width || !b.a)
+	int64_t *width = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *width);
+	if (!width)
 		abort();
+	CpuHeads hv = {0};
 	if (!rc) {
-		for (int h = 0; h < heads; h++) {
-			RunData *v = heads > 1 ? rundata_head_view(d, h) : d;
-			cpu_args(v, &b.a[h], in + (size_t)h * nin, out + (size_t)h * nout);
-			if (v != d)
-				rundata_view_free(v);
-		}
+		cpu_heads(d, &hv);
+		b.a = hv.a;
 		rundata_widths(d, width);
 		b.width = width;
 		double bytes = rundata_bytes(d);
@@ -398,10 +391,8 @@ int cmd_bench(Opts *o)
 	}
 	free(b.src);
 	free(b.dst);
-	free(in);
-	free(out);
 	free(width);
-	free(b.a);
+	cpu_heads_free(&hv);
 	cli_inputs_free(arr);
 	rt_pool_close(b.pool);
 	llvm_kernel_free(b.k);

@@ -56,6 +56,31 @@ void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out)
 	*a = (CpuArgs){in, out, d->params, d->rows, d->len};
 }
 
+void cpu_heads(RunData *d, CpuHeads *h)
+{
+	Carrier *c = d->c;
+	int nin = c->nelem + c->ncol + c->nrow + 1, nout = c->nfinal + c->nmap + 1;
+	h->n = d->heads > 1 ? d->heads : 1;
+	h->in = calloc((size_t)h->n * nin, sizeof *h->in);
+	h->out = calloc((size_t)h->n * nout, sizeof *h->out);
+	h->a = calloc(h->n, sizeof *h->a);
+	if (!h->in || !h->out || !h->a)
+		abort();
+	for (int k = 0; k < h->n; k++) {
+		RunData *v = h->n > 1 ? rundata_head_view(d, k) : d;
+		cpu_args(v, &h->a[k], h->in + (size_t)k * nin, h->out + (size_t)k * nout);
+		if (v != d)
+			rundata_view_free(v);
+	}
+}
+
+void cpu_heads_free(CpuHeads *h)
+{
+	free(h->a);
+	free(h->in);
+	free(h->out);
+}
+
 static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
 	rundata_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
@@ -70,23 +95,11 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		llvm_kernel_free(k);
 		return -1;
 	}
-	/* Heads as views of one run (a query head reads its key/value head's
-	 * columns), their rows shared out to the threads together: a few rows
-	 * a head (decoding) still keep every thread busy. */
-	Carrier *c = d->c;
-	int nh = d->heads > 1 ? d->heads : 1, nin = c->nelem + c->ncol + c->nrow + 1, nout = c->nfinal + c->nmap + 1;
-	const void **in = calloc((size_t)nh * nin, sizeof *in);
-	void **out = calloc((size_t)nh * nout, sizeof *out);
-	CpuArgs *a = calloc(nh, sizeof *a);
-	if (!in || !out || !a)
-		abort();
-	for (int h = 0; h < nh; h++) {
-		RunData *v = nh > 1 ? rundata_head_view(d, h) : d;
-		cpu_args(v, &a[h], in + (size_t)h * nin, out + (size_t)h * nout);
-		if (v != d)
-			rundata_view_free(v);
-	}
-	int rc = rt_cpu_run(p, &k->k, a, nh, o->split, msg, n);
+	/* Heads as views of one run, their rows shared out to the threads
+	 * together: a few rows a head (decoding) still keep every thread busy. */
+	CpuHeads h;
+	cpu_heads(d, &h);
+	int rc = rt_cpu_run(p, &k->k, h.a, h.n, o->split, msg, n);
 	if (o->verbose) {
 		char lanes[96] = "";
 		if (rt_cpu_group(&k->k, d->rows) > 1)
@@ -94,11 +107,9 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 				 k->unroll);
 		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d\n", k->lanes, k->accs,
 			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges", lanes,
-			rt_pool_threads(p), rt_cpu_split(&k->k, d->rows, nh, d->len, o->split));
+			rt_pool_threads(p), rt_cpu_split(&k->k, d->rows, h.n, d->len, o->split));
 	}
-	free(a);
-	free(in);
-	free(out);
+	cpu_heads_free(&h);
 	rt_pool_close(p);
 	llvm_kernel_free(k);
 	return rc;

@@ -39,6 +39,16 @@ int cpu_parse_config(const char *cfg, LlvmOpts *o, char *msg, size_t n);
 /* The executor's view of d: in and out hold d's pointers in the kernel
  * ABI's order (dev_cpu.c). */
 void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out);
+/* cpu_args of each head of d (a view of its key/value head's columns),
+ * the views rt_cpu_run takes; cpu_heads_free frees what it allocated. */
+typedef struct {
+	CpuArgs *a;
+	const void **in;
+	void **out;
+	int n;
+} CpuHeads;
+void cpu_heads(RunData *d, CpuHeads *h);
+void cpu_heads_free(CpuHeads *h);
 
 /* What the command line and its CPU backend plugin (compiler/llvm_load.c)
  * must agree on: the layouts of the structs that cross between them.  The
