@@ -20,6 +20,7 @@ typedef struct {
 	void *const *out;
 	const double *params;
 	int64_t rows, len;
+	int64_t period; /* 0: the floor runs one head at a time */
 	const int64_t *width; /* components per element of each input, in the inputs' order */
 } Args;
 

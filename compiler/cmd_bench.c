@@ -105,7 +105,9 @@ typedef struct {
 typedef struct {
 	RtPool *pool;
 	LlvmKernel *k;
-	CpuArgs *a; /* a head each (a view of its key/value head's columns) */
+	CpuArgs *a;  /* the floor's views: a head each (a view of its key/value head's columns) */
+	CpuArgs *va; /* the kernel's: cpu_heads packed, nview of them */
+	int nview;
 	const int64_t *width;
 	int heads, kv_heads;
 	int split;
@@ -118,7 +120,7 @@ static void run_kernel(void *ctx)
 {
 	Bench *b = ctx;
 	char msg[200];
-	rt_cpu_run(b->pool, &b->k->k, b->a, b->heads, b->split, msg, sizeof msg);
+	rt_cpu_run(b->pool, &b->k->k, b->va, b->nview, b->split, msg, sizeof msg);
 }
 
 static void copy_task(void *ctx, int64_t t)
@@ -265,7 +267,8 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	int th = rt_pool_threads(b->pool);
 	double gb = bytes / tk / 1e9, cgb = bytes / tc / 1e9, ngb = tn > 0 ? bytes / tn / 1e9 : 0;
 	long long rows = b->a->rows, len = b->a->len;
-	int g = rt_cpu_group(&b->k->k, rows), split = rt_cpu_split(&b->k->k, rows, b->heads, len, b->split);
+	/* the kernel's views: a key/value head's query heads' rows together */
+	int g = rt_cpu_group(&b->k->k, b->va->rows), split = rt_cpu_split(&b->k->k, b->va->rows, b->nview, len, b->split);
 	double ge = (double)rows * len * b->heads / tk / 1e9;
 	double gcpu = tcpu > 0 ? (double)rows * len * b->heads / tcpu / 1e9 : 0;
 	if (o->json) {
@@ -285,7 +288,8 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	}
 	char lanes[64] = "", heads[64] = "", chunks[48] = "";
 	if (g > 1)
-		snprintf(lanes, sizeof lanes, ", %d rows as lanes in tiles of %d", g, b->k->rows_tile);
+		snprintf(lanes, sizeof lanes, ", %d rows as lanes in tiles of %d%s", g, b->k->rows_tile,
+			 b->nview < b->heads ? " (across query heads)" : "");
 	if (b->heads > 1)
 		snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", b->heads, b->kv_heads);
 	if (split > 1)
@@ -336,7 +340,7 @@ int cmd_bench(Opts *o)
 		rc = cli_fits(o, c, 2); /* the arrays, and the copy's as many bytes again */
 	RunData *d = rundata_new_heads(c, rc ? 0 : o->rows, rc ? 0 : o->len, heads, kv);
 	Bench b = {.split = o->run.split, .heads = heads, .kv_heads = kv};
-	LlvmOpts lo = {0};
+	LlvmOpts lo = {.fit_rows = rc ? 0 : (int)(cpu_view_rows(d) < 64 ? cpu_view_rows(d) : 64)};
 	if (!rc && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
 		rc = usage_error("bench: %s", msg);
 	for (int h = 0; h < heads && !rc; h++) { /* every head the same sample: the kernel's speed is what is timed */
@@ -355,10 +359,11 @@ int cmd_bench(Opts *o)
 	int64_t *width = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *width);
 	if (!width)
 		abort();
-	CpuHeads hv = {0};
+	CpuHeads hv = {0}, pv = {0};
 	if (!rc) {
-		cpu_heads(d, &hv);
-		b.a = hv.a;
+		cpu_heads(d, 0, &hv);
+		cpu_heads(d, 1, &pv);
+		b.a = hv.a, b.va = pv.a, b.nview = pv.n;
 		rundata_widths(d, width);
 		b.width = width;
 		double bytes = rundata_bytes(d);
@@ -370,7 +375,7 @@ int cmd_bench(Opts *o)
 		memset(b.dst, 2, b.copy_bytes);
 		/* a run that fails (out of memory for the partial states of all
 		 * the heads) is not timed */
-		if (rt_cpu_run(b.pool, &b.k->k, b.a, heads, b.split, msg, sizeof msg)) {
+		if (rt_cpu_run(b.pool, &b.k->k, b.va, b.nview, b.split, msg, sizeof msg)) {
 			fprintf(stderr, "assoc: cpu: %s\n", msg);
 			rc = EXIT_FAIL;
 		}
@@ -393,6 +398,7 @@ int cmd_bench(Opts *o)
 	free(b.dst);
 	free(width);
 	cpu_heads_free(&hv);
+	cpu_heads_free(&pv);
 	cli_inputs_free(arr);
 	rt_pool_close(b.pool);
 	llvm_kernel_free(b.k);

@@ -53,25 +53,35 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out)
 {
 	rundata_pointers(d, in, out);
-	*a = (CpuArgs){in, out, d->params, d->rows, d->len};
+	*a = (CpuArgs){in, out, d->params, d->rows, d->len, 0};
 }
 
-void cpu_heads(RunData *d, CpuHeads *h)
+void cpu_heads(RunData *d, int pack, CpuHeads *h)
 {
 	Carrier *c = d->c;
 	int nin = c->nelem + c->ncol + c->nrow + 1, nout = c->nfinal + c->nmap + 1;
-	h->n = d->heads > 1 ? d->heads : 1;
+	int heads = d->heads > 1 ? d->heads : 1, g = pack && heads > 1 ? heads / d->kv_heads : 1;
+	h->n = heads / g;
 	h->in = calloc((size_t)h->n * nin, sizeof *h->in);
 	h->out = calloc((size_t)h->n * nout, sizeof *h->out);
 	h->a = calloc(h->n, sizeof *h->a);
 	if (!h->in || !h->out || !h->a)
 		abort();
 	for (int k = 0; k < h->n; k++) {
-		RunData *v = h->n > 1 ? rundata_head_view(d, k) : d;
+		/* a head's rows, outputs and element inputs follow the previous
+		 * head's: the first head of a view points at all of its heads' */
+		RunData *v = heads > 1 ? rundata_head_view(d, k * g) : d;
 		cpu_args(v, &h->a[k], h->in + (size_t)k * nin, h->out + (size_t)k * nout);
+		if (g > 1)
+			h->a[k].rows = (int64_t)g * d->rows, h->a[k].period = d->rows;
 		if (v != d)
 			rundata_view_free(v);
 	}
+}
+
+int64_t cpu_view_rows(const RunData *d)
+{
+	return d->heads > 1 && d->kv_heads >= 1 ? (int64_t)d->rows * (d->heads / d->kv_heads) : d->rows;
 }
 
 void cpu_heads_free(CpuHeads *h)
@@ -84,7 +94,7 @@ void cpu_heads_free(CpuHeads *h)
 static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
 	rundata_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
-	LlvmOpts lo = {0};
+	LlvmOpts lo = {.fit_rows = (int)(cpu_view_rows(d) < 64 ? cpu_view_rows(d) : 64)};
 	if (cpu_parse_config(o->config, &lo, msg, n))
 		return -1;
 	LlvmKernel *k;
@@ -98,16 +108,18 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	/* Heads as views of one run, their rows shared out to the threads
 	 * together: a few rows a head (decoding) still keep every thread busy. */
 	CpuHeads h;
-	cpu_heads(d, &h);
+	cpu_heads(d, 1, &h);
 	int rc = rt_cpu_run(p, &k->k, h.a, h.n, o->split, msg, n);
 	if (o->verbose) {
-		char lanes[96] = "";
-		if (rt_cpu_group(&k->k, d->rows) > 1)
+		char lanes[96] = "", views[96] = "";
+		if (rt_cpu_group(&k->k, h.a->rows) > 1)
 			snprintf(lanes, sizeof lanes, ", rows side by side as lanes in tiles of %d, unroll=%d", k->rows_tile,
 				 k->unroll);
-		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d\n", k->lanes, k->accs,
+		if (h.n < d->heads)
+			snprintf(views, sizeof views, ", %d heads as %d views of %lld rows", d->heads, h.n, (long long)h.a->rows);
+		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s\n", k->lanes, k->accs,
 			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges", lanes,
-			rt_pool_threads(p), rt_cpu_split(&k->k, d->rows, h.n, d->len, o->split));
+			rt_pool_threads(p), rt_cpu_split(&k->k, h.a->rows, h.n, d->len, o->split), views);
 	}
 	cpu_heads_free(&h);
 	rt_pool_close(p);

@@ -316,7 +316,7 @@ AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuff
 	if (!st)
 		st = params_of(k, params, nparams, pv);
 	if (!st) {
-		CpuArgs a = {in, out, pv, rows, len};
+		CpuArgs a = {in, out, pv, rows, len, 0};
 		if (rt_cpu_run(k->pool, &k->k->k, &a, 1, 0, k->err, sizeof k->err))
 			st = ASSOC_ENOMEM;
 	}

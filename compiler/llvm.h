@@ -17,6 +17,8 @@ typedef struct {
 	int rows;  /* rows side by side as lanes (assoc_reduce_rows): 0 picks the host's lanes, 1 none */
 	int unroll; /* and there loops over components unrolled this many times: 0 picks by the
 		     * host, -1 none (every component's vector unrolled) */
+	int fit_rows; /* 0, or the rows of each view the kernel will run (cpu_view_rows): where
+		       * rows picks the default, no more rows side by side than these */
 } LlvmOpts;
 
 typedef struct LlvmJit LlvmJit;
@@ -39,16 +41,22 @@ int cpu_parse_config(const char *cfg, LlvmOpts *o, char *msg, size_t n);
 /* The executor's view of d: in and out hold d's pointers in the kernel
  * ABI's order (dev_cpu.c). */
 void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out);
-/* cpu_args of each head of d (a view of its key/value head's columns),
- * the views rt_cpu_run takes; cpu_heads_free frees what it allocated. */
+/* The views of d that rt_cpu_run takes, and what holds them until
+ * cpu_heads_free.  pack 0: the cpu_args of each head (a view of its
+ * key/value head's columns).  pack 1: where query heads share key/value
+ * heads, one view a key/value head, its query heads' rows one after
+ * another (CpuArgs.period), so that rows side by side as lanes load each
+ * key and value once for all of them (decoding's one row a head). */
 typedef struct {
 	CpuArgs *a;
 	const void **in;
 	void **out;
 	int n;
 } CpuHeads;
-void cpu_heads(RunData *d, CpuHeads *h);
+void cpu_heads(RunData *d, int pack, CpuHeads *h);
 void cpu_heads_free(CpuHeads *h);
+/* Rows of each view cpu_heads(d, 1, ...) makes (LlvmOpts.fit_rows). */
+int64_t cpu_view_rows(const RunData *d);
 
 /* What the command line and its CPU backend plugin (compiler/llvm_load.c)
  * must agree on: the layouts of the structs that cross between them.  The

@@ -165,11 +165,15 @@ LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n)
 	b->L.fn = f;
 	/* every function takes the CpuArgs first */
 	LLVMValueRef a = LLVMBuildBitCast(b->L.b, LLVMGetParam(f, 0), LLVMPointerType(b->argsty, 0), "args");
-	LLVMValueRef fld[5];
-	LLVMTypeRef fty[5] = {LLVMPointerType(b->i8p, 0), LLVMPointerType(b->i8p, 0), LLVMPointerType(b->f64, 0), b->i64, b->i64};
-	for (int i = 0; i < 5; i++)
+	LLVMValueRef fld[6];
+	LLVMTypeRef fty[6] = {LLVMPointerType(b->i8p, 0), LLVMPointerType(b->i8p, 0), LLVMPointerType(b->f64, 0),
+			      b->i64, b->i64, b->i64};
+	for (int i = 0; i < 6; i++)
 		fld[i] = LLVMBuildLoad2(b->L.b, fty[i], LLVMBuildStructGEP2(b->L.b, b->argsty, a, i, ""), "");
 	b->in = fld[0], b->out = fld[1], b->params = fld[2], b->rows = fld[3], b->len = fld[4];
+	/* no period: one past the last row, which no row index reaches */
+	LLVMValueRef none = LLVMBuildICmp(b->L.b, LLVMIntSLE, fld[5], ci64(b, 0), "");
+	b->period = LLVMBuildSelect(b->L.b, none, LLVMBuildAdd(b->L.b, b->rows, ci64(b, 1), ""), fld[5], "period");
 	Carrier *c = b->k->c;
 	for (int k = 0; k < c->nelem + c->ncol + c->nrow; k++)
 		b->inp[k] = in_ptr(b, k);
@@ -398,12 +402,17 @@ void kern_stage_columns(B *b, LLVMValueRef j, int n)
 }
 
 /* i32 lanes i, i + 1, ..., i + W - 1. */
-static LLVMValueRef iota_from(B *b, LLVMValueRef i)
+/* The spec's i of rows b->i .. b->i + W - 1, lane by lane: the row
+ * index modulo the period where a view holds several heads' rows
+ * (CpuArgs).  Made once, where the function starts: a vector remainder
+ * is a division a lane, which LLVM leaves in the loop that uses it. */
+LLVMValueRef kern_lanes_i(B *b)
 {
 	LLVMValueRef iota[64];
 	for (int l = 0; l < b->L.W; l++)
 		iota[l] = LLVMConstInt(b->i32, l, 0);
-	return LLVMBuildAdd(b->L.b, lower_splat(&b->L, idx32(b, i)), LLVMConstVector(iota, b->L.W), "");
+	LLVMValueRef v = LLVMBuildAdd(b->L.b, lower_splat(&b->L, idx32(b, b->i)), LLVMConstVector(iota, b->L.W), "");
+	return LLVMBuildURem(b->L.b, v, lower_splat(&b->L, idx32(b, b->period)), "lanes_i");
 }
 
 /* A row input with lane l from row b->i + l (kern_build_reduce_rows). */
@@ -470,7 +479,8 @@ void kern_bind_inputs(B *b, LLVMValueRef j)
 		L->bind[c->row[k].var] = b->rowv ? b->rowv[k]
 					 : b->row_lanes ? row_lanes_decl(b, &c->row[k], b->inp[nin])
 							: load_decl(b, &c->row[k], b->inp[nin], b->i, 1);
-	L->bind[c->idx[IDX_I]] = lv1(b, b->row_lanes ? iota_from(b, b->i) : lower_splat(L, idx32(b, b->i)));
+	L->bind[c->idx[IDX_I]] = lv1(b, b->row_lanes ? b->ilanes
+						     : lower_splat(L, idx32(b, LLVMBuildURem(L->b, b->i, b->period, ""))));
 	L->bind[c->idx[IDX_LEN]] = lv1(b, lower_splat(L, idx32(b, b->len)));
 	if (!j)
 		return;
@@ -732,9 +742,9 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	b.i32 = LLVMInt32TypeInContext(ctx), b.i64 = LLVMInt64TypeInContext(ctx);
 	b.f64 = LLVMDoubleTypeInContext(ctx);
 	b.i8p = LLVMPointerType(b.i8, 0);
-	LLVMTypeRef fields[5] = {LLVMPointerType(b.i8p, 0), LLVMPointerType(b.i8p, 0), LLVMPointerType(b.f64, 0), b.i64,
-				 b.i64};
-	b.argsty = LLVMStructTypeInContext(ctx, fields, 5, 0);
+	LLVMTypeRef fields[6] = {LLVMPointerType(b.i8p, 0), LLVMPointerType(b.i8p, 0), LLVMPointerType(b.f64, 0), b.i64,
+				 b.i64, b.i64};
+	b.argsty = LLVMStructTypeInContext(ctx, fields, 6, 0);
 	b.st = calloc(k->c->nstate, sizeof *b.st);
 	if (!b.st)
 		abort();

@@ -12,6 +12,7 @@ typedef struct {
 	Kern *k;
 	LLVMTypeRef i8, i8p, i16, i32, i64, f64, argsty;
 	LLVMValueRef args, in, out, params, rows, len, i;
+	LLVMValueRef period; /* CpuArgs.period, made at least 1 past the last row where it is 0 */
 	LLVMValueRef inp[256], outp[256], pv[256]; /* loaded once per function */
 	LV *st;       /* scratch: one LV per state field */
 	LLVMValueRef lmask; /* a partial last vector: its lanes below the end (masked loads and stores) */
@@ -22,6 +23,7 @@ typedef struct {
 	struct Ride *ride;  /* kern_build_rowmap_next: the other row's map, which pass 2 takes along */
 	int riding;         /* pass 2's main loop maps ride's row as it goes (kern_ride_step) */
 	int row_lanes;      /* lanes are rows b->i + l at one position (kern_build_reduce_rows) */
+	LLVMValueRef ilanes; /* and the spec's i of each lane, made once before the loops */
 	LLVMValueRef colbuf; /* and there the float32 column inputs of a tile's positions (kern_stage_columns) */
 	LLVMValueRef qbuf;   /* and the row inputs' vectors, for dot products as loops (NULL: none) */
 	LLVMValueRef *obuf;  /* and by state field, its vectors in an array (fold_loop), or NULL */
@@ -103,6 +105,7 @@ int kern_staged_width(const Carrier *c);
 int kern_staged_off(const Carrier *c, int k);
 LV kern_staged_col(B *b, int k, int slot);
 LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base);
+LLVMValueRef kern_lanes_i(B *b);
 void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at);
 LLVMValueRef kern_mem_slot(B *b, LLVMValueRef st, int f, LLVMValueRef t, LLVMTypeRef ty);
 void kern_stage_columns(B *b, LLVMValueRef j, int n);

@@ -972,6 +972,7 @@ void kern_build_reduce_rows(B *b)
 	b->i = LLVMGetParam(f, 1);
 	b->L.fma = 1;
 	lower_scope(&b->L, G);
+	b->ilanes = kern_lanes_i(b);
 	LV *acc = kern_state_slots(b);
 	if (k->loop_unroll && kern_staged_width(k->c))
 		b->obuf = fields_in_arrays(b, acc);
@@ -1051,7 +1052,7 @@ void kern_build_reduce_rows(B *b)
 				LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, lv_at(b->st[g], t), LLVMConstInt(b->i32, r, 0), ""),
 					       kern_mem_slot(b, kern_state_at(b, out, r), g, ci64(b, t), ty));
 	}
-	b->row_lanes = 0;
+	b->row_lanes = 0, b->ilanes = NULL;
 	b->L.fma = 0;
 	b->colbuf = NULL;
 	b->qbuf = NULL;

@@ -148,7 +148,7 @@ static Iv eval(const LiveProg *g, const Node *x, const Iv *v, const CpuArgs *a, 
 	case EXPR_CONST: o = x->kind == TY_BOOL ? (Iv){0, 0, x->num != 0, x->num == 0} : point(x->num); break;
 	case EXPR_VAR:
 		switch (x->src) {
-		case 1: o = point((double)i); break;
+		case 1: o = point((double)rt_spec_i(a, i)); break;
 		case 2: o = (Iv){(double)j0, (double)(j1 - 1), 1, 1}; break;
 		case 3: o = point((double)a->len); break;
 		case 4:

@@ -46,7 +46,14 @@ typedef struct {
 	void *const *out;      /* finalize outputs, then map outputs */
 	const double *params;
 	int64_t rows, len;
+	/* 0; or the rows of one head where the view holds the rows of several
+	 * heads one after another (the query heads of one key/value head, whose
+	 * columns they share): the spec's i is then the row index modulo it */
+	int64_t period;
 } CpuArgs;
+
+/* The spec's i of row i of a view. */
+static inline int64_t rt_spec_i(const CpuArgs *a, int64_t i) { return a->period > 0 ? i % a->period : i; }
 
 typedef struct {
 	void (*identity)(const CpuArgs *a, void *st);

@@ -1155,8 +1155,9 @@ Test(cli, cpu_runs_and_benches_heads, .timeout = 120)
 			      "--verbose",
 			out, sizeof out, 1),
 		     0, "%s", out);
-	cr_expect(strstr(out, ", split 2\n") && strstr(out, "4 heads on 2 key/value heads") && strstr(out, "  ok"), "%s",
-		  out);
+	cr_expect(strstr(out, ", split 2, 4 heads as 2 views of 2 rows\n") && strstr(out, "4 heads on 2 key/value heads") &&
+			  strstr(out, "  ok"),
+		  "%s", out);
 	cr_expect_eq(sh(ASSOC " bench tests/attention/full.yaml --device cpu --rows 1 --len 4096 --heads 4 --kv-heads 2 "
 			      "--threads 2 --json",
 			out, sizeof out, 0),

@@ -189,6 +189,65 @@ Test(cpu, attention_heads_and_grouped_kv)
 	carrier_free(c);
 }
 
+/* A key/value head's query heads run as one view of their rows one after
+ * another (cpu_heads packs, CpuArgs.period), so that a group of rows as
+ * lanes loads each key once for all of them.  The spec's i is the row
+ * within its head: in the group's lanes across a head's end, in the rows
+ * after the last group, and in the mask's live blocks (a mask that holds
+ * for large j, which a row index past the head's rows would rule out). */
+Test(cpu, query_heads_share_a_view_of_their_key_value_head, .timeout = 120)
+{
+	Define defs[2] = {{"d", "16"}, {"dv", "16"}};
+	Carrier *causal = load_defined("tests/attention/causal_bf16.yaml", defs, 2), *full = load_defined("specs/attention.yaml", defs, 2);
+	Carrier *later = text_ok("carrier: later\ndims: {d: 16}\nrow:\n  q: f32[d]\ncolumn:\n  k: f32[d]\n  v: f32\n"
+				 "let:\n  s: dot(q, k)\nmask: j >= i\n"
+				 "state: {m: f32, l: f32, o: f32}\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
+				 "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+				 "  o: a.o * exp(a.m - m) + b.o * exp(b.m - m)\n"
+				 "finalize: {out: o / l}\nreference:\n  out: sum(exp(s) * v) / sum(exp(s))\n");
+	static const struct {
+		int spec, rows, len, heads, kv, lanes; /* lanes: the group fit_rows picks */
+	} cases[] = {
+		{0, 3, 100, 8, 2, 8},   /* 12 rows a view: a group of 8 across three heads, 4 rows alone */
+		{1, 1, 5000, 8, 2, 4},  /* decoding: one group of the 4 query heads, in chunks */
+		{2, 300, 700, 2, 1, 16}, /* live blocks; the group at rows 288 .. 303 crosses the heads */
+		{2, 5, 600, 6, 2, 8},
+	};
+	Carrier *cs[3] = {causal, full, later};
+	for (size_t s = 0; s < sizeof cases / sizeof *cases; s++) {
+		Carrier *c = cs[cases[s].spec];
+		RunData *d = rundata_new_heads(c, cases[s].rows, cases[s].len, cases[s].heads, cases[s].kv);
+		char msg[300], what[160];
+		cr_assert_eq(rundata_draw(d, 40 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		int g = cases[s].heads / cases[s].kv;
+		CpuHeads h;
+		cpu_heads(d, 1, &h);
+		cr_expect_eq(h.n, cases[s].kv);
+		cr_expect_eq(h.a[0].rows, (int64_t)g * cases[s].rows);
+		cr_expect_eq(h.a[0].period, cases[s].rows);
+		if (h.n > 1) /* the second view starts at its first head's first row */
+			cr_expect_eq((const char *)h.a[1].in[c->ncol] - (const char *)h.a[0].in[c->ncol],
+				     (ptrdiff_t)g * cases[s].rows * d->row[0].width * kind_size(d->row[0].kind));
+		cpu_heads_free(&h);
+		cr_expect_eq(cpu_view_rows(d), (int64_t)g * cases[s].rows);
+		LlvmKernel *k0 = compiled(c, &(LlvmOpts){0}), *k = compiled(c, &(LlvmOpts){.fit_rows = (int)cpu_view_rows(d)});
+		int want = cases[s].lanes < k0->rows ? cases[s].lanes : k0->rows; /* no wider than the host's default */
+		cr_expect_eq(k->rows, want, "%s: %d rows side by side, not %d", c->name, k->rows, want);
+		llvm_kernel_free(k0);
+		llvm_kernel_free(k);
+		for (int split = 0; split <= 3; split += 3) {
+			cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2, .split = split}, msg, sizeof msg), 0, "%s", msg);
+			snprintf(what, sizeof what, "%s, %d rows x %d keys, %d/%d heads, split %d", c->name, cases[s].rows,
+				 cases[s].len, cases[s].heads, cases[s].kv, split);
+			expect_ok(d, what);
+		}
+		rundata_free(d);
+	}
+	carrier_free(causal);
+	carrier_free(full);
+	carrier_free(later);
+}
+
 Test(cpu, device_runs_through_the_table)
 {
 	cr_assert_eq(device_find("cpu"), &dev_cpu);
@@ -213,7 +272,7 @@ Test(cpu, device_runs_through_the_table)
 /* Other vector shapes of the reduce loop give correct results too. */
 Test(cpu, lanes_and_accumulators)
 {
-	static const LlvmOpts shapes[] = {{1, 1, 0, 0, 0}, {4, 1, 3, 0, 0}, {8, 2, 0, 0, 0}, {16, 4, 2, 0, 0}, {32, 8, 0, 0, 0}};
+	static const LlvmOpts shapes[] = {{1, 1, 0, 0, 0, 0}, {4, 1, 3, 0, 0, 0}, {8, 2, 0, 0, 0, 0}, {16, 4, 2, 0, 0, 0}, {32, 8, 0, 0, 0, 0}};
 	const char *specs[] = {"specs/online_softmax.yaml", "specs/welford.yaml", "specs/argmax.yaml"};
 	for (int s = 0; s < 3; s++) {
 		Carrier *c = load_ok(specs[s]);
@@ -1386,7 +1445,7 @@ Test(cpu, mask_blocks_ruled_out_soundly)
 		cr_assert(p, "%s: a mask of the indices and params is taken", masks[m].mask);
 		for (int on = 0; on < 2; on++) {
 			double params[2] = {40, on};
-			CpuArgs a = {NULL, NULL, params, 1000, 1000};
+			CpuArgs a = {NULL, NULL, params, 1000, 1000, 0};
 			long dead = 0, empty = 0;
 			for (int64_t i = 0; i < 1000; i += 7)
 				for (int64_t j0 = 0; j0 < 1000; j0 += 13) {
