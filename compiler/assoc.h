@@ -90,6 +90,21 @@ const char *assoc_kernel_error(const AssocKernel *k);
  * (each param of the spec given once).  Outputs are overwritten. */
 AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs,
 		      const AssocValue *params, int nparams);
+/* Heads, as attention has them: the arrays hold heads query heads one
+ * after another (element, row and output arrays [heads][...] as above),
+ * over kv_heads key/value heads (column inputs [kv_heads][len][width]);
+ * query head h reads key/value head h / (heads / kv_heads), heads a
+ * multiple of kv_heads.  All heads run in one pass over the kernel's
+ * threads, the query heads of a key/value head side by side where the
+ * kernel takes rows as lanes, so that decoding's few rows load each key
+ * once; a first run with fewer than 16 such rows compiles a narrower
+ * variant, kept with the kernel.  The spec's i is the row within its
+ * head.  assoc_run is heads = kv_heads = 1.  heads x rows at most 2^31 - 1. */
+AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams);
+/* assoc_array_bytes for the heads of assoc_run_heads; 0 also for heads
+ * that are not a positive multiple of kv_heads. */
+size_t assoc_array_bytes_heads(const AssocSpec *s, int i, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len);
 void assoc_kernel_free(AssocKernel *k);
 
 #ifdef __cplusplus

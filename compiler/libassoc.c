@@ -19,6 +19,7 @@ struct AssocSpec {
 struct AssocKernel {
 	AssocSpec *s;
 	LlvmKernel *k;
+	LlvmKernel *narrow[2]; /* compiled on demand: 4 and 8 rows as lanes (LlvmOpts.fit_rows) */
 	RtPool *pool;
 	char err[1024];
 };
@@ -183,6 +184,19 @@ size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len)
 	return (size_t)b;
 }
 
+size_t assoc_array_bytes_heads(const AssocSpec *s, int i, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len)
+{
+	if (!s || !s->c || i < 0 || i >= s->narr || heads < 1 || kv_heads < 1 || heads % kv_heads)
+		return 0;
+	size_t one = assoc_array_bytes(s, i, rows, len);
+	uint64_t b;
+	if (one == SIZE_MAX ||
+	    __builtin_mul_overflow((uint64_t)one, (uint64_t)(s->arr[i].role == ASSOC_COLUMN ? kv_heads : heads), &b) ||
+	    b > SIZE_MAX)
+		return SIZE_MAX;
+	return (size_t)b;
+}
+
 void assoc_spec_free(AssocSpec *s)
 {
 	if (!s)
@@ -227,8 +241,7 @@ AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKe
 const char *assoc_kernel_error(const AssocKernel *k) { return k ? k->err : "no kernel (NULL handle)"; }
 
 /* Index of the buffer named name, checked for size; -1 with the error set. */
-static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, int64_t rows, int64_t len,
-		AssocStatus *st)
+static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, const int64_t shape[4], AssocStatus *st)
 {
 	const AssocArray *arr = &k->s->arr[a];
 	int found = -1;
@@ -249,10 +262,10 @@ static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, int64
 		*st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "no buffer for array '%s'", arr->name);
 		return -1;
 	}
-	size_t want = assoc_array_bytes(k->s, a, rows, len);
+	size_t want = assoc_array_bytes_heads(k->s, a, shape[0], shape[1], shape[2], shape[3]);
 	if (want == SIZE_MAX) {
 		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "array '%s' of %lld x %lld has more bytes than a size_t holds",
-			   arr->name, (long long)rows, (long long)len);
+			   arr->name, (long long)shape[2], (long long)shape[3]);
 		return -1;
 	}
 	if (bufs[found].bytes != want || (want && !bufs[found].data)) {
@@ -291,37 +304,76 @@ static AssocStatus params_of(AssocKernel *k, const AssocValue *p, int np, double
 	return ASSOC_OK;
 }
 
+/* The kernel for views of rows rows: a narrower group of rows as lanes
+ * where the views have fewer rows than k's (compiled once, kept); NULL
+ * with the error set where that compile fails. */
+static LlvmKernel *kernel_for(AssocKernel *k, int64_t rows)
+{
+	if (!k->k->k.reduce_rows || rows >= k->k->rows || rows < 4)
+		return k->k;
+	int w = rows >= 8 ? 1 : 0;
+	if (!k->narrow[w] && llvm_compile(k->s->c, &(LlvmOpts){.fit_rows = w ? 8 : 4}, &k->narrow[w], k->err, sizeof k->err))
+		return NULL;
+	return k->narrow[w];
+}
+
 AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs,
 		      const AssocValue *params, int nparams)
+{
+	return assoc_run_heads(k, 1, 1, rows, len, bufs, nbufs, params, nparams);
+}
+
+AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
 {
 	if (!k)
 		return ASSOC_EINVAL;
 	if (rows < 0 || len < 0 || len > INT32_MAX || rows > INT32_MAX || nbufs < 0 || (nbufs && !bufs))
 		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "bad shape (%lld x %lld) or buffer list", (long long)rows, (long long)len);
+	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > INT32_MAX || rows * heads > INT32_MAX)
+		return fail(k->err, sizeof k->err, ASSOC_EINVAL,
+			    "%lld heads on %lld key/value heads of %lld rows (heads a positive multiple of kv_heads, "
+			    "heads x rows under 2^31)",
+			    (long long)heads, (long long)kv_heads, (long long)rows);
 	Carrier *c = k->s->c;
-	int nin = c->nelem + c->ncol + c->nrow, nout = c->nfinal + c->nmap;
-	const void **in = calloc(nin + 1, sizeof *in);
-	void **out = calloc(nout + 1, sizeof *out);
+	int nin = c->nelem + c->ncol + c->nrow, nout = c->nfinal + c->nmap, narr = k->s->narr;
+	int64_t g = heads / kv_heads, shape[4] = {heads, kv_heads, rows, len};
+	/* a view a key/value head: its query heads' rows one after another */
+	const void **in = calloc((size_t)kv_heads * (nin + 1), sizeof *in);
+	void **out = calloc((size_t)kv_heads * (nout + 1), sizeof *out);
+	CpuArgs *a = calloc(kv_heads, sizeof *a);
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
-	AssocStatus st = in && out && pv ? ASSOC_OK : ASSOC_ENOMEM;
-	for (int a = 0; !st && a < k->s->narr; a++) {
-		int b = bind(k, bufs, nbufs, a, rows, len, &st);
-		if (b >= 0 && a < nin)
-			in[a] = bufs[b].data;
-		else if (b >= 0)
-			out[a - nin] = bufs[b].data;
+	AssocStatus st = in && out && a && pv ? ASSOC_OK : ASSOC_ENOMEM;
+	for (int x = 0; !st && x < narr; x++) {
+		int b = bind(k, bufs, nbufs, x, shape, &st);
+		if (b < 0)
+			break;
+		/* bytes of one head: a view steps a key/value head's columns, g query heads' rest */
+		size_t step = assoc_array_bytes(k->s, x, rows, len) * (k->s->arr[x].role == ASSOC_COLUMN ? 1 : (size_t)g);
+		for (int64_t v = 0; v < kv_heads; v++) {
+			char *p = (char *)bufs[b].data + (size_t)v * step;
+			if (x < nin)
+				in[v * (nin + 1) + x] = p;
+			else
+				out[v * (nout + 1) + x - nin] = p;
+		}
 	}
-	if (!st && nbufs != k->s->narr)
-		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, k->s->narr);
+	if (!st && nbufs != narr)
+		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
 	if (!st)
 		st = params_of(k, params, nparams, pv);
+	LlvmKernel *kk = st ? NULL : kernel_for(k, g * rows);
+	if (!st && !kk)
+		st = ASSOC_ECOMPILE;
 	if (!st) {
-		CpuArgs a = {in, out, pv, rows, len, 0};
-		if (rt_cpu_run(k->pool, &k->k->k, &a, 1, 0, k->err, sizeof k->err))
+		for (int64_t v = 0; v < kv_heads; v++)
+			a[v] = (CpuArgs){in + v * (nin + 1), out + v * (nout + 1), pv, g * rows, len, g > 1 ? rows : 0};
+		if (rt_cpu_run(k->pool, &kk->k, a, (int)kv_heads, 0, k->err, sizeof k->err))
 			st = ASSOC_ENOMEM;
 	}
 	free(in);
 	free(out);
+	free(a);
 	free(pv);
 	return st;
 }
@@ -332,5 +384,7 @@ void assoc_kernel_free(AssocKernel *k)
 		return;
 	rt_pool_close(k->pool);
 	llvm_kernel_free(k->k);
+	llvm_kernel_free(k->narrow[0]);
+	llvm_kernel_free(k->narrow[1]);
 	free(k);
 }

@@ -1,6 +1,7 @@
 /* test_lib.c: the public C API (compiler/assoc.h): a run on caller-owned
  * buffers, introspection, params, misuse (NULL handles, wrong sizes,
  * unknown names) as status codes, and the example program, built and run. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -64,6 +65,125 @@ Test(lib, layer_norm_with_params_and_columns)
 	AssocValue two[] = {{"eps", 1e-5}, {"temperature", 1}};
 	cr_assert_eq(assoc_run(k, 3, 10, b, 6, two, 2), ASSOC_EINVAL);
 	cr_assert(strstr(assoc_kernel_error(k), "no param 'temperature'"), "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
+static uint16_t bf16_of(float f) /* round to nearest even */
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+static double of_bf16(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* Causal attention through assoc_run_heads: 8 query heads on 2 key/value
+ * heads, against a float64 loop over the same bf16 inputs; the rows of a
+ * key/value head's query heads run side by side (3 a head: a group across
+ * heads, whose i must be the row within its head), and decoding (one row
+ * a head) compiles the narrower kernel.  Per head, assoc_run on the head's
+ * own slices gives the same.  Heads not a multiple of kv_heads, and
+ * columns sized for every query head, are refused. */
+Test(lib, heads_share_key_value_heads, .timeout = 120)
+{
+	enum { H = 8, KV = 2, D = 16, MAXR = 3, MAXL = 2000 };
+	AssocValue dims[] = {{"d", D}, {"dv", D}};
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load(&s, "tests/attention/causal_bf16.yaml", dims, 2), ASSOC_OK, "%s", assoc_spec_error(s));
+	cr_assert_eq(assoc_array_bytes_heads(s, 0, H, KV, 3, 50), (size_t)KV * 50 * D * 2, "k: a key/value head each");
+	cr_assert_eq(assoc_array_bytes_heads(s, 2, H, KV, 3, 50), (size_t)H * 3 * D * 2, "q: a query head each");
+	cr_assert_eq(assoc_array_bytes_heads(s, 2, 6, 4, 3, 50), 0, "6 heads on 4");
+	cr_assert_eq(assoc_array_bytes_heads(s, 2, (int64_t)1 << 62, 1, 1 << 30, 50), SIZE_MAX);
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "cpu", 2, &k), ASSOC_OK, "%s", assoc_spec_error(s));
+	static uint16_t q[H][MAXR][D], kk[KV][MAXL][D], v[KV][MAXL][D];
+	static float o[H][MAXR][D], lse[H][MAXR], o1[MAXR][D], lse1[MAXR];
+	uint64_t rng = 1;
+	for (size_t t = 0; t < sizeof q / 2 + 2 * sizeof kk / 2; t++) {
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		uint16_t b = bf16_of((float)((double)(rng >> 11) / (double)(1ull << 53) * 2 - 1));
+		if (t < sizeof q / 2)
+			(&q[0][0][0])[t] = b;
+		else if (t < sizeof q / 2 + sizeof kk / 2)
+			(&kk[0][0][0])[t - sizeof q / 2] = b;
+		else
+			(&v[0][0][0])[t - sizeof q / 2 - sizeof kk / 2] = b;
+	}
+	const double scale = 0.7;
+	AssocValue par = {"scale", scale};
+	static const int shape[][2] = {{3, 50}, {1, 2000}};
+	for (int sh = 0; sh < 2; sh++) {
+		int rows = shape[sh][0], len = shape[sh][1];
+		/* the arrays packed for this shape */
+		static uint16_t qp[H * MAXR * D], kp[KV * MAXL * D], vp[KV * MAXL * D];
+		for (int h = 0; h < H; h++)
+			for (int i = 0; i < rows; i++)
+				memcpy(&qp[((size_t)h * rows + i) * D], q[h][i], sizeof q[h][i]);
+		for (int g = 0; g < KV; g++)
+			for (int j = 0; j < len; j++) {
+				memcpy(&kp[((size_t)g * len + j) * D], kk[g][j], sizeof kk[g][j]);
+				memcpy(&vp[((size_t)g * len + j) * D], v[g][j], sizeof v[g][j]);
+			}
+		memset(o, 0xff, sizeof o);
+		AssocBuffer b[] = {{"q", qp, (size_t)H * rows * D * 2}, {"k", kp, (size_t)KV * len * D * 2},
+				   {"v", vp, (size_t)KV * len * D * 2}, {"out", o, (size_t)H * rows * D * 4},
+				   {"lse", lse, (size_t)H * rows * 4}};
+		cr_assert_eq(assoc_run_heads(k, H, KV, rows, len, b, 5, &par, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
+		float *of = (float *)o, *lf = (float *)lse;
+		for (int h = 0; h < H; h++)
+			for (int i = 0; i < rows; i++) {
+				int g = h / (H / KV);
+				double m = -INFINITY, l = 0, acc[D] = {0}, sc[MAXL];
+				for (int j = 0; j <= i && j < len; j++) {
+					double dot = 0;
+					for (int c = 0; c < D; c++)
+						dot += of_bf16(q[h][i][c]) * of_bf16(kk[g][j][c]);
+					sc[j] = dot * scale;
+					m = sc[j] > m ? sc[j] : m;
+				}
+				for (int j = 0; j <= i && j < len; j++) {
+					double p = exp(sc[j] - m);
+					l += p;
+					for (int c = 0; c < D; c++)
+						acc[c] += p * of_bf16(v[g][j][c]);
+				}
+				size_t at = (size_t)h * rows + i;
+				cr_expect(fabs(lf[at] - (m + log(l))) < 1e-5, "%d x %d, head %d row %d: lse %g, not %g", rows, len, h,
+					  i, lf[at], m + log(l));
+				for (int c = 0; c < D; c++)
+					cr_expect(fabs(of[at * D + c] - acc[c] / l) < 1e-5, "%d x %d, head %d row %d: out[%d] %g, not %g",
+						  rows, len, h, i, c, of[at * D + c], acc[c] / l);
+			}
+		/* a head alone on its slices: the same results */
+		for (int h = 0; h < H; h += 3) {
+			int g = h / (H / KV);
+			AssocBuffer b1[] = {{"q", &qp[(size_t)h * rows * D], (size_t)rows * D * 2},
+					    {"k", &kp[(size_t)g * len * D], (size_t)len * D * 2},
+					    {"v", &vp[(size_t)g * len * D], (size_t)len * D * 2},
+					    {"out", o1, (size_t)rows * D * 4},
+					    {"lse", lse1, (size_t)rows * 4}};
+			cr_assert_eq(assoc_run(k, rows, len, b1, 5, &par, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
+			for (int i = 0; i < rows; i++) {
+				cr_expect(fabsf(lse1[i] - lf[(size_t)h * rows + i]) < 1e-5f);
+				for (int c = 0; c < D; c++)
+					cr_expect(fabsf(o1[i][c] - of[((size_t)h * rows + i) * D + c]) < 1e-5f);
+			}
+		}
+	}
+	AssocBuffer b[] = {{"q", q, (size_t)H * 3 * D * 2}, {"k", kk, (size_t)H * 50 * D * 2}, {"v", v, (size_t)KV * 50 * D * 2},
+			   {"out", o, (size_t)H * 3 * D * 4}, {"lse", lse, (size_t)H * 3 * 4}};
+	cr_expect_eq(assoc_run_heads(k, 6, 4, 3, 50, b, 5, &par, 1), ASSOC_EINVAL);
+	cr_expect(strstr(assoc_kernel_error(k), "6 heads on 4 key/value heads"), "%s", assoc_kernel_error(k));
+	cr_expect_eq(assoc_run_heads(k, H, KV, 3, 50, b, 5, &par, 1), ASSOC_ESIZE);
+	cr_expect(strstr(assoc_kernel_error(k), "buffer 'k' has 12800 bytes; the shape needs 3200"), "%s",
+		  assoc_kernel_error(k));
 	assoc_kernel_free(k);
 	assoc_spec_free(s);
 }
