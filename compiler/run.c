@@ -54,19 +54,18 @@ uint16_t f16_bits(double v)
 		return 0x7e00;
 	if (isinf(a))
 		return sign | 0x7c00;
-	if (a == 0)
-		return sign;
-	int e;
-	double m = frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-	if (e < -13)             /* subnormal: a = k * 2^-24 */
+	if (a < 0x1p-14) /* subnormal or 0: a = k * 2^-24 */
 		return sign | (uint16_t)(a * 0x1p24);
-	return sign | (uint16_t)((e + 14) << 10) | (uint16_t)((m * 2 - 1) * 1024);
+	uint64_t u;
+	memcpy(&u, &a, 8);
+	/* a = 1.m * 2^e, e in [-14, 15], m's top 10 bits all that a has */
+	return sign | (uint16_t)(((int)(u >> 52) - 1023 + 15) << 10) | (uint16_t)((u >> 42) & 0x3ff);
 }
 
 double f16_value(uint16_t h)
 {
 	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+	double v = e == 0 ? m * 0x1p-24 : e == 31 ? (m ? NAN : INFINITY) : (1024 + m) * ir_pow2(e - 25);
 	return h & 0x8000 ? -v : v;
 }
 

@@ -166,18 +166,23 @@ double ir_round(TyKind kind, double v)
 	case TY_I64:
 		return (double)(int64_t)v;
 	case TY_F16: {
-		/* round to nearest even with 11 significant bits, range of binary16 */
+		/* round to nearest even with 11 significant bits, range of
+		 * binary16; by bits and exact scalings, without frexp, ldexp and
+		 * nearbyint, whose calls were a third of drawing attention's
+		 * inputs */
 		if (isnan(v) || isinf(v) || v == 0)
 			return v;
 		double a = fabs(v);
 		if (a >= 65520.0)
 			return copysign(INFINITY, v);
-		int e;
-		frexp(a, &e);
+		uint64_t u;
+		memcpy(&u, &a, 8);
+		int e = (int)(u >> 52) - 1022; /* frexp's: a = m * 2^e, m in [0.5, 1) */
 		if (e < -13)
-			e = -13; /* subnormals: fixed quantum 2^-24 */
-		double q = ldexp(1.0, e - 11);
-		return copysign(nearbyint(a / q) * q, v);
+			e = -13; /* subnormals (and subnormal doubles): fixed quantum 2^-24 */
+		double x = a * ir_pow2(11 - e);       /* under 2^12, exactly */
+		double r = (x + 0x1p52) - 0x1p52;     /* to the nearest integer, ties to even */
+		return copysign(r * ir_pow2(e - 11), v);
 	}
 	case TY_BF16: {
 		if (isnan(v) || isinf(v) || v == 0)

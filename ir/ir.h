@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 enum {
 	F_INFIX = 1 << 0,
@@ -151,6 +152,14 @@ void ir_fmt_num(double v, char *buf, size_t n);
  * f32 rounds as float arithmetic does; the spec's rule (-inf) - (-inf) = -inf
  * holds in both.  Integer ops wrap (i32) as the generated code does. */
 double ir_eval_op(Op op, TyKind kind, int k, double x, double y, double z);
+/* 2^e for e in the range of normal doubles, exactly. */
+static inline double ir_pow2(int e)
+{
+	uint64_t u = (uint64_t)(e + 1023) << 52;
+	double d;
+	memcpy(&d, &u, 8);
+	return d;
+}
 double ir_round(TyKind kind, double v);
 /* Whether v is a value of kind as it is: integers whole and in range,
  * booleans 0 or 1, any number for floats (rounding is theirs). */

@@ -2,6 +2,7 @@
 #include <float.h>
 #include <string.h>
 
+#include "compiler/run.h"
 #include "ir/ir.h"
 #include "testutil.h"
 
@@ -90,6 +91,49 @@ Test(ir, integer_wraps_and_rounding)
 	cr_assert_eq(ir_round(TY_F16, 65519.0), 65504.0);
 	cr_assert(isinf(ir_round(TY_F16, 65520.0)));
 	cr_assert_eq(ir_round(TY_F16, 1.0 / 3), 0.333251953125);
+}
+
+/* Every binary16 value, its neighbours and the midpoints between them:
+ * ir_round(TY_F16) keeps the values, rounds midpoints to the even one and
+ * others to the nearest, and f16_bits and f16_value (compiler/run.c) are
+ * inverses; against the textbook frexp/ldexp/nearbyint forms. */
+static double f16_round_plain(double v)
+{
+	if (isnan(v) || isinf(v) || v == 0)
+		return v;
+	double a = fabs(v);
+	if (a >= 65520.0)
+		return copysign(INFINITY, v);
+	int e;
+	frexp(a, &e);
+	e = e < -13 ? -13 : e;
+	double q = ldexp(1.0, e - 11);
+	return copysign(nearbyint(a / q) * q, v);
+}
+
+Test(ir, f16_rounding_and_bits_over_every_value)
+{
+	int bad = 0;
+	for (int h = 0; h < 0x7c00 && bad < 5; h++) { /* the finite positive values; negatives by sign */
+		double a = f16_value((uint16_t)h), next = f16_value((uint16_t)(h + 1));
+		if (f16_bits(a) != h || f16_bits(-a) != (h | 0x8000)) {
+			cr_expect_fail("%04x: f16_bits %04x, of its negative %04x", h, f16_bits(a), f16_bits(-a));
+			bad++;
+		}
+		double probe[] = {a, -a, (a + next) / 2, -(a + next) / 2, nextafter((a + next) / 2, 0), nextafter((a + next) / 2, 1e9),
+				  nextafter(a, 0), nextafter(a, 1e9), a * 1.0000001};
+		for (size_t k = 0; k < sizeof probe / sizeof *probe; k++) {
+			double want = f16_round_plain(probe[k]), got = ir_round(TY_F16, probe[k]);
+			if (got != want || signbit(got) != signbit(want)) {
+				cr_expect_fail("%a: %a, not %a", probe[k], got, want);
+				bad++;
+			}
+		}
+	}
+	cr_expect(isnan(f16_value(0x7e00)) && f16_bits(NAN) == 0x7e00 && f16_bits(-INFINITY) == 0xfc00);
+	cr_expect_eq(ir_round(TY_F16, 0x1p-1074), 0.0, "a subnormal double: under half the least binary16");
+	cr_expect_eq(ir_round(TY_F16, 0x1.8p-25), 0x1p-24, "over half of it: the least");
+	cr_expect_eq(ir_round(TY_F16, 0x1p-25), 0.0, "half of it: ties to even, 0");
 }
 
 Test(ir, printer_minimal_parentheses)
