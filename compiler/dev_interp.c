@@ -41,6 +41,7 @@ static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	if (!s)
 		abort();
 	double *se = s + m.sw, *l = se + m.sw, *t = l + m.sw, *out = t + 3 * m.sw;
+	rundata_load_cols(d, &m, row);
 	for (int r = 0; r < d->rows; r++) {
 		rundata_load_row(d, &m, r, row);
 		m_identity(&m, MODE_F32, s, se);

@@ -83,6 +83,30 @@ double buffer_get(const Buffer *b, size_t i)
 	}
 }
 
+void buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst)
+{
+	/* the kind's case outside the loop: attention's keys and values, read
+	 * once a head for the reference, are millions of components */
+	const char *p = (const char *)b->p + i * kind_size(b->kind);
+	switch (b->kind) {
+	case TY_F16:
+		for (size_t t = 0; t < n; t++)
+			dst[t] = f16_value(((const uint16_t *)p)[t]);
+		return;
+	case TY_BF16:
+		for (size_t t = 0; t < n; t++)
+			dst[t] = bf16_value(((const uint16_t *)p)[t]);
+		return;
+	case TY_F32:
+		for (size_t t = 0; t < n; t++)
+			dst[t] = ((const float *)p)[t];
+		return;
+	default:
+		for (size_t t = 0; t < n; t++)
+			dst[t] = buffer_get(b, i + t);
+	}
+}
+
 void buffer_set(Buffer *b, size_t i, double v)
 {
 	void *p = (char *)b->p + i * kind_size(b->kind);
@@ -263,6 +287,14 @@ void rundata_widths(const RunData *d, int64_t *width)
 		width[k++] = d->row[i].width;
 }
 
+void rundata_load_cols(const RunData *d, const Machine *m, Row *row)
+{
+	for (int j = 0; j < d->len; j++)
+		for (int k = 0; k < d->c->ncol; k++)
+			buffer_get_n(&d->col[k], (size_t)j * d->col[k].width, d->col[k].width,
+				     row->colv + (size_t)j * m->colw + m->coloff[k]);
+}
+
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
 {
 	Carrier *c = d->c;
@@ -270,11 +302,7 @@ void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
 	for (int k = 0; k < c->nrow; k++)
 		for (int t = 0; t < d->row[k].width; t++)
 			row->rowv[m->rowoff[k] + t] = buffer_get(&d->row[k], (size_t)r * d->row[k].width + t);
-	for (int j = 0; j < d->len; j++) {
-		for (int k = 0; k < c->ncol; k++)
-			for (int t = 0; t < d->col[k].width; t++)
-				row->colv[(size_t)j * m->colw + m->coloff[k] + t] =
-					buffer_get(&d->col[k], (size_t)j * d->col[k].width + t);
+	for (int j = 0; c->nelem && j < d->len; j++) {
 		for (int k = 0; k < c->nelem; k++)
 			for (int t = 0; t < d->elem[k].width; t++)
 				row->elemv[(size_t)j * m->elemw + m->elemoff[k] + t] =
@@ -289,29 +317,38 @@ static void store_decls(int n, Buffer *b, const int *off, const double *src, siz
 			buffer_set(&b[k], at * b[k].width + t, src[off[k] + t]);
 }
 
-static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n);
+static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, Row **cols, char *msg, size_t n);
 
-/* With heads: each head drawn as its own one-head array (a key/value head
- * shared by several query heads keeps the last draw); params from head 0. */
+/* With heads: each head drawn as its own one-head array, the columns of a
+ * key/value head with the first of its query heads; params from head 0. */
 int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n)
 {
 	if (d->heads <= 1)
-		return draw_one(d, seed, params, nparams, msg, n);
+		return draw_one(d, seed, params, nparams, NULL, msg, n);
 	double *keep = xcalloc(d->c->nparams + 1, sizeof *keep);
 	int rc = 0;
+	int g = d->heads / d->kv_heads;
+	Row *cols = NULL; /* the key/value head's columns, as drawn */
 	for (int h = 0; h < d->heads && !rc; h++) {
+		/* the others keep them: drawn again for each, they cost G times
+		 * as much, most of `run`'s time for decoding */
+		if (h % g == 0)
+			row_free(cols), cols = NULL;
 		RunData *v = rundata_head_view(d, h);
-		rc = draw_one(v, seed + 7919u * (uint64_t)h, params, nparams, msg, n);
+		rc = draw_one(v, seed + 7919u * (uint64_t)h, params, nparams, &cols, msg, n);
 		if (h == 0)
 			memcpy(keep, d->params, d->c->nparams * sizeof *keep);
 		rundata_view_free(v);
 	}
+	row_free(cols);
 	memcpy(d->params, keep, d->c->nparams * sizeof *keep);
 	free(keep);
 	return rc;
 }
 
-static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n)
+/* cols: NULL; or where the Row of the columns goes, kept for the next
+ * call, whose columns it holds when not NULL */
+static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, Row **cols, char *msg, size_t n)
 {
 	Carrier *c = d->c;
 	Machine m;
@@ -319,21 +356,25 @@ static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams
 	uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
 	int rc = draw_params(&m, params, nparams, &rng, msg, n);
 	memcpy(d->params, m.params, c->nparams * sizeof *d->params);
-	Row *row = row_new(&m, d->len);
+	int keep_cols = cols && *cols;
+	Row *row = keep_cols ? *cols : row_new(&m, d->len);
 	for (int r = 0; !rc && r < d->rows; r++) {
-		if (draw_row_keep(&m, FAM_NORMAL, row, r > 0, &rng)) {
+		if (draw_row_keep(&m, FAM_NORMAL, row, keep_cols || r > 0, &rng)) {
 			snprintf(msg, n, "could not draw inputs where 'assume' holds");
 			rc = -1;
 			break;
 		}
 		store_decls(c->nrow, d->row, m.rowoff, row->rowv, r);
-		for (int j = 0; r == 0 && j < d->len; j++)
+		for (int j = 0; r == 0 && !keep_cols && j < d->len; j++)
 			store_decls(c->ncol, d->col, m.coloff, row->colv + (size_t)j * m.colw, j);
 		for (int j = 0; c->nelem && j < d->len; j++)
 			store_decls(c->nelem, d->elem, m.elemoff, row->elemv + (size_t)j * m.elemw,
 				    (size_t)r * d->len + j);
 	}
-	row_free(row);
+	if (cols)
+		*cols = row;
+	else
+		row_free(row);
 	machine_free(&m);
 	return rc;
 }

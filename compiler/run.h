@@ -24,6 +24,7 @@ typedef struct {
 
 size_t kind_size(TyKind k);
 double buffer_get(const Buffer *b, size_t i);  /* component i, as a double */
+void buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst); /* components i .. i + n - 1 */
 void buffer_set(Buffer *b, size_t i, double v); /* rounds to the buffer's kind */
 /* 16-bit patterns of f16 and bf16, round to nearest even. */
 uint16_t f16_bits(double v);
@@ -72,7 +73,9 @@ void rundata_pointers(const RunData *d, const void **in, void **out);
 /* The inputs' components per element, in rundata_pointers' order. */
 void rundata_widths(const RunData *d, int64_t *width);
 
-/* Copy row r of d into the interpreter's layout (row has room for d->len). */
+/* Copy d's column inputs into the interpreter's layout (row has room for
+ * d->len), once for all rows; then row r's own inputs (row and element). */
+void rundata_load_cols(const RunData *d, const Machine *m, Row *row);
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);
 
 /* Draw inputs (honouring assume) and params (overrides applied); -1 with

@@ -419,30 +419,46 @@ static void merge_head(RunCheck *all, const RunCheck *one, const RunData *d, int
 	all->ok &= one->ok;
 }
 
+static void check_one(RunData *d, RunCheck *rc, Row **cols);
+
 void run_check(RunData *d, RunCheck *rc)
 {
-	if (d->heads > 1) {
-		for (int h = 0; h < d->heads; h++) {
-			RunData *v = rundata_head_view(d, h);
-			RunCheck one;
-			run_check(v, &one);
-			if (h == 0)
-				*rc = one; /* the first head's check is the start of the whole */
-			else {
-				merge_head(rc, &one, d, h);
-				runcheck_free(&one);
-			}
-			rundata_view_free(v);
-		}
+	if (d->heads <= 1) {
+		check_one(d, rc, NULL);
 		return;
 	}
+	/* a key/value head's columns loaded once for its query heads */
+	Row *cols = NULL;
+	for (int h = 0, g = d->heads / d->kv_heads; h < d->heads; h++) {
+		if (h % g == 0)
+			row_free(cols), cols = NULL;
+		RunData *v = rundata_head_view(d, h);
+		RunCheck one;
+		check_one(v, &one, &cols);
+		if (h == 0)
+			*rc = one; /* the first head's check is the start of the whole */
+		else {
+			merge_head(rc, &one, d, h);
+			runcheck_free(&one);
+		}
+		rundata_view_free(v);
+	}
+	row_free(cols);
+}
+
+/* cols: NULL; or where the Row of d's columns goes, kept for the next
+ * call, which finds them loaded when it is not NULL */
+static void check_one(RunData *d, RunCheck *rc, Row **cols)
+{
 	Carrier *c = d->c;
 	Ctx x = {.d = d};
 	Machine *m = &x.m;
 	machine_init(m, c);
 	memcpy(m->params, d->params, c->nparams * sizeof *d->params);
 	size_t L = d->len ? d->len : 1, W = m->refw + m->finw + m->mapw + 1;
-	x.row = row_new(m, d->len);
+	x.row = cols && *cols ? *cols : row_new(m, d->len);
+	if (!cols || !*cols)
+		rundata_load_cols(d, m, x.row);
 	x.want = xcalloc(L * W, sizeof(double));
 	x.naive = xcalloc(L * W, sizeof(double));
 	x.bound = xcalloc(L * W, sizeof(double));
@@ -471,7 +487,10 @@ void run_check(RunData *d, RunCheck *rc)
 	for (int md = 0; md < 2; md++)
 		vals_free(&x.v[md]);
 	free(x.want), free(x.naive), free(x.bound), free(st), free(x.pfin), free(x.pv);
-	row_free(x.row);
+	if (cols)
+		*cols = x.row;
+	else
+		row_free(x.row);
 	machine_free(m);
 }
 
