@@ -87,7 +87,11 @@ void assoc_spec_free(AssocSpec *s);
 AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out);
 const char *assoc_kernel_error(const AssocKernel *k);
 /* Every input and output of the spec bound once by name; params by name
- * (each param of the spec given once).  Outputs are overwritten. */
+ * (each param of the spec given once).  Outputs are overwritten.  Where
+ * the kernel takes rows side by side as lanes (attention: 16 on AVX2 and
+ * AVX-512 hosts) and a run has 4 to 15 rows (a view's, with heads), its
+ * first such run compiles a narrower variant, kept with the kernel for
+ * later runs (ASSOC_ECOMPILE if that fails). */
 AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs,
 		      const AssocValue *params, int nparams);
 /* Heads, as attention has them: the arrays hold heads query heads one
@@ -95,10 +99,10 @@ AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuff
  * over kv_heads key/value heads (column inputs [kv_heads][len][width]);
  * query head h reads key/value head h / (heads / kv_heads), heads a
  * multiple of kv_heads.  All heads run in one pass over the kernel's
- * threads, the query heads of a key/value head side by side where the
- * kernel takes rows as lanes, so that decoding's few rows load each key
- * once; a first run with fewer than 16 such rows compiles a narrower
- * variant, kept with the kernel.  The spec's i is the row within its
+ * threads, a view a key/value head: its query heads' rows one after
+ * another, side by side where the kernel takes rows as lanes, so that
+ * decoding's few rows load each key once (a view's rows are what the
+ * narrower variant above counts).  The spec's i is the row within its
  * head.  assoc_run is heads = kv_heads = 1.  heads x rows at most 2^31 - 1. */
 AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams);

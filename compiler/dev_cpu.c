@@ -116,7 +116,8 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 			snprintf(lanes, sizeof lanes, ", rows side by side as lanes in tiles of %d, unroll=%d", k->rows_tile,
 				 k->unroll);
 		if (h.n < d->heads)
-			snprintf(views, sizeof views, ", %d heads as %d views of %lld rows", d->heads, h.n, (long long)h.a->rows);
+			snprintf(views, sizeof views, ", %d heads as %d view%s of %lld rows", d->heads, h.n, h.n > 1 ? "s" : "",
+				 (long long)h.a->rows);
 		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s\n", k->lanes, k->accs,
 			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges", lanes,
 			rt_pool_threads(p), rt_cpu_split(&k->k, h.a->rows, h.n, d->len, o->split), views);

@@ -264,8 +264,9 @@ static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, const
 	}
 	size_t want = assoc_array_bytes_heads(k->s, a, shape[0], shape[1], shape[2], shape[3]);
 	if (want == SIZE_MAX) {
-		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "array '%s' of %lld x %lld has more bytes than a size_t holds",
-			   arr->name, (long long)shape[2], (long long)shape[3]);
+		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE,
+			   "array '%s' of %lld heads (%lld key/value) x %lld x %lld has more bytes than a size_t holds", arr->name,
+			   (long long)shape[0], (long long)shape[1], (long long)shape[2], (long long)shape[3]);
 		return -1;
 	}
 	if (bufs[found].bytes != want || (want && !bufs[found].data)) {
@@ -338,30 +339,38 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 	Carrier *c = k->s->c;
 	int nin = c->nelem + c->ncol + c->nrow, nout = c->nfinal + c->nmap, narr = k->s->narr;
 	int64_t g = heads / kv_heads, shape[4] = {heads, kv_heads, rows, len};
-	/* a view a key/value head: its query heads' rows one after another */
-	const void **in = calloc((size_t)kv_heads * (nin + 1), sizeof *in);
-	void **out = calloc((size_t)kv_heads * (nout + 1), sizeof *out);
-	CpuArgs *a = calloc(kv_heads, sizeof *a);
+	/* the buffers checked first, then a view a key/value head: its
+	 * query heads' rows one after another */
+	int *which = calloc(narr + 1, sizeof *which);
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
-	AssocStatus st = in && out && a && pv ? ASSOC_OK : ASSOC_ENOMEM;
+	AssocStatus st = which && pv ? ASSOC_OK : fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	for (int x = 0; !st && x < narr; x++)
+		which[x] = bind(k, bufs, nbufs, x, shape, &st);
+	if (!st && nbufs != narr)
+		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
+	if (!st)
+		st = params_of(k, params, nparams, pv);
+	const void **in = NULL;
+	void **out = NULL;
+	CpuArgs *a = NULL;
+	if (!st) {
+		in = calloc((size_t)kv_heads * (nin + 1), sizeof *in);
+		out = calloc((size_t)kv_heads * (nout + 1), sizeof *out);
+		a = calloc(kv_heads, sizeof *a);
+		if (!in || !out || !a)
+			st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory for %lld views", (long long)kv_heads);
+	}
 	for (int x = 0; !st && x < narr; x++) {
-		int b = bind(k, bufs, nbufs, x, shape, &st);
-		if (b < 0)
-			break;
 		/* bytes of one head: a view steps a key/value head's columns, g query heads' rest */
 		size_t step = assoc_array_bytes(k->s, x, rows, len) * (k->s->arr[x].role == ASSOC_COLUMN ? 1 : (size_t)g);
 		for (int64_t v = 0; v < kv_heads; v++) {
-			char *p = (char *)bufs[b].data + (size_t)v * step;
+			char *p = bufs[which[x]].data ? (char *)bufs[which[x]].data + (size_t)v * step : NULL;
 			if (x < nin)
 				in[v * (nin + 1) + x] = p;
 			else
 				out[v * (nout + 1) + x - nin] = p;
 		}
 	}
-	if (!st && nbufs != narr)
-		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
-	if (!st)
-		st = params_of(k, params, nparams, pv);
 	LlvmKernel *kk = st ? NULL : kernel_for(k, g * rows);
 	if (!st && !kk)
 		st = ASSOC_ECOMPILE;
@@ -371,6 +380,7 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 		if (rt_cpu_run(k->pool, &kk->k, a, (int)kv_heads, 0, k->err, sizeof k->err))
 			st = ASSOC_ENOMEM;
 	}
+	free(which);
 	free(in);
 	free(out);
 	free(a);

@@ -184,6 +184,9 @@ Test(lib, heads_share_key_value_heads, .timeout = 120)
 	cr_expect_eq(assoc_run_heads(k, H, KV, 3, 50, b, 5, &par, 1), ASSOC_ESIZE);
 	cr_expect(strstr(assoc_kernel_error(k), "buffer 'k' has 12800 bytes; the shape needs 3200"), "%s",
 		  assoc_kernel_error(k));
+	/* the buffers are checked before anything sized by the heads is allocated */
+	cr_expect_eq(assoc_run_heads(k, INT32_MAX, INT32_MAX, 1, 50, b, 5, &par, 1), ASSOC_ESIZE);
+	cr_expect(strstr(assoc_kernel_error(k), "buffer 'k' has 12800 bytes; the shape needs "), "%s", assoc_kernel_error(k));
 	assoc_kernel_free(k);
 	assoc_spec_free(s);
 }
