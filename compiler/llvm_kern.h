@@ -104,6 +104,9 @@ int kern_staged_width(const Carrier *c);
 /* Where staged column input k starts in a position's block of colbuf. */
 int kern_staged_off(const Carrier *c, int k);
 LV kern_staged_col(B *b, int k, int slot);
+/* Prefetch the vector column inputs of positions j .. j + n - 1 some
+ * way ahead (positions past the row: prefetches never fault). */
+void kern_prefetch_cols(B *b, LLVMValueRef j, int n);
 LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base);
 LLVMValueRef kern_lanes_i(B *b);
 void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at);

@@ -54,6 +54,8 @@ static LLVMValueRef lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
 {
 	Carrier *c = b->k->c;
 	lower_scope(&b->L, b->L.W);
+	if (!b->row_lanes && b->L.W == 1)
+		kern_prefetch_cols(b, j, 1);
 	kern_bind_inputs(b, j);
 	kern_state_exprs(b, c->lift, out);
 	int mask = c->mask && !b->unmasked;

@@ -1139,6 +1139,9 @@ Test(cli, emit_shows_cpu_variants, .timeout = 120)
 			1),
 		     0, "%s", out);
 	cr_expect_eq(sh("grep -c '^assoc_reduce_rows:' build/emit_rows1.s", out, sizeof out, 0), 1, "rows=1: no such function");
+	/* one row at a time, the keys and values are prefetched (kern_prefetch_cols) */
+	cr_expect_eq(sh("awk '/^assoc_reduce:/,/^.Lfunc_end/' build/emit_rows1.s | grep -c prefetcht0", out, sizeof out, 0), 0);
+	cr_expect(atoi(out) >= 8, "%s prefetches in assoc_reduce", out);
 	unlink("build/emit_bad.s");
 	cr_expect_eq(sh(ASSOC " emit specs/attention.yaml --target asm --config rows=99 -o build/emit_bad.s", out, sizeof out,
 			1),
