@@ -63,6 +63,10 @@ int cli_heads(const Opts *o, int *heads, int *kv);
 int cli_fits(const Opts *o, const Carrier *c, int copies);
 /* EXIT_USAGE after a message when the shape is empty: nothing to time. */
 int cli_bench_shape(const Opts *o);
+/* Attention's flops in d: 4 a query-key pair and dot dimension (two
+ * matrix products), counting only the pairs the mask keeps, whose
+ * fraction is estimated on 4096 random pairs (gpubench.c). */
+double bench_attention_flops(const RunData *d);
 /* --input files: read into arr (MAX_FILES of them, zeroed), with the
  * shape (o->rows, o->len) taken from them; then cli_inputs_load copies
  * them into d's arrays, checking each one's shape.  0, or EXIT_USAGE after

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cuda.h"
 #include "llvm.h"
 
 extern const Device dev_cpu;
@@ -262,7 +263,7 @@ static int naive_meets(Carrier *c, Opts *o, void (*naive)(const Args *, int64_t,
 }
 
 static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, double tc, double tn, double tcpu,
-		   const char *nwhy)
+		   double flops, const char *nwhy)
 {
 	int th = rt_pool_threads(b->pool);
 	double gb = bytes / tk / 1e9, cgb = bytes / tc / 1e9, ngb = tn > 0 ? bytes / tn / 1e9 : 0;
@@ -280,6 +281,8 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		       c->file, c->name, rows, len, b->heads, b->kv_heads, th, split, b->k->lanes, b->k->accs, b->k->tile, g,
 		       b->k->rows_tile, b->k->max_rescale, bytes, gb, ge,
 		       ge / th, gcpu, cgb, gb / cgb);
+		if (flops > 0)
+			printf("\"gflops\": %.3f, ", flops / tk / 1e9);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
 		else
@@ -298,6 +301,8 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	       c->file, c->name, rows, len, heads, th, b->k->lanes, b->k->accs, b->k->tile,
 	       b->k->max_rescale ? " (max-rescale)" : "", lanes, chunks, bytes / 1e6);
 	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
+	if (flops > 0)
+		printf("  attention %.2f GFLOP/s (%.2f per thread; pairs the mask keeps)\n", flops / tk / 1e9, flops / tk / 1e9 / th);
 	printf("  copy   %8.2f GB/s  (memcpy of the same bytes, same threads)\n", cgb);
 	if (tn > 0)
 		printf("  naive  %8.2f GB/s  (bench/naive.c, cc -O3 -march=native)\n", ngb);
@@ -392,7 +397,11 @@ int cmd_bench(Opts *o)
 		double tn = b.naive ? median_time(run_naive, &b, NULL) : 0;
 		if (lib)
 			dlclose(lib);
-		report(o, c, &b, bytes, tk, tc, tn, tcpu, nwhy);
+		/* after the timings: matching the contract adds to the carrier's IR */
+		CudaAttn at;
+		char why[512];
+		double flops = cuda_attn_match(c, &at, why, sizeof why) ? 0 : bench_attention_flops(d);
+		report(o, c, &b, bytes, tk, tc, tn, tcpu, flops, nwhy);
 	}
 	free(b.src);
 	free(b.dst);

@@ -41,29 +41,28 @@ static int check_once(Bench *x, char *msg, size_t n)
 	return gpu_validate(x->g, x->d, x->v, x->split, msg, n);
 }
 
-/* Attention: 4 flops per query-key pair per dot dimension (two matrix
- * products), counting only the pairs the mask keeps; the kept fraction is
- * estimated on 4096 random pairs. */
-static double attention_flops(Bench *x)
+double bench_attention_flops(const RunData *d)
 {
-	Carrier *c = x->d->c;
-	if (x->g->m.base != FAM_ATTN || !c->nrow)
+	Carrier *c = d->c;
+	if (!c->nrow || d->rows < 1 || d->len < 1)
 		return 0;
 	Machine m;
 	machine_init(&m, c);
-	memcpy(m.params, x->d->params, c->nparams * sizeof *m.params);
-	Row *r = row_new(&m, x->d->len);
+	memcpy(m.params, d->params, c->nparams * sizeof *m.params);
+	Row *r = row_new(&m, d->len);
 	uint64_t rng = 12345;
 	int kept = 0, tries = 4096;
 	for (int t = 0; t < tries; t++) {
-		r->i = rng_int(&rng, 0, x->d->rows - 1);
-		kept += !m_masked(&m, r, rng_int(&rng, 0, x->d->len - 1));
+		r->i = rng_int(&rng, 0, d->rows - 1);
+		kept += !m_masked(&m, r, rng_int(&rng, 0, d->len - 1));
 	}
 	row_free(r);
 	machine_free(&m);
-	double d = decl_width(&c->row[0]);
-	return 4.0 * x->d->rows * x->d->len * d * kept / tries * (x->d->heads > 0 ? x->d->heads : 1);
+	double dim = decl_width(&c->row[0]);
+	return 4.0 * d->rows * d->len * dim * kept / tries * (d->heads > 0 ? d->heads : 1);
 }
+
+static double attention_flops(Bench *x) { return x->g->m.base == FAM_ATTN ? bench_attention_flops(x->d) : 0; }
 
 static void print(const Opts *o, Bench *x, double ms, double copy_ms, double bytes, const char *why)
 {

@@ -1166,6 +1166,15 @@ Test(cli, cpu_runs_and_benches_heads, .timeout = 120)
 			out, sizeof out, 0),
 		     0, "%s", out);
 	cr_expect(strstr(out, "\"heads\": 4, \"kv_heads\": 2,") && strstr(out, "\"split\": 2,"), "%s", out);
+	/* attention's GFLOP/s: 4 d flops a query-key pair (d = 64, no mask),
+	 * 4 x 1 x 4096 pairs, in the time that moved the bytes */
+	const char *by = strstr(out, "\"bytes\": "), *gb = strstr(out, "\"gbps\": "), *gf = strstr(out, "\"gflops\": ");
+	cr_expect(by && gb && gf, "%s", out);
+	if (by && gb && gf)
+		cr_expect(fabs(atof(gf + 10) / atof(gb + 8) * atof(by + 9) / (256.0 * 4 * 4096) - 1) < 0.01, "%s", out);
+	cr_expect_eq(sh(ASSOC " bench specs/online_softmax.yaml --device cpu --rows 4 --len 1000 --json", out, sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(!strstr(out, "gflops"), "softmax has no attention flops: %s", out);
 	cr_expect_eq(sh(ASSOC " bench tests/attention/full.yaml --device cpu --rows 20 --len 100 --heads 2", out, sizeof out,
 			0),
 		     0, "%s", out);
