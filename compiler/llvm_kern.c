@@ -359,10 +359,6 @@ LV kern_staged_col(B *b, int k, int slot)
 	return v;
 }
 
-/* The staged column inputs of positions j .. j + n - 1 into colbuf, then
- * a barrier that hands colbuf to an empty asm statement: without it, the
- * loads from colbuf would be forwarded from these stores, back into
- * extracts from vectors. */
 /* Software prefetch of the column inputs of n positions from j + a
  * distance, into L1: the vector columns (attention's keys and values, 64
  * bytes or more a position), one prefetch a cache line.  The hardware
@@ -378,10 +374,6 @@ void kern_prefetch_cols(B *b, LLVMValueRef j, int n)
 {
 	Carrier *c = b->k->c;
 	Lower *L = &b->L;
-	LLVMTypeRef pt = b->i8p;
-	unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
-	LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, &pt, 1);
-	LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, &pt, 1);
 	for (int k = 0; k < c->ncol; k++) {
 		long long w = decl_width(&c->col[k]), size = (long long)kind_size((TyKind)c->col[k].storage);
 		if (w * size < 64)
@@ -389,17 +381,17 @@ void kern_prefetch_cols(B *b, LLVMValueRef j, int n)
 		/* components from j + ahead on, a line apart, over n positions */
 		LLVMValueRef first = LLVMBuildMul(L->b, LLVMBuildAdd(L->b, j, ci64(b, (COL_PREFETCH_BYTES + w * size - 1) / (w * size)), ""),
 						  ci64(b, w), "");
-		for (long long t = 0; t < n * w; t += 64 / size) {
-			LLVMValueRef p = kern_ptr_at(b, b->inp[c->nelem + k], storage_ty(b, c->col[k].storage),
-						     LLVMBuildAdd(L->b, first, ci64(b, t), ""));
-			/* read, locality 3 (L1), data */
-			LLVMValueRef a[4] = {LLVMBuildBitCast(L->b, p, pt, ""), LLVMConstInt(b->i32, 0, 0), LLVMConstInt(b->i32, 3, 0),
-					     LLVMConstInt(b->i32, 1, 0)};
-			LLVMBuildCall2(L->b, ft, f, a, 4, "");
-		}
+		for (long long t = 0; t < n * w; t += 64 / size)
+			kern_prefetch(b, kern_ptr_at(b, b->inp[c->nelem + k], storage_ty(b, c->col[k].storage),
+						     LLVMBuildAdd(L->b, first, ci64(b, t), "")),
+				      PREFETCH_L1);
 	}
 }
 
+/* The staged column inputs of positions j .. j + n - 1 into colbuf, then
+ * a barrier that hands colbuf to an empty asm statement: without it, the
+ * loads from colbuf would be forwarded from these stores, back into
+ * extracts from vectors. */
 void kern_stage_columns(B *b, LLVMValueRef j, int n)
 {
 	Lower *L = &b->L;
@@ -438,7 +430,6 @@ void kern_stage_columns(B *b, LLVMValueRef j, int n)
 	LLVMBuildCall2(L->b, ft, asm_, arg, (unsigned)na, "");
 }
 
-/* i32 lanes i, i + 1, ..., i + W - 1. */
 /* The spec's i of rows b->i .. b->i + W - 1, lane by lane: the row
  * index modulo the period where a view holds several heads' rows
  * (CpuArgs).  Made once, where the function starts: a vector remainder

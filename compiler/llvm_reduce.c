@@ -398,22 +398,28 @@ static LLVMValueRef kept_g(B *b, LLVMValueRef j, LLVMValueRef Ms, LLVMValueRef c
 
 /* Prefetch the element inputs of row b->i at position j + ahead, into L1
  * or L2 (PREFETCH_L1, PREFETCH_L2). */
+void kern_prefetch(B *b, LLVMValueRef p, int locality)
+{
+	Lower *L = &b->L;
+	LLVMTypeRef i32 = b->i32, pt = b->i8p;
+	unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, &pt, 1);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, &pt, 1);
+	/* read, locality, data */
+	LLVMValueRef a[4] = {LLVMBuildBitCast(L->b, p, pt, ""), LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, (unsigned)locality, 0),
+			     LLVMConstInt(i32, 1, 0)};
+	LLVMBuildCall2(L->b, ft, f, a, 4, "");
+}
+
 void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality)
 {
 	Carrier *c = b->k->c;
 	Lower *L = &b->L;
 	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), j, ""), ahead, "");
-	LLVMTypeRef i32 = b->i32, pt = b->i8p;
-	unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
-	LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, &pt, 1);
-	LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, &pt, 1);
 	for (int k = 0; k < c->nelem; k++) {
 		int w = decl_width(&c->elem[k]);
 		LLVMValueRef e = w > 1 ? LLVMBuildMul(L->b, at, ci64(b, w), "") : at;
-		LLVMValueRef p = LLVMBuildBitCast(L->b, kern_ptr_at(b, b->inp[k], storage_ty(b, c->elem[k].storage), e), pt, "");
-		/* read, locality, data */
-		LLVMValueRef a[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, (unsigned)locality, 0), LLVMConstInt(i32, 1, 0)};
-		LLVMBuildCall2(L->b, ft, f, a, 4, "");
+		kern_prefetch(b, kern_ptr_at(b, b->inp[k], storage_ty(b, c->elem[k].storage), e), locality);
 	}
 }
 
