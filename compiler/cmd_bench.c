@@ -345,7 +345,7 @@ int cmd_bench(Opts *o)
 		rc = cli_fits(o, c, 2); /* the arrays, and the copy's as many bytes again */
 	RunData *d = rundata_new_heads(c, rc ? 0 : o->rows, rc ? 0 : o->len, heads, kv);
 	Bench b = {.split = o->run.split, .heads = heads, .kv_heads = kv};
-	LlvmOpts lo = {.fit_rows = rc ? 0 : (int)(cpu_view_rows(d) < 64 ? cpu_view_rows(d) : 64)};
+	LlvmOpts lo = {.fit_rows = rc ? 0 : cpu_view_rows(d)};
 	if (!rc && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
 		rc = usage_error("bench: %s", msg);
 	for (int h = 0; h < heads && !rc; h++) { /* every head the same sample: the kernel's speed is what is timed */

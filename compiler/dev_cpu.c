@@ -4,6 +4,7 @@
  * config "lanes=N,accs=N,tile=N" to override the vector shape of the reduce loop.
  * Also the emit targets llvm and asm, in this object so that whatever links
  * the device links them too. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,9 +80,10 @@ void cpu_heads(RunData *d, int pack, CpuHeads *h)
 	}
 }
 
-int64_t cpu_view_rows(const RunData *d)
+int cpu_view_rows(const RunData *d)
 {
-	return d->heads > 1 && d->kv_heads >= 1 ? (int64_t)d->rows * (d->heads / d->kv_heads) : d->rows;
+	int64_t r = d->heads > 1 && d->kv_heads >= 1 ? (int64_t)d->rows * (d->heads / d->kv_heads) : d->rows;
+	return r < INT_MAX ? (int)r : INT_MAX;
 }
 
 void cpu_heads_free(CpuHeads *h)
@@ -94,7 +96,7 @@ void cpu_heads_free(CpuHeads *h)
 static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
 	rundata_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
-	LlvmOpts lo = {.fit_rows = (int)(cpu_view_rows(d) < 64 ? cpu_view_rows(d) : 64)};
+	LlvmOpts lo = {.fit_rows = cpu_view_rows(d)};
 	if (cpu_parse_config(o->config, &lo, msg, n))
 		return -1;
 	LlvmKernel *k;

@@ -55,8 +55,9 @@ typedef struct {
 } CpuHeads;
 void cpu_heads(RunData *d, int pack, CpuHeads *h);
 void cpu_heads_free(CpuHeads *h);
-/* Rows of each view cpu_heads(d, 1, ...) makes (LlvmOpts.fit_rows). */
-int64_t cpu_view_rows(const RunData *d);
+/* Rows of each view cpu_heads(d, 1, ...) makes, at most INT_MAX
+ * (LlvmOpts.fit_rows). */
+int cpu_view_rows(const RunData *d);
 
 /* What the command line and its CPU backend plugin (compiler/llvm_load.c)
  * must agree on: the layouts of the structs that cross between them.  The

@@ -230,7 +230,7 @@ Test(cpu, query_heads_share_a_view_of_their_key_value_head, .timeout = 120)
 				     (ptrdiff_t)g * cases[s].rows * d->row[0].width * kind_size(d->row[0].kind));
 		cpu_heads_free(&h);
 		cr_expect_eq(cpu_view_rows(d), (int64_t)g * cases[s].rows);
-		LlvmKernel *k0 = compiled(c, &(LlvmOpts){0}), *k = compiled(c, &(LlvmOpts){.fit_rows = (int)cpu_view_rows(d)});
+		LlvmKernel *k0 = compiled(c, &(LlvmOpts){0}), *k = compiled(c, &(LlvmOpts){.fit_rows = cpu_view_rows(d)});
 		int want = cases[s].lanes < k0->rows ? cases[s].lanes : k0->rows; /* no wider than the host's default */
 		cr_expect_eq(k->rows, want, "%s: %d rows side by side, not %d", c->name, k->rows, want);
 		llvm_kernel_free(k0);
