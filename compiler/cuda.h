@@ -15,14 +15,19 @@ typedef enum { FAM_ROWREDUCE, FAM_ROWMAP, FAM_SPLITK, FAM_SCAN, FAM_ATTN, NFAM }
 
 /* One tuning variant: threads per block, accumulators per thread, 4-wide
  * loads, a warp per row, elements kept on chip per thread; attention:
- * tiles of 16 query rows per warp (mt), keys per tile (bn) and pipeline
- * stages of K and V tiles (st: at most that many, as many as fit). */
+ * tiles of 16 query rows per warp (mt), keys per tile (bn), pipeline
+ * stages of K and V tiles (st: at most that many, as many as fit) and
+ * the warps that share rows and split each key tile among them (ks: a
+ * block then has nt / 32 / ks * mt * 16 query rows). */
 typedef struct {
 	CudaFamily fam;
 	int nt, acc, vec, warp, items;
 	int mt, bn, pv; /* pv: parts of P in the matrix product (1: rounded to f16/bf16) */
-	int st;
+	int st, ks;
 } CudaVariant;
+
+/* Query rows a block of attention variant v takes. */
+static inline int cuda_attn_rows(const CudaVariant *v) { return v->nt / 32 / (v->ks > 1 ? v->ks : 1) * v->mt * 16; }
 
 /* A carrier matched to the attention template's contract (cuda_attn.c):
  * the state fields by role, the inputs q, k, v (slots), head dims, the

@@ -274,27 +274,27 @@ static CudaFamily base_family(const Carrier *c)
  * kernels (templates/blocks.cuh): the variants share as few pairs as they
  * can (the 16-byte path falls back to the scalar loop at run time). */
 static const CudaVariant defaults_reduce[] = {
-	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_map[] = {
-	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},
 };
 /* The row templates' tuning space adds blocks of 512 and 1024 threads with
  * 4 accumulators: more bytes in flight per row, and fewer rows in flight
  * at once, so that rowmap's second read of a long row can come from L2. */
 static const CudaVariant space_reduce[] = {
-	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0},
 };
 static const CudaVariant space_map[] = {
-	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0},
 };
 static const CudaVariant defaults_scan[] = {
-	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0},
-	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0},
+	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0},
+	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0},
 };
 
 /* Registers a variant is expected to need (32-bit words), from the widths
@@ -323,7 +323,7 @@ enum { ATTN_SMEM_MAX = 227 * 1024 };
 static void attn_words(const CudaAttn *at, const CudaVariant *v, long *st, long *qw)
 {
 	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4;
-	*st = v->bn * (kw + vw), *qw = v->nt / 32 * v->mt * 16 * kw;
+	*st = v->bn * (kw + vw), *qw = cuda_attn_rows(v) * kw;
 }
 
 /* The pipeline stages attn_fwd keeps for v: v->st, or fewer where they
@@ -376,6 +376,8 @@ static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
 	while (!v->warp && v->fam != FAM_SCAN && v->nt > 32 && reduce_smem(c, v->nt) > STATIC_SMEM_MAX)
 		v->nt /= 2;
 }
+
+static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v);
 
 static int same(const CudaVariant *a, const CudaVariant *b) { return !memcmp(a, b, sizeof *a); }
 
@@ -449,8 +451,8 @@ static void kernels(const CudaModule *m, Buf *b)
 			break;
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
-			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
-				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), x->st);
+			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
+				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), x->st, x->ks);
 			kernel(b, nm[0], x->nt, body);
 			snprintf(body, sizeof body, "attn_combine<%d, 64>(A)", at->dv);
 			if (!acomb++)
@@ -494,6 +496,17 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 	return 0;
 }
 
+/* Decoding's variant (cuda_pick, where a kv head's query rows fit in 16):
+ * 4 warps on the same 16 rows, each taking 16 keys of every tile of 64
+ * (ks = 4).  At 64 rows a block, 4 warps of 16, a key fed the tensor cores
+ * 64 rows for the 1 to 16 a decoding step has: 64 flops a byte of K and V
+ * (QK^T and PV, 2 d + 2 dv flops a row and key, over (d + dv) 2 bytes),
+ * about 220 TFLOP/s of mma.sync at the H200's copy speed, near what the
+ * prefill kernel reaches; at 16 rows, 16 flops a byte.  At any head dim
+ * (16 keys a warp hold as few registers as the 16-key tiles of head dim
+ * 256). */
+static const CudaVariant ATTN_DECODE = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 64, 1, 2, 4};
+
 /* Attention variants of 64 and 128 query rows (cuda_pick), as FlashAttention-2:
  * 4 warps of 32 rows for head dims up to 64 (keys per tile 64), 4 or 8 warps
  * of 16 rows above, with key tiles of 64 up to 128 and of 16 above (Q and O
@@ -515,16 +528,16 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
  * precision, by --config. */
 static int attn_defaults(Carrier *c, const CudaAttn *at, CudaVariant *v)
 {
-	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64;
-	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2};
-	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2};
-	if (at->d != 128 || at->dv > 128)
-		return 2;
-	if (!cuda_attn_linear(c, at))
-		return 2;
-	v[2] = v[1];
-	v[1] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2};
-	return 3;
+	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64, n = 2;
+	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1};
+	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2, 1};
+	if (at->d == 128 && at->dv <= 128 && cuda_attn_linear(c, at)) {
+		v[2] = v[1];
+		v[1] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1};
+		n = 3;
+	}
+	v[n++] = ATTN_DECODE;
+	return n;
 }
 
 /* The attention template when the carrier implements its contract (and no
@@ -565,10 +578,25 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 
 /* The tuning space beyond the defaults (cuda_module_space): each default
  * attention variant with every other number of pipeline stages, and with
- * half its keys per tile (16 at least). */
+ * half its keys per tile (16 at least); decoding's with twice its keys per
+ * tile or half its key slices instead. */
 static void attn_space(const Carrier *c, CudaModule *m, const CudaVariant *def, int nd)
 {
 	for (int k = 0; k < nd; k++) {
+		if (def[k].ks > 1) { /* decoding's: its stages, twice the keys a warp, 32 rows of two slices */
+			for (int st = 1; st <= 3; st++) {
+				CudaVariant w = def[k];
+				w.st = st;
+				add_variant(c, m, w);
+			}
+			CudaVariant w = def[k];
+			w.bn *= 2;
+			add_variant(c, m, w);
+			w = def[k];
+			w.ks /= 2;
+			add_variant(c, m, w);
+			continue;
+		}
 		for (int st = 1; st <= 3; st++) {
 			CudaVariant w = def[k];
 			w.st = st;
@@ -615,13 +643,13 @@ static int module(Carrier *c, const char *config, const char *arch, int space, C
 			goto fail;
 		}
 		if (v.fam == FAM_ATTN) { /* as the template's static_assert would, but before compiling */
-			long st, qw;
-			attn_words(&m->attn, &v, &st, &qw);
-			long words = attn_stages(&m->attn, &v) * st + (attn_qs(&m->attn, &v) ? qw : 0);
-			if (words * 4 > ATTN_SMEM_MAX || qw * 4 > ATTN_SMEM_MAX) {
-				snprintf(msg, n, "configuration '%s' needs %ld KB of shared memory a block at head dims %d/%d, "
-					 "over the %d KB a block may have: fewer keys a tile (bn), stages (st) or query rows (nt, mt)",
-					 config, ((words > qw ? words : qw) * 4 + 1023) / 1024, m->attn.d, m->attn.dv,
+			CudaVariant f = v;
+			fit_variant(c, m, &f);
+			unsigned b = attn_smem(&m->attn, &f);
+			if (b > ATTN_SMEM_MAX) {
+				snprintf(msg, n, "configuration '%s' needs %u KB of shared memory a block at head dims %d/%d, "
+					 "over the %d KB a block may have: fewer keys a tile (bn), stages (st), query rows (nt, mt) "
+					 "or warps a slice of keys (ks)", config, (b + 1023) / 1024, m->attn.d, m->attn.dv,
 					 ATTN_SMEM_MAX / 1024);
 				goto fail;
 			}
@@ -723,7 +751,7 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 	const char *colon = strchr(s, ':');
 	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
 	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
-	*v = (CudaVariant){NFAM, 128, 1, 1, 0, 0, 0, 0, 0, 0};
+	*v = (CudaVariant){NFAM, 128, 1, 1, 0, 0, 0, 0, 0, 0, 0};
 	for (int f = 0; f < NFAM; f++)
 		if (!strcmp(fam, fam_names[f]))
 			v->fam = (CudaFamily)f;
@@ -735,7 +763,7 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 	if (v->fam == FAM_SCAN)
 		v->items = 4;
 	if (v->fam == FAM_ATTN)
-		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2;
+		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2, v->ks = 1;
 	for (const char *p = colon ? colon + 1 : ""; *p;) {
 		char key[16];
 		int val, used = 0;
@@ -748,10 +776,11 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 			    : !strcmp(key, "mt") && v->fam == FAM_ATTN ? &v->mt : !strcmp(key, "bn") && v->fam == FAM_ATTN ? &v->bn
 			    : !strcmp(key, "pv") && v->fam == FAM_ATTN ? &v->pv
 			    : !strcmp(key, "st") && v->fam == FAM_ATTN ? &v->st
+			    : !strcmp(key, "ks") && v->fam == FAM_ATTN ? &v->ks
 			    : NULL;
 		if (!slot) {
 			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
-				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st" : "nt, acc, vec, warp, items");
+				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks" : "nt, acc, vec, warp, items");
 			return -1;
 		}
 		*slot = val;
@@ -765,6 +794,11 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 		    v->st > 3) {
 			snprintf(msg, n, "configuration '%s' is out of range (attention: nt a multiple of 32 up to 512, mt "
 					 "1-4, bn 16, 32, 64 or 128, pv 1-3, st 1-3)", s);
+			return -1;
+		}
+		if (v->ks < 1 || v->ks > 8 || v->nt / 32 % v->ks || v->bn % (16 * v->ks)) {
+			snprintf(msg, n, "configuration '%s': ks (warps that split each key tile) must divide the warps (nt / 32) "
+					 "and leave every warp 16 keys of a tile or a multiple of 16 (bn / ks)", s);
 			return -1;
 		}
 		return 0;
@@ -784,7 +818,9 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
 {
 	if (v->fam == FAM_ATTN) {
-		snprintf(buf, n, "attention:nt=%d,mt=%d,bn=%d,pv=%d,st=%d", v->nt, v->mt, v->bn, v->pv, v->st);
+		int k = snprintf(buf, n, "attention:nt=%d,mt=%d,bn=%d,pv=%d,st=%d", v->nt, v->mt, v->bn, v->pv, v->st);
+		if (v->ks > 1 && k > 0 && (size_t)k < n) /* one warp a slice of the keys is the default, unnamed */
+			snprintf(buf + k, n - k, ",ks=%d", v->ks);
 		return;
 	}
 	snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", cuda_family_name(v->fam), v->nt, v->acc, v->vec,
@@ -802,11 +838,13 @@ static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
  * (attn_qs), after them. */
 static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
 {
-	long st, qw, s = v->st;
+	long st, qw, s = v->st, w;
 	attn_words(at, v, &st, &qw);
-	if (attn_qs(at, v))
-		return (unsigned)((s * st + qw) * 4);
-	return (unsigned)((s * st > qw ? s * st : qw) * 4);
+	w = attn_qs(at, v) ? s * st + qw : s * st > qw ? s * st : qw;
+	/* ks > 1: after the key loop, the states of every slice but a row
+	 * warp's first, 32 lanes of mt (4 + dv / 2) words (attn_merge_slices) */
+	long mw = (long)(v->nt / 32 - v->nt / 32 / v->ks) * 32 * v->mt * (4 + at->dv / 2);
+	return (unsigned)((w > mw ? w : mw) * 4);
 }
 
 unsigned cuda_smem(const CudaModule *m, int v)
@@ -843,7 +881,7 @@ int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n)
 static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
 {
 	const CudaVariant *v = &m->var[var];
-	int bm = v->nt / 32 * v->mt * 16;
+	int bm = cuda_attn_rows(v);
 	p->k[0].smem = attn_smem(&m->attn, v);
 	p->split = split < 1 ? 1 : split;
 	p->chunk = (int)(cdiv(cdiv(len, p->split), v->bn) * v->bn);
@@ -875,7 +913,7 @@ int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, 
 	const CudaVariant *v = &m->var[var];
 	if (v->fam != FAM_ATTN)
 		return 1;
-	long blocks = (long)heads * cdiv(rows, v->nt / 32 * v->mt * 16);
+	long blocks = (long)heads * cdiv(rows, cuda_attn_rows(v));
 	long want = 2L * (sms > 0 ? sms : 132);
 	if (blocks == 0 || blocks >= want / 2) /* no query rows: nothing to split */
 		return 1;
@@ -959,8 +997,11 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 			return 0;
 		if (m->base == FAM_SCAN)
 			return x->fam == FAM_SCAN ? v : best;
-		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them */
+		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them, 16 where 16 hold them */
 			int want = rows > 64 && split <= 1 ? 1 : 0, other = !want;
+			for (int k = 0; k < m->nvar && rows <= 16; k++)
+				if (m->var[k].ks > 1 && cuda_fits(m, k, NULL, 0))
+					return k;
 			char why[128];
 			/* the other where only it fits the device's shared memory */
 			if (!cuda_fits(m, want, why, sizeof why) && cuda_fits(m, other, why, sizeof why))

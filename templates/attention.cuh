@@ -14,8 +14,9 @@
  * tiles * split with tiles = ceil(G * rows / BM) (blocks past that exit),
  * block b: split b % split, query tile and kv head as attn_tile_of orders
  * them (heaviest tiles first across groups of heads whose keys and values
- * fit in L2).  Each warp owns MT tiles of 16 query rows; key/value tiles
- * of BN keys stream through shared memory.
+ * fit in L2).  Each warp owns MT tiles of 16 query rows (KS > 1: KS warps
+ * share them, each taking BN / KS keys of every tile); key/value tiles of
+ * BN keys stream through shared memory.
  *
  * Hooks (generated from the spec): attn_score2(A, R, x, i, j) = the spec's
  * score with dot(q, k) = x, times log2(e); attn_keep(A, R, i, j) = the
@@ -399,10 +400,78 @@ ASC_DEV void attn_combine(const Args &A)
 	attn_combine_row<DV>(A, blockIdx.x, threadIdx.x, NT);
 }
 
-template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV, int QS, int NS>
+/* KS > 1, after the key loop: the states of a row warp's KS key slices
+ * merged into slice 0's, in slice order, with the contract's merge in
+ * base 2 (as the key loop rescales: an empty state's weight is 0, not
+ * NaN).  Through shared memory from word 0, XW words a lane stored
+ * component-major, so that the lanes of a warp hit distinct banks.  m is
+ * the row's (every lane of a quad holds it), l the lane's part of the
+ * row's sum, as in the loop. */
+template <int MT, int DV, int KS, class S>
+ASC_DEV void attn_merge_slices(S &sm, float (&o)[MT][DV / 8][4], float (&m)[MT][2], float (&l)[MT][2], int w, int wk,
+			       int lane)
+{
+	const int XW = MT * (4 + DV / 2);
+	asc_cp_wait<0>();
+	__syncthreads(); /* every warp is done with the stages */
+	if (wk > 0) {
+		int at = (w * (KS - 1) + wk - 1) * XW * 32 + lane;
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+			for (int hf = 0; hf < 2; hf++) {
+				sm[at + (mt * 4 + 2 * hf) * 32] = (unsigned)__float_as_int(m[mt][hf]);
+				sm[at + (mt * 4 + 2 * hf + 1) * 32] = (unsigned)__float_as_int(l[mt][hf]);
+			}
+#pragma unroll
+			for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+				for (int c = 0; c < 4; c++)
+					sm[at + (MT * 4 + (mt * DV / 8 + dn) * 4 + c) * 32] = (unsigned)__float_as_int(o[mt][dn][c]);
+		}
+	}
+	__syncthreads();
+	if (wk > 0)
+		return;
+#pragma unroll 1
+	for (int k = 1; k < KS; k++) {
+		int at = (w * (KS - 1) + k - 1) * XW * 32 + lane;
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++) {
+			float wa[2], wb[2];
+#pragma unroll
+			for (int hf = 0; hf < 2; hf++) {
+				float mk = __int_as_float((int)sm[at + (mt * 4 + 2 * hf) * 32]);
+				float lk = __int_as_float((int)sm[at + (mt * 4 + 2 * hf + 1) * 32]);
+				float mn = fmaxf(m[mt][hf], mk), mb = mn == -ASC_INF ? 0.0f : mn;
+				wa[hf] = asc_exp2(m[mt][hf] - mb);
+				wb[hf] = asc_exp2(mk - mb);
+				l[mt][hf] = l[mt][hf] * wa[hf] + lk * wb[hf];
+				m[mt][hf] = mn;
+			}
+#pragma unroll
+			for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+				for (int c = 0; c < 4; c++) {
+					float ok = __int_as_float((int)sm[at + (MT * 4 + (mt * DV / 8 + dn) * 4 + c) * 32]);
+					o[mt][dn][c] = o[mt][dn][c] * wa[c / 2] + ok * wb[c / 2];
+				}
+		}
+	}
+}
+
+/* KS > 1: the block's warps in KS slices of the key axis: warp w takes the
+ * rows of row warp w / KS and keys BW (w % KS) on of every key tile, and
+ * the slices' states merge at the end (attn_merge_slices).  For decoding,
+ * whose few query rows fill a tile of 16 in part: each key then feeds the
+ * tensor cores 16 rows instead of 16 WARPS, which at 64 rows a block cost
+ * about 64 flops a byte of K and V, a compute floor near the copy's speed. */
+template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV, int QS, int NS, int KS>
 ASC_DEV void attn_fwd(const Args &A)
 {
-	const int NT = WARPS * 32, BM = WARPS * MT * 16;
+	const int NT = WARPS * 32, BM = WARPS / KS * MT * 16, BW = BN / KS; /* BW: keys of a tile a warp takes */
+	static_assert(KS >= 1 && WARPS % KS == 0 && BW % 16 == 0, "key slices: a divisor of the warps, 16 keys a warp at least");
+	static_assert((WARPS - WARPS / KS) * 32 * MT * (4 + DV / 2) * 4 <= 227 * 1024, "key slices' states over 227 KB");
 	/* Shared rows padded by 16 bytes: ldmatrix's 8 rows of 16 bytes then
 	 * fall on distinct banks (D % 16 == 0 makes the row stride an odd
 	 * number of 16-byte units).  A stage is a K tile (KV words) and a V
@@ -431,7 +500,7 @@ ASC_DEV void attn_fwd(const Args &A)
 	if (!attn_tile_of<D, DV>(A, blockIdx.x, tiles, qt, kh))
 		return; /* a grid planned over heads x rows has more blocks than runs need */
 	long long base = (long long)kh * M; /* the run's first row in heads x rows */
-	int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+	int w = threadIdx.x / 32 / KS, wk = threadIdx.x / 32 % KS, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	int r0 = qt * BM + w * MT * 16; /* the warp's first row in the run */
@@ -492,7 +561,8 @@ ASC_DEV void attn_fwd(const Args &A)
 	int k2 = hi, c2 = 0; /* NS = 3: the live tile after kn */
 	/* The lane's ldmatrix rows in a stage (see the B fragments below): one
 	 * shared address a tile, constant offsets from it per fragment. */
-	const int ka = (8 * (lane / 16) + lane % 8) * KW + lane / 8 % 2 * 4, va = KV + lane % 16 * VW + lane / 16 * 4;
+	const int ka = (wk * BW + 8 * (lane / 16) + lane % 8) * KW + lane / 8 % 2 * 4,
+		  va = KV + (wk * BW + lane % 16) * VW + lane / 16 * 4;
 	if (kb < hi) {
 		if (NS > 1)
 			attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, 0, kp, vp, kb, hi, as);
@@ -528,11 +598,11 @@ ASC_DEV void attn_fwd(const Args &A)
 			attn_load<NT, BN, DV / 2, VW>(Sm, KV, vp + (long long)kb * (DV / 2), hi - kb, as);
 			asc_cp_commit();
 		}
-		float s[MT][BN / 8][4];
+		float s[MT][BW / 8][4];
 #pragma unroll
 		for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-			for (int nt = 0; nt < BN / 8; nt++)
+			for (int nt = 0; nt < BW / 8; nt++)
 #pragma unroll
 				for (int c = 0; c < 4; c++)
 					s[mt][nt][c] = 0;
@@ -546,7 +616,7 @@ ASC_DEV void attn_fwd(const Args &A)
 				for (int mt = 0; mt < MT; mt++)
 					asc_ldsm<4, 0>(qk[mt], Sm, qa + mt * 16 * KW + kk * 8);
 #pragma unroll
-			for (int nt = 0; nt < BN / 8; nt += 2) {
+			for (int nt = 0; nt < BW / 8; nt += 2) {
 				unsigned b[4];
 				asc_ldsm<4, 0>(b, Sm, stg * ST + ka + 8 * nt * KW + kk * 8);
 #pragma unroll
@@ -561,17 +631,17 @@ ASC_DEV void attn_fwd(const Args &A)
 		/* P in PV parts of the input type (hi, then the rounding rests):
 		 * PV = 1 rounds P as FlashAttention does; 2 (f16) or 3 (bf16)
 		 * keep float32's precision, as the spec's arithmetic asks. */
-		unsigned pf[MT][PV][BN / 16][4];
+		unsigned pf[MT][PV][BW / 16][4];
 #pragma unroll
 		for (int mt = 0; mt < MT; mt++) {
 			/* p = 2^(scale s - mb): scale 1 where s holds the scores */
 			float mx[2], scale[2] = {full && lin ? a2[mt][0] : 1.0f, full && lin ? a2[mt][1] : 1.0f};
 			if (full && lin)
-				attn_scores<0, 1, BN>(A, R[mt], ir[mt], a2[mt], s[mt], mx, kb, jn, cls, t);
+				attn_scores<0, 1, BW>(A, R[mt], ir[mt], a2[mt], s[mt], mx, kb + wk * BW, jn, cls, t);
 			else if (full)
-				attn_scores<0, 0, BN>(A, R[mt], ir[mt], a2[mt], s[mt], mx, kb, jn, cls, t);
+				attn_scores<0, 0, BW>(A, R[mt], ir[mt], a2[mt], s[mt], mx, kb + wk * BW, jn, cls, t);
 			else
-				attn_scores<1, 0, BN>(A, R[mt], ir[mt], a2[mt], s[mt], mx, kb, jn, cls, t);
+				attn_scores<1, 0, BW>(A, R[mt], ir[mt], a2[mt], s[mt], mx, kb + wk * BW, jn, cls, t);
 			float alpha[2], mb[2];
 #pragma unroll
 			for (int hf = 0; hf < 2; hf++) {
@@ -592,7 +662,7 @@ ASC_DEV void attn_fwd(const Args &A)
 					for (int c = 0; c < 4; c++)
 						o[mt][dn][c] *= alpha[c / 2];
 #pragma unroll
-			for (int nt = 0; nt < BN / 8; nt++) {
+			for (int nt = 0; nt < BW / 8; nt++) {
 				float p[4];
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
@@ -622,7 +692,7 @@ ASC_DEV void attn_fwd(const Args &A)
 		/* B fragments of V for value columns dn, dn + 1 (.trans: V stays
 		 * row-major): lane l reads key 16 kk + l % 16, columns 8 (dn + l / 16) on */
 #pragma unroll
-		for (int kk = 0; kk < BN / 16; kk++)
+		for (int kk = 0; kk < BW / 16; kk++)
 #pragma unroll
 			for (int dn = 0; dn < DV / 8; dn += 2) {
 				unsigned b[4];
@@ -651,8 +721,10 @@ ASC_DEV void attn_fwd(const Args &A)
 		attn_tile_of<D, DV>(A, attn_block(), tiles, q2, k2);
 		base = (long long)k2 * M;
 	}
+	if (KS > 1)
+		attn_merge_slices<MT, DV, KS>(Sm, o, m, l, w, wk, lane);
 #pragma unroll
-	for (int mt = 0; mt < MT; mt++)
+	for (int mt = 0; mt < MT && wk == 0; mt++)
 #pragma unroll
 		for (int hf = 0; hf < 2; hf++) {
 			int r = r0 + mt * 16 + g + 8 * hf, i = ir[mt][hf];

@@ -206,6 +206,61 @@ Test(attention, split_kv_decoding, .timeout = 300)
 	carrier_free(c);
 }
 
+/* Decoding's variant: the warps of a block share its 16 query rows, each
+ * taking a slice of every key tile, and their states merge at the end
+ * (ks > 1).  The rule takes it where a kv head's query rows fit in 16 and
+ * not past them; each slicing (2, 4 and 8 warps, 16 and 32 keys a warp, a
+ * stage or three, two tiles of rows a warp) against the reference over
+ * decoding's key lengths and splits, and the rule's over the masks: a
+ * window, soft-capped scores, rows that see no key (whose slices all stay
+ * empty), bands of keys with dropped tiles between them, more rows than
+ * one tile. */
+Test(attention, key_slices_for_decoding, .timeout = 600)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/full.yaml", 64);
+	char cfg[128];
+	run_one(c, "the rule, decoding", 1, 1000, 8, 2, 0, NULL, cfg);
+	cr_expect(strstr(cfg, ",ks=4"), "4 query heads of a kv head take the key slices: %s", cfg);
+	run_one(c, "the rule, 17 rows", 17, 100, 1, 1, 1, NULL, cfg);
+	cr_expect(!strstr(cfg, "ks="), "17 rows take 64 rows a block: %s", cfg);
+	static const char *const cfgs[] = {
+		"attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=2", "attention:nt=128,mt=1,bn=64,pv=1,st=1,ks=4",
+		"attention:nt=128,mt=1,bn=128,pv=1,st=3,ks=4", "attention:nt=256,mt=1,bn=128,pv=1,st=2,ks=8",
+		"attention:nt=128,mt=2,bn=64,pv=1,st=2,ks=2",
+	};
+	static const int lens[] = {1, 17, 129, 1000}, splits[] = {1, 2, 3, 7};
+	for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; k++)
+		for (int l = 0; l < 4; l++) {
+			run_one(c, cfgs[k], 1, lens[l], 4, 1, splits[l], cfgs[k], cfg);
+			cr_expect_str_eq(cfg, cfgs[k]);
+		}
+	run_one(c, "two tiles a warp, 40 rows", 10, 300, 4, 1, 3, cfgs[4], NULL);
+	carrier_free(c);
+	static const struct {
+		const char *path;
+		int rows, len, heads, kv, split;
+	} runs[] = {
+		{"specs/attention.yaml", 3, 1000, 2, 1, 0},         {"tests/attention/window.yaml", 4, 300, 4, 2, 3},
+		{"tests/attention/softcap.yaml", 2, 1000, 8, 2, 7}, {"tests/attention/empty_rows.yaml", 8, 40, 4, 2, 1},
+		{"tests/attention/gaps.yaml", 1, 400, 4, 1, 2},     {"tests/attention/causal_bf16.yaml", 40, 200, 2, 2, 1},
+	};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		c = load_dims(runs[k].path, 0);
+		run_one(c, runs[k].path, runs[k].rows, runs[k].len, runs[k].heads, runs[k].kv, runs[k].split,
+			"attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=4", cfg);
+		carrier_free(c);
+	}
+	c = load_dims("tests/attention/full_bf16.yaml", 128);
+	run_one(c, "head dim 128, the rule", 1, 1000, 4, 1, 0, NULL, cfg);
+	cr_expect(strstr(cfg, ",ks=4"), "%s", cfg);
+	carrier_free(c);
+	c = load_dims("specs/attention.yaml", 256);
+	run_one(c, "head dim 256, the rule", 2, 300, 2, 1, 2, NULL, cfg);
+	cr_expect(strstr(cfg, ",ks=4"), "%s", cfg);
+	carrier_free(c);
+}
+
 /* Keys 4 bytes past 16-byte alignment: plain loads instead of cp.async,
  * the same results. */
 Test(attention, unaligned_keys_take_plain_loads, .timeout = 300)
@@ -370,7 +425,7 @@ Test(attention, stages_that_do_not_fit_are_dropped)
 		cuda_config_str(&m.var[0], cfg, sizeof cfg);
 		cr_expect_eq(cuda_find_variant(&m, c, cases[k].config), 0, "the asked-for configuration finds %s", cfg);
 		char body[64];
-		snprintf(body, sizeof body, ", %d>(A)", cases[k].st);
+		snprintf(body, sizeof body, ", %d, 1>(A)", cases[k].st); /* the stages, then one key slice */
 		cr_expect(strstr(m.src, body), "the kernel keeps %d stages", cases[k].st);
 		cuda_module_free(&m);
 		carrier_free(c);
@@ -378,8 +433,8 @@ Test(attention, stages_that_do_not_fit_are_dropped)
 }
 
 /* The tuning space: every default variant, each with one to three stages
- * and with half its keys per tile, every one a configuration that
- * cuda_module builds alone. */
+ * and with half its keys per tile (decoding's: twice, and half its key
+ * slices), every one a configuration that cuda_module builds alone. */
 Test(attention, tuning_space_adds_stages_and_key_tiles)
 {
 	Carrier *c = load_dims("specs/attention.yaml", 64);
@@ -387,11 +442,13 @@ Test(attention, tuning_space_adds_stages_and_key_tiles)
 	char msg[512], cfg[128];
 	cr_assert_eq(cuda_module(c, NULL, &def, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(cuda_module_space(c, &sp, msg, sizeof msg), 0, "%s", msg);
-	cr_expect_eq(sp.nvar, def.nvar * 4, "%d defaults: each with 1, 2 (its own), 3 stages and half the keys", def.nvar);
-	int seen[4] = {0}, half = 0;
+	cr_expect_eq(sp.nvar, def.nvar * 4 + 1, "%d defaults: each with 1, 2 (its own), 3 stages and other keys a tile, "
+		     "decoding's with half its slices too", def.nvar);
+	int seen[4] = {0}, half = 0, slices[9] = {0};
 	for (int v = 0; v < sp.nvar; v++) {
 		seen[sp.var[v].st]++;
 		half += sp.var[v].bn == 32;
+		slices[sp.var[v].ks]++;
 		cuda_config_str(&sp.var[v], cfg, sizeof cfg);
 		cr_expect_eq(cuda_find_variant(&sp, c, cfg), v, "%s", cfg);
 		if (v < def.nvar)
@@ -402,7 +459,9 @@ Test(attention, tuning_space_adds_stages_and_key_tiles)
 		cuda_module_free(&one);
 	}
 	cr_expect(seen[1] && seen[3] && seen[2] > seen[1], "stages 1: %d, 2: %d, 3: %d", seen[1], seen[2], seen[3]);
-	cr_expect_eq(half, def.nvar);
+	cr_expect_eq(half, def.nvar - 1);
+	cr_expect(slices[4] == 4 && slices[2] == 1 && slices[1] == sp.nvar - 5, "ks 1: %d, 2: %d, 4: %d", slices[1], slices[2],
+		  slices[4]);
 	cr_expect_eq(cuda_count(sp.src, NULL, "attn_fwd<"), sp.nvar);
 	cuda_module_free(&def);
 	cuda_module_free(&sp);
@@ -629,7 +688,7 @@ Test(attention, decoding_splits_merge_in_one_launch)
 	int seen[3] = {0};
 	for (int v = 0; v < m.nvar; v++) {
 		const CudaVariant *x = &m.var[v];
-		int bm = x->nt / 32 * x->mt * 16, heads = 8, rows = 4 * 3, split = 5;
+		int bm = cuda_attn_rows(x), heads = 8, rows = 4 * 3, split = 5;
 		CudaPlan p;
 		cuda_plan_h(&m, v, rows, 4000, heads, split, &p);
 		size_t partials = (size_t)heads * rows * split * (64 + 2) * sizeof(float);
@@ -724,23 +783,30 @@ Test(attention, shared_memory_per_variant)
 	CudaModule m;
 	char msg[256];
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
-	cr_assert_eq(m.nvar, 2);
-	/* 16 keys x (132 + 132) words a stage, two; Q: 64 or 128 rows x 132 words */
+	cr_assert_eq(m.nvar, 3);
+	/* 16 keys x (132 + 132) words a stage, two; Q: 64 or 128 rows x 132
+	 * words; decoding's: two stages of 64 keys, over the 3 x 32 lanes x
+	 * (4 + 128) words of its key slices' states */
 	cr_assert_eq(cuda_smem(&m, 0), 2 * 16 * 264 * 4);
 	cr_assert_eq(cuda_smem(&m, 1), 128 * 132 * 4);
+	cr_assert_eq(m.var[2].ks, 4);
+	cr_assert_eq(cuda_smem(&m, 2), 2 * 64 * 264 * 4);
+	cr_assert_eq(cuda_pick(&m, 16, 3000, 1), 2, "16 rows: decoding's");
+	cr_assert_eq(cuda_pick(&m, 17, 3000, 4), 0, "17 rows: 64 a block");
 	CudaPlan p;
 	cuda_plan_h(&m, 1, 200, 300, 2, 1, &p);
 	cr_assert_eq(p.k[0].smem, 128 * 132 * 4, "the plan carries the bytes");
 	cr_assert_eq(cuda_pick(&m, 200, 300, 1), 1, "128 query rows for 200 rows");
 	m.smem_max = 48 * 1024;
 	cr_assert_eq(cuda_pick(&m, 200, 300, 1), 0, "64 query rows where 128 would not fit the device");
+	cr_assert_eq(cuda_pick(&m, 4, 3000, 1), 0, "and where decoding's would not");
 	cr_assert_not(cuda_fits(&m, 1, msg, sizeof msg));
 	cr_assert(strstr(msg, "needs 67584 bytes of shared memory per block; the device allows 49152"), "%s", msg);
 	cuda_module_free(&m);
 	carrier_free(c);
 	c = load_dims("specs/attention.yaml", 128);
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
-	cr_assert_eq(m.nvar, 3);
+	cr_assert_eq(m.nvar, 4);
 	for (int v = 0; v < m.nvar; v++) {
 		char cfg[64];
 		cuda_config_str(&m.var[v], cfg, sizeof cfg);

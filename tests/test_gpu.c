@@ -419,9 +419,9 @@ Test(gpu, generic_config_on_heads_runs_head_by_head, .timeout = 120)
 }
 
 /* assoc tune searches the wider space: attention variants with one to
- * three pipeline stages and with half the keys per tile, each one run
- * (none pruned by the memory model) and timed or ruled out with its
- * reason (the fake driver computes nothing). */
+ * three pipeline stages, with half the keys per tile and decoding's key
+ * slices, each one run (none pruned by the memory model) and timed or
+ * ruled out with its reason (the fake driver computes nothing). */
 Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
 {
 	if (!have_nvrtc())
@@ -429,10 +429,12 @@ Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
 	char out[32768];
 	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
 	      "specs/attention.yaml -D d=64 -D dv=64 --rows 100 --len 300 2>&1; echo \"exit $?\"", out, sizeof out);
-	cr_assert(strstr(out, "8 candidates") || strstr(out, "16 candidates"), "%s", out);
+	cr_assert(strstr(out, "13 candidates") || strstr(out, "26 candidates"), "%s", out);
 	static const char *want[] = {"attention:nt=128,mt=1,bn=64,pv=1,st=1", "attention:nt=128,mt=1,bn=64,pv=1,st=2",
 				     "attention:nt=128,mt=1,bn=64,pv=1,st=3", "attention:nt=128,mt=1,bn=32,pv=1,st=2",
-				     "attention:nt=128,mt=2,bn=32,pv=1,st=2", "attention:nt=128,mt=2,bn=64,pv=1,st=3"};
+				     "attention:nt=128,mt=2,bn=32,pv=1,st=2", "attention:nt=128,mt=2,bn=64,pv=1,st=3",
+				     "attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=4 ", "attention:nt=128,mt=1,bn=64,pv=1,st=3,ks=4",
+				     "attention:nt=128,mt=1,bn=128,pv=1,st=2,ks=4", "attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=2"};
 	for (size_t k = 0; k < sizeof want / sizeof *want; k++)
 		cr_expect(strstr(out, want[k]), "%s missing: %s", want[k], out);
 	cr_expect(!strstr(out, "not timed"), "the memory model does not rank attention: every candidate runs: %s", out);
