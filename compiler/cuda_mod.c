@@ -454,9 +454,9 @@ static void kernels(const CudaModule *m, Buf *b)
 			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
 				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), x->st, x->ks);
 			kernel(b, nm[0], x->nt, body);
-			snprintf(body, sizeof body, "attn_combine<%d, 64>(A)", at->dv);
+			snprintf(body, sizeof body, "attn_combine<%d>(A)", at->dv);
 			if (!acomb++)
-				kernel(b, nm[1], 64, body);
+				kernel(b, nm[1], 32, body);
 			break;
 		}
 		case FAM_SCAN:
@@ -888,7 +888,7 @@ static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads
 	p->k[0].grid = (unsigned)heads * cdiv(rows, bm) * p->split;
 	p->k[0].block = v->nt;
 	p->k[1].grid = (unsigned)heads * rows;
-	p->k[1].block = 64;
+	p->k[1].block = 32;
 	p->nk = 1;
 	if (p->split > 1) { /* the partial states, then a counter per query tile (attn_split_last) or the combine kernel */
 		p->ws_bytes = (size_t)heads * rows * p->split * (m->attn.dv + 2) * sizeof(float);

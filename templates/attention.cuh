@@ -335,30 +335,67 @@ ASC_DEV bool attn_tile_of(const Args &A, unsigned b, int tiles, int &qt, int &kh
 	return true;
 }
 
-/* Split-KV: merge the partial states of row at (of heads x rows) in split
- * order with the contract's merge, then finalize; threads u0, u0 + nu, ...
- * of the block take the components.  The partials come from L2 (ld.cg):
- * other blocks wrote them. */
-template <int DV>
-ASC_DEV void attn_combine_row(const Args &A, long long at, int u0, int nu)
+/* Split-KV: merge the partial states of row at (of heads x rows) with the
+ * contract's merge, then finalize; one warp.  Lane c takes splits c, c +
+ * 32, ...: their maximum and weights e^(m_c - max), one exp a split, and
+ * l over a fixed tree of the lanes; then o, lane u components u, u + 32,
+ * ..., summed in split order, each split's weight from its lane.  The
+ * partials come from L2 (ld.cg: other blocks wrote them), and no load
+ * waits on a sum, so they overlap: one L2 latency a split in turn, as a
+ * loop over the splits of dependent sums costs, is several microseconds
+ * at 32 splits, decoding's whole budget. */
+ASC_DEV float asc_warp_max(float x)
 {
-	int i = (int)(at % A.rows);
-	const float *ws = (const float *)A.ws + at * A.split * (DV + 2);
+#pragma unroll
+	for (int s = 16; s > 0; s /= 2)
+		x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, s));
+	return x;
+}
+ASC_DEV float asc_warp_sum(float x)
+{
+#pragma unroll
+	for (int s = 16; s > 0; s /= 2)
+		x += __shfl_xor_sync(0xffffffffu, x, s);
+	return x;
+}
+template <int DV>
+ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
+{
+	const int U = (DV + 31) / 32; /* components a lane */
+	int i = (int)(at % A.rows), S = A.split;
+	const float *ws = (const float *)A.ws + at * S * (DV + 2);
 	float mx = -ASC_INF;
-	for (int c = 0; c < A.split; c++)
+	for (int c = lane; c < S; c += 32)
 		mx = fmaxf(mx, ASC_LDCG(ws + c * (DV + 2)));
+	mx = asc_warp_max(mx);
 	float mb = mx == -ASC_INF ? 0.0f : mx, l = 0;
-	for (int c = 0; c < A.split; c++)
+	for (int c = lane; c < S; c += 32)
 		l += ASC_LDCG(ws + c * (DV + 2) + 1) * expf(ASC_LDCG(ws + c * (DV + 2)) - mb);
+	l = asc_warp_sum(l);
 	ARow R = attn_row(A, at);
-	if (u0 == 0)
+	if (lane == 0)
 		attn_fin_row(A, R, mx, l, i, at);
-	for (int u = u0; u < DV; u += nu) {
-		float o = 0;
-		for (int c = 0; c < A.split; c++)
-			o += ASC_LDCG(ws + c * (DV + 2) + 2 + u) * expf(ASC_LDCG(ws + c * (DV + 2)) - mb);
-		attn_fin_vec(A, R, mx, l, o, i, at, u);
+	float o[U];
+#pragma unroll
+	for (int x = 0; x < U; x++)
+		o[x] = 0;
+	for (int c0 = 0; c0 < S; c0 += 32) {
+		float wl = c0 + lane < S ? expf(ASC_LDCG(ws + (c0 + lane) * (DV + 2)) - mb) : 0.0f;
+		int n = S - c0 < 32 ? S - c0 : 32;
+#pragma unroll 4
+		for (int k = 0; k < n; k++) {
+			float wk = __shfl_sync(0xffffffffu, wl, k);
+			const float *p = ws + (c0 + k) * (DV + 2) + 2 + lane;
+#pragma unroll
+			for (int x = 0; x < U; x++)
+				if (DV % 32 == 0 || lane + 32 * x < DV)
+					o[x] += ASC_LDCG(p + 32 * x) * wk;
+		}
 	}
+#pragma unroll
+	for (int x = 0; x < U; x++)
+		if (DV % 32 == 0 || lane + 32 * x < DV)
+			attn_fin_vec(A, R, mx, l, o[x], i, at, lane + 32 * x);
 }
 
 /* Split > 1, after the block's partial states are written: a counter per
@@ -386,18 +423,18 @@ ASC_DEV void attn_split_last(const Args &A)
 	__threadfence(); /* the other blocks' partials, counted, are read after the count */
 	long long base = (long long)kh * M;
 	int r1 = (qt + 1) * BM < M ? (qt + 1) * BM : M;
-	for (int r = qt * BM; r < r1; r++)
-		attn_combine_row<DV>(A, base + r, threadIdx.x, NT);
+	for (int r = qt * BM + (int)threadIdx.x / 32; r < r1; r += NT / 32) /* a warp a row */
+		attn_combine_row<DV>(A, base + r, threadIdx.x % 32);
 	if (threadIdx.x == 0)
 		atomicExch(ctr, 0);
 }
 
 /* Split-KV after an MT > 1 kernel: block b merges row b of heads x rows.
- * blockDim.x = NT >= 32. */
-template <int DV, int NT>
+ * blockDim.x = 32. */
+template <int DV>
 ASC_DEV void attn_combine(const Args &A)
 {
-	attn_combine_row<DV>(A, blockIdx.x, threadIdx.x, NT);
+	attn_combine_row<DV>(A, blockIdx.x, threadIdx.x);
 }
 
 /* KS > 1, after the key loop: the states of a row warp's KS key slices

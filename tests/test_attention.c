@@ -197,6 +197,12 @@ Test(attention, split_kv_decoding, .timeout = 300)
 	for (int s = 0; s < 4; s++)
 		run_one(c, "split", 2, 1000, 2, 1, splits[s], NULL, NULL);
 	run_one(c, "split, 7 chunks for 129 keys", 1, 129, 1, 1, 7, NULL, NULL);
+	/* 64 rows a block: the last block's 4 warps merge 16 rows each */
+	run_one(c, "split, 80 rows", 40, 1000, 2, 1, 3, "attention:nt=128,mt=1,bn=64,pv=1,st=2", NULL);
+	/* over a warp's 32 lanes; a wide scale, so that the splits' maxima and
+	 * weights differ */
+	static const Define wide[] = {{"scale", "2"}};
+	run_prm(c, "split, 40 splits", 1, 3000, 4, 1, 40, NULL, NULL, wide, 1);
 	carrier_free(c);
 	c = load_dims("tests/attention/full.yaml", 128); /* one stage of K and V */
 	run_one(c, "split, head dim 128", 2, 1000, 2, 1, 3, NULL, NULL);
