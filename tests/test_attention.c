@@ -3,12 +3,13 @@
  * inputs' type by default, P V in float32 by --config): head dims 32, 64,
  * 128; ragged key lengths; causal, non-causal, sliding window, soft-capped
  * scores, negative, zero and per-row scales, fully masked rows,
- * grouped-query heads, split-KV decoding; the same shapes with Q kept in
- * shared memory (32 rows a warp at head dim 128); the contract refusing a
- * merge with a bug (which still runs, on the generic templates); mma.sync's
- * fragment layout in the emulator; ptxas without spills for the default
- * configurations and that one; the key-tile loop's PTX without the waste
- * it once had. */
+ * grouped-query heads, split-KV decoding and its key slices (the warps of
+ * a block on the same rows, each on a part of every key tile); the same
+ * shapes with Q kept in shared memory (32 rows a warp at head dim 128);
+ * the contract refusing a merge with a bug (which still runs, on the
+ * generic templates); mma.sync's fragment layout in the emulator; ptxas
+ * without spills for the default configurations and that one; the
+ * key-tile loop's PTX without the waste it once had. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
