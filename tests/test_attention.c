@@ -268,6 +268,28 @@ Test(attention, key_slices_for_decoding, .timeout = 600)
 	carrier_free(c);
 }
 
+/* The key slices' states take shared memory after the key loop: a
+ * configuration whose states outgrow what a block may have is refused
+ * before compiling, with the knobs to turn; those that fit are sized by
+ * the larger of the stages and the states. */
+Test(attention, key_slices_states_fit_shared_memory, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("specs/attention.yaml", 256);
+	CudaModule m;
+	char msg[512];
+	/* 14 warps of states: 14 x 32 lanes x (4 + 128) words, 231 KB */
+	cr_assert_eq(cuda_module(c, "attention:nt=512,mt=1,bn=128,st=1,ks=8", &m, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "needs 231 KB of shared memory a block") && strstr(msg, "(ks)"), "%s", msg);
+	/* 12 warps of states, over one stage of 64 keys and the Q tile of 64 rows */
+	cr_assert_eq(cuda_module(c, "attention:nt=512,mt=1,bn=64,st=1,ks=4", &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(cuda_smem(&m, 0), 12 * 32 * 132 * 4, "the states, over one stage of %d bytes", 64 * 264 * 4);
+	cuda_module_free(&m);
+	/* and the launch gives them that much (the emulator fails an access past it) */
+	run_one(c, "12 warps of states", 2, 150, 4, 1, 2, "attention:nt=512,mt=1,bn=64,pv=1,st=1,ks=4", NULL);
+	carrier_free(c);
+}
+
 /* Keys 4 bytes past 16-byte alignment: plain loads instead of cp.async,
  * the same results. */
 Test(attention, unaligned_keys_take_plain_loads, .timeout = 300)

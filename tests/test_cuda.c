@@ -618,6 +618,18 @@ Test(cuda, config_errors_are_clear)
 	cr_assert_eq(cuda_parse_config("splitk:nt=64,acc=2", &v, msg, sizeof msg), 0);
 	cr_expect_eq(v.fam, FAM_SPLITK);
 	cr_expect_eq(v.acc, 2);
+	/* key slices: a divisor of the warps, 16 keys a warp of every tile */
+	static const char *const bad_ks[] = {"attention:ks=3", "attention:nt=64,ks=4", "attention:bn=32,ks=4",
+					     "attention:ks=0", "attention:nt=512,bn=128,ks=16", "rowmap:ks=2"};
+	for (size_t k = 0; k < sizeof bad_ks / sizeof *bad_ks; k++) {
+		cr_assert_eq(cuda_parse_config(bad_ks[k], &v, msg, sizeof msg), -1, "%s", bad_ks[k]);
+		cr_expect(strstr(msg, k < 5 ? "ks (warps that split each key tile) must divide the warps" : "unknown key 'ks'"),
+			  "%s: %s", bad_ks[k], msg);
+	}
+	cr_assert_eq(cuda_parse_config("attention:nt=256,bn=128,ks=8", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(cuda_attn_rows(&v), 16);
+	cr_assert_eq(cuda_parse_config("attention:nt=128", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(v.ks == 1 && cuda_attn_rows(&v) == 64, "one slice by default: %d, %d rows", v.ks, cuda_attn_rows(&v));
 }
 
 /* NVRTC keeps an allocation for the life of the process (it stays loaded). */
