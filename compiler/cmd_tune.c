@@ -98,6 +98,12 @@ static int candidates(Gpu *g, const RunData *d, TuneConfig *out, int max)
 				continue;
 			TuneConfig c = {threads, x->warp ? x->nt / 32 : 1, x->vec ? 4 : 1, x->acc, 1, x->items, v};
 			if (x->fam == FAM_ATTN) {
+				/* key slices pay where a kv head's query rows are few, as in
+				 * decoding; past the 64 rows of a block without them they
+				 * only read the keys again for more blocks */
+				long run = (long)d->rows * (d->kv_heads > 0 ? d->heads / d->kv_heads : 1);
+				if (x->ks > 1 && run > 64)
+					continue;
 				/* query blocks x key splits: splitting the keys pays when few query blocks fill few SMs */
 				out[n++] = c;
 				for (int split = 2; split <= 64 && n < max && d->rows <= 256; split *= 2)
