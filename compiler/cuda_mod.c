@@ -320,6 +320,7 @@ static int reg_estimate(const Carrier *c, const CudaVariant *v)
 static int attn_qs(const CudaAttn *at, const CudaVariant *v) { return v->mt >= 2 && at->d >= 128; }
 
 enum { ATTN_SMEM_MAX = 227 * 1024 };
+enum { ATTN_COMBINE_NT = 128 }; /* attn_combine: a warp a row */
 static void attn_words(const CudaAttn *at, const CudaVariant *v, long *st, long *qw)
 {
 	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4;
@@ -378,6 +379,7 @@ static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
 }
 
 static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v);
+static long attn_state_words(const CudaAttn *at, const CudaVariant *v);
 
 static int same(const CudaVariant *a, const CudaVariant *b) { return !memcmp(a, b, sizeof *a); }
 
@@ -454,9 +456,9 @@ static void kernels(const CudaModule *m, Buf *b)
 			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
 				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), x->st, x->ks);
 			kernel(b, nm[0], x->nt, body);
-			snprintf(body, sizeof body, "attn_combine<%d>(A)", at->dv);
+			snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
 			if (!acomb++)
-				kernel(b, nm[1], 32, body);
+				kernel(b, nm[1], ATTN_COMBINE_NT, body);
 			break;
 		}
 		case FAM_SCAN:
@@ -647,10 +649,12 @@ static int module(Carrier *c, const char *config, const char *arch, int space, C
 			fit_variant(c, m, &f);
 			unsigned b = attn_smem(&m->attn, &f);
 			if (b > ATTN_SMEM_MAX) {
+				int states = attn_state_words(&m->attn, &f) * 4 == b; /* the key slices' states are the larger */
 				snprintf(msg, n, "configuration '%s' needs %u KB of shared memory a block at head dims %d/%d, "
-					 "over the %d KB a block may have: fewer keys a tile (bn), stages (st), query rows (nt, mt) "
-					 "or warps a slice of keys (ks)", config, (b + 1023) / 1024, m->attn.d, m->attn.dv,
-					 ATTN_SMEM_MAX / 1024);
+					 "over the %d KB a block may have: %s", config, (b + 1023) / 1024, m->attn.d, m->attn.dv,
+					 ATTN_SMEM_MAX / 1024,
+					 states ? "the states of the key slices' warps after the loop; fewer warps (nt) or slices (ks)"
+						: "fewer keys a tile (bn), stages (st) or query rows (nt, mt)");
 				goto fail;
 			}
 		}
@@ -797,8 +801,8 @@ int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
 			return -1;
 		}
 		if (v->ks < 1 || v->ks > 8 || v->nt / 32 % v->ks || v->bn % (16 * v->ks)) {
-			snprintf(msg, n, "configuration '%s': ks (warps that split each key tile) must divide the warps (nt / 32) "
-					 "and leave every warp 16 keys of a tile or a multiple of 16 (bn / ks)", s);
+			snprintf(msg, n, "configuration '%s': ks (warps that split each key tile, 1 to 8) must divide the warps "
+					 "(nt / 32) and leave every warp 16 keys of a tile or a multiple of 16 (bn / ks)", s);
 			return -1;
 		}
 		return 0;
@@ -836,14 +840,18 @@ static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
  * (fit_variant keeps as many as fit), the Q tile staged over them (the
  * array is as large as the larger) or, where Q stays in shared memory
  * (attn_qs), after them. */
+/* ks > 1: after the key loop, the states of every slice but a row warp's
+ * first, 32 lanes of mt (4 + dv / 2) words (attn_merge_slices). */
+static long attn_state_words(const CudaAttn *at, const CudaVariant *v)
+{
+	return (long)(v->nt / 32 - v->nt / 32 / v->ks) * 32 * v->mt * (4 + at->dv / 2);
+}
+
 static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
 {
-	long st, qw, s = v->st, w;
+	long st, qw, s = v->st, w, mw = attn_state_words(at, v);
 	attn_words(at, v, &st, &qw);
 	w = attn_qs(at, v) ? s * st + qw : s * st > qw ? s * st : qw;
-	/* ks > 1: after the key loop, the states of every slice but a row
-	 * warp's first, 32 lanes of mt (4 + dv / 2) words (attn_merge_slices) */
-	long mw = (long)(v->nt / 32 - v->nt / 32 / v->ks) * 32 * v->mt * (4 + at->dv / 2);
 	return (unsigned)((w > mw ? w : mw) * 4);
 }
 
@@ -887,8 +895,8 @@ static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads
 	p->chunk = (int)(cdiv(cdiv(len, p->split), v->bn) * v->bn);
 	p->k[0].grid = (unsigned)heads * cdiv(rows, bm) * p->split;
 	p->k[0].block = v->nt;
-	p->k[1].grid = (unsigned)heads * rows;
-	p->k[1].block = 32;
+	p->k[1].grid = cdiv((long)heads * rows, ATTN_COMBINE_NT / 32);
+	p->k[1].block = ATTN_COMBINE_NT;
 	p->nk = 1;
 	if (p->split > 1) { /* the partial states, then a counter per query tile (attn_split_last) or the combine kernel */
 		p->ws_bytes = (size_t)heads * rows * p->split * (m->attn.dv + 2) * sizeof(float);
@@ -914,7 +922,11 @@ int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, 
 	if (v->fam != FAM_ATTN)
 		return 1;
 	long blocks = (long)heads * cdiv(rows, cuda_attn_rows(v));
-	long want = 2L * (sms > 0 ? sms : 132);
+	/* two blocks an SM, or one where two do not fit its shared memory (an
+	 * SM has 1 KB more than a block may take, and each block reserves 1 KB):
+	 * splits for a second wave would only run after the first */
+	long sm = (m->smem_max > 0 ? m->smem_max : ATTN_SMEM_MAX) + 1024;
+	long want = (sm >= 2L * (attn_smem(&m->attn, v) + 1024) ? 2L : 1L) * (sms > 0 ? sms : 132);
 	if (blocks == 0 || blocks >= want / 2) /* no query rows: nothing to split */
 		return 1;
 	long s = (want + blocks - 1) / blocks, most = len / (4 * v->bn); /* at least 4 key tiles per split */

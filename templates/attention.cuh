@@ -429,12 +429,15 @@ ASC_DEV void attn_split_last(const Args &A)
 		atomicExch(ctr, 0);
 }
 
-/* Split-KV after an MT > 1 kernel: block b merges row b of heads x rows.
- * blockDim.x = 32. */
-template <int DV>
+/* Split-KV after an MT > 1 kernel: warp w of block b merges row NT / 32 b
+ * + w of heads x rows (a warp a block would meet the limit of resident
+ * blocks an SM, 32 on sm_90, at a third of its threads). */
+template <int DV, int NT>
 ASC_DEV void attn_combine(const Args &A)
 {
-	attn_combine_row<DV>(A, blockIdx.x, threadIdx.x);
+	long long r = (long long)blockIdx.x * (NT / 32) + threadIdx.x / 32;
+	if (r < (long long)A.heads * A.rows)
+		attn_combine_row<DV>(A, r, threadIdx.x % 32);
 }
 
 /* KS > 1, after the key loop: the states of a row warp's KS key slices

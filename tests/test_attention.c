@@ -822,6 +822,10 @@ Test(attention, shared_memory_per_variant)
 	cr_assert_eq(cuda_smem(&m, 2), 2 * 64 * 264 * 4);
 	cr_assert_eq(cuda_pick(&m, 16, 3000, 1), 2, "16 rows: decoding's");
 	cr_assert_eq(cuda_pick(&m, 17, 3000, 4), 0, "17 rows: 64 a block");
+	/* one block of 132 KB an SM: 8 kv heads split for one wave of 132
+	 * blocks, not two of 264 */
+	cr_expect_eq(cuda_attn_split(&m, 2, 4, 32768, 8, 132), 17);
+	cr_expect_eq(cuda_attn_split(&m, 0, 4, 32768, 8, 132), 33, "two blocks of 33 KB an SM");
 	CudaPlan p;
 	cuda_plan_h(&m, 1, 200, 300, 2, 1, &p);
 	cr_assert_eq(p.k[0].smem, 128 * 132 * 4, "the plan carries the bytes");
@@ -846,6 +850,9 @@ Test(attention, shared_memory_per_variant)
 	char cfg[64];
 	cuda_config_str(&m.var[cuda_pick(&m, 200, 300, 1)], cfg, sizeof cfg);
 	cr_expect_str_eq(cfg, QS128, "32 rows a warp, Q in shared memory, for 200 rows at head dim 128");
+	cr_expect_eq(cuda_attn_split(&m, 3, 4, 32768, 8, 132), 33, "two blocks of 68 KB an SM");
+	m.smem_max = 99 * 1024; /* sm_86 */
+	cr_expect_eq(cuda_attn_split(&m, 3, 4, 32768, 8, 84), 11, "one of 68 KB in 100");
 	cuda_module_free(&m);
 	carrier_free(c);
 }

@@ -623,7 +623,7 @@ Test(cuda, config_errors_are_clear)
 					     "attention:ks=0", "attention:nt=512,bn=128,ks=16", "rowmap:ks=2"};
 	for (size_t k = 0; k < sizeof bad_ks / sizeof *bad_ks; k++) {
 		cr_assert_eq(cuda_parse_config(bad_ks[k], &v, msg, sizeof msg), -1, "%s", bad_ks[k]);
-		cr_expect(strstr(msg, k < 5 ? "ks (warps that split each key tile) must divide the warps" : "unknown key 'ks'"),
+		cr_expect(strstr(msg, k < 5 ? "ks (warps that split each key tile, 1 to 8) must divide the warps" : "unknown key 'ks'"),
 			  "%s: %s", bad_ks[k], msg);
 	}
 	cr_assert_eq(cuda_parse_config("attention:nt=256,bn=128,ks=8", &v, msg, sizeof msg), 0, "%s", msg);
