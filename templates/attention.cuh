@@ -126,15 +126,23 @@ ASC_DEV float asc_exp2(float x)
 #endif
 }
 
-ASC_DEV float asc_quad_max(float x)
+/* The maximum and the sum over each group of W lanes (4: a quad, the
+ * lanes of an mma row; 32: the warp), a fixed butterfly of shuffles. */
+template <int W>
+ASC_DEV float asc_lanes_max(float x)
 {
-	x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-	return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+#pragma unroll
+	for (int s = 1; s < W; s *= 2)
+		x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, s));
+	return x;
 }
-ASC_DEV float asc_quad_sum(float x)
+template <int W>
+ASC_DEV float asc_lanes_sum(float x)
 {
-	x += __shfl_xor_sync(0xffffffffu, x, 1);
-	return x + __shfl_xor_sync(0xffffffffu, x, 2);
+#pragma unroll
+	for (int s = 1; s < W; s *= 2)
+		x += __shfl_xor_sync(0xffffffffu, x, s);
+	return x;
 }
 
 /* ldmatrix.sync.aligned.m8n8.xNUM[.trans].shared.b16: lane 8q + r gives
@@ -290,7 +298,7 @@ ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], 
 		}
 #pragma unroll
 	for (int hf = 0; hf < 2; hf++)
-		mx[hf] = LIN ? a2[hf] * asc_quad_max(mx[hf]) : asc_quad_max(mx[hf]);
+		mx[hf] = LIN ? a2[hf] * asc_lanes_max<4>(mx[hf]) : asc_lanes_max<4>(mx[hf]);
 }
 
 /* blockIdx.x read again, opaquely: not merged with the read at the start,
@@ -344,20 +352,6 @@ ASC_DEV bool attn_tile_of(const Args &A, unsigned b, int tiles, int &qt, int &kh
  * waits on a sum, so they overlap: one L2 latency a split in turn, as a
  * loop over the splits of dependent sums costs, is several microseconds
  * at 32 splits, decoding's whole budget. */
-ASC_DEV float asc_warp_max(float x)
-{
-#pragma unroll
-	for (int s = 16; s > 0; s /= 2)
-		x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, s));
-	return x;
-}
-ASC_DEV float asc_warp_sum(float x)
-{
-#pragma unroll
-	for (int s = 16; s > 0; s /= 2)
-		x += __shfl_xor_sync(0xffffffffu, x, s);
-	return x;
-}
 template <int DV>
 ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
 {
@@ -367,11 +361,11 @@ ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
 	float mx = -ASC_INF;
 	for (int c = lane; c < S; c += 32)
 		mx = fmaxf(mx, ASC_LDCG(ws + c * (DV + 2)));
-	mx = asc_warp_max(mx);
+	mx = asc_lanes_max<32>(mx);
 	float mb = mx == -ASC_INF ? 0.0f : mx, l = 0;
 	for (int c = lane; c < S; c += 32)
 		l += ASC_LDCG(ws + c * (DV + 2) + 1) * expf(ASC_LDCG(ws + c * (DV + 2)) - mb);
-	l = asc_warp_sum(l);
+	l = asc_lanes_sum<32>(l);
 	ARow R = attn_row(A, at);
 	if (lane == 0)
 		attn_fin_row(A, R, mx, l, i, at);
@@ -768,7 +762,7 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 		for (int hf = 0; hf < 2; hf++) {
 			int r = r0 + mt * 16 + g + 8 * hf, i = ir[mt][hf];
-			float lr = asc_quad_sum(l[mt][hf]), mr = m[mt][hf] == -ASC_INF ? -ASC_INF : m[mt][hf] * LN2;
+			float lr = asc_lanes_sum<4>(l[mt][hf]), mr = m[mt][hf] == -ASC_INF ? -ASC_INF : m[mt][hf] * LN2;
 			if (r >= M)
 				continue;
 			long long at = base + r;
