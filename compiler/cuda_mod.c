@@ -340,6 +340,27 @@ static int attn_stages(const CudaAttn *at, const CudaVariant *v)
 	return s;
 }
 
+/* ks > 1: after the key loop, the states of every slice but a row warp's
+ * first, 32 lanes of mt (4 + dv / 2) words (attn_merge_slices). */
+static long attn_state_words(const CudaAttn *at, const CudaVariant *v)
+{
+	return (long)(v->nt / 32 - v->nt / 32 / v->ks) * 32 * v->mt * (4 + at->dv / 2);
+}
+
+/* As attn_fwd lays out its shared memory (templates/attention.cuh): a stage
+ * is a K and a V tile of BN keys in rows padded by 16 bytes, v->st stages
+ * (fit_variant keeps as many as fit), the Q tile staged over them (the
+ * array is as large as the larger) or, where Q stays in shared memory
+ * (attn_qs), after them; the key slices' states over it all after the
+ * loop, where they are the larger. */
+static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
+{
+	long st, qw, s = v->st, w, mw = attn_state_words(at, v);
+	attn_words(at, v, &st, &qw);
+	w = attn_qs(at, v) ? s * st + qw : s * st > qw ? s * st : qw;
+	return (unsigned)((w > mw ? w : mw) * 4);
+}
+
 enum { STATIC_SMEM_MAX = 48 * 1024 }; /* static shared bytes a block may declare */
 
 /* block_reduce's static shared memory: a state a warp, and the result. */
@@ -377,9 +398,6 @@ static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
 	while (!v->warp && v->fam != FAM_SCAN && v->nt > 32 && reduce_smem(c, v->nt) > STATIC_SMEM_MAX)
 		v->nt /= 2;
 }
-
-static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v);
-static long attn_state_words(const CudaAttn *at, const CudaVariant *v);
 
 static int same(const CudaVariant *a, const CudaVariant *b) { return !memcmp(a, b, sizeof *a); }
 
@@ -585,27 +603,19 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 static void attn_space(const Carrier *c, CudaModule *m, const CudaVariant *def, int nd)
 {
 	for (int k = 0; k < nd; k++) {
-		if (def[k].ks > 1) { /* decoding's: its stages, twice the keys a warp, 32 rows of two slices */
-			for (int st = 1; st <= 3; st++) {
-				CudaVariant w = def[k];
-				w.st = st;
-				add_variant(c, m, w);
-			}
-			CudaVariant w = def[k];
-			w.bn *= 2;
-			add_variant(c, m, w);
-			w = def[k];
-			w.ks /= 2;
-			add_variant(c, m, w);
-			continue;
-		}
 		for (int st = 1; st <= 3; st++) {
 			CudaVariant w = def[k];
 			w.st = st;
 			add_variant(c, m, w);
 		}
-		if (def[k].bn / 2 >= 16) {
-			CudaVariant w = def[k];
+		CudaVariant w = def[k];
+		if (w.ks > 1) { /* decoding's: twice the keys a warp, and 32 rows of two slices */
+			w.bn *= 2;
+			add_variant(c, m, w);
+			w = def[k];
+			w.ks /= 2;
+			add_variant(c, m, w);
+		} else if (w.bn / 2 >= 16) {
 			w.bn /= 2;
 			add_variant(c, m, w);
 		}
@@ -835,26 +845,6 @@ void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
 
 static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
-/* As attn_fwd lays out its shared memory (templates/attention.cuh): a stage
- * is a K and a V tile of BN keys in rows padded by 16 bytes, v->st stages
- * (fit_variant keeps as many as fit), the Q tile staged over them (the
- * array is as large as the larger) or, where Q stays in shared memory
- * (attn_qs), after them. */
-/* ks > 1: after the key loop, the states of every slice but a row warp's
- * first, 32 lanes of mt (4 + dv / 2) words (attn_merge_slices). */
-static long attn_state_words(const CudaAttn *at, const CudaVariant *v)
-{
-	return (long)(v->nt / 32 - v->nt / 32 / v->ks) * 32 * v->mt * (4 + at->dv / 2);
-}
-
-static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
-{
-	long st, qw, s = v->st, w, mw = attn_state_words(at, v);
-	attn_words(at, v, &st, &qw);
-	w = attn_qs(at, v) ? s * st + qw : s * st > qw ? s * st : qw;
-	return (unsigned)((w > mw ? w : mw) * 4);
-}
-
 unsigned cuda_smem(const CudaModule *m, int v)
 {
 	return m->var[v].fam == FAM_ATTN ? attn_smem(&m->attn, &m->var[v]) : 0;
@@ -1011,7 +1001,7 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 			return x->fam == FAM_SCAN ? v : best;
 		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them, 16 where 16 hold them */
 			int want = rows > 64 && split <= 1 ? 1 : 0, other = !want;
-			for (int k = 0; k < m->nvar && rows <= 16; k++)
+			for (int k = 0; k < m->nvar && rows <= cuda_attn_rows(&ATTN_DECODE); k++) /* decoding's, the first sliced */
 				if (m->var[k].ks > 1 && cuda_fits(m, k, NULL, 0))
 					return k;
 			char why[128];
