@@ -72,14 +72,16 @@ typedef struct {
  * 0, or -1 with msg. */
 int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n);
 /* The same for a target arch (sm_NN, compute_NN; NULL: the newest): below
- * ATTN_MIN_SM the attention template is not taken, and m->explain says so. */
-int cuda_module_for(Carrier *c, const char *config, const char *arch, CudaModule *m, char *msg, size_t n);
+ * ATTN_MIN_SM the attention template is not taken, and m->explain says so;
+ * smem, the shared bytes a block may opt in to on the device (0: not
+ * known), sizes the default variants that would outgrow it (m->smem_max). */
+int cuda_module_for(Carrier *c, const char *config, const char *arch, int smem, CudaModule *m, char *msg, size_t n);
 enum { ATTN_MIN_SM = 80 };
 /* The module of the tuning space (assoc tune): the default variants and
  * more (attention: other pipeline stages and keys per tile), any of which
  * cuda_module then builds alone from its configuration string. */
 int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n);
-int cuda_module_space_for(Carrier *c, const char *arch, CudaModule *m, char *msg, size_t n);
+int cuda_module_space_for(Carrier *c, const char *arch, int smem, CudaModule *m, char *msg, size_t n);
 void cuda_module_free(CudaModule *m);
 const char *cuda_family_name(CudaFamily f);
 int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n);

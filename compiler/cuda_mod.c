@@ -517,15 +517,31 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 }
 
 /* Decoding's variant (cuda_pick, where a kv head's query rows fit in 16):
- * 4 warps on the same 16 rows, each taking 16 keys of every tile of 64
+ * 4 warps on the same 16 rows, each taking a quarter of every key tile
  * (ks = 4).  At 64 rows a block, 4 warps of 16, a key fed the tensor cores
  * 64 rows for the 1 to 16 a decoding step has: 64 flops a byte of K and V
  * (QK^T and PV, 2 d + 2 dv flops a row and key, over (d + dv) 2 bytes),
  * about 220 TFLOP/s of mma.sync at the H200's copy speed, near what the
- * prefill kernel reaches; at 16 rows, 16 flops a byte.  At any head dim
- * (16 keys a warp hold as few registers as the 16-key tiles of head dim
- * 256). */
-static const CudaVariant ATTN_DECODE = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 64, 1, 2, 4};
+ * prefill kernel reaches; at 16 rows, 16 flops a byte.  Decoding streams
+ * keys and values once, so a block keeps as many of them in flight as its
+ * shared memory holds (smem: the device's limit per block, 0 where none is
+ * known): tiles of 128 keys in three stages where they fit, or two, else
+ * two stages of 64 keys; and one block an SM (cuda_attn_split).
+ * Measured on an H200 (bf16, 32 query heads on 8, 32768 keys), against
+ * tiles of 64 in two stages at two blocks an SM: 0.74 of the copy against
+ * 0.69 at head dim 128, 0.67 against 0.57 at 64, 0.57 against 0.46 at 32.
+ * 16 or 32 keys a warp hold as few registers as the 16-key tiles of head
+ * dim 256. */
+static CudaVariant attn_decode(const CudaAttn *at, int smem)
+{
+	unsigned most = smem > 0 && smem < ATTN_SMEM_MAX ? (unsigned)smem : ATTN_SMEM_MAX;
+	CudaVariant v = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 128, 1, 3, 4};
+	while (v.st > 2 && attn_smem(at, &v) > most)
+		v.st--;
+	if (attn_smem(at, &v) > most)
+		v.bn = 64; /* and two stages: a third made ptxas spill at head dim 256 */
+	return v;
+}
 
 /* Attention variants of 64 and 128 query rows (cuda_pick), as FlashAttention-2:
  * 4 warps of 32 rows for head dims up to 64 (keys per tile 64), 4 or 8 warps
@@ -546,7 +562,7 @@ static const CudaVariant ATTN_DECODE = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 64, 1, 2, 
  * head dim 128), the Q tile staged there for ldmatrix.  P rounded once to the inputs' type (pv = 1), as
  * FlashAttention does; pv = 2 (f16) or 3 (bf16) keeps P V at float32's
  * precision, by --config. */
-static int attn_defaults(Carrier *c, const CudaAttn *at, CudaVariant *v)
+static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, CudaVariant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64, n = 2;
 	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1};
@@ -556,7 +572,7 @@ static int attn_defaults(Carrier *c, const CudaAttn *at, CudaVariant *v)
 		v[1] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1};
 		n = 3;
 	}
-	v[n++] = ATTN_DECODE;
+	v[n++] = attn_decode(at, smem);
 	return n;
 }
 
@@ -598,8 +614,9 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 
 /* The tuning space beyond the defaults (cuda_module_space): each default
  * attention variant with every other number of pipeline stages, and with
- * half its keys per tile (16 at least); decoding's with twice its keys per
- * tile or half its key slices instead. */
+ * half its keys per tile (16 at least, decoding's 16 a warp); decoding's
+ * also with half its key slices, and with twice its keys per tile where
+ * it has fewer than 128. */
 static void attn_space(const Carrier *c, CudaModule *m, const CudaVariant *def, int nd)
 {
 	for (int k = 0; k < nd; k++) {
@@ -609,13 +626,17 @@ static void attn_space(const Carrier *c, CudaModule *m, const CudaVariant *def, 
 			add_variant(c, m, w);
 		}
 		CudaVariant w = def[k];
-		if (w.ks > 1) { /* decoding's: twice the keys a warp, and 32 rows of two slices */
+		if (w.ks > 1 && w.bn < 128) { /* decoding's: twice the keys a warp */
 			w.bn *= 2;
 			add_variant(c, m, w);
 			w = def[k];
+		}
+		if (w.ks > 1) { /* and 32 rows of two slices */
 			w.ks /= 2;
 			add_variant(c, m, w);
-		} else if (w.bn / 2 >= 16) {
+			w = def[k];
+		}
+		if (w.bn / 2 >= 16 * w.ks) {
 			w.bn /= 2;
 			add_variant(c, m, w);
 		}
@@ -629,9 +650,11 @@ static int arch_sm(const char *arch)
 	return u ? atoi(u + 1) : 0;
 }
 
-static int module(Carrier *c, const char *config, const char *arch, int space, CudaModule *m, char *msg, size_t n)
+static int module(Carrier *c, const char *config, const char *arch, int smem, int space, CudaModule *m, char *msg,
+		  size_t n)
 {
 	memset(m, 0, sizeof *m);
+	m->smem_max = smem;
 	if (check_limits(c, msg, n))
 		return -1;
 	m->base = base_family(c);
@@ -671,7 +694,7 @@ static int module(Carrier *c, const char *config, const char *arch, int space, C
 		add_variant(c, m, v);
 	} else if (m->base == FAM_ATTN) {
 		CudaVariant av[4];
-		int na = attn_defaults(c, &m->attn, av);
+		int na = attn_defaults(c, &m->attn, m->smem_max, av);
 		for (int k = 0; k < na; k++)
 			add_variant(c, m, av[k]);
 		if (space)
@@ -728,19 +751,19 @@ fail:
 
 int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n)
 {
-	return module(c, config, NULL, 0, m, msg, n);
+	return module(c, config, NULL, 0, 0, m, msg, n);
 }
 
-int cuda_module_for(Carrier *c, const char *config, const char *arch, CudaModule *m, char *msg, size_t n)
+int cuda_module_for(Carrier *c, const char *config, const char *arch, int smem, CudaModule *m, char *msg, size_t n)
 {
-	return module(c, config, arch, 0, m, msg, n);
+	return module(c, config, arch, smem, 0, m, msg, n);
 }
 
-int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n) { return module(c, NULL, NULL, 1, m, msg, n); }
+int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n) { return module(c, NULL, NULL, 0, 1, m, msg, n); }
 
-int cuda_module_space_for(Carrier *c, const char *arch, CudaModule *m, char *msg, size_t n)
+int cuda_module_space_for(Carrier *c, const char *arch, int smem, CudaModule *m, char *msg, size_t n)
 {
-	return module(c, NULL, arch, 1, m, msg, n);
+	return module(c, NULL, arch, smem, 1, m, msg, n);
 }
 
 void cuda_module_free(CudaModule *m)
@@ -913,13 +936,19 @@ int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, 
 		return 1;
 	long blocks = (long)heads * cdiv(rows, cuda_attn_rows(v));
 	/* two blocks an SM, or one where two do not fit its shared memory (an
-	 * SM has 1 KB more than a block may take, and each block reserves 1 KB):
-	 * splits for a second wave would only run after the first */
+	 * SM has 1 KB more than a block may take, and each block reserves 1 KB)
+	 * or the block is decoding's (key slices: one block with its stages
+	 * in flight beat two with theirs, 35 us against 39 at head dim 64 on an
+	 * H200, fewer partials to merge); as many splits as fill those slots,
+	 * rounded down: blocks of a second wave would only start after the
+	 * first, and a few of them cost a whole block's time (8 kv heads on
+	 * 132 SMs, head dim 256: 16 splits ran in 86 us, 17 in 113) */
 	long sm = (m->smem_max > 0 ? m->smem_max : ATTN_SMEM_MAX) + 1024;
-	long want = (sm >= 2L * (attn_smem(&m->attn, v) + 1024) ? 2L : 1L) * (sms > 0 ? sms : 132);
+	int two = v->ks <= 1 && sm >= 2L * (attn_smem(&m->attn, v) + 1024);
+	long want = (two ? 2L : 1L) * (sms > 0 ? sms : 132);
 	if (blocks == 0 || blocks >= want / 2) /* no query rows: nothing to split */
 		return 1;
-	long s = (want + blocks - 1) / blocks, most = len / (4 * v->bn); /* at least 4 key tiles per split */
+	long s = want / blocks, most = len / (4 * v->bn); /* at least 4 key tiles per split */
 	s = s < most ? s : most;
 	return s < 1 ? 1 : s > 64 ? 64 : (int)s;
 }
@@ -1001,7 +1030,8 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 			return x->fam == FAM_SCAN ? v : best;
 		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them, 16 where 16 hold them */
 			int want = rows > 64 && split <= 1 ? 1 : 0, other = !want;
-			for (int k = 0; k < m->nvar && rows <= cuda_attn_rows(&ATTN_DECODE); k++) /* decoding's, the first sliced */
+			CudaVariant dv = attn_decode(&m->attn, m->smem_max);
+			for (int k = 0; k < m->nvar && rows <= cuda_attn_rows(&dv); k++) /* decoding's, the first sliced */
 				if (m->var[k].ks > 1 && cuda_fits(m, k, NULL, 0))
 					return k;
 			char why[128];

@@ -169,7 +169,7 @@ static int emit_ptx(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 	Nvrtc *nv = NULL;
 	char *ptx = NULL;
 	int rc = EXIT_FAIL, cached;
-	if (cuda_module_for(c, o->run.config, o->arch, &m, msg, n))
+	if (cuda_module_for(c, o->run.config, o->arch, 0, &m, msg, n))
 		return EXIT_FAIL;
 	if (o->explain)
 		fprintf(stderr, "assoc: %s: %s\n", c->file, m.explain[0] ? m.explain : "template by the carrier's shape");

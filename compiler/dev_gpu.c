@@ -25,12 +25,12 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 	g->mod = NULL;
 	char *ptx = NULL;
 	double t0 = now_ms();
-	int rc = (space ? cuda_module_space_for(g->c, g->arch, &g->m, msg, n)
-			: cuda_module_for(g->c, config, g->arch, &g->m, msg, n)) ||
+	int smem = rt_device(g->rt)->smem_per_block_optin;
+	int rc = (space ? cuda_module_space_for(g->c, g->arch, smem, &g->m, msg, n)
+			: cuda_module_for(g->c, config, g->arch, smem, &g->m, msg, n)) ||
 		 nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &g->ptx_cached, msg, n) ||
 		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
 	g->compile_ms = now_ms() - t0;
-	g->m.smem_max = rt_device(g->rt)->smem_per_block_optin;
 	g->custom = config != NULL;
 	free(ptx);
 	return rc ? -1 : 0;

@@ -228,7 +228,7 @@ Test(attention, key_slices_for_decoding, .timeout = 600)
 	Carrier *c = load_dims("tests/attention/full.yaml", 64);
 	char cfg[128];
 	run_one(c, "the rule, decoding", 1, 1000, 8, 2, 0, NULL, cfg);
-	cr_expect(strstr(cfg, ",ks=4"), "4 query heads of a kv head take the key slices: %s", cfg);
+	cr_expect(strstr(cfg, "bn=128,pv=1,st=3,ks=4"), "4 query heads of a kv head take the key slices: %s", cfg);
 	run_one(c, "the rule, 17 rows", 17, 100, 1, 1, 1, NULL, cfg);
 	cr_expect(!strstr(cfg, "ks="), "17 rows take 64 rows a block: %s", cfg);
 	static const char *const cfgs[] = {
@@ -462,7 +462,7 @@ Test(attention, stages_that_do_not_fit_are_dropped)
 }
 
 /* The tuning space: every default variant, each with one to three stages
- * and with half its keys per tile (decoding's: twice, and half its key
+ * and with half its keys per tile (decoding's also with half its key
  * slices), every one a configuration that cuda_module builds alone. */
 Test(attention, tuning_space_adds_stages_and_key_tiles)
 {
@@ -822,9 +822,9 @@ Test(attention, shared_memory_per_variant)
 	cr_assert_eq(cuda_smem(&m, 2), 2 * 64 * 264 * 4);
 	cr_assert_eq(cuda_pick(&m, 16, 3000, 1), 2, "16 rows: decoding's");
 	cr_assert_eq(cuda_pick(&m, 17, 3000, 4), 0, "17 rows: 64 a block");
-	/* one block of 132 KB an SM: 8 kv heads split for one wave of 132
-	 * blocks, not two of 264 */
-	cr_expect_eq(cuda_attn_split(&m, 2, 4, 32768, 8, 132), 17);
+	/* one block of 132 KB an SM: 8 kv heads split for one wave of 128
+	 * blocks, neither two of 264 nor 136, whose last 4 would run alone */
+	cr_expect_eq(cuda_attn_split(&m, 2, 4, 32768, 8, 132), 16);
 	cr_expect_eq(cuda_attn_split(&m, 0, 4, 32768, 8, 132), 33, "two blocks of 33 KB an SM");
 	CudaPlan p;
 	cuda_plan_h(&m, 1, 200, 300, 2, 1, &p);
@@ -843,16 +843,41 @@ Test(attention, shared_memory_per_variant)
 	for (int v = 0; v < m.nvar; v++) {
 		char cfg[64];
 		cuda_config_str(&m.var[v], cfg, sizeof cfg);
-		/* 128 rows x 68 words of Q kept after the stages where it stays in shared memory */
-		unsigned want = 2 * 64 * 136 * 4 + (!strcmp(cfg, QS128) ? 128 * 68 * 4 : 0);
-		cr_assert_eq(cuda_smem(&m, v), want, "head dim 128, %s: two stages of 64 keys", cfg);
+		/* 128 rows x 68 words of Q kept after the stages where it stays in
+		 * shared memory; decoding's: three stages of 128 keys */
+		int dec = m.var[v].ks > 1, st = dec ? 3 : 2, bn = dec ? 128 : 64;
+		unsigned want = st * bn * 136 * 4 + (!strcmp(cfg, QS128) ? 128 * 68 * 4 : 0);
+		cr_assert_eq(m.var[v].bn, bn, "%s", cfg);
+		cr_assert_eq(m.var[v].st, st, "%s", cfg);
+		cr_assert_eq(cuda_smem(&m, v), want, "head dim 128, %s: %d stages of %d keys", cfg, st, bn);
 	}
 	char cfg[64];
 	cuda_config_str(&m.var[cuda_pick(&m, 200, 300, 1)], cfg, sizeof cfg);
 	cr_expect_str_eq(cfg, QS128, "32 rows a warp, Q in shared memory, for 200 rows at head dim 128");
-	cr_expect_eq(cuda_attn_split(&m, 3, 4, 32768, 8, 132), 33, "two blocks of 68 KB an SM");
-	m.smem_max = 99 * 1024; /* sm_86 */
-	cr_expect_eq(cuda_attn_split(&m, 3, 4, 32768, 8, 84), 11, "one of 68 KB in 100");
+	cr_expect_eq(cuda_pick(&m, 4, 32768, 1), 3, "4 rows: decoding's");
+	cr_expect_eq(cuda_attn_split(&m, 3, 4, 32768, 8, 132), 16, "one block of 204 KB an SM");
+	cr_expect_eq(cuda_attn_split(&m, 0, 4, 32768, 8, 132), 33, "two blocks of 68 KB an SM");
+	cuda_module_free(&m);
+	/* a device of 99 KB a block (sm_86): decoding's in two stages of 64
+	 * keys (68 KB), one block an SM (84 of them) */
+	cr_assert_eq(cuda_module_for(c, NULL, NULL, 99 * 1024, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(m.var[3].ks, 4);
+	cr_assert_eq(m.var[3].bn, 64);
+	cr_assert_eq(m.var[3].st, 2);
+	cr_expect_eq(cuda_pick(&m, 4, 32768, 1), 3, "decoding's fits the device");
+	cr_expect_eq(cuda_attn_split(&m, 3, 4, 32768, 8, 84), 10, "one of 68 KB in 100");
+	cuda_module_free(&m);
+	carrier_free(c);
+	/* head dim 64: three stages of 128 keys (108 KB), of which two fit an
+	 * SM, still one an SM; 99 KB: two stages */
+	c = load_dims("specs/attention.yaml", 64);
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(m.nvar, 3);
+	cr_assert_eq(cuda_smem(&m, 2), 3 * 128 * 72 * 4);
+	cr_expect_eq(cuda_attn_split(&m, 2, 4, 32768, 8, 132), 16, "one block of 108 KB an SM");
+	cuda_module_free(&m);
+	cr_assert_eq(cuda_module_for(c, NULL, NULL, 99 * 1024, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(cuda_smem(&m, 2), 2 * 128 * 72 * 4);
 	cuda_module_free(&m);
 	carrier_free(c);
 }
@@ -866,15 +891,15 @@ Test(attention, older_archs_take_the_generic_template, .timeout = 300)
 	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 64);
 	CudaModule m;
 	char msg[4096];
-	cr_assert_eq(cuda_module_for(c, NULL, "sm_80", &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_80", 0, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(m.base, FAM_ATTN, "%s", m.explain);
 	cuda_module_free(&m);
-	cr_assert_eq(cuda_module_for(c, NULL, "sm_75", &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_75", 0, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_neq(m.base, FAM_ATTN);
 	cr_expect(strstr(m.explain, "the attention template needs sm_80 or newer") && strstr(m.explain, "target is sm_75"),
 		  "%s", m.explain);
 	CudaModule w;
-	cr_expect_neq(cuda_module_for(c, "attention:nt=128,mt=1,bn=64,pv=1,st=2", "sm_75", &w, msg, sizeof msg), 0);
+	cr_expect_neq(cuda_module_for(c, "attention:nt=128,mt=1,bn=64,pv=1,st=2", "sm_75", 0, &w, msg, sizeof msg), 0);
 	cr_expect(strstr(msg, "needs sm_80"), "a configuration of the template is refused with the reason: %s", msg);
 	Nvrtc *nv;
 	if (nvrtc_open(&nv, msg, sizeof msg)) {

@@ -158,8 +158,10 @@ Test(gpu, rows_past_the_on_chip_capacity_are_refused)
 }
 
 /* Attention's K and V tiles, two stages at head dim 128, take 68 KB of
- * dynamic shared memory: the launch carries the bytes and the kernel opts
- * in first; a device that allows less refuses the launch with the reason. */
+ * dynamic shared memory (decoding's, three stages of 128 keys, 204 KB):
+ * the launch carries the bytes and the kernel opts in first; a device that
+ * allows less refuses the launch with the reason, and its limit sizes
+ * decoding's variant (99 KB: two stages of 64 keys). */
 Test(gpu, attention_launch_takes_dynamic_shared_memory)
 {
 	if (!have_nvrtc())
@@ -179,8 +181,8 @@ Test(gpu, attention_launch_takes_dynamic_shared_memory)
 		unsigned launch;
 		int grant, grants;
 		/* 2 stages of 64 keys x (128 + 128) halves, padded; with 32 query
-		 * rows a warp, Q's 128 rows stay there too */
-		unsigned want = g.m.var[v].mt == 2 ? 104448 : 69632;
+		 * rows a warp, Q's 128 rows stay there too; decoding's: 3 of 128 */
+		unsigned want = g.m.var[v].ks > 1 ? 208896 : g.m.var[v].mt == 2 ? 104448 : 69632;
 		cr_assert_eq(cuda_smem(&g.m, v), want, "variant %d (mt %d)", v, g.m.var[v].mt);
 		cr_assert_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
 		smem(&launch, &grant, &grants);
@@ -198,6 +200,12 @@ Test(gpu, attention_launch_takes_dynamic_shared_memory)
 	cr_assert_eq(gpu_launch(&g, &b, 0, 1, d->rows, d->len, msg, sizeof msg), -1);
 	cr_assert(strstr(msg, "69632 bytes of dynamic shared memory; Fake GPU 0 allows at most 65536 per block"), "%s", msg);
 	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	setenv("FAKECUDA", "optin=101376", 1);
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	int dec = cuda_pick(&g.m, 4, 1000, 1);
+	cr_assert_gt(g.m.var[dec].ks, 1);
+	cr_expect_eq(cuda_smem(&g.m, dec), 69632, "decoding's on a device of 99 KB: two stages of 64 keys");
 	gpu_close(&g);
 	dlclose(lib);
 	rundata_free(d);
@@ -442,8 +450,9 @@ Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
 	      "specs/attention.yaml -D d=64 -D dv=64 --rows 1 --len 300 --heads 4 --kv-heads 1 2>&1; echo \"exit $?\"", out,
 	      sizeof out);
 	cr_assert(strstr(out, "26 candidates"), "decoding: 13 variants, unsplit and split 2: %s", out);
-	static const char *slices[] = {"attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=4 ", "attention:nt=128,mt=1,bn=64,pv=1,st=3,ks=4",
-				       "attention:nt=128,mt=1,bn=128,pv=1,st=2,ks=4", "attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=2"};
+	static const char *slices[] = {"attention:nt=128,mt=1,bn=128,pv=1,st=3,ks=4 ", "attention:nt=128,mt=1,bn=128,pv=1,st=1,ks=4",
+				       "attention:nt=128,mt=1,bn=128,pv=1,st=2,ks=4", "attention:nt=128,mt=1,bn=128,pv=1,st=3,ks=2",
+				       "attention:nt=128,mt=1,bn=64,pv=1,st=3,ks=4"};
 	for (size_t k = 0; k < sizeof slices / sizeof *slices; k++)
 		cr_expect(strstr(out, slices[k]), "%s missing: %s", slices[k], out);
 }
