@@ -122,17 +122,19 @@ bench() {
 	fi
 }
 att="-D d=128 -D dv=128 --rows 8192 --len 8192 --heads 16"
-dec="-D d=128 -D dv=128 --rows 1 --len 32768 --heads 32 --kv-heads 8"
+dec="--rows 1 --len 32768 --heads 32 --kv-heads 8"
 shapes="4096x4096 1024x32768 256x131072"
 
 step "attention (bf16, head dim 128, 8k queries and keys, 16 heads; by the variants' rule)"
 bench attention 20 tests/attention/full_bf16.yaml $att
 bench attention_causal 20 tests/attention/causal_bf16.yaml $att
-step "decoding (bf16, head dim 128, one query, 32k keys, 32 query heads on 8 key/value heads, split KV)"
-bench decoding 15 tests/attention/full_bf16.yaml $dec
-# the variant decoding took before its key slices (64 rows a block), at the
-# split the rule gives 8 key/value heads on 132 SMs: the two in one run
-bench decoding_ks1 15 tests/attention/full_bf16.yaml $dec --split 33 --config attention:nt=128,mt=1,bn=64,pv=1,st=2
+step "decoding (bf16, one query, 32k keys, 32 query heads on 8 key/value heads, split KV; head dim 128, then 64 and 256)"
+bench decoding 15 tests/attention/full_bf16.yaml -D d=128 -D dv=128 $dec
+# decoding's variant before its three stages of 128 keys (two of 64, two blocks an SM),
+# at the split its rule gave 8 key/value heads on 132 SMs: the two in one run
+bench decoding_bn64 15 tests/attention/full_bf16.yaml -D d=128 -D dv=128 $dec --split 33 --config attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=4
+bench decoding_d64 15 tests/attention/full_bf16.yaml -D d=64 -D dv=64 $dec
+bench decoding_d256 15 tests/attention/full_bf16.yaml -D d=256 -D dv=256 $dec
 
 step "PyTorch beside them"
 if fits 60 "PyTorch"; then
@@ -188,7 +190,7 @@ tune() {
 }
 tune attention 60 tests/attention/full_bf16.yaml $att
 tune attention_causal 60 tests/attention/causal_bf16.yaml $att
-tune decoding 45 tests/attention/full_bf16.yaml $dec
+tune decoding 45 tests/attention/full_bf16.yaml -D d=128 -D dv=128 $dec
 for spec in online_softmax welford logsumexp; do
 	for s in $shapes; do
 		tune "$spec" 25 specs/$spec.yaml --rows "${s%x*}" --len "${s#*x}"
