@@ -429,9 +429,13 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 	return n;
 }
 
-static void kernel(Buf *b, const char *name, int nt, const char *body)
+/* minb > 0: the blocks an SM is to hold at least (__launch_bounds__'s
+ * second argument, from which ptxas sizes its register budget). */
+static void kernel(Buf *b, const char *name, int nt, int minb, const char *body)
 {
-	buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(ASC_PARAM Args A) { %s; }\n", nt, name, body);
+	char lb[32];
+	snprintf(lb, sizeof lb, minb > 0 ? "%d, %d" : "%d", nt, minb);
+	buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%s) %s(ASC_PARAM Args A) { %s; }\n", lb, name, body);
 	buf_printf(b, "#ifdef ASSOC_EMU\nextern \"C\" void %s_emu(const void *p) { %s(*(const Args *)p); }\n#endif\n", name,
 		   name);
 }
@@ -453,39 +457,44 @@ static void kernels(const CudaModule *m, Buf *b)
 		switch (x->fam) {
 		case FAM_ROWREDUCE:
 			snprintf(body, sizeof body, "rowreduce<%d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp);
-			kernel(b, nm[0], x->nt, body);
+			kernel(b, nm[0], x->nt, 0, body);
 			break;
 		case FAM_ROWMAP:
 			snprintf(body, sizeof body, "rowmap<%d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp, x->items);
-			kernel(b, nm[0], x->nt, body);
+			kernel(b, nm[0], x->nt, 0, body);
 			break;
 		case FAM_SPLITK:
 			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
-			kernel(b, nm[0], x->nt, body);
+			kernel(b, nm[0], x->nt, 0, body);
 			if (!comb++)
-				kernel(b, nm[1], 64, "splitk_combine<64>(A)");
+				kernel(b, nm[1], 64, 0, "splitk_combine<64>(A)");
 			if (m->base == FAM_ROWMAP) {
 				snprintf(body, sizeof body, "splitk_map<%d, %d>(A)", x->nt, x->vec);
-				kernel(b, nm[2], x->nt, body);
+				kernel(b, nm[2], x->nt, 0, body);
 			}
 			break;
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
 			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
 				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), x->st, x->ks);
-			kernel(b, nm[0], x->nt, body);
+			/* decoding's blocks are as many an SM as their stages allow
+			 * (1 to 3): registers up to that, where ptxas, not knowing the
+			 * shared memory, aimed at 6 blocks and spilled (80 registers at
+			 * head dim 32 with a float mask) */
+			long sm = (m->smem_max > 0 ? m->smem_max : ATTN_SMEM_MAX) + 1024;
+			kernel(b, nm[0], x->nt, x->ks > 1 ? (int)(sm / (attn_smem(at, x) + 1024)) : 0, body);
 			snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
 			if (!acomb++)
-				kernel(b, nm[1], ATTN_COMBINE_NT, body);
+				kernel(b, nm[1], ATTN_COMBINE_NT, 0, body);
 			break;
 		}
 		case FAM_SCAN:
 			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
-			kernel(b, nm[0], x->nt, body);
+			kernel(b, nm[0], x->nt, 0, body);
 			if (!carry++)
-				kernel(b, nm[1], 64, "scan_carry<64>(A)");
+				kernel(b, nm[1], 64, 0, "scan_carry<64>(A)");
 			snprintf(body, sizeof body, "scan_down<%d, %d>(A)", x->nt, x->items);
-			kernel(b, nm[2], x->nt, body);
+			kernel(b, nm[2], x->nt, 0, body);
 			break;
 		default:
 			break;

@@ -8,7 +8,8 @@
  * shapes with Q kept in shared memory (32 rows a warp at head dim 128);
  * the contract refusing a merge with a bug (which still runs, on the
  * generic templates); mma.sync's fragment layout in the emulator; ptxas
- * without spills for the default configurations and that one; the
+ * without spills for the default configurations and that one, and for
+ * decoding's under masks and scores at head dims 32 to 128; the
  * key-tile loop's PTX without the waste it once had. */
 #include <math.h>
 #include <stdio.h>
@@ -917,6 +918,55 @@ Test(attention, older_archs_take_the_generic_template, .timeout = 300)
 	nvrtc_close(nv);
 	cuda_module_free(&m);
 	carrier_free(c);
+}
+
+/* Decoding's variant, at head dims 32 to 128 and under scores and masks
+ * that hold more registers (a float mask, a soft cap, a window), assembles
+ * without spills: its launch bounds name the blocks an SM its shared
+ * memory allows (ptxas, not knowing the dynamic shared memory, aimed at 6
+ * blocks of 80 registers at head dim 32 under the float mask and spilled
+ * 48 bytes; 3 fit). */
+Test(attention, ptxas_decoding_without_spills, .timeout = 300)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	static const char *const paths[] = {"tests/attention/rounded_mask.yaml", "tests/attention/softcap.yaml",
+					    "tests/attention/window.yaml", "tests/attention/full_bf16.yaml"};
+	static const int dims[] = {32, 64, 128}, blocks[] = {3, 2, 1};
+	for (size_t p = 0; p < sizeof paths / sizeof *paths; p++)
+		for (int k = 0; k < 3; k++) {
+			Carrier *c = load_dims(paths[p], dims[k]);
+			CudaModule m;
+			char cfg[128], lb[64], *ptx = NULL;
+			int cached, v;
+			cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+			v = cuda_pick(&m, 4, 1000, 1);
+			cr_assert_gt(m.var[v].ks, 1, "%s", paths[p]);
+			cuda_config_str(&m.var[v], cfg, sizeof cfg);
+			cuda_module_free(&m);
+			cr_assert_eq(cuda_module(c, cfg, &m, msg, sizeof msg), 0, "%s", msg);
+			snprintf(lb, sizeof lb, "__launch_bounds__(128, %d)", blocks[k]);
+			cr_expect(strstr(m.src, lb), "%s d=%d %s: %s", paths[p], dims[k], cfg, lb);
+			cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+			CudaKStat ks[4];
+			int n = cuda_ptxas_stats(ptx, "sm_90", ks, 4, msg, sizeof msg);
+			free(ptx);
+			cuda_module_free(&m);
+			carrier_free(c);
+			if (n < 0 && strstr(msg, "not found")) {
+				nvrtc_close(nv);
+				cr_skip_test("%s", msg);
+			}
+			cr_assert_gt(n, 0, "%s", msg);
+			for (int s = 0; s < n; s++)
+				cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].stack == 0,
+					  "%s d=%d %s: %d registers, %d/%d bytes spilled, %d of stack", paths[p], dims[k],
+					  ks[s].name, ks[s].regs, ks[s].spill_st, ks[s].spill_ld, ks[s].stack);
+		}
+	nvrtc_close(nv);
 }
 
 /* The default configurations, and Q in shared memory with 32 rows a warp
