@@ -920,6 +920,31 @@ Test(attention, older_archs_take_the_generic_template, .timeout = 300)
 	carrier_free(c);
 }
 
+/* m's kernels (of carrier c) through NVRTC and ptxas for sm_90, each
+ * expected to keep to its registers, without spills or stack (what names
+ * the case); m and c are freed, and where ptxas is not found, nv too and
+ * the test is skipped. */
+static void ptxas_clean(Nvrtc *nv, Carrier *c, CudaModule *m, const char *what)
+{
+	char msg[4096], *ptx = NULL;
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, m->src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s: %s", what, msg);
+	CudaKStat ks[16];
+	int n = cuda_ptxas_stats(ptx, "sm_90", ks, 16, msg, sizeof msg);
+	free(ptx);
+	cuda_module_free(m);
+	carrier_free(c);
+	if (n < 0 && strstr(msg, "not found")) {
+		nvrtc_close(nv);
+		cr_skip_test("%s", msg);
+	}
+	cr_assert_gt(n, 0, "%s: %s", what, msg);
+	for (int s = 0; s < n; s++)
+		cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].stack == 0 && ks[s].regs <= 255,
+			  "%s %s: %d registers, %d/%d bytes spilled, %d of stack", what, ks[s].name, ks[s].regs,
+			  ks[s].spill_st, ks[s].spill_ld, ks[s].stack);
+}
+
 /* Decoding's variant, at head dims 32 to 128 and under scores and masks
  * that hold more registers (a float mask, a soft cap, a window), assembles
  * without spills: its launch bounds name the blocks an SM its shared
@@ -940,31 +965,17 @@ Test(attention, ptxas_decoding_without_spills, .timeout = 300)
 		for (int k = 0; k < 3; k++) {
 			Carrier *c = load_dims(paths[p], dims[k]);
 			CudaModule m;
-			char cfg[128], lb[64], *ptx = NULL;
-			int cached, v;
+			char cfg[128], what[256];
 			cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
-			v = cuda_pick(&m, 4, 1000, 1);
+			int v = cuda_pick(&m, 4, 1000, 1);
 			cr_assert_gt(m.var[v].ks, 1, "%s", paths[p]);
 			cuda_config_str(&m.var[v], cfg, sizeof cfg);
 			cuda_module_free(&m);
 			cr_assert_eq(cuda_module(c, cfg, &m, msg, sizeof msg), 0, "%s", msg);
-			snprintf(lb, sizeof lb, "__launch_bounds__(128, %d)", blocks[k]);
-			cr_expect(strstr(m.src, lb), "%s d=%d %s: %s", paths[p], dims[k], cfg, lb);
-			cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
-			CudaKStat ks[4];
-			int n = cuda_ptxas_stats(ptx, "sm_90", ks, 4, msg, sizeof msg);
-			free(ptx);
-			cuda_module_free(&m);
-			carrier_free(c);
-			if (n < 0 && strstr(msg, "not found")) {
-				nvrtc_close(nv);
-				cr_skip_test("%s", msg);
-			}
-			cr_assert_gt(n, 0, "%s", msg);
-			for (int s = 0; s < n; s++)
-				cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].stack == 0,
-					  "%s d=%d %s: %d registers, %d/%d bytes spilled, %d of stack", paths[p], dims[k],
-					  ks[s].name, ks[s].regs, ks[s].spill_st, ks[s].spill_ld, ks[s].stack);
+			snprintf(what, sizeof what, "__launch_bounds__(128, %d)", blocks[k]);
+			cr_expect(strstr(m.src, what), "%s d=%d %s: %s", paths[p], dims[k], cfg, what);
+			snprintf(what, sizeof what, "%s d=%d", paths[p], dims[k]);
+			ptxas_clean(nv, c, &m, what);
 		}
 	nvrtc_close(nv);
 }
@@ -988,27 +999,10 @@ Test(attention, ptxas_no_spills, .timeout = 300)
 	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
 		Carrier *c = load_dims(paths[!runs[k].bf16], runs[k].d);
 		CudaModule m;
-		char *ptx = NULL;
-		int cached;
+		char what[64];
 		cr_assert_eq(cuda_module(c, runs[k].config, &m, msg, sizeof msg), 0, "%s", msg);
-		cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
-		CudaKStat ks[16];
-		int n = cuda_ptxas_stats(ptx, "sm_90", ks, 16, msg, sizeof msg);
-		if (n < 0 && strstr(msg, "not found")) {
-			free(ptx);
-			cuda_module_free(&m);
-			carrier_free(c);
-			nvrtc_close(nv);
-			cr_skip_test("%s", msg);
-		}
-		cr_assert_gt(n, 0, "%s", msg);
-		for (int s = 0; s < n; s++)
-			cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].stack == 0 && ks[s].regs <= 255,
-				  "d=%d %s: %d registers, %d/%d bytes spilled, %d of stack", runs[k].d, ks[s].name, ks[s].regs,
-				  ks[s].spill_st, ks[s].spill_ld, ks[s].stack);
-		free(ptx);
-		cuda_module_free(&m);
-		carrier_free(c);
+		snprintf(what, sizeof what, "d=%d", runs[k].d);
+		ptxas_clean(nv, c, &m, what);
 	}
 	nvrtc_close(nv);
 }
