@@ -361,6 +361,15 @@ static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
 	return (unsigned)((w > mw ? w : mw) * 4);
 }
 
+/* Blocks of v an SM's shared memory holds: an SM has 1 KB more than a
+ * block may take (m->smem_max, or the opt-in maximum where the device is
+ * not known), and each block reserves 1 KB. */
+static int attn_sm_blocks(const CudaModule *m, const CudaVariant *v)
+{
+	long sm = (m->smem_max > 0 ? m->smem_max : ATTN_SMEM_MAX) + 1024;
+	return (int)(sm / (attn_smem(&m->attn, v) + 1024));
+}
+
 enum { STATIC_SMEM_MAX = 48 * 1024 }; /* static shared bytes a block may declare */
 
 /* block_reduce's static shared memory: a state a warp, and the result. */
@@ -481,8 +490,7 @@ static void kernels(const CudaModule *m, Buf *b)
 			 * (1 to 3): registers up to that, where ptxas, not knowing the
 			 * shared memory, aimed at 6 blocks and spilled (80 registers at
 			 * head dim 32 with a float mask) */
-			long sm = (m->smem_max > 0 ? m->smem_max : ATTN_SMEM_MAX) + 1024;
-			kernel(b, nm[0], x->nt, x->ks > 1 ? (int)(sm / (attn_smem(at, x) + 1024)) : 0, body);
+			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_sm_blocks(m, x) : 0, body);
 			snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
 			if (!acomb++)
 				kernel(b, nm[1], ATTN_COMBINE_NT, 0, body);
@@ -944,16 +952,14 @@ int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, 
 	if (v->fam != FAM_ATTN)
 		return 1;
 	long blocks = (long)heads * cdiv(rows, cuda_attn_rows(v));
-	/* two blocks an SM, or one where two do not fit its shared memory (an
-	 * SM has 1 KB more than a block may take, and each block reserves 1 KB)
+	/* two blocks an SM, or one where two do not fit its shared memory
 	 * or the block is decoding's (key slices: one block with its stages
 	 * in flight beat two with theirs, 35 us against 39 at head dim 64 on an
 	 * H200, fewer partials to merge); as many splits as fill those slots,
 	 * rounded down: blocks of a second wave would only start after the
 	 * first, and a few of them cost a whole block's time (8 kv heads on
 	 * 132 SMs, head dim 256: 16 splits ran in 86 us, 17 in 113) */
-	long sm = (m->smem_max > 0 ? m->smem_max : ATTN_SMEM_MAX) + 1024;
-	int two = v->ks <= 1 && sm >= 2L * (attn_smem(&m->attn, v) + 1024);
+	int two = v->ks <= 1 && attn_sm_blocks(m, v) >= 2;
 	long want = (two ? 2L : 1L) * (sms > 0 ? sms : 132);
 	if (blocks == 0 || blocks >= want / 2) /* no query rows: nothing to split */
 		return 1;
