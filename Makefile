@@ -7,12 +7,13 @@ OPT     ?= -O2
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -I.
 LDLIBS  += -lyaml -lm -ldl
 # The CPU backend: LLVM's C API from the LLVM the packages provide.  With
-# NO_LLVM=1 it is left out (compiler/llvm_none.c says so at run time).
+# NO_LLVM=1 it is left out (compiler/llvm/llvm_none.c says so at run time).
 # build/assoc itself does not link LLVM: the backend is build/assoc-llvm.so,
-# which it opens when a command needs it (compiler/llvm_load.c).
+# which it opens when a command needs it (compiler/cli/llvm_load.c).
 LLVM_CONFIG ?= llvm-config
-LLVM_ALL := compiler/llvm.c compiler/llvm_expr.c compiler/llvm_kern.c compiler/llvm_map.c compiler/llvm_math.c \
-	compiler/llvm_reduce.c compiler/llvm_tile.c
+# The plugin is every file of compiler/llvm/ but the stand-in for builds
+# without LLVM.
+LLVM_ALL := $(filter-out compiler/llvm/llvm_none.c,$(wildcard compiler/llvm/*.c))
 BASE_LDLIBS := $(LDLIBS) -lpthread
 ifeq ($(NO_LLVM),1)
 CFLAGS  += -DASSOC_NO_LLVM
@@ -33,9 +34,9 @@ FLAGS_NOW := $(CC) $(CFLAGS) NO_LLVM=$(NO_LLVM)
 $(shell mkdir -p build && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' >$(FLAGS_STAMP)))
 FUZZ_SECONDS ?= 45
 
-LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/main.c compiler/llvm_load.c $(LLVM_SRC),$(wildcard compiler/*.c)) \
+LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/cli/main.c compiler/cli/llvm_load.c $(LLVM_SRC),$(wildcard compiler/*/*.c)) \
            $(wildcard runtime/*.c runtime/*/*.c)
-HDRS    := $(wildcard ir/*.h ir/*.def compiler/*.h runtime/*.h runtime/*/*.h runtime/*/*.hpp templates/*.cuh)
+HDRS    := $(wildcard ir/*.h ir/*.def compiler/*/*.h runtime/*.h runtime/*/*.h runtime/*/*.hpp templates/*.cuh)
 # Devices and targets are found through weak references, which do not pull
 # objects out of an archive: the command line takes the whole library.
 WHOLE   = -Wl,--whole-archive $(1) -Wl,--no-whole-archive
@@ -69,7 +70,7 @@ build/asan/libassoc.a: $(ASAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 ifeq ($(NO_LLVM),1)
-build/assoc: build/obj/compiler/main.o build/libassoc.a
+build/assoc: build/obj/compiler/cli/main.o build/libassoc.a
 	$(CC) $(CFLAGS) -o $@ $< $(call WHOLE,build/libassoc.a) $(LDLIBS)
 else
 # The command line without LLVM (-rdynamic: the plugin takes the rest of
@@ -80,15 +81,15 @@ CORE_OBJ := $(filter-out $(LLVM_ALL:%.c=build/obj/%.o),$(OBJ))
 build/libassoc-core.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-build/assoc: build/obj/compiler/main.o build/obj/compiler/llvm_load.o build/libassoc-core.a build/assoc-llvm.so
-	$(CC) $(CFLAGS) -rdynamic -o $@ build/obj/compiler/main.o build/obj/compiler/llvm_load.o \
+build/assoc: build/obj/compiler/cli/main.o build/obj/compiler/cli/llvm_load.o build/libassoc-core.a build/assoc-llvm.so
+	$(CC) $(CFLAGS) -rdynamic -o $@ build/obj/compiler/cli/main.o build/obj/compiler/cli/llvm_load.o \
 		$(call WHOLE,build/libassoc-core.a) $(BASE_LDLIBS)
 
 build/assoc-llvm.so: $(LLVM_ALL:%.c=build/pic/%.o)
 	$(CC) -shared -Wl,-Bsymbolic -o $@ $^ $(LLVM_LDLIBS) -lpthread -lm
 endif
 
-build/asan/assoc: build/asan/compiler/main.o build/asan/libassoc.a
+build/asan/assoc: build/asan/compiler/cli/main.o build/asan/libassoc.a
 	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(call WHOLE,build/asan/libassoc.a) $(LDLIBS)
 
 build/asan/tests: $(TEST_SRC) build/asan/libassoc.a tests/testutil.h tests/bundled.def build/libfakecuda.so \
@@ -130,18 +131,18 @@ build/fuzz/libassoc.a: $(FUZZ_OBJ)
 build/fuzz_spec: tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a
 	clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a $(LDLIBS)
 
-# libassoc: static and shared, the header compiler/assoc.h, a pkg-config file.
+# libassoc: static and shared, the header compiler/lib/assoc.h, a pkg-config file.
 PREFIX  ?= /usr/local
-# the command files (cmd_*.c, and gpubench.c behind `bench --device gpu`)
-# need main.c: not part of the shared library
-PIC_OBJ := $(filter-out build/pic/compiler/cmd_%.o build/pic/compiler/gpubench.o,$(LIB_SRC:%.c=build/pic/%.o))
+# the command line's files (compiler/cli/) need main.c: not part of the
+# shared library
+PIC_OBJ := $(filter-out build/pic/compiler/cli/%,$(LIB_SRC:%.c=build/pic/%.o))
 
 build/pic/%.o: %.c $(HDRS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
-build/libassoc.so: $(PIC_OBJ) compiler/libassoc.map
-	$(CC) -shared -Wl,-soname,libassoc.so -Wl,--no-undefined -Wl,--version-script=compiler/libassoc.map \
+build/libassoc.so: $(PIC_OBJ) compiler/lib/libassoc.map
+	$(CC) -shared -Wl,-soname,libassoc.so -Wl,--no-undefined -Wl,--version-script=compiler/lib/libassoc.map \
 		-o $@ $(PIC_OBJ) $(LDLIBS)
 
 # The installed static library: the same objects joined into one, with
@@ -149,7 +150,7 @@ build/libassoc.so: $(PIC_OBJ) compiler/libassoc.map
 # row_free or rng_next neither clashes with the library's nor replaces it.
 # (build/libassoc.a keeps its internals global: the command line and the
 # tests link them.)
-API_OBJ := $(filter-out build/obj/compiler/cmd_%.o build/obj/compiler/gpubench.o,$(OBJ))
+API_OBJ := $(filter-out build/obj/compiler/cli/%,$(OBJ))
 build/libassoc-api.a: $(API_OBJ)
 	ld -r -o build/libassoc-api.o $(API_OBJ)
 	objcopy --wildcard --keep-global-symbol='assoc_*' build/libassoc-api.o
@@ -166,7 +167,7 @@ install: build/assoc build/libassoc-api.a build/libassoc.so
 		install -m 755 build/assoc-llvm.so '$(DESTDIR)$(PREFIX)/lib/assoc/assoc-llvm.so'; fi
 	install -m 644 build/libassoc-api.a '$(DESTDIR)$(PREFIX)/lib/libassoc.a'
 	install -m 755 build/libassoc.so '$(DESTDIR)$(PREFIX)/lib/libassoc.so'
-	install -m 644 compiler/assoc.h '$(DESTDIR)$(PREFIX)/include/assoc.h'
+	install -m 644 compiler/lib/assoc.h '$(DESTDIR)$(PREFIX)/include/assoc.h'
 	install -d '$(DESTDIR)$(PREFIX)/share/assoc' && install -m 644 bench/naive.c '$(DESTDIR)$(PREFIX)/share/assoc/naive.c'
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: assoc\nDescription: %s\nVersion: 0.1.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -Wl,-rpath,$${libdir} -lassoc\nLibs.private: %s\n' \
 		'$(PREFIX)' 'secretly associative loops compiled for CPUs and GPUs' '$(LDLIBS)' \

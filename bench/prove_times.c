@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "compiler/prove.h"
+#include "compiler/prove/prove.h"
 
 int main(int argc, char **argv)
 {

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "compiler/check.h"
-#include "compiler/cuda.h"
-#include "compiler/nvrtc.h"
-#include "compiler/prove.h"
+#include "compiler/check/check.h"
+#include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
+#include "compiler/prove/prove.h"
 
 static double now(void)
 {

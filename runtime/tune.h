@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "cuda.h"
+#include "runtime/driver.h"
 
 enum { TUNE_MAX_CANDIDATES = 256 };
 

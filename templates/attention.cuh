@@ -1,6 +1,6 @@
 /* attention.cuh: FlashAttention-style forward for the (m, l, o) carrier.
  *
- * Contract (templates/attention_contract.yaml; compiler/cuda_attn.c proves
+ * Contract (templates/attention_contract.yaml; compiler/cuda/cuda_attn.c proves
  * the user's carrier equal to it before this template is used): state
  * (m: max, l: sum, o: vector), identity (-inf, 0, 0), lift (s, 1, v) with
  * s = score(dot(q, k)), merge m = max(a.m, b.m), l = a.l e^(a.m - m) +
@@ -510,7 +510,7 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * fall on distinct banks (D % 16 == 0 makes the row stride an odd
 	 * number of 16-byte units).  A stage is a K tile (KV words) and a V
 	 * tile after it; NS stages (1 to 3, as many as fit in the 227 KB a
-	 * block may opt in to: compiler/cuda_mod.c, attn_stages).  The Q
+	 * block may opt in to: compiler/cuda/cuda_mod.c, attn_stages).  The Q
 	 * tile (QW words) is staged over them before the first key tile, or
 	 * with QS kept after them at word QB.  Dynamic shared memory of max(NS
 	 * ST, BM KW) words, or NS ST + BM KW with QS: the launch plan's bytes

@@ -1,6 +1,6 @@
 /* blocks.cuh: building blocks shared by the row templates.
  *
- * Hooks from the generated carrier (compiler/cuda.c): State, Row, Elem,
+ * Hooks from the generated carrier (compiler/cuda/cuda.c): State, Row, Elem,
  * identity(), merge(A, a, b), lift(A, R, E, i, j), keep(A, R, E, i, j)
  * (false for a masked element, which contributes the identity),
  * load_row(A, i), load_elem(A, i, j), load_elem4(A, i, j, E[4]) and

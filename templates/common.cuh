@@ -5,7 +5,7 @@
  * then column inputs, then row inputs, in spec order), to the outputs
  * (finalize outputs, then map outputs), a workspace for split kernels, the
  * shape, and the runtime params as doubles.  Its layout is fixed so that a
- * host written in C can build it (compiler/cuda.h: CudaArgs). */
+ * host written in C can build it (compiler/cuda/cuda.h: CudaArgs). */
 #ifndef ASSOC_EMU
 #define ASC_DEV __device__ __forceinline__
 /* A function compiled once per module and called from several kernels:
@@ -113,7 +113,7 @@ ASC_DEV long long asc_powll(long long x, int k)
 	return (long long)r;
 }
 /* [lo, hi] of a product of intervals, NaN-free: the generated attn_tile
- * (compiler/cuda_attn.c) bounds masks with it, ahead of the templates. */
+ * (compiler/cuda/cuda_attn.c) bounds masks with it, ahead of the templates. */
 ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, double &hi)
 {
 	double p[4] = {a * c, a * d, b * c, b * d};
@@ -133,7 +133,7 @@ ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, doub
  * kernel's integers hold exactly (wide = 2^31 for int, 2^53 for long
  * long) unknown; a float node (wide = 0) widened by a relative 2^-20, far
  * past its float32 rounding, so that no tile is dropped by a comparison
- * the kernel rounds the other way (as compiler/mask_live.c does). */
+ * the kernel rounds the other way (as compiler/llvm/mask_live.c does). */
 ASC_DEV void asc_iv_settle(double &lo, double &hi, double wide)
 {
 	if (lo != lo || hi != hi || (wide && (fabs(lo) >= wide || fabs(hi) >= wide))) {

@@ -16,12 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/cli.h"
-#include "compiler/cuda.h"
-#include "compiler/nvrtc.h"
-#include "compiler/run.h"
+#include "compiler/cli/cli.h"
+#include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
+#include "compiler/devices/run.h"
 #include "cudatest.h"
-#include "runtime/emu/emu.h"
+#include "compiler/devices/emu.h"
 #include "testutil.h"
 
 static Carrier *load_dims(const char *path, int d)

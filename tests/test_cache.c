@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "compiler/cache.h"
+#include "compiler/util/cache.h"
 
 static char dir[PATH_MAX];
 

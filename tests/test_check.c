@@ -4,7 +4,7 @@
 #include <glob.h>
 #include <string.h>
 
-#include "compiler/check.h"
+#include "compiler/check/check.h"
 #include "testutil.h"
 
 static int run(const char *path, CheckResult *r, uint64_t seed)

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "compiler/npy.h"
+#include "compiler/devices/npy.h"
 #include "testutil.h"
 
 #define ASSOC "build/asan/assoc"

@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "compiler/llvm.h"
-#include "compiler/mask_live.h"
-#include "compiler/llvm_int.h"
-#include "compiler/npy.h"
-#include "compiler/run.h"
+#include "compiler/llvm/llvm.h"
+#include "compiler/llvm/mask_live.h"
+#include "compiler/llvm/llvm_int.h"
+#include "compiler/devices/npy.h"
+#include "compiler/devices/run.h"
 #include "testutil.h"
 
 extern const Device dev_cpu; /* a strong reference links the device in */
@@ -69,7 +69,7 @@ static void run_kernel(LlvmKernel *k, RunData *d, RtPool *pool, int split)
 	cr_assert_eq(rt_cpu_run(pool, &k->k, &a, 1, split, msg, sizeof msg), 0, "%s", msg);
 }
 
-/* The shared rule of run_check (compiler/runcheck.c), NaN and infinity included. */
+/* The shared rule of run_check (compiler/devices/runcheck.c), NaN and infinity included. */
 static void expect_ok(RunData *d, const char *what)
 {
 	RunCheck rc;
@@ -426,7 +426,7 @@ Test(cpu, npy_through_the_command_line)
 	npy_free(&lse);
 }
 
-/* ---- tiles of the reduce loop (compiler/llvm_tile.c, llvm_reduce.c) ---- */
+/* ---- tiles of the reduce loop (compiler/llvm/llvm_tile.c, llvm_reduce.c) ---- */
 
 /* Grid shapes around the tile sizes, odd tiles included, against the
  * float64 reference or (no reference) the carrier's own float64 fold. */
@@ -1397,7 +1397,7 @@ Test(cpu, chunked_dot_products_keep_every_component)
 	}
 }
 
-/* ---- masks that rule out whole blocks (compiler/mask_live.c) ---- */
+/* ---- masks that rule out whole blocks (compiler/llvm/mask_live.c) ---- */
 
 static Carrier *masked_sum(const char *mask)
 {

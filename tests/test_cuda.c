@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiler/cli.h"
-#include "compiler/cuda.h"
-#include "compiler/nvrtc.h"
-#include "compiler/run.h"
+#include "compiler/cli/cli.h"
+#include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
+#include "compiler/devices/run.h"
 #include "cudatest.h"
-#include "runtime/emu/emu.h"
+#include "compiler/devices/emu.h"
 #include "testutil.h"
 
 static const int ROWS[] = {1, 3, 64};

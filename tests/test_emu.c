@@ -10,10 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "compiler/cuda.h"
-#include "compiler/run.h"
+#include "compiler/cuda/cuda.h"
+#include "compiler/devices/run.h"
 #include "cudatest.h"
-#include "runtime/emu/emu.h"
+#include "compiler/devices/emu.h"
 #include "testutil.h"
 
 static const char KERNELS[] =

@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "compiler/check.h"
-#include "compiler/explore.h"
-#include "compiler/prove.h"
-#include "compiler/run.h"
+#include "compiler/check/check.h"
+#include "compiler/explore/explore.h"
+#include "compiler/prove/prove.h"
+#include "compiler/devices/run.h"
 #include "testutil.h"
 
 static void explore_file(const char *path, ExploreResult *r)

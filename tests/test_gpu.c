@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/gpu.h"
+#include "compiler/devices/gpu.h"
 #include "testutil.h"
 
 #define FAKE "build/libfakecuda.so"

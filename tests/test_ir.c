@@ -2,7 +2,7 @@
 #include <float.h>
 #include <string.h>
 
-#include "compiler/run.h"
+#include "compiler/devices/run.h"
 #include "ir/ir.h"
 #include "testutil.h"
 
@@ -95,7 +95,7 @@ Test(ir, integer_wraps_and_rounding)
 
 /* Every binary16 value, its neighbours and the midpoints between them:
  * ir_round(TY_F16) keeps the values, rounds midpoints to the even one and
- * others to the nearest, and f16_bits and f16_value (compiler/run.c) are
+ * others to the nearest, and f16_bits and f16_value (compiler/devices/run.c) are
  * inverses; against the textbook frexp/ldexp/nearbyint forms. */
 static double f16_round_plain(double v)
 {

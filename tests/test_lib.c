@@ -1,4 +1,4 @@
-/* test_lib.c: the public C API (compiler/assoc.h): a run on caller-owned
+/* test_lib.c: the public C API (compiler/lib/assoc.h): a run on caller-owned
  * buffers, introspection, params, misuse (NULL handles, wrong sizes,
  * unknown names) as status codes, and the example program, built and run. */
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "compiler/assoc.h"
+#include "compiler/lib/assoc.h"
 #include "testutil.h"
 
 static AssocSpec *spec_ok(const char *path)
@@ -345,7 +345,7 @@ static void example_program(const char *build)
 
 Test(lib, example_program_builds_and_runs)
 {
-	example_program("cc -std=c11 -Icompiler -fsanitize=address,undefined -o build/example_lib "
+	example_program("cc -std=c11 -Icompiler/lib -fsanitize=address,undefined -o build/example_lib "
 			"tests/example/example_lib.c build/asan/libassoc.a -lyaml -lm -ldl -lpthread "
 			"$(llvm-config --ldflags --libs) 2>&1 && build/example_lib 2>&1");
 }
@@ -354,7 +354,7 @@ Test(lib, example_program_builds_and_runs)
 Test(lib, example_program_links_the_shared_library)
 {
 	cr_assert_eq(access("build/libassoc.so", R_OK), 0, "make build/libassoc.so first (make test does)");
-	example_program("cc -std=c11 -Icompiler -o build/example_lib_so tests/example/example_lib.c "
+	example_program("cc -std=c11 -Icompiler/lib -o build/example_lib_so tests/example/example_lib.c "
 			"-Lbuild -lassoc -Wl,-rpath,$PWD/build -lm 2>&1 && build/example_lib_so 2>&1");
 }
 
@@ -370,9 +370,9 @@ Test(lib, library_internals_stay_private)
 	      "void row_free(void *r) { (void)r; abort(); }\n",
 	      f);
 	fclose(f);
-	example_program("cc -std=c11 -Icompiler -o build/example_own_so tests/example/example_lib.c build/own_names.c "
+	example_program("cc -std=c11 -Icompiler/lib -o build/example_own_so tests/example/example_lib.c build/own_names.c "
 			"-Lbuild -lassoc -Wl,-rpath,$PWD/build -lm 2>&1 && build/example_own_so 2>&1");
-	example_program("cc -std=c11 -Icompiler -o build/example_own_a tests/example/example_lib.c build/own_names.c "
+	example_program("cc -std=c11 -Icompiler/lib -o build/example_own_a tests/example/example_lib.c build/own_names.c "
 			"build/libassoc-api.a -lyaml -lm -ldl -lpthread $(llvm-config --ldflags --libs) 2>&1 && "
 			"build/example_own_a 2>&1");
 }

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compiler/llvm.h"
+#include "compiler/llvm/llvm.h"
 #include "testutil.h"
 
 /* Distance of y from the exact value r in float32 ulps at r (the spacing
@@ -72,12 +72,12 @@ static Err sweep(int op, int lanes, unsigned stride, double (*ref)(double))
 	return e;
 }
 
-/* exp and exp2 as compiler/llvm_math.c documents them: 0 under the
+/* exp and exp2 as compiler/llvm/llvm_math.c documents them: 0 under the
  * smallest normal float. */
 static double expd(double x) { return exp(x) < FLT_MIN ? 0 : exp(x); }
 static double exp2d(double x) { return exp2(x) < FLT_MIN ? 0 : exp2(x); }
 
-/* The bounds documented in compiler/llvm_math.c. */
+/* The bounds documented in compiler/llvm/llvm_math.c. */
 Test(llvm, exp_within_1_5_ulp_everywhere)
 {
 	for (int lanes = 1; lanes <= 16; lanes *= 16) {

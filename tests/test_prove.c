@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compiler/prove.h"
+#include "compiler/prove/prove.h"
 #include "testutil.h"
 
 /* The line for law in r, or NULL. */

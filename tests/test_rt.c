@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/cuda.h"
+#include "runtime/driver.h"
 #include "testutil.h"
 
 #define FAKE "build/libfakecuda.so"
@@ -103,7 +103,7 @@ Test(rt, memory_round_trip_and_launch)
 	cr_assert_eq(rt_function(rt, m, "k", &fn, err, sizeof err), 0);
 	cr_assert_eq(rt_function(rt, m, "missing", &fn, err, sizeof err), RT_ERR);
 	cr_assert(strstr(err, "cuModuleGetFunction") && strstr(err, "CUDA_ERROR_NOT_FOUND"), "%s", err);
-	cr_assert(strstr(err, "runtime/cuda.c:"), "the error names the source line: %s", err);
+	cr_assert(strstr(err, "runtime/driver.c:"), "the error names the source line: %s", err);
 	unsigned g[3] = {1, 1, 1}, b[3] = {32, 1, 1};
 	cr_assert_eq(rt_launch(rt, fn, g, b, 0, NULL, err, sizeof err), 0);
 	float ms;

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiler/npy.h"
-#include "compiler/run.h"
+#include "compiler/devices/npy.h"
+#include "compiler/devices/run.h"
 #include "testutil.h"
 
 static RunData *drawn(Carrier *c, int rows, int len)

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "compiler/spec.h"
+#include "compiler/front/spec.h"
 
 /* Load a spec that must be valid, with n -D definitions; fails the test
  * with the diagnostic otherwise. */

@@ -1,6 +1,6 @@
 /* emu.hpp: the CUDA execution model on a CPU, for generated kernels.
  *
- * Prepended (by runtime/emu/emu.c) to a module's CUDA C, which g++ then
+ * Prepended (by compiler/devices/emu.c) to a module's CUDA C, which g++ then
  * builds into a shared object.  One CUDA thread is one fiber; blocks run one
  * after another, their threads interleaved at barriers and warp operations,
  * so __syncthreads and the warp shuffles and votes behave as on a GPU.

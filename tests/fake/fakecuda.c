@@ -1,5 +1,5 @@
 /* fakecuda.c: a stand-in for libcuda.so.1 that implements the entry points
- * runtime/cuda.c uses and fails on demand, so every error path of the
+ * runtime/driver.c uses and fails on demand, so every error path of the
  * driver layer is tested on machines without a GPU.
  *
  * FAKECUDA (comma-separated): init=N, count=N, driver=N, oom_after=K (the

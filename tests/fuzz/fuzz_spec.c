@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compiler/spec.h"
+#include "compiler/front/spec.h"
 
 static void check_form(const Diag *d, const uint8_t *data, size_t size)
 {

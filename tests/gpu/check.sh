@@ -63,7 +63,7 @@ if [ -n "$have_make" ]; then
 else
 	mkdir -p build
 	cc -std=c11 -D_GNU_SOURCE -O2 -I. -DASSOC_NO_LLVM -o build/assoc \
-		$(ls ir/*.c compiler/*.c runtime/*.c runtime/*/*.c | grep -v llvm_load) -lyaml -lm -ldl -lpthread \
+		$(ls ir/*.c compiler/*/*.c runtime/*.c | grep -v llvm_load) -lyaml -lm -ldl -lpthread \
 		>"$LOG/build.log" 2>&1
 fi || { tail -30 "$LOG/build.log"; note_fail build; exit 1; }
 # the sanitized test suite builds beside the GPU steps; it runs after them

@@ -1,0 +1,189 @@
+/* cex.c: counterexamples in the spec's own terms: the states (with the
+ * inputs they fold), both sides of the law, and the component that differs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/check/check_int.h"
+
+enum { VEC_SHOWN = 4, INPUTS_SHOWN = 12 };
+
+static int field_of(Machine *m, int k)
+{
+	int f = 0;
+	while (f + 1 < m->c->nstate && m->soff[f + 1] <= k)
+		f++;
+	return f;
+}
+
+void put_component(Buf *b, Machine *m, int k)
+{
+	int f = field_of(m, k);
+	buf_puts(b, m->c->state[f].name);
+	if (m->c->state[f].ty.len)
+		buf_printf(b, "[%d]", k - m->soff[f]);
+}
+
+/* {m: 1, o: [0.5, 1, 2, 3, ... (64)]}; `mark` >= 0 also shows that component of a vector */
+void put_state(Buf *b, Machine *m, const double *v, int mark)
+{
+	Carrier *c = m->c;
+	buf_puts(b, "{");
+	for (int f = 0; f < c->nstate; f++) {
+		const double *x = v + m->soff[f];
+		int w = m->soff[f + 1] - m->soff[f];
+		buf_printf(b, "%s%s: ", f ? ", " : "", c->state[f].name);
+		if (!c->state[f].ty.len) {
+			buf_num(b, x[0], 9);
+			continue;
+		}
+		buf_puts(b, "[");
+		for (int t = 0; t < w && t < VEC_SHOWN; t++) {
+			buf_puts(b, t ? ", " : "");
+			buf_num(b, x[t], 6);
+		}
+		int local = mark - m->soff[f];
+		if (local >= VEC_SHOWN && local < w) {
+			buf_printf(b, ", ... [%d]: ", local);
+			buf_num(b, x[local], 9);
+		}
+		if (w > VEC_SHOWN)
+			buf_printf(b, ", ... (%d)", w);
+		buf_puts(b, "]");
+	}
+	buf_puts(b, "}");
+}
+
+void put_state_json(Buf *b, Machine *m, const double *v)
+{
+	Carrier *c = m->c;
+	buf_puts(b, "{");
+	for (int f = 0; f < c->nstate; f++) {
+		buf_puts(b, f ? ", " : "");
+		buf_json_str(b, c->state[f].name);
+		buf_puts(b, ": ");
+		int w = m->soff[f + 1] - m->soff[f];
+		if (c->state[f].ty.len)
+			buf_puts(b, "[");
+		for (int t = 0; t < w; t++) {
+			buf_puts(b, t ? ", " : "");
+			buf_json_num(b, v[m->soff[f] + t]);
+		}
+		if (c->state[f].ty.len)
+			buf_puts(b, "]");
+	}
+	buf_puts(b, "}");
+}
+
+static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int stride, const double *base,
+			    int lo, int hi, Machine *m, const Row *r, int per_pos)
+{
+	for (int k = 0; k < n; k++) {
+		if (d[k].ty.len)
+			continue;
+		buf_printf(b, " %s = ", d[k].name);
+		if (!per_pos) {
+			buf_num(b, base[off[k]], 0);
+			continue;
+		}
+		buf_puts(b, "[");
+		for (int j = lo; j < hi; j++) {
+			buf_puts(b, j > lo ? ", " : "");
+			if (m_masked(m, r, j))
+				buf_puts(b, "masked ");
+			buf_num(b, base[(size_t)j * stride + off[k]], 0);
+		}
+		buf_puts(b, "]");
+	}
+}
+
+static int scalars(const Decl *d, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		k += !d[i].ty.len;
+	return k;
+}
+
+/* The inputs a state folds, when they are few and scalar. */
+void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
+{
+	Carrier *c = m->c;
+	if (hi - lo > INPUTS_SHOWN)
+		return;
+	if (hi == lo) {
+		buf_puts(b, "   (no elements)");
+		return;
+	}
+	buf_puts(b, "   from");
+	if (lo == 0 && hi == r->len)
+		b->len -= 7, b->s[b->len] = 0; /* a whole row: "row of x = [...]" reads better */
+	if (!scalars(c->elem, c->nelem) && !scalars(c->col, c->ncol) && !scalars(c->row, c->nrow))
+		buf_printf(b, " %d element%s (vector inputs, not shown)", hi - lo, hi - lo > 1 ? "s" : "");
+	put_decl_values(b, c->elem, c->nelem, m->elemoff, m->elemw, r->elemv, lo, hi, m, r, 1);
+	put_decl_values(b, c->col, c->ncol, m->coloff, m->colw, r->colv, lo, hi, m, r, 1);
+	put_decl_values(b, c->row, c->nrow, m->rowoff, 0, r->rowv, lo, hi, m, r, 0);
+	if (c->mask)
+		buf_printf(b, " at positions %d..%d of row i = %d", lo, hi - 1, r->i);
+}
+
+static void put_sample(Buf *b, Machine *m, const char *name, Sample *s, Mode mode)
+{
+	buf_printf(b, "    %s = ", name);
+	put_state(b, m, s->v[mode], -1);
+	put_inputs(b, m, s->row, s->lo, s->hi);
+	if (s->doublings)
+		buf_printf(b, ", merged with itself %d time%s", s->doublings, s->doublings > 1 ? "s" : "");
+	buf_puts(b, "\n");
+}
+
+void describe_failure(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char *const side[2])
+{
+	Machine *m = k->m;
+	Buf b = {0}, j = {0}, d = {0};
+	static const char *names[] = {"a", "b", "c"};
+	const char *mode = t->mode == MODE_F32 ? "float32" : "float64";
+	if (trial_arity(t->kind) < 3 && t->kind != T_COMM) {
+		buf_puts(&b, "    e = ");
+		put_state(&b, m, m->ident[t->mode], -1);
+		buf_puts(&b, "\n");
+	}
+	for (int i = 0; i < trial_arity(t->kind); i++)
+		put_sample(&b, m, names[i], s[i], t->mode);
+	for (int i = 0; i < 2; i++) {
+		if (i && trial_arity(t->kind) < 2)
+			break; /* the right side is e or a, shown above */
+		buf_printf(&b, "    %s = ", side[i]);
+		put_state(&b, m, i ? t->r : t->l, at);
+		buf_puts(&b, "\n");
+	}
+	buf_puts(&d, "field ");
+	put_component(&d, m, at);
+	buf_puts(&d, " differs: ");
+	buf_num(&d, t->l[at], 9);
+	buf_puts(&d, " vs ");
+	buf_num(&d, t->r[at], 9);
+	double gap = fabs(t->l[at] - t->r[at]), scale = fmax(fabs(t->l[at]), fabs(t->r[at]));
+	if (isfinite(gap) && scale > 0)
+		buf_printf(&d, " (relative gap %.2g", gap / scale);
+	else
+		buf_puts(&d, " (");
+	buf_printf(&d, "%s%s)", isfinite(gap) && scale > 0 ? ", " : "", mode);
+	buf_printf(&j, "{\"mode\": \"%s\", \"lhs_name\": ", mode);
+	buf_json_str(&j, side[0]);
+	buf_puts(&j, ", \"rhs_name\": ");
+	buf_json_str(&j, side[1]);
+	for (int i = 0; i < trial_arity(t->kind); i++) {
+		buf_printf(&j, ", \"%s\": ", names[i]);
+		put_state_json(&j, m, s[i]->v[t->mode]);
+	}
+	buf_puts(&j, ", \"lhs\": ");
+	put_state_json(&j, m, t->l);
+	buf_puts(&j, ", \"rhs\": ");
+	put_state_json(&j, m, t->r);
+	buf_puts(&j, ", \"field\": \"");
+	put_component(&j, m, at);
+	buf_puts(&j, "\"}");
+	o->cex = buf_take(&b);
+	o->json = buf_take(&j);
+	o->detail = buf_take(&d);
+}

@@ -1,0 +1,470 @@
+/* check.c: randomized law trials (identity, associativity, commutativity)
+ * with minimized counterexamples.  Soundness against the reference is in
+ * sound.c. */
+#include "compiler/check/check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/util/buf.h"
+#include "compiler/check/check_int.h"
+#include "compiler/prove/prove.h"
+
+enum { POOL = 96, SHRINK_TRIES = 400, TOL_K = 16 };
+
+void check_defaults(CheckOpts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->seed = 1;
+	o->trials = 20000;
+	o->id_trials = 2000;
+}
+
+/* ---- comparing states ---- */
+
+double unit_roundoff(Mode mode) { return mode == MODE_F32 ? 0x1p-24 : 0x1p-53; }
+
+int values_agree(double x, double ex, double y, double ey, double u)
+{
+	if (isnan(x) || isnan(y))
+		return isnan(x) && isnan(y);
+	if (isinf(x) || isinf(y))
+		return x == y;
+	return fabs(x - y) <= TOL_K * u * (ex + ey) + 1e-300;
+}
+
+/* Both sides overflowed, or one did where the other is near the top of
+ * the range: a limit of floating point, not of the algebra. */
+static int overflowed(double x, double y)
+{
+	return x != y && ( (isinf(x) && !isnan(y) && (isinf(y) || fabs(y) > 1e290)) ||
+	       (isinf(y) && !isnan(x) && fabs(x) > 1e290));
+}
+
+/* First component where the states differ, -1 when they agree, -2 when a
+ * side overflowed. */
+static int states_differ(Machine *m, const double *l, const double *le, const double *r, const double *re,
+			 Mode mode)
+{
+	Carrier *c = m->c;
+	for (int f = 0; f < c->nstate; f++) {
+		int exact = !ty_is_float(c->state[f].ty);
+		for (int k = m->soff[f]; k < m->soff[f + 1]; k++) {
+			if (overflowed(l[k], r[k]))
+				return -2;
+			if (exact ? !(l[k] == r[k]) : !values_agree(l[k], le[k], r[k], re[k], unit_roundoff(mode)))
+				return k;
+		}
+	}
+	return -1;
+}
+
+/* ---- one trial ---- */
+
+static const char *const bracket[NTRIAL][2] = {
+	[T_ASSOC] = {"(a+b)+c", "a+(b+c)"}, [T_COMM] = {"a+b", "b+a"}, [T_ID_LEFT] = {"e+a", "a"},
+	[T_ID_RIGHT] = {"a+e", "a"},       [T_ID_SELF] = {"e+e", "e"},
+};
+
+/* Evaluate both sides of a trial into t->l, t->r; returns what states_differ does. */
+int trial_eval(Ck *k, Trial *t, Sample **s)
+{
+	Machine *m = k->m;
+	int sw = m->sw;
+	Mode md = t->mode;
+	double *z = k->zero, *e = m->ident[md];
+	double *x = k->tmp, *xe = x + sw, *y = x + 2 * sw, *ye = x + 3 * sw;
+	switch (t->kind) {
+	case T_ASSOC:
+		m_merge(m, md, s[0]->v[md], z, s[1]->v[md], z, x, xe);
+		m_merge(m, md, x, xe, s[2]->v[md], z, t->l, t->le);
+		m_merge(m, md, s[1]->v[md], z, s[2]->v[md], z, y, ye);
+		m_merge(m, md, s[0]->v[md], z, y, ye, t->r, t->re);
+		break;
+	case T_COMM:
+		m_merge(m, md, s[0]->v[md], z, s[1]->v[md], z, t->l, t->le);
+		m_merge(m, md, s[1]->v[md], z, s[0]->v[md], z, t->r, t->re);
+		break;
+	case T_ID_LEFT:
+	case T_ID_RIGHT:
+		if (t->kind == T_ID_LEFT)
+			m_merge(m, md, e, z, s[0]->v[md], z, t->l, t->le);
+		else
+			m_merge(m, md, s[0]->v[md], z, e, z, t->l, t->le);
+		memcpy(t->r, s[0]->v[md], sw * sizeof *t->r);
+		memset(t->re, 0, sw * sizeof *t->re);
+		break;
+	default:
+		m_merge(m, md, e, z, e, z, t->l, t->le);
+		memcpy(t->r, e, sw * sizeof *t->r);
+		memset(t->re, 0, sw * sizeof *t->re);
+		break;
+	}
+	return states_differ(m, t->l, t->le, t->r, t->re, md);
+}
+
+int trial_arity(TrialKind kind)
+{
+	return kind == T_ASSOC ? 3 : kind == T_COMM ? 2 : kind == T_ID_SELF ? 0 : 1;
+}
+
+/* ---- shrinking ---- */
+
+static double simpler(double v, uint64_t *rng)
+{
+	double c[] = {0, 1, -1, nearbyint(v), trunc(v / 2), v / 2};
+	return c[rng_int(rng, 0, 5)];
+}
+
+static void simplify_inputs(Machine *m, Sample *s, uint64_t *rng)
+{
+	Carrier *c = m->c;
+	Row *r = s->row;
+	if (s->hi > s->lo && (m->colw + m->elemw) && rng_int(rng, 0, 3)) {
+		int j = rng_int(rng, s->lo, s->hi - 1), col = rng_int(rng, 0, m->colw + m->elemw - 1);
+		double *slot = col < m->colw ? r->colv + (size_t)j * m->colw + col
+					     : r->elemv + (size_t)j * m->elemw + (col - m->colw);
+		const Decl *d = col < m->colw ? c->col : c->elem;
+		int n = col < m->colw ? c->ncol : c->nelem, base = col < m->colw ? col : col - m->colw;
+		const int *off = col < m->colw ? m->coloff : m->elemoff;
+		int which = 0;
+		while (which + 1 < n && off[which + 1] <= base)
+			which++;
+		double old = *slot;
+		*slot = ir_round(d[which].storage, simpler(old, rng));
+		if (!m_assume(m, r, j))
+			*slot = old;
+	} else if (m->roww) {
+		int col = rng_int(rng, 0, m->roww - 1), which = 0;
+		while (which + 1 < c->nrow && m->rowoff[which + 1] <= col)
+			which++;
+		r->rowv[col] = ir_round(c->row[which].storage, simpler(r->rowv[col], rng));
+	}
+}
+
+/* Remove position p: later positions move down by one. */
+static void drop_position(Machine *m, Sample *s, int p)
+{
+	Row *r = s->row;
+	size_t after = (size_t)(r->len - p - 1);
+	memmove(r->colv + (size_t)p * m->colw, r->colv + (size_t)(p + 1) * m->colw, after * m->colw * sizeof(double));
+	memmove(r->elemv + (size_t)p * m->elemw, r->elemv + (size_t)(p + 1) * m->elemw,
+		after * m->elemw * sizeof(double));
+	r->len--;
+	s->hi--;
+}
+
+static void mutate(Machine *m, Sample *s, uint64_t *rng)
+{
+	switch (rng_int(rng, 0, 7)) {
+	case 0: if (s->hi > s->lo) drop_position(m, s, rng_int(rng, s->lo, s->hi - 1)); break;
+	case 1: if (s->hi > s->lo) drop_position(m, s, s->lo); break;
+	case 2: s->shape = SHAPE_LEFT; break;
+	case 3: if (s->doublings) s->doublings--; break;
+	case 4: if (s->row->i > 0) s->row->i--; break;
+	default: simplify_inputs(m, s, rng); break;
+	}
+}
+
+/* Replace one input value everywhere it occurs in the trial's rows, so
+ * that ties between states survive the simplification. */
+static int replace_everywhere(Ck *k, Sample **s, Sample **cand, int n)
+{
+	Machine *m = k->m;
+	Sample *src = s[rng_int(&k->rng, 0, n - 1)];
+	int w = m->colw + m->elemw;
+	if (!w || src->hi <= src->lo)
+		return 0;
+	int j = rng_int(&k->rng, src->lo, src->hi - 1), col = rng_int(&k->rng, 0, w - 1);
+	double v = col < m->colw ? src->row->colv[(size_t)j * m->colw + col]
+				 : src->row->elemv[(size_t)j * m->elemw + col - m->colw];
+	double to = nearbyint(v) != v ? nearbyint(v) : trunc(v / 2);
+	for (int i = 0; i < n; i++) {
+		cand[i] = sample_clone(m, s[i]);
+		Row *r = cand[i]->row;
+		for (size_t x = 0; x < (size_t)r->len * m->colw; x++)
+			r->colv[x] = r->colv[x] == v ? to : r->colv[x];
+		for (size_t x = 0; x < (size_t)r->len * m->elemw; x++)
+			r->elemv[x] = r->elemv[x] == v ? to : r->elemv[x];
+	}
+	return 1;
+}
+
+/* Put cand in place of s when every candidate state is usable and the
+ * trial still fails with them; free whichever set is not kept. */
+static void try_candidates(Ck *k, Trial *t, Sample **s, Sample **cand, int n,
+			   int (*still_fails)(Ck *, Trial *, Sample **))
+{
+	Sample *old[3];
+	int ok = 1;
+	for (int i = 0; i < n; i++)
+		ok &= sample_eval(k->m, cand[i]) == 0;
+	memcpy(old, s, n * sizeof *s);
+	memcpy(s, cand, n * sizeof *s);
+	Sample **drop = ok && still_fails(k, t, s) ? old : cand;
+	if (drop == cand)
+		memcpy(s, old, n * sizeof *s);
+	for (int i = 0; i < n; i++)
+		sample_free(drop[i]);
+}
+
+/* Keep any change to the states under which the trial still fails. */
+void shrink(Ck *k, Trial *t, Sample **s, int (*still_fails)(Ck *, Trial *, Sample **))
+{
+	int n = trial_arity(t->kind);
+	for (int tries = 0; n && tries < SHRINK_TRIES; tries++) {
+		Sample *cand[3];
+		if (rng_int(&k->rng, 0, 3) || !replace_everywhere(k, s, cand, n)) {
+			for (int i = 0; i < n; i++)
+				cand[i] = sample_clone(k->m, s[i]);
+			mutate(k->m, cand[rng_int(&k->rng, 0, n - 1)], &k->rng);
+		}
+		try_candidates(k, t, s, cand, n, still_fails);
+	}
+}
+
+static int trial_fails(Ck *k, Trial *t, Sample **s) { return trial_eval(k, t, s) >= 0; }
+
+/* ---- the laws ---- */
+
+static Sample *pick(Ck *k, Family f)
+{
+	if (rng_int(&k->rng, 0, 9) == 0)
+		f = (Family)rng_int(&k->rng, 0, NFAMS - 1);
+	if (!k->npool[f])
+		f = k->fams[rng_int(&k->rng, 0, k->nfams - 1)];
+	return k->pool[f][rng_int(&k->rng, 0, k->npool[f] - 1)];
+}
+
+static void fill_pools(Ck *k)
+{
+	for (int f = 0; f < NFAMS; f++) {
+		k->pool[f] = calloc(POOL, sizeof(Sample *));
+		if (!k->pool[f])
+			abort();
+		for (int tries = 0; tries < 4 * POOL && k->npool[f] < POOL; tries++) {
+			Sample *s = sample_new(k->m, (Family)f, &k->rng);
+			if (s)
+				k->pool[f][k->npool[f]++] = s;
+			k->nonempty += s && s->hi > s->lo;
+		}
+		if (k->npool[f])
+			k->fams[k->nfams++] = (Family)f;
+	}
+}
+
+static void fail_law(Ck *k, LawOutcome *o, Trial *t, Sample **s)
+{
+	Sample *own[3] = {0};
+	int n = trial_arity(t->kind);
+	for (int i = 0; i < n; i++)
+		own[i] = sample_clone(k->m, s[i]);
+	shrink(k, t, own, trial_fails);
+	int at = trial_eval(k, t, own);
+	o->v = VERDICT_FAILS;
+	describe_failure(k, o, t, own, at, bracket[t->kind]);
+	for (int i = 0; i < n; i++)
+		sample_free(own[i]);
+}
+
+static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
+{
+	Trial t = {.kind = kind, .mode = MODE_F64, .l = k->l, .le = k->le, .r = k->r, .re = k->re};
+	for (int i = 0; i < trials; i++) {
+		Family f = k->fams[i % k->nfams];
+		Sample *s[3] = {pick(k, f), pick(k, f), pick(k, f)};
+		int d = trial_eval(k, &t, s);
+		o->trials++;
+		if (d == -2)
+			o->skipped++;
+		if (d >= 0) {
+			fail_law(k, o, &t, s);
+			return;
+		}
+	}
+	o->v = VERDICT_HOLDS;
+}
+
+static void run_identity(Ck *k, LawOutcome *o, int trials)
+{
+	for (int mode = MODE_F64; mode <= MODE_F32; mode++) {
+		Trial t = {.kind = T_ID_SELF, .mode = (Mode)mode, .l = k->l, .le = k->le, .r = k->r, .re = k->re};
+		o->trials++;
+		if (trial_eval(k, &t, NULL) >= 0)
+			return fail_law(k, o, &t, NULL);
+		for (int i = 0; i < trials; i++) {
+			Sample *s = pick(k, k->fams[i % k->nfams]);
+			for (t.kind = T_ID_LEFT; t.kind <= T_ID_RIGHT; t.kind++) {
+				int d = trial_eval(k, &t, &s);
+				o->trials++;
+				o->skipped += d == -2;
+				if (d >= 0)
+					return fail_law(k, o, &t, &s);
+			}
+		}
+	}
+	o->v = VERDICT_HOLDS;
+}
+
+static void ck_free(Ck *k)
+{
+	for (int f = 0; f < NFAMS; f++) {
+		for (int i = 0; i < k->npool[f]; i++)
+			sample_free(k->pool[f][i]);
+		free(k->pool[f]);
+	}
+	free(k->tmp);
+}
+
+int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t n)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(r, 0, sizeof *r);
+	Machine m;
+	machine_init(&m, c);
+	Ck k = {.m = &m, .o = o, .rng = o->seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull};
+	if (draw_params(&m, o->params, o->nparams, &k.rng, msg, n)) {
+		machine_free(&m);
+		return -1;
+	}
+	k.tmp = calloc(9 * (size_t)m.sw, sizeof(double));
+	if (!k.tmp)
+		abort();
+	k.zero = k.tmp + 4 * m.sw, k.l = k.zero + m.sw, k.le = k.l + m.sw, k.r = k.le + m.sw, k.re = k.r + m.sw;
+	fill_pools(&k);
+	if (!k.nonempty) {
+		r->input_error = strdup("could not draw inputs where 'assume' holds");
+	} else {
+		r->law[r->nlaw++] = (LawOutcome){.law = "identity"};
+		run_identity(&k, &r->law[0], o->id_trials / 2);
+		r->law[r->nlaw++] = (LawOutcome){.law = "associative"};
+		run_binary_law(&k, &r->law[1], T_ASSOC, o->trials);
+		if (c->laws & LAW_COMMUTATIVE) {
+			r->law[r->nlaw++] = (LawOutcome){.law = "commutative"};
+			run_binary_law(&k, &r->law[2], T_COMM, o->trials);
+		}
+		check_soundness(&k, r);
+	}
+	ck_free(&k);
+	machine_free(&m);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	r->seconds = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+	return 0;
+}
+
+/* The trials draw a bool param true unless --param fixes it, so a law
+ * that fails only where it is false would pass them: each assignment of
+ * the free ones (up to BOOL_CASES_MAX, as the prover) gets its own
+ * trials.  r is the first case that fails, else the last; cases says which
+ * ran. */
+
+int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cases, size_t ncases, char *msg,
+		    size_t n)
+{
+	int nd = base->nparams, free_p[BOOL_CASES_MAX], nfree = 0;
+	*cases = 0;
+	int rest = 0; /* free bool params past BOOL_CASES_MAX: drawn true */
+	for (int p = 0; p < c->nparams; p++) {
+		int given = 0;
+		for (int k = 0; k < base->nparams; k++)
+			given |= !strcmp(base->params[k].name, c->params[p].name);
+		if (c->params[p].storage != TY_BOOL || given)
+			continue;
+		if (nfree < BOOL_CASES_MAX)
+			free_p[nfree++] = p;
+		else
+			rest++;
+	}
+	if (!nfree)
+		return check_run(c, base, r, msg, n);
+	Define *defs = malloc((nd + nfree) * sizeof *defs);
+	if (!defs)
+		abort();
+	memcpy(defs, base->params, nd * sizeof *defs);
+	CheckOpts o = *base;
+	o.params = defs;
+	o.nparams = nd + nfree;
+	int have = 0, excluded = 0, ncase = 1 << nfree;
+	double seconds = 0; /* every case's, in the one reported */
+	const char *plural = nfree > 1 ? "s" : "";
+	for (int k = 0; k < ncase; k++) {
+		char what[224];
+		size_t at = 0;
+		for (int i = 0; i < nfree; i++) {
+			defs[nd + i] = (Define){c->params[free_p[i]].name, (k >> i) & 1 ? "true" : "false"};
+			at += snprintf(what + at, at < sizeof what ? sizeof what - at : 0, "%s%s=%s", i ? ", " : "",
+				       defs[nd + i].name, defs[nd + i].value);
+		}
+		CheckResult rk;
+		if (check_run(c, &o, &rk, msg, n)) {
+			if (have)
+				check_result_free(r);
+			free(defs);
+			return -1;
+		}
+		seconds += rk.seconds;
+		rk.seconds = seconds;
+		if (rk.input_error) { /* a case the assume rules out */
+			if (!have && k == ncase - 1) {
+				*r = rk;
+				snprintf(cases, ncases, "the assume holds in none of the %d cases of the bool param%s", ncase,
+					 plural);
+				free(defs);
+				return 0;
+			}
+			excluded++;
+			check_result_free(&rk);
+			continue;
+		}
+		if (have)
+			check_result_free(r);
+		*r = rk, have = 1;
+		if (!check_ok(r)) {
+			snprintf(cases, ncases, "with %s, the first of %d cases of the bool param%s that fails", what, ncase,
+				 plural);
+			free(defs);
+			return 0;
+		}
+	}
+	free(defs);
+	const char *others = rest ? ", the others true" : "";
+	if (ncase - excluded == 1)
+		snprintf(cases, ncases, "in the one case of the bool param%s that the assume admits%s", plural, others);
+	else
+		snprintf(cases, ncases, "in each of the %d cases of the bool param%s%s%s", ncase - excluded, plural,
+			 excluded ? " that the assume admits" : "", others);
+	return 0;
+}
+
+int check_ok(const CheckResult *r)
+{
+	if (r->input_error || r->sound == VERDICT_FAILS)
+		return 0;
+	for (int i = 0; i < r->nlaw; i++)
+		if (r->law[i].v == VERDICT_FAILS)
+			return 0;
+	return 1;
+}
+
+void check_result_free(CheckResult *r)
+{
+	for (int i = 0; i < r->nlaw; i++) {
+		free(r->law[i].detail);
+		free(r->law[i].cex);
+		free(r->law[i].json);
+	}
+	free(r->sound_detail);
+	free(r->sound_cex);
+	free(r->sound_json);
+	for (int i = 0; i < r->nnotes; i++)
+		free(r->notes[i]);
+	free(r->notes);
+	for (int i = 0; i < r->nerr; i++)
+		free(r->err[i].name);
+	free(r->err);
+	free(r->input_error);
+	memset(r, 0, sizeof *r);
+}

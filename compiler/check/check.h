@@ -1,0 +1,71 @@
+/* check.h: randomized law trials and soundness against the reference.
+ *
+ * States are drawn as folds of random rows (so invariants such as l >= 1 or
+ * a whole-number count hold), from several input families chosen to break
+ * wrong merges: tied maxima, maxima spread over +-80, huge means, huge
+ * counts, masked segments, random fold trees.  A failure is minimized and
+ * reported in the spec's own terms. */
+#ifndef ASSOC_CHECK_H
+#define ASSOC_CHECK_H
+
+#include <stdint.h>
+
+#include "compiler/front/spec.h"
+
+typedef struct {
+	uint64_t seed;
+	int trials;    /* associativity and commutativity trials */
+	int id_trials; /* identity trials per mode */
+	const Define *params; /* name=value overrides of params */
+	int nparams;
+} CheckOpts;
+
+typedef enum { VERDICT_HOLDS, VERDICT_FAILS, VERDICT_NA } Verdict;
+
+typedef struct {
+	const char *law; /* "identity", "associative", "commutative" */
+	Verdict v;
+	int trials;      /* trials run */
+	int skipped;     /* trials whose values overflowed on both sides */
+	char *detail;    /* when it fails: one line naming the field */
+	char *cex;       /* when it fails: the counterexample, several lines */
+	char *json;      /* when it fails: the counterexample as a JSON object */
+} LawOutcome;
+
+typedef struct {
+	char *name;
+	double rel;     /* worst relative error of the carrier in float32 */
+	double naive;   /* the same for the reference evaluated naively in float32 */
+	const char *family;
+	int defined;    /* 0 when no row gave a finite reference */
+	int compared;   /* finite reference values compared on rows that are not empty */
+	int compared_empty; /* values compared on rows with no unmasked position, neither side NaN */
+} ErrOutcome;
+
+typedef struct {
+	LawOutcome law[3];
+	int nlaw;
+	Verdict sound;   /* VERDICT_NA without a reference */
+	int rows, max_len;
+	char *sound_detail, *sound_cex, *sound_json;
+	char **notes;    /* what outputs are on an empty row */
+	int nnotes;
+	ErrOutcome *err;
+	int nerr;
+	char *input_error; /* inputs where `assume` holds could not be drawn */
+	double seconds;
+} CheckResult;
+
+void check_defaults(CheckOpts *o);
+/* 0 when the checks ran (whatever they found), -1 on a usage error (a
+ * param override that names no param or is not a number), with msg set. */
+int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t n);
+/* check_run once for each case of the bool params that o->params leaves
+ * free (up to 3; the others true): r is the first case that fails, else
+ * the last the assume admits.  cases (empty without bool params) says
+ * which: "with flag=false, the first of 2 cases ... that fails". */
+int check_run_cases(Carrier *c, const CheckOpts *o, CheckResult *r, char *cases, size_t ncases, char *msg, size_t n);
+int check_ok(const CheckResult *r);
+void check_result_free(CheckResult *r);
+
+#endif

@@ -1,0 +1,45 @@
+/* checkint.h: what check.c, sound.c and cex.c share. */
+#ifndef ASSOC_CHECKINT_H
+#define ASSOC_CHECKINT_H
+
+#include "compiler/util/buf.h"
+#include "compiler/check/check.h"
+#include "compiler/check/draw.h"
+
+typedef enum { T_ASSOC, T_COMM, T_ID_LEFT, T_ID_RIGHT, T_ID_SELF, T_SOUND, NTRIAL } TrialKind;
+
+typedef struct {
+	TrialKind kind;
+	Mode mode;
+	double *l, *le, *r, *re; /* both sides and their error bounds */
+} Trial;
+
+typedef struct {
+	Machine *m;
+	const CheckOpts *o;
+	Sample **pool[NFAMS];
+	int npool[NFAMS];
+	Family fams[NFAMS]; /* families with samples */
+	int nfams;
+	int nonempty; /* samples that fold at least one element */
+	double *tmp, *zero, *l, *le, *r, *re;
+	uint64_t rng;
+	void *work; /* sound.c's buffers while it shrinks a row */
+} Ck;
+
+double unit_roundoff(Mode mode);
+int values_agree(double x, double ex, double y, double ey, double u);
+int trial_eval(Ck *k, Trial *t, Sample **s);
+int trial_arity(TrialKind kind);
+void check_soundness(Ck *k, CheckResult *r);
+void shrink(Ck *k, Trial *t, Sample **s, int (*still_fails)(Ck *, Trial *, Sample **));
+
+/* Counterexample text and JSON in the spec's terms (cex.c). */
+void describe_failure(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char *const side[2]);
+void put_state(Buf *b, Machine *m, const double *v, int mark);
+void put_state_json(Buf *b, Machine *m, const double *v);
+void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi);
+/* "l" or "o[3]": the name of state component k. */
+void put_component(Buf *b, Machine *m, int k);
+
+#endif

@@ -1,0 +1,468 @@
+/* draw.c: input families and reachable states for the checker. */
+#include "compiler/check/draw.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const fam_name[NFAMS] = {"normal", "integer grid", "spread maxima", "wide", "mean 1e8",
+				     "large counts"};
+
+enum { ASSUME_TRIES = 64, ROW_TRIES = 16 };
+
+double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *rng)
+{
+	double v;
+	switch (storage) {
+	case TY_BOOL:
+		return (double)(rng_next(rng) & 1);
+	case TY_I32:
+	case TY_I64:
+		return f == FAM_GRID ? rng_int(rng, -3, 3) : rng_int(rng, -100, 100);
+	default:
+		break;
+	}
+	/* Vector inputs meet in dot products: scale them so that a dot of two
+	 * behaves like one scalar of the family, and keep huge means to scalars. */
+	double shrink = width > 1 ? 1 / sqrt((double)width) : 1;
+	switch (f) {
+	case FAM_GRID: v = rng_int(rng, -3, 3); break;
+	case FAM_SPREAD:
+		v = width > 1 ? rng_normal(rng) * (1 + fabs(offset) / 8) * shrink : offset + rng_normal(rng);
+		break;
+	case FAM_WIDE: v = 20 * rng_normal(rng) * shrink; break;
+	case FAM_MEAN:
+		v = width > 1 ? rng_normal(rng) * shrink : (storage == TY_F16 ? 1e3 : 1e8) + rng_normal(rng);
+		break;
+	default: v = rng_normal(rng) * shrink; break;
+	}
+	return ir_round(storage, v);
+}
+
+static void draw_decls(const Decl *d, int n, const int *off, double *dst, Family f, double offset, uint64_t *rng)
+{
+	for (int k = 0; k < n; k++)
+		for (int t = 0; t < decl_width(&d[k]); t++)
+			dst[off[k] + t] = draw_value(f, d[k].storage, offset, decl_width(&d[k]), rng);
+}
+
+/* Float inputs near the ones at src, each moved by about a tenth of itself
+ * (and at least 1/64), into dst. */
+static void nudge_decls(const Decl *d, int n, const int *off, const double *src, double *dst, uint64_t *rng)
+{
+	for (int k = 0; k < n; k++)
+		for (int t = 0; t < decl_width(&d[k]); t++) {
+			double v = src[off[k] + t];
+			if (ty_is_float(d[k].ty))
+				v = ir_round(d[k].storage, v + rng_normal(rng) * fmax(fabs(v) / 10, 0x1p-6));
+			dst[off[k] + t] = v;
+		}
+}
+
+/* Wider draws, up to 2^8 times the family's scale: a bound such as w > 2
+ * holds for a normal draw once in 40. */
+static void widen_decls(const Decl *d, int n, const int *off, double *dst, int t, uint64_t *rng)
+{
+	double s = ldexp(1, 1 + (t % 8));
+	for (int k = 0; k < n; k++)
+		for (int u = 0; u < decl_width(&d[k]); u++)
+			if (ty_is_float(d[k].ty))
+				dst[off[k] + u] = ir_round(d[k].storage, s * rng_normal(rng));
+}
+
+/* ---- intervals that assume puts on single inputs ---- */
+
+/* Where assume bounds a scalar float input on its own (x > 1000,
+ * abs(x - 7) < 0.001, conjunctions of such), draws outside the bounds are
+ * moved inside them: rejection alone rarely or never hits them.  Each
+ * interval holds every value assume admits, so m_assume still decides. */
+typedef struct {
+	double lo, hi;
+} Span;
+
+/* The span of an input: element, column and row inputs, in that order. */
+static int span_at(const Machine *m, int kind, int slot)
+{
+	const Carrier *c = m->c;
+	return kind == VAR_ELEM ? slot : kind == VAR_COL ? c->nelem + slot : c->nelem + c->ncol + slot;
+}
+
+/* e's value where it does not depend on the position: a literal or a param. */
+static int known(Machine *m, const Expr *e, double *k)
+{
+	if (e->ty.len)
+		return 0;
+	if (e->op == EXPR_CONST)
+		return *k = e->num, 1;
+	if (e->op == EXPR_NEG || e->op == EXPR_CAST)
+		return known(m, e->a[0], k) ? (*k = e->op == EXPR_NEG ? -*k : *k, 1) : 0;
+	if (e->op != EXPR_VAR || ir_var(m->c->ir, e->k)->kind != VAR_PARAM)
+		return 0;
+	*k = m->params[m->poff[ir_var(m->c->ir, e->k)->slot]];
+	return 1;
+}
+
+/* e as s * v + b, v a scalar float input; 0 when it is not of that form. */
+static int affine(Machine *m, const Expr *e, const Var **v, double *s, double *b)
+{
+	double k;
+	if (e->ty.len)
+		return 0;
+	if (e->op == EXPR_VAR) {
+		*v = ir_var(m->c->ir, e->k);
+		*s = 1, *b = 0;
+		return ((*v)->kind == VAR_ELEM || (*v)->kind == VAR_COL || (*v)->kind == VAR_ROW) && ty_is_float((*v)->ty);
+	}
+	if (e->op == EXPR_CAST)
+		return ty_is_float(e->ty) && ty_is_float(e->a[0]->ty) && affine(m, e->a[0], v, s, b);
+	if (e->op == EXPR_NEG) {
+		if (!affine(m, e->a[0], v, s, b))
+			return 0;
+		*s = -*s, *b = -*b;
+		return 1;
+	}
+	if (e->op != EXPR_ADD && e->op != EXPR_SUB && e->op != EXPR_MUL && e->op != EXPR_DIV)
+		return 0;
+	if (known(m, e->a[1], &k) && affine(m, e->a[0], v, s, b)) {
+		switch (e->op) {
+		case EXPR_ADD: *b += k; break;
+		case EXPR_SUB: *b -= k; break;
+		case EXPR_MUL: *s *= k, *b *= k; break;
+		default: *s /= k, *b /= k; break;
+		}
+	} else if (e->op != EXPR_DIV && known(m, e->a[0], &k) && affine(m, e->a[1], v, s, b)) {
+		switch (e->op) {
+		case EXPR_ADD: *b += k; break;
+		case EXPR_SUB: *s = -*s, *b = k - *b; break;
+		default: *s *= k, *b *= k; break;
+		}
+	} else {
+		return 0;
+	}
+	return isfinite(*s) && *s != 0 && isfinite(*b);
+}
+
+/* Narrow the spans by what e (true wherever assume is) says of one input. */
+static void narrow(Machine *m, const Expr *e, Span *sp)
+{
+	if (e->op == EXPR_AND) {
+		narrow(m, e->a[0], sp);
+		narrow(m, e->a[1], sp);
+		return;
+	}
+	if (!(ir_ops[e->op].flags & F_CMP) || e->op == EXPR_NE)
+		return;
+	int op = e->op;
+	const Expr *u = e->a[0];
+	double k, lo = -INFINITY, hi = INFINITY, s, b;
+	if (!known(m, e->a[1], &k)) { /* k op u: u's side on the left */
+		if (!known(m, e->a[0], &k))
+			return;
+		u = e->a[1];
+		op = op == EXPR_LT ? EXPR_GT : op == EXPR_GT ? EXPR_LT : op == EXPR_LE ? EXPR_GE : op == EXPR_GE ? EXPR_LE : op;
+	}
+	if (u->op == EXPR_ABS) { /* |u| <= k: u in [-k, k]; |u| >= k is two pieces */
+		if (op == EXPR_GT || op == EXPR_GE)
+			return;
+		u = u->a[0], lo = -k, hi = k;
+	} else {
+		lo = op == EXPR_LT || op == EXPR_LE ? -INFINITY : k;
+		hi = op == EXPR_GT || op == EXPR_GE ? INFINITY : k;
+	}
+	const Var *v;
+	if (isnan(k) || !affine(m, u, &v, &s, &b))
+		return;
+	double l = (lo - b) / s, h = (hi - b) / s; /* s * x + b in [lo, hi] */
+	Span *x = &sp[span_at(m, v->kind, v->slot)];
+	x->lo = fmax(x->lo, s > 0 ? l : h);
+	x->hi = fmin(x->hi, s > 0 ? h : l);
+}
+
+/* The spans for the current params, or NULL where assume bounds no input on its own. */
+static Span *spans_new(Machine *m)
+{
+	Carrier *c = m->c;
+	int n = c->nelem + c->ncol + c->nrow;
+	if (!c->assume || !n)
+		return NULL;
+	Span *sp = malloc(n * sizeof *sp);
+	if (!sp)
+		abort();
+	for (int i = 0; i < n; i++)
+		sp[i] = (Span){-INFINITY, INFINITY};
+	narrow(m, c->assume, sp);
+	int any = 0;
+	for (int i = 0; i < n; i++)
+		any |= sp[i].lo > -INFINITY || sp[i].hi < INFINITY;
+	if (!any) {
+		free(sp);
+		return NULL;
+	}
+	return sp;
+}
+
+/* A draw v moved into s: uniformly where s is bounded, else beyond its one
+ * bound by v's own distance from zero, widened with the bound's size. */
+static double into_span(Span s, double v, uint64_t *rng)
+{
+	if (v >= s.lo && v <= s.hi)
+		return v;
+	if (s.lo > s.hi)
+		return v; /* assume is never true: rejection will say so */
+	if (isfinite(s.lo) && isfinite(s.hi))
+		return s.lo + (s.hi - s.lo) * rng_unit(rng);
+	if (isfinite(s.lo))
+		return s.lo + fabs(v) * (1 + fabs(s.lo) / 8);
+	return s.hi - fabs(v) * (1 + fabs(s.hi) / 8);
+}
+
+static void fit_decls(Machine *m, const Decl *d, int n, const int *off, int kind, double *dst, const Span *sp,
+		      uint64_t *rng)
+{
+	for (int k = 0; sp && k < n; k++) {
+		Span s = sp[span_at(m, kind, k)];
+		if (decl_width(&d[k]) == 1 && ty_is_float(d[k].ty) && (s.lo > -INFINITY || s.hi < INFINITY))
+			dst[off[k]] = ir_round(d[k].storage, into_span(s, dst[off[k]], rng));
+	}
+}
+
+/* Redraw the position's own inputs until assume holds: from the family
+ * first; then from wider draws, and near the previous position's inputs,
+ * which hold it (an interval such as 5 < w < 6 is rarely hit twice by
+ * chance, but its neighbourhood is). */
+static int draw_position(Machine *m, Family f, Row *r, int j, double offset, int keep_cols, const Span *sp,
+			 uint64_t *rng)
+{
+	Carrier *c = m->c;
+	double *col = r->colv + (size_t)j * m->colw, *el = r->elemv + (size_t)j * m->elemw;
+	for (int t = 0; t < ASSUME_TRIES; t++) {
+		if (!keep_cols)
+			draw_decls(c->col, c->ncol, m->coloff, col, f, offset, rng);
+		draw_decls(c->elem, c->nelem, m->elemoff, el, f, offset, rng);
+		if (t >= ASSUME_TRIES / 4 && j > 0 && t % 2) {
+			if (!keep_cols)
+				nudge_decls(c->col, c->ncol, m->coloff, col - m->colw, col, rng);
+			nudge_decls(c->elem, c->nelem, m->elemoff, el - m->elemw, el, rng);
+		} else if (t >= ASSUME_TRIES / 4) {
+			if (!keep_cols)
+				widen_decls(c->col, c->ncol, m->coloff, col, t, rng);
+			widen_decls(c->elem, c->nelem, m->elemoff, el, t, rng);
+		}
+		if (!keep_cols)
+			fit_decls(m, c->col, c->ncol, m->coloff, VAR_COL, col, sp, rng);
+		fit_decls(m, c->elem, c->nelem, m->elemoff, VAR_ELEM, el, sp, rng);
+		if (m_assume(m, r, j))
+			return 0;
+	}
+	return -1;
+}
+
+int draw_row(Machine *m, Family f, Row *r, uint64_t *rng) { return draw_row_keep(m, f, r, 0, rng); }
+
+int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng)
+{
+	Carrier *c = m->c;
+	Span *sp = spans_new(m);
+	for (int t = 0; t < ROW_TRIES; t++) {
+		double offset = f == FAM_SPREAD ? 300 * rng_unit(rng) - 150 : 0;
+		draw_decls(c->row, c->nrow, m->rowoff, r->rowv, f, offset, rng);
+		fit_decls(m, c->row, c->nrow, m->rowoff, VAR_ROW, r->rowv, sp, rng);
+		/* With the columns kept and no element inputs, positions have
+		 * nothing to draw: only an assume can tell them apart (attention's
+		 * rows x keys would otherwise cost a loop of rows x len). */
+		int ok = 1, nothing = keep_cols && !c->nelem && !c->assume;
+		for (int j = 0; ok && !nothing && j < r->len; j++)
+			ok = !draw_position(m, f, r, j, offset, keep_cols, sp, rng);
+		if (ok) {
+			free(sp);
+			return 0;
+		}
+	}
+	free(sp);
+	return -1;
+}
+
+double param_value(const char *s, char **end)
+{
+	if (strcmp(s, "true") && strcmp(s, "false"))
+		return strtod(s, end);
+	if (end)
+		*end = (char *)s + strlen(s);
+	return s[0] == 't';
+}
+
+int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n)
+{
+	Carrier *c = m->c;
+	for (int k = 0; k < nov; k++) {
+		int p = 0; /* the param it names (names are unique) */
+		while (p < c->nparams && strcmp(c->params[p].name, ov[k].name))
+			p++;
+		int found = p < c->nparams;
+		char *end;
+		errno = 0;
+		double v = param_value(ov[k].value, &end);
+		if (!found || !*ov[k].value || *end) {
+			int flag = found && c->params[p].storage == TY_BOOL;
+			snprintf(msg, n, !found ? "--param %s: the spec has no param '%s'"
+				 : flag	 ? "--param %s=%s: not a bool (true, false, 0 or 1)"
+					 : "--param %s=%s: not a number",
+				 ov[k].name, found ? ov[k].value : ov[k].name);
+			return -1;
+		}
+		if (errno == ERANGE && isinf(v)) { /* "inf" itself is taken as written */
+			snprintf(msg, n, "--param %s=%s: beyond a double's range", ov[k].name, ov[k].value);
+			return -1;
+		}
+		TyKind s = c->params[p].storage;
+		if (s == TY_F32 && !isinf(v) && isinf((float)v)) { /* inf as written is a value; 1e40 is a typo's */
+			snprintf(msg, n, "--param %s=%s: beyond f32's range", ov[k].name, ov[k].value);
+			return -1;
+		}
+		if (!ir_holds(s, v)) {
+			snprintf(msg, n, "--param %s=%s: not a%s %s", ov[k].name, ov[k].value, s == TY_BOOL ? "" : "n",
+				 s == TY_BOOL ? "bool (true, false, 0 or 1)" : "integer in range");
+			return -1;
+		}
+	}
+	for (int t = 0; t < ASSUME_TRIES; t++) {
+		for (int p = 0; p < c->nparams; p++) {
+			double v = 0.05 + 0.95 * rng_unit(rng);
+			if (c->params[p].storage == TY_BOOL)
+				v = 1;
+			else if (ty_is_int(c->params[p].ty))
+				v = rng_int(rng, 1, 8);
+			for (int k = 0; k < nov; k++)
+				if (!strcmp(c->params[p].name, ov[k].name))
+					v = param_value(ov[k].value, NULL);
+			m->params[m->poff[p]] = ir_round(c->params[p].storage, v);
+		}
+		if (!c->assume || !c->nparams)
+			return 0;
+		/* assume may also constrain inputs; a one-position row tells whether params alone can hold */
+		Row *r = row_new(m, 1);
+		int ok = draw_row(m, FAM_NORMAL, r, rng) == 0;
+		row_free(r);
+		if (ok)
+			return 0;
+	}
+	return 0; /* rows will report that assume cannot be satisfied */
+}
+
+/* ---- samples ---- */
+
+static int seg_len(uint64_t *rng)
+{
+	double u = rng_unit(rng);
+	return u < 0.1 ? 0 : u < 0.7 ? rng_int(rng, 1, 3) : u < 0.95 ? rng_int(rng, 4, 12) : rng_int(rng, 13, 40);
+}
+
+/* A state of finite values, or infinities where the identity has them; or,
+ * folded from a short row of moderate values (N(0, 1), small integers: no
+ * overflow on the way), any infinity, which only the spec's own lift or
+ * merge can have made (where(x > 0, x, -inf), log(0)): the laws must hold
+ * there too, and the proofs, over finite reals, say nothing of it. */
+static int usable(Machine *m, const Sample *s, const double *v, const double *ident)
+{
+	if (s->whole) /* a NaN where the reference has a number is what the soundness check is for */
+		return 1;
+	int made = !s->doublings && (s->fam == FAM_NORMAL || s->fam == FAM_GRID);
+	for (int k = 0; k < m->sw; k++)
+		if (isnan(v[k]) || (isinf(v[k]) && v[k] != ident[k] && !made))
+			return 0;
+	return 1;
+}
+
+int sample_eval(Machine *m, Sample *s)
+{
+	double *t = malloc(3 * m->sw * sizeof *t);
+	if (!t)
+		abort();
+	int ok = 1;
+	for (int mode = 0; mode < 2; mode++) {
+		uint64_t rng = s->seed;
+		m_fold(m, (Mode)mode, s->row, s->lo, s->hi, s->shape, &rng, s->v[mode], t);
+		for (int d = 0; d < s->doublings; d++) {
+			memcpy(t, s->v[mode], m->sw * sizeof *t);
+			memset(t + m->sw, 0, m->sw * sizeof *t);
+			m_merge(m, (Mode)mode, t, t + m->sw, t, t + m->sw, s->v[mode], t + 2 * m->sw);
+		}
+		ok &= usable(m, s, s->v[mode], m->ident[mode]);
+	}
+	free(t);
+	return ok ? 0 : -1;
+}
+
+static Sample *sample_make(Machine *m, Family f, int lo, int hi, int doublings, int whole, uint64_t *rng)
+{
+	Sample *s = calloc(1, sizeof *s);
+	if (!s)
+		abort();
+	s->whole = whole;
+	s->fam = f;
+	s->lo = lo;
+	s->hi = hi;
+	s->doublings = doublings;
+	s->shape = (Shape)rng_int(rng, 0, NSHAPES - 1);
+	s->seed = rng_next(rng);
+	s->row = row_new(m, s->hi);
+	s->row->i = rng_int(rng, 0, s->hi + 2);
+	s->v[0] = calloc(m->sw, sizeof(double));
+	s->v[1] = calloc(m->sw, sizeof(double));
+	if (!s->v[0] || !s->v[1])
+		abort();
+	Family df = f == FAM_COUNTS ? FAM_NORMAL : f;
+	if (draw_row(m, df, s->row, rng) || sample_eval(m, s)) {
+		sample_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+Sample *sample_new(Machine *m, Family f, uint64_t *rng)
+{
+	int lo = rng_int(rng, 0, 3);
+	if (f == FAM_COUNTS) {
+		/* states of up to 1e9 elements; up to 2^29 where a state field
+		 * is an integer, so that three merged do not wrap an i32 count */
+		int n = rng_int(rng, 1, 3), intf = 0;
+		for (int k = 0; k < m->c->nstate; k++)
+			intf |= ty_is_int(m->c->state[k].ty);
+		int most = (int)floor(log2((intf ? 0x1p29 : 1e9) / n));
+		return sample_make(m, f, lo, lo + n, rng_int(rng, 1, most), 0, rng);
+	}
+	return sample_make(m, f, lo, lo + seg_len(rng), 0, 0, rng);
+}
+
+Sample *sample_row(Machine *m, Family f, int len, uint64_t *rng) { return sample_make(m, f, 0, len, 0, 1, rng); }
+
+Sample *sample_clone(Machine *m, const Sample *s)
+{
+	Sample *t = malloc(sizeof *t);
+	if (!t)
+		abort();
+	*t = *s;
+	t->row = row_new(m, s->row->len);
+	t->row->i = s->row->i;
+	memcpy(t->row->rowv, s->row->rowv, m->roww * sizeof(double));
+	memcpy(t->row->colv, s->row->colv, (size_t)s->row->len * m->colw * sizeof(double));
+	memcpy(t->row->elemv, s->row->elemv, (size_t)s->row->len * m->elemw * sizeof(double));
+	for (int k = 0; k < 2; k++) {
+		t->v[k] = malloc(m->sw * sizeof(double));
+		if (!t->v[k])
+			abort();
+		memcpy(t->v[k], s->v[k], m->sw * sizeof(double));
+	}
+	return t;
+}
+
+void sample_free(Sample *s)
+{
+	if (!s)
+		return;
+	row_free(s->row);
+	free(s->v[0]);
+	free(s->v[1]);
+	free(s);
+}

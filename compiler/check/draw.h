@@ -1,0 +1,57 @@
+/* draw.h: random inputs for the checker, in families that break wrong
+ * merges, honouring `assume` by rejection within the bounds it puts on
+ * single inputs. */
+#ifndef ASSOC_DRAW_H
+#define ASSOC_DRAW_H
+
+#include "compiler/check/eval.h"
+
+typedef enum {
+	FAM_NORMAL,  /* N(0, 1) */
+	FAM_GRID,    /* small integers: ties everywhere */
+	FAM_SPREAD,  /* N(0, 1) shifted by up to +-150 per row: maxima far apart, exp past float32's range */
+	FAM_WIDE,    /* N(0, 20) */
+	FAM_MEAN,    /* 1e8 + N(0, 1): catastrophic cancellation */
+	FAM_COUNTS,  /* a state merged with itself up to 30 times: counts to 1e9 */
+	NFAMS
+} Family;
+
+extern const char *const fam_name[NFAMS];
+
+/* Fill positions [0, r->len) and the row inputs of r; 0 on success, -1 when
+ * assume could not be satisfied. */
+int draw_row(Machine *m, Family f, Row *r, uint64_t *rng);
+/* The same, keeping r's column inputs when keep_cols is set (columns are
+ * shared by every row of an array). */
+int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng);
+/* Draw one component of an input (rounded to its storage type). */
+double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *rng);
+/* A --param value: a number, or true or false (a bool param's); end as strtod's. */
+double param_value(const char *s, char **end);
+/* Params: overrides where given, else drawn from (0.05, 1], honouring assume. */
+int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n);
+
+/* A state with its provenance: the fold of positions [lo, hi) of a row in a
+ * tree shape, then merged with itself `doublings` times. */
+typedef struct {
+	Family fam;
+	Row *row;
+	int lo, hi;
+	Shape shape;
+	uint64_t seed;
+	int doublings;
+	int whole;    /* a row for the reference: whatever state it folds to is compared, NaN too */
+	double *v[2]; /* by Mode */
+} Sample;
+
+Sample *sample_new(Machine *m, Family f, uint64_t *rng);
+/* A whole row of length len, folded in a random shape. */
+Sample *sample_row(Machine *m, Family f, int len, uint64_t *rng);
+Sample *sample_clone(Machine *m, const Sample *s);
+void sample_free(Sample *s);
+/* Recompute the states from the provenance; 0 when they are usable
+ * (no NaN; infinities only where the identity has them; anything for a
+ * whole row). */
+int sample_eval(Machine *m, Sample *s);
+
+#endif

@@ -1,0 +1,518 @@
+/* eval.c: carriers on concrete rows (see eval.h). */
+#include "compiler/check/eval.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { B_A, B_B, B_SELF, B_ROW, B_COL, B_ELEM, B_PARAM, B_I, B_J, B_LEN, B_RED };
+
+typedef struct {
+	int src, off, w;
+} Bind;
+
+struct Bound {
+	Prog *p;
+	Bind *b;
+	int n;
+};
+
+typedef struct {
+	const double *av, *ae, *bv, *be, *sv, *se;
+	const Row *row;
+	int j;
+	const double *params;
+	const double *red, *rede;
+} Ctx;
+
+struct RefEval {
+	int nred;
+	Expr **red;       /* reduction nodes, by id */
+	int *redoff, redw;
+	Bound *arg;       /* per reduction: [argument, mask] */
+	Bound rowout, posout;
+	Expr **rowroots, **posroots;
+	int nrow, npos;
+	int *rowk, *posk; /* which reference each root is */
+	double *memo, *memoe;
+};
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+	if (!p)
+		abort();
+	return p;
+}
+
+/* ---- random numbers ---- */
+
+uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+double rng_unit(uint64_t *s) { return (rng_next(s) >> 11) * 0x1.0p-53; }
+
+double rng_normal(uint64_t *s)
+{
+	double u = rng_unit(s), v = rng_unit(s);
+	return sqrt(-2 * log(u + 0x1.0p-60)) * cos(6.283185307179586 * v);
+}
+
+int rng_int(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
+
+/* ---- binding leaves to values ---- */
+
+static int find_red(const RefEval *re, const Expr *e)
+{
+	for (int k = 0; re && k < re->nred; k++)
+		if (re->red[k] == e)
+			return k;
+	return -1;
+}
+
+static Bound bound_new(Machine *m, Expr *const *roots, int n)
+{
+	Carrier *c = m->c;
+	Bound b = {prog_new(c->ir, roots, n), NULL, 0};
+	b.n = prog_nleaves(b.p);
+	b.b = xcalloc(b.n, sizeof *b.b);
+	for (int i = 0; i < b.n; i++) {
+		Expr *e = prog_leaf(b.p, i);
+		Bind *x = &b.b[i];
+		x->w = e->ty.len ? e->ty.len : 1;
+		if (e->op != EXPR_VAR) {
+			int k = find_red(m->ref, e);
+			x->src = B_RED;
+			x->off = k >= 0 ? m->ref->redoff[k] : 0;
+			continue;
+		}
+		const Var *v = ir_var(c->ir, e->k);
+		switch (v->kind) {
+		case VAR_STATE:
+			x->src = v->which == STATE_A ? B_A : v->which == STATE_B ? B_B : B_SELF;
+			x->off = m->soff[v->slot];
+			break;
+		case VAR_ROW: x->src = B_ROW, x->off = m->rowoff[v->slot]; break;
+		case VAR_COL: x->src = B_COL, x->off = m->coloff[v->slot]; break;
+		case VAR_ELEM: x->src = B_ELEM, x->off = m->elemoff[v->slot]; break;
+		case VAR_PARAM: x->src = B_PARAM, x->off = m->poff[v->slot]; break;
+		case VAR_IDX: x->src = B_I + v->slot; break;
+		default: x->src = B_PARAM, x->off = 0; break; /* not reached: specs bind no symbols */
+		}
+	}
+	return b;
+}
+
+static void bound_free(Bound *b)
+{
+	prog_free(b->p);
+	free(b->b);
+}
+
+static void bind(Bound *b, const Ctx *x)
+{
+	for (int i = 0; i < b->n; i++) {
+		const Bind *d = &b->b[i];
+		double *err, *val = prog_leaf_val(b->p, i, &err);
+		const double *sv = NULL, *se = NULL;
+		switch (d->src) {
+		case B_A: sv = x->av + d->off, se = x->ae + d->off; break;
+		case B_B: sv = x->bv + d->off, se = x->be + d->off; break;
+		case B_SELF: sv = x->sv + d->off, se = x->se + d->off; break;
+		case B_RED: sv = x->red + d->off, se = x->rede + d->off; break;
+		case B_ROW: sv = x->row->rowv + d->off; break;
+		case B_PARAM: sv = x->params + d->off; break;
+		case B_COL: sv = x->row->colv + d->off; break;
+		case B_ELEM: sv = x->row->elemv + d->off; break;
+		case B_I: val[0] = x->row->i, err[0] = 0; continue;
+		case B_J: val[0] = x->j, err[0] = 0; continue;
+		case B_LEN: val[0] = x->row->len_name ? x->row->len_name : x->row->len, err[0] = 0; continue;
+		}
+		memcpy(val, sv, d->w * sizeof *val);
+		if (se)
+			memcpy(err, se, d->w * sizeof *err);
+		else
+			memset(err, 0, d->w * sizeof *err);
+	}
+}
+
+/* Column and element inputs are addressed per position. */
+static void bind_at(Machine *m, Bound *b, Ctx *x)
+{
+	Row shifted = *x->row;
+	shifted.colv = x->row->colv ? x->row->colv + (size_t)x->j * m->colw : NULL;
+	shifted.elemv = x->row->elemv ? x->row->elemv + (size_t)x->j * m->elemw : NULL;
+	const Row *save = x->row;
+	x->row = &shifted;
+	bind(b, x);
+	x->row = save;
+}
+
+static void copy_roots(Bound *b, int n, const int *off, double *v, double *e)
+{
+	for (int r = 0; r < n; r++) {
+		const double *re, *rv = prog_root(b->p, r, &re);
+		int w = off[r + 1] - off[r];
+		memcpy(v + off[r], rv, w * sizeof *v);
+		if (e)
+			memcpy(e + off[r], re, w * sizeof *e);
+	}
+}
+
+/* ---- layout ---- */
+
+static int *offsets(const Decl *d, int n, int *total)
+{
+	int *off = xcalloc(n + 1, sizeof *off);
+	for (int i = 0; i < n; i++)
+		off[i + 1] = off[i] + decl_width(&d[i]);
+	*total = off[n];
+	return off;
+}
+
+static int *def_offsets(const Def *d, int n, int *total)
+{
+	int *off = xcalloc(n + 1, sizeof *off);
+	for (int i = 0; i < n; i++)
+		off[i + 1] = off[i] + (d[i].e->ty.len ? d[i].e->ty.len : 1);
+	*total = off[n];
+	return off;
+}
+
+static Bound *heap_bound(Machine *m, Expr *const *roots, int n)
+{
+	Bound *b = xcalloc(1, sizeof *b);
+	*b = bound_new(m, roots, n);
+	return b;
+}
+
+/* ---- the reference ---- */
+
+static void collect_red(Expr *e, unsigned char *seen, Expr ***out, int *n)
+{
+	if (seen[e->id])
+		return;
+	seen[e->id] = 1;
+	for (int i = 0; i < e->nargs; i++)
+		collect_red(e->a[i], seen, out, n);
+	if (ir_ops[e->op].flags & F_REDUCE) {
+		*out = realloc(*out, (*n + 1) * sizeof **out);
+		if (!*out)
+			abort();
+		(*out)[(*n)++] = e;
+	}
+}
+
+static int cmp_id(const void *x, const void *y)
+{
+	const Expr *a = *(Expr *const *)x, *b = *(Expr *const *)y;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+static RefEval *ref_new(Machine *m)
+{
+	Carrier *c = m->c;
+	RefEval *re = xcalloc(1, sizeof *re);
+	m->ref = re;
+	Expr *maxe = NULL;
+	for (int k = 0; k < c->nref; k++)
+		if (!maxe || c->ref[k].e->id > maxe->id)
+			maxe = c->ref[k].e;
+	unsigned char *seen = xcalloc(maxe ? maxe->id + 1 : 1, 1);
+	for (int k = 0; k < c->nref; k++)
+		collect_red(c->ref[k].e, seen, &re->red, &re->nred);
+	free(seen);
+	if (re->nred)
+		qsort(re->red, re->nred, sizeof *re->red, cmp_id);
+	re->redoff = xcalloc(re->nred + 1, sizeof *re->redoff);
+	for (int k = 0; k < re->nred; k++)
+		re->redoff[k + 1] = re->redoff[k] + (re->red[k]->ty.len ? re->red[k]->ty.len : 1);
+	re->redw = re->redoff[re->nred];
+	re->memo = xcalloc(re->redw, sizeof *re->memo);
+	re->memoe = xcalloc(re->redw, sizeof *re->memoe);
+	re->arg = xcalloc(re->nred, sizeof *re->arg);
+	Expr *always = ir_const(c->ir, ty_scalar(TY_BOOL), 1);
+	for (int k = 0; k < re->nred; k++) {
+		Expr *e = re->red[k];
+		Expr *roots[2] = {e->nargs ? e->a[0] : always, c->mask ? c->mask : always};
+		re->arg[k] = bound_new(m, roots, 2);
+	}
+	re->rowroots = xcalloc(c->nref, sizeof(Expr *));
+	re->posroots = xcalloc(c->nref, sizeof(Expr *));
+	re->rowk = xcalloc(c->nref, sizeof(int));
+	re->posk = xcalloc(c->nref, sizeof(int));
+	for (int k = 0; k < c->nref; k++) {
+		if (c->ref[k].per_row)
+			re->rowk[re->nrow] = k, re->rowroots[re->nrow++] = c->ref[k].e;
+		else
+			re->posk[re->npos] = k, re->posroots[re->npos++] = c->ref[k].e;
+	}
+	re->rowout = bound_new(m, re->rowroots, re->nrow);
+	re->posout = bound_new(m, re->posroots, re->npos);
+	return re;
+}
+
+static void ref_free(RefEval *re)
+{
+	if (!re)
+		return;
+	for (int k = 0; k < re->nred; k++)
+		bound_free(&re->arg[k]);
+	bound_free(&re->rowout);
+	bound_free(&re->posout);
+	free(re->arg);
+	free(re->red);
+	free(re->redoff);
+	free(re->memo);
+	free(re->memoe);
+	free(re->rowroots);
+	free(re->posroots);
+	free(re->rowk);
+	free(re->posk);
+	free(re);
+}
+
+/* One reduction over the row's unmasked positions, with the running error
+ * of a left-to-right sum. */
+static void reduce(Machine *m, Mode mode, int k, const Row *r)
+{
+	RefEval *re = m->ref;
+	Expr *e = re->red[k];
+	int w = e->ty.len ? e->ty.len : 1, off = re->redoff[k];
+	double *acc = re->memo + off, *err = re->memoe + off;
+	for (int t = 0; t < w; t++)
+		acc[t] = ir_ops[e->op].unit, err[t] = 0;
+	Ctx x = {.row = r, .params = m->params, .red = re->memo, .rede = re->memoe};
+	for (int j = 0; j < r->len; j++) {
+		x.j = j;
+		bind_at(m, &re->arg[k], &x);
+		prog_run(re->arg[k].p, mode);
+		if (prog_root(re->arg[k].p, 1, NULL)[0] == 0)
+			continue;
+		const double *ve, *v = prog_root(re->arg[k].p, 0, &ve);
+		for (int t = 0; t < w; t++) {
+			switch (e->op) {
+			case EXPR_SUM:
+				acc[t] = mode == MODE_F32 && e->ty.kind == TY_F32 ? (float)(acc[t] + v[t]) : acc[t] + v[t];
+				err[t] += ve[t] + fabs(acc[t]);
+				break;
+			case EXPR_COUNT: acc[t] += 1; break;
+			case EXPR_RMAX:
+				if (v[t] > acc[t] || isnan(v[t]))
+					acc[t] = v[t], err[t] = ve[t];
+				break;
+			case EXPR_RMIN:
+				if (v[t] < acc[t] || isnan(v[t]))
+					acc[t] = v[t], err[t] = ve[t];
+				break;
+			default: break;
+			}
+		}
+	}
+}
+
+void m_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *posv, double *pose)
+{
+	RefEval *re = m->ref;
+	for (int k = 0; k < re->nred; k++) /* by id: inner reductions first */
+		reduce(m, mode, k, r);
+	Ctx x = {.row = r, .params = m->params, .red = re->memo, .rede = re->memoe};
+	if (re->nrow) {
+		bind_at(m, &re->rowout, &x);
+		prog_run(re->rowout.p, mode);
+		for (int q = 0; q < re->nrow; q++) {
+			int k = re->rowk[q], w = m->refoff[k + 1] - m->refoff[k];
+			const double *e, *v = prog_root(re->rowout.p, q, &e);
+			memcpy(rowv + m->refoff[k], v, w * sizeof *v);
+			memcpy(rowe + m->refoff[k], e, w * sizeof *e);
+		}
+	}
+	for (int j = 0; re->npos && j < r->len; j++) {
+		x.j = j;
+		bind_at(m, &re->posout, &x);
+		prog_run(re->posout.p, mode);
+		for (int q = 0; q < re->npos; q++) {
+			int k = re->posk[q], w = m->refoff[k + 1] - m->refoff[k];
+			const double *e, *v = prog_root(re->posout.p, q, &e);
+			memcpy(posv + (size_t)j * m->refw + m->refoff[k], v, w * sizeof *v);
+			memcpy(pose + (size_t)j * m->refw + m->refoff[k], e, w * sizeof *e);
+		}
+	}
+}
+
+/* ---- the carrier ---- */
+
+int machine_init(Machine *m, Carrier *c)
+{
+	memset(m, 0, sizeof *m);
+	m->c = c;
+	m->soff = offsets(c->state, c->nstate, &m->sw);
+	m->rowoff = offsets(c->row, c->nrow, &m->roww);
+	m->coloff = offsets(c->col, c->ncol, &m->colw);
+	m->elemoff = offsets(c->elem, c->nelem, &m->elemw);
+	m->poff = offsets(c->params, c->nparams, &m->pw);
+	m->finoff = def_offsets(c->finalize, c->nfinal, &m->finw);
+	m->mapoff = def_offsets(c->map, c->nmap, &m->mapw);
+	m->refoff = def_offsets(c->ref, c->nref, &m->refw);
+	m->params = xcalloc(m->pw, sizeof *m->params);
+	m->scratch = xcalloc(4 * m->sw, sizeof *m->scratch);
+	ref_new(m);
+	m->lift = heap_bound(m, c->lift, c->nstate);
+	m->merge = heap_bound(m, c->merge, c->nstate);
+	Expr **fe = xcalloc(c->nfinal + c->nmap + 1, sizeof *fe);
+	for (int k = 0; k < c->nfinal; k++)
+		fe[k] = c->finalize[k].e;
+	m->fin = heap_bound(m, fe, c->nfinal);
+	for (int k = 0; k < c->nmap; k++)
+		fe[k] = c->map[k].e;
+	m->map = c->nmap ? heap_bound(m, fe, c->nmap) : NULL;
+	free(fe);
+	m->assume = c->assume ? heap_bound(m, &c->assume, 1) : NULL;
+	m->mask = c->mask ? heap_bound(m, &c->mask, 1) : NULL;
+	for (int mode = 0; mode < 2; mode++) {
+		m->ident[mode] = xcalloc(m->sw, sizeof(double));
+		Bound b = bound_new(m, c->identity, c->nstate);
+		prog_run(b.p, (Mode)mode);
+		copy_roots(&b, c->nstate, m->soff, m->ident[mode], NULL);
+		bound_free(&b);
+	}
+	return 0;
+}
+
+static void free_heap_bound(Bound *b)
+{
+	if (!b)
+		return;
+	bound_free(b);
+	free(b);
+}
+
+void machine_free(Machine *m)
+{
+	free_heap_bound(m->lift);
+	free_heap_bound(m->merge);
+	free_heap_bound(m->fin);
+	free_heap_bound(m->map);
+	free_heap_bound(m->assume);
+	free_heap_bound(m->mask);
+	ref_free(m->ref);
+	free(m->soff);
+	free(m->rowoff);
+	free(m->coloff);
+	free(m->elemoff);
+	free(m->poff);
+	free(m->finoff);
+	free(m->mapoff);
+	free(m->refoff);
+	free(m->params);
+	free(m->scratch);
+	free(m->ident[0]);
+	free(m->ident[1]);
+	memset(m, 0, sizeof *m);
+}
+
+Row *row_new(const Machine *m, int len)
+{
+	Row *r = xcalloc(1, sizeof *r);
+	r->len = len;
+	r->rowv = xcalloc(m->roww, sizeof(double));
+	r->colv = xcalloc((size_t)len * m->colw, sizeof(double));
+	r->elemv = xcalloc((size_t)len * m->elemw, sizeof(double));
+	return r;
+}
+
+void row_free(Row *r)
+{
+	if (!r)
+		return;
+	free(r->rowv);
+	free(r->colv);
+	free(r->elemv);
+	free(r);
+}
+
+void m_identity(Machine *m, Mode mode, double *v, double *e)
+{
+	memcpy(v, m->ident[mode], m->sw * sizeof *v);
+	if (e)
+		memset(e, 0, m->sw * sizeof *e);
+}
+
+static int run_cond(Machine *m, Bound *b, const Row *r, int j)
+{
+	Ctx x = {.row = r, .j = j, .params = m->params};
+	bind_at(m, b, &x);
+	prog_run(b->p, MODE_F64);
+	return prog_root(b->p, 0, NULL)[0] != 0;
+}
+
+int m_masked(Machine *m, const Row *r, int j) { return m->mask && !run_cond(m, m->mask, r, j); }
+int m_assume(Machine *m, const Row *r, int j) { return !m->assume || run_cond(m, m->assume, r, j); }
+
+void m_lift(Machine *m, Mode mode, const Row *r, int j, double *v, double *e)
+{
+	Bound *b = m->lift;
+	Ctx x = {.row = r, .j = j, .params = m->params};
+	bind_at(m, b, &x);
+	prog_run(b->p, mode);
+	copy_roots(b, m->c->nstate, m->soff, v, e);
+}
+
+void m_merge(Machine *m, Mode mode, const double *av, const double *ae, const double *bv, const double *be,
+	     double *v, double *e)
+{
+	Bound *b = m->merge;
+	Ctx x = {.av = av, .ae = ae, .bv = bv, .be = be, .params = m->params};
+	bind(b, &x);
+	prog_run(b->p, mode);
+	copy_roots(b, m->c->nstate, m->soff, v, e);
+}
+
+void m_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
+	    double *e)
+{
+	if (hi - lo <= 0) {
+		m_identity(m, mode, v, e);
+		return;
+	}
+	if (hi - lo == 1) {
+		if (m_masked(m, r, lo))
+			m_identity(m, mode, v, e);
+		else
+			m_lift(m, mode, r, lo, v, e);
+		return;
+	}
+	int k = shape == SHAPE_LEFT ? hi - 1 : shape == SHAPE_RIGHT ? lo + 1 : shape == SHAPE_BALANCED
+		? lo + (hi - lo) / 2 : rng_int(rng, lo + 1, hi - 1);
+	double *t = malloc(4 * m->sw * sizeof *t);
+	if (!t)
+		abort();
+	m_fold(m, mode, r, lo, k, shape, rng, t, t + m->sw);
+	m_fold(m, mode, r, k, hi, shape, rng, t + 2 * m->sw, t + 3 * m->sw);
+	m_merge(m, mode, t, t + m->sw, t + 2 * m->sw, t + 3 * m->sw, v, e);
+	free(t);
+}
+
+void m_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const double *se, double *out,
+		double *oute)
+{
+	Bound *b = m->fin;
+	Ctx x = {.sv = sv, .se = se, .row = r, .params = m->params};
+	bind(b, &x);
+	prog_run(b->p, mode);
+	copy_roots(b, m->c->nfinal, m->finoff, out, oute);
+}
+
+void m_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,
+	   double *oute)
+{
+	Bound *b = m->map;
+	Ctx x = {.sv = sv, .se = se, .row = r, .j = j, .params = m->params};
+	bind_at(m, b, &x);
+	prog_run(b->p, mode);
+	copy_roots(b, m->c->nmap, m->mapoff, out, oute);
+}

@@ -1,0 +1,325 @@
+/* sound.c: does the carrier compute what the reference says?  Rows of many
+ * lengths (empty, one, primes, around powers of two) are folded in random
+ * tree shapes, finalized and mapped, and compared with the naive float64
+ * evaluation of `reference`; the same rows in float32 give the error report. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/check/check_int.h"
+
+static const int lens[] = {0, 1, 2, 3, 5, 7, 13, 31, 32, 33, 64, 97, 128, 257};
+static const Family row_fams[] = {FAM_NORMAL, FAM_GRID, FAM_SPREAD, FAM_WIDE, FAM_MEAN};
+
+typedef struct {
+	double *sv, *se, *s32, *fin, *fine, *fin32, *map, *mape, *map32;
+	double *refv, *refe, *posv, *pose, *ref32, *pos32;
+	double *ref32e, *pos32e; /* the float32 reference's bounds, unused: not the float64 ones */
+	int cap;
+} Work;
+
+typedef struct {
+	const Def *out;
+	int is_map, comp, pos;
+	double got, want;
+	Mode mode;
+} Miss;
+
+static double *grab(size_t n)
+{
+	double *p = calloc(n ? n : 1, sizeof *p);
+	if (!p)
+		abort();
+	return p;
+}
+
+static void work_init(Work *w, Machine *m, int maxlen)
+{
+	w->sv = grab(m->sw), w->se = grab(m->sw), w->s32 = grab(m->sw);
+	w->fin = grab(m->finw), w->fine = grab(m->finw), w->fin32 = grab(m->finw);
+	w->map = grab(m->mapw), w->mape = grab(m->mapw), w->map32 = grab(m->mapw);
+	w->refv = grab(m->refw), w->refe = grab(m->refw);
+	w->posv = grab((size_t)maxlen * m->refw), w->pose = grab((size_t)maxlen * m->refw);
+	w->ref32 = grab(m->refw), w->pos32 = grab((size_t)maxlen * m->refw);
+	w->ref32e = grab(m->refw), w->pos32e = grab((size_t)maxlen * m->refw);
+	w->cap = maxlen;
+}
+
+static void work_free(Work *w)
+{
+	double *all[] = {w->sv, w->se, w->s32, w->fin, w->fine, w->fin32, w->map, w->mape, w->map32,
+			 w->refv, w->refe, w->posv, w->pose, w->ref32, w->pos32, w->ref32e, w->pos32e};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		free(all[i]);
+}
+
+static int ref_index(Carrier *c, const char *name, int per_row)
+{
+	for (int k = 0; k < c->nref; k++)
+		if (c->ref[k].per_row == per_row && !strcmp(c->ref[k].name, name))
+			return k;
+	return -1;
+}
+
+static int unmasked(Machine *m, const Row *r)
+{
+	int n = 0;
+	for (int j = 0; j < r->len; j++)
+		n += !m_masked(m, r, j);
+	return n;
+}
+
+static ErrOutcome *err_slot(CheckResult *r, const char *name)
+{
+	for (int i = 0; i < r->nerr; i++)
+		if (!strcmp(r->err[i].name, name))
+			return &r->err[i];
+	return NULL;
+}
+
+static double rel_err(double got, double want)
+{
+	return isfinite(got) ? (want ? fabs(got - want) / fabs(want) : 0) : INFINITY;
+}
+
+/* Relative error, except that a map output is measured against the row's
+ * largest value of it: a probability of 1e-40 that float32 flushes to zero
+ * is an absolute error of 1e-40, not a relative error of 1. */
+static void note_f32(CheckResult *r, const char *name, double got, double naive, double want, double scale,
+		     Family f)
+{
+	ErrOutcome *e = err_slot(r, name);
+	if (!e || !isfinite(want) || (want == 0 && scale == 0))
+		return;
+	double den = fmax(fabs(want), scale);
+	double rel = rel_err(got, want) * fabs(want) / den, nrel = rel_err(naive, want) * fabs(want) / den;
+	if (want == 0)
+		rel = fabs(got) / den, nrel = fabs(naive) / den;
+	if (!e->defined || rel > e->rel)
+		e->rel = rel, e->family = fam_name[f];
+	if (!e->defined || nrel > e->naive)
+		e->naive = nrel;
+	e->defined = 1;
+}
+
+static void note_empty(CheckResult *r, const char *name, double got, double want)
+{
+	char msg[200], g[40], w[40];
+	for (int i = 0; i < r->nnotes; i++)
+		if (!strncmp(r->notes[i], name, strlen(name)) && r->notes[i][strlen(name)] == ' ')
+			return;
+	ir_fmt_num(got, g, sizeof g);
+	ir_fmt_num(want, w, sizeof w);
+	if (isnan(got) && isnan(want))
+		snprintf(msg, sizeof msg, "%s is NaN on an empty row, as is the reference", name);
+	else if (isnan(got))
+		snprintf(msg, sizeof msg, "%s is NaN on an empty row; the reference gives %s", name, w);
+	else if (isnan(want))
+		snprintf(msg, sizeof msg, "%s is %s on an empty row, where the reference is undefined (NaN)", name, g);
+	else
+		snprintf(msg, sizeof msg, "%s is %s on an empty row, as is the reference", name, g);
+	r->notes = realloc(r->notes, (r->nnotes + 1) * sizeof *r->notes);
+	if (!r->notes || !(r->notes[r->nnotes++] = strdup(msg)))
+		abort();
+}
+
+/* Compare one output's components; an empty row only makes notes. */
+typedef struct {
+	const double *got, *ge, *g32; /* the carrier in float64 (with error bounds) and float32 */
+	const double *want, *we, *w32; /* the reference likewise */
+	double scale;                  /* map outputs: the row's largest |value| */
+} Sides;
+
+static int compare(CheckResult *r, const Def *out, int is_map, int pos, Sides s, int w, int empty, Family f,
+		   Miss *miss)
+{
+	for (int t = 0; t < w; t++) {
+		double got = s.got[t], want = s.want[t];
+		if (empty) {
+			/* the reduction over no positions is a value too (a sum's 0),
+			 * and a mask may empty every row drawn */
+			ErrOutcome *e = r && !isnan(got) && !isnan(want) ? err_slot(r, out->name) : NULL;
+			if (e)
+				e->compared_empty++;
+			if (r && !is_map && (isnan(got) || isnan(want) || got == want)) {
+				note_empty(r, out->name, got, want);
+				continue;
+			}
+		} else if (!isfinite(want)) {
+			continue; /* the naive reference overflowed: nothing to compare with */
+		} else if (r) {
+			ErrOutcome *e = err_slot(r, out->name);
+			if (e)
+				e->compared++;
+			note_f32(r, out->name, s.g32[t], s.w32[t], want, s.scale, f);
+		}
+		if (empty && (isnan(got) || isnan(want)))
+			continue;
+		if (!values_agree(got, s.ge[t], want, s.we[t], unit_roundoff(MODE_F64))) {
+			*miss = (Miss){out, is_map, t, pos, got, want, MODE_F64};
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static double pos_scale(Machine *m, Work *w, int len, int q)
+{
+	double s = 0;
+	for (int j = 0; j < len; j++)
+		for (int t = m->refoff[q]; t < m->refoff[q + 1]; t++)
+			if (isfinite(w->posv[(size_t)j * m->refw + t]))
+				s = fmax(s, fabs(w->posv[(size_t)j * m->refw + t]));
+	return s;
+}
+
+/* 1 when the row disagrees with the reference (first disagreement in *miss). */
+static int row_check(Ck *k, Work *w, Sample *s, CheckResult *r, Miss *miss)
+{
+	Machine *m = k->m;
+	Carrier *c = m->c;
+	const Row *row = s->row;
+	uint64_t rng = s->seed;
+	int empty = unmasked(m, row) == 0;
+	m_fold(m, MODE_F64, row, 0, row->len, s->shape, &rng, w->sv, w->se);
+	memcpy(w->s32, s->v[MODE_F32], m->sw * sizeof *w->s32);
+	m_finalize(m, MODE_F64, row, w->sv, w->se, w->fin, w->fine);
+	m_finalize(m, MODE_F32, row, w->s32, w->se, w->fin32, NULL);
+	m_reference(m, MODE_F64, row, w->refv, w->refe, w->posv, w->pose);
+	if (r)
+		m_reference(m, MODE_F32, row, w->ref32, w->ref32e, w->pos32, w->pos32e);
+	for (int o = 0; o < c->nfinal; o++) {
+		int q = ref_index(c, c->finalize[o].name, 1), at = m->finoff[o], rat = m->refoff[q < 0 ? 0 : q];
+		Sides sd = {w->fin + at, w->fine + at, w->fin32 + at, w->refv + rat, w->refe + rat, w->ref32 + rat, 0};
+		if (q >= 0 && compare(r, &c->finalize[o], 0, -1, sd, m->finoff[o + 1] - at, empty, s->fam, miss))
+			return 1;
+	}
+	for (int j = 0; m->map && j < row->len; j++) {
+		m_map(m, MODE_F64, row, j, w->sv, w->se, w->map, w->mape);
+		m_map(m, MODE_F32, row, j, w->s32, w->se, w->map32, NULL);
+		for (int o = 0; o < c->nmap; o++) {
+			int q = ref_index(c, c->map[o].name, 0), mo = m->mapoff[o];
+			size_t at = (size_t)j * m->refw + m->refoff[q >= 0 ? q : 0];
+			Sides sd = {w->map + mo, w->mape + mo, w->map32 + mo, w->posv + at, w->pose + at, w->pos32 + at,
+				    q >= 0 ? pos_scale(m, w, row->len, q) : 0};
+			if (q >= 0 && compare(r, &c->map[o], 1, j, sd, m->mapoff[o + 1] - mo, empty, s->fam, miss))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int sound_fails(Ck *k, Trial *t, Sample **s)
+{
+	Miss miss;
+	(void)t;
+	return row_check(k, k->work, s[0], NULL, &miss);
+}
+
+static void describe_miss(Ck *k, CheckResult *r, Sample *s, const double *state, const Miss *miss)
+{
+	Machine *m = k->m;
+	Buf b = {0}, d = {0}, j = {0};
+	buf_puts(&d, miss->out->name);
+	if (miss->out->e->ty.len)
+		buf_printf(&d, "[%d]", miss->comp);
+	if (miss->is_map)
+		buf_printf(&d, " at position %d", miss->pos);
+	buf_puts(&d, " is ");
+	buf_num(&d, miss->got, 9);
+	buf_puts(&d, " but the reference gives ");
+	buf_num(&d, miss->want, 9);
+	buf_printf(&d, " (row of length %d, float64)", s->row->len);
+	buf_puts(&b, "    row of");
+	put_inputs(&b, m, s->row, 0, s->row->len);
+	buf_puts(&b, "\n    state = ");
+	put_state(&b, m, state, -1);
+	buf_puts(&b, "\n");
+	buf_printf(&j, "{\"length\": %d, \"output\": ", s->row->len);
+	buf_json_str(&j, miss->out->name);
+	buf_printf(&j, ", \"component\": %d, \"position\": %d, \"got\": ", miss->comp, miss->pos);
+	buf_json_num(&j, miss->got);
+	buf_puts(&j, ", \"want\": ");
+	buf_json_num(&j, miss->want);
+	buf_puts(&j, ", \"state\": ");
+	put_state_json(&j, m, state);
+	buf_puts(&j, "}");
+	r->sound_detail = buf_take(&d);
+	r->sound_cex = buf_take(&b);
+	r->sound_json = buf_take(&j);
+}
+
+static void add_err_slots(CheckResult *r, Carrier *c)
+{
+	r->err = calloc(c->nfinal + c->nmap + 1, sizeof *r->err);
+	if (!r->err)
+		abort();
+	for (int o = 0; o < c->nfinal; o++)
+		if (ref_index(c, c->finalize[o].name, 1) >= 0)
+			r->err[r->nerr++].name = strdup(c->finalize[o].name);
+	for (int o = 0; o < c->nmap; o++)
+		if (ref_index(c, c->map[o].name, 0) >= 0)
+			r->err[r->nerr++].name = strdup(c->map[o].name);
+}
+
+void check_soundness(Ck *k, CheckResult *r)
+{
+	Machine *m = k->m;
+	Carrier *c = m->c;
+	r->sound = VERDICT_NA;
+	if (!c->nref)
+		return;
+	add_err_slots(r, c);
+	Work w;
+	work_init(&w, m, lens[sizeof lens / sizeof *lens - 1]);
+	r->sound = VERDICT_HOLDS;
+	/* rows drawn with an unmasked position; with positions, all masked;
+	 * rows that could not be drawn where assume holds */
+	int nonempty = 0, masked = 0, undrawn = 0;
+	for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+		for (size_t fi = 0; fi < sizeof row_fams / sizeof *row_fams; fi++) {
+			Sample *s = sample_row(m, row_fams[fi], lens[li], &k->rng);
+			if (!s) {
+				undrawn++;
+				continue;
+			}
+			Miss miss;
+			r->rows++;
+			int live = unmasked(m, s->row);
+			nonempty += live > 0, masked += s->row->len > 0 && !live;
+			r->max_len = lens[li] > r->max_len ? lens[li] : r->max_len;
+			if (row_check(k, &w, s, r, &miss)) {
+				Trial t = {.kind = T_SOUND};
+				k->work = &w;
+				shrink(k, &t, &s, sound_fails);
+				row_check(k, &w, s, NULL, &miss);
+				r->sound = VERDICT_FAILS;
+				describe_miss(k, r, s, w.sv, &miss);
+				sample_free(s);
+				work_free(&w);
+				return;
+			}
+			sample_free(s);
+		}
+	work_free(&w);
+	/* a reference that is never finite would pass without a comparison */
+	for (int i = 0; i < r->nerr; i++) {
+		const ErrOutcome *e = &r->err[i];
+		if (e->compared || (!nonempty && masked && e->compared_empty))
+			continue;
+		Buf d = {0};
+		if (undrawn)
+			buf_printf(&d, "inputs where 'assume' holds could not be drawn for %d of the %d rows tried, and "
+				       "%s was compared on none of the others", undrawn, undrawn + r->rows, e->name);
+		else if (nonempty)
+			buf_printf(&d, "the reference for %s is infinite or NaN on every row drawn that is not empty, "
+				       "so it was never compared", e->name);
+		else
+			buf_printf(&d, "the mask leaves no position in any row drawn, and on such a row %s or its "
+				       "reference is NaN, so it was never compared", e->name);
+		r->sound = VERDICT_FAILS;
+		r->sound_detail = buf_take(&d);
+		if (!(r->sound_cex = strdup("")) || !(r->sound_json = strdup("null")))
+			abort();
+		return;
+	}
+}

@@ -1,0 +1,86 @@
+/* cli.h: the command line, shared by the command files (cmd_*.c). */
+#ifndef ASSOC_CLI_H
+#define ASSOC_CLI_H
+
+#include "compiler/check/check.h"
+#include "compiler/devices/npy.h"
+#include "compiler/devices/run.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, MAX_DEFINES = 64, MAX_FILES = 32 };
+enum { MAX_ROWS = 1 << 24, MAX_LEN = 1 << 28 }; /* --rows and --len, and the shapes of --input files */
+
+typedef struct {
+	const char *name, *path;
+} NamedPath;
+
+typedef struct {
+	const char *command;
+	CheckOpts check;
+	Define defs[MAX_DEFINES], params[MAX_DEFINES];
+	int ndefs, nparams;
+	int json, proof, strict;
+	char **specs;
+	int nspecs;
+	/* run */
+	const char *device;
+	int rows, len;
+	int rows_given, len_given; /* by --rows, --len (not the defaults) */
+	int heads, kv_heads; /* attention: query heads, key/value heads (0: 1, and as many as heads) */
+	RunOpts run;
+	NamedPath inputs[MAX_FILES], outputs[MAX_FILES];
+	int ninputs, noutputs;
+	/* emit */
+	const char *target, *out, *arch;
+	int stats, trust_merge, explain;
+} Opts;
+
+/* Print "assoc: <message>" and the pointer to --help; returns EXIT_USAGE. */
+int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1 (with a message) when c is a loop spec without a merge. */
+/* Whether two paths name one file: the same file where both exist, else
+ * the same name in the same folder however it is spelled. */
+int cli_same_file(const char *a, const char *b);
+/* EXIT_USAGE after a message when the output path names one of the files
+ * the command reads (a spec, an --input): writing it would destroy the
+ * input; else EXIT_OK. */
+int cli_output_not_input(const Opts *o, const char *what, const char *path);
+/* The same, its message in msg instead of on standard error. */
+int cli_loop_msg(const Carrier *c, char *msg, size_t n);
+int cli_loop_only(const Carrier *c);
+/* Load a spec with the command line's -D, printing diagnostics; NULL on
+ * error, and for a loop spec without a merge. */
+Carrier *cli_load(const Opts *o, const char *path);
+/* cli_load that also takes a loop spec (for `assoc explore`). */
+Carrier *cli_load_any(const Opts *o, const char *path);
+/* The run's arrays as the command line shapes them (--rows, --len, --heads,
+ * --kv-heads), drawn from --seed with --param; NULL after a usage error. */
+RunData *cli_drawn(const Opts *o, Carrier *c);
+/* --heads and --kv-heads (1 when not given, kv as many as heads), or
+ * EXIT_USAGE after a message when heads is not a multiple of kv. */
+int cli_heads(const Opts *o, int *heads, int *kv);
+/* EXIT_USAGE after a message when copies x the arrays of the command
+ * line's shape would not fit in this machine's memory; else 0. */
+int cli_fits(const Opts *o, const Carrier *c, int copies);
+/* EXIT_USAGE after a message when the shape is empty: nothing to time. */
+int cli_bench_shape(const Opts *o);
+/* Attention's flops in d: 4 a query-key pair and dot dimension (two
+ * matrix products), counting only the pairs the mask keeps, whose
+ * fraction is estimated on 4096 random pairs (gpubench.c). */
+double bench_attention_flops(const RunData *d);
+/* --input files: read into arr (MAX_FILES of them, zeroed), with the
+ * shape (o->rows, o->len) taken from them; then cli_inputs_load copies
+ * them into d's arrays, checking each one's shape.  0, or EXIT_USAGE after
+ * a message.  cli_inputs_free frees arr. */
+int cli_inputs_read(Opts *o, Carrier *c, Npy *arr);
+int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr);
+void cli_inputs_free(Npy *arr);
+
+int cmd_check(Opts *o);
+int cmd_run(Opts *o);
+int cmd_emit(Opts *o);
+int cmd_bench(Opts *o);
+int cmd_explore(Opts *o);
+int cmd_tune(Opts *o);
+int cmd_bench_gpu(Opts *o); /* bench --device gpu */
+
+#endif

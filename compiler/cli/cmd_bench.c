@@ -1,0 +1,417 @@
+/* cmd_bench.c: `assoc bench SPEC --device cpu --rows R --len N [--json]`:
+ * throughput of the JIT kernel, measured in the same run as its ceiling (a
+ * threaded memcpy moving the same number of bytes) and its floor (the
+ * hand-written naive C of bench/naive.c for the carrier, compiled now with
+ * cc -O3 -march=native).  Bytes are the arrays' sizes: inputs read once,
+ * outputs written once.  Each figure is the median of several timed runs
+ * after a warm-up run. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compiler/cli/cli.h"
+#include "compiler/cuda/cuda.h"
+#include "compiler/llvm/llvm.h"
+
+extern const Device dev_cpu;
+
+enum { RUNS = 7, SAMPLE_ROWS = 16, SAMPLE_LEN = 4096, CHECK_ROWS = 24, CHECK_LEN = 300, NAIVE_SLICES = 16 };
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+typedef void (*Body)(void *ctx);
+
+static double cpu_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* Median seconds of fn over RUNS runs (after one warm-up); the mean
+ * process CPU seconds per run in *cpu when asked (on a shared machine,
+ * elements per CPU-second say what a core does when it runs). */
+static double median_time(Body fn, void *ctx, double *cpu)
+{
+	double t[RUNS];
+	fn(ctx);
+	double c0 = cpu_now();
+	for (int r = 0; r < RUNS; r++) {
+		double t0 = now();
+		fn(ctx);
+		t[r] = now() - t0;
+	}
+	if (cpu)
+		*cpu = (cpu_now() - c0) / RUNS;
+	qsort(t, RUNS, sizeof *t, cmp_double);
+	return t[RUNS / 2];
+}
+
+/* ---- inputs: a drawn sample, tiled ---- */
+
+static void tile(Buffer *to, const Buffer *from, size_t rows, size_t len, size_t srows, size_t slen)
+{
+	size_t es = from->width * kind_size(from->kind);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t j = 0; j < len; j += slen) {
+			size_t n = len - j < slen ? len - j : slen;
+			memcpy((char *)to->p + (r * len + j) * es, (char *)from->p + (r % srows) * slen * es, n * es);
+		}
+}
+
+static int fill_inputs(RunData *d, Opts *o, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	int sr = d->rows < SAMPLE_ROWS ? d->rows : SAMPLE_ROWS, sl = d->len < SAMPLE_LEN ? d->len : SAMPLE_LEN;
+	RunData *s = rundata_new(c, sr ? sr : 1, sl ? sl : 1);
+	if (rundata_draw(s, o->check.seed, o->params, o->nparams, msg, n)) {
+		rundata_free(s);
+		return -1;
+	}
+	for (int k = 0; k < c->nelem; k++)
+		tile(&d->elem[k], &s->elem[k], d->rows, d->len, s->rows, s->len);
+	for (int k = 0; k < c->ncol; k++)
+		tile(&d->col[k], &s->col[k], 1, d->len, 1, s->len);
+	for (int k = 0; k < c->nrow; k++)
+		tile(&d->row[k], &s->row[k], d->rows, 1, s->rows, 1);
+	memcpy(d->params, s->params, c->nparams * sizeof *d->params);
+	rundata_free(s);
+	return 0;
+}
+
+/* ---- the three contestants ---- */
+
+/* The kernel's arguments, and what bench/naive.c's Args adds to them: the
+ * components per element of each input (attention's head dims). */
+typedef struct {
+	CpuArgs a;
+	const int64_t *width;
+} Args;
+
+typedef struct {
+	RtPool *pool;
+	LlvmKernel *k;
+	CpuArgs *a;  /* the floor's views: a head each (a view of its key/value head's columns) */
+	CpuArgs *va; /* the kernel's: cpu_heads packed, nview of them */
+	int nview;
+	const int64_t *width;
+	int heads, kv_heads;
+	int split;
+	char *src, *dst;
+	size_t copy_bytes;
+	void (*naive)(const Args *a, int64_t lo, int64_t hi);
+} Bench;
+
+static void run_kernel(void *ctx)
+{
+	Bench *b = ctx;
+	char msg[200];
+	rt_cpu_run(b->pool, &b->k->k, b->va, b->nview, b->split, msg, sizeof msg);
+}
+
+static void copy_task(void *ctx, int64_t t)
+{
+	Bench *b = ctx;
+	int64_t nt = rt_pool_threads(b->pool);
+	size_t lo = b->copy_bytes * t / nt, hi = b->copy_bytes * (t + 1) / nt;
+	memcpy(b->dst + lo, b->src + lo, hi - lo);
+}
+
+static void run_copy(void *ctx)
+{
+	Bench *b = ctx;
+	rt_pool_run(b->pool, rt_pool_threads(b->pool), copy_task, b);
+}
+
+/* The floor's rows of each head in NAIVE_SLICES slices a thread, taken as
+ * threads come free: rows of causal attention grow with their index, and
+ * an even split of rows would leave the last thread with most of the work. */
+static int64_t naive_slices(const Bench *b)
+{
+	int64_t n = (int64_t)rt_pool_threads(b->pool) * NAIVE_SLICES, rows = b->a->rows;
+	return n < rows ? n : rows;
+}
+
+static void naive_task(void *ctx, int64_t t)
+{
+	Bench *b = ctx;
+	int64_t nt = naive_slices(b), s = t % nt, rows = b->a->rows;
+	Args a = {b->a[t / nt], b->width};
+	b->naive(&a, rows * s / nt, rows * (s + 1) / nt);
+}
+
+static void run_naive(void *ctx)
+{
+	Bench *b = ctx;
+	rt_pool_run(b->pool, b->heads * naive_slices(b), naive_task, b);
+}
+
+/* Where the naive C is: $ASSOC_NAIVE_C, bench/naive.c under the working
+ * directory, beside the executable's folder (build/assoc of a checkout),
+ * or where make install puts it (PREFIX/share/assoc/naive.c); NULL with
+ * the places looked at in why. */
+static const char *naive_source(char *buf, size_t bn, char *why, size_t n)
+{
+	if (getenv("ASSOC_NAIVE_C"))
+		return snprintf(buf, bn, "%s", getenv("ASSOC_NAIVE_C")), buf;
+	if (!access("bench/naive.c", R_OK))
+		return "bench/naive.c";
+	char exe[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (k > 0) {
+		exe[k] = 0;
+		*strrchr(exe, '/') = 0;
+		static const char *const rel[] = {"../bench/naive.c", "../share/assoc/naive.c"};
+		for (int i = 0; i < 2; i++)
+			if (snprintf(buf, bn, "%s/%s", exe, rel[i]) < (int)bn && !access(buf, R_OK))
+				return buf;
+	}
+	snprintf(why, n, "bench/naive.c not found here, beside the executable or in PREFIX/share/assoc (set ASSOC_NAIVE_C)");
+	return NULL;
+}
+
+/* Compile the naive C and find naive_<carrier>; NULL with the reason in why. */
+static void *load_naive(const char *carrier, void **lib, char *why, size_t n)
+{
+	char buf[PATH_MAX + 64];
+	const char *src = naive_source(buf, sizeof buf, why, n);
+	const char *cc = getenv("CC") ? getenv("CC") : "cc";
+	*lib = NULL;
+	if (!src)
+		return NULL;
+	if (access(src, R_OK))
+		return snprintf(why, n, "%.900s not found", src), NULL;
+	if (strchr(src, '\''))
+		return snprintf(why, n, "%.900s: a path with a quote is not passed to the shell", src), NULL;
+	char so[] = "/tmp/assoc-naive-XXXXXX", cmd[PATH_MAX + 1024];
+	int fd = mkstemp(so);
+	if (fd < 0)
+		return snprintf(why, n, "cannot create a temporary file"), NULL;
+	close(fd);
+	snprintf(cmd, sizeof cmd, "%s -O3 -march=native -shared -fPIC -o %s '%s' -lm 2>&1", cc, so, src);
+	if (system(cmd)) {
+		unlink(so);
+		return snprintf(why, n, "'%.1000s' failed", cmd), NULL;
+	}
+	*lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	unlink(so);
+	if (!*lib)
+		return snprintf(why, n, "dlopen: %s", dlerror()), NULL;
+	char sym[128];
+	snprintf(sym, sizeof sym, "naive_%s", carrier);
+	void *f = dlsym(*lib, sym);
+	if (!f)
+		snprintf(why, n, "no %s in %.900s", sym, src);
+	return f;
+}
+
+/* Whether the floor computes what the carrier does: run on a drawn sample
+ * of at most CHECK_ROWS x CHECK_LEN and compared with the float64
+ * reference, as `assoc run` checks a kernel.  A floor is found by the
+ * carrier's name, so a spec that keeps the name and changes the mask or
+ * the outputs would otherwise be timed against the wrong loop.  0 when it
+ * meets the reference; -1 with the reason in why. */
+static int naive_meets(Carrier *c, Opts *o, void (*naive)(const Args *, int64_t, int64_t), char *why, size_t n)
+{
+	int rows = o->rows < CHECK_ROWS ? (int)o->rows : CHECK_ROWS, len = o->len < CHECK_LEN ? (int)o->len : CHECK_LEN;
+	RunData *d = rundata_new(c, rows, len);
+	if (rundata_draw(d, o->check.seed, o->params, o->nparams, why, n)) {
+		rundata_free(d);
+		return -1;
+	}
+	const void **in = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *in);
+	void **out = calloc(c->nfinal + c->nmap + 1, sizeof *out);
+	int64_t *width = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *width);
+	if (!in || !out || !width)
+		abort();
+	Args a = {.width = width};
+	cpu_args(d, &a.a, in, out);
+	rundata_widths(d, width);
+	naive(&a, 0, rows);
+	RunCheck chk;
+	run_check(d, &chk);
+	int rc = chk.ok ? 0 : -1;
+	for (int k = 0; k < chk.nout && !chk.ok; k++) {
+		const OutCheck *x = &chk.out[k];
+		if (x->worst_ratio > 1 || x->nan_mismatch) {
+			snprintf(why, n, "naive_%s does not compute this spec: on %d rows x %d, its %s is %.3g times the tolerance from %s at %zu%s",
+				 c->name, rows, len, x->name, x->worst_ratio, x->basis, x->at, x->nan_mismatch ? " (NaN where the reference has none, or the reverse)" : "");
+			break;
+		}
+	}
+	runcheck_free(&chk);
+	free(in);
+	free(out);
+	free(width);
+	rundata_free(d);
+	return rc;
+}
+
+static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, double tc, double tn, double tcpu,
+		   double flops, const char *nwhy)
+{
+	int th = rt_pool_threads(b->pool);
+	double gb = bytes / tk / 1e9, cgb = bytes / tc / 1e9, ngb = tn > 0 ? bytes / tn / 1e9 : 0;
+	long long rows = b->a->rows, len = b->a->len;
+	/* the kernel's views: a key/value head's query heads' rows together */
+	int g = rt_cpu_group(&b->k->k, b->va->rows), split = rt_cpu_split(&b->k->k, b->va->rows, b->nview, len, b->split);
+	double ge = (double)rows * len * b->heads / tk / 1e9;
+	double gcpu = tcpu > 0 ? (double)rows * len * b->heads / tcpu / 1e9 : 0;
+	if (o->json) {
+		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
+		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, \"rows_tile\": %d, "
+		       "\"max_rescale\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
+		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
+		       "\"ratio_to_copy\": %.3f, ",
+		       c->file, c->name, rows, len, b->heads, b->kv_heads, th, split, b->k->lanes, b->k->accs, b->k->tile, g,
+		       b->k->rows_tile, b->k->max_rescale, bytes, gb, ge,
+		       ge / th, gcpu, cgb, gb / cgb);
+		if (flops > 0)
+			printf("\"gflops\": %.3f, ", flops / tk / 1e9);
+		if (tn > 0)
+			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
+		else
+			printf("\"naive_gbps\": null, \"ratio_to_naive\": null}\n");
+		return;
+	}
+	char lanes[64] = "", heads[64] = "", chunks[48] = "";
+	if (g > 1)
+		snprintf(lanes, sizeof lanes, ", %d rows as lanes in tiles of %d%s", g, b->k->rows_tile,
+			 b->nview < b->heads ? " (across query heads)" : "");
+	if (b->heads > 1)
+		snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", b->heads, b->kv_heads);
+	if (split > 1)
+		snprintf(chunks, sizeof chunks, ", rows in %d chunks", split);
+	printf("%s: carrier %s on cpu, %lld rows x %lld%s, %d threads, %d lanes x %d accumulators, tiles of %d%s%s%s, %.3g MB\n",
+	       c->file, c->name, rows, len, heads, th, b->k->lanes, b->k->accs, b->k->tile,
+	       b->k->max_rescale ? " (max-rescale)" : "", lanes, chunks, bytes / 1e6);
+	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
+	if (flops > 0)
+		printf("  attention %.2f GFLOP/s (%.2f per thread; pairs the mask keeps)\n", flops / tk / 1e9, flops / tk / 1e9 / th);
+	printf("  copy   %8.2f GB/s  (memcpy of the same bytes, same threads)\n", cgb);
+	if (tn > 0)
+		printf("  naive  %8.2f GB/s  (bench/naive.c, cc -O3 -march=native)\n", ngb);
+	else
+		printf("  naive  unavailable: %s\n", nwhy);
+	printf("  kernel/copy %.2f", gb / cgb);
+	if (tn > 0)
+		printf("   kernel/naive %.2f", gb / ngb);
+	printf("   (median of %d runs each)\n", RUNS);
+}
+
+int cmd_bench(Opts *o)
+{
+	char why[1024];
+	/* auto: the GPU where one is usable, as run picks */
+	const Device *gpu = device_find("gpu");
+	if (!strcmp(o->device, "gpu") || (!strcmp(o->device, "auto") && gpu && gpu->available(why, sizeof why)))
+		return cmd_bench_gpu(o);
+	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
+		return usage_error("bench runs on --device cpu or gpu (got '%s')", o->device);
+	/* the CPU has no tuned choice to set aside */
+	if (o->run.deterministic)
+		return usage_error("--deterministic is an option of bench --device gpu only");
+	char msg[1024];
+	if (!dev_cpu.available(msg, sizeof msg)) {
+		fprintf(stderr, "assoc: the cpu device is not usable here: %s\n", msg);
+		return EXIT_FAIL;
+	}
+	Carrier *c = cli_load(o, o->specs[0]);
+	if (!c)
+		return EXIT_USAGE;
+	Npy arr[MAX_FILES] = {0}; /* real data where --input gives it; drawn data elsewhere */
+	int rc = cli_inputs_read(o, c, arr);
+	int heads = 1, kv = 1;
+	if (!rc)
+		rc = cli_bench_shape(o);
+	if (!rc)
+		rc = cli_heads(o, &heads, &kv);
+	if (!rc)
+		rc = cli_fits(o, c, 2); /* the arrays, and the copy's as many bytes again */
+	RunData *d = rundata_new_heads(c, rc ? 0 : o->rows, rc ? 0 : o->len, heads, kv);
+	Bench b = {.split = o->run.split, .heads = heads, .kv_heads = kv};
+	LlvmOpts lo = {.fit_rows = rc ? 0 : cpu_view_rows(d)};
+	if (!rc && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
+		rc = usage_error("bench: %s", msg);
+	for (int h = 0; h < heads && !rc; h++) { /* every head the same sample: the kernel's speed is what is timed */
+		RunData *v = heads > 1 ? rundata_head_view(d, h) : d;
+		if (fill_inputs(v, o, msg, sizeof msg))
+			rc = usage_error("%s", msg);
+		if (v != d)
+			rundata_view_free(v);
+	}
+	if (!rc)
+		rc = cli_inputs_load(o, d, arr);
+	if (!rc && (llvm_compile(c, &lo, &b.k, msg, sizeof msg) || rt_pool_open(&b.pool, o->run.threads, msg, sizeof msg))) {
+		fprintf(stderr, "assoc: %s\n", msg);
+		rc = EXIT_FAIL;
+	}
+	int64_t *width = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *width);
+	if (!width)
+		abort();
+	CpuHeads hv = {0}, pv = {0};
+	if (!rc) {
+		cpu_heads(d, 0, &hv);
+		cpu_heads(d, 1, &pv);
+		b.a = hv.a, b.va = pv.a, b.nview = pv.n;
+		rundata_widths(d, width);
+		b.width = width;
+		double bytes = rundata_bytes(d);
+		b.copy_bytes = (size_t)(bytes / 2);
+		b.src = malloc(b.copy_bytes + 1), b.dst = malloc(b.copy_bytes + 1);
+		if (!b.src || !b.dst)
+			abort();
+		memset(b.src, 1, b.copy_bytes);
+		memset(b.dst, 2, b.copy_bytes);
+		/* a run that fails (out of memory for the partial states of all
+		 * the heads) is not timed */
+		if (rt_cpu_run(b.pool, &b.k->k, b.va, b.nview, b.split, msg, sizeof msg)) {
+			fprintf(stderr, "assoc: cpu: %s\n", msg);
+			rc = EXIT_FAIL;
+		}
+	}
+	if (!rc) {
+		double tcpu = 0, bytes = rundata_bytes(d);
+		double tk = median_time(run_kernel, &b, &tcpu);
+		double tc = median_time(run_copy, &b, NULL);
+		void *lib;
+		char nwhy[1200] = "";
+		b.naive = (void (*)(const Args *, int64_t, int64_t))load_naive(c->name, &lib, nwhy, sizeof nwhy);
+		if (b.naive && naive_meets(c, o, b.naive, nwhy, sizeof nwhy))
+			b.naive = NULL;
+		double tn = b.naive ? median_time(run_naive, &b, NULL) : 0;
+		if (lib)
+			dlclose(lib);
+		/* after the timings: matching the contract adds to the carrier's IR */
+		CudaAttn at;
+		char why[512];
+		double flops = cuda_attn_match(c, &at, why, sizeof why) ? 0 : bench_attention_flops(d);
+		report(o, c, &b, bytes, tk, tc, tn, tcpu, flops, nwhy);
+	}
+	free(b.src);
+	free(b.dst);
+	free(width);
+	cpu_heads_free(&hv);
+	cpu_heads_free(&pv);
+	cli_inputs_free(arr);
+	rt_pool_close(b.pool);
+	llvm_kernel_free(b.k);
+	rundata_free(d);
+	carrier_free(c);
+	return rc;
+}

@@ -1,0 +1,296 @@
+/* cmd_check.c: `assoc check SPEC...`. */
+#include <ctype.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/util/buf.h"
+#include "compiler/cli/cli.h"
+#include "compiler/prove/prove.h"
+
+static const char *verdict_word(Verdict v) { return v == VERDICT_HOLDS ? "holds" : "fails"; }
+
+static const ProofLine *proof_of(const ProofReport *p, const char *law)
+{
+	for (int i = 0; i < p->n; i++)
+		if (!strcmp(p->line[i].law, law))
+			return &p->line[i];
+	return NULL;
+}
+
+static void print_proof(const ProofLine *pl)
+{
+	if (pl)
+		printf("%s (%s)%s", proof_status_name(pl->status), pl->how ? pl->how : "",
+		       pl->status == PROOF_UNKNOWN ? " [warning]" : "");
+}
+
+/* Whether a counterexample's text shows an infinite value ("-inf" or "inf"
+ * as a value, not inside a name such as "inflow"). */
+static int has_infinity(const char *t)
+{
+	for (const char *q = t ? strstr(t, "inf") : NULL; q; q = strstr(q + 1, "inf")) {
+		int before = q == t || q[-1] == ' ' || q[-1] == '-' || q[-1] == '[' || q[-1] == '(';
+		int after = !isalnum((unsigned char)q[3]) && q[3] != '_';
+		if (before && after)
+			return 1;
+	}
+	return 0;
+}
+
+static void print_laws(const CheckResult *r, const ProofReport *p)
+{
+	for (int i = 0; i < r->nlaw; i++) {
+		const LawOutcome *l = &r->law[i];
+		const ProofLine *pl = proof_of(p, l->law);
+		printf("  %s: ", l->law);
+		print_proof(pl);
+		printf("%s", pl ? "; " : "");
+		if (l->v == VERDICT_HOLDS) {
+			printf("holds in %d trials%s", l->trials,
+			       !strcmp(l->law, "identity") ? " (float64 and float32, e+e included)" : "");
+			if (l->skipped)
+				printf(" (%d overflowed on both sides and were skipped)", l->skipped);
+			printf("\n");
+		} else {
+			/* a proof over finite reals says nothing of a state holding
+			 * an infinity, which a lift can make (where(x > 0, x, -inf)) */
+			int inf = has_infinity(l->cex);
+			printf("fails at trial %d: %s%s\n%s", l->trials, l->detail,
+			       pl && pl->status == PROOF_PROVED && inf ? " (the proof is over finite values, this trial's "
+									  "states hold an infinity)" : "",
+			       l->cex);
+		}
+	}
+	const ProofLine *cert = proof_of(p, "certificate");
+	if (cert) {
+		printf("  certificate: ");
+		print_proof(cert);
+		printf("\n");
+	}
+}
+
+/* Any disproof or failed trial fails; an unknown law fails only under --strict. */
+static int verdict_ok(const CheckResult *r, const ProofReport *p, int strict)
+{
+	if (!check_ok(r))
+		return 0;
+	for (int i = 0; i < p->n; i++)
+		if (p->line[i].status == PROOF_DISPROVED || (strict && p->line[i].status == PROOF_UNKNOWN))
+			return 0;
+	return 1;
+}
+
+static void print_text(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok, const char *cases)
+{
+	printf("%s: carrier %s\n", c->file, c->name);
+	if (cases)
+		printf("  trials: %s\n", cases);
+	if (r->input_error) {
+		printf("  inputs: %s\n  FAILED\n", r->input_error);
+		return;
+	}
+	print_laws(r, p);
+	if (p->trace) {
+		printf("  proof trace:\n");
+		for (const char *l = p->trace; *l;) {
+			size_t n = strcspn(l, "\n");
+			printf("    %.*s\n", (int)n, l);
+			l += n + (l[n] == '\n');
+		}
+	}
+	if (r->sound == VERDICT_NA)
+		printf("  reference: none given, so soundness is not checked\n");
+	else if (r->sound == VERDICT_HOLDS)
+		printf("  reference: matches on %d rows of lengths 0 to %d, folded in random tree shapes\n", r->rows,
+		       r->max_len);
+	else
+		printf("  reference: fails: %s\n%s", r->sound_detail, r->sound_cex);
+	for (int i = 0; i < r->nnotes; i++)
+		printf("  empty row: %s\n", r->notes[i]);
+	int shown = 0;
+	for (int i = 0; i < r->nerr; i++) {
+		if (!r->err[i].defined)
+			continue;
+		printf("%s %s %.2g", shown++ ? "," : "  float32 error:", r->err[i].name, r->err[i].rel);
+		/* the naive formula overflows on rows of large values (exp(x) past
+		 * float32's range), which the carrier's own fold survives */
+		if (isinf(r->err[i].naive))
+			printf(" (naive float32 overflows)");
+		else
+			printf(" (naive float32 %.2g)", r->err[i].naive);
+	}
+	if (shown)
+		printf("\n");
+	printf("  %s (%.2f s; proofs %.3f s)\n", ok ? "ok" : "FAILED", r->seconds, p->seconds);
+}
+
+static void json_proof(Buf *b, const ProofLine *pl)
+{
+	if (!pl)
+		return;
+	buf_printf(b, ", \"proof\": {\"status\": \"%s\", \"how\": ", proof_status_name(pl->status));
+	buf_json_str(b, pl->how ? pl->how : "");
+	buf_puts(b, "}");
+}
+
+static void json_laws(Buf *b, const CheckResult *r, const ProofReport *p)
+{
+	buf_puts(b, ", \"laws\": [");
+	for (int i = 0; i < r->nlaw; i++) {
+		const LawOutcome *l = &r->law[i];
+		buf_printf(b, "%s{\"law\": \"%s\", \"verdict\": \"%s\", \"trials\": %d, \"skipped\": %d", i ? ", " : "",
+			   l->law, verdict_word(l->v), l->trials, l->skipped);
+		if (l->v == VERDICT_FAILS) {
+			buf_puts(b, ", \"detail\": ");
+			buf_json_str(b, l->detail);
+			buf_printf(b, ", \"counterexample\": %s", l->json);
+		}
+		json_proof(b, proof_of(p, l->law));
+		buf_puts(b, "}");
+	}
+	if (proof_of(p, "certificate")) {
+		buf_puts(b, ", {\"law\": \"certificate\"");
+		json_proof(b, proof_of(p, "certificate"));
+		buf_puts(b, "}");
+	}
+	buf_puts(b, "]");
+}
+
+static void json_reference(Buf *b, const CheckResult *r)
+{
+	buf_puts(b, ", \"reference\": ");
+	if (r->sound == VERDICT_NA) {
+		buf_puts(b, "null");
+		return;
+	}
+	buf_printf(b, "{\"verdict\": \"%s\", \"rows\": %d, \"max_len\": %d",
+		   r->sound == VERDICT_HOLDS ? "matches" : "fails", r->rows, r->max_len);
+	if (r->sound == VERDICT_FAILS) {
+		buf_puts(b, ", \"detail\": ");
+		buf_json_str(b, r->sound_detail);
+		buf_printf(b, ", \"counterexample\": %s", r->sound_json);
+	}
+	buf_puts(b, "}");
+}
+
+static void print_json(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok, const char *cases)
+{
+	Buf b = {0};
+	buf_puts(&b, "{\"file\": ");
+	buf_json_str(&b, c->file);
+	buf_puts(&b, ", \"carrier\": ");
+	buf_json_str(&b, c->name);
+	if (cases) {
+		buf_puts(&b, ", \"trials\": ");
+		buf_json_str(&b, cases);
+	}
+	buf_printf(&b, ", \"ok\": %s, \"seconds\": %.4f, \"proof_seconds\": %.4f", ok ? "true" : "false", r->seconds,
+		   p->seconds);
+	if (r->input_error) {
+		buf_puts(&b, ", \"input_error\": ");
+		buf_json_str(&b, r->input_error);
+	}
+	json_laws(&b, r, p);
+	if (p->trace) {
+		buf_puts(&b, ", \"proof_trace\": ");
+		buf_json_str(&b, p->trace);
+	}
+	json_reference(&b, r);
+	buf_puts(&b, ", \"empty_row\": [");
+	for (int i = 0; i < r->nnotes; i++) {
+		buf_puts(&b, i ? ", " : "");
+		buf_json_str(&b, r->notes[i]);
+	}
+	buf_puts(&b, "], \"f32_error\": {");
+	for (int i = 0, n = 0; i < r->nerr; i++) {
+		if (!r->err[i].defined)
+			continue;
+		buf_puts(&b, n++ ? ", " : "");
+		buf_json_str(&b, r->err[i].name);
+		buf_puts(&b, ": {\"worst\": ");
+		buf_json_num(&b, r->err[i].rel);
+		buf_puts(&b, ", \"naive\": ");
+		buf_json_num(&b, r->err[i].naive);
+		buf_puts(&b, ", \"family\": ");
+		buf_json_str(&b, r->err[i].family);
+		buf_puts(&b, "}");
+	}
+	buf_puts(&b, "}}");
+	char *s = buf_take(&b);
+	puts(s);
+	free(s);
+}
+
+static void json_invalid(const char *path, const char *diag)
+{
+	Buf b = {0};
+	buf_puts(&b, "{\"file\": ");
+	buf_json_str(&b, path);
+	buf_puts(&b, ", \"ok\": false, \"error\": ");
+	buf_json_str(&b, diag);
+	buf_puts(&b, "}");
+	char *s = buf_take(&b);
+	puts(s);
+	free(s);
+}
+
+static int check_one(Opts *o, const char *path)
+{
+	Diag d;
+	diag_init(&d, path);
+	Carrier *c = spec_load_file(path, o->defs, o->ndefs, &d);
+	if (!c) {
+		if (o->json)
+			json_invalid(path, d.text ? d.text : "");
+		fputs(d.text ? d.text : "", stderr);
+		diag_free(&d);
+		return EXIT_USAGE;
+	}
+	diag_free(&d);
+	char msg[PATH_MAX * 2 + 256], cases[320] = "";
+	if (cli_loop_msg(c, msg, sizeof msg)) {
+		if (o->json)
+			json_invalid(path, msg);
+		fputs(msg, stderr);
+		carrier_free(c);
+		return EXIT_USAGE;
+	}
+	CheckResult r;
+	char why[256];
+	if (check_run_cases(c, &o->check, &r, cases, sizeof cases, why, sizeof why)) {
+		snprintf(msg, sizeof msg, "assoc: %s: %s\n", path, why); /* which of the specs given */
+		if (o->json)
+			json_invalid(path, msg);
+		fputs(msg, stderr);
+		carrier_free(c);
+		return EXIT_USAGE;
+	}
+	ProofReport p;
+	if (prove_carrier_at(c, o->check.params, o->check.nparams, o->proof ? PROVE_TRACE : 0, &p)) {
+		fprintf(stderr, "assoc: %s: internal error in the prover\n", path);
+		p = (ProofReport){0};
+	}
+	int ok = verdict_ok(&r, &p, o->strict);
+	if (o->json)
+		print_json(c, &r, &p, ok, cases[0] ? cases : NULL);
+	else
+		print_text(c, &r, &p, ok, cases[0] ? cases : NULL);
+	int rc = ok ? EXIT_OK : EXIT_FAIL;
+	proof_report_free(&p);
+	check_result_free(&r);
+	carrier_free(c);
+	return rc;
+}
+
+int cmd_check(Opts *o)
+{
+	int rc = EXIT_OK;
+	for (int i = 0; i < o->nspecs; i++) {
+		int r = check_one(o, o->specs[i]);
+		rc = r > rc ? r : rc;
+	}
+	return rc;
+}

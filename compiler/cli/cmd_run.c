@@ -1,0 +1,367 @@
+/* cmd_run.c: `assoc run SPEC`: arrays through a device, checked against
+ * the float64 reference. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compiler/util/cache.h"
+#include "compiler/cli/cli.h"
+#include "compiler/devices/npy.h"
+
+typedef enum { SHAPE_ROWS, SHAPE_LEN, SHAPE_ROWS_LEN } Layout;
+
+typedef struct {
+	const char *name;
+	Buffer *buf;
+	Layout layout;
+} Slot;
+
+/* Every array a run reads or writes, by name (*n of them; free the result). */
+static Slot *slots(const RunData *d, int *n)
+{
+	Carrier *c = d->c;
+	Slot *s = calloc((size_t)c->nrow + c->ncol + c->nelem + c->nfinal + c->nmap + 1, sizeof *s);
+	if (!s)
+		abort();
+	*n = 0;
+	for (int k = 0; k < c->nrow; k++)
+		s[(*n)++] = (Slot){c->row[k].name, &d->row[k], SHAPE_ROWS};
+	for (int k = 0; k < c->ncol; k++)
+		s[(*n)++] = (Slot){c->col[k].name, &d->col[k], SHAPE_LEN};
+	for (int k = 0; k < c->nelem; k++)
+		s[(*n)++] = (Slot){c->elem[k].name, &d->elem[k], SHAPE_ROWS_LEN};
+	for (int k = 0; k < c->nfinal; k++)
+		s[(*n)++] = (Slot){c->finalize[k].name, &d->fin[k], d->scan ? SHAPE_ROWS_LEN : SHAPE_ROWS};
+	for (int k = 0; k < c->nmap; k++)
+		s[(*n)++] = (Slot){c->map[k].name, &d->map[k], SHAPE_ROWS_LEN};
+	return s;
+}
+
+static int slot_named(const Slot *s, int n, const char *name)
+{
+	int k = 0;
+	while (k < n && strcmp(s[k].name, name))
+		k++;
+	return k < n ? k : -1;
+}
+
+static int is_input(const Carrier *c, const char *name)
+{
+	for (int k = 0; k < c->nrow; k++)
+		if (!strcmp(c->row[k].name, name))
+			return 1;
+	for (int k = 0; k < c->ncol; k++)
+		if (!strcmp(c->col[k].name, name))
+			return 1;
+	for (int k = 0; k < c->nelem; k++)
+		if (!strcmp(c->elem[k].name, name))
+			return 1;
+	return 0;
+}
+
+/* With heads, every array has a leading head axis: query heads for row,
+ * element and output arrays, key/value heads for column arrays (the order
+ * of RunData's buffers, head after head). */
+static int layout_dims(Layout l, const RunData *d, int width, size_t *shape)
+{
+	int n = 0, rows = d->rows, len = d->len;
+	if (d->heads > 1)
+		shape[n++] = l == SHAPE_LEN ? d->kv_heads : d->heads;
+	if (l != SHAPE_LEN)
+		shape[n++] = rows;
+	if (l != SHAPE_ROWS)
+		shape[n++] = len;
+	if (width > 1)
+		shape[n++] = width;
+	return n;
+}
+
+/* Rows and len from the input arrays, where given. */
+/* The axis an input file sets (rows or positions) must agree with --rows
+ * or --len where given, and with the input files before it. */
+static int axis_agrees(const Opts *o, int i, const char *axis, size_t got, int given, const char *by, int by_input)
+{
+	if (given < 0)
+		return EXIT_OK;
+	if ((size_t)given == got)
+		return EXIT_OK;
+	if (by_input >= 0)
+		return usage_error("--input %s=%s: %zu %s, but --input %s=%s has %d", o->inputs[i].name, o->inputs[i].path,
+				   got, axis, o->inputs[by_input].name, o->inputs[by_input].path, given);
+	return usage_error("--input %s=%s: %zu %s, but %s %d", o->inputs[i].name, o->inputs[i].path, got, axis, by, given);
+}
+
+int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
+{
+	int rows_by = -1, len_by = -1; /* the input that set each axis; -1: --rows, --len or none */
+	int rows_set = o->rows_given ? o->rows : -1, len_set = o->len_given ? o->len : -1;
+	for (int i = 0; i < o->ninputs; i++) {
+		char msg[512];
+		if (!is_input(c, o->inputs[i].name))
+			return usage_error("--input %s: the spec has no input named '%s'", o->inputs[i].name,
+					   o->inputs[i].name);
+		if (npy_read(o->inputs[i].path, &arr[i], msg, sizeof msg))
+			return usage_error("%s", msg);
+		int elem = 0, col = 0;
+		for (int k = 0; k < c->nelem; k++)
+			elem |= !strcmp(c->elem[k].name, o->inputs[i].name);
+		for (int k = 0; k < c->ncol; k++)
+			col |= !strcmp(c->col[k].name, o->inputs[i].name);
+		int h = o->heads > 1; /* the head axis comes first */
+		if (arr[i].ndim < 1 + h)
+			return usage_error("%s: %d dimensions, too few for input '%s'%s", o->inputs[i].path, arr[i].ndim,
+					   o->inputs[i].name, h ? " with its leading head axis (--heads)" : "");
+		size_t rows = o->rows, len = o->len;
+		if (elem && arr[i].ndim >= 2 + h)
+			rows = arr[i].shape[h], len = arr[i].shape[h + 1];
+		else if (col)
+			len = arr[i].shape[h];
+		else if (!elem)
+			rows = arr[i].shape[h];
+		if (rows > MAX_ROWS || len > MAX_LEN)
+			return usage_error("%s: %zu rows x %zu positions for input '%s': at most %d rows and %d positions",
+					   o->inputs[i].path, rows, len, o->inputs[i].name, MAX_ROWS, MAX_LEN);
+		int sets_rows = !col, sets_len = elem || col;
+		if ((sets_rows && axis_agrees(o, i, "rows", rows, rows_set, "--rows", rows_by)) ||
+		    (sets_len && axis_agrees(o, i, "positions", len, len_set, "--len", len_by)))
+			return EXIT_USAGE;
+		if (sets_rows && rows_set < 0)
+			rows_set = (int)rows, rows_by = i;
+		if (sets_len && len_set < 0)
+			len_set = (int)len, len_by = i;
+		o->rows = (int)rows, o->len = (int)len;
+	}
+	return EXIT_OK;
+}
+
+void cli_inputs_free(Npy *arr)
+{
+	for (int i = 0; i < MAX_FILES; i++)
+		npy_free(&arr[i]);
+}
+
+/* A shape as Python prints a tuple: (2, 3), (3,), (). */
+static void shape_text(const size_t *dims, int nd, char *b, size_t n)
+{
+	snprintf(b, n, "(");
+	for (int t = 0; t < nd; t++)
+		snprintf(b + strlen(b), n - strlen(b), "%s%zu", t ? ", " : "", dims[t]);
+	snprintf(b + strlen(b), n - strlen(b), "%s", nd == 1 ? ",)" : ")");
+}
+
+int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
+{
+	int n, rc = EXIT_OK;
+	Slot *s = slots(d, &n);
+	for (int i = 0; i < o->ninputs && !rc; i++) {
+		int k = slot_named(s, n, o->inputs[i].name);
+		if (k >= 0) {
+			size_t want[4];
+			int nd = layout_dims(s[k].layout, d, s[k].buf->width, want);
+			int same = arr[i].ndim == nd;
+			for (int t = 0; same && t < nd; t++)
+				same = arr[i].shape[t] == want[t];
+			if (!same) {
+				char shape[160], has[160];
+				shape_text(want, nd, shape, sizeof shape);
+				shape_text(arr[i].shape, arr[i].ndim, has, sizeof has);
+				rc = usage_error("%s: shape %s does not fit input '%s' of %d rows x %d positions%s: expected %s",
+						 o->inputs[i].path, has, s[k].name, d->rows, d->len,
+						 d->heads > 1 ? (s[k].layout == SHAPE_LEN ? ", per key/value head" : ", per head")
+							      : "", shape);
+				break;
+			}
+			if (s[k].buf->kind == TY_I64 && !strcmp(arr[i].descr, "<i8")) {
+				/* as they are: through a double, those over 2^53 would round */
+				memcpy(s[k].buf->p, arr[i].data, arr[i].count * sizeof(int64_t));
+				continue;
+			}
+			for (size_t x = 0; x < arr[i].count && !rc; x++) {
+				double v = npy_get(&arr[i], x);
+				if (!ir_holds(s[k].buf->kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
+					rc = usage_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'",
+							 o->inputs[i].path, v, x, s[k].buf->kind == TY_I32 || s[k].buf->kind == TY_I64 ? "n" : "",
+							 ty_kind_name(s[k].buf->kind), s[k].name);
+				else
+					buffer_set(s[k].buf, x, v);
+			}
+		}
+	}
+	free(s);
+	return rc;
+}
+
+/* Before the run: every --output names an array, and its file can be
+ * created and can replace what is at its path (not a folder), and no two
+ * outputs share a path, so that a run is not wasted on a typo or a
+ * missing folder, and writing them all (write_outputs) does not fail
+ * half way. */
+static int outputs_ok(const Opts *o, const RunData *d)
+{
+	int n, rc = EXIT_OK;
+	Slot *s = slots(d, &n);
+	for (int i = 0; i < o->noutputs && !rc; i++) {
+		OutFile of;
+		struct stat st;
+		int twice = -1;
+		for (int k = 0; k < i; k++)
+			if (cli_same_file(o->outputs[k].path, o->outputs[i].path))
+				twice = k;
+		if (slot_named(s, n, o->outputs[i].name) < 0) {
+			rc = usage_error("--output %s: the spec has no array named '%s'", o->outputs[i].name,
+					 o->outputs[i].name);
+		} else if (cli_output_not_input(o, "--output", o->outputs[i].path)) {
+			rc = EXIT_USAGE;
+		} else if (twice >= 0) {
+			rc = usage_error("--output %s=%s: %s is also --output %s's file", o->outputs[i].name,
+					 o->outputs[i].path, o->outputs[i].path, o->outputs[twice].name);
+		} else if (!stat(o->outputs[i].path, &st) && S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(EISDIR));
+			rc = EXIT_FAIL;
+		} else if (outfile_in_place(o->outputs[i].path) ? access(o->outputs[i].path, W_OK)
+								: outfile_open(&of, o->outputs[i].path, "wb")) {
+			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(errno));
+			rc = EXIT_FAIL;
+		} else if (!outfile_in_place(o->outputs[i].path)) {
+			outfile_close(&of, 0);
+		}
+	}
+	free(s);
+	return rc;
+}
+
+/* Every --output, or none: each is written beside its path first, and
+ * only when all are there do they replace the files at their paths (a
+ * failure before that leaves those files as they were; outputs to
+ * devices are written as they go). */
+static int write_outputs(Opts *o, RunData *d)
+{
+	int n, rc = EXIT_OK, made = 0;
+	Slot *s = slots(d, &n);
+	OutFile *of = calloc(o->noutputs ? o->noutputs : 1, sizeof *of);
+	if (!of)
+		abort();
+	for (; made < o->noutputs; made++) {
+		int k = slot_named(s, n, o->outputs[made].name);
+		Npy a = {.itemsize = kind_size(s[k].buf->kind), .data = s[k].buf->p};
+		snprintf(a.descr, sizeof a.descr, "%s", npy_descr(s[k].buf->kind));
+		a.ndim = layout_dims(s[k].layout, d, s[k].buf->width, a.shape);
+		a.count = s[k].buf->n * s[k].buf->width;
+		if (outfile_open(&of[made], o->outputs[made].path, "wb") || npy_write_to(of[made].f, &a)) {
+			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[made].path, strerror(errno));
+			if (of[made].f)
+				outfile_close(&of[made], 0);
+			rc = EXIT_FAIL;
+			break;
+		}
+	}
+	for (int i = 0; i < made; i++) {
+		if (outfile_close(&of[i], !rc) && !rc) {
+			fprintf(stderr, "assoc: %s: cannot write: %s", o->outputs[i].path, strerror(errno));
+			if (i)
+				fprintf(stderr, " (the %d outputs before it are written)", i);
+			fprintf(stderr, "\n");
+			rc = EXIT_FAIL;
+		}
+	}
+	free(of);
+	free(s);
+	return rc;
+}
+
+static const Device *pick_device(const char *name)
+{
+	if (strcmp(name, "auto"))
+		return device_find(name);
+	static const char *order[] = {"gpu", "cpu", "emu", "interp"};
+	char why[256];
+	for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+		const Device *dv = device_find(order[i]);
+		if (!dv)
+			continue;
+		if (dv->available(why, sizeof why))
+			return dv;
+		fprintf(stderr, "assoc: %s device not usable (%s)\n", order[i], why);
+	}
+	fprintf(stderr, "assoc: running on the interpreter (no GPU or CPU backend in this build)\n");
+	return device_find("interp");
+}
+
+static void print_check(const RunCheck *rc, const RunData *d)
+{
+	for (int o = 0; o < rc->nout; o++) {
+		const OutCheck *x = &rc->out[o];
+		printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)", x->name,
+		       x->max_abs, x->max_rel, x->worst_ratio, x->basis);
+		if (x->nan_mismatch)
+			printf(", %d NaN or infinity where the reference differs", x->nan_mismatch);
+		if (x->out_of_range)
+			printf(", %zu not compared (the float64 reference overflows or underflows there)", x->out_of_range);
+		if (x->nan_mismatch)
+			printf(" (the first at flat index %zu) FAILS", x->at);
+		else if (x->worst_ratio > 1)
+			printf(" (worst at flat index %zu) FAILS", x->at);
+		printf("\n");
+	}
+	(void)d;
+}
+
+int cmd_run(Opts *o)
+{
+	Carrier *c = cli_load(o, o->specs[0]);
+	if (!c)
+		return EXIT_USAGE;
+	Npy arr[MAX_FILES] = {0};
+	RunData *d = NULL;
+	int rc = cli_inputs_read(o, c, arr);
+	const Device *dv = rc ? NULL : pick_device(o->device);
+	if (!rc && !dv)
+		rc = usage_error("unknown device '%s' (devices: %s, auto)", o->device, device_names());
+	char msg[1024] = "";
+	if (!rc && !(d = cli_drawn(o, c)))
+		rc = EXIT_USAGE;
+	if (!rc)
+		rc = cli_inputs_load(o, d, arr);
+	if (!rc)
+		rc = outputs_ok(o, d);
+	if (!rc && o->run.config && !dv->config)
+		rc = usage_error("--config: the %s device takes no configuration", dv->name);
+	if (!rc && o->run.config && dv->config(o->run.config, msg, sizeof msg))
+		rc = usage_error("--config: %s", msg);
+	if (!rc && !dv->available(msg, sizeof msg)) {
+		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
+		rc = EXIT_FAIL;
+	}
+	if (!rc) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int failed = dv->run(d, &o->run, msg, sizeof msg);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (failed) {
+			fprintf(stderr, "assoc: %s: %s\n", dv->name, msg);
+			rc = EXIT_FAIL;
+		} else {
+			RunCheck chk;
+			char heads[64] = "";
+			if (d->heads > 1)
+				snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", d->heads, d->kv_heads);
+			printf("%s: carrier %s on %s, %d rows x %d%s (%.3f s)\n", c->file, c->name, dv->name, d->rows,
+			       d->len, heads, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
+			run_check(d, &chk);
+			print_check(&chk, d);
+			printf("  %s\n", chk.ok ? "ok" : "FAILED");
+			rc = chk.ok ? EXIT_OK : EXIT_FAIL;
+			runcheck_free(&chk);
+			int w = write_outputs(o, d);
+			rc = w > rc ? w : rc;
+		}
+	}
+	cli_inputs_free(arr);
+	rundata_free(d);
+	carrier_free(c);
+	return rc;
+}

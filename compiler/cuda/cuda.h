@@ -1,0 +1,159 @@
+/* cuda.h: CUDA C from a carrier.  The carrier's expressions are lowered to
+ * device functions (State, identity, lift, merge, finalize, map, ...) that
+ * the templates in templates/ call; a module holds every tuning variant of
+ * one carrier as extern "C" kernels named by a hash of the lowered carrier.
+ * Names from the spec never reach the generated code. */
+#ifndef ASSOC_CUDA_H
+#define ASSOC_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler/front/spec.h"
+
+typedef enum { FAM_ROWREDUCE, FAM_ROWMAP, FAM_SPLITK, FAM_SCAN, FAM_ATTN, NFAM } CudaFamily;
+
+/* One tuning variant: threads per block, accumulators per thread, 4-wide
+ * loads, a warp per row, elements kept on chip per thread; attention:
+ * tiles of 16 query rows per warp (mt), keys per tile (bn), pipeline
+ * stages of K and V tiles (st: at most that many, as many as fit) and
+ * the warps that share rows and split each key tile among them (ks: a
+ * block then has nt / 32 / ks * mt * 16 query rows). */
+typedef struct {
+	CudaFamily fam;
+	int nt, acc, vec, warp, items;
+	int mt, bn, pv; /* pv: parts of P in the matrix product (1: rounded to f16/bf16) */
+	int st, ks;
+} CudaVariant;
+
+/* Query rows a block of attention variant v takes. */
+static inline int cuda_attn_rows(const CudaVariant *v) { return v->nt / 32 / (v->ks > 1 ? v->ks : 1) * v->mt * 16; }
+
+/* A carrier matched to the attention template's contract (cuda_attn.c):
+ * the state fields by role, the inputs q, k, v (slots), head dims, the
+ * score with dot(q, k) as the symbol y0, the finalize outputs with the
+ * vector field as the scalar symbol y1, and the evidence of the match. */
+typedef struct {
+	int fm, fl, fo, q, k, v, d, dv, bf16;
+	Expr *score;
+	Expr *fin[16];
+	char evidence[640];
+} CudaAttn;
+/* 0 when c implements the contract; -1 with the reason. */
+int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n);
+
+typedef struct {
+	char *src;          /* the module: prelude, carrier, templates, kernels */
+	char *hooks;        /* the carrier's device functions alone */
+	char prefix[24];    /* "asc_" and 16 hex digits of the lowered carrier's hash */
+	CudaVariant *var;
+	int nvar;
+	size_t state_size;  /* sizeof(State): the workspace unit of split kernels */
+	int vec_ok;         /* the carrier's element inputs allow 16-byte loads */
+	CudaFamily base;    /* rowreduce, rowmap, scan or attention */
+	CudaAttn attn;      /* base == FAM_ATTN: the match */
+	char explain[1024]; /* which template, and why */
+	int smem_max;       /* shared bytes per block the device allows (0: not known); cuda_pick keeps within it */
+} CudaModule;
+
+/* Kernel argument block; the same layout as Args in templates/common.cuh. */
+enum { CUDA_MAXIN = 16, CUDA_MAXOUT = 16, CUDA_MAXP = 16 };
+typedef struct {
+	const void *in[CUDA_MAXIN]; /* element, then column, then row inputs */
+	void *out[CUDA_MAXOUT];     /* finalize, then map outputs */
+	void *ws;
+	int rows, len, split, chunk;
+	double prm[CUDA_MAXP];
+	int heads, kv_heads; /* attention: query heads, key/value heads (both 1 elsewhere) */
+} CudaArgs;
+
+/* Lower c into a module of the default variants for its template, or of
+ * the one variant that config names ("rowmap:nt=256,acc=2,vec=4,warp=0,items=0").
+ * 0, or -1 with msg. */
+int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n);
+/* The same for a target arch (sm_NN, compute_NN; NULL: the newest): below
+ * ATTN_MIN_SM the attention template is not taken, and m->explain says so;
+ * smem, the shared bytes a block may opt in to on the device (0: not
+ * known), sizes the default variants that would outgrow it (m->smem_max). */
+int cuda_module_for(Carrier *c, const char *config, const char *arch, int smem, CudaModule *m, char *msg, size_t n);
+enum { ATTN_MIN_SM = 80 };
+/* The module of the tuning space (assoc tune): the default variants and
+ * more (attention: other pipeline stages and keys per tile), any of which
+ * cuda_module then builds alone from its configuration string. */
+int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n);
+int cuda_module_space_for(Carrier *c, const char *arch, int smem, CudaModule *m, char *msg, size_t n);
+void cuda_module_free(CudaModule *m);
+const char *cuda_family_name(CudaFamily f);
+int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n);
+/* Device.config of the devices that run generated CUDA: cuda_parse_config's verdict. */
+int cuda_config_ok(const char *cfg, char *msg, size_t n);
+void cuda_config_str(const CudaVariant *v, char *buf, size_t n);
+
+/* Kernels to launch for variant var on a shape, in order; smem: bytes of
+ * dynamic shared memory per block. */
+typedef struct {
+	char name[64];
+	unsigned grid, block, smem;
+} CudaLaunch;
+
+typedef struct {
+	CudaLaunch k[3];
+	int nk;
+	int split, chunk;
+	size_t ws_bytes;
+	/* bytes of the workspace from zero_at on that must be zero before the
+	 * first launch of this layout (attention's split counters; the kernels
+	 * leave them zero again) */
+	size_t zero_at, zero_bytes;
+	double loads, stores; /* global accesses per element of the row, by the template's design */
+} CudaPlan;
+
+void cuda_plan(const CudaModule *m, int var, int rows, int len, int split, CudaPlan *p);
+/* The same with heads (attention: grid over heads, query tiles and splits). */
+void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p);
+/* Attention: the split count of the key axis for a shape on sms
+ * multiprocessors (few query tiles, long keys: split-KV decoding). */
+int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, int sms);
+/* The variant for a shape: splits of the reduced axis when asked (or for
+ * long rows and few rows), a warp per row for short rows, the row kept on
+ * chip where it fits. */
+int cuda_pick(const CudaModule *m, int rows, int len, int split);
+/* Bytes of dynamic shared memory variant v's kernels take per block. */
+unsigned cuda_smem(const CudaModule *m, int v);
+/* 1 when variant v fits the device (m->smem_max), else 0 with the reason. */
+int cuda_fits(const CudaModule *m, int v, char *why, size_t n);
+/* 1 when variant v runs rows of len (a row kept on chip must fit in it),
+ * else 0 with the reason. */
+int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n);
+/* The index of the variant config names in m (as fitted to c), or -1. */
+int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config);
+/* Kernel names of variant v, for tools (up to 3). */
+int cuda_kernel_names(const CudaModule *m, int v, char names[3][64]);
+
+/* ptxas -v on ptx for arch: per kernel registers, spills, shared memory
+ * and stack bytes (spills and frames of the functions it calls included;
+ * 0 stack when ptxas inlined every call).  The number of kernels, or -1
+ * with msg (no ptxas, or ptxas failed). */
+typedef struct {
+	char name[64];
+	int regs, spill_st, spill_ld, smem, stack;
+} CudaKStat;
+int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, char *msg, size_t n);
+/* The same from a log of ptxas -v (modified); the number of kernels. */
+int cuda_ptxas_parse(char *log, CudaKStat *st, int max);
+
+/* Embedded sources (templates/, runtime/emu/emu.hpp). */
+typedef struct {
+	const char *name;
+	const char *text;
+	size_t len;
+} Blob;
+const Blob *blob_find(const char *name);
+/* A hash of the GPU templates' text: tuned choices made with other
+ * templates are not reused (the tuning cache key holds it). */
+uint64_t blob_templates_hash(void);
+/* FNV-1a, 64 bits, of s[0..n) continuing from h (CUDA_FNV0 to start). */
+#define CUDA_FNV0 0xcbf29ce484222325ull
+uint64_t cuda_fnv(uint64_t h, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,1087 @@
+/* cuda_mod.c: a module of kernels for one carrier: the carrier's device
+ * functions (the templates' hooks), the templates it needs, and one
+ * extern "C" kernel per tuning variant; launch plans for a shape. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/util/buf.h"
+#include "compiler/cuda/cuda.h"
+#include "compiler/cuda/cuda_int.h"
+
+static const char *const fam_names[NFAM] = {"rowreduce", "rowmap", "splitk", "scan", "attention"};
+
+const char *cuda_family_name(CudaFamily f) { return f < NFAM ? fam_names[f] : "?"; }
+
+uint64_t cuda_fnv(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int width(Ty t) { return t.len ? t.len : 1; }
+
+static size_t kind_bytes(int kind)
+{
+	switch (kind) {
+	case TY_BOOL: return 1;
+	case TY_I64: case TY_F64: return 8;
+	default: return 4;
+	}
+}
+
+/* ---- the carrier's hooks ---- */
+
+static void decl_struct(Buf *b, const char *name, const char *pfx, const Decl *d, int n)
+{
+	buf_printf(b, "struct %s {\n", name);
+	for (int k = 0; k < n; k++) {
+		buf_printf(b, "\t%s %s%d", cuda_ctype(d[k].ty.kind), pfx, k);
+		if (d[k].ty.len)
+			buf_printf(b, "[%d]", d[k].ty.len);
+		buf_puts(b, ";\n");
+	}
+	buf_puts(b, "};\n");
+}
+
+/* sizeof the struct decl_struct writes for these fields. */
+static size_t decl_size(const Decl *d, int n)
+{
+	size_t off = 0, al = 1;
+	for (int f = 0; f < n; f++) {
+		size_t sz = kind_bytes(d[f].ty.kind);
+		off = (off + sz - 1) / sz * sz + sz * width(d[f].ty);
+		al = sz > al ? sz : al;
+	}
+	return off ? (off + al - 1) / al * al : 1;
+}
+
+static size_t state_size(const Carrier *c) { return decl_size(c->state, c->nstate); }
+
+static const char *mtype(int storage)
+{
+	switch (storage) {
+	case TY_F16: case TY_BF16: return "unsigned short";
+	case TY_BOOL: return "unsigned char";
+	default: return cuda_ctype(storage);
+	}
+}
+
+/* dst.pfxK = the input at `index` (times its width) of pointer A.in[base + k]. */
+static void load_decls(Buf *b, const char *dst, const char *pfx, const Decl *d, int n, int base, const char *index)
+{
+	for (int k = 0; k < n; k++) {
+		char src[200], sub[8];
+		int w = width(d[k].ty);
+		snprintf(src, sizeof src, "ASC_LD((const %s *)A.in[%d] + (%s) * %d + %s)", mtype(d[k].storage), base + k,
+			 index, w, d[k].ty.len ? "u" : "0");
+		snprintf(sub, sizeof sub, "%s", d[k].ty.len ? "[u]" : "");
+		const char *cv = d[k].storage == TY_F16 ? "asc_f16" : d[k].storage == TY_BF16 ? "asc_bf16" : "";
+		if (d[k].ty.len)
+			buf_printf(b, "#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t", w);
+		buf_printf(b, "\t%s.%s%d%s = (%s)%s(%s);\n", dst, pfx, k, sub, cuda_ctype(d[k].ty.kind), cv, src);
+	}
+}
+
+static int can_vec(const Carrier *c)
+{
+	if (!c->nelem)
+		return 0;
+	for (int k = 0; k < c->nelem; k++)
+		if (c->elem[k].ty.len || (c->elem[k].storage != TY_F32 && c->elem[k].storage != TY_F16 &&
+					  c->elem[k].storage != TY_BF16))
+			return 0;
+	return 1;
+}
+
+static void vec_hooks(const Carrier *c, Buf *b, int ok)
+{
+	buf_puts(b, "ASC_DEV bool vec_ok(const Args &A)\n{\n\treturn ");
+	if (!ok) {
+		buf_puts(b, "false;\n}\n");
+		buf_puts(b, "ASC_DEV void load_elem4(const Args &A, int i, int j, Elem *E) {}\n");
+		return;
+	}
+	buf_puts(b, "(A.len & 3) == 0");
+	for (int k = 0; k < c->nelem; k++)
+		buf_printf(b, " && ((asc_uptr)A.in[%d] & 15) == 0", k);
+	buf_puts(b, ";\n}\n");
+	buf_puts(b, "ASC_DEV void load_elem4(const Args &A, int i, int j, Elem *E)\n{\n");
+	for (int k = 0; k < c->nelem; k++) {
+		int f32 = c->elem[k].storage == TY_F32;
+		const char *cv = f32 ? "" : c->elem[k].storage == TY_F16 ? "asc_f16" : "asc_bf16";
+		buf_printf(b, "\tconst %s v%d = ASC_LD((const %s *)((const %s *)A.in[%d] + (long long)i * A.len + j));\n",
+			   f32 ? "asc_f4" : "asc_h4", k, f32 ? "asc_f4" : "asc_h4", mtype(c->elem[k].storage), k);
+		const char *comp = "xyzw";
+		for (int v = 0; v < 4; v++)
+			buf_printf(b, "\tE[%d].e%d = %s(v%d.%c);\n", v, k, cv, k, comp[v]);
+	}
+	buf_puts(b, "}\n");
+}
+
+static void shfl_hook(const Carrier *c, Buf *b, const char *name, const char *intr)
+{
+	buf_printf(b, "ASC_DEV State %s(const State &s, int k)\n{\n\tState r;\n", name);
+	for (int f = 0; f < c->nstate; f++) {
+		int bl = c->state[f].ty.kind == TY_BOOL;
+		const char *sub = c->state[f].ty.len ? "[u]" : "";
+		if (c->state[f].ty.len)
+			buf_printf(b, "#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t", c->state[f].ty.len);
+		buf_printf(b, "\tr.f%d%s = %s%s(0xffffffffu, %ss.f%d%s, k);\n", f, sub, bl ? "(bool)" : "", intr,
+			   bl ? "(int)" : "", f, sub);
+	}
+	buf_puts(b, "\treturn r;\n}\n");
+}
+
+static void state_fn(Carrier *c, Buf *b, const char *head, Expr **e)
+{
+	struct Fn *f;
+	buf_printf(b, "%s\n{\n\tState r;\n", head);
+	cuda_fn_begin(&f, c, b);
+	for (int k = 0; k < c->nstate; k++) {
+		char dst[16];
+		snprintf(dst, sizeof dst, "r.f%d", k);
+		cuda_fn_assign(f, dst, e[k], c->state[k].ty.len);
+	}
+	cuda_fn_end(f);
+	buf_puts(b, "\treturn r;\n}\n");
+}
+
+/* Outputs computed into ovK, then stored through ASC_ST, one per component. */
+static void out_fn(Carrier *c, Buf *b, const char *head, const Def *d, int n, int base, const char *at)
+{
+	struct Fn *f;
+	buf_printf(b, "%s\n{\n", head);
+	cuda_fn_begin(&f, c, b);
+	for (int k = 0; k < n; k++) {
+		Ty t = d[k].e->ty;
+		const char *mt = mtype(t.kind);
+		char o[16];
+		snprintf(o, sizeof o, "ov%d", k);
+		buf_printf(b, "\t%s *o%d = (%s *)A.out[%d] + (%s) * %d;\n", mt, k, mt, base + k, at, width(t));
+		if (t.len)
+			buf_printf(b, "\t%s ov%d[%d];\n", cuda_ctype(t.kind), k, t.len);
+		else
+			buf_printf(b, "\t%s ov%d;\n", cuda_ctype(t.kind), k);
+		cuda_fn_assign(f, o, d[k].e, t.len);
+		if (t.len)
+			buf_printf(b, "#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t\tASC_ST(o%d + u, ov%d[u]);\n", t.len,
+				   k, k);
+		else
+			buf_printf(b, "\tASC_ST(o%d, ov%d);\n", k, k);
+	}
+	cuda_fn_end(f);
+	buf_puts(b, "}\n");
+}
+
+/* Whether map output k goes out four positions at a time in one 16-byte
+ * store (map4): a scalar f32. */
+static int map_vec_store(const Carrier *c, int k) { return !c->map[k].e->ty.len && c->map[k].e->ty.kind == TY_F32; }
+
+/* map4: the map outputs of positions j4 .. j4 + 3 of row i (elements E4),
+ * the same expressions as map's, computed for the four positions first
+ * and then stored: an f32 output with one 16-byte store, others one
+ * position at a time.  vec_out_ok: the stores are aligned (with vec_ok's
+ * len & 3 == 0, j4 a multiple of 4). */
+static void map4_fn(Carrier *c, Buf *b)
+{
+	buf_puts(b, "ASC_DEV bool vec_out_ok(const Args &A)\n{\n\treturn true");
+	for (int k = 0; k < c->nmap; k++)
+		if (map_vec_store(c, k))
+			buf_printf(b, " && ((asc_uptr)A.out[%d] & 15) == 0", c->nfinal + k);
+	buf_puts(b, ";\n}\n");
+	buf_puts(b, "ASC_DEV void map4(const Args &A, const Row &R, const Elem *E4, const State &s, int i, int j4)\n{\n");
+	for (int k = 0; k < c->nmap; k++) {
+		Ty t = c->map[k].e->ty;
+		if (t.len)
+			buf_printf(b, "\t%s ov%d[4][%d];\n", cuda_ctype(t.kind), k, t.len);
+		else
+			buf_printf(b, "\t%s ov%d[4];\n", cuda_ctype(t.kind), k);
+	}
+	buf_puts(b, "#pragma unroll\n\tfor (int v = 0; v < 4; v++) {\n\tconst Elem &E = E4[v];\n\tconst int j = j4 + v;\n"
+		    "\t(void)E, (void)j;\n");
+	struct Fn *f;
+	cuda_fn_begin(&f, c, b);
+	for (int k = 0; k < c->nmap; k++) {
+		char o[16];
+		snprintf(o, sizeof o, "ov%d[v]", k);
+		cuda_fn_assign(f, o, c->map[k].e, c->map[k].e->ty.len);
+	}
+	cuda_fn_end(f);
+	buf_puts(b, "\t}\n");
+	for (int k = 0; k < c->nmap; k++) {
+		Ty t = c->map[k].e->ty;
+		const char *mt = mtype(t.kind);
+		buf_printf(b, "\t%s *o%d = (%s *)A.out[%d] + ((long long)i * A.len + j4) * %d;\n", mt, k, mt, c->nfinal + k,
+			   width(t));
+		if (map_vec_store(c, k))
+			buf_printf(b, "\tASC_ST((asc_f4 *)o%d, (asc_f4{ov%d[0], ov%d[1], ov%d[2], ov%d[3]}));\n", k, k, k, k, k);
+		else if (t.len)
+			buf_printf(b, "#pragma unroll\n\tfor (int v = 0; v < 4; v++)\n#pragma unroll\n\t\tfor (int u = 0; u < %d; u++)\n"
+				      "\t\t\tASC_ST(o%d + v * %d + u, ov%d[v][u]);\n", t.len, k, t.len, k);
+		else
+			buf_printf(b, "#pragma unroll\n\tfor (int v = 0; v < 4; v++)\n\t\tASC_ST(o%d + v, ov%d[v]);\n", k, k);
+	}
+	buf_puts(b, "}\n");
+}
+
+/* Whether the row templates' once-per-row functions are calls
+ * (templates/blocks.cuh, ASC_ROW_CALLS): where the state passes in
+ * registers; a larger one would pass through the stack. */
+static int row_calls(const Carrier *c) { return state_size(c) <= 64; }
+
+static void hooks(Carrier *c, Buf *b, int vec)
+{
+	int ordered = !(c->laws & LAW_COMMUTATIVE);
+	buf_printf(b, "#define ASC_ORDERED %d\n", ordered);
+	buf_printf(b, "#define ASC_ROW_CALLS %d\n", row_calls(c));
+	decl_struct(b, "State", "f", c->state, c->nstate);
+	decl_struct(b, "Row", "r", c->row, c->nrow);
+	decl_struct(b, "Elem", "e", c->elem, c->nelem);
+	buf_printf(b, "static_assert(sizeof(State) == %zu, \"State layout\");\n", state_size(c));
+	state_fn(c, b, "ASC_DEV State identity()", c->identity);
+	buf_puts(b, "ASC_DEV Row load_row(const Args &A, int i)\n{\n\tRow R;\n");
+	load_decls(b, "R", "r", c->row, c->nrow, c->nelem + c->ncol, "(long long)i");
+	buf_puts(b, "\treturn R;\n}\n");
+	buf_puts(b, "ASC_DEV Elem load_elem(const Args &A, int i, int j)\n{\n\tElem E;\n");
+	load_decls(b, "E", "e", c->elem, c->nelem, 0, "(long long)i * A.len + j");
+	buf_puts(b, "\treturn E;\n}\n");
+	vec_hooks(c, b, vec);
+	buf_puts(b, "ASC_DEV bool keep(const Args &A, const Row &R, const Elem &E, int i, int j)\n{\n");
+	cuda_mask_body(c, b, c->mask);
+	buf_puts(b, "}\n");
+	state_fn(c, b, "ASC_DEV State lift(const Args &A, const Row &R, const Elem &E, int i, int j)", c->lift);
+	state_fn(c, b, "ASC_DEV State merge(const Args &A, const State &a, const State &b)", c->merge);
+	out_fn(c, b, "ASC_DEV void finalize(const Args &A, const Row &R, const State &s, int i, long long at)",
+	       c->finalize, c->nfinal, 0, "at");
+	out_fn(c, b, "ASC_DEV void map(const Args &A, const Row &R, const Elem &E, const State &s, int i, int j)",
+	       c->map, c->nmap, c->nfinal, "(long long)i * A.len + j");
+	map4_fn(c, b);
+	shfl_hook(c, b, "shfl_down", "__shfl_down_sync");
+	shfl_hook(c, b, "shfl_up", "__shfl_up_sync");
+	shfl_hook(c, b, "shfl_idx", "__shfl_sync");
+}
+
+/* ---- variants ---- */
+
+static CudaFamily base_family(const Carrier *c)
+{
+	return c->tpl == TPL_SCAN ? FAM_SCAN : c->nmap ? FAM_ROWMAP : FAM_ROWREDUCE;
+}
+
+/* The row loops are compiled once per (acc, vec) for all of a module's
+ * kernels (templates/blocks.cuh): the variants share as few pairs as they
+ * can (the 16-byte path falls back to the scalar loop at run time). */
+static const CudaVariant defaults_reduce[] = {
+	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+};
+static const CudaVariant defaults_map[] = {
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+};
+/* The row templates' tuning space adds blocks of 512 and 1024 threads with
+ * 4 accumulators: more bytes in flight per row, and fewer rows in flight
+ * at once, so that rowmap's second read of a long row can come from L2. */
+static const CudaVariant space_reduce[] = {
+	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0},
+};
+static const CudaVariant space_map[] = {
+	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0},
+};
+static const CudaVariant defaults_scan[] = {
+	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0},
+	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0},
+};
+
+/* Registers a variant is expected to need (32-bit words), from the widths
+ * of the state, the row inputs and the elements a scan keeps per thread
+ * (rowmap keeps its row in shared memory). */
+static int reg_estimate(const Carrier *c, const CudaVariant *v)
+{
+	int sw = 0, ew = 0, rw = 0;
+	for (int f = 0; f < c->nstate; f++)
+		sw += width(c->state[f].ty) * (kind_bytes(c->state[f].ty.kind) == 8 ? 2 : 1);
+	for (int k = 0; k < c->nelem; k++)
+		ew += width(c->elem[k].ty);
+	for (int k = 0; k < c->nrow; k++)
+		rw += width(c->row[k].ty);
+	return rw + (v->acc + 2) * sw + (v->fam == FAM_SCAN ? v->items * ew : 0) + 24;
+}
+
+/* Whether attn_fwd keeps Q in shared memory and loads its A fragments at
+ * each k-step (QS) rather than holding them in registers: where two tiles
+ * of 16 rows a warp or more meet head dim 128 or more, Q's fragments
+ * would take 64 registers or more beside o's 128 and s's 64, and ptxas
+ * spills; one tile keeps them in registers (no extra ldmatrix). */
+static int attn_qs(const CudaAttn *at, const CudaVariant *v) { return v->mt >= 2 && at->d >= 128; }
+
+enum { ATTN_SMEM_MAX = 227 * 1024 };
+enum { ATTN_COMBINE_NT = 128 }; /* attn_combine: a warp a row */
+static void attn_words(const CudaAttn *at, const CudaVariant *v, long *st, long *qw)
+{
+	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4;
+	*st = v->bn * (kw + vw), *qw = cuda_attn_rows(v) * kw;
+}
+
+/* The pipeline stages attn_fwd keeps for v: v->st, or fewer where they
+ * would not fit in the opt-in maximum of shared memory. */
+static int attn_stages(const CudaAttn *at, const CudaVariant *v)
+{
+	long st, qw, q;
+	attn_words(at, v, &st, &qw);
+	q = attn_qs(at, v) ? qw : 0;
+	int s = v->st > 1 ? v->st : 1;
+	while (s > 1 && (s * st + q) * 4 > ATTN_SMEM_MAX)
+		s--;
+	return s;
+}
+
+/* ks > 1: after the key loop, the states of every slice but a row warp's
+ * first, 32 lanes of mt (4 + dv / 2) words (attn_merge_slices). */
+static long attn_state_words(const CudaAttn *at, const CudaVariant *v)
+{
+	return (long)(v->nt / 32 - v->nt / 32 / v->ks) * 32 * v->mt * (4 + at->dv / 2);
+}
+
+/* As attn_fwd lays out its shared memory (templates/attention.cuh): a stage
+ * is a K and a V tile of BN keys in rows padded by 16 bytes, v->st stages
+ * (fit_variant keeps as many as fit), the Q tile staged over them (the
+ * array is as large as the larger) or, where Q stays in shared memory
+ * (attn_qs), after them; the key slices' states over it all after the
+ * loop, where they are the larger. */
+static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
+{
+	long st, qw, s = v->st, w, mw = attn_state_words(at, v);
+	attn_words(at, v, &st, &qw);
+	w = attn_qs(at, v) ? s * st + qw : s * st > qw ? s * st : qw;
+	return (unsigned)((w > mw ? w : mw) * 4);
+}
+
+/* Blocks of v an SM's shared memory holds: an SM has 1 KB more than a
+ * block may take (m->smem_max, or the opt-in maximum where the device is
+ * not known), and each block reserves 1 KB. */
+static int attn_sm_blocks(const CudaModule *m, const CudaVariant *v)
+{
+	long sm = (m->smem_max > 0 ? m->smem_max : ATTN_SMEM_MAX) + 1024;
+	return (int)(sm / (attn_smem(&m->attn, v) + 1024));
+}
+
+enum { STATIC_SMEM_MAX = 48 * 1024 }; /* static shared bytes a block may declare */
+
+/* block_reduce's static shared memory: a state a warp, and the result. */
+static size_t reduce_smem(const Carrier *c, int nt) { return (size_t)(nt / 32 + 1) * state_size(c); }
+
+/* Make v legal for c in module m: no 4-wide loads where the inputs do not
+ * allow them, one accumulator where order matters, fewer accumulators and
+ * scan elements where the registers would not hold them (spills), fewer
+ * kept elements where rowmap's shared memory would not hold them; for
+ * attention, as many pipeline stages as fit (asked-for stages that do not
+ * fit give the same kernel). */
+static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
+{
+	if (v->fam == FAM_ATTN) {
+		if (m->base == FAM_ATTN)
+			v->st = attn_stages(&m->attn, v);
+		return;
+	}
+	if (!m->vec_ok)
+		v->vec = 1;
+	if (!(c->laws & LAW_COMMUTATIVE))
+		v->acc = 1;
+	while (reg_estimate(c, v) > 160 && v->acc > 1)
+		v->acc /= 2;
+	while (v->fam == FAM_SCAN && reg_estimate(c, v) > 160 && v->items > 1)
+		v->items /= 2;
+	/* rowmap's kept row and block_reduce's states, in static shared memory */
+	while (v->fam == FAM_ROWMAP && v->items > 1 &&
+	       (size_t)v->nt * v->items * decl_size(c->elem, c->nelem) + reduce_smem(c, v->nt) > STATIC_SMEM_MAX)
+		v->items /= 2;
+	if (v->fam == FAM_ROWMAP && v->items == 1)
+		v->items = 0;
+	/* block_reduce's state a warp, in static shared memory too: a wide
+	 * state takes a narrower block (over 48 KB the module would not load) */
+	while (!v->warp && v->fam != FAM_SCAN && v->nt > 32 && reduce_smem(c, v->nt) > STATIC_SMEM_MAX)
+		v->nt /= 2;
+}
+
+static int same(const CudaVariant *a, const CudaVariant *b) { return !memcmp(a, b, sizeof *a); }
+
+enum { MAX_VARIANTS = 32 };
+
+/* v, made legal, unless the module has it already. */
+static void add_variant(const Carrier *c, CudaModule *m, CudaVariant v)
+{
+	fit_variant(c, m, &v);
+	for (int k = 0; k < m->nvar; k++)
+		if (same(&m->var[k], &v))
+			return;
+	if (m->nvar < MAX_VARIANTS)
+		m->var[m->nvar++] = v;
+}
+
+int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
+{
+	static const char *sfx[NFAM][3] = {{""}, {""}, {"_part", "_comb", "_map"}, {"_part", "_carry", "_down"},
+					   {"_fwd", "_comb"}};
+	static const int count[NFAM] = {1, 1, 3, 3, 2};
+	int n = count[m->var[v].fam];
+	if (m->var[v].fam == FAM_SPLITK && m->base != FAM_ROWMAP)
+		n = 2;
+	for (int k = 0; k < n; k++)
+		snprintf(names[k], 64, "%s_v%d%s", m->prefix, v, sfx[m->var[v].fam][k]);
+	if (m->var[v].fam != FAM_ROWREDUCE && m->var[v].fam != FAM_ROWMAP) /* one combine for every variant */
+		snprintf(names[1], 64, "%s%s", m->prefix, sfx[m->var[v].fam][1]);
+	return n;
+}
+
+/* minb > 0: the blocks an SM is to hold at least (__launch_bounds__'s
+ * second argument, from which ptxas sizes its register budget). */
+static void kernel(Buf *b, const char *name, int nt, int minb, const char *body)
+{
+	char lb[32];
+	snprintf(lb, sizeof lb, minb > 0 ? "%d, %d" : "%d", nt, minb);
+	buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%s) %s(ASC_PARAM Args A) { %s; }\n", lb, name, body);
+	buf_printf(b, "#ifdef ASSOC_EMU\nextern \"C\" void %s_emu(const void *p) { %s(*(const Args *)p); }\n#endif\n", name,
+		   name);
+}
+
+/* The combine of split rows, the carry of scans and the merge of
+ * attention's key splits do not depend on the variant's tile parameters:
+ * one kernel serves them all, which saves NVRTC a whole kernel's
+ * optimization per extra variant (attention at head dim 128: 43 ms each).
+ * Attention variants of one tile of 16 query rows a warp, those that
+ * decoding takes, merge their splits inside the kernel instead
+ * (attn_split_last). */
+static void kernels(const CudaModule *m, Buf *b)
+{
+	int comb = 0, carry = 0, acomb = 0;
+	for (int v = 0; v < m->nvar; v++) {
+		const CudaVariant *x = &m->var[v];
+		char nm[3][64], body[128];
+		cuda_kernel_names(m, v, nm);
+		switch (x->fam) {
+		case FAM_ROWREDUCE:
+			snprintf(body, sizeof body, "rowreduce<%d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp);
+			kernel(b, nm[0], x->nt, 0, body);
+			break;
+		case FAM_ROWMAP:
+			snprintf(body, sizeof body, "rowmap<%d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp, x->items);
+			kernel(b, nm[0], x->nt, 0, body);
+			break;
+		case FAM_SPLITK:
+			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
+			kernel(b, nm[0], x->nt, 0, body);
+			if (!comb++)
+				kernel(b, nm[1], 64, 0, "splitk_combine<64>(A)");
+			if (m->base == FAM_ROWMAP) {
+				snprintf(body, sizeof body, "splitk_map<%d, %d>(A)", x->nt, x->vec);
+				kernel(b, nm[2], x->nt, 0, body);
+			}
+			break;
+		case FAM_ATTN: {
+			const CudaAttn *at = &m->attn;
+			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
+				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), x->st, x->ks);
+			/* decoding's blocks are as many an SM as their stages allow
+			 * (1 to 3): registers up to that, where ptxas, not knowing the
+			 * shared memory, aimed at 6 blocks and spilled (80 registers at
+			 * head dim 32 with a float mask) */
+			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_sm_blocks(m, x) : 0, body);
+			snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
+			if (!acomb++)
+				kernel(b, nm[1], ATTN_COMBINE_NT, 0, body);
+			break;
+		}
+		case FAM_SCAN:
+			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
+			kernel(b, nm[0], x->nt, 0, body);
+			if (!carry++)
+				kernel(b, nm[1], 64, 0, "scan_carry<64>(A)");
+			snprintf(body, sizeof body, "scan_down<%d, %d>(A)", x->nt, x->items);
+			kernel(b, nm[2], x->nt, 0, body);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void put_blob(Buf *b, const char *name)
+{
+	const Blob *x = blob_find(name);
+	buf_printf(b, "/* ---- templates/%s.cuh ---- */\n", name);
+	buf_puts(b, x ? x->text : "#error missing template\n");
+	buf_puts(b, "\n");
+}
+
+static int check_limits(const Carrier *c, char *msg, size_t n)
+{
+	if (c->nelem + c->ncol + c->nrow > CUDA_MAXIN || c->nfinal + c->nmap > CUDA_MAXOUT || c->nparams > CUDA_MAXP) {
+		snprintf(msg, n, "the CUDA backend takes at most %d inputs, %d outputs and %d params; %s has %d, %d and %d "
+			 "(--device cpu takes it)", CUDA_MAXIN, CUDA_MAXOUT, CUDA_MAXP, c->name, c->nelem + c->ncol + c->nrow,
+			 c->nfinal + c->nmap, c->nparams);
+		return -1;
+	}
+	if (c->tpl == TPL_SCAN && c->nmap) {
+		snprintf(msg, n, "a scan with map outputs is not supported by the CUDA backend");
+		return -1;
+	}
+	return 0;
+}
+
+/* Decoding's variant (cuda_pick, where a kv head's query rows fit in 16):
+ * 4 warps on the same 16 rows, each taking a quarter of every key tile
+ * (ks = 4).  At 64 rows a block, 4 warps of 16, a key fed the tensor cores
+ * 64 rows for the 1 to 16 a decoding step has: 64 flops a byte of K and V
+ * (QK^T and PV, 2 d + 2 dv flops a row and key, over (d + dv) 2 bytes),
+ * about 220 TFLOP/s of mma.sync at the H200's copy speed, near what the
+ * prefill kernel reaches; at 16 rows, 16 flops a byte.  Decoding streams
+ * keys and values once, so a block keeps as many of them in flight as its
+ * shared memory holds (smem: the device's limit per block, 0 where none is
+ * known): tiles of 128 keys in three stages where they fit, or two, else
+ * two stages of 64 keys; and one block an SM (cuda_attn_split).
+ * Measured on an H200 (bf16, 32 query heads on 8, 32768 keys), against
+ * tiles of 64 in two stages at two blocks an SM: 0.74 of the copy against
+ * 0.69 at head dim 128, 0.67 against 0.57 at 64, 0.57 against 0.46 at 32.
+ * 16 or 32 keys a warp hold as few registers as the 16-key tiles of head
+ * dim 256. */
+static CudaVariant attn_decode(const CudaAttn *at, int smem)
+{
+	unsigned most = smem > 0 && smem < ATTN_SMEM_MAX ? (unsigned)smem : ATTN_SMEM_MAX;
+	CudaVariant v = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 128, 1, 3, 4};
+	while (v.st > 2 && attn_smem(at, &v) > most)
+		v.st--;
+	if (attn_smem(at, &v) > most)
+		v.bn = 64; /* and two stages: a third made ptxas spill at head dim 256 */
+	return v;
+}
+
+/* Attention variants of 64 and 128 query rows (cuda_pick), as FlashAttention-2:
+ * 4 warps of 32 rows for head dims up to 64 (keys per tile 64), 4 or 8 warps
+ * of 16 rows above, with key tiles of 64 up to 128 and of 16 above (Q and O
+ * in registers leave room for no more: at 32, 255 registers and spills on
+ * sm_90).  At head dim 128, where the score is linear in the dot, 128 rows
+ * are 4 warps of 32 with Q kept in shared memory (attn_qs; with Q in
+ * registers they spill): each K and V fragment read by ldmatrix then feeds
+ * two products, 80 ldmatrix per 256 mma in the steady key-tile loop against
+ * 64 per 128 with 16 rows a warp (shared-memory reads per product, the bound
+ * at this head dim, down by 37%), 2.4 other instructions per mma against
+ * 2.8, at the same 8 warps an SM (2 blocks of 102 KB and 254 registers
+ * against 1 of 256 threads and 186).  8 warps of 16 rows stay a variant for
+ * the tuner.  Scores that are not linear are computed per score in the loop
+ * (a soft cap's tanh, a division whose slow path is a call), around which
+ * ptxas spills at 32 rows a warp: they keep 16.  K and V are double-buffered
+ * (st = 2; the tuning space adds 1 and 3) in dynamic shared memory (68 KB at
+ * head dim 128), the Q tile staged there for ldmatrix.  P rounded once to the inputs' type (pv = 1), as
+ * FlashAttention does; pv = 2 (f16) or 3 (bf16) keeps P V at float32's
+ * precision, by --config. */
+static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, CudaVariant *v)
+{
+	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64, n = 2;
+	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1};
+	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2, 1};
+	if (at->d == 128 && at->dv <= 128 && cuda_attn_linear(c, at)) {
+		v[2] = v[1];
+		v[1] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1};
+		n = 3;
+	}
+	v[n++] = attn_decode(at, smem);
+	return n;
+}
+
+/* The attention template when the carrier implements its contract (and no
+ * configuration of another family is asked for); m->explain says why. */
+static void choose_attention(Carrier *c, const char *config, int sm, CudaModule *m)
+{
+	char why[512];
+	if (cuda_attn_match(c, &m->attn, why, sizeof why)) {
+		int vec = 0;
+		for (int f = 0; f < c->nstate; f++)
+			vec |= c->state[f].ty.len > 0;
+		if (!vec) /* the contract's reasons would read as if it had been close */
+			snprintf(m->explain, sizeof m->explain, "template %s (generic): scalar state fields, so no attention",
+				 fam_names[m->base]);
+		else
+			snprintf(m->explain, sizeof m->explain, "template %s (generic, vector state): not the attention contract: %s",
+				 fam_names[m->base], why);
+		return;
+	}
+	if (config && strncmp(config, "attention", 9)) {
+		snprintf(m->explain, sizeof m->explain, "template %s (generic): asked for by the configuration '%s'",
+			 fam_names[m->base], config);
+		return;
+	}
+	if (sm && sm < ATTN_MIN_SM) {
+		snprintf(m->explain, sizeof m->explain,
+			 "template %s (generic, vector state): the attention template needs sm_%d or newer (cp.async, "
+			 "mma.sync m16n8k16 on f16 and bf16), the target is sm_%d", fam_names[m->base], ATTN_MIN_SM, sm);
+		return;
+	}
+	m->base = FAM_ATTN;
+	snprintf(m->explain, sizeof m->explain,
+		 "template attention (tensor cores, %s, head dims %d/%d): %s; score lowered elementwise on the score "
+		 "tile with dot(q, k) on the tensor cores; mask %s",
+		 m->attn.bf16 ? "bf16" : "f16", m->attn.d, m->attn.dv, m->attn.evidence,
+		 c->mask ? "elementwise, whole tiles skipped by interval arithmetic" : "none");
+}
+
+/* The tuning space beyond the defaults (cuda_module_space): each default
+ * attention variant with every other number of pipeline stages, and with
+ * half its keys per tile (16 at least, decoding's 16 a warp); decoding's
+ * also with half its key slices, and with twice its keys per tile where
+ * it has fewer than 128. */
+static void attn_space(const Carrier *c, CudaModule *m, const CudaVariant *def, int nd)
+{
+	for (int k = 0; k < nd; k++) {
+		for (int st = 1; st <= 3; st++) {
+			CudaVariant w = def[k];
+			w.st = st;
+			add_variant(c, m, w);
+		}
+		CudaVariant w = def[k];
+		if (w.ks > 1 && w.bn < 128) { /* decoding's: twice the keys a warp */
+			w.bn *= 2;
+			add_variant(c, m, w);
+			w = def[k];
+		}
+		if (w.ks > 1) { /* and 32 rows of two slices */
+			w.ks /= 2;
+			add_variant(c, m, w);
+			w = def[k];
+		}
+		if (w.bn / 2 >= 16 * w.ks) {
+			w.bn /= 2;
+			add_variant(c, m, w);
+		}
+	}
+}
+
+/* The NN of sm_NN, compute_NN or sm_NNa; 0 for none (the newest). */
+static int arch_sm(const char *arch)
+{
+	const char *u = arch ? strchr(arch, '_') : NULL;
+	return u ? atoi(u + 1) : 0;
+}
+
+static int module(Carrier *c, const char *config, const char *arch, int smem, int space, CudaModule *m, char *msg,
+		  size_t n)
+{
+	memset(m, 0, sizeof *m);
+	m->smem_max = smem;
+	if (check_limits(c, msg, n))
+		return -1;
+	m->base = base_family(c);
+	int sm = arch_sm(arch), below_attn = sm && sm < ATTN_MIN_SM;
+	if (m->base != FAM_SCAN)
+		choose_attention(c, config, sm, m);
+	m->vec_ok = can_vec(c);
+	m->state_size = state_size(c);
+	m->var = calloc(MAX_VARIANTS, sizeof *m->var);
+	if (!m->var)
+		abort();
+	if (config) {
+		CudaVariant v;
+		if (cuda_parse_config(config, &v, msg, n))
+			goto fail;
+		int fits = v.fam == m->base || (v.fam == FAM_SPLITK && m->base != FAM_SCAN && m->base != FAM_ATTN);
+		if (!fits) {
+			int why = v.fam == FAM_ATTN && below_attn; /* m->explain names the arch */
+			snprintf(msg, n, "configuration '%s' does not fit a %s carrier%s%s", config, cuda_family_name(m->base),
+				 why ? ": " : "", why ? m->explain : "");
+			goto fail;
+		}
+		if (v.fam == FAM_ATTN) { /* as the template's static_assert would, but before compiling */
+			CudaVariant f = v;
+			fit_variant(c, m, &f);
+			unsigned b = attn_smem(&m->attn, &f);
+			if (b > ATTN_SMEM_MAX) {
+				int states = attn_state_words(&m->attn, &f) * 4 == b; /* the key slices' states are the larger */
+				snprintf(msg, n, "configuration '%s' needs %u KB of shared memory a block at head dims %d/%d, "
+					 "over the %d KB a block may have: %s", config, (b + 1023) / 1024, m->attn.d, m->attn.dv,
+					 ATTN_SMEM_MAX / 1024,
+					 states ? "the states of the key slices' warps after the loop; fewer warps (nt) or slices (ks)"
+						: "fewer keys a tile (bn), stages (st) or query rows (nt, mt)");
+				goto fail;
+			}
+		}
+		add_variant(c, m, v);
+	} else if (m->base == FAM_ATTN) {
+		CudaVariant av[4];
+		int na = attn_defaults(c, &m->attn, m->smem_max, av);
+		for (int k = 0; k < na; k++)
+			add_variant(c, m, av[k]);
+		if (space)
+			attn_space(c, m, av, na);
+	} else {
+		const CudaVariant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
+		size_t nd = m->base == FAM_SCAN     ? sizeof defaults_scan / sizeof *d
+			    : m->base == FAM_ROWMAP ? sizeof defaults_map / sizeof *d
+						    : sizeof defaults_reduce / sizeof *d;
+		for (size_t k = 0; k < nd; k++)
+			add_variant(c, m, d[k]);
+		const CudaVariant *sp = m->base == FAM_ROWMAP ? space_map : space_reduce;
+		size_t ns = !space || m->base == FAM_SCAN ? 0
+			    : m->base == FAM_ROWMAP   ? sizeof space_map / sizeof *sp
+						      : sizeof space_reduce / sizeof *sp;
+		for (size_t k = 0; k < ns; k++) /* a wide state narrows them (fit_variant), often onto a default */
+			add_variant(c, m, sp[k]);
+	}
+	Buf h = {0}, b = {0};
+	hooks(c, &h, m->vec_ok);
+	if (m->base == FAM_ATTN)
+		cuda_attn_hooks(c, &m->attn, &h);
+	m->hooks = buf_take(&h);
+	snprintf(m->prefix, sizeof m->prefix, "asc_%016llx", (unsigned long long)cuda_fnv(CUDA_FNV0, m->hooks, strlen(m->hooks)));
+	buf_printf(&b, "/* generated by assoc: carrier %s, %d kernel variants; layout and launch rules in the template "
+		       "comments */\n", m->prefix, m->nvar);
+	put_blob(&b, "common");
+	buf_puts(&b, "/* ---- the carrier ---- */\n");
+	buf_puts(&b, m->hooks);
+	put_blob(&b, "blocks");
+	int used[NFAM] = {0};
+	for (int v = 0; v < m->nvar; v++)
+		used[m->var[v].fam] = 1;
+	if (used[FAM_ROWREDUCE])
+		put_blob(&b, "rowreduce");
+	if (used[FAM_ROWMAP])
+		put_blob(&b, "rowmap");
+	if (used[FAM_SPLITK] || used[FAM_SCAN])
+		put_blob(&b, "splitk");
+	if (used[FAM_SCAN])
+		put_blob(&b, "scan");
+	if (used[FAM_ATTN])
+		put_blob(&b, "attention");
+	buf_puts(&b, "/* ---- kernels ---- */\n");
+	buf_puts(&b, "#ifdef ASSOC_EMU /* the fibers' stacks grow with these (runtime/emu/emu.hpp) */\n"
+		     "extern \"C\" const size_t asc_emu_frame_bytes = sizeof(State) + sizeof(Elem);\n#endif\n");
+	kernels(m, &b);
+	m->src = buf_take(&b);
+	return 0;
+fail:
+	cuda_module_free(m);
+	return -1;
+}
+
+int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t n)
+{
+	return module(c, config, NULL, 0, 0, m, msg, n);
+}
+
+int cuda_module_for(Carrier *c, const char *config, const char *arch, int smem, CudaModule *m, char *msg, size_t n)
+{
+	return module(c, config, arch, smem, 0, m, msg, n);
+}
+
+int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n) { return module(c, NULL, NULL, 0, 1, m, msg, n); }
+
+int cuda_module_space_for(Carrier *c, const char *arch, int smem, CudaModule *m, char *msg, size_t n)
+{
+	return module(c, NULL, arch, smem, 1, m, msg, n);
+}
+
+void cuda_module_free(CudaModule *m)
+{
+	free(m->src);
+	free(m->hooks);
+	free(m->var);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- configurations ---- */
+
+int cuda_config_ok(const char *cfg, char *msg, size_t n)
+{
+	CudaVariant v;
+	return cuda_parse_config(cfg, &v, msg, n);
+}
+
+int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
+{
+	char fam[32];
+	const char *colon = strchr(s, ':');
+	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
+	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
+	*v = (CudaVariant){NFAM, 128, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+	for (int f = 0; f < NFAM; f++)
+		if (!strcmp(fam, fam_names[f]))
+			v->fam = (CudaFamily)f;
+	if (v->fam == NFAM) {
+		snprintf(msg, n, "configuration '%s': unknown kernel family '%s' (%s, %s, %s, %s, %s)", s, fam, fam_names[0],
+			 fam_names[1], fam_names[2], fam_names[3], fam_names[4]);
+		return -1;
+	}
+	if (v->fam == FAM_SCAN)
+		v->items = 4;
+	if (v->fam == FAM_ATTN)
+		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2, v->ks = 1;
+	for (const char *p = colon ? colon + 1 : ""; *p;) {
+		char key[16];
+		int val, used = 0;
+		if (sscanf(p, "%15[a-z]=%d%n", key, &val, &used) != 2) {
+			snprintf(msg, n, "configuration '%s': expected key=value at '%s'", s, p);
+			return -1;
+		}
+		int *slot = !strcmp(key, "nt") ? &v->nt : !strcmp(key, "acc") ? &v->acc : !strcmp(key, "vec") ? &v->vec
+			    : !strcmp(key, "warp") ? &v->warp : !strcmp(key, "items") ? &v->items
+			    : !strcmp(key, "mt") && v->fam == FAM_ATTN ? &v->mt : !strcmp(key, "bn") && v->fam == FAM_ATTN ? &v->bn
+			    : !strcmp(key, "pv") && v->fam == FAM_ATTN ? &v->pv
+			    : !strcmp(key, "st") && v->fam == FAM_ATTN ? &v->st
+			    : !strcmp(key, "ks") && v->fam == FAM_ATTN ? &v->ks
+			    : NULL;
+		if (!slot) {
+			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
+				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks" : "nt, acc, vec, warp, items");
+			return -1;
+		}
+		*slot = val;
+		p += used;
+		if (*p == ',')
+			p++;
+	}
+	if (v->fam == FAM_ATTN) {
+		if (v->nt < 32 || v->nt > 512 || v->nt % 32 || v->mt < 1 || v->mt > 4 ||
+		    (v->bn != 16 && v->bn != 32 && v->bn != 64 && v->bn != 128) || v->pv < 1 || v->pv > 3 || v->st < 1 ||
+		    v->st > 3) {
+			snprintf(msg, n, "configuration '%s' is out of range (attention: nt a multiple of 32 up to 512, mt "
+					 "1-4, bn 16, 32, 64 or 128, pv 1-3, st 1-3)", s);
+			return -1;
+		}
+		if (v->ks < 1 || v->ks > 8 || v->nt / 32 % v->ks || v->bn % (16 * v->ks)) {
+			snprintf(msg, n, "configuration '%s': ks (warps that split each key tile, 1 to 8) must divide the warps "
+					 "(nt / 32) and leave every warp 16 keys of a tile or a multiple of 16 (bn / ks)", s);
+			return -1;
+		}
+		return 0;
+	}
+	int ok = v->nt >= 32 && v->nt <= 1024 && v->nt % 32 == 0 && v->acc >= 1 && v->acc <= 8 &&
+		 (v->vec == 1 || v->vec == 4) && (v->warp == 0 || v->warp == 1) && v->items >= 0 && v->items <= 64 &&
+		 (v->fam != FAM_SCAN || v->items >= 1) && (!v->warp || v->fam <= FAM_ROWMAP) &&
+		 (!v->items || v->fam == FAM_ROWMAP || v->fam == FAM_SCAN);
+	if (!ok) {
+		snprintf(msg, n, "configuration '%s' is out of range (nt: a multiple of 32 up to 1024; acc 1-8; vec 1 or 4; "
+				 "warp 0 or 1, rowreduce and rowmap only; items 0-64, rowmap and scan only)", s);
+		return -1;
+	}
+	return 0;
+}
+
+void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
+{
+	if (v->fam == FAM_ATTN) {
+		int k = snprintf(buf, n, "attention:nt=%d,mt=%d,bn=%d,pv=%d,st=%d", v->nt, v->mt, v->bn, v->pv, v->st);
+		if (v->ks > 1 && k > 0 && (size_t)k < n) /* one warp a slice of the keys is the default, unnamed */
+			snprintf(buf + k, n - k, ",ks=%d", v->ks);
+		return;
+	}
+	snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", cuda_family_name(v->fam), v->nt, v->acc, v->vec,
+		 v->warp, v->items);
+}
+
+/* ---- plans ---- */
+
+static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
+
+unsigned cuda_smem(const CudaModule *m, int v)
+{
+	return m->var[v].fam == FAM_ATTN ? attn_smem(&m->attn, &m->var[v]) : 0;
+}
+
+int cuda_fits(const CudaModule *m, int v, char *why, size_t n)
+{
+	unsigned b = cuda_smem(m, v);
+	if (!m->smem_max || b <= (unsigned)m->smem_max)
+		return 1;
+	snprintf(why, n, "needs %u bytes of shared memory per block; the device allows %d", b, m->smem_max);
+	return 0;
+}
+
+/* The positions of a row variant v keeps on chip (0: it reads the row again). */
+static long kept_len(const CudaVariant *v)
+{
+	return v->fam == FAM_ROWMAP && v->items ? (long)v->items * (v->warp ? 32 : v->nt) : 0;
+}
+
+static int takes_len(const CudaVariant *v, int len) { return !kept_len(v) || len <= kept_len(v); }
+
+int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n)
+{
+	long k = kept_len(&m->var[v]);
+	if (takes_len(&m->var[v], len))
+		return 1;
+	snprintf(why, n, "rows of %d do not fit on chip in this configuration (at most %ld)", len, k);
+	return 0;
+}
+
+static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
+{
+	const CudaVariant *v = &m->var[var];
+	int bm = cuda_attn_rows(v);
+	p->k[0].smem = attn_smem(&m->attn, v);
+	p->split = split < 1 ? 1 : split;
+	p->chunk = (int)(cdiv(cdiv(len, p->split), v->bn) * v->bn);
+	p->k[0].grid = (unsigned)heads * cdiv(rows, bm) * p->split;
+	p->k[0].block = v->nt;
+	p->k[1].grid = cdiv((long)heads * rows, ATTN_COMBINE_NT / 32);
+	p->k[1].block = ATTN_COMBINE_NT;
+	p->nk = 1;
+	if (p->split > 1) { /* the partial states, then a counter per query tile (attn_split_last) or the combine kernel */
+		p->ws_bytes = (size_t)heads * rows * p->split * (m->attn.dv + 2) * sizeof(float);
+		if (v->mt == 1) {
+			p->zero_at = p->ws_bytes;
+			p->zero_bytes = (size_t)heads * cdiv(rows, bm) * sizeof(int);
+			p->ws_bytes += p->zero_bytes;
+		} else {
+			p->nk = 2;
+		}
+	}
+	p->loads = 1;
+}
+
+void cuda_plan(const CudaModule *m, int var, int rows, int len, int split, CudaPlan *p)
+{
+	cuda_plan_h(m, var, rows, len, 1, split, p);
+}
+
+int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, int sms)
+{
+	const CudaVariant *v = &m->var[var];
+	if (v->fam != FAM_ATTN)
+		return 1;
+	long blocks = (long)heads * cdiv(rows, cuda_attn_rows(v));
+	/* two blocks an SM, or one where two do not fit its shared memory
+	 * or the block is decoding's (key slices: one block with its stages
+	 * in flight beat two with theirs, 35 us against 39 at head dim 64 on an
+	 * H200, fewer partials to merge); as many splits as fill those slots,
+	 * rounded down: blocks of a second wave would only start after the
+	 * first, and a few of them cost a whole block's time (8 kv heads on
+	 * 132 SMs, head dim 256: 16 splits ran in 86 us, 17 in 113) */
+	int two = v->ks <= 1 && attn_sm_blocks(m, v) >= 2;
+	long want = (two ? 2L : 1L) * (sms > 0 ? sms : 132);
+	if (blocks == 0 || blocks >= want / 2) /* no query rows: nothing to split */
+		return 1;
+	long s = want / blocks, most = len / (4 * v->bn); /* at least 4 key tiles per split */
+	s = s < most ? s : most;
+	return s < 1 ? 1 : s > 64 ? 64 : (int)s;
+}
+
+void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
+{
+	const CudaVariant *v = &m->var[var];
+	char nm[3][64];
+	int nk = cuda_kernel_names(m, var, nm);
+	memset(p, 0, sizeof *p);
+	p->split = split < 1 ? 1 : split;
+	/* a grid holds at most 2^31 - 1 blocks (rows x splits wrapped to a
+	 * launch of one block): the split gives way */
+	long long blocks = (long long)(heads < 1 ? 1 : heads) * (rows < 1 ? 1 : rows);
+	if (p->split * blocks > 0x7fffffffLL)
+		p->split = (int)(0x7fffffffLL / blocks > 1 ? 0x7fffffffLL / blocks : 1);
+	p->chunk = len;
+	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) { /* chunks of a multiple of 4 keep 16-byte alignment */
+		p->chunk = (int)(cdiv(cdiv(len, p->split), 4) * 4);
+		/* no block past the row's end: a split of 65536 over 100
+		 * positions ran 65511 blocks of nothing */
+		if (len > 0 && cdiv(len, p->chunk) < (unsigned)p->split)
+			p->split = (int)cdiv(len, p->chunk);
+	}
+	for (int k = 0; k < nk; k++)
+		snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
+	int nmap = m->base == FAM_ROWMAP;
+	switch (v->fam) {
+	case FAM_ATTN:
+		plan_attn(m, var, rows, len, heads, p->split, p);
+		break;
+	case FAM_ROWREDUCE: case FAM_ROWMAP:
+		p->split = 1;
+		p->k[0].block = v->nt;
+		p->k[0].grid = v->warp ? cdiv(rows, v->nt / 32) : (unsigned)rows;
+		p->nk = 1;
+		p->loads = v->fam == FAM_ROWMAP && !v->items ? 2 : 1;
+		p->stores = v->fam == FAM_ROWMAP;
+		break;
+	case FAM_SPLITK:
+		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
+		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64, 0};
+		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
+		p->nk = nmap ? 3 : 2;
+		for (int k = 0; k < p->nk; k++)
+			snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
+		p->ws_bytes = (size_t)rows * (p->split + 1) * m->state_size;
+		p->loads = nmap ? 2 : 1;
+		p->stores = nmap;
+		break;
+	case FAM_SCAN:
+		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
+		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64, 0};
+		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
+		for (int k = 0; k < 3; k++)
+			snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
+		p->nk = 3;
+		if (p->split == 1) { /* one chunk per row: the down-sweep alone */
+			p->k[0] = p->k[2];
+			p->nk = 1;
+		}
+		p->ws_bytes = (size_t)rows * p->split * m->state_size;
+		p->loads = p->split > 1 ? 2 : 1;
+		p->stores = 1;
+		break;
+	default:
+		break;
+	}
+}
+
+int cuda_pick(const CudaModule *m, int rows, int len, int split)
+{
+	int best = -1;
+	for (int v = 0; v < m->nvar; v++) {
+		const CudaVariant *x = &m->var[v];
+		if (m->nvar == 1)
+			return 0;
+		if (m->base == FAM_SCAN)
+			return x->fam == FAM_SCAN ? v : best;
+		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them, 16 where 16 hold them */
+			int want = rows > 64 && split <= 1 ? 1 : 0, other = !want;
+			CudaVariant dv = attn_decode(&m->attn, m->smem_max);
+			for (int k = 0; k < m->nvar && rows <= cuda_attn_rows(&dv); k++) /* decoding's, the first sliced */
+				if (m->var[k].ks > 1 && cuda_fits(m, k, NULL, 0))
+					return k;
+			char why[128];
+			/* the other where only it fits the device's shared memory */
+			if (!cuda_fits(m, want, why, sizeof why) && cuda_fits(m, other, why, sizeof why))
+				return other;
+			return want;
+		}
+		if (split > 1) {
+			if (x->fam == FAM_SPLITK)
+				return v;
+			continue;
+		}
+		if (x->fam == FAM_SPLITK)
+			continue;
+		if (!takes_len(x, len))
+			continue;
+		if (x->warp != (len <= 256))
+			continue;
+		if (best < 0 || x->items > m->var[best].items)
+			best = v;
+	}
+	(void)rows;
+	return best >= 0 ? best : 0;
+}
+
+int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
+{
+	CudaVariant v;
+	char msg[256];
+	if (cuda_parse_config(config, &v, msg, sizeof msg))
+		return -1;
+	fit_variant(c, m, &v);
+	for (int k = 0; k < m->nvar; k++)
+		if (same(&m->var[k], &v))
+			return k;
+	return -1;
+}

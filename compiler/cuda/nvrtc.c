@@ -1,0 +1,237 @@
+/* nvrtc.c: NVRTC through dlopen, and the PTX disk cache. */
+#include "compiler/cuda/nvrtc.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/util/cache.h"
+
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+enum { NVRTC_ERROR_INVALID_OPTION = 5 };
+
+struct Nvrtc {
+	void *h;
+	int major, minor;
+	char path[512];
+	const char *(*err)(nvrtcResult);
+	nvrtcResult (*version)(int *, int *);
+	nvrtcResult (*create)(nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *);
+	nvrtcResult (*compile)(nvrtcProgram, int, const char *const *);
+	nvrtcResult (*log_size)(nvrtcProgram, size_t *);
+	nvrtcResult (*log)(nvrtcProgram, char *);
+	nvrtcResult (*ptx_size)(nvrtcProgram, size_t *);
+	nvrtcResult (*ptx)(nvrtcProgram, char *);
+	nvrtcResult (*destroy)(nvrtcProgram *);
+};
+
+static void *try_open(const char *path, char *tried, size_t n)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		size_t l = strlen(tried);
+		snprintf(tried + l, n - l, "%s%s", l ? ", " : "", path);
+	}
+	return h;
+}
+
+static void *open_lib(char *path, size_t pn, char *tried, size_t n)
+{
+	const char *env = getenv("ASSOC_NVRTC");
+	if (env && *env) {
+		snprintf(path, pn, "%s", env);
+		return try_open(env, tried, n);
+	}
+	static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+	const char *home = getenv("CUDA_HOME");
+	const char *dirs[] = {home && *home ? home : NULL, "/usr/local/cuda"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, pn, "%s", names[i]);
+		void *h = try_open(names[i], tried, n);
+		if (h)
+			return h;
+	}
+	for (size_t d = 0; d < 2; d++)
+		for (size_t i = 0; dirs[d] && i < 3; i++) {
+			snprintf(path, pn, "%s/lib64/%s", dirs[d], names[i]);
+			void *h = try_open(path, tried, n);
+			if (h)
+				return h;
+		}
+	return NULL;
+}
+
+int nvrtc_open(Nvrtc **out, char *msg, size_t n)
+{
+	char tried[2048] = "";
+	Nvrtc *nv = calloc(1, sizeof *nv);
+	if (!nv)
+		abort();
+	*out = NULL;
+	nv->h = open_lib(nv->path, sizeof nv->path, tried, sizeof tried);
+	if (!nv->h) {
+		snprintf(msg, n,
+			 "NVRTC is not available (tried %s), so no PTX can be made here; specs are still checked and "
+			 "--target cuda still emits CUDA C (set ASSOC_NVRTC to the path of libnvrtc.so)", tried);
+		free(nv);
+		return -1;
+	}
+	struct {
+		void **slot;
+		const char *name;
+	} syms[] = {
+		{(void **)&nv->err, "nvrtcGetErrorString"},     {(void **)&nv->version, "nvrtcVersion"},
+		{(void **)&nv->create, "nvrtcCreateProgram"},   {(void **)&nv->compile, "nvrtcCompileProgram"},
+		{(void **)&nv->log_size, "nvrtcGetProgramLogSize"}, {(void **)&nv->log, "nvrtcGetProgramLog"},
+		{(void **)&nv->ptx_size, "nvrtcGetPTXSize"},    {(void **)&nv->ptx, "nvrtcGetPTX"},
+		{(void **)&nv->destroy, "nvrtcDestroyProgram"},
+	};
+	for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
+		if (!(*syms[i].slot = dlsym(nv->h, syms[i].name))) {
+			snprintf(msg, n, "%s is not a usable NVRTC: no %s", nv->path, syms[i].name);
+			nvrtc_close(nv);
+			return -1;
+		}
+	nv->version(&nv->major, &nv->minor);
+	*out = nv;
+	return 0;
+}
+
+void nvrtc_close(Nvrtc *nv)
+{
+	if (!nv)
+		return;
+	/* NVRTC stays loaded: it is not made to be unloaded (it keeps
+	 * allocations for the process's life), and reloading costs time. */
+	free(nv);
+}
+
+void nvrtc_version(const Nvrtc *nv, int *major, int *minor)
+{
+	*major = nv->major;
+	*minor = nv->minor;
+}
+
+/* Returns NVRTC_ERROR_INVALID_OPTION without a message when `optional` says
+ * the caller will retry with fewer options. */
+static int compile(Nvrtc *nv, const char *src, const char *const *opts, int nopts, int optional, char **ptx, char *msg,
+		   size_t n)
+{
+	nvrtcProgram p = NULL;
+	nvrtcResult r = nv->create(&p, src, "assoc.cu", 0, NULL, NULL);
+	if (r) {
+		snprintf(msg, n, "nvrtcCreateProgram: %s", nv->err(r));
+		return -1;
+	}
+	r = nv->compile(p, nopts, opts);
+	if (r == NVRTC_ERROR_INVALID_OPTION && optional) {
+		nv->destroy(&p);
+		return r;
+	}
+	if (r) {
+		size_t ls = 0;
+		nv->log_size(p, &ls);
+		char *log = calloc(ls + 1, 1);
+		if (log)
+			nv->log(p, log);
+		snprintf(msg, n, "NVRTC could not compile the generated code (%s):\n%s", nv->err(r), log ? log : "");
+		free(log);
+		nv->destroy(&p);
+		return -1;
+	}
+	size_t ps = 0;
+	nv->ptx_size(p, &ps);
+	*ptx = calloc(ps + 1, 1);
+	if (!*ptx)
+		abort();
+	r = nv->ptx(p, *ptx);
+	nv->destroy(&p);
+	if (r) {
+		free(*ptx);
+		*ptx = NULL;
+		snprintf(msg, n, "nvrtcGetPTX: %s", nv->err(r));
+		return -1;
+	}
+	return 0;
+}
+
+/* A cached PTX file ends in a comment with the hash of the PTX before
+ * it: a file cut short or damaged is not used (the driver would refuse it
+ * run after run). */
+#define PTX_SEAL "\n// assoc ptx cache "
+
+static int ptx_intact(char *ptx)
+{
+	size_t l = strlen(ptx), sl = strlen(PTX_SEAL);
+	if (l < sl + 17 || ptx[l - 1] != '\n')
+		return 0;
+	char *seal = ptx + l - 17 - sl;
+	if (memcmp(seal, PTX_SEAL, sl))
+		return 0;
+	char *end;
+	unsigned long long want = strtoull(seal + sl, &end, 16);
+	if (end != ptx + l - 1 || want != (unsigned long long)cache_hash(CACHE_HASH_INIT, ptx, (size_t)(seal - ptx)))
+		return 0;
+	*seal = 0;
+	return 1;
+}
+
+int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cached, char *msg, size_t n)
+{
+	char archopt[64];
+	const char *a = arch && *arch ? arch : "sm_90";
+	if (strncmp(a, "sm_", 3) && strncmp(a, "compute_", 8)) {
+		snprintf(msg, n, "unknown architecture '%s' (sm_75 and later, e.g. sm_90)", a);
+		return -1;
+	}
+	snprintf(archopt, sizeof archopt, "--gpu-architecture=compute_%s", a + (a[0] == 's' ? 3 : 8));
+	/* -minimal leaves out texture, device-runtime and host API declarations
+	 * the templates never use (a third of the front end's time) and does
+	 * not change the PTX.  An NVRTC older than it (12.4) rejects it, and is
+	 * asked again without.  Not --split-compile by default: the module's
+	 * row loops are functions shared by its kernels (templates/blocks.cuh),
+	 * and the PTX of a split compile has kept some from being inlined by
+	 * ptxas (calls with spilled registers); with them shared, splitting is
+	 * no faster on 2 cores.  ASSOC_NVRTC_SPLIT=1 asks for it, to time it on
+	 * more. */
+	const char *opts[] = {archopt, "-std=c++17", "--fmad=true", "-minimal", "--split-compile=0"};
+	int nbase = 3, nopts = 4;
+	const char *split = getenv("ASSOC_NVRTC_SPLIT");
+	if (split && !strcmp(split, "1"))
+		nopts = 5;
+	uint64_t h = cache_hash(CACHE_HASH_INIT, src, strlen(src));
+	for (int i = 0; i < nopts; i++) /* all asked for: an NVRTC that refuses some always does */
+		h = cache_hash(h, opts[i], strlen(opts[i]) + 1);
+	h = cache_hash(h, &nv->major, sizeof nv->major);
+	h = cache_hash(h, &nv->minor, sizeof nv->minor);
+	char dir[4096], path[4200], dmsg[256];
+	int have_dir = cache_dir("ptx", dir, sizeof dir, dmsg, sizeof dmsg) == 0;
+	*cached = 0;
+	if (have_dir) {
+		snprintf(path, sizeof path, "%s/%016llx.ptx", dir, (unsigned long long)h);
+		if ((*ptx = cache_read(path, NULL)) && ptx_intact(*ptx)) {
+			*cached = 1;
+			return 0;
+		}
+		free(*ptx); /* damaged or cut short: compiled again, and written over */
+		*ptx = NULL;
+	}
+	int r = compile(nv, src, opts, nopts, 1, ptx, msg, n);
+	if (r == NVRTC_ERROR_INVALID_OPTION)
+		r = compile(nv, src, opts, nbase, 0, ptx, msg, n);
+	if (r)
+		return -1;
+	if (have_dir) { /* a cache that cannot be written only costs time */
+		size_t l = strlen(*ptx);
+		char *sealed = malloc(l + 64);
+		if (sealed) {
+			memcpy(sealed, *ptx, l);
+			int t = snprintf(sealed + l, 64, "%s%016llx\n", PTX_SEAL, (unsigned long long)cache_hash(CACHE_HASH_INIT, *ptx, l));
+			cache_write(path, sealed, l + (size_t)t);
+			free(sealed);
+		}
+	}
+	return 0;
+}

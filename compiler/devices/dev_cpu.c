@@ -1,0 +1,154 @@
+/* dev_cpu.c: the CPU device: the carrier JIT-compiled by the LLVM backend
+ * (llvm.c) and run over the rows by the threaded executor (runtime/cpu.c).
+ * RunOpts: threads (0: all cores), split (chunks per row; 0: by length),
+ * config "lanes=N,accs=N,tile=N" to override the vector shape of the reduce loop.
+ * Also the emit targets llvm and asm, in this object so that whatever links
+ * the device links them too. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cli/emit.h"
+#include "compiler/llvm/llvm.h"
+#include "compiler/devices/run.h"
+
+static int cpu_available(char *why, size_t n) { return llvm_available(why, n); }
+
+int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
+{
+	static const struct {
+		const char *key;
+		int least, most;
+		size_t off;
+	} items[] = {{"lanes", 1, 64, offsetof(LlvmOpts, lanes)},
+		     {"accs", 1, 16, offsetof(LlvmOpts, accs)},
+		     {"tile", 1, 64, offsetof(LlvmOpts, tile)},
+		     /* 32 and 64 rows are vectors wider than any register: no
+		      * faster, and at d = 160 past two minutes to compile */
+		     {"rows", 1, 16, offsetof(LlvmOpts, rows)},
+		     /* 0: no loops (-1 in LlvmOpts, whose 0 is the host's default) */
+		     {"unroll", 0, 16, offsetof(LlvmOpts, unroll)}};
+	enum { NITEMS = sizeof items / sizeof *items };
+	while (cfg && *cfg) {
+		int v, used = 0, k = 0;
+		size_t kl = strcspn(cfg, "=,");
+		while (k < NITEMS && (strlen(items[k].key) != kl || strncmp(cfg, items[k].key, kl)))
+			k++;
+		if (k == NITEMS || cfg[kl] != '=')
+			return snprintf(msg, n,
+					"unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64, rows=1..16, unroll=0..16)",
+					cfg),
+			       -1;
+		if (sscanf(cfg + kl + 1, "%d%n", &v, &used) != 1 || (cfg[kl + 1 + used] && cfg[kl + 1 + used] != ',') ||
+		    v < items[k].least || v > items[k].most)
+			return snprintf(msg, n, "%.*s needs a whole number from %d to %d", (int)kl, cfg, items[k].least,
+					items[k].most),
+			       -1;
+		*(int *)((char *)lo + items[k].off) = !strcmp(items[k].key, "unroll") && v == 0 ? -1 : v;
+		cfg += kl + 1 + used;
+		cfg += *cfg == ',';
+	}
+	return 0;
+}
+
+void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out)
+{
+	rundata_pointers(d, in, out);
+	*a = (CpuArgs){in, out, d->params, d->rows, d->len, 0};
+}
+
+void cpu_heads(RunData *d, int pack, CpuHeads *h)
+{
+	Carrier *c = d->c;
+	int nin = c->nelem + c->ncol + c->nrow + 1, nout = c->nfinal + c->nmap + 1;
+	int heads = d->heads > 1 ? d->heads : 1, g = pack && heads > 1 ? heads / d->kv_heads : 1;
+	h->n = heads / g;
+	h->in = calloc((size_t)h->n * nin, sizeof *h->in);
+	h->out = calloc((size_t)h->n * nout, sizeof *h->out);
+	h->a = calloc(h->n, sizeof *h->a);
+	if (!h->in || !h->out || !h->a)
+		abort();
+	for (int k = 0; k < h->n; k++) {
+		/* a head's rows, outputs and element inputs follow the previous
+		 * head's: the first head of a view points at all of its heads' */
+		RunData *v = heads > 1 ? rundata_head_view(d, k * g) : d;
+		cpu_args(v, &h->a[k], h->in + (size_t)k * nin, h->out + (size_t)k * nout);
+		if (g > 1)
+			h->a[k].rows = (int64_t)g * d->rows, h->a[k].period = d->rows;
+		if (v != d)
+			rundata_view_free(v);
+	}
+}
+
+int cpu_view_rows(const RunData *d)
+{
+	int64_t r = d->heads > 1 && d->kv_heads >= 1 ? (int64_t)d->rows * (d->heads / d->kv_heads) : d->rows;
+	return r < INT_MAX ? (int)r : INT_MAX;
+}
+
+void cpu_heads_free(CpuHeads *h)
+{
+	free(h->a);
+	free(h->in);
+	free(h->out);
+}
+
+static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
+{
+	rundata_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
+	LlvmOpts lo = {.fit_rows = cpu_view_rows(d)};
+	if (cpu_parse_config(o->config, &lo, msg, n))
+		return -1;
+	LlvmKernel *k;
+	if (llvm_compile(d->c, &lo, &k, msg, n))
+		return -1;
+	RtPool *p;
+	if (rt_pool_open(&p, o->threads, msg, n)) {
+		llvm_kernel_free(k);
+		return -1;
+	}
+	/* Heads as views of one run, their rows shared out to the threads
+	 * together: a few rows a head (decoding) still keep every thread busy. */
+	CpuHeads h;
+	cpu_heads(d, 1, &h);
+	int rc = rt_cpu_run(p, &k->k, h.a, h.n, o->split, msg, n);
+	if (o->verbose) {
+		char lanes[96] = "", views[96] = "";
+		if (rt_cpu_group(&k->k, h.a->rows) > 1)
+			snprintf(lanes, sizeof lanes, ", rows side by side as lanes in tiles of %d, unroll=%d", k->rows_tile,
+				 k->unroll);
+		if (h.n < d->heads)
+			snprintf(views, sizeof views, ", %d heads as %d view%s of %lld rows", d->heads, h.n, h.n > 1 ? "s" : "",
+				 (long long)h.a->rows);
+		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s\n", k->lanes, k->accs,
+			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges", lanes,
+			rt_pool_threads(p), rt_cpu_split(&k->k, h.a->rows, h.n, d->len, o->split), views);
+	}
+	cpu_heads_free(&h);
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	return rc;
+}
+
+static int cpu_config(const char *cfg, char *msg, size_t n)
+{
+	LlvmOpts lo = {0};
+	return cpu_parse_config(cfg, &lo, msg, n);
+}
+
+const Device dev_cpu = {"cpu", cpu_available, cpu_run, cpu_config};
+
+/* `assoc emit --target llvm`: the optimized IR; `--target asm`: host assembly. */
+static int emit_cpu(Carrier *c, const Opts *o, int asm_, FILE *out, char *msg, size_t n)
+{
+	LlvmOpts lo = {0};
+	if (cpu_parse_config(o->run.config, &lo, msg, n))
+		return EXIT_USAGE;
+	return llvm_emit(c, &lo, asm_, out, msg, n) ? EXIT_FAIL : EXIT_OK;
+}
+
+static int emit_ir(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n) { return emit_cpu(c, o, 0, out, msg, n); }
+static int emit_asm(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n) { return emit_cpu(c, o, 1, out, msg, n); }
+
+const Target target_llvm = {"llvm", emit_ir};
+const Target target_asm = {"asm", emit_asm};

@@ -1,0 +1,122 @@
+/* dev_emu.c: the emulator as a device for `assoc run --device emu`: the
+ * carrier's CUDA module, one variant picked for the shape (or named by
+ * --config), its kernels run on CPU fibers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cuda/cuda.h"
+#include "compiler/devices/emu.h"
+
+static void fill_args(RunData *d, CudaArgs *a)
+{
+	Carrier *c = d->c;
+	rundata_pointers(d, a->in, a->out);
+	for (int p = 0; p < c->nparams; p++)
+		a->prm[p] = d->params[p];
+	a->rows = d->rows;
+	a->len = d->len;
+	a->heads = d->heads > 0 ? d->heads : 1;
+	a->kv_heads = d->kv_heads > 0 ? d->kv_heads : 1;
+}
+
+/* Heads through a template without them: one head at a time. */
+static int by_head(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n)
+{
+	for (int h = 0; h < d->heads; h++) {
+		RunData *v = rundata_head_view(d, h);
+		int rc = emu_run_data(v, o, st, msg, n);
+		rundata_view_free(v);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n)
+{
+	CudaModule m;
+	EmuLib *lib = NULL;
+	void *ws = NULL;
+	int rc = -1;
+	int split = o->split > 0 ? o->split : 1, v = -1;
+	if (cuda_module(d->c, NULL, &m, msg, n))
+		return -1;
+	if (o->config && m.base == FAM_ATTN && strncmp(o->config, "attention", 9)) { /* the generic templates, asked for */
+		cuda_module_free(&m);
+		if (cuda_module(d->c, o->config, &m, msg, n))
+			return -1;
+	}
+	if (d->heads > 1 && m.base != FAM_ATTN) {
+		cuda_module_free(&m);
+		return by_head(d, o, st, msg, n);
+	}
+	if (o->config) { /* one of the module's own variants keeps the module (and its cached build) */
+		v = cuda_find_variant(&m, d->c, o->config);
+		if (v < 0) {
+			cuda_module_free(&m);
+			if (cuda_module(d->c, o->config, &m, msg, n))
+				return -1;
+			v = 0;
+		}
+	}
+	if (emu_open(m.src, &lib, msg, n))
+		goto out;
+	/* attention plans over runs of the query heads that share keys and values */
+	int rows = d->rows, heads = d->heads;
+	if (m.base == FAM_ATTN && d->kv_heads > 0)
+		rows *= d->heads / d->kv_heads, heads = d->kv_heads;
+	if (v < 0)
+		v = cuda_pick(&m, rows, d->len, split);
+	const CudaVariant *x = &m.var[v];
+	if (x->fam == FAM_ATTN && o->split <= 0)
+		split = cuda_attn_split(&m, v, rows, d->len, heads, 0);
+	if (!cuda_takes_len(&m, v, d->len, msg, n))
+		goto out;
+	rundata_round_p(d, x->fam == FAM_ATTN && x->pv == 1 ? (m.attn.bf16 ? TY_BF16 : TY_F16) : 0, m.attn.fm,
+			m.attn.fl, m.attn.fo);
+	CudaPlan p;
+	cuda_plan_h(&m, v, rows, d->len, heads,
+		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
+	CudaArgs a = {0};
+	fill_args(d, &a);
+	a.split = p.split;
+	a.chunk = p.chunk;
+	ws = calloc(p.ws_bytes ? p.ws_bytes : 1, 1);
+	if (!ws)
+		abort();
+	a.ws = ws;
+	unsigned long long bytes[2] = {0, 0};
+	for (int k = 0; k < p.nk; k++)
+		if (emu_launch_kernel(lib, p.k[k].name, p.k[k].grid, p.k[k].block, p.k[k].smem, &a, bytes, msg, n))
+			goto out;
+	/* the GPU zeroes the plan's zero region once for a run of launches:
+	 * the kernels must leave it as they found it */
+	for (size_t k = 0; k < p.zero_bytes; k++)
+		if (((unsigned char *)ws)[p.zero_at + k]) {
+			snprintf(msg, n, "%s left byte %zu of the workspace's zero region (counters) at %d: the next launch "
+				 "would start from it", p.k[0].name, k, ((unsigned char *)ws)[p.zero_at + k]);
+			goto out;
+		}
+	if (st) {
+		cuda_config_str(x, st->config, sizeof st->config);
+		st->bytes[0] = bytes[0], st->bytes[1] = bytes[1];
+		st->plan_loads = p.loads, st->plan_stores = p.stores;
+	}
+	if (o->verbose) {
+		char cfg[128];
+		cuda_config_str(x, cfg, sizeof cfg);
+		fprintf(stderr, "emu: %s, split %d, %llu bytes loaded, %llu stored\n", cfg, p.split, bytes[0], bytes[1]);
+		fprintf(stderr, "emu: %s\n", m.explain);
+	}
+	rc = 0;
+out:
+	free(ws);
+	emu_close(lib);
+	cuda_module_free(&m);
+	return rc;
+}
+
+static int run(RunData *d, const RunOpts *o, char *msg, size_t n) { return emu_run_data(d, o, NULL, msg, n); }
+
+const Device dev_emu = {"emu", emu_available, run, cuda_config_ok};

@@ -1,0 +1,387 @@
+/* dev_gpu.c: the GPU device for `assoc run --device gpu` (see gpu.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/devices/gpu.h"
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+/* Compile and load g's module: the tuning space (space), the default
+ * variants, or the one variant config names; replaces a module loaded
+ * before. */
+static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n)
+{
+	if (g->mod)
+		rt_unload(g->rt, g->mod);
+	if (g->m.src)
+		cuda_module_free(&g->m);
+	g->mod = NULL;
+	char *ptx = NULL;
+	double t0 = now_ms();
+	int smem = rt_device(g->rt)->smem_per_block_optin;
+	int rc = (space ? cuda_module_space_for(g->c, g->arch, smem, &g->m, msg, n)
+			: cuda_module_for(g->c, config, g->arch, smem, &g->m, msg, n)) ||
+		 nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &g->ptx_cached, msg, n) ||
+		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
+	g->compile_ms = now_ms() - t0;
+	g->custom = config != NULL;
+	free(ptx);
+	return rc ? -1 : 0;
+}
+
+int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n)
+{
+	memset(g, 0, sizeof *g);
+	g->c = c;
+	if (rt_open(&g->rt, NULL, 0, msg, n))
+		return -1;
+	const RtDevice *dev = rt_device(g->rt);
+	snprintf(g->arch, sizeof g->arch, "sm_%d%d", dev->major, dev->minor);
+	if (nvrtc_open(&g->nv, msg, n) || gpu_module(g, NULL, space, msg, n)) {
+		gpu_close(g);
+		return -1;
+	}
+	return 0;
+}
+
+void gpu_close(Gpu *g)
+{
+	if (g->mod)
+		rt_unload(g->rt, g->mod);
+	if (g->m.src)
+		cuda_module_free(&g->m);
+	nvrtc_close(g->nv);
+	rt_close(g->rt);
+	memset(g, 0, sizeof *g);
+}
+
+static size_t buf_bytes(const Buffer *b) { return b->n * b->width * kind_size(b->kind); }
+
+int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	const Buffer *in[CUDA_MAXIN];
+	int nin = 0;
+	memset(b, 0, sizeof *b);
+	for (int k = 0; k < c->nelem; k++)
+		in[nin++] = &d->elem[k];
+	for (int k = 0; k < c->ncol; k++)
+		in[nin++] = &d->col[k];
+	for (int k = 0; k < c->nrow; k++)
+		in[nin++] = &d->row[k];
+	for (int k = 0; k < nin; k++)
+		if (rt_alloc(g->rt, buf_bytes(in[k]), &b->in[k], msg, n) ||
+		    rt_upload(g->rt, b->in[k], in[k]->p, buf_bytes(in[k]), msg, n))
+			return -1;
+	for (int o = 0; o < c->nfinal + c->nmap; o++) {
+		const Buffer *ob = o < c->nfinal ? &d->fin[o] : &d->map[o - c->nfinal];
+		if (rt_alloc(g->rt, buf_bytes(ob), &b->out[o], msg, n))
+			return -1;
+	}
+	for (int k = 0; k < nin; k++)
+		b->a.in[k] = (const void *)(size_t)b->in[k];
+	for (int o = 0; o < c->nfinal + c->nmap; o++)
+		b->a.out[o] = (void *)(size_t)b->out[o];
+	for (int p = 0; p < c->nparams; p++)
+		b->a.prm[p] = d->params[p];
+	b->a.rows = d->rows;
+	b->a.len = d->len;
+	b->a.heads = d->heads > 0 ? d->heads : 1;
+	b->a.kv_heads = d->kv_heads > 0 ? d->kv_heads : 1;
+	return 0;
+}
+
+int gpu_download(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	if (rt_sync(g->rt, msg, n))
+		return -1;
+	for (int o = 0; o < c->nfinal + c->nmap; o++) {
+		Buffer *ob = o < c->nfinal ? &d->fin[o] : &d->map[o - c->nfinal];
+		if (rt_download(g->rt, ob->p, b->out[o], buf_bytes(ob), msg, n))
+			return -1;
+	}
+	return 0;
+}
+
+void gpu_free_bufs(Gpu *g, GpuBufs *b)
+{
+	for (int k = 0; k < CUDA_MAXIN; k++)
+		if (b->in[k])
+			rt_free(g->rt, b->in[k]);
+	for (int o = 0; o < CUDA_MAXOUT; o++)
+		if (b->out[o])
+			rt_free(g->rt, b->out[o]);
+	if (b->ws)
+		rt_free(g->rt, b->ws);
+	memset(b, 0, sizeof *b);
+}
+
+int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *msg, size_t n)
+{
+	CudaPlan p;
+	const CudaVariant *x = &g->m.var[v];
+	if (!cuda_takes_len(&g->m, v, len, msg, n)) /* a kept row past the stash would overwrite shared memory */
+		return -1;
+	int heads = b->a.heads > 0 ? b->a.heads : 1;
+	if (x->fam == FAM_ATTN && b->a.kv_heads > 0) /* runs of the query heads that share keys and values */
+		rows *= heads / b->a.kv_heads, heads = b->a.kv_heads;
+	cuda_plan_h(&g->m, v, rows, len, heads,
+		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
+	if (p.ws_bytes > b->ws_bytes) {
+		if (b->ws)
+			rt_free(g->rt, b->ws);
+		b->ws = 0;
+		b->ws_bytes = 0;
+		if (rt_alloc(g->rt, p.ws_bytes, &b->ws, msg, n))
+			return -1;
+		b->ws_bytes = p.ws_bytes;
+		b->zeroed_bytes = 0;
+	}
+	/* zeroed once for a run of launches with the same layout: another
+	 * layout's launches may have written over it */
+	if (p.zero_bytes && (b->zeroed_at != p.zero_at || b->zeroed_bytes != p.zero_bytes) &&
+	    rt_memset(g->rt, b->ws + p.zero_at, 0, p.zero_bytes, msg, n))
+		return -1;
+	b->zeroed_at = p.zero_at, b->zeroed_bytes = p.zero_bytes;
+	b->a.ws = (void *)(size_t)b->ws;
+	b->a.split = p.split;
+	b->a.chunk = p.chunk;
+	void *args[] = {&b->a};
+	for (int k = 0; k < p.nk; k++) {
+		void *fn;
+		unsigned grid[3] = {p.k[k].grid ? p.k[k].grid : 1, 1, 1}, block[3] = {p.k[k].block, 1, 1};
+		if (rt_function(g->rt, g->mod, p.k[k].name, &fn, msg, n) ||
+		    rt_launch(g->rt, fn, grid, block, p.k[k].smem, args, msg, n))
+			return -1;
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double gpu_median_ms(Gpu *g, int (*fn)(void *, char *, size_t), void *ctx, RtPtr flush, size_t flush_bytes, int warmup, int runs,
+		     char *msg, size_t n)
+{
+	double t[32];
+	if (runs < 1 || runs > 32)
+		runs = runs < 1 ? 1 : 32;
+	for (int i = 0; i < warmup; i++)
+		if (fn(ctx, msg, n) || rt_sync(g->rt, msg, n))
+			return -1;
+	for (int i = 0; i < runs; i++) {
+		float ms;
+		if (rt_memset(g->rt, flush, (unsigned char)i, flush_bytes, msg, n) || rt_time(g->rt, fn, ctx, &ms, msg, n))
+			return -1;
+		t[i] = ms;
+	}
+	qsort(t, runs, sizeof *t, cmp_double);
+	return t[runs / 2];
+}
+
+/* Rows and lengths in power-of-two buckets: one tuning choice per bucket. */
+static int bucket(int v)
+{
+	int b = 1;
+	while (b < v && b < (1 << 30))
+		b <<= 1;
+	return b;
+}
+
+void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n)
+{
+	const RtDevice *dev = rt_device(g->rt);
+	int maj, min;
+	nvrtc_version(g->nv, &maj, &min);
+	char dtypes[128] = "";
+	for (int k = 0; k < d->c->nelem; k++) {
+		size_t l = strlen(dtypes);
+		snprintf(dtypes + l, sizeof dtypes - l, "%s%s", l ? "," : "", ty_kind_name(d->c->elem[k].storage));
+	}
+	snprintf(key, n, "device=%s;cc=%d.%d;sms=%d;driver=%d;nvrtc=%d.%d;template=%s/%016llx;spec=%s;dtypes=%s;"
+			 "rows=%d;len=%d",
+		 dev->name, dev->major, dev->minor, dev->sms, dev->driver, maj, min, cuda_family_name(g->m.base),
+		 (unsigned long long)blob_templates_hash(), g->m.prefix, dtypes, bucket(d->rows), bucket(d->len));
+	if (d->heads > 1) {
+		size_t l = strlen(key);
+		snprintf(key + l, n - l, ";heads=%d/%d", d->heads, d->kv_heads);
+	}
+}
+
+/* The variant of g's module that config names; a configuration outside
+ * the module (a tuned variant from the wider space, or one asked for by
+ * --config) replaces the module by one of it alone.  -1 with msg. */
+static int gpu_variant(Gpu *g, const char *config, int *v, char *msg, size_t n)
+{
+	*v = cuda_find_variant(&g->m, g->c, config);
+	if (*v >= 0)
+		return 0;
+	CudaVariant x;
+	if (cuda_parse_config(config, &x, msg, n) || gpu_module(g, config, 0, msg, n)) /* a bad text keeps the module */
+		return -1;
+	*v = cuda_find_variant(&g->m, g->c, config);
+	if (*v < 0)
+		snprintf(msg, n, "configuration '%s' gives no variant of this carrier", config);
+	return *v < 0 ? -1 : 0;
+}
+
+/* "config split=K" as stored in the cache. */
+static int parse_choice(Gpu *g, const char *s, int *v, int *split)
+{
+	char cfg[256], msg[512];
+	const char *sp = strstr(s, " split=");
+	size_t l = sp ? (size_t)(sp - s) : strlen(s);
+	if (l >= sizeof cfg)
+		return -1;
+	memcpy(cfg, s, l);
+	cfg[l] = 0;
+	long k = 1;
+	char *end = NULL;
+	if (sp)
+		k = strtol(sp + 7, &end, 10);
+	if ((end && *end) || k < 1 || k > MAX_SPLIT || gpu_variant(g, cfg, v, msg, sizeof msg))
+		return -1; /* a damaged entry is a miss: *split stays as it was */
+	*split = (int)k;
+	return 0;
+}
+
+int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n)
+{
+	*split = o->split > 0 ? o->split : 1;
+	if (o->config) {
+		if (gpu_variant(g, o->config, v, why, n))
+			return -1;
+		snprintf(why, n, "--config");
+		return 0;
+	}
+	if (!o->deterministic) {
+		TuneCache tc;
+		char key[1024], val[256], miss[128], err[256];
+		gpu_tune_key(g, d, key, sizeof key);
+		int tuned;
+		if (!tc_open(&tc, NULL, err, sizeof err) && tc_get(&tc, key, val, sizeof val, miss, sizeof miss) &&
+		    !parse_choice(g, val, v, &tuned)) {
+			if (o->split <= 0) /* an explicit --split stands */
+				*split = tuned;
+			snprintf(why, n, "tuned (cache)");
+			return 0;
+		}
+	}
+	/* back to the defaults where a tuned configuration failed to build or
+	 * an earlier choice left one configuration's module */
+	if ((g->mod == NULL || g->custom) && gpu_module(g, NULL, 0, why, n))
+		return -1;
+	int rows = d->rows, heads = d->heads;
+	if (g->m.base == FAM_ATTN && d->kv_heads > 0) /* runs of the query heads that share keys and values */
+		rows *= d->heads / d->kv_heads, heads = d->kv_heads;
+	*v = cuda_pick(&g->m, rows, d->len, *split);
+	if (g->m.var[*v].fam == FAM_ATTN && o->split <= 0)
+		*split = cuda_attn_split(&g->m, *v, rows, d->len, heads, rt_device(g->rt)->sms);
+	snprintf(why, n, o->deterministic ? "fixed (--deterministic)" : "rule (not tuned for this shape)");
+	return 0;
+}
+
+/* Tell run_check whether variant v rounds attention's P (RunData.p_round). */
+static void mark_p(const Gpu *g, int v, RunData *d)
+{
+	const CudaAttn *at = &g->m.attn;
+	int kind = g->m.var[v].fam == FAM_ATTN && g->m.var[v].pv == 1 ? (at->bf16 ? TY_BF16 : TY_F16) : 0;
+	rundata_round_p(d, kind, at->fm, at->fl, at->fo);
+}
+
+static int checked(RunData *d, char *msg, size_t n)
+{
+	RunCheck rc;
+	run_check(d, &rc);
+	int bad = -1;
+	for (int o = 0; o < rc.nout; o++)
+		if (rc.out[o].worst_ratio > 1 || rc.out[o].nan_mismatch)
+			bad = o;
+	if (bad >= 0)
+		snprintf(msg, n, "wrong result: %s off by %.3g (%.3g of tolerance)", rc.out[bad].name, rc.out[bad].max_abs,
+			 rc.out[bad].worst_ratio);
+	runcheck_free(&rc);
+	return bad >= 0 ? -1 : 0;
+}
+
+int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n)
+{
+	/* two key/value heads at most, each with its query heads: the heads'
+	 * offsets and grouping are exercised, and the float64 reference, which
+	 * every candidate pays for, stays short (attention, 16 heads of 64
+	 * rows x 2048 keys at head dim 128: about 9 s) */
+	int kv = d->kv_heads > 2 ? 2 : d->kv_heads, heads = d->kv_heads > 2 ? d->heads / d->kv_heads * 2 : d->heads;
+	RunData *small = rundata_new_heads(d->c, d->rows < 64 ? d->rows : 64, d->len < 2048 ? d->len : 2048, heads, kv);
+	GpuBufs b = {0};
+	memcpy(small->params, d->params, d->c->nparams * sizeof *d->params);
+	mark_p(g, v, small);
+	int rc = rundata_draw(small, 7, NULL, 0, msg, n) || gpu_upload(g, small, &b, msg, n) ||
+		 gpu_launch(g, &b, v, split, small->rows, small->len, msg, n) || gpu_download(g, small, &b, msg, n) ||
+		 checked(small, msg, n);
+	gpu_free_bufs(g, &b);
+	rundata_free(small);
+	return rc ? -1 : 0;
+}
+
+static int gpu_available(char *why, size_t n)
+{
+	Rt *rt;
+	if (rt_open(&rt, NULL, 0, why, n))
+		return 0;
+	rt_close(rt);
+	return 1;
+}
+
+static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
+{
+	Gpu g;
+	GpuBufs b;
+	int v, split, rc = -1;
+	char why[512];
+	if (gpu_open(&g, d->c, 0, msg, n))
+		return -1;
+	if (gpu_choose(&g, d, o, &v, &split, why, sizeof why)) {
+		snprintf(msg, n, "%s", why);
+		gpu_close(&g);
+		return -1;
+	}
+	/* a template without heads (the carrier's, or a generic one that
+	 * --config built the module of): one head at a time */
+	if (d->heads > 1 && g.m.base != FAM_ATTN) {
+		gpu_close(&g);
+		for (int h = 0; h < d->heads; h++) {
+			RunData *hv = rundata_head_view(d, h);
+			rc = gpu_run(hv, o, msg, n);
+			rundata_view_free(hv);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	mark_p(&g, v, d);
+	if (!gpu_upload(&g, d, &b, msg, n) && !gpu_launch(&g, &b, v, split, d->rows, d->len, msg, n) &&
+	    !gpu_download(&g, d, &b, msg, n))
+		rc = 0;
+	if (o->verbose) {
+		char cfg[128];
+		cuda_config_str(&g.m.var[v], cfg, sizeof cfg);
+		fprintf(stderr, "gpu: %s (%s), split %d, %s, module %s in %.0f ms\n", cfg, why, split, g.arch,
+			g.ptx_cached ? "from the PTX cache" : "compiled", g.compile_ms);
+	}
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	return rc;
+}
+
+const Device dev_gpu = {"gpu", gpu_available, gpu_run, cuda_config_ok};

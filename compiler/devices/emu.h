@@ -1,0 +1,35 @@
+/* emu.h: the CUDA emulator's host side: generated CUDA C built with the
+ * host C++ compiler against emu.hpp into a shared object (cached by source
+ * hash), loaded with dlopen, kernels launched on CPU fibers. */
+#ifndef ASSOC_EMU_H
+#define ASSOC_EMU_H
+
+#include <stddef.h>
+
+#include "compiler/devices/run.h"
+
+typedef struct EmuLib EmuLib;
+
+/* 1 when a host C++ compiler is found (ASSOC_CXX, g++, c++, clang++). */
+int emu_available(char *why, size_t n);
+/* Build (or load from the cache) the module src; 0, or -1 with msg (the
+ * compiler's log included). */
+int emu_open(const char *src, EmuLib **lib, char *msg, size_t n);
+void emu_close(EmuLib *lib);
+/* Launch `kernel` on grid x block threads with smem bytes of dynamic shared
+ * memory and args (the kernel's Args); bytes[0..1] accumulate the global
+ * bytes loaded and stored. */
+int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned block, unsigned smem, const void *args,
+		      unsigned long long bytes[2], char *msg, size_t n);
+
+/* What a run on the emulator did. */
+typedef struct {
+	char config[128];          /* the variant that ran */
+	unsigned long long bytes[2]; /* global loads, stores */
+	double plan_loads, plan_stores;
+} EmuStats;
+
+/* dev_emu's run, with what it did in st (may be NULL). */
+int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n);
+
+#endif

@@ -1,0 +1,62 @@
+/* gpu.h: carriers on a CUDA GPU: the carrier's module through NVRTC, loaded
+ * with the driver API (runtime/driver.h), run on device copies of a RunData,
+ * with the variant chosen by the tuning cache, by --config, or by rule. */
+#ifndef ASSOC_GPU_H
+#define ASSOC_GPU_H
+
+#include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
+#include "compiler/devices/run.h"
+#include "runtime/driver.h"
+#include "runtime/tune.h"
+
+typedef struct {
+	Rt *rt;
+	Nvrtc *nv;
+	CudaModule m;
+	RtModule *mod;
+	Carrier *c;
+	char arch[16];
+	int ptx_cached;
+	double compile_ms;
+	int custom; /* the module is one configuration's (gpu_choose), not the defaults or the tuning space */
+} Gpu;
+
+/* Open the driver, compile c for the device's architecture and load it:
+ * its default variants, or with space the whole tuning space
+ * (cuda_module_space). */
+int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n);
+void gpu_close(Gpu *g);
+
+/* Device copies of a RunData's arrays, and the kernels' argument block. */
+typedef struct {
+	RtPtr in[CUDA_MAXIN], out[CUDA_MAXOUT], ws;
+	size_t ws_bytes;
+	size_t zeroed_at, zeroed_bytes; /* the plan's zero region, zeroed and left so by the last launch */
+	CudaArgs a;
+} GpuBufs;
+
+int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n);
+int gpu_download(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n);
+void gpu_free_bufs(Gpu *g, GpuBufs *b);
+/* Enqueue variant v with a split count (workspace grown as needed). */
+int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *msg, size_t n);
+
+/* Run variant v (with split) on a problem of d's spec and heads (two
+ * key/value heads at most, each with its query heads), at most 64 rows of
+ * 2048 with fresh inputs (the interpreter's reference costs far more than
+ * the kernel), and compare with the reference; -1 with why. */
+int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n);
+/* Median milliseconds of `runs` (at most 32) event-timed calls of fn after
+ * `warmup` untimed ones, writing `flush` (a buffer larger than L2) before
+ * each timed call so that no run finds its inputs in cache; -1 with msg. */
+double gpu_median_ms(Gpu *g, int (*fn)(void *, char *, size_t), void *ctx, RtPtr flush, size_t flush_bytes, int warmup, int runs,
+		     char *msg, size_t n);
+/* The tuning cache key of a problem on this device. */
+void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n);
+/* The variant and split for a shape: --config, then the tuning cache (a
+ * frozen choice), then the rules.  A configuration outside g's module is
+ * compiled alone and replaces it.  -1 with the reason in why. */
+int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n);
+
+#endif

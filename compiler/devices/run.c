@@ -1,0 +1,410 @@
+/* run.c: whole-array inputs and outputs, the devices' common ground, and
+ * the comparison of a device's results with the float64 reference. */
+#include "compiler/devices/run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/check/draw.h"
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz ? sz : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+/* ---- storage ---- */
+
+size_t kind_size(TyKind k)
+{
+	switch (k) {
+	case TY_BOOL: return 1;
+	case TY_F16: case TY_BF16: return 2;
+	case TY_I32: case TY_F32: return 4;
+	default: return 8;
+	}
+}
+
+uint16_t bf16_bits(double v)
+{
+	float f = (float)ir_round(TY_BF16, v);
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if (isnan(f))
+		return 0x7fc0;
+	return (uint16_t)(u >> 16);
+}
+
+double bf16_value(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+uint16_t f16_bits(double v)
+{
+	v = ir_round(TY_F16, v);
+	uint16_t sign = signbit(v) ? 0x8000 : 0;
+	double a = fabs(v);
+	if (isnan(v))
+		return 0x7e00;
+	if (isinf(a))
+		return sign | 0x7c00;
+	if (a < 0x1p-14) /* subnormal or 0: a = k * 2^-24 */
+		return sign | (uint16_t)(a * 0x1p24);
+	uint64_t u;
+	memcpy(&u, &a, 8);
+	/* a = 1.m * 2^e, e in [-14, 15], m's top 10 bits all that a has */
+	return sign | (uint16_t)(((int)(u >> 52) - 1023 + 15) << 10) | (uint16_t)((u >> 42) & 0x3ff);
+}
+
+double f16_value(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	double v = e == 0 ? m * 0x1p-24 : e == 31 ? (m ? NAN : INFINITY) : (1024 + m) * ir_pow2(e - 25);
+	return h & 0x8000 ? -v : v;
+}
+
+double buffer_get(const Buffer *b, size_t i)
+{
+	const void *p = (const char *)b->p + i * kind_size(b->kind);
+	switch (b->kind) {
+	case TY_BOOL: return *(const uint8_t *)p;
+	case TY_I32: return *(const int32_t *)p;
+	case TY_I64: return (double)*(const int64_t *)p;
+	case TY_F16: return f16_value(*(const uint16_t *)p);
+	case TY_BF16: return bf16_value(*(const uint16_t *)p);
+	case TY_F32: return *(const float *)p;
+	default: return *(const double *)p;
+	}
+}
+
+void buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst)
+{
+	/* the kind's case outside the loop: attention's keys and values, read
+	 * once a head for the reference, are millions of components */
+	const char *p = (const char *)b->p + i * kind_size(b->kind);
+	switch (b->kind) {
+	case TY_F16:
+		for (size_t t = 0; t < n; t++)
+			dst[t] = f16_value(((const uint16_t *)p)[t]);
+		return;
+	case TY_BF16:
+		for (size_t t = 0; t < n; t++)
+			dst[t] = bf16_value(((const uint16_t *)p)[t]);
+		return;
+	case TY_F32:
+		for (size_t t = 0; t < n; t++)
+			dst[t] = ((const float *)p)[t];
+		return;
+	default:
+		for (size_t t = 0; t < n; t++)
+			dst[t] = buffer_get(b, i + t);
+	}
+}
+
+void buffer_set(Buffer *b, size_t i, double v)
+{
+	void *p = (char *)b->p + i * kind_size(b->kind);
+	switch (b->kind) {
+	case TY_BOOL: *(uint8_t *)p = v != 0; break;
+	case TY_I32: *(int32_t *)p = (int32_t)ir_round(TY_I32, v); break;
+	case TY_I64: *(int64_t *)p = (int64_t)v; break;
+	case TY_F16: *(uint16_t *)p = f16_bits(v); break;
+	case TY_BF16: *(uint16_t *)p = bf16_bits(v); break;
+	case TY_F32: *(float *)p = (float)v; break;
+	default: *(double *)p = v; break;
+	}
+}
+
+static Buffer *buffers(const Decl *d, int n, size_t count)
+{
+	Buffer *b = xcalloc(n, sizeof *b);
+	for (int i = 0; i < n; i++) {
+		b[i] = (Buffer){d[i].storage, decl_width(&d[i]), count, NULL};
+		b[i].p = xcalloc(count * b[i].width, kind_size(b[i].kind));
+	}
+	return b;
+}
+
+static Buffer *out_buffers(const Def *d, int n, size_t count)
+{
+	Buffer *b = xcalloc(n, sizeof *b);
+	for (int i = 0; i < n; i++) {
+		Ty t = d[i].e->ty;
+		b[i] = (Buffer){(TyKind)t.kind, t.len ? t.len : 1, count, NULL};
+		b[i].p = xcalloc(count * b[i].width, kind_size(b[i].kind));
+	}
+	return b;
+}
+
+RunData *rundata_new(Carrier *c, int rows, int len) { return rundata_new_heads(c, rows, len, 1, 1); }
+
+RunData *rundata_new_heads(Carrier *c, int rows, int len, int heads, int kv_heads)
+{
+	RunData *d = xcalloc(1, sizeof *d);
+	size_t H = heads < 1 ? 1 : heads, G = kv_heads < 1 ? 1 : kv_heads, rl = (size_t)rows * len;
+	d->c = c;
+	d->rows = rows;
+	d->len = len;
+	d->heads = (int)H;
+	d->kv_heads = (int)G;
+	d->scan = c->tpl == TPL_SCAN;
+	d->row = buffers(c->row, c->nrow, H * rows);
+	d->col = buffers(c->col, c->ncol, G * len);
+	d->elem = buffers(c->elem, c->nelem, H * rl);
+	d->params = xcalloc(c->nparams, sizeof *d->params);
+	d->fin = out_buffers(c->finalize, c->nfinal, H * (d->scan ? rl : (size_t)rows));
+	d->map = out_buffers(c->map, c->nmap, H * rl);
+	return d;
+}
+
+static double decls_bytes(const Decl *d, int n, double count)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += count * decl_width(&d[i]) * kind_size(d[i].storage);
+	return s;
+}
+
+static double defs_bytes(const Def *d, int n, double count)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += count * (d[i].e->ty.len ? d[i].e->ty.len : 1) * kind_size((TyKind)d[i].e->ty.kind);
+	return s;
+}
+
+double rundata_need(const Carrier *c, int rows, int len, int heads, int kv_heads)
+{
+	double H = heads < 1 ? 1 : heads, G = kv_heads < 1 ? 1 : kv_heads, rl = (double)rows * len;
+	return decls_bytes(c->row, c->nrow, H * rows) + decls_bytes(c->col, c->ncol, G * len) +
+	       decls_bytes(c->elem, c->nelem, H * rl) +
+	       defs_bytes(c->finalize, c->nfinal, H * (c->tpl == TPL_SCAN ? rl : rows)) + defs_bytes(c->map, c->nmap, H * rl);
+}
+
+static Buffer *view_bufs(const Buffer *b, int n, size_t count, size_t head)
+{
+	Buffer *v = xcalloc(n, sizeof *v);
+	for (int i = 0; i < n; i++) {
+		v[i] = b[i];
+		v[i].n = count;
+		v[i].p = (char *)b[i].p + head * count * b[i].width * kind_size(b[i].kind);
+	}
+	return v;
+}
+
+RunData *rundata_head_view(const RunData *d, int h)
+{
+	Carrier *c = d->c;
+	RunData *v = xcalloc(1, sizeof *v);
+	size_t rl = (size_t)d->rows * d->len, kh = (size_t)h / (d->heads / d->kv_heads);
+	*v = *d;
+	v->heads = v->kv_heads = 1;
+	v->row = view_bufs(d->row, c->nrow, d->rows, h);
+	v->col = view_bufs(d->col, c->ncol, d->len, kh);
+	v->elem = view_bufs(d->elem, c->nelem, rl, h);
+	v->fin = view_bufs(d->fin, c->nfinal, d->scan ? rl : (size_t)d->rows, h);
+	v->map = view_bufs(d->map, c->nmap, rl, h);
+	return v;
+}
+
+void rundata_view_free(RunData *v)
+{
+	if (!v)
+		return;
+	free(v->row), free(v->col), free(v->elem), free(v->fin), free(v->map);
+	free(v);
+}
+
+static void free_buffers(Buffer *b, int n)
+{
+	for (int i = 0; b && i < n; i++)
+		free(b[i].p);
+	free(b);
+}
+
+void rundata_free(RunData *d)
+{
+	if (!d)
+		return;
+	Carrier *c = d->c;
+	free_buffers(d->row, c->nrow);
+	free_buffers(d->col, c->ncol);
+	free_buffers(d->elem, c->nelem);
+	free_buffers(d->fin, c->nfinal);
+	free_buffers(d->map, c->nmap);
+	free(d->params);
+	free(d);
+}
+
+/* ---- rows for the interpreter ---- */
+
+static double buffers_bytes(const Buffer *b, int n)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += (double)b[i].n * b[i].width * kind_size(b[i].kind);
+	return s;
+}
+
+double rundata_bytes(const RunData *d)
+{
+	Carrier *c = d->c;
+	return buffers_bytes(d->elem, c->nelem) + buffers_bytes(d->col, c->ncol) + buffers_bytes(d->row, c->nrow) +
+	       buffers_bytes(d->fin, c->nfinal) + buffers_bytes(d->map, c->nmap);
+}
+
+void rundata_pointers(const RunData *d, const void **in, void **out)
+{
+	Carrier *c = d->c;
+	int k = 0;
+	for (int i = 0; i < c->nelem; i++)
+		in[k++] = d->elem[i].p;
+	for (int i = 0; i < c->ncol; i++)
+		in[k++] = d->col[i].p;
+	for (int i = 0; i < c->nrow; i++)
+		in[k++] = d->row[i].p;
+	for (int i = 0; i < c->nfinal; i++)
+		out[i] = d->fin[i].p;
+	for (int i = 0; i < c->nmap; i++)
+		out[c->nfinal + i] = d->map[i].p;
+}
+
+void rundata_widths(const RunData *d, int64_t *width)
+{
+	Carrier *c = d->c;
+	int k = 0;
+	for (int i = 0; i < c->nelem; i++)
+		width[k++] = d->elem[i].width;
+	for (int i = 0; i < c->ncol; i++)
+		width[k++] = d->col[i].width;
+	for (int i = 0; i < c->nrow; i++)
+		width[k++] = d->row[i].width;
+}
+
+void rundata_load_cols(const RunData *d, const Machine *m, Row *row)
+{
+	for (int j = 0; j < d->len; j++)
+		for (int k = 0; k < d->c->ncol; k++)
+			buffer_get_n(&d->col[k], (size_t)j * d->col[k].width, d->col[k].width,
+				     row->colv + (size_t)j * m->colw + m->coloff[k]);
+}
+
+void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
+{
+	Carrier *c = d->c;
+	row->i = r;
+	for (int k = 0; k < c->nrow; k++)
+		for (int t = 0; t < d->row[k].width; t++)
+			row->rowv[m->rowoff[k] + t] = buffer_get(&d->row[k], (size_t)r * d->row[k].width + t);
+	for (int j = 0; c->nelem && j < d->len; j++) {
+		for (int k = 0; k < c->nelem; k++)
+			for (int t = 0; t < d->elem[k].width; t++)
+				row->elemv[(size_t)j * m->elemw + m->elemoff[k] + t] =
+					buffer_get(&d->elem[k], ((size_t)r * d->len + j) * d->elem[k].width + t);
+	}
+}
+
+static void store_decls(int n, Buffer *b, const int *off, const double *src, size_t at)
+{
+	for (int k = 0; k < n; k++)
+		for (int t = 0; t < b[k].width; t++)
+			buffer_set(&b[k], at * b[k].width + t, src[off[k] + t]);
+}
+
+static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, Row **cols, char *msg, size_t n);
+
+/* With heads: each head drawn as its own one-head array, the columns of a
+ * key/value head with the first of its query heads; params from head 0. */
+int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n)
+{
+	if (d->heads <= 1)
+		return draw_one(d, seed, params, nparams, NULL, msg, n);
+	double *keep = xcalloc(d->c->nparams + 1, sizeof *keep);
+	int rc = 0;
+	int g = d->heads / d->kv_heads;
+	Row *cols = NULL; /* the key/value head's columns, as drawn */
+	for (int h = 0; h < d->heads && !rc; h++) {
+		/* the others keep them: drawn again for each, they cost G times
+		 * as much, most of `run`'s time for decoding */
+		if (h % g == 0)
+			row_free(cols), cols = NULL;
+		RunData *v = rundata_head_view(d, h);
+		rc = draw_one(v, seed + 7919u * (uint64_t)h, params, nparams, &cols, msg, n);
+		if (h == 0)
+			memcpy(keep, d->params, d->c->nparams * sizeof *keep);
+		rundata_view_free(v);
+	}
+	row_free(cols);
+	memcpy(d->params, keep, d->c->nparams * sizeof *keep);
+	free(keep);
+	return rc;
+}
+
+/* cols: NULL; or where the Row of the columns goes, kept for the next
+ * call, whose columns it holds when not NULL */
+static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, Row **cols, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	Machine m;
+	machine_init(&m, c);
+	uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
+	int rc = draw_params(&m, params, nparams, &rng, msg, n);
+	memcpy(d->params, m.params, c->nparams * sizeof *d->params);
+	int keep_cols = cols && *cols;
+	Row *row = keep_cols ? *cols : row_new(&m, d->len);
+	for (int r = 0; !rc && r < d->rows; r++) {
+		if (draw_row_keep(&m, FAM_NORMAL, row, keep_cols || r > 0, &rng)) {
+			snprintf(msg, n, "could not draw inputs where 'assume' holds");
+			rc = -1;
+			break;
+		}
+		store_decls(c->nrow, d->row, m.rowoff, row->rowv, r);
+		for (int j = 0; r == 0 && !keep_cols && j < d->len; j++)
+			store_decls(c->ncol, d->col, m.coloff, row->colv + (size_t)j * m.colw, j);
+		for (int j = 0; c->nelem && j < d->len; j++)
+			store_decls(c->nelem, d->elem, m.elemoff, row->elemv + (size_t)j * m.elemw,
+				    (size_t)r * d->len + j);
+	}
+	if (cols)
+		*cols = row;
+	else
+		row_free(row);
+	machine_free(&m);
+	return rc;
+}
+
+/* ---- devices ---- */
+
+extern const Device dev_interp;
+#define DEVICE(name) __attribute__((weak)) extern const Device name;
+DEVICE(dev_emu)
+DEVICE(dev_cpu)
+DEVICE(dev_gpu)
+
+const Device *device_find(const char *name)
+{
+	const Device *all[] = {&dev_interp, &dev_emu, &dev_cpu, &dev_gpu};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		if (all[i] && !strcmp(all[i]->name, name))
+			return all[i];
+	return NULL;
+}
+
+const char *device_names(void)
+{
+	static char buf[128];
+	const Device *all[] = {&dev_interp, &dev_emu, &dev_cpu, &dev_gpu};
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		if (all[i]) {
+			strcat(buf, buf[0] ? ", " : "");
+			strcat(buf, all[i]->name);
+		}
+	return buf;
+}

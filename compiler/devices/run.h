@@ -1,0 +1,137 @@
+/* run.h: running a carrier on whole arrays through a device, and checking
+ * the results against the float64 reference.
+ *
+ * Memory layout (spec-format.md): an element input is [rows][len][width],
+ * a row input [rows][width], a column input [len][width]; finalize outputs
+ * are [rows][width]; map outputs, and finalize outputs of a scan, are
+ * [rows][len][width].  Inputs are stored in their spec type (f16 and bf16
+ * as 16-bit patterns); outputs in the type of their expression. */
+#ifndef ASSOC_RUN_H
+#define ASSOC_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler/check/eval.h"
+#include "compiler/front/spec.h"
+
+typedef struct {
+	TyKind kind;  /* storage kind */
+	int width;    /* components per element (1 for scalars) */
+	size_t n;     /* elements */
+	void *p;      /* n * width values of kind */
+} Buffer;
+
+size_t kind_size(TyKind k);
+double buffer_get(const Buffer *b, size_t i);  /* component i, as a double */
+void buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst); /* components i .. i + n - 1 */
+void buffer_set(Buffer *b, size_t i, double v); /* rounds to the buffer's kind */
+/* 16-bit patterns of f16 and bf16, round to nearest even. */
+uint16_t f16_bits(double v);
+uint16_t bf16_bits(double v);
+double f16_value(uint16_t h);
+double bf16_value(uint16_t h);
+
+typedef struct {
+	Carrier *c;
+	int rows, len;
+	/* Attention: query heads and key/value heads (heads % kv_heads == 0;
+	 * 1 and 1 elsewhere).  Every row, element and output array gets a
+	 * leading [heads] dim, every column array a leading [kv_heads] dim;
+	 * query head h reads key/value head h / (heads / kv_heads). */
+	int heads, kv_heads;
+	Buffer *row, *col, *elem; /* one per declaration */
+	double *params;           /* one per param (scalar) */
+	Buffer *fin, *map;        /* outputs: one per finalize / map output */
+	int scan;                 /* finalize outputs are per position */
+	/* Set by a device whose kernel rounded the softmax weights P to the
+	 * inputs' type before P V (the attention template with pv = 1): that
+	 * type (TY_F16, TY_BF16; 0 when P stayed float32) and the state fields
+	 * m (max), l (sum), o (vector).  run_check's naive baseline does the same. */
+	struct {
+		int kind, m, l, o;
+	} p_round;
+} RunData;
+
+/* Allocate inputs and outputs for rows x len (outputs zeroed). */
+RunData *rundata_new(Carrier *c, int rows, int len);
+RunData *rundata_new_heads(Carrier *c, int rows, int len, int heads, int kv_heads);
+void rundata_free(RunData *d);
+/* Head h of d as a one-head RunData whose buffers point into d's; free
+ * with rundata_view_free (d's arrays stay). */
+RunData *rundata_head_view(const RunData *d, int h);
+void rundata_view_free(RunData *v);
+
+/* Bytes one run moves: every input read once, every output written once. */
+double rundata_bytes(const RunData *d);
+/* The bytes rundata_new_heads would allocate for that shape, without allocating. */
+double rundata_need(const Carrier *c, int rows, int len, int heads, int kv_heads);
+
+/* The arrays' host pointers in the kernels' order: element, column, then
+ * row inputs into in; finalize, then map outputs into out. */
+void rundata_pointers(const RunData *d, const void **in, void **out);
+/* The inputs' components per element, in rundata_pointers' order. */
+void rundata_widths(const RunData *d, int64_t *width);
+
+/* Copy d's column inputs into the interpreter's layout (row has room for
+ * d->len), once for all rows; then row r's own inputs (row and element). */
+void rundata_load_cols(const RunData *d, const Machine *m, Row *row);
+void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);
+
+/* Draw inputs (honouring assume) and params (overrides applied); -1 with
+ * msg when an override is wrong or assume cannot be satisfied. */
+int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n);
+
+enum { MAX_SPLIT = 1 << 16 };
+
+typedef struct {
+	int threads;      /* CPU devices: 0 picks the number of cores */
+	int split;        /* reduced-axis split count, up to MAX_SPLIT; 0 lets the device choose */
+	const char *config; /* a device's own configuration string, or NULL */
+	int deterministic;
+	int verbose;
+} RunOpts;
+
+typedef struct {
+	const char *name;
+	/* 1 when usable here; otherwise 0 with the reason in why. */
+	int (*available)(char *why, size_t n);
+	/* Fill d's outputs from its inputs; 0 on success, -1 with msg. */
+	int (*run)(RunData *d, const RunOpts *o, char *msg, size_t n);
+	/* 0 when --config's text is one this device reads, else -1 with msg;
+	 * NULL for a device that takes none. */
+	int (*config)(const char *cfg, char *msg, size_t n);
+} Device;
+
+/* Devices, by name ("interp", and those linked in); NULL when unknown. */
+const Device *device_find(const char *name);
+const char *device_names(void);
+
+/* Worst error of each output against the float64 reference. */
+typedef struct {
+	char *name;
+	double max_abs, max_rel, worst_ratio; /* ratio of error to its tolerance */
+	size_t at;       /* flat index of the first NaN or infinity mismatch, else of the worst component */
+	int nan_mismatch;
+	size_t compared;
+	size_t out_of_range; /* finite results where the float64 reference overflowed or underflowed: not compared */
+	const char *basis; /* "the float64 reference", or the carrier's float64 left fold where the spec has none */
+} OutCheck;
+
+typedef struct {
+	OutCheck *out;
+	int nout;
+	int ok;
+} RunCheck;
+
+/* Compare d's outputs with the reference (or the carrier's float64 left
+ * fold where the spec has none).  The tolerance for each value is twice the
+ * error of a naive float32 evaluation of the same value plus a floor of
+ * 32 float32 ulps of the output's scale in its row (FlashAttention's rule);
+ * with P rounded (p_round), the naive attention rounds P as well. */
+void run_check(RunData *d, RunCheck *rc);
+/* Record how the device treated P (RunData.p_round); kind 0: float32. */
+void rundata_round_p(RunData *d, int kind, int m, int l, int o);
+void runcheck_free(RunCheck *rc);
+
+#endif

@@ -1,0 +1,508 @@
+/* runcheck.c: a device's outputs against the float64 reference.
+ *
+ * Tolerance (FlashAttention's rule, with a floor): a value may be off from
+ * the float64 reference by twice what a naive float32 evaluation of the
+ * same value may be off (the larger of its actual error and its running
+ * error bound, that bound in a share of 6/sqrt(n) on rows of n > 36
+ * positions (compare_row): a naive sum that happens to land exactly must
+ * not make the tolerance vanish), plus 32 float32 ulps of the output's
+ * scale in its row (its largest magnitude there).  Integer outputs must
+ * match exactly.
+ *
+ * Where the device rounded attention's softmax weights P to the inputs'
+ * type before P V (RunData.p_round), the naive implementation is that of
+ * FlashAttention's tests in the same precision: scores and sums in float32,
+ * P rounded to f16/bf16, P V accumulated in float32.  A naive float32
+ * evaluation of the spec keeps P in float32 and would hold such a kernel
+ * to a precision its algorithm does not have.
+ *
+ * Where the reference's naive float32 evaluation overflowed and float64's
+ * did not (a sum of exp over scores of hundreds), the carrier's own
+ * float32 fold, which rescales as it goes, is the naive version, its error
+ * taken up to 2^-10 of the output's scale.  The naive versions built from
+ * the spec's lift and finalize (that one, and the P-rounded attention)
+ * count toward the tolerance only up to such a bound: otherwise a wrong
+ * finalize would set its own.
+ *
+ * Where the float64 reference overflowed or underflowed in a row (a sum of
+ * exp over logits of 800, or of -1e4 padding) and so is infinite or NaN,
+ * a finite result has nothing to be held to: it is counted as not
+ * compared, and neither passes nor fails. */
+#include <fenv.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/check/eval.h"
+#include "compiler/devices/run.h"
+
+/* The reference and the carrier's left fold of one row, with error bounds. */
+typedef struct {
+	double *refv, *refe, *posv, *pose; /* reference: per row, per position */
+	double *fin, *fine, *map, *mape;   /* fold: finalize (per position for scans), map */
+} Vals;
+
+typedef struct {
+	Machine m;
+	RunData *d;
+	Row *row;
+	Vals v[2];                  /* by Mode: float64 truth, naive float32 */
+	double *pfin, *pfine, *pscr; /* the naive attention with P rounded (p_round): finalized, bound */
+	double *pv, *dv;             /* its o, and the bound of P's rounding in o */
+	double *want, *naive, *bound; /* one output of one row: positions x width */
+	double *s, *se, *l, *le, *t, *te;
+	int need_fold; /* some output has no reference: compare it with the float64 fold */
+	int ref_range; /* the row's float64 reference overflowed or underflowed somewhere */
+	int capped;    /* the output compared now holds naive values from the spec's own fold (NAIVE_CAP) */
+	int fold32;    /* v[MODE_F32].fin holds this row's float32 fold */
+} Ctx;
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz ? sz : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+/* The naive attention with P rounded (naive_rounded_p) is the spec's
+ * own lift and finalize, not its reference: its distance from the
+ * reference counts toward the tolerance up to this many times its bound
+ * (P's rounding and float32's running bound), beyond which it can only be
+ * the spec that is wrong (a finalize of o / l * 1.2 passed as its own
+ * naive version). */
+enum { NAIVE_CAP = 4 };
+/* The bound of a naive value taken from the carrier's float32 fold where
+ * the reference's float32 evaluation overflowed (check_outputs). */
+#define FOLD_NAIVE (-1.0)
+
+static void compare_value(OutCheck *oc, double got, double want, double naive, double bound, double share,
+			  double scale, int exact, int range, int capped, size_t at)
+{
+	oc->compared++;
+	if (range && !isfinite(want) && isfinite(got)) {
+		/* log(sum(exp(x))) over x = -1e4 is -inf in float64, or inf/inf a
+		 * NaN: no reference to hold a finite result to */
+		oc->out_of_range++;
+		return;
+	}
+	if (isnan(want))
+		return; /* the reference is undefined here (an empty row's 0/0): any value will do */
+	if (isnan(got) || isinf(got) || isinf(want)) {
+		if (!(got == want || (isnan(got) && isnan(want))))
+			oc->at = oc->nan_mismatch++ ? oc->at : at; /* the first: at says where, a NaN before a ratio */
+		return;
+	}
+	double err = fabs(got - want), naive_err = fabs(naive - want);
+	if (bound == FOLD_NAIVE) {
+		/* no error bound: the fold's actual error, up to a float32 result
+		 * whose scores of hundreds moved each weight by 2^-10 (an error
+		 * of the spec itself beyond) */
+		naive_err = fmin(naive_err, 0x1p-10 * scale);
+	} else if (!isfinite(naive)) {
+		/* the naive float32 formula overflowed where float64 did not (a
+		 * sum of exp past 88): its running bound stands in, whole (the
+		 * share below assumes an actual error beside it); without one,
+		 * the floor alone */
+		naive_err = isfinite(bound) ? 0x1p-24 * bound : 0;
+	} else if (!(naive_err >= 0x1p-24 * bound * share)) {
+		naive_err = 0x1p-24 * bound * share;
+	} else if (capped && naive_err > NAIVE_CAP * 0x1p-24 * bound) {
+		/* the naive with P rounded is built from the spec's own lift and
+		 * finalize: a wrong finalize must not widen its own tolerance */
+		naive_err = NAIVE_CAP * 0x1p-24 * bound;
+	}
+	double tol = exact ? 0 : 2 * naive_err + 32 * 0x1p-23 * scale;
+	double ratio = err == 0 ? 0 : tol > 0 ? err / tol : INFINITY;
+	if (err > oc->max_abs)
+		oc->max_abs = err;
+	if (want != 0 && err / fabs(want) > oc->max_rel)
+		oc->max_rel = err / fabs(want);
+	if (ratio > oc->worst_ratio) {
+		oc->worst_ratio = ratio;
+		if (!oc->nan_mismatch)
+			oc->at = at;
+	}
+}
+
+/* The running bound adds up |rounding errors| over a row's n positions,
+ * where errors of random sign add up as sqrt(n) (Higham and Mary, 2019:
+ * beyond 6 sqrt(n) u with probability under 1e-7); so past 36 positions it
+ * is a floor only in that share.  In full it let a variance 20% off pass on
+ * rows whose mean is 1000 times their spread. */
+static double bound_share(int n) { return n > 36 ? 6 / sqrt((double)n) : 1; }
+
+/* An output's scale: the largest finite magnitude of its n wanted values. */
+static double scale_of(const double *want, int n)
+{
+	double s = 0;
+	for (int k = 0; k < n; k++)
+		if (isfinite(want[k]))
+			s = fmax(s, fabs(want[k]));
+	return s;
+}
+
+/* Compare positions [0, npos) of one output of one row: got at flat index base. */
+static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, int npos, int w, int exact)
+{
+	/* attention with P rounded keeps the bound whole: it carries the bound of
+	 * that rounding, and tensor cores' accumulation is not modelled here */
+	double share = x->pfin ? 1 : bound_share(x->d->len), scale = scale_of(x->want, npos * w);
+	for (int k = 0; k < npos * w; k++)
+		compare_value(oc, buffer_get(got, base * w + k), x->want[k], x->naive[k], x->bound[k], share, scale,
+			      exact, x->ref_range, x->capped, base * w + k);
+}
+
+static int ref_of(Carrier *c, const char *name, int per_row)
+{
+	for (int q = 0; q < c->nref; q++)
+		if (c->ref[q].per_row == per_row && !strcmp(c->ref[q].name, name))
+			return q;
+	return -1;
+}
+
+/* Left fold of the row in one mode: finalize after the whole row, or
+ * after every position for scans; map at every position. */
+static void fold_row(Ctx *x, Mode md)
+{
+	Machine *m = &x->m;
+	RunData *d = x->d;
+	Vals *v = &x->v[md];
+	m_identity(m, md, x->s, x->se);
+	for (int j = 0; j < d->len; j++) {
+		if (!m_masked(m, x->row, j)) {
+			m_lift(m, md, x->row, j, x->l, x->le);
+			memcpy(x->t, x->s, m->sw * sizeof *x->t);
+			memcpy(x->te, x->se, m->sw * sizeof *x->te);
+			m_merge(m, md, x->t, x->te, x->l, x->le, x->s, x->se);
+		}
+		if (d->scan)
+			m_finalize(m, md, x->row, x->s, x->se, v->fin + (size_t)j * m->finw, v->fine + (size_t)j * m->finw);
+	}
+	if (d->scan)
+		return;
+	m_finalize(m, md, x->row, x->s, x->se, v->fin, v->fine);
+	for (int j = 0; j < d->len && m->c->nmap; j++)
+		m_map(m, md, x->row, j, x->s, x->se, v->map + (size_t)j * m->mapw, v->mape + (size_t)j * m->mapw);
+}
+
+/* The unit roundoff and half the smallest subnormal of f16 or bf16: the
+ * rounding of p moves it by at most max(u p, eta). */
+static double round_in(int kind, double p, double *u, double *eta)
+{
+	*u = kind == TY_BF16 ? 0x1p-8 : 0x1p-11;
+	*eta = kind == TY_BF16 ? 0x1p-134 : 0x1p-25;
+	return kind == TY_BF16 ? bf16_value(bf16_bits(p)) : f16_value(f16_bits(p));
+}
+
+/* The naive attention with P rounded, as the state (max s, sum p, sum
+ * round(p) v) with p_j = e^(s_j - max s) in (0, 1] (the weights before the
+ * division by l, as the kernel rounds them), finalized in float32.  The
+ * bound of P's rounding in o, sum max(u p_j, eta) |v_j|, is carried through
+ * the finalize by evaluating it at o + and - that bound, in units of
+ * float32's unit roundoff. */
+static void naive_rounded_p(Ctx *x)
+{
+	Machine *m = &x->m;
+	RunData *d = x->d;
+	int fm = m->soff[d->p_round.m], fl = m->soff[d->p_round.l], fo = m->soff[d->p_round.o];
+	int w = d->c->state[d->p_round.o].ty.len ? d->c->state[d->p_round.o].ty.len : 1;
+	double mx = -INFINITY, l = 0, u, eta;
+	for (int j = 0; j < d->len; j++)
+		if (!m_masked(m, x->row, j)) {
+			m_lift(m, MODE_F32, x->row, j, x->l, x->le);
+			mx = fmax(mx, x->l[fm]);
+		}
+	memset(x->pv, 0, w * sizeof *x->pv);
+	memset(x->dv, 0, w * sizeof *x->dv);
+	for (int j = 0; j < d->len && mx > -INFINITY; j++) {
+		if (m_masked(m, x->row, j))
+			continue;
+		m_lift(m, MODE_F32, x->row, j, x->l, x->le);
+		double p = (float)exp((float)(x->l[fm] - mx)), pr = round_in(d->p_round.kind, p, &u, &eta);
+		l = (float)(l + p);
+		for (int t = 0; t < w; t++) {
+			x->pv[t] = (float)(x->pv[t] + pr * x->l[fo + t]);
+			x->dv[t] += fmax(u * p, eta) * fabs(x->l[fo + t]);
+		}
+	}
+	double *s = x->t, *zero = x->te, *scre = x->pscr + m->finw;
+	m_identity(m, MODE_F32, s, zero);
+	memset(zero, 0, m->sw * sizeof *zero);
+	if (mx > -INFINITY) {
+		s[fm] = mx, s[fl] = l;
+		memcpy(s + fo, x->pv, w * sizeof *s);
+	}
+	m_finalize(m, MODE_F32, x->row, s, zero, x->pfin, scre);
+	memset(x->pfine, 0, m->finw * sizeof *x->pfine);
+	for (int sg = -1; sg <= 1 && mx > -INFINITY; sg += 2) {
+		for (int t = 0; t < w; t++)
+			s[fo + t] = x->pv[t] + sg * x->dv[t];
+		m_finalize(m, MODE_F32, x->row, s, zero, x->pscr, scre);
+		for (int k = 0; k < m->finw; k++)
+			x->pfine[k] = fmax(x->pfine[k], fabs(x->pscr[k] - x->pfin[k]) / 0x1p-24);
+	}
+}
+
+/* The reference of row in mode md into x->v[md]; in float64, whether it
+ * overflowed or underflowed on the way, into x->ref_range. */
+static void reference_of(Ctx *x, Mode md, const Row *row)
+{
+	Vals *v = &x->v[md];
+	feclearexcept(FE_OVERFLOW | FE_UNDERFLOW);
+	m_reference(&x->m, md, row, v->refv, v->refe, v->posv, v->pose);
+	if (md == MODE_F64)
+		x->ref_range = fetestexcept(FE_OVERFLOW | FE_UNDERFLOW) != 0;
+}
+
+static void row_values(Ctx *x)
+{
+	Machine *m = &x->m;
+	x->fold32 = x->need_fold;
+	for (int md = 0; md < 2; md++) {
+		if (m->c->nref && !x->d->scan)
+			reference_of(x, (Mode)md, x->row);
+		if (x->need_fold)
+			fold_row(x, (Mode)md);
+	}
+	if (x->pfin)
+		naive_rounded_p(x);
+}
+
+/* Gather one output of the row, in both modes, into want/naive/bound. */
+static void gather(Ctx *x, int q, int npos, int w, const double *(*src)(const Vals *, int err, size_t at),
+		   int o_off, int stride, int ref_stride)
+{
+	for (int p = 0; p < npos; p++)
+		for (int t = 0; t < w; t++) {
+			size_t k = (size_t)p * w + t;
+			size_t at = q >= 0 ? (size_t)p * ref_stride + x->m.refoff[q] + t : (size_t)p * stride + o_off + t;
+			x->want[k] = *src(&x->v[MODE_F64], 0, at);
+			x->naive[k] = *src(&x->v[MODE_F32], 0, at);
+			x->bound[k] = *src(&x->v[MODE_F32], 1, at);
+		}
+}
+
+static const double *from_ref(const Vals *v, int err, size_t at) { return (err ? v->refe : v->refv) + at; }
+static const double *from_pos(const Vals *v, int err, size_t at) { return (err ? v->pose : v->posv) + at; }
+static const double *from_fin(const Vals *v, int err, size_t at) { return (err ? v->fine : v->fin) + at; }
+static const double *from_map(const Vals *v, int err, size_t at) { return (err ? v->mape : v->map) + at; }
+
+static void check_outputs(Ctx *x, RunCheck *rc, int r)
+{
+	Machine *m = &x->m;
+	Carrier *c = m->c;
+	RunData *d = x->d;
+	int byref = c->nref && !d->scan, npos = d->scan ? d->len : 1;
+	for (int o = 0; o < c->nfinal; o++) {
+		int w = d->fin[o].width, q = byref ? ref_of(c, c->finalize[o].name, 1) : -1;
+		gather(x, q, npos, w, q >= 0 ? from_ref : from_fin, m->finoff[o], m->finw, 0);
+		x->capped = x->pfin && c->finalize[o].e->ty.len;
+		/* Where the reference's naive float32 evaluation overflowed and
+		 * float64's did not (softmax over scores past 88), the carrier's
+		 * own float32 fold, which rescales as it goes, is the naive
+		 * version: it rounds the scores as a float32 kernel does, which
+		 * the running bound alone leaves out. */
+		for (int k = 0; q >= 0 && npos == 1 && !(x->pfin && c->finalize[o].e->ty.len) && k < w; k++) {
+			if (isfinite(x->naive[k]) || !isfinite(x->want[k]))
+				continue;
+			if (!x->fold32)
+				fold_row(x, MODE_F32), x->fold32 = 1;
+			if (!isfinite(x->v[MODE_F32].fin[m->finoff[o] + k]))
+				continue;
+			x->naive[k] = x->v[MODE_F32].fin[m->finoff[o] + k];
+			x->bound[k] = FOLD_NAIVE; /* the fold's running bound, over e^380, means nothing here */
+		}
+		for (int k = 0; x->pfin && c->finalize[o].e->ty.len && k < w; k++) { /* outputs of o: P rounded */
+			x->naive[k] = x->pfin[m->finoff[o] + k];
+			x->bound[k] += x->pfine[m->finoff[o] + k];
+		}
+		compare_row(x, &rc->out[o], &d->fin[o], (size_t)r * npos, npos, w, !ty_is_float(c->finalize[o].e->ty));
+		x->capped = 0;
+	}
+	for (int o = 0; o < c->nmap && !d->scan; o++) {
+		int w = d->map[o].width, q = byref ? ref_of(c, c->map[o].name, 0) : -1;
+		gather(x, q, d->len, w, q >= 0 ? from_pos : from_map, m->mapoff[o], m->mapw, m->refw);
+		compare_row(x, &rc->out[c->nfinal + o], &d->map[o], (size_t)r * d->len, d->len, w,
+			    !ty_is_float(c->map[o].e->ty));
+	}
+}
+
+/* Scans: the reference over the prefix 0..j at up to SCAN_PREFIXES
+ * positions j of the row (the last among them), each held to the rule
+ * above, as the spec defines a scan's reference; every position is also
+ * held to the float64 left fold (check_outputs). */
+#define SCAN_PREFIXES 16 /* a macro: the basis of scan outputs (outputs_init) names it */
+#define STR_OF(x) #x
+#define STR(x) STR_OF(x)
+
+static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
+{
+	Machine *m = &x->m;
+	Carrier *c = m->c;
+	RunData *d = x->d;
+	int n = d->len < SCAN_PREFIXES ? d->len : SCAN_PREFIXES;
+	for (int s = 0; s < n; s++) {
+		int j = d->len - 1 - (int)((long long)s * d->len / n);
+		Row pre = *x->row;
+		pre.len = j + 1;
+		pre.len_name = x->row->len; /* len is the row's, as the carrier has it */
+		for (int md = 0; md < 2; md++)
+			reference_of(x, (Mode)md, &pre);
+		double share = bound_share(pre.len);
+		for (int o = 0; o < c->nfinal; o++) {
+			int q = ref_of(c, c->finalize[o].name, 1), w = d->fin[o].width;
+			if (q < 0)
+				continue;
+			const double *want = x->v[MODE_F64].refv + m->refoff[q], *naive = x->v[MODE_F32].refv + m->refoff[q],
+				     *bound = x->v[MODE_F32].refe + m->refoff[q];
+			double scale = scale_of(want, w);
+			size_t at = ((size_t)r * d->len + j) * w;
+			for (int t = 0; t < w; t++)
+				compare_value(&rc->out[o], buffer_get(&d->fin[o], at + t), want[t], naive[t], bound[t], share,
+					      scale, !ty_is_float(c->finalize[o].e->ty), x->ref_range, 0, at + t);
+		}
+	}
+}
+
+static void vals_alloc(Vals *v, const Machine *m, size_t L)
+{
+	v->refv = xcalloc(m->refw, sizeof(double)), v->refe = xcalloc(m->refw, sizeof(double));
+	v->posv = xcalloc(L * m->refw, sizeof(double)), v->pose = xcalloc(L * m->refw, sizeof(double));
+	v->fin = xcalloc(L * m->finw, sizeof(double)), v->fine = xcalloc(L * m->finw, sizeof(double));
+	v->map = xcalloc(L * m->mapw, sizeof(double)), v->mape = xcalloc(L * m->mapw, sizeof(double));
+}
+
+static void vals_free(Vals *v)
+{
+	double *all[] = {v->refv, v->refe, v->posv, v->pose, v->fin, v->fine, v->map, v->mape};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		free(all[i]);
+}
+
+static void outputs_init(Ctx *x, RunCheck *rc)
+{
+	Carrier *c = x->d->c;
+	memset(rc, 0, sizeof *rc);
+	rc->nout = c->nfinal + (x->d->scan ? 0 : c->nmap);
+	rc->out = xcalloc(rc->nout, sizeof *rc->out);
+	x->need_fold = !c->nref || x->d->scan;
+	for (int o = 0; o < rc->nout; o++) {
+		rc->out[o].name = strdup(o < c->nfinal ? c->finalize[o].name : c->map[o - c->nfinal].name);
+		int has_ref = c->nref && ref_of(c, rc->out[o].name, o < c->nfinal) >= 0, fold = !has_ref || x->d->scan;
+		rc->out[o].basis = !fold ? "the float64 reference"
+			: has_ref ? "the carrier folded left to right in float64, and the float64 reference over " STR(SCAN_PREFIXES)
+				    " prefixes a row"
+				  : "the carrier folded left to right in float64";
+		x->need_fold |= fold;
+	}
+}
+
+/* Fold the check of one head into the whole: worst cases, with flat
+ * indices into the whole arrays. */
+static void merge_head(RunCheck *all, const RunCheck *one, const RunData *d, int h)
+{
+	for (int o = 0; o < all->nout; o++) {
+		OutCheck *a = &all->out[o];
+		const OutCheck *x = &one->out[o];
+		const Buffer *b = o < d->c->nfinal ? &d->fin[o] : &d->map[o - d->c->nfinal];
+		size_t per = b->n / d->heads * b->width;
+		if (!a->nan_mismatch && (x->nan_mismatch || x->worst_ratio > a->worst_ratio))
+			a->at = x->at + h * per;
+		a->worst_ratio = fmax(a->worst_ratio, x->worst_ratio);
+		a->max_abs = fmax(a->max_abs, x->max_abs);
+		a->max_rel = fmax(a->max_rel, x->max_rel);
+		a->nan_mismatch += x->nan_mismatch;
+		a->out_of_range += x->out_of_range;
+		a->compared += x->compared;
+	}
+	all->ok &= one->ok;
+}
+
+static void check_one(RunData *d, RunCheck *rc, Row **cols);
+
+void run_check(RunData *d, RunCheck *rc)
+{
+	if (d->heads <= 1) {
+		check_one(d, rc, NULL);
+		return;
+	}
+	/* a key/value head's columns loaded once for its query heads */
+	Row *cols = NULL;
+	for (int h = 0, g = d->heads / d->kv_heads; h < d->heads; h++) {
+		if (h % g == 0)
+			row_free(cols), cols = NULL;
+		RunData *v = rundata_head_view(d, h);
+		RunCheck one;
+		check_one(v, &one, &cols);
+		if (h == 0)
+			*rc = one; /* the first head's check is the start of the whole */
+		else {
+			merge_head(rc, &one, d, h);
+			runcheck_free(&one);
+		}
+		rundata_view_free(v);
+	}
+	row_free(cols);
+}
+
+/* cols: NULL; or where the Row of d's columns goes, kept for the next
+ * call, which finds them loaded when it is not NULL */
+static void check_one(RunData *d, RunCheck *rc, Row **cols)
+{
+	Carrier *c = d->c;
+	Ctx x = {.d = d};
+	Machine *m = &x.m;
+	machine_init(m, c);
+	memcpy(m->params, d->params, c->nparams * sizeof *d->params);
+	size_t L = d->len ? d->len : 1, W = m->refw + m->finw + m->mapw + 1;
+	x.row = cols && *cols ? *cols : row_new(m, d->len);
+	if (!cols || !*cols)
+		rundata_load_cols(d, m, x.row);
+	x.want = xcalloc(L * W, sizeof(double));
+	x.naive = xcalloc(L * W, sizeof(double));
+	x.bound = xcalloc(L * W, sizeof(double));
+	double *st = xcalloc(6 * (size_t)m->sw, sizeof(double));
+	x.s = st, x.se = st + m->sw, x.l = st + 2 * m->sw, x.le = st + 3 * m->sw, x.t = st + 4 * m->sw,
+	x.te = st + 5 * m->sw;
+	for (int md = 0; md < 2; md++)
+		vals_alloc(&x.v[md], m, L);
+	outputs_init(&x, rc);
+	if (d->p_round.kind == TY_F16 || d->p_round.kind == TY_BF16) {
+		x.pfin = xcalloc(4 * (size_t)m->finw, sizeof(double));
+		x.pfine = x.pfin + m->finw, x.pscr = x.pfin + 2 * (size_t)m->finw;
+		x.pv = xcalloc(2 * (size_t)m->sw, sizeof(double));
+		x.dv = x.pv + m->sw;
+	}
+	for (int r = 0; r < d->rows; r++) {
+		rundata_load_row(d, m, r, x.row);
+		row_values(&x);
+		check_outputs(&x, rc, r);
+		if (d->scan && c->nref)
+			check_scan_prefixes(&x, rc, r);
+	}
+	rc->ok = 1;
+	for (int o = 0; o < rc->nout; o++)
+		rc->ok &= rc->out[o].worst_ratio <= 1 && !rc->out[o].nan_mismatch;
+	for (int md = 0; md < 2; md++)
+		vals_free(&x.v[md]);
+	free(x.want), free(x.naive), free(x.bound), free(st), free(x.pfin), free(x.pv);
+	if (cols)
+		*cols = x.row;
+	else
+		row_free(x.row);
+	machine_free(m);
+}
+
+void rundata_round_p(RunData *d, int kind, int m, int l, int o)
+{
+	d->p_round.kind = kind, d->p_round.m = m, d->p_round.l = l, d->p_round.o = o;
+}
+
+void runcheck_free(RunCheck *rc)
+{
+	for (int o = 0; o < rc->nout; o++)
+		free(rc->out[o].name);
+	free(rc->out);
+	memset(rc, 0, sizeof *rc);
+}

@@ -1,0 +1,433 @@
+/* explore_cand.c: a candidate carrier written as a spec, and verified: it
+ * agrees with the loop on random rows folded in random tree shapes, the
+ * law trials hold, and the prover disproves nothing.  Two repairs are
+ * tried on the way: a division by a merged count gets the guard
+ * `where(D == 0, identity, ...)` (the empty merge is 0/0 otherwise), and a
+ * max-rooted field whose finite identity only holds on reachable states
+ * gets -inf as its identity, mapped back in finalize. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/check/check.h"
+#include "compiler/explore/explore_int.h"
+#include "compiler/prove/prove.h"
+
+void cand_from_view(Ex *x, Cand *k)
+{
+	memset(k, 0, sizeof *k);
+	k->n = x->n;
+	for (int f = 0; f < x->n; f++) {
+		Field *d = &x->f[f];
+		snprintf(k->name[f], sizeof k->name[f], "%s", d->name);
+		k->ty[f] = d->ty;
+		k->va[f] = d->var[STATE_A], k->vb[f] = d->var[STATE_B], k->vs[f] = d->var[STATE_SELF];
+		k->ident[f] = d->ident;
+		k->lift[f] = d->lift;
+		/* step(identity, x) reads as written: `0 + (x - 0) / 1` is x.  Decided
+		 * on samples; the candidate is verified with the simpler lift. */
+		double v;
+		int q;
+		if (ex_lift_const(x, f, &v))
+			k->lift[f] = ir_const(x->c->ir, d->ty, v);
+		else if ((q = ex_lift_input(x, f)) >= 0)
+			k->lift[f] = ir_ref(x->c->ir, x->c->elem[q].var);
+	}
+	Carrier *c = x->c;
+	for (int o = 0; o < c->nfinal && o < EX_MAXOUT; o++) {
+		k->finname[k->nfin] = c->finalize[o].name;
+		k->fin[k->nfin++] = c->finalize[o].e;
+	}
+	for (int o = 0; o < c->nmap && o < EX_MAXOUT; o++)
+		k->map[k->nmap++] = c->map[o].e;
+}
+
+/* ---- the spec text ---- */
+
+static void scalar(Buf *b, const char *s)
+{
+	int q = !*s || strchr("[]{}#&*!|>'\"%@`,?:", s[0]) || (s[0] == '-' && (s[1] == ' ' || !s[1])) ||
+		strstr(s, ": ") || strstr(s, " #") || s[strlen(s) - 1] == ':' || s[0] == ' ' || s[strlen(s) - 1] == ' ' ||
+		strpbrk(s, "\n\t\r");
+	if (!q) {
+		buf_puts(b, s);
+		return;
+	}
+	/* a double-quoted scalar: escapes for quotes, backslashes and the
+	 * line breaks of a block summary */
+	buf_puts(b, "\"");
+	for (; *s; s++)
+		if (*s == '\n' || *s == '\t' || *s == '\r')
+			buf_printf(b, "\\%c", *s == '\n' ? 'n' : *s == '\t' ? 't' : 'r');
+		else
+			buf_printf(b, "%s%c", *s == '"' || *s == '\\' ? "\\" : "", *s);
+	buf_puts(b, "\"");
+}
+
+static void put_expr(Buf *b, const Ir *ir, const Expr *e)
+{
+	char *t = ir_str(ir, e);
+	scalar(b, t);
+	free(t);
+}
+
+static void put_decls(Buf *b, const Carrier *c, const char *key, const Decl *d, int n)
+{
+	if (!n)
+		return;
+	buf_printf(b, "%s:\n", key);
+	for (int i = 0; i < n; i++) {
+		char t[64];
+		Ty ty = d[i].ty;
+		ty.kind = (uint8_t)d[i].storage;
+		buf_printf(b, "  %s: %s\n", d[i].name, ty_str(c->ir, ty, t, sizeof t));
+	}
+}
+
+static void put_defs(Buf *b, const Ir *ir, const char *key, const Def *d, int n)
+{
+	if (!n)
+		return;
+	buf_printf(b, "%s:\n", key);
+	for (int i = 0; i < n; i++) {
+		buf_printf(b, "  %s: ", d[i].name);
+		put_expr(b, ir, d[i].e);
+		buf_puts(b, "\n");
+	}
+}
+
+static void put_fields(Buf *b, const Ir *ir, const Cand *k, const char *key, Expr *const *e)
+{
+	buf_printf(b, "%s:\n", key);
+	for (int f = 0; f < k->n; f++) {
+		buf_printf(b, "  %s: ", k->name[f]);
+		put_expr(b, ir, e[f]);
+		buf_puts(b, "\n");
+	}
+}
+
+char *cand_yaml(Ex *x, const Cand *k)
+{
+	Carrier *c = x->c;
+	Ir *ir = c->ir;
+	Buf b = {0};
+	buf_printf(&b, "# derived by assoc explore from %s\n", c->file);
+	buf_printf(&b, "carrier: %s\n", c->name);
+	if (c->summary) {
+		buf_puts(&b, "summary: ");
+		scalar(&b, c->summary);
+		buf_puts(&b, "\n");
+	}
+	if (ir_ndims(ir)) {
+		buf_puts(&b, "dims:\n");
+		for (int d = 0; d < ir_ndims(ir); d++)
+			buf_printf(&b, "  %s: %d\n", ir_dim(ir, d)->name, ir_dim(ir, d)->size);
+	}
+	put_decls(&b, c, "params", c->params, c->nparams);
+	put_decls(&b, c, "row", c->row, c->nrow);
+	put_decls(&b, c, "column", c->col, c->ncol);
+	put_decls(&b, c, "element", c->elem, c->nelem);
+	if (c->assume) {
+		buf_puts(&b, "assume: ");
+		put_expr(&b, ir, c->assume);
+		buf_puts(&b, "\n");
+	}
+	if (c->mask) {
+		buf_puts(&b, "mask: ");
+		put_expr(&b, ir, c->mask);
+		buf_puts(&b, "\n");
+	}
+	buf_puts(&b, "state:\n");
+	for (int f = 0; f < k->n; f++) {
+		char t[64];
+		buf_printf(&b, "  %s: %s\n", k->name[f], ty_str(ir, k->ty[f], t, sizeof t));
+	}
+	buf_puts(&b, "identity:\n");
+	for (int f = 0; f < k->n; f++) {
+		buf_printf(&b, "  %s: ", k->name[f]);
+		buf_num(&b, k->ident[f], 0);
+		buf_puts(&b, "\n");
+	}
+	put_fields(&b, ir, k, "lift", k->lift);
+	put_fields(&b, ir, k, "merge", k->merge);
+	buf_puts(&b, "finalize:\n");
+	for (int o = 0; o < k->nfin; o++) {
+		buf_printf(&b, "  %s: ", k->finname[o]);
+		put_expr(&b, ir, k->fin[o]);
+		buf_puts(&b, "\n");
+	}
+	if (k->nmap) {
+		buf_puts(&b, "map:\n");
+		for (int o = 0; o < k->nmap; o++) {
+			buf_printf(&b, "  %s: ", c->map[o].name);
+			put_expr(&b, ir, k->map[o]);
+			buf_puts(&b, "\n");
+		}
+	}
+	put_defs(&b, ir, "reference", c->ref, c->nref);
+	if (k->commutative)
+		buf_puts(&b, "laws: [commutative]\n");
+	if (c->tpl_given)
+		buf_printf(&b, "template: %s\n", tpl_name(c->tpl));
+	return buf_take(&b);
+}
+
+/* ---- checks ---- */
+
+int cand_fits_pairs(Ex *x, Cand *k, char *why, size_t n)
+{
+	ExEv *e = ex_ev_new(x, k->merge, k->n);
+	double v[EX_MAXF * EX_MAXF + EX_MAXF];
+	int ok = 1;
+	for (int p = 0; ok && p < x->pairs.n; p++) {
+		ex_ev_run(x, e, x->pairs.a[p], x->pairs.b[p], NULL, NULL, 0, v);
+		for (int f = 0; ok && f < k->n; f++)
+			if (!ex_close(v[f], x->pairs.want[p][f])) {
+				Buf b = {0};
+				buf_printf(&b, "%s: a = ", k->name[f]);
+				ex_state_text(x, x->pairs.a[p], x->n, &b);
+				buf_puts(&b, ", b = ");
+				ex_state_text(x, x->pairs.b[p], x->n, &b);
+				buf_puts(&b, " gives ");
+				buf_num(&b, v[f], 0);
+				buf_puts(&b, ", the loop ");
+				buf_num(&b, x->pairs.want[p][f], 0);
+				snprintf(why, n, "%s", b.s);
+				buf_free(&b);
+				ok = 0;
+			}
+	}
+	ex_ev_free(e);
+	return ok;
+}
+
+static Expr *state_den(Ex *x, Expr *e)
+{
+	if (e->op == EXPR_DIV && ex_has_state(x, e->a[1]))
+		return e->a[1];
+	for (int i = 0; i < e->nargs; i++) {
+		Expr *d = state_den(x, e->a[i]);
+		if (d)
+			return d;
+	}
+	return NULL;
+}
+
+/* merge(e, e) must be e: guard fields whose merge divides by a merged
+ * quantity that is zero there. */
+static void guard_divisions(Ex *x, Cand *k)
+{
+	ExEv *e = ex_ev_new(x, k->merge, k->n);
+	double v[EX_MAXF * EX_MAXF + EX_MAXF];
+	ex_ev_run(x, e, k->ident, k->ident, NULL, NULL, 0, v);
+	ex_ev_free(e);
+	for (int f = 0; f < k->n; f++) {
+		if (!isnan(v[f]))
+			continue;
+		Expr *d = state_den(x, k->merge[f]);
+		if (!d)
+			continue;
+		Ir *ir = x->c->ir;
+		Expr *cond = ir_bin(ir, EXPR_EQ, d, ex_num(x, 0));
+		k->merge[f] = ir_node(ir, EXPR_WHERE, k->merge[f]->ty, 0, cond, ir_const(ir, k->merge[f]->ty, k->ident[f]),
+				      k->merge[f]);
+	}
+}
+
+static Carrier *load_cand(Ex *x, Cand *k, char **yaml, char *why, size_t n)
+{
+	*yaml = cand_yaml(x, k);
+	Diag d;
+	diag_init(&d, x->c->file);
+	Carrier *dc = spec_load_buffer(x->c->file, *yaml, strlen(*yaml), NULL, 0, &d);
+	if (!dc) {
+		char first[300];
+		snprintf(why, n, "internal: the derived spec does not load: %s", diag_first(&d, first, sizeof first));
+	}
+	diag_free(&d);
+	return dc;
+}
+
+/* The carrier's outputs on random rows, folded in random shapes, against the loop's. */
+static int agrees(Ex *x, Carrier *dc, char *why, size_t n)
+{
+	static const Family fams[] = {FAM_GRID, FAM_NORMAL, FAM_SPREAD, FAM_WIDE};
+	Machine md;
+	machine_init(&md, dc);
+	memcpy(md.params, x->m.params, x->m.pw * sizeof *md.params);
+	double s[EX_MAXF], *want = calloc(2 * (size_t)x->m.finw + 4 * (size_t)md.sw + md.finw + 4, sizeof *want);
+	if (!want)
+		abort();
+	double *got = want + x->m.finw + 1, *v = got + md.finw + 1, *e = v + md.sw, *ge = e + md.sw;
+	uint64_t rng = x->rng ^ 0xa5a5;
+	int ok = 1;
+	for (int t = 0; ok && t < 64; t++) {
+		int len = t < 4 ? t : rng_int(&rng, 1, t < 40 ? 9 : 40);
+		Row *r = row_new(&x->m, len);
+		if (draw_row(&x->m, fams[t % 4], r, &rng) == 0) {
+			ex_fold(x, r, s, x->right);
+			ex_outputs(x, r, s, want);
+			m_fold(&md, MODE_F64, r, 0, len, SHAPE_RANDOM, &rng, v, e);
+			m_finalize(&md, MODE_F64, r, v, e, got, ge);
+			for (int o = 0; ok && o < dc->nfinal && o < x->c->nfinal; o++) {
+				int off = x->m.finoff[o];
+				if (ex_close(got[md.finoff[o]], want[off]) ||
+				    fabs(got[md.finoff[o]] - want[off]) <= 1e-6 * fmax(1, fabs(want[off])))
+					continue;
+				Buf b = {0};
+				buf_printf(&b, "disagrees with the loop on ");
+				ex_row_text(x, r, &b);
+				buf_printf(&b, ": %s is ", dc->finalize[o].name);
+				buf_num(&b, got[md.finoff[o]], 0);
+				buf_puts(&b, ", the loop gives ");
+				buf_num(&b, want[off], 0);
+				snprintf(why, n, "%s", b.s);
+				buf_free(&b);
+				ok = 0;
+			}
+		}
+		row_free(r);
+	}
+	free(want);
+	machine_free(&md);
+	return ok;
+}
+
+static const ProofLine *proof_of(const ProofReport *p, const char *law)
+{
+	for (int i = 0; i < p->n; i++)
+		if (!strcmp(p->line[i].law, law))
+			return &p->line[i];
+	return NULL;
+}
+
+static ProofStatus status_of(const ProofReport *p, const char *law)
+{
+	const ProofLine *l = proof_of(p, law);
+	return l ? l->status : PROOF_UNKNOWN;
+}
+
+typedef struct {
+	int trials_ok, comm_ok;
+	ProofStatus assoc, ident, comm;
+} Verdicts;
+
+/* Trials and proof of the loaded carrier; 0 when nothing fails. */
+static int laws_hold(Ex *x, Carrier *dc, Verdicts *v, char *why, size_t n)
+{
+	CheckOpts o;
+	check_defaults(&o);
+	o.seed = x->o->seed;
+	o.trials = x->o->trials;
+	o.id_trials = x->o->trials < 2000 ? x->o->trials : 2000;
+	o.params = x->o->params, o.nparams = x->o->nparams;
+	CheckResult r;
+	char msg[200];
+	if (check_run(dc, &o, &r, msg, sizeof msg)) {
+		snprintf(why, n, "%s", msg);
+		return -1;
+	}
+	v->trials_ok = 1, v->comm_ok = 1;
+	for (int i = 0; i < r.nlaw; i++)
+		if (r.law[i].v == VERDICT_FAILS) {
+			if (!strcmp(r.law[i].law, "commutative"))
+				v->comm_ok = 0;
+			else if (v->trials_ok) {
+				snprintf(why, n, "%s fails in the trials: %s", r.law[i].law, r.law[i].detail ? r.law[i].detail : "");
+				v->trials_ok = 0;
+			}
+		}
+	if (v->trials_ok && (r.input_error || r.sound == VERDICT_FAILS)) {
+		snprintf(why, n, "%s", r.input_error ? r.input_error : r.sound_detail ? r.sound_detail : "unsound");
+		v->trials_ok = 0;
+	}
+	check_result_free(&r);
+	ProofReport p;
+	/* proved for every value of the params; a bool param stays open, not
+	 * split, as the loop comparison draws one value of it */
+	if (prove_carrier_at(dc, NULL, 0, PROVE_BOOLS_OPEN, &p)) {
+		snprintf(why, n, "the prover failed");
+		return -1;
+	}
+	v->assoc = status_of(&p, "associative");
+	v->ident = status_of(&p, "identity");
+	v->comm = status_of(&p, "commutative");
+	int bad = !v->trials_ok;
+	if (!bad && (v->assoc == PROOF_DISPROVED || v->ident == PROOF_DISPROVED)) {
+		const ProofLine *l = proof_of(&p, v->assoc == PROOF_DISPROVED ? "associative" : "identity");
+		snprintf(why, n, "the prover disproves %s: %s", l->law, l->how ? l->how : "");
+		bad = 1;
+	}
+	proof_report_free(&p);
+	return bad ? -1 : 0;
+}
+
+/* A max-rooted (min-rooted) field with a finite identity: identity -inf
+ * (inf), and finalize maps the empty value back. */
+static int repair_identity(Ex *x, Cand *k)
+{
+	Ir *ir = x->c->ir;
+	int changed = 0;
+	for (int f = 0; f < k->n; f++) {
+		Op op = (Op)k->merge[f]->op;
+		if ((op != EXPR_MAX && op != EXPR_MIN) || !isfinite(k->ident[f]))
+			continue;
+		double old = k->ident[f], unit = op == EXPR_MAX ? -INFINITY : INFINITY;
+		k->ident[f] = unit;
+		Expr *bare = ir_ref(ir, k->vs[f]);
+		Expr *back = ir_node(ir, EXPR_WHERE, bare->ty, 0, ir_bin(ir, EXPR_EQ, bare, ir_const(ir, bare->ty, unit)),
+				     ir_const(ir, bare->ty, old), bare);
+		changed = 1;
+		for (int o = 0; o < k->nfin; o++)
+			k->fin[o] = ex_subst_var(x, k->fin[o], k->vs[f], back);
+		for (int o = 0; o < k->nmap; o++)
+			k->map[o] = ex_subst_var(x, k->map[o], k->vs[f], back);
+	}
+	return changed;
+}
+
+int cand_verify(Ex *x, Cand *k, char *why, size_t n)
+{
+	guard_divisions(x, k);
+	k->commutative = 0;
+	char *yaml = NULL;
+	Verdicts v = {0};
+	int rc = -1;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		free(yaml);
+		Carrier *dc = load_cand(x, k, &yaml, why, n);
+		if (!dc)
+			break;
+		int ok = agrees(x, dc, why, n) && laws_hold(x, dc, &v, why, n) == 0;
+		carrier_free(dc);
+		if (ok) {
+			rc = 0;
+			break;
+		}
+		if (attempt || !v.trials_ok || v.ident != PROOF_DISPROVED || !repair_identity(x, k))
+			break;
+	}
+	if (rc == 0) {
+		/* claim commutativity only where it is proved and the trials agree */
+		k->commutative = 1;
+		char *cy = NULL, tmp[300];
+		Carrier *dc = load_cand(x, k, &cy, tmp, sizeof tmp);
+		Verdicts cv = {0};
+		if (dc && laws_hold(x, dc, &cv, tmp, sizeof tmp) == 0 && cv.comm_ok && cv.comm == PROOF_PROVED) {
+			free(yaml);
+			yaml = cy, cy = NULL;
+			v.comm = PROOF_PROVED;
+		} else {
+			k->commutative = 0;
+			v.comm = PROOF_UNKNOWN;
+		}
+		free(cy);
+		carrier_free(dc);
+		ExploreResult *res = x->res;
+		free(res->yaml);
+		res->yaml = yaml, yaml = NULL;
+		res->assoc = v.assoc, res->ident = v.ident, res->comm = v.comm;
+		res->commutative = k->commutative;
+	}
+	free(yaml);
+	return rc;
+}

@@ -1,0 +1,212 @@
+/* explore_gen.c: strategy 3, generalizing the step.  A merge must satisfy
+ * merge(s, lift(x)) = step(s, x); the step is read as a merge whose second
+ * state is one element, and the element's contribution is replaced by the
+ * fields of a whole state:
+ *   - the old state's fields become a.f;
+ *   - an element input that a field lifts to unchanged (lift m = x) becomes b.m;
+ *   - a constant equal to a field's constant lift (n + 1, lift n = 1) may become b.n;
+ *   - the step of another field, used inside this one, becomes that field's merge;
+ *   - terms that carry the element may be weighted by a field whose lift is 1
+ *     (softmax's b.l, Welford's b.n);
+ *   - a field whose lift is 0 (Welford's m2) may gain + b.f.
+ * Each field's variants are tried simplest first against the sample pairs
+ * (states the loop itself merges), then the whole merge is verified.  For a
+ * right loop the roles of a and b turn. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/explore/explore_int.h"
+
+typedef struct {
+	Ex *x;
+	int f;                  /* the field being generalized */
+	Expr *gen[EX_MAXF];     /* merges chosen for fields done */
+	int carry[8];           /* field that lifts to element input q, or -1 */
+	int carries[EX_MAXF];   /* the input field f lifts to unchanged, or -1 */
+	int isconst[EX_MAXF];
+	double lc[EX_MAXF];     /* constant lifts */
+	unsigned mask;          /* constant occurrences to replace */
+	int occ, direct, bad;
+} Gen;
+
+static Expr **steps(Ex *x, int f) { return x->right ? &x->f[f].step_right : &x->f[f].step; }
+static int own(Ex *x) { return x->right ? STATE_B : STATE_A; }
+static int other(Ex *x) { return x->right ? STATE_A : STATE_B; }
+
+static Expr *rewrite(Gen *g, Expr *e, int root)
+{
+	Ex *x = g->x;
+	Ir *ir = x->c->ir;
+	for (int q = 0; q < x->n && !root; q++)
+		if (q != g->f && g->gen[q] && e == *steps(x, q))
+			return g->gen[q];
+	if (e->op == EXPR_VAR) {
+		const Var *v = ir_var(ir, e->k);
+		if (v->kind == VAR_STATE)
+			return ir_ref(ir, x->f[v->slot].var[own(x)]);
+		if (v->kind == VAR_ELEM) {
+			/* the field's own lift, where it carries the input (max(m, x) -> max(a.m, b.m)) */
+			int m = g->carries[g->f] == v->slot ? g->f : v->slot < 8 ? g->carry[v->slot] : -1;
+			if (m < 0) {
+				g->bad = 1;
+				return e;
+			}
+			g->direct = 1;
+			return ir_ref(ir, x->f[m].var[other(x)]);
+		}
+		if (v->kind != VAR_PARAM)
+			g->bad = 1;
+		return e;
+	}
+	if (e->op == EXPR_CONST) {
+		for (int q = 0; q < x->n; q++)
+			if (g->isconst[q] && g->lc[q] != 0 && e->num == g->lc[q]) {
+				int bit = g->occ++;
+				return bit < 32 && (g->mask >> bit & 1) ? ir_ref(ir, x->f[q].var[other(x)]) : e;
+			}
+		return e;
+	}
+	Expr *a[3] = {0};
+	for (int i = 0; i < e->nargs; i++)
+		a[i] = rewrite(g, e->a[i], 0);
+	return ir_node(ir, (Op)e->op, e->ty, e->k, a[0], a[1], a[2]);
+}
+
+/* The top-level sum of e as signed terms, at most 16 of them; -1 when
+ * there are more. */
+static int flatten(Expr *e, Expr **t, int *sign, int n, int s)
+{
+	if (e->op == EXPR_ADD || e->op == EXPR_SUB) {
+		n = flatten(e->a[0], t, sign, n, s);
+		return n < 0 ? n : flatten(e->a[1], t, sign, n, e->op == EXPR_SUB ? -s : s);
+	}
+	if (n == 16)
+		return -1;
+	t[n] = e, sign[n] = s;
+	return n + 1;
+}
+
+/* The top-level sum of e as signed terms; a longer sum is one term. */
+static int terms(Expr *e, Expr **t, int *sign)
+{
+	int n = flatten(e, t, sign, 0, 1);
+	if (n < 0)
+		t[0] = e, sign[0] = 1, n = 1;
+	return n;
+}
+
+/* One variant of field f's merge: constant mask, weight field w (or -1),
+ * and + other.f when zero is set. */
+static Expr *variant(Gen *g, unsigned mask, int w, int zero)
+{
+	Ex *x = g->x;
+	Ir *ir = x->c->ir;
+	Expr *t[16];
+	int sign[16];
+	int nt = terms(*steps(x, g->f), t, sign);
+	g->mask = mask, g->occ = 0, g->bad = 0;
+	Expr *sum = NULL;
+	for (int i = 0; i < nt; i++) {
+		g->direct = 0;
+		Expr *r = rewrite(g, t[i], nt == 1);
+		int elem = g->direct || !ex_has_state(x, t[i]);
+		if (elem && w >= 0)
+			r = ir_bin(ir, EXPR_MUL, r, ir_ref(ir, x->f[w].var[other(x)]));
+		if (!sum)
+			sum = sign[i] < 0 ? ir_un(ir, EXPR_NEG, r) : r;
+		else
+			sum = ir_bin(ir, sign[i] < 0 ? EXPR_SUB : EXPR_ADD, sum, r);
+	}
+	if (zero)
+		sum = ir_bin(ir, EXPR_ADD, sum, ir_ref(ir, x->f[g->f].var[other(x)]));
+	return g->bad ? NULL : sum;
+}
+
+/* Does field f's candidate give the loop's merged values on the pairs? */
+static int fits(Ex *x, int f, Expr *e)
+{
+	ExEv *ev = ex_ev_new(x, &e, 1);
+	int ok = 1;
+	for (int p = 0; ok && p < x->pairs.n; p++) {
+		double v;
+		ex_ev_run(x, ev, x->pairs.a[p], x->pairs.b[p], NULL, NULL, 0, &v);
+		ok = ex_close(v, x->pairs.want[p][f]);
+	}
+	ex_ev_free(ev);
+	return ok;
+}
+
+static int by_step_id(Ex *x, int *order)
+{
+	for (int f = 0; f < x->n; f++)
+		order[f] = f;
+	for (int i = 1; i < x->n; i++)
+		for (int k = i; k > 0 && (*steps(x, order[k]))->id < (*steps(x, order[k - 1]))->id; k--) {
+			int t = order[k];
+			order[k] = order[k - 1], order[k - 1] = t;
+		}
+	return x->n;
+}
+
+static int generalize_field(Gen *g, int f, char *why, size_t n)
+{
+	Ex *x = g->x;
+	g->f = f;
+	g->mask = 0, g->occ = 0;
+	Expr *probe = variant(g, 0, -1, 0);
+	if (!probe) {
+		snprintf(why, n, "%s's step uses an element input that no field lifts to unchanged, or i, j, len or a "
+			 "row or column input", x->f[f].name);
+		return -1;
+	}
+	int nocc = g->occ < 5 ? g->occ : 5;
+	for (int w = -1; w < x->n; w++) {
+		if (w >= 0 && !(g->isconst[w] && g->lc[w] == 1))
+			continue;
+		for (unsigned mask = 0; mask < 1u << nocc; mask++)
+			for (int zero = 0; zero < 1 + (g->isconst[f] && g->lc[f] == 0); zero++) {
+				Expr *e = variant(g, mask, w, zero);
+				if (e && fits(x, f, e)) {
+					g->gen[f] = e;
+					return 0;
+				}
+			}
+	}
+	char *s = ir_str(x->c->ir, probe);
+	snprintf(why, n, "no variant of %s's step fits the loop (the plain one is %s)", x->f[f].name, s);
+	free(s);
+	return -1;
+}
+
+int strat_generalize(Ex *x, Cand *k, char *why, size_t n)
+{
+	Gen g = {.x = x};
+	for (int q = 0; q < 8; q++)
+		g.carry[q] = -1;
+	for (int f = 0; f < x->n; f++) {
+		g.isconst[f] = ex_lift_const(x, f, &g.lc[f]);
+		int q = ex_lift_input(x, f);
+		g.carries[f] = q;
+		if (q >= 0 && q < 8 && g.carry[q] < 0)
+			g.carry[q] = f;
+	}
+	int order[EX_MAXF];
+	by_step_id(x, order);
+	for (int i = 0; i < x->n; i++)
+		if (generalize_field(&g, order[i], why, n))
+			return 1;
+	cand_from_view(x, k);
+	for (int f = 0; f < x->n; f++)
+		k->merge[f] = g.gen[f];
+	char w[400];
+	if (cand_verify(x, k, w, sizeof w)) {
+		snprintf(why, n, "the generalized step fails: %s", w);
+		return 1;
+	}
+	Buf b = {0};
+	buf_printf(&b, "merge(%s) = %s with the element's part taken from a whole state", x->right ? "lift(x), s" : "s, lift(x)",
+		   x->right ? "step_right(x, s)" : "step(s, x)");
+	snprintf(why, n, "%s", b.s);
+	buf_free(&b);
+	return 0;
+}

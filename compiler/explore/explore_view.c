@@ -1,0 +1,361 @@
+/* explore_view.c: the loop seen by explore: an evaluator over two states
+ * and an element, the sequential folds, and the sample pairs whose merge
+ * the loop itself defines. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/explore/explore_int.h"
+
+struct ExEv {
+	Prog *p;
+	int n, nroots;
+	int *src, *off;
+};
+
+enum { S_A, S_B, S_SELF, S_ELEM, S_ROW, S_COL, S_PARAM, S_I, S_J, S_LEN, S_NONE };
+
+double ex_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+double ex_elapsed(Ex *x) { return ex_now() - x->t0; }
+
+int ex_var(Ex *x, const char *name, int which, int slot, Ty ty)
+{
+	Ir *ir = x->c->ir;
+	for (int v = 0; v < ir_nvars(ir); v++) {
+		const Var *q = ir_var(ir, v);
+		if (q->kind == VAR_STATE && q->which == which && q->slot == slot && !strcmp(q->name, name))
+			return v;
+	}
+	return ir_add_var(ir, name, VAR_STATE, which, slot, ty, (TyKind)ty.kind);
+}
+
+Expr *ex_num(Ex *x, double v) { return ir_const(x->c->ir, ty_scalar(TY_F32), v); }
+
+ExEv *ex_ev_new(Ex *x, Expr *const *roots, int n)
+{
+	ExEv *e = calloc(1, sizeof *e);
+	if (!e)
+		abort();
+	e->p = prog_new(x->c->ir, roots, n);
+	e->n = prog_nleaves(e->p);
+	e->nroots = n;
+	e->src = calloc(e->n + 1, sizeof *e->src);
+	e->off = calloc(e->n + 1, sizeof *e->off);
+	if (!e->src || !e->off)
+		abort();
+	for (int i = 0; i < e->n; i++) {
+		Expr *l = prog_leaf(e->p, i);
+		e->src[i] = S_NONE;
+		if (l->op != EXPR_VAR)
+			continue;
+		const Var *v = ir_var(x->c->ir, l->k);
+		switch (v->kind) {
+		case VAR_STATE:
+			e->src[i] = v->which == STATE_A ? S_A : v->which == STATE_B ? S_B : S_SELF;
+			e->off[i] = v->slot;
+			break;
+		case VAR_ELEM: e->src[i] = S_ELEM, e->off[i] = x->m.elemoff[v->slot]; break;
+		case VAR_ROW: e->src[i] = S_ROW, e->off[i] = x->m.rowoff[v->slot]; break;
+		case VAR_COL: e->src[i] = S_COL, e->off[i] = x->m.coloff[v->slot]; break;
+		case VAR_PARAM: e->src[i] = S_PARAM, e->off[i] = x->m.poff[v->slot]; break;
+		case VAR_IDX: e->src[i] = S_I + v->slot; break;
+		default: break;
+		}
+	}
+	return e;
+}
+
+void ex_ev_free(ExEv *e)
+{
+	if (!e)
+		return;
+	prog_free(e->p);
+	free(e->src);
+	free(e->off);
+	free(e);
+}
+
+static double leaf_value(Ex *x, ExEv *e, int i, const double *a, const double *b, const double *s, const Row *r,
+			 int j)
+{
+	int o = e->off[i];
+	switch (e->src[i]) {
+	case S_A: return a[o];
+	case S_B: return b[o];
+	case S_SELF: return s[o];
+	case S_ELEM: return r->elemv[(size_t)j * x->m.elemw + o];
+	case S_COL: return r->colv[(size_t)j * x->m.colw + o];
+	case S_ROW: return r->rowv[o];
+	case S_PARAM: return x->m.params[o];
+	case S_I: return r ? r->i : 0;
+	case S_J: return j;
+	case S_LEN: return r ? r->len : 0;
+	default: return 0;
+	}
+}
+
+void ex_ev_run(Ex *x, ExEv *e, const double *a, const double *b, const double *s, const Row *r, int j, double *out)
+{
+	for (int i = 0; i < e->n; i++)
+		prog_leaf_val(e->p, i, NULL)[0] = leaf_value(x, e, i, a, b, s, r, j);
+	prog_run(e->p, MODE_F64);
+	for (int k = 0; k < e->nroots; k++)
+		out[k] = prog_root(e->p, k, NULL)[0];
+}
+
+void ex_view_changed(Ex *x)
+{
+	for (int d = 0; d < 2; d++) {
+		ex_ev_free(x->evs[d]);
+		x->evs[d] = NULL;
+	}
+}
+
+static ExEv *step_ev(Ex *x, int right)
+{
+	if (!x->evs[right]) {
+		Expr *roots[EX_MAXF];
+		for (int f = 0; f < x->n; f++)
+			roots[f] = right ? x->f[f].step_right : x->f[f].step;
+		x->evs[right] = ex_ev_new(x, roots, x->n);
+	}
+	return x->evs[right];
+}
+
+void ex_fold(Ex *x, const Row *r, double *s, int right)
+{
+	double t[EX_MAXF];
+	for (int f = 0; f < x->n; f++)
+		s[f] = x->f[f].ident;
+	ExEv *e = step_ev(x, right);
+	for (int q = 0; q < r->len; q++) {
+		int j = right ? r->len - 1 - q : q;
+		if (m_masked(&x->m, r, j))
+			continue;
+		ex_ev_run(x, e, NULL, NULL, s, r, j, t);
+		memcpy(s, t, x->n * sizeof *s);
+	}
+}
+
+void ex_outputs(Ex *x, const Row *r, const double *s, double *out)
+{
+	double se[EX_MAXF] = {0}, *oe = calloc(x->m.finw + 1, sizeof *oe);
+	if (!oe)
+		abort();
+	m_finalize(&x->m, MODE_F64, r, s, se, out, oe);
+	free(oe);
+}
+
+int ex_close(double v, double want)
+{
+	if (isnan(want))
+		return 1;
+	if (isinf(want) || isinf(v))
+		return v == want;
+	return fabs(v - want) <= 1e-7 * fmax(1, fabs(want));
+}
+
+/* Sample pairs: two reachable states, and the state of their concatenation. */
+int ex_pairs(Ex *x)
+{
+	static const Family fams[] = {FAM_GRID, FAM_NORMAL, FAM_SPREAD, FAM_WIDE};
+	Pairs *p = &x->pairs;
+	p->n = 0;
+	for (int t = 0; t < 4 * EX_NPAIR && p->n < EX_NPAIR; t++) {
+		int l1 = 1 + (int)(rng_next(&x->rng) % (t % 3 ? 3 : 7)), l2 = 1 + (int)(rng_next(&x->rng) % (t % 2 ? 3 : 6));
+		Row *r = row_new(&x->m, l1 + l2);
+		int ok = draw_row(&x->m, fams[t % 4], r, &x->rng) == 0;
+		Row sub = *r;
+		double *a = p->a[p->n], *b = p->b[p->n], *w = p->want[p->n];
+		if (ok) {
+			sub.len = l1;
+			ex_fold(x, &sub, a, x->right);
+			sub.len = l2;
+			sub.elemv = r->elemv + (size_t)l1 * x->m.elemw;
+			sub.colv = r->colv + (size_t)l1 * x->m.colw;
+			ex_fold(x, &sub, b, x->right);
+			ex_fold(x, r, w, x->right);
+			for (int f = 0; f < x->n; f++)
+				ok &= !isnan(a[f]) && !isnan(b[f]) && !isnan(w[f]);
+		}
+		row_free(r);
+		p->n += ok;
+	}
+	return p->n ? 0 : -1;
+}
+
+typedef struct {
+	const Ir *ir;
+	unsigned mask;
+} KindCtx;
+
+static int pred_kind(void *ctx, Expr *n)
+{
+	KindCtx *k = ctx;
+	return n->op == EXPR_VAR && !(k->mask & (1u << ir_var(k->ir, n->k)->kind));
+}
+
+int ex_uses_only(Ex *x, Expr *e, unsigned mask)
+{
+	KindCtx k = {x->c->ir, mask};
+	return !ir_contains(e, pred_kind, &k);
+}
+
+int ex_has_state(Ex *x, Expr *e) { return !ex_uses_only(x, e, ~(1u << VAR_STATE)); }
+int ex_has_elem(Ex *x, Expr *e) { return !ex_uses_only(x, e, ~(1u << VAR_ELEM)); }
+
+/* Lift values of every field on random one-element rows. */
+enum { LIFT_SAMPLES = 64 };
+
+static void lift_samples(Ex *x, double v[LIFT_SAMPLES][EX_MAXF], double in[LIFT_SAMPLES][8])
+{
+	Expr *roots[EX_MAXF];
+	for (int f = 0; f < x->n; f++)
+		roots[f] = x->f[f].lift;
+	ExEv *e = ex_ev_new(x, roots, x->n);
+	uint64_t rng = 0x5eed;
+	static const Family fams[] = {FAM_NORMAL, FAM_GRID, FAM_WIDE, FAM_SPREAD};
+	for (int t = 0; t < LIFT_SAMPLES; t++) {
+		Row *r = row_new(&x->m, 1);
+		draw_row(&x->m, fams[t % 4], r, &rng);
+		ex_ev_run(x, e, NULL, NULL, NULL, r, 0, v[t]);
+		for (int q = 0; q < x->c->nelem && q < 8; q++)
+			in[t][q] = r->elemv[x->m.elemoff[q]];
+		row_free(r);
+	}
+	ex_ev_free(e);
+}
+
+int ex_lift_const(Ex *x, int f, double *v)
+{
+	double s[LIFT_SAMPLES][EX_MAXF], in[LIFT_SAMPLES][8];
+	lift_samples(x, s, in);
+	for (int t = 1; t < LIFT_SAMPLES; t++)
+		if (s[t][f] != s[0][f] || signbit(s[t][f]) != signbit(s[0][f]))
+			return 0;
+	*v = s[0][f];
+	return isfinite(*v) || ex_uses_only(x, x->f[f].lift, 0);
+}
+
+int ex_lift_input(Ex *x, int f)
+{
+	double s[LIFT_SAMPLES][EX_MAXF], in[LIFT_SAMPLES][8];
+	lift_samples(x, s, in);
+	for (int q = 0; q < x->c->nelem && q < 8; q++) {
+		if (x->c->elem[q].ty.len)
+			continue;
+		int same = 1;
+		for (int t = 0; t < LIFT_SAMPLES; t++)
+			same &= s[t][f] == in[t][q];
+		if (same)
+			return q;
+	}
+	return -1;
+}
+
+void ex_row_text(Ex *x, const Row *r, Buf *b)
+{
+	Carrier *c = x->c;
+	if (c->nelem == 1)
+		buf_printf(b, "%s = [", c->elem[0].name);
+	else {
+		buf_puts(b, "(");
+		for (int q = 0; q < c->nelem; q++)
+			buf_printf(b, "%s%s", q ? ", " : "", c->elem[q].name);
+		buf_puts(b, ") = [");
+	}
+	for (int j = 0; j < r->len; j++) {
+		buf_puts(b, j ? ", " : "");
+		buf_puts(b, c->nelem == 1 ? "" : "(");
+		for (int q = 0; q < c->nelem; q++) {
+			buf_puts(b, q ? ", " : "");
+			buf_num(b, r->elemv[(size_t)j * x->m.elemw + x->m.elemoff[q]], 0);
+		}
+		buf_puts(b, c->nelem == 1 ? "" : ")");
+	}
+	buf_puts(b, "]");
+}
+
+void ex_state_text(Ex *x, const double *s, int n, Buf *b)
+{
+	buf_puts(b, "{");
+	for (int f = 0; f < n; f++) {
+		buf_printf(b, "%s%s: ", f ? ", " : "", x->f[f].name);
+		buf_num(b, s[f], 0);
+	}
+	buf_puts(b, "}");
+}
+
+typedef struct {
+	int v;
+	Expr *r;
+} OneVar;
+
+static Expr *one_var(void *ctx, Expr *e)
+{
+	OneVar *o = ctx;
+	return e->k == o->v ? o->r : NULL;
+}
+
+Expr *ex_subst_var(Ex *x, Expr *e, int v, Expr *r)
+{
+	OneVar o = {v, r};
+	return ir_subst(x->c->ir, e, one_var, &o);
+}
+
+typedef struct {
+	int n;
+	const int *vars;
+	Expr *const *repl;
+} ManyVars;
+
+static Expr *many_vars(void *ctx, Expr *e)
+{
+	ManyVars *m = ctx;
+	for (int i = 0; i < m->n; i++)
+		if (e->k == m->vars[i])
+			return m->repl[i];
+	return NULL;
+}
+
+Expr *ex_subst_vars(Ex *x, Expr *e, int n, const int *vars, Expr *const *repl)
+{
+	ManyVars m = {n, vars, repl};
+	return ir_subst(x->c->ir, e, many_vars, &m);
+}
+
+static int name_taken(Ex *x, const char *s, char (*taken)[SPEC_MAX_NAME], int ntaken)
+{
+	Carrier *c = x->c;
+	if (!strcmp(s, "i") || !strcmp(s, "j") || !strcmp(s, "len") || !strcmp(s, "a") || !strcmp(s, "b"))
+		return 1;
+	const Decl *d[] = {c->params, c->row, c->col, c->elem, c->state};
+	int nd[] = {c->nparams, c->nrow, c->ncol, c->nelem, c->nstate};
+	for (int k = 0; k < 5; k++)
+		for (int i = 0; i < nd[k]; i++)
+			if (!strcmp(d[k][i].name, s))
+				return 1;
+	for (int i = 0; i < c->nlets; i++)
+		if (!strcmp(c->lets[i].name, s))
+			return 1;
+	for (int f = 0; f < x->n; f++)
+		if (!strcmp(x->f[f].name, s))
+			return 1;
+	for (int i = 0; i < ntaken; i++)
+		if (!strcmp(taken[i], s))
+			return 1;
+	return 0;
+}
+
+void ex_fresh_name(Ex *x, const char *base, char (*taken)[SPEC_MAX_NAME], int ntaken, char *out)
+{
+	snprintf(out, SPEC_MAX_NAME, "%s", base);
+	for (int k = 2; name_taken(x, out, taken, ntaken); k++)
+		snprintf(out, SPEC_MAX_NAME, "%.40s_%d", base, k);
+}

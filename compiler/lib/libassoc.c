@@ -1,0 +1,400 @@
+/* libassoc.c: the public C API (assoc.h) over the spec loader, the
+ * checker and the CPU backend.  Status codes and messages, never exit. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/lib/assoc.h"
+#include "compiler/check/check.h"
+#include "compiler/llvm/llvm.h"
+
+struct AssocSpec {
+	Carrier *c;
+	char err[2048];
+	AssocArray *arr;
+	int narr;
+};
+
+struct AssocKernel {
+	AssocSpec *s;
+	LlvmKernel *k;
+	LlvmKernel *narrow[2]; /* compiled on demand: 4 and 8 rows as lanes (LlvmOpts.fit_rows) */
+	RtPool *pool;
+	char err[1024];
+};
+
+const char *assoc_strerror(AssocStatus s)
+{
+	static const char *const m[] = {"ok", "invalid argument", "invalid spec", "a law or the reference fails",
+					"device not usable", "compilation failed", "buffer size does not fit the shape",
+					"out of memory"};
+	return (unsigned)s < sizeof m / sizeof *m ? m[s] : "unknown status";
+}
+
+static AssocStatus fail(char *err, size_t n, AssocStatus st, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static AssocStatus fail(char *err, size_t n, AssocStatus st, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* ---- specs ---- */
+
+static void add_arrays(AssocSpec *s, const Decl *d, int n, AssocRole role)
+{
+	for (int i = 0; i < n; i++)
+		s->arr[s->narr++] = (AssocArray){d[i].name, role, ty_kind_name(d[i].storage), decl_width(&d[i]), 0};
+}
+
+static void add_outputs(AssocSpec *s, const Def *d, int n, AssocRole role)
+{
+	for (int i = 0; i < n; i++) {
+		Ty t = d[i].e->ty;
+		s->arr[s->narr++] = (AssocArray){d[i].name, role, ty_kind_name((TyKind)t.kind), t.len ? t.len : 1, 1};
+	}
+}
+
+static AssocStatus loaded(AssocSpec *s, Diag *d)
+{
+	AssocStatus st = ASSOC_OK;
+	if (s->c && !s->c->merge) {
+		/* nothing past here runs a carrier without its merge */
+		snprintf(s->err, sizeof s->err,
+			 "%s: error: a loop spec (a step without a merge): 'assoc explore %s' derives its merge", s->c->file,
+			 s->c->file);
+		carrier_free(s->c);
+		s->c = NULL;
+		st = ASSOC_ESPEC;
+	} else if (!s->c) {
+		snprintf(s->err, sizeof s->err, "%s", d->text ? d->text : "the spec does not load");
+		st = ASSOC_ESPEC;
+	} else {
+		Carrier *c = s->c;
+		s->arr = calloc(c->nelem + c->ncol + c->nrow + c->nfinal + c->nmap + 1, sizeof *s->arr);
+		if (!s->arr) {
+			diag_free(d);
+			return ASSOC_ENOMEM;
+		}
+		add_arrays(s, c->elem, c->nelem, ASSOC_ELEMENT);
+		add_arrays(s, c->col, c->ncol, ASSOC_COLUMN);
+		add_arrays(s, c->row, c->nrow, ASSOC_ROW);
+		add_outputs(s, c->finalize, c->nfinal, ASSOC_FINALIZE);
+		add_outputs(s, c->map, c->nmap, ASSOC_MAP);
+	}
+	diag_free(d);
+	return st;
+}
+
+static AssocStatus load(AssocSpec **out, const char *path, const char *text, size_t len, const AssocValue *dims,
+			int ndims)
+{
+	if (out)
+		*out = NULL;
+	if (!out || (!path && !text) || ndims < 0 || (ndims && !dims))
+		return ASSOC_EINVAL;
+	AssocSpec *s = *out = calloc(1, sizeof *s);
+	Define *defs = calloc(ndims + 1, sizeof *defs);
+	char (*vals)[32] = calloc(ndims + 1, sizeof *vals);
+	if (!s || !defs || !vals) {
+		free(defs), free(vals);
+		return ASSOC_ENOMEM;
+	}
+	for (int i = 0; i < ndims; i++) {
+		snprintf(vals[i], sizeof vals[i], "%.17g", dims[i].value);
+		defs[i] = (Define){dims[i].name ? dims[i].name : "", vals[i]};
+	}
+	Diag d;
+	diag_init(&d, path ? path : "spec");
+	s->c = path ? spec_load_file(path, defs, ndims, &d) : spec_load_buffer("spec", text, len, defs, ndims, &d);
+	free(defs);
+	free(vals);
+	return loaded(s, &d);
+}
+
+AssocStatus assoc_spec_load(AssocSpec **out, const char *path, const AssocValue *dims, int ndims)
+{
+	return load(out, path, NULL, 0, dims, ndims);
+}
+
+AssocStatus assoc_spec_load_text(AssocSpec **out, const char *text, size_t len, const AssocValue *dims, int ndims)
+{
+	return load(out, NULL, text, len, dims, ndims);
+}
+
+const char *assoc_spec_error(const AssocSpec *s) { return s ? s->err : "no spec (NULL handle)"; }
+const char *assoc_spec_name(const AssocSpec *s) { return s && s->c ? s->c->name : NULL; }
+
+AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed)
+{
+	if (!s || !s->c)
+		return ASSOC_EINVAL; /* s->err keeps why the spec did not load */
+	CheckOpts o;
+	check_defaults(&o);
+	if (trials > 0)
+		o.trials = trials;
+	o.seed = seed;
+	CheckResult r;
+	if (check_run(s->c, &o, &r, s->err, sizeof s->err))
+		return ASSOC_EINVAL;
+	AssocStatus st = check_ok(&r) ? ASSOC_OK : ASSOC_ELAWS;
+	s->err[0] = 0;
+	for (int i = 0; st && i < r.nlaw; i++)
+		if (r.law[i].v == VERDICT_FAILS)
+			snprintf(s->err, sizeof s->err, "%s fails: %s", r.law[i].law, r.law[i].detail ? r.law[i].detail : "");
+	if (st && !s->err[0])
+		snprintf(s->err, sizeof s->err, "%s", r.sound_detail ? r.sound_detail : r.input_error ? r.input_error : "the check fails");
+	check_result_free(&r);
+	return st;
+}
+
+int assoc_array_count(const AssocSpec *s) { return s && s->c ? s->narr : 0; }
+
+AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info)
+{
+	if (!s || !s->c || !info || i < 0 || i >= s->narr)
+		return ASSOC_EINVAL;
+	*info = s->arr[i];
+	return ASSOC_OK;
+}
+
+static size_t type_size(const char *t)
+{
+	return !strcmp(t, "bool") ? 1 : strstr(t, "16") ? 2 : strstr(t, "32") ? 4 : 8;
+}
+
+size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len)
+{
+	if (!s || !s->c || i < 0 || i >= s->narr || rows < 0 || len < 0)
+		return 0;
+	const AssocArray *a = &s->arr[i];
+	int per_pos = a->role == ASSOC_ELEMENT || a->role == ASSOC_MAP ||
+		      (a->role == ASSOC_FINALIZE && s->c->tpl == TPL_SCAN);
+	uint64_t n = a->role == ASSOC_COLUMN ? (uint64_t)len : (uint64_t)rows, b = 0;
+	/* SIZE_MAX past what a size_t counts: no allocation gets it, no buffer matches it */
+	if (a->role != ASSOC_COLUMN && a->role != ASSOC_ROW && per_pos && __builtin_mul_overflow(n, (uint64_t)len, &n))
+		return SIZE_MAX;
+	if (__builtin_mul_overflow(n, (uint64_t)a->width * type_size(a->type), &b) || b > SIZE_MAX)
+		return SIZE_MAX;
+	return (size_t)b;
+}
+
+size_t assoc_array_bytes_heads(const AssocSpec *s, int i, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len)
+{
+	if (!s || !s->c || i < 0 || i >= s->narr || heads < 1 || kv_heads < 1 || heads % kv_heads)
+		return 0;
+	size_t one = assoc_array_bytes(s, i, rows, len);
+	uint64_t b;
+	if (one == SIZE_MAX ||
+	    __builtin_mul_overflow((uint64_t)one, (uint64_t)(s->arr[i].role == ASSOC_COLUMN ? kv_heads : heads), &b) ||
+	    b > SIZE_MAX)
+		return SIZE_MAX;
+	return (size_t)b;
+}
+
+void assoc_spec_free(AssocSpec *s)
+{
+	if (!s)
+		return;
+	carrier_free(s->c);
+	free(s->arr);
+	free(s);
+}
+
+/* ---- kernels ---- */
+
+AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out)
+{
+	if (!out)
+		return ASSOC_EINVAL;
+	*out = NULL;
+	if (!s || !s->c || !device)
+		return ASSOC_EINVAL;
+	if (threads < 0 || threads > RT_MAX_THREADS)
+		return fail(s->err, sizeof s->err, ASSOC_EINVAL, "threads must be 0 (every core) to %d, got %d",
+			    RT_MAX_THREADS, threads);
+	if (strcmp(device, "cpu") && strcmp(device, "auto"))
+		return fail(s->err, sizeof s->err, ASSOC_EDEVICE, "unknown device '%s' (this library has: cpu, auto)", device);
+	if (!llvm_available(s->err, sizeof s->err))
+		return ASSOC_EDEVICE;
+	AssocKernel *k = calloc(1, sizeof *k);
+	if (!k)
+		return ASSOC_ENOMEM;
+	k->s = s;
+	if (llvm_compile(s->c, NULL, &k->k, s->err, sizeof s->err)) {
+		free(k);
+		return ASSOC_ECOMPILE;
+	}
+	if (rt_pool_open(&k->pool, threads, s->err, sizeof s->err)) {
+		assoc_kernel_free(k);
+		return ASSOC_ENOMEM;
+	}
+	*out = k;
+	return ASSOC_OK;
+}
+
+const char *assoc_kernel_error(const AssocKernel *k) { return k ? k->err : "no kernel (NULL handle)"; }
+
+/* Index of the buffer named name, checked for size; -1 with the error set. */
+static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, const int64_t shape[4], AssocStatus *st)
+{
+	const AssocArray *arr = &k->s->arr[a];
+	int found = -1;
+	for (int i = 0; i < nbufs; i++) {
+		if (!bufs[i].name) {
+			*st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "buffer %d has no name", i);
+			return -1;
+		}
+		if (!strcmp(bufs[i].name, arr->name)) {
+			if (found >= 0) {
+				*st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "array '%s' is bound twice", arr->name);
+				return -1;
+			}
+			found = i;
+		}
+	}
+	if (found < 0) {
+		*st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "no buffer for array '%s'", arr->name);
+		return -1;
+	}
+	size_t want = assoc_array_bytes_heads(k->s, a, shape[0], shape[1], shape[2], shape[3]);
+	if (want == SIZE_MAX) {
+		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE,
+			   "array '%s' of %lld heads (%lld key/value) x %lld x %lld has more bytes than a size_t holds", arr->name,
+			   (long long)shape[0], (long long)shape[1], (long long)shape[2], (long long)shape[3]);
+		return -1;
+	}
+	if (bufs[found].bytes != want || (want && !bufs[found].data)) {
+		char what[200];
+		snprintf(what, sizeof what, "%s' has %zu bytes%s", arr->name, bufs[found].bytes,
+			 want && !bufs[found].data ? " and no data" : "");
+		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "buffer '%s; the shape needs %zu", what, want);
+		return -1;
+	}
+	return found;
+}
+
+static AssocStatus params_of(AssocKernel *k, const AssocValue *p, int np, double *out)
+{
+	Carrier *c = k->s->c;
+	if (np < 0 || (np && !p))
+		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d params %s", np,
+			    np < 0 ? "(a count under 0)" : "with a NULL params array");
+	for (int i = 0; i < c->nparams; i++) {
+		int found = 0;
+		for (int j = 0; j < np; j++)
+			if (p[j].name && !strcmp(p[j].name, c->params[i].name))
+				out[i] = p[j].value, found++;
+		if (found != 1)
+			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "param '%s' given %d times (once needed)",
+				    c->params[i].name, found);
+	}
+	for (int j = 0; j < np; j++) {
+		int known = 0;
+		for (int i = 0; i < c->nparams; i++)
+			known |= p[j].name && !strcmp(p[j].name, c->params[i].name);
+		if (!known)
+			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "the spec has no param '%s'",
+				    p[j].name ? p[j].name : "(NULL)");
+	}
+	return ASSOC_OK;
+}
+
+/* The kernel for views of rows rows: a narrower group of rows as lanes
+ * where the views have fewer rows than k's (compiled once, kept); NULL
+ * with the error set where that compile fails. */
+static LlvmKernel *kernel_for(AssocKernel *k, int64_t rows)
+{
+	if (!k->k->k.reduce_rows || rows >= k->k->rows || rows < 4)
+		return k->k;
+	int w = rows >= 8 ? 1 : 0;
+	if (!k->narrow[w] && llvm_compile(k->s->c, &(LlvmOpts){.fit_rows = w ? 8 : 4}, &k->narrow[w], k->err, sizeof k->err))
+		return NULL;
+	return k->narrow[w];
+}
+
+AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs,
+		      const AssocValue *params, int nparams)
+{
+	return assoc_run_heads(k, 1, 1, rows, len, bufs, nbufs, params, nparams);
+}
+
+AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
+{
+	if (!k)
+		return ASSOC_EINVAL;
+	if (rows < 0 || len < 0 || len > INT32_MAX || rows > INT32_MAX || nbufs < 0 || (nbufs && !bufs))
+		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "bad shape (%lld x %lld) or buffer list", (long long)rows, (long long)len);
+	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > INT32_MAX || rows * heads > INT32_MAX)
+		return fail(k->err, sizeof k->err, ASSOC_EINVAL,
+			    "%lld heads on %lld key/value heads of %lld rows (heads a positive multiple of kv_heads, "
+			    "heads x rows under 2^31)",
+			    (long long)heads, (long long)kv_heads, (long long)rows);
+	Carrier *c = k->s->c;
+	int nin = c->nelem + c->ncol + c->nrow, nout = c->nfinal + c->nmap, narr = k->s->narr;
+	int64_t g = heads / kv_heads, shape[4] = {heads, kv_heads, rows, len};
+	/* the buffers checked first, then a view a key/value head: its
+	 * query heads' rows one after another */
+	int *which = calloc(narr + 1, sizeof *which);
+	double *pv = calloc(c->nparams + 1, sizeof *pv);
+	AssocStatus st = which && pv ? ASSOC_OK : fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	for (int x = 0; !st && x < narr; x++)
+		which[x] = bind(k, bufs, nbufs, x, shape, &st);
+	if (!st && nbufs != narr)
+		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
+	if (!st)
+		st = params_of(k, params, nparams, pv);
+	const void **in = NULL;
+	void **out = NULL;
+	CpuArgs *a = NULL;
+	if (!st) {
+		in = calloc((size_t)kv_heads * (nin + 1), sizeof *in);
+		out = calloc((size_t)kv_heads * (nout + 1), sizeof *out);
+		a = calloc(kv_heads, sizeof *a);
+		if (!in || !out || !a)
+			st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory for %lld views", (long long)kv_heads);
+	}
+	for (int x = 0; !st && x < narr; x++) {
+		/* bytes of one head: a view steps a key/value head's columns, g query heads' rest */
+		size_t step = assoc_array_bytes(k->s, x, rows, len) * (k->s->arr[x].role == ASSOC_COLUMN ? 1 : (size_t)g);
+		for (int64_t v = 0; v < kv_heads; v++) {
+			char *p = bufs[which[x]].data ? (char *)bufs[which[x]].data + (size_t)v * step : NULL;
+			if (x < nin)
+				in[v * (nin + 1) + x] = p;
+			else
+				out[v * (nout + 1) + x - nin] = p;
+		}
+	}
+	LlvmKernel *kk = st ? NULL : kernel_for(k, g * rows);
+	if (!st && !kk)
+		st = ASSOC_ECOMPILE;
+	if (!st) {
+		for (int64_t v = 0; v < kv_heads; v++)
+			a[v] = (CpuArgs){in + v * (nin + 1), out + v * (nout + 1), pv, g * rows, len, g > 1 ? rows : 0};
+		if (rt_cpu_run(k->pool, &kk->k, a, (int)kv_heads, 0, k->err, sizeof k->err))
+			st = ASSOC_ENOMEM;
+	}
+	free(which);
+	free(in);
+	free(out);
+	free(a);
+	free(pv);
+	return st;
+}
+
+void assoc_kernel_free(AssocKernel *k)
+{
+	if (!k)
+		return;
+	rt_pool_close(k->pool);
+	llvm_kernel_free(k->k);
+	llvm_kernel_free(k->narrow[0]);
+	llvm_kernel_free(k->narrow[1]);
+	free(k);
+}

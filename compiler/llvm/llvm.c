@@ -1,0 +1,599 @@
+/* llvm.c: the CPU backend's driver: one LLVM context per compilation, the
+ * kernel module built (llvm_kern.h), verified, optimized for the host CPU
+ * with the O3 pipeline, compiled to an object (kept on disk) and loaded by
+ * ORC's LLJIT; or printed as IR or host assembly for `assoc emit`.  Every
+ * LLVM message is disposed. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm-c/Analysis.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "compiler/util/cache.h"
+#include "compiler/llvm/llvm.h"
+#include "compiler/llvm/mask_live.h"
+#include "compiler/llvm/llvm_int.h"
+
+struct LlvmJit {
+	LLVMOrcLLJITRef j;
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_failed;
+
+static void init(void)
+{
+	init_failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
+}
+
+int llvm_abi(char *b, size_t n)
+{
+	llvm_abi_text(b, n);
+	return 0;
+}
+
+int llvm_available(char *why, size_t n)
+{
+	pthread_once(&init_once, init);
+	if (init_failed)
+		snprintf(why, n, "LLVM has no native target for this host");
+	return !init_failed;
+}
+
+/* Copy an LLVM message into msg and dispose it. */
+static int fail_msg(char *msg, size_t n, const char *what, char *llvm_msg)
+{
+	snprintf(msg, n, "%s: %s", what, llvm_msg ? llvm_msg : "(no message)");
+	if (llvm_msg)
+		LLVMDisposeMessage(llvm_msg);
+	return -1;
+}
+
+static int fail_err(char *msg, size_t n, const char *what, LLVMErrorRef e)
+{
+	char *m = LLVMGetErrorMessage(e);
+	snprintf(msg, n, "%s: %s", what, m);
+	LLVMDisposeErrorMessage(m);
+	return -1;
+}
+
+static LLVMTargetMachineRef host_machine(char *msg, size_t n)
+{
+	char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+	LLVMTargetRef t;
+	LLVMTargetMachineRef tm = NULL;
+	if (LLVMGetTargetFromTriple(triple, &t, &err)) {
+		fail_msg(msg, n, "no LLVM target for the host", err);
+	} else {
+		char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+		tm = LLVMCreateTargetMachine(t, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+					     LLVMCodeModelJITDefault);
+		LLVMDisposeMessage(cpu);
+		LLVMDisposeMessage(feat);
+		if (!tm)
+			snprintf(msg, n, "cannot create an LLVM target machine for %s", triple);
+	}
+	LLVMDisposeMessage(triple);
+	return tm;
+}
+
+/* The host's widest float32 vector, in lanes. */
+static int host_lanes(void)
+{
+	char *feat = LLVMGetHostCPUFeatures();
+	int w = strstr(feat, "+avx512f") ? 16 : strstr(feat, "+avx") ? 8 : 4;
+	LLVMDisposeMessage(feat);
+	return w;
+}
+
+/* One accumulator: with tiles (kern_plan) its chain runs one merge per
+ * tile, and more accumulators only add register pressure (measured on
+ * AVX-512 with 16 lanes, rows of 4096 in cache: logsumexp 2.9 G elements/s
+ * with one, 2.5 with two; Welford about the same). */
+enum { ACCS = 1 };
+
+static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
+{
+	int lanes = o && o->lanes > 0 ? o->lanes : host_lanes();
+	int accs = o && o->accs > 0 ? o->accs : ACCS;
+	int tile = o && o->tile > 0 ? o->tile : 0;
+	/* 16 rows as lanes: one vector on AVX-512, two of 8 with AVX2, where
+	 * each broadcast key component then feeds two multiply-adds (with the
+	 * loops below, on Zen 3, one thread, median of 3 to 6 runs: attention
+	 * at d = 64 0.154 G row-keys/s against 0.110 with 8 rows, causal 0.276
+	 * against 0.197, d = 128 0.080 against 0.052) */
+	int rows = o && o->rows > 0 ? o->rows : host_lanes() >= 8 ? 16 : host_lanes();
+	/* Fewer where a view has fewer rows (decoding: the query heads of a
+	 * key/value head): a narrower group still loads each key once for
+	 * all of them, where one row at a time loads it once a row (32 heads
+	 * on 8, one query, 32768 keys, d = 128, 2 threads on Zen 3: 7.6 GB/s
+	 * against 4.3; on 4 key/value heads 5.6 against 2.7).  Not below 4:
+	 * 2 rows as lanes ran no faster than one at a time. */
+	if (o && o->rows <= 0 && o->fit_rows >= 4 && o->fit_rows < rows)
+		rows = o->fit_rows;
+	/* Rows as lanes take tiles of 8 positions on AVX-512, 4 with 16
+	 * registers of 8 lanes (AVX2), where at 8 the tile's scores and the
+	 * state's vectors spill (8 rows, before the loops below: d = 64 0.099
+	 * G row-keys/s against 0.054; with 16 rows and the loops, tiles of 5,
+	 * 6 and 8 were no faster) */
+	int rows_tile = o && o->tile > 0 ? o->tile : host_lanes() >= 16 ? 8 : 4;
+	/* powers of two: the lane halving and the pairwise combine need them */
+	while (lanes & (lanes - 1))
+		lanes &= lanes - 1;
+	if (lanes > 64)
+		lanes = 64;
+	while (accs & (accs - 1))
+		accs &= accs - 1;
+	if (tile > 64)
+		tile = 64;
+	while (rows & (rows - 1))
+		rows &= rows - 1;
+	if (rows > 64)
+		rows = 64;
+	kern_plan(k, c, lanes, accs, tile, rows, rows_tile);
+	/* Loops over the components where 16 registers hold 8 lanes (AVX2):
+	 * unrolled whole, the tile's dot products and the update of o spill
+	 * most of their values.  On Zen 3, one thread, median of 4 or 5 runs,
+	 * attention at d = 64 0.128 G row-keys/s against 0.101, causal 0.195
+	 * against 0.131; d = 128 0.051 against 0.023.  Unrolled twice: 4 and 8
+	 * times were no faster. */
+	k->loop_unroll = o && o->unroll ? (o->unroll < 0 ? 0 : o->unroll) : host_lanes() >= 16 ? 0 : 2;
+}
+
+static int unsupported(Carrier *c, char *msg, size_t n)
+{
+	if (c->nelem + c->ncol + c->nrow > 256 || c->nfinal + c->nmap > 256 || c->nparams > 256)
+		return snprintf(msg, n, "the CPU backend takes at most 256 inputs, outputs and params"), -1;
+	for (int f = 0; f < c->nstate; f++)
+		if (decl_width(&c->state[f]) > 4096)
+			return snprintf(msg, n, "state field '%s' is longer than 4096, the CPU backend's limit",
+					c->state[f].name), -1;
+	return 0;
+}
+
+/* The kernel's module, verified, with its function attributes: all that
+ * decides its code before the optimizer (object_path hashes it). */
+static LLVMModuleRef build_ir(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef tm, char *msg, size_t n)
+{
+	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(k->c->name, ctx);
+	char *triple = LLVMGetTargetMachineTriple(tm);
+	LLVMSetTarget(mod, triple);
+	LLVMDisposeMessage(triple);
+	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(mod, td);
+	LLVMDisposeTargetData(td);
+	kern_build(k, ctx, mod);
+	char *err = NULL;
+	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &err)) {
+		fail_msg(msg, n, "internal error: the generated LLVM IR does not verify", err);
+		LLVMDisposeModule(mod);
+		return NULL;
+	}
+	LLVMDisposeMessage(err);
+	static const char nif[] = "noimplicitfloat";
+	LLVMAttributeRef a = LLVMCreateEnumAttribute(ctx, LLVMGetEnumAttributeKindForName(nif, sizeof nif - 1), 0);
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+		if (LLVMCountBasicBlocks(f) && (kern_wide_state(k->c) || !strcmp(LLVMGetValueName(f), "assoc_reduce_rows")))
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
+	return mod;
+}
+
+static int optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, char *msg, size_t n)
+{
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	return e ? fail_err(msg, n, "LLVM optimization failed", e) : 0;
+}
+
+/* build_ir, then the optimizer. */
+static LLVMModuleRef build_module(Kern *k, LLVMContextRef ctx, LLVMTargetMachineRef tm, char *msg, size_t n)
+{
+	LLVMModuleRef mod = build_ir(k, ctx, tm, msg, n);
+	if (mod && optimize(mod, tm, msg, n)) {
+		LLVMDisposeModule(mod);
+		return NULL;
+	}
+	return mod;
+}
+
+/* A new LLJIT for the host that resolves the process's symbols (memset,
+ * memcpy); NULL with msg on failure. */
+static LlvmJit *new_jit(LLVMOrcJITDylibRef *jd, char *msg, size_t n)
+{
+	LLVMTargetMachineRef tm = host_machine(msg, n);
+	if (!tm)
+		return NULL;
+	LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+	LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+	LlvmJit *jit = calloc(1, sizeof *jit);
+	if (!jit)
+		abort();
+	LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit->j, jb);
+	if (e) {
+		fail_err(msg, n, "cannot create the LLVM JIT", e);
+		free(jit);
+		return NULL;
+	}
+	*jd = LLVMOrcLLJITGetMainJITDylib(jit->j);
+	LLVMOrcDefinitionGeneratorRef gen;
+	e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit->j), NULL, NULL);
+	if (e) {
+		fail_err(msg, n, "cannot create the LLVM JIT", e);
+		LLVMOrcDisposeLLJIT(jit->j);
+		free(jit);
+		return NULL;
+	}
+	LLVMOrcJITDylibAddGenerator(*jd, gen);
+	return jit;
+}
+
+/* Add mod (in tsctx) to a new LLJIT for the host; NULL with msg on failure. */
+static LlvmJit *jit_module(LLVMModuleRef mod, LLVMOrcThreadSafeContextRef tsctx, char *msg, size_t n)
+{
+	LLVMOrcJITDylibRef jd;
+	LlvmJit *jit = new_jit(&jd, msg, n);
+	if (!jit) {
+		LLVMDisposeModule(mod);
+		return NULL;
+	}
+	LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsctx);
+	LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(jit->j, jd, tsm);
+	if (e) {
+		LLVMOrcDisposeThreadSafeModule(tsm);
+		fail_err(msg, n, "cannot add the module to the LLVM JIT", e);
+		LLVMOrcDisposeLLJIT(jit->j);
+		free(jit);
+		return NULL;
+	}
+	return jit;
+}
+
+/* The same for an object file (the JIT takes obj). */
+static LlvmJit *jit_object(LLVMMemoryBufferRef obj, char *msg, size_t n)
+{
+	LLVMOrcJITDylibRef jd;
+	LlvmJit *jit = new_jit(&jd, msg, n);
+	if (!jit) {
+		LLVMDisposeMemoryBuffer(obj);
+		return NULL;
+	}
+	LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(jit->j, jd, obj);
+	if (e) {
+		fail_err(msg, n, "cannot add the object to the LLVM JIT", e);
+		LLVMOrcDisposeLLJIT(jit->j);
+		free(jit);
+		return NULL;
+	}
+	return jit;
+}
+
+/* ---- compiled kernels on disk ---- */
+
+/* Optimizing and compiling a kernel's module takes 0.1 to 4 s (attention
+ * at d = 128: about 3.5 on a 2-core AVX2 VM), each time a command runs it.  Its
+ * object is kept under $XDG_CACHE_HOME/assoc/cpu, named by a hash of the
+ * module before the optimizer (build_ir: everything the spec, the plan and
+ * the options decide), the host's CPU and features and LLVM's version;
+ * OBJECT_FORMAT changes with what happens after build_ir.  A file is a
+ * header (magic, size, hash of the object) and the object, so a damaged
+ * one is compiled again rather than loaded. */
+static const char OBJECT_FORMAT[] = "assoc-cpu-object-1 O3 " LLVM_VERSION_STRING;
+
+typedef struct {
+	char magic[8];
+	uint64_t size, hash;
+} ObjHeader;
+
+static const char OBJECT_MAGIC[8] = {'a', 's', 's', 'o', 'c', 'o', 'b', 'j'};
+
+static int object_path(LLVMModuleRef mod, char *path, size_t n)
+{
+	char dir[PATH_MAX], msg[200];
+	const char *off = getenv("ASSOC_NO_CPU_CACHE");
+	if ((off && *off && strcmp(off, "0")) || cache_dir("cpu", dir, sizeof dir, msg, sizeof msg))
+		return -1;
+	char *ir = LLVMPrintModuleToString(mod), *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+	uint64_t h = cache_hash(CACHE_HASH_INIT, OBJECT_FORMAT, sizeof OBJECT_FORMAT);
+	h = cache_hash(h, ir, strlen(ir) + 1);
+	h = cache_hash(h, cpu, strlen(cpu) + 1);
+	h = cache_hash(h, feat, strlen(feat) + 1);
+	LLVMDisposeMessage(ir);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(feat);
+	int w = snprintf(path, n, "%s/%016llx.o", dir, (unsigned long long)h);
+	return w > 0 && (size_t)w < n ? 0 : -1;
+}
+
+/* The object at path, or NULL where there is none whole. */
+static LLVMMemoryBufferRef object_read(const char *path)
+{
+	size_t len;
+	char *data = cache_read(path, &len);
+	ObjHeader hd;
+	LLVMMemoryBufferRef obj = NULL;
+	if (data && len >= sizeof hd) {
+		memcpy(&hd, data, sizeof hd);
+		const char *o = data + sizeof hd;
+		if (!memcmp(hd.magic, OBJECT_MAGIC, sizeof hd.magic) && hd.size == len - sizeof hd &&
+		    hd.hash == cache_hash(CACHE_HASH_INIT, o, hd.size))
+			obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(o, hd.size, "assoc");
+	}
+	free(data);
+	return obj;
+}
+
+static void object_write(const char *path, LLVMMemoryBufferRef obj)
+{
+	size_t size = LLVMGetBufferSize(obj);
+	ObjHeader hd = {.size = size, .hash = cache_hash(CACHE_HASH_INIT, LLVMGetBufferStart(obj), size)};
+	memcpy(hd.magic, OBJECT_MAGIC, sizeof hd.magic);
+	char *data = malloc(sizeof hd + size);
+	if (!data)
+		abort();
+	memcpy(data, &hd, sizeof hd);
+	memcpy(data + sizeof hd, LLVMGetBufferStart(obj), size);
+	cache_write(path, data, sizeof hd + size); /* a cache that cannot be written only costs time */
+	free(data);
+}
+
+static void *lookup(LlvmJit *jit, const char *name, char *msg, size_t n, int *failed)
+{
+	LLVMOrcExecutorAddress addr = 0;
+	LLVMErrorRef e = LLVMOrcLLJITLookup(jit->j, &addr, name);
+	if (e) {
+		char what[64];
+		snprintf(what, sizeof what, "JIT lookup of %s failed", name);
+		fail_err(msg, n, what, e);
+		*failed = 1;
+		return NULL;
+	}
+	return (void *)(uintptr_t)addr;
+}
+
+static void jit_free(LlvmJit *jit)
+{
+	if (!jit)
+		return;
+	LLVMErrorRef e = LLVMOrcDisposeLLJIT(jit->j);
+	if (e)
+		LLVMConsumeError(e);
+	free(jit);
+}
+
+/* The kernel's object from the cache, or built, optimized and compiled
+ * (and kept there), in a new JIT. */
+static LlvmJit *compile_kern(Kern *k, char *msg, size_t n)
+{
+	LLVMTargetMachineRef tm = host_machine(msg, n);
+	if (!tm)
+		return NULL;
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMModuleRef mod = build_ir(k, ctx, tm, msg, n);
+	LLVMMemoryBufferRef obj = NULL;
+	char path[PATH_MAX];
+	int cached = mod && object_path(mod, path, sizeof path) == 0;
+	if (cached)
+		obj = object_read(path);
+	if (mod && !obj && optimize(mod, tm, msg, n) == 0) {
+		char *err = NULL;
+		if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &obj)) {
+			fail_msg(msg, n, "LLVM code generation failed", err);
+			obj = NULL;
+		} else if (cached) {
+			object_write(path, obj);
+		}
+	}
+	if (mod)
+		LLVMDisposeModule(mod);
+	LLVMContextDispose(ctx);
+	LLVMDisposeTargetMachine(tm);
+	return obj ? jit_object(obj, msg, n) : NULL;
+}
+
+int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, size_t n)
+{
+	*out = NULL;
+	if (!llvm_available(msg, n) || unsupported(c, msg, n))
+		return -1;
+	Kern k;
+	plan(&k, c, o);
+	LlvmJit *jit = compile_kern(&k, msg, n);
+	free(k.soff);
+	if (!jit)
+		return -1;
+	LlvmKernel *kk = calloc(1, sizeof *kk);
+	if (!kk)
+		abort();
+	kk->jit = jit;
+	kk->lanes = k.lanes, kk->accs = k.accs, kk->tile = k.tile, kk->rows = k.group, kk->rows_tile = k.rows_tile;
+	kk->unroll = k.group > 1 ? k.loop_unroll : 0;
+	kk->max_rescale = k.mr_field >= 0 && k.tile > 1;
+	kk->two_pass = k.two_pass > 0;
+	int failed = 0;
+	kk->k.identity = (void (*)(const CpuArgs *, void *))lookup(jit, "assoc_identity", msg, n, &failed);
+	kk->k.reduce = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_reduce", msg, n, &failed);
+	kk->k.merge = (void (*)(const CpuArgs *, const void *, const void *, void *))lookup(jit, "assoc_merge", msg, n, &failed);
+	kk->k.finalize = (void (*)(const CpuArgs *, int64_t, int64_t, const void *))lookup(jit, "assoc_finalize", msg, n, &failed);
+	if (c->nmap)
+		kk->k.map = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, const void *))lookup(jit, "assoc_map", msg, n, &failed);
+	if (k.map_stream)
+		kk->k.fence = (void (*)(void))lookup(jit, "assoc_fence", msg, n, &failed);
+	kk->k.scan = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_scan", msg, n, &failed);
+	if (k.rowmap_g) {
+		kk->k.rowmap = (void (*)(const CpuArgs *, int64_t, void *, void *))lookup(jit, "assoc_rowmap", msg, n, &failed);
+		kk->k.rowmap_len = TWO_PASS_BYTES / k.two_pass;
+		kk->k.rowmap2 = (void (*)(const CpuArgs *, int64_t, void *, void *))lookup(jit, "assoc_rowmap2", msg, n, &failed);
+		if (k.map_stream)
+			kk->k.rowmap_next = (void (*)(const CpuArgs *, int64_t, void *, void *, int64_t, const void *,
+						      const void *))lookup(jit, "assoc_rowmap_next", msg, n, &failed);
+	}
+	if (kern_has_reduce2(&k)) {
+		kk->k.reduce2 = (void (*)(const CpuArgs *, int64_t, void *))lookup(jit, "assoc_reduce2", msg, n, &failed);
+		kk->k.pair_len = PAIR_LEN;
+	}
+	if (k.group > 1) {
+		kk->k.reduce_rows = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_reduce_rows", msg, n, &failed);
+		kk->k.group = k.group;
+	}
+	kk->k.state_bytes = k.state_bytes;
+	kk->k.is_scan = c->tpl == TPL_SCAN;
+	/* not beside a rowmap, whose passes cover every position: the two paths
+	 * give the same bits */
+	if (!kk->k.is_scan && !kk->k.rowmap && (kk->k.live_ctx = live_compile(c)))
+		kk->k.live = live_eval;
+	if (failed) {
+		llvm_kernel_free(kk);
+		return -1;
+	}
+	*out = kk;
+	return 0;
+}
+
+void llvm_kernel_free(LlvmKernel *k)
+{
+	if (!k)
+		return;
+	jit_free(k->jit);
+	live_free((LiveProg *)k->k.live_ctx);
+	free(k);
+}
+
+int llvm_emit(Carrier *c, const LlvmOpts *o, int asm_, FILE *out, char *msg, size_t n)
+{
+	if (!llvm_available(msg, n) || unsupported(c, msg, n))
+		return -1;
+	LLVMTargetMachineRef tm = host_machine(msg, n);
+	if (!tm)
+		return -1;
+	Kern k;
+	plan(&k, c, o);
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMModuleRef mod = build_module(&k, ctx, tm, msg, n);
+	free(k.soff);
+	int rc = mod ? 0 : -1;
+	if (mod && !asm_) {
+		char *text = LLVMPrintModuleToString(mod);
+		fputs(text, out);
+		LLVMDisposeMessage(text);
+	} else if (mod) {
+		char *err = NULL;
+		LLVMMemoryBufferRef buf;
+		if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
+			rc = fail_msg(msg, n, "LLVM code generation failed", err);
+		} else {
+			fwrite(LLVMGetBufferStart(buf), 1, LLVMGetBufferSize(buf), out);
+			LLVMDisposeMemoryBuffer(buf);
+		}
+	}
+	if (mod)
+		LLVMDisposeModule(mod);
+	LLVMContextDispose(ctx);
+	LLVMDisposeTargetMachine(tm);
+	return rc;
+}
+
+/* ---- one math function over an array, for tests and benchmarks ---- */
+
+static void build_math(LLVMContextRef ctx, LLVMModuleRef mod, int op, int lanes)
+{
+	Lower L;
+	memset(&L, 0, sizeof L);
+	L.ctx = ctx, L.mod = mod;
+	L.avx512 = lower_host_avx512();
+	L.b = LLVMCreateBuilderInContext(ctx);
+	LLVMTypeRef f32 = LLVMFloatTypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
+	LLVMTypeRef fp = LLVMPointerType(f32, 0), p[3] = {fp, fp, i64};
+	LLVMValueRef f = LLVMAddFunction(mod, "assoc_math", LLVMFunctionType(LLVMVoidTypeInContext(ctx), p, 3, 0));
+	char w[16];
+	snprintf(w, sizeof w, "%d", 32 * lanes);
+	LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", w);
+	LLVMAddTargetDependentFunctionAttr(f, "prefer-vector-width", w);
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, f, "entry");
+	LLVMPositionBuilderAtEnd(L.b, entry);
+	LLVMValueRef ivp = LLVMBuildAlloca(L.b, i64, "");
+	LLVMBuildStore(L.b, LLVMConstInt(i64, 0, 0), ivp);
+	for (int pass = 0; pass < 2; pass++) {
+		L.W = pass ? 1 : lanes;
+		LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(ctx, f, "head");
+		LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(ctx, f, "body");
+		LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(ctx, f, "exit");
+		LLVMBuildBr(L.b, head);
+		LLVMPositionBuilderAtEnd(L.b, head);
+		LLVMValueRef iv = LLVMBuildLoad2(L.b, i64, ivp, "");
+		LLVMValueRef next = LLVMBuildAdd(L.b, iv, LLVMConstInt(i64, L.W, 0), "");
+		LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, next, LLVMGetParam(f, 2), ""), body, exit);
+		LLVMPositionBuilderAtEnd(L.b, body);
+		LLVMTypeRef vt = lower_vty(&L, TY_F32);
+		LLVMValueRef px = LLVMBuildGEP2(L.b, f32, LLVMGetParam(f, 0), &iv, 1, "");
+		LLVMValueRef py = LLVMBuildGEP2(L.b, f32, LLVMGetParam(f, 1), &iv, 1, "");
+		LLVMValueRef x = LLVMBuildLoad2(L.b, vt, LLVMBuildBitCast(L.b, px, LLVMPointerType(vt, 0), ""), "");
+		LLVMSetAlignment(x, 4);
+		LLVMValueRef y = op == EXPR_EXP ? math_exp(&L, x) : op == EXPR_EXP2 ? math_exp2(&L, x) : math_log(&L, x);
+		LLVMSetAlignment(LLVMBuildStore(L.b, y, LLVMBuildBitCast(L.b, py, LLVMPointerType(vt, 0), "")), 4);
+		LLVMBuildStore(L.b, next, ivp);
+		LLVMBuildBr(L.b, head);
+		LLVMPositionBuilderAtEnd(L.b, exit);
+	}
+	LLVMBuildRetVoid(L.b);
+	LLVMDisposeBuilder(L.b);
+}
+
+int llvm_math_kernel(int op, int lanes, LlvmKernel **out, LlvmMathFn *fn, char *msg, size_t n)
+{
+	*out = NULL;
+	if (!llvm_available(msg, n))
+		return -1;
+	if (lanes <= 0)
+		lanes = host_lanes();
+	LLVMTargetMachineRef tm = host_machine(msg, n);
+	if (!tm)
+		return -1;
+	LLVMOrcThreadSafeContextRef tsctx = LLVMOrcCreateNewThreadSafeContext();
+	LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsctx);
+	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("math", ctx);
+	char *triple = LLVMGetTargetMachineTriple(tm);
+	LLVMSetTarget(mod, triple);
+	LLVMDisposeMessage(triple);
+	build_math(ctx, mod, op, lanes);
+	char *err = NULL;
+	LlvmJit *jit = NULL;
+	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &err)) {
+		fail_msg(msg, n, "internal error: math module does not verify", err);
+		LLVMDisposeModule(mod);
+	} else {
+		LLVMDisposeMessage(err);
+		LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+		LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
+		LLVMDisposePassBuilderOptions(po);
+		if (e)
+			LLVMConsumeError(e);
+		jit = jit_module(mod, tsctx, msg, n);
+	}
+	LLVMDisposeTargetMachine(tm);
+	LLVMOrcDisposeThreadSafeContext(tsctx);
+	if (!jit)
+		return -1;
+	int failed = 0;
+	*fn = (LlvmMathFn)lookup(jit, "assoc_math", msg, n, &failed);
+	LlvmKernel *k = calloc(1, sizeof *k);
+	if (!k)
+		abort();
+	k->jit = jit;
+	k->lanes = lanes;
+	if (failed) {
+		llvm_kernel_free(k);
+		return -1;
+	}
+	*out = k;
+	return 0;
+}

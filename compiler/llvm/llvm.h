@@ -1,0 +1,88 @@
+/* llvm.h: the CPU backend's compiler: a carrier lowered to LLVM IR through
+ * the LLVM C API, optimized for the host, and JIT-compiled with ORC into
+ * the functions of a CpuKernel (runtime/cpu.h). */
+#ifndef ASSOC_LLVM_H
+#define ASSOC_LLVM_H
+
+#include <stdio.h>
+
+#include "compiler/devices/run.h"
+#include "runtime/cpu.h"
+#include "compiler/front/spec.h"
+
+typedef struct {
+	int lanes; /* positions per vector: 0 picks the host's widest float vector */
+	int accs;  /* independent accumulators in the reduce loop: 0 picks the default */
+	int tile;  /* vectors folded per accumulator and iteration: 0 picks the default */
+	int rows;  /* rows side by side as lanes (assoc_reduce_rows): 0 picks the host's lanes, 1 none */
+	int unroll; /* and there loops over components unrolled this many times: 0 picks by the
+		     * host, -1 none (every component's vector unrolled) */
+	int fit_rows; /* 0, or the rows of each view the kernel will run (cpu_view_rows): where
+		       * rows picks the default, no more rows side by side than these */
+} LlvmOpts;
+
+typedef struct LlvmJit LlvmJit;
+
+typedef struct {
+	CpuKernel k;
+	int lanes, accs;  /* what the reduce loop uses (1 and 1 for vector states) */
+	int tile;         /* vectors per tile (1: a running fold) */
+	int rows;         /* rows a reduce_rows call takes as its lanes (1: no such function) */
+	int rows_tile;    /* and positions per tile there */
+	int unroll;       /* and its loops over components unrolled this many times (0: none) */
+	int max_rescale;  /* tiles fold by the n-ary max-rescale merge (llvm_tile.c) */
+	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
+	LlvmJit *jit;
+} LlvmKernel;
+
+/* The CPU device's --config, "lanes=N,accs=N,tile=N" in any order and
+ * subset, into o (dev_cpu.c).  0, or -1 with msg. */
+int cpu_parse_config(const char *cfg, LlvmOpts *o, char *msg, size_t n);
+/* The executor's view of d: in and out hold d's pointers in the kernel
+ * ABI's order (dev_cpu.c). */
+void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out);
+/* The views of d that rt_cpu_run takes, and what holds them until
+ * cpu_heads_free.  pack 0: the cpu_args of each head (a view of its
+ * key/value head's columns).  pack 1: where query heads share key/value
+ * heads, one view a key/value head, its query heads' rows one after
+ * another (CpuArgs.period), so that rows side by side as lanes load each
+ * key and value once for all of them (decoding's one row a head). */
+typedef struct {
+	CpuArgs *a;
+	const void **in;
+	void **out;
+	int n;
+} CpuHeads;
+void cpu_heads(RunData *d, int pack, CpuHeads *h);
+void cpu_heads_free(CpuHeads *h);
+/* Rows of each view cpu_heads(d, 1, ...) makes, at most INT_MAX
+ * (LlvmOpts.fit_rows). */
+int cpu_view_rows(const RunData *d);
+
+/* What the command line and its CPU backend plugin (compiler/cli/llvm_load.c)
+ * must agree on: the layouts of the structs that cross between them.  The
+ * plugin exports llvm_abi, which writes this text; a plugin from another
+ * build of assoc writes another and is refused. */
+static inline void llvm_abi_text(char *b, size_t n)
+{
+	snprintf(b, n, "assoc cpu backend 1: %zu %zu %zu %zu %zu %zu %zu %zu", sizeof(LlvmKernel), sizeof(CpuKernel),
+		 sizeof(CpuArgs), sizeof(LlvmOpts), sizeof(Carrier), sizeof(Expr), sizeof(Var), sizeof(RunData));
+}
+int llvm_abi(char *b, size_t n);
+
+/* 1 when the host target can be initialized; otherwise 0 with the reason. */
+int llvm_available(char *why, size_t n);
+
+/* Compile c for the host.  0, or -1 with msg. */
+int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, size_t n);
+void llvm_kernel_free(LlvmKernel *k);
+
+/* The optimized module as LLVM IR text (asm == 0) or host assembly. */
+int llvm_emit(Carrier *c, const LlvmOpts *o, int asm_, FILE *out, char *msg, size_t n);
+
+/* A kernel of one float32 math function (EXPR_EXP, EXPR_EXP2, EXPR_LOG),
+ * y[t] = f(x[t]) for t < n, in the given lanes; for tests and benchmarks. */
+typedef void (*LlvmMathFn)(const float *x, float *y, int64_t n);
+int llvm_math_kernel(int op, int lanes, LlvmKernel **out, LlvmMathFn *fn, char *msg, size_t n);
+
+#endif

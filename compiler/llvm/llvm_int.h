@@ -1,0 +1,143 @@
+/* llvm_int.h: shared by the LLVM lowering files (llvm_expr.c, llvm_math.c,
+ * llvm.c): the lowering context and its expression and math emitters. */
+#ifndef ASSOC_LLVM_INT_H
+#define ASSOC_LLVM_INT_H
+
+#include <llvm-c/Core.h>
+
+#include "compiler/front/spec.h"
+
+/* A lowered value: n components (n == 1 broadcasts over a spec vector),
+ * each a scalar of its kind, or a <W x kind> vector when the scope runs
+ * W lanes (W consecutive positions of a row side by side). */
+typedef struct {
+	LLVMValueRef *c;
+	int n;
+} LV;
+
+typedef struct Arena Arena;
+
+typedef struct {
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	Carrier *c;
+	int W;            /* lanes of the current scope */
+	unsigned gen;     /* memo generation: bumped whenever bindings or W change */
+	unsigned *mgen;   /* by expr id */
+	LV *memo;
+	int nmemo;
+	unsigned *agen;   /* by MAX node id: the exp shared by exp(u - max(u, v)) and exp(v - max(u, v)) */
+	LV *aux;
+	LV *bind;         /* by var index: the value of each input, state or index var */
+	Arena *arena;
+	int avx512;       /* the host has AVX-512F: 16-lane math uses vscalefps */
+	int f16c;         /* the host converts f16 to f32 in one instruction (vcvtph2ps) */
+	LLVMValueRef fn;  /* the function being built */
+	LLVMBuilderRef ab; /* positioned in its entry block, for allocas */
+	int fma;          /* dot products in lanes as chains of llvm.fmuladd (kern_build_reduce_rows) */
+	LLVMValueRef *dotpre; /* by expr id * VTILE + dotslot: a dot product computed ahead, or NULL */
+	int dotslot;
+	int hoist;        /* build_map's checks on the row's invariant values passed (is_hoisted in llvm_expr.c) */
+	unsigned char *varies; /* by expr id: 0 unknown, 1 invariant over a row's positions, 2 varies */
+} Lower;
+
+/* llvm_kern.c, llvm_reduce.c, llvm_map.c: the kernel's functions
+ * (runtime/cpu.h's ABI) in a module. */
+typedef struct {
+	Carrier *c;
+	int lanes, accs; /* reduce loop: positions per vector, accumulators */
+	int tile;        /* reduce loop: vectors per tile, folded before they meet an accumulator */
+	int group;       /* reduce_tiles: rows side by side in assoc_reduce_rows (1: no such function) */
+	int rows_tile;   /* and positions per tile there */
+	int loop_unroll; /* and its dot products and column-fed fields as loops over their components,
+			  * unrolled this many times (0: no loops, all unrolled) */
+	int mr_field;    /* max-rescale carriers: the max field (llvm_tile.c), else -1 */
+	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
+	int two_pass;    /* max-rescale carriers with vectors: input bytes per position, rows up to
+			  * TWO_PASS_BYTES reduce in two passes (kern_reduce_two_pass in llvm_reduce.c); else 0 */
+	Expr *rowmap_g;  /* the map's g(lift.m - m), which pass 2 of kern_reduce_two_pass keeps for it
+			  * (kern_build_rowmap in llvm_map.c); NULL: no rowmap */
+	int map_lanes;   /* map loop */
+	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_map.c) */
+	int *soff;       /* 8-byte slot of each state field's first component */
+	size_t state_bytes;
+} Kern;
+/* Rows (the range one reduce call covers) of at most this many input bytes
+ * take two passes instead of the online fold.  L2 is 1 MiB per core on
+ * Skylake-SP and later x86 server cores (2 MiB on Sapphire Rapids, 512 KiB
+ * on Zen 2/3); a quarter of it leaves room for the other hyperthread, the
+ * map's outputs and the prefetchers, so pass 2 (and then the map) reads
+ * the row from L2, not memory.  Longer rows would be read from memory
+ * twice: they keep the online fold, which reads them once. */
+#define TWO_PASS_BYTES (256LL << 10)
+
+/* Rows of fewer than PAIR_LEN positions go PAIR at a time through the
+ * reduce (assoc_reduce2: kern_reduce_two_pass's passes interleaved, or
+ * the vector loops one row after the other and then their merges
+ * together) and the rowmap (assoc_rowmap2): much of a short row's time is
+ * the latency of chains (pass 1's max before pass 2, the sums', the
+ * lanes' halving merges: Welford's divisions), which the other row's work
+ * fills.  In cache, one thread, rows of 256, ns a row alone -> in pairs:
+ * logsumexp 118 -> 109, softmax 139 -> 132, Welford 99-123 -> 84-88.
+ * Below ALIGN_MIN (llvm_reduce.c), so no alignment peel. */
+enum { PAIR = 2, PAIR_LEN = 1024 };
+
+/* Past this many state components the carrier's merge is one block of
+ * thousands of instructions, over which the SLP vectorizer's time grows
+ * faster than linearly: at 256 components (o_lse at dv = 256) the optimizer
+ * took 7.9 of 8.4 seconds, SLP first in its profile, and at 1024 the whole
+ * compile about 290.  Such a module's functions are marked noimplicitfloat,
+ * which keeps the SLP and loop vectorizers out: 1.0 and 6.2 seconds, for
+ * code that runs about half as fast (scalar across components; the row
+ * lanes stay vectors). */
+enum { SLP_STATE_MAX = 160 };
+/* Whether c's state has more components than SLP_STATE_MAX. */
+int kern_wide_state(const Carrier *c);
+
+/* Positions per tile of a max-rescale carrier with vector fields, folded
+ * in one lane (reduce_tiles in llvm_reduce.c).  Attention's (m, l, o), one
+ * thread, 1024 queries x 1024 keys: at d = 64, 0.031 G pairs/s position by position,
+ * 0.046 in tiles of 4, 0.056 of 8, no better at 16; at d = 128, 0.019,
+ * 0.032, 0.036.  Compiling costs about twice as much as without tiles
+ * (d = 128: 0.7 -> 1.7 s); past SLP_STATE_MAX there are none. */
+enum { VTILE = 8 };
+/* Whether the kernel has assoc_reduce2: the two passes, or vector loops. */
+static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->lanes > 1 || k->accs > 1; }
+
+void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile);
+
+/* llvm_tile.c: the max field of a max-rescale merge (g set to EXPR_EXP or
+ * EXPR_EXP2), or -1 when the merge is not one. */
+int tile_max_rescale(const Carrier *c, Op *g);
+int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod);
+
+/* llvm_expr.c */
+void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c);
+void lower_free(Lower *L);
+void lower_scope(Lower *L, int W); /* forget memoized values; set the lanes */
+LV lower_expr(Lower *L, Expr *e);
+void lower_preset(Lower *L, Expr *e, LV v); /* e's value in the current scope is v */
+LV lv_new(Lower *L, int n);
+LLVMValueRef lv_at(LV v, int t);
+LLVMTypeRef lower_kty(Lower *L, TyKind k);          /* scalar type of a kind */
+LLVMTypeRef lower_vty(Lower *L, TyKind k);          /* with the scope's lanes */
+LLVMValueRef lower_const(Lower *L, TyKind k, double v);
+LLVMValueRef lower_splat(Lower *L, LLVMValueRef s); /* scalar to the scope's lanes */
+LLVMValueRef lower_conv(Lower *L, LLVMValueRef v, TyKind from, TyKind to);
+LLVMValueRef lower_intrinsic(Lower *L, const char *name, LLVMTypeRef ty, LLVMValueRef *args, int n);
+/* A target intrinsic without overloaded types. */
+LLVMValueRef lower_intrinsic0(Lower *L, const char *name, LLVMValueRef *args, int n);
+int lower_host_avx512(void);
+int lower_host_has(const char *feature); /* "+f16c" */
+int lower_width(const Expr *e); /* components (1 for scalars) */
+int lower_varies(Lower *L, const Expr *e); /* depends on the position (elements, columns, j) */
+
+/* llvm_math.c: float32 exp, exp2 and log by range reduction and polynomial,
+ * branch-free, in the scope's lanes. */
+LLVMValueRef math_exp(Lower *L, LLVMValueRef x);
+LLVMValueRef math_exp_nonpos(Lower *L, LLVMValueRef x); /* x <= 0, -inf or NaN */
+LLVMValueRef math_exp2(Lower *L, LLVMValueRef x);
+LLVMValueRef math_log(Lower *L, LLVMValueRef x);
+
+#endif

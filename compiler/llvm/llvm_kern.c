@@ -1,0 +1,894 @@
+/* llvm_kern.c: the functions of a CPU kernel (runtime/cpu.h) as LLVM IR:
+ * identity, reduce, merge, finalize, map, rowmap and scan around the
+ * carrier's expressions; here the inputs and outputs, loops, states and
+ * the small functions, reduce in llvm_reduce.c, map and rowmap in
+ * llvm_map.c.  Any carrier without vectors (non-commutative merge:
+ * operand order matters; vector fields) folds left to right in one
+ * scalar state.  A masked-out position lifts to the identity.
+ * State memory: one 8-byte slot per component, in field order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/DebugInfo.h>
+
+#include "compiler/llvm/llvm_kern.h"
+#include "compiler/devices/run.h"
+
+
+/* ---- small helpers ---- */
+
+
+LLVMValueRef kern_ptr_at(B *b, LLVMValueRef base, LLVMTypeRef et, LLVMValueRef idx)
+{
+	LLVMValueRef p = LLVMBuildBitCast(b->L.b, base, LLVMPointerType(et, 0), "");
+	return LLVMBuildGEP2(b->L.b, et, p, &idx, 1, "");
+}
+
+/* 16-bit float patterns to f32 (bit manipulation that vectorizes) */
+static LLVMValueRef f16_to_f32(B *b, LLVMValueRef h)
+{
+	Lower *L = &b->L;
+	LLVMBuilderRef bb = L->b;
+	LLVMTypeRef it = lower_vty(L, TY_I32), ft = lower_vty(L, TY_F32);
+	if (L->f16c) {
+		LLVMTypeRef ht = LLVMHalfTypeInContext(L->ctx);
+		return LLVMBuildFPExt(bb, LLVMBuildBitCast(bb, h, L->W > 1 ? LLVMVectorType(ht, L->W) : ht, ""), ft, "");
+	}
+	LLVMValueRef u = LLVMBuildZExt(bb, h, it, "");
+	LLVMValueRef sign = LLVMBuildShl(bb, LLVMBuildAnd(bb, u, lower_const(L, TY_I32, 0x8000), ""),
+					 lower_const(L, TY_I32, 16), "");
+	LLVMValueRef em = LLVMBuildAnd(bb, u, lower_const(L, TY_I32, 0x7fff), "");
+	LLVMValueRef o = LLVMBuildShl(bb, em, lower_const(L, TY_I32, 13), "");
+	LLVMValueRef ex = LLVMBuildAnd(bb, em, lower_const(L, TY_I32, 0x7c00), "");
+	LLVMValueRef norm = LLVMBuildAdd(bb, o, lower_const(L, TY_I32, 112 << 23), "");
+	LLVMValueRef inf = LLVMBuildAdd(bb, o, lower_const(L, TY_I32, 224 << 23), "");
+	LLVMValueRef magic = LLVMBuildBitCast(bb, lower_const(L, TY_I32, 113 << 23), ft, "");
+	LLVMValueRef subf = LLVMBuildFSub(bb, LLVMBuildBitCast(bb, LLVMBuildAdd(bb, o, lower_const(L, TY_I32, 113 << 23), ""), ft, ""),
+					  magic, "");
+	LLVMValueRef sub = LLVMBuildBitCast(bb, subf, it, "");
+	LLVMValueRef r = LLVMBuildSelect(bb, LLVMBuildICmp(bb, LLVMIntEQ, ex, lower_const(L, TY_I32, 0x7c00), ""), inf, norm, "");
+	r = LLVMBuildSelect(bb, LLVMBuildICmp(bb, LLVMIntEQ, ex, lower_const(L, TY_I32, 0), ""), sub, r, "");
+	return LLVMBuildBitCast(bb, LLVMBuildOr(bb, r, sign, ""), ft, "");
+}
+
+/* A stored value (scalar or the scope's lanes) to its computing kind. */
+static LLVMValueRef from_storage(B *b, LLVMValueRef v, TyKind s, TyKind k)
+{
+	Lower *L = &b->L;
+	switch (s) {
+	case TY_F16: v = f16_to_f32(b, v), s = TY_F32; break;
+	case TY_BF16:
+		v = LLVMBuildShl(L->b, LLVMBuildZExt(L->b, v, lower_vty(L, TY_I32), ""), lower_const(L, TY_I32, 16), "");
+		v = LLVMBuildBitCast(L->b, v, lower_vty(L, TY_F32), "");
+		s = TY_F32;
+		break;
+	case TY_BOOL: return LLVMBuildICmp(L->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+	default: break;
+	}
+	return lower_conv(L, v, s, k);
+}
+
+/* llvm.masked.load or .store, overloaded on the vector and pointer types. */
+static LLVMValueRef masked(B *b, const char *name, LLVMTypeRef vt, LLVMTypeRef pt, LLVMValueRef *a, int n)
+{
+	LLVMTypeRef tys[2] = {vt, pt};
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(b->L.mod, id, tys, 2);
+	return LLVMBuildCall2(b->L.b, LLVMIntrinsicGetType(b->L.ctx, id, tys, 2), f, a, n, "");
+}
+
+/* The lanes of a vector at j that lie below hi. */
+LLVMValueRef kern_lanes_below(B *b, LLVMValueRef j, LLVMValueRef hi)
+{
+	LLVMValueRef iota[64];
+	for (int l = 0; l < b->L.W; l++)
+		iota[l] = LLVMConstInt(b->i64, l, 0);
+	LLVMValueRef jv = lower_splat(&b->L, j);
+	jv = LLVMBuildAdd(b->L.b, jv, LLVMConstVector(iota, b->L.W), "");
+	return LLVMBuildICmp(b->L.b, LLVMIntSLT, jv, lower_splat(&b->L, hi), "");
+}
+
+/* Load the scope's lanes (or one value) of kind s at element index idx of base. */
+LLVMValueRef kern_load_lanes(B *b, LLVMValueRef base, TyKind s, LLVMValueRef idx)
+{
+	Lower *L = &b->L;
+	LLVMTypeRef et = storage_ty(b, s);
+	LLVMValueRef p = kern_ptr_at(b, base, et, idx);
+	LLVMTypeRef t = L->W > 1 ? LLVMVectorType(et, L->W) : et;
+	if (L->W > 1)
+		p = LLVMBuildBitCast(L->b, p, LLVMPointerType(t, 0), "");
+	if (L->W > 1 && b->lmask) {
+		LLVMValueRef a[4] = {p, LLVMConstInt(b->i32, kind_size(s), 0), b->lmask, LLVMConstNull(t)};
+		return masked(b, "llvm.masked.load", t, LLVMPointerType(t, 0), a, 4);
+	}
+	LLVMValueRef v = LLVMBuildLoad2(L->b, t, p, "");
+	LLVMSetAlignment(v, (unsigned)kind_size(s));
+	return v;
+}
+
+void kern_store_lanes(B *b, LLVMValueRef base, TyKind k, LLVMValueRef idx, LLVMValueRef v)
+{
+	Lower *L = &b->L;
+	if (k == TY_BOOL)
+		v = LLVMBuildZExt(L->b, v, L->W > 1 ? LLVMVectorType(b->i8, L->W) : b->i8, "");
+	LLVMTypeRef et = storage_ty(b, k);
+	LLVMValueRef p = kern_ptr_at(b, base, et, idx);
+	if (L->W > 1)
+		p = LLVMBuildBitCast(L->b, p, LLVMPointerType(LLVMTypeOf(v), 0), "");
+	if (L->W > 1 && b->lmask) {
+		LLVMValueRef a[4] = {v, p, LLVMConstInt(b->i32, kind_size(k), 0), b->lmask};
+		masked(b, "llvm.masked.store", LLVMTypeOf(v), LLVMTypeOf(p), a, 4);
+		return;
+	}
+	LLVMValueRef s = LLVMBuildStore(L->b, v, p);
+	LLVMSetAlignment(s, b->nt ? 64 : (unsigned)kind_size(k));
+	if (b->nt) {
+		LLVMValueRef one = LLVMConstInt(b->i32, 1, 0);
+		LLVMSetMetadata(s, LLVMGetMDKindIDInContext(L->ctx, "nontemporal", 11), LLVMMDNodeInContext(L->ctx, &one, 1));
+	}
+}
+
+static LLVMValueRef in_ptr(B *b, int k)
+{
+	LLVMValueRef idx = ci64(b, k);
+	return LLVMBuildLoad2(b->L.b, b->i8p, LLVMBuildGEP2(b->L.b, b->i8p, b->in, &idx, 1, ""), "");
+}
+
+static LLVMValueRef out_ptr(B *b, int k)
+{
+	LLVMValueRef idx = ci64(b, k);
+	return LLVMBuildLoad2(b->L.b, b->i8p, LLVMBuildGEP2(b->L.b, b->i8p, b->out, &idx, 1, ""), "");
+}
+
+/* ---- functions and loops ---- */
+
+
+LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n)
+{
+	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(b->L.ctx), params, n, 0);
+	LLVMValueRef f = LLVMAddFunction(b->L.mod, name, ft);
+	/* the widest vectors any of the kernel's functions uses: a map keeps
+	 * its lanes where the reduce has none (a merge that is not
+	 * commutative), and its 512-bit AVX-512 exp must be legal there */
+	int lanes = b->k->lanes > b->k->map_lanes ? b->k->lanes : b->k->map_lanes;
+	if (b->row_lanes)
+		lanes = b->k->group;
+	char w[16];
+	snprintf(w, sizeof w, "%d", 32 * (lanes > 1 ? lanes : 4));
+	LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", w);
+	LLVMAddTargetDependentFunctionAttr(f, "prefer-vector-width", w);
+	LLVMAddTargetDependentFunctionAttr(f, "frame-pointer", "none");
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(b->L.ctx, f, "entry");
+	LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(b->L.ctx, f, "start");
+	LLVMPositionBuilderAtEnd(b->L.ab, entry);
+	LLVMPositionBuilderAtEnd(b->L.b, start);
+	b->L.fn = f;
+	/* every function takes the CpuArgs first */
+	LLVMValueRef a = LLVMBuildBitCast(b->L.b, LLVMGetParam(f, 0), LLVMPointerType(b->argsty, 0), "args");
+	LLVMValueRef fld[6];
+	LLVMTypeRef fty[6] = {LLVMPointerType(b->i8p, 0), LLVMPointerType(b->i8p, 0), LLVMPointerType(b->f64, 0),
+			      b->i64, b->i64, b->i64};
+	for (int i = 0; i < 6; i++)
+		fld[i] = LLVMBuildLoad2(b->L.b, fty[i], LLVMBuildStructGEP2(b->L.b, b->argsty, a, i, ""), "");
+	b->in = fld[0], b->out = fld[1], b->params = fld[2], b->rows = fld[3], b->len = fld[4];
+	/* no period: one past the last row, which no row index reaches */
+	LLVMValueRef none = LLVMBuildICmp(b->L.b, LLVMIntSLE, fld[5], ci64(b, 0), "");
+	b->period = LLVMBuildSelect(b->L.b, none, LLVMBuildAdd(b->L.b, b->rows, ci64(b, 1), ""), fld[5], "period");
+	Carrier *c = b->k->c;
+	for (int k = 0; k < c->nelem + c->ncol + c->nrow; k++)
+		b->inp[k] = in_ptr(b, k);
+	for (int k = 0; k < c->nfinal + c->nmap; k++)
+		b->outp[k] = out_ptr(b, k);
+	for (int p = 0; p < c->nparams; p++) {
+		LLVMValueRef idx = ci64(b, p);
+		b->pv[p] = LLVMBuildLoad2(b->L.b, b->f64, LLVMBuildGEP2(b->L.b, b->f64, b->params, &idx, 1, ""), "");
+	}
+	return f;
+}
+
+void kern_end_fn(B *b)
+{
+	LLVMBuildRetVoid(b->L.b);
+	LLVMBasicBlockRef start = LLVMGetNextBasicBlock(LLVMGetEntryBasicBlock(b->L.fn));
+	LLVMBuildBr(b->L.ab, start);
+}
+
+Loop kern_loop_begin(B *b, LLVMValueRef lo, LLVMValueRef hi, long long step)
+{
+	Loop l = {.step = step};
+	LLVMBuilderRef bb = b->L.b;
+	l.ivp = alloca_(b, b->i64);
+	LLVMBuildStore(bb, lo, l.ivp);
+	l.head = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "head");
+	l.body = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "body");
+	l.exit = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "exit");
+	LLVMBuildBr(bb, l.head);
+	LLVMPositionBuilderAtEnd(bb, l.head);
+	LLVMValueRef iv = LLVMBuildLoad2(bb, b->i64, l.ivp, "j");
+	/* iv + step <= hi, so a vector step never reads past hi */
+	LLVMValueRef next = LLVMBuildAdd(bb, iv, ci64(b, step), "");
+	LLVMBuildCondBr(bb, LLVMBuildICmp(bb, LLVMIntSLE, next, hi, ""), l.body, l.exit);
+	LLVMPositionBuilderAtEnd(bb, l.body);
+	l.iv = iv;
+	return l;
+}
+
+void kern_loop_end(B *b, Loop *l)
+{
+	LLVMBuildStore(b->L.b, LLVMBuildAdd(b->L.b, l->iv, ci64(b, l->step), ""), l->ivp);
+	LLVMBuildBr(b->L.b, l->head);
+	LLVMPositionBuilderAtEnd(b->L.b, l->exit);
+}
+
+LLVMValueRef kern_count_open(B *b, const char *name)
+{
+	Lower *L = &b->L;
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, name);
+	LLVMBuildBr(L->b, body);
+	LLVMPositionBuilderAtEnd(L->b, body);
+	LLVMValueRef i = LLVMBuildPhi(L->b, b->i64, ""), zero = ci64(b, 0);
+	LLVMAddIncoming(i, &zero, &pre, 1);
+	return i;
+}
+
+void kern_count_close(B *b, LLVMValueRef i, long long n, int unroll)
+{
+	Lower *L = &b->L;
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "counted");
+	LLVMValueRef next = LLVMBuildAdd(L->b, i, ci64(b, 1), "");
+	LLVMBasicBlockRef at = LLVMGetInsertBlock(L->b);
+	LLVMAddIncoming(i, &next, &at, 1);
+	LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, next, ci64(b, n), ""), LLVMGetInstructionParent(i), done);
+	if (unroll > 0) { /* llvm.loop.unroll.count: a self-referential loop ID */
+		LLVMContextRef ctx = L->ctx;
+		LLVMMetadataRef tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
+		LLVMMetadataRef opt[2] = {LLVMMDStringInContext2(ctx, "llvm.loop.unroll.count", 22),
+					  LLVMValueAsMetadata(LLVMConstInt(b->i32, (unsigned long long)unroll, 0))};
+		LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(ctx, opt, 2)};
+		LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, 2);
+		LLVMMetadataReplaceAllUsesWith(tmp, id);
+		LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, id));
+	}
+	LLVMPositionBuilderAtEnd(L->b, done);
+}
+
+/* What follows runs only where cond holds, up to kern_if_end; values
+ * made there stay there (kern_if_end starts a new lowering scope). */
+LLVMBasicBlockRef kern_if(B *b, LLVMValueRef cond)
+{
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "then");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "endif");
+	LLVMBuildCondBr(b->L.b, cond, then, done);
+	LLVMPositionBuilderAtEnd(b->L.b, then);
+	return done;
+}
+
+void kern_if_end(B *b, LLVMBasicBlockRef done)
+{
+	LLVMBuildBr(b->L.b, done);
+	LLVMPositionBuilderAtEnd(b->L.b, done);
+	lower_scope(&b->L, b->L.W);
+}
+
+/* The loop's final index (where a tail loop starts). */
+LLVMValueRef kern_loop_final(B *b, Loop *l) { return LLVMBuildLoad2(b->L.b, b->i64, l->ivp, ""); }
+
+/* ---- binding inputs ---- */
+
+void kern_bind_params(B *b)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	for (int p = 0; p < c->nparams; p++) {
+		LLVMValueRef v = b->pv[p];
+		int W = L->W;
+		L->W = 1;
+		v = lower_conv(L, v, TY_F64, (TyKind)c->params[p].ty.kind);
+		L->W = W;
+		L->bind[c->params[p].var] = lv1(b, lower_splat(L, v));
+	}
+}
+
+/* A declaration's components at flat element index e (components e*w .. e*w+w-1). */
+static LV load_decl(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef e, int lanes)
+{
+	Lower *L = &b->L;
+	int w = decl_width(d);
+	LV v = lv_new(L, w);
+	LLVMValueRef first = w > 1 ? LLVMBuildMul(L->b, e, ci64(b, w), "") : e;
+	for (int t = 0; t < w; t++) {
+		LLVMValueRef idx = t ? LLVMBuildAdd(L->b, first, ci64(b, t), "") : first;
+		int W = L->W;
+		L->W = lanes;
+		LLVMValueRef x = from_storage(b, kern_load_lanes(b, base, d->storage, idx), d->storage, (TyKind)d->ty.kind);
+		L->W = W;
+		v.c[t] = lanes == 1 ? lower_splat(L, x) : x;
+	}
+	return v;
+}
+
+static LLVMValueRef idx32(B *b, LLVMValueRef v) { return LLVMBuildTrunc(b->L.b, v, b->i32, ""); }
+
+/* Rows as lanes (kern_build_reduce_rows) meet each component of a column
+ * input as one value broadcast to every lane.  Converted one component
+ * at a time, an f16 vector took four instructions a component (a 16-bit
+ * load, a move, vcvtph2ps, a broadcast), 61% of attention's loop at head
+ * dim 64.  A float32 vector column input is therefore converted a tile
+ * of positions at a time with vector instructions into a buffer on the
+ * stack (colbuf), from which each component is one broadcast load, which
+ * x86 folds into the multiply that uses it. */
+static int staged(const Decl *d) { return d->ty.kind == TY_F32 && decl_width(d) >= 4; }
+
+int kern_staged_width(const Carrier *c)
+{
+	int n = 0;
+	for (int k = 0; k < c->ncol; k++)
+		n += staged(&c->col[k]) ? decl_width(&c->col[k]) : 0;
+	return n;
+}
+
+int kern_staged_off(const Carrier *c, int k)
+{
+	int off = 0;
+	for (int q = 0; q < k; q++)
+		off += staged(&c->col[q]) ? decl_width(&c->col[q]) : 0;
+	return off;
+}
+
+static LLVMValueRef colbuf_at(B *b, long long at, LLVMTypeRef t)
+{
+	LLVMValueRef idx = ci64(b, at);
+	LLVMValueRef p = LLVMBuildGEP2(b->L.b, lower_kty(&b->L, TY_F32), b->colbuf, &idx, 1, "");
+	return LLVMBuildBitCast(b->L.b, p, LLVMPointerType(t, 0), "");
+}
+
+/* Column input k of the tile's position slot, from colbuf, each component
+ * broadcast to the lanes; n = 0 when k is not staged. */
+LV kern_staged_col(B *b, int k, int slot)
+{
+	Lower *L = &b->L;
+	const Carrier *c = b->k->c;
+	LV v = {0};
+	if (!staged(&c->col[k]))
+		return v;
+	int off = slot * kern_staged_width(c) + kern_staged_off(c, k), w = decl_width(&c->col[k]);
+	LLVMTypeRef ft = lower_kty(L, TY_F32);
+	v = lv_new(L, w);
+	for (int t = 0; t < w; t++)
+		v.c[t] = lower_splat(L, LLVMBuildLoad2(L->b, ft, colbuf_at(b, off + t, ft), ""));
+	return v;
+}
+
+/* Software prefetch of the column inputs of n positions from j + a
+ * distance, into L1: the vector columns (attention's keys and values, 64
+ * bytes or more a position), one prefetch a cache line.  The hardware
+ * prefetchers stop at each 4 KiB page, which two such streams cross every
+ * few positions.  Decoding one row a head (kern_reduce's tiles), f16, 2
+ * threads on Zen 3, runs alternated: 32 heads x 16384 keys, d = 128,
+ * 11.6 -> 15.3 GB/s, the copy's speed (4096 bytes ahead: 14.5); 16 x
+ * 32768, d = 64, 12.5 -> 14.5.  Rows side by side as lanes gained
+ * nothing: their keys feed several rows' arithmetic. */
+enum { COL_PREFETCH_BYTES = 2048 };
+
+void kern_prefetch_cols(B *b, LLVMValueRef j, int n)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	for (int k = 0; k < c->ncol; k++) {
+		long long w = decl_width(&c->col[k]), size = (long long)kind_size((TyKind)c->col[k].storage);
+		if (w * size < 64)
+			continue;
+		/* components from j + ahead on, a line apart, over n positions */
+		LLVMValueRef first = LLVMBuildMul(L->b, LLVMBuildAdd(L->b, j, ci64(b, (COL_PREFETCH_BYTES + w * size - 1) / (w * size)), ""),
+						  ci64(b, w), "");
+		for (long long t = 0; t < n * w; t += 64 / size)
+			kern_prefetch(b, kern_ptr_at(b, b->inp[c->nelem + k], storage_ty(b, c->col[k].storage),
+						     LLVMBuildAdd(L->b, first, ci64(b, t), "")),
+				      PREFETCH_L1);
+	}
+}
+
+/* The staged column inputs of positions j .. j + n - 1 into colbuf, then
+ * a barrier that hands colbuf to an empty asm statement: without it, the
+ * loads from colbuf would be forwarded from these stores, back into
+ * extracts from vectors. */
+void kern_stage_columns(B *b, LLVMValueRef j, int n)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	int W = L->W, cw = kern_staged_width(c);
+	for (int p = 0; p < n; p++) {
+		LLVMValueRef jp = p ? LLVMBuildAdd(L->b, j, ci64(b, p), "") : j;
+		for (int k = 0, off = 0; k < c->ncol; k++) {
+			const Decl *d = &c->col[k];
+			int w = decl_width(d);
+			if (!staged(d))
+				continue;
+			LLVMValueRef first = LLVMBuildMul(L->b, jp, ci64(b, w), "");
+			for (int t = 0; t < w;) {
+				int m = 16;
+				while (m > w - t)
+					m /= 2;
+				L->W = m;
+				LLVMValueRef x = kern_load_lanes(b, b->inp[c->nelem + k], d->storage, LLVMBuildAdd(L->b, first, ci64(b, t), ""));
+				x = from_storage(b, x, d->storage, TY_F32);
+				LLVMValueRef st = LLVMBuildStore(L->b, x, colbuf_at(b, (long long)p * cw + off + t, LLVMTypeOf(x)));
+				LLVMSetAlignment(st, 4);
+				t += m;
+			}
+			off += w;
+		}
+	}
+	L->W = W;
+	LLVMTypeRef at[2] = {b->i8p, b->i8p};
+	int na = b->qbuf ? 2 : 1;
+	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(L->ctx), at, (unsigned)na, 0);
+	const char *cons = na == 2 ? "r,r,~{memory}" : "r,~{memory}";
+	LLVMValueRef asm_ = LLVMGetInlineAsm(ft, "", 0, (char *)cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef arg[2] = {LLVMBuildBitCast(L->b, b->colbuf, b->i8p, ""),
+			       b->qbuf ? LLVMBuildBitCast(L->b, b->qbuf, b->i8p, "") : NULL};
+	LLVMBuildCall2(L->b, ft, asm_, arg, (unsigned)na, "");
+}
+
+/* The spec's i of rows b->i .. b->i + W - 1, lane by lane: the row
+ * index modulo the period where a view holds several heads' rows
+ * (CpuArgs).  Made once, where the function starts: a vector remainder
+ * is a division a lane, which LLVM leaves in the loop that uses it. */
+LLVMValueRef kern_lanes_i(B *b)
+{
+	LLVMValueRef iota[64];
+	for (int l = 0; l < b->L.W; l++)
+		iota[l] = LLVMConstInt(b->i32, l, 0);
+	LLVMValueRef v = LLVMBuildAdd(b->L.b, lower_splat(&b->L, idx32(b, b->i)), LLVMConstVector(iota, b->L.W), "");
+	return LLVMBuildURem(b->L.b, v, lower_splat(&b->L, idx32(b, b->period)), "lanes_i");
+}
+
+/* A row input with lane l from row b->i + l (kern_build_reduce_rows). */
+LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base)
+{
+	Lower *L = &b->L;
+	int w = decl_width(d), W = L->W;
+	LV v = lv_new(L, w);
+	for (int t = 0; t < w; t++) {
+		LLVMValueRef x = LLVMGetUndef(lower_vty(L, (TyKind)d->ty.kind));
+		L->W = 1;
+		for (int l = 0; l < W; l++) {
+			LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, LLVMBuildAdd(L->b, b->i, ci64(b, l), ""), ci64(b, w), ""),
+						      ci64(b, t), "");
+			LLVMValueRef y = from_storage(b, kern_load_lanes(b, base, d->storage, e), d->storage, (TyKind)d->ty.kind);
+			x = LLVMBuildInsertElement(L->b, x, y, LLVMConstInt(b->i32, l, 0), "");
+		}
+		L->W = W;
+		v.c[t] = x;
+	}
+	return v;
+}
+
+/* row_lanes_decl as a loop over the components, into the vectors of buf
+ * from at on (the gather of 16 rows of a 128-component input, unrolled,
+ * was a block of thousands of loads that instruction scheduling took a
+ * minute over). */
+void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at)
+{
+	Lower *L = &b->L;
+	int w = decl_width(d), W = L->W;
+	LLVMTypeRef vt = lower_vty(L, TY_F32);
+	LLVMValueRef u = kern_count_open(b, "gather");
+	LLVMValueRef x = LLVMGetUndef(vt);
+	L->W = 1;
+	for (int l = 0; l < W; l++) {
+		LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, LLVMBuildAdd(L->b, b->i, ci64(b, l), ""), ci64(b, w), ""), u, "");
+		LLVMValueRef y = from_storage(b, kern_load_lanes(b, base, d->storage, e), d->storage, TY_F32);
+		x = LLVMBuildInsertElement(L->b, x, y, LLVMConstInt(b->i32, l, 0), "");
+	}
+	L->W = W;
+	LLVMValueRef idx = LLVMBuildAdd(L->b, u, ci64(b, at), "");
+	LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, vt, buf, &idx, 1, ""));
+	kern_count_close(b, u, w, 0);
+}
+
+/* Bind params, row inputs of row i, and (when j) element and column inputs
+ * and the index vars at positions j .. j+W-1. */
+void kern_bind_inputs(B *b, LLVMValueRef j)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	kern_bind_params(b);
+	int nin = 0;
+	LLVMValueRef rowbase = LLVMBuildMul(L->b, b->i, b->len, "");
+	for (int k = 0; k < c->nelem; k++, nin++)
+		if (j)
+			L->bind[c->elem[k].var] = load_decl(b, &c->elem[k], b->inp[nin], LLVMBuildAdd(L->b, rowbase, j, ""), L->W);
+	for (int k = 0; k < c->ncol; k++, nin++)
+		if (j)
+			L->bind[c->col[k].var] = b->row_lanes && staged(&c->col[k]) ? kern_staged_col(b, k, b->colslot)
+						 : load_decl(b, &c->col[k], b->inp[nin], j, b->row_lanes ? 1 : L->W);
+	for (int k = 0; k < c->nrow; k++, nin++)
+		L->bind[c->row[k].var] = b->rowv ? b->rowv[k]
+					 : b->row_lanes ? row_lanes_decl(b, &c->row[k], b->inp[nin])
+							: load_decl(b, &c->row[k], b->inp[nin], b->i, 1);
+	L->bind[c->idx[IDX_I]] = lv1(b, b->row_lanes ? b->ilanes
+						     : lower_splat(L, idx32(b, LLVMBuildURem(L->b, b->i, b->period, ""))));
+	L->bind[c->idx[IDX_LEN]] = lv1(b, lower_splat(L, idx32(b, b->len)));
+	if (!j)
+		return;
+	LLVMValueRef jv = lower_splat(L, idx32(b, j));
+	if (L->W > 1 && !b->row_lanes) {
+		LLVMValueRef iota[64];
+		for (int l = 0; l < L->W; l++)
+			iota[l] = LLVMConstInt(b->i32, l, 0);
+		jv = LLVMBuildAdd(L->b, jv, LLVMConstVector(iota, L->W), "");
+	}
+	L->bind[c->idx[IDX_J]] = lv1(b, jv);
+}
+
+/* ---- states ---- */
+
+static TyKind fkind(B *b, int f) { return (TyKind)b->k->c->state[f].ty.kind; }
+
+/* Allocas for one state in the scope's lanes. */
+LV *kern_state_slots(B *b)
+{
+	Carrier *c = b->k->c;
+	LV *s = calloc(c->nstate, sizeof *s);
+	if (!s)
+		abort();
+	for (int f = 0; f < c->nstate; f++) {
+		s[f] = lv_new(&b->L, decl_width(&c->state[f]));
+		for (int t = 0; t < s[f].n; t++)
+			s[f].c[t] = alloca_(b, lower_vty(&b->L, fkind(b, f)));
+	}
+	return s;
+}
+
+void kern_slots_load(B *b, LV *slots, LV *v)
+{
+	for (int f = 0; f < b->k->c->nstate; f++) {
+		v[f] = lv_new(&b->L, slots[f].n);
+		for (int t = 0; t < slots[f].n; t++)
+			v[f].c[t] = LLVMBuildLoad2(b->L.b, lower_vty(&b->L, fkind(b, f)), slots[f].c[t], "");
+	}
+}
+
+void kern_slots_store(B *b, LV *slots, LV *v)
+{
+	for (int f = 0; f < b->k->c->nstate; f++)
+		for (int t = 0; t < slots[f].n && v[f].n; t++) /* n = 0: stored already (fold_loop) */
+			LLVMBuildStore(b->L.b, lv_at(v[f], t), slots[f].c[t]);
+}
+
+LLVMValueRef kern_mem_slot(B *b, LLVMValueRef st, int f, LLVMValueRef t, LLVMTypeRef ty)
+{
+	LLVMValueRef idx = LLVMBuildMul(b->L.b, LLVMBuildAdd(b->L.b, t, ci64(b, b->k->soff[f]), ""), ci64(b, 8), "");
+	LLVMValueRef p = LLVMBuildGEP2(b->L.b, b->i8, st, &idx, 1, "");
+	return LLVMBuildBitCast(b->L.b, p, LLVMPointerType(ty, 0), "");
+}
+
+static LLVMValueRef mem_slot(B *b, LLVMValueRef st, int f, int t, LLVMTypeRef ty)
+{
+	LLVMValueRef idx = ci64(b, (b->k->soff[f] + t) * 8);
+	LLVMValueRef p = LLVMBuildGEP2(b->L.b, b->i8, st, &idx, 1, "");
+	return LLVMBuildBitCast(b->L.b, p, LLVMPointerType(ty, 0), "");
+}
+
+/* The r-th of the states that follow one another from st. */
+LLVMValueRef kern_state_at(B *b, LLVMValueRef st, int r)
+{
+	LLVMValueRef idx = ci64(b, (long long)r * (long long)b->k->state_bytes);
+	return r ? LLVMBuildGEP2(b->L.b, b->i8, st, &idx, 1, "") : st;
+}
+
+/* A state in memory (scalars), splat to the scope's lanes. */
+void kern_mem_load(B *b, LLVMValueRef st, LV *v)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++) {
+		v[f] = lv_new(&b->L, decl_width(&c->state[f]));
+		for (int t = 0; t < v[f].n; t++) {
+			LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
+			v[f].c[t] = lower_splat(&b->L, LLVMBuildLoad2(b->L.b, ty, mem_slot(b, st, f, t, ty), ""));
+		}
+	}
+}
+
+void kern_mem_store(B *b, LLVMValueRef st, LV *v)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++)
+		for (int t = 0; t < decl_width(&c->state[f]); t++) {
+			LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
+			LLVMBuildStore(b->L.b, lv_at(v[f], t), mem_slot(b, st, f, t, ty));
+		}
+}
+
+/* Field values of exprs[f], converted to the field's kind. */
+void kern_state_exprs(B *b, Expr **ex, LV *out)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++) {
+		LV v = lower_expr(&b->L, ex[f]);
+		int w = decl_width(&c->state[f]);
+		out[f] = lv_new(&b->L, w);
+		for (int t = 0; t < w; t++)
+			out[f].c[t] = lower_conv(&b->L, lv_at(v, t), (TyKind)ex[f]->ty.kind, fkind(b, f));
+	}
+}
+
+void kern_identity(B *b, LV *out)
+{
+	kern_bind_params(b);
+	kern_state_exprs(b, b->k->c->identity, out);
+}
+
+/* out = x (+) y in the current scope (inputs bound when mask is used). */
+void kern_merge(B *b, LV *x, LV *y, LV *out)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++) {
+		b->L.bind[c->svar[STATE_A][f]] = x[f];
+		b->L.bind[c->svar[STATE_B][f]] = y[f];
+	}
+	kern_state_exprs(b, c->merge, out);
+}
+
+/* s = mask ? s (+) lift(j) : s, with inputs bound at j. */
+void kern_step(B *b, LV *s, LV *tmp)
+{
+	Carrier *c = b->k->c;
+	LV *l = tmp, *m = tmp + c->nstate;
+	kern_state_exprs(b, c->lift, l);
+	kern_merge(b, s, l, m);
+	if (c->mask) {
+		LLVMValueRef cond = lv_at(lower_expr(&b->L, c->mask), 0);
+		for (int f = 0; f < c->nstate; f++)
+			for (int t = 0; t < m[f].n; t++)
+				m[f].c[t] = LLVMBuildSelect(b->L.b, cond, m[f].c[t], lv_at(s[f], t), "");
+	}
+	memcpy(s, m, c->nstate * sizeof *s);
+}
+
+/* The state kept in slots, one position further: inputs bound at j, then
+ * kern_step; b->st holds the new state after it too. */
+void kern_step_slots(B *b, LV *slots, LLVMValueRef j, LV *tmp)
+{
+	kern_bind_inputs(b, j);
+	kern_slots_load(b, slots, b->st);
+	kern_step(b, b->st, tmp);
+	kern_slots_store(b, slots, b->st);
+}
+
+LLVMTypeRef *kern_sig(B *b, int n, LLVMTypeRef *t)
+{
+	t[0] = b->i8p;
+	for (int i = 1; i < n; i++)
+		t[i] = b->i64;
+	return t;
+}
+
+/* ---- the functions ---- */
+
+static void build_identity(B *b)
+{
+	LLVMTypeRef p[2] = {b->i8p, b->i8p};
+	LLVMValueRef f = kern_begin_fn(b, "assoc_identity", p, 2);
+	lower_scope(&b->L, 1);
+	kern_identity(b, b->st);
+	kern_mem_store(b, LLVMGetParam(f, 1), b->st);
+	kern_end_fn(b);
+}
+
+static void build_merge(B *b)
+{
+	Carrier *c = b->k->c;
+	LLVMTypeRef p[4] = {b->i8p, b->i8p, b->i8p, b->i8p};
+	LLVMValueRef f = kern_begin_fn(b, "assoc_merge", p, 4);
+	lower_scope(&b->L, 1);
+	kern_bind_params(b);
+	LV *x = calloc(3 * c->nstate, sizeof *x), *y = x + c->nstate, *o = y + c->nstate;
+	kern_mem_load(b, LLVMGetParam(f, 1), x);
+	kern_mem_load(b, LLVMGetParam(f, 2), y);
+	kern_merge(b, x, y, o);
+	kern_mem_store(b, LLVMGetParam(f, 3), o);
+	free(x);
+	kern_end_fn(b);
+}
+
+void kern_store_outputs(B *b, Def *defs, int n, int first, LLVMValueRef at)
+{
+	for (int k = 0; k < n; k++) {
+		LV v = lower_expr(&b->L, defs[k].e);
+		int w = lower_width(defs[k].e);
+		LLVMValueRef base = b->outp[first + k];
+		LLVMValueRef e = w > 1 ? LLVMBuildMul(b->L.b, at, ci64(b, w), "") : at;
+		for (int t = 0; t < w; t++)
+			kern_store_lanes(b, base, (TyKind)defs[k].e->ty.kind, t ? LLVMBuildAdd(b->L.b, e, ci64(b, t), "") : e,
+				    lv_at(v, t));
+	}
+}
+
+void kern_bind_self(B *b, LV *s)
+{
+	Carrier *c = b->k->c;
+	for (int f = 0; f < c->nstate; f++)
+		b->L.bind[c->svar[STATE_SELF][f]] = s[f];
+}
+
+/* The finalize outputs of row b->i's state at st, at flat index at. */
+void kern_finalize_body(B *b, LLVMValueRef st, LLVMValueRef at)
+{
+	Carrier *c = b->k->c;
+	lower_scope(&b->L, 1);
+	kern_bind_inputs(b, NULL);
+	kern_mem_load(b, st, b->st);
+	kern_bind_self(b, b->st);
+	kern_store_outputs(b, c->finalize, c->nfinal, 0, at);
+}
+
+static void build_finalize(B *b)
+{
+	LLVMTypeRef p[4];
+	kern_sig(b, 4, p);
+	p[3] = b->i8p;
+	LLVMValueRef f = kern_begin_fn(b, "assoc_finalize", p, 4);
+	b->i = LLVMGetParam(f, 1);
+	kern_finalize_body(b, LLVMGetParam(f, 3), LLVMGetParam(f, 2));
+	kern_end_fn(b);
+}
+
+static void build_scan(B *b)
+{
+	Carrier *c = b->k->c;
+	LLVMTypeRef p[5];
+	kern_sig(b, 5, p);
+	p[4] = b->i8p;
+	LLVMValueRef f = kern_begin_fn(b, "assoc_scan", p, 5);
+	b->i = LLVMGetParam(f, 1);
+	LV *tmp = calloc(2 * c->nstate, sizeof *tmp);
+	lower_scope(&b->L, 1);
+	LV *one = kern_state_slots(b);
+	kern_mem_load(b, LLVMGetParam(f, 4), b->st);
+	kern_slots_store(b, one, b->st);
+	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
+	Loop l = kern_loop_begin(b, LLVMGetParam(f, 2), LLVMGetParam(f, 3), 1);
+	lower_scope(&b->L, 1);
+	kern_step_slots(b, one, l.iv, tmp);
+	kern_bind_self(b, b->st);
+	kern_store_outputs(b, c->finalize, c->nfinal, 0, LLVMBuildAdd(b->L.b, rowbase, l.iv, ""));
+	kern_loop_end(b, &l);
+	kern_slots_load(b, one, b->st);
+	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
+	free(one);
+	free(tmp);
+	kern_end_fn(b);
+}
+
+int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
+{
+	B b = {.k = k};
+	lower_init(&b.L, ctx, mod, k->c);
+	b.i8 = LLVMInt8TypeInContext(ctx), b.i16 = LLVMInt16TypeInContext(ctx);
+	b.i32 = LLVMInt32TypeInContext(ctx), b.i64 = LLVMInt64TypeInContext(ctx);
+	b.f64 = LLVMDoubleTypeInContext(ctx);
+	b.i8p = LLVMPointerType(b.i8, 0);
+	LLVMTypeRef fields[6] = {LLVMPointerType(b.i8p, 0), LLVMPointerType(b.i8p, 0), LLVMPointerType(b.f64, 0), b.i64,
+				 b.i64, b.i64};
+	b.argsty = LLVMStructTypeInContext(ctx, fields, 6, 0);
+	b.st = calloc(k->c->nstate, sizeof *b.st);
+	if (!b.st)
+		abort();
+	build_identity(&b);
+	build_merge(&b);
+	kern_build_reduce(&b);
+	build_finalize(&b);
+	if (kern_has_reduce2(k))
+		kern_build_reduce2(&b);
+	if (k->group > 1)
+		kern_build_reduce_rows(&b);
+	if (k->c->nmap)
+		kern_build_map(&b);
+	if (k->map_stream)
+		kern_build_fence(&b);
+	if (k->rowmap_g) {
+		kern_build_rowmap(&b, 0);
+		kern_build_rowmap(&b, 1);
+		if (k->map_stream)
+			kern_build_rowmap_next(&b);
+	}
+	build_scan(&b);
+	free(b.st);
+	lower_free(&b.L);
+	return 0;
+}
+
+static int has_op(const Expr *e, Op op)
+{
+	if (e->op == (int)op)
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (has_op(e->a[i], op))
+			return 1;
+	return 0;
+}
+
+/* A node of the map tree e that is g(lift.m - m) (the IR is hash-consed:
+ * lift.m is the very node c->lift[mi], m the row's own field), float32:
+ * exactly what pass 2 of kern_reduce_two_pass computes at each position once
+ * the row's m is known, so kern_build_rowmap keeps it for the map.  A lift
+ * with a division or a subtraction is left out: the map may hoist those
+ * (is_hoisted in llvm_expr.c) and compute a different lift.m. */
+static Expr *kept_node(Carrier *c, Expr *e, int mi, Op g)
+{
+	Expr *s = e->nargs == 1 ? e->a[0] : NULL;
+	if (e->op == (int)g && e->ty.kind == TY_F32 && !e->ty.len && s->op == EXPR_SUB && s->a[0] == c->lift[mi] &&
+	    s->a[1]->op == EXPR_VAR && s->a[1]->k == c->svar[STATE_SELF][mi] && c->lift[mi]->ty.kind == TY_F32 &&
+	    !c->lift[mi]->ty.len && !has_op(c->lift[mi], EXPR_DIV) && !has_op(c->lift[mi], EXPR_SUB))
+		return e;
+	for (int i = 0; i < e->nargs; i++) {
+		Expr *r = kept_node(c, e->a[i], mi, g);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+int kern_wide_state(const Carrier *c)
+{
+	long n = 0;
+	for (int f = 0; f < c->nstate; f++)
+		n += decl_width(&c->state[f]);
+	return n > SLP_STATE_MAX;
+}
+
+/* Lanes and accumulators for c: vectors only where every field, input and
+ * output is a scalar and the merge is commutative (lanes reorder it). */
+void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile)
+{
+	int scalar = 1;
+	for (int f = 0; f < c->nstate; f++)
+		scalar &= decl_width(&c->state[f]) == 1;
+	for (int i = 0; i < c->nelem; i++)
+		scalar &= decl_width(&c->elem[i]) == 1;
+	for (int i = 0; i < c->ncol; i++)
+		scalar &= decl_width(&c->col[i]) == 1;
+	for (int i = 0; i < c->nmap; i++)
+		scalar &= lower_width(c->map[i].e) == 1;
+	int comm = (c->laws & LAW_COMMUTATIVE) != 0;
+	k->c = c;
+	k->map_lanes = scalar ? lanes : 1;
+	k->map_stream = c->nmap == 1 && k->map_lanes == 16 && lower_width(c->map[0].e) == 1 &&
+			(c->map[0].e->ty.kind == TY_F32 || c->map[0].e->ty.kind == TY_I32);
+	k->lanes = scalar && comm ? lanes : 1;
+	k->accs = scalar && comm ? accs : 1;
+	k->mr_field = tile_max_rescale(c, &k->mr_g);
+	/* Tiles of 8 vectors by default (one thread, AVX-512, rows of 4096 in
+	 * cache, best of 5): logsumexp 2.9 G elements/s (1.7 without tiles;
+	 * 16 and 32 no better within the noise, and longer tails); Welford 5.8
+	 * (4.2 at 4, 2.3 without).  At 8 the max-rescale tile's maxima and
+	 * exps stay in the 32 registers; at 32 a third of its loads are spills. */
+	if (tile <= 0)
+		tile = 8;
+	k->tile = scalar && comm ? tile : 1;
+	if (!scalar && k->mr_field >= 0 && !kern_wide_state(c)) /* tiles of positions in one lane (reduce_tiles) */
+		k->tile = tile > VTILE ? VTILE : tile;
+	/* Rows side by side as lanes (kern_build_reduce_rows) where tiles fold
+	 * in one lane and every input is a row's or a column's: attention */
+	k->group = k->tile > 1 && k->lanes == 1 && k->mr_field >= 0 && !kern_wide_state(c) && !c->nelem ? rows : 1;
+	k->rows_tile = rows_tile > VTILE ? VTILE : rows_tile < 1 ? 1 : rows_tile;
+	k->two_pass = 0;
+	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1) {
+		for (int i = 0; i < c->nelem; i++)
+			k->two_pass += (int)kind_size((TyKind)c->elem[i].storage);
+		for (int i = 0; i < c->ncol; i++)
+			k->two_pass += (int)kind_size((TyKind)c->col[i].storage);
+	}
+	k->rowmap_g = NULL;
+	if (k->two_pass && k->map_lanes == k->lanes)
+		for (int i = 0; i < c->nmap && !k->rowmap_g; i++)
+			k->rowmap_g = kept_node(c, c->map[i].e, k->mr_field, k->mr_g);
+	k->soff = calloc(c->nstate + 1, sizeof *k->soff);
+	if (!k->soff)
+		abort();
+	for (int f = 0; f < c->nstate; f++)
+		k->soff[f + 1] = k->soff[f] + decl_width(&c->state[f]);
+	k->state_bytes = (size_t)k->soff[c->nstate] * 8;
+}

@@ -1,0 +1,147 @@
+/* llvm_kern.h: shared by the files that build a CPU kernel's functions
+ * as LLVM IR: llvm_kern.c (inputs and outputs, loops, states, identity,
+ * merge, finalize, scan), llvm_reduce.c (reduce), llvm_map.c (map and
+ * rowmap). */
+#ifndef ASSOC_LLVM_KERN_H
+#define ASSOC_LLVM_KERN_H
+
+#include "compiler/llvm/llvm_int.h"
+
+typedef struct {
+	Lower L;
+	Kern *k;
+	LLVMTypeRef i8, i8p, i16, i32, i64, f64, argsty;
+	LLVMValueRef args, in, out, params, rows, len, i;
+	LLVMValueRef period; /* CpuArgs.period, made at least 1 past the last row where it is 0 */
+	LLVMValueRef inp[256], outp[256], pv[256]; /* loaded once per function */
+	LV *st;       /* scratch: one LV per state field */
+	LLVMValueRef lmask; /* a partial last vector: its lanes below the end (masked loads and stores) */
+	int nt;             /* map stores: non-temporal, 64-byte aligned (map_stream) */
+	LLVMValueRef scratch; /* kern_build_rowmap: pass 2 stores k->rowmap_g of position j at scratch[j] */
+	int fused;          /* and the map loads it from there */
+	LLVMValueRef map_ahead; /* kern_build_rowmap's map prefetches the element inputs this many positions ahead */
+	struct Ride *ride;  /* kern_build_rowmap_next: the other row's map, which pass 2 takes along */
+	int riding;         /* pass 2's main loop maps ride's row as it goes (kern_ride_step) */
+	int row_lanes;      /* lanes are rows b->i + l at one position (kern_build_reduce_rows) */
+	LLVMValueRef ilanes; /* and the spec's i of each lane, made once before the loops */
+	LLVMValueRef colbuf; /* and there the float32 column inputs of a tile's positions (kern_stage_columns) */
+	LLVMValueRef qbuf;   /* and the row inputs' vectors, for dot products as loops (NULL: none) */
+	LLVMValueRef *obuf;  /* and by state field, its vectors in an array (fold_loop), or NULL */
+	LLVMValueRef tile_cond[VTILE]; /* the tile's positions' mask (lift_at), NULL where none */
+	LV *rowv;            /* and each row input, gathered once before the loop (NULL: none yet) */
+	int colslot;         /* the tile's position whose column inputs kern_bind_inputs binds from there */
+	int unmasked;        /* lift_at leaves the mask out: it holds for the whole tile */
+} B;
+
+/* kern_build_rowmap_next's earlier row, whose map rides along pass 2 of
+ * the row being reduced (llvm_map.c). */
+typedef struct Ride {
+	LLVMValueRef i, st, scratch; /* the row, its state (memory) and kept values */
+	LV *stv;                     /* its state as scalars */
+	LLVMValueRef on;             /* i1: the ride happens (else kern_ride_alone) */
+	LLVMValueRef tailp;          /* alloca: where its map stands */
+} Ride;
+
+/* Rows reduced side by side (kern_reduce_two_pass; reduce_lanes, which
+ * reads n and i only). */
+typedef struct {
+	int n;                      /* 1 .. PAIR */
+	LLVMValueRef i[PAIR];       /* row indices */
+	LLVMValueRef scratch[PAIR]; /* kern_build_rowmap: where each row's pass 2 keeps g (NULL: none) */
+	LLVMValueRef Ms[PAIR];      /* pass 2: each row's max (0 for -inf); NULL in pass 1 */
+	LLVMValueRef ahead[PAIR];   /* pass 2 prefetches each row's element inputs this many positions ahead */
+	LLVMValueRef *acc[PAIR];    /* each row's accumulators (allocas) */
+} Rows;
+
+typedef struct {
+	LLVMBasicBlockRef head, body, exit;
+	LLVMValueRef ivp, iv;
+	long long step;
+} Loop;
+
+static inline LLVMValueRef ci64(B *b, long long v) { return LLVMConstInt(b->i64, (unsigned long long)v, 1); }
+
+static inline LLVMValueRef alloca_(B *b, LLVMTypeRef t)
+{
+	return LLVMBuildAlloca(b->L.ab, t, "");
+}
+
+static inline LLVMTypeRef storage_ty(B *b, TyKind k)
+{
+	switch (k) {
+	case TY_BOOL: return b->i8;
+	case TY_F16: case TY_BF16: return b->i16;
+	default: return lower_kty(&b->L, k);
+	}
+}
+
+static inline LV lv1(B *b, LLVMValueRef v)
+{
+	LV r = lv_new(&b->L, 1);
+	r.c[0] = v;
+	return r;
+}
+
+LLVMValueRef kern_ptr_at(B *b, LLVMValueRef base, LLVMTypeRef et, LLVMValueRef idx);
+LLVMValueRef kern_lanes_below(B *b, LLVMValueRef j, LLVMValueRef hi);
+LLVMValueRef kern_load_lanes(B *b, LLVMValueRef base, TyKind s, LLVMValueRef idx);
+void kern_store_lanes(B *b, LLVMValueRef base, TyKind k, LLVMValueRef idx, LLVMValueRef v);
+LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n);
+void kern_end_fn(B *b);
+Loop kern_loop_begin(B *b, LLVMValueRef lo, LLVMValueRef hi, long long step);
+void kern_loop_end(B *b, Loop *l);
+LLVMValueRef kern_loop_final(B *b, Loop *l);
+/* A loop of i = 0 .. n - 1 from here: kern_count_open returns i, the body
+ * follows, kern_count_close ends it (unroll > 0: unrolled that many times,
+ * by loop metadata; 0: as LLVM decides). */
+LLVMValueRef kern_count_open(B *b, const char *name);
+void kern_count_close(B *b, LLVMValueRef i, long long n, int unroll);
+LLVMBasicBlockRef kern_if(B *b, LLVMValueRef cond);
+void kern_if_end(B *b, LLVMBasicBlockRef done);
+void kern_bind_params(B *b);
+void kern_bind_inputs(B *b, LLVMValueRef j);
+int kern_staged_width(const Carrier *c);
+/* Where staged column input k starts in a position's block of colbuf. */
+int kern_staged_off(const Carrier *c, int k);
+LV kern_staged_col(B *b, int k, int slot);
+/* Prefetch the vector column inputs of positions j .. j + n - 1 some
+ * way ahead (positions past the row: prefetches never fault). */
+void kern_prefetch_cols(B *b, LLVMValueRef j, int n);
+LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base);
+LLVMValueRef kern_lanes_i(B *b);
+void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at);
+LLVMValueRef kern_mem_slot(B *b, LLVMValueRef st, int f, LLVMValueRef t, LLVMTypeRef ty);
+void kern_stage_columns(B *b, LLVMValueRef j, int n);
+LV *kern_state_slots(B *b);
+void kern_slots_load(B *b, LV *slots, LV *v);
+void kern_slots_store(B *b, LV *slots, LV *v);
+void kern_step_slots(B *b, LV *slots, LLVMValueRef j, LV *tmp);
+LLVMValueRef kern_state_at(B *b, LLVMValueRef st, int r);
+void kern_mem_load(B *b, LLVMValueRef st, LV *v);
+void kern_mem_store(B *b, LLVMValueRef st, LV *v);
+void kern_state_exprs(B *b, Expr **ex, LV *out);
+void kern_identity(B *b, LV *out);
+void kern_merge(B *b, LV *x, LV *y, LV *out);
+void kern_step(B *b, LV *s, LV *tmp);
+LLVMTypeRef *kern_sig(B *b, int n, LLVMTypeRef *t);
+void kern_store_outputs(B *b, Def *defs, int n, int first, LLVMValueRef at);
+void kern_bind_self(B *b, LV *s);
+void kern_finalize_body(B *b, LLVMValueRef st, LLVMValueRef at);
+enum { PREFETCH_L1 = 3, PREFETCH_L2 = 2 }; /* llvm.prefetch's locality */
+/* A read prefetch of the line at p into L1 or L2 (llvm_reduce.c). */
+void kern_prefetch(B *b, LLVMValueRef p, int locality);
+void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
+void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
+void kern_build_reduce2(B *b);
+void kern_build_reduce_rows(B *b);
+void kern_build_reduce(B *b);
+void kern_build_map(B *b);
+void kern_build_fence(B *b);
+void kern_build_rowmap(B *b, int pair);
+void kern_build_rowmap_next(B *b);
+void kern_ride_begin(B *b);
+void kern_ride_step(B *b);
+void kern_ride_end(B *b);
+void kern_ride_alone(B *b);
+
+#endif

@@ -1,0 +1,1076 @@
+/* llvm_reduce.c: a CPU kernel's reduce function (llvm_kern.h).
+ *
+ * reduce, for a commutative carrier with scalar fields, runs K
+ * accumulators of W lanes over tiles of T vectors: position
+ * lo + c*K*T*W + k*T*W + t*W + l is lifted in lane l of vector t of
+ * accumulator k's tile; the tile folds on its own (llvm_tile.c's n-ary
+ * max-rescale merge, or a tree of the spec's merges), then merges into
+ * its accumulator.  Full vectors left over then go one by one into
+ * accumulator 0, the accumulators merge pairwise (k with k + s), the lanes
+ * halve (l with l + W/2) down to one state, and the last positions
+ * (fewer than W) follow one by one.  A max-rescale carrier's range of at
+ * most TWO_PASS_BYTES (llvm_int.h) instead takes two passes: the max of
+ * the lifted m, then the sum of f * g(m - max) (kern_reduce_two_pass).
+ * Any other carrier folds left to right in one scalar state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/llvm/llvm_kern.h"
+#include "compiler/devices/run.h"
+
+/* Lanes halve: lanes [0, w/2) merge with [w/2, w) until one is left. */
+static void halve(B *b, LV *s, LV *tmp)
+{
+	Carrier *c = b->k->c;
+	LV *lo = tmp, *hi = tmp + c->nstate, *m = tmp + 2 * c->nstate;
+	for (int w = b->L.W; w > 1; w /= 2) {
+		for (int f = 0; f < c->nstate; f++) {
+			lo[f] = lv_new(&b->L, s[f].n), hi[f] = lv_new(&b->L, s[f].n);
+			for (int t = 0; t < s[f].n; t++) {
+				LLVMValueRef v = lv_at(s[f], t);
+				if (w == 2) {
+					lo[f].c[t] = LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, 0, 0), "");
+					hi[f].c[t] = LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, 1, 0), "");
+					continue;
+				}
+				LLVMValueRef ml[32], mh[32];
+				for (int l = 0; l < w / 2; l++)
+					ml[l] = LLVMConstInt(b->i32, l, 0), mh[l] = LLVMConstInt(b->i32, l + w / 2, 0);
+				lo[f].c[t] = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(ml, w / 2), "");
+				hi[f].c[t] = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(mh, w / 2), "");
+			}
+		}
+		lower_scope(&b->L, w / 2);
+		kern_bind_params(b);
+		kern_merge(b, lo, hi, m);
+		memcpy(s, m, c->nstate * sizeof *s);
+	}
+}
+
+/* The lifted states of positions j .. j+W-1 in out (the identity where
+ * the mask is false: merging it changes nothing, by the identity law).
+ * Returns that condition (NULL: every lane is lifted), id the identity. */
+static LLVMValueRef lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
+{
+	Carrier *c = b->k->c;
+	lower_scope(&b->L, b->L.W);
+	if (!b->row_lanes && b->L.W == 1)
+		kern_prefetch_cols(b, j, 1);
+	kern_bind_inputs(b, j);
+	kern_state_exprs(b, c->lift, out);
+	int mask = c->mask && !b->unmasked;
+	if (!mask && !b->lmask)
+		return NULL;
+	LLVMValueRef cond = mask ? lv_at(lower_expr(&b->L, c->mask), 0) : b->lmask;
+	if (mask && b->lmask)
+		cond = LLVMBuildAnd(b->L.b, cond, b->lmask, "");
+	kern_identity(b, id);
+	for (int f = 0; f < c->nstate; f++)
+		for (int t = 0; t < out[f].n; t++)
+			out[f].c[t] = LLVMBuildSelect(b->L.b, cond, out[f].c[t], lv_at(id[f], t), "");
+	return cond;
+}
+
+/* x > y ? x : y: one vmaxps on x86 (maxnum takes three: it must pick the
+ * number when either is NaN); y when x is NaN. */
+static LLVMValueRef gt_max(B *b, LLVMValueRef x, LLVMValueRef y)
+{
+	return LLVMBuildSelect(b->L.b, LLVMBuildFCmp(b->L.b, LLVMRealOGT, x, y, ""), x, y, "");
+}
+
+/* g(d) of the max-rescale carrier for d <= 0, -inf or NaN: g(-inf) (an
+ * identity's m, a masked-out lane) is 0 without a subnormal on the way,
+ * as every exp gives (llvm_math.c). */
+static LLVMValueRef g_of(B *b, LLVMValueRef d)
+{
+	return b->k->mr_g == EXPR_EXP ? math_exp_nonpos(&b->L, d) : math_exp2(&b->L, d);
+}
+
+/* Pairwise sum, or the max of v ignoring NaN as maxnum does: each value
+ * first meets -inf as y of gt_max, which turns NaN into -inf, so the tree
+ * sees no NaN.  A lane of NaN only comes out -inf, not NaN: its F is NaN
+ * either way, and merged with any state m is that state's (maxnum drops
+ * NaN; the accumulator starts at the identity's m). */
+static LLVMValueRef tree(B *b, LLVMValueRef *v, int n, int max)
+{
+	if (max)
+		for (int t = 0; t < n; t++)
+			v[t] = gt_max(b, v[t], lower_const(&b->L, TY_F32, -INFINITY));
+	for (int s = 1; s < n; s *= 2)
+		for (int t = 0; t + s < n; t += 2 * s)
+			v[t] = max ? gt_max(b, v[t], v[t + s]) : LLVMBuildFAdd(b->L.b, v[t], v[t + s], "");
+	return v[0];
+}
+
+/* fold_max_rescale's update of field f, whose lift is a staged column
+ * input, as a loop over its components in memory (b->obuf[f]): each the
+ * accumulator's term, then a multiply-add of each of the T positions'
+ * broadcast component; the very chain fold_max_rescale builds. */
+static void fold_loop(B *b, int f, LLVMValueRef *e, int T)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	const Var *v = ir_var(c->ir, c->lift[f]->k);
+	int n = decl_width(&c->state[f]), cw = kern_staged_width(c), off = kern_staged_off(c, v->slot);
+	LLVMTypeRef vt = lower_vty(L, TY_F32), ft = lower_kty(L, TY_F32);
+	LLVMValueRef i = kern_count_open(b, "fold");
+	LLVMValueRef p = LLVMBuildGEP2(L->b, vt, b->obuf[f], &i, 1, "");
+	LLVMValueRef x = LLVMBuildFMul(L->b, LLVMBuildLoad2(L->b, vt, p, ""), e[T], "");
+	LLVMValueRef id = lower_splat(L, LLVMConstReal(ft, c->identity[f]->num));
+	for (int t = 0; t < T; t++) {
+		LLVMValueRef ki = LLVMBuildAdd(L->b, i, ci64(b, (long long)t * cw + off), "");
+		LLVMValueRef kv = lower_splat(L, LLVMBuildLoad2(L->b, ft, LLVMBuildGEP2(L->b, ft, b->colbuf, &ki, 1, ""), ""));
+		if (b->tile_cond[t]) /* lift_at's: the identity where the mask is false */
+			kv = LLVMBuildSelect(L->b, b->tile_cond[t], kv, id, "");
+		LLVMValueRef args[3] = {kv, e[t], x};
+		x = lower_intrinsic(L, "llvm.fmuladd", vt, args, 3);
+	}
+	LLVMBuildStore(L->b, x, p);
+	kern_count_close(b, i, n, b->k->loop_unroll);
+}
+
+/* The n-ary merge of a max-rescale carrier (llvm_tile.c) over T states
+ * (a tile's lifted positions and its accumulator):
+ * M = max m_t, F = sum f_t g(m_t - M).  An all -inf lane subtracts 0
+ * instead of M, so that g(-inf) = 0 stands in for the spec's rule
+ * (-inf) - (-inf) = -inf without a select per position; m_t - M is
+ * never positive otherwise (NaN aside), so exp needs no overflow side. */
+static void fold_max_rescale(B *b, LV **s, int T, LV *out)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int mi = k->mr_field;
+	LLVMValueRef m[65], e[65], v[65];
+	for (int t = 0; t < T; t++)
+		m[t] = v[t] = s[t][mi].c[0];
+	LLVMValueRef M = tree(b, v, T, 1);
+	LLVMValueRef none = LLVMBuildFCmp(L->b, LLVMRealOEQ, M, lower_const(L, TY_F32, -INFINITY), "");
+	LLVMValueRef Ms = LLVMBuildSelect(L->b, none, lower_const(L, TY_F32, 0), M, "");
+	for (int t = 0; t < T; t++)
+		e[t] = g_of(b, LLVMBuildFSub(L->b, m[t], Ms, ""));
+	out[mi] = lv_new(L, 1);
+	out[mi].c[0] = M;
+	for (int f = 0; f < k->c->nstate; f++) {
+		if (f == mi)
+			continue;
+		if (b->obuf && b->obuf[f]) {
+			fold_loop(b, f, e, T - 1);
+			out[f] = (LV){0};
+			continue;
+		}
+		int n = decl_width(&k->c->state[f]);
+		out[f] = lv_new(L, n);
+		for (int i = 0; i < n; i++) {
+			if (L->fma) { /* the accumulator's term, then one multiply-add a position */
+				LLVMValueRef x = LLVMBuildFMul(L->b, lv_at(s[T - 1][f], i), e[T - 1], "");
+				for (int t = 0; t < T - 1; t++) {
+					LLVMValueRef args[3] = {lv_at(s[t][f], i), e[t], x};
+					x = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(x), args, 3);
+				}
+				out[f].c[i] = x;
+				continue;
+			}
+			for (int t = 0; t < T; t++)
+				v[t] = LLVMBuildFMul(L->b, lv_at(s[t][f], i), e[t], "");
+			out[f].c[i] = tree(b, v, T, 0);
+		}
+	}
+}
+
+/* Any other carrier: a balanced tree of the spec's merges.  Whatever the
+ * lift makes constant folds through the first levels (Welford's counts
+ * are 1, 2, 4: its divisions by n become exact multiplications), and the
+ * tree is more accurate than a running fold.  The result is in s[0]. */
+static void fold_tree(B *b, LV **s, int T, LV *tmp)
+{
+	int ns = b->k->c->nstate;
+	for (int st = 1; st < T; st *= 2)
+		for (int t = 0; t + st < T; t += 2 * st) {
+			lower_scope(&b->L, b->L.W);
+			kern_bind_params(b);
+			kern_merge(b, s[t], s[t + st], tmp);
+			memcpy(s[t], tmp, ns * sizeof *tmp);
+		}
+}
+
+/* The first position from lo (at most hi) where the first element input
+ * of row b->i sits at a boundary of one vector (64 bytes at most):
+ * vectors from there load whole cache lines (arrays from calloc start 16
+ * bytes past one, and a load that straddles two lines costs two).  It is
+ * less than a vector past lo, so one masked vector covers the gap; lo
+ * when there is no element input, or fewer than ALIGN_MIN positions: on
+ * short rows the masked vector costs more than the split loads. */
+enum { ALIGN_MIN = 1024 };
+_Static_assert((int)PAIR_LEN <= (int)ALIGN_MIN, "rows side by side take no alignment peel");
+
+static LLVMValueRef aligned_from(B *b, LLVMValueRef lo, LLVMValueRef hi)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	if (!c->nelem)
+		return lo;
+	LLVMTypeRef et = storage_ty(b, c->elem[0].storage);
+	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), lo, "");
+	if (decl_width(&c->elem[0]) > 1)
+		at = LLVMBuildMul(L->b, at, ci64(b, decl_width(&c->elem[0])), "");
+	LLVMValueRef p = LLVMBuildPtrToInt(L->b, kern_ptr_at(b, b->inp[0], et, at), b->i64, "");
+	long long size = (long long)kind_size((TyKind)c->elem[0].storage) * decl_width(&c->elem[0]);
+	long long align = 64;
+	while (align > 1 && align > size * b->L.W)
+		align /= 2;
+	LLVMValueRef mis = LLVMBuildAnd(L->b, LLVMBuildNeg(L->b, p, ""), ci64(b, align - 1), "");
+	LLVMValueRef start = LLVMBuildAdd(L->b, lo, LLVMBuildUDiv(L->b, mis, ci64(b, size), ""), "");
+	start = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, start, hi, ""), start, hi, "");
+	LLVMValueRef longer = LLVMBuildICmp(L->b, LLVMIntSGE, LLVMBuildSub(L->b, hi, lo, ""), ci64(b, ALIGN_MIN), "");
+	return LLVMBuildSelect(L->b, longer, start, lo, "");
+}
+
+/* acc = acc (+) the vector at j, its lanes from hi on masked out. */
+static void masked_into(B *b, LV *acc, LLVMValueRef j, LLVMValueRef hi, LV *lifted, LV *tmp)
+{
+	int W = b->k->lanes;
+	lower_scope(&b->L, W);
+	b->lmask = kern_lanes_below(b, j, hi);
+	lift_at(b, j, lifted, tmp);
+	b->lmask = NULL;
+	lower_scope(&b->L, W);
+	kern_bind_params(b);
+	kern_slots_load(b, acc, b->st);
+	kern_merge(b, b->st, lifted, tmp);
+	kern_slots_store(b, acc, tmp);
+}
+
+/* Software prefetch of the one-pass reduce loop: PREFETCH_BYTES ahead,
+ * into L1.  The hardware prefetchers alone leave a single core's stream
+ * short of what it can read (Welford, rows of 32768 from memory, one
+ * thread: 7.5-8.4 GB/s without, 10.0-10.1 with 8 KiB ahead into L2), and
+ * with both cores reading, 4 KiB into L1 keeps more lines coming than 8
+ * KiB into L2 (Welford, 8192 x 32768, two threads, medians of 5 runs
+ * alternated: 20.0 -> 22.4 GB/s; one thread 9.7 -> 10.6).  In cache it
+ * costs nothing measurable.  The two-pass loops, whose rows stay in L2
+ * for their second pass, prefetch the next rows into L2 instead. */
+enum { PREFETCH_BYTES = 4096 };
+
+/* Prefetch the cache lines of the element inputs that n positions from j
+ * cover, PREFETCH_BYTES ahead (past the row: the next row, which the
+ * thread takes next; prefetches never fault). */
+static void prefetch_lines(B *b, LLVMValueRef j, long long n)
+{
+	Carrier *c = b->k->c;
+	if (!c->nelem)
+		return;
+	long long size = (long long)kind_size((TyKind)c->elem[0].storage) * decl_width(&c->elem[0]);
+	long long step = 64 / size > 0 ? 64 / size : 1;
+	for (long long t = 0; t < n; t += step)
+		kern_prefetch_at(b, j, ci64(b, PREFETCH_BYTES / size + t), PREFETCH_L1);
+}
+
+/* Rows are read as STREAMS streams side by side (the vectors of one
+ * iteration come from STREAMS equal segments of the range, then the rest
+ * follows in order): the hardware prefetchers follow each, so a core has
+ * more reads in flight than on one stream (a plain read loop on this
+ * 2-core AVX-512 host: 9.3 -> 12.4 GB/s on one core, 16.1 -> 22.8 on
+ * two; 8 streams no better than 4).  Any order of positions will do, as
+ * these loops run only commutative carriers. */
+enum { STREAMS = 4 };
+
+/* Streams for an iteration of n vectors: STREAMS, or 1 if n is not a multiple. */
+static int streams(int n) { return n % STREAMS ? 1 : STREAMS; }
+
+/* The length of each of S streams over [lo, hi): a multiple of per. */
+static LLVMValueRef stream_len(B *b, LLVMValueRef lo, LLVMValueRef hi, int S, long long per)
+{
+	LLVMValueRef n = LLVMBuildSub(b->L.b, hi, lo, "");
+	return LLVMBuildMul(b->L.b, LLVMBuildSDiv(b->L.b, n, ci64(b, S * per), ""), ci64(b, per), "");
+}
+
+/* Position j + q * Ls + v: v positions into stream q at j. */
+static LLVMValueRef stream_at(B *b, LLVMValueRef j, LLVMValueRef Ls, long long q, long long v)
+{
+	LLVMValueRef at = q ? LLVMBuildAdd(b->L.b, j, LLVMBuildMul(b->L.b, Ls, ci64(b, q), ""), "") : j;
+	return v ? LLVMBuildAdd(b->L.b, at, ci64(b, v), "") : at;
+}
+
+/* The vector loop: each accumulator takes a tile of T vectors per
+ * iteration, from the row's streams.  A max-rescale tile folds together with its accumulator in
+ * one n-ary merge; any other tile folds by a tree, then one spec merge
+ * into the accumulator.  Either way the accumulator's dependency chain is
+ * short per tile, and the tiles' independent work overlaps.  Full vectors
+ * left over go one by one into accumulator 0, then a masked one.  Returns
+ * where the scalar tail starts (hi: there is none left). */
+static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+{
+	Kern *k = b->k;
+	int ns = k->c->nstate, T = k->tile, W = k->lanes;
+	LV *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[65];
+	int S = streams(k->accs * T);
+	long long per = (long long)k->accs * T * W / S; /* positions of one stream per iteration */
+	LLVMValueRef Ls = stream_len(b, lo, hi, S, per);
+	Loop l = kern_loop_begin(b, lo, LLVMBuildAdd(b->L.b, lo, Ls, ""), per);
+	for (int q = 0; q < S; q++)
+		prefetch_lines(b, stream_at(b, l.iv, Ls, q, 0), per);
+	for (int a = 0; a < k->accs; a++) {
+		for (int t = 0; t < T; t++) {
+			long long u = (long long)a * T + t;
+			s[t] = lifted + t * ns;
+			lift_at(b, stream_at(b, l.iv, Ls, u * W / per, u * W % per), s[t], tmp);
+		}
+		lower_scope(&b->L, W);
+		kern_bind_params(b);
+		kern_slots_load(b, acc[a], b->st);
+		if (k->mr_field >= 0 && T > 1) {
+			/* the accumulator is one more state of the n-ary fold: no
+			 * spec merge per tile, and its chain is one max and one fma */
+			s[T] = b->st;
+			fold_max_rescale(b, s, T + 1, tmp);
+		} else {
+			fold_tree(b, s, T, tmp);
+			lower_scope(&b->L, W);
+			kern_bind_params(b);
+			kern_merge(b, b->st, s[0], tmp);
+		}
+		kern_slots_store(b, acc[a], tmp);
+	}
+	kern_loop_end(b, &l);
+	Loop v = kern_loop_begin(b, stream_at(b, lo, Ls, S, 0), hi, W);
+	lower_scope(&b->L, W);
+	kern_step_slots(b, acc[0], v.iv, tmp);
+	kern_loop_end(b, &v);
+	/* the last, partial vector: masked loads, the identity past hi (one
+	 * merge, not up to W - 1 scalar ones: short rows are mostly tail);
+	 * none where the vectors reach hi */
+	LLVMValueRef last = kern_loop_final(b, &v);
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSLT, last, hi, ""));
+	masked_into(b, acc[0], last, hi, lifted, tmp);
+	kern_if_end(b, done);
+	free(lifted);
+	return hi;
+}
+
+/* ---- two passes over a row that fits in L2 (max-rescale carriers) ---- */
+
+/* Independent vectors per iteration: pass 1 is a chain of one max each (a
+ * few cycles latency, two per cycle), pass 2 of one exp and one fma. */
+enum { PASS1_UNROLL = 8, PASS2_UNROLL = 4 };
+
+/* Lanes of v reduced to a scalar: gt_max (max) or fadd, halving. */
+static LLVMValueRef hreduce(B *b, LLVMValueRef v, int W, int max)
+{
+	for (int w = W; w > 1; w /= 2) {
+		LLVMValueRef ml[32], mh[32];
+		for (int l = 0; l < w / 2; l++)
+			ml[l] = LLVMConstInt(b->i32, l, 0), mh[l] = LLVMConstInt(b->i32, l + w / 2, 0);
+		LLVMValueRef lo, hi;
+		if (w == 2) {
+			lo = LLVMBuildExtractElement(b->L.b, v, ml[0], "");
+			hi = LLVMBuildExtractElement(b->L.b, v, mh[0], "");
+		} else {
+			lo = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(ml, w / 2), "");
+			hi = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(mh, w / 2), "");
+		}
+		v = max ? gt_max(b, lo, hi) : LLVMBuildFAdd(b->L.b, lo, hi, "");
+	}
+	return v;
+}
+
+/* g(m - Ms) of pass 2 for positions j .. j+W-1 when the map reads
+ * k->rowmap_g = g(lift.m - m) back (kern_build_rowmap): g of the lifted m
+ * before the mask, which is the map's value wherever the row's m is Ms
+ * (not -inf), kept at scratch[j]; then the mask's identity where it is
+ * false, as lift_at would have it.  Where the mask holds, lift.m <= Ms
+ * (or NaN), so exp's upper clamp (the map's) changes nothing and the sum
+ * is the one kern_reduce_two_pass makes without a map; without a mask
+ * that holds at every position, and the clamp is left out. */
+static LLVMValueRef kept_g(B *b, LLVMValueRef j, LLVMValueRef Ms, LLVMValueRef cond, LV *id)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	LLVMValueRef ms = lower_splat(L, Ms);
+	LLVMValueRef raw = lower_expr(L, k->c->lift[k->mr_field]).c[0];
+	LLVMValueRef d = LLVMBuildFSub(L->b, raw, ms, "");
+	LLVMValueRef e = k->mr_g != EXPR_EXP ? math_exp2(L, d) : k->c->mask ? math_exp(L, d) : math_exp_nonpos(L, d);
+	kern_store_lanes(b, b->scratch, TY_F32, j, e);
+	if (!cond)
+		return e;
+	d = LLVMBuildFSub(L->b, id[k->mr_field].c[0], ms, "");
+	return LLVMBuildSelect(L->b, cond, e, g_of(b, d), "");
+}
+
+/* Prefetch the element inputs of row b->i at position j + ahead, into L1
+ * or L2 (PREFETCH_L1, PREFETCH_L2). */
+void kern_prefetch(B *b, LLVMValueRef p, int locality)
+{
+	Lower *L = &b->L;
+	LLVMTypeRef i32 = b->i32, pt = b->i8p;
+	unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, &pt, 1);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, &pt, 1);
+	/* read, locality, data */
+	LLVMValueRef a[4] = {LLVMBuildBitCast(L->b, p, pt, ""), LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, (unsigned)locality, 0),
+			     LLVMConstInt(i32, 1, 0)};
+	LLVMBuildCall2(L->b, ft, f, a, 4, "");
+}
+
+void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), j, ""), ahead, "");
+	for (int k = 0; k < c->nelem; k++) {
+		int w = decl_width(&c->elem[k]);
+		LLVMValueRef e = w > 1 ? LLVMBuildMul(L->b, at, ci64(b, w), "") : at;
+		kern_prefetch(b, kern_ptr_at(b, b->inp[k], storage_ty(b, c->elem[k].storage), e), locality);
+	}
+}
+
+/* Pass 1 (R->Ms[0] NULL): acc[u] = max(acc[u], lifted m) over U vectors
+ * at j, U / S from each of S streams of length Ls, for each of R's rows
+ * in turn, so that their chains interleave.
+ * Pass 2: acc[f * PASS2_UNROLL + u] += lifted f * g(lifted m - Ms) for each f != m. */
+static void two_pass_at(B *b, Rows *R, LLVMValueRef j, LLVMValueRef Ls, int S, int U, LV *lifted, LV *tmp)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
+	for (int u = 0; u < U; u++)
+		for (int r = 0; r < R->n; r++) {
+			LLVMValueRef *acc = R->acc[r], Ms = R->Ms[r];
+			b->i = R->i[r], b->scratch = R->scratch[r];
+			lower_scope(L, W);
+			LLVMValueRef ju = stream_at(b, j, Ls, u / (U / S), (long long)(u % (U / S)) * W);
+			LLVMValueRef cond = lift_at(b, ju, lifted, tmp);
+			LLVMValueRef m = lifted[mi].c[0];
+			LLVMTypeRef vt = lower_vty(L, TY_F32);
+			if (!Ms) {
+				LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[u], "");
+				LLVMBuildStore(L->b, gt_max(b, m, a), acc[u]);
+				continue;
+			}
+			if (R->ahead[r])
+				kern_prefetch_at(b, ju, R->ahead[r], PREFETCH_L2);
+			LLVMValueRef e;
+			if (b->scratch) {
+				e = kept_g(b, ju, Ms, cond, tmp);
+			} else {
+				e = g_of(b, LLVMBuildFSub(L->b, m, lower_splat(L, Ms), ""));
+			}
+			for (int f = 0; f < ns; f++) {
+				if (f == mi)
+					continue;
+				LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[f * PASS2_UNROLL + u], "");
+				LLVMValueRef t = LLVMBuildFMul(L->b, lifted[f].c[0], e, "");
+				LLVMBuildStore(L->b, LLVMBuildFAdd(L->b, a, t, ""), acc[f * PASS2_UNROLL + u]);
+			}
+		}
+}
+
+/* One pass over [lo, hi): a masked vector up to the input's alignment
+ * (aligned_from; one row only: rows side by side are shorter than
+ * ALIGN_MIN, where it is lo), U vectors per iteration from the rows'
+ * streams, then one at a time, then a masked one if any positions are
+ * left. */
+static void two_pass_loop(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, int U, LV *lifted, LV *tmp)
+{
+	int W = b->k->lanes;
+	LLVMValueRef start = lo;
+	lower_scope(&b->L, W);
+	if (R->n == 1) {
+		b->i = R->i[0];
+		start = aligned_from(b, lo, hi);
+		LLVMBasicBlockRef peel = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "peel");
+		LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "aligned");
+		LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntNE, start, lo, ""), peel, body);
+		LLVMPositionBuilderAtEnd(b->L.b, peel);
+		b->lmask = kern_lanes_below(b, lo, start);
+		two_pass_at(b, R, lo, NULL, 1, 1, lifted, tmp);
+		b->lmask = NULL;
+		LLVMBuildBr(b->L.b, body);
+		LLVMPositionBuilderAtEnd(b->L.b, body);
+	}
+	lower_scope(&b->L, W);
+	int S = streams(U);
+	LLVMValueRef Ls = stream_len(b, start, hi, S, (long long)U * W / S);
+	Loop l = kern_loop_begin(b, start, LLVMBuildAdd(b->L.b, start, Ls, ""), (long long)U * W / S);
+	two_pass_at(b, R, l.iv, Ls, S, U, lifted, tmp);
+	if (b->riding)
+		kern_ride_step(b);
+	kern_loop_end(b, &l);
+	Loop v = kern_loop_begin(b, stream_at(b, start, Ls, S, 0), hi, W);
+	two_pass_at(b, R, v.iv, NULL, 1, 1, lifted, tmp);
+	kern_loop_end(b, &v);
+	LLVMValueRef last = kern_loop_final(b, &v);
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSLT, last, hi, ""));
+	lower_scope(&b->L, W);
+	b->lmask = kern_lanes_below(b, last, hi);
+	two_pass_at(b, R, last, NULL, 1, 1, lifted, tmp);
+	b->lmask = NULL;
+	kern_if_end(b, done);
+}
+
+/* The state of [lo, hi) of each of R's rows in one[r] (scalar slots), by
+ * two passes: M = max of the lifted m, then F = sum f * g(m - M) with M
+ * fixed: one g per position, plain adds, no rescale.  A row whose M is
+ * -inf subtracts 0 (as fold_max_rescale: g(-inf) = 0 for the spec's
+ * (-inf) - (-inf) = -inf).  The result merges with the identity once,
+ * n-arily, like an accumulator.  Each row's operations are the same
+ * whether it goes alone or beside another: only their order in the
+ * instruction stream differs. */
+void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int W = k->lanes, mi = k->mr_field, ns = k->c->nstate;
+	LLVMTypeRef vt;
+	LV *lifted = calloc(3 * ns, sizeof *lifted), *id = lifted + ns, *res = id + ns;
+	LLVMValueRef acc1[PAIR][PASS1_UNROLL], *acc2 = calloc((size_t)PAIR * ns * PASS2_UNROLL, sizeof *acc2);
+	LLVMValueRef M[PAIR];
+	lower_scope(L, W);
+	vt = lower_vty(L, TY_F32);
+	for (int r = 0; r < R->n; r++) {
+		for (int u = 0; u < PASS1_UNROLL; u++) {
+			acc1[r][u] = alloca_(b, vt);
+			LLVMBuildStore(L->b, lower_const(L, TY_F32, -INFINITY), acc1[r][u]);
+		}
+		R->acc[r] = acc1[r], R->Ms[r] = NULL, R->ahead[r] = NULL;
+	}
+	two_pass_loop(b, R, lo, hi, PASS1_UNROLL, lifted, tmp);
+	lower_scope(L, W);
+	LLVMValueRef v[PASS1_UNROLL];
+	for (int r = 0; r < R->n; r++) {
+		for (int u = 0; u < PASS1_UNROLL; u++)
+			v[u] = LLVMBuildLoad2(L->b, vt, acc1[r][u], "");
+		M[r] = hreduce(b, tree(b, v, PASS1_UNROLL, 1), W, 1);
+		LLVMValueRef none = LLVMBuildFCmp(L->b, LLVMRealOEQ, M[r], LLVMConstReal(LLVMTypeOf(M[r]), -INFINITY), "");
+		R->Ms[r] = LLVMBuildSelect(L->b, none, LLVMConstReal(LLVMTypeOf(M[r]), 0), M[r], "");
+		R->acc[r] = acc2 + (size_t)r * ns * PASS2_UNROLL;
+		for (int f = 0; f < ns; f++)
+			for (int u = 0; u < PASS2_UNROLL && f != mi; u++) {
+				R->acc[r][f * PASS2_UNROLL + u] = alloca_(b, vt);
+				LLVMBuildStore(L->b, lower_const(L, TY_F32, 0), R->acc[r][f * PASS2_UNROLL + u]);
+			}
+		/* pass 2 is bound by g, not memory: meanwhile the positions that
+		 * follow the rows' [lo, hi) (the next rows, or chunk) come into
+		 * L2, for the pass 1 that comes next on this thread
+		 * (runtime/cpu.c runs a task's rows in order); not past the last row */
+		LLVMValueRef n = LLVMBuildMul(L->b, LLVMBuildSub(L->b, hi, lo, ""), ci64(b, R->n), "");
+		LLVMValueRef end = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, R->i[r], b->len, ""), LLVMBuildAdd(L->b, hi, n, ""), "");
+		LLVMValueRef in = LLVMBuildICmp(L->b, LLVMIntSLE, end, LLVMBuildMul(L->b, b->rows, b->len, ""), "");
+		R->ahead[r] = LLVMBuildSelect(L->b, in, n, ci64(b, 0), "");
+	}
+	if (!b->ride) {
+		two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
+	} else {
+		/* the other row's map: along pass 2's main loop where its
+		 * vectors may (kern_build_rowmap_next), else before pass 2 */
+		LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ride");
+		LLVMBasicBlockRef off = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "alone");
+		LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "pass2_done");
+		LLVMBuildCondBr(L->b, b->ride->on, on, off);
+		LLVMPositionBuilderAtEnd(L->b, on);
+		kern_ride_begin(b);
+		b->riding = 1;
+		two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
+		b->riding = 0;
+		kern_ride_end(b);
+		LLVMBuildBr(L->b, join);
+		LLVMPositionBuilderAtEnd(L->b, off);
+		kern_ride_alone(b);
+		two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
+		LLVMBuildBr(L->b, join);
+		LLVMPositionBuilderAtEnd(L->b, join);
+	}
+	for (int r = 0; r < R->n; r++) {
+		b->i = R->i[r];
+		lower_scope(L, W);
+		res[mi] = lv_new(L, 1);
+		res[mi].c[0] = M[r];
+		for (int f = 0; f < ns; f++) {
+			if (f == mi)
+				continue;
+			for (int u = 0; u < PASS2_UNROLL; u++)
+				v[u] = LLVMBuildLoad2(L->b, vt, R->acc[r][f * PASS2_UNROLL + u], "");
+			res[f] = lv_new(L, 1);
+			res[f].c[0] = hreduce(b, tree(b, v, PASS2_UNROLL, 0), W, 0);
+		}
+		lower_scope(L, 1);
+		kern_identity(b, id);
+		LV *s[2] = {id, res};
+		fold_max_rescale(b, s, 2, tmp);
+		kern_slots_store(b, one[r], tmp);
+	}
+	b->scratch = NULL;
+	free(acc2);
+	free(lifted);
+}
+
+/* The state of [lo, hi) of each of R's rows in one[r] (scalar slots) by
+ * the vector loops (reduce_vectors), then the accumulators pairwise, then
+ * the lanes.  Rows side by side run their loops one after the other, then
+ * their merges together: those are chains (Welford's divisions, four
+ * halvings deep in 16 lanes) that the other row's fill.  Returns where
+ * the scalar tail starts (hi). */
+static LLVMValueRef reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp)
+{
+	Kern *k = b->k;
+	int ns = k->c->nstate;
+	LV **acc = calloc((size_t)R->n * k->accs, sizeof *acc);
+	LLVMValueRef tail = hi;
+	for (int r = 0; r < R->n; r++) {
+		b->i = R->i[r];
+		lower_scope(&b->L, k->lanes);
+		kern_identity(b, b->st);
+		for (int a = 0; a < k->accs; a++) {
+			acc[r * k->accs + a] = kern_state_slots(b);
+			kern_slots_store(b, acc[r * k->accs + a], b->st);
+		}
+		tail = reduce_vectors(b, acc + r * k->accs, lo, hi, tmp);
+	}
+	LV *v = calloc((size_t)k->accs * ns, sizeof *v);
+	for (int r = 0; r < R->n; r++) {
+		b->i = R->i[r];
+		lower_scope(&b->L, k->lanes);
+		for (int a = 0; a < k->accs; a++)
+			kern_slots_load(b, acc[r * k->accs + a], v + a * ns);
+		for (int s = 1; s < k->accs; s *= 2)
+			for (int a = 0; a + s < k->accs; a += 2 * s) {
+				lower_scope(&b->L, k->lanes);
+				kern_bind_params(b);
+				kern_merge(b, v + a * ns, v + (a + s) * ns, tmp);
+				memcpy(v + a * ns, tmp, ns * sizeof *tmp);
+			}
+		halve(b, v, tmp);
+		lower_scope(&b->L, 1);
+		kern_slots_store(b, one[r], v);
+	}
+	for (int a = 0; a < R->n * k->accs; a++)
+		free(acc[a]);
+	free(acc);
+	free(v);
+	return tail;
+}
+
+/* Whether e reads an element or column input. */
+static int reads_columns(const Carrier *c, const Expr *e)
+{
+	if (e->op == EXPR_VAR && (ir_var(c->ir, e->k)->kind == VAR_ELEM || ir_var(c->ir, e->k)->kind == VAR_COL))
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_columns(c, e->a[i]))
+			return 1;
+	return 0;
+}
+
+/* One tile of a loop in W lanes (reduce_tiles: 1; kern_build_reduce_rows:
+ * its rows): its T positions lifted, folded into the accumulator's slots. */
+static void tile_body(B *b, Loop *l, LV *acc, LV *lifted, LV **s, LV *tmp, int W)
+{
+	int ns = b->k->c->nstate, T = b->k->tile;
+	for (int t = 0; t < T; t++) {
+		s[t] = lifted + t * ns;
+		b->colslot = b->L.dotslot = t;
+		b->tile_cond[t] = lift_at(b, t ? LLVMBuildAdd(b->L.b, l->iv, ci64(b, t), "") : l->iv, s[t], tmp);
+	}
+	lower_scope(&b->L, W);
+	kern_slots_load(b, acc, b->st);
+	s[T] = b->st;
+	fold_max_rescale(b, s, T + 1, tmp);
+	kern_slots_store(b, acc, tmp);
+}
+
+/* A tile's positions under a mask of i, j and params: every lane and
+ * position kept, none, or some.  Where the mask keeps every one (a causal
+ * mask below its diagonal band) the tile may run without it: its select
+ * on each lifted component (broadcasts that no longer fold into the
+ * multiply-adds, and their registers) cost attention at head dim 128 half
+ * its speed.  Where it keeps none (past a causal row's diagonal to the
+ * end of its last block of 256) there is nothing to fold.  Branches to
+ * the tile's body with the mask left out, positioned there; *some is the
+ * block for the body with it, *join where both end (and the tile that
+ * keeps none).  0, and no branch, when the mask reads an input. */
+static int tile_mask_branch(B *b, Loop *l, int W, LLVMBasicBlockRef *some, LLVMBasicBlockRef *join)
+{
+	Carrier *c = b->k->c;
+	if (!c->mask || reads_columns(c, c->mask))
+		return 0;
+	LLVMValueRef all = NULL, any = NULL;
+	for (int t = 0; t < b->k->tile; t++) {
+		/* i, j and params only: values loaded here for the bodies would
+		 * be kept across the branch (spilled) */
+		lower_scope(&b->L, W);
+		kern_bind_inputs(b, NULL);
+		LLVMValueRef j = t ? LLVMBuildAdd(b->L.b, l->iv, ci64(b, t), "") : l->iv;
+		b->L.bind[c->idx[IDX_J]] = lv1(b, lower_splat(&b->L, LLVMBuildTrunc(b->L.b, j, b->i32, "")));
+		LLVMValueRef cond = lv_at(lower_expr(&b->L, c->mask), 0), one = cond, has = cond;
+		if (LLVMGetTypeKind(LLVMTypeOf(cond)) == LLVMVectorTypeKind) {
+			one = lower_intrinsic(&b->L, "llvm.vector.reduce.and", LLVMTypeOf(cond), &cond, 1);
+			has = lower_intrinsic(&b->L, "llvm.vector.reduce.or", LLVMTypeOf(cond), &cond, 1);
+		}
+		all = all ? LLVMBuildAnd(b->L.b, all, one, "") : one;
+		any = any ? LLVMBuildOr(b->L.b, any, has, "") : has;
+	}
+	LLVMBasicBlockRef kept = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "all_kept");
+	LLVMBasicBlockRef mixed = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "mixed");
+	*some = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "some_masked");
+	*join = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "tile_done");
+	LLVMBuildCondBr(b->L.b, all, kept, mixed);
+	LLVMPositionBuilderAtEnd(b->L.b, mixed);
+	LLVMBuildCondBr(b->L.b, any, *some, *join);
+	LLVMPositionBuilderAtEnd(b->L.b, kept);
+	return 1;
+}
+
+/* The tile's body: without the mask where tile_mask_branch finds it keeps
+ * every position, with it where it keeps some. */
+static void tile_bodies(B *b, Loop *l, LV *acc, LV *lifted, LV **s, LV *tmp, int W)
+{
+	LLVMBasicBlockRef some, join;
+	int split = tile_mask_branch(b, l, W, &some, &join);
+	if (split) {
+		b->unmasked = 1;
+		tile_body(b, l, acc, lifted, s, tmp, W);
+		b->unmasked = 0;
+		LLVMBuildBr(b->L.b, join);
+		LLVMPositionBuilderAtEnd(b->L.b, some);
+	}
+	tile_body(b, l, acc, lifted, s, tmp, W);
+	if (split) {
+		LLVMBuildBr(b->L.b, join);
+		LLVMPositionBuilderAtEnd(b->L.b, join);
+	}
+}
+
+/* One lane (a carrier with vector fields): tiles of T positions fold
+ * into the state n-arily (fold_max_rescale), so the T scores, their g
+ * and the dot products behind them are independent work, and the state's
+ * vectors are rescaled once a tile.  Position by position, each one waits
+ * for the last: attention's (m, l, o) at d = 64 ran a chain of a dot
+ * product's horizontal sum, a max, an exp and the update of o per key.
+ * Returns where the positions left over (fewer than T) start. */
+static LLVMValueRef reduce_tiles(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+{
+	Kern *k = b->k;
+	int ns = k->c->nstate, T = k->tile;
+	LV *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[VTILE + 1];
+	Loop l = kern_loop_begin(b, lo, hi, T);
+	/* one body, the mask in it: with tile_bodies' branch, causal rows
+	 * here ran 0.104 G pairs/s against 0.155 */
+	tile_body(b, &l, one, lifted, s, tmp, 1);
+	kern_loop_end(b, &l);
+	free(lifted);
+	return kern_loop_final(b, &l);
+}
+
+void kern_build_reduce(B *b)
+{
+	Carrier *c = b->k->c;
+	Kern *k = b->k;
+	LLVMTypeRef p[5];
+	kern_sig(b, 5, p);
+	p[4] = b->i8p;
+	LLVMValueRef f = kern_begin_fn(b, "assoc_reduce", p, 5);
+	b->i = LLVMGetParam(f, 1);
+	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
+	int ns = c->nstate;
+	LV *tmp = calloc(4 * ns, sizeof *tmp);
+	lower_scope(&b->L, 1);
+	LV *one = kern_state_slots(b); /* the scalar state */
+	LLVMValueRef tail = lo;
+	LLVMBasicBlockRef joined = NULL;
+	if (k->two_pass) {
+		/* rows that fit in L2 (TWO_PASS_BYTES): two passes; else the online fold */
+		LLVMValueRef bytes = LLVMBuildMul(b->L.b, LLVMBuildSub(b->L.b, hi, lo, ""), ci64(b, k->two_pass), "");
+		LLVMBasicBlockRef tp = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "two_pass");
+		LLVMBasicBlockRef online = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "online");
+		joined = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "reduced");
+		LLVMBuildCondBr(b->L.b, LLVMBuildICmp(b->L.b, LLVMIntSLE, bytes, ci64(b, TWO_PASS_BYTES), ""), tp, online);
+		LLVMPositionBuilderAtEnd(b->L.b, tp);
+		Rows R = {.n = 1, .i = {b->i}};
+		kern_reduce_two_pass(b, &R, lo, hi, &one, tmp);
+		b->i = R.i[0];
+		LLVMBuildBr(b->L.b, joined);
+		LLVMPositionBuilderAtEnd(b->L.b, online);
+	}
+	if (k->lanes > 1 || k->accs > 1) {
+		Rows R = {.n = 1, .i = {b->i}};
+		tail = reduce_lanes(b, &R, lo, hi, &one, tmp);
+	} else {
+		kern_identity(b, b->st);
+		kern_slots_store(b, one, b->st);
+		if (k->mr_field >= 0 && k->tile > 1)
+			tail = reduce_tiles(b, one, lo, hi, tmp);
+	}
+	if (joined) {
+		LLVMBuildBr(b->L.b, joined);
+		LLVMPositionBuilderAtEnd(b->L.b, joined);
+	}
+	lower_scope(&b->L, 1);
+	Loop l = kern_loop_begin(b, tail, hi, 1);
+	lower_scope(&b->L, 1);
+	kern_step_slots(b, one, l.iv, tmp);
+	kern_loop_end(b, &l);
+	kern_slots_load(b, one, b->st);
+	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
+	free(one);
+	free(tmp);
+	kern_end_fn(b);
+}
+
+/* assoc_reduce2(a, i, st): rows i and i + 1 (kern_reduce_two_pass or
+ * reduce_lanes side by side), whole, of fewer than PAIR_LEN positions;
+ * their states at st and st + state_bytes, each the one assoc_reduce
+ * makes of its row. */
+void kern_build_reduce2(B *b)
+{
+	int ns = b->k->c->nstate;
+	LLVMTypeRef p[3] = {b->i8p, b->i64, b->i8p};
+	LLVMValueRef f = kern_begin_fn(b, "assoc_reduce2", p, 3);
+	LV *tmp = calloc(4 * ns, sizeof *tmp), *one[PAIR];
+	Rows R = {.n = PAIR};
+	lower_scope(&b->L, 1);
+	for (int r = 0; r < PAIR; r++) {
+		R.i[r] = LLVMBuildAdd(b->L.b, LLVMGetParam(f, 1), ci64(b, r), "");
+		one[r] = kern_state_slots(b);
+	}
+	if (b->k->two_pass)
+		kern_reduce_two_pass(b, &R, ci64(b, 0), b->len, one, tmp);
+	else
+		reduce_lanes(b, &R, ci64(b, 0), b->len, one, tmp);
+	for (int r = 0; r < PAIR; r++) {
+		lower_scope(&b->L, 1);
+		kern_slots_load(b, one[r], b->st);
+		kern_mem_store(b, kern_state_at(b, LLVMGetParam(f, 2), r), b->st);
+		free(one[r]);
+	}
+	free(tmp);
+	kern_end_fn(b);
+}
+
+/* dots_ahead as a loop over the components, the row input's from qbuf:
+ * T accumulators, and a load and T broadcasts a component. */
+static void dots_loop(B *b, Expr *e, int r, int k, int T)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	int n = decl_width(&c->row[r]), cw = kern_staged_width(c), off = kern_staged_off(c, k), at = 0;
+	for (int q = 0; q < r; q++)
+		at += decl_width(&c->row[q]);
+	LLVMTypeRef vt = lower_vty(L, TY_F32), ft = lower_kty(L, TY_F32);
+	LLVMValueRef acc[VTILE];
+	for (int t = 0; t < T; t++) {
+		acc[t] = LLVMBuildAlloca(L->ab, vt, "");
+		LLVMBuildStore(L->b, LLVMConstNull(vt), acc[t]);
+	}
+	LLVMValueRef u = kern_count_open(b, "dot");
+	LLVMValueRef qi = LLVMBuildAdd(L->b, u, ci64(b, at), "");
+	LLVMValueRef q = LLVMBuildLoad2(L->b, vt, LLVMBuildGEP2(L->b, vt, b->qbuf, &qi, 1, ""), "");
+	for (int t = 0; t < T; t++) {
+		LLVMValueRef ki = LLVMBuildAdd(L->b, u, ci64(b, (long long)t * cw + off), "");
+		LLVMValueRef kp = LLVMBuildGEP2(L->b, ft, b->colbuf, &ki, 1, "");
+		LLVMValueRef kv = lower_splat(L, LLVMBuildLoad2(L->b, ft, kp, ""));
+		LLVMValueRef args[3] = {q, kv, LLVMBuildLoad2(L->b, vt, acc[t], "")};
+		LLVMBuildStore(L->b, lower_intrinsic(L, "llvm.fmuladd", vt, args, 3), acc[t]);
+	}
+	kern_count_close(b, u, n, b->k->loop_unroll);
+	LLVMValueRef *s = L->dotpre + e->id * VTILE;
+	for (int t = 0; t < T; t++)
+		s[t] = LLVMBuildLoad2(L->b, vt, acc[t], "");
+}
+
+/* The dot products of a row input with a staged column input in e, for
+ * the T positions of the tile at once into L->dotpre (lower_node takes
+ * them from there): component by component, each of the row's loaded
+ * once for all T positions.  Position by position, every product loaded
+ * its row component again, the loads the bound of the loop.  Each
+ * position's chain is the one lower_node builds, so nothing changes but
+ * the order of independent instructions. */
+static void dots_ahead(B *b, Expr *e, int T)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	for (int i = 0; i < e->nargs; i++)
+		dots_ahead(b, e->a[i], T);
+	if (e->op != EXPR_DOT || L->dotpre[e->id * VTILE] || e->ty.kind != TY_F32)
+		return;
+	int r = -1, k = -1;
+	for (int s = 0; s < 2; s++) {
+		Expr *x = e->a[s];
+		if (x->op != EXPR_VAR || x->ty.kind != TY_F32)
+			return;
+		const Var *v = ir_var(c->ir, x->k);
+		if (v->kind == VAR_ROW)
+			r = v->slot;
+		else if (v->kind == VAR_COL)
+			k = v->slot;
+	}
+	if (r < 0 || k < 0)
+		return;
+	LV y[VTILE], x = b->rowv[r];
+	if (b->qbuf) {
+		dots_loop(b, e, r, k, T);
+		return;
+	}
+	for (int t = 0; t < T; t++)
+		if (!(y[t] = kern_staged_col(b, k, t)).n)
+			return;
+	LLVMValueRef *s = L->dotpre + e->id * VTILE;
+	for (int u = 0; u < x.n; u++)
+		for (int t = 0; t < T; t++) {
+			if (!u) {
+				s[t] = LLVMBuildFMul(L->b, lv_at(x, u), lv_at(y[t], u), "");
+				continue;
+			}
+			LLVMValueRef args[3] = {lv_at(x, u), lv_at(y[t], u), s[t]};
+			s[t] = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(s[t]), args, 3);
+		}
+}
+
+/* The vector fields other than the max whose lift is a staged column input
+ * of their width: each in an array on the stack (its slots in acc point
+ * into it), for fold_loop.  NULL where there is none. */
+static LLVMValueRef *fields_in_arrays(B *b, LV *acc)
+{
+	Carrier *c = b->k->c;
+	LLVMValueRef *a = calloc(c->nstate + 1, sizeof *a);
+	int any = 0;
+	LLVMTypeRef vt = lower_vty(&b->L, TY_F32);
+	for (int f = 0; f < c->nstate; f++) {
+		Expr *e = c->lift[f];
+		int n = decl_width(&c->state[f]);
+		if (f == b->k->mr_field || n < 4 || c->state[f].ty.kind != TY_F32 || e->op != EXPR_VAR ||
+		    c->identity[f]->op != EXPR_CONST)
+			continue;
+		const Var *v = ir_var(c->ir, e->k);
+		if (v->kind != VAR_COL || c->col[v->slot].ty.kind != TY_F32 || decl_width(&c->col[v->slot]) != n)
+			continue;
+		a[f] = LLVMBuildArrayAlloca(b->L.ab, vt, ci64(b, n), "field");
+		LLVMSetAlignment(a[f], 64);
+		for (int t = 0; t < n; t++) {
+			LLVMValueRef idx = ci64(b, t);
+			acc[f].c[t] = LLVMBuildGEP2(b->L.ab, vt, a[f], &idx, 1, "");
+		}
+		any = 1;
+	}
+	if (!any) {
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* assoc_reduce_rows(a, i, lo, hi, st): rows i .. i + group - 1 over
+ * [lo, hi), the states one after the other from st.  The rows are the
+ * lanes (kern_bind_inputs with b->row_lanes): a position's column inputs
+ * (attention's key and value) are one broadcast value, each row's inputs
+ * one lane, so the dot product of a query with a key is a chain of vector
+ * multiply-adds with no horizontal sum, and the state's vectors update
+ * group rows an instruction.  Tiles of positions fold as in reduce_tiles. */
+void kern_build_reduce_rows(B *b)
+{
+	Kern *k = b->k;
+	/* tile_body and tile_mask_branch read k->tile: this function's, until its end */
+	int ns = k->c->nstate, G = k->group, T = k->rows_tile, one_row_tile = k->tile;
+	k->tile = T;
+	LLVMTypeRef p[5];
+	kern_sig(b, 5, p);
+	p[4] = b->i8p;
+	b->row_lanes = 1;
+	LLVMValueRef f = kern_begin_fn(b, "assoc_reduce_rows", p, 5);
+	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
+	LV *tmp = calloc(4 * ns, sizeof *tmp), *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[VTILE + 1];
+	b->i = LLVMGetParam(f, 1);
+	b->L.fma = 1;
+	lower_scope(&b->L, G);
+	b->ilanes = kern_lanes_i(b);
+	LV *acc = kern_state_slots(b);
+	if (k->loop_unroll && kern_staged_width(k->c))
+		b->obuf = fields_in_arrays(b, acc);
+	kern_identity(b, b->st);
+	kern_slots_store(b, acc, b->st);
+	int cw = kern_staged_width(k->c);
+	b->colbuf = cw ? LLVMBuildArrayAlloca(b->L.ab, lower_kty(&b->L, TY_F32), ci64(b, (long long)T * cw), "colbuf") : NULL;
+	if (cw)
+		LLVMSetAlignment(b->colbuf, 64);
+	/* the rows' inputs before the loop: the barrier of kern_stage_columns
+	 * keeps LICM from hoisting them */
+	Carrier *c = k->c;
+	b->rowv = calloc(c->nrow + 1, sizeof *b->rowv);
+	if (k->loop_unroll && cw) {
+		/* float32 row inputs gathered by a loop into qbuf, their vectors
+		 * loaded from there (where anything but dots_loop reads them) */
+		int nq = 0;
+		for (int r = 0; r < c->nrow; r++)
+			nq += decl_width(&c->row[r]);
+		LLVMTypeRef vt = lower_vty(&b->L, TY_F32);
+		b->qbuf = LLVMBuildArrayAlloca(b->L.ab, vt, ci64(b, nq ? nq : 1), "qbuf");
+		LLVMSetAlignment(b->qbuf, 64);
+		for (int r = 0, at = 0; r < c->nrow; at += decl_width(&c->row[r]), r++) {
+			if (c->row[r].ty.kind != TY_F32) {
+				b->rowv[r] = row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
+				continue;
+			}
+			row_lanes_into(b, &c->row[r], b->inp[c->nelem + c->ncol + r], b->qbuf, at);
+			b->rowv[r] = lv_new(&b->L, decl_width(&c->row[r]));
+			for (int t = 0; t < b->rowv[r].n; t++) {
+				LLVMValueRef idx = ci64(b, at + t);
+				b->rowv[r].c[t] = LLVMBuildLoad2(b->L.b, vt, LLVMBuildGEP2(b->L.b, vt, b->qbuf, &idx, 1, ""), "");
+			}
+		}
+	} else {
+		for (int r = 0; r < c->nrow; r++)
+			b->rowv[r] = row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
+	}
+	Loop l = kern_loop_begin(b, lo, hi, T);
+	if (cw) {
+		kern_stage_columns(b, l.iv, T);
+		b->L.dotpre = calloc((size_t)b->L.nmemo * VTILE, sizeof *b->L.dotpre);
+		for (int f = 0; f < ns; f++)
+			dots_ahead(b, c->lift[f], T);
+		if (c->mask)
+			dots_ahead(b, c->mask, T);
+	}
+	tile_bodies(b, &l, acc, lifted, s, tmp, G);
+	free(b->L.dotpre);
+	b->L.dotpre = NULL;
+	b->L.dotslot = 0;
+	kern_loop_end(b, &l);
+	Loop e = kern_loop_begin(b, kern_loop_final(b, &l), hi, 1);
+	lower_scope(&b->L, G);
+	if (cw)
+		kern_stage_columns(b, e.iv, 1);
+	b->colslot = 0;
+	kern_step_slots(b, acc, e.iv, tmp);
+	kern_loop_end(b, &e);
+	kern_slots_load(b, acc, b->st);
+	/* each row's state out of its lane: the fields in arrays by a loop
+	 * over their components, the others unrolled */
+	LLVMValueRef out = LLVMGetParam(f, 4);
+	for (int g = 0; g < ns; g++) {
+		LLVMTypeRef ty = lower_kty(&b->L, (TyKind)c->state[g].ty.kind), vt = lower_vty(&b->L, (TyKind)c->state[g].ty.kind);
+		if (b->obuf && b->obuf[g]) {
+			LLVMValueRef t = kern_count_open(b, "scatter");
+			LLVMValueRef v = LLVMBuildLoad2(b->L.b, vt, LLVMBuildGEP2(b->L.b, vt, b->obuf[g], &t, 1, ""), "");
+			for (int r = 0; r < G; r++)
+				LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, r, 0), ""),
+					       kern_mem_slot(b, kern_state_at(b, out, r), g, t, ty));
+			kern_count_close(b, t, decl_width(&c->state[g]), 0);
+			continue;
+		}
+		for (int r = 0; r < G; r++)
+			for (int t = 0; t < b->st[g].n; t++)
+				LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, lv_at(b->st[g], t), LLVMConstInt(b->i32, r, 0), ""),
+					       kern_mem_slot(b, kern_state_at(b, out, r), g, ci64(b, t), ty));
+	}
+	b->row_lanes = 0, b->ilanes = NULL;
+	b->L.fma = 0;
+	b->colbuf = NULL;
+	b->qbuf = NULL;
+	free(b->obuf);
+	b->obuf = NULL;
+	free(b->rowv);
+	b->rowv = NULL;
+	free(acc);
+	free(lifted);
+	free(tmp);
+	k->tile = one_row_tile;
+	kern_end_fn(b);
+}

@@ -1,0 +1,1218 @@
+/* prove.c: the laws of a carrier, proved region by region.
+ *
+ * The obligations are built by substitution in the IR: (a+b)+c against
+ * a+(b+c), e+a and a+e against a, b+a against a+b, and for a certificate
+ * phi(a+b) against phi(a)*phi(b) and back(phi(a)) against a.  Operands are
+ * nonempty reachable states: finite reals with the sign invariants inferred
+ * from lift and merge, and the linear ones of prove_inv.c (q >= s).  The
+ * empty state enters only through the identity laws, which with
+ * associativity over nonempty states give it for every reachable state.
+ * e+e is folded in the spec's own types, as the generated code computes it. */
+#include "compiler/prove/prove_int.h"
+
+#include "compiler/check/draw.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MAX_REGIONS = 4096, MAX_FIELDS = 64, WITNESS_TRIES = 4000, MAX_OPEN = 8 };
+static const double TIME_BUDGET = 10.0;
+
+typedef struct {
+	char *s;
+	size_t len, cap;
+} Buf;
+
+static void bprintf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bprintf(Buf *b, const char *fmt, ...)
+{
+	if (!b)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (b->len + n + 1 > b->cap) {
+		b->cap = 2 * (b->len + n + 1);
+		b->s = realloc(b->s, b->cap);
+		if (!b->s)
+			abort();
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->len, n + 1, fmt, ap);
+	va_end(ap);
+	b->len += n;
+}
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *s = malloc(n + 1);
+	if (!s)
+		abort();
+	va_start(ap, fmt);
+	vsnprintf(s, n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* ---- substitution ---- */
+
+typedef struct {
+	Expr **by_var; /* replacement per Ir var, NULL keeps */
+} Map;
+
+static Expr *map_var(void *ctx, Expr *v) { return ((Map *)ctx)->by_var[v->k]; }
+
+/* e with state operand w's fields replaced by to[f] (to NULL: leave) and w2's by to2. */
+static Expr *subst2(Carrier *c, Expr *e, int w, Expr **to, int w2, Expr **to2)
+{
+	Map m = {calloc(ir_nvars(c->ir) + 1, sizeof(Expr *))};
+	if (!m.by_var)
+		abort();
+	for (int f = 0; f < c->nstate; f++) {
+		if (to)
+			m.by_var[c->svar[w][f]] = to[f];
+		if (to2)
+			m.by_var[c->svar[w2][f]] = to2[f];
+	}
+	Expr *r = ir_subst(c->ir, e, map_var, &m);
+	free(m.by_var);
+	return r;
+}
+
+/* merge(x, y) per field */
+static void merge_of(Carrier *c, Expr **x, Expr **y, Expr **out)
+{
+	for (int f = 0; f < c->nstate; f++)
+		out[f] = subst2(c, c->merge[f], STATE_A, x, STATE_B, y);
+}
+
+static void refs(Carrier *c, int w, Expr **out)
+{
+	for (int f = 0; f < c->nstate; f++)
+		out[f] = ir_ref(c->ir, c->svar[w][f]);
+}
+
+/* ---- signs: assume facts and the invariants of nonempty states ---- */
+
+static uint8_t sign_rec(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo);
+
+static uint8_t sign_op(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo)
+{
+	uint8_t s[3] = {SG_ANY, SG_ANY, SG_ANY};
+	for (int i = 0; i < e->nargs; i++)
+		s[i] = sign_rec(c, e->a[i], vs, memo);
+	switch (e->op) {
+	case EXPR_CONST: return isinf(e->num) ? (e->num > 0 ? SG_POS : SG_NEG) : sign_of_num(e->num);
+	case EXPR_VAR: return vs[e->k];
+	case EXPR_CAST: case EXPR_INDEX: case EXPR_TANH: return s[0];
+	case EXPR_NEG: return sign_neg(s[0]);
+	case EXPR_ADD: return sign_add(s[0], s[1]);
+	case EXPR_SUB: return sign_add(s[0], sign_neg(s[1]));
+	case EXPR_MUL: case EXPR_DIV: return sign_mul(s[0], s[1]);
+	case EXPR_FMA: return sign_add(sign_mul(s[0], s[1]), s[2]);
+	case EXPR_POW:
+		if (e->k % 2)
+			return s[0];
+		return (uint8_t)((s[0] & SG_ZERO) | (s[0] & (SG_NEG | SG_POS) ? SG_POS : 0));
+	case EXPR_EXP: case EXPR_EXP2: case EXPR_RSQRT: case EXPR_SIGMOID: return SG_POS;
+	case EXPR_SQRT: case EXPR_ABS: return (uint8_t)(s[0] & SG_ZERO ? SG_ZERO | SG_POS : SG_POS);
+	case EXPR_MAX: return sign_max(s[0], s[1]);
+	case EXPR_MIN: return sign_neg(sign_max(sign_neg(s[0]), sign_neg(s[1])));
+	case EXPR_WHERE: return s[1] | s[2];
+	default: return SG_ANY;
+	}
+}
+
+static uint8_t sign_rec(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo)
+{
+	if (!memo[e->id])
+		memo[e->id] = sign_op(c, e, vs, memo);
+	return memo[e->id];
+}
+
+static uint8_t sign_expr(Carrier *c, Expr *e, const uint8_t *vs)
+{
+	uint8_t *memo = calloc(e->id + 1, 1);
+	if (!memo)
+		abort();
+	uint8_t s = sign_rec(c, e, vs, memo);
+	free(memo);
+	return s;
+}
+
+/* Facts "v > k", "v >= k" (k >= 0) and mirrored, from the assume conjunction. */
+static void assume_facts(Expr *e, uint8_t *vs)
+{
+	Expr *stack[256];
+	int n = 0;
+	if (e)
+		stack[n++] = e;
+	while (n) {
+		e = stack[--n];
+		if (e->op == EXPR_AND) {
+			if (n + 2 <= 256)
+				stack[n++] = e->a[0], stack[n++] = e->a[1];
+			continue;
+		}
+		if (!(ir_ops[e->op].flags & F_CMP) || e->op == EXPR_EQ || e->op == EXPR_NE)
+			continue;
+		int flip = e->a[0]->op == EXPR_CONST;
+		Expr *v = e->a[flip], *k = e->a[!flip];
+		if (v->op != EXPR_VAR || k->op != EXPR_CONST)
+			continue;
+		int op = e->op;
+		if (flip)
+			op = op == EXPR_LT ? EXPR_GT : op == EXPR_LE ? EXPR_GE : op == EXPR_GT ? EXPR_LT : EXPR_LE;
+		if ((op == EXPR_GT && k->num >= 0) || (op == EXPR_GE && k->num > 0))
+			vs[v->k] &= SG_POS;
+		else if (op == EXPR_GE && k->num == 0)
+			vs[v->k] &= SG_POS | SG_ZERO;
+	}
+}
+
+static void infer_signs(Carrier *c, uint8_t *vs, uint8_t *inv)
+{
+	for (int v = 0; v < ir_nvars(c->ir); v++) {
+		const Var *var = ir_var(c->ir, v);
+		vs[v] = var->kind == VAR_IDX ? (var->slot == IDX_LEN ? SG_POS : SG_POS | SG_ZERO) : SG_ANY;
+	}
+	assume_facts(c->assume, vs);
+	for (int f = 0; f < c->nstate; f++)
+		inv[f] = sign_expr(c, c->lift[f], vs);
+	for (int round = 0, changed = 1; changed && round < 16; round++) {
+		changed = 0;
+		for (int f = 0; f < c->nstate; f++)
+			vs[c->svar[STATE_A][f]] = vs[c->svar[STATE_B][f]] = inv[f];
+		for (int f = 0; f < c->nstate; f++) {
+			uint8_t s = sign_expr(c, c->merge[f], vs);
+			if (s & ~inv[f])
+				inv[f] |= s, changed = 1;
+		}
+	}
+}
+
+/* ---- the prover's variables ---- */
+
+static int pv_init(Pv *p, Carrier *c)
+{
+	memset(p, 0, sizeof *p);
+	p->c = c;
+	p->ir = c->ir;
+	int nvars = ir_nvars(c->ir);
+	p->var_of = malloc((nvars + 1) * sizeof *p->var_of);
+	uint8_t *vs = malloc(nvars + 1), inv[MAX_FIELDS];
+	if (!p->var_of || !vs)
+		abort();
+	for (int v = 0; v < nvars; v++)
+		p->var_of[v] = -1;
+	infer_signs(c, vs, inv);
+	for (int w = STATE_A; w <= STATE_C; w++)
+		for (int f = 0; f < c->nstate && p->nv < PV_MAXV; f++) {
+			p->var_of[c->svar[w][f]] = p->nv;
+			p->vname[p->nv] = c->state[f].name;
+			p->vop[p->nv] = (char)('a' + w);
+			p->vfield[p->nv] = f;
+			p->vsign[p->nv++] = inv[f];
+		}
+	for (int i = 0; i < c->nparams && p->nv < PV_MAXV; i++) {
+		p->var_of[c->params[i].var] = p->nv;
+		p->vname[p->nv] = c->params[i].name;
+		p->vfield[p->nv] = i;
+		p->vsign[p->nv++] = vs[c->params[i].var];
+	}
+	/* points drawn from the carrier's own text: the same proof on every
+	 * run, but no fixed public points a merge could be built to vanish on */
+	uint64_t seed = 0x5eedULL;
+	for (int f = 0; f < c->nstate; f++) {
+		Expr *es[3] = {c->merge ? c->merge[f] : NULL, c->identity ? c->identity[f] : NULL, c->lift ? c->lift[f] : NULL};
+		for (int k = 0; k < 3; k++)
+			if (es[k]) {
+				char *t = ir_str_max(c->ir, es[k], 1 << 16);
+				for (const char *s = t; *s; s++)
+					seed = (seed ^ (unsigned char)*s) * 0x100000001b3ULL;
+				free(t);
+			}
+	}
+	for (int k = 0; k < PV_K; k++) {
+		for (int v = 0; v < PV_MAXV; v++) {
+			p->pt[k][v] = pv_rand(&seed) | 1;
+			p->X[k][v] = pv_rand(&seed) | 1;
+			p->Y[k][v] = pv_rand(&seed) | 1;
+		}
+		p->E[k] = pv_rand(&seed) | 1;
+	}
+	int ok = p->nv == 3 * c->nstate + c->nparams;
+	if (ok)
+		inv_infer(p, vs);
+	free(vs);
+	return ok ? 0 : -1;
+}
+
+/* ---- obligations ---- */
+
+typedef struct {
+	Expr *l, *r;
+	const char *field;
+} Pair;
+
+typedef struct {
+	Pv *p;
+	Buf *trace;
+	double t0;
+	const char *ops; /* operands named in witnesses: "abc", "ab", "a" */
+	const char *lname, *rname;
+	int regions;
+	int maxdeg, nchecks;
+	char *open;      /* the first difference no reachable state shows: the verdict unless one does */
+	int nopen;
+} Job;
+
+typedef struct {
+	ProofStatus status;
+	char *how;
+} Verdict;
+
+static void verdict(Verdict *v, ProofStatus s, char *how)
+{
+	free(v->how);
+	v->status = s;
+	v->how = how;
+}
+
+static double grid_value(uint8_t sign, int integer, uint64_t *seed)
+{
+	static const double any[] = {-2, -1, 0, 1, 2, 3, 0.5, -1.5}, pos[] = {1, 2, 3, 4},
+			    nonneg[] = {0, 1, 2, 3};
+	const double *g = any;
+	int n = integer ? 6 : 8;
+	if (sign == SG_POS)
+		g = pos, n = 4;
+	else if (sign == (SG_POS | SG_ZERO))
+		g = nonneg, n = 4;
+	else if (sign == SG_NEG || sign == (SG_NEG | SG_ZERO))
+		return -grid_value(sign_neg(sign), integer, seed);
+	return g[pv_rand(seed) % (uint64_t)n];
+}
+
+static int set_leaves(Pv *p, Prog *g, const double *val)
+{
+	for (int i = 0; i < prog_nleaves(g); i++) {
+		Expr *e = prog_leaf(g, i);
+		int v = e->op == EXPR_VAR ? p->var_of[e->k] : -1;
+		if (v < 0)
+			return 0;
+		double *d = prog_leaf_val(g, i, NULL);
+		for (int j = 0; j < (e->ty.len ? e->ty.len : 1); j++)
+			d[j] = val[v];
+	}
+	return 1;
+}
+
+static void witness_str(Job *j, const double *val, Buf *b)
+{
+	Pv *p = j->p;
+	for (const char *o = j->ops; *o; o++) {
+		bprintf(b, "%s%c={", o == j->ops ? "" : ", ", *o);
+		for (int v = 0, first = 1; v < p->nv; v++)
+			if (p->vop[v] == *o) {
+				bprintf(b, "%s%s: %g", first ? "" : ", ", p->vname[v], val[v]);
+				first = 0;
+			}
+		bprintf(b, "}");
+	}
+	for (int v = 0; v < p->nv; v++) /* a fixed param is named with the law, as is a bool's case */
+		if (!p->vop[v] && p->c->params[p->vfield[v]].storage != TY_BOOL && !(p->pfixed && p->pfixed[p->vfield[v]]))
+			bprintf(b, ", %s=%g", p->vname[v], val[v]);
+}
+
+static int try_point(Job *j, const Region *r, Prog *g, uint64_t *seed, double *val, double *out)
+{
+	Pv *p = j->p;
+	for (int v = 0; v < p->nv; v++) {
+		const Ty *t = p->vop[v] ? &p->c->state[p->vfield[v]].ty : &p->c->params[p->vfield[v]].ty;
+		val[v] = grid_value(p->vsign[v], ty_is_int(*t), seed);
+	}
+	for (int v = 0; v < p->nv; v++)
+		if (r->issub >> v & 1)
+			val[v] = lin_eval_f(&r->sub[v], val);
+	for (int v = 0; v < p->nv; v++) { /* a region's equation can make an integer field a half: no state has it */
+		const Ty *t = p->vop[v] ? &p->c->state[p->vfield[v]].ty : &p->c->params[p->vfield[v]].ty;
+		if (ty_is_int(*t) && val[v] != trunc(val[v]))
+			return 0;
+	}
+	if (!region_holds(r, val) || !set_leaves(p, g, val))
+		return 0;
+	prog_run(g, MODE_F64);
+	out[0] = prog_root(g, 0, NULL)[0];
+	out[1] = prog_root(g, 1, NULL)[0];
+	return pv_differ(out[0], out[1]);
+}
+
+/* A point of region r where pair's sides differ in float64, drawn from the
+ * grid: it shows the difference, but may break an invariant of reachable
+ * states that the region does not state. */
+static int grid_witness(Job *j, const Region *r, Prog *g, double *val, double *out)
+{
+	uint64_t seed = 0xfeedULL;
+	for (int t = 0; t < WITNESS_TRIES; t++)
+		if (try_point(j, r, g, &seed, val, out))
+			return 1;
+	return 0;
+}
+
+static char *witness_how(Job *j, const Region *r, const Pair *pr, const double *val, const double *out)
+{
+	Buf b = {0};
+	if (r->desc[0])
+		bprintf(&b, "region %s: ", r->desc);
+	witness_str(j, val, &b);
+	bprintf(&b, " gives %s = %.17g by %s and %.17g by %s", pr->field, out[0], j->lname, out[1], j->rname);
+	return b.s;
+}
+
+/* The pair's sides differ in region r as rational functions.  A disproof
+ * needs operands that folds of real inputs reach: 1 with the verdict in
+ * out.  A region that no drawn fold shows different is left open (0), and
+ * the search goes on elsewhere: its message is the verdict only if no
+ * other region disproves the law. */
+static int disprove(Job *j, const Region *r, const Pair *pr, Verdict *out)
+{
+	Pv *p = j->p;
+	Expr *roots[2] = {pr->l, pr->r};
+	Prog *g = prog_new(p->ir, roots, 2);
+	double val[PV_MAXV], got[2];
+	if (!p->reach)
+		p->reach = reach_new(p->c);
+	const char *where = r->desc[0] ? r->desc : "(all)";
+	char *open = NULL;
+	int found = reach_witness(p->reach, p, r, g, pr->l, val, got);
+	if (found) {
+		bprintf(j->trace, "      states folded from drawn rows differ there\n");
+		verdict(out, PROOF_DISPROVED, witness_how(j, r, pr, val, got));
+	} else if (grid_witness(j, r, g, val, got)) {
+		Buf b = {0};
+		bprintf(&b, "%s differs in region %s, at ", pr->field, where);
+		witness_str(j, val, &b);
+		bprintf(&b, " (%.17g by %s, %.17g by %s), but at no state folded from %d drawn rows: "
+			    "an invariant may exclude the region", got[0], j->lname, got[1], j->rname,
+			reach_states(p->reach));
+		open = b.s;
+	} else {
+		open = xasprintf("%s differs in region %s but no witness was found", pr->field, where);
+	}
+	prog_free(g);
+	if (open) {
+		bprintf(j->trace, "      left open: %s\n", open);
+		j->nopen++;
+		if (j->open)
+			free(open);
+		else
+			j->open = open;
+	}
+	return found;
+}
+
+static void child_desc(Region *ch, const char *parent, const char *split, int rel)
+{
+	char s[200];
+	snprintf(s, sizeof s, "%s", split);
+	char *q = strstr(s, " ? ");
+	if (q)
+		q[1] = (char)rel;
+	size_t n = strlen(parent);
+	if (n + strlen(s) + 3 > sizeof ch->desc) {
+		snprintf(ch->desc, sizeof ch->desc, "%s", parent);
+		return; /* too long to print: the constraints still hold, only the label is short */
+	}
+	memcpy(ch->desc, parent, n);
+	strcpy(ch->desc + n, n ? ", " : "");
+	strcat(ch->desc, s);
+}
+
+static int push_children(Job *j, Ev *x, const Region *r, Region **stack, int *n)
+{
+	const char *desc;
+	const Lin *d = ev_split(x, &desc);
+	static const int rels[3] = {'<', '=', '>'};
+	for (int i = 0; i < 3; i++) {
+		Region *ch = malloc(sizeof *ch);
+		if (!ch)
+			abort();
+		if (!region_assume(j->p, r, d, rels[i], ch) || *n >= 3 * MAX_REGIONS) {
+			free(ch);
+			continue;
+		}
+		child_desc(ch, r->desc, desc, rels[i]);
+		stack[(*n)++] = ch;
+	}
+	return 0;
+}
+
+/* One region: 1 when every pair is equal, 0 split pushed, -1 verdict set,
+ * 2 left open (a difference no reachable state shows). */
+static int prove_region(Job *j, const Region *r, const Pair *pr, int n, Region **stack, int *ns, Verdict *out)
+{
+	Ev *x = ev_new(j->p, r);
+	int res = 1;
+	char why[160];
+	for (int i = 0; i < n && res == 1; i++) {
+		Val *l = ev_eval(x, pr[i].l), *rv = ev_eval(x, pr[i].r);
+		Val *bad = l->kind == V_SPLIT || l->kind == V_ERR ? l : rv;
+		if (bad->kind == V_SPLIT) {
+			push_children(j, x, r, stack, ns);
+			res = 0;
+			break;
+		}
+		if (bad->kind == V_ERR) {
+			verdict(out, PROOF_UNKNOWN, xasprintf("%s (field %s)", bad->why, pr[i].field));
+			res = -1;
+			break;
+		}
+		int deg, eq = val_equal(j->p, l, rv, &deg, why, sizeof why);
+		if (j->trace) {
+			char sl[300], sr[300];
+			val_str(j->p, l, sl, sizeof sl);
+			val_str(j->p, rv, sr, sizeof sr);
+			bprintf(j->trace, "    %s: %s | %s: %s\n", j->lname, sl, j->rname, sr);
+			bprintf(j->trace, "      %s %s\n", pr[i].field, eq == 1 ? "equal" : eq ? "undecided" : "DIFFER");
+		}
+		if (eq < 0) {
+			verdict(out, PROOF_UNKNOWN, xasprintf("%s (field %s)", why, pr[i].field));
+			res = -1;
+		} else if (eq == 0) {
+			res = disprove(j, r, &pr[i], out) ? -1 : 2;
+		} else {
+			j->nchecks++;
+			if (deg > j->maxdeg)
+				j->maxdeg = deg;
+		}
+	}
+	ev_free(x);
+	return res;
+}
+
+/* The words that name the invariants a proof assumed, before p->invtext. */
+static const char *under(const Pv *p) { return p->ninv ? "; under invariants " : ""; }
+
+static char *proved_how(Job *j)
+{
+	/* Schwartz-Zippel: a nonzero difference of degree d vanishes at PV_K
+	 * independent random points with probability at most (d/p)^PV_K */
+	double d = j->maxdeg > 0 ? j->maxdeg : 1;
+	double lg = log10(j->nchecks ? j->nchecks : 1) + PV_K * (log10(d) - 61 * log10(2.0));
+	return xasprintf("%d region%s; normal forms equal at %d random points mod 2^61-1 (error < 1e%d)%s%s",
+			 j->regions, j->regions == 1 ? "" : "s", PV_K, (int)ceil(lg), under(j->p), j->p->invtext);
+}
+
+/* All regions of one obligation; 1 when proved, 0 when out has the verdict. */
+static int prove_one(Job *j, const Pair *pr, Verdict *out)
+{
+	Region **stack = malloc(3 * MAX_REGIONS * sizeof *stack);
+	if (!stack)
+		abort();
+	int ns = 1, done = 0;
+	stack[0] = malloc(sizeof **stack);
+	region_init(j->p, stack[0]);
+	while (ns && !done) {
+		Region *r = stack[--ns];
+		if (j->regions >= MAX_REGIONS || now() - j->t0 > TIME_BUDGET) {
+			verdict(out, PROOF_UNKNOWN, j->regions >= MAX_REGIONS
+							    ? xasprintf("budget: regions > %d", MAX_REGIONS)
+							    : xasprintf("budget: time > %.0f s", TIME_BUDGET));
+			free(r);
+			break;
+		}
+		bprintf(j->trace, "  %s, region %s\n", pr->field, r->desc[0] ? r->desc : "(all)");
+		int res = prove_region(j, r, pr, 1, stack, &ns, out);
+		if (res == 1)
+			j->regions++;
+		done = res < 0 || j->nopen >= MAX_OPEN;
+		free(r);
+	}
+	while (ns)
+		free(stack[--ns]);
+	free(stack);
+	return out->how == NULL;
+}
+
+/* Each field on its own: a field's regions come from its own comparisons
+ * only.  A region left open makes the law unknown unless another field or
+ * region disproves it. */
+static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
+{
+	j->regions = j->maxdeg = j->nchecks = 0;
+	j->p->overflow = 0;
+	int i = 0;
+	while (i < n && j->nopen < MAX_OPEN && prove_one(j, &pr[i], out))
+		i++;
+	if (out->how)
+		free(j->open);
+	else if (j->open)
+		verdict(out, PROOF_UNKNOWN, j->open);
+	else
+		verdict(out, PROOF_PROVED, proved_how(j));
+	j->open = NULL;
+	j->nopen = 0;
+}
+
+/* ---- the laws ---- */
+
+typedef struct {
+	Carrier *c;
+	Pv p;
+	Buf *trace;
+	double t0;
+	Expr *A[MAX_FIELDS], *B[MAX_FIELDS], *C[MAX_FIELDS], *E[MAX_FIELDS];
+} Ctx;
+
+static Job job(Ctx *x, const char *ops, const char *lname, const char *rname)
+{
+	return (Job){&x->p, x->trace, x->t0, ops, lname, rname, 0, 0, 0, NULL, 0};
+}
+
+static void law_assoc(Ctx *x, Verdict *out)
+{
+	Carrier *c = x->c;
+	Expr *ab[MAX_FIELDS], *bc[MAX_FIELDS], *l[MAX_FIELDS], *r[MAX_FIELDS];
+	Pair pr[MAX_FIELDS];
+	merge_of(c, x->A, x->B, ab);
+	merge_of(c, x->B, x->C, bc);
+	merge_of(c, ab, x->C, l);
+	merge_of(c, x->A, bc, r);
+	for (int f = 0; f < c->nstate; f++)
+		pr[f] = (Pair){l[f], r[f], c->state[f].name};
+	bprintf(x->trace, "associative: (a+b)+c = a+(b+c) over nonempty states\n");
+	Job j = job(x, "abc", "(a+b)+c", "a+(b+c)");
+	prove_pairs(&j, pr, c->nstate, out);
+}
+
+static void law_comm(Ctx *x, Verdict *out)
+{
+	Carrier *c = x->c;
+	Expr *ab[MAX_FIELDS], *ba[MAX_FIELDS];
+	Pair pr[MAX_FIELDS];
+	merge_of(c, x->A, x->B, ab);
+	merge_of(c, x->B, x->A, ba);
+	for (int f = 0; f < c->nstate; f++)
+		pr[f] = (Pair){ab[f], ba[f], c->state[f].name};
+	bprintf(x->trace, "commutative: a+b = b+a over nonempty states\n");
+	Job j = job(x, "ab", "a+b", "b+a");
+	prove_pairs(&j, pr, c->nstate, out);
+}
+
+static void fmt_num(double v, char *buf, size_t n)
+{
+	if (isnan(v))
+		snprintf(buf, n, "NaN");
+	else
+		ir_fmt_num(v, buf, n);
+}
+
+/* The first node of e's cone whose value at e+e is NaN while its operands are not. */
+static char *nan_origin(Carrier *c, Expr *e, Map *m)
+{
+	Expr *stack[1024], *best = NULL;
+	unsigned char *seen = calloc(e->id + 1, 1);
+	if (!seen)
+		abort();
+	int n = 0;
+	stack[n++] = e;
+	while (n) {
+		Expr *t = stack[--n];
+		if (seen[t->id])
+			continue;
+		seen[t->id] = 1;
+		Expr *v = ir_subst(c->ir, t, map_var, m);
+		int nan = v->op == EXPR_CONST && isnan(v->num), opnan = 0;
+		for (int i = 0; i < t->nargs; i++) {
+			Expr *a = ir_subst(c->ir, t->a[i], map_var, m);
+			opnan |= a->op == EXPR_CONST && isnan(a->num);
+			if (n < 1024)
+				stack[n++] = t->a[i];
+		}
+		if (nan && !opnan && (!best || t->id < best->id))
+			best = t;
+	}
+	free(seen);
+	if (!best)
+		return xasprintf("NaN");
+	char va[3][40];
+	for (int i = 0; i < best->nargs; i++)
+		fmt_num(ir_subst(c->ir, best->a[i], map_var, m)->num, va[i], sizeof va[i]);
+	char *s = ir_str_max(c->ir, best, MSG_EXPR), *r;
+	if (!best->nargs) /* an operand that is NaN itself: the identity's field */
+		r = xasprintf("%s, which is NaN in the identity", s);
+	else if (best->nargs == 2 && (ir_ops[best->op].flags & F_INFIX))
+		r = xasprintf("%s %s %s in %s", va[0], ir_ops[best->op].printed, va[1], s);
+	else
+		r = xasprintf("%s(%s) in %s", ir_ops[best->op].printed, best->nargs ? va[0] : "", s);
+	free(s);
+	return r;
+}
+
+/* e+e = e, folded in the spec's types: NULL when it holds, else why not
+ * (NULL too, with *open set, where the params decide it). */
+static char *empty_merge(Ctx *x, char **open)
+{
+	Carrier *c = x->c;
+	Map m = {calloc(ir_nvars(c->ir) + 1, sizeof(Expr *))};
+	if (!m.by_var)
+		abort();
+	for (int f = 0; f < c->nstate; f++)
+		m.by_var[c->svar[STATE_A][f]] = m.by_var[c->svar[STATE_B][f]] = x->E[f];
+	char *bad = NULL;
+	for (int f = 0; f < c->nstate && !bad; f++) {
+		Expr *v = ir_subst(c->ir, c->merge[f], map_var, &m);
+		char got[40], want[40];
+		if (v->op != EXPR_CONST) {
+			/* it depends on params: not folded here, the trials fold it */
+			char *s = ir_str_max(c->ir, v, MSG_EXPR);
+			*open = xasprintf("e+e gives %s = %s, which the params decide", c->state[f].name, s);
+			free(s);
+			break;
+		} else if (isnan(v->num)) {
+			char *o = nan_origin(c, c->merge[f], &m);
+			bad = xasprintf("e+e gives NaN at %s: %s", c->state[f].name, o);
+			free(o);
+		} else if (v->num != x->E[f]->num) {
+			fmt_num(v->num, got, sizeof got);
+			fmt_num(x->E[f]->num, want, sizeof want);
+			bad = xasprintf("e+e gives %s = %s, identity %s", c->state[f].name, got, want);
+		}
+		bprintf(x->trace, "  e+e: %s folds to %g\n", c->state[f].name, v->op == EXPR_CONST ? v->num : NAN);
+	}
+	free(m.by_var);
+	return bad;
+}
+
+static void law_identity(Ctx *x, Verdict *out)
+{
+	Carrier *c = x->c;
+	Expr *ea[MAX_FIELDS], *ae[MAX_FIELDS];
+	Pair pr[MAX_FIELDS];
+	bprintf(x->trace, "identity: e+e = e, e+a = a, a+e = a\n");
+	char *open = NULL, *bad = empty_merge(x, &open);
+	if (bad || open) {
+		verdict(out, bad ? PROOF_DISPROVED : PROOF_UNKNOWN, bad ? bad : open);
+		return;
+	}
+	merge_of(c, x->E, x->A, ea);
+	merge_of(c, x->A, x->E, ae);
+	for (int f = 0; f < c->nstate; f++)
+		pr[f] = (Pair){ea[f], x->A[f], c->state[f].name};
+	Job j = job(x, "a", "e+a", "a");
+	prove_pairs(&j, pr, c->nstate, out);
+	if (out->status == PROOF_DISPROVED)
+		return;
+	int regions = j.regions;
+	for (int f = 0; f < c->nstate; f++)
+		pr[f] = (Pair){ae[f], x->A[f], c->state[f].name};
+	j = job(x, "a", "a+e", "a");
+	Verdict right = {PROOF_UNKNOWN, NULL};
+	prove_pairs(&j, pr, c->nstate, &right);
+	/* e+a left unknown: a+e may still disprove the law */
+	if (right.status == PROOF_DISPROVED || (out->status == PROOF_PROVED && right.status != PROOF_PROVED))
+		verdict(out, right.status, right.how);
+	else if (out->status == PROOF_PROVED)
+		verdict(out, PROOF_PROVED,
+			xasprintf("e+e = e folded; e+a = a and a+e = a in %d regions, normal forms equal%s%s",
+				  regions + j.regions, under(&x->p), x->p.invtext));
+	if (out->how != right.how)
+		free(right.how);
+}
+
+/* ---- certificates ---- */
+
+static Expr *phi(Carrier *c, int k, Expr **st) { return subst2(c, c->cert_into[k].e, STATE_SELF, st, STATE_SELF, NULL); }
+
+static const char *monoid_name(Op op)
+{
+	return op == EXPR_ADD ? "+" : op == EXPR_MUL ? "*" : op == EXPR_MAX ? "max" : "min";
+}
+
+static char *monoid_str(Carrier *c)
+{
+	Buf b = {0};
+	bprintf(&b, "(");
+	for (int k = 0; k < c->ncert; k++)
+		bprintf(&b, "%s%s", k ? ", " : "", monoid_name(c->cert_monoid[k]));
+	bprintf(&b, ")");
+	return b.s;
+}
+
+/* phi(e) is the monoid's identity; NULL when it holds. */
+static char *cert_unit(Ctx *x)
+{
+	Carrier *c = x->c;
+	for (int k = 0; k < c->ncert; k++) {
+		Expr *v = phi(c, k, x->E);
+		double u = ir_ops[c->cert_monoid[k]].unit;
+		if (v->op != EXPR_CONST || v->num != u) {
+			char *s = ir_str_max(c->ir, v, MSG_EXPR), *r;
+			r = xasprintf("phi(e).%s = %s, not the identity of %s", c->cert_into[k].name, s,
+				      monoid_name(c->cert_monoid[k]));
+			free(s);
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static void law_cert(Ctx *x, Verdict *out)
+{
+	Carrier *c = x->c;
+	Expr *ab[MAX_FIELDS];
+	Pair pr[2 * MAX_FIELDS];
+	int n = 0;
+	bprintf(x->trace, "certificate: phi(a+b) = phi(a)*phi(b), back(phi(a)) = a, phi(e) = 1\n");
+	char *bad = cert_unit(x);
+	if (bad) {
+		verdict(out, PROOF_DISPROVED, bad);
+		return;
+	}
+	merge_of(c, x->A, x->B, ab);
+	for (int k = 0; k < c->ncert && n < MAX_FIELDS; k++) {
+		Expr *l = phi(c, k, ab), *r = ir_bin(c->ir, c->cert_monoid[k], phi(c, k, x->A), phi(c, k, x->B));
+		pr[n++] = (Pair){l, r, c->cert_into[k].name};
+	}
+	Job j = job(x, "ab", "phi(a+b)", "phi(a)*phi(b)");
+	prove_pairs(&j, pr, n, out);
+	if (out->status != PROOF_PROVED)
+		return;
+	int regions = j.regions;
+	Map m = {calloc(ir_nvars(c->ir) + 1, sizeof(Expr *))};
+	if (!m.by_var)
+		abort();
+	for (int k = 0; k < c->ncert; k++)
+		m.by_var[c->cert_var[k]] = phi(c, k, x->A);
+	for (int f = 0; f < c->nstate; f++)
+		pr[f] = (Pair){ir_subst(c->ir, c->cert_back[f], map_var, &m), x->A[f], c->state[f].name};
+	free(m.by_var);
+	j = job(x, "a", "back(phi(a))", "a");
+	verdict(out, PROOF_UNKNOWN, NULL);
+	prove_pairs(&j, pr, c->nstate, out);
+	if (out->status == PROOF_PROVED)
+		verdict(out, PROOF_PROVED,
+			xasprintf("phi(a+b) = phi(a)*phi(b) in %d regions; back(phi(a)) = a in %d; phi(e) is the identity%s%s",
+				  regions, j.regions, under(&x->p), x->p.invtext));
+}
+
+/* ---- the report ---- */
+
+const char *proof_status_name(ProofStatus s)
+{
+	return s == PROOF_PROVED ? "proved" : s == PROOF_DISPROVED ? "disproved" : "unknown";
+}
+
+static void add_line(ProofReport *r, const char *law, Verdict *v)
+{
+	r->line[r->n++] = (ProofLine){law, v->status, v->how ? v->how : xasprintf("no reason")};
+	v->how = NULL;
+}
+
+static void set_all(ProofReport *r, Carrier *c, const char *why)
+{
+	static const char *laws[] = {"associative", "identity", "commutative", "certificate"};
+	for (int i = 0; i < 4; i++) {
+		if ((i == 2 && !(c->laws & LAW_COMMUTATIVE)) || (i == 3 && !c->has_cert))
+			continue;
+		r->line[r->n++] = (ProofLine){laws[i], PROOF_UNKNOWN, xasprintf("%s", why)};
+	}
+}
+
+static void prove_laws(Ctx *x, ProofReport *r)
+{
+	Carrier *c = x->c;
+	Verdict cert = {PROOF_UNKNOWN, NULL}, v = {PROOF_UNKNOWN, NULL};
+	if (c->has_cert)
+		law_cert(x, &cert);
+	char *mon = c->has_cert ? monoid_str(c) : NULL;
+	if (cert.status == PROOF_PROVED)
+		verdict(&v, PROOF_PROVED, xasprintf("transport into %s", mon));
+	else
+		law_assoc(x, &v);
+	add_line(r, "associative", &v);
+	verdict(&v, PROOF_UNKNOWN, NULL);
+	law_identity(x, &v);
+	add_line(r, "identity", &v);
+	if (c->laws & LAW_COMMUTATIVE) {
+		verdict(&v, PROOF_UNKNOWN, NULL);
+		if (cert.status == PROOF_PROVED)
+			verdict(&v, PROOF_PROVED, xasprintf("transport into %s", mon));
+		else
+			law_comm(x, &v);
+		add_line(r, "commutative", &v);
+	}
+	if (c->has_cert)
+		add_line(r, "certificate", &cert);
+	free(mon);
+}
+
+/* A bool field's values are 0 and 1 only, and && and || are not ring
+ * operations: reals would give witnesses no carrier can reach. */
+static int has_bool_field(const Carrier *c)
+{
+	for (int f = 0; f < c->nstate; f++)
+		if (c->state[f].ty.kind == TY_BOOL)
+			return 1;
+	return 0;
+}
+
+static int prove_case(Carrier *c, const char *fixed, int want_trace, ProofReport *r)
+{
+	memset(r, 0, sizeof *r);
+	if (!c)
+		return -1;
+	if (c->nstate > MAX_FIELDS) { /* left to the trials, as any law the prover cannot decide */
+		char why[96];
+		snprintf(why, sizeof why, "%d state fields; the prover takes up to %d", c->nstate, MAX_FIELDS);
+		set_all(r, c, why);
+		return 0;
+	}
+	Buf trace = {0};
+	Ctx *x = calloc(1, sizeof *x);
+	if (!x)
+		return -1;
+	x->c = c;
+	x->t0 = now();
+	x->trace = want_trace ? &trace : NULL;
+	refs(c, STATE_A, x->A);
+	refs(c, STATE_B, x->B);
+	refs(c, STATE_C, x->C);
+	for (int f = 0; f < c->nstate; f++)
+		x->E[f] = c->identity[f];
+	if (has_bool_field(c))
+		set_all(r, c, "bool state fields are not modelled (the algebra here is over the reals)");
+	else if (pv_init(&x->p, c) < 0)
+		set_all(r, c, "budget: too many variables");
+	else {
+		x->p.pfixed = fixed;
+		if (x->p.ninv)
+			bprintf(x->trace, "invariants of nonempty states (every lift keeps them, merge preserves them): %s\n",
+				x->p.invtext);
+		prove_laws(x, r);
+	}
+	free(x->p.var_of);
+	free(x->p.fm_rows);
+	reach_free(x->p.reach);
+	r->seconds = now() - x->t0;
+	r->trace = want_trace ? (trace.s ? trace.s : xasprintf("%s", "")) : NULL;
+	free(x);
+	return 0;
+}
+
+/* ---- params fixed by value ---- */
+
+/* A bool param is no real: where(flag, u, v) proved from one branch says
+ * nothing of the other.  So params given a value (check --param) are
+ * replaced by it, and the bool params left are proved case by case, every
+ * assignment in turn: a law is proved when it is in every case, disproved
+ * when it is in one (the case named), and otherwise unknown. */
+
+typedef struct {
+	Carrier *c;
+	const double *val; /* by param */
+	const char *fixed; /* by param: 1 when val holds its value */
+} Fix;
+
+static Expr *fix_param(void *ctx, Expr *e)
+{
+	Fix *f = ctx;
+	for (int p = 0; p < f->c->nparams; p++)
+		if (f->c->params[p].var == e->k && f->fixed[p])
+			return ir_const(f->c->ir, e->ty, ir_round(f->c->params[p].storage, f->val[p]));
+	return NULL;
+}
+
+static Expr *fix_expr(Fix *f, Expr *e) { return e ? ir_subst(f->c->ir, e, fix_param, f) : NULL; }
+
+static Expr **fix_list(Fix *f, Expr **es, int n)
+{
+	if (!es)
+		return NULL;
+	Expr **out = calloc(n ? n : 1, sizeof *out);
+	if (!out)
+		abort();
+	for (int i = 0; i < n; i++)
+		out[i] = fix_expr(f, es[i]);
+	return out;
+}
+
+/* c with the fixed params replaced in everything the prover reads; the
+ * copy shares the rest of c.  Freed with unfix. */
+static Carrier fixed_copy(Fix *f)
+{
+	Carrier *c = f->c, k = *c;
+	k.identity = fix_list(f, c->identity, c->nstate);
+	k.lift = fix_list(f, c->lift, c->nstate);
+	k.merge = fix_list(f, c->merge, c->nstate);
+	k.assume = fix_expr(f, c->assume);
+	k.cert_back = fix_list(f, c->cert_back, c->has_cert ? c->nstate : 0);
+	k.cert_into = NULL;
+	if (c->has_cert) {
+		k.cert_into = calloc(c->ncert ? c->ncert : 1, sizeof *k.cert_into);
+		if (!k.cert_into)
+			abort();
+		for (int i = 0; i < c->ncert; i++) {
+			k.cert_into[i] = c->cert_into[i];
+			k.cert_into[i].e = fix_expr(f, c->cert_into[i].e);
+		}
+	}
+	return k;
+}
+
+static void unfix(Carrier *k)
+{
+	free(k->identity);
+	free(k->lift);
+	free(k->merge);
+	free(k->cert_back);
+	free(k->cert_into);
+}
+
+/* "flag=true, scale=0.5": the params fixed, in the spec's order. */
+static char *fixed_str(const Carrier *c, const double *val, const char *fixed)
+{
+	Buf b = {0};
+	bprintf(&b, "%s", "");
+	for (int p = 0; p < c->nparams; p++) {
+		if (!fixed[p])
+			continue;
+		const char *sep = b.len ? ", " : "";
+		if (c->params[p].storage == TY_BOOL)
+			bprintf(&b, "%s%s=%s", sep, c->params[p].name, val[p] != 0 ? "true" : "false");
+		else
+			bprintf(&b, "%s%s=%.17g", sep, c->params[p].name, ir_round(c->params[p].storage, val[p]));
+	}
+	return b.s;
+}
+
+/* Fold case k (named by `what`) into the combined report r. */
+static void combine(ProofReport *r, ProofReport *k, const char *what, int first)
+{
+	if (first) {
+		r->n = k->n;
+		for (int i = 0; i < k->n; i++)
+			r->line[i] = (ProofLine){k->line[i].law, k->line[i].status,
+						 xasprintf("%s: %s", what, k->line[i].how ? k->line[i].how : "")};
+		return;
+	}
+	for (int i = 0; i < r->n && i < k->n; i++) {
+		ProofLine *l = &r->line[i], *m = &k->line[i];
+		const char *how = m->how ? m->how : "";
+		/* a disproof stands for the law; a proof needs every case; otherwise the first open case says why */
+		if (l->status == PROOF_DISPROVED || m->status == PROOF_PROVED) {
+			if (l->status == PROOF_PROVED) {
+				char *s = xasprintf("%s; %s: %s", l->how, what, how);
+				free(l->how);
+				l->how = s;
+			}
+			continue;
+		}
+		if (m->status == PROOF_DISPROVED || l->status == PROOF_PROVED) {
+			free(l->how);
+			l->status = m->status;
+			l->how = xasprintf("%s: %s", what, how);
+		}
+	}
+}
+
+static int is_var(void *ctx, Expr *n) { return n->op == EXPR_VAR && n->k == *(int *)ctx; }
+
+static int list_uses(Expr *const *es, int n, int var)
+{
+	for (int i = 0; es && i < n; i++)
+		if (es[i] && ir_contains(es[i], is_var, &var))
+			return 1;
+	return 0;
+}
+
+/* Whether the prover reads param var (a param of the mask or finalize
+ * only is neither fixed nor split, nor named in the lines). */
+static int prover_uses(const Carrier *c, int var)
+{
+	int n = c->nstate;
+	if (list_uses(c->identity, n, var) || list_uses(c->lift, n, var) || list_uses(c->merge, n, var) ||
+	    list_uses(&c->assume, 1, var) || (c->has_cert && list_uses(c->cert_back, n, var)))
+		return 1;
+	for (int i = 0; c->has_cert && i < c->ncert; i++)
+		if (list_uses(&c->cert_into[i].e, 1, var))
+			return 1;
+	return 0;
+}
+
+/* Whether the assume, its fixed params replaced, is false whatever the
+ * inputs: a case no input reaches, where every law holds. */
+static int assume_excludes(const Carrier *k) { return k->assume && k->assume->op == EXPR_CONST && k->assume->num == 0; }
+
+int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, ProofReport *r)
+{
+	memset(r, 0, sizeof *r);
+	if (!c)
+		return -1;
+	int want_trace = flags & PROVE_TRACE;
+	int np = c->nparams;
+	double *val = calloc(np ? np : 1, sizeof *val);
+	char *fixed = calloc(np ? np : 1, 1);
+	int free_bool[BOOL_CASES_MAX], nfree = 0, over = 0;
+	if (!val || !fixed)
+		abort();
+	for (int k = 0; k < nparams; k++)
+		for (int p = 0; p < np; p++)
+			if (!strcmp(c->params[p].name, params[k].name)) {
+				char *end;
+				val[p] = param_value(params[k].value, &end);
+				/* a bad value is the trials' to report */
+				fixed[p] = *params[k].value && !*end && prover_uses(c, c->params[p].var);
+			}
+	for (int p = 0; p < np && !(flags & PROVE_BOOLS_OPEN); p++)
+		if (c->params[p].storage == TY_BOOL && !fixed[p] && prover_uses(c, c->params[p].var)) {
+			if (nfree < BOOL_CASES_MAX)
+				free_bool[nfree++] = p;
+			else
+				over = 1;
+		}
+	if (over) /* too many cases: the bool params stay open, and ev_var names one */
+		nfree = 0;
+	int any = 0;
+	for (int p = 0; p < np; p++)
+		any |= fixed[p];
+	if (!any && !nfree) {
+		free(val);
+		free(fixed);
+		return prove_case(c, NULL, want_trace, r);
+	}
+	Buf trace = {0};
+	double seconds = 0;
+	int ran = 0, same[PROOF_MAX_LINES];
+	char *first[PROOF_MAX_LINES] = {0}; /* the first case's hows: a proof alike in every case is said once */
+	char *given = fixed_str(c, val, fixed), *names = NULL;
+	for (int i = 0; i < nfree; i++) {
+		char *t = xasprintf("%s%s%s", names ? names : "", names ? ", " : "", c->params[free_bool[i]].name);
+		free(names);
+		names = t;
+	}
+	for (int k = 0; k < 1 << nfree; k++) {
+		for (int i = 0; i < nfree; i++) {
+			val[free_bool[i]] = (k >> i) & 1;
+			fixed[free_bool[i]] = 1;
+		}
+		Fix f = {c, val, fixed};
+		Carrier kc = fixed_copy(&f);
+		char *what = fixed_str(c, val, fixed);
+		if (assume_excludes(&kc)) {
+			bprintf(want_trace ? &trace : NULL, "---- with %s the assume is false: no state to prove\n", what);
+			unfix(&kc);
+			free(what);
+			continue;
+		}
+		ProofReport one;
+		int rc = prove_case(&kc, fixed, want_trace, &one);
+		unfix(&kc);
+		if (rc) {
+			proof_report_free(r);
+			free(trace.s);
+			free(what);
+			free(val);
+			free(fixed);
+			free(given);
+			free(names);
+			for (int i = 0; i < PROOF_MAX_LINES; i++)
+				free(first[i]);
+			return rc;
+		}
+		for (int i = 0; i < one.n; i++) {
+			const char *h = one.line[i].how ? one.line[i].how : "";
+			if (!ran)
+				first[i] = xasprintf("%s", h), same[i] = 1;
+			else
+				same[i] &= first[i] && !strcmp(first[i], h);
+		}
+		combine(r, &one, what, ran++ == 0);
+		if (want_trace)
+			bprintf(&trace, "---- with %s\n%s", what, one.trace ? one.trace : "");
+		seconds += one.seconds;
+		free(what);
+		proof_report_free(&one);
+	}
+	for (int i = 0; i < r->n && ran > 1; i++)
+		if (r->line[i].status == PROOF_PROVED && same[i]) {
+			free(r->line[i].how);
+			r->line[i].how = xasprintf("%s%severy case of %s: %s", given, *given ? "; " : "", names, first[i]);
+		}
+	for (int i = 0; i < PROOF_MAX_LINES; i++)
+		free(first[i]);
+	free(given);
+	free(names);
+	free(val);
+	free(fixed);
+	if (!ran) { /* the assume holds in no case: the trials report it */
+		free(trace.s);
+		return prove_case(c, NULL, want_trace, r);
+	}
+	r->seconds = seconds;
+	r->trace = want_trace ? (trace.s ? trace.s : xasprintf("%s", "")) : NULL;
+	return 0;
+}
+
+int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
+{
+	return prove_carrier_at(c, NULL, 0, want_trace ? PROVE_TRACE : 0, r);
+}
+
+/* The same obligations as the laws' (prove_pairs: regions, normal forms,
+ * witnesses folded from drawn rows), for pairs a caller built. */
+ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *const *names, int n, const char *lname,
+			const char *rname, char *how, size_t hn)
+{
+	Verdict v = {PROOF_UNKNOWN, NULL};
+	Pair pr[MAX_FIELDS];
+	Ctx *k = calloc(1, sizeof *k);
+	if (!k)
+		abort();
+	k->c = c;
+	k->t0 = now();
+	if (n > MAX_FIELDS || c->nstate > MAX_FIELDS)
+		verdict(&v, PROOF_UNKNOWN, xasprintf("%d pairs of %d state fields; the prover takes up to %d", n,
+						     c->nstate, MAX_FIELDS));
+	else if (has_bool_field(c))
+		verdict(&v, PROOF_UNKNOWN, xasprintf("bool state fields are not modelled (the algebra here is over the reals)"));
+	else if (pv_init(&k->p, c) < 0)
+		verdict(&v, PROOF_UNKNOWN, xasprintf("budget: too many variables"));
+	else {
+		for (int i = 0; i < n; i++)
+			pr[i] = (Pair){x[i], y[i], names[i]};
+		Job j = job(k, "ab", lname, rname);
+		prove_pairs(&j, pr, n, &v);
+	}
+	snprintf(how, hn, "%s", v.how ? v.how : "no reason");
+	free(v.how);
+	free(k->p.var_of);
+	free(k->p.fm_rows);
+	reach_free(k->p.reach);
+	free(k);
+	return v.status;
+}
+
+void proof_report_free(ProofReport *r)
+{
+	for (int i = 0; i < r->n; i++)
+		free(r->line[i].how);
+	free(r->trace);
+	memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,53 @@
+/* prove.h: the symbolic prover of a carrier's laws (associativity, identity,
+ * claimed commutativity, and the certificate when the spec gives one).
+ *
+ * Each law ends proved, disproved (with a witness confirmed numerically) or
+ * unknown (with the reason).  Nothing is reported proved without a proof. */
+#ifndef ASSOC_PROVE_H
+#define ASSOC_PROVE_H
+
+#include "compiler/front/spec.h"
+
+typedef enum { PROOF_PROVED, PROOF_DISPROVED, PROOF_UNKNOWN } ProofStatus;
+
+typedef struct {
+	const char *law; /* "associative", "identity", "commutative", "certificate" */
+	ProofStatus status;
+	char *how;       /* malloc'd: "13 regions; normal forms equal", "transport into (max, +)", ... */
+} ProofLine;
+
+enum { PROOF_MAX_LINES = 8 };
+
+typedef struct {
+	ProofLine line[PROOF_MAX_LINES];
+	int n;
+	char *trace;     /* malloc'd full trace for --proof; NULL unless asked */
+	double seconds;
+} ProofReport;
+
+/* Free bool params taken case by case, by the prover and by the trials
+ * (check_run_cases): at most this many, 2^3 cases. */
+enum { BOOL_CASES_MAX = 3 };
+
+/* 0 when the laws were examined (whatever the verdicts), -1 on an internal
+ * error.  Bool params are taken case by case (up to BOOL_CASES_MAX). */
+int prove_carrier(Carrier *c, int want_trace, ProofReport *r);
+/* The same with params fixed to the given values (name=value, as for
+ * --param: a number, true or false); the lines name the values.  flags:
+ * PROVE_TRACE for the trace, PROVE_BOOLS_OPEN to leave free bool params
+ * unsplit (their laws unknown), for a caller whose trials see one case. */
+enum { PROVE_TRACE = 1, PROVE_BOOLS_OPEN = 2 };
+int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, ProofReport *r);
+void proof_report_free(ProofReport *r);
+/* x[i] = y[i] for i < n, expressions of c's IR over the fields of operands
+ * a and b and the params, for every pair of nonempty states of c (finite
+ * reals under the sign facts and linear invariants of c's lift and merge;
+ * a vector field component by component) and every value of the params.
+ * names[i] names pair i, lname and rname its sides, in a witness.  how
+ * gets the proof, the witness (states folded from rows of c where the
+ * sides differ) or why neither was found. */
+ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *const *names, int n, const char *lname,
+			const char *rname, char *how, size_t hn);
+const char *proof_status_name(ProofStatus s);
+
+#endif

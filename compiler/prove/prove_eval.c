@@ -1,0 +1,847 @@
+/* prove_eval.c: the symbolic value of an IR expression inside one region.
+ *
+ * Comparisons resolve by the region (or ask for a split); max, min, where
+ * and abs select a branch; exp and exp2 of a linear form become monomials in
+ * the positive symbols X_v, Y_v, E; log of a positive term becomes a log atom
+ * that exp undoes.  Infinities and NaN follow IEEE with the spec's rule
+ * (-inf) - (-inf) = -inf, so identity laws are checked over the extended reals. */
+#include "compiler/prove/prove_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct Ev {
+	Pv *p;
+	const Region *r;
+	Val **memo;
+	int n;
+	Lin split;
+	char desc[200];
+};
+
+Ev *ev_new(Pv *p, const Region *r)
+{
+	Ev *x = calloc(1, sizeof *x);
+	if (!x)
+		abort();
+	x->p = p;
+	x->r = r;
+	x->n = ir_nnodes(p->ir);
+	x->memo = calloc((size_t)x->n, sizeof *x->memo);
+	if (!x->memo)
+		abort();
+	return x;
+}
+
+void ev_free(Ev *x)
+{
+	if (!x)
+		return;
+	for (int i = 0; i < x->n; i++)
+		free(x->memo[i]);
+	free(x->memo);
+	free(x);
+}
+
+const Lin *ev_split(Ev *x, const char **desc)
+{
+	*desc = x->desc;
+	return &x->split;
+}
+
+/* ---- constructors ---- */
+
+static void set_err(Val *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(Val *v, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	v->kind = V_ERR;
+	vsnprintf(v->why, sizeof v->why, fmt, ap);
+	va_end(ap);
+}
+
+static void set_kind(Val *v, int kind)
+{
+	memset(v, 0, sizeof *v);
+	v->kind = (uint8_t)kind;
+	v->sign = kind == V_NEGINF ? SG_NEG : kind == V_POSINF ? SG_POS : SG_ANY;
+}
+
+static void lin_rf(Pv *p, const Lin *l, uint64_t *rf)
+{
+	for (int k = 0; k < PV_K; k++) {
+		uint64_t s = md_q(l->c[PV_MAXV]);
+		for (int i = 0; i < p->nv; i++)
+			if (l->c[i].n)
+				s = md_add(s, md_mul(md_q(l->c[i]), p->pt[k][i]));
+		rf[k] = s;
+	}
+}
+
+/* A finite value from a linear form (and the log atoms already in v). */
+static void fin_lin(Pv *p, Val *v, const Lin *l, uint8_t sign)
+{
+	v->kind = V_FIN;
+	v->haslin = 1;
+	v->isexp = 0;
+	v->lin = *l;
+	v->hasrf = v->nlog == 0;
+	if (v->hasrf)
+		lin_rf(p, l, v->rf);
+	v->degn = !lin_is_const(l);
+	v->degd = 0;
+	if (lin_is_const(l) && !v->nlog)
+		sign = (uint8_t)(l->c[PV_MAXV].n > 0 ? SG_POS : l->c[PV_MAXV].n < 0 ? SG_NEG : SG_ZERO);
+	v->sign = sign;
+}
+
+static void set_num(Pv *p, Val *v, double d)
+{
+	set_kind(v, V_FIN);
+	Q q;
+	if (q_from_double(d, &q)) {
+		Lin l;
+		lin_zero(&l);
+		l.c[PV_MAXV] = q;
+		fin_lin(p, v, &l, 0);
+		return;
+	}
+	int ok = 1;
+	v->hasrf = 1;
+	for (int k = 0; k < PV_K; k++)
+		v->rf[k] = md_double(d, &ok);
+	v->sign = sign_of_num(d);
+}
+
+static int is_const(const Val *v, Q *q)
+{
+	if (v->kind != V_FIN || !v->haslin || v->nlog || !lin_is_const(&v->lin))
+		return 0;
+	*q = v->lin.c[PV_MAXV];
+	return 1;
+}
+
+static int is_zero(const Val *v) { return v->kind == V_FIN && v->sign == SG_ZERO; }
+
+/* ---- finite arithmetic ---- */
+
+static int add_logs(Val *r, const Val *y, int k)
+{
+	for (int j = 0; j < y->nlog; j++) {
+		int i = 0;
+		while (i < r->nlog && memcmp(r->log[i].rf, y->log[j].rf, sizeof r->log[i].rf))
+			i++;
+		if (i == r->nlog) {
+			if (r->nlog == PV_MAXLOG)
+				return 0;
+			r->log[r->nlog] = y->log[j];
+			r->log[r->nlog++].q = 0;
+		}
+		r->log[i].q += k * y->log[j].q;
+		if (!r->log[i].q)
+			r->log[i] = r->log[--r->nlog];
+	}
+	return 1;
+}
+
+static void fin_add(Pv *p, Val *r, const Val *x, const Val *y, int k)
+{
+	uint8_t sign = sign_add(x->sign, k < 0 ? sign_neg(y->sign) : y->sign);
+	if (x->haslin && y->haslin) {
+		Lin l;
+		*r = *x;
+		if (!add_logs(r, y, k)) {
+			set_err(r, "too many log terms");
+			return;
+		}
+		lin_add(p, &l, &x->lin, &y->lin, q_int(k));
+		fin_lin(p, r, &l, sign);
+		return;
+	}
+	if (!x->hasrf || !y->hasrf) {
+		set_err(r, "a log term used in arithmetic");
+		return;
+	}
+	set_kind(r, V_FIN);
+	r->hasrf = 1;
+	for (int i = 0; i < PV_K; i++)
+		r->rf[i] = k > 0 ? md_add(x->rf[i], y->rf[i]) : md_sub(x->rf[i], y->rf[i]);
+	int a = x->degn + y->degd, b = y->degn + x->degd;
+	r->degn = a > b ? a : b;
+	r->degd = x->degd + y->degd;
+	r->sign = sign;
+}
+
+static void fin_scale(Pv *p, Val *r, const Val *x, Q k)
+{
+	*r = *x;
+	if (x->isexp || !x->haslin) {
+		uint64_t m = md_q(k);
+		for (int i = 0; i < PV_K; i++)
+			r->rf[i] = md_mul(x->rf[i], m);
+		r->isexp = 0;
+	} else {
+		if (x->nlog && k.d != 1) {
+			set_err(r, "a log term times a fraction");
+			return;
+		}
+		for (int i = 0; i < r->nlog; i++)
+			if (k.n > PV_MAXEXP || k.n < -PV_MAXEXP || abs(r->log[i].q) * (k.n < 0 ? -k.n : k.n) > PV_MAXEXP) {
+				set_err(r, "a log term times a number beyond %d", PV_MAXEXP);
+				return;
+			}
+		for (int i = 0; i < r->nlog; i++)
+			r->log[i].q *= (int)k.n;
+		Lin l;
+		lin_scale(p, &l, &x->lin, k);
+		fin_lin(p, r, &l, 0);
+	}
+	uint8_t ks = k.n > 0 ? SG_POS : k.n < 0 ? SG_NEG : SG_ZERO;
+	r->sign = sign_mul(x->sign, ks);
+	if (!k.n)
+		set_num(p, r, 0);
+}
+
+static void fin_mul(Pv *p, Val *r, const Val *x, const Val *y, int div)
+{
+	Q q;
+	if (is_const(y, &q) && (!div || q.n)) {
+		fin_scale(p, r, x, div ? q_div(p, q_int(1), q) : q);
+		return;
+	}
+	if (!div && is_const(x, &q)) {
+		fin_scale(p, r, y, q);
+		return;
+	}
+	if (!x->hasrf || !y->hasrf) {
+		set_err(r, "a log term used in arithmetic");
+		return;
+	}
+	set_kind(r, V_FIN);
+	r->hasrf = 1;
+	for (int i = 0; i < PV_K; i++) {
+		uint64_t m = y->rf[i];
+		if (div) {
+			if (!m) {
+				set_err(r, "a denominator vanished at a random point");
+				return;
+			}
+			m = md_inv(m);
+		}
+		r->rf[i] = md_mul(x->rf[i], m);
+	}
+	r->degn = x->degn + (div ? y->degd : y->degn);
+	r->degd = x->degd + (div ? y->degn : y->degd);
+	r->sign = sign_mul(x->sign, y->sign);
+}
+
+/* exp (base 0) or exp2 (base 2) of lin + logs, as a monomial. */
+static void fin_exp(Pv *p, Val *r, const Val *x, int base2)
+{
+	if (!x->haslin) {
+		set_err(r, "%s of a term that is not linear", base2 ? "exp2" : "exp");
+		return;
+	}
+	if (base2 && x->nlog) {
+		set_err(r, "exp2 of a log term");
+		return;
+	}
+	Val a = *x;
+	set_kind(r, V_FIN);
+	for (int i = 0; i <= p->nv; i++) {
+		int v = i == p->nv ? PV_MAXV : i;
+		Q c = a.lin.c[v];
+		if (!c.n)
+			continue;
+		if (c.d != 1) {
+			set_err(r, "%s with a fractional coefficient", base2 ? "exp2" : "exp");
+			return;
+		}
+		if (c.n > PV_MAXEXP || c.n < -PV_MAXEXP) { /* X^c at a point mod p: c beyond this wraps, and the degree with it */
+			set_err(r, "%s with a coefficient beyond %d", base2 ? "exp2" : "exp", PV_MAXEXP);
+			return;
+		}
+		*(c.n > 0 ? &r->degn : &r->degd) += (int)(c.n > 0 ? c.n : -c.n);
+	}
+	for (int k = 0; k < PV_K; k++) {
+		uint64_t m = 1;
+		for (int i = 0; i <= p->nv; i++) {
+			int v = i == p->nv ? PV_MAXV : i;
+			Q c = a.lin.c[v];
+			if (!c.n)
+				continue;
+			uint64_t b = v == PV_MAXV ? (base2 ? 2 : p->E[k]) : base2 ? p->Y[k][v] : p->X[k][v];
+			m = md_mul(m, md_pow(b, c.n));
+		}
+		for (int j = 0; j < a.nlog; j++)
+			m = md_mul(m, md_pow(a.log[j].rf[k], a.log[j].q));
+		r->rf[k] = m;
+	}
+	for (int j = 0; j < a.nlog; j++) {
+		int q = a.log[j].q;
+		r->degn += q > 0 ? q * a.log[j].degn : -q * a.log[j].degd;
+		r->degd += q > 0 ? q * a.log[j].degd : -q * a.log[j].degn;
+	}
+	r->hasrf = 1;
+	r->sign = SG_POS;
+	if (!base2) {
+		r->isexp = 1;
+		r->lin = a.lin;
+		r->nlog = a.nlog;
+		memcpy(r->log, a.log, sizeof a.log);
+	}
+}
+
+static void fin_log(Pv *p, Val *r, const Val *x)
+{
+	if (x->isexp) {
+		Val a = *x;
+		a.nlog = x->nlog;
+		fin_lin(p, &a, &x->lin, SG_ANY);
+		*r = a;
+		return;
+	}
+	if (is_zero(x)) {
+		set_kind(r, V_NEGINF);
+		return;
+	}
+	if (x->sign != SG_POS || !x->hasrf) {
+		set_err(r, "log of a term not known positive");
+		return;
+	}
+	Q q;
+	if (is_const(x, &q) && q.n == 1 && q.d == 1) {
+		set_num(p, r, 0);
+		return;
+	}
+	set_kind(r, V_FIN);
+	r->nlog = 1;
+	r->log[0] = (LogAtom){1, {0}, x->degn, x->degd};
+	memcpy(r->log[0].rf, x->rf, sizeof x->rf);
+	Lin l;
+	lin_zero(&l);
+	fin_lin(p, r, &l, SG_ANY);
+}
+
+/* ---- infinities and NaN ---- */
+
+static int strict_sign(uint8_t s) { return s == SG_POS ? 1 : s == SG_NEG ? -1 : 0; }
+
+static int inf_sign(const Val *v) { return v->kind == V_POSINF ? 1 : v->kind == V_NEGINF ? -1 : 0; }
+
+static void set_inf(Val *r, int s) { set_kind(r, s > 0 ? V_POSINF : V_NEGINF); }
+
+/* x + k*y when an operand is infinite or NaN. */
+static void special_add(Val *r, const Val *x, const Val *y, int k)
+{
+	int sx = inf_sign(x), sy = inf_sign(y) * k;
+	if (x->kind == V_NAN || y->kind == V_NAN)
+		set_kind(r, V_NAN);
+	else if (k < 0 && sx < 0 && sy > 0)
+		set_inf(r, -1); /* the spec's rule: (-inf) - (-inf) = -inf */
+	else if (sx && sy && sx != sy)
+		set_kind(r, V_NAN);
+	else
+		set_inf(r, sx ? sx : sy);
+}
+
+/* x * y or x / y when an operand is infinite or NaN. */
+static void special_mul(Pv *p, Val *r, const Val *x, const Val *y, int div)
+{
+	int sx = inf_sign(x), sy = inf_sign(y);
+	if (x->kind == V_NAN || y->kind == V_NAN || (div && sx && sy)) {
+		set_kind(r, V_NAN);
+		return;
+	}
+	if (div && sy) {
+		set_num(p, r, 0);
+		return;
+	}
+	const Val *f = sx ? y : x;
+	int s = sx ? sx : sy;
+	if (f->kind != V_FIN) {
+		set_inf(r, s * inf_sign(f));
+		return;
+	}
+	if (is_zero(f)) {
+		set_kind(r, V_NAN);
+		return;
+	}
+	if (!strict_sign(f->sign)) {
+		set_err(r, "infinity times a term of unknown sign");
+		return;
+	}
+	set_inf(r, s * strict_sign(f->sign));
+}
+
+static int finite2(const Val *x, const Val *y) { return x->kind == V_FIN && y->kind == V_FIN; }
+
+static void v_add(Pv *p, Val *r, const Val *x, const Val *y, int k)
+{
+	if (finite2(x, y))
+		fin_add(p, r, x, y, k);
+	else
+		special_add(r, x, y, k);
+}
+
+static void v_mul(Pv *p, Val *r, const Val *x, const Val *y, int div, const char *where)
+{
+	if (!finite2(x, y)) {
+		special_mul(p, r, x, y, div);
+		return;
+	}
+	if (div && y->sign & SG_ZERO) {
+		if (y->sign != SG_ZERO) {
+			set_err(r, "division by a term not known nonzero in %s", where);
+			return;
+		}
+		if (is_zero(x) || !strict_sign(x->sign))
+			set_kind(r, is_zero(x) ? V_NAN : V_ERR);
+		else
+			set_inf(r, strict_sign(x->sign));
+		if (r->kind == V_ERR)
+			snprintf(r->why, sizeof r->why, "division by zero of a term of unknown sign");
+		return;
+	}
+	fin_mul(p, r, x, y, div);
+}
+
+/* ---- comparisons ---- */
+
+enum { C_LT = -1, C_EQ = 0, C_GT = 1, C_UN = 2, C_ERR = 3, C_SPLIT = 4 };
+
+static int rank(const Val *v) { return v->kind == V_NEGINF ? -1 : v->kind == V_POSINF ? 1 : 0; }
+
+static int decide_lin(Ev *x, const Lin *d, const Val *a, const Val *b)
+{
+	Q c = d->c[PV_MAXV];
+	if (lin_is_const(d))
+		return c.n > 0 ? C_GT : c.n < 0 ? C_LT : C_EQ;
+	static const int rels[3] = {'<', '=', '>'};
+	int ok[3], n = 0, which = 0;
+	Region *tmp = malloc(sizeof *tmp);
+	if (!tmp)
+		abort();
+	for (int i = 0; i < 3; i++) {
+		ok[i] = region_assume(x->p, x->r, d, rels[i], tmp);
+		if (ok[i])
+			n++, which = i - 1;
+	}
+	free(tmp);
+	if (n == 1)
+		return which;
+	if (n == 0)
+		return C_ERR;
+	x->split = *d;
+	char sa[96], sb[96];
+	lin_str(x->p, &a->lin, sa, sizeof sa);
+	lin_str(x->p, &b->lin, sb, sizeof sb);
+	snprintf(x->desc, sizeof x->desc, "%s ? %s", sa, sb);
+	return C_SPLIT;
+}
+
+static int compare(Ev *x, const Val *a, const Val *b, Val *err)
+{
+	if (a->kind == V_NAN || b->kind == V_NAN)
+		return C_UN;
+	if (a->kind == V_BOOL || b->kind == V_BOOL) { /* p == q, p != q on conditions */
+		if (a->kind != b->kind) {
+			set_err(err, "a comparison of a condition with a number");
+			return C_ERR;
+		}
+		return a->b < b->b ? C_LT : a->b > b->b ? C_GT : C_EQ;
+	}
+	if (!finite2(a, b)) {
+		int ra = rank(a), rb = rank(b);
+		return ra < rb ? C_LT : ra > rb ? C_GT : C_EQ;
+	}
+	Val *d = malloc(sizeof *d);
+	if (!d)
+		abort();
+	fin_add(x->p, d, a, b, -1);
+	int r;
+	if (d->kind == V_ERR) {
+		*err = *d;
+		r = C_ERR;
+	} else if (d->haslin && !d->nlog) {
+		r = decide_lin(x, &d->lin, a, b);
+		if (r == C_ERR)
+			set_err(err, "an empty region");
+	} else if (strict_sign(d->sign) || d->sign == SG_ZERO) {
+		r = d->sign == SG_ZERO ? C_EQ : strict_sign(d->sign);
+	} else {
+		set_err(err, "comparison of non-linear terms");
+		r = C_ERR;
+	}
+	free(d);
+	return r;
+}
+
+static int cmp_holds(Op op, int c)
+{
+	if (c == C_UN)
+		return op == EXPR_NE;
+	switch (op) {
+	case EXPR_LT: return c < 0;
+	case EXPR_LE: return c <= 0;
+	case EXPR_GT: return c > 0;
+	case EXPR_GE: return c >= 0;
+	case EXPR_EQ: return c == 0;
+	default: return c != 0;
+	}
+}
+
+/* ---- the walk ---- */
+
+static int bad(const Val *v) { return v->kind == V_ERR || v->kind == V_SPLIT; }
+
+static void set_bool(Val *r, int b)
+{
+	set_kind(r, V_BOOL);
+	r->b = (uint8_t)(b != 0);
+}
+
+/* Comparison outcome into r: 1 when r now holds an error or a split. */
+static int cmp_into(Ev *x, Val *r, const Val *a, const Val *b, int *c)
+{
+	*c = compare(x, a, b, r);
+	if (*c == C_ERR)
+		return 1;
+	if (*c == C_SPLIT) {
+		set_kind(r, V_SPLIT);
+		return 1;
+	}
+	return 0;
+}
+
+static void ev_logic(Ev *x, Val *r, Expr *e)
+{
+	Val *a = ev_eval(x, e->a[0]);
+	if (bad(a) || e->op == EXPR_NOT) {
+		*r = *a;
+		r->b = !a->b;
+		return;
+	}
+	if ((e->op == EXPR_AND) != (a->b != 0)) {
+		set_bool(r, a->b);
+		return;
+	}
+	*r = *ev_eval(x, e->a[1]);
+}
+
+/* Integer arithmetic that may wrap: the prover's integers are unbounded,
+ * two's complement ones are not, so an order on a sum of i32 fields
+ * (a.k + b.k > 0) can differ from the proof's. */
+static int wraps(const Expr *e)
+{
+	if (!e || !ty_is_int(e->ty) || e->op == EXPR_VAR || e->op == EXPR_CONST)
+		return 0;
+	if (e->op == EXPR_ADD || e->op == EXPR_SUB || e->op == EXPR_MUL || e->op == EXPR_NEG || e->op == EXPR_POW)
+		return 1;
+	for (int i = 0; i < 3; i++)
+		if (wraps(e->a[i]))
+			return 1;
+	return 0;
+}
+
+static void ev_select(Ev *x, Val *r, Expr *e)
+{
+	if (e->op != EXPR_WHERE && (wraps(e->a[0]) || wraps(e->a[1]))) { /* max, min, abs order their operands */
+		set_err(r, "an order on integer arithmetic, which may wrap");
+		return;
+	}
+	Val *a = ev_eval(x, e->a[0]);
+	if (bad(a)) {
+		*r = *a;
+		return;
+	}
+	if (e->op == EXPR_WHERE) {
+		*r = *ev_eval(x, e->a[a->b ? 1 : 2]);
+		return;
+	}
+	if (e->op == EXPR_ABS) {
+		Val zero;
+		int c;
+		if (inf_sign(a)) { /* |-inf| = +inf */
+			set_inf(r, 1);
+			return;
+		}
+		set_num(x->p, &zero, 0);
+		if (cmp_into(x, r, a, &zero, &c))
+			return;
+		if (c >= 0 || c == C_UN)
+			*r = *a;
+		else
+			fin_scale(x->p, r, a, q_int(-1));
+		return;
+	}
+	Val *b = ev_eval(x, e->a[1]);
+	if (bad(b)) {
+		*r = *b;
+		return;
+	}
+	int c;
+	if (a->kind == V_NAN || b->kind == V_NAN) {
+		*r = a->kind == V_NAN ? *b : *a; /* fmax, fmin */
+		return;
+	}
+	if (cmp_into(x, r, a, b, &c))
+		return;
+	*r = (e->op == EXPR_MAX) == (c >= 0) ? *a : *b;
+}
+
+static void ev_var(Ev *x, Val *r, Expr *e)
+{
+	Pv *p = x->p;
+	int v = p->var_of[e->k];
+	if (v < 0) {
+		set_err(r, "variable %s outside the state", ir_var(p->ir, e->k)->name);
+		return;
+	}
+	if (e->ty.kind == TY_BOOL) { /* a real would read as false in where(flag, ...): one branch proved for both */
+		set_err(r, "bool param %s (the algebra here is over the reals)", ir_var(p->ir, e->k)->name);
+		return;
+	}
+	Lin l;
+	region_var(x->r, v, &l);
+	set_kind(r, V_FIN);
+	fin_lin(p, r, &l, p->vsign[v]);
+	r->sign = p->vsign[v];
+}
+
+static void ev_const(Ev *x, Val *r, Expr *e)
+{
+	double d = e->num;
+	if (e->ty.kind == TY_BOOL)
+		set_bool(r, d != 0);
+	else if (isnan(d))
+		set_kind(r, V_NAN);
+	else if (isinf(d))
+		set_inf(r, d > 0 ? 1 : -1);
+	else
+		set_num(x->p, r, d);
+}
+
+static void ev_pow(Ev *x, Val *r, Val *a, int k)
+{
+	Val *t = malloc(sizeof *t);
+	if (!t)
+		abort();
+	set_num(x->p, r, 1);
+	for (int i = 0; i < (k < 0 ? -k : k) && !bad(r); i++) {
+		*t = *r;
+		v_mul(x->p, r, t, a, 0, "");
+	}
+	if (k < 0 && !bad(r)) {
+		*t = *r;
+		set_num(x->p, r, 1);
+		Val one = *r;
+		v_mul(x->p, r, &one, t, 1, "a negative power");
+	}
+	free(t);
+}
+
+static void ev_unary(Ev *x, Val *r, Expr *e, Val *a)
+{
+	Pv *p = x->p;
+	switch (e->op) {
+	case EXPR_NEG:
+		if (a->kind == V_FIN)
+			fin_scale(p, r, a, q_int(-1));
+		else if (inf_sign(a))
+			set_inf(r, -inf_sign(a));
+		else
+			*r = *a;
+		return;
+	case EXPR_CAST:
+		if (a->kind == V_BOOL)
+			set_num(p, r, a->b);
+		else if (ty_is_int(e->ty) && ty_is_float(e->a[0]->ty))
+			set_err(r, "conversion of a float to an integer");
+		else
+			*r = *a;
+		return;
+	case EXPR_POW:
+		if (e->k > 64 || e->k < -64)
+			set_err(r, "power too large");
+		else
+			ev_pow(x, r, a, e->k);
+		return;
+	case EXPR_EXP:
+	case EXPR_EXP2:
+		if (a->kind == V_FIN)
+			fin_exp(p, r, a, e->op == EXPR_EXP2);
+		else if (a->kind == V_NEGINF)
+			set_num(p, r, 0);
+		else
+			*r = *a;
+		return;
+	case EXPR_LOG:
+		if (a->kind == V_FIN)
+			fin_log(p, r, a);
+		else
+			set_kind(r, a->kind == V_POSINF ? V_POSINF : V_NAN);
+		return;
+	default:
+		set_err(r, "unsupported operation %s", ir_ops[e->op].printed[0] ? ir_ops[e->op].printed : ir_ops[e->op].name);
+	}
+}
+
+static void ev_binary(Ev *x, Val *r, Expr *e, Val *a, Val *b)
+{
+	switch (e->op) {
+	case EXPR_ADD:
+	case EXPR_SUB:
+		v_add(x->p, r, a, b, e->op == EXPR_ADD ? 1 : -1);
+		return;
+	case EXPR_MUL:
+		v_mul(x->p, r, a, b, 0, "");
+		return;
+	case EXPR_DIV:
+		if (ty_is_int(e->ty)) {
+			set_err(r, "integer division");
+			return;
+		}
+		{
+			char *s = ir_str_max(x->p->ir, e, MSG_EXPR);
+			v_mul(x->p, r, a, b, 1, s);
+			free(s);
+		}
+		return;
+	default: {
+		int c;
+		if (wraps(e->a[0]) || wraps(e->a[1])) {
+			set_err(r, "an order on integer arithmetic, which may wrap");
+			return;
+		}
+		if (!cmp_into(x, r, a, b, &c))
+			set_bool(r, cmp_holds((Op)e->op, c));
+	}
+	}
+}
+
+static void ev_node(Ev *x, Val *r, Expr *e)
+{
+	int fl = ir_ops[e->op].flags;
+	if (e->op == EXPR_VAR)
+		return ev_var(x, r, e);
+	if (e->op == EXPR_CONST)
+		return ev_const(x, r, e);
+	if (e->op == EXPR_AND || e->op == EXPR_OR || e->op == EXPR_NOT)
+		return ev_logic(x, r, e);
+	if (e->op == EXPR_WHERE || e->op == EXPR_MAX || e->op == EXPR_MIN || e->op == EXPR_ABS)
+		return ev_select(x, r, e);
+	if (e->op == EXPR_INDEX || e->op == EXPR_DOT || (fl & F_REDUCE)) {
+		set_err(r, "%s mixes vector components", e->op == EXPR_DOT ? "dot" : "an index");
+		return;
+	}
+	Val *v[3] = {0};
+	for (int i = 0; i < e->nargs; i++) {
+		v[i] = ev_eval(x, e->a[i]);
+		if (bad(v[i])) {
+			*r = *v[i];
+			return;
+		}
+	}
+	if (e->op == EXPR_FMA) {
+		Val *t = malloc(sizeof *t);
+		if (!t)
+			abort();
+		v_mul(x->p, t, v[0], v[1], 0, "");
+		if (bad(t))
+			*r = *t;
+		else
+			v_add(x->p, r, t, v[2], 1);
+		free(t);
+		return;
+	}
+	if (e->nargs == 1)
+		ev_unary(x, r, e, v[0]);
+	else
+		ev_binary(x, r, e, v[0], v[1]);
+}
+
+Val *ev_eval(Ev *x, Expr *e)
+{
+	if ((int)e->id < x->n && x->memo[e->id])
+		return x->memo[e->id];
+	Val *r = calloc(1, sizeof *r);
+	if (!r)
+		abort();
+	ev_node(x, r, e);
+	if (x->p->overflow && r->kind != V_ERR)
+		set_err(r, "budget: rational coefficients past 64 bits");
+	/* a DAG of n shared products has degree 2^n: past the bound the
+	 * random points prove nothing (Schwartz-Zippel needs degree << 2^61),
+	 * and the int degrees would overflow; operands within it keep every
+	 * sum of degrees below 2^31 */
+	if (r->kind == V_FIN && (r->degn > PV_MAXDEG || r->degd > PV_MAXDEG))
+		set_err(r, "budget: a normal form of degree past %d, from products of shared subterms", PV_MAXDEG);
+	if ((int)e->id < x->n)
+		x->memo[e->id] = r;
+	else
+		abort(); /* nodes are built before evaluation starts */
+	return r;
+}
+
+/* ---- equality and printing ---- */
+
+static int rf_equal(const Val *x, const Val *y)
+{
+	return !memcmp(x->rf, y->rf, sizeof x->rf);
+}
+
+int val_equal(Pv *p, const Val *x, const Val *y, int *deg, char *why, size_t n)
+{
+	*deg = 0;
+	if (x->kind != V_FIN || y->kind != V_FIN) {
+		if (x->kind == V_NAN || y->kind == V_NAN)
+			return 0;
+		return x->kind == y->kind && (x->kind != V_BOOL || x->b == y->b);
+	}
+	if (x->hasrf && y->hasrf) {
+		int a = x->degn + y->degd, b = y->degn + x->degd;
+		*deg = a > b ? a : b;
+		return rf_equal(x, y);
+	}
+	/* log atoms: x = y iff exp(x - y) = 1 */
+	Val *d = malloc(2 * sizeof *d);
+	if (!d)
+		abort();
+	fin_add(p, d, x, y, -1);
+	if (d->kind == V_FIN)
+		fin_exp(p, d + 1, d, 0);
+	else
+		d[1] = d[0];
+	int r = -1;
+	if (d[1].kind == V_ERR) {
+		snprintf(why, n, "%s", d[1].why);
+	} else {
+		Val one;
+		set_num(p, &one, 1);
+		*deg = d[1].degn + d[1].degd;
+		r = rf_equal(&d[1], &one);
+	}
+	free(d);
+	return r;
+}
+
+void val_str(Pv *p, const Val *v, char *buf, size_t n)
+{
+	static const char *kinds[] = {"", "-inf", "inf", "NaN", "", "", ""};
+	char l[200];
+	if (v->kind == V_BOOL)
+		snprintf(buf, n, "%s", v->b ? "true" : "false");
+	else if (v->kind != V_FIN)
+		snprintf(buf, n, "%s", kinds[v->kind]);
+	else if (v->haslin || v->isexp) {
+		lin_str(p, &v->lin, l, sizeof l);
+		snprintf(buf, n, "%s%s%s%s", v->isexp ? "exp(" : "", l, v->nlog ? " + logs" : "",
+			 v->isexp ? ")" : "");
+	} else
+		snprintf(buf, n, "rational function of degree %d/%d, %016llx at the first point", v->degn,
+			 v->degd, (unsigned long long)v->rf[0]);
+}

@@ -1,0 +1,303 @@
+/* prove_inv.c: linear invariants between a carrier's scalar float fields.
+ *
+ * Candidates f >= g (fields of one type), f >= 0 and f <= 0 (where the sign
+ * invariants leave them open) are inferred Houdini-style: keep those every
+ * lift satisfies, then drop those that merge does not preserve, assuming the
+ * survivors on both operands, until none drops.  Each check is a proof,
+ * region by region: within a region where the fields are linear forms, the
+ * candidate L >= 0 holds iff the region with L < 0 added is infeasible.  A
+ * field that is not linear there loses its candidates.
+ *
+ * The survivors hold on every nonempty state: folds of lifts.  The identity
+ * need not keep them (it enters the laws only through the identity law),
+ * nor a masked element, which contributes the identity.  The induction is
+ * over finite reals, as the laws' proofs are, so invariants are kept only
+ * when every scalar lift is finite for every input and merge keeps every
+ * scalar field finite: no state reaches the laws through an infinity the
+ * induction did not see. */
+#include "compiler/prove/prove_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { INV_MAXCAND = 64, WALK_REGIONS = 256 };
+
+typedef struct {
+	Lin l;     /* L >= 0, over the fields' indices (operand a's variables) */
+	int f[2];  /* the fields it names */
+	int nf;
+	int alive;
+} Cand;
+
+typedef int (*Visit)(Pv *p, const Region *r, Val **v, void *ctx);
+
+static void *xmalloc(size_t n)
+{
+	void *q = malloc(n);
+	if (!q)
+		abort();
+	return q;
+}
+
+/* Visit every region into which evaluating es[0..n) (n <= 2) splits the
+ * space of p's variables under its sign facts and invariants; 1 when all
+ * were visited and every visit returned 1. */
+static int walk(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
+{
+	Region **stack = xmalloc(3 * WALK_REGIONS * sizeof *stack);
+	int ns = 1, ok = 1, seen = 0;
+	stack[0] = xmalloc(sizeof **stack);
+	region_init(p, stack[0]);
+	p->overflow = 0;
+	while (ns && ok) {
+		Region *r = stack[--ns];
+		ok = ++seen <= WALK_REGIONS;
+		Ev *x = ok ? ev_new(p, r) : NULL;
+		Val *v[2] = {0};
+		int split = 0;
+		for (int i = 0; ok && i < n && !split; i++) {
+			v[i] = ev_eval(x, es[i]);
+			split = v[i]->kind == V_SPLIT;
+		}
+		if (ok && split) {
+			const char *desc;
+			const Lin *d = ev_split(x, &desc);
+			static const int rels[3] = {'<', '=', '>'};
+			for (int i = 0; i < 3; i++) {
+				Region *ch = xmalloc(sizeof *ch);
+				if (!region_assume(p, r, d, rels[i], ch))
+					free(ch);
+				else if (ns < 3 * WALK_REGIONS)
+					stack[ns++] = ch;
+				else /* a region left out would be a case unproved */
+					free(ch), ok = 0;
+			}
+		} else if (ok) {
+			ok = visit(p, r, v, ctx) && !p->overflow;
+		}
+		ev_free(x);
+		free(r);
+	}
+	while (ns)
+		free(stack[--ns]);
+	free(stack);
+	return ok && !p->overflow; /* a rational past 64 bits may have split a region wrongly */
+}
+
+static int is_linear(const Val *v) { return v->kind == V_FIN && v->haslin && !v->nlog; }
+
+/* The candidate holds in r: its fields are linear forms there and L < 0
+ * is infeasible. */
+static int visit_holds(Pv *p, const Region *r, Val **v, void *ctx)
+{
+	const Cand *k = ctx;
+	Lin d;
+	lin_zero(&d);
+	d.c[PV_MAXV] = k->l.c[PV_MAXV];
+	for (int i = 0; i < k->nf; i++) {
+		if (!is_linear(v[i]))
+			return 0;
+		lin_add(p, &d, &d, &v[i]->lin, k->l.c[k->f[i]]);
+	}
+	Region *t = xmalloc(sizeof *t);
+	int feasible = region_assume(p, r, &d, '<', t);
+	free(t);
+	return !feasible;
+}
+
+static int visit_finite(Pv *p, const Region *r, Val **v, void *ctx)
+{
+	(void)p, (void)r, (void)ctx;
+	return v[0]->kind == V_FIN;
+}
+
+static int holds_for(Pv *p, Expr **by_field, const Cand *k)
+{
+	Expr *es[2] = {by_field[k->f[0]], k->nf > 1 ? by_field[k->f[1]] : NULL};
+	return walk(p, es, k->nf, visit_holds, (void *)k);
+}
+
+/* Every scalar field of by_field finite in every region. */
+static int all_finite(Pv *p, Carrier *c, Expr **by_field)
+{
+	for (int f = 0; f < c->nstate; f++)
+		if (!c->state[f].ty.len && !walk(p, &by_field[f], 1, visit_finite, NULL))
+			return 0;
+	return 1;
+}
+
+static int is_float_scalar(const Carrier *c, int f)
+{
+	return !c->state[f].ty.len && ty_is_float(c->state[f].ty);
+}
+
+static void add_cand(Cand *k, int *n, int f, int g, int sf)
+{
+	if (*n == INV_MAXCAND)
+		return;
+	Cand *x = &k[(*n)++];
+	memset(x, 0, sizeof *x);
+	lin_zero(&x->l);
+	x->l.c[f] = q_int(sf);
+	x->f[0] = f;
+	x->nf = 1;
+	if (g >= 0) {
+		x->l.c[g] = q_int(-1);
+		x->f[1] = g;
+		x->nf = 2;
+	}
+	x->alive = 1;
+}
+
+static int candidates(Pv *p, Cand *k)
+{
+	Carrier *c = p->c;
+	int n = 0;
+	for (int f = 0; f < c->nstate; f++) {
+		if (!is_float_scalar(c, f))
+			continue;
+		if (p->vsign[f] & SG_NEG)
+			add_cand(k, &n, f, -1, 1);
+		if (p->vsign[f] & SG_POS)
+			add_cand(k, &n, f, -1, -1);
+		for (int g = 0; g < c->nstate; g++)
+			if (g != f && is_float_scalar(c, g) && c->state[g].ty.kind == c->state[f].ty.kind)
+				add_cand(k, &n, f, g, 1);
+	}
+	return n;
+}
+
+/* The prover's variables for lifts: the scalar inputs, params and indices,
+ * with the sign facts of assume. */
+static int lift_pv(const Pv *p, const uint8_t *vs, Pv *q)
+{
+	memset(q, 0, sizeof *q);
+	q->c = p->c;
+	q->ir = p->ir;
+	int nvars = ir_nvars(p->ir);
+	q->var_of = xmalloc((nvars + 1) * sizeof *q->var_of);
+	for (int v = 0; v < nvars; v++) {
+		const Var *var = ir_var(p->ir, v);
+		q->var_of[v] = -1;
+		/* a bool is no real: where(flag, x, 0) must not read it as a number */
+		if (var->kind == VAR_STATE || var->kind == VAR_SYM || var->ty.len || var->ty.kind == TY_BOOL)
+			continue;
+		if (q->nv == PV_MAXV)
+			return -1;
+		q->vname[q->nv] = var->name;
+		q->vsign[q->nv] = vs[v];
+		q->var_of[v] = q->nv++;
+	}
+	memcpy(q->pt, p->pt, sizeof q->pt);
+	memcpy(q->X, p->X, sizeof q->X);
+	memcpy(q->Y, p->Y, sizeof q->Y);
+	memcpy(q->E, p->E, sizeof q->E);
+	return 0;
+}
+
+/* Keep the candidates every lift satisfies; 0 when some scalar lift may be
+ * infinite (or is beyond the prover), and then no invariant is kept. */
+static int base_case(Pv *p, const uint8_t *vs, Cand *k, int n)
+{
+	Pv q;
+	int ok = lift_pv(p, vs, &q) == 0 && all_finite(&q, p->c, p->c->lift);
+	for (int i = 0; ok && i < n; i++)
+		k[i].alive = holds_for(&q, p->c->lift, &k[i]);
+	free(q.var_of);
+	free(q.fm_rows);
+	return ok;
+}
+
+/* Whether l >= 0 is implied by the invariants already in p and the sign facts. */
+static int implied(Pv *p, const Lin *l)
+{
+	Region *r = xmalloc(sizeof *r), *t = xmalloc(sizeof *t);
+	p->overflow = 0;
+	region_init(p, r);
+	int feasible = region_assume(p, r, l, '<', t);
+	free(r);
+	free(t);
+	return !feasible && !p->overflow;
+}
+
+/* Drop from p->inv each invariant that the others imply (t >= s beside
+ * t >= p and p >= s). */
+static void drop_implied(Pv *p)
+{
+	Lin all[PV_MAXINV];
+	int n = p->ninv, kept = 0;
+	memcpy(all, p->inv, n * sizeof *all);
+	for (int i = 0; i < n; i++) {
+		/* the ones kept so far, and all after i */
+		p->ninv = 0;
+		for (int j = 0; j < n; j++)
+			if (j < kept || j > i)
+				p->inv[p->ninv++] = all[j];
+		if (!implied(p, &all[i]))
+			all[kept++] = all[i];
+	}
+	memcpy(p->inv, all, kept * sizeof *all);
+	p->ninv = kept;
+}
+
+/* The invariants to assume: the live candidates that the others do not
+ * imply, as many as leave room for a region's own constraints.  Assuming
+ * fewer than hold is sound: it only enlarges the regions. */
+static void assume_live(Pv *p, Cand *k, int n)
+{
+	Region *r = xmalloc(sizeof *r);
+	p->ninv = 0;
+	region_init(p, r);
+	int room = (PV_MAXCON / 2 - r->ncon) / 3;
+	free(r);
+	if (room > PV_MAXINV)
+		room = PV_MAXINV;
+	for (int i = 0; i < n && p->ninv < room; i++)
+		if (k[i].alive && !implied(p, &k[i].l))
+			p->inv[p->ninv++] = k[i].l;
+	drop_implied(p);
+}
+
+static void inv_text(Pv *p)
+{
+	size_t len = 0;
+	p->invtext[0] = 0;
+	for (int i = 0; i < p->ninv && len + 1 < sizeof p->invtext; i++) {
+		const Lin *l = &p->inv[i];
+		int f = -1, g = -1;
+		for (int v = 0; v < p->c->nstate; v++)
+			if (l->c[v].n > 0)
+				f = v;
+			else if (l->c[v].n < 0)
+				g = v;
+		const char *sep = i ? ", " : "";
+		if (f >= 0)
+			len += snprintf(p->invtext + len, sizeof p->invtext - len, "%s%s >= %s", sep,
+					p->c->state[f].name, g >= 0 ? p->c->state[g].name : "0");
+		else
+			len += snprintf(p->invtext + len, sizeof p->invtext - len, "%s%s <= 0", sep,
+					p->c->state[g].name);
+	}
+}
+
+void inv_infer(Pv *p, const uint8_t *vs)
+{
+	Cand *k = xmalloc(INV_MAXCAND * sizeof *k);
+	int n = candidates(p, k);
+	p->ninv = 0;
+	if (n && base_case(p, vs, k, n)) {
+		for (int changed = 1; changed;) {
+			changed = 0;
+			assume_live(p, k, n);
+			for (int i = 0; i < n; i++)
+				if (k[i].alive && !holds_for(p, p->c->merge, &k[i]))
+					k[i].alive = 0, changed = 1;
+		}
+		if (p->ninv && !all_finite(p, p->c, p->c->merge))
+			p->ninv = 0;
+	}
+	free(k);
+	p->overflow = 0;
+	inv_text(p);
+}

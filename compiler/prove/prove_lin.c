@@ -1,0 +1,520 @@
+/* prove_lin.c: exact rationals, linear forms, regions (ties eliminated by
+ * substitution, inequalities tested by Fourier-Motzkin), arithmetic modulo
+ * 2^61-1 and the sign lattice. */
+#include "compiler/prove/prove_int.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- rationals: int64 with overflow detection (overflow makes results unknown) ---- */
+
+static __int128 gcd128(__int128 a, __int128 b)
+{
+	if (a < 0)
+		a = -a;
+	if (b < 0)
+		b = -b;
+	while (b) {
+		__int128 t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+static Q q_norm(Pv *p, __int128 n, __int128 d)
+{
+	if (d < 0)
+		n = -n, d = -d;
+	__int128 g = gcd128(n, d);
+	if (g > 1)
+		n /= g, d /= g;
+	if (n > INT64_MAX || n < -INT64_MAX || d > INT64_MAX || d == 0) {
+		p->overflow = 1;
+		return q_int(0);
+	}
+	return (Q){(int64_t)n, (int64_t)d};
+}
+
+Q q_int(int64_t n) { return (Q){n, 1}; }
+Q q_neg(Q x) { return (Q){-x.n, x.d}; }
+
+Q q_add(Pv *p, Q x, Q y)
+{
+	if (x.d == 1 && y.d == 1)
+		return q_norm(p, (__int128)x.n + y.n, 1);
+	return q_norm(p, (__int128)x.n * y.d + (__int128)y.n * x.d, (__int128)x.d * y.d);
+}
+
+Q q_mul(Pv *p, Q x, Q y) { return q_norm(p, (__int128)x.n * y.n, (__int128)x.d * y.d); }
+
+Q q_div(Pv *p, Q x, Q y)
+{
+	if (!y.n) {
+		p->overflow = 1;
+		return q_int(0);
+	}
+	return q_norm(p, (__int128)x.n * y.d, (__int128)x.d * y.n);
+}
+
+/* A double as an exact rational; 0 when it does not fit (huge or tiny). */
+int q_from_double(double v, Q *q)
+{
+	if (!isfinite(v))
+		return 0;
+	int e;
+	double m = frexp(v, &e); /* v = m * 2^e, 0.5 <= |m| < 1 */
+	int64_t n = (int64_t)ldexp(m, 53);
+	e -= 53;
+	while (e < 0 && !(n & 1))
+		n >>= 1, e++;
+	if (e >= 0) {
+		if (e > 62 || llabs(n) > (INT64_MAX >> e))
+			return 0;
+		*q = q_int(n * ((int64_t)1 << e)); /* n may be negative: no shift of it */
+		return 1;
+	}
+	if (e < -62)
+		return 0;
+	*q = (Q){n, (int64_t)1 << -e};
+	return 1;
+}
+
+/* ---- linear forms ---- */
+
+void lin_zero(Lin *l)
+{
+	for (int i = 0; i <= PV_MAXV; i++)
+		l->c[i] = q_int(0);
+}
+
+void lin_add(Pv *p, Lin *out, const Lin *x, const Lin *y, Q ky)
+{
+	for (int i = 0; i <= PV_MAXV; i++)
+		out->c[i] = y->c[i].n ? q_add(p, x->c[i], q_mul(p, ky, y->c[i])) : x->c[i];
+}
+
+void lin_scale(Pv *p, Lin *out, const Lin *x, Q k)
+{
+	for (int i = 0; i <= PV_MAXV; i++)
+		out->c[i] = x->c[i].n ? q_mul(p, x->c[i], k) : q_int(0);
+}
+
+int lin_is_const(const Lin *l)
+{
+	for (int i = 0; i < PV_MAXV; i++)
+		if (l->c[i].n)
+			return 0;
+	return 1;
+}
+
+int lin_eq(const Lin *x, const Lin *y)
+{
+	for (int i = 0; i <= PV_MAXV; i++)
+		if (x->c[i].n != y->c[i].n || (x->c[i].n && x->c[i].d != y->c[i].d))
+			return 0;
+	return 1;
+}
+
+static void q_str(Q q, char *buf, size_t n)
+{
+	if (q.d == 1)
+		snprintf(buf, n, "%lld", (long long)q.n);
+	else
+		snprintf(buf, n, "%lld/%lld", (long long)q.n, (long long)q.d);
+}
+
+void lin_str(const Pv *p, const Lin *l, char *buf, size_t n)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int i = 0; i <= PV_MAXV && len + 1 < n; i++) {
+		Q q = l->c[i];
+		if (!q.n || (i < PV_MAXV && i >= p->nv))
+			continue;
+		char num[64], name[80] = "";
+		int neg = q.n < 0;
+		q_str(neg ? q_neg(q) : q, num, sizeof num);
+		if (i < PV_MAXV)
+		{
+			if (p->vop[i])
+				snprintf(name, sizeof name, "%c.%s", p->vop[i], p->vname[i]);
+			else
+				snprintf(name, sizeof name, "%s", p->vname[i]);
+		}
+		int unit = i < PV_MAXV && q.d == 1 && (q.n == 1 || q.n == -1);
+		len += snprintf(buf + len, n - len, "%s%s%s%s", len ? (neg ? " - " : " + ") : (neg ? "-" : ""),
+				unit ? "" : num, unit || i == PV_MAXV ? "" : "*", name);
+	}
+	if (!len)
+		snprintf(buf, n, "0");
+}
+
+double lin_eval_f(const Lin *l, const double *val)
+{
+	double s = (double)l->c[PV_MAXV].n / (double)l->c[PV_MAXV].d;
+	for (int i = 0; i < PV_MAXV; i++)
+		if (l->c[i].n)
+			s += (double)l->c[i].n / (double)l->c[i].d * val[i];
+	return s;
+}
+
+/* ---- regions ---- */
+
+static void region_add(Region *r, const Lin *l, int strict)
+{
+	if (r->ncon < PV_MAXCON) {
+		r->con[r->ncon] = *l;
+		r->strict[r->ncon++] = (uint8_t)strict;
+	}
+	/* past the cap a constraint is dropped: the region only grows, which never
+	 * loses a case (pruning is an optimization, not part of the proof) */
+}
+
+void region_init(Pv *p, Region *r)
+{
+	memset(r, 0, sizeof *r);
+	for (int v = 0; v < p->nv; v++) {
+		uint8_t s = p->vsign[v];
+		Lin l;
+		lin_zero(&l);
+		if (!(s & SG_NEG) || !(s & SG_POS)) {
+			l.c[v] = q_int(s & SG_POS ? 1 : -1);
+			region_add(r, &l, !(s & SG_ZERO));
+		}
+	}
+	/* the invariants of each operand a, b, c: field f of operand w is variable w * nstate + f */
+	int ns = p->ninv ? p->c->nstate : 0;
+	for (int i = 0; i < p->ninv; i++)
+		for (int w = 0; w < 3 && (w + 1) * ns <= p->nv; w++) {
+			Lin l;
+			lin_zero(&l);
+			l.c[PV_MAXV] = p->inv[i].c[PV_MAXV];
+			for (int f = 0; f < ns; f++)
+				l.c[w * ns + f] = p->inv[i].c[f];
+			region_add(r, &l, 0);
+		}
+}
+
+void region_var(const Region *r, int v, Lin *out)
+{
+	if (r->issub >> v & 1) {
+		*out = r->sub[v];
+		return;
+	}
+	lin_zero(out);
+	out->c[v] = q_int(1);
+}
+
+/* Replace variable v by s in l. */
+static void lin_subst(Pv *p, Lin *l, int v, const Lin *s)
+{
+	Q k = l->c[v];
+	if (!k.n)
+		return;
+	l->c[v] = q_int(0);
+	lin_add(p, l, l, s, k);
+}
+
+static int pick_pivot(const Lin *l)
+{
+	int best = -1;
+	for (int i = 0; i < PV_MAXV; i++)
+		if (l->c[i].n) {
+			if (l->c[i].d == 1 && (l->c[i].n == 1 || l->c[i].n == -1))
+				return i;
+			if (best < 0)
+				best = i;
+		}
+	return best;
+}
+
+int region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out)
+{
+	*out = *r;
+	if (rel != '=') {
+		Lin m;
+		lin_scale(p, &m, l, q_int(rel == '>' ? 1 : -1));
+		region_add(out, &m, 1);
+		return region_feasible(p, out);
+	}
+	int v = pick_pivot(l);
+	if (v < 0)
+		return l->c[PV_MAXV].n == 0;
+	/* l = k v + rest = 0  =>  v = -rest / k */
+	Lin s = *l;
+	Q k = s.c[v];
+	s.c[v] = q_int(0);
+	lin_scale(p, &s, &s, q_div(p, q_int(-1), k));
+	for (int i = 0; i < PV_MAXV; i++)
+		if (out->issub >> i & 1)
+			lin_subst(p, &out->sub[i], v, &s);
+	for (int i = 0; i < out->ncon; i++)
+		lin_subst(p, &out->con[i], v, &s);
+	out->sub[v] = s;
+	out->issub |= (uint64_t)1 << v;
+	return region_feasible(p, out);
+}
+
+/* Rows of Fourier-Motzkin: integer coefficients, [PV_MAXV] the constant. */
+typedef struct {
+	int64_t c[PV_MAXV + 1];
+	uint8_t strict;
+} Row;
+
+static int row_from_lin(const Lin *l, int strict, Row *row)
+{
+	__int128 den = 1;
+	for (int i = 0; i <= PV_MAXV; i++)
+		if (l->c[i].n) {
+			den = den / gcd128(den, l->c[i].d) * l->c[i].d;
+			if (den > INT64_MAX)
+				return 0;
+		}
+	for (int i = 0; i <= PV_MAXV; i++) {
+		__int128 v = (__int128)l->c[i].n * (den / l->c[i].d);
+		if (v > INT64_MAX || v < -INT64_MAX)
+			return 0;
+		row->c[i] = (int64_t)v;
+	}
+	row->strict = (uint8_t)strict;
+	return 1;
+}
+
+/* x * |y[v]| + y * |x[v]| eliminates v; 0 on overflow. */
+static int row_combine(const Row *x, const Row *y, int v, Row *out)
+{
+	__int128 kx = y->c[v] < 0 ? -(__int128)y->c[v] : y->c[v];
+	__int128 ky = x->c[v] < 0 ? -(__int128)x->c[v] : x->c[v];
+	__int128 t[PV_MAXV + 1], g = 0;
+	for (int i = 0; i <= PV_MAXV; i++) {
+		t[i] = x->c[i] * kx + y->c[i] * ky;
+		g = gcd128(g, t[i]);
+	}
+	for (int i = 0; i <= PV_MAXV; i++) {
+		if (g > 1)
+			t[i] /= g;
+		if (t[i] > INT64_MAX || t[i] < -INT64_MAX)
+			return 0;
+		out->c[i] = (int64_t)t[i];
+	}
+	out->strict = x->strict | y->strict;
+	return 1;
+}
+
+static int row_const_ok(const Row *r)
+{
+	for (int i = 0; i < PV_MAXV; i++)
+		if (r->c[i])
+			return -1;
+	return r->strict ? r->c[PV_MAXV] > 0 : r->c[PV_MAXV] >= 0;
+}
+
+static int row_eq(const Row *x, const Row *y)
+{
+	return x->strict == y->strict && !memcmp(x->c, y->c, sizeof x->c);
+}
+
+/* Append r to rows[0..m) unless already there; the new count, -1 when full. */
+static int row_push(Row *rows, int m, const Row *r)
+{
+	for (int i = 0; i < m; i++)
+		if (row_eq(&rows[i], r))
+			return m;
+	if (m == PV_FMROWS)
+		return -1;
+	rows[m] = *r;
+	return m + 1;
+}
+
+/* One elimination step; the new row count, -1 when pruning gives up, -2 when infeasible. */
+static int fm_step(Row *rows, int n, int v, Row *tmp)
+{
+	int m = 0, np = 0, nn = 0;
+	int *pos = malloc(2 * n * sizeof *pos), *neg = pos + n;
+	if (!pos)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		if (!rows[i].c[v])
+			tmp[m++] = rows[i];
+		else if (rows[i].c[v] > 0)
+			pos[np++] = i;
+		else
+			neg[nn++] = i;
+	}
+	for (int i = 0; i < np && m >= 0; i++)
+		for (int j = 0; j < nn && m >= 0; j++) {
+			Row t;
+			if (!row_combine(&rows[pos[i]], &rows[neg[j]], v, &t)) {
+				m = -1;
+				break;
+			}
+			int ok = row_const_ok(&t);
+			if (ok == 0)
+				m = -2;
+			else if (ok < 0)
+				m = row_push(tmp, m, &t);
+		}
+	free(pos);
+	if (m > 0)
+		memcpy(rows, tmp, m * sizeof *rows);
+	return m;
+}
+
+/* The variable whose elimination makes the fewest rows (0 when none is left). */
+static int fm_pick(const Row *rows, int n, int nv, int *v)
+{
+	long best = 0;
+	int found = 0;
+	for (int i = 0; i < nv; i++) {
+		long np = 0, nn = 0;
+		for (int j = 0; j < n; j++)
+			np += rows[j].c[i] > 0, nn += rows[j].c[i] < 0;
+		if ((np || nn) && (!found || np * nn - np - nn < best))
+			best = np * nn - np - nn, *v = i, found = 1;
+	}
+	return found;
+}
+
+int region_feasible(Pv *p, const Region *r)
+{
+	if (!p->fm_rows)
+		p->fm_rows = malloc(2 * PV_FMROWS * sizeof(Row));
+	Row *rows = p->fm_rows;
+	if (!rows)
+		return 1;
+	Row *tmp = rows + PV_FMROWS;
+	int n = 0, ok = 1, v = 0;
+	for (int i = 0; i < r->ncon && ok; i++) {
+		Row t;
+		if (!row_from_lin(&r->con[i], r->strict[i], &t))
+			continue; /* dropping a constraint only enlarges the region */
+		int k = row_const_ok(&t);
+		if (k == 0)
+			ok = 0;
+		else if (k < 0)
+			n = row_push(rows, n, &t);
+	}
+	while (ok && n > 0 && fm_pick(rows, n, p->nv, &v)) {
+		n = fm_step(rows, n, v, tmp);
+		if (n == -2)
+			ok = 0;
+	}
+	return ok;
+}
+
+int region_holds(const Region *r, const double *val)
+{
+	for (int i = 0; i < r->ncon; i++) {
+		double s = lin_eval_f(&r->con[i], val);
+		if (r->strict[i] ? !(s > 0) : !(s >= 0))
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- arithmetic modulo the Mersenne prime 2^61-1 ---- */
+
+static const uint64_t MP = ((uint64_t)1 << 61) - 1;
+
+uint64_t md_add(uint64_t a, uint64_t b)
+{
+	uint64_t s = a + b;
+	return s >= MP ? s - MP : s;
+}
+
+uint64_t md_sub(uint64_t a, uint64_t b) { return a >= b ? a - b : a + MP - b; }
+
+uint64_t md_mul(uint64_t a, uint64_t b)
+{
+	unsigned __int128 t = (unsigned __int128)a * b;
+	uint64_t lo = (uint64_t)(t & MP), hi = (uint64_t)(t >> 61);
+	return md_add(lo, hi);
+}
+
+uint64_t md_pow(uint64_t a, int64_t k)
+{
+	if (k < 0)
+		return md_pow(md_inv(a), -k);
+	uint64_t r = 1;
+	for (; k; k >>= 1, a = md_mul(a, a))
+		if (k & 1)
+			r = md_mul(r, a);
+	return r;
+}
+
+uint64_t md_inv(uint64_t a) { return md_pow(a, (int64_t)(MP - 2)); }
+
+static uint64_t md_int(int64_t n)
+{
+	uint64_t m = (uint64_t)(n < 0 ? -n : n) % MP;
+	return n < 0 ? md_sub(0, m) : m;
+}
+
+uint64_t md_q(Q q) { return md_mul(md_int(q.n), md_inv(md_int(q.d))); }
+
+uint64_t md_double(double v, int *ok)
+{
+	int e;
+	double m = frexp(v, &e);
+	if (!isfinite(v)) {
+		*ok = 0;
+		return 0;
+	}
+	int64_t n = (int64_t)ldexp(m, 53);
+	e -= 53;
+	return md_mul(md_int(n), md_pow(2, e));
+}
+
+uint64_t pv_rand(uint64_t *s)
+{
+	/* splitmix64, reduced below the prime */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return z % MP;
+}
+
+/* ---- signs ---- */
+
+static uint8_t sign_each(uint8_t x, uint8_t y, uint8_t (*f)(int, int))
+{
+	uint8_t r = 0;
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 3; j++)
+			if ((x >> i & 1) && (y >> j & 1))
+				r |= f(i - 1, j - 1);
+	return r;
+}
+
+static uint8_t bit(int s) { return (uint8_t)(1 << (s + 1)); }
+
+static uint8_t f_add(int x, int y)
+{
+	if (x == 0 || y == 0 || x == y)
+		return bit(x ? x : y);
+	return SG_ANY;
+}
+
+static uint8_t f_mul(int x, int y) { return bit(x * y); }
+static uint8_t f_max(int x, int y) { return bit(x > y ? x : y); }
+
+uint8_t sign_add(uint8_t x, uint8_t y) { return sign_each(x, y, f_add); }
+uint8_t sign_mul(uint8_t x, uint8_t y) { return sign_each(x, y, f_mul); }
+uint8_t sign_max(uint8_t x, uint8_t y) { return sign_each(x, y, f_max); }
+
+uint8_t sign_neg(uint8_t x)
+{
+	return (uint8_t)((x & SG_ZERO) | (x & SG_NEG ? SG_POS : 0) | (x & SG_POS ? SG_NEG : 0));
+}
+
+uint8_t sign_of_num(double v)
+{
+	if (isnan(v))
+		return SG_ANY;
+	return v > 0 ? SG_POS : v < 0 ? SG_NEG : SG_ZERO;
+}
