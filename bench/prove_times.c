@@ -29,11 +29,11 @@ int main(int argc, char **argv)
 			int n = 0;
 			for (int k = 0; k < rep.n; k++)
 				n += snprintf(verdicts + n, sizeof verdicts - n, "%s%s %s", k ? ", " : "",
-					      rep.line[k].law, proof_status_name(rep.line[k].status));
-			proof_report_free(&rep);
+					      rep.line[k].law, prove_status_name(rep.line[k].status));
+			prove_report_free(&rep);
 		}
 		printf("%-36s %10.4f  %s\n", argv[i], best, verdicts);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	return 0;
 }

@@ -46,7 +46,7 @@ static int laws(Carrier *c)
 	check_result_free(&r);
 	ProofReport pr;
 	if (prove_carrier(c, 0, &pr) == 0)
-		proof_report_free(&pr);
+		prove_report_free(&pr);
 	return 0;
 }
 
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 			nkern++;
 		free(ptx);
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 		if (k)
 			r[k - 1] = (Run){t2 - t0, t1 - t0, t2 - t1};
 	}

@@ -1,5 +1,5 @@
 /* test_attention.c: the attention template on the emulator against the
- * float64 reference (FlashAttention's rule, run_check; P rounded to the
+ * float64 reference (FlashAttention's rule, runcheck_run; P rounded to the
  * inputs' type by default, P V in float32 by --config): head dims 32, 64,
  * 128; ragged key lengths; causal, non-causal, sliding window, soft-capped
  * scores, negative, zero and per-row scales, fully masked rows,
@@ -51,7 +51,7 @@ static void run_prm(Carrier *c, const char *what, int rows, int len, int heads, 
 	if (cfg)
 		strcpy(cfg, st.config);
 	RunCheck chk;
-	run_check(d, &chk);
+	runcheck_run(d, &chk);
 	for (int k = 0; k < chk.nout; k++) {
 		const OutCheck *x = &chk.out[k];
 		cr_expect(x->worst_ratio <= 1 && !x->nan_mismatch,
@@ -92,7 +92,7 @@ static void head_dim(const char *path, int d)
 	const char *pv3 = d > 128 ? "attention:nt=128,mt=1,bn=16,pv=3" : "attention:nt=128,mt=1,bn=64,pv=3";
 	run_one(c, path, 3, 1000, 1, 1, 1, pv3, NULL);
 	run_one(c, path, 130, 129, 1, 1, 1, pv3, NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(attention, causal_head_dim_32, .timeout = 300) { head_dim("specs/attention.yaml", 32); }
@@ -110,7 +110,7 @@ static void masked(const char *path, int rows, int len)
 	Carrier *c = load_dims(path, 0);
 	uses_attention(c, path);
 	run_one(c, path, rows, len, 1, 1, 1, NULL, NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(attention, sliding_window, .timeout = 300) { masked("tests/attention/window.yaml", 200, 200); }
@@ -132,7 +132,7 @@ Test(attention, negative_and_zero_scale, .timeout = 300)
 	static const Define neg[] = {{"scale", "-200"}}, zero[] = {{"scale", "0"}};
 	run_prm(c, "scale -200", 17, 1000, 1, 1, 1, NULL, NULL, neg, 1);
 	run_prm(c, "scale 0", 17, 1000, 1, 1, 1, NULL, NULL, zero, 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Rows 0..4 see no key: the finalize of the identity (out is 0/0, NaN, as
@@ -147,14 +147,14 @@ Test(attention, fully_masked_rows, .timeout = 300)
 	RunOpts o = {0};
 	cr_assert_eq(emu_run_data(d, &o, NULL, msg, sizeof msg), 0, "%s", msg);
 	for (int i = 0; i < 5; i++)
-		cr_expect(isinf(buffer_get(&d->fin[1], i)) && buffer_get(&d->fin[1], i) < 0, "row %d: lse %g", i,
-			  buffer_get(&d->fin[1], i));
+		cr_expect(isinf(run_buffer_get(&d->fin[1], i)) && run_buffer_get(&d->fin[1], i) < 0, "row %d: lse %g", i,
+			  run_buffer_get(&d->fin[1], i));
 	RunCheck chk;
-	run_check(d, &chk);
+	runcheck_run(d, &chk);
 	cr_expect(chk.ok, "out %.3g, lse %.3g of tolerance", chk.out[0].worst_ratio, chk.out[1].worst_ratio);
 	runcheck_free(&chk);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(attention, grouped_query_heads, .timeout = 300)
@@ -163,7 +163,7 @@ Test(attention, grouped_query_heads, .timeout = 300)
 	Carrier *c = load_dims("specs/attention.yaml", 32);
 	run_one(c, "gqa", 33, 70, 4, 2, 1, NULL, NULL);
 	run_one(c, "mqa", 17, 129, 3, 1, 1, NULL, NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The query heads of a key/value head run as one block of rows: keys and
@@ -183,11 +183,11 @@ Test(attention, grouped_heads_read_keys_once, .timeout = 300)
 	cr_expect_eq(st.bytes[0], kv + q, "%llu bytes loaded, want %llu (keys and values once, q once)", st.bytes[0],
 		     kv + q);
 	RunCheck chk;
-	run_check(d, &chk);
+	runcheck_run(d, &chk);
 	cr_expect(chk.ok, "out %.3g, lse %.3g of tolerance", chk.out[0].worst_ratio, chk.out[1].worst_ratio);
 	runcheck_free(&chk);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Decoding: few query rows, long keys, split across blocks and combined. */
@@ -205,13 +205,13 @@ Test(attention, split_kv_decoding, .timeout = 300)
 	 * weights differ */
 	static const Define wide[] = {{"scale", "2"}};
 	run_prm(c, "split, 40 splits", 1, 3000, 4, 1, 40, NULL, NULL, wide, 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = load_dims("tests/attention/full.yaml", 128); /* one stage of K and V */
 	run_one(c, "split, head dim 128", 2, 1000, 2, 1, 3, NULL, NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = load_dims("specs/attention.yaml", 64); /* causal: splits past the diagonal are empty */
 	run_one(c, "causal split", 3, 1000, 1, 1, 3, NULL, NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Decoding's variant: the warps of a block share its 16 query rows, each
@@ -244,7 +244,7 @@ Test(attention, key_slices_for_decoding, .timeout = 600)
 			cr_expect_str_eq(cfg, cfgs[k]);
 		}
 	run_one(c, "two tiles a warp, 40 rows", 10, 300, 4, 1, 3, cfgs[4], NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 	static const struct {
 		const char *path;
 		int rows, len, heads, kv, split;
@@ -257,16 +257,16 @@ Test(attention, key_slices_for_decoding, .timeout = 600)
 		c = load_dims(runs[k].path, 0);
 		run_one(c, runs[k].path, runs[k].rows, runs[k].len, runs[k].heads, runs[k].kv, runs[k].split,
 			"attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=4", cfg);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	c = load_dims("tests/attention/full_bf16.yaml", 128);
 	run_one(c, "head dim 128, the rule", 1, 1000, 4, 1, 0, NULL, cfg);
 	cr_expect(strstr(cfg, ",ks=4"), "%s", cfg);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = load_dims("specs/attention.yaml", 256);
 	run_one(c, "head dim 256, the rule", 2, 300, 2, 1, 2, NULL, cfg);
 	cr_expect(strstr(cfg, ",ks=4"), "%s", cfg);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The key slices' states take shared memory after the key loop: a
@@ -288,7 +288,7 @@ Test(attention, key_slices_states_fit_shared_memory, .timeout = 300)
 	cuda_module_free(&m);
 	/* and the launch gives them that much (the emulator fails an access past it) */
 	run_one(c, "12 warps of states", 2, 150, 4, 1, 2, "attention:nt=512,mt=1,bn=64,pv=1,st=1,ks=4", NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Keys 4 bytes past 16-byte alignment: plain loads instead of cp.async,
@@ -301,7 +301,7 @@ Test(attention, unaligned_keys_take_plain_loads, .timeout = 300)
 	char msg[4096] = "";
 	cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
 	Buffer *k = &d->col[0];
-	size_t bytes = k->n * k->width * kind_size(k->kind);
+	size_t bytes = k->n * k->width * run_kind_size(k->kind);
 	char *mem = malloc(bytes + 16);
 	void *orig = k->p;
 	cr_assert(mem && ((uintptr_t)mem + 4) % 16);
@@ -310,13 +310,13 @@ Test(attention, unaligned_keys_take_plain_loads, .timeout = 300)
 	RunOpts o = {0};
 	cr_assert_eq(emu_run_data(d, &o, NULL, msg, sizeof msg), 0, "%s", msg);
 	RunCheck chk;
-	run_check(d, &chk);
+	runcheck_run(d, &chk);
 	cr_expect(chk.ok, "out %.3g, lse %.3g of tolerance", chk.out[0].worst_ratio, chk.out[1].worst_ratio);
 	runcheck_free(&chk);
 	k->p = orig;
 	free(mem);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Q in shared memory, its A fragments loaded at each k-step (attn_qs):
@@ -340,7 +340,7 @@ static void qs_lengths(const char *path)
 		qs_run(c, path, rows, len, 1, 1, 1);
 	}
 	qs_run(c, path, 129, 300, 1, 1, 1); /* a full block of 128 rows and a row past it */
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(attention, q_in_shared_causal_head_dim_128, .timeout = 600) { qs_lengths("specs/attention.yaml"); }
@@ -351,7 +351,7 @@ static void qs_masked(const char *path, int rows, int len)
 	cuda_test_cache();
 	Carrier *c = load_dims(path, 128);
 	qs_run(c, path, rows, len, 1, 1, 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(attention, q_in_shared_sliding_window, .timeout = 300) { qs_masked("tests/attention/window.yaml", 200, 200); }
@@ -368,10 +368,10 @@ Test(attention, q_in_shared_grouped_heads_and_split, .timeout = 300)
 	qs_run(c, "gqa", 33, 70, 4, 2, 1);
 	qs_run(c, "mqa", 17, 129, 3, 1, 1);
 	qs_run(c, "causal split", 3, 1000, 1, 1, 3);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = load_dims("tests/attention/full.yaml", 128);
 	qs_run(c, "grouped decoding, split", 1, 1000, 8, 2, 3);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Pipeline stages: one (FlashAttention-2's order: V loads during the
@@ -387,7 +387,7 @@ static void staged(const char *path, int d, const char *config)
 	run_one(c, path, 3, 1000, 1, 1, 1, config, NULL);
 	run_one(c, path, 33, 70, 4, 2, 1, config, NULL);
 	run_one(c, path, 2, 1000, 2, 1, 3, config, NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(attention, pipeline_stages, .timeout = 600)
@@ -400,7 +400,7 @@ Test(attention, pipeline_stages, .timeout = 600)
 	/* two warps: each thread has the Q tile and two K and V tiles in flight, 80 copies */
 	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 128);
 	run_one(c, "two warps, three stages", 70, 300, 1, 1, 1, "attention:nt=64,mt=2,bn=64,pv=1,st=3", NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A mask that drops bands of keys: the key-tile loop skips the dropped
@@ -425,7 +425,7 @@ Test(attention, dropped_tiles_between_live_ones, .timeout = 300)
 		cr_expect_eq(es.bytes[0], kv + q, "%s: %llu bytes loaded, want %llu", config, es.bytes[0], kv + q);
 		rundata_free(d);
 	}
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Stages are asked for up to a number: a variant keeps as many as fit in
@@ -458,7 +458,7 @@ Test(attention, stages_that_do_not_fit_are_dropped)
 		snprintf(body, sizeof body, ", %d, 1>(A)", cases[k].st); /* the stages, then one key slice */
 		cr_expect(strstr(m.src, body), "the kernel keeps %d stages", cases[k].st);
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -495,7 +495,7 @@ Test(attention, tuning_space_adds_stages_and_key_tiles)
 	cr_expect_eq(cuda_count(sp.src, NULL, "attn_fwd<"), sp.nvar);
 	cuda_module_free(&def);
 	cuda_module_free(&sp);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A lawful merge that is not the contract's: refused with the reason, and
@@ -515,7 +515,7 @@ Test(attention, buggy_merge_falls_back, .timeout = 300)
 	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1);
 	run_one(c, "fallback", 9, 77, 2, 1, 1, NULL, cfg);
 	cr_expect(strncmp(cfg, "attention", 9), "%s", cfg);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A merge that leaves the contract only past a threshold of l (halves
@@ -530,7 +530,7 @@ Test(attention, a_merge_off_past_a_threshold_is_not_the_contract)
 	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "the merge of 'l' differs from the contract's"), "%s", msg);
 	cr_expect(strstr(msg, "the prover left 'l' unknown: l differs in region a.m > b.m, a.l > 1000"), "%s", msg);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = text_ok("carrier: reordered\ndims: {d: 64}\nparams: {scale: f32}\nrow: {q: 'f16[d]'}\n"
 		    "column: {k: 'f16[d]', v: 'f16[d]'}\nlet:\n  s: dot(q, k) * scale\n"
 		    "state: {m: f32, l: f32, o: 'f32[d]'}\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
@@ -538,7 +538,7 @@ Test(attention, a_merge_off_past_a_threshold_is_not_the_contract)
 		    "  o: exp(b.m - m) * b.o + exp(a.m - m) * a.o\nfinalize: {out: o / l}\nlaws: [commutative]\n");
 	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(strstr(at.evidence, "merge proved equal to the contract's"), "%s", at.evidence);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The contract's merge as users write it: b's terms first, factors
@@ -579,7 +579,7 @@ Test(attention, rewritten_merges_are_proved_the_contract)
 			  "%s: %s", REWRITTEN[k][0], m.explain);
 		cr_expect(!strstr(m.explain, "not a proof"), "%s", m.explain);
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -593,7 +593,7 @@ Test(attention, a_swapped_rescale_is_disproved)
 	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "the merge of 'l' differs from the contract's (disproved: region "), "%s", msg);
 	cr_expect(strstr(msg, "a={m: ") && strstr(msg, "b={m: ") && strstr(msg, "by the contract's"), "%s", msg);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Why a carrier is not attention, in its own terms: a scalar state is not
@@ -611,7 +611,7 @@ Test(attention, explain_names_the_carriers_own_shape)
 		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
 		cr_expect(strstr(m.explain, want[s]), "%s: %s", spec[s], m.explain);
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -625,7 +625,7 @@ Test(attention, contract_evidence_and_explain)
 	cr_expect(strstr(m.explain, "structurally equal to the contract's (m -> m, l -> l, o -> o)"), "%s", m.explain);
 	cr_expect(strstr(m.explain, "whole tiles skipped"), "%s", m.explain);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 	/* the same merge written differently, the fields in another order and
 	 * named otherwise: proved, and said so */
 	c = text_ok("carrier: t\ndims: {d: 16}\nparams: {scale: f32}\nrow:\n  q: f16[d]\ncolumn:\n  k: f16[d]\n  v: f16[d]\n"
@@ -636,7 +636,7 @@ Test(attention, contract_evidence_and_explain)
 	CudaAttn at;
 	cr_assert_eq(cuda_attn_match(c, &at, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(strstr(at.evidence, "merge proved equal to the contract's (m -> mx, l -> z, o -> w; "), "%s", at.evidence);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The grid's order (attn_tile_of, run in the emulator on the module's own
@@ -701,7 +701,7 @@ Test(attention, grid_runs_heaviest_tiles_first_across_heads)
 	emu_close(l);
 	free(src);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Key splits of one tile of 16 rows a warp (decoding's variants) merge
@@ -738,7 +738,7 @@ Test(attention, decoding_splits_merge_in_one_launch)
 	}
 	cr_expect(seen[1] && seen[2], "variants of both kinds among the defaults");
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The merge of key splits does not depend on the variant: one combine
@@ -758,7 +758,7 @@ Test(attention, one_combine_for_every_variant)
 		cr_expect_str_neq(names[0], first[0]);
 	}
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* mma.sync m16n8k16 on the emulator: fragments laid out as in the PTX ISA
@@ -837,7 +837,7 @@ Test(attention, shared_memory_per_variant)
 	cr_assert_not(cuda_fits(&m, 1, msg, sizeof msg));
 	cr_assert(strstr(msg, "needs 67584 bytes of shared memory per block; the device allows 49152"), "%s", msg);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = load_dims("specs/attention.yaml", 128);
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(m.nvar, 4);
@@ -868,7 +868,7 @@ Test(attention, shared_memory_per_variant)
 	cr_expect_eq(cuda_pick(&m, 4, 32768, 1), 3, "decoding's fits the device");
 	cr_expect_eq(cuda_attn_split(&m, 3, 4, 32768, 8, 84), 10, "one of 68 KB in 100");
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 	/* head dim 64: three stages of 128 keys (108 KB), of which two fit an
 	 * SM, still one an SM; 99 KB: two stages */
 	c = load_dims("specs/attention.yaml", 64);
@@ -880,7 +880,7 @@ Test(attention, shared_memory_per_variant)
 	cr_assert_eq(cuda_module_for(c, NULL, NULL, 99 * 1024, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(cuda_smem(&m, 2), 2 * 128 * 72 * 4);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Below sm_80 (no cp.async, no m16n8k16 f16/bf16 mma.sync) the attention
@@ -905,7 +905,7 @@ Test(attention, older_archs_take_the_generic_template, .timeout = 300)
 	Nvrtc *nv;
 	if (nvrtc_open(&nv, msg, sizeof msg)) {
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 		cr_skip_test("no NVRTC: %s", msg);
 	}
 	char *ptx = NULL;
@@ -917,7 +917,7 @@ Test(attention, older_archs_take_the_generic_template, .timeout = 300)
 	free(ptx);
 	nvrtc_close(nv);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* m's kernels (of carrier c) through NVRTC and ptxas for sm_90, each
@@ -933,7 +933,7 @@ static void ptxas_clean(Nvrtc *nv, Carrier *c, CudaModule *m, const char *what)
 	int n = cuda_ptxas_stats(ptx, "sm_90", ks, 16, msg, sizeof msg);
 	free(ptx);
 	cuda_module_free(m);
-	carrier_free(c);
+	spec_carrier_free(c);
 	if (n < 0 && strstr(msg, "not found")) {
 		nvrtc_close(nv);
 		cr_skip_test("%s", msg);
@@ -1071,7 +1071,7 @@ Test(attention, key_tile_loop_ptx, .timeout = 300)
 	cr_expect_eq(nk, m.nvar, "%d forward kernels in the PTX", nk);
 	free(ptx);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 	nvrtc_close(nv);
 }
 
@@ -1085,7 +1085,7 @@ Test(attention, masks_that_multiply_positions, .timeout = 300)
 	uses_attention(c, "product_mask");
 	run_one(c, "product_mask", 130, 300, 1, 1, 1, NULL, NULL);
 	run_one(c, "product_mask", 3, 400, 1, 1, 3, NULL, NULL);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A float mask decides its tiles with room for the kernel's rounding:
@@ -1098,7 +1098,7 @@ Test(attention, float_masks_keep_tiles_live_by_rounding, .timeout = 300)
 {
 	cuda_test_cache();
 	char why[256];
-	const Device *cpu = device_find("cpu");
+	const Device *cpu = run_device_find("cpu");
 	if (!cpu || !cpu->available(why, sizeof why))
 		cr_skip_test("the CPU backend is not here");
 	Carrier *c = load_dims("tests/attention/rounded_mask.yaml", 64);
@@ -1117,7 +1117,7 @@ Test(attention, float_masks_keep_tiles_live_by_rounding, .timeout = 300)
 		const Buffer *a = &d[0]->fin[f], *b = &d[1]->fin[f];
 		size_t bad = 0, first = 0;
 		for (size_t i = 0; i < a->n * a->width; i++) {
-			double x = buffer_get(a, i), y = buffer_get(b, i);
+			double x = run_buffer_get(a, i), y = run_buffer_get(b, i);
 			if (isnan(x) != isnan(y) || fabs(x - y) > 1e-3 + 1e-3 * fabs(y))
 				first = bad++ ? first : i;
 		}
@@ -1126,5 +1126,5 @@ Test(attention, float_masks_keep_tiles_live_by_rounding, .timeout = 300)
 	}
 	rundata_free(d[0]);
 	rundata_free(d[1]);
-	carrier_free(c);
+	spec_carrier_free(c);
 }

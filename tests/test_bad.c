@@ -109,7 +109,7 @@ Test(bad, every_file_fails_with_its_diagnostic)
 		cr_expect_str_eq(first, want, "%s:\n got: %s\nwant: %s", path, first, want);
 		if (d.text)
 			cr_expect(check_quote(d.text, why, sizeof why) == 0, "%s: %s:\n%s", path, why, d.text);
-		carrier_free(c);
+		spec_carrier_free(c);
 		diag_free(&d);
 		free(want);
 	}
@@ -140,7 +140,7 @@ Test(bad, valid_specs_still_load)
 		glob_t g;
 		cr_assert_eq(glob(pats[p], 0, NULL, &g), 0, "nothing matches %s", pats[p]);
 		for (size_t i = 0; i < g.gl_pathc; i++)
-			carrier_free(load_ok(g.gl_pathv[i]));
+			spec_carrier_free(load_ok(g.gl_pathv[i]));
 		globfree(&g);
 	}
 	expect_no_leaks();
@@ -157,7 +157,7 @@ static const char *load_buf(const char *buf, size_t len, char *first, size_t n)
 	diag_first(&d, first, n);
 	if (c)
 		first[0] = 0;
-	carrier_free(c);
+	spec_carrier_free(c);
 	diag_free(&d);
 	return first;
 }
@@ -444,7 +444,7 @@ Test(bad, names_are_identifiers_everywhere)
 		snprintf(text, sizeof text, tpl[i], evil);
 		Carrier *c = load_text(text, err, sizeof err);
 		cr_expect_null(c, "template %zu accepted the name", i);
-		carrier_free(c);
+		spec_carrier_free(c);
 		cr_expect(strstr(err, "is not an identifier") != NULL, "template %zu: %s", i, err);
 	}
 	expect_no_leaks();
@@ -505,7 +505,7 @@ Test(bad, defines)
 		diag_init(&d, "t.yaml");
 		Carrier *c = spec_load_buffer("t.yaml", spec, strlen(spec), &cases[i].def, 1, &d);
 		cr_expect_null(c);
-		carrier_free(c);
+		spec_carrier_free(c);
 		cr_expect_str_eq(diag_first(&d, first, sizeof first), cases[i].want);
 		diag_free(&d);
 	}
@@ -515,8 +515,8 @@ Test(bad, defines)
 	Carrier *c = spec_load_buffer("t.yaml", spec, strlen(spec), &ok, 1, &d);
 	cr_expect(c != NULL, "%s", d.text ? d.text : "");
 	if (c)
-		cr_expect_eq(decl_width(&c->state[0]), 128);
-	carrier_free(c);
+		cr_expect_eq(spec_decl_width(&c->state[0]), 128);
+	spec_carrier_free(c);
 	diag_free(&d);
 	expect_no_leaks();
 }

@@ -15,7 +15,7 @@ static int run(const char *path, CheckResult *r, uint64_t seed)
 	o.seed = seed;
 	char msg[200];
 	int rc = check_run(c, &o, r, msg, sizeof msg);
-	carrier_free(c);
+	spec_carrier_free(c);
 	return rc;
 }
 
@@ -199,7 +199,7 @@ static void expect_unsound(const char *spec, const char *detail)
 	cr_expect_eq(r.sound, VERDICT_FAILS);
 	cr_expect(r.sound_detail && strstr(r.sound_detail, detail), "%s", r.sound_detail ? r.sound_detail : "holds");
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(check, assume_is_honoured)
@@ -216,7 +216,7 @@ Test(check, assume_is_honoured)
 	Carrier *c = check_text(spec, 0, &r);
 	cr_assert(check_ok(&r), "log of positive weights never gives NaN: %s", r.sound_detail ? r.sound_detail : "");
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Bounds a normal draw rarely meets (w > 2 once in 40, 5 < w < 6 once in
@@ -235,7 +235,7 @@ Test(check, narrow_assume_still_draws_long_rows)
 		cr_expect(check_ok(&r), "%s: %s", bounds[i], r.input_error ? r.input_error : "");
 		cr_expect_eq(r.max_len, 257, "%s: rows up to %d long", bounds[i], r.max_len);
 		check_result_free(&r);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -253,7 +253,7 @@ Test(check, integer_counts_stay_in_their_type)
 			cr_expect_neq(r.law[i].v, VERDICT_FAILS, "seed %llu: %s: %s", (unsigned long long)seed, r.law[i].law,
 				      r.law[i].detail ? r.law[i].detail : "");
 		check_result_free(&r);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -268,14 +268,14 @@ Test(check, reference_literals_are_the_lifts)
 				0, &r);
 	cr_expect(check_ok(&r), "%s", r.sound_detail ? r.sound_detail : "a law");
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 	/* and an f64 carrier's are its exact 0.1 */
 	c = check_text("carrier: tenths64\nelement: {x: f32}\nstate: {s: f64}\nidentity: {s: 0}\nlift: {s: 0.1}\n"
 		       "merge: {s: a.s + b.s}\nreference: {s: sum(0.1)}\nlaws: [commutative]\n",
 		       0, &r);
 	cr_expect(check_ok(&r), "f64: %s", r.sound_detail ? r.sound_detail : "a law");
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(check, unsatisfiable_assume)
@@ -291,7 +291,7 @@ Test(check, unsatisfiable_assume)
 	cr_assert(r.input_error && strstr(r.input_error, "assume"));
 	cr_assert_not(check_ok(&r));
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(check, param_override_errors)
@@ -319,7 +319,7 @@ Test(check, param_override_errors)
 	o.trials = 200;
 	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(check, bool_state_with_literals)
@@ -336,7 +336,7 @@ Test(check, bool_state_with_literals)
 	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0);
 	cr_assert(check_ok(&r), "or and a count are lawful");
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(check, true_and_false_stay_names_when_a_spec_defines_them)
@@ -346,7 +346,7 @@ Test(check, true_and_false_stay_names_when_a_spec_defines_them)
 	char *e = ir_str(c->ir, c->lift[0]);
 	cr_assert_str_eq(e, "x * true", "the param, not the literal (a bool times a number would not type)");
 	free(e);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Where an integer meets a fraction the operation is floating-point: f32
@@ -373,7 +373,7 @@ Test(check, integers_meeting_fractions_are_typed_as_floats)
 	cr_expect_eq(c->lift[0]->a[0]->ty.kind, TY_F32, "j / len divides in f32");
 	cr_expect_eq(c->lift[2]->a[0]->op, EXPR_ADD);
 	cr_expect_eq(c->lift[2]->a[0]->ty.kind, TY_F32, "j + 0.5 adds in f32");
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* sqrt(0) has an infinite error bound; a dot product weighting it by a zero
@@ -387,7 +387,7 @@ Test(check, dot_of_an_unbounded_term_times_zero)
 				0, &r);
 	cr_expect(check_ok(&r), "%s", r.sound_detail ? r.sound_detail : "a law");
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A counterexample whose inputs are all vectors (which are not listed)
@@ -403,7 +403,7 @@ Test(check, counterexample_of_vector_inputs_says_they_are_not_shown)
 	cr_expect(strstr(id->cex, "   from 1 element (vector inputs, not shown)\n"), "%s", id->cex);
 	cr_expect_not(strstr(id->cex, "from\n"), "%s", id->cex);
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A row that the carrier folds to NaN or an infinity where the reference
@@ -418,7 +418,7 @@ Test(check, rows_folding_to_nan_are_compared)
 	cr_expect_eq(r.sound, VERDICT_FAILS, "reference: %s on %d rows", r.sound_detail ? r.sound_detail : "holds",
 		     r.rows);
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A reference that names a row input outside a reduction is per position
@@ -453,7 +453,7 @@ Test(check, rows_the_mask_empties_are_compared)
 		Carrier *c = check_text(spec, 0, &r);
 		cr_expect(check_ok(&r), "%s: %s", masks[i], r.sound_detail ? r.sound_detail : "a law");
 		check_result_free(&r);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	expect_unsound("carrier: masked_mean\nelement: {x: f32}\nmask: j < 0\nstate: {s: f32, n: f32}\n"
 		       "identity: {s: 0, n: 0}\nlift: {s: x, n: 1}\nmerge: {s: a.s + b.s, n: a.n + b.n}\n"
@@ -482,7 +482,7 @@ Test(check, assume_bounds_on_one_input_are_drawn_within)
 			  r.input_error ? r.input_error : r.sound_detail ? r.sound_detail : "a law");
 		cr_expect_eq(r.max_len, 257, "%s: rows up to %d long", bounds[i], r.max_len);
 		check_result_free(&r);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -498,5 +498,5 @@ Test(check, rows_assume_lets_none_draw_are_named)
 	cr_expect(r.input_error || (r.sound_detail && strstr(r.sound_detail, "'assume' holds could not be drawn")),
 		  "%s", r.sound_detail ? r.sound_detail : "holds");
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }

@@ -69,11 +69,11 @@ static void run_kernel(LlvmKernel *k, RunData *d, RtPool *pool, int split)
 	cr_assert_eq(rt_cpu_run(pool, &k->k, &a, 1, split, msg, sizeof msg), 0, "%s", msg);
 }
 
-/* The shared rule of run_check (compiler/devices/runcheck.c), NaN and infinity included. */
+/* The shared rule of runcheck_run (compiler/devices/runcheck.c), NaN and infinity included. */
 static void expect_ok(RunData *d, const char *what)
 {
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	for (int o = 0; o < rc.nout; o++) {
 		OutCheck *x = &rc.out[o];
 		cr_expect(!x->nan_mismatch, "%s: %s: %d NaN or infinity mismatches (at %zu)", what, x->name,
@@ -144,7 +144,7 @@ static void grid(const char *path)
 	for (int t = 0; t < 3; t++)
 		rt_pool_close(pool[t]);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 #define SPEC_TEST(name) \
@@ -177,7 +177,7 @@ Test(cpu, attention_heads_and_grouped_kv)
 		RunData *d = rundata_new_heads(c, shape[s][0], shape[s][1], shape[s][2], shape[s][3]);
 		char msg[300];
 		cr_assert_eq(rundata_draw(d, 5 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
-		rundata_round_p(d, TY_F16, 0, 1, 2); /* as after a GPU run: the CPU's P is float32 again */
+		runcheck_round_p(d, TY_F16, 0, 1, 2); /* as after a GPU run: the CPU's P is float32 again */
 		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2}, msg, sizeof msg), 0, "%s", msg);
 		cr_expect_eq(d->p_round.kind, 0, "the CPU run left P marked as rounded");
 		char what[100];
@@ -186,7 +186,7 @@ Test(cpu, attention_heads_and_grouped_kv)
 		expect_ok(d, what);
 		rundata_free(d);
 	}
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A key/value head's query heads run as one view of their rows one after
@@ -227,7 +227,7 @@ Test(cpu, query_heads_share_a_view_of_their_key_value_head, .timeout = 120)
 		cr_expect_eq(h.a[0].period, cases[s].rows);
 		if (h.n > 1) /* the second view starts at its first head's first row */
 			cr_expect_eq((const char *)h.a[1].in[c->ncol] - (const char *)h.a[0].in[c->ncol],
-				     (ptrdiff_t)g * cases[s].rows * d->row[0].width * kind_size(d->row[0].kind));
+				     (ptrdiff_t)g * cases[s].rows * d->row[0].width * run_kind_size(d->row[0].kind));
 		cpu_heads_free(&h);
 		cr_expect_eq(cpu_view_rows(d), (int64_t)g * cases[s].rows);
 		LlvmKernel *k0 = compiled(c, &(LlvmOpts){0}), *k = compiled(c, &(LlvmOpts){.fit_rows = cpu_view_rows(d)});
@@ -243,14 +243,14 @@ Test(cpu, query_heads_share_a_view_of_their_key_value_head, .timeout = 120)
 		}
 		rundata_free(d);
 	}
-	carrier_free(causal);
-	carrier_free(full);
-	carrier_free(later);
+	spec_carrier_free(causal);
+	spec_carrier_free(full);
+	spec_carrier_free(later);
 }
 
 Test(cpu, device_runs_through_the_table)
 {
-	cr_assert_eq(device_find("cpu"), &dev_cpu);
+	cr_assert_eq(run_device_find("cpu"), &dev_cpu);
 	Carrier *c = load_ok("specs/online_softmax.yaml");
 	RunData *d = drawn(c, 5, 300, 7);
 	char msg[300];
@@ -266,7 +266,7 @@ Test(cpu, device_runs_through_the_table)
 		cr_expect(strstr(msg, bad[k][1]), "%s: %s", bad[k][0], msg);
 	}
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Other vector shapes of the reduce loop give correct results too. */
@@ -290,7 +290,7 @@ Test(cpu, lanes_and_accumulators)
 			llvm_kernel_free(k);
 		}
 		rt_pool_close(p);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -317,7 +317,7 @@ Test(cpu, results_do_not_depend_on_threads)
 	for (int t = 0; t < 3; t++)
 		rundata_free(d[t]);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A non-commutative rowreduce (the first value) must keep operand order
@@ -340,7 +340,7 @@ Test(cpu, non_commutative_merge_keeps_order)
 	rundata_free(d);
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Row 0 is fully masked: the empty row's state, finalized. */
@@ -362,7 +362,7 @@ Test(cpu, fully_masked_rows)
 	}
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The spec's rule (-inf) - (-inf) = -inf: rows of -inf give lse = -inf. */
@@ -382,7 +382,7 @@ Test(cpu, minus_inf_rule)
 	rundata_free(d);
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 static int sh(const char *cmd, char *out, size_t n)
@@ -462,7 +462,7 @@ Test(cpu, max_rescale_carriers_fold_tiles_at_once)
 		cr_expect(k->max_rescale && k->tile > 1, "%s: the n-ary fold", specs[s]);
 		llvm_kernel_free(k);
 		tiles_ok(c, specs[s]);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	Carrier *c = text_ok("carrier: softmax2\nelement: {x: f32}\n" SOFTMAX_STATE
 			     "merge:\n  m: max(b.m, a.m)\n  l: exp2(b.m - m) * b.l + a.l * exp2(a.m - m)\n"
@@ -471,7 +471,7 @@ Test(cpu, max_rescale_carriers_fold_tiles_at_once)
 	cr_expect(k->max_rescale, "exp2, operands swapped: still the pattern");
 	llvm_kernel_free(k);
 	tiles_ok(c, "softmax2");
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Attention's (m, l, o), o a vector, folds keys in tiles in its one
@@ -504,7 +504,7 @@ Test(cpu, vector_states_fold_tiles_of_keys, .timeout = 120)
 			}
 			llvm_kernel_free(k);
 		}
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	rt_pool_close(p);
 }
@@ -526,7 +526,7 @@ Test(cpu, rows_side_by_side_as_lanes, .timeout = 240)
 	LlvmKernel *ks = compiled(sum, NULL);
 	int avx512 = ks->lanes >= 16;
 	llvm_kernel_free(ks);
-	carrier_free(sum);
+	spec_carrier_free(sum);
 	for (int s = 0; s < 5; s++) {
 		Carrier *c = load_ok(specs[s]);
 		/* the host's defaults, 4 rows, tiles of 3; and on two specs, the
@@ -548,7 +548,7 @@ Test(cpu, rows_side_by_side_as_lanes, .timeout = 240)
 				char w[200];
 				snprintf(w, sizeof w, "%s, groups of %d, len %d", specs[s], k->rows, lens[l]);
 				expect_ok(d, w);
-				size_t bytes = d->fin[0].n * d->fin[0].width * kind_size(d->fin[0].kind);
+				size_t bytes = d->fin[0].n * d->fin[0].width * run_kind_size(d->fin[0].kind);
 				void *one = malloc(bytes);
 				memcpy(one, d->fin[0].p, bytes);
 				run_kernel(k, d, p[1], 0);
@@ -558,7 +558,7 @@ Test(cpu, rows_side_by_side_as_lanes, .timeout = 240)
 			}
 			llvm_kernel_free(k);
 		}
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	pools_close(p, 2);
 }
@@ -586,7 +586,7 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
 		cr_expect(!k->max_rescale, "%s: not the n-ary fold", c->name);
 		llvm_kernel_free(k);
 		tiles_ok(c, c->name);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -640,7 +640,7 @@ Test(cpu, two_pass_rows_around_the_switch, .timeout = 120)
 	for (int s = 0; s < 2; s++) {
 		Carrier *c = load_ok(specs[s]);
 		two_pass_ok(c, 1);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -666,7 +666,7 @@ Test(cpu, two_pass_masked_rows, .timeout = 120)
 		}
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A near miss (a plain count beside the rescaled sum) keeps the online
@@ -678,7 +678,7 @@ Test(cpu, near_max_rescale_carriers_take_one_pass, .timeout = 120)
 			     SOFTMAX_MERGE "  n: a.n + b.n\n"
 			     "finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n");
 	two_pass_ok(c, 0);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Welford's tiles are trees of its own merge: the reference, any tile. */
@@ -686,7 +686,7 @@ Test(cpu, welford_tiles)
 {
 	Carrier *c = load_ok("specs/welford.yaml");
 	tiles_ok(c, "welford");
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Special values: the n-ary fold agrees bit for bit in kind (NaN, +-inf)
@@ -724,7 +724,7 @@ Test(cpu, max_rescale_tiles_keep_special_values)
 	for (int v = 0; v < 2; v++)
 		rundata_free(d[v]), llvm_kernel_free(k[v]);
 	rt_pool_close(p);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The map's x / s multiplies by 1 / s only where 1 / s is normal, and
@@ -760,7 +760,7 @@ Test(cpu, map_hoists_only_when_exact)
 	rundata_free(d);
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Outputs past 64 MiB stream out with non-temporal stores after a masked
@@ -788,7 +788,7 @@ Test(cpu, streamed_map_outputs)
 	rundata_free(d);
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* ---- rowmaps: the map reads back the g that pass 2 kept (kern_build_rowmap) ---- */
@@ -864,7 +864,7 @@ Test(cpu, views_give_each_views_own_results, .timeout = 240)
 			rundata_free(views[v]);
 		}
 		llvm_kernel_free(k);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	pools_close(p, 3);
 }
@@ -913,8 +913,8 @@ Test(cpu, few_rows_are_chunked_many_are_not)
 	rt_pool_close(p);
 	llvm_kernel_free(ks);
 	llvm_kernel_free(ka);
-	carrier_free(sm);
-	carrier_free(at);
+	spec_carrier_free(sm);
+	spec_carrier_free(at);
 }
 
 /* Run k on d through its rowmaps (the pipeline of rowmap_next where it
@@ -973,7 +973,7 @@ Test(cpu, softmax_keeps_its_exps_for_the_map, .timeout = 120)
 	Carrier *c = load_ok("specs/online_softmax.yaml");
 	rowmap_ok(c, NULL);
 	rowmap_ok(c, &(LlvmOpts){.lanes = 8});
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Outputs of MAP_STREAM_BYTES and more: a row's map goes along pass 2 of
@@ -1028,7 +1028,7 @@ Test(cpu, pipelined_rows_give_the_rowmaps_results, .timeout = 240)
 		rundata_free(d[0]);
 		rundata_free(d[1]);
 		llvm_kernel_free(k);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	pools_close(p, 3);
 }
@@ -1049,7 +1049,7 @@ Test(cpu, rowmaps_of_other_maps, .timeout = 120)
 	for (int s = 0; s < 2; s++) {
 		Carrier *c = text_ok(text[s]);
 		rowmap_ok(c, NULL);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -1084,7 +1084,7 @@ Test(cpu, rowmap_masked_positions_far_over_the_max)
 	}
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A merge that is not declared commutative reduces in one lane, while
@@ -1109,7 +1109,7 @@ Test(cpu, map_lanes_without_reduce_lanes)
 	}
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* No rowmap where the map's g is not the one pass 2 computes. */
@@ -1127,7 +1127,7 @@ Test(cpu, no_rowmap_for_other_exps)
 		LlvmKernel *k = compiled(c, NULL);
 		cr_expect(!k->k.rowmap, "%s: no rowmap", maps[s]);
 		llvm_kernel_free(k);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -1146,7 +1146,7 @@ static void pairs_same(LlvmKernel *k, RunData *d[2], RtPool *p, int special, con
 	for (int o = 0; o < c->nfinal + c->nmap; o++) {
 		Buffer *x = o < c->nfinal ? &d[0]->fin[o] : &d[0]->map[o - c->nfinal];
 		Buffer *y = o < c->nfinal ? &d[1]->fin[o] : &d[1]->map[o - c->nfinal];
-		size_t n = x->n * x->width * kind_size(x->kind);
+		size_t n = x->n * x->width * run_kind_size(x->kind);
 		cr_expect(!n || !memcmp(x->p, y->p, n), "%s: output %d differs from the rows one at a time", what, o);
 	}
 	if (!special)
@@ -1198,16 +1198,16 @@ Test(cpu, short_rows_in_pairs, .timeout = 240)
 	Carrier *c = load_ok("specs/logsumexp.yaml");
 	pairs_ok(c, NULL, 0);
 	pairs_ok(c, &(LlvmOpts){.lanes = 8}, 0);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = load_ok("specs/online_softmax.yaml");
 	pairs_ok(c, NULL, 1);
 	pairs_ok(c, NULL, 0);
 	pairs_ok(c, &(LlvmOpts){.lanes = 8}, 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = load_ok("specs/welford.yaml"); /* the vector loops, not two passes */
 	pairs_ok(c, NULL, 0);
 	pairs_ok(c, &(LlvmOpts){.lanes = 8, .accs = 2, .tile = 4}, 0);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A mask that depends on the row (row 0 fully masked, row 1 partly, the
@@ -1219,7 +1219,7 @@ Test(cpu, short_rows_in_pairs_masked, .timeout = 120)
 			     "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l}\nlaws: [commutative]\n");
 	pairs_ok(c, NULL, 1);
 	pairs_ok(c, NULL, 0);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = text_ok("carrier: masked_welford\nelement: {x: f32}\nmask: j < i * 100\nstate: {n: f32, mean: f32, m2: f32}\n"
 		    "identity: {n: 0, mean: 0, m2: 0}\nlift: {n: 1, mean: x, m2: 0}\n"
 		    "merge:\n  let:\n    delta: b.mean - a.mean\n  n: a.n + b.n\n"
@@ -1227,7 +1227,7 @@ Test(cpu, short_rows_in_pairs_masked, .timeout = 120)
 		    "  m2: where(n == 0, 0, a.m2 + b.m2 + delta^2 * a.n * b.n / n)\n"
 		    "finalize: {mean: mean}\nreference:\n  mean: sum(x) / count()\nlaws: [commutative]\n");
 	pairs_ok(c, NULL, 0);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* ---- the fence after non-temporal map stores (assoc_fence) ---- */
@@ -1248,7 +1248,7 @@ Test(cpu, map_tasks_end_with_the_fence, .timeout = 60)
 	LlvmKernel *lse = compiled(lc, NULL);
 	cr_expect(!lse->k.fence, "no map, no fence");
 	llvm_kernel_free(lse);
-	carrier_free(lc);
+	spec_carrier_free(lc);
 	k->k.fence = count_fence;
 	static const int shapes[][3] = {{64, 256, 0}, {64, 4099, 0}, {3, 1000, 3}, {7, 1000, 0}};
 	RtPool *p;
@@ -1272,7 +1272,7 @@ Test(cpu, map_tasks_end_with_the_fence, .timeout = 60)
 		}
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 static atomic_int pair_calls;
@@ -1306,7 +1306,7 @@ Test(cpu, short_rows_pair_in_small_tasks, .timeout = 60)
 	}
 	rt_pool_close(p);
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A state of hundreds of components keeps the SLP vectorizer out of its
@@ -1330,7 +1330,7 @@ Test(cpu, wide_states_keep_the_slp_vectorizer_out)
 		char what[64];
 		snprintf(what, sizeof what, "o_lse at dv = %s", dv[w]);
 		cpu_meets_reference(c, 5, 37, 3, what);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -1375,7 +1375,7 @@ Test(cpu, every_f16_pattern_converts_exactly)
 		cr_expect_eq(bad, 0, "%s: %d patterns wrong", c->name, bad);
 		rundata_free(d);
 		llvm_kernel_free(k);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	rt_pool_close(p);
 }
@@ -1393,7 +1393,7 @@ Test(cpu, chunked_dot_products_keep_every_component)
 		char what[64];
 		snprintf(what, sizeof what, "attention, d = %s", dims[i]);
 		cpu_meets_reference(c, 9, 70, 11 + i, what);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -1441,7 +1441,7 @@ Test(cpu, mask_blocks_ruled_out_soundly)
 	};
 	for (size_t m = 0; m < sizeof masks / sizeof *masks; m++) {
 		Carrier *c = masked_sum(masks[m].mask);
-		LiveProg *p = live_compile(c);
+		LiveProg *p = mask_live_compile(c);
 		cr_assert(p, "%s: a mask of the indices and params is taken", masks[m].mask);
 		for (int on = 0; on < 2; on++) {
 			double params[2] = {40, on};
@@ -1455,7 +1455,7 @@ Test(cpu, mask_blocks_ruled_out_soundly)
 					int any = 0;
 					for (int64_t j = j0; j < j1 && !any; j++)
 						any = masks[m].fn(i, j, 1000, params[0], on);
-					int live = live_eval(p, &a, i, j0, j1);
+					int live = mask_live_eval(p, &a, i, j0, j1);
 					cr_assert(live || !any, "%s (on %d): row %lld, [%lld, %lld) said dead, holds there",
 						  masks[m].mask, on, (long long)i, (long long)j0, (long long)j1);
 					dead += !live, empty += !any;
@@ -1464,8 +1464,8 @@ Test(cpu, mask_blocks_ruled_out_soundly)
 			cr_expect(dead >= empty * 9 / 10, "%s (on %d): %ld of %ld empty boxes ruled out", masks[m].mask,
 				  on, dead, empty);
 		}
-		live_free(p);
-		carrier_free(c);
+		mask_live_free(p);
+		spec_carrier_free(c);
 	}
 }
 
@@ -1476,12 +1476,12 @@ Test(cpu, masks_of_inputs_rule_nothing_out)
 	static const char *masks[] = {"x > 0", "j < i && x > 0", "i > 3"};
 	for (int m = 0; m < 3; m++) {
 		Carrier *c = masked_sum(masks[m]);
-		cr_expect_null(live_compile(c), "%s", masks[m]);
-		carrier_free(c);
+		cr_expect_null(mask_live_compile(c), "%s", masks[m]);
+		spec_carrier_free(c);
 	}
 	Carrier *c = load_ok("specs/sum.yaml");
-	cr_expect_null(live_compile(c), "no mask");
-	carrier_free(c);
+	cr_expect_null(mask_live_compile(c), "no mask");
+	spec_carrier_free(c);
 }
 
 /* Causal attention skips the keys past the query: the kernel has the hook,
@@ -1513,7 +1513,7 @@ Test(cpu, masked_blocks_skipped_give_the_same_results)
 		rundata_free(d[1]);
 	}
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 	/* one run of blocks a row; two, merged in order */
 	static const char *masks[] = {"j <= i && j > i - w", "j < 300 || j > 3000"};
 	for (int m = 0; m < 2; m++) {
@@ -1525,7 +1525,7 @@ Test(cpu, masked_blocks_skipped_give_the_same_results)
 		expect_ok(d, masks[m]);
 		rundata_free(d);
 		llvm_kernel_free(k);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	rt_pool_close(p);
 }
@@ -1548,7 +1548,7 @@ Test(cpu, naive_floors_meet_the_reference, .timeout = 120)
 		void (*fn)(const void *, int64_t, int64_t);
 		*(void **)&fn = dlsym(lib, sym);
 		if (!fn) {
-			carrier_free(c);
+			spec_carrier_free(c);
 			continue;
 		}
 		found++;
@@ -1565,7 +1565,7 @@ Test(cpu, naive_floors_meet_the_reference, .timeout = 120)
 		fn(&na, 0, d->rows);
 		expect_ok(d, sym);
 		rundata_free(d);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	globfree(&g);
 	cr_expect_geq(found, 8, "%d bundled carriers have a naive floor", found);
@@ -1619,7 +1619,7 @@ Test(cpu, objects_come_back_from_the_cache, .timeout = 120)
 		if (pass == 2)
 			cr_expect_neq(again, first, "the damaged object is replaced");
 	}
-	carrier_free(c);
+	spec_carrier_free(c);
 	char other[] = "/tmp/assoc-cpu-cache-XXXXXX";
 	cr_assert(mkdtemp(other));
 	setenv("XDG_CACHE_HOME", other, 1);
@@ -1628,7 +1628,7 @@ Test(cpu, objects_come_back_from_the_cache, .timeout = 120)
 	llvm_kernel_free(compiled(c, NULL));
 	ino_t none;
 	cr_expect_eq(cached_objects(other, obj, sizeof obj, &none), 0, "ASSOC_NO_CPU_CACHE: no object kept");
-	carrier_free(c);
+	spec_carrier_free(c);
 	unsetenv("ASSOC_NO_CPU_CACHE");
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, other);

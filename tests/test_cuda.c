@@ -38,7 +38,7 @@ static int run_one(Carrier *c, const char *name, const char *cfg, int rows, int 
 	int rc = emu_run_data(d, &o, &st, msg, sizeof msg);
 	cr_assert_eq(rc, 0, "%s %s %dx%d split %d: %s", name, cfg, rows, len, split, msg);
 	RunCheck chk;
-	run_check(d, &chk);
+	runcheck_run(d, &chk);
 	int ok = 1;
 	for (int k = 0; k < chk.nout; k++) {
 		const OutCheck *x = &chk.out[k];
@@ -85,7 +85,7 @@ static void run_file(const char *path)
 	cuda_test_cache();
 	Carrier *c = load_ok(path);
 	run_spec(c, path, 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 #define SPEC_TEST(name)                                                                                   \
@@ -128,7 +128,7 @@ Test(cuda, too_many_outputs_are_refused_with_the_counts)
 	cr_assert_neq(cuda_module(c, NULL, &m, msg, sizeof msg), 0);
 	cr_expect(strstr(msg, "at most 16 inputs, 16 outputs and 16 params; many has 1, 18 and 0 (--device cpu takes it)"),
 		  "%s", msg);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* How many of c's default variants keep a row on chip. */
@@ -156,7 +156,7 @@ Test(cuda, non_commutative_rowreduce_keeps_order, .timeout = 300)
 	Carrier *c = inline_spec(AFFINE);
 	cr_assert_eq(c->tpl, TPL_ROWREDUCE);
 	run_spec(c, "affine (rowreduce)", 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The same with map outputs: rows kept on chip are read back by the
@@ -167,7 +167,7 @@ Test(cuda, non_commutative_rowmap_keeps_order, .timeout = 300)
 	Carrier *c = inline_spec(AFFINE "finalize: {h: B}\nmap: {y: w * B - x}\n");
 	cr_assert_eq(kept_variants(c), 2, "rows kept on chip, by a warp and by a block");
 	run_spec(c, "affine (rowmap)", 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Rows kept on chip sit in static shared memory (NT * ITEMS elements per
@@ -209,7 +209,7 @@ Test(cuda, kept_rows_fit_static_shared_memory, .timeout = 300)
 	}
 	cuda_module_free(&m);
 	run_spec(c, "wide elements", 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A state too large for many accumulators still keeps its rows on chip:
@@ -222,7 +222,7 @@ Test(cuda, large_states_keep_rows_on_chip, .timeout = 300)
 				 "finalize: {t: s}\nmap: {y: x - s}\nlaws: [commutative]\n");
 	cr_expect_eq(kept_variants(c), 2, "rows kept on chip by a warp and by a block");
 	cr_expect(run_one(c, "vsum", "rowmap:nt=256,acc=1,vec=4,items=16", 3, 1001, 1, 1));
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Causal masks with more queries than visible keys leave rows with no
@@ -238,14 +238,14 @@ Test(cuda, fully_masked_rows, .timeout = 300)
 				 "finalize: {out: o / l, lse: m + log(l)}\nreference:\n  out: sum(exp(s) * v) / sum(exp(s))\n"
 				 "  lse: log(sum(exp(s)))\nlaws: [commutative]\n");
 	run_spec(c, "shifted attention", 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 	c = inline_spec("carrier: masked_softmax\nelement: {x: f32}\nmask: j < i\nstate: {m: f32, l: f32}\n"
 			"identity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\nmerge:\n  m: max(a.m, b.m)\n"
 			"  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\nfinalize: {lse: m + log(l)}\n"
 			"map: {y: exp(x - m) / l}\nreference:\n  lse: log(sum(exp(x)))\n  y: exp(x) / sum(exp(x))\n"
 			"laws: [commutative]\n");
 	run_spec(c, "masked softmax", 1);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* Global traffic, counted by the emulator in the generated kernel: softmax
@@ -283,7 +283,7 @@ Test(cuda, softmax_loads_and_stores_per_element)
 		cr_expect_eq(st.plan_stores, cases[k].stores);
 		rundata_free(d);
 	}
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The map pass writes an f32 output four positions at a time, with one
@@ -312,7 +312,7 @@ Test(cuda, map_outputs_go_out_in_16_byte_stores)
 	free(ptx);
 	nvrtc_close(nv);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* An output that is not 16-byte aligned takes 4-byte stores, and a row
@@ -334,14 +334,14 @@ Test(cuda, unaligned_map_output_keeps_the_stash_layout)
 		d->map[0].p = y + 1; /* 4 bytes past a 16-byte boundary */
 		cr_assert_eq(emu_run_data(d, &(RunOpts){.config = cfg[k]}, NULL, msg, sizeof msg), 0, "%s", msg);
 		RunCheck rc;
-		run_check(d, &rc);
+		runcheck_run(d, &rc);
 		cr_expect(rc.ok, "%s with y unaligned", cfg[k]);
 		runcheck_free(&rc);
 		d->map[0].p = own;
 		free(y);
 		rundata_free(d);
 	}
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The tuning space's wider row blocks stay within static shared memory:
@@ -369,7 +369,7 @@ Test(cuda, tuning_space_keeps_block_states_in_static_shared_memory)
 		}
 		cr_expect_eq(widest, cases[k].widest, "%s", cases[k].spec);
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -428,7 +428,7 @@ Test(cuda, online_max_keeps_the_special_values, .timeout = 300)
 		rundata_free(d);
 	}
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The merge of an online max computes its two rescaling factors from one
@@ -452,7 +452,7 @@ Test(cuda, softmax_module_shape, .timeout = 120)
 	Nvrtc *nv;
 	if (nvrtc_open(&nv, msg, sizeof msg)) {
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 		cr_skip_test("%s", msg);
 	}
 	char *ptx;
@@ -481,7 +481,7 @@ Test(cuda, softmax_module_shape, .timeout = 120)
 	free(ptx);
 	nvrtc_close(nv);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* ASSOC_NVRTC_SPLIT=1 spreads NVVM over the cores: PTX of its own in the
@@ -521,7 +521,7 @@ Test(cuda, split_compile_on_request, .timeout = 120)
 	free(ptx[1]);
 	nvrtc_close(nv);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* ptxas -v's report: a function an entry still calls is listed after it,
@@ -602,7 +602,7 @@ Test(cuda, generated_code_hides_spec_names)
 					      g.gl_pathv[i], c->finalize[k].name);
 		cr_expect(!strncmp(m.prefix, "asc_", 4) && strlen(m.prefix) == 20);
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	globfree(&g);
 }
@@ -659,7 +659,7 @@ Test(cuda, ptx_assembles_without_spills, .timeout = 300)
 		if (nks < 0 && strstr(msg, "not found")) {
 			free(ptx);
 			cuda_module_free(&m);
-			carrier_free(c);
+			spec_carrier_free(c);
 			nvrtc_close(nv);
 			globfree(&g);
 			cr_skip_test("%s", msg);
@@ -675,7 +675,7 @@ Test(cuda, ptx_assembles_without_spills, .timeout = 300)
 		}
 		free(ptx);
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	globfree(&g);
 	nvrtc_close(nv);
@@ -733,7 +733,7 @@ Test(cuda, damaged_ptx_cache_is_compiled_again, .timeout = 120)
 	Nvrtc *nv;
 	if (nvrtc_open(&nv, msg, sizeof msg)) {
 		cuda_module_free(&m);
-		carrier_free(c);
+		spec_carrier_free(c);
 		cr_skip_test("%s", msg);
 	}
 	char *ptx[3], path[4200];
@@ -758,7 +758,7 @@ Test(cuda, damaged_ptx_cache_is_compiled_again, .timeout = 120)
 		free(ptx[i]);
 	nvrtc_close(nv);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
@@ -778,5 +778,5 @@ Test(cuda, attention_config_over_shared_memory_is_refused)
 	cr_expect(strstr(msg, "needs 264 KB of shared memory a block at head dims 256/256"), "%s", msg);
 	cr_expect_eq(cuda_module(c, "attention:nt=128,mt=1,bn=64,pv=1,st=1", &m, msg, sizeof msg), 0, "%s", msg);
 	cuda_module_free(&m);
-	carrier_free(c);
+	spec_carrier_free(c);
 }

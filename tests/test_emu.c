@@ -261,11 +261,11 @@ Test(emu, widest_blocks_run_the_row_templates, .timeout = 120)
 		cr_assert_eq(emu_run_data(d, &(RunOpts){.config = runs[k].cfg}, NULL, msg, sizeof msg), 0, "%s %s: %s",
 			     runs[k].spec, runs[k].cfg, msg);
 		RunCheck rc;
-		run_check(d, &rc);
+		runcheck_run(d, &rc);
 		cr_expect(rc.ok, "%s %s against the reference", runs[k].spec, runs[k].cfg);
 		runcheck_free(&rc);
 		rundata_free(d);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 }
 
@@ -406,7 +406,7 @@ Test(emu, block_of_256_fibers_is_fast)
 	double s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
 	cr_expect_lt(s, 0.5, "4 blocks of 256 fibers over rows of 4099: %.3f s", s);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(emu, compile_errors_carry_the_log)

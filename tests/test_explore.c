@@ -20,7 +20,7 @@ static void explore_file(const char *path, ExploreResult *r)
 	ExploreOpts o;
 	explore_defaults(&o);
 	cr_assert_eq(explore_run(c, &o, r), 0, "%s", r->log);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 static Carrier *load_yaml(const char *text)
@@ -35,7 +35,7 @@ static Carrier *load_yaml(const char *text)
 
 static void run_on(Carrier *c, const char *dev, int len)
 {
-	const Device *d = device_find(dev);
+	const Device *d = run_device_find(dev);
 	if (!d)
 		return; /* not linked in */
 	char why[200];
@@ -46,7 +46,7 @@ static void run_on(Carrier *c, const char *dev, int len)
 	cr_assert_eq(rundata_draw(rd, 7, NULL, 0, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(d->run(rd, &(RunOpts){0}, msg, sizeof msg), 0, "%s on %s: %s", c->name, dev, msg);
 	RunCheck rc;
-	run_check(rd, &rc);
+	runcheck_run(rd, &rc);
 	for (int o = 0; o < rc.nout; o++)
 		cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s on %s, len %d, %s: %g of tolerance",
 			  c->name, dev, len, rc.out[o].name, rc.out[o].worst_ratio);
@@ -62,7 +62,7 @@ static ExploreResult explore_text(const char *text)
 	explore_defaults(&o);
 	ExploreResult r;
 	cr_assert_eq(explore_run(c, &o, &r), 0);
-	carrier_free(c);
+	spec_carrier_free(c);
 	return r;
 }
 
@@ -79,7 +79,7 @@ static void derived_ok(const char *path, const char *strategy)
 	cr_assert_eq(prove_carrier(c, 0, &p), 0);
 	for (int i = 0; i < p.n; i++)
 		cr_expect_neq(p.line[i].status, PROOF_DISPROVED, "%s: %s disproved: %s", path, p.line[i].law, p.line[i].how);
-	proof_report_free(&p);
+	prove_report_free(&p);
 	CheckOpts o;
 	check_defaults(&o);
 	o.trials = 2000;
@@ -94,7 +94,7 @@ static void derived_ok(const char *path, const char *strategy)
 		run_on(c, "cpu", lens[l]);
 		run_on(c, "emu", lens[l]);
 	}
-	carrier_free(c);
+	spec_carrier_free(c);
 	explore_result_free(&r);
 }
 
@@ -191,7 +191,7 @@ Test(explore, refuses_a_carrier)
 	cr_assert_eq(r.status, EXPLORE_INVALID);
 	cr_assert(strstr(r.log, "specs/welford.yaml:8:3: error: this spec already has a merge"), "%s", r.log);
 	explore_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The command: -o writes a spec that assoc check passes and emit compiles. */
@@ -230,7 +230,7 @@ Test(explore, ema_with_count_keeps_unit_rows_out)
 	cr_assert_null(strstr(r.yaml, "A_n_n"), "%s", r.yaml);
 	Carrier *c = load_yaml(r.yaml);
 	run_on(c, "interp", 33);
-	carrier_free(c);
+	spec_carrier_free(c);
 	explore_result_free(&r);
 }
 
@@ -264,7 +264,7 @@ Test(explore, summary_of_several_lines)
 	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
 	Carrier *c = load_yaml(r.yaml);
 	cr_expect_str_eq(c->summary, "the \"largest\" \\ value\nof a row\n", "%s", r.yaml);
-	carrier_free(c);
+	spec_carrier_free(c);
 	explore_result_free(&r);
 }
 

@@ -39,7 +39,7 @@ static void fake_done(Gpu *g, RunData *d, Carrier *c)
 {
 	gpu_close(g);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 	unsetenv("XDG_CACHE_HOME");
 }
@@ -71,7 +71,7 @@ static RunData *drawn(Carrier *c, int rows, int len)
 Test(gpu, no_driver_is_a_clear_condition)
 {
 	setenv("ASSOC_LIBCUDA", "build/no-such-libcuda.so.1", 1);
-	const Device *g = device_find("gpu");
+	const Device *g = run_device_find("gpu");
 	cr_assert_not_null(g);
 	cr_assert_eq(g->available(msg, sizeof msg), 0);
 	cr_assert(strstr(msg, "no CUDA driver"), "%s", msg);
@@ -80,7 +80,7 @@ Test(gpu, no_driver_is_a_clear_condition)
 	cr_assert_eq(g->run(d, &(RunOpts){0}, msg, sizeof msg), -1);
 	cr_assert(strstr(msg, "no CUDA driver"), "%s", msg);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 }
 
@@ -113,14 +113,14 @@ Test(gpu, fake_driver_runs_the_whole_path)
 	cr_assert_eq(launches() - before, p.nk, "one launch per kernel of the plan");
 	cr_assert_eq(gpu_download(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	cr_assert_not(rc.ok, "the fake runs no kernel: all-zero outputs must fail the check");
 	runcheck_free(&rc);
 	gpu_free_bufs(&g, &b);
 	gpu_close(&g);
 	dlclose(lib);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 }
 
@@ -209,7 +209,7 @@ Test(gpu, attention_launch_takes_dynamic_shared_memory)
 	gpu_close(&g);
 	dlclose(lib);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 }
 
@@ -252,7 +252,7 @@ Test(gpu, split_counters_are_zeroed_once_per_layout)
 	gpu_free_bufs(&g, &b);
 	gpu_close(&g);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 }
 
@@ -287,7 +287,7 @@ Test(gpu, validation_keeps_two_key_value_heads)
 	}
 	gpu_close(&g);
 	dlclose(lib);
-	carrier_free(c);
+	spec_carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 }
 
@@ -418,11 +418,11 @@ Test(gpu, generic_config_on_heads_runs_head_by_head, .timeout = 120)
 	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
 	int before = launches();
 	RunOpts o = {.config = "rowreduce:nt=64,acc=1,vec=1,warp=0,items=0"};
-	cr_assert_eq(device_find("gpu")->run(d, &o, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(run_device_find("gpu")->run(d, &o, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(launches() - before, 3, "one launch a head");
 	rundata_free(d);
 	dlclose(lib);
-	carrier_free(c);
+	spec_carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 }
 
@@ -462,7 +462,7 @@ Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
 static int real_gpu(void)
 {
 	unsetenv("ASSOC_LIBCUDA");
-	return device_find("gpu")->available(msg, sizeof msg);
+	return run_device_find("gpu")->available(msg, sizeof msg);
 }
 
 Test(gpu, every_bundled_spec_on_the_device, .timeout = 600)
@@ -483,9 +483,9 @@ Test(gpu, every_bundled_spec_on_the_device, .timeout = 600)
 						continue;
 					RunData *d = drawn(c, rows[r], lens[l]);
 					RunOpts o = {.split = splits[k], .deterministic = 1};
-					cr_assert_eq(device_find("gpu")->run(d, &o, msg, sizeof msg), 0, "%s: %s", gl.gl_pathv[s], msg);
+					cr_assert_eq(run_device_find("gpu")->run(d, &o, msg, sizeof msg), 0, "%s: %s", gl.gl_pathv[s], msg);
 					RunCheck rc;
-					run_check(d, &rc);
+					runcheck_run(d, &rc);
 					for (int q = 0; q < rc.nout; q++)
 						cr_expect(rc.out[q].worst_ratio <= 1 && !rc.out[q].nan_mismatch,
 							  "%s rows %d len %d split %d: %s at %g of tolerance", gl.gl_pathv[s],
@@ -493,7 +493,7 @@ Test(gpu, every_bundled_spec_on_the_device, .timeout = 600)
 					runcheck_free(&rc);
 					rundata_free(d);
 				}
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	globfree(&gl);
 }

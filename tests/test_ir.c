@@ -95,7 +95,7 @@ Test(ir, integer_wraps_and_rounding)
 
 /* Every binary16 value, its neighbours and the midpoints between them:
  * ir_round(TY_F16) keeps the values, rounds midpoints to the even one and
- * others to the nearest, and f16_bits and f16_value (compiler/devices/run.c) are
+ * others to the nearest, and run_f16_bits and run_f16_value (compiler/devices/run.c) are
  * inverses; against the textbook frexp/ldexp/nearbyint forms. */
 static double f16_round_plain(double v)
 {
@@ -115,9 +115,9 @@ Test(ir, f16_rounding_and_bits_over_every_value)
 {
 	int bad = 0;
 	for (int h = 0; h < 0x7c00 && bad < 5; h++) { /* the finite positive values; negatives by sign */
-		double a = f16_value((uint16_t)h), next = f16_value((uint16_t)(h + 1));
-		if (f16_bits(a) != h || f16_bits(-a) != (h | 0x8000)) {
-			cr_expect_fail("%04x: f16_bits %04x, of its negative %04x", h, f16_bits(a), f16_bits(-a));
+		double a = run_f16_value((uint16_t)h), next = run_f16_value((uint16_t)(h + 1));
+		if (run_f16_bits(a) != h || run_f16_bits(-a) != (h | 0x8000)) {
+			cr_expect_fail("%04x: run_f16_bits %04x, of its negative %04x", h, run_f16_bits(a), run_f16_bits(-a));
 			bad++;
 		}
 		double probe[] = {a, -a, (a + next) / 2, -(a + next) / 2, nextafter((a + next) / 2, 0), nextafter((a + next) / 2, 1e9),
@@ -130,7 +130,7 @@ Test(ir, f16_rounding_and_bits_over_every_value)
 			}
 		}
 	}
-	cr_expect(isnan(f16_value(0x7e00)) && f16_bits(NAN) == 0x7e00 && f16_bits(-INFINITY) == 0xfc00);
+	cr_expect(isnan(run_f16_value(0x7e00)) && run_f16_bits(NAN) == 0x7e00 && run_f16_bits(-INFINITY) == 0xfc00);
 	cr_expect_eq(ir_round(TY_F16, 0x1p-1074), 0.0, "a subnormal double: under half the least binary16");
 	cr_expect_eq(ir_round(TY_F16, 0x1.8p-25), 0x1p-24, "over half of it: the least");
 	cr_expect_eq(ir_round(TY_F16, 0x1p-25), 0.0, "half of it: ties to even, 0");

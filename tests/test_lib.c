@@ -359,7 +359,7 @@ Test(lib, example_program_links_the_shared_library)
 }
 
 /* A program's own functions named like ones inside the library (diag_init,
- * row_free) neither replace the library's nor clash with them: the shared
+ * eval_row_free) neither replace the library's nor clash with them: the shared
  * library and the installed static one export the API alone. */
 Test(lib, library_internals_stay_private)
 {
@@ -367,7 +367,7 @@ Test(lib, library_internals_stay_private)
 	FILE *f = fopen("build/own_names.c", "w");
 	cr_assert(f);
 	fputs("#include <stdlib.h>\nvoid diag_init(void *d, const char *file) { (void)d; (void)file; abort(); }\n"
-	      "void row_free(void *r) { (void)r; abort(); }\n",
+	      "void eval_row_free(void *r) { (void)r; abort(); }\n",
 	      f);
 	fclose(f);
 	example_program("cc -std=c11 -Icompiler/lib -o build/example_own_so tests/example/example_lib.c build/own_names.c "

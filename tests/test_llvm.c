@@ -148,7 +148,7 @@ Test(llvm, every_bundled_spec_compiles)
 		cr_expect(k && k->k.reduce && k->k.merge && k->k.finalize && k->k.scan, "%s", g.gl_pathv[i]);
 		cr_expect_eq(k && k->k.map != NULL, c->nmap > 0, "%s", g.gl_pathv[i]);
 		llvm_kernel_free(k);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	globfree(&g);
 }
@@ -161,7 +161,7 @@ static char *emitted(const char *spec, int asm_)
 	FILE *f = open_memstream(&buf, &len);
 	cr_assert_eq(llvm_emit(c, NULL, asm_, f, msg, sizeof msg), 0, "%s", msg);
 	fclose(f);
-	carrier_free(c);
+	spec_carrier_free(c);
 	return buf;
 }
 
@@ -255,7 +255,7 @@ Test(llvm, unsupported_shapes_are_errors)
 	cr_assert_eq(llvm_compile(c, NULL, &k, msg, sizeof msg), -1);
 	cr_assert(strstr(msg, "longer than 4096"), "%s", msg);
 	cr_assert_null(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 static float sub_rule(float x, float y) { return x == -INFINITY && y == -INFINITY ? -INFINITY : x - y; }
@@ -288,5 +288,5 @@ Test(llvm, shared_rescale_exp_is_exact_on_special_values)
 				  wl);
 		}
 	llvm_kernel_free(k);
-	carrier_free(c);
+	spec_carrier_free(c);
 }

@@ -16,7 +16,7 @@ Test(loop, shipped_loops_load)
 		cr_assert_null(c->merge, "%s: a loop spec has no merge until explore derives one", g.gl_pathv[i]);
 		for (int f = 0; f < c->nstate; f++)
 			cr_assert_not_null(c->lift[f]);
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	globfree(&g);
 }
@@ -30,7 +30,7 @@ Test(loop, lift_is_step_from_identity)
 	cr_assert_str_eq(mean, "0 + (x - 0) / 1");
 	cr_assert_str_eq(m2, "0 + (x - 0) * (x - (0 + (x - 0) / 1))");
 	free(n), free(mean), free(m2);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(loop, step_is_sequential)
@@ -39,7 +39,7 @@ Test(loop, step_is_sequential)
 	char *mean = ir_str(c->ir, c->step[1]);
 	cr_assert_str_eq(mean, "mean + (x - mean) / (n + 1)", "mean's update sees the updated n");
 	free(mean);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(loop, inverse_and_step_right)
@@ -50,7 +50,7 @@ Test(loop, inverse_and_step_right)
 	char *x = ir_str(c->ir, c->inverse[0][0]);
 	cr_assert_str_eq(x, "s");
 	free(x);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(loop, bad_loop_specs)

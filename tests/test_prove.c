@@ -19,8 +19,8 @@ static void expect(const ProofReport *r, const char *path, const char *name, Pro
 {
 	const ProofLine *l = law(r, name);
 	cr_assert(l, "%s: no %s line", path, name);
-	cr_expect(l->status == want, "%s: %s is %s (%s), expected %s", path, name, proof_status_name(l->status),
-		  l->how, proof_status_name(want));
+	cr_expect(l->status == want, "%s: %s is %s (%s), expected %s", path, name, prove_status_name(l->status),
+		  l->how, prove_status_name(want));
 	if (want == PROOF_DISPROVED)
 		cr_expect(strstr(l->how, "a=") || strstr(l->how, "e+e"), "%s: %s has no witness: %s", path,
 			  name, l->how);
@@ -44,8 +44,8 @@ static void check(const char *path, const char *want)
 		expect(&r, path, laws[i], s);
 	}
 	cr_expect(r.seconds < 1.0 || want[0] != 'p', "%s: took %.2f s", path, r.seconds);
-	proof_report_free(&r);
-	carrier_free(c);
+	prove_report_free(&r);
+	spec_carrier_free(c);
 }
 
 Test(prove, bundled_specs)
@@ -70,8 +70,8 @@ Test(prove, certificate_gives_transport)
 	cr_expect_str_eq(law(&r, "associative")->how, "transport into (max, +)");
 	cr_expect_str_eq(law(&r, "commutative")->how, "transport into (max, +)");
 	cr_expect_null(r.trace);
-	proof_report_free(&r);
-	carrier_free(c);
+	prove_report_free(&r);
+	spec_carrier_free(c);
 }
 
 Test(prove, polynomial_merges) {
@@ -104,8 +104,8 @@ Test(prove, log_without_certificate_is_honest)
 	cr_assert_eq(prove_carrier(c, 0, &r), 0);
 	cr_expect_neq(law(&r, "associative")->status, PROOF_DISPROVED);
 	cr_expect_eq(law(&r, "commutative")->status, PROOF_PROVED);
-	proof_report_free(&r);
-	carrier_free(c);
+	prove_report_free(&r);
+	spec_carrier_free(c);
 }
 
 Test(prove, disproofs)
@@ -135,8 +135,8 @@ static void expect_how(const char *path, const char *name, const char *text)
 	ProofReport r;
 	cr_assert_eq(prove_carrier(c, 0, &r), 0);
 	cr_expect(strstr(law(&r, name)->how, text), "%s: %s", path, law(&r, name)->how);
-	proof_report_free(&r);
-	carrier_free(c);
+	prove_report_free(&r);
+	spec_carrier_free(c);
 }
 
 /* A normal form whose degree doubles per temporary proves nothing at
@@ -167,8 +167,8 @@ Test(prove, bool_fields_are_unknown_not_disproved)
 		cr_assert_eq(r.line[i].status, PROOF_UNKNOWN, "%s: %s", r.line[i].law, r.line[i].how);
 		cr_assert(strstr(r.line[i].how, "bool state fields"), "%s", r.line[i].how);
 	}
-	proof_report_free(&r);
-	carrier_free(c);
+	prove_report_free(&r);
+	spec_carrier_free(c);
 }
 
 /* The laws of path, proved with the n params p fixed; the report outlives the carrier. */
@@ -176,7 +176,7 @@ static void prove_at(const char *path, const Define *p, int n, int flags, ProofR
 {
 	Carrier *c = load_ok(path);
 	cr_assert_eq(prove_carrier_at(c, p, n, flags, r), 0, "%s", path);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The line of law name (NULL: every line) begins with prefix. */
@@ -199,10 +199,10 @@ Test(prove, bool_params_are_proved_case_by_case)
 	ProofReport r;
 	prove_at("tests/prove/bool_param_selects.yaml", NULL, 0, 0, &r);
 	how_starts(&r, "associative", "flag=true: ");
-	proof_report_free(&r);
+	prove_report_free(&r);
 	prove_at("tests/prove/bool_param_else_fails.yaml", NULL, 0, 0, &r);
 	how_starts(&r, "identity", "flag=false: ");
-	proof_report_free(&r);
+	prove_report_free(&r);
 }
 
 /* Params given values (check --param) are proved at those values: k*a + b
@@ -216,48 +216,48 @@ Test(prove, params_given_values_are_proved_there)
 	ProofReport r;
 	prove_at("tests/prove/scaled_merge.yaml", NULL, 0, 0, &r);
 	expect(&r, "scaled_merge", "associative", PROOF_DISPROVED);
-	proof_report_free(&r);
+	prove_report_free(&r);
 	Define k1 = {"k", "1"}, k2 = {"k", "2"}, off = {"flag", "false"}, every = {"every", "true"};
 	prove_at("tests/prove/scaled_merge.yaml", &k1, 1, 0, &r);
 	expect(&r, "scaled_merge k=1", "associative", PROOF_PROVED);
 	expect(&r, "scaled_merge k=1", "identity", PROOF_PROVED);
 	how_starts(&r, NULL, "k=1: ");
-	proof_report_free(&r);
+	prove_report_free(&r);
 
 	prove_at("tests/prove/scaled_merge.yaml", &k2, 1, 0, &r);
 	expect(&r, "scaled_merge k=2", "associative", PROOF_DISPROVED);
 	cr_expect(!strstr(law(&r, "associative")->how, ", k="), "the witness shows no other k: %s",
 		  law(&r, "associative")->how);
-	proof_report_free(&r);
+	prove_report_free(&r);
 
 	prove_at("tests/prove/four_bools.yaml", &k1, 1, 0, &r);
 	for (int i = 0; i < r.n; i++)
 		cr_expect_neq(r.line[i].status, PROOF_DISPROVED, "%s: %s", r.line[i].law, r.line[i].how);
 	how_starts(&r, NULL, "k=1: ");
-	proof_report_free(&r);
+	prove_report_free(&r);
 
 	prove_at("tests/prove/bool_param_selects.yaml", &off, 1, PROVE_TRACE, &r);
 	expect(&r, "bool_param_selects flag=false", "associative", PROOF_PROVED);
 	expect(&r, "bool_param_selects flag=false", "identity", PROOF_PROVED);
 	cr_expect(r.trace && strstr(r.trace, "with flag=false"), "%s", r.trace ? r.trace : "(no trace)");
-	proof_report_free(&r);
+	prove_report_free(&r);
 
 	prove_at("tests/prove/assume_flag.yaml", NULL, 0, 0, &r);
 	expect(&r, "assume_flag", "identity", PROOF_PROVED);
 	expect(&r, "assume_flag", "associative", PROOF_PROVED);
 	how_starts(&r, NULL, "flag=true: ");
-	proof_report_free(&r);
+	prove_report_free(&r);
 
 	prove_at("tests/prove/assume_or_flag.yaml", NULL, 0, 0, &r);
 	for (int i = 0; i < r.n; i++)
 		cr_expect_eq(r.line[i].status, PROOF_PROVED, "%s: %s", r.line[i].law, r.line[i].how);
 	how_starts(&r, NULL, "every case of flag: ");
-	proof_report_free(&r);
+	prove_report_free(&r);
 
 	prove_at("tests/prove/mask_param.yaml", &every, 1, 0, &r);
 	expect(&r, "mask_param", "associative", PROOF_PROVED);
 	cr_expect(!strstr(law(&r, "associative")->how, "every="), "%s", law(&r, "associative")->how);
-	proof_report_free(&r);
+	prove_report_free(&r);
 }
 
 /* Corners where the prover had claimed false laws or missed true ones:
@@ -305,8 +305,8 @@ Test(prove, unreachable_region_is_no_disproof)
 	const ProofLine *id = law(&r, "identity");
 	cr_expect_neq(id->status, PROOF_DISPROVED, "%s", id->how);
 	cr_expect_eq(law(&r, "associative")->status, PROOF_PROVED, "%s", law(&r, "associative")->how);
-	proof_report_free(&r);
-	carrier_free(c);
+	prove_report_free(&r);
+	spec_carrier_free(c);
 }
 
 /* With the invariants every fold keeps, which lifts satisfy and merge
@@ -323,8 +323,8 @@ Test(prove, relational_invariants_prove_max_subarray)
 	}
 	cr_expect(strstr(r.trace, "invariants of nonempty states (every lift keeps them, merge preserves them): "
 				  "p >= s, q >= s, t >= p, t >= q\n"), "%s", r.trace);
-	proof_report_free(&r);
-	carrier_free(c);
+	prove_report_free(&r);
+	spec_carrier_free(c);
 }
 
 /* v >= u holds on every lift, but merge does not preserve it (v - u is 2 - n
@@ -339,8 +339,8 @@ Test(prove, invariant_merge_breaks_is_not_assumed)
 	cr_expect_eq(id->status, PROOF_DISPROVED, "%s", id->how);
 	cr_expect(strstr(r.trace, "merge preserves them): w >= u\n"), "%s", r.trace);
 	cr_expect(!strstr(r.trace, "v >= u"), "%s", r.trace);
-	proof_report_free(&r);
-	carrier_free(c);
+	prove_report_free(&r);
+	spec_carrier_free(c);
 }
 
 /* A merge that forgets b.t is wrong only where a run inside b beats the
@@ -356,8 +356,8 @@ Test(prove, disproof_witnesses_are_reachable)
 	cr_expect(mss_reachable(id->how, 'a'), "%s", id->how);
 	for (const char *w = "abc"; *w; w++)
 		cr_expect(mss_reachable(as->how, *w), "%c: %s", *w, as->how);
-	proof_report_free(&r);
-	carrier_free(c);
+	prove_report_free(&r);
+	spec_carrier_free(c);
 }
 
 static Expr *field(Carrier *c, int w, const char *name)
@@ -399,5 +399,5 @@ Test(prove, equal_merges_written_otherwise)
 	cr_expect_eq(prove_equal(c, &xs[0], &swapped, names, 1, "merge", "swapped", how, sizeof how), PROOF_DISPROVED,
 		     "%s", how);
 	cr_expect(strstr(how, "a={") && strstr(how, "b={") && strstr(how, "by swapped"), "%s", how);
-	carrier_free(c);
+	spec_carrier_free(c);
 }

@@ -22,7 +22,7 @@ static RunData *drawn(Carrier *c, int rows, int len)
 static void interp_run(RunData *d)
 {
 	char msg[200];
-	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(run_device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
 }
 
 Test(run, interp_matches_reference_on_every_bundled_spec)
@@ -35,9 +35,9 @@ Test(run, interp_matches_reference_on_every_bundled_spec)
 		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
 			RunData *d = drawn(c, 3, lens[l]);
 			char msg[200];
-			cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0);
+			cr_assert_eq(run_device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0);
 			RunCheck rc;
-			run_check(d, &rc);
+			runcheck_run(d, &rc);
 			for (int o = 0; o < rc.nout; o++)
 				cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s len %d %s: %g of tolerance",
 					  g.gl_pathv[i], lens[l], rc.out[o].name, rc.out[o].worst_ratio);
@@ -45,7 +45,7 @@ Test(run, interp_matches_reference_on_every_bundled_spec)
 			runcheck_free(&rc);
 			rundata_free(d);
 		}
-		carrier_free(c);
+		spec_carrier_free(c);
 	}
 	globfree(&g);
 }
@@ -55,11 +55,11 @@ Test(run, check_catches_a_wrong_output)
 	Carrier *c = load_ok("specs/online_softmax.yaml");
 	RunData *d = drawn(c, 2, 50);
 	char msg[200];
-	device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg);
+	run_device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg);
 	float *y = d->map[0].p;
 	y[57] *= 1.0001f; /* 13 float32 ulps off in one value of row 1 */
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	cr_assert_not(rc.ok);
 	cr_assert_str_eq(rc.out[1].name, "y");
 	cr_assert_gt(rc.out[1].worst_ratio, 1);
@@ -67,7 +67,7 @@ Test(run, check_catches_a_wrong_output)
 	cr_assert_leq(rc.out[0].worst_ratio, 1, "lse untouched");
 	runcheck_free(&rc);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A map output's reference that names a row input outside a reduction is
@@ -78,18 +78,18 @@ Test(run, row_input_reference_of_a_map_output)
 	RunData *d = drawn(c, 3, 40);
 	interp_run(d);
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	cr_expect(rc.ok);
 	runcheck_free(&rc);
 	float *y = d->map[0].p;
 	y[40 + 7] *= 1.001f;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	cr_assert_not(rc.ok);
 	cr_assert_str_eq(rc.out[1].name, "y");
 	cr_assert_eq(rc.out[1].at, 47);
 	runcheck_free(&rc);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A bound that assume puts on one input, far from where draws fall, is
@@ -103,7 +103,7 @@ Test(run, assume_bound_far_out_is_drawn_within)
 	for (int k = 0; k < 60; k++)
 		cr_assert_gt(x[k], 1000, "x[%d] = %g", k, x[k]);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(run, causal_mask_rows)
@@ -111,13 +111,13 @@ Test(run, causal_mask_rows)
 	Carrier *c = load_ok("specs/attention.yaml");
 	RunData *d = drawn(c, 5, 17);
 	char msg[200];
-	device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg);
+	run_device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg);
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	cr_assert(rc.ok);
 	runcheck_free(&rc);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* where() of two literals is no literal: in a let, an output or a merge's
@@ -134,7 +134,7 @@ Test(run, where_of_two_literals_keeps_its_condition)
 	const float x[8] = {-1, 2, 3, -4, -1, -2, -3, -4};
 	memcpy(d->elem[0].p, x, sizeof x);
 	char msg[200];
-	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(run_device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
 	const float *f = d->fin[0].p, *sum = d->fin[1].p, *cnt = d->fin[2].p, *y = d->map[0].p;
 	cr_expect(f[0] == 2.5f && f[1] == 1.5f, "f: %g %g", f[0], f[1]);
 	cr_expect(sum[0] == 6 && sum[1] == 8, "s: %g %g", sum[0], sum[1]);
@@ -143,7 +143,7 @@ Test(run, where_of_two_literals_keeps_its_condition)
 	for (int k = 0; k < 8; k++)
 		cr_expect(y[k] == (x[k] < 0 ? 2 : 3), "y[%d]: %g", k, y[k]);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A scan's reference over the prefix 0..j takes len as the row's length,
@@ -158,14 +158,14 @@ Test(run, scan_prefixes_keep_the_row_length)
 	for (int l = 0; l < 3; l++) {
 		RunData *d = drawn(c, 2, lens[l]);
 		char msg[200];
-		cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(run_device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
 		RunCheck rc;
-		run_check(d, &rc);
+		runcheck_run(d, &rc);
 		cr_expect(rc.ok, "len %d: %g of tolerance", lens[l], rc.out[0].worst_ratio);
 		runcheck_free(&rc);
 		rundata_free(d);
 	}
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A reference that reduces literals alone (sum(1.8)) is f32 as the lift
@@ -178,27 +178,27 @@ Test(run, sums_of_literals_have_a_float32_tolerance)
 			     "merge: {s: a.s + b.s}\nreference: {s: sum(1.8)}\nlaws: [commutative]\n");
 	RunData *d = drawn(c, 1, 100000);
 	char msg[200];
-	cr_assert_eq(device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(run_device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	cr_expect(rc.ok, "%g of tolerance", rc.out[0].worst_ratio);
 	runcheck_free(&rc);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 Test(run, half_precision_bits)
 {
-	cr_assert_eq(f16_bits(1.0), 0x3c00);
-	cr_assert_eq(f16_bits(-2.0), 0xc000);
-	cr_assert_eq(f16_bits(65504.0), 0x7bff);
-	cr_assert_eq(f16_bits(0x1p-24), 0x0001, "smallest subnormal");
-	cr_assert_eq(f16_bits(1e9), 0x7c00);
-	cr_assert_eq(bf16_bits(1.0), 0x3f80);
+	cr_assert_eq(run_f16_bits(1.0), 0x3c00);
+	cr_assert_eq(run_f16_bits(-2.0), 0xc000);
+	cr_assert_eq(run_f16_bits(65504.0), 0x7bff);
+	cr_assert_eq(run_f16_bits(0x1p-24), 0x0001, "smallest subnormal");
+	cr_assert_eq(run_f16_bits(1e9), 0x7c00);
+	cr_assert_eq(run_bf16_bits(1.0), 0x3f80);
 	for (int h = 0; h < 0x7c00; h += 7)
-		cr_assert_eq(f16_bits(f16_value((uint16_t)h)), h, "f16 %#x round trips", h);
+		cr_assert_eq(run_f16_bits(run_f16_value((uint16_t)h)), h, "f16 %#x round trips", h);
 	for (int h = 0; h < 0x7f80; h += 13)
-		cr_assert_eq(bf16_bits(bf16_value((uint16_t)h)), h, "bf16 %#x round trips", h);
+		cr_assert_eq(run_bf16_bits(run_bf16_value((uint16_t)h)), h, "bf16 %#x round trips", h);
 }
 
 Test(run, npy_round_trip)
@@ -296,7 +296,7 @@ static void big_scores(RunData *d)
 				s = s * 6364136223846793005ull + 1442695040888963407ull;
 				u[k] = ((s >> 11) + 0.5) / 9007199254740992.0;
 			}
-			((uint16_t *)b[a]->p)[i] = f16_bits(3 * sqrt(-2 * log(u[0])) * cos(6.283185307179586 * u[1]));
+			((uint16_t *)b[a]->p)[i] = run_f16_bits(3 * sqrt(-2 * log(u[0])) * cos(6.283185307179586 * u[1]));
 		}
 	d->params[0] = 1;
 }
@@ -314,18 +314,18 @@ Test(run, scores_past_float32_exp_hold_to_the_fold)
 	big_scores(d);
 	interp_run(d);
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	for (int o = 0; o < rc.nout; o++)
 		cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s: %g of tolerance", rc.out[o].name,
 			  rc.out[o].worst_ratio);
 	runcheck_free(&rc);
 	cr_assert_str_eq(c->finalize[1].name, "lse");
 	((float *)d->fin[1].p)[3] += 0.01f;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	cr_expect_gt(rc.out[1].worst_ratio, 1, "an lse 0.01 off: %g of tolerance", rc.out[1].worst_ratio);
 	runcheck_free(&rc);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* The naive attention with P rounded (what a device that rounds P is held
@@ -337,15 +337,15 @@ Test(run, a_wrong_finalize_does_not_widen_its_own_tolerance)
 	RunData *d = drawn(c, 8, 64);
 	d->params[0] = 0.125;
 	interp_run(d);
-	rundata_round_p(d, TY_F16, 0, 1, 2);
+	runcheck_round_p(d, TY_F16, 0, 1, 2);
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	cr_assert_str_eq(rc.out[0].name, "out");
 	cr_expect_gt(rc.out[0].worst_ratio, 1, "out 20%% off: %g of tolerance", rc.out[0].worst_ratio);
 	cr_expect_not(rc.ok);
 	runcheck_free(&rc);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }
 
 /* A NaN where the reference has a number is what fails first: the index
@@ -360,12 +360,12 @@ Test(run, a_nan_mismatch_is_the_index_reported)
 	lse[2] = NAN;
 	lse[3] += 2;
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	cr_assert_str_eq(rc.out[0].name, "lse");
 	cr_expect_eq(rc.out[0].nan_mismatch, 1);
 	cr_expect_eq(rc.out[0].at, 2, "at %zu", rc.out[0].at);
 	cr_expect_gt(rc.out[0].worst_ratio, 1);
 	runcheck_free(&rc);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 }

@@ -15,7 +15,7 @@ static int field_of(Machine *m, int k)
 	return f;
 }
 
-void put_component(Buf *b, Machine *m, int k)
+void cex_component(Buf *b, Machine *m, int k)
 {
 	int f = field_of(m, k);
 	buf_puts(b, m->c->state[f].name);
@@ -24,7 +24,7 @@ void put_component(Buf *b, Machine *m, int k)
 }
 
 /* {m: 1, o: [0.5, 1, 2, 3, ... (64)]}; `mark` >= 0 also shows that component of a vector */
-void put_state(Buf *b, Machine *m, const double *v, int mark)
+void cex_state(Buf *b, Machine *m, const double *v, int mark)
 {
 	Carrier *c = m->c;
 	buf_puts(b, "{");
@@ -53,7 +53,7 @@ void put_state(Buf *b, Machine *m, const double *v, int mark)
 	buf_puts(b, "}");
 }
 
-void put_state_json(Buf *b, Machine *m, const double *v)
+void cex_state_json(Buf *b, Machine *m, const double *v)
 {
 	Carrier *c = m->c;
 	buf_puts(b, "{");
@@ -88,7 +88,7 @@ static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int st
 		buf_puts(b, "[");
 		for (int j = lo; j < hi; j++) {
 			buf_puts(b, j > lo ? ", " : "");
-			if (m_masked(m, r, j))
+			if (eval_masked(m, r, j))
 				buf_puts(b, "masked ");
 			buf_num(b, base[(size_t)j * stride + off[k]], 0);
 		}
@@ -105,7 +105,7 @@ static int scalars(const Decl *d, int n)
 }
 
 /* The inputs a state folds, when they are few and scalar. */
-void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
+void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 {
 	Carrier *c = m->c;
 	if (hi - lo > INPUTS_SHOWN)
@@ -129,35 +129,35 @@ void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 static void put_sample(Buf *b, Machine *m, const char *name, Sample *s, Mode mode)
 {
 	buf_printf(b, "    %s = ", name);
-	put_state(b, m, s->v[mode], -1);
-	put_inputs(b, m, s->row, s->lo, s->hi);
+	cex_state(b, m, s->v[mode], -1);
+	cex_inputs(b, m, s->row, s->lo, s->hi);
 	if (s->doublings)
 		buf_printf(b, ", merged with itself %d time%s", s->doublings, s->doublings > 1 ? "s" : "");
 	buf_puts(b, "\n");
 }
 
-void describe_failure(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char *const side[2])
+void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char *const side[2])
 {
 	Machine *m = k->m;
 	Buf b = {0}, j = {0}, d = {0};
 	static const char *names[] = {"a", "b", "c"};
 	const char *mode = t->mode == MODE_F32 ? "float32" : "float64";
-	if (trial_arity(t->kind) < 3 && t->kind != T_COMM) {
+	if (check_trial_arity(t->kind) < 3 && t->kind != T_COMM) {
 		buf_puts(&b, "    e = ");
-		put_state(&b, m, m->ident[t->mode], -1);
+		cex_state(&b, m, m->ident[t->mode], -1);
 		buf_puts(&b, "\n");
 	}
-	for (int i = 0; i < trial_arity(t->kind); i++)
+	for (int i = 0; i < check_trial_arity(t->kind); i++)
 		put_sample(&b, m, names[i], s[i], t->mode);
 	for (int i = 0; i < 2; i++) {
-		if (i && trial_arity(t->kind) < 2)
+		if (i && check_trial_arity(t->kind) < 2)
 			break; /* the right side is e or a, shown above */
 		buf_printf(&b, "    %s = ", side[i]);
-		put_state(&b, m, i ? t->r : t->l, at);
+		cex_state(&b, m, i ? t->r : t->l, at);
 		buf_puts(&b, "\n");
 	}
 	buf_puts(&d, "field ");
-	put_component(&d, m, at);
+	cex_component(&d, m, at);
 	buf_puts(&d, " differs: ");
 	buf_num(&d, t->l[at], 9);
 	buf_puts(&d, " vs ");
@@ -172,16 +172,16 @@ void describe_failure(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const 
 	buf_json_str(&j, side[0]);
 	buf_puts(&j, ", \"rhs_name\": ");
 	buf_json_str(&j, side[1]);
-	for (int i = 0; i < trial_arity(t->kind); i++) {
+	for (int i = 0; i < check_trial_arity(t->kind); i++) {
 		buf_printf(&j, ", \"%s\": ", names[i]);
-		put_state_json(&j, m, s[i]->v[t->mode]);
+		cex_state_json(&j, m, s[i]->v[t->mode]);
 	}
 	buf_puts(&j, ", \"lhs\": ");
-	put_state_json(&j, m, t->l);
+	cex_state_json(&j, m, t->l);
 	buf_puts(&j, ", \"rhs\": ");
-	put_state_json(&j, m, t->r);
+	cex_state_json(&j, m, t->r);
 	buf_puts(&j, ", \"field\": \"");
-	put_component(&j, m, at);
+	cex_component(&j, m, at);
 	buf_puts(&j, "\"}");
 	o->cex = buf_take(&b);
 	o->json = buf_take(&j);

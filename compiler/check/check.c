@@ -24,9 +24,9 @@ void check_defaults(CheckOpts *o)
 
 /* ---- comparing states ---- */
 
-double unit_roundoff(Mode mode) { return mode == MODE_F32 ? 0x1p-24 : 0x1p-53; }
+double check_unit_roundoff(Mode mode) { return mode == MODE_F32 ? 0x1p-24 : 0x1p-53; }
 
-int values_agree(double x, double ex, double y, double ey, double u)
+int check_values_agree(double x, double ex, double y, double ey, double u)
 {
 	if (isnan(x) || isnan(y))
 		return isnan(x) && isnan(y);
@@ -54,7 +54,7 @@ static int states_differ(Machine *m, const double *l, const double *le, const do
 		for (int k = m->soff[f]; k < m->soff[f + 1]; k++) {
 			if (overflowed(l[k], r[k]))
 				return -2;
-			if (exact ? !(l[k] == r[k]) : !values_agree(l[k], le[k], r[k], re[k], unit_roundoff(mode)))
+			if (exact ? !(l[k] == r[k]) : !check_values_agree(l[k], le[k], r[k], re[k], check_unit_roundoff(mode)))
 				return k;
 		}
 	}
@@ -69,7 +69,7 @@ static const char *const bracket[NTRIAL][2] = {
 };
 
 /* Evaluate both sides of a trial into t->l, t->r; returns what states_differ does. */
-int trial_eval(Ck *k, Trial *t, Sample **s)
+int check_trial_eval(Ck *k, Trial *t, Sample **s)
 {
 	Machine *m = k->m;
 	int sw = m->sw;
@@ -78,26 +78,26 @@ int trial_eval(Ck *k, Trial *t, Sample **s)
 	double *x = k->tmp, *xe = x + sw, *y = x + 2 * sw, *ye = x + 3 * sw;
 	switch (t->kind) {
 	case T_ASSOC:
-		m_merge(m, md, s[0]->v[md], z, s[1]->v[md], z, x, xe);
-		m_merge(m, md, x, xe, s[2]->v[md], z, t->l, t->le);
-		m_merge(m, md, s[1]->v[md], z, s[2]->v[md], z, y, ye);
-		m_merge(m, md, s[0]->v[md], z, y, ye, t->r, t->re);
+		eval_merge(m, md, s[0]->v[md], z, s[1]->v[md], z, x, xe);
+		eval_merge(m, md, x, xe, s[2]->v[md], z, t->l, t->le);
+		eval_merge(m, md, s[1]->v[md], z, s[2]->v[md], z, y, ye);
+		eval_merge(m, md, s[0]->v[md], z, y, ye, t->r, t->re);
 		break;
 	case T_COMM:
-		m_merge(m, md, s[0]->v[md], z, s[1]->v[md], z, t->l, t->le);
-		m_merge(m, md, s[1]->v[md], z, s[0]->v[md], z, t->r, t->re);
+		eval_merge(m, md, s[0]->v[md], z, s[1]->v[md], z, t->l, t->le);
+		eval_merge(m, md, s[1]->v[md], z, s[0]->v[md], z, t->r, t->re);
 		break;
 	case T_ID_LEFT:
 	case T_ID_RIGHT:
 		if (t->kind == T_ID_LEFT)
-			m_merge(m, md, e, z, s[0]->v[md], z, t->l, t->le);
+			eval_merge(m, md, e, z, s[0]->v[md], z, t->l, t->le);
 		else
-			m_merge(m, md, s[0]->v[md], z, e, z, t->l, t->le);
+			eval_merge(m, md, s[0]->v[md], z, e, z, t->l, t->le);
 		memcpy(t->r, s[0]->v[md], sw * sizeof *t->r);
 		memset(t->re, 0, sw * sizeof *t->re);
 		break;
 	default:
-		m_merge(m, md, e, z, e, z, t->l, t->le);
+		eval_merge(m, md, e, z, e, z, t->l, t->le);
 		memcpy(t->r, e, sw * sizeof *t->r);
 		memset(t->re, 0, sw * sizeof *t->re);
 		break;
@@ -105,7 +105,7 @@ int trial_eval(Ck *k, Trial *t, Sample **s)
 	return states_differ(m, t->l, t->le, t->r, t->re, md);
 }
 
-int trial_arity(TrialKind kind)
+int check_trial_arity(TrialKind kind)
 {
 	return kind == T_ASSOC ? 3 : kind == T_COMM ? 2 : kind == T_ID_SELF ? 0 : 1;
 }
@@ -134,7 +134,7 @@ static void simplify_inputs(Machine *m, Sample *s, uint64_t *rng)
 			which++;
 		double old = *slot;
 		*slot = ir_round(d[which].storage, simpler(old, rng));
-		if (!m_assume(m, r, j))
+		if (!eval_assume(m, r, j))
 			*slot = old;
 	} else if (m->roww) {
 		int col = rng_int(rng, 0, m->roww - 1), which = 0;
@@ -182,7 +182,7 @@ static int replace_everywhere(Ck *k, Sample **s, Sample **cand, int n)
 				 : src->row->elemv[(size_t)j * m->elemw + col - m->colw];
 	double to = nearbyint(v) != v ? nearbyint(v) : trunc(v / 2);
 	for (int i = 0; i < n; i++) {
-		cand[i] = sample_clone(m, s[i]);
+		cand[i] = draw_sample_clone(m, s[i]);
 		Row *r = cand[i]->row;
 		for (size_t x = 0; x < (size_t)r->len * m->colw; x++)
 			r->colv[x] = r->colv[x] == v ? to : r->colv[x];
@@ -200,32 +200,32 @@ static void try_candidates(Ck *k, Trial *t, Sample **s, Sample **cand, int n,
 	Sample *old[3];
 	int ok = 1;
 	for (int i = 0; i < n; i++)
-		ok &= sample_eval(k->m, cand[i]) == 0;
+		ok &= draw_sample_eval(k->m, cand[i]) == 0;
 	memcpy(old, s, n * sizeof *s);
 	memcpy(s, cand, n * sizeof *s);
 	Sample **drop = ok && still_fails(k, t, s) ? old : cand;
 	if (drop == cand)
 		memcpy(s, old, n * sizeof *s);
 	for (int i = 0; i < n; i++)
-		sample_free(drop[i]);
+		draw_sample_free(drop[i]);
 }
 
 /* Keep any change to the states under which the trial still fails. */
-void shrink(Ck *k, Trial *t, Sample **s, int (*still_fails)(Ck *, Trial *, Sample **))
+void check_shrink(Ck *k, Trial *t, Sample **s, int (*still_fails)(Ck *, Trial *, Sample **))
 {
-	int n = trial_arity(t->kind);
+	int n = check_trial_arity(t->kind);
 	for (int tries = 0; n && tries < SHRINK_TRIES; tries++) {
 		Sample *cand[3];
 		if (rng_int(&k->rng, 0, 3) || !replace_everywhere(k, s, cand, n)) {
 			for (int i = 0; i < n; i++)
-				cand[i] = sample_clone(k->m, s[i]);
+				cand[i] = draw_sample_clone(k->m, s[i]);
 			mutate(k->m, cand[rng_int(&k->rng, 0, n - 1)], &k->rng);
 		}
 		try_candidates(k, t, s, cand, n, still_fails);
 	}
 }
 
-static int trial_fails(Ck *k, Trial *t, Sample **s) { return trial_eval(k, t, s) >= 0; }
+static int trial_fails(Ck *k, Trial *t, Sample **s) { return check_trial_eval(k, t, s) >= 0; }
 
 /* ---- the laws ---- */
 
@@ -245,7 +245,7 @@ static void fill_pools(Ck *k)
 		if (!k->pool[f])
 			abort();
 		for (int tries = 0; tries < 4 * POOL && k->npool[f] < POOL; tries++) {
-			Sample *s = sample_new(k->m, (Family)f, &k->rng);
+			Sample *s = draw_sample_new(k->m, (Family)f, &k->rng);
 			if (s)
 				k->pool[f][k->npool[f]++] = s;
 			k->nonempty += s && s->hi > s->lo;
@@ -258,15 +258,15 @@ static void fill_pools(Ck *k)
 static void fail_law(Ck *k, LawOutcome *o, Trial *t, Sample **s)
 {
 	Sample *own[3] = {0};
-	int n = trial_arity(t->kind);
+	int n = check_trial_arity(t->kind);
 	for (int i = 0; i < n; i++)
-		own[i] = sample_clone(k->m, s[i]);
-	shrink(k, t, own, trial_fails);
-	int at = trial_eval(k, t, own);
+		own[i] = draw_sample_clone(k->m, s[i]);
+	check_shrink(k, t, own, trial_fails);
+	int at = check_trial_eval(k, t, own);
 	o->v = VERDICT_FAILS;
-	describe_failure(k, o, t, own, at, bracket[t->kind]);
+	cex_describe(k, o, t, own, at, bracket[t->kind]);
 	for (int i = 0; i < n; i++)
-		sample_free(own[i]);
+		draw_sample_free(own[i]);
 }
 
 static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
@@ -275,7 +275,7 @@ static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
 	for (int i = 0; i < trials; i++) {
 		Family f = k->fams[i % k->nfams];
 		Sample *s[3] = {pick(k, f), pick(k, f), pick(k, f)};
-		int d = trial_eval(k, &t, s);
+		int d = check_trial_eval(k, &t, s);
 		o->trials++;
 		if (d == -2)
 			o->skipped++;
@@ -292,12 +292,12 @@ static void run_identity(Ck *k, LawOutcome *o, int trials)
 	for (int mode = MODE_F64; mode <= MODE_F32; mode++) {
 		Trial t = {.kind = T_ID_SELF, .mode = (Mode)mode, .l = k->l, .le = k->le, .r = k->r, .re = k->re};
 		o->trials++;
-		if (trial_eval(k, &t, NULL) >= 0)
+		if (check_trial_eval(k, &t, NULL) >= 0)
 			return fail_law(k, o, &t, NULL);
 		for (int i = 0; i < trials; i++) {
 			Sample *s = pick(k, k->fams[i % k->nfams]);
 			for (t.kind = T_ID_LEFT; t.kind <= T_ID_RIGHT; t.kind++) {
-				int d = trial_eval(k, &t, &s);
+				int d = check_trial_eval(k, &t, &s);
 				o->trials++;
 				o->skipped += d == -2;
 				if (d >= 0)
@@ -312,7 +312,7 @@ static void ck_free(Ck *k)
 {
 	for (int f = 0; f < NFAMS; f++) {
 		for (int i = 0; i < k->npool[f]; i++)
-			sample_free(k->pool[f][i]);
+			draw_sample_free(k->pool[f][i]);
 		free(k->pool[f]);
 	}
 	free(k->tmp);
@@ -324,10 +324,10 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(r, 0, sizeof *r);
 	Machine m;
-	machine_init(&m, c);
+	eval_init(&m, c);
 	Ck k = {.m = &m, .o = o, .rng = o->seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull};
 	if (draw_params(&m, o->params, o->nparams, &k.rng, msg, n)) {
-		machine_free(&m);
+		eval_free(&m);
 		return -1;
 	}
 	k.tmp = calloc(9 * (size_t)m.sw, sizeof(double));
@@ -349,7 +349,7 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 		check_soundness(&k, r);
 	}
 	ck_free(&k);
-	machine_free(&m);
+	eval_free(&m);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	r->seconds = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
 	return 0;

@@ -27,19 +27,19 @@ typedef struct {
 	void *work; /* sound.c's buffers while it shrinks a row */
 } Ck;
 
-double unit_roundoff(Mode mode);
-int values_agree(double x, double ex, double y, double ey, double u);
-int trial_eval(Ck *k, Trial *t, Sample **s);
-int trial_arity(TrialKind kind);
+double check_unit_roundoff(Mode mode);
+int check_values_agree(double x, double ex, double y, double ey, double u);
+int check_trial_eval(Ck *k, Trial *t, Sample **s);
+int check_trial_arity(TrialKind kind);
 void check_soundness(Ck *k, CheckResult *r);
-void shrink(Ck *k, Trial *t, Sample **s, int (*still_fails)(Ck *, Trial *, Sample **));
+void check_shrink(Ck *k, Trial *t, Sample **s, int (*still_fails)(Ck *, Trial *, Sample **));
 
 /* Counterexample text and JSON in the spec's terms (cex.c). */
-void describe_failure(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char *const side[2]);
-void put_state(Buf *b, Machine *m, const double *v, int mark);
-void put_state_json(Buf *b, Machine *m, const double *v);
-void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi);
+void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char *const side[2]);
+void cex_state(Buf *b, Machine *m, const double *v, int mark);
+void cex_state_json(Buf *b, Machine *m, const double *v);
+void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi);
 /* "l" or "o[3]": the name of state component k. */
-void put_component(Buf *b, Machine *m, int k);
+void cex_component(Buf *b, Machine *m, int k);
 
 #endif

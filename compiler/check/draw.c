@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const fam_name[NFAMS] = {"normal", "integer grid", "spread maxima", "wide", "mean 1e8",
+const char *const draw_family_name[NFAMS] = {"normal", "integer grid", "spread maxima", "wide", "mean 1e8",
 				     "large counts"};
 
 enum { ASSUME_TRIES = 64, ROW_TRIES = 16 };
@@ -43,8 +43,8 @@ double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *
 static void draw_decls(const Decl *d, int n, const int *off, double *dst, Family f, double offset, uint64_t *rng)
 {
 	for (int k = 0; k < n; k++)
-		for (int t = 0; t < decl_width(&d[k]); t++)
-			dst[off[k] + t] = draw_value(f, d[k].storage, offset, decl_width(&d[k]), rng);
+		for (int t = 0; t < spec_decl_width(&d[k]); t++)
+			dst[off[k] + t] = draw_value(f, d[k].storage, offset, spec_decl_width(&d[k]), rng);
 }
 
 /* Float inputs near the ones at src, each moved by about a tenth of itself
@@ -52,7 +52,7 @@ static void draw_decls(const Decl *d, int n, const int *off, double *dst, Family
 static void nudge_decls(const Decl *d, int n, const int *off, const double *src, double *dst, uint64_t *rng)
 {
 	for (int k = 0; k < n; k++)
-		for (int t = 0; t < decl_width(&d[k]); t++) {
+		for (int t = 0; t < spec_decl_width(&d[k]); t++) {
 			double v = src[off[k] + t];
 			if (ty_is_float(d[k].ty))
 				v = ir_round(d[k].storage, v + rng_normal(rng) * fmax(fabs(v) / 10, 0x1p-6));
@@ -66,7 +66,7 @@ static void widen_decls(const Decl *d, int n, const int *off, double *dst, int t
 {
 	double s = ldexp(1, 1 + (t % 8));
 	for (int k = 0; k < n; k++)
-		for (int u = 0; u < decl_width(&d[k]); u++)
+		for (int u = 0; u < spec_decl_width(&d[k]); u++)
 			if (ty_is_float(d[k].ty))
 				dst[off[k] + u] = ir_round(d[k].storage, s * rng_normal(rng));
 }
@@ -76,7 +76,7 @@ static void widen_decls(const Decl *d, int n, const int *off, double *dst, int t
 /* Where assume bounds a scalar float input on its own (x > 1000,
  * abs(x - 7) < 0.001, conjunctions of such), draws outside the bounds are
  * moved inside them: rejection alone rarely or never hits them.  Each
- * interval holds every value assume admits, so m_assume still decides. */
+ * interval holds every value assume admits, so eval_assume still decides. */
 typedef struct {
 	double lo, hi;
 } Span;
@@ -222,7 +222,7 @@ static void fit_decls(Machine *m, const Decl *d, int n, const int *off, int kind
 {
 	for (int k = 0; sp && k < n; k++) {
 		Span s = sp[span_at(m, kind, k)];
-		if (decl_width(&d[k]) == 1 && ty_is_float(d[k].ty) && (s.lo > -INFINITY || s.hi < INFINITY))
+		if (spec_decl_width(&d[k]) == 1 && ty_is_float(d[k].ty) && (s.lo > -INFINITY || s.hi < INFINITY))
 			dst[off[k]] = ir_round(d[k].storage, into_span(s, dst[off[k]], rng));
 	}
 }
@@ -252,7 +252,7 @@ static int draw_position(Machine *m, Family f, Row *r, int j, double offset, int
 		if (!keep_cols)
 			fit_decls(m, c->col, c->ncol, m->coloff, VAR_COL, col, sp, rng);
 		fit_decls(m, c->elem, c->nelem, m->elemoff, VAR_ELEM, el, sp, rng);
-		if (m_assume(m, r, j))
+		if (eval_assume(m, r, j))
 			return 0;
 	}
 	return -1;
@@ -283,7 +283,7 @@ int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng)
 	return -1;
 }
 
-double param_value(const char *s, char **end)
+double draw_param_value(const char *s, char **end)
 {
 	if (strcmp(s, "true") && strcmp(s, "false"))
 		return strtod(s, end);
@@ -302,7 +302,7 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 		int found = p < c->nparams;
 		char *end;
 		errno = 0;
-		double v = param_value(ov[k].value, &end);
+		double v = draw_param_value(ov[k].value, &end);
 		if (!found || !*ov[k].value || *end) {
 			int flag = found && c->params[p].storage == TY_BOOL;
 			snprintf(msg, n, !found ? "--param %s: the spec has no param '%s'"
@@ -335,15 +335,15 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 				v = rng_int(rng, 1, 8);
 			for (int k = 0; k < nov; k++)
 				if (!strcmp(c->params[p].name, ov[k].name))
-					v = param_value(ov[k].value, NULL);
+					v = draw_param_value(ov[k].value, NULL);
 			m->params[m->poff[p]] = ir_round(c->params[p].storage, v);
 		}
 		if (!c->assume || !c->nparams)
 			return 0;
 		/* assume may also constrain inputs; a one-position row tells whether params alone can hold */
-		Row *r = row_new(m, 1);
+		Row *r = eval_row_new(m, 1);
 		int ok = draw_row(m, FAM_NORMAL, r, rng) == 0;
-		row_free(r);
+		eval_row_free(r);
 		if (ok)
 			return 0;
 	}
@@ -374,7 +374,7 @@ static int usable(Machine *m, const Sample *s, const double *v, const double *id
 	return 1;
 }
 
-int sample_eval(Machine *m, Sample *s)
+int draw_sample_eval(Machine *m, Sample *s)
 {
 	double *t = malloc(3 * m->sw * sizeof *t);
 	if (!t)
@@ -382,11 +382,11 @@ int sample_eval(Machine *m, Sample *s)
 	int ok = 1;
 	for (int mode = 0; mode < 2; mode++) {
 		uint64_t rng = s->seed;
-		m_fold(m, (Mode)mode, s->row, s->lo, s->hi, s->shape, &rng, s->v[mode], t);
+		eval_fold(m, (Mode)mode, s->row, s->lo, s->hi, s->shape, &rng, s->v[mode], t);
 		for (int d = 0; d < s->doublings; d++) {
 			memcpy(t, s->v[mode], m->sw * sizeof *t);
 			memset(t + m->sw, 0, m->sw * sizeof *t);
-			m_merge(m, (Mode)mode, t, t + m->sw, t, t + m->sw, s->v[mode], t + 2 * m->sw);
+			eval_merge(m, (Mode)mode, t, t + m->sw, t, t + m->sw, s->v[mode], t + 2 * m->sw);
 		}
 		ok &= usable(m, s, s->v[mode], m->ident[mode]);
 	}
@@ -406,21 +406,21 @@ static Sample *sample_make(Machine *m, Family f, int lo, int hi, int doublings, 
 	s->doublings = doublings;
 	s->shape = (Shape)rng_int(rng, 0, NSHAPES - 1);
 	s->seed = rng_next(rng);
-	s->row = row_new(m, s->hi);
+	s->row = eval_row_new(m, s->hi);
 	s->row->i = rng_int(rng, 0, s->hi + 2);
 	s->v[0] = calloc(m->sw, sizeof(double));
 	s->v[1] = calloc(m->sw, sizeof(double));
 	if (!s->v[0] || !s->v[1])
 		abort();
 	Family df = f == FAM_COUNTS ? FAM_NORMAL : f;
-	if (draw_row(m, df, s->row, rng) || sample_eval(m, s)) {
-		sample_free(s);
+	if (draw_row(m, df, s->row, rng) || draw_sample_eval(m, s)) {
+		draw_sample_free(s);
 		return NULL;
 	}
 	return s;
 }
 
-Sample *sample_new(Machine *m, Family f, uint64_t *rng)
+Sample *draw_sample_new(Machine *m, Family f, uint64_t *rng)
 {
 	int lo = rng_int(rng, 0, 3);
 	if (f == FAM_COUNTS) {
@@ -435,15 +435,15 @@ Sample *sample_new(Machine *m, Family f, uint64_t *rng)
 	return sample_make(m, f, lo, lo + seg_len(rng), 0, 0, rng);
 }
 
-Sample *sample_row(Machine *m, Family f, int len, uint64_t *rng) { return sample_make(m, f, 0, len, 0, 1, rng); }
+Sample *draw_sample_row(Machine *m, Family f, int len, uint64_t *rng) { return sample_make(m, f, 0, len, 0, 1, rng); }
 
-Sample *sample_clone(Machine *m, const Sample *s)
+Sample *draw_sample_clone(Machine *m, const Sample *s)
 {
 	Sample *t = malloc(sizeof *t);
 	if (!t)
 		abort();
 	*t = *s;
-	t->row = row_new(m, s->row->len);
+	t->row = eval_row_new(m, s->row->len);
 	t->row->i = s->row->i;
 	memcpy(t->row->rowv, s->row->rowv, m->roww * sizeof(double));
 	memcpy(t->row->colv, s->row->colv, (size_t)s->row->len * m->colw * sizeof(double));
@@ -457,11 +457,11 @@ Sample *sample_clone(Machine *m, const Sample *s)
 	return t;
 }
 
-void sample_free(Sample *s)
+void draw_sample_free(Sample *s)
 {
 	if (!s)
 		return;
-	row_free(s->row);
+	eval_row_free(s->row);
 	free(s->v[0]);
 	free(s->v[1]);
 	free(s);

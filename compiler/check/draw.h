@@ -16,7 +16,7 @@ typedef enum {
 	NFAMS
 } Family;
 
-extern const char *const fam_name[NFAMS];
+extern const char *const draw_family_name[NFAMS];
 
 /* Fill positions [0, r->len) and the row inputs of r; 0 on success, -1 when
  * assume could not be satisfied. */
@@ -27,7 +27,7 @@ int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng);
 /* Draw one component of an input (rounded to its storage type). */
 double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *rng);
 /* A --param value: a number, or true or false (a bool param's); end as strtod's. */
-double param_value(const char *s, char **end);
+double draw_param_value(const char *s, char **end);
 /* Params: overrides where given, else drawn from (0.05, 1], honouring assume. */
 int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n);
 
@@ -44,14 +44,14 @@ typedef struct {
 	double *v[2]; /* by Mode */
 } Sample;
 
-Sample *sample_new(Machine *m, Family f, uint64_t *rng);
+Sample *draw_sample_new(Machine *m, Family f, uint64_t *rng);
 /* A whole row of length len, folded in a random shape. */
-Sample *sample_row(Machine *m, Family f, int len, uint64_t *rng);
-Sample *sample_clone(Machine *m, const Sample *s);
-void sample_free(Sample *s);
+Sample *draw_sample_row(Machine *m, Family f, int len, uint64_t *rng);
+Sample *draw_sample_clone(Machine *m, const Sample *s);
+void draw_sample_free(Sample *s);
 /* Recompute the states from the provenance; 0 when they are usable
  * (no NaN; infinities only where the identity has them; anything for a
  * whole row). */
-int sample_eval(Machine *m, Sample *s);
+int draw_sample_eval(Machine *m, Sample *s);
 
 #endif

@@ -44,26 +44,6 @@ static void *xcalloc(size_t n, size_t sz)
 	return p;
 }
 
-/* ---- random numbers ---- */
-
-uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-double rng_unit(uint64_t *s) { return (rng_next(s) >> 11) * 0x1.0p-53; }
-
-double rng_normal(uint64_t *s)
-{
-	double u = rng_unit(s), v = rng_unit(s);
-	return sqrt(-2 * log(u + 0x1.0p-60)) * cos(6.283185307179586 * v);
-}
-
-int rng_int(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
-
 /* ---- binding leaves to values ---- */
 
 static int find_red(const RefEval *re, const Expr *e)
@@ -169,7 +149,7 @@ static int *offsets(const Decl *d, int n, int *total)
 {
 	int *off = xcalloc(n + 1, sizeof *off);
 	for (int i = 0; i < n; i++)
-		off[i + 1] = off[i] + decl_width(&d[i]);
+		off[i + 1] = off[i] + spec_decl_width(&d[i]);
 	*total = off[n];
 	return off;
 }
@@ -315,7 +295,7 @@ static void reduce(Machine *m, Mode mode, int k, const Row *r)
 	}
 }
 
-void m_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *posv, double *pose)
+void eval_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *posv, double *pose)
 {
 	RefEval *re = m->ref;
 	for (int k = 0; k < re->nred; k++) /* by id: inner reductions first */
@@ -346,7 +326,7 @@ void m_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe
 
 /* ---- the carrier ---- */
 
-int machine_init(Machine *m, Carrier *c)
+int eval_init(Machine *m, Carrier *c)
 {
 	memset(m, 0, sizeof *m);
 	m->c = c;
@@ -391,7 +371,7 @@ static void free_heap_bound(Bound *b)
 	free(b);
 }
 
-void machine_free(Machine *m)
+void eval_free(Machine *m)
 {
 	free_heap_bound(m->lift);
 	free_heap_bound(m->merge);
@@ -415,7 +395,7 @@ void machine_free(Machine *m)
 	memset(m, 0, sizeof *m);
 }
 
-Row *row_new(const Machine *m, int len)
+Row *eval_row_new(const Machine *m, int len)
 {
 	Row *r = xcalloc(1, sizeof *r);
 	r->len = len;
@@ -425,7 +405,7 @@ Row *row_new(const Machine *m, int len)
 	return r;
 }
 
-void row_free(Row *r)
+void eval_row_free(Row *r)
 {
 	if (!r)
 		return;
@@ -435,7 +415,7 @@ void row_free(Row *r)
 	free(r);
 }
 
-void m_identity(Machine *m, Mode mode, double *v, double *e)
+void eval_identity(Machine *m, Mode mode, double *v, double *e)
 {
 	memcpy(v, m->ident[mode], m->sw * sizeof *v);
 	if (e)
@@ -450,10 +430,10 @@ static int run_cond(Machine *m, Bound *b, const Row *r, int j)
 	return prog_root(b->p, 0, NULL)[0] != 0;
 }
 
-int m_masked(Machine *m, const Row *r, int j) { return m->mask && !run_cond(m, m->mask, r, j); }
-int m_assume(Machine *m, const Row *r, int j) { return !m->assume || run_cond(m, m->assume, r, j); }
+int eval_masked(Machine *m, const Row *r, int j) { return m->mask && !run_cond(m, m->mask, r, j); }
+int eval_assume(Machine *m, const Row *r, int j) { return !m->assume || run_cond(m, m->assume, r, j); }
 
-void m_lift(Machine *m, Mode mode, const Row *r, int j, double *v, double *e)
+void eval_lift(Machine *m, Mode mode, const Row *r, int j, double *v, double *e)
 {
 	Bound *b = m->lift;
 	Ctx x = {.row = r, .j = j, .params = m->params};
@@ -462,7 +442,7 @@ void m_lift(Machine *m, Mode mode, const Row *r, int j, double *v, double *e)
 	copy_roots(b, m->c->nstate, m->soff, v, e);
 }
 
-void m_merge(Machine *m, Mode mode, const double *av, const double *ae, const double *bv, const double *be,
+void eval_merge(Machine *m, Mode mode, const double *av, const double *ae, const double *bv, const double *be,
 	     double *v, double *e)
 {
 	Bound *b = m->merge;
@@ -472,18 +452,18 @@ void m_merge(Machine *m, Mode mode, const double *av, const double *ae, const do
 	copy_roots(b, m->c->nstate, m->soff, v, e);
 }
 
-void m_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
+void eval_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
 	    double *e)
 {
 	if (hi - lo <= 0) {
-		m_identity(m, mode, v, e);
+		eval_identity(m, mode, v, e);
 		return;
 	}
 	if (hi - lo == 1) {
-		if (m_masked(m, r, lo))
-			m_identity(m, mode, v, e);
+		if (eval_masked(m, r, lo))
+			eval_identity(m, mode, v, e);
 		else
-			m_lift(m, mode, r, lo, v, e);
+			eval_lift(m, mode, r, lo, v, e);
 		return;
 	}
 	int k = shape == SHAPE_LEFT ? hi - 1 : shape == SHAPE_RIGHT ? lo + 1 : shape == SHAPE_BALANCED
@@ -491,13 +471,13 @@ void m_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, ui
 	double *t = malloc(4 * m->sw * sizeof *t);
 	if (!t)
 		abort();
-	m_fold(m, mode, r, lo, k, shape, rng, t, t + m->sw);
-	m_fold(m, mode, r, k, hi, shape, rng, t + 2 * m->sw, t + 3 * m->sw);
-	m_merge(m, mode, t, t + m->sw, t + 2 * m->sw, t + 3 * m->sw, v, e);
+	eval_fold(m, mode, r, lo, k, shape, rng, t, t + m->sw);
+	eval_fold(m, mode, r, k, hi, shape, rng, t + 2 * m->sw, t + 3 * m->sw);
+	eval_merge(m, mode, t, t + m->sw, t + 2 * m->sw, t + 3 * m->sw, v, e);
 	free(t);
 }
 
-void m_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const double *se, double *out,
+void eval_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const double *se, double *out,
 		double *oute)
 {
 	Bound *b = m->fin;
@@ -507,7 +487,7 @@ void m_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const dou
 	copy_roots(b, m->c->nfinal, m->finoff, out, oute);
 }
 
-void m_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,
+void eval_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,
 	   double *oute)
 {
 	Bound *b = m->map;

@@ -5,6 +5,7 @@
 #define ASSOC_EVAL_H
 
 #include "compiler/front/spec.h"
+#include "compiler/util/rng.h"
 
 /* One row of inputs.  Column inputs belong to the row here: each drawn row
  * comes with its own keys and values. */
@@ -36,34 +37,28 @@ typedef struct {
 	double *scratch;
 } Machine;
 
-int machine_init(Machine *m, Carrier *c);
-void machine_free(Machine *m);
+int eval_init(Machine *m, Carrier *c);
+void eval_free(Machine *m);
 
-Row *row_new(const Machine *m, int len);
-void row_free(Row *r);
+Row *eval_row_new(const Machine *m, int len);
+void eval_row_free(Row *r);
 
-void m_identity(Machine *m, Mode mode, double *v, double *e);
-int m_masked(Machine *m, const Row *r, int j);
-int m_assume(Machine *m, const Row *r, int j); /* 1 when assume holds (or is absent) */
-void m_lift(Machine *m, Mode mode, const Row *r, int j, double *v, double *e);
-void m_merge(Machine *m, Mode mode, const double *av, const double *ae, const double *bv, const double *be,
+void eval_identity(Machine *m, Mode mode, double *v, double *e);
+int eval_masked(Machine *m, const Row *r, int j);
+int eval_assume(Machine *m, const Row *r, int j); /* 1 when assume holds (or is absent) */
+void eval_lift(Machine *m, Mode mode, const Row *r, int j, double *v, double *e);
+void eval_merge(Machine *m, Mode mode, const double *av, const double *ae, const double *bv, const double *be,
 	     double *v, double *e);
 /* Fold positions [lo, hi) of r; SHAPE_RANDOM draws split points from *rng. */
-void m_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
+void eval_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
 	    double *e);
-void m_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const double *se, double *out,
+void eval_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const double *se, double *out,
 		double *oute);
-void m_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,
+void eval_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,
 	   double *oute);
 /* Reference, naively (sums left to right) in float64, or in the spec's
  * types for MODE_F32: per-row values into rowv (refw wide, per-position slots unused);
  * per-position values into posv[j * refw + refoff[k]] for each position. */
-void m_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *posv, double *pose);
-
-/* Deterministic random numbers (splitmix64). */
-uint64_t rng_next(uint64_t *s);
-double rng_unit(uint64_t *s);   /* [0, 1) */
-double rng_normal(uint64_t *s);
-int rng_int(uint64_t *s, int lo, int hi); /* [lo, hi] */
+void eval_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *posv, double *pose);
 
 #endif

@@ -64,7 +64,7 @@ static int unmasked(Machine *m, const Row *r)
 {
 	int n = 0;
 	for (int j = 0; j < r->len; j++)
-		n += !m_masked(m, r, j);
+		n += !eval_masked(m, r, j);
 	return n;
 }
 
@@ -95,7 +95,7 @@ static void note_f32(CheckResult *r, const char *name, double got, double naive,
 	if (want == 0)
 		rel = fabs(got) / den, nrel = fabs(naive) / den;
 	if (!e->defined || rel > e->rel)
-		e->rel = rel, e->family = fam_name[f];
+		e->rel = rel, e->family = draw_family_name[f];
 	if (!e->defined || nrel > e->naive)
 		e->naive = nrel;
 	e->defined = 1;
@@ -154,7 +154,7 @@ static int compare(CheckResult *r, const Def *out, int is_map, int pos, Sides s,
 		}
 		if (empty && (isnan(got) || isnan(want)))
 			continue;
-		if (!values_agree(got, s.ge[t], want, s.we[t], unit_roundoff(MODE_F64))) {
+		if (!check_values_agree(got, s.ge[t], want, s.we[t], check_unit_roundoff(MODE_F64))) {
 			*miss = (Miss){out, is_map, t, pos, got, want, MODE_F64};
 			return 1;
 		}
@@ -180,13 +180,13 @@ static int row_check(Ck *k, Work *w, Sample *s, CheckResult *r, Miss *miss)
 	const Row *row = s->row;
 	uint64_t rng = s->seed;
 	int empty = unmasked(m, row) == 0;
-	m_fold(m, MODE_F64, row, 0, row->len, s->shape, &rng, w->sv, w->se);
+	eval_fold(m, MODE_F64, row, 0, row->len, s->shape, &rng, w->sv, w->se);
 	memcpy(w->s32, s->v[MODE_F32], m->sw * sizeof *w->s32);
-	m_finalize(m, MODE_F64, row, w->sv, w->se, w->fin, w->fine);
-	m_finalize(m, MODE_F32, row, w->s32, w->se, w->fin32, NULL);
-	m_reference(m, MODE_F64, row, w->refv, w->refe, w->posv, w->pose);
+	eval_finalize(m, MODE_F64, row, w->sv, w->se, w->fin, w->fine);
+	eval_finalize(m, MODE_F32, row, w->s32, w->se, w->fin32, NULL);
+	eval_reference(m, MODE_F64, row, w->refv, w->refe, w->posv, w->pose);
 	if (r)
-		m_reference(m, MODE_F32, row, w->ref32, w->ref32e, w->pos32, w->pos32e);
+		eval_reference(m, MODE_F32, row, w->ref32, w->ref32e, w->pos32, w->pos32e);
 	for (int o = 0; o < c->nfinal; o++) {
 		int q = ref_index(c, c->finalize[o].name, 1), at = m->finoff[o], rat = m->refoff[q < 0 ? 0 : q];
 		Sides sd = {w->fin + at, w->fine + at, w->fin32 + at, w->refv + rat, w->refe + rat, w->ref32 + rat, 0};
@@ -194,8 +194,8 @@ static int row_check(Ck *k, Work *w, Sample *s, CheckResult *r, Miss *miss)
 			return 1;
 	}
 	for (int j = 0; m->map && j < row->len; j++) {
-		m_map(m, MODE_F64, row, j, w->sv, w->se, w->map, w->mape);
-		m_map(m, MODE_F32, row, j, w->s32, w->se, w->map32, NULL);
+		eval_map(m, MODE_F64, row, j, w->sv, w->se, w->map, w->mape);
+		eval_map(m, MODE_F32, row, j, w->s32, w->se, w->map32, NULL);
 		for (int o = 0; o < c->nmap; o++) {
 			int q = ref_index(c, c->map[o].name, 0), mo = m->mapoff[o];
 			size_t at = (size_t)j * m->refw + m->refoff[q >= 0 ? q : 0];
@@ -230,9 +230,9 @@ static void describe_miss(Ck *k, CheckResult *r, Sample *s, const double *state,
 	buf_num(&d, miss->want, 9);
 	buf_printf(&d, " (row of length %d, float64)", s->row->len);
 	buf_puts(&b, "    row of");
-	put_inputs(&b, m, s->row, 0, s->row->len);
+	cex_inputs(&b, m, s->row, 0, s->row->len);
 	buf_puts(&b, "\n    state = ");
-	put_state(&b, m, state, -1);
+	cex_state(&b, m, state, -1);
 	buf_puts(&b, "\n");
 	buf_printf(&j, "{\"length\": %d, \"output\": ", s->row->len);
 	buf_json_str(&j, miss->out->name);
@@ -241,7 +241,7 @@ static void describe_miss(Ck *k, CheckResult *r, Sample *s, const double *state,
 	buf_puts(&j, ", \"want\": ");
 	buf_json_num(&j, miss->want);
 	buf_puts(&j, ", \"state\": ");
-	put_state_json(&j, m, state);
+	cex_state_json(&j, m, state);
 	buf_puts(&j, "}");
 	r->sound_detail = buf_take(&d);
 	r->sound_cex = buf_take(&b);
@@ -277,7 +277,7 @@ void check_soundness(Ck *k, CheckResult *r)
 	int nonempty = 0, masked = 0, undrawn = 0;
 	for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
 		for (size_t fi = 0; fi < sizeof row_fams / sizeof *row_fams; fi++) {
-			Sample *s = sample_row(m, row_fams[fi], lens[li], &k->rng);
+			Sample *s = draw_sample_row(m, row_fams[fi], lens[li], &k->rng);
 			if (!s) {
 				undrawn++;
 				continue;
@@ -290,15 +290,15 @@ void check_soundness(Ck *k, CheckResult *r)
 			if (row_check(k, &w, s, r, &miss)) {
 				Trial t = {.kind = T_SOUND};
 				k->work = &w;
-				shrink(k, &t, &s, sound_fails);
+				check_shrink(k, &t, &s, sound_fails);
 				row_check(k, &w, s, NULL, &miss);
 				r->sound = VERDICT_FAILS;
 				describe_miss(k, r, s, w.sv, &miss);
-				sample_free(s);
+				draw_sample_free(s);
 				work_free(&w);
 				return;
 			}
-			sample_free(s);
+			draw_sample_free(s);
 		}
 	work_free(&w);
 	/* a reference that is never finite would pass without a comparison */

@@ -66,7 +66,7 @@ int cli_bench_shape(const Opts *o);
 /* Attention's flops in d: 4 a query-key pair and dot dimension (two
  * matrix products), counting only the pairs the mask keeps, whose
  * fraction is estimated on 4096 random pairs (gpubench.c). */
-double bench_attention_flops(const RunData *d);
+double cmd_bench_attention_flops(const RunData *d);
 /* --input files: read into arr (MAX_FILES of them, zeroed), with the
  * shape (o->rows, o->len) taken from them; then cli_inputs_load copies
  * them into d's arrays, checking each one's shape.  0, or EXIT_USAGE after

@@ -66,7 +66,7 @@ static double median_time(Body fn, void *ctx, double *cpu)
 
 static void tile(Buffer *to, const Buffer *from, size_t rows, size_t len, size_t srows, size_t slen)
 {
-	size_t es = from->width * kind_size(from->kind);
+	size_t es = from->width * run_kind_size(from->kind);
 	for (size_t r = 0; r < rows; r++)
 		for (size_t j = 0; j < len; j += slen) {
 			size_t n = len - j < slen ? len - j : slen;
@@ -244,7 +244,7 @@ static int naive_meets(Carrier *c, Opts *o, void (*naive)(const Args *, int64_t,
 	rundata_widths(d, width);
 	naive(&a, 0, rows);
 	RunCheck chk;
-	run_check(d, &chk);
+	runcheck_run(d, &chk);
 	int rc = chk.ok ? 0 : -1;
 	for (int k = 0; k < chk.nout && !chk.ok; k++) {
 		const OutCheck *x = &chk.out[k];
@@ -318,7 +318,7 @@ int cmd_bench(Opts *o)
 {
 	char why[1024];
 	/* auto: the GPU where one is usable, as run picks */
-	const Device *gpu = device_find("gpu");
+	const Device *gpu = run_device_find("gpu");
 	if (!strcmp(o->device, "gpu") || (!strcmp(o->device, "auto") && gpu && gpu->available(why, sizeof why)))
 		return cmd_bench_gpu(o);
 	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
@@ -400,7 +400,7 @@ int cmd_bench(Opts *o)
 		/* after the timings: matching the contract adds to the carrier's IR */
 		CudaAttn at;
 		char why[512];
-		double flops = cuda_attn_match(c, &at, why, sizeof why) ? 0 : bench_attention_flops(d);
+		double flops = cuda_attn_match(c, &at, why, sizeof why) ? 0 : cmd_bench_attention_flops(d);
 		report(o, c, &b, bytes, tk, tc, tn, tcpu, flops, nwhy);
 	}
 	free(b.src);
@@ -412,6 +412,6 @@ int cmd_bench(Opts *o)
 	rt_pool_close(b.pool);
 	llvm_kernel_free(b.k);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 	return rc;
 }

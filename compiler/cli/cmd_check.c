@@ -23,7 +23,7 @@ static const ProofLine *proof_of(const ProofReport *p, const char *law)
 static void print_proof(const ProofLine *pl)
 {
 	if (pl)
-		printf("%s (%s)%s", proof_status_name(pl->status), pl->how ? pl->how : "",
+		printf("%s (%s)%s", prove_status_name(pl->status), pl->how ? pl->how : "",
 		       pl->status == PROOF_UNKNOWN ? " [warning]" : "");
 }
 
@@ -131,7 +131,7 @@ static void json_proof(Buf *b, const ProofLine *pl)
 {
 	if (!pl)
 		return;
-	buf_printf(b, ", \"proof\": {\"status\": \"%s\", \"how\": ", proof_status_name(pl->status));
+	buf_printf(b, ", \"proof\": {\"status\": \"%s\", \"how\": ", prove_status_name(pl->status));
 	buf_json_str(b, pl->how ? pl->how : "");
 	buf_puts(b, "}");
 }
@@ -255,7 +255,7 @@ static int check_one(Opts *o, const char *path)
 		if (o->json)
 			json_invalid(path, msg);
 		fputs(msg, stderr);
-		carrier_free(c);
+		spec_carrier_free(c);
 		return EXIT_USAGE;
 	}
 	CheckResult r;
@@ -265,7 +265,7 @@ static int check_one(Opts *o, const char *path)
 		if (o->json)
 			json_invalid(path, msg);
 		fputs(msg, stderr);
-		carrier_free(c);
+		spec_carrier_free(c);
 		return EXIT_USAGE;
 	}
 	ProofReport p;
@@ -279,9 +279,9 @@ static int check_one(Opts *o, const char *path)
 	else
 		print_text(c, &r, &p, ok, cases[0] ? cases : NULL);
 	int rc = ok ? EXIT_OK : EXIT_FAIL;
-	proof_report_free(&p);
+	prove_report_free(&p);
 	check_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 	return rc;
 }
 

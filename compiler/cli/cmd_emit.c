@@ -68,7 +68,7 @@ static int laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
 					 pr.line[i].how ? pr.line[i].how : "");
 				bad = 1;
 			}
-		proof_report_free(&pr);
+		prove_report_free(&pr);
 	}
 	return bad ? -1 : 0;
 }
@@ -129,7 +129,7 @@ int cmd_emit(Opts *o)
 	if (!to_stdout) {
 		if (outfile_open(&of, o->out, "w")) {
 			perror(o->out);
-			carrier_free(c);
+			spec_carrier_free(c);
 			return EXIT_FAIL;
 		}
 		f = of.f;
@@ -144,6 +144,6 @@ int cmd_emit(Opts *o)
 		perror(o->out);
 		rc = EXIT_FAIL;
 	}
-	carrier_free(c);
+	spec_carrier_free(c);
 	return rc;
 }

@@ -46,13 +46,13 @@ int cmd_explore(Opts *o)
 	if (rc) { /* a --param it cannot take: no run to report */
 		fprintf(stderr, "assoc: %s: %s%s", path, r.log ? r.log : "", r.log && strchr(r.log, '\n') ? "" : "\n");
 		explore_result_free(&r);
-		carrier_free(c);
+		spec_carrier_free(c);
 		return EXIT_USAGE;
 	}
 	if (r.status == EXPLORE_INVALID) { /* not a loop explore takes: no run to report */
 		fputs(r.log ? r.log : "", stderr);
 		explore_result_free(&r);
-		carrier_free(c);
+		spec_carrier_free(c);
 		return EXIT_USAGE;
 	}
 	/* -o -: the carrier spec alone on standard output, the report beside it */
@@ -84,6 +84,6 @@ int cmd_explore(Opts *o)
 			fprintf(log, "  FAILED: the carrier spec could not be written\n");
 	}
 	explore_result_free(&r);
-	carrier_free(c);
+	spec_carrier_free(c);
 	return rc;
 }

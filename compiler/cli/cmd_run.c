@@ -187,7 +187,7 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 							 o->inputs[i].path, v, x, s[k].buf->kind == TY_I32 || s[k].buf->kind == TY_I64 ? "n" : "",
 							 ty_kind_name(s[k].buf->kind), s[k].name);
 				else
-					buffer_set(s[k].buf, x, v);
+					run_buffer_set(s[k].buf, x, v);
 			}
 		}
 	}
@@ -247,7 +247,7 @@ static int write_outputs(Opts *o, RunData *d)
 		abort();
 	for (; made < o->noutputs; made++) {
 		int k = slot_named(s, n, o->outputs[made].name);
-		Npy a = {.itemsize = kind_size(s[k].buf->kind), .data = s[k].buf->p};
+		Npy a = {.itemsize = run_kind_size(s[k].buf->kind), .data = s[k].buf->p};
 		snprintf(a.descr, sizeof a.descr, "%s", npy_descr(s[k].buf->kind));
 		a.ndim = layout_dims(s[k].layout, d, s[k].buf->width, a.shape);
 		a.count = s[k].buf->n * s[k].buf->width;
@@ -276,11 +276,11 @@ static int write_outputs(Opts *o, RunData *d)
 static const Device *pick_device(const char *name)
 {
 	if (strcmp(name, "auto"))
-		return device_find(name);
+		return run_device_find(name);
 	static const char *order[] = {"gpu", "cpu", "emu", "interp"};
 	char why[256];
 	for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
-		const Device *dv = device_find(order[i]);
+		const Device *dv = run_device_find(order[i]);
 		if (!dv)
 			continue;
 		if (dv->available(why, sizeof why))
@@ -288,7 +288,7 @@ static const Device *pick_device(const char *name)
 		fprintf(stderr, "assoc: %s device not usable (%s)\n", order[i], why);
 	}
 	fprintf(stderr, "assoc: running on the interpreter (no GPU or CPU backend in this build)\n");
-	return device_find("interp");
+	return run_device_find("interp");
 }
 
 static void print_check(const RunCheck *rc, const RunData *d)
@@ -320,7 +320,7 @@ int cmd_run(Opts *o)
 	int rc = cli_inputs_read(o, c, arr);
 	const Device *dv = rc ? NULL : pick_device(o->device);
 	if (!rc && !dv)
-		rc = usage_error("unknown device '%s' (devices: %s, auto)", o->device, device_names());
+		rc = usage_error("unknown device '%s' (devices: %s, auto)", o->device, run_device_names());
 	char msg[1024] = "";
 	if (!rc && !(d = cli_drawn(o, c)))
 		rc = EXIT_USAGE;
@@ -351,7 +351,7 @@ int cmd_run(Opts *o)
 				snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", d->heads, d->kv_heads);
 			printf("%s: carrier %s on %s, %d rows x %d%s (%.3f s)\n", c->file, c->name, dv->name, d->rows,
 			       d->len, heads, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
-			run_check(d, &chk);
+			runcheck_run(d, &chk);
 			print_check(&chk, d);
 			printf("  %s\n", chk.ok ? "ok" : "FAILED");
 			rc = chk.ok ? EXIT_OK : EXIT_FAIL;
@@ -362,6 +362,6 @@ int cmd_run(Opts *o)
 	}
 	cli_inputs_free(arr);
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 	return rc;
 }

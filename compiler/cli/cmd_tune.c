@@ -213,6 +213,6 @@ int cmd_tune(Opts *o)
 	RunData *d = cli_drawn(o, c);
 	int rc = d ? tune(o, c, d) : EXIT_USAGE;
 	rundata_free(d);
-	carrier_free(c);
+	spec_carrier_free(c);
 	return rc;
 }

@@ -146,7 +146,7 @@ Carrier *cli_load(const Opts *o, const char *path)
 {
 	Carrier *c = cli_load_any(o, path);
 	if (c && cli_loop_only(c)) {
-		carrier_free(c);
+		spec_carrier_free(c);
 		return NULL;
 	}
 	return c;

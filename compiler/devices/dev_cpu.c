@@ -95,7 +95,7 @@ void cpu_heads_free(CpuHeads *h)
 
 static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
-	rundata_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
+	runcheck_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
 	LlvmOpts lo = {.fit_rows = cpu_view_rows(d)};
 	if (cpu_parse_config(o->config, &lo, msg, n))
 		return -1;

@@ -62,7 +62,7 @@ void gpu_close(Gpu *g)
 	memset(g, 0, sizeof *g);
 }
 
-static size_t buf_bytes(const Buffer *b) { return b->n * b->width * kind_size(b->kind); }
+static size_t buf_bytes(const Buffer *b) { return b->n * b->width * run_kind_size(b->kind); }
 
 int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
 {
@@ -292,18 +292,18 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 	return 0;
 }
 
-/* Tell run_check whether variant v rounds attention's P (RunData.p_round). */
+/* Tell runcheck_run whether variant v rounds attention's P (RunData.p_round). */
 static void mark_p(const Gpu *g, int v, RunData *d)
 {
 	const CudaAttn *at = &g->m.attn;
 	int kind = g->m.var[v].fam == FAM_ATTN && g->m.var[v].pv == 1 ? (at->bf16 ? TY_BF16 : TY_F16) : 0;
-	rundata_round_p(d, kind, at->fm, at->fl, at->fo);
+	runcheck_round_p(d, kind, at->fm, at->fl, at->fo);
 }
 
 static int checked(RunData *d, char *msg, size_t n)
 {
 	RunCheck rc;
-	run_check(d, &rc);
+	runcheck_run(d, &rc);
 	int bad = -1;
 	for (int o = 0; o < rc.nout; o++)
 		if (rc.out[o].worst_ratio > 1 || rc.out[o].nan_mismatch)

@@ -16,12 +16,12 @@ static void store(Buffer *b, int n, const int *off, const double *v, size_t at)
 {
 	for (int o = 0; o < n; o++)
 		for (int t = 0; t < b[o].width; t++)
-			buffer_set(&b[o], at * b[o].width + t, v[off[o] + t]);
+			run_buffer_set(&b[o], at * b[o].width + t, v[off[o] + t]);
 }
 
 static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
-	rundata_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
+	runcheck_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
 	if (d->heads > 1) { /* each query head on its own, with its key/value head */
 		for (int h = 0; h < d->heads; h++) {
 			RunData *v = rundata_head_view(d, h);
@@ -34,9 +34,9 @@ static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	}
 	Carrier *c = d->c;
 	Machine m;
-	machine_init(&m, c);
+	eval_init(&m, c);
 	memcpy(m.params, d->params, c->nparams * sizeof *d->params);
-	Row *row = row_new(&m, d->len);
+	Row *row = eval_row_new(&m, d->len);
 	double *s = calloc(6 * m.sw + m.finw + m.mapw + 2, sizeof *s);
 	if (!s)
 		abort();
@@ -44,30 +44,30 @@ static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	rundata_load_cols(d, &m, row);
 	for (int r = 0; r < d->rows; r++) {
 		rundata_load_row(d, &m, r, row);
-		m_identity(&m, MODE_F32, s, se);
+		eval_identity(&m, MODE_F32, s, se);
 		for (int j = 0; j < d->len; j++) {
-			if (!m_masked(&m, row, j)) {
-				m_lift(&m, MODE_F32, row, j, l, t);
+			if (!eval_masked(&m, row, j)) {
+				eval_lift(&m, MODE_F32, row, j, l, t);
 				memcpy(t, s, m.sw * sizeof *s);
-				m_merge(&m, MODE_F32, t, se, l, se, s, t + m.sw);
+				eval_merge(&m, MODE_F32, t, se, l, se, s, t + m.sw);
 			}
 			if (d->scan) {
-				m_finalize(&m, MODE_F32, row, s, se, out, NULL);
+				eval_finalize(&m, MODE_F32, row, s, se, out, NULL);
 				store(d->fin, c->nfinal, m.finoff, out, (size_t)r * d->len + j);
 			}
 		}
 		if (d->scan)
 			continue;
-		m_finalize(&m, MODE_F32, row, s, se, out, NULL);
+		eval_finalize(&m, MODE_F32, row, s, se, out, NULL);
 		store(d->fin, c->nfinal, m.finoff, out, r);
 		for (int j = 0; j < d->len && c->nmap; j++) {
-			m_map(&m, MODE_F32, row, j, s, se, out, NULL);
+			eval_map(&m, MODE_F32, row, j, s, se, out, NULL);
 			store(d->map, c->nmap, m.mapoff, out, (size_t)r * d->len + j);
 		}
 	}
 	free(s);
-	row_free(row);
-	machine_free(&m);
+	eval_row_free(row);
+	eval_free(&m);
 	(void)o, (void)msg, (void)n;
 	return 0;
 }

@@ -65,7 +65,7 @@ double npy_get(const Npy *a, size_t i)
 	if (!strcmp(a->descr, "|b1"))
 		return *(const uint8_t *)p != 0;
 	memcpy(&h, p, 2);
-	return !strcmp(a->descr, "<f2") ? f16_value(h) : bf16_value(h);
+	return !strcmp(a->descr, "<f2") ? run_f16_value(h) : run_bf16_value(h);
 }
 
 /* The value of 'key' in the header dict, NULL when absent. */

@@ -17,7 +17,7 @@ static void *xcalloc(size_t n, size_t sz)
 
 /* ---- storage ---- */
 
-size_t kind_size(TyKind k)
+size_t run_kind_size(TyKind k)
 {
 	switch (k) {
 	case TY_BOOL: return 1;
@@ -27,7 +27,7 @@ size_t kind_size(TyKind k)
 	}
 }
 
-uint16_t bf16_bits(double v)
+uint16_t run_bf16_bits(double v)
 {
 	float f = (float)ir_round(TY_BF16, v);
 	uint32_t u;
@@ -37,7 +37,7 @@ uint16_t bf16_bits(double v)
 	return (uint16_t)(u >> 16);
 }
 
-double bf16_value(uint16_t h)
+double run_bf16_value(uint16_t h)
 {
 	uint32_t u = (uint32_t)h << 16;
 	float f;
@@ -45,7 +45,7 @@ double bf16_value(uint16_t h)
 	return f;
 }
 
-uint16_t f16_bits(double v)
+uint16_t run_f16_bits(double v)
 {
 	v = ir_round(TY_F16, v);
 	uint16_t sign = signbit(v) ? 0x8000 : 0;
@@ -62,40 +62,40 @@ uint16_t f16_bits(double v)
 	return sign | (uint16_t)(((int)(u >> 52) - 1023 + 15) << 10) | (uint16_t)((u >> 42) & 0x3ff);
 }
 
-double f16_value(uint16_t h)
+double run_f16_value(uint16_t h)
 {
 	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
 	double v = e == 0 ? m * 0x1p-24 : e == 31 ? (m ? NAN : INFINITY) : (1024 + m) * ir_pow2(e - 25);
 	return h & 0x8000 ? -v : v;
 }
 
-double buffer_get(const Buffer *b, size_t i)
+double run_buffer_get(const Buffer *b, size_t i)
 {
-	const void *p = (const char *)b->p + i * kind_size(b->kind);
+	const void *p = (const char *)b->p + i * run_kind_size(b->kind);
 	switch (b->kind) {
 	case TY_BOOL: return *(const uint8_t *)p;
 	case TY_I32: return *(const int32_t *)p;
 	case TY_I64: return (double)*(const int64_t *)p;
-	case TY_F16: return f16_value(*(const uint16_t *)p);
-	case TY_BF16: return bf16_value(*(const uint16_t *)p);
+	case TY_F16: return run_f16_value(*(const uint16_t *)p);
+	case TY_BF16: return run_bf16_value(*(const uint16_t *)p);
 	case TY_F32: return *(const float *)p;
 	default: return *(const double *)p;
 	}
 }
 
-void buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst)
+void run_buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst)
 {
 	/* the kind's case outside the loop: attention's keys and values, read
 	 * once a head for the reference, are millions of components */
-	const char *p = (const char *)b->p + i * kind_size(b->kind);
+	const char *p = (const char *)b->p + i * run_kind_size(b->kind);
 	switch (b->kind) {
 	case TY_F16:
 		for (size_t t = 0; t < n; t++)
-			dst[t] = f16_value(((const uint16_t *)p)[t]);
+			dst[t] = run_f16_value(((const uint16_t *)p)[t]);
 		return;
 	case TY_BF16:
 		for (size_t t = 0; t < n; t++)
-			dst[t] = bf16_value(((const uint16_t *)p)[t]);
+			dst[t] = run_bf16_value(((const uint16_t *)p)[t]);
 		return;
 	case TY_F32:
 		for (size_t t = 0; t < n; t++)
@@ -103,19 +103,19 @@ void buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst)
 		return;
 	default:
 		for (size_t t = 0; t < n; t++)
-			dst[t] = buffer_get(b, i + t);
+			dst[t] = run_buffer_get(b, i + t);
 	}
 }
 
-void buffer_set(Buffer *b, size_t i, double v)
+void run_buffer_set(Buffer *b, size_t i, double v)
 {
-	void *p = (char *)b->p + i * kind_size(b->kind);
+	void *p = (char *)b->p + i * run_kind_size(b->kind);
 	switch (b->kind) {
 	case TY_BOOL: *(uint8_t *)p = v != 0; break;
 	case TY_I32: *(int32_t *)p = (int32_t)ir_round(TY_I32, v); break;
 	case TY_I64: *(int64_t *)p = (int64_t)v; break;
-	case TY_F16: *(uint16_t *)p = f16_bits(v); break;
-	case TY_BF16: *(uint16_t *)p = bf16_bits(v); break;
+	case TY_F16: *(uint16_t *)p = run_f16_bits(v); break;
+	case TY_BF16: *(uint16_t *)p = run_bf16_bits(v); break;
 	case TY_F32: *(float *)p = (float)v; break;
 	default: *(double *)p = v; break;
 	}
@@ -125,8 +125,8 @@ static Buffer *buffers(const Decl *d, int n, size_t count)
 {
 	Buffer *b = xcalloc(n, sizeof *b);
 	for (int i = 0; i < n; i++) {
-		b[i] = (Buffer){d[i].storage, decl_width(&d[i]), count, NULL};
-		b[i].p = xcalloc(count * b[i].width, kind_size(b[i].kind));
+		b[i] = (Buffer){d[i].storage, spec_decl_width(&d[i]), count, NULL};
+		b[i].p = xcalloc(count * b[i].width, run_kind_size(b[i].kind));
 	}
 	return b;
 }
@@ -137,7 +137,7 @@ static Buffer *out_buffers(const Def *d, int n, size_t count)
 	for (int i = 0; i < n; i++) {
 		Ty t = d[i].e->ty;
 		b[i] = (Buffer){(TyKind)t.kind, t.len ? t.len : 1, count, NULL};
-		b[i].p = xcalloc(count * b[i].width, kind_size(b[i].kind));
+		b[i].p = xcalloc(count * b[i].width, run_kind_size(b[i].kind));
 	}
 	return b;
 }
@@ -167,7 +167,7 @@ static double decls_bytes(const Decl *d, int n, double count)
 {
 	double s = 0;
 	for (int i = 0; i < n; i++)
-		s += count * decl_width(&d[i]) * kind_size(d[i].storage);
+		s += count * spec_decl_width(&d[i]) * run_kind_size(d[i].storage);
 	return s;
 }
 
@@ -175,7 +175,7 @@ static double defs_bytes(const Def *d, int n, double count)
 {
 	double s = 0;
 	for (int i = 0; i < n; i++)
-		s += count * (d[i].e->ty.len ? d[i].e->ty.len : 1) * kind_size((TyKind)d[i].e->ty.kind);
+		s += count * (d[i].e->ty.len ? d[i].e->ty.len : 1) * run_kind_size((TyKind)d[i].e->ty.kind);
 	return s;
 }
 
@@ -193,7 +193,7 @@ static Buffer *view_bufs(const Buffer *b, int n, size_t count, size_t head)
 	for (int i = 0; i < n; i++) {
 		v[i] = b[i];
 		v[i].n = count;
-		v[i].p = (char *)b[i].p + head * count * b[i].width * kind_size(b[i].kind);
+		v[i].p = (char *)b[i].p + head * count * b[i].width * run_kind_size(b[i].kind);
 	}
 	return v;
 }
@@ -248,7 +248,7 @@ static double buffers_bytes(const Buffer *b, int n)
 {
 	double s = 0;
 	for (int i = 0; i < n; i++)
-		s += (double)b[i].n * b[i].width * kind_size(b[i].kind);
+		s += (double)b[i].n * b[i].width * run_kind_size(b[i].kind);
 	return s;
 }
 
@@ -291,7 +291,7 @@ void rundata_load_cols(const RunData *d, const Machine *m, Row *row)
 {
 	for (int j = 0; j < d->len; j++)
 		for (int k = 0; k < d->c->ncol; k++)
-			buffer_get_n(&d->col[k], (size_t)j * d->col[k].width, d->col[k].width,
+			run_buffer_get_n(&d->col[k], (size_t)j * d->col[k].width, d->col[k].width,
 				     row->colv + (size_t)j * m->colw + m->coloff[k]);
 }
 
@@ -301,12 +301,12 @@ void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
 	row->i = r;
 	for (int k = 0; k < c->nrow; k++)
 		for (int t = 0; t < d->row[k].width; t++)
-			row->rowv[m->rowoff[k] + t] = buffer_get(&d->row[k], (size_t)r * d->row[k].width + t);
+			row->rowv[m->rowoff[k] + t] = run_buffer_get(&d->row[k], (size_t)r * d->row[k].width + t);
 	for (int j = 0; c->nelem && j < d->len; j++) {
 		for (int k = 0; k < c->nelem; k++)
 			for (int t = 0; t < d->elem[k].width; t++)
 				row->elemv[(size_t)j * m->elemw + m->elemoff[k] + t] =
-					buffer_get(&d->elem[k], ((size_t)r * d->len + j) * d->elem[k].width + t);
+					run_buffer_get(&d->elem[k], ((size_t)r * d->len + j) * d->elem[k].width + t);
 	}
 }
 
@@ -314,7 +314,7 @@ static void store_decls(int n, Buffer *b, const int *off, const double *src, siz
 {
 	for (int k = 0; k < n; k++)
 		for (int t = 0; t < b[k].width; t++)
-			buffer_set(&b[k], at * b[k].width + t, src[off[k] + t]);
+			run_buffer_set(&b[k], at * b[k].width + t, src[off[k] + t]);
 }
 
 static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, Row **cols, char *msg, size_t n);
@@ -333,14 +333,14 @@ int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, c
 		/* the others keep them: drawn again for each, they cost G times
 		 * as much, most of `run`'s time for decoding */
 		if (h % g == 0)
-			row_free(cols), cols = NULL;
+			eval_row_free(cols), cols = NULL;
 		RunData *v = rundata_head_view(d, h);
 		rc = draw_one(v, seed + 7919u * (uint64_t)h, params, nparams, &cols, msg, n);
 		if (h == 0)
 			memcpy(keep, d->params, d->c->nparams * sizeof *keep);
 		rundata_view_free(v);
 	}
-	row_free(cols);
+	eval_row_free(cols);
 	memcpy(d->params, keep, d->c->nparams * sizeof *keep);
 	free(keep);
 	return rc;
@@ -352,12 +352,12 @@ static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams
 {
 	Carrier *c = d->c;
 	Machine m;
-	machine_init(&m, c);
+	eval_init(&m, c);
 	uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
 	int rc = draw_params(&m, params, nparams, &rng, msg, n);
 	memcpy(d->params, m.params, c->nparams * sizeof *d->params);
 	int keep_cols = cols && *cols;
-	Row *row = keep_cols ? *cols : row_new(&m, d->len);
+	Row *row = keep_cols ? *cols : eval_row_new(&m, d->len);
 	for (int r = 0; !rc && r < d->rows; r++) {
 		if (draw_row_keep(&m, FAM_NORMAL, row, keep_cols || r > 0, &rng)) {
 			snprintf(msg, n, "could not draw inputs where 'assume' holds");
@@ -374,8 +374,8 @@ static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams
 	if (cols)
 		*cols = row;
 	else
-		row_free(row);
-	machine_free(&m);
+		eval_row_free(row);
+	eval_free(&m);
 	return rc;
 }
 
@@ -387,7 +387,7 @@ DEVICE(dev_emu)
 DEVICE(dev_cpu)
 DEVICE(dev_gpu)
 
-const Device *device_find(const char *name)
+const Device *run_device_find(const char *name)
 {
 	const Device *all[] = {&dev_interp, &dev_emu, &dev_cpu, &dev_gpu};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
@@ -396,7 +396,7 @@ const Device *device_find(const char *name)
 	return NULL;
 }
 
-const char *device_names(void)
+const char *run_device_names(void)
 {
 	static char buf[128];
 	const Device *all[] = {&dev_interp, &dev_emu, &dev_cpu, &dev_gpu};

@@ -22,15 +22,15 @@ typedef struct {
 	void *p;      /* n * width values of kind */
 } Buffer;
 
-size_t kind_size(TyKind k);
-double buffer_get(const Buffer *b, size_t i);  /* component i, as a double */
-void buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst); /* components i .. i + n - 1 */
-void buffer_set(Buffer *b, size_t i, double v); /* rounds to the buffer's kind */
+size_t run_kind_size(TyKind k);
+double run_buffer_get(const Buffer *b, size_t i);  /* component i, as a double */
+void run_buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst); /* components i .. i + n - 1 */
+void run_buffer_set(Buffer *b, size_t i, double v); /* rounds to the buffer's kind */
 /* 16-bit patterns of f16 and bf16, round to nearest even. */
-uint16_t f16_bits(double v);
-uint16_t bf16_bits(double v);
-double f16_value(uint16_t h);
-double bf16_value(uint16_t h);
+uint16_t run_f16_bits(double v);
+uint16_t run_bf16_bits(double v);
+double run_f16_value(uint16_t h);
+double run_bf16_value(uint16_t h);
 
 typedef struct {
 	Carrier *c;
@@ -47,7 +47,7 @@ typedef struct {
 	/* Set by a device whose kernel rounded the softmax weights P to the
 	 * inputs' type before P V (the attention template with pv = 1): that
 	 * type (TY_F16, TY_BF16; 0 when P stayed float32) and the state fields
-	 * m (max), l (sum), o (vector).  run_check's naive baseline does the same. */
+	 * m (max), l (sum), o (vector).  runcheck_run's naive baseline does the same. */
 	struct {
 		int kind, m, l, o;
 	} p_round;
@@ -104,8 +104,8 @@ typedef struct {
 } Device;
 
 /* Devices, by name ("interp", and those linked in); NULL when unknown. */
-const Device *device_find(const char *name);
-const char *device_names(void);
+const Device *run_device_find(const char *name);
+const char *run_device_names(void);
 
 /* Worst error of each output against the float64 reference. */
 typedef struct {
@@ -129,9 +129,9 @@ typedef struct {
  * error of a naive float32 evaluation of the same value plus a floor of
  * 32 float32 ulps of the output's scale in its row (FlashAttention's rule);
  * with P rounded (p_round), the naive attention rounds P as well. */
-void run_check(RunData *d, RunCheck *rc);
+void runcheck_run(RunData *d, RunCheck *rc);
 /* Record how the device treated P (RunData.p_round); kind 0: float32. */
-void rundata_round_p(RunData *d, int kind, int m, int l, int o);
+void runcheck_round_p(RunData *d, int kind, int m, int l, int o);
 void runcheck_free(RunCheck *rc);
 
 #endif

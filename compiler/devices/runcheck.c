@@ -149,7 +149,7 @@ static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, in
 	 * that rounding, and tensor cores' accumulation is not modelled here */
 	double share = x->pfin ? 1 : bound_share(x->d->len), scale = scale_of(x->want, npos * w);
 	for (int k = 0; k < npos * w; k++)
-		compare_value(oc, buffer_get(got, base * w + k), x->want[k], x->naive[k], x->bound[k], share, scale,
+		compare_value(oc, run_buffer_get(got, base * w + k), x->want[k], x->naive[k], x->bound[k], share, scale,
 			      exact, x->ref_range, x->capped, base * w + k);
 }
 
@@ -168,22 +168,22 @@ static void fold_row(Ctx *x, Mode md)
 	Machine *m = &x->m;
 	RunData *d = x->d;
 	Vals *v = &x->v[md];
-	m_identity(m, md, x->s, x->se);
+	eval_identity(m, md, x->s, x->se);
 	for (int j = 0; j < d->len; j++) {
-		if (!m_masked(m, x->row, j)) {
-			m_lift(m, md, x->row, j, x->l, x->le);
+		if (!eval_masked(m, x->row, j)) {
+			eval_lift(m, md, x->row, j, x->l, x->le);
 			memcpy(x->t, x->s, m->sw * sizeof *x->t);
 			memcpy(x->te, x->se, m->sw * sizeof *x->te);
-			m_merge(m, md, x->t, x->te, x->l, x->le, x->s, x->se);
+			eval_merge(m, md, x->t, x->te, x->l, x->le, x->s, x->se);
 		}
 		if (d->scan)
-			m_finalize(m, md, x->row, x->s, x->se, v->fin + (size_t)j * m->finw, v->fine + (size_t)j * m->finw);
+			eval_finalize(m, md, x->row, x->s, x->se, v->fin + (size_t)j * m->finw, v->fine + (size_t)j * m->finw);
 	}
 	if (d->scan)
 		return;
-	m_finalize(m, md, x->row, x->s, x->se, v->fin, v->fine);
+	eval_finalize(m, md, x->row, x->s, x->se, v->fin, v->fine);
 	for (int j = 0; j < d->len && m->c->nmap; j++)
-		m_map(m, md, x->row, j, x->s, x->se, v->map + (size_t)j * m->mapw, v->mape + (size_t)j * m->mapw);
+		eval_map(m, md, x->row, j, x->s, x->se, v->map + (size_t)j * m->mapw, v->mape + (size_t)j * m->mapw);
 }
 
 /* The unit roundoff and half the smallest subnormal of f16 or bf16: the
@@ -192,7 +192,7 @@ static double round_in(int kind, double p, double *u, double *eta)
 {
 	*u = kind == TY_BF16 ? 0x1p-8 : 0x1p-11;
 	*eta = kind == TY_BF16 ? 0x1p-134 : 0x1p-25;
-	return kind == TY_BF16 ? bf16_value(bf16_bits(p)) : f16_value(f16_bits(p));
+	return kind == TY_BF16 ? run_bf16_value(run_bf16_bits(p)) : run_f16_value(run_f16_bits(p));
 }
 
 /* The naive attention with P rounded, as the state (max s, sum p, sum
@@ -209,16 +209,16 @@ static void naive_rounded_p(Ctx *x)
 	int w = d->c->state[d->p_round.o].ty.len ? d->c->state[d->p_round.o].ty.len : 1;
 	double mx = -INFINITY, l = 0, u, eta;
 	for (int j = 0; j < d->len; j++)
-		if (!m_masked(m, x->row, j)) {
-			m_lift(m, MODE_F32, x->row, j, x->l, x->le);
+		if (!eval_masked(m, x->row, j)) {
+			eval_lift(m, MODE_F32, x->row, j, x->l, x->le);
 			mx = fmax(mx, x->l[fm]);
 		}
 	memset(x->pv, 0, w * sizeof *x->pv);
 	memset(x->dv, 0, w * sizeof *x->dv);
 	for (int j = 0; j < d->len && mx > -INFINITY; j++) {
-		if (m_masked(m, x->row, j))
+		if (eval_masked(m, x->row, j))
 			continue;
-		m_lift(m, MODE_F32, x->row, j, x->l, x->le);
+		eval_lift(m, MODE_F32, x->row, j, x->l, x->le);
 		double p = (float)exp((float)(x->l[fm] - mx)), pr = round_in(d->p_round.kind, p, &u, &eta);
 		l = (float)(l + p);
 		for (int t = 0; t < w; t++) {
@@ -227,18 +227,18 @@ static void naive_rounded_p(Ctx *x)
 		}
 	}
 	double *s = x->t, *zero = x->te, *scre = x->pscr + m->finw;
-	m_identity(m, MODE_F32, s, zero);
+	eval_identity(m, MODE_F32, s, zero);
 	memset(zero, 0, m->sw * sizeof *zero);
 	if (mx > -INFINITY) {
 		s[fm] = mx, s[fl] = l;
 		memcpy(s + fo, x->pv, w * sizeof *s);
 	}
-	m_finalize(m, MODE_F32, x->row, s, zero, x->pfin, scre);
+	eval_finalize(m, MODE_F32, x->row, s, zero, x->pfin, scre);
 	memset(x->pfine, 0, m->finw * sizeof *x->pfine);
 	for (int sg = -1; sg <= 1 && mx > -INFINITY; sg += 2) {
 		for (int t = 0; t < w; t++)
 			s[fo + t] = x->pv[t] + sg * x->dv[t];
-		m_finalize(m, MODE_F32, x->row, s, zero, x->pscr, scre);
+		eval_finalize(m, MODE_F32, x->row, s, zero, x->pscr, scre);
 		for (int k = 0; k < m->finw; k++)
 			x->pfine[k] = fmax(x->pfine[k], fabs(x->pscr[k] - x->pfin[k]) / 0x1p-24);
 	}
@@ -250,7 +250,7 @@ static void reference_of(Ctx *x, Mode md, const Row *row)
 {
 	Vals *v = &x->v[md];
 	feclearexcept(FE_OVERFLOW | FE_UNDERFLOW);
-	m_reference(&x->m, md, row, v->refv, v->refe, v->posv, v->pose);
+	eval_reference(&x->m, md, row, v->refv, v->refe, v->posv, v->pose);
 	if (md == MODE_F64)
 		x->ref_range = fetestexcept(FE_OVERFLOW | FE_UNDERFLOW) != 0;
 }
@@ -359,7 +359,7 @@ static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 			double scale = scale_of(want, w);
 			size_t at = ((size_t)r * d->len + j) * w;
 			for (int t = 0; t < w; t++)
-				compare_value(&rc->out[o], buffer_get(&d->fin[o], at + t), want[t], naive[t], bound[t], share,
+				compare_value(&rc->out[o], run_buffer_get(&d->fin[o], at + t), want[t], naive[t], bound[t], share,
 					      scale, !ty_is_float(c->finalize[o].e->ty), x->ref_range, 0, at + t);
 		}
 	}
@@ -421,7 +421,7 @@ static void merge_head(RunCheck *all, const RunCheck *one, const RunData *d, int
 
 static void check_one(RunData *d, RunCheck *rc, Row **cols);
 
-void run_check(RunData *d, RunCheck *rc)
+void runcheck_run(RunData *d, RunCheck *rc)
 {
 	if (d->heads <= 1) {
 		check_one(d, rc, NULL);
@@ -431,7 +431,7 @@ void run_check(RunData *d, RunCheck *rc)
 	Row *cols = NULL;
 	for (int h = 0, g = d->heads / d->kv_heads; h < d->heads; h++) {
 		if (h % g == 0)
-			row_free(cols), cols = NULL;
+			eval_row_free(cols), cols = NULL;
 		RunData *v = rundata_head_view(d, h);
 		RunCheck one;
 		check_one(v, &one, &cols);
@@ -443,7 +443,7 @@ void run_check(RunData *d, RunCheck *rc)
 		}
 		rundata_view_free(v);
 	}
-	row_free(cols);
+	eval_row_free(cols);
 }
 
 /* cols: NULL; or where the Row of d's columns goes, kept for the next
@@ -453,10 +453,10 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 	Carrier *c = d->c;
 	Ctx x = {.d = d};
 	Machine *m = &x.m;
-	machine_init(m, c);
+	eval_init(m, c);
 	memcpy(m->params, d->params, c->nparams * sizeof *d->params);
 	size_t L = d->len ? d->len : 1, W = m->refw + m->finw + m->mapw + 1;
-	x.row = cols && *cols ? *cols : row_new(m, d->len);
+	x.row = cols && *cols ? *cols : eval_row_new(m, d->len);
 	if (!cols || !*cols)
 		rundata_load_cols(d, m, x.row);
 	x.want = xcalloc(L * W, sizeof(double));
@@ -490,11 +490,11 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 	if (cols)
 		*cols = x.row;
 	else
-		row_free(x.row);
-	machine_free(m);
+		eval_row_free(x.row);
+	eval_free(m);
 }
 
-void rundata_round_p(RunData *d, int kind, int m, int l, int o)
+void runcheck_round_p(RunData *d, int kind, int m, int l, int o)
 {
 	d->p_round.kind = kind, d->p_round.m = m, d->p_round.l = l, d->p_round.o = o;
 }

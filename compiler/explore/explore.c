@@ -136,7 +136,7 @@ static int view_init(Ex *x, char *why, size_t n)
 	return 0;
 }
 
-/* A loop machine: machine_init needs a merge, which a loop spec lacks. */
+/* A loop machine: eval_init needs a merge, which a loop spec lacks. */
 static int machine_up(Ex *x, char *why, size_t n)
 {
 	Carrier *c = x->c;
@@ -146,7 +146,7 @@ static int machine_up(Ex *x, char *why, size_t n)
 	for (int f = 0; f < c->nstate; f++)
 		dummy[f] = ir_ref(c->ir, c->svar[STATE_B][f]);
 	c->merge = dummy;
-	machine_init(&x->m, c);
+	eval_init(&x->m, c);
 	c->merge = NULL;
 	free(dummy);
 	return draw_params(&x->m, x->o->params, x->o->nparams, &x->rng, why, n);
@@ -161,9 +161,9 @@ static int homomorphism(Ex *x)
 	int trials = 0;
 	for (int len = 1; len <= 8; len++)
 		for (int t = 0; t < 30; t++, trials++) {
-			Row *row = row_new(&x->m, len);
+			Row *row = eval_row_new(&x->m, len);
 			if (draw_row(&x->m, fams[t % 3], row, &x->rng)) {
-				row_free(row);
+				eval_row_free(row);
 				continue;
 			}
 			ex_fold(x, row, l, 0);
@@ -179,12 +179,12 @@ static int homomorphism(Ex *x)
 				buf_puts(&b, ", the right fold (step_right) gives ");
 				ex_state_text(x, r, x->n, &b);
 				x->res->cex = buf_take(&b);
-				row_free(row);
+				eval_row_free(row);
 				logline(x, "homomorphism test", "the folds disagree on %s: the loop as written cannot be split "
 					"(no merge serves both; drop step_right to explore the left loop alone)", x->res->cex);
 				return -1;
 			}
-			row_free(row);
+			eval_row_free(row);
 		}
 	logline(x, "homomorphism test", "left and right folds agree on %d random lists: a merge exists (third "
 		"homomorphism theorem)", trials);
@@ -212,10 +212,10 @@ static int try_general(Ex *x, Cand *k, double deadline)
 		logline(x, gname, "failed (no sample states: inputs where assume holds could not be drawn)");
 		return 0;
 	}
-	if (!strat_generalize(x, k, why, sizeof why))
+	if (!ex_generalize(x, k, why, sizeof why))
 		return found(x, x->n > x->norig ? "generalize +aux" : "generalize", why);
 	logline(x, gname, "failed (%s)", why);
-	if (!strat_enumerate(x, k, deadline, why, sizeof why))
+	if (!ex_enumerate(x, k, deadline, why, sizeof why))
 		return found(x, x->n > x->norig ? "enumerate +aux" : "enumerate", why);
 	logline(x, ename, "failed (%s)", why);
 	return 0;
@@ -225,10 +225,10 @@ static void search(Ex *x, Cand *k)
 {
 	char why[1200];
 	double budget = x->o->budget;
-	if (!strat_affine(x, k, why, sizeof why) && found(x, "affine", why))
+	if (!ex_affine(x, k, why, sizeof why) && found(x, "affine", why))
 		return;
 	logline(x, "affine", "failed (%s)", why);
-	if (!strat_inverse(x, k, why, sizeof why) && found(x, "inverse", why))
+	if (!ex_inverse(x, k, why, sizeof why) && found(x, "inverse", why))
 		return;
 	logline(x, "inverse", x->c->ninverse ? "failed (%s)" : "%s", why);
 	if (try_general(x, k, x->t0 + budget * 0.4))
@@ -239,7 +239,7 @@ static void search(Ex *x, Cand *k)
 			logline(x, "auxiliary fields", "stopped: the time budget (%g s) is spent", budget);
 			return;
 		}
-		if (aux_add(x, i, name, sizeof name))
+		if (ex_aux_add(x, i, name, sizeof name))
 			break;
 		char *st = ir_str(x->c->ir, x->right ? x->f[x->n - 1].step_right : x->f[x->n - 1].step);
 		logline(x, "auxiliary field", "added %s (%s: %s)", name, x->right ? "step_right" : "step", st);
@@ -249,12 +249,12 @@ static void search(Ex *x, Cand *k)
 			x->res->aux = strdup(name);
 			return;
 		}
-		aux_drop(x);
+		ex_aux_drop(x);
 	}
 	logline(x, "auxiliary fields", "none of the catalogue (running sum, count, max, min) helps");
 }
 
-static const char *proof_word(ProofStatus s) { return proof_status_name(s); }
+static const char *proof_word(ProofStatus s) { return prove_status_name(s); }
 
 static void summary(Ex *x)
 {
@@ -306,8 +306,8 @@ int explore_run(Carrier *loop, const ExploreOpts *o, ExploreResult *r)
 	search(x, k);
 	summary(x);
 out_m:
-	aux_drop(x);
-	machine_free(&x->m);
+	ex_aux_drop(x);
+	eval_free(&x->m);
 out:
 	r->seconds = ex_elapsed(x);
 	r->log = buf_take(&x->log);

@@ -191,7 +191,7 @@ static void affine_outputs(Ex *x, Cand *k, Pattern *s, int pure)
 }
 
 
-int strat_affine(Ex *x, Cand *k, char *why, size_t n)
+int ex_affine(Ex *x, Cand *k, char *why, size_t n)
 {
 	Lin l[EX_MAXF];
 	Pattern s;
@@ -217,7 +217,7 @@ int strat_affine(Ex *x, Cand *k, char *why, size_t n)
 			s.unit[f] &= g == f || !l[f].co[g];
 		s.bpat[f] = l[f].b != NULL;
 	}
-	cand_from_view(x, k);
+	ex_cand_from_view(x, k);
 	k->n = 0;
 	if (pure) {
 		/* A = I for every element: the fields accumulate b */
@@ -256,7 +256,7 @@ int strat_affine(Ex *x, Cand *k, char *why, size_t n)
 	affine_merge(x, k, &s, pure);
 	affine_outputs(x, k, &s, pure);
 	char w[400];
-	if (cand_verify(x, k, w, sizeof w)) {
+	if (ex_cand_verify(x, k, w, sizeof w)) {
 		snprintf(why, n, "the composed maps fail: %s", w);
 		return 1;
 	}
@@ -285,7 +285,7 @@ static int inverse_holds(Ex *x, char *why, size_t n)
 	uint64_t rng = x->rng ^ 0x1abe1;
 	int ok = 1;
 	for (int t = 0; ok && t < 60; t++) {
-		Row *r = row_new(&x->m, t % 7), *el = row_new(&x->m, c->ninverse);
+		Row *r = eval_row_new(&x->m, t % 7), *el = eval_row_new(&x->m, c->ninverse);
 		if (!draw_row(&x->m, fams[t % 3], r, &rng) && !draw_row(&x->m, FAM_NORMAL, el, &rng)) {
 			ex_fold(x, r, s, 0);
 			ex_ev_run(x, ev, NULL, NULL, s, NULL, 0, vals);
@@ -309,8 +309,8 @@ static int inverse_holds(Ex *x, char *why, size_t n)
 				buf_free(&b);
 			}
 		}
-		row_free(r);
-		row_free(el);
+		eval_row_free(r);
+		eval_row_free(el);
 	}
 	ex_ev_free(ev);
 	free(vals);
@@ -318,7 +318,7 @@ static int inverse_holds(Ex *x, char *why, size_t n)
 	return ok ? 0 : -1;
 }
 
-int strat_inverse(Ex *x, Cand *k, char *why, size_t n)
+int ex_inverse(Ex *x, Cand *k, char *why, size_t n)
 {
 	Carrier *c = x->c;
 	if (!c->ninverse) {
@@ -360,10 +360,10 @@ int strat_inverse(Ex *x, Cand *k, char *why, size_t n)
 			nx[f] = ex_subst_vars(x, x->f[f].step, nv, vars, repl);
 		memcpy(cur, nx, sizeof cur);
 	}
-	cand_from_view(x, k);
+	ex_cand_from_view(x, k);
 	for (int f = 0; f < x->n; f++)
 		k->merge[f] = cur[f];
-	if (cand_verify(x, k, w, sizeof w)) {
+	if (ex_cand_verify(x, k, w, sizeof w)) {
 		snprintf(why, n, "the merge fold(step, a, inverse(b)) fails: %s", w);
 		return 1;
 	}

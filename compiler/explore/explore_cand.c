@@ -12,7 +12,7 @@
 #include "compiler/explore/explore_int.h"
 #include "compiler/prove/prove.h"
 
-void cand_from_view(Ex *x, Cand *k)
+void ex_cand_from_view(Ex *x, Cand *k)
 {
 	memset(k, 0, sizeof *k);
 	k->n = x->n;
@@ -105,7 +105,7 @@ static void put_fields(Buf *b, const Ir *ir, const Cand *k, const char *key, Exp
 	}
 }
 
-char *cand_yaml(Ex *x, const Cand *k)
+char *ex_cand_yaml(Ex *x, const Cand *k)
 {
 	Carrier *c = x->c;
 	Ir *ir = c->ir;
@@ -167,13 +167,13 @@ char *cand_yaml(Ex *x, const Cand *k)
 	if (k->commutative)
 		buf_puts(&b, "laws: [commutative]\n");
 	if (c->tpl_given)
-		buf_printf(&b, "template: %s\n", tpl_name(c->tpl));
+		buf_printf(&b, "template: %s\n", spec_template_name(c->tpl));
 	return buf_take(&b);
 }
 
 /* ---- checks ---- */
 
-int cand_fits_pairs(Ex *x, Cand *k, char *why, size_t n)
+int ex_cand_fits_pairs(Ex *x, Cand *k, char *why, size_t n)
 {
 	ExEv *e = ex_ev_new(x, k->merge, k->n);
 	double v[EX_MAXF * EX_MAXF + EX_MAXF];
@@ -235,7 +235,7 @@ static void guard_divisions(Ex *x, Cand *k)
 
 static Carrier *load_cand(Ex *x, Cand *k, char **yaml, char *why, size_t n)
 {
-	*yaml = cand_yaml(x, k);
+	*yaml = ex_cand_yaml(x, k);
 	Diag d;
 	diag_init(&d, x->c->file);
 	Carrier *dc = spec_load_buffer(x->c->file, *yaml, strlen(*yaml), NULL, 0, &d);
@@ -252,7 +252,7 @@ static int agrees(Ex *x, Carrier *dc, char *why, size_t n)
 {
 	static const Family fams[] = {FAM_GRID, FAM_NORMAL, FAM_SPREAD, FAM_WIDE};
 	Machine md;
-	machine_init(&md, dc);
+	eval_init(&md, dc);
 	memcpy(md.params, x->m.params, x->m.pw * sizeof *md.params);
 	double s[EX_MAXF], *want = calloc(2 * (size_t)x->m.finw + 4 * (size_t)md.sw + md.finw + 4, sizeof *want);
 	if (!want)
@@ -262,12 +262,12 @@ static int agrees(Ex *x, Carrier *dc, char *why, size_t n)
 	int ok = 1;
 	for (int t = 0; ok && t < 64; t++) {
 		int len = t < 4 ? t : rng_int(&rng, 1, t < 40 ? 9 : 40);
-		Row *r = row_new(&x->m, len);
+		Row *r = eval_row_new(&x->m, len);
 		if (draw_row(&x->m, fams[t % 4], r, &rng) == 0) {
 			ex_fold(x, r, s, x->right);
 			ex_outputs(x, r, s, want);
-			m_fold(&md, MODE_F64, r, 0, len, SHAPE_RANDOM, &rng, v, e);
-			m_finalize(&md, MODE_F64, r, v, e, got, ge);
+			eval_fold(&md, MODE_F64, r, 0, len, SHAPE_RANDOM, &rng, v, e);
+			eval_finalize(&md, MODE_F64, r, v, e, got, ge);
 			for (int o = 0; ok && o < dc->nfinal && o < x->c->nfinal; o++) {
 				int off = x->m.finoff[o];
 				if (ex_close(got[md.finoff[o]], want[off]) ||
@@ -285,10 +285,10 @@ static int agrees(Ex *x, Carrier *dc, char *why, size_t n)
 				ok = 0;
 			}
 		}
-		row_free(r);
+		eval_row_free(r);
 	}
 	free(want);
-	machine_free(&md);
+	eval_free(&md);
 	return ok;
 }
 
@@ -357,7 +357,7 @@ static int laws_hold(Ex *x, Carrier *dc, Verdicts *v, char *why, size_t n)
 		snprintf(why, n, "the prover disproves %s: %s", l->law, l->how ? l->how : "");
 		bad = 1;
 	}
-	proof_report_free(&p);
+	prove_report_free(&p);
 	return bad ? -1 : 0;
 }
 
@@ -385,7 +385,7 @@ static int repair_identity(Ex *x, Cand *k)
 	return changed;
 }
 
-int cand_verify(Ex *x, Cand *k, char *why, size_t n)
+int ex_cand_verify(Ex *x, Cand *k, char *why, size_t n)
 {
 	guard_divisions(x, k);
 	k->commutative = 0;
@@ -398,7 +398,7 @@ int cand_verify(Ex *x, Cand *k, char *why, size_t n)
 		if (!dc)
 			break;
 		int ok = agrees(x, dc, why, n) && laws_hold(x, dc, &v, why, n) == 0;
-		carrier_free(dc);
+		spec_carrier_free(dc);
 		if (ok) {
 			rc = 0;
 			break;
@@ -421,7 +421,7 @@ int cand_verify(Ex *x, Cand *k, char *why, size_t n)
 			v.comm = PROOF_UNKNOWN;
 		}
 		free(cy);
-		carrier_free(dc);
+		spec_carrier_free(dc);
 		ExploreResult *res = x->res;
 		free(res->yaml);
 		res->yaml = yaml, yaml = NULL;

@@ -205,10 +205,10 @@ static int joint(En *e, Cand *k, char *why, size_t n)
 	Ex *x = e->x;
 	int pick[EX_MAXF] = {0};
 	for (int tries = 0; tries < 12; tries++) {
-		cand_from_view(x, k);
+		ex_cand_from_view(x, k);
 		for (int f = 0; f < x->n; f++)
 			k->merge[f] = to_expr(e, e->sol[f][pick[f]]);
-		if (cand_fits_pairs(x, k, why, n) && !cand_verify(x, k, why, n))
+		if (ex_cand_fits_pairs(x, k, why, n) && !ex_cand_verify(x, k, why, n))
 			return 0;
 		int f = 0; /* next combination, odometer order */
 		while (f < x->n && ++pick[f] >= e->nsol[f])
@@ -219,7 +219,7 @@ static int joint(En *e, Cand *k, char *why, size_t n)
 	return -1;
 }
 
-int strat_enumerate(Ex *x, Cand *k, double deadline, char *why, size_t n)
+int ex_enumerate(Ex *x, Cand *k, double deadline, char *why, size_t n)
 {
 	En e = {.x = x, .deadline = deadline};
 	e.np = x->pairs.n < NP ? x->pairs.n : NP;
@@ -285,7 +285,7 @@ static int aux_entry(Ex *x, int i, AuxKind *kind, int *input)
 	return -1;
 }
 
-int aux_add(Ex *x, int i, char *name, size_t n)
+int ex_aux_add(Ex *x, int i, char *name, size_t n)
 {
 	AuxKind kind;
 	int q;
@@ -320,7 +320,7 @@ int aux_add(Ex *x, int i, char *name, size_t n)
 	return 0;
 }
 
-void aux_drop(Ex *x)
+void ex_aux_drop(Ex *x)
 {
 	x->n = x->norig;
 	ex_view_changed(x);

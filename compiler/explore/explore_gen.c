@@ -178,7 +178,7 @@ static int generalize_field(Gen *g, int f, char *why, size_t n)
 	return -1;
 }
 
-int strat_generalize(Ex *x, Cand *k, char *why, size_t n)
+int ex_generalize(Ex *x, Cand *k, char *why, size_t n)
 {
 	Gen g = {.x = x};
 	for (int q = 0; q < 8; q++)
@@ -195,11 +195,11 @@ int strat_generalize(Ex *x, Cand *k, char *why, size_t n)
 	for (int i = 0; i < x->n; i++)
 		if (generalize_field(&g, order[i], why, n))
 			return 1;
-	cand_from_view(x, k);
+	ex_cand_from_view(x, k);
 	for (int f = 0; f < x->n; f++)
 		k->merge[f] = g.gen[f];
 	char w[400];
-	if (cand_verify(x, k, w, sizeof w)) {
+	if (ex_cand_verify(x, k, w, sizeof w)) {
 		snprintf(why, n, "the generalized step fails: %s", w);
 		return 1;
 	}

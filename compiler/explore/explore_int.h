@@ -103,21 +103,21 @@ void ex_fresh_name(Ex *x, const char *base, char (*taken)[SPEC_MAX_NAME], int nt
 void ex_view_changed(Ex *x);
 
 /* Candidates */
-void cand_from_view(Ex *x, Cand *k);
+void ex_cand_from_view(Ex *x, Cand *k);
 /* 0 when the candidate is a lawful carrier that agrees with the loop; fills
  * the result's proof fields; why explains a failure. */
-int cand_verify(Ex *x, Cand *k, char *why, size_t n);
-char *cand_yaml(Ex *x, const Cand *k);
+int ex_cand_verify(Ex *x, Cand *k, char *why, size_t n);
+char *ex_cand_yaml(Ex *x, const Cand *k);
 /* 1 when the merges give the sample pairs' wanted values */
-int cand_fits_pairs(Ex *x, Cand *k, char *why, size_t n);
+int ex_cand_fits_pairs(Ex *x, Cand *k, char *why, size_t n);
 
 /* Strategies: 0 found (k filled and verified), 1 not applicable or failed (why). */
-int strat_affine(Ex *x, Cand *k, char *why, size_t n);
-int strat_inverse(Ex *x, Cand *k, char *why, size_t n);
-int strat_generalize(Ex *x, Cand *k, char *why, size_t n);
-int strat_enumerate(Ex *x, Cand *k, double deadline, char *why, size_t n);
+int ex_affine(Ex *x, Cand *k, char *why, size_t n);
+int ex_inverse(Ex *x, Cand *k, char *why, size_t n);
+int ex_generalize(Ex *x, Cand *k, char *why, size_t n);
+int ex_enumerate(Ex *x, Cand *k, double deadline, char *why, size_t n);
 /* Add an auxiliary field from the catalogue (index i); 0 when added. */
-int aux_add(Ex *x, int i, char *name, size_t n);
-void aux_drop(Ex *x);
+int ex_aux_add(Ex *x, int i, char *name, size_t n);
+void ex_aux_drop(Ex *x);
 
 #endif

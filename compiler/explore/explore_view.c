@@ -136,7 +136,7 @@ void ex_fold(Ex *x, const Row *r, double *s, int right)
 	ExEv *e = step_ev(x, right);
 	for (int q = 0; q < r->len; q++) {
 		int j = right ? r->len - 1 - q : q;
-		if (m_masked(&x->m, r, j))
+		if (eval_masked(&x->m, r, j))
 			continue;
 		ex_ev_run(x, e, NULL, NULL, s, r, j, t);
 		memcpy(s, t, x->n * sizeof *s);
@@ -148,7 +148,7 @@ void ex_outputs(Ex *x, const Row *r, const double *s, double *out)
 	double se[EX_MAXF] = {0}, *oe = calloc(x->m.finw + 1, sizeof *oe);
 	if (!oe)
 		abort();
-	m_finalize(&x->m, MODE_F64, r, s, se, out, oe);
+	eval_finalize(&x->m, MODE_F64, r, s, se, out, oe);
 	free(oe);
 }
 
@@ -169,7 +169,7 @@ int ex_pairs(Ex *x)
 	p->n = 0;
 	for (int t = 0; t < 4 * EX_NPAIR && p->n < EX_NPAIR; t++) {
 		int l1 = 1 + (int)(rng_next(&x->rng) % (t % 3 ? 3 : 7)), l2 = 1 + (int)(rng_next(&x->rng) % (t % 2 ? 3 : 6));
-		Row *r = row_new(&x->m, l1 + l2);
+		Row *r = eval_row_new(&x->m, l1 + l2);
 		int ok = draw_row(&x->m, fams[t % 4], r, &x->rng) == 0;
 		Row sub = *r;
 		double *a = p->a[p->n], *b = p->b[p->n], *w = p->want[p->n];
@@ -184,7 +184,7 @@ int ex_pairs(Ex *x)
 			for (int f = 0; f < x->n; f++)
 				ok &= !isnan(a[f]) && !isnan(b[f]) && !isnan(w[f]);
 		}
-		row_free(r);
+		eval_row_free(r);
 		p->n += ok;
 	}
 	return p->n ? 0 : -1;
@@ -222,12 +222,12 @@ static void lift_samples(Ex *x, double v[LIFT_SAMPLES][EX_MAXF], double in[LIFT_
 	uint64_t rng = 0x5eed;
 	static const Family fams[] = {FAM_NORMAL, FAM_GRID, FAM_WIDE, FAM_SPREAD};
 	for (int t = 0; t < LIFT_SAMPLES; t++) {
-		Row *r = row_new(&x->m, 1);
+		Row *r = eval_row_new(&x->m, 1);
 		draw_row(&x->m, fams[t % 4], r, &rng);
 		ex_ev_run(x, e, NULL, NULL, NULL, r, 0, v[t]);
 		for (int q = 0; q < x->c->nelem && q < 8; q++)
 			in[t][q] = r->elemv[x->m.elemoff[q]];
-		row_free(r);
+		eval_row_free(r);
 	}
 	ex_ev_free(e);
 }

@@ -42,7 +42,7 @@ static void appendf(Diag *d, const char *fmt, ...)
 	append(d, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
-size_t utf8_decode(const unsigned char *s, size_t n, unsigned *out)
+size_t diag_utf8_decode(const unsigned char *s, size_t n, unsigned *out)
 {
 	unsigned c = s[0];
 	size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
@@ -78,7 +78,7 @@ static int append_safe(Diag *d, const char *s, size_t n)
 	int cols = 0;
 	for (size_t i = 0; i < n; cols++) {
 		unsigned cp = 0;
-		size_t len = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+		size_t len = diag_utf8_decode((const unsigned char *)s + i, n - i, &cp);
 		if (len && printable(cp))
 			append(d, s + i, len);
 		else
@@ -110,7 +110,7 @@ static int shown_width(const char *s, size_t n, int chars)
 	int w = 0;
 	for (size_t i = 0; chars > 0 && i < n; chars--) {
 		unsigned cp = 0;
-		size_t len = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+		size_t len = diag_utf8_decode((const unsigned char *)s + i, n - i, &cp);
 		w += len && printable(cp) ? cp_width(cp) : 1;
 		i += len ? len : 1;
 	}
@@ -123,7 +123,7 @@ static size_t skip_cols(const char *s, size_t n, int cols)
 	size_t i = 0;
 	for (; cols > 0 && i < n; cols--) {
 		unsigned cp;
-		size_t len = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+		size_t len = diag_utf8_decode((const unsigned char *)s + i, n - i, &cp);
 		i += len ? len : 1;
 	}
 	return i;

@@ -31,7 +31,7 @@ void diag_error(Diag *d, Pos pos, const char *fmt, ...) __attribute__((format(pr
 void diag_note(Diag *d, Pos pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Decode one UTF-8 character at s[0..n) into *cp; its length in bytes, or 0
  * when invalid (overlong forms, surrogates, values past U+10FFFF). */
-size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp);
+size_t diag_utf8_decode(const unsigned char *s, size_t n, unsigned *cp);
 /* First line of the first diagnostic, without the newline (for tests). */
 const char *diag_first(const Diag *d, char *buf, size_t n);
 

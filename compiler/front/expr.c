@@ -79,7 +79,7 @@ static int accept(P *p, const char *tok)
 	return 1;
 }
 
-int ident_ok(const char *s)
+int expr_ident_ok(const char *s)
 {
 	if (!(isalpha((unsigned char)*s) || *s == '_') || !(s[0] & 0x7f))
 		return 0;

@@ -37,6 +37,6 @@ typedef struct {
 Expr *expr_parse(Scope *s, Diag *d, const YNode *node);
 /* Convert e to type `to` (literal typing, int -> float, broadcasts), or report why not. */
 Expr *expr_coerce(Carrier *c, Diag *d, Expr *e, Ty to, Pos pos, const char *what);
-int ident_ok(const char *s);
+int expr_ident_ok(const char *s);
 
 #endif

@@ -39,9 +39,9 @@ static char *xstrdup(const char *s)
 	return t;
 }
 
-int decl_width(const Decl *d) { return d->ty.len ? d->ty.len : 1; }
+int spec_decl_width(const Decl *d) { return d->ty.len ? d->ty.len : 1; }
 
-const char *tpl_name(Template t)
+const char *spec_template_name(Template t)
 {
 	static const char *names[] = {"none", "rowreduce", "rowmap", "attention", "scan"};
 	return names[t];
@@ -119,8 +119,8 @@ static Expr *untyped_f32(Ir *ir, Expr *e)
 /* A name a spec defines: an ASCII identifier, not reserved. */
 static int check_name(L *l, const YNode *k, const char *what)
 {
-	if (!ident_ok(k->text)) {
-		if (strlen(k->text) > SPEC_MAX_NAME && ident_ok((char[2]){k->text[0], 0}))
+	if (!expr_ident_ok(k->text)) {
+		if (strlen(k->text) > SPEC_MAX_NAME && expr_ident_ok((char[2]){k->text[0], 0}))
 			diag_error(l->d, k->pos, "%s name longer than %d characters", what, SPEC_MAX_NAME);
 		else
 			diag_error(l->d, k->pos, "%s name '%s' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", what,
@@ -314,7 +314,7 @@ static int parse_type(L *l, const YNode *n, int storage_ok, int vector_ok, Decl 
 	}
 	int dm = ir_find_dim(l->c->ir, dim);
 	if (dm < 0) {
-		if (ident_ok(dim))
+		if (expr_ident_ok(dim))
 			diag_error(l->d, n->pos, "unknown dim '%s' (declare it under 'dims')", dim);
 		else
 			goto bad;
@@ -835,7 +835,7 @@ static int load_template(L *l)
 	if (need(l, n, YN_SCALAR, "'template'"))
 		return -1;
 	for (int t = TPL_ROWREDUCE; t <= TPL_SCAN; t++)
-		if (!strcmp(n->text, tpl_name((Template)t))) {
+		if (!strcmp(n->text, spec_template_name((Template)t))) {
 			c->tpl = (Template)t;
 			c->tpl_given = 1;
 			if (c->tpl == TPL_ROWMAP && !c->nmap) {
@@ -980,8 +980,8 @@ static int check_top(L *l)
 	YNode *name = yn_get(r, "carrier"), *sum = yn_get(r, "summary");
 	if (need(l, name, YN_SCALAR, "'carrier'") || (sum && need(l, sum, YN_SCALAR, "'summary'")))
 		return -1;
-	if (!ident_ok(name->text)) {
-		if (strlen(name->text) > SPEC_MAX_NAME && ident_ok((char[2]){name->text[0], 0}))
+	if (!expr_ident_ok(name->text)) {
+		if (strlen(name->text) > SPEC_MAX_NAME && expr_ident_ok((char[2]){name->text[0], 0}))
 			diag_error(l->d, name->pos, "carrier name longer than %d characters", SPEC_MAX_NAME);
 		else
 			diag_error(l->d, name->pos, "carrier name '%s' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)",
@@ -1054,7 +1054,7 @@ Carrier *spec_load_buffer(const char *file, const char *buf, size_t len, const D
 		 load_state(&l) || load_body(&l);
 	yn_free(l.root);
 	if (rc) {
-		carrier_free(c);
+		spec_carrier_free(c);
 		return NULL;
 	}
 	return c;
@@ -1108,7 +1108,7 @@ static void free_decls(Decl *d, int n)
 	free(d);
 }
 
-void carrier_free(Carrier *c)
+void spec_carrier_free(Carrier *c)
 {
 	if (!c)
 		return;

@@ -83,10 +83,10 @@ typedef struct {
 Carrier *spec_load_file(const char *path, const Define *defs, int ndefs, Diag *d);
 Carrier *spec_load_buffer(const char *file, const char *buf, size_t len, const Define *defs, int ndefs,
 			  Diag *d);
-void carrier_free(Carrier *c);
+void spec_carrier_free(Carrier *c);
 
 /* Width of a state field or input (1 for scalars). */
-int decl_width(const Decl *d);
-const char *tpl_name(Template t);
+int spec_decl_width(const Decl *d);
+const char *spec_template_name(Template t);
 
 #endif

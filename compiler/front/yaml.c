@@ -45,7 +45,7 @@ static int prescan(Diag *d, const unsigned char *s, size_t n)
 	for (size_t i = 0; i < n;) {
 		Pos pos = {line, col};
 		unsigned cp;
-		size_t len = utf8_decode(s + i, n - i, &cp);
+		size_t len = diag_utf8_decode(s + i, n - i, &cp);
 		if (!len) {
 			diag_error(d, pos, "invalid UTF-8 byte 0x%02x; a spec must be UTF-8 text", s[i]);
 			return -1;

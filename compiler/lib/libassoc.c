@@ -49,7 +49,7 @@ static AssocStatus fail(char *err, size_t n, AssocStatus st, const char *fmt, ..
 static void add_arrays(AssocSpec *s, const Decl *d, int n, AssocRole role)
 {
 	for (int i = 0; i < n; i++)
-		s->arr[s->narr++] = (AssocArray){d[i].name, role, ty_kind_name(d[i].storage), decl_width(&d[i]), 0};
+		s->arr[s->narr++] = (AssocArray){d[i].name, role, ty_kind_name(d[i].storage), spec_decl_width(&d[i]), 0};
 }
 
 static void add_outputs(AssocSpec *s, const Def *d, int n, AssocRole role)
@@ -68,7 +68,7 @@ static AssocStatus loaded(AssocSpec *s, Diag *d)
 		snprintf(s->err, sizeof s->err,
 			 "%s: error: a loop spec (a step without a merge): 'assoc explore %s' derives its merge", s->c->file,
 			 s->c->file);
-		carrier_free(s->c);
+		spec_carrier_free(s->c);
 		s->c = NULL;
 		st = ASSOC_ESPEC;
 	} else if (!s->c) {
@@ -201,7 +201,7 @@ void assoc_spec_free(AssocSpec *s)
 {
 	if (!s)
 		return;
-	carrier_free(s->c);
+	spec_carrier_free(s->c);
 	free(s->arr);
 	free(s);
 }

@@ -154,7 +154,7 @@ static int unsupported(Carrier *c, char *msg, size_t n)
 	if (c->nelem + c->ncol + c->nrow > 256 || c->nfinal + c->nmap > 256 || c->nparams > 256)
 		return snprintf(msg, n, "the CPU backend takes at most 256 inputs, outputs and params"), -1;
 	for (int f = 0; f < c->nstate; f++)
-		if (decl_width(&c->state[f]) > 4096)
+		if (spec_decl_width(&c->state[f]) > 4096)
 			return snprintf(msg, n, "state field '%s' is longer than 4096, the CPU backend's limit",
 					c->state[f].name), -1;
 	return 0;
@@ -449,8 +449,8 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->k.is_scan = c->tpl == TPL_SCAN;
 	/* not beside a rowmap, whose passes cover every position: the two paths
 	 * give the same bits */
-	if (!kk->k.is_scan && !kk->k.rowmap && (kk->k.live_ctx = live_compile(c)))
-		kk->k.live = live_eval;
+	if (!kk->k.is_scan && !kk->k.rowmap && (kk->k.live_ctx = mask_live_compile(c)))
+		kk->k.live = mask_live_eval;
 	if (failed) {
 		llvm_kernel_free(kk);
 		return -1;
@@ -464,7 +464,7 @@ void llvm_kernel_free(LlvmKernel *k)
 	if (!k)
 		return;
 	jit_free(k->jit);
-	live_free((LiveProg *)k->k.live_ctx);
+	mask_live_free((LiveProg *)k->k.live_ctx);
 	free(k);
 }
 

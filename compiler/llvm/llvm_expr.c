@@ -20,7 +20,7 @@ struct Arena {
 	LLVMValueRef v[];
 };
 
-LV lv_new(Lower *L, int n)
+LV lower_lv_new(Lower *L, int n)
 {
 	Arena *a = L->arena;
 	if (!a || a->used + n > a->cap) {
@@ -36,7 +36,7 @@ LV lv_new(Lower *L, int n)
 	return v;
 }
 
-LLVMValueRef lv_at(LV v, int t) { return v.n == 1 ? v.c[0] : v.c[t]; }
+LLVMValueRef lower_lv_at(LV v, int t) { return v.n == 1 ? v.c[0] : v.c[t]; }
 
 int lower_width(const Expr *e) { return e->ty.len ? e->ty.len : 1; }
 
@@ -388,7 +388,7 @@ static LV max_rescale(Lower *L, Expr *e)
 	LLVMValueRef t = fsub_rule(L, k, u, v), t2 = fsub_rule(L, k, v, u), zero = lower_const(L, k, 0);
 	LLVMValueRef tpos = LLVMBuildFCmp(b, LLVMRealUGT, t, zero, "");
 	if (L->agen[m->id] != L->gen) {
-		L->aux[m->id] = lv_new(L, 1);
+		L->aux[m->id] = lower_lv_new(L, 1);
 		LLVMValueRef d = LLVMBuildSelect(b, tpos, t2, t, "");
 		L->aux[m->id].c[0] = k == TY_F64 ? fmath(L, EXPR_EXP, k, d) : math_exp_nonpos(L, d);
 		L->agen[m->id] = L->gen;
@@ -400,7 +400,7 @@ static LV max_rescale(Lower *L, Expr *e)
 	LLVMValueRef one = LLVMBuildSelect(b, bad, lower_const(L, k, NAN), lower_const(L, k, 1), "");
 	LLVMValueRef ninf = LLVMBuildFCmp(b, LLVMRealOEQ, x, lower_const(L, k, -INFINITY), "");
 	one = LLVMBuildSelect(b, ninf, lower_const(L, k, 0), one, "");
-	LV r = lv_new(L, 1);
+	LV r = lower_lv_new(L, 1);
 	r.c[0] = LLVMBuildSelect(b, pos, one, L->aux[m->id].c[0], "rescale");
 	return r;
 }
@@ -451,8 +451,8 @@ static LLVMValueRef dot_chunked(Lower *L, Expr *e, LV x, LV y, int n)
 		LLVMValueRef a = zero, b = zero;
 		for (int t = t0; t < n && t < t0 + DOT_CHUNK; t++) {
 			LLVMValueRef at = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), (unsigned)(t - t0), 0);
-			a = LLVMBuildInsertElement(L->b, a, lower_conv(L, lv_at(x, t), (TyKind)e->a[0]->ty.kind, TY_F32), at, "");
-			b = LLVMBuildInsertElement(L->b, b, lower_conv(L, lv_at(y, t), (TyKind)e->a[1]->ty.kind, TY_F32), at, "");
+			a = LLVMBuildInsertElement(L->b, a, lower_conv(L, lower_lv_at(x, t), (TyKind)e->a[0]->ty.kind, TY_F32), at, "");
+			b = LLVMBuildInsertElement(L->b, b, lower_conv(L, lower_lv_at(y, t), (TyKind)e->a[1]->ty.kind, TY_F32), at, "");
 		}
 		LLVMValueRef p = LLVMBuildFMul(L->b, a, b, "");
 		acc = acc ? LLVMBuildFAdd(L->b, acc, p, "") : p;
@@ -476,7 +476,7 @@ static LV lower_node(Lower *L, Expr *e)
 		return max_rescale(L, e);
 	if (is_hoisted(L, e, EXPR_DIV) || is_hoisted(L, e, EXPR_SUB)) {
 		LLVMValueRef x = lower_expr(L, e->a[0]).c[0], y = lower_expr(L, e->a[1]).c[0];
-		LV v = lv_new(L, 1);
+		LV v = lower_lv_new(L, 1);
 		if (e->op == EXPR_SUB)
 			v.c[0] = LLVMBuildFSub(L->b, x, y, "");
 		else
@@ -487,27 +487,27 @@ static LV lower_node(Lower *L, Expr *e)
 	TyKind rk = (TyKind)e->ty.kind;
 	switch (e->op) {
 	case EXPR_CONST: {
-		LV v = lv_new(L, 1);
+		LV v = lower_lv_new(L, 1);
 		v.c[0] = lower_const(L, rk, e->num);
 		return v;
 	}
 	case EXPR_VAR:
 		return L->bind[e->k];
 	case EXPR_INDEX: {
-		LV x = lower_expr(L, e->a[0]), v = lv_new(L, 1);
-		v.c[0] = lv_at(x, e->k);
+		LV x = lower_expr(L, e->a[0]), v = lower_lv_new(L, 1);
+		v.c[0] = lower_lv_at(x, e->k);
 		return v;
 	}
 	case EXPR_CAST: {
 		LV x = lower_expr(L, e->a[0]);
-		LV v = lv_new(L, x.n);
+		LV v = lower_lv_new(L, x.n);
 		for (int t = 0; t < x.n; t++)
 			v.c[t] = lower_conv(L, x.c[t], (TyKind)e->a[0]->ty.kind, rk);
 		return v; /* a one-component value broadcasts */
 	}
 	case EXPR_DOT: {
 		if (L->dotpre && L->dotpre[e->id * VTILE + L->dotslot]) {
-			LV v = lv_new(L, 1);
+			LV v = lower_lv_new(L, 1);
 			v.c[0] = L->dotpre[e->id * VTILE + L->dotslot];
 			return v;
 		}
@@ -515,14 +515,14 @@ static LV lower_node(Lower *L, Expr *e)
 		TyKind k = operand_kind(e);
 		int n = lower_width(e->a[0]);
 		if (L->W == 1 && k == TY_F32 && n >= DOT_CHUNK) {
-			LV v = lv_new(L, 1);
+			LV v = lower_lv_new(L, 1);
 			v.c[0] = dot_chunked(L, e, x, y, n);
 			return v;
 		}
 		LLVMValueRef s = NULL;
 		for (int t = 0; t < n; t++) {
-			LLVMValueRef u = lower_conv(L, lv_at(x, t), (TyKind)e->a[0]->ty.kind, k);
-			LLVMValueRef w = lower_conv(L, lv_at(y, t), (TyKind)e->a[1]->ty.kind, k);
+			LLVMValueRef u = lower_conv(L, lower_lv_at(x, t), (TyKind)e->a[0]->ty.kind, k);
+			LLVMValueRef w = lower_conv(L, lower_lv_at(y, t), (TyKind)e->a[1]->ty.kind, k);
 			if (s && L->fma) {
 				LLVMValueRef args[3] = {u, w, s};
 				s = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(u), args, 3);
@@ -531,7 +531,7 @@ static LV lower_node(Lower *L, Expr *e)
 			LLVMValueRef p = LLVMBuildFMul(L->b, u, w, "");
 			s = s ? LLVMBuildFAdd(L->b, s, p, "") : p;
 		}
-		LV v = lv_new(L, 1);
+		LV v = lower_lv_new(L, 1);
 		v.c[0] = s ? s : lower_const(L, k, 0);
 		return v;
 	}
@@ -546,12 +546,12 @@ static LV lower_node(Lower *L, Expr *e)
 			n = a[i].n;
 	}
 	(void)w;
-	LV v = lv_new(L, n);
+	LV v = lower_lv_new(L, n);
 	for (int t = 0; t < n; t++) {
 		LLVMValueRef x[3] = {0};
 		for (int i = 0; i < e->nargs; i++) {
 			TyKind want = e->op == EXPR_WHERE ? (i == 0 ? TY_BOOL : k) : k;
-			x[i] = lower_conv(L, lv_at(a[i], t), (TyKind)e->a[i]->ty.kind, want);
+			x[i] = lower_conv(L, lower_lv_at(a[i], t), (TyKind)e->a[i]->ty.kind, want);
 		}
 		v.c[t] = op_component(L, e, k, x);
 	}

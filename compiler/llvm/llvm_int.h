@@ -118,8 +118,8 @@ void lower_free(Lower *L);
 void lower_scope(Lower *L, int W); /* forget memoized values; set the lanes */
 LV lower_expr(Lower *L, Expr *e);
 void lower_preset(Lower *L, Expr *e, LV v); /* e's value in the current scope is v */
-LV lv_new(Lower *L, int n);
-LLVMValueRef lv_at(LV v, int t);
+LV lower_lv_new(Lower *L, int n);
+LLVMValueRef lower_lv_at(LV v, int t);
 LLVMTypeRef lower_kty(Lower *L, TyKind k);          /* scalar type of a kind */
 LLVMTypeRef lower_vty(Lower *L, TyKind k);          /* with the scope's lanes */
 LLVMValueRef lower_const(Lower *L, TyKind k, double v);

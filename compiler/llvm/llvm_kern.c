@@ -98,11 +98,11 @@ LLVMValueRef kern_load_lanes(B *b, LLVMValueRef base, TyKind s, LLVMValueRef idx
 	if (L->W > 1)
 		p = LLVMBuildBitCast(L->b, p, LLVMPointerType(t, 0), "");
 	if (L->W > 1 && b->lmask) {
-		LLVMValueRef a[4] = {p, LLVMConstInt(b->i32, kind_size(s), 0), b->lmask, LLVMConstNull(t)};
+		LLVMValueRef a[4] = {p, LLVMConstInt(b->i32, run_kind_size(s), 0), b->lmask, LLVMConstNull(t)};
 		return masked(b, "llvm.masked.load", t, LLVMPointerType(t, 0), a, 4);
 	}
 	LLVMValueRef v = LLVMBuildLoad2(L->b, t, p, "");
-	LLVMSetAlignment(v, (unsigned)kind_size(s));
+	LLVMSetAlignment(v, (unsigned)run_kind_size(s));
 	return v;
 }
 
@@ -116,12 +116,12 @@ void kern_store_lanes(B *b, LLVMValueRef base, TyKind k, LLVMValueRef idx, LLVMV
 	if (L->W > 1)
 		p = LLVMBuildBitCast(L->b, p, LLVMPointerType(LLVMTypeOf(v), 0), "");
 	if (L->W > 1 && b->lmask) {
-		LLVMValueRef a[4] = {v, p, LLVMConstInt(b->i32, kind_size(k), 0), b->lmask};
+		LLVMValueRef a[4] = {v, p, LLVMConstInt(b->i32, run_kind_size(k), 0), b->lmask};
 		masked(b, "llvm.masked.store", LLVMTypeOf(v), LLVMTypeOf(p), a, 4);
 		return;
 	}
 	LLVMValueRef s = LLVMBuildStore(L->b, v, p);
-	LLVMSetAlignment(s, b->nt ? 64 : (unsigned)kind_size(k));
+	LLVMSetAlignment(s, b->nt ? 64 : (unsigned)run_kind_size(k));
 	if (b->nt) {
 		LLVMValueRef one = LLVMConstInt(b->i32, 1, 0);
 		LLVMSetMetadata(s, LLVMGetMDKindIDInContext(L->ctx, "nontemporal", 11), LLVMMDNodeInContext(L->ctx, &one, 1));
@@ -293,8 +293,8 @@ void kern_bind_params(B *b)
 static LV load_decl(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef e, int lanes)
 {
 	Lower *L = &b->L;
-	int w = decl_width(d);
-	LV v = lv_new(L, w);
+	int w = spec_decl_width(d);
+	LV v = lower_lv_new(L, w);
 	LLVMValueRef first = w > 1 ? LLVMBuildMul(L->b, e, ci64(b, w), "") : e;
 	for (int t = 0; t < w; t++) {
 		LLVMValueRef idx = t ? LLVMBuildAdd(L->b, first, ci64(b, t), "") : first;
@@ -317,13 +317,13 @@ static LLVMValueRef idx32(B *b, LLVMValueRef v) { return LLVMBuildTrunc(b->L.b, 
  * of positions at a time with vector instructions into a buffer on the
  * stack (colbuf), from which each component is one broadcast load, which
  * x86 folds into the multiply that uses it. */
-static int staged(const Decl *d) { return d->ty.kind == TY_F32 && decl_width(d) >= 4; }
+static int staged(const Decl *d) { return d->ty.kind == TY_F32 && spec_decl_width(d) >= 4; }
 
 int kern_staged_width(const Carrier *c)
 {
 	int n = 0;
 	for (int k = 0; k < c->ncol; k++)
-		n += staged(&c->col[k]) ? decl_width(&c->col[k]) : 0;
+		n += staged(&c->col[k]) ? spec_decl_width(&c->col[k]) : 0;
 	return n;
 }
 
@@ -331,7 +331,7 @@ int kern_staged_off(const Carrier *c, int k)
 {
 	int off = 0;
 	for (int q = 0; q < k; q++)
-		off += staged(&c->col[q]) ? decl_width(&c->col[q]) : 0;
+		off += staged(&c->col[q]) ? spec_decl_width(&c->col[q]) : 0;
 	return off;
 }
 
@@ -351,9 +351,9 @@ LV kern_staged_col(B *b, int k, int slot)
 	LV v = {0};
 	if (!staged(&c->col[k]))
 		return v;
-	int off = slot * kern_staged_width(c) + kern_staged_off(c, k), w = decl_width(&c->col[k]);
+	int off = slot * kern_staged_width(c) + kern_staged_off(c, k), w = spec_decl_width(&c->col[k]);
 	LLVMTypeRef ft = lower_kty(L, TY_F32);
-	v = lv_new(L, w);
+	v = lower_lv_new(L, w);
 	for (int t = 0; t < w; t++)
 		v.c[t] = lower_splat(L, LLVMBuildLoad2(L->b, ft, colbuf_at(b, off + t, ft), ""));
 	return v;
@@ -375,7 +375,7 @@ void kern_prefetch_cols(B *b, LLVMValueRef j, int n)
 	Carrier *c = b->k->c;
 	Lower *L = &b->L;
 	for (int k = 0; k < c->ncol; k++) {
-		long long w = decl_width(&c->col[k]), size = (long long)kind_size((TyKind)c->col[k].storage);
+		long long w = spec_decl_width(&c->col[k]), size = (long long)run_kind_size((TyKind)c->col[k].storage);
 		if (w * size < 64)
 			continue;
 		/* components from j + ahead on, a line apart, over n positions */
@@ -401,7 +401,7 @@ void kern_stage_columns(B *b, LLVMValueRef j, int n)
 		LLVMValueRef jp = p ? LLVMBuildAdd(L->b, j, ci64(b, p), "") : j;
 		for (int k = 0, off = 0; k < c->ncol; k++) {
 			const Decl *d = &c->col[k];
-			int w = decl_width(d);
+			int w = spec_decl_width(d);
 			if (!staged(d))
 				continue;
 			LLVMValueRef first = LLVMBuildMul(L->b, jp, ci64(b, w), "");
@@ -444,11 +444,11 @@ LLVMValueRef kern_lanes_i(B *b)
 }
 
 /* A row input with lane l from row b->i + l (kern_build_reduce_rows). */
-LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base)
+LV kern_row_lanes_decl(B *b, const Decl *d, LLVMValueRef base)
 {
 	Lower *L = &b->L;
-	int w = decl_width(d), W = L->W;
-	LV v = lv_new(L, w);
+	int w = spec_decl_width(d), W = L->W;
+	LV v = lower_lv_new(L, w);
 	for (int t = 0; t < w; t++) {
 		LLVMValueRef x = LLVMGetUndef(lower_vty(L, (TyKind)d->ty.kind));
 		L->W = 1;
@@ -464,14 +464,14 @@ LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base)
 	return v;
 }
 
-/* row_lanes_decl as a loop over the components, into the vectors of buf
+/* kern_row_lanes_decl as a loop over the components, into the vectors of buf
  * from at on (the gather of 16 rows of a 128-component input, unrolled,
  * was a block of thousands of loads that instruction scheduling took a
  * minute over). */
-void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at)
+void kern_row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at)
 {
 	Lower *L = &b->L;
-	int w = decl_width(d), W = L->W;
+	int w = spec_decl_width(d), W = L->W;
 	LLVMTypeRef vt = lower_vty(L, TY_F32);
 	LLVMValueRef u = kern_count_open(b, "gather");
 	LLVMValueRef x = LLVMGetUndef(vt);
@@ -505,7 +505,7 @@ void kern_bind_inputs(B *b, LLVMValueRef j)
 						 : load_decl(b, &c->col[k], b->inp[nin], j, b->row_lanes ? 1 : L->W);
 	for (int k = 0; k < c->nrow; k++, nin++)
 		L->bind[c->row[k].var] = b->rowv ? b->rowv[k]
-					 : b->row_lanes ? row_lanes_decl(b, &c->row[k], b->inp[nin])
+					 : b->row_lanes ? kern_row_lanes_decl(b, &c->row[k], b->inp[nin])
 							: load_decl(b, &c->row[k], b->inp[nin], b->i, 1);
 	L->bind[c->idx[IDX_I]] = lv1(b, b->row_lanes ? b->ilanes
 						     : lower_splat(L, idx32(b, LLVMBuildURem(L->b, b->i, b->period, ""))));
@@ -534,7 +534,7 @@ LV *kern_state_slots(B *b)
 	if (!s)
 		abort();
 	for (int f = 0; f < c->nstate; f++) {
-		s[f] = lv_new(&b->L, decl_width(&c->state[f]));
+		s[f] = lower_lv_new(&b->L, spec_decl_width(&c->state[f]));
 		for (int t = 0; t < s[f].n; t++)
 			s[f].c[t] = alloca_(b, lower_vty(&b->L, fkind(b, f)));
 	}
@@ -544,7 +544,7 @@ LV *kern_state_slots(B *b)
 void kern_slots_load(B *b, LV *slots, LV *v)
 {
 	for (int f = 0; f < b->k->c->nstate; f++) {
-		v[f] = lv_new(&b->L, slots[f].n);
+		v[f] = lower_lv_new(&b->L, slots[f].n);
 		for (int t = 0; t < slots[f].n; t++)
 			v[f].c[t] = LLVMBuildLoad2(b->L.b, lower_vty(&b->L, fkind(b, f)), slots[f].c[t], "");
 	}
@@ -554,7 +554,7 @@ void kern_slots_store(B *b, LV *slots, LV *v)
 {
 	for (int f = 0; f < b->k->c->nstate; f++)
 		for (int t = 0; t < slots[f].n && v[f].n; t++) /* n = 0: stored already (fold_loop) */
-			LLVMBuildStore(b->L.b, lv_at(v[f], t), slots[f].c[t]);
+			LLVMBuildStore(b->L.b, lower_lv_at(v[f], t), slots[f].c[t]);
 }
 
 LLVMValueRef kern_mem_slot(B *b, LLVMValueRef st, int f, LLVMValueRef t, LLVMTypeRef ty)
@@ -583,7 +583,7 @@ void kern_mem_load(B *b, LLVMValueRef st, LV *v)
 {
 	Carrier *c = b->k->c;
 	for (int f = 0; f < c->nstate; f++) {
-		v[f] = lv_new(&b->L, decl_width(&c->state[f]));
+		v[f] = lower_lv_new(&b->L, spec_decl_width(&c->state[f]));
 		for (int t = 0; t < v[f].n; t++) {
 			LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
 			v[f].c[t] = lower_splat(&b->L, LLVMBuildLoad2(b->L.b, ty, mem_slot(b, st, f, t, ty), ""));
@@ -595,9 +595,9 @@ void kern_mem_store(B *b, LLVMValueRef st, LV *v)
 {
 	Carrier *c = b->k->c;
 	for (int f = 0; f < c->nstate; f++)
-		for (int t = 0; t < decl_width(&c->state[f]); t++) {
+		for (int t = 0; t < spec_decl_width(&c->state[f]); t++) {
 			LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
-			LLVMBuildStore(b->L.b, lv_at(v[f], t), mem_slot(b, st, f, t, ty));
+			LLVMBuildStore(b->L.b, lower_lv_at(v[f], t), mem_slot(b, st, f, t, ty));
 		}
 }
 
@@ -607,10 +607,10 @@ void kern_state_exprs(B *b, Expr **ex, LV *out)
 	Carrier *c = b->k->c;
 	for (int f = 0; f < c->nstate; f++) {
 		LV v = lower_expr(&b->L, ex[f]);
-		int w = decl_width(&c->state[f]);
-		out[f] = lv_new(&b->L, w);
+		int w = spec_decl_width(&c->state[f]);
+		out[f] = lower_lv_new(&b->L, w);
 		for (int t = 0; t < w; t++)
-			out[f].c[t] = lower_conv(&b->L, lv_at(v, t), (TyKind)ex[f]->ty.kind, fkind(b, f));
+			out[f].c[t] = lower_conv(&b->L, lower_lv_at(v, t), (TyKind)ex[f]->ty.kind, fkind(b, f));
 	}
 }
 
@@ -639,10 +639,10 @@ void kern_step(B *b, LV *s, LV *tmp)
 	kern_state_exprs(b, c->lift, l);
 	kern_merge(b, s, l, m);
 	if (c->mask) {
-		LLVMValueRef cond = lv_at(lower_expr(&b->L, c->mask), 0);
+		LLVMValueRef cond = lower_lv_at(lower_expr(&b->L, c->mask), 0);
 		for (int f = 0; f < c->nstate; f++)
 			for (int t = 0; t < m[f].n; t++)
-				m[f].c[t] = LLVMBuildSelect(b->L.b, cond, m[f].c[t], lv_at(s[f], t), "");
+				m[f].c[t] = LLVMBuildSelect(b->L.b, cond, m[f].c[t], lower_lv_at(s[f], t), "");
 	}
 	memcpy(s, m, c->nstate * sizeof *s);
 }
@@ -702,7 +702,7 @@ void kern_store_outputs(B *b, Def *defs, int n, int first, LLVMValueRef at)
 		LLVMValueRef e = w > 1 ? LLVMBuildMul(b->L.b, at, ci64(b, w), "") : at;
 		for (int t = 0; t < w; t++)
 			kern_store_lanes(b, base, (TyKind)defs[k].e->ty.kind, t ? LLVMBuildAdd(b->L.b, e, ci64(b, t), "") : e,
-				    lv_at(v, t));
+				    lower_lv_at(v, t));
 	}
 }
 
@@ -835,7 +835,7 @@ int kern_wide_state(const Carrier *c)
 {
 	long n = 0;
 	for (int f = 0; f < c->nstate; f++)
-		n += decl_width(&c->state[f]);
+		n += spec_decl_width(&c->state[f]);
 	return n > SLP_STATE_MAX;
 }
 
@@ -845,11 +845,11 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 {
 	int scalar = 1;
 	for (int f = 0; f < c->nstate; f++)
-		scalar &= decl_width(&c->state[f]) == 1;
+		scalar &= spec_decl_width(&c->state[f]) == 1;
 	for (int i = 0; i < c->nelem; i++)
-		scalar &= decl_width(&c->elem[i]) == 1;
+		scalar &= spec_decl_width(&c->elem[i]) == 1;
 	for (int i = 0; i < c->ncol; i++)
-		scalar &= decl_width(&c->col[i]) == 1;
+		scalar &= spec_decl_width(&c->col[i]) == 1;
 	for (int i = 0; i < c->nmap; i++)
 		scalar &= lower_width(c->map[i].e) == 1;
 	int comm = (c->laws & LAW_COMMUTATIVE) != 0;
@@ -877,9 +877,9 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	k->two_pass = 0;
 	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1) {
 		for (int i = 0; i < c->nelem; i++)
-			k->two_pass += (int)kind_size((TyKind)c->elem[i].storage);
+			k->two_pass += (int)run_kind_size((TyKind)c->elem[i].storage);
 		for (int i = 0; i < c->ncol; i++)
-			k->two_pass += (int)kind_size((TyKind)c->col[i].storage);
+			k->two_pass += (int)run_kind_size((TyKind)c->col[i].storage);
 	}
 	k->rowmap_g = NULL;
 	if (k->two_pass && k->map_lanes == k->lanes)
@@ -889,6 +889,6 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	if (!k->soff)
 		abort();
 	for (int f = 0; f < c->nstate; f++)
-		k->soff[f + 1] = k->soff[f] + decl_width(&c->state[f]);
+		k->soff[f + 1] = k->soff[f] + spec_decl_width(&c->state[f]);
 	k->state_bytes = (size_t)k->soff[c->nstate] * 8;
 }

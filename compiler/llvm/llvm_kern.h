@@ -77,7 +77,7 @@ static inline LLVMTypeRef storage_ty(B *b, TyKind k)
 
 static inline LV lv1(B *b, LLVMValueRef v)
 {
-	LV r = lv_new(&b->L, 1);
+	LV r = lower_lv_new(&b->L, 1);
 	r.c[0] = v;
 	return r;
 }
@@ -107,9 +107,9 @@ LV kern_staged_col(B *b, int k, int slot);
 /* Prefetch the vector column inputs of positions j .. j + n - 1 some
  * way ahead (positions past the row: prefetches never fault). */
 void kern_prefetch_cols(B *b, LLVMValueRef j, int n);
-LV row_lanes_decl(B *b, const Decl *d, LLVMValueRef base);
+LV kern_row_lanes_decl(B *b, const Decl *d, LLVMValueRef base);
 LLVMValueRef kern_lanes_i(B *b);
-void row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at);
+void kern_row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at);
 LLVMValueRef kern_mem_slot(B *b, LLVMValueRef st, int f, LLVMValueRef t, LLVMTypeRef ty);
 void kern_stage_columns(B *b, LLVMValueRef j, int n);
 LV *kern_state_slots(B *b);

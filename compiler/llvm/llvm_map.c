@@ -15,7 +15,7 @@ static void map_at(B *b, LV *st, LLVMValueRef iv, LLVMValueRef rowbase)
 	lower_scope(&b->L, b->L.W);
 	kern_bind_inputs(b, iv);
 	for (int fl = 0; fl < c->nstate; fl++) {
-		b->st[fl] = lv_new(&b->L, st[fl].n);
+		b->st[fl] = lower_lv_new(&b->L, st[fl].n);
 		for (int t = 0; t < st[fl].n; t++)
 			b->st[fl].c[t] = lower_splat(&b->L, st[fl].c[t]);
 	}

@@ -25,9 +25,9 @@ static void halve(B *b, LV *s, LV *tmp)
 	LV *lo = tmp, *hi = tmp + c->nstate, *m = tmp + 2 * c->nstate;
 	for (int w = b->L.W; w > 1; w /= 2) {
 		for (int f = 0; f < c->nstate; f++) {
-			lo[f] = lv_new(&b->L, s[f].n), hi[f] = lv_new(&b->L, s[f].n);
+			lo[f] = lower_lv_new(&b->L, s[f].n), hi[f] = lower_lv_new(&b->L, s[f].n);
 			for (int t = 0; t < s[f].n; t++) {
-				LLVMValueRef v = lv_at(s[f], t);
+				LLVMValueRef v = lower_lv_at(s[f], t);
 				if (w == 2) {
 					lo[f].c[t] = LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, 0, 0), "");
 					hi[f].c[t] = LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, 1, 0), "");
@@ -61,13 +61,13 @@ static LLVMValueRef lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
 	int mask = c->mask && !b->unmasked;
 	if (!mask && !b->lmask)
 		return NULL;
-	LLVMValueRef cond = mask ? lv_at(lower_expr(&b->L, c->mask), 0) : b->lmask;
+	LLVMValueRef cond = mask ? lower_lv_at(lower_expr(&b->L, c->mask), 0) : b->lmask;
 	if (mask && b->lmask)
 		cond = LLVMBuildAnd(b->L.b, cond, b->lmask, "");
 	kern_identity(b, id);
 	for (int f = 0; f < c->nstate; f++)
 		for (int t = 0; t < out[f].n; t++)
-			out[f].c[t] = LLVMBuildSelect(b->L.b, cond, out[f].c[t], lv_at(id[f], t), "");
+			out[f].c[t] = LLVMBuildSelect(b->L.b, cond, out[f].c[t], lower_lv_at(id[f], t), "");
 	return cond;
 }
 
@@ -111,7 +111,7 @@ static void fold_loop(B *b, int f, LLVMValueRef *e, int T)
 	Lower *L = &b->L;
 	Carrier *c = b->k->c;
 	const Var *v = ir_var(c->ir, c->lift[f]->k);
-	int n = decl_width(&c->state[f]), cw = kern_staged_width(c), off = kern_staged_off(c, v->slot);
+	int n = spec_decl_width(&c->state[f]), cw = kern_staged_width(c), off = kern_staged_off(c, v->slot);
 	LLVMTypeRef vt = lower_vty(L, TY_F32), ft = lower_kty(L, TY_F32);
 	LLVMValueRef i = kern_count_open(b, "fold");
 	LLVMValueRef p = LLVMBuildGEP2(L->b, vt, b->obuf[f], &i, 1, "");
@@ -148,7 +148,7 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 	LLVMValueRef Ms = LLVMBuildSelect(L->b, none, lower_const(L, TY_F32, 0), M, "");
 	for (int t = 0; t < T; t++)
 		e[t] = g_of(b, LLVMBuildFSub(L->b, m[t], Ms, ""));
-	out[mi] = lv_new(L, 1);
+	out[mi] = lower_lv_new(L, 1);
 	out[mi].c[0] = M;
 	for (int f = 0; f < k->c->nstate; f++) {
 		if (f == mi)
@@ -158,20 +158,20 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 			out[f] = (LV){0};
 			continue;
 		}
-		int n = decl_width(&k->c->state[f]);
-		out[f] = lv_new(L, n);
+		int n = spec_decl_width(&k->c->state[f]);
+		out[f] = lower_lv_new(L, n);
 		for (int i = 0; i < n; i++) {
 			if (L->fma) { /* the accumulator's term, then one multiply-add a position */
-				LLVMValueRef x = LLVMBuildFMul(L->b, lv_at(s[T - 1][f], i), e[T - 1], "");
+				LLVMValueRef x = LLVMBuildFMul(L->b, lower_lv_at(s[T - 1][f], i), e[T - 1], "");
 				for (int t = 0; t < T - 1; t++) {
-					LLVMValueRef args[3] = {lv_at(s[t][f], i), e[t], x};
+					LLVMValueRef args[3] = {lower_lv_at(s[t][f], i), e[t], x};
 					x = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(x), args, 3);
 				}
 				out[f].c[i] = x;
 				continue;
 			}
 			for (int t = 0; t < T; t++)
-				v[t] = LLVMBuildFMul(L->b, lv_at(s[t][f], i), e[t], "");
+				v[t] = LLVMBuildFMul(L->b, lower_lv_at(s[t][f], i), e[t], "");
 			out[f].c[i] = tree(b, v, T, 0);
 		}
 	}
@@ -211,10 +211,10 @@ static LLVMValueRef aligned_from(B *b, LLVMValueRef lo, LLVMValueRef hi)
 		return lo;
 	LLVMTypeRef et = storage_ty(b, c->elem[0].storage);
 	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), lo, "");
-	if (decl_width(&c->elem[0]) > 1)
-		at = LLVMBuildMul(L->b, at, ci64(b, decl_width(&c->elem[0])), "");
+	if (spec_decl_width(&c->elem[0]) > 1)
+		at = LLVMBuildMul(L->b, at, ci64(b, spec_decl_width(&c->elem[0])), "");
 	LLVMValueRef p = LLVMBuildPtrToInt(L->b, kern_ptr_at(b, b->inp[0], et, at), b->i64, "");
-	long long size = (long long)kind_size((TyKind)c->elem[0].storage) * decl_width(&c->elem[0]);
+	long long size = (long long)run_kind_size((TyKind)c->elem[0].storage) * spec_decl_width(&c->elem[0]);
 	long long align = 64;
 	while (align > 1 && align > size * b->L.W)
 		align /= 2;
@@ -259,7 +259,7 @@ static void prefetch_lines(B *b, LLVMValueRef j, long long n)
 	Carrier *c = b->k->c;
 	if (!c->nelem)
 		return;
-	long long size = (long long)kind_size((TyKind)c->elem[0].storage) * decl_width(&c->elem[0]);
+	long long size = (long long)run_kind_size((TyKind)c->elem[0].storage) * spec_decl_width(&c->elem[0]);
 	long long step = 64 / size > 0 ? 64 / size : 1;
 	for (long long t = 0; t < n; t += step)
 		kern_prefetch_at(b, j, ci64(b, PREFETCH_BYTES / size + t), PREFETCH_L1);
@@ -417,7 +417,7 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality)
 	Lower *L = &b->L;
 	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), j, ""), ahead, "");
 	for (int k = 0; k < c->nelem; k++) {
-		int w = decl_width(&c->elem[k]);
+		int w = spec_decl_width(&c->elem[k]);
 		LLVMValueRef e = w > 1 ? LLVMBuildMul(L->b, at, ci64(b, w), "") : at;
 		kern_prefetch(b, kern_ptr_at(b, b->inp[k], storage_ty(b, c->elem[k].storage), e), locality);
 	}
@@ -582,14 +582,14 @@ void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **
 	for (int r = 0; r < R->n; r++) {
 		b->i = R->i[r];
 		lower_scope(L, W);
-		res[mi] = lv_new(L, 1);
+		res[mi] = lower_lv_new(L, 1);
 		res[mi].c[0] = M[r];
 		for (int f = 0; f < ns; f++) {
 			if (f == mi)
 				continue;
 			for (int u = 0; u < PASS2_UNROLL; u++)
 				v[u] = LLVMBuildLoad2(L->b, vt, R->acc[r][f * PASS2_UNROLL + u], "");
-			res[f] = lv_new(L, 1);
+			res[f] = lower_lv_new(L, 1);
 			res[f].c[0] = hreduce(b, tree(b, v, PASS2_UNROLL, 0), W, 0);
 		}
 		lower_scope(L, 1);
@@ -700,7 +700,7 @@ static int tile_mask_branch(B *b, Loop *l, int W, LLVMBasicBlockRef *some, LLVMB
 		kern_bind_inputs(b, NULL);
 		LLVMValueRef j = t ? LLVMBuildAdd(b->L.b, l->iv, ci64(b, t), "") : l->iv;
 		b->L.bind[c->idx[IDX_J]] = lv1(b, lower_splat(&b->L, LLVMBuildTrunc(b->L.b, j, b->i32, "")));
-		LLVMValueRef cond = lv_at(lower_expr(&b->L, c->mask), 0), one = cond, has = cond;
+		LLVMValueRef cond = lower_lv_at(lower_expr(&b->L, c->mask), 0), one = cond, has = cond;
 		if (LLVMGetTypeKind(LLVMTypeOf(cond)) == LLVMVectorTypeKind) {
 			one = lower_intrinsic(&b->L, "llvm.vector.reduce.and", LLVMTypeOf(cond), &cond, 1);
 			has = lower_intrinsic(&b->L, "llvm.vector.reduce.or", LLVMTypeOf(cond), &cond, 1);
@@ -851,9 +851,9 @@ static void dots_loop(B *b, Expr *e, int r, int k, int T)
 {
 	Lower *L = &b->L;
 	Carrier *c = b->k->c;
-	int n = decl_width(&c->row[r]), cw = kern_staged_width(c), off = kern_staged_off(c, k), at = 0;
+	int n = spec_decl_width(&c->row[r]), cw = kern_staged_width(c), off = kern_staged_off(c, k), at = 0;
 	for (int q = 0; q < r; q++)
-		at += decl_width(&c->row[q]);
+		at += spec_decl_width(&c->row[q]);
 	LLVMTypeRef vt = lower_vty(L, TY_F32), ft = lower_kty(L, TY_F32);
 	LLVMValueRef acc[VTILE];
 	for (int t = 0; t < T; t++) {
@@ -916,10 +916,10 @@ static void dots_ahead(B *b, Expr *e, int T)
 	for (int u = 0; u < x.n; u++)
 		for (int t = 0; t < T; t++) {
 			if (!u) {
-				s[t] = LLVMBuildFMul(L->b, lv_at(x, u), lv_at(y[t], u), "");
+				s[t] = LLVMBuildFMul(L->b, lower_lv_at(x, u), lower_lv_at(y[t], u), "");
 				continue;
 			}
-			LLVMValueRef args[3] = {lv_at(x, u), lv_at(y[t], u), s[t]};
+			LLVMValueRef args[3] = {lower_lv_at(x, u), lower_lv_at(y[t], u), s[t]};
 			s[t] = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(s[t]), args, 3);
 		}
 }
@@ -935,12 +935,12 @@ static LLVMValueRef *fields_in_arrays(B *b, LV *acc)
 	LLVMTypeRef vt = lower_vty(&b->L, TY_F32);
 	for (int f = 0; f < c->nstate; f++) {
 		Expr *e = c->lift[f];
-		int n = decl_width(&c->state[f]);
+		int n = spec_decl_width(&c->state[f]);
 		if (f == b->k->mr_field || n < 4 || c->state[f].ty.kind != TY_F32 || e->op != EXPR_VAR ||
 		    c->identity[f]->op != EXPR_CONST)
 			continue;
 		const Var *v = ir_var(c->ir, e->k);
-		if (v->kind != VAR_COL || c->col[v->slot].ty.kind != TY_F32 || decl_width(&c->col[v->slot]) != n)
+		if (v->kind != VAR_COL || c->col[v->slot].ty.kind != TY_F32 || spec_decl_width(&c->col[v->slot]) != n)
 			continue;
 		a[f] = LLVMBuildArrayAlloca(b->L.ab, vt, ci64(b, n), "field");
 		LLVMSetAlignment(a[f], 64);
@@ -999,17 +999,17 @@ void kern_build_reduce_rows(B *b)
 		 * loaded from there (where anything but dots_loop reads them) */
 		int nq = 0;
 		for (int r = 0; r < c->nrow; r++)
-			nq += decl_width(&c->row[r]);
+			nq += spec_decl_width(&c->row[r]);
 		LLVMTypeRef vt = lower_vty(&b->L, TY_F32);
 		b->qbuf = LLVMBuildArrayAlloca(b->L.ab, vt, ci64(b, nq ? nq : 1), "qbuf");
 		LLVMSetAlignment(b->qbuf, 64);
-		for (int r = 0, at = 0; r < c->nrow; at += decl_width(&c->row[r]), r++) {
+		for (int r = 0, at = 0; r < c->nrow; at += spec_decl_width(&c->row[r]), r++) {
 			if (c->row[r].ty.kind != TY_F32) {
-				b->rowv[r] = row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
+				b->rowv[r] = kern_row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
 				continue;
 			}
-			row_lanes_into(b, &c->row[r], b->inp[c->nelem + c->ncol + r], b->qbuf, at);
-			b->rowv[r] = lv_new(&b->L, decl_width(&c->row[r]));
+			kern_row_lanes_into(b, &c->row[r], b->inp[c->nelem + c->ncol + r], b->qbuf, at);
+			b->rowv[r] = lower_lv_new(&b->L, spec_decl_width(&c->row[r]));
 			for (int t = 0; t < b->rowv[r].n; t++) {
 				LLVMValueRef idx = ci64(b, at + t);
 				b->rowv[r].c[t] = LLVMBuildLoad2(b->L.b, vt, LLVMBuildGEP2(b->L.b, vt, b->qbuf, &idx, 1, ""), "");
@@ -1017,7 +1017,7 @@ void kern_build_reduce_rows(B *b)
 		}
 	} else {
 		for (int r = 0; r < c->nrow; r++)
-			b->rowv[r] = row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
+			b->rowv[r] = kern_row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
 	}
 	Loop l = kern_loop_begin(b, lo, hi, T);
 	if (cw) {
@@ -1052,12 +1052,12 @@ void kern_build_reduce_rows(B *b)
 			for (int r = 0; r < G; r++)
 				LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, v, LLVMConstInt(b->i32, r, 0), ""),
 					       kern_mem_slot(b, kern_state_at(b, out, r), g, t, ty));
-			kern_count_close(b, t, decl_width(&c->state[g]), 0);
+			kern_count_close(b, t, spec_decl_width(&c->state[g]), 0);
 			continue;
 		}
 		for (int r = 0; r < G; r++)
 			for (int t = 0; t < b->st[g].n; t++)
-				LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, lv_at(b->st[g], t), LLVMConstInt(b->i32, r, 0), ""),
+				LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, lower_lv_at(b->st[g], t), LLVMConstInt(b->i32, r, 0), ""),
 					       kern_mem_slot(b, kern_state_at(b, out, r), g, ci64(b, t), ty));
 	}
 	b->row_lanes = 0, b->ilanes = NULL;

@@ -66,7 +66,7 @@ static int add(Build *b, Expr *e)
 	return b->p->n - 1;
 }
 
-LiveProg *live_compile(const Carrier *c)
+LiveProg *mask_live_compile(const Carrier *c)
 {
 	if (!c->mask)
 		return NULL;
@@ -77,13 +77,13 @@ LiveProg *live_compile(const Carrier *c)
 	p->root = add(&b, c->mask);
 	free(b.at);
 	if (!b.ok || !b.uses_j) {
-		live_free(p);
+		mask_live_free(p);
 		return NULL;
 	}
 	return p;
 }
 
-void live_free(LiveProg *p)
+void mask_live_free(LiveProg *p)
 {
 	if (p) {
 		free(p->node);
@@ -205,7 +205,7 @@ static Iv eval(const LiveProg *g, const Node *x, const Iv *v, const CpuArgs *a, 
 	return settle(o, x->kind);
 }
 
-int live_eval(const void *prog, const CpuArgs *a, int64_t i, int64_t j0, int64_t j1)
+int mask_live_eval(const void *prog, const CpuArgs *a, int64_t i, int64_t j0, int64_t j1)
 {
 	const LiveProg *p = prog;
 	if (j0 >= j1)

@@ -117,22 +117,22 @@ static uint8_t sign_op(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo)
 	for (int i = 0; i < e->nargs; i++)
 		s[i] = sign_rec(c, e->a[i], vs, memo);
 	switch (e->op) {
-	case EXPR_CONST: return isinf(e->num) ? (e->num > 0 ? SG_POS : SG_NEG) : sign_of_num(e->num);
+	case EXPR_CONST: return isinf(e->num) ? (e->num > 0 ? SG_POS : SG_NEG) : lin_sign_of_num(e->num);
 	case EXPR_VAR: return vs[e->k];
 	case EXPR_CAST: case EXPR_INDEX: case EXPR_TANH: return s[0];
-	case EXPR_NEG: return sign_neg(s[0]);
-	case EXPR_ADD: return sign_add(s[0], s[1]);
-	case EXPR_SUB: return sign_add(s[0], sign_neg(s[1]));
-	case EXPR_MUL: case EXPR_DIV: return sign_mul(s[0], s[1]);
-	case EXPR_FMA: return sign_add(sign_mul(s[0], s[1]), s[2]);
+	case EXPR_NEG: return lin_sign_neg(s[0]);
+	case EXPR_ADD: return lin_sign_add(s[0], s[1]);
+	case EXPR_SUB: return lin_sign_add(s[0], lin_sign_neg(s[1]));
+	case EXPR_MUL: case EXPR_DIV: return lin_sign_mul(s[0], s[1]);
+	case EXPR_FMA: return lin_sign_add(lin_sign_mul(s[0], s[1]), s[2]);
 	case EXPR_POW:
 		if (e->k % 2)
 			return s[0];
 		return (uint8_t)((s[0] & SG_ZERO) | (s[0] & (SG_NEG | SG_POS) ? SG_POS : 0));
 	case EXPR_EXP: case EXPR_EXP2: case EXPR_RSQRT: case EXPR_SIGMOID: return SG_POS;
 	case EXPR_SQRT: case EXPR_ABS: return (uint8_t)(s[0] & SG_ZERO ? SG_ZERO | SG_POS : SG_POS);
-	case EXPR_MAX: return sign_max(s[0], s[1]);
-	case EXPR_MIN: return sign_neg(sign_max(sign_neg(s[0]), sign_neg(s[1])));
+	case EXPR_MAX: return lin_sign_max(s[0], s[1]);
+	case EXPR_MIN: return lin_sign_neg(lin_sign_max(lin_sign_neg(s[0]), lin_sign_neg(s[1])));
 	case EXPR_WHERE: return s[1] | s[2];
 	default: return SG_ANY;
 	}
@@ -250,11 +250,11 @@ static int pv_init(Pv *p, Carrier *c)
 	}
 	for (int k = 0; k < PV_K; k++) {
 		for (int v = 0; v < PV_MAXV; v++) {
-			p->pt[k][v] = pv_rand(&seed) | 1;
-			p->X[k][v] = pv_rand(&seed) | 1;
-			p->Y[k][v] = pv_rand(&seed) | 1;
+			p->pt[k][v] = lin_rand(&seed) | 1;
+			p->X[k][v] = lin_rand(&seed) | 1;
+			p->Y[k][v] = lin_rand(&seed) | 1;
 		}
-		p->E[k] = pv_rand(&seed) | 1;
+		p->E[k] = lin_rand(&seed) | 1;
 	}
 	int ok = p->nv == 3 * c->nstate + c->nparams;
 	if (ok)
@@ -305,8 +305,8 @@ static double grid_value(uint8_t sign, int integer, uint64_t *seed)
 	else if (sign == (SG_POS | SG_ZERO))
 		g = nonneg, n = 4;
 	else if (sign == SG_NEG || sign == (SG_NEG | SG_ZERO))
-		return -grid_value(sign_neg(sign), integer, seed);
-	return g[pv_rand(seed) % (uint64_t)n];
+		return -grid_value(lin_sign_neg(sign), integer, seed);
+	return g[lin_rand(seed) % (uint64_t)n];
 }
 
 static int set_leaves(Pv *p, Prog *g, const double *val)
@@ -355,12 +355,12 @@ static int try_point(Job *j, const Region *r, Prog *g, uint64_t *seed, double *v
 		if (ty_is_int(*t) && val[v] != trunc(val[v]))
 			return 0;
 	}
-	if (!region_holds(r, val) || !set_leaves(p, g, val))
+	if (!lin_region_holds(r, val) || !set_leaves(p, g, val))
 		return 0;
 	prog_run(g, MODE_F64);
 	out[0] = prog_root(g, 0, NULL)[0];
 	out[1] = prog_root(g, 1, NULL)[0];
-	return pv_differ(out[0], out[1]);
+	return reach_differ(out[0], out[1]);
 }
 
 /* A point of region r where pair's sides differ in float64, drawn from the
@@ -453,7 +453,7 @@ static int push_children(Job *j, Ev *x, const Region *r, Region **stack, int *n)
 		Region *ch = malloc(sizeof *ch);
 		if (!ch)
 			abort();
-		if (!region_assume(j->p, r, d, rels[i], ch) || *n >= 3 * MAX_REGIONS) {
+		if (!lin_region_assume(j->p, r, d, rels[i], ch) || *n >= 3 * MAX_REGIONS) {
 			free(ch);
 			continue;
 		}
@@ -483,11 +483,11 @@ static int prove_region(Job *j, const Region *r, const Pair *pr, int n, Region *
 			res = -1;
 			break;
 		}
-		int deg, eq = val_equal(j->p, l, rv, &deg, why, sizeof why);
+		int deg, eq = ev_val_equal(j->p, l, rv, &deg, why, sizeof why);
 		if (j->trace) {
 			char sl[300], sr[300];
-			val_str(j->p, l, sl, sizeof sl);
-			val_str(j->p, rv, sr, sizeof sr);
+			ev_val_str(j->p, l, sl, sizeof sl);
+			ev_val_str(j->p, rv, sr, sizeof sr);
 			bprintf(j->trace, "    %s: %s | %s: %s\n", j->lname, sl, j->rname, sr);
 			bprintf(j->trace, "      %s %s\n", pr[i].field, eq == 1 ? "equal" : eq ? "undecided" : "DIFFER");
 		}
@@ -527,7 +527,7 @@ static int prove_one(Job *j, const Pair *pr, Verdict *out)
 		abort();
 	int ns = 1, done = 0;
 	stack[0] = malloc(sizeof **stack);
-	region_init(j->p, stack[0]);
+	lin_region_init(j->p, stack[0]);
 	while (ns && !done) {
 		Region *r = stack[--ns];
 		if (j->regions >= MAX_REGIONS || now() - j->t0 > TIME_BUDGET) {
@@ -814,7 +814,7 @@ static void law_cert(Ctx *x, Verdict *out)
 
 /* ---- the report ---- */
 
-const char *proof_status_name(ProofStatus s)
+const char *prove_status_name(ProofStatus s)
 {
 	return s == PROOF_PROVED ? "proved" : s == PROOF_DISPROVED ? "disproved" : "unknown";
 }
@@ -1076,7 +1076,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 		for (int p = 0; p < np; p++)
 			if (!strcmp(c->params[p].name, params[k].name)) {
 				char *end;
-				val[p] = param_value(params[k].value, &end);
+				val[p] = draw_param_value(params[k].value, &end);
 				/* a bad value is the trials' to report */
 				fixed[p] = *params[k].value && !*end && prover_uses(c, c->params[p].var);
 			}
@@ -1125,7 +1125,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 		int rc = prove_case(&kc, fixed, want_trace, &one);
 		unfix(&kc);
 		if (rc) {
-			proof_report_free(r);
+			prove_report_free(r);
 			free(trace.s);
 			free(what);
 			free(val);
@@ -1148,7 +1148,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 			bprintf(&trace, "---- with %s\n%s", what, one.trace ? one.trace : "");
 		seconds += one.seconds;
 		free(what);
-		proof_report_free(&one);
+		prove_report_free(&one);
 	}
 	for (int i = 0; i < r->n && ran > 1; i++)
 		if (r->line[i].status == PROOF_PROVED && same[i]) {
@@ -1209,7 +1209,7 @@ ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *
 	return v.status;
 }
 
-void proof_report_free(ProofReport *r)
+void prove_report_free(ProofReport *r)
 {
 	for (int i = 0; i < r->n; i++)
 		free(r->line[i].how);

@@ -38,7 +38,7 @@ int prove_carrier(Carrier *c, int want_trace, ProofReport *r);
  * unsplit (their laws unknown), for a caller whose trials see one case. */
 enum { PROVE_TRACE = 1, PROVE_BOOLS_OPEN = 2 };
 int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, ProofReport *r);
-void proof_report_free(ProofReport *r);
+void prove_report_free(ProofReport *r);
 /* x[i] = y[i] for i < n, expressions of c's IR over the fields of operands
  * a and b and the params, for every pair of nonempty states of c (finite
  * reals under the sign facts and linear invariants of c's lift and merge;
@@ -48,6 +48,6 @@ void proof_report_free(ProofReport *r);
  * sides differ) or why neither was found. */
 ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *const *names, int n, const char *lname,
 			const char *rname, char *how, size_t hn);
-const char *proof_status_name(ProofStatus s);
+const char *prove_status_name(ProofStatus s);
 
 #endif

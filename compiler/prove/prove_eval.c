@@ -73,10 +73,10 @@ static void set_kind(Val *v, int kind)
 static void lin_rf(Pv *p, const Lin *l, uint64_t *rf)
 {
 	for (int k = 0; k < PV_K; k++) {
-		uint64_t s = md_q(l->c[PV_MAXV]);
+		uint64_t s = lin_md_q(l->c[PV_MAXV]);
 		for (int i = 0; i < p->nv; i++)
 			if (l->c[i].n)
-				s = md_add(s, md_mul(md_q(l->c[i]), p->pt[k][i]));
+				s = lin_md_add(s, lin_md_mul(lin_md_q(l->c[i]), p->pt[k][i]));
 		rf[k] = s;
 	}
 }
@@ -102,7 +102,7 @@ static void set_num(Pv *p, Val *v, double d)
 {
 	set_kind(v, V_FIN);
 	Q q;
-	if (q_from_double(d, &q)) {
+	if (lin_q_from_double(d, &q)) {
 		Lin l;
 		lin_zero(&l);
 		l.c[PV_MAXV] = q;
@@ -112,8 +112,8 @@ static void set_num(Pv *p, Val *v, double d)
 	int ok = 1;
 	v->hasrf = 1;
 	for (int k = 0; k < PV_K; k++)
-		v->rf[k] = md_double(d, &ok);
-	v->sign = sign_of_num(d);
+		v->rf[k] = lin_md_double(d, &ok);
+	v->sign = lin_sign_of_num(d);
 }
 
 static int is_const(const Val *v, Q *q)
@@ -149,7 +149,7 @@ static int add_logs(Val *r, const Val *y, int k)
 
 static void fin_add(Pv *p, Val *r, const Val *x, const Val *y, int k)
 {
-	uint8_t sign = sign_add(x->sign, k < 0 ? sign_neg(y->sign) : y->sign);
+	uint8_t sign = lin_sign_add(x->sign, k < 0 ? lin_sign_neg(y->sign) : y->sign);
 	if (x->haslin && y->haslin) {
 		Lin l;
 		*r = *x;
@@ -157,7 +157,7 @@ static void fin_add(Pv *p, Val *r, const Val *x, const Val *y, int k)
 			set_err(r, "too many log terms");
 			return;
 		}
-		lin_add(p, &l, &x->lin, &y->lin, q_int(k));
+		lin_add(p, &l, &x->lin, &y->lin, lin_q_int(k));
 		fin_lin(p, r, &l, sign);
 		return;
 	}
@@ -168,7 +168,7 @@ static void fin_add(Pv *p, Val *r, const Val *x, const Val *y, int k)
 	set_kind(r, V_FIN);
 	r->hasrf = 1;
 	for (int i = 0; i < PV_K; i++)
-		r->rf[i] = k > 0 ? md_add(x->rf[i], y->rf[i]) : md_sub(x->rf[i], y->rf[i]);
+		r->rf[i] = k > 0 ? lin_md_add(x->rf[i], y->rf[i]) : lin_md_sub(x->rf[i], y->rf[i]);
 	int a = x->degn + y->degd, b = y->degn + x->degd;
 	r->degn = a > b ? a : b;
 	r->degd = x->degd + y->degd;
@@ -179,9 +179,9 @@ static void fin_scale(Pv *p, Val *r, const Val *x, Q k)
 {
 	*r = *x;
 	if (x->isexp || !x->haslin) {
-		uint64_t m = md_q(k);
+		uint64_t m = lin_md_q(k);
 		for (int i = 0; i < PV_K; i++)
-			r->rf[i] = md_mul(x->rf[i], m);
+			r->rf[i] = lin_md_mul(x->rf[i], m);
 		r->isexp = 0;
 	} else {
 		if (x->nlog && k.d != 1) {
@@ -200,7 +200,7 @@ static void fin_scale(Pv *p, Val *r, const Val *x, Q k)
 		fin_lin(p, r, &l, 0);
 	}
 	uint8_t ks = k.n > 0 ? SG_POS : k.n < 0 ? SG_NEG : SG_ZERO;
-	r->sign = sign_mul(x->sign, ks);
+	r->sign = lin_sign_mul(x->sign, ks);
 	if (!k.n)
 		set_num(p, r, 0);
 }
@@ -209,7 +209,7 @@ static void fin_mul(Pv *p, Val *r, const Val *x, const Val *y, int div)
 {
 	Q q;
 	if (is_const(y, &q) && (!div || q.n)) {
-		fin_scale(p, r, x, div ? q_div(p, q_int(1), q) : q);
+		fin_scale(p, r, x, div ? lin_q_div(p, lin_q_int(1), q) : q);
 		return;
 	}
 	if (!div && is_const(x, &q)) {
@@ -229,13 +229,13 @@ static void fin_mul(Pv *p, Val *r, const Val *x, const Val *y, int div)
 				set_err(r, "a denominator vanished at a random point");
 				return;
 			}
-			m = md_inv(m);
+			m = lin_md_inv(m);
 		}
-		r->rf[i] = md_mul(x->rf[i], m);
+		r->rf[i] = lin_md_mul(x->rf[i], m);
 	}
 	r->degn = x->degn + (div ? y->degd : y->degn);
 	r->degd = x->degd + (div ? y->degn : y->degd);
-	r->sign = sign_mul(x->sign, y->sign);
+	r->sign = lin_sign_mul(x->sign, y->sign);
 }
 
 /* exp (base 0) or exp2 (base 2) of lin + logs, as a monomial. */
@@ -274,10 +274,10 @@ static void fin_exp(Pv *p, Val *r, const Val *x, int base2)
 			if (!c.n)
 				continue;
 			uint64_t b = v == PV_MAXV ? (base2 ? 2 : p->E[k]) : base2 ? p->Y[k][v] : p->X[k][v];
-			m = md_mul(m, md_pow(b, c.n));
+			m = lin_md_mul(m, lin_md_pow(b, c.n));
 		}
 		for (int j = 0; j < a.nlog; j++)
-			m = md_mul(m, md_pow(a.log[j].rf[k], a.log[j].q));
+			m = lin_md_mul(m, lin_md_pow(a.log[j].rf[k], a.log[j].q));
 		r->rf[k] = m;
 	}
 	for (int j = 0; j < a.nlog; j++) {
@@ -426,7 +426,7 @@ static int decide_lin(Ev *x, const Lin *d, const Val *a, const Val *b)
 	if (!tmp)
 		abort();
 	for (int i = 0; i < 3; i++) {
-		ok[i] = region_assume(x->p, x->r, d, rels[i], tmp);
+		ok[i] = lin_region_assume(x->p, x->r, d, rels[i], tmp);
 		if (ok[i])
 			n++, which = i - 1;
 	}
@@ -575,7 +575,7 @@ static void ev_select(Ev *x, Val *r, Expr *e)
 		if (c >= 0 || c == C_UN)
 			*r = *a;
 		else
-			fin_scale(x->p, r, a, q_int(-1));
+			fin_scale(x->p, r, a, lin_q_int(-1));
 		return;
 	}
 	Val *b = ev_eval(x, e->a[1]);
@@ -606,7 +606,7 @@ static void ev_var(Ev *x, Val *r, Expr *e)
 		return;
 	}
 	Lin l;
-	region_var(x->r, v, &l);
+	lin_region_var(x->r, v, &l);
 	set_kind(r, V_FIN);
 	fin_lin(p, r, &l, p->vsign[v]);
 	r->sign = p->vsign[v];
@@ -650,7 +650,7 @@ static void ev_unary(Ev *x, Val *r, Expr *e, Val *a)
 	switch (e->op) {
 	case EXPR_NEG:
 		if (a->kind == V_FIN)
-			fin_scale(p, r, a, q_int(-1));
+			fin_scale(p, r, a, lin_q_int(-1));
 		else if (inf_sign(a))
 			set_inf(r, -inf_sign(a));
 		else
@@ -794,7 +794,7 @@ static int rf_equal(const Val *x, const Val *y)
 	return !memcmp(x->rf, y->rf, sizeof x->rf);
 }
 
-int val_equal(Pv *p, const Val *x, const Val *y, int *deg, char *why, size_t n)
+int ev_val_equal(Pv *p, const Val *x, const Val *y, int *deg, char *why, size_t n)
 {
 	*deg = 0;
 	if (x->kind != V_FIN || y->kind != V_FIN) {
@@ -829,7 +829,7 @@ int val_equal(Pv *p, const Val *x, const Val *y, int *deg, char *why, size_t n)
 	return r;
 }
 
-void val_str(Pv *p, const Val *v, char *buf, size_t n)
+void ev_val_str(Pv *p, const Val *v, char *buf, size_t n)
 {
 	static const char *kinds[] = {"", "-inf", "inf", "NaN", "", "", ""};
 	char l[200];

@@ -66,12 +66,12 @@ typedef struct {
 } Region;
 
 /* prove_lin.c */
-Q q_int(int64_t n);
-Q q_add(Pv *p, Q x, Q y);
-Q q_mul(Pv *p, Q x, Q y);
-Q q_div(Pv *p, Q x, Q y);
-Q q_neg(Q x);
-int q_from_double(double v, Q *q);
+Q lin_q_int(int64_t n);
+Q lin_q_add(Pv *p, Q x, Q y);
+Q lin_q_mul(Pv *p, Q x, Q y);
+Q lin_q_div(Pv *p, Q x, Q y);
+Q lin_q_neg(Q x);
+int lin_q_from_double(double v, Q *q);
 void lin_zero(Lin *l);
 void lin_add(Pv *p, Lin *out, const Lin *x, const Lin *y, Q ky);
 void lin_scale(Pv *p, Lin *out, const Lin *x, Q k);
@@ -79,12 +79,12 @@ int lin_is_const(const Lin *l);
 int lin_eq(const Lin *x, const Lin *y);
 void lin_str(const Pv *p, const Lin *l, char *buf, size_t n);
 double lin_eval_f(const Lin *l, const double *val);
-void region_init(Pv *p, Region *r);
-void region_var(const Region *r, int v, Lin *out);
+void lin_region_init(Pv *p, Region *r);
+void lin_region_var(const Region *r, int v, Lin *out);
 /* rel: '>' (l > 0), '<' (l < 0), '=' (l = 0); 0 when the result is infeasible */
-int region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out);
-int region_feasible(Pv *p, const Region *r);
-int region_holds(const Region *r, const double *val);
+int lin_region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out);
+int lin_region_feasible(Pv *p, const Region *r);
+int lin_region_holds(const Region *r, const double *val);
 
 /* prove_inv.c: the linear invariants of nonempty states into p->inv, with
  * vs the sign facts of the Ir's variables (assume's, for the inputs). */
@@ -100,25 +100,25 @@ int reach_states(const Reach *rs);
  * the differing values in out. */
 int reach_witness(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *root, double *val, double *out);
 /* Whether two float64 results differ beyond rounding. */
-int pv_differ(double x, double y);
+int reach_differ(double x, double y);
 
 /* prove_mod.c */
 enum { PV_P = 0 };
-uint64_t md_add(uint64_t a, uint64_t b);
-uint64_t md_sub(uint64_t a, uint64_t b);
-uint64_t md_mul(uint64_t a, uint64_t b);
-uint64_t md_inv(uint64_t a);
-uint64_t md_pow(uint64_t a, int64_t k);
-uint64_t md_q(Q q);
-uint64_t md_double(double v, int *ok);
-uint64_t pv_rand(uint64_t *s);
+uint64_t lin_md_add(uint64_t a, uint64_t b);
+uint64_t lin_md_sub(uint64_t a, uint64_t b);
+uint64_t lin_md_mul(uint64_t a, uint64_t b);
+uint64_t lin_md_inv(uint64_t a);
+uint64_t lin_md_pow(uint64_t a, int64_t k);
+uint64_t lin_md_q(Q q);
+uint64_t lin_md_double(double v, int *ok);
+uint64_t lin_rand(uint64_t *s);
 
 /* prove_sign.c */
-uint8_t sign_add(uint8_t x, uint8_t y);
-uint8_t sign_mul(uint8_t x, uint8_t y);
-uint8_t sign_neg(uint8_t x);
-uint8_t sign_max(uint8_t x, uint8_t y);
-uint8_t sign_of_num(double v);
+uint8_t lin_sign_add(uint8_t x, uint8_t y);
+uint8_t lin_sign_mul(uint8_t x, uint8_t y);
+uint8_t lin_sign_neg(uint8_t x);
+uint8_t lin_sign_max(uint8_t x, uint8_t y);
+uint8_t lin_sign_of_num(double v);
 
 #endif
 
@@ -151,5 +151,5 @@ Val *ev_eval(Ev *x, Expr *e);
 /* After V_SPLIT: the linear form whose sign the region does not decide. */
 const Lin *ev_split(Ev *x, const char **desc);
 /* 1 equal, 0 different, -1 undecided (why filled); *deg: degree for the error bound */
-int val_equal(Pv *p, const Val *x, const Val *y, int *deg, char *why, size_t n);
-void val_str(Pv *p, const Val *v, char *buf, size_t n);
+int ev_val_equal(Pv *p, const Val *x, const Val *y, int *deg, char *why, size_t n);
+void ev_val_str(Pv *p, const Val *v, char *buf, size_t n);

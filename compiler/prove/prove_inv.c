@@ -48,7 +48,7 @@ static int walk(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
 	Region **stack = xmalloc(3 * WALK_REGIONS * sizeof *stack);
 	int ns = 1, ok = 1, seen = 0;
 	stack[0] = xmalloc(sizeof **stack);
-	region_init(p, stack[0]);
+	lin_region_init(p, stack[0]);
 	p->overflow = 0;
 	while (ns && ok) {
 		Region *r = stack[--ns];
@@ -66,7 +66,7 @@ static int walk(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
 			static const int rels[3] = {'<', '=', '>'};
 			for (int i = 0; i < 3; i++) {
 				Region *ch = xmalloc(sizeof *ch);
-				if (!region_assume(p, r, d, rels[i], ch))
+				if (!lin_region_assume(p, r, d, rels[i], ch))
 					free(ch);
 				else if (ns < 3 * WALK_REGIONS)
 					stack[ns++] = ch;
@@ -101,7 +101,7 @@ static int visit_holds(Pv *p, const Region *r, Val **v, void *ctx)
 		lin_add(p, &d, &d, &v[i]->lin, k->l.c[k->f[i]]);
 	}
 	Region *t = xmalloc(sizeof *t);
-	int feasible = region_assume(p, r, &d, '<', t);
+	int feasible = lin_region_assume(p, r, &d, '<', t);
 	free(t);
 	return !feasible;
 }
@@ -139,11 +139,11 @@ static void add_cand(Cand *k, int *n, int f, int g, int sf)
 	Cand *x = &k[(*n)++];
 	memset(x, 0, sizeof *x);
 	lin_zero(&x->l);
-	x->l.c[f] = q_int(sf);
+	x->l.c[f] = lin_q_int(sf);
 	x->f[0] = f;
 	x->nf = 1;
 	if (g >= 0) {
-		x->l.c[g] = q_int(-1);
+		x->l.c[g] = lin_q_int(-1);
 		x->f[1] = g;
 		x->nf = 2;
 	}
@@ -214,8 +214,8 @@ static int implied(Pv *p, const Lin *l)
 {
 	Region *r = xmalloc(sizeof *r), *t = xmalloc(sizeof *t);
 	p->overflow = 0;
-	region_init(p, r);
-	int feasible = region_assume(p, r, l, '<', t);
+	lin_region_init(p, r);
+	int feasible = lin_region_assume(p, r, l, '<', t);
 	free(r);
 	free(t);
 	return !feasible && !p->overflow;
@@ -248,7 +248,7 @@ static void assume_live(Pv *p, Cand *k, int n)
 {
 	Region *r = xmalloc(sizeof *r);
 	p->ninv = 0;
-	region_init(p, r);
+	lin_region_init(p, r);
 	int room = (PV_MAXCON / 2 - r->ncon) / 3;
 	free(r);
 	if (room > PV_MAXINV)

@@ -34,34 +34,34 @@ static Q q_norm(Pv *p, __int128 n, __int128 d)
 		n /= g, d /= g;
 	if (n > INT64_MAX || n < -INT64_MAX || d > INT64_MAX || d == 0) {
 		p->overflow = 1;
-		return q_int(0);
+		return lin_q_int(0);
 	}
 	return (Q){(int64_t)n, (int64_t)d};
 }
 
-Q q_int(int64_t n) { return (Q){n, 1}; }
-Q q_neg(Q x) { return (Q){-x.n, x.d}; }
+Q lin_q_int(int64_t n) { return (Q){n, 1}; }
+Q lin_q_neg(Q x) { return (Q){-x.n, x.d}; }
 
-Q q_add(Pv *p, Q x, Q y)
+Q lin_q_add(Pv *p, Q x, Q y)
 {
 	if (x.d == 1 && y.d == 1)
 		return q_norm(p, (__int128)x.n + y.n, 1);
 	return q_norm(p, (__int128)x.n * y.d + (__int128)y.n * x.d, (__int128)x.d * y.d);
 }
 
-Q q_mul(Pv *p, Q x, Q y) { return q_norm(p, (__int128)x.n * y.n, (__int128)x.d * y.d); }
+Q lin_q_mul(Pv *p, Q x, Q y) { return q_norm(p, (__int128)x.n * y.n, (__int128)x.d * y.d); }
 
-Q q_div(Pv *p, Q x, Q y)
+Q lin_q_div(Pv *p, Q x, Q y)
 {
 	if (!y.n) {
 		p->overflow = 1;
-		return q_int(0);
+		return lin_q_int(0);
 	}
 	return q_norm(p, (__int128)x.n * y.d, (__int128)x.d * y.n);
 }
 
 /* A double as an exact rational; 0 when it does not fit (huge or tiny). */
-int q_from_double(double v, Q *q)
+int lin_q_from_double(double v, Q *q)
 {
 	if (!isfinite(v))
 		return 0;
@@ -74,7 +74,7 @@ int q_from_double(double v, Q *q)
 	if (e >= 0) {
 		if (e > 62 || llabs(n) > (INT64_MAX >> e))
 			return 0;
-		*q = q_int(n * ((int64_t)1 << e)); /* n may be negative: no shift of it */
+		*q = lin_q_int(n * ((int64_t)1 << e)); /* n may be negative: no shift of it */
 		return 1;
 	}
 	if (e < -62)
@@ -88,19 +88,19 @@ int q_from_double(double v, Q *q)
 void lin_zero(Lin *l)
 {
 	for (int i = 0; i <= PV_MAXV; i++)
-		l->c[i] = q_int(0);
+		l->c[i] = lin_q_int(0);
 }
 
 void lin_add(Pv *p, Lin *out, const Lin *x, const Lin *y, Q ky)
 {
 	for (int i = 0; i <= PV_MAXV; i++)
-		out->c[i] = y->c[i].n ? q_add(p, x->c[i], q_mul(p, ky, y->c[i])) : x->c[i];
+		out->c[i] = y->c[i].n ? lin_q_add(p, x->c[i], lin_q_mul(p, ky, y->c[i])) : x->c[i];
 }
 
 void lin_scale(Pv *p, Lin *out, const Lin *x, Q k)
 {
 	for (int i = 0; i <= PV_MAXV; i++)
-		out->c[i] = x->c[i].n ? q_mul(p, x->c[i], k) : q_int(0);
+		out->c[i] = x->c[i].n ? lin_q_mul(p, x->c[i], k) : lin_q_int(0);
 }
 
 int lin_is_const(const Lin *l)
@@ -137,7 +137,7 @@ void lin_str(const Pv *p, const Lin *l, char *buf, size_t n)
 			continue;
 		char num[64], name[80] = "";
 		int neg = q.n < 0;
-		q_str(neg ? q_neg(q) : q, num, sizeof num);
+		q_str(neg ? lin_q_neg(q) : q, num, sizeof num);
 		if (i < PV_MAXV)
 		{
 			if (p->vop[i])
@@ -174,7 +174,7 @@ static void region_add(Region *r, const Lin *l, int strict)
 	 * loses a case (pruning is an optimization, not part of the proof) */
 }
 
-void region_init(Pv *p, Region *r)
+void lin_region_init(Pv *p, Region *r)
 {
 	memset(r, 0, sizeof *r);
 	for (int v = 0; v < p->nv; v++) {
@@ -182,7 +182,7 @@ void region_init(Pv *p, Region *r)
 		Lin l;
 		lin_zero(&l);
 		if (!(s & SG_NEG) || !(s & SG_POS)) {
-			l.c[v] = q_int(s & SG_POS ? 1 : -1);
+			l.c[v] = lin_q_int(s & SG_POS ? 1 : -1);
 			region_add(r, &l, !(s & SG_ZERO));
 		}
 	}
@@ -199,14 +199,14 @@ void region_init(Pv *p, Region *r)
 		}
 }
 
-void region_var(const Region *r, int v, Lin *out)
+void lin_region_var(const Region *r, int v, Lin *out)
 {
 	if (r->issub >> v & 1) {
 		*out = r->sub[v];
 		return;
 	}
 	lin_zero(out);
-	out->c[v] = q_int(1);
+	out->c[v] = lin_q_int(1);
 }
 
 /* Replace variable v by s in l. */
@@ -215,7 +215,7 @@ static void lin_subst(Pv *p, Lin *l, int v, const Lin *s)
 	Q k = l->c[v];
 	if (!k.n)
 		return;
-	l->c[v] = q_int(0);
+	l->c[v] = lin_q_int(0);
 	lin_add(p, l, l, s, k);
 }
 
@@ -232,14 +232,14 @@ static int pick_pivot(const Lin *l)
 	return best;
 }
 
-int region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out)
+int lin_region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out)
 {
 	*out = *r;
 	if (rel != '=') {
 		Lin m;
-		lin_scale(p, &m, l, q_int(rel == '>' ? 1 : -1));
+		lin_scale(p, &m, l, lin_q_int(rel == '>' ? 1 : -1));
 		region_add(out, &m, 1);
-		return region_feasible(p, out);
+		return lin_region_feasible(p, out);
 	}
 	int v = pick_pivot(l);
 	if (v < 0)
@@ -247,8 +247,8 @@ int region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out)
 	/* l = k v + rest = 0  =>  v = -rest / k */
 	Lin s = *l;
 	Q k = s.c[v];
-	s.c[v] = q_int(0);
-	lin_scale(p, &s, &s, q_div(p, q_int(-1), k));
+	s.c[v] = lin_q_int(0);
+	lin_scale(p, &s, &s, lin_q_div(p, lin_q_int(-1), k));
 	for (int i = 0; i < PV_MAXV; i++)
 		if (out->issub >> i & 1)
 			lin_subst(p, &out->sub[i], v, &s);
@@ -256,7 +256,7 @@ int region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out)
 		lin_subst(p, &out->con[i], v, &s);
 	out->sub[v] = s;
 	out->issub |= (uint64_t)1 << v;
-	return region_feasible(p, out);
+	return lin_region_feasible(p, out);
 }
 
 /* Rows of Fourier-Motzkin: integer coefficients, [PV_MAXV] the constant. */
@@ -379,7 +379,7 @@ static int fm_pick(const Row *rows, int n, int nv, int *v)
 	return found;
 }
 
-int region_feasible(Pv *p, const Region *r)
+int lin_region_feasible(Pv *p, const Region *r)
 {
 	if (!p->fm_rows)
 		p->fm_rows = malloc(2 * PV_FMROWS * sizeof(Row));
@@ -406,7 +406,7 @@ int region_feasible(Pv *p, const Region *r)
 	return ok;
 }
 
-int region_holds(const Region *r, const double *val)
+int lin_region_holds(const Region *r, const double *val)
 {
 	for (int i = 0; i < r->ncon; i++) {
 		double s = lin_eval_f(&r->con[i], val);
@@ -420,43 +420,43 @@ int region_holds(const Region *r, const double *val)
 
 static const uint64_t MP = ((uint64_t)1 << 61) - 1;
 
-uint64_t md_add(uint64_t a, uint64_t b)
+uint64_t lin_md_add(uint64_t a, uint64_t b)
 {
 	uint64_t s = a + b;
 	return s >= MP ? s - MP : s;
 }
 
-uint64_t md_sub(uint64_t a, uint64_t b) { return a >= b ? a - b : a + MP - b; }
+uint64_t lin_md_sub(uint64_t a, uint64_t b) { return a >= b ? a - b : a + MP - b; }
 
-uint64_t md_mul(uint64_t a, uint64_t b)
+uint64_t lin_md_mul(uint64_t a, uint64_t b)
 {
 	unsigned __int128 t = (unsigned __int128)a * b;
 	uint64_t lo = (uint64_t)(t & MP), hi = (uint64_t)(t >> 61);
-	return md_add(lo, hi);
+	return lin_md_add(lo, hi);
 }
 
-uint64_t md_pow(uint64_t a, int64_t k)
+uint64_t lin_md_pow(uint64_t a, int64_t k)
 {
 	if (k < 0)
-		return md_pow(md_inv(a), -k);
+		return lin_md_pow(lin_md_inv(a), -k);
 	uint64_t r = 1;
-	for (; k; k >>= 1, a = md_mul(a, a))
+	for (; k; k >>= 1, a = lin_md_mul(a, a))
 		if (k & 1)
-			r = md_mul(r, a);
+			r = lin_md_mul(r, a);
 	return r;
 }
 
-uint64_t md_inv(uint64_t a) { return md_pow(a, (int64_t)(MP - 2)); }
+uint64_t lin_md_inv(uint64_t a) { return lin_md_pow(a, (int64_t)(MP - 2)); }
 
 static uint64_t md_int(int64_t n)
 {
 	uint64_t m = (uint64_t)(n < 0 ? -n : n) % MP;
-	return n < 0 ? md_sub(0, m) : m;
+	return n < 0 ? lin_md_sub(0, m) : m;
 }
 
-uint64_t md_q(Q q) { return md_mul(md_int(q.n), md_inv(md_int(q.d))); }
+uint64_t lin_md_q(Q q) { return lin_md_mul(md_int(q.n), lin_md_inv(md_int(q.d))); }
 
-uint64_t md_double(double v, int *ok)
+uint64_t lin_md_double(double v, int *ok)
 {
 	int e;
 	double m = frexp(v, &e);
@@ -466,10 +466,10 @@ uint64_t md_double(double v, int *ok)
 	}
 	int64_t n = (int64_t)ldexp(m, 53);
 	e -= 53;
-	return md_mul(md_int(n), md_pow(2, e));
+	return lin_md_mul(md_int(n), lin_md_pow(2, e));
 }
 
-uint64_t pv_rand(uint64_t *s)
+uint64_t lin_rand(uint64_t *s)
 {
 	/* splitmix64, reduced below the prime */
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -503,16 +503,16 @@ static uint8_t f_add(int x, int y)
 static uint8_t f_mul(int x, int y) { return bit(x * y); }
 static uint8_t f_max(int x, int y) { return bit(x > y ? x : y); }
 
-uint8_t sign_add(uint8_t x, uint8_t y) { return sign_each(x, y, f_add); }
-uint8_t sign_mul(uint8_t x, uint8_t y) { return sign_each(x, y, f_mul); }
-uint8_t sign_max(uint8_t x, uint8_t y) { return sign_each(x, y, f_max); }
+uint8_t lin_sign_add(uint8_t x, uint8_t y) { return sign_each(x, y, f_add); }
+uint8_t lin_sign_mul(uint8_t x, uint8_t y) { return sign_each(x, y, f_mul); }
+uint8_t lin_sign_max(uint8_t x, uint8_t y) { return sign_each(x, y, f_max); }
 
-uint8_t sign_neg(uint8_t x)
+uint8_t lin_sign_neg(uint8_t x)
 {
 	return (uint8_t)((x & SG_ZERO) | (x & SG_NEG ? SG_POS : 0) | (x & SG_POS ? SG_NEG : 0));
 }
 
-uint8_t sign_of_num(double v)
+uint8_t lin_sign_of_num(double v)
 {
 	if (isnan(v))
 		return SG_ANY;

@@ -37,7 +37,7 @@ static void reach_add(Reach *rs, Sample *s)
 	int sw = rs->m.sw;
 	if (s && finite_state(s->v[MODE_F64], sw))
 		memcpy(rs->st + (size_t)rs->n++ * sw, s->v[MODE_F64], sw * sizeof *rs->st);
-	sample_free(s);
+	draw_sample_free(s);
 }
 
 /* Folds of drawn rows, in tiers tried in turn: rows of one to three small
@@ -53,8 +53,8 @@ static void reach_fill(Reach *rs, uint64_t *rng)
 	for (int k = 0; k < 3; k++) {
 		int stop = rs->n + REACH_PER_TIER;
 		for (int t = 0; t < 4 * REACH_PER_TIER && rs->n < stop; t++)
-			reach_add(rs, k ? sample_new(&rs->m, fams[k], rng)
-					: sample_row(&rs->m, fams[k], 1 + (int)(rng_next(rng) % 3), rng));
+			reach_add(rs, k ? draw_sample_new(&rs->m, fams[k], rng)
+					: draw_sample_row(&rs->m, fams[k], 1 + (int)(rng_next(rng) % 3), rng));
 		rs->tier[k] = rs->n;
 	}
 }
@@ -64,7 +64,7 @@ Reach *reach_new(Carrier *c)
 	Reach *rs = calloc(1, sizeof *rs);
 	if (!rs)
 		abort();
-	machine_init(&rs->m, c);
+	eval_init(&rs->m, c);
 	uint64_t rng = 0x7eac4ULL;
 	char msg[160];
 	if (draw_params(&rs->m, NULL, 0, &rng, msg, sizeof msg) == 0)
@@ -76,7 +76,7 @@ void reach_free(Reach *rs)
 {
 	if (!rs)
 		return;
-	machine_free(&rs->m);
+	eval_free(&rs->m);
 	free(rs->st);
 	free(rs);
 }
@@ -105,7 +105,7 @@ static int in_region(const Region *r, const double *val, int nv)
 			if (!(fabs(s - val[v]) <= 1e-12 * (1 + fabs(s))))
 				return 0;
 		}
-	return region_holds(r, val);
+	return lin_region_holds(r, val);
 }
 
 /* Every leaf of g from the picked states, vector fields whole. */
@@ -125,7 +125,7 @@ static int reach_leaves(const Reach *rs, const Pv *p, Prog *g, const int *pick)
 	return 1;
 }
 
-int pv_differ(double x, double y)
+int reach_differ(double x, double y)
 {
 	if (isnan(x) || isnan(y))
 		return isnan(x) != isnan(y);
@@ -141,7 +141,7 @@ static int roots_differ(Prog *g, const Expr *root, double *out)
 {
 	const double *l = prog_root(g, 0, NULL), *r = prog_root(g, 1, NULL);
 	for (int k = 0; k < (root->ty.len ? root->ty.len : 1); k++)
-		if (pv_differ(l[k], r[k])) {
+		if (reach_differ(l[k], r[k])) {
 			out[0] = l[k], out[1] = r[k];
 			return 1;
 		}
@@ -158,7 +158,7 @@ int reach_witness(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *
 		if (!from)
 			continue;
 		for (int w = 0; w < 3; w++)
-			pick[w] = (int)(pv_rand(&seed) % (uint64_t)from);
+			pick[w] = (int)(lin_rand(&seed) % (uint64_t)from);
 		reach_vals(rs, p, pick, val);
 		if (!in_region(r, val, p->nv) || !reach_leaves(rs, p, g, pick))
 			continue;

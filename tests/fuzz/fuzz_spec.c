@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	if (!c)
 		check_form(&d, data, size);
-	carrier_free(c);
+	spec_carrier_free(c);
 	diag_free(&d);
 	return 0;
 }
