@@ -1,6 +1,8 @@
 # assoc: build, test, demo.  `make` builds build/assoc; `make test` installs
 # what is missing, builds with AddressSanitizer and UBSan, runs the Criterion
-# suite, checks every bundled spec and runs a bounded fuzz smoke test.
+# suite, checks every bundled spec and runs a bounded fuzz smoke test, a
+# line a step (tests/all.sh); `make check-quick` is the edit loop.  V=1
+# prints the compiler's command lines.
 
 CC      ?= cc
 OPT     ?= -O2
@@ -33,10 +35,13 @@ FLAGS_STAMP := build/flags
 FLAGS_NOW := $(CC) $(CFLAGS) NO_LLVM=$(NO_LLVM)
 $(shell mkdir -p build && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' >$(FLAGS_STAMP)))
 FUZZ_SECONDS ?= 45
+# Quiet unless V=1: a build prints its warnings and errors, not its commands.
+Q := $(if $(filter 1,$(V)),,@)
+# Each object depends on the headers it includes (-MMD), not on all of them.
+DEPFLAGS = -MMD -MP
 
 LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/cli/main.c compiler/cli/llvm_load.c $(LLVM_SRC),$(wildcard compiler/*/*.c)) \
            $(wildcard runtime/*.c runtime/*/*.c)
-HDRS    := $(wildcard ir/*.h ir/*.def compiler/*/*.h runtime/*.h runtime/*/*.h runtime/*/*.hpp templates/*.cuh)
 # Devices and targets are found through weak references, which do not pull
 # objects out of an archive: the command line takes the whole library.
 WHOLE   = -Wl,--whole-archive $(1) -Wl,--no-whole-archive
@@ -45,33 +50,44 @@ ifeq ($(NO_LLVM),1)
 # the CPU backend's own tests reach into its LLVM internals
 TEST_SRC := $(filter-out tests/test_cpu.c,$(TEST_SRC))
 endif
+# (objects beside the binary build/asan/tests, not in a folder of its name)
+TEST_OBJ := $(TEST_SRC:tests/%.c=build/asan/t/%.o)
 
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 
 PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config llvm-14-dev
 
-.PHONY: all deps test demo fuzz clean check-specs install lib gpu-check gpu-debs
+.PHONY: all deps test check-quick demo fuzz clean check-specs install lib gpu-check gpu-debs
 
 all: build/assoc
 
-build/obj/%.o: %.c $(HDRS) $(FLAGS_STAMP)
+build/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-build/asan/%.o: %.c $(HDRS) $(FLAGS_STAMP)
+build/asan/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(DEPFLAGS) -c $< -o $@
+
+# The templates and the emulator's header are assembled into blobs.o
+# (.incbin), which -MMD does not see.
+BLOB_DEPS := $(wildcard templates/*.cuh) runtime/emu/emu.hpp
+$(foreach d,obj asan pic fuzz,build/$(d)/compiler/cuda/blobs.o): $(BLOB_DEPS)
+
+build/asan/t/%.o: tests/%.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(DEPFLAGS) -c $< -o $@
 
 build/libassoc.a: $(OBJ)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 build/asan/libassoc.a: $(ASAN_OBJ)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 ifeq ($(NO_LLVM),1)
 build/assoc: build/obj/compiler/cli/main.o build/libassoc.a
-	$(CC) $(CFLAGS) -o $@ $< $(call WHOLE,build/libassoc.a) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(call WHOLE,build/libassoc.a) $(LDLIBS)
 else
 # The command line without LLVM (-rdynamic: the plugin takes the rest of
 # assoc from it), and the plugin with the backend and LLVM (-Bsymbolic: its
@@ -79,57 +95,57 @@ else
 CORE_OBJ := $(filter-out $(LLVM_ALL:%.c=build/obj/%.o),$(OBJ))
 
 build/libassoc-core.a: $(CORE_OBJ)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 build/assoc: build/obj/compiler/cli/main.o build/obj/compiler/cli/llvm_load.o build/libassoc-core.a build/assoc-llvm.so
-	$(CC) $(CFLAGS) -rdynamic -o $@ build/obj/compiler/cli/main.o build/obj/compiler/cli/llvm_load.o \
+	$(Q)$(CC) $(CFLAGS) -rdynamic -o $@ build/obj/compiler/cli/main.o build/obj/compiler/cli/llvm_load.o \
 		$(call WHOLE,build/libassoc-core.a) $(BASE_LDLIBS)
 
 build/assoc-llvm.so: $(LLVM_ALL:%.c=build/pic/%.o)
-	$(CC) -shared -Wl,-Bsymbolic -o $@ $^ $(LLVM_LDLIBS) -lpthread -lm
+	$(Q)$(CC) -shared -Wl,-Bsymbolic -o $@ $^ $(LLVM_LDLIBS) -lpthread -lm
 endif
 
 build/asan/assoc: build/asan/compiler/cli/main.o build/asan/libassoc.a
-	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(call WHOLE,build/asan/libassoc.a) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $< $(call WHOLE,build/asan/libassoc.a) $(LDLIBS)
 
-build/asan/tests: $(TEST_SRC) build/asan/libassoc.a tests/testutil.h tests/bundled.def build/libfakecuda.so \
+build/asan/tests: $(TEST_OBJ) build/asan/libassoc.a build/libfakecuda.so \
 		  build/libfakecuda-old.so build/libfakenvrtc.so build/libfakellvm.so
-	$(CC) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) build/asan/libassoc.a -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $(TEST_OBJ) build/asan/libassoc.a -lcriterion $(LDLIBS)
 
 # A stand-in for the CUDA driver that fails on demand (tests/fake/fakecuda.c).
 build/libfakecuda.so: tests/fake/fakecuda.c
 	@mkdir -p build
-	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC -o $@ $<
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC -o $@ $<
 
 # The same without cuFuncSetAttribute.
 build/libfakecuda-old.so: tests/fake/fakecuda.c
 	@mkdir -p build
-	$(CC) -std=c11 -D_GNU_SOURCE -DFAKECUDA_OLD -O1 -g -shared -fPIC -o $@ $<
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -DFAKECUDA_OLD -O1 -g -shared -fPIC -o $@ $<
 
 # A CPU backend plugin from another build (tests/fake/fakellvm.c).
 build/libfakellvm.so: tests/fake/fakellvm.c
 	@mkdir -p build
-	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC -o $@ $<
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC -o $@ $<
 
 # A stand-in for an older NVRTC (tests/fake/fakenvrtc.c).
 build/libfakenvrtc.so: tests/fake/fakenvrtc.c
 	@mkdir -p build
-	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC -o $@ $<
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC -o $@ $<
 
 # The fuzz target links against an archive, so that only the objects the
 # loader needs come in (the commands' objects need main.c).
 FUZZ_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-build/fuzz/%.o: %.c $(HDRS) $(FLAGS_STAMP)
+build/fuzz/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	clang $(CFLAGS) -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) -c $< -o $@
+	$(Q)clang $(CFLAGS) -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(DEPFLAGS) -c $< -o $@
 
 build/fuzz/libassoc.a: $(FUZZ_OBJ)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 build/fuzz_spec: tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a
-	clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a $(LDLIBS)
+	$(Q)clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a $(LDLIBS)
 
 # libassoc: static and shared, the header compiler/lib/assoc.h, a pkg-config file.
 PREFIX  ?= /usr/local
@@ -137,12 +153,12 @@ PREFIX  ?= /usr/local
 # shared library
 PIC_OBJ := $(filter-out build/pic/compiler/cli/%,$(LIB_SRC:%.c=build/pic/%.o))
 
-build/pic/%.o: %.c $(HDRS) $(FLAGS_STAMP)
+build/pic/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -fPIC $(DEPFLAGS) -c $< -o $@
 
 build/libassoc.so: $(PIC_OBJ) compiler/lib/libassoc.map
-	$(CC) -shared -Wl,-soname,libassoc.so -Wl,--no-undefined -Wl,--version-script=compiler/lib/libassoc.map \
+	$(Q)$(CC) -shared -Wl,-soname,libassoc.so -Wl,--no-undefined -Wl,--version-script=compiler/lib/libassoc.map \
 		-o $@ $(PIC_OBJ) $(LDLIBS)
 
 # The installed static library: the same objects joined into one, with
@@ -152,9 +168,9 @@ build/libassoc.so: $(PIC_OBJ) compiler/lib/libassoc.map
 # tests link them.)
 API_OBJ := $(filter-out build/obj/compiler/cli/%,$(OBJ))
 build/libassoc-api.a: $(API_OBJ)
-	ld -r -o build/libassoc-api.o $(API_OBJ)
-	objcopy --wildcard --keep-global-symbol='assoc_*' build/libassoc-api.o
-	rm -f $@ && ar rcs $@ build/libassoc-api.o && rm -f build/libassoc-api.o
+	$(Q)ld -r -o build/libassoc-api.o $(API_OBJ)
+	$(Q)objcopy --wildcard --keep-global-symbol='assoc_*' build/libassoc-api.o
+	$(Q)rm -f $@ && ar rcs $@ build/libassoc-api.o && rm -f build/libassoc-api.o
 
 lib: build/libassoc-api.a build/libassoc.so
 
@@ -185,18 +201,31 @@ deps:
 	fi
 
 check-specs: build/asan/assoc
-	build/asan/assoc check specs/*.yaml tests/format/*.yaml
+	build/asan/assoc check specs/*.yaml tests/format/*.yaml $(wildcard docs/examples/*.yaml)
 
 test: deps
-	$(MAKE) build/asan/tests build/asan/assoc build/assoc build/libassoc.so build/libassoc-api.a
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/asan/tests --jobs 2
-	$(MAKE) check-specs
-	$(MAKE) fuzz
+	@tests/all.sh
+
+# The edit loop: the same build (only what changed is rebuilt), the suites
+# but the tests listed in tests/slow.txt (each over about 1.5 s under the
+# sanitizers), with the emulator's modules from build/cache as the full
+# run leaves them.  Under two minutes on two cores after a first build.
+check-quick: deps
+	@start=$$(date +%s); \
+	make --no-print-directory -s -j2 build/asan/tests build/asan/assoc >build/build.log 2>&1 || \
+		{ cat build/build.log; exit 1; }; \
+	grep -A3 'warning:' build/build.log; \
+	tests/suites.sh build/asan/tests "!($$(grep -v '^\#' tests/slow.txt | paste -sd'|'))"; rc=$$?; \
+	read -r p f s <build/tests.counts; \
+	echo "check-quick: $$(($$(date +%s) - start)) s"; \
+	echo "tests: $$p passed, $$f failed, $$s skipped"; \
+	exit $$rc
 
 fuzz: deps build/fuzz_spec
 	@mkdir -p build/fuzz-corpus
-	build/fuzz_spec -runs=0 $(wildcard tests/fuzz/regress/*)
-	build/fuzz_spec -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+	$(Q)build/fuzz_spec -runs=0 $(wildcard tests/fuzz/regress/*) 2>build/fuzz-regress.log || \
+		{ cat build/fuzz-regress.log; exit 1; }
+	$(Q)build/fuzz_spec -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
 		-dict=tests/fuzz/spec.dict -artifact_prefix=build/fuzz- \
 		build/fuzz-corpus $(wildcard specs tests/bad tests/format tests/laws) 2>build/fuzz.log || \
 		{ tail -40 build/fuzz.log; echo "fuzz: crash input kept under build/; copy it to tests/fuzz/regress/"; exit 1; }
@@ -219,3 +248,5 @@ gpu-debs:
 
 clean:
 	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)
