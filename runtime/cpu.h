@@ -32,7 +32,7 @@
  *                              (they may be non-temporal) visible to other threads; the
  *                              executor calls it once per task, after its last
  * A state is state_bytes of opaque memory (8-byte slots).  Layout of the
- * arrays (spec-format.md): element inputs [rows][len][w], column inputs
+ * arrays (docs/spec-format.md): element inputs [rows][len][w], column inputs
  * [len][w], row inputs [rows][w]; finalize outputs [rows][w] ([rows][len][w]
  * for scans), map outputs [rows][len][w]. */
 #ifndef ASSOC_RUNTIME_CPU_H

@@ -1,7 +1,7 @@
 /* run.h: running a carrier on whole arrays through a device, and checking
  * the results against the float64 reference.
  *
- * Memory layout (spec-format.md): an element input is [rows][len][width],
+ * Memory layout (docs/spec-format.md): an element input is [rows][len][width],
  * a row input [rows][width], a column input [len][width]; finalize outputs
  * are [rows][width]; map outputs, and finalize outputs of a scan, are
  * [rows][len][width].  Inputs are stored in their spec type (f16 and bf16

@@ -10,7 +10,7 @@
  * the loader and the checker; ASSOC_ENOMEM comes from the rest.  Handles are not
  * shared between threads; a kernel runs on its own threads.
  *
- * Arrays (spec-format.md's layout, row-major, in the spec's storage
+ * Arrays (docs/spec-format.md's layout, row-major, in the spec's storage
  * types, f16/bf16 as 16-bit patterns):
  *   element inputs [rows][len][width]   column inputs [len][width]
  *   row inputs [rows][width]            finalize outputs [rows][width]
