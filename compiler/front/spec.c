@@ -1,4 +1,4 @@
-/* spec.c: the carrier spec format (spec-format.md) -> a checked Carrier.
+/* spec.c: the carrier spec format (docs/spec-format.md) -> a checked Carrier.
  *
  * Sections are read in dependency order, whatever their order in the file:
  * declarations (dims, params, inputs, state), then the expressions that use
@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const top_keys[] = {
+/* Every top-level key the format has, NULL-terminated: check_top refuses
+ * any other, and the documentation's test holds docs/spec-format.md to it. */
+const char *const spec_keys[] = {
 	"carrier", "summary",  "dims",  "params",   "row",      "column",    "element",
 	"let",     "assume",   "mask",  "state",    "identity", "lift",      "merge",
 	"finalize", "map",     "reference", "laws", "certificate", "template", "step", "step_right",
@@ -954,10 +956,10 @@ static int check_top(L *l)
 	for (int i = 0; i < r->n; i += 2) {
 		const char *k = r->kids[i]->text;
 		int known = 0;
-		for (int j = 0; top_keys[j]; j++)
-			known |= !strcmp(k, top_keys[j]);
+		for (int j = 0; spec_keys[j]; j++)
+			known |= !strcmp(k, spec_keys[j]);
 		if (!known) {
-			const char *near = closest(k, top_keys);
+			const char *near = closest(k, spec_keys);
 			if (near)
 				diag_error(l->d, r->kids[i]->pos, "unknown key '%s' (did you mean '%s'?)", k, near);
 			else

@@ -79,6 +79,9 @@ typedef struct {
 	const char *value;
 } Define;
 
+/* The top-level keys a spec may have, NULL-terminated. */
+extern const char *const spec_keys[];
+
 /* Load and check a spec.  NULL with diagnostics in d on any error. */
 Carrier *spec_load_file(const char *path, const Define *defs, int ndefs, Diag *d);
 Carrier *spec_load_buffer(const char *file, const char *buf, size_t len, const Define *defs, int ndefs,
