@@ -1,4 +1,4 @@
-/* cuda.c: the driver API through dlopen/dlsym (see cuda.h). */
+/* driver.c: the CUDA driver API through dlopen/dlsym (see driver.h). */
 #include "runtime/driver.h"
 
 #include <dlfcn.h>

@@ -1,12 +1,12 @@
-/* cuda.h: the CUDA driver API, loaded at run time.
+/* driver.h: the CUDA driver API, loaded at run time.
  *
  * libcuda.so.1 is opened with dlopen (never linked), so assoc runs where no
  * driver is installed and says why the GPU path is unavailable.  Every call
  * is checked; a failure is reported with the driver entry point, the
  * source line and the driver's own error name and string.  After a sticky
  * kernel fault the context is marked unusable and later calls fail fast. */
-#ifndef ASSOC_RT_CUDA_H
-#define ASSOC_RT_CUDA_H
+#ifndef ASSOC_RT_DRIVER_H
+#define ASSOC_RT_DRIVER_H
 
 #include <stddef.h>
 

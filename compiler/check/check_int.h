@@ -1,4 +1,4 @@
-/* checkint.h: what check.c, sound.c and cex.c share. */
+/* check_int.h: what check.c, sound.c and cex.c share. */
 #ifndef ASSOC_CHECKINT_H
 #define ASSOC_CHECKINT_H
 

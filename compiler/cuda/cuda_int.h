@@ -1,4 +1,4 @@
-/* cudaint.h: internals shared by the CUDA generator's files. */
+/* cuda_int.h: internals shared by the CUDA generator's files. */
 #ifndef ASSOC_CUDAINT_H
 #define ASSOC_CUDAINT_H
 
