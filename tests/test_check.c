@@ -2,9 +2,11 @@
  * on the bundled specs (all must hold) and on broken carriers (each must
  * fail the right law with a counterexample). */
 #include <glob.h>
+#include <math.h>
 #include <string.h>
 
 #include "compiler/check/check.h"
+#include "compiler/check/verdict.h"
 #include "testutil.h"
 
 static int run(const char *path, CheckResult *r, uint64_t seed)
@@ -498,5 +500,104 @@ Test(check, rows_assume_lets_none_draw_are_named)
 	cr_expect(r.input_error || (r.sound_detail && strstr(r.sound_detail, "'assume' holds could not be drawn")),
 		  "%s", r.sound_detail ? r.sound_detail : "holds");
 	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
+/* The verdict of check's defaults on one spec (the prover on, bool params
+ * case by case). */
+static void verdict_of(const char *path, CarrierVerdict *v)
+{
+	Carrier *c = load_ok(path);
+	VerdictOpts o = {.prove = 1};
+	check_defaults(&o.check);
+	char msg[200];
+	cr_assert_eq(verdict_run(c, &o, v, msg, sizeof msg), 0, "%s: %s", path, msg);
+	spec_carrier_free(c);
+}
+
+/* Run's rule for values that are not both finite (runcheck.c), which the
+ * soundness trials take on empty rows. */
+Test(check, special_values_follow_the_run_rule)
+{
+	cr_assert_eq(check_special_agree(NAN, 0), 0, "NaN where the reference gives 0");
+	cr_assert_eq(check_special_agree(INFINITY, 0), 0);
+	cr_assert_eq(check_special_agree(-INFINITY, INFINITY), 0);
+	cr_assert_eq(check_special_agree(0, NAN), 1, "a NaN reference takes any value");
+	cr_assert_eq(check_special_agree(NAN, NAN), 1);
+	cr_assert_eq(check_special_agree(-INFINITY, -INFINITY), 1);
+	cr_assert_eq(check_special_agree(1, 2), -1, "both finite: a tolerance decides");
+}
+
+/* Attention with a sink: lawful and right on every row with a key, but
+ * its lse is NaN on an empty row where the reference gives 0, which
+ * `run --len 0` fails; the verdict fails it too, naming the output and
+ * the empty row. */
+Test(check, nan_on_an_empty_row_fails_the_verdict)
+{
+	CarrierVerdict v;
+	verdict_of("tests/check/sink_nan_empty.yaml", &v);
+	for (int i = 0; i < v.nlaw; i++) {
+		if (v.law[i].trial)
+			cr_expect_eq(v.law[i].trial->v, VERDICT_HOLDS, "%s", v.law[i].law);
+		cr_expect(v.law[i].proof && v.law[i].proof->status == PROOF_PROVED, "%s", v.law[i].law);
+	}
+	cr_assert_eq(v.status, VERDICT_FAILED);
+	cr_assert_eq(v.cause, VERDICT_BY_EMPTY_ROW);
+	cr_assert(v.trials.sound_empty);
+	cr_assert(strstr(v.why, "tests/check/sink_nan_empty.yaml: the results disagree with the reference: lse is NaN on "
+				"an empty row (length 0) but the reference gives 0"),
+		  "%s", v.why);
+	verdict_free(&v);
+}
+
+/* A padding mask leaves short rows with every key masked: they are
+ * compared as run compares them, and hold where the carrier is right. */
+Test(check, fully_masked_rows_are_compared)
+{
+	CarrierVerdict v;
+	verdict_of("tests/check/padding_mask.yaml", &v);
+	cr_assert_eq(v.status, VERDICT_OK, "%s", v.why ? v.why : "");
+	cr_assert_gt(v.trials.masked_rows, 0, "no row with every position masked was compared");
+	cr_assert_gt(v.trials.empty_rows, 0);
+	verdict_free(&v);
+	verdict_of("tests/check/sink_nan_masked.yaml", &v);
+	cr_assert_eq(v.cause, VERDICT_BY_EMPTY_ROW, "%s", v.why ? v.why : "");
+	verdict_free(&v);
+}
+
+/* A lawful merge whose results are not the reference's: the verdict fails
+ * on the reference, not on a law; a law the prover leaves unknown is a
+ * warning, which fails only under strict. */
+Test(check, verdict_causes)
+{
+	CarrierVerdict v;
+	verdict_of("tests/laws/associative_but_wrong.yaml", &v);
+	cr_assert_eq(v.status, VERDICT_FAILED);
+	cr_assert_eq(v.cause, VERDICT_BY_REFERENCE);
+	cr_assert(strstr(v.why, "the results disagree with the reference: lse is"), "%s", v.why);
+	verdict_free(&v);
+	verdict_of("tests/laws/forgot_rescale.yaml", &v);
+	cr_assert_eq(v.cause, VERDICT_BY_TRIALS);
+	cr_assert(strstr(v.why, "the merge is not associative"), "%s", v.why);
+	verdict_free(&v);
+	verdict_of("specs/online_softmax.yaml", &v);
+	cr_assert_eq(v.status, VERDICT_OK, "%s", v.why ? v.why : "");
+	cr_assert_null(v.why);
+	verdict_free(&v);
+	Carrier *c = load_ok("tests/prove/o_lse_direct.yaml");
+	VerdictOpts o = {.prove = 1};
+	check_defaults(&o.check);
+	o.check.trials = 300;
+	char msg[200];
+	cr_assert_eq(verdict_run(c, &o, &v, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(v.status, VERDICT_UNKNOWN, "%s", v.why ? v.why : "");
+	cr_assert(strstr(v.why, "is unknown to the prover"), "%s", v.why);
+	cr_assert(verdict_ok(&v));
+	verdict_free(&v);
+	o.strict = 1;
+	cr_assert_eq(verdict_run(c, &o, &v, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(v.status, VERDICT_FAILED);
+	cr_assert_not(verdict_ok(&v));
+	verdict_free(&v);
 	spec_carrier_free(c);
 }

@@ -18,6 +18,7 @@ typedef struct {
 	int id_trials; /* identity trials per mode */
 	const Define *params; /* name=value overrides of params */
 	int nparams;
+	int no_sound;  /* leave out soundness against the reference */
 } CheckOpts;
 
 typedef enum { VERDICT_HOLDS, VERDICT_FAILS, VERDICT_NA } Verdict;
@@ -48,6 +49,8 @@ typedef struct {
 	Verdict sound;   /* VERDICT_NA without a reference */
 	int rows, max_len;
 	char *sound_detail, *sound_cex, *sound_json;
+	int sound_empty; /* the failing row has no unmasked position (empty, or fully masked) */
+	int empty_rows, masked_rows; /* rows compared with no position, and with every position masked */
 	char **notes;    /* what outputs are on an empty row */
 	int nnotes;
 	ErrOutcome *err;
@@ -66,6 +69,13 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
  * which: "with flag=false, the first of 2 cases ... that fails". */
 int check_run_cases(Carrier *c, const CheckOpts *o, CheckResult *r, char *cases, size_t ncases, char *msg, size_t n);
 int check_ok(const CheckResult *r);
+/* The rule for an output value and its reference where either is not
+ * finite, which `assoc run` (runcheck.c) and the soundness trials on empty
+ * and fully masked rows share: a NaN reference takes any value (0/0 on an
+ * empty row is undefined); otherwise a NaN or an infinity on either side
+ * must be matched exactly.  1 when they agree, 0 when not, -1 when both
+ * are finite (to be compared within a tolerance). */
+int check_special_agree(double got, double want);
 void check_result_free(CheckResult *r);
 
 #endif
