@@ -849,8 +849,9 @@ Test(cli, shifted_rows_keep_a_tight_tolerance, .timeout = 60)
 	snprintf(wrong, sizeof wrong, "%.*sfinalize: {mean: mean, var: m2 / n * 1.2}%s", (int)(fin - spec), spec,
 		 fin + strlen("finalize: {mean: mean, var: m2 / n}"));
 	write_text("build/welford_off.yaml", wrong);
-	cr_assert_eq(sh(ASSOC " run build/welford_off.yaml --device interp --input x=build/shifted.npy", out, sizeof out, 1), 1,
-		     "%s", out);
+	/* its verdict fails it too: --trust-merge lets the run's own comparison show it */
+	cr_assert_eq(sh(ASSOC " run build/welford_off.yaml --device interp --input x=build/shifted.npy --trust-merge", out,
+			sizeof out, 1), 1, "%s", out);
 	cr_expect(strstr(out, "var: max abs error") && strstr(out, "FAILS"), "%s", out);
 }
 
@@ -966,7 +967,9 @@ Test(cli, scan_outputs_are_held_to_the_reference_over_prefixes, .timeout = 120)
 		snprintf(cmd, sizeof cmd, ASSOC " run build/pscan.yaml --device %s --rows 3 --len 100", devs[i]);
 		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[i], out);
 		cr_expect(strstr(out, "and the float64 reference over 16 prefixes a row"), "%s: %s", devs[i], out);
-		snprintf(cmd, sizeof cmd, ASSOC " run build/pscan_wrong.yaml --device %s --rows 3 --len 100", devs[i]);
+		/* the verdict refuses it; trusted, the run's comparison fails it */
+		snprintf(cmd, sizeof cmd, ASSOC " run build/pscan_wrong.yaml --device %s --rows 3 --len 100 --trust-merge",
+			 devs[i]);
 		cr_expect_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", devs[i], out);
 		cr_expect(strstr(out, "  s: max abs error") && strstr(out, "FAILS"), "%s: %s", devs[i], out);
 	}
@@ -1240,4 +1243,62 @@ Test(cli, outputs_keep_modes_descriptors_and_names, .timeout = 120)
 	unlink(cmd);
 	snprintf(cmd, sizeof cmd, "build/%sY", a);
 	unlink(cmd);
+}
+
+/* The one verdict: check, emit and run each refuse the attention whose
+ * lse is NaN on an empty row (the reference gives 0), with the same line
+ * naming the output and the empty row; --trust-merge lets emit and run go
+ * ahead with a warning, and run --len 0 then fails on that output. */
+Test(cli, every_command_refuses_nan_on_an_empty_row, .timeout = 120)
+{
+	const char *line = "tests/check/sink_nan_empty.yaml: the results disagree with the reference: lse is NaN on an "
+			   "empty row (length 0) but the reference gives 0";
+	cr_assert_eq(sh(ASSOC " check tests/check/sink_nan_empty.yaml", out, sizeof out, 1), 1, "%s", out);
+	cr_expect(strstr(out, "reference: fails: lse is NaN on an empty row (length 0) but the reference gives 0"), "%s",
+		  out);
+	cr_assert_eq(sh(ASSOC " emit tests/check/sink_nan_empty.yaml --target llvm -o build/sink.ll", out, sizeof out, 1), 1,
+		     "%s", out);
+	cr_expect(strstr(out, line) && strstr(out, "refusing to generate code"), "%s", out);
+	cr_expect_neq(access("build/sink.ll", F_OK), 0, "no file written");
+	cr_assert_eq(sh(ASSOC " run tests/check/sink_nan_empty.yaml --device interp --len 0", out, sizeof out, 1), 1, "%s",
+		     out);
+	cr_expect(strstr(out, line) && strstr(out, "refusing to run it"), "%s", out);
+	cr_expect_not(strstr(out, "on interp"), "the run did not start: %s", out);
+	cr_assert_eq(sh(ASSOC " emit tests/check/sink_nan_empty.yaml --target llvm --trust-merge -o build/sink.ll", out,
+			sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "warning: ") && strstr(out, line) && strstr(out, "emitting anyway (--trust-merge)"), "%s", out);
+	remove("build/sink.ll");
+	cr_assert_eq(sh(ASSOC " run tests/check/sink_nan_empty.yaml --device interp --len 0 --trust-merge", out, sizeof out,
+			1), 1, "%s", out);
+	cr_expect(strstr(out, "running anyway (--trust-merge)"), "%s", out);
+	cr_expect(strstr(out, "lse: ") && strstr(out, "NaN or infinity where the reference differs"), "%s", out);
+}
+
+/* A merge that is lawful but whose results are not its reference's: check
+ * fails it, and emit refuses it now as it refuses a failed law. */
+Test(cli, emit_refuses_a_carrier_its_reference_fails, .timeout = 60)
+{
+	cr_assert_eq(sh(ASSOC " check tests/laws/associative_but_wrong.yaml", out, sizeof out, 0), 1, "%s", out);
+	cr_assert_eq(sh(ASSOC " emit tests/laws/associative_but_wrong.yaml --target llvm -o build/wrong.ll", out, sizeof out,
+			1), 1, "%s", out);
+	cr_expect(strstr(out, "tests/laws/associative_but_wrong.yaml: the results disagree with the reference: lse is"), "%s",
+		  out);
+	cr_expect(strstr(out, "refusing to generate code"), "%s", out);
+	cr_expect_neq(access("build/wrong.ll", F_OK), 0, "no file written");
+	cr_assert_eq(sh(ASSOC " emit tests/laws/associative_but_wrong.yaml --target llvm --trust-merge -o build/wrong.ll",
+			out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "the results disagree with the reference") && strstr(out, "emitting anyway"), "%s", out);
+	cr_expect_eq(access("build/wrong.ll", F_OK), 0, "written with --trust-merge");
+	remove("build/wrong.ll");
+	cr_assert_eq(sh(ASSOC " run tests/laws/associative_but_wrong.yaml --device interp", out, sizeof out, 1), 1, "%s",
+		     out);
+	cr_expect(strstr(out, "refusing to run it"), "%s", out);
+}
+
+/* A lawful carrier runs as before: no warning, nothing refused. */
+Test(cli, run_takes_a_lawful_carrier_quietly, .timeout = 60)
+{
+	cr_assert_eq(sh(ASSOC " run specs/online_softmax.yaml --device interp", out, sizeof out, 1), 0, "%s", out);
+	cr_expect_not(strstr(out, "warning"), "%s", out);
+	cr_expect(strstr(out, "  ok\n"), "%s", out);
 }

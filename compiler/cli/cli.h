@@ -3,6 +3,7 @@
 #define ASSOC_CLI_H
 
 #include "compiler/check/check.h"
+#include "compiler/check/verdict.h"
 #include "compiler/devices/npy.h"
 #include "compiler/devices/run.h"
 
@@ -58,6 +59,15 @@ RunData *cli_drawn(const Opts *o, Carrier *c);
 /* --heads and --kv-heads (1 when not given, kv as many as heads), or
  * EXIT_USAGE after a message when heads is not a multiple of kv. */
 int cli_heads(const Opts *o, int *heads, int *kv);
+/* The carrier's verdict (verdict.h) with vo's trials and the command
+ * line's --param, before emit or run: EXIT_OK to go on (after a warning
+ * on standard error for a law the prover leaves unknown, or for a failure
+ * that --trust-merge overrides); EXIT_FAIL for a failed law or reference
+ * without --trust-merge, EXIT_USAGE for a bad --param, each with msg
+ * ("...; refusing to <refused> (--trust-merge to do it anyway)").  doing:
+ * "emitting", "running". */
+int cli_verdict(Carrier *c, const Opts *o, VerdictOpts *vo, const char *doing, const char *refused, char *msg,
+		size_t n);
 /* EXIT_USAGE after a message when copies x the arrays of the command
  * line's shape would not fit in this machine's memory; else 0. */
 int cli_fits(const Opts *o, const Carrier *c, int copies);

@@ -8,17 +8,9 @@
 
 #include "compiler/util/buf.h"
 #include "compiler/cli/cli.h"
-#include "compiler/prove/prove.h"
+#include "compiler/check/verdict.h"
 
 static const char *verdict_word(Verdict v) { return v == VERDICT_HOLDS ? "holds" : "fails"; }
-
-static const ProofLine *proof_of(const ProofReport *p, const char *law)
-{
-	for (int i = 0; i < p->n; i++)
-		if (!strcmp(p->line[i].law, law))
-			return &p->line[i];
-	return NULL;
-}
 
 static void print_proof(const ProofLine *pl)
 {
@@ -40,11 +32,13 @@ static int has_infinity(const char *t)
 	return 0;
 }
 
-static void print_laws(const CheckResult *r, const ProofReport *p)
+static void print_laws(const CarrierVerdict *v)
 {
-	for (int i = 0; i < r->nlaw; i++) {
-		const LawOutcome *l = &r->law[i];
-		const ProofLine *pl = proof_of(p, l->law);
+	for (int i = 0; i < v->nlaw; i++) {
+		const LawOutcome *l = v->law[i].trial;
+		const ProofLine *pl = v->law[i].proof;
+		if (!l)
+			continue; /* the certificate, after the laws */
 		printf("  %s: ", l->law);
 		print_proof(pl);
 		printf("%s", pl ? "; " : "");
@@ -64,27 +58,18 @@ static void print_laws(const CheckResult *r, const ProofReport *p)
 			       l->cex);
 		}
 	}
-	const ProofLine *cert = proof_of(p, "certificate");
+	const VerdictLaw *cert = verdict_law(v, "certificate");
 	if (cert) {
 		printf("  certificate: ");
-		print_proof(cert);
+		print_proof(cert->proof);
 		printf("\n");
 	}
 }
 
-/* Any disproof or failed trial fails; an unknown law fails only under --strict. */
-static int verdict_ok(const CheckResult *r, const ProofReport *p, int strict)
+static void print_text(const Carrier *c, const CarrierVerdict *v, int ok, const char *cases)
 {
-	if (!check_ok(r))
-		return 0;
-	for (int i = 0; i < p->n; i++)
-		if (p->line[i].status == PROOF_DISPROVED || (strict && p->line[i].status == PROOF_UNKNOWN))
-			return 0;
-	return 1;
-}
-
-static void print_text(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok, const char *cases)
-{
+	const CheckResult *r = &v->trials;
+	const ProofReport *p = &v->proof;
 	printf("%s: carrier %s\n", c->file, c->name);
 	if (cases)
 		printf("  trials: %s\n", cases);
@@ -92,7 +77,7 @@ static void print_text(const Carrier *c, const CheckResult *r, const ProofReport
 		printf("  inputs: %s\n  FAILED\n", r->input_error);
 		return;
 	}
-	print_laws(r, p);
+	print_laws(v);
 	if (p->trace) {
 		printf("  proof trace:\n");
 		for (const char *l = p->trace; *l;) {
@@ -136,11 +121,13 @@ static void json_proof(Buf *b, const ProofLine *pl)
 	buf_puts(b, "}");
 }
 
-static void json_laws(Buf *b, const CheckResult *r, const ProofReport *p)
+static void json_laws(Buf *b, const CarrierVerdict *v)
 {
 	buf_puts(b, ", \"laws\": [");
-	for (int i = 0; i < r->nlaw; i++) {
-		const LawOutcome *l = &r->law[i];
+	for (int i = 0; i < v->nlaw; i++) {
+		const LawOutcome *l = v->law[i].trial;
+		if (!l)
+			continue;
 		buf_printf(b, "%s{\"law\": \"%s\", \"verdict\": \"%s\", \"trials\": %d, \"skipped\": %d", i ? ", " : "",
 			   l->law, verdict_word(l->v), l->trials, l->skipped);
 		if (l->v == VERDICT_FAILS) {
@@ -148,12 +135,13 @@ static void json_laws(Buf *b, const CheckResult *r, const ProofReport *p)
 			buf_json_str(b, l->detail);
 			buf_printf(b, ", \"counterexample\": %s", l->json);
 		}
-		json_proof(b, proof_of(p, l->law));
+		json_proof(b, v->law[i].proof);
 		buf_puts(b, "}");
 	}
-	if (proof_of(p, "certificate")) {
+	const VerdictLaw *cert = verdict_law(v, "certificate");
+	if (cert) {
 		buf_puts(b, ", {\"law\": \"certificate\"");
-		json_proof(b, proof_of(p, "certificate"));
+		json_proof(b, cert->proof);
 		buf_puts(b, "}");
 	}
 	buf_puts(b, "]");
@@ -176,8 +164,10 @@ static void json_reference(Buf *b, const CheckResult *r)
 	buf_puts(b, "}");
 }
 
-static void print_json(const Carrier *c, const CheckResult *r, const ProofReport *p, int ok, const char *cases)
+static void print_json(const Carrier *c, const CarrierVerdict *v, int ok, const char *cases)
 {
+	const CheckResult *r = &v->trials;
+	const ProofReport *p = &v->proof;
 	Buf b = {0};
 	buf_puts(&b, "{\"file\": ");
 	buf_json_str(&b, c->file);
@@ -193,7 +183,7 @@ static void print_json(const Carrier *c, const CheckResult *r, const ProofReport
 		buf_puts(&b, ", \"input_error\": ");
 		buf_json_str(&b, r->input_error);
 	}
-	json_laws(&b, r, p);
+	json_laws(&b, v);
 	if (p->trace) {
 		buf_puts(&b, ", \"proof_trace\": ");
 		buf_json_str(&b, p->trace);
@@ -250,7 +240,7 @@ static int check_one(Opts *o, const char *path)
 		return EXIT_USAGE;
 	}
 	diag_free(&d);
-	char msg[PATH_MAX * 2 + 256], cases[320] = "";
+	char msg[PATH_MAX * 2 + 256];
 	if (cli_loop_msg(c, msg, sizeof msg)) {
 		if (o->json)
 			json_invalid(path, msg);
@@ -258,9 +248,10 @@ static int check_one(Opts *o, const char *path)
 		spec_carrier_free(c);
 		return EXIT_USAGE;
 	}
-	CheckResult r;
+	CarrierVerdict v;
 	char why[256];
-	if (check_run_cases(c, &o->check, &r, cases, sizeof cases, why, sizeof why)) {
+	VerdictOpts vo = {.check = o->check, .prove = 1, .prove_flags = o->proof ? PROVE_TRACE : 0, .strict = o->strict};
+	if (verdict_run(c, &vo, &v, why, sizeof why)) {
 		snprintf(msg, sizeof msg, "assoc: %s: %s\n", path, why); /* which of the specs given */
 		if (o->json)
 			json_invalid(path, msg);
@@ -268,19 +259,15 @@ static int check_one(Opts *o, const char *path)
 		spec_carrier_free(c);
 		return EXIT_USAGE;
 	}
-	ProofReport p;
-	if (prove_carrier_at(c, o->check.params, o->check.nparams, o->proof ? PROVE_TRACE : 0, &p)) {
+	if (v.prove_error)
 		fprintf(stderr, "assoc: %s: internal error in the prover\n", path);
-		p = (ProofReport){0};
-	}
-	int ok = verdict_ok(&r, &p, o->strict);
+	int ok = verdict_ok(&v);
 	if (o->json)
-		print_json(c, &r, &p, ok, cases[0] ? cases : NULL);
+		print_json(c, &v, ok, v.cases[0] ? v.cases : NULL);
 	else
-		print_text(c, &r, &p, ok, cases[0] ? cases : NULL);
+		print_text(c, &v, ok, v.cases[0] ? v.cases : NULL);
 	int rc = ok ? EXIT_OK : EXIT_FAIL;
-	prove_report_free(&p);
-	check_result_free(&r);
+	verdict_free(&v);
 	spec_carrier_free(c);
 	return rc;
 }

@@ -1,6 +1,6 @@
 /* cmd_emit.c: `assoc emit SPEC --target T [-o FILE|-]`: generated code,
- * for any target only after the laws (a carrier whose merge is not lawful
- * is refused unless --trust-merge).  Targets live with their code
+ * for any target only after the carrier's verdict (a carrier whose laws or
+ * reference fail is refused unless --trust-merge).  Targets live with their code
  * generators and are linked in by name. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,6 @@
 #include "compiler/cuda/cuda.h"
 #include "compiler/cli/emit.h"
 #include "compiler/llvm/llvm.h"
-#include "compiler/prove/prove.h"
 
 #define TARGET(name) __attribute__((weak)) extern const Target name;
 TARGET(target_cuda)
@@ -37,59 +36,15 @@ static void target_names(char *buf, size_t n)
 		}
 }
 
-/* 0 when no law is refuted by the randomized checker or the prover, -1
- * when one is, EXIT_USAGE when the trials cannot run (a bad --param). */
-static int laws_ok(Carrier *c, const Opts *o, char *msg, size_t n)
-{
-	CheckOpts co = o->check;
-	if (co.trials <= 0 || co.trials > 2000)
-		co.trials = 2000;
-	co.id_trials = co.id_trials > 0 && co.id_trials < 200 ? co.id_trials : 200;
-	CheckResult r;
-	char why[512] = "", cases[320];
-	if (check_run_cases(c, &co, &r, cases, sizeof cases, why, sizeof why)) {
-		snprintf(msg, n, "%s", why);
-		return EXIT_USAGE;
-	}
-	int bad = 0;
-	for (int i = 0; i < r.nlaw && !bad; i++)
-		if (r.law[i].v == VERDICT_FAILS) {
-			snprintf(msg, n, "%s: the merge is not %s (%s%s%s)", c->file, r.law[i].law,
-				 r.law[i].detail ? r.law[i].detail : "a counterexample was found", *cases ? "; trials " : "",
-				 cases);
-			bad = 1;
-		}
-	check_result_free(&r);
-	ProofReport pr;
-	if (!bad && prove_carrier_at(c, o->check.params, o->check.nparams, 0, &pr) == 0) {
-		for (int i = 0; i < pr.n && !bad; i++)
-			if (pr.line[i].status == PROOF_DISPROVED) {
-				snprintf(msg, n, "%s: %s is disproved (%s)", c->file, pr.line[i].law,
-					 pr.line[i].how ? pr.line[i].how : "");
-				bad = 1;
-			}
-		prove_report_free(&pr);
-	}
-	return bad ? -1 : 0;
-}
-
 /* 0 to emit, else the exit status with its message in msg. */
 static int lawful(Carrier *c, const Opts *o, char *msg, size_t n)
 {
-	char why[1024];
-	int rc = laws_ok(c, o, why, sizeof why);
-	if (!rc)
-		return 0;
-	if (rc == EXIT_USAGE) { /* not a law that failed: --trust-merge does not cover it */
-		snprintf(msg, n, "%s", why);
-		return rc;
-	}
-	if (o->trust_merge) {
-		fprintf(stderr, "assoc: warning: %s; emitting anyway (--trust-merge)\n", why);
-		return 0;
-	}
-	snprintf(msg, n, "%s; refusing to generate code (--trust-merge to emit it anyway)", why);
-	return EXIT_FAIL;
+	/* at most 2000 trials: a lawful merge is emitted in a second */
+	VerdictOpts vo = {.check = o->check, .prove = 1};
+	if (vo.check.trials <= 0 || vo.check.trials > 2000)
+		vo.check.trials = 2000;
+	vo.check.id_trials = vo.check.id_trials > 0 && vo.check.id_trials < 200 ? vo.check.id_trials : 200;
+	return cli_verdict(c, o, &vo, "emitting", "generate code", msg, n);
 }
 
 /* Output goes to a temporary file renamed into place, so a failure leaves

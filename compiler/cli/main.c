@@ -40,8 +40,8 @@ static const char usage[] =
 	"  --param NAME=V  fix a param instead of drawing it (e.g. --param eps=1e-5)\n"
 	"  --seed N        seed of the random draws (default 1); runs are reproducible\n"
 	"  --json          check: one JSON object per spec on standard output; bench: the figures\n"
-	"  --trials N      check, emit: associativity and commutativity trials (default 20000;\n"
-	"                  emit: at most 2000)\n"
+	"  --trials N      check, emit, run: associativity and commutativity trials (default\n"
+	"                  20000; emit: at most 2000; run: at most 300)\n"
 	"  --proof         check: print the proof trace (regions, constraints, normal forms)\n"
 	"  --strict        check: a law that is only unknown (unproved, not disproved) fails\n"
 	"  --device D      run: interp, emu, cpu, gpu or auto (default auto); bench: cpu, gpu or auto\n"
@@ -57,7 +57,10 @@ static const char usage[] =
 	"  --deterministic           run, bench (gpu): the rule's variant, whatever was tuned\n"
 	"  --verbose                 run: say which variant ran and what it moved\n"
 	"  --target T -o FILE        emit: cuda, ptx, llvm or asm; --arch sm_90 (ptx), --stats, --explain\n"
-	"                            (cuda, ptx), --trust-merge (emit even when a law fails); explore: -o FILE\n"
+	"                            (cuda, ptx); explore: -o FILE\n"
+	"  --trust-merge             emit, run: go ahead on a carrier whose verdict fails (a law\n"
+	"                            disproved or broken in the trials, or results that disagree\n"
+	"                            with the reference, empty rows included), with a warning\n"
 	"\n"
 	"  assoc --help, assoc --version\n"
 	"\n"
@@ -152,6 +155,28 @@ Carrier *cli_load(const Opts *o, const char *path)
 	return c;
 }
 
+int cli_verdict(Carrier *c, const Opts *o, VerdictOpts *vo, const char *doing, const char *refused, char *msg,
+		size_t n)
+{
+	char why[512] = "";
+	CarrierVerdict v;
+	if (verdict_run(c, vo, &v, why, sizeof why)) {
+		snprintf(msg, n, "%s", why); /* not a law that failed: --trust-merge does not cover it */
+		return EXIT_USAGE;
+	}
+	int rc = EXIT_OK;
+	if (v.status == VERDICT_UNKNOWN)
+		fprintf(stderr, "assoc: warning: %s\n", v.why);
+	else if (v.status == VERDICT_FAILED && o->trust_merge)
+		fprintf(stderr, "assoc: warning: %s; %s anyway (--trust-merge)\n", v.why, doing);
+	else if (v.status == VERDICT_FAILED) {
+		snprintf(msg, n, "%s; refusing to %s (--trust-merge to go ahead anyway)", v.why, refused);
+		rc = EXIT_FAIL;
+	}
+	verdict_free(&v);
+	return rc;
+}
+
 int cli_fits(const Opts *o, const Carrier *c, int copies)
 {
 	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;
@@ -240,11 +265,11 @@ static const OptSpec options[] = {
 	{"--proof", O_FLAG, 0, 0, F(proof), 0, 0, C_CHECK},
 	{"--strict", O_FLAG, 0, 0, F(strict), 0, 0, C_CHECK},
 	{"--stats", O_FLAG, 0, 0, F(stats), 0, 0, C_EMIT},
-	{"--trust-merge", O_FLAG, 0, 0, F(trust_merge), 0, 0, C_EMIT},
+	{"--trust-merge", O_FLAG, 0, 0, F(trust_merge), 0, 0, C_EMIT | C_RUN},
 	{"--explain", O_FLAG, 0, 0, F(explain), 0, 0, C_EMIT},
 	{"--deterministic", O_FLAG, 0, 0, F(run.deterministic), 0, 0, C_EXEC},
 	{"--verbose", O_FLAG, 0, 0, F(run.verbose), 0, 0, C_RUN},
-	{"--trials", O_INT, 1, 100000000, F(check.trials), 0, 0, C_CHECK | C_EMIT},
+	{"--trials", O_INT, 1, 100000000, F(check.trials), 0, 0, C_CHECK | C_EMIT | C_RUN},
 	{"--rows", O_INT, 0, MAX_ROWS, F(rows), 0, 0, C_SHAPE},
 	{"--len", O_INT, 0, MAX_LEN, F(len), 0, 0, C_SHAPE},
 	{"--heads", O_INT, 1, 1 << 16, F(heads), 0, 0, C_SHAPE},
