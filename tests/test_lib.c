@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "compiler/lib/assoc.h"
+#include "compiler/llvm/llvm.h"
 #include "testutil.h"
 
 static AssocSpec *spec_ok(const char *path)
@@ -375,4 +376,36 @@ Test(lib, library_internals_stay_private)
 	example_program("cc -std=c11 -Icompiler/lib -o build/example_own_a tests/example/example_lib.c build/own_names.c "
 			"build/libassoc-api.a -lyaml -lm -ldl -lpthread $(llvm-config --ldflags --libs) 2>&1 && "
 			"build/example_own_a 2>&1");
+}
+
+/* The library reaches the verdict `assoc check` reaches: the attention
+ * whose lse is NaN on an empty row fails assoc_spec_check with check's
+ * line, and assoc_compile refuses it unless trusted. */
+Test(lib, verdict_of_the_command_line, .timeout = 120)
+{
+	const char *line = "tests/check/sink_nan_empty.yaml: the results disagree with the reference: lse is NaN on an "
+			   "empty row (length 0) but the reference gives 0";
+	AssocSpec *s = spec_ok("tests/check/sink_nan_empty.yaml");
+	cr_assert_eq(assoc_spec_check(s, 500, 1), ASSOC_ELAWS);
+	cr_assert(strstr(assoc_spec_error(s), line), "%s", assoc_spec_error(s));
+	AssocKernel *k = NULL;
+	char why[256];
+	int llvm = llvm_available(why, sizeof why);
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), llvm ? ASSOC_ELAWS : ASSOC_EDEVICE, "%s", assoc_spec_error(s));
+	cr_assert_null(k);
+	if (!llvm) {
+		assoc_spec_free(s);
+		cr_skip("no CPU backend here: %s", why);
+	}
+	cr_assert(strstr(assoc_spec_error(s), line), "%s", assoc_spec_error(s));
+	cr_assert_eq(assoc_spec_trust_merge(s, 1), ASSOC_OK);
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_OK, "%s", assoc_spec_error(s));
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+	s = spec_ok("tests/laws/associative_but_wrong.yaml");
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_ELAWS);
+	cr_assert(strstr(assoc_spec_error(s), "the results disagree with the reference: lse is"), "%s",
+		  assoc_spec_error(s));
+	assoc_spec_free(s);
+	cr_assert_eq(assoc_spec_trust_merge(NULL, 1), ASSOC_EINVAL);
 }

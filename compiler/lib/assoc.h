@@ -31,7 +31,7 @@ typedef enum {
 	ASSOC_OK = 0,
 	ASSOC_EINVAL,   /* a NULL handle or pointer, an unknown name, a negative shape */
 	ASSOC_ESPEC,    /* the spec does not load (syntax, scopes, types) */
-	ASSOC_ELAWS,    /* assoc_spec_check: a law or the reference does not hold */
+	ASSOC_ELAWS,    /* assoc_spec_check, assoc_compile: a law or the reference does not hold */
 	ASSOC_EDEVICE,  /* the device is unknown or not usable here */
 	ASSOC_ECOMPILE, /* code generation failed */
 	ASSOC_ESIZE,    /* a buffer's size does not fit the shape */
@@ -71,9 +71,19 @@ AssocStatus assoc_spec_load_text(AssocSpec **out, const char *text, size_t len, 
 				 int ndims);
 const char *assoc_spec_error(const AssocSpec *s);
 const char *assoc_spec_name(const AssocSpec *s);
-/* Identity, associativity, claimed commutativity and the reference, by
- * randomized trials (the command line's `assoc check`, without the prover). */
+/* The verdict of the command line's `assoc check`: identity,
+ * associativity, claimed commutativity and the certificate by the prover
+ * and by randomized trials (trials of associativity and commutativity; 0:
+ * 20000), and the results against the reference, empty and fully masked
+ * rows included.  ASSOC_ELAWS when a law or the reference fails, with the
+ * line that says which in assoc_spec_error; a law the prover leaves
+ * unknown does not fail. */
 AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed);
+/* trust nonzero: assoc_compile compiles the carrier whatever its verdict
+ * (the command line's --trust-merge); 0 (the default): it reaches the
+ * verdict first, on `assoc run`'s few trials, unless assoc_spec_check
+ * found it holds, and refuses with ASSOC_ELAWS where it fails. */
+AssocStatus assoc_spec_trust_merge(AssocSpec *s, int trust);
 int assoc_array_count(const AssocSpec *s);
 AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info);
 /* Bytes array i needs for rows x len; 0 for a bad index or a negative
@@ -82,7 +92,8 @@ size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len);
 void assoc_spec_free(AssocSpec *s);
 
 /* device: "cpu" (or "auto": the CPU backend).  threads 0: every core;
- * at most 1024.
+ * at most 1024.  A carrier whose verdict fails is refused (ASSOC_ELAWS;
+ * see assoc_spec_trust_merge).
  * The spec must outlive the kernel. */
 AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out);
 const char *assoc_kernel_error(const AssocKernel *k);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "compiler/lib/assoc.h"
-#include "compiler/check/check.h"
+#include "compiler/check/verdict.h"
 #include "compiler/llvm/llvm.h"
 
 struct AssocSpec {
@@ -14,6 +14,8 @@ struct AssocSpec {
 	char err[2048];
 	AssocArray *arr;
 	int narr;
+	int judged; /* its verdict holds (assoc_spec_check): assoc_compile need not reach it again */
+	int trusted; /* assoc_spec_trust_merge: compiled whatever its verdict */
 };
 
 struct AssocKernel {
@@ -130,27 +132,40 @@ AssocStatus assoc_spec_load_text(AssocSpec **out, const char *text, size_t len, 
 const char *assoc_spec_error(const AssocSpec *s) { return s ? s->err : "no spec (NULL handle)"; }
 const char *assoc_spec_name(const AssocSpec *s) { return s && s->c ? s->c->name : NULL; }
 
+/* The verdict `assoc check` reaches, with trials trials (0: check's
+ * 20000); ASSOC_ELAWS with its line in s->err when it fails. */
+static AssocStatus judge(AssocSpec *s, int trials, int id_trials, uint64_t seed)
+{
+	VerdictOpts o = {.prove = 1};
+	check_defaults(&o.check);
+	if (trials > 0)
+		o.check.trials = trials;
+	if (id_trials > 0)
+		o.check.id_trials = id_trials;
+	o.check.seed = seed;
+	CarrierVerdict v;
+	if (verdict_run(s->c, &o, &v, s->err, sizeof s->err))
+		return ASSOC_EINVAL;
+	AssocStatus st = verdict_ok(&v) ? ASSOC_OK : ASSOC_ELAWS;
+	snprintf(s->err, sizeof s->err, "%s", st && v.why ? v.why : "");
+	s->judged |= !st;
+	verdict_free(&v);
+	return st;
+}
+
 AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed)
 {
 	if (!s || !s->c)
 		return ASSOC_EINVAL; /* s->err keeps why the spec did not load */
-	CheckOpts o;
-	check_defaults(&o);
-	if (trials > 0)
-		o.trials = trials;
-	o.seed = seed;
-	CheckResult r;
-	if (check_run(s->c, &o, &r, s->err, sizeof s->err))
+	return judge(s, trials, 0, seed);
+}
+
+AssocStatus assoc_spec_trust_merge(AssocSpec *s, int trust)
+{
+	if (!s || !s->c)
 		return ASSOC_EINVAL;
-	AssocStatus st = check_ok(&r) ? ASSOC_OK : ASSOC_ELAWS;
-	s->err[0] = 0;
-	for (int i = 0; st && i < r.nlaw; i++)
-		if (r.law[i].v == VERDICT_FAILS)
-			snprintf(s->err, sizeof s->err, "%s fails: %s", r.law[i].law, r.law[i].detail ? r.law[i].detail : "");
-	if (st && !s->err[0])
-		snprintf(s->err, sizeof s->err, "%s", r.sound_detail ? r.sound_detail : r.input_error ? r.input_error : "the check fails");
-	check_result_free(&r);
-	return st;
+	s->trusted = trust != 0;
+	return ASSOC_OK;
 }
 
 int assoc_array_count(const AssocSpec *s) { return s && s->c ? s->narr : 0; }
@@ -222,6 +237,11 @@ AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKe
 		return fail(s->err, sizeof s->err, ASSOC_EDEVICE, "unknown device '%s' (this library has: cpu, auto)", device);
 	if (!llvm_available(s->err, sizeof s->err))
 		return ASSOC_EDEVICE;
+	/* `assoc run`'s few trials (cmd_run.c), unless assoc_spec_check has
+	 * reached the verdict already */
+	AssocStatus st = s->judged || s->trusted ? ASSOC_OK : judge(s, 300, 200, 1);
+	if (st)
+		return st;
 	AssocKernel *k = calloc(1, sizeof *k);
 	if (!k)
 		return ASSOC_ENOMEM;
