@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/check/check.h"
+#include "compiler/check/verdict.h"
 #include "compiler/explore/explore_int.h"
-#include "compiler/prove/prove.h"
 
 void ex_cand_from_view(Ex *x, Cand *k)
 {
@@ -292,18 +291,10 @@ static int agrees(Ex *x, Carrier *dc, char *why, size_t n)
 	return ok;
 }
 
-static const ProofLine *proof_of(const ProofReport *p, const char *law)
+static ProofStatus status_of(const CarrierVerdict *cv, const char *law)
 {
-	for (int i = 0; i < p->n; i++)
-		if (!strcmp(p->line[i].law, law))
-			return &p->line[i];
-	return NULL;
-}
-
-static ProofStatus status_of(const ProofReport *p, const char *law)
-{
-	const ProofLine *l = proof_of(p, law);
-	return l ? l->status : PROOF_UNKNOWN;
+	const VerdictLaw *l = verdict_law(cv, law);
+	return l && l->proof ? l->proof->status : PROOF_UNKNOWN;
 }
 
 typedef struct {
@@ -311,53 +302,60 @@ typedef struct {
 	ProofStatus assoc, ident, comm;
 } Verdicts;
 
-/* Trials and proof of the loaded carrier; 0 when nothing fails. */
+/* The loaded carrier's verdict (verdict.h), as every command reaches it;
+ * 0 when nothing fails but the claim of commutativity (comm_ok says). */
 static int laws_hold(Ex *x, Carrier *dc, Verdicts *v, char *why, size_t n)
 {
-	CheckOpts o;
-	check_defaults(&o);
-	o.seed = x->o->seed;
-	o.trials = x->o->trials;
-	o.id_trials = x->o->trials < 2000 ? x->o->trials : 2000;
-	o.params = x->o->params, o.nparams = x->o->nparams;
-	CheckResult r;
+	/* trials see one draw of a bool param; the prover leaves it open, not
+	 * split, and proves for every value of the params, as the loop
+	 * comparison draws one value of them */
+	VerdictOpts o = {.prove = 1, .prove_flags = PROVE_BOOLS_OPEN, .prove_any_params = 1, .one_case = 1};
+	check_defaults(&o.check);
+	o.check.seed = x->o->seed;
+	o.check.trials = x->o->trials;
+	o.check.id_trials = x->o->trials < 2000 ? x->o->trials : 2000;
+	o.check.params = x->o->params, o.check.nparams = x->o->nparams;
+	CarrierVerdict cv;
 	char msg[200];
-	if (check_run(dc, &o, &r, msg, sizeof msg)) {
+	if (verdict_run(dc, &o, &cv, msg, sizeof msg)) {
 		snprintf(why, n, "%s", msg);
 		return -1;
 	}
-	v->trials_ok = 1, v->comm_ok = 1;
-	for (int i = 0; i < r.nlaw; i++)
-		if (r.law[i].v == VERDICT_FAILS) {
-			if (!strcmp(r.law[i].law, "commutative"))
-				v->comm_ok = 0;
-			else if (v->trials_ok) {
-				snprintf(why, n, "%s fails in the trials: %s", r.law[i].law, r.law[i].detail ? r.law[i].detail : "");
-				v->trials_ok = 0;
-			}
-		}
-	if (v->trials_ok && (r.input_error || r.sound == VERDICT_FAILS)) {
-		snprintf(why, n, "%s", r.input_error ? r.input_error : r.sound_detail ? r.sound_detail : "unsound");
-		v->trials_ok = 0;
-	}
-	check_result_free(&r);
-	ProofReport p;
-	/* proved for every value of the params; a bool param stays open, not
-	 * split, as the loop comparison draws one value of it */
-	if (prove_carrier_at(dc, NULL, 0, PROVE_BOOLS_OPEN, &p)) {
+	if (cv.prove_error) {
 		snprintf(why, n, "the prover failed");
+		verdict_free(&cv);
 		return -1;
 	}
-	v->assoc = status_of(&p, "associative");
-	v->ident = status_of(&p, "identity");
-	v->comm = status_of(&p, "commutative");
+	const VerdictLaw *comm = verdict_law(&cv, "commutative");
+	v->comm_ok = !comm || !comm->trial || comm->trial->v != VERDICT_FAILS;
+	v->trials_ok = 1;
+	for (int i = 0; i < cv.nlaw && v->trials_ok; i++) {
+		const LawOutcome *t = cv.law[i].trial;
+		if (t && t->v == VERDICT_FAILS && strcmp(t->law, "commutative")) {
+			snprintf(why, n, "%s fails in the trials: %s", t->law, t->detail ? t->detail : "");
+			v->trials_ok = 0;
+		}
+	}
+	const CheckResult *r = &cv.trials;
+	if (v->trials_ok && (r->input_error || r->sound == VERDICT_FAILS)) {
+		snprintf(why, n, "%s", r->input_error ? r->input_error : r->sound_detail ? r->sound_detail : "unsound");
+		v->trials_ok = 0;
+	}
+	v->assoc = status_of(&cv, "associative");
+	v->ident = status_of(&cv, "identity");
+	v->comm = status_of(&cv, "commutative");
 	int bad = !v->trials_ok;
 	if (!bad && (v->assoc == PROOF_DISPROVED || v->ident == PROOF_DISPROVED)) {
-		const ProofLine *l = proof_of(&p, v->assoc == PROOF_DISPROVED ? "associative" : "identity");
+		const ProofLine *l = verdict_law(&cv, v->assoc == PROOF_DISPROVED ? "associative" : "identity")->proof;
 		snprintf(why, n, "the prover disproves %s: %s", l->law, l->how ? l->how : "");
 		bad = 1;
 	}
-	prove_report_free(&p);
+	/* the verdict fails on nothing else: what it refuses, a command would */
+	if (!bad && !verdict_ok(&cv) && (cv.cause != VERDICT_BY_TRIALS || v->comm_ok)) {
+		snprintf(why, n, "%s", cv.why);
+		bad = 1;
+	}
+	verdict_free(&cv);
 	return bad ? -1 : 0;
 }
 
