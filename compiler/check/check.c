@@ -238,10 +238,10 @@ static int trial_fails(Ck *k, Trial *t, Sample **s) { return check_trial_eval(k,
 
 /* ---- the laws ---- */
 
-static Sample *pick(Ck *k, Family f)
+static Sample *pick(Ck *k, DrawFamily f)
 {
 	if (rng_int(&k->rng, 0, 9) == 0)
-		f = (Family)rng_int(&k->rng, 0, NFAMS - 1);
+		f = (DrawFamily)rng_int(&k->rng, 0, NDRAW - 1);
 	if (!k->npool[f])
 		f = k->fams[rng_int(&k->rng, 0, k->nfams - 1)];
 	return k->pool[f][rng_int(&k->rng, 0, k->npool[f] - 1)];
@@ -249,18 +249,18 @@ static Sample *pick(Ck *k, Family f)
 
 static void fill_pools(Ck *k)
 {
-	for (int f = 0; f < NFAMS; f++) {
+	for (int f = 0; f < NDRAW; f++) {
 		k->pool[f] = calloc(POOL, sizeof(Sample *));
 		if (!k->pool[f])
 			abort();
 		for (int tries = 0; tries < 4 * POOL && k->npool[f] < POOL; tries++) {
-			Sample *s = draw_sample_new(k->m, (Family)f, &k->rng);
+			Sample *s = draw_sample_new(k->m, (DrawFamily)f, &k->rng);
 			if (s)
 				k->pool[f][k->npool[f]++] = s;
 			k->nonempty += s && s->hi > s->lo;
 		}
 		if (k->npool[f])
-			k->fams[k->nfams++] = (Family)f;
+			k->fams[k->nfams++] = (DrawFamily)f;
 	}
 }
 
@@ -282,7 +282,7 @@ static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
 {
 	Trial t = {.kind = kind, .mode = MODE_F64, .l = k->l, .le = k->le, .r = k->r, .re = k->re};
 	for (int i = 0; i < trials; i++) {
-		Family f = k->fams[i % k->nfams];
+		DrawFamily f = k->fams[i % k->nfams];
 		Sample *s[3] = {pick(k, f), pick(k, f), pick(k, f)};
 		int d = check_trial_eval(k, &t, s);
 		o->trials++;
@@ -319,7 +319,7 @@ static void run_identity(Ck *k, LawOutcome *o, int trials)
 
 static void ck_free(Ck *k)
 {
-	for (int f = 0; f < NFAMS; f++) {
+	for (int f = 0; f < NDRAW; f++) {
 		for (int i = 0; i < k->npool[f]; i++)
 			draw_sample_free(k->pool[f][i]);
 		free(k->pool[f]);

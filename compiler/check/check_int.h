@@ -17,9 +17,9 @@ typedef struct {
 typedef struct {
 	Machine *m;
 	const CheckOpts *o;
-	Sample **pool[NFAMS];
-	int npool[NFAMS];
-	Family fams[NFAMS]; /* families with samples */
+	Sample **pool[NDRAW];
+	int npool[NDRAW];
+	DrawFamily fams[NDRAW]; /* families with samples */
 	int nfams;
 	int nonempty; /* samples that fold at least one element */
 	double *tmp, *zero, *l, *le, *r, *re;

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const draw_family_name[NFAMS] = {"normal", "integer grid", "spread maxima", "wide", "mean 1e8",
+const char *const draw_family_name[NDRAW] = {"normal", "integer grid", "spread maxima", "wide", "mean 1e8",
 				     "large counts"};
 
 enum { ASSUME_TRIES = 64, ROW_TRIES = 16 };
 
-double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *rng)
+double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64_t *rng)
 {
 	double v;
 	switch (storage) {
@@ -19,7 +19,7 @@ double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *
 		return (double)(rng_next(rng) & 1);
 	case TY_I32:
 	case TY_I64:
-		return f == FAM_GRID ? rng_int(rng, -3, 3) : rng_int(rng, -100, 100);
+		return f == DRAW_GRID ? rng_int(rng, -3, 3) : rng_int(rng, -100, 100);
 	default:
 		break;
 	}
@@ -27,12 +27,12 @@ double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *
 	 * behaves like one scalar of the family, and keep huge means to scalars. */
 	double shrink = width > 1 ? 1 / sqrt((double)width) : 1;
 	switch (f) {
-	case FAM_GRID: v = rng_int(rng, -3, 3); break;
-	case FAM_SPREAD:
+	case DRAW_GRID: v = rng_int(rng, -3, 3); break;
+	case DRAW_SPREAD:
 		v = width > 1 ? rng_normal(rng) * (1 + fabs(offset) / 8) * shrink : offset + rng_normal(rng);
 		break;
-	case FAM_WIDE: v = 20 * rng_normal(rng) * shrink; break;
-	case FAM_MEAN:
+	case DRAW_WIDE: v = 20 * rng_normal(rng) * shrink; break;
+	case DRAW_MEAN:
 		v = width > 1 ? rng_normal(rng) * shrink : (storage == TY_F16 ? 1e3 : 1e8) + rng_normal(rng);
 		break;
 	default: v = rng_normal(rng) * shrink; break;
@@ -40,7 +40,7 @@ double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *
 	return ir_round(storage, v);
 }
 
-static void draw_decls(const Decl *d, int n, const int *off, double *dst, Family f, double offset, uint64_t *rng)
+static void draw_decls(const Decl *d, int n, const int *off, double *dst, DrawFamily f, double offset, uint64_t *rng)
 {
 	for (int k = 0; k < n; k++)
 		for (int t = 0; t < spec_decl_width(&d[k]); t++)
@@ -231,7 +231,7 @@ static void fit_decls(Machine *m, const Decl *d, int n, const int *off, int kind
  * first; then from wider draws, and near the previous position's inputs,
  * which hold it (an interval such as 5 < w < 6 is rarely hit twice by
  * chance, but its neighbourhood is). */
-static int draw_position(Machine *m, Family f, Row *r, int j, double offset, int keep_cols, const Span *sp,
+static int draw_position(Machine *m, DrawFamily f, Row *r, int j, double offset, int keep_cols, const Span *sp,
 			 uint64_t *rng)
 {
 	Carrier *c = m->c;
@@ -258,14 +258,14 @@ static int draw_position(Machine *m, Family f, Row *r, int j, double offset, int
 	return -1;
 }
 
-int draw_row(Machine *m, Family f, Row *r, uint64_t *rng) { return draw_row_keep(m, f, r, 0, rng); }
+int draw_row(Machine *m, DrawFamily f, Row *r, uint64_t *rng) { return draw_row_keep(m, f, r, 0, rng); }
 
-int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng)
+int draw_row_keep(Machine *m, DrawFamily f, Row *r, int keep_cols, uint64_t *rng)
 {
 	Carrier *c = m->c;
 	Span *sp = spans_new(m);
 	for (int t = 0; t < ROW_TRIES; t++) {
-		double offset = f == FAM_SPREAD ? 300 * rng_unit(rng) - 150 : 0;
+		double offset = f == DRAW_SPREAD ? 300 * rng_unit(rng) - 150 : 0;
 		draw_decls(c->row, c->nrow, m->rowoff, r->rowv, f, offset, rng);
 		fit_decls(m, c->row, c->nrow, m->rowoff, VAR_ROW, r->rowv, sp, rng);
 		/* With the columns kept and no element inputs, positions have
@@ -342,7 +342,7 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 			return 0;
 		/* assume may also constrain inputs; a one-position row tells whether params alone can hold */
 		Row *r = eval_row_new(m, 1);
-		int ok = draw_row(m, FAM_NORMAL, r, rng) == 0;
+		int ok = draw_row(m, DRAW_NORMAL, r, rng) == 0;
 		eval_row_free(r);
 		if (ok)
 			return 0;
@@ -367,7 +367,7 @@ static int usable(Machine *m, const Sample *s, const double *v, const double *id
 {
 	if (s->whole) /* a NaN where the reference has a number is what the soundness check is for */
 		return 1;
-	int made = !s->doublings && (s->fam == FAM_NORMAL || s->fam == FAM_GRID);
+	int made = !s->doublings && (s->fam == DRAW_NORMAL || s->fam == DRAW_GRID);
 	for (int k = 0; k < m->sw; k++)
 		if (isnan(v[k]) || (isinf(v[k]) && v[k] != ident[k] && !made))
 			return 0;
@@ -394,7 +394,7 @@ int draw_sample_eval(Machine *m, Sample *s)
 	return ok ? 0 : -1;
 }
 
-static Sample *sample_make(Machine *m, Family f, int lo, int hi, int doublings, int whole, uint64_t *rng)
+static Sample *sample_make(Machine *m, DrawFamily f, int lo, int hi, int doublings, int whole, uint64_t *rng)
 {
 	Sample *s = calloc(1, sizeof *s);
 	if (!s)
@@ -412,7 +412,7 @@ static Sample *sample_make(Machine *m, Family f, int lo, int hi, int doublings, 
 	s->v[1] = calloc(m->sw, sizeof(double));
 	if (!s->v[0] || !s->v[1])
 		abort();
-	Family df = f == FAM_COUNTS ? FAM_NORMAL : f;
+	DrawFamily df = f == DRAW_COUNTS ? DRAW_NORMAL : f;
 	if (draw_row(m, df, s->row, rng) || draw_sample_eval(m, s)) {
 		draw_sample_free(s);
 		return NULL;
@@ -420,10 +420,10 @@ static Sample *sample_make(Machine *m, Family f, int lo, int hi, int doublings, 
 	return s;
 }
 
-Sample *draw_sample_new(Machine *m, Family f, uint64_t *rng)
+Sample *draw_sample_new(Machine *m, DrawFamily f, uint64_t *rng)
 {
 	int lo = rng_int(rng, 0, 3);
-	if (f == FAM_COUNTS) {
+	if (f == DRAW_COUNTS) {
 		/* states of up to 1e9 elements; up to 2^29 where a state field
 		 * is an integer, so that three merged do not wrap an i32 count */
 		int n = rng_int(rng, 1, 3), intf = 0;
@@ -435,7 +435,7 @@ Sample *draw_sample_new(Machine *m, Family f, uint64_t *rng)
 	return sample_make(m, f, lo, lo + seg_len(rng), 0, 0, rng);
 }
 
-Sample *draw_sample_row(Machine *m, Family f, int len, uint64_t *rng) { return sample_make(m, f, 0, len, 0, 1, rng); }
+Sample *draw_sample_row(Machine *m, DrawFamily f, int len, uint64_t *rng) { return sample_make(m, f, 0, len, 0, 1, rng); }
 
 Sample *draw_sample_clone(Machine *m, const Sample *s)
 {

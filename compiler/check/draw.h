@@ -7,25 +7,25 @@
 #include "compiler/check/eval.h"
 
 typedef enum {
-	FAM_NORMAL,  /* N(0, 1) */
-	FAM_GRID,    /* small integers: ties everywhere */
-	FAM_SPREAD,  /* N(0, 1) shifted by up to +-150 per row: maxima far apart, exp past float32's range */
-	FAM_WIDE,    /* N(0, 20) */
-	FAM_MEAN,    /* 1e8 + N(0, 1): catastrophic cancellation */
-	FAM_COUNTS,  /* a state merged with itself up to 30 times: counts to 1e9 */
-	NFAMS
-} Family;
+	DRAW_NORMAL,  /* N(0, 1) */
+	DRAW_GRID,    /* small integers: ties everywhere */
+	DRAW_SPREAD,  /* N(0, 1) shifted by up to +-150 per row: maxima far apart, exp past float32's range */
+	DRAW_WIDE,    /* N(0, 20) */
+	DRAW_MEAN,    /* 1e8 + N(0, 1): catastrophic cancellation */
+	DRAW_COUNTS,  /* a state merged with itself up to 30 times: counts to 1e9 */
+	NDRAW
+} DrawFamily;
 
-extern const char *const draw_family_name[NFAMS];
+extern const char *const draw_family_name[NDRAW];
 
 /* Fill positions [0, r->len) and the row inputs of r; 0 on success, -1 when
  * assume could not be satisfied. */
-int draw_row(Machine *m, Family f, Row *r, uint64_t *rng);
+int draw_row(Machine *m, DrawFamily f, Row *r, uint64_t *rng);
 /* The same, keeping r's column inputs when keep_cols is set (columns are
  * shared by every row of an array). */
-int draw_row_keep(Machine *m, Family f, Row *r, int keep_cols, uint64_t *rng);
+int draw_row_keep(Machine *m, DrawFamily f, Row *r, int keep_cols, uint64_t *rng);
 /* Draw one component of an input (rounded to its storage type). */
-double draw_value(Family f, TyKind storage, double offset, int width, uint64_t *rng);
+double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64_t *rng);
 /* A --param value: a number, or true or false (a bool param's); end as strtod's. */
 double draw_param_value(const char *s, char **end);
 /* Params: overrides where given, else drawn from (0.05, 1], honouring assume. */
@@ -34,7 +34,7 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 /* A state with its provenance: the fold of positions [lo, hi) of a row in a
  * tree shape, then merged with itself `doublings` times. */
 typedef struct {
-	Family fam;
+	DrawFamily fam;
 	Row *row;
 	int lo, hi;
 	Shape shape;
@@ -44,9 +44,9 @@ typedef struct {
 	double *v[2]; /* by Mode */
 } Sample;
 
-Sample *draw_sample_new(Machine *m, Family f, uint64_t *rng);
+Sample *draw_sample_new(Machine *m, DrawFamily f, uint64_t *rng);
 /* A whole row of length len, folded in a random shape. */
-Sample *draw_sample_row(Machine *m, Family f, int len, uint64_t *rng);
+Sample *draw_sample_row(Machine *m, DrawFamily f, int len, uint64_t *rng);
 Sample *draw_sample_clone(Machine *m, const Sample *s);
 void draw_sample_free(Sample *s);
 /* Recompute the states from the provenance; 0 when they are usable

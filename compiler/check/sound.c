@@ -8,7 +8,7 @@
 #include "compiler/check/check_int.h"
 
 static const int lens[] = {0, 1, 2, 3, 5, 7, 13, 31, 32, 33, 64, 97, 128, 257};
-static const Family row_fams[] = {FAM_NORMAL, FAM_GRID, FAM_SPREAD, FAM_WIDE, FAM_MEAN};
+static const DrawFamily row_fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_SPREAD, DRAW_WIDE, DRAW_MEAN};
 
 typedef struct {
 	double *sv, *se, *s32, *fin, *fine, *fin32, *map, *mape, *map32;
@@ -85,7 +85,7 @@ static double rel_err(double got, double want)
  * largest value of it: a probability of 1e-40 that float32 flushes to zero
  * is an absolute error of 1e-40, not a relative error of 1. */
 static void note_f32(CheckResult *r, const char *name, double got, double naive, double want, double scale,
-		     Family f)
+		     DrawFamily f)
 {
 	ErrOutcome *e = err_slot(r, name);
 	if (!e || !isfinite(want) || (want == 0 && scale == 0))
@@ -129,7 +129,7 @@ typedef struct {
 	double scale;                  /* map outputs: the row's largest |value| */
 } Sides;
 
-static int compare(CheckResult *r, const Def *out, int is_map, int pos, Sides s, int w, int empty, Family f,
+static int compare(CheckResult *r, const Def *out, int is_map, int pos, Sides s, int w, int empty, DrawFamily f,
 		   Miss *miss)
 {
 	for (int t = 0; t < w; t++) {

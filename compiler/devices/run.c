@@ -359,7 +359,7 @@ static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams
 	int keep_cols = cols && *cols;
 	Row *row = keep_cols ? *cols : eval_row_new(&m, d->len);
 	for (int r = 0; !rc && r < d->rows; r++) {
-		if (draw_row_keep(&m, FAM_NORMAL, row, keep_cols || r > 0, &rng)) {
+		if (draw_row_keep(&m, DRAW_NORMAL, row, keep_cols || r > 0, &rng)) {
 			snprintf(msg, n, "could not draw inputs where 'assume' holds");
 			rc = -1;
 			break;

@@ -156,7 +156,7 @@ static int machine_up(Ex *x, char *why, size_t n)
 
 static int homomorphism(Ex *x)
 {
-	static const Family fams[] = {FAM_GRID, FAM_NORMAL, FAM_WIDE};
+	static const DrawFamily fams[] = {DRAW_GRID, DRAW_NORMAL, DRAW_WIDE};
 	double l[EX_MAXF], r[EX_MAXF];
 	int trials = 0;
 	for (int len = 1; len <= 8; len++)

@@ -281,12 +281,12 @@ static int inverse_holds(Ex *x, char *why, size_t n)
 			roots[k * c->nelem + q] = c->inverse[k][q];
 	ExEv *ev = ex_ev_new(x, roots, ne);
 	double *vals = calloc(ne + 1, sizeof *vals), s[EX_MAXF], back[EX_MAXF];
-	static const Family fams[] = {FAM_GRID, FAM_NORMAL, FAM_WIDE};
+	static const DrawFamily fams[] = {DRAW_GRID, DRAW_NORMAL, DRAW_WIDE};
 	uint64_t rng = x->rng ^ 0x1abe1;
 	int ok = 1;
 	for (int t = 0; ok && t < 60; t++) {
 		Row *r = eval_row_new(&x->m, t % 7), *el = eval_row_new(&x->m, c->ninverse);
-		if (!draw_row(&x->m, fams[t % 3], r, &rng) && !draw_row(&x->m, FAM_NORMAL, el, &rng)) {
+		if (!draw_row(&x->m, fams[t % 3], r, &rng) && !draw_row(&x->m, DRAW_NORMAL, el, &rng)) {
 			ex_fold(x, r, s, 0);
 			ex_ev_run(x, ev, NULL, NULL, s, NULL, 0, vals);
 			for (int k = 0; k < c->ninverse; k++)

@@ -249,7 +249,7 @@ static Carrier *load_cand(Ex *x, Cand *k, char **yaml, char *why, size_t n)
 /* The carrier's outputs on random rows, folded in random shapes, against the loop's. */
 static int agrees(Ex *x, Carrier *dc, char *why, size_t n)
 {
-	static const Family fams[] = {FAM_GRID, FAM_NORMAL, FAM_SPREAD, FAM_WIDE};
+	static const DrawFamily fams[] = {DRAW_GRID, DRAW_NORMAL, DRAW_SPREAD, DRAW_WIDE};
 	Machine md;
 	eval_init(&md, dc);
 	memcpy(md.params, x->m.params, x->m.pw * sizeof *md.params);

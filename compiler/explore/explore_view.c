@@ -164,7 +164,7 @@ int ex_close(double v, double want)
 /* Sample pairs: two reachable states, and the state of their concatenation. */
 int ex_pairs(Ex *x)
 {
-	static const Family fams[] = {FAM_GRID, FAM_NORMAL, FAM_SPREAD, FAM_WIDE};
+	static const DrawFamily fams[] = {DRAW_GRID, DRAW_NORMAL, DRAW_SPREAD, DRAW_WIDE};
 	Pairs *p = &x->pairs;
 	p->n = 0;
 	for (int t = 0; t < 4 * EX_NPAIR && p->n < EX_NPAIR; t++) {
@@ -220,7 +220,7 @@ static void lift_samples(Ex *x, double v[LIFT_SAMPLES][EX_MAXF], double in[LIFT_
 		roots[f] = x->f[f].lift;
 	ExEv *e = ex_ev_new(x, roots, x->n);
 	uint64_t rng = 0x5eed;
-	static const Family fams[] = {FAM_NORMAL, FAM_GRID, FAM_WIDE, FAM_SPREAD};
+	static const DrawFamily fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_WIDE, DRAW_SPREAD};
 	for (int t = 0; t < LIFT_SAMPLES; t++) {
 		Row *r = eval_row_new(&x->m, 1);
 		draw_row(&x->m, fams[t % 4], r, &rng);

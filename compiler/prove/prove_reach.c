@@ -46,7 +46,7 @@ static void reach_add(Reach *rs, Sample *s)
  * finite states join: the prover's regions are over finite values. */
 static void reach_fill(Reach *rs, uint64_t *rng)
 {
-	static const Family fams[] = {FAM_GRID, FAM_GRID, FAM_NORMAL};
+	static const DrawFamily fams[] = {DRAW_GRID, DRAW_GRID, DRAW_NORMAL};
 	rs->st = malloc((size_t)3 * REACH_PER_TIER * (rs->m.sw ? rs->m.sw : 1) * sizeof *rs->st);
 	if (!rs->st)
 		abort();
