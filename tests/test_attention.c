@@ -452,7 +452,7 @@ Test(attention, stages_that_do_not_fit_are_dropped)
 		cr_assert_eq(m.nvar, 1);
 		cr_expect_eq(m.var[0].st, cases[k].st, "%s at head dim %d", cases[k].config, cases[k].d);
 		cr_expect_eq(cuda_smem(&m, 0), (unsigned)cases[k].smem, "%s at head dim %d", cases[k].config, cases[k].d);
-		cuda_config_str(&m.var[0], cfg, sizeof cfg);
+		variant_str(&m.var[0], cfg, sizeof cfg);
 		cr_expect_eq(cuda_find_variant(&m, c, cases[k].config), 0, "the asked-for configuration finds %s", cfg);
 		char body[64];
 		snprintf(body, sizeof body, ", %d, 1>(A)", cases[k].st); /* the stages, then one key slice */
@@ -479,7 +479,7 @@ Test(attention, tuning_space_adds_stages_and_key_tiles)
 		seen[sp.var[v].st]++;
 		half += sp.var[v].bn == 32;
 		slices[sp.var[v].ks]++;
-		cuda_config_str(&sp.var[v], cfg, sizeof cfg);
+		variant_str(&sp.var[v], cfg, sizeof cfg);
 		cr_expect_eq(cuda_find_variant(&sp, c, cfg), v, "%s", cfg);
 		if (v < def.nvar)
 			cr_expect_eq(cuda_find_variant(&def, c, cfg), v, "the defaults come first: %s", cfg);
@@ -717,7 +717,7 @@ Test(attention, decoding_splits_merge_in_one_launch)
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
 	int seen[3] = {0};
 	for (int v = 0; v < m.nvar; v++) {
-		const CudaVariant *x = &m.var[v];
+		const Variant *x = &m.var[v];
 		int bm = cuda_attn_rows(x), heads = 8, rows = 4 * 3, split = 5;
 		CudaPlan p;
 		cuda_plan_h(&m, v, rows, 4000, heads, split, &p);
@@ -843,7 +843,7 @@ Test(attention, shared_memory_per_variant)
 	cr_assert_eq(m.nvar, 4);
 	for (int v = 0; v < m.nvar; v++) {
 		char cfg[64];
-		cuda_config_str(&m.var[v], cfg, sizeof cfg);
+		variant_str(&m.var[v], cfg, sizeof cfg);
 		/* 128 rows x 68 words of Q kept after the stages where it stays in
 		 * shared memory; decoding's: three stages of 128 keys */
 		int dec = m.var[v].ks > 1, st = dec ? 3 : 2, bn = dec ? 128 : 64;
@@ -853,7 +853,7 @@ Test(attention, shared_memory_per_variant)
 		cr_assert_eq(cuda_smem(&m, v), want, "head dim 128, %s: %d stages of %d keys", cfg, st, bn);
 	}
 	char cfg[64];
-	cuda_config_str(&m.var[cuda_pick(&m, 200, 300, 1)], cfg, sizeof cfg);
+	variant_str(&m.var[cuda_pick(&m, 200, 300, 1)], cfg, sizeof cfg);
 	cr_expect_str_eq(cfg, QS128, "32 rows a warp, Q in shared memory, for 200 rows at head dim 128");
 	cr_expect_eq(cuda_pick(&m, 4, 32768, 1), 3, "4 rows: decoding's");
 	cr_expect_eq(cuda_attn_split(&m, 3, 4, 32768, 8, 132), 16, "one block of 204 KB an SM");
@@ -969,7 +969,7 @@ Test(attention, ptxas_decoding_without_spills, .timeout = 300)
 			cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
 			int v = cuda_pick(&m, 4, 1000, 1);
 			cr_assert_gt(m.var[v].ks, 1, "%s", paths[p]);
-			cuda_config_str(&m.var[v], cfg, sizeof cfg);
+			variant_str(&m.var[v], cfg, sizeof cfg);
 			cuda_module_free(&m);
 			cr_assert_eq(cuda_module(c, cfg, &m, msg, sizeof msg), 0, "%s", msg);
 			snprintf(what, sizeof what, "__launch_bounds__(128, %d)", blocks[k]);

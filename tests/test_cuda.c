@@ -21,7 +21,7 @@ static const int ROWS[] = {1, 3, 64};
 static const int LENS[] = {0, 1, 31, 32, 33, 1000, 4099};
 static const int SPLITS[] = {1, 2, 3, 7};
 
-static int fits(const CudaVariant *v, int len)
+static int fits(const Variant *v, int len)
 {
 	return !(v->fam == FAM_ROWMAP && v->items && len > v->items * (v->warp ? 32 : v->nt));
 }
@@ -59,7 +59,7 @@ static void run_spec(Carrier *c, const char *name, double slack)
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s: %s", name, msg);
 	for (int v = 0; v < m.nvar; v++) {
 		char cfg[128];
-		cuda_config_str(&m.var[v], cfg, sizeof cfg);
+		variant_str(&m.var[v], cfg, sizeof cfg);
 		int split_fam = m.var[v].fam == FAM_SPLITK || m.var[v].fam == FAM_SCAN;
 		for (size_t r = 0; r < sizeof ROWS / sizeof *ROWS; r++)
 			for (size_t l = 0; l < sizeof LENS / sizeof *LENS; l++) {
@@ -154,7 +154,7 @@ Test(cuda, non_commutative_rowreduce_keeps_order, .timeout = 300)
 {
 	cuda_test_cache();
 	Carrier *c = inline_spec(AFFINE);
-	cr_assert_eq(c->tpl, TPL_ROWREDUCE);
+	cr_assert_eq(c->tpl, FAM_ROWREDUCE);
 	run_spec(c, "affine (rowreduce)", 1);
 	spec_carrier_free(c);
 }
@@ -387,7 +387,7 @@ Test(cuda, online_max_keeps_the_special_values, .timeout = 300)
 	enum { R = 6, N = 200 };
 	for (int v = 0; v < m.nvar; v++) {
 		char cfg[128];
-		cuda_config_str(&m.var[v], cfg, sizeof cfg);
+		variant_str(&m.var[v], cfg, sizeof cfg);
 		RunData *d = rundata_new(c, R, N);
 		cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
 		float *x = d->elem[0].p;
@@ -609,26 +609,26 @@ Test(cuda, generated_code_hides_spec_names)
 
 Test(cuda, config_errors_are_clear)
 {
-	CudaVariant v;
+	Variant v;
 	char msg[512];
-	cr_assert_eq(cuda_parse_config("rowmap:nt=100", &v, msg, sizeof msg), -1);
+	cr_assert_eq(variant_parse("rowmap:nt=100", &v, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "multiple of 32"), "%s", msg);
-	cr_assert_eq(cuda_parse_config("blocky:nt=64", &v, msg, sizeof msg), -1);
+	cr_assert_eq(variant_parse("blocky:nt=64", &v, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "unknown kernel family"), "%s", msg);
-	cr_assert_eq(cuda_parse_config("splitk:nt=64,acc=2", &v, msg, sizeof msg), 0);
+	cr_assert_eq(variant_parse("splitk:nt=64,acc=2", &v, msg, sizeof msg), 0);
 	cr_expect_eq(v.fam, FAM_SPLITK);
 	cr_expect_eq(v.acc, 2);
 	/* key slices: a divisor of the warps, 16 keys a warp of every tile */
 	static const char *const bad_ks[] = {"attention:ks=3", "attention:nt=64,ks=4", "attention:bn=32,ks=4",
 					     "attention:ks=0", "attention:nt=512,bn=128,ks=16", "rowmap:ks=2"};
 	for (size_t k = 0; k < sizeof bad_ks / sizeof *bad_ks; k++) {
-		cr_assert_eq(cuda_parse_config(bad_ks[k], &v, msg, sizeof msg), -1, "%s", bad_ks[k]);
+		cr_assert_eq(variant_parse(bad_ks[k], &v, msg, sizeof msg), -1, "%s", bad_ks[k]);
 		cr_expect(strstr(msg, k < 5 ? "ks (warps that split each key tile, 1 to 8) must divide the warps" : "unknown key 'ks'"),
 			  "%s: %s", bad_ks[k], msg);
 	}
-	cr_assert_eq(cuda_parse_config("attention:nt=256,bn=128,ks=8", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(variant_parse("attention:nt=256,bn=128,ks=8", &v, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(cuda_attn_rows(&v), 16);
-	cr_assert_eq(cuda_parse_config("attention:nt=128", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(variant_parse("attention:nt=128", &v, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(v.ks == 1 && cuda_attn_rows(&v) == 64, "one slice by default: %d, %d rows", v.ks, cuda_attn_rows(&v));
 }
 

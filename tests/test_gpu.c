@@ -305,9 +305,12 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	char why[128], key[1024], cfg[200], err[256];
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){0}, &v, &split, why, sizeof why), 0);
 	cr_assert(strstr(why, "not tuned"), "%s", why);
-	int other = (v + 1) % g.m.nvar;
-	cuda_config_str(&g.m.var[other], cfg, sizeof cfg);
-	strcat(cfg, " split=4");
+	int other = 0; /* a split kernel the rule did not pick: its split count is the tuned one */
+	while (other < g.m.nvar && (other == v || g.m.var[other].fam != FAM_SPLITK))
+		other++;
+	cr_assert_lt(other, g.m.nvar);
+	variant_str(&g.m.var[other], cfg, sizeof cfg);
+	strcat(cfg, ",split=4");
 	gpu_tune_key(&g, d, key, sizeof key);
 	cr_assert(strstr(key, "device=Fake GPU 0;cc=9.0;sms=132;driver=13000;"), "%s", key);
 	cr_assert(strstr(key, ";rows=8;len=8192"), "shapes are bucketed: %s", key);
@@ -333,10 +336,11 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.split = 2}, &v, &split, why, sizeof why), 0);
 	cr_assert_eq(v, other);
 	cr_assert_eq(split, 2, "an explicit --split stands over the tuned one");
-	/* damaged entries are misses that leave the split alone */
-	static const char *const bad[] = {" split=-3", " split=99999999999", " split=4x"};
-	for (int i = 0; i < 3; i++) {
-		cuda_config_str(&g.m.var[other], cfg, sizeof cfg);
+	/* damaged entries, and entries of the older "config split=K" format
+	 * or without a split, are misses that leave the split alone */
+	static const char *const bad[] = {",split=-3", ",split=99999999999", ",split=4x", " split=4", ""};
+	for (int i = 0; i < 5; i++) {
+		variant_str(&g.m.var[other], cfg, sizeof cfg);
 		strcat(cfg, bad[i]);
 		cr_assert_eq(tc_put(&tc, key, cfg, err, sizeof err), 0, "%s", err);
 		cr_assert_eq(gpu_choose(&g, d, &(RunOpts){0}, &v, &split, why, sizeof why), 0);
@@ -354,6 +358,53 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	cr_expect_eq(p.split, 15421);
 	cr_expect_eq(p.chunk, 68);
 	cr_expect_eq(p.k[0].grid, 131072u * 15421u);
+	fake_done(&g, d, c);
+}
+
+/* The library tunes (gpu_tune): every candidate comes back with its split
+ * and its reason, the progress hook hears of each one decided, and with
+ * none correct (the fake computes nothing) nothing is cached. */
+static void count_progress(void *ctx, int done, int total)
+{
+	int *seen = ctx;
+	seen[0]++;
+	seen[1] = done == total;
+}
+
+Test(gpu, tuning_from_the_library, .timeout = 120)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	fake_with_cache(dir);
+	Carrier *c = load_ok("specs/logsumexp.yaml");
+	RunData *d = drawn(c, 16, 4096);
+	Gpu g;
+	cr_assert_eq(gpu_open(&g, c, 1, msg, sizeof msg), 0, "%s", msg);
+	static GpuTuning t;
+	int seen[2] = {0, 0};
+	cr_assert_eq(gpu_tune(&g, d, count_progress, seen, &t, msg, sizeof msg), 1, "none runs correctly on the fake");
+	cr_assert_gt(t.ncand, g.m.nvar, "the split kernels come with several split counts");
+	cr_expect_eq(t.res.n, t.ncand, "every candidate is reported");
+	cr_expect_eq(t.res.best, -1);
+	cr_expect(seen[0] > 0 && seen[1], "progress heard %d, the last %d", seen[0], seen[1]);
+	int splits = 0;
+	for (int i = 0; i < t.res.n; i++) {
+		const Variant *x = &t.res.cand[i].var;
+		char text[256];
+		variant_str(x, text, sizeof text);
+		cr_expect_geq(x->split, 1, "%s", text);
+		splits += x->split > 1;
+		cr_expect_geq(cuda_find_variant(&g.m, c, text), 0, "%s is a variant of the module", text);
+		cr_expect(t.res.cand[i].why[0], "%s: ruled out with a reason", text);
+	}
+	cr_expect_gt(splits, 0);
+	cr_expect_not(t.stored);
+	char key[1024], val[256], why[256], err[256];
+	TuneCache tc;
+	gpu_tune_key(&g, d, key, sizeof key);
+	cr_assert_eq(tc_open(&tc, NULL, err, sizeof err), 0, "%s", err);
+	cr_expect_eq(tc_get(&tc, key, val, sizeof val, why, sizeof why), 0, "nothing cached: %s", val);
 	fake_done(&g, d, c);
 }
 
@@ -377,19 +428,26 @@ Test(gpu, configurations_outside_the_defaults_are_built_alone, .timeout = 120)
 	gpu_tune_key(&g, d, key, sizeof key);
 	TuneCache tc;
 	cr_assert_eq(tc_open(&tc, NULL, err, sizeof err), 0, "%s", err);
-	snprintf(cfg, sizeof cfg, "%s split=2", tuned);
+	snprintf(cfg, sizeof cfg, "%s,split=2", tuned);
 	cr_assert_eq(tc_put(&tc, key, cfg, err, sizeof err), 0, "%s", err);
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){0}, &v, &split, why, sizeof why), 0, "%s", why);
 	cr_expect_str_eq(why, "tuned (cache)");
 	cr_expect_eq(g.m.nvar, 1, "the tuned variant alone, not the %d defaults", ndef);
-	cuda_config_str(&g.m.var[v], cfg, sizeof cfg);
+	variant_str(&g.m.var[v], cfg, sizeof cfg);
 	cr_expect_str_eq(cfg, tuned);
 	cr_expect_eq(split, 2);
 	cr_expect(g.mod, "and loaded");
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.config = "attention:nt=128,mt=1,bn=64,st=1"}, &v, &split, why, sizeof why),
 		     0, "%s", why);
-	cuda_config_str(&g.m.var[v], cfg, sizeof cfg);
+	variant_str(&g.m.var[v], cfg, sizeof cfg);
 	cr_expect_str_eq(cfg, "attention:nt=128,mt=1,bn=64,pv=1,st=1");
+	cr_expect_eq(split, 1, "--config without a split: one block a row of keys");
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.config = "attention:nt=128,mt=1,bn=64,st=1,split=3"}, &v, &split, why,
+				sizeof why), 0, "%s", why);
+	cr_expect_eq(split, 3, "the split a configuration names");
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.config = "attention:nt=128,mt=1,bn=64,st=1,split=3", .split = 2}, &v,
+				&split, why, sizeof why), 0, "%s", why);
+	cr_expect_eq(split, 2, "an explicit --split stands over it");
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0, "%s", why);
 	cr_expect_eq(g.m.nvar, ndef, "the rule chooses among the defaults again, not in one configuration's module");
 	cr_expect_str_eq(why, "fixed (--deterministic)");
@@ -450,7 +508,7 @@ Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
 	      "specs/attention.yaml -D d=64 -D dv=64 --rows 1 --len 300 --heads 4 --kv-heads 1 2>&1; echo \"exit $?\"", out,
 	      sizeof out);
 	cr_assert(strstr(out, "26 candidates"), "decoding: 13 variants, unsplit and split 2: %s", out);
-	static const char *slices[] = {"attention:nt=128,mt=1,bn=128,pv=1,st=3,ks=4 ", "attention:nt=128,mt=1,bn=128,pv=1,st=1,ks=4",
+	static const char *slices[] = {"attention:nt=128,mt=1,bn=128,pv=1,st=3,ks=4,split=1 ", "attention:nt=128,mt=1,bn=128,pv=1,st=1,ks=4",
 				       "attention:nt=128,mt=1,bn=128,pv=1,st=2,ks=4", "attention:nt=128,mt=1,bn=128,pv=1,st=3,ks=2",
 				       "attention:nt=128,mt=1,bn=64,pv=1,st=3,ks=4"};
 	for (size_t k = 0; k < sizeof slices / sizeof *slices; k++)
@@ -521,8 +579,9 @@ Test(gpu, tune_tries_wider_row_blocks)
 	char out[16384];
 	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
 	      "specs/online_softmax.yaml --rows 1024 --len 32768 2>&1; echo \"exit $?\"", out, sizeof out);
-	static const char *want[] = {"rowmap:nt=256,acc=4,vec=4,warp=0,items=0 ", "rowmap:nt=512,acc=4,vec=4,warp=0,items=0 ",
-				     "rowmap:nt=1024,acc=4,vec=4,warp=0,items=0 "};
+	static const char *want[] = {"rowmap:nt=256,acc=4,vec=4,warp=0,items=0,split=1 ",
+				     "rowmap:nt=512,acc=4,vec=4,warp=0,items=0,split=1 ",
+				     "rowmap:nt=1024,acc=4,vec=4,warp=0,items=0,split=1 "};
 	for (int k = 0; k < 3; k++) {
 		const char *at = strstr(out, want[k]);
 		cr_expect(at, "%s missing: %s", want[k], out);

@@ -68,7 +68,7 @@ static void print(const Opts *o, Bench *x, double ms, double copy_ms, double byt
 {
 	Carrier *c = x->d->c;
 	char cfg[160];
-	cuda_config_str(&x->g->m.var[x->v], cfg, sizeof cfg);
+	variant_str(&x->g->m.var[x->v], cfg, sizeof cfg);
 	double gbps = bytes / (ms * 1e6), copy = bytes / (copy_ms * 1e6), tflops = attention_flops(x) / (ms * 1e9);
 	if (o->json) {
 		Buf b = {0};
@@ -119,7 +119,7 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 	}
 	if (d->heads > 1 && g.m.var[x.v].fam != FAM_ATTN) { /* the kernel would run the first head only */
 		fprintf(stderr, "assoc: bench --device gpu: --heads needs the attention template; this runs %s\n",
-			cuda_family_name(g.m.var[x.v].fam));
+			variant_family_name(g.m.var[x.v].fam));
 		goto out;
 	}
 	if (gpu_upload(&g, d, &b, msg, sizeof msg) || rt_alloc(g.rt, flush_bytes, &flush, msg, sizeof msg) ||

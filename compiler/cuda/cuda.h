@@ -10,24 +10,10 @@
 #include <stdint.h>
 
 #include "compiler/front/spec.h"
-
-typedef enum { FAM_ROWREDUCE, FAM_ROWMAP, FAM_SPLITK, FAM_SCAN, FAM_ATTN, NFAM } CudaFamily;
-
-/* One tuning variant: threads per block, accumulators per thread, 4-wide
- * loads, a warp per row, elements kept on chip per thread; attention:
- * tiles of 16 query rows per warp (mt), keys per tile (bn), pipeline
- * stages of K and V tiles (st: at most that many, as many as fit) and
- * the warps that share rows and split each key tile among them (ks: a
- * block then has nt / 32 / ks * mt * 16 query rows). */
-typedef struct {
-	CudaFamily fam;
-	int nt, acc, vec, warp, items;
-	int mt, bn, pv; /* pv: parts of P in the matrix product (1: rounded to f16/bf16) */
-	int st, ks;
-} CudaVariant;
+#include "runtime/variant.h"
 
 /* Query rows a block of attention variant v takes. */
-static inline int cuda_attn_rows(const CudaVariant *v) { return v->nt / 32 / (v->ks > 1 ? v->ks : 1) * v->mt * 16; }
+static inline int cuda_attn_rows(const Variant *v) { return v->nt / 32 / (v->ks > 1 ? v->ks : 1) * v->mt * 16; }
 
 /* A carrier matched to the attention template's contract (cuda_attn.c):
  * the state fields by role, the inputs q, k, v (slots), head dims, the
@@ -46,11 +32,11 @@ typedef struct {
 	char *src;          /* the module: prelude, carrier, templates, kernels */
 	char *hooks;        /* the carrier's device functions alone */
 	char prefix[24];    /* "asc_" and 16 hex digits of the lowered carrier's hash */
-	CudaVariant *var;
+	Variant *var;
 	int nvar;
 	size_t state_size;  /* sizeof(State): the workspace unit of split kernels */
 	int vec_ok;         /* the carrier's element inputs allow 16-byte loads */
-	CudaFamily base;    /* rowreduce, rowmap, scan or attention */
+	Family base;    /* rowreduce, rowmap, scan or attention */
 	CudaAttn attn;      /* base == FAM_ATTN: the match */
 	char explain[1024]; /* which template, and why */
 	int smem_max;       /* shared bytes per block the device allows (0: not known); cuda_pick keeps within it */
@@ -83,11 +69,8 @@ enum { ATTN_MIN_SM = 80 };
 int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n);
 int cuda_module_space_for(Carrier *c, const char *arch, int smem, CudaModule *m, char *msg, size_t n);
 void cuda_module_free(CudaModule *m);
-const char *cuda_family_name(CudaFamily f);
-int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n);
-/* Device.config of the devices that run generated CUDA: cuda_parse_config's verdict. */
+/* Device.config of the devices that run generated CUDA: variant_parse's verdict. */
 int cuda_config_ok(const char *cfg, char *msg, size_t n);
-void cuda_config_str(const CudaVariant *v, char *buf, size_t n);
 
 /* Kernels to launch for variant var on a shape, in order; smem: bytes of
  * dynamic shared memory per block. */

@@ -339,11 +339,11 @@ static int merge_proof(Carrier *c, CudaAttn *at, Expr *L, Expr *O, const char *m
 int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
 {
 	memset(at, 0, sizeof *at);
-	if (c->nstate != 3 || c->nelem || c->nmap || c->tpl == TPL_SCAN || !c->merge) {
+	if (c->nstate != 3 || c->nelem || c->nmap || c->tpl == FAM_SCAN || !c->merge) {
 		/* what the carrier has against what the contract needs */
 		snprintf(why, n, "not an (m, l, o) carrier over rows and columns, which has 3 state fields, no element "
 				 "inputs and no map outputs (this one: %d, %d, %d%s)", c->nstate, c->nelem, c->nmap,
-			 c->tpl == TPL_SCAN ? ", a scan" : "");
+			 c->tpl == FAM_SCAN ? ", a scan" : "");
 		return -1;
 	}
 	if (roles(c, at, why, n) || lifts(c, at, why, n) || shapes(c, at, why, n))

@@ -9,10 +9,6 @@
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/cuda_int.h"
 
-static const char *const fam_names[NFAM] = {"rowreduce", "rowmap", "splitk", "scan", "attention"};
-
-const char *cuda_family_name(CudaFamily f) { return f < NFAM ? fam_names[f] : "?"; }
-
 uint64_t cuda_fnv(uint64_t h, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -265,42 +261,42 @@ static void hooks(Carrier *c, Buf *b, int vec)
 
 /* ---- variants ---- */
 
-static CudaFamily base_family(const Carrier *c)
+static Family base_family(const Carrier *c)
 {
-	return c->tpl == TPL_SCAN ? FAM_SCAN : c->nmap ? FAM_ROWMAP : FAM_ROWREDUCE;
+	return c->tpl == FAM_SCAN ? FAM_SCAN : c->nmap ? FAM_ROWMAP : FAM_ROWREDUCE;
 }
 
 /* The row loops are compiled once per (acc, vec) for all of a module's
  * kernels (templates/blocks.cuh): the variants share as few pairs as they
  * can (the 16-byte path falls back to the scalar loop at run time). */
-static const CudaVariant defaults_reduce[] = {
-	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+static const Variant defaults_reduce[] = {
+	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
 };
-static const CudaVariant defaults_map[] = {
-	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0},
+static const Variant defaults_map[] = {
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 /* The row templates' tuning space adds blocks of 512 and 1024 threads with
  * 4 accumulators: more bytes in flight per row, and fewer rows in flight
  * at once, so that rowmap's second read of a long row can come from L2. */
-static const CudaVariant space_reduce[] = {
-	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0},
+static const Variant space_reduce[] = {
+	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0},
 };
-static const CudaVariant space_map[] = {
-	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0},
+static const Variant space_map[] = {
+	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0},
 };
-static const CudaVariant defaults_scan[] = {
-	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0},
-	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0},
+static const Variant defaults_scan[] = {
+	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0, 0},
+	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0},
 };
 
 /* Registers a variant is expected to need (32-bit words), from the widths
  * of the state, the row inputs and the elements a scan keeps per thread
  * (rowmap keeps its row in shared memory). */
-static int reg_estimate(const Carrier *c, const CudaVariant *v)
+static int reg_estimate(const Carrier *c, const Variant *v)
 {
 	int sw = 0, ew = 0, rw = 0;
 	for (int f = 0; f < c->nstate; f++)
@@ -317,11 +313,11 @@ static int reg_estimate(const Carrier *c, const CudaVariant *v)
  * of 16 rows a warp or more meet head dim 128 or more, Q's fragments
  * would take 64 registers or more beside o's 128 and s's 64, and ptxas
  * spills; one tile keeps them in registers (no extra ldmatrix). */
-static int attn_qs(const CudaAttn *at, const CudaVariant *v) { return v->mt >= 2 && at->d >= 128; }
+static int attn_qs(const CudaAttn *at, const Variant *v) { return v->mt >= 2 && at->d >= 128; }
 
 enum { ATTN_SMEM_MAX = 227 * 1024 };
 enum { ATTN_COMBINE_NT = 128 }; /* attn_combine: a warp a row */
-static void attn_words(const CudaAttn *at, const CudaVariant *v, long *st, long *qw)
+static void attn_words(const CudaAttn *at, const Variant *v, long *st, long *qw)
 {
 	long kw = at->d / 2 + 4, vw = at->dv / 2 + 4;
 	*st = v->bn * (kw + vw), *qw = cuda_attn_rows(v) * kw;
@@ -329,7 +325,7 @@ static void attn_words(const CudaAttn *at, const CudaVariant *v, long *st, long 
 
 /* The pipeline stages attn_fwd keeps for v: v->st, or fewer where they
  * would not fit in the opt-in maximum of shared memory. */
-static int attn_stages(const CudaAttn *at, const CudaVariant *v)
+static int attn_stages(const CudaAttn *at, const Variant *v)
 {
 	long st, qw, q;
 	attn_words(at, v, &st, &qw);
@@ -342,7 +338,7 @@ static int attn_stages(const CudaAttn *at, const CudaVariant *v)
 
 /* ks > 1: after the key loop, the states of every slice but a row warp's
  * first, 32 lanes of mt (4 + dv / 2) words (attn_merge_slices). */
-static long attn_state_words(const CudaAttn *at, const CudaVariant *v)
+static long attn_state_words(const CudaAttn *at, const Variant *v)
 {
 	return (long)(v->nt / 32 - v->nt / 32 / v->ks) * 32 * v->mt * (4 + at->dv / 2);
 }
@@ -353,7 +349,7 @@ static long attn_state_words(const CudaAttn *at, const CudaVariant *v)
  * array is as large as the larger) or, where Q stays in shared memory
  * (attn_qs), after them; the key slices' states over it all after the
  * loop, where they are the larger. */
-static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
+static unsigned attn_smem(const CudaAttn *at, const Variant *v)
 {
 	long st, qw, s = v->st, w, mw = attn_state_words(at, v);
 	attn_words(at, v, &st, &qw);
@@ -364,7 +360,7 @@ static unsigned attn_smem(const CudaAttn *at, const CudaVariant *v)
 /* Blocks of v an SM's shared memory holds: an SM has 1 KB more than a
  * block may take (m->smem_max, or the opt-in maximum where the device is
  * not known), and each block reserves 1 KB. */
-static int attn_sm_blocks(const CudaModule *m, const CudaVariant *v)
+static int attn_sm_blocks(const CudaModule *m, const Variant *v)
 {
 	long sm = (m->smem_max > 0 ? m->smem_max : ATTN_SMEM_MAX) + 1024;
 	return (int)(sm / (attn_smem(&m->attn, v) + 1024));
@@ -381,7 +377,7 @@ static size_t reduce_smem(const Carrier *c, int nt) { return (size_t)(nt / 32 + 
  * kept elements where rowmap's shared memory would not hold them; for
  * attention, as many pipeline stages as fit (asked-for stages that do not
  * fit give the same kernel). */
-static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
+static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 {
 	if (v->fam == FAM_ATTN) {
 		if (m->base == FAM_ATTN)
@@ -408,13 +404,15 @@ static void fit_variant(const Carrier *c, const CudaModule *m, CudaVariant *v)
 		v->nt /= 2;
 }
 
-static int same(const CudaVariant *a, const CudaVariant *b) { return !memcmp(a, b, sizeof *a); }
+static int same(const Variant *a, const Variant *b) { return !memcmp(a, b, sizeof *a); }
 
 enum { MAX_VARIANTS = 32 };
 
-/* v, made legal, unless the module has it already. */
-static void add_variant(const Carrier *c, CudaModule *m, CudaVariant v)
+/* v, made legal, unless the module has it already (its kernels: the split
+ * is the launch's). */
+static void add_variant(const Carrier *c, CudaModule *m, Variant v)
 {
+	v.split = 0;
 	fit_variant(c, m, &v);
 	for (int k = 0; k < m->nvar; k++)
 		if (same(&m->var[k], &v))
@@ -425,9 +423,10 @@ static void add_variant(const Carrier *c, CudaModule *m, CudaVariant v)
 
 int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 {
-	static const char *sfx[NFAM][3] = {{""}, {""}, {"_part", "_comb", "_map"}, {"_part", "_carry", "_down"},
-					   {"_fwd", "_comb"}};
-	static const int count[NFAM] = {1, 1, 3, 3, 2};
+	static const char *sfx[NFAM][3] = {[FAM_ROWREDUCE] = {""}, [FAM_ROWMAP] = {""},
+					   [FAM_SPLITK] = {"_part", "_comb", "_map"},
+					   [FAM_SCAN] = {"_part", "_carry", "_down"}, [FAM_ATTN] = {"_fwd", "_comb"}};
+	static const int count[NFAM] = {[FAM_ROWREDUCE] = 1, [FAM_ROWMAP] = 1, [FAM_SPLITK] = 3, [FAM_SCAN] = 3, [FAM_ATTN] = 2};
 	int n = count[m->var[v].fam];
 	if (m->var[v].fam == FAM_SPLITK && m->base != FAM_ROWMAP)
 		n = 2;
@@ -460,7 +459,7 @@ static void kernels(const CudaModule *m, Buf *b)
 {
 	int comb = 0, carry = 0, acomb = 0;
 	for (int v = 0; v < m->nvar; v++) {
-		const CudaVariant *x = &m->var[v];
+		const Variant *x = &m->var[v];
 		char nm[3][64], body[128];
 		cuda_kernel_names(m, v, nm);
 		switch (x->fam) {
@@ -526,7 +525,7 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 			 c->nfinal + c->nmap, c->nparams);
 		return -1;
 	}
-	if (c->tpl == TPL_SCAN && c->nmap) {
+	if (c->tpl == FAM_SCAN && c->nmap) {
 		snprintf(msg, n, "a scan with map outputs is not supported by the CUDA backend");
 		return -1;
 	}
@@ -549,10 +548,10 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
  * 0.69 at head dim 128, 0.67 against 0.57 at 64, 0.57 against 0.46 at 32.
  * 16 or 32 keys a warp hold as few registers as the 16-key tiles of head
  * dim 256. */
-static CudaVariant attn_decode(const CudaAttn *at, int smem)
+static Variant attn_decode(const CudaAttn *at, int smem)
 {
 	unsigned most = smem > 0 && smem < ATTN_SMEM_MAX ? (unsigned)smem : ATTN_SMEM_MAX;
-	CudaVariant v = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 128, 1, 3, 4};
+	Variant v = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 128, 1, 3, 4, 0};
 	while (v.st > 2 && attn_smem(at, &v) > most)
 		v.st--;
 	if (attn_smem(at, &v) > most)
@@ -579,14 +578,14 @@ static CudaVariant attn_decode(const CudaAttn *at, int smem)
  * head dim 128), the Q tile staged there for ldmatrix.  P rounded once to the inputs' type (pv = 1), as
  * FlashAttention does; pv = 2 (f16) or 3 (bf16) keeps P V at float32's
  * precision, by --config. */
-static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, CudaVariant *v)
+static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, Variant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64, n = 2;
-	v[0] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1};
-	v[1] = (CudaVariant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2, 1};
+	v[0] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1, 0};
+	v[1] = (Variant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2, 1, 0};
 	if (at->d == 128 && at->dv <= 128 && cuda_attn_linear(c, at)) {
 		v[2] = v[1];
-		v[1] = (CudaVariant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1};
+		v[1] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1, 0};
 		n = 3;
 	}
 	v[n++] = attn_decode(at, smem);
@@ -604,21 +603,21 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 			vec |= c->state[f].ty.len > 0;
 		if (!vec) /* the contract's reasons would read as if it had been close */
 			snprintf(m->explain, sizeof m->explain, "template %s (generic): scalar state fields, so no attention",
-				 fam_names[m->base]);
+				 variant_family_name(m->base));
 		else
 			snprintf(m->explain, sizeof m->explain, "template %s (generic, vector state): not the attention contract: %s",
-				 fam_names[m->base], why);
+				 variant_family_name(m->base), why);
 		return;
 	}
 	if (config && strncmp(config, "attention", 9)) {
 		snprintf(m->explain, sizeof m->explain, "template %s (generic): asked for by the configuration '%s'",
-			 fam_names[m->base], config);
+			 variant_family_name(m->base), config);
 		return;
 	}
 	if (sm && sm < ATTN_MIN_SM) {
 		snprintf(m->explain, sizeof m->explain,
 			 "template %s (generic, vector state): the attention template needs sm_%d or newer (cp.async, "
-			 "mma.sync m16n8k16 on f16 and bf16), the target is sm_%d", fam_names[m->base], ATTN_MIN_SM, sm);
+			 "mma.sync m16n8k16 on f16 and bf16), the target is sm_%d", variant_family_name(m->base), ATTN_MIN_SM, sm);
 		return;
 	}
 	m->base = FAM_ATTN;
@@ -634,15 +633,15 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
  * half its keys per tile (16 at least, decoding's 16 a warp); decoding's
  * also with half its key slices, and with twice its keys per tile where
  * it has fewer than 128. */
-static void attn_space(const Carrier *c, CudaModule *m, const CudaVariant *def, int nd)
+static void attn_space(const Carrier *c, CudaModule *m, const Variant *def, int nd)
 {
 	for (int k = 0; k < nd; k++) {
 		for (int st = 1; st <= 3; st++) {
-			CudaVariant w = def[k];
+			Variant w = def[k];
 			w.st = st;
 			add_variant(c, m, w);
 		}
-		CudaVariant w = def[k];
+		Variant w = def[k];
 		if (w.ks > 1 && w.bn < 128) { /* decoding's: twice the keys a warp */
 			w.bn *= 2;
 			add_variant(c, m, w);
@@ -684,18 +683,18 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	if (!m->var)
 		abort();
 	if (config) {
-		CudaVariant v;
-		if (cuda_parse_config(config, &v, msg, n))
+		Variant v;
+		if (variant_parse(config, &v, msg, n))
 			goto fail;
 		int fits = v.fam == m->base || (v.fam == FAM_SPLITK && m->base != FAM_SCAN && m->base != FAM_ATTN);
 		if (!fits) {
 			int why = v.fam == FAM_ATTN && below_attn; /* m->explain names the arch */
-			snprintf(msg, n, "configuration '%s' does not fit a %s carrier%s%s", config, cuda_family_name(m->base),
+			snprintf(msg, n, "configuration '%s' does not fit a %s carrier%s%s", config, variant_family_name(m->base),
 				 why ? ": " : "", why ? m->explain : "");
 			goto fail;
 		}
 		if (v.fam == FAM_ATTN) { /* as the template's static_assert would, but before compiling */
-			CudaVariant f = v;
+			Variant f = v;
 			fit_variant(c, m, &f);
 			unsigned b = attn_smem(&m->attn, &f);
 			if (b > ATTN_SMEM_MAX) {
@@ -710,20 +709,20 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		}
 		add_variant(c, m, v);
 	} else if (m->base == FAM_ATTN) {
-		CudaVariant av[4];
+		Variant av[4];
 		int na = attn_defaults(c, &m->attn, m->smem_max, av);
 		for (int k = 0; k < na; k++)
 			add_variant(c, m, av[k]);
 		if (space)
 			attn_space(c, m, av, na);
 	} else {
-		const CudaVariant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
+		const Variant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
 		size_t nd = m->base == FAM_SCAN     ? sizeof defaults_scan / sizeof *d
 			    : m->base == FAM_ROWMAP ? sizeof defaults_map / sizeof *d
 						    : sizeof defaults_reduce / sizeof *d;
 		for (size_t k = 0; k < nd; k++)
 			add_variant(c, m, d[k]);
-		const CudaVariant *sp = m->base == FAM_ROWMAP ? space_map : space_reduce;
+		const Variant *sp = m->base == FAM_ROWMAP ? space_map : space_reduce;
 		size_t ns = !space || m->base == FAM_SCAN ? 0
 			    : m->base == FAM_ROWMAP   ? sizeof space_map / sizeof *sp
 						      : sizeof space_reduce / sizeof *sp;
@@ -795,90 +794,8 @@ void cuda_module_free(CudaModule *m)
 
 int cuda_config_ok(const char *cfg, char *msg, size_t n)
 {
-	CudaVariant v;
-	return cuda_parse_config(cfg, &v, msg, n);
-}
-
-int cuda_parse_config(const char *s, CudaVariant *v, char *msg, size_t n)
-{
-	char fam[32];
-	const char *colon = strchr(s, ':');
-	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
-	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
-	*v = (CudaVariant){NFAM, 128, 1, 1, 0, 0, 0, 0, 0, 0, 0};
-	for (int f = 0; f < NFAM; f++)
-		if (!strcmp(fam, fam_names[f]))
-			v->fam = (CudaFamily)f;
-	if (v->fam == NFAM) {
-		snprintf(msg, n, "configuration '%s': unknown kernel family '%s' (%s, %s, %s, %s, %s)", s, fam, fam_names[0],
-			 fam_names[1], fam_names[2], fam_names[3], fam_names[4]);
-		return -1;
-	}
-	if (v->fam == FAM_SCAN)
-		v->items = 4;
-	if (v->fam == FAM_ATTN)
-		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2, v->ks = 1;
-	for (const char *p = colon ? colon + 1 : ""; *p;) {
-		char key[16];
-		int val, used = 0;
-		if (sscanf(p, "%15[a-z]=%d%n", key, &val, &used) != 2) {
-			snprintf(msg, n, "configuration '%s': expected key=value at '%s'", s, p);
-			return -1;
-		}
-		int *slot = !strcmp(key, "nt") ? &v->nt : !strcmp(key, "acc") ? &v->acc : !strcmp(key, "vec") ? &v->vec
-			    : !strcmp(key, "warp") ? &v->warp : !strcmp(key, "items") ? &v->items
-			    : !strcmp(key, "mt") && v->fam == FAM_ATTN ? &v->mt : !strcmp(key, "bn") && v->fam == FAM_ATTN ? &v->bn
-			    : !strcmp(key, "pv") && v->fam == FAM_ATTN ? &v->pv
-			    : !strcmp(key, "st") && v->fam == FAM_ATTN ? &v->st
-			    : !strcmp(key, "ks") && v->fam == FAM_ATTN ? &v->ks
-			    : NULL;
-		if (!slot) {
-			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
-				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks" : "nt, acc, vec, warp, items");
-			return -1;
-		}
-		*slot = val;
-		p += used;
-		if (*p == ',')
-			p++;
-	}
-	if (v->fam == FAM_ATTN) {
-		if (v->nt < 32 || v->nt > 512 || v->nt % 32 || v->mt < 1 || v->mt > 4 ||
-		    (v->bn != 16 && v->bn != 32 && v->bn != 64 && v->bn != 128) || v->pv < 1 || v->pv > 3 || v->st < 1 ||
-		    v->st > 3) {
-			snprintf(msg, n, "configuration '%s' is out of range (attention: nt a multiple of 32 up to 512, mt "
-					 "1-4, bn 16, 32, 64 or 128, pv 1-3, st 1-3)", s);
-			return -1;
-		}
-		if (v->ks < 1 || v->ks > 8 || v->nt / 32 % v->ks || v->bn % (16 * v->ks)) {
-			snprintf(msg, n, "configuration '%s': ks (warps that split each key tile, 1 to 8) must divide the warps "
-					 "(nt / 32) and leave every warp 16 keys of a tile or a multiple of 16 (bn / ks)", s);
-			return -1;
-		}
-		return 0;
-	}
-	int ok = v->nt >= 32 && v->nt <= 1024 && v->nt % 32 == 0 && v->acc >= 1 && v->acc <= 8 &&
-		 (v->vec == 1 || v->vec == 4) && (v->warp == 0 || v->warp == 1) && v->items >= 0 && v->items <= 64 &&
-		 (v->fam != FAM_SCAN || v->items >= 1) && (!v->warp || v->fam <= FAM_ROWMAP) &&
-		 (!v->items || v->fam == FAM_ROWMAP || v->fam == FAM_SCAN);
-	if (!ok) {
-		snprintf(msg, n, "configuration '%s' is out of range (nt: a multiple of 32 up to 1024; acc 1-8; vec 1 or 4; "
-				 "warp 0 or 1, rowreduce and rowmap only; items 0-64, rowmap and scan only)", s);
-		return -1;
-	}
-	return 0;
-}
-
-void cuda_config_str(const CudaVariant *v, char *buf, size_t n)
-{
-	if (v->fam == FAM_ATTN) {
-		int k = snprintf(buf, n, "attention:nt=%d,mt=%d,bn=%d,pv=%d,st=%d", v->nt, v->mt, v->bn, v->pv, v->st);
-		if (v->ks > 1 && k > 0 && (size_t)k < n) /* one warp a slice of the keys is the default, unnamed */
-			snprintf(buf + k, n - k, ",ks=%d", v->ks);
-		return;
-	}
-	snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", cuda_family_name(v->fam), v->nt, v->acc, v->vec,
-		 v->warp, v->items);
+	Variant v;
+	return variant_parse(cfg, &v, msg, n);
 }
 
 /* ---- plans ---- */
@@ -900,12 +817,12 @@ int cuda_fits(const CudaModule *m, int v, char *why, size_t n)
 }
 
 /* The positions of a row variant v keeps on chip (0: it reads the row again). */
-static long kept_len(const CudaVariant *v)
+static long kept_len(const Variant *v)
 {
 	return v->fam == FAM_ROWMAP && v->items ? (long)v->items * (v->warp ? 32 : v->nt) : 0;
 }
 
-static int takes_len(const CudaVariant *v, int len) { return !kept_len(v) || len <= kept_len(v); }
+static int takes_len(const Variant *v, int len) { return !kept_len(v) || len <= kept_len(v); }
 
 int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n)
 {
@@ -918,7 +835,7 @@ int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n)
 
 static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
 {
-	const CudaVariant *v = &m->var[var];
+	const Variant *v = &m->var[var];
 	int bm = cuda_attn_rows(v);
 	p->k[0].smem = attn_smem(&m->attn, v);
 	p->split = split < 1 ? 1 : split;
@@ -948,7 +865,7 @@ void cuda_plan(const CudaModule *m, int var, int rows, int len, int split, CudaP
 
 int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, int sms)
 {
-	const CudaVariant *v = &m->var[var];
+	const Variant *v = &m->var[var];
 	if (v->fam != FAM_ATTN)
 		return 1;
 	long blocks = (long)heads * cdiv(rows, cuda_attn_rows(v));
@@ -970,7 +887,7 @@ int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, 
 
 void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
 {
-	const CudaVariant *v = &m->var[var];
+	const Variant *v = &m->var[var];
 	char nm[3][64];
 	int nk = cuda_kernel_names(m, var, nm);
 	memset(p, 0, sizeof *p);
@@ -1038,14 +955,14 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 {
 	int best = -1;
 	for (int v = 0; v < m->nvar; v++) {
-		const CudaVariant *x = &m->var[v];
+		const Variant *x = &m->var[v];
 		if (m->nvar == 1)
 			return 0;
 		if (m->base == FAM_SCAN)
 			return x->fam == FAM_SCAN ? v : best;
 		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them, 16 where 16 hold them */
 			int want = rows > 64 && split <= 1 ? 1 : 0, other = !want;
-			CudaVariant dv = attn_decode(&m->attn, m->smem_max);
+			Variant dv = attn_decode(&m->attn, m->smem_max);
 			for (int k = 0; k < m->nvar && rows <= cuda_attn_rows(&dv); k++) /* decoding's, the first sliced */
 				if (m->var[k].ks > 1 && cuda_fits(m, k, NULL, 0))
 					return k;
@@ -1075,10 +992,11 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 
 int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
 {
-	CudaVariant v;
+	Variant v;
 	char msg[256];
-	if (cuda_parse_config(config, &v, msg, sizeof msg))
+	if (variant_parse(config, &v, msg, sizeof msg))
 		return -1;
+	v.split = 0;
 	fit_variant(c, m, &v);
 	for (int k = 0; k < m->nvar; k++)
 		if (same(&m->var[k], &v))

@@ -124,7 +124,7 @@ static void print_stats(const CudaModule *m, const CudaKStat *ks, int nks, const
 	for (int v = 0; v < m->nvar; v++) {
 		char names[3][64], cfg[128];
 		int nk = cuda_kernel_names(m, v, names);
-		cuda_config_str(&m->var[v], cfg, sizeof cfg);
+		variant_str(&m->var[v], cfg, sizeof cfg);
 		CudaPlan p;
 		cuda_plan(m, v, 1, 4096, m->var[v].fam == FAM_SPLITK || m->var[v].fam == FAM_SCAN ? 4 : 1, &p);
 		for (int k = 0; k < nk; k++) {

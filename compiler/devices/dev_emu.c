@@ -39,7 +39,10 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	EmuLib *lib = NULL;
 	void *ws = NULL;
 	int rc = -1;
-	int split = o->split > 0 ? o->split : 1, v = -1;
+	int split = o->split > 0 ? o->split : 1, v = -1, said = o->split > 0;
+	Variant cv;
+	if (o->config && !said && !variant_parse(o->config, &cv, msg, n) && cv.split > 0) /* --split stands over it */
+		split = cv.split, said = 1;
 	if (cuda_module(d->c, NULL, &m, msg, n))
 		return -1;
 	if (o->config && m.base == FAM_ATTN && strncmp(o->config, "attention", 9)) { /* the generic templates, asked for */
@@ -68,8 +71,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		rows *= d->heads / d->kv_heads, heads = d->kv_heads;
 	if (v < 0)
 		v = cuda_pick(&m, rows, d->len, split);
-	const CudaVariant *x = &m.var[v];
-	if (x->fam == FAM_ATTN && o->split <= 0)
+	const Variant *x = &m.var[v];
+	if (x->fam == FAM_ATTN && !said)
 		split = cuda_attn_split(&m, v, rows, d->len, heads, 0);
 	if (!cuda_takes_len(&m, v, d->len, msg, n))
 		goto out;
@@ -99,13 +102,13 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 			goto out;
 		}
 	if (st) {
-		cuda_config_str(x, st->config, sizeof st->config);
+		variant_str(x, st->config, sizeof st->config);
 		st->bytes[0] = bytes[0], st->bytes[1] = bytes[1];
 		st->plan_loads = p.loads, st->plan_stores = p.stores;
 	}
 	if (o->verbose) {
 		char cfg[128];
-		cuda_config_str(x, cfg, sizeof cfg);
+		variant_str(x, cfg, sizeof cfg);
 		fprintf(stderr, "emu: %s, split %d, %llu bytes loaded, %llu stored\n", cfg, p.split, bytes[0], bytes[1]);
 		fprintf(stderr, "emu: %s\n", m.explain);
 	}

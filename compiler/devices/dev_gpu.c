@@ -127,7 +127,7 @@ void gpu_free_bufs(Gpu *g, GpuBufs *b)
 int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *msg, size_t n)
 {
 	CudaPlan p;
-	const CudaVariant *x = &g->m.var[v];
+	const Variant *x = &g->m.var[v];
 	if (!cuda_takes_len(&g->m, v, len, msg, n)) /* a kept row past the stash would overwrite shared memory */
 		return -1;
 	int heads = b->a.heads > 0 ? b->a.heads : 1;
@@ -211,7 +211,7 @@ void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n)
 	}
 	snprintf(key, n, "device=%s;cc=%d.%d;sms=%d;driver=%d;nvrtc=%d.%d;template=%s/%016llx;spec=%s;dtypes=%s;"
 			 "rows=%d;len=%d",
-		 dev->name, dev->major, dev->minor, dev->sms, dev->driver, maj, min, cuda_family_name(g->m.base),
+		 dev->name, dev->major, dev->minor, dev->sms, dev->driver, maj, min, variant_family_name(g->m.base),
 		 (unsigned long long)blob_templates_hash(), g->m.prefix, dtypes, bucket(d->rows), bucket(d->len));
 	if (d->heads > 1) {
 		size_t l = strlen(key);
@@ -227,8 +227,8 @@ static int gpu_variant(Gpu *g, const char *config, int *v, char *msg, size_t n)
 	*v = cuda_find_variant(&g->m, g->c, config);
 	if (*v >= 0)
 		return 0;
-	CudaVariant x;
-	if (cuda_parse_config(config, &x, msg, n) || gpu_module(g, config, 0, msg, n)) /* a bad text keeps the module */
+	Variant x;
+	if (variant_parse(config, &x, msg, n) || gpu_module(g, config, 0, msg, n)) /* a bad text keeps the module */
 		return -1;
 	*v = cuda_find_variant(&g->m, g->c, config);
 	if (*v < 0)
@@ -236,32 +236,15 @@ static int gpu_variant(Gpu *g, const char *config, int *v, char *msg, size_t n)
 	return *v < 0 ? -1 : 0;
 }
 
-/* "config split=K" as stored in the cache. */
-static int parse_choice(Gpu *g, const char *s, int *v, int *split)
-{
-	char cfg[256], msg[512];
-	const char *sp = strstr(s, " split=");
-	size_t l = sp ? (size_t)(sp - s) : strlen(s);
-	if (l >= sizeof cfg)
-		return -1;
-	memcpy(cfg, s, l);
-	cfg[l] = 0;
-	long k = 1;
-	char *end = NULL;
-	if (sp)
-		k = strtol(sp + 7, &end, 10);
-	if ((end && *end) || k < 1 || k > MAX_SPLIT || gpu_variant(g, cfg, v, msg, sizeof msg))
-		return -1; /* a damaged entry is a miss: *split stays as it was */
-	*split = (int)k;
-	return 0;
-}
-
 int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n)
 {
+	Variant x;
 	*split = o->split > 0 ? o->split : 1;
 	if (o->config) {
 		if (gpu_variant(g, o->config, v, why, n))
 			return -1;
+		if (o->split <= 0 && !variant_parse(o->config, &x, why, n) && x.split > 0) /* an explicit --split stands */
+			*split = x.split;
 		snprintf(why, n, "--config");
 		return 0;
 	}
@@ -269,11 +252,12 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 		TuneCache tc;
 		char key[1024], val[256], miss[128], err[256];
 		gpu_tune_key(g, d, key, sizeof key);
-		int tuned;
+		/* the tuner stores a variant with its split (variant_str); any other
+		 * text, a damaged entry or one of an older format, is a miss */
 		if (!tc_open(&tc, NULL, err, sizeof err) && tc_get(&tc, key, val, sizeof val, miss, sizeof miss) &&
-		    !parse_choice(g, val, v, &tuned)) {
+		    !variant_parse(val, &x, err, sizeof err) && x.split > 0 && !gpu_variant(g, val, v, err, sizeof err)) {
 			if (o->split <= 0) /* an explicit --split stands */
-				*split = tuned;
+				*split = x.split;
 			snprintf(why, n, "tuned (cache)");
 			return 0;
 		}
@@ -375,7 +359,7 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		rc = 0;
 	if (o->verbose) {
 		char cfg[128];
-		cuda_config_str(&g.m.var[v], cfg, sizeof cfg);
+		variant_str(&g.m.var[v], cfg, sizeof cfg);
 		fprintf(stderr, "gpu: %s (%s), split %d, %s, module %s in %.0f ms\n", cfg, why, split, g.arch,
 			g.ptx_cached ? "from the PTX cache" : "compiled", g.compile_ms);
 	}

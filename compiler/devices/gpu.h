@@ -59,4 +59,26 @@ void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n);
  * compiled alone and replaces it.  -1 with the reason in why. */
 int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n);
 
+/* A tuning's outcome: every candidate (res), and whether the choice is in
+ * the tuning cache. */
+typedef struct {
+	TuneResult res;
+	int ncand;           /* candidates searched */
+	double bytes;        /* bytes one run moves (for GB/s) */
+	char key[1024];      /* the tuning cache key of the problem */
+	int stored;          /* the choice is cached under key */
+	char store_err[512]; /* why not, when a candidate won */
+} GpuTuning;
+
+/* Tune g's module (opened with space) for d's shape: every variant that
+ * runs it, the split kernels and attention with split counts, validated
+ * against the reference and timed with driver events after warm-up
+ * (median of several runs, L2 flushed between runs); the fastest is
+ * stored in the tuning cache, where gpu_choose finds it.  progress (or
+ * NULL) hears of each candidate as it is decided.  0 when a candidate ran
+ * correctly (out->res.best), 1 when none did, -1 with msg when the device
+ * failed. */
+int gpu_tune(Gpu *g, RunData *d, void (*progress)(void *ctx, int done, int total), void *ctx, GpuTuning *out,
+	     char *msg, size_t n);
+
 #endif

@@ -153,7 +153,7 @@ RunData *rundata_new_heads(Carrier *c, int rows, int len, int heads, int kv_head
 	d->len = len;
 	d->heads = (int)H;
 	d->kv_heads = (int)G;
-	d->scan = c->tpl == TPL_SCAN;
+	d->scan = c->tpl == FAM_SCAN;
 	d->row = buffers(c->row, c->nrow, H * rows);
 	d->col = buffers(c->col, c->ncol, G * len);
 	d->elem = buffers(c->elem, c->nelem, H * rl);
@@ -184,7 +184,7 @@ double rundata_need(const Carrier *c, int rows, int len, int heads, int kv_heads
 	double H = heads < 1 ? 1 : heads, G = kv_heads < 1 ? 1 : kv_heads, rl = (double)rows * len;
 	return decls_bytes(c->row, c->nrow, H * rows) + decls_bytes(c->col, c->ncol, G * len) +
 	       decls_bytes(c->elem, c->nelem, H * rl) +
-	       defs_bytes(c->finalize, c->nfinal, H * (c->tpl == TPL_SCAN ? rl : rows)) + defs_bytes(c->map, c->nmap, H * rl);
+	       defs_bytes(c->finalize, c->nfinal, H * (c->tpl == FAM_SCAN ? rl : rows)) + defs_bytes(c->map, c->nmap, H * rl);
 }
 
 static Buffer *view_bufs(const Buffer *b, int n, size_t count, size_t head)

@@ -82,7 +82,7 @@ void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);
  * msg when an override is wrong or assume cannot be satisfied. */
 int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n);
 
-enum { MAX_SPLIT = 1 << 16 };
+enum { MAX_SPLIT = VARIANT_MAX_SPLIT };
 
 typedef struct {
 	int threads;      /* CPU devices: 0 picks the number of cores */

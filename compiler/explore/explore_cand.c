@@ -166,7 +166,7 @@ char *ex_cand_yaml(Ex *x, const Cand *k)
 	if (k->commutative)
 		buf_puts(&b, "laws: [commutative]\n");
 	if (c->tpl_given)
-		buf_printf(&b, "template: %s\n", spec_template_name(c->tpl));
+		buf_printf(&b, "template: %s\n", variant_family_name(c->tpl));
 	return buf_take(&b);
 }
 

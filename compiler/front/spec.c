@@ -43,12 +43,6 @@ static char *xstrdup(const char *s)
 
 int spec_decl_width(const Decl *d) { return d->ty.len ? d->ty.len : 1; }
 
-const char *spec_template_name(Template t)
-{
-	static const char *names[] = {"none", "rowreduce", "rowmap", "attention", "scan"};
-	return names[t];
-}
-
 /* ---- small helpers ---- */
 
 static int edit_distance(const char *a, const char *b)
@@ -831,33 +825,33 @@ static int load_template(L *l)
 	Carrier *c = l->c;
 	YNode *n = yn_get(l->root, "template");
 	if (!n) {
-		c->tpl = c->nmap ? TPL_ROWMAP : TPL_ROWREDUCE;
+		c->tpl = c->nmap ? FAM_ROWMAP : FAM_ROWREDUCE;
 		return 0;
 	}
 	if (need(l, n, YN_SCALAR, "'template'"))
 		return -1;
-	for (int t = TPL_ROWREDUCE; t <= TPL_SCAN; t++)
-		if (!strcmp(n->text, spec_template_name((Template)t))) {
-			c->tpl = (Template)t;
-			c->tpl_given = 1;
-			if (c->tpl == TPL_ROWMAP && !c->nmap) {
-				diag_error(l->d, n->pos, "template 'rowmap' writes map outputs, but the spec has no 'map'");
-				return -1;
-			}
-			if (c->tpl == TPL_ROWREDUCE && c->nmap) { /* it was run as a rowmap, the template unsaid */
-				diag_error(l->d, n->pos, "template 'rowreduce' writes per-row outputs only, but the spec has a "
-							 "'map' (template 'rowmap' writes both)");
-				return -1;
-			}
-			if (c->tpl == TPL_SCAN && c->nmap) { /* the format gives a scan no per-position map */
-				diag_error(l->d, section_pos(l, yn_get(l->root, "map")),
-					   "template 'scan' gives one output per position from finalize; it takes no 'map'");
-				return -1;
-			}
-			return 0;
-		}
-	diag_error(l->d, n->pos, "unknown template '%s' (templates: rowreduce, rowmap, attention, scan)", n->text);
-	return -1;
+	Family f = variant_family(n->text);
+	if (f == FAM_NONE || f == FAM_SPLITK) {
+		diag_error(l->d, n->pos, "unknown template '%s' (templates: rowreduce, rowmap, attention, scan)", n->text);
+		return -1;
+	}
+	c->tpl = f;
+	c->tpl_given = 1;
+	if (c->tpl == FAM_ROWMAP && !c->nmap) {
+		diag_error(l->d, n->pos, "template 'rowmap' writes map outputs, but the spec has no 'map'");
+		return -1;
+	}
+	if (c->tpl == FAM_ROWREDUCE && c->nmap) { /* it was run as a rowmap, the template unsaid */
+		diag_error(l->d, n->pos, "template 'rowreduce' writes per-row outputs only, but the spec has a "
+					 "'map' (template 'rowmap' writes both)");
+		return -1;
+	}
+	if (c->tpl == FAM_SCAN && c->nmap) { /* the format gives a scan no per-position map */
+		diag_error(l->d, section_pos(l, yn_get(l->root, "map")),
+			   "template 'scan' gives one output per position from finalize; it takes no 'map'");
+		return -1;
+	}
+	return 0;
 }
 
 static int load_certificate(L *l)

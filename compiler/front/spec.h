@@ -8,6 +8,7 @@
 
 #include "compiler/front/diag.h"
 #include "ir/ir.h"
+#include "runtime/variant.h"
 
 /* SPEC_MAX_EXPR_DEPTH bounds the nesting of an expression's text (the
  * parser recurses per parenthesis); SPEC_MAX_TREE_DEPTH the depth of the
@@ -15,7 +16,6 @@
  * the prover composes a merge with itself, doubling it). */
 enum { SPEC_MAX_EXPR_DEPTH = 200, SPEC_MAX_TREE_DEPTH = 500, SPEC_MAX_DIM = 65536, SPEC_MAX_NAME = 64 };
 
-typedef enum { TPL_NONE, TPL_ROWREDUCE, TPL_ROWMAP, TPL_ATTENTION, TPL_SCAN } Template;
 enum { LAW_COMMUTATIVE = 1 };
 
 typedef struct {
@@ -63,7 +63,7 @@ typedef struct {
 	int nfinal, nmap, nref;
 	int finalize_given;
 	unsigned laws;
-	Template tpl;
+	Family tpl; /* rowreduce, rowmap, attention or scan (splitk is no template of a spec) */
 	int tpl_given;
 
 	int has_cert;
@@ -90,6 +90,5 @@ void spec_carrier_free(Carrier *c);
 
 /* Width of a state field or input (1 for scalars). */
 int spec_decl_width(const Decl *d);
-const char *spec_template_name(Template t);
 
 #endif

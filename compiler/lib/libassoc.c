@@ -189,7 +189,7 @@ size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len)
 		return 0;
 	const AssocArray *a = &s->arr[i];
 	int per_pos = a->role == ASSOC_ELEMENT || a->role == ASSOC_MAP ||
-		      (a->role == ASSOC_FINALIZE && s->c->tpl == TPL_SCAN);
+		      (a->role == ASSOC_FINALIZE && s->c->tpl == FAM_SCAN);
 	uint64_t n = a->role == ASSOC_COLUMN ? (uint64_t)len : (uint64_t)rows, b = 0;
 	/* SIZE_MAX past what a size_t counts: no allocation gets it, no buffer matches it */
 	if (a->role != ASSOC_COLUMN && a->role != ASSOC_ROW && per_pos && __builtin_mul_overflow(n, (uint64_t)len, &n))

@@ -446,7 +446,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 		kk->k.group = k.group;
 	}
 	kk->k.state_bytes = k.state_bytes;
-	kk->k.is_scan = c->tpl == TPL_SCAN;
+	kk->k.is_scan = c->tpl == FAM_SCAN;
 	/* not beside a rowmap, whose passes cover every position: the two paths
 	 * give the same bits */
 	if (!kk->k.is_scan && !kk->k.rowmap && (kk->k.live_ctx = mask_live_compile(c)))

@@ -1,0 +1,124 @@
+/* variant.c: kernel variants' text, written and read here alone. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "variant.h"
+
+static const char *const fam_names[NFAM] = {"none", "rowreduce", "rowmap", "splitk", "scan", "attention"};
+
+const char *variant_family_name(Family f) { return f >= FAM_NONE && f < NFAM ? fam_names[f] : "?"; }
+
+Family variant_family(const char *name)
+{
+	for (int f = FAM_NONE + 1; f < NFAM; f++)
+		if (!strcmp(name, fam_names[f]))
+			return (Family)f;
+	return FAM_NONE;
+}
+
+void variant_str(const Variant *v, char *buf, size_t n)
+{
+	int k;
+	if (v->fam == FAM_ATTN) {
+		k = snprintf(buf, n, "attention:nt=%d,mt=%d,bn=%d,pv=%d,st=%d", v->nt, v->mt, v->bn, v->pv, v->st);
+		if (v->ks > 1 && k > 0 && (size_t)k < n) /* one warp a slice of the keys is the default, unnamed */
+			k += snprintf(buf + k, n - k, ",ks=%d", v->ks);
+	} else {
+		k = snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", variant_family_name(v->fam), v->nt, v->acc,
+			     v->vec, v->warp, v->items);
+	}
+	if (v->split > 0 && k > 0 && (size_t)k < n)
+		snprintf(buf + k, n - k, ",split=%d", v->split);
+}
+
+/* The slot of key in v, NULL where v's family has no such key. */
+static int *slot(Variant *v, const char *key)
+{
+	int attn = v->fam == FAM_ATTN;
+	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn", "pv", "st", "ks", "split"};
+	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp, &v->items, &v->mt, &v->bn, &v->pv, &v->st, &v->ks, &v->split};
+	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+		if (!strcmp(key, keys[k]))
+			return k >= 5 && k <= 9 && !attn ? NULL : slots[k];
+	return NULL;
+}
+
+int variant_parse(const char *s, Variant *v, char *msg, size_t n)
+{
+	char fam[32];
+	const char *colon = strchr(s, ':');
+	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
+	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
+	*v = (Variant){variant_family(fam), 128, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+	if (v->fam == FAM_NONE) {
+		snprintf(msg, n, "configuration '%s': unknown kernel family '%s' (%s, %s, %s, %s, %s)", s, fam,
+			 fam_names[FAM_ROWREDUCE], fam_names[FAM_ROWMAP], fam_names[FAM_SPLITK], fam_names[FAM_SCAN],
+			 fam_names[FAM_ATTN]);
+		return -1;
+	}
+	if (v->fam == FAM_SCAN)
+		v->items = 4;
+	if (v->fam == FAM_ATTN)
+		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2, v->ks = 1;
+	for (const char *p = colon ? colon + 1 : ""; *p;) {
+		char key[16];
+		size_t kl = 0;
+		while (islower((unsigned char)p[kl]) && kl < sizeof key - 1)
+			key[kl] = p[kl], kl++;
+		key[kl] = 0;
+		char *end = NULL;
+		long val = 0;
+		if (kl && p[kl] == '=' && (isdigit((unsigned char)p[kl + 1]) || p[kl + 1] == '-')) {
+			errno = 0;
+			val = strtol(p + kl + 1, &end, 10);
+		}
+		if (!end || errno == ERANGE || val < INT_MIN || val > INT_MAX || (*end && *end != ',')) {
+			snprintf(msg, n, "configuration '%s': expected key=value at '%s'", s, p);
+			return -1;
+		}
+		int *at = slot(v, key);
+		if (!at) {
+			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
+				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, split" : "nt, acc, vec, warp, items, split");
+			return -1;
+		}
+		*at = (int)val;
+		p = *end ? end + 1 : end;
+	}
+	int splits = v->fam == FAM_SPLITK || v->fam == FAM_SCAN || v->fam == FAM_ATTN;
+	if (v->split < 0 || v->split > VARIANT_MAX_SPLIT || (v->split > 1 && !splits)) {
+		snprintf(msg, n, "configuration '%s': split %d is out of range (1 to %d, and 1 for rowreduce and rowmap, "
+				 "whose rows are not split)", s, v->split, VARIANT_MAX_SPLIT);
+		return -1;
+	}
+	if (v->fam == FAM_ATTN) {
+		if (v->nt < 32 || v->nt > 512 || v->nt % 32 || v->mt < 1 || v->mt > 4 ||
+		    (v->bn != 16 && v->bn != 32 && v->bn != 64 && v->bn != 128) || v->pv < 1 || v->pv > 3 || v->st < 1 ||
+		    v->st > 3) {
+			snprintf(msg, n, "configuration '%s' is out of range (attention: nt a multiple of 32 up to 512, mt "
+					 "1-4, bn 16, 32, 64 or 128, pv 1-3, st 1-3)", s);
+			return -1;
+		}
+		if (v->ks < 1 || v->ks > 8 || v->nt / 32 % v->ks || v->bn % (16 * v->ks)) {
+			snprintf(msg, n, "configuration '%s': ks (warps that split each key tile, 1 to 8) must divide the warps "
+					 "(nt / 32) and leave every warp 16 keys of a tile or a multiple of 16 (bn / ks)", s);
+			return -1;
+		}
+		return 0;
+	}
+	int row = v->fam == FAM_ROWREDUCE || v->fam == FAM_ROWMAP;
+	int ok = v->nt >= 32 && v->nt <= 1024 && v->nt % 32 == 0 && v->acc >= 1 && v->acc <= 8 &&
+		 (v->vec == 1 || v->vec == 4) && (v->warp == 0 || v->warp == 1) && v->items >= 0 && v->items <= 64 &&
+		 (v->fam != FAM_SCAN || v->items >= 1) && (!v->warp || row) &&
+		 (!v->items || v->fam == FAM_ROWMAP || v->fam == FAM_SCAN);
+	if (!ok) {
+		snprintf(msg, n, "configuration '%s' is out of range (nt: a multiple of 32 up to 1024; acc 1-8; vec 1 or 4; "
+				 "warp 0 or 1, rowreduce and rowmap only; items 0-64, rowmap and scan only)", s);
+		return -1;
+	}
+	return 0;
+}

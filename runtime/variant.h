@@ -1,0 +1,45 @@
+/* variant.h: a kernel variant, as the CUDA generator builds it, the tuner
+ * searches it and the tuning cache stores it, and its one text form
+ * ("rowmap:nt=256,acc=2,vec=4,warp=0,items=0,split=4"), which --config
+ * takes and the cache holds. */
+#ifndef ASSOC_RT_VARIANT_H
+#define ASSOC_RT_VARIANT_H
+
+#include <stddef.h>
+
+/* Template families: a spec's `template:` (FAM_NONE where it says none)
+ * and the kernels of a module (splitk: the split kernels of a row
+ * template). */
+typedef enum { FAM_NONE, FAM_ROWREDUCE, FAM_ROWMAP, FAM_SPLITK, FAM_SCAN, FAM_ATTN, NFAM } Family;
+
+enum { VARIANT_MAX_SPLIT = 1 << 16 };
+
+/* One variant: threads per block, accumulators per thread, 4-wide loads
+ * (vec 4), a warp per row, elements kept on chip per thread; attention:
+ * tiles of 16 query rows per warp (mt), keys per tile (bn), parts of P in
+ * the matrix product (pv; 1: rounded to f16/bf16), pipeline stages of K
+ * and V tiles (st: at most that many, as many as fit) and the warps that
+ * share rows and split each key tile among them (ks: a block then has
+ * nt / 32 / ks * mt * 16 query rows).  split: blocks a row's reduced axis
+ * is split across (splitk, scan, attention; 1 elsewhere), 0 where the
+ * text does not say and the shape's rule chooses; a module's kernels have
+ * none. */
+typedef struct {
+	Family fam;
+	int nt, acc, vec, warp, items;
+	int mt, bn, pv;
+	int st, ks;
+	int split;
+} Variant;
+
+/* "rowreduce", "rowmap", "splitk", "scan", "attention" ("none" for FAM_NONE). */
+const char *variant_family_name(Family f);
+/* The family a name gives, FAM_NONE for none. */
+Family variant_family(const char *name);
+/* The text of v; split is written when v says one. */
+void variant_str(const Variant *v, char *buf, size_t n);
+/* The variant a text names (keys left out take their defaults); -1 with
+ * the reason in msg for a text that names none. */
+int variant_parse(const char *s, Variant *v, char *msg, size_t n);
+
+#endif
