@@ -214,7 +214,14 @@ Test(lib, misuse_gives_status_codes)
 	cr_assert_str_eq(assoc_strerror(ASSOC_ESIZE), "buffer size does not fit the shape");
 	cr_assert_str_eq(assoc_strerror((AssocStatus)99), "unknown status");
 
+	/* a dim without a name is a NULL pointer (ASSOC_EINVAL), not a spec error */
+	s = (AssocSpec *)1;
+	cr_assert_eq(assoc_spec_load(&s, "specs/attention.yaml", (AssocValue[]){{NULL, 64}}, 1), ASSOC_EINVAL);
+	cr_assert_null(s);
+
 	s = spec_ok("specs/sum.yaml");
+	cr_assert_eq(assoc_spec_check(s, -1, 1), ASSOC_EINVAL, "negative trials are refused, not taken as the default");
+	cr_assert(strstr(assoc_spec_error(s), "trials must be 0 (the default) or more, got -1"), "%s", assoc_spec_error(s));
 	cr_assert_eq(assoc_compile(s, "tpu", 1, &k), ASSOC_EDEVICE);
 	cr_assert(strstr(assoc_spec_error(s), "unknown device 'tpu'"), "%s", assoc_spec_error(s));
 	cr_assert_eq(assoc_compile(s, "cpu", 1, NULL), ASSOC_EINVAL);
@@ -234,7 +241,8 @@ Test(lib, misuse_gives_status_codes)
 	cr_assert(strstr(assoc_kernel_error(k), "buffer 'x' has 44 bytes; the shape needs 48"), "%s", assoc_kernel_error(k));
 	cr_assert_eq(assoc_run(k, 3, 4, noname, 2, NULL, 0), ASSOC_EINVAL);
 	cr_assert_eq(assoc_run(k, 3, 4, twice, 2, NULL, 0), ASSOC_EINVAL);
-	cr_assert_eq(assoc_run(k, 3, 4, nodata, 2, NULL, 0), ASSOC_ESIZE);
+	cr_assert_eq(assoc_run(k, 3, 4, nodata, 2, NULL, 0), ASSOC_EINVAL, "a NULL pointer, as assoc.h says");
+	cr_assert(strstr(assoc_kernel_error(k), "buffer 'x' has no data (a NULL pointer)"), "%s", assoc_kernel_error(k));
 	cr_assert_eq(assoc_run(k, 3, 4, extra, 3, NULL, 0), ASSOC_EINVAL);
 	cr_assert_eq(assoc_run(k, 3, 4, good, 1, NULL, 0), ASSOC_EINVAL, "s missing");
 	cr_assert_eq(assoc_run(k, -1, 4, good, 2, NULL, 0), ASSOC_EINVAL);

@@ -74,7 +74,7 @@ const char *assoc_spec_name(const AssocSpec *s);
 /* The verdict of the command line's `assoc check`: identity,
  * associativity, claimed commutativity and the certificate by the prover
  * and by randomized trials (trials of associativity and commutativity; 0:
- * 20000), and the results against the reference, empty and fully masked
+ * 20000; negative: ASSOC_EINVAL), and the results against the reference, empty and fully masked
  * rows included.  ASSOC_ELAWS when a law or the reference fails, with the
  * line that says which in assoc_spec_error; a law the prover leaves
  * unknown does not fail. */

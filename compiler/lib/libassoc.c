@@ -100,6 +100,9 @@ static AssocStatus load(AssocSpec **out, const char *path, const char *text, siz
 		*out = NULL;
 	if (!out || (!path && !text) || ndims < 0 || (ndims && !dims))
 		return ASSOC_EINVAL;
+	for (int i = 0; i < ndims; i++)
+		if (!dims[i].name)
+			return ASSOC_EINVAL; /* a dim without a name is a NULL pointer, not a spec error */
 	AssocSpec *s = *out = calloc(1, sizeof *s);
 	Define *defs = calloc(ndims + 1, sizeof *defs);
 	char (*vals)[32] = calloc(ndims + 1, sizeof *vals);
@@ -157,6 +160,8 @@ AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed)
 {
 	if (!s || !s->c)
 		return ASSOC_EINVAL; /* s->err keeps why the spec did not load */
+	if (trials < 0)
+		return fail(s->err, sizeof s->err, ASSOC_EINVAL, "trials must be 0 (the default) or more, got %d", trials);
 	return judge(s, trials, 0, seed);
 }
 
@@ -289,11 +294,14 @@ static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, const
 			   (long long)shape[0], (long long)shape[1], (long long)shape[2], (long long)shape[3]);
 		return -1;
 	}
-	if (bufs[found].bytes != want || (want && !bufs[found].data)) {
-		char what[200];
-		snprintf(what, sizeof what, "%s' has %zu bytes%s", arr->name, bufs[found].bytes,
-			 want && !bufs[found].data ? " and no data" : "");
-		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "buffer '%s; the shape needs %zu", what, want);
+	if (want && !bufs[found].data) {
+		/* a NULL pointer is the caller's mistake whatever its size (ASSOC_EINVAL, as assoc.h says) */
+		*st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "buffer '%s' has no data (a NULL pointer)", arr->name);
+		return -1;
+	}
+	if (bufs[found].bytes != want) {
+		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "buffer '%s' has %zu bytes; the shape needs %zu", arr->name,
+			   bufs[found].bytes, want);
 		return -1;
 	}
 	return found;
