@@ -369,3 +369,50 @@ Test(run, a_nan_mismatch_is_the_index_reported)
 	rundata_free(d);
 	spec_carrier_free(c);
 }
+
+/* d run on the named device, which must succeed. */
+static void device_run(const char *dev, RunData *d)
+{
+	char msg[300];
+	const Device *v = run_device_find(dev);
+	cr_assert(v, "no device %s", dev);
+	cr_assert_eq(v->run(d, &(RunOpts){.threads = 2}, msg, sizeof msg), 0, "%s: %s", dev, msg);
+}
+
+/* Cross-entropy by hand: loss = lse - x[label]; a negative label (the
+ * ignored class) gives 0, a label past the row +inf, on interp and cpu. */
+Test(run, cross_entropy_loss_by_hand)
+{
+	static const float x[4][3] = {{1, 2, 3}, {0, 0, 0}, {5, -1, 2}, {1, 2, 3}};
+	static const int label[4] = {2, 0, -100, 3};
+	const double lse0 = 3 + log(1 + exp(-1) + exp(-2));
+	const double want[4] = {lse0 - 3, log(3), 0, INFINITY};
+	static const char *const devs[] = {"interp", "cpu"};
+	Carrier *c = load_ok("specs/cross_entropy.yaml");
+	for (int v = 0; v < 2; v++) {
+		RunData *d = rundata_new(c, 4, 3);
+		for (int r = 0; r < 4; r++) {
+			run_buffer_set(&d->row[0], r, label[r]);
+			for (int k = 0; k < 3; k++)
+				run_buffer_set(&d->elem[0], r * 3 + k, x[r][k]);
+		}
+		device_run(devs[v], d);
+		cr_assert_str_eq(c->finalize[0].name, "loss");
+		for (int r = 0; r < 4; r++) {
+			double loss = run_buffer_get(&d->fin[0], r);
+			if (isinf(want[r]))
+				cr_expect(isinf(loss) && loss > 0, "%s row %d: loss %g, not +inf", devs[v], r, loss);
+			else
+				cr_expect(fabs(loss - want[r]) < 1e-6, "%s row %d: loss %.9g, not %.9g", devs[v], r,
+					  loss, want[r]);
+		}
+		cr_expect(fabs(run_buffer_get(&d->fin[1], 0) - lse0) < 1e-6, "%s: lse %.9g", devs[v],
+			  run_buffer_get(&d->fin[1], 0));
+		RunCheck rc;
+		runcheck_run(d, &rc);
+		cr_expect(rc.ok, "%s: the reference disagrees", devs[v]);
+		runcheck_free(&rc);
+		rundata_free(d);
+	}
+	spec_carrier_free(c);
+}
