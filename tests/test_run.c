@@ -416,3 +416,37 @@ Test(run, cross_entropy_loss_by_hand)
 	}
 	spec_carrier_free(c);
 }
+
+/* Attention with a sink on rows with no keys: out is 0 and lse the sink
+ * (the sink alone in the denominator), finite and as the reference has
+ * them, on interp and cpu. */
+Test(run, attention_sink_on_an_empty_row)
+{
+	static const double sink[2] = {0.5, -2};
+	static const char *const devs[] = {"interp", "cpu"};
+	Carrier *c = load_ok("specs/attention_sink.yaml");
+	cr_assert_str_eq(c->row[1].name, "sink");
+	for (int v = 0; v < 2; v++) {
+		RunData *d = rundata_new(c, 2, 0);
+		char msg[200];
+		cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		for (int r = 0; r < 2; r++)
+			run_buffer_set(&d->row[1], r, sink[r]);
+		device_run(devs[v], d);
+		cr_assert_str_eq(c->finalize[0].name, "out");
+		for (size_t t = 0; t < d->fin[0].n * (size_t)d->fin[0].width; t++)
+			cr_expect_eq(run_buffer_get(&d->fin[0], t), 0, "%s: out[%zu] = %g", devs[v], t,
+				     run_buffer_get(&d->fin[0], t));
+		for (int r = 0; r < 2; r++)
+			cr_expect_eq(run_buffer_get(&d->fin[1], r), sink[r], "%s row %d: lse %g", devs[v], r,
+				     run_buffer_get(&d->fin[1], r));
+		RunCheck rc;
+		runcheck_run(d, &rc);
+		for (int o = 0; o < rc.nout; o++)
+			cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s %s: %g of tolerance", devs[v],
+				  rc.out[o].name, rc.out[o].worst_ratio);
+		runcheck_free(&rc);
+		rundata_free(d);
+	}
+	spec_carrier_free(c);
+}
