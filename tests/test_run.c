@@ -450,3 +450,46 @@ Test(run, attention_sink_on_an_empty_row)
 	}
 	spec_carrier_free(c);
 }
+
+/* logsumexp of rows of 3 holding infinities and NaN (rows given as
+ * values; want[r] is PyTorch's), on interp and cpu. */
+static void lse_rows(const char *path, const float (*x)[3], const double *want, int rows)
+{
+	static const char *const devs[] = {"interp", "cpu"};
+	Carrier *c = load_ok(path);
+	for (int v = 0; v < 2; v++) {
+		RunData *d = rundata_new(c, rows, 3);
+		for (int r = 0; r < rows; r++)
+			for (int k = 0; k < 3; k++)
+				run_buffer_set(&d->elem[0], r * 3 + k, x[r][k]);
+		device_run(devs[v], d);
+		for (int r = 0; r < rows; r++) {
+			double got = run_buffer_get(&d->fin[0], r);
+			int same = isnan(want[r]) ? isnan(got) : isinf(want[r]) ? got == want[r] : fabs(got - want[r]) < 1e-6;
+			cr_expect(same, "%s %s row %d: lse %g, not %g", path, devs[v], r, got, want[r]);
+		}
+		rundata_free(d);
+	}
+	spec_carrier_free(c);
+}
+
+/* The bundled logsumexp: a row of -inf gives -inf, and NaN propagates,
+ * with or without an infinity beside it. */
+Test(run, logsumexp_of_minus_inf_and_nan_rows)
+{
+	static const float x[][3] = {{-INFINITY, -INFINITY, -INFINITY}, {1, NAN, 2}, {NAN, 1, -INFINITY},
+				     {-INFINITY, 1, 2}};
+	const double want[] = {-INFINITY, NAN, NAN, log(exp(1) + exp(2))};
+	lse_rows("specs/logsumexp.yaml", x, want, 4);
+}
+
+/* A rescale of 1 on the side that holds the maximum (where(a.m == m, 0,
+ * a.m - m)) makes a row holding +inf give +inf, as PyTorch does, where
+ * exp(inf - inf) is NaN in the bundled merge. */
+Test(run, logsumexp_with_a_guarded_rescale_gives_inf_for_a_row_with_inf)
+{
+	static const float x[][3] = {{1, INFINITY, 2},  {INFINITY, INFINITY, 1}, {INFINITY, -INFINITY, 0},
+				     {INFINITY, NAN, 1}, {-INFINITY, -INFINITY, -INFINITY}, {1, NAN, 2}};
+	const double want[] = {INFINITY, INFINITY, INFINITY, NAN, -INFINITY, NAN};
+	lse_rows("tests/check/logsumexp_inf.yaml", x, want, 6);
+}
