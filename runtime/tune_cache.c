@@ -8,9 +8,11 @@
  *   sum <16 hex digits>\n        (FNV-1a 64 of everything above)
  *
  * A truncated, corrupted, foreign (another key) or stale (another format
- * version) entry is a miss, never a crash.  Entries are written to a
- * temporary file in the same directory and renamed into place, so
- * concurrent writers never leave a partial file. */
+ * version) entry is a miss, never a crash, and so is anything there but
+ * a regular file (a link is not followed, a pipe does not block).
+ * Entries are written to a new temporary file in the same directory and
+ * renamed into place, so concurrent writers never leave a partial file.
+ * The directory must be the user's own (cache_private). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compiler/util/cache.h"
 #include "tune.h"
 
 enum { TC_VERSION = 1, TC_MAX_FILE = 1 << 16 };
@@ -48,19 +51,21 @@ static int make_dirs(char *path)
 
 int tc_open(TuneCache *tc, const char *dir, char *err, size_t n)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	if (dir)
-		snprintf(tc->dir, sizeof tc->dir, "%s", dir);
-	else if (xdg && *xdg)
-		snprintf(tc->dir, sizeof tc->dir, "%s/assoc/tune", xdg);
-	else if (home && *home)
-		snprintf(tc->dir, sizeof tc->dir, "%s/.cache/assoc/tune", home);
-	else {
-		snprintf(err, n, "no cache directory: neither XDG_CACHE_HOME nor HOME is set");
-		return -1;
+	char msg[PATH_MAX + 200];
+	if (!dir) {
+		if (cache_dir("tune", tc->dir, sizeof tc->dir, msg, sizeof msg)) {
+			snprintf(err, n, "tuning cache: %s", msg);
+			return -1;
+		}
+		return 0;
 	}
+	snprintf(tc->dir, sizeof tc->dir, "%s", dir);
 	if (make_dirs(tc->dir)) {
 		snprintf(err, n, "cannot create the tuning cache %s: %s", tc->dir, strerror(errno));
+		return -1;
+	}
+	if (cache_private(tc->dir, msg, sizeof msg)) {
+		snprintf(err, n, "tuning cache: %s", msg);
 		return -1;
 	}
 	return 0;
@@ -114,14 +119,19 @@ int tc_get(const TuneCache *tc, const char *key, char *value, size_t n, char *wh
 {
 	char path[1200];
 	tc_path(tc, key, path, sizeof path);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return snprintf(why, wn, "no entry"), 0;
-	char *buf = malloc(TC_MAX_FILE + 1);
+	int fd = cache_open(path);
+	struct stat st;
+	if (fd < 0)
+		return snprintf(why, wn, errno == EINVAL ? "not a regular file" : "no entry"), 0;
+	if (fstat(fd, &st) || st.st_size > TC_MAX_FILE) {
+		close(fd);
+		return snprintf(why, wn, "entry too large"), 0;
+	}
+	size_t len;
+	char *buf = cache_read_fd(fd, &len);
+	close(fd);
 	if (!buf)
-		abort();
-	size_t len = fread(buf, 1, TC_MAX_FILE + 1, f);
-	fclose(f);
+		return snprintf(why, wn, "cannot read the entry"), 0;
 	int hit = len > TC_MAX_FILE ? (snprintf(why, wn, "entry too large"), 0)
 				    : parse_entry(buf, len, key, value, n, why, wn);
 	free(buf);
@@ -130,10 +140,10 @@ int tc_get(const TuneCache *tc, const char *key, char *value, size_t n, char *wh
 
 int tc_put(const TuneCache *tc, const char *key, const char *value, char *err, size_t n)
 {
-	char path[1200], tmp[1300];
+	char path[1200], tmp[TEMP_NAME_MAX];
 	tc_path(tc, key, path, sizeof path);
-	snprintf(tmp, sizeof tmp, "%s/.tmp.XXXXXX", tc->dir);
-	int fd = mkstemp(tmp);
+	/* not cache_write: tuning choices are dear, and not pruned */
+	int fd = cache_temp(path, tmp, sizeof tmp);
 	if (fd < 0) {
 		snprintf(err, n, "cannot write to the tuning cache %s: %s", tc->dir, strerror(errno));
 		return -1;

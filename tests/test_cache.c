@@ -1,11 +1,17 @@
 /* The caches' bound: least recently used files go first, the file just
- * written and other processes' writes in progress stay. */
+ * written and other processes' writes in progress stay, dead processes'
+ * temporary files go.  Cache files are neither written nor read through
+ * a link, a pipe never blocks a read, a directory open to others is not
+ * used, and a sealed file damaged or another key's is not read. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +42,17 @@ static void put(const char *name, size_t n, time_t t)
 	cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
 }
 
+/* The pid of a process that has exited. */
+static pid_t dead_pid(void)
+{
+	pid_t p = fork();
+	cr_assert_geq(p, 0);
+	if (!p)
+		_exit(0);
+	waitpid(p, NULL, 0);
+	return p;
+}
+
 static int has(const char *name)
 {
 	char path[PATH_MAX + 64];
@@ -53,8 +70,12 @@ Test(cache, prunes_the_least_recently_used_down_to_three_quarters)
 	const char *names[] = {"a.o", "b.o", "c.o", "d.o", "e.o"};
 	for (int i = 0; i < 5; i++)
 		put(names[i], 300 << 10, now - 1000 + i * 100);
-	put(".x.o.123.1.tmp", 300 << 10, now - 10);        /* another process's write */
+	char live[64], dead[64];
+	snprintf(live, sizeof live, ".x.o.%ld.1.tmp", (long)getpid());
+	snprintf(dead, sizeof dead, ".z.o.%ld.1.tmp", (long)dead_pid());
+	put(live, 300 << 10, now - 10);                  /* another process's write */
 	put(".y.o.456.1.tmp", 100, now - 3 * 24 * 3600); /* a killed one's */
+	put(dead, 100, now - 10);                        /* one killed just now */
 	/* a read makes the oldest the most recently used */
 	char path[PATH_MAX + 64];
 	snprintf(path, sizeof path, "%s/a.o", dir);
@@ -68,8 +89,9 @@ Test(cache, prunes_the_least_recently_used_down_to_three_quarters)
 	cr_expect(has("a.o"), "read just now: kept");
 	cr_expect(has("e.o"), "the newest of the rest: kept");
 	cr_expect(!has("b.o") && !has("c.o") && !has("d.o"), "the least recently used go first");
-	cr_expect(has(".x.o.123.1.tmp"), "a write in progress stays");
+	cr_expect(has(live), "a write in progress stays");
 	cr_expect(!has(".y.o.456.1.tmp"), "a temporary file a day old goes");
+	cr_expect(!has(dead), "a dead process's temporary file goes");
 	/* under the limit nothing goes */
 	snprintf(path, sizeof path, "%s/g.o", dir);
 	cr_assert_eq(cache_write(path, "new", 3), 0);
@@ -86,4 +108,155 @@ Test(cache, prunes_the_least_recently_used_down_to_three_quarters)
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	cr_expect_eq(system(cmd), 0);
+}
+
+static void slurp(const char *path, char *out, size_t n)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "%s", path);
+	size_t r = fread(out, 1, n - 1, f);
+	out[r] = 0;
+	fclose(f);
+}
+
+/* A link planted at a cache file's name: the write replaces the link
+ * (its target keeps its bytes), and a read does not go through it. */
+Test(cache, links_are_neither_written_nor_read_through)
+{
+	fresh_dir("cache_link");
+	char target[PATH_MAX + 64], path[PATH_MAX + 64], got[64];
+	snprintf(target, sizeof target, "%s/victim", dir);
+	put("victim", 0, time(NULL));
+	FILE *f = fopen(target, "w");
+	fputs("precious", f);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/k.o", dir);
+	cr_assert_eq(symlink("victim", path), 0);
+	cr_expect_null(cache_read(path, NULL), "not read through a link");
+	cr_assert_eq(cache_write(path, "object", 6), 0);
+	slurp(target, got, sizeof got);
+	cr_expect_str_eq(got, "precious", "the link's target is unchanged");
+	struct stat st;
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_expect(S_ISREG(st.st_mode), "the link is replaced by the file");
+	slurp(path, got, sizeof got);
+	cr_expect_str_eq(got, "object");
+	/* a temporary name planted as a link is not written through either */
+	char tmp[TEMP_NAME_MAX];
+	int fd = cache_temp(path, tmp, sizeof tmp);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	unlink(tmp);
+	cr_assert_eq(symlink("victim", tmp), 0);
+	char path2[PATH_MAX + 64];
+	snprintf(path2, sizeof path2, "%s/k2.o", dir);
+	cr_expect_eq(cache_write(path2, "x", 1), 0, "another temporary name is taken");
+	slurp(target, got, sizeof got);
+	cr_expect_str_eq(got, "precious");
+}
+
+/* A pipe at a cache file's name is no file: the read returns at once. */
+Test(cache, a_pipe_does_not_block_a_read, .timeout = 20)
+{
+	fresh_dir("cache_fifo");
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/k.ptx", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_expect_null(cache_read(path, NULL));
+	cr_expect_null(cache_read_sealed(path, 1, NULL));
+	cr_assert_eq(cache_write_sealed(path, 1, "ptx", 3), 0, "written over");
+	size_t len = 0;
+	char *s = cache_read_sealed(path, 1, &len);
+	cr_expect(s && len == 3 && !strcmp(s, "ptx"));
+	free(s);
+}
+
+/* A seal holds the key and the bytes: another key's file, one cut short
+ * and one with a byte changed are not read. */
+Test(cache, sealed_files_are_checked)
+{
+	fresh_dir("cache_seal");
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/k.o", dir);
+	cr_assert_eq(cache_write_sealed(path, 42, "some object code", 16), 0);
+	size_t len;
+	char *s = cache_read_sealed(path, 42, &len);
+	cr_assert(s && len == 16 && !memcmp(s, "some object code", 16));
+	free(s);
+	cr_expect_null(cache_read_sealed(path, 43, NULL), "another key's");
+	cr_assert_eq(truncate(path, 30), 0);
+	cr_expect_null(cache_read_sealed(path, 42, NULL), "cut short");
+	cr_assert_eq(cache_write_sealed(path, 42, "some object code", 16), 0);
+	FILE *f = fopen(path, "r+b");
+	fseek(f, 3, SEEK_SET);
+	fputc('X', f);
+	fclose(f);
+	cr_expect_null(cache_read_sealed(path, 42, NULL), "a byte changed");
+}
+
+/* A cache directory another user can write into, or another user's, or
+ * a link, is refused with the reason. */
+Test(cache, directories_open_to_others_are_refused)
+{
+	fresh_dir("cache_perm");
+	char root[PATH_MAX], path[PATH_MAX + 64], msg[PATH_MAX + 300];
+	snprintf(root, sizeof root, "%s/xdg", dir);
+	setenv("XDG_CACHE_HOME", root, 1);
+	cr_assert_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(chmod(path, 0777), 0);
+	cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "open to other users (mode 0777)"), "%s", msg);
+	cr_assert_eq(chmod(path, 0700), 0);
+	char top[PATH_MAX + 32];
+	snprintf(top, sizeof top, "%s/assoc", root);
+	cr_assert_eq(chmod(top, 0755), 0);
+	cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), -1, "the level above too");
+	cr_expect(strstr(msg, "mode 0755"), "%s", msg);
+	cr_assert_eq(chmod(top, 0700), 0);
+	cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), 0, "%s", msg);
+	char other[PATH_MAX + 64];
+	snprintf(other, sizeof other, "%s/elsewhere", dir);
+	cr_assert_eq(mkdir(other, 0700), 0);
+	snprintf(path, sizeof path, "%s/emu", top);
+	cr_assert_eq(symlink(other, path), 0);
+	cr_expect_eq(cache_dir("emu", path, sizeof path, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "symbolic link"), "%s", msg);
+	if (geteuid() == 0) {
+		snprintf(path, sizeof path, "%s/ptx", top);
+		cr_assert_eq(chown(path, 65534, 65534), 0);
+		cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), -1);
+		cr_expect(strstr(msg, "belongs to uid 65534"), "%s", msg);
+	}
+	unsetenv("XDG_CACHE_HOME");
+	if (geteuid() != 0)
+		cr_skip_test("another user's directory needs root to make");
+}
+
+/* An output's temporary file left by a process killed while writing it
+ * goes with the next write of that output; another output's, and a live
+ * process's, stay. */
+Test(cache, a_killed_writers_temporary_goes_with_the_next_write)
+{
+	fresh_dir("cache_out");
+	char stale[64], live[64], other[64];
+	pid_t dead = dead_pid();
+	snprintf(stale, sizeof stale, ".out.npy.%ld.0.tmp", (long)dead);
+	snprintf(live, sizeof live, ".out.npy.%ld.7.tmp", (long)getppid());
+	snprintf(other, sizeof other, ".other.npy.%ld.0.tmp", (long)dead);
+	put(stale, 1000, time(NULL));
+	put(live, 10, time(NULL));
+	put(other, 10, time(NULL));
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/out.npy", dir);
+	OutFile o;
+	cr_assert_eq(outfile_open(&o, path, "wb"), 0);
+	fputs("x", o.f);
+	cr_assert_eq(outfile_close(&o, 1), 0);
+	cr_expect(!has(stale), "the dead writer's temporary file is removed");
+	cr_expect(has(live) && has(other));
+	cr_expect(has("out.npy"));
+	/* in a cache directory, any dead process's temporary file goes */
+	snprintf(path, sizeof path, "%s/k.ptx", dir);
+	cr_assert_eq(cache_write(path, "p", 1), 0);
+	cr_expect(!has(other) && has(live));
 }

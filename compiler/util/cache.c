@@ -34,24 +34,156 @@ static int mkdir_p(char *path)
 	return mkdir(path, 0700) && errno != EEXIST ? -1 : 0;
 }
 
+/* Whether path is a directory of this user's alone: other users able to
+ * write into a cache could plant a file that assoc loads (a library it
+ * runs), or a link that it writes through; 0, or -1 with msg. */
+int cache_private(const char *path, char *msg, size_t mn)
+{
+	struct stat st;
+	if (lstat(path, &st)) {
+		snprintf(msg, mn, "cache directory %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode))
+		snprintf(msg, mn, "cache directory %s is a symbolic link, not used", path);
+	else if (!S_ISDIR(st.st_mode))
+		snprintf(msg, mn, "cache directory %s is not a directory", path);
+	else if (st.st_uid != geteuid())
+		snprintf(msg, mn, "cache directory %s belongs to uid %u, not to this user (uid %u), and is not used",
+			 path, (unsigned)st.st_uid, (unsigned)geteuid());
+	else if (st.st_mode & 077)
+		snprintf(msg, mn, "cache directory %s is open to other users (mode %04o), not used; chmod 700 makes it private",
+			 path, (unsigned)(st.st_mode & 07777));
+	else
+		return 0;
+	return -1;
+}
+
 int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char top[PATH_MAX];
 	if (x && *x)
-		snprintf(path, n, "%s/assoc/%s", x, sub);
+		snprintf(top, sizeof top, "%s/assoc", x);
 	else if (home && *home)
-		snprintf(path, n, "%s/.cache/assoc/%s", home, sub);
+		snprintf(top, sizeof top, "%s/.cache/assoc", home);
 	else {
 		snprintf(msg, mn, "no cache directory: neither XDG_CACHE_HOME nor HOME is set");
+		return -1;
+	}
+	if (snprintf(path, n, "%s/%s", top, sub) >= (int)n) {
+		snprintf(msg, mn, "cache directory name too long");
 		return -1;
 	}
 	if (mkdir_p(path)) {
 		snprintf(msg, mn, "cannot create the cache directory %s: %s", path, strerror(errno));
 		return -1;
 	}
-	return 0;
+	/* both levels assoc made: whoever can write assoc/ can swap <sub> */
+	return cache_private(top, msg, mn) || cache_private(path, msg, mn) ? -1 : 0;
 }
 
+void cache_warn(const char *msg)
+{
+	static int said;
+	if (!said)
+		fprintf(stderr, "assoc: warning: %s; going on without the cache\n", msg);
+	said = 1;
+}
+
+/* ---- temporary files: ".<name>.<pid>.<serial>.tmp" ---- */
+
+/* The pid in a temporary file's name, which starts with prefix (any when
+ * NULL); 0 when the name is no temporary file's. */
+static long temp_pid(const char *name, const char *prefix)
+{
+	size_t l = strlen(name), pl = prefix ? strlen(prefix) : 1;
+	if (name[0] != '.' || l < pl + 8 || strcmp(name + l - 4, ".tmp") || (prefix && strncmp(name, prefix, pl)))
+		return 0;
+	/* back from ".tmp": the serial, then the pid, each after a dot */
+	const char *e = name + l - 4, *p = e;
+	while (p > name && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	if (p == e || p - 1 <= name || p[-1] != '.')
+		return 0;
+	e = p - 1;
+	p = e;
+	while (p > name && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	if (p == e || e - p > 9 || (prefix ? p != name + pl : p - 1 <= name || p[-1] != '.'))
+		return 0;
+	return strtol(p, NULL, 10);
+}
+
+/* A temporary file is left by a dead process when the pid its name
+ * holds is gone (a process killed by SIGKILL has no chance to remove
+ * it), or, whatever the pid, when it is untouched for a day (pids are
+ * used again). */
+enum { TEMP_STALE_S = 24 * 3600 };
+
+static int temp_dead(long pid, const struct stat *st, time_t now)
+{
+	return (pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH) || now - st->st_mtime > TEMP_STALE_S;
+}
+
+static void remove_dead_temps(int dfd, const char *prefix)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	time_t now = time(NULL);
+	struct stat st;
+	for (struct dirent *de; (de = readdir(d));) {
+		long pid = temp_pid(de->d_name, prefix);
+		if (pid > 0 && !fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode) &&
+		    temp_dead(pid, &st, now))
+			unlinkat(dfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
+/* The directory and last component of path, into dir and base. */
+static void split(const char *path, char *dir, char *base, size_t n)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	snprintf(a, sizeof a, "%s", path);
+	snprintf(b, sizeof b, "%s", path);
+	snprintf(dir, n, "%s", dirname(a));
+	snprintf(base, n, "%s", basename(b));
+}
+
+/* A new file of its own in dir, named after base: never a link's target,
+ * nor a file another process has open; its fd, or -1. */
+static int open_temp(const char *dir, const char *base, char *tmp, size_t n, mode_t mode)
+{
+	static int serial; /* two files whose names share their first 180 bytes */
+	for (int tries = 0; tries < 8; tries++) {
+		if (snprintf(tmp, n, "%s/.%.180s.%ld.%d.tmp", dir, base, (long)getpid(), serial++) >= (int)n) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	return -1;
+}
+
+int cache_temp(const char *path, char *tmp, size_t n)
+{
+	char dir[PATH_MAX], base[PATH_MAX];
+	split(path, dir, base, sizeof dir);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	remove_dead_temps(dfd, NULL);
+	close(dfd);
+	return open_temp(dir, base, tmp, n, 0600);
+}
 
 /* The temporary files of open OutFiles, for the interrupt handler. */
 enum { TEMPS_MAX = 64 };
@@ -119,7 +251,6 @@ int outfile_in_place(const char *path)
 
 int outfile_open(OutFile *o, const char *path, const char *mode)
 {
-	static int serial; /* two outputs whose names share their first 180 bytes */
 	memset(o, 0, sizeof *o);
 	o->slot = -1;
 	struct stat st;
@@ -156,18 +287,28 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 	}
 	memmove(o->dest, dest, strlen(dest) + 1);
 	/* beside the file, hidden, its name short enough for any file's */
-	char dir[PATH_MAX], base[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", o->dest);
-	snprintf(base, sizeof base, "%s", o->dest);
-	if (snprintf(o->tmp, sizeof o->tmp, "%s/.%.180s.%ld.%d.tmp", dirname(dir), basename(base), (long)getpid(),
-		     serial++) >= (int)sizeof o->tmp) {
-		errno = ENAMETOOLONG;
+	char dir[PATH_MAX], base[PATH_MAX], prefix[200];
+	split(o->dest, dir, base, sizeof dir);
+	/* the temporary files of this output left by killed processes */
+	snprintf(prefix, sizeof prefix, ".%.180s.", base);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		remove_dead_temps(dfd, prefix);
+		close(dfd);
+	}
+	int tfd = open_temp(dir, base, o->tmp, sizeof o->tmp, 0666);
+	if (tfd < 0) {
+		o->tmp[0] = 0;
 		return -1;
 	}
 	o->slot = temp_register(o->tmp);
-	o->f = fopen(o->tmp, mode);
+	o->f = tfd >= 0 ? fdopen(tfd, mode) : NULL;
 	if (!o->f) {
 		int e = errno;
+		if (tfd >= 0) {
+			close(tfd);
+			unlink(o->tmp);
+		}
 		if (o->slot >= 0)
 			temp_live[o->slot] = 0;
 		errno = e;
@@ -222,10 +363,9 @@ static int older(const void *a, const void *b)
 	return (x->used.tv_nsec > y->used.tv_nsec) - (x->used.tv_nsec < y->used.tv_nsec);
 }
 
-/* A temporary file is another process's write in progress, unless a day
- * has passed since it last changed (a process that was killed). */
+/* A dot name is a temporary file: another process's write in progress,
+ * unless that process is dead (temp_dead). */
 static int is_temp(const char *name) { return name[0] == '.'; }
-enum { TEMP_STALE_S = 24 * 3600 };
 
 void cache_prune(const char *dir, const char *keep)
 {
@@ -239,10 +379,11 @@ void cache_prune(const char *dir, const char *keep)
 	for (struct dirent *de; (de = readdir(d));) {
 		struct stat st;
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || strlen(de->d_name) >= sizeof e->name ||
-		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || S_ISDIR(st.st_mode))
 			continue;
 		if (is_temp(de->d_name)) {
-			if (now - st.st_mtime > TEMP_STALE_S)
+			long pid = temp_pid(de->d_name, NULL);
+			if (pid ? temp_dead(pid, &st, now) : now - st.st_mtime > TEMP_STALE_S)
 				unlinkat(fd, de->d_name, 0);
 			continue;
 		}
@@ -260,7 +401,7 @@ void cache_prune(const char *dir, const char *keep)
 		total += e[n++].bytes;
 	}
 	struct stat ks;
-	if (keep && !fstatat(fd, keep, &ks, 0))
+	if (keep && !fstatat(fd, keep, &ks, AT_SYMLINK_NOFOLLOW))
 		total += (long long)ks.st_size;
 	if (total > limit) {
 		/* down to three quarters, so that the next writes do not each scan again */
@@ -273,33 +414,71 @@ void cache_prune(const char *dir, const char *keep)
 	closedir(d);
 }
 
-void cache_used(const char *path) { utimensat(AT_FDCWD, path, NULL, 0); }
+void cache_used(const char *path) { utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW); }
 
 int cache_write(const char *path, const void *data, size_t len)
 {
-	OutFile of;
-	if (outfile_open(&of, path, "wb"))
+	char tmp[TEMP_NAME_MAX];
+	int fd = cache_temp(path, tmp, sizeof tmp);
+	if (fd < 0)
 		return -1;
-	int whole = fwrite(data, 1, len, of.f) == len;
-	if (outfile_close(&of, whole) || !whole)
+	const char *p = data;
+	size_t left = len;
+	while (left) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		p += w, left -= (size_t)w;
+	}
+	/* rename replaces whatever the name was (a link, a pipe) and follows nothing */
+	if (close(fd) || left || rename(tmp, path)) {
+		int e = errno;
+		unlink(tmp);
+		errno = e;
 		return -1;
+	}
 	char dir[PATH_MAX], name[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", path);
-	snprintf(name, sizeof name, "%s", path);
-	cache_prune(dirname(dir), basename(name));
+	split(path, dir, name, sizeof dir);
+	cache_prune(dir, name);
 	return 0;
 }
 
-char *cache_read(const char *path, size_t *len)
+int cache_open(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	/* no link followed; a pipe or device neither blocks the open nor is read */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	futimens(fd, NULL); /* used now: cache_prune removes the least recently used first */
+	return fd;
+}
+
+char *cache_read_fd(int fd, size_t *len)
+{
+	struct stat st;
+	if (fstat(fd, &st))
 		return NULL;
-	futimens(fileno(f), NULL); /* used now: cache_prune removes the least recently used first */
-	size_t cap = 1 << 16, n = 0;
+	size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 1 << 12, n = 0;
 	char *s = malloc(cap + 1);
-	for (size_t r; s && (r = fread(s + n, 1, cap - n, f)) > 0;) {
-		n += r;
+	while (s) {
+		ssize_t r = pread(fd, s + n, cap - n, (off_t)n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(s);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
 		if (n == cap) {
 			char *t = realloc(s, (cap *= 2) + 1);
 			if (!t)
@@ -307,11 +486,73 @@ char *cache_read(const char *path, size_t *len)
 			s = t;
 		}
 	}
-	fclose(f);
 	if (!s)
 		return NULL;
 	s[n] = 0;
 	if (len)
 		*len = n;
+	return s;
+}
+
+char *cache_read(const char *path, size_t *len)
+{
+	int fd = cache_open(path);
+	if (fd < 0)
+		return NULL;
+	char *s = cache_read_fd(fd, len);
+	close(fd);
+	return s;
+}
+
+/* ---- seals: "\n// assoc-cache <key> <sum>\n", a comment to C++ and PTX ---- */
+
+static uint64_t seal_sum(uint64_t key, const void *data, size_t len)
+{
+	unsigned char k[8];
+	for (int i = 0; i < 8; i++)
+		k[i] = (unsigned char)(key >> 8 * i);
+	return cache_hash(cache_hash(CACHE_HASH_INIT, k, 8), data, len);
+}
+
+void cache_seal(char out[CACHE_SEAL_LEN + 1], uint64_t key, const void *data, size_t len)
+{
+	snprintf(out, CACHE_SEAL_LEN + 1, "\n// assoc-cache %016llx %016llx\n", (unsigned long long)key,
+		 (unsigned long long)seal_sum(key, data, len));
+}
+
+int cache_sealed(const void *data, size_t len, uint64_t key)
+{
+	char want[CACHE_SEAL_LEN + 1];
+	if (len < CACHE_SEAL_LEN)
+		return 0;
+	cache_seal(want, key, data, len - CACHE_SEAL_LEN);
+	return !memcmp((const char *)data + len - CACHE_SEAL_LEN, want, CACHE_SEAL_LEN);
+}
+
+int cache_write_sealed(const char *path, uint64_t key, const void *data, size_t len)
+{
+	char *s = malloc(len + CACHE_SEAL_LEN + 1);
+	if (!s)
+		return -1;
+	memcpy(s, data, len);
+	cache_seal(s + len, key, data, len);
+	int rc = cache_write(path, s, len + CACHE_SEAL_LEN);
+	free(s);
+	return rc;
+}
+
+char *cache_read_sealed(const char *path, uint64_t key, size_t *len)
+{
+	size_t l;
+	char *s = cache_read(path, &l);
+	if (s && !cache_sealed(s, l, key)) {
+		free(s);
+		return NULL;
+	}
+	if (s) {
+		s[l - CACHE_SEAL_LEN] = 0;
+		if (len)
+			*len = l - CACHE_SEAL_LEN;
+	}
 	return s;
 }

@@ -1,4 +1,10 @@
-/* cache.h: the on-disk cache of generated code (PTX, emulator objects). */
+/* cache.h: the on-disk cache of generated code (PTX, emulator objects).
+ *
+ * A cache directory is the user's own, mode 0700: anyone else able to
+ * write into it could plant what assoc loads.  Its files are written to
+ * a new temporary file and renamed into place, and read without
+ * following links, only when regular files; each artifact ends in a seal
+ * (cache_seal) of its key and contents, checked before it is used. */
 #ifndef ASSOC_CACHE_H
 #define ASSOC_CACHE_H
 
@@ -8,8 +14,14 @@
 #include <stdio.h>
 
 /* $XDG_CACHE_HOME/assoc/<sub> or ~/.cache/assoc/<sub>, created with mode
- * 0700; 0, or -1 with msg. */
+ * 0700; 0, or -1 with msg (one that cannot be made, or that is not
+ * private: cache_private). */
 int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn);
+/* 0 when path is a directory (not a link) of this user's, closed to
+ * others; else -1 with msg saying which it is not. */
+int cache_private(const char *path, char *msg, size_t mn);
+/* Say once a process on stderr that a cache is not used, and why. */
+void cache_warn(const char *msg);
 /* Room for the temporary name of any path the system takes (OutFile). */
 #define TEMP_NAME_MAX (PATH_MAX + 32)
 /* An output file the user names (emit -o, run --output, explore -o),
@@ -33,12 +45,36 @@ int outfile_close(OutFile *o, int keep);
 /* Whether path names an existing file that is not a regular one (a
  * device, a pipe), which an output is written into in place. */
 int outfile_in_place(const char *path);
-/* Write data to path through a temporary file renamed into place, then
- * prune its directory (cache_prune). */
+/* A new temporary file beside path, ".<name>.<pid>.<serial>.tmp", its
+ * name in tmp: an fd open for writing (created, never a link followed),
+ * or -1.  The temporary files of dead processes in that directory are
+ * removed first. */
+int cache_temp(const char *path, char *tmp, size_t n);
+/* Write data to path through a temporary file renamed into place (which
+ * replaces a link there, never writes through it), then prune its
+ * directory (cache_prune). */
 int cache_write(const char *path, const void *data, size_t len);
-/* The whole file, malloc'd and NUL-terminated, or NULL; its time of last
- * change set to now, which is the time of its last use to cache_prune. */
+/* path opened for reading when it is a regular file (not through a
+ * link; a pipe does not block), its time of last change set to now,
+ * which is the time of its last use to cache_prune; an fd, or -1. */
+int cache_open(const char *path);
+/* The whole file of fd, malloc'd and NUL-terminated, or NULL. */
+char *cache_read_fd(int fd, size_t *len);
+/* cache_open and cache_read_fd: the file, or NULL. */
 char *cache_read(const char *path, size_t *len);
+/* A seal, "\n// assoc-cache <key> <sum>\n" (a comment to C++ and PTX,
+ * bytes after the end to an object): key is the hash a cache file is
+ * named by, sum a hash of key and data.  A file cut short, damaged, or
+ * another key's fails it. */
+enum { CACHE_SEAL_LEN = 50 };
+void cache_seal(char out[CACHE_SEAL_LEN + 1], uint64_t key, const void *data, size_t len);
+/* Whether data ends in the seal of key and the bytes before it. */
+int cache_sealed(const void *data, size_t len, uint64_t key);
+/* cache_write of data and its seal. */
+int cache_write_sealed(const char *path, uint64_t key, const void *data, size_t len);
+/* cache_read of a sealed file: the data without the seal, or NULL when
+ * absent, not a regular file, or not sealed for key. */
+char *cache_read_sealed(const char *path, uint64_t key, size_t *len);
 /* A cache directory holds at most cache_limit() bytes: $ASSOC_CACHE_MB
  * megabytes (default CACHE_MB; 0 keeps nothing but the newest file). */
 enum { CACHE_MB = 1024 };
@@ -46,8 +82,10 @@ long long cache_limit(void);
 /* Past the limit, remove the files of dir least recently used (written,
  * or read by cache_read or marked by cache_used) until three quarters of
  * it is left; never keep, the file just written (a name in dir, or NULL).
- * Temporary files of writes in progress are left alone, unless untouched
- * for a day. */
+ * Temporary files of writes in progress are left alone, unless the
+ * process named in them is gone or they are untouched for a day.  A
+ * file another process has open stays whole for it: caches are read
+ * through descriptors, and a file is never written in place. */
 void cache_prune(const char *dir, const char *keep);
 /* Mark path as used now (for caches read without cache_read). */
 void cache_used(const char *path);
