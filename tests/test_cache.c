@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compiler/devices/emu.h"
 #include "compiler/util/cache.h"
 
 static char dir[PATH_MAX];
@@ -199,7 +200,7 @@ Test(cache, sealed_files_are_checked)
 Test(cache, directories_open_to_others_are_refused)
 {
 	fresh_dir("cache_perm");
-	char root[PATH_MAX], path[PATH_MAX + 64], msg[PATH_MAX + 300];
+	char root[PATH_MAX + 16], path[PATH_MAX + 64], msg[PATH_MAX + 300];
 	snprintf(root, sizeof root, "%s/xdg", dir);
 	setenv("XDG_CACHE_HOME", root, 1);
 	cr_assert_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), 0, "%s", msg);
@@ -259,4 +260,151 @@ Test(cache, a_killed_writers_temporary_goes_with_the_next_write)
 	snprintf(path, sizeof path, "%s/k.ptx", dir);
 	cr_assert_eq(cache_write(path, "p", 1), 0);
 	cr_expect(!has(other) && has(live));
+}
+
+/* ---- the emulator's modules ---- */
+
+#define EMU_SRC(k) "extern \"C\" void k_emu(const void *p) { ((int *)p)[threadIdx.x] = threadIdx.x + " #k "; }\n"
+
+/* The module runs: thread t writes t + k. */
+static void emu_runs(const char *src, int k)
+{
+	EmuLib *l;
+	char msg[4096];
+	cr_assert_eq(emu_open(src, &l, msg, sizeof msg), 0, "%s", msg);
+	int out[32] = {0};
+	cr_assert_eq(emu_launch_kernel(l, "k", 1, 32, 0, out, NULL, msg, sizeof msg), 0, "%s", msg);
+	for (int t = 0; t < 32; t++)
+		cr_expect_eq(out[t], t + k, "thread %d", t);
+	emu_close(l);
+}
+
+/* The one file of dir/assoc/emu ending in ext, into path; how many there are. */
+static int emu_file(const char *ext, char *path, size_t n)
+{
+	char d[PATH_MAX + 32];
+	snprintf(d, sizeof d, "%s/xdg/assoc/emu", dir);
+	DIR *dd = opendir(d);
+	cr_assert(dd, "%s", d);
+	int count = 0;
+	for (struct dirent *de; (de = readdir(dd));) {
+		size_t l = strlen(de->d_name);
+		if (de->d_name[0] != '.' && l > strlen(ext) && !strcmp(de->d_name + l - strlen(ext), ext)) {
+			snprintf(path, n, "%s/%s", d, de->d_name);
+			count++;
+		}
+	}
+	closedir(dd);
+	return count;
+}
+
+static void emu_setup(const char *name)
+{
+	fresh_dir(name);
+	char x[PATH_MAX + 16];
+	snprintf(x, sizeof x, "%s/xdg", dir);
+	setenv("XDG_CACHE_HOME", x, 1);
+	char why[256];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("%s", why);
+}
+
+/* A cached module is loaded only when its seal holds: one cut short,
+ * one with a byte changed and one planted (whose constructor would leave
+ * a mark) are built again, never loaded; a link planted at the module's
+ * or the source's name is replaced, its target unchanged. */
+Test(cache, emulator_modules_are_checked_before_loading, .timeout = 240)
+{
+	emu_setup("cache_emu");
+	emu_runs(EMU_SRC(1), 1);
+	char so[PATH_MAX + 300], cpp[PATH_MAX + 300], mark[PATH_MAX + 64], cmd[6 * PATH_MAX];
+	cr_assert_eq(emu_file(".so", so, sizeof so), 1);
+	cr_assert_eq(emu_file(".cpp", cpp, sizeof cpp), 1);
+	struct stat st;
+	cr_assert_eq(stat(so, &st), 0);
+	snprintf(mark, sizeof mark, "%s/planted-ran", dir);
+	for (int damage = 0; damage < 3; damage++) {
+		if (damage == 0)
+			cr_assert_eq(truncate(so, st.st_size / 2), 0);
+		if (damage == 1) {
+			FILE *f = fopen(so, "r+b");
+			fseek(f, st.st_size / 2, SEEK_SET);
+			int c = fgetc(f);
+			fseek(f, st.st_size / 2, SEEK_SET);
+			fputc(c ^ 0x5a, f);
+			fclose(f);
+		}
+		if (damage == 2) {
+			snprintf(cmd, sizeof cmd,
+				 "printf '#include <stdio.h>\\n__attribute__((constructor)) static void m(void) "
+				 "{ fclose(fopen(\"%s\", \"w\")); }\\nint emu_launch;\\n' > %s/plant.c && "
+				 "cc -shared -fPIC -o '%s' %s/plant.c",
+				 mark, dir, so, dir);
+			cr_assert_eq(system(cmd), 0, "%s", cmd);
+		}
+		emu_runs(EMU_SRC(1), 1);
+		cr_expect_neq(access(mark, F_OK), 0, "the planted library did not run");
+		char *ok = cache_read(so, NULL);
+		cr_expect(ok, "damage %d: the module is written again", damage);
+		free(ok);
+	}
+	/* links at both names: replaced by the build, their target kept */
+	char victim[PATH_MAX + 64], got[64];
+	snprintf(victim, sizeof victim, "%s/victim", dir);
+	FILE *f = fopen(victim, "w");
+	fputs("precious", f);
+	fclose(f);
+	cr_assert_eq(unlink(so), 0);
+	cr_assert_eq(unlink(cpp), 0);
+	cr_assert_eq(symlink(victim, so), 0);
+	cr_assert_eq(symlink(victim, cpp), 0);
+	emu_runs(EMU_SRC(1), 1);
+	slurp(victim, got, sizeof got);
+	cr_expect_str_eq(got, "precious");
+	cr_assert_eq(lstat(so, &st), 0);
+	cr_expect(S_ISREG(st.st_mode));
+	cr_assert_eq(lstat(cpp, &st), 0);
+	cr_expect(S_ISREG(st.st_mode));
+	/* a cache open to others is not used; the emulator still runs */
+	char d[PATH_MAX + 32];
+	snprintf(d, sizeof d, "%s/xdg/assoc/emu", dir);
+	cr_assert_eq(chmod(d, 0777), 0);
+	cr_assert_eq(unlink(so), 0);
+	emu_runs(EMU_SRC(2), 2);
+	cr_expect_eq(emu_file(".so", so, sizeof so), 0, "nothing written in a directory open to others");
+	unsetenv("XDG_CACHE_HOME");
+}
+
+/* With ASSOC_CACHE_MB=0 each write prunes all but the newest file:
+ * four processes building modules at once each keep what they build and
+ * load until they are done with it. */
+Test(cache, concurrent_emulator_builds_with_no_room, .timeout = 240)
+{
+	emu_setup("cache_emu_zero");
+	setenv("ASSOC_CACHE_MB", "0", 1);
+	static const char *const srcs[] = {EMU_SRC(3), EMU_SRC(4), EMU_SRC(5), EMU_SRC(6)};
+	pid_t kids[4];
+	for (int i = 0; i < 4; i++) {
+		kids[i] = fork();
+		cr_assert_geq(kids[i], 0);
+		if (!kids[i]) {
+			EmuLib *l;
+			char msg[4096];
+			int out[32] = {0};
+			if (emu_open(srcs[i], &l, msg, sizeof msg)) {
+				fprintf(stderr, "process %d: %s\n", i, msg);
+				_exit(1);
+			}
+			int bad = emu_launch_kernel(l, "k", 1, 32, 0, out, NULL, msg, sizeof msg) || out[31] != 31 + 3 + i;
+			emu_close(l);
+			_exit(bad ? 2 : 0);
+		}
+	}
+	for (int i = 0; i < 4; i++) {
+		int st;
+		cr_assert_eq(waitpid(kids[i], &st, 0), kids[i]);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "process %d: status %#x", i, st);
+	}
+	unsetenv("ASSOC_CACHE_MB");
+	unsetenv("XDG_CACHE_HOME");
 }

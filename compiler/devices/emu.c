@@ -1,9 +1,12 @@
 /* emu.c: build, cache and load emulator modules; launch their kernels. */
 #include "compiler/devices/emu.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@ extern char **environ;
 
 struct EmuLib {
 	void *h;
+	int fd; /* the file loaded, open while it is (its /proc/self/fd name then stays its own) */
 	int (*launch)(void (*)(const void *), const char *, unsigned, unsigned, unsigned, const void *, unsigned long long *,
 		      char *, size_t);
 };
@@ -96,39 +100,142 @@ static int compile(const char *cxx, const char *src, const char *out, const char
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-static int build(const char *cxx, const char *text, size_t len, const char *dir, const char *stem, const char *so,
-		 char *msg, size_t n)
+/* dlopen the file open at fd: through /proc/self/fd/N, so that the file
+ * loaded is the one whose bytes were checked, not whatever its name holds
+ * by then.  The loader knows a library by its name: N is one it has not
+ * seen in this process (a library that stayed loaded keeps its name). */
+static void *load_fd(int *fd, char *msg, size_t n)
 {
-	char src[4200], tmp[4300], log[4300];
-	snprintf(src, sizeof src, "%s/%s.cpp", dir, stem);
-	/* dot names: writes in progress, which cache_prune leaves alone */
-	snprintf(tmp, sizeof tmp, "%s/.%s.so.tmp.%ld", dir, stem, (long)getpid());
-	snprintf(log, sizeof log, "%s/.%s.log.%ld", dir, stem, (long)getpid());
-	if (cache_write(src, text, len)) {
-		snprintf(msg, n, "emulator: cannot write %s", src);
+	static unsigned char seen[1 << 13]; /* names given out, a bit each */
+	int d = *fd;
+	if (access("/proc/self/fd", X_OK) == 0) {
+		for (int from = 3; d < (int)sizeof seen * 8 && seen[d / 8] >> d % 8 & 1;) {
+			int e = fcntl(*fd, F_DUPFD_CLOEXEC, from);
+			if (d != *fd)
+				close(d);
+			if (e < 0) {
+				snprintf(msg, n, "emulator: cannot load a module: %s", strerror(errno));
+				return NULL;
+			}
+			d = e;
+			from = e + 1;
+		}
+		if (d != *fd) {
+			close(*fd);
+			*fd = d;
+		}
+		if (d < (int)sizeof seen * 8)
+			seen[d / 8] |= (unsigned char)(1 << d % 8);
+	}
+	char name[64];
+	snprintf(name, sizeof name, "/proc/self/fd/%d", d);
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		snprintf(msg, n, "emulator: cannot load a module: %s", dlerror());
+	return h;
+}
+
+/* The module at path, open when it is a regular file sealed for key (an
+ * fd), else -1: one planted, cut short or damaged is never loaded. */
+static int open_sealed(const char *path, uint64_t key)
+{
+	int fd = cache_open(path);
+	if (fd < 0)
+		return -1;
+	size_t len;
+	char *data = cache_read_fd(fd, &len);
+	int ok = data && cache_sealed(data, len, key);
+	free(data);
+	if (!ok) {
+		close(fd);
 		return -1;
 	}
-	int rc = compile(cxx, src, tmp, log);
-	if (rc) {
-		char *l = cache_read(log, NULL);
-		snprintf(msg, n, "emulator: %s could not build the generated code (%s):\n%.3000s", cxx, src, l ? l : "");
-		free(l);
-	} else if (rename(tmp, so)) {
-		snprintf(msg, n, "emulator: cannot write %s", so);
-		rc = -1;
-	} else {
-		char name[128];
-		snprintf(name, sizeof name, "%s.so", stem);
-		cache_prune(dir, name);
+	return fd;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w, len -= (size_t)w;
 	}
-	unlink(tmp);
-	unlink(log);
-	return rc;
+	return 0;
+}
+
+/* Build the module into dir (the cache, or a private temporary folder
+ * when cached is 0): the source and the object are temporary files of
+ * this process (cache_prune leaves them alone) until the object is
+ * loaded; then both are put in place under stem, sealed.  The loaded
+ * file's fd in *fd. */
+static void *build(const char *cxx, const char *text, size_t len, uint64_t key, const char *dir, const char *stem,
+		   int cached, int *fd, char *msg, size_t n)
+{
+	char src[PATH_MAX + 80], so[PATH_MAX + 80], tsrc[TEMP_NAME_MAX], tso[TEMP_NAME_MAX], tlog[TEMP_NAME_MAX];
+	char seal[CACHE_SEAL_LEN + 1];
+	void *h = NULL;
+	*fd = -1;
+	snprintf(src, sizeof src, "%s/%s.cpp", dir, stem);
+	snprintf(so, sizeof so, "%s/%s.so", dir, stem);
+	int fs = cache_temp(src, tsrc, sizeof tsrc), fo = cache_temp(so, tso, sizeof tso);
+	int fl = cache_temp(src, tlog, sizeof tlog);
+	if (fs < 0 || fo < 0 || fl < 0) {
+		snprintf(msg, n, "emulator: cannot write in %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	cache_seal(seal, key, text, len); /* a C++ comment */
+	if (write_all(fs, text, len) || write_all(fs, seal, CACHE_SEAL_LEN) || close(fs)) {
+		fs = -1;
+		snprintf(msg, n, "emulator: cannot write %s: %s", tsrc, strerror(errno));
+		goto out;
+	}
+	fs = -1;
+	if (compile(cxx, tsrc, tso, tlog)) {
+		if (cached)
+			rename(tsrc, src); /* kept for the reader of the message */
+		char *l = cache_read(tlog, NULL);
+		snprintf(msg, n, "emulator: %s could not build the generated code%s%s%s:\n%.3000s", cxx,
+			 cached ? " (" : "", cached ? src : "", cached ? ")" : "", l ? l : "");
+		free(l);
+		goto out;
+	}
+	*fd = cache_open(tso);
+	size_t olen = 0;
+	char *obj = *fd >= 0 ? cache_read_fd(*fd, &olen) : NULL;
+	if (!obj) {
+		snprintf(msg, n, "emulator: cannot read the module %s", tso);
+		goto out;
+	}
+	h = load_fd(fd, msg, n);
+	if (h && cached) {
+		/* a cache that cannot be written only costs time */
+		rename(tsrc, src);
+		cache_write_sealed(so, key, obj, olen);
+	}
+	free(obj);
+out:
+	if (fs >= 0)
+		close(fs);
+	if (fo >= 0)
+		close(fo);
+	if (fl >= 0)
+		close(fl);
+	unlink(tsrc);
+	unlink(tso);
+	unlink(tlog);
+	if (!h && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return h;
 }
 
 int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 {
-	char cxx[1024], dir[4096], so[4200], stem[64];
+	char cxx[1024], dir[PATH_MAX], so[PATH_MAX + 80], stem[64], dmsg[PATH_MAX + 200];
 	*lib = NULL;
 	if (!find_cxx(cxx, sizeof cxx)) {
 		emu_available(msg, n);
@@ -144,29 +251,39 @@ int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 	h = cache_hash(h, CXXFLAGS, sizeof CXXFLAGS);
 	h = cache_hash(h, cxx, strlen(cxx));
 	snprintf(stem, sizeof stem, "%016llx", (unsigned long long)h);
-	int rc = cache_dir("emu", dir, sizeof dir, msg, n);
-	if (!rc) {
+	void *hd = NULL;
+	int fd = -1, cached = cache_dir("emu", dir, sizeof dir, dmsg, sizeof dmsg) == 0;
+	if (cached) {
 		snprintf(so, sizeof so, "%s/%s.so", dir, stem);
-		if (access(so, R_OK))
-			rc = build(cxx, text, len, dir, stem, so, msg, n);
-		else
-			cache_used(so);
+		if ((fd = open_sealed(so, h)) >= 0 && !(hd = load_fd(&fd, msg, n))) {
+			close(fd); /* sealed, yet not loadable: built again */
+			fd = -1;
+		}
+		if (!hd)
+			hd = build(cxx, text, len, h, dir, stem, 1, &fd, msg, n);
+	} else {
+		/* built in a folder of its own, removed once loaded */
+		cache_warn(dmsg);
+		const char *t = getenv("TMPDIR");
+		snprintf(dir, sizeof dir, "%s/assoc-emu-XXXXXX", t && *t ? t : "/tmp");
+		if (!mkdtemp(dir))
+			snprintf(msg, n, "emulator: cannot make a folder to build in (%s): %s", dir, strerror(errno));
+		else {
+			hd = build(cxx, text, len, h, dir, stem, 0, &fd, msg, n);
+			rmdir(dir);
+		}
 	}
 	free(text);
-	if (rc)
+	if (!hd)
 		return -1;
-	void *hd = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-	if (!hd) {
-		snprintf(msg, n, "emulator: cannot load %s: %s", so, dlerror());
-		return -1;
-	}
 	EmuLib *l = calloc(1, sizeof *l);
 	if (!l)
 		abort();
 	l->h = hd;
+	l->fd = fd;
 	*(void **)&l->launch = dlsym(hd, "emu_launch");
 	if (!l->launch) {
-		snprintf(msg, n, "emulator: %s has no emu_launch", so);
+		snprintf(msg, n, "emulator: the module %s has no emu_launch", stem);
 		emu_close(l);
 		return -1;
 	}
@@ -179,6 +296,8 @@ void emu_close(EmuLib *lib)
 	if (!lib)
 		return;
 	dlclose(lib->h);
+	if (lib->fd >= 0)
+		close(lib->fd);
 	free(lib);
 }
 
