@@ -157,27 +157,6 @@ static int compile(Nvrtc *nv, const char *src, const char *const *opts, int nopt
 	return 0;
 }
 
-/* A cached PTX file ends in a comment with the hash of the PTX before
- * it: a file cut short or damaged is not used (the driver would refuse it
- * run after run). */
-#define PTX_SEAL "\n// assoc ptx cache "
-
-static int ptx_intact(char *ptx)
-{
-	size_t l = strlen(ptx), sl = strlen(PTX_SEAL);
-	if (l < sl + 17 || ptx[l - 1] != '\n')
-		return 0;
-	char *seal = ptx + l - 17 - sl;
-	if (memcmp(seal, PTX_SEAL, sl))
-		return 0;
-	char *end;
-	unsigned long long want = strtoull(seal + sl, &end, 16);
-	if (end != ptx + l - 1 || want != (unsigned long long)cache_hash(CACHE_HASH_INIT, ptx, (size_t)(seal - ptx)))
-		return 0;
-	*seal = 0;
-	return 1;
-}
-
 int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cached, char *msg, size_t n)
 {
 	char archopt[64];
@@ -209,29 +188,23 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 	char dir[4096], path[4200], dmsg[256];
 	int have_dir = cache_dir("ptx", dir, sizeof dir, dmsg, sizeof dmsg) == 0;
 	*cached = 0;
-	if (have_dir) {
+	if (!have_dir)
+		cache_warn(dmsg);
+	else {
 		snprintf(path, sizeof path, "%s/%016llx.ptx", dir, (unsigned long long)h);
-		if ((*ptx = cache_read(path, NULL)) && ptx_intact(*ptx)) {
+		/* sealed: a file cut short or damaged, which the driver would
+		 * refuse run after run, is compiled again and written over */
+		if ((*ptx = cache_read_sealed(path, h, NULL))) {
 			*cached = 1;
 			return 0;
 		}
-		free(*ptx); /* damaged or cut short: compiled again, and written over */
-		*ptx = NULL;
 	}
 	int r = compile(nv, src, opts, nopts, 1, ptx, msg, n);
 	if (r == NVRTC_ERROR_INVALID_OPTION)
 		r = compile(nv, src, opts, nbase, 0, ptx, msg, n);
 	if (r)
 		return -1;
-	if (have_dir) { /* a cache that cannot be written only costs time */
-		size_t l = strlen(*ptx);
-		char *sealed = malloc(l + 64);
-		if (sealed) {
-			memcpy(sealed, *ptx, l);
-			int t = snprintf(sealed + l, 64, "%s%016llx\n", PTX_SEAL, (unsigned long long)cache_hash(CACHE_HASH_INIT, *ptx, l));
-			cache_write(path, sealed, l + (size_t)t);
-			free(sealed);
-		}
-	}
+	if (have_dir) /* a cache that cannot be written only costs time */
+		cache_write_sealed(path, h, *ptx, strlen(*ptx));
 	return 0;
 }
