@@ -287,21 +287,18 @@ static LlvmJit *jit_object(LLVMMemoryBufferRef obj, char *msg, size_t n)
  * OBJECT_FORMAT changes with what happens after build_ir.  A file is a
  * header (magic, size, hash of the object) and the object, so a damaged
  * one is compiled again rather than loaded. */
-static const char OBJECT_FORMAT[] = "assoc-cpu-object-1 O3 " LLVM_VERSION_STRING;
+static const char OBJECT_FORMAT[] = "assoc-cpu-object-2 O3 " LLVM_VERSION_STRING;
 
-typedef struct {
-	char magic[8];
-	uint64_t size, hash;
-} ObjHeader;
-
-static const char OBJECT_MAGIC[8] = {'a', 's', 's', 'o', 'c', 'o', 'b', 'j'};
-
-static int object_path(LLVMModuleRef mod, char *path, size_t n)
+static int object_path(LLVMModuleRef mod, char *path, size_t n, uint64_t *key)
 {
-	char dir[PATH_MAX], msg[200];
+	char dir[PATH_MAX], msg[PATH_MAX + 200];
 	const char *off = getenv("ASSOC_NO_CPU_CACHE");
-	if ((off && *off && strcmp(off, "0")) || cache_dir("cpu", dir, sizeof dir, msg, sizeof msg))
+	if (off && *off && strcmp(off, "0"))
 		return -1;
+	if (cache_dir("cpu", dir, sizeof dir, msg, sizeof msg)) {
+		cache_warn(msg);
+		return -1;
+	}
 	char *ir = LLVMPrintModuleToString(mod), *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
 	uint64_t h = cache_hash(CACHE_HASH_INIT, OBJECT_FORMAT, sizeof OBJECT_FORMAT);
 	h = cache_hash(h, ir, strlen(ir) + 1);
@@ -310,40 +307,25 @@ static int object_path(LLVMModuleRef mod, char *path, size_t n)
 	LLVMDisposeMessage(ir);
 	LLVMDisposeMessage(cpu);
 	LLVMDisposeMessage(feat);
+	*key = h;
 	int w = snprintf(path, n, "%s/%016llx.o", dir, (unsigned long long)h);
 	return w > 0 && (size_t)w < n ? 0 : -1;
 }
 
-/* The object at path, or NULL where there is none whole. */
-static LLVMMemoryBufferRef object_read(const char *path)
+/* The object at path, or NULL where there is none whole (sealed for key). */
+static LLVMMemoryBufferRef object_read(const char *path, uint64_t key)
 {
 	size_t len;
-	char *data = cache_read(path, &len);
-	ObjHeader hd;
-	LLVMMemoryBufferRef obj = NULL;
-	if (data && len >= sizeof hd) {
-		memcpy(&hd, data, sizeof hd);
-		const char *o = data + sizeof hd;
-		if (!memcmp(hd.magic, OBJECT_MAGIC, sizeof hd.magic) && hd.size == len - sizeof hd &&
-		    hd.hash == cache_hash(CACHE_HASH_INIT, o, hd.size))
-			obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(o, hd.size, "assoc");
-	}
+	char *data = cache_read_sealed(path, key, &len);
+	LLVMMemoryBufferRef obj = data ? LLVMCreateMemoryBufferWithMemoryRangeCopy(data, len, "assoc") : NULL;
 	free(data);
 	return obj;
 }
 
-static void object_write(const char *path, LLVMMemoryBufferRef obj)
+static void object_write(const char *path, uint64_t key, LLVMMemoryBufferRef obj)
 {
-	size_t size = LLVMGetBufferSize(obj);
-	ObjHeader hd = {.size = size, .hash = cache_hash(CACHE_HASH_INIT, LLVMGetBufferStart(obj), size)};
-	memcpy(hd.magic, OBJECT_MAGIC, sizeof hd.magic);
-	char *data = malloc(sizeof hd + size);
-	if (!data)
-		abort();
-	memcpy(data, &hd, sizeof hd);
-	memcpy(data + sizeof hd, LLVMGetBufferStart(obj), size);
-	cache_write(path, data, sizeof hd + size); /* a cache that cannot be written only costs time */
-	free(data);
+	/* a cache that cannot be written only costs time */
+	cache_write_sealed(path, key, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
 }
 
 static void *lookup(LlvmJit *jit, const char *name, char *msg, size_t n, int *failed)
@@ -381,16 +363,17 @@ static LlvmJit *compile_kern(Kern *k, char *msg, size_t n)
 	LLVMModuleRef mod = build_ir(k, ctx, tm, msg, n);
 	LLVMMemoryBufferRef obj = NULL;
 	char path[PATH_MAX];
-	int cached = mod && object_path(mod, path, sizeof path) == 0;
+	uint64_t key = 0;
+	int cached = mod && object_path(mod, path, sizeof path, &key) == 0;
 	if (cached)
-		obj = object_read(path);
+		obj = object_read(path, key);
 	if (mod && !obj && optimize(mod, tm, msg, n) == 0) {
 		char *err = NULL;
 		if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &obj)) {
 			fail_msg(msg, n, "LLVM code generation failed", err);
 			obj = NULL;
 		} else if (cached) {
-			object_write(path, obj);
+			object_write(path, key, obj);
 		}
 	}
 	if (mod)
