@@ -1302,3 +1302,72 @@ Test(cli, run_takes_a_lawful_carrier_quietly, .timeout = 60)
 	cr_expect_not(strstr(out, "warning"), "%s", out);
 	cr_expect(strstr(out, "  ok\n"), "%s", out);
 }
+
+static void write_bytes(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert(f, "%s", path);
+	cr_assert_eq(fwrite(p, 1, n, f), n);
+	fclose(f);
+}
+
+/* A .npy file of version 1 with header text hdr and data bytes of zeros. */
+static void npy_text(const char *path, const char *hdr, size_t data)
+{
+	char buf[1024] = "\x93NUMPY\x01\x00";
+	size_t hl = strlen(hdr);
+	buf[8] = (char)(hl & 0xff), buf[9] = (char)(hl >> 8);
+	memcpy(buf + 10, hdr, hl);
+	memset(buf + 10 + hl, 0, data);
+	write_bytes(path, buf, 10 + hl + data);
+}
+
+/* A small file whose header claims 2^30 float64 values is refused, by
+ * the file's size, before anything is allocated for them: under a
+ * 64 MB bound on any one allocation the run still says what is wrong. */
+Test(cli, npy_sizes_are_checked_against_the_file, .timeout = 120)
+{
+	npy_text("build/npy_huge.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1073741824,), }      \n", 96);
+	cr_expect_eq(sh("ASAN_OPTIONS=max_allocation_size_mb=64:allocator_may_return_null=0 " ASSOC
+			" run specs/sum.yaml --device interp --input x=build/npy_huge.npy",
+			out, sizeof out, 1),
+		     2, "%s", out);
+	cr_expect(strstr(out, "build/npy_huge.npy: data is shorter than the header's shape says (96 bytes, not 8589934592)"),
+		  "%s", out);
+	/* read from a pipe, whose size is not known, the same */
+	cr_expect_eq(sh("ASAN_OPTIONS=max_allocation_size_mb=64:allocator_may_return_null=0 " ASSOC
+			" run specs/sum.yaml --device interp --input x=/dev/stdin <build/npy_huge.npy",
+			out, sizeof out, 1),
+		     2, "%s", out);
+	cr_expect(strstr(out, "/dev/stdin: data is shorter than the header's shape says"), "%s", out);
+}
+
+/* The header is the dict NumPy writes: fortran_order the word False (not
+ * a longer word starting with it), each key once, no other keys. */
+Test(cli, npy_headers_are_read_as_numpy_reads_them)
+{
+	static const struct {
+		const char *hdr;
+		const char *want;
+	} cases[] = {
+		{"{'descr': '<f4', 'fortran_order': Falsey, 'shape': (1,), }", "fortran_order is neither True nor False"},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'shape': (2,), }", "'shape' given twice"},
+		{"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", "'descr' given twice"},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1, }", "a key 'extra'"},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (1), }", "malformed shape"},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x", "not a dict in braces"},
+		{"{'descr': '<f4', 'shape': (1,), }", "needs descr, fortran_order and shape"},
+	};
+	char msg[400];
+	Npy a;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		npy_text("build/npy_hdr.npy", cases[i].hdr, 8);
+		cr_expect_eq(npy_read("build/npy_hdr.npy", &a, msg, sizeof msg), -1, "%s", cases[i].hdr);
+		cr_expect(strstr(msg, cases[i].want) && strstr(msg, "build/npy_hdr.npy: "), "%s: %s", cases[i].want, msg);
+	}
+	/* what NumPy writes reads: spaces, a trailing comma or none, two dims */
+	npy_text("build/npy_hdr.npy", "{'descr':'<f4','fortran_order':False,'shape':(1, 2)}  \n", 8);
+	cr_assert_eq(npy_read("build/npy_hdr.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(a.ndim == 2 && a.shape[0] == 1 && a.shape[1] == 2 && a.count == 2);
+	npy_free(&a);
+}

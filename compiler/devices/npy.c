@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "compiler/util/cache.h"
@@ -68,34 +69,125 @@ double npy_get(const Npy *a, size_t i)
 	return !strcmp(a->descr, "<f2") ? run_f16_value(h) : run_bf16_value(h);
 }
 
-/* The value of 'key' in the header dict, NULL when absent. */
-static const char *field(const char *hdr, const char *key)
+/* The header is a Python dict literal with exactly the keys descr,
+ * fortran_order and shape, as NumPy writes it and reads it back: each key
+ * once, fortran_order the word True or False, shape a tuple of
+ * integers. */
+static const char *blank(const char *p)
 {
-	char pat[32];
-	snprintf(pat, sizeof pat, "'%s'", key);
-	const char *p = strstr(hdr, pat);
-	if (!p)
-		return NULL;
-	p += strlen(pat);
-	while (*p == ' ' || *p == ':')
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
 		p++;
 	return p;
 }
 
+/* A quoted string at p (either quote) into out; past it, or NULL. */
+static const char *quoted(const char *p, char *out, size_t n)
+{
+	char q = *p;
+	if (q != '\'' && q != '"')
+		return NULL;
+	const char *e = strchr(p + 1, q);
+	if (!e || (size_t)(e - p - 1) >= n || memchr(p + 1, '\\', (size_t)(e - p - 1)))
+		return NULL;
+	memcpy(out, p + 1, (size_t)(e - p - 1));
+	out[e - p - 1] = 0;
+	return e + 1;
+}
+
+static int word_end(char c) { return !isalnum((unsigned char)c) && c != '_'; }
+
+/* A tuple of integers at p into a; past it, or NULL with msg. */
+static const char *shape(const char *p, Npy *a, char *msg, size_t n)
+{
+	a->ndim = 0;
+	a->count = 1;
+	int commas = 0;
+	for (p = blank(p + 1); *p != ')';) {
+		if (!isdigit((unsigned char)*p) || a->ndim == NPY_MAX_DIMS)
+			goto bad;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(p, &end, 10);
+		if (errno || v > NPY_MAX_BYTES || (a->count *= (size_t)v) > NPY_MAX_BYTES) {
+			snprintf(msg, n, "array too large");
+			return NULL;
+		}
+		a->shape[a->ndim++] = (size_t)v;
+		p = blank(end);
+		if (*p == ',')
+			commas++, p = blank(p + 1);
+		else if (*p != ')') /* "(2 5)" is no tuple */
+			goto bad;
+	}
+	/* "(4)" is the number 4 to Python, "(4,)" the tuple */
+	if (a->ndim == 1 && !commas)
+		goto bad;
+	return p + 1;
+bad:
+	snprintf(msg, n, "malformed shape");
+	return NULL;
+}
+
 static int parse_header(const char *hdr, Npy *a, char *msg, size_t n)
 {
-	const char *d = field(hdr, "descr"), *f = field(hdr, "fortran_order"), *s = field(hdr, "shape");
-	if (!d || !f || !s || *d != '\'' || *s != '(') {
+	int have[3] = {0, 0, 0}, fortran = 0;
+	const char *p = blank(hdr);
+	if (*p != '{') {
+		snprintf(msg, n, "malformed header (not a dict in braces)");
+		return -1;
+	}
+	for (p = blank(p + 1); *p != '}';) {
+		char key[32];
+		if (!(p = quoted(p, key, sizeof key)) || *(p = blank(p)) != ':') {
+			snprintf(msg, n, "malformed header (not a dict in braces)");
+			return -1;
+		}
+		p = blank(p + 1);
+		int k = !strcmp(key, "descr") ? 0 : !strcmp(key, "fortran_order") ? 1 : !strcmp(key, "shape") ? 2 : -1;
+		if (k < 0) {
+			snprintf(msg, n, "malformed header (a key '%s' besides descr, fortran_order and shape)", key);
+			return -1;
+		}
+		if (have[k]++) {
+			snprintf(msg, n, "malformed header ('%s' given twice)", key);
+			return -1;
+		}
+		if (k == 0 && !(p = quoted(p, a->descr, sizeof a->descr))) {
+			snprintf(msg, n, "unsupported dtype (descr is not one short string)");
+			return -1;
+		}
+		if (k == 1) {
+			if (!strncmp(p, "True", 4) && word_end(p[4]))
+				fortran = 1, p += 4;
+			else if (!strncmp(p, "False", 5) && word_end(p[5]))
+				p += 5;
+			else {
+				snprintf(msg, n, "malformed header (fortran_order is neither True nor False)");
+				return -1;
+			}
+		}
+		if (k == 2 && *p != '(') {
+			snprintf(msg, n, "malformed shape");
+			return -1;
+		}
+		if (k == 2 && !(p = shape(p, a, msg, n)))
+			return -1;
+		p = blank(p);
+		if (*p == ',')
+			p = blank(p + 1);
+		else if (*p != '}') {
+			snprintf(msg, n, "malformed header (not a dict in braces)");
+			return -1;
+		}
+	}
+	if (*blank(p + 1)) {
+		snprintf(msg, n, "malformed header (not a dict in braces)");
+		return -1;
+	}
+	if (!have[0] || !have[1] || !have[2]) {
 		snprintf(msg, n, "malformed header (needs descr, fortran_order and shape)");
 		return -1;
 	}
-	size_t dl = strcspn(d + 1, "'");
-	if (dl >= sizeof a->descr) {
-		snprintf(msg, n, "unsupported dtype");
-		return -1;
-	}
-	memcpy(a->descr, d + 1, dl);
-	a->descr[dl] = 0;
 	a->itemsize = 0;
 	for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
 		if (!strcmp(a->descr, kinds[k].descr))
@@ -105,62 +197,44 @@ static int parse_header(const char *hdr, Npy *a, char *msg, size_t n)
 			 a->descr);
 		return -1;
 	}
-	if (strncmp(f, "False", 5)) {
+	if (fortran) {
 		snprintf(msg, n, "Fortran-ordered arrays are not supported; save with np.ascontiguousarray");
-		return -1;
-	}
-	a->ndim = 0;
-	a->count = 1;
-	for (const char *p = s + 1; *p != ')';) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (*p == ')')
-			break;
-		if (!isdigit((unsigned char)*p) || a->ndim == NPY_MAX_DIMS) {
-			snprintf(msg, n, "malformed shape");
-			return -1;
-		}
-		char *end;
-		errno = 0;
-		unsigned long long v = strtoull(p, &end, 10);
-		if (errno || v > NPY_MAX_BYTES) {
-			snprintf(msg, n, "array too large");
-			return -1;
-		}
-		a->shape[a->ndim++] = (size_t)v;
-		a->count *= (size_t)v;
-		if (a->count > NPY_MAX_BYTES) {
-			snprintf(msg, n, "array too large");
-			return -1;
-		}
-		for (p = end; *p == ' ';)
-			p++;
-		if (*p != ',' && *p != ')') { /* "(2 5)" is no tuple */
-			snprintf(msg, n, "malformed shape");
-			return -1;
-		}
-	}
-	size_t hl = strlen(hdr);
-	while (hl && (hdr[hl - 1] == ' ' || hdr[hl - 1] == '\n'))
-		hl--;
-	if (hdr[0] != '{' || !hl || hdr[hl - 1] != '}') {
-		snprintf(msg, n, "malformed header (not a dict in braces)");
 		return -1;
 	}
 	return 0;
 }
 
-int npy_read(const char *path, Npy *a, char *msg, size_t n)
+/* The data of a file whose size is not known (a pipe): read in pieces,
+ * so that what is allocated follows what arrives, not what the header
+ * claims. */
+static int read_stream(FILE *f, Npy *a, size_t bytes)
+{
+	size_t cap = bytes < 1 << 20 ? bytes : 1 << 20, got = 0;
+	a->data = malloc(cap ? cap : 1);
+	if (!a->data)
+		abort();
+	while (got < bytes) {
+		if (got == cap) {
+			cap = cap > bytes / 2 ? bytes : cap * 2;
+			void *t = realloc(a->data, cap);
+			if (!t)
+				abort();
+			a->data = t;
+		}
+		size_t r = fread((char *)a->data + got, 1, cap - got, f);
+		if (!r)
+			return -1;
+		got += r;
+	}
+	return 0;
+}
+
+int npy_read_from(FILE *f, const char *path, Npy *a, char *msg, size_t n)
 {
 	memset(a, 0, sizeof *a);
 	char why[200] = "";
-	FILE *f = fopen(path, "rb");
 	unsigned char pre[12];
 	char *hdr = NULL;
-	if (!f) {
-		snprintf(msg, n, "%s: cannot open: %s", path, strerror(errno));
-		return -1;
-	}
 	size_t got = fread(pre, 1, 10, f);
 	if (got < 10 && ferror(f)) { /* a folder opens, and reads as EISDIR */
 		snprintf(why, sizeof why, "cannot read: %s", strerror(errno));
@@ -188,26 +262,50 @@ int npy_read(const char *path, Npy *a, char *msg, size_t n)
 		snprintf(why, sizeof why, "truncated header");
 		goto fail;
 	}
+	if (strlen(hdr) != hlen) {
+		snprintf(why, sizeof why, "malformed header (a NUL byte in it)");
+		goto fail;
+	}
 	if (parse_header(hdr, a, why, sizeof why))
 		goto fail;
 	size_t bytes = a->count * a->itemsize;
-	a->data = malloc(bytes ? bytes : 1);
-	if (!a->data)
-		abort();
-	if (fread(a->data, 1, bytes, f) != bytes || fgetc(f) != EOF) {
+	struct stat st;
+	int fd = fileno(f);
+	if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode)) {
+		/* the file's size says whether the data is all there, before
+		 * anything is allocated for it */
+		unsigned long long have = (unsigned long long)st.st_size - (off + hlen);
+		if ((unsigned long long)st.st_size < off + hlen || have != bytes) {
+			snprintf(why, sizeof why, "data is %s than the header's shape says (%llu bytes, not %zu)",
+				 (unsigned long long)st.st_size < off + hlen || have < bytes ? "shorter" : "longer",
+				 (unsigned long long)st.st_size < off + hlen ? 0 : have, bytes);
+			goto fail;
+		}
+	}
+	if (read_stream(f, a, bytes) || fgetc(f) != EOF) {
 		snprintf(why, sizeof why, "data is %s than the header's shape says", feof(f) ? "shorter" : "longer");
 		goto fail;
 	}
-	(void)off;
 	free(hdr);
-	fclose(f);
 	return 0;
 fail:
 	snprintf(msg, n, "%s: %s", path, why);
 	free(hdr);
 	npy_free(a);
-	fclose(f);
 	return -1;
+}
+
+int npy_read(const char *path, Npy *a, char *msg, size_t n)
+{
+	memset(a, 0, sizeof *a);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(msg, n, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	int rc = npy_read_from(f, path, a, msg, n);
+	fclose(f);
+	return rc;
 }
 
 int npy_write_to(FILE *f, const Npy *a)

@@ -19,8 +19,11 @@ typedef struct {
 	void *data;
 } Npy;
 
-/* Read a whole file; -1 with a message naming the file on any problem. */
+/* Read a whole file; -1 with a message naming the file on any problem.
+ * Nothing is allocated for more data than the file holds. */
 int npy_read(const char *path, Npy *a, char *msg, size_t n);
+/* npy_read of f, open and at its start, which messages call path. */
+int npy_read_from(FILE *f, const char *path, Npy *a, char *msg, size_t n);
 /* Write atomically (a temporary file renamed into place): no partial file. */
 int npy_write(const char *path, const Npy *a, char *msg, size_t n);
 /* The file npy_write would make, written to f and flushed: 0, or -1
