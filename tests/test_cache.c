@@ -408,3 +408,50 @@ Test(cache, concurrent_emulator_builds_with_no_room, .timeout = 240)
 	unsetenv("ASSOC_CACHE_MB");
 	unsetenv("XDG_CACHE_HOME");
 }
+
+/* A run on the CPU whose object's name in the cache holds a link, then
+ * a pipe: the run neither writes through the link nor waits on the
+ * pipe. */
+Test(cache, cpu_runs_neither_follow_links_nor_wait_on_pipes, .timeout = 240)
+{
+	fresh_dir("cache_cpu");
+	char cmd[3 * PATH_MAX], obj[PATH_MAX + 300], victim[PATH_MAX + 64], got[64];
+	snprintf(cmd, sizeof cmd,
+		 "XDG_CACHE_HOME=%s/xdg ASSOC_NO_CPU_CACHE=0 build/asan/assoc run specs/sum.yaml --device cpu >%s/log 2>&1",
+		 dir, dir);
+	if (system(cmd)) {
+		char log[4096];
+		snprintf(victim, sizeof victim, "%s/log", dir);
+		slurp(victim, log, sizeof log);
+		if (strstr(log, "LLVM") || strstr(log, "not built"))
+			cr_skip_test("no CPU backend: %s", log);
+		cr_assert_fail("%s", log);
+	}
+	char d[PATH_MAX + 32];
+	snprintf(d, sizeof d, "%s/xdg/assoc/cpu", dir);
+	DIR *dd = opendir(d);
+	cr_assert(dd, "%s", d);
+	obj[0] = 0;
+	for (struct dirent *de; (de = readdir(dd));)
+		if (strstr(de->d_name, ".o") && de->d_name[0] != '.')
+			snprintf(obj, sizeof obj, "%s/%s", d, de->d_name);
+	closedir(dd);
+	cr_assert(obj[0], "an object in %s", d);
+	snprintf(victim, sizeof victim, "%s/victim", dir);
+	FILE *f = fopen(victim, "w");
+	fputs("precious", f);
+	fclose(f);
+	cr_assert_eq(unlink(obj), 0);
+	cr_assert_eq(symlink(victim, obj), 0);
+	cr_expect_eq(system(cmd), 0, "%s", cmd);
+	slurp(victim, got, sizeof got);
+	cr_expect_str_eq(got, "precious", "the link's target is unchanged");
+	struct stat st;
+	cr_assert_eq(lstat(obj, &st), 0);
+	cr_expect(S_ISREG(st.st_mode), "the object replaces the link");
+	cr_assert_eq(unlink(obj), 0);
+	cr_assert_eq(mkfifo(obj, 0600), 0);
+	cr_expect_eq(system(cmd), 0, "a pipe in the cache does not block the run");
+	cr_assert_eq(lstat(obj, &st), 0);
+	cr_expect(S_ISREG(st.st_mode), "the object replaces the pipe");
+}
