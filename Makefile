@@ -39,6 +39,8 @@ FUZZ_SECONDS ?= 45
 Q := $(if $(filter 1,$(V)),,@)
 # Each object depends on the headers it includes (-MMD), not on all of them.
 DEPFLAGS = -MMD -MP
+# of those, the .npy reader's share; the spec loader has the rest
+FUZZ_NPY_SECONDS ?= 15
 
 LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/cli/main.c compiler/cli/llvm_load.c $(LLVM_SRC),$(wildcard compiler/*/*.c)) \
            $(wildcard runtime/*.c runtime/*/*.c)
@@ -147,6 +149,9 @@ build/fuzz/libassoc.a: $(FUZZ_OBJ)
 build/fuzz_spec: tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a
 	$(Q)clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a $(LDLIBS)
 
+build/fuzz_npy: tests/fuzz/fuzz_npy.c build/fuzz/libassoc.a
+	$(Q)clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_npy.c build/fuzz/libassoc.a $(LDLIBS)
+
 # libassoc: static and shared, the header compiler/lib/assoc.h, a pkg-config file.
 PREFIX  ?= /usr/local
 # the command line's files (compiler/cli/) need main.c: not part of the
@@ -221,15 +226,21 @@ check-quick: deps
 	echo "tests: $$p passed, $$f failed, $$s skipped"; \
 	exit $$rc
 
-fuzz: deps build/fuzz_spec
-	@mkdir -p build/fuzz-corpus
+fuzz: deps build/fuzz_spec build/fuzz_npy
+	@mkdir -p build/fuzz-corpus build/fuzz-npy-corpus
 	$(Q)build/fuzz_spec -runs=0 $(wildcard tests/fuzz/regress/*) 2>build/fuzz-regress.log || \
 		{ cat build/fuzz-regress.log; exit 1; }
-	$(Q)build/fuzz_spec -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+	$(Q)build/fuzz_spec -max_total_time=$$(($(FUZZ_SECONDS) - $(FUZZ_NPY_SECONDS))) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
 		-dict=tests/fuzz/spec.dict -artifact_prefix=build/fuzz- \
 		build/fuzz-corpus $(wildcard specs tests/bad tests/format tests/laws) 2>build/fuzz.log || \
 		{ tail -40 build/fuzz.log; echo "fuzz: crash input kept under build/; copy it to tests/fuzz/regress/"; exit 1; }
 	@grep -E '^Done|#[0-9]+.*DONE' build/fuzz.log | tail -1
+	@# the .npy reader, from NumPy's own headers; an input claiming more
+	@# than it holds must not allocate it (-malloc_limit_mb)
+	$(Q)build/fuzz_npy -max_total_time=$(FUZZ_NPY_SECONDS) -max_len=1024 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 \
+		-dict=tests/fuzz/npy.dict -artifact_prefix=build/fuzz-npy- build/fuzz-npy-corpus tests/fuzz/npy 2>build/fuzz-npy.log || \
+		{ tail -40 build/fuzz-npy.log; echo "fuzz: crash input kept under build/; copy it to tests/fuzz/npy/"; exit 1; }
+	@grep -E '^Done|#[0-9]+.*DONE' build/fuzz-npy.log | tail -1
 
 demo: deps
 	$(MAKE) build/assoc
