@@ -17,6 +17,7 @@
 
 #include "compiler/devices/emu.h"
 #include "compiler/util/cache.h"
+#include "runtime/tune.h"
 
 static char dir[PATH_MAX];
 
@@ -454,4 +455,35 @@ Test(cache, cpu_runs_neither_follow_links_nor_wait_on_pipes, .timeout = 240)
 	cr_expect_eq(system(cmd), 0, "a pipe in the cache does not block the run");
 	cr_assert_eq(lstat(obj, &st), 0);
 	cr_expect(S_ISREG(st.st_mode), "the object replaces the pipe");
+}
+
+/* The tuning cache: a pipe at an entry's name is a miss at once, a
+ * link there is replaced by the entry, its target unchanged; a folder
+ * open to others is refused. */
+Test(cache, tuning_entries_follow_no_link_and_wait_on_no_pipe, .timeout = 20)
+{
+	fresh_dir("cache_tune");
+	char tdir[PATH_MAX + 16], err[PATH_MAX + 300], why[200], v[256], path[1200], victim[PATH_MAX + 64], got[64];
+	snprintf(tdir, sizeof tdir, "%s/tune", dir);
+	TuneCache tc;
+	cr_assert_eq(tc_open(&tc, tdir, err, sizeof err), 0, "%s", err);
+	tc_path(&tc, "k", path, sizeof path);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_expect_eq(tc_get(&tc, "k", v, sizeof v, why, sizeof why), 0);
+	cr_expect_str_eq(why, "not a regular file");
+	cr_assert_eq(unlink(path), 0);
+	snprintf(victim, sizeof victim, "%s/victim", dir);
+	FILE *f = fopen(victim, "w");
+	fputs("precious", f);
+	fclose(f);
+	cr_assert_eq(symlink(victim, path), 0);
+	cr_expect_eq(tc_get(&tc, "k", v, sizeof v, why, sizeof why), 0, "not read through a link");
+	cr_assert_eq(tc_put(&tc, "k", "threads=128", err, sizeof err), 0, "%s", err);
+	slurp(victim, got, sizeof got);
+	cr_expect_str_eq(got, "precious");
+	cr_expect_eq(tc_get(&tc, "k", v, sizeof v, why, sizeof why), 1, "%s", why);
+	cr_expect_str_eq(v, "threads=128");
+	cr_assert_eq(chmod(tdir, 0770), 0);
+	cr_expect_eq(tc_open(&tc, tdir, err, sizeof err), -1);
+	cr_expect(strstr(err, "open to other users (mode 0770)"), "%s", err);
 }
