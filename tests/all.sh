@@ -47,7 +47,7 @@ fi
 
 t=$(date +%s)
 if make --no-print-directory -s fuzz >build/fuzz-step.log 2>&1; then
-	echo "fuzz: $(tail -1 build/fuzz-step.log), $(elapsed "$t") s"
+	echo "fuzz: $(grep -E '^Done' build/fuzz-step.log | paste -sd';'), $(elapsed "$t") s"
 else
 	echo "fuzz: FAILED (build/fuzz-step.log, whole):"
 	cat build/fuzz-step.log
