@@ -16,6 +16,20 @@ LLVM_CONFIG ?= llvm-config
 # The plugin is every file of compiler/llvm/ but the stand-in for builds
 # without LLVM.
 LLVM_ALL := $(filter-out compiler/llvm/llvm_none.c,$(wildcard compiler/llvm/*.c))
+# MPI (assoc run --mpi, compiler/lib/assoc_mpi.h): Open MPI's flags from
+# its compiler wrapper; without it (or with NO_MPI=1) the rest builds and
+# --mpi says why it is missing.
+MPICC ?= mpicc
+ifneq ($(NO_MPI),1)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LDLIBS := $(shell $(MPICC) --showme:link 2>/dev/null)
+endif
+ifeq ($(strip $(MPI_LDLIBS)),)
+CFLAGS  += -DASSOC_NO_MPI '-DASSOC_NO_MPI_WHY="$(if $(filter 1,$(NO_MPI)),NO_MPI=1 at build time,no $(MPICC) at build time (make deps installs Open MPI))"'
+else
+CFLAGS  += $(MPI_CFLAGS)
+LDLIBS  += $(MPI_LDLIBS)
+endif
 BASE_LDLIBS := $(LDLIBS) -lpthread
 ifeq ($(NO_LLVM),1)
 CFLAGS  += -DASSOC_NO_LLVM
@@ -32,7 +46,7 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 # NO_LLVM rebuilds them rather than linking them with those of the other
 # build (llvm_none.o beside llvm_load.o, say).
 FLAGS_STAMP := build/flags
-FLAGS_NOW := $(CC) $(CFLAGS) NO_LLVM=$(NO_LLVM)
+FLAGS_NOW := $(CC) $(CFLAGS) NO_LLVM=$(NO_LLVM) NO_MPI=$(NO_MPI)
 $(shell mkdir -p build && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' >$(FLAGS_STAMP)))
 FUZZ_SECONDS ?= 45
 # Quiet unless V=1: a build prints its warnings and errors, not its commands.
@@ -58,7 +72,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=build/asan/t/%.o)
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 
-PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config llvm-14-dev
+PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config llvm-14-dev libopenmpi-dev openmpi-bin
 
 .PHONY: all deps test check-quick demo fuzz clean check-specs install lib gpu-check gpu-debs
 

@@ -7,24 +7,8 @@
 
 #include "compiler/lib/assoc.h"
 #include "compiler/check/verdict.h"
-#include "compiler/llvm/llvm.h"
-
-struct AssocSpec {
-	Carrier *c;
-	char err[2048];
-	AssocArray *arr;
-	int narr;
-	int judged; /* its verdict holds (assoc_spec_check): assoc_compile need not reach it again */
-	int trusted; /* assoc_spec_trust_merge: compiled whatever its verdict */
-};
-
-struct AssocKernel {
-	AssocSpec *s;
-	LlvmKernel *k;
-	LlvmKernel *narrow[2]; /* compiled on demand: 4 and 8 rows as lanes (LlvmOpts.fit_rows) */
-	RtPool *pool;
-	char err[1024];
-};
+#include "compiler/lib/libassoc_int.h"
+#include "compiler/check/check.h"
 
 const char *assoc_strerror(AssocStatus s)
 {

@@ -1,0 +1,314 @@
+/* assoc_mpi.c: a carrier's states as an MPI datatype and its merge as an
+ * MPI_Op (assoc_mpi.h).  An MPI user function gets no context pointer:
+ * the merge and its context are cached on the datatype as an attribute
+ * (MPI_Type_set_attr), which the function reads back from the datatype
+ * MPI hands it. */
+#ifndef ASSOC_NO_MPI
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/lib/assoc_mpi.h"
+#include "compiler/lib/libassoc_int.h"
+#include "compiler/prove/prove.h"
+
+struct AssocMpi {
+	size_t bytes;
+	AssocMerge merge;
+	void *ctx;
+	int commutative;
+	MPI_Datatype type;
+	MPI_Op op;
+	double seconds;
+	/* copies of the operands: MPI's buffers need not be aligned as a
+	 * kernel's states are, and out may not alias y */
+	unsigned char *x, *y, *out;
+	/* assoc_mpi_kernel's */
+	AssocKernel *k;
+	double *params;
+	char err[1024];
+};
+
+static int keyval = MPI_KEYVAL_INVALID;
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* MPI's contract: inout[i] = in[i] (+) inout[i], in from the lower ranks. */
+static void op_merge(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+	AssocMpi *m = NULL;
+	int found = 0;
+	if (keyval == MPI_KEYVAL_INVALID || MPI_Type_get_attr(*type, keyval, &m, &found) != MPI_SUCCESS || !found) {
+		fprintf(stderr, "assoc: an MPI reduction of states with a datatype assoc did not make\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+		return;
+	}
+	double t0 = now();
+	for (int i = 0; i < *len; i++) {
+		unsigned char *a = (unsigned char *)in + (size_t)i * m->bytes, *b = (unsigned char *)inout + (size_t)i * m->bytes;
+		memcpy(m->x, a, m->bytes);
+		memcpy(m->y, b, m->bytes);
+		m->merge(m->ctx, m->x, m->y, m->out);
+		memcpy(b, m->out, m->bytes);
+	}
+	m->seconds += now() - t0;
+}
+
+static size_t round_up(size_t n) { return (n + 63) / 64 * 64; }
+
+AssocStatus assoc_mpi_new(size_t state_bytes, AssocMerge merge, void *ctx, int commutative, AssocMpi **out)
+{
+	if (!out)
+		return ASSOC_EINVAL;
+	*out = NULL;
+	int inited = 0;
+	if (!merge || !state_bytes || state_bytes > (size_t)1 << 30 || MPI_Initialized(&inited) != MPI_SUCCESS || !inited)
+		return ASSOC_EINVAL;
+	AssocMpi *m = calloc(1, sizeof *m);
+	size_t r = round_up(state_bytes);
+	unsigned char *scratch = m ? aligned_alloc(64, 3 * r) : NULL;
+	if (!scratch) {
+		free(m);
+		return ASSOC_ENOMEM;
+	}
+	*m = (AssocMpi){.bytes = state_bytes, .merge = merge, .ctx = ctx, .commutative = !!commutative,
+			.type = MPI_DATATYPE_NULL, .op = MPI_OP_NULL, .x = scratch, .y = scratch + r, .out = scratch + 2 * r};
+	if ((keyval == MPI_KEYVAL_INVALID &&
+	     MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, &keyval, NULL) != MPI_SUCCESS) ||
+	    MPI_Type_contiguous((int)state_bytes, MPI_BYTE, &m->type) != MPI_SUCCESS ||
+	    MPI_Type_commit(&m->type) != MPI_SUCCESS || MPI_Type_set_attr(m->type, keyval, m) != MPI_SUCCESS ||
+	    MPI_Op_create(op_merge, m->commutative, &m->op) != MPI_SUCCESS) {
+		assoc_mpi_free(m);
+		return ASSOC_EDEVICE;
+	}
+	*out = m;
+	return ASSOC_OK;
+}
+
+const char *assoc_mpi_error(const AssocMpi *m) { return m ? m->err : "no MPI handle (NULL)"; }
+MPI_Datatype assoc_mpi_type(const AssocMpi *m) { return m ? m->type : MPI_DATATYPE_NULL; }
+MPI_Op assoc_mpi_op(const AssocMpi *m) { return m ? m->op : MPI_OP_NULL; }
+int assoc_mpi_commutative(const AssocMpi *m) { return m && m->commutative; }
+size_t assoc_mpi_state_bytes(const AssocMpi *m) { return m ? m->bytes : 0; }
+double assoc_mpi_merge_seconds(const AssocMpi *m) { return m ? m->seconds : 0; }
+
+void assoc_mpi_free(AssocMpi *m)
+{
+	if (!m)
+		return;
+	if (m->op != MPI_OP_NULL)
+		MPI_Op_free(&m->op);
+	if (m->type != MPI_DATATYPE_NULL)
+		MPI_Type_free(&m->type);
+	free(m->x);
+	free(m->params);
+	free(m);
+}
+
+/* ---- states of a compiled kernel ---- */
+
+static AssocStatus fail(AssocMpi *m, AssocStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static AssocStatus fail(AssocMpi *m, AssocStatus st, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->err, sizeof m->err, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+static void kernel_merge(void *ctx, const void *x, const void *y, void *out)
+{
+	AssocMpi *m = ctx;
+	CpuArgs a = {.params = m->params};
+	m->k->k->k.merge(&a, x, y, out);
+}
+
+int assoc_mpi_commutes(Carrier *c, const double *params)
+{
+	Define *defs = calloc(c->nparams + 1, sizeof *defs);
+	char (*vals)[32] = calloc(c->nparams + 1, sizeof *vals);
+	if (!defs || !vals)
+		abort();
+	for (int i = 0; i < c->nparams; i++) {
+		snprintf(vals[i], sizeof vals[i], "%.17g", params[i]);
+		defs[i] = (Define){c->params[i].name, vals[i]};
+	}
+	ProofReport r = {0};
+	int proved = 0;
+	if (!(c->nparams ? prove_carrier_at(c, defs, c->nparams, 0, &r) : prove_carrier(c, 0, &r)))
+		for (int i = 0; i < r.n; i++)
+			proved |= !strcmp(r.line[i].law, "commutative") && r.line[i].status == PROOF_PROVED;
+	prove_report_free(&r);
+	free(defs);
+	free(vals);
+	return proved;
+}
+
+AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int nparams, AssocMpi **out)
+{
+	if (!out)
+		return ASSOC_EINVAL;
+	*out = NULL;
+	if (!k || nparams < 0 || (nparams && !params))
+		return ASSOC_EINVAL;
+	Carrier *c = k->s->c;
+	double *pv = calloc(c->nparams + 1, sizeof *pv);
+	if (!pv)
+		return ASSOC_ENOMEM;
+	for (int i = 0; i < c->nparams; i++) {
+		int found = 0;
+		for (int j = 0; j < nparams; j++)
+			if (params[j].name && !strcmp(params[j].name, c->params[i].name))
+				pv[i] = params[j].value, found++;
+		if (found != 1) {
+			snprintf(k->err, sizeof k->err, "param '%s' given %d times (once needed)", c->params[i].name, found);
+			free(pv);
+			return ASSOC_EINVAL;
+		}
+	}
+	if (nparams > c->nparams) {
+		snprintf(k->err, sizeof k->err, "%d params given, the spec has %d", nparams, c->nparams);
+		free(pv);
+		return ASSOC_EINVAL;
+	}
+	AssocMpi *m;
+	AssocStatus st = assoc_mpi_new(k->k->k.state_bytes, kernel_merge, NULL, assoc_mpi_commutes(c, pv), &m);
+	if (st) {
+		snprintf(k->err, sizeof k->err, "%s", st == ASSOC_EINVAL ? "MPI is not initialized" : "MPI refused the datatype or op");
+		free(pv);
+		return st;
+	}
+	m->ctx = m;
+	m->k = k;
+	m->params = pv;
+	*out = m;
+	return ASSOC_OK;
+}
+
+typedef struct {
+	AssocMpi *m;
+	CpuArgs a;
+	int64_t lo, hi;
+	unsigned char *st;
+	const unsigned char *cst;
+	int what; /* 0 fold, 1 finalize, 2 scan */
+} Job;
+
+static void job_row(void *ctx, int64_t i)
+{
+	Job *j = ctx;
+	const CpuKernel *k = &j->m->k->k->k;
+	size_t sb = k->state_bytes;
+	if (j->what == 0)
+		k->reduce(&j->a, i, j->lo, j->hi, j->st + i * sb);
+	else if (j->what == 1)
+		k->finalize(&j->a, i, i, j->cst + i * sb);
+	else
+		k->scan(&j->a, i, j->lo, j->hi, j->st + i * sb);
+}
+
+/* Bind bufs by name into the kernel's order (inputs, then outputs where
+ * outputs is set) and run the job over the rows. */
+static AssocStatus run_job(Job *j, int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs, int outputs)
+{
+	AssocMpi *m = j->m;
+	if (!m->k)
+		return fail(m, ASSOC_EINVAL, "a handle of assoc_mpi_new has no kernel to fold with");
+	AssocSpec *s = m->k->s;
+	Carrier *c = s->c;
+	if (rows < 0 || len < 0 || rows > INT32_MAX || len > INT32_MAX || j->lo < 0 || j->lo > j->hi || j->hi > len ||
+	    nbufs < 0 || (nbufs && !bufs))
+		return fail(m, ASSOC_EINVAL, "bad shape (%lld x %lld), positions [%lld, %lld) or buffer list", (long long)rows,
+			    (long long)len, (long long)j->lo, (long long)j->hi);
+	if (m->k->k->k.is_scan != (j->what == 2) && j->what != 1)
+		return fail(m, ASSOC_EINVAL, "%s", m->k->k->k.is_scan ? "a scan's positions go through assoc_mpi_scan"
+								       : "the carrier is not a scan: assoc_mpi_fold");
+	if (j->what == 1 && m->k->k->k.is_scan)
+		return fail(m, ASSOC_EINVAL, "a scan writes its outputs in assoc_mpi_scan");
+	if (j->what == 1 && c->nmap)
+		return fail(m, ASSOC_EINVAL, "map outputs need every position's state: not across processes");
+	int nin = c->nelem + c->ncol + c->nrow, nout = c->nfinal + c->nmap;
+	const void **in = calloc(nin + 1, sizeof *in);
+	void **out = calloc(nout + 1, sizeof *out);
+	if (!in || !out) {
+		free(in), free(out);
+		return fail(m, ASSOC_ENOMEM, "out of memory");
+	}
+	AssocStatus st = ASSOC_OK;
+	for (int x = 0; !st && x < s->narr; x++) {
+		if (x >= nin && !outputs)
+			continue;
+		const AssocArray *arr = &s->arr[x];
+		int found = -1;
+		for (int b = 0; b < nbufs; b++)
+			if (bufs[b].name && !strcmp(bufs[b].name, arr->name))
+				found = b;
+		size_t want = assoc_array_bytes(s, x, rows, len);
+		if (found < 0)
+			st = fail(m, ASSOC_EINVAL, "no buffer for array '%s'", arr->name);
+		else if (bufs[found].bytes != want || (want && !bufs[found].data))
+			st = fail(m, ASSOC_ESIZE, "buffer '%s' has %zu bytes; the shape needs %zu", arr->name, bufs[found].bytes,
+				  want);
+		else if (x < nin)
+			in[x] = bufs[found].data;
+		else
+			out[x - nin] = bufs[found].data;
+	}
+	if (!st) {
+		j->a = (CpuArgs){in, out, m->params, rows, len, 0};
+		rt_pool_run(m->k->pool, rows, job_row, j);
+	}
+	free(in);
+	free(out);
+	return st;
+}
+
+AssocStatus assoc_mpi_identity(AssocMpi *m, int64_t rows, void *states)
+{
+	if (!m || !m->k || rows < 0 || (rows && !states))
+		return ASSOC_EINVAL;
+	CpuArgs a = {.params = m->params};
+	for (int64_t i = 0; i < rows; i++)
+		m->k->k->k.identity(&a, (unsigned char *)states + i * m->bytes);
+	return ASSOC_OK;
+}
+
+AssocStatus assoc_mpi_fold(AssocMpi *m, int64_t rows, int64_t len, int64_t lo, int64_t hi, const AssocBuffer *bufs,
+			   int nbufs, void *states)
+{
+	if (!m || (rows && !states))
+		return ASSOC_EINVAL;
+	Job j = {.m = m, .lo = lo, .hi = hi, .st = states, .what = 0};
+	return run_job(&j, rows, len, bufs, nbufs, 0);
+}
+
+AssocStatus assoc_mpi_finalize(AssocMpi *m, int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs,
+			       const void *states)
+{
+	if (!m || (rows && !states))
+		return ASSOC_EINVAL;
+	Job j = {.m = m, .lo = 0, .hi = len, .cst = states, .what = 1};
+	return run_job(&j, rows, len, bufs, nbufs, 1);
+}
+
+AssocStatus assoc_mpi_scan(AssocMpi *m, int64_t rows, int64_t len, int64_t lo, int64_t hi, const AssocBuffer *bufs,
+			   int nbufs, void *states)
+{
+	if (!m || (rows && !states))
+		return ASSOC_EINVAL;
+	Job j = {.m = m, .lo = lo, .hi = hi, .st = states, .what = 2};
+	return run_job(&j, rows, len, bufs, nbufs, 1);
+}
+#else
+/* (without MPI: nothing here; `assoc run --mpi` says why) */
+typedef int assoc_mpi_absent;
+#endif

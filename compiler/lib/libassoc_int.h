@@ -1,0 +1,30 @@
+/* libassoc_int.h: the handles of libassoc (assoc.h), for the files of the
+ * library that act on them (libassoc.c, assoc_mpi.c). */
+#ifndef ASSOC_LIBASSOC_INT_H
+#define ASSOC_LIBASSOC_INT_H
+
+#include "compiler/lib/assoc.h"
+#include "compiler/llvm/llvm.h"
+
+struct AssocSpec {
+	Carrier *c;
+	char err[2048];
+	AssocArray *arr;
+	int narr;
+	int judged; /* its verdict holds (assoc_spec_check): assoc_compile need not reach it again */
+	int trusted; /* assoc_spec_trust_merge: compiled whatever its verdict */
+};
+
+struct AssocKernel {
+	AssocSpec *s;
+	LlvmKernel *k;
+	LlvmKernel *narrow[2]; /* compiled on demand: 4 and 8 rows as lanes (LlvmOpts.fit_rows) */
+	RtPool *pool;
+	char err[1024];
+};
+
+/* Whether the prover proves c's merge commutative with the params at
+ * these values (c's order): the commute flag of an MPI op (assoc_mpi.c). */
+int assoc_mpi_commutes(Carrier *c, const double *params);
+
+#endif
