@@ -28,6 +28,7 @@ typedef struct {
 	int rows_given, len_given; /* by --rows, --len (not the defaults) */
 	int heads, kv_heads; /* attention: query heads, key/value heads (0: 1, and as many as heads) */
 	RunOpts run;
+	int mpi; /* run: positions shared out to the MPI ranks (run_mpi.c) */
 	NamedPath inputs[MAX_FILES], outputs[MAX_FILES];
 	int ninputs, noutputs;
 	/* emit */

@@ -11,6 +11,7 @@
 
 #include "compiler/util/cache.h"
 #include "compiler/cli/cli.h"
+#include "compiler/cli/run_mpi.h"
 #include "compiler/devices/npy.h"
 
 typedef enum { SHAPE_ROWS, SHAPE_LEN, SHAPE_ROWS_LEN } Layout;
@@ -292,6 +293,25 @@ static const Device *pick_device(const char *name)
 	return run_device_find("interp");
 }
 
+/* With --mpi: a device that folds slices, and the split in time. */
+static int mpi_device_ok(const Opts *o, const Device *dv)
+{
+	if (o->run.split)
+		return usage_error("--split: with --mpi each rank folds one slice of every row (--deterministic: %d slices)",
+				   RUN_MPI_SLICES);
+	if (strcmp(dv->name, "cpu") && strcmp(dv->name, "interp"))
+		return usage_error("--mpi runs on the cpu and interp devices, not %s", dv->name);
+	return EXIT_OK;
+}
+
+static void print_mpi(const RunMpiTimes *t)
+{
+	printf("  mpi: %d rank%s, %d slice%s a row%s, %s op: local fold %.3f s, communication %.3f s, merge %.3f s\n",
+	       t->ranks, t->ranks > 1 ? "s" : "", t->slices, t->slices > 1 ? "s" : "",
+	       t->slices != t->ranks ? " (deterministic)" : "", t->commutative ? "commutative" : "rank-ordered", t->fold,
+	       t->comm, t->merge);
+}
+
 static void print_check(const RunCheck *rc, const RunData *d)
 {
 	for (int o = 0; o < rc->nout; o++) {
@@ -327,7 +347,25 @@ static int run_verdict(Carrier *c, const Opts *o)
 	return rc;
 }
 
+static int cmd_run_on(Opts *o);
+
 int cmd_run(Opts *o)
+{
+	char msg[1024] = "";
+	if (o->mpi && run_mpi_init(msg, sizeof msg)) {
+		fprintf(stderr, "assoc: %s\n", msg);
+		return EXIT_USAGE;
+	}
+	int rc = cmd_run_on(o);
+	if (o->mpi)
+		run_mpi_end();
+	return rc;
+}
+
+/* The run; with --mpi, collective: every rank reaches each agreement
+ * (run_mpi_agree) with the same verdict, rank 0 alone checks, prints and
+ * writes the outputs. */
+static int cmd_run_on(Opts *o)
 {
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
@@ -338,13 +376,18 @@ int cmd_run(Opts *o)
 	const Device *dv = rc ? NULL : pick_device(o->device);
 	if (!rc && !dv)
 		rc = usage_error("unknown device '%s' (devices: %s, auto)", o->device, run_device_names());
+	if (!rc && o->mpi)
+		rc = mpi_device_ok(o, dv);
 	char msg[1024] = "";
+	int lead = !o->mpi || run_mpi_rank() == 0;
 	if (!rc && !(d = cli_drawn(o, c)))
 		rc = EXIT_USAGE;
 	if (!rc)
 		rc = cli_inputs_load(o, d, arr);
-	if (!rc)
+	if (!rc && lead)
 		rc = outputs_ok(o, d);
+	if (o->mpi)
+		rc = run_mpi_agree(rc);
 	if (!rc && o->run.config && !dv->config)
 		rc = usage_error("--config: the %s device takes no configuration", dv->name);
 	if (!rc && o->run.config && dv->config(o->run.config, msg, sizeof msg))
@@ -358,18 +401,21 @@ int cmd_run(Opts *o)
 	if (!rc) {
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		int failed = dv->run(d, &o->run, msg, sizeof msg);
+		RunMpiTimes mt;
+		int failed = o->mpi ? run_mpi_run(d, dv, &o->run, &mt, msg, sizeof msg) : dv->run(d, &o->run, msg, sizeof msg);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (failed) {
 			fprintf(stderr, "assoc: %s: %s\n", dv->name, msg);
 			rc = EXIT_FAIL;
-		} else {
+		} else if (lead) {
 			RunCheck chk;
 			char heads[64] = "";
 			if (d->heads > 1)
 				snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", d->heads, d->kv_heads);
 			printf("%s: carrier %s on %s, %d rows x %d%s (%.3f s)\n", c->file, c->name, dv->name, d->rows,
 			       d->len, heads, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
+			if (o->mpi)
+				print_mpi(&mt);
 			runcheck_run(d, &chk);
 			print_check(&chk, d);
 			printf("  %s\n", chk.ok ? "ok" : "FAILED");
@@ -379,6 +425,8 @@ int cmd_run(Opts *o)
 			rc = w > rc ? w : rc;
 		}
 	}
+	if (o->mpi)
+		rc = run_mpi_agree(rc);
 	cli_inputs_free(arr);
 	rundata_free(d);
 	spec_carrier_free(c);

@@ -56,6 +56,9 @@ static const char usage[] =
 	"                            cpu, emit --target llvm and asm: lanes=,accs=,tile=,rows=,unroll=)\n"
 	"  --deterministic           run, bench (gpu): the rule's variant, whatever was tuned\n"
 	"  --verbose                 run: say which variant ran and what it moved\n"
+	"  --mpi                     run, under mpirun: each rank folds a slice of every row's\n"
+	"                            positions (cpu, interp), states merged across ranks;\n"
+	"                            with --deterministic the same bits for any rank count\n"
 	"  --target T -o FILE        emit: cuda, ptx, llvm or asm; --arch sm_90 (ptx), --stats, --explain\n"
 	"                            (cuda, ptx); explore: -o FILE\n"
 	"  --trust-merge             emit, run: go ahead on a carrier whose verdict fails (a law\n"
@@ -269,6 +272,7 @@ static const OptSpec options[] = {
 	{"--explain", O_FLAG, 0, 0, F(explain), 0, 0, C_EMIT},
 	{"--deterministic", O_FLAG, 0, 0, F(run.deterministic), 0, 0, C_EXEC},
 	{"--verbose", O_FLAG, 0, 0, F(run.verbose), 0, 0, C_RUN},
+	{"--mpi", O_FLAG, 0, 0, F(mpi), 0, 0, C_RUN},
 	{"--trials", O_INT, 1, 100000000, F(check.trials), 0, 0, C_CHECK | C_EMIT | C_RUN},
 	{"--rows", O_INT, 0, MAX_ROWS, F(rows), 0, 0, C_SHAPE},
 	{"--len", O_INT, 0, MAX_LEN, F(len), 0, 0, C_SHAPE},

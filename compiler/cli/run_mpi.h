@@ -1,0 +1,35 @@
+/* run_mpi.h: `assoc run --mpi`: a run's positions shared out to MPI
+ * processes, their states combined across them (run_mpi.c).  This header
+ * does not need mpi.h: without MPI the functions say why they are missing. */
+#ifndef ASSOC_RUN_MPI_H
+#define ASSOC_RUN_MPI_H
+
+#include <stddef.h>
+
+#include "compiler/devices/run.h"
+
+/* Slices of each row with --deterministic, whatever the ranks (at most
+ * this many ranks then). */
+enum { RUN_MPI_SLICES = 16 };
+
+typedef struct {
+	int ranks, slices;
+	int commutative; /* the op MPI was given */
+	double fold, comm, merge; /* seconds, the most of any rank */
+} RunMpiTimes;
+
+/* MPI_Init; the output of ranks other than 0 silenced.  0, or -1 with msg
+ * (built without MPI: "assoc was built without MPI: ..."). */
+int run_mpi_init(char *msg, size_t n);
+int run_mpi_rank(void);
+/* The worst (largest) of every rank's rc: a collective call. */
+int run_mpi_agree(int rc);
+/* d's outputs on rank 0 from every rank's slice of its positions on
+ * device dv (cpu or interp), states merged across ranks in rank order;
+ * with o->deterministic, RUN_MPI_SLICES slices merged in one fixed order,
+ * the same bits for any number of ranks.  Collective: 0, or -1 with msg
+ * on every rank. */
+int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *t, char *msg, size_t n);
+void run_mpi_end(void);
+
+#endif
