@@ -193,6 +193,11 @@ build/libassoc-api.a: $(API_OBJ)
 
 lib: build/libassoc-api.a build/libassoc.so
 
+# Sequence-parallel attention across MPI ranks (examples/mpi_attention.c):
+# mpirun -np 4 build/mpi_attention.
+build/mpi_attention: examples/mpi_attention.c build/libassoc-api.a compiler/lib/assoc_mpi.h compiler/lib/assoc.h
+	$(Q)$(CC) $(CFLAGS) -o $@ $< build/libassoc-api.a $(LDLIBS)
+
 install: build/assoc build/libassoc-api.a build/libassoc.so
 	@case '$(DESTDIR)$(PREFIX)' in *[[:space:]]*) \
 		echo "error: PREFIX and DESTDIR must not contain spaces (pkg-config splits its paths at them)"; exit 1;; esac

@@ -1,0 +1,146 @@
+/* test_mpi.c: `assoc run --mpi` under mpirun on the CPU (build/assoc):
+ * a commutative carrier (Welford), a non-commutative scan (the linear
+ * recurrence) and causal attention, each within tolerance of one process,
+ * the same bits for 1, 2 and 4 ranks with --deterministic; and the
+ * sequence-parallel attention example (build/mpi_attention). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compiler/devices/npy.h"
+#include "testutil.h"
+
+#define ASSOC "build/assoc"
+#define MPIRUN "mpirun --allow-run-as-root --oversubscribe -np "
+
+static int sh(const char *cmd, char *out, size_t n)
+{
+	char full[4096];
+	snprintf(full, sizeof full, "%s 2>&1", cmd);
+	FILE *f = popen(full, "r");
+	cr_assert(f, "popen %s", cmd);
+	size_t len = fread(out, 1, n - 1, f);
+	out[len] = 0;
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char out[1 << 16];
+
+/* SKIP, with the reason, where mpirun or an MPI build is missing. */
+static void need_mpi(void)
+{
+	if (access(ASSOC, X_OK))
+		cr_skip_test(ASSOC " not built (make build/assoc)");
+	if (sh("command -v mpirun", out, sizeof out))
+		cr_skip_test("no mpirun on this machine (make deps installs Open MPI)");
+	/* one process without mpirun: MPI's singleton, or the build says why it has none */
+	if (sh(ASSOC " run specs/sum.yaml --device interp --rows 1 --len 4 --mpi", out, sizeof out) == 2 &&
+	    strstr(out, "assoc was built without MPI"))
+		cr_skip_test("%s", out);
+}
+
+/* The largest difference between two .npy files of one shape, relative
+ * to the largest magnitude of b. */
+static double npy_diff(const char *a, const char *b)
+{
+	Npy x, y;
+	char msg[512];
+	cr_assert_eq(npy_read(a, &x, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_read(b, &y, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(x.count, y.count);
+	double worst = 0, scale = 0;
+	for (size_t i = 0; i < x.count; i++) {
+		worst = fmax(worst, fabs(npy_get(&x, i) - npy_get(&y, i)));
+		scale = fmax(scale, fabs(npy_get(&y, i)));
+	}
+	npy_free(&x);
+	npy_free(&y);
+	return worst / (scale > 0 ? scale : 1);
+}
+
+static int same_bytes(const char *a, const char *b)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "cmp %s %s", a, b);
+	return sh(cmd, out, sizeof out) == 0;
+}
+
+/* spec on 4 ranks against one process, output name, relative tolerance;
+ * then --deterministic on 1, 2 and 4 ranks, bit for bit. */
+static void across_ranks(const char *spec, const char *shape, const char *name, const char *op, double tol)
+{
+	char cmd[1024], one[256], many[256], det[3][256];
+	const char *tag = strrchr(spec, '/') + 1;
+	snprintf(one, sizeof one, "build/mpi-%s-one.npy", tag);
+	snprintf(many, sizeof many, "build/mpi-%s-4.npy", tag);
+	snprintf(cmd, sizeof cmd, ASSOC " run %s --device cpu %s --output %s=%s", spec, shape, name, one);
+	cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+	snprintf(cmd, sizeof cmd, MPIRUN "4 " ASSOC " run %s --device cpu %s --mpi --output %s=%s", spec, shape, name, many);
+	cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+	cr_assert(strstr(out, "  mpi: 4 ranks, 4 slices a row, "), "%s", out);
+	cr_assert(strstr(out, op), "%s", out);
+	cr_assert(strstr(out, ": local fold "), "%s", out);
+	cr_assert(strstr(out, "\n  ok\n"), "%s", out);
+	double d = npy_diff(many, one);
+	cr_assert(d <= tol, "%s: 4 ranks differ from one process by %g (relative), over %g", spec, d, tol);
+	static const int p[3] = {1, 2, 4};
+	for (int i = 0; i < 3; i++) {
+		snprintf(det[i], sizeof det[i], "build/mpi-%s-det%d.npy", tag, p[i]);
+		snprintf(cmd, sizeof cmd, MPIRUN "%d " ASSOC " run %s --device cpu %s --mpi --deterministic --output %s=%s",
+			 p[i], spec, shape, name, det[i]);
+		cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+		cr_assert(strstr(out, "16 slices a row (deterministic)"), "%s", out);
+		if (i)
+			cr_assert(same_bytes(det[0], det[i]), "%s: --deterministic on %d ranks differs from 1 rank", spec, p[i]);
+	}
+	cr_assert(npy_diff(det[2], one) <= tol, "%s: --deterministic differs from one process", spec);
+}
+
+TestSuite(mpi, .timeout = 120);
+
+Test(mpi, welford_commutative)
+{
+	need_mpi();
+	across_ranks("specs/welford.yaml", "--rows 8 --len 4000", "var", "commutative op", 1e-5);
+}
+
+/* Not commutative: MPI_Exscan in rank order seeds each rank's scan. */
+Test(mpi, linear_recurrence_scan_in_rank_order)
+{
+	need_mpi();
+	across_ranks("specs/linear_recurrence.yaml", "--rows 4 --len 4000", "B", "rank-ordered op", 1e-4);
+}
+
+/* Causal: row i sees positions up to i, so most of a row's slices are
+ * past it in the first rows and all of them count in the last. */
+Test(mpi, causal_attention)
+{
+	need_mpi();
+	across_ranks("specs/attention.yaml", "--rows 256 --len 256", "out", "commutative op", 1e-5);
+}
+
+Test(mpi, interp_and_refusals)
+{
+	need_mpi();
+	cr_assert_eq(sh(MPIRUN "2 " ASSOC " run specs/linear_recurrence.yaml --device interp --mpi --rows 3 --len 500", out,
+			sizeof out),
+		     0, "%s", out);
+	cr_assert(strstr(out, "  mpi: 2 ranks, 2 slices a row, rank-ordered op"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device emu --mpi", out, sizeof out), 2, "%s", out);
+	cr_assert(strstr(out, "--mpi runs on the cpu and interp devices, not emu"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --split 4 --mpi", out, sizeof out), 2, "%s", out);
+	cr_assert(strstr(out, "--split: with --mpi"), "%s", out);
+}
+
+Test(mpi, sequence_parallel_attention_example)
+{
+	need_mpi();
+	if (access("build/mpi_attention", X_OK))
+		cr_skip_test("build/mpi_attention not built (make build/mpi_attention)");
+	cr_assert_eq(sh(MPIRUN "4 build/mpi_attention 32 2048", out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "32 queries x 2048 keys on 4 ranks (commutative op)"), "%s", out);
+	cr_assert(strstr(out, ": ok\n"), "%s", out);
+}
