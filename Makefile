@@ -185,18 +185,23 @@ build/libassoc.so: $(PIC_OBJ) compiler/lib/libassoc.map
 # row_free or rng_next neither clashes with the library's nor replaces it.
 # (build/libassoc.a keeps its internals global: the command line and the
 # tests link them.)
-API_OBJ := $(filter-out build/obj/compiler/cli/%,$(OBJ))
+# Its one object would take MPI into every program that links it:
+# assoc_mpi.h's functions go in build/libassoc-mpi.a, the same library
+# with them, for programs that link Open MPI.
+API_OBJ := $(filter-out build/obj/compiler/cli/% build/obj/compiler/lib/assoc_mpi.o,$(OBJ))
+build/libassoc-api.a build/libassoc-mpi.a:
+	$(Q)ld -r -o $(@:.a=.o) $^
+	$(Q)objcopy --wildcard --keep-global-symbol='assoc_*' $(@:.a=.o)
+	$(Q)rm -f $@ && ar rcs $@ $(@:.a=.o) && rm -f $(@:.a=.o)
 build/libassoc-api.a: $(API_OBJ)
-	$(Q)ld -r -o build/libassoc-api.o $(API_OBJ)
-	$(Q)objcopy --wildcard --keep-global-symbol='assoc_*' build/libassoc-api.o
-	$(Q)rm -f $@ && ar rcs $@ build/libassoc-api.o && rm -f build/libassoc-api.o
+build/libassoc-mpi.a: $(API_OBJ) build/obj/compiler/lib/assoc_mpi.o
 
 lib: build/libassoc-api.a build/libassoc.so
 
 # Sequence-parallel attention across MPI ranks (examples/mpi_attention.c):
 # mpirun -np 4 build/mpi_attention.
-build/mpi_attention: examples/mpi_attention.c build/libassoc-api.a compiler/lib/assoc_mpi.h compiler/lib/assoc.h
-	$(Q)$(CC) $(CFLAGS) -o $@ $< build/libassoc-api.a $(LDLIBS)
+build/mpi_attention: examples/mpi_attention.c build/libassoc-mpi.a compiler/lib/assoc_mpi.h compiler/lib/assoc.h
+	$(Q)$(CC) $(CFLAGS) -o $@ $< build/libassoc-mpi.a $(LDLIBS)
 
 install: build/assoc build/libassoc-api.a build/libassoc.so
 	@case '$(DESTDIR)$(PREFIX)' in *[[:space:]]*) \
