@@ -9,6 +9,7 @@
  * operands.  Law checks compare two evaluations against the sum of their bounds. */
 #include "ir.h"
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,10 @@ struct Prog {
 	int nroots;
 	double *val, *err;
 	int nval;
+	unsigned range; /* PROG_* events of the last run */
+	int *f32consts; /* offsets of the f32 constants, for prog_const_rounding */
+	int nf32consts;
+	int const_rounding;
 };
 
 static void *xmalloc(size_t n)
@@ -96,6 +101,18 @@ static int collect(Expr *const *roots, int nroots, unsigned char *seen, Expr ***
 
 static int width(const Expr *e) { return e->ty.len ? e->ty.len : 1; }
 
+/* A float32 constant that a literal very likely wrote exactly: a whole
+ * number below 2^24, or one of at most 16 significant bits (0.5, 0.125,
+ * 1.25).  Others (0.1, 1.4426950408889634) were rounded to float32. */
+static int exact_literal(double v)
+{
+	if (!isfinite(v) || v == 0 || (v == nearbyint(v) && fabs(v) < 0x1p24))
+		return 1;
+	int ex;
+	double m = ldexp(frexp(fabs(v), &ex), 16);
+	return m == nearbyint(m);
+}
+
 static int find(const Prog *p, const Expr *e)
 {
 	int lo = 0, hi = p->nnodes - 1;
@@ -143,6 +160,11 @@ Prog *prog_new(Ir *ir, Expr *const *roots, int nroots)
 		if (e->op == EXPR_CONST) {
 			for (int j = 0; j < width(e); j++)
 				p->val[p->off[i] + j] = e->num;
+			if (e->ty.kind == TY_F32 && !exact_literal(e->num)) {
+				if (!p->f32consts)
+					p->f32consts = xmalloc(p->nnodes * sizeof *p->f32consts);
+				p->f32consts[p->nf32consts++] = i;
+			}
 			continue;
 		}
 		Instr *in = &p->code[p->ncode++];
@@ -173,6 +195,7 @@ void prog_free(Prog *p)
 	free(p->rootoff);
 	free(p->val);
 	free(p->err);
+	free(p->f32consts);
 	free(p);
 }
 
@@ -206,11 +229,14 @@ const double *prog_root(const Prog *p, int r, const double **err)
 static double bounded(double e) { return isnan(e) ? INFINITY : e; }
 
 /* Propagated error of one op plus its own rounding; see the file comment.
+ * The rounding of a result in the subnormal range is absolute, not
+ * relative: tiny (the smallest subnormal, in units of u) bounds it, so
+ * that a product of 1e-320 and 1e30 is not held to 16 digits it lost.
  * Infinite results are exact as far as comparisons go: their mismatches are
  * caught as non-finite values, not by tolerance. */
-static double err_op(Op op, int k, double x, double y, double ex, double ey, double ez, double r)
+static double err_op(Op op, int k, double x, double y, double ex, double ey, double ez, double r, double tiny)
 {
-	double ar = fabs(r), e;
+	double ar = fabs(r) + tiny, e;
 	if (!isfinite(r))
 		return 0;
 	switch (op) {
@@ -237,28 +263,60 @@ static double err_op(Op op, int k, double x, double y, double ex, double ey, dou
 	return bounded(e);
 }
 
-static void run_dot(const Instr *in, double *val, double *err, int f32)
+/* What a result says of the float range: PROG_OVERFLOW where finite
+ * operands gave an infinity, PROG_UNDERFLOW where nonzero ones gave a
+ * value below the smallest normal, PROG_ZERO_DIVIDE where a zero was
+ * divided by or taken the log of.  Infinities and NaNs the operands
+ * already held are not events: a lift's -inf is a value like any other. */
+static unsigned range_event(Op op, int nargs, double x, double y, double z, double r, double least)
+{
+	if (isfinite(r) && fabs(r) >= least)
+		return 0;
+	if (!isfinite(x) || (nargs > 1 && !isfinite(y)) || (nargs > 2 && !isfinite(z)))
+		return 0;
+	switch (op) {
+	case EXPR_DIV:
+		if (y == 0)
+			return PROG_ZERO_DIVIDE;
+		return isinf(r) ? PROG_OVERFLOW : r != 0 || x != 0 ? PROG_UNDERFLOW : 0;
+	case EXPR_LOG: case EXPR_LOG2: case EXPR_LOG1P: case EXPR_RSQRT:
+		return isinf(r) ? PROG_ZERO_DIVIDE : 0;
+	case EXPR_MUL: case EXPR_FMA: case EXPR_POW:
+		if (isinf(r))
+			return PROG_OVERFLOW;
+		return x != 0 && (op == EXPR_POW || y != 0) && isfinite(r) ? PROG_UNDERFLOW : 0;
+	case EXPR_EXP: case EXPR_EXP2: case EXPR_EXPM1:
+		return isinf(r) ? PROG_OVERFLOW : isfinite(r) ? PROG_UNDERFLOW : 0;
+	case EXPR_ADD: case EXPR_SUB:
+		return isinf(r) ? PROG_OVERFLOW : 0; /* a sum in the subnormal range is exact */
+	default:
+		return 0;
+	}
+}
+
+static void run_dot(Prog *p, const Instr *in, double *val, double *err, int f32, double tiny)
 {
 	const double *x = val + in->src[0], *y = val + in->src[1];
 	const double *ex = err + in->src[0], *ey = err + in->src[1];
 	double s = 0, e = 0, mag = 0;
 	float sf = 0;
 	for (int i = 0; i < in->slen[0]; i++) {
-		double p = x[i] * y[i];
+		double q = x[i] * y[i];
 		if (f32)
 			sf += (float)x[i] * (float)y[i];
 		else
-			s += p;
-		mag += fabs(p);
+			s += q;
+		mag += fabs(q);
 		e += ex[i] * fabs(y[i]) + ey[i] * fabs(x[i]);
+		p->range |= range_event(EXPR_MUL, 2, x[i], y[i], 0, q, f32 ? FLT_MIN : DBL_MIN);
 	}
 	val[in->dst] = f32 ? sf : s;
-	err[in->dst] = bounded(e + 2 * in->slen[0] * mag);
+	err[in->dst] = bounded(e + 2 * in->slen[0] * (mag + tiny));
 }
 
 /* The common float64 ops without the per-element dispatch of the generic
  * loop: vector fields make these the inner loops of every law trial. */
-static int run_fast(const Instr *in, double *val, double *err)
+static int run_fast(Prog *p, const Instr *in, double *val, double *err)
 {
 	int s0 = in->slen[0] > 1, s1 = in->slen[1] > 1;
 	const double *x = val + in->src[0], *ex = err + in->src[0];
@@ -266,14 +324,19 @@ static int run_fast(const Instr *in, double *val, double *err)
 	double *r = val + in->dst, *er = err + in->dst;
 	switch (in->op) {
 	case EXPR_ADD:
-		for (int i = 0; i < in->len; i++)
+		for (int i = 0; i < in->len; i++) {
 			r[i] = x[s0 * i] + y[s1 * i], er[i] = isfinite(r[i]) ? ex[s0 * i] + ey[s1 * i] + fabs(r[i]) : 0;
+			if (isinf(r[i]))
+				p->range |= range_event(EXPR_ADD, 2, x[s0 * i], y[s1 * i], 0, r[i], DBL_MIN);
+		}
 		return 1;
 	case EXPR_MUL:
 		for (int i = 0; i < in->len; i++) {
 			double a = x[s0 * i], b = y[s1 * i];
 			r[i] = a * b;
-			er[i] = isfinite(r[i]) ? bounded(ex[s0 * i] * fabs(b) + ey[s1 * i] * fabs(a) + fabs(r[i])) : 0;
+			er[i] = isfinite(r[i]) ? bounded(ex[s0 * i] * fabs(b) + ey[s1 * i] * fabs(a) + fabs(r[i]) + 0x1p-1021) : 0;
+			if (!(fabs(r[i]) >= DBL_MIN && isfinite(r[i])))
+				p->range |= range_event(EXPR_MUL, 2, a, b, 0, r[i], DBL_MIN);
 		}
 		return 1;
 	case EXPR_CAST:
@@ -285,15 +348,27 @@ static int run_fast(const Instr *in, double *val, double *err)
 	}
 }
 
+unsigned prog_range(const Prog *p) { return p->range; }
+
+void prog_const_rounding(Prog *p, int on) { p->const_rounding = on; }
+
 void prog_run(Prog *p, Mode mode)
 {
 	double *val = p->val, *err = p->err;
+	/* the smallest subnormal in units of the mode's u */
+	double tiny = mode == MODE_F64 ? 0x1p-1021 : 0x1p-125;
+	p->range = 0;
+	for (int i = 0; i < p->nf32consts; i++) {
+		const Expr *e = p->nodes[p->f32consts[i]];
+		for (int j = 0; j < width(e); j++)
+			err[p->off[p->f32consts[i]] + j] = p->const_rounding && mode == MODE_F64 ? fabs(e->num) * 0x1p29 : 0;
+	}
 	for (int c = 0; c < p->ncode; c++) {
 		const Instr *in = &p->code[c];
 		int f32 = mode == MODE_F32 && in->kind == TY_F32;
 		TyKind kind = f32 ? TY_F32 : (in->kind == TY_F32 || in->kind == TY_NUM ? TY_F64 : in->kind);
 		if (in->op == EXPR_DOT) {
-			run_dot(in, val, err, f32);
+			run_dot(p, in, val, err, f32, tiny);
 			continue;
 		}
 		if (in->op == EXPR_INDEX) {
@@ -301,7 +376,7 @@ void prog_run(Prog *p, Mode mode)
 			err[in->dst] = err[in->src[0] + in->k];
 			continue;
 		}
-		if (kind == TY_F64 && run_fast(in, val, err))
+		if (kind == TY_F64 && run_fast(p, in, val, err))
 			continue;
 		int s0 = in->slen[0] > 1, s1 = in->slen[1] > 1, s2 = in->slen[2] > 1;
 		for (int i = 0; i < in->len; i++) {
@@ -320,7 +395,9 @@ void prog_run(Prog *p, Mode mode)
 			if (in->op == EXPR_WHERE)
 				err[in->dst + i] = x != 0 ? ey : ez;
 			else
-				err[in->dst + i] = err_op((Op)in->op, in->k, x, y, ex, ey, ez, r);
+				err[in->dst + i] = err_op((Op)in->op, in->k, x, y, ex, ey, ez, r, tiny);
+			if (!(isfinite(r) && fabs(r) >= (f32 ? FLT_MIN : DBL_MIN)) && ty_is_float(ty_scalar(kind)))
+				p->range |= range_event((Op)in->op, in->nargs, x, y, z, r, f32 ? FLT_MIN : DBL_MIN);
 		}
 	}
 }

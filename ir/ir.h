@@ -182,5 +182,13 @@ void prog_run(Prog *p, Mode mode);
 const double *prog_root(const Prog *p, int r, const double **err);
 /* Index of a leaf node in p, or -1. */
 int prog_find_leaf(const Prog *p, const Expr *e);
+/* What the last prog_run met at the edges of the float range (see
+ * interp.c's range_event): a bit set of these. */
+enum { PROG_OVERFLOW = 1, PROG_UNDERFLOW = 2, PROG_ZERO_DIVIDE = 4 };
+unsigned prog_range(const Prog *p);
+/* With on, a float64 run gives each float32 constant that a literal did
+ * not write exactly (0.1, not 0.5) the error of its rounding to float32,
+ * so that a comparison with a reference in exact terms allows for it. */
+void prog_const_rounding(Prog *p, int on);
 
 #endif

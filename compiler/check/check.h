@@ -27,7 +27,8 @@ typedef struct {
 	const char *law; /* "identity", "associative", "commutative" */
 	Verdict v;
 	int trials;      /* trials run */
-	int skipped;     /* trials whose values overflowed on both sides */
+	int skipped;     /* trials drawn again: their merges left the float range */
+	double range_at; /* the smallest largest-operand magnitude among those */
 	char *detail;    /* when it fails: one line naming the field */
 	char *cex;       /* when it fails: the counterexample, several lines */
 	char *json;      /* when it fails: the counterexample as a JSON object */

@@ -449,7 +449,23 @@ void eval_merge(Machine *m, Mode mode, const double *av, const double *ae, const
 	Ctx x = {.av = av, .ae = ae, .bv = bv, .be = be, .params = m->params};
 	bind(b, &x);
 	prog_run(b->p, mode);
+	m->range |= prog_range(b->p);
 	copy_roots(b, m->c->nstate, m->soff, v, e);
+}
+
+void eval_const_rounding(Machine *m, int on)
+{
+	Bound *all[] = {m->lift, m->merge, m->fin, m->map, m->assume, m->mask};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		if (all[i])
+			prog_const_rounding(all[i]->p, on);
+	RefEval *re = m->ref;
+	for (int k = 0; re && k < re->nred; k++)
+		prog_const_rounding(re->arg[k].p, on);
+	if (re) {
+		prog_const_rounding(re->rowout.p, on);
+		prog_const_rounding(re->posout.p, on);
+	}
 }
 
 void eval_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,

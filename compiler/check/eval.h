@@ -35,6 +35,7 @@ typedef struct {
 	double *ident[2];         /* identity state by mode */
 	RefEval *ref;
 	double *scratch;
+	unsigned range;           /* PROG_* events of the merges since it was last cleared */
 } Machine;
 
 int eval_init(Machine *m, Carrier *c);
@@ -43,6 +44,9 @@ void eval_free(Machine *m);
 Row *eval_row_new(const Machine *m, int len);
 void eval_row_free(Row *r);
 
+/* Float32 constants rounded as the spec declares them: with on, float64
+ * evaluations carry the error of that rounding (prog_const_rounding). */
+void eval_const_rounding(Machine *m, int on);
 void eval_identity(Machine *m, Mode mode, double *v, double *e);
 int eval_masked(Machine *m, const Row *r, int j);
 int eval_assume(Machine *m, const Row *r, int j); /* 1 when assume holds (or is absent) */

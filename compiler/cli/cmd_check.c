@@ -1,5 +1,6 @@
 /* cmd_check.c: `assoc check SPEC...`. */
 #include <ctype.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +33,18 @@ static int has_infinity(const char *t)
 	return 0;
 }
 
+/* Trials drawn again because their merges left float64's range, and
+ * where: a product of degree d overflows past DBL_MAX^(1/d), which in
+ * float32 is FLT_MAX^(1/d), so the magnitude scales by the exponents. */
+static void print_range(const LawOutcome *l)
+{
+	printf(" (and %d drawn again, whose merges left the float range", l->skipped);
+	if (l->range_at > 1e30)
+		printf(": beyond |state| ~ %.0e in float64, ~ %.0e in float32", l->range_at,
+		       pow(10, log10(l->range_at) * log10(FLT_MAX) / log10(DBL_MAX)));
+	printf(")");
+}
+
 static void print_laws(const CarrierVerdict *v)
 {
 	for (int i = 0; i < v->nlaw; i++) {
@@ -46,7 +59,7 @@ static void print_laws(const CarrierVerdict *v)
 			printf("holds in %d trials%s", l->trials,
 			       !strcmp(l->law, "identity") ? " (float64 and float32, e+e included)" : "");
 			if (l->skipped)
-				printf(" (%d overflowed on both sides and were skipped)", l->skipped);
+				print_range(l);
 			printf("\n");
 		} else {
 			/* a proof over finite reals says nothing of a state holding
@@ -130,6 +143,8 @@ static void json_laws(Buf *b, const CarrierVerdict *v)
 			continue;
 		buf_printf(b, "%s{\"law\": \"%s\", \"verdict\": \"%s\", \"trials\": %d, \"skipped\": %d", i ? ", " : "",
 			   l->law, verdict_word(l->v), l->trials, l->skipped);
+		if (l->skipped)
+			buf_printf(b, ", \"range_at\": %.3g", l->range_at);
 		if (l->v == VERDICT_FAILS) {
 			buf_puts(b, ", \"detail\": ");
 			buf_json_str(b, l->detail);
