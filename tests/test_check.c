@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compiler/check/check.h"
+#include "compiler/check/check_int.h"
 #include "compiler/check/verdict.h"
 #include "testutil.h"
 
@@ -653,5 +654,24 @@ Test(check, float32_constants_excuse_no_real_error)
 	cr_assert_eq(run("tests/laws/softmax_base2_wrong.yaml", &r, 1), 0);
 	cr_expect_eq(r.sound, VERDICT_FAILS);
 	cr_expect(r.sound_detail && strstr(r.sound_detail, "lse is"), "%s", r.sound_detail);
+	check_result_free(&r);
+}
+
+/* The trial tolerance is running error bounds times a small constant: a
+ * law broken by a relative 1e-4 fails, in float32 as in float64, and a
+ * few units of rounding pass.  A tolerance 1000 times looser would let
+ * float32's 1e-4 through. */
+Test(check, tolerance_catches_a_relative_1e_4)
+{
+	double u32 = 0x1p-24, u64 = 0x1p-53;
+	/* one value with the bound of a three-term sum: 3 units on each side */
+	cr_expect_not(check_values_agree(1, 3, 1 + 1e-4, 3, u32), "1e-4 apart in float32");
+	cr_expect_not(check_values_agree(1, 3, 1 + 1e-4, 3, u64), "1e-4 apart in float64");
+	cr_expect(check_values_agree(1, 3, 1 + 8 * u32, 3, u32), "8 float32 units apart");
+	cr_expect(check_values_agree(1, 3, 1 + 8 * u64, 3, u64), "8 float64 units apart");
+	expect_fail("tests/laws/off_by_1e4.yaml", "associative", "field s");
+	CheckResult r;
+	cr_assert_eq(run("tests/laws/quaternion.yaml", &r, 1), 0);
+	cr_expect(check_ok(&r), "a lawful product passes the same tolerance");
 	check_result_free(&r);
 }
