@@ -7,6 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
+#include "compiler/cuda/nvrtc.h"
+#include "compiler/devices/run.h"
 #include "compiler/lib/assoc.h"
 #include "compiler/llvm/llvm.h"
 #include "testutil.h"
@@ -223,12 +227,18 @@ Test(lib, misuse_gives_status_codes)
 	cr_assert_eq(assoc_spec_check(s, -1, 1), ASSOC_EINVAL, "negative trials are refused, not taken as the default");
 	cr_assert(strstr(assoc_spec_error(s), "trials must be 0 (the default) or more, got -1"), "%s", assoc_spec_error(s));
 	cr_assert_eq(assoc_compile(s, "tpu", 1, &k), ASSOC_EDEVICE);
+	cr_assert(strstr(assoc_kernel_error(k), "unknown device 'tpu'"), "the handle keeps why: %s", assoc_kernel_error(k));
 	cr_assert(strstr(assoc_spec_error(s), "unknown device 'tpu'"), "%s", assoc_spec_error(s));
+	cr_assert_eq(assoc_run(k, 1, 1, NULL, 0, NULL, 0), ASSOC_EINVAL, "a failed compile runs nothing");
+	cr_assert(strstr(assoc_kernel_error(k), "unknown device 'tpu'"), "and keeps its reason: %s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
 	cr_assert_eq(assoc_compile(s, "cpu", 1, NULL), ASSOC_EINVAL);
 	cr_assert_eq(assoc_compile(s, "cpu", -1, &k), ASSOC_EINVAL);
+	assoc_kernel_free(k);
 	cr_assert_eq(assoc_compile(s, "cpu", 100000, &k), ASSOC_EINVAL, "not 100000 threads started");
-	cr_assert(strstr(assoc_spec_error(s), "threads must be 0 (every core) to 1024, got 100000"), "%s",
-		  assoc_spec_error(s));
+	cr_assert(strstr(assoc_kernel_error(k), "threads must be 0 (every core) to 1024, got 100000"), "%s",
+		  assoc_kernel_error(k));
+	assoc_kernel_free(k);
 	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_OK);
 	float x[12], out[3];
 	AssocBuffer good[] = {{"x", x, sizeof x}, {"s", out, sizeof out}};
@@ -352,6 +362,19 @@ static void example_program(const char *build)
 	cr_assert(strstr(out, "row 1: lse 1.609438, y 0.200000 0.200000"), "%s", out);
 }
 
+/* The README's example on the emulator and the interpreter: the same
+ * program, its device named on the command line. */
+Test(lib, example_program_runs_on_every_device, .timeout = 300)
+{
+	char why[512];
+	if (!run_device_find("emu")->available(why, sizeof why))
+		cr_skip("no host C++ compiler for the emulator: %s", why);
+	example_program("cc -std=c11 -Icompiler/lib -fsanitize=address,undefined -o build/example_lib_dev "
+			"tests/example/example_lib.c build/asan/libassoc.a -lyaml -lm -ldl -lpthread "
+			"$(llvm-config --ldflags --libs) 2>&1 && build/example_lib_dev emu 2>&1 && "
+			"build/example_lib_dev interp 2>&1");
+}
+
 Test(lib, example_program_builds_and_runs)
 {
 	example_program("cc -std=c11 -Icompiler/lib -fsanitize=address,undefined -o build/example_lib "
@@ -400,7 +423,10 @@ Test(lib, verdict_of_the_command_line, .timeout = 120)
 	char why[256];
 	int llvm = llvm_available(why, sizeof why);
 	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), llvm ? ASSOC_ELAWS : ASSOC_EDEVICE, "%s", assoc_spec_error(s));
-	cr_assert_null(k);
+	cr_assert_not_null(k, "a refused compile returns a handle holding why");
+	if (llvm)
+		cr_assert(strstr(assoc_kernel_error(k), line), "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
 	if (!llvm) {
 		assoc_spec_free(s);
 		cr_skip("no CPU backend here: %s", why);
@@ -412,8 +438,106 @@ Test(lib, verdict_of_the_command_line, .timeout = 120)
 	assoc_spec_free(s);
 	s = spec_ok("tests/laws/associative_but_wrong.yaml");
 	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_ELAWS);
+	assoc_kernel_free(k);
 	cr_assert(strstr(assoc_spec_error(s), "the results disagree with the reference: lse is"), "%s",
 		  assoc_spec_error(s));
 	assoc_spec_free(s);
 	cr_assert_eq(assoc_spec_trust_merge(NULL, 1), ASSOC_EINVAL);
+}
+
+/* Where no CUDA driver loads, the gpu device's handle says so, and auto
+ * goes on to the next device. */
+Test(lib, gpu_without_a_driver_says_why)
+{
+	setenv("ASSOC_LIBCUDA", "build/no-such-libcuda.so.1", 1);
+	AssocSpec *s = spec_ok("specs/sum.yaml");
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "gpu", 1, &k), ASSOC_EDEVICE);
+	cr_assert_not_null(k);
+	cr_assert(strstr(assoc_kernel_error(k), "gpu: no CUDA driver: cannot load build/no-such-libcuda.so.1"), "%s",
+		  assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	char why[256];
+	AssocStatus st = assoc_compile(s, "auto", 1, &k);
+	cr_assert_eq(st, ASSOC_OK, "%s", assoc_kernel_error(k));
+	float x[6] = {1, 2, 3, 4, 5, 6}, out[2];
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"s", out, sizeof out}};
+	cr_assert_eq(assoc_run(k, 2, 3, b, 2, NULL, 0), ASSOC_OK, "%s (cpu: %s)", assoc_kernel_error(k),
+		     llvm_available(why, sizeof why) ? "here" : why);
+	cr_assert_float_eq(out[0], 6, 0);
+	cr_assert_float_eq(out[1], 15, 0);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+	unsetenv("ASSOC_LIBCUDA");
+}
+
+/* With the fake driver (tests/fake/fakecuda.c, which runs no kernel) the
+ * compile loads the module and a host run goes through the device:
+ * launches, and outputs copied back over the caller's (zeros). */
+Test(lib, gpu_runs_through_the_driver, .timeout = 120)
+{
+	char why[512];
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, why, sizeof why))
+		cr_skip("no NVRTC here: %s", why);
+	nvrtc_close(nv);
+	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
+	setenv("FAKECUDA", "", 1);
+	void *fake = dlopen("build/libfakecuda.so", RTLD_NOW);
+	cr_assert_not_null(fake, "%s", dlerror());
+	int (*launches)(void) = (int (*)(void))dlsym(fake, "fakecuda_launches");
+	AssocSpec *s = spec_ok("specs/online_softmax.yaml");
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	float x[2][5] = {{1, 2, 3, 4, 5}, {0}}, y[2][5], lse[2];
+	memset(y, 0x7f, sizeof y);
+	memset(lse, 0x7f, sizeof lse);
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"y", y, sizeof y}, {"lse", lse, sizeof lse}};
+	int before = launches();
+	cr_assert_eq(assoc_run(k, 2, 5, b, 3, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_geq(launches() - before, 1, "the run launched on the device");
+	cr_assert_eq(lse[0], 0, "the device's outputs (the fake's zeros) came back over the caller's");
+	cr_assert_eq(y[1][4], 0);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+	dlclose(fake);
+	unsetenv("ASSOC_LIBCUDA");
+}
+
+/* emu and interp on caller arrays with params and a scan: the same
+ * results as the CPU backend's, to float32's rounding. */
+Test(lib, emu_and_interp_match_the_cpu, .timeout = 300)
+{
+	char why[512];
+	if (!run_device_find("emu")->available(why, sizeof why))
+		cr_skip("no host C++ compiler for the emulator: %s", why);
+	AssocSpec *s = spec_ok("specs/logsumexp.yaml");
+	enum { R = 3, L = 37 };
+	float x[R][L], ref[R], got[R];
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < L; j++)
+			x[r][j] = (float)sin(r * 7 + j) * 3;
+	for (int r = 0; r < R; r++) {
+		double m = -INFINITY, t = 0;
+		for (int j = 0; j < L; j++)
+			m = fmax(m, x[r][j]);
+		for (int j = 0; j < L; j++)
+			t += exp(x[r][j] - m);
+		ref[r] = (float)(m + log(t));
+	}
+	const char *dev[] = {"emu", "interp"};
+	for (int d = 0; d < 2; d++) {
+		AssocKernel *k = NULL;
+		cr_assert_eq(assoc_compile(s, dev[d], 1, &k), ASSOC_OK, "%s: %s", dev[d], assoc_kernel_error(k));
+		memset(got, 0, sizeof got);
+		AssocArray a;
+		cr_assert_eq(assoc_array_info(s, 1, &a), ASSOC_OK);
+		AssocBuffer b[] = {{"x", x, sizeof x}, {a.name, got, sizeof got}};
+		cr_assert_eq(assoc_run(k, R, L, b, 2, NULL, 0), ASSOC_OK, "%s: %s", dev[d], assoc_kernel_error(k));
+		for (int r = 0; r < R; r++)
+			cr_assert_float_eq(got[r], ref[r], 1e-5f * fabsf(ref[r]) + 1e-6f, "%s row %d: %g, not %g", dev[d], r,
+					   got[r], ref[r]);
+		assoc_kernel_free(k);
+	}
+	assoc_spec_free(s);
 }

@@ -327,43 +327,47 @@ static int gpu_available(char *why, size_t n)
 	return 1;
 }
 
-static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
+int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 {
-	Gpu g;
 	GpuBufs b;
 	int v, split, rc = -1;
 	char why[512];
-	if (gpu_open(&g, d->c, 0, msg, n))
-		return -1;
-	if (gpu_choose(&g, d, o, &v, &split, why, sizeof why)) {
+	if (gpu_choose(g, d, o, &v, &split, why, sizeof why)) {
 		snprintf(msg, n, "%s", why);
-		gpu_close(&g);
 		return -1;
 	}
 	/* a template without heads (the carrier's, or a generic one that
 	 * --config built the module of): one head at a time */
-	if (d->heads > 1 && g.m.base != FAM_ATTN) {
-		gpu_close(&g);
+	if (d->heads > 1 && g->m.base != FAM_ATTN) {
 		for (int h = 0; h < d->heads; h++) {
 			RunData *hv = rundata_head_view(d, h);
-			rc = gpu_run(hv, o, msg, n);
+			rc = gpu_run_open(g, hv, o, msg, n);
 			rundata_view_free(hv);
 			if (rc)
 				return rc;
 		}
 		return 0;
 	}
-	mark_p(&g, v, d);
-	if (!gpu_upload(&g, d, &b, msg, n) && !gpu_launch(&g, &b, v, split, d->rows, d->len, msg, n) &&
-	    !gpu_download(&g, d, &b, msg, n))
+	mark_p(g, v, d);
+	if (!gpu_upload(g, d, &b, msg, n) && !gpu_launch(g, &b, v, split, d->rows, d->len, msg, n) &&
+	    !gpu_download(g, d, &b, msg, n))
 		rc = 0;
 	if (o->verbose) {
 		char cfg[128];
-		variant_str(&g.m.var[v], cfg, sizeof cfg);
-		fprintf(stderr, "gpu: %s (%s), split %d, %s, module %s in %.0f ms\n", cfg, why, split, g.arch,
-			g.ptx_cached ? "from the PTX cache" : "compiled", g.compile_ms);
+		variant_str(&g->m.var[v], cfg, sizeof cfg);
+		fprintf(stderr, "gpu: %s (%s), split %d, %s, module %s in %.0f ms\n", cfg, why, split, g->arch,
+			g->ptx_cached ? "from the PTX cache" : "compiled", g->compile_ms);
 	}
-	gpu_free_bufs(&g, &b);
+	gpu_free_bufs(g, &b);
+	return rc;
+}
+
+static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
+{
+	Gpu g;
+	if (gpu_open(&g, d->c, 0, msg, n))
+		return -1;
+	int rc = gpu_run_open(&g, d, o, msg, n);
 	gpu_close(&g);
 	return rc;
 }

@@ -42,6 +42,11 @@ void gpu_free_bufs(Gpu *g, GpuBufs *b);
 /* Enqueue variant v with a split count (workspace grown as needed). */
 int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *msg, size_t n);
 
+/* `assoc run --device gpu` on g, opened for d's carrier: the variant
+ * gpu_choose picks, d's inputs uploaded, its outputs downloaded (heads
+ * one at a time where the module's template has none); -1 with msg. */
+int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n);
+
 /* Run variant v (with split) on a problem of d's spec and heads (two
  * key/value heads at most, each with its query heads), at most 64 rows of
  * 2048 with fresh inputs (the interpreter's reference costs far more than

@@ -91,10 +91,17 @@ AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info);
 size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len);
 void assoc_spec_free(AssocSpec *s);
 
-/* device: "cpu" (or "auto": the CPU backend).  threads 0: every core;
- * at most 1024.  A carrier whose verdict fails is refused (ASSOC_ELAWS;
- * see assoc_spec_trust_merge).
- * The spec must outlive the kernel. */
+/* device: "cpu" (the LLVM backend, on the caller's arrays in place),
+ * "gpu" (CUDA through the driver: each run copies the arrays to the
+ * device and the outputs back), "emu" (the CUDA kernels on the CUDA
+ * emulator, on CPU threads), "interp" (the IR interpreter: slow, the
+ * baseline), or "auto": the first of gpu, cpu, emu, interp that compiles
+ * it.  threads (cpu) 0: every core; at most 1024.  A carrier whose verdict
+ * fails is refused (ASSOC_ELAWS; see assoc_spec_trust_merge).
+ * A failed compile still returns a kernel handle, unless out, s or device
+ * is NULL: its assoc_kernel_error says why (for instance "gpu: no CUDA
+ * driver: ..."), it runs nothing (ASSOC_EINVAL), and it is freed like any
+ * other.  The spec must outlive the kernel. */
 AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out);
 const char *assoc_kernel_error(const AssocKernel *k);
 /* Every input and output of the spec bound once by name; params by name

@@ -160,6 +160,11 @@ AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int npara
 	*out = NULL;
 	if (!k || nparams < 0 || (nparams && !params))
 		return ASSOC_EINVAL;
+	if (!k->k) { /* a failed compile, or another device's kernel: the op merges states on the CPU */
+		if (!k->failed)
+			snprintf(k->err, sizeof k->err, "an MPI op takes a kernel compiled for the cpu device");
+		return ASSOC_EINVAL;
+	}
 	Carrier *c = k->s->c;
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
 	if (!pv)

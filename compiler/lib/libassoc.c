@@ -9,6 +9,7 @@
 #include "compiler/check/verdict.h"
 #include "compiler/lib/libassoc_int.h"
 #include "compiler/check/check.h"
+#include "compiler/devices/emu.h"
 
 const char *assoc_strerror(AssocStatus s)
 {
@@ -212,6 +213,88 @@ void assoc_spec_free(AssocSpec *s)
 
 /* ---- kernels ---- */
 
+/* The kernel of a failed compile: its status and reason (also in s->err,
+ * where callers of older versions look). */
+static AssocStatus refused(AssocSpec *s, AssocKernel *k, AssocStatus st, const char *why)
+{
+	if (why != k->err)
+		snprintf(k->err, sizeof k->err, "%.1000s", why);
+	if (why != s->err)
+		snprintf(s->err, sizeof s->err, "%.2000s", why);
+	k->failed = st;
+	return st;
+}
+
+static void release(AssocKernel *k)
+{
+	rt_pool_close(k->pool);
+	llvm_kernel_free(k->k);
+	llvm_kernel_free(k->narrow[0]);
+	llvm_kernel_free(k->narrow[1]);
+	if (k->gpu) {
+		gpu_close(k->gpu);
+		free(k->gpu);
+	}
+	k->pool = NULL, k->k = k->narrow[0] = k->narrow[1] = NULL, k->gpu = NULL, k->dev = NULL;
+}
+
+/* Compile s into k for one device (not auto); k->err says why not. */
+static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, AssocKernel *k)
+{
+	char why[sizeof k->err];
+	/* named here, not looked up (run_device_find): a program linked with
+	 * the static library gets them all */
+	extern const Device dev_gpu, dev_emu, dev_interp;
+	const Device *dev = !strcmp(device, "gpu")	? &dev_gpu
+			    : !strcmp(device, "emu")	? &dev_emu
+			    : !strcmp(device, "interp") ? &dev_interp
+							: NULL;
+	if (!dev && strcmp(device, "cpu"))
+		return fail(k->err, sizeof k->err, ASSOC_EDEVICE,
+			    "unknown device '%s' (this library has: cpu, gpu, emu, interp, auto)", device);
+	if (!dev) {
+		if (!llvm_available(why, sizeof why))
+			return fail(k->err, sizeof k->err, ASSOC_EDEVICE, "cpu: %s", why);
+	} else if (!dev->available(why, sizeof why)) {
+		return fail(k->err, sizeof k->err, ASSOC_EDEVICE, "%s: %s", device, why);
+	}
+	/* `assoc run`'s few trials (cmd_run.c), unless assoc_spec_check has
+	 * reached the verdict already */
+	AssocStatus st = s->judged || s->trusted ? ASSOC_OK : judge(s, 300, 200, 1);
+	if (st)
+		return fail(k->err, sizeof k->err, st, "%s", s->err);
+	k->dev = dev;
+	if (!dev) {
+		if (llvm_compile(s->c, NULL, &k->k, why, sizeof why))
+			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "cpu: %s", why);
+		if (rt_pool_open(&k->pool, threads, why, sizeof why))
+			return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "cpu: %s", why);
+	} else if (!strcmp(device, "gpu")) {
+		/* the driver, NVRTC and the module now: a run finds them loaded */
+		k->gpu = calloc(1, sizeof *k->gpu);
+		if (!k->gpu)
+			return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+		if (gpu_open(k->gpu, s->c, 0, why, sizeof why)) {
+			free(k->gpu);
+			k->gpu = NULL;
+			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "gpu: %s", why);
+		}
+	} else if (!strcmp(device, "emu")) {
+		/* the module built (or found in the emulator's cache) now, so that
+		 * its compiler's errors come from assoc_compile */
+		CudaModule m;
+		EmuLib *lib = NULL;
+		if (cuda_module(s->c, NULL, &m, why, sizeof why))
+			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "emu: %s", why);
+		int rc = emu_open(m.src, &lib, why, sizeof why);
+		emu_close(lib);
+		cuda_module_free(&m);
+		if (rc)
+			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "emu: %s", why);
+	}
+	return ASSOC_OK;
+}
+
 AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out)
 {
 	if (!out)
@@ -219,32 +302,42 @@ AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKe
 	*out = NULL;
 	if (!s || !s->c || !device)
 		return ASSOC_EINVAL;
-	if (threads < 0 || threads > RT_MAX_THREADS)
-		return fail(s->err, sizeof s->err, ASSOC_EINVAL, "threads must be 0 (every core) to %d, got %d",
-			    RT_MAX_THREADS, threads);
-	if (strcmp(device, "cpu") && strcmp(device, "auto"))
-		return fail(s->err, sizeof s->err, ASSOC_EDEVICE, "unknown device '%s' (this library has: cpu, auto)", device);
-	if (!llvm_available(s->err, sizeof s->err))
-		return ASSOC_EDEVICE;
-	/* `assoc run`'s few trials (cmd_run.c), unless assoc_spec_check has
-	 * reached the verdict already */
-	AssocStatus st = s->judged || s->trusted ? ASSOC_OK : judge(s, 300, 200, 1);
-	if (st)
-		return st;
 	AssocKernel *k = calloc(1, sizeof *k);
 	if (!k)
 		return ASSOC_ENOMEM;
 	k->s = s;
-	if (llvm_compile(s->c, NULL, &k->k, s->err, sizeof s->err)) {
-		free(k);
-		return ASSOC_ECOMPILE;
-	}
-	if (rt_pool_open(&k->pool, threads, s->err, sizeof s->err)) {
-		assoc_kernel_free(k);
-		return ASSOC_ENOMEM;
-	}
+	k->threads = threads;
 	*out = k;
-	return ASSOC_OK;
+	if (threads < 0 || threads > RT_MAX_THREADS) {
+		char why[128];
+		snprintf(why, sizeof why, "threads must be 0 (every core) to %d, got %d", RT_MAX_THREADS, threads);
+		return refused(s, k, ASSOC_EINVAL, why);
+	}
+	if (strcmp(device, "auto")) {
+		AssocStatus st = compile_on(s, device, threads, k);
+		if (st) {
+			release(k);
+			return refused(s, k, st, k->err);
+		}
+		return ASSOC_OK;
+	}
+	/* the first device that compiles it; a carrier refused (its laws) is
+	 * refused on every device */
+	static const char *const order[] = {"gpu", "cpu", "emu", "interp"};
+	char tried[sizeof k->err] = "";
+	for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+		AssocStatus st = compile_on(s, order[i], threads, k);
+		if (!st)
+			return ASSOC_OK;
+		release(k);
+		if (st != ASSOC_EDEVICE && st != ASSOC_ECOMPILE)
+			return refused(s, k, st, k->err);
+		size_t l = strlen(tried);
+		snprintf(tried + l, sizeof tried - l, "%s%.1000s", l ? "; " : "", k->err);
+	}
+	char why[sizeof k->err + 16];
+	snprintf(why, sizeof why, "auto: %s", tried);
+	return refused(s, k, ASSOC_EDEVICE, why);
 }
 
 const char *assoc_kernel_error(const AssocKernel *k) { return k ? k->err : "no kernel (NULL handle)"; }
@@ -330,6 +423,46 @@ static LlvmKernel *kernel_for(AssocKernel *k, int64_t rows)
 	return k->narrow[w];
 }
 
+/* Buffers over the caller's arrays, in a declaration's storage type (or
+ * an output expression's type): the same types and layout as assoc.h's. */
+static Buffer *over(const Decl *d, const Def *o, int n, size_t count, const AssocBuffer *bufs, const int *which)
+{
+	Buffer *b = calloc(n + 1, sizeof *b);
+	for (int i = 0; b && i < n; i++) {
+		Ty t = o ? o[i].e->ty : (Ty){0};
+		b[i] = (Buffer){d ? d[i].storage : (TyKind)t.kind, d ? spec_decl_width(&d[i]) : t.len ? t.len : 1, count,
+				bufs[which[i]].data};
+	}
+	return b;
+}
+
+/* A run on another device than the CPU backend: a RunData whose buffers
+ * are the caller's arrays (a device copies to its memory and back where it
+ * has its own). */
+static AssocStatus run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+			      const AssocBuffer *bufs, const int *which, double *pv)
+{
+	Carrier *c = k->s->c;
+	size_t H = (size_t)heads, rl = (size_t)rows * (size_t)len;
+	int at = 0;
+	RunData d = {.c = c, .rows = (int)rows, .len = (int)len, .heads = (int)heads, .kv_heads = (int)kv_heads,
+		     .params = pv, .scan = c->tpl == FAM_SCAN};
+	d.elem = over(c->elem, NULL, c->nelem, H * rl, bufs, which + at), at += c->nelem;
+	d.col = over(c->col, NULL, c->ncol, (size_t)kv_heads * (size_t)len, bufs, which + at), at += c->ncol;
+	d.row = over(c->row, NULL, c->nrow, H * (size_t)rows, bufs, which + at), at += c->nrow;
+	d.fin = over(NULL, c->finalize, c->nfinal, H * (d.scan ? rl : (size_t)rows), bufs, which + at), at += c->nfinal;
+	d.map = over(NULL, c->map, c->nmap, H * rl, bufs, which + at);
+	AssocStatus st = ASSOC_OK;
+	char why[sizeof k->err];
+	if (!d.elem || !d.col || !d.row || !d.fin || !d.map)
+		st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	else if (k->gpu ? gpu_run_open(k->gpu, &d, &(RunOpts){0}, why, sizeof why)
+			: k->dev->run(&d, &(RunOpts){.threads = k->threads}, why, sizeof why))
+		st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "%s: %s", k->dev->name, why);
+	free(d.elem), free(d.col), free(d.row), free(d.fin), free(d.map);
+	return st;
+}
+
 AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs,
 		      const AssocValue *params, int nparams)
 {
@@ -341,6 +474,8 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 {
 	if (!k)
 		return ASSOC_EINVAL;
+	if (k->failed)
+		return ASSOC_EINVAL; /* k->err keeps why it did not compile */
 	if (rows < 0 || len < 0 || len > INT32_MAX || rows > INT32_MAX || nbufs < 0 || (nbufs && !bufs))
 		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "bad shape (%lld x %lld) or buffer list", (long long)rows, (long long)len);
 	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > INT32_MAX || rows * heads > INT32_MAX)
@@ -362,6 +497,13 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
 	if (!st)
 		st = params_of(k, params, nparams, pv);
+	if (!st && k->dev)
+		st = run_device(k, heads, kv_heads, rows, len, bufs, which, pv);
+	if (st || k->dev) {
+		free(which);
+		free(pv);
+		return st;
+	}
 	const void **in = NULL;
 	void **out = NULL;
 	CpuArgs *a = NULL;
@@ -404,9 +546,6 @@ void assoc_kernel_free(AssocKernel *k)
 {
 	if (!k)
 		return;
-	rt_pool_close(k->pool);
-	llvm_kernel_free(k->k);
-	llvm_kernel_free(k->narrow[0]);
-	llvm_kernel_free(k->narrow[1]);
+	release(k);
 	free(k);
 }

@@ -4,6 +4,7 @@
 #define ASSOC_LIBASSOC_INT_H
 
 #include "compiler/lib/assoc.h"
+#include "compiler/devices/gpu.h"
 #include "compiler/llvm/llvm.h"
 
 struct AssocSpec {
@@ -17,9 +18,13 @@ struct AssocSpec {
 
 struct AssocKernel {
 	AssocSpec *s;
-	LlvmKernel *k;
+	AssocStatus failed; /* a failed assoc_compile's status (its reason in err); ASSOC_OK for a kernel that runs */
+	const Device *dev;  /* emu, interp, gpu: runs on a RunData over the caller's arrays; NULL: the CPU backend */
+	Gpu *gpu;           /* gpu: the driver and the carrier's module, opened once */
+	LlvmKernel *k;      /* cpu: the compiled carrier, NULL elsewhere */
 	LlvmKernel *narrow[2]; /* compiled on demand: 4 and 8 rows as lanes (LlvmOpts.fit_rows) */
 	RtPool *pool;
+	int threads;
 	char err[1024];
 };
 

@@ -1,11 +1,12 @@
 /* example_lib.c: softmax of two rows through libassoc, the way the README
  * shows it.  Build: cc example_lib.c $(pkg-config --cflags --libs assoc)
- * Run from the repository root (it loads specs/online_softmax.yaml). */
+ * Run from the repository root (it loads specs/online_softmax.yaml);
+ * its argument names the device (cpu, gpu, emu, interp, auto; cpu when none). */
 #include <assoc.h>
 #include <math.h>
 #include <stdio.h>
 
-int main(void)
+int main(int argc, char **argv)
 {
 	enum { ROWS = 2, LEN = 5 };
 	float x[ROWS][LEN] = {{1, 2, 3, 4, 5}, {0, 0, 0, 0, 0}};
@@ -14,7 +15,7 @@ int main(void)
 	AssocKernel *k = NULL;
 	AssocStatus st = assoc_spec_load(&spec, "specs/online_softmax.yaml", NULL, 0);
 	if (st == ASSOC_OK)
-		st = assoc_compile(spec, "cpu", 0, &k);
+		st = assoc_compile(spec, argc > 1 ? argv[1] : "cpu", 0, &k);
 	if (st == ASSOC_OK) {
 		AssocBuffer bufs[] = {{"x", x, sizeof x}, {"y", y, sizeof y}, {"lse", lse, sizeof lse}};
 		st = assoc_run(k, ROWS, LEN, bufs, 3, NULL, 0);
