@@ -32,7 +32,7 @@ typedef struct {
 	NamedPath inputs[MAX_FILES], outputs[MAX_FILES];
 	int ninputs, noutputs;
 	/* emit */
-	const char *target, *out, *arch;
+	const char *target, *out, *arch, *header;
 	int stats, trust_merge, explain;
 } Opts;
 

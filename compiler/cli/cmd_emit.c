@@ -67,7 +67,12 @@ int cmd_emit(Opts *o)
 	int gpu = !strcmp(o->target, "cuda") || !strcmp(o->target, "ptx");
 	if (!gpu && (o->stats || o->explain))
 		return usage_error("%s is an option of emit --target cuda and ptx only", o->stats ? "--stats" : "--explain");
+	if (!gpu && o->header)
+		return usage_error("--header is an option of emit --target cuda and ptx only");
 	if (o->out && strcmp(o->out, "-") && cli_output_not_input(o, "-o", o->out))
+		return EXIT_USAGE;
+	if (o->header && (cli_output_not_input(o, "--header", o->header) ||
+			  (o->out && !strcmp(o->out, o->header) && usage_error("-o and --header name the same file"))))
 		return EXIT_USAGE;
 	char bad[512];
 	/* the CPU's variants for llvm and asm; checked before the laws' minutes */

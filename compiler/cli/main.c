@@ -60,6 +60,8 @@ static const char usage[] =
 	"                            positions (cpu, interp), states merged across ranks;\n"
 	"                            with --deterministic the same bits for any rank count\n"
 	"  --target T -o FILE        emit: cuda, ptx, llvm or asm; --arch sm_90 (ptx), --stats, --explain\n"
+	"  --header FILE             emit --target cuda, ptx: kernels named after the carrier, and\n"
+	"                            their launch contract (arguments, grids, workspace) as a C header\n"
 	"                            (cuda, ptx); explore: -o FILE\n"
 	"  --trust-merge             emit, run: go ahead on a carrier whose verdict fails (a law\n"
 	"                            disproved or broken in the trials, or results that disagree\n"
@@ -284,6 +286,7 @@ static const OptSpec options[] = {
 	{"--config", O_STR, 0, 0, F(run.config), 0, 0, C_EXEC | C_EMIT},
 	{"--target", O_STR, 0, 0, F(target), 0, 0, C_EMIT},
 	{"--arch", O_STR, 0, 0, F(arch), 0, 0, C_EMIT},
+	{"--header", O_STR, 0, 0, F(header), 0, 0, C_EMIT},
 	{"-o", O_STR, 0, 0, F(out), 0, 0, C_EMIT | C_EXPLORE},
 	{"-D", O_PAIR, 0, 0, F(defs), F(ndefs), MAX_DEFINES, C_ALL},
 	{"--param", O_PAIR, 0, 0, F(params), F(nparams), MAX_DEFINES, C_ALL},

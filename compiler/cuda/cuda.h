@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "compiler/front/spec.h"
 #include "runtime/variant.h"
@@ -40,6 +41,7 @@ typedef struct {
 	CudaAttn attn;      /* base == FAM_ATTN: the match */
 	char explain[1024]; /* which template, and why */
 	int smem_max;       /* shared bytes per block the device allows (0: not known); cuda_pick keeps within it */
+	char name[64];      /* cuda_module_name: the carrier's name, which the kernels' names start with; "": prefix */
 } CudaModule;
 
 /* Kernel argument block; the same layout as Args in templates/common.cuh. */
@@ -112,6 +114,17 @@ int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n);
 int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config);
 /* Kernel names of variant v, for tools (up to 3). */
 int cuda_kernel_names(const CudaModule *m, int v, char names[3][64]);
+/* Rename m's kernels after the carrier (`emit --header`): the carrier's
+ * name, the family and the variant's fields ("online_softmax_rowmap_nt256_acc2_v4",
+ * v: 4-wide loads), in m->src and in what cuda_kernel_names and the plans
+ * give.  -1 with msg where a name would pass 63 characters. */
+int cuda_module_name(CudaModule *m, const char *carrier, char *msg, size_t n);
+/* The launch contract of m's kernels as a C header (cuda_header.c):
+ * the argument block as a C struct, the arrays' and params' slots, and
+ * per variant a function giving each kernel's grid, block, shared memory
+ * and the workspace for a shape, as cuda_plan_h computes them.  m named
+ * by cuda_module_name. */
+void cuda_header(Carrier *c, const CudaModule *m, FILE *out);
 
 /* ptxas -v on ptx for arch: per kernel registers, spills, shared memory
  * and stack bytes (spills and frames of the functions it calls included;

@@ -427,13 +427,28 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 					   [FAM_SPLITK] = {"_part", "_comb", "_map"},
 					   [FAM_SCAN] = {"_part", "_carry", "_down"}, [FAM_ATTN] = {"_fwd", "_comb"}};
 	static const int count[NFAM] = {[FAM_ROWREDUCE] = 1, [FAM_ROWMAP] = 1, [FAM_SPLITK] = 3, [FAM_SCAN] = 3, [FAM_ATTN] = 2};
-	int n = count[m->var[v].fam];
-	if (m->var[v].fam == FAM_SPLITK && m->base != FAM_ROWMAP)
+	const Variant *x = &m->var[v];
+	int n = count[x->fam];
+	if (x->fam == FAM_SPLITK && m->base != FAM_ROWMAP)
 		n = 2;
+	char base[160];
+	const char *fam = x->fam == FAM_ATTN ? "attn" : variant_family_name(x->fam);
+	if (!m->name[0])
+		snprintf(base, sizeof base, "%s_v%d", m->prefix, v);
+	else if (x->fam == FAM_ATTN)
+		snprintf(base, sizeof base, "%.24s_attn_nt%d_mt%d_bn%d_pv%d_st%d_ks%d", m->name, x->nt, x->mt, x->bn, x->pv,
+			 x->st, x->ks);
+	else
+		snprintf(base, sizeof base, "%.24s_%s_nt%d_acc%d_v%d%s%.0d%s", m->name, fam, x->nt, x->acc, x->vec,
+			 x->items ? "_i" : "", x->items, x->warp ? "_warp" : "");
 	for (int k = 0; k < n; k++)
-		snprintf(names[k], 64, "%s_v%d%s", m->prefix, v, sfx[m->var[v].fam][k]);
-	if (m->var[v].fam != FAM_ROWREDUCE && m->var[v].fam != FAM_ROWMAP) /* one combine for every variant */
-		snprintf(names[1], 64, "%s%s", m->prefix, sfx[m->var[v].fam][1]);
+		snprintf(names[k], 64, "%.58s%s", base, sfx[x->fam][k]);
+	if (x->fam != FAM_ROWREDUCE && x->fam != FAM_ROWMAP) { /* one combine for every variant */
+		if (m->name[0])
+			snprintf(names[1], 64, "%.24s_%s%s", m->name, fam, sfx[x->fam][1]);
+		else
+			snprintf(names[1], 64, "%s%s", m->prefix, sfx[x->fam][1]);
+	}
 	return n;
 }
 

@@ -149,18 +149,47 @@ static void print_stats(const CudaModule *m, const CudaKStat *ks, int nks, const
 		fprintf(stderr, "(registers, spills, shared memory: %s)\n", why);
 }
 
+/* --header: m's kernels named after the carrier (named), and their
+ * launch contract written to the header's file once the module is out. */
+static int named(Carrier *c, const Opts *o, CudaModule *m, char *msg, size_t n)
+{
+	return o->header ? cuda_module_name(m, c->name, msg, n) : 0;
+}
+
+static int header(Carrier *c, const Opts *o, CudaModule *m, char *msg, size_t n)
+{
+	if (!o->header)
+		return 0;
+	OutFile of;
+	if (outfile_open(&of, o->header, "w")) {
+		snprintf(msg, n, "%s: cannot write", o->header);
+		return -1;
+	}
+	cuda_header(c, m, of.f);
+	if (outfile_close(&of, 1)) {
+		snprintf(msg, n, "%s: cannot write", o->header);
+		return -1;
+	}
+	return 0;
+}
+
 static int emit_cuda(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 {
 	CudaModule m;
 	if (cuda_module(c, o->run.config, &m, msg, n))
 		return EXIT_FAIL;
+	if (named(c, o, &m, msg, n)) {
+		cuda_module_free(&m);
+		return EXIT_FAIL;
+	}
 	if (o->explain)
 		fprintf(stderr, "assoc: %s: %s\n", c->file, m.explain[0] ? m.explain : "template by the carrier's shape");
 	fputs(m.src, out);
 	if (o->stats)
 		print_stats(&m, NULL, 0, "use --target ptx");
+	int rc = header(c, o, &m, msg, n) ? EXIT_FAIL : EXIT_OK;
 	cuda_module_free(&m);
-	return EXIT_OK;
+	return rc;
 }
 
 static int emit_ptx(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
@@ -171,6 +200,10 @@ static int emit_ptx(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 	int rc = EXIT_FAIL, cached;
 	if (cuda_module_for(c, o->run.config, o->arch, 0, &m, msg, n))
 		return EXIT_FAIL;
+	if (named(c, o, &m, msg, n)) {
+		cuda_module_free(&m);
+		return EXIT_FAIL;
+	}
 	if (o->explain)
 		fprintf(stderr, "assoc: %s: %s\n", c->file, m.explain[0] ? m.explain : "template by the carrier's shape");
 	if (nvrtc_open(&nv, msg, n) || nvrtc_ptx(nv, m.src, o->arch, &ptx, &cached, msg, n))
@@ -182,7 +215,8 @@ static int emit_ptx(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 		int nks = cuda_ptxas_stats(ptx, o->arch, ks, 64, why, sizeof why);
 		print_stats(&m, ks, nks < 0 ? 0 : nks, nks < 0 ? why : NULL);
 	}
-	rc = EXIT_OK;
+	if (!header(c, o, &m, msg, n))
+		rc = EXIT_OK;
 out:
 	free(ptx);
 	nvrtc_close(nv);

@@ -1,0 +1,263 @@
+/* cuda_header.c: the kernels of `assoc emit --target cuda|ptx --header`:
+ * named after the carrier, and their launch contract as a C header, so
+ * that a program loads the module with the driver (or cupy.RawModule) and
+ * launches it without libassoc. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cuda/cuda.h"
+#include "compiler/util/buf.h"
+
+/* The longest carrier name that keeps every kernel name within 63
+ * characters (an attention variant with its suffix takes 37, a row
+ * variant 39). */
+enum { NAME_MAX_LEN = 24 };
+
+typedef struct {
+	char from[64], to[64];
+} Rename;
+
+static int is_ident(char ch) { return ch == '_' || (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
+
+int cuda_module_name(CudaModule *m, const char *carrier, char *msg, size_t n)
+{
+	if (strlen(carrier) > NAME_MAX_LEN) {
+		snprintf(msg, n, "carrier name '%s' is longer than the %d characters its kernels' names have room for",
+			 carrier, NAME_MAX_LEN);
+		return -1;
+	}
+	Rename *r = calloc((size_t)m->nvar * 3 + 1, sizeof *r);
+	if (!r)
+		abort();
+	int nr = 0;
+	for (int v = 0; v < m->nvar; v++) {
+		char old[3][64], new[3][64];
+		int nk = cuda_kernel_names(m, v, old);
+		snprintf(m->name, sizeof m->name, "%s", carrier);
+		cuda_kernel_names(m, v, new);
+		m->name[0] = 0;
+		for (int k = 0; k < nk; k++) {
+			int seen = 0;
+			for (int j = 0; j < nr; j++) {
+				if (!strcmp(r[j].from, old[k]))
+					seen = 1;
+				else if (!strcmp(r[j].to, new[k])) { /* two variants the same in every field named */
+					snprintf(msg, n, "kernels %s and %s would both be named %s", r[j].from, old[k], new[k]);
+					free(r);
+					return -1;
+				}
+			}
+			if (!seen) {
+				snprintf(r[nr].from, sizeof r[nr].from, "%.63s", old[k]);
+				snprintf(r[nr].to, sizeof r[nr].to, "%.63s", new[k]);
+				nr++;
+			}
+		}
+	}
+	/* every identifier that starts with the prefix: a kernel, its emulator
+	 * entry (name_emu), or the prefix itself in the module's comment */
+	Buf b = {0};
+	size_t pl = strlen(m->prefix);
+	const char *s = m->src;
+	for (const char *at; (at = strstr(s, m->prefix));) {
+		size_t t = pl;
+		while (is_ident(at[t]))
+			t++;
+		char tok[128];
+		snprintf(tok, sizeof tok, "%.*s", (int)(t < sizeof tok ? t : sizeof tok - 1), at);
+		const char *to = NULL, *tail = "";
+		for (int j = 0; j < nr && !to; j++) {
+			size_t fl = strlen(r[j].from);
+			if (!strcmp(tok, r[j].from))
+				to = r[j].to;
+			else if (!strncmp(tok, r[j].from, fl) && !strcmp(tok + fl, "_emu"))
+				to = r[j].to, tail = "_emu";
+		}
+		if (at > s && is_ident(at[-1]))
+			to = NULL;
+		buf_printf(&b, "%.*s%s%s", (int)(at - s), s, to ? to : tok, tail);
+		s = at + t;
+	}
+	buf_puts(&b, s);
+	free(m->src);
+	m->src = buf_take(&b);
+	snprintf(m->name, sizeof m->name, "%s", carrier);
+	free(r);
+	return 0;
+}
+
+/* ---- the header ---- */
+
+static const char *role_of(int slot, const Carrier *c)
+{
+	return slot < c->nelem ? "element input [rows][len]"
+	       : slot < c->nelem + c->ncol ? "column input [len]"
+					   : "row input [rows]";
+}
+
+static void slots(const Carrier *c, FILE *o)
+{
+	const char *nm = c->name;
+	fprintf(o, "/* The slots of args.in (inputs), args.out (outputs) and args.prm\n"
+		   " * (params), with each array's type, components (the last dim) and\n"
+		   " * layout, row-major: */\nenum {\n");
+	int k = 0;
+	const Decl *groups[3] = {c->elem, c->col, c->row};
+	int counts[3] = {c->nelem, c->ncol, c->nrow};
+	for (int g = 0; g < 3; g++)
+		for (int i = 0; i < counts[g]; i++, k++)
+			fprintf(o, "\t%s_IN_%s = %d, /* %s x %d, %s */\n", nm, groups[g][i].name, k,
+				ty_kind_name(groups[g][i].storage), spec_decl_width(&groups[g][i]), role_of(k, c));
+	for (int i = 0; i < c->nfinal + c->nmap; i++) {
+		const Def *d = i < c->nfinal ? &c->finalize[i] : &c->map[i - c->nfinal];
+		int per_pos = i >= c->nfinal || c->tpl == FAM_SCAN;
+		fprintf(o, "\t%s_OUT_%s = %d, /* %s x %d, %s output [rows]%s */\n", nm, d->name, i,
+			ty_kind_name((TyKind)d->e->ty.kind), d->e->ty.len ? d->e->ty.len : 1,
+			i < c->nfinal ? "finalize" : "map", per_pos ? "[len]" : "");
+	}
+	for (int i = 0; i < c->nparams; i++)
+		fprintf(o, "\t%s_PRM_%s = %d,\n", nm, c->params[i].name, i);
+	fprintf(o, "\t%s_NIN = %d, %s_NOUT = %d, %s_NPRM = %d\n};\n\n", nm, c->nelem + c->ncol + c->nrow, nm,
+		c->nfinal + c->nmap, nm, c->nparams);
+}
+
+/* Variant v's plan function, the arithmetic of cuda_plan_h with v's
+ * constants written in. */
+static void plan_fn(const CudaModule *m, int v, FILE *o)
+{
+	const char *nm = m->name;
+	const Variant *x = &m->var[v];
+	char names[3][64], cfg[160];
+	int nk = cuda_kernel_names(m, v, names);
+	variant_str(x, cfg, sizeof cfg);
+	CudaPlan p; /* the blocks and shared bytes, which no shape changes */
+	cuda_plan_h(m, v, 64, 4096, 1, 4, &p);
+	fprintf(o, "/* %s */\nstatic inline int %s_plan(int32_t rows, int32_t len, int32_t heads, int32_t kv_heads, "
+		   "int32_t split, %s_plan *p)\n{\n", cfg, names[0], nm);
+	fprintf(o, "\tmemset(p, 0, sizeof *p);\n"
+		   "\tif (rows < 0 || len < 0 || heads < 1 || kv_heads < 1 || heads %% kv_heads)\n\t\treturn -1;\n");
+	if (x->fam == FAM_ATTN)
+		fprintf(o, "\t/* a run of the query heads that share a key/value head is one run of rows */\n"
+			   "\trows *= heads / kv_heads;\n\theads = kv_heads;\n");
+	else
+		fprintf(o, "\tif (heads != 1)\n\t\treturn -1; /* one head a launch: offset the pointers */\n");
+	if (x->fam == FAM_ROWMAP && x->items)
+		fprintf(o, "\tif (len > %ld)\n\t\treturn -1; /* a row kept on chip must fit */\n",
+			(long)x->items * (x->warp ? 32 : x->nt));
+	fprintf(o, "\tlong long s = split < 1 ? 1 : split, blocks = (long long)heads * (rows < 1 ? 1 : rows);\n"
+		   "\tif (s * blocks > 0x7fffffffLL)\n\t\ts = 0x7fffffffLL / blocks > 1 ? 0x7fffffffLL / blocks : 1;\n"
+		   "\tlong long chunk = len;\n");
+	for (int k = 0; k < nk; k++)
+		fprintf(o, "\tp->k[%d].name = \"%s\";\n", k, names[k]);
+	switch (x->fam) {
+	case FAM_ROWREDUCE: case FAM_ROWMAP:
+		fprintf(o, "\ts = 1;\n\tp->nk = 1;\n");
+		if (x->warp)
+			fprintf(o, "\tp->k[0].grid = (unsigned)((rows + %d) / %d);\n", x->nt / 32 - 1, x->nt / 32);
+		else
+			fprintf(o, "\tp->k[0].grid = (unsigned)rows;\n");
+		break;
+	case FAM_SPLITK: case FAM_SCAN:
+		fprintf(o, "\t/* chunks of a multiple of 4 keep 16-byte alignment; no block past a row's end */\n"
+			   "\tchunk = ((len + s - 1) / s + 3) / 4 * 4;\n"
+			   "\tif (len > 0 && (len + chunk - 1) / chunk < s)\n\t\ts = (len + chunk - 1) / chunk;\n"
+			   "\tp->k[0].grid = p->k[2].grid = (unsigned)(rows * s);\n"
+			   "\tp->k[1].grid = (unsigned)((rows + 63) / 64);\n");
+		if (x->fam == FAM_SPLITK)
+			fprintf(o, "\tp->nk = %d;\n\tp->ws_bytes = (uint64_t)rows * (uint64_t)(s + 1) * %zu;\n", nk,
+				m->state_size);
+		else
+			fprintf(o, "\tp->nk = 3;\n\tp->ws_bytes = (uint64_t)rows * (uint64_t)s * %zu;\n"
+				   "\tif (s == 1) { /* one chunk a row: the down-sweep alone */\n"
+				   "\t\tp->k[0] = p->k[2];\n\t\tp->k[0].block = %u;\n\t\tp->nk = 1;\n\t}\n",
+				m->state_size, p.k[2].block);
+		break;
+	case FAM_ATTN: {
+		int bm = cuda_attn_rows(x);
+		fprintf(o, "\tchunk = ((len + s - 1) / s + %d) / %d * %d;\n", x->bn - 1, x->bn, x->bn);
+		fprintf(o, "\tp->k[0].grid = (unsigned)(heads * ((rows + %d) / %d) * s);\n", bm - 1, bm);
+		fprintf(o, "\tp->k[1].grid = (unsigned)(((long long)heads * rows + %u) / %u);\n", p.k[1].block / 32 - 1,
+			p.k[1].block / 32);
+		fprintf(o, "\tp->nk = 1;\n\tif (s > 1) { /* the partial states, then a counter a query tile or the combine */\n"
+			   "\t\tp->ws_bytes = (uint64_t)heads * rows * s * %d;\n", (m->attn.dv + 2) * 4);
+		if (x->mt == 1)
+			fprintf(o, "\t\tp->zero_at = p->ws_bytes;\n\t\tp->zero_bytes = (uint64_t)heads * ((rows + %d) / %d) * 4;\n"
+				   "\t\tp->ws_bytes += p->zero_bytes;\n", bm - 1, bm);
+		else
+			fprintf(o, "\t\tp->nk = 2;\n");
+		fprintf(o, "\t}\n");
+		break;
+	}
+	default:
+		break;
+	}
+	for (int k = 0; k < nk; k++)
+		fprintf(o, "\tp->k[%d].block = %u;\n\tp->k[%d].smem = %u;\n", k, p.k[k].block, k, p.k[k].smem);
+	if (x->fam == FAM_SCAN)
+		fprintf(o, "\tif (p->nk == 1)\n\t\tp->k[0].block = p->k[2].block;\n");
+	fprintf(o, "\tfor (int k = 0; k < p->nk; k++) /* a grid of no rows: one block, which does nothing */\n"
+		   "\t\tp->k[k].grid = p->k[k].grid ? p->k[k].grid : 1;\n"
+		   "\tp->split = (int32_t)s;\n\tp->chunk = (int32_t)chunk;\n\treturn 0;\n}\n\n");
+}
+
+void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
+{
+	const char *nm = m->name;
+	fprintf(o, "/* %s.h: the launch contract of carrier %s's kernels (%s), written by\n"
+		   " * `assoc emit --target cuda|ptx --header`; it goes with the module of that\n"
+		   " * command.  To run variant V on rows x len: fill a %s_args (device\n"
+		   " * pointers, the shape, the params), call V_plan, allocate ws_bytes of\n"
+		   " * workspace and zero [zero_at, zero_at + zero_bytes) once (the kernels\n"
+		   " * leave it zero), set args.ws, args.split and args.chunk from the plan,\n"
+		   " * then launch p.k[0 .. nk) in order on one stream, each with the\n"
+		   " * grid, block and dynamic shared bytes of the plan and the one\n"
+		   " * parameter &args (cuLaunchKernel's kernelParams = {&args}).  A kernel\n"
+		   " * taking more than 48 KB of dynamic shared memory needs\n"
+		   " * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES set first. */\n",
+		nm, nm, c->file, nm);
+	fprintf(o, "#ifndef ASSOC_KERNELS_%s_H\n#define ASSOC_KERNELS_%s_H\n\n", nm, nm);
+	fprintf(o, "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n");
+	fprintf(o, "/* The kernels' one parameter, by value (templates/common.cuh's Args). */\n"
+		   "typedef struct {\n"
+		   "\tuint64_t in[%d];  /* inputs' device pointers, by %s_IN_ slot */\n"
+		   "\tuint64_t out[%d]; /* outputs' device pointers, by %s_OUT_ slot */\n"
+		   "\tuint64_t ws;      /* the workspace, the plan's ws_bytes (0 bytes: any value) */\n"
+		   "\tint32_t rows, len; /* the shape (attention: rows of one query head) */\n"
+		   "\tint32_t split, chunk; /* from the plan */\n"
+		   "\tdouble prm[%d];   /* params, by %s_PRM_ slot */\n"
+		   "\tint32_t heads, kv_heads; /* attention: query and key/value heads; 1 and 1 elsewhere */\n"
+		   "} %s_args;\n",
+		CUDA_MAXIN, nm, CUDA_MAXOUT, nm, CUDA_MAXP, nm, nm);
+	fprintf(o, "#ifdef __cplusplus\nstatic_assert(sizeof(%s_args) == %zu && offsetof(%s_args, prm) == %zu, "
+		   "\"the kernels' argument layout\");\n#else\n_Static_assert(sizeof(%s_args) == %zu && "
+		   "offsetof(%s_args, prm) == %zu, \"the kernels' argument layout\");\n#endif\n\n",
+		nm, sizeof(CudaArgs), nm, offsetof(CudaArgs, prm), nm, sizeof(CudaArgs), nm, offsetof(CudaArgs, prm));
+	slots(c, o);
+	fprintf(o, "/* One launch, and a variant's launches for a shape. */\ntypedef struct {\n"
+		   "\tconst char *name; /* the kernel's name in the module */\n"
+		   "\tunsigned grid, block, smem; /* blocks, threads a block (x only), dynamic shared bytes */\n"
+		   "} %s_launch;\n\ntypedef struct {\n\t%s_launch k[3];\n\tint nk;\n"
+		   "\tint32_t split, chunk; /* args.split, args.chunk */\n"
+		   "\tuint64_t ws_bytes, zero_at, zero_bytes; /* the workspace, and its region zeroed before the first launch */\n"
+		   "} %s_plan;\n\n",
+		nm, nm, nm);
+	fprintf(o, "/* Each variant's plan: 0, or -1 for a shape it does not take.  split:\n"
+		   " * blocks a row's reduced axis is split across (splitk, scan, attention;\n"
+		   " * at least 2 for splitk); heads, kv_heads: attention's (1 and 1\n"
+		   " * elsewhere, where a launch runs one head). */\n\n");
+	for (int v = 0; v < m->nvar; v++)
+		plan_fn(m, v, o);
+	fprintf(o, "/* Every variant: its configuration (the text --config takes), its\n"
+		   " * first kernel's name, its plan. */\ntypedef struct {\n\tconst char *config, *kernel;\n"
+		   "\tint (*plan)(int32_t rows, int32_t len, int32_t heads, int32_t kv_heads, int32_t split, %s_plan *p);\n"
+		   "} %s_variant;\n\nenum { %s_NVARIANTS = %d };\n\n"
+		   "static const %s_variant %s_variants[%s_NVARIANTS] = {\n",
+		nm, nm, nm, m->nvar, nm, nm, nm);
+	for (int v = 0; v < m->nvar; v++) {
+		char names[3][64], cfg[160];
+		cuda_kernel_names(m, v, names);
+		variant_str(&m->var[v], cfg, sizeof cfg);
+		fprintf(o, "\t{\"%s\", \"%s\", %s_plan},\n", cfg, names[0], names[0]);
+	}
+	fprintf(o, "};\n\n#endif\n");
+}
