@@ -935,6 +935,49 @@ Test(cli, large_vector_states_on_the_emulator, .timeout = 240)
 	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
 }
 
+/* Row inputs live in the fibers' stacks too: attention at d = 16384 (a
+ * query of 64 KiB a thread) died on the guard page.  Past what a GPU gives
+ * a thread, the emulator and the gpu device refuse with the dims. */
+Test(cli, wide_row_inputs_on_the_emulator, .timeout = 120)
+{
+	cr_expect_eq(sh(ASSOC " run specs/attention.yaml -D d=16384 --device emu --rows 2 --len 50", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
+	write_text("build/wide64.yaml", "carrier: wide64\ndims: {d: 8}\nelement:\n  x: f32[d]\nstate:\n  s: f64[d]\n"
+					"identity: {s: 0}\nlift: {s: x}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x)}\n"
+					"laws: [commutative]\n");
+	static const char *devs[] = {"emu", "gpu"};
+	for (int k = 0; k < 2; k++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, "ASSOC_LIBCUDA=build/libfakecuda.so ASSOC_NVRTC=build/libfakenvrtc.so " ASSOC
+			 " run build/wide64.yaml -D d=45000 --device %s --rows 1 --len 2", devs[k]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", devs[k], out);
+		cr_expect(strstr(out, "540000 bytes") && strstr(out, "(d = 45000)") && strstr(out, "at most 512 KiB"),
+			  "%s: %s", devs[k], out);
+	}
+}
+
+/* The CPU backend holds each vector component as its own value, and its
+ * compile time grows faster than linearly with them: past its limits it
+ * refuses, naming the input and dim, and within them it compiles. */
+Test(cli, wide_vectors_on_the_cpu_are_bounded, .timeout = 240)
+{
+	cr_expect_eq(sh("ASSOC_NO_CPU_CACHE=1 " ASSOC " run specs/attention.yaml -D d=2048 --device cpu --rows 2 --len 50",
+			out, sizeof out, 1),
+		     1, "%s", out);
+	cr_expect(strstr(out, "row input 'q' has 2048 components (dim d)") && strstr(out, "at most 1024"), "%s", out);
+	write_text("build/wide5.yaml", "carrier: wide5\ndims: {d: 1000}\nelement: {x: 'f32[d]', y: 'f32[d]', "
+				       "z: 'f32[d]', w: 'f32[d]', u: 'f32[d]'}\nstate: {s: f32}\nidentity: {s: 0}\n"
+				       "lift: {s: 'dot(x, y) + dot(z, w) + dot(u, u)'}\nmerge: {s: a.s + b.s}\n");
+	cr_expect_eq(sh(ASSOC " run build/wide5.yaml --device cpu --rows 2 --len 5", out, sizeof out, 1), 1, "%s", out);
+	cr_expect(strstr(out, "5000 components in all (d = 1000)") && strstr(out, "at most 4096"), "%s", out);
+	cr_expect_eq(sh("ASSOC_NO_CPU_CACHE=1 " ASSOC " run specs/attention.yaml -D d=256 -D dv=256 --device cpu --rows 2 "
+			"--len 50",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
+}
+
 /* An empty -o is a usage error with a message: emit failed silently with
  * 1, explore printed the spec and then a nameless system error. */
 Test(cli, empty_output_name_is_a_usage_error, .timeout = 60)

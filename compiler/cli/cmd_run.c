@@ -379,6 +379,11 @@ static int cmd_run_on(Opts *o)
 	if (!rc && o->mpi)
 		rc = mpi_device_ok(o, dv);
 	char msg[1024] = "";
+	/* before anything is drawn or judged at a size no thread could hold */
+	if (!rc && (!strcmp(dv->name, "emu") || !strcmp(dv->name, "gpu")) && run_thread_fits(c, msg, sizeof msg)) {
+		fprintf(stderr, "%s: error: %s: %s\n", c->file, dv->name, msg);
+		rc = EXIT_FAIL;
+	}
 	int lead = !o->mpi || run_mpi_rank() == 0;
 	if (!rc && !(d = cli_drawn(o, c)))
 		rc = EXIT_USAGE;

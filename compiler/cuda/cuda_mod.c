@@ -771,7 +771,7 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		put_blob(&b, "attention");
 	buf_puts(&b, "/* ---- kernels ---- */\n");
 	buf_puts(&b, "#ifdef ASSOC_EMU /* the fibers' stacks grow with these (runtime/emu/emu.hpp) */\n"
-		     "extern \"C\" const size_t asc_emu_frame_bytes = sizeof(State) + sizeof(Elem);\n#endif\n");
+		     "extern \"C\" const size_t asc_emu_frame_bytes = sizeof(State) + sizeof(Elem) + sizeof(Row);\n#endif\n");
 	kernels(m, &b);
 	m->src = buf_take(&b);
 	return 0;

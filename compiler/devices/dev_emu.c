@@ -41,6 +41,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	int rc = -1;
 	int split = o->split > 0 ? o->split : 1, v = -1, said = o->split > 0;
 	Variant cv;
+	if (run_thread_fits(d->c, msg, n))
+		return -1;
 	if (o->config && !said && !variant_parse(o->config, &cv, msg, n) && cv.split > 0) /* --split stands over it */
 		split = cv.split, said = 1;
 	if (cuda_module(d->c, NULL, &m, msg, n))

@@ -364,6 +364,8 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 
 static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
+	if (run_thread_fits(d->c, msg, n))
+		return -1;
 	Gpu g;
 	if (gpu_open(&g, d->c, 0, msg, n))
 		return -1;

@@ -2,6 +2,7 @@
  * the comparison of a device's results with the float64 reference. */
 #include "compiler/devices/run.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,34 @@ size_t run_kind_size(TyKind k)
 	case TY_I32: case TY_F32: return 4;
 	default: return 8;
 	}
+}
+
+size_t run_thread_bytes(const Carrier *c)
+{
+	const Decl *g[] = {c->row, c->col, c->elem, c->state};
+	const int ng[] = {c->nrow, c->ncol, c->nelem, c->nstate};
+	size_t bytes = 0;
+	for (int k = 0; k < 4; k++)
+		for (int f = 0; f < ng[k]; f++) {
+			TyKind t = g[k][f].ty.kind;
+			bytes += (size_t)spec_decl_width(&g[k][f]) * (t == TY_F64 || t == TY_I64 ? 8 : 4);
+		}
+	return bytes;
+}
+
+int run_thread_fits(const Carrier *c, char *msg, size_t n)
+{
+	size_t bytes = run_thread_bytes(c);
+	if (bytes <= RUN_THREAD_BYTES)
+		return 0;
+	char dims[256] = "";
+	for (int k = 0; k < ir_ndims(c->ir) && strlen(dims) < sizeof dims - 64; k++)
+		snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%s = %d", k ? ", " : "", ir_dim(c->ir, k)->name,
+			 ir_dim(c->ir, k)->size);
+	snprintf(msg, n, "a thread would hold %zu bytes of the carrier's state and inputs (%s); a GPU gives a thread at "
+			 "most %d KiB of local memory",
+		 bytes, dims, RUN_THREAD_BYTES / 1024);
+	return -1;
 }
 
 uint16_t run_bf16_bits(double v)

@@ -23,6 +23,15 @@ typedef struct {
 } Buffer;
 
 size_t run_kind_size(TyKind k);
+
+/* What one CUDA thread holds of a carrier (its State, Row and Elem, each
+ * component as it computes: f16 and bf16 as float), and the most a GPU
+ * gives a thread as local memory (512 KiB on every architecture); the gpu
+ * and emu devices refuse a carrier past it.  0, or -1 with msg naming the
+ * dims. */
+enum { RUN_THREAD_BYTES = 512 * 1024 };
+size_t run_thread_bytes(const Carrier *c);
+int run_thread_fits(const Carrier *c, char *msg, size_t n);
 double run_buffer_get(const Buffer *b, size_t i);  /* component i, as a double */
 void run_buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst); /* components i .. i + n - 1 */
 void run_buffer_set(Buffer *b, size_t i, double v); /* rounds to the buffer's kind */

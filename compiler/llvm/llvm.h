@@ -10,6 +10,12 @@
 #include "runtime/cpu.h"
 #include "compiler/front/spec.h"
 
+/* The widest vector (row, column, element input or state field) the CPU
+ * backend compiles, and the most components over all of them: its code
+ * holds each component as its own value, and past these the compile time
+ * grows to minutes (llvm.c, unsupported). */
+enum { LLVM_MAX_WIDTH = 1024, LLVM_MAX_COMPONENTS = 4096 };
+
 typedef struct {
 	int lanes; /* positions per vector: 0 picks the host's widest float vector */
 	int accs;  /* independent accumulators in the reduce loop: 0 picks the default */
