@@ -15,18 +15,6 @@
 #define ASSOC "build/asan/assoc"
 
 /* Run a command, capture stdout (and stderr when err is set); return its exit status. */
-static int sh(const char *cmd, char *out, size_t n, int err)
-{
-	char full[8192];
-	snprintf(full, sizeof full, "%s%s", cmd, err ? " 2>&1" : " 2>/dev/null");
-	FILE *f = popen(full, "r");
-	cr_assert(f, "popen %s", cmd);
-	size_t len = fread(out, 1, n - 1, f);
-	out[len] = 0;
-	int st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static char out[1 << 16];
 
 Test(cli, check_passing_spec)

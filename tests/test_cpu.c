@@ -385,18 +385,6 @@ Test(cpu, minus_inf_rule)
 	spec_carrier_free(c);
 }
 
-static int sh(const char *cmd, char *out, size_t n)
-{
-	char full[1024];
-	snprintf(full, sizeof full, "%s 2>&1", cmd);
-	FILE *f = popen(full, "r");
-	cr_assert(f, "popen %s", cmd);
-	size_t len = fread(out, 1, n - 1, f);
-	out[len] = 0;
-	int st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 Test(cpu, npy_through_the_command_line)
 {
 	float x[2][5] = {{1, 2, 3, 4, 5}, {-1, 0, 1, 0.5f, 0}};
@@ -406,7 +394,7 @@ Test(cpu, npy_through_the_command_line)
 	cr_assert_eq(npy_write("build/cpu_x.npy", &a, msg, sizeof msg), 0, "%s", msg);
 	int rc = sh("build/asan/assoc run specs/online_softmax.yaml --device cpu --threads 2 "
 		    "--input x=build/cpu_x.npy --output y=build/cpu_y.npy --output lse=build/cpu_lse.npy",
-		    out, sizeof out);
+		    out, sizeof out, 1);
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_assert(strstr(out, "on cpu, 2 rows x 5"), "%s", out);
 	cr_assert(strstr(out, "  ok\n"), "%s", out);

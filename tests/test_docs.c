@@ -137,18 +137,6 @@ Test(docs, nothing_points_outside_the_repository)
 	globfree(&g);
 }
 
-static int sh(const char *cmd, char *out, size_t n)
-{
-	char full[1024];
-	snprintf(full, sizeof full, "%s 2>&1", cmd);
-	FILE *f = popen(full, "r");
-	cr_assert(f, "popen %s", cmd);
-	size_t len = fread(out, 1, n - 1, f);
-	out[len] = 0;
-	int st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Each example file's text is in the doc as it is on disk, and each YAML
  * block of the doc that is a whole spec is one of the files. */
 static void expect_examples_in_doc(const char *doc, const char *pattern, int *nfiles)
@@ -183,7 +171,7 @@ Test(docs, the_examples_are_files_that_load)
 Test(docs, the_carrier_examples_pass_check, .timeout = 300)
 {
 	static char out[1 << 16];
-	int rc = sh(ASSOC " check docs/examples/*.yaml", out, sizeof out);
+	int rc = sh(ASSOC " check docs/examples/*.yaml", out, sizeof out, 1);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(!strstr(out, "FAILED"), "%s", out);
 	for (const char *name = "online_softmax\0welford\0argmax\0linear_recurrence\0prefix_logsumexp\0attention\0"
@@ -198,7 +186,7 @@ Test(docs, the_carrier_examples_pass_check, .timeout = 300)
 Test(docs, the_loop_example_explores_to_a_carrier, .timeout = 120)
 {
 	static char out[1 << 16];
-	int rc = sh(ASSOC " explore docs/examples/loops/softmax_update.yaml -o -", out, sizeof out);
+	int rc = sh(ASSOC " explore docs/examples/loops/softmax_update.yaml -o -", out, sizeof out, 1);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "carrier: softmax_update by generalize; associative proved"), "%s", out);
 	cr_expect(strstr(out, "\nmerge:\n"), "%s", out);

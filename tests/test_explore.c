@@ -195,7 +195,7 @@ Test(explore, refuses_a_carrier)
 }
 
 /* The command: -o writes a spec that assoc check passes and emit compiles. */
-static int sh(const char *cmd)
+static int run_status(const char *cmd)
 {
 	int st = system(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -206,18 +206,18 @@ Test(explore, cli_writes_a_spec_check_passes)
 	char dir[] = "/tmp/assoc_explore_XXXXXX", cmd[512];
 	cr_assert(mkdtemp(dir));
 	snprintf(cmd, sizeof cmd, "build/asan/assoc explore specs/loops/welford_update.yaml -o %s/w.yaml > %s/log", dir, dir);
-	cr_assert_eq(sh(cmd), 0);
+	cr_assert_eq(run_status(cmd), 0);
 	snprintf(cmd, sizeof cmd, "build/asan/assoc check %s/w.yaml > /dev/null", dir);
-	cr_assert_eq(sh(cmd), 0, "assoc check fails on the written spec");
+	cr_assert_eq(run_status(cmd), 0, "assoc check fails on the written spec");
 	snprintf(cmd, sizeof cmd, "build/asan/assoc emit --target llvm %s/w.yaml -o %s/w.ll > /dev/null 2>&1", dir, dir);
-	int emit = sh(cmd);
+	int emit = run_status(cmd);
 	cr_expect(emit == 0, "assoc emit fails on the written spec");
 	snprintf(cmd, sizeof cmd, "build/asan/assoc explore specs/loops/not_splittable.yaml -o %s/n.yaml > /dev/null", dir);
-	cr_assert_eq(sh(cmd), 1, "no carrier: exit 1");
+	cr_assert_eq(run_status(cmd), 1, "no carrier: exit 1");
 	snprintf(cmd, sizeof cmd, "%s/n.yaml", dir);
 	cr_assert_neq(access(cmd, F_OK), 0, "nothing written when nothing is found");
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	sh(cmd);
+	run_status(cmd);
 }
 
 Test(explore, ema_with_count_keeps_unit_rows_out)

@@ -15,18 +15,6 @@
 #define ASSOC "build/assoc"
 #define MPIRUN "mpirun --allow-run-as-root --oversubscribe -np "
 
-static int sh(const char *cmd, char *out, size_t n)
-{
-	char full[4096];
-	snprintf(full, sizeof full, "%s 2>&1", cmd);
-	FILE *f = popen(full, "r");
-	cr_assert(f, "popen %s", cmd);
-	size_t len = fread(out, 1, n - 1, f);
-	out[len] = 0;
-	int st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static char out[1 << 16];
 
 /* SKIP, with the reason, where mpirun or an MPI build is missing. */
@@ -34,10 +22,10 @@ static void need_mpi(void)
 {
 	if (access(ASSOC, X_OK))
 		cr_skip_test(ASSOC " not built (make build/assoc)");
-	if (sh("command -v mpirun", out, sizeof out))
+	if (sh("command -v mpirun", out, sizeof out, 1))
 		cr_skip_test("no mpirun on this machine (make deps installs Open MPI)");
 	/* one process without mpirun: MPI's singleton, or the build says why it has none */
-	if (sh(ASSOC " run specs/sum.yaml --device interp --rows 1 --len 4 --mpi", out, sizeof out) == 2 &&
+	if (sh(ASSOC " run specs/sum.yaml --device interp --rows 1 --len 4 --mpi", out, sizeof out, 1) == 2 &&
 	    strstr(out, "assoc was built without MPI"))
 		cr_skip_test("%s", out);
 }
@@ -65,7 +53,7 @@ static int same_bytes(const char *a, const char *b)
 {
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "cmp %s %s", a, b);
-	return sh(cmd, out, sizeof out) == 0;
+	return sh(cmd, out, sizeof out, 1) == 0;
 }
 
 /* spec on 4 ranks against one process, output name, relative tolerance;
@@ -77,9 +65,9 @@ static void across_ranks(const char *spec, const char *shape, const char *name, 
 	snprintf(one, sizeof one, "build/mpi-%s-one.npy", tag);
 	snprintf(many, sizeof many, "build/mpi-%s-4.npy", tag);
 	snprintf(cmd, sizeof cmd, ASSOC " run %s --device cpu %s --output %s=%s", spec, shape, name, one);
-	cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
 	snprintf(cmd, sizeof cmd, MPIRUN "4 " ASSOC " run %s --device cpu %s --mpi --output %s=%s", spec, shape, name, many);
-	cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s\n%s", cmd, out);
 	cr_assert(strstr(out, "  mpi: 4 ranks, 4 slices a row, "), "%s", out);
 	cr_assert(strstr(out, op), "%s", out);
 	cr_assert(strstr(out, ": local fold "), "%s", out);
@@ -91,7 +79,7 @@ static void across_ranks(const char *spec, const char *shape, const char *name, 
 		snprintf(det[i], sizeof det[i], "build/mpi-%s-det%d.npy", tag, p[i]);
 		snprintf(cmd, sizeof cmd, MPIRUN "%d " ASSOC " run %s --device cpu %s --mpi --deterministic --output %s=%s",
 			 p[i], spec, shape, name, det[i]);
-		cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s\n%s", cmd, out);
 		cr_assert(strstr(out, "16 slices a row (deterministic)"), "%s", out);
 		if (i)
 			cr_assert(same_bytes(det[0], det[i]), "%s: --deterministic on %d ranks differs from 1 rank", spec, p[i]);
@@ -126,12 +114,12 @@ Test(mpi, interp_and_refusals)
 {
 	need_mpi();
 	cr_assert_eq(sh(MPIRUN "2 " ASSOC " run specs/linear_recurrence.yaml --device interp --mpi --rows 3 --len 500", out,
-			sizeof out),
+			sizeof out, 1),
 		     0, "%s", out);
 	cr_assert(strstr(out, "  mpi: 2 ranks, 2 slices a row, rank-ordered op"), "%s", out);
-	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device emu --mpi", out, sizeof out), 2, "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device emu --mpi", out, sizeof out, 1), 2, "%s", out);
 	cr_assert(strstr(out, "--mpi runs on the cpu and interp devices, not emu"), "%s", out);
-	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --split 4 --mpi", out, sizeof out), 2, "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --split 4 --mpi", out, sizeof out, 1), 2, "%s", out);
 	cr_assert(strstr(out, "--split: with --mpi"), "%s", out);
 }
 
@@ -140,7 +128,7 @@ Test(mpi, sequence_parallel_attention_example)
 	need_mpi();
 	if (access("build/mpi_attention", X_OK))
 		cr_skip_test("build/mpi_attention not built (make build/mpi_attention)");
-	cr_assert_eq(sh(MPIRUN "4 build/mpi_attention 32 2048", out, sizeof out), 0, "%s", out);
+	cr_assert_eq(sh(MPIRUN "4 build/mpi_attention 32 2048", out, sizeof out, 1), 0, "%s", out);
 	cr_assert(strstr(out, "32 queries x 2048 keys on 4 ranks (commutative op)"), "%s", out);
 	cr_assert(strstr(out, ": ok\n"), "%s", out);
 }

@@ -3,7 +3,9 @@
 #define ASSOC_TESTUTIL_H
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "compiler/front/spec.h"
 
@@ -39,6 +41,21 @@ static inline Carrier *text_ok(const char *text)
 	Carrier *c = load_text(text, err, sizeof err);
 	cr_assert(c, "spec text did not load: %s", err);
 	return c;
+}
+
+/* Run a shell command line: its exit status (-1 when a signal ended it),
+ * its standard output in out (and its standard error with err; without,
+ * standard error is dropped). */
+static inline int sh(const char *cmd, char *out, size_t n, int err)
+{
+	char full[8192];
+	snprintf(full, sizeof full, "%s%s", cmd, err ? " 2>&1" : " 2>/dev/null");
+	FILE *f = popen(full, "r");
+	cr_assert(f, "popen %s", cmd);
+	size_t len = fread(out, 1, n - 1, f);
+	out[len] = 0;
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 #endif
