@@ -173,17 +173,27 @@ static int header(Carrier *c, const Opts *o, CudaModule *m, char *msg, size_t n)
 	return 0;
 }
 
+/* The module emit writes for arch (NULL: the newest), its kernels named
+ * after the carrier where --header asks, and --explain's line; 0, or -1
+ * with msg and nothing to free. */
+static int module_to_emit(Carrier *c, const Opts *o, const char *arch, CudaModule *m, char *msg, size_t n)
+{
+	if (cuda_module_for(c, o->run.config, arch, 0, m, msg, n))
+		return -1;
+	if (named(c, o, m, msg, n)) {
+		cuda_module_free(m);
+		return -1;
+	}
+	if (o->explain)
+		fprintf(stderr, "assoc: %s: %s\n", c->file, m->explain[0] ? m->explain : "template by the carrier's shape");
+	return 0;
+}
+
 static int emit_cuda(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 {
 	CudaModule m;
-	if (cuda_module(c, o->run.config, &m, msg, n))
+	if (module_to_emit(c, o, NULL, &m, msg, n))
 		return EXIT_FAIL;
-	if (named(c, o, &m, msg, n)) {
-		cuda_module_free(&m);
-		return EXIT_FAIL;
-	}
-	if (o->explain)
-		fprintf(stderr, "assoc: %s: %s\n", c->file, m.explain[0] ? m.explain : "template by the carrier's shape");
 	fputs(m.src, out);
 	if (o->stats)
 		print_stats(&m, NULL, 0, "use --target ptx");
@@ -198,14 +208,8 @@ static int emit_ptx(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 	Nvrtc *nv = NULL;
 	char *ptx = NULL;
 	int rc = EXIT_FAIL, cached;
-	if (cuda_module_for(c, o->run.config, o->arch, 0, &m, msg, n))
+	if (module_to_emit(c, o, o->arch, &m, msg, n))
 		return EXIT_FAIL;
-	if (named(c, o, &m, msg, n)) {
-		cuda_module_free(&m);
-		return EXIT_FAIL;
-	}
-	if (o->explain)
-		fprintf(stderr, "assoc: %s: %s\n", c->file, m.explain[0] ? m.explain : "template by the carrier's shape");
 	if (nvrtc_open(&nv, msg, n) || nvrtc_ptx(nv, m.src, o->arch, &ptx, &cached, msg, n))
 		goto out;
 	fputs(ptx, out);
