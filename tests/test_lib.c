@@ -541,3 +541,36 @@ Test(lib, emu_and_interp_match_the_cpu, .timeout = 300)
 	}
 	assoc_spec_free(s);
 }
+
+Test(lib, params_and_device_by_name)
+{
+	AssocSpec *s = spec_ok("specs/attention.yaml");
+	cr_assert_eq(assoc_param_count(s), 1);
+	cr_assert_str_eq(assoc_param_name(s, 0), "scale");
+	cr_assert_str_eq(assoc_param_type(s, 0), "f32");
+	cr_assert_null(assoc_param_name(s, 1));
+	cr_assert_null(assoc_param_name(s, -1));
+	cr_assert_null(assoc_param_type(s, 1));
+	assoc_spec_free(s);
+	s = spec_ok("specs/sum.yaml");
+	cr_assert_eq(assoc_param_count(s), 0);
+	cr_assert_eq(assoc_param_count(NULL), 0);
+	cr_assert_null(assoc_param_name(NULL, 0));
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_str_eq(assoc_kernel_device(k), "interp");
+	assoc_kernel_free(k);
+	setenv("ASSOC_LIBCUDA", "build/no-such-libcuda.so.1", 1);
+	cr_assert_eq(assoc_compile(s, "gpu", 1, &k), ASSOC_EDEVICE);
+	cr_assert_null(assoc_kernel_device(k), "a failed compile runs on no device");
+	assoc_kernel_free(k);
+	char why[256];
+	if (llvm_available(why, sizeof why)) {
+		cr_assert_eq(assoc_compile(s, "auto", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+		cr_assert_str_eq(assoc_kernel_device(k), "cpu", "auto without a driver picks the cpu");
+		assoc_kernel_free(k);
+	}
+	unsetenv("ASSOC_LIBCUDA");
+	cr_assert_null(assoc_kernel_device(NULL));
+	assoc_spec_free(s);
+}

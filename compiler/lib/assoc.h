@@ -90,6 +90,12 @@ AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info);
  * shape, SIZE_MAX for a shape whose bytes a size_t cannot count. */
 size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len);
 void assoc_spec_free(AssocSpec *s);
+/* The spec's params in declaration order: their count, and the name and
+ * storage type ("f32", "bool", ...) of param i (NULL for a bad index), as
+ * assoc_run takes them by name. */
+int assoc_param_count(const AssocSpec *s);
+const char *assoc_param_name(const AssocSpec *s, int i);
+const char *assoc_param_type(const AssocSpec *s, int i);
 
 /* device: "cpu" (the LLVM backend, on the caller's arrays in place),
  * "gpu" (CUDA through the driver: each run copies the arrays to the
@@ -128,6 +134,9 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
  * that are not a positive multiple of kv_heads. */
 size_t assoc_array_bytes_heads(const AssocSpec *s, int i, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len);
 void assoc_kernel_free(AssocKernel *k);
+/* The device a kernel runs on ("cpu", "gpu", "emu" or "interp": the one
+ * "auto" picked); NULL for a failed compile. */
+const char *assoc_kernel_device(const AssocKernel *k);
 
 #ifdef __cplusplus
 }

@@ -211,6 +211,18 @@ void assoc_spec_free(AssocSpec *s)
 	free(s);
 }
 
+int assoc_param_count(const AssocSpec *s) { return s && s->c ? s->c->nparams : 0; }
+
+const char *assoc_param_name(const AssocSpec *s, int i)
+{
+	return s && s->c && i >= 0 && i < s->c->nparams ? s->c->params[i].name : NULL;
+}
+
+const char *assoc_param_type(const AssocSpec *s, int i)
+{
+	return s && s->c && i >= 0 && i < s->c->nparams ? ty_kind_name(s->c->params[i].storage) : NULL;
+}
+
 /* ---- kernels ---- */
 
 /* The kernel of a failed compile: its status and reason (also in s->err,
@@ -548,4 +560,9 @@ void assoc_kernel_free(AssocKernel *k)
 		return;
 	release(k);
 	free(k);
+}
+
+const char *assoc_kernel_device(const AssocKernel *k)
+{
+	return !k || k->failed ? NULL : k->gpu ? "gpu" : k->dev ? k->dev->name : "cpu";
 }
