@@ -1,0 +1,356 @@
+"""assoc from Python: load a carrier spec, check its laws, compile it for
+a device and run it on NumPy arrays, PyTorch tensors (CPU or CUDA) or
+CuPy arrays.
+
+    spec = assoc.load("specs/online_softmax.yaml")
+    k = spec.compile(device="cpu")
+    out = k(x=x)          # {"lse": ..., "y": ...}
+
+A pure-Python layer over libassoc.so (compiler/lib/assoc.h) through
+ctypes; the library is loaded on first use (see assoc._lib.candidates).
+"""
+import ctypes
+from collections import namedtuple
+
+from . import _arrays, _lib
+from .errors import CompileError, DeviceError, Error, LawError, LibraryError, RunError, SpecError
+
+__all__ = ["load", "loads", "Spec", "Kernel", "Report", "ArrayInfo", "Error", "LibraryError", "SpecError",
+           "LawError", "DeviceError", "CompileError", "RunError", "library_path"]
+
+ArrayInfo = namedtuple("ArrayInfo", "name role type width is_output")
+ArrayInfo.__doc__ = ("An input or output of a spec: role is 'element', 'column', 'row', 'finalize' or 'map'; "
+                     "type the storage type ('f32', 'f16', 'bf16', 'f64', 'i32', 'i64', 'bool'); width the "
+                     "components of each element (1 for a scalar).")
+
+
+def library_path():
+    """The path of the libassoc.so in use (loading it if need be)."""
+    return _lib.lib().path
+
+
+def _dims(dims):
+    return _lib.values(sorted((dims or {}).items()))
+
+
+def load(path, dims=None):
+    """The spec at path, with dims overriding the spec's (`-D d=128`);
+    SpecError with the library's diagnostic when it does not load."""
+    vals, n, keep = _dims(dims)
+    h = ctypes.c_void_p()
+    st = _lib.lib().assoc_spec_load(ctypes.byref(h), str(path).encode(), vals, n)
+    return Spec._made(h, st, keep)
+
+
+def loads(text, dims=None):
+    """The spec written in text (its diagnostics name the file "spec")."""
+    data = text.encode() if isinstance(text, str) else bytes(text)
+    vals, n, keep = _dims(dims)
+    h = ctypes.c_void_p()
+    st = _lib.lib().assoc_spec_load_text(ctypes.byref(h), data, len(data), vals, n)
+    return Spec._made(h, st, keep)
+
+
+class Report:
+    """The verdict of Spec.check: ok, and text (the line that says which
+    law or reference fails, or that all hold)."""
+
+    def __init__(self, ok, text):
+        self.ok, self.text = ok, text
+
+    def __bool__(self):
+        return self.ok
+
+    def __repr__(self):
+        return "Report(ok=%r, text=%r)" % (self.ok, self.text)
+
+
+class Spec:
+    """A loaded carrier spec: its name, arrays and params."""
+
+    def __init__(self):
+        raise TypeError("specs come from assoc.load() or assoc.loads()")
+
+    @classmethod
+    def _made(cls, h, st, keep):
+        L = _lib.lib()
+        if st != _lib.OK:
+            msg = _lib.text(L.assoc_spec_error(h)) if h.value else None
+            L.assoc_spec_free(h)
+            if st == _lib.ESPEC:
+                raise SpecError(msg or _lib.strerror(st))
+            if st == _lib.ENOMEM:
+                raise MemoryError("assoc: out of memory loading the spec")
+            raise ValueError("assoc: %s%s" % (_lib.strerror(st), ": " + msg if msg else ""))
+        self = object.__new__(cls)
+        self._h, self._L = h, L
+        self.name = _lib.text(L.assoc_spec_name(h))
+        self.arrays = []
+        info = _lib.AssocArray()
+        for i in range(L.assoc_array_count(h)):
+            L.assoc_array_info(h, i, ctypes.byref(info))
+            self.arrays.append(ArrayInfo(_lib.text(info.name), _lib.ROLES[info.role], _lib.text(info.type),
+                                         info.width, bool(info.is_output)))
+        count = _lib.optional("assoc_param_count")
+        if count is not None:
+            self.params = {_lib.text(L.assoc_param_name(h, i)): _lib.text(L.assoc_param_type(h, i))
+                           for i in range(count(h))}
+        else:
+            self.params = None  # an older library: the run checks the names
+        # a finalize output per position (a scan) or per row
+        self._per_pos = {a.name: a.role == "map" or (a.role == "finalize" and L.assoc_array_bytes(h, i, 1, 2) ==
+                                                     2 * L.assoc_array_bytes(h, i, 1, 1))
+                         for i, a in enumerate(self.arrays)}
+        return self
+
+    @property
+    def inputs(self):
+        return [a for a in self.arrays if not a.is_output]
+
+    @property
+    def outputs(self):
+        return [a for a in self.arrays if a.is_output]
+
+    def __repr__(self):
+        return "<assoc.Spec %s: inputs %s, outputs %s>" % (
+            self.name, ", ".join(a.name for a in self.inputs), ", ".join(a.name for a in self.outputs))
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h is not None and h.value:
+            self._L.assoc_spec_free(h)
+            self._h = None
+
+    def check(self, trials=0, seed=1):
+        """The verdict `assoc check` reaches (trials: randomized trials of
+        each law, 0 for check's 20000).  A failed law is a Report with ok
+        False, not an exception."""
+        if trials < 0:
+            raise ValueError("trials must be 0 (the default) or more, got %d" % trials)
+        st = self._L.assoc_spec_check(self._h, int(trials), int(seed) & (2**64 - 1))
+        why = _lib.text(self._L.assoc_spec_error(self._h))
+        if st == _lib.OK:
+            return Report(True, "%s: ok (identity, associativity, the claimed laws and the reference hold)"
+                          % self.name)
+        if st == _lib.ELAWS:
+            return Report(False, why)
+        raise Error("assoc check: %s: %s" % (_lib.strerror(st), why))
+
+    def trust_merge(self, trust=True):
+        """Compile whatever the verdict (the command line's --trust-merge)."""
+        self._L.assoc_spec_trust_merge(self._h, 1 if trust else 0)
+        return self
+
+    def compile(self, device="cpu", threads=0):
+        """A Kernel for device ("cpu", "gpu", "emu", "interp" or "auto");
+        threads (cpu): 0 for every core.  LawError for a carrier whose
+        verdict fails, DeviceError for a device not usable here,
+        CompileError when code generation fails."""
+        h = ctypes.c_void_p()
+        st = self._L.assoc_compile(self._h, str(device).encode(), int(threads), ctypes.byref(h))
+        if st != _lib.OK:
+            why = _lib.text(self._L.assoc_kernel_error(h)) if h.value else _lib.strerror(st)
+            self._L.assoc_kernel_free(h)
+            exc = {_lib.ELAWS: LawError, _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError,
+                   _lib.EINVAL: ValueError, _lib.ENOMEM: MemoryError}.get(st, Error)
+            raise exc(why)
+        return Kernel(self, h, str(device))
+
+
+def _base_shape(spec, a, rows, length):
+    """The shape of one head of array a, its width axis dropped when 1."""
+    if a.role == "column":
+        s = [length]
+    elif a.role == "row" or (a.role == "finalize" and not spec._per_pos[a.name]):
+        s = [rows]
+    else:
+        s = [rows, length]
+    return s + ([a.width] if a.width > 1 else [])
+
+
+def _base_rank(spec, a):
+    return len(_base_shape(spec, a, 0, 0))
+
+
+def plan(spec, shapes, heads=None, kv_heads=None):
+    """(heads, kv_heads, rows, len, with_heads, {output: shape}) from the
+    inputs' shapes (a dict name -> shape), checked to agree; ValueError
+    naming the input that does not."""
+    ins = spec.inputs
+    with_heads = heads is not None or kv_heads is not None
+    for a in ins:
+        r = len(shapes[a.name])
+        if r == _base_rank(spec, a) + 1:
+            with_heads = True
+        elif r != _base_rank(spec, a):
+            raise ValueError("input '%s' has %d axes; a %s input of width %d has %s" % (
+                a.name, r, a.role, a.width, _axes_text(spec, a)))
+    H, G, rows, length = heads, kv_heads, None, None
+    seen = {}
+
+    def agree(what, value, name):
+        prev = seen.get(what)
+        if prev is None:
+            seen[what] = (value, name)
+        elif prev[0] != value:
+            raise ValueError("input '%s' has %s %d, but '%s' has %d" % (name, what, value, prev[1], prev[0]))
+
+    if heads is not None:
+        seen["heads"] = (int(heads), "heads=")
+    if kv_heads is not None:
+        seen["kv_heads"] = (int(kv_heads), "kv_heads=")
+    for a in ins:
+        s = list(shapes[a.name])
+        if len(s) != _base_rank(spec, a) + with_heads:
+            raise ValueError("input '%s' has %d axes; with heads a %s input of width %d has %s" % (
+                a.name, len(s), a.role, a.width, _axes_text(spec, a, True)))
+        if with_heads:
+            agree("kv_heads" if a.role == "column" else "heads", s.pop(0), a.name)
+        if a.width > 1 and s[-1] != a.width:
+            raise ValueError("input '%s' has %d components an element; the spec's '%s' has %d" % (
+                a.name, s[-1], a.name, a.width))
+        if a.role == "column":
+            agree("len", s[0], a.name)
+        elif a.role == "row":
+            agree("rows", s[0], a.name)
+        else:
+            agree("rows", s[0], a.name)
+            agree("len", s[1], a.name)
+    if "rows" not in seen or "len" not in seen:
+        raise ValueError("the shape of %s cannot be told from the inputs" %
+                         ("rows" if "rows" not in seen else "len"))
+    rows, length = seen["rows"][0], seen["len"][0]
+    H = seen["heads"][0] if "heads" in seen else 1
+    G = seen["kv_heads"][0] if "kv_heads" in seen else (H if any(a.role == "column" for a in ins) else 1)
+    if "heads" not in seen and "kv_heads" in seen:
+        H = G
+    if H < 1 or G < 1 or H % G:
+        raise ValueError("%d heads on %d key/value heads: heads must be a positive multiple of kv_heads" % (H, G))
+    outs = {a.name: ([H] if with_heads else []) + _base_shape(spec, a, rows, length) for a in spec.outputs}
+    return H, G, rows, length, with_heads, outs
+
+
+def _axes_text(spec, a, heads=False):
+    names = {"column": ["len"], "row": ["rows"]}.get(a.role, ["rows", "len"])
+    if a.width > 1:
+        names = names + [str(a.width)]
+    if heads:
+        names = ["kv_heads" if a.role == "column" else "heads"] + names
+    return "[" + "][".join(names) + "]"
+
+
+class Kernel:
+    """A spec compiled for a device; call it with the inputs (and params)
+    as keyword arguments, get a dict of the outputs."""
+
+    def __init__(self, spec, h, device):
+        self.spec, self._h, self._L = spec, h, spec._L
+        got = _lib.optional("assoc_kernel_device")
+        self.device = _lib.text(got(h)) if got is not None else (device if device != "auto" else None)
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h is not None and h.value:
+            self._L.assoc_kernel_free(h)
+            self._h = None
+
+    def __repr__(self):
+        return "<assoc.Kernel %s on %s>" % (self.spec.name, self.device)
+
+    def _split(self, kw):
+        spec = self.spec
+        names = {a.name: a for a in spec.arrays}
+        arrays, params = {}, []
+        for key, value in kw.items():
+            a = names.get(key)
+            if a is not None and a.is_output:
+                raise ValueError("'%s' is an output of %s: outputs are returned, not passed" % (key, spec.name))
+            if a is not None:
+                arrays[key] = value
+            elif spec.params is None or key in spec.params:
+                params.append((key, float(value)))
+            else:
+                raise ValueError("%s has no input or param '%s' (inputs: %s; params: %s)" % (
+                    spec.name, key, ", ".join(a.name for a in spec.inputs) or "none",
+                    ", ".join(spec.params) or "none"))
+        missing = [a.name for a in spec.inputs if a.name not in arrays]
+        if missing:
+            raise ValueError("%s needs the input%s %s" % (spec.name, "s" if len(missing) > 1 else "",
+                                                          ", ".join("'%s'" % m for m in missing)))
+        if spec.params is not None:
+            given = {n for n, _ in params}
+            missing = [p for p in spec.params if p not in given]
+            if missing:
+                raise ValueError("%s needs the param%s %s" % (spec.name, "s" if len(missing) > 1 else "",
+                                                              ", ".join("'%s'" % m for m in missing)))
+        return arrays, params
+
+    def __call__(self, heads=None, kv_heads=None, **kw):
+        """Run on the inputs given by name, params by name (eps=1e-5);
+        heads/kv_heads for arrays with a leading head axis (told from the
+        arrays' ranks where not given).  Returns {output: array} in the
+        inputs' library and device."""
+        spec = self.spec
+        arrays, params = self._split(kw)
+        views = {}
+        first = None
+        for a in spec.inputs:
+            v = _arrays.view(arrays[a.name], a.type)
+            if first is None:
+                first = (a.name, v)
+            elif (v.kind, v.device) != (first[1].kind, first[1].device):
+                raise ValueError("input '%s' is %s, but '%s' is %s: all inputs of a run share one library and "
+                                 "device" % (a.name, v.where(), first[0], first[1].where()))
+            if v.type != a.type:
+                raise ValueError("input '%s' has dtype %s; the spec's '%s' is %s (%s)" % (
+                    a.name, v.dtype, a.name, a.type, _want_dtype(v.kind, a.type)))
+            if not v.contiguous:
+                raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
+            views[a.name] = v
+        H, G, rows, length, with_heads, shapes = plan(spec, {n: v.shape for n, v in views.items()}, heads,
+                                                      kv_heads)
+        kind, device = first[1].kind, first[1].device
+        if device is not None and self.device != "gpu":
+            raise ValueError("input '%s' is %s: device arrays need a kernel compiled for \"gpu\" (this one runs "
+                             "on %s)" % (first[0], first[1].where(), self.device))
+        outs, ptrs = {}, {}
+        for a in spec.outputs:
+            outs[a.name], ptrs[a.name] = _arrays.allocate(kind, device, shapes[a.name], a.type, a.name)
+        for n, v in views.items():
+            ptrs[n] = v.ptr
+        bufs = (_lib.AssocBuffer * len(spec.arrays))()
+        keep = []
+        for i, a in enumerate(spec.arrays):
+            nm = a.name.encode()
+            keep.append(nm)
+            bufs[i].name = nm
+            bufs[i].data = ptrs[a.name] or None
+            bufs[i].bytes = self._L.assoc_array_bytes_heads(spec._h, i, H, G, rows, length)
+        pv, np_, keep_p = _lib.values(params)
+        if device is None:
+            st = self._L.assoc_run_heads(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_)
+        else:
+            run_device = _lib.optional("assoc_run_device")
+            if run_device is None:
+                raise RunError("this libassoc (%s) has no assoc_run_device: CUDA arrays need a newer build; pass "
+                               "host arrays (the \"gpu\" kernel copies them)" % _lib.lib().path)
+            stream = _arrays.cuda_stream(kind, device)
+            st = run_device(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_, stream)
+        if st != _lib.OK:
+            why = _lib.text(self._L.assoc_kernel_error(self._h))
+            exc = {_lib.EINVAL: ValueError, _lib.ESIZE: ValueError, _lib.ENOMEM: MemoryError,
+                   _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError}.get(st, RunError)
+            raise exc("%s: %s" % (spec.name, why))
+        return outs
+
+    def output_shapes(self, shapes, heads=None, kv_heads=None):
+        """{output: shape} for inputs of these shapes ({name: shape})."""
+        return plan(self.spec, shapes, heads, kv_heads)[5]
+
+
+def _want_dtype(kind, t):
+    if kind == "torch":
+        return "torch." + _arrays.TORCH_TYPES[t]
+    if t == "bf16":
+        return "a torch.bfloat16 tensor: NumPy has no bfloat16"
+    return ("cupy." if kind == "cupy" else "numpy.") + _arrays.NUMPY_TYPES[t]

@@ -1,0 +1,110 @@
+"""Arrays of NumPy, PyTorch and CuPy seen alike: their library, device,
+data pointer, element type (as the spec names it), shape and layout; and
+outputs allocated in the same library on the same device.  Neither torch
+nor cupy is imported unless an array of theirs comes in."""
+import sys
+
+NUMPY_TYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64",
+               "bool": "bool"}
+TORCH_TYPES = dict(NUMPY_TYPES, bf16="bfloat16")
+
+
+class View:
+    """kind: "numpy", "torch" or "cupy"; device: None for host memory,
+    else ("cuda", index); type: the spec's name of its element type (None
+    for one the spec has no name for, dtype then says what it is)."""
+
+    def __init__(self, obj, kind, device, ptr, type_, dtype, shape, contiguous):
+        self.obj, self.kind, self.device, self.ptr = obj, kind, device, ptr
+        self.type, self.dtype, self.shape, self.contiguous = type_, dtype, tuple(shape), contiguous
+
+    def where(self):
+        if self.device is None:
+            return "%s on the host" % self.kind
+        return "%s on %s:%d" % (self.kind, self.device[0], self.device[1])
+
+
+def _type_of(dtype, table):
+    s = str(dtype).replace("torch.", "")
+    for k, v in table.items():
+        if v == s:
+            return k
+    return None
+
+
+def _is_torch(obj):
+    return type(obj).__module__.split(".")[0] == "torch" and hasattr(obj, "data_ptr")
+
+
+def view(obj, spec_type):
+    """A View of obj; anything that is not an array of the three libraries
+    (a list, a number) becomes a NumPy array of spec_type."""
+    if _is_torch(obj):
+        dev = obj.device
+        device = None if dev.type == "cpu" else (dev.type, dev.index if dev.index is not None else 0)
+        return View(obj, "torch", device, obj.data_ptr(), _type_of(obj.dtype, TORCH_TYPES), obj.dtype,
+                    tuple(obj.shape), obj.is_contiguous())
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        import numpy as np
+        dtype = np.dtype(cai["typestr"])
+        shape = tuple(cai["shape"])
+        strides = cai.get("strides")
+        contiguous = strides is None or _c_strides(shape, dtype.itemsize) == tuple(strides)
+        dev = getattr(obj, "device", None)
+        index = getattr(dev, "id", 0) if dev is not None else 0
+        return View(obj, "cupy", ("cuda", index), cai["data"][0], _type_of(dtype, NUMPY_TYPES), dtype, shape,
+                    contiguous)
+    import numpy as np
+    if not isinstance(obj, np.ndarray):
+        if spec_type not in NUMPY_TYPES:
+            raise TypeError("a %s array must be a torch.bfloat16 tensor (NumPy has no bfloat16), not %s"
+                            % (spec_type, type(obj).__name__))
+        obj = np.ascontiguousarray(obj, dtype=NUMPY_TYPES[spec_type])
+    t = _type_of(obj.dtype, NUMPY_TYPES) if obj.dtype.isnative else None
+    return View(obj, "numpy", None, obj.ctypes.data, t, obj.dtype, obj.shape, obj.flags.c_contiguous)
+
+
+def _c_strides(shape, itemsize):
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def numpy_type_for(spec_type, name):
+    if spec_type not in NUMPY_TYPES:
+        raise ValueError("'%s' is %s, which NumPy has no type for: pass torch.bfloat16 tensors" % (name, spec_type))
+    return NUMPY_TYPES[spec_type]
+
+
+def allocate(kind, device, shape, spec_type, name):
+    """(array, data pointer) of a new output in kind's library on device."""
+    if kind == "torch":
+        import torch
+        dev = "cpu" if device is None else "%s:%d" % device
+        t = torch.empty(shape, dtype=getattr(torch, TORCH_TYPES[spec_type]), device=dev)
+        return t, t.data_ptr()
+    if kind == "cupy":
+        import cupy
+        with cupy.cuda.Device(device[1]):
+            a = cupy.empty(shape, dtype=numpy_type_for(spec_type, name))
+        return a, a.data.ptr
+    import numpy as np
+    a = np.empty(shape, dtype=numpy_type_for(spec_type, name))
+    return a, a.ctypes.data
+
+
+def cuda_stream(kind, device):
+    """The current CUDA stream of kind's library on device, as a pointer."""
+    if kind == "torch":
+        import torch
+        return torch.cuda.current_stream(device[1]).cuda_stream
+    import cupy
+    with cupy.cuda.Device(device[1]):
+        return cupy.cuda.get_current_stream().ptr
+
+
+def torch_loaded():
+    return "torch" in sys.modules

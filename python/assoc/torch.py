@@ -1,0 +1,59 @@
+"""A compiled kernel as a PyTorch operator (torch.library.custom_op), with
+a fake implementation that gives the outputs' shapes and dtypes, so that
+torch.compile traces through it.
+
+    op = assoc.torch.register(spec.compile("cpu"), name="mylib::softmax")
+    lse, y = op(x)                     # inputs, then params, in the spec's order
+
+Importing this module imports torch; `import assoc` alone does not."""
+import torch as _torch
+
+from . import _arrays, plan
+
+_TYPES = {k: getattr(_torch, v) for k, v in _arrays.TORCH_TYPES.items()}
+
+
+def schema(kernel):
+    """The operator's schema: the spec's inputs as Tensors and its params
+    as floats, in the spec's order; the outputs as a Tensor or a tuple."""
+    spec = kernel.spec
+    if spec.params is None:
+        raise RuntimeError("this libassoc lacks assoc_param_count: rebuild it to register operators")
+    args = ["Tensor %s" % a.name for a in spec.inputs] + ["float %s" % p for p in spec.params]
+    n = len(spec.outputs)
+    ret = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
+    return "(%s) -> %s" % (", ".join(args), ret)
+
+
+def register(kernel, name, heads=None, kv_heads=None):
+    """Register kernel as the custom op name ("namespace::op") and return
+    it.  The op takes the spec's inputs, then its params, positionally or
+    by name, and returns its outputs in the spec's order (one tensor where
+    there is one).  heads/kv_heads as for Kernel.__call__ (told from the
+    inputs' ranks where not given)."""
+    spec = kernel.spec
+    ins = [a.name for a in spec.inputs]
+    pars = list(spec.params or ())
+    outs = spec.outputs
+    # a "gpu" kernel also takes host tensors (the driver copies them)
+    device_types = ("cpu", "cuda") if kernel.device == "gpu" else ("cpu",)
+
+    def run(*args):
+        kw = dict(zip(ins, args[:len(ins)]))
+        kw.update(zip(pars, args[len(ins):]))
+        got = kernel(heads=heads, kv_heads=kv_heads, **kw)
+        res = tuple(got[a.name] for a in outs)
+        return res[0] if len(res) == 1 else res
+
+    op = _torch.library.custom_op(name, run, mutates_args=(), device_types=device_types, schema=schema(kernel))
+
+    @op.register_fake
+    def _(*args):
+        tensors = args[:len(ins)]
+        shapes = {n: tuple(t.shape) for n, t in zip(ins, tensors)}
+        out_shapes = plan(spec, shapes, heads, kv_heads)[5]
+        like = tensors[0]
+        res = tuple(like.new_empty(out_shapes[a.name], dtype=_TYPES[a.type]) for a in outs)
+        return res[0] if len(res) == 1 else res
+
+    return op

@@ -1,0 +1,296 @@
+"""The assoc package on NumPy arrays: load, check, compile, run, and the
+errors of each.  Run from the repository root with PYTHONPATH=python
+(tests/python.sh does), against build/libassoc.so."""
+import os
+import unittest
+
+import numpy as np
+
+import assoc
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def setUpModule():
+    os.chdir(ROOT)  # the specs' paths, and the diagnostics' file names, from the root
+
+
+SCALED = """carrier: scaled
+dims: {d: 4}
+params: {scale: f32}
+element: {x: 'f32[d]'}
+state: {s: 'f32[d]'}
+identity: {s: 0}
+lift: {s: x}
+merge: {s: a.s + b.s}
+finalize: {out: s * scale}
+reference: {out: sum(x) * scale}
+laws: [commutative]
+"""
+
+DIFFERENCE = """carrier: difference
+element: {x: f32}
+state: {s: f32}
+identity: {s: 0}
+lift: {s: x}
+merge: {s: a.s - b.s}
+finalize: {out: s}
+"""
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def softmax_ref(x):
+    x = x.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return np.log(e.sum(-1)) + m[..., 0], e / e.sum(-1, keepdims=True)
+
+
+def attention_ref(q, k, v, scale):
+    """Causal attention per head, query head h on key/value head h / (H / G)."""
+    H, G = q.shape[0], k.shape[0]
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    out = np.zeros((H, q.shape[1], v.shape[2]))
+    lse = np.zeros((H, q.shape[1]))
+    for h in range(H):
+        g = h // (H // G)
+        s = q[h] @ k[g].T * scale
+        s[np.triu_indices(q.shape[1], 1, s.shape[1])] = -np.inf
+        m = s.max(1, keepdims=True)
+        w = np.exp(s - m)
+        out[h] = w @ v[g] / w.sum(1, keepdims=True)
+        lse[h] = np.log(w.sum(1)) + m[:, 0]
+    return out, lse
+
+
+class Library(unittest.TestCase):
+    def test_library_is_found(self):
+        path = assoc.library_path()
+        self.assertTrue(os.path.exists(path), path)
+        self.assertTrue(path.endswith("libassoc.so"), path)
+
+    def test_missing_library_lists_what_was_tried(self):
+        from assoc import _lib
+        saved, env, candidates = _lib._lib, os.environ.get("ASSOC_LIBRARY"), _lib.candidates
+        try:
+            _lib._lib = None
+            os.environ["ASSOC_LIBRARY"] = "/nonexistent/libassoc.so"
+            paths = _lib.candidates()
+            self.assertEqual(paths[0], "/nonexistent/libassoc.so")
+            self.assertTrue(paths[1].endswith(os.path.join("build", "libassoc.so")), paths)
+            _lib.candidates = lambda: ["/nonexistent/libassoc.so", "/nonexistent/lib/libassoc.so"]
+            with self.assertRaisesRegex(assoc.LibraryError, r"tried: /nonexistent/libassoc.so \(no such file\); "
+                                                            r"/nonexistent/lib/libassoc.so"):
+                assoc.load("specs/sum.yaml")
+        finally:
+            _lib._lib, _lib.candidates = saved, candidates
+            if env is None:
+                del os.environ["ASSOC_LIBRARY"]
+            else:
+                os.environ["ASSOC_LIBRARY"] = env
+
+
+class Softmax(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.spec = assoc.load("specs/online_softmax.yaml")
+        cls.k = cls.spec.compile(device="cpu", threads=2)
+
+    def test_spec_lists_arrays(self):
+        self.assertEqual(self.spec.name, "online_softmax")
+        self.assertEqual([(a.name, a.role, a.type, a.is_output) for a in self.spec.arrays],
+                         [("x", "element", "f32", False), ("lse", "finalize", "f32", True),
+                          ("y", "map", "f32", True)])
+        self.assertEqual(self.spec.params, {})
+        self.assertEqual(self.k.device, "cpu")
+
+    def test_matches_numpy(self):
+        x = np.random.default_rng(1).standard_normal((5, 300)).astype(np.float32) * 4
+        out = self.k(x=x)
+        self.assertEqual(sorted(out), ["lse", "y"])
+        self.assertEqual(out["lse"].shape, (5,))
+        self.assertEqual(out["y"].shape, (5, 300))
+        self.assertEqual(out["y"].dtype, np.float32)
+        lse, y = softmax_ref(x)
+        np.testing.assert_allclose(out["lse"], lse, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(out["y"], y, rtol=1e-4, atol=1e-7)
+
+    def test_zero_rows(self):
+        out = self.k(x=np.zeros((0, 8), np.float32))
+        self.assertEqual(out["lse"].shape, (0,))
+        self.assertEqual(out["y"].shape, (0, 8))
+
+    def test_lists_become_arrays_of_the_spec_type(self):
+        out = self.k(x=[[0.0, 0.0, 0.0, 0.0]])
+        self.assertAlmostEqual(float(out["lse"][0]), np.log(4), places=6)
+
+    def test_dtype_is_checked(self):
+        with self.assertRaisesRegex(ValueError, r"input 'x' has dtype float64; the spec's 'x' is f32"):
+            self.k(x=np.zeros((2, 3)))
+
+    def test_shape_is_checked(self):
+        with self.assertRaisesRegex(ValueError, r"input 'x' has 4 axes"):
+            self.k(x=np.zeros((1, 2, 3, 4), np.float32))
+        with self.assertRaisesRegex(ValueError, r"input 'x' has 1 axes"):
+            self.k(x=np.zeros(3, np.float32))
+
+    def test_contiguity_is_checked(self):
+        x = np.zeros((4, 8), np.float32)[:, ::2]
+        with self.assertRaisesRegex(ValueError, r"input 'x' is not C-contiguous"):
+            self.k(x=x)
+
+    def test_names_are_checked(self):
+        with self.assertRaisesRegex(ValueError, r"needs the input 'x'"):
+            self.k()
+        with self.assertRaisesRegex(ValueError, r"no input or param 'z'"):
+            self.k(x=np.zeros((1, 2), np.float32), z=1)
+        with self.assertRaisesRegex(ValueError, r"'y' is an output"):
+            self.k(x=np.zeros((1, 2), np.float32), y=np.zeros((1, 2), np.float32))
+
+    def test_interp_agrees(self):
+        x = np.random.default_rng(2).standard_normal((3, 17)).astype(np.float32)
+        out = self.spec.compile(device="interp")(x=x)
+        lse, y = softmax_ref(x)
+        np.testing.assert_allclose(out["lse"], lse, rtol=1e-5)
+        np.testing.assert_allclose(out["y"], y, rtol=1e-5, atol=1e-7)
+
+
+class Specs(unittest.TestCase):
+    def test_bad_spec_file_carries_its_position(self):
+        want = read("tests/bad/expr_arity.err").strip()  # tests/bad/expr_arity.yaml:6:6: error: ...
+        with self.assertRaises(assoc.SpecError) as cm:
+            assoc.load("tests/bad/expr_arity.yaml")
+        self.assertTrue(str(cm.exception).startswith(want), str(cm.exception))
+        self.assertIsInstance(cm.exception, ValueError)
+        self.assertIsInstance(cm.exception, assoc.Error)
+
+    def test_bad_spec_text_carries_its_position(self):
+        text = read("tests/bad/expr_arity.yaml")
+        with self.assertRaisesRegex(assoc.SpecError, r"^spec:6:6: error: 'exp' takes 1 argument, got 2"):
+            assoc.loads(text)
+
+    def test_missing_file(self):
+        with self.assertRaisesRegex(assoc.SpecError, r"no/such\.yaml"):
+            assoc.load("no/such.yaml")
+
+    def test_dims_and_params(self):
+        spec = assoc.loads(SCALED, dims={"d": 3})
+        self.assertEqual(spec.params, {"scale": "f32"})
+        self.assertEqual(spec.arrays[0].width, 3, "the dim given overrides the spec's 4")
+        k = spec.compile("cpu", threads=1)
+        x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+        out = k(x=x, scale=0.5)["out"]
+        self.assertEqual(out.shape, (2, 3))
+        np.testing.assert_array_equal(out, x.sum(1) * 0.5)
+        with self.assertRaisesRegex(ValueError, r"needs the param 'scale'"):
+            k(x=x)
+        with self.assertRaisesRegex(ValueError, r"input 'x' has 4 components an element; the spec's 'x' has 3"):
+            k(x=np.zeros((2, 4, 4), np.float32), scale=1)
+
+    def test_check_report(self):
+        r = assoc.load("specs/welford.yaml").check(trials=200, seed=3)
+        self.assertTrue(r.ok)
+        self.assertIn("welford: ok", r.text)
+        bad = assoc.loads(DIFFERENCE)
+        r = bad.check(trials=200)
+        self.assertFalse(r.ok)
+        self.assertRegex(r.text, r"identity fails|not associative")
+
+    def test_failed_laws_refuse_the_compile(self):
+        bad = assoc.loads(DIFFERENCE)
+        with self.assertRaisesRegex(assoc.LawError, r"identity fails|not associative"):
+            bad.compile("cpu")
+        k = bad.trust_merge().compile("interp")
+        out = k(x=np.array([[5, 2]], np.float32))["out"]
+        self.assertEqual(out.shape, (1,))
+
+    def test_gpu_without_a_driver_says_why(self):
+        saved = os.environ.get("ASSOC_LIBCUDA")
+        os.environ["ASSOC_LIBCUDA"] = "build/no-such-libcuda.so.1"
+        try:
+            spec = assoc.load("specs/sum.yaml")
+            with self.assertRaisesRegex(assoc.DeviceError, r"gpu: no CUDA driver: cannot load build/no-such"):
+                spec.compile("gpu")
+            k = spec.compile("auto")
+            self.assertIn(k.device, ("cpu", "emu", "interp"))
+            with self.assertRaisesRegex(assoc.DeviceError, r"unknown device 'tpu'"):
+                spec.compile("tpu")
+        finally:
+            if saved is None:
+                del os.environ["ASSOC_LIBCUDA"]
+            else:
+                os.environ["ASSOC_LIBCUDA"] = saved
+
+    def test_bf16_needs_torch(self):
+        k = assoc.load("specs/layer_norm.yaml").compile("interp")
+        with self.assertRaisesRegex(ValueError, r"'x' has dtype float16; the spec's 'x' is bf16 "
+                                                r"\(a torch.bfloat16 tensor"):
+            k(x=np.zeros((1, 4), np.float16), gamma=np.ones(4, np.float32), beta=np.zeros(4, np.float32),
+              eps=1e-5)
+
+
+class Statistics(unittest.TestCase):
+    def test_welford_on_cpu(self):
+        x = np.random.default_rng(4).standard_normal((6, 1000)).astype(np.float32) + 3
+        out = assoc.load("specs/welford.yaml").compile("cpu", threads=2)(x=x)
+        np.testing.assert_allclose(out["mean"], x.astype(np.float64).mean(1), rtol=1e-5)
+        np.testing.assert_allclose(out["var"], x.astype(np.float64).var(1), rtol=1e-4)
+
+    def test_rows_and_len_must_agree(self):
+        spec = assoc.load("specs/layer_norm.yaml")
+        k = spec.compile("interp")
+        self.assertEqual(spec.params, {"eps": "f32"})
+        self.assertEqual(k.device, "interp")
+        # x is bf16, which NumPy lacks: the shapes alone, as a run checks them
+        with self.assertRaisesRegex(ValueError, r"input 'gamma' has len 5, but 'x' has 4"):
+            assoc.plan(spec, {"x": (2, 4), "gamma": (5,), "beta": (4,)})
+        self.assertEqual(assoc.plan(spec, {"x": (2, 4), "gamma": (4,), "beta": (4,)})[5],
+                         {"mean": [2], "rstd": [2], "y": [2, 4]})
+
+
+class Attention(unittest.TestCase):
+    H, G, ROWS, LEN, D = 4, 2, 5, 9, 16
+
+    def inputs(self, seed):
+        r = np.random.default_rng(seed)
+        q = r.standard_normal((self.H, self.ROWS, self.D)).astype(np.float16)
+        k = r.standard_normal((self.G, self.LEN, self.D)).astype(np.float16)
+        v = r.standard_normal((self.G, self.LEN, self.D)).astype(np.float16)
+        return q, k, v
+
+    def run_on(self, device):
+        spec = assoc.load("specs/attention.yaml", dims={"d": self.D, "dv": self.D})
+        kern = spec.compile(device=device, threads=2)
+        q, k, v = self.inputs(5)
+        scale = self.D ** -0.5
+        out = kern(q=q, k=k, v=v, scale=scale)  # heads told from the ranks
+        self.assertEqual(out["out"].shape, (self.H, self.ROWS, self.D))
+        self.assertEqual(out["lse"].shape, (self.H, self.ROWS))
+        ref_out, ref_lse = attention_ref(q, k, v, scale)
+        # P is rounded to f16 before P.V, as the kernels do
+        np.testing.assert_allclose(out["out"], ref_out, rtol=2e-2, atol=2e-3)
+        np.testing.assert_allclose(out["lse"], ref_lse, rtol=1e-3, atol=1e-3)
+        return kern, q, k, v, scale
+
+    def test_heads_on_cpu(self):
+        kern, q, k, v, scale = self.run_on("cpu")
+        same = kern(q=q, k=k, v=v, scale=scale, heads=self.H, kv_heads=self.G)
+        ref = kern(q=q, k=k, v=v, scale=scale)
+        np.testing.assert_array_equal(same["out"], ref["out"])
+        with self.assertRaisesRegex(ValueError, r"input 'q' has heads 4, but 'heads=' has 3"):
+            kern(q=q, k=k, v=v, scale=scale, heads=3)
+        with self.assertRaisesRegex(ValueError, r"heads must be a positive multiple of kv_heads"):
+            kern(q=q[:3], k=k, v=v, scale=scale)
+        one = kern(q=q[0], k=k[0], v=v[0], scale=scale)  # no head axis: one head
+        np.testing.assert_allclose(one["out"], ref["out"][0], rtol=1e-3, atol=1e-4)
+
+    def test_heads_on_emu(self):
+        self.run_on("emu")
+
+
+if __name__ == "__main__":
+    unittest.main()

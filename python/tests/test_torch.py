@@ -1,0 +1,157 @@
+"""The assoc package on PyTorch tensors: CPU tensors in and out in place,
+bf16, heads, the custom op under torch.compile; CUDA tensors where a GPU
+and a libassoc with assoc_run_device are here.  Each test skips, saying
+why, where torch does not import."""
+import os
+import unittest
+
+import numpy as np
+
+import assoc
+
+try:
+    import torch
+    import assoc.torch as assoc_torch
+    WHY_NO_TORCH = None
+except ImportError as e:  # the package itself needs no torch
+    torch = None
+    WHY_NO_TORCH = "torch does not import here (%s)" % e
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def setUpModule():
+    os.chdir(ROOT)
+
+
+@unittest.skipIf(torch is None, WHY_NO_TORCH)
+class TorchCpu(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.softmax = assoc.load("specs/online_softmax.yaml").compile("cpu", threads=2)
+
+    def test_tensors_in_and_out(self):
+        x = torch.randn(4, 100) * 3
+        out = self.softmax(x=x)
+        self.assertIsInstance(out["y"], torch.Tensor)
+        self.assertEqual(out["y"].device.type, "cpu")
+        self.assertEqual(tuple(out["lse"].shape), (4,))
+        torch.testing.assert_close(out["lse"], torch.logsumexp(x, 1), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(out["y"], torch.softmax(x, 1), rtol=1e-4, atol=1e-7)
+
+    def test_tensors_are_read_in_place(self):
+        base = torch.randn(4, 64)
+        view = base[1:3]  # contiguous rows of a larger tensor: read at its own offset
+        out = self.softmax(x=view)
+        torch.testing.assert_close(out["lse"], torch.logsumexp(base[1:3], 1), rtol=1e-5, atol=1e-5)
+        with self.assertRaisesRegex(ValueError, r"input 'x' is not C-contiguous"):
+            self.softmax(x=base.t())
+        with self.assertRaisesRegex(ValueError, r"input 'x' has dtype torch.float64; the spec's 'x' is f32 "
+                                                r"\(torch.float32\)"):
+            self.softmax(x=base.double())
+
+    def test_inputs_share_one_library(self):
+        k = assoc.load("specs/layer_norm.yaml").compile("cpu", threads=1)
+        with self.assertRaisesRegex(ValueError, r"input 'gamma' is numpy on the host, but 'x' is torch"):
+            k(x=torch.zeros(2, 4, dtype=torch.bfloat16), gamma=np.ones(4, np.float32),
+              beta=np.zeros(4, np.float32), eps=1e-5)
+
+    def test_layer_norm_in_bf16(self):
+        x = (torch.randn(3, 257) * 2 + 1).to(torch.bfloat16)
+        gamma, beta = torch.rand(257) + 0.5, torch.randn(257)
+        out = assoc.load("specs/layer_norm.yaml").compile("cpu", threads=1)(x=x, gamma=gamma, beta=beta, eps=1e-5)
+        ref = torch.nn.functional.layer_norm(x.float(), (257,), gamma, beta, eps=1e-5)
+        self.assertEqual(out["y"].dtype, torch.float32)
+        torch.testing.assert_close(out["y"], ref, rtol=1e-3, atol=1e-3)
+        torch.testing.assert_close(out["mean"], x.float().mean(1), rtol=1e-5, atol=1e-5)
+
+    def test_attention_heads(self):
+        H, G, R, L, D = 4, 2, 6, 11, 16
+        k = assoc.load("specs/attention.yaml", dims={"d": D, "dv": D}).compile("cpu", threads=2)
+        q = torch.randn(H, R, D, dtype=torch.float16)
+        kk = torch.randn(G, L, D, dtype=torch.float16)
+        v = torch.randn(G, L, D, dtype=torch.float16)
+        out = k(q=q, k=kk, v=v, scale=D ** -0.5)
+        mask = torch.ones(R, L, dtype=torch.bool).tril()
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q.float(), kk.float().repeat_interleave(H // G, 0), v.float().repeat_interleave(H // G, 0),
+            attn_mask=mask)
+        self.assertEqual(tuple(out["out"].shape), (H, R, D))
+        torch.testing.assert_close(out["out"], ref, rtol=2e-2, atol=2e-3)
+
+
+@unittest.skipIf(torch is None, WHY_NO_TORCH)
+class CustomOp(unittest.TestCase):
+    def test_schema(self):
+        k = assoc.load("specs/layer_norm.yaml").compile("interp")
+        self.assertEqual(assoc_torch.schema(k), "(Tensor x, Tensor gamma, Tensor beta, float eps) -> "
+                                                "(Tensor, Tensor, Tensor)")
+
+    def test_op_under_torch_compile(self):
+        k = assoc.load("specs/online_softmax.yaml").compile("cpu", threads=1)
+        op = assoc_torch.register(k, name="assoc_tests::softmax")
+        x = torch.randn(3, 40)
+        lse, y = op(x)
+        torch.testing.assert_close(lse, torch.logsumexp(x, 1), rtol=1e-5, atol=1e-5)
+        # the fake implementation gives the shapes and dtypes the trace needs
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode() as mode:
+            fl, fy = op(mode.from_tensor(x))
+            self.assertEqual((tuple(fl.shape), tuple(fy.shape), fy.dtype), ((3,), (3, 40), torch.float32))
+        torch.library.opcheck(op, (x,))
+
+        def f(x):
+            lse, y = op(x * 2)
+            return y.sum(1) + lse
+
+        try:
+            compiled = torch.compile(f, fullgraph=True)
+            got = compiled(x)
+        except Exception as e:  # torch.compile needs a C++ compiler for its own kernels
+            if "compiler" in str(e).lower() and "InvalidCxxCompiler" in type(e).__name__:
+                self.skipTest("torch.compile has no C++ compiler here: %s" % e)
+            raise
+        torch.testing.assert_close(got, 1 + torch.logsumexp(x * 2, 1), rtol=1e-5, atol=1e-5)
+
+    def test_op_with_params_and_heads(self):
+        D = 16
+        k = assoc.load("specs/attention.yaml", dims={"d": D, "dv": D}).compile("cpu", threads=1)
+        op = assoc_torch.register(k, name="assoc_tests::attention")
+        # the spec's order: element, column, row inputs, then params
+        self.assertEqual(assoc_torch.schema(k), "(Tensor k, Tensor v, Tensor q, float scale) -> (Tensor, Tensor)")
+        q = torch.randn(2, 5, D, dtype=torch.float16)
+        kv = torch.randn(1, 7, D, dtype=torch.float16)
+        out, lse = op(q=q, k=kv, v=kv, scale=D ** -0.5)
+        self.assertEqual((tuple(out.shape), tuple(lse.shape)), ((2, 5, D), (2, 5)))
+        torch.testing.assert_close(op(kv, kv, q, D ** -0.5)[0], out)
+        compiled = torch.compile(lambda q, k, v: op(q=q, k=k, v=v, scale=D ** -0.5)[0], fullgraph=True)
+        torch.testing.assert_close(compiled(q, kv, kv), out)
+
+
+def cuda_why_not():
+    if torch is None:
+        return WHY_NO_TORCH
+    if not torch.cuda.is_available():
+        return "no CUDA device for torch here"
+    from assoc import _lib
+    if _lib.optional("assoc_run_device") is None:
+        return "this libassoc has no assoc_run_device"
+    return None
+
+
+@unittest.skipIf(cuda_why_not() is not None, cuda_why_not())
+class TorchCuda(unittest.TestCase):
+    def test_cuda_tensors_stay_on_the_device(self):
+        spec = assoc.load("specs/online_softmax.yaml")
+        k = spec.compile("gpu")
+        x = torch.randn(8, 1000, device="cuda")
+        out = k(x=x)
+        self.assertEqual(out["y"].device, x.device)
+        torch.testing.assert_close(out["y"], torch.softmax(x, 1), rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(out["lse"], torch.logsumexp(x, 1), rtol=1e-5, atol=1e-5)
+        with self.assertRaisesRegex(ValueError, r"need a kernel compiled for \"gpu\""):
+            spec.compile("cpu")(x=x)
+
+
+if __name__ == "__main__":
+    unittest.main()
