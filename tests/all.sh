@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # all.sh: `make test` a line a step: the build (its warnings and errors in
 # full), the Criterion suites (a line a suite, failures in full), every
-# bundled spec checked, the fuzz smoke run; the total time; and the count
-# of tests last.  Logs stay under build/.
+# bundled spec checked, the Python package's tests (tests/python.sh), the
+# fuzz smoke run; the total time; and the count of tests last.  Logs stay
+# under build/.
 set -u
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -46,6 +47,12 @@ else
 	cat build/check-specs.log
 	rc=1
 fi
+
+# the Python package (python/) over build/libassoc.so; its counts join the suites'
+tests/python.sh || rc=1
+read -r p f s <build/tests.counts 2>/dev/null || { p=0; f=1; s=0; }
+read -r pp pf ps <build/python.counts 2>/dev/null || { pp=0; pf=1; ps=0; }
+echo "$((p + pp)) $((f + pf)) $((s + ps))" >build/tests.counts
 
 t=$(date +%s)
 if make --no-print-directory -s fuzz >build/fuzz-step.log 2>&1; then
