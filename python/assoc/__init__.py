@@ -91,6 +91,8 @@ class Spec:
             L.assoc_array_info(h, i, ctypes.byref(info))
             self.arrays.append(ArrayInfo(_lib.text(info.name), _lib.ROLES[info.role], _lib.text(info.type),
                                          info.width, bool(info.is_output)))
+        self._inputs = [a for a in self.arrays if not a.is_output]
+        self._outputs = [a for a in self.arrays if a.is_output]
         count = _lib.optional("assoc_param_count")
         if count is not None:
             self.params = {_lib.text(L.assoc_param_name(h, i)): _lib.text(L.assoc_param_type(h, i))
@@ -105,11 +107,13 @@ class Spec:
 
     @property
     def inputs(self):
-        return [a for a in self.arrays if not a.is_output]
+        """The arrays a run reads, in the library's order (element, column, row)."""
+        return self._inputs
 
     @property
     def outputs(self):
-        return [a for a in self.arrays if a.is_output]
+        """The arrays a run returns (finalize, then map outputs)."""
+        return self._outputs
 
     def __repr__(self):
         return "<assoc.Spec %s: inputs %s, outputs %s>" % (
@@ -247,6 +251,12 @@ class Kernel:
         self.spec, self._h, self._L = spec, h, spec._L
         got = _lib.optional("assoc_kernel_device")
         self.device = _lib.text(got(h)) if got is not None else (device if device != "auto" else None)
+        # what every call needs, made once: the buffers' names, element sizes, plans by shape
+        arrays = spec.arrays
+        self._names = [a.name.encode() for a in arrays]
+        self._itemsize = [_ITEMSIZE[a.type] for a in arrays]
+        self._bufs_type = _lib.AssocBuffer * len(arrays)
+        self._plans = {}
 
     def __del__(self):
         h = getattr(self, "_h", None)
@@ -307,25 +317,31 @@ class Kernel:
             if not v.contiguous:
                 raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
             views[a.name] = v
-        H, G, rows, length, with_heads, shapes = plan(spec, {n: v.shape for n, v in views.items()}, heads,
-                                                      kv_heads)
+        key = (tuple(v.shape for v in views.values()), heads, kv_heads)
+        planned = self._plans.get(key)
+        if planned is None:
+            planned = plan(spec, {n: v.shape for n, v in views.items()}, heads, kv_heads)
+            if len(self._plans) > 64:
+                self._plans.clear()
+            self._plans[key] = planned
+        H, G, rows, length, with_heads, shapes = planned
         kind, device = first[1].kind, first[1].device
         if device is not None and self.device != "gpu":
             raise ValueError("input '%s' is %s: device arrays need a kernel compiled for \"gpu\" (this one runs "
                              "on %s)" % (first[0], first[1].where(), self.device))
-        outs, ptrs = {}, {}
-        for a in spec.outputs:
-            outs[a.name], ptrs[a.name] = _arrays.allocate(kind, device, shapes[a.name], a.type, a.name)
-        for n, v in views.items():
-            ptrs[n] = v.ptr
-        bufs = (_lib.AssocBuffer * len(spec.arrays))()
-        keep = []
+        outs = {}
+        bufs = self._bufs_type()
         for i, a in enumerate(spec.arrays):
-            nm = a.name.encode()
-            keep.append(nm)
-            bufs[i].name = nm
-            bufs[i].data = ptrs[a.name] or None
-            bufs[i].bytes = self._L.assoc_array_bytes_heads(spec._h, i, H, G, rows, length)
+            if a.is_output:
+                shape = shapes[a.name]
+                outs[a.name], ptr = _arrays.allocate(kind, device, shape, a.type, a.name)
+            else:
+                shape, ptr = views[a.name].shape, views[a.name].ptr
+            n = self._itemsize[i]
+            for d in shape:
+                n *= d
+            b = bufs[i]
+            b.name, b.data, b.bytes = self._names[i], ptr or None, n
         pv, np_, keep_p = _lib.values(params)
         if device is None:
             st = self._L.assoc_run_heads(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_)
@@ -346,6 +362,9 @@ class Kernel:
     def output_shapes(self, shapes, heads=None, kv_heads=None):
         """{output: shape} for inputs of these shapes ({name: shape})."""
         return plan(self.spec, shapes, heads, kv_heads)[5]
+
+
+_ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "bool": 1}
 
 
 def _want_dtype(kind, t):

@@ -24,12 +24,16 @@ class View:
         return "%s on %s:%d" % (self.kind, self.device[0], self.device[1])
 
 
+_by_dtype = {}  # a library's dtype object -> the spec's type name (None: none)
+
+
 def _type_of(dtype, table):
-    s = str(dtype).replace("torch.", "")
-    for k, v in table.items():
-        if v == s:
-            return k
-    return None
+    t = _by_dtype.get(dtype, 0)
+    if t == 0:
+        s = str(dtype).replace("torch.", "")
+        t = next((k for k, v in table.items() if v == s), None)
+        _by_dtype[dtype] = t
+    return t
 
 
 def _is_torch(obj):
@@ -56,6 +60,9 @@ def view(obj, spec_type):
         return View(obj, "cupy", ("cuda", index), cai["data"][0], _type_of(dtype, NUMPY_TYPES), dtype, shape,
                     contiguous)
     import numpy as np
+    if type(obj) is np.ndarray and obj.dtype.isnative:  # the common case first
+        return View(obj, "numpy", None, obj.ctypes.data, _type_of(obj.dtype, NUMPY_TYPES), obj.dtype, obj.shape,
+                    obj.flags.c_contiguous)
     if not isinstance(obj, np.ndarray):
         if spec_type not in NUMPY_TYPES:
             raise TypeError("a %s array must be a torch.bfloat16 tensor (NumPy has no bfloat16), not %s"
@@ -81,6 +88,10 @@ def numpy_type_for(spec_type, name):
 
 def allocate(kind, device, shape, spec_type, name):
     """(array, data pointer) of a new output in kind's library on device."""
+    if kind == "numpy":
+        import numpy as np
+        a = np.empty(shape, dtype=numpy_type_for(spec_type, name))
+        return a, a.ctypes.data
     if kind == "torch":
         import torch
         dev = "cpu" if device is None else "%s:%d" % device
@@ -91,9 +102,7 @@ def allocate(kind, device, shape, spec_type, name):
         with cupy.cuda.Device(device[1]):
             a = cupy.empty(shape, dtype=numpy_type_for(spec_type, name))
         return a, a.data.ptr
-    import numpy as np
-    a = np.empty(shape, dtype=numpy_type_for(spec_type, name))
-    return a, a.ctypes.data
+    raise ValueError("no way to allocate '%s' for %s arrays" % (name, kind))
 
 
 def cuda_stream(kind, device):
