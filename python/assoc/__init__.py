@@ -10,6 +10,7 @@ A pure-Python layer over libassoc.so (compiler/lib/assoc.h) through
 ctypes; the library is loaded on first use (see assoc._lib.candidates).
 """
 import ctypes
+import threading
 from collections import namedtuple
 
 from . import _arrays, _lib
@@ -84,6 +85,7 @@ class Spec:
             raise ValueError("assoc: %s%s" % (_lib.strerror(st), ": " + msg if msg else ""))
         self = object.__new__(cls)
         self._h, self._L = h, L
+        self._lock = threading.Lock()  # a handle is used by one thread at a time (assoc.h)
         self.name = _lib.text(L.assoc_spec_name(h))
         self.arrays = []
         info = _lib.AssocArray()
@@ -131,8 +133,9 @@ class Spec:
         False, not an exception."""
         if trials < 0:
             raise ValueError("trials must be 0 (the default) or more, got %d" % trials)
-        st = self._L.assoc_spec_check(self._h, int(trials), int(seed) & (2**64 - 1))
-        why = _lib.text(self._L.assoc_spec_error(self._h))
+        with self._lock:
+            st = self._L.assoc_spec_check(self._h, int(trials), int(seed) & (2**64 - 1))
+            why = _lib.text(self._L.assoc_spec_error(self._h))
         if st == _lib.OK:
             return Report(True, "%s: ok (identity, associativity, the claimed laws and the reference hold)"
                           % self.name)
@@ -142,7 +145,8 @@ class Spec:
 
     def trust_merge(self, trust=True):
         """Compile whatever the verdict (the command line's --trust-merge)."""
-        self._L.assoc_spec_trust_merge(self._h, 1 if trust else 0)
+        with self._lock:
+            self._L.assoc_spec_trust_merge(self._h, 1 if trust else 0)
         return self
 
     def compile(self, device="cpu", threads=0):
@@ -151,7 +155,8 @@ class Spec:
         verdict fails, DeviceError for a device not usable here,
         CompileError when code generation fails."""
         h = ctypes.c_void_p()
-        st = self._L.assoc_compile(self._h, str(device).encode(), int(threads), ctypes.byref(h))
+        with self._lock:
+            st = self._L.assoc_compile(self._h, str(device).encode(), int(threads), ctypes.byref(h))
         if st != _lib.OK:
             why = _lib.text(self._L.assoc_kernel_error(h)) if h.value else _lib.strerror(st)
             self._L.assoc_kernel_free(h)
@@ -257,6 +262,7 @@ class Kernel:
         self._itemsize = [_ITEMSIZE[a.type] for a in arrays]
         self._bufs_type = _lib.AssocBuffer * len(arrays)
         self._plans = {}
+        self._lock = threading.Lock()  # a run at a time: the handle keeps the last error
 
     def __del__(self):
         h = getattr(self, "_h", None)
@@ -344,16 +350,19 @@ class Kernel:
             b.name, b.data, b.bytes = self._names[i], ptr or None, n
         pv, np_, keep_p = _lib.values(params)
         if device is None:
-            st = self._L.assoc_run_heads(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_)
+            with self._lock:
+                st = self._L.assoc_run_heads(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_)
+                why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         else:
             run_device = _lib.optional("assoc_run_device")
             if run_device is None:
                 raise RunError("this libassoc (%s) has no assoc_run_device: CUDA arrays need a newer build; pass "
                                "host arrays (the \"gpu\" kernel copies them)" % _lib.lib().path)
             stream = _arrays.cuda_stream(kind, device)
-            st = run_device(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_, stream)
+            with self._lock:
+                st = run_device(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_, stream)
+                why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         if st != _lib.OK:
-            why = _lib.text(self._L.assoc_kernel_error(self._h))
             exc = {_lib.EINVAL: ValueError, _lib.ESIZE: ValueError, _lib.ENOMEM: MemoryError,
                    _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError}.get(st, RunError)
             raise exc("%s: %s" % (spec.name, why))

@@ -151,6 +151,23 @@ class Softmax(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"'y' is an output"):
             self.k(x=np.zeros((1, 2), np.float32), y=np.zeros((1, 2), np.float32))
 
+    def test_threads_share_a_kernel(self):
+        import threading
+        xs = [np.full((2, 50), i, np.float32) + np.arange(50, dtype=np.float32) for i in range(8)]
+        got = [None] * len(xs)
+
+        def work(i):
+            for _ in range(20):
+                got[i] = self.k(x=xs[i])["lse"]
+
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for i, x in enumerate(xs):
+            np.testing.assert_allclose(got[i], softmax_ref(x)[0], rtol=1e-5)
+
     def test_interp_agrees(self):
         x = np.random.default_rng(2).standard_normal((3, 17)).astype(np.float32)
         out = self.spec.compile(device="interp")(x=x)
