@@ -335,6 +335,11 @@ class Kernel:
         if device is not None and self.device != "gpu":
             raise ValueError("input '%s' is %s: device arrays need a kernel compiled for \"gpu\" (this one runs "
                              "on %s)" % (first[0], first[1].where(), self.device))
+        if device is not None:
+            run_device = _lib.optional("assoc_run_device")
+            if run_device is None:
+                raise RunError("this libassoc (%s) has no assoc_run_device: CUDA arrays need a newer build; pass "
+                               "host arrays (the \"gpu\" kernel copies them)" % _lib.lib().path)
         outs = {}
         bufs = self._bufs_type()
         for i, a in enumerate(spec.arrays):
@@ -354,10 +359,6 @@ class Kernel:
                 st = self._L.assoc_run_heads(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_)
                 why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         else:
-            run_device = _lib.optional("assoc_run_device")
-            if run_device is None:
-                raise RunError("this libassoc (%s) has no assoc_run_device: CUDA arrays need a newer build; pass "
-                               "host arrays (the \"gpu\" kernel copies them)" % _lib.lib().path)
             stream = _arrays.cuda_stream(kind, device)
             with self._lock:
                 st = run_device(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_, stream)

@@ -19,9 +19,10 @@ class View:
         self.type, self.dtype, self.shape, self.contiguous = type_, dtype, tuple(shape), contiguous
 
     def where(self):
+        lib = type(self.obj).__module__.split(".")[0]
         if self.device is None:
-            return "%s on the host" % self.kind
-        return "%s on %s:%d" % (self.kind, self.device[0], self.device[1])
+            return "%s on the host" % lib
+        return "%s on %s:%d" % (lib, self.device[0], self.device[1])
 
 
 _by_dtype = {}  # a library's dtype object -> the spec's type name (None: none)

@@ -168,6 +168,19 @@ class Softmax(unittest.TestCase):
         for i, x in enumerate(xs):
             np.testing.assert_allclose(got[i], softmax_ref(x)[0], rtol=1e-5)
 
+    def test_device_arrays_need_a_gpu_kernel(self):
+        class DeviceArray:  # what CuPy and Numba hand over: a pointer in device memory
+            __module__ = "devicelib"
+            __cuda_array_interface__ = {"shape": (2, 5), "typestr": "<f4", "data": (4096, False), "version": 3,
+                                        "strides": None}
+
+        with self.assertRaisesRegex(ValueError, r"input 'x' is devicelib on cuda:0: device arrays need a kernel "
+                                                r"compiled for \"gpu\" \(this one runs on cpu\)"):
+            self.k(x=DeviceArray())
+        with self.assertRaisesRegex(ValueError, r"input 'x' has dtype float64"):
+            DeviceArray.__cuda_array_interface__ = dict(DeviceArray.__cuda_array_interface__, typestr="<f8")
+            self.k(x=DeviceArray())
+
     def test_interp_agrees(self):
         x = np.random.default_rng(2).standard_normal((3, 17)).astype(np.float32)
         out = self.spec.compile(device="interp")(x=x)
