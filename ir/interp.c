@@ -18,7 +18,7 @@ typedef struct {
 	uint8_t kind, nargs;
 	int k, len;
 	int dst;
-	int src[3], slen[3];
+	int src[4], slen[4];
 } Instr;
 
 struct Prog {
@@ -348,6 +348,33 @@ static int run_fast(Prog *p, const Instr *in, double *val, double *err)
 	}
 }
 
+/* Both outputs of the top-k merge come from one ranking; a value keeps
+ * the error bound of the operand it was taken from. */
+static void run_topk(const Instr *in, double *val, double *err)
+{
+	double v[64], ix[64], e[64], ov[16], oi[16];
+	int n = 0;
+	for (int s = 0; s < 4; s += 2)
+		for (int t = 0; t < in->slen[s] && n < 64; t++, n++) {
+			v[n] = val[in->src[s] + t];
+			e[n] = err[in->src[s] + t];
+			ix[n] = val[in->src[s + 1] + (in->slen[s + 1] > 1 ? t : 0)];
+		}
+	ir_topk(v, ix, n, in->len, ov, oi);
+	for (int t = 0; t < in->len; t++) {
+		if (in->op == EXPR_TOPK_IDX) {
+			val[in->dst + t] = oi[t], err[in->dst + t] = 0;
+			continue;
+		}
+		val[in->dst + t] = ov[t], err[in->dst + t] = 0;
+		for (int q = 0; q < n; q++)
+			if (ix[q] == oi[t] && (v[q] == ov[t] || (isnan(v[q]) && isnan(ov[t])))) {
+				err[in->dst + t] = e[q];
+				break;
+			}
+	}
+}
+
 unsigned prog_range(const Prog *p) { return p->range; }
 
 void prog_const_rounding(Prog *p, int on) { p->const_rounding = on; }
@@ -369,6 +396,10 @@ void prog_run(Prog *p, Mode mode)
 		TyKind kind = f32 ? TY_F32 : (in->kind == TY_F32 || in->kind == TY_NUM ? TY_F64 : in->kind);
 		if (in->op == EXPR_DOT) {
 			run_dot(p, in, val, err, f32, tiny);
+			continue;
+		}
+		if (in->op == EXPR_TOPK || in->op == EXPR_TOPK_IDX) {
+			run_topk(in, val, err);
 			continue;
 		}
 		if (in->op == EXPR_INDEX) {

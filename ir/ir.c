@@ -396,7 +396,8 @@ Expr *ir_ref(Ir *ir, int var)
 
 static int foldable(Op op, Expr *x, Expr *y, Expr *z)
 {
-	if (op == EXPR_DOT || (ir_ops[op].flags & F_REDUCE) || op == EXPR_CONST || op == EXPR_VAR)
+	if (op == EXPR_DOT || op == EXPR_TOPK || op == EXPR_TOPK_IDX || (ir_ops[op].flags & F_REDUCE) ||
+	    op == EXPR_CONST || op == EXPR_VAR)
 		return 0;
 	Expr *args[3] = {x, y, z};
 	for (int i = 0; i < ir_ops[op].arity; i++)
@@ -437,6 +438,39 @@ Expr *ir_node(Ir *ir, Op op, Ty ty, int k, Expr *x, Expr *y, Expr *z)
 	return intern(ir, &key);
 }
 
+Expr *ir_node_n(Ir *ir, Op op, Ty ty, int k, Expr *const a[4])
+{
+	if (!a[0] || !a[1] || !a[2] || !a[3])
+		return ir_node(ir, op, ty, k, a[0], a[0] ? a[1] : NULL, a[0] && a[1] ? a[2] : NULL);
+	if ((op == EXPR_TOPK || op == EXPR_TOPK_IDX) && a[0]->op == EXPR_CONST && a[0]->num == -INFINITY &&
+	    a[1]->op == EXPR_CONST && a[1]->num == -1 && a[2]->op == EXPR_CONST && a[2]->num == -INFINITY &&
+	    a[3]->op == EXPR_CONST && a[3]->num == -1) /* two empty lists: the empty list */
+		return ir_const(ir, ty, op == EXPR_TOPK ? -INFINITY : -1);
+	Expr key = {.op = (uint16_t)op, .ty = ty, .k = k, .nargs = 4};
+	memcpy(key.a, a, sizeof key.a);
+	return intern(ir, &key);
+}
+
+void ir_topk(const double *v, const double *idx, int n, int k, double *outv, double *outi)
+{
+	/* insertion into the k best so far: n is at most 2k in the merges */
+	int m = 0;
+	for (int t = 0; t < n; t++) {
+		int p = m < k ? m : k;
+		while (p > 0 && ir_topk_before(v[t], idx[t], outv[p - 1], outi[p - 1]))
+			p--;
+		if (p >= k)
+			continue;
+		for (int q = (m < k ? m : k - 1); q > p; q--)
+			outv[q] = outv[q - 1], outi[q] = outi[q - 1];
+		outv[p] = v[t], outi[p] = idx[t];
+		if (m < k)
+			m++;
+	}
+	for (; m < k; m++)
+		outv[m] = -INFINITY, outi[m] = -1;
+}
+
 Expr *ir_un(Ir *ir, Op op, Expr *x)
 {
 	return ir_node(ir, op, x->ty, 0, x, NULL, NULL);
@@ -471,14 +505,14 @@ static Expr *subst_rec(Subst *s, Expr *e)
 		if (m)
 			r = m;
 	} else if (e->nargs) {
-		Expr *a[3] = {0};
+		Expr *a[4] = {0};
 		int changed = 0;
 		for (int i = 0; i < e->nargs; i++) {
 			a[i] = subst_rec(s, e->a[i]);
 			changed |= a[i] != e->a[i];
 		}
 		if (changed)
-			r = ir_node(s->ir, e->op, e->ty, e->k, a[0], a[1], a[2]);
+			r = ir_node_n(s->ir, e->op, e->ty, e->k, a);
 		else
 			r = e;
 	}

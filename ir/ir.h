@@ -87,9 +87,9 @@ struct Expr {
 	Ty ty;
 	uint32_t id;
 	uint32_t depth; /* 1 for a leaf, else 1 + the deepest operand: recursive passes recurse this deep */
-	int k;       /* VAR: var index; POW: exponent; INDEX: component */
+	int k;       /* VAR: var index; POW: exponent; INDEX: component; TOPK*: the list's length */
 	double num;  /* CONST: the value (every component of a vector) */
-	Expr *a[3];
+	Expr *a[4];
 	Expr *next;  /* hash chain */
 };
 
@@ -110,6 +110,8 @@ const Var *ir_var(const Ir *ir, int v);
 /* Node constructors.  ir_node hash-conses and folds constant operands; the
  * caller gives the result type (the type checker owns the typing rules). */
 Expr *ir_node(Ir *ir, Op op, Ty ty, int k, Expr *x, Expr *y, Expr *z);
+/* The same for any arity (TOPK's four operands); a[i] NULL past the last. */
+Expr *ir_node_n(Ir *ir, Op op, Ty ty, int k, Expr *const a[4]);
 Expr *ir_const(Ir *ir, Ty ty, double v);
 Expr *ir_ref(Ir *ir, int var);
 /* Same-typed convenience builders for passes (type of x wins; comparisons give bool). */
@@ -164,6 +166,25 @@ double ir_round(TyKind kind, double v);
 /* Whether v is a value of kind as it is: integers whole and in range,
  * booleans 0 or 1, any number for floats (rounding is theirs). */
 int ir_holds(TyKind kind, double v);
+
+enum { IR_TOPK_MAX = 16 };
+
+/* The top k (values and indices) of the n pairs (v[i], idx[i]), ranked as
+ * TOPK ranks them (see ops.def); slots past n are (-inf, -1).  k <= 16. */
+void ir_topk(const double *v, const double *idx, int n, int k, double *outv, double *outi);
+/* Whether pair (v, i) ranks before (w, j) in a top-k list. */
+static inline int ir_topk_before(double v, double i, double w, double j)
+{
+	int vn = isnan(v), wn = isnan(w);
+	if (vn || wn) { /* NaN after every number */
+		if (vn != wn)
+			return wn;
+	} else if (v != w) {
+		return v > w;
+	}
+	/* an empty slot (-1) after every index */
+	return (uint32_t)(int64_t)i < (uint32_t)(int64_t)j;
+}
 
 /* Interpreter.  A Prog is a tape for a set of roots; its leaves are the VAR
  * and reduction nodes below them, whose values the caller writes before

@@ -111,6 +111,19 @@ static void put(const Ir *ir, const Expr *e, Out *out)
 		return;
 	}
 	fprintf(out->f, "%s(", oi->printed);
+	if (e->op == EXPR_RTOPK || e->op == EXPR_RTOPK_IDX) {
+		put(ir, e->a[0], out);
+		fprintf(out->f, ", %d)", e->k);
+		return;
+	}
+	if ((e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX) && !e->a[0]->ty.len && e->a[2]->op == EXPR_CONST &&
+	    e->a[2]->num == -INFINITY && e->a[3]->op == EXPR_CONST && e->a[3]->num == -1) {
+		put(ir, e->a[0], out);
+		fputs(", ", out->f);
+		put(ir, e->a[1], out);
+		fprintf(out->f, ", %d)", e->k);
+		return;
+	}
 	for (int i = 0; i < e->nargs; i++) {
 		if (i)
 			fputs(", ", out->f);

@@ -220,3 +220,65 @@ Test(ir, vectors_broadcast_and_dot)
 	cr_assert_eq(prog_root(p, 0, NULL)[0], 2.0 * (1 + 4 + 9 + 16));
 	prog_free(p);
 }
+
+/* ir_topk ranks values descending, equal values by ascending index, an
+ * empty slot (-1) after every index and NaN after every number. */
+Test(ir, topk_ranking_and_ties)
+{
+	double v[] = {1, 3, 3, -INFINITY, NAN, 3, -INFINITY, 2};
+	double ix[] = {0, 5, 2, 7, 4, 9, -1, 1};
+	double ov[4], oi[4];
+	ir_topk(v, ix, 8, 4, ov, oi);
+	double wv[] = {3, 3, 3, 2}, wi[] = {2, 5, 9, 1};
+	for (int t = 0; t < 4; t++)
+		cr_expect(ov[t] == wv[t] && oi[t] == wi[t], "slot %d: (%g, %g)", t, ov[t], oi[t]);
+	/* fewer pairs than slots: the rest are empty; -inf with an index before an empty slot */
+	double ov8[8], oi8[8];
+	ir_topk(v, ix, 8, 8, ov8, oi8);
+	cr_expect(ov8[4] == 1 && oi8[4] == 0);
+	cr_expect(ov8[5] == -INFINITY && oi8[5] == 7, "(%g, %g)", ov8[5], oi8[5]);
+	cr_expect(ov8[6] == -INFINITY && oi8[6] == -1);
+	cr_expect(isnan(ov8[7]) && oi8[7] == 4);
+	ir_topk(v, ix, 0, 3, ov, oi);
+	for (int t = 0; t < 3; t++)
+		cr_expect(ov[t] == -INFINITY && oi[t] == -1);
+}
+
+/* The merge of two lists, through the interpreter, and the printer's
+ * spellings of its forms; two empty lists fold to the empty list. */
+Test(ir, topk_merge_interpreted_and_printed)
+{
+	Expr *av = ir_ref(ir, ir_add_var(ir, "av", VAR_ROW, 0, 0, ty_vec(TY_F32, 3, -1), TY_F32));
+	Expr *ai = ir_ref(ir, ir_add_var(ir, "ai", VAR_ROW, 0, 1, ty_vec(TY_I32, 3, -1), TY_I32));
+	Expr *bv = ir_ref(ir, ir_add_var(ir, "bv", VAR_ROW, 0, 2, ty_vec(TY_F32, 3, -1), TY_F32));
+	Expr *bi = ir_ref(ir, ir_add_var(ir, "bi", VAR_ROW, 0, 3, ty_vec(TY_I32, 3, -1), TY_I32));
+	Expr *args[4] = {av, ai, bv, bi};
+	Expr *ev = ir_node_n(ir, EXPR_TOPK, ty_vec(TY_F32, 3, -1), 3, args);
+	Expr *ei = ir_node_n(ir, EXPR_TOPK_IDX, ty_vec(TY_I32, 3, -1), 3, args);
+	cr_assert_eq(ev->nargs, 4);
+	cr_assert_eq(ev, ir_node_n(ir, EXPR_TOPK, ty_vec(TY_F32, 3, -1), 3, args), "hash-consed");
+	Expr *roots[2] = {ev, ei};
+	Prog *p = prog_new(ir, roots, 2);
+	double in[4][3] = {{5, 2, -INFINITY}, {4, 8, -1}, {5, 3, 1}, {1, 6, 0}};
+	for (int i = 0; i < prog_nleaves(p); i++)
+		for (int q = 0; q < 4; q++)
+			if (prog_leaf(p, i) == args[q])
+				memcpy(prog_leaf_val(p, i, NULL), in[q], sizeof in[q]);
+	prog_run(p, MODE_F32);
+	const double *rv = prog_root(p, 0, NULL), *ri = prog_root(p, 1, NULL);
+	cr_expect(rv[0] == 5 && ri[0] == 1, "the smaller index first on a tie: %g@%g", rv[0], ri[0]);
+	cr_expect(rv[1] == 5 && ri[1] == 4);
+	cr_expect(rv[2] == 3 && ri[2] == 6);
+	prog_free(p);
+	char *s = ir_str(ir, ev);
+	cr_expect_str_eq(s, "topk(av, ai, bv, bi)");
+	free(s);
+	Expr *one[4] = {x, ir_const(ir, ty_scalar(TY_I32), 3), ir_const(ir, ty_scalar(TY_F32), -INFINITY),
+			ir_const(ir, ty_scalar(TY_I32), -1)};
+	s = ir_str(ir, ir_node_n(ir, EXPR_TOPK_IDX, ty_vec(TY_I32, 8, -1), 8, one));
+	cr_expect_str_eq(s, "topk_idx(x, 3, 8)");
+	free(s);
+	Expr *none[4] = {one[2], one[3], one[2], one[3]};
+	Expr *e = ir_node_n(ir, EXPR_TOPK, ty_vec(TY_F32, 8, -1), 8, none);
+	cr_expect(e->op == EXPR_CONST && e->num == -INFINITY);
+}

@@ -517,6 +517,7 @@ static const Fn fns[] = {
 	{"tanh", EXPR_TANH, 1},   {"sigmoid", EXPR_SIGMOID, 1}, {"max", EXPR_MAX, 2},
 	{"min", EXPR_MIN, 2},     {"where", EXPR_WHERE, 3}, {"dot", EXPR_DOT, 2},
 	{"fma", EXPR_FMA, 3},     {"sum", EXPR_SUM, 1},     {"count", EXPR_COUNT, 0},
+	{"topk", EXPR_TOPK, 4},   {"topk_idx", EXPR_TOPK_IDX, 4},
 };
 
 static V call_reduce(P *p, Op op, const char *name, V *a, int n, size_t off)
@@ -546,6 +547,95 @@ static V call_reduce(P *p, Op op, const char *name, V *a, int n, size_t off)
 	return mk(p, op, t, 0, a, 1, off);
 }
 
+/* k of topk's forms: an integer literal from 1 to IR_TOPK_MAX. */
+static int topk_len(P *p, V v, const char *name)
+{
+	Expr *e = v.e;
+	if (e->op != EXPR_CONST || e->ty.kind != TY_NUM || e->num != floor(e->num) || e->num < 1 ||
+	    e->num > IR_TOPK_MAX) {
+		fail(p, v.off, "%s's k must be an integer literal from 1 to %d", name, IR_TOPK_MAX);
+		return 0;
+	}
+	return (int)e->num;
+}
+
+/* A topk list's values: numbers, a literal taking f32. */
+static Expr *topk_values(P *p, V v, const char *name)
+{
+	if (need_num(p, v, name))
+		return NULL;
+	return v.e->ty.kind == TY_NUM ? to_kind(p, v, TY_F32) : v.e;
+}
+
+static Expr *topk_indices(P *p, V v, const char *name)
+{
+	char b[64];
+	TyKind k = (TyKind)v.e->ty.kind;
+	if (k != TY_I32 && k != TY_NUM) {
+		fail(p, v.off, "%s's indices must be i32, got %s", name, tystr(p, v.e->ty, b));
+		return NULL;
+	}
+	return to_kind(p, v, TY_I32);
+}
+
+/* topk(e, k) and topk_idx(e, k) in a reference; topk(v, i, k) (a list of
+ * one, for a lift); topk(av, ai, bv, bi) (a merge).  ops.def says what
+ * they compute. */
+static V call_topk(P *p, Op op, const char *name, V *a, int n, size_t off)
+{
+	char b1[64], b2[64];
+	int idx = op == EXPR_TOPK_IDX, k;
+	if (n == 2) {
+		if (!(p->s->allow & S_REDUCE))
+			return fail(p, off, "%s(e, k) reduces over the row and is allowed only in reference; "
+					    "a lift takes %s(value, index, k)", name, name);
+		if (a[0].e->ty.len)
+			return fail(p, a[0].off, "%s(e, k) ranks scalars, got %s", name, tystr(p, a[0].e->ty, b1));
+		if (!(k = topk_len(p, a[1], name)) || !(a[0].e = topk_values(p, a[0], name)))
+			return (V){NULL, off};
+		Ty t = ty_vec(idx ? TY_I32 : (TyKind)a[0].e->ty.kind, k, -1);
+		return mk(p, idx ? EXPR_RTOPK_IDX : EXPR_RTOPK, t, k, a, 1, off);
+	}
+	if (n == 3) {
+		if (a[0].e->ty.len || a[1].e->ty.len)
+			return fail(p, a[a[0].e->ty.len ? 0 : 1].off, "%s(value, index, k) takes scalars", name);
+		if (!(k = topk_len(p, a[2], name)) || !(a[0].e = topk_values(p, a[0], name)) ||
+		    !(a[1].e = topk_indices(p, a[1], name)))
+			return (V){NULL, off};
+		TyKind vk = (TyKind)a[0].e->ty.kind;
+		Expr *args[4] = {a[0].e, a[1].e, ir_const(p->ir, ty_scalar(vk), -INFINITY),
+				 ir_const(p->ir, ty_scalar(TY_I32), -1)};
+		return bounded(p, ir_node_n(p->ir, op, ty_vec(idx ? TY_I32 : vk, k, -1), k, args), off);
+	}
+	if (n != 4)
+		return fail(p, off, "'%s' takes (e, k) in a reference, (value, index, k) or (av, ai, bv, bi), got %d "
+				    "arguments", name, n);
+	Ty t;
+	V vals[2] = {a[0], a[2]};
+	if (unify(p, vals, 2, name, &t))
+		return (V){NULL, off};
+	if (!t.len)
+		return fail(p, off, "%s(av, ai, bv, bi) merges vectors; a list of one is %s(value, index, k)", name,
+			    name);
+	if (t.len > IR_TOPK_MAX)
+		return fail(p, a[0].off, "%s keeps at most %d values, got %s", name, IR_TOPK_MAX, tystr(p, t, b1));
+	for (int s = 0; s < 4; s += 2) {
+		V v = {vals[s / 2].e, a[s].off};
+		if (!(a[s].e = v.e->ty.kind == t.kind ? v.e : to_kind(p, v, (TyKind)t.kind)) ||
+		    !(a[s + 1].e = topk_indices(p, a[s + 1], name)))
+			return (V){NULL, off};
+		Ty vt = a[s].e->ty, it = a[s + 1].e->ty;
+		if (vt.len != it.len || vt.dim != it.dim)
+			return fail(p, a[s + 1].off, "%s's indices must have the shape of their values: %s and %s", name,
+				    tystr(p, vt, b1), tystr(p, it, b2));
+	}
+	if (t.kind == TY_NUM)
+		t.kind = TY_F32;
+	Expr *args[4] = {a[0].e, a[1].e, a[2].e, a[3].e};
+	return bounded(p, ir_node_n(p->ir, op, ty_vec(idx ? TY_I32 : (TyKind)t.kind, t.len, t.dim), t.len, args),
+		       off);
+}
+
 static V call(P *p, const char *name, V *a, int n, size_t off)
 {
 	char b1[64], b2[64];
@@ -555,6 +645,8 @@ static V call(P *p, const char *name, V *a, int n, size_t off)
 			fn = &fns[i];
 	if (!fn)
 		return fail(p, off, "unknown function '%s'", name);
+	if (fn->op == EXPR_TOPK || fn->op == EXPR_TOPK_IDX)
+		return call_topk(p, fn->op, name, a, n, off);
 	if (n == 1 && (fn->op == EXPR_MAX || fn->op == EXPR_MIN))
 		return call_reduce(p, fn->op == EXPR_MAX ? EXPR_RMAX : EXPR_RMIN, name, a, n, off);
 	if (n != fn->arity)
