@@ -675,3 +675,23 @@ Test(check, tolerance_catches_a_relative_1e_4)
 	cr_expect(check_ok(&r), "a lawful product passes the same tolerance");
 	check_result_free(&r);
 }
+
+/* The reference's topk and topk_idx rank the row's (x, j) pairs one by
+ * one; the carrier's merges of lists agree with them on every row drawn,
+ * ties of the integer grid included, and a reference that ranks the
+ * other way round is caught. */
+Test(check, topk_against_its_reference)
+{
+	CheckResult r;
+	run("tests/check/topk_reference.yaml", &r, 1);
+	cr_expect(check_ok(&r), "%s", r.sound_detail ? r.sound_detail : "a law");
+	cr_assert_eq(r.nerr, 2);
+	for (int i = 0; i < r.nerr; i++)
+		cr_expect_gt(r.err[i].compared, 0, "%s never compared", r.err[i].name);
+	check_result_free(&r);
+	expect_unsound("carrier: bottom\nelement: {x: f32}\nstate:\n  top: f32[3]\n  idx: i32[3]\n"
+		       "identity: {top: -inf, idx: -1}\nlift: {top: 'topk(x, j, 3)', idx: 'topk_idx(x, j, 3)'}\n"
+		       "merge:\n  top: topk(a.top, a.idx, b.top, b.idx)\n  idx: topk_idx(a.top, a.idx, b.top, b.idx)\n"
+		       "reference: {top: 'topk(x, 3)', idx: 'topk_idx(-x, 3)'}\n",
+		       "idx");
+}

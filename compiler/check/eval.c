@@ -267,6 +267,10 @@ static void reduce(Machine *m, Mode mode, int k, const Row *r)
 	for (int t = 0; t < w; t++)
 		acc[t] = ir_ops[e->op].unit, err[t] = 0;
 	Ctx x = {.row = r, .params = m->params, .red = re->memo, .rede = re->memoe};
+	int topk = e->op == EXPR_RTOPK || e->op == EXPR_RTOPK_IDX;
+	double tv[IR_TOPK_MAX + 1], ti[IR_TOPK_MAX + 1], te[IR_TOPK_MAX + 1];
+	for (int t = 0; t < IR_TOPK_MAX + 1; t++)
+		tv[t] = -INFINITY, ti[t] = -1, te[t] = 0;
 	for (int j = 0; j < r->len; j++) {
 		x.j = j;
 		bind_at(m, &re->arg[k], &x);
@@ -274,6 +278,15 @@ static void reduce(Machine *m, Mode mode, int k, const Row *r)
 		if (prog_root(re->arg[k].p, 1, NULL)[0] == 0)
 			continue;
 		const double *ve, *v = prog_root(re->arg[k].p, 0, &ve);
+		if (topk) { /* the naive way: the row's pairs ranked one by one into a sorted list */
+			int p = w;
+			while (p > 0 && ir_topk_before(v[0], j, tv[p - 1], ti[p - 1]))
+				p--;
+			for (int q = w; q > p; q--)
+				tv[q] = tv[q - 1], ti[q] = ti[q - 1], te[q] = te[q - 1];
+			tv[p] = v[0], ti[p] = j, te[p] = ve[0];
+			continue;
+		}
 		for (int t = 0; t < w; t++) {
 			switch (e->op) {
 			case EXPR_SUM:
@@ -292,6 +305,10 @@ static void reduce(Machine *m, Mode mode, int k, const Row *r)
 			default: break;
 			}
 		}
+	}
+	for (int t = 0; topk && t < w; t++) {
+		acc[t] = e->op == EXPR_RTOPK ? tv[t] : ti[t];
+		err[t] = e->op == EXPR_RTOPK ? te[t] : 0;
 	}
 }
 
