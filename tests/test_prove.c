@@ -88,6 +88,22 @@ Test(prove, selects_on_ties) {
 	check("tests/prove/max_count.yaml", "ppp-");
 }
 
+/* topk is taken as a known associative and commutative operation: its
+ * fields are proved without a region, beside fields proved by regions;
+ * lists ranked with the other operand's indices are not. */
+Test(prove, topk_as_known_operation) {
+	check("tests/prove/topk_softmax.yaml", "ppp-");
+	check("tests/prove/topk_crossed.yaml", "uu--");
+	Carrier *c = load_ok("tests/prove/topk_softmax.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	const ProofLine *l = law(&r, "associative");
+	cr_expect(strstr(l->how, "top-k of one multiset of lists in 2 fields"), "%s", l->how);
+	cr_expect_lt(r.seconds, 0.1);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 Test(prove, maxplus_matrix) { check("tests/prove/maxplus.yaml", "pp--"); }
 
 Test(prove, exp2_and_direct_softmax) {

@@ -113,7 +113,7 @@ static uint8_t sign_rec(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo);
 
 static uint8_t sign_op(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo)
 {
-	uint8_t s[3] = {SG_ANY, SG_ANY, SG_ANY};
+	uint8_t s[4] = {SG_ANY, SG_ANY, SG_ANY, SG_ANY};
 	for (int i = 0; i < e->nargs; i++)
 		s[i] = sign_rec(c, e->a[i], vs, memo);
 	switch (e->op) {
@@ -280,6 +280,7 @@ typedef struct {
 	int maxdeg, nchecks;
 	char *open;      /* the first difference no reachable state shows: the verdict unless one does */
 	int nopen;
+	int ntopk;       /* fields equal as one top-k of one multiset of lists */
 } Job;
 
 typedef struct {
@@ -515,13 +516,128 @@ static char *proved_how(Job *j)
 	 * independent random points with probability at most (d/p)^PV_K */
 	double d = j->maxdeg > 0 ? j->maxdeg : 1;
 	double lg = log10(j->nchecks ? j->nchecks : 1) + PV_K * (log10(d) - 61 * log10(2.0));
+	if (j->ntopk && !j->nchecks)
+		return xasprintf("top-k of one multiset of lists on both sides (%d field%s)", j->ntopk,
+				 j->ntopk == 1 ? "" : "s");
+	if (j->ntopk)
+		return xasprintf("%d region%s; normal forms equal at %d random points mod 2^61-1 (error < 1e%d); "
+				 "top-k of one multiset of lists in %d field%s%s%s",
+				 j->regions, j->regions == 1 ? "" : "s", PV_K, (int)ceil(lg), j->ntopk,
+				 j->ntopk == 1 ? "" : "s", under(j->p), j->p->invtext);
 	return xasprintf("%d region%s; normal forms equal at %d random points mod 2^61-1 (error < 1e%d)%s%s",
 			 j->regions, j->regions == 1 ? "" : "s", PV_K, (int)ceil(lg), under(j->p), j->p->invtext);
+}
+
+/* ---- top-k: a known associative and commutative operation ----
+ *
+ * topk(av, ai, bv, bi) is the top k of the multiset union of its operand
+ * lists (ops.def), so nested merges of one k flatten into one multiset of
+ * lists, the identity's lists drop out, and two sides whose multisets are
+ * equal are equal, whatever the values: no region is needed. */
+
+enum { TK_MAX = 64 };
+
+typedef struct {
+	Expr *v, *i;
+} TkPair;
+
+static int tk_empty(const Expr *v, const Expr *i)
+{
+	return v->op == EXPR_CONST && v->num == -INFINITY && i->op == EXPR_CONST && i->num == -1;
+}
+
+/* A state variable as one list: a field merged by topk(a.f, a.g, b.f,
+ * b.g) is ranked with g (f the values, g the indices); the pair of the
+ * same operand, and TOPK or TOPK_IDX for which of the two e is.  0 when e
+ * is neither. */
+static int tk_state_pair(Carrier *c, const Expr *e, TkPair *out)
+{
+	if (e->op != EXPR_VAR)
+		return 0;
+	const Var *var = ir_var(c->ir, e->k);
+	if (var->kind != VAR_STATE)
+		return 0;
+	int w = var->which;
+	for (int f = 0; f < c->nstate; f++) {
+		Expr *m = c->merge[f];
+		if (m->op != EXPR_TOPK)
+			continue;
+		for (int g = 0; g < c->nstate; g++) {
+			Expr *want[4] = {ir_ref(c->ir, c->svar[STATE_A][f]), ir_ref(c->ir, c->svar[STATE_A][g]),
+					 ir_ref(c->ir, c->svar[STATE_B][f]), ir_ref(c->ir, c->svar[STATE_B][g])};
+			if (memcmp(m->a, want, sizeof want))
+				continue;
+			if (e->k != c->svar[w][f] && e->k != c->svar[w][g])
+				return 0;
+			*out = (TkPair){ir_ref(c->ir, c->svar[w][f]), ir_ref(c->ir, c->svar[w][g])};
+			return e->k == c->svar[w][f] ? EXPR_TOPK : EXPR_TOPK_IDX;
+		}
+	}
+	return 0;
+}
+
+static int tk_flatten(Expr *v, Expr *i, int k, TkPair *out, int n)
+{
+	if (n < 0 || tk_empty(v, i))
+		return n;
+	if (v->op == EXPR_TOPK && i->op == EXPR_TOPK_IDX && v->k == k && i->k == k &&
+	    !memcmp(v->a, i->a, sizeof v->a))
+		return tk_flatten(v->a[2], v->a[3], k, out, tk_flatten(v->a[0], v->a[1], k, out, n));
+	if (n == TK_MAX)
+		return -1;
+	out[n] = (TkPair){v, i};
+	return n + 1;
+}
+
+static int tk_cmp(const void *x, const void *y)
+{
+	const TkPair *a = x, *b = y;
+	if (a->v->id != b->v->id)
+		return a->v->id < b->v->id ? -1 : 1;
+	return (a->i->id > b->i->id) - (a->i->id < b->i->id);
+}
+
+/* e as the values (or indices) of the top k of a multiset of lists: the
+ * number of lists, -1 when e is not one. */
+static int tk_form(Carrier *c, Expr *e, int *op, int *k, TkPair *out)
+{
+	int n;
+	if (e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX) {
+		*op = e->op, *k = e->k;
+		n = tk_flatten(e->a[2], e->a[3], e->k, out, tk_flatten(e->a[0], e->a[1], e->k, out, 0));
+	} else if ((*op = tk_state_pair(c, e, out))) { /* a state's own (sorted) list */
+		*k = e->ty.len;
+		return 1;
+	} else {
+		return -1;
+	}
+	if (n > 0)
+		qsort(out, n, sizeof *out, tk_cmp);
+	return n;
+}
+
+/* 1 when both sides of a pair are one top-k of one multiset of lists. */
+static int tk_equal(Carrier *c, const Pair *pr)
+{
+	TkPair l[TK_MAX], r[TK_MAX];
+	int lop = -1, rop = -2, lk = 0, rk = 0;
+	int nl = tk_form(c, pr->l, &lop, &lk, l), nr = tk_form(c, pr->r, &rop, &rk, r);
+	if (nl < 0 || nl != nr || lop != rop || lk != rk)
+		return 0;
+	for (int t = 0; t < nl; t++)
+		if (l[t].v != r[t].v || l[t].i != r[t].i)
+			return 0;
+	return 1;
 }
 
 /* All regions of one obligation; 1 when proved, 0 when out has the verdict. */
 static int prove_one(Job *j, const Pair *pr, Verdict *out)
 {
+	if (tk_equal(j->p->c, pr)) {
+		bprintf(j->trace, "  %s: one top-k of one multiset of lists on both sides\n", pr->field);
+		j->ntopk++;
+		return 1;
+	}
 	Region **stack = malloc(3 * MAX_REGIONS * sizeof *stack);
 	if (!stack)
 		abort();
@@ -555,7 +671,7 @@ static int prove_one(Job *j, const Pair *pr, Verdict *out)
  * region disproves it. */
 static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
 {
-	j->regions = j->maxdeg = j->nchecks = 0;
+	j->regions = j->maxdeg = j->nchecks = j->ntopk = 0;
 	j->p->overflow = 0;
 	int i = 0;
 	while (i < n && j->nopen < MAX_OPEN && prove_one(j, &pr[i], out))
@@ -582,7 +698,7 @@ typedef struct {
 
 static Job job(Ctx *x, const char *ops, const char *lname, const char *rname)
 {
-	return (Job){&x->p, x->trace, x->t0, ops, lname, rname, 0, 0, 0, NULL, 0};
+	return (Job){&x->p, x->trace, x->t0, ops, lname, rname, 0, 0, 0, NULL, 0, 0};
 }
 
 static void law_assoc(Ctx *x, Verdict *out)
@@ -651,7 +767,7 @@ static char *nan_origin(Carrier *c, Expr *e, Map *m)
 	free(seen);
 	if (!best)
 		return xasprintf("NaN");
-	char va[3][40];
+	char va[4][40];
 	for (int i = 0; i < best->nargs; i++)
 		fmt_num(ir_subst(c->ir, best->a[i], map_var, m)->num, va[i], sizeof va[i]);
 	char *s = ir_str_max(c->ir, best, MSG_EXPR), *r;

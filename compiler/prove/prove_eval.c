@@ -734,8 +734,10 @@ static void ev_node(Ev *x, Val *r, Expr *e)
 		return ev_logic(x, r, e);
 	if (e->op == EXPR_WHERE || e->op == EXPR_MAX || e->op == EXPR_MIN || e->op == EXPR_ABS)
 		return ev_select(x, r, e);
-	if (e->op == EXPR_INDEX || e->op == EXPR_DOT || (fl & F_REDUCE)) {
-		set_err(r, "%s mixes vector components", e->op == EXPR_DOT ? "dot" : "an index");
+	if (e->op == EXPR_INDEX || e->op == EXPR_DOT || e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX ||
+	    (fl & F_REDUCE)) {
+		set_err(r, "%s mixes vector components",
+			e->op == EXPR_DOT ? "dot" : e->op == EXPR_INDEX ? "an index" : ir_ops[e->op].printed);
 		return;
 	}
 	Val *v[3] = {0};
