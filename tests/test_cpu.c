@@ -1622,3 +1622,43 @@ Test(cpu, objects_come_back_from_the_cache, .timeout = 120)
 	snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, other);
 	cr_expect_eq(system(cmd), 0);
 }
+
+/* ---- topk (compiler/llvm/llvm_topk.c) ---- */
+
+/* Rows of ties (integers in [-2, 2]), of -inf among them, and of normal
+ * values, at lengths around k, split so that lists of k merge (the
+ * bitonic merge) as well as lists of one into them (the insertion). */
+static void topk_rows(const char *path)
+{
+	static const int lens[] = {0, 1, 3, 4, 5, 7, 8, 9, 17, 31, 64, 255, 300};
+	Carrier *c = load_ok(path);
+	LlvmKernel *k = compiled(c, NULL);
+	RtPool *pool[2];
+	pools_open(pool, 2);
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+		for (int split = 0; split < 4; split += 3) {
+			int len = lens[l];
+			RunData *d = drawn(c, 3, len, 7 + l);
+			float *x = d->elem[0].p;
+			uint64_t s = 11 + l;
+			for (int j = 0; j < len; j++) {
+				s = s * 6364136223846793005ull + 1442695040888963407ull;
+				x[j] = (float)((int)(s >> 61) % 5 - 2);
+				x[len + j] = (s >> 40) % 4 == 0 ? -INFINITY : (float)((int)(s >> 50) % 3);
+			}
+			run_kernel(k, d, pool[l % 2], split);
+			char what[200];
+			snprintf(what, sizeof what, "%s len %d split %d", path, len, split);
+			expect_ok(d, what);
+			rundata_free(d);
+		}
+	pools_close(pool, 2);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
+Test(cpu, topk_ties_and_short_rows)
+{
+	topk_rows("tests/check/topk_reference.yaml");
+	topk_rows("tests/prove/topk_softmax.yaml");
+}

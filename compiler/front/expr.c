@@ -559,12 +559,14 @@ static int topk_len(P *p, V v, const char *name)
 	return (int)e->num;
 }
 
-/* A topk list's values: numbers, a literal taking f32. */
+/* A topk list's values: floats (an empty slot holds -inf), a literal
+ * taking f32, an integer its float kind. */
 static Expr *topk_values(P *p, V v, const char *name)
 {
 	if (need_num(p, v, name))
 		return NULL;
-	return v.e->ty.kind == TY_NUM ? to_kind(p, v, TY_F32) : v.e;
+	TyKind k = (TyKind)v.e->ty.kind;
+	return k == TY_NUM || k == TY_I32 ? to_kind(p, v, TY_F32) : k == TY_I64 ? to_kind(p, v, TY_F64) : v.e;
 }
 
 static Expr *topk_indices(P *p, V v, const char *name)
@@ -619,6 +621,10 @@ static V call_topk(P *p, Op op, const char *name, V *a, int n, size_t off)
 			    name);
 	if (t.len > IR_TOPK_MAX)
 		return fail(p, a[0].off, "%s keeps at most %d values, got %s", name, IR_TOPK_MAX, tystr(p, t, b1));
+	if (t.kind == TY_NUM || t.kind == TY_I32)
+		t.kind = TY_F32;
+	else if (t.kind == TY_I64)
+		t.kind = TY_F64;
 	for (int s = 0; s < 4; s += 2) {
 		V v = {vals[s / 2].e, a[s].off};
 		if (!(a[s].e = v.e->ty.kind == t.kind ? v.e : to_kind(p, v, (TyKind)t.kind)) ||
@@ -629,8 +635,6 @@ static V call_topk(P *p, Op op, const char *name, V *a, int n, size_t off)
 			return fail(p, a[s + 1].off, "%s's indices must have the shape of their values: %s and %s", name,
 				    tystr(p, vt, b1), tystr(p, it, b2));
 	}
-	if (t.kind == TY_NUM)
-		t.kind = TY_F32;
 	Expr *args[4] = {a[0].e, a[1].e, a[2].e, a[3].e};
 	return bounded(p, ir_node_n(p->ir, op, ty_vec(idx ? TY_I32 : (TyKind)t.kind, t.len, t.dim), t.len, args),
 		       off);

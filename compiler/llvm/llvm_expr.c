@@ -493,6 +493,8 @@ static LV lower_node(Lower *L, Expr *e)
 	}
 	case EXPR_VAR:
 		return L->bind[e->k];
+	case EXPR_TOPK: case EXPR_TOPK_IDX:
+		return lower_topk(L, e);
 	case EXPR_INDEX: {
 		LV x = lower_expr(L, e->a[0]), v = lower_lv_new(L, 1);
 		v.c[0] = lower_lv_at(x, e->k);

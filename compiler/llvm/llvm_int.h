@@ -117,6 +117,8 @@ void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c);
 void lower_free(Lower *L);
 void lower_scope(Lower *L, int W); /* forget memoized values; set the lanes */
 LV lower_expr(Lower *L, Expr *e);
+/* llvm_topk.c: a topk or topk_idx node */
+LV lower_topk(Lower *L, Expr *e);
 void lower_preset(Lower *L, Expr *e, LV v); /* e's value in the current scope is v */
 LV lower_lv_new(Lower *L, int n);
 LLVMValueRef lower_lv_at(LV v, int t);

@@ -1,0 +1,109 @@
+/* llvm_topk.c: topk and topk_idx (ir/ops.def) lowered to compare-selects
+ * on the scope's lanes.
+ *
+ * Both operand lists are sorted, as lift and merge make them (the type
+ * checker admits no other operands: docs/spec-format.md).  A list of one
+ * against a list of k (a lift merged into an accumulator) is an insertion:
+ * k rankings and two selects a slot.  Two lists of k are a bitonic merge:
+ * the better of a[t] and b[K-1-t] is the top K of the union as a bitonic
+ * sequence, which log2 K rounds of compare-exchanges sort (K the power of
+ * two at or above k, the slots past k empty). */
+#include "compiler/llvm/llvm_int.h"
+
+#include <math.h>
+
+typedef struct {
+	LLVMValueRef v, i;
+} Slot;
+
+/* Whether x ranks before y: ir_topk_before, lane by lane. */
+static LLVMValueRef before(Lower *L, Slot x, Slot y)
+{
+	LLVMBuilderRef b = L->b;
+	LLVMValueRef gt = LLVMBuildFCmp(b, LLVMRealOGT, x.v, y.v, "");
+	LLVMValueRef eq = LLVMBuildFCmp(b, LLVMRealOEQ, x.v, y.v, "");
+	LLVMValueRef xn = LLVMBuildFCmp(b, LLVMRealUNO, x.v, x.v, ""), yn = LLVMBuildFCmp(b, LLVMRealUNO, y.v, y.v, "");
+	/* NaN after every number, two NaNs tied */
+	gt = LLVMBuildOr(b, gt, LLVMBuildAnd(b, yn, LLVMBuildNot(b, xn, ""), ""), "");
+	eq = LLVMBuildOr(b, eq, LLVMBuildAnd(b, xn, yn, ""), "");
+	/* unsigned: the empty slot's -1 after every index */
+	LLVMValueRef lt = LLVMBuildICmp(b, LLVMIntULT, x.i, y.i, "");
+	return LLVMBuildOr(b, gt, LLVMBuildAnd(b, eq, lt, ""), "topk.before");
+}
+
+static Slot pick(Lower *L, LLVMValueRef c, Slot x, Slot y)
+{
+	return (Slot){LLVMBuildSelect(L->b, c, x.v, y.v, ""), LLVMBuildSelect(L->b, c, x.i, y.i, "")};
+}
+
+static int is_empty(Slot s, Slot empty) { return s.v == empty.v && s.i == empty.i; }
+
+/* The single pair of a list that is one pair and empty slots, or -1. */
+static int single(const Slot *s, int n, Slot empty)
+{
+	int at = -1;
+	for (int t = 0; t < n; t++)
+		if (!is_empty(s[t], empty)) {
+			if (at >= 0)
+				return -1;
+			at = t;
+		}
+	return at == 0 ? 0 : -1;
+}
+
+static void insert(Lower *L, const Slot *a, Slot x, int k, Slot *out)
+{
+	LLVMValueRef c[IR_TOPK_MAX];
+	for (int t = 0; t < k; t++)
+		c[t] = before(L, x, a[t]);
+	/* c is monotone over a sorted list: slot t keeps a[t], takes x, or takes a[t - 1] */
+	for (int t = 0; t < k; t++) {
+		out[t] = pick(L, c[t], x, a[t]);
+		if (t)
+			out[t] = pick(L, c[t - 1], a[t - 1], out[t]);
+	}
+}
+
+static void bitonic(Lower *L, const Slot *a, const Slot *b, int K, Slot *out)
+{
+	for (int t = 0; t < K; t++)
+		out[t] = pick(L, before(L, a[t], b[K - 1 - t]), a[t], b[K - 1 - t]);
+	for (int d = K / 2; d >= 1; d /= 2)
+		for (int t = 0; t < K; t++) {
+			if (t & d)
+				continue;
+			LLVMValueRef sw = before(L, out[t + d], out[t]);
+			Slot hi = pick(L, sw, out[t + d], out[t]), lo = pick(L, sw, out[t], out[t + d]);
+			out[t] = hi, out[t + d] = lo;
+		}
+}
+
+static void list(Lower *L, Expr *v, Expr *i, int K, Slot empty, Slot *out)
+{
+	LV lv = lower_expr(L, v), li = lower_expr(L, i);
+	int n = lower_width(v);
+	for (int t = 0; t < K; t++)
+		out[t] = t < n ? (Slot){lower_lv_at(lv, t), lower_lv_at(li, t)} : empty;
+}
+
+LV lower_topk(Lower *L, Expr *e)
+{
+	int k = e->k, K = 1;
+	while (K < k)
+		K *= 2;
+	TyKind vk = (TyKind)e->a[0]->ty.kind;
+	Slot empty = {lower_const(L, vk, -INFINITY), lower_const(L, TY_I32, -1)};
+	Slot a[IR_TOPK_MAX], b[IR_TOPK_MAX], out[IR_TOPK_MAX];
+	list(L, e->a[0], e->a[1], K, empty, a);
+	list(L, e->a[2], e->a[3], K, empty, b);
+	if (single(b, K, empty) == 0)
+		insert(L, a, b[0], k, out);
+	else if (single(a, K, empty) == 0)
+		insert(L, b, a[0], k, out);
+	else
+		bitonic(L, a, b, K, out);
+	LV r = lower_lv_new(L, k);
+	for (int t = 0; t < k; t++)
+		r.c[t] = e->op == EXPR_TOPK ? out[t].v : out[t].i;
+	return r;
+}
