@@ -451,6 +451,26 @@ Expr *ir_node_n(Ir *ir, Op op, Ty ty, int k, Expr *const a[4])
 	return intern(ir, &key);
 }
 
+Expr *ir_find_n(Ir *ir, Op op, Ty ty, int k, Expr *const a[4])
+{
+	Expr key = {.op = (uint16_t)op, .ty = ty, .k = k};
+	for (int i = 0; i < 4 && a[i]; i++)
+		key.a[key.nargs++] = a[i];
+	for (Expr *e = ir->tab[node_hash(&key) & (ir->tabsz - 1)]; e; e = e->next)
+		if (node_eq(e, &key))
+			return e;
+	return NULL;
+}
+
+/* The other output of a topk merge (topk_idx's for topk's and back), where
+ * the Ir has it. */
+Expr *ir_topk_sibling(Ir *ir, const Expr *e)
+{
+	int idx = e->op == EXPR_TOPK;
+	Ty t = ty_vec(idx ? TY_I32 : (TyKind)e->a[0]->ty.kind, e->ty.len, e->ty.dim);
+	return ir_find_n(ir, idx ? EXPR_TOPK_IDX : EXPR_TOPK, t, e->k, e->a);
+}
+
 void ir_topk(const double *v, const double *idx, int n, int k, double *outv, double *outi)
 {
 	/* insertion into the k best so far: n is at most 2k in the merges */

@@ -112,6 +112,10 @@ const Var *ir_var(const Ir *ir, int v);
 Expr *ir_node(Ir *ir, Op op, Ty ty, int k, Expr *x, Expr *y, Expr *z);
 /* The same for any arity (TOPK's four operands); a[i] NULL past the last. */
 Expr *ir_node_n(Ir *ir, Op op, Ty ty, int k, Expr *const a[4]);
+/* The node ir_node_n would return, where it exists already; else NULL. */
+Expr *ir_find_n(Ir *ir, Op op, Ty ty, int k, Expr *const a[4]);
+/* The other output of a topk or topk_idx node (same operands), or NULL. */
+Expr *ir_topk_sibling(Ir *ir, const Expr *e);
 Expr *ir_const(Ir *ir, Ty ty, double v);
 Expr *ir_ref(Ir *ir, int var);
 /* Same-typed convenience builders for passes (type of x wins; comparisons give bool). */
