@@ -112,6 +112,41 @@ ASC_DEV long long asc_powll(long long x, int k)
 			r *= b;
 	return (long long)r;
 }
+/* topk (ir/ops.def): whether (v, i) ranks before (w, j): values
+ * descending, NaN after every number, equal values by ascending index
+ * taken unsigned, so that an empty slot's -1 comes after every index. */
+template <class T> ASC_DEV bool asc_topk_before(T v, int i, T w, int j)
+{
+	bool vn = v != v, wn = w != w, ilt = (unsigned)i < (unsigned)j;
+	if (vn || wn)
+		return vn != wn ? wn : ilt;
+	return v > w || (v == w && ilt);
+}
+/* The K best of a sorted list a (K slots, as lift and merge make it) and
+ * the NB pairs of b, into (ov, oi): each of b's pairs inserted in turn,
+ * every slot a compare and two selects, so that the lists stay in
+ * registers once unrolled (no indexing by a value). */
+template <int K, int NB, class T>
+ASC_DEV void asc_topk(const T *av, const int *ai, const T *bv, const int *bi, T *ov, int *oi)
+{
+#pragma unroll
+	for (int t = 0; t < K; t++)
+		ov[t] = av[t], oi[t] = ai[t];
+#pragma unroll
+	for (int q = 0; q < NB; q++) {
+		T x = bv[q];
+		int xi = bi[q];
+#pragma unroll
+		for (int t = 0; t < K; t++) {
+			bool c = asc_topk_before(x, xi, ov[t], oi[t]);
+			T y = c ? ov[t] : x;
+			int yi = c ? oi[t] : xi;
+			ov[t] = c ? x : ov[t];
+			oi[t] = c ? xi : oi[t];
+			x = y, xi = yi;
+		}
+	}
+}
 /* [lo, hi] of a product of intervals, NaN-free: the generated attn_tile
  * (compiler/cuda/cuda_attn.c) bounds masks with it, ahead of the templates. */
 ASC_DEV void asc_iv_mul(double a, double b, double c, double d, double &lo, double &hi)

@@ -785,3 +785,50 @@ Test(cuda, attention_config_over_shared_memory_is_refused)
 	cuda_module_free(&m);
 	spec_carrier_free(c);
 }
+
+/* topk's lists merged by asc_topk (templates/common.cuh) in every variant
+ * of the module, on rows of ties (integers in [-2, 2]) and -inf, short
+ * and long, against the reference's ranking one pair at a time. */
+static void topk_ties(const char *path)
+{
+	static const int lens[] = {0, 1, 3, 4, 5, 8, 9, 31, 64, 300};
+	Carrier *c = load_ok(path);
+	CudaModule m;
+	char msg[4096];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s: %s", path, msg);
+	for (int v = 0; v < m.nvar; v++) {
+		char cfg[128];
+		variant_str(&m.var[v], cfg, sizeof cfg);
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			int len = lens[l], split = m.var[v].fam == FAM_SPLITK ? 3 : 1;
+			if (!fits(&m.var[v], len))
+				continue;
+			RunData *d = rundata_new(c, 2, len);
+			cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+			float *x = d->elem[0].p;
+			for (int j = 0; j < len; j++) {
+				x[j] = (float)((j * 7 + 3) % 5 - 2);
+				x[len + j] = j % 4 == 1 ? -INFINITY : (float)((j * 5) % 3);
+			}
+			cr_assert_eq(emu_run_data(d, &(RunOpts){.split = split, .config = cfg}, NULL, msg, sizeof msg), 0,
+				     "%s %s: %s", path, cfg, msg);
+			RunCheck chk;
+			runcheck_run(d, &chk);
+			for (int k = 0; k < chk.nout; k++)
+				cr_expect(chk.out[k].worst_ratio <= 1 && !chk.out[k].nan_mismatch, "%s %s len %d: %s at %zu",
+					  path, cfg, len, chk.out[k].name, chk.out[k].at);
+			runcheck_free(&chk);
+			rundata_free(d);
+		}
+	}
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+}
+
+Test(cuda, topk_lists_on_every_variant, .timeout = 300)
+{
+	cuda_test_cache();
+	topk_ties("tests/check/topk_reference.yaml");
+	topk_ties("tests/prove/topk_softmax.yaml");
+	run_file("tests/check/topk_reference.yaml");
+}

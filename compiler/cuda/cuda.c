@@ -343,6 +343,53 @@ static void max_rescale(struct Fn *f, Expr *e)
 	f->tmp[e->id] = t + 1;
 }
 
+/* One K-slot list of topk's operands (v, i) into arrays nv, ni: a
+ * vector's components, or a scalar pair and empty slots. */
+static int lower_len(const Expr *e) { return e->ty.len ? e->ty.len : 1; }
+
+static void topk_list(struct Fn *f, const Expr *v, const Expr *i, const char *nv, const char *ni, int n)
+{
+	Buf *b = f->b;
+	if (v->ty.len) {
+		buf_printf(b, "#pragma unroll\n\t\tfor (int u = 0; u < %d; u++) {\n\t\t\t%s[u] = ", n, nv);
+		operand(f, v, "u");
+		buf_printf(b, ";\n\t\t\t%s[u] = ", ni);
+		operand(f, i, "u");
+		buf_puts(b, ";\n\t\t}\n");
+		return;
+	}
+	buf_printf(b, "\t\t%s[0] = ", nv);
+	operand(f, v, NULL);
+	buf_printf(b, ";\n\t\t%s[0] = ", ni);
+	operand(f, i, NULL);
+	buf_puts(b, ";\n");
+	if (n > 1) {
+		buf_printf(b, "#pragma unroll\n\t\tfor (int u = 1; u < %d; u++)\n\t\t\t%s[u] = ", n, nv);
+		cuda_literal(b, v->ty.kind, -INFINITY);
+		buf_printf(b, ", %s[u] = -1;\n", ni);
+	}
+}
+
+/* topk and topk_idx: both outputs of one asc_topk (templates/common.cuh),
+ * the longer operand list as its sorted K slots and the other inserted. */
+static void topk_node(struct Fn *f, Expr *e)
+{
+	Buf *b = f->b;
+	int K = e->k, swap = lower_len(e->a[2]) > lower_len(e->a[0]);
+	int nb = lower_len(e->a[swap ? 0 : 2]);
+	const char *ty = cuda_ctype(e->a[0]->ty.kind);
+	int tv = f->ntmp++, ti = f->ntmp++;
+	buf_printf(b, "\t%s t%d[%d];\n\tint t%d[%d];\n\t{\n\t\t%s av[%d], bv[%d];\n\t\tint ai[%d], bi[%d];\n", ty, tv,
+		   K, ti, K, ty, K, nb, K, nb);
+	topk_list(f, e->a[swap ? 2 : 0], e->a[swap ? 3 : 1], "av", "ai", K);
+	topk_list(f, e->a[swap ? 0 : 2], e->a[swap ? 1 : 3], "bv", "bi", nb);
+	buf_printf(b, "\t\tasc_topk<%d, %d>(av, ai, bv, bi, t%d, t%d);\n\t}\n", K, nb, tv, ti);
+	Expr *sib = ir_topk_sibling(f->c->ir, e);
+	f->tmp[e->id] = (e->op == EXPR_TOPK ? tv : ti) + 1;
+	if (sib)
+		f->tmp[sib->id] = (e->op == EXPR_TOPK ? ti : tv) + 1;
+}
+
 static void node(struct Fn *f, Expr *e)
 {
 	if (f->tmp[e->id] || e->op == EXPR_CONST)
@@ -358,6 +405,10 @@ static void node(struct Fn *f, Expr *e)
 	}
 	for (int i = 0; i < e->nargs; i++)
 		node(f, e->a[i]);
+	if (e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX) {
+		topk_node(f, e);
+		return;
+	}
 	Buf *b = f->b;
 	int t = f->ntmp++;
 	const char *ty = cuda_ctype(e->ty.kind);
