@@ -11,6 +11,7 @@
 #include "compiler/llvm/llvm_int.h"
 
 #include <math.h>
+#include <string.h>
 
 typedef struct {
 	LLVMValueRef v, i;
@@ -38,17 +39,18 @@ static Slot pick(Lower *L, LLVMValueRef c, Slot x, Slot y)
 
 static int is_empty(Slot s, Slot empty) { return s.v == empty.v && s.i == empty.i; }
 
-/* The single pair of a list that is one pair and empty slots, or -1. */
+/* The single pair of a list that is one pair and empty slots; -1 for
+ * any other list, -2 for an empty one. */
 static int single(const Slot *s, int n, Slot empty)
 {
-	int at = -1;
+	int at = -2;
 	for (int t = 0; t < n; t++)
 		if (!is_empty(s[t], empty)) {
-			if (at >= 0)
+			if (at != -2)
 				return -1;
 			at = t;
 		}
-	return at == 0 ? 0 : -1;
+	return at == 0 || at == -2 ? at : -1;
 }
 
 static void insert(Lower *L, const Slot *a, Slot x, int k, Slot *out)
@@ -61,6 +63,38 @@ static void insert(Lower *L, const Slot *a, Slot x, int k, Slot *out)
 		out[t] = pick(L, c[t], x, a[t]);
 		if (t)
 			out[t] = pick(L, c[t - 1], a[t - 1], out[t]);
+	}
+}
+
+/* Where one lane runs, the insertion is branched around when x ranks
+ * after a's last slot, as nearly every position of a long row does once
+ * the list has filled: a ranking and a branch the predictor gets right. */
+static void insert_branched(Lower *L, const Slot *a, Slot x, int k, Slot *out)
+{
+	LLVMBuilderRef b = L->b;
+	LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
+	LLVMValueRef fn = LLVMGetBasicBlockParent(from);
+	LLVMBasicBlockRef ins = LLVMAppendBasicBlockInContext(L->ctx, fn, "topk.insert");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, fn, "topk.join");
+	LLVMValueRef in = before(L, x, a[k - 1]);
+	LLVMValueRef br = LLVMBuildCondBr(b, in, ins, join);
+	LLVMValueRef w[2] = {LLVMMDStringInContext(L->ctx, "branch_weights", 14),
+			     LLVMConstInt(LLVMInt32TypeInContext(L->ctx), 1, 0)};
+	LLVMValueRef md[3] = {w[0], w[1], LLVMConstInt(LLVMInt32TypeInContext(L->ctx), 64, 0)};
+	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(L->ctx, "prof", 4), LLVMMDNodeInContext(L->ctx, md, 3));
+	LLVMPositionBuilderAtEnd(b, ins);
+	Slot got[IR_TOPK_MAX];
+	insert(L, a, x, k, got);
+	LLVMBasicBlockRef ins_end = LLVMGetInsertBlock(b);
+	LLVMBuildBr(b, join);
+	LLVMPositionBuilderAtEnd(b, join);
+	for (int t = 0; t < k; t++) {
+		LLVMValueRef pv = LLVMBuildPhi(b, LLVMTypeOf(a[t].v), ""), pi = LLVMBuildPhi(b, LLVMTypeOf(a[t].i), "");
+		LLVMValueRef vv[2] = {a[t].v, got[t].v}, vi[2] = {a[t].i, got[t].i};
+		LLVMBasicBlockRef bb[2] = {from, ins_end};
+		LLVMAddIncoming(pv, vv, bb, 2);
+		LLVMAddIncoming(pi, vi, bb, 2);
+		out[t] = (Slot){pv, pi};
 	}
 }
 
@@ -96,14 +130,22 @@ LV lower_topk(Lower *L, Expr *e)
 	Slot a[IR_TOPK_MAX], b[IR_TOPK_MAX], out[IR_TOPK_MAX];
 	list(L, e->a[0], e->a[1], K, empty, a);
 	list(L, e->a[2], e->a[3], K, empty, b);
-	if (single(b, K, empty) == 0)
-		insert(L, a, b[0], k, out);
-	else if (single(a, K, empty) == 0)
-		insert(L, b, a[0], k, out);
+	int sa = single(a, K, empty), sb = single(b, K, empty);
+	int one_b = sb == 0, one_a = !one_b && sa == 0;
+	if (sa == -2 || sb == -2) /* a list of one (a lift) merged with none: itself */
+		memcpy(out, sa == -2 ? b : a, k * sizeof *out);
+	else if ((one_a || one_b) && L->W == 1 && !LLVMIsConstant(one_b ? b[0].v : a[0].v))
+		insert_branched(L, one_b ? a : b, one_b ? b[0] : a[0], k, out);
+	else if (one_a || one_b)
+		insert(L, one_b ? a : b, one_b ? b[0] : a[0], k, out);
 	else
 		bitonic(L, a, b, K, out);
-	LV r = lower_lv_new(L, k);
+	/* both outputs from one ranking: the sibling's value is set here */
+	LV r[2] = {lower_lv_new(L, k), lower_lv_new(L, k)};
 	for (int t = 0; t < k; t++)
-		r.c[t] = e->op == EXPR_TOPK ? out[t].v : out[t].i;
-	return r;
+		r[0].c[t] = out[t].v, r[1].c[t] = out[t].i;
+	Expr *sib = ir_topk_sibling(L->c->ir, e);
+	if (sib)
+		lower_preset(L, sib, r[sib->op == EXPR_TOPK_IDX]);
+	return r[e->op == EXPR_TOPK_IDX];
 }
