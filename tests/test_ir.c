@@ -282,3 +282,22 @@ Test(ir, topk_merge_interpreted_and_printed)
 	Expr *e = ir_node_n(ir, EXPR_TOPK, ty_vec(TY_F32, 8, -1), 8, none);
 	cr_expect(e->op == EXPR_CONST && e->num == -INFINITY);
 }
+
+/* dot(v, 1): the scalar broadcasts to v's shape, and the dot sums v; two
+ * scalars are refused. */
+Test(ir, dot_with_a_scalar_sums_the_vector)
+{
+	Carrier *c = text_ok("carrier: vs\nelement: {x: f32}\nstate:\n  v: f32[3]\nidentity: {v: 0}\n"
+			     "lift: {v: x}\nmerge: {v: a.v + b.v}\nfinalize: {s: 'dot(v, 1)', t: 'dot(2, v)'}\n");
+	Expr *s = c->finalize[0].e, *t = c->finalize[1].e;
+	cr_assert_eq(s->op, EXPR_DOT);
+	cr_assert_eq(s->ty.len, 0);
+	cr_assert(s->a[1]->op == EXPR_CONST && s->a[1]->ty.len == 3 && s->a[1]->num == 1);
+	cr_assert(t->a[0]->op == EXPR_CONST && t->a[0]->ty.len == 3 && t->a[0]->num == 2);
+	spec_carrier_free(c);
+	char err[512];
+	cr_assert_null(load_text("carrier: vs\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+				 "lift: {s: 'dot(x, 1)'}\nmerge: {s: a.s + b.s}\n",
+				 err, sizeof err));
+	cr_assert(strstr(err, "dot needs a vector, got f32 and number"), "%s", err);
+}

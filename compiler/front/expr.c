@@ -677,11 +677,17 @@ static V call(P *p, const char *name, V *a, int n, size_t off)
 		return mk(p, EXPR_WHERE, t, 0, a, 3, off);
 	}
 	case EXPR_DOT:
-		if (!a[0].e->ty.len || !a[1].e->ty.len)
-			return fail(p, a[a[0].e->ty.len ? 1 : 0].off, "dot needs two vectors, got %s and %s",
-				    tystr(p, a[0].e->ty, b1), tystr(p, a[1].e->ty, b2));
+		if (!a[0].e->ty.len && !a[1].e->ty.len)
+			return fail(p, a[0].off, "dot needs a vector, got %s and %s", tystr(p, a[0].e->ty, b1),
+				    tystr(p, a[1].e->ty, b2));
 		if (unify(p, a, 2, name, &t))
 			return (V){NULL, off};
+		if (t.kind == TY_NUM)
+			t.kind = TY_F32;
+		for (int i = 0; i < 2; i++) /* dot(v, 1): a scalar broadcasts, and the dot sums v */
+			if (!a[i].e->ty.len)
+				a[i].e = a[i].e->op == EXPR_CONST ? ir_const(p->ir, t, ir_round((TyKind)t.kind, a[i].e->num))
+								 : ir_node(p->ir, EXPR_CAST, t, 0, a[i].e, NULL, NULL);
 		return mk(p, EXPR_DOT, ty_scalar((TyKind)t.kind), 0, a, 2, off);
 	case EXPR_MAX: case EXPR_MIN: case EXPR_FMA:
 		if (unify(p, a, n, name, &t))
