@@ -56,6 +56,7 @@ Test(prove, bundled_specs)
 	check("specs/linear_recurrence.yaml", "pp--");
 	check("specs/logsumexp.yaml", "pppp");
 	check("specs/max.yaml", "ppp-");
+	check("specs/moe_topk_routing.yaml", "ppp-");
 	check("specs/o_lse.yaml", "pppp");
 	check("specs/online_softmax.yaml", "pppp");
 	check("specs/sum.yaml", "ppp-");
