@@ -175,7 +175,7 @@ Test(docs, the_carrier_examples_pass_check, .timeout = 300)
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(!strstr(out, "FAILED"), "%s", out);
 	for (const char *name = "online_softmax\0welford\0argmax\0linear_recurrence\0prefix_logsumexp\0attention\0"
-				"weighted_mean\0";
+				"weighted_mean\0moe_topk_routing\0";
 	     *name; name += strlen(name) + 1) {
 		char line[128];
 		snprintf(line, sizeof line, "docs/examples/%s.yaml: carrier %s\n", name, name);
