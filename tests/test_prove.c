@@ -105,6 +105,23 @@ Test(prove, topk_as_known_operation) {
 	spec_carrier_free(c);
 }
 
+/* The same top-4 and softmax written the old way, as ten fields of where
+ * chains: lawful (the trials hold, nothing is disproved), but the regions
+ * of its comparisons outrun the budget, and without the invariant that a
+ * state's list is sorted (its lifts are not finite: no linear invariant
+ * is kept) commutativity stops at a region no state reaches. */
+Test(prove, top4_by_hand_is_left_unknown, .timeout = 60) {
+	Carrier *c = load_ok("tests/prove/top4_by_hand.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	for (int i = 0; i < r.n; i++)
+		cr_expect_neq(r.line[i].status, PROOF_DISPROVED, "%s: %s", r.line[i].law, r.line[i].how);
+	const ProofLine *l = law(&r, "associative");
+	cr_expect(l->status == PROOF_UNKNOWN && strstr(l->how, "budget"), "%s", l->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 Test(prove, maxplus_matrix) { check("tests/prove/maxplus.yaml", "pp--"); }
 
 Test(prove, exp2_and_direct_softmax) {
