@@ -562,6 +562,72 @@ static int load_merge(L *l)
 	return rc;
 }
 
+/* ---- topk's operands: sorted lists ----
+ *
+ * The generated code merges topk's operand lists as sorted lists (an
+ * insertion, a bitonic merge), where the interpreter ranks every pair:
+ * both agree on the lists topk makes.  A list is one when it is topk's
+ * own result, a constant, a broadcast scalar (equal pairs), or a state
+ * field whose lift is one and whose identity is a constant. */
+
+static int sorted_list(const Carrier *c, const Expr *e)
+{
+	if (e->op == EXPR_CONST || e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX)
+		return 1;
+	if (e->op == EXPR_CAST)
+		return !e->a[0]->ty.len || sorted_list(c, e->a[0]);
+	if (e->op != EXPR_VAR)
+		return 0;
+	const Var *v = ir_var(c->ir, e->k);
+	if (v->kind != VAR_STATE || !c->lift || !c->identity)
+		return 0;
+	Expr *lf = c->lift[v->slot], *id = c->identity[v->slot];
+	return id->op == EXPR_CONST && lf->op != EXPR_VAR && sorted_list(c, lf);
+}
+
+/* The first topk of e's cone with an operand that is no sorted list. */
+static const Expr *unsorted_topk(const Carrier *c, const Expr *e, unsigned char *seen)
+{
+	if (seen[e->id])
+		return NULL;
+	seen[e->id] = 1;
+	if ((e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX) && e->nargs == 4)
+		for (int i = 0; i < 4; i += 2)
+			if (e->a[i]->ty.len && (!sorted_list(c, e->a[i]) || !sorted_list(c, e->a[i + 1])))
+				return e->a[sorted_list(c, e->a[i]) ? i + 1 : i];
+	for (int i = 0; i < e->nargs; i++) {
+		const Expr *r = unsorted_topk(c, e->a[i], seen);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+static int check_topk_lists(L *l)
+{
+	Carrier *c = l->c;
+	const char *key[] = {"lift", "merge"};
+	Expr **sec[] = {c->lift, c->merge};
+	unsigned char *seen = xcalloc(ir_nnodes(c->ir) + 1, 1);
+	int rc = 0;
+	for (int k = 0; k < 2 && !rc; k++)
+		for (int f = 0; sec[k] && f < c->nstate && !rc; f++) {
+			const Expr *bad = unsorted_topk(c, sec[k][f], seen);
+			if (!bad)
+				continue;
+			YNode *m = yn_get(l->root, key[k]), *at = yn_get(m, c->state[f].name);
+			char *s = ir_str_max(c->ir, bad, 80);
+			diag_error(l->d, at ? at->pos : m->pos,
+				   "topk merges sorted lists, and %s is not one: give it state fields lifted by "
+				   "topk(v, i, k) and topk_idx(v, i, k) (or constants), or topk's own results",
+				   s);
+			free(s);
+			rc = -1;
+		}
+	free(seen);
+	return rc;
+}
+
 /* step and step_right: the loop body, over the old state's fields (bare),
  * the element's inputs, params, lets, i, j and len. */
 static int load_step(L *l, const char *key, Expr ***out)
@@ -1030,7 +1096,7 @@ static int load_body(L *l)
 	} else {
 		derive_lift(c);
 	}
-	if (rc || load_merge(l) || load_finalize_map(l) || load_reference(l) || load_laws(l) ||
+	if (rc || load_merge(l) || check_topk_lists(l) || load_finalize_map(l) || load_reference(l) || load_laws(l) ||
 	    load_certificate(l) || load_template(l))
 		return -1;
 	return 0;
