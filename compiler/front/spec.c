@@ -630,6 +630,12 @@ static int check_topk_lists(L *l)
 
 /* step and step_right: the loop body, over the old state's fields (bare),
  * the element's inputs, params, lets, i, j and len. */
+static int is_topk(void *ctx, Expr *e)
+{
+	(void)ctx;
+	return e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX;
+}
+
 static int load_step(L *l, const char *key, Expr ***out)
 {
 	Carrier *c = l->c;
@@ -643,6 +649,14 @@ static int load_step(L *l, const char *key, Expr ***out)
 	Def *tmp = NULL;
 	int ntmp = 0;
 	int rc = load_update(l, m, key, &s, &tmp, &ntmp, out);
+	for (int f = 0; !rc && f < c->nstate; f++)
+		if (ir_contains((*out)[f], is_topk, NULL)) {
+			YNode *at = yn_get(m, c->state[f].name);
+			diag_error(l->d, at ? at->pos : m->pos,
+				   "topk in %s is not explored: write the carrier with lift and merge, "
+				   "topk(v, i, k) and topk(a.top, a.idx, b.top, b.idx)", key);
+			rc = -1;
+		}
 	for (int i = 0; i < ntmp; i++)
 		free(tmp[i].name);
 	free(tmp);
