@@ -63,15 +63,16 @@ static Expr *rw(Rw *r, Expr *e)
 		if (e->ty.len && r->vec_var >= 0)
 			r->fail = 1;
 	} else if (e->nargs) {
-		if (r->vec_var >= 0 && (e->op == EXPR_DOT || e->op == EXPR_INDEX || (ir_ops[e->op].flags & F_REDUCE)))
+		if (r->vec_var >= 0 && (e->op == EXPR_DOT || e->op == EXPR_INDEX || e->op == EXPR_TOPK ||
+					e->op == EXPR_TOPK_IDX || (ir_ops[e->op].flags & F_REDUCE)))
 			r->fail = 1;
-		Expr *a[3] = {NULL, NULL, NULL};
+		Expr *a[4] = {NULL, NULL, NULL, NULL};
 		for (int k = 0; k < e->nargs; k++)
 			a[k] = rw(r, e->a[k]);
 		Ty ty = e->ty;
 		if (r->vec_var >= 0 && ty.len)
 			ty = ty_scalar((TyKind)ty.kind);
-		out = ir_node(r->ir, (Op)e->op, ty, e->k, a[0], a[1], a[2]);
+		out = ir_node_n(r->ir, (Op)e->op, ty, e->k, a);
 	}
 	r->memo[e->id] = out;
 	return out;
