@@ -493,3 +493,19 @@ Test(run, logsumexp_with_a_guarded_rescale_gives_inf_for_a_row_with_inf)
 	const double want[] = {INFINITY, INFINITY, INFINITY, NAN, -INFINITY, NAN};
 	lse_rows("tests/check/logsumexp_inf.yaml", x, want, 6);
 }
+
+/* run's drawn labels are positions of their rows, as check's are: a
+ * cross-entropy run compares most rows' loss at a real label. */
+Test(run, drawn_labels_are_mostly_in_their_rows)
+{
+	Carrier *c = load_ok("specs/cross_entropy.yaml");
+	RunData *d = drawn(c, 200, 50);
+	const int32_t *label = d->row[0].p;
+	int in = 0, out = 0;
+	for (int r = 0; r < 200; r++)
+		in += label[r] >= 0 && label[r] < 50, out += label[r] < 0 || label[r] >= 50;
+	cr_expect_gt(in, 160, "%d of 200 labels in [0, 50)", in);
+	cr_expect_gt(out, 0, "some out of range, which the spec ignores or meets as inf");
+	rundata_free(d);
+	spec_carrier_free(c);
+}

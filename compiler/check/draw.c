@@ -40,11 +40,121 @@ double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64
 	return ir_round(storage, v);
 }
 
-static void draw_decls(const Decl *d, int n, const int *off, double *dst, DrawFamily f, double offset, uint64_t *rng)
+/* An input's place among all of them: element, column and row inputs, in
+ * that order. */
+static int span_at(const Machine *m, int kind, int slot)
+{
+	const Carrier *c = m->c;
+	return kind == VAR_ELEM ? slot : kind == VAR_COL ? c->nelem + slot : c->nelem + c->ncol + slot;
+}
+
+/* ---- integer inputs that stand for positions ---- */
+
+/* An integer input compared with i, j or len, or added to or taken from
+ * one of them (a class label against j), is a position: drawn from the
+ * families' [-100, 100] it would meet j in one row of ten, and a carrier
+ * wrong only where it does would pass.  Such inputs are drawn in [0, len)
+ * mostly, and just outside it (-1, below, len, past it) now and then:
+ * where assume forbids those, rejection redraws them. */
+
+/* The integer input e stands for, through casts, components and constant
+ * offsets (label + 1 == j); NULL when it is none. */
+static const Var *int_input(const Ir *ir, const Expr *e)
+{
+	while (e->op == EXPR_CAST || e->op == EXPR_INDEX ||
+	       ((e->op == EXPR_ADD || e->op == EXPR_SUB) && (e->a[1]->op == EXPR_CONST || e->a[0]->op == EXPR_CONST)))
+		e = e->op == EXPR_CAST || e->op == EXPR_INDEX || e->a[1]->op == EXPR_CONST ? e->a[0] : e->a[1];
+	if (e->op != EXPR_VAR)
+		return NULL;
+	const Var *v = ir_var(ir, e->k);
+	return (v->kind == VAR_ELEM || v->kind == VAR_COL || v->kind == VAR_ROW) && ty_is_int(v->ty) ? v : NULL;
+}
+
+/* Whether e is i, j or len, or a sum or difference with one of them. */
+static int has_index(const Ir *ir, const Expr *e)
+{
+	if (e->op == EXPR_CAST || e->op == EXPR_NEG)
+		return has_index(ir, e->a[0]);
+	if (e->op == EXPR_ADD || e->op == EXPR_SUB)
+		return has_index(ir, e->a[0]) || has_index(ir, e->a[1]);
+	return e->op == EXPR_VAR && ir_var(ir, e->k)->kind == VAR_IDX;
+}
+
+typedef struct {
+	Machine *m;
+	unsigned char *flag; /* by span_at */
+} IndexWalk;
+
+static int mark_index(void *ctx, Expr *n)
+{
+	IndexWalk *w = ctx;
+	const Ir *ir = w->m->c->ir;
+	if (!(ir_ops[n->op].flags & F_CMP) && n->op != EXPR_ADD && n->op != EXPR_SUB)
+		return 0;
+	for (int s = 0; s < 2; s++) {
+		const Var *v = int_input(ir, n->a[s]);
+		if (v && has_index(ir, n->a[1 - s]))
+			w->flag[span_at(w->m, v->kind, v->slot)] = 1;
+	}
+	return 0;
+}
+
+static void walk_all(IndexWalk *w, Expr **e, int n)
+{
+	for (int k = 0; e && k < n; k++)
+		if (e[k])
+			ir_contains(e[k], mark_index, w);
+}
+
+static void walk_defs(IndexWalk *w, const Def *d, int n)
+{
+	for (int k = 0; d && k < n; k++)
+		ir_contains(d[k].e, mark_index, w);
+}
+
+const unsigned char *draw_index_inputs(Machine *m)
+{
+	if (m->index_in)
+		return m->index_in;
+	Carrier *c = m->c;
+	m->index_in = calloc(c->nelem + c->ncol + c->nrow + 1, 1);
+	if (!m->index_in)
+		abort();
+	IndexWalk w = {m, m->index_in};
+	walk_all(&w, c->lift, c->nstate);
+	walk_all(&w, c->merge, c->nstate);
+	walk_all(&w, c->step, c->nstate);
+	walk_all(&w, c->step_right, c->nstate);
+	walk_all(&w, &c->assume, 1);
+	walk_all(&w, &c->mask, 1);
+	walk_defs(&w, c->finalize, c->nfinal);
+	walk_defs(&w, c->map, c->nmap);
+	walk_defs(&w, c->ref, c->nref);
+	walk_defs(&w, c->lets, c->nlets);
+	return m->index_in;
+}
+
+/* A position of a row of len: in [0, len) seven draws in eight. */
+static double draw_position_value(int len, uint64_t *rng)
+{
+	if (len > 0 && rng_unit(rng) < 0.875)
+		return rng_int(rng, 0, len - 1);
+	switch (rng_int(rng, 0, 3)) {
+	case 0: return -1;
+	case 1: return -rng_int(rng, 2, len + 2);
+	case 2: return len;
+	default: return len + rng_int(rng, 1, 8);
+	}
+}
+
+/* ix: the index flags of these inputs (NULL: none), len the row's length */
+static void draw_decls(const Decl *d, int n, const int *off, double *dst, DrawFamily f, double offset,
+		       const unsigned char *ix, int len, uint64_t *rng)
 {
 	for (int k = 0; k < n; k++)
 		for (int t = 0; t < spec_decl_width(&d[k]); t++)
-			dst[off[k] + t] = draw_value(f, d[k].storage, offset, spec_decl_width(&d[k]), rng);
+			dst[off[k] + t] = ix && ix[k] ? draw_position_value(len, rng)
+						      : draw_value(f, d[k].storage, offset, spec_decl_width(&d[k]), rng);
 }
 
 /* Float inputs near the ones at src, each moved by about a tenth of itself
@@ -80,13 +190,6 @@ static void widen_decls(const Decl *d, int n, const int *off, double *dst, int t
 typedef struct {
 	double lo, hi;
 } Span;
-
-/* The span of an input: element, column and row inputs, in that order. */
-static int span_at(const Machine *m, int kind, int slot)
-{
-	const Carrier *c = m->c;
-	return kind == VAR_ELEM ? slot : kind == VAR_COL ? c->nelem + slot : c->nelem + c->ncol + slot;
-}
 
 /* e's value where it does not depend on the position: a literal or a param. */
 static int known(Machine *m, const Expr *e, double *k)
@@ -236,10 +339,11 @@ static int draw_position(Machine *m, DrawFamily f, Row *r, int j, double offset,
 {
 	Carrier *c = m->c;
 	double *col = r->colv + (size_t)j * m->colw, *el = r->elemv + (size_t)j * m->elemw;
+	const unsigned char *ix = draw_index_inputs(m);
 	for (int t = 0; t < ASSUME_TRIES; t++) {
 		if (!keep_cols)
-			draw_decls(c->col, c->ncol, m->coloff, col, f, offset, rng);
-		draw_decls(c->elem, c->nelem, m->elemoff, el, f, offset, rng);
+			draw_decls(c->col, c->ncol, m->coloff, col, f, offset, ix + span_at(m, VAR_COL, 0), r->len, rng);
+		draw_decls(c->elem, c->nelem, m->elemoff, el, f, offset, ix + span_at(m, VAR_ELEM, 0), r->len, rng);
 		if (t >= ASSUME_TRIES / 4 && j > 0 && t % 2) {
 			if (!keep_cols)
 				nudge_decls(c->col, c->ncol, m->coloff, col - m->colw, col, rng);
@@ -266,7 +370,8 @@ int draw_row_keep(Machine *m, DrawFamily f, Row *r, int keep_cols, uint64_t *rng
 	Span *sp = spans_new(m);
 	for (int t = 0; t < ROW_TRIES; t++) {
 		double offset = f == DRAW_SPREAD ? 300 * rng_unit(rng) - 150 : 0;
-		draw_decls(c->row, c->nrow, m->rowoff, r->rowv, f, offset, rng);
+		draw_decls(c->row, c->nrow, m->rowoff, r->rowv, f, offset, draw_index_inputs(m) + span_at(m, VAR_ROW, 0),
+			   r->len, rng);
 		fit_decls(m, c->row, c->nrow, m->rowoff, VAR_ROW, r->rowv, sp, rng);
 		/* With the columns kept and no element inputs, positions have
 		 * nothing to draw: only an assume can tell them apart (attention's

@@ -24,6 +24,10 @@ int draw_row(Machine *m, DrawFamily f, Row *r, uint64_t *rng);
 /* The same, keeping r's column inputs when keep_cols is set (columns are
  * shared by every row of an array). */
 int draw_row_keep(Machine *m, DrawFamily f, Row *r, int keep_cols, uint64_t *rng);
+/* Per input (elements, columns, rows, in declaration order): 1 where it is
+ * an integer compared with, added to or taken from i, j or len, which is
+ * drawn as a position of the row.  Computed once and kept in m. */
+const unsigned char *draw_index_inputs(Machine *m);
 /* Draw one component of an input (rounded to its storage type). */
 double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64_t *rng);
 /* A --param value: a number, or true or false (a bool param's); end as strtod's. */

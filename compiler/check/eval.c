@@ -407,6 +407,7 @@ void eval_free(Machine *m)
 	free(m->refoff);
 	free(m->params);
 	free(m->scratch);
+	free(m->index_in);
 	free(m->ident[0]);
 	free(m->ident[1]);
 	memset(m, 0, sizeof *m);

@@ -36,6 +36,7 @@ typedef struct {
 	RefEval *ref;
 	double *scratch;
 	unsigned range;           /* PROG_* events of the merges since it was last cleared */
+	unsigned char *index_in;  /* draw_index_inputs' flags, once computed */
 } Machine;
 
 int eval_init(Machine *m, Carrier *c);
