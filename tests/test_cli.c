@@ -1404,3 +1404,25 @@ Test(cli, npy_headers_are_read_as_numpy_reads_them)
 	cr_expect(a.ndim == 2 && a.shape[0] == 1 && a.shape[1] == 2 && a.count == 2);
 	npy_free(&a);
 }
+
+/* Inputs from files that break assume are a usage error naming the row,
+ * position and value: run and bench alike, before anything runs. */
+Test(cli, given_inputs_that_break_assume_are_refused, .timeout = 60)
+{
+	write_text("build/wlog.yaml", "carrier: wlog\nelement: {w: f32}\nassume: w > 0\nstate: {s: f32}\n"
+				      "identity: {s: 0}\nlift: {s: log(w)}\nmerge: {s: a.s + b.s}\nreference: {s: sum(log(w))}\n"
+				      "laws: [commutative]\n");
+	write_f8("build/wlog_w.npy", (double[]){1, 2, -0.25, 4}, 4);
+	static const char *const cmds[] = {" run build/wlog.yaml --device interp --input w=build/wlog_w.npy",
+					   " bench build/wlog.yaml --device cpu --threads 1 --input w=build/wlog_w.npy"};
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+		char line[256];
+		snprintf(line, sizeof line, ASSOC "%s", cmds[i]);
+		cr_expect_eq(sh(line, out, sizeof out, 1), 2, "%s", out);
+		cr_expect(strstr(out, "--input: row 0, position 2: input w = -0.25 breaks 'assume' (w > 0)"), "%s", out);
+		cr_expect(!strstr(out, "ok") && !strstr(out, "GB/s"), "nothing ran: %s", out);
+	}
+	write_f8("build/wlog_w.npy", (double[]){1, 2, 0.25, 4}, 4);
+	cr_assert_eq(sh(ASSOC " run build/wlog.yaml --device interp --input w=build/wlog_w.npy", out, sizeof out, 1), 0,
+		     "%s", out);
+}

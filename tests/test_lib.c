@@ -574,3 +574,43 @@ Test(lib, params_and_device_by_name)
 	cr_assert_null(assoc_kernel_device(NULL));
 	assoc_spec_free(s);
 }
+
+/* Inputs that break the spec's assume run nothing: ASSOC_EINVAL, with the
+ * head, row, position and value in assoc_kernel_error. */
+Test(lib, inputs_that_break_assume_are_refused, .timeout = 120)
+{
+	static const char text[] = "carrier: wlog\nelement: {w: f32}\nrow: {k: i32}\nassume: w > 0 && k >= 0\n"
+				   "state: {s: f32}\nidentity: {s: 0}\nlift: {s: log(w) + k}\nmerge:\n  s: a.s + b.s\n"
+				   "reference:\n  s: sum(log(w) + k)\nlaws: [commutative]\n";
+	static const char *const devs[] = {"cpu", "interp"};
+	for (size_t d = 0; d < sizeof devs / sizeof *devs; d++) {
+		AssocSpec *s;
+		cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+		AssocKernel *k;
+		cr_assert_eq(assoc_compile(s, devs[d], 1, &k), ASSOC_OK, "%s", assoc_spec_error(s));
+		float w[2][2][3] = {{{1, 2, 3}, {4, 5, 6}}, {{1, 2, 3}, {4, 5, 6}}}, out[2][2] = {{7, 7}, {7, 7}};
+		int32_t kk[2][2] = {{0, 1}, {2, 3}};
+		AssocBuffer b[] = {{"w", w, sizeof w}, {"k", kk, sizeof kk}, {"s", out, sizeof out}};
+		cr_assert_eq(assoc_run_heads(k, 2, 2, 2, 3, b, 3, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+		cr_expect_float_eq(out[1][1], logf(4) + logf(5) + logf(6) + 9, 1e-4);
+		out[0][0] = 7;
+		w[1][0][2] = -0.5f;
+		cr_assert_eq(assoc_run_heads(k, 2, 2, 2, 3, b, 3, NULL, 0), ASSOC_EINVAL, "%s: w = -0.5 breaks assume",
+			     devs[d]);
+		cr_expect(strstr(assoc_kernel_error(k), "head 1, row 0, position 2: inputs w = -0.5, k = 2 break 'assume' "
+							"(w > 0 && k >= 0)"),
+			  "%s", assoc_kernel_error(k));
+		cr_expect_eq(out[0][0], 7, "nothing ran");
+		w[1][0][2] = 3;
+		kk[0][1] = -1;
+		AssocBuffer one[] = {{"w", w, sizeof w / 2}, {"k", kk, sizeof kk / 2}, {"s", out, sizeof out / 2}};
+		cr_assert_eq(assoc_run(k, 2, 3, one, 3, NULL, 0), ASSOC_EINVAL, "%s", assoc_kernel_error(k));
+		cr_expect(strstr(assoc_kernel_error(k), "row 1, position 0: inputs w = 4, k = -1 break 'assume'") &&
+				  !strstr(assoc_kernel_error(k), "head"),
+			  "%s", assoc_kernel_error(k));
+		kk[0][1] = 1;
+		cr_assert_eq(assoc_run(k, 2, 3, one, 3, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+		assoc_kernel_free(k);
+		assoc_spec_free(s);
+	}
+}

@@ -194,6 +194,11 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 		}
 	}
 	free(s);
+	/* drawn inputs hold assume by construction; given ones may not, and
+	 * the proofs and the checks said nothing of such data */
+	char msg[1024];
+	if (!rc && o->ninputs && rundata_check_assume(d, msg, sizeof msg))
+		rc = usage_error("--input: %s", msg);
 	return rc;
 }
 

@@ -408,6 +408,134 @@ static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams
 	return rc;
 }
 
+/* ---- assume on given data ---- */
+
+/* The inputs assume reads, each as a var and a component (-1: all of it). */
+typedef struct {
+	const Ir *ir;
+	int var[16], comp[16], n;
+	int per_position; /* it reads an element or column input */
+} AssumeUses;
+
+static void use_add(AssumeUses *u, int var, int comp)
+{
+	for (int k = 0; k < u->n; k++)
+		if (u->var[k] == var && (u->comp[k] == comp || u->comp[k] < 0))
+			return;
+	if (u->n < 16)
+		u->var[u->n] = var, u->comp[u->n++] = comp;
+}
+
+static int note_use(void *ctx, Expr *e)
+{
+	AssumeUses *u = ctx;
+	const Expr *v = e->op == EXPR_INDEX ? e->a[0] : e;
+	if (v->op != EXPR_VAR)
+		return 0;
+	const Var *x = ir_var(u->ir, v->k);
+	if (x->kind != VAR_ELEM && x->kind != VAR_COL && x->kind != VAR_ROW)
+		return 0;
+	u->per_position |= x->kind != VAR_ROW;
+	use_add(u, v->k, e->op == EXPR_INDEX ? e->k : -1);
+	return 0;
+}
+
+/* "w = -1", "q[2] = 0.5", "k = [1, 2, 3, ...]": the input as row holds it at j */
+static void print_use(const Machine *m, const Row *row, int j, int var, int comp, char *out, size_t n)
+{
+	const Carrier *c = m->c;
+	const Var *x = ir_var(c->ir, var);
+	const double *v = x->kind == VAR_ROW   ? row->rowv + m->rowoff[x->slot]
+			  : x->kind == VAR_COL ? row->colv + (size_t)j * m->colw + m->coloff[x->slot]
+					       : row->elemv + (size_t)j * m->elemw + m->elemoff[x->slot];
+	int w = x->ty.len ? x->ty.len : 1;
+	char num[40];
+	size_t at = strlen(out);
+	if (comp >= 0 || w == 1) {
+		ir_fmt_num(v[comp >= 0 ? comp : 0], num, sizeof num);
+		if (comp >= 0)
+			snprintf(out + at, n - at, "%s[%d] = %s", x->name, comp, num);
+		else
+			snprintf(out + at, n - at, "%s = %s", x->name, num);
+		return;
+	}
+	snprintf(out + at, n - at, "%s = [", x->name);
+	for (int t = 0; t < w && t < 4; t++) {
+		ir_fmt_num(v[t], num, sizeof num);
+		at = strlen(out);
+		snprintf(out + at, n - at, "%s%s", t ? ", " : "", num);
+	}
+	at = strlen(out);
+	snprintf(out + at, n - at, "%s]", w > 4 ? ", ..." : "");
+}
+
+static int assume_one(const RunData *d, int head, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	Machine m;
+	eval_init(&m, c);
+	memcpy(m.params, d->params, c->nparams * sizeof *d->params);
+	AssumeUses u = {.ir = c->ir};
+	ir_contains(c->assume, note_use, &u);
+	Row *row = eval_row_new(&m, d->len);
+	rundata_load_cols(d, &m, row);
+	int rc = 0;
+	for (int r = 0; !rc && r < d->rows; r++) {
+		rundata_load_row(d, &m, r, row);
+		for (int j = 0; !rc && j < (u.per_position ? d->len : 1); j++) {
+			if (eval_assume(&m, row, j))
+				continue;
+			char where[96] = "", vals[512] = "";
+			if (head >= 0)
+				snprintf(where, sizeof where, "head %d, ", head);
+			size_t at = strlen(where);
+			if (u.per_position)
+				snprintf(where + at, sizeof where - at, "row %d, position %d", r, j);
+			else
+				snprintf(where + at, sizeof where - at, "row %d", r);
+			for (int k = 0; k < u.n; k++) {
+				if (k)
+					snprintf(vals + strlen(vals), sizeof vals - strlen(vals), ", ");
+				print_use(&m, row, j, u.var[k], u.comp[k], vals, sizeof vals);
+			}
+			char *text = ir_str_max(c->ir, c->assume, 200);
+			if (u.n)
+				snprintf(msg, n, "%s: input%s %s break%s 'assume' (%s)", where, u.n > 1 ? "s" : "", vals,
+					 u.n > 1 ? "" : "s", text);
+			else
+				snprintf(msg, n, "the params break 'assume' (%s)", text);
+			free(text);
+			rc = -1;
+		}
+	}
+	eval_row_free(row);
+	eval_free(&m);
+	return rc;
+}
+
+int rundata_check_assume(const RunData *d, char *msg, size_t n)
+{
+	if (!d->c->assume || d->rows <= 0)
+		return 0;
+	if (d->heads <= 1)
+		return assume_one(d, -1, msg, n);
+	int rc = 0;
+	/* views of the inputs alone: a library run's outputs are not bound here */
+	Carrier *c = d->c;
+	for (int h = 0; h < d->heads && !rc; h++) {
+		RunData v = *d;
+		size_t kh = (size_t)h / (d->heads / d->kv_heads);
+		v.heads = v.kv_heads = 1;
+		v.row = view_bufs(d->row, c->nrow, d->rows, h);
+		v.col = view_bufs(d->col, c->ncol, d->len, kh);
+		v.elem = view_bufs(d->elem, c->nelem, (size_t)d->rows * d->len, h);
+		v.fin = v.map = NULL;
+		rc = assume_one(&v, h, msg, n);
+		free(v.row), free(v.col), free(v.elem);
+	}
+	return rc;
+}
+
 /* ---- devices ---- */
 
 extern const Device dev_interp;

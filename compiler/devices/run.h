@@ -91,6 +91,11 @@ void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);
  * msg when an override is wrong or assume cannot be satisfied. */
 int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, char *msg, size_t n);
 
+/* 0 when every row and position of d's inputs satisfies the spec's
+ * assume; else -1 with msg naming the first that does not: its head (with
+ * heads), row and position, and the values of the inputs assume reads. */
+int rundata_check_assume(const RunData *d, char *msg, size_t n);
+
 enum { MAX_SPLIT = VARIANT_MAX_SPLIT };
 
 typedef struct {

@@ -115,7 +115,11 @@ const char *assoc_kernel_error(const AssocKernel *k);
  * the kernel takes rows side by side as lanes (attention: 16 on AVX2 and
  * AVX-512 hosts) and a run has 4 to 15 rows (a view's, with heads), its
  * first such run compiles a narrower variant, kept with the kernel for
- * later runs (ASSOC_ECOMPILE if that fails). */
+ * later runs (ASSOC_ECOMPILE if that fails).  Where the spec has an
+ * assume, the inputs are checked against it first (by the interpreter, a
+ * pass over every position): data that breaks it runs nothing and gives
+ * ASSOC_EINVAL, assoc_kernel_error naming the head, row, position and
+ * the values of the inputs assume reads. */
 AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs,
 		      const AssocValue *params, int nparams);
 /* Heads, as attention has them: the arrays hold heads query heads one

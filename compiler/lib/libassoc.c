@@ -448,6 +448,30 @@ static Buffer *over(const Decl *d, const Def *o, int n, size_t count, const Asso
 	return b;
 }
 
+/* The caller's inputs against the spec's assume: a RunData over them
+ * (the outputs unbound, never written). */
+static AssocStatus assume_holds(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+				const AssocBuffer *bufs, const int *which, double *pv)
+{
+	Carrier *c = k->s->c;
+	if (!c->assume)
+		return ASSOC_OK;
+	size_t H = (size_t)heads, rl = (size_t)rows * (size_t)len;
+	RunData d = {.c = c, .rows = (int)rows, .len = (int)len, .heads = (int)heads, .kv_heads = (int)kv_heads,
+		     .params = pv, .scan = c->tpl == FAM_SCAN};
+	d.elem = over(c->elem, NULL, c->nelem, H * rl, bufs, which);
+	d.col = over(c->col, NULL, c->ncol, (size_t)kv_heads * (size_t)len, bufs, which + c->nelem);
+	d.row = over(c->row, NULL, c->nrow, H * (size_t)rows, bufs, which + c->nelem + c->ncol);
+	char why[sizeof k->err];
+	AssocStatus st = ASSOC_OK;
+	if (!d.elem || !d.col || !d.row)
+		st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	else if (rundata_check_assume(&d, why, sizeof why))
+		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%s", why);
+	free(d.elem), free(d.col), free(d.row);
+	return st;
+}
+
 /* A run on another device than the CPU backend: a RunData whose buffers
  * are the caller's arrays (a device copies to its memory and back where it
  * has its own). */
@@ -509,6 +533,8 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
 	if (!st)
 		st = params_of(k, params, nparams, pv);
+	if (!st)
+		st = assume_holds(k, heads, kv_heads, rows, len, bufs, which, pv);
 	if (!st && k->dev)
 		st = run_device(k, heads, kv_heads, rows, len, bufs, which, pv);
 	if (st || k->dev) {
