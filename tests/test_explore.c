@@ -12,6 +12,7 @@
 #include "compiler/explore/explore.h"
 #include "compiler/prove/prove.h"
 #include "compiler/devices/run.h"
+#include "compiler/util/rng.h"
 #include "testutil.h"
 
 static void explore_file(const char *path, ExploreResult *r)
@@ -105,6 +106,12 @@ Test(explore, linear_recurrence) { derived_ok("specs/loops/linear_recurrence.yam
 Test(explore, horner) { derived_ok("specs/loops/horner.yaml", "affine"); }
 Test(explore, max_prefix_sum) { derived_ok("specs/loops/max_prefix_sum.yaml", "enumerate +aux"); }
 Test(explore, running_mean) { derived_ok("specs/loops/running_mean.yaml", "generalize"); }
+Test(explore, softmax_temperature) { derived_ok("specs/loops/softmax_temperature.yaml", "generalize"); }
+Test(explore, softmax_shifted) { derived_ok("specs/loops/softmax_shifted.yaml", "generalize"); }
+Test(explore, softmax_gated) { derived_ok("specs/loops/softmax_gated.yaml", "generalize"); }
+Test(explore, weighted_welford) { derived_ok("specs/loops/weighted_welford.yaml", "generalize"); }
+Test(explore, argmax_first) { derived_ok("specs/loops/argmax_first.yaml", "generalize"); }
+Test(explore, argmax_last) { derived_ok("specs/loops/argmax_last.yaml", "generalize"); }
 
 Test(explore, homomorphism_test_passes_when_folds_agree)
 {
@@ -275,7 +282,7 @@ Test(explore, vector_state_is_a_diagnostic_at_the_field)
 	ExploreResult r = explore_text("carrier: vsum\ndims: {d: 4}\nelement:\n  x: f32[d]\nstate:\n  s: f32[d]\n"
 				       "identity: {s: 0}\nstep:\n  s: s + x\n");
 	cr_assert_eq(r.status, EXPLORE_INVALID, "%s", r.log);
-	cr_expect(strstr(r.log, ":6:3: error: explore derives merges for scalar float state fields, and 's' is f32[d]"),
+	cr_expect(strstr(r.log, ":6:3: error: explore derives merges for scalar number state fields, and 's' is f32[d]"),
 		  "%s", r.log);
 	explore_result_free(&r);
 	FILE *f = fopen("build/vsum_loop.yaml", "w");
@@ -288,7 +295,7 @@ Test(explore, vector_state_is_a_diagnostic_at_the_field)
 	size_t n = fread(out, 1, sizeof out - 1, p);
 	out[n] = 0;
 	pclose(p);
-	cr_expect(strstr(out, "not a scalar float: write its merge in the spec") && !strstr(out, "assoc explore") &&
+	cr_expect(strstr(out, "not a scalar number: write its merge in the spec") && !strstr(out, "assoc explore") &&
 		  strstr(out, "rc=2"), "%s", out);
 }
 
@@ -322,5 +329,97 @@ Test(explore, affine_carrier_past_the_provers_fields_is_kept)
 	ExploreResult r = explore_text(text);
 	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
 	cr_expect(strstr(r.log, "65 coefficient fields") && strstr(r.log, "associative unknown"), "%s", r.log);
+	explore_result_free(&r);
+}
+
+/* Where the element enters the step through an expression ((x + bias) /
+ * tau, w * x) that is a field's lift, that expression is the other state's
+ * field: the online softmax merge, with no auxiliary field. */
+Test(explore, an_expression_of_the_element_is_the_other_states_field)
+{
+	static const char *const loops[] = {"specs/loops/softmax_temperature.yaml", "specs/loops/softmax_shifted.yaml",
+					    "specs/loops/softmax_gated.yaml"};
+	for (size_t i = 0; i < sizeof loops / sizeof *loops; i++) {
+		ExploreResult r;
+		explore_file(loops[i], &r);
+		cr_assert_eq(r.status, EXPLORE_FOUND, "%s:\n%s", loops[i], r.log);
+		cr_expect_str_eq(r.strategy, "generalize", "%s", r.log);
+		cr_expect(strstr(r.yaml, "  m: max(a.m, b.m)\n"), "%s", r.yaml);
+		cr_expect(strstr(r.yaml, "* b.l\n"), "the element's term weighted by the other count: %s", r.yaml);
+		cr_expect(!r.aux, "no auxiliary field: %s", r.aux);
+		explore_result_free(&r);
+	}
+}
+
+/* Weighted Welford: m2 lifts to 0, and its merge takes the right
+ * operand's accumulated m2 (+ b.m2) and the weights' total b.sw. */
+Test(explore, weighted_welford_keeps_both_sums_of_squares)
+{
+	ExploreResult r;
+	explore_file("specs/loops/weighted_welford.yaml", &r);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect(strstr(r.yaml, "  sw: a.sw + b.sw\n"), "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "+ b.m2)\n"), "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "laws: [commutative]"), "%s", r.yaml);
+	explore_result_free(&r);
+}
+
+/* The derived argmax run on rows full of ties gives the position the loop
+ * keeps: the first maximum for x > m, the last for x >= m. */
+static void argmax_ties(const char *path, int last, const char *merge)
+{
+	ExploreResult r;
+	explore_file(path, &r);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect(strstr(r.yaml, merge), "%s", r.yaml);
+	Carrier *c = load_yaml(r.yaml);
+	enum { R = 40, L = 9 };
+	RunData *d = rundata_new(c, R, L);
+	char msg[200];
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	uint64_t rng = 11;
+	for (int k = 0; k < R * L; k++)
+		run_buffer_set(&d->elem[0], k, rng_int(&rng, -2, 2)); /* ties in most rows */
+	const Device *dev = run_device_find("interp");
+	cr_assert_eq(dev->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	int fi = -1;
+	for (int o = 0; o < c->nfinal; o++)
+		if (!strcmp(c->finalize[o].name, "idx"))
+			fi = o;
+	cr_assert_geq(fi, 0, "%s", r.yaml);
+	for (int row = 0; row < R; row++) {
+		int want = 0;
+		for (int j = 1; j < L; j++) {
+			double x = run_buffer_get(&d->elem[0], (size_t)row * L + j), m = run_buffer_get(&d->elem[0], (size_t)row * L + want);
+			if (x > m || (last && x == m))
+				want = j;
+		}
+		cr_expect_eq(run_buffer_get(&d->fin[fi], row), want, "%s, row %d", path, row);
+	}
+	rundata_free(d);
+	spec_carrier_free(c);
+	explore_result_free(&r);
+}
+
+Test(explore, argmax_first_keeps_the_first_of_ties)
+{
+	argmax_ties("specs/loops/argmax_first.yaml", 0, "  idx: where(b.m > a.m, b.idx, a.idx)\n");
+}
+
+Test(explore, argmax_last_keeps_the_last_of_ties)
+{
+	argmax_ties("specs/loops/argmax_last.yaml", 1, "  idx: where(b.m >= a.m, b.idx, a.idx)\n");
+}
+
+/* A position the step keeps where no field lifts to it (p lifts to -1
+ * where x <= 1) is not taken for one: generalizing fails. */
+Test(explore, a_position_no_field_lifts_to_is_not_generalized)
+{
+	ExploreResult r = explore_text("carrier: lastpos\nelement: {x: f32}\nstate: {s: f32, p: f32}\n"
+				       "identity: {s: 0, p: -1}\nstep:\n  s: s + x\n  p: where(x > 1, j, p)\n"
+				       "reference:\n  s: sum(x)\n");
+	cr_expect(strstr(r.log, "generalize: failed"), "%s", r.log);
+	if (r.status == EXPLORE_FOUND)
+		cr_expect(strcmp(r.strategy, "generalize"), "%s", r.log);
 	explore_result_free(&r);
 }

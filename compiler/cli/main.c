@@ -126,7 +126,7 @@ int cli_loop_msg(const Carrier *c, char *msg, size_t n)
 			 c->file, c->file);
 	else /* explore would refuse it */
 		snprintf(msg, n, "%s: error: a loop spec (a step without a merge) with a state field that is not a scalar "
-				 "float: write its merge in the spec\n", c->file);
+				 "number: write its merge in the spec\n", c->file);
 	return 1;
 }
 

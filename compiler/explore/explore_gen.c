@@ -4,6 +4,10 @@
  * fields of a whole state:
  *   - the old state's fields become a.f;
  *   - an element input that a field lifts to unchanged (lift m = x) becomes b.m;
+ *   - a term over the element, params and positions that a field lifts to
+ *     (x / tau where lift m = x / tau; j where an argmax's idx lifts to j)
+ *     becomes that field of b, found by evaluating both on sample elements
+ *     at several positions;
  *   - a constant equal to a field's constant lift (n + 1, lift n = 1) may become b.n;
  *   - the step of another field, used inside this one, becomes that field's merge;
  *   - terms that carry the element may be weighted by a field whose lift is 1
@@ -27,11 +31,35 @@ typedef struct {
 	double lc[EX_MAXF];     /* constant lifts */
 	unsigned mask;          /* constant occurrences to replace */
 	int occ, direct, bad;
+	/* subterms free of the state met so far, and the field each lifts to (or -1) */
+	Expr *seen[64];
+	int seen_field[64], nseen;
 } Gen;
 
 static Expr **steps(Ex *x, int f) { return x->right ? &x->f[f].step_right : &x->f[f].step; }
 static int own(Ex *x) { return x->right ? STATE_B : STATE_A; }
 static int other(Ex *x) { return x->right ? STATE_A : STATE_B; }
+
+/* The field whose lift e is, for e a term over the element, params and
+ * positions (not a bare input: carry[] has those), or -1. */
+static int lifted_as(Gen *g, Expr *e)
+{
+	Ex *x = g->x;
+	unsigned inputs = 1u << VAR_ELEM | 1u << VAR_COL | 1u << VAR_ROW | 1u << VAR_PARAM | 1u << VAR_IDX;
+	if (e->op == EXPR_CONST || !ex_uses_only(x, e, inputs))
+		return -1;
+	if (e->op == EXPR_VAR && ir_var(x->c->ir, e->k)->kind != VAR_IDX)
+		return -1;
+	if (!ex_has_elem(x, e) && ex_uses_only(x, e, ~(1u << VAR_IDX)))
+		return -1; /* neither the element nor a position: the same for every element */
+	for (int k = 0; k < g->nseen; k++)
+		if (g->seen[k] == e)
+			return g->seen_field[k];
+	int q = ex_lift_equal(x, e);
+	if (g->nseen < 64)
+		g->seen[g->nseen] = e, g->seen_field[g->nseen++] = q;
+	return q;
+}
 
 static Expr *rewrite(Gen *g, Expr *e, int root)
 {
@@ -40,6 +68,13 @@ static Expr *rewrite(Gen *g, Expr *e, int root)
 	for (int q = 0; q < x->n && !root; q++)
 		if (q != g->f && g->gen[q] && e == *steps(x, q))
 			return g->gen[q];
+	/* the element's part as a lift computes it (x / tau where lift m is
+	 * x / tau, j where an argmax's position lifts to j): the other state's field */
+	int lq = lifted_as(g, e);
+	if (lq >= 0) {
+		g->direct = 1;
+		return ir_ref(ir, x->f[lq].var[other(x)]);
+	}
 	if (e->op == EXPR_VAR) {
 		const Var *v = ir_var(ir, e->k);
 		if (v->kind == VAR_STATE)

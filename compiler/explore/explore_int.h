@@ -80,6 +80,8 @@ int ex_var(Ex *x, const char *name, int which, int slot, Ty ty);
 Expr *ex_num(Ex *x, double v);
 /* Fold a row with the loop (left, or right for a right loop) into s (view width). */
 void ex_fold(Ex *x, const Row *r, double *s, int right);
+/* The same over positions [lo, hi) of r, each at its own j. */
+void ex_fold_range(Ex *x, const Row *r, int lo, int hi, double *s, int right);
 /* The loop's outputs (its finalize, or its fields) from a view state. */
 void ex_outputs(Ex *x, const Row *r, const double *s, double *out);
 int ex_pairs(Ex *x);
@@ -92,6 +94,10 @@ int ex_has_elem(Ex *x, Expr *e);
 int ex_lift_const(Ex *x, int f, double *v);
 /* The element input (index) that lift of field f equals, or -1. */
 int ex_lift_input(Ex *x, int f);
+/* The field whose lift equals e (an expression over the element, params
+ * and positions that is not constant) wherever e is finite, or -1: x / tau
+ * where lift m = x / tau, j where an argmax's position lifts to j. */
+int ex_lift_equal(Ex *x, Expr *e);
 void ex_row_text(Ex *x, const Row *r, Buf *b);
 void ex_state_text(Ex *x, const double *s, int n, Buf *b);
 /* e with var v replaced by r; vars[i] by repl[i]. */

@@ -128,14 +128,16 @@ static ExEv *step_ev(Ex *x, int right)
 	return x->evs[right];
 }
 
-void ex_fold(Ex *x, const Row *r, double *s, int right)
+void ex_fold(Ex *x, const Row *r, double *s, int right) { ex_fold_range(x, r, 0, r->len, s, right); }
+
+void ex_fold_range(Ex *x, const Row *r, int lo, int hi, double *s, int right)
 {
 	double t[EX_MAXF];
 	for (int f = 0; f < x->n; f++)
 		s[f] = x->f[f].ident;
 	ExEv *e = step_ev(x, right);
-	for (int q = 0; q < r->len; q++) {
-		int j = right ? r->len - 1 - q : q;
+	for (int q = lo; q < hi; q++) {
+		int j = right ? hi - 1 - (q - lo) : q;
 		if (eval_masked(&x->m, r, j))
 			continue;
 		ex_ev_run(x, e, NULL, NULL, s, r, j, t);
@@ -171,15 +173,13 @@ int ex_pairs(Ex *x)
 		int l1 = 1 + (int)(rng_next(&x->rng) % (t % 3 ? 3 : 7)), l2 = 1 + (int)(rng_next(&x->rng) % (t % 2 ? 3 : 6));
 		Row *r = eval_row_new(&x->m, l1 + l2);
 		int ok = draw_row(&x->m, fams[t % 4], r, &x->rng) == 0;
-		Row sub = *r;
 		double *a = p->a[p->n], *b = p->b[p->n], *w = p->want[p->n];
+		/* the two parts at their places in the row: a merge's lifts see
+		 * the positions j of the whole row, and a field that keeps one
+		 * (an argmax) must meet them */
 		if (ok) {
-			sub.len = l1;
-			ex_fold(x, &sub, a, x->right);
-			sub.len = l2;
-			sub.elemv = r->elemv + (size_t)l1 * x->m.elemw;
-			sub.colv = r->colv + (size_t)l1 * x->m.colw;
-			ex_fold(x, &sub, b, x->right);
+			ex_fold_range(x, r, 0, l1, a, x->right);
+			ex_fold_range(x, r, l1, l1 + l2, b, x->right);
 			ex_fold(x, r, w, x->right);
 			for (int f = 0; f < x->n; f++)
 				ok &= !isnan(a[f]) && !isnan(b[f]) && !isnan(w[f]);
@@ -213,28 +213,59 @@ int ex_has_elem(Ex *x, Expr *e) { return !ex_uses_only(x, e, ~(1u << VAR_ELEM));
 /* Lift values of every field on random one-element rows. */
 enum { LIFT_SAMPLES = 64 };
 
-static void lift_samples(Ex *x, double v[LIFT_SAMPLES][EX_MAXF], double in[LIFT_SAMPLES][8])
+/* The lifts at the last position of rows of 1 to 5 elements, so that a
+ * lift that keeps the position (an argmax's j) is seen to vary; roots
+ * extra expressions evaluated there too (into v after the fields). */
+static void lift_samples_with(Ex *x, Expr *const *more, int nmore, double v[LIFT_SAMPLES][EX_MAXF + 1],
+			      double in[LIFT_SAMPLES][8])
 {
-	Expr *roots[EX_MAXF];
+	Expr *roots[EX_MAXF + 1];
 	for (int f = 0; f < x->n; f++)
 		roots[f] = x->f[f].lift;
-	ExEv *e = ex_ev_new(x, roots, x->n);
+	for (int k = 0; k < nmore; k++)
+		roots[x->n + k] = more[k];
+	ExEv *e = ex_ev_new(x, roots, x->n + nmore);
 	uint64_t rng = 0x5eed;
 	static const DrawFamily fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_WIDE, DRAW_SPREAD};
 	for (int t = 0; t < LIFT_SAMPLES; t++) {
-		Row *r = eval_row_new(&x->m, 1);
+		int len = 1 + t % 5;
+		Row *r = eval_row_new(&x->m, len);
 		draw_row(&x->m, fams[t % 4], r, &rng);
-		ex_ev_run(x, e, NULL, NULL, NULL, r, 0, v[t]);
+		ex_ev_run(x, e, NULL, NULL, NULL, r, len - 1, v[t]);
 		for (int q = 0; q < x->c->nelem && q < 8; q++)
-			in[t][q] = r->elemv[x->m.elemoff[q]];
+			in[t][q] = r->elemv[(size_t)(len - 1) * x->m.elemw + x->m.elemoff[q]];
 		eval_row_free(r);
 	}
 	ex_ev_free(e);
 }
 
+static void lift_samples(Ex *x, double v[LIFT_SAMPLES][EX_MAXF + 1], double in[LIFT_SAMPLES][8])
+{
+	lift_samples_with(x, NULL, 0, v, in);
+}
+
+int ex_lift_equal(Ex *x, Expr *e)
+{
+	double s[LIFT_SAMPLES][EX_MAXF + 1], in[LIFT_SAMPLES][8];
+	lift_samples_with(x, &e, 1, s, in);
+	int varies = 0, finite = 0;
+	for (int t = 0; t < LIFT_SAMPLES; t++)
+		varies |= s[t][x->n] != s[0][x->n], finite += isfinite(s[t][x->n]);
+	if (!varies || finite < LIFT_SAMPLES / 2)
+		return -1;
+	for (int f = 0; f < x->n; f++) {
+		int same = 1;
+		for (int t = 0; same && t < LIFT_SAMPLES; t++)
+			same = !isfinite(s[t][x->n]) || ex_close(s[t][f], s[t][x->n]);
+		if (same)
+			return f;
+	}
+	return -1;
+}
+
 int ex_lift_const(Ex *x, int f, double *v)
 {
-	double s[LIFT_SAMPLES][EX_MAXF], in[LIFT_SAMPLES][8];
+	double s[LIFT_SAMPLES][EX_MAXF + 1], in[LIFT_SAMPLES][8];
 	lift_samples(x, s, in);
 	for (int t = 1; t < LIFT_SAMPLES; t++)
 		if (s[t][f] != s[0][f] || signbit(s[t][f]) != signbit(s[0][f]))
@@ -245,7 +276,7 @@ int ex_lift_const(Ex *x, int f, double *v)
 
 int ex_lift_input(Ex *x, int f)
 {
-	double s[LIFT_SAMPLES][EX_MAXF], in[LIFT_SAMPLES][8];
+	double s[LIFT_SAMPLES][EX_MAXF + 1], in[LIFT_SAMPLES][8];
 	lift_samples(x, s, in);
 	for (int q = 0; q < x->c->nelem && q < 8; q++) {
 		if (x->c->elem[q].ty.len)
