@@ -110,6 +110,7 @@ Test(explore, softmax_temperature) { derived_ok("specs/loops/softmax_temperature
 Test(explore, softmax_shifted) { derived_ok("specs/loops/softmax_shifted.yaml", "generalize"); }
 Test(explore, softmax_gated) { derived_ok("specs/loops/softmax_gated.yaml", "generalize"); }
 Test(explore, weighted_welford) { derived_ok("specs/loops/weighted_welford.yaml", "generalize"); }
+Test(explore, weighted_variance) { derived_ok("specs/loops/weighted_variance.yaml", "generalize"); }
 Test(explore, argmax_first) { derived_ok("specs/loops/argmax_first.yaml", "generalize"); }
 Test(explore, argmax_last) { derived_ok("specs/loops/argmax_last.yaml", "generalize"); }
 
@@ -361,6 +362,20 @@ Test(explore, weighted_welford_keeps_both_sums_of_squares)
 	cr_expect(strstr(r.yaml, "  sw: a.sw + b.sw\n"), "%s", r.yaml);
 	cr_expect(strstr(r.yaml, "+ b.m2)\n"), "%s", r.yaml);
 	cr_expect(strstr(r.yaml, "laws: [commutative]"), "%s", r.yaml);
+	explore_result_free(&r);
+}
+
+/* A variance kept as itself lifts to 0, and its merge needs the right
+ * operand's variance weighted by its share of the total weight: a term
+ * the one-element step cannot show (there b's variance is 0), found on
+ * states folded from several elements. */
+Test(explore, weighted_variance_takes_the_right_operands_share)
+{
+	ExploreResult r;
+	explore_file("specs/loops/weighted_variance.yaml", &r);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect(strstr(r.yaml, " + b.var * b.sw / (a.sw + b.sw))\n"), "%s", r.yaml);
+	cr_expect_eq(r.assoc, PROOF_PROVED, "%s", r.log);
 	explore_result_free(&r);
 }
 

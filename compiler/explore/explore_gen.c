@@ -12,7 +12,8 @@
  *   - the step of another field, used inside this one, becomes that field's merge;
  *   - terms that carry the element may be weighted by a field whose lift is 1
  *     (softmax's b.l, Welford's b.n);
- *   - a field whose lift is 0 (Welford's m2) may gain + b.f.
+ *   - a field whose lift is 0 (Welford's m2) may gain + b.f, or b.f weighted
+ *     by another field of b, or by b's share of a total already merged.
  * Each field's variants are tried simplest first against the sample pairs
  * (states the loop itself merges), then the whole merge is verified.  For a
  * right loop the roles of a and b turn. */
@@ -130,8 +131,29 @@ static int terms(Expr *e, Expr **t, int *sign)
 	return n;
 }
 
+/* What a field that lifts to 0 gains from the other state's own value
+ * of it (the plain step sees b's value as 0), by kind:
+ *   0: nothing;  1: + b.f (Welford's m2);
+ *   2 + 2q: + b.f * b.q;  3 + 2q: + b.f * b.q / merged q, b's share of a
+ *   total q already merged (a weighted variance kept as m2 / sw).
+ * The kinds are tried on the sample pairs, states folded from several
+ * elements, where b's value is not 0. */
+static Expr *own_part(Gen *g, int zero)
+{
+	Ex *x = g->x;
+	Ir *ir = x->c->ir;
+	Expr *bf = ir_ref(ir, x->f[g->f].var[other(x)]);
+	if (zero < 2)
+		return bf;
+	int q = (zero - 2) / 2, share = (zero - 2) % 2;
+	if (q == g->f || (share && !g->gen[q]) || !ty_is_float(x->f[q].ty))
+		return NULL;
+	Expr *r = ir_bin(ir, EXPR_MUL, bf, ir_ref(ir, x->f[q].var[other(x)]));
+	return share ? ir_bin(ir, EXPR_DIV, r, g->gen[q]) : r;
+}
+
 /* One variant of field f's merge: constant mask, weight field w (or -1),
- * and + other.f when zero is set. */
+ * and what f gains from the other state's f (own_part's kind zero). */
 static Expr *variant(Gen *g, unsigned mask, int w, int zero)
 {
 	Ex *x = g->x;
@@ -152,8 +174,12 @@ static Expr *variant(Gen *g, unsigned mask, int w, int zero)
 		else
 			sum = ir_bin(ir, sign[i] < 0 ? EXPR_SUB : EXPR_ADD, sum, r);
 	}
-	if (zero)
-		sum = ir_bin(ir, EXPR_ADD, sum, ir_ref(ir, x->f[g->f].var[other(x)]));
+	if (zero) {
+		Expr *part = own_part(g, zero);
+		if (!part)
+			return NULL;
+		sum = ir_bin(ir, EXPR_ADD, sum, part);
+	}
 	return g->bad ? NULL : sum;
 }
 
@@ -199,7 +225,7 @@ static int generalize_field(Gen *g, int f, char *why, size_t n)
 		if (w >= 0 && !(g->isconst[w] && g->lc[w] == 1))
 			continue;
 		for (unsigned mask = 0; mask < 1u << nocc; mask++)
-			for (int zero = 0; zero < 1 + (g->isconst[f] && g->lc[f] == 0); zero++) {
+			for (int zero = 0; zero < (g->isconst[f] && g->lc[f] == 0 ? 2 + 2 * x->n : 1); zero++) {
 				Expr *e = variant(g, mask, w, zero);
 				if (e && fits(x, f, e)) {
 					g->gen[f] = e;
