@@ -102,10 +102,10 @@ static Expr *rewrite(Gen *g, Expr *e, int root)
 			}
 		return e;
 	}
-	Expr *a[3] = {0};
+	Expr *a[4] = {0};
 	for (int i = 0; i < e->nargs; i++)
 		a[i] = rewrite(g, e->a[i], 0);
-	return ir_node(ir, (Op)e->op, e->ty, e->k, a[0], a[1], a[2]);
+	return ir_node_n(ir, (Op)e->op, e->ty, e->k, a);
 }
 
 /* The top-level sum of e as signed terms, at most 16 of them; -1 when
