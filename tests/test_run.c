@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compiler/devices/emu.h"
 #include "compiler/devices/npy.h"
 #include "compiler/devices/run.h"
 #include "testutil.h"
@@ -508,4 +509,72 @@ Test(run, drawn_labels_are_mostly_in_their_rows)
 	cr_expect_gt(out, 0, "some out of range, which the spec ignores or meets as inf");
 	rundata_free(d);
 	spec_carrier_free(c);
+}
+
+/* Welford over rows holding infinities gives what NumPy gives on dev at
+ * every length (the fold's tree differs with both): the mean is the row's
+ * sum over its count (-inf, +inf, or NaN for both signs), the variance
+ * NaN; a finite row keeps its variance. */
+static void welford_inf_rows(const char *dev)
+{
+	enum { ROWS = 7 };
+	static const int lens[] = {1, 2, 31, 32, 33, 1000};
+	Carrier *c = load_ok("specs/welford.yaml");
+	for (int li = 0; li < 6; li++) {
+		int n = lens[li];
+		float *x = malloc((size_t)ROWS * n * sizeof *x);
+		for (int k = 0; k < n; k++) {
+			float f = (float)(k % 5) - 1.5f;
+			x[0 * n + k] = -INFINITY;
+			x[1 * n + k] = INFINITY;
+			x[2 * n + k] = k == n / 2 ? -INFINITY : f;
+			x[3 * n + k] = k == n - 1 ? INFINITY : f;
+			x[4 * n + k] = k == 0 ? INFINITY : k == n - 1 ? -INFINITY : f;
+			x[5 * n + k] = k == n / 3 ? NAN : f;
+			x[6 * n + k] = f;
+		}
+		double want_mean[ROWS], want_var[ROWS];
+		for (int r = 0; r < ROWS; r++) {
+			double s = 0, v = 0;
+			for (int k = 0; k < n; k++)
+				s += x[r * n + k];
+			want_mean[r] = s / n;
+			for (int k = 0; k < n; k++)
+				v += (x[r * n + k] - want_mean[r]) * (x[r * n + k] - want_mean[r]);
+			want_var[r] = isfinite(want_mean[r]) ? v / n : NAN;
+		}
+		RunData *d = rundata_new(c, ROWS, n);
+		for (int i = 0; i < ROWS * n; i++)
+			run_buffer_set(&d->elem[0], i, x[i]);
+		device_run(dev, d);
+		for (int r = 0; r < ROWS; r++) {
+			double m = run_buffer_get(&d->fin[0], r), var = run_buffer_get(&d->fin[1], r);
+			int mean_ok = isnan(want_mean[r])   ? isnan(m)
+				      : isinf(want_mean[r]) ? m == want_mean[r]
+							    : fabs(m - want_mean[r]) < 1e-5;
+			int var_ok = isnan(want_var[r]) ? isnan(var) : fabs(var - want_var[r]) < 1e-4;
+			cr_expect(mean_ok, "%s len %d row %d: mean %g, not %g", dev, n, r, m, want_mean[r]);
+			cr_expect(var_ok, "%s len %d row %d: var %g, not %g", dev, n, r, var, want_var[r]);
+		}
+		RunCheck rc;
+		runcheck_run(d, &rc);
+		for (int o = 0; o < rc.nout; o++)
+			cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch,
+				  "%s len %d %s: %g of tolerance, %d NaN mismatches", dev, n, rc.out[o].name,
+				  rc.out[o].worst_ratio, rc.out[o].nan_mismatch);
+		runcheck_free(&rc);
+		rundata_free(d);
+		free(x);
+	}
+	spec_carrier_free(c);
+}
+
+Test(run, welford_rows_with_infinities_on_interp) { welford_inf_rows("interp"); }
+Test(run, welford_rows_with_infinities_on_cpu) { welford_inf_rows("cpu"); }
+Test(run, welford_rows_with_infinities_on_emu, .timeout = 120)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	welford_inf_rows("emu");
 }
