@@ -553,7 +553,8 @@ Test(cpu, rows_side_by_side_as_lanes, .timeout = 240)
 
 /* Near misses take the tree of the spec's merges, and stay right: a merge
  * that forgets to rescale b (not commutative: its own left fold is the
- * basis), and a max with a plain count beside the rescaled sum. */
+ * basis), a max with a plain count beside the rescaled sum, a rescale
+ * guarded on one side only, and one guarded at 0 instead of +inf. */
 Test(cpu, near_max_rescale_carriers_take_the_tree)
 {
 	static const char *texts[] = {
@@ -565,11 +566,19 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
 		"finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n",
 		"carrier: other_max\nelement: {x: f32}\n" SOFTMAX_STATE
 		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(a.m - m)\nfinalize: {s: m + log(l)}\n",
+		"carrier: one_side_guarded\nelement: {x: f32}\n" SOFTMAX_STATE
+		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(where(a.m == inf, 0, a.m - m)) + b.l * exp(b.m - m)\n"
+		"finalize: {s: m + log(l)}\n",
+		"carrier: guard_at_zero\nelement: {x: f32}\n" SOFTMAX_STATE
+		"merge:\n  m: max(a.m, b.m)\n"
+		"  l: a.l * exp(where(a.m == 0, 0, a.m - m)) + b.l * exp(where(b.m == 0, 0, b.m - m))\n"
+		"finalize: {s: m + log(l)}\n",
 	};
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 5; i++) {
 		Carrier *c = text_ok(texts[i]);
 		Op g;
-		cr_expect_eq(tile_max_rescale(c, &g), -1, "%s", c->name);
+		int guard;
+		cr_expect_eq(tile_max_rescale(c, &g, &guard), -1, "%s", c->name);
 		LlvmKernel *k = compiled(c, NULL);
 		cr_expect(!k->max_rescale, "%s: not the n-ary fold", c->name);
 		llvm_kernel_free(k);
@@ -630,6 +639,67 @@ Test(cpu, two_pass_rows_around_the_switch, .timeout = 120)
 		two_pass_ok(c, 1);
 		spec_carrier_free(c);
 	}
+}
+
+/* Rows holding +inf through a guarded merge's n-ary fold, in tiles (one
+ * pass) and in two passes, whole and split, in the host's lanes and in 8:
+ * lse is +inf (NaN where the row holds a NaN, -inf for a row of -inf),
+ * as PyTorch gives; every output against the float64 reference.
+ * logsumexp_inf's guard (a.m == m) folds a row of -inf to -inf too. */
+Test(cpu, rows_holding_inf_through_the_guarded_fold, .timeout = 300)
+{
+	enum { N = TWO_PASS_BYTES / 4, ROWS = 7 };
+	static const char *specs[] = {"tests/check/logsumexp_inf.yaml"};
+	static const int lens[] = {1, 15, 17, 1000, 4099, N, N + 33};
+	static const int lanes[] = {0, 8};
+	RtPool *p[2];
+	pools_open(p, 2);
+	for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
+		Carrier *c = load_ok(specs[s]);
+		for (int ln = 0; ln < 2; ln++) {
+			LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = lanes[ln]});
+			cr_expect(k->max_rescale, "%s: the n-ary fold", specs[s]);
+			for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+				for (int t = 0; t < 2; t++) {
+					int len = lens[l];
+					RunData *d = drawn(c, ROWS, len, 50 + l);
+					float *x = d->elem[0].p;
+					for (int j = 0; j < len; j++) {
+						x[(size_t)1 * len + j] = INFINITY;
+						x[(size_t)4 * len + j] = -INFINITY;
+						if (j % 3 == 0)
+							x[(size_t)5 * len + j] = -INFINITY;
+					}
+					x[(size_t)0 * len + len / 2] = INFINITY;
+					x[(size_t)2 * len + len - 1] = INFINITY;
+					x[(size_t)2 * len] = -INFINITY;
+					x[(size_t)3 * len + len / 3] = INFINITY;
+					x[(size_t)3 * len + len - 1] = NAN;
+					x[(size_t)5 * len + len / 2] = INFINITY;
+					run_kernel(k, d, p[t], t ? 3 : 0);
+					char w[200];
+					snprintf(w, sizeof w, "%s lanes %d len %d threads %d", c->name, lanes[ln], len, t + 1);
+					expect_ok(d, w);
+					const float *lse = d->fin[0].p;
+					const float want[ROWS - 1] = {INFINITY, INFINITY, INFINITY, NAN, -INFINITY, INFINITY};
+					for (int r = 0; r < ROWS - 1; r++)
+						if (len > 1 || r == 1 || r == 4)
+							cr_expect(isnan(want[r]) ? isnan(lse[r]) : lse[r] == want[r],
+								  "%s row %d: lse %g, not %g", w, r, lse[r], want[r]);
+					cr_expect(isfinite(lse[ROWS - 1]), "%s: a finite row's lse %g", w, lse[ROWS - 1]);
+					if (c->nmap) {
+						const float *y = d->map[0].p;
+						for (int j = 0; j < len; j++)
+							cr_expect(j == len / 2 ? isnan(y[j]) : y[j] == 0,
+								  "%s: y[%d] = %g beside +inf", w, j, y[j]);
+					}
+					rundata_free(d);
+				}
+			llvm_kernel_free(k);
+		}
+		spec_carrier_free(c);
+	}
+	pools_close(p, 2);
 }
 
 /* Row 0 fully masked, row 1 partly, the rest not, around the switch. */

@@ -54,6 +54,7 @@ typedef struct {
 			  * unrolled this many times (0: no loops, all unrolled) */
 	int mr_field;    /* max-rescale carriers: the max field (llvm_tile.c), else -1 */
 	Op mr_g;         /* and its EXPR_EXP or EXPR_EXP2 */
+	int mr_guard;    /* and where its rescale is 1 (llvm_tile.c): MR_PLAIN, MR_GUARD_INF, MR_GUARD_MAX */
 	int two_pass;    /* max-rescale carriers with vectors: input bytes per position, rows up to
 			  * TWO_PASS_BYTES reduce in two passes (kern_reduce_two_pass in llvm_reduce.c); else 0 */
 	Expr *rowmap_g;  /* the map's g(lift.m - m), which pass 2 of kern_reduce_two_pass keeps for it
@@ -108,8 +109,10 @@ static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->lan
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile);
 
 /* llvm_tile.c: the max field of a max-rescale merge (g set to EXPR_EXP or
- * EXPR_EXP2), or -1 when the merge is not one. */
-int tile_max_rescale(const Carrier *c, Op *g);
+ * EXPR_EXP2, guard to how its argument is guarded), or -1 when the merge
+ * is not one. */
+enum { MR_PLAIN, MR_GUARD_INF, MR_GUARD_MAX };
+int tile_max_rescale(const Carrier *c, Op *g, int *guard);
 int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod);
 
 /* llvm_expr.c */

@@ -859,7 +859,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 			(c->map[0].e->ty.kind == TY_F32 || c->map[0].e->ty.kind == TY_I32);
 	k->lanes = scalar && comm ? lanes : 1;
 	k->accs = scalar && comm ? accs : 1;
-	k->mr_field = tile_max_rescale(c, &k->mr_g);
+	k->mr_field = tile_max_rescale(c, &k->mr_g, &k->mr_guard);
 	/* Tiles of 8 vectors by default (one thread, AVX-512, rows of 4096 in
 	 * cache, best of 5): logsumexp 2.9 G elements/s (1.7 without tiles;
 	 * 16 and 32 no better within the noise, and longer tails); Welford 5.8

@@ -49,6 +49,8 @@ typedef struct {
 	LLVMValueRef i[PAIR];       /* row indices */
 	LLVMValueRef scratch[PAIR]; /* kern_build_rowmap: where each row's pass 2 keeps g (NULL: none) */
 	LLVMValueRef Ms[PAIR];      /* pass 2: each row's max (0 for -inf); NULL in pass 1 */
+	LLVMValueRef Mg[PAIR];      /* pass 2 of a guarded merge (llvm_tile.c) where a row's max is infinite:
+				     * each row's max, for guard_rescale (llvm_reduce.c); else NULL */
 	LLVMValueRef ahead[PAIR];   /* pass 2 prefetches each row's element inputs this many positions ahead */
 	LLVMValueRef *acc[PAIR];    /* each row's accumulators (allocas) */
 } Rows;

@@ -129,12 +129,52 @@ static void fold_loop(B *b, int f, LLVMValueRef *e, int T)
 	kern_count_close(b, i, n, b->k->loop_unroll);
 }
 
+/* The constant v in x's type, a vector's lanes or a scalar. */
+static LLVMValueRef const_like(LLVMValueRef x, double v)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	if (LLVMGetTypeKind(t) != LLVMVectorTypeKind)
+		return LLVMConstReal(t, v);
+	LLVMValueRef c[64];
+	unsigned n = LLVMGetVectorSize(t);
+	for (unsigned i = 0; i < n; i++)
+		c[i] = LLVMConstReal(LLVMGetElementType(t), v);
+	return LLVMConstVector(c, n);
+}
+
+/* Whether the guarded rescale (llvm_tile.c) is 1 somewhere g(m - Ms) is
+ * not: M, the maximum (a vector's lanes or a scalar), is +inf
+ * (MR_GUARD_INF) or infinite (MR_GUARD_MAX) in some lane. */
+static LLVMValueRef guard_needed(B *b, LLVMValueRef M)
+{
+	LLVMBuilderRef lb = b->L.b;
+	LLVMValueRef odd = LLVMBuildFCmp(lb, LLVMRealOEQ, M, const_like(M, INFINITY), "");
+	if (b->k->mr_guard == MR_GUARD_MAX)
+		odd = LLVMBuildOr(lb, odd, LLVMBuildFCmp(lb, LLVMRealOEQ, M, const_like(M, -INFINITY), ""), "");
+	if (LLVMGetTypeKind(LLVMTypeOf(odd)) == LLVMVectorTypeKind)
+		odd = lower_intrinsic(&b->L, "llvm.vector.reduce.or", LLVMTypeOf(odd), &odd, 1);
+	return odd;
+}
+
+/* The guarded rescale of a state whose m is m, given e = g(m - Ms): 1
+ * where m is +inf (MR_GUARD_INF) or the maximum M (MR_GUARD_MAX, in m's
+ * lanes), else e. */
+static LLVMValueRef guard_rescale(B *b, LLVMValueRef m, LLVMValueRef M, LLVMValueRef e)
+{
+	LLVMBuilderRef lb = b->L.b;
+	LLVMValueRef at = b->k->mr_guard == MR_GUARD_MAX ? M : const_like(m, INFINITY);
+	return LLVMBuildSelect(lb, LLVMBuildFCmp(lb, LLVMRealOEQ, m, at, ""), const_like(e, 1), e, "guarded");
+}
+
 /* The n-ary merge of a max-rescale carrier (llvm_tile.c) over T states
  * (a tile's lifted positions and its accumulator):
  * M = max m_t, F = sum f_t g(m_t - M).  An all -inf lane subtracts 0
  * instead of M, so that g(-inf) = 0 stands in for the spec's rule
  * (-inf) - (-inf) = -inf without a select per position; m_t - M is
- * never positive otherwise (NaN aside), so exp needs no overflow side. */
+ * never positive otherwise (NaN aside), so exp needs no overflow side.
+ * A guarded merge's rescale differs only where M is infinite, in a tile
+ * that holds +inf (or, MR_GUARD_MAX, only -inf): a branch per tile to
+ * the selects, not a select per position. */
 static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 {
 	Kern *k = b->k;
@@ -148,6 +188,25 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 	LLVMValueRef Ms = LLVMBuildSelect(L->b, none, lower_const(L, TY_F32, 0), M, "");
 	for (int t = 0; t < T; t++)
 		e[t] = g_of(b, LLVMBuildFSub(L->b, m[t], Ms, ""));
+	if (k->mr_guard != MR_PLAIN) {
+		LLVMBasicBlockRef from = LLVMGetInsertBlock(L->b);
+		LLVMBasicBlockRef fix = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "infinite_max");
+		LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "rescaled");
+		LLVMBuildCondBr(L->b, guard_needed(b, M), fix, join);
+		LLVMPositionBuilderAtEnd(L->b, fix);
+		LLVMValueRef fixed[65];
+		for (int t = 0; t < T; t++)
+			fixed[t] = guard_rescale(b, m[t], M, e[t]);
+		LLVMBuildBr(L->b, join);
+		LLVMPositionBuilderAtEnd(L->b, join);
+		for (int t = 0; t < T; t++) {
+			LLVMValueRef phi = LLVMBuildPhi(L->b, LLVMTypeOf(e[t]), "");
+			LLVMValueRef in[2] = {e[t], fixed[t]};
+			LLVMBasicBlockRef bb[2] = {from, fix};
+			LLVMAddIncoming(phi, in, bb, 2);
+			e[t] = phi;
+		}
+	}
 	out[mi] = lower_lv_new(L, 1);
 	out[mi].c[0] = M;
 	for (int f = 0; f < k->c->nstate; f++) {
@@ -454,6 +513,8 @@ static void two_pass_at(B *b, Rows *R, LLVMValueRef j, LLVMValueRef Ls, int S, i
 			} else {
 				e = g_of(b, LLVMBuildFSub(L->b, m, lower_splat(L, Ms), ""));
 			}
+			if (R->Mg[r]) /* after kept_g: the map keeps its own g */
+				e = guard_rescale(b, m, lower_splat(L, R->Mg[r]), e);
 			for (int f = 0; f < ns; f++) {
 				if (f == mi)
 					continue;
@@ -507,6 +568,34 @@ static void two_pass_loop(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, int U
 	kern_if_end(b, done);
 }
 
+/* Pass 2 of kern_reduce_two_pass, with the other row's map (b->ride):
+ * along pass 2's main loop where its vectors may
+ * (kern_build_rowmap_next), else before pass 2. */
+static void pass_two(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV *lifted, LV *tmp)
+{
+	Lower *L = &b->L;
+	if (!b->ride) {
+		two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
+		return;
+	}
+	LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ride");
+	LLVMBasicBlockRef off = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "alone");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "pass2_done");
+	LLVMBuildCondBr(L->b, b->ride->on, on, off);
+	LLVMPositionBuilderAtEnd(L->b, on);
+	kern_ride_begin(b);
+	b->riding = 1;
+	two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
+	b->riding = 0;
+	kern_ride_end(b);
+	LLVMBuildBr(L->b, join);
+	LLVMPositionBuilderAtEnd(L->b, off);
+	kern_ride_alone(b);
+	two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
+	LLVMBuildBr(L->b, join);
+	LLVMPositionBuilderAtEnd(L->b, join);
+}
+
 /* The state of [lo, hi) of each of R's rows in one[r] (scalar slots), by
  * two passes: M = max of the lifted m, then F = sum f * g(m - M) with M
  * fixed: one g per position, plain adds, no rescale.  A row whose M is
@@ -531,7 +620,7 @@ void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **
 			acc1[r][u] = alloca_(b, vt);
 			LLVMBuildStore(L->b, lower_const(L, TY_F32, -INFINITY), acc1[r][u]);
 		}
-		R->acc[r] = acc1[r], R->Ms[r] = NULL, R->ahead[r] = NULL;
+		R->acc[r] = acc1[r], R->Ms[r] = NULL, R->Mg[r] = NULL, R->ahead[r] = NULL;
 	}
 	two_pass_loop(b, R, lo, hi, PASS1_UNROLL, lifted, tmp);
 	lower_scope(L, W);
@@ -557,25 +646,31 @@ void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **
 		LLVMValueRef in = LLVMBuildICmp(L->b, LLVMIntSLE, end, LLVMBuildMul(L->b, b->rows, b->len, ""), "");
 		R->ahead[r] = LLVMBuildSelect(L->b, in, n, ci64(b, 0), "");
 	}
-	if (!b->ride) {
-		two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
+	if (k->mr_guard == MR_PLAIN) {
+		pass_two(b, R, lo, hi, lifted, tmp);
 	} else {
-		/* the other row's map: along pass 2's main loop where its
-		 * vectors may (kern_build_rowmap_next), else before pass 2 */
-		LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ride");
-		LLVMBasicBlockRef off = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "alone");
-		LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "pass2_done");
-		LLVMBuildCondBr(L->b, b->ride->on, on, off);
-		LLVMPositionBuilderAtEnd(L->b, on);
-		kern_ride_begin(b);
-		b->riding = 1;
+		/* a row whose max is infinite (rare) takes a pass 2 that
+		 * selects the guarded rescale at each position */
+		LLVMValueRef odd = NULL;
+		for (int r = 0; r < R->n; r++) {
+			LLVMValueRef o = guard_needed(b, M[r]);
+			odd = odd ? LLVMBuildOr(L->b, odd, o, "") : o;
+		}
+		LLVMBasicBlockRef inf = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "infinite_max");
+		LLVMBasicBlockRef fin = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "finite_max");
+		LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "guard_done");
+		LLVMBuildCondBr(L->b, odd, inf, fin);
+		LLVMPositionBuilderAtEnd(L->b, inf);
+		if (b->ride)
+			kern_ride_alone(b);
+		for (int r = 0; r < R->n; r++)
+			R->Mg[r] = M[r];
 		two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
-		b->riding = 0;
-		kern_ride_end(b);
+		for (int r = 0; r < R->n; r++)
+			R->Mg[r] = NULL;
 		LLVMBuildBr(L->b, join);
-		LLVMPositionBuilderAtEnd(L->b, off);
-		kern_ride_alone(b);
-		two_pass_loop(b, R, lo, hi, PASS2_UNROLL, lifted, tmp);
+		LLVMPositionBuilderAtEnd(L->b, fin);
+		pass_two(b, R, lo, hi, lifted, tmp);
 		LLVMBuildBr(L->b, join);
 		LLVMPositionBuilderAtEnd(L->b, join);
 	}

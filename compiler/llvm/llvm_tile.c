@@ -12,7 +12,14 @@
  * vector f (attention's o) takes g of its position's m for every component.
  * Matching is structural (the IR is hash-consed: the max in each g is the
  * very node merge[m]); anything else folds a tile by a tree of the spec's
- * own merges. */
+ * own merges.
+ *
+ * g's argument may be guarded so that a row holding +inf rescales by 1,
+ * not by exp(inf - inf) = NaN:
+ *   g(where(s.m == inf, 0, s.m - m))  MR_GUARD_INF: 1 where s.m is +inf
+ *   g(where(s.m == m, 0, s.m - m))    MR_GUARD_MAX: 1 where s.m is the
+ *                                     maximum, -inf included
+ * (either operand order of ==).  Every g of the merge takes the same form. */
 #include "compiler/llvm/llvm_int.h"
 
 /* The field whose `which` side (a or b) e reads, or -1. */
@@ -26,9 +33,42 @@ static int field_of(const Carrier *c, const Expr *e, int which)
 	return -1;
 }
 
-/* e is s.f * g(s.m - M) (either operand order), s the `which` side; g is
- * set by the first match and must agree after. */
-static int rescaled(const Carrier *c, const Expr *e, int which, int f, int mi, Op *g)
+/* e is the literal v (converted to the field's type or not). */
+static int is_literal(const Expr *e, double v)
+{
+	while (e->op == EXPR_CAST)
+		e = e->a[0];
+	return e->op == EXPR_CONST && e->num == v;
+}
+
+/* The guard of g's argument d, whose difference s.m - M is *diff:
+ * MR_PLAIN where d is the difference itself, MR_GUARD_INF or MR_GUARD_MAX
+ * where d is where(s.m == inf or M, 0, diff), else -1. */
+static int guard_of(const Carrier *c, const Expr *d, int which, int mi, const Expr **diff)
+{
+	*diff = d;
+	if (d->op != EXPR_WHERE)
+		return MR_PLAIN;
+	const Expr *cond = d->a[0], *z = d->a[1];
+	if (!is_literal(z, 0))
+		return -1;
+	*diff = d->a[2];
+	if (cond->op != EXPR_EQ)
+		return -1;
+	for (int o = 0; o < 2; o++)
+		if (field_of(c, cond->a[o], which) == mi) {
+			if (is_literal(cond->a[1 - o], INFINITY))
+				return MR_GUARD_INF;
+			if (cond->a[1 - o] == c->merge[mi])
+				return MR_GUARD_MAX;
+		}
+	return -1;
+}
+
+/* e is s.f * g(s.m - M) (either operand order), s the `which` side, its
+ * argument guarded or not; g and the guard are set by the first match and
+ * must agree after. */
+static int rescaled(const Carrier *c, const Expr *e, int which, int f, int mi, Op *g, int *guard)
 {
 	if (e->op != EXPR_MUL)
 		return 0;
@@ -37,30 +77,32 @@ static int rescaled(const Carrier *c, const Expr *e, int which, int f, int mi, O
 		if (field_of(c, x, which) != f || (r->op != EXPR_EXP && r->op != EXPR_EXP2) || r->ty.kind != TY_F32 ||
 		    r->ty.len)
 			continue;
-		const Expr *s = r->a[0];
-		if (s->op != EXPR_SUB || s->a[1] != c->merge[mi] || field_of(c, s->a[0], which) != mi)
+		const Expr *s;
+		int gd = guard_of(c, r->a[0], which, mi, &s);
+		if (gd < 0 || s->op != EXPR_SUB || s->a[1] != c->merge[mi] || field_of(c, s->a[0], which) != mi)
 			continue;
-		if (*g != EXPR_NOPS && *g != (Op)r->op)
+		if ((*g != EXPR_NOPS && *g != (Op)r->op) || (*guard >= 0 && *guard != gd))
 			return 0;
 		*g = (Op)r->op;
+		*guard = gd;
 		return 1;
 	}
 	return 0;
 }
 
 /* The rescale of field f: a.f * g(..) + b.f * g(..), sides in either order. */
-static int field_rescales(const Carrier *c, int f, int mi, Op *g)
+static int field_rescales(const Carrier *c, int f, int mi, Op *g, int *guard)
 {
 	const Expr *e = c->merge[f];
 	if (e->op != EXPR_ADD)
 		return 0;
 	for (int o = 0; o < 2; o++)
-		if (rescaled(c, e->a[o], STATE_A, f, mi, g) && rescaled(c, e->a[1 - o], STATE_B, f, mi, g))
+		if (rescaled(c, e->a[o], STATE_A, f, mi, g, guard) && rescaled(c, e->a[1 - o], STATE_B, f, mi, g, guard))
 			return 1;
 	return 0;
 }
 
-int tile_max_rescale(const Carrier *c, Op *g)
+int tile_max_rescale(const Carrier *c, Op *g, int *guard)
 {
 	if (!c->merge || c->nstate < 2)
 		return -1;
@@ -78,8 +120,9 @@ int tile_max_rescale(const Carrier *c, Op *g)
 	if (mi < 0)
 		return -1;
 	*g = EXPR_NOPS;
+	*guard = -1;
 	for (int f = 0; f < c->nstate; f++)
-		if (f != mi && !field_rescales(c, f, mi, g))
+		if (f != mi && !field_rescales(c, f, mi, g, guard))
 			return -1;
 	return mi;
 }
