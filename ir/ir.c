@@ -574,11 +574,44 @@ int ir_contains(Expr *e, int (*pred)(void *ctx, Expr *n), void *ctx)
 	return r;
 }
 
-Expr *ir_max_rescale(Expr *e)
+/* e is the literal v (converted or not). */
+static int is_literal(const Expr *e, double v)
 {
-	if (e->op != EXPR_EXP || e->a[0]->op != EXPR_SUB || !ty_is_float(e->ty) || e->ty.len)
-		return NULL;
-	Expr *s = e->a[0], *m = s->a[1];
-	int ok = m->op == EXPR_MAX && !m->ty.len && m->ty.kind == e->ty.kind && (s->a[0] == m->a[0] || s->a[0] == m->a[1]);
-	return ok ? m : NULL;
+	while (e->op == EXPR_CAST)
+		e = e->a[0];
+	return e->op == EXPR_CONST && e->num == v;
 }
+
+Expr *ir_max_rescale_at(Expr *e, Expr **x, int *guard)
+{
+	if (e->op != EXPR_EXP || !ty_is_float(e->ty) || e->ty.len)
+		return NULL;
+	Expr *s = e->a[0], *cond = NULL;
+	if (s->op == EXPR_WHERE) {
+		if (!is_literal(s->a[1], 0))
+			return NULL;
+		cond = s->a[0];
+		s = s->a[2];
+	}
+	if (s->op != EXPR_SUB)
+		return NULL;
+	Expr *m = s->a[1];
+	if (m->op != EXPR_MAX || m->ty.len || m->ty.kind != e->ty.kind || (s->a[0] != m->a[0] && s->a[0] != m->a[1]))
+		return NULL;
+	int g = IR_RESCALE_PLAIN;
+	if (cond) {
+		if (cond->op != EXPR_EQ || (cond->a[0] != s->a[0] && cond->a[1] != s->a[0]))
+			return NULL;
+		Expr *y = cond->a[0] == s->a[0] ? cond->a[1] : cond->a[0];
+		g = is_literal(y, INFINITY) ? IR_RESCALE_INF : y == m ? IR_RESCALE_MAX : -1;
+		if (g < 0)
+			return NULL;
+	}
+	if (x)
+		*x = s->a[0];
+	if (guard)
+		*guard = g;
+	return m;
+}
+
+Expr *ir_max_rescale(Expr *e) { return ir_max_rescale_at(e, NULL, NULL); }

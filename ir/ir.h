@@ -134,6 +134,13 @@ int ir_contains(Expr *e, int (*pred)(void *ctx, Expr *n), void *ctx);
  * max, where one of exp(u - m), exp(v - m) is exp(0) (the backends take
  * both from one exp).  NULL otherwise. */
 Expr *ir_max_rescale(Expr *e);
+/* The same, the difference x - m possibly guarded so that a row holding
+ * +inf rescales by 1, not by exp(inf - inf):
+ *   exp(where(x == inf, 0, x - m))  IR_RESCALE_INF: 1 where x is +inf
+ *   exp(where(x == m, 0, x - m))    IR_RESCALE_MAX: 1 where x is m
+ * (== either way round); x and the guard in *x and *guard. */
+enum { IR_RESCALE_PLAIN, IR_RESCALE_INF, IR_RESCALE_MAX };
+Expr *ir_max_rescale_at(Expr *e, Expr **x, int *guard);
 
 /* Types */
 Ty ty_scalar(TyKind k);

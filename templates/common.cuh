@@ -83,6 +83,12 @@ ASC_DEV double asc_subd(double x, double y)
  * +inf and NaN (x - x); one select, so no branch. */
 ASC_DEV float asc_one(float x) { return x == -ASC_INF ? 0.0f : x - x + 1.0f; }
 ASC_DEV double asc_oned(double x) { return x == -(double)ASC_INF ? 0.0 : x - x + 1.0; }
+/* exp of a guarded x - x: exp(where(x == inf, 0, x - x)) and
+ * exp(where(x == x, 0, x - x)), 1 for +inf (and, the second, for -inf) */
+ASC_DEV float asc_one_inf(float x) { return x == ASC_INF ? 1.0f : asc_one(x); }
+ASC_DEV double asc_one_infd(double x) { return x == (double)ASC_INF ? 1.0 : asc_oned(x); }
+ASC_DEV float asc_one_max(float x) { return x == x ? 1.0f : x; }
+ASC_DEV double asc_one_maxd(double x) { return x == x ? 1.0 : x; }
 ASC_DEV float asc_powi(float x, int k)
 {
 	float r = 1, b = x;

@@ -303,17 +303,21 @@ static void load_col(struct Fn *f, Expr *e)
  *   exp(u - m) = !(u - v <= 0) ? exp(u - u) : e,  exp(u - u) = asc_one(u),
  * and for v with !(u - v >= 0).  Plain subtraction is right here even for
  * two -inf (the spec's rule would give exp(-inf) = 0; NaN picks asc_one,
- * which is 0 for -inf); +inf and NaN give NaN, as the spec's do. */
+ * which is 0 for -inf); +inf and NaN give NaN, as the spec's do.  A
+ * guarded difference (ir_max_rescale_at) changes only exp(u - u):
+ * asc_one_inf (1 for +inf), asc_one_max (1 but for NaN). */
 static int is_max_rescale(Expr *e)
 {
-	Expr *m = ir_max_rescale(e);
+	Expr *m = ir_max_rescale_at(e, NULL, NULL);
 	int k = e->ty.kind; /* float or double throughout: no conversion between u, v and e */
 	return m && (k == TY_F32 || k == TY_NUM || k == TY_F64) && m->a[0]->ty.kind == k && m->a[1]->ty.kind == k;
 }
 
 static void max_rescale(struct Fn *f, Expr *e)
 {
-	Expr *m = e->a[0]->a[1];
+	Expr *x;
+	int guard;
+	Expr *m = ir_max_rescale_at(e, &x, &guard);
 	int dbl = is_dbl(e->ty.kind), t;
 	const char *ty = cuda_ctype(e->ty.kind);
 	node(f, m->a[0]);
@@ -335,9 +339,11 @@ static void max_rescale(struct Fn *f, Expr *e)
 		}
 		f->resc[m->id] = t + 1;
 	}
-	int d = f->resc[m->id] - 1, first = e->a[0]->a[0] == m->a[0];
+	static const char *const one[3][2] = {{"asc_one", "asc_oned"}, {"asc_one_inf", "asc_one_infd"},
+					      {"asc_one_max", "asc_one_maxd"}};
+	int d = f->resc[m->id] - 1, first = x == m->a[0];
 	t = f->ntmp++;
-	buf_printf(f->b, "\tconst %s t%d = !(t%d %s 0) ? %s(", ty, t, d, first ? "<=" : ">=", dbl ? "asc_oned" : "asc_one");
+	buf_printf(f->b, "\tconst %s t%d = !(t%d %s 0) ? %s(", ty, t, d, first ? "<=" : ">=", one[guard][dbl]);
 	operand(f, first ? m->a[0] : m->a[1], NULL);
 	buf_printf(f->b, ") : t%d;\n", d + 1);
 	f->tmp[e->id] = t + 1;

@@ -380,7 +380,9 @@ static LLVMValueRef op_component(Lower *L, const Expr *e, TyKind k, LLVMValueRef
  * u > v, u < v, u == v finite, both -inf, either NaN, either +inf. */
 static LV max_rescale(Lower *L, Expr *e)
 {
-	Expr *m = e->a[0]->a[1];
+	Expr *xe;
+	int guard;
+	Expr *m = ir_max_rescale_at(e, &xe, &guard);
 	TyKind k = (TyKind)e->ty.kind;
 	LLVMBuilderRef b = L->b;
 	LLVMValueRef u = lower_conv(L, lower_expr(L, m->a[0]).c[0], (TyKind)m->a[0]->ty.kind, k);
@@ -393,13 +395,20 @@ static LV max_rescale(Lower *L, Expr *e)
 		L->aux[m->id].c[0] = k == TY_F64 ? fmath(L, EXPR_EXP, k, d) : math_exp_nonpos(L, d);
 		L->agen[m->id] = L->gen;
 	}
-	int first = e->a[0]->a[0] == m->a[0];
+	int first = xe == m->a[0];
 	LLVMValueRef x = first ? u : v, pos = first ? tpos : LLVMBuildFCmp(b, LLVMRealUGT, t2, zero, "");
-	/* exp(x - x): 1, NaN for +inf and NaN, 0 for -inf (the -inf rule) */
-	LLVMValueRef bad = LLVMBuildFCmp(b, LLVMRealUGE, x, lower_const(L, k, INFINITY), "");
+	if (guard == IR_RESCALE_MAX) /* two -inf: x is m, its rescale 1 (IEEE's NaN picks it, the rule's -inf not) */
+		pos = LLVMBuildFCmp(b, LLVMRealUGT, first ? LLVMBuildFSub(b, u, v, "") : LLVMBuildFSub(b, v, u, ""), zero, "");
+	/* exp(x - x): 1, NaN for +inf and NaN, 0 for -inf (the -inf rule);
+	 * guarded (ir_max_rescale_at), 1 for +inf, and for -inf where the
+	 * guard is x == m: NaN only for NaN there */
+	LLVMValueRef bad = LLVMBuildFCmp(b, guard == IR_RESCALE_PLAIN ? LLVMRealUGE : LLVMRealUNO, x,
+					 guard == IR_RESCALE_PLAIN ? lower_const(L, k, INFINITY) : x, "");
 	LLVMValueRef one = LLVMBuildSelect(b, bad, lower_const(L, k, NAN), lower_const(L, k, 1), "");
-	LLVMValueRef ninf = LLVMBuildFCmp(b, LLVMRealOEQ, x, lower_const(L, k, -INFINITY), "");
-	one = LLVMBuildSelect(b, ninf, lower_const(L, k, 0), one, "");
+	if (guard != IR_RESCALE_MAX) {
+		LLVMValueRef ninf = LLVMBuildFCmp(b, LLVMRealOEQ, x, lower_const(L, k, -INFINITY), "");
+		one = LLVMBuildSelect(b, ninf, lower_const(L, k, 0), one, "");
+	}
 	LV r = lower_lv_new(L, 1);
 	r.c[0] = LLVMBuildSelect(b, pos, one, L->aux[m->id].c[0], "rescale");
 	return r;
@@ -472,7 +481,7 @@ static LLVMValueRef dot_chunked(Lower *L, Expr *e, LV x, LV y, int n)
 
 static LV lower_node(Lower *L, Expr *e)
 {
-	if (ir_max_rescale(e))
+	if (ir_max_rescale_at(e, NULL, NULL))
 		return max_rescale(L, e);
 	if (is_hoisted(L, e, EXPR_DIV) || is_hoisted(L, e, EXPR_SUB)) {
 		LLVMValueRef x = lower_expr(L, e->a[0]).c[0], y = lower_expr(L, e->a[1]).c[0];
