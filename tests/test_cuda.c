@@ -379,8 +379,9 @@ Test(cuda, tuning_space_keeps_block_states_in_static_shared_memory)
 
 /* Special values through every variant's merges (the rescaling of an
  * online max shares one exp between its two factors, with the spec's
- * rules for -inf, +inf and NaN): a row of -inf, a NaN, a +inf, -inf among
- * finite values, one huge value, and a row of ties. */
+ * rules for -inf, +inf and NaN, and the guard that rescales +inf by 1): a
+ * row of -inf, a NaN, a +inf (lse +inf, y 0 beside NaN, as PyTorch), -inf
+ * among finite values, one huge value, and a row of ties. */
 Test(cuda, online_max_keeps_the_special_values, .timeout = 300)
 {
 	cuda_test_cache();
@@ -411,7 +412,10 @@ Test(cuda, online_max_keeps_the_special_values, .timeout = 300)
 		cr_expect_eq(lse[0], -INFINITY, "%s: a row of -inf has lse -inf, not %g", cfg, lse[0]);
 		cr_expect(isnan(y[0]) && isnan(y[N - 1]), "%s: a row of -inf: y = 0 / 0", cfg);
 		cr_expect(isnan(lse[1]), "%s: a NaN gives lse NaN, not %g", cfg, lse[1]);
-		cr_expect(isnan(lse[2]), "%s: +inf gives inf - inf, NaN, not %g", cfg, lse[2]);
+		cr_expect_eq(lse[2], INFINITY, "%s: +inf gives +inf (the guarded rescale), not %g", cfg, lse[2]);
+		for (int j = 0; j < N; j++)
+			cr_expect(j == 123 ? isnan(y[2 * N + j]) : y[2 * N + j] == 0, "%s: y[%d] = %g beside +inf", cfg, j,
+				  y[2 * N + j]);
 		for (int r = 3; r < R; r++) {
 			double mx = -INFINITY, sum = 0;
 			for (int j = 0; j < N; j++)
@@ -452,7 +456,8 @@ Test(cuda, softmax_module_shape, .timeout = 120)
 	char body[2048];
 	snprintf(body, sizeof body, "%.*s", (int)(end - mg), mg);
 	cr_expect_eq(cuda_count(body, NULL, "exp2f("), 1, "one exp2 in the merge:\n%s", body);
-	cr_expect_eq(cuda_count(body, NULL, "asc_one("), 2, "the other factor from asc_one:\n%s", body);
+	cr_expect_eq(cuda_count(body, NULL, "asc_one_inf("), 2, "the other factor from asc_one_inf (the guard):\n%s",
+		     body);
 	Nvrtc *nv;
 	if (nvrtc_open(&nv, msg, sizeof msg)) {
 		cuda_module_free(&m);

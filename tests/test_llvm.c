@@ -263,9 +263,9 @@ static float sub_rule(float x, float y) { return x == -INFINITY && y == -INFINIT
 /* The merge shares one exp between exp(a.m - m) and exp(b.m - m) (m the
  * max of the two): on every pair of special and ordinary values it agrees
  * with the spec's semantics (NaN where they give NaN, within 2 ulp else).
- * Guarded (1: exp(where(a.m == inf, 0, a.m - m)); 2: where(a.m == m,
- * ...)), the rescale is 1 where a side's m is +inf (2: is the maximum),
- * and the exp still shared. */
+ * Guarded (1: exp(where(a.m == inf, 0, a.m - m)), the bundled merge; 2:
+ * where(a.m == m, ...)), the rescale is 1 where a side's m is +inf (2: is
+ * the maximum), and the exp still shared. */
 static void rescale_exact(Carrier *c, int guarded)
 {
 	LlvmKernel *k;
@@ -302,6 +302,9 @@ Test(llvm, shared_rescale_exp_is_exact_on_special_values)
 			     "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
 			     "finalize: {lse: m + log(l)}\nlaws: [commutative]\n");
 	rescale_exact(c, 0);
+	spec_carrier_free(c);
+	c = load_ok("specs/online_softmax.yaml");
+	rescale_exact(c, 1);
 	spec_carrier_free(c);
 	c = load_ok("tests/check/logsumexp_inf.yaml");
 	rescale_exact(c, 2);

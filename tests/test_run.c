@@ -381,27 +381,32 @@ static void device_run(const char *dev, RunData *d)
 }
 
 /* Cross-entropy by hand: loss = lse - x[label]; a negative label (the
- * ignored class) gives 0, a label past the row +inf, on interp and cpu. */
+ * ignored class) gives 0, a label past the row +inf, on interp and cpu.
+ * A row holding +inf has lse +inf, so the loss is +inf, or NaN where the
+ * label is the +inf (inf - inf), as PyTorch's cross_entropy gives. */
 Test(run, cross_entropy_loss_by_hand)
 {
-	static const float x[4][3] = {{1, 2, 3}, {0, 0, 0}, {5, -1, 2}, {1, 2, 3}};
-	static const int label[4] = {2, 0, -100, 3};
+	enum { R = 6 };
+	static const float x[R][3] = {{1, 2, 3}, {0, 0, 0}, {5, -1, 2}, {1, 2, 3}, {1, INFINITY, 2}, {1, INFINITY, 2}};
+	static const int label[R] = {2, 0, -100, 3, 0, 1};
 	const double lse0 = 3 + log(1 + exp(-1) + exp(-2));
-	const double want[4] = {lse0 - 3, log(3), 0, INFINITY};
+	const double want[R] = {lse0 - 3, log(3), 0, INFINITY, INFINITY, NAN};
 	static const char *const devs[] = {"interp", "cpu"};
 	Carrier *c = load_ok("specs/cross_entropy.yaml");
 	for (int v = 0; v < 2; v++) {
-		RunData *d = rundata_new(c, 4, 3);
-		for (int r = 0; r < 4; r++) {
+		RunData *d = rundata_new(c, R, 3);
+		for (int r = 0; r < R; r++) {
 			run_buffer_set(&d->row[0], r, label[r]);
 			for (int k = 0; k < 3; k++)
 				run_buffer_set(&d->elem[0], r * 3 + k, x[r][k]);
 		}
 		device_run(devs[v], d);
 		cr_assert_str_eq(c->finalize[0].name, "loss");
-		for (int r = 0; r < 4; r++) {
+		for (int r = 0; r < R; r++) {
 			double loss = run_buffer_get(&d->fin[0], r);
-			if (isinf(want[r]))
+			if (isnan(want[r]))
+				cr_expect(isnan(loss), "%s row %d: loss %g, not NaN", devs[v], r, loss);
+			else if (isinf(want[r]))
 				cr_expect(isinf(loss) && loss > 0, "%s row %d: loss %g, not +inf", devs[v], r, loss);
 			else
 				cr_expect(fabs(loss - want[r]) < 1e-6, "%s row %d: loss %.9g, not %.9g", devs[v], r,
@@ -409,6 +414,7 @@ Test(run, cross_entropy_loss_by_hand)
 		}
 		cr_expect(fabs(run_buffer_get(&d->fin[1], 0) - lse0) < 1e-6, "%s: lse %.9g", devs[v],
 			  run_buffer_get(&d->fin[1], 0));
+		cr_expect_eq(run_buffer_get(&d->fin[1], 4), INFINITY, "%s: lse of a row holding +inf", devs[v]);
 		RunCheck rc;
 		runcheck_run(d, &rc);
 		cr_expect(rc.ok, "%s: the reference disagrees", devs[v]);
@@ -453,46 +459,86 @@ Test(run, attention_sink_on_an_empty_row)
 }
 
 /* logsumexp of rows of 3 holding infinities and NaN (rows given as
- * values; want[r] is PyTorch's), on interp and cpu. */
-static void lse_rows(const char *path, const float (*x)[3], const double *want, int rows)
+ * values; want[r] is PyTorch's) on dev, and against the reference. */
+static void lse_rows_on(const char *dev, const char *path, const float (*x)[3], const double *want, int rows)
 {
-	static const char *const devs[] = {"interp", "cpu"};
 	Carrier *c = load_ok(path);
-	for (int v = 0; v < 2; v++) {
-		RunData *d = rundata_new(c, rows, 3);
-		for (int r = 0; r < rows; r++)
-			for (int k = 0; k < 3; k++)
-				run_buffer_set(&d->elem[0], r * 3 + k, x[r][k]);
-		device_run(devs[v], d);
-		for (int r = 0; r < rows; r++) {
-			double got = run_buffer_get(&d->fin[0], r);
-			int same = isnan(want[r]) ? isnan(got) : isinf(want[r]) ? got == want[r] : fabs(got - want[r]) < 1e-6;
-			cr_expect(same, "%s %s row %d: lse %g, not %g", path, devs[v], r, got, want[r]);
-		}
-		rundata_free(d);
+	RunData *d = rundata_new(c, rows, 3);
+	for (int r = 0; r < rows; r++)
+		for (int k = 0; k < 3; k++)
+			run_buffer_set(&d->elem[0], r * 3 + k, x[r][k]);
+	device_run(dev, d);
+	for (int r = 0; r < rows; r++) {
+		double got = run_buffer_get(&d->fin[0], r);
+		int same = isnan(want[r]) ? isnan(got) : isinf(want[r]) ? got == want[r] : fabs(got - want[r]) < 1e-6;
+		cr_expect(same, "%s %s row %d: lse %g, not %g", path, dev, r, got, want[r]);
 	}
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	cr_expect(!rc.out[0].nan_mismatch, "%s %s: %d NaN or infinity mismatches with the reference", path, dev,
+		  rc.out[0].nan_mismatch);
+	runcheck_free(&rc);
+	rundata_free(d);
 	spec_carrier_free(c);
 }
 
-/* The bundled logsumexp: a row of -inf gives -inf, and NaN propagates,
- * with or without an infinity beside it. */
-Test(run, logsumexp_of_minus_inf_and_nan_rows)
+/* Rows of -inf, NaN and +inf as PyTorch's logsumexp gives them: a row of
+ * -inf gives -inf, NaN propagates with or without an infinity beside it,
+ * a row holding +inf gives +inf (the guarded rescale, 1 where a side's m
+ * is +inf, not exp(inf - inf) = NaN). */
+static const float inf_rows[][3] = {{-INFINITY, -INFINITY, -INFINITY}, {1, NAN, 2}, {NAN, 1, -INFINITY},
+				    {-INFINITY, 1, 2}, {1, INFINITY, 2}, {INFINITY, INFINITY, 1},
+				    {INFINITY, -INFINITY, 0}, {INFINITY, NAN, 1}, {NAN, -INFINITY, INFINITY}};
+static const double inf_rows_lse[] = {-INFINITY, NAN, NAN, 2.313261687518223, INFINITY, INFINITY, INFINITY, NAN, NAN};
+
+static void lse_inf_rows(const char *dev)
 {
-	static const float x[][3] = {{-INFINITY, -INFINITY, -INFINITY}, {1, NAN, 2}, {NAN, 1, -INFINITY},
-				     {-INFINITY, 1, 2}};
-	const double want[] = {-INFINITY, NAN, NAN, log(exp(1) + exp(2))};
-	lse_rows("specs/logsumexp.yaml", x, want, 4);
+	lse_rows_on(dev, "specs/logsumexp.yaml", inf_rows, inf_rows_lse, 9);
+	lse_rows_on(dev, "specs/online_softmax.yaml", inf_rows, inf_rows_lse, 9);
+	/* the other guard, 1 where a side's m is the maximum */
+	lse_rows_on(dev, "tests/check/logsumexp_inf.yaml", inf_rows, inf_rows_lse, 9);
 }
 
-/* A rescale of 1 on the side that holds the maximum (where(a.m == m, 0,
- * a.m - m)) makes a row holding +inf give +inf, as PyTorch does, where
- * exp(inf - inf) is NaN in the bundled merge. */
-Test(run, logsumexp_with_a_guarded_rescale_gives_inf_for_a_row_with_inf)
+Test(run, logsumexp_of_rows_with_infinities_and_nan_on_interp) { lse_inf_rows("interp"); }
+Test(run, logsumexp_of_rows_with_infinities_and_nan_on_cpu) { lse_inf_rows("cpu"); }
+Test(run, logsumexp_of_rows_with_infinities_and_nan_on_emu, .timeout = 120)
 {
-	static const float x[][3] = {{1, INFINITY, 2},  {INFINITY, INFINITY, 1}, {INFINITY, -INFINITY, 0},
-				     {INFINITY, NAN, 1}, {-INFINITY, -INFINITY, -INFINITY}, {1, NAN, 2}};
-	const double want[] = {INFINITY, INFINITY, INFINITY, NAN, -INFINITY, NAN};
-	lse_rows("tests/check/logsumexp_inf.yaml", x, want, 6);
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	lse_inf_rows("emu");
+}
+
+/* online_softmax's y where PyTorch's softmax gives it: [1, inf] gives
+ * [0, NaN], a row of -inf NaN, a finite row its weights; on every device. */
+static void softmax_inf_rows(const char *dev)
+{
+	static const float x[][2] = {{1, INFINITY}, {-INFINITY, -INFINITY}, {INFINITY, INFINITY}, {0, 0}};
+	static const double want[][2] = {{0, NAN}, {NAN, NAN}, {NAN, NAN}, {0.5, 0.5}};
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	RunData *d = rundata_new(c, 4, 2);
+	for (int r = 0; r < 4; r++)
+		for (int k = 0; k < 2; k++)
+			run_buffer_set(&d->elem[0], r * 2 + k, x[r][k]);
+	device_run(dev, d);
+	for (int r = 0; r < 4; r++)
+		for (int k = 0; k < 2; k++) {
+			double y = run_buffer_get(&d->map[0], r * 2 + k);
+			cr_expect(isnan(want[r][k]) ? isnan(y) : y == want[r][k], "%s row %d: y[%d] = %g, not %g", dev, r,
+				  k, y, want[r][k]);
+		}
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, softmax_of_rows_with_infinities_on_interp) { softmax_inf_rows("interp"); }
+Test(run, softmax_of_rows_with_infinities_on_cpu) { softmax_inf_rows("cpu"); }
+Test(run, softmax_of_rows_with_infinities_on_emu, .timeout = 120)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	softmax_inf_rows("emu");
 }
 
 /* run's drawn labels are positions of their rows, as check's are: a
