@@ -6,8 +6,10 @@
  * missing barrier after it is caught; dynamic shared memory is sized by the
  * launch and checked as static shared memory is; a block's shared memory
  * starts unwritten, whatever the last block left; a block of 256 fibers over rows of
- * 4099 runs well under a second. */
+ * 4099 runs well under a second; the scan template runs masked rows, one of
+ * them fully masked, at every length. */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -606,4 +608,58 @@ Test(cuda, host_program_launches_softmax_from_the_header, .timeout = 600)
 Test(cuda, host_program_launches_a_scan_from_the_header, .timeout = 600)
 {
 	host_program("specs/linear_recurrence.yaml", "linear_recurrence", 4, 333);
+}
+
+/* The scan template over masked rows: row 0 fully masked (-inf at every
+ * position, the identity's lse), row r keeping its first 5r positions (the
+ * prefix's lse stays where the mask ends), at length 0, under a warp, and
+ * over several blocks and chunks; each variant against the interpreter
+ * and the reference. */
+Test(emu, masked_scan_rows_with_one_fully_masked, .timeout = 300)
+{
+	char why[512];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	static const char *const cfgs[] = {"scan:nt=128,acc=2,vec=4,warp=0,items=4",
+					   "scan:nt=64,acc=1,vec=1,warp=0,items=1",
+					   "scan:nt=64,acc=1,vec=1,warp=0,items=1,split=3"};
+	static const int lens[] = {0, 1, 5, 7, 33, 1000, 4099};
+	enum { ROWS = 4 };
+	Carrier *c = load_ok("tests/check/masked_scan.yaml");
+	for (size_t v = 0; v < sizeof cfgs / sizeof *cfgs; v++)
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			int len = lens[l];
+			RunData *d[2];
+			char msg[2048];
+			for (int k = 0; k < 2; k++) {
+				d[k] = rundata_new(c, ROWS, len);
+				cr_assert_eq(rundata_draw(d[k], 9, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+			}
+			cr_assert_eq(emu_run_data(d[0], &(RunOpts){.config = cfgs[v]}, NULL, msg, sizeof msg), 0, "%s len %d: %s",
+				     cfgs[v], len, msg);
+			cr_assert_eq(run_device_find("interp")->run(d[1], &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+			for (int r = 0; r < ROWS; r++)
+				for (int j = 0; j < len; j++) {
+					double e = run_buffer_get(&d[0]->fin[0], (size_t)r * len + j);
+					double w = run_buffer_get(&d[1]->fin[0], (size_t)r * len + j);
+					if (r == 0)
+						cr_expect_eq(e, -INFINITY, "%s len %d: a fully masked row at %d: %g", cfgs[v],
+							     len, j, e);
+					else if (j >= 5 * r) { /* the same state, up to the merges' association */
+						double last = run_buffer_get(&d[0]->fin[0], (size_t)r * len + 5 * r - 1);
+						cr_expect(fabs(e - last) <= 1e-6 * fabs(last) + 1e-7,
+							  "%s len %d row %d: past the mask at %d, %.9g, not %.9g", cfgs[v], len, r,
+							  j, e, last);
+					}
+					cr_expect(e == w || fabs(e - w) <= 1e-5 * fabs(w), "%s len %d row %d at %d: %g, interp %g",
+						  cfgs[v], len, r, j, e, w);
+				}
+			RunCheck rc;
+			runcheck_run(d[0], &rc);
+			cr_expect(rc.ok, "%s len %d: against the reference", cfgs[v], len);
+			runcheck_free(&rc);
+			for (int k = 0; k < 2; k++)
+				rundata_free(d[k]);
+		}
+	spec_carrier_free(c);
 }
