@@ -1128,3 +1128,84 @@ Test(attention, float_masks_keep_tiles_live_by_rounding, .timeout = 300)
 	rundata_free(d[1]);
 	spec_carrier_free(c);
 }
+
+/* One split run on dev (NULL: the emulator, under config), against the
+ * reference; rows below seen_none (every row where there is no key) have
+ * lse -inf in every head. */
+static void split_run(const Device *dev, Carrier *c, int rows, int len, int heads, int kv, int split,
+		      const char *config, int seen_none)
+{
+	RunData *d = rundata_new_heads(c, rows, len, heads, kv);
+	char msg[4096] = "";
+	cr_assert_eq(rundata_draw(d, 13, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	const char *where = dev ? "cpu" : config;
+	if (dev)
+		cr_assert_eq(dev->run(d, &(RunOpts){.threads = 2, .split = split}, msg, sizeof msg), 0, "%s", msg);
+	else
+		cr_assert_eq(emu_run_data(d, &(RunOpts){.split = split, .config = config}, NULL, msg, sizeof msg), 0,
+			     "%s %dx%d split %d: %s", where, rows, len, split, msg);
+	int lse = -1;
+	for (int f = 0; f < c->nfinal; f++)
+		if (!strcmp(c->finalize[f].name, "lse"))
+			lse = f;
+	cr_assert_geq(lse, 0, "%s has an lse", c->name);
+	if (!len)
+		seen_none = rows;
+	for (int h = 0; h < heads; h++)
+		for (int r = 0; r < seen_none; r++) {
+			double v = run_buffer_get(&d->fin[lse], (size_t)h * rows + r);
+			cr_expect(isinf(v) && v < 0, "%s %s %d keys split %d, head %d row %d: lse %g, not -inf", c->name,
+				  where, len, split, h, r, v);
+		}
+	RunCheck chk;
+	runcheck_run(d, &chk);
+	for (int k = 0; k < chk.nout; k++)
+		cr_expect(chk.out[k].worst_ratio <= 1 && !chk.out[k].nan_mismatch,
+			  "%s %s %d rows x %d keys split %d: %s at %zu is %.3g of tolerance%s", c->name, where, rows, len,
+			  split, chk.out[k].name, chk.out[k].at, chk.out[k].worst_ratio,
+			  chk.out[k].nan_mismatch ? ", NaN mismatch" : "");
+	runcheck_free(&chk);
+	rundata_free(d);
+}
+
+/* Split-KV decoding without key slices (ks = 1) where nothing else runs
+ * it: no key at all, one key, fewer keys than a warp's 32 lanes, so that
+ * most splits are empty; and rows that see no key (whose splits all stay
+ * empty) with more than one split, with key slices and without.  On dev
+ * (NULL: the emulator, in two ks = 1 variants and a ks = 4 one). */
+static void split_edges(const Device *dev)
+{
+	static const char *const flat[] = {"attention:nt=128,mt=1,bn=64,pv=1,st=2", "attention:nt=128,mt=2,bn=64,pv=1,st=2"};
+	static const int lens[] = {0, 1, 17, 31}, splits[] = {2, 3, 7};
+	Carrier *c = load_dims("tests/attention/full.yaml", 64);
+	for (int v = 0; v < (dev ? 1 : 2); v++)
+		for (int l = 0; l < 4; l++)
+			for (int s = 0; s < 3; s++)
+				split_run(dev, c, 2, lens[l], 2, 1, splits[s], flat[v], 0);
+	spec_carrier_free(c);
+	static const char *const masked[] = {"attention:nt=128,mt=1,bn=64,pv=1,st=2",
+					     "attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=4"};
+	c = load_dims("tests/attention/empty_rows.yaml", 0);
+	for (int v = 0; v < (dev ? 1 : 2); v++)
+		for (int s = 2; s <= 3; s++) {
+			split_run(dev, c, 20, 40, 4, 2, s, masked[v], 5);
+			split_run(dev, c, 8, 17, 4, 1, s, masked[v], 5);
+			split_run(dev, c, 6, 0, 4, 2, s, masked[v], 6);
+		}
+	spec_carrier_free(c);
+}
+
+Test(attention, split_kv_edges_on_the_emulator, .timeout = 600)
+{
+	cuda_test_cache();
+	split_edges(NULL);
+}
+
+Test(attention, split_kv_edges_on_the_cpu, .timeout = 300)
+{
+	char why[256];
+	const Device *cpu = run_device_find("cpu");
+	if (!cpu || !cpu->available(why, sizeof why))
+		cr_skip_test("the CPU backend is not here: %s", cpu ? why : "not linked in");
+	split_edges(cpu);
+}
