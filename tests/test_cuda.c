@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "compiler/cli/cli.h"
@@ -548,6 +549,42 @@ Test(cuda, split_compile_on_request, .timeout = 120)
 	nvrtc_close(nv);
 	cuda_module_free(&m);
 	spec_carrier_free(c);
+}
+
+/* ptxas's statistics need no cache: with the cache's folders open to
+ * other users (which the cache refuses) they still come, from a private
+ * folder of their own that is gone afterwards. */
+Test(cuda, ptxas_stats_beside_a_cache_open_to_others)
+{
+	static const char ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\n\n"
+				  ".visible .entry tiny()\n{\n\tret;\n}\n";
+	char dir[] = "/tmp/assoc-open-cache-XXXXXX", sub[256], msg[4096] = "";
+	cr_assert(mkdtemp(dir));
+	snprintf(sub, sizeof sub, "%s/assoc", dir);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	snprintf(sub, sizeof sub, "%s/assoc/tmp", dir);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	cr_assert_eq(chmod(sub, 0777), 0);
+	setenv("XDG_CACHE_HOME", dir, 1);
+	char tdir[] = "/tmp/assoc-ptxas-tmp-XXXXXX";
+	cr_assert(mkdtemp(tdir));
+	setenv("TMPDIR", tdir, 1);
+	CudaKStat ks[4];
+	int nks = cuda_ptxas_stats(ptx, "sm_90", ks, 4, msg, sizeof msg);
+	unsetenv("TMPDIR");
+	if (nks < 0 && strstr(msg, "ptxas not found")) {
+		rmdir(tdir);
+		cr_skip_test("%s", msg);
+	}
+	cr_expect_eq(nks, 1, "%s", msg);
+	cr_expect(!strstr(msg, "cache directory"), "%s", msg);
+	if (nks == 1)
+		cr_expect_str_eq(ks[0].name, "tiny");
+	cr_expect_eq(rmdir(tdir), 0, "ptxas's folder under TMPDIR is removed");
+	rmdir(sub);
+	snprintf(sub, sizeof sub, "%s/assoc", dir);
+	rmdir(sub);
+	rmdir(dir);
 }
 
 /* ptxas -v's report: a function an entry still calls is listed after it,

@@ -2,6 +2,7 @@
  * module's CUDA C, or its PTX through NVRTC; --stats prints, per kernel,
  * registers, spills and shared memory (ptxas -v) and global accesses per
  * element. */
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -83,12 +84,20 @@ int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, 
 		snprintf(msg, n, "ptxas not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
 		return -1;
 	}
-	if (cache_dir("tmp", dir, sizeof dir, msg, n))
+	/* ptxas's input and log in a folder of their own, made private by
+	 * mkdtemp and removed after: nothing to keep, so the cache (which may
+	 * be unusable, open to other users) has no part in it */
+	const char *t = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/assoc-ptxas-XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(dir)) {
+		snprintf(msg, n, "cannot make a folder for ptxas's files (%s): %s", dir, strerror(errno));
 		return -1;
-	snprintf(in, sizeof in, "%s/stats.%ld.ptx", dir, (long)getpid());
-	snprintf(log, sizeof log, "%s/stats.%ld.log", dir, (long)getpid());
+	}
+	snprintf(in, sizeof in, "%s/stats.ptx", dir);
+	snprintf(log, sizeof log, "%s/stats.log", dir);
 	if (cache_write(in, ptx, strlen(ptx))) {
 		snprintf(msg, n, "cannot write %s", in);
+		rmdir(dir);
 		return -1;
 	}
 	char archopt[64];
@@ -107,6 +116,7 @@ int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, 
 	char *text = cache_read(log, NULL);
 	unlink(in);
 	unlink(log);
+	rmdir(dir);
 	if (rc || !WIFEXITED(st_code) || WEXITSTATUS(st_code)) {
 		snprintf(msg, n, "ptxas failed:\n%.3000s", text ? text : "");
 		free(text);
