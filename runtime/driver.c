@@ -22,6 +22,7 @@ enum {
 	CUDA_ERROR_ASSERT = 710,
 	CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
 	CUDA_ERROR_LAUNCH_FAILED = 719,
+	CUDA_ERROR_NOT_SUPPORTED = 801,
 };
 
 enum { JIT_INFO_LOG = 3, JIT_INFO_LOG_SIZE = 4, JIT_ERROR_LOG = 5, JIT_ERROR_LOG_SIZE = 6 };
@@ -59,6 +60,9 @@ enum { SMEM_DEFAULT = 48 * 1024 };
 	X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult, (CUdevice))                  \
 	X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext))                                        \
 	X(cuCtxSynchronize, "cuCtxSynchronize", CUresult, (void))                                           \
+	X(cuCtxGetCurrent, "cuCtxGetCurrent", CUresult, (CUcontext *))                                      \
+	X(cuCtxGetDevice, "cuCtxGetDevice", CUresult, (CUdevice *))                                         \
+	X(cuMemsetD8Async, "cuMemsetD8Async", CUresult, (RtPtr, unsigned char, size_t, CUstream))           \
 	X(cuModuleLoadDataEx, "cuModuleLoadDataEx", CUresult, (CUmodule *, const void *, unsigned, int *, void **)) \
 	X(cuModuleUnload, "cuModuleUnload", CUresult, (CUmodule))                                           \
 	X(cuModuleGetFunction, "cuModuleGetFunction", CUresult, (CUfunction *, CUmodule, const char *))     \
@@ -97,6 +101,12 @@ struct Rt {
 	/* optional: resolved when present, needed only by launches over 48 KB
 	 * of dynamic shared memory */
 	CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+	/* optional: the stream-ordered allocator (CUDA 11.2 on) */
+	CUresult (*cuMemAllocAsync)(RtPtr *, size_t, CUstream);
+	CUresult (*cuMemFreeAsync)(RtPtr, CUstream);
+	CUstream stream; /* rt_on_stream: launches and memsets go there, asynchronously */
+	int on_stream;
+	int no_pools; /* cuMemAllocAsync said CUDA_ERROR_NOT_SUPPORTED */
 	CUfunction smem_fn; /* the function last granted smem_bytes */
 	unsigned smem_bytes;
 	CUdevice dev;
@@ -174,6 +184,8 @@ static int resolve(Rt *rt, char *err, size_t n)
 	DRIVER_FUNCS(LOAD)
 #undef LOAD
 	*(void **)&rt->cuFuncSetAttribute = dlsym(rt->lib, "cuFuncSetAttribute");
+	*(void **)&rt->cuMemAllocAsync = dlsym(rt->lib, "cuMemAllocAsync");
+	*(void **)&rt->cuMemFreeAsync = dlsym(rt->lib, "cuMemFreeAsync");
 	return 0;
 }
 
@@ -438,7 +450,10 @@ int rt_memset(Rt *rt, RtPtr dst, unsigned char v, size_t bytes, char *err, size_
 	int rc = alive(rt, err, n);
 	if (rc)
 		return rc;
-	CK(rt, cuMemsetD8(dst, v, bytes), err, n);
+	if (rt->on_stream)
+		CK(rt, cuMemsetD8Async(dst, v, bytes, rt->stream), err, n);
+	else
+		CK(rt, cuMemsetD8(dst, v, bytes), err, n);
 	return 0;
 }
 
@@ -479,7 +494,8 @@ int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3],
 	int rc = alive(rt, err, n);
 	if (rc || (rc = grant_smem(rt, fn, smem, err, n)))
 		return rc;
-	CK(rt, cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, NULL, args, NULL),
+	CK(rt, cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
+			      rt->on_stream ? rt->stream : NULL, args, NULL),
 	   err, n);
 	return 0;
 }
@@ -518,4 +534,84 @@ out:
 		if (ev[i] && !rt->dead)
 			rt->cuEventDestroy(ev[i]);
 	return rc;
+}
+
+void rt_on_stream(Rt *rt, void *stream, int on)
+{
+	rt->stream = on ? stream : NULL;
+	rt->on_stream = on;
+}
+
+int rt_has_async_alloc(const Rt *rt) { return rt->cuMemAllocAsync && rt->cuMemFreeAsync && !rt->no_pools; }
+
+static int listed(const Rt *rt, RtPtr p)
+{
+	for (const Alloc *a = rt->allocs; a; a = a->next)
+		if (a->p == p)
+			return 1;
+	return 0;
+}
+
+int rt_alloc_async(Rt *rt, size_t bytes, RtPtr *p, char *err, size_t n)
+{
+	int rc = alive(rt, err, n);
+	if (rc)
+		return rc;
+	if (rt_has_async_alloc(rt)) {
+		CUresult r = rt->cuMemAllocAsync(p, bytes ? bytes : 1, rt->stream);
+		if (!r)
+			return 0;
+		if (r != CUDA_ERROR_NOT_SUPPORTED) /* a device without memory pools: the plain allocator */
+			return fail_call(rt, r, "cuMemAllocAsync", __LINE__, err, n);
+		rt->no_pools = 1;
+	}
+	return rt_alloc(rt, bytes, p, err, n);
+}
+
+void rt_free_async(Rt *rt, RtPtr p)
+{
+	if (listed(rt, p))
+		rt_free(rt, p);
+	else if (!rt->dead)
+		rt->cuMemFreeAsync(p, rt->stream);
+}
+
+void rt_free_now(Rt *rt, RtPtr p)
+{
+	if (listed(rt, p))
+		rt_free(rt, p);
+	else if (!rt->dead)
+		rt->cuMemFree(p);
+}
+
+int rt_enter_ctx(Rt *rt, void **ctx, char *err, size_t n)
+{
+	int rc = alive(rt, err, n);
+	if (rc)
+		return rc;
+	CUcontext cur = NULL;
+	CK(rt, cuCtxGetCurrent(&cur), err, n);
+	if (!cur) {
+		CK(rt, cuCtxSetCurrent(rt->ctx), err, n);
+		cur = rt->ctx;
+	}
+	if (cur != rt->ctx) {
+		CUdevice d;
+		CK(rt, cuCtxGetDevice(&d), err, n);
+		if (d != rt->dev) {
+			say(err, n, "the current CUDA context is on device %d; this kernel was compiled for device %d (%s)", d,
+			    rt->info.ordinal, rt->info.name);
+			return RT_ERR;
+		}
+	}
+	*ctx = cur;
+	return 0;
+}
+
+void *rt_primary_ctx(const Rt *rt) { return rt->ctx; }
+
+int rt_set_ctx(Rt *rt, void *ctx, char *err, size_t n)
+{
+	CK(rt, cuCtxSetCurrent(ctx), err, n);
+	return 0;
 }

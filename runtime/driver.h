@@ -78,6 +78,28 @@ int rt_sync(Rt *rt, char *err, size_t n);
  * recorded around it, after the events complete. */
 int rt_time(Rt *rt, int (*enqueue)(void *ctx, char *err, size_t n), void *ctx, float *ms, char *err, size_t n);
 
+/* Asynchronous work on a caller's stream (libassoc's assoc_run_device):
+ * with on, rt_launch and rt_memset enqueue on stream (NULL: the legacy
+ * default stream) and return at once; off restores the synchronous
+ * memsets and the default stream. */
+void rt_on_stream(Rt *rt, void *stream, int on);
+/* Whether the driver has the stream-ordered allocator (cuMemAllocAsync,
+ * cuMemFreeAsync). */
+int rt_has_async_alloc(const Rt *rt);
+/* Device memory ordered on the stream of rt_on_stream where the driver
+ * has the stream-ordered allocator; rt_alloc and rt_free (which waits for
+ * the device) otherwise.  Not in the handle's list: free it yourself. */
+int rt_alloc_async(Rt *rt, size_t bytes, RtPtr *p, char *err, size_t n);
+void rt_free_async(Rt *rt, RtPtr p);
+/* Free either kind at once (cuMemFree waits for the work that reads it). */
+void rt_free_now(Rt *rt, RtPtr p);
+/* The calling thread's current context, or where there is none the
+ * device's primary context, made current; an error when the current one
+ * is on another device than rt's. */
+int rt_enter_ctx(Rt *rt, void **ctx, char *err, size_t n);
+void *rt_primary_ctx(const Rt *rt);
+int rt_set_ctx(Rt *rt, void *ctx, char *err, size_t n);
+
 /* The newest PTX ISA version ("8.4") a driver version (12040) accepts. */
 const char *rt_ptx_isa_for_driver(int driver);
 

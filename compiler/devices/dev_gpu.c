@@ -23,6 +23,9 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 	if (g->m.src)
 		cuda_module_free(&g->m);
 	g->mod = NULL;
+	free(g->ptx);
+	g->ptx = NULL;
+	g->gen++;
 	char *ptx = NULL;
 	double t0 = now_ms();
 	int smem = rt_device(g->rt)->smem_per_block_optin;
@@ -32,7 +35,7 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
 	g->compile_ms = now_ms() - t0;
 	g->custom = config != NULL;
-	free(ptx);
+	g->ptx = ptx; /* kept: another context may load it (gpu_run_device) */
 	return rc ? -1 : 0;
 }
 
@@ -57,12 +60,24 @@ void gpu_close(Gpu *g)
 		rt_unload(g->rt, g->mod);
 	if (g->m.src)
 		cuda_module_free(&g->m);
+	free(g->ptx);
 	nvrtc_close(g->nv);
 	rt_close(g->rt);
 	memset(g, 0, sizeof *g);
 }
 
 static size_t buf_bytes(const Buffer *b) { return b->n * b->width * run_kind_size(b->kind); }
+
+/* The argument block's params and shape. */
+static void args_rest(const RunData *d, GpuBufs *b)
+{
+	for (int p = 0; p < d->c->nparams; p++)
+		b->a.prm[p] = d->params[p];
+	b->a.rows = d->rows;
+	b->a.len = d->len;
+	b->a.heads = d->heads > 0 ? d->heads : 1;
+	b->a.kv_heads = d->kv_heads > 0 ? d->kv_heads : 1;
+}
 
 int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
 {
@@ -89,12 +104,7 @@ int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
 		b->a.in[k] = (const void *)(size_t)b->in[k];
 	for (int o = 0; o < c->nfinal + c->nmap; o++)
 		b->a.out[o] = (void *)(size_t)b->out[o];
-	for (int p = 0; p < c->nparams; p++)
-		b->a.prm[p] = d->params[p];
-	b->a.rows = d->rows;
-	b->a.len = d->len;
-	b->a.heads = d->heads > 0 ? d->heads : 1;
-	b->a.kv_heads = d->kv_heads > 0 ? d->kv_heads : 1;
+	args_rest(d, b);
 	return 0;
 }
 
@@ -120,7 +130,7 @@ void gpu_free_bufs(Gpu *g, GpuBufs *b)
 		if (b->out[o])
 			rt_free(g->rt, b->out[o]);
 	if (b->ws)
-		rt_free(g->rt, b->ws);
+		rt_free_now(g->rt, b->ws);
 	memset(b, 0, sizeof *b);
 }
 
@@ -136,11 +146,13 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 	cuda_plan_h(&g->m, v, rows, len, heads,
 		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
 	if (p.ws_bytes > b->ws_bytes) {
+		/* a stream's workspace grows in the stream's order: the launches
+		 * before it still read the old one */
 		if (b->ws)
-			rt_free(g->rt, b->ws);
+			b->stream_ws ? rt_free_async(g->rt, b->ws) : rt_free(g->rt, b->ws);
 		b->ws = 0;
 		b->ws_bytes = 0;
-		if (rt_alloc(g->rt, p.ws_bytes, &b->ws, msg, n))
+		if (b->stream_ws ? rt_alloc_async(g->rt, p.ws_bytes, &b->ws, msg, n) : rt_alloc(g->rt, p.ws_bytes, &b->ws, msg, n))
 			return -1;
 		b->ws_bytes = p.ws_bytes;
 		b->zeroed_bytes = 0;
@@ -359,6 +371,61 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 			g->ptx_cached ? "from the PTX cache" : "compiled", g->compile_ms);
 	}
 	gpu_free_bufs(g, &b);
+	return rc;
+}
+
+int gpu_run_device(Gpu *g, RunData *d, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod, unsigned *gen,
+		   char *msg, size_t n)
+{
+	int v, split;
+	char why[512];
+	void *primary = rt_primary_ctx(g->rt);
+	/* the choice may build a module: in the primary context, g's own */
+	if (ctx != primary && rt_set_ctx(g->rt, primary, msg, n))
+		return -1;
+	int rc = gpu_choose(g, d, o, &v, &split, why, sizeof why);
+	if (ctx != primary && rt_set_ctx(g->rt, ctx, msg, n))
+		return -1;
+	if (rc) {
+		snprintf(msg, n, "%s", why);
+		return -1;
+	}
+	if (d->heads > 1 && g->m.base != FAM_ATTN) {
+		for (int h = 0; h < d->heads; h++) {
+			RunData *hv = rundata_head_view(d, h);
+			rc = gpu_run_device(g, hv, o, b, ctx, mod, gen, msg, n);
+			rundata_view_free(hv);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	Carrier *c = d->c;
+	int nin = 0;
+	for (int k = 0; k < c->nelem; k++)
+		b->a.in[nin++] = d->elem[k].p;
+	for (int k = 0; k < c->ncol; k++)
+		b->a.in[nin++] = d->col[k].p;
+	for (int k = 0; k < c->nrow; k++)
+		b->a.in[nin++] = d->row[k].p;
+	for (int o2 = 0; o2 < c->nfinal + c->nmap; o2++)
+		b->a.out[o2] = o2 < c->nfinal ? d->fin[o2].p : d->map[o2 - c->nfinal].p;
+	args_rest(d, b);
+	RtModule *own = g->mod;
+	if (ctx != primary) {
+		/* a context of the caller's on the same device: g's module loaded
+		 * there too, again when g's changes */
+		if (*mod && *gen != g->gen) {
+			rt_unload(g->rt, *mod);
+			*mod = NULL;
+		}
+		if (!*mod && rt_load_ptx(g->rt, g->ptx, mod, msg, n))
+			return -1;
+		*gen = g->gen;
+		g->mod = *mod;
+	}
+	rc = gpu_launch(g, b, v, split, d->rows, d->len, msg, n);
+	g->mod = own;
 	return rc;
 }
 

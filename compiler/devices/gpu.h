@@ -20,6 +20,8 @@ typedef struct {
 	int ptx_cached;
 	double compile_ms;
 	int custom; /* the module is one configuration's (gpu_choose), not the defaults or the tuning space */
+	char *ptx;    /* the module's PTX, for loading in another context */
+	unsigned gen; /* counts the modules built: a copy in another context is of this one while equal */
 } Gpu;
 
 /* Open the driver, compile c for the device's architecture and load it:
@@ -33,6 +35,7 @@ typedef struct {
 	RtPtr in[CUDA_MAXIN], out[CUDA_MAXOUT], ws;
 	size_t ws_bytes;
 	size_t zeroed_at, zeroed_bytes; /* the plan's zero region, zeroed and left so by the last launch */
+	int stream_ws; /* ws grows in the order of rt_on_stream's stream (rt_alloc_async) */
 	CudaArgs a;
 } GpuBufs;
 
@@ -46,6 +49,15 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
  * gpu_choose picks, d's inputs uploaded, its outputs downloaded (heads
  * one at a time where the module's template has none); -1 with msg. */
 int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n);
+
+/* libassoc's assoc_run_device: d's buffers hold device pointers of the
+ * caller's; the variant gpu_choose picks is enqueued with b's workspace
+ * (b a context's and stream's, kept by the caller; rt_on_stream set) with
+ * no copy and no wait.  ctx: the current context (rt_enter_ctx); where it
+ * is not g's primary one, g's module is loaded there into *mod (kept by
+ * the caller, reloaded when *gen falls behind g's). */
+int gpu_run_device(Gpu *g, RunData *d, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod, unsigned *gen,
+		   char *msg, size_t n);
 
 /* Run variant v (with split) on a problem of d's spec and heads (two
  * key/value heads at most, each with its query heads), at most 64 rows of

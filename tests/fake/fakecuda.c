@@ -7,6 +7,13 @@
  * refused with CUDA_ERROR_UNSUPPORTED_PTX_VERSION), elapsed=MS, optin=BYTES
  * (the opt-in limit of shared memory per block).
  *
+ * It counts host copies and synchronizations (fakecuda_syncs), records the
+ * stream and the current context of the last launch (fakecuda_last) and
+ * keeps a current context per process (cuCtxSetCurrent, cuCtxGetCurrent;
+ * contexts other than the primary one, 0x1, are on device ctxdev=N).
+ * async=0: cuMemAllocAsync answers CUDA_ERROR_NOT_SUPPORTED, as on a device
+ * without memory pools.
+ *
  * It records the dynamic shared bytes of the last launch and the last
  * cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) (fakecuda_smem); built
  * with FAKECUDA_OLD, it lacks cuFuncSetAttribute, as drivers before CUDA 9. */
@@ -72,8 +79,22 @@ int cuDeviceGetAttribute(int *v, int attr, int d)
 int cuDeviceTotalMem_v2(size_t *b, int d) { (void)d; *b = (size_t)141 << 30; return 0; }
 int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)0x1; return 0; }
 int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
-int cuCtxSetCurrent(void *c) { (void)c; return 0; }
-int cuCtxSynchronize(void) { return (int)opt("sync", 0); }
+static void *current, *launch_stream, *launch_ctx;
+static int copies, syncs, async_allocs, async_frees;
+int cuCtxSetCurrent(void *c) { current = c; return 0; }
+int cuCtxGetCurrent(void **c) { *c = current; return 0; }
+int cuCtxGetDevice(int *d) { *d = current == (void *)0x1 ? 0 : (int)opt("ctxdev", 0); return 0; }
+int cuCtxSynchronize(void) { syncs++; return (int)opt("sync", 0); }
+/* Host copies and synchronizations (cuMemcpy*, cuCtxSynchronize,
+ * cuStreamSynchronize, cuEventSynchronize) so far. */
+void fakecuda_syncs(int *copies_, int *syncs_) { *copies_ = copies, *syncs_ = syncs; }
+/* The stream and the current context of the last launch; stream-ordered
+ * allocations and frees so far. */
+void fakecuda_last(void **stream, void **ctx, int *allocs_, int *frees_)
+{
+	*stream = launch_stream, *ctx = launch_ctx, *allocs_ = async_allocs, *frees_ = async_frees;
+}
+int cuStreamSynchronize(void *s) { (void)s; syncs++; return 0; }
 
 int cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, void **vals)
 {
@@ -141,23 +162,36 @@ int cuMemAlloc_v2(Ptr *p, size_t n)
 	return 0;
 }
 int cuMemFree_v2(Ptr p) { free((void *)(size_t)p); live--; return 0; }
-int cuMemcpyHtoD_v2(Ptr d, const void *s, size_t n) { memcpy((void *)(size_t)d, s, n); return 0; }
-int cuMemcpyDtoH_v2(void *d, Ptr s, size_t n) { memcpy(d, (void *)(size_t)s, n); return 0; }
-int cuMemcpyDtoD_v2(Ptr d, Ptr s, size_t n) { memcpy((void *)(size_t)d, (void *)(size_t)s, n); return 0; }
+int cuMemcpyHtoD_v2(Ptr d, const void *s, size_t n) { copies++; memcpy((void *)(size_t)d, s, n); return 0; }
+int cuMemcpyDtoH_v2(void *d, Ptr s, size_t n) { copies++; memcpy(d, (void *)(size_t)s, n); return 0; }
+int cuMemcpyDtoD_v2(Ptr d, Ptr s, size_t n) { copies++; memcpy((void *)(size_t)d, (void *)(size_t)s, n); return 0; }
 int cuMemsetD8_v2(Ptr d, unsigned char v, size_t n) { memset((void *)(size_t)d, v, n); return 0; }
+int cuMemsetD8Async(Ptr d, unsigned char v, size_t n, void *st) { (void)st; memset((void *)(size_t)d, v, n); return 0; }
+#ifndef FAKECUDA_OLD
+int cuMemAllocAsync(Ptr *p, size_t n, void *st)
+{
+	(void)st;
+	if (!opt("async", 1))
+		return 801; /* CUDA_ERROR_NOT_SUPPORTED */
+	async_allocs++;
+	return cuMemAlloc_v2(p, n);
+}
+int cuMemFreeAsync(Ptr p, void *st) { (void)st; async_frees++; return cuMemFree_v2(p); }
+#endif
 int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g, unsigned s,
 		   void *st, void **args, void **x)
 {
-	(void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)st, (void)args, (void)x;
+	(void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)args, (void)x;
 	launches++;
 	launch_smem = s, launch_grid = a;
+	launch_stream = st, launch_ctx = current;
 	if (s > 48 * 1024 && (int)s > granted)
 		return 1; /* as the driver: more than 48 KB only after the function opts in */
 	return (int)opt("launch", 0);
 }
 int cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return 0; }
 int cuEventRecord(void *e, void *s) { (void)e, (void)s; return 0; }
-int cuEventSynchronize(void *e) { (void)e; return 0; }
+int cuEventSynchronize(void *e) { (void)e; syncs++; return 0; }
 int cuEventElapsedTime(float *ms, void *a, void *b) { (void)a, (void)b; *ms = (float)optf("elapsed", 0.25); return 0; }
 int cuEventDestroy_v2(void *e) { free(e); return 0; }
 
