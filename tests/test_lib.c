@@ -614,3 +614,271 @@ Test(lib, inputs_that_break_assume_are_refused, .timeout = 120)
 		assoc_spec_free(s);
 	}
 }
+
+/* ---- assoc_run_device and assoc_tune, on the fake driver ---- */
+
+#define FAKE_LIB "build/libfakecuda.so"
+
+typedef struct {
+	void *lib;
+	int (*alloc)(unsigned long long *, size_t);
+	int (*set_ctx)(void *);
+	int (*get_ctx)(void **);
+	int (*launches)(void);
+	void (*syncs)(int *, int *);
+	void (*last)(void **, void **, int *, int *);
+	unsigned (*grid)(void);
+	int (*free)(unsigned long long);
+	unsigned long long mem[32]; /* dev_alloc's, freed by fake_close */
+	int nmem;
+} Fake;
+
+/* The fake driver, with a tuning cache of the test's own (dir, a mkdtemp
+ * template); skips where NVRTC is missing. */
+static Fake fake_open(char *dir, const char *opts)
+{
+	char why[512];
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, why, sizeof why))
+		cr_skip("no NVRTC here: %s", why);
+	nvrtc_close(nv);
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	setenv("ASSOC_LIBCUDA", FAKE_LIB, 1);
+	setenv("FAKECUDA", opts, 1);
+	Fake f = {.lib = dlopen(FAKE_LIB, RTLD_NOW)};
+	cr_assert_not_null(f.lib, "%s", dlerror());
+	*(void **)&f.alloc = dlsym(f.lib, "cuMemAlloc_v2");
+	*(void **)&f.set_ctx = dlsym(f.lib, "cuCtxSetCurrent");
+	*(void **)&f.get_ctx = dlsym(f.lib, "cuCtxGetCurrent");
+	*(void **)&f.launches = dlsym(f.lib, "fakecuda_launches");
+	*(void **)&f.syncs = dlsym(f.lib, "fakecuda_syncs");
+	*(void **)&f.last = dlsym(f.lib, "fakecuda_last");
+	*(void **)&f.grid = dlsym(f.lib, "fakecuda_grid");
+	*(void **)&f.free = dlsym(f.lib, "cuMemFree_v2");
+	cr_assert(f.free && f.alloc && f.set_ctx && f.get_ctx && f.launches && f.syncs && f.last && f.grid);
+	return f;
+}
+
+static void fake_close(Fake *f)
+{
+	for (int i = 0; i < f->nmem; i++)
+		f->free(f->mem[i]);
+	dlclose(f->lib);
+	unsetenv("ASSOC_LIBCUDA");
+	unsetenv("XDG_CACHE_HOME");
+	unsetenv("FAKECUDA");
+}
+
+static void *dev_alloc(Fake *f, size_t bytes)
+{
+	unsigned long long p = 0;
+	cr_assert_eq(f->alloc(&p, bytes), 0);
+	cr_assert_lt(f->nmem, 32);
+	f->mem[f->nmem++] = p;
+	return (void *)(size_t)p;
+}
+
+/* A run on device pointers enqueues on the caller's stream in the
+ * caller's context and returns: no host copy, no synchronization. */
+Test(lib, run_device_enqueues_on_the_callers_stream, .timeout = 120)
+{
+	char dir[] = "/tmp/assoc-libdev-XXXXXX";
+	Fake f = fake_open(dir, "");
+	AssocSpec *s = spec_ok("specs/online_softmax.yaml");
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	AssocBuffer b[] = {{"x", dev_alloc(&f, 40), 40}, {"y", dev_alloc(&f, 40), 40}, {"lse", dev_alloc(&f, 8), 8}};
+	void *stream = (void *)0x5150, *got_stream, *got_ctx, *cur;
+	int copies0, syncs0, copies1, syncs1, na, nf;
+	f.syncs(&copies0, &syncs0);
+	int before = f.launches();
+	f.set_ctx(NULL);
+	cr_assert_eq(assoc_run_device(k, 1, 1, 2, 5, b, 3, NULL, 0, stream), ASSOC_OK, "%s", assoc_kernel_error(k));
+	f.syncs(&copies1, &syncs1);
+	f.last(&got_stream, &got_ctx, &na, &nf);
+	f.get_ctx(&cur);
+	cr_assert_geq(f.launches() - before, 1, "it launched");
+	cr_assert_eq(got_stream, stream, "on the caller's stream");
+	cr_assert_eq(copies1, copies0, "no host copy");
+	cr_assert_eq(syncs1, syncs0, "no synchronization");
+	cr_assert_eq(got_ctx, (void *)0x1, "no current context: the primary one");
+	cr_assert_eq(cur, (void *)0x1, "made current, as the CUDA runtime does");
+
+	/* a context of the caller's on the same device: launched there, left current */
+	f.set_ctx((void *)0x77);
+	cr_assert_eq(assoc_run_device(k, 1, 1, 2, 5, b, 3, NULL, 0, NULL), ASSOC_OK, "%s", assoc_kernel_error(k));
+	f.last(&got_stream, &got_ctx, &na, &nf);
+	f.get_ctx(&cur);
+	cr_assert_eq(got_ctx, (void *)0x77, "in the caller's current context");
+	cr_assert_null(got_stream, "NULL: the legacy default stream");
+	cr_assert_eq(cur, (void *)0x77);
+	f.syncs(&copies1, &syncs1);
+	cr_assert_eq(copies1, copies0);
+	cr_assert_eq(syncs1, syncs0);
+
+	/* a context on another device than the kernel's */
+	setenv("FAKECUDA", "ctxdev=1", 1);
+	f.set_ctx((void *)0x78);
+	cr_assert_eq(assoc_run_device(k, 1, 1, 2, 5, b, 3, NULL, 0, stream), ASSOC_EDEVICE);
+	cr_assert(strstr(assoc_kernel_error(k), "the current CUDA context is on device 1"), "%s", assoc_kernel_error(k));
+	f.set_ctx((void *)0x1);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+	fake_close(&f);
+}
+
+/* Sizes and pointers are checked as assoc_run_heads checks them; a kernel
+ * of another device is refused with the reason. */
+Test(lib, run_device_checks_buffers_and_device, .timeout = 120)
+{
+	char dir[] = "/tmp/assoc-libdev-XXXXXX";
+	Fake f = fake_open(dir, "");
+	AssocSpec *s = spec_ok("specs/online_softmax.yaml");
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	void *x = dev_alloc(&f, 40), *y = dev_alloc(&f, 40), *lse = dev_alloc(&f, 8);
+	int before = f.launches();
+	AssocBuffer small[] = {{"x", x, 40}, {"y", y, 36}, {"lse", lse, 8}};
+	cr_assert_eq(assoc_run_device(k, 1, 1, 2, 5, small, 3, NULL, 0, NULL), ASSOC_ESIZE);
+	cr_assert(strstr(assoc_kernel_error(k), "buffer 'y' has 36 bytes; the shape needs 40"), "%s",
+		  assoc_kernel_error(k));
+	AssocBuffer null[] = {{"x", NULL, 40}, {"y", y, 40}, {"lse", lse, 8}};
+	cr_assert_eq(assoc_run_device(k, 1, 1, 2, 5, null, 3, NULL, 0, NULL), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "buffer 'x' has no data"), "%s", assoc_kernel_error(k));
+	AssocBuffer two[] = {{"x", x, 40}, {"y", y, 40}};
+	cr_assert_eq(assoc_run_device(k, 1, 1, 2, 5, two, 2, NULL, 0, NULL), ASSOC_EINVAL);
+	AssocBuffer ok[] = {{"x", x, 40}, {"y", y, 40}, {"lse", lse, 8}};
+	cr_assert_eq(assoc_run_device(k, 3, 2, 2, 5, ok, 3, NULL, 0, NULL), ASSOC_EINVAL, "heads not a multiple");
+	cr_assert_eq(assoc_run_device(NULL, 1, 1, 2, 5, ok, 3, NULL, 0, NULL), ASSOC_EINVAL);
+	cr_assert_eq(f.launches(), before, "nothing launched");
+	assoc_kernel_free(k);
+
+	AssocKernel *ki = NULL;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &ki), ASSOC_OK, "%s", assoc_kernel_error(ki));
+	cr_assert_eq(assoc_run_device(ki, 1, 1, 2, 5, ok, 3, NULL, 0, NULL), ASSOC_EDEVICE);
+	cr_assert(strstr(assoc_kernel_error(ki), "compiled for \"interp\""), "%s", assoc_kernel_error(ki));
+	cr_assert_eq(assoc_tune(ki, 1, 1, 2, 5, NULL, 0), ASSOC_EDEVICE);
+	cr_assert(strstr(assoc_kernel_error(ki), "assoc_tune tunes kernels compiled for \"gpu\""), "%s",
+		  assoc_kernel_error(ki));
+	assoc_kernel_free(ki);
+	assoc_spec_free(s);
+	fake_close(&f);
+}
+
+/* Every array of s for a shape, in fake device memory. */
+static int dev_bufs(Fake *f, AssocSpec *s, int64_t heads, int64_t kv, int64_t rows, int64_t len, AssocBuffer *b)
+{
+	int n = assoc_array_count(s);
+	for (int i = 0; i < n; i++) {
+		AssocArray a;
+		cr_assert_eq(assoc_array_info(s, i, &a), ASSOC_OK);
+		size_t bytes = assoc_array_bytes_heads(s, i, heads, kv, rows, len);
+		b[i] = (AssocBuffer){a.name, dev_alloc(f, bytes), bytes};
+	}
+	return n;
+}
+
+/* A split variant's workspace (attention decoding splits its keys):
+ * allocated on the caller's stream, kept for the next run on it, a second
+ * one for another stream; without the stream-ordered allocator, the plain
+ * one. */
+Test(lib, run_device_workspace_a_stream, .timeout = 120)
+{
+	char dir[] = "/tmp/assoc-libdev-XXXXXX";
+	Fake f = fake_open(dir, "");
+	AssocSpec *s;
+	AssocValue dims[] = {{"d", 32}, {"dv", 32}};
+	cr_assert_eq(assoc_spec_load(&s, "specs/attention.yaml", dims, 2), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	enum { H = 8, KV = 2, L = 1 << 14 };
+	AssocBuffer b[16];
+	int nb = dev_bufs(&f, s, H, KV, 1, L, b);
+	AssocValue scale[] = {{"scale", 0.125}};
+	void *st, *ctx;
+	int a0, a1, a2, a3, fr;
+	f.last(&st, &ctx, &a0, &fr);
+	cr_assert_eq(assoc_run_device(k, H, KV, 1, L, b, nb, scale, 1, (void *)0x10), ASSOC_OK, "%s",
+		     assoc_kernel_error(k));
+	f.last(&st, &ctx, &a1, &fr);
+	cr_assert_eq(a1 - a0, 1, "decoding splits the keys: its workspace allocated on the stream");
+	cr_assert_eq(assoc_run_device(k, H, KV, 1, L, b, nb, scale, 1, (void *)0x10), ASSOC_OK, "%s",
+		     assoc_kernel_error(k));
+	f.last(&st, &ctx, &a2, &fr);
+	cr_assert_eq(a2, a1, "the stream's workspace is kept");
+	cr_assert_eq(assoc_run_device(k, H, KV, 1, L, b, nb, scale, 1, (void *)0x20), ASSOC_OK, "%s",
+		     assoc_kernel_error(k));
+	f.last(&st, &ctx, &a3, &fr);
+	cr_assert_eq(a3 - a2, 1, "another stream, another workspace");
+	assoc_kernel_free(k);
+
+	setenv("FAKECUDA", "async=0", 1);
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_run_device(k, H, KV, 1, L, b, nb, scale, 1, (void *)0x10), ASSOC_OK, "%s",
+		     assoc_kernel_error(k));
+	int syncs, copies;
+	f.syncs(&copies, &syncs);
+	f.last(&st, &ctx, &a0, &fr);
+	cr_assert_eq(a0, a3, "no memory pools: cuMemAlloc");
+	cr_assert_eq(st, (void *)0x10);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+	fake_close(&f);
+}
+
+/* assoc_tune stores its choice in the tuning cache; a second kernel of the
+ * spec runs that choice for the shape (the fake computes zeros: a carrier
+ * whose results are zeros passes its check). */
+Test(lib, tune_stores_and_a_second_kernel_uses_it, .timeout = 300)
+{
+	static const char text[] = "carrier: zero\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+				   "lift: {s: 0 * x}\nmerge:\n  s: a.s + b.s\nreference:\n  s: 0 * sum(x)\n"
+				   "laws: [commutative]\n";
+	char dir[] = "/tmp/assoc-libdev-XXXXXX";
+	Fake f = fake_open(dir, "");
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocKernel *k = NULL, *k2 = NULL;
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	enum { R = 1, L = 1 << 20 };
+	AssocBuffer b[] = {{"x", dev_alloc(&f, 4 * L), 4 * L}, {"s", dev_alloc(&f, 4), 4}};
+	cr_assert_eq(assoc_run_device(k, 1, 1, R, L, b, 2, NULL, 0, NULL), ASSOC_OK, "%s", assoc_kernel_error(k));
+	unsigned rule_grid = f.grid();
+	int n0 = f.launches();
+	cr_assert_eq(assoc_run_device(k, 1, 1, R, L, b, 2, NULL, 0, NULL), ASSOC_OK, "%s", assoc_kernel_error(k));
+	int rule_launches = f.launches() - n0;
+
+	void *cur0, *cur1;
+	f.set_ctx((void *)0x77);
+	f.get_ctx(&cur0);
+	cr_assert_eq(assoc_tune(k, 1, 1, R, L, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	f.get_ctx(&cur1);
+	cr_assert_eq(cur1, cur0, "the caller's current context is left as it was");
+	f.set_ctx(NULL);
+	char ls[512];
+	snprintf(ls, sizeof ls, "ls %s/assoc/tune | wc -l", dir);
+	char out[64];
+	sh(ls, out, sizeof out, 0);
+	cr_assert_eq(atoi(out), 1, "one entry in the tuning cache: %s", out);
+
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k2), ASSOC_OK, "%s", assoc_kernel_error(k2));
+	n0 = f.launches();
+	cr_assert_eq(assoc_run_device(k2, 1, 1, R, L, b, 2, NULL, 0, NULL), ASSOC_OK, "%s", assoc_kernel_error(k2));
+	int tuned_launches = f.launches() - n0;
+	unsigned tuned_grid = f.grid();
+	cr_assert(tuned_grid != rule_grid || tuned_launches != rule_launches,
+		  "the tuned choice (every candidate times the same: the first) is not the rule's split: grid %u, "
+		  "%d launches",
+		  tuned_grid, tuned_launches);
+	setenv("ASSOC_TUNE", "off", 1);
+	n0 = f.launches();
+	cr_assert_eq(assoc_run_device(k2, 1, 1, R, L, b, 2, NULL, 0, NULL), ASSOC_OK, "%s", assoc_kernel_error(k2));
+	unsetenv("ASSOC_TUNE");
+	cr_assert_eq(f.grid(), rule_grid, "ASSOC_TUNE=off: the rule's variant");
+	cr_assert_eq(f.launches() - n0, rule_launches);
+	assoc_kernel_free(k);
+	assoc_kernel_free(k2);
+	assoc_spec_free(s);
+	fake_close(&f);
+}

@@ -134,6 +134,37 @@ AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuff
  * head.  assoc_run is heads = kv_heads = 1.  heads x rows at most 2^31 - 1. */
 AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams);
+/* assoc_run_heads on device memory, for a kernel compiled for "gpu"
+ * (ASSOC_EDEVICE with the reason for any other): bufs[i].data holds a
+ * CUdeviceptr cast to void *, bytes its size (checked as assoc_run_heads
+ * checks them); stream is a CUstream (NULL: the legacy default stream).
+ * The launches are enqueued on stream and the call returns: no host copy,
+ * no wait, as a CUDA library call on a stream.  It runs in the calling
+ * thread's current CUDA context, where the kernel loads its module the
+ * first time (the context must be on the kernel's device), or, with none
+ * current, in the device's primary context, which it makes current (as the
+ * CUDA runtime does): PyTorch's, CuPy's and the runtime's own context.
+ * The variant is the tuning cache's choice for the shape (assoc_tune,
+ * `assoc tune`) unless ASSOC_TUNE=off, the rule's otherwise.  Variants
+ * that split the work keep partials in a workspace of device memory the
+ * kernel owns, one for each context and stream it has run on, grown on
+ * that stream with cuMemAllocAsync/cuMemFreeAsync where the driver has
+ * them (with cuMemAlloc/cuMemFree, which waits for the device, where not):
+ * launches on different streams never share one, and each stream's own
+ * order keeps its reuse safe.  assoc_kernel_free frees them (waiting for
+ * the work that reads them). */
+AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+			     const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams, void *stream);
+/* Time the variants of a "gpu" kernel for this shape on the device, as
+ * `assoc tune` does (inputs drawn, each candidate checked against the
+ * reference, then timed), and store the fastest in the tuning cache
+ * ($XDG_CACHE_HOME/assoc/tune), where every later run of a shape of its
+ * bucket (rows and len rounded up to powers of two, the same heads) finds
+ * it, in this process or another.  Leaves the calling thread's current
+ * context as it was.  ASSOC_EDEVICE for a kernel of another device, or
+ * when no variant runs correctly (with the reason). */
+AssocStatus assoc_tune(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+		       const AssocValue *params, int nparams);
 /* assoc_array_bytes for the heads of assoc_run_heads; 0 also for heads
  * that are not a positive multiple of kv_heads. */
 size_t assoc_array_bytes_heads(const AssocSpec *s, int i, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len);

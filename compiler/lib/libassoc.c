@@ -244,9 +244,22 @@ static void release(AssocKernel *k)
 	llvm_kernel_free(k->narrow[0]);
 	llvm_kernel_free(k->narrow[1]);
 	if (k->gpu) {
+		for (int i = 0; i < k->nws; i++)
+			gpu_free_bufs(k->gpu, &k->ws[i].b);
+		void *was;
+		char why[512];
+		if (k->nmods && !rt_enter_ctx(k->gpu->rt, &was, why, sizeof why)) {
+			for (int i = 0; i < k->nmods; i++)
+				if (!rt_set_ctx(k->gpu->rt, k->mods[i].ctx, why, sizeof why))
+					rt_unload(k->gpu->rt, k->mods[i].mod);
+			rt_set_ctx(k->gpu->rt, was, why, sizeof why);
+		}
 		gpu_close(k->gpu);
 		free(k->gpu);
 	}
+	free(k->ws);
+	free(k->mods);
+	k->ws = NULL, k->mods = NULL, k->nws = k->nmods = 0;
 	k->pool = NULL, k->k = k->narrow[0] = k->narrow[1] = NULL, k->gpu = NULL, k->dev = NULL;
 }
 
@@ -472,10 +485,202 @@ static AssocStatus assume_holds(AssocKernel *k, int64_t heads, int64_t kv_heads,
 	return st;
 }
 
+/* The checks on a shape that every run makes. */
+static AssocStatus shape_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len, int nbufs,
+			    const AssocBuffer *bufs)
+{
+	if (!k)
+		return ASSOC_EINVAL;
+	if (k->failed)
+		return ASSOC_EINVAL; /* k->err keeps why it did not compile */
+	if (rows < 0 || len < 0 || len > INT32_MAX || rows > INT32_MAX || nbufs < 0 || (nbufs && !bufs))
+		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "bad shape (%lld x %lld) or buffer list", (long long)rows, (long long)len);
+	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > INT32_MAX || rows * heads > INT32_MAX)
+		return fail(k->err, sizeof k->err, ASSOC_EINVAL,
+			    "%lld heads on %lld key/value heads of %lld rows (heads a positive multiple of kv_heads, "
+			    "heads x rows under 2^31)",
+			    (long long)heads, (long long)kv_heads, (long long)rows);
+	return ASSOC_OK;
+}
+
+/* A RunData whose buffers are the caller's arrays (host or device
+ * pointers alike); NULL when out of memory. */
+static RunData *over_all(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+			 const AssocBuffer *bufs, const int *which, double *pv)
+{
+	Carrier *c = k->s->c;
+	size_t H = (size_t)heads, rl = (size_t)rows * (size_t)len;
+	int at = 0, scan = c->tpl == FAM_SCAN;
+	RunData *d = calloc(1, sizeof *d);
+	if (!d)
+		return NULL;
+	*d = (RunData){.c = c, .rows = (int)rows, .len = (int)len, .heads = (int)heads, .kv_heads = (int)kv_heads,
+		       .params = pv, .scan = scan};
+	d->elem = over(c->elem, NULL, c->nelem, H * rl, bufs, which + at), at += c->nelem;
+	d->col = over(c->col, NULL, c->ncol, (size_t)kv_heads * (size_t)len, bufs, which + at), at += c->ncol;
+	d->row = over(c->row, NULL, c->nrow, H * (size_t)rows, bufs, which + at), at += c->nrow;
+	d->fin = over(NULL, c->finalize, c->nfinal, H * (scan ? rl : (size_t)rows), bufs, which + at), at += c->nfinal;
+	d->map = over(NULL, c->map, c->nmap, H * rl, bufs, which + at);
+	if (!d->elem || !d->col || !d->row || !d->fin || !d->map) {
+		rundata_view_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* ASSOC_TUNE=off: the rule's variant, not the tuning cache's. */
+static int tune_off(void)
+{
+	const char *e = getenv("ASSOC_TUNE");
+	return e && !strcmp(e, "off");
+}
+
+/* The workspace of a context and a stream, added on first use; NULL when
+ * out of memory. */
+static GpuBufs *stream_ws(AssocKernel *k, void *ctx, void *stream)
+{
+	for (int i = 0; i < k->nws; i++)
+		if (k->ws[i].ctx == ctx && k->ws[i].stream == stream)
+			return &k->ws[i].b;
+	AssocStreamWs *w = realloc(k->ws, (k->nws + 1) * sizeof *w);
+	if (!w)
+		return NULL;
+	k->ws = w;
+	k->ws[k->nws] = (AssocStreamWs){ctx, stream, {.stream_ws = 1}};
+	return &k->ws[k->nws++].b;
+}
+
+static AssocCtxModule *ctx_module(AssocKernel *k, void *ctx)
+{
+	for (int i = 0; i < k->nmods; i++)
+		if (k->mods[i].ctx == ctx)
+			return &k->mods[i];
+	AssocCtxModule *m = realloc(k->mods, (k->nmods + 1) * sizeof *m);
+	if (!m)
+		return NULL;
+	k->mods = m;
+	k->mods[k->nmods] = (AssocCtxModule){ctx, NULL, 0};
+	return &k->mods[k->nmods++];
+}
+
+AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+			     const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams, void *stream)
+{
+	AssocStatus st = shape_ok(k, heads, kv_heads, rows, len, nbufs, bufs);
+	if (st)
+		return st;
+	if (!k->gpu)
+		return fail(k->err, sizeof k->err, ASSOC_EDEVICE,
+			    "assoc_run_device runs kernels compiled for \"gpu\" on device memory; this one was compiled "
+			    "for \"%s\" (assoc_run_heads runs it on host arrays)",
+			    k->dev ? k->dev->name : "cpu");
+	Carrier *c = k->s->c;
+	int narr = k->s->narr;
+	int64_t shape[4] = {heads, kv_heads, rows, len};
+	int *which = calloc(narr + 1, sizeof *which);
+	double *pv = calloc(c->nparams + 1, sizeof *pv);
+	RunData *d = NULL;
+	st = which && pv ? ASSOC_OK : fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	for (int x = 0; !st && x < narr; x++)
+		which[x] = bind(k, bufs, nbufs, x, shape, &st);
+	if (!st && nbufs != narr)
+		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
+	if (!st)
+		st = params_of(k, params, nparams, pv);
+	if (!st && !(d = over_all(k, heads, kv_heads, rows, len, bufs, which, pv)))
+		st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	char why[sizeof k->err];
+	void *ctx = NULL;
+	if (!st && rt_enter_ctx(k->gpu->rt, &ctx, why, sizeof why))
+		st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: %s", why);
+	if (!st) {
+		GpuBufs *b = stream_ws(k, ctx, stream);
+		AssocCtxModule *m = ctx == rt_primary_ctx(k->gpu->rt) ? NULL : ctx_module(k, ctx);
+		RtModule *none = NULL;
+		unsigned gen = 0;
+		if (!b || (ctx != rt_primary_ctx(k->gpu->rt) && !m)) {
+			st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+		} else {
+			rt_on_stream(k->gpu->rt, stream, 1);
+			if (gpu_run_device(k->gpu, d, &(RunOpts){.deterministic = tune_off()}, b, ctx, m ? &m->mod : &none,
+					   m ? &m->gen : &gen, why, sizeof why))
+				st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: %s", why);
+			rt_on_stream(k->gpu->rt, NULL, 0);
+		}
+	}
+	rundata_view_free(d);
+	free(which);
+	free(pv);
+	return st;
+}
+
+AssocStatus assoc_tune(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+		       const AssocValue *params, int nparams)
+{
+	AssocStatus st = shape_ok(k, heads, kv_heads, rows, len, 0, NULL);
+	if (st)
+		return st;
+	if (!k->gpu)
+		return fail(k->err, sizeof k->err, ASSOC_EDEVICE,
+			    "assoc_tune tunes kernels compiled for \"gpu\"; this one was compiled for \"%s\"",
+			    k->dev ? k->dev->name : "cpu");
+	Carrier *c = k->s->c;
+	double *pv = calloc(c->nparams + 1, sizeof *pv);
+	Define *defs = calloc(c->nparams + 1, sizeof *defs);
+	char (*vals)[32] = calloc(c->nparams + 1, sizeof *vals);
+	if (!pv || !defs || !vals) {
+		free(pv), free(defs), free(vals);
+		return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	}
+	st = params_of(k, params, nparams, pv);
+	for (int i = 0; !st && i < c->nparams; i++) {
+		snprintf(vals[i], sizeof vals[i], "%.17g", pv[i]);
+		defs[i] = (Define){c->params[i].name, vals[i]};
+	}
+	char why[sizeof k->err];
+	void *was = NULL;
+	RunData *d = NULL;
+	if (!st && rt_enter_ctx(k->gpu->rt, &was, why, sizeof why))
+		st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: %s", why);
+	if (!st) {
+		/* `assoc tune`'s inputs: drawn as its are (seed 1), with these params */
+		d = rundata_new_heads(c, (int)rows, (int)len, (int)heads, (int)kv_heads);
+		if (rundata_draw(d, 1, defs, c->nparams, why, sizeof why))
+			st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%s", why);
+	}
+	if (!st) {
+		/* the tuning space is a module of its own, on a driver handle of its
+		 * own (the primary context, made current by gpu_open) */
+		Gpu g;
+		GpuTuning *t = calloc(1, sizeof *t);
+		if (!t)
+			st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+		else if (gpu_open(&g, c, 1, why, sizeof why))
+			st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: %s", why);
+		else {
+			int rc = gpu_tune(&g, d, NULL, NULL, t, why, sizeof why);
+			if (rc < 0)
+				st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: %s", why);
+			else if (rc > 0)
+				st = fail(k->err, sizeof k->err, ASSOC_EDEVICE,
+					  "gpu: no variant ran this shape correctly (%d candidates)", t->ncand);
+			else if (!t->stored)
+				st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: the choice is not cached: %s", t->store_err);
+			gpu_close(&g);
+		}
+		free(t);
+	}
+	if (was)
+		rt_set_ctx(k->gpu->rt, was, why, sizeof why);
+	rundata_free(d);
+	free(pv), free(defs), free(vals);
+	return st;
+}
+
 /* A run on another device than the CPU backend: a RunData whose buffers
  * are the caller's arrays (a device copies to its memory and back where it
  * has its own). */
-static AssocStatus run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+static AssocStatus run_elsewhere(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			      const AssocBuffer *bufs, const int *which, double *pv)
 {
 	Carrier *c = k->s->c;
@@ -508,17 +713,9 @@ AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuff
 AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
 {
-	if (!k)
-		return ASSOC_EINVAL;
-	if (k->failed)
-		return ASSOC_EINVAL; /* k->err keeps why it did not compile */
-	if (rows < 0 || len < 0 || len > INT32_MAX || rows > INT32_MAX || nbufs < 0 || (nbufs && !bufs))
-		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "bad shape (%lld x %lld) or buffer list", (long long)rows, (long long)len);
-	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > INT32_MAX || rows * heads > INT32_MAX)
-		return fail(k->err, sizeof k->err, ASSOC_EINVAL,
-			    "%lld heads on %lld key/value heads of %lld rows (heads a positive multiple of kv_heads, "
-			    "heads x rows under 2^31)",
-			    (long long)heads, (long long)kv_heads, (long long)rows);
+	AssocStatus st0 = shape_ok(k, heads, kv_heads, rows, len, nbufs, bufs);
+	if (st0)
+		return st0;
 	Carrier *c = k->s->c;
 	int nin = c->nelem + c->ncol + c->nrow, nout = c->nfinal + c->nmap, narr = k->s->narr;
 	int64_t g = heads / kv_heads, shape[4] = {heads, kv_heads, rows, len};
@@ -536,7 +733,7 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 	if (!st)
 		st = assume_holds(k, heads, kv_heads, rows, len, bufs, which, pv);
 	if (!st && k->dev)
-		st = run_device(k, heads, kv_heads, rows, len, bufs, which, pv);
+		st = run_elsewhere(k, heads, kv_heads, rows, len, bufs, which, pv);
 	if (st || k->dev) {
 		free(which);
 		free(pv);

@@ -16,11 +16,28 @@ struct AssocSpec {
 	int trusted; /* assoc_spec_trust_merge: compiled whatever its verdict */
 };
 
+/* assoc_run_device's workspace on one context and stream, and g's module
+ * loaded in a context of the caller's other than the primary one. */
+typedef struct {
+	void *ctx, *stream;
+	GpuBufs b;
+} AssocStreamWs;
+
+typedef struct {
+	void *ctx;
+	RtModule *mod;
+	unsigned gen;
+} AssocCtxModule;
+
 struct AssocKernel {
 	AssocSpec *s;
 	AssocStatus failed; /* a failed assoc_compile's status (its reason in err); ASSOC_OK for a kernel that runs */
 	const Device *dev;  /* emu, interp, gpu: runs on a RunData over the caller's arrays; NULL: the CPU backend */
 	Gpu *gpu;           /* gpu: the driver and the carrier's module, opened once */
+	AssocStreamWs *ws;  /* gpu: assoc_run_device's workspaces, one a context and stream */
+	int nws;
+	AssocCtxModule *mods;
+	int nmods;
 	LlvmKernel *k;      /* cpu: the compiled carrier, NULL elsewhere */
 	LlvmKernel *narrow[2]; /* compiled on demand: 4 and 8 rows as lanes (LlvmOpts.fit_rows) */
 	RtPool *pool;
