@@ -176,6 +176,14 @@ build/pic/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -fPIC $(DEPFLAGS) -c $< -o $@
 
+# The installed specs' directory, compiled into compiler/front/specdir.c's
+# objects alone: another PREFIX rebuilds those, not the rest.
+SPECDIR_STAMP := build/prefix
+$(shell mkdir -p build && (echo '$(PREFIX)' | cmp -s - $(SPECDIR_STAMP) || echo '$(PREFIX)' >$(SPECDIR_STAMP)))
+SPECDIR_OBJ := $(foreach d,obj asan pic fuzz,build/$(d)/compiler/front/specdir.o)
+$(SPECDIR_OBJ): $(SPECDIR_STAMP)
+$(SPECDIR_OBJ): CFLAGS += '-DASSOC_SHAREDIR="$(PREFIX)/share/assoc"'
+
 build/libassoc.so: $(PIC_OBJ) compiler/lib/libassoc.map
 	$(Q)$(CC) -shared -Wl,-soname,libassoc.so -Wl,--no-undefined -Wl,--version-script=compiler/lib/libassoc.map \
 		-o $@ $(PIC_OBJ) $(LDLIBS)
@@ -214,6 +222,8 @@ install: build/assoc build/libassoc-api.a build/libassoc.so
 	install -m 755 build/libassoc.so '$(DESTDIR)$(PREFIX)/lib/libassoc.so'
 	install -m 644 compiler/lib/assoc.h '$(DESTDIR)$(PREFIX)/include/assoc.h'
 	install -d '$(DESTDIR)$(PREFIX)/share/assoc' && install -m 644 bench/naive.c '$(DESTDIR)$(PREFIX)/share/assoc/naive.c'
+	install -d '$(DESTDIR)$(PREFIX)/share/assoc/specs/loops' && install -m 644 specs/*.yaml '$(DESTDIR)$(PREFIX)/share/assoc/specs/' && \
+		install -m 644 specs/loops/*.yaml '$(DESTDIR)$(PREFIX)/share/assoc/specs/loops/'
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: assoc\nDescription: %s\nVersion: 0.1.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -Wl,-rpath,$${libdir} -lassoc\nLibs.private: %s\n' \
 		'$(PREFIX)' 'secretly associative loops compiled for CPUs and GPUs' '$(LDLIBS)' \
 		> '$(DESTDIR)$(PREFIX)/lib/pkgconfig/assoc.pc'

@@ -882,3 +882,48 @@ Test(lib, tune_stores_and_a_second_kernel_uses_it, .timeout = 300)
 	assoc_spec_free(s);
 	fake_close(&f);
 }
+
+/* make install puts the bundled specs in PREFIX/share/assoc/specs, where
+ * the library and the command line find a relative spec path missing from
+ * the working directory: the README's example, built with pkg-config
+ * against the prefix, runs on emu from another directory; a spec found
+ * nowhere names the places looked in. */
+Test(lib, installed_example_runs_from_any_directory, .timeout = 600)
+{
+	char why[512];
+	if (!run_device_find("emu")->available(why, sizeof why))
+		cr_skip("no host C++ compiler for the emulator: %s", why);
+	if (sh("pkg-config --version", why, sizeof why, 0))
+		cr_skip("no pkg-config here");
+	char dir[] = "/tmp/assoc-prefix-XXXXXX", cmd[4096], out[8192];
+	cr_assert(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd, "make -s install PREFIX=%s", dir);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	snprintf(cmd, sizeof cmd,
+		 "src=$PWD/tests/example/example_lib.c && mkdir -p %s/elsewhere && cd %s/elsewhere && "
+		 "cc -std=c11 -o example $src $(PKG_CONFIG_PATH=%s/lib/pkgconfig pkg-config --cflags --libs assoc) && "
+		 "./example emu",
+		 dir, dir, dir);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	cr_assert(strstr(out, "row 1: lse 1.609438, y 0.200000 0.200000"), "%s", out);
+	snprintf(cmd, sizeof cmd, "cd %s/elsewhere && ../bin/assoc check specs/sum.yaml", dir);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "the command line finds the installed spec: %s", out);
+	snprintf(cmd, sizeof cmd, "cd %s/elsewhere && ../bin/assoc check specs/no_such.yaml", dir);
+	cr_assert_neq(sh(cmd, out, sizeof out, 1), 0);
+	char want[256];
+	snprintf(want, sizeof want, "not in the working directory nor in %s/share/assoc/specs", dir);
+	cr_assert(strstr(out, want), "%s", out);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	sh(cmd, out, sizeof out, 0);
+}
+
+/* A spec found nowhere: the error says where the loader looked. */
+Test(lib, missing_spec_says_where_it_looked)
+{
+	AssocSpec *s = NULL;
+	cr_assert_eq(assoc_spec_load(&s, "specs/no_such_spec.yaml", NULL, 0), ASSOC_ESPEC);
+	cr_assert(strstr(assoc_spec_error(s), "cannot open: No such file or directory; not in the working directory nor in "),
+		  "%s", assoc_spec_error(s));
+	cr_assert(strstr(assoc_spec_error(s), "/share/assoc/specs"), "%s", assoc_spec_error(s));
+	assoc_spec_free(s);
+}

@@ -4,6 +4,7 @@
  * declarations (dims, params, inputs, state), then the expressions that use
  * them.  Every error names the offending node. */
 #include "compiler/front/scope.h"
+#include "compiler/front/specdir.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1138,9 +1139,10 @@ Carrier *spec_load_buffer(const char *file, const char *buf, size_t len, const D
 
 Carrier *spec_load_file(const char *path, const Define *defs, int ndefs, Diag *d)
 {
-	FILE *f = fopen(path, "rb");
+	char found[4096], tried[2 * 4096 + 128];
+	FILE *f = fopen(specdir_find(path, found, sizeof found, tried, sizeof tried), "rb");
 	if (!f) {
-		diag_error(d, (Pos){0, 0}, "cannot open: %s", strerror(errno));
+		diag_error(d, (Pos){0, 0}, "cannot open: %s%s", strerror(errno), tried);
 		return NULL;
 	}
 	size_t cap = 1 << 16, n = 0;
