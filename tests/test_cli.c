@@ -241,6 +241,35 @@ Test(cli, help_and_version)
 	cr_assert(!strncmp(out, "assoc ", 6));
 }
 
+/* Each command's --help (and assoc help CMD) prints that command's usage
+ * and the options it takes, no others, and exits 0. */
+Test(cli, each_command_has_its_help)
+{
+	static const char *const cmds[] = {"check", "run", "emit", "bench", "tune", "explore"};
+	char cmd[256], again[sizeof out];
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+		snprintf(cmd, sizeof cmd, ASSOC " %s --help", cmds[i]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
+		snprintf(cmd, sizeof cmd, "usage: assoc %s [options] SPEC", cmds[i]);
+		cr_expect(!strncmp(out, cmd, strlen(cmd)), "%s", out);
+		cr_expect(strstr(out, "--seed N"), "options for every command: %s", out);
+		snprintf(cmd, sizeof cmd, ASSOC " help %s", cmds[i]);
+		cr_assert_eq(sh(cmd, again, sizeof again, 1), 0, "%s: %s", cmd, again);
+		cr_expect_str_eq(again, out, "assoc help %s prints the same", cmds[i]);
+	}
+	cr_assert_eq(sh(ASSOC " run --help", out, sizeof out, 1), 0);
+	cr_expect(strstr(out, "--output NAME=FILE.npy") && strstr(out, "--device D") && strstr(out, "compare every"),
+		  "%s", out);
+	cr_expect(!strstr(out, "--proof") && !strstr(out, "--target T") && !strstr(out, "check SPEC"), "run's alone: %s",
+		  out);
+	cr_assert_eq(sh(ASSOC " check --help", out, sizeof out, 1), 0);
+	cr_expect(strstr(out, "--proof") && !strstr(out, "--rows"), "%s", out);
+	cr_assert_eq(sh(ASSOC " help", out, sizeof out, 1), 0);
+	cr_expect(strstr(out, "usage: assoc <command>"), "%s", out);
+	cr_assert_eq(sh(ASSOC " help nope", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "unknown command 'nope'"), "%s", out);
+}
+
 Test(cli, run_interp_and_npy)
 {
 	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --rows 3 --len 33 --output var=build/var.npy "
@@ -1048,7 +1077,7 @@ Test(cli, bool_constants_and_params, .timeout = 120)
 Test(cli, options_take_values_after_equals_and_help_anywhere)
 {
 	cr_expect_eq(sh(ASSOC " check --help", out, sizeof out, 0), 0);
-	cr_expect(strstr(out, "usage: assoc <command>"), "%s", out);
+	cr_expect(strstr(out, "usage: assoc check [options] SPEC..."), "%s", out);
 	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --rows=3 --len=5 --device=interp --seed=4", out, sizeof out, 1), 0, "%s",
 		     out);
 	cr_expect(strstr(out, "3 rows x 5") && strstr(out, "  ok"), "%s", out);

@@ -35,7 +35,7 @@ static const char usage[] =
 	"\n"
 	"options (each for the commands named before its text, the first three for all;\n"
 	"an option given to another command, or twice, is a usage error; --name=value\n"
-	"works too, -- ends the options, and --help after a command prints this):\n"
+	"works too, -- ends the options, and --help after a command prints its own):\n"
 	"  -D NAME=VALUE   override a dim (e.g. -D d=128)\n"
 	"  --param NAME=V  fix a param instead of drawing it (e.g. --param eps=1e-5)\n"
 	"  --seed N        seed of the random draws (default 1); runs are reproducible\n"
@@ -67,7 +67,7 @@ static const char usage[] =
 	"                            disproved or broken in the trials, or results that disagree\n"
 	"                            with the reference, empty rows included), with a warning\n"
 	"\n"
-	"  assoc --help, assoc --version\n"
+	"  assoc --help, assoc CMD --help (or assoc help CMD), assoc --version\n"
 	"\n"
 	"exit status: 0 when every check holds, 1 when one fails, 2 for an invalid spec or usage\n";
 
@@ -446,29 +446,81 @@ static int help(void)
 	return flushed();
 }
 
+/* Whether the usage text's option line at p (its leading option names, up
+ * to the first word that is not one) names an option of the command bit. */
+static int line_applies(const char *p, int bit)
+{
+	char word[32];
+	int any = 0, n;
+	while (sscanf(p, " %31s%n", word, &n) == 1 && (word[0] == '-' || (word[0] >= 'A' && word[0] <= 'Z'))) {
+		p += n;
+		if (word[0] != '-')
+			continue; /* a value's placeholder: NAME=VALUE, N, R */
+		if (!strcmp(word, "--seed") || !strcmp(word, "--help"))
+			return 1;
+		for (size_t k = 0; k < sizeof options / sizeof *options; k++)
+			if (!strcmp(word, options[k].name))
+				any |= (options[k].cmds & bit) != 0;
+	}
+	return any;
+}
+
+/* `assoc CMD --help`, `assoc help CMD`: the command's lines of the usage
+ * text and the options it takes, each with its continuation lines. */
+static int command_help(const Command *cmd)
+{
+	printf("usage: assoc %s [options] SPEC%s\n\n", cmd->name, cmd->one_spec ? "" : "...");
+	const char *opts = strstr(usage, "\noptions");
+	int show = 0;
+	size_t l = strlen(cmd->name);
+	for (const char *line = strstr(usage, "commands:\n") + 10; line < opts; line = strchr(line, '\n') + 1) {
+		const char *end = strchr(line, '\n');
+		if (!strncmp(line, "  ", 2) && line[2] != ' ')
+			show = !strncmp(line + 2, cmd->name, l) && line[2 + l] == ' ';
+		if (show)
+			printf("%.*s\n", (int)(end - line), line);
+	}
+	printf("\noptions of %s:\n", cmd->name);
+	const char *line = strchr(strstr(usage, "works too,"), '\n') + 1;
+	for (show = 0; *line && line[0] != '\n'; line = strchr(line, '\n') + 1) {
+		const char *end = strchr(line, '\n');
+		if (!strncmp(line, "  -", 3))
+			show = line_applies(line, cmd->bit);
+		if (show)
+			printf("%.*s\n", (int)(end - line), line);
+	}
+	printf("\nassoc --help lists every command and option.\n");
+	return flushed();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || (!strcmp(argv[1], "help") && argc == 2))
 		return help();
 	if (!strcmp(argv[1], "--version")) {
 		printf("assoc %s\n", ASSOC_VERSION);
 		return flushed();
 	}
 	const Command *cmd = NULL;
+	int asked = !strcmp(argv[1], "help"); /* assoc help CMD */
+	if (asked && argc > 3)
+		return usage_error("help takes one command, got %d", argc - 2);
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-		if (!strcmp(argv[1], commands[i].name))
+		if (!strcmp(argv[1 + asked], commands[i].name))
 			cmd = &commands[i];
 	if (!cmd)
-		return usage_error("unknown command '%s'", argv[1]);
+		return usage_error("unknown command '%s'", argv[1 + asked]);
+	if (asked)
+		return command_help(cmd);
 	Opts o = {.command = cmd->name};
 	int rc = parse_opts(argc, argv, &o, cmd->bit);
 	if (rc == EXIT_HELP) {
 		free(o.specs);
-		return help();
+		return command_help(cmd);
 	}
 	if (rc == EXIT_OK && cmd->one_spec && o.nspecs != 1)
 		rc = usage_error("%s takes one spec, got %d", cmd->name, o.nspecs);
