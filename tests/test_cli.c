@@ -1456,3 +1456,56 @@ Test(cli, given_inputs_that_break_assume_are_refused, .timeout = 60)
 	cr_assert_eq(sh(ASSOC " run build/wlog.yaml --device interp --input w=build/wlog_w.npy", out, sizeof out, 1), 0,
 		     "%s", out);
 }
+
+static void npy_file(const char *path, const char *descr, size_t itemsize, void *data)
+{
+	Npy a = {.itemsize = itemsize, .ndim = 2, .shape = {2, 3}, .count = 6, .data = data};
+	snprintf(a.descr, sizeof a.descr, "%s", descr);
+	char msg[300];
+	cr_assert_eq(npy_write(path, &a, msg, sizeof msg), 0, "%s", msg);
+}
+
+/* An input file of another dtype than the spec's input is converted with
+ * a note on standard error saying so (float64 into f32, int64 into i32,
+ * float32 into f16), or refused where a value would be lost: out of an
+ * integer type's range, not integral, past a float type's range. */
+Test(cli, npy_of_another_dtype_converted_or_refused)
+{
+	write_text("build/dtypes.yaml", "carrier: dtypes\nelement: {x: f32, n: i32, h: f16}\nstate: {s: f32}\n"
+					"identity: {s: 0}\nlift: {s: x + n + h}\nmerge: {s: a.s + b.s}\nlaws: [commutative]\n");
+	double x[6] = {0.1, 1, 2, 3, 4, 5}, xf[6] = {2.5, 1, 2, 3, 4, 5};
+	int64_t n[6] = {1, 2, 3, -4, 5, 6}, big[6] = {1, 2, (int64_t)1 << 40, 4, 5, 6};
+	float h[6] = {0.5f, 1, 2, 3, 4, 0.1f}, hbig[6] = {0.5f, 1e5f, 2, 3, 4, 5};
+	npy_file("build/dt_x.npy", "<f8", 8, x);
+	npy_file("build/dt_xf.npy", "<f8", 8, xf);
+	npy_file("build/dt_n.npy", "<i8", 8, n);
+	npy_file("build/dt_big.npy", "<i8", 8, big);
+	npy_file("build/dt_h.npy", "<f4", 4, h);
+	npy_file("build/dt_hbig.npy", "<f4", 4, hbig);
+	cr_assert_eq(sh(ASSOC " run build/dtypes.yaml --device interp --input x=build/dt_x.npy --input n=build/dt_n.npy "
+			"--input h=build/dt_h.npy",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "assoc: note: build/dt_x.npy holds float64; converted to f32, the type of input 'x' "
+			      "(1 of 6 values rounded)"),
+		  "%s", out);
+	cr_expect(strstr(out, "build/dt_n.npy holds int64; converted to i32, the type of input 'n' (every value fits)"),
+		  "%s", out);
+	cr_expect(strstr(out, "build/dt_h.npy holds float32; converted to f16, the type of input 'h' (1 of 6 values "
+			      "rounded)"),
+		  "%s", out);
+	cr_assert_eq(sh(ASSOC " run build/dtypes.yaml --device interp --input n=build/dt_big.npy", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "build/dt_big.npy: the value 1099511627776 at flat index 2 is not an i32, the type of input "
+			      "'n': converting would lose it"),
+		  "%s", out);
+	cr_assert_eq(sh(ASSOC " run build/dtypes.yaml --device interp --input n=build/dt_xf.npy", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "the value 2.5 at flat index 0 is not an i32"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run build/dtypes.yaml --device interp --input h=build/dt_hbig.npy", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "the value 100000 at flat index 1 is past the range of f16, the type of input 'h'"), "%s",
+		  out);
+	cr_assert_eq(sh(ASSOC " run build/dtypes.yaml --device interp --input x=build/dt_h.npy --input n=build/dt_n.npy "
+			"2>&1 >/dev/null | grep -c 'note:'",
+			out, sizeof out, 0),
+		     0);
+	cr_expect_eq(atoi(out), 1, "float32 into f32: no note; int64 into i32: one: %s", out);
+}

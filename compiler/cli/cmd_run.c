@@ -2,6 +2,7 @@
  * the float64 reference, after the carrier's verdict (a carrier whose laws
  * or reference fail is refused unless --trust-merge). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,18 @@ static void shape_text(const size_t *dims, int nd, char *b, size_t n)
 	snprintf(b + strlen(b), n - strlen(b), "%s", nd == 1 ? ",)" : ")");
 }
 
+/* A .npy dtype as NumPy names it. */
+static const char *dtype_name(const char *descr)
+{
+	static const char *const names[][2] = {{"<f4", "float32"}, {"<f8", "float64"}, {"<f2", "float16"},
+					       {"<i4", "int32"},   {"<i8", "int64"},   {"|b1", "bool"},
+					       {"<u2", "uint16 (bfloat16 bits)"}};
+	for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+		if (!strcmp(descr, names[k][0]))
+			return names[k][1];
+	return descr;
+}
+
 int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 {
 	int n, rc = EXIT_OK;
@@ -182,14 +195,33 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 				memcpy(s[k].buf->p, arr[i].data, arr[i].count * sizeof(int64_t));
 				continue;
 			}
+			TyKind kind = s[k].buf->kind;
+			int integer = kind == TY_I32 || kind == TY_I64 || kind == TY_BOOL;
+			size_t rounded = 0;
 			for (size_t x = 0; x < arr[i].count && !rc; x++) {
-				double v = npy_get(&arr[i], x);
-				if (!ir_holds(s[k].buf->kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
-					rc = usage_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'",
-							 o->inputs[i].path, v, x, s[k].buf->kind == TY_I32 || s[k].buf->kind == TY_I64 ? "n" : "",
-							 ty_kind_name(s[k].buf->kind), s[k].name);
-				else
+				double v = npy_get(&arr[i], x), r = ir_round(kind, v);
+				if (!ir_holds(kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
+					rc = usage_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'%s",
+							 o->inputs[i].path, v, x, kind == TY_I32 || kind == TY_I64 ? "n" : "",
+							 ty_kind_name(kind), s[k].name,
+							 strcmp(arr[i].descr, npy_descr(kind)) ? ": converting would lose it" : "");
+				else if (!integer && isinf(r) && !isinf(v))
+					rc = usage_error("%s: the value %.17g at flat index %zu is past the range of %s, the type of "
+							 "input '%s': converting would lose it",
+							 o->inputs[i].path, v, x, ty_kind_name(kind), s[k].name);
+				else {
+					rounded += r != v && !isnan(v);
 					run_buffer_set(s[k].buf, x, v);
+				}
+			}
+			if (!rc && strcmp(arr[i].descr, npy_descr(kind))) {
+				char how[96];
+				if (integer)
+					snprintf(how, sizeof how, "every value fits");
+				else
+					snprintf(how, sizeof how, "%zu of %zu values rounded", rounded, arr[i].count);
+				fprintf(stderr, "assoc: note: %s holds %s; converted to %s, the type of input '%s' (%s)\n",
+					o->inputs[i].path, dtype_name(arr[i].descr), ty_kind_name(kind), s[k].name, how);
 			}
 		}
 	}
