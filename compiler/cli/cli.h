@@ -86,6 +86,15 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr);
 int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr);
 void cli_inputs_free(Npy *arr);
 
+/* A progress line on standard error for work that may take a while
+ * (trials, interpreter runs, compiles, the comparison with the reference):
+ * when standard error is a terminal and the work goes on past 2 s, "  what
+ * ... N s", rewritten in place every half second; nothing in a pipe or a
+ * file.  cli_busy_done clears it (before anything else is printed);
+ * another cli_busy ends the one before. */
+void cli_busy(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_busy_done(void);
+
 int cmd_check(Opts *o);
 int cmd_run(Opts *o);
 int cmd_emit(Opts *o);

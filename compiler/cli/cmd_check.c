@@ -266,7 +266,11 @@ static int check_one(Opts *o, const char *path)
 	CarrierVerdict v;
 	char why[256];
 	VerdictOpts vo = {.check = o->check, .prove = 1, .prove_flags = o->proof ? PROVE_TRACE : 0, .strict = o->strict};
-	if (verdict_run(c, &vo, &v, why, sizeof why)) {
+	if (!o->proof) /* the trace is printed as it goes */
+		cli_busy("%s: checking the laws", path);
+	int failed = verdict_run(c, &vo, &v, why, sizeof why);
+	cli_busy_done();
+	if (failed) {
 		snprintf(msg, sizeof msg, "assoc: %s: %s\n", path, why); /* which of the specs given */
 		if (o->json)
 			json_invalid(path, msg);

@@ -378,7 +378,9 @@ static int run_verdict(Carrier *c, const Opts *o)
 	vo.check.trials = vo.check.trials < RUN_TRIALS ? vo.check.trials : RUN_TRIALS;
 	vo.check.id_trials = RUN_ID_TRIALS;
 	char msg[1024] = "";
+	cli_busy("%s: checking the laws", c->file);
 	int rc = cli_verdict(c, o, &vo, "running", "run it", msg, sizeof msg);
+	cli_busy_done();
 	if (rc && msg[0])
 		fprintf(stderr, "assoc: %s\n", msg);
 	return rc;
@@ -444,8 +446,10 @@ static int cmd_run_on(Opts *o)
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		RunMpiTimes mt;
+		cli_busy("%s: running on %s (%d rows x %d)", c->file, dv->name, d->rows, d->len);
 		int failed = o->mpi ? run_mpi_run(d, dv, &o->run, &mt, msg, sizeof msg) : dv->run(d, &o->run, msg, sizeof msg);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
+		cli_busy_done();
 		if (failed) {
 			fprintf(stderr, "assoc: %s: %s\n", dv->name, msg);
 			rc = EXIT_FAIL;
@@ -458,7 +462,10 @@ static int cmd_run_on(Opts *o)
 			       d->len, heads, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
 			if (o->mpi)
 				print_mpi(&mt);
+			fflush(stdout);
+			cli_busy("%s: comparing with the float64 reference", c->file);
 			runcheck_run(d, &chk);
+			cli_busy_done();
 			print_check(&chk, d);
 			printf("  %s\n", chk.ok ? "ok" : "FAILED");
 			rc = chk.ok ? EXIT_OK : EXIT_FAIL;
