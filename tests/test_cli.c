@@ -322,6 +322,9 @@ Test(cli, bench_times_only_a_floor_that_meets_the_reference, .timeout = 120)
 	snprintf(line, sizeof line, cmd, "specs/attention.yaml");
 	cr_assert_eq(sh(line, out, sizeof out, 0), 0, "%s", out);
 	cr_expect(strstr(out, "kernel/naive "), "the causal floor is timed: %s", out);
+	cr_expect(strstr(out, " GFLOP/s (") && strstr(out, "attention is compute-bound: no kernel/copy ratio") &&
+			  !strstr(out, "kernel/copy 0"),
+		  "attention: its FLOP/s, no copy ratio: %s", out);
 	FILE *in = fopen("specs/attention.yaml", "r"), *f = fopen("build/attention_unmasked.yaml", "w");
 	cr_assert(in && f);
 	char text[256];
@@ -1526,4 +1529,18 @@ Test(cli, progress_on_a_terminal_quiet_in_a_pipe, .timeout = 120)
 	cr_assert_eq(sh(cmd, out, sizeof out, 0), 0, "%s", out);
 	cr_expect(strstr(out, "  specs/sum.yaml: running on interp (60 rows x 100000) ... "), "%s", out);
 	cr_expect(strstr(out, "  ok"), "%s", out);
+}
+
+/* A carrier of the user's has no loop in bench/naive.c: bench says so and
+ * what it compares the kernel with instead. */
+Test(cli, bench_of_a_user_carrier_says_what_it_compares_with, .timeout = 120)
+{
+	write_text("build/mysum.yaml", "carrier: mysum\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+				       "lift: {s: x}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x)}\nlaws: [commutative]\n");
+	cr_assert_eq(sh(ASSOC " bench build/mysum.yaml --device cpu --threads 1 --rows 4 --len 256", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "naive  unavailable: no naive_mysum in bench/naive.c\n"
+			      "         (the kernel is compared with the copy alone: kernel/copy below)"),
+		  "%s", out);
+	cr_expect(strstr(out, "  kernel/copy "), "%s", out);
 }

@@ -89,11 +89,15 @@ static void print(const Opts *o, Bench *x, double ms, double copy_ms, double byt
 	printf("%s: carrier %s on %s, %d rows x %d\n", c->file, c->name, rt_device(x->g->rt)->name, x->d->rows,
 	       x->d->len);
 	printf("  kernel  %s split=%d (%s): %.4f ms, %.1f GB/s\n", cfg, x->split, why, ms, gbps);
+	if (tflops > 0) {
+		/* compute-bound: a copy's bandwidth is no yardstick (its ratio reads 0.00) */
+		printf("  attention %.1f TFLOP/s (pairs the mask keeps); module %s in %.1f ms\n", tflops,
+		       x->g->ptx_cached ? "from the PTX cache" : "compiled", x->g->compile_ms);
+		return;
+	}
 	printf("  copy    device to device, same bytes: %.4f ms, %.1f GB/s\n", copy_ms, copy);
 	printf("  ratio   %.3f of copy bandwidth; module %s in %.1f ms\n", gbps / copy,
 	       x->g->ptx_cached ? "from the PTX cache" : "compiled", x->g->compile_ms);
-	if (tflops > 0)
-		printf("  attention %.1f TFLOP/s (pairs the mask keeps)\n", tflops);
 }
 
 static int gpu_bench(Opts *o, Carrier *c, RunData *d)
