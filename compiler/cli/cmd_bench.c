@@ -364,7 +364,11 @@ int cmd_bench(Opts *o)
 	}
 	if (!rc)
 		rc = cli_inputs_load(o, d, arr);
-	if (!rc && (llvm_compile(c, &lo, &b.k, msg, sizeof msg) || rt_pool_open(&b.pool, o->run.threads, msg, sizeof msg))) {
+	if (!rc)
+		cli_busy("%s: compiling for the CPU", c->file);
+	int failed = !rc && llvm_compile(c, &lo, &b.k, msg, sizeof msg);
+	cli_busy_done();
+	if (!rc && (failed || rt_pool_open(&b.pool, o->run.threads, msg, sizeof msg))) {
 		fprintf(stderr, "assoc: %s\n", msg);
 		rc = EXIT_FAIL;
 	}
@@ -394,6 +398,7 @@ int cmd_bench(Opts *o)
 	}
 	if (!rc) {
 		double tcpu = 0, bytes = rundata_bytes(d);
+		cli_busy("%s: timing the kernel, a copy and the naive loop", c->file);
 		double tk = median_time(run_kernel, &b, &tcpu);
 		double tc = median_time(run_copy, &b, NULL);
 		void *lib;
@@ -404,6 +409,7 @@ int cmd_bench(Opts *o)
 		double tn = b.naive ? median_time(run_naive, &b, NULL) : 0;
 		if (lib)
 			dlclose(lib);
+		cli_busy_done();
 		/* after the timings: matching the contract adds to the carrier's IR */
 		CudaAttn at;
 		char why[512];
