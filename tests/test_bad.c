@@ -524,14 +524,19 @@ Test(bad, defines)
 Test(bad, unreadable_files)
 {
 	const char *paths[] = {"tests/bad/no_such_file.yaml", "tests/bad"};
-	const char *want[] = {"tests/bad/no_such_file.yaml: error: cannot open: No such file or directory",
+	/* a missing file was looked for among the installed specs too, which
+	 * the error names after this */
+	const char *want[] = {"tests/bad/no_such_file.yaml: error: cannot open: No such file or directory; not in the "
+			      "working directory nor in ",
 			      "tests/bad: error: cannot read: Is a directory"};
 	for (int i = 0; i < 2; i++) {
 		Diag d;
-		char first[512];
+		char first[1024];
 		diag_init(&d, paths[i]);
 		cr_expect_null(spec_load_file(paths[i], NULL, 0, &d));
-		cr_expect_str_eq(diag_first(&d, first, sizeof first), want[i]);
+		diag_first(&d, first, sizeof first);
+		cr_expect(!strncmp(first, want[i], strlen(want[i])) && (i || strstr(first, "/share/assoc/specs")), "%s",
+			  first);
 		diag_free(&d);
 	}
 	expect_no_leaks();
