@@ -2,12 +2,21 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "compiler/cli/cli.h"
 
-enum { SHOW_AFTER_S = 2 };
+/* Seconds before the line shows: 2, or $ASSOC_PROGRESS_AFTER (0 shows
+ * it at the first tick, half a second in). */
+static double show_after(void)
+{
+	const char *e = getenv("ASSOC_PROGRESS_AFTER");
+	char *end;
+	double s = e && *e ? strtod(e, &end) : 2;
+	return e && *e && !*end && s >= 0 ? s : 2;
+}
 
 static struct {
 	pthread_mutex_t m;
@@ -26,12 +35,13 @@ static double since(const struct timespec *t0)
 }
 
 /* Every half second: the line rewritten in place once the work has gone on
- * SHOW_AFTER_S seconds; cleared at the end, so that what follows starts on
+ * show_after() seconds; cleared at the end, so that what follows starts on
  * a clean line. */
 static void *ticker(void *arg)
 {
 	(void)arg;
 	int width = 0;
+	double after = show_after();
 	pthread_mutex_lock(&B.m);
 	while (B.on) {
 		struct timespec until;
@@ -41,7 +51,7 @@ static void *ticker(void *arg)
 			until.tv_sec++, until.tv_nsec -= 1000000000L;
 		pthread_cond_timedwait(&B.cv, &B.m, &until);
 		double s = since(&B.t0);
-		if (B.on && s >= SHOW_AFTER_S) {
+		if (B.on && s >= after) {
 			int w = fprintf(stderr, "\r  %s ... %.0f s", B.what, s);
 			width = w > width ? w : width;
 			fflush(stderr);

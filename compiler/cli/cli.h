@@ -88,7 +88,8 @@ void cli_inputs_free(Npy *arr);
 
 /* A progress line on standard error for work that may take a while
  * (trials, interpreter runs, compiles, the comparison with the reference):
- * when standard error is a terminal and the work goes on past 2 s, "  what
+ * when standard error is a terminal and the work goes on past 2 s
+ * ($ASSOC_PROGRESS_AFTER seconds where set), "  what
  * ... N s", rewritten in place every half second; nothing in a pipe or a
  * file.  cli_busy_done clears it (before anything else is printed);
  * another cli_busy ends the one before. */
