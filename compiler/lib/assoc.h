@@ -161,7 +161,8 @@ AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, in
  * ($XDG_CACHE_HOME/assoc/tune), where every later run of a shape of its
  * bucket (rows and len rounded up to powers of two, the same heads) finds
  * it, in this process or another.  Leaves the calling thread's current
- * context as it was.  ASSOC_EDEVICE for a kernel of another device, or
+ * context as it was (where none was, the primary one, as
+ * assoc_run_device).  ASSOC_EDEVICE for a kernel of another device, or
  * when no variant runs correctly (with the reason). */
 AssocStatus assoc_tune(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 		       const AssocValue *params, int nparams);
