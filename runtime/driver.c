@@ -38,6 +38,8 @@ enum {
 	ATTR_SMEM_PER_SM = 81,
 	ATTR_REGS_PER_SM = 82,
 	ATTR_MAX_BLOCKS_PER_SM = 106,
+	ATTR_MEMORY_CLOCK_RATE = 36,
+	ATTR_GLOBAL_MEMORY_BUS_WIDTH = 37,
 	FUNC_MAX_THREADS = 0,
 	FUNC_SHARED_BYTES = 1,
 	FUNC_LOCAL_BYTES = 3,
@@ -209,6 +211,7 @@ static int query_device(Rt *rt, char *err, size_t n)
 		{ATTR_L2_CACHE_SIZE, &d->l2_bytes}, {ATTR_REGS_PER_SM, &d->regs_per_sm},
 		{ATTR_SMEM_PER_SM, &d->smem_per_sm}, {ATTR_SMEM_PER_BLOCK_OPTIN, &d->smem_per_block_optin},
 		{ATTR_MAX_THREADS_PER_SM, &d->max_threads_per_sm}, {ATTR_MAX_BLOCKS_PER_SM, &d->max_blocks_per_sm},
+		{ATTR_MEMORY_CLOCK_RATE, &d->mem_clock_khz}, {ATTR_GLOBAL_MEMORY_BUS_WIDTH, &d->mem_bus_bits},
 	};
 	CK(rt, cuDeviceGetName(d->name, sizeof d->name, rt->dev), err, n);
 	for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++)
@@ -299,6 +302,11 @@ void rt_close(Rt *rt)
 }
 
 const RtDevice *rt_device(const Rt *rt) { return &rt->info; }
+
+double rt_nominal_gbps(const RtDevice *d)
+{
+	return d->mem_clock_khz > 0 && d->mem_bus_bits > 0 ? d->mem_clock_khz * 1e3 * (d->mem_bus_bits / 8.0) * 2 / 1e9 : 0;
+}
 int rt_usable(const Rt *rt) { return rt && !rt->dead; }
 
 const char *rt_ptx_isa_for_driver(int driver)

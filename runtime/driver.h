@@ -23,7 +23,12 @@ typedef struct {
 	size_t mem;            /* bytes */
 	int l2_bytes;
 	int regs_per_sm, smem_per_sm, smem_per_block_optin, max_threads_per_sm, max_blocks_per_sm;
+	int mem_clock_khz, mem_bus_bits; /* the memory's peak clock and bus width: its nominal bandwidth */
 } RtDevice;
+
+/* The device's nominal memory bandwidth in GB/s (10^9 bytes): clock x bus
+ * width x 2 (double data rate); 0 where the driver gives neither. */
+double rt_nominal_gbps(const RtDevice *d);
 
 typedef struct {
 	int regs, smem, local; /* per thread registers, static shared bytes, local (spill) bytes */

@@ -69,6 +69,13 @@ Test(rt, device_properties)
 	cr_assert_eq(d->sms, 132);
 	cr_assert_eq(d->driver, 12040);
 	cr_assert_eq(d->l2_bytes, 50 << 20);
+	cr_assert_eq(d->mem_clock_khz, 3201000);
+	cr_assert_eq(d->mem_bus_bits, 6144);
+	/* 3201 MHz, double data rate, 768 bytes a transfer */
+	cr_assert_float_eq(rt_nominal_gbps(d), 3201e6 * 2 * 768 / 1e9, 1e-6);
+	rt_close(rt);
+	rt = open_fake("memclock=0");
+	cr_assert_float_eq(rt_nominal_gbps(rt_device(rt)), 0, 1e-12, "no clock, no nominal bandwidth");
 	rt_close(rt);
 }
 

@@ -5,7 +5,8 @@
  * FAKECUDA (comma-separated): init=N, count=N, driver=N, oom_after=K (the
  * K-th allocation fails), launch=N, sync=N, ptx_max=X.Y (newer PTX is
  * refused with CUDA_ERROR_UNSUPPORTED_PTX_VERSION), elapsed=MS, optin=BYTES
- * (the opt-in limit of shared memory per block).
+ * (the opt-in limit of shared memory per block), memclock=KHZ and
+ * buswidth=BITS (0: a driver that gives no memory clock or bus width).
  *
  * It counts host copies and synchronizations (fakecuda_syncs), records the
  * stream and the current context of the last launch (fakecuda_last) and
@@ -72,6 +73,8 @@ int cuDeviceGetAttribute(int *v, int attr, int d)
 	case 97: *v = (int)opt("optin", 227 << 10); break;
 	case 39: *v = 2048; break;
 	case 106: *v = 32; break;
+	case 36: *v = (int)opt("memclock", 3201000); break; /* kHz */
+	case 37: *v = (int)opt("buswidth", 6144); break;    /* bits */
 	default: *v = 1024; break;
 	}
 	return 0;
