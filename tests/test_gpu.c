@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "compiler/devices/gpu.h"
+#include "cudatest.h"
 #include "testutil.h"
 
 #define FAKE "build/libfakecuda.so"
@@ -436,7 +437,7 @@ Test(gpu, configurations_outside_the_defaults_are_built_alone, .timeout = 120)
 	variant_str(&g.m.var[v], cfg, sizeof cfg);
 	cr_expect_str_eq(cfg, tuned);
 	cr_expect_eq(split, 2);
-	cr_expect(g.mod, "and loaded");
+	cr_expect(g.vmod && g.vmod[v], "and loaded");
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.config = "attention:nt=128,mt=1,bn=64,st=1"}, &v, &split, why, sizeof why),
 		     0, "%s", why);
 	variant_str(&g.m.var[v], cfg, sizeof cfg);
@@ -453,7 +454,7 @@ Test(gpu, configurations_outside_the_defaults_are_built_alone, .timeout = 120)
 	cr_expect_str_eq(why, "fixed (--deterministic)");
 	cr_expect_neq(gpu_choose(&g, d, &(RunOpts){.config = "attention:nt=128,st=9"}, &v, &split, why, sizeof why), 0);
 	cr_expect(strstr(why, "out of range") && strstr(why, "st 1-3"), "%s", why);
-	cr_expect(g.mod && g.m.nvar == ndef, "a configuration that does not parse keeps the module");
+	cr_expect(g.nmods > 0 && g.m.nvar == ndef, "a configuration that does not parse keeps the module");
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0, "%s", why);
 	cr_expect_eq(g.m.nvar, ndef);
 	fake_done(&g, d, c);
@@ -610,4 +611,87 @@ Test(gpu, tune_skips_variants_over_the_shared_memory_limit)
 	      "specs/attention.yaml -D d=256 -D dv=256 --rows 200 --len 300 2>&1; echo \"exit $?\"", out, sizeof out);
 	cr_assert(strstr(out, "attention:nt=256,mt=1,bn=16,pv=1") &&
 		  strstr(out, "needs 67584 bytes of shared memory per block; the device allows 49152"), "%s", out);
+}
+
+/* A run compiles the variant it takes, alone: nothing at gpu_open, the
+ * chosen variant's kernels at gpu_choose, another variant only when it is
+ * launched, and each once.  The PTX cache is keyed by the variants a
+ * program holds: the same variant comes from it next time, another one
+ * does not. */
+Test(gpu, a_run_compiles_only_the_variant_it_takes, .timeout = 120)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	fake_with_cache(dir);
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	int (*entries)(void) = (int (*)(void))dlsym(lib, "fakecuda_entries");
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	RunData *d = drawn(c, 3, 100);
+	Gpu g;
+	int before = entries();
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_gt(g.m.nvar, 2, "online softmax has several default variants");
+	cr_expect_eq(entries(), before, "nothing is compiled before a variant is chosen");
+	int v, split;
+	char why[256], names[3][64];
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0, "%s", why);
+	int nk = cuda_kernel_names(&g.m, v, names);
+	cr_expect_eq(entries() - before, nk, "the chosen variant's %d kernels alone, of %d variants", nk, g.m.nvar);
+	cr_expect_eq(g.compiled, nk);
+	cr_expect_eq(g.nmods, 1);
+	cr_expect_not(g.ptx_cached, "a fresh cache");
+	int w = v == 0 ? 1 : 0, nw = cuda_kernel_names(&g.m, w, names);
+	cr_expect_null(g.vmod[w]);
+	GpuBufs b;
+	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	int mid = entries();
+	cr_assert_eq(gpu_launch(&g, &b, w, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(entries() - mid, nw, "another variant is compiled when it is launched");
+	cr_assert_eq(gpu_launch(&g, &b, w, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(entries() - mid, nw, "and once");
+	cr_expect_eq(g.nmods, 2);
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_ready(&g, v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(g.ptx_cached, "the variant compiled before comes from the PTX cache");
+	gpu_close(&g);
+	int u = 0;
+	while (u == v || u == w)
+		u++;
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_ready(&g, u, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_not(g.ptx_cached, "a variant never compiled is not found under another's key");
+	cr_expect_neq(gpu_ready(&g, g.m.nvar, msg, sizeof msg), 0);
+	cr_expect(strstr(msg, "no variant"), "%s", msg);
+	dlclose(lib);
+	fake_done(&g, d, c);
+}
+
+/* Tuning opens the whole space: every variant is compiled and loaded
+ * before the first candidate is timed. */
+Test(gpu, tuning_loads_every_variant, .timeout = 120)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	fake_with_cache(dir);
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	int (*entries)(void) = (int (*)(void))dlsym(lib, "fakecuda_entries");
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	Gpu g;
+	int before = entries();
+	cr_assert_eq(gpu_open(&g, c, 1, msg, sizeof msg), 0, "%s", msg);
+	int kernels = cuda_count(g.m.src, NULL, "extern \"C\" __global__");
+	cr_expect_eq(entries() - before, kernels, "the %d kernels of the tuning space", kernels);
+	for (int v = 0; v < g.m.nvar; v++)
+		cr_expect_not_null(g.vmod[v], "variant %d loaded", v);
+	CudaModule def;
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_90", 0, &def, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_gt(g.m.nvar, def.nvar, "the space holds more than the defaults");
+	cuda_module_free(&def);
+	dlclose(lib);
+	fake_done(&g, NULL, c);
 }

@@ -71,6 +71,11 @@ enum { ATTN_MIN_SM = 80 };
 int cuda_module_space(Carrier *c, CudaModule *m, char *msg, size_t n);
 int cuda_module_space_for(Carrier *c, const char *arch, int smem, CudaModule *m, char *msg, size_t n);
 void cuda_module_free(CudaModule *m);
+/* m's source (malloc'd) with only the kernels of the variants want marks
+ * (want[v] for v < m->nvar), each named as in m->src, and only the
+ * templates they use: one variant compiled alone, launched by the names
+ * cuda_kernel_names and cuda_plan give for m. */
+char *cuda_module_src_of(const CudaModule *m, const unsigned char *want);
 /* Device.config of the devices that run generated CUDA: variant_parse's verdict. */
 int cuda_config_ok(const char *cfg, char *msg, size_t n);
 

@@ -13,30 +13,105 @@ static double now_ms(void)
 	return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-/* Compile and load g's module: the tuning space (space), the default
- * variants, or the one variant config names; replaces a module loaded
- * before. */
+static void unload_all(Gpu *g)
+{
+	for (int i = 0; i < g->nmods; i++)
+		rt_unload(g->rt, g->mods[i]);
+	free(g->mods);
+	free(g->vmod);
+	g->mods = g->vmod = NULL;
+	g->nmods = 0;
+}
+
+/* Compile the variants of g->m that want marks as one NVRTC program and
+ * load it: their kernels keep the names the whole module gives them. */
+static int load_variants(Gpu *g, const unsigned char *want, char *msg, size_t n)
+{
+	char *src = cuda_module_src_of(&g->m, want), *ptx = NULL;
+	RtModule *mod = NULL;
+	int cached = 0;
+	double t0 = now_ms();
+	/* g's modules live in the primary context, whichever is current (a
+	 * caller's, in gpu_run_device, loads the whole module there itself) */
+	void *cur = NULL, *primary = rt_primary_ctx(g->rt);
+	int rc = rt_enter_ctx(g->rt, &cur, msg, n) || (cur != primary && rt_set_ctx(g->rt, primary, msg, n)) ||
+		 nvrtc_ptx(g->nv, src, g->arch, &ptx, &cached, msg, n) || rt_load_ptx(g->rt, ptx, &mod, msg, n);
+	if (cur && cur != primary) {
+		char why[256];
+		if (rt_set_ctx(g->rt, cur, why, sizeof why) && !rc) {
+			rt_unload(g->rt, mod);
+			snprintf(msg, n, "%s", why);
+			rc = -1;
+		}
+	}
+	g->compile_ms += now_ms() - t0;
+	free(src);
+	free(ptx);
+	if (rc)
+		return -1;
+	g->ptx_cached = (g->nmods == 0 || g->ptx_cached) && cached;
+	g->mods[g->nmods++] = mod;
+	for (int v = 0; v < g->m.nvar; v++)
+		if (want[v]) {
+			char names[3][64];
+			g->vmod[v] = mod;
+			g->compiled += cuda_kernel_names(&g->m, v, names);
+		}
+	return 0;
+}
+
+int gpu_ready(Gpu *g, int v, char *msg, size_t n)
+{
+	if (v < 0 || v >= g->m.nvar) {
+		snprintf(msg, n, "no variant %d in a module of %d", v, g->m.nvar);
+		return -1;
+	}
+	if (g->vmod[v])
+		return 0;
+	unsigned char *want = calloc(g->m.nvar, 1);
+	if (!want)
+		abort();
+	want[v] = 1;
+	int rc = load_variants(g, want, msg, n);
+	free(want);
+	return rc;
+}
+
+int gpu_function(Gpu *g, int v, const char *name, void **fn, char *msg, size_t n)
+{
+	return gpu_ready(g, v, msg, n) || rt_function(g->rt, g->vmod[v], name, fn, msg, n) ? -1 : 0;
+}
+
+/* Lower g's module: the tuning space (space), compiled and loaded whole;
+ * the default variants, or the one variant config names, each compiled
+ * when first needed.  Replaces a module made before. */
 static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n)
 {
-	if (g->mod)
-		rt_unload(g->rt, g->mod);
+	unload_all(g);
 	if (g->m.src)
 		cuda_module_free(&g->m);
-	g->mod = NULL;
-	free(g->ptx);
-	g->ptx = NULL;
-	g->gen++;
-	char *ptx = NULL;
-	double t0 = now_ms();
-	int smem = rt_device(g->rt)->smem_per_block_optin;
-	int rc = (space ? cuda_module_space_for(g->c, g->arch, smem, &g->m, msg, n)
-			: cuda_module_for(g->c, config, g->arch, smem, &g->m, msg, n)) ||
-		 nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &g->ptx_cached, msg, n) ||
-		 rt_load_ptx(g->rt, ptx, &g->mod, msg, n);
-	g->compile_ms = now_ms() - t0;
+	g->gen++; /* modules loaded in other contexts are stale */
+	g->compile_ms = 0;
+	g->ptx_cached = 0;
+	g->compiled = 0;
 	g->custom = config != NULL;
-	g->ptx = ptx; /* kept: another context may load it (gpu_run_device) */
-	return rc ? -1 : 0;
+	int smem = rt_device(g->rt)->smem_per_block_optin;
+	if (space ? cuda_module_space_for(g->c, g->arch, smem, &g->m, msg, n)
+		  : cuda_module_for(g->c, config, g->arch, smem, &g->m, msg, n))
+		return -1;
+	g->vmod = calloc(g->m.nvar, sizeof *g->vmod);
+	g->mods = calloc(g->m.nvar, sizeof *g->mods);
+	if (!g->vmod || !g->mods)
+		abort();
+	if (!space)
+		return 0;
+	unsigned char *all = malloc(g->m.nvar);
+	if (!all)
+		abort();
+	memset(all, 1, g->m.nvar);
+	int rc = load_variants(g, all, msg, n);
+	free(all);
+	return rc;
 }
 
 int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n)
@@ -56,11 +131,9 @@ int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n)
 
 void gpu_close(Gpu *g)
 {
-	if (g->mod)
-		rt_unload(g->rt, g->mod);
+	unload_all(g);
 	if (g->m.src)
 		cuda_module_free(&g->m);
-	free(g->ptx);
 	nvrtc_close(g->nv);
 	rt_close(g->rt);
 	memset(g, 0, sizeof *g);
@@ -170,7 +243,7 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 	for (int k = 0; k < p.nk; k++) {
 		void *fn;
 		unsigned grid[3] = {p.k[k].grid ? p.k[k].grid : 1, 1, 1}, block[3] = {p.k[k].block, 1, 1};
-		if (rt_function(g->rt, g->mod, p.k[k].name, &fn, msg, n) ||
+		if (gpu_function(g, v, p.k[k].name, &fn, msg, n) ||
 		    rt_launch(g->rt, fn, grid, block, p.k[k].smem, args, msg, n))
 			return -1;
 	}
@@ -253,7 +326,7 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 	Variant x;
 	*split = o->split > 0 ? o->split : 1;
 	if (o->config) {
-		if (gpu_variant(g, o->config, v, why, n))
+		if (gpu_variant(g, o->config, v, why, n) || gpu_ready(g, *v, why, n))
 			return -1;
 		if (o->split <= 0 && !variant_parse(o->config, &x, why, n) && x.split > 0) /* an explicit --split stands */
 			*split = x.split;
@@ -267,7 +340,8 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 		/* the tuner stores a variant with its split (variant_str); any other
 		 * text, a damaged entry or one of an older format, is a miss */
 		if (!tc_open(&tc, NULL, err, sizeof err) && tc_get(&tc, key, val, sizeof val, miss, sizeof miss) &&
-		    !variant_parse(val, &x, err, sizeof err) && x.split > 0 && !gpu_variant(g, val, v, err, sizeof err)) {
+		    !variant_parse(val, &x, err, sizeof err) && x.split > 0 && !gpu_variant(g, val, v, err, sizeof err) &&
+		    !gpu_ready(g, *v, err, sizeof err)) {
 			if (o->split <= 0) /* an explicit --split stands */
 				*split = x.split;
 			snprintf(why, n, "tuned (cache)");
@@ -276,7 +350,7 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 	}
 	/* back to the defaults where a tuned configuration failed to build or
 	 * an earlier choice left one configuration's module */
-	if ((g->mod == NULL || g->custom) && gpu_module(g, NULL, 0, why, n))
+	if ((!g->m.src || g->custom) && gpu_module(g, NULL, 0, why, n))
 		return -1;
 	int rows = d->rows, heads = d->heads;
 	if (g->m.base == FAM_ATTN && d->kv_heads > 0) /* runs of the query heads that share keys and values */
@@ -284,6 +358,8 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 	*v = cuda_pick(&g->m, rows, d->len, *split);
 	if (g->m.var[*v].fam == FAM_ATTN && o->split <= 0)
 		*split = cuda_attn_split(&g->m, *v, rows, d->len, heads, rt_device(g->rt)->sms);
+	if (gpu_ready(g, *v, why, n)) /* the chosen variant alone compiled: the others wait until needed */
+		return -1;
 	snprintf(why, n, o->deterministic ? "fixed (--deterministic)" : "rule (not tuned for this shape)");
 	return 0;
 }
@@ -367,8 +443,9 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 	if (o->verbose) {
 		char cfg[128];
 		variant_str(&g->m.var[v], cfg, sizeof cfg);
-		fprintf(stderr, "gpu: %s (%s), split %d, %s, module %s in %.0f ms\n", cfg, why, split, g->arch,
-			g->ptx_cached ? "from the PTX cache" : "compiled", g->compile_ms);
+		fprintf(stderr, "gpu: %s (%s), split %d, %s, %d kernel%s %s in %.0f ms\n", cfg, why, split, g->arch,
+			g->compiled, g->compiled == 1 ? "" : "s", g->ptx_cached ? "from the PTX cache" : "compiled",
+			g->compile_ms);
 	}
 	gpu_free_bufs(g, &b);
 	return rc;
@@ -411,21 +488,33 @@ int gpu_run_device(Gpu *g, RunData *d, const RunOpts *o, GpuBufs *b, void *ctx, 
 	for (int o2 = 0; o2 < c->nfinal + c->nmap; o2++)
 		b->a.out[o2] = o2 < c->nfinal ? d->fin[o2].p : d->map[o2 - c->nfinal].p;
 	args_rest(d, b);
-	RtModule *own = g->mod;
-	if (ctx != primary) {
-		/* a context of the caller's on the same device: g's module loaded
-		 * there too, again when g's changes */
-		if (*mod && *gen != g->gen) {
-			rt_unload(g->rt, *mod);
-			*mod = NULL;
-		}
-		if (!*mod && rt_load_ptx(g->rt, g->ptx, mod, msg, n))
-			return -1;
-		*gen = g->gen;
-		g->mod = *mod;
+	if (ctx == primary)
+		return gpu_launch(g, b, v, split, d->rows, d->len, msg, n);
+	/* a context of the caller's on the same device: g's whole module
+	 * (every variant, through the PTX cache after the first time) loaded
+	 * there too, again when g's changes */
+	if (*mod && *gen != g->gen) {
+		rt_unload(g->rt, *mod);
+		*mod = NULL;
 	}
+	if (!*mod) {
+		char *ptx = NULL;
+		int cached = 0;
+		rc = nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &cached, msg, n) || rt_load_ptx(g->rt, ptx, mod, msg, n);
+		free(ptx);
+		if (rc)
+			return -1;
+	}
+	*gen = g->gen;
+	RtModule **own = g->vmod, **there = malloc(g->m.nvar * sizeof *there);
+	if (!there)
+		abort();
+	for (int i = 0; i < g->m.nvar; i++)
+		there[i] = *mod;
+	g->vmod = there;
 	rc = gpu_launch(g, b, v, split, d->rows, d->len, msg, n);
-	g->mod = own;
+	g->vmod = own;
+	free(there);
 	return rc;
 }
 

@@ -14,21 +14,31 @@ typedef struct {
 	Rt *rt;
 	Nvrtc *nv;
 	CudaModule m;
-	RtModule *mod;
+	/* per variant of m, the loaded module that holds its kernels; NULL
+	 * until the variant is first needed (gpu_ready) */
+	RtModule **vmod;
+	RtModule **mods; /* every module loaded for m (at most one a variant) */
+	int nmods;
 	Carrier *c;
 	char arch[16];
-	int ptx_cached;
-	double compile_ms;
+	int ptx_cached;    /* every compile so far came from the PTX cache */
+	double compile_ms; /* spent compiling and loading for m so far */
+	int compiled;      /* kernels of variants compiled for m so far */
 	int custom; /* the module is one configuration's (gpu_choose), not the defaults or the tuning space */
-	char *ptx;    /* the module's PTX, for loading in another context */
-	unsigned gen; /* counts the modules built: a copy in another context is of this one while equal */
+	unsigned gen; /* counts the modules lowered: a copy in another context is of this one while equal */
 } Gpu;
 
-/* Open the driver, compile c for the device's architecture and load it:
- * its default variants, or with space the whole tuning space
- * (cuda_module_space). */
+/* Open the driver and lower c for the device's architecture: its default
+ * variants, compiled one at a time as a run first needs each (gpu_ready),
+ * or with space the whole tuning space (cuda_module_space), compiled and
+ * loaded now, as tuning times every variant. */
 int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n);
 void gpu_close(Gpu *g);
+/* Compile variant v of g->m alone (through the PTX cache) and load it,
+ * unless it is loaded; 0, or -1 with msg. */
+int gpu_ready(Gpu *g, int v, char *msg, size_t n);
+/* Kernel `name` of variant v, loaded first where it is not. */
+int gpu_function(Gpu *g, int v, const char *name, void **fn, char *msg, size_t n);
 
 /* Device copies of a RunData's arrays, and the kernels' argument block. */
 typedef struct {

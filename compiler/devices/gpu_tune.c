@@ -48,7 +48,7 @@ static int resources(void *ctx, const Variant *c, TuneResources *r, char *why, s
 	for (int k = 0; k < nk; k++) {
 		void *fn;
 		RtFuncAttrs a;
-		if (rt_function(t->g->rt, t->g->mod, names[k], &fn, why, n) || rt_func_attrs(t->g->rt, fn, &a, why, n))
+		if (gpu_function(t->g, v, names[k], &fn, why, n) || rt_func_attrs(t->g->rt, fn, &a, why, n))
 			return -1;
 		r->regs = a.regs > r->regs ? a.regs : r->regs;
 		int smem = a.smem + (k == 0 ? (int)cuda_smem(&t->g->m, v) : 0); /* static and dynamic */

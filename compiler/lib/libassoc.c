@@ -295,7 +295,8 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 		if (rt_pool_open(&k->pool, threads, why, sizeof why))
 			return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "cpu: %s", why);
 	} else if (!strcmp(device, "gpu")) {
-		/* the driver, NVRTC and the module now: a run finds them loaded */
+		/* the driver and NVRTC now; a variant is compiled when a run first
+		 * takes it (the shape chooses it), and kept for the next */
 		k->gpu = calloc(1, sizeof *k->gpu);
 		if (!k->gpu)
 			return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");

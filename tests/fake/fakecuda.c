@@ -42,12 +42,14 @@ static double optf(const char *key, double dflt)
 	return p ? strtod(p + strlen(pat), NULL) : dflt;
 }
 
-static int live, allocs, launches, set_attrs, granted = -1;
+static int live, allocs, launches, set_attrs, granted = -1, entries;
 static unsigned launch_smem, launch_grid;
 int fakecuda_live(void) { return live; }
 /* the grid's x dimension of the last launch */
 unsigned fakecuda_grid(void) { return launch_grid; }
 int fakecuda_launches(void) { return launches; }
+/* Kernels (.entry) in every module loaded so far. */
+int fakecuda_entries(void) { return entries; }
 /* The last launch's dynamic shared bytes, the last granted maximum (-1:
  * none) and how many grants there were. */
 void fakecuda_smem(unsigned *launch, int *grant, int *grants)
@@ -116,6 +118,8 @@ int cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, void **
 				snprintf(vals[i], 100, "ptxas application ptx input, line 1; error: no kernel");
 		return 218;
 	}
+	for (const char *e = strstr(ptx, ".entry"); e; e = strstr(e + 6, ".entry"))
+		entries++;
 	*m = malloc(1);
 	return 0;
 }
