@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
 #include "compiler/util/cache.h"
 #include "compiler/devices/run.h"
 #include "cudatest.h"
@@ -662,4 +663,74 @@ Test(emu, masked_scan_rows_with_one_fully_masked, .timeout = 300)
 				rundata_free(d[k]);
 		}
 	spec_carrier_free(c);
+}
+
+/* bench --device gpu's copy kernel (cuda_copy.c), the same text NVRTC
+ * compiles: every byte copied and none past the end, at odd sizes, with
+ * source and destination sharing their offset in 16 bytes (16-byte words
+ * between a head and a tail of single bytes) or not (byte by byte), on
+ * grids that take several turns of the grid-stride loop or fewer threads
+ * than words. */
+Test(emu, copy_kernel_copies_odd_sizes_and_unaligned_tails, .timeout = 120)
+{
+	char msg[4096];
+	cuda_test_cache();
+	if (!emu_available(msg, sizeof msg))
+		cr_skip_test("%s", msg);
+	EmuLib *l;
+	cr_assert_eq(emu_open(cuda_copy_src(), &l, msg, sizeof msg), 0, "%s", msg);
+	enum { MAX = 20000, PAD = 32 };
+	unsigned char *src = malloc(MAX + 2 * PAD), *dst = malloc(MAX + 2 * PAD);
+	cr_assert(src && dst);
+	for (int i = 0; i < MAX + 2 * PAD; i++)
+		src[i] = (unsigned char)(i * 7 + 3);
+	static const unsigned sizes[] = {0, 1, 15, 16, 17, 31, 33, 255, 4097, 16383, MAX};
+	static const int offs[][2] = {{0, 0}, {3, 3}, {15, 15}, {1, 0}, {0, 5}, {7, 9}};
+	static const unsigned grids[] = {1, 3};
+	for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+		for (size_t o = 0; o < sizeof offs / sizeof *offs; o++)
+			for (size_t gi = 0; gi < 2; gi++) {
+				unsigned n = sizes[s], grid = grids[gi];
+				const unsigned char *from = src + PAD + offs[o][0];
+				unsigned char *to = dst + PAD + offs[o][1];
+				memset(dst, 0xEE, MAX + 2 * PAD);
+				CudaCopyArgs a = {from, to, n};
+				unsigned long long bytes[2] = {0, 0};
+				cr_assert_eq(emu_launch_kernel(l, CUDA_COPY_KERNEL, grid, CUDA_COPY_BLOCK, 0, &a, bytes, msg, sizeof msg), 0,
+					     "%s", msg);
+				cr_assert_arr_eq(to, from, n, "%u bytes at offsets %d -> %d, %u blocks", n, offs[o][0], offs[o][1], grid);
+				for (unsigned char *p = dst; p < dst + MAX + 2 * PAD; p++)
+					if (p < to || p >= to + n)
+						cr_assert_eq(*p, 0xEE, "%u bytes at offsets %d -> %d: a byte written %td past the copy",
+							     n, offs[o][0], offs[o][1], p < to ? p - to : p - (to + n));
+				cr_assert_eq(bytes[0], n, "every byte loaded once");
+				cr_assert_eq(bytes[1], n, "and stored once");
+			}
+	free(src);
+	free(dst);
+	emu_close(l);
+}
+
+/* The copy kernel keeps 16-byte loads and stores through NVRTC, four of
+ * them in flight a thread. */
+Test(emu, copy_kernel_moves_16_byte_words)
+{
+	char msg[8192];
+	cuda_test_cache();
+	Nvrtc *nv;
+	char *ptx;
+	int cached;
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC here: %s", msg);
+	cr_assert_eq(nvrtc_ptx(nv, cuda_copy_src(), "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+	int lds = 0, sts = 0;
+	for (const char *p = strstr(ptx, "ld.global.nc.v4.u32"); p; p = strstr(p + 1, "ld.global.nc.v4.u32"))
+		lds++;
+	for (const char *p = strstr(ptx, "st.global.v4.u32"); p; p = strstr(p + 1, "st.global.v4.u32"))
+		sts++;
+	cr_expect_geq(lds, 4, "%s", ptx);
+	cr_expect_geq(sts, 4, "%s", ptx);
+	cr_expect(strstr(ptx, ".entry " CUDA_COPY_KERNEL "("), "%s", ptx);
+	free(ptx);
+	nvrtc_close(nv);
 }

@@ -143,6 +143,22 @@ int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, 
 /* The same from a log of ptxas -v (modified); the number of kernels. */
 int cuda_ptxas_parse(char *log, CudaKStat *st, int max);
 
+/* The copy kernel of bench's baseline (cuda_copy.c): CUDA C of its own,
+ * for NVRTC or the emulator, one kernel CUDA_COPY_KERNEL of blocks of
+ * CUDA_COPY_BLOCK threads taking CudaCopyArgs; bytes may be odd and the
+ * pointers of any alignment. */
+#define CUDA_COPY_KERNEL "asc_copy16"
+#define CUDA_COPY_BLOCK 256
+typedef struct {
+	const void *src;
+	void *dst;
+	unsigned long long bytes;
+} CudaCopyArgs;
+const char *cuda_copy_src(void);
+/* Blocks for a copy of bytes: a block for every 256 16-byte words, at
+ * most as many as the device's SMs hold at once. */
+unsigned cuda_copy_grid(int sms, int threads_per_sm, unsigned long long bytes);
+
 /* Embedded sources (templates/, runtime/emu/emu.hpp). */
 typedef struct {
 	const char *name;
