@@ -695,3 +695,62 @@ Test(gpu, tuning_loads_every_variant, .timeout = 120)
 	dlclose(lib);
 	fake_done(&g, NULL, c);
 }
+
+/* bench --device gpu's copy baseline times the driver's copy and the copy
+ * kernel, each WARMUP + TIMED times, and its lines name the faster and the
+ * nominal bandwidth from the memory's clock and bus width. */
+Test(gpu, bench_copy_times_both_copies)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	fake_with_cache(dir);
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	int (*copies)(void) = (int (*)(void))dlsym(lib, "fakecuda_copies");
+	int (*launches)(void) = (int (*)(void))dlsym(lib, "fakecuda_launches");
+	unsigned (*grid)(void) = (unsigned (*)(void))dlsym(lib, "fakecuda_grid");
+	Carrier *c = load_ok("specs/sum.yaml");
+	Gpu g;
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	RtPtr src, dst, flush;
+	size_t bytes = 1 << 20;
+	cr_assert_eq(rt_alloc(g.rt, bytes, &src, msg, sizeof msg) || rt_alloc(g.rt, bytes, &dst, msg, sizeof msg) ||
+			     rt_alloc(g.rt, 4096, &flush, msg, sizeof msg),
+		     0, "%s", msg);
+	int c0 = copies(), l0 = launches();
+	GpuCopy t;
+	cr_assert_eq(gpu_copy_time(&g, src, dst, bytes, flush, 4096, 3, 11, &t, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(copies() - c0, 14, "the driver's copy, 3 warm-up and 11 timed runs");
+	cr_expect_eq(launches() - l0, 14, "and the copy kernel's");
+	cr_expect_eq(grid(), 256u, "a block for every 256 words of 16 bytes");
+	cr_expect_eq(cuda_copy_grid(132, 2048, 1ull << 30), 132u * 2048 / 256, "at most a full wave of blocks");
+	cr_expect_eq(cuda_copy_grid(132, 2048, 7), 1u);
+	cr_expect_float_eq(t.driver_ms, 0.25, 1e-6);
+	cr_expect_float_eq(t.kernel_ms, 0.25, 1e-6);
+	cr_expect_float_eq(t.nominal_gbps, 3201e6 * 768 * 2 / 1e9, 1e-6, "%f", t.nominal_gbps);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	t.kernel_ms = 0.2;
+	gpu_copy_lines(f, rt_device(g.rt), 2.0 * bytes, &t);
+	fclose(f);
+	cr_expect(strstr(text, "driver's copy (0.2500 ms)") && strstr(text, "copy kernel (0.2000 ms): 0.2000 ms, 10.5 GB/s"),
+		  "%s", text);
+	cr_expect(strstr(text, "nominal 4916.7 GB/s (3201 MHz x 6144 bits x 2, from the driver)"), "%s", text);
+	free(text);
+	rt_free(g.rt, src);
+	rt_free(g.rt, dst);
+	rt_free(g.rt, flush);
+	gpu_close(&g);
+	setenv("FAKECUDA", "memclock=0", 1);
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	t.nominal_gbps = rt_nominal_gbps(rt_device(g.rt));
+	cr_expect_float_eq(t.nominal_gbps, 0, 1e-9);
+	f = open_memstream(&text, &len);
+	gpu_copy_lines(f, rt_device(g.rt), 2.0 * bytes, &t);
+	fclose(f);
+	cr_expect(strstr(text, "nominal bandwidth not known"), "%s", text);
+	free(text);
+	dlclose(lib);
+	fake_done(&g, NULL, c);
+}

@@ -1,6 +1,8 @@
 /* gpubench.c: `assoc bench SPEC --device gpu`: the chosen kernel's
- * throughput, beside its ceiling measured in the same run (a device-to-
- * device copy moving the same number of bytes).  Each time is the median of
+ * throughput, beside its ceiling measured in the same run (a copy moving
+ * the same number of bytes: the faster of the driver's device-to-device
+ * copy and a copy kernel of 16-byte loads and stores, cuda_copy.c), and the
+ * memory's nominal bandwidth from the driver.  Each time is the median of
  * several event-timed runs after warm-up, with L2 flushed before each run.
  * Bytes are the arrays' sizes: every input read once, every output written
  * once.  The run is checked against the reference before it is timed. */
@@ -28,12 +30,6 @@ static int run_kernel(void *ctx, char *msg, size_t n)
 {
 	Bench *x = ctx;
 	return gpu_launch(x->g, x->b, x->v, x->split, x->d->rows, x->d->len, msg, n);
-}
-
-static int run_copy(void *ctx, char *msg, size_t n)
-{
-	Bench *x = ctx;
-	return rt_copy(x->g->rt, x->dst, x->src, x->copy_bytes, msg, n);
 }
 
 static int check_once(Bench *x, char *msg, size_t n)
@@ -64,8 +60,9 @@ double cmd_bench_attention_flops(const RunData *d)
 
 static double attention_flops(Bench *x) { return x->g->m.base == FAM_ATTN ? cmd_bench_attention_flops(x->d) : 0; }
 
-static void print(const Opts *o, Bench *x, double ms, double copy_ms, double bytes, const char *why)
+static void print(const Opts *o, Bench *x, double ms, const GpuCopy *cp, double bytes, const char *why)
 {
+	double copy_ms = gpu_copy_ms(cp);
 	Carrier *c = x->d->c;
 	char cfg[160];
 	variant_str(&x->g->m.var[x->v], cfg, sizeof cfg);
@@ -78,9 +75,10 @@ static void print(const Opts *o, Bench *x, double ms, double copy_ms, double byt
 		buf_json_str(&b, rt_device(x->g->rt)->name);
 		buf_printf(&b, ", \"rows\": %d, \"len\": %d, \"config\": \"%s split=%d\", \"choice\": \"%s\", \"ms\": %.5f, "
 			       "\"gbps\": %.2f, \"copy_gbps\": %.2f, \"ratio_to_copy\": %.4f, \"module_ms\": %.2f, "
-			       "\"module_cached\": %s, \"tflops\": %.2f}",
+			       "\"module_cached\": %s, \"tflops\": %.2f, \"copy_driver_ms\": %.5f, \"copy_kernel_ms\": %.5f, "
+			       "\"nominal_gbps\": %.1f}",
 			   x->d->rows, x->d->len, cfg, x->split, why, ms, gbps, copy, gbps / copy, x->g->compile_ms,
-			   x->g->ptx_cached ? "true" : "false", tflops);
+			   x->g->ptx_cached ? "true" : "false", tflops, cp->driver_ms, cp->kernel_ms, cp->nominal_gbps);
 		char *s = buf_take(&b);
 		puts(s);
 		free(s);
@@ -95,7 +93,7 @@ static void print(const Opts *o, Bench *x, double ms, double copy_ms, double byt
 		       x->g->ptx_cached ? "from the PTX cache" : "compiled", x->g->compile_ms);
 		return;
 	}
-	printf("  copy    device to device, same bytes: %.4f ms, %.1f GB/s\n", copy_ms, copy);
+	gpu_copy_lines(stdout, rt_device(x->g->rt), bytes, cp);
 	printf("  ratio   %.3f of copy bandwidth; module %s in %.1f ms\n", gbps / copy,
 	       x->g->ptx_cached ? "from the PTX cache" : "compiled", x->g->compile_ms);
 }
@@ -116,7 +114,8 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 	size_t flush_bytes = 2 * (size_t)(rt_device(g.rt)->l2_bytes > 0 ? rt_device(g.rt)->l2_bytes : 64 << 20);
 	RtPtr flush = 0;
 	int rc = EXIT_FAIL;
-	double ms = -1, copy_ms = -1;
+	double ms = -1;
+	GpuCopy cp;
 	if (gpu_choose(&g, d, &o->run, &x.v, &x.split, why, sizeof why) || x.v < 0) {
 		fprintf(stderr, "assoc: bench --device gpu: %s\n", why);
 		goto out;
@@ -129,11 +128,11 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 	if (gpu_upload(&g, d, &b, msg, sizeof msg) || rt_alloc(g.rt, flush_bytes, &flush, msg, sizeof msg) ||
 	    rt_alloc(g.rt, x.copy_bytes, &x.src, msg, sizeof msg) || rt_alloc(g.rt, x.copy_bytes, &x.dst, msg, sizeof msg) ||
 	    check_once(&x, msg, sizeof msg) || (ms = gpu_median_ms(&g, run_kernel, &x, flush, flush_bytes, WARMUP, TIMED, msg, sizeof msg)) < 0 ||
-	    (copy_ms = gpu_median_ms(&g, run_copy, &x, flush, flush_bytes, WARMUP, TIMED, msg, sizeof msg)) < 0) {
+	    gpu_copy_time(&g, x.src, x.dst, x.copy_bytes, flush, flush_bytes, WARMUP, TIMED, &cp, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: bench --device gpu: %s\n", msg);
 		goto out;
 	}
-	print(o, &x, ms, copy_ms, bytes, why);
+	print(o, &x, ms, &cp, bytes, why);
 	rc = EXIT_OK;
 out:
 	if (flush)

@@ -86,6 +86,22 @@ void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n);
  * compiled alone and replaces it.  -1 with the reason in why. */
 int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, char *why, size_t n);
 
+/* bench --device gpu's copy baseline (gpu_copy.c): bytes from src to dst
+ * by the driver's copy and by the copy kernel (cuda_copy.c, compiled
+ * through NVRTC and the PTX cache), each the median of `runs` event-timed
+ * runs after `warmup` (gpu_median_ms, flush written before each), and the
+ * device's nominal memory bandwidth (0: not known). */
+typedef struct {
+	double driver_ms, kernel_ms;
+	double nominal_gbps;
+} GpuCopy;
+int gpu_copy_time(Gpu *g, RtPtr src, RtPtr dst, size_t bytes, RtPtr flush, size_t flush_bytes, int warmup, int runs,
+		  GpuCopy *t, char *msg, size_t n);
+/* The faster copy's time. */
+double gpu_copy_ms(const GpuCopy *t);
+/* The report's lines of the copy and the nominal bandwidth for bytes moved. */
+void gpu_copy_lines(FILE *f, const RtDevice *dev, double bytes, const GpuCopy *t);
+
 /* A tuning's outcome: every candidate (res), and whether the choice is in
  * the tuning cache. */
 typedef struct {

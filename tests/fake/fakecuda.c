@@ -42,14 +42,16 @@ static double optf(const char *key, double dflt)
 	return p ? strtod(p + strlen(pat), NULL) : dflt;
 }
 
-static int live, allocs, launches, set_attrs, granted = -1, entries;
+static int live, allocs, launches, set_attrs, granted = -1, entries, dtod;
 static unsigned launch_smem, launch_grid;
 int fakecuda_live(void) { return live; }
 /* the grid's x dimension of the last launch */
 unsigned fakecuda_grid(void) { return launch_grid; }
 int fakecuda_launches(void) { return launches; }
-/* Kernels (.entry) in every module loaded so far. */
+/* Kernels (.entry) in every module loaded so far, and device-to-device
+ * copies made. */
 int fakecuda_entries(void) { return entries; }
+int fakecuda_copies(void) { return dtod; }
 /* The last launch's dynamic shared bytes, the last granted maximum (-1:
  * none) and how many grants there were. */
 void fakecuda_smem(unsigned *launch, int *grant, int *grants)
@@ -171,7 +173,7 @@ int cuMemAlloc_v2(Ptr *p, size_t n)
 int cuMemFree_v2(Ptr p) { free((void *)(size_t)p); live--; return 0; }
 int cuMemcpyHtoD_v2(Ptr d, const void *s, size_t n) { copies++; memcpy((void *)(size_t)d, s, n); return 0; }
 int cuMemcpyDtoH_v2(void *d, Ptr s, size_t n) { copies++; memcpy(d, (void *)(size_t)s, n); return 0; }
-int cuMemcpyDtoD_v2(Ptr d, Ptr s, size_t n) { copies++; memcpy((void *)(size_t)d, (void *)(size_t)s, n); return 0; }
+int cuMemcpyDtoD_v2(Ptr d, Ptr s, size_t n) { copies++, dtod++; memcpy((void *)(size_t)d, (void *)(size_t)s, n); return 0; }
 int cuMemsetD8_v2(Ptr d, unsigned char v, size_t n) { memset((void *)(size_t)d, v, n); return 0; }
 int cuMemsetD8Async(Ptr d, unsigned char v, size_t n, void *st) { (void)st; memset((void *)(size_t)d, v, n); return 0; }
 #ifndef FAKECUDA_OLD
