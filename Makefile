@@ -209,9 +209,11 @@ lib: build/libassoc-api.a build/libassoc.so
 # Sequence-parallel attention across MPI ranks (examples/mpi_attention.c):
 # mpirun -np 4 build/mpi_attention.
 build/mpi_attention: examples/mpi_attention.c build/libassoc-mpi.a compiler/lib/assoc_mpi.h compiler/lib/assoc.h
-	$(Q)$(CC) $(CFLAGS) -o $@ $< build/libassoc-mpi.a $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Icompiler/lib -o $@ $< build/libassoc-mpi.a $(LDLIBS)
 
-install: build/assoc build/libassoc-api.a build/libassoc.so
+# With Open MPI: assoc_mpi.h and the library holding its functions too.
+MPI_INSTALL := $(if $(strip $(MPI_LDLIBS)),build/libassoc-mpi.a)
+install: build/assoc build/libassoc-api.a build/libassoc.so $(MPI_INSTALL)
 	@case '$(DESTDIR)$(PREFIX)' in *[[:space:]]*) \
 		echo "error: PREFIX and DESTDIR must not contain spaces (pkg-config splits its paths at them)"; exit 1;; esac
 	install -d '$(DESTDIR)$(PREFIX)/bin' '$(DESTDIR)$(PREFIX)/lib/pkgconfig' '$(DESTDIR)$(PREFIX)/include'
@@ -221,6 +223,8 @@ install: build/assoc build/libassoc-api.a build/libassoc.so
 	install -m 644 build/libassoc-api.a '$(DESTDIR)$(PREFIX)/lib/libassoc.a'
 	install -m 755 build/libassoc.so '$(DESTDIR)$(PREFIX)/lib/libassoc.so'
 	install -m 644 compiler/lib/assoc.h '$(DESTDIR)$(PREFIX)/include/assoc.h'
+	if [ -n '$(MPI_INSTALL)' ]; then install -m 644 build/libassoc-mpi.a '$(DESTDIR)$(PREFIX)/lib/libassoc-mpi.a' && \
+		install -m 644 compiler/lib/assoc_mpi.h '$(DESTDIR)$(PREFIX)/include/assoc_mpi.h'; fi
 	install -d '$(DESTDIR)$(PREFIX)/share/assoc' && install -m 644 bench/naive.c '$(DESTDIR)$(PREFIX)/share/assoc/naive.c'
 	install -d '$(DESTDIR)$(PREFIX)/share/assoc/specs/loops' && install -m 644 specs/*.yaml '$(DESTDIR)$(PREFIX)/share/assoc/specs/' && \
 		install -m 644 specs/loops/*.yaml '$(DESTDIR)$(PREFIX)/share/assoc/specs/loops/'

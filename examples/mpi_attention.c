@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/lib/assoc_mpi.h"
+#include <assoc_mpi.h>
 
 enum { D = 32 };
 
