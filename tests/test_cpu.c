@@ -343,6 +343,74 @@ Test(cpu, non_commutative_merge_keeps_order)
 	spec_carrier_free(c);
 }
 
+/* Carriers written without a commutative claim fold in ordered lanes
+ * (segments of the row, merged neighbour to neighbour): each meets its
+ * reference (or its own left fold) at odd lengths, with every lane width,
+ * threads and splits, NaN and infinities in rows 1 to 4. */
+Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
+{
+	const char *specs[] = {"bench/carriers/argmax_first.yaml", "bench/carriers/clipped_sum.yaml",
+			       "bench/carriers/nan_minmax_mean.yaml", "bench/carriers/xent_label.yaml"};
+	static const int lens[] = {1, 255, 256, 257, 4099, 20011};
+	static const LlvmOpts widths[] = {{4, 0, 0, 0, 0, 0}, {8, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+	RtPool *p[3];
+	pools_open(p, 3);
+	for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
+		Carrier *c = load_ok(specs[s]);
+		for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+			LlvmKernel *k = compiled(c, &widths[w]);
+			cr_assert_eq(k->lanes, 1, "%s: no commutative lanes", specs[s]);
+			cr_assert_gt(k->ordered, 1, "%s: ordered lanes", specs[s]);
+			for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
+				RunData *d = drawn(c, 6, lens[n], 11 + n);
+				if (lens[n] > 3 && !strstr(specs[s], "xent"))
+					special_rows(d, lens[n]);
+				run_kernel(k, d, p[n % 3], n % 2 ? 3 : 0);
+				char what[200];
+				snprintf(what, sizeof what, "%s lanes %d len %d", specs[s], k->ordered, lens[n]);
+				expect_ok(d, what);
+				rundata_free(d);
+			}
+			llvm_kernel_free(k);
+		}
+		spec_carrier_free(c);
+	}
+	pools_close(p, 3);
+}
+
+/* First-index ties through ordered lanes: a row of equal values gives
+ * position 0, a maximum repeated in several segments its first position;
+ * the same bits with 1 to 3 threads. */
+Test(cpu, ordered_lanes_keep_the_first_tie)
+{
+	Carrier *c = load_ok("bench/carriers/argmax_first.yaml");
+	LlvmKernel *k = compiled(c, NULL);
+	cr_assert_gt(k->ordered, 1);
+	enum { LEN = 5003 };
+	RtPool *p[3];
+	pools_open(p, 3);
+	int at[3][3];
+	for (int t = 0; t < 3; t++) {
+		RunData *d = drawn(c, 3, LEN, 4);
+		float *x = d->elem[0].p;
+		for (int j = 0; j < LEN; j++)
+			x[j] = 2.5f, x[LEN + j] = (float)(j % 7), x[2 * LEN + j] = -1.0f;
+		x[2 * LEN + 4000] = x[2 * LEN + 1234] = x[2 * LEN + 4999] = 3.0f;
+		run_kernel(k, d, p[t], 0);
+		for (int r = 0; r < 3; r++)
+			at[t][r] = ((int32_t *)d->fin[1].p)[r];
+		rundata_free(d);
+	}
+	cr_assert_eq(at[0][0], 0, "all equal: the first position");
+	cr_assert_eq(at[0][1], 6, "j %% 7: the first 6");
+	cr_assert_eq(at[0][2], 1234, "the first of three maxima");
+	for (int t = 1; t < 3; t++)
+		cr_assert(!memcmp(at[0], at[t], sizeof at[0]), "%d threads", t + 1);
+	pools_close(p, 3);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
 /* Row 0 is fully masked: the empty row's state, finalized. */
 Test(cpu, fully_masked_rows)
 {
@@ -426,7 +494,11 @@ static void tiles_ok(Carrier *c, const char *what)
 	char msg[200];
 	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
 	for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++) {
-		LlvmKernel *k = compiled(c, &(LlvmOpts){.tile = tiles[t]});
+		/* the carriers here that claim no commutativity are not even
+		 * associative (forgets_b, other_max): only a fold one position
+		 * at a time, without ordered lanes, is their left fold */
+		int comm = (c->laws & LAW_COMMUTATIVE) != 0;
+		LlvmKernel *k = compiled(c, &(LlvmOpts){.tile = tiles[t], .lanes = comm ? 0 : 1});
 		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
 			RunData *d = drawn(c, 3, lens[l], 20 + l);
 			run_kernel(k, d, p, l % 2 && (c->laws & LAW_COMMUTATIVE) ? 3 : 0); /* split: associative ones */

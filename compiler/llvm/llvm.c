@@ -424,7 +424,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	if (!kk)
 		abort();
 	kk->jit = jit;
-	kk->lanes = k.lanes, kk->accs = k.accs, kk->tile = k.tile, kk->rows = k.group, kk->rows_tile = k.rows_tile;
+	kk->lanes = k.lanes, kk->ordered = k.ordered, kk->accs = k.accs, kk->tile = k.tile, kk->rows = k.group, kk->rows_tile = k.rows_tile;
 	kk->unroll = k.group > 1 ? k.loop_unroll : 0;
 	kk->max_rescale = k.mr_field >= 0 && k.tile > 1;
 	kk->two_pass = k.two_pass > 0;

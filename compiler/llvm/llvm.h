@@ -32,6 +32,7 @@ typedef struct LlvmJit LlvmJit;
 typedef struct {
 	CpuKernel k;
 	int lanes, accs;  /* what the reduce loop uses (1 and 1 for vector states) */
+	int ordered;      /* or lanes of the ordered fold (a merge not known to commute), else 0 */
 	int tile;         /* vectors per tile (1: a running fold) */
 	int rows;         /* rows a reduce_rows call takes as its lanes (1: no such function) */
 	int rows_tile;    /* and positions per tile there */

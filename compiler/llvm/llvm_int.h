@@ -47,6 +47,8 @@ typedef struct {
 typedef struct {
 	Carrier *c;
 	int lanes, accs; /* reduce loop: positions per vector, accumulators */
+	int ordered;     /* or, a merge not known to commute: lanes of the ordered fold
+			  * (reduce_ordered in llvm_reduce.c), each a segment of the row; else 0 */
 	int tile;        /* reduce loop: vectors per tile, folded before they meet an accumulator */
 	int group;       /* reduce_tiles: rows side by side in assoc_reduce_rows (1: no such function) */
 	int rows_tile;   /* and positions per tile there */

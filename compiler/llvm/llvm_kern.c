@@ -487,6 +487,63 @@ void kern_row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef bu
 	kern_count_close(b, u, w, 0);
 }
 
+/* v[0 .. W-1], W vectors of W lanes, transposed in place: lane l of
+ * v[t] afterwards is lane t of v[l] before.  log2(W) rounds of
+ * interleaving v[k] with v[k + W/2] (one two-source shuffle each). */
+static void transpose(B *b, LLVMValueRef *v, int W)
+{
+	LLVMValueRef lo[64], hi[64], n[64];
+	for (int l = 0; l < W / 2; l++) {
+		lo[2 * l] = LLVMConstInt(b->i32, l, 0), lo[2 * l + 1] = LLVMConstInt(b->i32, W + l, 0);
+		hi[2 * l] = LLVMConstInt(b->i32, W / 2 + l, 0), hi[2 * l + 1] = LLVMConstInt(b->i32, W + W / 2 + l, 0);
+	}
+	LLVMValueRef ml = LLVMConstVector(lo, W), mh = LLVMConstVector(hi, W);
+	for (int s = 1; s < W; s *= 2) {
+		for (int k = 0; k < W / 2; k++) {
+			n[2 * k] = LLVMBuildShuffleVector(b->L.b, v[k], v[k + W / 2], ml, "");
+			n[2 * k + 1] = LLVMBuildShuffleVector(b->L.b, v[k], v[k + W / 2], mh, "");
+		}
+		memcpy(v, n, W * sizeof *v);
+	}
+}
+
+void kern_load_segments(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *out)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	int W = L->W;
+	LLVMValueRef rowbase = LLVMBuildMul(L->b, b->i, b->len, "");
+	for (int k = 0; k < c->nelem + c->ncol; k++) {
+		const Decl *d = k < c->nelem ? &c->elem[k] : &c->col[k - c->nelem];
+		LLVMValueRef *v = out + (size_t)k * W;
+		for (int l = 0; l < W; l++) {
+			LLVMValueRef at = LLVMBuildAdd(L->b, j, LLVMBuildMul(L->b, seg, ci64(b, l), ""), "");
+			if (k < c->nelem)
+				at = LLVMBuildAdd(L->b, rowbase, at, "");
+			v[l] = load_decl(b, d, b->inp[k], at, W).c[0];
+		}
+		transpose(b, v, W);
+	}
+}
+
+void kern_bind_segment(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *in, int t)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	int W = L->W;
+	kern_bind_inputs(b, NULL);
+	for (int k = 0; k < c->nelem; k++)
+		L->bind[c->elem[k].var] = lv1(b, in[(size_t)k * W + t]);
+	for (int k = 0; k < c->ncol; k++)
+		L->bind[c->col[k].var] = lv1(b, in[(size_t)(c->nelem + k) * W + t]);
+	LLVMValueRef iota[64];
+	for (int l = 0; l < W; l++)
+		iota[l] = LLVMConstInt(b->i32, l, 0);
+	LLVMValueRef at = idx32(b, LLVMBuildAdd(L->b, j, ci64(b, t), ""));
+	LLVMValueRef off = LLVMBuildMul(L->b, lower_splat(L, idx32(b, seg)), LLVMConstVector(iota, W), "");
+	L->bind[c->idx[IDX_J]] = lv1(b, LLVMBuildAdd(L->b, lower_splat(L, at), off, ""));
+}
+
 /* Bind params, row inputs of row i, and (when j) element and column inputs
  * and the index vars at positions j .. j+W-1. */
 void kern_bind_inputs(B *b, LLVMValueRef j)
@@ -859,6 +916,9 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 			(c->map[0].e->ty.kind == TY_F32 || c->map[0].e->ty.kind == TY_I32);
 	k->lanes = scalar && comm ? lanes : 1;
 	k->accs = scalar && comm ? accs : 1;
+	/* associativity alone: segments in lanes, merged in order; not for
+	 * scans (their reduce feeds per-position outputs one by one) */
+	k->ordered = scalar && !comm && lanes > 1 && c->tpl != FAM_SCAN ? lanes : 0;
 	k->mr_field = tile_max_rescale(c, &k->mr_g, &k->mr_guard);
 	/* Tiles of 8 vectors by default (one thread, AVX-512, rows of 4096 in
 	 * cache, best of 5): logsumexp 2.9 G elements/s (1.7 without tiles;

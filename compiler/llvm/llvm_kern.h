@@ -102,6 +102,14 @@ LLVMBasicBlockRef kern_if(B *b, LLVMValueRef cond);
 void kern_if_end(B *b, LLVMBasicBlockRef done);
 void kern_bind_params(B *b);
 void kern_bind_inputs(B *b, LLVMValueRef j);
+/* The ordered fold's inputs (reduce_ordered in llvm_reduce.c): lane l
+ * of the scope's W reads segment l of the range, positions j + l*seg + t
+ * for t < W.  kern_load_segments loads each element and column input's W
+ * vectors (one per segment, contiguous) and transposes them into
+ * out[k*W + t], input k's position t of every segment; kern_bind_segment
+ * binds position t (inputs, the index j of each lane, rows and params). */
+void kern_load_segments(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *out);
+void kern_bind_segment(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *in, int t);
 int kern_staged_width(const Carrier *c);
 /* Where staged column input k starts in a position's block of colbuf. */
 int kern_staged_off(const Carrier *c, int k);

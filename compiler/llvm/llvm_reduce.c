@@ -18,8 +18,10 @@
 #include "compiler/llvm/llvm_kern.h"
 #include "compiler/devices/run.h"
 
-/* Lanes halve: lanes [0, w/2) merge with [w/2, w) until one is left. */
-static void halve(B *b, LV *s, LV *tmp)
+/* Lanes halve: lanes [0, w/2) merge with [w/2, w) until one is left; or,
+ * ordered (each lane a segment of the range, in order), lane 2l with lane
+ * 2l + 1, so that every merge joins neighbours, a before b. */
+static void halve(B *b, LV *s, LV *tmp, int ordered)
 {
 	Carrier *c = b->k->c;
 	LV *lo = tmp, *hi = tmp + c->nstate, *m = tmp + 2 * c->nstate;
@@ -35,7 +37,8 @@ static void halve(B *b, LV *s, LV *tmp)
 				}
 				LLVMValueRef ml[32], mh[32];
 				for (int l = 0; l < w / 2; l++)
-					ml[l] = LLVMConstInt(b->i32, l, 0), mh[l] = LLVMConstInt(b->i32, l + w / 2, 0);
+					ml[l] = LLVMConstInt(b->i32, ordered ? 2 * l : l, 0),
+					mh[l] = LLVMConstInt(b->i32, ordered ? 2 * l + 1 : l + w / 2, 0);
 				lo[f].c[t] = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(ml, w / 2), "");
 				hi[f].c[t] = LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(mh, w / 2), "");
 			}
@@ -50,13 +53,21 @@ static void halve(B *b, LV *s, LV *tmp)
 /* The lifted states of positions j .. j+W-1 in out (the identity where
  * the mask is false: merging it changes nothing, by the identity law).
  * Returns that condition (NULL: every lane is lifted), id the identity. */
+static LLVMValueRef lift_bound(B *b, LV *out, LV *id);
+
 static LLVMValueRef lift_at(B *b, LLVMValueRef j, LV *out, LV *id)
 {
-	Carrier *c = b->k->c;
 	lower_scope(&b->L, b->L.W);
 	if (!b->row_lanes && b->L.W == 1)
 		kern_prefetch_cols(b, j, 1);
 	kern_bind_inputs(b, j);
+	return lift_bound(b, out, id);
+}
+
+/* lift_at's lift of the inputs already bound. */
+static LLVMValueRef lift_bound(B *b, LV *out, LV *id)
+{
+	Carrier *c = b->k->c;
 	kern_state_exprs(b, c->lift, out);
 	int mask = c->mask && !b->unmasked;
 	if (!mask && !b->lmask)
@@ -733,7 +744,7 @@ static LLVMValueRef reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi
 				kern_merge(b, v + a * ns, v + (a + s) * ns, tmp);
 				memcpy(v + a * ns, tmp, ns * sizeof *tmp);
 			}
-		halve(b, v, tmp);
+		halve(b, v, tmp, 0);
 		lower_scope(&b->L, 1);
 		kern_slots_store(b, one[r], v);
 	}
@@ -855,6 +866,66 @@ static LLVMValueRef reduce_tiles(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi
 	return kern_loop_final(b, &l);
 }
 
+/* The ordered fold, for a merge not known to commute (scalar fields):
+ * lane l of W folds segment l of [lo, lo + W*seg), seg a multiple of W,
+ * in order.  Each iteration loads one vector from each segment, W
+ * contiguous positions (kern_load_segments transposes them, so that
+ * vector t holds position t of every segment), lifts the W vectors, folds
+ * them by a tree of the spec's merges (earlier positions on the left) and
+ * merges the result into the accumulator: its chain is one merge per W
+ * positions.  The lanes then merge neighbour with neighbour (halve,
+ * ordered), and the positions from the returned end on follow one by
+ * one.  Only associativity is used: every merge has the earlier range on
+ * its left.  The result depends on [lo, hi) alone, not on the threads. */
+static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+{
+	Kern *k = b->k;
+	Carrier *c = k->c;
+	Lower *L = &b->L;
+	int ns = c->nstate, W = k->ordered;
+	LLVMValueRef n = LLVMBuildSub(L->b, hi, lo, "");
+	LLVMValueRef seg = LLVMBuildMul(L->b, LLVMBuildSDiv(L->b, n, ci64(b, (long long)W * W), ""), ci64(b, W), "seg");
+	LV *lifted = calloc((size_t)W * ns, sizeof *lifted), *s[64], *v = calloc(ns, sizeof *v);
+	LLVMValueRef *in = calloc((size_t)(c->nelem + c->ncol) * W + 1, sizeof *in);
+	lower_scope(L, W);
+	kern_bind_inputs(b, NULL);
+	LV *acc = kern_state_slots(b);
+	kern_identity(b, b->st);
+	kern_slots_store(b, acc, b->st);
+	long long size = 0;
+	for (int e = 0; e < c->nelem; e++)
+		size += (long long)run_kind_size((TyKind)c->elem[e].storage);
+	Loop l = kern_loop_begin(b, lo, LLVMBuildAdd(L->b, lo, seg, ""), W);
+	lower_scope(L, W);
+	for (int q = 0; q < W && size; q++) /* each segment is a stream of its own */
+		kern_prefetch_at(b, LLVMBuildAdd(L->b, l.iv, LLVMBuildMul(L->b, seg, ci64(b, q), ""), ""),
+				 ci64(b, PREFETCH_BYTES / size), PREFETCH_L1);
+	kern_load_segments(b, l.iv, seg, in);
+	for (int t = 0; t < W; t++) {
+		s[t] = lifted + t * ns;
+		lower_scope(L, W);
+		kern_bind_segment(b, l.iv, seg, in, t);
+		lift_bound(b, s[t], tmp);
+	}
+	fold_tree(b, s, W, tmp);
+	lower_scope(L, W);
+	kern_bind_params(b);
+	kern_slots_load(b, acc, b->st);
+	kern_merge(b, b->st, s[0], tmp);
+	kern_slots_store(b, acc, tmp);
+	kern_loop_end(b, &l);
+	lower_scope(L, W);
+	kern_slots_load(b, acc, v);
+	halve(b, v, tmp, 1);
+	lower_scope(L, 1);
+	kern_slots_store(b, one, v);
+	free(acc);
+	free(lifted);
+	free(in);
+	free(v);
+	return LLVMBuildAdd(L->b, lo, LLVMBuildMul(L->b, seg, ci64(b, W), ""), "");
+}
+
 void kern_build_reduce(B *b)
 {
 	Carrier *c = b->k->c;
@@ -888,6 +959,8 @@ void kern_build_reduce(B *b)
 	if (k->lanes > 1 || k->accs > 1) {
 		Rows R = {.n = 1, .i = {b->i}};
 		tail = reduce_lanes(b, &R, lo, hi, &one, tmp);
+	} else if (k->ordered > 1) {
+		tail = reduce_ordered(b, one, lo, hi, tmp);
 	} else {
 		kern_identity(b, b->st);
 		kern_slots_store(b, one, b->st);
