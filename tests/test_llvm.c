@@ -178,6 +178,18 @@ static char *function_text(char *ir, const char *name)
 	return s;
 }
 
+/* An integer field lifted by a select of literals (where(x < -1, 1, 0))
+ * converts its literals at compile time: no saturating conversion runs
+ * per position. */
+Test(llvm, integer_lift_of_literals_converts_no_floats)
+{
+	char *ir = emitted("bench/carriers/clipped_sum.yaml", 0);
+	char *red = function_text(ir, "assoc_reduce");
+	cr_assert(strstr(red, "x i32>"), "the counts are integer vectors");
+	cr_assert_null(strstr(red, "fptosi"), "no float to integer conversion in the reduce");
+	free(ir);
+}
+
 Test(llvm, softmax_reduce_is_vector_code_without_libm_calls)
 {
 	char *ir = emitted("specs/online_softmax.yaml", 0);

@@ -159,6 +159,35 @@ int lower_host_has(const char *feature)
 	LLVMDisposeMessage(feat);
 	return yes;
 }
+/* v as int64 when it is a float constant, or a tree of selects whose
+ * leaves all are, every value finite and within int64: then each leaf
+ * converts at compile time and no saturating conversion runs
+ * (where(x < 0, 1, 0) for an integer field); else NULL. */
+static LLVMValueRef int_of_consts(Lower *L, LLVMValueRef v)
+{
+	if (LLVMIsASelectInst(v)) {
+		LLVMValueRef x = int_of_consts(L, LLVMGetOperand(v, 1));
+		LLVMValueRef y = x ? int_of_consts(L, LLVMGetOperand(v, 2)) : NULL;
+		return y ? LLVMBuildSelect(L->b, LLVMGetOperand(v, 0), x, y, "") : NULL;
+	}
+	int n = LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind ? (int)LLVMGetVectorSize(LLVMTypeOf(v)) : 1;
+	LLVMTypeRef t = n > 1 ? LLVMVectorType(LLVMInt64TypeInContext(L->ctx), (unsigned)n) : LLVMInt64TypeInContext(L->ctx);
+	if (LLVMIsAConstantAggregateZero(v))
+		return LLVMConstNull(t);
+	if (!LLVMIsAConstantFP(v) && !LLVMIsAConstantDataVector(v) && !LLVMIsAConstantVector(v))
+		return NULL;
+	for (int l = 0; l < n; l++) {
+		LLVMValueRef e = n > 1 || !LLVMIsAConstantFP(v) ? LLVMGetElementAsConstant(v, (unsigned)l) : v;
+		LLVMBool lossy;
+		if (!e || !LLVMIsAConstantFP(e))
+			return NULL;
+		double d = LLVMConstRealGetDouble(e, &lossy);
+		if (!(d > -9.2e18 && d < 9.2e18))
+			return NULL;
+	}
+	return LLVMBuildFPToSI(L->b, v, t, "");
+}
+
 
 int lower_host_avx512(void) { return lower_host_has("+avx512f"); }
 
@@ -185,6 +214,9 @@ LLVMValueRef lower_conv(Lower *L, LLVMValueRef v, TyKind from, TyKind to)
 		return to == TY_F64 ? LLVMBuildFPExt(b, v, t, "") : LLVMBuildFPTrunc(b, v, t, "");
 	if (is_float(to))
 		return from == TY_BOOL ? LLVMBuildUIToFP(b, v, t, "") : LLVMBuildSIToFP(b, v, t, "");
+	LLVMValueRef folded = is_float(from) ? int_of_consts(L, v) : NULL;
+	if (folded)
+		return to == TY_I64 ? folded : LLVMBuildTrunc(b, folded, t, "");
 	if (is_float(from)) {
 		/* (int32_t)(uint32_t)(int64_t)v: truncate toward zero through 64 bits;
 		 * saturating so that NaN and huge values are defined (0 and the bounds) */
