@@ -283,6 +283,29 @@ Test(cli, run_interp_and_npy)
 	cr_assert(strstr(out, "build/var.npy: shape (3,) does not fit input 'x'"), "the file's shape is named: %s", out);
 }
 
+/* bench says how much arithmetic a position costs per byte moved, and
+ * calls a carrier compute-bound when the copy's bandwidth leaves too
+ * little time for it (a sum: one add for four bytes; ten nested exps a
+ * position: 211 operations, at 20 an exp, for four bytes). */
+Test(cli, bench_says_operations_per_byte, .timeout = 120)
+{
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --threads 1 --rows 4 --len 1000 --json", out, sizeof out, 0), 0,
+		     "%s", out);
+	cr_assert(strstr(out, "\"ops_per_position\": 1, \"ops_per_byte\": 0.2"), "%s", out);
+	cr_assert(strstr(out, "\"ops_per_byte_at_copy\": ") && strstr(out, "\"compute_bound\": "), "%s", out);
+	FILE *f = fopen("build/bench_heavy.yaml", "w");
+	cr_assert(f);
+	fputs("carrier: heavy\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+	      "lift: {s: exp(exp(exp(exp(exp(exp(exp(exp(exp(exp(x * 0.001) * 0.001) * 0.001) * 0.001) * 0.001) * 0.001) * 0.001) * 0.001) * 0.001) * 0.001)}\n"
+	      "merge: {s: a.s + b.s}\nlaws: [commutative]\n",
+	      f);
+	fclose(f);
+	cr_assert_eq(sh(ASSOC " bench build/bench_heavy.yaml --device cpu --threads 1 --rows 4 --len 1000", out, sizeof out, 0), 0,
+		     "%s", out);
+	cr_assert(strstr(out, "arithmetic ") && strstr(out, "ops/byte (211 a position)"), "%s", out);
+	cr_assert(strstr(out, ": compute-bound"), "%s", out);
+}
+
 /* bench measures real data where --input gives it (here rows half masked
  * with -inf): the shape comes from the file; a file that is not .npy, or an
  * input the spec lacks, is a usage error with nothing measured. */

@@ -262,6 +262,89 @@ static int naive_meets(Carrier *c, Opts *o, void (*naive)(const Args *, int64_t,
 	return rc;
 }
 
+/* ---- arithmetic per byte ---- */
+
+/* A rough cost of e's own operation: a math function (exp, log, tanh:
+ * a polynomial and its range reduction) about 20 vector operations, a
+ * division or square root 4, a constant or variable nothing, anything
+ * else 1. */
+static double op_cost(const Expr *e)
+{
+	if (e->op == EXPR_CONST || e->op == EXPR_VAR)
+		return 0;
+	if (ir_ops[e->op].flags & F_MATH)
+		return e->op == EXPR_SQRT || e->op == EXPR_RSQRT ? 4 : 20;
+	return e->op == EXPR_DIV ? 4 : 1;
+}
+
+/* The cost of the nodes under e not counted yet (seen, by node id). */
+static double ops_under(const Expr *e, unsigned char *seen)
+{
+	if (!e || seen[e->id])
+		return 0;
+	seen[e->id] = 1;
+	double n = op_cost(e);
+	for (int i = 0; i < e->nargs; i++)
+		n += ops_under(e->a[i], seen);
+	return n;
+}
+
+/* Operations a position costs: its lift and mask, one merge, and what is
+ * written at every position (a map, a scan's finalize), each node once;
+ * vector operations count as one, so attention's dot products are
+ * undercounted. */
+static double ops_per_position(const Carrier *c)
+{
+	unsigned char *seen = calloc((size_t)ir_nnodes(c->ir) + 1, 1);
+	if (!seen)
+		abort();
+	double n = ops_under(c->mask, seen);
+	for (int f = 0; f < c->nstate; f++)
+		n += ops_under(c->lift[f], seen);
+	for (int f = 0; c->merge && f < c->nstate; f++)
+		n += ops_under(c->merge[f], seen);
+	for (int i = 0; i < c->nmap; i++)
+		n += ops_under(c->map[i].e, seen);
+	for (int i = 0; c->tpl == FAM_SCAN && i < c->nfinal; i++)
+		n += ops_under(c->finalize[i].e, seen);
+	free(seen);
+	return n;
+}
+
+/* float32 lanes of the host's widest vectors */
+static int host_lanes(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		return 16;
+	if (__builtin_cpu_supports("avx2") || __builtin_cpu_supports("avx"))
+		return 8;
+#endif
+	return 4;
+}
+
+/* A nominal compute ceiling: two vector operations a cycle per thread
+ * (x86 cores since Haswell issue two or more a cycle), at 3 GHz.  At one
+ * a cycle a clipped sum (11 operations a position) was called
+ * compute-bound while it ran at 0.9 of the copy. */
+#define NOMINAL_GHZ 3.0
+#define NOMINAL_OPS_PER_CYCLE 2
+
+typedef struct {
+	double ops, per_byte;  /* a position's operations, and per byte moved */
+	double allowed;        /* operations per byte the copy's bandwidth leaves time for */
+	int lanes;
+} Intensity;
+
+static Intensity intensity(const Carrier *c, double bytes, double positions, double copy_bps, int threads)
+{
+	Intensity x = {.ops = ops_per_position(c), .lanes = host_lanes()};
+	x.per_byte = bytes > 0 ? x.ops * positions / bytes : 0;
+	x.allowed = copy_bps > 0 ? threads * NOMINAL_GHZ * 1e9 * NOMINAL_OPS_PER_CYCLE * x.lanes / copy_bps : 0;
+	return x;
+}
+
 static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, double tc, double tn, double tcpu,
 		   double flops, const char *nwhy)
 {
@@ -272,6 +355,8 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	int g = rt_cpu_group(&b->k->k, b->va->rows), split = rt_cpu_split(&b->k->k, b->va->rows, b->nview, len, b->split);
 	double ge = (double)rows * len * b->heads / tk / 1e9;
 	double gcpu = tcpu > 0 ? (double)rows * len * b->heads / tcpu / 1e9 : 0;
+	Intensity in = intensity(c, bytes, (double)rows * len * b->heads, bytes / tc, th);
+	int bound = in.per_byte > in.allowed;
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
 		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, \"rows_tile\": %d, "
@@ -283,6 +368,9 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		       ge / th, gcpu, cgb, gb / cgb);
 		if (flops > 0)
 			printf("\"gflops\": %.3f, ", flops / tk / 1e9);
+		printf("\"ops_per_position\": %.0f, \"ops_per_byte\": %.3f, \"ops_per_byte_at_copy\": %.3f, "
+		       "\"compute_bound\": %s, ",
+		       in.ops, in.per_byte, in.allowed, bound ? "true" : "false");
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
 		else
@@ -304,6 +392,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	if (flops > 0)
 		printf("  attention %.2f GFLOP/s (%.2f per thread; pairs the mask keeps)\n", flops / tk / 1e9, flops / tk / 1e9 / th);
 	printf("  copy   %8.2f GB/s  (memcpy of the same bytes, same threads)\n", cgb);
+	printf("  arithmetic %.2f ops/byte (%.0f a position); at the copy's speed %d threads of %d lanes, %d a cycle at "
+	       "%.0f GHz, do %.2f%s\n",
+	       in.per_byte, in.ops, th, in.lanes, NOMINAL_OPS_PER_CYCLE, NOMINAL_GHZ, in.allowed,
+	       bound ? ": compute-bound, the copy's speed is out of reach" : "");
 	if (tn > 0)
 		printf("  naive  %8.2f GB/s  (bench/naive.c, cc -O3 -march=native)\n", ngb);
 	else /* a carrier of the user's has no loop there: say what stands in for it */
