@@ -378,6 +378,33 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 	pools_close(p, 3);
 }
 
+/* A scan's long rows run as segments side by side, seeded by the folds
+ * of the segments before them: each position's output still meets the
+ * left fold, across the switch (4096), at odd lengths, with splits (a
+ * chunk's incoming state) and threads. */
+Test(cpu, scan_segments_meet_the_left_fold, .timeout = 120)
+{
+	const char *specs[] = {"bench/carriers/affine_scan.yaml", "specs/selective_scan.yaml"};
+	static const int lens[] = {4095, 4096, 4097, 5003, 70001};
+	RtPool *p[3];
+	pools_open(p, 3);
+	for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
+		Carrier *c = load_ok(specs[s]);
+		LlvmKernel *k = compiled(c, NULL);
+		for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
+			RunData *d = drawn(c, 3, lens[n], 31 + n);
+			run_kernel(k, d, p[n % 3], n % 2 ? 3 : 0);
+			char what[200];
+			snprintf(what, sizeof what, "%s len %d", specs[s], lens[n]);
+			expect_ok(d, what);
+			rundata_free(d);
+		}
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
+	pools_close(p, 3);
+}
+
 /* First-index ties through ordered lanes: a row of equal values gives
  * position 0, a maximum repeated in several segments its first position;
  * the same bits with 1 to 3 threads. */

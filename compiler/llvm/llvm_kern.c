@@ -792,6 +792,50 @@ static void build_finalize(B *b)
 	kern_end_fn(b);
 }
 
+/* A scan's row of at least SCAN_SEG_MIN positions runs as SCAN_SEGS
+ * segments side by side: assoc_reduce (vector lanes) folds each segment
+ * but the last, their states seed the segments in order (the incoming
+ * state first), and one loop then steps every segment's state a position
+ * each iteration.  A position's state is one merge deep in a chain (8
+ * cycles for y = a*y + x), so one chain a row left the core idle most of
+ * the time; four overlap.  The segments reread the row from L2 or memory
+ * once more (three quarters of it, by vectors).  Only associativity is
+ * used: every merge has the earlier range on its left. */
+enum { SCAN_SEGS = 4, SCAN_SEG_MIN = 4096 };
+
+LLVMValueRef kern_odd_lines(B *b, LLVMValueRef q)
+{
+	LLVMValueRef even = LLVMBuildICmp(b->L.b, LLVMIntEQ, LLVMBuildAnd(b->L.b, q, ci64(b, 1), ""), ci64(b, 0), "");
+	LLVMValueRef pos = LLVMBuildICmp(b->L.b, LLVMIntSGT, q, ci64(b, 0), "");
+	return LLVMBuildSub(b->L.b, q, LLVMBuildZExt(b->L.b, LLVMBuildAnd(b->L.b, even, pos, ""), b->i64, ""), "");
+}
+
+/* Segment states: seed[0] from st, seed[k] = seed[k - 1] + the fold of
+ * segment k - 1 (of length seg from lo). */
+static void scan_seeds(B *b, LLVMValueRef f, LLVMValueRef lo, LLVMValueRef seg, LV **seed, LV *tmp)
+{
+	Kern *k = b->k;
+	int ns = k->c->nstate;
+	LLVMValueRef red = LLVMGetNamedFunction(b->L.mod, "assoc_reduce");
+	LLVMTypeRef rt = LLVMGlobalGetValueType(red);
+	LLVMValueRef buf = LLVMBuildArrayAlloca(b->L.ab, b->i8, ci64(b, (long long)k->state_bytes), "");
+	LLVMSetAlignment(buf, 64);
+	LV *x = tmp + ns, *y = tmp + 2 * ns;
+	lower_scope(&b->L, 1);
+	kern_slots_load(b, seed[0], x);
+	for (int s = 1; s < SCAN_SEGS; s++) {
+		LLVMValueRef from = LLVMBuildAdd(b->L.b, lo, LLVMBuildMul(b->L.b, seg, ci64(b, s - 1), ""), "");
+		LLVMValueRef args[5] = {LLVMGetParam(f, 0), b->i, from, LLVMBuildAdd(b->L.b, from, seg, ""), buf};
+		LLVMBuildCall2(b->L.b, rt, red, args, 5, "");
+		lower_scope(&b->L, 1);
+		kern_bind_params(b);
+		kern_slots_load(b, seed[s - 1], x);
+		kern_mem_load(b, buf, y);
+		kern_merge(b, x, y, tmp);
+		kern_slots_store(b, seed[s], tmp);
+	}
+}
+
 static void build_scan(B *b)
 {
 	Carrier *c = b->k->c;
@@ -800,13 +844,38 @@ static void build_scan(B *b)
 	p[4] = b->i8p;
 	LLVMValueRef f = kern_begin_fn(b, "assoc_scan", p, 5);
 	b->i = LLVMGetParam(f, 1);
-	LV *tmp = calloc(2 * c->nstate, sizeof *tmp);
+	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
+	LV *tmp = calloc(3 * c->nstate, sizeof *tmp);
 	lower_scope(&b->L, 1);
-	LV *one = kern_state_slots(b);
+	LV *one = kern_state_slots(b), *seed[SCAN_SEGS];
 	kern_mem_load(b, LLVMGetParam(f, 4), b->st);
 	kern_slots_store(b, one, b->st);
 	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
-	Loop l = kern_loop_begin(b, LLVMGetParam(f, 2), LLVMGetParam(f, 3), 1);
+	LLVMValueRef fromp = alloca_(b, b->i64);
+	LLVMBuildStore(b->L.b, lo, fromp);
+	LLVMValueRef n = LLVMBuildSub(b->L.b, hi, lo, "");
+	LLVMBasicBlockRef plain = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSGE, n, ci64(b, SCAN_SEG_MIN), ""));
+	LLVMValueRef seg = LLVMBuildMul(b->L.b, kern_odd_lines(b, LLVMBuildSDiv(b->L.b, n, ci64(b, SCAN_SEGS * 16), "")),
+					ci64(b, 16), "seg");
+	seed[0] = one;
+	for (int s = 1; s < SCAN_SEGS; s++)
+		seed[s] = kern_state_slots(b);
+	scan_seeds(b, f, lo, seg, seed, tmp);
+	Loop t = kern_loop_begin(b, ci64(b, 0), seg, 1);
+	for (int s = 0; s < SCAN_SEGS; s++) {
+		LLVMValueRef j = LLVMBuildAdd(b->L.b, LLVMBuildAdd(b->L.b, lo, LLVMBuildMul(b->L.b, seg, ci64(b, s), ""), ""), t.iv, "");
+		lower_scope(&b->L, 1);
+		kern_step_slots(b, seed[s], j, tmp);
+		kern_bind_self(b, b->st);
+		kern_store_outputs(b, c->finalize, c->nfinal, 0, LLVMBuildAdd(b->L.b, rowbase, j, ""));
+	}
+	kern_loop_end(b, &t);
+	lower_scope(&b->L, 1);
+	kern_slots_load(b, seed[SCAN_SEGS - 1], b->st);
+	kern_slots_store(b, one, b->st);
+	LLVMBuildStore(b->L.b, LLVMBuildAdd(b->L.b, lo, LLVMBuildMul(b->L.b, seg, ci64(b, SCAN_SEGS), ""), ""), fromp);
+	kern_if_end(b, plain);
+	Loop l = kern_loop_begin(b, LLVMBuildLoad2(b->L.b, b->i64, fromp, ""), hi, 1);
 	lower_scope(&b->L, 1);
 	kern_step_slots(b, one, l.iv, tmp);
 	kern_bind_self(b, b->st);
@@ -815,6 +884,8 @@ static void build_scan(B *b)
 	kern_slots_load(b, one, b->st);
 	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
 	free(one);
+	for (int s = 1; s < SCAN_SEGS; s++)
+		free(seed[s]);
 	free(tmp);
 	kern_end_fn(b);
 }
@@ -916,9 +987,8 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 			(c->map[0].e->ty.kind == TY_F32 || c->map[0].e->ty.kind == TY_I32);
 	k->lanes = scalar && comm ? lanes : 1;
 	k->accs = scalar && comm ? accs : 1;
-	/* associativity alone: segments in lanes, merged in order; not for
-	 * scans (their reduce feeds per-position outputs one by one) */
-	k->ordered = scalar && !comm && lanes > 1 && c->tpl != FAM_SCAN ? lanes : 0;
+	/* associativity alone: segments in lanes, merged in order */
+	k->ordered = scalar && !comm && lanes > 1 ? lanes : 0;
 	k->mr_field = tile_max_rescale(c, &k->mr_g, &k->mr_guard);
 	/* Tiles of 8 vectors by default (one thread, AVX-512, rows of 4096 in
 	 * cache, best of 5): logsumexp 2.9 G elements/s (1.7 without tiles;

@@ -108,6 +108,12 @@ void kern_bind_inputs(B *b, LLVMValueRef j);
  * vectors (one per segment, contiguous) and transposes them into
  * out[k*W + t], input k's position t of every segment; kern_bind_segment
  * binds position t (inputs, the index j of each lane, rows and params). */
+/* q, made odd (q - 1 where q is even and positive): segments of q times
+ * 16 positions start an odd number of 64-byte lines apart (for 4-byte
+ * inputs), so that their streams fall in different L1 sets and their
+ * addresses do not alias modulo 4 KiB, as they do when a segment is a
+ * power of two long (rows of 65536: every segment in one L1 set). */
+LLVMValueRef kern_odd_lines(B *b, LLVMValueRef q);
 void kern_load_segments(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *out);
 void kern_bind_segment(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *in, int t);
 int kern_staged_width(const Carrier *c);

@@ -884,7 +884,8 @@ static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef 
 	Lower *L = &b->L;
 	int ns = c->nstate, W = k->ordered;
 	LLVMValueRef n = LLVMBuildSub(L->b, hi, lo, "");
-	LLVMValueRef seg = LLVMBuildMul(L->b, LLVMBuildSDiv(L->b, n, ci64(b, (long long)W * W), ""), ci64(b, W), "seg");
+	LLVMValueRef seg = LLVMBuildMul(L->b, kern_odd_lines(b, LLVMBuildSDiv(L->b, n, ci64(b, (long long)W * W), "")),
+					ci64(b, W), "seg");
 	LV *lifted = calloc((size_t)W * ns, sizeof *lifted), *s[64], *v = calloc(ns, sizeof *v);
 	LLVMValueRef *in = calloc((size_t)(c->nelem + c->ncol) * W + 1, sizeof *in);
 	lower_scope(L, W);
