@@ -14,10 +14,11 @@ import threading
 from collections import namedtuple
 
 from . import _arrays, _lib
+from ._arrays import register_cuda_array
 from .errors import CompileError, DeviceError, Error, LawError, LibraryError, RunError, SpecError
 
 __all__ = ["load", "loads", "Spec", "Kernel", "Report", "ArrayInfo", "Error", "LibraryError", "SpecError",
-           "LawError", "DeviceError", "CompileError", "RunError", "library_path"]
+           "LawError", "DeviceError", "CompileError", "RunError", "library_path", "register_cuda_array"]
 
 ArrayInfo = namedtuple("ArrayInfo", "name role type width is_output")
 ArrayInfo.__doc__ = ("An input or output of a spec: role is 'element', 'column', 'row', 'finalize' or 'map'; "
@@ -314,7 +315,7 @@ class Kernel:
             v = _arrays.view(arrays[a.name], a.type)
             if first is None:
                 first = (a.name, v)
-            elif (v.kind, v.device) != (first[1].kind, first[1].device):
+            elif (v.kind, v.device, v.library()) != (first[1].kind, first[1].device, first[1].library()):
                 raise ValueError("input '%s' is %s, but '%s' is %s: all inputs of a run share one library and "
                                  "device" % (a.name, v.where(), first[0], first[1].where()))
             if v.type != a.type:
@@ -345,7 +346,7 @@ class Kernel:
         for i, a in enumerate(spec.arrays):
             if a.is_output:
                 shape = shapes[a.name]
-                outs[a.name], ptr = _arrays.allocate(kind, device, shape, a.type, a.name)
+                outs[a.name], ptr = _arrays.allocate(first[1], shape, a.type, a.name)
             else:
                 shape, ptr = views[a.name].shape, views[a.name].ptr
             n = self._itemsize[i]
@@ -359,7 +360,7 @@ class Kernel:
                 st = self._L.assoc_run_heads(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_)
                 why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         else:
-            stream = _arrays.cuda_stream(kind, device)
+            stream = _arrays.cuda_stream(first[1])
             with self._lock:
                 st = run_device(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_, stream)
                 why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None

@@ -1,7 +1,10 @@
 """Arrays of NumPy, PyTorch and CuPy seen alike: their library, device,
 data pointer, element type (as the spec names it), shape and layout; and
 outputs allocated in the same library on the same device.  Neither torch
-nor cupy is imported unless an array of theirs comes in."""
+nor cupy is imported unless an array of theirs comes in.  Arrays of any
+other library that exposes __cuda_array_interface__ are "cuda": they run
+on the stream their interface names, and their outputs are made by the
+allocator registered for their type (register_cuda_array)."""
 import sys
 
 NUMPY_TYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64",
@@ -10,7 +13,8 @@ TORCH_TYPES = dict(NUMPY_TYPES, bf16="bfloat16")
 
 
 class View:
-    """kind: "numpy", "torch" or "cupy"; device: None for host memory,
+    """kind: "numpy", "torch", "cupy" or "cuda" (another library's
+    __cuda_array_interface__); device: None for host memory,
     else ("cuda", index); type: the spec's name of its element type (None
     for one the spec has no name for, dtype then says what it is)."""
 
@@ -18,11 +22,15 @@ class View:
         self.obj, self.kind, self.device, self.ptr = obj, kind, device, ptr
         self.type, self.dtype, self.shape, self.contiguous = type_, dtype, tuple(shape), contiguous
 
+    def library(self):
+        """The top module of the array's type: "numpy", "torch", "cupy", or
+        the one of a "cuda" array."""
+        return type(self.obj).__module__.split(".")[0]
+
     def where(self):
-        lib = type(self.obj).__module__.split(".")[0]
         if self.device is None:
-            return "%s on the host" % lib
-        return "%s on %s:%d" % (lib, self.device[0], self.device[1])
+            return "%s on the host" % self.library()
+        return "%s on %s:%d" % (self.library(), self.device[0], self.device[1])
 
 
 _by_dtype = {}  # a library's dtype object -> the spec's type name (None: none)
@@ -58,7 +66,8 @@ def view(obj, spec_type):
         contiguous = strides is None or _c_strides(shape, dtype.itemsize) == tuple(strides)
         dev = getattr(obj, "device", None)
         index = getattr(dev, "id", 0) if dev is not None else 0
-        return View(obj, "cupy", ("cuda", index), cai["data"][0], _type_of(dtype, NUMPY_TYPES), dtype, shape,
+        kind = "cupy" if type(obj).__module__.split(".")[0] == "cupy" else "cuda"
+        return View(obj, kind, ("cuda", index), cai["data"][0], _type_of(dtype, NUMPY_TYPES), dtype, shape,
                     contiguous)
     import numpy as np
     if type(obj) is np.ndarray and obj.dtype.isnative:  # the common case first
@@ -87,8 +96,30 @@ def numpy_type_for(spec_type, name):
     return NUMPY_TYPES[spec_type]
 
 
-def allocate(kind, device, shape, spec_type, name):
-    """(array, data pointer) of a new output in kind's library on device."""
+_allocators = {}  # a type of a "cuda" array -> allocate(shape, numpy dtype, device index)
+
+
+def register_cuda_array(cls, allocate):
+    """Outputs for inputs of type cls (or a subclass), a library's array
+    with __cuda_array_interface__ that assoc does not know: allocate(shape,
+    dtype, device) returns a new C-contiguous array of that shape and NumPy
+    dtype on CUDA device index device, exposing __cuda_array_interface__."""
+    if not isinstance(cls, type) or not callable(allocate):
+        raise TypeError("register_cuda_array(cls, allocate): a type and a callable")
+    _allocators[cls] = allocate
+
+
+def _allocator(obj):
+    for c in type(obj).__mro__:
+        if c in _allocators:
+            return _allocators[c]
+    return None
+
+
+def allocate(first, shape, spec_type, name):
+    """(array, data pointer) of a new output in the library of first (the
+    View of the run's first input) on its device."""
+    kind, device = first.kind, first.device
     if kind == "numpy":
         import numpy as np
         a = np.empty(shape, dtype=numpy_type_for(spec_type, name))
@@ -103,14 +134,35 @@ def allocate(kind, device, shape, spec_type, name):
         with cupy.cuda.Device(device[1]):
             a = cupy.empty(shape, dtype=numpy_type_for(spec_type, name))
         return a, a.data.ptr
-    raise ValueError("no way to allocate '%s' for %s arrays" % (name, kind))
+    lib = "%s.%s" % (type(first.obj).__module__, type(first.obj).__qualname__)
+    make = _allocator(first.obj)
+    if make is None:
+        raise ValueError("no way to make the output '%s' for %s inputs (CUDA arrays of a library assoc does not know): "
+                         "assoc.register_cuda_array(%s, allocate) says how" % (name, lib, type(first.obj).__name__))
+    import numpy as np
+    dtype = np.dtype(numpy_type_for(spec_type, name))
+    a = make(tuple(shape), dtype, device[1])
+    cai = getattr(a, "__cuda_array_interface__", None)
+    ok = cai is not None and tuple(cai["shape"]) == tuple(shape) and np.dtype(cai["typestr"]) == dtype and (
+        cai.get("strides") is None or tuple(cai["strides"]) == _c_strides(tuple(shape), dtype.itemsize))
+    if not ok:
+        raise ValueError("the allocator registered for %s gave '%s' as %r, not a C-contiguous CUDA array of shape %s "
+                         "and dtype %s" % (lib, name, cai if cai is not None else a, tuple(shape), dtype))
+    return a, cai["data"][0]
 
 
-def cuda_stream(kind, device):
-    """The current CUDA stream of kind's library on device, as a pointer."""
+def cuda_stream(first):
+    """The CUDA stream of a run whose first input is the View first: the
+    current one of its library on its device, as a pointer (a "cuda"
+    array's interface names it: None for the legacy default stream, 1 and
+    2 are CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, which the driver takes
+    as they are)."""
+    kind, device = first.kind, first.device
     if kind == "torch":
         import torch
         return torch.cuda.current_stream(device[1]).cuda_stream
+    if kind == "cuda":
+        return first.obj.__cuda_array_interface__.get("stream") or None
     import cupy
     with cupy.cuda.Device(device[1]):
         return cupy.cuda.get_current_stream().ptr
