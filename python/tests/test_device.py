@@ -8,7 +8,9 @@ types and shapes and the errors, never the outputs' values."""
 import ctypes
 import os
 import shutil
+import sys
 import tempfile
+import types
 import unittest
 
 import numpy as np
@@ -83,6 +85,39 @@ def make_registered(shape, dtype, device):
 
 class Unknown(DeviceArray):
     __module__ = "otherlib"
+
+
+class CupyLike(DeviceArray):
+    """A CuPy array as the package sees one: its type's module is cupy's,
+    its pointer is also data.ptr."""
+    __module__ = "cupy._core.core"
+
+    def __init__(self, shape, typestr="<f4", stream=0x7070):
+        super().__init__(shape, typestr, stream)
+        self.data = types.SimpleNamespace(ptr=self.ptr)
+
+
+def cupy_stand_in(stream, calls):
+    """A module named cupy with what the package asks of it: empty(),
+    cuda.Device(i) as a context and cuda.get_current_stream().ptr."""
+    class Device:
+        def __init__(self, i):
+            self.i = i
+
+        def __enter__(self):
+            calls.append(("device", self.i))
+
+        def __exit__(self, *exc):
+            return False
+
+    def empty(shape, dtype):
+        calls.append(("empty", tuple(shape), str(dtype)))
+        return CupyLike(shape, np.dtype(dtype).str, stream)
+
+    m = types.ModuleType("cupy")
+    m.empty = empty
+    m.cuda = types.SimpleNamespace(Device=Device, get_current_stream=lambda: types.SimpleNamespace(ptr=stream))
+    return m
 
 
 def setUpModule():
@@ -196,6 +231,28 @@ class DeviceRun(unittest.TestCase):
                 self.k(x=Registered((2, 5)))
         finally:
             os.environ.pop("FAKECUDA", None)
+
+    def test_cupy_arrays_run_on_cupys_stream_and_get_cupy_outputs(self):
+        try:
+            import cupy  # noqa: F401
+            self.skipTest("CuPy imports here: its arrays need a real device, not the fake driver")
+        except ImportError:
+            pass
+        calls = []
+        sys.modules["cupy"] = cupy_stand_in(0x8080, calls)
+        try:
+            before, (copies, syncs) = fake.launches(), fake.copies_syncs()
+            out = self.k(x=CupyLike((2, 5), stream=0x7070))
+            self.assertGreaterEqual(fake.launches() - before, 1)
+            self.assertEqual(fake.last_stream(), 0x8080, "on CuPy's current stream, as CuPy's own calls")
+            self.assertEqual(fake.copies_syncs(), (copies, syncs))
+            self.assertEqual(sorted(c for c in calls if c[0] == "empty"),
+                             [("empty", (2,), "float32"), ("empty", (2, 5), "float32")])
+            self.assertIn(("device", 0), calls)
+            self.assertTrue(all(type(v) is CupyLike for v in out.values()), out)
+            self.assertEqual(Registered.made, [], "cupy's own allocation, not a registered hook")
+        finally:
+            del sys.modules["cupy"]
 
     def test_a_host_kernel_refuses_cuda_arrays(self):
         kernels = [assoc.load("specs/online_softmax.yaml").compile("interp")]
