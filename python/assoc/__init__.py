@@ -321,6 +321,9 @@ class Kernel:
             if v.type != a.type:
                 raise ValueError("input '%s' has dtype %s; the spec's '%s' is %s (%s)" % (
                     a.name, v.dtype, a.name, a.type, _want_dtype(v.kind, a.type)))
+            if v.masked:
+                raise ValueError("input '%s' is a masked CUDA array (its __cuda_array_interface__ has a mask): "
+                                 "pass its data with the masked elements filled" % a.name)
             if not v.contiguous:
                 raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
             views[a.name] = v

@@ -21,6 +21,7 @@ class View:
     def __init__(self, obj, kind, device, ptr, type_, dtype, shape, contiguous):
         self.obj, self.kind, self.device, self.ptr = obj, kind, device, ptr
         self.type, self.dtype, self.shape, self.contiguous = type_, dtype, tuple(shape), contiguous
+        self.masked = False  # a CUDA array whose interface has a mask
 
     def library(self):
         """The top module of the array's type: "numpy", "torch", "cupy", or
@@ -63,12 +64,14 @@ def view(obj, spec_type):
         dtype = np.dtype(cai["typestr"])
         shape = tuple(cai["shape"])
         strides = cai.get("strides")
-        contiguous = strides is None or _c_strides(shape, dtype.itemsize) == tuple(strides)
+        contiguous = strides is None or _is_c_contiguous(shape, tuple(strides), dtype.itemsize)
         dev = getattr(obj, "device", None)
         index = getattr(dev, "id", 0) if dev is not None else 0
         kind = "cupy" if type(obj).__module__.split(".")[0] == "cupy" else "cuda"
-        return View(obj, kind, ("cuda", index), cai["data"][0], _type_of(dtype, NUMPY_TYPES), dtype, shape,
-                    contiguous)
+        v = View(obj, kind, ("cuda", index), cai["data"][0], _type_of(dtype, NUMPY_TYPES), dtype, shape,
+                 contiguous)
+        v.masked = cai.get("mask") is not None
+        return v
     import numpy as np
     if type(obj) is np.ndarray and obj.dtype.isnative:  # the common case first
         return View(obj, "numpy", None, obj.ctypes.data, _type_of(obj.dtype, NUMPY_TYPES), obj.dtype, obj.shape,
@@ -80,6 +83,14 @@ def view(obj, spec_type):
         obj = np.ascontiguousarray(obj, dtype=NUMPY_TYPES[spec_type])
     t = _type_of(obj.dtype, NUMPY_TYPES) if obj.dtype.isnative else None
     return View(obj, "numpy", None, obj.ctypes.data, t, obj.dtype, obj.shape, obj.flags.c_contiguous)
+
+
+def _is_c_contiguous(shape, strides, itemsize):
+    """Row-major with no gaps; the stride of an axis of length 1 (and any,
+    in an empty array) is never used, so libraries write what they like."""
+    if 0 in shape:
+        return True
+    return all(n == 1 or st == want for n, st, want in zip(shape, strides, _c_strides(shape, itemsize)))
 
 
 def _c_strides(shape, itemsize):
@@ -144,7 +155,7 @@ def allocate(first, shape, spec_type, name):
     a = make(tuple(shape), dtype, device[1])
     cai = getattr(a, "__cuda_array_interface__", None)
     ok = cai is not None and tuple(cai["shape"]) == tuple(shape) and np.dtype(cai["typestr"]) == dtype and (
-        cai.get("strides") is None or tuple(cai["strides"]) == _c_strides(tuple(shape), dtype.itemsize))
+        cai.get("strides") is None or _is_c_contiguous(tuple(shape), tuple(cai["strides"]), dtype.itemsize))
     if not ok:
         raise ValueError("the allocator registered for %s gave '%s' as %r, not a C-contiguous CUDA array of shape %s "
                          "and dtype %s" % (lib, name, cai if cai is not None else a, tuple(shape), dtype))

@@ -206,6 +206,24 @@ class DeviceRun(unittest.TestCase):
             self.lr(w=w, x=Unknown((2, 7)))
         self.assertEqual(fake.launches(), before, "nothing launched for a bad input")
 
+    def test_layouts_and_masks(self):
+        def with_(shape, **cai):
+            a = Registered(shape)
+            a.__cuda_array_interface__.update(cai)
+            return a
+
+        before = fake.launches()
+        with self.assertRaisesRegex(ValueError, r"input 'x' is not C-contiguous"):
+            self.k(x=with_((2, 5), strides=(4, 8)))
+        with self.assertRaisesRegex(ValueError, r"input 'x' is a masked CUDA array"):
+            self.k(x=with_((2, 5), mask=Registered((2, 5), "|b1")))
+        self.assertEqual(fake.launches(), before, "nothing launched for a bad input")
+        # row-major, written out: an axis of length 1 may have any stride
+        for strides in ((20, 4), (4, 4)):
+            out = self.k(x=with_((1, 5), strides=strides))
+            self.assertEqual(out["y"].__cuda_array_interface__["shape"], (1, 5), strides)
+        self.assertEqual(fake.launches() - before, 2)
+
     def test_a_library_without_an_allocator_is_refused(self):
         before = fake.launches()
         with self.assertRaisesRegex(ValueError, r"no way to make the output 'lse' for otherlib\.Unknown inputs .*"
