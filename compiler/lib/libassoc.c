@@ -486,6 +486,20 @@ static AssocStatus assume_holds(AssocKernel *k, int64_t heads, int64_t kv_heads,
 	return st;
 }
 
+/* Every array of the spec bound to one of bufs (which[x], its index),
+ * none left over, and the params' values in pv. */
+static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocBuffer *bufs, int nbufs,
+			    const AssocValue *params, int nparams, int *which, double *pv)
+{
+	AssocStatus st = ASSOC_OK;
+	int narr = k->s->narr;
+	for (int x = 0; !st && x < narr; x++)
+		which[x] = bind(k, bufs, nbufs, x, shape, &st);
+	if (!st && nbufs != narr)
+		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
+	return st ? st : params_of(k, params, nparams, pv);
+}
+
 /* The checks on a shape that every run makes. */
 static AssocStatus shape_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len, int nbufs,
 			    const AssocBuffer *bufs)
@@ -582,12 +596,8 @@ AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, in
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
 	RunData *d = NULL;
 	st = which && pv ? ASSOC_OK : fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
-	for (int x = 0; !st && x < narr; x++)
-		which[x] = bind(k, bufs, nbufs, x, shape, &st);
-	if (!st && nbufs != narr)
-		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
 	if (!st)
-		st = params_of(k, params, nparams, pv);
+		st = bind_all(k, shape, bufs, nbufs, params, nparams, which, pv);
 	if (!st && !(d = over_all(k, heads, kv_heads, rows, len, bufs, which, pv)))
 		st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 	char why[sizeof k->err];
@@ -725,12 +735,8 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 	int *which = calloc(narr + 1, sizeof *which);
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
 	AssocStatus st = which && pv ? ASSOC_OK : fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
-	for (int x = 0; !st && x < narr; x++)
-		which[x] = bind(k, bufs, nbufs, x, shape, &st);
-	if (!st && nbufs != narr)
-		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
 	if (!st)
-		st = params_of(k, params, nparams, pv);
+		st = bind_all(k, shape, bufs, nbufs, params, nparams, which, pv);
 	if (!st)
 		st = assume_holds(k, heads, kv_heads, rows, len, bufs, which, pv);
 	if (!st && k->dev)
