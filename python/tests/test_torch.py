@@ -152,6 +152,22 @@ class TorchCuda(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"need a kernel compiled for \"gpu\""):
             spec.compile("cpu")(x=x)
 
+    def test_attention_on_cuda_tensors_matches_sdpa(self):
+        H, G, R, L, D = 8, 2, 100, 777, 64
+        k = assoc.load("specs/attention.yaml", dims={"d": D, "dv": D}).compile("gpu")
+        q = torch.randn(H, R, D, dtype=torch.bfloat16, device="cuda")
+        kk = torch.randn(G, L, D, dtype=torch.bfloat16, device="cuda")
+        v = torch.randn(G, L, D, dtype=torch.bfloat16, device="cuda")
+        out = k(q=q, k=kk, v=v, scale=D ** -0.5)["out"]
+        self.assertEqual(out.device, q.device)
+        self.assertEqual(tuple(out.shape), (H, R, D))
+        # the spec's causal mask of query i over key j: j <= i
+        mask = torch.ones(R, L, dtype=torch.bool, device="cuda").tril()
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q.float(), kk.float().repeat_interleave(H // G, 0), v.float().repeat_interleave(H // G, 0),
+            attn_mask=mask)
+        torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -170,6 +170,14 @@ elif [ -n "$tests_pid" ]; then
 	kill "$tests_pid" 2>/dev/null # its build would take the cores from the tuning
 fi
 
+step "the Python package on CUDA tensors (where torch imports)"
+if fits 60 "Python package"; then
+	make -s build/libassoc.so >>"$LOG/build.log" 2>&1 &&
+		PYTHONPATH=python timeout "$(lim 120)" python3 -m unittest -v python/tests/test_torch.py >"$LOG/python.log" 2>&1 ||
+		note_fail "Python package on the GPU"
+	grep -E "TorchCuda|^Ran|^OK|FAILED" "$LOG/python.log" | tail -6
+fi
+
 step "tuning, then the same benchmarks with the tuner's choices"
 # tune NAME SECONDS ARGS...: tune, timed, then bench again
 tune() {
