@@ -40,6 +40,8 @@ typedef struct {
 	int dotslot;
 	int hoist;        /* build_map's checks on the row's invariant values passed (is_hoisted in llvm_expr.c) */
 	unsigned char *varies; /* by expr id: 0 unknown, 1 invariant over a row's positions, 2 varies */
+	int probe;        /* reduce_filtered: a topk insertion gives its list back unchanged, and */
+	LLVMValueRef changed; /* the lanes where it would have changed it are or'ed in here */
 } Lower;
 
 /* llvm_kern.c, llvm_reduce.c, llvm_map.c: the kernel's functions

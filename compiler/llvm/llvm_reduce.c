@@ -866,6 +866,117 @@ static LLVMValueRef reduce_tiles(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi
 	return kern_loop_final(b, &l);
 }
 
+/* Positions per block of reduce_filtered. */
+#define FILTER_LANES 16
+
+static int is_state(const Carrier *c, const Expr *e, int which)
+{
+	if (e->op != EXPR_VAR)
+		return 0;
+	for (int f = 0; f < c->nstate; f++)
+		if (e->k == c->svar[which][f])
+			return 1;
+	return 0;
+}
+
+/* Whether reduce_filtered serves c: a field merged by topk (a list that
+ * a long row's positions rarely enter), every other by max or min, all
+ * of the two states' fields: joins, under which a lift that leaves a
+ * state as it is leaves every later state (merged from it) as it is too;
+ * every input a scalar element. */
+static int filter_fits(const Carrier *c)
+{
+	int topk = 0;
+	for (int f = 0; f < c->nstate; f++) {
+		const Expr *e = c->merge[f];
+		int n = e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX ? 4 : e->op == EXPR_MAX || e->op == EXPR_MIN ? 2 : 0;
+		if (!n)
+			return 0;
+		topk |= n == 4;
+		for (int t = 0; t < n; t++)
+			if (!is_state(c, e->a[t], t < n / 2 ? STATE_A : STATE_B))
+				return 0;
+	}
+	for (int i = 0; i < c->nelem; i++)
+		topk &= spec_decl_width(&c->elem[i]) == 1;
+	return topk && !c->ncol && !c->nrow;
+}
+
+/* The lanes where x differs from y bit for bit. */
+static LLVMValueRef differs(B *b, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMTypeRef t = LLVMTypeOf(x), e = LLVMGetElementType(t);
+	unsigned bits = LLVMGetTypeKind(e) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(e)
+			: LLVMGetTypeKind(e) == LLVMDoubleTypeKind ? 64
+			: LLVMGetTypeKind(e) == LLVMHalfTypeKind ? 16 : 32;
+	LLVMTypeRef it = LLVMVectorType(LLVMIntTypeInContext(b->L.ctx, bits), LLVMGetVectorSize(t));
+	return LLVMBuildICmp(b->L.b, LLVMIntNE, LLVMBuildBitCast(b->L.b, x, it, ""), LLVMBuildBitCast(b->L.b, y, it, ""), "");
+}
+
+/* One lane with a topk field (filter_fits): blocks of FILTER_LANES
+ * positions are first lifted side by side and merged each into the state
+ * as it stands, topk's insertion only asking whether the pair ranks
+ * before the list's last slot (L->probe).  A position that leaves the
+ * state as it is leaves every later state as it is (filter_fits' joins),
+ * so only the others fold, one by one as before, in order: the results
+ * are the one-by-one fold's, bit for bit.  After the list fills, a random
+ * row's position enters it rarely (about k/j at position j), so most
+ * positions cost a share of one vector test.
+ * Returns where the positions left over start. */
+static LLVMValueRef reduce_filtered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	int ns = c->nstate;
+	LV *s = tmp, *lifted = tmp + ns, *m = tmp + 2 * ns, *id = tmp + 3 * ns;
+	Loop l = kern_loop_begin(b, lo, hi, FILTER_LANES);
+	lower_scope(L, 1);
+	kern_slots_load(b, one, s);
+	lower_scope(L, FILTER_LANES);
+	for (int f = 0; f < ns; f++)
+		for (int t = 0; t < s[f].n; t++)
+			s[f].c[t] = lower_splat(L, s[f].c[t]);
+	L->probe = 1, L->changed = NULL;
+	lift_at(b, l.iv, lifted, id);
+	kern_merge(b, s, lifted, m);
+	LLVMValueRef any = L->changed;
+	L->probe = 0, L->changed = NULL;
+	for (int f = 0; f < ns; f++)
+		for (int t = 0; t < m[f].n; t++) {
+			LLVMValueRef x = lower_lv_at(m[f], t), y = lower_lv_at(s[f], t);
+			if (x == y)
+				continue;
+			LLVMValueRef d = differs(b, x, y);
+			any = any ? LLVMBuildOr(L->b, any, d, "") : d;
+		}
+	if (any) { /* the positions of the set bits of any, lowest first */
+		LLVMTypeRef mt = LLVMIntTypeInContext(L->ctx, FILTER_LANES);
+		LLVMValueRef bits = LLVMBuildBitCast(L->b, any, mt, "");
+		LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b);
+		LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "filter.one");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "filter.done");
+		LLVMValueRef zero = LLVMConstNull(mt);
+		LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, bits, zero, ""), body, done);
+		LLVMPositionBuilderAtEnd(L->b, body);
+		LLVMValueRef left = LLVMBuildPhi(L->b, mt, "");
+		LLVMAddIncoming(left, &bits, &pre, 1);
+		lower_scope(L, 1);
+		LLVMTypeRef ct[1] = {mt};
+		LLVMValueRef cttz = LLVMGetIntrinsicDeclaration(L->mod, LLVMLookupIntrinsicID("llvm.cttz", 9), ct, 1);
+		LLVMValueRef args[2] = {left, LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0)};
+		LLVMValueRef t = LLVMBuildCall2(L->b, LLVMGlobalGetValueType(cttz), cttz, args, 2, "");
+		kern_step_slots(b, one, LLVMBuildAdd(L->b, l.iv, LLVMBuildZExt(L->b, t, b->i64, ""), ""), tmp);
+		LLVMValueRef rest = LLVMBuildAnd(L->b, left, LLVMBuildSub(L->b, left, LLVMConstInt(mt, 1, 0), ""), "");
+		LLVMBasicBlockRef at = LLVMGetInsertBlock(L->b);
+		LLVMAddIncoming(left, &rest, &at, 1);
+		LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, rest, zero, ""), body, done);
+		LLVMPositionBuilderAtEnd(L->b, done);
+	}
+	lower_scope(L, 1);
+	kern_loop_end(b, &l);
+	return kern_loop_final(b, &l);
+}
+
 /* The ordered fold, for a merge not known to commute (scalar fields):
  * lane l of W folds segment l of [lo, lo + W*seg), seg a multiple of W,
  * in order.  Each iteration loads one vector from each segment, W
@@ -967,6 +1078,8 @@ void kern_build_reduce(B *b)
 		kern_slots_store(b, one, b->st);
 		if (k->mr_field >= 0 && k->tile > 1)
 			tail = reduce_tiles(b, one, lo, hi, tmp);
+		else if (filter_fits(c))
+			tail = reduce_filtered(b, one, lo, hi, tmp);
 	}
 	if (joined) {
 		LLVMBuildBr(b->L.b, joined);

@@ -134,7 +134,12 @@ LV lower_topk(Lower *L, Expr *e)
 	int one_b = sb == 0, one_a = !one_b && sa == 0;
 	if (sa == -2 || sb == -2) /* a list of one (a lift) merged with none: itself */
 		memcpy(out, sa == -2 ? b : a, k * sizeof *out);
-	else if ((one_a || one_b) && L->W == 1 && !LLVMIsConstant(one_b ? b[0].v : a[0].v))
+	else if ((one_a || one_b) && L->probe) {
+		/* the list changes iff the pair ranks before its last slot */
+		LLVMValueRef in = before(L, one_b ? b[0] : a[0], (one_b ? a : b)[k > 1 ? k - 1 : 0]);
+		L->changed = L->changed ? LLVMBuildOr(L->b, L->changed, in, "") : in;
+		memcpy(out, one_b ? a : b, k * sizeof *out);
+	} else if ((one_a || one_b) && L->W == 1 && !LLVMIsConstant(one_b ? b[0].v : a[0].v))
 		insert_branched(L, one_b ? a : b, one_b ? b[0] : a[0], k, out);
 	else if (one_a || one_b)
 		insert(L, one_b ? a : b, one_b ? b[0] : a[0], k, out);
