@@ -652,17 +652,17 @@ Test(cpu, rows_side_by_side_as_lanes, .timeout = 240)
 
 /* Near misses take the tree of the spec's merges, and stay right: a merge
  * that forgets to rescale b (not commutative: its own left fold is the
- * basis), a max with a plain count beside the rescaled sum, a rescale
+ * basis), a max and a count with nothing rescaled, a rescale
  * guarded on one side only, and one guarded at 0 instead of +inf. */
 Test(cpu, near_max_rescale_carriers_take_the_tree)
 {
 	static const char *texts[] = {
 		"carrier: forgets_b\nelement: {x: f32}\n" SOFTMAX_STATE
 		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l\nfinalize: {s: m + log(l)}\n",
-		"carrier: with_count\nelement: {x: f32}\nstate: {m: f32, l: f32, n: f32}\n"
-		"identity: {m: -inf, l: 0, n: 0}\nlift: {m: x, l: 1, n: 1}\n"
-		SOFTMAX_MERGE "  n: a.n + b.n\n"
-		"finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n",
+		"carrier: count_alone\nelement: {x: f32}\nstate: {m: f32, n: f32}\n"
+		"identity: {m: -inf, n: 0}\nlift: {m: x, n: 1}\n"
+		"merge:\n  m: max(a.m, b.m)\n  n: a.n + b.n\n"
+		"finalize: {m: m, n: n}\nlaws: [commutative]\n",
 		"carrier: other_max\nelement: {x: f32}\n" SOFTMAX_STATE
 		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(a.m - m)\nfinalize: {s: m + log(l)}\n",
 		"carrier: one_side_guarded\nelement: {x: f32}\n" SOFTMAX_STATE
@@ -684,6 +684,96 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
 		tiles_ok(c, c->name);
 		spec_carrier_free(c);
 	}
+}
+
+/* Fields that merge by themselves beside the rescale fold with it, as a
+ * sum or a max over the tile: a count beside softmax's (m, l), and
+ * cross-entropy's picked logit (by max, guarded rescale; by sum, plain
+ * rescale)
+ * with m after it.  Against the reference at odd lengths, on the path
+ * through tiles and the two passes (rows up to TWO_PASS_BYTES) alike,
+ * labels in the row, negative and past it (cross_entropy: loss 0, +inf),
+ * rows of -inf,
+ * a NaN, a +inf; the same bits from 1 thread and 2; and within the
+ * tolerance of the spec's own merges (tiles of 1). */
+Test(cpu, self_merging_fields_fold_beside_the_rescale, .timeout = 240)
+{
+	enum { N = TWO_PASS_BYTES / 4 };
+
+	static const int lens[] = {0, 1, 31, 257, 4099, N, N + 1, 65537 * 2};
+	Carrier *cs[3];
+	cs[0] = load_ok("specs/cross_entropy.yaml");
+	/* bench/carriers/xent_label.yaml, claimed commutative (tiles need it) */
+	cs[1] = text_ok("carrier: xent_sum\nrow: {label: i32}\nelement: {z: f32}\n"
+			"state: {top: f32, den: f32, pick: f32}\nidentity: {top: -inf, den: 0, pick: 0}\n"
+			"lift: {top: z, den: 1, pick: 'where(j == label, z, 0)'}\n"
+			"merge:\n  top: max(a.top, b.top)\n  den: a.den * exp(a.top - top) + b.den * exp(b.top - top)\n"
+			"  pick: a.pick + b.pick\n"
+			"finalize: {loss: top + log(den) - pick}\n"
+			"reference: {loss: 'log(sum(exp(z))) - sum(where(j == label, z, 0))'}\nlaws: [commutative]\n");
+	cs[2] = text_ok("carrier: xent_first\nrow: {label: i32}\nelement: {x: f32}\n"
+			"state: {xl: f32, m: f32, l: f32, n: f32}\n"
+			"identity: {xl: -inf, m: -inf, l: 0, n: 0}\n"
+			"lift: {xl: 'where(j == label, x, -inf)', m: x, l: 1, n: 1}\n"
+			"merge:\n  xl: max(b.xl, a.xl)\n  m: max(a.m, b.m)\n"
+			"  l: exp(a.m - m) * a.l + b.l * exp(b.m - m)\n  n: b.n + a.n\n"
+			"finalize: {loss: m + log(l) - xl, n: n}\n"
+			"reference: {loss: 'log(sum(exp(x))) - max(where(j == label, x, -inf))', n: 'sum(1)'}\n"
+			"laws: [commutative]\n");
+	RtPool *p[2];
+	pools_open(p, 2);
+	for (int s = 0; s < 3; s++) {
+		Carrier *c = cs[s];
+		Op g;
+		int guard, want_m = s == 2 ? 1 : 0, xl = s == 2 ? 0 : 2;
+		cr_expect_eq(tile_max_rescale(c, &g, &guard), want_m, "%s: m is the max field", c->name);
+		cr_expect_eq(tile_extra_fold(c, xl), s == 1 ? EXPR_ADD : EXPR_MAX, "%s: the pick folds alone", c->name);
+		cr_expect_eq(tile_extra_fold(c, want_m + 1), -1, "%s: l is rescaled", c->name);
+		LlvmKernel *k = compiled(c, NULL), *tree = compiled(c, &(LlvmOpts){.tile = 1});
+		cr_expect(k->max_rescale && k->tile > 1 && k->two_pass, "%s: the n-ary fold, two passes", c->name);
+		cr_expect(!tree->max_rescale, "%s: tiles of 1, the spec's merges", c->name);
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			int len = lens[l], rows = 7;
+			RunData *d = drawn(c, rows, len, 90 + l);
+			if (len) {
+				special_rows(d, len);
+				int *label = d->row[0].p;
+				label[0] = len / 2, label[1] = 0, label[2] = len - 1, label[3] = len / 2;
+				label[4] = len / 3, label[5] = -1 - (int)l, label[6] = len + (int)l;
+			}
+			char w[200];
+			size_t bytes = (size_t)rows * sizeof(float);
+			float ref[7], first[7];
+			run_kernel(tree, d, p[1], 0);
+			memcpy(ref, d->fin[0].p, bytes);
+			/* 1 thread, 2, and 2 with rows split in chunks */
+			for (int t = 0; t < 3; t++) {
+				run_kernel(k, d, p[t > 0], t == 2 ? 3 : 0);
+				snprintf(w, sizeof w, "%s len %d threads %d%s", c->name, len, 1 + (t > 0), t == 2 ? " split" : "");
+				expect_ok(d, w);
+				float *loss = d->fin[0].p;
+				if (len && s == 0) {
+					cr_expect_eq(loss[5], 0, "%s: a negative label: loss 0", w);
+					cr_expect(isinf(loss[6]) && loss[6] > 0, "%s: a label past the row: +inf (%g)", w, loss[6]);
+				}
+				for (int r = 0; r < rows; r++) {
+					float x = loss[r], y = ref[r];
+					cr_expect((isnan(x) && isnan(y)) || x == y || fabsf(x - y) <= 1e-4f * (1 + fabsf(y)),
+						  "%s row %d: %g, the spec's merges %g", w, r, x, y);
+				}
+				if (t == 0)
+					memcpy(first, loss, bytes);
+				else if (t == 1)
+					cr_expect(!memcmp(first, loss, bytes), "%s: 1 thread and 2 differ", w);
+			}
+			rundata_free(d);
+		}
+		llvm_kernel_free(k);
+		llvm_kernel_free(tree);
+		tiles_ok(c, c->name);
+		spec_carrier_free(c);
+	}
+	pools_close(p, 2);
 }
 
 /* ---- two passes over rows that fit in L2 (TWO_PASS_BYTES, llvm_reduce.c) ---- */
@@ -828,14 +918,21 @@ Test(cpu, two_pass_masked_rows, .timeout = 120)
 	spec_carrier_free(c);
 }
 
-/* A near miss (a plain count beside the rescaled sum) keeps the online
- * fold, and stays right around the switch. */
-Test(cpu, near_max_rescale_carriers_take_one_pass, .timeout = 120)
+/* A plain count beside the rescaled sum folds by itself in both passes;
+ * a max and a count with nothing rescaled is no max-rescale carrier and
+ * keeps the online fold.  Both stay right around the switch. */
+Test(cpu, counts_beside_the_rescale_take_two_passes, .timeout = 120)
 {
 	Carrier *c = text_ok("carrier: with_count\nelement: {x: f32}\nstate: {m: f32, l: f32, n: f32}\n"
 			     "identity: {m: -inf, l: 0, n: 0}\nlift: {m: x, l: 1, n: 1}\n"
 			     SOFTMAX_MERGE "  n: a.n + b.n\n"
 			     "finalize: {lse: m + log(l), n: n}\nlaws: [commutative]\n");
+	two_pass_ok(c, 1);
+	spec_carrier_free(c);
+	c = text_ok("carrier: count_alone\nelement: {x: f32}\nstate: {m: f32, n: f32}\n"
+		    "identity: {m: -inf, n: 0}\nlift: {m: x, n: 1}\n"
+		    "merge:\n  m: max(a.m, b.m)\n  n: a.n + b.n\n"
+		    "finalize: {m: m, n: n}\nlaws: [commutative]\n");
 	two_pass_ok(c, 0);
 	spec_carrier_free(c);
 }

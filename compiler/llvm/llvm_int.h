@@ -117,6 +117,9 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
  * is not one. */
 enum { MR_PLAIN, MR_GUARD_INF, MR_GUARD_MAX };
 int tile_max_rescale(const Carrier *c, Op *g, int *guard);
+/* And how field f of such a merge folds by itself: EXPR_ADD (a.f + b.f),
+ * EXPR_MAX (max(a.f, b.f)), or -1 where it is rescaled. */
+int tile_extra_fold(const Carrier *c, int f);
 int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod);
 
 /* llvm_expr.c */

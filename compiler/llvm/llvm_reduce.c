@@ -10,7 +10,8 @@
  * halve (l with l + W/2) down to one state, and the last positions
  * (fewer than W) follow one by one.  A max-rescale carrier's range of at
  * most TWO_PASS_BYTES (llvm_int.h) instead takes two passes: the max of
- * the lifted m, then the sum of f * g(m - max) (kern_reduce_two_pass).
+ * the lifted m, then the sum of f * g(m - max) (kern_reduce_two_pass);
+ * fields that merge by themselves (llvm_tile.c) fold alongside, plainly.
  * Any other carrier folds left to right in one scalar state. */
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,14 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 	for (int f = 0; f < k->c->nstate; f++) {
 		if (f == mi)
 			continue;
+		int fold = tile_extra_fold(k->c, f);
+		if (fold >= 0) { /* a field that merges by itself: its plain sum or max */
+			for (int t = 0; t < T; t++)
+				v[t] = s[t][f].c[0];
+			out[f] = lower_lv_new(L, 1);
+			out[f].c[0] = tree(b, v, T, fold == EXPR_MAX);
+			continue;
+		}
 		if (b->obuf && b->obuf[f]) {
 			fold_loop(b, f, e, T - 1);
 			out[f] = (LV){0};
@@ -496,7 +505,8 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality)
 /* Pass 1 (R->Ms[0] NULL): acc[u] = max(acc[u], lifted m) over U vectors
  * at j, U / S from each of S streams of length Ls, for each of R's rows
  * in turn, so that their chains interleave.
- * Pass 2: acc[f * PASS2_UNROLL + u] += lifted f * g(lifted m - Ms) for each f != m. */
+ * Pass 2: acc[f * PASS2_UNROLL + u] += lifted f * g(lifted m - Ms) for each f != m
+ * (a field that merges by itself: its plain sum or max, tile_extra_fold). */
 static void two_pass_at(B *b, Rows *R, LLVMValueRef j, LLVMValueRef Ls, int S, int U, LV *lifted, LV *tmp)
 {
 	Kern *k = b->k;
@@ -529,9 +539,14 @@ static void two_pass_at(B *b, Rows *R, LLVMValueRef j, LLVMValueRef Ls, int S, i
 			for (int f = 0; f < ns; f++) {
 				if (f == mi)
 					continue;
+				int fold = tile_extra_fold(k->c, f);
 				LLVMValueRef a = LLVMBuildLoad2(L->b, vt, acc[f * PASS2_UNROLL + u], "");
-				LLVMValueRef t = LLVMBuildFMul(L->b, lifted[f].c[0], e, "");
-				LLVMBuildStore(L->b, LLVMBuildFAdd(L->b, a, t, ""), acc[f * PASS2_UNROLL + u]);
+				LLVMValueRef x = lifted[f].c[0], sum;
+				if (fold == EXPR_MAX)
+					sum = gt_max(b, x, a);
+				else
+					sum = LLVMBuildFAdd(L->b, a, fold == EXPR_ADD ? x : LLVMBuildFMul(L->b, x, e, ""), "");
+				LLVMBuildStore(L->b, sum, acc[f * PASS2_UNROLL + u]);
 			}
 		}
 }
@@ -645,8 +660,9 @@ void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **
 		R->acc[r] = acc2 + (size_t)r * ns * PASS2_UNROLL;
 		for (int f = 0; f < ns; f++)
 			for (int u = 0; u < PASS2_UNROLL && f != mi; u++) {
+				double from = tile_extra_fold(k->c, f) == EXPR_MAX ? -INFINITY : 0;
 				R->acc[r][f * PASS2_UNROLL + u] = alloca_(b, vt);
-				LLVMBuildStore(L->b, lower_const(L, TY_F32, 0), R->acc[r][f * PASS2_UNROLL + u]);
+				LLVMBuildStore(L->b, lower_const(L, TY_F32, from), R->acc[r][f * PASS2_UNROLL + u]);
 			}
 		/* pass 2 is bound by g, not memory: meanwhile the positions that
 		 * follow the rows' [lo, hi) (the next rows, or chunk) come into
@@ -693,10 +709,11 @@ void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **
 		for (int f = 0; f < ns; f++) {
 			if (f == mi)
 				continue;
+			int max = tile_extra_fold(k->c, f) == EXPR_MAX;
 			for (int u = 0; u < PASS2_UNROLL; u++)
 				v[u] = LLVMBuildLoad2(L->b, vt, R->acc[r][f * PASS2_UNROLL + u], "");
 			res[f] = lower_lv_new(L, 1);
-			res[f].c[0] = hreduce(b, tree(b, v, PASS2_UNROLL, 0), W, 0);
+			res[f].c[0] = hreduce(b, tree(b, v, PASS2_UNROLL, max), W, max);
 		}
 		lower_scope(L, 1);
 		kern_identity(b, id);

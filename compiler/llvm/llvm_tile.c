@@ -19,7 +19,12 @@
  *   g(where(s.m == inf, 0, s.m - m))  MR_GUARD_INF: 1 where s.m is +inf
  *   g(where(s.m == m, 0, s.m - m))    MR_GUARD_MAX: 1 where s.m is the
  *                                     maximum, -inf included
- * (either operand order of ==).  Every g of the merge takes the same form. */
+ * (either operand order of ==).  Every g of the merge takes the same form.
+ *
+ * Other scalar fields may merge by themselves, apart from m and the
+ * rescale: f = a.f + b.f or max(a.f, b.f) (cross-entropy's picked logit).
+ * Their fold of n states is the plain sum or max of the f_i, so a tile
+ * folds them alongside, one vector add or max per position. */
 #include "compiler/llvm/llvm_int.h"
 
 /* The field whose `which` side (a or b) e reads, or -1. */
@@ -102,6 +107,35 @@ static int field_rescales(const Carrier *c, int f, int mi, Op *g, int *guard)
 	return 0;
 }
 
+int tile_extra_fold(const Carrier *c, int f)
+{
+	const Expr *e = c->merge[f];
+	if (c->state[f].ty.kind != TY_F32 || c->state[f].ty.len || (e->op != EXPR_ADD && e->op != EXPR_MAX))
+		return -1;
+	if ((field_of(c, e->a[0], STATE_A) == f && field_of(c, e->a[1], STATE_B) == f) ||
+	    (field_of(c, e->a[0], STATE_B) == f && field_of(c, e->a[1], STATE_A) == f))
+		return e->op;
+	return -1;
+}
+
+/* Whether every field but mi is rescaled by mi's maximum, or merges by
+ * itself, and one at least is rescaled. */
+static int rescaled_by(const Carrier *c, int mi, Op *g, int *guard)
+{
+	int rescales = 0;
+	*g = EXPR_NOPS;
+	*guard = -1;
+	for (int f = 0; f < c->nstate; f++) {
+		if (f == mi)
+			continue;
+		if (field_rescales(c, f, mi, g, guard))
+			rescales++;
+		else if (tile_extra_fold(c, f) < 0)
+			return 0;
+	}
+	return rescales > 0;
+}
+
 int tile_max_rescale(const Carrier *c, Op *g, int *guard)
 {
 	if (!c->merge || c->nstate < 2)
@@ -109,20 +143,10 @@ int tile_max_rescale(const Carrier *c, Op *g, int *guard)
 	for (int f = 0; f < c->nstate; f++)
 		if (c->state[f].ty.kind != TY_F32)
 			return -1;
-	int mi = -1;
-	for (int f = 0; f < c->nstate && mi < 0; f++) {
-		const Expr *e = c->merge[f];
-		if (e->op == EXPR_MAX && !c->state[f].ty.len &&
-		    ((field_of(c, e->a[0], STATE_A) == f && field_of(c, e->a[1], STATE_B) == f) ||
-		     (field_of(c, e->a[0], STATE_B) == f && field_of(c, e->a[1], STATE_A) == f)))
-			mi = f;
-	}
-	if (mi < 0)
-		return -1;
-	*g = EXPR_NOPS;
-	*guard = -1;
-	for (int f = 0; f < c->nstate; f++)
-		if (f != mi && !field_rescales(c, f, mi, g, guard))
-			return -1;
-	return mi;
+	/* m is the first field merged by max whose rescale the others take
+	 * (a field before it may merge by max on its own) */
+	for (int mi = 0; mi < c->nstate; mi++)
+		if (tile_extra_fold(c, mi) == EXPR_MAX && rescaled_by(c, mi, g, guard))
+			return mi;
+	return -1;
 }
