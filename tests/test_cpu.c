@@ -344,7 +344,8 @@ Test(cpu, non_commutative_merge_keeps_order)
 }
 
 /* Carriers written without a commutative claim fold in ordered lanes
- * (segments of the row, merged neighbour to neighbour): each meets its
+ * (segments of the row, merged neighbour to neighbour; xent_label's
+ * vectors by the n-ary max-rescale fold): each meets its
  * reference (or its own left fold) at odd lengths, with every lane width,
  * threads and splits, NaN and infinities in rows 1 to 4. */
 Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
@@ -361,6 +362,8 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 			LlvmKernel *k = compiled(c, &widths[w]);
 			cr_assert_eq(k->lanes, 1, "%s: no commutative lanes", specs[s]);
 			cr_assert_gt(k->ordered, 1, "%s: ordered lanes", specs[s]);
+			/* xent_label's merge is max-rescale by its form: no claim needed */
+			cr_expect_eq(k->max_rescale, s == 3, "%s: the n-ary fold of each vector", specs[s]);
 			for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
 				RunData *d = drawn(c, 6, lens[n], 11 + n);
 				if (lens[n] > 3 && !strstr(specs[s], "xent"))
@@ -690,8 +693,9 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
  * sum or a max over the tile: a count beside softmax's (m, l), and
  * cross-entropy's picked logit (by max, guarded rescale; by sum, plain
  * rescale)
- * with m after it.  Against the reference at odd lengths, on the path
- * through tiles and the two passes (rows up to TWO_PASS_BYTES) alike,
+ * with m after it; xent_label, which claims no commutativity, in ordered
+ * lanes.  Against the reference at odd lengths, on the path through
+ * tiles and the two passes (rows up to TWO_PASS_BYTES) alike,
  * labels in the row, negative and past it (cross_entropy: loss 0, +inf),
  * rows of -inf,
  * a NaN, a +inf; the same bits from 1 thread and 2; and within the
@@ -701,7 +705,7 @@ Test(cpu, self_merging_fields_fold_beside_the_rescale, .timeout = 240)
 	enum { N = TWO_PASS_BYTES / 4 };
 
 	static const int lens[] = {0, 1, 31, 257, 4099, N, N + 1, 65537 * 2};
-	Carrier *cs[3];
+	Carrier *cs[4];
 	cs[0] = load_ok("specs/cross_entropy.yaml");
 	/* bench/carriers/xent_label.yaml, claimed commutative (tiles need it) */
 	cs[1] = text_ok("carrier: xent_sum\nrow: {label: i32}\nelement: {z: f32}\n"
@@ -720,17 +724,21 @@ Test(cpu, self_merging_fields_fold_beside_the_rescale, .timeout = 240)
 			"finalize: {loss: m + log(l) - xl, n: n}\n"
 			"reference: {loss: 'log(sum(exp(x))) - max(where(j == label, x, -inf))', n: 'sum(1)'}\n"
 			"laws: [commutative]\n");
+	cs[3] = load_ok("bench/carriers/xent_label.yaml"); /* no claim: ordered lanes */
 	RtPool *p[2];
 	pools_open(p, 2);
-	for (int s = 0; s < 3; s++) {
+	for (int s = 0; s < 4; s++) {
 		Carrier *c = cs[s];
 		Op g;
 		int guard, want_m = s == 2 ? 1 : 0, xl = s == 2 ? 0 : 2;
 		cr_expect_eq(tile_max_rescale(c, &g, &guard), want_m, "%s: m is the max field", c->name);
-		cr_expect_eq(tile_extra_fold(c, xl), s == 1 ? EXPR_ADD : EXPR_MAX, "%s: the pick folds alone", c->name);
+		cr_expect_eq(tile_extra_fold(c, xl), s % 2 ? EXPR_ADD : EXPR_MAX, "%s: the pick folds alone", c->name);
 		cr_expect_eq(tile_extra_fold(c, want_m + 1), -1, "%s: l is rescaled", c->name);
-		LlvmKernel *k = compiled(c, NULL), *tree = compiled(c, &(LlvmOpts){.tile = 1});
-		cr_expect(k->max_rescale && k->tile > 1 && k->two_pass, "%s: the n-ary fold, two passes", c->name);
+		LlvmKernel *k = compiled(c, NULL), *tree = compiled(c, &(LlvmOpts){.tile = 1, .lanes = s == 3 ? 1 : 0});
+		if (s == 3)
+			cr_expect(k->max_rescale && k->ordered > 1, "%s: the n-ary fold in ordered lanes", c->name);
+		else
+			cr_expect(k->max_rescale && k->tile > 1 && k->two_pass, "%s: the n-ary fold, two passes", c->name);
 		cr_expect(!tree->max_rescale, "%s: tiles of 1, the spec's merges", c->name);
 		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
 			int len = lens[l], rows = 7;

@@ -426,7 +426,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->jit = jit;
 	kk->lanes = k.lanes, kk->ordered = k.ordered, kk->accs = k.accs, kk->tile = k.tile, kk->rows = k.group, kk->rows_tile = k.rows_tile;
 	kk->unroll = k.group > 1 ? k.loop_unroll : 0;
-	kk->max_rescale = k.mr_field >= 0 && k.tile > 1;
+	kk->max_rescale = k.mr_field >= 0 && (k.tile > 1 || k.ordered > 1);
 	kk->two_pass = k.two_pass > 0;
 	int failed = 0;
 	kk->k.identity = (void (*)(const CpuArgs *, void *))lookup(jit, "assoc_identity", msg, n, &failed);

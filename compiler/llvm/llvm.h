@@ -37,7 +37,7 @@ typedef struct {
 	int rows;         /* rows a reduce_rows call takes as its lanes (1: no such function) */
 	int rows_tile;    /* and positions per tile there */
 	int unroll;       /* and its loops over components unrolled this many times (0: none) */
-	int max_rescale;  /* tiles fold by the n-ary max-rescale merge (llvm_tile.c) */
+	int max_rescale;  /* tiles, or ordered lanes' vectors, fold by the n-ary max-rescale merge (llvm_tile.c) */
 	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
 	LlvmJit *jit;
 } LlvmKernel;

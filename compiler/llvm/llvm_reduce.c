@@ -1004,7 +1004,11 @@ static LLVMValueRef reduce_filtered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef
  * positions.  The lanes then merge neighbour with neighbour (halve,
  * ordered), and the positions from the returned end on follow one by
  * one.  Only associativity is used: every merge has the earlier range on
- * its left.  The result depends on [lo, hi) alone, not on the threads. */
+ * its left.  A max-rescale merge (llvm_tile.c) is symmetric in a and b by
+ * its form, whether claimed commutative or not: the W vectors and the
+ * accumulator fold n-arily instead, one g per position (xent_label, which
+ * claims no commutativity: two exps per merge otherwise).  The result
+ * depends on [lo, hi) alone, not on the threads. */
 static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
 {
 	Kern *k = b->k;
@@ -1036,11 +1040,19 @@ static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef 
 		kern_bind_segment(b, l.iv, seg, in, t);
 		lift_bound(b, s[t], tmp);
 	}
-	fold_tree(b, s, W, tmp);
-	lower_scope(L, W);
-	kern_bind_params(b);
-	kern_slots_load(b, acc, b->st);
-	kern_merge(b, b->st, s[0], tmp);
+	if (k->mr_field >= 0) {
+		lower_scope(L, W);
+		kern_bind_params(b);
+		kern_slots_load(b, acc, b->st);
+		s[W] = b->st;
+		fold_max_rescale(b, s, W + 1, tmp);
+	} else {
+		fold_tree(b, s, W, tmp);
+		lower_scope(L, W);
+		kern_bind_params(b);
+		kern_slots_load(b, acc, b->st);
+		kern_merge(b, b->st, s[0], tmp);
+	}
 	kern_slots_store(b, acc, tmp);
 	kern_loop_end(b, &l);
 	lower_scope(L, W);
