@@ -1662,6 +1662,46 @@ Test(cpu, chunked_dot_products_keep_every_component)
 	}
 }
 
+/* Lines of the optimized module of attention at head dim d (dv = 8). */
+static int attention_ir_lines(const char *d)
+{
+	Define defs[2] = {{"d", d}, {"dv", "8"}};
+	Carrier *c = load_defined("specs/attention.yaml", defs, 2);
+	char *ir = NULL, msg[300];
+	size_t len = 0;
+	FILE *f = open_memstream(&ir, &len);
+	cr_assert_eq(llvm_emit(c, NULL, 0, f, msg, sizeof msg), 0, "d = %s: %s", d, msg);
+	fclose(f);
+	int n = 0;
+	for (const char *p = ir; (p = strchr(p, '\n')); p++)
+		n++;
+	free(ir);
+	spec_carrier_free(c);
+	return n;
+}
+
+/* Past LOOP_MIN components a dot product of inputs is a loop over their
+ * memory (kern_wide_dot, and dots_loop where rows are lanes): head dims
+ * above it, with a partial last chunk (300, 520) or none (1024), meet the
+ * reference, and the module grows far less than the head dim (unrolled,
+ * d = 256 took 56000 lines, four times d = 64's; 2080 was refused). */
+Test(cpu, wide_dot_products_are_loops, .timeout = 240)
+{
+	static const char *dims[] = {"300", "520", "1024"};
+	for (int i = 0; i < 3; i++) {
+		Define defs[2] = {{"d", dims[i]}, {"dv", "8"}};
+		Carrier *c = load_defined("specs/attention.yaml", defs, 2);
+		char what[64];
+		snprintf(what, sizeof what, "attention, d = %s", dims[i]);
+		cpu_meets_reference(c, 5, 37, 21 + i, what);
+		spec_carrier_free(c);
+	}
+	int small = attention_ir_lines("160"), big = attention_ir_lines("1040"), past = attention_ir_lines("2080");
+	cr_expect_lt(big, 2 * small, "d = 160: %d lines, d = 1040: %d; not loops", small, big);
+	/* past LLVM_MAX_WIDTH, inputs read only by dot products still compile */
+	cr_expect_lt(past, 2 * small, "d = 160: %d lines, d = 2080: %d; not loops", small, past);
+}
+
 /* ---- masks that rule out whole blocks (compiler/llvm/mask_live.c) ---- */
 
 static Carrier *masked_sum(const char *mask)

@@ -101,6 +101,18 @@ static int host_lanes(void)
  * with one, 2.5 with two; Welford about the same). */
 enum { ACCS = 1 };
 
+/* A row or column input has more than n components. */
+static int wide_inputs_past(const Carrier *c, int n)
+{
+	for (int r = 0; r < c->nrow; r++)
+		if (spec_decl_width(&c->row[r]) > n)
+			return 1;
+	for (int k = 0; k < c->ncol; k++)
+		if (spec_decl_width(&c->col[k]) > n)
+			return 1;
+	return 0;
+}
+
 static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 {
 	int lanes = o && o->lanes > 0 ? o->lanes : host_lanes();
@@ -135,6 +147,15 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 		accs &= accs - 1;
 	if (tile > 64)
 		tile = 64;
+	/* Rows as lanes hold each component of a wide input as its own value
+	 * (a half float key is converted component by component), so that
+	 * function grows with the vector: attention at d = 2080, 31000 lines
+	 * against 9000 at 260, and 21 s to compile at 4096.  Past
+	 * LLVM_MAX_WIDTH one row at a time, whose dot products are loops
+	 * (kern_wide_dot): 6.6 s at 4096.  Below it rows as lanes stay, for
+	 * their speed (d = 256: 8.7 times one row's). */
+	if (wide_inputs_past(c, LLVM_MAX_WIDTH) && !(o && o->rows > 0))
+		rows = 1;
 	while (rows & (rows - 1))
 		rows &= rows - 1;
 	if (rows > 64)
@@ -145,8 +166,51 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 	 * most of their values.  On Zen 3, one thread, median of 4 or 5 runs,
 	 * attention at d = 64 0.128 G row-keys/s against 0.101, causal 0.195
 	 * against 0.131; d = 128 0.051 against 0.023.  Unrolled twice: 4 and 8
-	 * times were no faster. */
-	k->loop_unroll = o && o->unroll ? (o->unroll < 0 ? 0 : o->unroll) : host_lanes() >= 16 ? 0 : 2;
+	 * times were no faster.  Loops too wherever a row or column input is
+	 * past LOOP_MIN, on any host: unrolled, its dot products are straight
+	 * code as long as the vector times the tile, which compiles in time
+	 * that grows faster than linearly (attention on AVX-512, d = 256: the
+	 * run took 15.3 s, 4.0 with loops). */
+	int unrolled = host_lanes() >= 16 && !wide_inputs_past(c, LOOP_MIN);
+	k->loop_unroll = o && o->unroll ? (o->unroll < 0 ? 0 : o->unroll) : unrolled ? 0 : 2;
+}
+
+/* Whether input var v occurs in e other than as an operand of a float32
+ * dot product of two inputs. */
+static int read_apart(const Carrier *c, const Expr *e, int v)
+{
+	if (e->op == EXPR_VAR)
+		return e->k == v;
+	if (e->op == EXPR_DOT && e->ty.kind == TY_F32 && e->a[0]->op == EXPR_VAR && e->a[1]->op == EXPR_VAR) {
+		const Var *x = ir_var(c->ir, e->a[0]->k), *y = ir_var(c->ir, e->a[1]->k);
+		if ((x->kind == VAR_ROW || x->kind == VAR_COL || x->kind == VAR_ELEM) &&
+		    (y->kind == VAR_ROW || y->kind == VAR_COL || y->kind == VAR_ELEM))
+			return 0;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (read_apart(c, e->a[i], v))
+			return 1;
+	return 0;
+}
+
+/* Input d is wider than LOOP_MIN and read only by dot products
+ * (LLVM_MAX_DOT_WIDTH). */
+static int dot_only(const Carrier *c, const Decl *d)
+{
+	if (spec_decl_width(d) <= LOOP_MIN)
+		return 0;
+	for (int f = 0; f < c->nstate; f++)
+		if (read_apart(c, c->lift[f], d->var))
+			return 0;
+	if (c->mask && read_apart(c, c->mask, d->var))
+		return 0;
+	for (int i = 0; i < c->nmap; i++)
+		if (read_apart(c, c->map[i].e, d->var))
+			return 0;
+	for (int i = 0; i < c->nfinal; i++)
+		if (read_apart(c, c->finalize[i].e, d->var))
+			return 0;
+	return 1;
 }
 
 static int unsupported(Carrier *c, char *msg, size_t n)
@@ -164,14 +228,16 @@ static int unsupported(Carrier *c, char *msg, size_t n)
 	for (size_t k = 0; k < sizeof g / sizeof *g; k++)
 		for (int f = 0; f < g[k].n; f++) {
 			const Decl *d = &g[k].d[f];
-			int w = spec_decl_width(d);
-			if (w > LLVM_MAX_WIDTH) {
+			int w = spec_decl_width(d), dots = k < 3 && dot_only(c, d);
+			if (w > (dots ? LLVM_MAX_DOT_WIDTH : LLVM_MAX_WIDTH)) {
 				const char *dim = d->ty.dim >= 0 ? ir_dim(c->ir, d->ty.dim)->name : NULL;
 				return snprintf(msg, n, "%s '%s' has %d components%s%s%s; the CPU backend compiles vectors of "
-							"at most %d",
+							"at most %d%s",
 						g[k].what, d->name, w, dim ? " (dim " : "", dim ? dim : "", dim ? ")" : "",
-						LLVM_MAX_WIDTH), -1;
+						dots ? LLVM_MAX_DOT_WIDTH : LLVM_MAX_WIDTH, dots ? " read only by dot products" : ""), -1;
 			}
+			if (dots)
+				continue;
 			if (d->ty.len)
 				total += w;
 		}

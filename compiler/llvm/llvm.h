@@ -15,6 +15,11 @@
  * holds each component as its own value, and past these the compile time
  * grows to minutes (llvm.c, unsupported). */
 enum { LLVM_MAX_WIDTH = 1024, LLVM_MAX_COMPONENTS = 4096 };
+/* An input read only by float32 dot products with another such input is
+ * read by loops over its memory (kern_wide_dot, dots_loop), not held as
+ * values: it may have up to this many components and counts in neither
+ * limit above. */
+enum { LLVM_MAX_DOT_WIDTH = 1 << 16 };
 
 typedef struct {
 	int lanes; /* positions per vector: 0 picks the host's widest float vector */

@@ -11,9 +11,6 @@
 
 #include "compiler/llvm/llvm_int.h"
 
-/* dot_chunked: components per vector (one AVX-512 register of float32) */
-enum { DOT_CHUNK = 16 };
-
 struct Arena {
 	Arena *next;
 	size_t used, cap;
@@ -498,6 +495,11 @@ static LLVMValueRef dot_chunked(Lower *L, Expr *e, LV x, LV y, int n)
 		LLVMValueRef p = LLVMBuildFMul(L->b, a, b, "");
 		acc = acc ? LLVMBuildFAdd(L->b, acc, p, "") : p;
 	}
+	return lower_halve_sum(L, acc);
+}
+
+LLVMValueRef lower_halve_sum(Lower *L, LLVMValueRef acc)
+{
 	for (int w = DOT_CHUNK / 2; w >= 1; w /= 2) {
 		LLVMValueRef lo[DOT_CHUNK / 2], hi[DOT_CHUNK / 2];
 		for (int l = 0; l < w; l++) {
@@ -554,9 +556,17 @@ static LV lower_node(Lower *L, Expr *e)
 			v.c[0] = L->dotpre[e->id * VTILE + L->dotslot];
 			return v;
 		}
-		LV x = lower_expr(L, e->a[0]), y = lower_expr(L, e->a[1]);
 		TyKind k = operand_kind(e);
 		int n = lower_width(e->a[0]);
+		if (L->W == 1 && k == TY_F32 && n > LOOP_MIN && L->wide_dot) {
+			LLVMValueRef s = L->wide_dot(L, e);
+			if (s) {
+				LV v = lower_lv_new(L, 1);
+				v.c[0] = s;
+				return v;
+			}
+		}
+		LV x = lower_expr(L, e->a[0]), y = lower_expr(L, e->a[1]);
 		if (L->W == 1 && k == TY_F32 && n >= DOT_CHUNK) {
 			LV v = lower_lv_new(L, 1);
 			v.c[0] = dot_chunked(L, e, x, y, n);

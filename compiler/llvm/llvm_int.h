@@ -17,7 +17,9 @@ typedef struct {
 
 typedef struct Arena Arena;
 
-typedef struct {
+typedef struct Lower Lower;
+
+struct Lower {
 	LLVMContextRef ctx;
 	LLVMModuleRef mod;
 	LLVMBuilderRef b;
@@ -42,7 +44,19 @@ typedef struct {
 	unsigned char *varies; /* by expr id: 0 unknown, 1 invariant over a row's positions, 2 varies */
 	int probe;        /* reduce_filtered: a topk insertion gives its list back unchanged, and */
 	LLVMValueRef changed; /* the lanes where it would have changed it are or'ed in here */
-} Lower;
+	/* A float32 dot product of two inputs wider than LOOP_MIN in a one-lane
+	 * scope as a loop over their memory (kern_wide_dot in llvm_kern.c), or
+	 * NULL where it cannot be one; lower_node asks it first. */
+	LLVMValueRef (*wide_dot)(Lower *L, Expr *e);
+};
+
+/* Past this many components, a dot product of two inputs is a loop over
+ * chunks of DOT_CHUNK components, read from the inputs' memory, instead
+ * of a chain as long as the vectors: straight-line code of thousands of
+ * instructions compiles in time that grows faster than linearly
+ * (attention in one lane, d = 1024: the reduce alone was 19000 lines of
+ * optimized IR).  Below it nothing changes. */
+enum { LOOP_MIN = 128, DOT_CHUNK = 16 };
 
 /* llvm_kern.c, llvm_reduce.c, llvm_map.c: the kernel's functions
  * (runtime/cpu.h's ABI) in a module. */
@@ -127,6 +141,9 @@ void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c);
 void lower_free(Lower *L);
 void lower_scope(Lower *L, int W); /* forget memoized values; set the lanes */
 LV lower_expr(Lower *L, Expr *e);
+/* The sum of a <DOT_CHUNK x float> vector's lanes, halved in a tree (the
+ * order of dot products in one lane). */
+LLVMValueRef lower_halve_sum(Lower *L, LLVMValueRef acc);
 /* llvm_topk.c: a topk or topk_idx node */
 LV lower_topk(Lower *L, Expr *e);
 void lower_preset(Lower *L, Expr *e, LV v); /* e's value in the current scope is v */

@@ -546,6 +546,68 @@ void kern_bind_segment(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *in,
 
 /* Bind params, row inputs of row i, and (when j) element and column inputs
  * and the index vars at positions j .. j+W-1. */
+/* Remember where input d (its var bound just now) lies, for kern_wide_dot. */
+static void bound_wide(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef first, int lanes)
+{
+	if (lanes != 1 || spec_decl_width(d) <= LOOP_MIN)
+		return;
+	b->wide[d->var] = (WideIn){b->L.bind[d->var].c, base, first, d};
+}
+
+/* lower_node's dot product of two wide inputs bound one component a value
+ * (kern_bind_inputs), in a one-lane scope: a loop over chunks of
+ * DOT_CHUNK components loaded from the inputs' memory, the partial chunk
+ * after it component by component, zeros past its end.  The sums are
+ * those of dot_chunked in llvm_expr.c, in the same order, so the result
+ * is bit for bit the unrolled one's. */
+static LLVMValueRef kern_wide_dot(Lower *L, Expr *e)
+{
+	B *b = (B *)L;
+	const WideIn *in[2];
+	for (int s = 0; s < 2; s++) {
+		const Expr *x = e->a[s];
+		if (x->op != EXPR_VAR || !b->wide[x->k].c || b->wide[x->k].c != L->bind[x->k].c ||
+		    x->ty.kind != b->wide[x->k].d->ty.kind)
+			return NULL;
+		in[s] = &b->wide[x->k];
+	}
+	int n = lower_width(e->a[0]), W = L->W;
+	LLVMValueRef lmask = b->lmask, first[2];
+	for (int s = 0; s < 2; s++)
+		first[s] = LLVMBuildMul(L->b, in[s]->first, ci64(b, spec_decl_width(in[s]->d)), "");
+	LLVMTypeRef vt = LLVMVectorType(lower_kty(L, TY_F32), DOT_CHUNK);
+	LLVMValueRef accp = alloca_(b, vt);
+	LLVMBuildStore(L->b, LLVMConstNull(vt), accp);
+	b->lmask = NULL;
+	L->W = DOT_CHUNK;
+	LLVMValueRef u = kern_count_open(b, "wdot"), v[2];
+	LLVMValueRef at = LLVMBuildMul(L->b, u, ci64(b, DOT_CHUNK), "");
+	for (int s = 0; s < 2; s++) {
+		const Decl *d = in[s]->d;
+		LLVMValueRef x = kern_load_lanes(b, in[s]->base, d->storage, LLVMBuildAdd(L->b, first[s], at, ""));
+		v[s] = lower_conv(L, from_storage(b, x, d->storage, (TyKind)d->ty.kind), (TyKind)d->ty.kind, TY_F32);
+	}
+	LLVMValueRef p = LLVMBuildFMul(L->b, v[0], v[1], "");
+	LLVMBuildStore(L->b, LLVMBuildFAdd(L->b, LLVMBuildLoad2(L->b, vt, accp, ""), p, ""), accp);
+	kern_count_close(b, u, n / DOT_CHUNK, 2);
+	L->W = 1;
+	LLVMValueRef acc = LLVMBuildLoad2(L->b, vt, accp, "");
+	if (n % DOT_CHUNK) {
+		LLVMValueRef tail[2] = {LLVMConstNull(vt), LLVMConstNull(vt)};
+		for (int t = n / DOT_CHUNK * DOT_CHUNK; t < n; t++)
+			for (int s = 0; s < 2; s++) {
+				const Decl *d = in[s]->d;
+				LLVMValueRef x = kern_load_lanes(b, in[s]->base, d->storage, LLVMBuildAdd(L->b, first[s], ci64(b, t), ""));
+				x = lower_conv(L, from_storage(b, x, d->storage, (TyKind)d->ty.kind), (TyKind)d->ty.kind, TY_F32);
+				tail[s] = LLVMBuildInsertElement(L->b, tail[s], x, LLVMConstInt(b->i32, (unsigned)(t % DOT_CHUNK), 0), "");
+			}
+		acc = LLVMBuildFAdd(L->b, acc, LLVMBuildFMul(L->b, tail[0], tail[1], ""), "");
+	}
+	L->W = W;
+	b->lmask = lmask;
+	return lower_halve_sum(L, acc);
+}
+
 void kern_bind_inputs(B *b, LLVMValueRef j)
 {
 	Carrier *c = b->k->c;
@@ -554,16 +616,27 @@ void kern_bind_inputs(B *b, LLVMValueRef j)
 	int nin = 0;
 	LLVMValueRef rowbase = LLVMBuildMul(L->b, b->i, b->len, "");
 	for (int k = 0; k < c->nelem; k++, nin++)
-		if (j)
-			L->bind[c->elem[k].var] = load_decl(b, &c->elem[k], b->inp[nin], LLVMBuildAdd(L->b, rowbase, j, ""), L->W);
+		if (j) {
+			LLVMValueRef at = LLVMBuildAdd(L->b, rowbase, j, "");
+			L->bind[c->elem[k].var] = load_decl(b, &c->elem[k], b->inp[nin], at, L->W);
+			bound_wide(b, &c->elem[k], b->inp[nin], at, L->W);
+		}
 	for (int k = 0; k < c->ncol; k++, nin++)
-		if (j)
-			L->bind[c->col[k].var] = b->row_lanes && staged(&c->col[k]) ? kern_staged_col(b, k, b->colslot)
-						 : load_decl(b, &c->col[k], b->inp[nin], j, b->row_lanes ? 1 : L->W);
-	for (int k = 0; k < c->nrow; k++, nin++)
+		if (j) {
+			int st = b->row_lanes && staged(&c->col[k]), lanes = b->row_lanes ? 1 : L->W;
+			L->bind[c->col[k].var] = st ? kern_staged_col(b, k, b->colslot)
+						    : load_decl(b, &c->col[k], b->inp[nin], j, lanes);
+			if (!st)
+				bound_wide(b, &c->col[k], b->inp[nin], j, lanes);
+		}
+	for (int k = 0; k < c->nrow; k++, nin++) {
+		int plain = !b->rowv && !b->row_lanes;
 		L->bind[c->row[k].var] = b->rowv ? b->rowv[k]
 					 : b->row_lanes ? kern_row_lanes_decl(b, &c->row[k], b->inp[nin])
 							: load_decl(b, &c->row[k], b->inp[nin], b->i, 1);
+		if (plain)
+			bound_wide(b, &c->row[k], b->inp[nin], b->i, 1);
+	}
 	L->bind[c->idx[IDX_I]] = lv1(b, b->row_lanes ? b->ilanes
 						     : lower_splat(L, idx32(b, LLVMBuildURem(L->b, b->i, b->period, ""))));
 	L->bind[c->idx[IDX_LEN]] = lv1(b, lower_splat(L, idx32(b, b->len)));
@@ -894,6 +967,10 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 {
 	B b = {.k = k};
 	lower_init(&b.L, ctx, mod, k->c);
+	b.wide = calloc(ir_nvars(k->c->ir) + 1, sizeof *b.wide);
+	if (!b.wide)
+		abort();
+	b.L.wide_dot = kern_wide_dot;
 	b.i8 = LLVMInt8TypeInContext(ctx), b.i16 = LLVMInt16TypeInContext(ctx);
 	b.i32 = LLVMInt32TypeInContext(ctx), b.i64 = LLVMInt64TypeInContext(ctx);
 	b.f64 = LLVMDoubleTypeInContext(ctx);
@@ -924,6 +1001,7 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	}
 	build_scan(&b);
 	free(b.st);
+	free(b.wide);
 	lower_free(&b.L);
 	return 0;
 }

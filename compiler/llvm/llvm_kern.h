@@ -7,9 +7,18 @@
 
 #include "compiler/llvm/llvm_int.h"
 
+/* Where an input wider than LOOP_MIN was bound one component a value: its
+ * components lie from base[first * width] on (kern_wide_dot). */
 typedef struct {
-	Lower L;
+	LLVMValueRef *c; /* the binding's components: it holds while L.bind still has them */
+	LLVMValueRef base, first;
+	const Decl *d;
+} WideIn;
+
+typedef struct {
+	Lower L;          /* first: kern_wide_dot takes a B for its Lower */
 	Kern *k;
+	WideIn *wide;     /* by var index */
 	LLVMTypeRef i8, i8p, i16, i32, i64, f64, argsty;
 	LLVMValueRef args, in, out, params, rows, len, i;
 	LLVMValueRef period; /* CpuArgs.period, made at least 1 past the last row where it is 0 */
