@@ -55,6 +55,8 @@ Q := $(if $(filter 1,$(V)),,@)
 DEPFLAGS = -MMD -MP
 # of those, the .npy reader's share; the spec loader has the rest
 FUZZ_NPY_SECONDS ?= 15
+# and the cache readers' (sealed artifacts, tuning entries)
+FUZZ_CACHE_SECONDS ?= 5
 
 LIB_SRC := $(wildcard ir/*.c) $(filter-out compiler/cli/main.c compiler/cli/llvm_load.c $(LLVM_SRC),$(wildcard compiler/*/*.c)) \
            $(wildcard runtime/*.c runtime/*/*.c)
@@ -165,6 +167,8 @@ build/fuzz_spec: tests/fuzz/fuzz_spec.c build/fuzz/libassoc.a
 
 build/fuzz_npy: tests/fuzz/fuzz_npy.c build/fuzz/libassoc.a
 	$(Q)clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_npy.c build/fuzz/libassoc.a $(LDLIBS)
+build/fuzz_cache: tests/fuzz/fuzz_cache.c build/fuzz/libassoc.a
+	$(Q)clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_cache.c build/fuzz/libassoc.a $(LDLIBS)
 
 # libassoc: static and shared, the header compiler/lib/assoc.h, a pkg-config file.
 PREFIX  ?= /usr/local
@@ -264,11 +268,11 @@ check-quick: deps
 	echo "tests: $$p passed, $$f failed, $$s skipped"; \
 	exit $$rc
 
-fuzz: deps build/fuzz_spec build/fuzz_npy
+fuzz: deps build/fuzz_spec build/fuzz_npy build/fuzz_cache
 	@mkdir -p build/fuzz-corpus build/fuzz-npy-corpus
 	$(Q)build/fuzz_spec -runs=0 $(wildcard tests/fuzz/regress/*) 2>build/fuzz-regress.log || \
 		{ cat build/fuzz-regress.log; exit 1; }
-	$(Q)build/fuzz_spec -max_total_time=$$(($(FUZZ_SECONDS) - $(FUZZ_NPY_SECONDS))) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+	$(Q)build/fuzz_spec -max_total_time=$$(($(FUZZ_SECONDS) - $(FUZZ_NPY_SECONDS) - $(FUZZ_CACHE_SECONDS))) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
 		-dict=tests/fuzz/spec.dict -artifact_prefix=build/fuzz- \
 		build/fuzz-corpus $(wildcard specs tests/bad tests/format tests/laws) 2>build/fuzz.log || \
 		{ tail -40 build/fuzz.log; echo "fuzz: crash input kept under build/; copy it to tests/fuzz/regress/"; exit 1; }
@@ -279,6 +283,13 @@ fuzz: deps build/fuzz_spec build/fuzz_npy
 		-dict=tests/fuzz/npy.dict -artifact_prefix=build/fuzz-npy- build/fuzz-npy-corpus tests/fuzz/npy 2>build/fuzz-npy.log || \
 		{ tail -40 build/fuzz-npy.log; echo "fuzz: crash input kept under build/; copy it to tests/fuzz/npy/"; exit 1; }
 	@grep -E '^Done|#[0-9]+.*DONE' build/fuzz-npy.log | tail -1
+	@# the cache readers, on planted files: a sealed read gives back only
+	@# what a writer sealed for that key; a tuning entry reads or misses
+	@rm -rf build/fuzz-cache.* && mkdir -p build/fuzz-cache-corpus
+	$(Q)build/fuzz_cache -max_total_time=$(FUZZ_CACHE_SECONDS) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix=build/fuzz-cache- build/fuzz-cache-corpus 2>build/fuzz-cache.log || \
+		{ tail -40 build/fuzz-cache.log; echo "fuzz: crash input kept under build/"; exit 1; }
+	@grep -E '^Done|#[0-9]+.*DONE' build/fuzz-cache.log | tail -1
 
 demo: deps
 	$(MAKE) build/assoc
