@@ -434,24 +434,13 @@ Test(emu, compile_errors_carry_the_log)
  * emulator and its results meet the reference; its plans are cuda_plan_h's. */
 static char msg[8192];
 
-/* The status of a shell command line, its output in out. */
-static int shell(const char *cmd, char *out, size_t size)
-{
-	FILE *f = popen(cmd, "r");
-	cr_assert(f, "%s", cmd);
-	size_t n = fread(out, 1, size - 1, f);
-	out[n] = 0;
-	int st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* emit SPEC's module and header under build/header/NAME.{cu,h}. */
 static void emit(const char *spec, const char *name)
 {
 	char cmd[1024], out[8192];
 	snprintf(cmd, sizeof cmd, "mkdir -p build/header && build/asan/assoc emit %s --target cuda --header "
-				  "build/header/%s.h -o build/header/%s.cu 2>&1", spec, name, name);
-	cr_assert_eq(shell(cmd, out, sizeof out), 0, "%s: %s", cmd, out);
+				  "build/header/%s.h -o build/header/%s.cu", spec, name, name);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
 }
 
 /* The header compiles alone as C11 without a warning, and names every
@@ -465,9 +454,9 @@ Test(cuda, header_compiles_and_names_the_carriers_kernels, .timeout = 120)
 	for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
 		emit(specs[i][0], specs[i][1]);
 		char cmd[512], out[8192];
-		snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c build/header/%s.h 2>&1",
+		snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c build/header/%s.h",
 			 specs[i][1]);
-		cr_assert_eq(shell(cmd, out, sizeof out), 0, "%s: %s", cmd, out);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
 		Carrier *c = load_ok(specs[i][0]);
 		CudaModule m;
 		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
@@ -498,8 +487,8 @@ Test(cuda, header_compiles_and_names_the_carriers_kernels, .timeout = 120)
 		spec_carrier_free(c);
 	}
 	char out[1024];
-	cr_assert_neq(shell("build/asan/assoc emit specs/sum.yaml --target llvm --header build/header/x.h 2>&1", out,
-			    sizeof out), 0);
+	cr_assert_neq(sh("build/asan/assoc emit specs/sum.yaml --target llvm --header build/header/x.h", out, sizeof out, 1),
+		      0);
 	cr_assert(strstr(out, "--header is an option of emit --target cuda and ptx only"), "%s", out);
 }
 
@@ -529,8 +518,8 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 	char cmd[1024], out[8192], so[256];
 	snprintf(so, sizeof so, "build/header/host_%s.so", name);
 	snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -shared -fPIC '-DHEADER=\"build/header/%s.h\"' "
-				  "-DCARRIER=%s -I. -o %s tests/example/launch_header.c 2>&1", name, name, so);
-	cr_assert_eq(shell(cmd, out, sizeof out), 0, "%s: %s", cmd, out);
+				  "-DCARRIER=%s -I. -o %s tests/example/launch_header.c", name, name, so);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
 	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 	cr_assert_not_null(h, "%s", dlerror());
 	int (*variants)(void) = (int (*)(void))dlsym(h, "host_variants");
