@@ -90,7 +90,7 @@ build/asan/%.o: %.c $(FLAGS_STAMP)
 
 # The templates and the emulator's header are assembled into blobs.o
 # (.incbin), which -MMD does not see.
-BLOB_DEPS := $(wildcard templates/*.cuh) runtime/emu/emu.hpp
+BLOB_DEPS := $(wildcard templates/*.cuh) runtime/emu/emu.hpp runtime/emu/emu_tmap.h
 $(foreach d,obj asan pic fuzz,build/$(d)/compiler/cuda/blobs.o): $(BLOB_DEPS)
 
 build/asan/t/%.o: tests/%.c $(FLAGS_STAMP)

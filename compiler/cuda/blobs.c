@@ -18,20 +18,24 @@ BLOB(asc_blob_splitk, "templates/splitk.cuh")
 BLOB(asc_blob_scan, "templates/scan.cuh")
 BLOB(asc_blob_attention, "templates/attention.cuh")
 BLOB(asc_blob_emu, "runtime/emu/emu.hpp")
+BLOB(asc_blob_emu_tmap, "runtime/emu/emu_tmap.h")
 
 const Blob *blob_find(const char *name)
 {
-	static Blob all[8];
+	enum { NBLOB = 9 };
+	static Blob all[NBLOB];
 	if (!all[0].name) {
-		const char *names[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "attention", "emu"};
-		const char *b[] = {asc_blob_common, asc_blob_blocks, asc_blob_rowreduce, asc_blob_rowmap,
-				   asc_blob_splitk, asc_blob_scan, asc_blob_attention, asc_blob_emu};
-		const char *e[] = {asc_blob_common_end, asc_blob_blocks_end, asc_blob_rowreduce_end,
-				   asc_blob_rowmap_end, asc_blob_splitk_end, asc_blob_scan_end, asc_blob_attention_end, asc_blob_emu_end};
-		for (int i = 0; i < 8; i++)
+		const char *names[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "attention", "emu",
+				       "emu_tmap"};
+		const char *b[] = {asc_blob_common, asc_blob_blocks, asc_blob_rowreduce, asc_blob_rowmap, asc_blob_splitk,
+				   asc_blob_scan, asc_blob_attention, asc_blob_emu, asc_blob_emu_tmap};
+		const char *e[] = {asc_blob_common_end, asc_blob_blocks_end, asc_blob_rowreduce_end, asc_blob_rowmap_end,
+				   asc_blob_splitk_end, asc_blob_scan_end, asc_blob_attention_end, asc_blob_emu_end,
+				   asc_blob_emu_tmap_end};
+		for (int i = 0; i < NBLOB; i++)
 			all[i] = (Blob){names[i], b[i], (size_t)(e[i] - b[i]) - 1};
 	}
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < NBLOB; i++)
 		if (!strcmp(all[i].name, name))
 			return &all[i];
 	return NULL;

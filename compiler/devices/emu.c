@@ -241,12 +241,13 @@ int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 		emu_available(msg, n);
 		return -1;
 	}
-	const Blob *hdr = blob_find("emu");
-	size_t len = hdr->len + strlen(cuda) + 64;
+	/* the tensor maps' layout first: emu.hpp reads them */
+	const Blob *hdr = blob_find("emu"), *tmap = blob_find("emu_tmap");
+	size_t len = tmap->len + hdr->len + strlen(cuda) + 64;
 	char *text = malloc(len);
 	if (!text)
 		abort();
-	len = (size_t)snprintf(text, len, "%s\n#line 1 \"generated.cu\"\n%s", hdr->text, cuda);
+	len = (size_t)snprintf(text, len, "%s\n%s\n#line 1 \"generated.cu\"\n%s", tmap->text, hdr->text, cuda);
 	uint64_t h = cache_hash(CACHE_HASH_INIT, text, len);
 	h = cache_hash(h, CXXFLAGS, sizeof CXXFLAGS);
 	h = cache_hash(h, cxx, strlen(cxx));
