@@ -1,13 +1,23 @@
-/* test_hopper.c: the Hopper wrappers (templates/hopper.cuh): the GPU side
- * of every wrapper compiles with NVRTC and assembles for sm_90a; the
- * emulator's tensor maps refuse what the driver's cuTensorMapEncodeTiled
- * refuses. */
+/* test_hopper.c: the Hopper wrappers (templates/hopper.cuh) on the
+ * emulator, through kernels written on them (tests/hopper/emu_kernels.cu):
+ * TMA tile loads land their boxes swizzled, with zeros outside the tensor;
+ * mbarrier phases and parities carry a ring of stages; wgmma gives the
+ * plain product of operands laid out as attention lays them (K-major Q
+ * and K, MN-major V, A in registers), with D written only at the wait;
+ * and each misuse is reported: a read of a TMA destination before the
+ * wait, a wrong parity (a deadlock naming the barrier), a missing
+ * fence.proxy.async or wgmma.fence, D or an operand written while a wgmma
+ * is in flight, an exit before wgmma.wait_group, a warp left out of a
+ * warpgroup's wgmma or setmaxnreg or issuing another wgmma, a wgmma
+ * reading what TMA has not landed, a bad register count.  And the GPU side
+ * of every wrapper compiles with NVRTC and assembles for sm_90a. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/nvrtc.h"
+#include "compiler/devices/emu.h"
 #include "compiler/util/cache.h"
 #include "cudatest.h"
 #include "runtime/emu/emu_tmap.h"
@@ -17,6 +27,156 @@
 typedef struct {
 	_Alignas(64) unsigned long long w[16];
 } Tmap;
+
+typedef struct {
+	Tmap m2, m3;
+	unsigned *out;
+	unsigned expect;
+	int mode;
+} TmaArgs;
+
+typedef struct {
+	Tmap m;
+	unsigned *out;
+	int parity0;
+} RingArgs;
+
+typedef struct {
+	Tmap q, k, v;
+	const unsigned *p;
+	float *s, *o;
+	int nowait;
+} MmaArgs;
+
+typedef struct {
+	int mode;
+	float *out;
+} WgArgs;
+
+/* The wrappers, then the kernels. */
+static EmuLib *lib(void)
+{
+	cuda_test_cache();
+	char *k = cache_read("tests/hopper/emu_kernels.cu", NULL);
+	cr_assert(k, "tests/hopper/emu_kernels.cu");
+	const Blob *h = blob_find("hopper");
+	cr_assert(h);
+	size_t n = h->len + strlen(k) + 2;
+	char *src = malloc(n);
+	snprintf(src, n, "%s\n%s", h->text, k);
+	EmuLib *l;
+	char msg[8192];
+	cr_assert_eq(emu_open(src, &l, msg, sizeof msg), 0, "%s", msg);
+	free(src);
+	free(k);
+	return l;
+}
+
+static void tmap2(Tmap *m, int eb, const void *base, unsigned long long d0, unsigned long long d1, unsigned b0, unsigned b1,
+		  int swz)
+{
+	unsigned long long dims[2] = {d0, d1}, strides[1] = {d0 * (unsigned long long)eb};
+	unsigned box[2] = {b0, b1};
+	char msg[256];
+	cr_assert_eq(emu_tmap_encode(m, eb, 2, base, dims, strides, box, swz, msg, sizeof msg), 0, "%s", msg);
+}
+
+static unsigned swz128(unsigned a) { return a ^ (((a >> 7) & 7u) << 4); }
+
+/* The 16-bit element at byte b of words w (little-endian halves). */
+static unsigned half_at(const unsigned *w, unsigned b) { return (w[b / 4] >> (8 * (b % 4))) & 0xffffu; }
+
+/* tensor elements: distinct, never zero */
+static unsigned short t2(int r, int c) { return (unsigned short)(1 + r * 97 + c); }
+static unsigned short t3(int z, int r, int c) { return (unsigned short)(20000 + z * 1000 + r * 64 + c); }
+
+static void tma_args(TmaArgs *a, unsigned short *g2, unsigned short *g3, unsigned *out)
+{
+	for (int r = 0; r < 70; r++)
+		for (int c = 0; c < 96; c++)
+			g2[r * 96 + c] = t2(r, c);
+	for (int z = 0; z < 3; z++)
+		for (int r = 0; r < 10; r++)
+			for (int c = 0; c < 64; c++)
+				g3[(z * 10 + r) * 64 + c] = t3(z, r, c);
+	memset(a, 0, sizeof *a);
+	tmap2(&a->m2, 2, g2, 96, 70, 64, 16, 128);
+	unsigned long long dims[3] = {64, 10, 3}, strides[2] = {128, 1280};
+	unsigned box[3] = {64, 8, 2};
+	char msg[256];
+	cr_assert_eq(emu_tmap_encode(&a->m3, 2, 3, g3, dims, strides, box, 128, msg, sizeof msg), 0, "%s", msg);
+	a->out = out;
+	a->expect = 4096;
+}
+
+Test(hopper, tma_boxes_land_swizzled_with_zeros_outside)
+{
+	EmuLib *l = lib();
+	_Alignas(16) static unsigned short g2[70 * 96], g3[3 * 10 * 64];
+	static unsigned out[1024];
+	TmaArgs a;
+	tma_args(&a, g2, g3, out);
+	char msg[2048];
+	unsigned long long bytes[2] = {0, 0};
+	cr_assert_eq(emu_launch_kernel(l, "tma", 2, 64, 8192 + 16, &a, bytes, msg, sizeof msg), 0, "%s", msg);
+	/* box (48, 60) of 64 x 16 over 96 x 70: columns from 96 and rows from 70 are zeros */
+	int bad = 0;
+	for (int r = 0; r < 16; r++)
+		for (int c = 0; c < 64; c++) {
+			unsigned want = 48 + c < 96 && 60 + r < 70 ? t2(60 + r, 48 + c) : 0;
+			unsigned got = half_at(out, swz128((unsigned)(r * 64 + c) * 2));
+			if (got != want && bad++ < 5)
+				cr_expect_eq(got, want, "2D box row %d column %d: %u, want %u", r, c, got, want);
+		}
+	/* box (-16, 5, 2) of 64 x 8 x 2 over 64 x 10 x 3, at byte 2048 */
+	for (int z = 0; z < 2; z++)
+		for (int r = 0; r < 8; r++)
+			for (int c = 0; c < 64; c++) {
+				int gc = c - 16, gr = 5 + r, gz = 2 + z;
+				unsigned want = gc >= 0 && gr < 10 && gz < 3 ? t3(gz, gr, gc) : 0;
+				unsigned got = half_at(out, swz128(2048 + (unsigned)((z * 8 + r) * 64 + c) * 2));
+				if (got != want && bad++ < 10)
+					cr_expect_eq(got, want, "3D box plane %d row %d column %d: %u, want %u", z, r, c, got, want);
+			}
+	cr_expect_eq(bad, 0, "%d elements differ", bad);
+	/* only the elements inside the tensors are loaded: 48 x 10 and 48 x 5, a block */
+	cr_expect_eq(bytes[0], 2ull * (48 * 10 + 48 * 5) * 2, "bytes loaded: %llu", bytes[0]);
+	emu_close(l);
+}
+
+Test(hopper, tma_misuse_is_reported)
+{
+	EmuLib *l = lib();
+	_Alignas(16) static unsigned short g2[70 * 96], g3[3 * 10 * 64];
+	static unsigned out[1024];
+	TmaArgs a;
+	tma_args(&a, g2, g3, out);
+	char msg[2048];
+	a.mode = 1;
+	cr_assert_eq(emu_launch_kernel(l, "tma", 1, 64, 8192 + 16, &a, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "read of sm[") && strstr(msg, "while a TMA copy to it (issued by thread 0) is in flight "
+							 "(missing mbarrier wait?)"), "%s", msg);
+	cr_expect(strstr(msg, "(kernel tma, block 0, thread "), "%s", msg);
+	a.mode = 2;
+	cr_assert_eq(emu_launch_kernel(l, "tma", 1, 64, 8192 + 16, &a, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "mbarrier.init of sm[2048] by thread 0 and by this thread between barriers"), "%s", msg);
+	a.mode = 3;
+	cr_assert_eq(emu_launch_kernel(l, "tma", 1, 64, 8192 + 16, &a, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "read of sm[2048], a word of an mbarrier"), "%s", msg);
+	a.mode = 4;
+	cr_assert_eq(emu_launch_kernel(l, "tma", 1, 64, 8192 + 16, &a, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "mbarrier wait on sm[2048], which no thread initialized"), "%s", msg);
+	/* arrive.expect_tx announces 1024 bytes of the 4096 */
+	a.mode = 0;
+	a.expect = 1024;
+	cr_assert_eq(emu_launch_kernel(l, "tma", 1, 64, 8192 + 16, &a, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "mbarrier at sm[2048]: its TMA copies completed 3072 bytes more than arrive.expect_tx "
+			      "announced"), "%s", msg);
+	/* and a good run after the failures left copies and barriers behind */
+	a.expect = 4096;
+	cr_assert_eq(emu_launch_kernel(l, "tma", 1, 64, 8192 + 16, &a, NULL, msg, sizeof msg), 0, "%s", msg);
+	emu_close(l);
+}
 
 Test(hopper, tensor_maps_are_checked_as_the_driver_does)
 {
@@ -44,6 +204,190 @@ Test(hopper, tensor_maps_are_checked_as_the_driver_does)
 	cr_expect(strstr(msg, "box dimension 1 of 257 elements outside [1, 256]"), "%s", msg);
 	cr_assert_eq(emu_tmap_encode(&m, 2, 2, g, dims, strides, box, 96, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "swizzle of 96 bytes"), "%s", msg);
+}
+
+static void ring_run(EmuLib *l, int parity0, char *msg, size_t n, int *rc, unsigned *out)
+{
+	_Alignas(16) static unsigned g[80 * 32];
+	for (int r = 0; r < 80; r++)
+		for (int c = 0; c < 32; c++)
+			g[r * 32 + c] = (unsigned)(r * 1000 + c);
+	RingArgs a;
+	memset(&a, 0, sizeof a);
+	tmap2(&a.m, 4, g, 32, 80, 32, 16, 128);
+	a.out = out;
+	a.parity0 = parity0;
+	*rc = emu_launch_kernel(l, "ring", 1, 64, 4096 + 32, &a, NULL, msg, n);
+}
+
+Test(hopper, mbarrier_ring_of_two_stages)
+{
+	EmuLib *l = lib();
+	static unsigned out[5 * 32];
+	char msg[2048];
+	int rc;
+	ring_run(l, 1, msg, sizeof msg, &rc, out);
+	cr_assert_eq(rc, 0, "%s", msg);
+	for (int i = 0; i < 5; i++)
+		for (int x = 0; x < 32; x++) {
+			unsigned r = (unsigned)(16 * i + x % 16), want = 32 * 1000 * r + 31 * 32 / 2;
+			cr_expect_eq(out[32 * i + x], want, "tile %d lane %d: %u, want %u", i, x, out[32 * i + x], want);
+		}
+	/* the producer waits on phase 0 of an empty stage, which needs the
+	 * consumers to have freed it, who wait for its load */
+	ring_run(l, 0, msg, sizeof msg, &rc, out);
+	cr_assert_eq(rc, -1);
+	cr_expect(strstr(msg, "deadlock: ") && strstr(msg, "33 in mbarrier wait for a phase that never completes"), "%s",
+		  msg);
+	cr_expect(strstr(msg, "mbarrier wait on sm[1024] for parity 0 (32 threads from thread 0; 1 of 1 arrivals"), "%s",
+		  msg);
+	cr_expect(strstr(msg, "mbarrier wait on sm[1028] for parity 0 (1 threads from thread 32; 32 of 32 arrivals"),
+		  "%s", msg);
+	emu_close(l);
+}
+
+/* bf16 or f16 bits of v, a multiple of 1/8 in [-4, 4] (exact in both) */
+static unsigned short bits16(double v, int bf)
+{
+	float f = (float)v;
+	unsigned u;
+	memcpy(&u, &f, 4);
+	if (bf)
+		return (unsigned short)(u >> 16);
+	if (v == 0)
+		return 0;
+	int e = (int)((u >> 23) & 0xff) - 127 + 15;
+	return (unsigned short)((u >> 16 & 0x8000) | (unsigned)e << 10 | (u >> 13 & 0x3ff));
+}
+
+static double val(unsigned seed, int i) { return (double)((int)((seed * 2654435761u + (unsigned)i * 40503u) >> 7) % 65 - 32) / 8; }
+
+/* S = Q K^T and O = P V with the wgmma of kernel mma_<kind>, against the
+ * plain products; every value is exact in float. */
+static void mma_check(EmuLib *l, const char *kernel, int bf, int bn, int dv)
+{
+	_Alignas(16) static unsigned short q[64 * 128], k[128 * 128], v[128 * 128], p[64 * 128];
+	static double qd[64 * 128], kd[128 * 128], vd[128 * 128], pd[64 * 128];
+	static float s[64 * 128], o[64 * 128];
+	for (int i = 0; i < 64 * 128; i++)
+		qd[i] = val(1, i), q[i] = bits16(qd[i], bf), pd[i] = val(4, i), p[i] = bits16(pd[i], bf);
+	for (int i = 0; i < 128 * 128; i++)
+		kd[i] = val(2, i), k[i] = bits16(kd[i], bf), vd[i] = val(3, i), v[i] = bits16(vd[i], bf);
+	MmaArgs a;
+	memset(&a, 0, sizeof a);
+	tmap2(&a.q, 2, q, 128, 64, 64, 64, 128);
+	tmap2(&a.k, 2, k, 128, (unsigned long long)bn, 64, (unsigned)bn, 128);
+	tmap2(&a.v, 2, v, (unsigned long long)dv, (unsigned long long)bn, 64, (unsigned)bn, 128);
+	/* P: 64 x bn, row-major */
+	static unsigned short pp[64 * 128];
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < bn; c++)
+			pp[r * bn + c] = p[r * 128 + c];
+	a.p = (const unsigned *)pp;
+	a.s = s, a.o = o;
+	char msg[2048];
+	unsigned smem = 16384 + (unsigned)bn * 256 + (unsigned)(bn * 128 * (dv / 64)) + 16;
+	cr_assert_eq(emu_launch_kernel(l, kernel, 1, 128, smem, &a, NULL, msg, sizeof msg), 0, "%s: %s", kernel, msg);
+	int bad = 0;
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < bn; c++) {
+			double want = 0;
+			for (int x = 0; x < 128; x++)
+				want += qd[r * 128 + x] * kd[c * 128 + x];
+			if (s[r * bn + c] != (float)want && bad++ < 5)
+				cr_expect_eq(s[r * bn + c], (float)want, "%s: S[%d][%d] = %g, want %g", kernel, r, c, s[r * bn + c],
+					     want);
+		}
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < dv; c++) {
+			double want = 0;
+			for (int x = 0; x < bn; x++)
+				want += pd[r * 128 + x] * vd[x * dv + c];
+			if (o[r * dv + c] != (float)want && bad++ < 10)
+				cr_expect_eq(o[r * dv + c], (float)want, "%s: O[%d][%d] = %g, want %g", kernel, r, c, o[r * dv + c],
+					     want);
+		}
+	cr_expect_eq(bad, 0, "%s: %d elements differ", kernel, bad);
+	/* without the mbarrier wait, the first wgmma reads words TMA has not landed */
+	a.nowait = 1;
+	cr_assert_eq(emu_launch_kernel(l, kernel, 1, 128, smem, &a, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "wgmma.mma_async read of sm[") && strstr(msg, "while a TMA copy to it (issued by thread 0) "
+									     "is in flight (missing mbarrier wait?)"),
+		  "%s: %s", kernel, msg);
+}
+
+Test(hopper, wgmma_gives_the_plain_products, .timeout = 60)
+{
+	EmuLib *l = lib();
+	mma_check(l, "mma_bf16_64_64", 1, 64, 64);
+	mma_check(l, "mma_f16_64_128", 0, 64, 128);
+	mma_check(l, "mma_bf16_128_128", 1, 128, 128);
+	mma_check(l, "mma_f16_128_64", 0, 128, 64);
+	emu_close(l);
+}
+
+static int wgfail(EmuLib *l, int mode, float *out, char *msg, size_t n)
+{
+	WgArgs a = {mode, out};
+	return emu_launch_kernel(l, "wgfail", 1, 128, 4096, &a, NULL, msg, n);
+}
+
+Test(hopper, wgmma_writes_d_at_the_wait)
+{
+	EmuLib *l = lib();
+	static float out[256];
+	char msg[2048];
+	cr_assert_eq(wgfail(l, 0, out, msg, sizeof msg), 0, "%s", msg);
+	for (int x = 0; x < 128; x++) {
+		cr_expect_eq(out[x], 7.0f, "thread %d: d[0] before the wait %g, want the old 7", x, out[x]);
+		cr_expect_eq(out[128 + x], 16.0f, "thread %d: d[0] after the wait %g, want 16", x, out[128 + x]);
+	}
+	emu_close(l);
+}
+
+Test(hopper, wgmma_misuse_is_reported)
+{
+	EmuLib *l = lib();
+	static float out[256];
+	char msg[2048];
+	cr_assert_eq(wgfail(l, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "wgmma.mma_async reads sm[") && strstr(msg, "without fence.proxy.async after the write"),
+		  "%s", msg);
+	cr_assert_eq(wgfail(l, 2, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "wgmma.mma_async without wgmma.fence since the kernel's start"), "%s", msg);
+	cr_expect(strstr(msg, "(kernel wgfail, block 0, thread "), "%s", msg);
+	cr_assert_eq(wgfail(l, 3, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "accumulator d[3] written between the wgmma's issue and the wgmma.wait_group"), "%s", msg);
+	cr_assert_eq(wgfail(l, 4, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "thread exited with 1 wgmma.mma_async in flight (missing wgmma.wait_group)"), "%s", msg);
+	cr_assert_eq(wgfail(l, 5, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "sm[1], an operand of a wgmma.mma_async in flight, was written (last by thread 0) before "
+			      "the wgmma.wait_group"), "%s", msg);
+	cr_assert_eq(wgfail(l, 6, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "deadlock: ") && strstr(msg, "96 at wgmma.wait_group for a wgmma.mma_async that not every "
+								  "thread of the warpgroup issues"), "%s", msg);
+	cr_assert_eq(wgfail(l, 7, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "warpgroup 0: this thread's wgmma.mma_async #0 (m64n64k16 SS) is not thread ") &&
+		  strstr(msg, "every thread of the warpgroup issues the same wgmma"), "%s", msg);
+	/* and a good run after them */
+	cr_assert_eq(wgfail(l, 0, out, msg, sizeof msg), 0, "%s", msg);
+	emu_close(l);
+}
+
+Test(hopper, setmaxnreg_is_a_warpgroup_collective)
+{
+	EmuLib *l = lib();
+	char msg[2048];
+	int mode = 0;
+	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 256, 0, &mode, NULL, msg, sizeof msg), 0, "%s", msg);
+	mode = 1;
+	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 256, 0, &mode, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "setmaxnreg.inc 100: the register count must be a multiple of 8 in [24, 256]"), "%s", msg);
+	mode = 2;
+	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 256, 0, &mode, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "deadlock: ") && strstr(msg, "at setmaxnreg, which not every thread of the warpgroup "
+								  "reaches"), "%s", msg);
+	emu_close(l);
 }
 
 /* The GPU side: every wrapper, wgmma at N = 64, 128 and 256, through

@@ -16,8 +16,10 @@
  * calls as divergent barriers.  cp.async copies land only at the
  * cp.async.wait_group that completes them, and their words are poisoned
  * until then, so a missing wait (or a missing __syncthreads after it) is
- * reported; ldmatrix reads its rows through the same checks.  Errors name
- * the kernel, block and thread.
+ * reported; ldmatrix reads its rows through the same checks.  The Hopper
+ * instructions (mbarriers, TMA tile loads, wgmma, setmaxnreg) are modelled
+ * and checked as their section says.  Errors name the kernel, block and
+ * thread.
  *
  * Everything here is inside the shared object and not sanitized, so the
  * fibers' stacks never meet the host's AddressSanitizer. */
@@ -61,6 +63,11 @@ struct EmuFiber {
 	unsigned seq;
 	int nasync;     /* cp.async copies in flight */
 	unsigned group; /* cp.async.commit_group count: the open group's number */
+	unsigned pfence; /* fence.proxy.async count */
+	unsigned wg_issued, wg_done, wg_group; /* wgmma.mma_async issued and retired; commit_group count */
+	int wg_fenced;  /* a wgmma.fence since the last wgmma.wait_group that retired one */
+	int wbar;       /* blocked in an mbarrier wait: the barrier (emu_hop.bar) and the parity */
+	unsigned wpar;
 #if !defined(__x86_64__)
 	ucontext_t uc;
 #endif
@@ -153,6 +160,8 @@ __attribute__((format(printf, 1, 2), noreturn)) static void emu_fail(const char 
 static void emu_exit_thread(void)
 {
 	EmuFiber *f = emu.cur;
+	if (f->wg_done != f->wg_issued)
+		emu_fail("thread exited with %u wgmma.mma_async in flight (missing wgmma.wait_group)", f->wg_issued - f->wg_done);
 	f->done = 1;
 	emu.nlive--;
 	if (emu.bar_arrived > 0)
@@ -312,6 +321,12 @@ static void __syncwarp(unsigned m = 0xffffffffu)
 
 /* ---- checked shared memory ---- */
 
+/* pend of a word: 1 + the thread whose cp.async to it is in flight, -(1 +
+ * the thread) whose TMA copy to it is, EMU_PEND_MBAR in an mbarrier, or 0.
+ * wt of a word a TMA copy wrote: EMU_ASYNC_WRITER (ordered by the
+ * mbarrier that completed it, not by __syncthreads). */
+enum { EMU_PEND_MBAR = -0x7fffffff, EMU_ASYNC_WRITER = -3 };
+
 /* A shared array: the words and, per word, the checks' bookkeeping.  Static
  * arrays (ASC_SHARED) hold their storage; the dynamic one (ASC_DYN_SHARED)
  * points at storage sized by the launch's dynamic shared bytes. */
@@ -319,7 +334,8 @@ template <class T> struct EmuShared {
 	T *v;
 	uint64_t *wep, *rep;
 	int *wt, *rt;
-	int *pend; /* 1 + the thread whose cp.async to the word is in flight, or 0 */
+	int *pend;
+	unsigned *wpf; /* the writer's fence.proxy.async count at the write */
 	long n;
 	int dyn; /* sized at launch */
 	const char *nm;
@@ -335,6 +351,11 @@ template <class T> struct EmuShared {
 	}
 	void inflight(long i, const char *what) const
 	{
+		if (pend[i] == EMU_PEND_MBAR)
+			emu_fail("%s of %s[%ld], a word of an mbarrier (an mbarrier object is not data)", what, nm, i);
+		if (pend[i] < 0)
+			emu_fail("%s of %s[%ld] while a TMA copy to it (issued by thread %d) is in flight (missing mbarrier "
+				 "wait?)", what, nm, i, -pend[i] - 1);
 		if (pend[i])
 			emu_fail("%s of %s[%ld] while a cp.async of thread %d to it is in flight (missing "
 				 "cp.async.wait_group%s?)", what, nm, i, pend[i] - 1,
@@ -349,7 +370,7 @@ template <class T> struct EmuShared {
 			emu_fail("shared-memory race on %s[%ld]: read of a word no thread of this block has written yet "
 				 "(missing __syncthreads before the read? shared memory starts undefined in every block)",
 				 nm, i);
-		if (wep[i] == emu.epoch && wt[i] != me)
+		if (wep[i] == emu.epoch && wt[i] != me && wt[i] >= 0)
 			emu_fail("shared-memory race on %s[%ld]: read of a word thread %d wrote since the last __syncthreads "
 				 "(missing __syncthreads?)", nm, i, wt[i]);
 		rt[i] = rep[i] == emu.epoch && rt[i] != me ? -2 : me;
@@ -363,7 +384,7 @@ template <class T> struct EmuShared {
 		at(i);
 		inflight(i, "cp.async");
 		int me = (int)emu.cur->tid.x;
-		if ((wep[i] == emu.epoch && wt[i] != me) || (rep[i] == emu.epoch && rt[i] != me))
+		if ((wep[i] == emu.epoch && wt[i] != me && wt[i] >= 0) || (rep[i] == emu.epoch && rt[i] != me))
 			emu_fail("shared-memory race on %s[%ld]: cp.async over a word thread %d %s since the last "
 				 "__syncthreads (missing __syncthreads?)", nm, i, wep[i] == emu.epoch ? wt[i] : rt[i],
 				 wep[i] == emu.epoch ? "wrote" : "read");
@@ -379,7 +400,7 @@ template <class T> struct EmuShared {
 		at(i);
 		inflight(i, "write");
 		int me = (int)emu.cur->tid.x;
-		if (wep[i] == emu.epoch && wt[i] != me)
+		if (wep[i] == emu.epoch && wt[i] != me && wt[i] >= 0)
 			emu_fail("shared-memory race on %s[%ld]: two threads write it between barriers (thread %d, then this one)",
 				 nm, i, wt[i]);
 		if (rep[i] == emu.epoch && rt[i] != me)
@@ -387,6 +408,7 @@ template <class T> struct EmuShared {
 				 "(missing __syncthreads?)", nm, i, rt[i] == -2 ? "other threads" : "another thread");
 		wep[i] = emu.epoch;
 		wt[i] = me;
+		wpf[i] = emu.cur->pfence;
 		v[i] = x;
 	}
 	struct Ref {
@@ -416,9 +438,11 @@ template <class T, int N> struct EmuStaticShared : EmuShared<T> {
 	alignas(16) T sv[N];
 	uint64_t swep[N], srep[N];
 	int swt[N], srt[N], spend[N];
+	unsigned swpf[N];
 	EmuStaticShared()
 	{
 		this->v = sv, this->wep = swep, this->rep = srep, this->wt = swt, this->rt = srt, this->pend = spend;
+		this->wpf = swpf;
 		this->n = N, this->dyn = 0;
 	}
 };
@@ -440,6 +464,7 @@ template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
 		size_t words = n > 0 ? (size_t)n : 1, at = 0;
 		size_t off_v = at, off_wep = (at += (words * sizeof(T) + 15) / 16 * 16), off_rep = (at += words * 8);
 		size_t off_wt = (at += words * 8), off_rt = (at += words * 4), off_pend = (at += words * 4);
+		size_t off_wpf = (at += words * 4);
 		at += words * 4;
 		mem = aligned_alloc(16, (at + 15) / 16 * 16);
 		if (!mem) {
@@ -450,6 +475,7 @@ template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
 		char *b = (char *)mem;
 		d.v = (T *)(b + off_v), d.wep = (uint64_t *)(b + off_wep), d.rep = (uint64_t *)(b + off_rep);
 		d.wt = (int *)(b + off_wt), d.rt = (int *)(b + off_rt), d.pend = (int *)(b + off_pend);
+		d.wpf = (unsigned *)(b + off_wpf);
 		d.n = n, d.dyn = 1;
 	}
 	d.nm = nm;
@@ -719,6 +745,579 @@ static inline unsigned short emu_float_to_half(float f)
 	return (unsigned short)(s | r);
 }
 
+/* ---- Hopper: mbarriers, TMA tile loads, wgmma, setmaxnreg ----
+ * The instructions templates/hopper.cuh wraps, on shared arrays of 32-bit
+ * words.  A shared address is a byte offset in one array, the window: the
+ * one asc_smem_addr was given (on the GPU, the dynamic shared array).
+ *
+ * An mbarrier (two words, 8-byte aligned) counts the arrivals its phase
+ * still waits for and its transaction bytes (tx-count); the phase
+ * completes when both are zero, and the next one begins with the init's
+ * count.  Its words are no data: a read or write of them is reported.  A
+ * TMA tile load copies its box, each 16-byte chunk at its swizzled
+ * address, and stays in flight (its words poisoned, as cp.async's) until
+ * a thread waits on the phase it completes: the wait lands it and
+ * subtracts its bytes.  wgmma.mma_async is recorded at issue; its
+ * operands are read when the last of the warpgroup's 128 threads has
+ * issued it, and each thread's D is written at the wgmma.wait_group that
+ * retires it, so D read earlier is stale, and D or an operand written
+ * meanwhile is reported. */
+
+enum { EMU_MAXMBAR = 64, EMU_MAXTMA = 256, EMU_MAXWG = EMU_MAXT / 128, EMU_WGRING = 32 };
+
+struct EmuMbar {
+	EmuShared<unsigned> *s;
+	long at;
+	unsigned count, pending, phase; /* phase: the number of phases completed */
+	long long tx;
+	int init_t, fenced;
+	uint64_t init_epoch;
+};
+
+struct EmuTma {
+	EmuShared<unsigned> *s;
+	int bar, t; /* the mbarrier (emu_hop.bar) it completes on; the issuing thread */
+	long nw;
+	long *at;
+	unsigned *v;
+	unsigned bytes;
+};
+
+/* One wgmma.mma_async of a warpgroup: what the first issuer gave, each
+ * thread's part, the operands as read once all 128 had issued it. */
+struct EmuWgOp {
+	int n, bf, ta, tb, rs, first;
+	unsigned long long da, db;
+	int issued, executed, checked;
+	unsigned short a[64][16], b[16][256]; /* raw f16/bf16 bits */
+	float fa[64][16], fb[16][256];         /* their values */
+	struct {
+		float *d;
+		int sc, chained; /* chained: an earlier wgmma in flight accumulates into the same d */
+		unsigned a[4], grp;
+		float snap[128]; /* d as the wgmma must find it at execution */
+	} t[128];
+};
+
+static struct {
+	EmuShared<unsigned> *win;
+	EmuMbar bar[EMU_MAXMBAR];
+	int nbar;
+	EmuTma tma[EMU_MAXTMA];
+	int ntma;
+	EmuWgOp *ring[EMU_MAXWG][EMU_WGRING];
+	unsigned next[EMU_MAXWG], oldest[EMU_MAXWG]; /* wgmma numbers: the next to begin, the oldest not retired */
+	int rv_n[EMU_MAXWG], rv_regs[EMU_MAXWG], rv_t[EMU_MAXWG]; /* setmaxnreg rendezvous */
+	const char *rv_op[EMU_MAXWG];
+	unsigned rv_gen[EMU_MAXWG];
+} emu_hop;
+
+static void emu_hop_wake(int kind)
+{
+	for (int t = 0; t < emu.n; t++)
+		if (emu.f[t].blocked == kind)
+			emu.f[t].blocked = 0;
+}
+
+/* The threads waiting on barrier k look at it again. */
+static void emu_mbar_wake(int k)
+{
+	for (int t = 0; t < emu.n; t++)
+		if (emu.f[t].blocked == 3 && emu.f[t].wbar == k)
+			emu.f[t].blocked = 0;
+}
+
+/* Forget what a block left: copies in flight, barriers, wgmma records. */
+static void emu_hop_reset(void)
+{
+	for (int k = 0; k < emu_hop.ntma; k++) {
+		EmuTma *c = &emu_hop.tma[k];
+		for (long w = 0; w < c->nw; w++)
+			if (c->at[w] < c->s->n && c->s->pend[c->at[w]] < 0)
+				c->s->pend[c->at[w]] = 0;
+		free(c->at);
+		free(c->v);
+	}
+	emu_hop.ntma = 0;
+	for (int k = 0; k < emu_hop.nbar; k++) {
+		EmuMbar *b = &emu_hop.bar[k];
+		for (long w = b->at; w < b->at + 2 && w < b->s->n; w++)
+			b->s->pend[w] = 0;
+	}
+	emu_hop.nbar = 0;
+	memset(emu_hop.next, 0, sizeof emu_hop.next);
+	memset(emu_hop.oldest, 0, sizeof emu_hop.oldest);
+	memset(emu_hop.rv_n, 0, sizeof emu_hop.rv_n);
+}
+
+static inline unsigned emu_swizzle(unsigned a, int span)
+{
+	return span ? a ^ (((a >> 7) & (unsigned)(span / 16 - 1)) << 4) : a;
+}
+
+template <class T> static unsigned emu_smem_addr(EmuShared<T> &s, long at)
+{
+	static_assert(sizeof(T) == 4, "shared addresses are taken of arrays of 32-bit words");
+	if (emu_hop.win && emu_hop.win != &s)
+		emu_fail("shared addresses of two arrays, %s and %s (the emulator places one array, as the dynamic shared "
+			 "array, at address 0)", emu_hop.win->nm, s.nm);
+	emu_hop.win = &s;
+	return (unsigned)(at * 4);
+}
+
+/* ---- mbarrier ---- */
+
+static EmuMbar *emu_mbar_find(EmuShared<unsigned> &s, long at)
+{
+	for (int k = 0; k < emu_hop.nbar; k++)
+		if (emu_hop.bar[k].s == &s && emu_hop.bar[k].at == at)
+			return &emu_hop.bar[k];
+	return NULL;
+}
+
+static void emu_mbar_init(EmuShared<unsigned> &s, long at, unsigned count)
+{
+	int me = (int)emu.cur->tid.x;
+	s.at(at);
+	s.at(at + 1);
+	if (at % 2)
+		emu_fail("mbarrier.init: %s[%ld] is not 8-byte aligned", s.nm, at);
+	if (count < 1 || count >= 1u << 20)
+		emu_fail("mbarrier.init of %s[%ld]: count %u outside [1, 2^20 - 1]", s.nm, at, count);
+	EmuMbar *b = emu_mbar_find(s, at);
+	if (b && b->init_epoch == emu.epoch && b->init_t != me)
+		emu_fail("mbarrier.init of %s[%ld] by thread %d and by this thread between barriers (one thread "
+			 "initializes an mbarrier)", s.nm, at, b->init_t);
+	if (!b) {
+		for (long w = at; w < at + 2; w++)
+			s.inflight(w, "mbarrier.init");
+		if (emu_hop.nbar == EMU_MAXMBAR)
+			emu_fail("more than %d mbarriers in a block", EMU_MAXMBAR);
+		b = &emu_hop.bar[emu_hop.nbar++];
+	}
+	for (int k = 0; k < emu_hop.ntma; k++)
+		if (&emu_hop.bar[emu_hop.tma[k].bar] == b)
+			emu_fail("mbarrier.init of %s[%ld] while a TMA copy completes on it", s.nm, at);
+	b->s = &s, b->at = at, b->count = b->pending = count, b->phase = 0, b->tx = 0;
+	b->init_t = me, b->init_epoch = emu.epoch, b->fenced = 0;
+	s.pend[at] = s.pend[at + 1] = EMU_PEND_MBAR;
+}
+
+static void emu_mbar_fence_init(void)
+{
+	for (int k = 0; k < emu_hop.nbar; k++)
+		if (emu_hop.bar[k].init_t == (int)emu.cur->tid.x)
+			emu_hop.bar[k].fenced = 1;
+}
+
+/* The barrier at s[at] for `what`: initialized, and by another thread
+ * only before the last __syncthreads. */
+static EmuMbar *emu_mbar_use(EmuShared<unsigned> &s, long at, const char *what)
+{
+	s.at(at);
+	EmuMbar *b = emu_mbar_find(s, at);
+	if (!b)
+		emu_fail("%s on %s[%ld], which no thread initialized (missing mbarrier.init?)", what, s.nm, at);
+	if (b->init_epoch == emu.epoch && b->init_t != (int)emu.cur->tid.x)
+		emu_fail("%s on %s[%ld], which thread %d initialized since the last __syncthreads (missing "
+			 "fence.mbarrier_init and __syncthreads after the init?)", what, s.nm, at, b->init_t);
+	return b;
+}
+
+static void emu_tma_land(EmuTma *c)
+{
+	EmuShared<unsigned> *s = c->s;
+	for (long w = 0; w < c->nw; w++) {
+		long i = c->at[w];
+		s->pend[i] = 0;
+		s->v[i] = c->v[w];
+		s->wep[i] = emu.epoch;
+		s->wt[i] = EMU_ASYNC_WRITER;
+		s->rep[i] = 0;
+	}
+	free(c->at);
+	free(c->v);
+}
+
+/* Complete b's phase if it can: every arrival in, and the transaction
+ * bytes done (land: the copies in flight on it land now). */
+static void emu_mbar_complete(EmuMbar *b, int land)
+{
+	if (b->pending)
+		return;
+	int k = 0;
+	for (int j = 0; j < emu_hop.ntma; j++)
+		if (&emu_hop.bar[emu_hop.tma[j].bar] == b && !land)
+			return;
+	for (int j = 0; j < emu_hop.ntma; j++) {
+		EmuTma *c = &emu_hop.tma[j];
+		if (&emu_hop.bar[c->bar] != b)
+			emu_hop.tma[k++] = *c;
+		else {
+			emu_tma_land(c);
+			b->tx -= c->bytes;
+		}
+	}
+	emu_hop.ntma = k;
+	if (b->tx < 0)
+		emu_fail("mbarrier at %s[%ld]: its TMA copies completed %lld bytes more than arrive.expect_tx announced "
+			 "(tx-count below 0)", b->s->nm, b->at, -b->tx);
+	if (b->tx)
+		return;
+	b->phase++;
+	b->pending = b->count;
+	emu_mbar_wake((int)(b - emu_hop.bar));
+}
+
+static void emu_mbar_arrive(EmuShared<unsigned> &s, long at)
+{
+	EmuMbar *b = emu_mbar_use(s, at, "mbarrier.arrive");
+	if (!b->pending)
+		emu_fail("mbarrier.arrive on %s[%ld]: more arrivals than its count (%u) in one phase", s.nm, at, b->count);
+	b->pending--;
+	emu_mbar_complete(b, 0);
+	emu_mbar_wake((int)(b - emu_hop.bar));
+}
+
+static void emu_mbar_expect_tx(EmuShared<unsigned> &s, long at, unsigned bytes)
+{
+	EmuMbar *b = emu_mbar_use(s, at, "mbarrier.arrive.expect_tx");
+	b->tx += bytes;
+	emu_mbar_arrive(s, at);
+}
+
+/* mbarrier.try_wait.parity until the phase of that parity has completed:
+ * the current phase is of the other parity. */
+static void emu_mbar_wait(EmuShared<unsigned> &s, long at, unsigned parity)
+{
+	EmuFiber *f = emu.cur;
+	EmuMbar *b = emu_mbar_use(s, at, "mbarrier wait");
+	while ((b->phase & 1) == (parity & 1)) {
+		emu_mbar_complete(b, 1);
+		if ((b->phase & 1) != (parity & 1))
+			break;
+		f->wbar = (int)(b - emu_hop.bar);
+		f->wpar = parity & 1;
+		f->blocked = 3;
+		emu_to_sched();
+	}
+}
+
+/* ---- cp.async.bulk.tensor: a TMA tile load ---- */
+
+static void emu_tma_load(EmuShared<unsigned> &s, long at, const void *map, const int *co, int rank, EmuShared<unsigned> &bs,
+			 long bat)
+{
+	const EmuTmap *m = (const EmuTmap *)map;
+	int me = (int)emu.cur->tid.x;
+	if (!m || m->magic != EMU_TMAP_MAGIC)
+		emu_fail("cp.async.bulk.tensor.%dd: the tensor map at %p is not one emu_tmap_encode wrote", rank, map);
+	if (m->rank != rank)
+		emu_fail("cp.async.bulk.tensor.%dd with a tensor map of rank %d", rank, m->rank);
+	EmuMbar *b = emu_mbar_use(bs, bat, "cp.async.bulk.tensor");
+	if (!b->fenced)
+		emu_fail("cp.async.bulk.tensor completes on the mbarrier at %s[%ld], whose init no fence.mbarrier_init "
+			 "followed", bs.nm, bat);
+	unsigned long long bytes = emu_tmap_box_bytes(m);
+	unsigned align = m->swizzle ? 8u * (unsigned)m->swizzle : 128u, dst = (unsigned)(at * 4);
+	if (dst % align)
+		emu_fail("cp.async.bulk.tensor: destination %s[%ld] (byte %u) is not %u-byte aligned%s", s.nm, at, dst, align,
+			 m->swizzle ? " (as its swizzle needs)" : "");
+	if (emu_hop.ntma == EMU_MAXTMA)
+		emu_fail("more than %d TMA copies in flight in a block (missing mbarrier wait?)", EMU_MAXTMA);
+	unsigned char *buf = (unsigned char *)calloc(bytes, 1);
+	EmuTma *c = &emu_hop.tma[emu_hop.ntma];
+	c->at = (long *)malloc(bytes / 4 * sizeof(long));
+	c->v = (unsigned *)malloc(bytes / 4 * sizeof(unsigned));
+	if (!buf || !c->at || !c->v) {
+		fprintf(stderr, "emulator: no memory for a TMA copy of %llu bytes\n", bytes);
+		abort();
+	}
+	/* rows of box[0] elements, in order; elements outside the tensor are zeros */
+	long eb = m->elem_bytes, rows = (long)(bytes / (eb * m->box[0]));
+	for (long r = 0; r < rows; r++) {
+		long q = r, off = 0;
+		int in = 1;
+		for (int d = 1; d < rank; d++) {
+			long long g = (long long)co[d] + q % m->box[d];
+			q /= m->box[d];
+			if (g < 0 || g >= (long long)m->dims[d])
+				in = 0;
+			else
+				off += (long)(g * (long long)m->strides[d - 1]);
+		}
+		if (!in)
+			continue;
+		long long lo = co[0] < 0 ? -(long long)co[0] : 0, hi = (long long)m->dims[0] - co[0];
+		if (hi > m->box[0])
+			hi = m->box[0];
+		if (lo >= hi)
+			continue;
+		const unsigned char *src = (const unsigned char *)(uintptr_t)m->base + off + ((long long)co[0] + lo) * eb;
+		memcpy(buf + (r * m->box[0] + lo) * eb, src, (size_t)((hi - lo) * eb));
+		emu.ld_bytes += (unsigned long long)((hi - lo) * eb);
+	}
+	for (long w = 0; w < (long)(bytes / 4); w++) {
+		long i = emu_swizzle(dst + 4 * (unsigned)w, m->swizzle) / 4;
+		s.at(i);
+		s.inflight(i, "TMA copy");
+		c->at[w] = i;
+		memcpy(&c->v[w], buf + 4 * w, 4);
+		s.pend[i] = -(me + 1);
+	}
+	free(buf);
+	c->s = &s, c->bar = (int)(b - emu_hop.bar), c->t = me, c->nw = (long)(bytes / 4), c->bytes = (unsigned)bytes;
+	emu_hop.ntma++;
+	emu_mbar_wake(c->bar);
+}
+
+/* ---- wgmma ---- */
+
+/* The byte address of element (mn, k) of a 16-bit operand with extent
+ * MN x 16 in the canonical layout of descriptor desc: K-major (tnsp 0) or
+ * MN-major (1), in 16-byte units (T: 16-byte chunks of a swizzle row):
+ * K-major swizzled ((8, m), 2) : ((T, SBO), 1), interleaved ((8, m), 2) :
+ * ((1, SBO), LBO); MN-major swizzled ((T, m), (8, k)) : ((1, LBO), (T,
+ * SBO)), interleaved ((1, m), (8, k)) : ((1, SBO), (1, LBO)), 8 elements
+ * a unit.  The address is formed, then swizzled. */
+static unsigned emu_wg_addr(unsigned long long desc, int tnsp, int mn, int k)
+{
+	unsigned start = (unsigned)(desc & 0x3fff) << 4, lbo = (unsigned)((desc >> 16) & 0x3fff) << 4;
+	unsigned sbo = (unsigned)((desc >> 32) & 0x3fff) << 4;
+	int layout = (int)(desc >> 62), span = layout == 1 ? 128 : layout == 2 ? 64 : layout == 3 ? 32 : 0;
+	unsigned T = (unsigned)span / 16, off;
+	if (!tnsp) {
+		unsigned q = (unsigned)k / 8, e = (unsigned)k % 8, r = (unsigned)mn;
+		off = span ? 16 * ((r % 8) * T + q) + (r / 8) * sbo + 2 * e : 16 * (r % 8) + (r / 8) * sbo + q * lbo + 2 * e;
+	} else {
+		unsigned e = (unsigned)mn % 8, k0 = (unsigned)k % 8, k1 = (unsigned)k / 8;
+		off = span ? 2 * e + 16 * ((unsigned)mn / 8 % T + k0 * T) + (unsigned)mn / (8 * T) * lbo + k1 * sbo
+			   : 2 * e + 16 * k0 + (unsigned)mn / 8 * sbo + k1 * lbo;
+	}
+	return emu_swizzle(start + off, span);
+}
+
+static void emu_wg_desc_check(unsigned long long desc, const char *which)
+{
+	unsigned start = (unsigned)(desc & 0x3fff) << 4;
+	int layout = (int)(desc >> 62), span = layout == 1 ? 128 : layout == 2 ? 64 : layout == 3 ? 32 : 0;
+	if ((desc >> 49) & 7)
+		emu_fail("wgmma.mma_async: %s descriptor with base offset %d (not emulated: operands start in their "
+			 "swizzle pattern's first row)", which, (int)((desc >> 49) & 7));
+	if (span && start % (8u * span) >= (unsigned)span)
+		emu_fail("wgmma.mma_async: %s descriptor starts at byte %u, %u bytes into its %d-byte swizzle's pattern "
+			 "(a start moves only along the pattern's first %d-byte row)", which, start, start % (8u * span), span,
+			 span);
+}
+
+/* Element (mn, k) of an operand, read through the checks at issue (as
+ * a read by this thread, and of a word written since its writer's last
+ * fence.proxy.async: reported) or raw. */
+static unsigned short emu_wg_half(unsigned long long desc, int tnsp, int mn, int k, int checked)
+{
+	EmuShared<unsigned> *s = emu_hop.win;
+	unsigned a = emu_wg_addr(desc, tnsp, mn, k);
+	long i = (long)(a / 4);
+	unsigned w;
+	if (checked) {
+		s->at(i);
+		s->inflight(i, "wgmma.mma_async read");
+		w = s->rd(i);
+		if (s->wt[i] >= 0 && s->wpf[i] == emu.f[s->wt[i]].pfence)
+			emu_fail("wgmma.mma_async reads %s[%ld], written by thread %d without fence.proxy.async after the "
+				 "write", s->nm, i, s->wt[i]);
+	} else
+		w = s->v[i];
+	return (unsigned short)(a & 2 ? w >> 16 : w & 0xffff);
+}
+
+/* The operands, once the warpgroup's 128 threads have issued op. */
+static void emu_wg_read(EmuWgOp *op, int checked, int *bad)
+{
+	for (int m = 0; m < 64; m++)
+		for (int k = 0; k < 16; k++) {
+			unsigned short h;
+			if (op->rs) {
+				int x = 32 * (m / 16) + (m % 8) * 4 + (k % 8) / 2, reg = (m % 16 >= 8) + 2 * (k >= 8);
+				unsigned w = op->t[x].a[reg];
+				h = (unsigned short)(k & 1 ? w >> 16 : w & 0xffff);
+			} else
+				h = emu_wg_half(op->da, op->ta, m, k, checked);
+			if (checked)
+				op->a[m][k] = h, op->fa[m][k] = emu_half_bits(h, op->bf);
+			else if (h != op->a[m][k])
+				*bad = (int)(emu_wg_addr(op->da, op->ta, m, k) / 4);
+		}
+	for (int k = 0; k < 16; k++)
+		for (int c = 0; c < op->n; c++) {
+			unsigned short h = emu_wg_half(op->db, op->tb, c, k, checked);
+			if (checked)
+				op->b[k][c] = h, op->fb[k][c] = emu_half_bits(h, op->bf);
+			else if (h != op->b[k][c])
+				*bad = (int)(emu_wg_addr(op->db, op->tb, c, k) / 4);
+		}
+}
+
+static EmuWgOp *emu_wg_slot(int wg, unsigned seq)
+{
+	EmuWgOp **p = &emu_hop.ring[wg][seq % EMU_WGRING];
+	if (!*p && !(*p = (EmuWgOp *)malloc(sizeof **p))) {
+		fprintf(stderr, "emulator: no memory for a wgmma record\n");
+		abort();
+	}
+	return *p;
+}
+
+/* wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{bf16|f16}: issue.  a:
+ * the thread's A registers (RS), or NULL (SS: A from da). */
+static void emu_wgmma(float *d, int n, int bf, int ta, int tb, const unsigned *a, unsigned long long da,
+		      unsigned long long db, int sc)
+{
+	EmuFiber *f = emu.cur;
+	int x = (int)f->tid.x, wg = x / 128, me = x % 128;
+	if (n < 8 || n > 256 || n % 8)
+		emu_fail("wgmma.mma_async m64n%dk16: N outside 8..256 in steps of 8", n);
+	if (emu.n < 128 * (wg + 1))
+		emu_fail("wgmma.mma_async in a block of %d threads: warpgroup %d is incomplete", emu.n, wg);
+	if (!emu_hop.win)
+		emu_fail("wgmma.mma_async before any shared address was taken (asc_smem_addr)");
+	if (!f->wg_fenced)
+		emu_fail("wgmma.mma_async without wgmma.fence since %s (the registers it reads and writes are not "
+			 "ordered)", f->wg_issued ? "the last wgmma.wait_group" : "the kernel's start");
+	emu_warp_enter(0xffffffffu, 0, "wgmma.mma_async");
+	emu_warp_leave();
+	unsigned seq = f->wg_issued;
+	EmuWgOp *op;
+	int rs = a != NULL;
+	if (seq == emu_hop.next[wg]) {
+		if (seq - emu_hop.oldest[wg] >= EMU_WGRING)
+			emu_fail("more than %d wgmma.mma_async in flight in warpgroup %d (missing wgmma.wait_group?)",
+				 EMU_WGRING, wg);
+		emu_wg_desc_check(db, "B");
+		if (!rs)
+			emu_wg_desc_check(da, "A");
+		op = emu_wg_slot(wg, seq);
+		op->n = n, op->bf = bf, op->ta = rs ? 0 : ta, op->tb = tb, op->rs = rs, op->first = x;
+		op->da = rs ? 0 : da, op->db = db;
+		op->issued = op->executed = op->checked = 0;
+		emu_hop.next[wg]++;
+	} else {
+		op = emu_wg_slot(wg, seq);
+		if (op->n != n || op->bf != bf || op->rs != rs || op->tb != tb || (!rs && (op->ta != ta || op->da != da)) ||
+		    op->db != db)
+			emu_fail("warpgroup %d: this thread's wgmma.mma_async #%u (m64n%dk16 %s) is not thread %d's (m64n%dk16 "
+				 "%s, or other descriptors) (every thread of the warpgroup issues the same wgmma)", wg, seq, n,
+				 rs ? "RS" : "SS", op->first, op->n, op->rs ? "RS" : "SS");
+	}
+	op->t[me].d = d;
+	op->t[me].sc = sc;
+	op->t[me].grp = f->wg_group;
+	if (rs)
+		memcpy(op->t[me].a, a, sizeof op->t[me].a);
+	op->t[me].chained = 0;
+	for (unsigned s = f->wg_done; s < seq; s++)
+		if (emu_wg_slot(wg, s)->t[me].d == d)
+			op->t[me].chained = 1;
+	if (!op->t[me].chained)
+		memcpy(op->t[me].snap, d, (size_t)n / 2 * sizeof(float));
+	f->wg_issued++;
+	if (++op->issued == 128) {
+		emu_wg_read(op, 1, NULL);
+		emu_hop_wake(4);
+	}
+}
+
+static void emu_fence_proxy_async(void) { emu.cur->pfence++; }
+static void emu_wgmma_fence(void) { emu.cur->wg_fenced = 1; }
+static void emu_wgmma_commit(void) { emu.cur->wg_group++; }
+
+/* wgmma.wait_group n: every committed group of this thread's but the
+ * newest n retires, in order: D = A B + (scale_d ? D : 0), rounded once. */
+static void emu_wgmma_wait(int n)
+{
+	EmuFiber *f = emu.cur;
+	int x = (int)f->tid.x, wg = x / 128, me = x % 128, w = me / 32, g = f->lane / 4, t = f->lane % 4;
+	int retired = 0;
+	while (f->wg_done != f->wg_issued) {
+		unsigned seq = f->wg_done;
+		EmuWgOp *op = emu_wg_slot(wg, seq);
+		if (op->t[me].grp + (unsigned)n >= f->wg_group)
+			break;
+		while (op->issued < 128) {
+			f->blocked = 4;
+			emu_to_sched();
+		}
+		if (!op->checked) {
+			int bad = -1;
+			emu_wg_read(op, 0, &bad);
+			if (bad >= 0)
+				emu_fail("%s[%d], an operand of a wgmma.mma_async in flight, was written (last by thread %d) "
+					 "before the wgmma.wait_group that retires it", emu_hop.win->nm, bad, emu_hop.win->wt[bad]);
+			op->checked = 1;
+		}
+		float *d = op->t[me].d;
+		int nh = op->n / 2;
+		if (!op->t[me].chained)
+			for (int q = 0; q < nh; q++)
+				if (memcmp(&d[q], &op->t[me].snap[q], sizeof(float)))
+					emu_fail("wgmma.mma_async accumulator d[%d] written between the wgmma's issue and the "
+						 "wgmma.wait_group that retires it", q);
+		float r[128];
+		for (int j = 0; j < op->n / 8; j++)
+			for (int c = 0; c < 4; c++) {
+				int row = 16 * w + g + 8 * (c / 2), col = 8 * j + 2 * t + (c & 1);
+				double acc = op->t[me].sc ? d[4 * j + c] : 0.0;
+				for (int k = 0; k < 16; k++)
+					acc += (double)op->fa[row][k] * (double)op->fb[k][col];
+				r[4 * j + c] = (float)acc;
+			}
+		memcpy(d, r, (size_t)nh * sizeof(float));
+		/* the next wgmma in flight on d finds this result */
+		for (unsigned s = seq + 1; s < f->wg_issued; s++) {
+			EmuWgOp *o = emu_wg_slot(wg, s);
+			if (o->t[me].d == d && o->t[me].chained) {
+				o->t[me].chained = 0;
+				memcpy(o->t[me].snap, r, (size_t)nh * sizeof(float));
+				break;
+			}
+		}
+		f->wg_done++;
+		retired = 1;
+		op->executed++;
+		while (emu_hop.oldest[wg] != emu_hop.next[wg] && emu_wg_slot(wg, emu_hop.oldest[wg])->executed == 128)
+			emu_hop.oldest[wg]++;
+	}
+	if (retired)
+		f->wg_fenced = 0;
+}
+
+/* ---- setmaxnreg: a warpgroup collective, else a no-op ---- */
+static void emu_setmaxnreg(int regs, const char *op)
+{
+	EmuFiber *f = emu.cur;
+	int wg = (int)f->tid.x / 128;
+	if (regs < 24 || regs > 256 || regs % 8)
+		emu_fail("%s %d: the register count must be a multiple of 8 in [24, 256]", op, regs);
+	if (emu.n < 128 * (wg + 1))
+		emu_fail("%s in a block of %d threads: warpgroup %d is incomplete", op, emu.n, wg);
+	if (emu_hop.rv_n[wg] && (strcmp(emu_hop.rv_op[wg], op) || emu_hop.rv_regs[wg] != regs))
+		emu_fail("warpgroup %d: thread %d is at %s %d while this thread is at %s %d (every thread of the warpgroup "
+			 "reaches the same setmaxnreg)", wg, emu_hop.rv_t[wg], emu_hop.rv_op[wg], emu_hop.rv_regs[wg], op, regs);
+	if (!emu_hop.rv_n[wg])
+		emu_hop.rv_op[wg] = op, emu_hop.rv_regs[wg] = regs, emu_hop.rv_t[wg] = (int)f->tid.x;
+	unsigned gen = emu_hop.rv_gen[wg];
+	if (++emu_hop.rv_n[wg] == 128) {
+		emu_hop.rv_n[wg] = 0;
+		emu_hop.rv_gen[wg]++;
+		emu_hop_wake(5);
+		return;
+	}
+	while (emu_hop.rv_gen[wg] == gen) {
+		f->blocked = 5;
+		emu_to_sched();
+	}
+}
+
 /* ---- launch ---- */
 
 static void emu_run_block(void)
@@ -736,6 +1335,9 @@ static void emu_run_block(void)
 		f->seq = 0;
 		f->nasync = 0;
 		f->group = 0;
+		f->pfence = 0;
+		f->wg_issued = f->wg_done = f->wg_group = 0;
+		f->wg_fenced = 0;
 		f->lane = t % 32;
 		f->warp = t / 32;
 	}
@@ -757,26 +1359,69 @@ static void emu_run_block(void)
 				left--;
 		}
 		if (!ran && left > 0 && !emu.failed) {
-			int bar = 0, warp = 0, t0 = -1;
+			int nk[6] = {0, 0, 0, 0, 0, 0}, t0 = -1, tm = -1;
 			for (int t = 0; t < emu.n; t++) {
-				if (emu.f[t].blocked == 1)
-					bar++;
-				if (emu.f[t].blocked == 2)
-					warp++, t0 = t0 < 0 ? t : t0;
+				int k = emu.f[t].done ? 0 : emu.f[t].blocked;
+				if (k < 1 || k > 5)
+					continue;
+				nk[k]++;
+				if (k >= 2 && t0 < 0)
+					t0 = t;
+				if (k == 3 && tm < 0)
+					tm = t;
 			}
+			char more[768] = "";
+			size_t at = 0;
+			if (nk[3]) { /* each barrier and parity waited for, with the threads there */
+				at += (size_t)snprintf(more + at, sizeof more - at, ", %d in mbarrier wait for a phase that "
+						       "never completes:", nk[3]);
+				for (int t = tm; t < emu.n && at < sizeof more; t++) {
+					const EmuFiber *f = &emu.f[t];
+					int seen = 0, cnt = 0;
+					for (int u = tm; u < emu.n; u++) {
+						const EmuFiber *e = &emu.f[u];
+						if (e->done || e->blocked != 3 || e->wbar != f->wbar || e->wpar != f->wpar)
+							continue;
+						seen |= u < t;
+						cnt++;
+					}
+					if (f->done || f->blocked != 3 || seen)
+						continue;
+					const EmuMbar *b = &emu_hop.bar[f->wbar];
+					at += (size_t)snprintf(more + at, sizeof more - at,
+							       " mbarrier wait on %s[%ld] for parity %u (%d threads from thread %d; "
+							       "%u of %u arrivals and %lld transaction bytes pending);",
+							       b->s->nm, b->at, f->wpar, cnt, t, b->pending, b->count, b->tx);
+				}
+				if (at < sizeof more && more[at - 1] == ';')
+					more[--at] = 0;
+			}
+			if (nk[4] && at < sizeof more)
+				at += (size_t)snprintf(more + at, sizeof more - at,
+						       ", %d at wgmma.wait_group for a wgmma.mma_async that not every thread of the "
+						       "warpgroup issues", nk[4]);
+			if (nk[5] && at < sizeof more)
+				snprintf(more + at, sizeof more - at, ", %d at setmaxnreg, which not every thread of the "
+					 "warpgroup reaches", nk[5]);
 			emu.cur = t0 >= 0 ? &emu.f[t0] : NULL;
 			snprintf(emu.msg, sizeof emu.msg,
 				 "deadlock: %d threads wait at __syncthreads and %d at warp operations that not every lane "
-				 "reaches (differing barrier counts) (kernel %s, block %u, thread %d)",
-				 bar, warp, emu.kernel, emu.bidx.x, t0);
+				 "reaches (differing barrier counts)%s (kernel %s, block %u, thread %d)",
+				 nk[1], nk[2], more, emu.kernel, emu.bidx.x, t0);
 			emu.failed = 1;
 		}
 	}
+	emu_hop_reset();
 	emu.cur = NULL;
 }
 
 __attribute__((destructor)) static void emu_unload(void)
 {
+	for (int w = 0; w < EMU_MAXWG; w++)
+		for (int k = 0; k < EMU_WGRING; k++) {
+			free(emu_hop.ring[w][k]);
+			emu_hop.ring[w][k] = NULL;
+		}
 	if (emu.stacks)
 		munmap(emu.stacks, (size_t)emu.nstacks * emu.stack);
 	emu.stacks = NULL;
@@ -828,6 +1473,8 @@ extern "C" int emu_launch(void (*fn)(const void *), const char *kernel, unsigned
 	emu.failed = 0;
 	emu.msg[0] = 0;
 	emu.ld_bytes = emu.st_bytes = 0;
+	emu_hop_reset();
+	emu_hop.win = NULL;
 	for (unsigned b = 0; b < grid && !emu.failed; b++) {
 		emu.bidx = dim3{b, 0, 0};
 		emu_run_block();

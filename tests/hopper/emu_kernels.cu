@@ -1,0 +1,223 @@
+/* emu_kernels.cu: kernels written on the Hopper wrappers
+ * (templates/hopper.cuh), run on the emulator by tests/test_hopper.c,
+ * which builds them after the wrappers.  Each takes one struct of
+ * arguments; its C twin is in the test. */
+
+/* ---- TMA: a 2D box of 64 x 16 and a 3D box of 64 x 8 x 2 16-bit
+ * elements, both with the 128-byte swizzle and partly outside their
+ * tensors, completing on one mbarrier; the shared words copied out as
+ * they are (swizzled). ---- */
+struct TmaArgs {
+	AscTmap m2, m3;
+	unsigned *out;
+	unsigned expect; /* the bytes arrive.expect_tx announces */
+	int mode;        /* 1: read without the wait; 2: two threads init; 3: read the barrier; 4: wait uninitialized */
+};
+
+extern "C" void tma_emu(const void *p)
+{
+	const TmaArgs *A = (const TmaArgs *)p;
+	ASC_DYN_SHARED(unsigned, sm);
+	const int BAR = 2048; /* byte 8192 */
+	int x = threadIdx.x;
+	if (A->mode == 4) {
+		asc_mbar_wait(sm, BAR, 0);
+		return;
+	}
+	if (x == 0 || (A->mode == 2 && x == 1)) {
+		asc_mbar_init(sm, BAR, 1);
+		asc_mbar_fence_init();
+	}
+	__syncthreads();
+	if (A->mode == 3)
+		A->out[x] = sm[BAR];
+	if (x == 0) {
+		asc_tma_prefetch(&A->m2);
+		asc_mbar_expect_tx(sm, BAR, A->expect);
+		asc_tma_load2(sm, 0, &A->m2, 48, 60, sm, BAR);
+		asc_tma_load3(sm, 512, &A->m3, -16, 5, 2, sm, BAR);
+	}
+	if (A->mode == 1)
+		__syncthreads();
+	else
+		asc_mbar_wait(sm, BAR, 0);
+	for (int w = x; w < 1024; w += blockDim.x)
+		A->out[w] = sm[w];
+}
+
+/* ---- A ring of 2 stages over 5 tiles of 16 rows x 32 words: thread 32
+ * loads each tile once its stage is empty, the 32 threads of warp 0
+ * consume them (lane l sums row l % 16 of the tile) and free the stage.
+ * The producer's first wait on a stage is on parity parity0 (1: the phase
+ * before the first, complete). ---- */
+struct RingArgs {
+	AscTmap m;
+	unsigned *out;
+	int parity0;
+};
+
+extern "C" void ring_emu(const void *p)
+{
+	const RingArgs *A = (const RingArgs *)p;
+	ASC_DYN_SHARED(unsigned, sm);
+	const int FULL = 1024, EMPTY = 1028; /* stage s's barriers at FULL + 2s and EMPTY + 2s */
+	int x = threadIdx.x;
+	if (x == 0) {
+		for (int s = 0; s < 2; s++) {
+			asc_mbar_init(sm, FULL + 2 * s, 1);
+			asc_mbar_init(sm, EMPTY + 2 * s, 32);
+		}
+		asc_mbar_fence_init();
+	}
+	__syncthreads();
+	if (x == 32) {
+		for (int i = 0; i < 5; i++) {
+			int s = i % 2;
+			asc_mbar_wait(sm, EMPTY + 2 * s, (unsigned)((i / 2) & 1) ^ (unsigned)A->parity0);
+			asc_mbar_expect_tx(sm, FULL + 2 * s, 16 * 128);
+			asc_tma_load2(sm, 512 * s, &A->m, 0, 16 * i, sm, FULL + 2 * s);
+		}
+	} else if (x < 32) {
+		for (int i = 0; i < 5; i++) {
+			int s = i % 2;
+			asc_mbar_wait(sm, FULL + 2 * s, (unsigned)(i / 2) & 1);
+			unsigned sum = 0;
+			for (int c = 0; c < 32; c++)
+				sum += sm[512 * s + 32 * (x % 16) + c];
+			A->out[32 * i + x] = sum;
+			asc_mbar_arrive(sm, EMPTY + 2 * s);
+		}
+	}
+}
+
+/* ---- wgmma as attention uses it: S = Q K^T (SS, both K-major, head
+ * dim 128 as two TMA boxes of 64 columns, 128-byte swizzle), then O = P V
+ * (RS: P from registers, V MN-major as boxes of 64 columns x BN keys).
+ * Q: 64 x 128, K: BN x 128, V: BN x DV, P: 64 x BN (row-major 16-bit
+ * pairs); S: 64 x BN, O: 64 x DV floats, row-major. ---- */
+struct MmaArgs {
+	AscTmap q, k, v;
+	const unsigned *p;
+	float *s, *o;
+	int nowait; /* no mbarrier wait before the first wgmma */
+};
+
+template <int BF, int BN, int DV>
+static void attn_like(const void *pp)
+{
+	const MmaArgs *A = (const MmaArgs *)pp;
+	ASC_DYN_SHARED(unsigned, sm);
+	const int QB = 0, KB = 16384, VB = KB + BN * 256, BAR = (VB + BN * 128 * (DV / 64)) / 4;
+	int x = threadIdx.x, w = x / 32, l = x % 32, g = l / 4, t = l % 4;
+	if (x == 0) {
+		asc_mbar_init(sm, BAR, 1);
+		asc_mbar_fence_init();
+	}
+	__syncthreads();
+	if (x == 0) {
+		asc_mbar_expect_tx(sm, BAR, 2 * 8192 + 2 * BN * 128 + DV / 64 * BN * 128);
+		for (int h = 0; h < 2; h++) {
+			asc_tma_load2(sm, (QB + 8192 * h) / 4, &A->q, 64 * h, 0, sm, BAR);
+			asc_tma_load2(sm, (KB + BN * 128 * h) / 4, &A->k, 64 * h, 0, sm, BAR);
+		}
+		for (int h = 0; h < DV / 64; h++)
+			asc_tma_load2(sm, (VB + BN * 128 * h) / 4, &A->v, 64 * h, 0, sm, BAR);
+	}
+	if (!A->nowait)
+		asc_mbar_wait(sm, BAR, 0);
+	unsigned base = asc_smem_addr(sm, 0);
+	float s[BN / 2];
+	for (int i = 0; i < BN / 2; i++)
+		s[i] = 0;
+	asc_wgmma_fence();
+	for (int k = 0; k < 8; k++) { /* k-steps of 16 columns: 32 bytes into the 128-byte rows */
+		unsigned long long dq = asc_wgmma_desc(base + QB + 8192 * (k / 4) + 32 * (k % 4), 16, 1024, 128);
+		unsigned long long dk = asc_wgmma_desc(base + KB + BN * 128 * (k / 4) + 32 * (k % 4), 16, 1024, 128);
+		asc_wgmma_ss<BN, BF, 0, 0>(s, dq, dk, k > 0);
+	}
+	asc_wgmma_commit();
+	asc_wgmma_wait<0>();
+	for (int j = 0; j < BN / 8; j++)
+		for (int c = 0; c < 4; c++)
+			A->s[(16 * w + g + 8 * (c / 2)) * BN + 8 * j + 2 * t + (c & 1)] = s[4 * j + c];
+	float o[DV / 2];
+	for (int i = 0; i < DV / 2; i++)
+		o[i] = 0;
+	asc_wgmma_fence();
+	for (int k = 0; k < BN / 16; k++) { /* k-steps of 16 keys: 2048 bytes of V */
+		unsigned a[4];
+		for (int r = 0; r < 4; r++)
+			a[r] = A->p[((16 * w + g + 8 * (r % 2)) * BN + 16 * k + 2 * t + 8 * (r / 2)) / 2];
+		asc_wgmma_rs<DV, BF, 1>(o, a, asc_wgmma_desc(base + VB + 2048 * k, BN * 128, 1024, 128), k > 0);
+	}
+	asc_wgmma_commit();
+	asc_wgmma_wait<0>();
+	for (int j = 0; j < DV / 8; j++)
+		for (int c = 0; c < 4; c++)
+			A->o[(16 * w + g + 8 * (c / 2)) * DV + 8 * j + 2 * t + (c & 1)] = o[4 * j + c];
+}
+
+extern "C" void mma_bf16_64_64_emu(const void *p) { attn_like<1, 64, 64>(p); }
+extern "C" void mma_f16_64_128_emu(const void *p) { attn_like<0, 64, 128>(p); }
+extern "C" void mma_bf16_128_128_emu(const void *p) { attn_like<1, 128, 128>(p); }
+extern "C" void mma_f16_128_64_emu(const void *p) { attn_like<0, 128, 64>(p); }
+
+/* ---- wgmma misused: A (64 x 16) and B (16 x 64) all ones, K-major
+ * without swizzle, written by the threads; D starts at 7 and becomes 16.
+ * out[x]: d[0] read before the wait, out[128 + x]: after. ---- */
+struct WgArgs {
+	int mode; /* 1: no fence.proxy.async; 2: no wgmma.fence; 3: D written in flight; 4: exit in flight;
+		     5: an operand written in flight; 6: warp 3 does not issue; 7: warp 3 gives another A */
+	float *out;
+};
+
+extern "C" void wgfail_emu(const void *pp)
+{
+	const WgArgs *A = (const WgArgs *)pp;
+	ASC_DYN_SHARED(unsigned, sm);
+	int x = threadIdx.x, mode = A->mode;
+	for (int i = x; i < 1024; i += 128)
+		sm[i] = 0x3f803f80u; /* bf16 1.0 twice */
+	if (mode != 1)
+		asc_fence_proxy_async();
+	__syncthreads();
+	/* 8 x 16-byte core matrices: a row's two 16-byte halves 128 bytes apart, groups of 8 rows 256 apart */
+	unsigned base = asc_smem_addr(sm, 0);
+	unsigned long long da = asc_wgmma_desc(base, 128, 256, 0), db = asc_wgmma_desc(base + 2048, 128, 256, 0);
+	float d[32];
+	for (int i = 0; i < 32; i++)
+		d[i] = 7.0f;
+	if (mode == 6 && x >= 96)
+		return;
+	if (mode != 2)
+		asc_wgmma_fence();
+	asc_wgmma_ss<64, 1, 0, 0>(d, mode == 7 && x >= 96 ? db : da, db, 0);
+	asc_wgmma_commit();
+	A->out[x] = d[0];
+	if (mode == 3)
+		d[3] = 1.0f;
+	if (mode == 4)
+		return;
+	if (mode == 5) {
+		__syncthreads();
+		if (x == 0)
+			sm[1] = 0;
+		__syncthreads();
+	}
+	asc_wgmma_wait<0>();
+	A->out[128 + x] = d[0];
+}
+
+/* ---- setmaxnreg: 1: a count not a multiple of 8; 2: warp 3 skips it ---- */
+extern "C" void maxnreg_emu(const void *pp)
+{
+	int mode = *(const int *)pp, x = threadIdx.x;
+	if (mode == 1)
+		asc_setmaxnreg_inc<100>();
+	else if (mode != 2 || x % 128 < 96) {
+		if (x < 128)
+			asc_setmaxnreg_inc<240>();
+		else
+			asc_setmaxnreg_dec<40>();
+	}
+}
