@@ -32,6 +32,7 @@ typedef struct {
 	Tmap m2, m3;
 	unsigned *out;
 	unsigned expect;
+	int words;
 	int mode;
 } TmaArgs;
 
@@ -81,7 +82,8 @@ static void tmap2(Tmap *m, int eb, const void *base, unsigned long long d0, unsi
 	cr_assert_eq(emu_tmap_encode(m, eb, 2, base, dims, strides, box, swz, msg, sizeof msg), 0, "%s", msg);
 }
 
-static unsigned swz128(unsigned a) { return a ^ (((a >> 7) & 7u) << 4); }
+/* The address a chunk at byte a lands at under a swizzle of span bytes. */
+static unsigned swizzle(unsigned a, int span) { return span ? a ^ (((a >> 7) & (unsigned)(span / 16 - 1)) << 4) : a; }
 
 /* The 16-bit element at byte b of words w (little-endian halves). */
 static unsigned half_at(const unsigned *w, unsigned b) { return (w[b / 4] >> (8 * (b % 4))) & 0xffffu; }
@@ -90,7 +92,10 @@ static unsigned half_at(const unsigned *w, unsigned b) { return (w[b / 4] >> (8 
 static unsigned short t2(int r, int c) { return (unsigned short)(1 + r * 97 + c); }
 static unsigned short t3(int z, int r, int c) { return (unsigned short)(20000 + z * 1000 + r * 64 + c); }
 
-static void tma_args(TmaArgs *a, unsigned short *g2, unsigned short *g3, unsigned *out)
+/* Boxes of w x 16 and w x 8 x 2 elements, w = 64 or the swizzle span's worth. */
+static int box_w(int swz) { return swz ? swz / 2 : 64; }
+
+static void tma_args(TmaArgs *a, unsigned short *g2, unsigned short *g3, unsigned *out, int swz)
 {
 	for (int r = 0; r < 70; r++)
 		for (int c = 0; c < 96; c++)
@@ -100,47 +105,57 @@ static void tma_args(TmaArgs *a, unsigned short *g2, unsigned short *g3, unsigne
 			for (int c = 0; c < 64; c++)
 				g3[(z * 10 + r) * 64 + c] = t3(z, r, c);
 	memset(a, 0, sizeof *a);
-	tmap2(&a->m2, 2, g2, 96, 70, 64, 16, 128);
+	unsigned w = (unsigned)box_w(swz);
+	tmap2(&a->m2, 2, g2, 96, 70, w, 16, swz);
 	unsigned long long dims[3] = {64, 10, 3}, strides[2] = {128, 1280};
-	unsigned box[3] = {64, 8, 2};
+	unsigned box[3] = {w, 8, 2};
 	char msg[256];
-	cr_assert_eq(emu_tmap_encode(&a->m3, 2, 3, g3, dims, strides, box, 128, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(emu_tmap_encode(&a->m3, 2, 3, g3, dims, strides, box, swz, msg, sizeof msg), 0, "%s", msg);
 	a->out = out;
-	a->expect = 4096;
+	a->expect = 2 * w * 16 * 2;
+	a->words = (int)(8 * w);
 }
 
+/* Each swizzle (and none): the 2D box at (48, 60) over 96 x 70 (columns
+ * from 96 and rows from 70 zeros) and the 3D box at (-16, 5, 2) over 64 x
+ * 10 x 3, at byte 2048, read back through the swizzle. */
 Test(hopper, tma_boxes_land_swizzled_with_zeros_outside)
 {
 	EmuLib *l = lib();
 	_Alignas(16) static unsigned short g2[70 * 96], g3[3 * 10 * 64];
 	static unsigned out[1024];
-	TmaArgs a;
-	tma_args(&a, g2, g3, out);
-	char msg[2048];
-	unsigned long long bytes[2] = {0, 0};
-	cr_assert_eq(emu_launch_kernel(l, "tma", 2, 64, 8192 + 16, &a, bytes, msg, sizeof msg), 0, "%s", msg);
-	/* box (48, 60) of 64 x 16 over 96 x 70: columns from 96 and rows from 70 are zeros */
-	int bad = 0;
-	for (int r = 0; r < 16; r++)
-		for (int c = 0; c < 64; c++) {
-			unsigned want = 48 + c < 96 && 60 + r < 70 ? t2(60 + r, 48 + c) : 0;
-			unsigned got = half_at(out, swz128((unsigned)(r * 64 + c) * 2));
-			if (got != want && bad++ < 5)
-				cr_expect_eq(got, want, "2D box row %d column %d: %u, want %u", r, c, got, want);
-		}
-	/* box (-16, 5, 2) of 64 x 8 x 2 over 64 x 10 x 3, at byte 2048 */
-	for (int z = 0; z < 2; z++)
-		for (int r = 0; r < 8; r++)
-			for (int c = 0; c < 64; c++) {
-				int gc = c - 16, gr = 5 + r, gz = 2 + z;
-				unsigned want = gc >= 0 && gr < 10 && gz < 3 ? t3(gz, gr, gc) : 0;
-				unsigned got = half_at(out, swz128(2048 + (unsigned)((z * 8 + r) * 64 + c) * 2));
-				if (got != want && bad++ < 10)
-					cr_expect_eq(got, want, "3D box plane %d row %d column %d: %u, want %u", z, r, c, got, want);
+	static const int swz[] = {128, 64, 32, 0};
+	for (int k = 0; k < 4; k++) {
+		TmaArgs a;
+		tma_args(&a, g2, g3, out, swz[k]);
+		int w = box_w(swz[k]);
+		char msg[2048];
+		unsigned long long bytes[2] = {0, 0};
+		cr_assert_eq(emu_launch_kernel(l, "tma", 2, 64, 8192 + 16, &a, bytes, msg, sizeof msg), 0, "%s", msg);
+		int bad = 0;
+		for (int r = 0; r < 16; r++)
+			for (int c = 0; c < w; c++) {
+				unsigned want = 48 + c < 96 && 60 + r < 70 ? t2(60 + r, 48 + c) : 0;
+				unsigned got = half_at(out, swizzle((unsigned)(r * w + c) * 2, swz[k]));
+				if (got != want && bad++ < 5)
+					cr_expect_eq(got, want, "swizzle %d, 2D box row %d column %d: %u, want %u", swz[k], r, c,
+						     got, want);
 			}
-	cr_expect_eq(bad, 0, "%d elements differ", bad);
-	/* only the elements inside the tensors are loaded: 48 x 10 and 48 x 5, a block */
-	cr_expect_eq(bytes[0], 2ull * (48 * 10 + 48 * 5) * 2, "bytes loaded: %llu", bytes[0]);
+		for (int z = 0; z < 2; z++)
+			for (int r = 0; r < 8; r++)
+				for (int c = 0; c < w; c++) {
+					int gc = c - 16, gr = 5 + r, gz = 2 + z;
+					unsigned want = gc >= 0 && gr < 10 && gz < 3 ? t3(gz, gr, gc) : 0;
+					unsigned got = half_at(out, swizzle(2048 + (unsigned)((z * 8 + r) * w + c) * 2, swz[k]));
+					if (got != want && bad++ < 10)
+						cr_expect_eq(got, want, "swizzle %d, 3D box plane %d row %d column %d: %u, want %u",
+							     swz[k], z, r, c, got, want);
+				}
+		cr_expect_eq(bad, 0, "swizzle %d: %d elements differ", swz[k], bad);
+		/* only the elements inside the tensors are loaded, twice (two blocks) */
+		unsigned long long in2 = (unsigned long long)(w < 48 ? w : 48) * 10, in3 = (unsigned long long)(w > 16 ? w - 16 : 0) * 5;
+		cr_expect_eq(bytes[0], 2 * (in2 + in3) * 2, "swizzle %d: bytes loaded %llu", swz[k], bytes[0]);
+	}
 	emu_close(l);
 }
 
@@ -150,7 +165,7 @@ Test(hopper, tma_misuse_is_reported)
 	_Alignas(16) static unsigned short g2[70 * 96], g3[3 * 10 * 64];
 	static unsigned out[1024];
 	TmaArgs a;
-	tma_args(&a, g2, g3, out);
+	tma_args(&a, g2, g3, out, 128);
 	char msg[2048];
 	a.mode = 1;
 	cr_assert_eq(emu_launch_kernel(l, "tma", 1, 64, 8192 + 16, &a, NULL, msg, sizeof msg), -1);

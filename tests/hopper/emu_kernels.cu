@@ -3,14 +3,14 @@
  * which builds them after the wrappers.  Each takes one struct of
  * arguments; its C twin is in the test. */
 
-/* ---- TMA: a 2D box of 64 x 16 and a 3D box of 64 x 8 x 2 16-bit
- * elements, both with the 128-byte swizzle and partly outside their
- * tensors, completing on one mbarrier; the shared words copied out as
- * they are (swizzled). ---- */
+/* ---- TMA: a 2D box of w x 16 and a 3D box of w x 8 x 2 16-bit elements
+ * (at words 0 and 512), partly outside their tensors, completing on one
+ * mbarrier; the shared words copied out as they are (swizzled). ---- */
 struct TmaArgs {
 	AscTmap m2, m3;
 	unsigned *out;
 	unsigned expect; /* the bytes arrive.expect_tx announces */
+	int words;       /* of each box */
 	int mode;        /* 1: read without the wait; 2: two threads init; 3: read the barrier; 4: wait uninitialized */
 };
 
@@ -42,7 +42,8 @@ extern "C" void tma_emu(const void *p)
 	else
 		asc_mbar_wait(sm, BAR, 0);
 	for (int w = x; w < 1024; w += blockDim.x)
-		A->out[w] = sm[w];
+		if (w % 512 < A->words)
+			A->out[w] = sm[w];
 }
 
 /* ---- A ring of 2 stages over 5 tiles of 16 rows x 32 words: thread 32
