@@ -181,6 +181,9 @@ Test(hopper, tma_misuse_is_reported)
 	a.mode = 4;
 	cr_assert_eq(emu_launch_kernel(l, "tma", 1, 64, 8192 + 16, &a, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "mbarrier wait on sm[2048], which no thread initialized"), "%s", msg);
+	a.mode = 5;
+	cr_assert_eq(emu_launch_kernel(l, "tma", 1, 64, 8192 + 16, &a, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "mbarrier.arrive on sm[2048]: more arrivals than its count (1) in one phase"), "%s", msg);
 	/* arrive.expect_tx announces 1024 bytes of the 4096 */
 	a.mode = 0;
 	a.expect = 1024;

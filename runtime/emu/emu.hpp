@@ -973,7 +973,8 @@ static void emu_mbar_arrive(EmuShared<unsigned> &s, long at)
 {
 	EmuMbar *b = emu_mbar_use(s, at, "mbarrier.arrive");
 	if (!b->pending)
-		emu_fail("mbarrier.arrive on %s[%ld]: more arrivals than its count (%u) in one phase", s.nm, at, b->count);
+		emu_fail("mbarrier.arrive on %s[%ld]: more arrivals than its count (%u) in one phase (the phase waits "
+			 "only for its transaction bytes, which land when a thread waits on it)", s.nm, at, b->count);
 	b->pending--;
 	emu_mbar_complete(b, 0);
 	emu_mbar_wake((int)(b - emu_hop.bar));

@@ -5,7 +5,8 @@
  * prepended to runtime/emu/emu.hpp, by emulated kernels that read them.
  * emu_tmap_encode refuses what cuTensorMapEncodeTiled refuses for a tiled
  * map without interleave, so that a map the emulator accepts is one the
- * driver accepts too. */
+ * driver accepts too.  Element strides are 1 and elements outside the
+ * tensor load as zeros (the driver's defaults). */
 #ifndef ASSOC_EMU_TMAP_H
 #define ASSOC_EMU_TMAP_H
 

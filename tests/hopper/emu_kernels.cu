@@ -11,7 +11,8 @@ struct TmaArgs {
 	unsigned *out;
 	unsigned expect; /* the bytes arrive.expect_tx announces */
 	int words;       /* of each box */
-	int mode;        /* 1: read without the wait; 2: two threads init; 3: read the barrier; 4: wait uninitialized */
+	int mode;        /* 1: read without the wait; 2: two threads init; 3: read the barrier; 4: wait uninitialized;
+			    5: one arrival too many */
 };
 
 extern "C" void tma_emu(const void *p)
@@ -36,6 +37,8 @@ extern "C" void tma_emu(const void *p)
 		asc_mbar_expect_tx(sm, BAR, A->expect);
 		asc_tma_load2(sm, 0, &A->m2, 48, 60, sm, BAR);
 		asc_tma_load3(sm, 512, &A->m3, -16, 5, 2, sm, BAR);
+		if (A->mode == 5)
+			asc_mbar_arrive(sm, BAR);
 	}
 	if (A->mode == 1)
 		__syncthreads();
