@@ -27,6 +27,8 @@ void variant_str(const Variant *v, char *buf, size_t n)
 		k = snprintf(buf, n, "attention:nt=%d,mt=%d,bn=%d,pv=%d,st=%d", v->nt, v->mt, v->bn, v->pv, v->st);
 		if (v->ks > 1 && k > 0 && (size_t)k < n) /* one warp a slice of the keys is the default, unnamed */
 			k += snprintf(buf + k, n - k, ",ks=%d", v->ks);
+		if (v->wg > 0 && k > 0 && (size_t)k < n) /* so is the mma.sync template */
+			k += snprintf(buf + k, n - k, ",wg=%d", v->wg);
 	} else {
 		k = snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", variant_family_name(v->fam), v->nt, v->acc,
 			     v->vec, v->warp, v->items);
@@ -39,11 +41,11 @@ void variant_str(const Variant *v, char *buf, size_t n)
 static int *slot(Variant *v, const char *key)
 {
 	int attn = v->fam == FAM_ATTN;
-	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn", "pv", "st", "ks", "split"};
-	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp, &v->items, &v->mt, &v->bn, &v->pv, &v->st, &v->ks, &v->split};
+	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn", "pv", "st", "ks", "wg", "split"};
+	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp, &v->items, &v->mt, &v->bn, &v->pv, &v->st, &v->ks, &v->wg, &v->split};
 	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (!strcmp(key, keys[k]))
-			return k >= 5 && k <= 9 && !attn ? NULL : slots[k];
+			return k >= 5 && k <= 10 && !attn ? NULL : slots[k];
 	return NULL;
 }
 
@@ -53,7 +55,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 	const char *colon = strchr(s, ':');
 	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
 	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
-	*v = (Variant){variant_family(fam), 128, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+	*v = (Variant){variant_family(fam), 128, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	if (v->fam == FAM_NONE) {
 		snprintf(msg, n, "configuration '%s': unknown kernel family '%s' (%s, %s, %s, %s, %s)", s, fam,
 			 fam_names[FAM_ROWREDUCE], fam_names[FAM_ROWMAP], fam_names[FAM_SPLITK], fam_names[FAM_SCAN],
@@ -83,7 +85,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		int *at = slot(v, key);
 		if (!at) {
 			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
-				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, split" : "nt, acc, vec, warp, items, split");
+				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, split" : "nt, acc, vec, warp, items, split");
 			return -1;
 		}
 		*at = (int)val;
@@ -94,6 +96,17 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		snprintf(msg, n, "configuration '%s': split %d is out of range (1 to %d, and 1 for rowreduce and rowmap, "
 				 "whose rows are not split)", s, v->split, VARIANT_MAX_SPLIT);
 		return -1;
+	}
+	if (v->fam == FAM_ATTN && v->wg) {
+		/* nt, mt and ks follow from wg; bn up to 256 keys (wgmma's n) */
+		if (v->wg < 1 || v->wg > 3 || (v->bn % 16) || v->bn < 16 || v->bn > 256 || v->pv < 1 || v->pv > 3 ||
+		    v->st < 1 || v->st > 4) {
+			snprintf(msg, n, "configuration '%s' is out of range (the Hopper attention template, wg > 0: wg 1-3 "
+					 "warpgroups, bn a multiple of 16 up to 256, pv 1-3, st 1-4)", s);
+			return -1;
+		}
+		v->nt = 128 * v->wg, v->mt = 1, v->ks = 1;
+		return 0;
 	}
 	if (v->fam == FAM_ATTN) {
 		if (v->nt < 32 || v->nt > 512 || v->nt % 32 || v->mt < 1 || v->mt > 4 ||

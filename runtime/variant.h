@@ -20,7 +20,9 @@ enum { VARIANT_MAX_SPLIT = 1 << 16 };
  * the matrix product (pv; 1: rounded to f16/bf16), pipeline stages of K
  * and V tiles (st: at most that many, as many as fit) and the warps that
  * share rows and split each key tile among them (ks: a block then has
- * nt / 32 / ks * mt * 16 query rows).  split: blocks a row's reduced axis
+ * nt / 32 / ks * mt * 16 query rows); wg > 0: the Hopper template
+ * (templates/attention_sm90.cuh, sm_90a) with wg warpgroups of 64 query
+ * rows (nt = 128 wg; mt 1, ks 1), 0: the mma.sync template.  split: blocks a row's reduced axis
  * is split across (splitk, scan, attention; 1 elsewhere), 0 where the
  * text does not say and the shape's rule chooses; a module's kernels have
  * none. */
@@ -30,6 +32,7 @@ typedef struct {
 	int mt, bn, pv;
 	int st, ks;
 	int split;
+	int wg;
 } Variant;
 
 /* "rowreduce", "rowmap", "splitk", "scan", "attention" ("none" for FAM_NONE). */
