@@ -106,6 +106,9 @@ struct Rt {
 	/* optional: the stream-ordered allocator (CUDA 11.2 on) */
 	CUresult (*cuMemAllocAsync)(RtPtr *, size_t, CUstream);
 	CUresult (*cuMemFreeAsync)(RtPtr, CUstream);
+	/* optional: TMA tensor maps (CUDA 12 on), for the Hopper templates */
+	CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
+					   const unsigned long long *, const unsigned *, const unsigned *, int, int, int, int);
 	CUstream stream; /* rt_on_stream: launches and memsets go there, asynchronously */
 	int on_stream;
 	int no_pools; /* cuMemAllocAsync said CUDA_ERROR_NOT_SUPPORTED */
@@ -188,6 +191,7 @@ static int resolve(Rt *rt, char *err, size_t n)
 	*(void **)&rt->cuFuncSetAttribute = dlsym(rt->lib, "cuFuncSetAttribute");
 	*(void **)&rt->cuMemAllocAsync = dlsym(rt->lib, "cuMemAllocAsync");
 	*(void **)&rt->cuMemFreeAsync = dlsym(rt->lib, "cuMemFreeAsync");
+	*(void **)&rt->cuTensorMapEncodeTiled = dlsym(rt->lib, "cuTensorMapEncodeTiled");
 	return 0;
 }
 
@@ -504,6 +508,24 @@ int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3],
 		return rc;
 	CK(rt, cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
 			      rt->on_stream ? rt->stream : NULL, args, NULL),
+	   err, n);
+	return 0;
+}
+
+int rt_tensor_map(Rt *rt, void *map, int bf16, int rank, RtPtr base, const unsigned long long *dims,
+		  const unsigned long long *strides, const unsigned *box, char *err, size_t n)
+{
+	/* cuda.h's values: CU_TENSOR_MAP_DATA_TYPE_FLOAT16 6, _BFLOAT16 9;
+	 * INTERLEAVE_NONE 0; SWIZZLE_128B 3; L2_PROMOTION_L2_256B 3; OOB_FILL_NONE 0 (zeros) */
+	enum { F16 = 6, BF16 = 9, SWIZZLE_128B = 3, L2_256B = 3 };
+	const unsigned ones[5] = {1, 1, 1, 1, 1};
+	if (!rt->cuTensorMapEncodeTiled) {
+		say(err, n, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer has it): the Hopper templates "
+			    "cannot run; --config with a template without wg runs");
+		return -1;
+	}
+	CK(rt, cuTensorMapEncodeTiled(map, bf16 ? BF16 : F16, (unsigned)rank, (void *)(size_t)base, dims, strides, box, ones, 0,
+				      SWIZZLE_128B, L2_256B, 0),
 	   err, n);
 	return 0;
 }

@@ -79,6 +79,13 @@ int rt_copy(Rt *rt, RtPtr dst, RtPtr src, size_t bytes, char *err, size_t n);
 int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem, void **args,
 	      char *err, size_t n);
 int rt_sync(Rt *rt, char *err, size_t n);
+/* A TMA tensor map (CUtensorMap, 128 bytes, into map) of 16-bit elements
+ * (bf16 or f16) at device address base: rank dims (innermost first), the
+ * byte strides of dims 1.., a box, the 128-byte swizzle, zeros out of
+ * bounds (cuTensorMapEncodeTiled, which drivers before CUDA 12 lack: then
+ * an error saying so). */
+int rt_tensor_map(Rt *rt, void *map, int bf16, int rank, RtPtr base, const unsigned long long *dims,
+		  const unsigned long long *strides, const unsigned *box, char *err, size_t n);
 /* Time `enqueue` with driver events: milliseconds between two events
  * recorded around it, after the events complete. */
 int rt_time(Rt *rt, int (*enqueue)(void *ctx, char *err, size_t n), void *ctx, float *ms, char *err, size_t n);

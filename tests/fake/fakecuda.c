@@ -17,7 +17,13 @@
  *
  * It records the dynamic shared bytes of the last launch and the last
  * cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) (fakecuda_smem); built
- * with FAKECUDA_OLD, it lacks cuFuncSetAttribute, as drivers before CUDA 9. */
+ * with FAKECUDA_OLD, it lacks cuFuncSetAttribute, as drivers before CUDA 9,
+ * and cuTensorMapEncodeTiled, as drivers before CUDA 12.
+ *
+ * cuTensorMapEncodeTiled checks what the driver documents (rank 1-5, a
+ * 16-byte aligned address, strides multiples of 16, boxes of 1 to 256
+ * whose inner bytes are a multiple of 16 and, swizzled, within the
+ * swizzle's span) and counts the maps it encodes (fakecuda_tmaps). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +183,24 @@ int cuMemcpyDtoD_v2(Ptr d, Ptr s, size_t n) { copies++, dtod++; memcpy((void *)(
 int cuMemsetD8_v2(Ptr d, unsigned char v, size_t n) { memset((void *)(size_t)d, v, n); return 0; }
 int cuMemsetD8Async(Ptr d, unsigned char v, size_t n, void *st) { (void)st; memset((void *)(size_t)d, v, n); return 0; }
 #ifndef FAKECUDA_OLD
+static int tmaps;
+int fakecuda_tmaps(void) { return tmaps; }
+int cuTensorMapEncodeTiled(void *map, int type, unsigned rank, void *base, const unsigned long long *dims,
+			   const unsigned long long *strides, const unsigned *box, const unsigned *estr, int il, int swz,
+			   int l2, int oob)
+{
+	(void)l2, (void)oob, (void)il;
+	unsigned esize = type == 6 || type == 9 ? 2 : type == 7 ? 4 : 0, span = swz ? 16u << swz : 0;
+	if (!esize || rank < 1 || rank > 5 || ((size_t)base & 15) || box[0] * esize % 16 || (span && box[0] * esize > span))
+		return 1; /* CUDA_ERROR_INVALID_VALUE */
+	for (unsigned k = 0; k < rank; k++)
+		if (!dims[k] || box[k] < 1 || box[k] > 256 || estr[k] != 1 || (k + 1 < rank && strides[k] % 16))
+			return 1;
+	memset(map, 0, 128);
+	memcpy(map, &base, sizeof base);
+	tmaps++;
+	return 0;
+}
 int cuMemAllocAsync(Ptr *p, size_t n, void *st)
 {
 	(void)st;
