@@ -204,6 +204,20 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 		r = compile(nv, src, opts, nbase, 0, ptx, msg, n);
 	if (r)
 		return -1;
+	/* An arch-specific target (sm_90a: wgmma, setmaxnreg) that did not
+	 * reach the PTX gives code ptxas refuses, and NVRTC says nothing. */
+	size_t al = strlen(a);
+	if (a[al - 1] == 'a') {
+		char want[40];
+		snprintf(want, sizeof want, ".target sm_%s", a + (a[0] == 's' ? 3 : 8));
+		const char *t = strstr(*ptx, want);
+		if (!t || (t[strlen(want)] != '\n' && t[strlen(want)] != ',' && t[strlen(want)] != ' ' && t[strlen(want)] != '\r')) {
+			snprintf(msg, n, "NVRTC compiled for %s without the PTX target '%s': its PTX would not assemble", a, want + 8);
+			free(*ptx);
+			*ptx = NULL;
+			return -1;
+		}
+	}
 	if (have_dir) /* a cache that cannot be written only costs time */
 		cache_write_sealed(path, h, *ptx, strlen(*ptx));
 	return 0;
