@@ -62,8 +62,8 @@ int cmd_emit(Opts *o)
 	if (!tg)
 		return usage_error("unknown target '%s' (targets: %s)", o->target, names[0] ? names : "none in this build");
 	/* the GPU targets' options (cuda_target.c): the other targets would ignore them */
-	if (o->arch && strcmp(o->target, "ptx"))
-		return usage_error("--arch is an option of emit --target ptx only");
+	if (o->arch && strcmp(o->target, "ptx") && strcmp(o->target, "cuda"))
+		return usage_error("--arch is an option of emit --target cuda and ptx only");
 	int gpu = !strcmp(o->target, "cuda") || !strcmp(o->target, "ptx");
 	if (!gpu && (o->stats || o->explain))
 		return usage_error("%s is an option of emit --target cuda and ptx only", o->stats ? "--stats" : "--explain");

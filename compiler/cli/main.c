@@ -60,6 +60,8 @@ static const char usage[] =
 	"                            positions (cpu, interp), states merged across ranks;\n"
 	"                            with --deterministic the same bits for any rank count\n"
 	"  --target T -o FILE        emit: cuda, ptx, llvm or asm; --arch sm_90 (ptx), --stats, --explain\n"
+	"  --arch A                  emit --target cuda, ptx; run --device emu: the target, sm_NN[a];\n"
+	"                            sm_90a takes attention prefill to the Hopper template\n"
 	"  --header FILE             emit --target cuda, ptx: kernels named after the carrier, and\n"
 	"                            their launch contract (arguments, grids, workspace) as a C header\n"
 	"                            (cuda, ptx); explore: -o FILE\n"
@@ -285,7 +287,7 @@ static const OptSpec options[] = {
 	{"--device", O_STR, 0, 0, F(device), 0, 0, C_EXEC},
 	{"--config", O_STR, 0, 0, F(run.config), 0, 0, C_EXEC | C_EMIT},
 	{"--target", O_STR, 0, 0, F(target), 0, 0, C_EMIT},
-	{"--arch", O_STR, 0, 0, F(arch), 0, 0, C_EMIT},
+	{"--arch", O_STR, 0, 0, F(arch), 0, 0, C_EMIT | C_RUN},
 	{"--header", O_STR, 0, 0, F(header), 0, 0, C_EMIT},
 	{"-o", O_STR, 0, 0, F(out), 0, 0, C_EMIT | C_EXPLORE},
 	{"-D", O_PAIR, 0, 0, F(defs), F(ndefs), MAX_DEFINES, C_ALL},
@@ -411,6 +413,10 @@ static int parse_opts(int argc, char **argv, Opts *o, int cmd)
 		return usage_error("-o needs a file name");
 	if (o->arch && !arch_ok(o->arch))
 		return usage_error("--arch '%s': sm_NN or compute_NN from 75 (e.g. sm_90, sm_90a)", o->arch);
+	/* a GPU's target is its own; the emulator runs as the one named */
+	if (o->arch && !strcmp(o->command, "run") && strcmp(o->device, "emu"))
+		return usage_error("--arch is an option of run --device emu (a GPU runs as what it is)");
+	o->run.arch = o->arch;
 	o->check.params = o->params;
 	o->check.nparams = o->nparams;
 	if (!o->nspecs)

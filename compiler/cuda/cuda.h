@@ -22,6 +22,7 @@ static inline int cuda_attn_rows(const Variant *v) { return v->nt / 32 / (v->ks 
  * vector field as the scalar symbol y1, and the evidence of the match. */
 typedef struct {
 	int fm, fl, fo, q, k, v, d, dv, bf16;
+	int qi, ki, vi; /* the slots of q, k and v in CudaArgs.in */
 	Expr *score;
 	Expr *fin[16];
 	char evidence[640];
@@ -41,6 +42,7 @@ typedef struct {
 	CudaAttn attn;      /* base == FAM_ATTN: the match */
 	char explain[1024]; /* which template, and why */
 	int smem_max;       /* shared bytes per block the device allows (0: not known); cuda_pick keeps within it */
+	int h90;            /* attention on sm_90a: the Hopper template's variants too (wg > 0) */
 	char name[64];      /* cuda_module_name: the carrier's name, which the kernels' names start with; "": prefix */
 } CudaModule;
 
@@ -54,6 +56,26 @@ typedef struct {
 	double prm[CUDA_MAXP];
 	int heads, kv_heads; /* attention: query heads, key/value heads (both 1 elsewhere) */
 } CudaArgs;
+
+/* The parameter block of the Hopper attention template's kernels
+ * (attention_sm90.cuh: ArgsTma): Args, then the tensor maps of q, k and
+ * v (CUtensorMap: 128 bytes, 64-byte aligned). */
+typedef struct {
+	CudaArgs a;
+	_Alignas(64) unsigned char maps[3][128];
+} CudaArgsTma;
+/* One tensor map's layout: rank dims (innermost first, in elements), the
+ * byte strides of dims 1.., the box, and the 16-bit elements' address. */
+typedef struct {
+	int rank;
+	unsigned long long dims[3], strides[2];
+	unsigned box[3];
+	const void *base;
+} CudaTmap;
+/* The maps of q, k and v for variant v (wg > 0) of m on the shape in a
+ * (a->rows query rows a head, a->heads, a->kv_heads, a->len): boxes of 64
+ * columns with the 128-byte swizzle, as attention_sm90.cuh reads them. */
+void cuda_attn90_maps(const CudaModule *m, int v, const CudaArgs *a, CudaTmap out[3]);
 
 /* Lower c into a module of the default variants for its template, or of
  * the one variant that config names ("rowmap:nt=256,acc=2,vec=4,warp=0,items=0").

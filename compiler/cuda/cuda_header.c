@@ -200,6 +200,23 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 		   "\tp->split = (int32_t)s;\n\tp->chunk = (int32_t)chunk;\n\treturn 0;\n}\n\n");
 }
 
+/* The tensor maps of a Hopper variant (wg > 0) for a shape: the layouts
+ * cuda_attn90_maps gives, with the variant's boxes written in. */
+static void tmaps_fn(const CudaModule *m, int v, FILE *o)
+{
+	const Variant *x = &m->var[v];
+	const char *nm = m->name;
+	int d = m->attn.d, dv = m->attn.dv;
+	char names[3][64];
+	cuda_kernel_names(m, v, names);
+	fprintf(o, "static inline void %s_tmaps(int32_t rows, int32_t len, int32_t heads, int32_t kv_heads, %s_tmap t[3])\n{\n"
+		   "\tuint64_t l = len > 0 ? (uint64_t)len : 1, q = (uint64_t)heads * (uint64_t)(rows > 0 ? rows : 0);\n"
+		   "\tt[0] = (%s_tmap){2, {%d, q ? q : 1, 1}, {%d, 0}, {64, %d, 1}};\n"
+		   "\tt[1] = (%s_tmap){3, {%d, l, (uint64_t)kv_heads}, {%d, %d * l}, {64, %d, 1}};\n"
+		   "\tt[2] = (%s_tmap){3, {%d, l, (uint64_t)kv_heads}, {%d, %d * l}, {64, %d, 1}};\n}\n\n",
+		names[0], nm, nm, d, d * 2, 64 * x->wg, nm, d, d * 2, d * 2, x->bn, nm, dv, dv * 2, dv * 2, x->bn);
+}
+
 void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
 {
 	const char *nm = m->name;
@@ -247,6 +264,26 @@ void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
 		   " * elsewhere, where a launch runs one head). */\n\n");
 	for (int v = 0; v < m->nvar; v++)
 		plan_fn(m, v, o);
+	int h90 = 0;
+	for (int v = 0; v < m->nvar; v++)
+		h90 |= m->var[v].wg > 0;
+	if (h90) {
+		fprintf(o, "/* The Hopper template's kernels (configurations with wg, PTX for sm_90a)\n"
+			   " * take a second parameter: the tensor maps of q, k and v, three\n"
+			   " * CUtensorMap (128 bytes each, 64-byte aligned) one after another\n"
+			   " * (kernelParams = {&args, maps}).  Encode map i with\n"
+			   " * cuTensorMapEncodeTiled(&maps[i], %s, t[i].rank, pointer, t[i].dims,\n"
+			   " * t[i].strides, t[i].box, {1, 1, 1}, CU_TENSOR_MAP_INTERLEAVE_NONE,\n"
+			   " * CU_TENSOR_MAP_SWIZZLE_128B, any L2 promotion,\n"
+			   " * CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) from the variant's V_tmaps; the\n"
+			   " * pointers 16-byte aligned.  dims innermost first, in elements;\n"
+			   " * strides in bytes, of dims 1 on. */\n"
+			   "typedef struct {\n\tuint32_t rank;\n\tuint64_t dims[3], strides[2];\n\tuint32_t box[3];\n} %s_tmap;\n\n",
+			m->attn.bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", nm);
+		for (int v = 0; v < m->nvar; v++)
+			if (m->var[v].wg)
+				tmaps_fn(m, v, o);
+	}
 	fprintf(o, "/* Every variant: its configuration (the text --config takes), its\n"
 		   " * first kernel's name, its plan. */\ntypedef struct {\n\tconst char *config, *kernel;\n"
 		   "\tint (*plan)(int32_t rows, int32_t len, int32_t heads, int32_t kv_heads, int32_t split, %s_plan *p);\n"

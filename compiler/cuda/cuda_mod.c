@@ -270,27 +270,27 @@ static Family base_family(const Carrier *c)
  * kernels (templates/blocks.cuh): the variants share as few pairs as they
  * can (the 16-byte path falls back to the scalar loop at run time). */
 static const Variant defaults_reduce[] = {
-	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 static const Variant defaults_map[] = {
-	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
-	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 /* The row templates' tuning space adds blocks of 512 and 1024 threads with
  * 4 accumulators: more bytes in flight per row, and fewer rows in flight
  * at once, so that rowmap's second read of a long row can come from L2. */
 static const Variant space_reduce[] = {
-	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 static const Variant space_map[] = {
-	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0},
-	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 static const Variant defaults_scan[] = {
-	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0, 0},
-	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0},
+	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0, 0, 0},
+	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0},
 };
 
 /* Registers a variant is expected to need (32-bit words), from the widths
@@ -323,10 +323,18 @@ static void attn_words(const CudaAttn *at, const Variant *v, long *st, long *qw)
 	*st = v->bn * (kw + vw), *qw = cuda_attn_rows(v) * kw;
 }
 
+static unsigned attn_smem(const CudaAttn *at, const Variant *v);
+
 /* The pipeline stages attn_fwd keeps for v: v->st, or fewer where they
  * would not fit in the opt-in maximum of shared memory. */
 static int attn_stages(const CudaAttn *at, const Variant *v)
 {
+	if (v->wg) {
+		Variant w = *v;
+		while (w.st > 1 && attn_smem(at, &w) > ATTN_SMEM_MAX)
+			w.st--;
+		return w.st;
+	}
 	long st, qw, q;
 	attn_words(at, v, &st, &qw);
 	q = attn_qs(at, v) ? qw : 0;
@@ -351,6 +359,8 @@ static long attn_state_words(const CudaAttn *at, const Variant *v)
  * loop, where they are the larger. */
 static unsigned attn_smem(const CudaAttn *at, const Variant *v)
 {
+	if (v->wg) /* attention_sm90.cuh: Attn90Smem */
+		return (unsigned)(64L * v->wg * at->d * 2 + (long)v->st * v->bn * (at->d + at->dv) * 2 + 8L * (2 * v->st + 1) + 1024);
 	long st, qw, s = v->st, w, mw = attn_state_words(at, v);
 	attn_words(at, v, &st, &qw);
 	w = attn_qs(at, v) ? s * st + qw : s * st > qw ? s * st : qw;
@@ -435,6 +445,8 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 	const char *fam = x->fam == FAM_ATTN ? "attn" : variant_family_name(x->fam);
 	if (!m->name[0])
 		snprintf(base, sizeof base, "%s_v%d", m->prefix, v);
+	else if (x->fam == FAM_ATTN && x->wg)
+		snprintf(base, sizeof base, "%.24s_attn90_wg%d_bn%d_pv%d_st%d", m->name, x->wg, x->bn, x->pv, x->st);
 	else if (x->fam == FAM_ATTN)
 		snprintf(base, sizeof base, "%.24s_attn_nt%d_mt%d_bn%d_pv%d_st%d_ks%d", m->name, x->nt, x->mt, x->bn, x->pv,
 			 x->st, x->ks);
@@ -461,6 +473,18 @@ static void kernel(Buf *b, const char *name, int nt, int minb, const char *body)
 	buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%s) %s(ASC_PARAM Args A) { %s; }\n", lb, name, body);
 	buf_printf(b, "#ifdef ASSOC_EMU\nextern \"C\" void %s_emu(const void *p) { %s(*(const Args *)p); }\n#endif\n", name,
 		   name);
+}
+
+/* A kernel of the Hopper attention template: the tensor maps are a second
+ * parameter, in the parameter space as TMA needs them (__grid_constant__);
+ * the emulator's entry finds them after Args (ArgsTma).  One block an SM:
+ * the register cap at entry that lets ptxas give each thread up to 255. */
+static void kernel90(Buf *b, const char *name, int nt, const char *body)
+{
+	buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d, 1) %s(ASC_PARAM Args A, ASC_PARAM AttnMaps T) { %s; }\n",
+		   nt, name, body);
+	buf_printf(b, "#ifdef ASSOC_EMU\nextern \"C\" void %s_emu(const void *p) { %s(((const ArgsTma *)p)->a, "
+		      "((const ArgsTma *)p)->t); }\n#endif\n", name, name);
 }
 
 /* The combine of split rows, the carry of scans and the merge of
@@ -500,6 +524,15 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 			break;
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
+			if (x->wg) {
+				snprintf(body, sizeof body, "attn90_fwd<%d, %d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->wg,
+					 x->bn, at->bf16, x->pv, x->st);
+				kernel90(b, nm[0], x->nt, body);
+				snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
+				if (!acomb++)
+					kernel(b, nm[1], ATTN_COMBINE_NT, 0, body);
+				break;
+			}
 			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
 				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), x->st, x->ks);
 			/* decoding's blocks are as many an SM as their stages allow
@@ -568,7 +601,7 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 static Variant attn_decode(const CudaAttn *at, int smem)
 {
 	unsigned most = smem > 0 && smem < ATTN_SMEM_MAX ? (unsigned)smem : ATTN_SMEM_MAX;
-	Variant v = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 128, 1, 3, 4, 0};
+	Variant v = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 128, 1, 3, 4, 0, 0};
 	while (v.st > 2 && attn_smem(at, &v) > most)
 		v.st--;
 	if (attn_smem(at, &v) > most)
@@ -598,15 +631,44 @@ static Variant attn_decode(const CudaAttn *at, int smem)
 static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, Variant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64, n = 2;
-	v[0] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1, 0};
-	v[1] = (Variant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2, 1, 0};
+	v[0] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1, 0, 0};
+	v[1] = (Variant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2, 1, 0, 0};
 	if (at->d == 128 && at->dv <= 128 && cuda_attn_linear(c, at)) {
 		v[2] = v[1];
-		v[1] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1, 0};
+		v[1] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1, 0, 0};
 		n = 3;
 	}
 	v[n++] = attn_decode(at, smem);
 	return n;
+}
+
+/* The Hopper template's variant for prefill (attention_sm90.cuh): two
+ * warpgroups of 64 query rows, as FlashAttention-3 has; key tiles of 128
+ * up to head dim 128 (Q 32 KB and two stages of 64 KB at 128) and of 64
+ * above (Q 64 KB and two stages of 64 KB at 256), where S's 32 registers
+ * beside o's 128 leave room for P. */
+static Variant attn90_default(const CudaAttn *at)
+{
+	int d = at->d > at->dv ? at->d : at->dv;
+	return (Variant){FAM_ATTN, 256, 1, 1, 0, 0, 1, d > 128 ? 64 : 128, 1, 2, 1, 0, 2};
+}
+
+/* Whether the Hopper template takes the carrier's head dims (its boxes of
+ * 64 columns, wgmma's n up to 256); else the reason. */
+static int attn90_dims(const CudaAttn *at, char *why, size_t n)
+{
+	if (at->d % 64 == 0 && at->dv % 64 == 0 && at->d <= 256 && at->dv <= 256)
+		return 1;
+	snprintf(why, n, "head dims %d/%d (the Hopper template takes multiples of 64 up to 256)", at->d, at->dv);
+	return 0;
+}
+
+/* sm_90a exactly: wgmma and setmaxnreg are that target's alone. */
+static int arch_hopper(const char *arch)
+{
+	size_t l = arch ? strlen(arch) : 0;
+	const char *u = arch ? strchr(arch, '_') : NULL;
+	return u && atoi(u + 1) == 90 && l && arch[l - 1] == 'a';
 }
 
 /* The attention template when the carrier implements its contract (and no
@@ -638,11 +700,20 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 		return;
 	}
 	m->base = FAM_ATTN;
+	char h90[160] = "";
+	if (m->h90) {
+		char why[96];
+		if (attn90_dims(&m->attn, why, sizeof why))
+			snprintf(h90, sizeof h90, "; on sm_90a, prefill on the Hopper template (attention_sm90: wgmma, TMA "
+				 "copies into mbarrier stages), decoding and the fallback on mma.sync");
+		else
+			snprintf(h90, sizeof h90, "; not the Hopper template: %s", why), m->h90 = 0;
+	}
 	snprintf(m->explain, sizeof m->explain,
 		 "template attention (tensor cores, %s, head dims %d/%d): %s; score lowered elementwise on the score "
-		 "tile with dot(q, k) on the tensor cores; mask %s",
+		 "tile with dot(q, k) on the tensor cores; mask %s%s",
 		 m->attn.bf16 ? "bf16" : "f16", m->attn.d, m->attn.dv, m->attn.evidence,
-		 c->mask ? "elementwise, whole tiles skipped by interval arithmetic" : "none");
+		 c->mask ? "elementwise, whole tiles skipped by interval arithmetic" : "none", h90);
 }
 
 /* The tuning space beyond the defaults (cuda_module_space): each default
@@ -688,10 +759,10 @@ static int arch_sm(const char *arch)
 static char *module_src(const CudaModule *m, const unsigned char *want)
 {
 	Buf b = {0};
-	int used[NFAM] = {0}, nv = 0;
+	int used[NFAM] = {0}, nv = 0, h90 = 0;
 	for (int v = 0; v < m->nvar; v++)
 		if (!want || want[v])
-			used[m->var[v].fam] = 1, nv++;
+			used[m->var[v].fam] = 1, nv++, h90 |= m->var[v].wg > 0;
 	buf_printf(&b, "/* generated by assoc: carrier %s, %d kernel variants; layout and launch rules in the template "
 		       "comments */\n", m->prefix, nv);
 	put_blob(&b, "common");
@@ -708,6 +779,10 @@ static char *module_src(const CudaModule *m, const unsigned char *want)
 		put_blob(&b, "scan");
 	if (used[FAM_ATTN])
 		put_blob(&b, "attention");
+	if (h90) {
+		put_blob(&b, "hopper");
+		put_blob(&b, "attention_sm90");
+	}
 	buf_puts(&b, "/* ---- kernels ---- */\n");
 	buf_puts(&b, "#ifdef ASSOC_EMU /* the fibers' stacks grow with these (runtime/emu/emu.hpp) */\n"
 		     "extern \"C\" const size_t asc_emu_frame_bytes = sizeof(State) + sizeof(Elem) + sizeof(Row);\n#endif\n");
@@ -724,6 +799,7 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		return -1;
 	m->base = base_family(c);
 	int sm = arch_sm(arch), below_attn = sm && sm < ATTN_MIN_SM;
+	m->h90 = arch_hopper(arch);
 	if (m->base != FAM_SCAN)
 		choose_attention(c, config, sm, m);
 	m->vec_ok = can_vec(c);
@@ -736,6 +812,13 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		if (variant_parse(config, &v, msg, n))
 			goto fail;
 		int fits = v.fam == m->base || (v.fam == FAM_SPLITK && m->base != FAM_SCAN && m->base != FAM_ATTN);
+		if (fits && v.wg && !m->h90) {
+			char why[96] = "the target is not sm_90a (--arch sm_90a)";
+			if (arch_hopper(arch))
+				attn90_dims(&m->attn, why, sizeof why);
+			snprintf(msg, n, "configuration '%s' names the Hopper attention template (wg > 0): %s", config, why);
+			goto fail;
+		}
 		if (!fits) {
 			int why = v.fam == FAM_ATTN && below_attn; /* m->explain names the arch */
 			snprintf(msg, n, "configuration '%s' does not fit a %s carrier%s%s", config, variant_family_name(m->base),
@@ -764,6 +847,12 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 			add_variant(c, m, av[k]);
 		if (space)
 			attn_space(c, m, av, na);
+		if (m->h90) { /* after the others: cuda_pick looks for it by its wg */
+			Variant h = attn90_default(&m->attn);
+			add_variant(c, m, h);
+			if (space)
+				attn_space(c, m, &h, 1);
+		}
 	} else {
 		const Variant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
 		size_t nd = m->base == FAM_SCAN     ? sizeof defaults_scan / sizeof *d
@@ -778,6 +867,8 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		for (size_t k = 0; k < ns; k++) /* a wide state narrows them (fit_variant), often onto a default */
 			add_variant(c, m, sp[k]);
 	}
+	if (m->base == FAM_ATTN) /* as cuda_attn_hooks numbers them: ATTN_QI, ATTN_KI, ATTN_VI */
+		m->attn.qi = c->nelem + c->ncol + m->attn.q, m->attn.ki = c->nelem + m->attn.k, m->attn.vi = c->nelem + m->attn.v;
 	Buf h = {0};
 	hooks(c, &h, m->vec_ok);
 	if (m->base == FAM_ATTN)
@@ -989,6 +1080,9 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 		if (m->base == FAM_SCAN)
 			return x->fam == FAM_SCAN ? v : best;
 		if (m->base == FAM_ATTN) { /* 128 query rows where the rows fill them, 16 where 16 hold them */
+			for (int k = 0; k < m->nvar && rows > 64; k++) /* on sm_90a, the Hopper template's */
+				if (m->var[k].wg && cuda_fits(m, k, NULL, 0))
+					return k;
 			int want = rows > 64 && split <= 1 ? 1 : 0, other = !want;
 			Variant dv = attn_decode(&m->attn, m->smem_max);
 			for (int k = 0; k < m->nvar && rows <= cuda_attn_rows(&dv); k++) /* decoding's, the first sliced */
@@ -1016,6 +1110,24 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 	}
 	(void)rows;
 	return best >= 0 ? best : 0;
+}
+
+void cuda_attn90_maps(const CudaModule *m, int v, const CudaArgs *a, CudaTmap out[3])
+{
+	const Variant *x = &m->var[v];
+	const CudaAttn *at = &m->attn;
+	unsigned long long len = (unsigned long long)(a->len > 0 ? a->len : 0), kvh = (unsigned long long)a->kv_heads;
+	/* a tensor map's dims are 1 or more: an empty one still encodes, and
+	 * no box of it is ever loaded (no live key tile, no query row) */
+	len = len ? len : 1;
+	out[0] = (CudaTmap){2, {(unsigned long long)at->d, (unsigned long long)a->heads * (unsigned long long)a->rows, 1},
+			    {(unsigned long long)at->d * 2, 0}, {64, (unsigned)(64 * x->wg), 1}, a->in[at->qi]};
+	if (!out[0].dims[1])
+		out[0].dims[1] = 1;
+	out[1] = (CudaTmap){3, {(unsigned long long)at->d, len, kvh}, {(unsigned long long)at->d * 2, (unsigned long long)at->d * 2 * len},
+			    {64, (unsigned)x->bn, 1}, a->in[at->ki]};
+	out[2] = (CudaTmap){3, {(unsigned long long)at->dv, len, kvh}, {(unsigned long long)at->dv * 2, (unsigned long long)at->dv * 2 * len},
+			    {64, (unsigned)x->bn, 1}, a->in[at->vi]};
 }
 
 int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)

@@ -202,7 +202,7 @@ static int module_to_emit(Carrier *c, const Opts *o, const char *arch, CudaModul
 static int emit_cuda(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 {
 	CudaModule m;
-	if (module_to_emit(c, o, NULL, &m, msg, n))
+	if (module_to_emit(c, o, o->arch, &m, msg, n))
 		return EXIT_FAIL;
 	fputs(m.src, out);
 	if (o->stats)

@@ -7,6 +7,7 @@
 
 #include "compiler/cuda/cuda.h"
 #include "compiler/devices/emu.h"
+#include "runtime/emu/emu_tmap.h"
 
 static void fill_args(RunData *d, CudaArgs *a)
 {
@@ -45,11 +46,11 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		return -1;
 	if (o->config && !said && !variant_parse(o->config, &cv, msg, n) && cv.split > 0) /* --split stands over it */
 		split = cv.split, said = 1;
-	if (cuda_module(d->c, NULL, &m, msg, n))
+	if (cuda_module_for(d->c, NULL, o->arch, 0, &m, msg, n))
 		return -1;
 	if (o->config && m.base == FAM_ATTN && strncmp(o->config, "attention", 9)) { /* the generic templates, asked for */
 		cuda_module_free(&m);
-		if (cuda_module(d->c, o->config, &m, msg, n))
+		if (cuda_module_for(d->c, o->config, o->arch, 0, &m, msg, n))
 			return -1;
 	}
 	if (d->heads > 1 && m.base != FAM_ATTN) {
@@ -60,7 +61,7 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		v = cuda_find_variant(&m, d->c, o->config);
 		if (v < 0) {
 			cuda_module_free(&m);
-			if (cuda_module(d->c, o->config, &m, msg, n))
+			if (cuda_module_for(d->c, o->config, o->arch, 0, &m, msg, n))
 				return -1;
 			v = 0;
 		}
@@ -83,17 +84,26 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	CudaPlan p;
 	cuda_plan_h(&m, v, rows, d->len, heads,
 		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
-	CudaArgs a = {0};
-	fill_args(d, &a);
-	a.split = p.split;
-	a.chunk = p.chunk;
+	CudaArgsTma at; /* the Hopper kernels' block; the others read its Args alone */
+	memset(&at, 0, sizeof at);
+	CudaArgs *a = &at.a;
+	fill_args(d, a);
+	a->split = p.split;
+	a->chunk = p.chunk;
 	ws = calloc(p.ws_bytes ? p.ws_bytes : 1, 1);
 	if (!ws)
 		abort();
-	a.ws = ws;
+	a->ws = ws;
+	if (x->fam == FAM_ATTN && x->wg) { /* the Hopper template's tensor maps, in the emulator's encoding */
+		CudaTmap tm[3];
+		cuda_attn90_maps(&m, v, a, tm);
+		for (int k = 0; k < 3; k++)
+			if (emu_tmap_encode(at.maps[k], 2, tm[k].rank, tm[k].base, tm[k].dims, tm[k].strides, tm[k].box, 128, msg, n))
+				goto out;
+	}
 	unsigned long long bytes[2] = {0, 0};
 	for (int k = 0; k < p.nk; k++)
-		if (emu_launch_kernel(lib, p.k[k].name, p.k[k].grid, p.k[k].block, p.k[k].smem, &a, bytes, msg, n))
+		if (emu_launch_kernel(lib, p.k[k].name, p.k[k].grid, p.k[k].block, p.k[k].smem, &at, bytes, msg, n))
 			goto out;
 	/* the GPU zeroes the plan's zero region once for a run of launches:
 	 * the kernels must leave it as they found it */

@@ -121,7 +121,10 @@ int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n)
 	if (rt_open(&g->rt, NULL, 0, msg, n))
 		return -1;
 	const RtDevice *dev = rt_device(g->rt);
-	snprintf(g->arch, sizeof g->arch, "sm_%d%d", dev->major, dev->minor);
+	/* sm_90 is sm_90a: its arch-specific instructions (wgmma, setmaxnreg)
+	 * are the Hopper attention template's, and code for it runs on this
+	 * chip alone, as code here always does */
+	snprintf(g->arch, sizeof g->arch, "sm_%d%d%s", dev->major, dev->minor, dev->major == 9 && dev->minor == 0 ? "a" : "");
 	if (nvrtc_open(&g->nv, msg, n) || gpu_module(g, NULL, space, msg, n)) {
 		gpu_close(g);
 		return -1;
@@ -239,7 +242,21 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 	b->a.ws = (void *)(size_t)b->ws;
 	b->a.split = p.split;
 	b->a.chunk = p.chunk;
-	void *args[] = {&b->a};
+	/* the Hopper template's tensor maps, the fwd kernel's second parameter
+	 * (encoding is host work of a few microseconds) */
+	_Alignas(64) unsigned char maps[3][128];
+	if (x->fam == FAM_ATTN && x->wg) {
+		CudaTmap tm[3];
+		CudaArgs sh = b->a;
+		sh.len = len;
+		sh.heads = b->a.heads > 0 ? b->a.heads : 1, sh.kv_heads = b->a.kv_heads > 0 ? b->a.kv_heads : 1;
+		cuda_attn90_maps(&g->m, v, &sh, tm);
+		for (int k = 0; k < 3; k++)
+			if (rt_tensor_map(g->rt, maps[k], g->m.attn.bf16, tm[k].rank, (RtPtr)(size_t)tm[k].base, tm[k].dims,
+					  tm[k].strides, tm[k].box, msg, n))
+				return -1;
+	}
+	void *args[] = {&b->a, maps};
 	for (int k = 0; k < p.nk; k++) {
 		void *fn;
 		unsigned grid[3] = {p.k[k].grid ? p.k[k].grid : 1, 1, 1}, block[3] = {p.k[k].block, 1, 1};

@@ -104,6 +104,7 @@ typedef struct {
 	const char *config; /* a device's own configuration string, or NULL */
 	int deterministic;
 	int verbose;
+	const char *arch; /* the emulator's target (sm_90a: the Hopper templates too); NULL: as sm_80 */
 } RunOpts;
 
 typedef struct {

@@ -1,0 +1,280 @@
+/* attention_sm90.cuh: the attention forward for Hopper (sm_90a): wgmma for
+ * both products, the K and V tiles brought by the tensor memory
+ * accelerator (TMA) into a ring of stages that mbarriers guard.
+ *
+ * The contract, the hooks and the layouts of q, k, v and the outputs are
+ * attention.cuh's (included before this file, whose helpers it uses):
+ * this template is another schedule of the same (m, l, o) fold, chosen by
+ * variants with wg > 0 (runtime/variant.h) on sm_90a targets.
+ *
+ * Block: WG warpgroups of 4 warps, each owning 64 query rows of the run
+ * (BM = 64 WG rows a block); grid and block order as attn_tile_of gives.
+ * Thread 0 also issues the copies: the Q tile once, then the K and V
+ * tiles of the live key tiles (attn_next: tiles the mask drops entirely
+ * are never loaded), NS tiles ahead, each stage's mbarrier counting the
+ * bytes of its copies.  Per key tile: S = Q K^T by wgmma (Q and K from
+ * shared memory), the score, mask and online softmax in registers as
+ * attention.cuh does them (base 2, one rescale of o per tile), P rounded
+ * to f16/bf16 in the A-fragment registers, O += P V by wgmma with P from
+ * registers and V from shared memory (MN-major: V stays as it is in global
+ * memory).  Each stage has a second mbarrier that every thread arrives at
+ * after its P V: thread 0 waits there before it copies the tile NS ahead
+ * into the stage, and no block-wide barrier holds the warpgroups in step.
+ *
+ * Shared memory (byte offsets from the first 1024-aligned address of the
+ * dynamic array, whose launch size cuda_mod.c's attn_smem gives): Q as
+ * D / 64 boxes of BM rows x 128 bytes; then NS stages, each D / 64 boxes
+ * of BN keys x 128 bytes of K and DV / 64 of V; then the mbarriers.  Every
+ * box is written by one TMA copy with the 128-byte swizzle, which the
+ * wgmma descriptors name: K-major (Q, K) with 1024 bytes between groups of
+ * 8 rows and the k-step of 16 elements 32 bytes into the swizzle atom;
+ * MN-major (V) with 1024 bytes between groups of 8 keys and BN * 128
+ * between boxes of 64 value columns.
+ *
+ * Tensor maps (AttnMaps, the kernel's second parameter, built by the host
+ * with cuTensorMapEncodeTiled or the emulator's encoder): q as
+ * {D, heads * rows}, boxes {64, BM}; k and v as {D, len, kv_heads} and
+ * {DV, len, kv_heads}, boxes {64, BN, 1}; all with the 128-byte swizzle.
+ * Keys past len come as zeros (the box is out of the tensor), and with the
+ * split's or the row's end inside a tile they are masked as in
+ * attention.cuh; query rows past the run are computed and not written.
+ *
+ * Split > 1 writes partial states and merges them as attention.cuh's MT = 1
+ * kernels do (attn_split_last). */
+
+struct alignas(64) AttnMaps {
+	AscTmap q, k, v;
+};
+/* The launch's parameter block as the emulator's entry takes it: the maps
+ * after Args at the next 64-byte boundary (compiler/cuda/cuda.h: CudaArgsTma). */
+struct ArgsTma {
+	Args a;
+	AttnMaps t;
+};
+
+template <int D, int DV, int WG, int BN, int NS>
+struct Attn90Smem {
+	static const int BM = 64 * WG;
+	static const int Q = 0;                             /* bytes from the aligned base */
+	static const int KST = BM * D * 2;                  /* the first stage */
+	static const int STAGE = BN * (D + DV) * 2;         /* K, then V */
+	static const int BAR = KST + NS * STAGE;                /* NS full barriers, NS empty ones, then Q's */
+	static const int BYTES = BAR + 8 * (2 * NS + 1) + 1024; /* and the alignment's slack */
+};
+
+/* The scores of the thread's two rows (16 w + g, + 8 of its warpgroup's
+ * 64) over the BN keys of the tile from kb, as attn_scores does for
+ * mma.sync's fragments: s[4 n + c] is row g + 8 (c / 2), key 8 n + 2 t +
+ * (c & 1). */
+template <int MASK, int LIN, int BN>
+ASC_DEV void attn90_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], float (&s)[BN / 2],
+			   float (&mx)[2], int kb, int jn, int cls, int t)
+{
+	mx[0] = mx[1] = -ASC_INF;
+#pragma unroll
+	for (int x = 0; x < BN / 2; x++) {
+		int c = x % 4, hf = c / 2, i = ir[hf], j = kb + x / 4 * 8 + 2 * t + (c & 1);
+		float y = LIN ? s[x] : attn_score2(A, R[hf], s[x], i, j);
+		if (MASK && (j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j))))
+			y = -ASC_INF;
+		s[x] = y;
+		mx[hf] = fmaxf(mx[hf], y);
+	}
+#pragma unroll
+	for (int hf = 0; hf < 2; hf++)
+		mx[hf] = LIN ? a2[hf] * asc_lanes_max<4>(mx[hf]) : asc_lanes_max<4>(mx[hf]);
+}
+
+/* Thread 0: the K and V tiles of the keys from kb into stage st. */
+template <int D, int DV, int BN, class S>
+ASC_DEV void attn90_load_kv(S &sm, int base, int st, const AttnMaps &T, int kb, int kh, int bar)
+{
+	const int KB = BN * 128; /* bytes of a box */
+	asc_mbar_expect_tx(sm, bar, BN * (D + DV) * 2);
+#pragma unroll
+	for (int b = 0; b < D / 64; b++)
+		asc_tma_load3(sm, (base + st + b * KB) / 4, &T.k, 64 * b, kb, kh, sm, bar);
+#pragma unroll
+	for (int b = 0; b < DV / 64; b++)
+		asc_tma_load3(sm, (base + st + (D / 64 + b) * KB) / 4, &T.v, 64 * b, kb, kh, sm, bar);
+}
+
+template <int D, int DV, int WG, int BN, int BF, int PV, int NS>
+ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
+{
+	typedef Attn90Smem<D, DV, WG, BN, NS> L;
+	const int NT = 128 * WG, BM = L::BM;
+	const float LN2 = 0.693147180559945309f;
+	static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "head dims: multiples of 64 up to 256");
+	static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256 && NS >= 1 && NS <= 4, "keys a tile: 16 to 256; 1 to 4 stages");
+	static_assert(L::BYTES <= 227 * 1024, "Q and the stages over 227 KB of shared memory");
+	ASC_DYN_SHARED(unsigned, Sm);
+	/* the swizzle's atoms are 1024 bytes: the tiles start at such a boundary */
+	const int base = (int)((1024u - (asc_smem_addr(Sm, 0) & 1023u)) & 1023u);
+	/* mbarriers, by word: stage s is full (its copies landed) at fb + 2 s,
+	 * empty (every thread is done with it) at eb + 2 s */
+	const int fb = (base + L::BAR) / 4, eb = fb + 2 * NS, qbar = fb + 4 * NS;
+	int G = A.heads / A.kv_heads, M = G * A.rows, tiles = (M + BM - 1) / BM;
+	int sp = blockIdx.x % A.split, qt, kh;
+	if (!attn_tile_of<D, DV>(A, blockIdx.x, tiles, qt, kh))
+		return;
+	long long run = (long long)kh * M; /* the run's first row in heads x rows */
+	int wg = threadIdx.x / 128, wq = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
+	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
+	int r0 = qt * BM + wg * 64 + wq * 16 + g; /* the thread's first row in the run; the second is 8 on */
+
+	int f = qt * BM, e = (qt + 1) * BM < M ? (qt + 1) * BM - 1 : M - 1, cls = 0, cl = 0;
+	int i0 = f / A.rows == e / A.rows ? f % A.rows : 0, i1 = f / A.rows == e / A.rows ? e % A.rows : A.rows - 1;
+	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls); /* the tile computed next */
+	int kl = kb;                                      /* thread 0: the tile loaded next */
+	if (threadIdx.x == 0) {
+		for (int s = 0; s < NS; s++) {
+			asc_mbar_init(Sm, fb + 2 * s, 1);
+			asc_mbar_init(Sm, eb + 2 * s, NT);
+		}
+		asc_mbar_init(Sm, qbar, 1);
+		asc_mbar_fence_init();
+		asc_tma_prefetch(&T.k);
+		asc_tma_prefetch(&T.v);
+		if (kb < hi) { /* a block with no live key tile loads nothing: no copy outlives it */
+			asc_mbar_expect_tx(Sm, qbar, BM * D * 2);
+#pragma unroll
+			for (int b = 0; b < D / 64; b++)
+				asc_tma_load2(Sm, (base + L::Q + b * BM * 128) / 4, &T.q, 64 * b, (int)(run + f), Sm, qbar);
+		}
+		for (int s = 0; s < NS && kl < hi; s++) {
+			attn90_load_kv<D, DV, BN>(Sm, base, L::KST + s * L::STAGE, T, kl, kh, fb + 2 * s);
+			kl = attn_next(A, i0, i1, kl + BN, hi, BN, &cl);
+		}
+	}
+	__syncthreads(); /* the barriers are initialized before anyone waits on them */
+
+	ARow R[2];
+	int ir[2];
+	float a2[2], m[2], l[2], o[DV / 2];
+	bool lin = ATTN_LIN;
+#pragma unroll
+	for (int hf = 0; hf < 2; hf++) {
+		int r = r0 + 8 * hf;
+		ir[hf] = r % A.rows;
+		R[hf] = attn_row(A, run + (r < M ? r : 0));
+		a2[hf] = attn_slope2(A, R[hf]);
+		lin = lin && a2[hf] >= 0;
+		m[hf] = -ASC_INF;
+		l[hf] = 0;
+	}
+	lin = __all_sync(0xffffffffu, lin);
+#pragma unroll
+	for (int x = 0; x < DV / 2; x++)
+		o[x] = 0;
+	const unsigned sb = asc_smem_addr(Sm, 0) + (unsigned)base;
+	const unsigned qa = sb + L::Q + wg * 64 * 128; /* the warpgroup's 64 rows in each Q box */
+	if (kb < hi)
+		asc_mbar_wait(Sm, qbar, 0);
+	for (int n = 0; kb < hi; n++) {
+		int st = n % NS, jn = kb + BN < hi ? kb + BN : hi;
+		bool full = jn - kb == BN && cls == 2;
+		unsigned ka = sb + L::KST + st * L::STAGE, va = ka + D / 64 * BN * 128;
+		asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
+		float s[BN / 2];
+		asc_wgmma_fence();
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++) {
+			unsigned long long da = asc_wgmma_desc(qa + kk / 4 * BM * 128 + kk % 4 * 32, 16, 1024, 128);
+			unsigned long long db = asc_wgmma_desc(ka + kk / 4 * BN * 128 + kk % 4 * 32, 16, 1024, 128);
+			asc_wgmma_ss<BN, BF, 0, 0>(s, da, db, kk > 0);
+		}
+		asc_wgmma_commit();
+		asc_wgmma_wait<0>();
+		float mx[2], scale[2] = {full && lin ? a2[0] : 1.0f, full && lin ? a2[1] : 1.0f};
+		if (full && lin)
+			attn90_scores<0, 1, BN>(A, R, ir, a2, s, mx, kb, jn, cls, t);
+		else if (full)
+			attn90_scores<0, 0, BN>(A, R, ir, a2, s, mx, kb, jn, cls, t);
+		else
+			attn90_scores<1, 0, BN>(A, R, ir, a2, s, mx, kb, jn, cls, t);
+		float alpha[2], mb[2];
+#pragma unroll
+		for (int hf = 0; hf < 2; hf++) {
+			float mn = fmaxf(m[hf], mx[hf]);
+			mb[hf] = mn == -ASC_INF ? 0.0f : mn; /* an empty row so far: p = 0, no NaN */
+			alpha[hf] = asc_exp2(m[hf] - mb[hf]);
+			m[hf] = mn;
+			l[hf] *= alpha[hf];
+		}
+#pragma unroll
+		for (int x = 0; x < DV / 2; x++)
+			o[x] *= alpha[x % 4 / 2];
+		/* P as the A fragments of the k-steps of 16 keys: register 2 (n % 2) + hf
+		 * of step n / 2 holds row g + 8 hf, keys 8 n + 2 t, + 1 */
+		unsigned pf[PV][BN / 16][4];
+#pragma unroll
+		for (int nt = 0; nt < BN / 8; nt++) {
+			float p[4];
+#pragma unroll
+			for (int c = 0; c < 4; c++) {
+				p[c] = asc_exp2(fmaf(s[4 * nt + c], scale[c / 2], -mb[c / 2]));
+				l[c / 2] += p[c];
+			}
+#pragma unroll
+			for (int r = 0; r < PV; r++)
+#pragma unroll
+				for (int x = 0; x < 2; x++) {
+					unsigned wd = asc_pack2<BF>(p[2 * x], p[2 * x + 1]);
+					pf[r][nt / 2][2 * (nt & 1) + x] = wd;
+					p[2 * x] -= asc_half_lo<BF>(wd);
+					p[2 * x + 1] -= asc_half_hi<BF>(wd);
+				}
+		}
+		asc_wgmma_fence();
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++) {
+			unsigned long long db = asc_wgmma_desc(va + kk * 16 * 128, BN * 128, 1024, 128);
+#pragma unroll
+			for (int r = 0; r < PV; r++)
+				asc_wgmma_rs<DV, BF, 1>(o, pf[r][kk], db, 1);
+		}
+		asc_wgmma_commit();
+		asc_wgmma_wait<0>();
+		/* The stage is free once every thread is done with it: an mbarrier,
+		 * not a block barrier, so that a warpgroup runs on into the next
+		 * tile (its S = Q K^T beside the other's softmax) while thread 0
+		 * waits to refill the stage. */
+		asc_mbar_arrive(Sm, eb + 2 * st);
+		if (threadIdx.x == 0 && kl < hi) {
+			asc_mbar_wait(Sm, eb + 2 * st, (unsigned)(n / NS) & 1u);
+			attn90_load_kv<D, DV, BN>(Sm, base, L::KST + st * L::STAGE, T, kl, kh, fb + 2 * st);
+			kl = attn_next(A, i0, i1, kl + BN, hi, BN, &cl);
+		}
+		kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
+	}
+#pragma unroll
+	for (int hf = 0; hf < 2; hf++) {
+		int r = r0 + 8 * hf, i = ir[hf];
+		float lr = asc_lanes_sum<4>(l[hf]), mr = m[hf] == -ASC_INF ? -ASC_INF : m[hf] * LN2;
+		if (r >= M)
+			continue;
+		long long at = run + r;
+		if (A.split > 1) {
+			float *ws = (float *)A.ws + (at * A.split + sp) * (DV + 2);
+			if (t == 0)
+				ASC_ST(ws, mr), ASC_ST(ws + 1, lr);
+#pragma unroll
+			for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+				for (int x = 0; x < 2; x++)
+					ASC_ST(ws + 2 + dn * 8 + 2 * t + x, o[4 * dn + 2 * hf + x]);
+			continue;
+		}
+		if (t == 0)
+			attn_fin_row(A, R[hf], mr, lr, i, at);
+#pragma unroll
+		for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+			for (int x = 0; x < 2; x++)
+				attn_fin_vec(A, R[hf], mr, lr, o[4 * dn + 2 * hf + x], i, at, dn * 8 + 2 * t + x);
+	}
+	if (A.split > 1)
+		attn_split_last<D, DV, NT, BM>(A);
+}

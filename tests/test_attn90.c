@@ -1,0 +1,304 @@
+/* test_attn90.c: the Hopper attention template (templates/attention_sm90.cuh)
+ * on the emulator against the float64 reference: head dims 64, 128 and
+ * 256, f16 and bf16, causal and not, key lengths under a tile, between
+ * tiles and past several, one query row, fully masked rows, grouped heads,
+ * splits of the keys, one and two warpgroups, one to three stages; the
+ * choice (sm_90a only, head dims it takes, the fallback's reasons); its
+ * PTX for sm_90a holding wgmma, TMA and mbarriers and assembling without
+ * spills; the tensor maps the host builds (the fake driver's encoder). */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
+#include "compiler/devices/emu.h"
+#include "compiler/devices/gpu.h"
+#include "compiler/devices/run.h"
+#include "cudatest.h"
+#include "testutil.h"
+
+static Carrier *load_dims(const char *path, int d)
+{
+	char dv[16];
+	snprintf(dv, sizeof dv, "%d", d);
+	Define defs[2] = {{"d", dv}, {"dv", dv}};
+	Diag dg;
+	diag_init(&dg, path);
+	Carrier *c = spec_load_file(path, defs, d ? 2 : 0, &dg);
+	cr_assert(c, "%s: %s", path, dg.text ? dg.text : "");
+	diag_free(&dg);
+	return c;
+}
+
+/* One run as sm_90a on the emulator, checked against the reference; the
+ * variant that ran must be the Hopper template's. */
+static void run90(Carrier *c, const char *what, int rows, int len, int heads, int kv, int split, const char *config)
+{
+	RunData *d = rundata_new_heads(c, rows, len, heads, kv);
+	char msg[4096] = "";
+	cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	RunOpts o = {.split = split, .config = config, .arch = "sm_90a"};
+	EmuStats st;
+	cr_assert_eq(emu_run_data(d, &o, &st, msg, sizeof msg), 0, "%s %dx%d, %d/%d heads, split %d: %s", what, rows,
+		     len, heads, kv, split, msg);
+	cr_expect(strstr(st.config, ",wg="), "%s %dx%d: ran %s, not the Hopper template", what, rows, len, st.config);
+	RunCheck chk;
+	runcheck_run(d, &chk);
+	for (int k = 0; k < chk.nout; k++) {
+		const OutCheck *x = &chk.out[k];
+		cr_expect(x->worst_ratio <= 1 && !x->nan_mismatch,
+			  "%s %s %d rows x %d keys, %d/%d heads, split %d: %s at %zu is %.3g of tolerance%s", what, st.config,
+			  rows, len, heads, kv, split, x->name, x->at, x->worst_ratio, x->nan_mismatch ? ", NaN mismatch" : "");
+	}
+	runcheck_free(&chk);
+	rundata_free(d);
+}
+
+/* Key lengths: none, under a warp, under a tile, a tile and one, several
+ * tiles and a part; query rows: one, under a warpgroup, past a block. */
+static void lengths(const char *path, int d)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims(path, d);
+	static const int lens[] = {0, 7, 100, 129, 300};
+	static const int rows[] = {1, 37, 130};
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+		for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
+			if (rows[r] > 64 || l % 2 == 0) /* the cheap shapes at every other length */
+				run90(c, path, rows[r], lens[l], 1, 1, 1, rows[r] > 64 ? NULL : "attention:wg=2,bn=128");
+	spec_carrier_free(c);
+}
+
+Test(attn90, full_bf16_head_dim_64, .timeout = 600) { lengths("tests/attention/full_bf16.yaml", 64); }
+Test(attn90, causal_f16_head_dim_64, .timeout = 600) { lengths("specs/attention.yaml", 64); }
+Test(attn90, full_bf16_head_dim_128, .timeout = 600) { lengths("tests/attention/full_bf16.yaml", 128); }
+Test(attn90, causal_f16_head_dim_128, .timeout = 600) { lengths("specs/attention.yaml", 128); }
+Test(attn90, causal_bf16_head_dim_256, .timeout = 600)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/causal_bf16.yaml", 256);
+	run90(c, "d=256", 130, 129, 1, 1, 1, NULL);
+	run90(c, "d=256", 65, 300, 1, 1, 1, NULL);
+	spec_carrier_free(c);
+}
+
+/* Rows that see no key give the declared value; grouped heads share their
+ * keys; splits of the keys merge (attn_split_last). */
+Test(attn90, masked_rows_grouped_heads_and_splits, .timeout = 600)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/empty_rows.yaml", 0);
+	run90(c, "fully masked rows", 70, 40, 1, 1, 1, NULL);
+	spec_carrier_free(c);
+	c = load_dims("specs/attention.yaml", 64);
+	run90(c, "gqa", 33, 170, 4, 2, 1, NULL);
+	run90(c, "mqa, split 3", 70, 400, 3, 1, 3, NULL);
+	run90(c, "split 2, short", 65, 20, 2, 2, 2, NULL);
+	spec_carrier_free(c);
+	c = load_dims("tests/attention/window.yaml", 64);
+	run90(c, "window", 130, 200, 1, 1, 1, NULL);
+	spec_carrier_free(c);
+	c = load_dims("tests/attention/softcap.yaml", 64);
+	run90(c, "soft cap", 70, 129, 1, 1, 1, NULL);
+	spec_carrier_free(c);
+}
+
+/* One warpgroup and two; key tiles of 64 and 128; one, two and three
+ * stages; P V at float32's precision (pv = 3). */
+Test(attn90, configurations, .timeout = 600)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 64);
+	static const char *const cfgs[] = {"attention:wg=1,bn=64,st=1", "attention:wg=1,bn=128,st=3",
+					   "attention:wg=2,bn=64,st=3", "attention:wg=2,bn=128,st=2,pv=3"};
+	for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; k++) {
+		run90(c, cfgs[k], 70, 333, 1, 1, 1, cfgs[k]);
+		run90(c, cfgs[k], 1, 64, 2, 1, 1, cfgs[k]);
+	}
+	spec_carrier_free(c);
+}
+
+/* The Hopper template on sm_90a alone, for the head dims it takes; the
+ * mma.sync template stays in the module (decoding, the fallback the tuner
+ * times beside it); a configuration naming it elsewhere is refused with
+ * the reason. */
+Test(attn90, chosen_on_sm_90a_only)
+{
+	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 128);
+	CudaModule m;
+	char msg[1024];
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.explain, "Hopper template"), "%s", m.explain);
+	int h = cuda_pick(&m, 4096, 4096, 1), dec = cuda_pick(&m, 1, 4096, 1), plain = 0;
+	cr_expect_gt(m.var[h].wg, 0, "prefill on sm_90a takes the Hopper template");
+	cr_expect_eq(m.var[dec].wg, 0, "decoding keeps its split-KV kernels");
+	for (int v = 0; v < m.nvar; v++)
+		plain += m.var[v].wg == 0;
+	cr_expect_gt(plain, 1, "the mma.sync variants stay beside it");
+	cr_expect(strstr(m.src, "attn90_fwd<128, 128, 2, 128, 1, 1, 2>(A, T)"), "the default variant's kernel");
+	cuda_module_free(&m);
+	static const char *const others[] = {"sm_90", "sm_80", "compute_90", NULL};
+	for (int k = 0; k < 4; k++) {
+		cr_assert_eq(cuda_module_for(c, NULL, others[k], 0, &m, msg, sizeof msg), 0, "%s", msg);
+		for (int v = 0; v < m.nvar; v++)
+			cr_expect_eq(m.var[v].wg, 0, "no Hopper variant for %s", others[k] ? others[k] : "the default");
+		cr_expect(!strstr(m.src, "attention_sm90"), "the template is left out of the module");
+		cuda_module_free(&m);
+	}
+	cr_expect_neq(cuda_module_for(c, "attention:wg=2,bn=128", "sm_90", 0, &m, msg, sizeof msg), 0);
+	cr_expect(strstr(msg, "not sm_90a"), "%s", msg);
+	spec_carrier_free(c);
+	c = load_dims("tests/attention/full_bf16.yaml", 96);
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.explain, "not the Hopper template: head dims 96/96"), "%s", m.explain);
+	for (int v = 0; v < m.nvar; v++)
+		cr_expect_eq(m.var[v].wg, 0);
+	cuda_module_free(&m);
+	cr_expect_neq(cuda_module_for(c, "attention:wg=1", "sm_90a", 0, &m, msg, sizeof msg), 0);
+	cr_expect(strstr(msg, "multiples of 64"), "%s", msg);
+	spec_carrier_free(c);
+}
+
+Test(attn90, configuration_text)
+{
+	Variant v;
+	char msg[256], buf[128];
+	cr_assert_eq(variant_parse("attention:wg=2,bn=192,st=3", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(v.wg == 2 && v.nt == 256 && v.mt == 1 && v.ks == 1 && v.bn == 192 && v.st == 3);
+	variant_str(&v, buf, sizeof buf);
+	cr_expect_str_eq(buf, "attention:nt=256,mt=1,bn=192,pv=1,st=3,wg=2");
+	Variant w;
+	cr_assert_eq(variant_parse(buf, &w, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(!memcmp(&v, &w, sizeof v), "the text reads back as the same variant");
+	static const char *const bad[] = {"attention:wg=4", "attention:wg=1,bn=72", "attention:wg=1,bn=512",
+					  "attention:wg=1,st=5", "attention:wg=-1"};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		cr_expect_neq(variant_parse(bad[k], &v, msg, sizeof msg), 0, "%s", bad[k]);
+		cr_expect(strstr(msg, "out of range") || strstr(msg, "expected"), "%s: %s", bad[k], msg);
+	}
+}
+
+/* The tensor maps of the shapes a launch gives: boxes of 64 columns,
+ * BM query rows and bn keys, dims that never go to 0. */
+Test(attn90, tensor_map_layouts)
+{
+	Carrier *c = load_dims("specs/attention.yaml", 128);
+	CudaModule m;
+	char msg[512];
+	cr_assert_eq(cuda_module_for(c, "attention:wg=2,bn=64,st=2", "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	CudaArgs a = {0};
+	static unsigned short q[1], k[1], v[1];
+	a.in[m.attn.qi] = q, a.in[m.attn.ki] = k, a.in[m.attn.vi] = v;
+	a.rows = 100, a.len = 1000, a.heads = 8, a.kv_heads = 2;
+	CudaTmap t[3];
+	cuda_attn90_maps(&m, 0, &a, t);
+	cr_expect(t[0].rank == 2 && t[0].dims[0] == 128 && t[0].dims[1] == 800 && t[0].strides[0] == 256);
+	cr_expect(t[0].box[0] == 64 && t[0].box[1] == 128 && t[0].base == q);
+	cr_expect(t[1].rank == 3 && t[1].dims[1] == 1000 && t[1].dims[2] == 2 && t[1].strides[1] == 256000);
+	cr_expect(t[1].box[1] == 64 && t[1].box[2] == 1 && t[1].base == k && t[2].base == v);
+	a.len = 0, a.rows = 0;
+	cuda_attn90_maps(&m, 0, &a, t);
+	cr_expect(t[0].dims[1] >= 1 && t[1].dims[1] >= 1, "an empty shape still encodes");
+	cr_expect_eq(cuda_smem(&m, 0), 2u * 64 * 128 * 2 + 2u * 64 * 256 * 2 + 8 * 5 + 1024);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+}
+
+/* `emit --target ptx --arch sm_90a`: wgmma for both products, TMA copies
+ * completing mbarriers, no spills or stack at head dims 64, 128 and 256,
+ * f16 and bf16. */
+Test(attn90, ptx_for_sm_90a_without_spills, .timeout = 600)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	static const struct {
+		const char *path;
+		int d;
+	} runs[] = {{"tests/attention/full_bf16.yaml", 64},  {"tests/attention/full_bf16.yaml", 128},
+		    {"tests/attention/full_bf16.yaml", 256}, {"specs/attention.yaml", 64},
+		    {"specs/attention.yaml", 128},           {"specs/attention.yaml", 256}};
+	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+		Carrier *c = load_dims(runs[r].path, runs[r].d);
+		CudaModule m;
+		cr_assert_eq(cuda_module_for(c, NULL, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+		int h = cuda_pick(&m, 4096, 4096, 1);
+		char cfg[128];
+		variant_str(&m.var[h], cfg, sizeof cfg);
+		cuda_module_free(&m);
+		cr_assert_eq(cuda_module_for(c, cfg, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+		char *ptx = NULL;
+		int cached;
+		cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90a", &ptx, &cached, msg, sizeof msg), 0, "%s d=%d: %s", runs[r].path,
+			     runs[r].d, msg);
+		cr_expect(strstr(ptx, ".target sm_90a"), "the arch-specific target");
+		cr_expect_gt(cuda_count(ptx, NULL, "wgmma.mma_async"), 0, "d=%d: wgmma", runs[r].d);
+		cr_expect_gt(cuda_count(ptx, NULL, "cp.async.bulk.tensor"), 0, "d=%d: TMA", runs[r].d);
+		cr_expect_gt(cuda_count(ptx, NULL, "mbarrier.try_wait.parity"), 0, "d=%d: mbarrier", runs[r].d);
+		CudaKStat ks[16];
+		int n = cuda_ptxas_stats(ptx, "sm_90a", ks, 16, msg, sizeof msg);
+		free(ptx);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+		if (n < 0 && strstr(msg, "not found")) {
+			nvrtc_close(nv);
+			cr_skip_test("%s", msg);
+		}
+		cr_assert_gt(n, 0, "%s", msg);
+		for (int s = 0; s < n; s++)
+			cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].stack == 0,
+				  "%s d=%d %s: %d registers, %d/%d bytes spilled, %d of stack", runs[r].path, runs[r].d,
+				  ks[s].name, ks[s].regs, ks[s].spill_st, ks[s].spill_ld, ks[s].stack);
+	}
+	nvrtc_close(nv);
+}
+
+/* On an sm_90 device (the fake driver), prefill takes the Hopper template:
+ * the module is compiled for sm_90a, each launch encodes the three tensor
+ * maps (q, k, v) with the driver; a driver without cuTensorMapEncodeTiled
+ * (before CUDA 12) is named as the reason. */
+Test(attn90, gpu_launch_encodes_tensor_maps, .timeout = 300)
+{
+	char msg[4096];
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	nvrtc_close(nv);
+	cuda_test_cache();
+	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
+	setenv("FAKECUDA", "", 1);
+	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 64);
+	RunData *d = rundata_new(c, 200, 300);
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	void *lib = dlopen("build/libfakecuda.so", RTLD_NOW);
+	int (*tmaps)(void) = (int (*)(void))dlsym(lib, "fakecuda_tmaps");
+	cr_assert(tmaps);
+	Gpu g;
+	GpuBufs b;
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_str_eq(g.arch, "sm_90a");
+	int v = cuda_pick(&g.m, d->rows, d->len, 1);
+	cr_assert_gt(g.m.var[v].wg, 0, "%s", g.m.explain);
+	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	int before = tmaps();
+	cr_assert_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(tmaps() - before, 3, "q, k and v");
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	dlclose(lib);
+	setenv("ASSOC_LIBCUDA", "build/libfakecuda-old.so", 1);
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "no cuTensorMapEncodeTiled"), "%s", msg);
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	rundata_free(d);
+	spec_carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+}
