@@ -95,7 +95,7 @@ Test(gpu, fake_driver_runs_the_whole_path)
 	RunData *d = drawn(c, 3, 100);
 	Gpu g;
 	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
-	cr_assert_str_eq(g.arch, "sm_90", "the fake is a compute capability 9.0 device");
+	cr_assert_str_eq(g.arch, "sm_90a", "the fake is a compute capability 9.0 device, whose target is sm_90a");
 	GpuBufs b;
 	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
 	float back[300];
@@ -319,9 +319,10 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	cr_assert(strstr(key, "device=Fake GPU 0;cc=9.0;sms=132;driver=13000;"), "%s", key);
 	cr_assert(strstr(key, ";rows=8;len=8192"), "shapes are bucketed: %s", key);
 	/* the templates' text is in the key: choices tuned with other templates are not reused */
-	static const char *tpl[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "attention", "hopper"};
+	static const char *tpl[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "attention", "hopper",
+				    "attention_sm90"};
 	uint64_t h = CUDA_FNV0;
-	for (int t = 0; t < 8; t++)
+	for (int t = 0; t < 9; t++)
 		h = cuda_fnv(h, blob_find(tpl[t])->text, blob_find(tpl[t])->len);
 	char want[64];
 	snprintf(want, sizeof want, ";template=rowreduce/%016llx;", (unsigned long long)h);
@@ -500,10 +501,13 @@ Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
 	char out[32768];
 	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
 	      "specs/attention.yaml -D d=64 -D dv=64 --rows 100 --len 300 2>&1; echo \"exit $?\"", out, sizeof out);
-	cr_assert(strstr(out, "16 candidates"), "%s", out);
+	/* the fake is sm_90: the mma.sync template's 8 and the Hopper template's 4, unsplit and split 2 */
+	cr_assert(strstr(out, "24 candidates"), "%s", out);
 	static const char *want[] = {"attention:nt=128,mt=1,bn=64,pv=1,st=1", "attention:nt=128,mt=1,bn=64,pv=1,st=2",
 				     "attention:nt=128,mt=1,bn=64,pv=1,st=3", "attention:nt=128,mt=1,bn=32,pv=1,st=2",
-				     "attention:nt=128,mt=2,bn=32,pv=1,st=2", "attention:nt=128,mt=2,bn=64,pv=1,st=3"};
+				     "attention:nt=128,mt=2,bn=32,pv=1,st=2", "attention:nt=128,mt=2,bn=64,pv=1,st=3",
+				     "attention:nt=256,mt=1,bn=128,pv=1,st=2,wg=2", "attention:nt=256,mt=1,bn=128,pv=1,st=3,wg=2",
+				     "attention:nt=256,mt=1,bn=64,pv=1,st=2,wg=2"};
 	for (size_t k = 0; k < sizeof want / sizeof *want; k++)
 		cr_expect(strstr(out, want[k]), "%s missing: %s", want[k], out);
 	cr_expect(!strstr(out, "not timed"), "the memory model does not rank attention: every candidate runs: %s", out);
@@ -568,7 +572,7 @@ Test(gpu, tune_logs_every_candidate)
 	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
 	      "specs/logsumexp.yaml --rows 16 --len 4096 2>&1; echo \"exit $?\"",
 	      out, sizeof out);
-	cr_assert(strstr(out, "on Fake GPU 0 (sm_90), 16 rows x 4096"), "%s", out);
+	cr_assert(strstr(out, "on Fake GPU 0 (sm_90a), 16 rows x 4096"), "%s", out);
 	cr_assert(strstr(out, "infinity: wrong result: lse off by"), "the fake computes nothing: %s", out);
 	cr_assert(strstr(out, "no candidate ran correctly") && strstr(out, "exit 1"), "%s", out);
 }

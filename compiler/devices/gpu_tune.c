@@ -110,6 +110,10 @@ static int candidates(const Gpu *g, const RunData *d, Variant *out, int max)
 				long run = (long)d->rows * (d->kv_heads > 0 ? d->heads / d->kv_heads : 1);
 				if (c.ks > 1 && run > 64)
 					continue;
+				/* the Hopper template is prefill's: 64 rows a warpgroup,
+				 * which decoding's few rows would leave mostly empty */
+				if (c.wg && run <= 64)
+					continue;
 				/* query blocks x key splits: splitting the keys pays when few query blocks fill few SMs */
 				out[n++] = c;
 				for (int split = 2; split <= 64 && n < max && d->rows <= 256; split *= 2)
