@@ -302,3 +302,22 @@ Test(attn90, gpu_launch_encodes_tensor_maps, .timeout = 300)
 	spec_carrier_free(c);
 	unsetenv("ASSOC_LIBCUDA");
 }
+
+/* The command line: emit --explain and run --device emu --arch sm_90a name
+ * the Hopper template; --arch elsewhere than emu is a usage error. */
+Test(attn90, command_line_names_the_template, .timeout = 300)
+{
+	char out[16384];
+	cr_expect_eq(sh("XDG_CACHE_HOME=build/cache build/asan/assoc run specs/attention.yaml --device emu --arch sm_90a "
+			"--rows 70 --len 90 --verbose", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, ",wg=2, split 1") && strstr(out, "prefill on the Hopper template"), "%s", out);
+	cr_expect(strstr(out, "carrier attention on emu (sm_90a), 70 rows x 90"), "%s", out);
+	cr_expect_eq(sh("build/asan/assoc emit specs/attention.yaml --target cuda --arch sm_90a --explain -o /dev/null", out,
+			sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "Hopper template (attention_sm90"), "%s", out);
+	cr_expect_eq(sh("build/asan/assoc run specs/attention.yaml --device cpu --arch sm_90a", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "--arch is an option of run --device emu"), "%s", out);
+	cr_expect_eq(sh("build/asan/assoc emit specs/attention.yaml --target llvm --arch sm_90a -o /dev/null", out, sizeof out, 1),
+		     2);
+	cr_expect(strstr(out, "--arch is an option of emit --target cuda and ptx only"), "%s", out);
+}

@@ -458,7 +458,10 @@ static int cmd_run_on(Opts *o)
 			char heads[64] = "";
 			if (d->heads > 1)
 				snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", d->heads, d->kv_heads);
-			printf("%s: carrier %s on %s, %d rows x %d%s (%.3f s)\n", c->file, c->name, dv->name, d->rows,
+			char as[32] = ""; /* the emulator's target, where one is named */
+			if (o->arch)
+				snprintf(as, sizeof as, " (%s)", o->arch);
+			printf("%s: carrier %s on %s%s, %d rows x %d%s (%.3f s)\n", c->file, c->name, dv->name, as, d->rows,
 			       d->len, heads, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
 			if (o->mpi)
 				print_mpi(&mt);
