@@ -85,6 +85,21 @@ ASC_DEV void attn90_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2]
 		mx[hf] = LIN ? a2[hf] * asc_lanes_max<4>(mx[hf]) : asc_lanes_max<4>(mx[hf]);
 }
 
+/* P's registers, which a wgmma reads until the wait that retires it:
+ * the compiler keeps them, and their writes, on their side of this point
+ * (asc_wgmma_hold does the same for accumulators). */
+template <int N>
+ASC_DEV void attn90_hold(unsigned (&a)[N][4])
+{
+#ifndef ASSOC_EMU
+#pragma unroll
+	for (int i = 0; i < N; i++)
+		asm volatile("" : "+r"(a[i][0]), "+r"(a[i][1]), "+r"(a[i][2]), "+r"(a[i][3])::"memory");
+#else
+	(void)a;
+#endif
+}
+
 /* Thread 0: the K and V tiles of the keys from kb into stage st. */
 template <int D, int DV, int BN, class S>
 ASC_DEV void attn90_load_kv(S &sm, int base, int st, const AttnMaps &T, int kb, int kh, int bar)
@@ -178,6 +193,7 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		unsigned ka = sb + L::KST + st * L::STAGE, va = ka + D / 64 * BN * 128;
 		asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
 		float s[BN / 2];
+		asc_wgmma_hold(s);
 		asc_wgmma_fence();
 #pragma unroll
 		for (int kk = 0; kk < D / 16; kk++) {
@@ -187,6 +203,7 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		}
 		asc_wgmma_commit();
 		asc_wgmma_wait<0>();
+		asc_wgmma_hold(s);
 		float mx[2], scale[2] = {full && lin ? a2[0] : 1.0f, full && lin ? a2[1] : 1.0f};
 		if (full && lin)
 			attn90_scores<0, 1, BN>(A, R, ir, a2, s, mx, kb, jn, cls, t);
@@ -227,6 +244,10 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 					p[2 * x + 1] -= asc_half_hi<BF>(wd);
 				}
 		}
+		asc_wgmma_hold(o);
+#pragma unroll
+		for (int r = 0; r < PV; r++)
+			attn90_hold(pf[r]);
 		asc_wgmma_fence();
 #pragma unroll
 		for (int kk = 0; kk < BN / 16; kk++) {
@@ -237,6 +258,10 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		}
 		asc_wgmma_commit();
 		asc_wgmma_wait<0>();
+		asc_wgmma_hold(o);
+#pragma unroll
+		for (int r = 0; r < PV; r++)
+			attn90_hold(pf[r]);
 		/* The stage is free once every thread is done with it: an mbarrier,
 		 * not a block barrier, so that a warpgroup runs on into the next
 		 * tile (its S = Q K^T beside the other's softmax) while thread 0
