@@ -105,7 +105,7 @@ build/asan/libassoc.a: $(ASAN_OBJ)
 
 ifeq ($(NO_LLVM),1)
 build/assoc: build/obj/compiler/cli/main.o build/libassoc.a
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(call WHOLE,build/libassoc.a) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< build/libassoc.a $(LDLIBS)
 else
 # The command line without LLVM (-rdynamic: the plugin takes the rest of
 # assoc from it), and the plugin with the backend and LLVM (-Bsymbolic: its
@@ -126,8 +126,10 @@ endif
 build/asan/assoc: build/asan/compiler/cli/main.o build/asan/libassoc.a
 	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $< $(call WHOLE,build/asan/libassoc.a) $(LDLIBS)
 
+# (the fake NCCL where MPI is: it runs its collectives over MPI)
+FAKE_NCCL := $(if $(strip $(MPI_LDLIBS)),build/libfakenccl.so)
 build/asan/tests: $(TEST_OBJ) build/asan/libassoc.a build/libfakecuda.so \
-		  build/libfakecuda-old.so build/libfakenvrtc.so build/libfakellvm.so
+		  build/libfakecuda-old.so build/libfakenvrtc.so build/libfakellvm.so $(FAKE_NCCL)
 	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $(TEST_OBJ) build/asan/libassoc.a -lcriterion $(LDLIBS)
 
 # A stand-in for the CUDA driver that fails on demand (tests/fake/fakecuda.c).
@@ -144,6 +146,11 @@ build/libfakecuda-old.so: tests/fake/fakecuda.c
 build/libfakellvm.so: tests/fake/fakellvm.c
 	@mkdir -p build
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC -o $@ $<
+
+# A stand-in for NCCL over MPI (tests/fake/fakenccl.c), where MPI is.
+build/libfakenccl.so: tests/fake/fakenccl.c
+	@mkdir -p build
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -shared -fPIC $(MPI_CFLAGS) -o $@ $< $(MPI_LDLIBS)
 
 # A stand-in for an older NVRTC (tests/fake/fakenvrtc.c).
 build/libfakenvrtc.so: tests/fake/fakenvrtc.c

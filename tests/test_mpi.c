@@ -1,8 +1,9 @@
 /* test_mpi.c: `assoc run --mpi` under mpirun on the CPU (build/assoc):
  * a commutative carrier (Welford), a non-commutative scan (the linear
  * recurrence) and causal attention, each within tolerance of one process,
- * the same bits for 1, 2 and 4 ranks with --deterministic; and the
- * sequence-parallel attention example (build/mpi_attention). */
+ * the same bits for 1, 2 and 4 ranks with --deterministic;; the
+ * sequence-parallel attention example (build/mpi_attention); and the NCCL
+ * loader (runtime/nccl.h) with the fake NCCL (build/libfakenccl.so). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "compiler/devices/npy.h"
+#include "runtime/nccl.h"
 #include "testutil.h"
 
 #define ASSOC "build/assoc"
@@ -131,4 +133,30 @@ Test(mpi, sequence_parallel_attention_example)
 	cr_assert_eq(sh(MPIRUN "4 build/mpi_attention 32 2048", out, sizeof out, 1), 0, "%s", out);
 	cr_assert(strstr(out, "32 queries x 2048 keys on 4 ranks (commutative op)"), "%s", out);
 	cr_assert(strstr(out, ": ok\n"), "%s", out);
+}
+
+/* The loader alone, in this process: what is missing is named. */
+Test(mpi, nccl_loader_names_what_is_missing)
+{
+	RtNccl *nc = (RtNccl *)1;
+	char why[512];
+	cr_assert_eq(rt_nccl_open(&nc, "build/no-such-libnccl.so.2", why, sizeof why), -1);
+	cr_assert_null(nc);
+	cr_assert(strstr(why, "no NCCL: cannot load build/no-such-libnccl.so.2"), "%s", why);
+	cr_assert_eq(rt_nccl_open(&nc, "build/libfakecuda.so", why, sizeof why), -1);
+	cr_assert(strstr(why, "build/libfakecuda.so lacks ncclGetUniqueId: not NCCL"), "%s", why);
+	if (access("build/libfakenccl.so", R_OK))
+		cr_skip_test("build/libfakenccl.so not built (no MPI at build time)");
+	setenv("FAKENCCL", "version=21903", 1);
+	cr_assert_eq(rt_nccl_open(&nc, "build/libfakenccl.so", why, sizeof why), 0, "%s", why);
+	unsetenv("FAKENCCL");
+	cr_assert_str_eq(rt_nccl_version(nc), "2.19.3");
+	/* no communicator yet: a collective is refused, not sent */
+	cr_assert_eq(rt_nccl_allgather(nc, 0, 0, 8, NULL, why, sizeof why), -1);
+	cr_assert(strstr(why, "no communicator"), "%s", why);
+	RtNcclId id;
+	cr_assert_eq(rt_nccl_unique_id(nc, &id, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(rt_nccl_init(nc, 2, &id, 2, why, sizeof why), -1);
+	cr_assert(strstr(why, "rank 2 of 2"), "%s", why);
+	rt_nccl_close(nc);
 }
