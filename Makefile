@@ -222,6 +222,11 @@ lib: build/libassoc-api.a build/libassoc.so
 build/mpi_attention: examples/mpi_attention.c build/libassoc-mpi.a compiler/lib/assoc_mpi.h compiler/lib/assoc.h
 	$(Q)$(CC) $(CFLAGS) -Icompiler/lib -o $@ $< build/libassoc-mpi.a $(LDLIBS)
 
+# assoc_mpi.h's device functions on the fake driver and fake NCCL
+# (tests/mpi/device_states.c, run by tests/test_mpi.c under mpirun).
+build/mpi_device_states: tests/mpi/device_states.c build/libassoc.a build/libfakecuda.so build/libfakenccl.so
+	$(Q)$(CC) $(CFLAGS) -o $@ $< build/libassoc.a $(LDLIBS)
+
 # With Open MPI: assoc_mpi.h and the library holding its functions too.
 MPI_INSTALL := $(if $(strip $(MPI_LDLIBS)),build/libassoc-mpi.a)
 install: build/assoc build/libassoc-api.a build/libassoc.so $(MPI_INSTALL)

@@ -20,8 +20,9 @@ summary() {
 }
 
 t=$(date +%s)
-# the MPI example where Open MPI is installed (tests/test_mpi.c runs it)
-mpi_example=$(command -v mpicc >/dev/null && echo build/mpi_attention)
+# the MPI example and the device states' check where Open MPI is
+# installed (tests/test_mpi.c runs them)
+mpi_example=$(command -v mpicc >/dev/null && echo build/mpi_attention build/mpi_device_states)
 if ! make --no-print-directory -s -j2 build/asan/tests build/asan/assoc build/assoc build/libassoc.so \
 	build/libassoc-api.a $mpi_example >build/build.log 2>&1; then
 	echo "build: FAILED (build/build.log, whole):"

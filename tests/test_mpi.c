@@ -1,9 +1,10 @@
 /* test_mpi.c: `assoc run --mpi` under mpirun on the CPU (build/assoc):
  * a commutative carrier (Welford), a non-commutative scan (the linear
  * recurrence) and causal attention, each within tolerance of one process,
- * the same bits for 1, 2 and 4 ranks with --deterministic;; the
- * sequence-parallel attention example (build/mpi_attention); and the NCCL
- * loader (runtime/nccl.h) with the fake NCCL (build/libfakenccl.so). */
+ * the same bits for 1, 2 and 4 ranks with --deterministic; the
+ * sequence-parallel attention example (build/mpi_attention); and device
+ * states across ranks (build/mpi_device_states) on the fake CUDA driver,
+ * with the fake NCCL (build/libfakenccl.so) or without NCCL. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -133,6 +134,73 @@ Test(mpi, sequence_parallel_attention_example)
 	cr_assert_eq(sh(MPIRUN "4 build/mpi_attention 32 2048", out, sizeof out, 1), 0, "%s", out);
 	cr_assert(strstr(out, "32 queries x 2048 keys on 4 ranks (commutative op)"), "%s", out);
 	cr_assert(strstr(out, ": ok\n"), "%s", out);
+}
+
+/* ---- device states: the fake driver's memory is the host's ---- */
+
+#define FAKES "ASSOC_LIBCUDA=build/libfakecuda.so "
+
+static void need_device_states(void)
+{
+	need_mpi();
+	if (access("build/mpi_device_states", X_OK) || access("build/libfakenccl.so", R_OK))
+		cr_skip_test("build/mpi_device_states or build/libfakenccl.so not built (make build/mpi_device_states)");
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* Gathered by NCCL, merged in rank order (a non-commutative merge bit for
+ * bit), Welford within rounding of one process, the two-collective
+ * (max, +) form against float64 sums: on 1, 2 and 3 ranks. */
+Test(mpi, device_states_gathered_by_nccl)
+{
+	need_device_states();
+	for (int p = 1; p <= 3; p++) {
+		char cmd[512];
+		snprintf(cmd, sizeof cmd, FAKES "ASSOC_LIBNCCL=build/libfakenccl.so " MPIRUN "%d build/mpi_device_states", p);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s\n%s", cmd, out);
+		cr_assert(strstr(out, "transport: nccl\n"), "%s", out);
+		cr_assert(!strstr(out, "staged"), "%s", out);
+		char want[64];
+		snprintf(want, sizeof want, "mpi_device_states: %d ranks: ok", p);
+		cr_assert(strstr(out, want), "%s", out);
+	}
+}
+
+/* No libnccl: the same results through the host over MPI, said once. */
+Test(mpi, device_states_staged_without_nccl)
+{
+	need_device_states();
+	cr_assert_eq(sh(FAKES "ASSOC_LIBNCCL=build/no-such-libnccl.so.2 " MPIRUN "3 build/mpi_device_states", out, sizeof out,
+			1),
+		     0, "%s", out);
+	cr_assert(strstr(out, "transport: host\n"), "%s", out);
+	cr_assert(strstr(out, "mpi_device_states: 3 ranks: ok"), "%s", out);
+	cr_assert_eq(count(out, "staged through the host over MPI"), 1, "%s", out);
+	cr_assert(strstr(out, "assoc: no NCCL: cannot load build/no-such-libnccl.so.2"), "%s", out);
+	/* a library that is not NCCL is no NCCL either */
+	cr_assert_eq(sh(FAKES "ASSOC_LIBNCCL=build/libfakecuda.so " MPIRUN "2 build/mpi_device_states affine", out,
+			sizeof out, 1),
+		     0, "%s", out);
+	cr_assert(strstr(out, "build/libfakecuda.so lacks ncclGetUniqueId"), "%s", out);
+}
+
+/* A failing collective is an error with NCCL's own words, on every rank. */
+Test(mpi, device_states_nccl_failure_is_reported)
+{
+	need_device_states();
+	cr_assert_eq(sh(FAKES "FAKENCCL=fail=allgather ASSOC_LIBNCCL=build/libfakenccl.so " MPIRUN
+			      "2 build/mpi_device_states affine",
+			out, sizeof out, 1),
+		     1, "%s", out);
+	cr_assert(strstr(out, "ncclAllGather: NCCL error 3: internal error"), "%s", out);
+	cr_assert(strstr(out, "mpi_device_states: 2 ranks: FAILED"), "%s", out);
 }
 
 /* The loader alone, in this process: what is missing is named. */

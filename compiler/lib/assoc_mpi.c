@@ -4,7 +4,9 @@
  * (MPI_Type_set_attr), which the function reads back from the datatype
  * MPI hands it. */
 #ifndef ASSOC_NO_MPI
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,8 @@
 #include "compiler/lib/assoc_mpi.h"
 #include "compiler/lib/libassoc_int.h"
 #include "compiler/prove/prove.h"
+#include "runtime/driver.h"
+#include "runtime/nccl.h"
 
 struct AssocMpi {
 	size_t bytes;
@@ -28,6 +32,12 @@ struct AssocMpi {
 	/* assoc_mpi_kernel's */
 	AssocKernel *k;
 	double *params;
+	int maxplus; /* the certificate transports the merge into (max, +) */
+	/* assoc_mpi_device_open's: the device, and NCCL over comm or none */
+	Rt *rt;
+	RtNccl *nc;
+	MPI_Comm comm;
+	int ranks, rank;
 	char err[1024];
 };
 
@@ -92,6 +102,7 @@ AssocStatus assoc_mpi_new(size_t state_bytes, AssocMerge merge, void *ctx, int c
 	return ASSOC_OK;
 }
 
+int assoc_mpi_maxplus(const AssocMpi *m) { return m && m->maxplus; }
 const char *assoc_mpi_error(const AssocMpi *m) { return m ? m->err : "no MPI handle (NULL)"; }
 MPI_Datatype assoc_mpi_type(const AssocMpi *m) { return m ? m->type : MPI_DATATYPE_NULL; }
 MPI_Op assoc_mpi_op(const AssocMpi *m) { return m ? m->op : MPI_OP_NULL; }
@@ -107,6 +118,8 @@ void assoc_mpi_free(AssocMpi *m)
 		MPI_Op_free(&m->op);
 	if (m->type != MPI_DATATYPE_NULL)
 		MPI_Type_free(&m->type);
+	rt_nccl_close(m->nc);
+	rt_close(m->rt);
 	free(m->x);
 	free(m->params);
 	free(m);
@@ -132,7 +145,9 @@ static void kernel_merge(void *ctx, const void *x, const void *y, void *out)
 	m->k->k->k.merge(&a, x, y, out);
 }
 
-int assoc_mpi_commutes(Carrier *c, const double *params)
+/* Whether c's merge is commutative (proved) at params; *maxplus (or NULL)
+ * whether a law's certificate is a transport into (max, +). */
+static int commutes(Carrier *c, const double *params, int *maxplus)
 {
 	Define *defs = calloc(c->nparams + 1, sizeof *defs);
 	char (*vals)[32] = calloc(c->nparams + 1, sizeof *vals);
@@ -145,13 +160,19 @@ int assoc_mpi_commutes(Carrier *c, const double *params)
 	ProofReport r = {0};
 	int proved = 0;
 	if (!(c->nparams ? prove_carrier_at(c, defs, c->nparams, 0, &r) : prove_carrier(c, 0, &r)))
-		for (int i = 0; i < r.n; i++)
+		for (int i = 0; i < r.n; i++) {
 			proved |= !strcmp(r.line[i].law, "commutative") && r.line[i].status == PROOF_PROVED;
+			if (maxplus && r.line[i].status == PROOF_PROVED && r.line[i].how &&
+			    strstr(r.line[i].how, "transport into (max, +)"))
+				*maxplus = 1;
+		}
 	prove_report_free(&r);
 	free(defs);
 	free(vals);
 	return proved;
 }
+
+int assoc_mpi_commutes(Carrier *c, const double *params) { return commutes(c, params, NULL); }
 
 AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int nparams, AssocMpi **out)
 {
@@ -186,7 +207,8 @@ AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int npara
 		return ASSOC_EINVAL;
 	}
 	AssocMpi *m;
-	AssocStatus st = assoc_mpi_new(k->k->k.state_bytes, kernel_merge, NULL, assoc_mpi_commutes(c, pv), &m);
+	int maxplus = 0, comm = commutes(c, pv, &maxplus);
+	AssocStatus st = assoc_mpi_new(k->k->k.state_bytes, kernel_merge, NULL, comm, &m);
 	if (st) {
 		snprintf(k->err, sizeof k->err, "%s", st == ASSOC_EINVAL ? "MPI is not initialized" : "MPI refused the datatype or op");
 		free(pv);
@@ -195,6 +217,7 @@ AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int npara
 	m->ctx = m;
 	m->k = k;
 	m->params = pv;
+	m->maxplus = maxplus;
 	*out = m;
 	return ASSOC_OK;
 }
@@ -312,6 +335,215 @@ AssocStatus assoc_mpi_scan(AssocMpi *m, int64_t rows, int64_t len, int64_t lo, i
 		return ASSOC_EINVAL;
 	Job j = {.m = m, .lo = lo, .hi = hi, .st = states, .what = 2};
 	return run_job(&j, rows, len, bufs, nbufs, 1);
+}
+
+/* ---- states in GPU memory ---- */
+
+static int staged_said;
+
+AssocStatus assoc_mpi_device_open(AssocMpi *m, MPI_Comm comm, int device)
+{
+	if (!m)
+		return ASSOC_EINVAL;
+	if (m->rt)
+		return fail(m, ASSOC_EINVAL, "the handle's device is open already");
+	int ranks = 0, rank = 0;
+	if (comm == MPI_COMM_NULL || MPI_Comm_size(comm, &ranks) != MPI_SUCCESS || MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+		return fail(m, ASSOC_EINVAL, "not a communicator");
+	char why[512] = "", nwhy[512] = "";
+	int bad = rt_open(&m->rt, NULL, device, why, sizeof why) ? 1 : 0, any = 0;
+	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+	if (any) {
+		rt_close(m->rt);
+		m->rt = NULL;
+		return fail(m, ASSOC_EDEVICE, "%s", bad ? why : "another rank failed to open its GPU");
+	}
+	/* NCCL on every rank, or on none: a communicator needs them all */
+	int have = !rt_nccl_open(&m->nc, NULL, nwhy, sizeof nwhy), all = 0;
+	MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm);
+	if (all) {
+		RtNcclId id;
+		int ok = rank || !rt_nccl_unique_id(m->nc, &id, why, sizeof why), every = 0;
+		MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, comm);
+		if (every) {
+			MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm);
+			ok = !rt_nccl_init(m->nc, ranks, &id, rank, why, sizeof why);
+			MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, comm);
+		}
+		if (!every) {
+			rt_nccl_close(m->nc);
+			m->nc = NULL;
+			rt_close(m->rt);
+			m->rt = NULL;
+			return fail(m, ASSOC_EDEVICE, "%s", ok ? "NCCL failed on another rank" : why);
+		}
+	} else {
+		rt_nccl_close(m->nc);
+		m->nc = NULL;
+		if (!rank && !staged_said++) /* once a process: the stage is slower, not wrong */
+			fprintf(stderr, "assoc: %s: device states staged through the host over MPI\n",
+				have ? "NCCL is missing on another rank" : nwhy);
+	}
+	m->comm = comm;
+	m->ranks = ranks, m->rank = rank;
+	return ASSOC_OK;
+}
+
+const char *assoc_mpi_device_transport(const AssocMpi *m)
+{
+	return !m || !m->rt ? "none" : m->nc ? "nccl" : "host";
+}
+
+static int device_ready(AssocMpi *m, int64_t rows)
+{
+	if (!m->rt)
+		return fail(m, ASSOC_EINVAL, "no device: assoc_mpi_device_open first");
+	if (rows < 0 || (uint64_t)rows * m->bytes * (uint64_t)m->ranks > (uint64_t)1 << 40 ||
+	    (uint64_t)rows * m->bytes > INT32_MAX)
+		return fail(m, ASSOC_EINVAL, "%lld rows of %zu-byte states: too many", (long long)rows, m->bytes);
+	return ASSOC_OK;
+}
+
+/* out[r] = x[0][r] (+) x[1][r] (+) ... in rank order, x [ranks][rows]. */
+static void merge_ranks(AssocMpi *m, int64_t rows, const unsigned char *x, unsigned char *out)
+{
+	double t0 = now();
+	size_t sb = m->bytes;
+	for (int64_t r = 0; r < rows; r++) {
+		memcpy(m->out, x + r * sb, sb);
+		for (int c = 1; c < m->ranks; c++) {
+			memcpy(m->x, m->out, sb);
+			memcpy(m->y, x + ((size_t)c * rows + r) * sb, sb);
+			m->merge(m->ctx, m->x, m->y, m->out);
+		}
+		memcpy(out + r * sb, m->out, sb);
+	}
+	m->seconds += now() - t0;
+}
+
+AssocStatus assoc_mpi_allgather_merge_device(AssocMpi *m, int64_t rows, const void *states, void *merged, void *stream)
+{
+	if (!m)
+		return ASSOC_EINVAL;
+	AssocStatus st = device_ready(m, rows);
+	if (st || !rows)
+		return st;
+	if (!states || !merged)
+		return fail(m, ASSOC_EINVAL, "no device states (NULL)");
+	size_t mine = (size_t)rows * m->bytes, all = mine * m->ranks;
+	unsigned char *host = malloc(all + mine);
+	if (!host)
+		return fail(m, ASSOC_ENOMEM, "out of memory for %zu bytes of states", all + mine);
+	RtPtr src = (RtPtr)(size_t)states, dst = (RtPtr)(size_t)merged, gathered = 0;
+	char why[512] = "";
+	int rc = 0, bad, any = 0;
+	if (m->nc) {
+		/* the states of every rank, rank after rank, in device memory;
+		 * NCCL orders its work after the caller's on stream */
+		rc = rt_alloc(m->rt, all, &gathered, why, sizeof why) ||
+		     rt_nccl_allgather(m->nc, src, gathered, mine, stream, why, sizeof why) || rt_sync(m->rt, why, sizeof why) ||
+		     rt_download(m->rt, host, gathered, all, why, sizeof why);
+		if (gathered)
+			rt_free(m->rt, gathered);
+	} else {
+		rc = rt_sync(m->rt, why, sizeof why) || rt_download(m->rt, host + all, src, mine, why, sizeof why);
+		bad = !!rc;
+		MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, m->comm);
+		if (!any)
+			MPI_Allgather(host + all, (int)mine, MPI_BYTE, host, (int)mine, MPI_BYTE, m->comm);
+		else if (!rc)
+			snprintf(why, sizeof why, "another rank failed to copy its states");
+		rc = any;
+	}
+	if (!rc) {
+		merge_ranks(m, rows, host, host + all);
+		/* a pageable upload may return before it lands: wait, so that
+		 * the caller's next work on any stream reads the merged states */
+		rc = rt_upload(m->rt, dst, host + all, mine, why, sizeof why) || rt_sync(m->rt, why, sizeof why);
+	}
+	free(host);
+	return rc ? fail(m, ASSOC_EDEVICE, "%s", why) : ASSOC_OK;
+}
+
+/* Rescale one rank's (m, l, o) to the global maximum M: l and o times
+ * exp(m - M), nothing where the rank saw no position (m = -inf); m = M. */
+static void rescale(int64_t rows, int64_t width, float *mx, const float *top, float *l, float *o)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		float w = mx[r] == -INFINITY ? 0.0f : expf(mx[r] - top[r]);
+		l[r] *= w;
+		for (int64_t j = 0; j < width; j++)
+			o[r * width + j] *= w;
+		mx[r] = top[r];
+	}
+}
+
+AssocStatus assoc_mpi_allreduce_maxplus_device(AssocMpi *m, int64_t rows, int64_t width, void *mx, void *l, void *o,
+					       void *stream)
+{
+	if (!m)
+		return ASSOC_EINVAL;
+	AssocStatus st = device_ready(m, 0);
+	if (st)
+		return st;
+	if (rows < 0 || width < 0 || (width && rows > INT32_MAX / width) || rows > INT32_MAX)
+		return fail(m, ASSOC_EINVAL, "%lld rows of width %lld: too many", (long long)rows, (long long)width);
+	if (!rows)
+		return ASSOC_OK;
+	if (!mx || !l || (width && !o))
+		return fail(m, ASSOC_EINVAL, "no device arrays (NULL)");
+	size_t nm = (size_t)rows, no = (size_t)rows * width;
+	float *h = malloc((2 * nm + nm + no + 1) * sizeof *h);
+	if (!h)
+		return fail(m, ASSOC_ENOMEM, "out of memory");
+	float *hm = h, *top = h + nm, *hl = h + 2 * nm, *ho = h + 3 * nm;
+	RtPtr dm = (RtPtr)(size_t)mx, dl = (RtPtr)(size_t)l, dout = (RtPtr)(size_t)o, dtop = 0;
+	char why[512] = "";
+	int rc;
+	if (m->nc) {
+		/* MAX of m by NCCL, the rescale on the host (no kernel of its
+		 * own here), then SUM of l and o by NCCL, grouped */
+		rc = rt_alloc(m->rt, nm * sizeof(float), &dtop, why, sizeof why) ||
+		     rt_nccl_allreduce(m->nc, dm, dtop, nm, RT_NCCL_F32, RT_NCCL_MAX, stream, why, sizeof why) ||
+		     rt_sync(m->rt, why, sizeof why) || rt_download(m->rt, hm, dm, nm * sizeof(float), why, sizeof why) ||
+		     rt_download(m->rt, top, dtop, nm * sizeof(float), why, sizeof why) ||
+		     rt_download(m->rt, hl, dl, nm * sizeof(float), why, sizeof why) ||
+		     (no && rt_download(m->rt, ho, dout, no * sizeof(float), why, sizeof why));
+		if (!rc) {
+			rescale(rows, width, hm, top, hl, ho);
+			rc = rt_upload(m->rt, dm, hm, nm * sizeof(float), why, sizeof why) ||
+			     rt_upload(m->rt, dl, hl, nm * sizeof(float), why, sizeof why) ||
+			     (no && rt_upload(m->rt, dout, ho, no * sizeof(float), why, sizeof why)) ||
+			     rt_nccl_group(m->nc, 1, why, sizeof why) ||
+			     rt_nccl_allreduce(m->nc, dl, dl, nm, RT_NCCL_F32, RT_NCCL_SUM, stream, why, sizeof why) ||
+			     (no && rt_nccl_allreduce(m->nc, dout, dout, no, RT_NCCL_F32, RT_NCCL_SUM, stream, why, sizeof why)) ||
+			     rt_nccl_group(m->nc, 0, why, sizeof why) || rt_sync(m->rt, why, sizeof why);
+		}
+		if (dtop)
+			rt_free(m->rt, dtop);
+	} else {
+		rc = rt_sync(m->rt, why, sizeof why) || rt_download(m->rt, hm, dm, nm * sizeof(float), why, sizeof why) ||
+		     rt_download(m->rt, hl, dl, nm * sizeof(float), why, sizeof why) ||
+		     (no && rt_download(m->rt, ho, dout, no * sizeof(float), why, sizeof why));
+		int bad = !!rc, any = 0;
+		MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, m->comm);
+		if (any && !rc)
+			snprintf(why, sizeof why, "another rank failed to copy its states");
+		rc = any;
+		if (!rc) {
+			MPI_Allreduce(hm, top, (int)nm, MPI_FLOAT, MPI_MAX, m->comm);
+			rescale(rows, width, hm, top, hl, ho);
+			MPI_Allreduce(MPI_IN_PLACE, hl, (int)nm, MPI_FLOAT, MPI_SUM, m->comm);
+			if (no)
+				MPI_Allreduce(MPI_IN_PLACE, ho, (int)no, MPI_FLOAT, MPI_SUM, m->comm);
+			rc = rt_upload(m->rt, dm, hm, nm * sizeof(float), why, sizeof why) ||
+			     rt_upload(m->rt, dl, hl, nm * sizeof(float), why, sizeof why) ||
+			     (no && rt_upload(m->rt, dout, ho, no * sizeof(float), why, sizeof why)) ||
+			     rt_sync(m->rt, why, sizeof why);
+		}
+	}
+	free(h);
+	return rc ? fail(m, ASSOC_EDEVICE, "%s", why) : ASSOC_OK;
 }
 #else
 /* (without MPI: nothing here; `assoc run --mpi` says why) */

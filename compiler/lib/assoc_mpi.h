@@ -22,6 +22,7 @@
 #define ASSOC_MPI_H
 
 #include <mpi.h>
+#include <stdint.h>
 
 #include "assoc.h"
 
@@ -60,6 +61,53 @@ AssocStatus assoc_mpi_finalize(AssocMpi *m, int64_t rows, int64_t len, const Ass
 			       const void *states);
 AssocStatus assoc_mpi_scan(AssocMpi *m, int64_t rows, int64_t len, int64_t lo, int64_t hi, const AssocBuffer *bufs,
 			   int nbufs, void *states);
+/* Whether the prover's certificate for kernel k's carrier transports its
+ * merge into (max, +) (softmax, logsumexp, attention): the states are a
+ * running maximum m, a sum l and sums o, all scaled by exp(-m), and
+ * assoc_mpi_allreduce_maxplus_device combines them.  0 for handles of
+ * assoc_mpi_new. */
+int assoc_mpi_maxplus(const AssocMpi *m);
+
+/* ---- states in GPU memory ----
+ *
+ * Per-row states that a GPU folded stay in device memory: they cross the
+ * ranks by NCCL (libnccl.so.2, or $ASSOC_LIBNCCL, opened with dlopen),
+ * or, where NCCL is missing on any rank, through the host over MPI, said
+ * once on stderr.  Pointers are CUDA device pointers of the device's
+ * primary context (the CUDA runtime's); each call orders itself after the
+ * work already on stream (NULL: the default stream) and returns when its
+ * results are in device memory.
+ *
+ *   assoc_mpi_device_open(m, MPI_COMM_WORLD, local_rank % gpus);
+ *   ... a kernel leaves rows states of this rank's positions at d_states
+ *   assoc_mpi_allgather_merge_device(m, rows, d_states, d_merged, stream);
+ *
+ * Collective over comm: every rank calls each function, with the same rows
+ * (and width). */
+
+/* The handle's CUDA device (an ordinal) and the communicator its device
+ * states cross: NCCL's communicator made from comm where every rank has
+ * NCCL.  ASSOC_EDEVICE where a rank has no usable GPU. */
+AssocStatus assoc_mpi_device_open(AssocMpi *m, MPI_Comm comm, int device);
+/* "nccl", "host" (staged over MPI) or "none" (not open). */
+const char *assoc_mpi_device_transport(const AssocMpi *m);
+/* Every rank's rows states (the handle's layout: assoc_mpi_state_bytes
+ * each) gathered (ncclAllGather) and merged row by row in rank order with
+ * the handle's merge on the host, left to right, the result in merged on
+ * every rank: the same bits on every run, for any carrier.  merged may be
+ * states. */
+AssocStatus assoc_mpi_allgather_merge_device(AssocMpi *m, int64_t rows, const void *states, void *merged,
+					     void *stream);
+/* The two-collective form for (max, +) carriers (assoc_mpi_maxplus), on
+ * float32 arrays: mx[rows] the running maxima, l[rows] the sums and
+ * o[rows][width] the vector sums, each scaled by exp(-mx).  An all-reduce
+ * MAX of mx, each rank's l and o rescaled by exp(mx - max) (on the host),
+ * then an all-reduce SUM of l and o, every rank left with the combined
+ * (max, l, o) in place.  NCCL's sums run in an order of its choosing: the
+ * result is within rounding of the rank-ordered merge, not bit for bit
+ * the same, nor the same for every number of ranks. */
+AssocStatus assoc_mpi_allreduce_maxplus_device(AssocMpi *m, int64_t rows, int64_t width, void *mx, void *l, void *o,
+					       void *stream);
 void assoc_mpi_free(AssocMpi *m);
 
 #ifdef __cplusplus
