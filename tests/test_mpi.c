@@ -61,15 +61,17 @@ static int same_bytes(const char *a, const char *b)
 
 /* spec on 4 ranks against one process, output name, relative tolerance;
  * then --deterministic on 1, 2 and 4 ranks, bit for bit. */
-static void across_ranks(const char *spec, const char *shape, const char *name, const char *op, double tol)
+static void across_ranks_on(const char *dev, const char *spec, const char *shape, const char *name, const char *op,
+			    double tol)
 {
 	char cmd[1024], one[256], many[256], det[3][256];
 	const char *tag = strrchr(spec, '/') + 1;
-	snprintf(one, sizeof one, "build/mpi-%s-one.npy", tag);
-	snprintf(many, sizeof many, "build/mpi-%s-4.npy", tag);
-	snprintf(cmd, sizeof cmd, ASSOC " run %s --device cpu %s --output %s=%s", spec, shape, name, one);
+	snprintf(one, sizeof one, "build/mpi-%s-%s-one.npy", dev, tag);
+	snprintf(many, sizeof many, "build/mpi-%s-%s-4.npy", dev, tag);
+	snprintf(cmd, sizeof cmd, ASSOC " run %s --device %s %s --output %s=%s", spec, dev, shape, name, one);
 	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
-	snprintf(cmd, sizeof cmd, MPIRUN "4 " ASSOC " run %s --device cpu %s --mpi --output %s=%s", spec, shape, name, many);
+	snprintf(cmd, sizeof cmd, MPIRUN "4 " ASSOC " run %s --device %s %s --mpi --output %s=%s", spec, dev, shape, name,
+		 many);
 	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s\n%s", cmd, out);
 	cr_assert(strstr(out, "  mpi: 4 ranks, 4 slices a row, "), "%s", out);
 	cr_assert(strstr(out, op), "%s", out);
@@ -79,15 +81,28 @@ static void across_ranks(const char *spec, const char *shape, const char *name, 
 	cr_assert(d <= tol, "%s: 4 ranks differ from one process by %g (relative), over %g", spec, d, tol);
 	static const int p[3] = {1, 2, 4};
 	for (int i = 0; i < 3; i++) {
-		snprintf(det[i], sizeof det[i], "build/mpi-%s-det%d.npy", tag, p[i]);
-		snprintf(cmd, sizeof cmd, MPIRUN "%d " ASSOC " run %s --device cpu %s --mpi --deterministic --output %s=%s",
-			 p[i], spec, shape, name, det[i]);
+		snprintf(det[i], sizeof det[i], "build/mpi-%s-%s-det%d.npy", dev, tag, p[i]);
+		snprintf(cmd, sizeof cmd, MPIRUN "%d " ASSOC " run %s --device %s %s --mpi --deterministic --output %s=%s",
+			 p[i], spec, dev, shape, name, det[i]);
 		cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s\n%s", cmd, out);
 		cr_assert(strstr(out, "16 slices a row (deterministic)"), "%s", out);
 		if (i)
 			cr_assert(same_bytes(det[0], det[i]), "%s: --deterministic on %d ranks differs from 1 rank", spec, p[i]);
 	}
 	cr_assert(npy_diff(det[2], one) <= tol, "%s: --deterministic differs from one process", spec);
+}
+
+static void across_ranks(const char *spec, const char *shape, const char *name, const char *op, double tol)
+{
+	across_ranks_on("cpu", spec, shape, name, op, tol);
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
 }
 
 TestSuite(mpi, .timeout = 120);
@@ -120,8 +135,6 @@ Test(mpi, interp_and_refusals)
 			sizeof out, 1),
 		     0, "%s", out);
 	cr_assert(strstr(out, "  mpi: 2 ranks, 2 slices a row, rank-ordered op"), "%s", out);
-	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device emu --mpi", out, sizeof out, 1), 2, "%s", out);
-	cr_assert(strstr(out, "--mpi runs on the cpu and interp devices, not emu"), "%s", out);
 	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --split 4 --mpi", out, sizeof out, 1), 2, "%s", out);
 	cr_assert(strstr(out, "--split: with --mpi"), "%s", out);
 }
@@ -136,6 +149,87 @@ Test(mpi, sequence_parallel_attention_example)
 	cr_assert(strstr(out, ": ok\n"), "%s", out);
 }
 
+/* ---- the CUDA module's kernels: emu, and gpu on the fake driver ---- */
+
+static void need_emu(void)
+{
+	need_mpi();
+	if (sh(ASSOC " run specs/sum.yaml --device emu --rows 1 --len 4", out, sizeof out, 1))
+		cr_skip_test("the emu device does not run here: %s", out);
+}
+
+/* The module's split kernel folds each rank's slices, its combine kernel
+ * merges them on rank 0: within tolerance of one process, and with
+ * --deterministic the same bits on 1, 2 and 4 ranks. */
+Test(mpi, emu_folds_slices_with_the_modules_kernels, .timeout = 240)
+{
+	need_emu();
+	across_ranks_on("emu", "specs/welford.yaml", "--rows 8 --len 4000", "var", "merged by the combine kernel", 1e-5);
+	across_ranks_on("emu", "specs/logsumexp.yaml", "--rows 5 --len 3001", "lse", "states gathered over MPI", 1e-5);
+}
+
+/* What the slices' kernels cannot do is said, the same on every rank. */
+Test(mpi, emu_refusals)
+{
+	need_emu();
+	static const struct {
+		const char *spec, *why;
+	} cases[] = {
+		{"tests/attention/full.yaml", "module (attention) has no split kernels"},
+		{"specs/attention.yaml", "the lift reads the position j"},
+		{"specs/argmax.yaml", "the lift reads the position j"},
+		{"specs/linear_recurrence.yaml", "scans are across ranks on the cpu"},
+		{"specs/layer_norm.yaml", "map outputs are across ranks on the cpu"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char cmd[512];
+		snprintf(cmd, sizeof cmd, MPIRUN "2 " ASSOC " run %s --device emu --rows 4 --len 100 --mpi", cases[i].spec);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 1, "%s\n%s", cmd, out);
+		cr_assert(strstr(out, cases[i].why), "%s\n%s", cmd, out);
+	}
+	cr_assert_eq(sh(MPIRUN "2 " ASSOC " run specs/sum.yaml --device emu --rows 4 --len 100 --mpi "
+			       "--config rowreduce:nt=256,acc=2,vec=4,warp=0,items=0",
+			out, sizeof out, 1),
+		     1, "%s", out);
+	cr_assert(strstr(out, "--config: with --mpi, a split variant"), "%s", out);
+}
+
+#define FAKE_GPU "ASSOC_LIBCUDA=build/libfakecuda.so ASSOC_NVRTC=build/libfakenvrtc.so FAKENVRTC=entry "
+
+/* The fake driver loads the module and launches its kernels, which do
+ * nothing: the path up to the outputs runs, the outputs are left as they
+ * were (zeros), so the check fails.  What is asserted is the path: the
+ * slices' kernel on every rank, the states gathered by NCCL, or staged
+ * without it (said once), the combine kernel on rank 0. */
+Test(mpi, gpu_states_gathered_by_nccl_on_the_fake_driver)
+{
+	need_mpi();
+	if (access("build/libfakenccl.so", R_OK))
+		cr_skip_test("build/libfakenccl.so not built (no MPI at build time)");
+	static const char *how[] = {"ASSOC_LIBNCCL=build/libfakenccl.so ", "ASSOC_LIBNCCL=build/no-such-libnccl.so.2 ",
+				    "ASSOC_LIBNCCL=build/libfakenccl.so FAKENCCL=fail=init "};
+	static const char *said[] = {"states gathered by NCCL 2.21.5, merged by the combine kernel",
+				     "states gathered through the host over MPI",
+				     "states gathered through the host over MPI"};
+	static const char *staged[] = {NULL, "assoc: no NCCL: cannot load build/no-such-libnccl.so.2",
+				       "assoc: ncclCommInitRank: NCCL error 3"};
+	for (int i = 0; i < 3; i++) {
+		char cmd[1024];
+		snprintf(cmd, sizeof cmd, FAKE_GPU "%s" MPIRUN "3 " ASSOC " run specs/welford.yaml --device gpu --rows 5 "
+			 "--len 777 --mpi --verbose",
+			 how[i]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 1, "%s\n%s", cmd, out);
+		cr_assert(strstr(out, "  mpi: 3 ranks, 3 slices a row, "), "%s", out);
+		cr_assert(strstr(out, said[i]), "%s", out);
+		cr_assert(strstr(out, "_part folds each of 3 slices a row, ") && strstr(out, "_comb merges them on rank 0"),
+			  "%s", out);
+		cr_assert(staged[i] ? count(out, "staged through the host over MPI") == 1 && strstr(out, staged[i])
+				    : !strstr(out, "staged"),
+			  "%s", out);
+		cr_assert(strstr(out, "  FAILED\n"), "the fake driver runs no kernel: %s", out);
+	}
+}
+
 /* ---- device states: the fake driver's memory is the host's ---- */
 
 #define FAKES "ASSOC_LIBCUDA=build/libfakecuda.so "
@@ -145,14 +239,6 @@ static void need_device_states(void)
 	need_mpi();
 	if (access("build/mpi_device_states", X_OK) || access("build/libfakenccl.so", R_OK))
 		cr_skip_test("build/mpi_device_states or build/libfakenccl.so not built (make build/mpi_device_states)");
-}
-
-static int count(const char *hay, const char *needle)
-{
-	int n = 0;
-	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-		n++;
-	return n;
 }
 
 /* Gathered by NCCL, merged in rank order (a non-commutative merge bit for

@@ -336,17 +336,20 @@ static int mpi_device_ok(const Opts *o, const Device *dv)
 	if (o->run.split)
 		return usage_error("--split: with --mpi each rank folds one slice of every row (--deterministic: %d slices)",
 				   RUN_MPI_SLICES);
-	if (strcmp(dv->name, "cpu") && strcmp(dv->name, "interp"))
-		return usage_error("--mpi runs on the cpu and interp devices, not %s", dv->name);
+	if (strcmp(dv->name, "cpu") && strcmp(dv->name, "interp") && strcmp(dv->name, "gpu") && strcmp(dv->name, "emu"))
+		return usage_error("--mpi runs on the cpu, interp, gpu and emu devices, not %s", dv->name);
 	return EXIT_OK;
 }
 
 static void print_mpi(const RunMpiTimes *t)
 {
-	printf("  mpi: %d rank%s, %d slice%s a row%s, %s op: local fold %.3f s, communication %.3f s, merge %.3f s\n",
-	       t->ranks, t->ranks > 1 ? "s" : "", t->slices, t->slices > 1 ? "s" : "",
-	       t->slices != t->ranks ? " (deterministic)" : "", t->commutative ? "commutative" : "rank-ordered", t->fold,
-	       t->comm, t->merge);
+	printf("  mpi: %d rank%s, %d slice%s a row%s, ", t->ranks, t->ranks > 1 ? "s" : "", t->slices,
+	       t->slices > 1 ? "s" : "", t->slices != t->ranks ? " (deterministic)" : "");
+	if (t->how[0])
+		printf("%s", t->how);
+	else
+		printf("%s op", t->commutative ? "commutative" : "rank-ordered");
+	printf(": local fold %.3f s, communication %.3f s, merge %.3f s\n", t->fold, t->comm, t->merge);
 }
 
 static void print_check(const RunCheck *rc, const RunData *d)

@@ -29,8 +29,13 @@ int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *t, 
 	(void)d, (void)dv, (void)o, (void)t;
 	return run_mpi_init(msg, n);
 }
+int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *t, char *msg, size_t n)
+{
+	return run_mpi_run(d, dv, o, t, msg, n);
+}
 void run_mpi_end(void) {}
 #else
+#include <dirent.h>
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +53,38 @@ static double now(void)
 	return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
+/* The GPUs the NVIDIA driver lists, before any CUDA call. */
+static int nvidia_gpus(void)
+{
+	DIR *dir = opendir("/proc/driver/nvidia/gpus");
+	int count = 0;
+	for (struct dirent *e; dir && (e = readdir(dir));)
+		count += e->d_name[0] != '.';
+	if (dir)
+		closedir(dir);
+	return count;
+}
+
+/* Ranks on one node take its GPUs in turn (local rank modulo GPUs),
+ * unless CUDA_VISIBLE_DEVICES says otherwise: the GPU device opens
+ * device 0, which is then this rank's own.  Before the driver starts. */
+static void gpu_per_rank(void)
+{
+	MPI_Comm node;
+	int local = 0, locals = 1, gpus = nvidia_gpus();
+	if (getenv("CUDA_VISIBLE_DEVICES") ||
+	    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+		return;
+	MPI_Comm_rank(node, &local);
+	MPI_Comm_size(node, &locals);
+	MPI_Comm_free(&node);
+	if (locals > 1 && gpus > 1) {
+		char v[16];
+		snprintf(v, sizeof v, "%d", local % gpus);
+		setenv("CUDA_VISIBLE_DEVICES", v, 1);
+	}
+}
+
 int run_mpi_init(char *msg, size_t n)
 {
 	int inited = 0;
@@ -57,6 +94,7 @@ int run_mpi_init(char *msg, size_t n)
 	started = !inited;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+	gpu_per_rank();
 	if (rank) { /* rank 0 speaks for all; the rest fail together with it (run_mpi_agree) */
 		int null = open("/dev/null", O_WRONLY);
 		if (null >= 0) {
@@ -315,6 +353,8 @@ static void gather_positions(Folder *f, Buffer *b, int nb, const int *first, int
 
 int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm, char *msg, size_t n)
 {
+	if (!strcmp(dv->name, "gpu") || !strcmp(dv->name, "emu"))
+		return run_mpi_cuda(d, dv, o, tm, msg, n);
 	int slices = o->deterministic ? RUN_MPI_SLICES : ranks;
 	if (slices < ranks)
 		return snprintf(msg, n, "--deterministic cuts each row into %d slices: at most %d ranks, not %d",
@@ -420,7 +460,7 @@ int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm,
 	double t4 = now();
 	double mine_t[3] = {t1 - t0 + (t4 - t3), comm, merge}, most[3] = {0};
 	MPI_Reduce(mine_t, most, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	*tm = (RunMpiTimes){ranks, slices, assoc_mpi_commutative(m), most[0], most[1], most[2]};
+	*tm = (RunMpiTimes){ranks, slices, assoc_mpi_commutative(m), most[0], most[1], most[2], ""};
 	assoc_mpi_free(m);
 	free(first);
 	free(own);

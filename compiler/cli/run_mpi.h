@@ -16,6 +16,7 @@ typedef struct {
 	int ranks, slices;
 	int commutative; /* the op MPI was given */
 	double fold, comm, merge; /* seconds, the most of any rank */
+	char how[128]; /* how the states crossed and merged, where not by the op ("": MPI with the op) */
 } RunMpiTimes;
 
 /* MPI_Init; the output of ranks other than 0 silenced.  0, or -1 with msg
@@ -25,11 +26,17 @@ int run_mpi_rank(void);
 /* The worst (largest) of every rank's rc: a collective call. */
 int run_mpi_agree(int rc);
 /* d's outputs on rank 0 from every rank's slice of its positions on
- * device dv (cpu or interp), states merged across ranks in rank order;
+ * device dv (cpu or interp; gpu and emu: run_mpi_cuda), states merged across ranks in rank order;
  * with o->deterministic, RUN_MPI_SLICES slices merged in one fixed order,
  * the same bits for any number of ranks.  Collective: 0, or -1 with msg
  * on every rank. */
 int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *t, char *msg, size_t n);
 void run_mpi_end(void);
+/* run_mpi_run on the devices of the carrier's CUDA module, gpu and emu
+ * (run_mpi_cuda.c): each rank's slices folded by the module's split
+ * kernel into states in device memory, gathered (NCCL on the gpu where
+ * every rank has it, MPI otherwise), merged in slice order and finalized
+ * on rank 0 by the combine kernel.  Reductions of one head. */
+int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *t, char *msg, size_t n);
 
 #endif

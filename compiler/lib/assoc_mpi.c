@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "compiler/lib/assoc_mpi.h"
+#include "compiler/lib/assoc_mpi_int.h"
 #include "compiler/lib/libassoc_int.h"
 #include "compiler/prove/prove.h"
 #include "runtime/driver.h"
@@ -341,6 +342,24 @@ AssocStatus assoc_mpi_scan(AssocMpi *m, int64_t rows, int64_t len, int64_t lo, i
 
 static int staged_said;
 
+int assoc_mpi_nccl_comm(RtNccl *nc, MPI_Comm comm, char *why, size_t n)
+{
+	int ranks = 0, rank = 0;
+	MPI_Comm_size(comm, &ranks);
+	MPI_Comm_rank(comm, &rank);
+	RtNcclId id;
+	int ok = rank || !rt_nccl_unique_id(nc, &id, why, n), every = 0;
+	MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, comm);
+	if (every) {
+		MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm);
+		ok = !rt_nccl_init(nc, ranks, &id, rank, why, n);
+		MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, comm);
+	}
+	if (!every && ok)
+		snprintf(why, n, "NCCL failed on another rank");
+	return every ? 0 : -1;
+}
+
 AssocStatus assoc_mpi_device_open(AssocMpi *m, MPI_Comm comm, int device)
 {
 	if (!m)
@@ -361,23 +380,10 @@ AssocStatus assoc_mpi_device_open(AssocMpi *m, MPI_Comm comm, int device)
 	/* NCCL on every rank, or on none: a communicator needs them all */
 	int have = !rt_nccl_open(&m->nc, NULL, nwhy, sizeof nwhy), all = 0;
 	MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm);
-	if (all) {
-		RtNcclId id;
-		int ok = rank || !rt_nccl_unique_id(m->nc, &id, why, sizeof why), every = 0;
-		MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, comm);
-		if (every) {
-			MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm);
-			ok = !rt_nccl_init(m->nc, ranks, &id, rank, why, sizeof why);
-			MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, comm);
-		}
-		if (!every) {
-			rt_nccl_close(m->nc);
-			m->nc = NULL;
-			rt_close(m->rt);
-			m->rt = NULL;
-			return fail(m, ASSOC_EDEVICE, "%s", ok ? "NCCL failed on another rank" : why);
-		}
-	} else {
+	/* ranks sharing a GPU, for one, are no communicator to NCCL */
+	if (all && assoc_mpi_nccl_comm(m->nc, comm, nwhy, sizeof nwhy))
+		all = 0, have = 0;
+	if (!all) {
 		rt_nccl_close(m->nc);
 		m->nc = NULL;
 		if (!rank && !staged_said++) /* once a process: the stage is slower, not wrong */

@@ -72,8 +72,8 @@ int assoc_mpi_maxplus(const AssocMpi *m);
  *
  * Per-row states that a GPU folded stay in device memory: they cross the
  * ranks by NCCL (libnccl.so.2, or $ASSOC_LIBNCCL, opened with dlopen),
- * or, where NCCL is missing on any rank, through the host over MPI, said
- * once on stderr.  Pointers are CUDA device pointers of the device's
+ * or, where NCCL is missing on any rank or refuses them, through the host
+ * over MPI, said once on stderr.  Pointers are CUDA device pointers of the device's
  * primary context (the CUDA runtime's); each call orders itself after the
  * work already on stream (NULL: the default stream) and returns when its
  * results are in device memory.
@@ -87,7 +87,8 @@ int assoc_mpi_maxplus(const AssocMpi *m);
 
 /* The handle's CUDA device (an ordinal) and the communicator its device
  * states cross: NCCL's communicator made from comm where every rank has
- * NCCL.  ASSOC_EDEVICE where a rank has no usable GPU. */
+ * NCCL and NCCL makes a communicator of them (ranks sharing a GPU it
+ * refuses).  ASSOC_EDEVICE where a rank has no usable GPU. */
 AssocStatus assoc_mpi_device_open(AssocMpi *m, MPI_Comm comm, int device);
 /* "nccl", "host" (staged over MPI) or "none" (not open). */
 const char *assoc_mpi_device_transport(const AssocMpi *m);

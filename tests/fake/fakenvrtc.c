@@ -1,7 +1,9 @@
 /* fakenvrtc.c: a stand-in for an NVRTC older than the options assoc asks
  * for first: it knows only the options below and refuses any other with
  * NVRTC_ERROR_INVALID_OPTION, as NVRTC does.  Its "PTX" names the options
- * it compiled with, so a test can see what was asked. */
+ * it compiled with, so a test can see what was asked.  With FAKENVRTC=entry
+ * it also holds a ".entry" line, which the fake driver (fakecuda.c) loads
+ * as a module of kernels that do nothing when launched. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,9 @@ int nvrtcCompileProgram(Prog *p, int n, const char *const *opts)
 			return 5;
 		l += (size_t)snprintf(p->ptx + l, sizeof p->ptx - l, " %s", opts[i]);
 	}
+	const char *e = getenv("FAKENVRTC");
+	if (e && strstr(e, "entry"))
+		snprintf(p->ptx + l, sizeof p->ptx - l, "\n.entry fake\n");
 	return 0;
 }
 int nvrtcGetProgramLogSize(Prog *p, size_t *n)

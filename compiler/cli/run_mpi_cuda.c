@@ -1,0 +1,416 @@
+/* run_mpi_cuda.c: `assoc run --mpi` on the devices that run the carrier's
+ * CUDA module: gpu, and emu (the same kernels on the CPU, host memory
+ * standing in for the device's).
+ *
+ * Each rank copies out its slices of every row (a slice's element and
+ * column inputs, the row inputs whole) and folds each slice with the
+ * module's split kernel (splitk_partial, one chunk a row): per-row states,
+ * in the module's State layout, left in device memory.  The states cross
+ * the ranks: on the gpu by ncclAllGather where every rank has NCCL, else
+ * through the host over MPI (said once).  Rank 0 puts them in row order
+ * and merges them with the module's combine kernel (splitk_combine), in
+ * slice order, which also finalizes: deterministic for any carrier, and
+ * with --deterministic (16 slices whatever the ranks) the same bits for
+ * any number of ranks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cli/run_mpi.h"
+
+#ifndef ASSOC_NO_MPI
+#include <mpi.h>
+#include <time.h>
+
+#include "compiler/devices/emu.h"
+#include "compiler/devices/gpu.h"
+#include "compiler/lib/assoc_mpi_int.h"
+#include "runtime/nccl.h"
+
+typedef struct {
+	int gpu;
+	Gpu g;         /* gpu: its module is g.m */
+	CudaModule em; /* emu */
+	EmuLib *lib;
+	CudaModule *m;
+	int v;   /* the split variant */
+	RtNccl *nc; /* gpu, where every rank has NCCL */
+	char *why;
+	size_t n;
+} Dev;
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* ---- device memory and launches, the gpu's or the emulator's ---- */
+
+static int d_alloc(Dev *x, size_t bytes, RtPtr *p)
+{
+	if (x->gpu)
+		return rt_alloc(x->g.rt, bytes ? bytes : 1, p, x->why, x->n) ? -1 : 0;
+	void *h = calloc(1, bytes ? bytes : 1);
+	if (!h)
+		abort();
+	*p = (RtPtr)(size_t)h;
+	return 0;
+}
+
+static void d_free(Dev *x, RtPtr p)
+{
+	if (!p)
+		return;
+	if (x->gpu)
+		rt_free(x->g.rt, p);
+	else
+		free((void *)(size_t)p);
+}
+
+static int d_up(Dev *x, RtPtr dst, const void *src, size_t bytes)
+{
+	if (x->gpu)
+		return rt_upload(x->g.rt, dst, src, bytes, x->why, x->n) ? -1 : 0;
+	memcpy((void *)(size_t)dst, src, bytes);
+	return 0;
+}
+
+static int d_down(Dev *x, void *dst, RtPtr src, size_t bytes)
+{
+	if (x->gpu)
+		return rt_download(x->g.rt, dst, src, bytes, x->why, x->n) ? -1 : 0;
+	memcpy(dst, (const void *)(size_t)src, bytes);
+	return 0;
+}
+
+static int d_sync(Dev *x) { return x->gpu && rt_sync(x->g.rt, x->why, x->n) ? -1 : 0; }
+
+static int d_launch(Dev *x, const CudaLaunch *k, CudaArgs *a)
+{
+	if (!k->grid)
+		return 0;
+	if (!x->gpu) {
+		unsigned long long bytes[2] = {0, 0};
+		return emu_launch_kernel(x->lib, k->name, k->grid, k->block, k->smem, a, bytes, x->why, x->n) ? -1 : 0;
+	}
+	void *fn, *args[] = {a};
+	unsigned grid[3] = {k->grid, 1, 1}, block[3] = {k->block, 1, 1};
+	return gpu_function(&x->g, x->v, k->name, &fn, x->why, x->n) ||
+			       rt_launch(x->g.rt, fn, grid, block, k->smem, args, x->why, x->n)
+		       ? -1
+		       : 0;
+}
+
+/* The module's split variant: --config's, or its first. */
+static int pick_split(Dev *x, Carrier *c, const RunOpts *o)
+{
+	x->v = -1;
+	if (o->config) {
+		x->v = cuda_find_variant(x->m, c, o->config);
+		if (x->v < 0 || x->m->var[x->v].fam != FAM_SPLITK)
+			return snprintf(x->why, x->n, "--config: with --mpi, a split variant of the module (splitk:...), "
+						      "which folds a slice of each row into a state"),
+			       -1;
+		return 0;
+	}
+	for (int v = 0; v < x->m->nvar && x->v < 0; v++)
+		if (x->m->var[v].fam == FAM_SPLITK)
+			x->v = v;
+	if (x->v < 0)
+		return snprintf(x->why, x->n, "the carrier's CUDA module (%s) has no split kernels to fold a slice into "
+					      "states: --mpi runs it on the cpu",
+				variant_family_name(x->m->base)),
+		       -1;
+	return 0;
+}
+
+static int is_position(void *ctx, Expr *e) { return e->op == EXPR_VAR && e->k == *(const int *)ctx; }
+
+/* Whether the fold reads the position j: a slice's fold numbers its
+ * positions from its own start (below). */
+static int reads_position(Carrier *c)
+{
+	int j = c->idx[1];
+	for (int f = 0; f < c->nstate; f++)
+		if (c->lift[f] && ir_contains(c->lift[f], is_position, &j))
+			return 1;
+	for (int k = 0; k < c->nlets; k++)
+		if (c->lets[k].e && ir_contains(c->lets[k].e, is_position, &j))
+			return 1;
+	return c->mask && ir_contains(c->mask, is_position, &j);
+}
+
+static int dev_open(Dev *x, RunData *d, const char *name, const RunOpts *o)
+{
+	Carrier *c = d->c;
+	x->gpu = !strcmp(name, "gpu");
+	if (d->heads > 1)
+		return snprintf(x->why, x->n, "--mpi on the %s device takes one head, not %d", name, d->heads), -1;
+	if (d->scan || c->nmap)
+		return snprintf(x->why, x->n, "--mpi on the %s device folds reductions; %s are across ranks on the cpu",
+				name, d->scan ? "scans" : "map outputs"),
+		       -1;
+	if (reads_position(c))
+		return snprintf(x->why, x->n, "--mpi on the %s device: the lift reads the position j, and a slice's "
+					      "kernel numbers positions from the slice's start; --mpi runs it on the cpu",
+				name),
+		       -1;
+	if (x->gpu) {
+		if (gpu_open(&x->g, c, 0, x->why, x->n))
+			return -1;
+		x->m = &x->g.m;
+	} else {
+		if (cuda_module(c, NULL, &x->em, x->why, x->n))
+			return -1;
+		x->m = &x->em;
+	}
+	if (pick_split(x, c, o))
+		return -1;
+	return x->gpu ? gpu_ready(&x->g, x->v, x->why, x->n) : emu_open(x->m->src, &x->lib, x->why, x->n);
+}
+
+static void dev_close(Dev *x)
+{
+	rt_nccl_close(x->nc);
+	if (x->gpu)
+		gpu_close(&x->g);
+	else {
+		emu_close(x->lib);
+		if (x->em.src)
+			cuda_module_free(&x->em);
+	}
+}
+
+/* ---- slices of every row ---- */
+
+static size_t buf_bytes(const Buffer *b) { return b->n * b->width * run_kind_size(b->kind); }
+
+/* Slice s of S: positions [slice_at(s), slice_at(s + 1)), their starts a
+ * multiple of 16 positions, so that a slice's arrays keep the 16-byte
+ * alignment of the kernels' vector loads. */
+static int slice_at(int s, int slices, int len)
+{
+	if (s >= slices)
+		return len;
+	int64_t at = (int64_t)s * len / slices / 16 * 16;
+	return (int)at;
+}
+
+/* Upload d's inputs (into in[]) and point a at them, with d's shape. */
+static int upload_inputs(Dev *x, const RunData *d, RtPtr *in, CudaArgs *a)
+{
+	Carrier *c = d->c;
+	const Buffer *b[CUDA_MAXIN];
+	int nin = 0;
+	for (int k = 0; k < c->nelem; k++)
+		b[nin++] = &d->elem[k];
+	for (int k = 0; k < c->ncol; k++)
+		b[nin++] = &d->col[k];
+	for (int k = 0; k < c->nrow; k++)
+		b[nin++] = &d->row[k];
+	for (int k = 0; k < nin; k++) {
+		if (d_alloc(x, buf_bytes(b[k]), &in[k]) || d_up(x, in[k], b[k]->p, buf_bytes(b[k])))
+			return -1;
+		a->in[k] = (const void *)(size_t)in[k];
+	}
+	for (int p = 0; p < c->nparams; p++)
+		a->prm[p] = d->params[p];
+	a->rows = d->rows, a->len = d->len, a->heads = 1, a->kv_heads = 1;
+	return 0;
+}
+
+static void free_inputs(Dev *x, RtPtr *in)
+{
+	for (int k = 0; k < CUDA_MAXIN; k++)
+		d_free(x, in[k]), in[k] = 0;
+}
+
+/* The state of positions [lo, hi) of every row into the device's states
+ * at `at` (rows of them): the partial kernel alone, one chunk a row, its
+ * element and column inputs starting at lo.  Rows keep their stride and
+ * the carrier its len; the chunk is the slice. */
+static int fold_slice(Dev *x, const RunData *d, const RtPtr *in, int lo, int hi, RtPtr at)
+{
+	Carrier *c = d->c;
+	CudaArgs a = {0};
+	CudaPlan p;
+	cuda_plan_h(x->m, x->v, d->rows, d->len, 1, 1, &p);
+	int k = 0;
+	for (int e = 0; e < c->nelem; e++, k++)
+		a.in[k] = (const char *)(size_t)in[k] + (size_t)lo * d->elem[e].width * run_kind_size(d->elem[e].kind);
+	for (int e = 0; e < c->ncol; e++, k++)
+		a.in[k] = (const char *)(size_t)in[k] + (size_t)lo * d->col[e].width * run_kind_size(d->col[e].kind);
+	for (int e = 0; e < c->nrow; e++, k++)
+		a.in[k] = (const void *)(size_t)in[k];
+	for (int q = 0; q < c->nparams; q++)
+		a.prm[q] = d->params[q];
+	a.rows = d->rows, a.len = d->len, a.heads = 1, a.kv_heads = 1;
+	a.split = 1, a.chunk = hi - lo, a.ws = (void *)(size_t)at;
+	return d_launch(x, &p.k[0], &a);
+}
+
+/* On rank 0: states ws[row][slice] (rows x (slices + 1) room) merged in
+ * slice order and finalized by the combine kernel into d's outputs. */
+static int combine(Dev *x, RunData *d, const RtPtr *in, const unsigned char *ws, int slices)
+{
+	Carrier *c = d->c;
+	size_t sb = x->m->state_size, room = (size_t)d->rows * (slices + 1) * sb;
+	RtPtr out[CUDA_MAXOUT] = {0}, w = 0;
+	CudaArgs a = {0};
+	CudaPlan p;
+	cuda_plan_h(x->m, x->v, d->rows, d->len, 1, 1, &p);
+	for (int k = 0; k < c->nelem + c->ncol + c->nrow; k++)
+		a.in[k] = (const void *)(size_t)in[k];
+	for (int q = 0; q < c->nparams; q++)
+		a.prm[q] = d->params[q];
+	a.rows = d->rows, a.len = d->len, a.heads = 1, a.kv_heads = 1;
+	int rc = d_alloc(x, room, &w) || d_up(x, w, ws, (size_t)d->rows * slices * sb);
+	for (int o = 0; !rc && o < c->nfinal; o++) {
+		rc = d_alloc(x, buf_bytes(&d->fin[o]), &out[o]);
+		a.out[o] = (void *)(size_t)out[o];
+	}
+	a.split = slices, a.chunk = 0, a.ws = (void *)(size_t)w;
+	rc = rc || d_launch(x, &p.k[1], &a) || d_sync(x);
+	for (int o = 0; !rc && o < c->nfinal; o++)
+		rc = d_down(x, d->fin[o].p, out[o], buf_bytes(&d->fin[o]));
+	for (int o = 0; o < CUDA_MAXOUT; o++)
+		d_free(x, out[o]);
+	d_free(x, w);
+	return rc ? -1 : 0;
+}
+
+static int said_staged;
+
+/* NCCL for the gpu's states where every rank has it and it makes a
+ * communicator of them; otherwise none, said once.  Collective. */
+static void nccl_or_host(Dev *x, int rank)
+{
+	char why[512] = "";
+	int have = x->gpu && !rt_nccl_open(&x->nc, NULL, why, sizeof why), all = 0;
+	MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (!all) {
+		rt_nccl_close(x->nc);
+		x->nc = NULL;
+		if (x->gpu && !rank && !said_staged++)
+			fprintf(stderr, "assoc: %s: device states staged through the host over MPI\n",
+				have ? "NCCL is missing on another rank" : why);
+		return;
+	}
+	/* ranks sharing a GPU, for one, are no communicator to NCCL */
+	if (assoc_mpi_nccl_comm(x->nc, MPI_COMM_WORLD, why, sizeof why)) {
+		rt_nccl_close(x->nc);
+		x->nc = NULL;
+		if (!rank && !said_staged++)
+			fprintf(stderr, "assoc: %s: device states staged through the host over MPI\n", why);
+	}
+}
+
+int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm, char *msg, size_t n)
+{
+	int rank, ranks;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+	int slices = o->deterministic ? RUN_MPI_SLICES : ranks;
+	if (slices < ranks)
+		return snprintf(msg, n, "--deterministic cuts each row into %d slices: at most %d ranks, not %d",
+				RUN_MPI_SLICES, RUN_MPI_SLICES, ranks),
+		       -1;
+	Dev x = {.why = msg, .n = n};
+	int bad = dev_open(&x, d, dv->name, o) ? 1 : 0, any = 0;
+	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (!any)
+		nccl_or_host(&x, rank);
+	if (any) {
+		if (!bad)
+			snprintf(msg, n, "another rank failed to set up its device");
+		dev_close(&x);
+		return -1;
+	}
+	int *first = calloc(ranks + 1, sizeof *first), most = 0;
+	if (!first)
+		abort();
+	for (int q = 0; q <= ranks; q++)
+		first[q] = (int)((int64_t)q * slices / ranks);
+	for (int q = 0; q < ranks; q++)
+		most = first[q + 1] - first[q] > most ? first[q + 1] - first[q] : most;
+	/* every rank sends `most` slices' states (its own, then room), so that
+	 * the gather is one of equal parts */
+	size_t sb = x.m->state_size, part = (size_t)most * d->rows * sb;
+	unsigned char *all = malloc(part * ranks + 1), *ws = malloc((size_t)d->rows * slices * sb + 1);
+	RtPtr mine = 0, gathered = 0;
+	if (!all || !ws)
+		abort();
+	double t0 = now(), t1 = t0, t2 = t0, t3 = t0;
+	RtPtr in[CUDA_MAXIN] = {0};
+	CudaArgs whole = {0};
+	bad = d_alloc(&x, part, &mine) || upload_inputs(&x, d, in, &whole);
+	for (int s = first[rank]; !bad && s < first[rank + 1]; s++)
+		bad = fold_slice(&x, d, in, slice_at(s, slices, d->len), slice_at(s + 1, slices, d->len),
+				 mine + (size_t)(s - first[rank]) * d->rows * sb);
+	bad = bad || d_sync(&x);
+	t1 = now();
+	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (!any && x.nc) {
+		bad = d_alloc(&x, part * ranks, &gathered) ||
+		      rt_nccl_allgather(x.nc, mine, gathered, part, NULL, msg, n) || d_sync(&x) ||
+		      (!rank && d_down(&x, all, gathered, part * ranks));
+	} else if (!any) {
+		unsigned char *own = malloc(part + 1);
+		if (!own)
+			abort();
+		bad = d_down(&x, own, mine, part) ? 1 : 0;
+		MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+		if (!any && part > INT32_MAX) {
+			snprintf(msg, n, "%zu bytes of states a rank: more than one MPI message takes", part);
+			bad = any = 1;
+		}
+		if (!any)
+			MPI_Gather(own, (int)part, MPI_BYTE, all, (int)part, MPI_BYTE, 0, MPI_COMM_WORLD);
+		free(own);
+	}
+	t2 = now();
+	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (!any && !rank) {
+		/* slice s of row i: from the rank that folded it, to ws[i][s] */
+		for (int q = 0; q < ranks; q++)
+			for (int s = first[q]; s < first[q + 1]; s++)
+				for (int i = 0; i < d->rows; i++)
+					memcpy(ws + ((size_t)i * slices + s) * sb,
+					       all + q * part + ((size_t)(s - first[q]) * d->rows + i) * sb, sb);
+		bad = combine(&x, d, in, ws, slices);
+	}
+	t3 = now();
+	if (o->verbose && !rank) {
+		char cfg[128];
+		CudaPlan p;
+		cuda_plan_h(x.m, x.v, d->rows, d->len, 1, 1, &p);
+		variant_str(&x.m->var[x.v], cfg, sizeof cfg);
+		fprintf(stderr, "%s: %s: %s folds each of %d slices a row, %s merges them on rank 0\n", dv->name, cfg,
+			p.k[0].name, slices, p.k[1].name);
+	}
+	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (any && !bad)
+		snprintf(msg, n, "another rank failed");
+	double mine_t[3] = {t1 - t0, t2 - t1, t3 - t2}, top[3] = {0};
+	MPI_Reduce(mine_t, top, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	*tm = (RunMpiTimes){ranks, slices, 0, top[0], top[1], top[2], ""};
+	if (x.nc)
+		snprintf(tm->how, sizeof tm->how, "states gathered by NCCL %s, merged by the combine kernel",
+			 rt_nccl_version(x.nc));
+	else
+		snprintf(tm->how, sizeof tm->how, "states gathered %sover MPI, merged by the combine kernel",
+			 x.gpu ? "through the host " : "");
+	free_inputs(&x, in);
+	d_free(&x, mine);
+	d_free(&x, gathered);
+	free(all);
+	free(ws);
+	free(first);
+	dev_close(&x);
+	return any ? -1 : 0;
+}
+#else
+typedef int run_mpi_cuda_absent;
+#endif
