@@ -194,6 +194,41 @@ Test(mpi, emu_refusals)
 	cr_assert(strstr(out, "--config: with --mpi, a split variant"), "%s", out);
 }
 
+/* The two-collective form of a (max, +) carrier: within tolerance of one
+ * process (it is not the same bits); refused where it does not apply. */
+Test(mpi, emu_two_collectives_for_max_plus_carriers)
+{
+	need_emu();
+	cr_assert_eq(sh(ASSOC " run specs/logsumexp.yaml --device emu --rows 6 --len 3001 --output lse=build/mpi-lse-one.npy",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_assert_eq(sh(MPIRUN "3 " ASSOC " run specs/logsumexp.yaml --device emu --rows 6 --len 3001 --mpi "
+				  "--mpi-collective reduce --output lse=build/mpi-lse-reduce.npy",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_assert(strstr(out, "all-reduce MAX of m, then SUM of the rescaled sums (MPI; not bit-deterministic)"), "%s",
+		  out);
+	cr_assert(strstr(out, "\n  ok\n"), "%s", out);
+	cr_assert(npy_diff("build/mpi-lse-reduce.npy", "build/mpi-lse-one.npy") <= 1e-6, "%s", out);
+	static const struct {
+		const char *cmd, *why;
+		int rc;
+	} bad[] = {
+		{MPIRUN "2 " ASSOC " run specs/welford.yaml --device emu --mpi --mpi-collective reduce",
+		 "transports its merge into (max, +) (softmax, logsumexp, attention); welford's does not", 1},
+		{ASSOC " run specs/logsumexp.yaml --device emu --mpi --mpi-collective reduce --deterministic",
+		 "not with --deterministic", 2},
+		{ASSOC " run specs/logsumexp.yaml --device cpu --mpi --mpi-collective reduce",
+		 "--mpi-collective reduce: on the gpu and emu devices, not cpu", 2},
+		{ASSOC " run specs/logsumexp.yaml --device emu --mpi-collective reduce", "--mpi-collective: with --mpi", 2},
+		{ASSOC " run specs/logsumexp.yaml --device emu --mpi --mpi-collective sum", "gather or reduce, not 'sum'", 2},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		cr_assert_eq(sh(bad[i].cmd, out, sizeof out, 1), bad[i].rc, "%s\n%s", bad[i].cmd, out);
+		cr_assert(strstr(out, bad[i].why), "%s\n%s", bad[i].cmd, out);
+	}
+}
+
 #define FAKE_GPU "ASSOC_LIBCUDA=build/libfakecuda.so ASSOC_NVRTC=build/libfakenvrtc.so FAKENVRTC=entry "
 
 /* The fake driver loads the module and launches its kernels, which do
@@ -228,6 +263,14 @@ Test(mpi, gpu_states_gathered_by_nccl_on_the_fake_driver)
 			  "%s", out);
 		cr_assert(strstr(out, "  FAILED\n"), "the fake driver runs no kernel: %s", out);
 	}
+	/* the two collectives by NCCL */
+	cr_assert_eq(sh(FAKE_GPU "ASSOC_LIBNCCL=build/libfakenccl.so " MPIRUN "3 " ASSOC " run specs/logsumexp.yaml "
+				  "--device gpu --rows 6 --len 3001 --mpi --mpi-collective reduce --verbose",
+			out, sizeof out, 1),
+		     1, "%s", out);
+	cr_assert(strstr(out, "all-reduce MAX of m, then SUM of the rescaled sums (NCCL 2.21.5; not bit-deterministic)"),
+		  "%s", out);
+	cr_assert(strstr(out, "_comb finalizes the reduced states on rank 0"), "%s", out);
 }
 
 /* ---- device states: the fake driver's memory is the host's ---- */

@@ -29,6 +29,7 @@ typedef struct {
 	int heads, kv_heads; /* attention: query heads, key/value heads (0: 1, and as many as heads) */
 	RunOpts run;
 	int mpi; /* run: positions shared out to the MPI ranks (run_mpi.c) */
+	const char *mpi_collective; /* run --mpi: "gather" (the default) or "reduce" */
 	NamedPath inputs[MAX_FILES], outputs[MAX_FILES];
 	int ninputs, noutputs;
 	/* emit */

@@ -336,6 +336,13 @@ static int mpi_device_ok(const Opts *o, const Device *dv)
 	if (o->run.split)
 		return usage_error("--split: with --mpi each rank folds one slice of every row (--deterministic: %d slices)",
 				   RUN_MPI_SLICES);
+	if (o->mpi_collective && strcmp(o->mpi_collective, "gather") && strcmp(o->mpi_collective, "reduce"))
+		return usage_error("--mpi-collective: gather or reduce, not '%s'", o->mpi_collective);
+	if (o->mpi_collective && !strcmp(o->mpi_collective, "reduce") && o->run.deterministic)
+		return usage_error("--mpi-collective reduce sums in the collective's own order, which is not the same "
+				   "bits for every number of ranks: not with --deterministic");
+	if (o->mpi_collective && !strcmp(o->mpi_collective, "reduce") && strcmp(dv->name, "gpu") && strcmp(dv->name, "emu"))
+		return usage_error("--mpi-collective reduce: on the gpu and emu devices, not %s", dv->name);
 	if (strcmp(dv->name, "cpu") && strcmp(dv->name, "interp") && strcmp(dv->name, "gpu") && strcmp(dv->name, "emu"))
 		return usage_error("--mpi runs on the cpu, interp, gpu and emu devices, not %s", dv->name);
 	return EXIT_OK;
@@ -420,6 +427,8 @@ static int cmd_run_on(Opts *o)
 		rc = usage_error("unknown device '%s' (devices: %s, auto)", o->device, run_device_names());
 	if (!rc && o->mpi)
 		rc = mpi_device_ok(o, dv);
+	if (!rc && !o->mpi && o->mpi_collective)
+		rc = usage_error("--mpi-collective: with --mpi");
 	char msg[1024] = "";
 	/* before anything is drawn or judged at a size no thread could hold */
 	if (!rc && (!strcmp(dv->name, "emu") || !strcmp(dv->name, "gpu")) && run_thread_fits(c, msg, sizeof msg)) {
@@ -450,7 +459,9 @@ static int cmd_run_on(Opts *o)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		RunMpiTimes mt;
 		cli_busy("%s: running on %s (%d rows x %d)", c->file, dv->name, d->rows, d->len);
-		int failed = o->mpi ? run_mpi_run(d, dv, &o->run, &mt, msg, sizeof msg) : dv->run(d, &o->run, msg, sizeof msg);
+		int reduce = o->mpi_collective && !strcmp(o->mpi_collective, "reduce");
+		int failed = o->mpi ? run_mpi_run(d, dv, &o->run, reduce, &mt, msg, sizeof msg)
+				    : dv->run(d, &o->run, msg, sizeof msg);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		cli_busy_done();
 		if (failed) {

@@ -60,6 +60,9 @@ static const char usage[] =
 	"                            positions (cpu, interp; gpu, emu: reductions), states merged\n"
 	"                            across ranks (gpu: gathered by NCCL where it is found);\n"
 	"                            with --deterministic the same bits for any rank count\n"
+	"  --mpi-collective C        run --mpi on gpu, emu: gather (the default: states gathered,\n"
+	"                            merged in rank order) or reduce (a (max, +) carrier: all-reduce\n"
+	"                            MAX of m, then SUM of the rescaled sums; not bit-deterministic)\n"
 	"  --target T -o FILE        emit: cuda, ptx, llvm or asm; --arch sm_90 (ptx), --stats, --explain\n"
 	"  --arch A                  emit --target cuda, ptx; run --device emu: the target, sm_NN[a];\n"
 	"                            sm_90a takes attention prefill to the Hopper template\n"
@@ -278,6 +281,7 @@ static const OptSpec options[] = {
 	{"--deterministic", O_FLAG, 0, 0, F(run.deterministic), 0, 0, C_EXEC},
 	{"--verbose", O_FLAG, 0, 0, F(run.verbose), 0, 0, C_RUN},
 	{"--mpi", O_FLAG, 0, 0, F(mpi), 0, 0, C_RUN},
+	{"--mpi-collective", O_STR, 0, 0, F(mpi_collective), 0, 0, C_RUN},
 	{"--trials", O_INT, 1, 100000000, F(check.trials), 0, 0, C_CHECK | C_EMIT | C_RUN},
 	{"--rows", O_INT, 0, MAX_ROWS, F(rows), 0, 0, C_SHAPE},
 	{"--len", O_INT, 0, MAX_LEN, F(len), 0, 0, C_SHAPE},

@@ -24,14 +24,14 @@
 int run_mpi_init(char *msg, size_t n) { return snprintf(msg, n, "assoc was built without MPI: %s", ASSOC_NO_MPI_WHY), -1; }
 int run_mpi_rank(void) { return 0; }
 int run_mpi_agree(int rc) { return rc; }
-int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *t, char *msg, size_t n)
+int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, int reduce, RunMpiTimes *t, char *msg, size_t n)
 {
-	(void)d, (void)dv, (void)o, (void)t;
+	(void)d, (void)dv, (void)o, (void)reduce, (void)t;
 	return run_mpi_init(msg, n);
 }
-int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *t, char *msg, size_t n)
+int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, int reduce, RunMpiTimes *t, char *msg, size_t n)
 {
-	return run_mpi_run(d, dv, o, t, msg, n);
+	return run_mpi_run(d, dv, o, reduce, t, msg, n);
 }
 void run_mpi_end(void) {}
 #else
@@ -351,10 +351,10 @@ static void gather_positions(Folder *f, Buffer *b, int nb, const int *first, int
 	free(disp);
 }
 
-int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm, char *msg, size_t n)
+int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, int reduce, RunMpiTimes *tm, char *msg, size_t n)
 {
 	if (!strcmp(dv->name, "gpu") || !strcmp(dv->name, "emu"))
-		return run_mpi_cuda(d, dv, o, tm, msg, n);
+		return run_mpi_cuda(d, dv, o, reduce, tm, msg, n);
 	int slices = o->deterministic ? RUN_MPI_SLICES : ranks;
 	if (slices < ranks)
 		return snprintf(msg, n, "--deterministic cuts each row into %d slices: at most %d ranks, not %d",

@@ -30,13 +30,16 @@ int run_mpi_agree(int rc);
  * with o->deterministic, RUN_MPI_SLICES slices merged in one fixed order,
  * the same bits for any number of ranks.  Collective: 0, or -1 with msg
  * on every rank. */
-int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *t, char *msg, size_t n);
+int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, int reduce, RunMpiTimes *t, char *msg, size_t n);
 void run_mpi_end(void);
 /* run_mpi_run on the devices of the carrier's CUDA module, gpu and emu
  * (run_mpi_cuda.c): each rank's slices folded by the module's split
  * kernel into states in device memory, gathered (NCCL on the gpu where
  * every rank has it, MPI otherwise), merged in slice order and finalized
- * on rank 0 by the combine kernel.  Reductions of one head. */
-int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *t, char *msg, size_t n);
+ * on rank 0 by the combine kernel.  Reductions of one head.  With reduce
+ * (--mpi-collective reduce), a (max, +) carrier's states combined by the
+ * two collectives instead (assoc_mpi_allreduce_maxplus_device's form),
+ * rank 0 finalizing the result with the combine kernel. */
+int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, int reduce, RunMpiTimes *t, char *msg, size_t n);
 
 #endif

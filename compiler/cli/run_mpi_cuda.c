@@ -307,7 +307,93 @@ static void nccl_or_host(Dev *x, int rank)
 	}
 }
 
-int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm, char *msg, size_t n)
+/* Where each state field lies in the module's State (the C layout of its
+ * fields in order); 0, or -1 where a field is not float32, which the
+ * collectives' sums and the rescale take. */
+static int state_layout(const Carrier *c, size_t *off)
+{
+	size_t at = 0;
+	for (int f = 0; f < c->nstate; f++) {
+		if (c->state[f].ty.kind != TY_F32)
+			return -1;
+		at = (at + 3) / 4 * 4;
+		off[f] = at;
+		at += 4 * (size_t)spec_decl_width(&c->state[f]);
+	}
+	return 0;
+}
+
+/* --mpi-collective reduce: each rank's one state a row (at mine) split
+ * into m and the sums, combined by the two collectives, and on rank 0
+ * put back into States (ws) for the combine kernel to finalize. */
+static int reduce_maxplus(Dev *x, RunData *d, RtPtr mine, unsigned char *ws, char *msg, size_t n)
+{
+	Carrier *c = d->c;
+	size_t off[64], sb = x->m->state_size, rows = (size_t)d->rows;
+	int fm = assoc_mpi_maxplus_field(c), width = 0;
+	state_layout(c, off); /* reduce_ok has seen the fields float32 */
+	for (int f = 0; f < c->nstate; f++)
+		width += f == fm ? 0 : spec_decl_width(&c->state[f]);
+	unsigned char *st = malloc(rows * sb + 1);
+	float *h = malloc((rows * (width + 1) + 1) * sizeof *h);
+	if (!st || !h)
+		abort();
+	float *hm = h, *hs = h + rows; /* m; every other component, l first */
+	int rc = d_down(x, st, mine, rows * sb);
+	for (size_t i = 0; !rc && i < rows; i++) {
+		const unsigned char *p = st + i * sb;
+		float *q = hs + i;
+		memcpy(&hm[i], p + off[fm], 4);
+		/* l, the first sum, is an array of its own; o the rest, a row's together */
+		for (int f = 0, k = 0; f < c->nstate; f++)
+			for (int t = 0; f != fm && t < spec_decl_width(&c->state[f]); t++, k++)
+				memcpy(k ? &hs[rows + i * (width - 1) + k - 1] : q, p + off[f] + 4 * t, 4);
+	}
+	RtPtr dm = 0, dl = 0, dx = 0;
+	if (!rc && x->nc) {
+		rc = d_alloc(x, rows * 4, &dm) || d_alloc(x, rows * 4, &dl) || d_alloc(x, rows * (width - 1) * 4 + 4, &dx) ||
+		     d_up(x, dm, hm, rows * 4) || d_up(x, dl, hs, rows * 4) ||
+		     d_up(x, dx, hs + rows, rows * (width - 1) * 4) ||
+		     assoc_mpi_maxplus_run(x->g.rt, x->nc, MPI_COMM_WORLD, (int64_t)rows, width - 1, dm, dl, dx, NULL, msg,
+					   n) ||
+		     d_down(x, hm, dm, rows * 4) || d_down(x, hs, dl, rows * 4) ||
+		     d_down(x, hs + rows, dx, rows * (width - 1) * 4);
+	} else if (!rc) {
+		rc = assoc_mpi_maxplus_run(NULL, NULL, MPI_COMM_WORLD, (int64_t)rows, width - 1, (RtPtr)(size_t)hm,
+					   (RtPtr)(size_t)hs, (RtPtr)(size_t)(hs + rows), NULL, msg, n);
+	}
+	for (size_t i = 0; !rc && i < rows; i++) {
+		unsigned char *p = ws + i * sb;
+		memcpy(p, st + i * sb, sb);
+		memcpy(p + off[fm], &hm[i], 4);
+		for (int f = 0, k = 0; f < c->nstate; f++)
+			for (int t = 0; f != fm && t < spec_decl_width(&c->state[f]); t++, k++)
+				memcpy(p + off[f] + 4 * t, k ? &hs[rows + i * (width - 1) + k - 1] : &hs[i], 4);
+	}
+	d_free(x, dm), d_free(x, dl), d_free(x, dx);
+	free(st);
+	free(h);
+	return rc ? -1 : 0;
+}
+
+/* Whether the two-collective form takes d's carrier: a proved (max, +)
+ * certificate and float32 fields; 0, or -1 with why. */
+static int reduce_ok(const RunData *d, char *msg, size_t n)
+{
+	size_t off[64];
+	Carrier *c = d->c;
+	if (!assoc_mpi_maxplus_proved(c, d->params))
+		return snprintf(msg, n, "--mpi-collective reduce takes a carrier whose proved certificate transports its "
+					"merge into (max, +) (softmax, logsumexp, attention); %s's does not",
+				c->name),
+		       -1;
+	if (c->nstate > 64 || c->nstate < 2 || state_layout(c, off))
+		return snprintf(msg, n, "--mpi-collective reduce sums float32 states; %s's are not all float32", c->name),
+		       -1;
+	return 0;
+}
+
+int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, int reduce, RunMpiTimes *tm, char *msg, size_t n)
 {
 	int rank, ranks;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -318,7 +404,7 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm
 				RUN_MPI_SLICES, RUN_MPI_SLICES, ranks),
 		       -1;
 	Dev x = {.why = msg, .n = n};
-	int bad = dev_open(&x, d, dv->name, o) ? 1 : 0, any = 0;
+	int bad = (reduce && reduce_ok(d, msg, n)) || dev_open(&x, d, dv->name, o) ? 1 : 0, any = 0;
 	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (!any)
 		nccl_or_host(&x, rank);
@@ -352,7 +438,9 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm
 	bad = bad || d_sync(&x);
 	t1 = now();
 	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-	if (!any && x.nc) {
+	if (!any && reduce) {
+		bad = reduce_maxplus(&x, d, mine, ws, msg, n) ? 1 : 0;
+	} else if (!any && x.nc) {
 		bad = d_alloc(&x, part * ranks, &gathered) ||
 		      rt_nccl_allgather(x.nc, mine, gathered, part, NULL, msg, n) || d_sync(&x) ||
 		      (!rank && d_down(&x, all, gathered, part * ranks));
@@ -372,7 +460,9 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm
 	}
 	t2 = now();
 	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-	if (!any && !rank) {
+	if (!any && !rank && reduce) {
+		bad = combine(&x, d, in, ws, 1);
+	} else if (!any && !rank) {
 		/* slice s of row i: from the rank that folded it, to ws[i][s] */
 		for (int q = 0; q < ranks; q++)
 			for (int s = first[q]; s < first[q + 1]; s++)
@@ -387,8 +477,8 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm
 		CudaPlan p;
 		cuda_plan_h(x.m, x.v, d->rows, d->len, 1, 1, &p);
 		variant_str(&x.m->var[x.v], cfg, sizeof cfg);
-		fprintf(stderr, "%s: %s: %s folds each of %d slices a row, %s merges them on rank 0\n", dv->name, cfg,
-			p.k[0].name, slices, p.k[1].name);
+		fprintf(stderr, "%s: %s: %s folds each of %d slices a row, %s %s on rank 0\n", dv->name, cfg,
+			p.k[0].name, slices, p.k[1].name, reduce ? "finalizes the reduced states" : "merges them");
 	}
 	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (any && !bad)
@@ -396,7 +486,11 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, RunMpiTimes *tm
 	double mine_t[3] = {t1 - t0, t2 - t1, t3 - t2}, top[3] = {0};
 	MPI_Reduce(mine_t, top, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	*tm = (RunMpiTimes){ranks, slices, 0, top[0], top[1], top[2], ""};
-	if (x.nc)
+	if (reduce)
+		snprintf(tm->how, sizeof tm->how, "all-reduce MAX of m, then SUM of the rescaled sums (%s%s; not "
+						  "bit-deterministic)",
+			 x.nc ? "NCCL " : "MPI", x.nc ? rt_nccl_version(x.nc) : "");
+	else if (x.nc)
 		snprintf(tm->how, sizeof tm->how, "states gathered by NCCL %s, merged by the combine kernel",
 			 rt_nccl_version(x.nc));
 	else

@@ -146,8 +146,51 @@ static void kernel_merge(void *ctx, const void *x, const void *y, void *out)
 	m->k->k->k.merge(&a, x, y, out);
 }
 
+/* The bare state field e reads, or -1. */
+static int field_of(const Carrier *c, const Expr *e)
+{
+	while (e && e->op == EXPR_CAST)
+		e = e->a[0];
+	for (int f = 0; e && e->op == EXPR_VAR && f < c->nstate; f++)
+		if (c->svar[3][f] == e->k)
+			return f;
+	return -1;
+}
+
+int assoc_mpi_maxplus_field(const Carrier *c)
+{
+	int fm = -1;
+	char seen[64] = {0};
+	if (!c->has_cert || c->ncert != c->nstate || c->nstate > 64)
+		return -1;
+	for (int k = 0; k < c->ncert; k++)
+		if (c->cert_monoid[k] == EXPR_MAX) {
+			if (fm >= 0 || (fm = field_of(c, c->cert_into[k].e)) < 0)
+				return -1;
+		}
+	if (fm < 0)
+		return -1;
+	for (int k = 0; k < c->ncert; k++) {
+		if (c->cert_monoid[k] == EXPR_MAX)
+			continue;
+		const Expr *e = c->cert_into[k].e;
+		if (c->cert_monoid[k] != EXPR_ADD || e->op != EXPR_MUL)
+			return -1;
+		/* x * exp(m), either way round */
+		int f = -1;
+		for (int side = 0; side < 2 && f < 0; side++) {
+			const Expr *x = e->a[side], *g = e->a[1 - side];
+			if (g->op == EXPR_EXP && field_of(c, g->a[0]) == fm)
+				f = field_of(c, x);
+		}
+		if (f < 0 || f == fm || seen[f]++)
+			return -1;
+	}
+	return fm;
+}
+
 /* Whether c's merge is commutative (proved) at params; *maxplus (or NULL)
- * whether a law's certificate is a transport into (max, +). */
+ * whether its proved certificate is a transport into (max, +). */
 static int commutes(Carrier *c, const double *params, int *maxplus)
 {
 	Define *defs = calloc(c->nparams + 1, sizeof *defs);
@@ -163,8 +206,8 @@ static int commutes(Carrier *c, const double *params, int *maxplus)
 	if (!(c->nparams ? prove_carrier_at(c, defs, c->nparams, 0, &r) : prove_carrier(c, 0, &r)))
 		for (int i = 0; i < r.n; i++) {
 			proved |= !strcmp(r.line[i].law, "commutative") && r.line[i].status == PROOF_PROVED;
-			if (maxplus && r.line[i].status == PROOF_PROVED && r.line[i].how &&
-			    strstr(r.line[i].how, "transport into (max, +)"))
+			if (maxplus && !strcmp(r.line[i].law, "certificate") && r.line[i].status == PROOF_PROVED &&
+			    assoc_mpi_maxplus_field(c) >= 0)
 				*maxplus = 1;
 		}
 	prove_report_free(&r);
@@ -174,6 +217,14 @@ static int commutes(Carrier *c, const double *params, int *maxplus)
 }
 
 int assoc_mpi_commutes(Carrier *c, const double *params) { return commutes(c, params, NULL); }
+
+int assoc_mpi_maxplus_proved(Carrier *c, const double *params)
+{
+	int maxplus = 0;
+	if (assoc_mpi_maxplus_field(c) >= 0)
+		commutes(c, params, &maxplus);
+	return maxplus;
+}
 
 AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int nparams, AssocMpi **out)
 {
@@ -484,6 +535,76 @@ static void rescale(int64_t rows, int64_t width, float *mx, const float *top, fl
 	}
 }
 
+/* Device memory of rt, or host memory where rt is NULL. */
+static int mem_down(Rt *rt, void *dst, RtPtr src, size_t bytes, char *why, size_t n)
+{
+	if (rt)
+		return rt_download(rt, dst, src, bytes, why, n);
+	memcpy(dst, (const void *)(size_t)src, bytes);
+	return 0;
+}
+
+static int mem_up(Rt *rt, RtPtr dst, const void *src, size_t bytes, char *why, size_t n)
+{
+	if (rt)
+		return rt_upload(rt, dst, src, bytes, why, n);
+	memcpy((void *)(size_t)dst, src, bytes);
+	return 0;
+}
+
+int assoc_mpi_maxplus_run(Rt *rt, RtNccl *nc, MPI_Comm comm, int64_t rows, int64_t width, RtPtr dm, RtPtr dl,
+			  RtPtr dout, void *stream, char *why, size_t n)
+{
+	size_t nm = (size_t)rows, no = (size_t)rows * width;
+	float *h = malloc((3 * nm + no + 1) * sizeof *h);
+	if (!h)
+		return snprintf(why, n, "out of memory"), -1;
+	float *hm = h, *top = h + nm, *hl = h + 2 * nm, *ho = h + 3 * nm;
+	RtPtr dtop = 0;
+	int rc;
+	if (nc && rt) {
+		/* MAX of m by NCCL, the rescale on the host (no kernel of its
+		 * own here), then SUM of l and o by NCCL, grouped */
+		rc = rt_alloc(rt, nm * sizeof(float), &dtop, why, n) ||
+		     rt_nccl_allreduce(nc, dm, dtop, nm, RT_NCCL_F32, RT_NCCL_MAX, stream, why, n) || rt_sync(rt, why, n) ||
+		     rt_download(rt, hm, dm, nm * sizeof(float), why, n) ||
+		     rt_download(rt, top, dtop, nm * sizeof(float), why, n) ||
+		     rt_download(rt, hl, dl, nm * sizeof(float), why, n) ||
+		     (no && rt_download(rt, ho, dout, no * sizeof(float), why, n));
+		if (!rc) {
+			rescale(rows, width, hm, top, hl, ho);
+			rc = rt_upload(rt, dm, hm, nm * sizeof(float), why, n) ||
+			     rt_upload(rt, dl, hl, nm * sizeof(float), why, n) ||
+			     (no && rt_upload(rt, dout, ho, no * sizeof(float), why, n)) || rt_nccl_group(nc, 1, why, n) ||
+			     rt_nccl_allreduce(nc, dl, dl, nm, RT_NCCL_F32, RT_NCCL_SUM, stream, why, n) ||
+			     (no && rt_nccl_allreduce(nc, dout, dout, no, RT_NCCL_F32, RT_NCCL_SUM, stream, why, n)) ||
+			     rt_nccl_group(nc, 0, why, n) || rt_sync(rt, why, n);
+		}
+		if (dtop)
+			rt_free(rt, dtop);
+	} else {
+		rc = (rt && rt_sync(rt, why, n)) || mem_down(rt, hm, dm, nm * sizeof(float), why, n) ||
+		     mem_down(rt, hl, dl, nm * sizeof(float), why, n) ||
+		     (no && mem_down(rt, ho, dout, no * sizeof(float), why, n));
+		int bad = !!rc, any = 0;
+		MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+		if (any && !rc)
+			snprintf(why, n, "another rank failed to copy its states");
+		rc = any;
+		if (!rc) {
+			MPI_Allreduce(hm, top, (int)nm, MPI_FLOAT, MPI_MAX, comm);
+			rescale(rows, width, hm, top, hl, ho);
+			MPI_Allreduce(MPI_IN_PLACE, hl, (int)nm, MPI_FLOAT, MPI_SUM, comm);
+			if (no)
+				MPI_Allreduce(MPI_IN_PLACE, ho, (int)no, MPI_FLOAT, MPI_SUM, comm);
+			rc = mem_up(rt, dm, hm, nm * sizeof(float), why, n) || mem_up(rt, dl, hl, nm * sizeof(float), why, n) ||
+			     (no && mem_up(rt, dout, ho, no * sizeof(float), why, n)) || (rt && rt_sync(rt, why, n));
+		}
+	}
+	free(h);
+	return rc ? -1 : 0;
+}
+
 AssocStatus assoc_mpi_allreduce_maxplus_device(AssocMpi *m, int64_t rows, int64_t width, void *mx, void *l, void *o,
 					       void *stream)
 {
@@ -498,58 +619,11 @@ AssocStatus assoc_mpi_allreduce_maxplus_device(AssocMpi *m, int64_t rows, int64_
 		return ASSOC_OK;
 	if (!mx || !l || (width && !o))
 		return fail(m, ASSOC_EINVAL, "no device arrays (NULL)");
-	size_t nm = (size_t)rows, no = (size_t)rows * width;
-	float *h = malloc((2 * nm + nm + no + 1) * sizeof *h);
-	if (!h)
-		return fail(m, ASSOC_ENOMEM, "out of memory");
-	float *hm = h, *top = h + nm, *hl = h + 2 * nm, *ho = h + 3 * nm;
-	RtPtr dm = (RtPtr)(size_t)mx, dl = (RtPtr)(size_t)l, dout = (RtPtr)(size_t)o, dtop = 0;
 	char why[512] = "";
-	int rc;
-	if (m->nc) {
-		/* MAX of m by NCCL, the rescale on the host (no kernel of its
-		 * own here), then SUM of l and o by NCCL, grouped */
-		rc = rt_alloc(m->rt, nm * sizeof(float), &dtop, why, sizeof why) ||
-		     rt_nccl_allreduce(m->nc, dm, dtop, nm, RT_NCCL_F32, RT_NCCL_MAX, stream, why, sizeof why) ||
-		     rt_sync(m->rt, why, sizeof why) || rt_download(m->rt, hm, dm, nm * sizeof(float), why, sizeof why) ||
-		     rt_download(m->rt, top, dtop, nm * sizeof(float), why, sizeof why) ||
-		     rt_download(m->rt, hl, dl, nm * sizeof(float), why, sizeof why) ||
-		     (no && rt_download(m->rt, ho, dout, no * sizeof(float), why, sizeof why));
-		if (!rc) {
-			rescale(rows, width, hm, top, hl, ho);
-			rc = rt_upload(m->rt, dm, hm, nm * sizeof(float), why, sizeof why) ||
-			     rt_upload(m->rt, dl, hl, nm * sizeof(float), why, sizeof why) ||
-			     (no && rt_upload(m->rt, dout, ho, no * sizeof(float), why, sizeof why)) ||
-			     rt_nccl_group(m->nc, 1, why, sizeof why) ||
-			     rt_nccl_allreduce(m->nc, dl, dl, nm, RT_NCCL_F32, RT_NCCL_SUM, stream, why, sizeof why) ||
-			     (no && rt_nccl_allreduce(m->nc, dout, dout, no, RT_NCCL_F32, RT_NCCL_SUM, stream, why, sizeof why)) ||
-			     rt_nccl_group(m->nc, 0, why, sizeof why) || rt_sync(m->rt, why, sizeof why);
-		}
-		if (dtop)
-			rt_free(m->rt, dtop);
-	} else {
-		rc = rt_sync(m->rt, why, sizeof why) || rt_download(m->rt, hm, dm, nm * sizeof(float), why, sizeof why) ||
-		     rt_download(m->rt, hl, dl, nm * sizeof(float), why, sizeof why) ||
-		     (no && rt_download(m->rt, ho, dout, no * sizeof(float), why, sizeof why));
-		int bad = !!rc, any = 0;
-		MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, m->comm);
-		if (any && !rc)
-			snprintf(why, sizeof why, "another rank failed to copy its states");
-		rc = any;
-		if (!rc) {
-			MPI_Allreduce(hm, top, (int)nm, MPI_FLOAT, MPI_MAX, m->comm);
-			rescale(rows, width, hm, top, hl, ho);
-			MPI_Allreduce(MPI_IN_PLACE, hl, (int)nm, MPI_FLOAT, MPI_SUM, m->comm);
-			if (no)
-				MPI_Allreduce(MPI_IN_PLACE, ho, (int)no, MPI_FLOAT, MPI_SUM, m->comm);
-			rc = rt_upload(m->rt, dm, hm, nm * sizeof(float), why, sizeof why) ||
-			     rt_upload(m->rt, dl, hl, nm * sizeof(float), why, sizeof why) ||
-			     (no && rt_upload(m->rt, dout, ho, no * sizeof(float), why, sizeof why)) ||
-			     rt_sync(m->rt, why, sizeof why);
-		}
-	}
-	free(h);
-	return rc ? fail(m, ASSOC_EDEVICE, "%s", why) : ASSOC_OK;
+	if (assoc_mpi_maxplus_run(m->rt, m->nc, m->comm, rows, width, (RtPtr)(size_t)mx, (RtPtr)(size_t)l,
+				  (RtPtr)(size_t)o, stream, why, sizeof why))
+		return fail(m, ASSOC_EDEVICE, "%s", why);
+	return ASSOC_OK;
 }
 #else
 /* (without MPI: nothing here; `assoc run --mpi` says why) */

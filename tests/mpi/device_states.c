@@ -95,6 +95,8 @@ static int welford_folded_and_merged(Rt *rt)
 		return bad("welford", s ? assoc_spec_error(s) : "no spec");
 	if (assoc_mpi_kernel(k, NULL, 0, &m) || assoc_mpi_device_open(m, MPI_COMM_WORLD, 0))
 		return bad("welford handle", m ? assoc_mpi_error(m) : assoc_kernel_error(k));
+	if (assoc_mpi_maxplus(m)) /* its certificate is into sums alone */
+		return bad("welford", "claims a transport into (max, +)");
 	static float x[ROWS * LEN], mean[ROWS], var[ROWS], mean1[ROWS], var1[ROWS];
 	for (int i = 0; i < ROWS * LEN; i++)
 		x[i] = (float)sin(0.37 * i) * 3 + (float)(i % 7);
