@@ -149,6 +149,40 @@ Test(mpi, sequence_parallel_attention_example)
 	cr_assert(strstr(out, ": ok\n"), "%s", out);
 }
 
+/* The Python version over the assoc package (python/), MPI through
+ * mpi4py or ctypes: SKIP where NumPy or the shared library is missing. */
+Test(mpi, sequence_parallel_attention_in_python, .timeout = 240)
+{
+	need_mpi();
+	if (access("build/libassoc.so", R_OK))
+		cr_skip_test("build/libassoc.so not built (make build/libassoc.so)");
+	const char *py = NULL;
+	static const char *const pythons[] = {"python3", "build/python-venv/bin/python"};
+	for (int i = 0; i < 2 && !py; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, "%s -c 'import numpy'", pythons[i]);
+		if (!sh(cmd, out, sizeof out, 1))
+			py = pythons[i];
+	}
+	if (!py)
+		cr_skip_test("no Python with NumPy (python3, build/python-venv)");
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "PYTHONPATH=python ASSOC_LIBRARY=build/libassoc.so " MPIRUN "2 %s "
+		 "examples/mpi_attention.py 32 2048", py);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s\n%s", cmd, out);
+	cr_assert(strstr(out, "mpi_attention.py: 32 queries x 2048 keys on 2 ranks ("), "%s", out);
+	cr_assert(strstr(out, "merged by o_lse: largest difference from one process "), "%s", out);
+	cr_assert(strstr(out, ": ok\n"), "%s", out);
+	/* without mpi4py, a missing MPI library is named */
+	snprintf(cmd, sizeof cmd, "%s -c 'import mpi4py'", py);
+	if (sh(cmd, out, sizeof out, 1)) {
+		snprintf(cmd, sizeof cmd, "PYTHONPATH=python ASSOC_LIBRARY=build/libassoc.so ASSOC_LIBMPI=build/no-such-libmpi.so "
+			 "%s examples/mpi_attention.py", py);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s", out);
+		cr_assert(strstr(out, "mpi_attention.py: no MPI: mpi4py does not import"), "%s", out);
+	}
+}
+
 /* ---- the CUDA module's kernels: emu, and gpu on the fake driver ---- */
 
 static void need_emu(void)
