@@ -2,16 +2,22 @@
  * CUDA module: gpu, and emu (the same kernels on the CPU, host memory
  * standing in for the device's).
  *
- * Each rank copies out its slices of every row (a slice's element and
- * column inputs, the row inputs whole) and folds each slice with the
- * module's split kernel (splitk_partial, one chunk a row): per-row states,
- * in the module's State layout, left in device memory.  The states cross
- * the ranks: on the gpu by ncclAllGather where every rank has NCCL, else
+ * Every rank holds the run's arrays (drawn from the same seed) and puts
+ * them on its device once; it folds each of its slices of every row with
+ * the module's split kernel (splitk_partial alone, one chunk a row, the
+ * element and column inputs starting at the slice): per-row states in the
+ * module's State layout, left in device memory.  The states cross the
+ * ranks: on the gpu by ncclAllGather where every rank has NCCL, else
  * through the host over MPI (said once).  Rank 0 puts them in row order
- * and merges them with the module's combine kernel (splitk_combine), in
+ * and merges them with the module's combine kernel (splitk_combine) in
  * slice order, which also finalizes: deterministic for any carrier, and
  * with --deterministic (16 slices whatever the ranks) the same bits for
- * any number of ranks. */
+ * any number of ranks.
+ *
+ * --mpi-collective reduce, for (max, +) carriers: the states are split
+ * into m and the sums, combined by an all-reduce MAX and an all-reduce
+ * SUM (assoc_mpi_maxplus_run), and rank 0 finalizes them with the
+ * combine kernel over one state a row. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,11 +356,17 @@ static int reduce_maxplus(Dev *x, RunData *d, RtPtr mine, unsigned char *ws, cha
 				memcpy(k ? &hs[rows + i * (width - 1) + k - 1] : q, p + off[f] + 4 * t, 4);
 	}
 	RtPtr dm = 0, dl = 0, dx = 0;
-	if (!rc && x->nc) {
+	if (!rc && x->nc)
 		rc = d_alloc(x, rows * 4, &dm) || d_alloc(x, rows * 4, &dl) || d_alloc(x, rows * (width - 1) * 4 + 4, &dx) ||
-		     d_up(x, dm, hm, rows * 4) || d_up(x, dl, hs, rows * 4) ||
-		     d_up(x, dx, hs + rows, rows * (width - 1) * 4) ||
-		     assoc_mpi_maxplus_run(x->g.rt, x->nc, MPI_COMM_WORLD, (int64_t)rows, width - 1, dm, dl, dx, NULL, msg,
+		     d_up(x, dm, hm, rows * 4) || d_up(x, dl, hs, rows * 4) || d_up(x, dx, hs + rows, rows * (width - 1) * 4);
+	/* every rank at the collectives, or none */
+	int bad = !!rc, any = 0;
+	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (any && !rc)
+		snprintf(msg, n, "another rank failed to ready its states");
+	rc = any;
+	if (!rc && x->nc) {
+		rc = assoc_mpi_maxplus_run(x->g.rt, x->nc, MPI_COMM_WORLD, (int64_t)rows, width - 1, dm, dl, dx, NULL, msg,
 					   n) ||
 		     d_down(x, hm, dm, rows * 4) || d_down(x, hs, dl, rows * 4) ||
 		     d_down(x, hs + rows, dx, rows * (width - 1) * 4);
@@ -441,9 +453,11 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, int reduce, Run
 	if (!any && reduce) {
 		bad = reduce_maxplus(&x, d, mine, ws, msg, n) ? 1 : 0;
 	} else if (!any && x.nc) {
-		bad = d_alloc(&x, part * ranks, &gathered) ||
-		      rt_nccl_allgather(x.nc, mine, gathered, part, NULL, msg, n) || d_sync(&x) ||
-		      (!rank && d_down(&x, all, gathered, part * ranks));
+		bad = d_alloc(&x, part * ranks, &gathered) ? 1 : 0;
+		/* every rank at the collective, or none */
+		MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+		bad = bad || (!any && (rt_nccl_allgather(x.nc, mine, gathered, part, NULL, msg, n) || d_sync(&x) ||
+				       (!rank && d_down(&x, all, gathered, part * ranks))));
 	} else if (!any) {
 		unsigned char *own = malloc(part + 1);
 		if (!own)

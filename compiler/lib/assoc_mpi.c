@@ -497,9 +497,15 @@ AssocStatus assoc_mpi_allgather_merge_device(AssocMpi *m, int64_t rows, const vo
 	if (m->nc) {
 		/* the states of every rank, rank after rank, in device memory;
 		 * NCCL orders its work after the caller's on stream */
-		rc = rt_alloc(m->rt, all, &gathered, why, sizeof why) ||
-		     rt_nccl_allgather(m->nc, src, gathered, mine, stream, why, sizeof why) || rt_sync(m->rt, why, sizeof why) ||
-		     rt_download(m->rt, host, gathered, all, why, sizeof why);
+		rc = rt_alloc(m->rt, all, &gathered, why, sizeof why);
+		/* every rank at the collective, or none: a rank missing from it
+		 * would leave the others waiting there */
+		bad = !!rc;
+		MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, m->comm);
+		if (any && !rc)
+			snprintf(why, sizeof why, "another rank failed to allocate the gathered states");
+		rc = any || rt_nccl_allgather(m->nc, src, gathered, mine, stream, why, sizeof why) ||
+		     rt_sync(m->rt, why, sizeof why) || rt_download(m->rt, host, gathered, all, why, sizeof why);
 		if (gathered)
 			rt_free(m->rt, gathered);
 	} else {
@@ -565,8 +571,13 @@ int assoc_mpi_maxplus_run(Rt *rt, RtNccl *nc, MPI_Comm comm, int64_t rows, int64
 	if (nc && rt) {
 		/* MAX of m by NCCL, the rescale on the host (no kernel of its
 		 * own here), then SUM of l and o by NCCL, grouped */
-		rc = rt_alloc(rt, nm * sizeof(float), &dtop, why, n) ||
-		     rt_nccl_allreduce(nc, dm, dtop, nm, RT_NCCL_F32, RT_NCCL_MAX, stream, why, n) || rt_sync(rt, why, n) ||
+		rc = rt_alloc(rt, nm * sizeof(float), &dtop, why, n);
+		int bad = !!rc, any = 0; /* every rank at the collectives, or none */
+		MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+		if (any && !rc)
+			snprintf(why, n, "another rank failed to allocate");
+		rc = any || rt_nccl_allreduce(nc, dm, dtop, nm, RT_NCCL_F32, RT_NCCL_MAX, stream, why, n) ||
+		     rt_sync(rt, why, n) ||
 		     rt_download(rt, hm, dm, nm * sizeof(float), why, n) ||
 		     rt_download(rt, top, dtop, nm * sizeof(float), why, n) ||
 		     rt_download(rt, hl, dl, nm * sizeof(float), why, n) ||
