@@ -3,8 +3,8 @@
 # H200: build, every bundled spec through `assoc run --device gpu` against the
 # float64 reference, attention (bf16, head dim 128, 8k) beside PyTorch's SDPA
 # and decoding beside the copy, softmax, Welford and logsumexp beside the
-# device-to-device copy and PyTorch, the GPU test suite (odd shapes, split
-# counts), then tuning and the same benchmarks with the tuner's choices.  The
+# device-to-device copy and PyTorch, run --mpi on the GPU (where mpirun is),
+# the GPU test suite (odd shapes, split counts), then tuning and the same benchmarks with the tuner's choices.  The
 # steps run in that order of importance inside a time budget (ASSOC_GPU_BUDGET
 # seconds, default 480): a step that would not fit is skipped with a line
 # saying so, and the table, which comes last, shows what ran.  The full log
@@ -156,6 +156,26 @@ for spec in online_softmax welford logsumexp; do
 		bench "$spec" 10 specs/$spec.yaml --rows "${s%x*}" --len "${s#*x}"
 	done
 done
+
+step "run --mpi on the GPU (where mpirun and an MPI build are)"
+# one GPU: every rank on it, so NCCL (which refuses two ranks on one GPU)
+# stages through the host past one rank; each run checks its outputs
+if command -v mpirun >/dev/null && fits 60 "run --mpi on the GPU"; then
+	mpi="timeout $(lim 60) mpirun --allow-run-as-root --oversubscribe -np"
+	for spec in logsumexp welford; do
+		for p in 1 2; do
+			$mpi $p build/assoc run specs/$spec.yaml --device gpu --rows 64 --len 100000 --mpi --deterministic \
+				--verbose --output "$( [ $spec = welford ] && echo var || echo lse )=$LOG/mpi-$spec-$p.npy" \
+				>"$LOG/mpi-$spec-$p.log" 2>&1 || note_fail "run --mpi -np $p $spec on the GPU"
+			grep -E "mpi:|staged|NCCL|  ok|FAIL|assoc:" "$LOG/mpi-$spec-$p.log" | head -5
+		done
+		cmp -s "$LOG/mpi-$spec-1.npy" "$LOG/mpi-$spec-2.npy" ||
+			note_fail "run --mpi --deterministic $spec: 1 and 2 ranks differ"
+	done
+	$mpi 2 build/assoc run specs/logsumexp.yaml --device gpu --rows 64 --len 100000 --mpi --mpi-collective reduce \
+		>"$LOG/mpi-reduce.log" 2>&1 || note_fail "run --mpi --mpi-collective reduce on the GPU"
+	grep -E "mpi:|  ok|FAIL|assoc:" "$LOG/mpi-reduce.log" | head -3
+fi
 
 step "GPU test suite"
 if [ -n "$tests_pid" ] && fits 90 "GPU test suite"; then
