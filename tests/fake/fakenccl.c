@@ -39,7 +39,7 @@ const char *ncclGetErrorString(int r)
 {
 	switch (r) {
 	case OK: return "no error";
-	case INTERNAL: return "internal error - please report this issue to the NCCL developers";
+	case INTERNAL: return "internal error (the fake failed on demand)";
 	case INVALID_ARGUMENT: return "invalid argument";
 	case INVALID_USAGE: return "invalid usage";
 	default: return "unknown result code";
