@@ -36,7 +36,8 @@ void run_mpi_end(void);
  * (run_mpi_cuda.c): each rank's slices folded by the module's split
  * kernel into states in device memory, gathered (NCCL on the gpu where
  * every rank has it, MPI otherwise), merged in slice order and finalized
- * on rank 0 by the combine kernel.  Reductions of one head.  With reduce
+ * on rank 0 by the combine kernel (attention: its partial states by the
+ * attention combine kernel).  Reductions and attention of one head.  With reduce
  * (--mpi-collective reduce), a (max, +) carrier's states combined by the
  * two collectives instead (assoc_mpi_allreduce_maxplus_device's form),
  * rank 0 finalizing the result with the combine kernel. */

@@ -12,7 +12,9 @@
  * and merges them with the module's combine kernel (splitk_combine) in
  * slice order, which also finalizes: deterministic for any carrier, and
  * with --deterministic (16 slices whatever the ranks) the same bits for
- * any number of ranks.
+ * any number of ranks.  Attention takes its own kernels the same way:
+ * each slice's keys in ATTN_PARTS splits of the attention kernel, whose
+ * partial (m, l, o) states attn_combine merges and finalizes.
  *
  * --mpi-collective reduce, for (max, +) carriers: the states are split
  * into m and the sums, combined by an all-reduce MAX and an all-reduce
@@ -33,8 +35,14 @@
 #include "compiler/lib/assoc_mpi_int.h"
 #include "runtime/nccl.h"
 
+/* Attention's partial states a slice: the attention kernel writes them
+ * only when it splits the keys (with one split it finalizes). */
+enum { ATTN_PARTS = 2 };
+
 typedef struct {
 	int gpu;
+	int attn;    /* the attention template's kernels, not the split ones */
+	size_t unit; /* bytes of a slice's states a row */
 	Gpu g;         /* gpu: its module is g.m */
 	CudaModule em; /* emu */
 	EmuLib *lib;
@@ -109,10 +117,34 @@ static int d_launch(Dev *x, const CudaLaunch *k, CudaArgs *a)
 		       : 0;
 }
 
+/* An attention variant of more than one tile a warp: its partial states
+ * are merged by the combine kernel (one tile a warp merges inside the
+ * kernel, by counters). */
+static int pick_attention(Dev *x, Carrier *c, const RunOpts *o)
+{
+	x->v = -1;
+	if (o->config)
+		x->v = cuda_find_variant(x->m, c, o->config);
+	for (int v = 0; v < x->m->nvar && x->v < 0 && !o->config; v++)
+		if (x->m->var[v].fam == FAM_ATTN && x->m->var[v].mt > 1)
+			x->v = v;
+	if (x->v < 0 || x->m->var[x->v].fam != FAM_ATTN || x->m->var[x->v].mt < 2)
+		return snprintf(x->why, x->n, "%s: with --mpi, an attention variant of more than one tile a warp (mt > 1), "
+					      "whose partial states the combine kernel merges",
+				o->config ? "--config" : "the module has none"),
+		       -1;
+	x->attn = 1;
+	x->unit = (size_t)ATTN_PARTS * (x->m->attn.dv + 2) * sizeof(float);
+	return 0;
+}
+
 /* The module's split variant: --config's, or its first. */
 static int pick_split(Dev *x, Carrier *c, const RunOpts *o)
 {
 	x->v = -1;
+	x->unit = x->m->state_size;
+	if (x->m->base == FAM_ATTN)
+		return pick_attention(x, c, o);
 	if (o->config) {
 		x->v = cuda_find_variant(x->m, c, o->config);
 		if (x->v < 0 || x->m->var[x->v].fam != FAM_SPLITK)
@@ -134,18 +166,18 @@ static int pick_split(Dev *x, Carrier *c, const RunOpts *o)
 
 static int is_position(void *ctx, Expr *e) { return e->op == EXPR_VAR && e->k == *(const int *)ctx; }
 
-/* Whether the fold reads the position j: a slice's fold numbers its
- * positions from its own start (below). */
-static int reads_position(Carrier *c)
+/* Whether the fold reads index var (j, len): a slice's fold numbers its
+ * positions from its own start, and attention's sees the slice's length
+ * as len (below). */
+static int reads_index(Carrier *c, int var)
 {
-	int j = c->idx[1];
 	for (int f = 0; f < c->nstate; f++)
-		if (c->lift[f] && ir_contains(c->lift[f], is_position, &j))
+		if (c->lift[f] && ir_contains(c->lift[f], is_position, &var))
 			return 1;
 	for (int k = 0; k < c->nlets; k++)
-		if (c->lets[k].e && ir_contains(c->lets[k].e, is_position, &j))
+		if (c->lets[k].e && ir_contains(c->lets[k].e, is_position, &var))
 			return 1;
-	return c->mask && ir_contains(c->mask, is_position, &j);
+	return c->mask && ir_contains(c->mask, is_position, &var);
 }
 
 static int dev_open(Dev *x, RunData *d, const char *name, const RunOpts *o)
@@ -158,7 +190,7 @@ static int dev_open(Dev *x, RunData *d, const char *name, const RunOpts *o)
 		return snprintf(x->why, x->n, "--mpi on the %s device folds reductions; %s are across ranks on the cpu",
 				name, d->scan ? "scans" : "map outputs"),
 		       -1;
-	if (reads_position(c))
+	if (reads_index(c, c->idx[1]))
 		return snprintf(x->why, x->n, "--mpi on the %s device: the lift reads the position j, and a slice's "
 					      "kernel numbers positions from the slice's start; --mpi runs it on the cpu",
 				name),
@@ -174,6 +206,16 @@ static int dev_open(Dev *x, RunData *d, const char *name, const RunOpts *o)
 	}
 	if (pick_split(x, c, o))
 		return -1;
+	if (x->attn && reads_index(c, c->idx[2]))
+		return snprintf(x->why, x->n, "--mpi on the %s device: the attention kernel of a slice sees the slice's "
+					      "length as len, which the lift reads; --mpi runs it on the cpu",
+				name),
+		       -1;
+	/* the reference rounds P as the variant does */
+	const Variant *xv = &x->m->var[x->v];
+	if (x->attn)
+		runcheck_round_p(d, xv->pv == 1 ? (x->m->attn.bf16 ? TY_BF16 : TY_F16) : 0, x->m->attn.fm, x->m->attn.fl,
+				 x->m->attn.fo);
 	return x->gpu ? gpu_ready(&x->g, x->v, x->why, x->n) : emu_open(x->m->src, &x->lib, x->why, x->n);
 }
 
@@ -242,7 +284,7 @@ static int fold_slice(Dev *x, const RunData *d, const RtPtr *in, int lo, int hi,
 	Carrier *c = d->c;
 	CudaArgs a = {0};
 	CudaPlan p;
-	cuda_plan_h(x->m, x->v, d->rows, d->len, 1, 1, &p);
+	cuda_plan_h(x->m, x->v, d->rows, x->attn ? hi - lo : d->len, 1, x->attn ? ATTN_PARTS : 1, &p);
 	int k = 0;
 	for (int e = 0; e < c->nelem; e++, k++)
 		a.in[k] = (const char *)(size_t)in[k] + (size_t)lo * d->elem[e].width * run_kind_size(d->elem[e].kind);
@@ -254,6 +296,10 @@ static int fold_slice(Dev *x, const RunData *d, const RtPtr *in, int lo, int hi,
 		a.prm[q] = d->params[q];
 	a.rows = d->rows, a.len = d->len, a.heads = 1, a.kv_heads = 1;
 	a.split = 1, a.chunk = hi - lo, a.ws = (void *)(size_t)at;
+	/* attention: the slice's keys as the whole of them, in ATTN_PARTS
+	 * splits, each row's partial (m, l, o) at ws[row][split] */
+	if (x->attn)
+		a.len = hi - lo, a.split = p.split, a.chunk = p.chunk;
 	return d_launch(x, &p.k[0], &a);
 }
 
@@ -262,11 +308,11 @@ static int fold_slice(Dev *x, const RunData *d, const RtPtr *in, int lo, int hi,
 static int combine(Dev *x, RunData *d, const RtPtr *in, const unsigned char *ws, int slices)
 {
 	Carrier *c = d->c;
-	size_t sb = x->m->state_size, room = (size_t)d->rows * (slices + 1) * sb;
+	size_t sb = x->unit, room = (size_t)d->rows * (slices + 1) * sb;
 	RtPtr out[CUDA_MAXOUT] = {0}, w = 0;
 	CudaArgs a = {0};
 	CudaPlan p;
-	cuda_plan_h(x->m, x->v, d->rows, d->len, 1, 1, &p);
+	cuda_plan_h(x->m, x->v, d->rows, d->len, 1, x->attn ? ATTN_PARTS : 1, &p);
 	for (int k = 0; k < c->nelem + c->ncol + c->nrow; k++)
 		a.in[k] = (const void *)(size_t)in[k];
 	for (int q = 0; q < c->nparams; q++)
@@ -277,7 +323,7 @@ static int combine(Dev *x, RunData *d, const RtPtr *in, const unsigned char *ws,
 		rc = d_alloc(x, buf_bytes(&d->fin[o]), &out[o]);
 		a.out[o] = (void *)(size_t)out[o];
 	}
-	a.split = slices, a.chunk = 0, a.ws = (void *)(size_t)w;
+	a.split = x->attn ? slices * ATTN_PARTS : slices, a.chunk = 0, a.ws = (void *)(size_t)w;
 	rc = rc || d_launch(x, &p.k[1], &a) || d_sync(x);
 	for (int o = 0; !rc && o < c->nfinal; o++)
 		rc = d_down(x, d->fin[o].p, out[o], buf_bytes(&d->fin[o]));
@@ -417,6 +463,9 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, int reduce, Run
 		       -1;
 	Dev x = {.why = msg, .n = n};
 	int bad = (reduce && reduce_ok(d, msg, n)) || dev_open(&x, d, dv->name, o) ? 1 : 0, any = 0;
+	if (!bad && reduce && x.attn)
+		bad = snprintf(msg, n, "--mpi-collective reduce: on the split kernels' states (logsumexp); attention's "
+				       "partial states are merged by its combine kernel (--mpi-collective gather)") > 0;
 	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (!any)
 		nccl_or_host(&x, rank);
@@ -435,7 +484,7 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, int reduce, Run
 		most = first[q + 1] - first[q] > most ? first[q + 1] - first[q] : most;
 	/* every rank sends `most` slices' states (its own, then room), so that
 	 * the gather is one of equal parts */
-	size_t sb = x.m->state_size, part = (size_t)most * d->rows * sb;
+	size_t sb = x.unit, part = (size_t)most * d->rows * sb;
 	unsigned char *all = malloc(part * ranks + 1), *ws = malloc((size_t)d->rows * slices * sb + 1);
 	RtPtr mine = 0, gathered = 0;
 	if (!all || !ws)
