@@ -175,6 +175,10 @@ if command -v mpirun >/dev/null && fits 60 "run --mpi on the GPU"; then
 	$mpi 2 build/assoc run specs/logsumexp.yaml --device gpu --rows 64 --len 100000 --mpi --mpi-collective reduce \
 		>"$LOG/mpi-reduce.log" 2>&1 || note_fail "run --mpi --mpi-collective reduce on the GPU"
 	grep -E "mpi:|  ok|FAIL|assoc:" "$LOG/mpi-reduce.log" | head -3
+	# attention's partial states, merged by its combine kernel
+	$mpi 2 build/assoc run tests/attention/full.yaml --device gpu --rows 256 --len 32768 --mpi --verbose \
+		>"$LOG/mpi-attention.log" 2>&1 || note_fail "run --mpi attention on the GPU"
+	grep -E "mpi:|folds|  ok|FAIL|assoc:" "$LOG/mpi-attention.log" | head -4
 fi
 
 step "GPU test suite"
