@@ -1,7 +1,7 @@
 /* fakenvrtc.c: a stand-in for an NVRTC older than the options assoc asks
  * for first: it knows only the options below and refuses any other with
  * NVRTC_ERROR_INVALID_OPTION, as NVRTC does.  Its "PTX" names the options
- * it compiled with, so a test can see what was asked.  With FAKENVRTC=entry
+ * it compiled with, so a test can see what was asked, and the target.  With FAKENVRTC=entry
  * it also holds a ".entry" line, which the fake driver (fakecuda.c) loads
  * as a module of kernels that do nothing when launched. */
 #include <stdio.h>
@@ -37,6 +37,9 @@ int nvrtcCompileProgram(Prog *p, int n, const char *const *opts)
 			return 5;
 		l += (size_t)snprintf(p->ptx + l, sizeof p->ptx - l, " %s", opts[i]);
 	}
+	for (int i = 0; i < n; i++) /* the target, as NVRTC's PTX names it */
+		if (!strncmp(opts[i], "--gpu-architecture=compute_", 27))
+			l += (size_t)snprintf(p->ptx + l, sizeof p->ptx - l, "\n.target sm_%s", opts[i] + 27);
 	const char *e = getenv("FAKENVRTC");
 	if (e && strstr(e, "entry"))
 		snprintf(p->ptx + l, sizeof p->ptx - l, "\n.entry fake\n");
