@@ -171,7 +171,7 @@ Test(cli, options_of_other_commands_are_usage_errors)
 		{" bench specs/sum.yaml --deterministic", "--deterministic is an option of bench --device gpu only"},
 		{" emit specs/sum.yaml --target llvm --stats", "--stats is an option of emit --target cuda and ptx only"},
 		{" emit specs/sum.yaml --target asm --config rowreduce:nt=64", "--config: unknown --config item 'rowreduce:nt=64'"},
-		{" emit specs/sum.yaml --target cuda --arch sm_90", "--arch is an option of emit --target ptx only"},
+		{" emit specs/sum.yaml --target llvm --arch sm_90", "--arch is an option of emit --target cuda and ptx only"},
 	};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		char cmd[256];

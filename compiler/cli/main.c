@@ -63,7 +63,7 @@ static const char usage[] =
 	"  --mpi-collective C        run --mpi on gpu, emu: gather (the default: states gathered,\n"
 	"                            merged in rank order) or reduce (a (max, +) carrier: all-reduce\n"
 	"                            MAX of m, then SUM of the rescaled sums; not bit-deterministic)\n"
-	"  --target T -o FILE        emit: cuda, ptx, llvm or asm; --arch sm_90 (ptx), --stats, --explain\n"
+	"  --target T -o FILE        emit: cuda, ptx, llvm or asm; --stats, --explain\n"
 	"  --arch A                  emit --target cuda, ptx; run --device emu: the target, sm_NN[a];\n"
 	"                            sm_90a takes attention prefill to the Hopper template\n"
 	"  --header FILE             emit --target cuda, ptx: kernels named after the carrier, and\n"
