@@ -1976,8 +1976,9 @@ static void topk_rows(const char *path)
 
 /* Row r of TOPK_ROWS at position j: distinct values, all -inf, ties
  * at the list's threshold (values in {0, 1}, a few 2), NaN among values,
- * ascending (every position enters the list) and descending. */
-enum { TOPK_ROWS = 6 };
+ * ascending (every position enters the list), descending, zeros of
+ * either sign among a few ones, and distinct values among -inf and NaN. */
+enum { TOPK_ROWS = 8 };
 static float topk_value(int r, int j, uint64_t s)
 {
 	switch (r) {
@@ -1986,14 +1987,28 @@ static float topk_value(int r, int j, uint64_t s)
 	case 2: return (s >> 58) == 0 ? 2.0f : (float)((s >> 50) & 1);
 	case 3: return (s >> 59) == 0 ? NAN : (float)((s >> 52) % 7);
 	case 4: return (float)j;
-	default: return (float)-j;
+	case 5: return (float)-j;
+	case 6: return (s >> 60) == 0 ? 1.0f : (s >> 50) & 1 ? -0.0f : 0.0f;
+	default: return (s >> 62) == 0 ? NAN : (s >> 62) == 1 ? -INFINITY : (float)(int)(s >> 40) / 4096.0f;
 	}
 }
 
+/* Whether float32 outputs x and y of n values each agree: lists (width
+ * over 1) bit for bit, other values as numbers (a max or min of zeros of
+ * either sign may be either), NaN with NaN. */
+static int same_floats(const float *x, const float *y, size_t n, int width)
+{
+	for (size_t t = 0; t < n; t++) {
+		if (width > 1 ? memcmp(&x[t], &y[t], sizeof *x) != 0 : !(x[t] == y[t] || (isnan(x[t]) && isnan(y[t]))))
+			return 0;
+	}
+	return 1;
+}
+
 /* The kernel (one and two threads, split and not) against the
- * interpreter on the rows of topk_value at every length 0 .. 300 and
- * 5000: the same indices, and for tests/check/topk_reference.yaml the
- * same values, bit for bit. */
+ * interpreter on the rows of topk_value at every length 0 .. 300, 5000
+ * and 70000 (past the longest range reduce_selected reads twice): the
+ * same indices, and where exact the same values (same_floats). */
 static void topk_against_interp(const char *path, int exact)
 {
 	Carrier *c = load_ok(path);
@@ -2002,8 +2017,8 @@ static void topk_against_interp(const char *path, int exact)
 	cr_assert(interp);
 	RtPool *pool[2];
 	pools_open(pool, 2);
-	for (int len = 0; len <= 301; len++) {
-		int n = len == 301 ? 5000 : len;
+	for (int len = 0; len <= 302; len++) {
+		int n = len == 301 ? 5000 : len == 302 ? 70000 : len;
 		RunData *d[2] = {drawn(c, TOPK_ROWS, n, 3), drawn(c, TOPK_ROWS, n, 3)};
 		uint64_t s = 5 + (uint64_t)len;
 		for (int r = 0; r < TOPK_ROWS; r++)
@@ -2022,8 +2037,10 @@ static void topk_against_interp(const char *path, int exact)
 				if (!exact && x->kind != TY_I32)
 					continue;
 				size_t bytes = x->n * x->width * run_kind_size(x->kind);
-				cr_assert_eq(memcmp(x->p, y->p, bytes), 0, "%s: len %d, %d threads: %s differs from the interpreter",
-					     path, n, run + 1, c->finalize[f].name);
+				int same = x->kind == TY_F32 ? same_floats(x->p, y->p, x->n * x->width, x->width)
+							      : memcmp(x->p, y->p, bytes) == 0;
+				cr_assert(same, "%s: len %d, %d threads: %s differs from the interpreter", path, n, run + 1,
+					  c->finalize[f].name);
 			}
 		}
 		rundata_free(d[0]);
@@ -2034,10 +2051,41 @@ static void topk_against_interp(const char *path, int exact)
 	spec_carrier_free(c);
 }
 
-Test(cpu, topk_filtered_rows_as_interp)
+Test(cpu, topk_filtered_rows_as_interp, .timeout = 300)
 {
 	topk_against_interp("tests/check/topk_reference.yaml", 1);
 	topk_against_interp("specs/moe_topk_routing.yaml", 0);
+}
+
+/* Lists of 1 (beside a min field), 8 and 16 (under a mask, beside the max
+ * of the same lifted value) as the interpreter makes them. */
+Test(cpu, topk_selected_rows_as_interp, .timeout = 300)
+{
+	topk_against_interp("tests/check/topk_one_min.yaml", 1);
+	topk_against_interp("tests/check/topk_sixteen_masked.yaml", 1);
+}
+
+/* On an AVX-512 host the carriers with topk lists are served by
+ * reduce_selected (compiler/llvm/llvm_reduce.c), two rows at a time
+ * (assoc_reduce2); a carrier with a field it does not take (topk_softmax's
+ * sum) is not. */
+Test(cpu, topk_selected_where_it_serves)
+{
+	if (!lower_host_avx512())
+		cr_skip("the host has no AVX-512: reduce_selected is not built");
+	static const char *serves[] = {"specs/moe_topk_routing.yaml", "tests/check/topk_reference.yaml",
+				       "tests/check/topk_one_min.yaml", "tests/check/topk_sixteen_masked.yaml"};
+	for (size_t t = 0; t < sizeof serves / sizeof *serves; t++) {
+		Carrier *c = load_ok(serves[t]);
+		cr_expect(kern_selects(c), "%s", serves[t]);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_expect(k->k.reduce2 != NULL, "%s: no assoc_reduce2", serves[t]);
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
+	Carrier *c = load_ok("tests/prove/topk_softmax.yaml");
+	cr_expect(!kern_selects(c));
+	spec_carrier_free(c);
 }
 
 Test(cpu, topk_ties_and_short_rows)

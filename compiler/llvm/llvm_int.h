@@ -79,6 +79,8 @@ typedef struct {
 			  * (kern_build_rowmap in llvm_map.c); NULL: no rowmap */
 	int map_lanes;   /* map loop */
 	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_map.c) */
+	int select;      /* topk lists chosen from a few candidates (kern_selects, reduce_selected in
+			  * llvm_reduce.c) */
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 } Kern;
@@ -122,9 +124,11 @@ int kern_wide_state(const Carrier *c);
  * (d = 128: 0.7 -> 1.7 s); past SLP_STATE_MAX there are none. */
 enum { VTILE = 8 };
 /* Whether the kernel has assoc_reduce2: the two passes, or vector loops. */
-static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->lanes > 1 || k->accs > 1; }
+static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->select || k->lanes > 1 || k->accs > 1; }
 
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile);
+/* Whether reduce_selected (llvm_reduce.c) serves c on this host. */
+int kern_selects(const Carrier *c);
 
 /* llvm_tile.c: the max field of a max-rescale merge (g set to EXPR_EXP or
  * EXPR_EXP2, guard to how its argument is guarded), or -1 when the merge
@@ -147,6 +151,13 @@ LLVMValueRef lower_halve_sum(Lower *L, LLVMValueRef acc);
 /* llvm_topk.c: a topk or topk_idx node */
 LV lower_topk(Lower *L, Expr *e);
 void lower_preset(Lower *L, Expr *e, LV v); /* e's value in the current scope is v */
+/* Sort the scope's W lanes of (v, i), float values and int32 indices, as
+ * topk ranks pairs, first-ranked in lane 0: a bitonic network, its
+ * comparisons topk's ranking without NaN (no value may be NaN); i NULL:
+ * v alone, descending. */
+void lower_topk_sort(Lower *L, LLVMValueRef *v, LLVMValueRef *i);
+/* (v, i) = the top W pairs of two lists sorted so, still sorted. */
+void lower_topk_top(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef v2, LLVMValueRef i2);
 LV lower_lv_new(Lower *L, int n);
 LLVMValueRef lower_lv_at(LV v, int t);
 LLVMTypeRef lower_kty(Lower *L, TyKind k);          /* scalar type of a kind */

@@ -153,6 +153,10 @@ LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n)
 	int lanes = b->k->lanes > b->k->map_lanes ? b->k->lanes : b->k->map_lanes;
 	if (b->row_lanes)
 		lanes = b->k->group;
+	/* reduce_filtered's blocks (and reduce_selected's) of 16 in one
+	 * register, not four of 128 bits */
+	if (kern_filter_fits(b->k->c) && lanes < FILTER_LANES)
+		lanes = FILTER_LANES;
 	char w[16];
 	snprintf(w, sizeof w, "%d", 32 * (lanes > 1 ? lanes : 4));
 	LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", w);
@@ -1082,6 +1086,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	 * in one lane and every input is a row's or a column's: attention */
 	k->group = k->tile > 1 && k->lanes == 1 && k->mr_field >= 0 && !kern_wide_state(c) && !c->nelem ? rows : 1;
 	k->rows_tile = rows_tile > VTILE ? VTILE : rows_tile < 1 ? 1 : rows_tile;
+	k->select = kern_selects(c);
 	k->two_pass = 0;
 	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1) {
 		for (int i = 0; i < c->nelem; i++)

@@ -160,6 +160,10 @@ void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **
 void kern_build_reduce2(B *b);
 void kern_build_reduce_rows(B *b);
 void kern_build_reduce(B *b);
+/* Positions per block of reduce_filtered (llvm_reduce.c), and whether it
+ * serves c: topk lists beside max and min fields, scalar elements. */
+enum { FILTER_LANES = 16 };
+int kern_filter_fits(const Carrier *c);
 void kern_build_map(B *b);
 void kern_build_fence(B *b);
 void kern_build_rowmap(B *b, int pair);

@@ -13,6 +13,7 @@
  * the lifted m, then the sum of f * g(m - max) (kern_reduce_two_pass);
  * fields that merge by themselves (llvm_tile.c) fold alongside, plainly.
  * Any other carrier folds left to right in one scalar state. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -883,8 +884,6 @@ static LLVMValueRef reduce_tiles(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi
 	return kern_loop_final(b, &l);
 }
 
-/* Positions per block of reduce_filtered. */
-#define FILTER_LANES 16
 
 static int is_state(const Carrier *c, const Expr *e, int which)
 {
@@ -901,7 +900,7 @@ static int is_state(const Carrier *c, const Expr *e, int which)
  * of the two states' fields: joins, under which a lift that leaves a
  * state as it is leaves every later state (merged from it) as it is too;
  * every input a scalar element. */
-static int filter_fits(const Carrier *c)
+int kern_filter_fits(const Carrier *c)
 {
 	int topk = 0;
 	for (int f = 0; f < c->nstate; f++) {
@@ -992,6 +991,369 @@ static LLVMValueRef reduce_filtered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef
 	lower_scope(L, 1);
 	kern_loop_end(b, &l);
 	return kern_loop_final(b, &l);
+}
+
+/* ---- top-k lists selected from a few candidates ---- */
+
+/* reduce_selected's lanes, its candidates a list at most (past them,
+ * reduce_filtered takes the range), and the longest range it reads twice
+ * (256 KiB of float32: from L2 the second time). */
+enum { SELECT_LANES = 16, SELECT_CAP = 64, SELECT_MAX = 1 << 16 };
+_Static_assert((SELECT_CAP & (SELECT_CAP - 1)) == 0, "the candidates' count wraps at 2 SELECT_CAP");
+/* The most state fields it takes. */
+enum { SELECT_FIELDS = 32 };
+
+typedef struct {
+	int v, i, k; /* the value and index fields of a topk list, its length */
+} SelList;
+
+static int const_is(const Expr *e, double v) { return e->op == EXPR_CONST && e->num == v; }
+
+static int is_field(const Carrier *c, const Expr *e, int which, int f)
+{
+	return e->op == EXPR_VAR && e->k == c->svar[which][f];
+}
+
+/* The topk lists of a carrier that reduce_filtered serves (filter_fits)
+ * in ls, and their number; 0 where reduce_selected does not serve it:
+ * each list a value field (float32) and its index field (int32), lifted
+ * as a list of one pair of a scalar value, topk(v, i, k), identity
+ * (-inf, -1), merged by topk(a.v, a.i, b.v, b.i); any other field
+ * scalar, merged by max or min. */
+static int select_lists(const Carrier *c, SelList *ls)
+{
+	int n = 0, idx = 0;
+	for (int f = 0; f < c->nstate; f++) {
+		Expr *m = c->merge[f], *l = c->lift[f];
+		if (m->op == EXPR_TOPK_IDX) {
+			idx++;
+			continue;
+		}
+		if (m->op != EXPR_TOPK) {
+			if (spec_decl_width(&c->state[f]) != 1)
+				return 0;
+			continue;
+		}
+		Expr *ms = ir_topk_sibling(c->ir, m), *lsib = l->op == EXPR_TOPK ? ir_topk_sibling(c->ir, l) : NULL;
+		int g = -1;
+		for (int h = 0; h < c->nstate && ms; h++)
+			if (c->merge[h] == ms)
+				g = h;
+		if (g < 0 || !lsib || c->lift[g] != lsib || l->a[0]->ty.len || l->a[0]->ty.kind != TY_F32 ||
+		    !const_is(l->a[2], -INFINITY) || !const_is(l->a[3], -1) || !const_is(c->identity[f], -INFINITY) ||
+		    !const_is(c->identity[g], -1) || c->state[f].ty.kind != TY_F32 || c->state[g].ty.kind != TY_I32 ||
+		    l->k != m->k || m->k > SELECT_LANES || !is_field(c, m->a[0], STATE_A, f) ||
+		    !is_field(c, m->a[1], STATE_A, g) || !is_field(c, m->a[2], STATE_B, f) || !is_field(c, m->a[3], STATE_B, g))
+			return 0;
+		ls[n++] = (SelList){f, g, m->k};
+	}
+	return n == idx ? n : 0;
+}
+
+int kern_selects(const Carrier *c)
+{
+	SelList ls[SELECT_FIELDS];
+	return lower_host_avx512() && kern_filter_fits(c) && c->nstate <= SELECT_FIELDS && select_lists(c, ls) > 0;
+}
+
+/* reduce_selected's passes over a row's range and what they keep. */
+typedef struct {
+	LLVMValueRef i;     /* the row */
+	LLVMValueRef *acc;  /* by field: the lanes' max or min so far (alloca), NULL for lists */
+	LLVMValueRef *best; /* by list: each lane's largest value (pass 1) */
+	LLVMValueRef *t;    /* by list: the threshold (pass 2) */
+	LLVMValueRef *top;  /* by list: its largest value, NaN aside (-inf: none) */
+	LLVMValueRef *cv, *ci, *cn; /* by list: the candidates' values and indices (arrays), their count */
+} Sel;
+
+typedef struct {
+	SelList ls[SELECT_FIELDS];
+	int nl, n;          /* lists, rows */
+	int from[SELECT_FIELDS]; /* by field: the list whose largest value it is (a max of the same
+				  * lift from -inf), else -1 */
+	Sel r[PAIR];
+	LV *lifted, *id;
+} Sels;
+
+/* Pass 1 or 2 of reduce_selected over the lanes at j of row S->i (under
+ * b->lmask). */
+static void select_at(B *b, Sels *A, Sel *S, LLVMValueRef j, int pass)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	b->i = S->i;
+	lift_at(b, j, A->lifted, A->id);
+	LLVMTypeRef vt = lower_vty(L, TY_F32);
+	if (pass == 1)
+		for (int f = 0; f < c->nstate; f++) {
+			if (!S->acc[f])
+				continue;
+			LLVMTypeRef ft = lower_vty(L, (TyKind)c->state[f].ty.kind);
+			L->bind[c->svar[STATE_A][f]] = lv1(b, LLVMBuildLoad2(L->b, ft, S->acc[f], ""));
+			L->bind[c->svar[STATE_B][f]] = A->lifted[f];
+			LLVMBuildStore(L->b, lower_lv_at(lower_expr(L, c->merge[f]), 0), S->acc[f]);
+		}
+	for (int q = 0; q < A->nl; q++) {
+		LLVMValueRef v = lower_lv_at(A->lifted[A->ls[q].v], 0);
+		if (pass == 1) {
+			LLVMBuildStore(L->b, gt_max(b, v, LLVMBuildLoad2(L->b, vt, S->best[q], "")), S->best[q]);
+			continue;
+		}
+		/* NaN never enters a list (it ranks after the empty slot) */
+		LLVMValueRef in = LLVMBuildFCmp(L->b, LLVMRealOGE, v, lower_splat(L, S->t[q]), "cand");
+		LLVMValueRef i = lower_lv_at(A->lifted[A->ls[q].i], 0);
+		LLVMValueRef n = LLVMBuildLoad2(L->b, b->i64, S->cn[q], "");
+		/* past SELECT_CAP the count alone matters (reduce_filtered
+		 * takes the range): the stores stay in the array (2 SELECT_CAP
+		 * a power of two, and SELECT_LANES more) */
+		LLVMValueRef at = LLVMBuildAnd(L->b, n, ci64(b, 2 * SELECT_CAP - 1), "");
+		LLVMValueRef xs[2] = {v, i}, bufs[2] = {S->cv[q], S->ci[q]};
+		for (int s = 0; s < 2; s++) {
+			LLVMTypeRef t = LLVMTypeOf(xs[s]);
+			LLVMValueRef args[3] = {xs[s], LLVMGetUndef(t), in};
+			/* the register form: the one that stores is slow on some cores (Zen 4) */
+			LLVMValueRef packed = lower_intrinsic(L, "llvm.x86.avx512.mask.compress", t, args, 3);
+			LLVMValueRef p = LLVMBuildGEP2(L->b, LLVMGetElementType(t), bufs[s], &at, 1, "");
+			LLVMValueRef st = LLVMBuildStore(L->b, packed, LLVMBuildBitCast(L->b, p, LLVMPointerType(t, 0), ""));
+			LLVMSetAlignment(st, 4);
+		}
+		LLVMTypeRef mt = LLVMIntTypeInContext(L->ctx, SELECT_LANES);
+		LLVMValueRef bits = LLVMBuildBitCast(L->b, in, mt, "");
+		LLVMValueRef pop = lower_intrinsic(L, "llvm.ctpop", mt, &bits, 1);
+		LLVMBuildStore(L->b, LLVMBuildAdd(L->b, n, LLVMBuildZExt(L->b, pop, b->i64, ""), ""), S->cn[q]);
+	}
+}
+
+/* A pass over [lo, hi) of every row: whole vectors, then a masked one. */
+static void select_pass(B *b, Sels *A, LLVMValueRef lo, LLVMValueRef hi, int pass)
+{
+	lower_scope(&b->L, SELECT_LANES);
+	Loop l = kern_loop_begin(b, lo, hi, SELECT_LANES);
+	for (int r = 0; r < A->n; r++)
+		select_at(b, A, &A->r[r], l.iv, pass);
+	kern_loop_end(b, &l);
+	lower_scope(&b->L, SELECT_LANES);
+	LLVMValueRef last = kern_loop_final(b, &l);
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSLT, last, hi, ""));
+	lower_scope(&b->L, SELECT_LANES);
+	b->lmask = kern_lanes_below(b, last, hi);
+	for (int r = 0; r < A->n; r++)
+		select_at(b, A, &A->r[r], last, pass);
+	b->lmask = NULL;
+	kern_if_end(b, done);
+}
+
+/* Chunk ch of list q's candidates, sorted in the lanes (lower_topk_sort),
+ * the empty pair past their count, into *v and *i. */
+static void select_chunk(B *b, Sel *S, int q, int ch, LLVMValueRef *v, LLVMValueRef *i)
+{
+	Lower *L = &b->L;
+	LLVMTypeRef vt = lower_vty(L, TY_F32), it = lower_vty(L, TY_I32);
+	LLVMValueRef at = ci64(b, (long long)ch * SELECT_LANES);
+	LLVMValueRef ok = kern_lanes_below(b, at, LLVMBuildLoad2(L->b, b->i64, S->cn[q], ""));
+	LLVMValueRef pv = LLVMBuildGEP2(L->b, lower_kty(L, TY_F32), S->cv[q], &at, 1, "");
+	LLVMValueRef pi = LLVMBuildGEP2(L->b, lower_kty(L, TY_I32), S->ci[q], &at, 1, "");
+	*v = LLVMBuildLoad2(L->b, vt, LLVMBuildBitCast(L->b, pv, LLVMPointerType(vt, 0), ""), "");
+	*i = LLVMBuildLoad2(L->b, it, LLVMBuildBitCast(L->b, pi, LLVMPointerType(it, 0), ""), "");
+	*v = LLVMBuildSelect(L->b, ok, *v, lower_const(L, TY_F32, -INFINITY), "");
+	*i = LLVMBuildSelect(L->b, ok, *i, lower_const(L, TY_I32, -1), "");
+	lower_topk_sort(L, v, i);
+}
+
+/* Every row's lists from their candidates into its scalar state one[r]:
+ * the first SELECT_LANES sorted, every row's together (the networks'
+ * chains overlap); any further chunk sorted and merged in
+ * (lower_topk_top). */
+static void select_lists_out(B *b, Sels *A, LV **one)
+{
+	Lower *L = &b->L;
+	int W = SELECT_LANES;
+	lower_scope(L, W);
+	LLVMTypeRef vt = lower_vty(L, TY_F32), it = lower_vty(L, TY_I32);
+	LLVMValueRef lv[PAIR][SELECT_FIELDS], li[PAIR][SELECT_FIELDS];
+	for (int r = 0; r < A->n; r++)
+		for (int q = 0; q < A->nl; q++) {
+			LLVMValueRef v, i;
+			select_chunk(b, &A->r[r], q, 0, &v, &i);
+			lv[r][q] = alloca_(b, vt), li[r][q] = alloca_(b, it);
+			LLVMBuildStore(L->b, v, lv[r][q]);
+			LLVMBuildStore(L->b, i, li[r][q]);
+		}
+	for (int r = 0; r < A->n; r++)
+		for (int q = 0; q < A->nl; q++)
+			for (int ch = 1; ch < SELECT_CAP / W; ch++) {
+				LLVMValueRef n = LLVMBuildLoad2(L->b, b->i64, A->r[r].cn[q], "");
+				LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSGT, n, ci64(b, (long long)ch * W), ""));
+				LLVMValueRef v, i;
+				select_chunk(b, &A->r[r], q, ch, &v, &i);
+				lower_topk_top(L, &v, &i, LLVMBuildLoad2(L->b, vt, lv[r][q], ""), LLVMBuildLoad2(L->b, it, li[r][q], ""));
+				LLVMBuildStore(L->b, v, lv[r][q]);
+				LLVMBuildStore(L->b, i, li[r][q]);
+				kern_if_end(b, done);
+			}
+	for (int r = 0; r < A->n; r++)
+		for (int q = 0; q < A->nl; q++) {
+			LLVMValueRef v = LLVMBuildLoad2(L->b, vt, lv[r][q], ""), i = LLVMBuildLoad2(L->b, it, li[r][q], "");
+			for (int t = 0; t < A->ls[q].k; t++) {
+				LLVMValueRef lane = LLVMConstInt(b->i32, (unsigned)t, 0);
+				LLVMBuildStore(L->b, LLVMBuildExtractElement(L->b, v, lane, ""), one[r][A->ls[q].v].c[t]);
+				LLVMBuildStore(L->b, LLVMBuildExtractElement(L->b, i, lane, ""), one[r][A->ls[q].i].c[t]);
+			}
+		}
+}
+
+/* Field f's lanes (a max or min) merged into one value, halving. */
+static LLVMValueRef select_fold_lanes(B *b, int f, LLVMValueRef v)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	for (int w = SELECT_LANES; w > 1; w /= 2) {
+		LLVMValueRef half[2];
+		for (int h = 0; h < 2; h++) {
+			if (w == 2) {
+				half[h] = LLVMBuildExtractElement(L->b, v, LLVMConstInt(b->i32, (unsigned)h, 0), "");
+				continue;
+			}
+			LLVMValueRef m[32];
+			for (int l = 0; l < w / 2; l++)
+				m[l] = LLVMConstInt(b->i32, (unsigned)(l + h * w / 2), 0);
+			half[h] = LLVMBuildShuffleVector(L->b, v, v, LLVMConstVector(m, (unsigned)(w / 2)), "");
+		}
+		lower_scope(L, w / 2);
+		L->bind[c->svar[STATE_A][f]] = lv1(b, half[0]);
+		L->bind[c->svar[STATE_B][f]] = lv1(b, half[1]);
+		v = lower_lv_at(lower_expr(L, c->merge[f]), 0);
+	}
+	return v;
+}
+
+/* Row b->i's state of [lo, hi) into one: from the identity by
+ * reduce_filtered, then the positions it leaves one by one. */
+static void select_fallback(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+{
+	lower_scope(&b->L, 1);
+	kern_identity(b, b->st);
+	kern_slots_store(b, one, b->st);
+	LLVMValueRef tail = reduce_filtered(b, one, lo, hi, tmp);
+	lower_scope(&b->L, 1);
+	Loop l = kern_loop_begin(b, tail, hi, 1);
+	lower_scope(&b->L, 1);
+	kern_step_slots(b, one, l.iv, tmp);
+	kern_loop_end(b, &l);
+}
+
+/* One lane with topk lists (kern_selects: select_lists, and AVX-512 for
+ * its compress): the state of [lo, hi) of each of R's rows in one[r]
+ * (scalar slots).  Pass 1 takes each lane's largest value of each list
+ * (and folds the max and min fields in the lanes); the k-th largest of
+ * the 16, t, is either -inf or the value of k positions or less, so no
+ * pair of a smaller value (nor NaN) is among the top k.  Pass 2 keeps the
+ * pairs whose value is t or more, compressed into an array: for a row of
+ * random values about k + k/4 of them (256 values and k = 8: 10.4 on
+ * average, more than 16 in 0.7% of rows), sorted in the lanes by a
+ * network.  Equal pairs rank in any order alike, so the lists are the
+ * one-by-one fold's, bit for bit, and so are the max and min (joins) but
+ * for the sign of a zero.  Rows side by side (assoc_reduce2) run each
+ * step together: the networks are chains of some 10 compare-exchanges,
+ * which the other row's fill.  A list with more than SELECT_CAP
+ * candidates (ties), or a range longer than SELECT_MAX, takes
+ * reduce_filtered. */
+static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	int ns = c->nstate;
+	Sels A = {.n = R->n, .lifted = tmp + 2 * ns, .id = tmp + 3 * ns};
+	A.nl = select_lists(c, A.ls);
+	/* a max field of a list's value (moe_topk_routing's m) is the
+	 * largest of pass 1's lanes, which the threshold's sort puts first:
+	 * maxnum (NaN dropped) from -inf, as the one-by-one fold has it */
+	for (int f = 0; f < ns; f++) {
+		A.from[f] = -1;
+		for (int q = 0; q < A.nl && c->merge[f]->op == EXPR_MAX; q++)
+			if (c->lift[f] == c->lift[A.ls[q].v]->a[0] && const_is(c->identity[f], -INFINITY) &&
+			    c->state[f].ty.kind == TY_F32)
+				A.from[f] = q;
+	}
+	LLVMValueRef *all = calloc((size_t)R->n * (ns + 7 * A.nl), sizeof *all);
+	LLVMBasicBlockRef sel = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "select");
+	LLVMBasicBlockRef fil = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "select.filtered");
+	LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "select.sort");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "select.done");
+	LLVMValueRef len = LLVMBuildSub(L->b, hi, lo, "");
+	LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLE, len, ci64(b, SELECT_MAX), ""), sel, fil);
+	LLVMPositionBuilderAtEnd(L->b, sel);
+	lower_scope(L, SELECT_LANES);
+	kern_identity(b, A.id);
+	LLVMTypeRef vt = lower_vty(L, TY_F32);
+	for (int r = 0; r < R->n; r++) {
+		Sel *S = &A.r[r];
+		LLVMValueRef *p = all + (size_t)r * (ns + 7 * A.nl);
+		S->i = R->i[r];
+		S->acc = p, S->best = p + ns, S->t = S->best + A.nl, S->cv = S->t + A.nl, S->ci = S->cv + A.nl,
+		S->cn = S->ci + A.nl, S->top = S->cn + A.nl;
+		for (int f = 0; f < ns; f++) {
+			if (c->merge[f]->op == EXPR_TOPK || c->merge[f]->op == EXPR_TOPK_IDX || A.from[f] >= 0)
+				continue;
+			S->acc[f] = alloca_(b, lower_vty(L, (TyKind)c->state[f].ty.kind));
+			LLVMValueRef x = lower_lv_at(A.id[f], 0);
+			if (LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMVectorTypeKind)
+				x = lower_splat(L, x);
+			LLVMBuildStore(L->b, x, S->acc[f]);
+		}
+		for (int q = 0; q < A.nl; q++) {
+			S->best[q] = alloca_(b, vt);
+			LLVMBuildStore(L->b, lower_const(L, TY_F32, -INFINITY), S->best[q]);
+			S->cn[q] = alloca_(b, b->i64);
+			LLVMBuildStore(L->b, ci64(b, 0), S->cn[q]);
+			S->cv[q] = LLVMBuildArrayAlloca(L->ab, lower_kty(L, TY_F32), ci64(b, 2 * SELECT_CAP + SELECT_LANES), "cand.v");
+			S->ci[q] = LLVMBuildArrayAlloca(L->ab, lower_kty(L, TY_I32), ci64(b, 2 * SELECT_CAP + SELECT_LANES), "cand.i");
+			LLVMSetAlignment(S->cv[q], 64);
+			LLVMSetAlignment(S->ci[q], 64);
+		}
+	}
+	select_pass(b, &A, lo, hi, 1);
+	lower_scope(L, SELECT_LANES);
+	for (int r = 0; r < R->n; r++)
+		for (int q = 0; q < A.nl; q++) {
+			/* no lane's largest is NaN: gt_max drops it */
+			LLVMValueRef m = LLVMBuildLoad2(L->b, vt, A.r[r].best[q], "");
+			lower_topk_sort(L, &m, NULL);
+			A.r[r].top[q] = LLVMBuildExtractElement(L->b, m, LLVMConstInt(b->i32, 0, 0), "");
+			A.r[r].t[q] = LLVMBuildExtractElement(L->b, m, LLVMConstInt(b->i32, (unsigned)A.ls[q].k - 1, 0), "threshold");
+		}
+	select_pass(b, &A, lo, hi, 2);
+	lower_scope(L, 1);
+	LLVMValueRef fits = NULL;
+	for (int r = 0; r < R->n; r++)
+		for (int q = 0; q < A.nl; q++) {
+			LLVMValueRef n = LLVMBuildLoad2(L->b, b->i64, A.r[r].cn[q], "");
+			LLVMValueRef f = LLVMBuildICmp(L->b, LLVMIntSLE, n, ci64(b, SELECT_CAP), "");
+			fits = fits ? LLVMBuildAnd(L->b, fits, f, "") : f;
+		}
+	LLVMBuildCondBr(L->b, fits, fast, fil);
+	LLVMPositionBuilderAtEnd(L->b, fast);
+	select_lists_out(b, &A, one);
+	for (int r = 0; r < R->n; r++)
+		for (int f = 0; f < ns; f++) {
+			if (A.from[f] >= 0)
+				LLVMBuildStore(L->b, A.r[r].top[A.from[f]], one[r][f].c[0]);
+			if (!A.r[r].acc[f])
+				continue;
+			lower_scope(L, SELECT_LANES);
+			LLVMValueRef v = LLVMBuildLoad2(L->b, lower_vty(L, (TyKind)c->state[f].ty.kind), A.r[r].acc[f], "");
+			LLVMBuildStore(L->b, select_fold_lanes(b, f, v), one[r][f].c[0]);
+		}
+	LLVMBuildBr(L->b, join);
+	LLVMPositionBuilderAtEnd(L->b, fil);
+	for (int r = 0; r < R->n; r++) {
+		b->i = R->i[r];
+		select_fallback(b, one[r], lo, hi, tmp);
+	}
+	LLVMBuildBr(L->b, join);
+	LLVMPositionBuilderAtEnd(L->b, join);
+	lower_scope(L, 1);
+	free(all);
 }
 
 /* The ordered fold, for a merge not known to commute (scalar fields):
@@ -1105,10 +1467,15 @@ void kern_build_reduce(B *b)
 	} else {
 		kern_identity(b, b->st);
 		kern_slots_store(b, one, b->st);
-		if (k->mr_field >= 0 && k->tile > 1)
+		if (k->mr_field >= 0 && k->tile > 1) {
 			tail = reduce_tiles(b, one, lo, hi, tmp);
-		else if (filter_fits(c))
+		} else if (k->select) {
+			Rows R = {.n = 1, .i = {b->i}};
+			reduce_selected(b, &R, lo, hi, &one, tmp);
+			tail = hi;
+		} else if (kern_filter_fits(c)) {
 			tail = reduce_filtered(b, one, lo, hi, tmp);
+		}
 	}
 	if (joined) {
 		LLVMBuildBr(b->L.b, joined);
@@ -1144,6 +1511,8 @@ void kern_build_reduce2(B *b)
 	}
 	if (b->k->two_pass)
 		kern_reduce_two_pass(b, &R, ci64(b, 0), b->len, one, tmp);
+	else if (b->k->select)
+		reduce_selected(b, &R, ci64(b, 0), b->len, one, tmp);
 	else
 		reduce_lanes(b, &R, ci64(b, 0), b->len, one, tmp);
 	for (int r = 0; r < PAIR; r++) {

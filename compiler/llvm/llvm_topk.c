@@ -154,3 +154,85 @@ LV lower_topk(Lower *L, Expr *e)
 		lower_preset(L, sib, r[sib->op == EXPR_TOPK_IDX]);
 	return r[e->op == EXPR_TOPK_IDX];
 }
+
+/* ---- lists in the lanes of one vector (reduce_selected, llvm_reduce.c) ---- */
+
+/* Lane l of x with lane perm[l] of x, for a permutation of W lanes. */
+static LLVMValueRef lanes_perm(Lower *L, LLVMValueRef x, const int *perm, int W)
+{
+	LLVMValueRef m[64];
+	for (int l = 0; l < W; l++)
+		m[l] = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), (unsigned)perm[l], 0);
+	return LLVMBuildShuffleVector(L->b, x, x, LLVMConstVector(m, (unsigned)W), "");
+}
+
+/* Lane by lane, whether (v, i) ranks before (pv, pi) where no value is
+ * NaN (ir_topk_before without its NaN cases); v alone (i NULL): v > pv. */
+static LLVMValueRef before_lanes(Lower *L, LLVMValueRef v, LLVMValueRef i, LLVMValueRef pv, LLVMValueRef pi)
+{
+	LLVMValueRef gt = LLVMBuildFCmp(L->b, LLVMRealOGT, v, pv, "");
+	if (!i)
+		return gt;
+	LLVMValueRef eq = LLVMBuildFCmp(L->b, LLVMRealOEQ, v, pv, "");
+	LLVMValueRef lt = LLVMBuildICmp(L->b, LLVMIntULT, i, pi, "");
+	return LLVMBuildOr(L->b, gt, LLVMBuildAnd(L->b, eq, lt, ""), "");
+}
+
+/* One compare-exchange step of lanes l and l ^ d: the lane whose
+ * first[l] is set keeps the pair that ranks first, its partner the
+ * other. */
+static void exchange(Lower *L, LLVMValueRef *v, LLVMValueRef *i, int d, const int *first, int W)
+{
+	int perm[64];
+	LLVMValueRef keep[64];
+	LLVMTypeRef i1 = LLVMInt1TypeInContext(L->ctx);
+	for (int l = 0; l < W; l++) {
+		perm[l] = l ^ d;
+		/* own pair kept where (it ranks before the partner's) == first[l] */
+		keep[l] = LLVMConstInt(i1, !first[l], 0);
+	}
+	LLVMValueRef pv = lanes_perm(L, *v, perm, W), pi = i ? lanes_perm(L, *i, perm, W) : NULL;
+	LLVMValueRef c = LLVMBuildXor(L->b, before_lanes(L, *v, i ? *i : NULL, pv, pi), LLVMConstVector(keep, (unsigned)W), "");
+	*v = LLVMBuildSelect(L->b, c, *v, pv, "");
+	if (i)
+		*i = LLVMBuildSelect(L->b, c, *i, pi, "");
+}
+
+/* The bitonic cleaner of a bitonic sequence of W lanes: sorted. */
+static void clean(Lower *L, LLVMValueRef *v, LLVMValueRef *i, int W)
+{
+	int first[64];
+	for (int d = W / 2; d >= 1; d /= 2) {
+		for (int l = 0; l < W; l++)
+			first[l] = !(l & d);
+		exchange(L, v, i, d, first, W);
+	}
+}
+
+void lower_topk_sort(Lower *L, LLVMValueRef *v, LLVMValueRef *i)
+{
+	int W = L->W, first[64];
+	for (int s = 2; s < W; s *= 2)
+		for (int d = s / 2; d >= 1; d /= 2) {
+			/* runs of s lanes alternately first-ranked and last-ranked
+			 * first: each pair of them is a bitonic run of 2s */
+			for (int l = 0; l < W; l++)
+				first[l] = !(l & d) == !(l & s);
+			exchange(L, v, i, d, first, W);
+		}
+	clean(L, v, i, W);
+}
+
+void lower_topk_top(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef v2, LLVMValueRef i2)
+{
+	int W = L->W, rev[64];
+	for (int l = 0; l < W; l++)
+		rev[l] = W - 1 - l;
+	/* the better of lane l and lane W-1-l of the other: the top W of the
+	 * two, as a bitonic sequence */
+	LLVMValueRef rv = lanes_perm(L, v2, rev, W), ri = lanes_perm(L, i2, rev, W);
+	LLVMValueRef c = before_lanes(L, *v, *i, rv, ri);
+	*v = LLVMBuildSelect(L->b, c, *v, rv, "");
+	*i = LLVMBuildSelect(L->b, c, *i, ri, "");
+	clean(L, v, i, W);
+}
