@@ -1241,6 +1241,52 @@ Test(cpu, softmax_keeps_its_exps_for_the_map, .timeout = 120)
 	spec_carrier_free(c);
 }
 
+/* A one-pass reduce in lanes with a streamed map (layer norm: Welford,
+ * then y per position) runs whole rows through the rowmap, and with
+ * outputs of MAP_STREAM_BYTES and more a row's map along the next row's
+ * vector loop (kern_build_rowmap_next): the same bits as reduce, finalize
+ * and map one after the other, and the reference's values, at lengths
+ * around the pairs' limit and the chunk's, on 1 to 3 threads; rows up to
+ * the rowmap's limit meet the reference. */
+Test(cpu, layer_norm_rows_through_the_rowmap, .timeout = 240)
+{
+	Carrier *c = load_ok("specs/layer_norm.yaml");
+	LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = 16});
+	cr_assert(k->k.rowmap && k->k.rowmap2 && k->k.rowmap_next, "layer norm: a rowmap and its pipeline");
+	cr_assert_geq(k->k.rowmap_len, 65536);
+	RtPool *p[3];
+	pools_open(p, 3);
+	const int lens[] = {0, 1, 33, 1000, 1023, 1024, 4099, 65536};
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+		RunData *d[2] = {drawn(c, 7, lens[l], 70 + l), drawn(c, 7, lens[l], 70 + l)};
+		char w[200];
+		snprintf(w, sizeof w, "layer norm len %d threads %zu", lens[l], l % 3 + 1);
+		rowmap_same(k, d, p[l % 3], w);
+		expect_ok(d[0], w);
+		rundata_free(d[0]);
+		rundata_free(d[1]);
+	}
+	/* the pipeline: outputs of 64 MiB and more */
+	int len = 65531, rows = (int)((64 << 20) / 4 / len) + 7;
+	RunData *d[2] = {drawn(c, rows, len, 91), drawn(c, rows, len, 91)};
+	for (int t = 0; t < 3; t++) {
+		char w[200];
+		snprintf(w, sizeof w, "layer norm, %d x %d, %d threads", rows, len, t + 1);
+		rowmap_same(k, d, p[t], w);
+	}
+	expect_ok(d[0], "layer norm, the pipeline");
+	rundata_free(d[0]);
+	rundata_free(d[1]);
+	/* the rowmap's longest rows */
+	RunData *e = drawn(c, 3, (int)k->k.rowmap_len, 92);
+	run_kernel(k, e, p[1], 0);
+	expect_ok(e, "layer norm, rows of the rowmap's limit");
+	rundata_free(e);
+	pools_close(p, 3);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
 /* Outputs of MAP_STREAM_BYTES and more: a row's map goes along pass 2 of
  * the thread's next row (kern_build_rowmap_next), except after a row
  * whose m is -inf (its map is not hoisted).  Rows of -inf, NaN and +inf

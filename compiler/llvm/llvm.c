@@ -504,9 +504,9 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	if (k.map_stream)
 		kk->k.fence = (void (*)(void))lookup(jit, "assoc_fence", msg, n, &failed);
 	kk->k.scan = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_scan", msg, n, &failed);
-	if (k.rowmap_g) {
+	if (k.rowmap_g || k.rowmap_lanes) {
 		kk->k.rowmap = (void (*)(const CpuArgs *, int64_t, void *, void *))lookup(jit, "assoc_rowmap", msg, n, &failed);
-		kk->k.rowmap_len = TWO_PASS_BYTES / k.two_pass;
+		kk->k.rowmap_len = TWO_PASS_BYTES / (k.rowmap_g ? k.two_pass : k.rowmap_lanes);
 		kk->k.rowmap2 = (void (*)(const CpuArgs *, int64_t, void *, void *))lookup(jit, "assoc_rowmap2", msg, n, &failed);
 		if (k.map_stream)
 			kk->k.rowmap_next = (void (*)(const CpuArgs *, int64_t, void *, void *, int64_t, const void *,

@@ -77,6 +77,10 @@ typedef struct {
 			  * TWO_PASS_BYTES reduce in two passes (kern_reduce_two_pass in llvm_reduce.c); else 0 */
 	Expr *rowmap_g;  /* the map's g(lift.m - m), which pass 2 of kern_reduce_two_pass keeps for it
 			  * (kern_build_rowmap in llvm_map.c); NULL: no rowmap */
+	int rowmap_lanes; /* a one-pass reduce in lanes with a streamed map (Welford's layer norm): input
+			   * bytes per position; whole rows of up to TWO_PASS_BYTES then run reduce,
+			   * finalize and map in one call (kern_build_rowmap), a row's map along the
+			   * next row's vector loop (kern_build_rowmap_next); else 0 */
 	int map_lanes;   /* map loop */
 	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_map.c) */
 	int select;      /* topk lists chosen from a few candidates (kern_selects, reduce_selected in

@@ -997,7 +997,7 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 		kern_build_map(&b);
 	if (k->map_stream)
 		kern_build_fence(&b);
-	if (k->rowmap_g) {
+	if (k->rowmap_g || k->rowmap_lanes) {
 		kern_build_rowmap(&b, 0);
 		kern_build_rowmap(&b, 1);
 		if (k->map_stream)
@@ -1098,6 +1098,14 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	if (k->two_pass && k->map_lanes == k->lanes)
 		for (int i = 0; i < c->nmap && !k->rowmap_g; i++)
 			k->rowmap_g = kept_node(c, c->map[i].e, k->mr_field, k->mr_g);
+	/* a reduce that reads the row from memory and a map that writes it:
+	 * row by row, each has the memory to itself in turn; one row's map
+	 * beside the next row's reduce has both directions busy at once, and
+	 * the row comes back to the map from L2 */
+	k->rowmap_lanes = 0;
+	if (!k->two_pass && k->mr_field < 0 && k->lanes > 1 && k->map_stream && !c->nrow && c->tpl != FAM_SCAN)
+		for (int i = 0; i < c->nelem; i++)
+			k->rowmap_lanes += (int)run_kind_size((TyKind)c->elem[i].storage);
 	k->soff = calloc(c->nstate + 1, sizeof *k->soff);
 	if (!k->soff)
 		abort();

@@ -157,6 +157,11 @@ enum { PREFETCH_L1 = 3, PREFETCH_L2 = 2 }; /* llvm.prefetch's locality */
 void kern_prefetch(B *b, LLVMValueRef p, int locality);
 void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
 void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
+/* The state of [lo, hi) of each of R's rows in one[r] (scalar slots) by
+ * the vector loops; with b->ride (kern_build_rowmap_next), the other
+ * row's map along their main loop, MAP_STEP positions at a time, where
+ * ride->on, else before them (kern_ride_alone). */
+void kern_reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
 void kern_build_reduce2(B *b);
 void kern_build_reduce_rows(B *b);
 void kern_build_reduce(B *b);
@@ -168,6 +173,8 @@ void kern_build_map(B *b);
 void kern_build_fence(B *b);
 void kern_build_rowmap(B *b, int pair);
 void kern_build_rowmap_next(B *b);
+/* Positions of ride's map per kern_ride_step (MAP_UNROLL vectors of 16). */
+enum { MAP_STEP = 64 };
 void kern_ride_begin(B *b);
 void kern_ride_step(B *b);
 void kern_ride_end(B *b);

@@ -30,6 +30,7 @@ static void map_at(B *b, LV *st, LLVMValueRef iv, LLVMValueRef rowbase)
 /* Unrolled, the exps of consecutive vectors of the map interleave
  * (LLVM leaves this loop rolled). */
 enum { MAP_UNROLL = 4 };
+_Static_assert(MAP_STEP == MAP_UNROLL * 16, "a ride step is MAP_UNROLL streamed vectors of 16");
 
 /* MAP_UNROLL vectors of the map from position at. */
 static void map_vectors(B *b, LV *st, LLVMValueRef at, LLVMValueRef rowbase)
@@ -309,10 +310,14 @@ void kern_build_rowmap(B *b, int pair)
 	for (int r = 0; r < n; r++) {
 		LLVMValueRef off = LLVMBuildMul(b->L.b, bytes, ci64(b, r), "");
 		R.i[r] = LLVMBuildAdd(b->L.b, LLVMGetParam(f, 1), ci64(b, r), "");
-		R.scratch[r] = LLVMBuildGEP2(b->L.b, b->i8, LLVMGetParam(f, 3), &off, 1, "");
+		/* kept values only where pass 2 has them */
+		R.scratch[r] = b->k->rowmap_g ? LLVMBuildGEP2(b->L.b, b->i8, LLVMGetParam(f, 3), &off, 1, "") : NULL;
 		one[r] = kern_state_slots(b);
 	}
-	kern_reduce_two_pass(b, &R, lo, b->len, one, tmp);
+	if (b->k->rowmap_g)
+		kern_reduce_two_pass(b, &R, lo, b->len, one, tmp);
+	else
+		kern_reduce_lanes(b, &R, lo, b->len, one, tmp);
 	for (int r = 0; r < n; r++) {
 		LLVMValueRef st = kern_state_at(b, LLVMGetParam(f, 2), r);
 		b->i = R.i[r];
@@ -350,7 +355,7 @@ typedef struct {
 static Saved ride_enter(B *b)
 {
 	Saved s = {b->i, b->scratch, b->fused, b->L.hoist};
-	b->i = b->ride->i, b->scratch = b->ride->scratch, b->fused = 1, b->L.hoist = 1;
+	b->i = b->ride->i, b->scratch = b->ride->scratch, b->fused = b->k->rowmap_g != NULL, b->L.hoist = 1;
 	return s;
 }
 
@@ -436,7 +441,7 @@ void kern_build_rowmap_next(B *b)
 	int ns = b->k->c->nstate;
 	LLVMTypeRef p[7] = {b->i8p, b->i64, b->i8p, b->i8p, b->i64, b->i8p, b->i8p};
 	LLVMValueRef f = kern_begin_fn(b, "assoc_rowmap_next", p, 7);
-	Ride ride = {.i = LLVMGetParam(f, 4), .st = LLVMGetParam(f, 5), .scratch = LLVMGetParam(f, 6)};
+	Ride ride = {.i = LLVMGetParam(f, 4), .st = LLVMGetParam(f, 5), .scratch = b->k->rowmap_g ? LLVMGetParam(f, 6) : NULL};
 	ride.stv = calloc(ns, sizeof *ride.stv);
 	ride.tailp = alloca_(b, b->i64);
 	LV *tmp = calloc(4 * ns, sizeof *tmp), *one[1];
@@ -463,14 +468,17 @@ void kern_build_rowmap_next(B *b)
 	b->i = ride.i, b->scratch = ride.scratch;
 	LLVMValueRef safe = map_safe(b, ride.stv);
 	b->i = LLVMGetParam(f, 1), b->scratch = NULL;
-	LLVMBuildStore(L->b, safe, onp);
+	LLVMBuildStore(L->b, safe ? safe : LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0), onp);
 	kern_if_end(b, done);
 	ride.on = LLVMBuildLoad2(L->b, LLVMInt1TypeInContext(L->ctx), onp, "");
 	Rows R = {.n = 1};
 	R.i[0] = b->i;
-	R.scratch[0] = LLVMGetParam(f, 3);
+	R.scratch[0] = b->k->rowmap_g ? LLVMGetParam(f, 3) : NULL;
 	one[0] = kern_state_slots(b);
-	kern_reduce_two_pass(b, &R, ci64(b, 0), b->len, one, tmp);
+	if (b->k->rowmap_g)
+		kern_reduce_two_pass(b, &R, ci64(b, 0), b->len, one, tmp);
+	else
+		kern_reduce_lanes(b, &R, ci64(b, 0), b->len, one, tmp);
 	b->ride = NULL;
 	b->i = R.i[0];
 	lower_scope(L, 1);

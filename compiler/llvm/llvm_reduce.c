@@ -411,6 +411,9 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 		}
 		kern_slots_store(b, acc[a], tmp);
 	}
+	/* the other row's map keeps pace: as many of its positions */
+	for (long long m = 0; b->riding && m < (per * S > MAP_STEP ? per * S / MAP_STEP : 1); m++)
+		kern_ride_step(b);
 	kern_loop_end(b, &l);
 	Loop v = kern_loop_begin(b, stream_at(b, lo, Ls, S, 0), hi, W);
 	lower_scope(&b->L, W);
@@ -771,6 +774,31 @@ static LLVMValueRef reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi
 	free(acc);
 	free(v);
 	return tail;
+}
+
+void kern_reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp)
+{
+	Lower *L = &b->L;
+	if (!b->ride) {
+		reduce_lanes(b, R, lo, hi, one, tmp);
+		return;
+	}
+	LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ride");
+	LLVMBasicBlockRef off = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "alone");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "reduced");
+	LLVMBuildCondBr(L->b, b->ride->on, on, off);
+	LLVMPositionBuilderAtEnd(L->b, on);
+	kern_ride_begin(b);
+	b->riding = 1;
+	reduce_lanes(b, R, lo, hi, one, tmp);
+	b->riding = 0;
+	kern_ride_end(b);
+	LLVMBuildBr(L->b, join);
+	LLVMPositionBuilderAtEnd(L->b, off);
+	kern_ride_alone(b);
+	reduce_lanes(b, R, lo, hi, one, tmp);
+	LLVMBuildBr(L->b, join);
+	LLVMPositionBuilderAtEnd(L->b, join);
 }
 
 /* Whether e reads an element or column input. */
