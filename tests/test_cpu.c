@@ -2052,9 +2052,10 @@ static int same_floats(const float *x, const float *y, size_t n, int width)
 }
 
 /* The kernel (one and two threads, split and not) against the
- * interpreter on the rows of topk_value at every length 0 .. 300, 5000
- * and 70000 (past the longest range reduce_selected reads twice): the
- * same indices, and where exact the same values (same_floats). */
+ * interpreter on the rows of topk_value at every length 0 .. 300, 5000,
+ * 8192 and 8193 (the longest range reduce_selected takes, and one more)
+ * and 70000: the same indices, and where exact the same values
+ * (same_floats). */
 static void topk_against_interp(const char *path, int exact)
 {
 	Carrier *c = load_ok(path);
@@ -2063,8 +2064,8 @@ static void topk_against_interp(const char *path, int exact)
 	cr_assert(interp);
 	RtPool *pool[2];
 	pools_open(pool, 2);
-	for (int len = 0; len <= 302; len++) {
-		int n = len == 301 ? 5000 : len == 302 ? 70000 : len;
+	for (int len = 0; len <= 304; len++) {
+		int n = len == 301 ? 5000 : len == 302 ? 8192 : len == 303 ? 8193 : len == 304 ? 70000 : len;
 		RunData *d[2] = {drawn(c, TOPK_ROWS, n, 3), drawn(c, TOPK_ROWS, n, 3)};
 		uint64_t s = 5 + (uint64_t)len;
 		for (int r = 0; r < TOPK_ROWS; r++)

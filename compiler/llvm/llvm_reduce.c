@@ -1024,9 +1024,15 @@ static LLVMValueRef reduce_filtered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef
 /* ---- top-k lists selected from a few candidates ---- */
 
 /* reduce_selected's lanes, its candidates a list at most (past them,
- * reduce_filtered takes the range), and the longest range it reads twice
- * (256 KiB of float32: from L2 the second time). */
-enum { SELECT_LANES = 16, SELECT_CAP = 64, SELECT_MAX = 1 << 16 };
+ * reduce_filtered takes the range), and the longest range it takes (32
+ * KiB of float32, read again from L1).  Longer ranges go to
+ * reduce_filtered, whose one pass is then as fast or faster: a random
+ * row's positions rarely enter its list once it has filled
+ * (moe_topk_routing, one thread, G elements per CPU-second, this path
+ * against that one: rows of 1024, 3.2-3.4 against 1.1; 4096, 2.8-3.1
+ * against 2.3; 8192, 2.5-2.9 against 2.8-2.9; 16384, 2.0-3.2 against
+ * 3.4; 65536, 1.8-1.9 against 4.3). */
+enum { SELECT_LANES = 16, SELECT_CAP = 64, SELECT_MAX = 8192 };
 _Static_assert((SELECT_CAP & (SELECT_CAP - 1)) == 0, "the candidates' count wraps at 2 SELECT_CAP");
 /* The most state fields it takes. */
 enum { SELECT_FIELDS = 32 };
