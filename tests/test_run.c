@@ -624,3 +624,53 @@ Test(run, welford_rows_with_infinities_on_emu, .timeout = 120)
 		cr_skip_test("no host C++ compiler for the emulator: %s", why);
 	welford_inf_rows("emu");
 }
+
+/* sigmoid_full's out for row r of d with every weight rounded to f16
+ * before it multiplies v, as the attention template's P (pv = 1), and
+ * scaled by k; in float64. */
+static void sigmoid_rounded_p(RunData *d, int r, double k)
+{
+	int dim = d->row[0].width, dv = d->col[1].width;
+	const uint16_t *q = (const uint16_t *)d->row[0].p + (size_t)r * dim, *kk = d->col[0].p, *v = d->col[1].p;
+	double *o = calloc(dv, sizeof *o);
+	cr_assert(o);
+	for (int j = 0; j < d->len; j++) {
+		double s = 0;
+		for (int x = 0; x < dim; x++)
+			s += run_f16_value(q[x]) * run_f16_value(kk[(size_t)j * dim + x]);
+		double w = run_f16_value(run_f16_bits(1 / (1 + exp(-(s * d->params[0] + d->params[1])))));
+		for (int u = 0; u < dv; u++)
+			o[u] += w * run_f16_value(v[(size_t)j * dv + u]);
+	}
+	for (int u = 0; u < dv; u++)
+		((float *)d->fin[0].p)[(size_t)r * dv + u] = (float)(o[u] * k);
+	free(o);
+}
+
+/* A weighted sum's P rounded to f16 (runcheck_round_p_sum): each weight
+ * may move by its rounding, which the naive baseline's bound carries, so
+ * a row of such weights passes where float32's tolerance alone fails it;
+ * the same row 1% off still fails. */
+Test(run, a_weighted_sums_rounded_p_holds_to_its_bound)
+{
+	Carrier *c = load_ok("tests/attention/sigmoid_full.yaml");
+	RunData *d = drawn(c, 4, 300);
+	d->params[0] = 0.25, d->params[1] = 0.5;
+	interp_run(d);
+	for (int r = 0; r < 4; r++)
+		sigmoid_rounded_p(d, r, 1);
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	cr_expect_gt(rc.out[0].worst_ratio, 1, "P rounded, held to float32: %g of tolerance", rc.out[0].worst_ratio);
+	runcheck_free(&rc);
+	runcheck_round_p_sum(d, TY_F16, 0, 1);
+	runcheck_run(d, &rc);
+	cr_expect(rc.ok, "P rounded, held to its bound: %g of tolerance", rc.out[0].worst_ratio);
+	runcheck_free(&rc);
+	sigmoid_rounded_p(d, 2, 1.01);
+	runcheck_run(d, &rc);
+	cr_expect_gt(rc.out[0].worst_ratio, 1, "a row 1%% off: %g of tolerance", rc.out[0].worst_ratio);
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
+}

@@ -56,9 +56,11 @@ typedef struct {
 	/* Set by a device whose kernel rounded the softmax weights P to the
 	 * inputs' type before P V (the attention template with pv = 1): that
 	 * type (TY_F16, TY_BF16; 0 when P stayed float32) and the state fields
-	 * m (max), l (sum), o (vector).  runcheck_run's naive baseline does the same. */
+	 * m (max), l (sum), o (vector); for a weighted sum (o sums w v), m is
+	 * -1 and v the column input that o's lift weighs.  runcheck_run's
+	 * naive baseline does the same. */
 	struct {
-		int kind, m, l, o;
+		int kind, m, l, o, v;
 	} p_round;
 } RunData;
 
@@ -147,6 +149,8 @@ typedef struct {
 void runcheck_run(RunData *d, RunCheck *rc);
 /* Record how the device treated P (RunData.p_round); kind 0: float32. */
 void runcheck_round_p(RunData *d, int kind, int m, int l, int o);
+/* The same for a weighted sum: state field o = sum w v, v column input v. */
+void runcheck_round_p_sum(RunData *d, int kind, int o, int v);
 void runcheck_free(RunCheck *rc);
 
 #endif

@@ -198,6 +198,54 @@ static double round_in(int kind, double p, double *u, double *eta)
 	return kind == TY_BF16 ? run_bf16_value(run_bf16_bits(p)) : run_f16_value(run_f16_bits(p));
 }
 
+/* o + and - its bound dv through the finalize into pfin and pfine (in
+ * units of float32's unit roundoff), the rest of the state s as it is. */
+static void finalize_rounded(Ctx *x, double *s, int fo, int w)
+{
+	Machine *m = &x->m;
+	double *zero = x->te, *scre = x->pscr + m->finw;
+	memset(zero, 0, m->sw * sizeof *zero);
+	memcpy(s + fo, x->pv, w * sizeof *s);
+	eval_finalize(m, MODE_F32, x->row, s, zero, x->pfin, scre);
+	memset(x->pfine, 0, m->finw * sizeof *x->pfine);
+	for (int sg = -1; sg <= 1; sg += 2) {
+		for (int t = 0; t < w; t++)
+			s[fo + t] = x->pv[t] + sg * x->dv[t];
+		eval_finalize(m, MODE_F32, x->row, s, zero, x->pscr, scre);
+		for (int k = 0; k < m->finw; k++)
+			x->pfine[k] = fmax(x->pfine[k], fabs(x->pscr[k] - x->pfin[k]) / 0x1p-24);
+	}
+}
+
+/* The naive weighted sum with P rounded: the carrier's float32 fold (its
+ * merge is a sum), o's terms w_j v_j unrounded, and the bound of rounding
+ * each w_j, sum max(u |w_j v_j|, eta |v_j|), carried through the finalize
+ * as naive_rounded_p's. */
+static void naive_rounded_sum(Ctx *x)
+{
+	Machine *m = &x->m;
+	RunData *d = x->d;
+	int fo = m->soff[d->p_round.o], w = d->c->state[d->p_round.o].ty.len ? d->c->state[d->p_round.o].ty.len : 1;
+	const double *vc = x->row->colv + m->coloff[d->p_round.v];
+	double u, eta;
+	round_in(d->p_round.kind, 0, &u, &eta);
+	eval_identity(m, MODE_F32, x->s, x->se);
+	memset(x->dv, 0, w * sizeof *x->dv);
+	for (int j = 0; j < d->len; j++) {
+		if (eval_masked(m, x->row, j))
+			continue;
+		eval_lift(m, MODE_F32, x->row, j, x->l, x->le);
+		memcpy(x->t, x->s, m->sw * sizeof *x->t);
+		memcpy(x->te, x->se, m->sw * sizeof *x->te);
+		eval_merge(m, MODE_F32, x->t, x->te, x->l, x->le, x->s, x->se);
+		for (int t = 0; t < w; t++)
+			x->dv[t] += fmax(u * fabs(x->l[fo + t]), eta * fabs(vc[(size_t)j * m->colw + t]));
+	}
+	memcpy(x->t, x->s, m->sw * sizeof *x->t);
+	memcpy(x->pv, x->s + fo, w * sizeof *x->pv);
+	finalize_rounded(x, x->t, fo, w);
+}
+
 /* The naive attention with P rounded, as the state (max s, sum p, sum
  * round(p) v) with p_j = e^(s_j - max s) in (0, 1] (the weights before the
  * division by l, as the kernel rounds them), finalized in float32.  The
@@ -208,6 +256,10 @@ static void naive_rounded_p(Ctx *x)
 {
 	Machine *m = &x->m;
 	RunData *d = x->d;
+	if (d->p_round.m < 0) {
+		naive_rounded_sum(x);
+		return;
+	}
 	int fm = m->soff[d->p_round.m], fl = m->soff[d->p_round.l], fo = m->soff[d->p_round.o];
 	int w = d->c->state[d->p_round.o].ty.len ? d->c->state[d->p_round.o].ty.len : 1;
 	double mx = -INFINITY, l = 0, u, eta;
@@ -229,22 +281,11 @@ static void naive_rounded_p(Ctx *x)
 			x->dv[t] += fmax(u * p, eta) * fabs(x->l[fo + t]);
 		}
 	}
-	double *s = x->t, *zero = x->te, *scre = x->pscr + m->finw;
-	eval_identity(m, MODE_F32, s, zero);
-	memset(zero, 0, m->sw * sizeof *zero);
-	if (mx > -INFINITY) {
+	double *s = x->t;
+	eval_identity(m, MODE_F32, s, x->te);
+	if (mx > -INFINITY) /* else the identity, o 0 (pv) within 0 (dv) */
 		s[fm] = mx, s[fl] = l;
-		memcpy(s + fo, x->pv, w * sizeof *s);
-	}
-	eval_finalize(m, MODE_F32, x->row, s, zero, x->pfin, scre);
-	memset(x->pfine, 0, m->finw * sizeof *x->pfine);
-	for (int sg = -1; sg <= 1 && mx > -INFINITY; sg += 2) {
-		for (int t = 0; t < w; t++)
-			s[fo + t] = x->pv[t] + sg * x->dv[t];
-		eval_finalize(m, MODE_F32, x->row, s, zero, x->pscr, scre);
-		for (int k = 0; k < m->finw; k++)
-			x->pfine[k] = fmax(x->pfine[k], fabs(x->pscr[k] - x->pfin[k]) / 0x1p-24);
-	}
+	finalize_rounded(x, s, fo, w);
 }
 
 /* The reference of row in mode md into x->v[md]; in float64, whether it
@@ -499,7 +540,12 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 
 void runcheck_round_p(RunData *d, int kind, int m, int l, int o)
 {
-	d->p_round.kind = kind, d->p_round.m = m, d->p_round.l = l, d->p_round.o = o;
+	d->p_round.kind = kind, d->p_round.m = m, d->p_round.l = l, d->p_round.o = o, d->p_round.v = 0;
+}
+
+void runcheck_round_p_sum(RunData *d, int kind, int o, int v)
+{
+	d->p_round.kind = kind, d->p_round.m = -1, d->p_round.l = -1, d->p_round.o = o, d->p_round.v = v;
 }
 
 void runcheck_free(RunCheck *rc)
