@@ -5,6 +5,11 @@
  * (m: max, l: sum, o: vector), identity (-inf, 0, 0), lift (s, 1, v) with
  * s = score(dot(q, k)), merge m = max(a.m, b.m), l = a.l e^(a.m - m) +
  * b.l e^(b.m - m), o = a.o e^(a.m - m) + b.o e^(b.m - m).
+ * ATTN_SUM 1: the weighted-sum contract instead: state (o: vector, and up
+ * to two scalars in the m and l slots), identity 0, lift (w v, and the
+ * scalars' own weights) with w = weight(dot(q, k)) elementwise, merge
+ * plain sums.  No row maximum and no rescale: P = w in float32, rounded
+ * as below; masked and out-of-range keys contribute 0 to every field.
  *
  * Layout: q [heads][rows][D], k [kv_heads][len][D], v [kv_heads][len][DV],
  * all f16 (BF = 0) or bf16 (BF = 1); outputs [heads][rows](...).  Query
@@ -28,7 +33,13 @@
  * attn_row(A, at): the scalar row inputs; attn_fin_row(A, R, m, l, i, at)
  * and attn_fin_vec(A, R, m, l, oc, i, at, u): the spec's finalize, per
  * row and per component of the vector outputs; ATTN_QI, ATTN_KI, ATTN_VI:
- * input slots of q, k, v.
+ * input slots of q, k, v.  With ATTN_SUM 1 (else undefined or 0):
+ * attn_weight(A, R, x, i, j) = w with dot(q, k) = x (not in base 2);
+ * ATTN_SUM_M, ATTN_SUM_L: 1 where the m or l slot holds a scalar field,
+ * and then attn_sum_m(A, R, x, w, i, j) and attn_sum_l(...) its lift,
+ * given the dot and o's weight w; the finalize hooks take those fields'
+ * sums as m and l (0 for an absent one); attn_score2 is not defined,
+ * ATTN_LIN is 0 and attn_slope2 1.
  *
  * Shared memory: K and V tiles, row-major as in global memory (rows
  * padded by 16 bytes against bank conflicts) in dynamic shared memory of
@@ -51,6 +62,9 @@
  * it; a linear score's slope folded into the exponent), the row maxima in
  * base 2, one rescale of (l, o) (of o only where a maximum rose), P
  * rounded to f16/bf16, O += P V on tensor cores.
+ * A weighted sum (ATTN_SUM) computes P = w on the score tile instead of
+ * the maxima, rescale and exponent, sums the scalar fields' weights beside
+ * it, and merges partial states (key slices, splits) by plain sums.
  * Masked and out-of-range keys contribute the identity (p = 0); tiles the
  * mask drops entirely are skipped.  Split > 1: each block writes its
  * partial (m, l, o) to ws[((h * rows + i) * split + c) * (DV + 2)]; with
@@ -60,6 +74,10 @@
  * decoding, a few microseconds long, several percent.  With MT > 1 the
  * kernel is at the edge of its registers, and any code after its key
  * loop made ptxas spill: attn_combine, a kernel of its own, merges. */
+
+#ifndef ATTN_SUM
+#define ATTN_SUM 0
+#endif
 
 template <int BF>
 ASC_DEV void asc_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
@@ -280,6 +298,7 @@ ASC_DEV int attn_next(const Args &A, int i0, int i1, int kb, int hi, int bn, int
  * a linear score, score2 = x a2[hf], and a2 >= 0): s keeps the dots x,
  * and the maxima are a2 max x (one FMNMX a score; the product goes into
  * the exponent's FFMA: attn_fwd's scale). */
+#if !ATTN_SUM
 template <int MASK, int LIN, int BN>
 ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2],
 			 float (&s)[BN / 8][4], float (&mx)[2], int kb, int jn, int cls, int t)
@@ -300,6 +319,32 @@ ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], 
 	for (int hf = 0; hf < 2; hf++)
 		mx[hf] = LIN ? a2[hf] * asc_lanes_max<4>(mx[hf]) : asc_lanes_max<4>(mx[hf]);
 }
+#else
+/* A weighted sum's P on 16 rows x BN keys from kb: each dot x of s
+ * becomes its weight w, and the thread's parts of the scalar fields' sums
+ * (sm, sl: the m and l slots) grow by their lifts.  With MASK, keys from
+ * jn on and, where cls == 1, those the mask drops weigh 0 in every field
+ * (whatever w would be there: a select, not a product, so that an
+ * infinite or NaN weight stays out). */
+template <int MASK, int BN>
+ASC_DEV void attn_weights(const Args &A, const ARow (&R)[2], const int (&ir)[2], float (&s)[BN / 8][4],
+			  float (&sm)[2], float (&sl)[2], int kb, int jn, int cls, int t)
+{
+#pragma unroll
+	for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			int hf = c / 2, i = ir[hf], j = kb + nt * 8 + 2 * t + (c & 1);
+			bool keep = !MASK || !(j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j)));
+			float x = s[nt][c], w = keep ? attn_weight(A, R[hf], x, i, j) : 0.0f;
+			if (ATTN_SUM_M && keep)
+				sm[hf] += attn_sum_m(A, R[hf], x, w, i, j);
+			if (ATTN_SUM_L && keep)
+				sl[hf] += attn_sum_l(A, R[hf], x, w, i, j);
+			s[nt][c] = w;
+		}
+}
+#endif
 
 /* blockIdx.x read again, opaquely: not merged with the read at the start,
  * whose value would otherwise be held across the key loop (its 64-bit
@@ -358,6 +403,15 @@ ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
 	const int U = (DV + 31) / 32; /* components a lane */
 	int i = (int)(at % A.rows), S = A.split;
 	const float *ws = (const float *)A.ws + at * S * (DV + 2);
+#if ATTN_SUM
+	/* plain sums: every split weighs 1 */
+	float mx = 0, l = 0;
+	for (int c = lane; c < S; c += 32) {
+		mx += ASC_LDCG(ws + c * (DV + 2));
+		l += ASC_LDCG(ws + c * (DV + 2) + 1);
+	}
+	mx = asc_lanes_sum<32>(mx);
+#else
 	float mx = -ASC_INF;
 	for (int c = lane; c < S; c += 32)
 		mx = fmaxf(mx, ASC_LDCG(ws + c * (DV + 2)));
@@ -365,6 +419,7 @@ ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
 	float mb = mx == -ASC_INF ? 0.0f : mx, l = 0;
 	for (int c = lane; c < S; c += 32)
 		l += ASC_LDCG(ws + c * (DV + 2) + 1) * expf(ASC_LDCG(ws + c * (DV + 2)) - mb);
+#endif
 	l = asc_lanes_sum<32>(l);
 	ARow R = attn_row(A, at);
 	if (lane == 0)
@@ -374,7 +429,11 @@ ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
 	for (int x = 0; x < U; x++)
 		o[x] = 0;
 	for (int c0 = 0; c0 < S; c0 += 32) {
+#if ATTN_SUM
+		float wl = c0 + lane < S ? 1.0f : 0.0f;
+#else
 		float wl = c0 + lane < S ? expf(ASC_LDCG(ws + (c0 + lane) * (DV + 2)) - mb) : 0.0f;
+#endif
 		int n = S - c0 < 32 ? S - c0 : 32;
 #pragma unroll 4
 		for (int k = 0; k < n; k++) {
@@ -437,10 +496,11 @@ ASC_DEV void attn_combine(const Args &A)
 /* KS > 1, after the key loop: the states of a row warp's KS key slices
  * merged into slice 0's, in slice order, with the contract's merge in
  * base 2 (as the key loop rescales: an empty state's weight is 0, not
- * NaN).  Through shared memory from word 0, XW words a lane stored
- * component-major, so that the lanes of a warp hit distinct banks.  m is
- * the row's (every lane of a quad holds it), l the lane's part of the
- * row's sum, as in the loop. */
+ * NaN), or a weighted sum's plain sums.  Through shared memory from word
+ * 0, XW words a lane stored component-major, so that the lanes of a warp
+ * hit distinct banks.  m is the row's (every lane of a quad holds it; a
+ * weighted sum's: the lane's part), l the lane's part of the row's sum,
+ * as in the loop. */
 template <int MT, int DV, int KS, class S>
 ASC_DEV void attn_merge_slices(S &sm, float (&o)[MT][DV / 8][4], float (&m)[MT][2], float (&l)[MT][2], int w, int wk,
 			       int lane)
@@ -477,11 +537,17 @@ ASC_DEV void attn_merge_slices(S &sm, float (&o)[MT][DV / 8][4], float (&m)[MT][
 			for (int hf = 0; hf < 2; hf++) {
 				float mk = __int_as_float((int)sm[at + (mt * 4 + 2 * hf) * 32]);
 				float lk = __int_as_float((int)sm[at + (mt * 4 + 2 * hf + 1) * 32]);
+#if ATTN_SUM
+				wa[hf] = wb[hf] = 1.0f; /* plain sums */
+				m[mt][hf] += mk;
+				l[mt][hf] += lk;
+#else
 				float mn = fmaxf(m[mt][hf], mk), mb = mn == -ASC_INF ? 0.0f : mn;
 				wa[hf] = asc_exp2(m[mt][hf] - mb);
 				wb[hf] = asc_exp2(mk - mb);
 				l[mt][hf] = l[mt][hf] * wa[hf] + lk * wb[hf];
 				m[mt][hf] = mn;
+#endif
 			}
 #pragma unroll
 			for (int dn = 0; dn < DV / 8; dn++)
@@ -581,7 +647,7 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 			for (int c = 0; c < 4; c++)
 				o[mt][dn][c] = 0;
-		m[mt][0] = m[mt][1] = -ASC_INF;
+		m[mt][0] = m[mt][1] = ATTN_SUM ? 0.0f : -ASC_INF; /* the identity */
 		l[mt][0] = l[mt][1] = 0;
 	}
 	/* The pipeline.  NS stages: K and V of the next NS - 1 live tiles load
@@ -668,6 +734,12 @@ ASC_DEV void attn_fwd(const Args &A)
 		unsigned pf[MT][PV][BW / 16][4];
 #pragma unroll
 		for (int mt = 0; mt < MT; mt++) {
+#if ATTN_SUM
+			if (full)
+				attn_weights<0, BW>(A, R[mt], ir[mt], s[mt], m[mt], l[mt], kb + wk * BW, jn, cls, t);
+			else
+				attn_weights<1, BW>(A, R[mt], ir[mt], s[mt], m[mt], l[mt], kb + wk * BW, jn, cls, t);
+#else
 			/* p = 2^(scale s - mb): scale 1 where s holds the scores */
 			float mx[2], scale[2] = {full && lin ? a2[mt][0] : 1.0f, full && lin ? a2[mt][1] : 1.0f};
 			if (full && lin)
@@ -695,13 +767,18 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 					for (int c = 0; c < 4; c++)
 						o[mt][dn][c] *= alpha[c / 2];
+#endif
 #pragma unroll
 			for (int nt = 0; nt < BW / 8; nt++) {
 				float p[4];
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
+#if ATTN_SUM
+					p[c] = s[mt][nt][c];
+#else
 					p[c] = asc_exp2(fmaf(s[mt][nt][c], scale[c / 2], -mb[c / 2]));
 					l[mt][c / 2] += p[c];
+#endif
 				}
 #pragma unroll
 				for (int r = 0; r < PV; r++)
@@ -746,7 +823,8 @@ ASC_DEV void attn_fwd(const Args &A)
 		else
 			stg ^= NS - 1;
 	}
-	/* The row's state: m back to the score's units, l summed over the quad.
+	/* The row's state: m back to the score's units (a weighted sum's: summed
+	 * over the quad), l summed over the quad.
 	 * The run's first row again from the block index (read opaquely, so
 	 * that it is not merged with the one above): held across the loop, its
 	 * 64 bits spill at 32 rows a warp and head dim 128. */
@@ -762,7 +840,12 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 		for (int hf = 0; hf < 2; hf++) {
 			int r = r0 + mt * 16 + g + 8 * hf, i = ir[mt][hf];
+#if ATTN_SUM
+			float lr = asc_lanes_sum<4>(l[mt][hf]), mr = ATTN_SUM_M ? asc_lanes_sum<4>(m[mt][hf]) : 0.0f;
+			(void)LN2;
+#else
 			float lr = asc_lanes_sum<4>(l[mt][hf]), mr = m[mt][hf] == -ASC_INF ? -ASC_INF : m[mt][hf] * LN2;
+#endif
 			if (r >= M)
 				continue;
 			long long at = base + r;

@@ -7,7 +7,10 @@
  * a block on the same rows, each on a part of every key tile); the same
  * shapes with Q kept in shared memory (32 rows a warp at head dim 128);
  * the contract refusing a merge with a bug (which still runs, on the
- * generic templates); mma.sync's fragment layout in the emulator; ptxas
+ * generic templates); the weighted-sum contract (sigmoid attention, and
+ * sums of the weights beside it) over the same shapes, f16 and bf16, and
+ * carriers that are not plain sums refused with the reason; mma.sync's
+ * fragment layout in the emulator; ptxas
  * without spills for the default configurations and that one, and for
  * decoding's under masks and scores at head dims 32 to 128; the
  * key-tile loop's PTX without the waste it once had. */
@@ -603,7 +606,8 @@ Test(attention, explain_names_the_carriers_own_shape)
 	cuda_test_cache();
 	static const char *spec[] = {"specs/sum.yaml", "specs/o_lse.yaml"};
 	static const char *want[] = {"template rowreduce (generic): scalar state fields, so no attention",
-				     "which has 3 state fields, no element inputs and no map outputs (this one: 2, 2, 0)"};
+				     "which has 3 state fields (m, l, o) or 1 to 3 (a weighted sum), no element inputs and "
+				     "no map outputs (this one: 2, 2, 0)"};
 	for (int s = 0; s < 2; s++) {
 		Carrier *c = load_ok(spec[s]);
 		CudaModule m;
@@ -1208,4 +1212,259 @@ Test(attention, split_kv_edges_on_the_cpu, .timeout = 300)
 	if (!cpu || !cpu->available(why, sizeof why))
 		cr_skip_test("the CPU backend is not here: %s", cpu ? why : "not linked in");
 	split_edges(cpu);
+}
+
+/* ---- the weighted-sum contract: sigmoid attention ---- */
+
+static const char SIGMOID[] = "specs/sigmoid_attention.yaml";
+
+/* Sigmoid attention takes the template under the weighted-sum contract,
+ * its merge structurally plain sums, and the explain says so; a sum of
+ * the weights and a count of the keys ride in the m and l slots; the
+ * (m, l, o) carrier's hooks stay without the switch. */
+Test(attention, sigmoid_takes_the_template_as_a_weighted_sum)
+{
+	Carrier *c = load_dims(SIGMOID, 0);
+	CudaModule m;
+	char msg[512];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(m.base, FAM_ATTN, "%s", m.explain);
+	cr_expect(m.attn.sum && m.attn.fm < 0 && m.attn.fl < 0, "sum %d, m slot %d, l slot %d", m.attn.sum, m.attn.fm,
+		  m.attn.fl);
+	cr_expect(strstr(m.explain, "template attention (tensor cores, f16, head dims 64/64): merge structurally plain "
+				    "sums (weighted sum: o -> o)"), "%s", m.explain);
+	cr_expect(strstr(m.explain, "P V without a row maximum or rescale"), "%s", m.explain);
+	cr_expect(strstr(m.hooks, "#define ATTN_SUM 1\n#define ATTN_SUM_M 0\n#define ATTN_SUM_L 0\n"), "%s", m.hooks);
+	cr_expect(strstr(m.hooks, "ASC_DEV float attn_weight(") && !strstr(m.hooks, "attn_score2"), "%s", m.hooks);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+	c = load_dims("tests/attention/sigmoid_normalized.yaml", 0);
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(m.base, FAM_ATTN, "%s", m.explain);
+	cr_expect(strstr(m.explain, "(weighted sum: o -> o, sums l, n)"), "%s", m.explain);
+	cr_expect(m.attn.fl == 1 && m.attn.fm == 2, "l slot %d, m slot %d", m.attn.fl, m.attn.fm);
+	/* l = w: o's weight itself (y2); n = 1 */
+	cr_expect(strstr(m.hooks, "attn_sum_l(const Args &A, const ARow &R, float y0, float y2, int i, int j)\n{\n"
+				  "\treturn y2;\n}"), "%s", m.hooks);
+	cr_expect(strstr(m.hooks, "attn_sum_m(const Args &A, const ARow &R, float y0, float y2, int i, int j)\n{\n"
+				  "\treturn 1.0f;\n}"), "%s", m.hooks);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+	c = load_dims("specs/attention.yaml", 0);
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(!m.attn.sum && !strstr(m.hooks, "ATTN_SUM"), "(m, l, o): %s", m.hooks);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+}
+
+/* Ragged key lengths (none, one, under a warp, about the tiles of 64 and
+ * 128, many) at head dims 32, 64 and 128, the default variants and P V
+ * in float32's precision (held to the naive float32 evaluation). */
+static void sigmoid_dims(const char *path, int d)
+{
+	static const int lens[] = {0, 1, 17, 64, 127, 128, 129, 1000};
+	cuda_test_cache();
+	Carrier *c = load_dims(path, d);
+	uses_attention(c, path);
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+		int len = lens[l], rows = len >= 1000 ? 3 : len == 129 ? 130 : 17;
+		run_one(c, path, rows, len, 1, 1, 1, NULL, NULL);
+	}
+	run_one(c, path, 1, 300, 1, 1, 1, NULL, NULL); /* one row */
+	const char *pv3 = "attention:nt=128,mt=1,bn=64,pv=3";
+	run_one(c, path, 3, 1000, 1, 1, 1, pv3, NULL);
+	run_one(c, path, 130, 129, 1, 1, 1, pv3, NULL);
+	spec_carrier_free(c);
+}
+
+Test(attention, sigmoid_head_dim_32, .timeout = 300) { sigmoid_dims(SIGMOID, 32); }
+Test(attention, sigmoid_head_dim_64, .timeout = 300) { sigmoid_dims(SIGMOID, 64); }
+Test(attention, sigmoid_head_dim_128, .timeout = 300) { sigmoid_dims(SIGMOID, 128); }
+Test(attention, sigmoid_full_head_dim_64, .timeout = 300) { sigmoid_dims("tests/attention/sigmoid_full.yaml", 64); }
+Test(attention, sigmoid_window_bf16_head_dim_64, .timeout = 300) { sigmoid_dims("tests/attention/sigmoid_bf16.yaml", 64); }
+Test(attention, sigmoid_window_bf16_head_dim_128, .timeout = 300)
+{
+	sigmoid_dims("tests/attention/sigmoid_bf16.yaml", 128);
+}
+Test(attention, sigmoid_normalized_head_dim_64, .timeout = 300)
+{
+	sigmoid_dims("tests/attention/sigmoid_normalized.yaml", 64);
+}
+
+/* Rows 0..4 see no key: out is the identity's, 0 in every component (the
+ * reference's sum over no key), in every head, with and without splits
+ * and key slices; the other rows against the reference. */
+Test(attention, sigmoid_fully_masked_rows_give_zero, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/sigmoid_empty_rows.yaml", 0);
+	static const char *const cfgs[] = {NULL, "attention:nt=128,mt=1,bn=64,pv=1,st=2",
+					   "attention:nt=128,mt=2,bn=64,pv=1,st=2", "attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=4"};
+	static const struct {
+		int rows, len, heads, kv, split;
+	} shapes[] = {{20, 40, 1, 1, 1}, {20, 40, 4, 2, 2}, {8, 17, 4, 1, 3}, {6, 0, 2, 1, 2}};
+	for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; k++)
+		for (size_t x = 0; x < sizeof shapes / sizeof *shapes; x++) {
+			int rows = shapes[x].rows, heads = shapes[x].heads;
+			RunData *d = rundata_new_heads(c, rows, shapes[x].len, heads, shapes[x].kv);
+			char msg[4096] = "";
+			cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+			RunOpts o = {.split = shapes[x].split, .config = cfgs[k]};
+			cr_assert_eq(emu_run_data(d, &o, NULL, msg, sizeof msg), 0, "%s", msg);
+			int empty = shapes[x].len ? 5 : rows;
+			for (int h = 0; h < heads; h++)
+				for (int i = 0; i < empty; i++)
+					for (int u = 0; u < 64; u++) {
+						double v = run_buffer_get(&d->fin[0], ((size_t)h * rows + i) * 64 + u);
+						cr_expect(v == 0, "%s, shape %zu: head %d row %d out[%d] = %g, not 0",
+							  cfgs[k] ? cfgs[k] : "the rule", x, h, i, u, v);
+					}
+			RunCheck chk;
+			runcheck_run(d, &chk);
+			cr_expect(chk.ok, "%s, shape %zu: out %.3g of tolerance", cfgs[k] ? cfgs[k] : "the rule", x,
+				  chk.out[0].worst_ratio);
+			runcheck_free(&chk);
+			rundata_free(d);
+		}
+	spec_carrier_free(c);
+}
+
+Test(attention, sigmoid_grouped_heads, .timeout = 300)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims(SIGMOID, 32);
+	run_one(c, "gqa", 33, 70, 4, 2, 1, NULL, NULL);
+	run_one(c, "mqa", 17, 129, 3, 1, 1, NULL, NULL);
+	spec_carrier_free(c);
+	c = load_dims("tests/attention/sigmoid_normalized.yaml", 64);
+	run_one(c, "grouped decoding", 1, 1000, 8, 2, 1, NULL, NULL);
+	run_one(c, "gqa, 2 tiles a warp", 70, 200, 4, 2, 1, "attention:nt=128,mt=2,bn=64,pv=1,st=2", NULL);
+	spec_carrier_free(c);
+}
+
+/* Split-KV: partial sums merged by plain sums, inside the kernel (one
+ * tile a warp), by the combine kernel (two), and across key slices;
+ * splits over a warp's lanes; the scalar sums (l and the count of keys,
+ * which would miss a split's share) with o.  Against the reference; the
+ * rule's own split where none is asked for. */
+Test(attention, sigmoid_split_kv, .timeout = 600)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/sigmoid_full.yaml", 64);
+	static const int splits[] = {0, 1, 2, 3, 7};
+	for (int s = 0; s < 5; s++)
+		run_one(c, "split", 2, 1000, 2, 1, splits[s], NULL, NULL);
+	run_one(c, "split, 7 chunks for 129 keys", 1, 129, 1, 1, 7, NULL, NULL);
+	static const Define wide[] = {{"scale", "2"}};
+	run_prm(c, "split, 40 splits", 1, 3000, 4, 1, 40, NULL, NULL, wide, 1);
+	spec_carrier_free(c);
+	static const char *const cfgs[] = {
+		"attention:nt=128,mt=1,bn=64,pv=1,st=2",     "attention:nt=128,mt=2,bn=64,pv=1,st=2",
+		"attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=4", "attention:nt=128,mt=1,bn=128,pv=1,st=3,ks=4",
+		"attention:nt=128,mt=1,bn=64,pv=3,st=1",
+	};
+	c = load_dims("tests/attention/sigmoid_normalized.yaml", 64);
+	for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; k++) {
+		char cfg[128];
+		run_one(c, cfgs[k], 3, 1000, 4, 1, 3, cfgs[k], cfg);
+		cr_expect_str_eq(cfg, cfgs[k]);
+		run_one(c, cfgs[k], 40, 300, 2, 2, 2, cfgs[k], NULL);
+	}
+	spec_carrier_free(c);
+	c = load_dims(SIGMOID, 128); /* causal: splits past the diagonal are empty */
+	run_one(c, "causal split, head dim 128", 3, 1000, 1, 1, 3, NULL, NULL);
+	run_one(c, "causal split, head dim 128, 32 rows a warp", 130, 300, 1, 1, 2, QS128, NULL);
+	spec_carrier_free(c);
+}
+
+/* A weighted-sum carrier whose state the template cannot hold, or whose
+ * merge is not plain sums, is refused with the reason and runs on the
+ * generic templates; sums written otherwise are proved plain sums. */
+static Carrier *sum_carrier(const char *state, const char *identity, const char *lift, const char *merge,
+			    const char *fin)
+{
+	const char *part[5] = {state, identity, lift, merge, fin};
+	char text[2048], block[5][256];
+	for (int k = 0; k < 5; k++) { /* entries split at '|', one a line */
+		size_t n = 0;
+		for (const char *x = part[k]; *x && n < sizeof block[k] - 4; x++)
+			if (*x == '|')
+				n += (size_t)snprintf(block[k] + n, sizeof block[k] - n, "\n  ");
+			else
+				block[k][n++] = *x;
+		block[k][n] = 0;
+	}
+	snprintf(text, sizeof text,
+		 "carrier: weighted\ndims: {d: 32}\nparams: {scale: f32}\nrow: {q: 'f16[d]'}\n"
+		 "column: {k: 'f16[d]', v: 'f16[d]'}\nlet:\n  s: dot(q, k) * scale\nmask: j <= i\n"
+		 "state:\n  %s\nidentity:\n  %s\nlift:\n  %s\nmerge:\n  %s\nfinalize:\n  %s\nlaws: [commutative]\n",
+		 block[0], block[1], block[2], block[3], block[4]);
+	return text_ok(text);
+}
+
+Test(attention, weighted_sums_not_plain_are_refused, .timeout = 300)
+{
+	cuda_test_cache();
+	static const struct {
+		const char *state, *identity, *lift, *merge, *fin, *why;
+	} bad[] = {
+		/* a max of weighted values: lawful, no sum */
+		{"o: 'f32[d]'", "o: -inf", "o: sigmoid(s) * v", "o: max(a.o, b.o)", "out: o",
+		 "the merge of 'o' is not a plain sum (disproved: "},
+		/* l merged by (1 + a)(1 + b) - 1: lawful, identity 0, no sum */
+		{"o: 'f32[d]'|l: f32", "o: 0|l: 0", "o: sigmoid(s) * v|l: sigmoid(s)", "o: a.o + b.o|l: a.l + b.l + a.l * b.l",
+		 "out: o / l", "the merge of 'l' is not a plain sum (disproved: "},
+		/* a product of weights */
+		{"o: 'f32[d]'|p: f32", "o: 0|p: 1", "o: sigmoid(s) * v|p: sigmoid(s)", "o: a.o + b.o|p: a.p * b.p",
+		 "out: o * p", "the merge of 'p' is not a plain sum"},
+		/* o weighted by a value that is not elementwise */
+		{"o: 'f32[d]'", "o: 0", "o: v * v", "o: a.o + b.o", "out: o",
+		 "the lift of 'o' is not w * v with w a scalar weight and v a column input"},
+		{"o: 'f32[d]'", "o: 0", "o: v * 2", "o: a.o + b.o", "out: o",
+		 "the weight of 'o' is not an expression of one dot(q, k)"},
+		{"o: 'f32[d]'|l: f32", "o: 0|l: 0", "o: sigmoid(s) * v|l: dot(q, q)", "o: a.o + b.o|l: a.l + b.l",
+		 "out: o / l", "the lift of 'l' takes another dot product than the weight's"},
+		{"o: 'f32[d]'|l: f32|n: f32|c: f32", "o: 0|l: 0|n: 0|c: 0", "o: sigmoid(s) * v|l: 1|n: 1|c: 1",
+		 "o: a.o + b.o|l: a.l + b.l|n: a.n + b.n|c: a.c + b.c", "out: o / l",
+		 "not an attention carrier over rows and columns"},
+		{"o: 'f32[d]'|p: 'f32[d]'", "o: 0|p: 0", "o: sigmoid(s) * v|p: v", "o: a.o + b.o|p: a.p + b.p", "out: o + p",
+		 "nor one vector field and at most two scalar sums (this one: 2 vector, 0 scalar fields)"},
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		Carrier *c = sum_carrier(bad[k].state, bad[k].identity, bad[k].lift, bad[k].merge, bad[k].fin);
+		CudaAttn at;
+		char msg[1024];
+		cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1, "case %zu matched", k);
+		cr_expect(strstr(msg, bad[k].why), "case %zu: %s", k, msg);
+		CudaModule m;
+		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_expect_neq(m.base, FAM_ATTN, "case %zu", k);
+		cr_expect(strstr(m.explain, "not the attention contract: ") && strstr(m.explain, bad[k].why), "case %zu: %s",
+			  k, m.explain);
+		cuda_module_free(&m);
+		if (k == 0) /* and it runs, on the generic template */
+			run_one(c, "max of weighted values", 9, 77, 2, 1, 1, NULL, NULL);
+		spec_carrier_free(c);
+	}
+	static const char *const sums[][2] = {
+		{"o: b.o + a.o|l: b.l + a.l", "merge structurally plain sums (weighted sum: o -> o, sums l)"},
+		{"o: a.o * 1 + b.o|l: fma(a.l, 1, b.l)", "merge proved equal to plain sums (weighted sum: o -> o, sums l; "},
+	};
+	for (size_t k = 0; k < sizeof sums / sizeof *sums; k++) {
+		Carrier *c = sum_carrier("o: 'f32[d]'|l: f32", "o: 0|l: 0", "o: sigmoid(s) * v|l: sigmoid(s)", sums[k][0],
+					 "out: o / l");
+		CudaAttn at;
+		char msg[1024];
+		cr_assert_eq(cuda_attn_match(c, &at, msg, sizeof msg), 0, "%s: %s", sums[k][0], msg);
+		cr_expect(strstr(at.evidence, sums[k][1]) && !strstr(at.evidence, "not a proof"), "%s", at.evidence);
+		spec_carrier_free(c);
+	}
+	/* a plain sum with another identity: refused after the merge */
+	Carrier *c = sum_carrier("o: 'f32[d]'|l: f32", "o: 0|l: 1", "o: sigmoid(s) * v|l: sigmoid(s)",
+				 "o: a.o + b.o|l: a.l + b.l", "out: o / l");
+	CudaAttn at;
+	char msg[1024];
+	cr_expect_eq(cuda_attn_match(c, &at, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "a weighted sum's identity is 0, and that of 'l' is not"), "%s", msg);
+	spec_carrier_free(c);
 }

@@ -16,14 +16,20 @@
 /* Query rows a block of attention variant v takes. */
 static inline int cuda_attn_rows(const Variant *v) { return v->nt / 32 / (v->ks > 1 ? v->ks : 1) * v->mt * 16; }
 
-/* A carrier matched to the attention template's contract (cuda_attn.c):
- * the state fields by role, the inputs q, k, v (slots), head dims, the
- * score with dot(q, k) as the symbol y0, the finalize outputs with the
- * vector field as the scalar symbol y1, and the evidence of the match. */
+/* A carrier matched to one of the attention template's contracts
+ * (cuda_attn.c): the state fields by role, the inputs q, k, v (slots),
+ * head dims, the score with dot(q, k) as the symbol y0, the finalize
+ * outputs with the vector field as the scalar symbol y1, and the evidence
+ * of the match.  sum: the weighted-sum contract, where o sums w v for an
+ * elementwise weight w (weight, with y0) and fm, fl are scalar fields
+ * that sum weights of their own (-1 where absent; their lifts wm, wl with
+ * y0 and w as the symbol y2), the template's m and l slots carrying them. */
 typedef struct {
 	int fm, fl, fo, q, k, v, d, dv, bf16;
+	int sum;
 	int qi, ki, vi; /* the slots of q, k and v in CudaArgs.in */
 	Expr *score;
+	Expr *weight, *wm, *wl;
 	Expr *fin[16];
 	char evidence[640];
 } CudaAttn;

@@ -14,7 +14,18 @@
  * the prover can decide neither, random states in float64 are the evidence,
  * and the explain says it is no proof.
  * The score, the mask and the finalize are lowered from the IR as
- * elementwise code on the score tile and on the output fragments. */
+ * elementwise code on the score tile and on the output fragments.
+ *
+ * The template also takes a second contract, the weighted sum (ATTN_SUM):
+ * a vector field o and at most two scalar fields, every one merged by a
+ * plain sum a.x + b.x, identity 0, lift o = w v with the weight w any
+ * expression of dot(q, k), i, j, params and scalar row inputs (sigmoid
+ * attention's sigmoid(s + bias)), each scalar field's lift an expression
+ * of the same and of w (l = w for a sum of the weights, 1 for a count of
+ * the keys).  Elementwise weights need no row maximum: P = w, and P V
+ * runs on the tensor cores without a rescale.  Its merge is compared with
+ * plain sums as the (m, l, o) merge is with that contract's: structurally,
+ * else by the prover, else by random states, said to be no proof. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +183,20 @@ static int var_slot(const Carrier *c, const Expr *e, VarKind kind)
 	return v->kind == kind ? v->slot : -1;
 }
 
+/* q and k (slots) of the dot product. */
+static int qk_of(Carrier *c, CudaAttn *at, const Expr *dot, char *why, size_t n)
+{
+	Expr *x = dot->a[0], *y = dot->a[1];
+	at->q = var_slot(c, x, VAR_ROW), at->k = var_slot(c, y, VAR_COL);
+	if (at->q < 0 || at->k < 0)
+		at->q = var_slot(c, y, VAR_ROW), at->k = var_slot(c, x, VAR_COL);
+	if (at->q < 0 || at->k < 0) {
+		snprintf(why, n, "the dot product is not dot(q, k) of a row input and a column input");
+		return -1;
+	}
+	return 0;
+}
+
 /* lift (s(dot(q, k)), 1, v); the score and the mask elementwise. */
 static int lifts(Carrier *c, CudaAttn *at, char *why, size_t n)
 {
@@ -186,14 +211,8 @@ static int lifts(Carrier *c, CudaAttn *at, char *why, size_t n)
 		snprintf(why, n, "the score '%s' is not an expression of one dot(q, k)", c->state[at->fm].name);
 		return -1;
 	}
-	Expr *x = s.dot->a[0], *y = s.dot->a[1];
-	at->q = var_slot(c, x, VAR_ROW), at->k = var_slot(c, y, VAR_COL);
-	if (at->q < 0 || at->k < 0)
-		at->q = var_slot(c, y, VAR_ROW), at->k = var_slot(c, x, VAR_COL);
-	if (at->q < 0 || at->k < 0) {
-		snprintf(why, n, "the dot product is not dot(q, k) of a row input and a column input");
+	if (qk_of(c, at, s.dot, why, n))
 		return -1;
-	}
 	Expr *sym = ir_ref(c->ir, sym_var(c->ir, "$dot", 0));
 	at->score = rewrite(c->ir, lm, s.dot, -1, sym);
 	if (ir_contains(at->score, outside, &s)) {
@@ -337,16 +356,233 @@ static int merge_proof(Carrier *c, CudaAttn *at, Expr *L, Expr *O, const char *m
 	return 0;
 }
 
-int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
+/* ---- the weighted-sum contract ---- */
+
+/* The roles: fo the vector, fl the first scalar field, fm the second. */
+static int sum_roles(Carrier *c, CudaAttn *at, char *why, size_t n)
 {
-	memset(at, 0, sizeof *at);
-	if (c->nstate != 3 || c->nelem || c->nmap || c->tpl == FAM_SCAN || !c->merge) {
-		/* what the carrier has against what the contract needs */
-		snprintf(why, n, "not an (m, l, o) carrier over rows and columns, which has 3 state fields, no element "
-				 "inputs and no map outputs (this one: %d, %d, %d%s)", c->nstate, c->nelem, c->nmap,
-			 c->tpl == FAM_SCAN ? ", a scan" : "");
+	int nv = 0, ns = 0;
+	at->fm = at->fl = at->fo = -1;
+	for (int f = 0; f < c->nstate; f++) {
+		if (c->state[f].ty.len)
+			at->fo = f, nv++;
+		else if (ns++)
+			at->fm = f;
+		else
+			at->fl = f;
+	}
+	if (nv != 1 || ns > 2) {
+		snprintf(why, n, "no (max, sum, vector) roles in the state, nor one vector field and at most two scalar "
+				 "sums (this one: %d vector, %d scalar fields)", nv, ns);
 		return -1;
 	}
+	for (int f = 0; f < c->nstate; f++)
+		if (c->state[f].ty.kind != TY_F32) {
+			snprintf(why, n, "state field '%s' is not f32", c->state[f].name);
+			return -1;
+		}
+	return 0;
+}
+
+/* After the merge (whose reason says more when it is not a sum). */
+static int sum_identity(Carrier *c, char *why, size_t n)
+{
+	for (int f = 0; f < c->nstate; f++) {
+		const Expr *id = c->identity[f];
+		if (id->op != EXPR_CONST || id->num != 0) {
+			snprintf(why, n, "a weighted sum's identity is 0, and that of '%s' is not", c->state[f].name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* o's lift w v (or v w, or v alone: w = 1), w scalar and elementwise in
+ * dot(q, k); the scalar fields' lifts elementwise in the same dot and w. */
+static int sum_lifts(Carrier *c, CudaAttn *at, char *why, size_t n)
+{
+	Ir *ir = c->ir;
+	Expr *lo = c->lift[at->fo], *w = NULL;
+	at->v = var_slot(c, lo, VAR_COL);
+	if (at->v >= 0)
+		w = ir_const(ir, ty_scalar(TY_F32), 1);
+	else if (lo->op == EXPR_MUL)
+		for (int k = 0; k < 2 && !w; k++)
+			if ((at->v = var_slot(c, lo->a[k], VAR_COL)) >= 0 && !lo->a[1 - k]->ty.len)
+				w = lo->a[1 - k];
+	if (!w) {
+		snprintf(why, n, "the lift of '%s' is not w * v with w a scalar weight and v a column input",
+			 c->state[at->fo].name);
+		return -1;
+	}
+	Scan s = {c, NULL, 0};
+	if (ir_contains(w, find_dot, &s) || !s.dot) {
+		snprintf(why, n, "the weight of '%s' is not an expression of one dot(q, k)", c->state[at->fo].name);
+		return -1;
+	}
+	if (qk_of(c, at, s.dot, why, n))
+		return -1;
+	Expr *dot = ir_ref(ir, sym_var(ir, "$dot", 0)), *wsym = ir_ref(ir, sym_var(ir, "$w", 2));
+	at->weight = rewrite(ir, w, s.dot, -1, dot);
+	if (ir_contains(at->weight, outside, &s)) {
+		snprintf(why, n, "the weight uses inputs other than dot(q, k), params, i, j and scalar row inputs");
+		return -1;
+	}
+	int fs[2] = {at->fm, at->fl};
+	Expr **ws[2] = {&at->wm, &at->wl};
+	for (int k = 0; k < 2; k++) {
+		if (fs[k] < 0)
+			continue;
+		Expr *lf = c->lift[fs[k]];
+		if (ir_contains(lf, find_dot, &s)) {
+			snprintf(why, n, "the lift of '%s' takes another dot product than the weight's", c->state[fs[k]].name);
+			return -1;
+		}
+		*ws[k] = rewrite(ir, rewrite(ir, lf, s.dot, -1, dot), at->weight, -1, wsym);
+		if (ir_contains(*ws[k], outside, &s)) {
+			snprintf(why, n, "the lift of '%s' uses inputs other than dot(q, k), params, i, j and scalar row "
+					 "inputs", c->state[fs[k]].name);
+			return -1;
+		}
+	}
+	if (c->mask && ir_contains(c->mask, outside, &s)) {
+		snprintf(why, n, "the mask uses inputs other than params, i, j, len and scalar row inputs");
+		return -1;
+	}
+	return 0;
+}
+
+static Expr *plain_sum(Carrier *c, int f, int swap)
+{
+	Expr *a = ir_ref(c->ir, c->svar[STATE_A][f]), *b = ir_ref(c->ir, c->svar[STATE_B][f]);
+	return ir_bin(c->ir, EXPR_ADD, swap ? b : a, swap ? a : b);
+}
+
+/* Field values a fold may reach, in float64: empty (0), or of either sign
+ * over every decade from 1e-6 to 1e8 (so that a merge that leaves the sum
+ * past a threshold meets it). */
+static void draw_sum_state(uint64_t *rng, double *s, int w)
+{
+	int empty = rng_int(rng, 0, 7) == 0;
+	double scale = pow(10, -6 + 14 * rng_unit(rng));
+	for (int u = 0; u < w; u++)
+		s[u] = empty ? 0 : scale * rng_normal(rng);
+}
+
+/* The merges of fields fs (nf of them) against plain sums on random
+ * states in float64; 0 when they agree everywhere. */
+static int sum_trials(Carrier *c, const int *fs, int nf, int ntrials, char *why, size_t n)
+{
+	Expr *roots[6];
+	for (int k = 0; k < nf; k++)
+		roots[k] = c->merge[fs[k]], roots[nf + k] = plain_sum(c, fs[k], 0);
+	Prog *p = prog_new(c->ir, roots, 2 * nf);
+	int sw = 0, *off = calloc(c->nstate, sizeof *off), rc = 0;
+	if (!off)
+		abort();
+	for (int f = 0; f < c->nstate; f++)
+		off[f] = sw, sw += c->state[f].ty.len ? c->state[f].ty.len : 1;
+	double *st = calloc(2 * sw, sizeof *st);
+	if (!st)
+		abort();
+	uint64_t rng = 0x5eed;
+	for (int t = 0; t < ntrials && !rc; t++) {
+		for (int f = 0; f < c->nstate; f++)
+			for (int x = 0; x < 2; x++)
+				draw_sum_state(&rng, st + x * sw + off[f], c->state[f].ty.len ? c->state[f].ty.len : 1);
+		for (int i = 0; i < prog_nleaves(p); i++) {
+			Expr *e = prog_leaf(p, i);
+			double *err, *val = prog_leaf_val(p, i, &err);
+			const Var *v = e->op == EXPR_VAR ? ir_var(c->ir, e->k) : NULL;
+			int w = e->ty.len ? e->ty.len : 1;
+			if (v && v->kind == VAR_STATE && (v->which == STATE_A || v->which == STATE_B))
+				memcpy(val, st + (v->which == STATE_B ? sw : 0) + off[v->slot], w * sizeof *val);
+			else
+				for (int u = 0; u < w; u++)
+					val[u] = 0.5 + rng_unit(&rng); /* params (positive, as scales are) */
+			memset(err, 0, w * sizeof *err);
+		}
+		prog_run(p, MODE_F64);
+		for (int r = 0; r < nf && !rc; r++) {
+			const double *x = prog_root(p, r, NULL), *y = prog_root(p, nf + r, NULL);
+			int w = c->state[fs[r]].ty.len ? c->state[fs[r]].ty.len : 1;
+			for (int u = 0; u < w && !rc; u++) {
+				double a = x[u], b = y[u];
+				if (!((isnan(a) && isnan(b)) || a == b || fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b)))) {
+					snprintf(why, n, "the merge of '%s' is not a plain sum (%.17g against %.17g on a random "
+							 "state)", c->state[fs[r]].name, a, b);
+					rc = -1;
+				}
+			}
+		}
+	}
+	free(st);
+	free(off);
+	prog_free(p);
+	return rc;
+}
+
+/* Every field merged by a plain sum: structurally, or by the prover (all
+ * fields at once, then field by field, so that a disproof names its
+ * field), or, where the prover decides neither way, on random states. */
+static int sum_merge(Carrier *c, CudaAttn *at, const char *map, char *why, size_t n)
+{
+	int all[3] = {at->fo, at->fl, at->fm}, fs[3], nf = 0;
+	Expr *xs[3], *ys[3];
+	const char *names[3];
+	for (int k = 0; k < 3; k++) {
+		int f = all[k];
+		if (f < 0 || c->merge[f] == plain_sum(c, f, 0) || c->merge[f] == plain_sum(c, f, 1))
+			continue;
+		fs[nf] = f, xs[nf] = c->merge[f], ys[nf] = plain_sum(c, f, 0), names[nf] = c->state[f].name, nf++;
+	}
+	if (!nf) {
+		snprintf(at->evidence, sizeof at->evidence, "merge structurally plain sums (%s)", map);
+		return 0;
+	}
+	char how[400], open[480] = "";
+	if (prove_equal(c, xs, ys, names, nf, "the merge", "a plain sum", how, sizeof how) == PROOF_PROVED) {
+		snprintf(at->evidence, sizeof at->evidence, "merge proved equal to plain sums (%s; %s)", map, how);
+		return 0;
+	}
+	for (int i = 0; i < nf; i++) {
+		ProofStatus st = prove_equal(c, &xs[i], &ys[i], &names[i], 1, "the merge", "a plain sum", how, sizeof how);
+		if (st == PROOF_DISPROVED) {
+			snprintf(why, n, "the merge of '%s' is not a plain sum (disproved: %s)", names[i], how);
+			return -1;
+		}
+		if (st == PROOF_UNKNOWN && !open[0])
+			snprintf(open, sizeof open, "the prover left '%s' unknown: %s", names[i], how);
+	}
+	char tw[256];
+	if (sum_trials(c, fs, nf, CONTRACT_TRIALS, tw, sizeof tw)) {
+		snprintf(why, n, "%s (%s)", tw, open);
+		return -1;
+	}
+	snprintf(at->evidence, sizeof at->evidence,
+		 "merge equal to plain sums on %d random states in float64 (%s; numerical evidence, not a proof: %s)",
+		 CONTRACT_TRIALS, map, open);
+	return 0;
+}
+
+/* The weighted-sum contract's roles, lifts, shapes and merge. */
+static int sum_match(Carrier *c, CudaAttn *at, char *why, size_t n)
+{
+	at->sum = 1;
+	if (sum_roles(c, at, why, n) || sum_lifts(c, at, why, n) || shapes(c, at, why, n))
+		return -1;
+	char map[160];
+	int k = snprintf(map, sizeof map, "weighted sum: o -> %s", c->state[at->fo].name);
+	if (at->fl >= 0)
+		k += snprintf(map + k, sizeof map - k, ", sums %s", c->state[at->fl].name);
+	if (at->fm >= 0)
+		snprintf(map + k, sizeof map - k, ", %s", c->state[at->fm].name);
+	return sum_merge(c, at, map, why, n) || sum_identity(c, why, n) ? -1 : 0;
+}
+
+/* The (m, l, o) contract's roles, lifts, shapes and merge. */
+static int ml_match(Carrier *c, CudaAttn *at, char *why, size_t n)
+{
 	if (roles(c, at, why, n) || lifts(c, at, why, n) || shapes(c, at, why, n))
 		return -1;
 	Expr *L, *O;
@@ -358,7 +594,42 @@ int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
 		snprintf(at->evidence, sizeof at->evidence, "merge structurally equal to the contract's (%s)", map);
 	else if (merge_proof(c, at, L, O, map, why, n))
 		return -1;
-	/* finalize: scalar outputs of (m, l); vector outputs elementwise in o */
+	return 0;
+}
+
+/* A field merged by max(a.x, b.x): the carrier is measured against the
+ * (m, l, o) contract, else against the weighted sum. */
+static int has_max_field(const Carrier *c)
+{
+	for (int f = 0; f < c->nstate; f++) {
+		const Expr *e = c->merge[f];
+		if (!c->state[f].ty.len && e->op == EXPR_MAX &&
+		    ((state_field(c, STATE_A, e->a[0]) == f && state_field(c, STATE_B, e->a[1]) == f) ||
+		     (state_field(c, STATE_B, e->a[0]) == f && state_field(c, STATE_A, e->a[1]) == f)))
+			return 1;
+	}
+	return 0;
+}
+
+int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
+{
+	memset(at, 0, sizeof *at);
+	if (c->nstate < 1 || c->nstate > 3 || c->nelem || c->nmap || c->tpl == FAM_SCAN || !c->merge) {
+		/* what the carrier has against what the contracts need */
+		snprintf(why, n, "not an attention carrier over rows and columns, which has 3 state fields (m, l, o) or "
+				 "1 to 3 (a weighted sum), no element inputs and no map outputs (this one: %d, %d, %d%s)",
+			 c->nstate, c->nelem, c->nmap, c->tpl == FAM_SCAN ? ", a scan" : "");
+		return -1;
+	}
+	int max = has_max_field(c);
+	if (max && c->nstate != 3) {
+		snprintf(why, n, "a field merged by max, so not a weighted sum, and %d state fields, not the 3 of (m, l, o)",
+			 c->nstate);
+		return -1;
+	}
+	if (max ? ml_match(c, at, why, n) : sum_match(c, at, why, n))
+		return -1;
+	/* finalize: scalar outputs of the scalar fields; vector outputs elementwise in o */
 	Expr *oc = ir_ref(c->ir, sym_var(c->ir, "$o", 1));
 	int ovar = c->svar[STATE_SELF][at->fo];
 	for (int k = 0; k < c->nfinal; k++) {
@@ -385,10 +656,24 @@ static const char *mem_type(int kind)
 	return kind == TY_BOOL ? "unsigned char" : cuda_ctype(kind);
 }
 
-/* The scalar fields of a state (m, l) as a local `s`, for the finalize. */
+/* The scalar fields of a state (m, l) as a local `s`, for the finalize;
+ * a weighted sum's in the same slots, where it has them. */
 static void ml_state(Buf *b, const CudaAttn *at)
 {
-	buf_printf(b, "\tstruct { float f%d, f%d; } s;\n\ts.f%d = m;\n\ts.f%d = l;\n", at->fm, at->fl, at->fm, at->fl);
+	if (!at->sum) {
+		buf_printf(b, "\tstruct { float f%d, f%d; } s;\n\ts.f%d = m;\n\ts.f%d = l;\n", at->fm, at->fl, at->fm, at->fl);
+		return;
+	}
+	buf_puts(b, "\tstruct {\n\t\tint unused_;\n");
+	if (at->fm >= 0)
+		buf_printf(b, "\t\tfloat f%d;\n", at->fm);
+	if (at->fl >= 0)
+		buf_printf(b, "\t\tfloat f%d;\n", at->fl);
+	buf_puts(b, "\t} s;\n\ts.unused_ = 0;\n");
+	if (at->fm >= 0)
+		buf_printf(b, "\ts.f%d = m;\n", at->fm);
+	if (at->fl >= 0)
+		buf_printf(b, "\ts.f%d = l;\n", at->fl);
 }
 
 static void fin_hooks(Carrier *c, const CudaAttn *at, Buf *b)
@@ -615,7 +900,34 @@ static Expr *slope2(Carrier *c, Expr *score)
 	return NULL;
 }
 
-int cuda_attn_linear(Carrier *c, const CudaAttn *at) { return slope2(c, at->score) != NULL; }
+int cuda_attn_linear(Carrier *c, const CudaAttn *at) { return !at->sum && slope2(c, at->score) != NULL; }
+
+/* A weighted sum's hooks: the weight, and the scalar fields' lifts (0
+ * where the slot has no field). */
+static void sum_hooks(Carrier *c, const CudaAttn *at, Buf *b)
+{
+	struct Fn *f;
+	buf_printf(b, "#define ATTN_SUM 1\n#define ATTN_SUM_M %d\n#define ATTN_SUM_L %d\n", at->fm >= 0, at->fl >= 0);
+	buf_puts(b, "#define ATTN_LIN 0\nASC_DEV float attn_slope2(const Args &A, const ARow &R)\n{\n\treturn 1.0f;\n}\n");
+	buf_puts(b, "ASC_DEV float attn_weight(const Args &A, const ARow &R, float y0, int i, int j)\n{\n");
+	cuda_fn_begin(&f, c, b);
+	cuda_fn_return(f, at->weight);
+	cuda_fn_end(f);
+	buf_puts(b, "}\n");
+	const char *name[2] = {"attn_sum_m", "attn_sum_l"};
+	Expr *lift[2] = {at->wm, at->wl};
+	for (int k = 0; k < 2; k++) {
+		buf_printf(b, "ASC_DEV float %s(const Args &A, const ARow &R, float y0, float y2, int i, int j)\n{\n",
+			   name[k]);
+		if (lift[k]) {
+			cuda_fn_begin(&f, c, b);
+			cuda_fn_return(f, lift[k]);
+			cuda_fn_end(f);
+		} else
+			buf_puts(b, "\treturn 0.0f;\n");
+		buf_puts(b, "}\n");
+	}
+}
 
 void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 {
@@ -636,6 +948,15 @@ void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 				   cuda_ctype(c->row[k].ty.kind), cv, mt, c->nelem + c->ncol + k);
 		}
 	buf_puts(b, "\treturn R;\n}\n");
+	if (at->sum) {
+		sum_hooks(c, at, b);
+		buf_puts(b, "ASC_DEV bool attn_keep(const Args &A, const ARow &R, int i, int j)\n{\n");
+		cuda_mask_body(c, b, c->mask);
+		buf_puts(b, "}\n");
+		tile_hook(c, b);
+		fin_hooks(c, at, b);
+		return;
+	}
 	Expr *a2 = slope2(c, at->score);
 	buf_printf(b, "#define ATTN_LIN %d\nASC_DEV float attn_slope2(const Args &A, const ARow &R)\n{\n", a2 != NULL);
 	if (a2) {

@@ -710,9 +710,10 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 			snprintf(h90, sizeof h90, "; not the Hopper template: %s", why), m->h90 = 0;
 	}
 	snprintf(m->explain, sizeof m->explain,
-		 "template attention (tensor cores, %s, head dims %d/%d): %s; score lowered elementwise on the score "
-		 "tile with dot(q, k) on the tensor cores; mask %s%s",
-		 m->attn.bf16 ? "bf16" : "f16", m->attn.d, m->attn.dv, m->attn.evidence,
+		 "template attention (tensor cores, %s, head dims %d/%d): %s; %s lowered elementwise on the score "
+		 "tile with dot(q, k) on the tensor cores%s; mask %s%s",
+		 m->attn.bf16 ? "bf16" : "f16", m->attn.d, m->attn.dv, m->attn.evidence, m->attn.sum ? "weights" : "score",
+		 m->attn.sum ? ", P V without a row maximum or rescale" : "",
 		 c->mask ? "elementwise, whole tiles skipped by interval arithmetic" : "none", h90);
 }
 

@@ -79,8 +79,11 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		split = cuda_attn_split(&m, v, rows, d->len, heads, 0);
 	if (!cuda_takes_len(&m, v, d->len, msg, n))
 		goto out;
-	runcheck_round_p(d, x->fam == FAM_ATTN && x->pv == 1 ? (m.attn.bf16 ? TY_BF16 : TY_F16) : 0, m.attn.fm,
-			m.attn.fl, m.attn.fo);
+	int pk = x->fam == FAM_ATTN && x->pv == 1 ? (m.attn.bf16 ? TY_BF16 : TY_F16) : 0;
+	if (m.attn.sum)
+		runcheck_round_p_sum(d, pk, m.attn.fo, m.attn.v);
+	else
+		runcheck_round_p(d, pk, m.attn.fm, m.attn.fl, m.attn.fo);
 	CudaPlan p;
 	cuda_plan_h(&m, v, rows, d->len, heads,
 		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);

@@ -386,7 +386,10 @@ static void mark_p(const Gpu *g, int v, RunData *d)
 {
 	const CudaAttn *at = &g->m.attn;
 	int kind = g->m.var[v].fam == FAM_ATTN && g->m.var[v].pv == 1 ? (at->bf16 ? TY_BF16 : TY_F16) : 0;
-	runcheck_round_p(d, kind, at->fm, at->fl, at->fo);
+	if (at->sum)
+		runcheck_round_p_sum(d, kind, at->fo, at->v);
+	else
+		runcheck_round_p(d, kind, at->fm, at->fl, at->fo);
 }
 
 static int checked(RunData *d, char *msg, size_t n)
