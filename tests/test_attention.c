@@ -1468,3 +1468,29 @@ Test(attention, weighted_sums_not_plain_are_refused, .timeout = 300)
 	cr_expect(strstr(msg, "a weighted sum's identity is 0, and that of 'l' is not"), "%s", msg);
 	spec_carrier_free(c);
 }
+
+/* The weighted sum's default configurations and decoding's assemble for
+ * sm_90 without spills or stack at head dims 64 and 128, f16 and bf16,
+ * with the scalar sums beside o. */
+Test(attention, ptxas_sigmoid_without_spills, .timeout = 300)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	static const char *const paths[] = {SIGMOID, "tests/attention/sigmoid_bf16.yaml",
+					    "tests/attention/sigmoid_normalized.yaml"};
+	static const int dims[] = {64, 128};
+	for (size_t p = 0; p < sizeof paths / sizeof *paths; p++)
+		for (int k = 0; k < 2; k++) {
+			Carrier *c = load_dims(paths[p], dims[k]);
+			CudaModule m;
+			char what[256];
+			cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+			cr_assert_eq(m.base, FAM_ATTN, "%s", m.explain);
+			snprintf(what, sizeof what, "%s d=%d", paths[p], dims[k]);
+			ptxas_clean(nv, c, &m, what);
+		}
+	nvrtc_close(nv);
+}

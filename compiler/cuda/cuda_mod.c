@@ -538,8 +538,11 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 			/* decoding's blocks are as many an SM as their stages allow
 			 * (1 to 3): registers up to that, where ptxas, not knowing the
 			 * shared memory, aimed at 6 blocks and spilled (80 registers at
-			 * head dim 32 with a float mask) */
-			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_sm_blocks(m, x) : 0, body);
+			 * head dim 32 with a float mask).  A weighted sum's others, at
+			 * least one: without, ptxas held sigmoid attention's 64 rows a
+			 * block at head dim 64 to 128 registers around the division's
+			 * slow-path call, and spilled 12 bytes; with, 143 and none. */
+			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_sm_blocks(m, x) : at->sum ? 1 : 0, body);
 			snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
 			if (!acomb++)
 				kernel(b, nm[1], ATTN_COMBINE_NT, 0, body);
