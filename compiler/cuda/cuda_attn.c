@@ -656,20 +656,35 @@ static const char *mem_type(int kind)
 	return kind == TY_BOOL ? "unsigned char" : cuda_ctype(kind);
 }
 
+/* The end of a finalize hook: `s` counted as used (a weighted sum's by
+ * its fields, which NVRTC takes as a use where `(void)s` is not). */
+static void end_fin(Buf *b, const CudaAttn *at)
+{
+	if (!at->sum)
+		buf_puts(b, "\t(void)s;\n");
+	if (at->sum && at->fm >= 0)
+		buf_printf(b, "\t(void)s.f%d;\n", at->fm);
+	if (at->sum && at->fl >= 0)
+		buf_printf(b, "\t(void)s.f%d;\n", at->fl);
+	buf_puts(b, "}\n");
+}
+
 /* The scalar fields of a state (m, l) as a local `s`, for the finalize;
- * a weighted sum's in the same slots, where it has them. */
+ * a weighted sum's in the same slots, where it has them (none: no `s`). */
 static void ml_state(Buf *b, const CudaAttn *at)
 {
 	if (!at->sum) {
 		buf_printf(b, "\tstruct { float f%d, f%d; } s;\n\ts.f%d = m;\n\ts.f%d = l;\n", at->fm, at->fl, at->fm, at->fl);
 		return;
 	}
-	buf_puts(b, "\tstruct {\n\t\tint unused_;\n");
+	if (at->fm < 0 && at->fl < 0)
+		return; /* none: the finalize reads o alone */
+	buf_puts(b, "\tstruct {\n");
 	if (at->fm >= 0)
 		buf_printf(b, "\t\tfloat f%d;\n", at->fm);
 	if (at->fl >= 0)
 		buf_printf(b, "\t\tfloat f%d;\n", at->fl);
-	buf_puts(b, "\t} s;\n\ts.unused_ = 0;\n");
+	buf_puts(b, "\t} s;\n");
 	if (at->fm >= 0)
 		buf_printf(b, "\ts.f%d = m;\n", at->fm);
 	if (at->fl >= 0)
@@ -691,7 +706,7 @@ static void fin_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 			buf_printf(b, "\tASC_ST((%s *)A.out[%d] + at, ov%d);\n", mem_type(at->fin[k]->ty.kind), k, k);
 		}
 	cuda_fn_end(f);
-	buf_puts(b, "\t(void)s;\n}\n");
+	end_fin(b, at);
 	buf_puts(b, "ASC_DEV void attn_fin_vec(const Args &A, const ARow &R, float m, float l, float y1, int i, "
 		    "long long at, int u)\n{\n");
 	ml_state(b, at);
@@ -706,7 +721,7 @@ static void fin_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 				   at->dv, k);
 		}
 	cuda_fn_end(f);
-	buf_puts(b, "\t(void)s;\n}\n");
+	end_fin(b, at);
 }
 
 /* attn_tile: the mask over a box of (i, j) by interval arithmetic.
