@@ -34,7 +34,9 @@
  * and attn_fin_vec(A, R, m, l, oc, i, at, u): the spec's finalize, per
  * row and per component of the vector outputs; ATTN_QI, ATTN_KI, ATTN_VI:
  * input slots of q, k, v.  With ATTN_SUM 1 (else undefined or 0):
- * attn_weight(A, R, x, i, j) = w with dot(q, k) = x (not in base 2);
+ * attn_weight(A, R, x, i, j) = w with dot(q, k) = x (not in base 2),
+ * or with ATTN_WSIG 1 the argument a of w = sigmoid(a), the template
+ * taking the sigmoid itself (attn_sigmoid);
  * ATTN_SUM_M, ATTN_SUM_L: 1 where the m or l slot holds a scalar field,
  * and then attn_sum_m(A, R, x, w, i, j) and attn_sum_l(...) its lift,
  * given the dot and o's weight w; the finalize hooks take those fields'
@@ -320,6 +322,25 @@ ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], 
 		mx[hf] = LIN ? a2[hf] * asc_lanes_max<4>(mx[hf]) : asc_lanes_max<4>(mx[hf]);
 }
 #else
+/* 1 / (1 + 2^(-x log2(e))) by the SFU alone (ex2.approx.ftz and
+ * rcp.approx.ftz: a few float32 ulps, far under P's rounding to f16/bf16):
+ * the spec's lowering divides as IEEE asks, whose slow path is a call,
+ * and takes exp2f's subnormal path, some ten instructions a score more.
+ * Where x < -87 the weight is under 2^-126 and flushed to 0 (1 + 2^(-x
+ * log2(e)) overflows to inf, whose reciprocal is 0); NaN stays NaN. */
+ASC_DEV float attn_sigmoid(float x)
+{
+	float y = 1.0f + asc_exp2(x * -1.44269504f);
+#ifdef ASSOC_EMU
+	float r = 1.0f / y; /* the flush modelled */
+	return r < 0x1p-126f ? 0.0f : r;
+#else
+	float r;
+	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(y));
+	return r;
+#endif
+}
+
 /* A weighted sum's P on 16 rows x BN keys from kb: each dot x of s
  * becomes its weight w, and the thread's parts of the scalar fields' sums
  * (sm, sl: the m and l slots) grow by their lifts.  With MASK, keys from
@@ -336,7 +357,9 @@ ASC_DEV void attn_weights(const Args &A, const ARow (&R)[2], const int (&ir)[2],
 		for (int c = 0; c < 4; c++) {
 			int hf = c / 2, i = ir[hf], j = kb + nt * 8 + 2 * t + (c & 1);
 			bool keep = !MASK || !(j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j)));
-			float x = s[nt][c], w = keep ? attn_weight(A, R[hf], x, i, j) : 0.0f;
+			float x = s[nt][c], w = 0.0f;
+			if (keep)
+				w = ATTN_WSIG ? attn_sigmoid(attn_weight(A, R[hf], x, i, j)) : attn_weight(A, R[hf], x, i, j);
 			if (ATTN_SUM_M && keep)
 				sm[hf] += attn_sum_m(A, R[hf], x, w, i, j);
 			if (ATTN_SUM_L && keep)

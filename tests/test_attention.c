@@ -1234,8 +1234,12 @@ Test(attention, sigmoid_takes_the_template_as_a_weighted_sum)
 	cr_expect(strstr(m.explain, "template attention (tensor cores, f16, head dims 64/64): merge structurally plain "
 				    "sums (weighted sum: o -> o)"), "%s", m.explain);
 	cr_expect(strstr(m.explain, "P V without a row maximum or rescale"), "%s", m.explain);
-	cr_expect(strstr(m.hooks, "#define ATTN_SUM 1\n#define ATTN_SUM_M 0\n#define ATTN_SUM_L 0\n"), "%s", m.hooks);
+	/* the weight a sigmoid, which the template takes by the SFU: the hook
+	 * gives its argument */
+	cr_expect(strstr(m.hooks, "#define ATTN_SUM 1\n#define ATTN_SUM_M 0\n#define ATTN_SUM_L 0\n#define ATTN_WSIG 1\n"),
+		  "%s", m.hooks);
 	cr_expect(strstr(m.hooks, "ASC_DEV float attn_weight(") && !strstr(m.hooks, "attn_score2"), "%s", m.hooks);
+	cr_expect(!strstr(strstr(m.hooks, "attn_weight("), "exp2f"), "the sigmoid left to the template: %s", m.hooks);
 	cuda_module_free(&m);
 	spec_carrier_free(c);
 	c = load_dims("tests/attention/sigmoid_normalized.yaml", 0);

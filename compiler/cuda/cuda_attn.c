@@ -922,11 +922,13 @@ int cuda_attn_linear(Carrier *c, const CudaAttn *at) { return !at->sum && slope2
 static void sum_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 {
 	struct Fn *f;
-	buf_printf(b, "#define ATTN_SUM 1\n#define ATTN_SUM_M %d\n#define ATTN_SUM_L %d\n", at->fm >= 0, at->fl >= 0);
+	int sig = at->weight->op == EXPR_SIGMOID; /* the template's own sigmoid, by the SFU */
+	buf_printf(b, "#define ATTN_SUM 1\n#define ATTN_SUM_M %d\n#define ATTN_SUM_L %d\n#define ATTN_WSIG %d\n",
+		   at->fm >= 0, at->fl >= 0, sig);
 	buf_puts(b, "#define ATTN_LIN 0\nASC_DEV float attn_slope2(const Args &A, const ARow &R)\n{\n\treturn 1.0f;\n}\n");
 	buf_puts(b, "ASC_DEV float attn_weight(const Args &A, const ARow &R, float y0, int i, int j)\n{\n");
 	cuda_fn_begin(&f, c, b);
-	cuda_fn_return(f, at->weight);
+	cuda_fn_return(f, sig ? at->weight->a[0] : at->weight);
 	cuda_fn_end(f);
 	buf_puts(b, "}\n");
 	const char *name[2] = {"attn_sum_m", "attn_sum_l"};
