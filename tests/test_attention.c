@@ -1254,6 +1254,15 @@ Test(attention, sigmoid_takes_the_template_as_a_weighted_sum)
 				  "\treturn 1.0f;\n}"), "%s", m.hooks);
 	cuda_module_free(&m);
 	spec_carrier_free(c);
+	/* o = v / x: the weight 1 / x, which l's lift shares */
+	c = load_dims("tests/attention/rational_weight.yaml", 0);
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(m.base, FAM_ATTN, "%s", m.explain);
+	cr_expect(strstr(m.hooks, "#define ATTN_WSIG 0\n"), "%s", m.hooks);
+	cr_expect(strstr(m.hooks, "attn_sum_l(const Args &A, const ARow &R, float y0, float y2, int i, int j)\n{\n"
+				  "\treturn y2;\n}"), "%s", m.hooks);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
 	c = load_dims("specs/attention.yaml", 0);
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(!m.attn.sum && !strstr(m.hooks, "ATTN_SUM"), "(m, l, o): %s", m.hooks);
@@ -1293,6 +1302,11 @@ Test(attention, sigmoid_window_bf16_head_dim_128, .timeout = 300)
 Test(attention, sigmoid_normalized_head_dim_64, .timeout = 300)
 {
 	sigmoid_dims("tests/attention/sigmoid_normalized.yaml", 64);
+}
+/* a weight that is no sigmoid, v / (1 + s^2): lowered as the spec has it */
+Test(attention, rational_weight_head_dim_64, .timeout = 300)
+{
+	sigmoid_dims("tests/attention/rational_weight.yaml", 64);
 }
 
 /* Rows 0..4 see no key: out is the identity's, 0 in every component (the
@@ -1475,7 +1489,8 @@ Test(attention, weighted_sums_not_plain_are_refused, .timeout = 300)
 
 /* The weighted sum's default configurations and decoding's assemble for
  * sm_90 without spills or stack at head dims 64 and 128, f16 and bf16,
- * with the scalar sums beside o. */
+ * with the scalar sums beside o, and with a weight that divides (the
+ * IEEE division's slow path a call). */
 Test(attention, ptxas_sigmoid_without_spills, .timeout = 300)
 {
 	cuda_test_cache();
@@ -1484,7 +1499,7 @@ Test(attention, ptxas_sigmoid_without_spills, .timeout = 300)
 	if (nvrtc_open(&nv, msg, sizeof msg))
 		cr_skip_test("no NVRTC: %s", msg);
 	static const char *const paths[] = {SIGMOID, "tests/attention/sigmoid_bf16.yaml",
-					    "tests/attention/sigmoid_normalized.yaml"};
+					    "tests/attention/sigmoid_normalized.yaml", "tests/attention/rational_weight.yaml"};
 	static const int dims[] = {64, 128};
 	for (size_t p = 0; p < sizeof paths / sizeof *paths; p++)
 		for (int k = 0; k < 2; k++) {

@@ -397,8 +397,9 @@ static int sum_identity(Carrier *c, char *why, size_t n)
 	return 0;
 }
 
-/* o's lift w v (or v w, or v alone: w = 1), w scalar and elementwise in
- * dot(q, k); the scalar fields' lifts elementwise in the same dot and w. */
+/* o's lift w v (or v w, v / x: w = 1 / x, or v alone: w = 1), w scalar
+ * and elementwise in dot(q, k); the scalar fields' lifts elementwise in
+ * the same dot and w. */
 static int sum_lifts(Carrier *c, CudaAttn *at, char *why, size_t n)
 {
 	Ir *ir = c->ir;
@@ -406,10 +407,12 @@ static int sum_lifts(Carrier *c, CudaAttn *at, char *why, size_t n)
 	at->v = var_slot(c, lo, VAR_COL);
 	if (at->v >= 0)
 		w = ir_const(ir, ty_scalar(TY_F32), 1);
-	else if (lo->op == EXPR_MUL)
+	else if (lo->op == EXPR_MUL) {
 		for (int k = 0; k < 2 && !w; k++)
 			if ((at->v = var_slot(c, lo->a[k], VAR_COL)) >= 0 && !lo->a[1 - k]->ty.len)
 				w = lo->a[1 - k];
+	} else if (lo->op == EXPR_DIV && (at->v = var_slot(c, lo->a[0], VAR_COL)) >= 0 && !lo->a[1]->ty.len)
+		w = ir_bin(ir, EXPR_DIV, ir_const(ir, lo->a[1]->ty, 1), lo->a[1]);
 	if (!w) {
 		snprintf(why, n, "the lift of '%s' is not w * v with w a scalar weight and v a column input",
 			 c->state[at->fo].name);
