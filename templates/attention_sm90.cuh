@@ -40,7 +40,12 @@
  * attention.cuh; query rows past the run are computed and not written.
  *
  * Split > 1 writes partial states and merges them as attention.cuh's MT = 1
- * kernels do (attn_split_last). */
+ * kernels do (attn_split_last).
+ *
+ * ATTN_SUM 1 (attention.cuh's weighted-sum contract, sigmoid attention):
+ * P is the weight of each score (attn_weight, or attn_sigmoid of it), the
+ * scalar fields' sums grow beside it in the m and l slots, and there is no
+ * row maximum and no rescale of o. */
 
 struct alignas(64) AttnMaps {
 	AscTmap q, k, v;
@@ -62,6 +67,29 @@ struct Attn90Smem {
 	static const int BYTES = BAR + 8 * (2 * NS + 1) + 1024; /* and the alignment's slack */
 };
 
+#if ATTN_SUM
+/* A weighted sum's P on the thread's elements of S, as attention.cuh's
+ * attn_weights does on mma.sync's: masked keys weigh 0 in every field (a
+ * select, so that an infinite or NaN weight stays out). */
+template <int MASK, int BN>
+ASC_DEV void attn90_weights(const Args &A, const ARow (&R)[2], const int (&ir)[2], float (&s)[BN / 2], float (&sm)[2],
+			    float (&sl)[2], int kb, int jn, int cls, int t)
+{
+#pragma unroll
+	for (int x = 0; x < BN / 2; x++) {
+		int c = x % 4, hf = c / 2, i = ir[hf], j = kb + x / 4 * 8 + 2 * t + (c & 1);
+		bool keep = !MASK || !(j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j)));
+		float y = s[x], w = 0.0f;
+		if (keep)
+			w = ATTN_WSIG ? attn_sigmoid(attn_weight(A, R[hf], y, i, j)) : attn_weight(A, R[hf], y, i, j);
+		if (ATTN_SUM_M && keep)
+			sm[hf] += attn_sum_m(A, R[hf], y, w, i, j);
+		if (ATTN_SUM_L && keep)
+			sl[hf] += attn_sum_l(A, R[hf], y, w, i, j);
+		s[x] = w;
+	}
+}
+#else
 /* The scores of the thread's two rows (16 w + g, + 8 of its warpgroup's
  * 64) over the BN keys of the tile from kb, as attn_scores does for
  * mma.sync's fragments: s[4 n + c] is row g + 8 (c / 2), key 8 n + 2 t +
@@ -84,6 +112,7 @@ ASC_DEV void attn90_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2]
 	for (int hf = 0; hf < 2; hf++)
 		mx[hf] = LIN ? a2[hf] * asc_lanes_max<4>(mx[hf]) : asc_lanes_max<4>(mx[hf]);
 }
+#endif
 
 /* P's registers, which a wgmma reads until the wait that retires it:
  * the compiler keeps them, and their writes, on their side of this point
@@ -176,7 +205,7 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		R[hf] = attn_row(A, run + (r < M ? r : 0));
 		a2[hf] = attn_slope2(A, R[hf]);
 		lin = lin && a2[hf] >= 0;
-		m[hf] = -ASC_INF;
+		m[hf] = ATTN_SUM ? 0.0f : -ASC_INF; /* the identity */
 		l[hf] = 0;
 	}
 	lin = __all_sync(0xffffffffu, lin);
@@ -204,6 +233,12 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		asc_wgmma_commit();
 		asc_wgmma_wait<0>();
 		asc_wgmma_hold(s);
+#if ATTN_SUM
+		if (full)
+			attn90_weights<0, BN>(A, R, ir, s, m, l, kb, jn, cls, t);
+		else
+			attn90_weights<1, BN>(A, R, ir, s, m, l, kb, jn, cls, t);
+#else
 		float mx[2], scale[2] = {full && lin ? a2[0] : 1.0f, full && lin ? a2[1] : 1.0f};
 		if (full && lin)
 			attn90_scores<0, 1, BN>(A, R, ir, a2, s, mx, kb, jn, cls, t);
@@ -223,6 +258,7 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 #pragma unroll
 		for (int x = 0; x < DV / 2; x++)
 			o[x] *= alpha[x % 4 / 2];
+#endif
 		/* P as the A fragments of the k-steps of 16 keys: register 2 (n % 2) + hf
 		 * of step n / 2 holds row g + 8 hf, keys 8 n + 2 t, + 1 */
 		unsigned pf[PV][BN / 16][4];
@@ -231,8 +267,12 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 			float p[4];
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
+#if ATTN_SUM
+				p[c] = s[4 * nt + c];
+#else
 				p[c] = asc_exp2(fmaf(s[4 * nt + c], scale[c / 2], -mb[c / 2]));
 				l[c / 2] += p[c];
+#endif
 			}
 #pragma unroll
 			for (int r = 0; r < PV; r++)
@@ -277,7 +317,12 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 #pragma unroll
 	for (int hf = 0; hf < 2; hf++) {
 		int r = r0 + 8 * hf, i = ir[hf];
+#if ATTN_SUM
+		float lr = asc_lanes_sum<4>(l[hf]), mr = ATTN_SUM_M ? asc_lanes_sum<4>(m[hf]) : 0.0f;
+		(void)LN2;
+#else
 		float lr = asc_lanes_sum<4>(l[hf]), mr = m[hf] == -ASC_INF ? -ASC_INF : m[hf] * LN2;
+#endif
 		if (r >= M)
 			continue;
 		long long at = run + r;

@@ -1,11 +1,12 @@
 /* test_attn90.c: the Hopper attention template (templates/attention_sm90.cuh)
  * on the emulator against the float64 reference: head dims 64, 128 and
- * 256, f16 and bf16, causal and not, key lengths under a tile, between
- * tiles and past several, one query row, fully masked rows, grouped heads,
- * splits of the keys, one and two warpgroups, one to three stages; the
- * choice (sm_90a only, head dims it takes, the fallback's reasons); its
- * PTX for sm_90a holding wgmma, TMA and mbarriers and assembling without
- * spills; the tensor maps the host builds (the fake driver's encoder). */
+ * 256, f16 and bf16, causal and not, weighted sums (sigmoid attention),
+ * key lengths under a tile, between tiles and past several, one query
+ * row, fully masked rows, grouped heads, splits of the keys, one and two
+ * warpgroups, one to three stages; the choice (sm_90a only, head dims it
+ * takes, the fallback's reasons); its PTX for sm_90a holding wgmma, TMA
+ * and mbarriers and assembling without spills; the tensor maps the host
+ * builds (the fake driver's encoder). */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -209,7 +210,7 @@ Test(attn90, tensor_map_layouts)
 
 /* `emit --target ptx --arch sm_90a`: wgmma for both products, TMA copies
  * completing mbarriers, no spills or stack at head dims 64, 128 and 256,
- * f16 and bf16. */
+ * f16 and bf16, and for a weighted sum (sigmoid attention). */
 Test(attn90, ptx_for_sm_90a_without_spills, .timeout = 600)
 {
 	cuda_test_cache();
@@ -222,7 +223,8 @@ Test(attn90, ptx_for_sm_90a_without_spills, .timeout = 600)
 		int d;
 	} runs[] = {{"tests/attention/full_bf16.yaml", 64},  {"tests/attention/full_bf16.yaml", 128},
 		    {"tests/attention/full_bf16.yaml", 256}, {"specs/attention.yaml", 64},
-		    {"specs/attention.yaml", 128},           {"specs/attention.yaml", 256}};
+		    {"specs/attention.yaml", 128},           {"specs/attention.yaml", 256},
+		    {"specs/sigmoid_attention.yaml", 64},    {"specs/sigmoid_attention.yaml", 128}};
 	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
 		Carrier *c = load_dims(runs[r].path, runs[r].d);
 		CudaModule m;
@@ -320,4 +322,27 @@ Test(attn90, command_line_names_the_template, .timeout = 300)
 	cr_expect_eq(sh("build/asan/assoc emit specs/attention.yaml --target llvm --arch sm_90a -o /dev/null", out, sizeof out, 1),
 		     2);
 	cr_expect(strstr(out, "--arch is an option of emit --target cuda and ptx only"), "%s", out);
+}
+
+/* Weighted sums (sigmoid attention, normalized or not) on the Hopper
+ * template: P is the weight, no maximum or rescale; rows that see no key
+ * sum to the identity; splits add up; grouped heads. */
+Test(attn90, weighted_sums, .timeout = 600)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("specs/sigmoid_attention.yaml", 64);
+	run90(c, "sigmoid", 130, 150, 1, 1, 1, NULL);
+	run90(c, "sigmoid, gqa, split 3", 70, 400, 4, 2, 3, NULL);
+	run90(c, "sigmoid, one row", 1, 33, 1, 1, 1, "attention:wg=1,bn=64");
+	spec_carrier_free(c);
+	c = load_dims("specs/sigmoid_attention.yaml", 128);
+	run90(c, "sigmoid d=128", 70, 129, 1, 1, 1, NULL);
+	spec_carrier_free(c);
+	static const char *const more[] = {"tests/attention/sigmoid_normalized.yaml", "tests/attention/sigmoid_bf16.yaml",
+					   "tests/attention/sigmoid_empty_rows.yaml"};
+	for (size_t k = 0; k < sizeof more / sizeof *more; k++) {
+		c = load_dims(more[k], 0);
+		run90(c, more[k], 130, 150, 1, 1, 1, NULL);
+		spec_carrier_free(c);
+	}
 }
