@@ -1,7 +1,7 @@
 /* attention.cuh: FlashAttention-style forward for the (m, l, o) carrier.
  *
- * Contract (templates/attention_contract.yaml; compiler/cuda/cuda_attn.c proves
- * the user's carrier equal to it before this template is used): state
+ * Contract (compiler/cuda/cuda_attn.c proves the user's carrier equal to
+ * it before this template is used): state
  * (m: max, l: sum, o: vector), identity (-inf, 0, 0), lift (s, 1, v) with
  * s = score(dot(q, k)), merge m = max(a.m, b.m), l = a.l e^(a.m - m) +
  * b.l e^(b.m - m), o = a.o e^(a.m - m) + b.o e^(b.m - m).
