@@ -312,6 +312,7 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 			attn90_load_kv<D, DV, BN>(Sm, base, L::KST + st * L::STAGE, T, kl, kh, fb + 2 * st);
 			kl = attn_next(A, i0, i1, kl + BN, hi, BN, &cl);
 		}
+		__syncwarp(); /* warp 0 whole again before the next tile's .aligned wgmma */
 		kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
 	}
 #pragma unroll
