@@ -564,6 +564,57 @@ Test(gpu, every_bundled_spec_on_the_device, .timeout = 600)
 	globfree(&gl);
 }
 
+/* On an sm_90 device, the Hopper attention template (the rule's for
+ * prefill there) against the float64 reference: head dims 64, 128 and
+ * 256, causal and not, f16 and bf16, sigmoid attention, fully masked rows,
+ * grouped heads, split keys, no keys, lengths off the tile. */
+Test(gpu, hopper_attention_on_the_device, .timeout = 600)
+{
+	if (!real_gpu())
+		cr_skip_test("no CUDA device: %s", msg);
+	static const struct {
+		const char *path, *d;
+		int rows, len, heads, kv, split;
+	} runs[] = {{"specs/attention.yaml", "64", 130, 300, 1, 1, 1},
+		    {"specs/attention.yaml", "128", 200, 4099, 2, 1, 1},
+		    {"specs/attention.yaml", "256", 130, 333, 1, 1, 1},
+		    {"tests/attention/full_bf16.yaml", "128", 129, 33, 4, 2, 1},
+		    {"tests/attention/full_bf16.yaml", "64", 65, 4099, 2, 2, 3},
+		    {"tests/attention/full_bf16.yaml", "128", 130, 0, 1, 1, 1},
+		    {"tests/attention/causal_bf16.yaml", "128", 1000, 1000, 1, 1, 1},
+		    {"specs/sigmoid_attention.yaml", "64", 130, 300, 2, 1, 1},
+		    {"tests/attention/empty_rows.yaml", "64", 70, 40, 1, 1, 1}};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = load_dims(runs[k].path, runs[k].d);
+		Gpu g;
+		cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+		if (strcmp(g.arch, "sm_90a")) {
+			char arch[16];
+			snprintf(arch, sizeof arch, "%s", g.arch);
+			gpu_close(&g);
+			spec_carrier_free(c);
+			cr_skip_test("a device of %s: the Hopper template is sm_90a's", arch);
+		}
+		int v = cuda_pick(&g.m, runs[k].rows * (runs[k].heads / runs[k].kv), runs[k].len, runs[k].split);
+		cr_expect_gt(g.m.var[v].wg, 0, "%s d=%s: the rule takes the Hopper template", runs[k].path, runs[k].d);
+		gpu_close(&g);
+		RunData *d = rundata_new_heads(c, runs[k].rows, runs[k].len, runs[k].heads, runs[k].kv);
+		cr_assert_eq(rundata_draw(d, 7, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		RunOpts o = {.split = runs[k].split, .deterministic = 1};
+		cr_assert_eq(run_device_find("gpu")->run(d, &o, msg, sizeof msg), 0, "%s: %s", runs[k].path, msg);
+		RunCheck rc;
+		runcheck_run(d, &rc);
+		for (int q = 0; q < rc.nout; q++)
+			cr_expect(rc.out[q].worst_ratio <= 1 && !rc.out[q].nan_mismatch,
+				  "%s d=%s, %d rows x %d, %d/%d heads, split %d: %s at %g of tolerance", runs[k].path, runs[k].d,
+				  runs[k].rows, runs[k].len, runs[k].heads, runs[k].kv, runs[k].split, rc.out[q].name,
+				  rc.out[q].worst_ratio);
+		runcheck_free(&rc);
+		rundata_free(d);
+		spec_carrier_free(c);
+	}
+}
+
 Test(gpu, tune_logs_every_candidate)
 {
 	if (!have_nvrtc())
