@@ -262,8 +262,9 @@ Test(attn90, ptx_for_sm_90a_without_spills, .timeout = 600)
 
 /* On an sm_90 device (the fake driver), prefill takes the Hopper template:
  * the module is compiled for sm_90a, each launch encodes the three tensor
- * maps (q, k, v) with the driver; a driver without cuTensorMapEncodeTiled
- * (before CUDA 12) is named as the reason. */
+ * maps (q, k, v) with the driver; inputs off 16-byte alignment take the
+ * mma.sync template; a driver without cuTensorMapEncodeTiled (before CUDA
+ * 12) is named as the reason. */
 Test(attn90, gpu_launch_encodes_tensor_maps, .timeout = 300)
 {
 	char msg[4096];
@@ -290,6 +291,14 @@ Test(attn90, gpu_launch_encodes_tensor_maps, .timeout = 300)
 	int before = tmaps();
 	cr_assert_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(tmaps() - before, 3, "q, k and v");
+	/* a caller's q off 16-byte alignment, which TMA cannot read: the
+	 * mma.sync template's variant runs instead, with no tensor map */
+	const void *q = b.a.in[g.m.attn.qi];
+	b.a.in[g.m.attn.qi] = (const char *)q + 2;
+	before = tmaps();
+	cr_expect_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(tmaps(), before, "no tensor map for a misaligned q");
+	b.a.in[g.m.attn.qi] = q;
 	gpu_free_bufs(&g, &b);
 	gpu_close(&g);
 	dlclose(lib);

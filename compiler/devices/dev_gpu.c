@@ -210,9 +210,25 @@ void gpu_free_bufs(Gpu *g, GpuBufs *b)
 	memset(b, 0, sizeof *b);
 }
 
+/* TMA reads q, k and v from 16-byte aligned addresses only: a caller's
+ * pointers that are not go to the mma.sync template's prefill variant
+ * (its loads take any alignment), v itself otherwise. */
+static int tma_aligned_or_fallback(const Gpu *g, const GpuBufs *b, int v)
+{
+	const CudaAttn *at = &g->m.attn;
+	if (!g->m.var[v].wg || !(((size_t)b->a.in[at->qi] | (size_t)b->a.in[at->ki] | (size_t)b->a.in[at->vi]) & 15))
+		return v;
+	for (int k = 0; k < g->m.nvar; k++)
+		if (g->m.var[k].fam == FAM_ATTN && !g->m.var[k].wg && g->m.var[k].ks <= 1 && cuda_fits(&g->m, k, NULL, 0))
+			return k;
+	return v;
+}
+
 int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *msg, size_t n)
 {
 	CudaPlan p;
+	if (g->m.var[v].fam == FAM_ATTN)
+		v = tma_aligned_or_fallback(g, b, v);
 	const Variant *x = &g->m.var[v];
 	if (!cuda_takes_len(&g->m, v, len, msg, n)) /* a kept row past the stash would overwrite shared memory */
 		return -1;
