@@ -67,53 +67,6 @@ struct Attn90Smem {
 	static const int BYTES = BAR + 8 * (2 * NS + 1) + 1024; /* and the alignment's slack */
 };
 
-#if ATTN_SUM
-/* A weighted sum's P on the thread's elements of S, as attention.cuh's
- * attn_weights does on mma.sync's: masked keys weigh 0 in every field (a
- * select, so that an infinite or NaN weight stays out). */
-template <int MASK, int BN>
-ASC_DEV void attn90_weights(const Args &A, const ARow (&R)[2], const int (&ir)[2], float (&s)[BN / 2], float (&sm)[2],
-			    float (&sl)[2], int kb, int jn, int cls, int t)
-{
-#pragma unroll
-	for (int x = 0; x < BN / 2; x++) {
-		int c = x % 4, hf = c / 2, i = ir[hf], j = kb + x / 4 * 8 + 2 * t + (c & 1);
-		bool keep = !MASK || !(j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j)));
-		float y = s[x], w = 0.0f;
-		if (keep)
-			w = ATTN_WSIG ? attn_sigmoid(attn_weight(A, R[hf], y, i, j)) : attn_weight(A, R[hf], y, i, j);
-		if (ATTN_SUM_M && keep)
-			sm[hf] += attn_sum_m(A, R[hf], y, w, i, j);
-		if (ATTN_SUM_L && keep)
-			sl[hf] += attn_sum_l(A, R[hf], y, w, i, j);
-		s[x] = w;
-	}
-}
-#else
-/* The scores of the thread's two rows (16 w + g, + 8 of its warpgroup's
- * 64) over the BN keys of the tile from kb, as attn_scores does for
- * mma.sync's fragments: s[4 n + c] is row g + 8 (c / 2), key 8 n + 2 t +
- * (c & 1). */
-template <int MASK, int LIN, int BN>
-ASC_DEV void attn90_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], float (&s)[BN / 2],
-			   float (&mx)[2], int kb, int jn, int cls, int t)
-{
-	mx[0] = mx[1] = -ASC_INF;
-#pragma unroll
-	for (int x = 0; x < BN / 2; x++) {
-		int c = x % 4, hf = c / 2, i = ir[hf], j = kb + x / 4 * 8 + 2 * t + (c & 1);
-		float y = LIN ? s[x] : attn_score2(A, R[hf], s[x], i, j);
-		if (MASK && (j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j))))
-			y = -ASC_INF;
-		s[x] = y;
-		mx[hf] = fmaxf(mx[hf], y);
-	}
-#pragma unroll
-	for (int hf = 0; hf < 2; hf++)
-		mx[hf] = LIN ? a2[hf] * asc_lanes_max<4>(mx[hf]) : asc_lanes_max<4>(mx[hf]);
-}
-#endif
-
 /* P's registers, which a wgmma reads until the wait that retires it:
  * the compiler keeps them, and their writes, on their side of this point
  * (asc_wgmma_hold does the same for accumulators). */
@@ -233,19 +186,23 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		asc_wgmma_commit();
 		asc_wgmma_wait<0>();
 		asc_wgmma_hold(s);
+		/* S as attention.cuh's score and weight loops take it: the wgmma
+		 * accumulator's element 4 n + c is mma.sync's [n][c] (row g + 8 (c
+		 * / 2), key 8 n + 2 t + (c & 1)) */
+		float(&s4)[BN / 8][4] = *reinterpret_cast<float(*)[BN / 8][4]>(&s);
 #if ATTN_SUM
 		if (full)
-			attn90_weights<0, BN>(A, R, ir, s, m, l, kb, jn, cls, t);
+			attn_weights<0, BN>(A, R, ir, s4, m, l, kb, jn, cls, t);
 		else
-			attn90_weights<1, BN>(A, R, ir, s, m, l, kb, jn, cls, t);
+			attn_weights<1, BN>(A, R, ir, s4, m, l, kb, jn, cls, t);
 #else
 		float mx[2], scale[2] = {full && lin ? a2[0] : 1.0f, full && lin ? a2[1] : 1.0f};
 		if (full && lin)
-			attn90_scores<0, 1, BN>(A, R, ir, a2, s, mx, kb, jn, cls, t);
+			attn_scores<0, 1, BN>(A, R, ir, a2, s4, mx, kb, jn, cls, t);
 		else if (full)
-			attn90_scores<0, 0, BN>(A, R, ir, a2, s, mx, kb, jn, cls, t);
+			attn_scores<0, 0, BN>(A, R, ir, a2, s4, mx, kb, jn, cls, t);
 		else
-			attn90_scores<1, 0, BN>(A, R, ir, a2, s, mx, kb, jn, cls, t);
+			attn_scores<1, 0, BN>(A, R, ir, a2, s4, mx, kb, jn, cls, t);
 		float alpha[2], mb[2];
 #pragma unroll
 		for (int hf = 0; hf < 2; hf++) {
