@@ -583,6 +583,46 @@ ASC_DEV void attn_merge_slices(S &sm, float (&o)[MT][DV / 8][4], float (&m)[MT][
 	}
 }
 
+/* Row r of the run (row i of its head, at in heads x rows) after the key
+ * loop, for the half hf of a thread's mma.sync-shaped fragments (rows g
+ * and g + 8, o[dn][2 hf + x] at column 8 dn + 2 t + x): m back to the
+ * score's units (a weighted sum's: summed over the quad) and l summed
+ * over the quad, then split sp's partial state (A.split > 1) or the
+ * spec's finalize.  Every lane takes part in the sums; rows past the
+ * run's M write nothing. */
+template <int DV>
+ASC_DEV void attn_row_out(const Args &A, const ARow &R, float m, float l, const float (&o)[DV / 8][4], int hf, int r,
+			  int M, long long base, int i, int sp, int t)
+{
+#if ATTN_SUM
+	float lr = asc_lanes_sum<4>(l), mr = ATTN_SUM_M ? asc_lanes_sum<4>(m) : 0.0f;
+#else
+	const float LN2 = 0.693147180559945309f;
+	float lr = asc_lanes_sum<4>(l), mr = m == -ASC_INF ? -ASC_INF : m * LN2;
+#endif
+	if (r >= M)
+		return;
+	long long at = base + r;
+	if (A.split > 1) {
+		float *ws = (float *)A.ws + (at * A.split + sp) * (DV + 2);
+		if (t == 0)
+			ASC_ST(ws, mr), ASC_ST(ws + 1, lr);
+#pragma unroll
+		for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+			for (int x = 0; x < 2; x++)
+				ASC_ST(ws + 2 + dn * 8 + 2 * t + x, o[dn][2 * hf + x]);
+		return;
+	}
+	if (t == 0)
+		attn_fin_row(A, R, mr, lr, i, at);
+#pragma unroll
+	for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+		for (int x = 0; x < 2; x++)
+			attn_fin_vec(A, R, mr, lr, o[dn][2 * hf + x], i, at, dn * 8 + 2 * t + x);
+}
+
 /* KS > 1: the block's warps in KS slices of the key axis: warp w takes the
  * rows of row warp w / KS and keys BW (w % KS) on of every key tile, and
  * the slices' states merge at the end (attn_merge_slices).  For decoding,
@@ -606,7 +646,6 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * (attn_smem). */
 	const int KW = D / 2 + 4, VW = DV / 2 + 4, KV = BN * KW, ST = BN * (KW + VW), QW = BM * KW;
 	const int QB = QS ? NS * ST : 0;
-	const float LN2 = 0.693147180559945309f;
 	static_assert(NS >= 1 && NS <= 3, "1 to 3 pipeline stages");
 	static_assert((NS * ST + (QS ? QW : 0)) * 4 <= 227 * 1024 && QW * 4 <= 227 * 1024,
 		      "K and V tiles or the Q tile over 227 KB of shared memory: fewer keys (bn), stages or rows per tile");
@@ -861,36 +900,9 @@ ASC_DEV void attn_fwd(const Args &A)
 #pragma unroll
 	for (int mt = 0; mt < MT && wk == 0; mt++)
 #pragma unroll
-		for (int hf = 0; hf < 2; hf++) {
-			int r = r0 + mt * 16 + g + 8 * hf, i = ir[mt][hf];
-#if ATTN_SUM
-			float lr = asc_lanes_sum<4>(l[mt][hf]), mr = ATTN_SUM_M ? asc_lanes_sum<4>(m[mt][hf]) : 0.0f;
-			(void)LN2;
-#else
-			float lr = asc_lanes_sum<4>(l[mt][hf]), mr = m[mt][hf] == -ASC_INF ? -ASC_INF : m[mt][hf] * LN2;
-#endif
-			if (r >= M)
-				continue;
-			long long at = base + r;
-			if (A.split > 1) {
-				float *ws = (float *)A.ws + (at * A.split + sp) * (DV + 2);
-				if (t == 0)
-					ASC_ST(ws, mr), ASC_ST(ws + 1, lr);
-#pragma unroll
-				for (int dn = 0; dn < DV / 8; dn++)
-#pragma unroll
-					for (int x = 0; x < 2; x++)
-						ASC_ST(ws + 2 + dn * 8 + 2 * t + x, o[mt][dn][2 * hf + x]);
-				continue;
-			}
-			if (t == 0)
-				attn_fin_row(A, R[mt][hf], mr, lr, i, at);
-#pragma unroll
-			for (int dn = 0; dn < DV / 8; dn++)
-#pragma unroll
-				for (int x = 0; x < 2; x++)
-					attn_fin_vec(A, R[mt][hf], mr, lr, o[mt][dn][2 * hf + x], i, at, dn * 8 + 2 * t + x);
-		}
+		for (int hf = 0; hf < 2; hf++)
+			attn_row_out<DV>(A, R[mt][hf], m[mt][hf], l[mt][hf], o[mt], hf, r0 + mt * 16 + g + 8 * hf, M, base,
+					 ir[mt][hf], sp, t);
 	if (MT == 1 && A.split > 1)
 		attn_split_last<D, DV, NT, BM>(A);
 }

@@ -101,7 +101,6 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 {
 	typedef Attn90Smem<D, DV, WG, BN, NS> L;
 	const int NT = 128 * WG, BM = L::BM;
-	const float LN2 = 0.693147180559945309f;
 	static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "head dims: multiples of 64 up to 256");
 	static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256 && NS >= 1 && NS <= 4, "keys a tile: 16 to 256; 1 to 4 stages");
 	static_assert(L::BYTES <= 227 * 1024, "Q and the stages over 227 KB of shared memory");
@@ -272,37 +271,10 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		__syncwarp(); /* warp 0 whole again before the next tile's .aligned wgmma */
 		kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
 	}
+	const float(&o4)[DV / 8][4] = *reinterpret_cast<const float(*)[DV / 8][4]>(&o); /* as mma.sync's fragments */
 #pragma unroll
-	for (int hf = 0; hf < 2; hf++) {
-		int r = r0 + 8 * hf, i = ir[hf];
-#if ATTN_SUM
-		float lr = asc_lanes_sum<4>(l[hf]), mr = ATTN_SUM_M ? asc_lanes_sum<4>(m[hf]) : 0.0f;
-		(void)LN2;
-#else
-		float lr = asc_lanes_sum<4>(l[hf]), mr = m[hf] == -ASC_INF ? -ASC_INF : m[hf] * LN2;
-#endif
-		if (r >= M)
-			continue;
-		long long at = run + r;
-		if (A.split > 1) {
-			float *ws = (float *)A.ws + (at * A.split + sp) * (DV + 2);
-			if (t == 0)
-				ASC_ST(ws, mr), ASC_ST(ws + 1, lr);
-#pragma unroll
-			for (int dn = 0; dn < DV / 8; dn++)
-#pragma unroll
-				for (int x = 0; x < 2; x++)
-					ASC_ST(ws + 2 + dn * 8 + 2 * t + x, o[4 * dn + 2 * hf + x]);
-			continue;
-		}
-		if (t == 0)
-			attn_fin_row(A, R[hf], mr, lr, i, at);
-#pragma unroll
-		for (int dn = 0; dn < DV / 8; dn++)
-#pragma unroll
-			for (int x = 0; x < 2; x++)
-				attn_fin_vec(A, R[hf], mr, lr, o[4 * dn + 2 * hf + x], i, at, dn * 8 + 2 * t + x);
-	}
+	for (int hf = 0; hf < 2; hf++)
+		attn_row_out<DV>(A, R[hf], m[hf], l[hf], o4, hf, r0 + 8 * hf, M, run, ir[hf], sp, t);
 	if (A.split > 1)
 		attn_split_last<D, DV, NT, BM>(A);
 }
