@@ -21,17 +21,13 @@
 #include "cudatest.h"
 #include "testutil.h"
 
+/* An attention spec at head dims d = dv (0: the spec's own). */
 static Carrier *load_dims(const char *path, int d)
 {
 	char dv[16];
 	snprintf(dv, sizeof dv, "%d", d);
 	Define defs[2] = {{"d", dv}, {"dv", dv}};
-	Diag dg;
-	diag_init(&dg, path);
-	Carrier *c = spec_load_file(path, defs, d ? 2 : 0, &dg);
-	cr_assert(c, "%s: %s", path, dg.text ? dg.text : "");
-	diag_free(&dg);
-	return c;
+	return load_defs(path, defs, d ? 2 : 0);
 }
 
 /* One run as sm_90a on the emulator, checked against the reference; the
