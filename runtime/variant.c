@@ -32,6 +32,12 @@ void variant_str(const Variant *v, char *buf, size_t n)
 	} else {
 		k = snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", variant_family_name(v->fam), v->nt, v->acc,
 			     v->vec, v->warp, v->items);
+		/* one load an accumulator and the plain fold are the defaults,
+		 * unnamed, so that the texts written before them read the same */
+		if (v->un > 1 && k > 0 && (size_t)k < n)
+			k += snprintf(buf + k, n - k, ",un=%d", v->un);
+		if (v->tf && k > 0 && (size_t)k < n)
+			k += snprintf(buf + k, n - k, ",tf=%d", v->tf);
 	}
 	if (v->split > 0 && k > 0 && (size_t)k < n)
 		snprintf(buf + k, n - k, ",split=%d", v->split);
@@ -41,11 +47,11 @@ void variant_str(const Variant *v, char *buf, size_t n)
 static int *slot(Variant *v, const char *key)
 {
 	int attn = v->fam == FAM_ATTN;
-	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn", "pv", "st", "ks", "wg", "split"};
-	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp, &v->items, &v->mt, &v->bn, &v->pv, &v->st, &v->ks, &v->wg, &v->split};
+	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn", "pv", "st", "ks", "wg", "split", "un", "tf"};
+	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp, &v->items, &v->mt, &v->bn, &v->pv, &v->st, &v->ks, &v->wg, &v->split, &v->un, &v->tf};
 	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (!strcmp(key, keys[k]))
-			return k >= 5 && k <= 10 && !attn ? NULL : slots[k];
+			return (k >= 5 && k <= 10 && !attn) || (k >= 12 && attn) ? NULL : slots[k];
 	return NULL;
 }
 
@@ -55,7 +61,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 	const char *colon = strchr(s, ':');
 	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
 	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
-	*v = (Variant){variant_family(fam), 128, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	*v = (Variant){variant_family(fam), 128, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
 	if (v->fam == FAM_NONE) {
 		snprintf(msg, n, "configuration '%s': unknown kernel family '%s' (%s, %s, %s, %s, %s)", s, fam,
 			 fam_names[FAM_ROWREDUCE], fam_names[FAM_ROWMAP], fam_names[FAM_SPLITK], fam_names[FAM_SCAN],
@@ -65,7 +71,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 	if (v->fam == FAM_SCAN)
 		v->items = 4;
 	if (v->fam == FAM_ATTN)
-		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2, v->ks = 1;
+		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2, v->ks = 1, v->un = 0;
 	for (const char *p = colon ? colon + 1 : ""; *p;) {
 		char key[16];
 		size_t kl = 0;
@@ -85,7 +91,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		int *at = slot(v, key);
 		if (!at) {
 			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
-				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, split" : "nt, acc, vec, warp, items, split");
+				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, split" : "nt, acc, vec, warp, items, un, tf, split");
 			return -1;
 		}
 		*at = (int)val;
@@ -127,10 +133,12 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 	int ok = v->nt >= 32 && v->nt <= 1024 && v->nt % 32 == 0 && v->acc >= 1 && v->acc <= 8 &&
 		 (v->vec == 1 || v->vec == 4) && (v->warp == 0 || v->warp == 1) && v->items >= 0 && v->items <= 64 &&
 		 (v->fam != FAM_SCAN || v->items >= 1) && (!v->warp || row) &&
-		 (!v->items || v->fam == FAM_ROWMAP || v->fam == FAM_SCAN);
+		 (!v->items || v->fam == FAM_ROWMAP || v->fam == FAM_SCAN) && (v->un == 1 || v->un == 2 || v->un == 4) &&
+		 (v->tf == 0 || v->tf == 1) && (v->fam != FAM_SCAN || (v->un == 1 && !v->tf));
 	if (!ok) {
 		snprintf(msg, n, "configuration '%s' is out of range (nt: a multiple of 32 up to 1024; acc 1-8; vec 1 or 4; "
-				 "warp 0 or 1, rowreduce and rowmap only; items 0-64, rowmap and scan only)", s);
+				 "warp 0 or 1, rowreduce and rowmap only; items 0-64, rowmap and scan only; un 1, 2 or 4 and "
+				 "tf 0 or 1, not for scan)", s);
 		return -1;
 	}
 	return 0;

@@ -25,7 +25,11 @@ enum { VARIANT_MAX_SPLIT = 1 << 16 };
  * rows (nt = 128 wg; mt 1, ks 1), 0: the mma.sync template.  split: blocks a row's reduced axis
  * is split across (splitk, scan, attention; 1 elsewhere), 0 where the
  * text does not say and the shape's rule chooses; a module's kernels have
- * none. */
+ * none.  Row templates (rowreduce, rowmap, splitk): un, the loads of acc
+ * accumulators each thread issues before it folds any of them (bytes in
+ * flight: un * acc 16-byte loads; 0 and 1 alike mean one), and tf, each
+ * such tile folded in the coordinates of the carrier's proved certificate
+ * (templates/blocks.cuh: tile_fold). */
 typedef struct {
 	Family fam;
 	int nt, acc, vec, warp, items;
@@ -33,6 +37,7 @@ typedef struct {
 	int st, ks;
 	int split;
 	int wg;
+	int un, tf;
 } Variant;
 
 /* "rowreduce", "rowmap", "splitk", "scan", "attention" ("none" for FAM_NONE). */
