@@ -129,11 +129,18 @@ ASC_DEV void segment(int t, int NT, int lo, int hi, int &b, int &e)
 
 /* Fold positions [lo, hi) of row i as thread t of NT: a contiguous segment
  * where order matters; otherwise strided (coalesced) with ACC independent
- * accumulators, and 16-byte loads of 4 elements where aligned.  Compiled
- * once per (ACC, VEC) for all the module's kernels (ASC_FN), with NT a
- * value; in the SASS each kernel calls its own copy, once per row, outside
- * the row loop. */
-template <int ACC, int VEC>
+ * accumulators, and 16-byte loads of 4 elements where aligned.  Each step
+ * of the loop loads a tile of UN * ACC groups (of 4 elements, or of one in
+ * the scalar loop) before it folds any of them: UN * ACC loads of each
+ * thread in flight at once, which is what keeps HBM busy (Little's law:
+ * tens of KB an SM).  TF (where the carrier's certificate is proved,
+ * ASC_TRANSPORT): the tile is folded in the certificate's coordinates by
+ * tile_fold, one merge a tile instead of one an element (the scalar loop's
+ * tiles are then 4 UN * ACC elements, as many as the 16-byte loop's).
+ * Compiled once per (ACC, VEC, UN, TF) for all the module's kernels
+ * (ASC_FN), with NT a value; in the SASS each kernel calls its own copy,
+ * once per row, outside the row loop. */
+template <int ACC, int VEC, int UN = 1, int TF = 0>
 ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi, Stash stash,
 			    int sb)
 {
@@ -150,6 +157,7 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 		}
 		return acc;
 	}
+	const int G = UN * ACC, TFT = TF && ASC_TRANSPORT;
 	State acc[ACC];
 #pragma unroll
 	for (int a = 0; a < ACC; a++)
@@ -157,38 +165,64 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 	int j0 = lo;
 	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A)) {
 		int ng = (hi - lo) / 4;
-		for (int g = t; g < ng; g += NT * ACC) {
+		for (int g = t; g < ng; g += NT * G) {
+			Elem E[G * 4];
+			int J[G * 4];
+			bool L[G * 4];
 #pragma unroll
-			for (int a = 0; a < ACC; a++) {
+			for (int a = 0; a < G; a++) { /* every load of the tile before any use */
 				int gg = g + a * NT;
-				if (gg < ng) {
-					Elem E[4];
-					load_elem4(A, i, lo + 4 * gg, E);
 #pragma unroll
-					for (int v = 0; v < 4; v++) {
-						if (stash) /* v-major: the lanes' stores are to consecutive words */
-							STASH(stash, sb + v * ng + gg) = E[v];
-						step(A, R, E[v], i, lo + 4 * gg + v, acc[a]);
-					}
-				}
+				for (int v = 0; v < 4; v++)
+					L[4 * a + v] = gg < ng, J[4 * a + v] = lo + 4 * gg + v;
+				if (gg < ng)
+					load_elem4(A, i, lo + 4 * gg, &E[4 * a]);
 			}
+#pragma unroll
+			for (int a = 0; a < G; a++)
+				if (stash && L[4 * a]) /* v-major: the lanes' stores are to consecutive words */
+#pragma unroll
+					for (int v = 0; v < 4; v++)
+						STASH(stash, sb + v * ng + g + a * NT) = E[4 * a + v];
+			State s;
+			if (TFT && tile_fold<G * 4>(A, R, i, E, J, L, s)) {
+				acc[0] = merge(A, acc[0], s);
+				continue;
+			}
+#pragma unroll
+			for (int k = 0; k < G * 4; k++)
+				if (L[k])
+					step(A, R, E[k], i, J[k], acc[k / 4 % ACC]);
 		}
 		j0 = lo + 4 * ng;
 	}
-	/* The ACC accumulators are this loop's parallelism: unrolling it further
-	 * only multiplies the carrier's code, and NVRTC's time with it. */
+	/* The tile is this loop's parallelism: unrolling it further only
+	 * multiplies the carrier's code, and NVRTC's time with it. */
+	const int GS = TFT ? 4 * G : G;
 #pragma unroll 1
-	for (int j = j0 + t; j < hi; j += NT * ACC) {
+	for (int j = j0 + t; j < hi; j += NT * GS) {
+		Elem E[GS];
+		int J[GS];
+		bool L[GS];
 #pragma unroll
-		for (int a = 0; a < ACC; a++) {
-			int jj = j + a * NT;
-			if (jj < hi) {
-				Elem E = load_elem(A, i, jj);
-				if (stash)
-					STASH(stash, sb + jj - lo) = E;
-				step(A, R, E, i, jj, acc[a]);
-			}
+		for (int a = 0; a < GS; a++) {
+			J[a] = j + a * NT, L[a] = J[a] < hi;
+			if (L[a])
+				E[a] = load_elem(A, i, J[a]);
 		}
+#pragma unroll
+		for (int a = 0; a < GS; a++)
+			if (stash && L[a])
+				STASH(stash, sb + J[a] - lo) = E[a];
+		State s;
+		if (TFT && tile_fold<GS>(A, R, i, E, J, L, s)) {
+			acc[0] = merge(A, acc[0], s);
+			continue;
+		}
+#pragma unroll
+		for (int a = 0; a < GS; a++)
+			if (L[a])
+				step(A, R, E[a], i, J[a], acc[a % ACC]);
 	}
 	State s = acc[0];
 #pragma unroll
@@ -199,17 +233,18 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 
 /* A: the kernel parameter itself (a copy's address would put the copy in
  * local memory). */
-template <int NT, int ACC, int VEC>
+template <int NT, int ACC, int VEC, int UN = 1, int TF = 0>
 ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int hi, Stash stash = 0, int sb = 0)
 {
-	return thread_fold_at<ACC, VEC>((asc_uptr)&A, R, i, t, NT, lo, hi, stash, sb);
+	return thread_fold_at<ACC, VEC, UN, TF>((asc_uptr)&A, R, i, t, NT, lo, hi, stash, sb);
 }
 
 /* Map outputs of positions [lo, hi) of row i with the row's final state,
  * its elements read again or, with a stash, taken from where
  * thread_fold_at put them (the same positions for the same thread);
- * compiled once per VEC, as thread_fold_at. */
-template <int VEC>
+ * compiled once per (VEC, UN), as thread_fold_at.  Read again, the row
+ * goes four elements at a time with UN loads in flight, two at least. */
+template <int VEC, int UN = 1>
 ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, const int NT, int lo, int hi,
 			Stash stash, int sb)
 {
@@ -241,18 +276,20 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 						map(A, R, E[v], s, i, lo + 4 * g + v);
 			}
 		} else {
-			/* both groups' loads before either's stores, which the
+			/* every group's loads before any group's stores, which the
 			 * compiler may not move them past (the output could alias
-			 * the input as far as it knows): two 16-byte loads in flight */
-			for (int g = t; g < ng; g += 2 * NT) {
-				Elem E[2][4];
-				bool two = g + NT < ng;
-				load_elem4(A, i, lo + 4 * g, E[0]);
-				if (two)
-					load_elem4(A, i, lo + 4 * (g + NT), E[1]);
-				map4(A, R, E[0], s, i, lo + 4 * g);
-				if (two)
-					map4(A, R, E[1], s, i, lo + 4 * (g + NT));
+			 * the input as far as it knows): GM 16-byte loads in flight */
+			const int GM = UN > 2 ? UN : 2;
+			for (int g = t; g < ng; g += GM * NT) {
+				Elem E[GM][4];
+#pragma unroll
+				for (int u = 0; u < GM; u++)
+					if (g + u * NT < ng)
+						load_elem4(A, i, lo + 4 * (g + u * NT), E[u]);
+#pragma unroll
+				for (int u = 0; u < GM; u++)
+					if (g + u * NT < ng)
+						map4(A, R, E[u], s, i, lo + 4 * (g + u * NT));
 			}
 		}
 		j0 = lo + 4 * ng;
@@ -263,9 +300,9 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 	}
 }
 
-template <int NT, int VEC>
+template <int NT, int VEC, int UN = 1>
 ASC_DEV void map_pass(const Args &A, const Row &R, const State &s, int i, int t, int lo, int hi, Stash stash = 0,
 		      int sb = 0)
 {
-	map_pass_at<VEC>((asc_uptr)&A, R, s, i, t, NT, lo, hi, stash, sb);
+	map_pass_at<VEC, UN>((asc_uptr)&A, R, s, i, t, NT, lo, hi, stash, sb);
 }

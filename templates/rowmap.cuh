@@ -7,8 +7,9 @@
  * ITEMS > 0 keeps the row on chip, in shared memory (ITEMS elements per
  * thread, NT * ITEMS per block; 1 read and 1 write per element); needs
  * len <= ITEMS * threads per row.  ITEMS == 0 re-reads the row in the
- * second pass (2 reads and 1 write per element). */
-template <int NT, int ACC, int VEC, int WARP_ROW, int ITEMS>
+ * second pass (2 reads and 1 write per element).  UN, TF: the row loops'
+ * tiles (templates/blocks.cuh: thread_fold_at, map_pass_at). */
+template <int NT, int ACC, int VEC, int WARP_ROW, int ITEMS, int UN = 1, int TF = 0>
 ASC_DEV void rowmap(const Args &P)
 {
 	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
@@ -24,9 +25,9 @@ ASC_DEV void rowmap(const Args &P)
 		ASC_SHARED(Elem, kept, ITEMS > 0 ? NT * ITEMS : 1);
 		stash = STASH_OF(kept);
 	}
-	State acc = thread_fold<T, ACC, VEC>(P, R, i, t, 0, A.len, stash, sb);
+	State acc = thread_fold<T, ACC, VEC, UN, TF>(P, R, i, t, 0, A.len, stash, sb);
 	State s = WARP_ROW ? shfl_idx(warp_reduce(P, acc), 0) : block_reduce<NT>(P, acc);
 	if (t == 0)
 		finalize_row(P, R, s, i);
-	map_pass<T, VEC>(P, R, s, i, t, 0, A.len, stash, sb);
+	map_pass<T, VEC, UN>(P, R, s, i, t, 0, A.len, stash, sb);
 }

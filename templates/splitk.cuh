@@ -9,8 +9,9 @@
  *   finalizes.
  * splitk_map: grid = rows * split; writes the map outputs of one chunk
  *   with the row state from ws.
- * Workspace: rows * (split + 1) states. */
-template <int NT, int ACC, int VEC>
+ * Workspace: rows * (split + 1) states.  UN, TF: the row loops' tiles
+ * (templates/blocks.cuh: thread_fold_at, map_pass_at). */
+template <int NT, int ACC, int VEC, int UN = 1, int TF = 0>
 ASC_DEV void splitk_partial(const Args &P)
 {
 	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
@@ -18,7 +19,7 @@ ASC_DEV void splitk_partial(const Args &P)
 	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	Row R = load_row(A, i);
-	State s = block_reduce<NT>(P, thread_fold<NT, ACC, VEC>(P, R, i, threadIdx.x, lo, hi));
+	State s = block_reduce<NT>(P, thread_fold<NT, ACC, VEC, UN, TF>(P, R, i, threadIdx.x, lo, hi));
 	if (threadIdx.x == 0)
 		((State *)A.ws)[blockIdx.x] = s;
 }
@@ -40,7 +41,7 @@ ASC_DEV void splitk_combine(const Args &P)
 	finalize_row(P, R, s, i);
 }
 
-template <int NT, int VEC>
+template <int NT, int VEC, int UN = 1>
 ASC_DEV void splitk_map(const Args &P)
 {
 	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
@@ -49,5 +50,5 @@ ASC_DEV void splitk_map(const Args &P)
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	Row R = load_row(A, i);
 	State s = ((const State *)A.ws)[A.rows * A.split + i];
-	map_pass<NT, VEC>(P, R, s, i, threadIdx.x, lo, hi);
+	map_pass<NT, VEC, UN>(P, R, s, i, threadIdx.x, lo, hi);
 }

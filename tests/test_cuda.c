@@ -323,8 +323,8 @@ Test(cuda, map_outputs_go_out_in_16_byte_stores)
 	int cached;
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
-	const char *f = strstr(ptx, ".func _Z11map_pass_atILi4EE"), *k = f ? strstr(f + 1, ".func _Z11map_pass_atILi4EE") : NULL;
-	cr_assert(k, "map_pass_at<4>'s body in the PTX");
+	const char *f = strstr(ptx, ".func _Z11map_pass_atILi4ELi1EE"), *k = f ? strstr(f + 1, ".func _Z11map_pass_atILi4ELi1EE") : NULL;
+	cr_assert(k, "map_pass_at<4, 1>'s body in the PTX");
 	const char *end = strstr(k + 1, "\n}\n");
 	cr_assert(end);
 	cr_expect_eq(cuda_count(k, end, "st.global.v4.f32"), 3,

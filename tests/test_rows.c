@@ -1,10 +1,62 @@
-/* test_rows.c: the row templates' variants: their text (tiles of several
- * loads, un, and the transported fold, tf) reads back as written, and the
- * texts from before them read the same. */
+/* test_rows.c: the row templates' tiles on the emulator.  A carrier whose
+ * certificate is proved folds its tiles in the certificate's coordinates
+ * (tf=1), shifted by the tile's largest element: Welford at mean 1e4 and
+ * std 1, where the unshifted power sums lose the variance to cancellation,
+ * and online softmax and log-sum-exp at the same offset and at spreads
+ * past exp's range, stay within the float64 reference's tolerance; tiles
+ * of several loads an accumulator (un) and both together give the
+ * reference's results at odd shapes (no element, fewer than a warp, not a
+ * multiple of a tile, one row, several splits) with f32 and bf16 inputs;
+ * a carrier without a proved certificate has no transported fold, and a
+ * configuration that asks for one says why. */
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
-#include "runtime/variant.h"
+#include "compiler/cuda/cuda.h"
+#include "compiler/devices/emu.h"
+#include "compiler/devices/run.h"
+#include "cudatest.h"
 #include "testutil.h"
+
+/* N(mean, sd) by Box-Muller from a fixed LCG: the same rows on every run. */
+static double normal(uint64_t *s, double mean, double sd)
+{
+	double u[2];
+	for (int k = 0; k < 2; k++) {
+		*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+		u[k] = ((*s >> 11) + 0.5) / 9007199254740992.0;
+	}
+	return mean + sd * sqrt(-2 * log(u[0])) * cos(6.283185307179586 * u[1]);
+}
+
+/* Every element of d's first input N(mean, sd); columns (layer norm's
+ * gamma and beta) and params as rundata_draw gave them. */
+static void fill(RunData *d, double mean, double sd, uint64_t seed)
+{
+	char msg[512];
+	cr_assert_eq(rundata_draw(d, seed, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	for (size_t k = 0; k < d->elem[0].n; k++)
+		run_buffer_set(&d->elem[0], k, normal(&seed, mean, sd));
+}
+
+/* d on the emulator with cfg (split: the launch's, 0 for none), checked
+ * against the float64 reference. */
+static void expect_ref(RunData *d, const char *what, const char *cfg, int split)
+{
+	char msg[2048];
+	cuda_test_cache();
+	for (int k = 0; k < d->c->nfinal; k++)
+		memset(d->fin[k].p, 0, d->fin[k].n * d->fin[k].width * run_kind_size(d->fin[k].kind));
+	int rc = emu_run_data(d, &(RunOpts){.config = cfg, .split = split}, NULL, msg, sizeof msg);
+	cr_assert_eq(rc, 0, "%s %s: %s", what, cfg, msg);
+	RunCheck ck;
+	runcheck_run(d, &ck);
+	for (int k = 0; k < ck.nout; k++)
+		cr_expect(ck.ok, "%s %s (%d x %d, split %d): %s at %.3g of its tolerance (max abs %.3g)", what, cfg, d->rows,
+			  d->len, split, ck.out[k].name, ck.out[k].worst_ratio, ck.out[k].max_abs);
+	runcheck_free(&ck);
+}
 
 /* un and tf read back as written; a text without them (as the tuning
  * cache holds from before them) reads and writes the same as ever. */
@@ -28,3 +80,191 @@ Test(rows, variant_text_of_tiles_and_transport)
 		cr_expect(strstr(msg, k < 5 ? "un 1, 2 or 4" : "unknown key"), "%s: %s", bad[k], msg);
 	}
 }
+
+Test(rows, bundled_certificates_transport_and_others_do_not)
+{
+	static const struct {
+		const char *spec;
+		int tf;
+	} want[] = {{"specs/welford.yaml", 1},
+		    {"specs/online_softmax.yaml", 1},
+		    {"specs/logsumexp.yaml", 1},
+		    {"specs/sum.yaml", 0},
+		    {"specs/cross_entropy.yaml", 0}};
+	for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+		Carrier *c = load_ok(want[k].spec);
+		CudaModule m;
+		char msg[1024];
+		cr_assert_eq(cuda_module_space(c, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_expect_eq(m.tf, want[k].tf, "%s: transported fold %d (%s)", want[k].spec, m.tf, m.tf_why);
+		if (want[k].tf)
+			cr_expect(strstr(m.src, "#define ASC_TRANSPORT 1"), "%s: tile_fold in the module", want[k].spec);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+	}
+	/* asked for where there is none: refused, with the reason */
+	Carrier *c = load_ok("specs/sum.yaml");
+	CudaModule m;
+	char msg[1024];
+	cr_expect_eq(cuda_module(c, "rowreduce:nt=128,acc=2,vec=4,tf=1", &m, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "tf=1") && strstr(msg, "no certificate"), "%s", msg);
+	spec_carrier_free(c);
+}
+
+/* Welford's transported element loop divides nowhere (the merge's
+ * division comes once a tile, in back and the merge of the tile), and
+ * online softmax's takes one exp an element where its merge takes two. */
+Test(rows, transported_element_loop_is_cheaper)
+{
+	const char *specs[] = {"specs/welford.yaml", "specs/online_softmax.yaml"};
+	for (int k = 0; k < 2; k++) {
+		Carrier *c = load_ok(specs[k]);
+		CudaModule m;
+		char msg[1024];
+		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+		const char *f = strstr(m.hooks, "ASC_DEV bool tile_fold");
+		cr_assert(f, "%s: tile_fold", specs[k]);
+		const char *loop = strstr(f, "E.e0 -= hi;"), *end = loop ? strstr(loop, "State r;") : NULL;
+		cr_assert(loop && end, "%s: tile_fold's element loop", specs[k]);
+		int divs = 0, exps = 0;
+		for (const char *p = loop; p < end; p++)
+			divs += *p == '/', exps += !strncmp(p, "exp", 3);
+		cr_expect_eq(divs, 0, "%s: %d divisions an element", specs[k], divs);
+		cr_expect_eq(exps, k == 1, "%s: %d exps an element", specs[k], exps);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+	}
+}
+
+/* A certificate the prover cannot show (a merge that is a sum, a transport
+ * into max): no transported fold, whatever the spec claims. */
+Test(rows, unproved_certificate_gives_no_transport)
+{
+	Carrier *c = text_ok("carrier: s\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+			     "merge: {s: a.s + b.s}\nfinalize: {t: s}\nreference: {t: sum(x)}\nlaws: [commutative]\n"
+			     "certificate:\n  into: {u: s}\n  monoid: {u: max}\n  back: {s: u}\n");
+	CudaModule m;
+	char msg[1024];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(m.tf, 0, "transported without a proof: %s", m.tf_why);
+	cr_expect(strstr(m.src, "#define ASC_TRANSPORT 0"), "the module's tile_fold is the stub");
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+}
+
+/* Welford at mean 1e4, std 1: (n, s1, s2) unshifted would leave the
+ * variance to s2 - s1^2 / n, 1e8 - 1e8 in float32; shifted by the tile's
+ * largest element it holds the reference's tolerance, in the 16-byte loop
+ * (len a multiple of 4) and the scalar one, a row a block, a warp, and
+ * split. */
+Test(rows, transported_welford_holds_at_mean_1e4, .timeout = 300)
+{
+	static const struct {
+		const char *cfg;
+		int split;
+	} runs[] = {{"rowreduce:nt=128,acc=2,vec=4,tf=1", 0},
+		    {"rowreduce:nt=128,acc=2,vec=4,un=2,tf=1", 0},
+		    {"rowreduce:nt=64,acc=1,vec=1,tf=1", 0},
+		    {"rowreduce:nt=128,acc=2,vec=4,warp=1,tf=1", 0},
+		    {"splitk:nt=64,acc=2,vec=4,un=4,tf=1", 3}};
+	Carrier *c = load_ok("specs/welford.yaml");
+	int lens[] = {4096, 4099};
+	for (int l = 0; l < 2; l++) {
+		RunData *d = rundata_new(c, 3, lens[l]);
+		fill(d, 1e4, 1, 11 + l);
+		for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
+			expect_ref(d, "welford", runs[k].cfg, runs[k].split);
+		rundata_free(d);
+	}
+	spec_carrier_free(c);
+}
+
+/* Online softmax and log-sum-exp: at mean 1e4 (exp(x) itself overflows)
+ * and at std 60, where a tile's elements lie further apart than exp's
+ * range: shifted by the largest, no term overflows and none that matters
+ * underflows. */
+Test(rows, transported_softmax_and_logsumexp_hold, .timeout = 300)
+{
+	static const struct {
+		const char *spec, *cfg;
+		int split;
+	} runs[] = {{"specs/online_softmax.yaml", "rowmap:nt=128,acc=2,vec=4,tf=1", 0},
+		    {"specs/online_softmax.yaml", "rowmap:nt=256,acc=2,vec=4,items=16,un=2,tf=1", 0},
+		    {"specs/online_softmax.yaml", "splitk:nt=64,acc=2,vec=4,tf=1", 4},
+		    {"specs/logsumexp.yaml", "rowreduce:nt=256,acc=4,vec=4,un=2,tf=1", 0},
+		    {"specs/logsumexp.yaml", "rowreduce:nt=64,acc=1,vec=1,tf=1", 0}};
+	double sds[][2] = {{1e4, 1}, {0, 60}};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = load_ok(runs[k].spec);
+		for (int s = 0; s < 2; s++) {
+			RunData *d = rundata_new(c, 2, 2051 + 2 * s - 1); /* 2050: not the 16-byte loop; 2052: it */
+			fill(d, sds[s][0], sds[s][1], 21 + s);
+			expect_ref(d, runs[k].spec, runs[k].cfg, runs[k].split);
+			rundata_free(d);
+		}
+		spec_carrier_free(c);
+	}
+}
+
+/* A tile holding an infinity or a NaN folds the plain way: the results are
+ * the reference's (NaN where it is NaN). */
+Test(rows, tiles_with_infinities_fold_the_plain_way, .timeout = 120)
+{
+	const char *specs[] = {"specs/welford.yaml", "specs/logsumexp.yaml"};
+	for (int s = 0; s < 2; s++) {
+		Carrier *c = load_ok(specs[s]);
+		RunData *d = rundata_new(c, 4, 1024);
+		fill(d, 0, 1, 31);
+		run_buffer_set(&d->elem[0], 5, INFINITY);             /* row 0 */
+		run_buffer_set(&d->elem[0], 1024 + 700, -INFINITY);   /* row 1 */
+		run_buffer_set(&d->elem[0], 2048 + 3, NAN);           /* row 2 */
+		expect_ref(d, specs[s], s ? "rowreduce:nt=128,acc=2,vec=4,tf=1" : "rowreduce:nt=64,acc=2,vec=4,un=2,tf=1", 0);
+		rundata_free(d);
+		spec_carrier_free(c);
+	}
+}
+
+/* Every row template with tiles of several loads (un) and the transported
+ * fold, at odd shapes: no element, fewer than a warp, a few past a tile,
+ * not a multiple of 4, one row; f32 and bf16 inputs (layer norm, and
+ * Welford read from bf16); drawn by every family of `run`. */
+Test(rows, tiles_at_odd_shapes, .timeout = 600)
+{
+	static const char welford_bf16[] =
+		"carrier: welford_bf16\nelement: {x: bf16}\nstate: {n: f32, mean: f32, m2: f32}\n"
+		"identity: {n: 0, mean: 0, m2: 0}\nlift: {n: 1, mean: x, m2: 0}\n"
+		"merge:\n  let:\n    delta: b.mean - a.mean\n  n: a.n + b.n\n"
+		"  mean: where(n == 0, 0, a.mean + delta * b.n / n)\n"
+		"  m2: where(n == 0, 0, a.m2 + b.m2 + delta^2 * a.n * b.n / n)\n"
+		"finalize: {mean: mean, var: m2 / n}\n"
+		"reference:\n  mean: sum(x) / count()\n  var: sum((x - mean)^2) / count()\nlaws: [commutative]\n"
+		"certificate:\n  into: {n: n, s1: n * mean, s2: m2 + n * mean^2}\n  monoid: {n: add, s1: add, s2: add}\n"
+		"  back:\n    n: n\n    mean: where(n == 0, 0, s1 / n)\n    m2: where(n == 0, 0, s2 - s1^2 / n)\n";
+	static const struct {
+		const char *spec, *cfg[3];
+	} runs[] = {
+		{"specs/logsumexp.yaml", {"rowreduce:nt=128,acc=2,vec=4,un=4", "rowreduce:nt=64,acc=2,vec=4,warp=1,un=2,tf=1",
+					  "splitk:nt=64,acc=2,vec=4,un=2,tf=1"}},
+		{"specs/online_softmax.yaml", {"rowmap:nt=64,acc=2,vec=4,un=4,tf=1", "rowmap:nt=256,acc=2,vec=4,items=16,un=2",
+					       "splitk:nt=64,acc=2,vec=4,un=4"}},
+		{"specs/layer_norm.yaml", {"rowmap:nt=64,acc=2,vec=4,un=2", "rowmap:nt=256,acc=2,vec=4,items=16,un=4",
+					   "splitk:nt=64,acc=1,vec=4,un=2"}},
+		{NULL, {"rowreduce:nt=64,acc=2,vec=4,un=2,tf=1", "rowreduce:nt=128,acc=1,vec=1,warp=1,tf=1",
+			"splitk:nt=64,acc=2,vec=4,un=4,tf=1"}},
+	};
+	static const int shapes[][2] = {{3, 0}, {1, 7}, {5, 33}, {2, 1030}, {1, 2052}};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = runs[k].spec ? load_ok(runs[k].spec) : text_ok(welford_bf16);
+		const char *what = runs[k].spec ? runs[k].spec : "welford (bf16)";
+		for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+			RunData *d = rundata_new(c, shapes[s][0], shapes[s][1]);
+			char msg[512];
+			cr_assert_eq(rundata_draw(d, 41 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+			for (int v = 0; v < 3; v++)
+				expect_ref(d, what, runs[k].cfg[v], strncmp(runs[k].cfg[v], "splitk", 6) ? 0 : 3);
+			rundata_free(d);
+		}
+		spec_carrier_free(c);
+	}
+}
+

@@ -50,6 +50,8 @@ typedef struct {
 	int smem_max;       /* shared bytes per block the device allows (0: not known); cuda_pick keeps within it */
 	int h90;            /* attention on sm_90a: the Hopper template's variants too (wg > 0) */
 	char name[64];      /* cuda_module_name: the carrier's name, which the kernels' names start with; "": prefix */
+	int tf;             /* the row templates may fold tiles in the certificate's coordinates (variant tf) */
+	char tf_why[320];   /* what that fold does, or why the carrier has none */
 } CudaModule;
 
 /* Kernel argument block; the same layout as Args in templates/common.cuh. */

@@ -227,7 +227,7 @@ static void map4_fn(Carrier *c, Buf *b)
  * registers; a larger one would pass through the stack. */
 static int row_calls(const Carrier *c) { return state_size(c) <= 64; }
 
-static void hooks(Carrier *c, Buf *b, int vec)
+static void hooks(Carrier *c, Buf *b, int vec, int tf, const int *moving)
 {
 	int ordered = !(c->laws & LAW_COMMUTATIVE);
 	buf_printf(b, "#define ASC_ORDERED %d\n", ordered);
@@ -257,6 +257,7 @@ static void hooks(Carrier *c, Buf *b, int vec)
 	shfl_hook(c, b, "shfl_down", "__shfl_down_sync");
 	shfl_hook(c, b, "shfl_up", "__shfl_up_sync");
 	shfl_hook(c, b, "shfl_idx", "__shfl_sync");
+	cuda_transport_hooks(c, moving, tf, b);
 }
 
 /* ---- variants ---- */
@@ -305,7 +306,10 @@ static int reg_estimate(const Carrier *c, const Variant *v)
 		ew += width(c->elem[k].ty);
 	for (int k = 0; k < c->nrow; k++)
 		rw += width(c->row[k].ty);
-	return rw + (v->acc + 2) * sw + (v->fam == FAM_SCAN ? v->items * ew : 0) + 24;
+	/* a tile of more than one load an accumulator holds its elements
+	 * (4 a load) until it folds them */
+	int tile = v->fam != FAM_SCAN && v->un > 1 ? v->un * v->acc * 4 * ew : 0;
+	return rw + (v->acc + 2) * sw + (v->fam == FAM_SCAN ? v->items * ew : 0) + tile + 24;
 }
 
 /* Whether attn_fwd keeps Q in shared memory and loads its A fragments at
@@ -397,7 +401,13 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 	if (!m->vec_ok)
 		v->vec = 1;
 	if (!(c->laws & LAW_COMMUTATIVE))
-		v->acc = 1;
+		v->acc = 1, v->un = 1;
+	if (v->un < 1 || v->fam == FAM_SCAN)
+		v->un = 1;
+	if (!m->tf || v->fam == FAM_SCAN)
+		v->tf = 0;
+	while (reg_estimate(c, v) > 160 && v->un > 1)
+		v->un /= 2;
 	while (reg_estimate(c, v) > 160 && v->acc > 1)
 		v->acc /= 2;
 	while (v->fam == FAM_SCAN && reg_estimate(c, v) > 160 && v->items > 1)
@@ -451,8 +461,9 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 		snprintf(base, sizeof base, "%.24s_attn_nt%d_mt%d_bn%d_pv%d_st%d_ks%d", m->name, x->nt, x->mt, x->bn, x->pv,
 			 x->st, x->ks);
 	else
-		snprintf(base, sizeof base, "%.24s_%s_nt%d_acc%d_v%d%s%.0d%s", m->name, fam, x->nt, x->acc, x->vec,
-			 x->items ? "_i" : "", x->items, x->warp ? "_warp" : "");
+		snprintf(base, sizeof base, "%.24s_%s_nt%d_acc%d_v%d%s%.0d%s%s%.0d%s", m->name, fam, x->nt, x->acc, x->vec,
+			 x->items ? "_i" : "", x->items, x->warp ? "_warp" : "", x->un > 1 ? "_u" : "", x->un > 1 ? x->un : 0,
+			 x->tf ? "_tf" : "");
 	for (int k = 0; k < n; k++)
 		snprintf(names[k], 64, "%.58s%s", base, sfx[x->fam][k]);
 	if (x->fam != FAM_ROWREDUCE && x->fam != FAM_ROWMAP) { /* one combine for every variant */
@@ -505,20 +516,22 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 		cuda_kernel_names(m, v, nm);
 		switch (x->fam) {
 		case FAM_ROWREDUCE:
-			snprintf(body, sizeof body, "rowreduce<%d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp);
+			snprintf(body, sizeof body, "rowreduce<%d, %d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp, x->un,
+				 x->tf);
 			kernel(b, nm[0], x->nt, 0, body);
 			break;
 		case FAM_ROWMAP:
-			snprintf(body, sizeof body, "rowmap<%d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp, x->items);
+			snprintf(body, sizeof body, "rowmap<%d, %d, %d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp,
+				 x->items, x->un, x->tf);
 			kernel(b, nm[0], x->nt, 0, body);
 			break;
 		case FAM_SPLITK:
-			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
+			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->un, x->tf);
 			kernel(b, nm[0], x->nt, 0, body);
 			if (!comb++)
 				kernel(b, nm[1], 64, 0, "splitk_combine<64>(A)");
 			if (m->base == FAM_ROWMAP) {
-				snprintf(body, sizeof body, "splitk_map<%d, %d>(A)", x->nt, x->vec);
+				snprintf(body, sizeof body, "splitk_map<%d, %d, %d>(A)", x->nt, x->vec, x->un);
 				kernel(b, nm[2], x->nt, 0, body);
 			}
 			break;
@@ -808,6 +821,11 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		choose_attention(c, config, sm, m);
 	m->vec_ok = can_vec(c);
 	m->state_size = state_size(c);
+	int moving[16] = {0};
+	if (m->base != FAM_ATTN)
+		m->tf = cuda_transport(c, moving, m->tf_why, sizeof m->tf_why);
+	else
+		snprintf(m->tf_why, sizeof m->tf_why, "the attention template");
 	m->var = calloc(MAX_VARIANTS, sizeof *m->var);
 	if (!m->var)
 		abort();
@@ -827,6 +845,11 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 			int why = v.fam == FAM_ATTN && below_attn; /* m->explain names the arch */
 			snprintf(msg, n, "configuration '%s' does not fit a %s carrier%s%s", config, variant_family_name(m->base),
 				 why ? ": " : "", why ? m->explain : "");
+			goto fail;
+		}
+		if (v.tf && !m->tf) {
+			snprintf(msg, n, "configuration '%s' asks for the transported fold (tf=1), which %s cannot have: %s",
+				 config, c->name, m->tf_why);
 			goto fail;
 		}
 		if (v.fam == FAM_ATTN) { /* as the template's static_assert would, but before compiling */
@@ -874,7 +897,7 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	if (m->base == FAM_ATTN) /* as cuda_attn_hooks numbers them: ATTN_QI, ATTN_KI, ATTN_VI */
 		m->attn.qi = c->nelem + c->ncol + m->attn.q, m->attn.ki = c->nelem + m->attn.k, m->attn.vi = c->nelem + m->attn.v;
 	Buf h = {0};
-	hooks(c, &h, m->vec_ok);
+	hooks(c, &h, m->vec_ok, m->tf, moving);
 	if (m->base == FAM_ATTN)
 		cuda_attn_hooks(c, &m->attn, &h);
 	m->hooks = buf_take(&h);
