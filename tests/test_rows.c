@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/emu.h"
 #include "compiler/devices/run.h"
 #include "cudatest.h"
@@ -97,6 +98,10 @@ Test(rows, bundled_certificates_transport_and_others_do_not)
 		char msg[1024];
 		cr_assert_eq(cuda_module_space(c, &m, msg, sizeof msg), 0, "%s", msg);
 		cr_expect_eq(m.tf, want[k].tf, "%s: transported fold %d (%s)", want[k].spec, m.tf, m.tf_why);
+		int with = 0;
+		for (int v = 0; v < m.nvar; v++)
+			with += m.var[v].tf;
+		cr_expect_eq(with > 0, want[k].tf, "%s: the tuning space has %d variants with tf=1", want[k].spec, with);
 		if (want[k].tf)
 			cr_expect(strstr(m.src, "#define ASC_TRANSPORT 1"), "%s: tile_fold in the module", want[k].spec);
 		cuda_module_free(&m);
@@ -268,3 +273,49 @@ Test(rows, tiles_at_odd_shapes, .timeout = 600)
 	}
 }
 
+/* The tuning space of the carriers the row templates are measured on, every
+ * variant (tiles of 2 and 4 loads, the transported fold) in one program,
+ * assembles for sm_80 and sm_90a without spills or stack. */
+Test(rows, ptxas_tiles_without_spills, .timeout = 600)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[8192];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	const char *specs[] = {"specs/welford.yaml", "specs/online_softmax.yaml", "specs/logsumexp.yaml",
+			       "specs/layer_norm.yaml"};
+	const char *archs[] = {"sm_80", "sm_90a"};
+	for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
+		for (int a = 0; a < 2; a++) {
+			Carrier *c = load_ok(specs[i]);
+			CudaModule m;
+			cr_assert_eq(cuda_module_space_for(c, archs[a], 0, &m, msg, sizeof msg), 0, "%s", msg);
+			char *ptx;
+			int cached, tiles = 0;
+			for (int v = 0; v < m.nvar; v++)
+				tiles += m.var[v].un > 1 || m.var[v].tf;
+			cr_expect_geq(tiles, 3, "%s: %d variants of tiles or transport in the space", specs[i], tiles);
+			cr_assert_eq(nvrtc_ptx(nv, m.src, archs[a], &ptx, &cached, msg, sizeof msg), 0, "%s: %s", specs[i], msg);
+			CudaKStat ks[64];
+			int nks = cuda_ptxas_stats(ptx, archs[a], ks, 64, msg, sizeof msg);
+			if (nks < 0 && strstr(msg, "not found")) {
+				free(ptx);
+				cuda_module_free(&m);
+				spec_carrier_free(c);
+				nvrtc_close(nv);
+				cr_skip_test("%s", msg);
+			}
+			cr_assert_geq(nks, m.nvar, "%s %s: %s", specs[i], archs[a], msg);
+			for (int k = 0; k < nks; k++) {
+				cr_expect_eq(ks[k].spill_st + ks[k].spill_ld, 0, "%s %s: %s spills %d + %d bytes (%d registers)",
+					     specs[i], archs[a], ks[k].name, ks[k].spill_st, ks[k].spill_ld, ks[k].regs);
+				cr_expect_eq(ks[k].stack, 0, "%s %s: %s has %d bytes of stack", specs[i], archs[a], ks[k].name,
+					     ks[k].stack);
+			}
+			free(ptx);
+			cuda_module_free(&m);
+			spec_carrier_free(c);
+		}
+	nvrtc_close(nv);
+}

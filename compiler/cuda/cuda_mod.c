@@ -289,6 +289,26 @@ static const Variant space_map[] = {
 	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},
 	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},
 };
+/* Tiles of several 16-byte loads an accumulator (un), all issued before
+ * any is folded: more bytes in flight without more accumulators (whose
+ * states take registers), for rows that few blocks share an SM over; and
+ * the same with the transported fold (tf), where the carrier has one
+ * (fit_variant drops tf elsewhere, and the copies fall onto the others). */
+static const Variant space_reduce_tiles[] = {
+	{FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0},  {FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0},     {FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1},
+	{FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1},  {FAM_ROWREDUCE, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1},
+	{FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1},
+};
+static const Variant space_map_tiles[] = {
+	{FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 2, 0},
+	{FAM_ROWMAP, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0},
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1},  {FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 1},
+	{FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1},  {FAM_ROWMAP, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1},
+};
 static const Variant defaults_scan[] = {
 	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0, 0, 0, 1, 0},
 	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0},
@@ -406,7 +426,10 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 		v->un = 1;
 	if (!m->tf || v->fam == FAM_SCAN)
 		v->tf = 0;
-	while (reg_estimate(c, v) > 160 && v->un > 1)
+	/* blocks of 512 threads and more: ptxas keeps to 64 registers (two
+	 * blocks an SM), where a tile of 4 loads of layer norm's elements
+	 * spilled 32 bytes */
+	while (reg_estimate(c, v) > (v->nt >= 512 ? 64 : 160) && v->un > 1)
 		v->un /= 2;
 	while (reg_estimate(c, v) > 160 && v->acc > 1)
 		v->acc /= 2;
@@ -893,6 +916,12 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 						      : sizeof space_reduce / sizeof *sp;
 		for (size_t k = 0; k < ns; k++) /* a wide state narrows them (fit_variant), often onto a default */
 			add_variant(c, m, sp[k]);
+		const Variant *tl = m->base == FAM_ROWMAP ? space_map_tiles : space_reduce_tiles;
+		size_t nt = !space || m->base == FAM_SCAN ? 0
+			    : m->base == FAM_ROWMAP   ? sizeof space_map_tiles / sizeof *tl
+						      : sizeof space_reduce_tiles / sizeof *tl;
+		for (size_t k = 0; k < nt; k++)
+			add_variant(c, m, tl[k]);
 	}
 	if (m->base == FAM_ATTN) /* as cuda_attn_hooks numbers them: ATTN_QI, ATTN_KI, ATTN_VI */
 		m->attn.qi = c->nelem + c->ncol + m->attn.q, m->attn.ki = c->nelem + m->attn.k, m->attn.vi = c->nelem + m->attn.v;
