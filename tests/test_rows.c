@@ -1,14 +1,20 @@
-/* test_rows.c: the row templates' tiles on the emulator.  A carrier whose
- * certificate is proved folds its tiles in the certificate's coordinates
- * (tf=1), shifted by the tile's largest element: Welford at mean 1e4 and
- * std 1, where the unshifted power sums lose the variance to cancellation,
- * and online softmax and log-sum-exp at the same offset and at spreads
- * past exp's range, stay within the float64 reference's tolerance; tiles
- * of several loads an accumulator (un) and both together give the
- * reference's results at odd shapes (no element, fewer than a warp, not a
- * multiple of a tile, one row, several splits) with f32 and bf16 inputs;
- * a carrier without a proved certificate has no transported fold, and a
- * configuration that asks for one says why. */
+/* test_rows.c: the row templates' variants.  Their text (tiles of several
+ * loads, un, and the transported fold, tf) reads back as written, and
+ * the texts from before them read the same.  A carrier whose certificate
+ * is proved folds its tiles in the certificate's coordinates (tf=1),
+ * shifted by the tile's largest element, with no division an element in
+ * Welford's loop: Welford at mean 1e4 and std 1, where the unshifted
+ * power sums lose the variance to cancellation, and online softmax and
+ * log-sum-exp at the same offset and at spreads past exp's range, stay
+ * within the float64 reference's tolerance on the emulator; tiles holding
+ * infinities fold the plain way; tiles of several loads an accumulator
+ * and both together give the reference's results at odd shapes (no
+ * element, fewer than a warp, not a multiple of a tile, one row, several
+ * splits) with f32 and bf16 inputs.  A carrier without a proved
+ * certificate has no transported fold, and a configuration that asks for
+ * one says why.  The tuning space holds the new variants, which assemble
+ * for sm_80 and sm_90a without spills, and emit --explain says what each
+ * variant does. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -104,6 +110,15 @@ Test(rows, bundled_certificates_transport_and_others_do_not)
 		cr_expect_eq(with > 0, want[k].tf, "%s: the tuning space has %d variants with tf=1", want[k].spec, with);
 		if (want[k].tf)
 			cr_expect(strstr(m.src, "#define ASC_TRANSPORT 1"), "%s: tile_fold in the module", want[k].spec);
+		for (int v = 0; v < m.nvar; v++) { /* emit --explain's line */
+			char why[768];
+			cuda_variant_explain(&m, v, why, sizeof why);
+			cr_expect(strstr(why, m.var[v].tf ? "folded in the certificate's coordinates" : "merged into its accumulator"),
+				  "%s: %s", want[k].spec, why);
+			if (m.var[v].un > 1)
+				cr_expect(strstr(why, m.var[v].vec == 4 ? "16-byte loads in flight" : "element loads in flight"),
+					  "%s: %s", want[k].spec, why);
+		}
 		cuda_module_free(&m);
 		spec_carrier_free(c);
 	}
@@ -318,4 +333,23 @@ Test(rows, ptxas_tiles_without_spills, .timeout = 600)
 			spec_carrier_free(c);
 		}
 	nvrtc_close(nv);
+}
+
+/* emit --explain: whether the carrier has the transported fold and why
+ * not, and a line for each variant of the module. */
+Test(rows, emit_explain_says_what_each_variant_does)
+{
+	char out[16384];
+	/* the listing dropped, --explain's lines (standard error) kept */
+	cr_assert_eq(sh("{ build/asan/assoc emit specs/welford.yaml --target cuda --explain "
+			"--config rowreduce:nt=256,acc=2,vec=4,un=2,tf=1 2>&1 >/dev/null; }", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "transported fold: tiles folded in (+, +, +), shifted by their largest element on mean"), "%s",
+		  out);
+	cr_expect(strstr(out, "variant rowreduce:nt=256,acc=2,vec=4,warp=0,items=0,un=2,tf=1: a block a row, 2 accumulators "
+			      "a thread, 4 16-byte loads in flight a thread; tiles of 16 elements folded in the certificate's "
+			      "coordinates, one merge a tile"), "%s", out);
+	cr_assert_eq(sh("{ build/asan/assoc emit specs/sum.yaml --target cuda --explain 2>&1 >/dev/null; }", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "transported fold: none, no certificate"), "%s", out);
+	cr_expect(strstr(out, "variant rowreduce:nt=128,acc=2,vec=4,warp=1,items=0: a warp a row"), "%s", out);
 }

@@ -145,6 +145,10 @@ int cuda_fits(const CudaModule *m, int v, char *why, size_t n);
 /* 1 when variant v runs rows of len (a row kept on chip must fit in it),
  * else 0 with the reason. */
 int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n);
+/* What variant v of a row template does, in words, into buf (emit
+ * --explain: the threads a row, the loads each keeps in flight, where the
+ * row stays for the map pass, how a tile is folded). */
+void cuda_variant_explain(const CudaModule *m, int v, char *buf, size_t n);
 /* The index of the variant config names in m (as fitted to c), or -1. */
 int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config);
 /* Kernel names of variant v, for tools (up to 3). */

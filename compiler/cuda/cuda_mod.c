@@ -1008,6 +1008,34 @@ int cuda_takes_len(const CudaModule *m, int v, int len, char *why, size_t n)
 	return 0;
 }
 
+void cuda_variant_explain(const CudaModule *m, int v, char *buf, size_t n)
+{
+	const Variant *x = &m->var[v];
+	char text[160];
+	variant_str(x, text, sizeof text);
+	if (x->fam == FAM_ATTN || x->fam == FAM_SCAN) {
+		snprintf(buf, n, "%s", text);
+		return;
+	}
+	int w = x->fam == FAM_SPLITK ? 0 : x->warp, loads = x->un * x->acc;
+	size_t l = snprintf(buf, n, "%s: %s, %d accumulator%s a thread, %d %s load%s in flight a thread%s", text,
+			    x->fam == FAM_SPLITK ? "a row split across blocks (partial states, then a combine)"
+			    : w		 ? "a warp a row"
+					 : "a block a row",
+			    x->acc, x->acc > 1 ? "s" : "", loads, x->vec == 4 ? "16-byte" : "element", loads > 1 ? "s" : "",
+			    x->fam == FAM_SPLITK ? "" : w ? " (short rows)" : "");
+	if (l < n && x->fam == FAM_ROWMAP)
+		l += snprintf(buf + l, n - l, x->items ? "; the row kept in shared memory for the map pass (%ld positions at most)"
+						       : "; the row read again for the map pass", kept_len(x));
+	if (l < n && x->fam == FAM_SPLITK && m->base == FAM_ROWMAP)
+		l += snprintf(buf + l, n - l, "; each chunk read again for the map pass");
+	if (l < n && x->tf)
+		snprintf(buf + l, n - l, "; tiles of %d elements folded in the certificate's coordinates, one merge a tile",
+			 4 * loads);
+	else if (l < n)
+		snprintf(buf + l, n - l, "; each element merged into its accumulator");
+}
+
 static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
 {
 	const Variant *v = &m->var[var];

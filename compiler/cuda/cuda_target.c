@@ -194,8 +194,16 @@ static int module_to_emit(Carrier *c, const Opts *o, const char *arch, CudaModul
 		cuda_module_free(m);
 		return -1;
 	}
-	if (o->explain)
+	if (o->explain) {
 		fprintf(stderr, "assoc: %s: %s\n", c->file, m->explain[0] ? m->explain : "template by the carrier's shape");
+		if (m->base != FAM_ATTN && m->base != FAM_SCAN)
+			fprintf(stderr, "assoc: %s: transported fold: %s%s\n", c->file, m->tf ? "" : "none, ", m->tf_why);
+		for (int v = 0; v < m->nvar; v++) {
+			char why[768];
+			cuda_variant_explain(m, v, why, sizeof why);
+			fprintf(stderr, "assoc: %s: variant %s\n", c->file, why);
+		}
+	}
 	return 0;
 }
 
