@@ -4,7 +4,8 @@
 # float64 reference, attention (bf16, head dim 128, 8k) beside PyTorch's SDPA
 # and decoding beside the copy, softmax, Welford and logsumexp beside the
 # device-to-device copy and PyTorch, run --mpi on the GPU (where mpirun is),
-# the GPU test suite (odd shapes, split counts), then tuning and the same benchmarks with the tuner's choices.  The
+# the GPU test suite (odd shapes, split counts), then tuning and the same benchmarks with the tuner's choices,
+# then the row templates' tiles and transported fold (and layer norm) by configuration.  The
 # steps run in that order of importance inside a time budget (ASSOC_GPU_BUDGET
 # seconds, default 480): a step that would not fit is skipped with a line
 # saying so, and the table, which comes last, shows what ran.  The full log
@@ -235,6 +236,20 @@ for spec in online_softmax welford logsumexp; do
 	done
 done
 
+step "the row templates' tiles: 2 loads an accumulator in flight (un=2), and the transported fold (tf=1)"
+# beside the rule's and the tuner's choices above, at the shape between the
+# short and the long rows (the tuner searches these and more at every
+# shape); layer norm (bf16 in, two passes) by the rule and with both
+rm_cfg="nt=512,acc=2,vec=4,un=2"
+bench welford_tiles 10 specs/welford.yaml --rows 1024 --len 32768 --config "rowreduce:$rm_cfg"
+bench welford_tf 10 specs/welford.yaml --rows 1024 --len 32768 --config "rowreduce:$rm_cfg,tf=1"
+bench logsumexp_tiles 10 specs/logsumexp.yaml --rows 1024 --len 32768 --config "rowreduce:$rm_cfg"
+bench logsumexp_tf 10 specs/logsumexp.yaml --rows 1024 --len 32768 --config "rowreduce:$rm_cfg,tf=1"
+bench online_softmax_tiles 10 specs/online_softmax.yaml --rows 1024 --len 32768 --config "rowmap:$rm_cfg"
+bench online_softmax_tf 10 specs/online_softmax.yaml --rows 1024 --len 32768 --config "rowmap:$rm_cfg,tf=1"
+bench layer_norm 10 specs/layer_norm.yaml --rows 1024 --len 32768 --param eps=1e-5
+bench layer_norm_tf 10 specs/layer_norm.yaml --rows 1024 --len 32768 --param eps=1e-5 --config "rowmap:$rm_cfg,tf=1"
+
 step "spec to PTX on this host's $(nproc) cores (bench/ptx_time.sh)"
 fits 40 "ptx_time" && timeout "$(lim 60)" sh bench/ptx_time.sh specs/online_softmax.yaml 5 2>&1 | tail -5
 
@@ -246,6 +261,8 @@ torch = {(r["op"], r["rows"], r["len"]) + ((r["d"],) if r["op"].startswith("sdpa
 tune = {(r["tune"], r["shape"]): r["seconds"] for r in rows if "tune" in r}
 ours = [r for r in rows if "name" in r]
 peer = {"online_softmax": "softmax", "welford": "var_mean", "logsumexp": "logsumexp"}
+peer.update({f"{k}_{v}": p for k, p in list(peer.items()) for v in ("tiles", "tf")})
+peer.update({"layer_norm": "layer_norm", "layer_norm_tf": "layer_norm"})
 how = lambda r: "tuned" if r["choice"].startswith("tuned") else "rule"
 shape = lambda r: f"{r['rows']}x{r['len']}"
 att = {}
