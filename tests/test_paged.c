@@ -1,0 +1,182 @@
+/* test_paged.c: attention over a paged key/value cache (paged.h): a layout
+ * that would read outside the pool is refused before anything runs; a
+ * sequence's keys are gathered from shuffled pages in the order its block
+ * table gives (checked against keys written out by hand); every device
+ * matches the float64 reference on batches of odd shapes (page sizes 16
+ * and 256, a sequence shorter than one page, one of no keys, grouped heads,
+ * lengths off the tiles, several splits). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/devices/paged.h"
+#include "testutil.h"
+
+Test(paged, page_sizes)
+{
+	char msg[256];
+	for (int p = 16; p <= 256; p *= 2)
+		cr_assert_eq(paged_page_size_ok(p, msg, sizeof msg), 0, "%d: %s", p, msg);
+	const int bad[] = {0, 8, 48, 100, 512, -16};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		cr_assert_eq(paged_page_size_ok(bad[k], msg, sizeof msg), -1, "%d", bad[k]);
+		cr_assert(strstr(msg, "power of two from 16 to 256"), "%s", msg);
+	}
+}
+
+Test(paged, layouts_that_read_outside_are_refused)
+{
+	char msg[512];
+	/* 2 sequences, pages of 16, 3 pages a row, a pool of 4 */
+	int32_t table[] = {2, 0, -1, 3, 1, 7}, lens[] = {20, 33}, cu[] = {0, 1, 3};
+	cr_assert_eq(paged_layout_ok(2, 16, 4, 3, table, (int32_t[]){20, 32}, cu, msg, sizeof msg), 0, "%s", msg);
+	/* the third page of sequence 1 is 7, past the pool */
+	cr_assert_eq(paged_layout_ok(2, 16, 4, 3, table, lens, cu, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "block_table[1][2] = 7") && strstr(msg, "pages 0 to 3"), "%s", msg);
+	/* -1 where a sequence reads */
+	cr_assert_eq(paged_layout_ok(2, 16, 4, 3, table, (int32_t[]){40, 0}, cu, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "block_table[0][2] = -1"), "%s", msg);
+	/* more keys than the row's pages hold */
+	cr_assert_eq(paged_layout_ok(2, 16, 8, 3, table, (int32_t[]){49, 0}, cu, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "seq_lens[0] = 49") && strstr(msg, "0 to 48 keys"), "%s", msg);
+	cr_assert_eq(paged_layout_ok(2, 16, 8, 3, table, (int32_t[]){-1, 0}, cu, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "seq_lens[0] = -1"), "%s", msg);
+	/* query offsets */
+	cr_assert_eq(paged_layout_ok(2, 16, 8, 3, table, (int32_t[]){1, 1}, (int32_t[]){1, 2, 3}, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "cu_seqlens_q[0] = 1"), "%s", msg);
+	cr_assert_eq(paged_layout_ok(2, 16, 8, 3, table, (int32_t[]){1, 1}, (int32_t[]){0, 2, 1}, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "never decrease"), "%s", msg);
+	/* a page size no power of two */
+	cr_assert_eq(paged_layout_ok(2, 24, 8, 3, table, (int32_t[]){1, 1}, cu, msg, sizeof msg), -1);
+}
+
+Test(paged, carriers_without_keys_are_refused)
+{
+	char msg[256];
+	Carrier *c = load_ok("specs/layer_norm.yaml");
+	cr_assert_eq(paged_carrier_ok(c, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "cannot read paged keys"), "%s", msg);
+	spec_carrier_free(c);
+	c = load_ok("specs/attention.yaml");
+	cr_assert_eq(paged_carrier_ok(c, msg, sizeof msg), 0, "%s", msg);
+	spec_carrier_free(c);
+}
+
+/* A batch of 5 sequences: 37 keys, none, 5 (under a page), exactly one
+ * page, and 300 keys, with 1, 1, 2, 3 and 1 queries; pages handed out in
+ * reverse from the end of a pool one page larger than they need. */
+static Paged *odd_batch(Carrier *c, int page, int heads, int kv)
+{
+	enum { B = 5 };
+	int32_t lens[B] = {37, 0, 5, page, 300}, cu[B + 1] = {0, 1, 2, 4, 7, 8};
+	int max_pages = (300 + page - 1) / page, pages = 1;
+	for (int b = 0; b < B; b++)
+		pages += (lens[b] + page - 1) / page;
+	int32_t *table = calloc((size_t)B * max_pages, sizeof *table);
+	int next = pages - 1;
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < max_pages; t++)
+			table[b * max_pages + t] = t < (lens[b] + page - 1) / page ? next-- : -1;
+	char msg[512];
+	Paged *p = paged_new(c, heads, kv, B, page, pages, max_pages, table, lens, cu, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	free(table);
+	cr_assert_eq(paged_draw(p, 7, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	return p;
+}
+
+Test(paged, sequences_gather_their_pages_in_table_order)
+{
+	Carrier *c = load_ok("specs/attention.yaml");
+	Paged *p = odd_batch(c, 16, 4, 2);
+	int b = 4, len = p->lens[b], G = p->kv_heads;
+	RunData *s = paged_sequence(p, b);
+	cr_assert_eq(s->len, len);
+	cr_assert_eq(s->rows, 1);
+	size_t w = p->col[0].width;
+	for (int g = 0; g < G; g++)
+		for (int j = 0; j < len; j += 7) {
+			/* written out by hand: page, slot, head, component */
+			int page = p->table[b * p->max_pages + j / 16];
+			size_t at = (((size_t)page * 16 + j % 16) * G + g) * w;
+			for (size_t t = 0; t < w; t++)
+				cr_assert_eq(run_buffer_get(&s->col[0], ((size_t)g * len + j) * w + t),
+					     run_buffer_get(&p->col[0], at + t));
+		}
+	/* query head h of row r: the batch's [rows][heads] into [heads][rows] */
+	for (int h = 0; h < p->heads; h++)
+		cr_assert_eq(run_buffer_get(&s->row[0], (size_t)h * w),
+			     run_buffer_get(&p->row[0], ((size_t)p->cu[b] * p->heads + h) * w));
+	/* the page no sequence reads is NaN */
+	int spare = 0; /* the pages are handed out from the top: page 0 is left */
+	cr_assert(isnan(run_buffer_get(&p->col[0], (size_t)spare * 16 * G * w)));
+	rundata_free(s);
+	paged_free(p);
+	spec_carrier_free(c);
+}
+
+/* Every output of p on dev within tolerance of the reference, and the
+ * sequence of no keys given the finalize of the identity. */
+static void run_on(const char *dev, Paged *p, int split)
+{
+	const Device *dv = run_device_find(dev);
+	char msg[1024];
+	if (!dv)
+		cr_skip_test("no %s device in this build", dev);
+	if (!dv->available(msg, sizeof msg))
+		cr_skip_test("%s: %s", dev, msg);
+	RunCheck rc;
+	RunOpts o = {.split = split, .threads = 2};
+	cr_assert_eq(paged_run(p, dv, &o, &rc, NULL, msg, sizeof msg), 0, "%s: %s", dev, msg);
+	for (int k = 0; k < rc.nout; k++)
+		cr_assert(rc.out[k].worst_ratio <= 1 && !rc.out[k].nan_mismatch,
+			  "%s: %s at %.3g of tolerance, %d NaN mismatches (flat index %zu)", dev, rc.out[k].name,
+			  rc.out[k].worst_ratio, rc.out[k].nan_mismatch, rc.out[k].at);
+	cr_assert(rc.ok, "%s", dev);
+	runcheck_free(&rc);
+}
+
+static void odd_batches_on(const char *dev)
+{
+	/* without a mask every key counts; with the sink's causal mask, a
+	 * sequence of no keys still gives out = 0 and lse = sink, never NaN */
+	const char *specs[] = {"tests/attention/full.yaml", "specs/attention_sink.yaml"};
+	const int pages[] = {16, 256}, splits[] = {0, 3};
+	for (int sp = 0; sp < 2; sp++) {
+		Carrier *c = load_ok(specs[sp]);
+		for (int k = 0; k < 2; k++) {
+			Paged *p = odd_batch(c, pages[k], 4, 2);
+			run_on(dev, p, splits[k]);
+			for (int f = 0; sp && f < c->nfinal; f++)
+				for (size_t x = 0; x < (size_t)p->heads * p->fin[f].width; x++) {
+					double v = run_buffer_get(&p->fin[f], (size_t)1 * p->heads * p->fin[f].width + x);
+					cr_assert(!isnan(v), "%s: %s of the sequence of no keys is NaN", dev, c->finalize[f].name);
+					if (!strcmp(c->finalize[f].name, "out"))
+						cr_assert_eq(v, 0, "%s: out of the sequence of no keys", dev);
+				}
+			paged_free(p);
+		}
+		spec_carrier_free(c);
+	}
+}
+
+Test(paged, odd_batches_on_interp) { odd_batches_on("interp"); }
+Test(paged, odd_batches_on_cpu) { odd_batches_on("cpu"); }
+Test(paged, odd_batches_on_emu, .timeout = 600) { odd_batches_on("emu"); }
+
+/* Decoding with grouped heads at head dim 128, keys off every tile and
+ * split several ways. */
+static void decoding_on(const char *dev)
+{
+	Carrier *c = load_defs("tests/attention/full.yaml", (Define[]){{"d", "128"}, {"dv", "128"}}, 2);
+	char msg[512];
+	Paged *p = paged_drawn(c, 8, 2, 3, 1, 1000, 32, 11, NULL, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	cr_assert_eq(p->lens[0], 1000);
+	run_on(dev, p, 4);
+	paged_free(p);
+	spec_carrier_free(c);
+}
+
+Test(paged, decoding_on_cpu) { decoding_on("cpu"); }
+Test(paged, decoding_on_emu, .timeout = 600) { decoding_on("emu"); }
