@@ -4,13 +4,17 @@
  * table gives (checked against keys written out by hand); every device
  * matches the float64 reference on batches of odd shapes (page sizes 16
  * and 256, a sequence shorter than one page, one of no keys, grouped heads,
- * lengths off the tiles, several splits). */
+ * lengths off the tiles, several splits); the command line reads the
+ * layout from .npy files and names what is wrong with it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/devices/npy.h"
 #include "compiler/devices/paged.h"
 #include "testutil.h"
+
+#define ASSOC "build/asan/assoc"
 
 Test(paged, page_sizes)
 {
@@ -180,3 +184,91 @@ static void decoding_on(const char *dev)
 
 Test(paged, decoding_on_cpu) { decoding_on("cpu"); }
 Test(paged, decoding_on_emu, .timeout = 600) { decoding_on("emu"); }
+
+/* ---- the command line ---- */
+
+static void write_i32(const char *path, const int32_t *v, int ndim, size_t d0, size_t d1)
+{
+	Npy a = {.descr = "<i4", .ndim = ndim, .shape = {d0, d1}, .count = d0 * (ndim > 1 ? d1 : 1), .itemsize = 4,
+		 .data = (void *)v};
+	char msg[256];
+	cr_assert_eq(npy_write(path, &a, msg, sizeof msg), 0, "%s", msg);
+}
+
+Test(paged, run_draws_a_batch)
+{
+	char out[4096];
+	int st = sh(ASSOC " run specs/attention.yaml --device interp --page-size 16 --batch 3 --heads 4 --kv-heads 2 "
+		       "--rows 2 --len 70 --verbose",
+		    out, sizeof out, 1);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert(strstr(out, "3 sequences of 2 to 2 queries and") && strstr(out, "to 70 keys in pages of 16"), "%s", out);
+	cr_assert(strstr(out, "gathered through its block table"), "%s", out);
+	cr_assert(strstr(out, "  ok"), "%s", out);
+}
+
+Test(paged, run_refuses_bad_options)
+{
+	char out[4096];
+	cr_assert_eq(sh(ASSOC " run specs/attention.yaml --page-size 48", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "--page-size: a page holds a power of two from 16 to 256 keys"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/attention.yaml --batch 2", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "--batch: a batch of sequences over paged keys and values, with --page-size"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/layer_norm.yaml --page-size 16 --device interp", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "cannot read paged keys and values"), "%s", out);
+}
+
+Test(paged, run_reads_the_layout_from_files)
+{
+	/* 2 sequences (6 and 0 keys), pages of 16: sequence 0 in page 1 */
+	int32_t table[] = {1, 0, -1, -1}, lens[] = {6, 0}, bad_table[] = {2, 0, -1, -1}, long_lens[] = {33, 0};
+	write_i32("build/paged_table.npy", table, 2, 2, 2);
+	write_i32("build/paged_lens.npy", lens, 1, 2, 0);
+	write_i32("build/paged_bad_table.npy", bad_table, 2, 2, 2);
+	write_i32("build/paged_long_lens.npy", long_lens, 1, 2, 0);
+	/* the pool: 2 pages of 16 keys, 1 key/value head, d = 4 */
+	float *k = calloc(2 * 16 * 4, sizeof *k);
+	for (int x = 0; x < 2 * 16 * 4; x++)
+		k[x] = (float)((x * 37) % 11) / 8 - 0.5f;
+	Npy a = {.descr = "<f4", .ndim = 4, .shape = {2, 16, 1, 4}, .count = 2 * 16 * 4, .itemsize = 4, .data = k};
+	char msg[256], out[4096];
+	cr_assert_eq(npy_write("build/paged_k.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	a.shape[1] = 32, a.shape[0] = 1;
+	cr_assert_eq(npy_write("build/paged_k32.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	free(k);
+#define RUN ASSOC " run specs/attention_sink.yaml -D d=4 -D dv=4 --device interp --page-size 16 --rows 1 "
+	int st = sh(RUN "--input block_table=build/paged_table.npy --input seq_lens=build/paged_lens.npy "
+			"--input k=build/paged_k.npy --input v=build/paged_k.npy --output out=build/paged_out.npy",
+		    out, sizeof out, 1);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert(strstr(out, "2 sequences of 1 to 1 queries and 0 to 6 keys in pages of 16 (2 pages)"), "%s", out);
+	Npy o;
+	cr_assert_eq(npy_read("build/paged_out.npy", &o, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(o.ndim, 3);
+	cr_assert(o.shape[0] == 2 && o.shape[1] == 1 && o.shape[2] == 4);
+	for (int t = 0; t < 4; t++) /* the sequence of no keys: out = 0 */
+		cr_assert_eq(npy_get(&o, 4 + t), 0);
+	npy_free(&o);
+	/* page 2 of a pool of 2 */
+	st = sh(RUN "--input block_table=build/paged_bad_table.npy --input seq_lens=build/paged_lens.npy "
+		    "--input k=build/paged_k.npy --input v=build/paged_k.npy",
+		out, sizeof out, 1);
+	cr_assert_eq(st, 2, "%s", out);
+	cr_assert(strstr(out, "block_table[0][0] = 2") && strstr(out, "pool holds pages 0 to 1"), "%s", out);
+	/* 33 keys in a row of 2 pages */
+	st = sh(RUN "--input block_table=build/paged_table.npy --input seq_lens=build/paged_long_lens.npy", out, sizeof out,
+		1);
+	cr_assert_eq(st, 2, "%s", out);
+	cr_assert(strstr(out, "seq_lens[0] = 33"), "%s", out);
+	/* pages of 32 keys where --page-size says 16 */
+	st = sh(RUN "--input block_table=build/paged_table.npy --input seq_lens=build/paged_lens.npy "
+		    "--input k=build/paged_k32.npy",
+		out, sizeof out, 1);
+	cr_assert_eq(st, 2, "%s", out);
+	cr_assert(strstr(out, "pages hold 32 keys, but --page-size is 16"), "%s", out);
+	/* keys in pages without their table */
+	st = sh(RUN "--input k=build/paged_k.npy", out, sizeof out, 1);
+	cr_assert_eq(st, 2, "%s", out);
+	cr_assert(strstr(out, "need the layout"), "%s", out);
+#undef RUN
+}

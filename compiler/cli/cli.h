@@ -27,6 +27,7 @@ typedef struct {
 	int rows, len;
 	int rows_given, len_given; /* by --rows, --len (not the defaults) */
 	int heads, kv_heads; /* attention: query heads, key/value heads (0: 1, and as many as heads) */
+	int page_size, batch; /* attention over a paged key/value cache (paged.h); 0: not paged */
 	RunOpts run;
 	int mpi; /* run: positions shared out to the MPI ranks (run_mpi.c) */
 	const char *mpi_collective; /* run --mpi: "gather" (the default) or "reduce" */
@@ -96,6 +97,12 @@ void cli_inputs_free(Npy *arr);
  * another cli_busy ends the one before. */
 void cli_busy(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_busy_done(void);
+
+/* The carrier's verdict before a run, on the few trials a run takes. */
+int cli_run_verdict(Carrier *c, const Opts *o);
+/* run --page-size: a batch of sequences over a paged key/value cache on
+ * dv (cmd_paged.c); an exit status. */
+int cmd_paged_run(Opts *o, Carrier *c, const Device *dv);
 
 int cmd_check(Opts *o);
 int cmd_run(Opts *o);

@@ -382,7 +382,7 @@ static void print_check(const RunCheck *rc, const RunData *d)
  * moment, and check gives a carrier its 20000. */
 enum { RUN_TRIALS = 300, RUN_ID_TRIALS = 200 };
 
-static int run_verdict(Carrier *c, const Opts *o)
+int cli_run_verdict(Carrier *c, const Opts *o)
 {
 	VerdictOpts vo = {.check = o->check, .prove = 1};
 	vo.check.trials = vo.check.trials < RUN_TRIALS ? vo.check.trials : RUN_TRIALS;
@@ -419,6 +419,13 @@ static int cmd_run_on(Opts *o)
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;
+	if (o->page_size) {
+		const Device *pdv = pick_device(o->device);
+		int prc = pdv ? cmd_paged_run(o, c, pdv)
+			      : usage_error("unknown device '%s' (devices: %s, auto)", o->device, run_device_names());
+		spec_carrier_free(c);
+		return prc;
+	}
 	Npy arr[MAX_FILES] = {0};
 	RunData *d = NULL;
 	int rc = cli_inputs_read(o, c, arr);
@@ -453,7 +460,7 @@ static int cmd_run_on(Opts *o)
 		rc = EXIT_FAIL;
 	}
 	if (!rc)
-		rc = run_verdict(c, o);
+		rc = cli_run_verdict(c, o);
 	if (!rc) {
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);

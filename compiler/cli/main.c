@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "compiler/cli/cli.h"
+#include "compiler/devices/paged.h"
 #include "compiler/explore/explore.h"
 #include "runtime/cpu.h"
 
@@ -48,6 +49,10 @@ static const char usage[] =
 	"  --rows R --len N          run, bench, tune: the shape (default 4 x 1000); attention: queries x keys\n"
 	"  --heads H --kv-heads G    run, bench, tune: attention heads, G key/value heads shared\n"
 	"                            by H/G query heads each\n"
+	"  --page-size P --batch B   run, bench, tune: attention over a paged key/value cache, pages\n"
+	"                            of P keys (16 to 256, a power of two), B sequences (default 1)\n"
+	"                            of up to --len keys and --rows queries each; --input\n"
+	"                            block_table=, seq_lens=, cu_seqlens_q= give the layout\n"
 	"  --threads T --split K     run, bench: CPU threads; splits of the reduced axis\n"
 	"  --input NAME=FILE.npy     run, bench: an input array instead of random values; its shape\n"
 	"                            sets --rows and --len, which must agree where given\n"
@@ -287,6 +292,8 @@ static const OptSpec options[] = {
 	{"--len", O_INT, 0, MAX_LEN, F(len), 0, 0, C_SHAPE},
 	{"--heads", O_INT, 1, 1 << 16, F(heads), 0, 0, C_SHAPE},
 	{"--kv-heads", O_INT, 1, 1 << 16, F(kv_heads), 0, 0, C_SHAPE},
+	{"--page-size", O_INT, 1, 1 << 16, F(page_size), 0, 0, C_SHAPE},
+	{"--batch", O_INT, 1, 1 << 20, F(batch), 0, 0, C_SHAPE},
 	{"--threads", O_INT, 0, RT_MAX_THREADS, F(run.threads), 0, 0, C_EXEC},
 	{"--split", O_INT, 0, MAX_SPLIT, F(run.split), 0, 0, C_EXEC},
 	{"--device", O_STR, 0, 0, F(device), 0, 0, C_EXEC},
@@ -422,6 +429,13 @@ static int parse_opts(int argc, char **argv, Opts *o, int cmd)
 	if (o->arch && !strcmp(o->command, "run") && strcmp(o->device, "emu"))
 		return usage_error("--arch is an option of run --device emu (a GPU runs as what it is)");
 	o->run.arch = o->arch;
+	char why[160];
+	if (o->page_size && paged_page_size_ok(o->page_size, why, sizeof why))
+		return usage_error("--page-size: %s", why);
+	if (o->batch && !o->page_size)
+		return usage_error("--batch: a batch of sequences over paged keys and values, with --page-size");
+	if (o->page_size && o->mpi)
+		return usage_error("--page-size: not with --mpi");
 	o->check.params = o->params;
 	o->check.nparams = o->nparams;
 	if (!o->nspecs)

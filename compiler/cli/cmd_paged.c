@@ -1,0 +1,338 @@
+/* cmd_paged.c: `assoc run SPEC --page-size P`: a batch of sequences over a
+ * paged key/value cache (compiler/devices/paged.h), its layout drawn or
+ * read from --input block_table=, seq_lens=, cu_seqlens_q=, each sequence
+ * checked against the float64 reference on its own keys. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cli/cli.h"
+#include "compiler/devices/paged.h"
+
+static const char *const layout_names[] = {"block_table", "seq_lens", "cu_seqlens_q"};
+enum { L_TABLE, L_LENS, L_CU, NLAYOUT };
+
+/* The --input of that name, or -1. */
+static int input_named(const Opts *o, const char *name)
+{
+	for (int i = 0; i < o->ninputs; i++)
+		if (!strcmp(o->inputs[i].name, name))
+			return i;
+	return -1;
+}
+
+/* Whole numbers of a layout array into int32 (*out, allocated). */
+static int read_ints(const Opts *o, int i, const Npy *a, int ndim, int32_t **out)
+{
+	if (a->ndim != ndim)
+		return usage_error("%s: %s has %d dimension%s, expected %d", o->inputs[i].path, o->inputs[i].name, a->ndim,
+				   a->ndim == 1 ? "" : "s", ndim);
+	*out = calloc(a->count ? a->count : 1, sizeof **out);
+	if (!*out)
+		abort();
+	for (size_t x = 0; x < a->count; x++) {
+		double v = npy_get(a, x);
+		if (!ir_holds(TY_I32, v))
+			return usage_error("%s: the value %.17g at flat index %zu of %s is not an int32", o->inputs[i].path, v,
+					   x, o->inputs[i].name);
+		(*out)[x] = (int32_t)v;
+	}
+	return EXIT_OK;
+}
+
+/* A shape as Python prints a tuple. */
+static void shape_text(const size_t *dims, int nd, char *b, size_t n)
+{
+	snprintf(b, n, "(");
+	for (int t = 0; t < nd; t++)
+		snprintf(b + strlen(b), n - strlen(b), "%s%zu", t ? ", " : "", dims[t]);
+	snprintf(b + strlen(b), n - strlen(b), "%s", nd == 1 ? ",)" : ")");
+}
+
+/* A row or column input's file into its paged buffer, its shape checked. */
+static int load_input(const Opts *o, int i, const Npy *a, Buffer *buf, const size_t *want, int nd, const char *what)
+{
+	int same = a->ndim == nd;
+	for (int t = 0; same && t < nd; t++)
+		same = a->shape[t] == want[t];
+	if (!same) {
+		char has[160], exp[160];
+		shape_text(a->shape, a->ndim, has, sizeof has);
+		shape_text(want, nd, exp, sizeof exp);
+		return usage_error("%s: shape %s does not fit %s '%s': expected %s", o->inputs[i].path, has, what,
+				   o->inputs[i].name, exp);
+	}
+	for (size_t x = 0; x < a->count; x++) {
+		double v = npy_get(a, x);
+		if (!ir_holds(buf->kind, v) || (isinf(ir_round(buf->kind, v)) && !isinf(v)))
+			return usage_error("%s: the value %.17g at flat index %zu is not a %s, the type of input '%s'",
+					   o->inputs[i].path, v, x, ty_kind_name(buf->kind), o->inputs[i].name);
+		run_buffer_set(buf, x, v);
+	}
+	return EXIT_OK;
+}
+
+/* want: [lead][heads][width] (width dropped at 1) */
+static int dims3(size_t lead, size_t mid, int heads, int width, size_t *want)
+{
+	int nd = 0;
+	want[nd++] = lead;
+	if (mid)
+		want[nd++] = mid;
+	want[nd++] = (size_t)heads;
+	if (width > 1)
+		want[nd++] = (size_t)width;
+	return nd;
+}
+
+/* The layout and inputs: drawn, or from the --input files. */
+static Paged *paged_of(Opts *o, Carrier *c, Npy *arr)
+{
+	char msg[1024];
+	int heads, kv, lay[NLAYOUT];
+	if (cli_heads(o, &heads, &kv))
+		return NULL;
+	for (int i = 0; i < o->ninputs; i++) {
+		int known = 0;
+		for (int k = 0; k < NLAYOUT; k++)
+			known |= !strcmp(o->inputs[i].name, layout_names[k]);
+		for (int k = 0; k < c->nrow; k++)
+			known |= !strcmp(o->inputs[i].name, c->row[k].name);
+		for (int k = 0; k < c->ncol; k++)
+			known |= !strcmp(o->inputs[i].name, c->col[k].name);
+		if (!known)
+			return usage_error("--input %s: the spec has no input named '%s' (with --page-size: its row and "
+					   "column inputs, block_table, seq_lens, cu_seqlens_q)",
+					   o->inputs[i].name, o->inputs[i].name),
+			       NULL;
+		if (npy_read(o->inputs[i].path, &arr[i], msg, sizeof msg))
+			return usage_error("%s", msg), NULL;
+	}
+	for (int k = 0; k < NLAYOUT; k++)
+		lay[k] = input_named(o, layout_names[k]);
+	int col_given = -1, row_given = -1;
+	for (int k = 0; k < c->ncol && col_given < 0; k++)
+		col_given = input_named(o, c->col[k].name);
+	for (int k = 0; k < c->nrow && row_given < 0; k++)
+		row_given = input_named(o, c->row[k].name);
+	Paged *p = NULL;
+	if (lay[L_TABLE] < 0 && lay[L_LENS] < 0) {
+		if (lay[L_CU] >= 0)
+			return usage_error("--input cu_seqlens_q: with --input block_table= and seq_lens="), NULL;
+		if (col_given >= 0)
+			return usage_error("--input %s: keys and values in pages need the layout, --input block_table= "
+					   "and --input seq_lens=",
+					   o->inputs[col_given].name),
+			       NULL;
+		if (cli_fits(o, c, o->batch ? o->batch : 1))
+			return NULL;
+		p = paged_drawn(c, heads, kv, o->batch ? o->batch : 1, o->rows, o->len, o->page_size, o->check.seed,
+				o->params, o->nparams, msg, sizeof msg);
+	} else {
+		if (lay[L_TABLE] < 0 || lay[L_LENS] < 0)
+			return usage_error("--input %s: with --input %s= as well", layout_names[lay[L_TABLE] < 0 ? L_LENS : L_TABLE],
+					   layout_names[lay[L_TABLE] < 0 ? L_TABLE : L_LENS]),
+			       NULL;
+		if (o->batch || o->len_given)
+			return usage_error("%s: the sequences and their keys come from --input seq_lens=",
+					   o->batch ? "--batch" : "--len"),
+			       NULL;
+		int32_t *table = NULL, *lens = NULL, *cu = NULL;
+		const Npy *t = &arr[lay[L_TABLE]], *l = &arr[lay[L_LENS]];
+		int rc = read_ints(o, lay[L_LENS], l, 1, &lens);
+		if (!rc)
+			rc = read_ints(o, lay[L_TABLE], t, 2, &table);
+		if (!rc && (t->shape[0] != l->shape[0] || !l->shape[0] || !t->shape[1] || t->shape[0] > 1 << 20 ||
+			    t->shape[1] > 1 << 20))
+			rc = usage_error("%s: block_table is %zu x %zu, seq_lens %zu: one row of at least one page for each "
+					 "of 1 to %d sequences",
+					 o->inputs[lay[L_TABLE]].path, t->shape[0], t->shape[1], l->shape[0], 1 << 20);
+		size_t batch = l->shape[0];
+		if (!rc && lay[L_CU] >= 0) {
+			rc = read_ints(o, lay[L_CU], &arr[lay[L_CU]], 1, &cu);
+			if (!rc && arr[lay[L_CU]].shape[0] != batch + 1)
+				rc = usage_error("%s: cu_seqlens_q holds %zu offsets; %zu sequences take %zu",
+						 o->inputs[lay[L_CU]].path, arr[lay[L_CU]].shape[0], batch, batch + 1);
+			if (!rc && o->rows_given)
+				rc = usage_error("--rows: the queries of each sequence come from --input cu_seqlens_q=");
+		}
+		/* the pool as the keys' file has it; drawn, as many pages as the table names */
+		size_t pages = 0;
+		if (!rc && col_given >= 0) {
+			pages = arr[col_given].ndim ? arr[col_given].shape[0] : 0;
+			if (arr[col_given].ndim < 2 || arr[col_given].shape[1] != (size_t)o->page_size)
+				rc = usage_error("%s: %s's pages hold %zu keys, but --page-size is %d (the layout is "
+						 "[pages][page size][key/value heads][width])",
+						 o->inputs[col_given].path, o->inputs[col_given].name,
+						 arr[col_given].ndim < 2 ? 0 : arr[col_given].shape[1], o->page_size);
+		} else
+			for (size_t b = 0; !rc && b < batch; b++)
+				for (int x = 0; x < (lens[b] + o->page_size - 1) / o->page_size && x < (int)t->shape[1]; x++)
+					if (table[b * t->shape[1] + x] >= 0 && (size_t)table[b * t->shape[1] + x] + 1 > pages)
+						pages = (size_t)table[b * t->shape[1] + x] + 1;
+		if (!rc && pages > 1 << 24)
+			rc = usage_error("%s: %zu pages: at most %d",
+					 o->inputs[col_given >= 0 ? col_given : lay[L_TABLE]].path, pages, 1 << 24);
+		int rows = o->rows;
+		if (!rc && !cu && row_given >= 0 && !o->rows_given) {
+			/* the queries' file sets the rows of each sequence */
+			size_t total = arr[row_given].ndim ? arr[row_given].shape[0] : 0;
+			if (total % batch)
+				rc = usage_error("%s: %zu query rows are not the same number for each of %zu sequences (give "
+						 "--input cu_seqlens_q=)",
+						 o->inputs[row_given].path, total, batch);
+			rows = (int)(total / batch);
+		}
+		if (!rc) {
+			p = paged_new(c, heads, kv, (int)batch, o->page_size, (int)(pages ? pages : 1), (int)t->shape[1], table,
+				      lens, cu, rows, msg, sizeof msg);
+			if (!p)
+				rc = usage_error("--input: %s", msg);
+		}
+		if (!rc && paged_draw(p, o->check.seed, o->params, o->nparams, msg, sizeof msg)) {
+			paged_free(p);
+			p = NULL;
+			rc = usage_error("%s", msg);
+		}
+		free(table), free(lens), free(cu);
+		if (rc)
+			return NULL;
+	}
+	if (!p)
+		return usage_error("%s", msg), NULL;
+	for (int i = 0; i < o->ninputs; i++) {
+		size_t want[4];
+		for (int k = 0; k < c->nrow; k++)
+			if (!strcmp(o->inputs[i].name, c->row[k].name) &&
+			    load_input(o, i, &arr[i], &p->row[k], want,
+				       dims3((size_t)p->cu[p->batch], 0, heads, p->row[k].width, want), "the queries' input"))
+				return paged_free(p), NULL;
+		for (int k = 0; k < c->ncol; k++)
+			if (!strcmp(o->inputs[i].name, c->col[k].name) &&
+			    load_input(o, i, &arr[i], &p->col[k], want,
+				       dims3((size_t)p->pages, (size_t)p->page_size, kv, p->col[k].width, want),
+				       "the paged input"))
+				return paged_free(p), NULL;
+	}
+	/* given inputs may break assume, each sequence on its own keys */
+	for (int b = 0; c->assume && o->ninputs && b < p->batch; b++) {
+		RunData *s = paged_sequence(p, b);
+		int bad = rundata_check_assume(s, msg, sizeof msg);
+		rundata_free(s);
+		if (bad)
+			return usage_error("--input: sequence %d, %s", b, msg), paged_free(p), NULL;
+	}
+	return p;
+}
+
+static int write_outputs(const Opts *o, const Paged *p)
+{
+	for (int i = 0; i < o->noutputs; i++) {
+		int k = 0;
+		while (k < p->c->nfinal && strcmp(p->c->finalize[k].name, o->outputs[i].name))
+			k++;
+		const Buffer *b = &p->fin[k];
+		Npy a = {.itemsize = run_kind_size(b->kind), .data = b->p, .count = b->n * b->width};
+		snprintf(a.descr, sizeof a.descr, "%s", npy_descr(b->kind));
+		a.ndim = dims3((size_t)p->cu[p->batch], 0, p->heads, b->width, a.shape);
+		char msg[512];
+		if (npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
+			fprintf(stderr, "assoc: %s\n", msg);
+			return EXIT_FAIL;
+		}
+	}
+	return EXIT_OK;
+}
+
+static int outputs_ok(const Opts *o, const Carrier *c)
+{
+	for (int i = 0; i < o->noutputs; i++) {
+		int k = 0;
+		while (k < c->nfinal && strcmp(c->finalize[k].name, o->outputs[i].name))
+			k++;
+		if (k == c->nfinal)
+			return usage_error("--output %s: with --page-size, the outputs are finalize's ('%s'%s)",
+					   o->outputs[i].name, c->finalize[0].name, c->nfinal > 1 ? " ..." : "");
+		if (cli_output_not_input(o, "--output", o->outputs[i].path))
+			return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
+{
+	char msg[1024] = "";
+	if (paged_carrier_ok(c, msg, sizeof msg))
+		return usage_error("--page-size: %s", msg);
+	if ((!strcmp(dv->name, "emu") || !strcmp(dv->name, "gpu")) && run_thread_fits(c, msg, sizeof msg)) {
+		fprintf(stderr, "%s: error: %s: %s\n", c->file, dv->name, msg);
+		return EXIT_FAIL;
+	}
+	int rc = outputs_ok(o, c);
+	if (!rc && o->run.config && !dv->config)
+		rc = usage_error("--config: the %s device takes no configuration", dv->name);
+	if (!rc && o->run.config && dv->config(o->run.config, msg, sizeof msg))
+		rc = usage_error("--config: %s", msg);
+	Npy arr[MAX_FILES] = {0};
+	Paged *p = rc ? NULL : paged_of(o, c, arr);
+	if (!rc && !p)
+		rc = EXIT_USAGE;
+	if (!rc && !dv->available(msg, sizeof msg)) {
+		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
+		rc = EXIT_FAIL;
+	}
+	if (!rc)
+		rc = cli_run_verdict(c, o);
+	if (!rc) {
+		RunCheck chk;
+		double sec = 0;
+		cli_busy("%s: running on %s (%d sequences in pages of %d)", c->file, dv->name, p->batch, p->page_size);
+		int failed = paged_run(p, dv, &o->run, &chk, &sec, msg, sizeof msg);
+		cli_busy_done();
+		if (failed) {
+			fprintf(stderr, "assoc: %s: %s\n", dv->name, msg);
+			rc = EXIT_FAIL;
+		} else {
+			int qmin = 1 << 30, qmax = 0, kmin = 1 << 30, kmax = 0;
+			for (int b = 0; b < p->batch; b++) {
+				int q = p->cu[b + 1] - p->cu[b];
+				qmin = q < qmin ? q : qmin, qmax = q > qmax ? q : qmax;
+				kmin = p->lens[b] < kmin ? p->lens[b] : kmin, kmax = p->lens[b] > kmax ? p->lens[b] : kmax;
+			}
+			char heads[64] = "", as[32] = "";
+			if (p->heads > 1)
+				snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", p->heads, p->kv_heads);
+			if (o->arch)
+				snprintf(as, sizeof as, " (%s)", o->arch);
+			printf("%s: carrier %s on %s%s, %d sequence%s of %d to %d queries and %d to %d keys in pages of %d (%d "
+			       "pages)%s (%.3f s)\n",
+			       c->file, c->name, dv->name, as, p->batch, p->batch > 1 ? "s" : "", qmin, qmax, kmin, kmax,
+			       p->page_size, p->pages, heads, sec);
+			if (o->run.verbose)
+				printf("  paged: each sequence's keys gathered through its block table into [key/value "
+				       "head][key] before its kernel; a sequence of no queries is skipped\n");
+			for (int k = 0; k < chk.nout; k++) {
+				const OutCheck *x = &chk.out[k];
+				printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)", x->name,
+				       x->max_abs, x->max_rel, x->worst_ratio, x->basis ? x->basis : "the float64 reference");
+				if (x->nan_mismatch)
+					printf(", %d NaN or infinity where the reference differs (the first at flat index %zu) "
+					       "FAILS",
+					       x->nan_mismatch, x->at);
+				else if (x->worst_ratio > 1)
+					printf(" (worst at flat index %zu) FAILS", x->at);
+				printf("\n");
+			}
+			printf("  %s\n", chk.ok ? "ok" : "FAILED");
+			rc = chk.ok ? EXIT_OK : EXIT_FAIL;
+			runcheck_free(&chk);
+			int w = write_outputs(o, p);
+			rc = w > rc ? w : rc;
+		}
+	}
+	cli_inputs_free(arr);
+	paged_free(p);
+	return rc;
+}
+
