@@ -272,3 +272,23 @@ Test(paged, run_reads_the_layout_from_files)
 	cr_assert(strstr(out, "need the layout"), "%s", out);
 #undef RUN
 }
+
+Test(paged, bench_measures_against_a_copy_of_the_keys_read)
+{
+	char out[4096];
+	int st = sh(ASSOC " bench tests/attention/full.yaml --device cpu --page-size 32 --batch 3 --heads 4 --kv-heads 2 "
+		       "--rows 1 --len 500",
+		    out, sizeof out, 1);
+	if (st && strstr(out, "not usable"))
+		cr_skip_test("%s", out);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert(strstr(out, "3 sequences of up to 500 keys in pages of 32"), "%s", out);
+	cr_assert(strstr(out, "K and V read") && strstr(out, "of copy"), "%s", out);
+	cr_assert(strstr(out, "results match the float64 reference"), "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/layer_norm.yaml --device cpu --page-size 32", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "cannot read paged keys and values"), "%s", out);
+	cr_assert_eq(sh(ASSOC " tune specs/layer_norm.yaml --page-size 32", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "cannot read paged keys and values"), "%s", out);
+	cr_assert_eq(sh(ASSOC " tune specs/attention.yaml --page-size 20", out, sizeof out, 1), 2);
+	cr_assert(strstr(out, "power of two"), "%s", out);
+}

@@ -103,6 +103,9 @@ int cli_run_verdict(Carrier *c, const Opts *o);
 /* run --page-size: a batch of sequences over a paged key/value cache on
  * dv (cmd_paged.c); an exit status. */
 int cmd_paged_run(Opts *o, Carrier *c, const Device *dv);
+/* bench --page-size on the cpu device: the sequences' runs against a copy
+ * of the bytes of K and V they read. */
+int cmd_paged_bench(Opts *o);
 
 int cmd_check(Opts *o);
 int cmd_run(Opts *o);

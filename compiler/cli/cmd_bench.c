@@ -416,6 +416,8 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 int cmd_bench(Opts *o)
 {
 	char why[1024];
+	if (o->page_size)
+		return cmd_paged_bench(o);
 	/* auto: the GPU where one is usable, as run picks */
 	const Device *gpu = run_device_find("gpu");
 	if (!strcmp(o->device, "gpu") || (!strcmp(o->device, "auto") && gpu && gpu->available(why, sizeof why)))

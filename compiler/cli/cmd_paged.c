@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compiler/cli/cli.h"
 #include "compiler/devices/paged.h"
+#include "compiler/llvm/llvm.h"
+#include "runtime/cpu.h"
 
 static const char *const layout_names[] = {"block_table", "seq_lens", "cu_seqlens_q"};
 enum { L_TABLE, L_LENS, L_CU, NLAYOUT };
@@ -336,3 +339,158 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 	return rc;
 }
 
+/* ---- bench --page-size ---- */
+
+enum { PAGED_RUNS = 5 };
+
+typedef struct {
+	RtPool *pool;
+	char *src, *dst;
+	size_t bytes;
+} PagedCopy;
+
+static void copy_task(void *ctx, int64_t t)
+{
+	PagedCopy *pc = ctx;
+	int64_t nt = rt_pool_threads(pc->pool);
+	size_t lo = pc->bytes * t / nt, hi = pc->bytes * (t + 1) / nt;
+	memcpy(pc->dst + lo, pc->src + lo, hi - lo);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double seconds_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* Every sequence's kernel, compiled once, on its gathered keys. */
+typedef struct {
+	RtPool *pool;
+	LlvmKernel *k;
+	CpuHeads *h;
+	int n, split;
+	int failed;
+} PagedKernels;
+
+static double run_kernels(PagedKernels *pk)
+{
+	char msg[256];
+	double t0 = seconds_now();
+	for (int b = 0; b < pk->n; b++)
+		if (pk->h[b].n && rt_cpu_run(pk->pool, &pk->k->k, pk->h[b].a, pk->h[b].n, pk->split, msg, sizeof msg))
+			pk->failed = 1;
+	return seconds_now() - t0;
+}
+
+int cmd_paged_bench(Opts *o)
+{
+	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
+		return usage_error("bench --page-size runs on --device cpu (got '%s')", o->device);
+	if (o->ninputs)
+		return usage_error("bench --page-size draws its batch (--batch, --rows, --len): no --input");
+	if (cli_bench_shape(o))
+		return EXIT_USAGE;
+	const Device *dv = run_device_find("cpu");
+	char msg[1024];
+	if (!dv || !dv->available(msg, sizeof msg)) {
+		fprintf(stderr, "assoc: the cpu device is not usable here: %s\n", dv ? msg : "not in this build");
+		return EXIT_FAIL;
+	}
+	Carrier *c = cli_load(o, o->specs[0]);
+	if (!c)
+		return EXIT_USAGE;
+	int rc = paged_carrier_ok(c, msg, sizeof msg) ? usage_error("--page-size: %s", msg) : EXIT_OK;
+	LlvmOpts lo = {0};
+	if (!rc && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
+		rc = usage_error("--config: %s", msg);
+	Npy arr[MAX_FILES] = {0};
+	Paged *p = rc ? NULL : paged_of(o, c, arr);
+	if (!rc && !p)
+		rc = EXIT_USAGE;
+	PagedCopy pc = {0};
+	PagedKernels pk = {.split = o->run.split};
+	RunData **seq = NULL;
+	RunCheck chk = {0};
+	cli_busy("%s: checking and timing %d sequences in pages of %d", c->file, p ? p->batch : 0, o->page_size);
+	/* a checked run first, each sequence through the device as run does */
+	if (!rc && paged_run(p, dv, &o->run, &chk, NULL, msg, sizeof msg)) {
+		fprintf(stderr, "assoc: cpu: %s\n", msg);
+		rc = EXIT_FAIL;
+	}
+	if (!rc) {
+		seq = calloc(p->batch, sizeof *seq);
+		pk.h = calloc(p->batch, sizeof *pk.h);
+		if (!seq || !pk.h)
+			abort();
+		pk.n = p->batch;
+		for (int b = 0; b < p->batch; b++)
+			seq[b] = paged_sequence(p, b);
+		lo.fit_rows = cpu_view_rows(seq[0]);
+		if (llvm_compile(c, &lo, &pk.k, msg, sizeof msg) || rt_pool_open(&pk.pool, o->run.threads, msg, sizeof msg)) {
+			fprintf(stderr, "assoc: cpu: %s\n", msg);
+			rc = EXIT_FAIL;
+		}
+		for (int b = 0; !rc && b < p->batch; b++)
+			if (seq[b]->rows)
+				cpu_heads(seq[b], 1, &pk.h[b]);
+	}
+	double t[PAGED_RUNS], tc[PAGED_RUNS];
+	if (!rc) {
+		run_kernels(&pk); /* warm */
+		for (int r = 0; r < PAGED_RUNS; r++)
+			t[r] = run_kernels(&pk);
+		if (pk.failed) {
+			fprintf(stderr, "assoc: cpu: a sequence's kernel failed\n");
+			rc = EXIT_FAIL;
+		}
+	}
+	if (!rc) {
+		pc.pool = pk.pool;
+		pc.bytes = (size_t)paged_kv_bytes(p);
+		pc.src = malloc(pc.bytes + 1), pc.dst = malloc(pc.bytes + 1);
+		if (!pc.src || !pc.dst)
+			abort();
+		memset(pc.src, 1, pc.bytes), memset(pc.dst, 2, pc.bytes);
+		for (int r = 0; r < PAGED_RUNS; r++) {
+			double t0 = seconds_now();
+			rt_pool_run(pc.pool, rt_pool_threads(pc.pool), copy_task, &pc);
+			tc[r] = seconds_now() - t0;
+		}
+	}
+	cli_busy_done();
+	if (!rc) {
+		qsort(t, PAGED_RUNS, sizeof *t, cmp_double);
+		qsort(tc, PAGED_RUNS, sizeof *tc, cmp_double);
+		double tk = t[PAGED_RUNS / 2], tcopy = tc[PAGED_RUNS / 2];
+		printf("%s: carrier %s on cpu, %d sequences of up to %d keys in pages of %d, %d heads on %d key/value "
+		       "heads, %d threads\n",
+		       c->file, c->name, p->batch, o->len, p->page_size, p->heads, p->kv_heads, rt_pool_threads(pk.pool));
+		printf("  kernels %.3f ms; K and V read %.2f MB: %.2f GB/s; a copy of those bytes %.3f ms: %.2f of copy\n",
+		       tk * 1e3, pc.bytes / 1e6, pc.bytes / tk / 1e9, tcopy * 1e3, tcopy / tk);
+		printf("  (each sequence's kernel on its keys as gathered from the pages; the gather is not timed)\n");
+		printf("  results %s the float64 reference\n", chk.ok ? "match" : "do NOT match");
+		rc = chk.ok ? EXIT_OK : EXIT_FAIL;
+	}
+	if (chk.out)
+		runcheck_free(&chk);
+	for (int b = 0; seq && b < p->batch; b++) {
+		if (pk.h && pk.h[b].a)
+			cpu_heads_free(&pk.h[b]);
+		rundata_free(seq[b]);
+	}
+	free(seq), free(pk.h);
+	free(pc.src), free(pc.dst);
+	rt_pool_close(pk.pool);
+	llvm_kernel_free(pk.k);
+	cli_inputs_free(arr);
+	paged_free(p);
+	spec_carrier_free(c);
+	return rc;
+}

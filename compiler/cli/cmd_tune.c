@@ -9,6 +9,7 @@
 
 #include "compiler/cli/cli.h"
 #include "compiler/devices/gpu.h"
+#include "compiler/devices/paged.h"
 
 /* The progress line, on a terminal. */
 static void progress(void *ctx, int done, int total)
@@ -82,6 +83,16 @@ int cmd_tune(Opts *o)
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;
+	char msg[512];
+	if (o->page_size && paged_carrier_ok(c, msg, sizeof msg)) {
+		spec_carrier_free(c);
+		return usage_error("--page-size: %s", msg);
+	}
+	/* a paged batch runs each sequence on these kernels, its keys gathered:
+	 * the shape tuned is a sequence's, --rows queries and --len keys */
+	if (o->page_size)
+		printf("%s: paged keys in pages of %d: tuning a sequence of %d queries and %d keys\n", c->file,
+		       o->page_size, o->rows, o->len);
 	RunData *d = cli_drawn(o, c);
 	int rc = d ? tune(c, d) : EXIT_USAGE;
 	rundata_free(d);
