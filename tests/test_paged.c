@@ -5,13 +5,15 @@
  * matches the float64 reference on batches of odd shapes (page sizes 16
  * and 256, a sequence shorter than one page, one of no keys, grouped heads,
  * lengths off the tiles, several splits); the command line reads the
- * layout from .npy files and names what is wrong with it. */
+ * layout from .npy files and names what is wrong with it; the library's
+ * assoc_run_paged gives the device's own results and refuses the same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/devices/npy.h"
 #include "compiler/devices/paged.h"
+#include "compiler/lib/assoc.h"
 #include "testutil.h"
 
 #define ASSOC "build/asan/assoc"
@@ -291,4 +293,85 @@ Test(paged, bench_measures_against_a_copy_of_the_keys_read)
 	cr_assert(strstr(out, "cannot read paged keys and values"), "%s", out);
 	cr_assert_eq(sh(ASSOC " tune specs/attention.yaml --page-size 20", out, sizeof out, 1), 2);
 	cr_assert(strstr(out, "power of two"), "%s", out);
+}
+
+/* ---- the library ---- */
+
+
+/* assoc_run_paged on p's arrays with kernel k into out (one per
+ * finalize output, p's sizes). */
+static AssocStatus lib_run(AssocKernel *k, const Paged *p, void **out, const AssocPaged *pg)
+{
+	const Carrier *c = p->c;
+	AssocBuffer b[16];
+	int n = 0;
+	for (int i = 0; i < c->nrow; i++)
+		b[n++] = (AssocBuffer){c->row[i].name, p->row[i].p, p->row[i].n * p->row[i].width * run_kind_size(p->row[i].kind)};
+	for (int i = 0; i < c->ncol; i++)
+		b[n++] = (AssocBuffer){c->col[i].name, p->col[i].p, p->col[i].n * p->col[i].width * run_kind_size(p->col[i].kind)};
+	for (int i = 0; i < c->nfinal; i++)
+		b[n++] = (AssocBuffer){c->finalize[i].name, out[i], p->fin[i].n * p->fin[i].width * run_kind_size(p->fin[i].kind)};
+	return assoc_run_paged(k, p->heads, p->kv_heads, pg, b, n, (AssocValue[]){{"scale", 0.125}}, 1);
+}
+
+Test(paged, library_runs_a_paged_batch)
+{
+	Carrier *c = load_ok("specs/attention_sink.yaml");
+	Paged *p = odd_batch(c, 16, 4, 2);
+	p->params[0] = 0.125;
+	/* the interpreter through the device, as run does: the bits to match */
+	char msg[512];
+	cr_assert_eq(paged_run(p, run_device_find("interp"), &(RunOpts){0}, NULL, NULL, msg, sizeof msg), 0, "%s", msg);
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load(&s, "specs/attention_sink.yaml", NULL, 0), ASSOC_OK);
+	AssocPaged pg = {.batch = p->batch, .page_size = p->page_size, .pages = p->pages, .max_pages = p->max_pages,
+			 .block_table = p->table, .seq_lens = p->lens, .cu_seqlens_q = p->cu};
+	const char *devs[] = {"interp", "cpu"};
+	for (int d = 0; d < 2; d++) {
+		AssocKernel *k;
+		if (assoc_compile(s, devs[d], 2, &k) != ASSOC_OK) {
+			cr_log_warn("%s: %s", devs[d], assoc_kernel_error(k));
+			assoc_kernel_free(k);
+			continue;
+		}
+		void *out[2];
+		for (int i = 0; i < c->nfinal; i++)
+			out[i] = calloc(p->fin[i].n * p->fin[i].width, run_kind_size(p->fin[i].kind));
+		cr_assert_eq(lib_run(k, p, out, &pg), ASSOC_OK, "%s: %s", devs[d], assoc_kernel_error(k));
+		for (int i = 0; i < c->nfinal; i++) {
+			Buffer got = p->fin[i];
+			got.p = out[i];
+			for (size_t x = 0; x < got.n * got.width; x++) {
+				double want = run_buffer_get(&p->fin[i], x), v = run_buffer_get(&got, x);
+				if (!d)
+					cr_assert_eq(v, want, "interp: %s[%zu] %g, the device gave %g", c->finalize[i].name, x, v, want);
+				else
+					cr_assert(fabs(v - want) <= 1e-3 * (1 + fabs(want)), "cpu: %s[%zu] %g, interp %g",
+						  c->finalize[i].name, x, v, want);
+			}
+		}
+		/* a page outside the pool where sequence 4 reads: refused, outputs untouched */
+		int32_t keep = p->table[4 * p->max_pages + 2];
+		p->table[4 * p->max_pages + 2] = p->pages;
+		memset(out[0], 0x7f, p->fin[0].n * p->fin[0].width * run_kind_size(p->fin[0].kind));
+		cr_assert_eq(lib_run(k, p, out, &pg), ASSOC_EINVAL);
+		cr_assert(strstr(assoc_kernel_error(k), "block_table[4][2]"), "%s", assoc_kernel_error(k));
+		cr_assert_eq(((unsigned char *)out[0])[0], 0x7f);
+		p->table[4 * p->max_pages + 2] = keep;
+		/* a page size that is no power of two, a buffer of the wrong size */
+		AssocPaged bad = pg;
+		bad.page_size = 24;
+		cr_assert_eq(lib_run(k, p, out, &bad), ASSOC_EINVAL);
+		cr_assert(strstr(assoc_kernel_error(k), "power of two"), "%s", assoc_kernel_error(k));
+		bad = pg;
+		bad.pages = p->pages + 1; /* the pool's buffers are one page short of that */
+		cr_assert_eq(lib_run(k, p, out, &bad), ASSOC_ESIZE);
+		cr_assert(strstr(assoc_kernel_error(k), "[pages][page_size][kv_heads][width]"), "%s", assoc_kernel_error(k));
+		for (int i = 0; i < c->nfinal; i++)
+			free(out[i]);
+		assoc_kernel_free(k);
+	}
+	assoc_spec_free(s);
+	paged_free(p);
+	spec_carrier_free(c);
 }

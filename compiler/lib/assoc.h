@@ -166,6 +166,37 @@ AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, in
  * when no variant runs correctly (with the reason). */
 AssocStatus assoc_tune(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 		       const AssocValue *params, int nparams);
+/* A batch of sequences over a paged key/value cache, as vLLM and
+ * FlashAttention's paged attention keep one (docs/spec-format.md, "Paged
+ * keys and values"): sequence b's key j is slot j % page_size of page
+ * block_table[b * max_pages + j / page_size] of the pool; it has
+ * seq_lens[b] keys (0 to max_pages x page_size) and, with cu_seqlens_q,
+ * the queries cu_seqlens_q[b] to cu_seqlens_q[b + 1] - 1 (FlashAttention's
+ * varlen offsets, batch + 1 of them, from 0, never decreasing), else rows
+ * queries each.  page_size is a power of two from 16 to 256.  Entries of
+ * the table past a sequence's last page are not read. */
+typedef struct {
+	int64_t batch, page_size, pages, max_pages;
+	const int32_t *block_table; /* [batch][max_pages] */
+	const int32_t *seq_lens;    /* [batch] */
+	const int32_t *cu_seqlens_q; /* [batch + 1], or NULL */
+	int64_t rows;               /* queries a sequence where cu_seqlens_q is NULL */
+} AssocPaged;
+/* Attention over a paged batch, on host arrays, for a carrier whose keys
+ * are column inputs (no element inputs, map outputs or scan): column
+ * inputs are the pool [pages][page_size][kv_heads][width], row inputs
+ * [rows][heads][width] and finalize outputs [rows][heads][width], rows
+ * the total of the queries, sequence after sequence.  Within a sequence
+ * the spec's i counts its queries from 0, j its keys and len is its key
+ * count.  Each sequence's keys are gathered from the pages and it runs
+ * as assoc_run_heads runs it (on the kernel's device), its outputs
+ * written into the batch's; a sequence of no keys gives the finalize of
+ * the identity.  A table entry outside the pool where a sequence reads, a
+ * length past its row of the table, offsets that decrease: ASSOC_EINVAL
+ * with the entry in assoc_kernel_error, nothing read or written; a buffer
+ * of the wrong size: ASSOC_ESIZE. */
+AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *paged,
+			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams);
 /* assoc_array_bytes for the heads of assoc_run_heads; 0 also for heads
  * that are not a positive multiple of kv_heads. */
 size_t assoc_array_bytes_heads(const AssocSpec *s, int i, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len);

@@ -1,0 +1,151 @@
+/* assoc_paged.c: assoc_run_paged (assoc.h): a batch of sequences over a
+ * paged key/value cache on host arrays, each sequence gathered from the
+ * caller's pages and run through assoc_run_heads, its outputs written back
+ * into the caller's. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/devices/paged.h"
+#include "compiler/lib/libassoc_int.h"
+
+static AssocStatus paged_fail(AssocKernel *k, AssocStatus st, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(k->err, sizeof k->err, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* The caller's buffer named name, checked to hold exactly want bytes; NULL
+ * after setting k->err. */
+static const AssocBuffer *bound(AssocKernel *k, const AssocBuffer *bufs, int nbufs, const char *name, size_t want,
+				const char *layout, AssocStatus *st)
+{
+	const AssocBuffer *b = NULL;
+	for (int i = 0; i < nbufs; i++)
+		if (bufs[i].name && !strcmp(bufs[i].name, name)) {
+			if (b) {
+				*st = paged_fail(k, ASSOC_EINVAL, "buffer '%s' is given twice", name);
+				return NULL;
+			}
+			b = &bufs[i];
+		}
+	if (!b || !b->data)
+		*st = paged_fail(k, ASSOC_EINVAL, "no buffer for '%s' (%s)", name, layout);
+	else if (b->bytes != want)
+		*st = paged_fail(k, ASSOC_ESIZE, "buffer '%s' holds %zu bytes; %s takes %zu", name, b->bytes, layout, want);
+	return *st ? NULL : b;
+}
+
+AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *pg,
+			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
+{
+	if (!k || !pg || nbufs < 0 || (nbufs && !bufs))
+		return ASSOC_EINVAL;
+	if (k->failed)
+		return ASSOC_EINVAL; /* k->err keeps why it did not compile */
+	Carrier *c = k->s->c;
+	char msg[512];
+	if (paged_carrier_ok(c, msg, sizeof msg))
+		return paged_fail(k, ASSOC_EINVAL, "%s", msg);
+	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > 1 << 16)
+		return paged_fail(k, ASSOC_EINVAL, "%lld heads on %lld key/value heads: heads a multiple of kv_heads, at most 65536",
+				  (long long)heads, (long long)kv_heads);
+	if (pg->page_size < PAGED_MIN_PAGE || pg->page_size > PAGED_MAX_PAGE || (pg->page_size & (pg->page_size - 1)))
+		return paged_fail(k, ASSOC_EINVAL, "page_size %lld: a power of two from %d to %d", (long long)pg->page_size,
+				  PAGED_MIN_PAGE, PAGED_MAX_PAGE);
+	if (pg->batch < 1 || pg->batch > 1 << 24 || pg->pages < 1 || pg->pages > INT32_MAX / PAGED_MAX_PAGE ||
+	    pg->max_pages < 1 || pg->max_pages > INT32_MAX / PAGED_MAX_PAGE || pg->rows < 0 || pg->rows > INT32_MAX ||
+	    !pg->block_table || !pg->seq_lens)
+		return paged_fail(k, ASSOC_EINVAL,
+				  "a paged batch needs 1 to 2^24 sequences, pages and max_pages from 1, block_table and "
+				  "seq_lens (batch %lld, pages %lld, max_pages %lld)",
+				  (long long)pg->batch, (long long)pg->pages, (long long)pg->max_pages);
+	if (paged_layout_ok((int)pg->batch, (int)pg->page_size, (int)pg->pages, (int)pg->max_pages, pg->block_table,
+			    pg->seq_lens, pg->cu_seqlens_q, msg, sizeof msg))
+		return paged_fail(k, ASSOC_EINVAL, "%s", msg);
+	int64_t total = pg->cu_seqlens_q ? pg->cu_seqlens_q[pg->batch] : pg->batch * pg->rows;
+	if (total * heads > INT32_MAX)
+		return paged_fail(k, ASSOC_EINVAL, "%lld query rows of %lld heads: under 2^31 in all", (long long)total,
+				  (long long)heads);
+	/* the caller's arrays as a Paged over them (nothing of it is freed) */
+	Paged p = {.c = c, .heads = (int)heads, .kv_heads = (int)kv_heads, .batch = (int)pg->batch,
+		   .page_size = (int)pg->page_size, .pages = (int)pg->pages, .max_pages = (int)pg->max_pages,
+		   .table = (int32_t *)pg->block_table, .lens = (int32_t *)pg->seq_lens};
+	AssocStatus st = ASSOC_OK;
+	p.cu = calloc(pg->batch + 1, sizeof *p.cu);
+	p.row = calloc(c->nrow + 1, sizeof *p.row);
+	p.col = calloc(c->ncol + 1, sizeof *p.col);
+	p.fin = calloc(c->nfinal + 1, sizeof *p.fin);
+	p.params = calloc(c->nparams + 1, sizeof *p.params);
+	if (!p.cu || !p.row || !p.col || !p.fin || !p.params)
+		st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
+	for (int64_t b = 0; !st && b <= pg->batch; b++)
+		p.cu[b] = pg->cu_seqlens_q ? pg->cu_seqlens_q[b] : (int32_t)(b * pg->rows);
+	const Decl *dg[] = {c->row, c->col};
+	const int nd[] = {c->nrow, c->ncol};
+	Buffer *pb[] = {p.row, p.col};
+	for (int g = 0; g < 2; g++)
+		for (int i = 0; !st && i < nd[g]; i++) {
+			size_t n = g ? (size_t)pg->pages * pg->page_size * kv_heads : (size_t)total * heads;
+			int w = spec_decl_width(&dg[g][i]);
+			const AssocBuffer *x = bound(k, bufs, nbufs, dg[g][i].name,
+						     n * w * run_kind_size(dg[g][i].storage),
+						     g ? "[pages][page_size][kv_heads][width]" : "[rows][heads][width]", &st);
+			if (x)
+				pb[g][i] = (Buffer){dg[g][i].storage, w, n, x->data};
+		}
+	for (int i = 0; !st && i < c->nfinal; i++) {
+		Ty t = c->finalize[i].e->ty;
+		int w = t.len ? t.len : 1;
+		size_t n = (size_t)total * heads;
+		const AssocBuffer *x = bound(k, bufs, nbufs, c->finalize[i].name, n * w * run_kind_size((TyKind)t.kind),
+					     "[rows][heads][width]", &st);
+		if (x)
+			p.fin[i] = (Buffer){(TyKind)t.kind, w, n, x->data};
+	}
+	for (int i = 0; !st && i < nbufs; i++) {
+		int known = 0;
+		for (int g = 0; g < 2; g++)
+			for (int j = 0; j < nd[g]; j++)
+				known |= bufs[i].name && !strcmp(bufs[i].name, dg[g][j].name);
+		for (int j = 0; j < c->nfinal; j++)
+			known |= bufs[i].name && !strcmp(bufs[i].name, c->finalize[j].name);
+		if (!known)
+			st = paged_fail(k, ASSOC_EINVAL, "the spec has no row, column or finalize array named '%s'",
+					bufs[i].name ? bufs[i].name : "(null)");
+	}
+	/* each sequence as a run of its own arrays; one of no queries has nothing to give */
+	int narr = c->nrow + c->ncol + c->nfinal;
+	AssocBuffer *sb = calloc(narr + 1, sizeof *sb);
+	if (!st && !sb)
+		st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
+	for (int b = 0; !st && b < p.batch; b++) {
+		if (p.cu[b + 1] == p.cu[b])
+			continue;
+		RunData *s = paged_sequence(&p, b);
+		int at = 0;
+		const Buffer *sg[] = {s->row, s->col};
+		for (int g = 0; g < 2; g++)
+			for (int i = 0; i < nd[g]; i++, at++)
+				sb[at] = (AssocBuffer){dg[g][i].name, sg[g][i].p,
+						       sg[g][i].n * sg[g][i].width * run_kind_size(sg[g][i].kind)};
+		for (int i = 0; i < c->nfinal; i++, at++)
+			sb[at] = (AssocBuffer){c->finalize[i].name, s->fin[i].p,
+					       s->fin[i].n * s->fin[i].width * run_kind_size(s->fin[i].kind)};
+		st = assoc_run_heads(k, heads, kv_heads, s->rows, s->len, sb, narr, params, nparams);
+		if (st) {
+			char why[sizeof k->err];
+			snprintf(why, sizeof why, "%s", k->err);
+			paged_fail(k, st, "sequence %d (%d queries, %d keys): %s", b, s->rows, s->len, why);
+		} else
+			paged_store(&p, b, s);
+		rundata_free(s);
+	}
+	free(sb);
+	free(p.cu), free(p.row), free(p.col), free(p.fin), free(p.params);
+	return st;
+}
