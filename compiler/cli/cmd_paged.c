@@ -313,8 +313,10 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 			       c->file, c->name, dv->name, as, p->batch, p->batch > 1 ? "s" : "", qmin, qmax, kmin, kmax,
 			       p->page_size, p->pages, heads, sec);
 			if (o->run.verbose)
-				printf("  paged: each sequence's keys gathered through its block table into [key/value "
-				       "head][key] before its kernel; a sequence of no queries is skipped\n");
+				printf("  paged: %s; a sequence of no queries is skipped\n",
+				       dv->paged ? "each sequence's K and V read from the pool through its row of the block table"
+						 : "each sequence's keys gathered through its block table into [key/value head][key] "
+						   "before its kernel");
 			for (int k = 0; k < chk.nout; k++) {
 				const OutCheck *x = &chk.out[k];
 				printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)", x->name,

@@ -137,4 +137,4 @@ out:
 
 static int run(RunData *d, const RunOpts *o, char *msg, size_t n) { return emu_run_data(d, o, NULL, msg, n); }
 
-const Device dev_emu = {"emu", emu_available, run, cuda_config_ok};
+const Device dev_emu = {"emu", emu_available, run, cuda_config_ok, 0};

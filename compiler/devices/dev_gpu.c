@@ -566,4 +566,4 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	return rc;
 }
 
-const Device dev_gpu = {"gpu", gpu_available, gpu_run, cuda_config_ok};
+const Device dev_gpu = {"gpu", gpu_available, gpu_run, cuda_config_ok, 0};

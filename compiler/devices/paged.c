@@ -170,21 +170,43 @@ static size_t key_at(const Paged *p, int b, int j, int g)
 	return (page * p->page_size + (size_t)(j % p->page_size)) * p->kv_heads + g;
 }
 
-RunData *paged_sequence(const Paged *p, int b)
+/* Sequence b: its queries gathered into [heads][rows]; its keys gathered
+ * too, or with over_pages left in p's pool, RunData.page saying where. */
+static RunData *sequence(const Paged *p, int b, int over_pages)
 {
 	Carrier *c = p->c;
 	int rows = p->cu[b + 1] - p->cu[b], len = p->lens[b], H = p->heads, G = p->kv_heads;
-	RunData *s = rundata_new_heads(c, rows, len, H, G);
+	RunData *s = rundata_new_heads(c, rows, over_pages ? 0 : len, H, G);
 	memcpy(s->params, p->params, c->nparams * sizeof *s->params);
 	for (int k = 0; k < c->nrow; k++)
 		for (int h = 0; h < H; h++)
 			for (int r = 0; r < rows; r++)
 				copy_elem(&s->row[k], (size_t)h * rows + r, &p->row[k], ((size_t)p->cu[b] + r) * H + h);
+	if (over_pages) {
+		for (int k = 0; k < c->ncol; k++) {
+			free(s->col[k].p);
+			s->col[k] = p->col[k];
+		}
+		s->len = len;
+		s->page.table = p->table + (size_t)b * p->max_pages;
+		s->page.size = p->page_size, s->page.pages = p->pages, s->page.kv = G;
+		return s;
+	}
 	for (int k = 0; k < c->ncol; k++)
 		for (int g = 0; g < G; g++)
 			for (int j = 0; j < len; j++)
 				copy_elem(&s->col[k], (size_t)g * len + j, &p->col[k], key_at(p, b, j, g));
 	return s;
+}
+
+RunData *paged_sequence(const Paged *p, int b) { return sequence(p, b, 0); }
+
+/* A sequence of sequence(), its columns p's own left alone. */
+static void sequence_free(RunData *s)
+{
+	for (int k = 0; s && s->page.size && k < s->c->ncol; k++)
+		s->col[k].p = NULL;
+	rundata_free(s);
 }
 
 void paged_store(Paged *p, int b, const RunData *s)
@@ -313,7 +335,7 @@ int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double
 	Carrier *c = p->c;
 	RunData **seq = xcalloc(p->batch, sizeof *seq);
 	for (int b = 0; b < p->batch; b++)
-		seq[b] = paged_sequence(p, b);
+		seq[b] = sequence(p, b, dv->paged);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int failed = 0;
@@ -353,7 +375,7 @@ int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double
 	for (int b = 0; b < p->batch; b++) {
 		if (!failed)
 			paged_store(p, b, seq[b]);
-		rundata_free(seq[b]);
+		sequence_free(seq[b]);
 	}
 	free(seq);
 	return failed ? -1 : 0;

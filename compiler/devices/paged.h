@@ -17,9 +17,10 @@
  *
  * Within a sequence, i counts its queries from 0 and j its keys from 0,
  * and len is its key count: a mask reads them as in a run of that one
- * sequence.  A sequence runs on a device as a RunData of its own (its
- * rows, its keys gathered through the block table, [heads][rows] and
- * [kv_heads][len] as every device takes them). */
+ * sequence.  A sequence runs on a device as a RunData of its own: its
+ * queries gathered into [heads][rows], its keys left in the pool
+ * (RunData.page) for a device that reads pages, else gathered into
+ * [kv_heads][len] as every device takes them. */
 #ifndef ASSOC_PAGED_H
 #define ASSOC_PAGED_H
 
@@ -74,7 +75,9 @@ int paged_draw(Paged *p, uint64_t seed, const Define *params, int nparams, char 
 RunData *paged_sequence(const Paged *p, int b);
 void paged_store(Paged *p, int b, const RunData *s);
 
-/* Every sequence (b < batch) through dv, their outputs stored in p's;
+/* Every sequence (b < batch) through dv (a device that reads pages,
+ * Device.paged, on p's pool through the sequence's row of the table; any
+ * other on its keys gathered), their outputs stored in p's;
  * with check, each compared with the float64 reference and the worst of
  * all of them in *rc (flat indices into p's outputs).  0, or -1 with msg. */
 int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double *seconds, char *msg, size_t n);

@@ -227,6 +227,26 @@ static Buffer *view_bufs(const Buffer *b, int n, size_t count, size_t head)
 	return v;
 }
 
+size_t rundata_col_at(const RunData *d, int j)
+{
+	if (!d->page.size)
+		return (size_t)j;
+	size_t page = (size_t)d->page.table[j / d->page.size];
+	return (page * d->page.size + (size_t)(j % d->page.size)) * d->page.kv;
+}
+
+/* Key/value head kh of d's columns: its run of keys, or its component of
+ * every slot of the pages. */
+static Buffer *col_view(const RunData *d, size_t kh)
+{
+	if (!d->page.size)
+		return view_bufs(d->col, d->c->ncol, d->len, kh);
+	Buffer *v = view_bufs(d->col, d->c->ncol, 1, kh);
+	for (int i = 0; i < d->c->ncol; i++)
+		v[i].n = d->col[i].n - kh;
+	return v;
+}
+
 RunData *rundata_head_view(const RunData *d, int h)
 {
 	Carrier *c = d->c;
@@ -235,11 +255,42 @@ RunData *rundata_head_view(const RunData *d, int h)
 	*v = *d;
 	v->heads = v->kv_heads = 1;
 	v->row = view_bufs(d->row, c->nrow, d->rows, h);
-	v->col = view_bufs(d->col, c->ncol, d->len, kh);
+	v->col = col_view(d, kh);
 	v->elem = view_bufs(d->elem, c->nelem, rl, h);
 	v->fin = view_bufs(d->fin, c->nfinal, d->scan ? rl : (size_t)d->rows, h);
 	v->map = view_bufs(d->map, c->nmap, rl, h);
 	return v;
+}
+
+RunData *rundata_unpaged(const RunData *d)
+{
+	Carrier *c = d->c;
+	RunData *u = xcalloc(1, sizeof *u);
+	size_t rl = (size_t)d->rows * d->len, H = (size_t)d->heads, G = (size_t)d->kv_heads;
+	*u = *d;
+	u->page.size = 0, u->page.table = NULL;
+	u->row = view_bufs(d->row, c->nrow, H * d->rows, 0);
+	u->elem = view_bufs(d->elem, c->nelem, H * rl, 0);
+	u->fin = view_bufs(d->fin, c->nfinal, H * (d->scan ? rl : (size_t)d->rows), 0);
+	u->map = view_bufs(d->map, c->nmap, H * rl, 0);
+	u->col = buffers(c->col, c->ncol, G * d->len);
+	for (size_t g = 0; g < G; g++)
+		for (int k = 0; k < c->ncol; k++) {
+			size_t sz = run_kind_size(d->col[k].kind) * d->col[k].width;
+			for (int j = 0; j < d->len; j++)
+				memcpy((char *)u->col[k].p + (g * d->len + j) * sz,
+				       (const char *)d->col[k].p + (rundata_col_at(d, j) + g) * sz, sz);
+		}
+	return u;
+}
+
+void rundata_unpaged_free(RunData *u)
+{
+	if (!u)
+		return;
+	for (int k = 0; k < u->c->ncol; k++)
+		free(u->col[k].p);
+	rundata_view_free(u);
 }
 
 void rundata_view_free(RunData *v)
@@ -320,7 +371,7 @@ void rundata_load_cols(const RunData *d, const Machine *m, Row *row)
 {
 	for (int j = 0; j < d->len; j++)
 		for (int k = 0; k < d->c->ncol; k++)
-			run_buffer_get_n(&d->col[k], (size_t)j * d->col[k].width, d->col[k].width,
+			run_buffer_get_n(&d->col[k], rundata_col_at(d, j) * d->col[k].width, d->col[k].width,
 				     row->colv + (size_t)j * m->colw + m->coloff[k]);
 }
 
@@ -527,7 +578,7 @@ int rundata_check_assume(const RunData *d, char *msg, size_t n)
 		size_t kh = (size_t)h / (d->heads / d->kv_heads);
 		v.heads = v.kv_heads = 1;
 		v.row = view_bufs(d->row, c->nrow, d->rows, h);
-		v.col = view_bufs(d->col, c->ncol, d->len, kh);
+		v.col = col_view(d, kh);
 		v.elem = view_bufs(d->elem, c->nelem, (size_t)d->rows * d->len, h);
 		v.fin = v.map = NULL;
 		rc = assume_one(&v, h, msg, n);

@@ -62,16 +62,34 @@ typedef struct {
 	struct {
 		int kind, m, l, o, v;
 	} p_round;
+	/* Paged columns (paged.h), where page.size > 0: each column buffer is
+	 * a pool of pages [pages][size][kv][width] (in a head view, from its
+	 * key/value head's first component), and key j of the run lies in
+	 * slot j % size of page table[j / size].  Only a device whose
+	 * Device.paged is set is handed such a RunData. */
+	struct {
+		const int32_t *table;
+		int size, pages, kv;
+	} page;
 } RunData;
 
 /* Allocate inputs and outputs for rows x len (outputs zeroed). */
 RunData *rundata_new(Carrier *c, int rows, int len);
 RunData *rundata_new_heads(Carrier *c, int rows, int len, int heads, int kv_heads);
 void rundata_free(RunData *d);
-/* Head h of d as a one-head RunData whose buffers point into d's; free
+/* Head h of d as a one-head RunData whose buffers point into d's (paged
+ * columns: the same pages, from its key/value head's component); free
  * with rundata_view_free (d's arrays stay). */
 RunData *rundata_head_view(const RunData *d, int h);
 void rundata_view_free(RunData *v);
+/* The element of d's column buffers (or a head view's) that holds key j:
+ * j itself, or its slot of its page. */
+size_t rundata_col_at(const RunData *d, int j);
+/* A RunData of d's shape whose columns are d's paged ones gathered into
+ * [kv_heads][len] (the rest: d's own arrays), for a kernel that reads runs
+ * of keys; free with rundata_unpaged_free. */
+RunData *rundata_unpaged(const RunData *d);
+void rundata_unpaged_free(RunData *u);
 
 /* Bytes one run moves: every input read once, every output written once. */
 double rundata_bytes(const RunData *d);
@@ -85,7 +103,8 @@ void rundata_pointers(const RunData *d, const void **in, void **out);
 void rundata_widths(const RunData *d, int64_t *width);
 
 /* Copy d's column inputs into the interpreter's layout (row has room for
- * d->len), once for all rows; then row r's own inputs (row and element). */
+ * d->len), once for all rows (through the pages where d has them); then
+ * row r's own inputs (row and element). */
 void rundata_load_cols(const RunData *d, const Machine *m, Row *row);
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row);
 
@@ -118,6 +137,8 @@ typedef struct {
 	/* 0 when --config's text is one this device reads, else -1 with msg;
 	 * NULL for a device that takes none. */
 	int (*config)(const char *cfg, char *msg, size_t n);
+	/* 1: run reads paged columns (RunData.page) itself */
+	int paged;
 } Device;
 
 /* Devices, by name ("interp", and those linked in); NULL when unknown. */
