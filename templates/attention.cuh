@@ -13,7 +13,11 @@
  *
  * Layout: q [heads][rows][D], k [kv_heads][len][D], v [kv_heads][len][DV],
  * all f16 (BF = 0) or bf16 (BF = 1); outputs [heads][rows](...).  Query
- * head h reads kv head h / (heads / kv_heads).
+ * head h reads kv head h / (heads / kv_heads).  With ATTN_PAGED (the keys
+ * of a page; compiler/cuda/cuda_mod.c, cuda_module_paged), k and v are a
+ * pool [pages][ATTN_PAGED][kv_heads][D] and key j of the run lies in slot
+ * j % ATTN_PAGED of page in[ATTN_PI][j / ATTN_PAGED] (the sequence's row
+ * of the block table); only the tile loads differ (attn_load_keys).
  * The G = heads / kv_heads query heads of a kv head are one run of
  * G * rows query rows.  Launch: blockDim.x = 32 * WARPS; grid = kv_heads *
  * tiles * split with tiles = ceil(G * rows / BM) (blocks past that exit),
@@ -263,13 +267,64 @@ ASC_DEV void attn_load(S &sm, int base, const unsigned *src, int valid, bool as)
 		}
 }
 
+#if ATTN_PAGED
+/* attn_load over a pool of pages (ATTN_PAGED: keys a page, a power of
+ * two): row n of the tile is key kb + n, in slot (kb + n) % ATTN_PAGED of
+ * page pages[(kb + n) / ATTN_PAGED], RS words a slot (every key/value
+ * head's row); p: this head's row in slot 0 of page 0.  Rows from valid
+ * on are zeros (their source: key kb, which is in the table).  A thread
+ * looks a row's page up once a tile, not once a chunk. */
+template <int NT, int ROWS, int W, int PW, class S>
+ASC_DEV void attn_load_paged(S &sm, int base, const unsigned *p, const int *pages, long long RS, int kb, int valid,
+			     bool as)
+{
+	const int CW = W / 4, RN = NT / CW; /* chunks a row; rows a pass */
+	if (NT % CW) {
+#pragma unroll 1
+		for (int x = threadIdx.x; x < ROWS * CW; x += NT) {
+			int n = x / CW, c = x % CW, j = kb + (n < valid ? n : 0);
+			const unsigned *src = p + ((long long)ASC_LD(pages + j / ATTN_PAGED) * ATTN_PAGED + j % ATTN_PAGED) * RS;
+			asc_cp16(sm, base + n * PW + 4 * c, src + 4 * c, n < valid, as);
+		}
+		return;
+	}
+	int n = (int)threadIdx.x / CW, c = (int)threadIdx.x % CW;
+	/* a loop, not unrolled: the prefill variants at head dim 128 hold 252
+	 * registers unpaged, and the rows' addresses unrolled spilled */
+#pragma unroll 1
+	for (int k = 0; k < (ROWS + RN - 1) / RN; k++)
+		if (ROWS % RN == 0 || n + k * RN < ROWS) {
+			int r = n + k * RN, j = kb + (r < valid ? r : 0);
+			const unsigned *src = p + ((long long)ASC_LD(pages + j / ATTN_PAGED) * ATTN_PAGED + j % ATTN_PAGED) * RS;
+			asc_cp16(sm, base + r * PW + 4 * c, src + 4 * c, r < valid, as);
+		}
+}
+#endif
+
+/* ROWS keys of K or V (W words a key) from kb, those from hi on zeros,
+ * into sm at word base: from p + kb W on, or with ATTN_PAGED through the
+ * block table in input slot ATTN_PI (a slot of a page holds A.kv_heads
+ * rows).  A choice at compile time: the unpaged kernels keep their loop. */
+template <int NT, int ROWS, int W, int PW, class S>
+ASC_DEV void attn_load_keys(S &sm, int base, const unsigned *p, int kb, int hi, bool as, const Args &A)
+{
+#if ATTN_PAGED
+	attn_load_paged<NT, ROWS, W, PW>(sm, base, p, (const int *)A.in[ATTN_PI], (long long)A.kv_heads * W, kb, hi - kb,
+					 as);
+#else
+	(void)A;
+	attn_load<NT, ROWS, W, PW>(sm, base, p + (long long)kb * W, hi - kb, as);
+#endif
+}
+
 /* A stage: the K and V tiles of the BN keys from kb (those from hi on
  * zeros) into sm at word base, K first (BN rows of KW words), then V. */
 template <int NT, int BN, int D, int DV, int KW, int VW, class S>
-ASC_DEV void attn_load_kv(S &sm, int base, const unsigned *kp, const unsigned *vp, int kb, int hi, bool as)
+ASC_DEV void attn_load_kv(S &sm, int base, const unsigned *kp, const unsigned *vp, int kb, int hi, bool as,
+			  const Args &A)
 {
-	attn_load<NT, BN, D / 2, KW>(sm, base, kp + (long long)kb * (D / 2), hi - kb, as);
-	attn_load<NT, BN, DV / 2, VW>(sm, base + BN * KW, vp + (long long)kb * (DV / 2), hi - kb, as);
+	attn_load_keys<NT, BN, D / 2, KW>(sm, base, kp, kb, hi, as, A);
+	attn_load_keys<NT, BN, DV / 2, VW>(sm, base + BN * KW, vp, kb, hi, as, A);
 }
 
 /* The first key tile at or after kb that the mask keeps in part (hi when
@@ -667,8 +722,13 @@ ASC_DEV void attn_fwd(const Args &A)
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	int r0 = qt * BM + w * MT * 16; /* the warp's first row in the run */
 	const unsigned *qp = (const unsigned *)((const unsigned short *)A.in[ATTN_QI] + base * D);
+#if ATTN_PAGED /* the head's row in slot 0 of page 0 */
+	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * D);
+	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * DV);
+#else
 	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * A.len * D);
 	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * A.len * DV);
+#endif
 
 	unsigned qf[MT][D / 16][4]; /* QS = 0: Q's A fragments for the whole loop */
 	ARow R[MT][2];
@@ -727,14 +787,14 @@ ASC_DEV void attn_fwd(const Args &A)
 		  va = KV + (wk * BW + lane % 16) * VW + lane / 16 * 4;
 	if (kb < hi) {
 		if (NS > 1)
-			attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, 0, kp, vp, kb, hi, as);
+			attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, 0, kp, vp, kb, hi, as, A);
 		else
-			attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kb * (D / 2), hi - kb, as);
+			attn_load_keys<NT, BN, D / 2, KW>(Sm, 0, kp, kb, hi, as, A);
 		asc_cp_commit();
 		if (NS == 3) { /* the next live tile too, in a group of its own (empty if none) */
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
 			if (kn < hi)
-				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, ST, kp, vp, kn, hi, as);
+				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, ST, kp, vp, kn, hi, as, A);
 			asc_cp_commit();
 		}
 	}
@@ -748,16 +808,16 @@ ASC_DEV void attn_fwd(const Args &A)
 			int s2 = stg == 0 ? 2 : stg - 1;
 			k2 = kn < hi ? attn_next(A, i0, i1, kn + BN, hi, BN, &c2) : hi;
 			if (k2 < hi)
-				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, s2 * ST, kp, vp, k2, hi, as);
+				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, s2 * ST, kp, vp, k2, hi, as, A);
 			asc_cp_commit(); /* every tile a group, so that the wait above counts tiles */
 		} else if (NS == 2) {
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
 			if (kn < hi) {
-				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, (stg ^ 1) * ST, kp, vp, kn, hi, as);
+				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, (stg ^ 1) * ST, kp, vp, kn, hi, as, A);
 				asc_cp_commit();
 			}
 		} else {
-			attn_load<NT, BN, DV / 2, VW>(Sm, KV, vp + (long long)kb * (DV / 2), hi - kb, as);
+			attn_load_keys<NT, BN, DV / 2, VW>(Sm, KV, vp, kb, hi, as, A);
 			asc_cp_commit();
 		}
 		float s[MT][BW / 8][4];
@@ -858,7 +918,7 @@ ASC_DEV void attn_fwd(const Args &A)
 			asc_cp_wait<0>();
 			__syncthreads(); /* V has landed everywhere; every warp is done with K */
 			if (kn < hi) {
-				attn_load<NT, BN, D / 2, KW>(Sm, 0, kp + (long long)kn * (D / 2), hi - kn, as);
+				attn_load_keys<NT, BN, D / 2, KW>(Sm, 0, kp, kn, hi, as, A);
 				asc_cp_commit();
 			}
 		}

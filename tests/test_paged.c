@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/npy.h"
 #include "compiler/devices/paged.h"
 #include "compiler/lib/assoc.h"
+#include "cudatest.h"
 #include "testutil.h"
 
 #define ASSOC "build/asan/assoc"
@@ -376,3 +379,67 @@ Test(paged, library_runs_a_paged_batch)
 	spec_carrier_free(c);
 }
 
+/* ---- the CUDA kernels ---- */
+
+/* The paged module reads K and V through the table in input slot
+ * ATTN_PI, leaves the Hopper template out, and says both. */
+Test(paged, cuda_module_reads_through_the_table)
+{
+	Carrier *c = load_ok("specs/attention_sink.yaml");
+	CudaModule m;
+	char msg[512];
+	cr_assert_eq(cuda_module_paged(c, NULL, "sm_90a", 0, 32, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(m.paged, 32);
+	cr_assert(strstr(m.src, "#define ATTN_PAGED 32\n#define ATTN_PI 4\n"), "the table after q, sink, k, v");
+	for (int v = 0; v < m.nvar; v++)
+		cr_assert_eq(m.var[v].wg, 0, "a Hopper variant in the paged module");
+	cr_assert(strstr(m.explain, "through the block table, pages of 32 keys (the Hopper template"), "%s", m.explain);
+	CudaModule u;
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_90a", 0, &u, msg, sizeof msg), 0, "%s", msg);
+	cr_assert(!strstr(u.src, "#define ATTN_PAGED"));
+	cr_assert(strcmp(m.prefix, u.prefix), "paged and unpaged kernels share names");
+	cuda_module_free(&u);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+}
+
+/* The paged kernels, every default variant (prefill and split-KV
+ * decoding), assemble without spills or stack for sm_80 and sm_90a, f16
+ * and bf16, head dims 64 to 256. */
+Test(paged, ptxas_paged_kernels_without_spills, .timeout = 900)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	static const struct {
+		const char *path, *d, *arch;
+	} runs[] = {{"specs/attention.yaml", "64", "sm_80"},	     {"specs/attention.yaml", "128", "sm_80"},
+		    {"specs/attention.yaml", "256", "sm_80"},	     {"specs/attention.yaml", "128", "sm_90a"},
+		    {"tests/attention/full_bf16.yaml", "128", "sm_80"}, {"tests/attention/full_bf16.yaml", "256", "sm_90a"}};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = load_defs(runs[k].path, (Define[]){{"d", runs[k].d}, {"dv", runs[k].d}}, 2);
+		CudaModule m;
+		cr_assert_eq(cuda_module_paged(c, NULL, runs[k].arch, 0, 16, &m, msg, sizeof msg), 0, "%s", msg);
+		char *ptx = NULL;
+		int cached;
+		cr_assert_eq(nvrtc_ptx(nv, m.src, runs[k].arch, &ptx, &cached, msg, sizeof msg), 0, "%s d=%s %s: %s",
+			     runs[k].path, runs[k].d, runs[k].arch, msg);
+		CudaKStat ks[16];
+		int n = cuda_ptxas_stats(ptx, runs[k].arch, ks, 16, msg, sizeof msg);
+		free(ptx);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+		if (n < 0 && strstr(msg, "not found")) {
+			nvrtc_close(nv);
+			cr_skip_test("%s", msg);
+		}
+		cr_assert_gt(n, 0, "%s", msg);
+		for (int s = 0; s < n; s++)
+			cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].stack == 0 && ks[s].regs <= 255,
+				  "%s d=%s %s %s: %d registers, %d/%d bytes spilled, %d of stack", runs[k].path, runs[k].d,
+				  runs[k].arch, ks[s].name, ks[s].regs, ks[s].spill_st, ks[s].spill_ld, ks[s].stack);
+	}
+	nvrtc_close(nv);
+}

@@ -52,6 +52,7 @@ typedef struct {
 	char name[64];      /* cuda_module_name: the carrier's name, which the kernels' names start with; "": prefix */
 	int tf;             /* the row templates may fold tiles in the certificate's coordinates (variant tf) */
 	char tf_why[320];   /* what that fold does, or why the carrier has none */
+	int paged;          /* cuda_module_paged: keys a page of the attention kernels' paged K and V; 0: unpaged */
 } CudaModule;
 
 /* Kernel argument block; the same layout as Args in templates/common.cuh. */
@@ -94,6 +95,13 @@ int cuda_module(Carrier *c, const char *config, CudaModule *m, char *msg, size_t
  * smem, the shared bytes a block may opt in to on the device (0: not
  * known), sizes the default variants that would outgrow it (m->smem_max). */
 int cuda_module_for(Carrier *c, const char *config, const char *arch, int smem, CudaModule *m, char *msg, size_t n);
+/* cuda_module_for whose attention kernels read K and V from a pool of
+ * pages of page_size keys [pages][page_size][kv_heads][d] through a block
+ * table, the input after the carrier's own (Args.in[ATTN_PI]: the
+ * sequence's row of int32 page indices); the Hopper template left out.  A
+ * carrier on the row templates gets its module unpaged (m->paged 0). */
+int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem, int page_size, CudaModule *m,
+		      char *msg, size_t n);
 enum { ATTN_MIN_SM = 80 };
 /* The module of the tuning space (assoc tune): the default variants and
  * more (attention: other pipeline stages and keys per tile), any of which

@@ -1227,3 +1227,48 @@ int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
 			return k;
 	return -1;
 }
+
+int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem, int page_size, CudaModule *m,
+		      char *msg, size_t n)
+{
+	if (module(c, config, arch, smem, 0, m, msg, n))
+		return -1;
+	if (m->base != FAM_ATTN) /* the row templates read a key run as their own: the caller gathers */
+		return 0;
+	int slot = c->nelem + c->ncol + c->nrow; /* the block table, after every input */
+	if (slot >= CUDA_MAXIN) {
+		snprintf(msg, n, "paged keys: the block table would be input %d of at most %d", slot + 1, CUDA_MAXIN);
+		cuda_module_free(m);
+		return -1;
+	}
+	/* the Hopper template's TMA boxes are runs of contiguous keys: paged
+	 * keys take the mma.sync template, as misaligned ones do */
+	int kept = 0, hopper = 0;
+	for (int v = 0; v < m->nvar; v++)
+		if (m->var[v].wg > 0)
+			hopper = 1;
+		else
+			m->var[kept++] = m->var[v];
+	if (!kept) {
+		snprintf(msg, n, "configuration '%s' names the Hopper attention template, which does not read paged keys",
+			 config ? config : "");
+		cuda_module_free(m);
+		return -1;
+	}
+	m->nvar = kept;
+	m->h90 = 0;
+	m->paged = page_size;
+	Buf h = {0};
+	buf_printf(&h, "#define ATTN_PAGED %d\n#define ATTN_PI %d\n", page_size, slot);
+	buf_puts(&h, m->hooks);
+	free(m->hooks);
+	m->hooks = buf_take(&h);
+	snprintf(m->prefix, sizeof m->prefix, "asc_%016llx", (unsigned long long)cuda_fnv(CUDA_FNV0, m->hooks, strlen(m->hooks)));
+	free(m->src);
+	m->src = module_src(m, NULL);
+	size_t at = strlen(m->explain);
+	snprintf(m->explain + at, sizeof m->explain - at,
+		 "; paged keys and values: K and V tiles loaded through the block table, pages of %d keys%s", page_size,
+		 hopper ? " (the Hopper template, whose TMA boxes read runs of contiguous keys, left out)" : "");
+	return 0;
+}

@@ -19,6 +19,18 @@ static void fill_args(RunData *d, CudaArgs *a)
 	a->len = d->len;
 	a->heads = d->heads > 0 ? d->heads : 1;
 	a->kv_heads = d->kv_heads > 0 ? d->kv_heads : 1;
+	if (d->page.size) /* the block table after the inputs (ATTN_PI) */
+		a->in[c->nelem + c->ncol + c->nrow] = d->page.table;
+}
+
+/* Paged keys for a module that does not read pages: gathered first. */
+static int unpaged(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n)
+{
+	RunData *u = rundata_unpaged(d);
+	int rc = emu_run_data(u, o, st, msg, n);
+	d->p_round = u->p_round;
+	rundata_unpaged_free(u);
+	return rc;
 }
 
 /* Heads through a template without them: one head at a time. */
@@ -46,12 +58,17 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		return -1;
 	if (o->config && !said && !variant_parse(o->config, &cv, msg, n) && cv.split > 0) /* --split stands over it */
 		split = cv.split, said = 1;
-	if (cuda_module_for(d->c, NULL, o->arch, 0, &m, msg, n))
+	if (d->page.size ? cuda_module_paged(d->c, NULL, o->arch, 0, d->page.size, &m, msg, n)
+			 : cuda_module_for(d->c, NULL, o->arch, 0, &m, msg, n))
 		return -1;
 	if (o->config && m.base == FAM_ATTN && strncmp(o->config, "attention", 9)) { /* the generic templates, asked for */
 		cuda_module_free(&m);
 		if (cuda_module_for(d->c, o->config, o->arch, 0, &m, msg, n))
 			return -1;
+	}
+	if (d->page.size && !m.paged) {
+		cuda_module_free(&m);
+		return unpaged(d, o, st, msg, n);
 	}
 	if (d->heads > 1 && m.base != FAM_ATTN) {
 		cuda_module_free(&m);
@@ -61,7 +78,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		v = cuda_find_variant(&m, d->c, o->config);
 		if (v < 0) {
 			cuda_module_free(&m);
-			if (cuda_module_for(d->c, o->config, o->arch, 0, &m, msg, n))
+			if (d->page.size ? cuda_module_paged(d->c, o->config, o->arch, 0, d->page.size, &m, msg, n)
+					 : cuda_module_for(d->c, o->config, o->arch, 0, &m, msg, n))
 				return -1;
 			v = 0;
 		}
@@ -137,4 +155,4 @@ out:
 
 static int run(RunData *d, const RunOpts *o, char *msg, size_t n) { return emu_run_data(d, o, NULL, msg, n); }
 
-const Device dev_emu = {"emu", emu_available, run, cuda_config_ok, 0};
+const Device dev_emu = {"emu", emu_available, run, cuda_config_ok, 1};
