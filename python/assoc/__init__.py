@@ -302,11 +302,16 @@ class Kernel:
                                                               ", ".join("'%s'" % m for m in missing)))
         return arrays, params
 
-    def __call__(self, heads=None, kv_heads=None, **kw):
+    def __call__(self, heads=None, kv_heads=None, block_table=None, seq_lens=None, page_size=None,
+                 cu_seqlens_q=None, **kw):
         """Run on the inputs given by name, params by name (eps=1e-5);
         heads/kv_heads for arrays with a leading head axis (told from the
         arrays' ranks where not given).  Returns {output: array} in the
-        inputs' library and device."""
+        inputs' library and device.  With page_size, block_table and
+        seq_lens (and cu_seqlens_q where sequences have their own numbers
+        of queries): a batch over a paged key/value cache, see paged()."""
+        if page_size is not None or block_table is not None or seq_lens is not None or cu_seqlens_q is not None:
+            return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, **kw)
         spec = self.spec
         arrays, params = self._split(kw)
         views = {}
@@ -367,6 +372,92 @@ class Kernel:
             with self._lock:
                 st = run_device(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_, stream)
                 why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
+        if st != _lib.OK:
+            exc = {_lib.EINVAL: ValueError, _lib.ESIZE: ValueError, _lib.ENOMEM: MemoryError,
+                   _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError}.get(st, RunError)
+            raise exc("%s: %s" % (spec.name, why))
+        return outs
+
+    def paged(self, block_table, seq_lens, page_size, cu_seqlens_q=None, **kw):
+        """A batch of sequences over a paged key/value cache, on NumPy
+        arrays (assoc_run_paged): column inputs (k, v) are the pool
+        [pages][page_size][kv_heads][d], block_table [batch][max_pages] and
+        seq_lens [batch] int32 say where each sequence's keys lie and how
+        many it has, cu_seqlens_q [batch + 1] int32 its queries (else as
+        many each); row inputs (q) and the outputs are [rows][heads][...],
+        sequence after sequence.  Returns {output: array}."""
+        import numpy as np
+        spec = self.spec
+        if block_table is None or seq_lens is None or page_size is None:
+            raise ValueError("a paged run needs block_table=, seq_lens= and page_size=")
+        run_paged = _lib.optional("assoc_run_paged")
+        if run_paged is None:
+            raise RunError("this libassoc (%s) has no assoc_run_paged: paged runs need a newer build"
+                           % _lib.lib().path)
+        arrays, params = self._split(kw)
+        layout = {}
+        for name, value, rank in (("block_table", block_table, 2), ("seq_lens", seq_lens, 1),
+                                  ("cu_seqlens_q", cu_seqlens_q, 1)):
+            if value is None:
+                continue
+            if not isinstance(value, np.ndarray) or value.dtype != np.int32 or value.ndim != rank:
+                raise ValueError("%s: a %d-dimensional numpy.int32 array" % (name, rank))
+            layout[name] = np.ascontiguousarray(value)
+        views = {}
+        for a in spec.inputs:
+            v = _arrays.view(arrays[a.name], a.type)
+            if v.kind != "numpy":
+                raise ValueError("input '%s' is %s: a paged run takes NumPy arrays" % (a.name, v.where()))
+            if v.type != a.type:
+                raise ValueError("input '%s' has dtype %s; the spec's '%s' is %s (%s)" % (
+                    a.name, v.dtype, a.name, a.type, _want_dtype(v.kind, a.type)))
+            if not v.contiguous:
+                raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
+            want = 3 + (a.width > 1) if a.role == "column" else 2 + (a.width > 1)
+            if a.role not in ("column", "row") or len(v.shape) != want:
+                raise ValueError("input '%s' (%s) of shape %s: a paged run takes column inputs "
+                                 "[pages][page_size][kv_heads]%s and row inputs [rows][heads]%s" % (
+                                     a.name, a.role, tuple(v.shape), "[width]" if a.width > 1 else "",
+                                     "[width]" if a.width > 1 else ""))
+            views[a.name] = v
+        cols = [views[a.name] for a in spec.inputs if a.role == "column"]
+        rows_in = [views[a.name] for a in spec.inputs if a.role == "row"]
+        if not cols or not rows_in:
+            raise ValueError("%s: a paged run needs column (keys) and row (queries) inputs" % spec.name)
+        pages, psize, G = cols[0].shape[:3]
+        total, H = rows_in[0].shape[:2]
+        if psize != page_size:
+            raise ValueError("the pool's pages hold %d keys, but page_size is %d" % (psize, page_size))
+        batch = layout["seq_lens"].shape[0]
+        pg = _lib.AssocPaged(batch, page_size, pages, layout["block_table"].shape[1] if batch else 0,
+                             layout["block_table"].ctypes.data, layout["seq_lens"].ctypes.data,
+                             layout["cu_seqlens_q"].ctypes.data if "cu_seqlens_q" in layout else None,
+                             total // batch if batch and "cu_seqlens_q" not in layout else 0)
+        if layout["block_table"].shape[0] != batch:
+            raise ValueError("block_table has %d rows for %d sequences" % (layout["block_table"].shape[0], batch))
+        if "cu_seqlens_q" not in layout and batch and total % batch:
+            raise ValueError("%d query rows are not the same number for each of %d sequences (give "
+                             "cu_seqlens_q=)" % (total, batch))
+        outs = {}
+        bufs = self._bufs_type()
+        n = 0
+        for i, a in enumerate(spec.arrays):
+            if a.role not in ("column", "row", "finalize"):
+                continue
+            if a.is_output:
+                shape = (total, H) + ((a.width,) if a.width > 1 else ())
+                outs[a.name], ptr = _arrays.allocate(rows_in[0], shape, a.type, a.name)
+            else:
+                shape, ptr = views[a.name].shape, views[a.name].ptr
+            size = self._itemsize[i]
+            for d in shape:
+                size *= d
+            bufs[n].name, bufs[n].data, bufs[n].bytes = self._names[i], ptr or None, size
+            n += 1
+        pv, np_, keep_p = _lib.values(params)
+        with self._lock:
+            st = run_paged(self._h, H, G, ctypes.byref(pg), bufs, n, pv, np_)
+            why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         if st != _lib.OK:
             exc = {_lib.EINVAL: ValueError, _lib.ESIZE: ValueError, _lib.ENOMEM: MemoryError,
                    _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError}.get(st, RunError)

@@ -20,6 +20,12 @@ class AssocBuffer(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p), ("bytes", ctypes.c_size_t)]
 
 
+class AssocPaged(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int64), ("page_size", ctypes.c_int64), ("pages", ctypes.c_int64),
+                ("max_pages", ctypes.c_int64), ("block_table", ctypes.c_void_p), ("seq_lens", ctypes.c_void_p),
+                ("cu_seqlens_q", ctypes.c_void_p), ("rows", ctypes.c_int64)]
+
+
 class AssocValue(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_double)]
 
@@ -71,6 +77,8 @@ _OPTIONAL = {
     "assoc_kernel_device": (ctypes.c_char_p, [_vp]),
     "assoc_run_device": (ctypes.c_int, [_vp, _i64, _i64, _i64, _i64, _P(AssocBuffer), ctypes.c_int,
                                         _P(AssocValue), ctypes.c_int, _vp]),
+    "assoc_run_paged": (ctypes.c_int, [_vp, _i64, _i64, _P(AssocPaged), _P(AssocBuffer), ctypes.c_int,
+                                       _P(AssocValue), ctypes.c_int]),
 }
 
 _lib = None

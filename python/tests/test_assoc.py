@@ -322,5 +322,51 @@ class Attention(unittest.TestCase):
         self.run_on("emu")
 
 
+class Paged(unittest.TestCase):
+    """A batch over a paged key/value cache: each sequence's result is the
+    unpaged run of its own keys, gathered here by hand."""
+    H, G, D, P = 4, 2, 16, 16
+
+    def test_batch_matches_each_sequence_unpaged(self):
+        spec = assoc.load("specs/attention.yaml", dims={"d": self.D, "dv": self.D})
+        kern = spec.compile(device="cpu", threads=2)
+        r = np.random.default_rng(3)
+        lens = np.array([37, 0, 5, 16], np.int32)
+        cu = np.array([0, 3, 4, 6, 7], np.int32)
+        max_pages, pages = 3, 7
+        pool_k = r.standard_normal((pages, self.P, self.G, self.D)).astype(np.float16)
+        pool_v = r.standard_normal((pages, self.P, self.G, self.D)).astype(np.float16)
+        table = np.full((4, max_pages), -1, np.int32)
+        order = iter([6, 2, 4, 0, 5])  # shuffled, page 1 and 3 unread
+        for b in range(4):
+            for t in range((lens[b] + self.P - 1) // self.P):
+                table[b, t] = next(order)
+        q = r.standard_normal((int(cu[-1]), self.H, self.D)).astype(np.float16)
+        scale = self.D ** -0.5
+        out = kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=self.P,
+                   cu_seqlens_q=cu)
+        self.assertEqual(out["out"].shape, (int(cu[-1]), self.H, self.D))
+        self.assertEqual(out["lse"].shape, (int(cu[-1]), self.H))
+        for b in range(4):
+            n = int(lens[b])
+            if n == 0:
+                continue
+            slots = [(table[b, j // self.P], j % self.P) for j in range(n)]
+            k = np.stack([pool_k[p, s] for p, s in slots], 1)  # [G][len][d]
+            v = np.stack([pool_v[p, s] for p, s in slots], 1)
+            qs = np.ascontiguousarray(q[cu[b]:cu[b + 1]].transpose(1, 0, 2))  # [H][rows][d]
+            one = kern(q=qs, k=np.ascontiguousarray(k), v=np.ascontiguousarray(v), scale=scale)
+            np.testing.assert_array_equal(out["out"][cu[b]:cu[b + 1]], one["out"].transpose(1, 0, 2))
+            np.testing.assert_array_equal(out["lse"][cu[b]:cu[b + 1]], one["lse"].transpose(1, 0))
+        bad = table.copy()
+        bad[0, 2] = pages
+        with self.assertRaisesRegex(ValueError, r"block_table\[0\]\[2\] = 7"):
+            kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=bad, seq_lens=lens, page_size=self.P,
+                 cu_seqlens_q=cu)
+        with self.assertRaisesRegex(ValueError, r"pages hold 16 keys, but page_size is 32"):
+            kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=32,
+                 cu_seqlens_q=cu)
+
+
 if __name__ == "__main__":
     unittest.main()
