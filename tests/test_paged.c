@@ -7,12 +7,14 @@
  * lengths off the tiles, several splits); the command line reads the
  * layout from .npy files and names what is wrong with it; the library's
  * assoc_run_paged gives the device's own results and refuses the same. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/nvrtc.h"
+#include "compiler/devices/gpu.h"
 #include "compiler/devices/npy.h"
 #include "compiler/devices/paged.h"
 #include "compiler/lib/assoc.h"
@@ -442,4 +444,46 @@ Test(paged, ptxas_paged_kernels_without_spills, .timeout = 900)
 				  runs[k].arch, ks[s].name, ks[s].regs, ks[s].spill_st, ks[s].spill_ld, ks[s].stack);
 	}
 	nvrtc_close(nv);
+}
+
+/* The gpu device through the fake driver (tests/fake/fakecuda.c, which
+ * runs no kernels): the paged module is loaded, each sequence uploads
+ * its row of the block table beside its inputs and the pool, and the
+ * unrun kernels' zeros fail the check. */
+Test(paged, gpu_uploads_the_table_beside_the_pool, .timeout = 600)
+{
+	char dir[] = "/tmp/assoc-paged-XXXXXX", msg[1024];
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	nvrtc_close(nv);
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
+	setenv("FAKECUDA", "", 1);
+	Carrier *c = load_ok("specs/attention_sink.yaml");
+	Gpu g;
+	cr_assert_eq(gpu_open_paged(&g, c, 16, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(g.m.paged, 16);
+	cr_assert(strstr(g.m.src, "#define ATTN_PAGED 16"));
+	gpu_close(&g);
+	void *lib = dlopen("build/libfakecuda.so", RTLD_NOW | RTLD_NOLOAD);
+	cr_assert(lib, "the fake driver is not loaded");
+	void (*syncs)(int *, int *) = (void (*)(int *, int *))dlsym(lib, "fakecuda_syncs");
+	cr_assert(syncs);
+	Paged *p = odd_batch(c, 16, 4, 2);
+	int before, after, unused;
+	syncs(&before, &unused);
+	RunCheck rc;
+	cr_assert_eq(paged_run(p, run_device_find("gpu"), &(RunOpts){0}, &rc, NULL, msg, sizeof msg), 0, "%s", msg);
+	syncs(&after, &unused);
+	/* 5 sequences: q, sink, k, v and the table up, out and lse down */
+	cr_assert_eq(after - before, 5 * 7, "%d copies", after - before);
+	cr_assert(!rc.ok, "the fake driver ran no kernels, yet the results matched");
+	runcheck_free(&rc);
+	dlclose(lib);
+	paged_free(p);
+	spec_carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+	unsetenv("XDG_CACHE_HOME");
 }

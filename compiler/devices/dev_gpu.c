@@ -96,8 +96,9 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 	g->compiled = 0;
 	g->custom = config != NULL;
 	int smem = rt_device(g->rt)->smem_per_block_optin;
-	if (space ? cuda_module_space_for(g->c, g->arch, smem, &g->m, msg, n)
-		  : cuda_module_for(g->c, config, g->arch, smem, &g->m, msg, n))
+	if (space		 ? cuda_module_space_for(g->c, g->arch, smem, &g->m, msg, n)
+	    : g->page_size ? cuda_module_paged(g->c, config, g->arch, smem, g->page_size, &g->m, msg, n)
+			   : cuda_module_for(g->c, config, g->arch, smem, &g->m, msg, n))
 		return -1;
 	g->vmod = calloc(g->m.nvar, sizeof *g->vmod);
 	g->mods = calloc(g->m.nvar, sizeof *g->mods);
@@ -114,10 +115,11 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 	return rc;
 }
 
-int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n)
+static int open_gpu(Gpu *g, Carrier *c, int space, int page_size, char *msg, size_t n)
 {
 	memset(g, 0, sizeof *g);
 	g->c = c;
+	g->page_size = page_size;
 	if (rt_open(&g->rt, NULL, 0, msg, n))
 		return -1;
 	const RtDevice *dev = rt_device(g->rt);
@@ -130,6 +132,13 @@ int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n)
 		return -1;
 	}
 	return 0;
+}
+
+int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n) { return open_gpu(g, c, space, 0, msg, n); }
+
+int gpu_open_paged(Gpu *g, Carrier *c, int page_size, char *msg, size_t n)
+{
+	return open_gpu(g, c, 0, page_size, msg, n);
 }
 
 void gpu_close(Gpu *g)
@@ -167,6 +176,13 @@ int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
 		in[nin++] = &d->col[k];
 	for (int k = 0; k < c->nrow; k++)
 		in[nin++] = &d->row[k];
+	/* paged columns: the run's row of the block table after the inputs
+	 * (ATTN_PI), the pages it reads */
+	Buffer table = {TY_I32, 1, 0, (void *)d->page.table};
+	if (d->page.size) {
+		table.n = d->len ? ((size_t)d->len + d->page.size - 1) / d->page.size : 1;
+		in[nin++] = &table;
+	}
 	for (int k = 0; k < nin; k++)
 		if (rt_alloc(g->rt, buf_bytes(in[k]), &b->in[k], msg, n) ||
 		    rt_upload(g->rt, b->in[k], in[k]->p, buf_bytes(in[k]), msg, n))
@@ -472,6 +488,13 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 		}
 		return 0;
 	}
+	if (d->page.size && !g->m.paged) { /* a module that reads runs of keys: gathered */
+		RunData *u = rundata_unpaged(d);
+		rc = gpu_run_open(g, u, o, msg, n);
+		d->p_round = u->p_round;
+		rundata_unpaged_free(u);
+		return rc;
+	}
 	mark_p(g, v, d);
 	if (!gpu_upload(g, d, &b, msg, n) && !gpu_launch(g, &b, v, split, d->rows, d->len, msg, n) &&
 	    !gpu_download(g, d, &b, msg, n))
@@ -559,11 +582,11 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	if (run_thread_fits(d->c, msg, n))
 		return -1;
 	Gpu g;
-	if (gpu_open(&g, d->c, 0, msg, n))
+	if (d->page.size ? gpu_open_paged(&g, d->c, d->page.size, msg, n) : gpu_open(&g, d->c, 0, msg, n))
 		return -1;
 	int rc = gpu_run_open(&g, d, o, msg, n);
 	gpu_close(&g);
 	return rc;
 }
 
-const Device dev_gpu = {"gpu", gpu_available, gpu_run, cuda_config_ok, 0};
+const Device dev_gpu = {"gpu", gpu_available, gpu_run, cuda_config_ok, 1};

@@ -25,6 +25,7 @@ typedef struct {
 	double compile_ms; /* spent compiling and loading for m so far */
 	int compiled;      /* kernels of variants compiled for m so far */
 	int custom; /* the module is one configuration's (gpu_choose), not the defaults or the tuning space */
+	int page_size; /* gpu_open_paged: the attention kernels read K and V from pages of this many keys */
 	unsigned gen; /* counts the modules lowered: a copy in another context is of this one while equal */
 } Gpu;
 
@@ -33,6 +34,10 @@ typedef struct {
  * or with space the whole tuning space (cuda_module_space), compiled and
  * loaded now, as tuning times every variant. */
 int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n);
+/* gpu_open with a module whose attention kernels read paged K and V
+ * (cuda_module_paged), for runs over paged columns (RunData.page) of
+ * pages of page_size keys. */
+int gpu_open_paged(Gpu *g, Carrier *c, int page_size, char *msg, size_t n);
 void gpu_close(Gpu *g);
 /* Compile variant v of g->m alone (through the PTX cache) and load it,
  * unless it is loaded; 0, or -1 with msg. */
