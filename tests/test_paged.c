@@ -192,6 +192,25 @@ static void decoding_on(const char *dev)
 Test(paged, decoding_on_cpu) { decoding_on("cpu"); }
 Test(paged, decoding_on_emu, .timeout = 600) { decoding_on("emu"); }
 
+/* Varlen prefill: 40 and 60 queries over 300 and 77 keys in pages of 64
+ * (page 6 unread, NaN), the prefill variants' tiles of query rows and keys
+ * crossing pages. */
+static void prefill_on(const char *dev)
+{
+	Carrier *c = load_ok("tests/attention/full.yaml");
+	int32_t lens[] = {300, 77}, cu[] = {0, 40, 100}, table[] = {3, 0, 5, 1, 4, 7, 2, -1, -1, -1};
+	char msg[512];
+	Paged *p = paged_new(c, 4, 2, 2, 64, 8, 5, table, lens, cu, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	cr_assert_eq(paged_draw(p, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	run_on(dev, p, 0);
+	paged_free(p);
+	spec_carrier_free(c);
+}
+
+Test(paged, prefill_on_cpu) { prefill_on("cpu"); }
+Test(paged, prefill_on_emu, .timeout = 600) { prefill_on("emu"); }
+
 /* ---- the command line ---- */
 
 static void write_i32(const char *path, const int32_t *v, int ndim, size_t d0, size_t d1)
