@@ -466,7 +466,8 @@ Test(paged, ptxas_paged_kernels_without_spills, .timeout = 900)
 }
 
 /* The gpu device through the fake driver (tests/fake/fakecuda.c, which
- * runs no kernels): the paged module is loaded, each sequence uploads
+ * runs no kernels): the paged module is loaded, its tuning choices are
+ * the unpaged module's for the same shape, each sequence uploads
  * its row of the block table beside its inputs and the pool, and the
  * unrun kernels' zeros fail the check. */
 Test(paged, gpu_uploads_the_table_beside_the_pool, .timeout = 600)
@@ -481,10 +482,19 @@ Test(paged, gpu_uploads_the_table_beside_the_pool, .timeout = 600)
 	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
 	setenv("FAKECUDA", "", 1);
 	Carrier *c = load_ok("specs/attention_sink.yaml");
-	Gpu g;
+	Gpu g, u;
 	cr_assert_eq(gpu_open_paged(&g, c, 16, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(g.m.paged, 16);
 	cr_assert(strstr(g.m.src, "#define ATTN_PAGED 16"));
+	/* a paged run finds what `assoc tune` chose for its sequence's shape */
+	cr_assert_eq(gpu_open(&u, c, 0, msg, sizeof msg), 0, "%s", msg);
+	RunData *shape = rundata_new_heads(c, 1, 1000, 4, 2);
+	char kp[1024], ku[1024];
+	gpu_tune_key(&g, shape, kp, sizeof kp);
+	gpu_tune_key(&u, shape, ku, sizeof ku);
+	cr_assert_str_eq(kp, ku);
+	rundata_free(shape);
+	gpu_close(&u);
 	gpu_close(&g);
 	void *lib = dlopen("build/libfakecuda.so", RTLD_NOW | RTLD_NOLOAD);
 	cr_assert(lib, "the fake driver is not loaded");

@@ -88,11 +88,13 @@ int cmd_tune(Opts *o)
 		spec_carrier_free(c);
 		return usage_error("--page-size: %s", msg);
 	}
-	/* a paged batch runs each sequence on these kernels, its keys gathered:
-	 * the shape tuned is a sequence's, --rows queries and --len keys */
+	/* a paged batch runs each sequence on these kernels, their tiles
+	 * loaded through the block table: the shape tuned is a sequence's,
+	 * and paged runs find the choice under the unpaged module's key */
 	if (o->page_size)
-		printf("%s: paged keys in pages of %d: tuning a sequence of %d queries and %d keys\n", c->file,
-		       o->page_size, o->rows, o->len);
+		printf("%s: paged keys in pages of %d: tuning a sequence of %d queries and %d keys (paged runs take the "
+		       "choice, the Hopper template's aside)\n",
+		       c->file, o->page_size, o->rows, o->len);
 	RunData *d = cli_drawn(o, c);
 	int rc = d ? tune(c, d) : EXIT_USAGE;
 	rundata_free(d);

@@ -53,6 +53,7 @@ typedef struct {
 	int tf;             /* the row templates may fold tiles in the certificate's coordinates (variant tf) */
 	char tf_why[320];   /* what that fold does, or why the carrier has none */
 	int paged;          /* cuda_module_paged: keys a page of the attention kernels' paged K and V; 0: unpaged */
+	char unpaged_prefix[24]; /* paged: the prefix of the same module unpaged, which its tuning choices are kept under */
 } CudaModule;
 
 /* Kernel argument block; the same layout as Args in templates/common.cuh. */

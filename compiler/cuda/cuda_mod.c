@@ -1258,6 +1258,7 @@ int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem
 	m->nvar = kept;
 	m->h90 = 0;
 	m->paged = page_size;
+	snprintf(m->unpaged_prefix, sizeof m->unpaged_prefix, "%s", m->prefix);
 	Buf h = {0};
 	buf_printf(&h, "#define ATTN_PAGED %d\n#define ATTN_PI %d\n", page_size, slot);
 	buf_puts(&h, m->hooks);

@@ -346,7 +346,8 @@ void gpu_tune_key(Gpu *g, const RunData *d, char *key, size_t n)
 	snprintf(key, n, "device=%s;cc=%d.%d;sms=%d;driver=%d;nvrtc=%d.%d;template=%s/%016llx;spec=%s;dtypes=%s;"
 			 "rows=%d;len=%d",
 		 dev->name, dev->major, dev->minor, dev->sms, dev->driver, maj, min, variant_family_name(g->m.base),
-		 (unsigned long long)blob_templates_hash(), g->m.prefix, dtypes, bucket(d->rows), bucket(d->len));
+		 (unsigned long long)blob_templates_hash(), g->m.paged ? g->m.unpaged_prefix : g->m.prefix, dtypes,
+		 bucket(d->rows), bucket(d->len));
 	if (d->heads > 1) {
 		size_t l = strlen(key);
 		snprintf(key + l, n - l, ";heads=%d/%d", d->heads, d->kv_heads);
