@@ -1,5 +1,5 @@
 /* hopper.cuh: sm_90a instructions for the templates: mbarriers, TMA tile
- * loads, wgmma, setmaxnreg.  Each wrapper is inline PTX on the GPU and,
+ * loads, wgmma, setmaxnreg, named barriers.  Each wrapper is inline PTX on the GPU and,
  * under ASSOC_EMU, the emulator's model of the instruction
  * (runtime/emu/emu.hpp), which checks its use.
  *
@@ -355,5 +355,28 @@ ASC_DEV void asc_setmaxnreg_dec()
 #else
 	static_assert(REGS >= 24 && REGS <= 256 && REGS % 8 == 0, "setmaxnreg: a multiple of 8 in [24, 256]");
 	asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+#endif
+}
+
+/* ---- named barriers: barrier id (1 to 15; 0 is __syncthreads') of count
+ * threads, a multiple of 32; every thread of a phase names the same count.
+ * asc_bar_sync waits until count threads have arrived, asc_bar_arrive
+ * counts this thread and goes on (bar.sync and bar.arrive are .aligned:
+ * every thread of a warp executes the same one). ---- */
+ASC_DEV void asc_bar_sync(int id, int count)
+{
+#ifdef ASSOC_EMU
+	emu_bar(id, count, 1);
+#else
+	asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+#endif
+}
+
+ASC_DEV void asc_bar_arrive(int id, int count)
+{
+#ifdef ASSOC_EMU
+	emu_bar(id, count, 0);
+#else
+	asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 #endif
 }

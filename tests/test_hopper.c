@@ -9,7 +9,9 @@
  * fence.proxy.async or wgmma.fence, D or an operand written while a wgmma
  * is in flight, an exit before wgmma.wait_group, a warp left out of a
  * warpgroup's wgmma or setmaxnreg or issuing another wgmma, a wgmma
- * reading what TMA has not landed, a bad register count.  And the GPU side
+ * reading what TMA has not landed, a bad register count or one past the
+ * SM's registers; named barriers order warpgroups' turns, and their
+ * misuse is reported.  And the GPU side
  * of every wrapper compiles with NVRTC and assembles for sm_90a. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -405,6 +407,58 @@ Test(hopper, setmaxnreg_is_a_warpgroup_collective)
 	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 256, 0, &mode, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "deadlock: ") && strstr(msg, "at setmaxnreg, which not every thread of the warpgroup "
 								  "reaches"), "%s", msg);
+	mode = 3; /* 128 x 24 + 256 x 240 = 64512 registers */
+	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 384, 0, &mode, NULL, msg, sizeof msg), 0, "%s", msg);
+	mode = 4;
+	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 384, 0, &mode, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "setmaxnreg.inc 256: the block's warpgroups come to 68608 registers after it, over the "
+			      "65536 of an SM"), "%s", msg);
+	mode = 5;
+	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 128, 0, &mode, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "setmaxnreg.inc 32 in warpgroup 0, whose count is 40"), "%s", msg);
+	emu_close(l);
+}
+
+typedef struct {
+	int mode, turns;
+	unsigned *out;
+} BarArgs;
+
+static int pingpong(EmuLib *l, int mode, unsigned *out, char *msg, size_t n)
+{
+	BarArgs a = {mode, 4, out};
+	return emu_launch_kernel(l, "pingpong", 1, 256, 64, &a, NULL, msg, n);
+}
+
+/* Named barriers order two warpgroups' turns (each appends to a log in
+ * shared memory, and the log alternates); a mismatched count, a phase
+ * that never completes (a deadlock, or arrivals left at the block's end),
+ * barrier 0, a count not a multiple of 32 and a thread arriving twice in
+ * one phase are reported. */
+Test(hopper, named_barriers_take_turns)
+{
+	EmuLib *l = lib();
+	static unsigned out[8];
+	char msg[2048];
+	cr_assert_eq(pingpong(l, 0, out, msg, sizeof msg), 0, "%s", msg);
+	for (int k = 0; k < 8; k++)
+		cr_expect_eq(out[k], 10u * (k / 2) + k % 2, "entry %d of the log: %u", k, out[k]);
+	cr_assert_eq(pingpong(l, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "bar.arrive 1, 128: thread ") && strstr(msg, "with a count of 256 (differing thread counts)"),
+		  "%s", msg);
+	cr_assert_eq(pingpong(l, 2, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "deadlock: 128 threads wait at __syncthreads") &&
+		  strstr(msg, "128 at bar.sync 1, whose phase too few threads reach (128 of 256 in)"), "%s", msg);
+	cr_assert_eq(pingpong(l, 3, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "named barrier 1: 128 of 256 threads arrived in a phase that the block ended without"), "%s",
+		  msg);
+	cr_assert_eq(pingpong(l, 4, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "bar.sync 0, 256: named barriers are 1 to 15 (0 is __syncthreads')"), "%s", msg);
+	cr_assert_eq(pingpong(l, 5, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "bar.arrive 1, 100: the thread count must be a multiple of 32"), "%s", msg);
+	cr_assert_eq(pingpong(l, 6, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "bar.arrive 3, 256: this thread already arrived in this phase"), "%s", msg);
+	cr_assert_eq(pingpong(l, 0, out, msg, sizeof msg), 0, "%s", msg);
 	emu_close(l);
 }
 
@@ -440,7 +494,9 @@ Test(hopper, wrappers_assemble_for_sm_90a, .timeout = 120)
 					   "wgmma.commit_group.sync.aligned",
 					   "wgmma.wait_group.sync.aligned 1",
 					   "setmaxnreg.inc.sync.aligned.u32 240",
-					   "setmaxnreg.dec.sync.aligned.u32 40"};
+					   "setmaxnreg.dec.sync.aligned.u32 40",
+					   "bar.sync",
+					   "bar.arrive"};
 	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
 		cr_expect(strstr(ptx, want[i]), "no %s in the PTX", want[i]);
 	/* each of the 3 sizes: SS and RS, bf16 and f16 */

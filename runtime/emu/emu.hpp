@@ -16,10 +16,11 @@
  * calls as divergent barriers.  cp.async copies land only at the
  * cp.async.wait_group that completes them, and their words are poisoned
  * until then, so a missing wait (or a missing __syncthreads after it) is
- * reported; ldmatrix reads its rows through the same checks.  The Hopper
- * instructions (mbarriers, TMA tile loads, wgmma, setmaxnreg) are modelled
- * and checked as their section says.  Errors name the kernel, block and
- * thread.
+ * reported; ldmatrix reads its rows through the same checks.  Named
+ * barriers (bar.sync and bar.arrive with an id and a thread count) and the
+ * Hopper instructions (mbarriers, TMA tile loads, wgmma, setmaxnreg) are
+ * modelled and checked as their sections say.  Errors name the kernel,
+ * block and thread.
  *
  * Everything here is inside the shared object and not sanitized, so the
  * fibers' stacks never meet the host's AddressSanitizer. */
@@ -68,6 +69,8 @@ struct EmuFiber {
 	int wg_fenced;  /* a wgmma.fence since the last wgmma.wait_group that retired one */
 	int wbar;       /* blocked in an mbarrier wait: the barrier (emu_hop.bar) and the parity */
 	unsigned wpar;
+	int nb;             /* blocked in bar.sync: the named barrier */
+	unsigned nbgen[16]; /* per named barrier: 1 + the phase this thread last arrived in */
 #if !defined(__x86_64__)
 	ucontext_t uc;
 #endif
@@ -317,6 +320,55 @@ static void __syncwarp(unsigned m = 0xffffffffu)
 {
 	emu_warp_enter(m, 0, "__syncwarp");
 	emu_warp_leave();
+}
+
+/* ---- named barriers: bar.sync id, count and bar.arrive id, count ----
+ * Barrier 0 is __syncthreads'; ids 1 to 15 count the threads that arrive
+ * (bar.arrive goes on, bar.sync waits) until `count` have, every one of a
+ * phase naming the same count, each thread once a phase.  A phase that
+ * never completes is reported: as a deadlock where threads wait in it, at
+ * the block's end where only bar.arrive reached it.  Its completion starts
+ * a new interval of the shared-memory race checks for the whole block, as
+ * __syncthreads does (the checks keep one interval a block): a race
+ * between a barrier's threads and a thread outside it goes unseen. */
+enum { EMU_NBAR = 16 };
+static struct {
+	int arrived[EMU_NBAR], count[EMU_NBAR], first[EMU_NBAR];
+	unsigned phase[EMU_NBAR];
+} emu_nb;
+
+static void emu_bar(int id, int count, int sync)
+{
+	EmuFiber *f = emu.cur;
+	const char *op = sync ? "bar.sync" : "bar.arrive";
+	if (id < 1 || id >= EMU_NBAR)
+		emu_fail("%s %d, %d: named barriers are 1 to %d (0 is __syncthreads')", op, id, count, EMU_NBAR - 1);
+	if (count < 32 || count % 32 || count > emu.n)
+		emu_fail("%s %d, %d: the thread count must be a multiple of 32 up to the block's %d", op, id, count, emu.n);
+	if (emu_nb.arrived[id] && emu_nb.count[id] != count)
+		emu_fail("%s %d, %d: thread %d arrived in this phase of barrier %d with a count of %d (differing thread "
+			 "counts)", op, id, count, emu_nb.first[id], id, emu_nb.count[id]);
+	unsigned phase = emu_nb.phase[id];
+	if (f->nbgen[id] == phase + 1)
+		emu_fail("%s %d, %d: this thread already arrived in this phase of the barrier (%d of %d threads in; "
+			 "differing barrier counts)", op, id, count, emu_nb.arrived[id], count);
+	f->nbgen[id] = phase + 1;
+	if (!emu_nb.arrived[id])
+		emu_nb.count[id] = count, emu_nb.first[id] = (int)f->tid.x;
+	if (++emu_nb.arrived[id] == count) {
+		emu_nb.arrived[id] = 0;
+		emu_nb.phase[id]++;
+		emu.epoch++;
+		for (int t = 0; t < emu.n; t++)
+			if (emu.f[t].blocked == 6 && emu.f[t].nb == id)
+				emu.f[t].blocked = 0;
+		return;
+	}
+	while (sync && emu_nb.phase[id] == phase) {
+		f->nb = id;
+		f->blocked = 6;
+		emu_to_sched();
+	}
 }
 
 /* ---- checked shared memory ---- */
@@ -808,6 +860,7 @@ static struct {
 	EmuWgOp *ring[EMU_MAXWG][EMU_WGRING];
 	unsigned next[EMU_MAXWG], oldest[EMU_MAXWG]; /* wgmma numbers: the next to begin, the oldest not retired */
 	int rv_n[EMU_MAXWG], rv_regs[EMU_MAXWG], rv_t[EMU_MAXWG]; /* setmaxnreg rendezvous */
+	int regs[EMU_MAXWG]; /* each warpgroup's count after its last setmaxnreg, 0 before any */
 	const char *rv_op[EMU_MAXWG];
 	unsigned rv_gen[EMU_MAXWG];
 } emu_hop;
@@ -848,6 +901,7 @@ static void emu_hop_reset(void)
 	memset(emu_hop.next, 0, sizeof emu_hop.next);
 	memset(emu_hop.oldest, 0, sizeof emu_hop.oldest);
 	memset(emu_hop.rv_n, 0, sizeof emu_hop.rv_n);
+	memset(emu_hop.regs, 0, sizeof emu_hop.regs);
 }
 
 static inline unsigned emu_swizzle(unsigned a, int span)
@@ -1292,15 +1346,22 @@ static void emu_wgmma_wait(int n)
 		f->wg_fenced = 0;
 }
 
-/* ---- setmaxnreg: a warpgroup collective, else a no-op ---- */
+/* ---- setmaxnreg: a warpgroup collective, else a no-op ----
+ * Checked: the count, the same instruction in every thread of the
+ * warpgroup, .inc never below and .dec never above the warpgroup's last
+ * count, and once every warpgroup has set one, their sum within an SM's
+ * 65536 registers (past it, a setmaxnreg.inc would wait forever for
+ * registers the pool never gets back). */
 static void emu_setmaxnreg(int regs, const char *op)
 {
 	EmuFiber *f = emu.cur;
-	int wg = (int)f->tid.x / 128;
+	int wg = (int)f->tid.x / 128, inc = !strcmp(op, "setmaxnreg.inc"), cur = emu_hop.regs[wg];
 	if (regs < 24 || regs > 256 || regs % 8)
 		emu_fail("%s %d: the register count must be a multiple of 8 in [24, 256]", op, regs);
 	if (emu.n < 128 * (wg + 1))
 		emu_fail("%s in a block of %d threads: warpgroup %d is incomplete", op, emu.n, wg);
+	if (cur && (inc ? regs < cur : regs > cur))
+		emu_fail("%s %d in warpgroup %d, whose count is %d (.inc raises it, .dec lowers it)", op, regs, wg, cur);
 	if (emu_hop.rv_n[wg] && (strcmp(emu_hop.rv_op[wg], op) || emu_hop.rv_regs[wg] != regs))
 		emu_fail("warpgroup %d: thread %d is at %s %d while this thread is at %s %d (every thread of the warpgroup "
 			 "reaches the same setmaxnreg)", wg, emu_hop.rv_t[wg], emu_hop.rv_op[wg], emu_hop.rv_regs[wg], op, regs);
@@ -1310,6 +1371,13 @@ static void emu_setmaxnreg(int regs, const char *op)
 	if (++emu_hop.rv_n[wg] == 128) {
 		emu_hop.rv_n[wg] = 0;
 		emu_hop.rv_gen[wg]++;
+		emu_hop.regs[wg] = regs;
+		int sum = 0, all = 1;
+		for (int w = 0; w < emu.n / 128; w++)
+			sum += 128 * emu_hop.regs[w], all = all && emu_hop.regs[w];
+		if (all && sum > 65536)
+			emu_fail("%s %d: the block's warpgroups come to %d registers after it, over the 65536 of an SM (a "
+				 "setmaxnreg.inc waits until the pool has its registers)", op, regs, sum);
 		emu_hop_wake(5);
 		return;
 	}
@@ -1339,11 +1407,13 @@ static void emu_run_block(void)
 		f->pfence = 0;
 		f->wg_issued = f->wg_done = f->wg_group = 0;
 		f->wg_fenced = 0;
+		memset(f->nbgen, 0, sizeof f->nbgen);
 		f->lane = t % 32;
 		f->warp = t / 32;
 	}
 	memset(emu.arrive, 0, sizeof emu.arrive);
 	memset(emu.depart, 0, sizeof emu.depart);
+	memset(&emu_nb, 0, sizeof emu_nb);
 	emu.nlive = emu.n;
 	emu.bar_arrived = 0;
 	emu.block_epoch = ++emu.epoch;
@@ -1360,10 +1430,10 @@ static void emu_run_block(void)
 				left--;
 		}
 		if (!ran && left > 0 && !emu.failed) {
-			int nk[6] = {0, 0, 0, 0, 0, 0}, t0 = -1, tm = -1;
+			int nk[7] = {0, 0, 0, 0, 0, 0, 0}, t0 = -1, tm = -1;
 			for (int t = 0; t < emu.n; t++) {
 				int k = emu.f[t].done ? 0 : emu.f[t].blocked;
-				if (k < 1 || k > 5)
+				if (k < 1 || k > 6)
 					continue;
 				nk[k]++;
 				if (k >= 2 && t0 < 0)
@@ -1402,8 +1472,17 @@ static void emu_run_block(void)
 						       ", %d at wgmma.wait_group for a wgmma.mma_async that not every thread of the "
 						       "warpgroup issues", nk[4]);
 			if (nk[5] && at < sizeof more)
-				snprintf(more + at, sizeof more - at, ", %d at setmaxnreg, which not every thread of the "
-					 "warpgroup reaches", nk[5]);
+				at += (size_t)snprintf(more + at, sizeof more - at, ", %d at setmaxnreg, which not every thread "
+						       "of the warpgroup reaches", nk[5]);
+			for (int id = 1; id < EMU_NBAR && nk[6] && at < sizeof more; id++) {
+				int w = 0;
+				for (int t = 0; t < emu.n; t++)
+					w += !emu.f[t].done && emu.f[t].blocked == 6 && emu.f[t].nb == id;
+				if (w)
+					at += (size_t)snprintf(more + at, sizeof more - at, ", %d at bar.sync %d, whose phase too "
+							       "few threads reach (%d of %d in)", w, id, emu_nb.arrived[id],
+							       emu_nb.count[id]);
+			}
 			emu.cur = t0 >= 0 ? &emu.f[t0] : NULL;
 			snprintf(emu.msg, sizeof emu.msg,
 				 "deadlock: %d threads wait at __syncthreads and %d at warp operations that not every lane "
@@ -1412,6 +1491,14 @@ static void emu_run_block(void)
 			emu.failed = 1;
 		}
 	}
+	for (int id = 1; id < EMU_NBAR && !emu.failed; id++)
+		if (emu_nb.arrived[id]) {
+			snprintf(emu.msg, sizeof emu.msg,
+				 "named barrier %d: %d of %d threads arrived in a phase that the block ended without (a "
+				 "bar.arrive that no bar.sync completes; differing barrier counts) (kernel %s, block %u, thread %d)",
+				 id, emu_nb.arrived[id], emu_nb.count[id], emu.kernel, emu.bidx.x, emu_nb.first[id]);
+			emu.failed = 1;
+		}
 	emu_hop_reset();
 	emu.cur = NULL;
 }

@@ -212,16 +212,71 @@ extern "C" void wgfail_emu(const void *pp)
 	A->out[128 + x] = d[0];
 }
 
-/* ---- setmaxnreg: 1: a count not a multiple of 8; 2: warp 3 skips it ---- */
+/* ---- setmaxnreg: 1: a count not a multiple of 8; 2: warp 3 skips it;
+ * 3: a producer and two consumers as warp specialization splits them (3
+ * warpgroups: 24, 240 and 240); 4: the same with consumers at 256, past
+ * the SM's registers; 5: .inc below the count of the last .dec ---- */
 extern "C" void maxnreg_emu(const void *pp)
 {
 	int mode = *(const int *)pp, x = threadIdx.x;
 	if (mode == 1)
 		asc_setmaxnreg_inc<100>();
-	else if (mode != 2 || x % 128 < 96) {
+	else if (mode == 3 || mode == 4) {
+		if (x < 128)
+			asc_setmaxnreg_dec<24>();
+		else if (mode == 3)
+			asc_setmaxnreg_inc<240>();
+		else
+			asc_setmaxnreg_inc<256>();
+	} else if (mode == 5) {
+		asc_setmaxnreg_dec<40>();
+		asc_setmaxnreg_inc<32>();
+	} else if (mode != 2 || x % 128 < 96) {
 		if (x < 128)
 			asc_setmaxnreg_inc<240>();
 		else
 			asc_setmaxnreg_dec<40>();
 	}
+}
+
+/* ---- named barriers: two warpgroups take turns (a ping-pong on
+ * barriers 1 and 2, count 256) appending to a log in shared memory, which
+ * out receives; mode 1: warpgroup 1 counts 128 at barrier 2; 2: its last
+ * arrive is left out (warpgroup 0 waits for ever); 3: warpgroup 0's last
+ * arrive has no bar.sync to complete; 4: barrier 0; 5: a count of 100;
+ * 6: warp 0 arrives twice in one phase ---- */
+struct BarArgs {
+	int mode, turns;
+	unsigned *out;
+};
+
+extern "C" void pingpong_emu(const void *pp)
+{
+	const BarArgs *A = (const BarArgs *)pp;
+	ASC_DYN_SHARED(unsigned, sm);
+	int x = threadIdx.x, wg = x / 128, mode = A->mode;
+	if (mode == 4)
+		asc_bar_sync(0, 256);
+	if (mode == 5)
+		asc_bar_arrive(1, 100);
+	if (mode == 6 && x < 32) {
+		asc_bar_arrive(3, 256);
+		asc_bar_arrive(3, 256);
+	}
+	for (int k = 0; k < A->turns; k++) {
+		if (wg == 1 || k > 0) /* warpgroup 0 takes the first turn */
+			asc_bar_sync(1 + wg, 256);
+		if (x % 128 == 0) { /* this turn's entry at the log's end: sm[0] entries so far */
+			unsigned n = k == 0 && wg == 0 ? 0u : (unsigned)sm[0];
+			sm[1 + n] = 10 * k + wg;
+			sm[0] = n + 1;
+		}
+		if (mode == 2 && wg == 1 && k + 2 == A->turns)
+			break;
+		if (wg == 0 || k + 1 < A->turns || mode == 3)
+			asc_bar_arrive(2 - wg, mode == 1 && wg == 1 ? 128 : 256);
+	}
+	__syncthreads();
+	if (x < 2 * A->turns)
+		A->out[x] = sm[1 + x];
 }

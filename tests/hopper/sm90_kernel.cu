@@ -50,4 +50,6 @@ extern "C" __global__ void __launch_bounds__(384) hopper_all(const __grid_consta
 		every_wgmma<256>(sm, out, areg);
 	} else
 		asc_setmaxnreg_dec<40>();
+	asc_bar_arrive(1, 256);
+	asc_bar_sync(1, 256);
 }
