@@ -96,6 +96,163 @@ ASC_DEV void attn90_load_kv(S &sm, int base, int st, const AttnMaps &T, int kb, 
 		asc_tma_load3(sm, (base + st + (D / 64 + b) * KB) / 4, &T.v, 64 * b, kb, kh, sm, bar);
 }
 
+/* S = Q K^T of one key tile, issued as one group (qa: the warpgroup's
+ * rows of Q, ka: the tile's K). */
+template <int D, int BN, int BF, int BM>
+ASC_DEV void attn90_qk(float (&s)[BN / 2], unsigned qa, unsigned ka)
+{
+	asc_wgmma_hold(s);
+	asc_wgmma_fence();
+#pragma unroll
+	for (int kk = 0; kk < D / 16; kk++) {
+		unsigned long long da = asc_wgmma_desc(qa + kk / 4 * BM * 128 + kk % 4 * 32, 16, 1024, 128);
+		unsigned long long db = asc_wgmma_desc(ka + kk / 4 * BN * 128 + kk % 4 * 32, 16, 1024, 128);
+		asc_wgmma_ss<BN, BF, 0, 0>(s, da, db, kk > 0);
+	}
+	asc_wgmma_commit();
+}
+
+/* O += P V of one key tile, issued as one group (va: the tile's V). */
+template <int DV, int BN, int BF, int PV>
+ASC_DEV void attn90_pv(float (&o)[DV / 2], unsigned (&pf)[PV][BN / 16][4], unsigned va)
+{
+	asc_wgmma_hold(o);
+#pragma unroll
+	for (int r = 0; r < PV; r++)
+		attn90_hold(pf[r]);
+	asc_wgmma_fence();
+#pragma unroll
+	for (int kk = 0; kk < BN / 16; kk++) {
+		unsigned long long db = asc_wgmma_desc(va + kk * 16 * 128, BN * 128, 1024, 128);
+#pragma unroll
+		for (int r = 0; r < PV; r++)
+			asc_wgmma_rs<DV, BF, 1>(o, pf[r][kk], db, 1);
+	}
+	asc_wgmma_commit();
+}
+
+/* After the wait that retires a P V: o and P are the thread's again. */
+template <int DV, int BN, int PV>
+ASC_DEV void attn90_pv_done(float (&o)[DV / 2], unsigned (&pf)[PV][BN / 16][4])
+{
+	asc_wgmma_hold(o);
+#pragma unroll
+	for (int r = 0; r < PV; r++)
+		attn90_hold(pf[r]);
+}
+
+/* The scores of the tile from kb (S, retired) and the rows' m and l
+ * updated as attention.cuh's online softmax does them; alpha: the factor
+ * o takes, mb and scale: p = exp2(s scale - mb).  Weighted sums: the
+ * weights in s, no maximum, alpha 1. */
+template <int BN>
+ASC_DEV void attn90_max(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
+			float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&alpha)[2], float (&mb)[2],
+			float (&scale)[2], int kb, int jn, int cls, int t)
+{
+	bool full = jn - kb == BN && cls == 2;
+	/* S as attention.cuh's score and weight loops take it: the wgmma
+	 * accumulator's element 4 n + c is mma.sync's [n][c] (row g + 8 (c
+	 * / 2), key 8 n + 2 t + (c & 1)) */
+	float(&s4)[BN / 8][4] = *reinterpret_cast<float(*)[BN / 8][4]>(&s);
+#if ATTN_SUM
+	(void)a2, (void)lin, (void)mb, (void)scale;
+	if (full)
+		attn_weights<0, BN>(A, R, ir, s4, m, l, kb, jn, cls, t);
+	else
+		attn_weights<1, BN>(A, R, ir, s4, m, l, kb, jn, cls, t);
+	alpha[0] = alpha[1] = 1.0f;
+#else
+	float mx[2];
+	scale[0] = full && lin ? a2[0] : 1.0f, scale[1] = full && lin ? a2[1] : 1.0f;
+	if (full && lin)
+		attn_scores<0, 1, BN>(A, R, ir, a2, s4, mx, kb, jn, cls, t);
+	else if (full)
+		attn_scores<0, 0, BN>(A, R, ir, a2, s4, mx, kb, jn, cls, t);
+	else
+		attn_scores<1, 0, BN>(A, R, ir, a2, s4, mx, kb, jn, cls, t);
+#pragma unroll
+	for (int hf = 0; hf < 2; hf++) {
+		float mn = fmaxf(m[hf], mx[hf]);
+		mb[hf] = mn == -ASC_INF ? 0.0f : mn; /* an empty row so far: p = 0, no NaN */
+		alpha[hf] = asc_exp2(m[hf] - mb[hf]);
+		m[hf] = mn;
+		l[hf] *= alpha[hf];
+	}
+#endif
+}
+
+/* P of p (a row's pair of keys, two rows) into the A fragments of the
+ * k-steps of 16 keys: register 2 (nt % 2) + hf of step nt / 2 holds row g
+ * + 8 hf, keys 8 nt + 2 t, + 1; PV > 1: the rounding's rest in the next
+ * parts. */
+template <int BN, int BF, int PV>
+ASC_DEV void attn90_put(float (&p)[4], unsigned (&pf)[PV][BN / 16][4], int nt)
+{
+#pragma unroll
+	for (int r = 0; r < PV; r++)
+#pragma unroll
+		for (int x = 0; x < 2; x++) {
+			unsigned wd = asc_pack2<BF>(p[2 * x], p[2 * x + 1]);
+			pf[r][nt / 2][2 * (nt & 1) + x] = wd;
+			p[2 * x] -= asc_half_lo<BF>(wd);
+			p[2 * x + 1] -= asc_half_hi<BF>(wd);
+		}
+}
+
+/* The whole softmax step of a tile: S (retired) to P in pf, m and l
+ * updated, o rescaled (o and pf must not be in flight). */
+template <int DV, int BN, int BF, int PV>
+ASC_DEV void attn90_softmax(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
+			    float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&o)[DV / 2],
+			    unsigned (&pf)[PV][BN / 16][4], int kb, int jn, int cls, int t)
+{
+	float alpha[2], mb[2], scale[2];
+	attn90_max<BN>(A, R, ir, a2, lin, s, m, l, alpha, mb, scale, kb, jn, cls, t);
+#if !ATTN_SUM
+#pragma unroll
+	for (int x = 0; x < DV / 2; x++)
+		o[x] *= alpha[x % 4 / 2];
+#endif
+#pragma unroll
+	for (int nt = 0; nt < BN / 8; nt++) {
+		float p[4];
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+#if ATTN_SUM
+			p[c] = s[4 * nt + c];
+#else
+			p[c] = asc_exp2(fmaf(s[4 * nt + c], scale[c / 2], -mb[c / 2]));
+			l[c / 2] += p[c];
+#endif
+		}
+		attn90_put<BN, BF, PV>(p, pf, nt);
+	}
+}
+
+/* The thread's two rows (r0 and r0 + 8 of the run) at the identity;
+ * whether the warp's scores are all linear with a slope of 0 or more. */
+template <int DV>
+ASC_DEV bool attn90_rows(const Args &A, int r0, int M, long long run, ARow (&R)[2], int (&ir)[2], float (&a2)[2],
+			 float (&m)[2], float (&l)[2], float (&o)[DV / 2])
+{
+	bool lin = ATTN_LIN;
+#pragma unroll
+	for (int hf = 0; hf < 2; hf++) {
+		int r = r0 + 8 * hf;
+		ir[hf] = r % A.rows;
+		R[hf] = attn_row(A, run + (r < M ? r : 0));
+		a2[hf] = attn_slope2(A, R[hf]);
+		lin = lin && a2[hf] >= 0;
+		m[hf] = ATTN_SUM ? 0.0f : -ASC_INF; /* the identity */
+		l[hf] = 0;
+	}
+#pragma unroll
+	for (int x = 0; x < DV / 2; x++)
+		o[x] = 0;
+	return __all_sync(0xffffffffu, lin);
+}
+
 template <int D, int DV, int WG, int BN, int BF, int PV, int NS>
 ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 {
@@ -149,115 +306,24 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 	ARow R[2];
 	int ir[2];
 	float a2[2], m[2], l[2], o[DV / 2];
-	bool lin = ATTN_LIN;
-#pragma unroll
-	for (int hf = 0; hf < 2; hf++) {
-		int r = r0 + 8 * hf;
-		ir[hf] = r % A.rows;
-		R[hf] = attn_row(A, run + (r < M ? r : 0));
-		a2[hf] = attn_slope2(A, R[hf]);
-		lin = lin && a2[hf] >= 0;
-		m[hf] = ATTN_SUM ? 0.0f : -ASC_INF; /* the identity */
-		l[hf] = 0;
-	}
-	lin = __all_sync(0xffffffffu, lin);
-#pragma unroll
-	for (int x = 0; x < DV / 2; x++)
-		o[x] = 0;
+	bool lin = attn90_rows<DV>(A, r0, M, run, R, ir, a2, m, l, o);
 	const unsigned sb = asc_smem_addr(Sm, 0) + (unsigned)base;
 	const unsigned qa = sb + L::Q + wg * 64 * 128; /* the warpgroup's 64 rows in each Q box */
 	if (kb < hi)
 		asc_mbar_wait(Sm, qbar, 0);
 	for (int n = 0; kb < hi; n++) {
 		int st = n % NS, jn = kb + BN < hi ? kb + BN : hi;
-		bool full = jn - kb == BN && cls == 2;
 		unsigned ka = sb + L::KST + st * L::STAGE, va = ka + D / 64 * BN * 128;
 		asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
 		float s[BN / 2];
-		asc_wgmma_hold(s);
-		asc_wgmma_fence();
-#pragma unroll
-		for (int kk = 0; kk < D / 16; kk++) {
-			unsigned long long da = asc_wgmma_desc(qa + kk / 4 * BM * 128 + kk % 4 * 32, 16, 1024, 128);
-			unsigned long long db = asc_wgmma_desc(ka + kk / 4 * BN * 128 + kk % 4 * 32, 16, 1024, 128);
-			asc_wgmma_ss<BN, BF, 0, 0>(s, da, db, kk > 0);
-		}
-		asc_wgmma_commit();
+		attn90_qk<D, BN, BF, BM>(s, qa, ka);
 		asc_wgmma_wait<0>();
 		asc_wgmma_hold(s);
-		/* S as attention.cuh's score and weight loops take it: the wgmma
-		 * accumulator's element 4 n + c is mma.sync's [n][c] (row g + 8 (c
-		 * / 2), key 8 n + 2 t + (c & 1)) */
-		float(&s4)[BN / 8][4] = *reinterpret_cast<float(*)[BN / 8][4]>(&s);
-#if ATTN_SUM
-		if (full)
-			attn_weights<0, BN>(A, R, ir, s4, m, l, kb, jn, cls, t);
-		else
-			attn_weights<1, BN>(A, R, ir, s4, m, l, kb, jn, cls, t);
-#else
-		float mx[2], scale[2] = {full && lin ? a2[0] : 1.0f, full && lin ? a2[1] : 1.0f};
-		if (full && lin)
-			attn_scores<0, 1, BN>(A, R, ir, a2, s4, mx, kb, jn, cls, t);
-		else if (full)
-			attn_scores<0, 0, BN>(A, R, ir, a2, s4, mx, kb, jn, cls, t);
-		else
-			attn_scores<1, 0, BN>(A, R, ir, a2, s4, mx, kb, jn, cls, t);
-		float alpha[2], mb[2];
-#pragma unroll
-		for (int hf = 0; hf < 2; hf++) {
-			float mn = fmaxf(m[hf], mx[hf]);
-			mb[hf] = mn == -ASC_INF ? 0.0f : mn; /* an empty row so far: p = 0, no NaN */
-			alpha[hf] = asc_exp2(m[hf] - mb[hf]);
-			m[hf] = mn;
-			l[hf] *= alpha[hf];
-		}
-#pragma unroll
-		for (int x = 0; x < DV / 2; x++)
-			o[x] *= alpha[x % 4 / 2];
-#endif
-		/* P as the A fragments of the k-steps of 16 keys: register 2 (n % 2) + hf
-		 * of step n / 2 holds row g + 8 hf, keys 8 n + 2 t, + 1 */
 		unsigned pf[PV][BN / 16][4];
-#pragma unroll
-		for (int nt = 0; nt < BN / 8; nt++) {
-			float p[4];
-#pragma unroll
-			for (int c = 0; c < 4; c++) {
-#if ATTN_SUM
-				p[c] = s[4 * nt + c];
-#else
-				p[c] = asc_exp2(fmaf(s[4 * nt + c], scale[c / 2], -mb[c / 2]));
-				l[c / 2] += p[c];
-#endif
-			}
-#pragma unroll
-			for (int r = 0; r < PV; r++)
-#pragma unroll
-				for (int x = 0; x < 2; x++) {
-					unsigned wd = asc_pack2<BF>(p[2 * x], p[2 * x + 1]);
-					pf[r][nt / 2][2 * (nt & 1) + x] = wd;
-					p[2 * x] -= asc_half_lo<BF>(wd);
-					p[2 * x + 1] -= asc_half_hi<BF>(wd);
-				}
-		}
-		asc_wgmma_hold(o);
-#pragma unroll
-		for (int r = 0; r < PV; r++)
-			attn90_hold(pf[r]);
-		asc_wgmma_fence();
-#pragma unroll
-		for (int kk = 0; kk < BN / 16; kk++) {
-			unsigned long long db = asc_wgmma_desc(va + kk * 16 * 128, BN * 128, 1024, 128);
-#pragma unroll
-			for (int r = 0; r < PV; r++)
-				asc_wgmma_rs<DV, BF, 1>(o, pf[r][kk], db, 1);
-		}
-		asc_wgmma_commit();
+		attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
+		attn90_pv<DV, BN, BF, PV>(o, pf, va);
 		asc_wgmma_wait<0>();
-		asc_wgmma_hold(o);
-#pragma unroll
-		for (int r = 0; r < PV; r++)
-			attn90_hold(pf[r]);
+		attn90_pv_done<DV, BN, PV>(o, pf);
 		/* The stage is free once every thread is done with it: an mbarrier,
 		 * not a block barrier, so that a warpgroup runs on into the next
 		 * tile (its S = Q K^T beside the other's softmax) while thread 0
