@@ -29,6 +29,8 @@ void variant_str(const Variant *v, char *buf, size_t n)
 			k += snprintf(buf + k, n - k, ",ks=%d", v->ks);
 		if (v->wg > 0 && k > 0 && (size_t)k < n) /* so is the mma.sync template */
 			k += snprintf(buf + k, n - k, ",wg=%d", v->wg);
+		if (v->ws > 0 && k > 0 && (size_t)k < n) /* so is the schedule whose warpgroups all compute */
+			k += snprintf(buf + k, n - k, ",ws=%d", v->ws);
 	} else {
 		k = snprintf(buf, n, "%s:nt=%d,acc=%d,vec=%d,warp=%d,items=%d", variant_family_name(v->fam), v->nt, v->acc,
 			     v->vec, v->warp, v->items);
@@ -47,11 +49,13 @@ void variant_str(const Variant *v, char *buf, size_t n)
 static int *slot(Variant *v, const char *key)
 {
 	int attn = v->fam == FAM_ATTN;
-	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn", "pv", "st", "ks", "wg", "split", "un", "tf"};
-	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp, &v->items, &v->mt, &v->bn, &v->pv, &v->st, &v->ks, &v->wg, &v->split, &v->un, &v->tf};
+	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn",
+					   "pv", "st",  "ks",  "wg",   "split", "un", "tf", "ws"};
+	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp,  &v->items, &v->mt, &v->bn, &v->pv,
+			      &v->st, &v->ks,  &v->wg,  &v->split, &v->un,    &v->tf, &v->ws};
 	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (!strcmp(key, keys[k]))
-			return (k >= 5 && k <= 10 && !attn) || (k >= 12 && attn) ? NULL : slots[k];
+			return ((k >= 5 && k <= 10) || k == 14) && !attn ? NULL : (k == 12 || k == 13) && attn ? NULL : slots[k];
 	return NULL;
 }
 
@@ -91,7 +95,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		int *at = slot(v, key);
 		if (!at) {
 			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
-				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, split" : "nt, acc, vec, warp, items, un, tf, split");
+				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, ws, split" : "nt, acc, vec, warp, items, un, tf, split");
 			return -1;
 		}
 		*at = (int)val;
@@ -103,6 +107,8 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 				 "whose rows are not split)", s, v->split, VARIANT_MAX_SPLIT);
 		return -1;
 	}
+	if (v->fam == FAM_ATTN && v->ws && !v->wg)
+		v->wg = 2; /* the warp-specialized schedules' two consumer warpgroups */
 	if (v->fam == FAM_ATTN && v->wg) {
 		/* nt, mt and ks follow from wg; bn up to 256 keys (wgmma's n) */
 		if (v->wg < 1 || v->wg > 3 || (v->bn % 16) || v->bn < 16 || v->bn > 256 || v->pv < 1 || v->pv > 3 ||
@@ -111,7 +117,15 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 					 "warpgroups, bn a multiple of 16 up to 256, pv 1-3, st 1-4)", s);
 			return -1;
 		}
-		v->nt = 128 * v->wg, v->mt = 1, v->ks = 1;
+		/* ws: on one stage the consumers' turns deadlock (one waits in
+		 * its turn for a copy that the other's release of the stage, in
+		 * the other's next turn, allows) */
+		if (v->ws < 0 || v->ws > 1 || (v->ws && (v->wg != 2 || v->st < 2))) {
+			snprintf(msg, n, "configuration '%s' is out of range (ws, the warp-specialized schedule: 1; wg 2 "
+					 "consumer warpgroups, st 2 or more)", s);
+			return -1;
+		}
+		v->nt = 128 * (v->wg + (v->ws > 0)), v->mt = 1, v->ks = 1;
 		return 0;
 	}
 	if (v->fam == FAM_ATTN) {

@@ -22,7 +22,10 @@ enum { VARIANT_MAX_SPLIT = 1 << 16 };
  * share rows and split each key tile among them (ks: a block then has
  * nt / 32 / ks * mt * 16 query rows); wg > 0: the Hopper template
  * (templates/attention_sm90.cuh, sm_90a) with wg warpgroups of 64 query
- * rows (nt = 128 wg; mt 1, ks 1), 0: the mma.sync template.  split: blocks a row's reduced axis
+ * rows (nt = 128 wg; mt 1, ks 1), 0: the mma.sync template; ws 1 (wg
+ * 2, st 2 or more): its warp-specialized schedule, a producer warpgroup
+ * beside the two (nt 384), whose turns at the tensor cores alternate.
+ * split: blocks a row's reduced axis
  * is split across (splitk, scan, attention; 1 elsewhere), 0 where the
  * text does not say and the shape's rule chooses; a module's kernels have
  * none.  Row templates (rowreduce, rowmap, splitk): un, the loads of acc
@@ -38,6 +41,7 @@ typedef struct {
 	int split;
 	int wg;
 	int un, tf;
+	int ws;
 } Variant;
 
 /* "rowreduce", "rowmap", "splitk", "scan", "attention" ("none" for FAM_NONE). */

@@ -5,7 +5,9 @@
  * The contract, the hooks and the layouts of q, k, v and the outputs are
  * attention.cuh's (included before this file, whose helpers it uses):
  * this template is another schedule of the same (m, l, o) fold, chosen by
- * variants with wg > 0 (runtime/variant.h) on sm_90a targets.
+ * variants with wg > 0 (runtime/variant.h) on sm_90a targets; those with
+ * ws > 0 take the warp-specialized schedules at its end (attn90_ws),
+ * whose block has a producer warpgroup more.
  *
  * Block: WG warpgroups of 4 warps, each owning 64 query rows of the run
  * (BM = 64 WG rows a block); grid and block order as attn_tile_of gives.
@@ -343,4 +345,150 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		attn_row_out<DV>(A, R[hf], m[hf], l[hf], o4, hf, r0 + 8 * hf, M, run, ir[hf], sp, t);
 	if (A.split > 1)
 		attn_split_last<D, DV, NT, BM>(A);
+}
+
+/* ---- Warp specialization (ws > 0) ----
+ * Three warpgroups of 128 threads: warpgroup 0 the producer, 1 and 2 the
+ * consumers, each of 64 query rows (BM = 128) as attn90_fwd's two
+ * warpgroups are; the same shared memory (Attn90Smem with WG 2).  The
+ * producer gives its registers back (setmaxnreg.dec to 24) and its thread
+ * 0 alone issues the copies: Q, then every live key tile into the ring,
+ * waiting on a stage's empty barrier (all 256 consumer threads arrive
+ * there after their P V of its tile) before it refills the stage; it then
+ * leaves.  The consumers take the registers (setmaxnreg.inc to 240: 128 x
+ * 24 + 256 x 240 = 64512 of the SM's 65536) and run the fold of attn90_fwd
+ * without a copy to issue.
+ *
+ * Ping-pong: the consumers take turns at the tensor cores, a turn being
+ * the issue of P V of one tile and S = Q K^T of the next; consumer c waits
+ * for its turn at named barrier 1 + c (bar.sync, 256 threads) and hands it
+ * over with bar.arrive at the other's, so that one's softmax runs while
+ * the other's products do.  With N live key tiles each has N + 1 turns
+ * (the first: S of tile 0 alone; the last: P V of tile N - 1 alone);
+ * consumer 0 takes the first without waiting, consumer 1 hands over after
+ * each but its last: N + 1 arrivals at barrier 2 and N at barrier 1 for as
+ * many waits, so no phase is left open.  A consumer waits for a tile's
+ * copy in its turn, which the other's release of the stage two tiles
+ * back (in its turn before) frees: two stages at least. */
+
+/* attn_split_last for these schedules, whose producer has left: the
+ * consumers' 256 threads (x from 0) meet at named barrier 3. */
+template <int D, int DV, int BM>
+ASC_DEV void attn90_split_last(const Args &A, int x)
+{
+	int M = A.heads / A.kv_heads * A.rows, tiles = (M + BM - 1) / BM;
+	ASC_DYN_SHARED(unsigned, Sm); /* its first word: every tile is consumed */
+	unsigned b = attn_block();
+	int qt, kh;
+	attn_tile_of<D, DV>(A, b, tiles, qt, kh);
+	int *ctr = (int *)((float *)A.ws + (long long)A.kv_heads * M * A.split * (DV + 2)) + kh * tiles + qt;
+	__threadfence(); /* this thread's partials are seen everywhere before the count is */
+	asc_bar_sync(3, 256);
+	if (x == 0)
+		Sm[0] = atomicAdd(ctr, 1) == A.split - 1;
+	asc_bar_sync(3, 256);
+	if (!Sm[0])
+		return;
+	__threadfence(); /* the other blocks' partials, counted, are read after the count */
+	long long base = (long long)kh * M;
+	int r1 = (qt + 1) * BM < M ? (qt + 1) * BM : M;
+	for (int r = qt * BM + x / 32; r < r1; r += 256 / 32) /* a warp a row */
+		attn_combine_row<DV>(A, base + r, x % 32);
+	if (x == 0)
+		atomicExch(ctr, 0);
+}
+
+template <int D, int DV, int BN, int BF, int PV, int NS>
+ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
+{
+	typedef Attn90Smem<D, DV, 2, BN, NS> L;
+	const int BM = L::BM, NC = 256; /* the consumers' threads */
+	static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "head dims: multiples of 64 up to 256");
+	static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256 && NS >= 2 && NS <= 4,
+		      "keys a tile: 16 to 256; 2 to 4 stages");
+	static_assert(L::BYTES <= 227 * 1024, "Q and the stages over 227 KB of shared memory");
+	ASC_DYN_SHARED(unsigned, Sm);
+	const int base = (int)((1024u - (asc_smem_addr(Sm, 0) & 1023u)) & 1023u);
+	const int fb = (base + L::BAR) / 4, eb = fb + 2 * NS, qbar = fb + 4 * NS;
+	int G = A.heads / A.kv_heads, M = G * A.rows, tiles = (M + BM - 1) / BM;
+	int sp = blockIdx.x % A.split, qt, kh;
+	if (!attn_tile_of<D, DV>(A, blockIdx.x, tiles, qt, kh))
+		return;
+	long long run = (long long)kh * M;
+	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
+	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
+	int f = qt * BM, e = (qt + 1) * BM < M ? (qt + 1) * BM - 1 : M - 1, cls = 0;
+	int i0 = f / A.rows == e / A.rows ? f % A.rows : 0, i1 = f / A.rows == e / A.rows ? e % A.rows : A.rows - 1;
+	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls);
+	if (threadIdx.x == 0) {
+		for (int s = 0; s < NS; s++) {
+			asc_mbar_init(Sm, fb + 2 * s, 1);
+			asc_mbar_init(Sm, eb + 2 * s, NC);
+		}
+		asc_mbar_init(Sm, qbar, 1);
+		asc_mbar_fence_init();
+	}
+	__syncthreads(); /* the barriers are initialized before anyone waits on them; the last block-wide barrier */
+
+	if (threadIdx.x < 128) { /* the producer */
+		asc_setmaxnreg_dec<24>();
+		if (threadIdx.x == 0 && kb < hi) {
+			asc_tma_prefetch(&T.k);
+			asc_tma_prefetch(&T.v);
+			asc_mbar_expect_tx(Sm, qbar, BM * D * 2);
+#pragma unroll
+			for (int b = 0; b < D / 64; b++)
+				asc_tma_load2(Sm, (base + L::Q + b * BM * 128) / 4, &T.q, 64 * b, (int)(run + f), Sm, qbar);
+			int cl = cls;
+			for (int n = 0, kl = kb; kl < hi; n++) {
+				int st = n % NS;
+				if (n >= NS) /* the consumers are done with the tile NS back */
+					asc_mbar_wait(Sm, eb + 2 * st, (unsigned)(n / NS - 1) & 1u);
+				attn90_load_kv<D, DV, BN>(Sm, base, L::KST + st * L::STAGE, T, kl, kh, fb + 2 * st);
+				kl = attn_next(A, i0, i1, kl + BN, hi, BN, &cl);
+			}
+		}
+		return;
+	}
+	asc_setmaxnreg_inc<240>();
+	const int x = threadIdx.x - 128, c = x / 128, mine = 1 + c, theirs = 2 - c;
+	int wq = x / 32 % 4, lane = x % 32, g = lane / 4, t = lane % 4;
+	int r0 = qt * BM + c * 64 + wq * 16 + g;
+	ARow R[2];
+	int ir[2];
+	float a2[2], m[2], l[2], o[DV / 2];
+	bool lin = attn90_rows<DV>(A, r0, M, run, R, ir, a2, m, l, o);
+	const unsigned sb = asc_smem_addr(Sm, 0) + (unsigned)base;
+	const unsigned qa = sb + L::Q + c * 64 * 128;
+	unsigned pf[PV][BN / 16][4];
+	int n = 0; /* tiles computed */
+	if (kb < hi)
+		asc_mbar_wait(Sm, qbar, 0);
+	for (; kb < hi; n++) {
+		int st = n % NS, jn = kb + BN < hi ? kb + BN : hi;
+		unsigned ka = sb + L::KST + st * L::STAGE, va = ka + D / 64 * BN * 128;
+		asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
+		if (n == 0 && c == 1)
+			asc_bar_sync(mine, NC);
+		float s[BN / 2];
+		attn90_qk<D, BN, BF, BM>(s, qa, ka);
+		asc_bar_arrive(theirs, NC); /* the end of this turn */
+		asc_wgmma_wait<0>();
+		asc_wgmma_hold(s);
+		attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
+		asc_bar_sync(mine, NC); /* the next turn: P V of this tile, S of the next */
+		attn90_pv<DV, BN, BF, PV>(o, pf, va);
+		asc_wgmma_wait<0>();
+		attn90_pv_done<DV, BN, PV>(o, pf);
+		asc_mbar_arrive(Sm, eb + 2 * st);
+		kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
+	}
+	if (n > 0 && c == 0)
+		asc_bar_arrive(theirs, NC); /* the end of the last turn */
+	const float(&o4)[DV / 8][4] = *reinterpret_cast<const float(*)[DV / 8][4]>(&o);
+#pragma unroll
+	for (int hf = 0; hf < 2; hf++)
+		attn_row_out<DV>(A, R[hf], m[hf], l[hf], o4, hf, r0 + 8 * hf, M, run, ir[hf], sp, t);
+	if (A.split > 1)
+		attn90_split_last<D, DV, BM>(A, x);
 }

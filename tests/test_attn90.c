@@ -3,7 +3,8 @@
  * 256, f16 and bf16, causal and not, weighted sums (sigmoid attention),
  * key lengths under a tile, between tiles and past several, one query
  * row, fully masked rows, grouped heads, splits of the keys, one and two
- * warpgroups, one to three stages; the choice (sm_90a only, head dims it
+ * warpgroups, one to three stages, and the warp-specialized schedules
+ * (ws 1 and 2) at such shapes too; the choice (sm_90a only, head dims it
  * takes, the fallback's reasons); its PTX for sm_90a holding wgmma, TMA
  * and mbarriers and assembling without spills; the tensor maps the host
  * builds (the fake driver's encoder). */
@@ -42,6 +43,9 @@ static void run90(Carrier *c, const char *what, int rows, int len, int heads, in
 	cr_assert_eq(emu_run_data(d, &o, &st, msg, sizeof msg), 0, "%s %dx%d, %d/%d heads, split %d: %s", what, rows,
 		     len, heads, kv, split, msg);
 	cr_expect(strstr(st.config, ",wg="), "%s %dx%d: ran %s, not the Hopper template", what, rows, len, st.config);
+	const char *ws = config ? strstr(config, ",ws=") : NULL;
+	if (ws)
+		cr_expect(strstr(st.config, ws), "%s %dx%d: ran %s, not the schedule %s", what, rows, len, st.config, ws + 1);
 	RunCheck chk;
 	runcheck_run(d, &chk);
 	for (int k = 0; k < chk.nout; k++) {
@@ -131,6 +135,7 @@ Test(attn90, chosen_on_sm_90a_only)
 	cr_expect(strstr(m.explain, "Hopper template"), "%s", m.explain);
 	int h = cuda_pick(&m, 4096, 4096, 1), dec = cuda_pick(&m, 1, 4096, 1), plain = 0;
 	cr_expect_gt(m.var[h].wg, 0, "prefill on sm_90a takes the Hopper template");
+	cr_expect_eq(m.var[h].ws, 0, "and its schedule without a producer until a device has timed the others");
 	cr_expect_eq(m.var[dec].wg, 0, "decoding keeps its split-KV kernels");
 	for (int v = 0; v < m.nvar; v++)
 		plain += m.var[v].wg == 0;
@@ -170,12 +175,148 @@ Test(attn90, configuration_text)
 	Variant w;
 	cr_assert_eq(variant_parse(buf, &w, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(!memcmp(&v, &w, sizeof v), "the text reads back as the same variant");
+	/* the warp-specialized schedules: a producer warpgroup more, named
+	 * only where there is one */
+	for (int ws = 1; ws <= 1; ws++) {
+		char in[64];
+		snprintf(in, sizeof in, "attention:wg=2,bn=128,st=2,ws=%d", ws);
+		cr_assert_eq(variant_parse(in, &v, msg, sizeof msg), 0, "%s", msg);
+		cr_expect(v.ws == ws && v.wg == 2 && v.nt == 384 && cuda_attn_rows(&v) == 128);
+		variant_str(&v, buf, sizeof buf);
+		char want[96];
+		snprintf(want, sizeof want, "attention:nt=384,mt=1,bn=128,pv=1,st=2,wg=2,ws=%d", ws);
+		cr_expect_str_eq(buf, want);
+		cr_assert_eq(variant_parse(buf, &w, msg, sizeof msg), 0, "%s", msg);
+		cr_expect(!memcmp(&v, &w, sizeof v), "%s reads back as the same variant", buf);
+	}
+	cr_assert_eq(variant_parse("attention:ws=1", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(v.wg == 2 && v.nt == 384, "ws alone: its two consumer warpgroups");
 	static const char *const bad[] = {"attention:wg=4", "attention:wg=1,bn=72", "attention:wg=1,bn=512",
-					  "attention:wg=1,st=5", "attention:wg=-1"};
+					  "attention:wg=1,st=5", "attention:wg=-1", "attention:wg=1,ws=1",
+					  "attention:wg=2,st=1,ws=1", "attention:wg=2,ws=2", "attention:wg=2,ws=-1"};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		cr_expect_neq(variant_parse(bad[k], &v, msg, sizeof msg), 0, "%s", bad[k]);
 		cr_expect(strstr(msg, "out of range") || strstr(msg, "expected"), "%s: %s", bad[k], msg);
 	}
+}
+
+/* The warp-specialized schedules on the emulator at odd shapes: one
+ * query row, rows past a block, keys under a tile and past several, no
+ * keys, fully masked rows, grouped heads, splits, windows, soft caps,
+ * head dims 64, 128 and 256, f16 and bf16, weighted sums; two and three
+ * stages, 64 and 128 keys a tile (several turns of the ring). */
+static void ws_shapes(int ws)
+{
+	cuda_test_cache();
+	static const struct {
+		const char *path;
+		int d, rows, len, heads, kv, split, bn, st;
+	} runs[] = {{"tests/attention/full_bf16.yaml", 64, 130, 300, 1, 1, 1, 128, 2},
+		    {"specs/attention.yaml", 64, 1, 129, 1, 1, 1, 64, 2},
+		    {"specs/attention.yaml", 64, 200, 333, 1, 1, 1, 64, 3},
+		    {"tests/attention/full_bf16.yaml", 64, 37, 0, 1, 1, 1, 128, 2},
+		    {"specs/attention.yaml", 128, 70, 333, 1, 1, 1, 128, 2},
+		    {"tests/attention/full_bf16.yaml", 128, 65, 100, 1, 1, 1, 128, 3},
+		    {"tests/attention/causal_bf16.yaml", 256, 130, 129, 1, 1, 1, 64, 2},
+		    {"tests/attention/empty_rows.yaml", 0, 70, 40, 1, 1, 1, 64, 2},
+		    {"specs/attention.yaml", 64, 33, 170, 4, 2, 1, 64, 2},
+		    {"specs/attention.yaml", 64, 70, 400, 3, 1, 3, 64, 2},
+		    {"specs/attention.yaml", 64, 65, 20, 2, 2, 2, 64, 2},
+		    {"tests/attention/window.yaml", 64, 130, 200, 1, 1, 1, 64, 2},
+		    {"tests/attention/softcap.yaml", 64, 70, 129, 1, 1, 1, 64, 3},
+		    {"specs/sigmoid_attention.yaml", 64, 70, 400, 4, 2, 3, 64, 2},
+		    {"tests/attention/sigmoid_empty_rows.yaml", 0, 130, 150, 1, 1, 1, 64, 2}};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = load_dims(runs[k].path, runs[k].d);
+		char cfg[96];
+		snprintf(cfg, sizeof cfg, "attention:wg=2,bn=%d,st=%d,ws=%d", runs[k].bn, runs[k].st, ws);
+		run90(c, runs[k].path, runs[k].rows, runs[k].len, runs[k].heads, runs[k].kv, runs[k].split, cfg);
+		spec_carrier_free(c);
+	}
+}
+
+Test(attn90, warp_specialized_ping_pong, .timeout = 900) { ws_shapes(1); }
+
+/* The warp-specialized schedules: in the tuning space on sm_90a (each at
+ * every head dim, behind the default, which prefill keeps), a kernel of
+ * three warpgroups; named by --explain; refused where their stages do
+ * not fit; and their PTX for sm_90a, with the registers handed over
+ * (setmaxnreg) and the turns (bar.sync, bar.arrive), assembles without
+ * spills at head dims 64, 128 and 256. */
+Test(attn90, warp_specialized_variants, .timeout = 600)
+{
+	cuda_test_cache();
+	char msg[4096];
+	static const int dims[] = {64, 128, 256};
+	for (int k = 0; k < 3; k++) {
+		Carrier *c = load_dims("tests/attention/causal_bf16.yaml", dims[k]);
+		CudaModule m;
+		cr_assert_eq(cuda_module_space_for(c, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+		int n[2] = {0, 0}, h = cuda_pick(&m, 8192, 8192, 1);
+		for (int v = 0; v < m.nvar; v++)
+			if (m.var[v].wg) {
+				n[m.var[v].ws]++;
+				cr_expect(m.var[v].ws == 0 || (m.var[v].nt == 384 && m.var[v].st >= 2));
+			}
+		cr_expect(n[0] > 0 && n[1] > 0, "d=%d: %d and %d variants of ws 0 and 1", dims[k], n[0], n[1]);
+		cr_expect(m.var[h].wg && !m.var[h].ws, "d=%d: the rule keeps the default schedule", dims[k]);
+		cr_expect(strstr(m.explain, "the tuner times its warp-specialized schedule"), "%s", m.explain);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+	}
+	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 128);
+	CudaModule m;
+	cr_assert_eq(cuda_module_for(c, "attention:wg=2,bn=128,st=2,ws=1", "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.explain, "the configuration's schedule: warp-specialized ping-pong (ws=1"), "%s", m.explain);
+	cr_expect(strstr(m.src, "attn90_ws<128, 128, 128, 1, 1, 2>(A, T)"), "the kernel of ws=1");
+	cr_expect(strstr(m.src, "__launch_bounds__(384, 1)"), "three warpgroups, one block an SM");
+	CudaPlan p;
+	cuda_plan(&m, 0, 1000, 1000, 1, &p);
+	cr_expect(p.k[0].block == 384 && p.k[0].grid == 8, "%u blocks of %u threads", p.k[0].grid, p.k[0].block);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+	/* at head dim 256 two stages of 128 keys do not fit beside Q */
+	c = load_dims("tests/attention/full_bf16.yaml", 256);
+	cr_expect_neq(cuda_module_for(c, "attention:wg=2,bn=128,st=2,ws=1", "sm_90a", 0, &m, msg, sizeof msg), 0);
+	cr_expect(strstr(msg, "KB of shared memory"), "%s", msg);
+	spec_carrier_free(c);
+
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	static const char *const specs[] = {"tests/attention/full_bf16.yaml", "specs/attention.yaml",
+					    "specs/sigmoid_attention.yaml"};
+	for (int k = 0; k < 3; k++)
+		for (int sp = 0; sp < 3; sp++)
+			for (int ws = 1; ws <= 1; ws++) {
+				c = load_dims(specs[sp], dims[k]);
+				char cfg[96];
+				snprintf(cfg, sizeof cfg, "attention:wg=2,bn=%d,st=2,ws=%d", dims[k] > 128 ? 64 : 128, ws);
+				cr_assert_eq(cuda_module_for(c, cfg, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+				char *ptx = NULL;
+				int cached;
+				cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90a", &ptx, &cached, msg, sizeof msg), 0, "%s %s: %s",
+					     specs[sp], cfg, msg);
+				cr_expect(strstr(ptx, "setmaxnreg.dec.sync.aligned.u32 24") &&
+					  strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 240"), "%s: the registers handed over", cfg);
+				cr_expect(strstr(ptx, "bar.sync") && strstr(ptx, "bar.arrive"), "%s: the turns", cfg);
+				cr_expect_gt(cuda_count(ptx, NULL, "wgmma.mma_async"), 0);
+				CudaKStat ks[16];
+				int nk = cuda_ptxas_stats(ptx, "sm_90a", ks, 16, msg, sizeof msg);
+				free(ptx);
+				cuda_module_free(&m);
+				spec_carrier_free(c);
+				if (nk < 0 && strstr(msg, "not found")) {
+					nvrtc_close(nv);
+					cr_skip_test("%s", msg);
+				}
+				cr_assert_gt(nk, 0, "%s", msg);
+				for (int s = 0; s < nk; s++)
+					cr_expect(ks[s].spill_st + ks[s].spill_ld == 0 && ks[s].stack == 0,
+						  "%s d=%d %s %s: %d registers, %d/%d bytes spilled, %d of stack", specs[sp], dims[k],
+						  cfg, ks[s].name, ks[s].regs, ks[s].spill_st, ks[s].spill_ld, ks[s].stack);
+			}
+	nvrtc_close(nv);
 }
 
 /* The tensor maps of the shapes a launch gives: boxes of 64 columns,

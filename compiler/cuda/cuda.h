@@ -14,7 +14,10 @@
 #include "runtime/variant.h"
 
 /* Query rows a block of attention variant v takes. */
-static inline int cuda_attn_rows(const Variant *v) { return v->nt / 32 / (v->ks > 1 ? v->ks : 1) * v->mt * 16; }
+static inline int cuda_attn_rows(const Variant *v)
+{
+	return v->wg ? 64 * v->wg : v->nt / 32 / (v->ks > 1 ? v->ks : 1) * v->mt * 16; /* ws: the producer has none */
+}
 
 /* A carrier matched to one of the attention template's contracts
  * (cuda_attn.c): the state fields by role, the inputs q, k, v (slots),

@@ -353,9 +353,9 @@ static unsigned attn_smem(const CudaAttn *at, const Variant *v);
  * would not fit in the opt-in maximum of shared memory. */
 static int attn_stages(const CudaAttn *at, const Variant *v)
 {
-	if (v->wg) {
+	if (v->wg) { /* ws: the stages its schedule needs at least, which may not fit */
 		Variant w = *v;
-		while (w.st > 1 && attn_smem(at, &w) > ATTN_SMEM_MAX)
+		while (w.st > 1 + (w.ws > 0) && attn_smem(at, &w) > ATTN_SMEM_MAX)
 			w.st--;
 		return w.st;
 	}
@@ -457,6 +457,8 @@ static void add_variant(const Carrier *c, CudaModule *m, Variant v)
 {
 	v.split = 0;
 	fit_variant(c, m, &v);
+	if (v.fam == FAM_ATTN && v.ws && attn_smem(&m->attn, &v) > ATTN_SMEM_MAX)
+		return; /* the warp-specialized schedules' stages do not fit */
 	for (int k = 0; k < m->nvar; k++)
 		if (same(&m->var[k], &v))
 			return;
@@ -479,7 +481,8 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 	if (!m->name[0])
 		snprintf(base, sizeof base, "%s_v%d", m->prefix, v);
 	else if (x->fam == FAM_ATTN && x->wg)
-		snprintf(base, sizeof base, "%.24s_attn90_wg%d_bn%d_pv%d_st%d", m->name, x->wg, x->bn, x->pv, x->st);
+		snprintf(base, sizeof base, "%.24s_attn90_wg%d_bn%d_pv%d_st%d%s%.0d", m->name, x->wg, x->bn, x->pv, x->st,
+			 x->ws ? "_ws" : "", x->ws);
 	else if (x->fam == FAM_ATTN)
 		snprintf(base, sizeof base, "%.24s_attn_nt%d_mt%d_bn%d_pv%d_st%d_ks%d", m->name, x->nt, x->mt, x->bn, x->pv,
 			 x->st, x->ks);
@@ -560,9 +563,13 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 			break;
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
-			if (x->wg) {
+			if (x->wg && x->ws)
+				snprintf(body, sizeof body, "attn90_ws<%d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->bn,
+					 at->bf16, x->pv, x->st);
+			else if (x->wg)
 				snprintf(body, sizeof body, "attn90_fwd<%d, %d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->wg,
 					 x->bn, at->bf16, x->pv, x->st);
+			if (x->wg) {
 				kernel90(b, nm[0], x->nt, body);
 				snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
 				if (!acomb++)
@@ -702,6 +709,14 @@ static int attn90_dims(const CudaAttn *at, char *why, size_t n)
 	return 0;
 }
 
+/* The Hopper template's schedule of a variant (wg > 0), for --explain. */
+static const char *attn90_schedule(int ws)
+{
+	return ws == 1 ? "warp-specialized ping-pong (ws=1: a producer warpgroup's TMA copies, two consumer warpgroups "
+			 "taking turns at the tensor cores at named barriers, one's softmax under the other's products)"
+		       : "every warpgroup computes, thread 0 refills the stages";
+}
+
 /* sm_90a exactly: wgmma and setmaxnreg are that target's alone. */
 static int arch_hopper(const char *arch)
 {
@@ -739,12 +754,13 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 		return;
 	}
 	m->base = FAM_ATTN;
-	char h90[160] = "";
+	char h90[320] = "";
 	if (m->h90) {
 		char why[96];
 		if (attn90_dims(&m->attn, why, sizeof why))
 			snprintf(h90, sizeof h90, "; on sm_90a, prefill on the Hopper template (attention_sm90: wgmma, TMA "
-				 "copies into mbarrier stages), decoding and the fallback on mma.sync");
+				 "copies into mbarrier stages; by default %s, and the tuner times its warp-specialized schedule "
+				 "ws=1 beside it), decoding and the fallback on mma.sync", attn90_schedule(0));
 		else
 			snprintf(h90, sizeof h90, "; not the Hopper template: %s", why), m->h90 = 0;
 	}
@@ -784,6 +800,19 @@ static void attn_space(const Carrier *c, CudaModule *m, const Variant *def, int 
 			w.bn /= 2;
 			add_variant(c, m, w);
 		}
+	}
+}
+
+/* The warp-specialized schedule (ws 1) at the default's keys a
+ * tile, with two stages and with three where they fit: timed on a device
+ * beside the default, which stays the rule's choice until a device has
+ * measured them (cuda_pick takes the first Hopper variant). */
+static void attn90_ws_space(const Carrier *c, CudaModule *m, const Variant *def)
+{
+	for (int st = 2; st <= 3; st++) {
+		Variant w = *def;
+		w.ws = 1, w.st = st, w.nt = 128 * (w.wg + 1);
+		add_variant(c, m, w);
 	}
 }
 
@@ -890,6 +919,11 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 			}
 		}
 		add_variant(c, m, v);
+		if (v.fam == FAM_ATTN && v.wg) {
+			size_t k = strlen(m->explain);
+			snprintf(m->explain + k, sizeof m->explain - k, "; the configuration's schedule: %s",
+				 attn90_schedule(v.ws));
+		}
 	} else if (m->base == FAM_ATTN) {
 		Variant av[4];
 		int na = attn_defaults(c, &m->attn, m->smem_max, av);
@@ -900,8 +934,10 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		if (m->h90) { /* after the others: cuda_pick looks for it by its wg */
 			Variant h = attn90_default(&m->attn);
 			add_variant(c, m, h);
-			if (space)
+			if (space) {
 				attn_space(c, m, &h, 1);
+				attn90_ws_space(c, m, &h);
+			}
 		}
 	} else {
 		const Variant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
