@@ -120,9 +120,9 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		/* ws: on one stage the consumers' turns deadlock (one waits in
 		 * its turn for a copy that the other's release of the stage, in
 		 * the other's next turn, allows) */
-		if (v->ws < 0 || v->ws > 1 || (v->ws && (v->wg != 2 || v->st < 2))) {
-			snprintf(msg, n, "configuration '%s' is out of range (ws, the warp-specialized schedule: 1; wg 2 "
-					 "consumer warpgroups, st 2 or more)", s);
+		if (v->ws < 0 || v->ws > 2 || (v->ws && (v->wg != 2 || v->st < 2))) {
+			snprintf(msg, n, "configuration '%s' is out of range (ws, the warp-specialized schedules: 1, or 2 with "
+					 "each tile's softmax under the tensor cores; wg 2 consumer warpgroups, st 2 or more)", s);
 			return -1;
 		}
 		v->nt = 128 * (v->wg + (v->ws > 0)), v->mt = 1, v->ks = 1;

@@ -22,9 +22,10 @@ enum { VARIANT_MAX_SPLIT = 1 << 16 };
  * share rows and split each key tile among them (ks: a block then has
  * nt / 32 / ks * mt * 16 query rows); wg > 0: the Hopper template
  * (templates/attention_sm90.cuh, sm_90a) with wg warpgroups of 64 query
- * rows (nt = 128 wg; mt 1, ks 1), 0: the mma.sync template; ws 1 (wg
- * 2, st 2 or more): its warp-specialized schedule, a producer warpgroup
- * beside the two (nt 384), whose turns at the tensor cores alternate.
+ * rows (nt = 128 wg; mt 1, ks 1), 0: the mma.sync template; ws > 0 (wg
+ * 2, st 2 or more): its warp-specialized schedules, a producer warpgroup
+ * beside the two (nt 384), whose turns at the tensor cores alternate,
+ * ws 2 also running each tile's softmax under the last tile's P V.
  * split: blocks a row's reduced axis
  * is split across (splitk, scan, attention; 1 elsewhere), 0 where the
  * text does not say and the shape's rule chooses; a module's kernels have

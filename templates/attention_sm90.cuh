@@ -232,6 +232,42 @@ ASC_DEV void attn90_softmax(const Args &A, const ARow (&R)[2], const int (&ir)[2
 	}
 }
 
+/* ws 2 splits the step in two around the wait for the last P V: the
+ * probabilities in s, m and l (attn90_probs), then o rescaled and P in
+ * pf (attn90_pack). */
+template <int BN>
+ASC_DEV void attn90_probs(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
+			  float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&alpha)[2], int kb, int jn, int cls, int t)
+{
+	float mb[2], scale[2];
+	attn90_max<BN>(A, R, ir, a2, lin, s, m, l, alpha, mb, scale, kb, jn, cls, t);
+#if !ATTN_SUM
+#pragma unroll
+	for (int x = 0; x < BN / 2; x++) {
+		s[x] = asc_exp2(fmaf(s[x], scale[x % 4 / 2], -mb[x % 4 / 2]));
+		l[x % 4 / 2] += s[x];
+	}
+#endif
+}
+
+template <int DV, int BN, int BF, int PV>
+ASC_DEV void attn90_pack(const float (&alpha)[2], const float (&s)[BN / 2], float (&o)[DV / 2],
+			 unsigned (&pf)[PV][BN / 16][4])
+{
+#if !ATTN_SUM
+#pragma unroll
+	for (int x = 0; x < DV / 2; x++)
+		o[x] *= alpha[x % 4 / 2];
+#else
+	(void)alpha, (void)o;
+#endif
+#pragma unroll
+	for (int nt = 0; nt < BN / 8; nt++) {
+		float p[4] = {s[4 * nt], s[4 * nt + 1], s[4 * nt + 2], s[4 * nt + 3]};
+		attn90_put<BN, BF, PV>(p, pf, nt);
+	}
+}
+
 /* The thread's two rows (r0 and r0 + 8 of the run) at the identity;
  * whether the warp's scores are all linear with a slope of 0 or more. */
 template <int DV>
@@ -369,7 +405,18 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
  * each but its last: N + 1 arrivals at barrier 2 and N at barrier 1 for as
  * many waits, so no phase is left open.  A consumer waits for a tile's
  * copy in its turn, which the other's release of the stage two tiles
- * back (in its turn before) frees: two stages at least. */
+ * back (in its turn before) frees: two stages at least.
+ *
+ * OV (ws 2): each tile's softmax under the tensor cores within the
+ * warpgroup too: one turn issues S = Q K^T of tile n and P V of tile
+ * n - 1 (S of tile n and P of tile n - 1 side by side in registers),
+ * wgmma.wait_group 1 retires S alone, and the softmax of tile n runs
+ * while P V of tile n - 1 does; after wait_group 0, o is rescaled and P
+ * of tile n written over the last.  Every turn's products retire within
+ * its iteration: with S of the next tile in flight across the key loop's
+ * back edge (the S = Q K^T before the softmax of the tile before it, in
+ * a second S accumulator), ptxas serialized the wgmmas (C7518).  Here a
+ * consumer waits for a tile's copy before its turn: two stages again. */
 
 /* attn_split_last for these schedules, whose producer has left: the
  * consumers' 256 threads (x from 0) meet at named barrier 3. */
@@ -398,7 +445,33 @@ ASC_DEV void attn90_split_last(const Args &A, int x)
 		atomicExch(ctr, 0);
 }
 
-template <int D, int DV, int BN, int BF, int PV, int NS>
+/* ws 2, key tile n from kb (n > 0): its S and P V of tile n - 1 issued in
+ * one turn, then its softmax under that P V. */
+template <int D, int DV, int BN, int BF, int PV, int NS, class S>
+ASC_DEV void attn90_ov_tile(const Args &A, S &Sm, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
+			    float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&o)[DV / 2],
+			    unsigned (&pf)[PV][BN / 16][4], unsigned qa, unsigned sb, int fb, int n, int kb, int hi, int cls,
+			    int t, int mine, int theirs)
+{
+	typedef Attn90Smem<D, DV, 2, BN, NS> L;
+	const int eb = fb + 2 * NS;
+	int st = n % NS, sl = (n - 1) % NS, jn = kb + BN < hi ? kb + BN : hi;
+	asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
+	asc_bar_sync(mine, 256);
+	attn90_qk<D, BN, BF, L::BM>(s, qa, sb + L::KST + st * L::STAGE);
+	attn90_pv<DV, BN, BF, PV>(o, pf, sb + L::KST + sl * L::STAGE + D / 64 * BN * 128);
+	asc_bar_arrive(theirs, 256);
+	asc_wgmma_wait<1>(); /* S: P V of tile n - 1 stays in flight */
+	asc_wgmma_hold(s);
+	float alpha[2];
+	attn90_probs<BN>(A, R, ir, a2, lin, s, m, l, alpha, kb, jn, cls, t);
+	asc_wgmma_wait<0>();
+	attn90_pv_done<DV, BN, PV>(o, pf);
+	asc_mbar_arrive(Sm, eb + 2 * sl);
+	attn90_pack<DV, BN, BF, PV>(alpha, s, o, pf);
+}
+
+template <int D, int DV, int BN, int BF, int PV, int NS, int OV>
 ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 {
 	typedef Attn90Smem<D, DV, 2, BN, NS> L;
@@ -464,26 +537,58 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 	int n = 0; /* tiles computed */
 	if (kb < hi)
 		asc_mbar_wait(Sm, qbar, 0);
-	for (; kb < hi; n++) {
-		int st = n % NS, jn = kb + BN < hi ? kb + BN : hi;
-		unsigned ka = sb + L::KST + st * L::STAGE, va = ka + D / 64 * BN * 128;
-		asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
-		if (n == 0 && c == 1)
-			asc_bar_sync(mine, NC);
+	if (OV == 0) {
+		for (; kb < hi; n++) {
+			int st = n % NS, jn = kb + BN < hi ? kb + BN : hi;
+			unsigned ka = sb + L::KST + st * L::STAGE, va = ka + D / 64 * BN * 128;
+			asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
+			if (n == 0 && c == 1)
+				asc_bar_sync(mine, NC);
+			float s[BN / 2];
+			attn90_qk<D, BN, BF, BM>(s, qa, ka);
+			asc_bar_arrive(theirs, NC); /* the end of this turn */
+			asc_wgmma_wait<0>();
+			asc_wgmma_hold(s);
+			attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
+			asc_bar_sync(mine, NC); /* the next turn: P V of this tile, S of the next */
+			attn90_pv<DV, BN, BF, PV>(o, pf, va);
+			asc_wgmma_wait<0>();
+			attn90_pv_done<DV, BN, PV>(o, pf);
+			asc_mbar_arrive(Sm, eb + 2 * st);
+			kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
+		}
+	} else {
 		float s[BN / 2];
-		attn90_qk<D, BN, BF, BM>(s, qa, ka);
-		asc_bar_arrive(theirs, NC); /* the end of this turn */
-		asc_wgmma_wait<0>();
-		asc_wgmma_hold(s);
-		attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
-		asc_bar_sync(mine, NC); /* the next turn: P V of this tile, S of the next */
-		attn90_pv<DV, BN, BF, PV>(o, pf, va);
-		asc_wgmma_wait<0>();
-		attn90_pv_done<DV, BN, PV>(o, pf);
-		asc_mbar_arrive(Sm, eb + 2 * st);
-		kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
+		if (kb < hi) { /* tile 0: its S alone in the first turn */
+			int jn = kb + BN < hi ? kb + BN : hi;
+			asc_mbar_wait(Sm, fb, 0u);
+			if (c == 1)
+				asc_bar_sync(mine, NC);
+			attn90_qk<D, BN, BF, BM>(s, qa, sb + L::KST);
+			asc_bar_arrive(theirs, NC);
+			asc_wgmma_wait<0>();
+			asc_wgmma_hold(s);
+			attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
+			kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
+			n = 1;
+		}
+		for (; kb < hi; n++) {
+			attn90_ov_tile<D, DV, BN, BF, PV, NS>(A, Sm, R, ir, a2, lin, s, m, l, o, pf, qa, sb, fb, n, kb, hi, cls, t,
+							      mine, theirs);
+			kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
+		}
+		if (n > 0) { /* P V of the last tile alone in the last turn */
+			int sl = (n - 1) % NS;
+			asc_bar_sync(mine, NC);
+			attn90_pv<DV, BN, BF, PV>(o, pf, sb + L::KST + sl * L::STAGE + D / 64 * BN * 128);
+			if (c == 0)
+				asc_bar_arrive(theirs, NC);
+			asc_wgmma_wait<0>();
+			attn90_pv_done<DV, BN, PV>(o, pf);
+			asc_mbar_arrive(Sm, eb + 2 * sl);
+		}
 	}
-	if (n > 0 && c == 0)
+	if (OV == 0 && n > 0 && c == 0)
 		asc_bar_arrive(theirs, NC); /* the end of the last turn */
 	const float(&o4)[DV / 8][4] = *reinterpret_cast<const float(*)[DV / 8][4]>(&o);
 #pragma unroll

@@ -177,7 +177,7 @@ Test(attn90, configuration_text)
 	cr_expect(!memcmp(&v, &w, sizeof v), "the text reads back as the same variant");
 	/* the warp-specialized schedules: a producer warpgroup more, named
 	 * only where there is one */
-	for (int ws = 1; ws <= 1; ws++) {
+	for (int ws = 1; ws <= 2; ws++) {
 		char in[64];
 		snprintf(in, sizeof in, "attention:wg=2,bn=128,st=2,ws=%d", ws);
 		cr_assert_eq(variant_parse(in, &v, msg, sizeof msg), 0, "%s", msg);
@@ -193,7 +193,7 @@ Test(attn90, configuration_text)
 	cr_expect(v.wg == 2 && v.nt == 384, "ws alone: its two consumer warpgroups");
 	static const char *const bad[] = {"attention:wg=4", "attention:wg=1,bn=72", "attention:wg=1,bn=512",
 					  "attention:wg=1,st=5", "attention:wg=-1", "attention:wg=1,ws=1",
-					  "attention:wg=2,st=1,ws=1", "attention:wg=2,ws=2", "attention:wg=2,ws=-1"};
+					  "attention:wg=2,st=1,ws=1", "attention:wg=2,ws=3", "attention:wg=2,ws=-1"};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		cr_expect_neq(variant_parse(bad[k], &v, msg, sizeof msg), 0, "%s", bad[k]);
 		cr_expect(strstr(msg, "out of range") || strstr(msg, "expected"), "%s: %s", bad[k], msg);
@@ -236,6 +236,7 @@ static void ws_shapes(int ws)
 }
 
 Test(attn90, warp_specialized_ping_pong, .timeout = 900) { ws_shapes(1); }
+Test(attn90, warp_specialized_overlap, .timeout = 900) { ws_shapes(2); }
 
 /* The warp-specialized schedules: in the tuning space on sm_90a (each at
  * every head dim, behind the default, which prefill keeps), a kernel of
@@ -252,15 +253,16 @@ Test(attn90, warp_specialized_variants, .timeout = 600)
 		Carrier *c = load_dims("tests/attention/causal_bf16.yaml", dims[k]);
 		CudaModule m;
 		cr_assert_eq(cuda_module_space_for(c, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
-		int n[2] = {0, 0}, h = cuda_pick(&m, 8192, 8192, 1);
+		int n[3] = {0, 0, 0}, h = cuda_pick(&m, 8192, 8192, 1);
 		for (int v = 0; v < m.nvar; v++)
 			if (m.var[v].wg) {
 				n[m.var[v].ws]++;
 				cr_expect(m.var[v].ws == 0 || (m.var[v].nt == 384 && m.var[v].st >= 2));
 			}
-		cr_expect(n[0] > 0 && n[1] > 0, "d=%d: %d and %d variants of ws 0 and 1", dims[k], n[0], n[1]);
+		cr_expect(n[0] > 0 && n[1] > 0 && n[2] > 0, "d=%d: %d, %d and %d variants of ws 0, 1, 2", dims[k], n[0], n[1],
+			  n[2]);
 		cr_expect(m.var[h].wg && !m.var[h].ws, "d=%d: the rule keeps the default schedule", dims[k]);
-		cr_expect(strstr(m.explain, "the tuner times its warp-specialized schedule"), "%s", m.explain);
+		cr_expect(strstr(m.explain, "the tuner times its warp-specialized schedules"), "%s", m.explain);
 		cuda_module_free(&m);
 		spec_carrier_free(c);
 	}
@@ -268,11 +270,14 @@ Test(attn90, warp_specialized_variants, .timeout = 600)
 	CudaModule m;
 	cr_assert_eq(cuda_module_for(c, "attention:wg=2,bn=128,st=2,ws=1", "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(strstr(m.explain, "the configuration's schedule: warp-specialized ping-pong (ws=1"), "%s", m.explain);
-	cr_expect(strstr(m.src, "attn90_ws<128, 128, 128, 1, 1, 2>(A, T)"), "the kernel of ws=1");
+	cr_expect(strstr(m.src, "attn90_ws<128, 128, 128, 1, 1, 2, 0>(A, T)"), "the kernel of ws=1");
 	cr_expect(strstr(m.src, "__launch_bounds__(384, 1)"), "three warpgroups, one block an SM");
 	CudaPlan p;
 	cuda_plan(&m, 0, 1000, 1000, 1, &p);
 	cr_expect(p.k[0].block == 384 && p.k[0].grid == 8, "%u blocks of %u threads", p.k[0].grid, p.k[0].block);
+	cuda_module_free(&m);
+	cr_assert_eq(cuda_module_for(c, "attention:wg=2,bn=128,st=3,ws=2", "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.explain, "the configuration's schedule: warp-specialized with overlap (ws=2"), "%s", m.explain);
 	cuda_module_free(&m);
 	spec_carrier_free(c);
 	/* at head dim 256 two stages of 128 keys do not fit beside Q */
@@ -288,7 +293,7 @@ Test(attn90, warp_specialized_variants, .timeout = 600)
 					    "specs/sigmoid_attention.yaml"};
 	for (int k = 0; k < 3; k++)
 		for (int sp = 0; sp < 3; sp++)
-			for (int ws = 1; ws <= 1; ws++) {
+			for (int ws = 1; ws <= 2; ws++) {
 				c = load_dims(specs[sp], dims[k]);
 				char cfg[96];
 				snprintf(cfg, sizeof cfg, "attention:wg=2,bn=%d,st=2,ws=%d", dims[k] > 128 ? 64 : 128, ws);

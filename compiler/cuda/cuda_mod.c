@@ -564,8 +564,8 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
 			if (x->wg && x->ws)
-				snprintf(body, sizeof body, "attn90_ws<%d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->bn,
-					 at->bf16, x->pv, x->st);
+				snprintf(body, sizeof body, "attn90_ws<%d, %d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->bn,
+					 at->bf16, x->pv, x->st, x->ws - 1);
 			else if (x->wg)
 				snprintf(body, sizeof body, "attn90_fwd<%d, %d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->wg,
 					 x->bn, at->bf16, x->pv, x->st);
@@ -712,9 +712,11 @@ static int attn90_dims(const CudaAttn *at, char *why, size_t n)
 /* The Hopper template's schedule of a variant (wg > 0), for --explain. */
 static const char *attn90_schedule(int ws)
 {
-	return ws == 1 ? "warp-specialized ping-pong (ws=1: a producer warpgroup's TMA copies, two consumer warpgroups "
-			 "taking turns at the tensor cores at named barriers, one's softmax under the other's products)"
-		       : "every warpgroup computes, thread 0 refills the stages";
+	return ws == 2   ? "warp-specialized with overlap (ws=2: as ws=1, and each tile's S = Q K^T issued in one turn with "
+			   "the last tile's P V, its softmax under that P V)"
+	       : ws == 1 ? "warp-specialized ping-pong (ws=1: a producer warpgroup's TMA copies, two consumer warpgroups "
+			   "taking turns at the tensor cores at named barriers, one's softmax under the other's products)"
+			 : "every warpgroup computes, thread 0 refills the stages";
 }
 
 /* sm_90a exactly: wgmma and setmaxnreg are that target's alone. */
@@ -759,8 +761,8 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 		char why[96];
 		if (attn90_dims(&m->attn, why, sizeof why))
 			snprintf(h90, sizeof h90, "; on sm_90a, prefill on the Hopper template (attention_sm90: wgmma, TMA "
-				 "copies into mbarrier stages; by default %s, and the tuner times its warp-specialized schedule "
-				 "ws=1 beside it), decoding and the fallback on mma.sync", attn90_schedule(0));
+				 "copies into mbarrier stages; by default %s, and the tuner times its warp-specialized schedules "
+				 "ws=1 and ws=2 beside it), decoding and the fallback on mma.sync", attn90_schedule(0));
 		else
 			snprintf(h90, sizeof h90, "; not the Hopper template: %s", why), m->h90 = 0;
 	}
@@ -803,17 +805,18 @@ static void attn_space(const Carrier *c, CudaModule *m, const Variant *def, int 
 	}
 }
 
-/* The warp-specialized schedule (ws 1) at the default's keys a
+/* The warp-specialized schedules (ws 1 and 2) at the default's keys a
  * tile, with two stages and with three where they fit: timed on a device
  * beside the default, which stays the rule's choice until a device has
  * measured them (cuda_pick takes the first Hopper variant). */
 static void attn90_ws_space(const Carrier *c, CudaModule *m, const Variant *def)
 {
-	for (int st = 2; st <= 3; st++) {
-		Variant w = *def;
-		w.ws = 1, w.st = st, w.nt = 128 * (w.wg + 1);
-		add_variant(c, m, w);
-	}
+	for (int ws = 1; ws <= 2; ws++)
+		for (int st = 2; st <= 3; st++) {
+			Variant w = *def;
+			w.ws = ws, w.st = st, w.nt = 128 * (w.wg + 1);
+			add_variant(c, m, w);
+		}
 }
 
 /* The NN of sm_NN, compute_NN or sm_NNa; 0 for none (the newest). */
