@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/gpu/check.sh: everything that needs a GPU, in one short run on one
 # H200: build, every bundled spec through `assoc run --device gpu` against the
-# float64 reference, attention (bf16, head dim 128, 8k) beside PyTorch's SDPA
+# float64 reference, attention (bf16, head dim 128, 8k; the Hopper template's
+# schedules, the default and the warp-specialized ws=1 and ws=2) beside PyTorch's SDPA
 # and decoding beside the copy, softmax, Welford and logsumexp beside the
 # device-to-device copy and PyTorch, run --mpi on the GPU (where mpirun is),
 # the GPU test suite (odd shapes, split counts), then tuning and the same benchmarks with the tuner's choices,
@@ -129,6 +130,13 @@ shapes="4096x4096 1024x32768 256x131072"
 step "attention (bf16, 8k queries and keys, 16 heads; by the variants' rule: on sm_90 the Hopper template)"
 bench attention 20 tests/attention/full_bf16.yaml $att
 bench attention_causal 20 tests/attention/causal_bf16.yaml $att
+# the Hopper template's warp-specialized schedules beside it (the rule's is
+# ws=0, every warpgroup computing): ws=1 a producer warpgroup and two
+# consumers in turns, ws=2 also each tile's softmax under the last P V
+for ws in 1 2; do
+	bench attention_ws$ws 20 tests/attention/full_bf16.yaml $att --config attention:wg=2,bn=128,st=2,ws=$ws
+	bench attention_causal_ws$ws 20 tests/attention/causal_bf16.yaml $att --config attention:wg=2,bn=128,st=2,ws=$ws
+done
 # the mma.sync template at the configuration that was its rule's at head dim 128
 bench attention_mma 20 tests/attention/full_bf16.yaml $att --config attention:nt=128,mt=2,bn=64,pv=1,st=2
 bench attention_d64 20 tests/attention/full_bf16.yaml -D d=64 -D dv=64 --rows 8192 --len 8192 --heads 16
@@ -277,6 +285,11 @@ for r in ours:
     elif r["name"].startswith("decoding"):
         print(f"{r['name']:17} {shape(r)} x32/8 heads, {how(r):5}: {r['gbps']:5.0f} GB/s, {r['ratio_to_copy']:.2f}"
               f" of copy (goal 0.70)  {r['config']}")
+for base in ("attention", "attention_causal"):
+    for ws in (1, 2):
+        if (f"{base}_ws{ws}", "rule") in att and (base, "rule") in att:
+            print(f"{base}_ws{ws} / {base} (schedule ws={ws} / ws=0) TFLOP/s: "
+                  f"{att[f'{base}_ws{ws}', 'rule'] / att[base, 'rule']:.2f}")
 for h in ("rule", "tuned"):
     if ("attention", h) in att and ("attention_causal", h) in att:
         print(f"causal / non-causal TFLOP/s, {h}: {att['attention_causal', h] / att['attention', h]:.2f} (goal 0.9 or more)")
