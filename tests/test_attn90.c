@@ -457,7 +457,8 @@ Test(attn90, gpu_launch_encodes_tensor_maps, .timeout = 300)
 }
 
 /* The command line: emit --explain and run --device emu --arch sm_90a name
- * the Hopper template; --arch elsewhere than emu is a usage error. */
+ * the Hopper template and its schedule; --arch elsewhere than emu is a
+ * usage error. */
 Test(attn90, command_line_names_the_template, .timeout = 300)
 {
 	char out[16384];
@@ -468,6 +469,14 @@ Test(attn90, command_line_names_the_template, .timeout = 300)
 	cr_expect_eq(sh("build/asan/assoc emit specs/attention.yaml --target cuda --arch sm_90a --explain -o /dev/null", out,
 			sizeof out, 1), 0, "%s", out);
 	cr_expect(strstr(out, "Hopper template (attention_sm90"), "%s", out);
+	cr_expect(strstr(out, "the tuner times its warp-specialized schedules ws=1 and ws=2"), "%s", out);
+	cr_expect_eq(sh("build/asan/assoc emit specs/attention.yaml --target ptx --arch sm_90a --explain -o /dev/null "
+			"--config attention:wg=2,bn=64,st=2,ws=2", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "the configuration's schedule: warp-specialized with overlap (ws=2"), "%s", out);
+	cr_expect_eq(sh("XDG_CACHE_HOME=build/cache build/asan/assoc run specs/attention.yaml --device emu --arch sm_90a "
+			"--rows 70 --len 90 --verbose --config attention:ws=1", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "emu: attention:nt=384,mt=1,bn=64,pv=1,st=2,wg=2,ws=1, split 1"), "%s", out);
+	cr_expect(strstr(out, "warp-specialized ping-pong (ws=1"), "%s", out);
 	cr_expect_eq(sh("build/asan/assoc run specs/attention.yaml --device cpu --arch sm_90a", out, sizeof out, 1), 2);
 	cr_expect(strstr(out, "--arch is an option of run --device emu"), "%s", out);
 	cr_expect_eq(sh("build/asan/assoc emit specs/attention.yaml --target llvm --arch sm_90a -o /dev/null", out, sizeof out, 1),
