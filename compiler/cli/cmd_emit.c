@@ -95,9 +95,12 @@ int cmd_emit(Opts *o)
 		f = of.f;
 	}
 	char msg[4096] = "";
+	void *early = tg->start ? tg->start(c, o) : NULL;
 	int rc = lawful(c, o, msg, sizeof msg);
 	if (!rc)
-		rc = tg->emit(c, o, f, msg, sizeof msg);
+		rc = tg->emit(c, o, early, f, msg, sizeof msg);
+	else if (early)
+		tg->drop(early);
 	if (rc && msg[0])
 		fprintf(stderr, "assoc: %s\n", msg);
 	if (!to_stdout && outfile_close(&of, !rc) && !rc) {

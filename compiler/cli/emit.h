@@ -8,8 +8,15 @@
 
 typedef struct {
 	const char *name; /* "cuda", "ptx", "llvm", "asm" */
-	/* Write the generated code to out; EXIT_OK, or EXIT_FAIL/EXIT_USAGE with msg. */
-	int (*emit)(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n);
+	/* Optional: work begun before the carrier's verdict, to run beside it
+	 * (ptx: NVRTC's compile).  Its handle, NULL where nothing began (emit
+	 * then does it all), goes to emit, or to drop when the verdict refuses
+	 * the carrier. */
+	void *(*start)(Carrier *c, const Opts *o);
+	void (*drop)(void *early);
+	/* Write the generated code to out; EXIT_OK, or EXIT_FAIL/EXIT_USAGE
+	 * with msg.  Frees early. */
+	int (*emit)(Carrier *c, const Opts *o, void *early, FILE *out, char *msg, size_t n);
 } Target;
 
 #endif

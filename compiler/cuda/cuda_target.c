@@ -184,8 +184,8 @@ static int header(Carrier *c, const Opts *o, CudaModule *m, char *msg, size_t n)
 }
 
 /* The module emit writes for arch (NULL: the newest), its kernels named
- * after the carrier where --header asks, and --explain's line; 0, or -1
- * with msg and nothing to free. */
+ * after the carrier where --header asks; 0, or -1 with msg and nothing to
+ * free. */
 static int module_to_emit(Carrier *c, const Opts *o, const char *arch, CudaModule *m, char *msg, size_t n)
 {
 	if (cuda_module_for(c, o->run.config, arch, 0, m, msg, n))
@@ -194,24 +194,30 @@ static int module_to_emit(Carrier *c, const Opts *o, const char *arch, CudaModul
 		cuda_module_free(m);
 		return -1;
 	}
-	if (o->explain) {
-		fprintf(stderr, "assoc: %s: %s\n", c->file, m->explain[0] ? m->explain : "template by the carrier's shape");
-		if (m->base != FAM_ATTN && m->base != FAM_SCAN)
-			fprintf(stderr, "assoc: %s: transported fold: %s%s\n", c->file, m->tf ? "" : "none, ", m->tf_why);
-		for (int v = 0; v < m->nvar; v++) {
-			char why[768];
-			cuda_variant_explain(m, v, why, sizeof why);
-			fprintf(stderr, "assoc: %s: variant %s\n", c->file, why);
-		}
-	}
 	return 0;
 }
 
-static int emit_cuda(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
+static void explain(Carrier *c, const Opts *o, const CudaModule *m)
+{
+	if (!o->explain)
+		return;
+	fprintf(stderr, "assoc: %s: %s\n", c->file, m->explain[0] ? m->explain : "template by the carrier's shape");
+	if (m->base != FAM_ATTN && m->base != FAM_SCAN)
+		fprintf(stderr, "assoc: %s: transported fold: %s%s\n", c->file, m->tf ? "" : "none, ", m->tf_why);
+	for (int v = 0; v < m->nvar; v++) {
+		char why[768];
+		cuda_variant_explain(m, v, why, sizeof why);
+		fprintf(stderr, "assoc: %s: variant %s\n", c->file, why);
+	}
+}
+
+static int emit_cuda(Carrier *c, const Opts *o, void *early, FILE *out, char *msg, size_t n)
 {
 	CudaModule m;
+	(void)early;
 	if (module_to_emit(c, o, o->arch, &m, msg, n))
 		return EXIT_FAIL;
+	explain(c, o, &m);
 	fputs(m.src, out);
 	if (o->stats)
 		print_stats(&m, NULL, 0, "use --target ptx");
@@ -220,15 +226,64 @@ static int emit_cuda(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
 	return rc;
 }
 
-static int emit_ptx(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n)
+/* The module and its compile, begun while the verdict is reached: NVRTC's
+ * load and compile take most of a spec's way to PTX, and the laws' trials
+ * run meanwhile on another core. */
+typedef struct {
+	CudaModule m;
+	NvrtcJob *job;
+} Early;
+
+static void *start_ptx(Carrier *c, const Opts *o)
 {
+	Early *e = calloc(1, sizeof *e);
+	char msg[512];
+	if (!e)
+		abort();
+	/* a module that cannot be made now is made, and its error said, by emit */
+	if (module_to_emit(c, o, o->arch, &e->m, msg, sizeof msg)) {
+		free(e);
+		return NULL;
+	}
+	if (!(e->job = nvrtc_start(e->m.src, o->arch))) {
+		cuda_module_free(&e->m);
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+static void drop_ptx(void *early)
+{
+	Early *e = early;
+	char *ptx, msg[64];
+	int cached;
+	if (!e)
+		return;
+	nvrtc_finish(e->job, NULL, &ptx, &cached, msg, sizeof msg);
+	free(ptx);
+	cuda_module_free(&e->m);
+	free(e);
+}
+
+static int emit_ptx(Carrier *c, const Opts *o, void *early, FILE *out, char *msg, size_t n)
+{
+	Early *e = early;
 	CudaModule m;
 	Nvrtc *nv = NULL;
 	char *ptx = NULL;
-	int rc = EXIT_FAIL, cached;
-	if (module_to_emit(c, o, o->arch, &m, msg, n))
-		return EXIT_FAIL;
-	if (nvrtc_open(&nv, msg, n) || nvrtc_ptx(nv, m.src, o->arch, &ptx, &cached, msg, n))
+	int rc = EXIT_FAIL, cached, failed;
+	if (e) {
+		m = e->m;
+		failed = nvrtc_finish(e->job, &nv, &ptx, &cached, msg, n);
+		free(e);
+	} else {
+		if (module_to_emit(c, o, o->arch, &m, msg, n))
+			return EXIT_FAIL;
+		failed = nvrtc_open(&nv, msg, n) || nvrtc_ptx(nv, m.src, o->arch, &ptx, &cached, msg, n);
+	}
+	explain(c, o, &m);
+	if (failed)
 		goto out;
 	fputs(ptx, out);
 	if (o->stats) {
@@ -246,5 +301,5 @@ out:
 	return rc;
 }
 
-const Target target_cuda = {"cuda", emit_cuda};
-const Target target_ptx = {"ptx", emit_ptx};
+const Target target_cuda = {.name = "cuda", .emit = emit_cuda};
+const Target target_ptx = {.name = "ptx", .start = start_ptx, .drop = drop_ptx, .emit = emit_ptx};

@@ -2,6 +2,7 @@
 #include "compiler/cuda/nvrtc.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,4 +222,82 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 	if (have_dir) /* a cache that cannot be written only costs time */
 		cache_write_sealed(path, h, *ptx, strlen(*ptx));
 	return 0;
+}
+
+static void *preload(void *arg)
+{
+	char path[512], tried[2048] = "";
+	(void)arg;
+	open_lib(path, sizeof path, tried, sizeof tried); /* the reference stays: nvrtc_open's own is the one used */
+	return NULL;
+}
+
+void nvrtc_preload(void)
+{
+	static int started;
+	pthread_t t;
+	pthread_attr_t at;
+	if (started++ || pthread_attr_init(&at))
+		return;
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_create(&t, &at, preload, NULL); /* not started: nvrtc_open loads it itself */
+	pthread_attr_destroy(&at);
+}
+
+struct NvrtcJob {
+	pthread_t t;
+	char *src, arch[32];
+	Nvrtc *nv;
+	char *ptx;
+	int cached, rc;
+	char msg[16384];
+};
+
+static void *job_run(void *arg)
+{
+	NvrtcJob *j = arg;
+	j->rc = nvrtc_open(&j->nv, j->msg, sizeof j->msg) ||
+		nvrtc_ptx(j->nv, j->src, j->arch[0] ? j->arch : NULL, &j->ptx, &j->cached, j->msg, sizeof j->msg);
+	return NULL;
+}
+
+NvrtcJob *nvrtc_start(const char *src, const char *arch)
+{
+	NvrtcJob *j = calloc(1, sizeof *j);
+	if (!j || !(j->src = strdup(src)) || (arch && strlen(arch) >= sizeof j->arch)) {
+		if (j)
+			free(j->src);
+		free(j);
+		return NULL;
+	}
+	if (arch)
+		strcpy(j->arch, arch);
+	if (pthread_create(&j->t, NULL, job_run, j)) {
+		free(j->src);
+		free(j);
+		return NULL;
+	}
+	return j;
+}
+
+int nvrtc_finish(NvrtcJob *j, Nvrtc **nv, char **ptx, int *cached, char *msg, size_t n)
+{
+	if (nv)
+		*nv = NULL;
+	*ptx = NULL;
+	if (!j)
+		return -1;
+	pthread_join(j->t, NULL);
+	int rc = j->rc ? -1 : 0;
+	if (rc)
+		snprintf(msg, n, "%s", j->msg);
+	*ptx = j->ptx;
+	*cached = j->cached;
+	if (nv && !rc)
+		*nv = j->nv;
+	else
+		nvrtc_close(j->nv);
+	free(j->src);
+	free(j);
+	return rc;
 }

@@ -19,4 +19,20 @@ void nvrtc_version(const Nvrtc *nv, int *major, int *minor);
  * holding NVRTC's whole log. */
 int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cached, char *msg, size_t n);
 
+/* Loading NVRTC maps a library of a hundred megabytes, and a compile takes
+ * tens of milliseconds: both can run while the caller checks the carrier.
+ * nvrtc_preload starts loading it on a thread of its own (nvrtc_open then
+ * finds it loaded); nothing to wait for or free, and a no-op after the
+ * first call. */
+void nvrtc_preload(void);
+/* nvrtc_open and nvrtc_ptx of src for arch on a thread of their own (src
+ * and arch copied); NULL where no thread could start, and the caller
+ * compiles itself. */
+typedef struct NvrtcJob NvrtcJob;
+NvrtcJob *nvrtc_start(const char *src, const char *arch);
+/* Wait for j and free it; as nvrtc_open followed by nvrtc_ptx (*nv open
+ * where 0 is returned; nv NULL closes it).  j NULL: -1 with nothing to
+ * say. */
+int nvrtc_finish(NvrtcJob *j, Nvrtc **nv, char **ptx, int *cached, char *msg, size_t n);
+
 #endif

@@ -147,8 +147,17 @@ static int emit_cpu(Carrier *c, const Opts *o, int asm_, FILE *out, char *msg, s
 	return llvm_emit(c, &lo, asm_, out, msg, n) ? EXIT_FAIL : EXIT_OK;
 }
 
-static int emit_ir(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n) { return emit_cpu(c, o, 0, out, msg, n); }
-static int emit_asm(Carrier *c, const Opts *o, FILE *out, char *msg, size_t n) { return emit_cpu(c, o, 1, out, msg, n); }
+static int emit_ir(Carrier *c, const Opts *o, void *early, FILE *out, char *msg, size_t n)
+{
+	(void)early;
+	return emit_cpu(c, o, 0, out, msg, n);
+}
 
-const Target target_llvm = {"llvm", emit_ir};
-const Target target_asm = {"asm", emit_asm};
+static int emit_asm(Carrier *c, const Opts *o, void *early, FILE *out, char *msg, size_t n)
+{
+	(void)early;
+	return emit_cpu(c, o, 1, out, msg, n);
+}
+
+const Target target_llvm = {.name = "llvm", .emit = emit_ir};
+const Target target_asm = {.name = "asm", .emit = emit_asm};

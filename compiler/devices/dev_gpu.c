@@ -465,6 +465,8 @@ static int gpu_available(char *why, size_t n)
 	if (rt_open(&rt, NULL, 0, why, n))
 		return 0;
 	rt_close(rt);
+	/* a run follows, after the verdict: NVRTC loads meanwhile */
+	nvrtc_preload();
 	return 1;
 }
 
