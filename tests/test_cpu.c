@@ -2056,9 +2056,10 @@ static int same_floats(const float *x, const float *y, size_t n, int width)
  * 8192 and 8193 (the longest range reduce_selected takes, and one more)
  * and 70000: the same indices, and where exact the same values
  * (same_floats). */
-static void topk_against_interp(const char *path, int exact)
+/* nan 0: NaN values replaced by -1 (a merge that is associative only
+ * among numbers). */
+static void topk_carrier_against_interp(Carrier *c, const char *path, int exact, int nan)
 {
-	Carrier *c = load_ok(path);
 	LlvmKernel *k = compiled(c, NULL);
 	const Device *interp = run_device_find("interp");
 	cr_assert(interp);
@@ -2071,8 +2072,9 @@ static void topk_against_interp(const char *path, int exact)
 		for (int r = 0; r < TOPK_ROWS; r++)
 			for (int j = 0; j < n; j++) {
 				s = s * 6364136223846793005ull + 1442695040888963407ull;
+				float v = topk_value(r, j, s);
 				((float *)d[0]->elem[0].p)[(size_t)r * n + j] = ((float *)d[1]->elem[0].p)[(size_t)r * n + j] =
-					topk_value(r, j, s);
+					nan || v == v ? v : -1.0f;
 			}
 		RunOpts o = {.threads = 1};
 		char msg[200];
@@ -2095,6 +2097,12 @@ static void topk_against_interp(const char *path, int exact)
 	}
 	pools_close(pool, 2);
 	llvm_kernel_free(k);
+}
+
+static void topk_against_interp(const char *path, int exact)
+{
+	Carrier *c = load_ok(path);
+	topk_carrier_against_interp(c, path, exact, 1);
 	spec_carrier_free(c);
 }
 
@@ -2139,4 +2147,59 @@ Test(cpu, topk_ties_and_short_rows)
 {
 	topk_rows("tests/check/topk_reference.yaml");
 	topk_rows("tests/prove/topk_softmax.yaml");
+}
+
+/* A topk list beside softmax's (m, l) reduces in lanes, the list folded
+ * apart from the rescale (fold_own in compiler/llvm/llvm_reduce.c), and
+ * a tile whose positions all fall below the lanes' largest k-th value
+ * skips the list's fold: the indices are the interpreter's at every
+ * length 0 .. 300 and long ones, with ties, NaN, infinities, ascending
+ * rows (every position enters) and under a mask (lifts selected against
+ * the identity); the sums meet the reference. */
+Test(cpu, topk_lists_fold_apart_from_the_rescale, .timeout = 300)
+{
+	static const char *masks[] = {"", "mask: x == x\n"};
+	for (int m = 0; m < 2; m++) {
+		char text[1200];
+		snprintf(text, sizeof text,
+			 "carrier: topk_beside_softmax\nelement: {x: f32}\n%s"
+			 "state:\n  m: f32\n  l: f32\n  top: f32[3]\n  at: i32[3]\n"
+			 "identity: {m: -inf, l: 0, top: -inf, at: -1}\n"
+			 "lift: {m: x, l: 1, top: 'topk(x, j, 3)', at: 'topk_idx(x, j, 3)'}\n"
+			 "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			 "  top: topk(a.top, a.at, b.top, b.at)\n  at: topk_idx(a.top, a.at, b.top, b.at)\n"
+			 "laws: [commutative]\n",
+			 masks[m]);
+		Carrier *c = text_ok(text);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_assert_gt(k->lanes, 1, "mask %d: lanes", m);
+		cr_assert(k->max_rescale, "mask %d: the n-ary rescale", m);
+		cr_assert(!k->two_pass, "mask %d: no two passes", m);
+		llvm_kernel_free(k);
+		topk_carrier_against_interp(c, masks[m], 0, 1);
+		cpu_meets_reference(c, 5, 70001, 3 + m, "topk beside softmax");
+		spec_carrier_free(c);
+	}
+	topk_rows("tests/prove/topk_softmax.yaml");
+}
+
+/* Fields that fold apart in ordered lanes (no commutative claim): a
+ * first-position argmax beside softmax's (m, l) keeps the earliest of
+ * tied maxima, the accumulator (the earlier range) on the left of each
+ * tile's fold, as the interpreter does (rows without NaN: with one, its
+ * merge is not associative). */
+Test(cpu, fields_apart_keep_order_in_ordered_lanes, .timeout = 120)
+{
+	Carrier *c = text_ok("carrier: softmax_argfirst\nelement: {x: f32}\n"
+			     "state: {m: f32, l: f32, best: f32, at: i32}\n"
+			     "identity: {m: -inf, l: 0, best: -inf, at: -1}\n"
+			     "lift: {m: x, l: 1, best: x, at: j}\n"
+			     "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			     "  best: where(b.best > a.best, b.best, a.best)\n  at: where(b.best > a.best, b.at, a.at)\n");
+	LlvmKernel *k = compiled(c, NULL);
+	cr_assert_gt(k->ordered, 1);
+	cr_assert(k->max_rescale);
+	llvm_kernel_free(k);
+	topk_carrier_against_interp(c, "softmax_argfirst", 0, 0);
+	spec_carrier_free(c);
 }

@@ -142,6 +142,12 @@ int tile_max_rescale(const Carrier *c, Op *g, int *guard);
 /* And how field f of such a merge folds by itself: EXPR_ADD (a.f + b.f),
  * EXPR_MAX (max(a.f, b.f)), or -1 where it is rescaled. */
 int tile_extra_fold(const Carrier *c, int f);
+/* Whether field f (not a plain sum or max) folds apart from max field mi:
+ * its merge reads, through any fields it reads in turn, neither mi nor a
+ * field rescaled by it (softmax's top-k list beside (m, l)); and whether
+ * any field does. */
+int tile_own_fold(const Carrier *c, int mi, int f);
+int tile_has_own(const Carrier *c, int mi);
 int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod);
 
 /* llvm_expr.c */

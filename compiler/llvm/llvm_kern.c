@@ -1051,6 +1051,37 @@ int kern_wide_state(const Carrier *c)
 
 /* Lanes and accumulators for c: vectors only where every field, input and
  * output is a scalar and the merge is commutative (lanes reorder it). */
+/* Past this many state components, a carrier with a vector field keeps
+ * its one-lane fold: each component is a vector of the row's lanes in
+ * the vector loop, and the tile's tree of merges holds tiles times as
+ * many, which must stay in registers. */
+enum { LANES_STATE_MAX = 16 };
+
+/* Whether a carrier with a vector state field still reduces in lanes, as
+ * scalar ones do: every input and map scalar, the state short, and no
+ * one-lane path of its own (reduce_selected, reduce_filtered).  A top-k
+ * list beside softmax's (m, l) otherwise folds position by position in
+ * one lane, its exps scalar: 0.03 of a copy, 256 rows of 65536. */
+static int short_state_lanes(Carrier *c)
+{
+	int n = 0;
+	for (int f = 0; f < c->nstate; f++)
+		n += spec_decl_width(&c->state[f]);
+	for (int i = 0; i < c->nelem; i++)
+		if (spec_decl_width(&c->elem[i]) != 1)
+			return 0;
+	for (int i = 0; i < c->ncol; i++)
+		if (spec_decl_width(&c->col[i]) != 1)
+			return 0;
+	for (int i = 0; i < c->nrow; i++)
+		if (spec_decl_width(&c->row[i]) != 1)
+			return 0;
+	for (int i = 0; i < c->nmap; i++)
+		if (lower_width(c->map[i].e) != 1)
+			return 0;
+	return n <= LANES_STATE_MAX && c->tpl != FAM_SCAN && !kern_filter_fits(c) && !kern_selects(c);
+}
+
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile)
 {
 	int scalar = 1;
@@ -1067,8 +1098,9 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	k->map_lanes = scalar ? lanes : 1;
 	k->map_stream = c->nmap == 1 && k->map_lanes == 16 && lower_width(c->map[0].e) == 1 &&
 			(c->map[0].e->ty.kind == TY_F32 || c->map[0].e->ty.kind == TY_I32);
-	k->lanes = scalar && comm ? lanes : 1;
-	k->accs = scalar && comm ? accs : 1;
+	int lanes_ok = scalar || short_state_lanes(c);
+	k->lanes = lanes_ok && comm ? lanes : 1;
+	k->accs = lanes_ok && comm ? accs : 1;
 	/* associativity alone: segments in lanes, merged in order */
 	k->ordered = scalar && !comm && lanes > 1 ? lanes : 0;
 	k->mr_field = tile_max_rescale(c, &k->mr_g, &k->mr_guard);
@@ -1079,7 +1111,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	 * exps stay in the 32 registers; at 32 a third of its loads are spills. */
 	if (tile <= 0)
 		tile = 8;
-	k->tile = scalar && comm ? tile : 1;
+	k->tile = lanes_ok && comm ? tile : 1;
 	if (!scalar && k->mr_field >= 0 && !kern_wide_state(c)) /* tiles of positions in one lane (reduce_tiles) */
 		k->tile = tile > VTILE ? VTILE : tile;
 	/* Rows side by side as lanes (kern_build_reduce_rows) where tiles fold
@@ -1088,7 +1120,8 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	k->rows_tile = rows_tile > VTILE ? VTILE : rows_tile < 1 ? 1 : rows_tile;
 	k->select = kern_selects(c);
 	k->two_pass = 0;
-	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1) {
+	/* fields that fold apart, and vector fields, have no place in the passes */
+	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1 && scalar && !tile_has_own(c, k->mr_field)) {
 		for (int i = 0; i < c->nelem; i++)
 			k->two_pass += (int)run_kind_size((TyKind)c->elem[i].storage);
 		for (int i = 0; i < c->ncol; i++)

@@ -20,6 +20,10 @@
 #include "compiler/llvm/llvm_kern.h"
 #include "compiler/devices/run.h"
 
+static int is_state(const Carrier *c, const Expr *e, int which);
+static LLVMValueRef hreduce(B *b, LLVMValueRef v, int W, int max);
+static LLVMValueRef differs(B *b, LLVMValueRef x, LLVMValueRef y);
+
 /* Lanes halve: lanes [0, w/2) merge with [w/2, w) until one is left; or,
  * ordered (each lane a segment of the range, in order), lane 2l with lane
  * 2l + 1, so that every merge joins neighbours, a before b. */
@@ -179,6 +183,173 @@ static LLVMValueRef guard_rescale(B *b, LLVMValueRef m, LLVMValueRef M, LLVMValu
 	return LLVMBuildSelect(lb, LLVMBuildFCmp(lb, LLVMRealOEQ, m, at, ""), const_like(e, 1), e, "guarded");
 }
 
+/* Whether the fields that fold apart from mi are joins (topk lists, max,
+ * min; kern_filter_fits): then a tile none of whose positions would
+ * change the accumulator on its own leaves it as it is. */
+static int own_joins(const Carrier *c, int mi)
+{
+	for (int f = 0; f < c->nstate; f++) {
+		if (f == mi || !tile_own_fold(c, mi, f))
+			continue;
+		const Expr *e = c->merge[f];
+		int n = e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX ? 4 : e->op == EXPR_MAX || e->op == EXPR_MIN ? 2 : 0;
+		if (!n)
+			return 0;
+		for (int t = 0; t < n; t++)
+			if (!is_state(c, e->a[t], t < n / 2 ? STATE_A : STATE_B))
+				return 0;
+	}
+	return 1;
+}
+
+/* The lifted value of topk list v (a list of one pair, its other slots
+ * the empty -inf, or a mask's select of two such), or NULL where v is
+ * not one. */
+static LLVMValueRef single_value(Lower *L, LV v)
+{
+	LLVMValueRef none = lower_const(L, TY_F32, -INFINITY);
+	for (int k = 1; k < v.n; k++) {
+		LLVMValueRef x = v.c[k];
+		if (x != none && !(LLVMIsASelectInst(x) && LLVMGetOperand(x, 1) == none && LLVMGetOperand(x, 2) == none))
+			return NULL;
+	}
+	return v.n ? v.c[0] : NULL;
+}
+
+/* Whether any of the first T - 1 states of s (lifted positions) would
+ * change the last (the accumulator) merged on its own, in any lane: the
+ * fields that fold apart, topk's insertions probed (reduce_filtered).
+ * A topk list of k lifted as one pair is asked more: whether its value is
+ * below the largest of the lanes' k-th values, Tv.  Some lane then holds
+ * k pairs of values above it, and keeps k such while it folds on; the
+ * lanes' lists meet only in topk merges (the halving, the accumulators'
+ * pairs), whose result is the top k of their union: the pair could never
+ * reach it, nor displace a pair that does, so leaving it out changes
+ * nothing.  Against the lane's own k-th value most positions of a long
+ * row's early part would still enter, each lane's list filling apart
+ * (softmax's top 4 beside (m, l), 256 x 65536: a fold in three tiles of
+ * four). */
+static LLVMValueRef own_changed(B *b, LV **s, int T)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	int ns = c->nstate, mi = b->k->mr_field;
+	LV *m = calloc(ns, sizeof *m);
+	LLVMValueRef any = NULL, *tv = calloc(ns, sizeof *tv);
+	for (int f = 0; f < ns; f++)
+		if (f != mi && tile_own_fold(c, mi, f) && c->merge[f]->op == EXPR_TOPK) {
+			LLVMValueRef last = lower_lv_at(s[T - 1][f], s[T - 1][f].n - 1);
+			tv[f] = L->W > 1 ? lower_splat(L, hreduce(b, last, L->W, 1)) : last;
+		}
+	for (int t = 0; t < T - 1; t++) {
+		lower_scope(L, L->W);
+		kern_bind_params(b);
+		L->probe = 1, L->changed = NULL;
+		kern_merge(b, s[T - 1], s[t], m);
+		LLVMValueRef ch = NULL;
+		L->probe = 0, L->changed = NULL;
+		for (int f = 0; f < ns; f++) {
+			if (f == mi || !tile_own_fold(c, mi, f))
+				continue;
+			if (c->merge[f]->op == EXPR_TOPK || c->merge[f]->op == EXPR_TOPK_IDX) {
+				/* the value field's test covers its index field */
+				if (c->merge[f]->op == EXPR_TOPK_IDX)
+					continue;
+				LLVMValueRef x = single_value(L, s[t][f]);
+				LLVMValueRef d = x ? LLVMBuildFCmp(L->b, LLVMRealUGE, x, tv[f], "")
+						   : LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0);
+				if (!x && L->W > 1)
+					d = lower_splat(L, d);
+				ch = ch ? LLVMBuildOr(L->b, ch, d, "") : d;
+				continue;
+			}
+			for (int k = 0; k < m[f].n; k++) {
+				LLVMValueRef x = lower_lv_at(m[f], k), y = lower_lv_at(s[T - 1][f], k);
+				if (x == y)
+					continue;
+				LLVMValueRef d = differs(b, x, y);
+				ch = ch ? LLVMBuildOr(L->b, ch, d, "") : d;
+			}
+		}
+		if (ch)
+			any = any ? LLVMBuildOr(L->b, any, ch, "") : ch;
+	}
+	free(m);
+	free(tv);
+	if (!any)
+		return LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 0, 0);
+	if (LLVMGetTypeKind(LLVMTypeOf(any)) == LLVMVectorTypeKind)
+		any = lower_intrinsic(L, "llvm.vector.reduce.or", LLVMTypeOf(any), &any, 1);
+	return any;
+}
+
+/* The fields of a max-rescale carrier that fold apart (tile_own_fold in
+ * llvm_tile.c) of T states into out: s[T - 1] (every caller's
+ * accumulator, the earlier range where order matters) merged with a
+ * tree of the others, in order.  The spec's whole merge is lowered at
+ * each step; what the other fields would make of it is dead code. */
+static void fold_own(B *b, LV **s, int T, LV *out)
+{
+	Carrier *c = b->k->c;
+	int ns = c->nstate, mi = b->k->mr_field;
+	if (!tile_has_own(c, mi))
+		return;
+	if (T == 1) {
+		for (int f = 0; f < ns; f++)
+			if (f != mi && tile_own_fold(c, mi, f))
+				out[f] = s[0][f];
+		return;
+	}
+	LV *x = calloc((size_t)(T + 1) * ns, sizeof *x), *m = x + (size_t)T * ns;
+	for (int t = 0; t < T; t++)
+		memcpy(x + (size_t)t * ns, s[t], ns * sizeof *x);
+	LLVMBasicBlockRef from = NULL, join = NULL;
+	if (own_joins(c, mi)) {
+		LLVMValueRef any = own_changed(b, s, T);
+		from = LLVMGetInsertBlock(b->L.b);
+		LLVMBasicBlockRef fold = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "own_fold");
+		join = LLVMAppendBasicBlockInContext(b->L.ctx, b->L.fn, "own_kept");
+		LLVMValueRef br = LLVMBuildCondBr(b->L.b, any, fold, join);
+		LLVMValueRef w[3] = {LLVMMDStringInContext(b->L.ctx, "branch_weights", 14), LLVMConstInt(b->i32, 1, 0),
+				     LLVMConstInt(b->i32, 16, 0)};
+		LLVMSetMetadata(br, LLVMGetMDKindIDInContext(b->L.ctx, "prof", 4), LLVMMDNodeInContext(b->L.ctx, w, 3));
+		LLVMPositionBuilderAtEnd(b->L.b, fold);
+	}
+	for (int st = 1; st < T - 1; st *= 2)
+		for (int t = 0; t + st < T - 1; t += 2 * st) {
+			lower_scope(&b->L, b->L.W);
+			kern_bind_params(b);
+			kern_merge(b, x + (size_t)t * ns, x + (size_t)(t + st) * ns, m);
+			memcpy(x + (size_t)t * ns, m, ns * sizeof *m);
+		}
+	lower_scope(&b->L, b->L.W);
+	kern_bind_params(b);
+	kern_merge(b, x + (size_t)(T - 1) * ns, x, m);
+	if (join) {
+		LLVMBasicBlockRef folded = LLVMGetInsertBlock(b->L.b);
+		LLVMBuildBr(b->L.b, join);
+		LLVMPositionBuilderAtEnd(b->L.b, join);
+		for (int f = 0; f < ns; f++) {
+			if (f == mi || !tile_own_fold(c, mi, f))
+				continue;
+			LV kept = s[T - 1][f], got = m[f];
+			m[f] = lower_lv_new(&b->L, kept.n);
+			for (int t = 0; t < kept.n; t++) {
+				LLVMValueRef in[2] = {lower_lv_at(kept, t), lower_lv_at(got, t)};
+				LLVMBasicBlockRef bb[2] = {from, folded};
+				m[f].c[t] = LLVMBuildPhi(b->L.b, LLVMTypeOf(in[0]), "");
+				LLVMAddIncoming(m[f].c[t], in, bb, 2);
+			}
+		}
+		lower_scope(&b->L, b->L.W);
+		kern_bind_params(b);
+	}
+	for (int f = 0; f < ns; f++)
+		if (f != mi && tile_own_fold(c, mi, f))
+			out[f] = m[f];
+	free(x);
+}
+
 /* The n-ary merge of a max-rescale carrier (llvm_tile.c) over T states
  * (a tile's lifted positions and its accumulator):
  * M = max m_t, F = sum f_t g(m_t - M).  An all -inf lane subtracts 0
@@ -223,7 +394,7 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 	out[mi] = lower_lv_new(L, 1);
 	out[mi].c[0] = M;
 	for (int f = 0; f < k->c->nstate; f++) {
-		if (f == mi)
+		if (f == mi || tile_own_fold(k->c, mi, f))
 			continue;
 		int fold = tile_extra_fold(k->c, f);
 		if (fold >= 0) { /* a field that merges by itself: its plain sum or max */
@@ -255,6 +426,7 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 			out[f].c[i] = tree(b, v, T, 0);
 		}
 	}
+	fold_own(b, s, T, out);
 }
 
 /* Any other carrier: a balanced tree of the spec's merges.  Whatever the
@@ -946,14 +1118,18 @@ int kern_filter_fits(const Carrier *c)
 	return topk && !c->ncol && !c->nrow;
 }
 
-/* The lanes where x differs from y bit for bit. */
+/* The lanes where x differs from y bit for bit (x and y vectors or scalars). */
 static LLVMValueRef differs(B *b, LLVMValueRef x, LLVMValueRef y)
 {
-	LLVMTypeRef t = LLVMTypeOf(x), e = LLVMGetElementType(t);
+	LLVMTypeRef t = LLVMTypeOf(x);
+	int vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+	LLVMTypeRef e = vec ? LLVMGetElementType(t) : t;
 	unsigned bits = LLVMGetTypeKind(e) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(e)
 			: LLVMGetTypeKind(e) == LLVMDoubleTypeKind ? 64
 			: LLVMGetTypeKind(e) == LLVMHalfTypeKind ? 16 : 32;
-	LLVMTypeRef it = LLVMVectorType(LLVMIntTypeInContext(b->L.ctx, bits), LLVMGetVectorSize(t));
+	LLVMTypeRef it = LLVMIntTypeInContext(b->L.ctx, bits);
+	if (vec)
+		it = LLVMVectorType(it, LLVMGetVectorSize(t));
 	return LLVMBuildICmp(b->L.b, LLVMIntNE, LLVMBuildBitCast(b->L.b, x, it, ""), LLVMBuildBitCast(b->L.b, y, it, ""), "");
 }
 

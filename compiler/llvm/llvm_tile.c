@@ -24,7 +24,12 @@
  * Other scalar fields may merge by themselves, apart from m and the
  * rescale: f = a.f + b.f or max(a.f, b.f) (cross-entropy's picked logit).
  * Their fold of n states is the plain sum or max of the f_i, so a tile
- * folds them alongside, one vector add or max per position. */
+ * folds them alongside, one vector add or max per position.  Fields of
+ * any type whose merges read only one another (a top-k list and its
+ * indices, an argmax's value and position) fold alongside too, by a tree
+ * of their own merges (tile_own_fold). */
+#include <stdlib.h>
+
 #include "compiler/llvm/llvm_int.h"
 
 /* The field whose `which` side (a or b) e reads, or -1. */
@@ -118,6 +123,50 @@ int tile_extra_fold(const Carrier *c, int f)
 	return -1;
 }
 
+/* The fields (a bit each) whose a or b side e reads, through the other
+ * fields' merges it uses (hash-consed: `m` in a merge is merge[m]'s node).
+ * seen: by node id, where a node's reads were taken already. */
+static unsigned long long reads_of(const Carrier *c, const Expr *e, unsigned char *seen)
+{
+	if (seen[e->id])
+		return 0;
+	seen[e->id] = 1;
+	unsigned long long r = 0;
+	for (int w = STATE_A; w <= STATE_B; w++) {
+		int f = field_of(c, e, w);
+		if (f >= 0)
+			r |= 1ULL << f;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		r |= reads_of(c, e->a[i], seen);
+	return r;
+}
+
+/* Fields that fold apart: f's merge (not a plain sum or max), and the
+ * merges of every field it reads in turn, read neither m (mi) nor
+ * anything rescaled by it. */
+int tile_own_fold(const Carrier *c, int mi, int f)
+{
+	if (c->nstate > 64 || f == mi || tile_extra_fold(c, f) >= 0)
+		return 0;
+	unsigned long long group = 1ULL << f, done = 0;
+	while (group != done) {
+		for (int g = 0; g < c->nstate; g++) {
+			if (!(group & ~done & (1ULL << g)))
+				continue;
+			done |= 1ULL << g;
+			unsigned char *seen = calloc((size_t)ir_nnodes(c->ir) + 1, 1);
+			if (!seen)
+				abort();
+			group |= reads_of(c, c->merge[g], seen);
+			free(seen);
+		}
+		if (group & (1ULL << mi))
+			return 0;
+	}
+	return 1;
+}
+
 /* Whether every field but mi is rescaled by mi's maximum, or merges by
  * itself, and one at least is rescaled. */
 static int rescaled_by(const Carrier *c, int mi, Op *g, int *guard)
@@ -128,9 +177,9 @@ static int rescaled_by(const Carrier *c, int mi, Op *g, int *guard)
 	for (int f = 0; f < c->nstate; f++) {
 		if (f == mi)
 			continue;
-		if (field_rescales(c, f, mi, g, guard))
+		if (c->state[f].ty.kind == TY_F32 && field_rescales(c, f, mi, g, guard))
 			rescales++;
-		else if (tile_extra_fold(c, f) < 0)
+		else if (tile_extra_fold(c, f) < 0 && !tile_own_fold(c, mi, f))
 			return 0;
 	}
 	return rescales > 0;
@@ -140,13 +189,18 @@ int tile_max_rescale(const Carrier *c, Op *g, int *guard)
 {
 	if (!c->merge || c->nstate < 2)
 		return -1;
-	for (int f = 0; f < c->nstate; f++)
-		if (c->state[f].ty.kind != TY_F32)
-			return -1;
 	/* m is the first field merged by max whose rescale the others take
 	 * (a field before it may merge by max on its own) */
 	for (int mi = 0; mi < c->nstate; mi++)
-		if (tile_extra_fold(c, mi) == EXPR_MAX && rescaled_by(c, mi, g, guard))
+		if (c->state[mi].ty.kind == TY_F32 && tile_extra_fold(c, mi) == EXPR_MAX && rescaled_by(c, mi, g, guard))
 			return mi;
 	return -1;
+}
+
+int tile_has_own(const Carrier *c, int mi)
+{
+	for (int f = 0; mi >= 0 && f < c->nstate; f++)
+		if (tile_own_fold(c, mi, f))
+			return 1;
+	return 0;
 }
