@@ -2203,3 +2203,48 @@ Test(cpu, fields_apart_keep_order_in_ordered_lanes, .timeout = 120)
 	topk_carrier_against_interp(c, "softmax_argfirst", 0, 0);
 	spec_carrier_free(c);
 }
+
+/* Scans of scalars run in vectors (scan_lanes in compiler/llvm/llvm_kern.c):
+ * each position's outputs meet the left fold at lengths around the
+ * vector (0, 1, under one, one and one more, not a multiple), with
+ * threads and splits (a chunk's incoming state), infinities in rows 1 to
+ * 4 (and NaN where the merge is associative with one); int32 and bool
+ * outputs, and a mask (NaN left out). */
+Test(cpu, scans_in_vectors_meet_the_left_fold, .timeout = 240)
+{
+	static const char *texts[] = {
+		"carrier: low_so_far\nelement: {x: f32}\nstate: {lo: f32, at: i32}\nidentity: {lo: inf, at: -1}\n"
+		"lift: {lo: x, at: j}\nmerge:\n  lo: where(b.lo < a.lo, b.lo, a.lo)\n  at: where(b.lo < a.lo, b.at, a.at)\n"
+		"finalize: {lo: lo, at: at, below: lo < 0}\ntemplate: scan\n",
+		"carrier: numbers_so_far\nelement: {x: f32}\nmask: x == x\nstate: {s: f32, n: i32}\n"
+		"identity: {s: 0, n: 0}\nlift: {s: x, n: 1}\nmerge:\n  s: a.s + b.s\n  n: a.n + b.n\n"
+		"finalize: {mean: s / n}\ntemplate: scan\n",
+		"carrier: decayed\nelement: {a: f32, x: f32}\nassume: a > -1 && a < 1\nstate: {p: f32, y: f32}\n"
+		"identity: {p: 1, y: 0}\nlift: {p: a, y: x}\nmerge:\n  p: a.p * b.p\n  y: b.p * a.y + b.y\n"
+		"finalize: {y: y}\ntemplate: scan\n"};
+	static const int lens[] = {0, 1, 7, 15, 16, 17, 31, 33, 1000, 4097, 20011};
+	RtPool *p[3];
+	pools_open(p, 3);
+	for (size_t s = 0; s < sizeof texts / sizeof *texts; s++) {
+		Carrier *c = text_ok(texts[s]);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_assert_gt(k->scan_lanes, 1, "%s: a scan in vectors", c->name);
+		for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
+			RunData *d = drawn(c, 6, lens[n], 41 + n);
+			if (lens[n] > 3 && s < 2) {
+				special_rows(d, lens[n]);
+				float *x = d->elem[0].p;
+				for (int j = 0; s == 0 && j < 6 * lens[n]; j++)
+					x[j] = x[j] == x[j] ? x[j] : 0.5f; /* where(b.lo < a.lo) is associative among numbers */
+			}
+			run_kernel(k, d, p[n % 3], n % 2 ? 3 : 0);
+			char what[200];
+			snprintf(what, sizeof what, "%s len %d", c->name, lens[n]);
+			expect_ok(d, what);
+			rundata_free(d);
+		}
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
+	pools_close(p, 3);
+}

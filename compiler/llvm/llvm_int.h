@@ -83,6 +83,7 @@ typedef struct {
 			   * next row's vector loop (kern_build_rowmap_next); else 0 */
 	int map_lanes;   /* map loop */
 	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_map.c) */
+	int scan_lanes;  /* a scan of scalars: lanes of its blocks (scan_lanes in llvm_kern.c), else 0 */
 	int select;      /* topk lists chosen from a few candidates (kern_selects, reduce_selected in
 			  * llvm_reduce.c) */
 	int *soff;       /* 8-byte slot of each state field's first component */

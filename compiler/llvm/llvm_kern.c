@@ -913,23 +913,133 @@ static void scan_seeds(B *b, LLVMValueRef f, LLVMValueRef lo, LLVMValueRef seg, 
 	}
 }
 
-static void build_scan(B *b)
+/* A scan of scalar fields in W lanes: each vector of W consecutive
+ * positions is lifted (the identity where the mask or the range leaves a
+ * lane out), scanned within the vector in log2(W) steps (lane l merges
+ * the lane d before it, or the identity, on its left: d = 1, 2, 4, ...),
+ * then merged on the right of the state before it, broadcast to every
+ * lane; the outputs of all W positions go out as one vector, and the
+ * last lane, broadcast, carries into the next vector.  A position's
+ * chain is then one merge and one broadcast per W positions; scalar, it
+ * was one merge per position (4 chains side by side, y = a*y + x at 0.4
+ * of a copy, 256 x 65536).  The row is read once, in order.  Only
+ * associativity and the identity are used: every merge has the earlier
+ * range on its left. */
+
+/* Bytes of element inputs scan_lanes prefetches ahead (llvm_reduce.c's
+ * PREFETCH_BYTES for its reduce loops). */
+enum { SCAN_AHEAD = 4096 };
+
+/* v's lanes moved d up, the lanes below d taken from id's. */
+static LLVMValueRef lanes_up(B *b, LLVMValueRef v, LLVMValueRef id, int d)
+{
+	LLVMValueRef m[64];
+	for (int l = 0; l < b->L.W; l++)
+		m[l] = LLVMConstInt(b->i32, l >= d ? l - d : b->L.W + l, 0);
+	return LLVMBuildShuffleVector(b->L.b, v, id, LLVMConstVector(m, b->L.W), "");
+}
+
+/* Lane `at` of v in every lane. */
+static LLVMValueRef lane_splat(B *b, LLVMValueRef v, int at)
+{
+	LLVMValueRef m[64];
+	for (int l = 0; l < b->L.W; l++)
+		m[l] = LLVMConstInt(b->i32, at, 0);
+	return LLVMBuildShuffleVector(b->L.b, v, v, LLVMConstVector(m, b->L.W), "");
+}
+
+/* The vector at j: the state before it in carry (every lane, slots), its
+ * positions' outputs stored, carry moved on past it. */
+static void scan_vector(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 {
 	Carrier *c = b->k->c;
-	LLVMTypeRef p[5];
-	kern_sig(b, 5, p);
-	p[4] = b->i8p;
-	LLVMValueRef f = kern_begin_fn(b, "assoc_scan", p, 5);
-	b->i = LLVMGetParam(f, 1);
-	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
-	LV *tmp = calloc(3 * c->nstate, sizeof *tmp);
-	lower_scope(&b->L, 1);
-	LV *one = kern_state_slots(b), *seed[SCAN_SEGS];
-	kern_mem_load(b, LLVMGetParam(f, 4), b->st);
-	kern_slots_store(b, one, b->st);
+	Lower *L = &b->L;
+	int W = L->W, ns = c->nstate;
+	LV *p = tmp, *sh = tmp + ns, *m = tmp + 2 * ns, *id = calloc(ns, sizeof *id), *x = calloc(ns, sizeof *x);
+	lower_scope(L, W);
+	kern_bind_inputs(b, j);
+	kern_state_exprs(b, c->lift, p);
+	LLVMValueRef cond = c->mask ? lower_lv_at(lower_expr(L, c->mask), 0) : NULL;
+	if (b->lmask)
+		cond = cond ? LLVMBuildAnd(L->b, cond, b->lmask, "") : b->lmask;
+	kern_identity(b, id);
+	if (cond)
+		for (int f = 0; f < ns; f++)
+			p[f].c[0] = LLVMBuildSelect(L->b, cond, p[f].c[0], lower_lv_at(id[f], 0), "");
+	for (int d = 1; d < W; d *= 2) {
+		for (int f = 0; f < ns; f++) {
+			sh[f] = lower_lv_new(L, 1);
+			sh[f].c[0] = lanes_up(b, p[f].c[0], lower_lv_at(id[f], 0), d);
+		}
+		lower_scope(L, W);
+		kern_bind_params(b);
+		kern_merge(b, sh, p, m);
+		for (int f = 0; f < ns; f++)
+			p[f] = m[f];
+	}
+	lower_scope(L, W);
+	kern_bind_inputs(b, j);
+	kern_slots_load(b, carry, x);
+	kern_merge(b, x, p, m);
+	kern_bind_self(b, m);
+	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), j, "");
+	kern_store_outputs(b, c->finalize, c->nfinal, 0, at);
+	for (int f = 0; f < ns; f++)
+		m[f].c[0] = lane_splat(b, m[f].c[0], W - 1);
+	kern_slots_store(b, carry, m);
+	free(id);
+	free(x);
+}
+
+/* [lo, hi) in lanes, one (scalar slots) the incoming state and then the
+ * state after it; the last vector partial (masked loads and stores, the
+ * identity lifted past hi). */
+static void scan_lanes(B *b, LLVMValueRef lo, LLVMValueRef hi, LV *one, LV *tmp)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int W = k->scan_lanes, ns = k->c->nstate;
+	LV *v = calloc(ns, sizeof *v);
+	lower_scope(L, 1);
+	kern_slots_load(b, one, v);
+	lower_scope(L, W);
+	LV *carry = kern_state_slots(b);
+	for (int f = 0; f < ns; f++)
+		v[f].c[0] = lower_splat(L, v[f].c[0]);
+	kern_slots_store(b, carry, v);
+	LLVMValueRef full = LLVMBuildSub(L->b, hi, LLVMBuildSRem(L->b, LLVMBuildSub(L->b, hi, lo, ""), ci64(b, W), ""), "");
+	Loop l = kern_loop_begin(b, lo, full, W);
+	lower_scope(L, W);
+	long long size = 0;
+	for (int e = 0; e < k->c->nelem; e++)
+		size += (long long)run_kind_size((TyKind)k->c->elem[e].storage) * spec_decl_width(&k->c->elem[e]);
+	if (size) /* a line of each element input a vector, some way ahead */
+		kern_prefetch_at(b, l.iv, ci64(b, SCAN_AHEAD / size), PREFETCH_L1);
+	scan_vector(b, l.iv, carry, tmp);
+	kern_loop_end(b, &l);
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSLT, full, hi, ""));
+	lower_scope(L, W);
+	b->lmask = kern_lanes_below(b, full, hi);
+	scan_vector(b, full, carry, tmp);
+	b->lmask = NULL;
+	kern_if_end(b, done);
+	lower_scope(L, W);
+	kern_slots_load(b, carry, v);
+	lower_scope(L, 1);
+	for (int f = 0; f < ns; f++)
+		v[f].c[0] = LLVMBuildExtractElement(L->b, v[f].c[0], LLVMConstInt(b->i32, 0, 0), "");
+	kern_slots_store(b, one, v);
+	free(carry);
+	free(v);
+}
+
+/* The long rows of a scan in SCAN_SEGS segments side by side (rows of
+ * at least SCAN_SEG_MIN positions); where they end in *fromp. */
+static void scan_segments(B *b, LLVMValueRef f, LLVMValueRef lo, LLVMValueRef hi, LV *one, LLVMValueRef fromp, LV *tmp)
+{
+	Carrier *c = b->k->c;
+	LV *seed[SCAN_SEGS];
 	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
-	LLVMValueRef fromp = alloca_(b, b->i64);
-	LLVMBuildStore(b->L.b, lo, fromp);
 	LLVMValueRef n = LLVMBuildSub(b->L.b, hi, lo, "");
 	LLVMBasicBlockRef plain = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSGE, n, ci64(b, SCAN_SEG_MIN), ""));
 	LLVMValueRef seg = LLVMBuildMul(b->L.b, kern_odd_lines(b, LLVMBuildSDiv(b->L.b, n, ci64(b, SCAN_SEGS * 16), "")),
@@ -952,6 +1062,33 @@ static void build_scan(B *b)
 	kern_slots_store(b, one, b->st);
 	LLVMBuildStore(b->L.b, LLVMBuildAdd(b->L.b, lo, LLVMBuildMul(b->L.b, seg, ci64(b, SCAN_SEGS), ""), ""), fromp);
 	kern_if_end(b, plain);
+	for (int s = 1; s < SCAN_SEGS; s++)
+		free(seed[s]);
+}
+
+static void build_scan(B *b)
+{
+	Carrier *c = b->k->c;
+	LLVMTypeRef p[5];
+	kern_sig(b, 5, p);
+	p[4] = b->i8p;
+	LLVMValueRef f = kern_begin_fn(b, "assoc_scan", p, 5);
+	b->i = LLVMGetParam(f, 1);
+	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
+	LV *tmp = calloc(3 * c->nstate, sizeof *tmp);
+	lower_scope(&b->L, 1);
+	LV *one = kern_state_slots(b);
+	kern_mem_load(b, LLVMGetParam(f, 4), b->st);
+	kern_slots_store(b, one, b->st);
+	LLVMValueRef rowbase = LLVMBuildMul(b->L.b, b->i, b->len, "");
+	LLVMValueRef fromp = alloca_(b, b->i64);
+	LLVMBuildStore(b->L.b, lo, fromp);
+	if (b->k->scan_lanes) {
+		scan_lanes(b, lo, hi, one, tmp);
+		LLVMBuildStore(b->L.b, hi, fromp);
+	} else
+		scan_segments(b, f, lo, hi, one, fromp, tmp);
+	lower_scope(&b->L, 1);
 	Loop l = kern_loop_begin(b, LLVMBuildLoad2(b->L.b, b->i64, fromp, ""), hi, 1);
 	lower_scope(&b->L, 1);
 	kern_step_slots(b, one, l.iv, tmp);
@@ -961,8 +1098,6 @@ static void build_scan(B *b)
 	kern_slots_load(b, one, b->st);
 	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
 	free(one);
-	for (int s = 1; s < SCAN_SEGS; s++)
-		free(seed[s]);
 	free(tmp);
 	kern_end_fn(b);
 }
@@ -1139,6 +1274,14 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	if (!k->two_pass && k->mr_field < 0 && k->lanes > 1 && k->map_stream && !c->nrow && c->tpl != FAM_SCAN)
 		for (int i = 0; i < c->nelem; i++)
 			k->rowmap_lanes += (int)run_kind_size((TyKind)c->elem[i].storage);
+	/* a scan of scalars, its outputs scalars too: in lanes (scan_lanes) */
+	k->scan_lanes = 0;
+	if (c->tpl == FAM_SCAN && scalar && lanes > 1) {
+		k->scan_lanes = lanes;
+		for (int i = 0; i < c->nfinal; i++)
+			if (lower_width(c->finalize[i].e) != 1)
+				k->scan_lanes = 0;
+	}
 	k->soff = calloc(c->nstate + 1, sizeof *k->soff);
 	if (!k->soff)
 		abort();
