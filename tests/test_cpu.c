@@ -344,8 +344,9 @@ Test(cpu, non_commutative_merge_keeps_order)
 }
 
 /* Carriers written without a commutative claim fold in ordered lanes
- * (segments of the row, merged neighbour to neighbour; xent_label's
- * vectors by the n-ary max-rescale fold): each meets its
+ * (segments of the row, merged neighbour to neighbour), or in the
+ * commutative ones where their merge commutes by its form (clipped_sum's
+ * sums; xent_label's rescale, by the n-ary max-rescale fold): each meets its
  * reference (or its own left fold) at odd lengths, with every lane width,
  * threads and splits, NaN and infinities in rows 1 to 4. */
 Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
@@ -358,10 +359,16 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 	pools_open(p, 3);
 	for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
 		Carrier *c = load_ok(specs[s]);
+		/* sums, and xent's rescale and sum, commute by their form (merge_commutes) */
+		int by_form = strstr(specs[s], "clipped") || strstr(specs[s], "xent");
 		for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
 			LlvmKernel *k = compiled(c, &widths[w]);
-			cr_assert_eq(k->lanes, 1, "%s: no commutative lanes", specs[s]);
-			cr_assert_gt(k->ordered, 1, "%s: ordered lanes", specs[s]);
+			if (by_form) {
+				cr_assert_gt(k->lanes, 1, "%s: commutative lanes", specs[s]);
+			} else {
+				cr_assert_eq(k->lanes, 1, "%s: no commutative lanes", specs[s]);
+				cr_assert_gt(k->ordered, 1, "%s: ordered lanes", specs[s]);
+			}
 			/* xent_label's merge is max-rescale by its form: no claim needed */
 			cr_expect_eq(k->max_rescale, s == 3, "%s: the n-ary fold of each vector", specs[s]);
 			for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
@@ -370,7 +377,7 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 					special_rows(d, lens[n]);
 				run_kernel(k, d, p[n % 3], n % 2 ? 3 : 0);
 				char what[200];
-				snprintf(what, sizeof what, "%s lanes %d len %d", specs[s], k->ordered, lens[n]);
+				snprintf(what, sizeof what, "%s lanes %d len %d", specs[s], by_form ? k->lanes : k->ordered, lens[n]);
 				expect_ok(d, what);
 				rundata_free(d);
 			}
@@ -693,8 +700,8 @@ Test(cpu, near_max_rescale_carriers_take_the_tree)
  * sum or a max over the tile: a count beside softmax's (m, l), and
  * cross-entropy's picked logit (by max, guarded rescale; by sum, plain
  * rescale)
- * with m after it; xent_label, which claims no commutativity, in ordered
- * lanes.  Against the reference at odd lengths, on the path through
+ * with m after it; xent_label, which claims no commutativity but
+ * commutes by its form, likewise (in one lane, tiles of at most VTILE).  Against the reference at odd lengths, on the path through
  * tiles and the two passes (rows up to TWO_PASS_BYTES) alike,
  * labels in the row, negative and past it (cross_entropy: loss 0, +inf),
  * rows of -inf,
@@ -724,7 +731,7 @@ Test(cpu, self_merging_fields_fold_beside_the_rescale, .timeout = 240)
 			"finalize: {loss: m + log(l) - xl, n: n}\n"
 			"reference: {loss: 'log(sum(exp(x))) - max(where(j == label, x, -inf))', n: 'sum(1)'}\n"
 			"laws: [commutative]\n");
-	cs[3] = load_ok("bench/carriers/xent_label.yaml"); /* no claim: ordered lanes */
+	cs[3] = load_ok("bench/carriers/xent_label.yaml"); /* no claim: commutes by its form */
 	RtPool *p[2];
 	pools_open(p, 2);
 	for (int s = 0; s < 4; s++) {
@@ -735,10 +742,7 @@ Test(cpu, self_merging_fields_fold_beside_the_rescale, .timeout = 240)
 		cr_expect_eq(tile_extra_fold(c, xl), s % 2 ? EXPR_ADD : EXPR_MAX, "%s: the pick folds alone", c->name);
 		cr_expect_eq(tile_extra_fold(c, want_m + 1), -1, "%s: l is rescaled", c->name);
 		LlvmKernel *k = compiled(c, NULL), *tree = compiled(c, &(LlvmOpts){.tile = 1, .lanes = s == 3 ? 1 : 0});
-		if (s == 3)
-			cr_expect(k->max_rescale && k->ordered > 1, "%s: the n-ary fold in ordered lanes", c->name);
-		else
-			cr_expect(k->max_rescale && k->tile > 1 && k->two_pass, "%s: the n-ary fold, two passes", c->name);
+		cr_expect(k->max_rescale && k->tile > 1 && k->two_pass, "%s: the n-ary fold, two passes", c->name);
 		cr_expect(!tree->max_rescale, "%s: tiles of 1, the spec's merges", c->name);
 		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
 			int len = lens[l], rows = 7;
@@ -1398,14 +1402,16 @@ Test(cpu, rowmap_masked_positions_far_over_the_max)
 	spec_carrier_free(c);
 }
 
-/* A merge that is not declared commutative reduces in one lane, while
- * its map keeps 16: the map's exp (512-bit on AVX-512 hosts) must be
- * legal in the kernel's functions, where it once stopped LLVM's code
- * generator ("Do not know how to split the result of this operator"). */
+/* A merge that does not commute reduces in one lane, while its map
+ * keeps 16: the map's exp (512-bit on AVX-512 hosts) must be legal in the
+ * kernel's functions, where it once stopped LLVM's code generator ("Do
+ * not know how to split the result of this operator"). */
 Test(cpu, map_lanes_without_reduce_lanes)
 {
-	Carrier *c = text_ok("carrier: softmax_in_order\nelement: {x: f32}\n" SOFTMAX_STATE SOFTMAX_MERGE
-			     "finalize: {lse: m + log(l)}\nmap: {y: exp(x - m) / l, s: sigmoid(x)}\n");
+	Carrier *c = text_ok("carrier: first_in_order\nelement: {x: f32}\nstate: {v: f32, n: f32}\n"
+			     "identity: {v: 0, n: 0}\nlift: {v: x, n: 1}\n"
+			     "merge:\n  v: where(a.n > 0, a.v, b.v)\n  n: a.n + b.n\n"
+			     "finalize: {first: v}\nmap: {y: exp(x - v), s: sigmoid(x)}\n");
 	LlvmKernel *k = compiled(c, NULL);
 	cr_expect_eq(k->lanes, 1, "no lanes in the reduce");
 	RtPool *p;
@@ -2247,4 +2253,40 @@ Test(cpu, scans_in_vectors_meet_the_left_fold, .timeout = 240)
 		spec_carrier_free(c);
 	}
 	pools_close(p, 3);
+}
+
+/* Without a claim, a merge that is itself with a and b swapped takes the
+ * commutative loops (sums, products, max, min, softmax's rescale, topk
+ * lists, commutative operands in either order); one that commutes only
+ * in value (a select on a comparison of the sides) keeps ordered lanes,
+ * and so does a merge of the sides in different roles. */
+Test(cpu, merges_that_commute_by_their_form)
+{
+	static const struct {
+		const char *merge;
+		int commutes;
+	} cases[] = {
+		{"  s: a.s + b.s\n  t: max(a.t, b.t)\n", 1},
+		{"  s: b.s * a.s\n  t: min(b.t, a.t) + (a.t * b.t)\n", 1},
+		{"  s: a.s + b.s\n  t: where(a.t > b.t, a.t, b.t)\n", 0},
+		{"  s: a.s + b.s\n  t: a.t - b.t + a.t * 0\n", 0},
+		{"  s: a.s * b.t + b.s * a.t\n  t: a.t * b.t\n", 1},
+		{"  s: a.s * b.t + b.s\n  t: a.t * b.t\n", 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[600];
+		snprintf(text, sizeof text,
+			 "carrier: form\nelement: {x: f32}\nstate: {s: f32, t: f32}\n"
+			 "identity: {s: 0, t: 0}\nlift: {s: x, t: x}\nmerge:\n%s",
+			 cases[i].merge);
+		/* only the form is read here: whether each merge is lawful is the checker's matter */
+		Carrier *c = text_ok(text);
+		LlvmKernel *k = compiled(c, NULL);
+		if (cases[i].commutes)
+			cr_expect_gt(k->lanes, 1, "%s: commutes by its form", cases[i].merge);
+		else
+			cr_expect_eq(k->lanes, 1, "%s: does not", cases[i].merge);
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
 }
