@@ -2,7 +2,10 @@
 # Carriers written as a user would (bench/carriers/) on the CPU, each as
 # `assoc bench --json` reports it: kernel GB/s over a threaded memcpy of
 # the same bytes in the same run.  The machine is shared: RUNS sets how
-# many times each runs (default 2), and the best ratio is kept.
+# many times each runs (default 2), and the best ratio is kept.  ops/B is
+# the carrier's operations per byte moved and bound what the copy's
+# bandwidth leaves time for (assoc bench's nominal compute ceiling), both
+# of the best run: past the bound the copy's speed is out of reach.
 # Usage: bench/cpu_user.sh [ROWS [LEN]]   (defaults 256 65536)
 set -e
 cd "$(dirname "$0")/.."
@@ -10,7 +13,7 @@ ROWS=${1:-256}
 LEN=${2:-65536}
 RUNS=${RUNS:-2}
 ASSOC=${ASSOC:-build/assoc}
-printf '%-22s %8s %8s %8s  %s\n' carrier GB/s copy ratio runs
+printf '%-22s %8s %8s %8s %7s %7s  %s\n' carrier GB/s copy ratio ops/B bound runs
 for spec in bench/carriers/*.yaml specs/online_softmax.yaml; do
 	best=""
 	all=""
@@ -26,8 +29,10 @@ for spec in bench/carriers/*.yaml specs/online_softmax.yaml; do
 			best=$ratio
 			gb=$(printf '%s\n' "$line" | sed -n 's/.*"gbps": \([0-9.]*\),.*/\1/p')
 			cgb=$(printf '%s\n' "$line" | sed -n 's/.*"copy_gbps": \([0-9.]*\).*/\1/p')
+			opb=$(printf '%s\n' "$line" | sed -n 's/.*"ops_per_byte": \([0-9.]*\).*/\1/p')
+			bound=$(printf '%s\n' "$line" | sed -n 's/.*"ops_per_byte_at_copy": \([0-9.]*\).*/\1/p')
 		fi
 		r=$((r + 1))
 	done
-	printf '%-22s %8s %8s %8s  %s\n' "$(basename "$spec" .yaml)" "$gb" "$cgb" "$best" "$all"
+	printf '%-22s %8s %8s %8s %7s %7s  %s\n' "$(basename "$spec" .yaml)" "$gb" "$cgb" "$best" "$opb" "$bound" "$all"
 done
