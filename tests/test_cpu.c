@@ -2187,6 +2187,19 @@ Test(cpu, topk_lists_fold_apart_from_the_rescale, .timeout = 300)
 		spec_carrier_free(c);
 	}
 	topk_rows("tests/prove/topk_softmax.yaml");
+	/* a list of 8 beside (m, l): 18 components, still in lanes */
+	Carrier *c = text_ok("carrier: top8_beside_softmax\nelement: {x: f32}\n"
+			     "state:\n  m: f32\n  l: f32\n  top: f32[8]\n  at: i32[8]\n"
+			     "identity: {m: -inf, l: 0, top: -inf, at: -1}\n"
+			     "lift: {m: x, l: 1, top: 'topk(x, j, 8)', at: 'topk_idx(x, j, 8)'}\n"
+			     "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			     "  top: topk(a.top, a.at, b.top, b.at)\n  at: topk_idx(a.top, a.at, b.top, b.at)\n"
+			     "laws: [commutative]\n");
+	LlvmKernel *k = compiled(c, NULL);
+	cr_assert_gt(k->lanes, 1, "a list of 8: lanes");
+	llvm_kernel_free(k);
+	topk_carrier_against_interp(c, "top8_beside_softmax", 0, 1);
+	spec_carrier_free(c);
 }
 
 /* Fields that fold apart in ordered lanes (no commutative claim): a
