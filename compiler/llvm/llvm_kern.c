@@ -1184,8 +1184,6 @@ int kern_wide_state(const Carrier *c)
 	return n > SLP_STATE_MAX;
 }
 
-/* Lanes and accumulators for c: vectors only where every field, input and
- * output is a scalar and the merge is commutative (lanes reorder it). */
 /* Whether y is x with the sides a and b swapped: the same operations,
  * a.f in x where y has b.f and the reverse, the operands of commutative
  * operations in either order (topk's lists as pairs).  *budget bounds
@@ -1271,6 +1269,9 @@ static int short_state_lanes(Carrier *c)
 	return n <= LANES_STATE_MAX && c->tpl != FAM_SCAN && !kern_filter_fits(c) && !kern_selects(c);
 }
 
+/* Lanes and accumulators for c: vectors only where every input and output
+ * is a scalar, every field too or the state short (short_state_lanes),
+ * and the merge commutative (lanes reorder it), claimed or by its form. */
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile)
 {
 	int scalar = 1;
