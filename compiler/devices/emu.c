@@ -24,6 +24,8 @@ struct EmuLib {
 	int fd; /* the file loaded, open while it is (its /proc/self/fd name then stays its own) */
 	int (*launch)(void (*)(const void *), const char *, unsigned, unsigned, unsigned, const void *, unsigned long long *,
 		      char *, size_t);
+	int (*launch2)(void (*)(const void *), const char *, unsigned, unsigned, unsigned, unsigned, const void *,
+		       unsigned long long *, char *, size_t);
 };
 
 static const char CXXFLAGS[] = "-std=c++17 -O2 -fPIC -shared -w -fno-exceptions -fno-rtti";
@@ -283,6 +285,7 @@ int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 	l->h = hd;
 	l->fd = fd;
 	*(void **)&l->launch = dlsym(hd, "emu_launch");
+	*(void **)&l->launch2 = dlsym(hd, "emu_launch2");
 	if (!l->launch) {
 		snprintf(msg, n, "emulator: the module %s has no emu_launch", stem);
 		emu_close(l);
@@ -305,6 +308,12 @@ void emu_close(EmuLib *lib)
 int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned block, unsigned smem, const void *args,
 		      unsigned long long bytes[2], char *msg, size_t n)
 {
+	return emu_launch_grid(lib, kernel, grid, 1, block, smem, args, bytes, msg, n);
+}
+
+int emu_launch_grid(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy, unsigned block, unsigned smem,
+		    const void *args, unsigned long long bytes[2], char *msg, size_t n)
+{
 	char sym[128];
 	snprintf(sym, sizeof sym, "%s_emu", kernel);
 	void (*fn)(const void *);
@@ -313,7 +322,13 @@ int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned b
 		snprintf(msg, n, "emulator: no kernel %s in the module", kernel);
 		return -1;
 	}
-	if (!grid)
+	if (!grid || !gy)
 		return 0;
-	return lib->launch(fn, kernel, grid, block, smem, args, bytes, msg, n);
+	if (gy == 1)
+		return lib->launch(fn, kernel, grid, block, smem, args, bytes, msg, n);
+	if (!lib->launch2) {
+		snprintf(msg, n, "emulator: the module of kernel %s has no emu_launch2 (grids of one row only)", kernel);
+		return -1;
+	}
+	return lib->launch2(fn, kernel, grid, gy, block, smem, args, bytes, msg, n);
 }

@@ -21,6 +21,9 @@ void emu_close(EmuLib *lib);
  * bytes loaded and stored. */
 int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned block, unsigned smem, const void *args,
 		      unsigned long long bytes[2], char *msg, size_t n);
+/* emu_launch_kernel on a grid of grid x gy blocks. */
+int emu_launch_grid(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy, unsigned block, unsigned smem,
+		    const void *args, unsigned long long bytes[2], char *msg, size_t n);
 
 /* What a run on the emulator did. */
 typedef struct {

@@ -1518,8 +1518,17 @@ __attribute__((destructor)) static void emu_unload(void)
 /* Run fn(args) on a grid of `grid` blocks of `block` threads with smem bytes
  * of dynamic shared memory.  0, or -1 with the error in msg.  bytes[0],
  * bytes[1]: global bytes loaded and stored. */
+extern "C" int emu_launch2(void (*fn)(const void *), const char *kernel, unsigned grid, unsigned gy, unsigned block,
+			   unsigned smem, const void *args, unsigned long long *bytes, char *msg, size_t n);
 extern "C" int emu_launch(void (*fn)(const void *), const char *kernel, unsigned grid, unsigned block, unsigned smem,
 			  const void *args, unsigned long long *bytes, char *msg, size_t n)
+{
+	return emu_launch2(fn, kernel, grid, 1, block, smem, args, bytes, msg, n);
+}
+
+/* emu_launch on a grid of grid x gy blocks (blockIdx.y from 0 to gy - 1). */
+extern "C" int emu_launch2(void (*fn)(const void *), const char *kernel, unsigned grid, unsigned gy, unsigned block,
+			   unsigned smem, const void *args, unsigned long long *bytes, char *msg, size_t n)
 {
 	if (block == 0 || block > EMU_MAXT || block % 32) {
 		snprintf(msg, n, "kernel %s: block of %u threads (the emulator needs a multiple of 32, at most %d)", kernel,
@@ -1557,16 +1566,17 @@ extern "C" int emu_launch(void (*fn)(const void *), const char *kernel, unsigned
 	emu.kernel = kernel;
 	emu.n = (int)block;
 	emu.bdim = dim3{block, 1, 1};
-	emu.gdim = dim3{grid, 1, 1};
+	emu.gdim = dim3{grid, gy, 1};
 	emu.failed = 0;
 	emu.msg[0] = 0;
 	emu.ld_bytes = emu.st_bytes = 0;
 	emu_hop_reset();
 	emu_hop.win = NULL;
-	for (unsigned b = 0; b < grid && !emu.failed; b++) {
-		emu.bidx = dim3{b, 0, 0};
-		emu_run_block();
-	}
+	for (unsigned y = 0; y < gy && !emu.failed; y++)
+		for (unsigned b = 0; b < grid && !emu.failed; b++) {
+			emu.bidx = dim3{b, y, 0};
+			emu_run_block();
+		}
 	if (bytes)
 		bytes[0] += emu.ld_bytes, bytes[1] += emu.st_bytes;
 	if (emu.failed) {
