@@ -305,14 +305,38 @@ ASC_DEV void attn_load_paged(S &sm, int base, const unsigned *p, const int *page
  * into sm at word base: from p + kb W on, or with ATTN_PAGED through the
  * block table in input slot ATTN_PI (a slot of a page holds A.kv_heads
  * rows).  A choice at compile time: the unpaged kernels keep their loop. */
+#if ATTN_PAGED
+/* The sequence of a paged batch's launch: blockIdx.y, or with again read
+ * opaquely, so that what is derived from it is derived anew where needed
+ * rather than held in registers (as attn_block). */
+ASC_DEV int attn_seq(bool again)
+{
+#ifdef ASSOC_EMU
+	(void)again;
+	return (int)blockIdx.y;
+#else
+	unsigned s;
+	if (!again)
+		return (int)blockIdx.y;
+	asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(s));
+	return (int)s;
+#endif
+}
+#endif
+
+/* batch: with ATTN_PAGED, a paged batch's arguments (attn_paged_seq):
+ * sequence s's key j is then key s batch->len + j of the block table read
+ * as one row, s found anew at each tile rather than held in a register. */
 template <int NT, int ROWS, int W, int PW, class S>
-ASC_DEV void attn_load_keys(S &sm, int base, const unsigned *p, int kb, int hi, bool as, const Args &A)
+ASC_DEV void attn_load_keys(S &sm, int base, const unsigned *p, int kb, int hi, bool as, const Args &A,
+			    const Args *batch = 0)
 {
 #if ATTN_PAGED
-	attn_load_paged<NT, ROWS, W, PW>(sm, base, p, (const int *)A.in[ATTN_PI], (long long)A.kv_heads * W, kb, hi - kb,
-					 as);
+	int ko = batch ? attn_seq(true) * batch->len : 0;
+	attn_load_paged<NT, ROWS, W, PW>(sm, base, p, (const int *)A.in[ATTN_PI], (long long)A.kv_heads * W, kb + ko,
+					 hi - kb, as);
 #else
-	(void)A;
+	(void)A, (void)batch;
 	attn_load<NT, ROWS, W, PW>(sm, base, p + (long long)kb * W, hi - kb, as);
 #endif
 }
@@ -321,10 +345,10 @@ ASC_DEV void attn_load_keys(S &sm, int base, const unsigned *p, int kb, int hi, 
  * zeros) into sm at word base, K first (BN rows of KW words), then V. */
 template <int NT, int BN, int D, int DV, int KW, int VW, class S>
 ASC_DEV void attn_load_kv(S &sm, int base, const unsigned *kp, const unsigned *vp, int kb, int hi, bool as,
-			  const Args &A)
+			  const Args &A, const Args *batch = 0)
 {
-	attn_load_keys<NT, BN, D / 2, KW>(sm, base, kp, kb, hi, as, A);
-	attn_load_keys<NT, BN, DV / 2, VW>(sm, base + BN * KW, vp, kb, hi, as, A);
+	attn_load_keys<NT, BN, D / 2, KW>(sm, base, kp, kb, hi, as, A, batch);
+	attn_load_keys<NT, BN, DV / 2, VW>(sm, base + BN * KW, vp, kb, hi, as, A, batch);
 }
 
 /* The first key tile at or after kb that the mask keeps in part (hi when
@@ -678,6 +702,42 @@ ASC_DEV void attn_row_out(const Args &A, const ARow &R, float m, float l, const 
 			attn_fin_vec(A, R, mr, lr, o[dn][2 * hf + x], i, at, dn * 8 + 2 * t + x);
 }
 
+#if ATTN_PAGED
+/* A paged batch in one launch: blockIdx.y is the sequence s, and B is A
+ * narrowed to it, as a run of that sequence alone would be given.  A holds
+ * the batch: in[ATTN_PI] the block table [batch][A.len / ATTN_PAGED] (A.len:
+ * the keys a row of it holds), in[ATTN_PI + 1] seq_lens [batch],
+ * in[ATTN_PI + 2] cu_seqlens_q [batch + 1], or NULL for A.rows queries a
+ * sequence; the row inputs and the outputs hold the sequences one after
+ * another, each [heads][its rows]; A.rows is the most queries of any
+ * sequence, and the workspace holds one run's of that many rows a
+ * sequence (partial states, then a counter per query tile of 16 rows at
+ * least).  ATTN_PAGED_SHIFT (the carrier's hooks) moves the row inputs
+ * and outputs on by a number of rows; in[ATTN_PI] stays the batch's
+ * table, whose row the tiles' loads find from A (attn_load_keys).  Only the
+ * kernels of one tile of 16 query rows a warp (MT = 1) take a batch: at
+ * MT > 1 the sequence's pointers and shape held in registers made ptxas
+ * spill, and those kernels run a sequence a launch.  False for a
+ * sequence with no
+ * queries: the block has nothing to do; with again, after the key loop,
+ * the same again. */
+template <int DV>
+ASC_DEV bool attn_paged_seq(const Args &A, Args &B, bool again = false)
+{
+	int s = attn_seq(again), G = A.heads / A.kv_heads;
+	const int *cu = (const int *)A.in[ATTN_PI + 2];
+	int first = cu ? ASC_LD(cu + s) : s * A.rows;
+	B = A;
+	B.rows = cu ? ASC_LD(cu + s + 1) - first : A.rows;
+	B.len = ASC_LD((const int *)A.in[ATTN_PI + 1] + s);
+	long long ws = (long long)A.kv_heads * G * A.rows * A.split * (DV + 2) + (long long)A.kv_heads * ((G * A.rows + 15) / 16);
+	B.ws = (float *)A.ws + s * ws;
+	long long rows = (long long)first * A.heads;
+	ATTN_PAGED_SHIFT(B, rows);
+	return B.rows > 0;
+}
+#endif
+
 /* KS > 1: the block's warps in KS slices of the key axis: warp w takes the
  * rows of row warp w / KS and keys BW (w % KS) on of every key tile, and
  * the slices' states merge at the end (attn_merge_slices).  For decoding,
@@ -685,7 +745,7 @@ ASC_DEV void attn_row_out(const Args &A, const ARow &R, float m, float l, const 
  * tensor cores 16 rows instead of 16 WARPS, which at 64 rows a block cost
  * about 64 flops a byte of K and V, a compute floor near the copy's speed. */
 template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV, int QS, int NS, int KS>
-ASC_DEV void attn_fwd(const Args &A)
+ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 {
 	const int NT = WARPS * 32, BM = WARPS / KS * MT * 16, BW = BN / KS; /* BW: keys of a tile a warp takes */
 	static_assert(KS >= 1 && WARPS % KS == 0 && BW % 16 == 0, "key slices: a divisor of the warps, 16 keys a warp at least");
@@ -705,6 +765,9 @@ ASC_DEV void attn_fwd(const Args &A)
 	static_assert((NS * ST + (QS ? QW : 0)) * 4 <= 227 * 1024 && QW * 4 <= 227 * 1024,
 		      "K and V tiles or the Q tile over 227 KB of shared memory: fewer keys (bn), stages or rows per tile");
 	ASC_DYN_SHARED(unsigned, Sm); /* cp.async and ldmatrix take 16-byte rows */
+#if !ATTN_PAGED
+	(void)batch;
+#endif
 	/* cp.async where q, k and v are 16-byte aligned (then so is every
 	 * row: D and DV are multiples of 16), plain loads otherwise */
 	bool as = !(((asc_uptr)A.in[ATTN_QI] | (asc_uptr)A.in[ATTN_KI] | (asc_uptr)A.in[ATTN_VI]) & 15);
@@ -787,14 +850,14 @@ ASC_DEV void attn_fwd(const Args &A)
 		  va = KV + (wk * BW + lane % 16) * VW + lane / 16 * 4;
 	if (kb < hi) {
 		if (NS > 1)
-			attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, 0, kp, vp, kb, hi, as, A);
+			attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, 0, kp, vp, kb, hi, as, A, batch);
 		else
-			attn_load_keys<NT, BN, D / 2, KW>(Sm, 0, kp, kb, hi, as, A);
+			attn_load_keys<NT, BN, D / 2, KW>(Sm, 0, kp, kb, hi, as, A, batch);
 		asc_cp_commit();
 		if (NS == 3) { /* the next live tile too, in a group of its own (empty if none) */
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
 			if (kn < hi)
-				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, ST, kp, vp, kn, hi, as, A);
+				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, ST, kp, vp, kn, hi, as, A, batch);
 			asc_cp_commit();
 		}
 	}
@@ -808,16 +871,16 @@ ASC_DEV void attn_fwd(const Args &A)
 			int s2 = stg == 0 ? 2 : stg - 1;
 			k2 = kn < hi ? attn_next(A, i0, i1, kn + BN, hi, BN, &c2) : hi;
 			if (k2 < hi)
-				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, s2 * ST, kp, vp, k2, hi, as, A);
+				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, s2 * ST, kp, vp, k2, hi, as, A, batch);
 			asc_cp_commit(); /* every tile a group, so that the wait above counts tiles */
 		} else if (NS == 2) {
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
 			if (kn < hi) {
-				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, (stg ^ 1) * ST, kp, vp, kn, hi, as, A);
+				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, (stg ^ 1) * ST, kp, vp, kn, hi, as, A, batch);
 				asc_cp_commit();
 			}
 		} else {
-			attn_load_keys<NT, BN, DV / 2, VW>(Sm, KV, vp, kb, hi, as, A);
+			attn_load_keys<NT, BN, DV / 2, VW>(Sm, KV, vp, kb, hi, as, A, batch);
 			asc_cp_commit();
 		}
 		float s[MT][BW / 8][4];
@@ -918,7 +981,7 @@ ASC_DEV void attn_fwd(const Args &A)
 			asc_cp_wait<0>();
 			__syncthreads(); /* V has landed everywhere; every warp is done with K */
 			if (kn < hi) {
-				attn_load_keys<NT, BN, D / 2, KW>(Sm, 0, kp, kn, hi, as, A);
+				attn_load_keys<NT, BN, D / 2, KW>(Sm, 0, kp, kn, hi, as, A, batch);
 				asc_cp_commit();
 			}
 		}
@@ -950,9 +1013,19 @@ ASC_DEV void attn_fwd(const Args &A)
 	 * The run's first row again from the block index (read opaquely, so
 	 * that it is not merged with the one above): held across the loop, its
 	 * 64 bits spill at 32 rows a warp and head dim 128. */
+#if ATTN_PAGED /* a paged batch's sequence: its outputs' pointers derived again */
+	Args A2;
+	if (batch) {
+		attn_paged_seq<DV>(*batch, A2, true);
+		M = G * A2.rows, tiles = (M + BM - 1) / BM; /* not held across the loop either */
+	}
+	const Args &AO = batch ? A2 : A;
+#else
+	const Args &AO = A;
+#endif
 	{
 		int q2, k2;
-		attn_tile_of<D, DV>(A, attn_block(), tiles, q2, k2);
+		attn_tile_of<D, DV>(AO, attn_block(), tiles, q2, k2);
 		base = (long long)k2 * M;
 	}
 	if (KS > 1)
@@ -961,8 +1034,8 @@ ASC_DEV void attn_fwd(const Args &A)
 	for (int mt = 0; mt < MT && wk == 0; mt++)
 #pragma unroll
 		for (int hf = 0; hf < 2; hf++)
-			attn_row_out<DV>(A, R[mt][hf], m[mt][hf], l[mt][hf], o[mt], hf, r0 + mt * 16 + g + 8 * hf, M, base,
+			attn_row_out<DV>(AO, R[mt][hf], m[mt][hf], l[mt][hf], o[mt], hf, r0 + mt * 16 + g + 8 * hf, M, base,
 					 ir[mt][hf], sp, t);
-	if (MT == 1 && A.split > 1)
-		attn_split_last<D, DV, NT, BM>(A);
+	if (MT == 1 && AO.split > 1)
+		attn_split_last<D, DV, NT, BM>(AO);
 }

@@ -15,6 +15,7 @@
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/gpu.h"
+#include "compiler/devices/emu.h"
 #include "compiler/devices/npy.h"
 #include "compiler/devices/paged.h"
 #include "compiler/lib/assoc.h"
@@ -210,6 +211,128 @@ static void prefill_on(const char *dev)
 
 Test(paged, prefill_on_cpu) { prefill_on("cpu"); }
 Test(paged, prefill_on_emu, .timeout = 600) { prefill_on("emu"); }
+
+/* ---- a batch in one launch ---- */
+
+/* 5 sequences over a pool of pages of `page` keys, handed out in a
+ * shuffled order (a stride coprime to the pool's size) with one page
+ * unread: keys 0, 10 (under a page), 3 pages and 5 (off the tiles), 200
+ * and 37; with rows < 0, 3, 1, 17, 0 and 5 queries (varlen), else rows
+ * each. */
+static Paged *mixed_batch(Carrier *c, int page, int heads, int kv, int rows)
+{
+	enum { B = 5 };
+	int32_t lens[B] = {0, 10, 3 * page + 5, 200, 37}, cu[B + 1] = {0, 3, 4, 21, 21, 26};
+	int max_pages = 0, pages = 1;
+	for (int b = 0; b < B; b++) {
+		int np = (lens[b] + page - 1) / page;
+		max_pages = np > max_pages ? np : max_pages;
+		pages += np;
+	}
+	int stride = 7;
+	while (pages % stride == 0)
+		stride += 2;
+	int32_t *table = calloc((size_t)B * max_pages, sizeof *table);
+	int used = 0;
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < max_pages; t++)
+			table[b * max_pages + t] = t < (lens[b] + page - 1) / page ? (int32_t)((used++ * stride) % pages) : -1;
+	char msg[512];
+	Paged *p = paged_new(c, heads, kv, B, page, pages, max_pages, table, lens, rows < 0 ? cu : NULL, rows, msg,
+			     sizeof msg);
+	cr_assert(p, "%s", msg);
+	free(table);
+	cr_assert_eq(paged_draw(p, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	return p;
+}
+
+/* p on the emulator as one batch: one launch, and every sequence with
+ * queries within tolerance of the float64 reference (the sequence of no
+ * keys given the finalize of the identity, never NaN). */
+static void one_launch_on_emu(Paged *p, int split, const char *config)
+{
+	const Device *dv = run_device_find("emu");
+	char msg[1024];
+	if (!dv)
+		cr_skip_test("no emu device in this build");
+	if (!dv->available(msg, sizeof msg))
+		cr_skip_test("emu: %s", msg);
+	RunBatch rb;
+	paged_batch(p, &rb);
+	EmuStats st;
+	memset(&st, 0, sizeof st);
+	RunOpts o = {.split = split, .config = config};
+	cr_assert_eq(emu_run_batch(&rb, &o, &st, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(st.launches, 1, "%d launches (%s)", st.launches, st.config);
+	int seen = 0;
+	for (int b = 0; b < rb.batch; b++) {
+		if (!rb.seq[b]->rows)
+			continue;
+		RunCheck rc;
+		runcheck_run(rb.seq[b], &rc);
+		for (int k = 0; k < rc.nout; k++)
+			cr_assert(rc.out[k].worst_ratio <= 1 && !rc.out[k].nan_mismatch,
+				  "sequence %d (%d queries, %d keys, %s, split %d): %s at %.3g of tolerance, %d NaN mismatches", b,
+				  rb.seq[b]->rows, rb.seq[b]->len, st.config, split, rc.out[k].name, rc.out[k].worst_ratio,
+				  rc.out[k].nan_mismatch);
+		runcheck_free(&rc);
+		seen++;
+	}
+	cr_assert_gt(seen, 0);
+	paged_batch_free(&rb);
+}
+
+Test(paged, emu_runs_varlen_prefill_in_one_launch, .timeout = 600)
+{
+	const char *specs[] = {"tests/attention/full.yaml", "specs/attention_sink.yaml"};
+	for (int sp = 0; sp < 2; sp++) {
+		Carrier *c = load_ok(specs[sp]);
+		for (int page = 16; page <= 256; page *= 16) {
+			Paged *p = mixed_batch(c, page, 4, 2, -1);
+			one_launch_on_emu(p, 0, NULL);
+			paged_free(p);
+		}
+		spec_carrier_free(c);
+	}
+}
+
+/* Decoding: one query a sequence, each sequence's keys in splits (the
+ * sequence of no keys in splits of none), grouped heads 8 on 2. */
+Test(paged, emu_runs_split_decoding_in_one_launch, .timeout = 600)
+{
+	Carrier *c = load_ok("specs/attention_sink.yaml");
+	for (int page = 16; page <= 256; page *= 16)
+		for (int split = 1; split <= 3; split += 2) {
+			Paged *p = mixed_batch(c, page, 8, 2, 1);
+			one_launch_on_emu(p, split, NULL);
+			paged_free(p);
+		}
+	spec_carrier_free(c);
+}
+
+/* A variant of many rows a warp runs a sequence a launch: the batch goes
+ * to one that takes it, unless --config names it. */
+Test(paged, emu_batch_leaves_a_named_variant_alone, .timeout = 600)
+{
+	Carrier *c = load_ok("tests/attention/full.yaml");
+	Paged *p = mixed_batch(c, 16, 4, 2, -1);
+	RunBatch rb;
+	paged_batch(p, &rb);
+	char msg[1024];
+	const Device *dv = run_device_find("emu");
+	if (!dv || !dv->available(msg, sizeof msg))
+		cr_skip_test("no emu device");
+	RunOpts o = {.config = "attention:nt=128,mt=2,bn=64,pv=1,st=2"};
+	cr_assert_eq(emu_run_batch(&rb, &o, NULL, msg, sizeof msg), 1, "%s", msg);
+	paged_batch_free(&rb);
+	/* and the run goes a sequence at a time, still right */
+	RunCheck rc;
+	cr_assert_eq(paged_run(p, dv, &o, &rc, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_assert(rc.ok);
+	runcheck_free(&rc);
+	paged_free(p);
+	spec_carrier_free(c);
+}
 
 /* ---- the command line ---- */
 
@@ -467,10 +590,10 @@ Test(paged, ptxas_paged_kernels_without_spills, .timeout = 900)
 
 /* The gpu device through the fake driver (tests/fake/fakecuda.c, which
  * runs no kernels): the paged module is loaded, its tuning choices are
- * the unpaged module's for the same shape, each sequence uploads
- * its row of the block table beside its inputs and the pool, and the
- * unrun kernels' zeros fail the check. */
-Test(paged, gpu_uploads_the_table_beside_the_pool, .timeout = 600)
+ * the unpaged module's for the same shape, the batch uploads the pool and
+ * the layout once and runs in one launch, and the unrun kernels' zeros
+ * fail the check. */
+Test(paged, gpu_runs_the_batch_in_one_launch, .timeout = 600)
 {
 	char dir[] = "/tmp/assoc-paged-XXXXXX", msg[1024];
 	Nvrtc *nv;
@@ -499,15 +622,21 @@ Test(paged, gpu_uploads_the_table_beside_the_pool, .timeout = 600)
 	void *lib = dlopen("build/libfakecuda.so", RTLD_NOW | RTLD_NOLOAD);
 	cr_assert(lib, "the fake driver is not loaded");
 	void (*syncs)(int *, int *) = (void (*)(int *, int *))dlsym(lib, "fakecuda_syncs");
-	cr_assert(syncs);
+	int (*launches)(void) = (int (*)(void))dlsym(lib, "fakecuda_launches");
+	unsigned (*grid_y)(void) = (unsigned (*)(void))dlsym(lib, "fakecuda_grid_y");
+	cr_assert(syncs && launches && grid_y);
 	Paged *p = odd_batch(c, 16, 4, 2);
-	int before, after, unused;
+	int before, after, unused, l0 = launches();
 	syncs(&before, &unused);
 	RunCheck rc;
 	cr_assert_eq(paged_run(p, run_device_find("gpu"), &(RunOpts){0}, &rc, NULL, msg, sizeof msg), 0, "%s", msg);
 	syncs(&after, &unused);
-	/* 5 sequences: q, sink, k, v and the table up, out and lse down */
-	cr_assert_eq(after - before, 5 * 7, "%d copies", after - before);
+	/* the batch of 5 in one launch, a row of the grid a sequence: q and
+	 * sink, the pool's k and v, the table, seq_lens and cu_seqlens_q up
+	 * once, out and lse down */
+	cr_assert_eq(launches() - l0, 1, "%d launches", launches() - l0);
+	cr_assert_eq(grid_y(), 5);
+	cr_assert_eq(after - before, 7 + 2, "%d copies", after - before);
 	cr_assert(!rc.ok, "the fake driver ran no kernels, yet the results matched");
 	runcheck_free(&rc);
 	dlclose(lib);

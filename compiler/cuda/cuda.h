@@ -104,6 +104,18 @@ int cuda_module_for(Carrier *c, const char *config, const char *arch, int smem, 
  * table, the input after the carrier's own (Args.in[ATTN_PI]: the
  * sequence's row of int32 page indices); the Hopper template left out.  A
  * carrier on the row templates gets its module unpaged (m->paged 0). */
+/* The workspace of a paged batch's launch, in 4-byte words a sequence:
+ * a run's of rows queries (the most of any sequence) and split splits
+ * (attn_paged_seq in templates/attention.cuh). */
+/* 1 when variant v of a paged module runs a whole batch in one launch
+ * (grid.y: the sequence; templates/attention.cuh, attn_paged_seq): its
+ * tiles hold 16 query rows a warp (mt = 1).  Its others run a sequence a
+ * launch, through that sequence's row of the block table. */
+int cuda_paged_batch(const CudaModule *m, int v);
+/* cuda_pick among the variants that run a batch in one launch; -1 when
+ * m has none. */
+int cuda_paged_pick(const CudaModule *m, int rows, int len, int split);
+size_t cuda_paged_ws_words(const CudaModule *m, int heads, int kv_heads, int rows, int split);
 int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem, int page_size, CudaModule *m,
 		      char *msg, size_t n);
 enum { ATTN_MIN_SM = 80 };

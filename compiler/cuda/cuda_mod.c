@@ -524,6 +524,32 @@ static void kernel90(Buf *b, const char *name, int nt, const char *body)
 		      "((const ArgsTma *)p)->t); }\n#endif\n", name, name);
 }
 
+int cuda_paged_batch(const CudaModule *m, int v)
+{
+	return m->paged && m->var[v].fam == FAM_ATTN && !m->var[v].wg && m->var[v].mt == 1;
+}
+
+int cuda_paged_pick(const CudaModule *m, int rows, int len, int split)
+{
+	int v = cuda_pick(m, rows, len, split);
+	if (cuda_paged_batch(m, v))
+		return v;
+	/* many rows: 16 a warp rather than a launch per sequence */
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < m->nvar; k++)
+			if (cuda_paged_batch(m, k) && (pass || m->var[k].ks <= 1) && cuda_fits(m, k, NULL, 0))
+				return k;
+	return -1;
+}
+
+/* The opening of a paged kernel's body: B, its sequence's arguments. */
+static const char *paged_pre(int dv)
+{
+	static char pre[64];
+	snprintf(pre, sizeof pre, "Args B; if (attn_paged_seq<%d>(A, B)) ", dv);
+	return pre;
+}
+
 /* The combine of split rows, the carry of scans and the merge of
  * attention's key splits do not depend on the variant's tile parameters:
  * one kernel serves them all, which saves NVRTC a whole kernel's
@@ -538,7 +564,7 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 		const Variant *x = &m->var[v];
 		if (want && !want[v])
 			continue;
-		char nm[3][64], body[128];
+		char nm[3][64], body[256];
 		cuda_kernel_names(m, v, nm);
 		switch (x->fam) {
 		case FAM_ROWREDUCE:
@@ -576,8 +602,11 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 					kernel(b, nm[1], ATTN_COMBINE_NT, 0, body);
 				break;
 			}
-			snprintf(body, sizeof body, "attn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(A)", at->d, at->dv,
-				 x->nt / 32, x->mt, x->bn, at->bf16, x->pv, attn_qs(at, x), x->st, x->ks);
+			/* paged: a block of the batch's launch runs its sequence's
+			 * arguments (attn_paged_seq) */
+			snprintf(body, sizeof body, "%sattn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(%s)",
+				 cuda_paged_batch(m, v) ? paged_pre(at->dv) : "", at->d, at->dv, x->nt / 32, x->mt, x->bn, at->bf16,
+				 x->pv, attn_qs(at, x), x->st, x->ks, cuda_paged_batch(m, v) ? "B, &A" : "A");
 			/* decoding's blocks are as many an SM as their stages allow
 			 * (1 to 3): registers up to that, where ptxas, not knowing the
 			 * shared memory, aimed at 6 blocks and spilled (80 registers at
@@ -1267,6 +1296,19 @@ int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
 	return -1;
 }
 
+size_t cuda_paged_ws_words(const CudaModule *m, int heads, int kv_heads, int rows, int split)
+{
+	size_t G = (size_t)heads / kv_heads;
+	return (size_t)kv_heads * G * rows * split * (m->attn.dv + 2) + (size_t)kv_heads * ((G * rows + 15) / 16);
+}
+
+/* Bytes of an element of kind k in global memory (as the devices lay
+ * their buffers out). */
+static int storage_bytes(int k)
+{
+	return k == TY_BOOL ? 1 : k == TY_F16 || k == TY_BF16 ? 2 : k == TY_I32 || k == TY_F32 ? 4 : 8;
+}
+
 int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem, int page_size, CudaModule *m,
 		      char *msg, size_t n)
 {
@@ -1274,9 +1316,11 @@ int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem
 		return -1;
 	if (m->base != FAM_ATTN) /* the row templates read a key run as their own: the caller gathers */
 		return 0;
-	int slot = c->nelem + c->ncol + c->nrow; /* the block table, after every input */
-	if (slot >= CUDA_MAXIN) {
-		snprintf(msg, n, "paged keys: the block table would be input %d of at most %d", slot + 1, CUDA_MAXIN);
+	/* the block table, seq_lens and cu_seqlens_q, after every input */
+	int slot = c->nelem + c->ncol + c->nrow;
+	if (slot + 2 >= CUDA_MAXIN) {
+		snprintf(msg, n, "paged keys: the block table, seq_lens and cu_seqlens_q would be inputs %d to %d of at most %d",
+			 slot + 1, slot + 3, CUDA_MAXIN);
 		cuda_module_free(m);
 		return -1;
 	}
@@ -1300,6 +1344,16 @@ int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem
 	snprintf(m->unpaged_prefix, sizeof m->unpaged_prefix, "%s", m->prefix);
 	Buf h = {0};
 	buf_printf(&h, "#define ATTN_PAGED %d\n#define ATTN_PI %d\n", page_size, slot);
+	/* a sequence's row inputs and outputs n rows (of heads x rows) on */
+	buf_puts(&h, "#define ATTN_PAGED_SHIFT(B, n) do {");
+	for (int k = 0; k < c->nrow; k++)
+		buf_printf(&h, " B.in[%d] = (const char *)B.in[%d] + (n) * %d;", c->nelem + c->ncol + k,
+			   c->nelem + c->ncol + k, storage_bytes(c->row[k].storage) * spec_decl_width(&c->row[k]));
+	for (int k = 0; k < c->nfinal; k++) {
+		Ty t = c->finalize[k].e->ty;
+		buf_printf(&h, " B.out[%d] = (char *)B.out[%d] + (n) * %d;", k, k, storage_bytes(t.kind) * (t.len ? t.len : 1));
+	}
+	buf_puts(&h, " } while (0)\n");
 	buf_puts(&h, m->hooks);
 	free(m->hooks);
 	m->hooks = buf_take(&h);

@@ -136,7 +136,7 @@ static int cpu_config(const char *cfg, char *msg, size_t n)
 	return cpu_parse_config(cfg, &lo, msg, n);
 }
 
-const Device dev_cpu = {"cpu", cpu_available, cpu_run, cpu_config, 0};
+const Device dev_cpu = {"cpu", cpu_available, cpu_run, cpu_config, 0, NULL};
 
 /* `assoc emit --target llvm`: the optimized IR; `--target asm`: host assembly. */
 static int emit_cpu(Carrier *c, const Opts *o, int asm_, FILE *out, char *msg, size_t n)

@@ -153,6 +153,128 @@ out:
 	return rc;
 }
 
-static int run(RunData *d, const RunOpts *o, char *msg, size_t n) { return emu_run_data(d, o, NULL, msg, n); }
+int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_t n)
+{
+	RunData *d0 = rb->seq[0];
+	Carrier *c = d0->c;
+	CudaModule m;
+	EmuLib *lib = NULL;
+	void *ws = NULL, *rows_in[CUDA_MAXIN] = {0}, *outs[CUDA_MAXOUT] = {0};
+	int rc = -1, v = -1, split = o->split > 0 ? o->split : 1, said = o->split > 0;
+	Variant cv;
+	if (run_thread_fits(c, msg, n))
+		return -1;
+	if (o->config && !said && !variant_parse(o->config, &cv, msg, n) && cv.split > 0)
+		split = cv.split, said = 1;
+	if (cuda_module_paged(c, NULL, o->arch, 0, d0->page.size, &m, msg, n))
+		return -1;
+	/* the row templates, or the generic ones asked for: a sequence at a time */
+	if (!m.paged || (o->config && strncmp(o->config, "attention", 9))) {
+		cuda_module_free(&m);
+		return 1;
+	}
+	if (o->config) {
+		v = cuda_find_variant(&m, c, o->config);
+		if (v < 0) {
+			cuda_module_free(&m);
+			if (cuda_module_paged(c, o->config, o->arch, 0, d0->page.size, &m, msg, n))
+				return -1;
+			v = 0;
+		}
+	}
+	int rmax = 0, lmax = 0, total = 0, heads = d0->heads, kv = d0->kv_heads;
+	for (int b = 0; b < rb->batch; b++) {
+		rmax = rb->seq[b]->rows > rmax ? rb->seq[b]->rows : rmax;
+		lmax = rb->seq[b]->len > lmax ? rb->seq[b]->len : lmax;
+		total += rb->seq[b]->rows;
+	}
+	if (!total) { /* no queries: nothing to launch */
+		cuda_module_free(&m);
+		return 0;
+	}
+	if (emu_open(m.src, &lib, msg, n))
+		goto out;
+	/* planned for the longest sequence, its queries and its keys: the
+	 * others' blocks past their own tiles or keys do nothing */
+	int rows = rmax * (heads / kv);
+	if (v < 0)
+		v = cuda_paged_pick(&m, rows, lmax, split);
+	if (v < 0 || !cuda_paged_batch(&m, v)) { /* none, or --config named one that runs a sequence a launch */
+		rc = 1;
+		goto out;
+	}
+	const Variant *x = &m.var[v];
+	if (!said)
+		split = cuda_attn_split(&m, v, rows, lmax, kv, 0);
+	if (!cuda_takes_len(&m, v, lmax, msg, n))
+		goto out;
+	int pk = x->pv == 1 ? (m.attn.bf16 ? TY_BF16 : TY_F16) : 0;
+	for (int b = 0; b < rb->batch; b++)
+		if (m.attn.sum)
+			runcheck_round_p_sum(rb->seq[b], pk, m.attn.fo, m.attn.v);
+		else
+			runcheck_round_p(rb->seq[b], pk, m.attn.fm, m.attn.fl, m.attn.fo);
+	CudaPlan p;
+	cuda_plan_h(&m, v, rows, lmax, kv, split, &p);
+	CudaArgsTma at;
+	memset(&at, 0, sizeof at);
+	CudaArgs *a = &at.a;
+	int nin = c->nelem;
+	for (int k = 0; k < c->ncol; k++)
+		a->in[nin++] = d0->col[k].p; /* the pool */
+	for (int k = 0; k < c->nrow; k++)
+		a->in[nin++] = rows_in[k] = run_batch_rows(rb, k);
+	a->in[nin] = rb->table;
+	a->in[nin + 1] = rb->lens;
+	a->in[nin + 2] = rb->cu;
+	for (int k = 0; k < c->nfinal; k++) {
+		outs[k] = calloc(run_batch_fin_bytes(rb, k) + 1, 1);
+		if (!outs[k])
+			abort();
+		a->out[k] = outs[k];
+	}
+	for (int q = 0; q < c->nparams; q++)
+		a->prm[q] = d0->params[q];
+	a->rows = rmax;
+	a->len = rb->max_pages * d0->page.size;
+	a->heads = heads, a->kv_heads = kv;
+	a->split = p.split;
+	a->chunk = p.chunk;
+	ws = calloc(cuda_paged_ws_words(&m, heads, kv, rmax, p.split) * rb->batch + 1, 4);
+	if (!ws)
+		abort();
+	a->ws = ws;
+	unsigned long long bytes[2] = {0, 0};
+	for (int k = 0; k < p.nk; k++)
+		if (emu_launch_grid(lib, p.k[k].name, p.k[k].grid, (unsigned)rb->batch, p.k[k].block, p.k[k].smem, &at, bytes,
+				    msg, n))
+			goto out;
+	for (int k = 0; k < c->nfinal; k++)
+		run_batch_put_fin(rb, k, outs[k]);
+	if (st) {
+		variant_str(x, st->config, sizeof st->config);
+		st->bytes[0] = bytes[0], st->bytes[1] = bytes[1];
+		st->launches = p.nk;
+	}
+	if (o->verbose) {
+		char cfg[128];
+		variant_str(x, cfg, sizeof cfg);
+		fprintf(stderr, "emu: %d sequences in one launch: %s, split %d, %llu bytes loaded, %llu stored\n", rb->batch,
+			cfg, p.split, bytes[0], bytes[1]);
+	}
+	rc = 0;
+out:
+	for (int k = 0; k < CUDA_MAXIN; k++)
+		free(rows_in[k]);
+	for (int k = 0; k < CUDA_MAXOUT; k++)
+		free(outs[k]);
+	free(ws);
+	emu_close(lib);
+	cuda_module_free(&m);
+	return rc;
+}
 
-const Device dev_emu = {"emu", emu_available, run, cuda_config_ok, 1};
+static int run(RunData *d, const RunOpts *o, char *msg, size_t n) { return emu_run_data(d, o, NULL, msg, n); }
+static int run_batch(RunBatch *rb, const RunOpts *o, char *msg, size_t n) { return emu_run_batch(rb, o, NULL, msg, n); }
+
+const Device dev_emu = {"emu", emu_available, run, cuda_config_ok, 1, run_batch};

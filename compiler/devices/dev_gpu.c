@@ -592,4 +592,125 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	return rc;
 }
 
-const Device dev_gpu = {"gpu", gpu_available, gpu_run, cuda_config_ok, 1};
+int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t n)
+{
+	RunData *d0 = rb->seq[0];
+	Carrier *c = d0->c;
+	if (!g->m.paged || (o->config && strncmp(o->config, "attention", 9)))
+		return 1; /* the row templates, or the generic ones asked for: a sequence at a time */
+	/* chosen, and planned, for the longest sequence: its queries and its
+	 * keys; the others' blocks past their own tiles or keys do nothing */
+	RunData shape = *d0;
+	int total = 0, heads = d0->heads, kv = d0->kv_heads;
+	shape.rows = shape.len = 0;
+	for (int b = 0; b < rb->batch; b++) {
+		shape.rows = rb->seq[b]->rows > shape.rows ? rb->seq[b]->rows : shape.rows;
+		shape.len = rb->seq[b]->len > shape.len ? rb->seq[b]->len : shape.len;
+		total += rb->seq[b]->rows;
+	}
+	if (!total)
+		return 0;
+	int v, split;
+	char why[512];
+	if (gpu_choose(g, &shape, o, &v, &split, why, sizeof why)) {
+		snprintf(msg, n, "%s", why);
+		return -1;
+	}
+	if (!cuda_paged_batch(&g->m, v)) {
+		if (o->config)
+			return 1; /* a variant asked for that runs a sequence a launch */
+		v = cuda_paged_pick(&g->m, shape.rows * (heads / kv), shape.len, split);
+		if (v < 0 || gpu_ready(g, v, msg, n))
+			return v < 0 ? 1 : -1;
+		if (o->split <= 0)
+			split = cuda_attn_split(&g->m, v, shape.rows * (heads / kv), shape.len, kv, rt_device(g->rt)->sms);
+	}
+	if (!cuda_takes_len(&g->m, v, shape.len, msg, n))
+		return -1;
+	for (int b = 0; b < rb->batch; b++)
+		mark_p(g, v, rb->seq[b]);
+	int rows = shape.rows * (heads / kv), rc = -1;
+	CudaPlan p;
+	cuda_plan_h(&g->m, v, rows, shape.len, kv, split, &p);
+	GpuBufs gb;
+	memset(&gb, 0, sizeof gb);
+	int nin = c->nelem;
+	size_t lay[3] = {(size_t)rb->batch * rb->max_pages * 4, (size_t)rb->batch * 4, (size_t)(rb->batch + 1) * 4};
+	const void *lay_p[3] = {rb->table, rb->lens, rb->cu};
+	for (int k = 0; k < c->ncol; k++, nin++) /* the pool, once */
+		if (rt_alloc(g->rt, buf_bytes(&d0->col[k]), &gb.in[nin], msg, n) ||
+		    rt_upload(g->rt, gb.in[nin], d0->col[k].p, buf_bytes(&d0->col[k]), msg, n))
+			goto out;
+	for (int k = 0; k < c->nrow; k++, nin++) {
+		size_t sz = run_batch_row_bytes(rb, k);
+		void *all = run_batch_rows(rb, k);
+		int bad = rt_alloc(g->rt, sz + 16, &gb.in[nin], msg, n) || rt_upload(g->rt, gb.in[nin], all, sz, msg, n);
+		free(all);
+		if (bad)
+			goto out;
+	}
+	for (int k = 0; k < 3; k++)
+		if (rt_alloc(g->rt, lay[k], &gb.in[nin + k], msg, n) || rt_upload(g->rt, gb.in[nin + k], lay_p[k], lay[k], msg, n))
+			goto out;
+	for (int k = 0; k < c->nfinal; k++)
+		if (rt_alloc(g->rt, run_batch_fin_bytes(rb, k) + 16, &gb.out[k], msg, n))
+			goto out;
+	size_t ws = cuda_paged_ws_words(&g->m, heads, kv, shape.rows, p.split) * rb->batch * 4 + 16;
+	if (rt_alloc(g->rt, ws, &gb.ws, msg, n) || rt_memset(g->rt, gb.ws, 0, ws, msg, n))
+		goto out;
+	for (int k = 0; k < nin + 3; k++)
+		gb.a.in[k] = (const void *)(size_t)gb.in[k];
+	for (int k = 0; k < c->nfinal; k++)
+		gb.a.out[k] = (void *)(size_t)gb.out[k];
+	args_rest(d0, &gb);
+	gb.a.rows = shape.rows;
+	gb.a.len = rb->max_pages * d0->page.size; /* the keys a row of the block table holds */
+	gb.a.ws = (void *)(size_t)gb.ws;
+	gb.a.split = p.split;
+	gb.a.chunk = p.chunk;
+	void *args[] = {&gb.a};
+	for (int k = 0; k < p.nk; k++) {
+		void *fn;
+		unsigned grid[3] = {p.k[k].grid ? p.k[k].grid : 1, (unsigned)rb->batch, 1}, block[3] = {p.k[k].block, 1, 1};
+		if (gpu_function(g, v, p.k[k].name, &fn, msg, n) || rt_launch(g->rt, fn, grid, block, p.k[k].smem, args, msg, n))
+			goto out;
+	}
+	if (rt_sync(g->rt, msg, n))
+		goto out;
+	for (int k = 0; k < c->nfinal; k++) {
+		size_t sz = run_batch_fin_bytes(rb, k);
+		void *all = malloc(sz + 1);
+		if (!all)
+			abort();
+		int bad = rt_download(g->rt, all, gb.out[k], sz, msg, n);
+		if (!bad)
+			run_batch_put_fin(rb, k, all);
+		free(all);
+		if (bad)
+			goto out;
+	}
+	if (o->verbose) {
+		char cfg[128];
+		variant_str(&g->m.var[v], cfg, sizeof cfg);
+		fprintf(stderr, "gpu: %d sequences in one launch: %s (%s), split %d, %s\n", rb->batch, cfg, why, p.split,
+			g->arch);
+	}
+	rc = 0;
+out:
+	gpu_free_bufs(g, &gb);
+	return rc;
+}
+
+static int gpu_run_batch(RunBatch *rb, const RunOpts *o, char *msg, size_t n)
+{
+	if (run_thread_fits(rb->seq[0]->c, msg, n))
+		return -1;
+	Gpu g;
+	if (gpu_open_paged(&g, rb->seq[0]->c, rb->seq[0]->page.size, msg, n))
+		return -1;
+	int rc = gpu_run_batch_open(&g, rb, o, msg, n);
+	gpu_close(&g);
+	return rc;
+}
+
+const Device dev_gpu = {"gpu", gpu_available, gpu_run, cuda_config_ok, 1, gpu_run_batch};

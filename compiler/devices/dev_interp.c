@@ -72,4 +72,4 @@ static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	return 0;
 }
 
-const Device dev_interp = {"interp", interp_available, interp_run, NULL, 1};
+const Device dev_interp = {"interp", interp_available, interp_run, NULL, 1, NULL};

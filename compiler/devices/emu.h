@@ -30,9 +30,14 @@ typedef struct {
 	char config[128];          /* the variant that ran */
 	unsigned long long bytes[2]; /* global loads, stores */
 	double plan_loads, plan_stores;
+	int launches;                /* emu_run_batch: the launches of the batch */
 } EmuStats;
 
 /* dev_emu's run, with what it did in st (may be NULL). */
 int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n);
+/* Every sequence of a paged batch in one launch of the paged attention
+ * kernels (grid.y: the sequence), as Device.run_batch; st->launches counts
+ * its kernels (a split's merge may be a second). */
+int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_t n);
 
 #endif

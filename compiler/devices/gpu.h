@@ -71,6 +71,10 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n);
  * no copy and no wait.  ctx: the current context (rt_enter_ctx); where it
  * is not g's primary one, g's module is loaded there into *mod (kept by
  * the caller, reloaded when *gen falls behind g's). */
+/* Every sequence of a paged batch on g (opened by gpu_open_paged) in one
+ * launch: the pool uploaded once; 0, -1 with msg, or 1 where g's kernels
+ * run a sequence at a time (Device.run_batch). */
+int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t n);
 int gpu_run_device(Gpu *g, RunData *d, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod, unsigned *gen,
 		   char *msg, size_t n);
 

@@ -330,6 +330,22 @@ static void merge_check(const Paged *p, int b, int rows, int width, OutCheck *al
 	all->out_of_range += x->out_of_range;
 }
 
+void paged_batch(const Paged *p, RunBatch *rb)
+{
+	RunData **seq = xcalloc(p->batch, sizeof *seq);
+	for (int b = 0; b < p->batch; b++)
+		seq[b] = sequence(p, b, 1);
+	*rb = (RunBatch){seq, p->batch, p->max_pages, p->table, p->lens, p->cu};
+}
+
+void paged_batch_free(RunBatch *rb)
+{
+	for (int b = 0; rb->seq && b < rb->batch; b++)
+		sequence_free(rb->seq[b]);
+	free(rb->seq);
+	memset(rb, 0, sizeof *rb);
+}
+
 int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double *seconds, char *msg, size_t n)
 {
 	Carrier *c = p->c;
@@ -338,8 +354,13 @@ int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double
 		seq[b] = sequence(p, b, dv->paged);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int failed = 0;
-	for (int b = 0; b < p->batch && !failed; b++) {
+	int failed = 0, one = 1;
+	if (dv->paged && dv->run_batch) { /* the whole batch in one launch, where the device's kernels take it */
+		RunBatch rb = {seq, p->batch, p->max_pages, p->table, p->lens, p->cu};
+		one = dv->run_batch(&rb, o, msg, n);
+		failed = one < 0;
+	}
+	for (int b = 0; b < p->batch && !failed && one; b++) {
 		if (!seq[b]->rows)
 			continue;
 		failed = dv->run(seq[b], o, msg, n);

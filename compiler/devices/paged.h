@@ -75,9 +75,17 @@ int paged_draw(Paged *p, uint64_t seed, const Define *params, int nparams, char 
 RunData *paged_sequence(const Paged *p, int b);
 void paged_store(Paged *p, int b, const RunData *s);
 
+/* The batch as a device's run_batch takes it: each sequence a RunData
+ * over p's pool (its queries gathered into [heads][rows]); free with
+ * paged_batch_free, then paged_store each sequence's outputs where
+ * wanted first. */
+void paged_batch(const Paged *p, RunBatch *rb);
+void paged_batch_free(RunBatch *rb);
+
 /* Every sequence (b < batch) through dv (a device that reads pages,
  * Device.paged, on p's pool through the sequence's row of the table; any
- * other on its keys gathered), their outputs stored in p's;
+ * other on its keys gathered; a device with Device.run_batch, the whole
+ * batch in one launch), their outputs stored in p's;
  * with check, each compared with the float64 reference and the worst of
  * all of them in *rc (flat indices into p's outputs).  0, or -1 with msg. */
 int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double *seconds, char *msg, size_t n);

@@ -616,3 +616,48 @@ const char *run_device_names(void)
 		}
 	return buf;
 }
+
+/* ---- a paged batch in one launch ---- */
+
+static size_t buffer_bytes(const Buffer *b) { return b->n * b->width * run_kind_size(b->kind); }
+
+size_t run_batch_row_bytes(const RunBatch *rb, int k)
+{
+	size_t s = 0;
+	for (int b = 0; b < rb->batch; b++)
+		s += buffer_bytes(&rb->seq[b]->row[k]);
+	return s;
+}
+
+size_t run_batch_fin_bytes(const RunBatch *rb, int k)
+{
+	size_t s = 0;
+	for (int b = 0; b < rb->batch; b++)
+		s += buffer_bytes(&rb->seq[b]->fin[k]);
+	return s;
+}
+
+void *run_batch_rows(const RunBatch *rb, int k)
+{
+	char *all = malloc(run_batch_row_bytes(rb, k) + 1), *at = all;
+	if (!all)
+		abort();
+	for (int b = 0; b < rb->batch; b++) {
+		size_t sz = buffer_bytes(&rb->seq[b]->row[k]);
+		if (sz)
+			memcpy(at, rb->seq[b]->row[k].p, sz);
+		at += sz;
+	}
+	return all;
+}
+
+void run_batch_put_fin(RunBatch *rb, int k, const void *all)
+{
+	const char *at = all;
+	for (int b = 0; b < rb->batch; b++) {
+		size_t sz = buffer_bytes(&rb->seq[b]->fin[k]);
+		if (sz)
+			memcpy(rb->seq[b]->fin[k].p, at, sz);
+		at += sz;
+	}
+}

@@ -128,6 +128,16 @@ typedef struct {
 	const char *arch; /* the emulator's target (sm_90a: the Hopper templates too); NULL: as sm_80 */
 } RunOpts;
 
+/* A batch of sequences over one pool of pages (paged.h), for a device
+ * that runs it in one launch: seq[b] is sequence b as a RunData over the
+ * pool (its page.table, row b of table); table [batch][max_pages], lens
+ * [batch] and cu [batch + 1] the layout's arrays. */
+typedef struct {
+	RunData **seq;
+	int batch, max_pages;
+	const int32_t *table, *lens, *cu;
+} RunBatch;
+
 typedef struct {
 	const char *name;
 	/* 1 when usable here; otherwise 0 with the reason in why. */
@@ -139,7 +149,21 @@ typedef struct {
 	int (*config)(const char *cfg, char *msg, size_t n);
 	/* 1: run reads paged columns (RunData.page) itself */
 	int paged;
+	/* Every sequence of a paged batch, their outputs filled, in one
+	 * launch: 0, -1 with msg, or 1 where this carrier's kernels run one
+	 * sequence at a time (then each goes through run); NULL for a device
+	 * that runs sequences one at a time. */
+	int (*run_batch)(RunBatch *rb, const RunOpts *o, char *msg, size_t n);
 } Device;
+
+/* The row inputs (outputs) of rb's sequences one after another, each its
+ * [heads][rows]: buffer k gathered into a new array, or an array of that
+ * layout put back into the sequences' own. */
+void *run_batch_rows(const RunBatch *rb, int k);
+void run_batch_put_fin(RunBatch *rb, int k, const void *all);
+/* The bytes of run_batch_rows(rb, k), and of finalize output k's. */
+size_t run_batch_row_bytes(const RunBatch *rb, int k);
+size_t run_batch_fin_bytes(const RunBatch *rb, int k);
 
 /* Devices, by name ("interp", and those linked in); NULL when unknown. */
 const Device *run_device_find(const char *name);

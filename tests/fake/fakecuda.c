@@ -49,10 +49,12 @@ static double optf(const char *key, double dflt)
 }
 
 static int live, allocs, launches, set_attrs, granted = -1, entries, dtod;
-static unsigned launch_smem, launch_grid;
+static unsigned launch_smem, launch_grid, launch_grid_y;
 int fakecuda_live(void) { return live; }
 /* the grid's x dimension of the last launch */
 unsigned fakecuda_grid(void) { return launch_grid; }
+/* and its y dimension */
+unsigned fakecuda_grid_y(void) { return launch_grid_y; }
 int fakecuda_launches(void) { return launches; }
 /* Kernels (.entry) in every module loaded so far, and device-to-device
  * copies made. */
@@ -216,7 +218,7 @@ int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsi
 {
 	(void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)args, (void)x;
 	launches++;
-	launch_smem = s, launch_grid = a;
+	launch_smem = s, launch_grid = a, launch_grid_y = b;
 	launch_stream = st, launch_ctx = current;
 	if (s > 48 * 1024 && (int)s > granted)
 		return 1; /* as the driver: more than 48 KB only after the function opts in */
