@@ -639,6 +639,16 @@ Test(paged, gpu_runs_the_batch_in_one_launch, .timeout = 600)
 	cr_assert_eq(after - before, 7 + 2, "%d copies", after - before);
 	cr_assert(!rc.ok, "the fake driver ran no kernels, yet the results matched");
 	runcheck_free(&rc);
+	/* as many queries in every sequence: no cu_seqlens_q */
+	Paged *u1 = mixed_batch(c, 16, 4, 2, 1);
+	syncs(&before, &unused);
+	l0 = launches();
+	cr_assert_eq(paged_run(u1, run_device_find("gpu"), &(RunOpts){0}, &rc, NULL, msg, sizeof msg), 0, "%s", msg);
+	syncs(&after, &unused);
+	cr_assert_eq(launches() - l0, 1, "%d launches", launches() - l0);
+	cr_assert_eq(after - before, 6 + 2, "%d copies", after - before);
+	runcheck_free(&rc);
+	paged_free(u1);
 	dlclose(lib);
 	paged_free(p);
 	spec_carrier_free(c);

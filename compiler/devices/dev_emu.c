@@ -226,7 +226,7 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 		a->in[nin++] = rows_in[k] = run_batch_rows(rb, k);
 	a->in[nin] = rb->table;
 	a->in[nin + 1] = rb->lens;
-	a->in[nin + 2] = rb->cu;
+	a->in[nin + 2] = run_batch_uniform(rb) ? NULL : rb->cu;
 	for (int k = 0; k < c->nfinal; k++) {
 		outs[k] = calloc(run_batch_fin_bytes(rb, k) + 1, 1);
 		if (!outs[k])

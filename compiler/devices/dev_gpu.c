@@ -649,7 +649,7 @@ int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t
 		if (bad)
 			goto out;
 	}
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 3 - run_batch_uniform(rb); k++) /* no cu_seqlens_q where every sequence has as many queries */
 		if (rt_alloc(g->rt, lay[k], &gb.in[nin + k], msg, n) || rt_upload(g->rt, gb.in[nin + k], lay_p[k], lay[k], msg, n))
 			goto out;
 	for (int k = 0; k < c->nfinal; k++)

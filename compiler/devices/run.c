@@ -661,3 +661,11 @@ void run_batch_put_fin(RunBatch *rb, int k, const void *all)
 		at += sz;
 	}
 }
+
+int run_batch_uniform(const RunBatch *rb)
+{
+	for (int b = 1; b < rb->batch; b++)
+		if (rb->seq[b]->rows != rb->seq[0]->rows)
+			return 0;
+	return 1;
+}

@@ -164,6 +164,9 @@ void run_batch_put_fin(RunBatch *rb, int k, const void *all);
 /* The bytes of run_batch_rows(rb, k), and of finalize output k's. */
 size_t run_batch_row_bytes(const RunBatch *rb, int k);
 size_t run_batch_fin_bytes(const RunBatch *rb, int k);
+/* 1 when every sequence of rb has the same number of queries: the
+ * kernels then take no cu_seqlens_q (NULL: that many each). */
+int run_batch_uniform(const RunBatch *rb);
 
 /* Devices, by name ("interp", and those linked in); NULL when unknown. */
 const Device *run_device_find(const char *name);
