@@ -4,7 +4,11 @@
  * table gives (checked against keys written out by hand); every device
  * matches the float64 reference on batches of odd shapes (page sizes 16
  * and 256, a sequence shorter than one page, one of no keys, grouped heads,
- * lengths off the tiles, several splits); the command line reads the
+ * lengths off the tiles, several splits); on the emulator and the gpu the
+ * whole batch runs in one launch (varlen prefill and split decoding, each
+ * sequence against the reference; the fake driver counts the launch and
+ * the copies), and a variant named that takes a sequence a launch runs
+ * the batch that way; the command line reads the
  * layout from .npy files and names what is wrong with it; the library's
  * assoc_run_paged gives the device's own results and refuses the same. */
 #include <dlfcn.h>
