@@ -1,6 +1,7 @@
 /* dev_emu.c: the emulator as a device for `assoc run --device emu`: the
  * carrier's CUDA module, one variant picked for the shape (or named by
  * --config), its kernels run on CPU fibers. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,8 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 	Variant cv;
 	if (run_thread_fits(c, msg, n))
 		return -1;
+	if ((long long)rb->batch * rb->max_pages * d0->page.size > INT_MAX)
+		return 1; /* the kernels index the table's keys as one row in 32 bits */
 	if (o->config && !said && !variant_parse(o->config, &cv, msg, n) && cv.split > 0)
 		split = cv.split, said = 1;
 	if (cuda_module_paged(c, NULL, o->arch, 0, d0->page.size, &m, msg, n))

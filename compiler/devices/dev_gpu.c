@@ -1,4 +1,5 @@
 /* dev_gpu.c: the GPU device for `assoc run --device gpu` (see gpu.h). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -598,6 +599,8 @@ int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t
 	Carrier *c = d0->c;
 	if (!g->m.paged || (o->config && strncmp(o->config, "attention", 9)))
 		return 1; /* the row templates, or the generic ones asked for: a sequence at a time */
+	if ((long long)rb->batch * rb->max_pages * d0->page.size > INT_MAX)
+		return 1; /* the kernels index the table's keys as one row in 32 bits */
 	/* chosen, and planned, for the longest sequence: its queries and its
 	 * keys; the others' blocks past their own tiles or keys do nothing */
 	RunData shape = *d0;
