@@ -299,11 +299,15 @@ Test(rows, ptxas_tiles_without_spills, .timeout = 600)
 	char msg[8192];
 	if (nvrtc_open(&nv, msg, sizeof msg))
 		cr_skip_test("no NVRTC: %s", msg);
+	/* each space is seconds of NVRTC: every carrier on one target, layer
+	 * norm (the most registers) on both */
 	const char *specs[] = {"specs/welford.yaml", "specs/online_softmax.yaml", "specs/logsumexp.yaml",
 			       "specs/layer_norm.yaml"};
 	const char *archs[] = {"sm_80", "sm_90a"};
 	for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
 		for (int a = 0; a < 2; a++) {
+			if (i < 3 && (int)(i % 2) != a)
+				continue;
 			Carrier *c = load_ok(specs[i]);
 			CudaModule m;
 			cr_assert_eq(cuda_module_space_for(c, archs[a], 0, &m, msg, sizeof msg), 0, "%s", msg);
