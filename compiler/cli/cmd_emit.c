@@ -10,6 +10,7 @@
 #include "compiler/util/cache.h"
 #include "compiler/cli/cli.h"
 #include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
 #include "compiler/cli/emit.h"
 #include "compiler/llvm/llvm.h"
 
@@ -80,6 +81,8 @@ int cmd_emit(Opts *o)
 	if (o->run.config && (gpu ? cuda_config_ok(o->run.config, bad, sizeof bad)
 				  : cpu_parse_config(o->run.config, &lo, bad, sizeof bad)))
 		return usage_error("--config: %s", bad);
+	if (!strcmp(o->target, "ptx")) /* its load beside the spec's and the module's making */
+		nvrtc_preload();
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
 		return EXIT_USAGE;
