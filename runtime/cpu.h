@@ -50,10 +50,13 @@ typedef struct {
 	 * heads one after another (the query heads of one key/value head, whose
 	 * columns they share): the spec's i is then the row index modulo it */
 	int64_t period;
+	/* the spec's i of a head's first row (0; a paged sequence's queries
+	 * are its last positions: its keys less its queries) */
+	int64_t qpos;
 } CpuArgs;
 
 /* The spec's i of row i of a view. */
-static inline int64_t rt_spec_i(const CpuArgs *a, int64_t i) { return a->period > 0 ? i % a->period : i; }
+static inline int64_t rt_spec_i(const CpuArgs *a, int64_t i) { return (a->period > 0 ? i % a->period : i) + a->qpos; }
 
 typedef struct {
 	void (*identity)(const CpuArgs *a, void *st);

@@ -17,7 +17,9 @@
  * of a page; compiler/cuda/cuda_mod.c, cuda_module_paged), k and v are a
  * pool [pages][ATTN_PAGED][kv_heads][D] and key j of the run lies in slot
  * j % ATTN_PAGED of page in[ATTN_PI][j / ATTN_PAGED] (the sequence's row
- * of the block table); only the tile loads differ (attn_load_keys).
+ * of the block table); the tile loads differ (attn_load_keys), and the
+ * hooks' i: a sequence's queries are its last positions, row r at
+ * A.len - A.rows + r (ATTN_QPOS: the causal mask aligned bottom-right).
  * The G = heads / kv_heads query heads of a kv head are one run of
  * G * rows query rows.  Launch: blockDim.x = 32 * WARPS; grid = kv_heads *
  * tiles * split with tiles = ceil(G * rows / BM) (blocks past that exit),
@@ -351,9 +353,31 @@ ASC_DEV void attn_load_kv(S &sm, int base, const unsigned *kp, const unsigned *v
 	attn_load_keys<NT, BN, DV / 2, VW>(sm, base + BN * KW, vp, kb, hi, as, A, batch);
 }
 
+/* The hooks' i of a run's row i: with ATTN_PAGED a sequence's queries are
+ * its last positions (row i at A.len - A.rows + i, the causal mask aligned
+ * bottom-right as serving systems align it).  Added where the hooks are
+ * called rather than held across the key loop, where it made ptxas spill:
+ * in the scores from A, in attn_next (whose i0 and i1 are opaque) from
+ * the batch's arrays again where a batch's B is A (B.len came from
+ * memory and would be held). */
+#if ATTN_PAGED
+#define ATTN_QPOS(A) ((A).len - (A).rows)
+ASC_DEV int attn_qpos(const Args &A, const Args *batch)
+{
+	if (!batch)
+		return ATTN_QPOS(A);
+	int s = attn_seq(true);
+	const int *cu = (const int *)batch->in[ATTN_PI + 2];
+	int rows = cu ? ASC_LD(cu + s + 1) - ASC_LD(cu + s) : batch->rows;
+	return ASC_LD((const int *)batch->in[ATTN_PI + 1] + s) - rows;
+}
+#else
+#define ATTN_QPOS(A) 0
+#endif
+
 /* The first key tile at or after kb that the mask keeps in part (hi when
  * none), and its class in *cls; the same in every thread. */
-ASC_DEV int attn_next(const Args &A, int i0, int i1, int kb, int hi, int bn, int *cls)
+ASC_DEV int attn_next(const Args &A, int i0, int i1, int kb, int hi, int bn, int *cls, const Args *batch = 0)
 {
 #ifndef ASSOC_EMU
 	/* i0 and i1 opaque at each call: attn_tile's interval arithmetic may
@@ -363,8 +387,14 @@ ASC_DEV int attn_next(const Args &A, int i0, int i1, int kb, int hi, int bn, int
 	 * tile. */
 	asm volatile("" : "+r"(i0), "+r"(i1));
 #endif
+#if ATTN_PAGED
+	int qp = attn_qpos(A, batch);
+#else
+	const int qp = 0;
+	(void)batch;
+#endif
 	for (; kb < hi; kb += bn) {
-		*cls = attn_tile(A, i0, i1, kb, (kb + bn < hi ? kb + bn : hi) - 1);
+		*cls = attn_tile(A, i0 + qp, i1 + qp, kb, (kb + bn < hi ? kb + bn : hi) - 1);
 		if (*cls)
 			return kb;
 	}
@@ -389,7 +419,7 @@ ASC_DEV void attn_scores(const Args &A, const ARow (&R)[2], const int (&ir)[2], 
 	for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
 		for (int c = 0; c < 4; c++) {
-			int hf = c / 2, i = ir[hf], j = kb + nt * 8 + 2 * t + (c & 1);
+			int hf = c / 2, i = ir[hf] + ATTN_QPOS(A), j = kb + nt * 8 + 2 * t + (c & 1);
 			float x = LIN ? s[nt][c] : attn_score2(A, R[hf], s[nt][c], i, j);
 			if (MASK && (j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j))))
 				x = -ASC_INF;
@@ -434,7 +464,7 @@ ASC_DEV void attn_weights(const Args &A, const ARow (&R)[2], const int (&ir)[2],
 	for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
 		for (int c = 0; c < 4; c++) {
-			int hf = c / 2, i = ir[hf], j = kb + nt * 8 + 2 * t + (c & 1);
+			int hf = c / 2, i = ir[hf] + ATTN_QPOS(A), j = kb + nt * 8 + 2 * t + (c & 1);
 			bool keep = !MASK || !(j >= jn || (cls == 1 && !attn_keep(A, R[hf], i, j)));
 			float x = s[nt][c], w = 0.0f;
 			if (keep)
@@ -842,7 +872,7 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 	 * the next live tile while P V runs. */
 	int f = qt * BM, e = (qt + 1) * BM < M ? (qt + 1) * BM - 1 : M - 1, cls, cn = 0; /* the tile's rows in the run */
 	int i0 = f / A.rows == e / A.rows ? f % A.rows : 0, i1 = f / A.rows == e / A.rows ? e % A.rows : A.rows - 1;
-	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls), kn = hi, stg = 0; /* stg: this tile's stage */
+	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls, batch), kn = hi, stg = 0; /* stg: this tile's stage */
 	int k2 = hi, c2 = 0; /* NS = 3: the live tile after kn */
 	/* The lane's ldmatrix rows in a stage (see the B fragments below): one
 	 * shared address a tile, constant offsets from it per fragment. */
@@ -855,7 +885,7 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 			attn_load_keys<NT, BN, D / 2, KW>(Sm, 0, kp, kb, hi, as, A, batch);
 		asc_cp_commit();
 		if (NS == 3) { /* the next live tile too, in a group of its own (empty if none) */
-			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
+			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn, batch);
 			if (kn < hi)
 				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, ST, kp, vp, kn, hi, as, A, batch);
 			asc_cp_commit();
@@ -869,12 +899,12 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 		if (NS == 3) {
 			/* the tile two ahead into the stage the last tile left */
 			int s2 = stg == 0 ? 2 : stg - 1;
-			k2 = kn < hi ? attn_next(A, i0, i1, kn + BN, hi, BN, &c2) : hi;
+			k2 = kn < hi ? attn_next(A, i0, i1, kn + BN, hi, BN, &c2, batch) : hi;
 			if (k2 < hi)
 				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, s2 * ST, kp, vp, k2, hi, as, A, batch);
 			asc_cp_commit(); /* every tile a group, so that the wait above counts tiles */
 		} else if (NS == 2) {
-			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
+			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn, batch);
 			if (kn < hi) {
 				attn_load_kv<NT, BN, D, DV, KW, VW>(Sm, (stg ^ 1) * ST, kp, vp, kn, hi, as, A, batch);
 				asc_cp_commit();
@@ -977,7 +1007,7 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 			}
 		}
 		if (NS == 1) {
-			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn);
+			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn, batch);
 			asc_cp_wait<0>();
 			__syncthreads(); /* V has landed everywhere; every warp is done with K */
 			if (kn < hi) {

@@ -338,6 +338,168 @@ Test(paged, emu_batch_leaves_a_named_variant_alone, .timeout = 600)
 	spec_carrier_free(c);
 }
 
+/* ---- queries at their sequence's last positions ---- */
+
+/* The outputs of q and p (of one layout) within tol of each other, as
+ * relative error over 1 + |value|. */
+static void same_outputs(const Paged *p, const Paged *q, double tol, const char *what)
+{
+	for (int k = 0; k < p->c->nfinal; k++)
+		for (size_t x = 0; x < p->fin[k].n * p->fin[k].width; x++) {
+			double a = run_buffer_get(&p->fin[k], x), b = run_buffer_get(&q->fin[k], x);
+			cr_assert(fabs(a - b) <= tol * (1 + fabs(b)), "%s: %s[%zu] %g, without the mask %g", what,
+				  p->c->finalize[k].name, x, a, b);
+		}
+}
+
+/* Decoding under the causal mask sees every key of its sequence: the
+ * causal carrier gives what the same carrier without the mask gives, on
+ * every device and at every split, and matches the reference. */
+static void causal_decoding_on(const char *dev)
+{
+	Carrier *c = load_ok("specs/attention.yaml"), *f = load_ok("tests/attention/full.yaml");
+	char msg[512];
+	for (int page = 16; page <= 256; page *= 16) {
+		Paged *p = paged_drawn(c, 8, 2, 4, 1, 700, page, 13, NULL, 0, msg, sizeof msg);
+		cr_assert(p, "%s", msg);
+		Paged *q = paged_drawn(f, 8, 2, 4, 1, 700, page, 13, NULL, 0, msg, sizeof msg);
+		cr_assert(q, "%s", msg);
+		run_on("interp", q, 0);
+		for (int split = 1; split <= 4; split++) {
+			run_on(dev, p, split);
+			char what[64];
+			snprintf(what, sizeof what, "%s, pages of %d, split %d", dev, page, split);
+			same_outputs(p, q, !strcmp(dev, "interp") ? 0 : 2e-3, what);
+		}
+		paged_free(p);
+		paged_free(q);
+	}
+	spec_carrier_free(c);
+	spec_carrier_free(f);
+}
+
+Test(paged, causal_decoding_sees_every_key_on_interp) { causal_decoding_on("interp"); }
+Test(paged, causal_decoding_sees_every_key_on_cpu) { causal_decoding_on("cpu"); }
+Test(paged, causal_decoding_sees_every_key_on_emu, .timeout = 600) { causal_decoding_on("emu"); }
+
+/* Chunked prefill: q_len < seq_len in most sequences of a varlen batch
+ * (pages of 16 and 256, heads 4 on 2, lengths off the tiles), under the
+ * causal mask (bf16) and the sliding window, against the reference. */
+static void chunked_prefill_on(const char *dev)
+{
+	const char *specs[] = {"tests/attention/causal_bf16.yaml", "tests/attention/window.yaml"};
+	for (int sp = 0; sp < 2; sp++) {
+		Carrier *c = load_ok(specs[sp]);
+		for (int page = 16; page <= 256; page *= 16) {
+			Paged *p = mixed_batch(c, page, 4, 2, -1);
+			if (!strcmp(dev, "emu"))
+				one_launch_on_emu(p, 0, NULL);
+			run_on(dev, p, page == 16 ? 0 : 3);
+			paged_free(p);
+		}
+		spec_carrier_free(c);
+	}
+}
+
+Test(paged, chunked_prefill_on_interp) { chunked_prefill_on("interp"); }
+Test(paged, chunked_prefill_on_cpu) { chunked_prefill_on("cpu"); }
+Test(paged, chunked_prefill_on_emu, .timeout = 600) { chunked_prefill_on("emu"); }
+
+/* What a position means, apart from every device and the reference: a
+ * sequence's q queries on len keys give what the last q rows of an
+ * unpaged run of len queries over the same keys give (a prefill of the
+ * whole sequence, the causal mask from its first key). */
+Test(paged, a_chunk_is_the_tail_of_a_whole_prefill)
+{
+	Carrier *c = load_ok("specs/attention.yaml");
+	Paged *p = mixed_batch(c, 16, 4, 2, -1);
+	run_on("interp", p, 0);
+	const Device *dv = run_device_find("interp");
+	char msg[512];
+	for (int b = 0; b < p->batch; b++) {
+		int q = p->cu[b + 1] - p->cu[b], len = p->lens[b];
+		if (!q || q > len)
+			continue;
+		RunData *s = paged_sequence(p, b);
+		cr_assert_eq(s->qpos, len - q);
+		RunData *w = rundata_new_heads(c, len, len, p->heads, p->kv_heads);
+		memcpy(w->params, s->params, c->nparams * sizeof *w->params);
+		for (int k = 0; k < c->ncol; k++)
+			memcpy(w->col[k].p, s->col[k].p, s->col[k].n * s->col[k].width * run_kind_size(s->col[k].kind));
+		for (int k = 0; k < c->nrow; k++) /* each head's last q rows the sequence's queries */
+			for (int h = 0; h < p->heads; h++)
+				for (int r = 0; r < q; r++)
+					for (int t = 0; t < s->row[k].width; t++)
+						run_buffer_set(&w->row[k], ((size_t)h * len + len - q + r) * s->row[k].width + t,
+							       run_buffer_get(&s->row[k], ((size_t)h * q + r) * s->row[k].width + t));
+		cr_assert_eq(dv->run(w, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+		for (int k = 0; k < c->nfinal; k++)
+			for (int h = 0; h < p->heads; h++)
+				for (int r = 0; r < q; r++)
+					for (int t = 0; t < p->fin[k].width; t++) {
+						double want = run_buffer_get(&w->fin[k], ((size_t)h * len + len - q + r) * p->fin[k].width + t);
+						double got = run_buffer_get(&p->fin[k], (((size_t)p->cu[b] + r) * p->heads + h) * p->fin[k].width + t);
+						cr_assert(got == want || (isnan(got) && isnan(want)),
+							  "sequence %d, head %d, query %d: %s %g, the whole prefill's row %d %g", b, h, r,
+							  c->finalize[k].name, got, len - q + r, want);
+					}
+		rundata_free(w);
+		rundata_free(s);
+	}
+	paged_free(p);
+	spec_carrier_free(c);
+}
+
+/* More queries than keys: the first ones lie before position 0 and the
+ * causal mask keeps no key for them (the finalize of the identity: out 0,
+ * lse the sink); the last query sees every key. */
+Test(paged, queries_past_the_keys_see_none)
+{
+	Carrier *c = load_ok("specs/attention_sink.yaml");
+	int32_t table[] = {0}, lens[] = {3}, cu[] = {0, 5};
+	char msg[512];
+	Paged *p = paged_new(c, 1, 1, 1, 16, 1, 1, table, lens, cu, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	cr_assert_eq(paged_draw(p, 9, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	RunData *s = paged_sequence(p, 0);
+	cr_assert_eq(s->qpos, -2);
+	rundata_free(s);
+	const char *devs[] = {"interp", "cpu"};
+	for (int d = 0; d < 2; d++) {
+		run_on(devs[d], p, 0);
+		int out = strcmp(c->finalize[0].name, "out") ? 1 : 0;
+		for (int r = 0; r < 2; r++)
+			for (int t = 0; t < p->fin[out].width; t++)
+				cr_assert_eq(run_buffer_get(&p->fin[out], (size_t)r * p->fin[out].width + t), 0, "%s: query %d",
+					     devs[d], r);
+		cr_assert_neq(run_buffer_get(&p->fin[out], (size_t)4 * p->fin[out].width), 0, "%s", devs[d]);
+	}
+	paged_free(p);
+	spec_carrier_free(c);
+}
+
+/* A carrier whose mask reads i, on the row templates (which count i from
+ * 0 in every run), is refused for a paged sequence with queries short of
+ * its keys, naming the positions; the attention template runs it. */
+Test(paged, row_templates_refuse_shifted_positions, .timeout = 600)
+{
+	const Device *dv = run_device_find("emu");
+	char msg[1024];
+	if (!dv || !dv->available(msg, sizeof msg))
+		cr_skip_test("no emu device");
+	Carrier *c = load_ok("specs/attention.yaml");
+	int32_t table[] = {0, 1}, lens[] = {20}, cu[] = {0, 2};
+	Paged *p = paged_new(c, 1, 1, 1, 16, 2, 2, table, lens, cu, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	cr_assert_eq(paged_draw(p, 1, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	RunOpts o = {.config = "rowreduce"};
+	cr_assert_eq(paged_run(p, dv, &o, NULL, NULL, msg, sizeof msg), -1);
+	cr_assert(strstr(msg, "reads i") && strstr(msg, "(18 to 19)"), "%s", msg);
+	run_on("emu", p, 0);
+	paged_free(p);
+	spec_carrier_free(c);
+}
+
 /* ---- the command line ---- */
 
 static void write_i32(const char *path, const int32_t *v, int ndim, size_t d0, size_t d1)

@@ -54,7 +54,7 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out)
 {
 	rundata_pointers(d, in, out);
-	*a = (CpuArgs){in, out, d->params, d->rows, d->len, 0};
+	*a = (CpuArgs){in, out, d->params, d->rows, d->len, 0, d->qpos};
 }
 
 void cpu_heads(RunData *d, int pack, CpuHeads *h)

@@ -27,6 +27,8 @@ static void fill_args(RunData *d, CudaArgs *a)
 /* Paged keys for a module that does not read pages: gathered first. */
 static int unpaged(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n)
 {
+	if (rundata_from_zero_ok(d, "the row templates", msg, n))
+		return -1;
 	RunData *u = rundata_unpaged(d);
 	int rc = emu_run_data(u, o, st, msg, n);
 	d->p_round = u->p_round;

@@ -493,6 +493,8 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 		return 0;
 	}
 	if (d->page.size && !g->m.paged) { /* a module that reads runs of keys: gathered */
+		if (rundata_from_zero_ok(d, "the row templates", msg, n))
+			return -1;
 		RunData *u = rundata_unpaged(d);
 		rc = gpu_run_open(g, u, o, msg, n);
 		d->p_round = u->p_round;

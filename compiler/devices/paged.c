@@ -177,6 +177,7 @@ static RunData *sequence(const Paged *p, int b, int over_pages)
 	Carrier *c = p->c;
 	int rows = p->cu[b + 1] - p->cu[b], len = p->lens[b], H = p->heads, G = p->kv_heads;
 	RunData *s = rundata_new_heads(c, rows, over_pages ? 0 : len, H, G);
+	s->qpos = len - rows; /* the sequence's last positions */
 	memcpy(s->params, p->params, c->nparams * sizeof *s->params);
 	for (int k = 0; k < c->nrow; k++)
 		for (int h = 0; h < H; h++)

@@ -15,9 +15,13 @@
  *   row inputs (q)         [rows][heads][width], rows = cu[batch]
  *   finalize outputs       [rows][heads][width]
  *
- * Within a sequence, i counts its queries from 0 and j its keys from 0,
- * and len is its key count: a mask reads them as in a run of that one
- * sequence.  A sequence runs on a device as a RunData of its own: its
+ * Within a sequence, j counts its keys from 0 and len is its key count;
+ * its queries are its last positions, as serving systems place them (the
+ * causal mask aligned bottom-right): query r of a sequence of rows
+ * queries is at i = len - rows + r (RunData.qpos), so that a decoding
+ * step's one query sees every key.  With more queries than keys the first
+ * ones lie before position 0 and a causal mask keeps no key for them.
+ * A sequence runs on a device as a RunData of its own: its
  * queries gathered into [heads][rows], its keys left in the pool
  * (RunData.page) for a device that reads pages, else gathered into
  * [kv_heads][len] as every device takes them. */

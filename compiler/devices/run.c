@@ -332,6 +332,33 @@ static double buffers_bytes(const Buffer *b, int n)
 	return s;
 }
 
+static int is_i(void *ctx, Expr *e)
+{
+	return e->op == EXPR_VAR && e->k == *(const int *)ctx;
+}
+
+int run_reads_i(const Carrier *c)
+{
+	int i = c->idx[IDX_I];
+	if (c->mask && ir_contains(c->mask, is_i, &i))
+		return 1;
+	for (int k = 0; c->lift && k < c->nstate; k++)
+		if (c->lift[k] && ir_contains(c->lift[k], is_i, &i))
+			return 1;
+	return 0;
+}
+
+int rundata_from_zero_ok(const RunData *d, const char *kernels, char *msg, size_t n)
+{
+	if (!d->qpos || !run_reads_i(d->c))
+		return 0;
+	snprintf(msg, n,
+		 "carrier %s reads i, and %s count i from 0 in every run, while a paged sequence's %d queries are its "
+		 "last positions (%d to %d): the attention template, or the cpu and interp devices, run it",
+		 d->c->name, kernels, d->rows, d->qpos, d->qpos + d->rows - 1);
+	return -1;
+}
+
 double rundata_bytes(const RunData *d)
 {
 	Carrier *c = d->c;
@@ -378,7 +405,7 @@ void rundata_load_cols(const RunData *d, const Machine *m, Row *row)
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
 {
 	Carrier *c = d->c;
-	row->i = r;
+	row->i = d->qpos + r;
 	for (int k = 0; k < c->nrow; k++)
 		for (int t = 0; t < d->row[k].width; t++)
 			row->rowv[m->rowoff[k] + t] = run_buffer_get(&d->row[k], (size_t)r * d->row[k].width + t);

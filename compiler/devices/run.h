@@ -44,6 +44,11 @@ double run_bf16_value(uint16_t h);
 typedef struct {
 	Carrier *c;
 	int rows, len;
+	/* The spec's i of row 0: row r is at position qpos + r.  0, but in a
+	 * sequence of a paged batch, whose queries are its last positions
+	 * (paged.h): len - rows there, below 0 where it has more queries than
+	 * keys. */
+	int qpos;
 	/* Attention: query heads and key/value heads (heads % kv_heads == 0;
 	 * 1 and 1 elsewhere).  Every row, element and output array gets a
 	 * leading [heads] dim, every column array a leading [kv_heads] dim;
@@ -90,6 +95,13 @@ size_t rundata_col_at(const RunData *d, int j);
  * of keys; free with rundata_unpaged_free. */
 RunData *rundata_unpaged(const RunData *d);
 void rundata_unpaged_free(RunData *u);
+
+/* 1 when c's mask or lift reads i (the row's position). */
+int run_reads_i(const Carrier *c);
+/* 0 when a kernel that counts i from 0 in every run (the row templates)
+ * computes d as its spec asks: d's row 0 at position 0, or a carrier
+ * that never reads i; else -1 with msg. */
+int rundata_from_zero_ok(const RunData *d, const char *kernels, char *msg, size_t n);
 
 /* Bytes one run moves: every input read once, every output written once. */
 double rundata_bytes(const RunData *d);

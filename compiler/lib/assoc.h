@@ -187,8 +187,10 @@ typedef struct {
  * inputs are the pool [pages][page_size][kv_heads][width], row inputs
  * [rows][heads][width] and finalize outputs [rows][heads][width], rows
  * the total of the queries, sequence after sequence.  Within a sequence
- * the spec's i counts its queries from 0, j its keys and len is its key
- * count.  Each sequence's keys are gathered from the pages and it runs
+ * j counts its keys and len is its key count, and its queries are its
+ * last positions (the causal mask aligned bottom-right, as serving
+ * systems align it): query r of q is at i = len - q + r, below 0 for the
+ * first ones where q > len.  Each sequence's keys are gathered from the pages and it runs
  * as assoc_run_heads runs it (on the kernel's device), its outputs
  * written into the batch's; a sequence of no keys gives the finalize of
  * the identity.  A table entry outside the pool where a sequence reads, a

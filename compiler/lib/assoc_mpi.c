@@ -344,7 +344,7 @@ static AssocStatus run_job(Job *j, int64_t rows, int64_t len, const AssocBuffer 
 			out[x - nin] = bufs[found].data;
 	}
 	if (!st) {
-		j->a = (CpuArgs){in, out, m->params, rows, len, 0};
+		j->a = (CpuArgs){in, out, m->params, rows, len, 0, 0};
 		rt_pool_run(m->k->pool, rows, job_row, j);
 	}
 	free(in);

@@ -136,7 +136,7 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 		for (int i = 0; i < c->nfinal; i++, at++)
 			sb[at] = (AssocBuffer){c->finalize[i].name, s->fin[i].p,
 					       s->fin[i].n * s->fin[i].width * run_kind_size(s->fin[i].kind)};
-		st = assoc_run_heads(k, heads, kv_heads, s->rows, s->len, sb, narr, params, nparams);
+		st = assoc_run_heads_at(k, heads, kv_heads, s->rows, s->len, s->qpos, sb, narr, params, nparams);
 		if (st) {
 			char why[sizeof k->err];
 			snprintf(why, sizeof why, "%s", k->err);

@@ -692,13 +692,13 @@ AssocStatus assoc_tune(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t 
  * are the caller's arrays (a device copies to its memory and back where it
  * has its own). */
 static AssocStatus run_elsewhere(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
-			      const AssocBuffer *bufs, const int *which, double *pv)
+			      int64_t qpos, const AssocBuffer *bufs, const int *which, double *pv)
 {
 	Carrier *c = k->s->c;
 	size_t H = (size_t)heads, rl = (size_t)rows * (size_t)len;
 	int at = 0;
-	RunData d = {.c = c, .rows = (int)rows, .len = (int)len, .heads = (int)heads, .kv_heads = (int)kv_heads,
-		     .params = pv, .scan = c->tpl == FAM_SCAN};
+	RunData d = {.c = c, .rows = (int)rows, .len = (int)len, .qpos = (int)qpos, .heads = (int)heads,
+		     .kv_heads = (int)kv_heads, .params = pv, .scan = c->tpl == FAM_SCAN};
 	d.elem = over(c->elem, NULL, c->nelem, H * rl, bufs, which + at), at += c->nelem;
 	d.col = over(c->col, NULL, c->ncol, (size_t)kv_heads * (size_t)len, bufs, which + at), at += c->ncol;
 	d.row = over(c->row, NULL, c->nrow, H * (size_t)rows, bufs, which + at), at += c->nrow;
@@ -724,6 +724,12 @@ AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuff
 AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
 {
+	return assoc_run_heads_at(k, heads, kv_heads, rows, len, 0, bufs, nbufs, params, nparams);
+}
+
+AssocStatus assoc_run_heads_at(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+			       int64_t qpos, const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
+{
 	AssocStatus st0 = shape_ok(k, heads, kv_heads, rows, len, nbufs, bufs);
 	if (st0)
 		return st0;
@@ -740,7 +746,7 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 	if (!st)
 		st = assume_holds(k, heads, kv_heads, rows, len, bufs, which, pv);
 	if (!st && k->dev)
-		st = run_elsewhere(k, heads, kv_heads, rows, len, bufs, which, pv);
+		st = run_elsewhere(k, heads, kv_heads, rows, len, qpos, bufs, which, pv);
 	if (st || k->dev) {
 		free(which);
 		free(pv);
@@ -772,7 +778,7 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 		st = ASSOC_ECOMPILE;
 	if (!st) {
 		for (int64_t v = 0; v < kv_heads; v++)
-			a[v] = (CpuArgs){in + v * (nin + 1), out + v * (nout + 1), pv, g * rows, len, g > 1 ? rows : 0};
+			a[v] = (CpuArgs){in + v * (nin + 1), out + v * (nout + 1), pv, g * rows, len, g > 1 ? rows : 0, qpos};
 		if (rt_cpu_run(k->pool, &kk->k, a, (int)kv_heads, 0, k->err, sizeof k->err))
 			st = ASSOC_ENOMEM;
 	}

@@ -45,6 +45,12 @@ struct AssocKernel {
 	char err[1024];
 };
 
+/* assoc_run_heads with row 0 at position qpos (the spec's i of row r is
+ * qpos + r): a paged sequence's queries are its last positions
+ * (assoc_paged.c). */
+AssocStatus assoc_run_heads_at(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+			       int64_t qpos, const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams);
+
 /* Whether the prover proves c's merge commutative with the params at
  * these values (c's order): the commute flag of an MPI op (assoc_mpi.c). */
 int assoc_mpi_commutes(Carrier *c, const double *params);

@@ -169,15 +169,16 @@ LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n)
 	b->L.fn = f;
 	/* every function takes the CpuArgs first */
 	LLVMValueRef a = LLVMBuildBitCast(b->L.b, LLVMGetParam(f, 0), LLVMPointerType(b->argsty, 0), "args");
-	LLVMValueRef fld[6];
-	LLVMTypeRef fty[6] = {LLVMPointerType(b->i8p, 0), LLVMPointerType(b->i8p, 0), LLVMPointerType(b->f64, 0),
-			      b->i64, b->i64, b->i64};
-	for (int i = 0; i < 6; i++)
+	LLVMValueRef fld[7];
+	LLVMTypeRef fty[7] = {LLVMPointerType(b->i8p, 0), LLVMPointerType(b->i8p, 0), LLVMPointerType(b->f64, 0),
+			      b->i64, b->i64, b->i64, b->i64};
+	for (int i = 0; i < 7; i++)
 		fld[i] = LLVMBuildLoad2(b->L.b, fty[i], LLVMBuildStructGEP2(b->L.b, b->argsty, a, i, ""), "");
 	b->in = fld[0], b->out = fld[1], b->params = fld[2], b->rows = fld[3], b->len = fld[4];
 	/* no period: one past the last row, which no row index reaches */
 	LLVMValueRef none = LLVMBuildICmp(b->L.b, LLVMIntSLE, fld[5], ci64(b, 0), "");
 	b->period = LLVMBuildSelect(b->L.b, none, LLVMBuildAdd(b->L.b, b->rows, ci64(b, 1), ""), fld[5], "period");
+	b->qpos = fld[6];
 	Carrier *c = b->k->c;
 	for (int k = 0; k < c->nelem + c->ncol + c->nrow; k++)
 		b->inp[k] = in_ptr(b, k);
@@ -444,7 +445,8 @@ LLVMValueRef kern_lanes_i(B *b)
 	for (int l = 0; l < b->L.W; l++)
 		iota[l] = LLVMConstInt(b->i32, l, 0);
 	LLVMValueRef v = LLVMBuildAdd(b->L.b, lower_splat(&b->L, idx32(b, b->i)), LLVMConstVector(iota, b->L.W), "");
-	return LLVMBuildURem(b->L.b, v, lower_splat(&b->L, idx32(b, b->period)), "lanes_i");
+	v = LLVMBuildURem(b->L.b, v, lower_splat(&b->L, idx32(b, b->period)), "");
+	return LLVMBuildAdd(b->L.b, v, lower_splat(&b->L, idx32(b, b->qpos)), "lanes_i");
 }
 
 /* A row input with lane l from row b->i + l (kern_build_reduce_rows). */
@@ -642,7 +644,7 @@ void kern_bind_inputs(B *b, LLVMValueRef j)
 			bound_wide(b, &c->row[k], b->inp[nin], b->i, 1);
 	}
 	L->bind[c->idx[IDX_I]] = lv1(b, b->row_lanes ? b->ilanes
-						     : lower_splat(L, idx32(b, LLVMBuildURem(L->b, b->i, b->period, ""))));
+						     : lower_splat(L, idx32(b, LLVMBuildAdd(L->b, LLVMBuildURem(L->b, b->i, b->period, ""), b->qpos, ""))));
 	L->bind[c->idx[IDX_LEN]] = lv1(b, lower_splat(L, idx32(b, b->len)));
 	if (!j)
 		return;
@@ -1114,9 +1116,9 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 	b.i32 = LLVMInt32TypeInContext(ctx), b.i64 = LLVMInt64TypeInContext(ctx);
 	b.f64 = LLVMDoubleTypeInContext(ctx);
 	b.i8p = LLVMPointerType(b.i8, 0);
-	LLVMTypeRef fields[6] = {LLVMPointerType(b.i8p, 0), LLVMPointerType(b.i8p, 0), LLVMPointerType(b.f64, 0), b.i64,
-				 b.i64, b.i64};
-	b.argsty = LLVMStructTypeInContext(ctx, fields, 6, 0);
+	LLVMTypeRef fields[7] = {LLVMPointerType(b.i8p, 0), LLVMPointerType(b.i8p, 0), LLVMPointerType(b.f64, 0), b.i64,
+				 b.i64, b.i64, b.i64};
+	b.argsty = LLVMStructTypeInContext(ctx, fields, 7, 0);
 	b.st = calloc(k->c->nstate, sizeof *b.st);
 	if (!b.st)
 		abort();

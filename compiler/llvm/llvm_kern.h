@@ -22,6 +22,7 @@ typedef struct {
 	LLVMTypeRef i8, i8p, i16, i32, i64, f64, argsty;
 	LLVMValueRef args, in, out, params, rows, len, i;
 	LLVMValueRef period; /* CpuArgs.period, made at least 1 past the last row where it is 0 */
+	LLVMValueRef qpos;   /* CpuArgs.qpos */
 	LLVMValueRef inp[256], outp[256], pv[256]; /* loaded once per function */
 	LV *st;       /* scratch: one LV per state field */
 	LLVMValueRef lmask; /* a partial last vector: its lanes below the end (masked loads and stores) */
