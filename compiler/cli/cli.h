@@ -100,6 +100,14 @@ void cli_busy_done(void);
 
 /* The carrier's verdict before a run, on the few trials a run takes. */
 int cli_run_verdict(Carrier *c, const Opts *o);
+/* A run's steps once its inputs are ready, for run and run --page-size:
+ * dv usable here, then the carrier's verdict, then step(ctx) under the
+ * busy line `what`, timed into *sec (where step leaves it below 0: step
+ * may time its own part), a failure printed with step's msg as dv's.
+ * EXIT_OK when step ran, else the exit status. */
+typedef int (*CliRunStep)(void *ctx, double *sec, char *msg, size_t n);
+int cli_run_step(Carrier *c, const Opts *o, const Device *dv, const char *what, CliRunStep step, void *ctx,
+		 double *sec);
 /* run --page-size: a batch of sequences over a paged key/value cache on
  * dv (cmd_paged.c); an exit status. */
 int cmd_paged_run(Opts *o, Carrier *c, const Device *dv);

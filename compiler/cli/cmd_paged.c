@@ -263,6 +263,21 @@ static int outputs_ok(const Opts *o, const Carrier *c)
 	return EXIT_OK;
 }
 
+/* run --page-size's step: the batch through dv, checked against the
+ * reference; its time that of the sequences' runs alone. */
+typedef struct {
+	Paged *p;
+	const Device *dv;
+	const RunOpts *o;
+	RunCheck chk;
+} PagedStep;
+
+static int paged_step(void *ctx, double *sec, char *msg, size_t n)
+{
+	PagedStep *s = ctx;
+	return paged_run(s->p, s->dv, s->o, &s->chk, sec, msg, n);
+}
+
 int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 {
 	char msg[1024] = "";
@@ -281,22 +296,15 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 	Paged *p = rc ? NULL : paged_of(o, c, arr);
 	if (!rc && !p)
 		rc = EXIT_USAGE;
-	if (!rc && !dv->available(msg, sizeof msg)) {
-		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
-		rc = EXIT_FAIL;
-	}
-	if (!rc)
-		rc = cli_run_verdict(c, o);
+	PagedStep step = {p, dv, &o->run};
+	double sec = 0;
 	if (!rc) {
-		RunCheck chk;
-		double sec = 0;
-		cli_busy("%s: running on %s (%d sequences in pages of %d)", c->file, dv->name, p->batch, p->page_size);
-		int failed = paged_run(p, dv, &o->run, &chk, &sec, msg, sizeof msg);
-		cli_busy_done();
-		if (failed) {
-			fprintf(stderr, "assoc: %s: %s\n", dv->name, msg);
-			rc = EXIT_FAIL;
-		} else {
+		char what[512];
+		snprintf(what, sizeof what, "%s: running on %s (%d sequences in pages of %d)", c->file, dv->name, p->batch,
+			 p->page_size);
+		rc = cli_run_step(c, o, dv, what, paged_step, &step, &sec);
+		if (!rc) {
+			RunCheck chk = step.chk;
 			int qmin = 1 << 30, qmax = 0, kmin = 1 << 30, kmax = 0;
 			for (int b = 0; b < p->batch; b++) {
 				int q = p->cu[b + 1] - p->cu[b];

@@ -396,6 +396,50 @@ int cli_run_verdict(Carrier *c, const Opts *o)
 	return rc;
 }
 
+int cli_run_step(Carrier *c, const Opts *o, const Device *dv, const char *what, CliRunStep step, void *ctx,
+		 double *sec)
+{
+	char msg[1024] = "";
+	if (!dv->available(msg, sizeof msg)) {
+		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
+		return EXIT_FAIL;
+	}
+	int rc = cli_run_verdict(c, o);
+	if (rc)
+		return rc;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	*sec = -1;
+	cli_busy("%s", what);
+	int failed = step(ctx, sec, msg, sizeof msg);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cli_busy_done();
+	if (*sec < 0)
+		*sec = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+	if (failed) {
+		fprintf(stderr, "assoc: %s: %s\n", dv->name, msg);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* run's step: d through dv, or through the ranks with --mpi. */
+typedef struct {
+	RunData *d;
+	const Device *dv;
+	Opts *o;
+	RunMpiTimes mt;
+} RunStep;
+
+static int run_step(void *ctx, double *sec, char *msg, size_t n)
+{
+	RunStep *r = ctx;
+	int reduce = r->o->mpi_collective && !strcmp(r->o->mpi_collective, "reduce");
+	(void)sec;
+	return r->o->mpi ? run_mpi_run(r->d, r->dv, &r->o->run, reduce, &r->mt, msg, n)
+			 : r->dv->run(r->d, &r->o->run, msg, n);
+}
+
 static int cmd_run_on(Opts *o);
 
 int cmd_run(Opts *o)
@@ -455,26 +499,13 @@ static int cmd_run_on(Opts *o)
 		rc = usage_error("--config: the %s device takes no configuration", dv->name);
 	if (!rc && o->run.config && dv->config(o->run.config, msg, sizeof msg))
 		rc = usage_error("--config: %s", msg);
-	if (!rc && !dv->available(msg, sizeof msg)) {
-		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
-		rc = EXIT_FAIL;
-	}
-	if (!rc)
-		rc = cli_run_verdict(c, o);
+	RunStep step = {d, dv, o};
+	double sec = 0;
 	if (!rc) {
-		struct timespec t0, t1;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		RunMpiTimes mt;
-		cli_busy("%s: running on %s (%d rows x %d)", c->file, dv->name, d->rows, d->len);
-		int reduce = o->mpi_collective && !strcmp(o->mpi_collective, "reduce");
-		int failed = o->mpi ? run_mpi_run(d, dv, &o->run, reduce, &mt, msg, sizeof msg)
-				    : dv->run(d, &o->run, msg, sizeof msg);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		cli_busy_done();
-		if (failed) {
-			fprintf(stderr, "assoc: %s: %s\n", dv->name, msg);
-			rc = EXIT_FAIL;
-		} else if (lead) {
+		char what[512];
+		snprintf(what, sizeof what, "%s: running on %s (%d rows x %d)", c->file, dv->name, d->rows, d->len);
+		rc = cli_run_step(c, o, dv, what, run_step, &step, &sec);
+		if (!rc && lead) {
 			RunCheck chk;
 			char heads[64] = "";
 			if (d->heads > 1)
@@ -483,9 +514,9 @@ static int cmd_run_on(Opts *o)
 			if (o->arch)
 				snprintf(as, sizeof as, " (%s)", o->arch);
 			printf("%s: carrier %s on %s%s, %d rows x %d%s (%.3f s)\n", c->file, c->name, dv->name, as, d->rows,
-			       d->len, heads, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
+			       d->len, heads, sec);
 			if (o->mpi)
-				print_mpi(&mt);
+				print_mpi(&step.mt);
 			fflush(stdout);
 			cli_busy("%s: comparing with the float64 reference", c->file);
 			runcheck_run(d, &chk);
