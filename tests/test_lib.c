@@ -679,6 +679,83 @@ static void *dev_alloc(Fake *f, size_t bytes)
 	return (void *)(size_t)p;
 }
 
+/* A paged batch on device pointers: one launch, a row of the grid a
+ * sequence, on the caller's stream, with no host copy and no
+ * synchronization; decoding (as many queries each) and varlen (offsets
+ * on the device, the most queries given); sizes, the kernel's device and
+ * a missing table refused. */
+Test(lib, run_paged_device_enqueues_one_launch, .timeout = 120)
+{
+	char dir[] = "/tmp/assoc-libpaged-XXXXXX";
+	Fake f = fake_open(dir, "");
+	unsigned (*grid_y)(void) = (unsigned (*)(void))dlsym(f.lib, "fakecuda_grid_y");
+	cr_assert(grid_y);
+	AssocSpec *s = spec_ok("specs/attention.yaml");
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	enum { B = 3, P = 16, PAGES = 8, MAXP = 4, H = 4, G = 2, D = 64 };
+	void *table = dev_alloc(&f, B * MAXP * 4), *lens = dev_alloc(&f, B * 4), *cu = dev_alloc(&f, (B + 1) * 4);
+	size_t pool = (size_t)PAGES * P * G * D * 2;
+	void *kp = dev_alloc(&f, pool), *vp = dev_alloc(&f, pool);
+	/* decoding: a query a sequence */
+	AssocBuffer b[] = {{"q", dev_alloc(&f, B * H * D * 2), B * H * D * 2}, {"k", kp, pool}, {"v", vp, pool},
+			   {"out", dev_alloc(&f, B * H * D * 4), B * H * D * 4}, {"lse", dev_alloc(&f, B * H * 4), B * H * 4}};
+	AssocValue scale = {"scale", 0.125};
+	AssocPaged pg = {B, P, PAGES, MAXP, table, lens, NULL, 1};
+	void *stream = (void *)0x5150, *got_stream, *got_ctx;
+	int copies0, syncs0, copies1, syncs1, na, nf;
+	f.syncs(&copies0, &syncs0);
+	int before = f.launches();
+	cr_assert_eq(assoc_run_paged_device(k, H, G, &pg, b, 5, &scale, 1, stream), ASSOC_OK, "%s",
+		     assoc_kernel_error(k));
+	f.syncs(&copies1, &syncs1);
+	f.last(&got_stream, &got_ctx, &na, &nf);
+	cr_assert_eq(f.launches() - before, 1, "%d launches", f.launches() - before);
+	cr_assert_eq(grid_y(), B, "a row of the grid a sequence");
+	cr_assert_eq(got_stream, stream, "on the caller's stream");
+	cr_assert_eq(copies1, copies0, "no host copy");
+	cr_assert_eq(syncs1, syncs0, "no synchronization");
+	/* varlen: 7 queries in all, 5 at most, the offsets on the device */
+	AssocBuffer v[] = {{"q", dev_alloc(&f, 7 * H * D * 2), 7 * H * D * 2}, {"k", kp, pool}, {"v", vp, pool},
+			   {"out", dev_alloc(&f, 7 * H * D * 4), 7 * H * D * 4}, {"lse", dev_alloc(&f, 7 * H * 4), 7 * H * 4}};
+	AssocPaged pv = {B, P, PAGES, MAXP, table, lens, cu, 5};
+	before = f.launches();
+	cr_assert_eq(assoc_run_paged_device(k, H, G, &pv, v, 5, &scale, 1, NULL), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_eq(f.launches() - before, 1);
+	cr_assert_eq(grid_y(), B);
+	f.syncs(&copies1, &syncs1);
+	cr_assert_eq(copies1, copies0, "no host copy");
+	cr_assert_eq(syncs1, syncs0, "no synchronization");
+	/* without offsets the row inputs hold batch x rows queries */
+	cr_assert_eq(assoc_run_paged_device(k, H, G, &pg, v, 5, &scale, 1, NULL), ASSOC_ESIZE);
+	cr_assert(strstr(assoc_kernel_error(k), "3 sequences of 1 queries each"), "%s", assoc_kernel_error(k));
+	/* an output of another count of queries */
+	AssocBuffer w[5];
+	memcpy(w, v, sizeof w);
+	w[4].bytes = 6 * H * 4;
+	cr_assert_eq(assoc_run_paged_device(k, H, G, &pv, w, 5, &scale, 1, NULL), ASSOC_ESIZE);
+	cr_assert(strstr(assoc_kernel_error(k), "buffer 'lse'"), "%s", assoc_kernel_error(k));
+	/* a part of a query */
+	memcpy(w, v, sizeof w);
+	w[0].bytes -= 2;
+	cr_assert_eq(assoc_run_paged_device(k, H, G, &pv, w, 5, &scale, 1, NULL), ASSOC_ESIZE);
+	cr_assert(strstr(assoc_kernel_error(k), "not a whole number of queries"), "%s", assoc_kernel_error(k));
+	AssocPaged none = pv;
+	none.block_table = NULL;
+	cr_assert_eq(assoc_run_paged_device(k, H, G, &none, v, 5, &scale, 1, NULL), ASSOC_EINVAL);
+	none = pv, none.rows = 0;
+	cr_assert_eq(assoc_run_paged_device(k, H, G, &none, v, 5, &scale, 1, NULL), ASSOC_EINVAL);
+	assoc_kernel_free(k);
+	/* a kernel of another device */
+	AssocKernel *ki = NULL;
+	cr_assert_eq(assoc_compile(s, "interp", 0, &ki), ASSOC_OK);
+	cr_assert_eq(assoc_run_paged_device(ki, H, G, &pv, v, 5, &scale, 1, NULL), ASSOC_EDEVICE);
+	cr_assert(strstr(assoc_kernel_error(ki), "compiled for \"interp\""), "%s", assoc_kernel_error(ki));
+	assoc_kernel_free(ki);
+	assoc_spec_free(s);
+	fake_close(&f);
+}
+
 /* A run on device pointers enqueues on the caller's stream in the
  * caller's context and returns: no host copy, no synchronization. */
 Test(lib, run_device_enqueues_on_the_callers_stream, .timeout = 120)

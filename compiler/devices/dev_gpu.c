@@ -516,6 +516,49 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 	return rc;
 }
 
+/* g's module loaded in ctx, a context of the caller's other than g's
+ * primary one (every variant, through the PTX cache after the first
+ * time; again when g's changes), for the launches of run; g's own
+ * modules back after. */
+static int in_ctx(Gpu *g, RtModule **mod, unsigned *gen, int (*run)(Gpu *, void *, char *, size_t), void *ctx,
+		  char *msg, size_t n)
+{
+	if (*mod && *gen != g->gen) {
+		rt_unload(g->rt, *mod);
+		*mod = NULL;
+	}
+	if (!*mod) {
+		char *ptx = NULL;
+		int cached = 0;
+		int rc = nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &cached, msg, n) || rt_load_ptx(g->rt, ptx, mod, msg, n);
+		free(ptx);
+		if (rc)
+			return -1;
+	}
+	*gen = g->gen;
+	RtModule **own = g->vmod, **there = malloc(g->m.nvar * sizeof *there);
+	if (!there)
+		abort();
+	for (int i = 0; i < g->m.nvar; i++)
+		there[i] = *mod;
+	g->vmod = there;
+	int rc = run(g, ctx, msg, n);
+	g->vmod = own;
+	free(there);
+	return rc;
+}
+
+typedef struct {
+	GpuBufs *b;
+	int v, split, rows, len;
+} PlainLaunch;
+
+static int plain_launch(Gpu *g, void *ctx, char *msg, size_t n)
+{
+	PlainLaunch *l = ctx;
+	return gpu_launch(g, l->b, l->v, l->split, l->rows, l->len, msg, n);
+}
+
 int gpu_run_device(Gpu *g, RunData *d, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod, unsigned *gen,
 		   char *msg, size_t n)
 {
@@ -553,34 +596,104 @@ int gpu_run_device(Gpu *g, RunData *d, const RunOpts *o, GpuBufs *b, void *ctx, 
 	for (int o2 = 0; o2 < c->nfinal + c->nmap; o2++)
 		b->a.out[o2] = o2 < c->nfinal ? d->fin[o2].p : d->map[o2 - c->nfinal].p;
 	args_rest(d, b);
-	if (ctx == primary)
-		return gpu_launch(g, b, v, split, d->rows, d->len, msg, n);
-	/* a context of the caller's on the same device: g's whole module
-	 * (every variant, through the PTX cache after the first time) loaded
-	 * there too, again when g's changes */
-	if (*mod && *gen != g->gen) {
-		rt_unload(g->rt, *mod);
-		*mod = NULL;
-	}
-	if (!*mod) {
-		char *ptx = NULL;
-		int cached = 0;
-		rc = nvrtc_ptx(g->nv, g->m.src, g->arch, &ptx, &cached, msg, n) || rt_load_ptx(g->rt, ptx, mod, msg, n);
-		free(ptx);
-		if (rc)
+	PlainLaunch pl = {b, v, split, d->rows, d->len};
+	return ctx == primary ? plain_launch(g, &pl, msg, n) : in_ctx(g, mod, gen, plain_launch, &pl, msg, n);
+}
+
+typedef struct {
+	GpuBufs *b;
+	int v, batch;
+	CudaPlan p;
+} PagedLaunch;
+
+/* The plan's kernels, a row of the grid a sequence. */
+static int paged_launch(Gpu *g, void *ctx, char *msg, size_t n)
+{
+	PagedLaunch *pl = ctx;
+	void *args[] = {&pl->b->a};
+	for (int k = 0; k < pl->p.nk; k++) {
+		void *fn;
+		unsigned grid[3] = {pl->p.k[k].grid ? pl->p.k[k].grid : 1, (unsigned)pl->batch, 1},
+			 block[3] = {pl->p.k[k].block, 1, 1};
+		if (gpu_function(g, pl->v, pl->p.k[k].name, &fn, msg, n) ||
+		    rt_launch(g->rt, fn, grid, block, pl->p.k[k].smem, args, msg, n))
 			return -1;
 	}
-	*gen = g->gen;
-	RtModule **own = g->vmod, **there = malloc(g->m.nvar * sizeof *there);
-	if (!there)
-		abort();
-	for (int i = 0; i < g->m.nvar; i++)
-		there[i] = *mod;
-	g->vmod = there;
-	rc = gpu_launch(g, b, v, split, d->rows, d->len, msg, n);
-	g->vmod = own;
-	free(there);
-	return rc;
+	return 0;
+}
+
+int gpu_run_paged_device(Gpu *g, const GpuPaged *pd, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod,
+			 unsigned *gen, char *msg, size_t n)
+{
+	const Carrier *c = pd->c;
+	if (!g->m.paged)
+		return snprintf(msg, n, "carrier %s runs on the row templates, which read no pages: a paged batch on device "
+				"memory takes the attention template", c->name), -1;
+	if ((long long)pd->batch * pd->max_pages * pd->page_size > INT_MAX)
+		return snprintf(msg, n, "%d sequences of %d pages of %d keys: the kernels index the table's keys in 32 bits",
+				pd->batch, pd->max_pages, pd->page_size), -1;
+	/* chosen and planned for the most queries and the most keys a row of
+	 * the table holds; the blocks past a sequence's own do nothing */
+	RunData shape = {.c = (Carrier *)c, .rows = pd->rows, .len = pd->max_pages * pd->page_size, .heads = pd->heads,
+			 .kv_heads = pd->kv_heads};
+	shape.page.size = pd->page_size;
+	int v, split, G = pd->heads / pd->kv_heads;
+	char why[512];
+	void *primary = rt_primary_ctx(g->rt);
+	/* the choice may build a module: in the primary context, g's own */
+	if (ctx != primary && rt_set_ctx(g->rt, primary, msg, n))
+		return -1;
+	int rc = gpu_choose(g, &shape, o, &v, &split, why, sizeof why);
+	if (!rc && !cuda_paged_batch(&g->m, v)) {
+		v = cuda_paged_pick(&g->m, shape.rows * G, shape.len, split);
+		if (v < 0)
+			snprintf(why, sizeof why, "no kernel of carrier %s takes a paged batch in one launch", c->name);
+		else if (gpu_ready(g, v, why, sizeof why))
+			v = -1;
+		else if (o->split <= 0)
+			split = cuda_attn_split(&g->m, v, shape.rows * G, shape.len, pd->kv_heads, rt_device(g->rt)->sms);
+		rc = v < 0;
+	}
+	if (ctx != primary && rt_set_ctx(g->rt, ctx, msg, n))
+		return -1;
+	if (rc)
+		return snprintf(msg, n, "%s", why), -1;
+	if (!cuda_takes_len(&g->m, v, shape.len, msg, n))
+		return -1;
+	PagedLaunch pl = {.b = b, .v = v, .batch = pd->batch};
+	cuda_plan_h(&g->m, v, shape.rows * G, shape.len, pd->kv_heads, split, &pl.p);
+	size_t ws = cuda_paged_ws_words(&g->m, pd->heads, pd->kv_heads, shape.rows, pl.p.split) * pd->batch * 4 + 16;
+	if (ws > b->ws_bytes) { /* grown in the stream's order: the launches before still read the old one */
+		if (b->ws)
+			b->stream_ws ? rt_free_async(g->rt, b->ws) : rt_free(g->rt, b->ws);
+		b->ws = 0, b->ws_bytes = 0;
+		if (b->stream_ws ? rt_alloc_async(g->rt, ws, &b->ws, msg, n) : rt_alloc(g->rt, ws, &b->ws, msg, n))
+			return -1;
+		b->ws_bytes = ws;
+	}
+	if (rt_memset(g->rt, b->ws, 0, ws, msg, n))
+		return -1;
+	b->zeroed_bytes = 0; /* an unpaged launch's zero region is this one's no longer */
+	memset(&b->a, 0, sizeof b->a);
+	int nin = c->nelem;
+	for (int k = 0; k < c->ncol; k++)
+		b->a.in[nin++] = (const void *)(size_t)pd->col[k];
+	for (int k = 0; k < c->nrow; k++)
+		b->a.in[nin++] = (const void *)(size_t)pd->row[k];
+	b->a.in[nin] = (const void *)(size_t)pd->table;
+	b->a.in[nin + 1] = (const void *)(size_t)pd->lens;
+	b->a.in[nin + 2] = (const void *)(size_t)pd->cu;
+	for (int k = 0; k < c->nfinal; k++)
+		b->a.out[k] = (void *)(size_t)pd->fin[k];
+	for (int p = 0; p < c->nparams; p++)
+		b->a.prm[p] = pd->params[p];
+	b->a.rows = pd->rows;
+	b->a.len = shape.len; /* the keys a row of the block table holds */
+	b->a.heads = pd->heads, b->a.kv_heads = pd->kv_heads;
+	b->a.ws = (void *)(size_t)b->ws;
+	b->a.split = pl.p.split;
+	b->a.chunk = pl.p.chunk;
+	return ctx == primary ? paged_launch(g, &pl, msg, n) : in_ctx(g, mod, gen, paged_launch, &pl, msg, n);
 }
 
 static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)

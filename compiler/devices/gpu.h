@@ -78,6 +78,29 @@ int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t
 int gpu_run_device(Gpu *g, RunData *d, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod, unsigned *gen,
 		   char *msg, size_t n);
 
+/* A paged batch on device memory of the caller's (libassoc's
+ * assoc_run_paged_device): row inputs and finalize outputs as the kernels
+ * read them, sequence after sequence, each [heads][its queries][width];
+ * column inputs the pool [pages][page_size][kv_heads][width]; the block
+ * table [batch][max_pages], seq_lens [batch] and cu_seqlens_q [batch + 1]
+ * (0: rows queries each) int32.  rows: the most queries of a sequence;
+ * the keys planned for, max_pages x page_size. */
+typedef struct {
+	const Carrier *c;
+	int heads, kv_heads, batch, page_size, max_pages, rows;
+	RtPtr row[CUDA_MAXIN], col[CUDA_MAXIN], fin[CUDA_MAXOUT];
+	RtPtr table, lens, cu;
+	const double *params;
+} GpuPaged;
+/* pd on g (opened by gpu_open_paged for its page size) in one launch,
+ * enqueued with b's workspace (zeroed on the stream first: its counters'
+ * places follow the sequences' query counts, which the host does not
+ * read), no copy, no wait; ctx, mod and gen as gpu_run_device's.  -1
+ * with msg where g's kernels take no batch (a sequence a launch would
+ * read seq_lens on the host). */
+int gpu_run_paged_device(Gpu *g, const GpuPaged *pd, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod,
+			 unsigned *gen, char *msg, size_t n);
+
 /* Run variant v (with split) on a problem of d's spec and heads (two
  * key/value heads at most, each with its query heads), at most 64 rows of
  * 2048 with fresh inputs (the interpreter's reference costs far more than

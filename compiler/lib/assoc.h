@@ -199,6 +199,32 @@ typedef struct {
  * of the wrong size: ASSOC_ESIZE. */
 AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *paged,
 			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams);
+/* assoc_run_paged on device memory, for a kernel compiled for "gpu"
+ * (ASSOC_EDEVICE with the reason for any other), as assoc_run_device runs
+ * an unpaged one: every buffer's data a CUdeviceptr cast to void *, and
+ * block_table, seq_lens and cu_seqlens_q of paged device pointers too,
+ * none of them read on the host.  The batch runs in one launch enqueued
+ * on stream (NULL: the legacy default stream), after an asynchronous
+ * memset of the kernel's workspace: no host copy, no wait.  The layout on
+ * the device is the kernels' own: column inputs the pool
+ * [pages][page_size][kv_heads][width] as above, but row inputs and
+ * finalize outputs sequence after sequence, each [heads][its
+ * queries][width] (for one query a sequence, decoding, that is
+ * [batch][heads][width], as the host form's [rows][heads][width]).
+ * paged->rows is the most queries of any sequence (FlashAttention's
+ * max_seqlen_q; with cu_seqlens_q NULL, the queries of each); the keys of
+ * a sequence, at most max_pages x page_size, are planned for as that
+ * many.  The row buffers' bytes give the queries in all (a whole number
+ * of [heads][width] rows; batch x rows without cu_seqlens_q), and the
+ * outputs' bytes must match them.  Values on the device (table entries,
+ * lengths, offsets) are not checked: entries outside the pool, or offsets
+ * past the queries, read or write outside the buffers, as in
+ * FlashAttention.  ASSOC_EDEVICE also where no kernel of the carrier
+ * takes a batch in one launch (a sequence a launch would read seq_lens on
+ * the host). */
+AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *paged,
+				   const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams,
+				   void *stream);
 /* assoc_array_bytes for the heads of assoc_run_heads; 0 also for heads
  * that are not a positive multiple of kv_heads. */
 size_t assoc_array_bytes_heads(const AssocSpec *s, int i, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len);

@@ -149,3 +149,153 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 	free(p.cu), free(p.row), free(p.col), free(p.fin), free(p.params);
 	return st;
 }
+
+/* ---- on device memory ---- */
+
+/* The bytes of one query row (all heads) of array d of kind kind and
+ * width w. */
+static size_t row_bytes(int64_t heads, int w, TyKind kind) { return (size_t)heads * w * run_kind_size(kind); }
+
+AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *pg,
+				   const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams,
+				   void *stream)
+{
+	if (!k || !pg || nbufs < 0 || (nbufs && !bufs))
+		return ASSOC_EINVAL;
+	if (k->failed)
+		return ASSOC_EINVAL;
+	Carrier *c = k->s->c;
+	if (!k->gpu)
+		return paged_fail(k, ASSOC_EDEVICE,
+				  "assoc_run_paged_device runs kernels compiled for \"gpu\" on device memory; this one was "
+				  "compiled for \"%s\" (assoc_run_paged runs it on host arrays)",
+				  k->dev ? k->dev->name : "cpu");
+	char msg[512];
+	if (paged_carrier_ok(c, msg, sizeof msg))
+		return paged_fail(k, ASSOC_EINVAL, "%s", msg);
+	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > 1 << 16)
+		return paged_fail(k, ASSOC_EINVAL, "%lld heads on %lld key/value heads: heads a multiple of kv_heads, at most 65536",
+				  (long long)heads, (long long)kv_heads);
+	if (paged_page_size_ok(pg->page_size >= 0 && pg->page_size <= PAGED_MAX_PAGE ? (int)pg->page_size : 0, msg,
+			       sizeof msg))
+		return paged_fail(k, ASSOC_EINVAL, "page_size %lld: a power of two from %d to %d", (long long)pg->page_size,
+				  PAGED_MIN_PAGE, PAGED_MAX_PAGE);
+	if (pg->batch < 1 || pg->batch > 1 << 24 || pg->pages < 1 || pg->pages > INT32_MAX / PAGED_MAX_PAGE ||
+	    pg->max_pages < 1 || pg->max_pages > INT32_MAX / PAGED_MAX_PAGE || pg->rows < 1 || pg->rows > INT32_MAX ||
+	    !pg->block_table || !pg->seq_lens)
+		return paged_fail(k, ASSOC_EINVAL,
+				  "a paged batch on the device needs 1 to 2^24 sequences, pages and max_pages from 1, rows "
+				  "(the most queries of a sequence) from 1, block_table and seq_lens (batch %lld, pages %lld, "
+				  "max_pages %lld, rows %lld)",
+				  (long long)pg->batch, (long long)pg->pages, (long long)pg->max_pages, (long long)pg->rows);
+	if (c->nelem + c->ncol + c->nrow + 3 > CUDA_MAXIN || c->nfinal > CUDA_MAXOUT)
+		return paged_fail(k, ASSOC_EINVAL, "carrier %s has more arrays than a paged launch takes", c->name);
+	AssocStatus st = ASSOC_OK;
+	GpuPaged pd = {.c = c, .heads = (int)heads, .kv_heads = (int)kv_heads, .batch = (int)pg->batch,
+		       .page_size = (int)pg->page_size, .max_pages = (int)pg->max_pages, .rows = (int)pg->rows,
+		       .table = (RtPtr)(size_t)pg->block_table, .lens = (RtPtr)(size_t)pg->seq_lens,
+		       .cu = (RtPtr)(size_t)pg->cu_seqlens_q};
+	/* the queries in all, from the first row input's bytes; every other
+	 * row and output array holds as many */
+	int64_t total = -1;
+	for (int i = 0; !st && i < c->nrow; i++) {
+		const Decl *d = &c->row[i];
+		size_t one = row_bytes(heads, spec_decl_width(d), d->storage);
+		const AssocBuffer *x = NULL;
+		int given = 0;
+		for (int j = 0; j < nbufs; j++)
+			if (bufs[j].name && !strcmp(bufs[j].name, d->name))
+				x = &bufs[j], given++;
+		if (given > 1)
+			st = paged_fail(k, ASSOC_EINVAL, "buffer '%s' is given twice", d->name);
+		else if (!x || !x->data)
+			st = paged_fail(k, ASSOC_EINVAL, "no buffer for '%s' (sequence after sequence, [heads][queries][width])",
+					d->name);
+		else if (x->bytes % one)
+			st = paged_fail(k, ASSOC_ESIZE, "buffer '%s' holds %zu bytes, not a whole number of queries of %zu",
+					d->name, x->bytes, one);
+		else if (total < 0)
+			total = (int64_t)(x->bytes / one);
+		else if ((int64_t)(x->bytes / one) != total)
+			st = paged_fail(k, ASSOC_ESIZE, "buffer '%s' holds %zu queries, the row input before it %lld", d->name,
+					x->bytes / one, (long long)total);
+		if (!st)
+			pd.row[i] = (RtPtr)(size_t)x->data;
+	}
+	if (!st && !pg->cu_seqlens_q && total != pg->batch * pg->rows)
+		st = paged_fail(k, ASSOC_ESIZE, "%lld queries in the row inputs; %lld sequences of %lld queries each (without "
+				"cu_seqlens_q) are %lld",
+				(long long)total, (long long)pg->batch, (long long)pg->rows, (long long)(pg->batch * pg->rows));
+	if (!st && total * heads > INT32_MAX)
+		st = paged_fail(k, ASSOC_EINVAL, "%lld query rows of %lld heads: under 2^31 in all", (long long)total,
+				(long long)heads);
+	for (int i = 0; !st && i < c->ncol; i++) {
+		size_t n = (size_t)pg->pages * pg->page_size * kv_heads;
+		int w = spec_decl_width(&c->col[i]);
+		const AssocBuffer *x = bound(k, bufs, nbufs, c->col[i].name, n * w * run_kind_size(c->col[i].storage),
+					     "[pages][page_size][kv_heads][width]", &st);
+		if (x)
+			pd.col[i] = (RtPtr)(size_t)x->data;
+	}
+	for (int i = 0; !st && i < c->nfinal; i++) {
+		Ty t = c->finalize[i].e->ty;
+		const AssocBuffer *x = bound(k, bufs, nbufs, c->finalize[i].name,
+					     (size_t)total * row_bytes(heads, t.len ? t.len : 1, (TyKind)t.kind),
+					     "sequence after sequence, [heads][queries][width]", &st);
+		if (x)
+			pd.fin[i] = (RtPtr)(size_t)x->data;
+	}
+	for (int i = 0; !st && i < nbufs; i++) {
+		int known = 0;
+		for (int j = 0; j < c->nrow; j++)
+			known |= bufs[i].name && !strcmp(bufs[i].name, c->row[j].name);
+		for (int j = 0; j < c->ncol; j++)
+			known |= bufs[i].name && !strcmp(bufs[i].name, c->col[j].name);
+		for (int j = 0; j < c->nfinal; j++)
+			known |= bufs[i].name && !strcmp(bufs[i].name, c->finalize[j].name);
+		if (!known)
+			st = paged_fail(k, ASSOC_EINVAL, "the spec has no row, column or finalize array named '%s'",
+					bufs[i].name ? bufs[i].name : "(null)");
+	}
+	double *pv = calloc(c->nparams + 1, sizeof *pv);
+	if (!st && !pv)
+		st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
+	if (!st)
+		st = assoc_params_of(k, params, nparams, pv);
+	pd.params = pv;
+	char why[sizeof k->err];
+	/* the paged module, for this page size */
+	if (!st && k->pgpu && k->pgpu->page_size != pg->page_size)
+		assoc_release_paged(k);
+	if (!st && !k->pgpu) {
+		Gpu *g = calloc(1, sizeof *g);
+		if (!g)
+			st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
+		else if (gpu_open_paged(g, c, (int)pg->page_size, why, sizeof why)) {
+			free(g);
+			st = paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
+		} else
+			k->pgpu = g;
+	}
+	void *ctx = NULL;
+	if (!st && rt_enter_ctx(k->pgpu->rt, &ctx, why, sizeof why))
+		st = paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
+	if (!st) {
+		GpuBufs *b = assoc_stream_ws(&k->pws, &k->npws, ctx, stream);
+		int primary = ctx == rt_primary_ctx(k->pgpu->rt);
+		AssocCtxModule *m = primary ? NULL : assoc_ctx_module(&k->pmods, &k->npmods, ctx);
+		RtModule *none = NULL;
+		unsigned gen = 0;
+		if (!b || (!primary && !m)) {
+			st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
+		} else {
+			rt_on_stream(k->pgpu->rt, stream, 1);
+			if (gpu_run_paged_device(k->pgpu, &pd, &(RunOpts){.deterministic = assoc_tune_off()}, b, ctx,
+						 m ? &m->mod : &none, m ? &m->gen : &gen, why, sizeof why))
+				st = paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
+			rt_on_stream(k->pgpu->rt, NULL, 0);
+		}
+	}
+	free(pv);
+	return st;
+}

@@ -237,28 +237,41 @@ static AssocStatus refused(AssocSpec *s, AssocKernel *k, AssocStatus st, const c
 	return st;
 }
 
+/* g closed and freed, with its workspaces and its modules in other contexts. */
+static void release_gpu(Gpu *g, AssocStreamWs *ws, int nws, AssocCtxModule *mods, int nmods)
+{
+	if (g) {
+		for (int i = 0; i < nws; i++)
+			gpu_free_bufs(g, &ws[i].b);
+		void *was;
+		char why[512];
+		if (nmods && !rt_enter_ctx(g->rt, &was, why, sizeof why)) {
+			for (int i = 0; i < nmods; i++)
+				if (!rt_set_ctx(g->rt, mods[i].ctx, why, sizeof why))
+					rt_unload(g->rt, mods[i].mod);
+			rt_set_ctx(g->rt, was, why, sizeof why);
+		}
+		gpu_close(g);
+		free(g);
+	}
+	free(ws);
+	free(mods);
+}
+
+void assoc_release_paged(AssocKernel *k)
+{
+	release_gpu(k->pgpu, k->pws, k->npws, k->pmods, k->npmods);
+	k->pgpu = NULL, k->pws = NULL, k->pmods = NULL, k->npws = k->npmods = 0;
+}
+
 static void release(AssocKernel *k)
 {
 	rt_pool_close(k->pool);
 	llvm_kernel_free(k->k);
 	llvm_kernel_free(k->narrow[0]);
 	llvm_kernel_free(k->narrow[1]);
-	if (k->gpu) {
-		for (int i = 0; i < k->nws; i++)
-			gpu_free_bufs(k->gpu, &k->ws[i].b);
-		void *was;
-		char why[512];
-		if (k->nmods && !rt_enter_ctx(k->gpu->rt, &was, why, sizeof why)) {
-			for (int i = 0; i < k->nmods; i++)
-				if (!rt_set_ctx(k->gpu->rt, k->mods[i].ctx, why, sizeof why))
-					rt_unload(k->gpu->rt, k->mods[i].mod);
-			rt_set_ctx(k->gpu->rt, was, why, sizeof why);
-		}
-		gpu_close(k->gpu);
-		free(k->gpu);
-	}
-	free(k->ws);
-	free(k->mods);
+	release_gpu(k->gpu, k->ws, k->nws, k->mods, k->nmods);
+	assoc_release_paged(k);
 	k->ws = NULL, k->mods = NULL, k->nws = k->nmods = 0;
 	k->pool = NULL, k->k = k->narrow[0] = k->narrow[1] = NULL, k->gpu = NULL, k->dev = NULL;
 }
@@ -410,7 +423,7 @@ static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, const
 	return found;
 }
 
-static AssocStatus params_of(AssocKernel *k, const AssocValue *p, int np, double *out)
+AssocStatus assoc_params_of(AssocKernel *k, const AssocValue *p, int np, double *out)
 {
 	Carrier *c = k->s->c;
 	if (np < 0 || (np && !p))
@@ -497,7 +510,7 @@ static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocB
 		which[x] = bind(k, bufs, nbufs, x, shape, &st);
 	if (!st && nbufs != narr)
 		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
-	return st ? st : params_of(k, params, nparams, pv);
+	return st ? st : assoc_params_of(k, params, nparams, pv);
 }
 
 /* The checks on a shape that every run makes. */
@@ -543,39 +556,36 @@ static RunData *over_all(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_
 	return d;
 }
 
-/* ASSOC_TUNE=off: the rule's variant, not the tuning cache's. */
-static int tune_off(void)
+int assoc_tune_off(void)
 {
 	const char *e = getenv("ASSOC_TUNE");
 	return e && !strcmp(e, "off");
 }
 
-/* The workspace of a context and a stream, added on first use; NULL when
- * out of memory. */
-static GpuBufs *stream_ws(AssocKernel *k, void *ctx, void *stream)
+GpuBufs *assoc_stream_ws(AssocStreamWs **ws, int *n, void *ctx, void *stream)
 {
-	for (int i = 0; i < k->nws; i++)
-		if (k->ws[i].ctx == ctx && k->ws[i].stream == stream)
-			return &k->ws[i].b;
-	AssocStreamWs *w = realloc(k->ws, (k->nws + 1) * sizeof *w);
+	for (int i = 0; i < *n; i++)
+		if ((*ws)[i].ctx == ctx && (*ws)[i].stream == stream)
+			return &(*ws)[i].b;
+	AssocStreamWs *w = realloc(*ws, (*n + 1) * sizeof *w);
 	if (!w)
 		return NULL;
-	k->ws = w;
-	k->ws[k->nws] = (AssocStreamWs){ctx, stream, {.stream_ws = 1}};
-	return &k->ws[k->nws++].b;
+	*ws = w;
+	w[*n] = (AssocStreamWs){ctx, stream, {.stream_ws = 1}};
+	return &w[(*n)++].b;
 }
 
-static AssocCtxModule *ctx_module(AssocKernel *k, void *ctx)
+AssocCtxModule *assoc_ctx_module(AssocCtxModule **mods, int *n, void *ctx)
 {
-	for (int i = 0; i < k->nmods; i++)
-		if (k->mods[i].ctx == ctx)
-			return &k->mods[i];
-	AssocCtxModule *m = realloc(k->mods, (k->nmods + 1) * sizeof *m);
+	for (int i = 0; i < *n; i++)
+		if ((*mods)[i].ctx == ctx)
+			return &(*mods)[i];
+	AssocCtxModule *m = realloc(*mods, (*n + 1) * sizeof *m);
 	if (!m)
 		return NULL;
-	k->mods = m;
-	k->mods[k->nmods] = (AssocCtxModule){ctx, NULL, 0};
-	return &k->mods[k->nmods++];
+	*mods = m;
+	m[*n] = (AssocCtxModule){ctx, NULL, 0};
+	return &m[(*n)++];
 }
 
 AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
@@ -605,15 +615,15 @@ AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, in
 	if (!st && rt_enter_ctx(k->gpu->rt, &ctx, why, sizeof why))
 		st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: %s", why);
 	if (!st) {
-		GpuBufs *b = stream_ws(k, ctx, stream);
-		AssocCtxModule *m = ctx == rt_primary_ctx(k->gpu->rt) ? NULL : ctx_module(k, ctx);
+		GpuBufs *b = assoc_stream_ws(&k->ws, &k->nws, ctx, stream);
+		AssocCtxModule *m = ctx == rt_primary_ctx(k->gpu->rt) ? NULL : assoc_ctx_module(&k->mods, &k->nmods, ctx);
 		RtModule *none = NULL;
 		unsigned gen = 0;
 		if (!b || (ctx != rt_primary_ctx(k->gpu->rt) && !m)) {
 			st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 		} else {
 			rt_on_stream(k->gpu->rt, stream, 1);
-			if (gpu_run_device(k->gpu, d, &(RunOpts){.deterministic = tune_off()}, b, ctx, m ? &m->mod : &none,
+			if (gpu_run_device(k->gpu, d, &(RunOpts){.deterministic = assoc_tune_off()}, b, ctx, m ? &m->mod : &none,
 					   m ? &m->gen : &gen, why, sizeof why))
 				st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: %s", why);
 			rt_on_stream(k->gpu->rt, NULL, 0);
@@ -643,7 +653,7 @@ AssocStatus assoc_tune(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t 
 		free(pv), free(defs), free(vals);
 		return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 	}
-	st = params_of(k, params, nparams, pv);
+	st = assoc_params_of(k, params, nparams, pv);
 	for (int i = 0; !st && i < c->nparams; i++) {
 		snprintf(vals[i], sizeof vals[i], "%.17g", pv[i]);
 		defs[i] = (Define){c->params[i].name, vals[i]};
