@@ -379,35 +379,31 @@ class Kernel:
         return outs
 
     def paged(self, block_table, seq_lens, page_size, cu_seqlens_q=None, **kw):
-        """A batch of sequences over a paged key/value cache, on NumPy
-        arrays (assoc_run_paged): column inputs (k, v) are the pool
+        """A batch of sequences over a paged key/value cache
+        (assoc_run_paged): column inputs (k, v) are the pool
         [pages][page_size][kv_heads][d], block_table [batch][max_pages] and
         seq_lens [batch] int32 say where each sequence's keys lie and how
         many it has, cu_seqlens_q [batch + 1] int32 its queries (else as
         many each); row inputs (q) and the outputs are [rows][heads][...],
-        sequence after sequence.  Returns {output: array}."""
-        import numpy as np
+        sequence after sequence.  A sequence's queries are its last
+        positions (the causal mask aligned bottom-right).  On NumPy arrays;
+        or, for a kernel compiled for "gpu", on CUDA arrays (torch, CuPy)
+        with the layout arrays on the same device, one query a sequence
+        (decoding), enqueued on the arrays' current stream with no copy
+        (assoc_run_paged_device).  Returns {output: array}."""
         spec = self.spec
         if block_table is None or seq_lens is None or page_size is None:
             raise ValueError("a paged run needs block_table=, seq_lens= and page_size=")
-        run_paged = _lib.optional("assoc_run_paged")
-        if run_paged is None:
-            raise RunError("this libassoc (%s) has no assoc_run_paged: paged runs need a newer build"
-                           % _lib.lib().path)
         arrays, params = self._split(kw)
-        layout = {}
-        for name, value, rank in (("block_table", block_table, 2), ("seq_lens", seq_lens, 1),
-                                  ("cu_seqlens_q", cu_seqlens_q, 1)):
-            if value is None:
-                continue
-            if not isinstance(value, np.ndarray) or value.dtype != np.int32 or value.ndim != rank:
-                raise ValueError("%s: a %d-dimensional numpy.int32 array" % (name, rank))
-            layout[name] = np.ascontiguousarray(value)
         views = {}
+        first = None
         for a in spec.inputs:
             v = _arrays.view(arrays[a.name], a.type)
-            if v.kind != "numpy":
-                raise ValueError("input '%s' is %s: a paged run takes NumPy arrays" % (a.name, v.where()))
+            if first is None:
+                first = (a.name, v)
+            elif (v.kind, v.device) != (first[1].kind, first[1].device):
+                raise ValueError("input '%s' is %s, but '%s' is %s: all inputs of a run share one library and "
+                                 "device" % (a.name, v.where(), first[0], first[1].where()))
             if v.type != a.type:
                 raise ValueError("input '%s' has dtype %s; the spec's '%s' is %s (%s)" % (
                     a.name, v.dtype, a.name, a.type, _want_dtype(v.kind, a.type)))
@@ -420,6 +416,25 @@ class Kernel:
                                      a.name, a.role, tuple(v.shape), "[width]" if a.width > 1 else "",
                                      "[width]" if a.width > 1 else ""))
             views[a.name] = v
+        if first is None:
+            raise ValueError("%s: a paged run needs column (keys) and row (queries) inputs" % spec.name)
+        device = first[1].device
+        if device is None and first[1].kind != "numpy":
+            raise ValueError("input '%s' is %s: a paged run takes NumPy arrays, or CUDA arrays for a \"gpu\" "
+                             "kernel" % (first[0], first[1].where()))
+        if device is not None and self.device != "gpu":
+            raise ValueError("input '%s' is %s: device arrays need a kernel compiled for \"gpu\" (this one runs "
+                             "on %s)" % (first[0], first[1].where(), self.device))
+        run_paged = _lib.optional("assoc_run_paged" if device is None else "assoc_run_paged_device")
+        if run_paged is None:
+            raise RunError("this libassoc (%s) has no %s: paged runs%s need a newer build" % (
+                _lib.lib().path, "assoc_run_paged" if device is None else "assoc_run_paged_device",
+                "" if device is None else " on CUDA arrays"))
+        seq_lens = _check_int32("seq_lens", seq_lens, (None,), first[1])
+        batch = seq_lens.shape[0]
+        block_table = _check_int32("block_table", block_table, (batch, None), first[1])
+        if cu_seqlens_q is not None:
+            cu_seqlens_q = _check_int32("cu_seqlens_q", cu_seqlens_q, (batch + 1,), first[1])
         cols = [views[a.name] for a in spec.inputs if a.role == "column"]
         rows_in = [views[a.name] for a in spec.inputs if a.role == "row"]
         if not cols or not rows_in:
@@ -428,16 +443,16 @@ class Kernel:
         total, H = rows_in[0].shape[:2]
         if psize != page_size:
             raise ValueError("the pool's pages hold %d keys, but page_size is %d" % (psize, page_size))
-        batch = layout["seq_lens"].shape[0]
-        pg = _lib.AssocPaged(batch, page_size, pages, layout["block_table"].shape[1] if batch else 0,
-                             layout["block_table"].ctypes.data, layout["seq_lens"].ctypes.data,
-                             layout["cu_seqlens_q"].ctypes.data if "cu_seqlens_q" in layout else None,
-                             total // batch if batch and "cu_seqlens_q" not in layout else 0)
-        if layout["block_table"].shape[0] != batch:
-            raise ValueError("block_table has %d rows for %d sequences" % (layout["block_table"].shape[0], batch))
-        if "cu_seqlens_q" not in layout and batch and total % batch:
+        if cu_seqlens_q is None and batch and total % batch:
             raise ValueError("%d query rows are not the same number for each of %d sequences (give "
                              "cu_seqlens_q=)" % (total, batch))
+        if device is not None and (cu_seqlens_q is not None or total != batch):
+            raise ValueError("on CUDA arrays a paged run takes one query a sequence (decoding: q [batch][heads][d]); "
+                             "with more, the kernels read each sequence's queries as [heads][queries], not as "
+                             "[rows][heads] (assoc_run_paged_device): pass NumPy arrays")
+        pg = _lib.AssocPaged(batch, page_size, pages, block_table.shape[1] if batch else 0,
+                             block_table.ptr, seq_lens.ptr, cu_seqlens_q.ptr if cu_seqlens_q is not None else None,
+                             total // batch if batch and cu_seqlens_q is None else 0)
         outs = {}
         bufs = self._bufs_type()
         n = 0
@@ -456,7 +471,10 @@ class Kernel:
             n += 1
         pv, np_, keep_p = _lib.values(params)
         with self._lock:
-            st = run_paged(self._h, H, G, ctypes.byref(pg), bufs, n, pv, np_)
+            if device is None:
+                st = run_paged(self._h, H, G, ctypes.byref(pg), bufs, n, pv, np_)
+            else:
+                st = run_paged(self._h, H, G, ctypes.byref(pg), bufs, n, pv, np_, _arrays.cuda_stream(first[1]))
             why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         if st != _lib.OK:
             exc = {_lib.EINVAL: ValueError, _lib.ESIZE: ValueError, _lib.ENOMEM: MemoryError,
@@ -470,6 +488,29 @@ class Kernel:
 
 
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "bool": 1}
+
+
+def _check_int32(name, arr, shape, first):
+    """The View of a paged layout array: int32, of shape (None: any
+    length), C-contiguous, in the library and on the device of the run's
+    first input (a View); a NumPy array copied contiguous where it is
+    not.  ValueError naming what is wrong."""
+    import numpy as np
+    if first.device is None:
+        if not isinstance(arr, np.ndarray) or arr.dtype != np.int32:
+            raise ValueError("%s: a %d-dimensional numpy.int32 array" % (name, len(shape)))
+        arr = np.ascontiguousarray(arr)
+    v = _arrays.view(arr, "i32")
+    if first.device is not None and (v.device != first.device or v.kind != first.kind or v.type != "i32"):
+        raise ValueError("%s is %s of dtype %s: with inputs of %s, an int32 array of the same library and device"
+                         % (name, v.where(), v.dtype, first.where()))
+    if len(v.shape) != len(shape) or any(w is not None and d != w for d, w in zip(v.shape, shape)):
+        raise ValueError("%s of shape %s: a %d-dimensional int32 array of shape [%s]" % (
+            name, tuple(v.shape), len(shape), "][".join("any" if w is None else str(w) for w in shape)))
+    if not v.contiguous:
+        raise ValueError("%s is not C-contiguous (row-major): pass a contiguous copy" % name)
+    v.keep = arr
+    return v
 
 
 def _want_dtype(kind, t):

@@ -79,6 +79,8 @@ _OPTIONAL = {
                                         _P(AssocValue), ctypes.c_int, _vp]),
     "assoc_run_paged": (ctypes.c_int, [_vp, _i64, _i64, _P(AssocPaged), _P(AssocBuffer), ctypes.c_int,
                                        _P(AssocValue), ctypes.c_int]),
+    "assoc_run_paged_device": (ctypes.c_int, [_vp, _i64, _i64, _P(AssocPaged), _P(AssocBuffer), ctypes.c_int,
+                                              _P(AssocValue), ctypes.c_int, _vp]),
 }
 
 _lib = None

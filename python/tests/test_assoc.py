@@ -373,6 +373,16 @@ class Paged(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"pages hold 16 keys, but page_size is 32"):
             kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=32,
                  cu_seqlens_q=cu)
+        with self.assertRaisesRegex(ValueError, r"cu_seqlens_q of shape \(4,\): a 1-dimensional int32 array of shape \[5\]"):
+            kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=self.P,
+                 cu_seqlens_q=cu[:4])
+        with self.assertRaisesRegex(ValueError, r"block_table of shape \(3, 3\): a 2-dimensional int32 array of "
+                                                r"shape \[4\]\[any\]"):
+            kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table[:3], seq_lens=lens, page_size=self.P,
+                 cu_seqlens_q=cu)
+        with self.assertRaisesRegex(ValueError, r"seq_lens: a 1-dimensional numpy.int32 array"):
+            kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens.astype(np.int64),
+                 page_size=self.P, cu_seqlens_q=cu)
 
 
 if __name__ == "__main__":

@@ -177,6 +177,27 @@ class DeviceRun(unittest.TestCase):
             self.assertEqual((cai["shape"], cai["typestr"]), (shape, "<f4"), name)
         self.assertEqual(sorted(Registered.made), [((2,), np.dtype("float32"), 0), ((2, 5), np.dtype("float32"), 0)])
 
+    def test_paged_decoding_launches_once_without_copies_or_waits(self):
+        k = assoc.load("specs/attention.yaml").compile("gpu")
+        q, pool = Registered((3, 4, 64), "<f2"), ((8, 16, 2, 64), "<f2")
+        kp, vp = Registered(*pool), Registered(*pool)
+        table, lens = Registered((3, 4), "<i4"), Registered((3,), "<i4")
+        before, (copies, syncs) = fake.launches(), fake.copies_syncs()
+        out = k(q=q, k=kp, v=vp, scale=0.125, block_table=table, seq_lens=lens, page_size=16)
+        self.assertEqual(fake.launches() - before, 1, "the batch in one launch")
+        self.assertEqual(fake.last_stream(), 0x5150, "on the stream of the inputs' interface")
+        self.assertEqual(fake.copies_syncs(), (copies, syncs), "no host copy, no synchronization")
+        for name, shape in (("out", (3, 4, 64)), ("lse", (3, 4))):
+            self.assertIs(type(out[name]), Registered, name)
+            self.assertEqual(out[name].__cuda_array_interface__["shape"], shape, name)
+        with self.assertRaisesRegex(ValueError, r"one query a sequence"):
+            k(q=q, k=kp, v=vp, scale=0.125, block_table=table, seq_lens=lens, page_size=16,
+              cu_seqlens_q=Registered((4,), "<i4"))
+        with self.assertRaisesRegex(ValueError, r"seq_lens is devlib on cuda:0 of dtype int64"):
+            k(q=q, k=kp, v=vp, scale=0.125, block_table=table, seq_lens=Registered((3,), "<i8"), page_size=16)
+        with self.assertRaisesRegex(ValueError, r"block_table of shape \(2, 4\)"):
+            k(q=q, k=kp, v=vp, scale=0.125, block_table=Registered((2, 4), "<i4"), seq_lens=lens, page_size=16)
+
     def test_no_stream_is_the_legacy_default(self):
         for given in (None, 1, 2):  # none: the legacy default; 1, 2: CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
             before = fake.launches()
