@@ -296,7 +296,7 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 	Paged *p = rc ? NULL : paged_of(o, c, arr);
 	if (!rc && !p)
 		rc = EXIT_USAGE;
-	PagedStep step = {p, dv, &o->run};
+	PagedStep step = {.p = p, .dv = dv, .o = &o->run};
 	double sec = 0;
 	if (!rc) {
 		char what[512];
