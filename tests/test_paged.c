@@ -627,6 +627,38 @@ Test(paged, bench_measures_against_a_copy_of_the_keys_read)
 	cr_assert(strstr(out, "power of two"), "%s", out);
 }
 
+/* bench --page-size on the gpu through the fake driver (which computes
+ * nothing and times every event at 0.25 ms): the batch checked first (the
+ * fake's zeros fail it, and the exit status says so), then timed as one
+ * launch beside a copy moving as many bytes, the keys those the sequences
+ * read (one sequence of 300: 300 keys x 2 key/value heads x 256 bytes). */
+Test(paged, gpu_bench_times_the_batch_beside_a_copy, .timeout = 300)
+{
+	char dir[] = "/tmp/assoc-pbench-XXXXXX", msg[512], out[8192], cmd[1024];
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	nvrtc_close(nv);
+	cr_assert(mkdtemp(dir));
+	const char *env = "ASSOC_LIBCUDA=build/libfakecuda.so FAKECUDA= XDG_CACHE_HOME=";
+	const char *args = " bench specs/attention_sink.yaml --device gpu --page-size 16 --heads 4 --kv-heads 2 --rows 1";
+	snprintf(cmd, sizeof cmd, "%s%s %s%s --batch 3 --len 300", env, dir, ASSOC, args);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 1, "%s", out);
+	cr_assert(strstr(out, "3 sequences of up to 300 keys in pages of 16, 4 heads on 2 key/value heads"), "%s", out);
+	cr_assert(strstr(out, "the batch in one launch: 0.2500 ms"), "%s", out);
+	cr_assert(strstr(out, "ratio   1.000 of copy bandwidth"), "%s", out);
+	cr_assert(strstr(out, "results do NOT match the float64 reference"), "%s", out);
+	snprintf(cmd, sizeof cmd, "%s%s %s%s --batch 1 --len 300 --json", env, dir, ASSOC, args);
+	cr_assert_eq(sh(cmd, out, sizeof out, 0), 1, "%s", out);
+	cr_assert(strstr(out, "\"batch\": 1, \"page_size\": 16, \"heads\": 4, \"kv_heads\": 2, \"rows\": 1, \"len\": 300"),
+		  "%s", out);
+	cr_assert(strstr(out, "\"launches\": 1, \"ms\": 0.25000") && strstr(out, "\"kv_bytes\": 153600"), "%s", out);
+	cr_assert(strstr(out, "\"ratio_to_copy\": 1.0000") && strstr(out, "\"match\": false"), "%s", out);
+	snprintf(cmd, sizeof cmd, "%s%s %s bench specs/attention.yaml --device emu --page-size 16", env, dir, ASSOC);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s", out);
+	cr_assert(strstr(out, "runs on --device cpu or gpu (got 'emu')"), "%s", out);
+}
+
 /* ---- the library ---- */
 
 

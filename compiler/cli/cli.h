@@ -5,6 +5,7 @@
 #include "compiler/check/check.h"
 #include "compiler/check/verdict.h"
 #include "compiler/devices/npy.h"
+#include "compiler/devices/paged.h"
 #include "compiler/devices/run.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, MAX_DEFINES = 64, MAX_FILES = 32 };
@@ -112,8 +113,11 @@ int cli_run_step(Carrier *c, const Opts *o, const Device *dv, const char *what, 
  * dv (cmd_paged.c); an exit status. */
 int cmd_paged_run(Opts *o, Carrier *c, const Device *dv);
 /* bench --page-size on the cpu device: the sequences' runs against a copy
- * of the bytes of K and V they read. */
+ * of the bytes of K and V they read; on the gpu (gpubench.c), p's batch
+ * in one launch against a copy moving as many bytes as it reads and
+ * writes (its keys those the sequences read). */
 int cmd_paged_bench(Opts *o);
+int cmd_paged_bench_gpu(Opts *o, Paged *p);
 
 int cmd_check(Opts *o);
 int cmd_run(Opts *o);

@@ -401,15 +401,16 @@ static double run_kernels(PagedKernels *pk)
 
 int cmd_paged_bench(Opts *o)
 {
-	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
-		return usage_error("bench --page-size runs on --device cpu (got '%s')", o->device);
+	int gpu = !strcmp(o->device, "gpu");
+	if (strcmp(o->device, "cpu") && strcmp(o->device, "auto") && !gpu)
+		return usage_error("bench --page-size runs on --device cpu or gpu (got '%s')", o->device);
 	if (o->ninputs)
 		return usage_error("bench --page-size draws its batch (--batch, --rows, --len): no --input");
 	if (cli_bench_shape(o))
 		return EXIT_USAGE;
-	const Device *dv = run_device_find("cpu");
+	const Device *dv = run_device_find(gpu ? "gpu" : "cpu");
 	char msg[1024];
-	if (!dv || !dv->available(msg, sizeof msg)) {
+	if (!gpu && (!dv || !dv->available(msg, sizeof msg))) {
 		fprintf(stderr, "assoc: the cpu device is not usable here: %s\n", dv ? msg : "not in this build");
 		return EXIT_FAIL;
 	}
@@ -418,12 +419,21 @@ int cmd_paged_bench(Opts *o)
 		return EXIT_USAGE;
 	int rc = paged_carrier_ok(c, msg, sizeof msg) ? usage_error("--page-size: %s", msg) : EXIT_OK;
 	LlvmOpts lo = {0};
-	if (!rc && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
+	if (!rc && !gpu && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))
+		rc = usage_error("--config: %s", msg);
+	if (!rc && gpu && o->run.config && dv && dv->config(o->run.config, msg, sizeof msg))
 		rc = usage_error("--config: %s", msg);
 	Npy arr[MAX_FILES] = {0};
 	Paged *p = rc ? NULL : paged_of(o, c, arr);
 	if (!rc && !p)
 		rc = EXIT_USAGE;
+	if (!rc && gpu) {
+		rc = cmd_paged_bench_gpu(o, p);
+		cli_inputs_free(arr);
+		paged_free(p);
+		spec_carrier_free(c);
+		return rc;
+	}
 	PagedCopy pc = {0};
 	PagedKernels pk = {.split = o->run.split};
 	RunData **seq = NULL;

@@ -622,46 +622,51 @@ static int paged_launch(Gpu *g, void *ctx, char *msg, size_t n)
 	return 0;
 }
 
-int gpu_run_paged_device(Gpu *g, const GpuPaged *pd, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod,
-			 unsigned *gen, char *msg, size_t n)
+/* The shape a paged batch is chosen and planned for: the most queries,
+ * and the keys a row of the table holds; the blocks past a sequence's
+ * own do nothing. */
+static RunData paged_shape(const GpuPaged *pd)
+{
+	RunData shape = {.c = (Carrier *)pd->c, .rows = pd->rows, .len = pd->max_pages * pd->page_size,
+			 .heads = pd->heads, .kv_heads = pd->kv_heads};
+	shape.page.size = pd->page_size;
+	return shape;
+}
+
+int gpu_paged_choose(Gpu *g, const GpuPaged *pd, const RunOpts *o, int *v, int *split, char *why, size_t n)
 {
 	const Carrier *c = pd->c;
 	if (!g->m.paged)
-		return snprintf(msg, n, "carrier %s runs on the row templates, which read no pages: a paged batch on device "
-				"memory takes the attention template", c->name), -1;
+		return snprintf(why, n, "carrier %s runs on the row templates, which read no pages: a paged batch in one "
+				"launch takes the attention template", c->name), -1;
 	if ((long long)pd->batch * pd->max_pages * pd->page_size > INT_MAX)
-		return snprintf(msg, n, "%d sequences of %d pages of %d keys: the kernels index the table's keys in 32 bits",
+		return snprintf(why, n, "%d sequences of %d pages of %d keys: the kernels index the table's keys in 32 bits",
 				pd->batch, pd->max_pages, pd->page_size), -1;
-	/* chosen and planned for the most queries and the most keys a row of
-	 * the table holds; the blocks past a sequence's own do nothing */
-	RunData shape = {.c = (Carrier *)c, .rows = pd->rows, .len = pd->max_pages * pd->page_size, .heads = pd->heads,
-			 .kv_heads = pd->kv_heads};
-	shape.page.size = pd->page_size;
-	int v, split, G = pd->heads / pd->kv_heads;
-	char why[512];
-	void *primary = rt_primary_ctx(g->rt);
-	/* the choice may build a module: in the primary context, g's own */
-	if (ctx != primary && rt_set_ctx(g->rt, primary, msg, n))
+	RunData shape = paged_shape(pd);
+	int G = pd->heads / pd->kv_heads;
+	if (gpu_choose(g, &shape, o, v, split, why, n))
 		return -1;
-	int rc = gpu_choose(g, &shape, o, &v, &split, why, sizeof why);
-	if (!rc && !cuda_paged_batch(&g->m, v)) {
-		v = cuda_paged_pick(&g->m, shape.rows * G, shape.len, split);
-		if (v < 0)
-			snprintf(why, sizeof why, "no kernel of carrier %s takes a paged batch in one launch", c->name);
-		else if (gpu_ready(g, v, why, sizeof why))
-			v = -1;
-		else if (o->split <= 0)
-			split = cuda_attn_split(&g->m, v, shape.rows * G, shape.len, pd->kv_heads, rt_device(g->rt)->sms);
-		rc = v < 0;
+	if (!cuda_paged_batch(&g->m, *v)) {
+		*v = cuda_paged_pick(&g->m, shape.rows * G, shape.len, *split);
+		if (*v < 0)
+			return snprintf(why, n, "no kernel of carrier %s takes a paged batch in one launch%s", c->name,
+					o->config ? " (--config names one that runs a sequence a launch)" : ""), -1;
+		if (gpu_ready(g, *v, why, n))
+			return -1;
+		if (o->split <= 0)
+			*split = cuda_attn_split(&g->m, *v, shape.rows * G, shape.len, pd->kv_heads, rt_device(g->rt)->sms);
+		snprintf(why, n, "the rule's kernel of a batch");
 	}
-	if (ctx != primary && rt_set_ctx(g->rt, ctx, msg, n))
-		return -1;
-	if (rc)
-		return snprintf(msg, n, "%s", why), -1;
-	if (!cuda_takes_len(&g->m, v, shape.len, msg, n))
-		return -1;
+	return cuda_takes_len(&g->m, *v, shape.len, why, n) ? 0 : -1;
+}
+
+int gpu_paged_enqueue(Gpu *g, const GpuPaged *pd, int v, int split, int zero, GpuBufs *b, void *ctx, RtModule **mod,
+		      unsigned *gen, char *msg, size_t n)
+{
+	const Carrier *c = pd->c;
+	RunData shape = paged_shape(pd);
 	PagedLaunch pl = {.b = b, .v = v, .batch = pd->batch};
-	cuda_plan_h(&g->m, v, shape.rows * G, shape.len, pd->kv_heads, split, &pl.p);
+	cuda_plan_h(&g->m, v, shape.rows * (pd->heads / pd->kv_heads), shape.len, pd->kv_heads, split, &pl.p);
 	size_t ws = cuda_paged_ws_words(&g->m, pd->heads, pd->kv_heads, shape.rows, pl.p.split) * pd->batch * 4 + 16;
 	if (ws > b->ws_bytes) { /* grown in the stream's order: the launches before still read the old one */
 		if (b->ws)
@@ -670,8 +675,9 @@ int gpu_run_paged_device(Gpu *g, const GpuPaged *pd, const RunOpts *o, GpuBufs *
 		if (b->stream_ws ? rt_alloc_async(g->rt, ws, &b->ws, msg, n) : rt_alloc(g->rt, ws, &b->ws, msg, n))
 			return -1;
 		b->ws_bytes = ws;
+		zero = 1;
 	}
-	if (rt_memset(g->rt, b->ws, 0, ws, msg, n))
+	if (zero && rt_memset(g->rt, b->ws, 0, ws, msg, n))
 		return -1;
 	b->zeroed_bytes = 0; /* an unpaged launch's zero region is this one's no longer */
 	memset(&b->a, 0, sizeof b->a);
@@ -693,7 +699,21 @@ int gpu_run_paged_device(Gpu *g, const GpuPaged *pd, const RunOpts *o, GpuBufs *
 	b->a.ws = (void *)(size_t)b->ws;
 	b->a.split = pl.p.split;
 	b->a.chunk = pl.p.chunk;
-	return ctx == primary ? paged_launch(g, &pl, msg, n) : in_ctx(g, mod, gen, paged_launch, &pl, msg, n);
+	return ctx == rt_primary_ctx(g->rt) ? paged_launch(g, &pl, msg, n) : in_ctx(g, mod, gen, paged_launch, &pl, msg, n);
+}
+
+int gpu_run_paged_device(Gpu *g, const GpuPaged *pd, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod,
+			 unsigned *gen, char *msg, size_t n)
+{
+	int v, split;
+	void *primary = rt_primary_ctx(g->rt);
+	/* the choice may build a module: in the primary context, g's own */
+	if (ctx != primary && rt_set_ctx(g->rt, primary, msg, n))
+		return -1;
+	int rc = gpu_paged_choose(g, pd, o, &v, &split, msg, n);
+	if (ctx != primary && rt_set_ctx(g->rt, ctx, msg, n))
+		return -1;
+	return rc ? -1 : gpu_paged_enqueue(g, pd, v, split, 1, b, ctx, mod, gen, msg, n);
 }
 
 static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)

@@ -100,6 +100,14 @@ typedef struct {
  * read seq_lens on the host). */
 int gpu_run_paged_device(Gpu *g, const GpuPaged *pd, const RunOpts *o, GpuBufs *b, void *ctx, RtModule **mod,
 			 unsigned *gen, char *msg, size_t n);
+/* gpu_run_paged_device's two steps: the variant and split (gpu_choose's,
+ * or the rule's among those that take a batch; why says which, or why
+ * none), in g's primary context; then the launch, the workspace zeroed
+ * first with zero (or where it grew: a run of launches of one layout
+ * needs it once, the kernels putting their counters back). */
+int gpu_paged_choose(Gpu *g, const GpuPaged *pd, const RunOpts *o, int *v, int *split, char *why, size_t n);
+int gpu_paged_enqueue(Gpu *g, const GpuPaged *pd, int v, int split, int zero, GpuBufs *b, void *ctx, RtModule **mod,
+		      unsigned *gen, char *msg, size_t n);
 
 /* Run variant v (with split) on a problem of d's spec and heads (two
  * key/value heads at most, each with its query heads), at most 64 rows of

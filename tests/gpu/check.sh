@@ -3,7 +3,8 @@
 # H200: build, every bundled spec through `assoc run --device gpu` against the
 # float64 reference, attention (bf16, head dim 128, 8k; the Hopper template's
 # schedules, the default and the warp-specialized ws=1 and ws=2) beside PyTorch's SDPA
-# and decoding beside the copy, softmax, Welford and logsumexp beside the
+# and decoding beside the copy, paged decoding (a batch of 8 in one launch,
+# pages of 16 and 256) beside unpaged decoding of as many keys, softmax, Welford and logsumexp beside the
 # device-to-device copy and PyTorch, run --mpi on the GPU (where mpirun is),
 # the GPU test suite (odd shapes, split counts), then tuning and the same benchmarks with the tuner's choices,
 # then the row templates' tiles and transported fold (and layer norm) by configuration.  The
@@ -148,6 +149,16 @@ bench decoding 15 tests/attention/full_bf16.yaml -D d=128 -D dv=128 $dec
 bench decoding_bn64 15 tests/attention/full_bf16.yaml -D d=128 -D dv=128 $dec --split 33 --config attention:nt=128,mt=1,bn=64,pv=1,st=2,ks=4
 bench decoding_d64 15 tests/attention/full_bf16.yaml -D d=64 -D dv=64 $dec
 bench decoding_d256 15 tests/attention/full_bf16.yaml -D d=256 -D dv=256 $dec
+step "paged decoding (bf16, head dim 128, 32 query heads on 8 key/value heads: a batch of 8 sequences of up to 8192 keys in one launch, pages of 16 and 256) beside unpaged decoding of as many keys"
+pdec="-D d=128 -D dv=128 --rows 1 --len 8192 --batch 8 --heads 32 --kv-heads 8"
+bench decoding_paged16 25 tests/attention/full_bf16.yaml $pdec --page-size 16
+bench decoding_paged256 25 tests/attention/full_bf16.yaml $pdec --page-size 256
+# the batch is drawn from a fixed seed: every run of it reads these keys
+pkeys=$(python3 -c 'import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if "decoding_paged" in l]
+print(r[-1]["keys"] if r else 0)' "$LOG/bench.jsonl" 2>/dev/null || echo 0)
+[ "${pkeys:-0}" -gt 0 ] && bench decoding_unpaged 15 tests/attention/full_bf16.yaml -D d=128 -D dv=128 --rows 1 \
+	--len "$pkeys" --heads 32 --kv-heads 8
 
 step "PyTorch beside them"
 if fits 60 "PyTorch"; then
@@ -282,6 +293,13 @@ for r in ours:
         goal = "1.0 of SDPA" if "wg=" in r["config"] else "mma.sync"
         print(f"{r['name']:17} {shape(r)} x16 heads, d {d:3}, {how(r):5}: {r['tflops']:4.0f} TFLOP/s, torch SDPA {p:4.0f}"
               f" (ratio {r['tflops'] / p if p else 0:.2f}; goal {goal})  {r['config']}")
+    elif r["name"].startswith("decoding_paged"):
+        flat = next((u for u in ours if u["name"] == "decoding_unpaged"), None)
+        rel = ", %.2f of unpaged decoding's GB/s" % (r["gbps"] / flat["gbps"]) if flat else ""
+        bad = "" if r["match"] else " (results do NOT match)"
+        print(f"{r['name']:17} {r['batch']} x <= {r['len']} keys ({r['keys']}), pages of {r['page_size']}, "
+              f"x{r['heads']}/{r['kv_heads']} heads, one launch: {r['gbps']:5.0f} GB/s, {r['ratio_to_copy']:.2f} of copy"
+              f"{rel}{bad}  {r['config']}")
     elif r["name"].startswith("decoding"):
         print(f"{r['name']:17} {shape(r)} x32/8 heads, {how(r):5}: {r['gbps']:5.0f} GB/s, {r['ratio_to_copy']:.2f}"
               f" of copy (goal 0.70)  {r['config']}")
