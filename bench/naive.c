@@ -21,6 +21,7 @@ typedef struct {
 	const double *params;
 	int64_t rows, len;
 	int64_t period; /* 0: the floor runs one head at a time */
+	int64_t qpos;   /* 0: bench times unpaged runs, whose i counts rows from 0 */
 	const int64_t *width; /* components per element of each input, in the inputs' order */
 } Args;
 
