@@ -384,11 +384,13 @@ Test(paged, causal_decoding_sees_every_key_on_emu, .timeout = 600) { causal_deco
 
 /* Chunked prefill: q_len < seq_len in most sequences of a varlen batch
  * (pages of 16 and 256, heads 4 on 2, lengths off the tiles), under the
- * causal mask (bf16) and the sliding window, against the reference. */
+ * causal mask (bf16), the sliding window and a sigmoid weighted sum's
+ * window (the template's other score path), against the reference. */
 static void chunked_prefill_on(const char *dev)
 {
-	const char *specs[] = {"tests/attention/causal_bf16.yaml", "tests/attention/window.yaml"};
-	for (int sp = 0; sp < 2; sp++) {
+	const char *specs[] = {"tests/attention/causal_bf16.yaml", "tests/attention/window.yaml",
+			       "tests/attention/sigmoid_bf16.yaml"};
+	for (int sp = 0; sp < 3; sp++) {
 		Carrier *c = load_ok(specs[sp]);
 		for (int page = 16; page <= 256; page *= 16) {
 			Paged *p = mixed_batch(c, page, 4, 2, -1);
