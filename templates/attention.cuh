@@ -583,6 +583,35 @@ ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
 			attn_fin_vec(A, R, mx, l, o[x], i, at, lane + 32 * x);
 }
 
+/* attn_split_last's work, for the n threads (x from 0) that meet(), a
+ * barrier of them all: the block's whole in the mma.sync kernels, the
+ * consumer warpgroups' named barrier in the Hopper ones, whose producer
+ * has left. */
+template <int D, int DV, int BM, class Meet>
+ASC_DEV void attn_split_tail(const Args &A, int x, int n, Meet meet)
+{
+	int M = A.heads / A.kv_heads * A.rows, tiles = (M + BM - 1) / BM;
+	ASC_DYN_SHARED(unsigned, Sm); /* its first word: every tile is consumed */
+	unsigned b = attn_block();
+	int qt, kh;
+	attn_tile_of<D, DV>(A, b, tiles, qt, kh);
+	int *ctr = (int *)((float *)A.ws + (long long)A.kv_heads * M * A.split * (DV + 2)) + kh * tiles + qt;
+	__threadfence(); /* this thread's partials are seen everywhere before the count is */
+	meet();
+	if (x == 0)
+		Sm[0] = atomicAdd(ctr, 1) == A.split - 1;
+	meet();
+	if (!Sm[0])
+		return;
+	__threadfence(); /* the other blocks' partials, counted, are read after the count */
+	long long base = (long long)kh * M;
+	int r1 = (qt + 1) * BM < M ? (qt + 1) * BM : M;
+	for (int r = qt * BM + x / 32; r < r1; r += n / 32) /* a warp a row */
+		attn_combine_row<DV>(A, base + r, x % 32);
+	if (x == 0)
+		atomicExch(ctr, 0);
+}
+
 /* Split > 1, after the block's partial states are written: a counter per
  * (kv head, query tile), after the partials in the workspace, counts the
  * tile's blocks that are done; the last one merges the tile's rows (in
@@ -592,26 +621,7 @@ ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
 template <int D, int DV, int NT, int BM>
 ASC_DEV void attn_split_last(const Args &A)
 {
-	int M = A.heads / A.kv_heads * A.rows, tiles = (M + BM - 1) / BM;
-	ASC_DYN_SHARED(unsigned, Sm); /* its first word: every tile is consumed */
-	unsigned b = attn_block();
-	int qt, kh;
-	attn_tile_of<D, DV>(A, b, tiles, qt, kh);
-	int *ctr = (int *)((float *)A.ws + (long long)A.kv_heads * M * A.split * (DV + 2)) + kh * tiles + qt;
-	__threadfence(); /* this thread's partials are seen everywhere before the count is */
-	__syncthreads();
-	if (threadIdx.x == 0)
-		Sm[0] = atomicAdd(ctr, 1) == A.split - 1;
-	__syncthreads();
-	if (!Sm[0])
-		return;
-	__threadfence(); /* the other blocks' partials, counted, are read after the count */
-	long long base = (long long)kh * M;
-	int r1 = (qt + 1) * BM < M ? (qt + 1) * BM : M;
-	for (int r = qt * BM + (int)threadIdx.x / 32; r < r1; r += NT / 32) /* a warp a row */
-		attn_combine_row<DV>(A, base + r, threadIdx.x % 32);
-	if (threadIdx.x == 0)
-		atomicExch(ctr, 0);
+	attn_split_tail<D, DV, BM>(A, threadIdx.x, NT, [] { __syncthreads(); });
 }
 
 /* Split-KV after an MT > 1 kernel: warp w of block b merges row NT / 32 b

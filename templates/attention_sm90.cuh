@@ -98,6 +98,17 @@ ASC_DEV void attn90_load_kv(S &sm, int base, int st, const AttnMaps &T, int kb, 
 		asc_tma_load3(sm, (base + st + (D / 64 + b) * KB) / 4, &T.v, 64 * b, kb, kh, sm, bar);
 }
 
+/* Thread 0: the block's BM rows of Q (from row q of the layout) into its
+ * boxes at L::Q, one TMA copy of 64 columns each, completing bar. */
+template <int D, int BM, int QOFF, class S>
+ASC_DEV void attn90_load_q(S &sm, int base, const AttnMaps &T, long long q, int bar)
+{
+	asc_mbar_expect_tx(sm, bar, BM * D * 2);
+#pragma unroll
+	for (int b = 0; b < D / 64; b++)
+		asc_tma_load2(sm, (base + QOFF + b * BM * 128) / 4, &T.q, 64 * b, (int)q, sm, bar);
+}
+
 /* S = Q K^T of one key tile, issued as one group (qa: the warpgroup's
  * rows of Q, ka: the tile's K). */
 template <int D, int BN, int BF, int BM>
@@ -328,12 +339,8 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		asc_mbar_fence_init();
 		asc_tma_prefetch(&T.k);
 		asc_tma_prefetch(&T.v);
-		if (kb < hi) { /* a block with no live key tile loads nothing: no copy outlives it */
-			asc_mbar_expect_tx(Sm, qbar, BM * D * 2);
-#pragma unroll
-			for (int b = 0; b < D / 64; b++)
-				asc_tma_load2(Sm, (base + L::Q + b * BM * 128) / 4, &T.q, 64 * b, (int)(run + f), Sm, qbar);
-		}
+		if (kb < hi) /* a block with no live key tile loads nothing: no copy outlives it */
+			attn90_load_q<D, BM, L::Q>(Sm, base, T, run + f, qbar);
 		for (int s = 0; s < NS && kl < hi; s++) {
 			attn90_load_kv<D, DV, BN>(Sm, base, L::KST + s * L::STAGE, T, kl, kh, fb + 2 * s);
 			kl = attn_next(A, i0, i1, kl + BN, hi, BN, &cl);
@@ -418,33 +425,6 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
  * a second S accumulator), ptxas serialized the wgmmas (C7518).  Here a
  * consumer waits for a tile's copy before its turn: two stages again. */
 
-/* attn_split_last for these schedules, whose producer has left: the
- * consumers' 256 threads (x from 0) meet at named barrier 3. */
-template <int D, int DV, int BM>
-ASC_DEV void attn90_split_last(const Args &A, int x)
-{
-	int M = A.heads / A.kv_heads * A.rows, tiles = (M + BM - 1) / BM;
-	ASC_DYN_SHARED(unsigned, Sm); /* its first word: every tile is consumed */
-	unsigned b = attn_block();
-	int qt, kh;
-	attn_tile_of<D, DV>(A, b, tiles, qt, kh);
-	int *ctr = (int *)((float *)A.ws + (long long)A.kv_heads * M * A.split * (DV + 2)) + kh * tiles + qt;
-	__threadfence(); /* this thread's partials are seen everywhere before the count is */
-	asc_bar_sync(3, 256);
-	if (x == 0)
-		Sm[0] = atomicAdd(ctr, 1) == A.split - 1;
-	asc_bar_sync(3, 256);
-	if (!Sm[0])
-		return;
-	__threadfence(); /* the other blocks' partials, counted, are read after the count */
-	long long base = (long long)kh * M;
-	int r1 = (qt + 1) * BM < M ? (qt + 1) * BM : M;
-	for (int r = qt * BM + x / 32; r < r1; r += 256 / 32) /* a warp a row */
-		attn_combine_row<DV>(A, base + r, x % 32);
-	if (x == 0)
-		atomicExch(ctr, 0);
-}
-
 /* ws 2, key tile n from kb (n > 0): its S and P V of tile n - 1 issued in
  * one turn, then its softmax under that P V. */
 template <int D, int DV, int BN, int BF, int PV, int NS, class S>
@@ -508,10 +488,7 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 		if (threadIdx.x == 0 && kb < hi) {
 			asc_tma_prefetch(&T.k);
 			asc_tma_prefetch(&T.v);
-			asc_mbar_expect_tx(Sm, qbar, BM * D * 2);
-#pragma unroll
-			for (int b = 0; b < D / 64; b++)
-				asc_tma_load2(Sm, (base + L::Q + b * BM * 128) / 4, &T.q, 64 * b, (int)(run + f), Sm, qbar);
+			attn90_load_q<D, BM, L::Q>(Sm, base, T, run + f, qbar);
 			int cl = cls;
 			for (int n = 0, kl = kb; kl < hi; n++) {
 				int st = n % NS;
@@ -595,5 +572,5 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 	for (int hf = 0; hf < 2; hf++)
 		attn_row_out<DV>(A, R[hf], m[hf], l[hf], o4, hf, r0 + 8 * hf, M, run, ir[hf], sp, t);
 	if (A.split > 1)
-		attn90_split_last<D, DV, BM>(A, x);
+		attn_split_tail<D, DV, BM>(A, x, NC, [] { asc_bar_sync(3, 256); }); /* the producer has left: named barrier 3 */
 }
