@@ -1802,7 +1802,7 @@ Test(cpu, mask_blocks_ruled_out_soundly)
 		cr_assert(p, "%s: a mask of the indices and params is taken", masks[m].mask);
 		for (int on = 0; on < 2; on++) {
 			double params[2] = {40, on};
-			CpuArgs a = {NULL, NULL, params, 1000, 1000, 0};
+			CpuArgs a = {NULL, NULL, params, 1000, 1000, 0, 0};
 			long dead = 0, empty = 0;
 			for (int64_t i = 0; i < 1000; i += 7)
 				for (int64_t j0 = 0; j0 < 1000; j0 += 13) {

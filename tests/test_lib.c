@@ -409,6 +409,22 @@ Test(lib, library_internals_stay_private)
 			"build/example_own_a 2>&1");
 }
 
+/* Every name libassoc.so exports is one its public headers declare: the
+ * helpers its files share are not part of the API (the version script
+ * exports assoc_* alone, so they are named otherwise). */
+Test(lib, exports_are_the_public_api)
+{
+	cr_assert_eq(access("build/libassoc.so", R_OK), 0, "make build/libassoc.so first (make test does)");
+	char out[16384];
+	if (sh("command -v nm >/dev/null", out, sizeof out, 0))
+		cr_skip_test("no nm to list the exports");
+	cr_assert_eq(sh("nm -D --defined-only build/libassoc.so | awk '$2 == \"T\" { print $3 }' | while read -r f; do "
+			"grep -qw \"$f\" compiler/lib/assoc.h compiler/lib/assoc_mpi.h || echo \"$f\"; done",
+			out, sizeof out, 0),
+		     0);
+	cr_expect_str_eq(out, "", "exported but in no public header:\n%s", out);
+}
+
 /* The library reaches the verdict `assoc check` reaches: the attention
  * whose lse is NaN on an empty row fails assoc_spec_check with check's
  * line, and assoc_compile refuses it unless trusted. */

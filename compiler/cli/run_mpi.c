@@ -374,7 +374,7 @@ int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, int reduce, RunM
 	int scan = d->scan;
 	AssocMpi *m = NULL;
 	double *pv = d->params;
-	if (assoc_mpi_new(f.bytes, f_merge, &f, assoc_mpi_commutes(c, pv), &m)) {
+	if (assoc_mpi_new(f.bytes, f_merge, &f, lib_mpi_commutes(c, pv), &m)) {
 		folder_close(&f);
 		return snprintf(msg, n, "MPI refused the carrier's datatype or op"), -1;
 	}

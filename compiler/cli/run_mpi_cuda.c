@@ -18,7 +18,7 @@
  *
  * --mpi-collective reduce, for (max, +) carriers: the states are split
  * into m and the sums, combined by an all-reduce MAX and an all-reduce
- * SUM (assoc_mpi_maxplus_run), and rank 0 finalizes them with the
+ * SUM (lib_mpi_maxplus_run), and rank 0 finalizes them with the
  * combine kernel over one state a row. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,7 +351,7 @@ static void nccl_or_host(Dev *x, int rank)
 		return;
 	}
 	/* ranks sharing a GPU, for one, are no communicator to NCCL */
-	if (assoc_mpi_nccl_comm(x->nc, MPI_COMM_WORLD, why, sizeof why)) {
+	if (lib_mpi_nccl_comm(x->nc, MPI_COMM_WORLD, why, sizeof why)) {
 		rt_nccl_close(x->nc);
 		x->nc = NULL;
 		if (!rank && !said_staged++)
@@ -382,7 +382,7 @@ static int reduce_maxplus(Dev *x, RunData *d, RtPtr mine, unsigned char *ws, cha
 {
 	Carrier *c = d->c;
 	size_t off[64], sb = x->m->state_size, rows = (size_t)d->rows;
-	int fm = assoc_mpi_maxplus_field(c), width = 0;
+	int fm = lib_mpi_maxplus_field(c), width = 0;
 	state_layout(c, off); /* reduce_ok has seen the fields float32 */
 	for (int f = 0; f < c->nstate; f++)
 		width += f == fm ? 0 : spec_decl_width(&c->state[f]);
@@ -412,12 +412,12 @@ static int reduce_maxplus(Dev *x, RunData *d, RtPtr mine, unsigned char *ws, cha
 		snprintf(msg, n, "another rank failed to ready its states");
 	rc = any;
 	if (!rc && x->nc) {
-		rc = assoc_mpi_maxplus_run(x->g.rt, x->nc, MPI_COMM_WORLD, (int64_t)rows, width - 1, dm, dl, dx, NULL, msg,
+		rc = lib_mpi_maxplus_run(x->g.rt, x->nc, MPI_COMM_WORLD, (int64_t)rows, width - 1, dm, dl, dx, NULL, msg,
 					   n) ||
 		     d_down(x, hm, dm, rows * 4) || d_down(x, hs, dl, rows * 4) ||
 		     d_down(x, hs + rows, dx, rows * (width - 1) * 4);
 	} else if (!rc) {
-		rc = assoc_mpi_maxplus_run(NULL, NULL, MPI_COMM_WORLD, (int64_t)rows, width - 1, (RtPtr)(size_t)hm,
+		rc = lib_mpi_maxplus_run(NULL, NULL, MPI_COMM_WORLD, (int64_t)rows, width - 1, (RtPtr)(size_t)hm,
 					   (RtPtr)(size_t)hs, (RtPtr)(size_t)(hs + rows), NULL, msg, n);
 	}
 	for (size_t i = 0; !rc && i < rows; i++) {
@@ -440,7 +440,7 @@ static int reduce_ok(const RunData *d, char *msg, size_t n)
 {
 	size_t off[64];
 	Carrier *c = d->c;
-	if (!assoc_mpi_maxplus_proved(c, d->params))
+	if (!lib_mpi_maxplus_proved(c, d->params))
 		return snprintf(msg, n, "--mpi-collective reduce takes a carrier whose proved certificate transports its "
 					"merge into (max, +) (softmax, logsumexp, attention); %s's does not",
 				c->name),

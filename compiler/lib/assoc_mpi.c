@@ -157,7 +157,7 @@ static int field_of(const Carrier *c, const Expr *e)
 	return -1;
 }
 
-int assoc_mpi_maxplus_field(const Carrier *c)
+int lib_mpi_maxplus_field(const Carrier *c)
 {
 	int fm = -1;
 	char seen[64] = {0};
@@ -207,7 +207,7 @@ static int commutes(Carrier *c, const double *params, int *maxplus)
 		for (int i = 0; i < r.n; i++) {
 			proved |= !strcmp(r.line[i].law, "commutative") && r.line[i].status == PROOF_PROVED;
 			if (maxplus && !strcmp(r.line[i].law, "certificate") && r.line[i].status == PROOF_PROVED &&
-			    assoc_mpi_maxplus_field(c) >= 0)
+			    lib_mpi_maxplus_field(c) >= 0)
 				*maxplus = 1;
 		}
 	prove_report_free(&r);
@@ -216,12 +216,12 @@ static int commutes(Carrier *c, const double *params, int *maxplus)
 	return proved;
 }
 
-int assoc_mpi_commutes(Carrier *c, const double *params) { return commutes(c, params, NULL); }
+int lib_mpi_commutes(Carrier *c, const double *params) { return commutes(c, params, NULL); }
 
-int assoc_mpi_maxplus_proved(Carrier *c, const double *params)
+int lib_mpi_maxplus_proved(Carrier *c, const double *params)
 {
 	int maxplus = 0;
-	if (assoc_mpi_maxplus_field(c) >= 0)
+	if (lib_mpi_maxplus_field(c) >= 0)
 		commutes(c, params, &maxplus);
 	return maxplus;
 }
@@ -393,7 +393,7 @@ AssocStatus assoc_mpi_scan(AssocMpi *m, int64_t rows, int64_t len, int64_t lo, i
 
 static int staged_said;
 
-int assoc_mpi_nccl_comm(RtNccl *nc, MPI_Comm comm, char *why, size_t n)
+int lib_mpi_nccl_comm(RtNccl *nc, MPI_Comm comm, char *why, size_t n)
 {
 	int ranks = 0, rank = 0;
 	MPI_Comm_size(comm, &ranks);
@@ -432,7 +432,7 @@ AssocStatus assoc_mpi_device_open(AssocMpi *m, MPI_Comm comm, int device)
 	int have = !rt_nccl_open(&m->nc, NULL, nwhy, sizeof nwhy), all = 0;
 	MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm);
 	/* ranks sharing a GPU, for one, are no communicator to NCCL */
-	if (all && assoc_mpi_nccl_comm(m->nc, comm, nwhy, sizeof nwhy))
+	if (all && lib_mpi_nccl_comm(m->nc, comm, nwhy, sizeof nwhy))
 		all = 0, have = 0;
 	if (!all) {
 		rt_nccl_close(m->nc);
@@ -558,7 +558,7 @@ static int mem_up(Rt *rt, RtPtr dst, const void *src, size_t bytes, char *why, s
 	return 0;
 }
 
-int assoc_mpi_maxplus_run(Rt *rt, RtNccl *nc, MPI_Comm comm, int64_t rows, int64_t width, RtPtr dm, RtPtr dl,
+int lib_mpi_maxplus_run(Rt *rt, RtNccl *nc, MPI_Comm comm, int64_t rows, int64_t width, RtPtr dm, RtPtr dl,
 			  RtPtr dout, void *stream, char *why, size_t n)
 {
 	size_t nm = (size_t)rows, no = (size_t)rows * width;
@@ -631,7 +631,7 @@ AssocStatus assoc_mpi_allreduce_maxplus_device(AssocMpi *m, int64_t rows, int64_
 	if (!mx || !l || (width && !o))
 		return fail(m, ASSOC_EINVAL, "no device arrays (NULL)");
 	char why[512] = "";
-	if (assoc_mpi_maxplus_run(m->rt, m->nc, m->comm, rows, width, (RtPtr)(size_t)mx, (RtPtr)(size_t)l,
+	if (lib_mpi_maxplus_run(m->rt, m->nc, m->comm, rows, width, (RtPtr)(size_t)mx, (RtPtr)(size_t)l,
 				  (RtPtr)(size_t)o, stream, why, sizeof why))
 		return fail(m, ASSOC_EDEVICE, "%s", why);
 	return ASSOC_OK;

@@ -136,7 +136,7 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 		for (int i = 0; i < c->nfinal; i++, at++)
 			sb[at] = (AssocBuffer){c->finalize[i].name, s->fin[i].p,
 					       s->fin[i].n * s->fin[i].width * run_kind_size(s->fin[i].kind)};
-		st = assoc_run_heads_at(k, heads, kv_heads, s->rows, s->len, s->qpos, sb, narr, params, nparams);
+		st = lib_run_heads_at(k, heads, kv_heads, s->rows, s->len, s->qpos, sb, narr, params, nparams);
 		if (st) {
 			char why[sizeof k->err];
 			snprintf(why, sizeof why, "%s", k->err);
@@ -261,12 +261,12 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 	if (!st && !pv)
 		st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
 	if (!st)
-		st = assoc_params_of(k, params, nparams, pv);
+		st = lib_params_of(k, params, nparams, pv);
 	pd.params = pv;
 	char why[sizeof k->err];
 	/* the paged module, for this page size */
 	if (!st && k->pgpu && k->pgpu->page_size != pg->page_size)
-		assoc_release_paged(k);
+		lib_release_paged(k);
 	if (!st && !k->pgpu) {
 		Gpu *g = calloc(1, sizeof *g);
 		if (!g)
@@ -281,16 +281,16 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 	if (!st && rt_enter_ctx(k->pgpu->rt, &ctx, why, sizeof why))
 		st = paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
 	if (!st) {
-		GpuBufs *b = assoc_stream_ws(&k->pws, &k->npws, ctx, stream);
+		GpuBufs *b = lib_stream_ws(&k->pws, &k->npws, ctx, stream);
 		int primary = ctx == rt_primary_ctx(k->pgpu->rt);
-		AssocCtxModule *m = primary ? NULL : assoc_ctx_module(&k->pmods, &k->npmods, ctx);
+		AssocCtxModule *m = primary ? NULL : lib_ctx_module(&k->pmods, &k->npmods, ctx);
 		RtModule *none = NULL;
 		unsigned gen = 0;
 		if (!b || (!primary && !m)) {
 			st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
 		} else {
 			rt_on_stream(k->pgpu->rt, stream, 1);
-			if (gpu_run_paged_device(k->pgpu, &pd, &(RunOpts){.deterministic = assoc_tune_off()}, b, ctx,
+			if (gpu_run_paged_device(k->pgpu, &pd, &(RunOpts){.deterministic = lib_tune_off()}, b, ctx,
 						 m ? &m->mod : &none, m ? &m->gen : &gen, why, sizeof why))
 				st = paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
 			rt_on_stream(k->pgpu->rt, NULL, 0);

@@ -258,7 +258,7 @@ static void release_gpu(Gpu *g, AssocStreamWs *ws, int nws, AssocCtxModule *mods
 	free(mods);
 }
 
-void assoc_release_paged(AssocKernel *k)
+void lib_release_paged(AssocKernel *k)
 {
 	release_gpu(k->pgpu, k->pws, k->npws, k->pmods, k->npmods);
 	k->pgpu = NULL, k->pws = NULL, k->pmods = NULL, k->npws = k->npmods = 0;
@@ -271,7 +271,7 @@ static void release(AssocKernel *k)
 	llvm_kernel_free(k->narrow[0]);
 	llvm_kernel_free(k->narrow[1]);
 	release_gpu(k->gpu, k->ws, k->nws, k->mods, k->nmods);
-	assoc_release_paged(k);
+	lib_release_paged(k);
 	k->ws = NULL, k->mods = NULL, k->nws = k->nmods = 0;
 	k->pool = NULL, k->k = k->narrow[0] = k->narrow[1] = NULL, k->gpu = NULL, k->dev = NULL;
 }
@@ -423,7 +423,7 @@ static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, const
 	return found;
 }
 
-AssocStatus assoc_params_of(AssocKernel *k, const AssocValue *p, int np, double *out)
+AssocStatus lib_params_of(AssocKernel *k, const AssocValue *p, int np, double *out)
 {
 	Carrier *c = k->s->c;
 	if (np < 0 || (np && !p))
@@ -510,7 +510,7 @@ static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocB
 		which[x] = bind(k, bufs, nbufs, x, shape, &st);
 	if (!st && nbufs != narr)
 		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
-	return st ? st : assoc_params_of(k, params, nparams, pv);
+	return st ? st : lib_params_of(k, params, nparams, pv);
 }
 
 /* The checks on a shape that every run makes. */
@@ -556,13 +556,13 @@ static RunData *over_all(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_
 	return d;
 }
 
-int assoc_tune_off(void)
+int lib_tune_off(void)
 {
 	const char *e = getenv("ASSOC_TUNE");
 	return e && !strcmp(e, "off");
 }
 
-GpuBufs *assoc_stream_ws(AssocStreamWs **ws, int *n, void *ctx, void *stream)
+GpuBufs *lib_stream_ws(AssocStreamWs **ws, int *n, void *ctx, void *stream)
 {
 	for (int i = 0; i < *n; i++)
 		if ((*ws)[i].ctx == ctx && (*ws)[i].stream == stream)
@@ -575,7 +575,7 @@ GpuBufs *assoc_stream_ws(AssocStreamWs **ws, int *n, void *ctx, void *stream)
 	return &w[(*n)++].b;
 }
 
-AssocCtxModule *assoc_ctx_module(AssocCtxModule **mods, int *n, void *ctx)
+AssocCtxModule *lib_ctx_module(AssocCtxModule **mods, int *n, void *ctx)
 {
 	for (int i = 0; i < *n; i++)
 		if ((*mods)[i].ctx == ctx)
@@ -615,15 +615,15 @@ AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, in
 	if (!st && rt_enter_ctx(k->gpu->rt, &ctx, why, sizeof why))
 		st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: %s", why);
 	if (!st) {
-		GpuBufs *b = assoc_stream_ws(&k->ws, &k->nws, ctx, stream);
-		AssocCtxModule *m = ctx == rt_primary_ctx(k->gpu->rt) ? NULL : assoc_ctx_module(&k->mods, &k->nmods, ctx);
+		GpuBufs *b = lib_stream_ws(&k->ws, &k->nws, ctx, stream);
+		AssocCtxModule *m = ctx == rt_primary_ctx(k->gpu->rt) ? NULL : lib_ctx_module(&k->mods, &k->nmods, ctx);
 		RtModule *none = NULL;
 		unsigned gen = 0;
 		if (!b || (ctx != rt_primary_ctx(k->gpu->rt) && !m)) {
 			st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 		} else {
 			rt_on_stream(k->gpu->rt, stream, 1);
-			if (gpu_run_device(k->gpu, d, &(RunOpts){.deterministic = assoc_tune_off()}, b, ctx, m ? &m->mod : &none,
+			if (gpu_run_device(k->gpu, d, &(RunOpts){.deterministic = lib_tune_off()}, b, ctx, m ? &m->mod : &none,
 					   m ? &m->gen : &gen, why, sizeof why))
 				st = fail(k->err, sizeof k->err, ASSOC_EDEVICE, "gpu: %s", why);
 			rt_on_stream(k->gpu->rt, NULL, 0);
@@ -653,7 +653,7 @@ AssocStatus assoc_tune(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t 
 		free(pv), free(defs), free(vals);
 		return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 	}
-	st = assoc_params_of(k, params, nparams, pv);
+	st = lib_params_of(k, params, nparams, pv);
 	for (int i = 0; !st && i < c->nparams; i++) {
 		snprintf(vals[i], sizeof vals[i], "%.17g", pv[i]);
 		defs[i] = (Define){c->params[i].name, vals[i]};
@@ -734,10 +734,10 @@ AssocStatus assoc_run(AssocKernel *k, int64_t rows, int64_t len, const AssocBuff
 AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
 {
-	return assoc_run_heads_at(k, heads, kv_heads, rows, len, 0, bufs, nbufs, params, nparams);
+	return lib_run_heads_at(k, heads, kv_heads, rows, len, 0, bufs, nbufs, params, nparams);
 }
 
-AssocStatus assoc_run_heads_at(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+AssocStatus lib_run_heads_at(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			       int64_t qpos, const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
 {
 	AssocStatus st0 = shape_ok(k, heads, kv_heads, rows, len, nbufs, bufs);

@@ -53,25 +53,25 @@ struct AssocKernel {
 /* assoc_run_heads with row 0 at position qpos (the spec's i of row r is
  * qpos + r): a paged sequence's queries are its last positions
  * (assoc_paged.c). */
-AssocStatus assoc_run_heads_at(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
+AssocStatus lib_run_heads_at(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			       int64_t qpos, const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams);
 
 /* The workspace of a context and a stream in *ws (n of them), added on
  * first use; NULL when out of memory. */
-GpuBufs *assoc_stream_ws(AssocStreamWs **ws, int *n, void *ctx, void *stream);
+GpuBufs *lib_stream_ws(AssocStreamWs **ws, int *n, void *ctx, void *stream);
 /* The module slot of a context in *mods (n of them), added on first use;
  * NULL when out of memory. */
-AssocCtxModule *assoc_ctx_module(AssocCtxModule **mods, int *n, void *ctx);
+AssocCtxModule *lib_ctx_module(AssocCtxModule **mods, int *n, void *ctx);
 /* params by name into out (the spec's order); k->err says what is wrong. */
-AssocStatus assoc_params_of(AssocKernel *k, const AssocValue *p, int np, double *out);
+AssocStatus lib_params_of(AssocKernel *k, const AssocValue *p, int np, double *out);
 /* k's paged module closed, with its workspaces and its modules in other
  * contexts (waiting for the work that reads them). */
-void assoc_release_paged(AssocKernel *k);
+void lib_release_paged(AssocKernel *k);
 /* ASSOC_TUNE=off: the rule's variant, not the tuning cache's. */
-int assoc_tune_off(void);
+int lib_tune_off(void);
 
 /* Whether the prover proves c's merge commutative with the params at
  * these values (c's order): the commute flag of an MPI op (assoc_mpi.c). */
-int assoc_mpi_commutes(Carrier *c, const double *params);
+int lib_mpi_commutes(Carrier *c, const double *params);
 
 #endif
