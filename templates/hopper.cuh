@@ -1,5 +1,7 @@
 /* hopper.cuh: sm_90a instructions for the templates: mbarriers, TMA tile
- * loads, wgmma, setmaxnreg, named barriers.  Each wrapper is inline PTX on the GPU and,
+ * loads, wgmma, setmaxnreg, named barriers, and sm_90's thread-block
+ * clusters (rank, cluster barrier, reads of a peer block's shared memory).
+ * Each wrapper is inline PTX on the GPU and,
  * under ASSOC_EMU, the emulator's model of the instruction
  * (runtime/emu/emu.hpp), which checks its use.
  *
@@ -378,5 +380,88 @@ ASC_DEV void asc_bar_arrive(int id, int count)
 	emu_bar(id, count, 0);
 #else
 	asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+#endif
+}
+
+/* ---- thread-block clusters (sm_90): the blocks of a cluster run at once
+ * and read each other's shared memory (distributed shared memory).
+ * asc_cluster_arrive and asc_cluster_wait are barrier.cluster's two
+ * halves: every thread of the cluster arrives once a phase, and a wait
+ * returns once all have arrived, the writes before each arrival visible
+ * after it (release, acquire); between them a thread may go on with work
+ * that touches no peer's memory.  A block's shared memory is gone once it
+ * exits: a cluster barrier after the last read of it by a peer keeps it. ---- */
+ASC_DEV unsigned asc_cluster_rank()
+{
+#ifdef ASSOC_EMU
+	return emu_cluster_rank();
+#else
+	unsigned r;
+	asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+	return r;
+#endif
+}
+
+ASC_DEV unsigned asc_cluster_size()
+{
+#ifdef ASSOC_EMU
+	return emu_cluster_size();
+#else
+	unsigned r;
+	asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+	return r;
+#endif
+}
+
+ASC_DEV void asc_cluster_arrive()
+{
+#ifdef ASSOC_EMU
+	emu_cluster_arrive();
+#else
+	asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+
+ASC_DEV void asc_cluster_wait()
+{
+#ifdef ASSOC_EMU
+	emu_cluster_wait();
+#else
+	asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+ASC_DEV void asc_cluster_sync()
+{
+	asc_cluster_arrive();
+	asc_cluster_wait();
+}
+
+/* The T at sm[at] in the block of cluster rank `rank` (sm: this block's
+ * array of T, its peers' at the same place): mapa.shared::cluster, then
+ * ld.shared::cluster a word at a time (a byte at a time for the rest). */
+template <class T, class S>
+ASC_DEV T asc_dsmem_ld(S &sm, int at, unsigned rank)
+{
+#ifdef ASSOC_EMU
+	return emu_dsmem_rd(sm, at, rank);
+#else
+	unsigned a = (unsigned)__cvta_generic_to_shared(&sm[at]), ra;
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+	union {
+		T v;
+		unsigned w[(sizeof(T) + 3) / 4];
+		unsigned char b[(sizeof(T) + 3) / 4 * 4];
+	} u;
+#pragma unroll
+	for (int k = 0; k < (int)(sizeof(T) / 4); k++)
+		asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(u.w[k]) : "r"(ra + 4 * k) : "memory");
+#pragma unroll
+	for (int k = (int)(sizeof(T) / 4 * 4); k < (int)sizeof(T); k++) {
+		unsigned short h;
+		asm volatile("ld.shared::cluster.u8 %0, [%1];" : "=h"(h) : "r"(ra + k) : "memory");
+		u.b[k] = (unsigned char)h;
+	}
+	return u.v;
 #endif
 }

@@ -11,7 +11,8 @@
  * warpgroup's wgmma or setmaxnreg or issuing another wgmma, a wgmma
  * reading what TMA has not landed, a bad register count or one past the
  * SM's registers; named barriers order warpgroups' turns, and their
- * misuse is reported.  And the GPU side
+ * misuse is reported; the blocks of a cluster read each other's shared
+ * memory after a cluster barrier, and its misuse is reported.  And the GPU side
  * of every wrapper compiles with NVRTC and assembles for sm_90a. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -462,6 +463,71 @@ Test(hopper, named_barriers_take_turns)
 	emu_close(l);
 }
 
+typedef struct {
+	unsigned *out;
+	int mode;
+} ClusterArgs;
+
+static int cluster_run(EmuLib *l, unsigned grid, unsigned cs, int mode, unsigned *out, char *msg, size_t n)
+{
+	ClusterArgs a = {out, mode};
+	return emu_launch_cluster(l, "cluster", grid, 1, 128, 0, cs, &a, NULL, msg, n);
+}
+
+/* Clusters of 2, 4, 8 and 16 blocks over two clusters' grid: each block
+ * reads its neighbours' shared memory, written before the cluster
+ * barrier, and sees its rank and the cluster's size. */
+Test(hopper, cluster_blocks_read_their_peers_shared_memory, .timeout = 60)
+{
+	EmuLib *l = lib();
+	static unsigned out[32 * 128 * 4];
+	static const unsigned sizes[] = {1, 2, 4, 8, 16};
+	char msg[2048];
+	for (int k = 0; k < 5; k++) {
+		unsigned cs = sizes[k], grid = 2 * cs;
+		memset(out, 0xff, sizeof out);
+		cr_assert_eq(cluster_run(l, grid, cs, 0, out, msg, sizeof msg), 0, "cluster %u: %s", cs, msg);
+		for (unsigned b = 0; b < grid; b++)
+			for (unsigned x = 0; x < 128; x++) {
+				const unsigned *o = out + 4 * (b * 128 + x);
+				unsigned r = b % cs, base = b - r;
+				cr_assert_eq(o[0], r);
+				cr_assert_eq(o[1], cs);
+				cr_assert_eq(o[2], (base + (r + 1) % cs) * 1000 + x, "cluster %u block %u thread %u", cs, b, x);
+				cr_assert_eq(o[3], (base + (r + cs - 1) % cs) * 1000 + x);
+			}
+	}
+	emu_close(l);
+}
+
+Test(hopper, cluster_misuse_is_reported, .timeout = 60)
+{
+	EmuLib *l = lib();
+	static unsigned out[8 * 128 * 4];
+	char msg[2048];
+	cr_assert_eq(cluster_run(l, 4, 4, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "ld.shared::cluster of words[0] in cluster rank 1: that block has not written it "
+			      "(missing barrier.cluster between its write and this read?)"), "%s", msg);
+	cr_assert_eq(cluster_run(l, 4, 4, 2, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "to rank 4, outside the cluster's 4 blocks"), "%s", msg);
+	cr_assert_eq(cluster_run(l, 4, 4, 3, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "exited while rank") || strstr(msg, "whose block has exited"), "%s", msg);
+	cr_expect(strstr(msg, "missing"), "%s", msg);
+	cr_assert_eq(cluster_run(l, 4, 2, 4, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "thread exited while 32 threads of its cluster wait at barrier.cluster"), "%s", msg);
+	cr_assert_eq(cluster_run(l, 2, 2, 5, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "barrier.cluster.arrive twice without a barrier.cluster.wait"), "%s", msg);
+	cr_assert_eq(cluster_run(l, 2, 2, 6, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "barrier.cluster.wait without a barrier.cluster.arrive"), "%s", msg);
+	cr_assert_eq(cluster_run(l, 6, 4, 0, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "a grid of 6 blocks is not a whole number of clusters of 4"), "%s", msg);
+	cr_assert_eq(cluster_run(l, 4, 32, 0, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "a cluster of 32 blocks (1 to 16)"), "%s", msg);
+	/* after each misuse the next launch runs clean */
+	cr_assert_eq(cluster_run(l, 4, 2, 0, out, msg, sizeof msg), 0, "%s", msg);
+	emu_close(l);
+}
+
 /* The GPU side: every wrapper, wgmma at N = 64, 128 and 256, through
  * NVRTC for sm_90a and ptxas. */
 Test(hopper, wrappers_assemble_for_sm_90a, .timeout = 120)
@@ -496,7 +562,13 @@ Test(hopper, wrappers_assemble_for_sm_90a, .timeout = 120)
 					   "setmaxnreg.inc.sync.aligned.u32 240",
 					   "setmaxnreg.dec.sync.aligned.u32 40",
 					   "bar.sync",
-					   "bar.arrive"};
+					   "bar.arrive",
+					   "barrier.cluster.arrive.release.aligned",
+					   "barrier.cluster.wait.acquire.aligned",
+					   "%cluster_ctarank",
+					   "%cluster_nctarank",
+					   "mapa.shared::cluster.u32",
+					   "ld.shared::cluster.u32"};
 	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
 		cr_expect(strstr(ptx, want[i]), "no %s in the PTX", want[i]);
 	/* each of the 3 sizes: SS and RS, bf16 and f16 */

@@ -26,6 +26,8 @@ struct EmuLib {
 		      char *, size_t);
 	int (*launch2)(void (*)(const void *), const char *, unsigned, unsigned, unsigned, unsigned, const void *,
 		       unsigned long long *, char *, size_t);
+	int (*launch3)(void (*)(const void *), const char *, unsigned, unsigned, unsigned, unsigned, unsigned,
+		       const void *, unsigned long long *, char *, size_t);
 };
 
 static const char CXXFLAGS[] = "-std=c++17 -O2 -fPIC -shared -w -fno-exceptions -fno-rtti";
@@ -286,6 +288,7 @@ int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 	l->fd = fd;
 	*(void **)&l->launch = dlsym(hd, "emu_launch");
 	*(void **)&l->launch2 = dlsym(hd, "emu_launch2");
+	*(void **)&l->launch3 = dlsym(hd, "emu_launch3");
 	if (!l->launch) {
 		snprintf(msg, n, "emulator: the module %s has no emu_launch", stem);
 		emu_close(l);
@@ -314,6 +317,12 @@ int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned b
 int emu_launch_grid(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy, unsigned block, unsigned smem,
 		    const void *args, unsigned long long bytes[2], char *msg, size_t n)
 {
+	return emu_launch_cluster(lib, kernel, grid, gy, block, smem, 1, args, bytes, msg, n);
+}
+
+int emu_launch_cluster(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy, unsigned block, unsigned smem,
+		       unsigned cluster, const void *args, unsigned long long bytes[2], char *msg, size_t n)
+{
 	char sym[128];
 	snprintf(sym, sizeof sym, "%s_emu", kernel);
 	void (*fn)(const void *);
@@ -324,6 +333,13 @@ int emu_launch_grid(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy,
 	}
 	if (!grid || !gy)
 		return 0;
+	if (cluster > 1) {
+		if (!lib->launch3) {
+			snprintf(msg, n, "emulator: the module of kernel %s has no emu_launch3 (no clusters)", kernel);
+			return -1;
+		}
+		return lib->launch3(fn, kernel, grid, gy, block, smem, cluster, args, bytes, msg, n);
+	}
 	if (gy == 1)
 		return lib->launch(fn, kernel, grid, block, smem, args, bytes, msg, n);
 	if (!lib->launch2) {

@@ -24,6 +24,10 @@ int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned b
 /* emu_launch_kernel on a grid of grid x gy blocks. */
 int emu_launch_grid(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy, unsigned block, unsigned smem,
 		    const void *args, unsigned long long bytes[2], char *msg, size_t n);
+/* emu_launch_grid in clusters of `cluster` blocks in x (1: none; up to 16,
+ * dividing grid), which run together (runtime/emu/emu.hpp). */
+int emu_launch_cluster(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy, unsigned block, unsigned smem,
+		       unsigned cluster, const void *args, unsigned long long bytes[2], char *msg, size_t n);
 
 /* What a run on the emulator did. */
 typedef struct {

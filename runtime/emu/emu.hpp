@@ -19,8 +19,11 @@
  * reported; ldmatrix reads its rows through the same checks.  Named
  * barriers (bar.sync and bar.arrive with an id and a thread count) and the
  * Hopper instructions (mbarriers, TMA tile loads, wgmma, setmaxnreg) are
- * modelled and checked as their sections say.  Errors name the kernel,
- * block and thread.
+ * modelled and checked as their sections say.  A launch with a cluster
+ * size runs the blocks of each cluster together (their fibers switch at
+ * cluster barriers), each with its own shared memory, which its peers
+ * read through the cluster window (the clusters section says what is
+ * checked).  Errors name the kernel, block and thread.
  *
  * Everything here is inside the shared object and not sanitized, so the
  * fibers' stacks never meet the host's AddressSanitizer. */
@@ -71,6 +74,8 @@ struct EmuFiber {
 	unsigned wpar;
 	int nb;             /* blocked in bar.sync: the named barrier */
 	unsigned nbgen[16]; /* per named barrier: 1 + the phase this thread last arrived in */
+	int clarr;          /* arrived at the cluster barrier, not yet waited */
+	unsigned clphase;   /* the cluster barrier's phase it arrived in */
 #if !defined(__x86_64__)
 	ucontext_t uc;
 #endif
@@ -81,13 +86,15 @@ struct EmuFiber {
  * State and Elem, which a GPU keeps in registers or local memory and the
  * emulator in fiber stacks (a state of 4096 floats overflowed 128 KiB). */
 enum { EMU_MAXT = 1024, EMU_STACK = 128 * 1024, EMU_FRAMES = 64, EMU_MAXDYN = 227 * 1024 };
+/* EMU_MAXCL: the most blocks of a cluster (16, sm_90's non-portable size). */
+enum { EMU_MAXCL = 16 };
 
 /* sizeof(State) + sizeof(Elem) of the generated module (cuda_mod.c);
  * weak, as a hand-written kernel has neither. */
 extern "C" const size_t asc_emu_frame_bytes __attribute__((weak));
 
 struct Emu {
-	EmuFiber f[EMU_MAXT];
+	EmuFiber *f; /* the running block's threads: emu_fib[rank] */
 	char *stacks;
 	int nstacks;
 	size_t stack; /* bytes of each of the nstacks stacks, the guard page included */
@@ -108,9 +115,17 @@ struct Emu {
 	const void *args;
 	unsigned long long ld_bytes, st_bytes;
 	size_t dyn_bytes; /* the launch's dynamic shared memory */
+	int left;         /* the running block's threads not done */
+	/* clusters: the running block's rank, the blocks a cluster, the
+	 * threads arrived in the cluster barrier's phase, the cluster's exited
+	 * threads, its completed phases and the epoch the last one began */
+	int rank, csize, cl_arrived, cl_exited;
+	unsigned cl_phase;
+	uint64_t cl_epoch;
 	char msg[2048];
 };
 static Emu emu;
+static EmuFiber emu_fib[EMU_MAXCL][EMU_MAXT];
 
 #define threadIdx (emu.cur->tid)
 #define blockIdx (emu.bidx)
@@ -167,9 +182,13 @@ static void emu_exit_thread(void)
 		emu_fail("thread exited with %u wgmma.mma_async in flight (missing wgmma.wait_group)", f->wg_issued - f->wg_done);
 	f->done = 1;
 	emu.nlive--;
+	emu.cl_exited++;
 	if (emu.bar_arrived > 0)
 		emu_fail("thread exited while %d threads of its block wait at __syncthreads (differing barrier counts)",
 			 emu.bar_arrived);
+	if (emu.cl_arrived > 0 && !f->clarr)
+		emu_fail("thread exited while %d threads of its cluster wait at barrier.cluster (differing barrier counts)",
+			 emu.cl_arrived);
 	emu_park();
 }
 
@@ -391,6 +410,9 @@ template <class T> struct EmuShared {
 	long n;
 	int dyn; /* sized at launch */
 	const char *nm;
+	/* the array of cluster rank crank; its peers' are cstride bytes apart */
+	int crank;
+	long cstride;
 
 	void at(long i) const
 	{
@@ -498,9 +520,11 @@ template <class T, int N> struct EmuStaticShared : EmuShared<T> {
 		this->n = N, this->dyn = 0;
 	}
 };
+/* one array a cluster rank: the blocks of a cluster run together */
 #define ASC_SHARED(T, name, n)                                                                         \
-	static EmuStaticShared<T, (n)> name;                                                           \
-	name.nm = #name
+	static EmuStaticShared<T, (n)> name##_emu_cl[EMU_MAXCL];                                       \
+	EmuStaticShared<T, (n)> &name = name##_emu_cl[emu.rank];                                       \
+	name.nm = #name, name.crank = emu.rank, name.cstride = (long)sizeof name##_emu_cl[0]
 
 /* Dynamic shared memory: one array of T per kernel (on the GPU every
  * extern __shared__ array starts at the same address), as many elements as
@@ -508,8 +532,10 @@ template <class T, int N> struct EmuStaticShared : EmuShared<T> {
  * size; the per-block epoch resets the race checks as for static arrays. */
 template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
 {
-	static EmuShared<T> d;
-	static void *mem;
+	static EmuShared<T> dc[EMU_MAXCL];
+	static void *mc[EMU_MAXCL];
+	EmuShared<T> &d = dc[emu.rank];
+	void *&mem = mc[emu.rank];
 	long n = (long)(emu.dyn_bytes / sizeof(T));
 	if (!mem || d.n != n) {
 		free(mem);
@@ -530,7 +556,7 @@ template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
 		d.wpf = (unsigned *)(b + off_wpf);
 		d.n = n, d.dyn = 1;
 	}
-	d.nm = nm;
+	d.nm = nm, d.crank = emu.rank, d.cstride = (long)sizeof dc[0];
 	return d;
 }
 #define ASC_DYN_SHARED(T, name) EmuShared<T> &name = emu_dyn_shared<T>(#name)
@@ -1387,9 +1413,102 @@ static void emu_setmaxnreg(int regs, const char *op)
 	}
 }
 
+/* ---- thread-block clusters (sm_90): %cluster_ctarank, barrier.cluster,
+ * mapa.shared::cluster and ld.shared::cluster ----
+ * The blocks of a cluster (csize consecutive blocks in x) run together:
+ * each runs until every thread of it not done waits at barrier.cluster.wait,
+ * then the next one runs, so that each block's fibers, shared memory and
+ * barrier state are its own (emu_cl keeps a parked block's).  The cluster
+ * barrier's phase completes when every thread of the cluster has arrived
+ * (barrier.cluster.arrive), and starts a new interval of the shared-memory
+ * race checks in every block.  Checked: a thread arrives once a phase and
+ * waits only after arriving; an arrival after a thread of the cluster
+ * exited, or an exit while others wait, is reported (differing barrier
+ * counts); a read of a peer's shared memory is of a word that block wrote
+ * before the last completed phase (a write since, or none, means a
+ * missing cluster barrier between the write and the read), of a rank in
+ * the cluster, and of a block that has not exited; and a block that exits
+ * in the phase a peer read its shared memory in (no cluster barrier after
+ * the read, so that the peer may still be reading it) is reported.  A
+ * write between a block's arrival and the phase's completion counts as
+ * before it.  cp.async copies and wgmma in flight across a cluster
+ * barrier are not emulated (reported). */
+struct EmuBlockCtx {
+	dim3 bidx;
+	int nlive, bar_arrived, left, begun, done;
+	uint64_t block_epoch;
+	unsigned rd_phase; /* 1 + the last phase a peer read this block's shared memory in; 0: none */
+	int rd_rank;       /* that peer */
+	const char *rd_nm; /* and the array */
+	decltype(emu_nb) nb;
+	decltype(emu_hop) hop;
+};
+static EmuBlockCtx emu_cl[EMU_MAXCL];
+
+static unsigned emu_cluster_rank(void) { return (unsigned)emu.rank; }
+static unsigned emu_cluster_size(void) { return (unsigned)emu.csize; }
+
+static void emu_cluster_arrive(void)
+{
+	EmuFiber *f = emu.cur;
+	if (f->clarr)
+		emu_fail("barrier.cluster.arrive twice without a barrier.cluster.wait between them");
+	if (emu.cl_exited)
+		emu_fail("barrier.cluster.arrive after %d threads of the cluster exited (every thread of the cluster "
+			 "arrives in each phase; differing barrier counts)", emu.cl_exited);
+	f->clarr = 1;
+	f->clphase = emu.cl_phase;
+	if (++emu.cl_arrived == emu.csize * emu.n) {
+		emu.cl_arrived = 0;
+		emu.cl_phase++;
+		emu.cl_epoch = ++emu.epoch;
+		emu_hop_wake(7);
+	}
+}
+
+static void emu_cluster_wait(void)
+{
+	EmuFiber *f = emu.cur;
+	if (!f->clarr)
+		emu_fail("barrier.cluster.wait without a barrier.cluster.arrive before it");
+	f->clarr = 0;
+	while (emu.cl_phase == f->clphase) {
+		f->blocked = 7;
+		emu_to_sched();
+	}
+}
+
+/* ld.shared::cluster of s[i] (s: this block's array, as mapa is given a
+ * shared address of this block) in the block of cluster rank `rank`. */
+template <class T> static T emu_dsmem_rd(EmuShared<T> &s, long i, unsigned rank)
+{
+	if (rank >= (unsigned)emu.csize)
+		emu_fail("mapa.shared::cluster of %s[%ld] to rank %u, outside the cluster's %d blocks", s.nm, i, rank,
+			 emu.csize);
+	if ((int)rank == emu.rank)
+		return s.rd(i);
+	EmuShared<T> *p = (EmuShared<T> *)((char *)&s + ((long)rank - s.crank) * s.cstride);
+	EmuBlockCtx *c = &emu_cl[rank];
+	p->at(i);
+	if (c->done)
+		emu_fail("ld.shared::cluster of %s[%ld] in cluster rank %u, whose block has exited (its shared memory is "
+			 "gone: missing barrier.cluster before that block's exit?)", s.nm, i, rank);
+	p->inflight(i, "ld.shared::cluster");
+	if (!c->begun || p->wep[i] < c->block_epoch || p->wep[i] >= emu.cl_epoch)
+		emu_fail("ld.shared::cluster of %s[%ld] in cluster rank %u: that block %s (missing barrier.cluster "
+			 "between its write and this read?)", s.nm, i, rank,
+			 !c->begun || p->wep[i] < c->block_epoch ? "has not written it"
+								   : "wrote it since the last barrier.cluster");
+	if (c->rd_phase < emu.cl_phase + 1)
+		c->rd_phase = emu.cl_phase + 1, c->rd_rank = emu.rank, c->rd_nm = s.nm;
+	return p->v[i];
+}
+
 /* ---- launch ---- */
 
-static void emu_run_block(void)
+/* The running block's threads start (rank: its place in the cluster,
+ * whose stacks it takes). */
+static void emu_block_begin(int rank)
 {
 	for (int t = 0; t < EMU_MAXT; t++) { /* copies an earlier block never waited for */
 		for (int k = 0; k < emu.f[t].nasync; k++)
@@ -1398,7 +1517,7 @@ static void emu_run_block(void)
 	}
 	for (int t = 0; t < emu.n; t++) {
 		EmuFiber *f = &emu.f[t];
-		emu_fiber_init(f, emu.stacks + (size_t)t * emu.stack);
+		emu_fiber_init(f, emu.stacks + ((size_t)rank * emu.n + t) * emu.stack);
 		f->tid = dim3{(unsigned)t, 0, 0};
 		f->done = f->blocked = f->nbar = 0;
 		f->seq = 0;
@@ -1408,6 +1527,8 @@ static void emu_run_block(void)
 		f->wg_issued = f->wg_done = f->wg_group = 0;
 		f->wg_fenced = 0;
 		memset(f->nbgen, 0, sizeof f->nbgen);
+		f->clarr = 0;
+		f->clphase = 0;
 		f->lane = t % 32;
 		f->warp = t / 32;
 	}
@@ -1417,7 +1538,16 @@ static void emu_run_block(void)
 	emu.nlive = emu.n;
 	emu.bar_arrived = 0;
 	emu.block_epoch = ++emu.epoch;
-	for (int left = emu.n; left > 0 && !emu.failed;) {
+	emu.left = emu.n;
+}
+
+/* Run the block's threads until they are done (0), or, in a cluster of
+ * several blocks, until every one not done waits at barrier.cluster.wait
+ * (1: parked, for its peers to run). */
+static int emu_block_run(void)
+{
+	int &left = emu.left;
+	while (left > 0 && !emu.failed) {
 		int ran = 0;
 		for (int t = 0; t < emu.n && !emu.failed; t++) {
 			EmuFiber *f = &emu.f[t];
@@ -1430,16 +1560,28 @@ static void emu_run_block(void)
 				left--;
 		}
 		if (!ran && left > 0 && !emu.failed) {
-			int nk[7] = {0, 0, 0, 0, 0, 0, 0}, t0 = -1, tm = -1;
+			int nk[8] = {0, 0, 0, 0, 0, 0, 0, 0}, t0 = -1, tm = -1;
 			for (int t = 0; t < emu.n; t++) {
 				int k = emu.f[t].done ? 0 : emu.f[t].blocked;
-				if (k < 1 || k > 6)
+				if (k < 1 || k > 7)
 					continue;
 				nk[k]++;
 				if (k >= 2 && t0 < 0)
 					t0 = t;
 				if (k == 3 && tm < 0)
 					tm = t;
+			}
+			if (nk[7] == left && emu.csize > 1) {
+				for (int t = 0; t < emu.n; t++)
+					if (!emu.f[t].done && (emu.f[t].nasync || emu.f[t].wg_done != emu.f[t].wg_issued)) {
+						snprintf(emu.msg, sizeof emu.msg, "%s in flight across barrier.cluster (not emulated "
+							 "in a cluster of several blocks) (kernel %s, block %u, thread %d)",
+							 emu.f[t].nasync ? "cp.async" : "wgmma.mma_async", emu.kernel, emu.bidx.x, t);
+						emu.failed = 1;
+						return 0;
+					}
+				emu.cur = NULL;
+				return 1;
 			}
 			char more[768] = "";
 			size_t at = 0;
@@ -1483,6 +1625,10 @@ static void emu_run_block(void)
 							       "few threads reach (%d of %d in)", w, id, emu_nb.arrived[id],
 							       emu_nb.count[id]);
 			}
+			if (nk[7] && at < sizeof more)
+				at += (size_t)snprintf(more + at, sizeof more - at, ", %d at barrier.cluster.wait for a phase "
+						       "that not every thread of the cluster arrives in (%d of %d in)", nk[7],
+						       emu.cl_arrived, emu.csize * emu.n);
 			emu.cur = t0 >= 0 ? &emu.f[t0] : NULL;
 			snprintf(emu.msg, sizeof emu.msg,
 				 "deadlock: %d threads wait at __syncthreads and %d at warp operations that not every lane "
@@ -1491,6 +1637,12 @@ static void emu_run_block(void)
 			emu.failed = 1;
 		}
 	}
+	return 0;
+}
+
+/* The running block is done: what it left unfinished is reported. */
+static void emu_block_end(void)
+{
 	for (int id = 1; id < EMU_NBAR && !emu.failed; id++)
 		if (emu_nb.arrived[id]) {
 			snprintf(emu.msg, sizeof emu.msg,
@@ -1499,6 +1651,102 @@ static void emu_run_block(void)
 				 id, emu_nb.arrived[id], emu_nb.count[id], emu.kernel, emu.bidx.x, emu_nb.first[id]);
 			emu.failed = 1;
 		}
+	EmuBlockCtx *c = &emu_cl[emu.rank];
+	if (emu.csize > 1 && !emu.failed && c->rd_phase == emu.cl_phase + 1) {
+		snprintf(emu.msg, sizeof emu.msg,
+			 "block of cluster rank %d exited while rank %d may still read its shared memory (%s): no "
+			 "barrier.cluster between that read and this block's exit (missing final cluster barrier?) (kernel %s, "
+			 "block %u)", emu.rank, c->rd_rank, c->rd_nm, emu.kernel, emu.bidx.x);
+		emu.failed = 1;
+	}
+	c->done = 1;
+	if (emu.csize > 1) /* copies never waited for: forgotten now, as the next rank's threads take emu_async */
+		for (int t = 0; t < emu.n; t++) {
+			for (int k = 0; k < emu.f[t].nasync; k++)
+				emu_async[t][k].land(emu_async[t][k].arr, emu_async[t][k].i, NULL);
+			emu.f[t].nasync = 0;
+		}
+	emu_hop_reset();
+	emu.cur = NULL;
+}
+
+/* A parked block's state, kept while its peers run, and given back. */
+static void emu_block_save(int r)
+{
+	EmuBlockCtx *c = &emu_cl[r];
+	c->bidx = emu.bidx, c->nlive = emu.nlive, c->bar_arrived = emu.bar_arrived, c->left = emu.left;
+	c->block_epoch = emu.block_epoch;
+	c->nb = emu_nb;
+	memcpy(&c->hop, &emu_hop, sizeof emu_hop);
+}
+
+static void emu_block_load(int r)
+{
+	EmuBlockCtx *c = &emu_cl[r];
+	emu.rank = r;
+	emu.f = emu_fib[r];
+	emu.bidx = c->bidx, emu.nlive = c->nlive, emu.bar_arrived = c->bar_arrived, emu.left = c->left;
+	emu.block_epoch = c->block_epoch;
+	emu_nb = c->nb;
+	EmuWgOp *ring[EMU_MAXWG][EMU_WGRING]; /* the records are one pool, whichever block took them */
+	memcpy(ring, emu_hop.ring, sizeof ring);
+	memcpy(&emu_hop, &c->hop, sizeof emu_hop);
+	memcpy(emu_hop.ring, ring, sizeof ring);
+	emu_hop_wake(7); /* they look at the cluster barrier's phase again */
+}
+
+/* The cluster of blocks [base, base + emu.csize) in row y. */
+static void emu_run_cluster(unsigned base, unsigned y)
+{
+	emu.cl_arrived = emu.cl_exited = 0;
+	emu.cl_phase = 0;
+	emu.cl_epoch = emu.epoch + 1; /* every write of the cluster's blocks is at or after it */
+	if (emu.csize == 1) {
+		emu.rank = 0;
+		emu.f = emu_fib[0];
+		emu_cl[0].begun = 1, emu_cl[0].done = 0, emu_cl[0].rd_phase = 0;
+		emu.bidx = dim3{base, y, 0};
+		emu_block_begin(0);
+		emu_block_run();
+		emu_block_end();
+		return;
+	}
+	for (int r = 0; r < emu.csize; r++)
+		emu_cl[r].begun = emu_cl[r].done = 0, emu_cl[r].rd_phase = 0;
+	int done = 0;
+	for (int r = 0; r < emu.csize && !emu.failed; r++) {
+		emu.rank = r;
+		emu.f = emu_fib[r];
+		emu.bidx = dim3{base + (unsigned)r, y, 0};
+		memset(&emu_nb, 0, sizeof emu_nb);
+		emu_hop.win = NULL; /* each block's own dynamic shared array */
+		emu_block_begin(r);
+		emu_cl[r].begun = 1, emu_cl[r].block_epoch = emu.block_epoch;
+		if (emu_block_run())
+			emu_block_save(r);
+		else if (!emu.failed)
+			emu_block_end(), done++;
+	}
+	while (done < emu.csize && !emu.failed) {
+		unsigned phase = emu.cl_phase;
+		int before = done;
+		for (int r = 0; r < emu.csize && !emu.failed; r++) {
+			if (emu_cl[r].done)
+				continue;
+			emu_block_load(r);
+			if (emu_block_run())
+				emu_block_save(r);
+			else if (!emu.failed)
+				emu_block_end(), done++;
+		}
+		if (!emu.failed && done == before && emu.cl_phase == phase) {
+			snprintf(emu.msg, sizeof emu.msg,
+				 "deadlock: the threads of the cluster of blocks %u to %u wait at barrier.cluster.wait for a phase "
+				 "that not every thread of the cluster arrives in (%d of %d in; differing barrier counts) (kernel %s)",
+				 base, base + emu.csize - 1, emu.cl_arrived, emu.csize * emu.n, emu.kernel);
+			emu.failed = 1;
+		}
+	}
 	emu_hop_reset();
 	emu.cur = NULL;
 }
@@ -1527,9 +1775,30 @@ extern "C" int emu_launch(void (*fn)(const void *), const char *kernel, unsigned
 }
 
 /* emu_launch on a grid of grid x gy blocks (blockIdx.y from 0 to gy - 1). */
+extern "C" int emu_launch3(void (*fn)(const void *), const char *kernel, unsigned grid, unsigned gy, unsigned block,
+			   unsigned smem, unsigned cluster, const void *args, unsigned long long *bytes, char *msg,
+			   size_t n);
 extern "C" int emu_launch2(void (*fn)(const void *), const char *kernel, unsigned grid, unsigned gy, unsigned block,
 			   unsigned smem, const void *args, unsigned long long *bytes, char *msg, size_t n)
 {
+	return emu_launch3(fn, kernel, grid, gy, block, smem, 1, args, bytes, msg, n);
+}
+
+/* emu_launch2 in clusters of `cluster` blocks in x (1 to 16; 1: none),
+ * which divides grid; %cluster_ctarank = blockIdx.x % cluster. */
+extern "C" int emu_launch3(void (*fn)(const void *), const char *kernel, unsigned grid, unsigned gy, unsigned block,
+			   unsigned smem, unsigned cluster, const void *args, unsigned long long *bytes, char *msg,
+			   size_t n)
+{
+	if (cluster < 1 || cluster > EMU_MAXCL) {
+		snprintf(msg, n, "kernel %s: a cluster of %u blocks (1 to %d)", kernel, cluster, EMU_MAXCL);
+		return -1;
+	}
+	if (grid % cluster) {
+		snprintf(msg, n, "kernel %s: a grid of %u blocks is not a whole number of clusters of %u", kernel, grid,
+			 cluster);
+		return -1;
+	}
 	if (block == 0 || block > EMU_MAXT || block % 32) {
 		snprintf(msg, n, "kernel %s: block of %u threads (the emulator needs a multiple of 32, at most %d)", kernel,
 			 block, EMU_MAXT);
@@ -1544,21 +1813,22 @@ extern "C" int emu_launch2(void (*fn)(const void *), const char *kernel, unsigne
 	/* (m, l, o[8192]) folds needed 3 frames: 64 leave room for ITEMS and ACC copies */
 	size_t frame = &asc_emu_frame_bytes ? asc_emu_frame_bytes : 0;
 	size_t stack = (EMU_STACK + EMU_FRAMES * frame + 4095) & ~(size_t)4095;
-	if (emu.nstacks < (int)block || emu.stack != stack) { /* stacks for the widest block so far, a guard page under each */
+	unsigned nst = block * cluster; /* a cluster's blocks all have their threads' stacks */
+	if (emu.nstacks < (int)nst || emu.stack != stack) { /* stacks for the widest cluster so far, a guard page under each */
 		if (emu.stacks)
 			munmap(emu.stacks, (size_t)emu.nstacks * emu.stack);
 		emu.nstacks = 0;
-		void *p = mmap(NULL, (size_t)block * stack, PROT_READ | PROT_WRITE,
+		void *p = mmap(NULL, (size_t)nst * stack, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED) {
 			emu.stacks = NULL;
-			snprintf(msg, n, "emulator: no memory for fiber stacks (%u of %zu bytes)", block, stack);
+			snprintf(msg, n, "emulator: no memory for fiber stacks (%u of %zu bytes)", nst, stack);
 			return -1;
 		}
 		emu.stacks = (char *)p;
-		emu.nstacks = (int)block;
+		emu.nstacks = (int)nst;
 		emu.stack = stack;
-		for (unsigned t = 0; t < block; t++)
+		for (unsigned t = 0; t < nst; t++)
 			mprotect(emu.stacks + (size_t)t * stack, 4096, PROT_NONE);
 	}
 	emu.fn = fn;
@@ -1570,13 +1840,16 @@ extern "C" int emu_launch2(void (*fn)(const void *), const char *kernel, unsigne
 	emu.failed = 0;
 	emu.msg[0] = 0;
 	emu.ld_bytes = emu.st_bytes = 0;
+	emu.csize = (int)cluster;
+	emu.rank = 0;
+	emu.f = emu_fib[0];
 	emu_hop_reset();
 	emu_hop.win = NULL;
 	for (unsigned y = 0; y < gy && !emu.failed; y++)
-		for (unsigned b = 0; b < grid && !emu.failed; b++) {
-			emu.bidx = dim3{b, y, 0};
-			emu_run_block();
-		}
+		for (unsigned b = 0; b < grid && !emu.failed; b += cluster)
+			emu_run_cluster(b, y);
+	emu.rank = 0;
+	emu.csize = 1;
 	if (bytes)
 		bytes[0] += emu.ld_bytes, bytes[1] += emu.st_bytes;
 	if (emu.failed) {

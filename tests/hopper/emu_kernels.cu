@@ -280,3 +280,36 @@ extern "C" void pingpong_emu(const void *pp)
 	if (x < 2 * A->turns)
 		A->out[x] = sm[1 + x];
 }
+
+/* ---- clusters: each thread writes a word of its block's shared array,
+ * then reads its neighbours' words in the blocks of ranks r + 1 and r - 1
+ * (out: rank, cluster size, the two words).  mode 1: no cluster barrier
+ * between the writes and the reads; 2: a read of rank nctarank; 3: no
+ * cluster barrier before exit; 4: warp 1 of block 0 leaves before the
+ * barrier; 5: barrier.cluster.arrive twice; 6: wait without arrive. ---- */
+struct ClusterArgs {
+	unsigned *out;
+	int mode;
+};
+
+extern "C" void cluster_emu(const void *p)
+{
+	const ClusterArgs *A = (const ClusterArgs *)p;
+	ASC_SHARED(unsigned, words, 128);
+	unsigned x = threadIdx.x, r = asc_cluster_rank(), cs = asc_cluster_size();
+	if (A->mode == 4 && blockIdx.x == 0 && x >= 32)
+		return;
+	words[x] = blockIdx.x * 1000 + x;
+	if (A->mode == 5)
+		asc_cluster_arrive();
+	if (A->mode == 6)
+		asc_cluster_wait();
+	if (A->mode != 1)
+		asc_cluster_sync();
+	unsigned next = A->mode == 2 ? cs : (r + 1) % cs, prev = (r + cs - 1) % cs;
+	unsigned a = asc_dsmem_ld<unsigned>(words, x, next), b = asc_dsmem_ld<unsigned>(words, x, prev);
+	unsigned *o = A->out + 4 * (blockIdx.x * blockDim.x + x);
+	o[0] = r, o[1] = cs, o[2] = a, o[3] = b;
+	if (A->mode != 3)
+		asc_cluster_sync();
+}

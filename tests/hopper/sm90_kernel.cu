@@ -52,4 +52,8 @@ extern "C" __global__ void __launch_bounds__(384) hopper_all(const __grid_consta
 		asc_setmaxnreg_dec<40>();
 	asc_bar_arrive(1, 256);
 	asc_bar_sync(1, 256);
+	asc_cluster_sync();
+	out[threadIdx.x] += (float)asc_dsmem_ld<unsigned>(sm, threadIdx.x, (asc_cluster_rank() + 1) % asc_cluster_size());
+	asc_cluster_arrive();
+	asc_cluster_wait();
 }
