@@ -119,7 +119,7 @@ struct Emu {
 	/* clusters: the running block's rank, the blocks a cluster, the
 	 * threads arrived in the cluster barrier's phase, the cluster's exited
 	 * threads, its completed phases and the epoch the last one began */
-	int rank, csize, cl_arrived, cl_exited;
+	int rank, csize, cl_arrived, cl_exited, cl_gone;
 	unsigned cl_phase;
 	uint64_t cl_epoch;
 	char msg[2048];
@@ -182,7 +182,10 @@ static void emu_exit_thread(void)
 		emu_fail("thread exited with %u wgmma.mma_async in flight (missing wgmma.wait_group)", f->wg_issued - f->wg_done);
 	f->done = 1;
 	emu.nlive--;
-	emu.cl_exited++;
+	if (f->clarr) /* counted in this phase's arrivals; absent from the next */
+		emu.cl_gone++;
+	else
+		emu.cl_exited++;
 	if (emu.bar_arrived > 0)
 		emu_fail("thread exited while %d threads of its block wait at __syncthreads (differing barrier counts)",
 			 emu.bar_arrived);
@@ -1460,6 +1463,8 @@ static void emu_cluster_arrive(void)
 	f->clphase = emu.cl_phase;
 	if (++emu.cl_arrived == emu.csize * emu.n) {
 		emu.cl_arrived = 0;
+		emu.cl_exited += emu.cl_gone;
+		emu.cl_gone = 0;
 		emu.cl_phase++;
 		emu.cl_epoch = ++emu.epoch;
 		emu_hop_wake(7);
@@ -1698,7 +1703,7 @@ static void emu_block_load(int r)
 /* The cluster of blocks [base, base + emu.csize) in row y. */
 static void emu_run_cluster(unsigned base, unsigned y)
 {
-	emu.cl_arrived = emu.cl_exited = 0;
+	emu.cl_arrived = emu.cl_exited = emu.cl_gone = 0;
 	emu.cl_phase = 0;
 	emu.cl_epoch = emu.epoch + 1; /* every write of the cluster's blocks is at or after it */
 	if (emu.csize == 1) {
