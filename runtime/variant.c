@@ -40,6 +40,8 @@ void variant_str(const Variant *v, char *buf, size_t n)
 			k += snprintf(buf + k, n - k, ",un=%d", v->un);
 		if (v->tf && k > 0 && (size_t)k < n)
 			k += snprintf(buf + k, n - k, ",tf=%d", v->tf);
+		if (v->cl > 1 && k > 0 && (size_t)k < n) /* so is a row in one block */
+			k += snprintf(buf + k, n - k, ",cl=%d", v->cl);
 	}
 	if (v->split > 0 && k > 0 && (size_t)k < n)
 		snprintf(buf + k, n - k, ",split=%d", v->split);
@@ -50,12 +52,12 @@ static int *slot(Variant *v, const char *key)
 {
 	int attn = v->fam == FAM_ATTN;
 	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn",
-					   "pv", "st",  "ks",  "wg",   "split", "un", "tf", "ws"};
+					   "pv", "st",  "ks",  "wg",   "split", "un", "tf", "ws", "cl"};
 	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp,  &v->items, &v->mt, &v->bn, &v->pv,
-			      &v->st, &v->ks,  &v->wg,  &v->split, &v->un,    &v->tf, &v->ws};
+			      &v->st, &v->ks,  &v->wg,  &v->split, &v->un,    &v->tf, &v->ws, &v->cl};
 	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (!strcmp(key, keys[k]))
-			return ((k >= 5 && k <= 10) || k == 14) && !attn ? NULL : (k == 12 || k == 13) && attn ? NULL : slots[k];
+			return ((k >= 5 && k <= 10) || k == 14) && !attn ? NULL : (k == 12 || k == 13 || k == 15) && attn ? NULL : slots[k];
 	return NULL;
 }
 
@@ -65,7 +67,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 	const char *colon = strchr(s, ':');
 	size_t fl = colon ? (size_t)(colon - s) : strlen(s);
 	snprintf(fam, sizeof fam, "%.*s", (int)(fl < 31 ? fl : 31), s);
-	*v = (Variant){variant_family(fam), 128, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
+	*v = (Variant){variant_family(fam), 128, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
 	if (v->fam == FAM_NONE) {
 		snprintf(msg, n, "configuration '%s': unknown kernel family '%s' (%s, %s, %s, %s, %s)", s, fam,
 			 fam_names[FAM_ROWREDUCE], fam_names[FAM_ROWMAP], fam_names[FAM_SPLITK], fam_names[FAM_SCAN],
@@ -95,7 +97,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		int *at = slot(v, key);
 		if (!at) {
 			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
-				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, ws, split" : "nt, acc, vec, warp, items, un, tf, split");
+				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, ws, split" : "nt, acc, vec, warp, items, un, tf, cl, split");
 			return -1;
 		}
 		*at = (int)val;
@@ -153,6 +155,13 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		snprintf(msg, n, "configuration '%s' is out of range (nt: a multiple of 32 up to 1024; acc 1-8; vec 1 or 4; "
 				 "warp 0 or 1, rowreduce and rowmap only; items 0-64, rowmap and scan only; un 1, 2 or 4 and "
 				 "tf 0 or 1, not for scan)", s);
+		return -1;
+	}
+	if (v->cl == 1) /* a cluster of one block is a block a row */
+		v->cl = 0;
+	if (v->cl && ((v->cl != 2 && v->cl != 4 && v->cl != 8 && v->cl != 16) || !row || v->warp)) {
+		snprintf(msg, n, "configuration '%s': cl, the blocks of a cluster a row is split across, is 2, 4, 8 or 16, "
+				 "for rowreduce and rowmap with a block a row (warp 0)", s);
 		return -1;
 	}
 	return 0;

@@ -33,7 +33,11 @@ enum { VARIANT_MAX_SPLIT = 1 << 16 };
  * accumulators each thread issues before it folds any of them (bytes in
  * flight: un * acc 16-byte loads; 0 and 1 alike mean one), and tf, each
  * such tile folded in the coordinates of the carrier's proved certificate
- * (templates/blocks.cuh: tile_fold). */
+ * (templates/blocks.cuh: tile_fold).  cl (rowreduce and rowmap, a block
+ * a row, sm_90): a row split across a thread-block cluster of cl blocks
+ * (2, 4, 8 or 16; 0: none), whose partial states are merged through
+ * distributed shared memory (templates/rowcluster.cuh); with items, the
+ * row stays on chip across the cluster. */
 typedef struct {
 	Family fam;
 	int nt, acc, vec, warp, items;
@@ -43,6 +47,7 @@ typedef struct {
 	int wg;
 	int un, tf;
 	int ws;
+	int cl;
 } Variant;
 
 /* "rowreduce", "rowmap", "splitk", "scan", "attention" ("none" for FAM_NONE). */

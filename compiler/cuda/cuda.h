@@ -57,6 +57,7 @@ typedef struct {
 	char tf_why[320];   /* what that fold does, or why the carrier has none */
 	int paged;          /* cuda_module_paged: keys a page of the attention kernels' paged K and V; 0: unpaged */
 	char unpaged_prefix[24]; /* paged: the prefix of the same module unpaged, which its tuning choices are kept under */
+	int cluster;        /* the target has thread-block clusters (sm_90 or newer, or not named): variants with cl */
 } CudaModule;
 
 /* Kernel argument block; the same layout as Args in templates/common.cuh. */
@@ -138,6 +139,7 @@ int cuda_config_ok(const char *cfg, char *msg, size_t n);
 typedef struct {
 	char name[64];
 	unsigned grid, block, smem;
+	unsigned cluster; /* blocks of a thread-block cluster in x (variant cl); 0: none */
 } CudaLaunch;
 
 typedef struct {

@@ -143,7 +143,7 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 		fprintf(o, "\tif (heads != 1)\n\t\treturn -1; /* one head a launch: offset the pointers */\n");
 	if (x->fam == FAM_ROWMAP && x->items)
 		fprintf(o, "\tif (len > %ld)\n\t\treturn -1; /* a row kept on chip must fit */\n",
-			(long)x->items * (x->warp ? 32 : x->nt));
+			(long)x->items * (x->warp ? 32 : x->nt) * (x->cl ? x->cl : 1));
 	fprintf(o, "\tlong long s = split < 1 ? 1 : split, blocks = (long long)heads * (rows < 1 ? 1 : rows);\n"
 		   "\tif (s * blocks > 0x7fffffffLL)\n\t\ts = 0x7fffffffLL / blocks > 1 ? 0x7fffffffLL / blocks : 1;\n"
 		   "\tlong long chunk = len;\n");
@@ -152,7 +152,10 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 	switch (x->fam) {
 	case FAM_ROWREDUCE: case FAM_ROWMAP:
 		fprintf(o, "\ts = 1;\n\tp->nk = 1;\n");
-		if (x->warp)
+		if (x->cl) /* a cluster of cl blocks a row, a chunk of a multiple of 4 positions each */
+			fprintf(o, "\tchunk = ((len + %d) / %d + 3) / 4 * 4;\n\tp->k[0].grid = (unsigned)((rows < 1 ? 1 : rows) * %d);\n"
+				   "\tp->k[0].cluster = %d; /* no rows: one cluster, which leaves */\n", x->cl - 1, x->cl, x->cl, x->cl);
+		else if (x->warp)
 			fprintf(o, "\tp->k[0].grid = (unsigned)((rows + %d) / %d);\n", x->nt / 32 - 1, x->nt / 32);
 		else
 			fprintf(o, "\tp->k[0].grid = (unsigned)rows;\n");
@@ -253,6 +256,7 @@ void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
 	fprintf(o, "/* One launch, and a variant's launches for a shape. */\ntypedef struct {\n"
 		   "\tconst char *name; /* the kernel's name in the module */\n"
 		   "\tunsigned grid, block, smem; /* blocks, threads a block (x only), dynamic shared bytes */\n"
+		   "\tunsigned cluster; /* blocks of a thread-block cluster in x (sm_90: a launch attribute); 0: none */\n"
 		   "} %s_launch;\n\ntypedef struct {\n\t%s_launch k[3];\n\tint nk;\n"
 		   "\tint32_t split, chunk; /* args.split, args.chunk */\n"
 		   "\tuint64_t ws_bytes, zero_at, zero_bytes; /* the workspace, and its region zeroed before the first launch */\n"

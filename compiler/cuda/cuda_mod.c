@@ -271,23 +271,23 @@ static Family base_family(const Carrier *c)
  * kernels (templates/blocks.cuh): the variants share as few pairs as they
  * can (the 16-byte path falls back to the scalar loop at run time). */
 static const Variant defaults_reduce[] = {
-	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
+	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
 };
 static const Variant defaults_map[] = {
-	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
 };
 /* The row templates' tuning space adds blocks of 512 and 1024 threads with
  * 4 accumulators: more bytes in flight per row, and fewer rows in flight
  * at once, so that rowmap's second read of a long row can come from L2. */
 static const Variant space_reduce[] = {
-	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
+	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
 };
 static const Variant space_map[] = {
-	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
+	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
 };
 /* Tiles of several 16-byte loads an accumulator (un), all issued before
  * any is folded: more bytes in flight without more accumulators (whose
@@ -295,23 +295,35 @@ static const Variant space_map[] = {
  * the same with the transported fold (tf), where the carrier has one
  * (fit_variant drops tf elsewhere, and the copies fall onto the others). */
 static const Variant space_reduce_tiles[] = {
-	{FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0},  {FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0},     {FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0},
-	{FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0},  {FAM_ROWREDUCE, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0},
-	{FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0},
+	{FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},  {FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},     {FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},
+	{FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},  {FAM_ROWREDUCE, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},
+	{FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},
 };
 static const Variant space_map_tiles[] = {
-	{FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0},
-	{FAM_ROWMAP, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0},
-	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0},
-	{FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0},  {FAM_ROWMAP, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0},
+	{FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},
+	{FAM_ROWMAP, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},
+	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},
+	{FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},  {FAM_ROWMAP, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},
+	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},
+};
+/* On sm_90, long rows split across a thread-block cluster (cl), kept on
+ * chip for the map pass: 2 to 16 blocks of 256 or 512 threads, each
+ * keeping 16 elements a thread (up to 131072 positions a row at cl 16). */
+static const Variant space_reduce_cluster[] = {
+	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4}, {FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 8},
+	{FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 16},
+};
+static const Variant space_map_cluster[] = {
+	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4}, {FAM_ROWMAP, 512, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2},
+	{FAM_ROWMAP, 512, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4}, {FAM_ROWMAP, 512, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 8},
+	{FAM_ROWMAP, 512, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 16},
 };
 static const Variant defaults_scan[] = {
-	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
+	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
 };
 
 /* Registers a variant is expected to need (32-bit words), from the widths
@@ -435,9 +447,13 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 		v->acc /= 2;
 	while (v->fam == FAM_SCAN && reg_estimate(c, v) > 160 && v->items > 1)
 		v->items /= 2;
-	/* rowmap's kept row and block_reduce's states, in static shared memory */
+	if (v->warp || (v->fam != FAM_ROWREDUCE && v->fam != FAM_ROWMAP))
+		v->cl = 0;
+	/* rowmap's kept row and block_reduce's states (and rowcluster's two),
+	 * in static shared memory */
 	while (v->fam == FAM_ROWMAP && v->items > 1 &&
-	       (size_t)v->nt * v->items * decl_size(c->elem, c->nelem) + reduce_smem(c, v->nt) > STATIC_SMEM_MAX)
+	       (size_t)v->nt * v->items * decl_size(c->elem, c->nelem) + reduce_smem(c, v->nt) + 2 * state_size(c) >
+		       STATIC_SMEM_MAX)
 		v->items /= 2;
 	if (v->fam == FAM_ROWMAP && v->items == 1)
 		v->items = 0;
@@ -487,9 +503,9 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 		snprintf(base, sizeof base, "%.24s_attn_nt%d_mt%d_bn%d_pv%d_st%d_ks%d", m->name, x->nt, x->mt, x->bn, x->pv,
 			 x->st, x->ks);
 	else
-		snprintf(base, sizeof base, "%.24s_%s_nt%d_acc%d_v%d%s%.0d%s%s%.0d%s", m->name, fam, x->nt, x->acc, x->vec,
-			 x->items ? "_i" : "", x->items, x->warp ? "_warp" : "", x->un > 1 ? "_u" : "", x->un > 1 ? x->un : 0,
-			 x->tf ? "_tf" : "");
+		snprintf(base, sizeof base, "%.24s_%s_nt%d_acc%d_v%d%s%.0d%s%s%.0d%s%s%.0d", m->name, fam, x->nt, x->acc,
+			 x->vec, x->items ? "_i" : "", x->items, x->warp ? "_warp" : "", x->un > 1 ? "_u" : "",
+			 x->un > 1 ? x->un : 0, x->tf ? "_tf" : "", x->cl ? "_cl" : "", x->cl);
 	for (int k = 0; k < n; k++)
 		snprintf(names[k], 64, "%.58s%s", base, sfx[x->fam][k]);
 	if (x->fam != FAM_ROWREDUCE && x->fam != FAM_ROWMAP) { /* one combine for every variant */
@@ -566,6 +582,15 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 			continue;
 		char nm[3][64], body[256];
 		cuda_kernel_names(m, v, nm);
+		if (x->cl && (x->fam == FAM_ROWREDUCE || x->fam == FAM_ROWMAP)) {
+			snprintf(body, sizeof body, "rowcluster<%d, %d, %d, %d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->cl,
+				 x->fam == FAM_ROWMAP, x->items, x->un, x->tf);
+			/* one block an SM at least: without it, in the tuning
+			 * space's module, ptxas held map_pass_at's copy for these
+			 * kernels to 40 registers and spilled 8 bytes (layer norm) */
+			kernel(b, nm[0], x->nt, 1, body);
+			continue;
+		}
 		switch (x->fam) {
 		case FAM_ROWREDUCE:
 			snprintf(body, sizeof body, "rowreduce<%d, %d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp, x->un,
@@ -676,7 +701,7 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 static Variant attn_decode(const CudaAttn *at, int smem)
 {
 	unsigned most = smem > 0 && smem < ATTN_SMEM_MAX ? (unsigned)smem : ATTN_SMEM_MAX;
-	Variant v = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 128, 1, 3, 4, 0, 0, 0, 0, 0};
+	Variant v = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 128, 1, 3, 4, 0, 0, 0, 0, 0, 0};
 	while (v.st > 2 && attn_smem(at, &v) > most)
 		v.st--;
 	if (attn_smem(at, &v) > most)
@@ -706,11 +731,11 @@ static Variant attn_decode(const CudaAttn *at, int smem)
 static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, Variant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64, n = 2;
-	v[0] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1, 0, 0, 0, 0, 0};
-	v[1] = (Variant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2, 1, 0, 0, 0, 0, 0};
+	v[0] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1, 0, 0, 0, 0, 0, 0};
+	v[1] = (Variant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2, 1, 0, 0, 0, 0, 0, 0};
 	if (at->d == 128 && at->dv <= 128 && cuda_attn_linear(c, at)) {
 		v[2] = v[1];
-		v[1] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1, 0, 0, 0, 0, 0};
+		v[1] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1, 0, 0, 0, 0, 0, 0};
 		n = 3;
 	}
 	v[n++] = attn_decode(at, smem);
@@ -725,7 +750,7 @@ static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, Variant *v)
 static Variant attn90_default(const CudaAttn *at)
 {
 	int d = at->d > at->dv ? at->d : at->dv;
-	return (Variant){FAM_ATTN, 256, 1, 1, 0, 0, 1, d > 128 ? 64 : 128, 1, 2, 1, 0, 2, 0, 0, 0};
+	return (Variant){FAM_ATTN, 256, 1, 1, 0, 0, 1, d > 128 ? 64 : 128, 1, 2, 1, 0, 2, 0, 0, 0, 0};
 }
 
 /* Whether the Hopper template takes the carrier's head dims (its boxes of
@@ -860,10 +885,10 @@ static int arch_sm(const char *arch)
 static char *module_src(const CudaModule *m, const unsigned char *want)
 {
 	Buf b = {0};
-	int used[NFAM] = {0}, nv = 0, h90 = 0;
+	int used[NFAM] = {0}, nv = 0, h90 = 0, cl = 0;
 	for (int v = 0; v < m->nvar; v++)
 		if (!want || want[v])
-			used[m->var[v].fam] = 1, nv++, h90 |= m->var[v].wg > 0;
+			used[m->var[v].fam] = 1, nv++, h90 |= m->var[v].wg > 0, cl |= m->var[v].cl > 0;
 	buf_printf(&b, "/* generated by assoc: carrier %s, %d kernel variants; layout and launch rules in the template "
 		       "comments */\n", m->prefix, nv);
 	put_blob(&b, "common");
@@ -880,10 +905,12 @@ static char *module_src(const CudaModule *m, const unsigned char *want)
 		put_blob(&b, "scan");
 	if (used[FAM_ATTN])
 		put_blob(&b, "attention");
-	if (h90) {
+	if (h90 || cl)
 		put_blob(&b, "hopper");
+	if (h90)
 		put_blob(&b, "attention_sm90");
-	}
+	if (cl)
+		put_blob(&b, "rowcluster");
 	buf_puts(&b, "/* ---- kernels ---- */\n");
 	buf_puts(&b, "#ifdef ASSOC_EMU /* the fibers' stacks grow with these (runtime/emu/emu.hpp) */\n"
 		     "extern \"C\" const size_t asc_emu_frame_bytes = sizeof(State) + sizeof(Elem) + sizeof(Row);\n#endif\n");
@@ -901,6 +928,7 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	m->base = base_family(c);
 	int sm = arch_sm(arch), below_attn = sm && sm < ATTN_MIN_SM;
 	m->h90 = arch_hopper(arch);
+	m->cluster = !sm || sm >= 90;
 	if (m->base != FAM_SCAN)
 		choose_attention(c, config, sm, m);
 	m->vec_ok = can_vec(c);
@@ -929,6 +957,11 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 			int why = v.fam == FAM_ATTN && below_attn; /* m->explain names the arch */
 			snprintf(msg, n, "configuration '%s' does not fit a %s carrier%s%s", config, variant_family_name(m->base),
 				 why ? ": " : "", why ? m->explain : "");
+			goto fail;
+		}
+		if (v.cl && !m->cluster) {
+			snprintf(msg, n, "configuration '%s' splits a row across a thread-block cluster (cl=%d), which needs "
+				 "sm_90 or newer; the target is %s", config, v.cl, arch);
 			goto fail;
 		}
 		if (v.tf && !m->tf) {
@@ -990,6 +1023,14 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 						      : sizeof space_reduce_tiles / sizeof *tl;
 		for (size_t k = 0; k < nt; k++)
 			add_variant(c, m, tl[k]);
+		/* clusters where the target is named sm_90 or newer: a target
+		 * not named may be any device */
+		const Variant *cv = m->base == FAM_ROWMAP ? space_map_cluster : space_reduce_cluster;
+		size_t nc = !space || m->base == FAM_SCAN || sm < 90 ? 0
+			    : m->base == FAM_ROWMAP		   ? sizeof space_map_cluster / sizeof *cv
+								   : sizeof space_reduce_cluster / sizeof *cv;
+		for (size_t k = 0; k < nc; k++)
+			add_variant(c, m, cv[k]);
 	}
 	if (m->base == FAM_ATTN) /* as cuda_attn_hooks numbers them: ATTN_QI, ATTN_KI, ATTN_VI */
 		m->attn.qi = c->nelem + c->ncol + m->attn.q, m->attn.ki = c->nelem + m->attn.k, m->attn.vi = c->nelem + m->attn.v;
@@ -1062,7 +1103,7 @@ int cuda_fits(const CudaModule *m, int v, char *why, size_t n)
 /* The positions of a row variant v keeps on chip (0: it reads the row again). */
 static long kept_len(const Variant *v)
 {
-	return v->fam == FAM_ROWMAP && v->items ? (long)v->items * (v->warp ? 32 : v->nt) : 0;
+	return v->fam == FAM_ROWMAP && v->items ? (long)v->items * (v->warp ? 32 : v->nt) * (v->cl ? v->cl : 1) : 0;
 }
 
 static int takes_len(const Variant *v, int len) { return !kept_len(v) || len <= kept_len(v); }
@@ -1086,13 +1127,21 @@ void cuda_variant_explain(const CudaModule *m, int v, char *buf, size_t n)
 		return;
 	}
 	int w = x->fam == FAM_SPLITK ? 0 : x->warp, loads = x->un * x->acc;
+	char clu[160];
+	snprintf(clu, sizeof clu, "a row split across a cluster of %d blocks (sm_90; their states merged in rank order "
+				  "through distributed shared memory)", x->cl);
 	size_t l = snprintf(buf, n, "%s: %s, %d accumulator%s a thread, %d %s load%s in flight a thread%s", text,
 			    x->fam == FAM_SPLITK ? "a row split across blocks (partial states, then a combine)"
+			    : x->cl		 ? clu
 			    : w		 ? "a warp a row"
 					 : "a block a row",
 			    x->acc, x->acc > 1 ? "s" : "", loads, x->vec == 4 ? "16-byte" : "element", loads > 1 ? "s" : "",
 			    x->fam == FAM_SPLITK ? "" : w ? " (short rows)" : "");
-	if (l < n && x->fam == FAM_ROWMAP)
+	if (l < n && x->fam == FAM_ROWMAP && x->cl)
+		l += snprintf(buf + l, n - l, x->items ? "; the row kept on chip across the cluster's shared memory for the "
+							 "map pass, read from HBM once (%ld positions at most)"
+						       : "; each block's part read again for the map pass", kept_len(x));
+	else if (l < n && x->fam == FAM_ROWMAP)
 		l += snprintf(buf + l, n - l, x->items ? "; the row kept in shared memory for the map pass (%ld positions at most)"
 						       : "; the row read again for the map pass", kept_len(x));
 	if (l < n && x->fam == FAM_SPLITK && m->base == FAM_ROWMAP)
@@ -1187,14 +1236,19 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 		p->split = 1;
 		p->k[0].block = v->nt;
 		p->k[0].grid = v->warp ? cdiv(rows, v->nt / 32) : (unsigned)rows;
+		if (v->cl) { /* chunks of a multiple of 4 positions, one a block of the cluster */
+			p->k[0].grid = (unsigned)(rows < 1 ? 1 : rows) * (unsigned)v->cl; /* no rows: one cluster, which leaves */
+			p->k[0].cluster = (unsigned)v->cl;
+			p->chunk = (int)(cdiv(cdiv(len, v->cl), 4) * 4);
+		}
 		p->nk = 1;
 		p->loads = v->fam == FAM_ROWMAP && !v->items ? 2 : 1;
 		p->stores = v->fam == FAM_ROWMAP;
 		break;
 	case FAM_SPLITK:
-		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
-		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64, 0};
-		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
+		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0, 0};
+		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64, 0, 0};
+		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0, 0};
 		p->nk = nmap ? 3 : 2;
 		for (int k = 0; k < p->nk; k++)
 			snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
@@ -1203,9 +1257,9 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 		p->stores = nmap;
 		break;
 	case FAM_SCAN:
-		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
-		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64, 0};
-		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0};
+		p->k[0] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0, 0};
+		p->k[1] = (CudaLaunch){"", cdiv(rows, 64), 64, 0, 0};
+		p->k[2] = (CudaLaunch){"", (unsigned)rows * p->split, v->nt, 0, 0};
 		for (int k = 0; k < 3; k++)
 			snprintf(p->k[k].name, sizeof p->k[k].name, "%.63s", nm[k]);
 		p->nk = 3;
@@ -1251,7 +1305,7 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 				return v;
 			continue;
 		}
-		if (x->fam == FAM_SPLITK)
+		if (x->fam == FAM_SPLITK || x->cl) /* clusters: the tuner's to choose */
 			continue;
 		if (!takes_len(x, len))
 			continue;

@@ -127,7 +127,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	}
 	unsigned long long bytes[2] = {0, 0};
 	for (int k = 0; k < p.nk; k++)
-		if (emu_launch_kernel(lib, p.k[k].name, p.k[k].grid, p.k[k].block, p.k[k].smem, &at, bytes, msg, n))
+		if (emu_launch_cluster(lib, p.k[k].name, p.k[k].grid, 1, p.k[k].block, p.k[k].smem,
+				       p.k[k].cluster ? p.k[k].cluster : 1, &at, bytes, msg, n))
 			goto out;
 	/* the GPU zeroes the plan's zero region once for a run of launches:
 	 * the kernels must leave it as they found it */
