@@ -45,7 +45,30 @@ enum {
 	FUNC_LOCAL_BYTES = 3,
 	FUNC_NUM_REGS = 4,
 	FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+	FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
+	LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
 };
+
+/* cuLaunchKernelEx's configuration (CUlaunchConfig) and its attributes
+ * (CUlaunchAttribute: the id, padded to 8 bytes, then a 64-byte union of
+ * values, of which the cluster's dimensions are three unsigned). */
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char pad[64];
+		struct {
+			unsigned x, y, z;
+		} cluster;
+		unsigned long long align;
+	} value;
+} CuLaunchAttr;
+typedef struct {
+	unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, smem;
+	void *stream;
+	CuLaunchAttr *attrs;
+	unsigned nattrs;
+} CuLaunchConfig;
 
 /* Dynamic shared memory a launch may take without cuFuncSetAttribute. */
 enum { SMEM_DEFAULT = 48 * 1024 };
@@ -106,6 +129,9 @@ struct Rt {
 	/* optional: the stream-ordered allocator (CUDA 11.2 on) */
 	CUresult (*cuMemAllocAsync)(RtPtr *, size_t, CUstream);
 	CUresult (*cuMemFreeAsync)(RtPtr, CUstream);
+	/* optional: launches with attributes (CUDA 12 on), for thread-block clusters */
+	CUresult (*cuLaunchKernelEx)(const CuLaunchConfig *, CUfunction, void **, void **);
+	CUfunction cluster_fn; /* the function last allowed clusters over 8 blocks */
 	/* optional: TMA tensor maps (CUDA 12 on), for the Hopper templates */
 	CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
 					   const unsigned long long *, const unsigned *, const unsigned *, int, int, int, int);
@@ -192,6 +218,7 @@ static int resolve(Rt *rt, char *err, size_t n)
 	*(void **)&rt->cuMemAllocAsync = dlsym(rt->lib, "cuMemAllocAsync");
 	*(void **)&rt->cuMemFreeAsync = dlsym(rt->lib, "cuMemFreeAsync");
 	*(void **)&rt->cuTensorMapEncodeTiled = dlsym(rt->lib, "cuTensorMapEncodeTiled");
+	*(void **)&rt->cuLaunchKernelEx = dlsym(rt->lib, "cuLaunchKernelEx");
 	return 0;
 }
 
@@ -509,6 +536,46 @@ int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3],
 	CK(rt, cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
 			      rt->on_stream ? rt->stream : NULL, args, NULL),
 	   err, n);
+	return 0;
+}
+
+int rt_has_clusters(const Rt *rt) { return rt->cuLaunchKernelEx && rt->info.major >= 9; }
+
+int rt_launch_cluster(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem,
+		      unsigned cluster, void **args, char *err, size_t n)
+{
+	if (cluster <= 1)
+		return rt_launch(rt, fn, grid, block, smem, args, err, n);
+	int rc = alive(rt, err, n);
+	if (rc || (rc = grant_smem(rt, fn, smem, err, n)))
+		return rc;
+	if (!rt_has_clusters(rt)) {
+		say(err, n, "a launch in thread-block clusters of %u blocks needs %s", cluster,
+		    rt->cuLaunchKernelEx ? "compute capability 9.0 or newer" : "cuLaunchKernelEx, which the CUDA driver "
+										"library lacks (before CUDA 12)");
+		return RT_OLD_DRIVER;
+	}
+	if (grid[0] % cluster) {
+		say(err, n, "a grid of %u blocks is not a whole number of clusters of %u", grid[0], cluster);
+		return RT_ERR;
+	}
+	/* past the portable 8 blocks, the function opts in */
+	if (cluster > 8 && fn != rt->cluster_fn) {
+		if (!rt->cuFuncSetAttribute) {
+			say(err, n, "a cluster of %u blocks needs cuFuncSetAttribute, which the CUDA driver library lacks",
+			    cluster);
+			return RT_OLD_DRIVER;
+		}
+		CK(rt, cuFuncSetAttribute(fn, FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), err, n);
+		rt->cluster_fn = fn;
+	}
+	CuLaunchAttr at;
+	memset(&at, 0, sizeof at);
+	at.id = LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+	at.value.cluster.x = cluster, at.value.cluster.y = 1, at.value.cluster.z = 1;
+	CuLaunchConfig cfg = {grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
+			      rt->on_stream ? rt->stream : NULL, &at, 1};
+	CK(rt, cuLaunchKernelEx(&cfg, fn, args, NULL), err, n);
 	return 0;
 }
 

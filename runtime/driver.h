@@ -78,6 +78,15 @@ int rt_copy(Rt *rt, RtPtr dst, RtPtr src, size_t bytes, char *err, size_t n);
  * limit (RtDevice.smem_per_block_optin) is an error before any launch. */
 int rt_launch(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem, void **args,
 	      char *err, size_t n);
+/* Whether launches in thread-block clusters are possible: the driver has
+ * cuLaunchKernelEx and the device is sm_90 or newer. */
+int rt_has_clusters(const Rt *rt);
+/* rt_launch in clusters of `cluster` blocks in x (cuLaunchKernelEx with
+ * the cluster dimension attribute; over 8, the non-portable sizes, the
+ * function first allowed them); 1 or 0: rt_launch.  RT_OLD_DRIVER where
+ * rt_has_clusters says no. */
+int rt_launch_cluster(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem,
+		      unsigned cluster, void **args, char *err, size_t n);
 int rt_sync(Rt *rt, char *err, size_t n);
 /* A TMA tensor map (CUtensorMap, 128 bytes, into map) of 16-bit elements
  * (bf16 or f16) at device address base: rank dims (innermost first), the

@@ -202,6 +202,43 @@ Test(rt, ptx_isa_table)
 	cr_assert_str_eq(rt_ptx_isa_for_driver(11080), "7.8");
 }
 
+/* A launch in clusters goes through cuLaunchKernelEx with the cluster's
+ * dimension; over 8 blocks the function first allows non-portable sizes;
+ * a grid of part of a cluster is refused before any launch; a driver
+ * without cuLaunchKernelEx has no clusters and says so. */
+Test(rt, cluster_launches)
+{
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	void (*cluster)(unsigned *, int *) = (void (*)(unsigned *, int *))dlsym(lib, "fakecuda_cluster");
+	cr_assert(cluster);
+	Rt *rt = open_fake("");
+	cr_assert(rt_has_clusters(rt), "the fake is sm_90 with cuLaunchKernelEx");
+	unsigned g[3] = {12, 1, 1}, b[3] = {128, 1, 1}, dims[3];
+	int np;
+	cr_assert_eq(rt_launch_cluster(rt, (void *)"k", g, b, 0, 4, NULL, err, sizeof err), 0, "%s", err);
+	cluster(dims, &np);
+	cr_expect(dims[0] == 4 && dims[1] == 1 && dims[2] == 1 && !np, "%u %u %u, %d", dims[0], dims[1], dims[2], np);
+	cr_assert_eq(rt_launch_cluster(rt, (void *)"k", g, b, 0, 1, NULL, err, sizeof err), 0, "%s", err);
+	cluster(dims, &np);
+	cr_expect_eq(dims[0], 0, "a cluster of one: a plain launch");
+	g[0] = 32;
+	cr_assert_eq(rt_launch_cluster(rt, (void *)"k", g, b, 0, 16, NULL, err, sizeof err), 0, "%s", err);
+	cluster(dims, &np);
+	cr_expect(dims[0] == 16 && np, "16 blocks, non-portable sizes allowed: %u, %d", dims[0], np);
+	g[0] = 30;
+	cr_assert_eq(rt_launch_cluster(rt, (void *)"k", g, b, 0, 16, NULL, err, sizeof err), RT_ERR);
+	cr_expect(strstr(err, "a grid of 30 blocks is not a whole number of clusters of 16"), "%s", err);
+	rt_close(rt);
+	dlclose(lib);
+	setenv("FAKECUDA", "", 1);
+	cr_assert_eq(rt_open(&rt, "build/libfakecuda-old.so", 0, err, sizeof err), RT_OK, "%s", err);
+	cr_expect(!rt_has_clusters(rt));
+	g[0] = 8;
+	cr_assert_eq(rt_launch_cluster(rt, (void *)"k", g, b, 0, 2, NULL, err, sizeof err), RT_OLD_DRIVER);
+	cr_expect(strstr(err, "cuLaunchKernelEx, which the CUDA driver library lacks"), "%s", err);
+	rt_close(rt);
+}
+
 /* Dynamic shared memory: up to 48 KB a launch takes it as is; over that the
  * function opts in first (once while it keeps the grant), up to the
  * device's limit; a driver without cuFuncSetAttribute says so. */

@@ -23,7 +23,14 @@
  * cuTensorMapEncodeTiled checks what the driver documents (rank 1-5, a
  * 16-byte aligned address, strides multiples of 16, boxes of 1 to 256
  * whose inner bytes are a multiple of 16 and, swizzled, within the
- * swizzle's span) and counts the maps it encodes (fakecuda_tmaps). */
+ * swizzle's span) and counts the maps it encodes (fakecuda_tmaps).
+ *
+ * cuLaunchKernelEx launches as cuLaunchKernel does and records the
+ * cluster dimensions its attributes give (fakecuda_cluster), refusing a
+ * grid that is not a whole number of clusters and, as the driver does,
+ * a cluster over 8 blocks unless the function allowed non-portable sizes
+ * (cuFuncSetAttribute 14); built with FAKECUDA_OLD it lacks it, as
+ * drivers before CUDA 12. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +56,15 @@ static double optf(const char *key, double dflt)
 }
 
 static int live, allocs, launches, set_attrs, granted = -1, entries, dtod;
-static unsigned launch_smem, launch_grid, launch_grid_y;
+static unsigned launch_smem, launch_grid, launch_grid_y, launch_cluster[3];
+static void *nonportable_fn;
+/* The cluster dimensions of the last launch (0, 0, 0: none, or
+ * cuLaunchKernel) and whether a function was allowed non-portable sizes. */
+void fakecuda_cluster(unsigned dims[3], int *nonportable)
+{
+	memcpy(dims, launch_cluster, sizeof launch_cluster);
+	*nonportable = nonportable_fn != NULL;
+}
 int fakecuda_live(void) { return live; }
 /* the grid's x dimension of the last launch */
 unsigned fakecuda_grid(void) { return launch_grid; }
@@ -160,8 +175,9 @@ int cuFuncGetAttribute(int *v, int attr, void *f)
 #ifndef FAKECUDA_OLD
 int cuFuncSetAttribute(void *f, int attr, int v)
 {
-	(void)f;
 	set_attrs++;
+	if (attr == 14)
+		nonportable_fn = v ? f : NULL;
 	if (attr == 8) {
 		if (v > opt("optin", 227 << 10))
 			return 1; /* CUDA_ERROR_INVALID_VALUE */
@@ -220,10 +236,42 @@ int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsi
 	launches++;
 	launch_smem = s, launch_grid = a, launch_grid_y = b;
 	launch_stream = st, launch_ctx = current;
+	memset(launch_cluster, 0, sizeof launch_cluster);
 	if (s > 48 * 1024 && (int)s > granted)
 		return 1; /* as the driver: more than 48 KB only after the function opts in */
 	return (int)opt("launch", 0);
 }
+#ifndef FAKECUDA_OLD
+/* CUlaunchConfig and CUlaunchAttribute, as cuda.h lays them out */
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char pad[64];
+		unsigned dims[3];
+		unsigned long long align;
+	} v;
+} FakeAttr;
+typedef struct {
+	unsigned gx, gy, gz, bx, by, bz, smem;
+	void *stream;
+	FakeAttr *attrs;
+	unsigned nattrs;
+} FakeConfig;
+int cuLaunchKernelEx(const FakeConfig *c, void *f, void **args, void **x)
+{
+	unsigned cl[3] = {0, 0, 0};
+	for (unsigned k = 0; k < c->nattrs; k++)
+		if (c->attrs[k].id == 4) /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
+			memcpy(cl, c->attrs[k].v.dims, sizeof cl);
+	int rc = cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz, c->smem, c->stream, args, x);
+	memcpy(launch_cluster, cl, sizeof cl);
+	if (cl[0] && (c->gx % cl[0] || c->gy % (cl[1] ? cl[1] : 1) || cl[0] * cl[1] * cl[2] > 16 ||
+		      (cl[0] * cl[1] * cl[2] > 8 && f != nonportable_fn)))
+		return 1; /* CUDA_ERROR_INVALID_VALUE; the driver says CUDA_ERROR_INVALID_CLUSTER_SIZE at run time */
+	return rc;
+}
+#endif
 int cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return 0; }
 int cuEventRecord(void *e, void *s) { (void)e, (void)s; return 0; }
 int cuEventSynchronize(void *e) { (void)e; syncs++; return 0; }
