@@ -464,6 +464,43 @@ Test(gpu, configurations_outside_the_defaults_are_built_alone, .timeout = 120)
 	fake_done(&g, d, c);
 }
 
+/* A row across a thread-block cluster launches rows * cl blocks in
+ * clusters of cl through cuLaunchKernelEx (the fake records the cluster),
+ * and a cluster of 16 after allowing non-portable sizes. */
+Test(gpu, cluster_variants_launch_in_clusters, .timeout = 120)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	fake_with_cache(dir);
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	void (*cluster)(unsigned *, int *) = (void (*)(unsigned *, int *))dlsym(lib, "fakecuda_cluster");
+	unsigned (*grid)(void) = (unsigned (*)(void))dlsym(lib, "fakecuda_grid");
+	cr_assert(cluster && grid);
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	RunData *d = drawn(c, 3, 1000);
+	Gpu g;
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	static const char *const cfgs[] = {"rowmap:nt=256,acc=2,vec=4,items=16,cl=4", "rowmap:nt=64,acc=2,vec=4,items=1,cl=16"};
+	static const unsigned cl[] = {4, 16};
+	for (int k = 0; k < 2; k++) {
+		int v, split;
+		char why[512];
+		cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.config = cfgs[k]}, &v, &split, why, sizeof why), 0, "%s", why);
+		cr_assert_eq(g.m.var[v].cl, (int)cl[k]);
+		cr_assert_eq(gpu_validate(&g, d, v, 1, msg, sizeof msg), -1, "the fake computes nothing");
+		unsigned dims[3];
+		int nonportable;
+		cluster(dims, &nonportable);
+		cr_expect(dims[0] == cl[k] && dims[1] == 1 && dims[2] == 1, "%s: cluster %u x %u x %u", cfgs[k], dims[0],
+			  dims[1], dims[2]);
+		cr_expect_eq(grid() % cl[k], 0, "%s: %u blocks", cfgs[k], grid());
+		cr_expect_eq(nonportable, k == 1, "non-portable sizes allowed only for 16");
+	}
+	dlclose(lib);
+	fake_done(&g, d, c);
+}
+
 /* A generic template asked for by --config on an attention carrier has no
  * heads: the run goes head by head, as it does for any other carrier (one
  * launch each), rather than computing the first head alone. */

@@ -294,7 +294,7 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 		void *fn;
 		unsigned grid[3] = {p.k[k].grid ? p.k[k].grid : 1, 1, 1}, block[3] = {p.k[k].block, 1, 1};
 		if (gpu_function(g, v, p.k[k].name, &fn, msg, n) ||
-		    rt_launch(g->rt, fn, grid, block, p.k[k].smem, args, msg, n))
+		    rt_launch_cluster(g->rt, fn, grid, block, p.k[k].smem, p.k[k].cluster, args, msg, n))
 			return -1;
 	}
 	return 0;

@@ -121,6 +121,11 @@ static int candidates(const Gpu *g, const RunData *d, Variant *out, int max)
 						c.split = split, out[n++] = c;
 				continue;
 			}
+			/* a row across a cluster: for rows long enough that a
+			 * block a row leaves too few bytes in flight an SM, on a
+			 * driver and device that launch clusters */
+			if (c.cl && (d->len < 16384 || !rt_has_clusters(g->rt)))
+				continue;
 			if (c.fam != FAM_SPLITK && c.fam != FAM_SCAN) {
 				out[n++] = c;
 				continue;
