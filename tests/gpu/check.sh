@@ -9,7 +9,8 @@
 # the GPU test suite (odd shapes, split counts), bf16 rows and layer norm at
 # every shape, carriers no test uses (bench/carriers/), then tuning and the
 # same benchmarks with the tuner's choices, then the row templates' tiles
-# and transported fold by configuration.  The
+# and transported fold by configuration, and rows across a thread-block
+# cluster (cl) beside the rule's at the long shapes.  The
 # steps run in that order of importance inside a time budget (ASSOC_GPU_BUDGET
 # seconds, default 480): a step that would not fit is skipped with a line
 # saying so, and the table, which comes last, shows what ran.  The full log
@@ -179,6 +180,22 @@ for spec in online_softmax welford logsumexp; do
 	done
 done
 
+step "rows across a thread-block cluster (cl, sm_90): the long shapes, beside the rule's above"
+# maps keep 16 elements a thread on chip across the cluster (512 threads:
+# 32768 positions at cl 4, 131072 at cl 16), so the row is read once;
+# reductions split the row over 4 to 16 blocks for more bytes in flight.
+# Layer norm (bf16 in) by the rule at both shapes too.
+bench layer_norm 10 specs/layer_norm.yaml --rows 256 --len 131072 --param eps=1e-5
+for s in 1024x32768 256x131072; do
+	r=${s%x*} n=${s#*x}
+	[ "$n" = 32768 ] && mcl=4 rcl=4 || mcl=16 rcl=8
+	bench online_softmax_cl 10 specs/online_softmax.yaml --rows "$r" --len "$n" --config "rowmap:nt=512,acc=2,vec=4,items=16,cl=$mcl"
+	bench layer_norm_cl 10 specs/layer_norm.yaml --rows "$r" --len "$n" --param eps=1e-5 --config "rowmap:nt=512,acc=2,vec=4,items=16,cl=$mcl"
+	bench welford_cl 10 specs/welford.yaml --rows "$r" --len "$n" --config "rowreduce:nt=512,acc=4,vec=4,cl=$rcl"
+	bench logsumexp_cl 10 specs/logsumexp.yaml --rows "$r" --len "$n" --config "rowreduce:nt=512,acc=4,vec=4,cl=$rcl"
+	bench logsumexp_cl16 10 specs/logsumexp.yaml --rows "$r" --len "$n" --config "rowreduce:nt=512,acc=2,vec=4,un=2,cl=16"
+done
+
 step "run --mpi on the GPU (where mpirun and an MPI build are)"
 # one GPU: every rank on it, so NCCL (which refuses two ranks on one GPU)
 # stages through the host past one rank; each run checks its outputs
@@ -302,8 +319,9 @@ torch = {(r["op"], r["rows"], r["len"]) + ((r["d"],) if r["op"].startswith("sdpa
 tune = {(r["tune"], r["shape"]): r["seconds"] for r in rows if "tune" in r}
 ours = [r for r in rows if "name" in r]
 peer = {"online_softmax": "softmax", "welford": "var_mean", "logsumexp": "logsumexp"}
-peer.update({f"{k}_{v}": p for k, p in list(peer.items()) for v in ("tiles", "tf")})
-peer.update({"layer_norm": "layer_norm", "layer_norm_tf": "layer_norm", "layer_norm_f32": "layer_norm"})
+peer.update({f"{k}_{v}": p for k, p in list(peer.items()) for v in ("tiles", "tf", "cl", "cl16")})
+peer.update({"layer_norm": "layer_norm", "layer_norm_tf": "layer_norm", "layer_norm_f32": "layer_norm",
+             "layer_norm_cl": "layer_norm"})
 peer.update({f"{k}_bf16": None for k in ("online_softmax", "welford", "logsumexp")})
 peer.update({r["name"]: None for r in ours if r["name"].startswith("user_")})
 how = lambda r: "tuned" if r["choice"].startswith("tuned") else "rule"
