@@ -1752,6 +1752,14 @@ static void emu_run_cluster(unsigned base, unsigned y)
 			emu.failed = 1;
 		}
 	}
+	/* after a failure, what the failing block and the parked ones left in flight */
+	int cur = emu.rank;
+	emu_hop_reset();
+	for (int r = 0; r < emu.csize && emu.failed; r++)
+		if (r != cur && emu_cl[r].begun && !emu_cl[r].done) {
+			emu_block_load(r);
+			emu_hop_reset();
+		}
 	emu_hop_reset();
 	emu.cur = NULL;
 }
