@@ -1,5 +1,5 @@
 /* hopper.cuh: sm_90a instructions for the templates: mbarriers, TMA tile
- * loads, wgmma, setmaxnreg, named barriers, and sm_90's thread-block
+ * loads and 1D bulk copies, wgmma, setmaxnreg, named barriers, and sm_90's thread-block
  * clusters (rank, cluster barrier, reads of a peer block's shared memory).
  * Each wrapper is inline PTX on the GPU and,
  * under ASSOC_EMU, the emulator's model of the instruction
@@ -244,6 +244,23 @@ ASC_DEV void asc_tma_load3(S &sm, int at, const AscTmap *map, int c0, int c1, in
 	asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
 		     "%4}], [%5];" ::"r"(asc_smem_addr(sm, at)), "l"(map), "r"(c0), "r"(c1), "r"(c2),
 		     "r"(asc_smem_addr(bar, bat))
+		     : "memory");
+#endif
+}
+
+/* ---- 1D bulk copy: bytes (a multiple of 16) from global src into sm
+ * from word at, both 16-byte aligned, complete when the phase of the
+ * mbarrier at bar[bat] that its bytes complete has (announced with
+ * asc_mbar_expect_tx, as a tile load's).  One thread issues. ---- */
+template <class S>
+ASC_DEV void asc_bulk_load(S &sm, int at, const void *src, unsigned bytes, S &bar, int bat)
+{
+#ifdef ASSOC_EMU
+	emu_bulk_load(sm, at, src, bytes, bar, bat);
+#else
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+			     asc_smem_addr(sm, at)),
+		     "l"(src), "r"(bytes), "r"(asc_smem_addr(bar, bat))
 		     : "memory");
 #endif
 }

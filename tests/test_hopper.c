@@ -11,7 +11,8 @@
  * warpgroup's wgmma or setmaxnreg or issuing another wgmma, a wgmma
  * reading what TMA has not landed, a bad register count or one past the
  * SM's registers; named barriers order warpgroups' turns, and their
- * misuse is reported; the blocks of a cluster read each other's shared
+ * misuse is reported; a 1D bulk copy lands at the wait on its barrier,
+ * and its misuse is reported; the blocks of a cluster read each other's shared
  * memory after a cluster barrier, and its misuse is reported.  And the GPU side
  * of every wrapper compiles with NVRTC and assembles for sm_90a. */
 #include <stdint.h>
@@ -464,6 +465,45 @@ Test(hopper, named_barriers_take_turns)
 }
 
 typedef struct {
+	const unsigned *src;
+	unsigned *out;
+	int n, mode;
+} BulkArgs;
+
+static int bulk_run(EmuLib *l, int n, int mode, unsigned *out, char *msg, size_t size)
+{
+	_Alignas(16) static unsigned src[4 + 1024];
+	for (int k = 0; k < 4 + 1024; k++)
+		src[k] = 7u * (unsigned)k + 1;
+	BulkArgs a = {src, out, n, mode};
+	return emu_launch_kernel(l, "bulk", 1, 64, 4096 + 16, &a, NULL, msg, size);
+}
+
+/* A 1D bulk copy lands its words at the wait; read before it, from a
+ * source not 16-byte aligned, or of a size not a multiple of 16, it is
+ * reported. */
+Test(hopper, bulk_copy_lands_at_the_wait)
+{
+	EmuLib *l = lib();
+	static unsigned out[1024];
+	char msg[2048];
+	static const int ns[] = {4, 100, 1024};
+	for (int k = 0; k < 3; k++) {
+		memset(out, 0, sizeof out);
+		cr_assert_eq(bulk_run(l, ns[k], 0, out, msg, sizeof msg), 0, "%s", msg);
+		for (int w = 0; w < ns[k]; w++)
+			cr_assert_eq(out[w], 7u * (unsigned)(w + 4) + 1, "word %d of %d", w, ns[k]);
+	}
+	cr_assert_eq(bulk_run(l, 100, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "] while a TMA copy to it (issued by thread 0) is in flight (missing mbarrier wait?)"), "%s", msg);
+	cr_assert_eq(bulk_run(l, 100, 2, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "cp.async.bulk: the source (global) is not 16-byte aligned"), "%s", msg);
+	cr_assert_eq(bulk_run(l, 100, 3, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "cp.async.bulk of 20 bytes: the size is a multiple of 16"), "%s", msg);
+	emu_close(l);
+}
+
+typedef struct {
 	unsigned *out;
 	int mode;
 } ClusterArgs;
@@ -550,6 +590,7 @@ Test(hopper, wrappers_assemble_for_sm_90a, .timeout = 120)
 					   "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
 					   "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
 					   "cp.async.bulk.tensor.3d",
+					   "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [",
 					   "mbarrier.try_wait.parity.shared::cta.b64",
 					   "mbarrier.arrive.expect_tx.shared::cta.b64",
 					   "mbarrier.init.shared::cta.b64",

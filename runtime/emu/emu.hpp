@@ -838,7 +838,8 @@ static inline unsigned short emu_float_to_half(float f)
  * TMA tile load copies its box, each 16-byte chunk at its swizzled
  * address, and stays in flight (its words poisoned, as cp.async's) until
  * a thread waits on the phase it completes: the wait lands it and
- * subtracts its bytes.  wgmma.mma_async is recorded at issue; its
+ * subtracts its bytes; a 1D bulk copy (cp.async.bulk) is one of
+ * consecutive words, landing the same way.  wgmma.mma_async is recorded at issue; its
  * operands are read when the last of the warpgroup's 128 threads has
  * issued it, and each thread's D is written at the wgmma.wait_group that
  * retires it, so D read earlier is stale, and D or an operand written
@@ -1151,6 +1152,45 @@ static void emu_tma_load(EmuShared<unsigned> &s, long at, const void *map, const
 	}
 	free(buf);
 	c->s = &s, c->bar = (int)(b - emu_hop.bar), c->t = me, c->nw = (long)(bytes / 4), c->bytes = (unsigned)bytes;
+	emu_hop.ntma++;
+	emu_mbar_wake(c->bar);
+}
+
+/* ---- cp.async.bulk (1D): bytes from global memory into shared words,
+ * in flight (poisoned) until a wait on the mbarrier phase they complete,
+ * as a TMA tile load. ---- */
+static void emu_bulk_load(EmuShared<unsigned> &s, long at, const void *src, unsigned bytes, EmuShared<unsigned> &bs,
+			  long bat)
+{
+	int me = (int)emu.cur->tid.x;
+	EmuMbar *b = emu_mbar_use(bs, bat, "cp.async.bulk");
+	if (!b->fenced)
+		emu_fail("cp.async.bulk completes on the mbarrier at %s[%ld], whose init no fence.mbarrier_init followed",
+			 bs.nm, bat);
+	if (!bytes || bytes % 16)
+		emu_fail("cp.async.bulk of %u bytes: the size is a multiple of 16, not 0", bytes);
+	if ((uintptr_t)src % 16 || at % 4)
+		emu_fail("cp.async.bulk: the %s (%s) is not 16-byte aligned", (uintptr_t)src % 16 ? "source" : "destination",
+			 (uintptr_t)src % 16 ? "global" : s.nm);
+	if (emu_hop.ntma == EMU_MAXTMA)
+		emu_fail("more than %d TMA copies in flight in a block (missing mbarrier wait?)", EMU_MAXTMA);
+	EmuTma *c = &emu_hop.tma[emu_hop.ntma];
+	c->at = (long *)malloc(bytes / 4 * sizeof(long));
+	c->v = (unsigned *)malloc(bytes / 4 * sizeof(unsigned));
+	if (!c->at || !c->v) {
+		fprintf(stderr, "emulator: no memory for a bulk copy of %u bytes\n", bytes);
+		abort();
+	}
+	for (long w = 0; w < (long)(bytes / 4); w++) {
+		long i = at + w;
+		s.at(i);
+		s.inflight(i, "cp.async.bulk");
+		c->at[w] = i;
+		memcpy(&c->v[w], (const unsigned char *)src + 4 * w, 4);
+		s.pend[i] = -(me + 1);
+	}
+	emu.ld_bytes += bytes;
+	c->s = &s, c->bar = (int)(b - emu_hop.bar), c->t = me, c->nw = (long)(bytes / 4), c->bytes = bytes;
 	emu_hop.ntma++;
 	emu_mbar_wake(c->bar);
 }

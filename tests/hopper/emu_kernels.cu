@@ -313,3 +313,36 @@ extern "C" void cluster_emu(const void *p)
 	if (A->mode != 3)
 		asc_cluster_sync();
 }
+
+/* ---- 1D bulk copy: n words of src (at word 4 of it) into words 0.. of
+ * the dynamic array, completing on the mbarrier at word 1024; copied out.
+ * mode 1: read without the wait; 2: a source not 16-byte aligned; 3: 20
+ * bytes (not a multiple of 16). ---- */
+struct BulkArgs {
+	const unsigned *src;
+	unsigned *out;
+	int n, mode;
+};
+
+extern "C" void bulk_emu(const void *p)
+{
+	const BulkArgs *A = (const BulkArgs *)p;
+	ASC_DYN_SHARED(unsigned, sm);
+	const int BAR = 1024;
+	if (threadIdx.x == 0) {
+		asc_mbar_init(sm, BAR, 1);
+		asc_mbar_fence_init();
+	}
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		unsigned bytes = A->mode == 3 ? 20 : 4 * A->n;
+		asc_mbar_expect_tx(sm, BAR, bytes);
+		asc_bulk_load(sm, 0, A->src + (A->mode == 2 ? 5 : 4), bytes, sm, BAR);
+	}
+	if (A->mode == 1)
+		__syncthreads();
+	else
+		asc_mbar_wait(sm, BAR, 0);
+	for (int w = threadIdx.x; w < A->n; w += blockDim.x)
+		A->out[w] = sm[w];
+}

@@ -39,6 +39,7 @@ extern "C" __global__ void __launch_bounds__(384) hopper_all(const __grid_consta
 		asc_mbar_expect_tx(sm, 16384, 16384);
 		asc_tma_load2(sm, 0, &m2, 0, 0, sm, 16384);
 		asc_tma_load3(sm, 2048, &m3, 0, 0, 1, sm, 16384);
+		asc_bulk_load(sm, 4096, areg, 64, sm, 16384);
 	}
 	asc_mbar_wait(sm, 16384, 0);
 	asc_mbar_arrive(sm, 16384);
