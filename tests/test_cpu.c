@@ -2029,8 +2029,10 @@ static void topk_rows(const char *path)
 /* Row r of TOPK_ROWS at position j: distinct values, all -inf, ties
  * at the list's threshold (values in {0, 1}, a few 2), NaN among values,
  * ascending (every position enters the list), descending, zeros of
- * either sign among a few ones, and distinct values among -inf and NaN. */
-enum { TOPK_ROWS = 8 };
+ * either sign among a few ones, distinct values among -inf and NaN, and
+ * -0 (no +0) and a few +inf among negative values (the keys of
+ * lower_topk_keys, which hold -0 below +0). */
+enum { TOPK_ROWS = 9 };
 static float topk_value(int r, int j, uint64_t s)
 {
 	switch (r) {
@@ -2041,7 +2043,8 @@ static float topk_value(int r, int j, uint64_t s)
 	case 4: return (float)j;
 	case 5: return (float)-j;
 	case 6: return (s >> 60) == 0 ? 1.0f : (s >> 50) & 1 ? -0.0f : 0.0f;
-	default: return (s >> 62) == 0 ? NAN : (s >> 62) == 1 ? -INFINITY : (float)(int)(s >> 40) / 4096.0f;
+	case 7: return (s >> 62) == 0 ? NAN : (s >> 62) == 1 ? -INFINITY : (float)(int)(s >> 40) / 4096.0f;
+	default: return (s >> 60) == 0 ? INFINITY : (s >> 58) & 1 ? -0.0f : -(float)((s >> 40) % 1000) - 1.0f;
 	}
 }
 

@@ -169,6 +169,19 @@ void lower_preset(Lower *L, Expr *e, LV v); /* e's value in the current scope is
 void lower_topk_sort(Lower *L, LLVMValueRef *v, LLVMValueRef *i);
 /* (v, i) = the top W pairs of two lists sorted so, still sorted. */
 void lower_topk_top(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef v2, LLVMValueRef i2);
+/* A float vector's lanes as unsigned integers in the same order (-0 just
+ * below +0, NaN outside the numbers), and back. */
+LLVMValueRef lower_ord_bits(Lower *L, LLVMValueRef v);
+LLVMValueRef lower_ord_float(Lower *L, LLVMValueRef u);
+/* An integer vector's lanes sorted as unsigned, descending where desc,
+ * by a bitonic network of max and min. */
+LLVMValueRef lower_sort_keys(Lower *L, LLVMValueRef x, int desc);
+/* The top k (at most 16) of 16 pairs of float values v and int32 indices
+ * i, as topk ranks them, sorted into *ov and *oi (8 lanes where k <= 8,
+ * else 16): each pair a 64-bit key, its value's order above the index's
+ * complement, so that comparing two keys is one unsigned compare.  No
+ * value may be NaN, and a -0 beside a +0 would rank by sign, not index. */
+void lower_topk_keys(Lower *L, LLVMValueRef v, LLVMValueRef i, int k, LLVMValueRef *ov, LLVMValueRef *oi);
 LV lower_lv_new(Lower *L, int n);
 LLVMValueRef lower_lv_at(LV v, int t);
 LLVMTypeRef lower_kty(Lower *L, TyKind k);          /* scalar type of a kind */

@@ -1353,8 +1353,8 @@ static void select_pass(B *b, Sels *A, LLVMValueRef lo, LLVMValueRef hi, int pas
 	kern_if_end(b, done);
 }
 
-/* Chunk ch of list q's candidates, sorted in the lanes (lower_topk_sort),
- * the empty pair past their count, into *v and *i. */
+/* Chunk ch of list q's candidates, the empty pair past their count, into
+ * *v and *i. */
 static void select_chunk(B *b, Sel *S, int q, int ch, LLVMValueRef *v, LLVMValueRef *i)
 {
 	Lower *L = &b->L;
@@ -1367,48 +1367,80 @@ static void select_chunk(B *b, Sel *S, int q, int ch, LLVMValueRef *v, LLVMValue
 	*i = LLVMBuildLoad2(L->b, it, LLVMBuildBitCast(L->b, pi, LLVMPointerType(it, 0), ""), "");
 	*v = LLVMBuildSelect(L->b, ok, *v, lower_const(L, TY_F32, -INFINITY), "");
 	*i = LLVMBuildSelect(L->b, ok, *i, lower_const(L, TY_I32, -1), "");
-	lower_topk_sort(L, v, i);
 }
 
-/* Every row's lists from their candidates into its scalar state one[r]:
- * the first SELECT_LANES sorted, every row's together (the networks'
- * chains overlap); any further chunk sorted and merged in
- * (lower_topk_top). */
+/* Lanes t < k of v and i into list q's slots of one. */
+static void select_store(B *b, Sels *A, LV *one, int q, LLVMValueRef v, LLVMValueRef i)
+{
+	for (int t = 0; t < A->ls[q].k; t++) {
+		LLVMValueRef lane = LLVMConstInt(b->i32, (unsigned)t, 0);
+		LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, v, lane, ""), one[A->ls[q].v].c[t]);
+		LLVMBuildStore(b->L.b, LLVMBuildExtractElement(b->L.b, i, lane, ""), one[A->ls[q].i].c[t]);
+	}
+}
+
+/* Whether the lanes of v hold both a -0 and a +0, which the keys of
+ * lower_topk_keys would rank by sign where topk ranks them by index. */
+static LLVMValueRef zeros_of_both_signs(B *b, LLVMValueRef v)
+{
+	Lower *L = &b->L;
+	LLVMValueRef u = LLVMBuildBitCast(L->b, v, lower_vty(L, TY_I32), ""), any[2];
+	for (int s = 0; s < 2; s++) {
+		LLVMValueRef z = LLVMBuildICmp(L->b, LLVMIntEQ, u, lower_splat(L, LLVMConstInt(b->i32, s ? 0x80000000u : 0, 0)), "");
+		any[s] = lower_intrinsic(L, "llvm.vector.reduce.or", LLVMTypeOf(z), &z, 1);
+	}
+	return LLVMBuildAnd(L->b, any[0], any[1], "");
+}
+
+/* Every row's lists from their candidates into its scalar state one[r].
+ * At most SELECT_LANES candidates (nearly every row) are sorted as
+ * 64-bit keys (lower_topk_keys): one unsigned max and min a
+ * compare-exchange, where pairs compared as topk does take a float
+ * compare, an equality, an index compare and two selects each (MoE
+ * routing, 256 experts, top 8, one thread, rows in cache, assoc_reduce2:
+ * 86 -> 76 ns a row; the lanes' maxima sorted likewise, 74).  More, or
+ * zeros of both signs, take the network of pairs: the first SELECT_LANES sorted, any further chunk sorted and
+ * merged in (lower_topk_top). */
 static void select_lists_out(B *b, Sels *A, LV **one)
 {
 	Lower *L = &b->L;
 	int W = SELECT_LANES;
 	lower_scope(L, W);
 	LLVMTypeRef vt = lower_vty(L, TY_F32), it = lower_vty(L, TY_I32);
-	LLVMValueRef lv[PAIR][SELECT_FIELDS], li[PAIR][SELECT_FIELDS];
+	LLVMValueRef lv = alloca_(b, vt), li = alloca_(b, it);
 	for (int r = 0; r < A->n; r++)
 		for (int q = 0; q < A->nl; q++) {
-			LLVMValueRef v, i;
-			select_chunk(b, &A->r[r], q, 0, &v, &i);
-			lv[r][q] = alloca_(b, vt), li[r][q] = alloca_(b, it);
-			LLVMBuildStore(L->b, v, lv[r][q]);
-			LLVMBuildStore(L->b, i, li[r][q]);
-		}
-	for (int r = 0; r < A->n; r++)
-		for (int q = 0; q < A->nl; q++)
+			lower_scope(L, W);
+			Sel *S = &A->r[r];
+			LLVMValueRef v, i, ov, oi;
+			select_chunk(b, S, q, 0, &v, &i);
+			LLVMValueRef n = LLVMBuildLoad2(L->b, b->i64, S->cn[q], "");
+			LLVMValueRef fast = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntSLE, n, ci64(b, W), ""),
+							 LLVMBuildNot(L->b, zeros_of_both_signs(b, v), ""), "keys");
+			LLVMBasicBlockRef kb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "select.keys");
+			LLVMBasicBlockRef pb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "select.pairs");
+			LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "select.out");
+			LLVMBuildCondBr(L->b, fast, kb, pb);
+			LLVMPositionBuilderAtEnd(L->b, kb);
+			lower_topk_keys(L, v, i, A->ls[q].k, &ov, &oi);
+			select_store(b, A, one[r], q, ov, oi);
+			LLVMBuildBr(L->b, done);
+			LLVMPositionBuilderAtEnd(L->b, pb);
+			lower_topk_sort(L, &v, &i);
+			LLVMBuildStore(L->b, v, lv);
+			LLVMBuildStore(L->b, i, li);
 			for (int ch = 1; ch < SELECT_CAP / W; ch++) {
-				LLVMValueRef n = LLVMBuildLoad2(L->b, b->i64, A->r[r].cn[q], "");
-				LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSGT, n, ci64(b, (long long)ch * W), ""));
-				LLVMValueRef v, i;
-				select_chunk(b, &A->r[r], q, ch, &v, &i);
-				lower_topk_top(L, &v, &i, LLVMBuildLoad2(L->b, vt, lv[r][q], ""), LLVMBuildLoad2(L->b, it, li[r][q], ""));
-				LLVMBuildStore(L->b, v, lv[r][q]);
-				LLVMBuildStore(L->b, i, li[r][q]);
-				kern_if_end(b, done);
+				LLVMBasicBlockRef more = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSGT, n, ci64(b, (long long)ch * W), ""));
+				select_chunk(b, S, q, ch, &v, &i);
+				lower_topk_sort(L, &v, &i);
+				lower_topk_top(L, &v, &i, LLVMBuildLoad2(L->b, vt, lv, ""), LLVMBuildLoad2(L->b, it, li, ""));
+				LLVMBuildStore(L->b, v, lv);
+				LLVMBuildStore(L->b, i, li);
+				kern_if_end(b, more);
 			}
-	for (int r = 0; r < A->n; r++)
-		for (int q = 0; q < A->nl; q++) {
-			LLVMValueRef v = LLVMBuildLoad2(L->b, vt, lv[r][q], ""), i = LLVMBuildLoad2(L->b, it, li[r][q], "");
-			for (int t = 0; t < A->ls[q].k; t++) {
-				LLVMValueRef lane = LLVMConstInt(b->i32, (unsigned)t, 0);
-				LLVMBuildStore(L->b, LLVMBuildExtractElement(L->b, v, lane, ""), one[r][A->ls[q].v].c[t]);
-				LLVMBuildStore(L->b, LLVMBuildExtractElement(L->b, i, lane, ""), one[r][A->ls[q].i].c[t]);
-			}
+			select_store(b, A, one[r], q, LLVMBuildLoad2(L->b, vt, lv, ""), LLVMBuildLoad2(L->b, it, li, ""));
+			LLVMBuildBr(L->b, done);
+			LLVMPositionBuilderAtEnd(L->b, done);
 		}
 }
 
@@ -1526,9 +1558,10 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
 	lower_scope(L, SELECT_LANES);
 	for (int r = 0; r < R->n; r++)
 		for (int q = 0; q < A.nl; q++) {
-			/* no lane's largest is NaN: gt_max drops it */
+			/* no lane's largest is NaN (gt_max drops it): sorted as
+			 * integers of the same order, by max and min */
 			LLVMValueRef m = LLVMBuildLoad2(L->b, vt, A.r[r].best[q], "");
-			lower_topk_sort(L, &m, NULL);
+			m = lower_ord_float(L, lower_sort_keys(L, lower_ord_bits(L, m), 1));
 			A.r[r].top[q] = LLVMBuildExtractElement(L->b, m, LLVMConstInt(b->i32, 0, 0), "");
 			A.r[r].t[q] = LLVMBuildExtractElement(L->b, m, LLVMConstInt(b->i32, (unsigned)A.ls[q].k - 1, 0), "threshold");
 		}

@@ -236,3 +236,111 @@ void lower_topk_top(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef v2,
 	*i = LLVMBuildSelect(L->b, c, *i, ri, "");
 	clean(L, v, i, W);
 }
+
+/* ---- pairs as 64-bit keys (reduce_selected's candidates) ---- */
+
+static LLVMValueRef splat_int(LLVMTypeRef vt, unsigned long long v)
+{
+	LLVMValueRef c[64];
+	unsigned n = LLVMGetVectorSize(vt);
+	for (unsigned l = 0; l < n; l++)
+		c[l] = LLVMConstInt(LLVMGetElementType(vt), v, 0);
+	return LLVMConstVector(c, n);
+}
+
+LLVMValueRef lower_ord_bits(Lower *L, LLVMValueRef v)
+{
+	LLVMBuilderRef b = L->b;
+	LLVMTypeRef it = LLVMVectorType(LLVMInt32TypeInContext(L->ctx), LLVMGetVectorSize(LLVMTypeOf(v)));
+	LLVMValueRef u = LLVMBuildBitCast(b, v, it, "");
+	/* negative: every bit flipped; else the sign bit set */
+	LLVMValueRef s = LLVMBuildAShr(b, u, splat_int(it, 31), "");
+	return LLVMBuildXor(b, u, LLVMBuildOr(b, s, splat_int(it, 0x80000000u), ""), "ord");
+}
+
+LLVMValueRef lower_ord_float(Lower *L, LLVMValueRef u)
+{
+	LLVMBuilderRef b = L->b;
+	LLVMTypeRef it = LLVMTypeOf(u);
+	LLVMValueRef s = LLVMBuildAShr(b, u, splat_int(it, 31), "");
+	LLVMValueRef m = LLVMBuildOr(b, LLVMBuildNot(b, s, ""), splat_int(it, 0x80000000u), "");
+	LLVMTypeRef ft = LLVMVectorType(LLVMFloatTypeInContext(L->ctx), LLVMGetVectorSize(it));
+	return LLVMBuildBitCast(b, LLVMBuildXor(b, u, m, ""), ft, "");
+}
+
+/* A compare-exchange of lanes l and l ^ d of integer vector x, by unsigned
+ * max and min: lane l keeps the larger where first[l]. */
+static LLVMValueRef exchange_keys(Lower *L, LLVMValueRef x, int d, const int *first, int W)
+{
+	int perm[64] = {0};
+	LLVMValueRef m[64];
+	for (int l = 0; l < W; l++)
+		perm[l] = l ^ d;
+	LLVMValueRef p = lanes_perm(L, x, perm, W), a[2] = {x, p};
+	LLVMValueRef hi = lower_intrinsic(L, "llvm.umax", LLVMTypeOf(x), a, 2);
+	LLVMValueRef lo = lower_intrinsic(L, "llvm.umin", LLVMTypeOf(x), a, 2);
+	for (int l = 0; l < W; l++)
+		m[l] = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), (unsigned)(first[l] ? l : W + l), 0);
+	return LLVMBuildShuffleVector(L->b, hi, lo, LLVMConstVector(m, (unsigned)W), "");
+}
+
+LLVMValueRef lower_sort_keys(Lower *L, LLVMValueRef x, int desc)
+{
+	int W = (int)LLVMGetVectorSize(LLVMTypeOf(x)), first[64];
+	for (int s = 2; s <= W; s *= 2)
+		for (int d = s / 2; d >= 1; d /= 2) {
+			/* runs of s lanes alternately one way and the other, the
+			 * last (s = W) the way asked */
+			for (int l = 0; l < W; l++)
+				first[l] = (!(l & d)) == ((l & s) ? !desc : desc);
+			x = exchange_keys(L, x, d, first, W);
+		}
+	return x;
+}
+
+/* The bitonic cleaner of x's lanes, to descending order. */
+static LLVMValueRef clean_keys(Lower *L, LLVMValueRef x)
+{
+	int W = (int)LLVMGetVectorSize(LLVMTypeOf(x)), first[64];
+	for (int d = W / 2; d >= 1; d /= 2) {
+		for (int l = 0; l < W; l++)
+			first[l] = !(l & d);
+		x = exchange_keys(L, x, d, first, W);
+	}
+	return x;
+}
+
+void lower_topk_keys(Lower *L, LLVMValueRef v, LLVMValueRef i, int k, LLVMValueRef *ov, LLVMValueRef *oi)
+{
+	LLVMBuilderRef b = L->b;
+	LLVMContextRef ctx = L->ctx;
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
+	LLVMValueRef ord = lower_ord_bits(L, v), ni = LLVMBuildNot(b, i, "");
+	LLVMValueRef half[2];
+	for (int h = 0; h < 2; h++) {
+		/* key = ord << 32 | ~i: the larger key, the pair that ranks first */
+		LLVMValueRef m[16];
+		for (int l = 0; l < 16; l++)
+			m[l] = LLVMConstInt(i32, (unsigned)(h * 8 + l / 2 + (l & 1) * 16), 0);
+		LLVMValueRef kv = LLVMBuildShuffleVector(b, ni, ord, LLVMConstVector(m, 16), "");
+		half[h] = LLVMBuildBitCast(b, kv, LLVMVectorType(i64, 8), "keys");
+	}
+	/* one half descending, the other ascending: a bitonic sequence of 16,
+	 * whose larger half the lanes' maxima are */
+	half[0] = lower_sort_keys(L, half[0], 1);
+	half[1] = lower_sort_keys(L, half[1], 0);
+	LLVMValueRef a[2] = {half[0], half[1]};
+	LLVMValueRef top = lower_intrinsic(L, "llvm.umax", LLVMTypeOf(half[0]), a, 2);
+	LLVMValueRef keys = clean_keys(L, top);
+	if (k > 8) {
+		LLVMValueRef rest = clean_keys(L, lower_intrinsic(L, "llvm.umin", LLVMTypeOf(half[0]), a, 2));
+		LLVMValueRef m[16];
+		for (int l = 0; l < 16; l++)
+			m[l] = LLVMConstInt(i32, (unsigned)l, 0);
+		keys = LLVMBuildShuffleVector(b, keys, rest, LLVMConstVector(m, 16), "");
+	}
+	int n = (int)LLVMGetVectorSize(LLVMTypeOf(keys));
+	LLVMTypeRef v64 = LLVMVectorType(i64, (unsigned)n), v32 = LLVMVectorType(i32, (unsigned)n);
+	*oi = LLVMBuildNot(b, LLVMBuildTrunc(b, keys, v32, ""), "");
+	*ov = lower_ord_float(L, LLVMBuildTrunc(b, LLVMBuildLShr(b, keys, splat_int(v64, 32), ""), v32, ""));
+}
