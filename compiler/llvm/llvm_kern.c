@@ -714,15 +714,43 @@ LLVMValueRef kern_state_at(B *b, LLVMValueRef st, int r)
 	return r ? LLVMBuildGEP2(b->L.b, b->i8, st, &idx, 1, "") : st;
 }
 
+/* Components of a 4-byte vector field that move between a state in
+ * memory and scalars as one vector of 8-byte slots (slot_chunk): a field
+ * loaded one component at a time was a gather after the SLP vectorizer
+ * (MoE routing's finalize: vgatherdps of its 8 values and 8 indices) and
+ * stored one at a time an extract and a store each. */
+enum { SLOT_CHUNK = 8 };
+
+/* Whether field f's components t .. t + n - 1 (n > 1) move as a vector:
+ * 4-byte kinds in one lane, fields of 4 components or more. */
+static int slot_chunk(B *b, int f, int n)
+{
+	TyKind k = fkind(b, f);
+	return b->L.W == 1 && n > 1 && spec_decl_width(&b->k->c->state[f]) >= 4 && (k == TY_F32 || k == TY_I32);
+}
+
 /* A state in memory (scalars), splat to the scope's lanes. */
 void kern_mem_load(B *b, LLVMValueRef st, LV *v)
 {
 	Carrier *c = b->k->c;
 	for (int f = 0; f < c->nstate; f++) {
 		v[f] = lower_lv_new(&b->L, spec_decl_width(&c->state[f]));
-		for (int t = 0; t < v[f].n; t++) {
-			LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
-			v[f].c[t] = lower_splat(&b->L, LLVMBuildLoad2(b->L.b, ty, mem_slot(b, st, f, t, ty), ""));
+		LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
+		for (int t = 0; t < v[f].n;) {
+			int n = v[f].n - t < SLOT_CHUNK ? v[f].n - t : SLOT_CHUNK;
+			if (!slot_chunk(b, f, n)) {
+				v[f].c[t] = lower_splat(&b->L, LLVMBuildLoad2(b->L.b, ty, mem_slot(b, st, f, t, ty), ""));
+				t++;
+				continue;
+			}
+			/* each slot's low 4 bytes: the component */
+			LLVMTypeRef wide = LLVMVectorType(b->i64, (unsigned)n);
+			LLVMValueRef x = LLVMBuildLoad2(b->L.b, wide, mem_slot(b, st, f, t, wide), "");
+			LLVMSetAlignment(x, 8);
+			x = LLVMBuildTrunc(b->L.b, x, LLVMVectorType(b->i32, (unsigned)n), "");
+			x = LLVMBuildBitCast(b->L.b, x, LLVMVectorType(ty, (unsigned)n), "");
+			for (int u = 0; u < n; u++, t++)
+				v[f].c[t] = LLVMBuildExtractElement(b->L.b, x, LLVMConstInt(b->i32, (unsigned)u, 0), "");
 		}
 	}
 }
@@ -730,11 +758,27 @@ void kern_mem_load(B *b, LLVMValueRef st, LV *v)
 void kern_mem_store(B *b, LLVMValueRef st, LV *v)
 {
 	Carrier *c = b->k->c;
-	for (int f = 0; f < c->nstate; f++)
-		for (int t = 0; t < spec_decl_width(&c->state[f]); t++) {
-			LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
-			LLVMBuildStore(b->L.b, lower_lv_at(v[f], t), mem_slot(b, st, f, t, ty));
+	for (int f = 0; f < c->nstate; f++) {
+		int w = spec_decl_width(&c->state[f]);
+		LLVMTypeRef ty = lower_kty(&b->L, fkind(b, f));
+		for (int t = 0; t < w;) {
+			int n = w - t < SLOT_CHUNK ? w - t : SLOT_CHUNK;
+			if (!slot_chunk(b, f, n)) {
+				LLVMBuildStore(b->L.b, lower_lv_at(v[f], t), mem_slot(b, st, f, t, ty));
+				t++;
+				continue;
+			}
+			LLVMTypeRef vt = LLVMVectorType(ty, (unsigned)n), wide = LLVMVectorType(b->i64, (unsigned)n);
+			LLVMValueRef x = LLVMGetUndef(vt);
+			for (int u = 0; u < n; u++)
+				x = LLVMBuildInsertElement(b->L.b, x, lower_lv_at(v[f], t + u), LLVMConstInt(b->i32, (unsigned)u, 0), "");
+			x = LLVMBuildBitCast(b->L.b, x, LLVMVectorType(b->i32, (unsigned)n), "");
+			/* the slots' high 4 bytes zero, which no load reads */
+			LLVMValueRef s = LLVMBuildStore(b->L.b, LLVMBuildZExt(b->L.b, x, wide, ""), mem_slot(b, st, f, t, wide));
+			LLVMSetAlignment(s, 8);
+			t += n;
 		}
+	}
 }
 
 /* Field values of exprs[f], converted to the field's kind. */
