@@ -1334,12 +1334,13 @@ static void select_at(B *b, Sels *A, Sel *S, LLVMValueRef j, int pass)
 	}
 }
 
-/* A pass over [lo, hi) of every row: whole vectors, then a masked one. */
-static void select_pass(B *b, Sels *A, LLVMValueRef lo, LLVMValueRef hi, int pass)
+/* A pass over [lo, hi) of rows r0 .. r1 - 1 side by side: whole
+ * vectors, then a masked one. */
+static void select_pass(B *b, Sels *A, LLVMValueRef lo, LLVMValueRef hi, int pass, int r0, int r1)
 {
 	lower_scope(&b->L, SELECT_LANES);
 	Loop l = kern_loop_begin(b, lo, hi, SELECT_LANES);
-	for (int r = 0; r < A->n; r++)
+	for (int r = r0; r < r1; r++)
 		select_at(b, A, &A->r[r], l.iv, pass);
 	kern_loop_end(b, &l);
 	lower_scope(&b->L, SELECT_LANES);
@@ -1347,7 +1348,7 @@ static void select_pass(B *b, Sels *A, LLVMValueRef lo, LLVMValueRef hi, int pas
 	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(b->L.b, LLVMIntSLT, last, hi, ""));
 	lower_scope(&b->L, SELECT_LANES);
 	b->lmask = kern_lanes_below(b, last, hi);
-	for (int r = 0; r < A->n; r++)
+	for (int r = r0; r < r1; r++)
 		select_at(b, A, &A->r[r], last, pass);
 	b->lmask = NULL;
 	kern_if_end(b, done);
@@ -1554,7 +1555,7 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
 			LLVMSetAlignment(S->ci[q], 64);
 		}
 	}
-	select_pass(b, &A, lo, hi, 1);
+	select_pass(b, &A, lo, hi, 1, 0, A.n);
 	lower_scope(L, SELECT_LANES);
 	for (int r = 0; r < R->n; r++)
 		for (int q = 0; q < A.nl; q++) {
@@ -1565,7 +1566,15 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
 			A.r[r].top[q] = LLVMBuildExtractElement(L->b, m, LLVMConstInt(b->i32, 0, 0), "");
 			A.r[r].t[q] = LLVMBuildExtractElement(L->b, m, LLVMConstInt(b->i32, (unsigned)A.ls[q].k - 1, 0), "threshold");
 		}
-	select_pass(b, &A, lo, hi, 2);
+	/* Pass 2 a row at a time: the candidates are read back from memory
+	 * after stores at every 4-byte offset, which no load of a vector
+	 * takes from the store queue; it waits for them to reach the cache.
+	 * Row by row, the first row's stores drain while the second row's
+	 * pass runs, and the second's while the first row's list is sorted
+	 * (MoE routing, 256 experts, one thread, rows in cache, reduce2 and
+	 * finalize: 87.5 -> 81 ns a row). */
+	for (int r = 0; r < A.n; r++)
+		select_pass(b, &A, lo, hi, 2, r, r + 1);
 	lower_scope(L, 1);
 	LLVMValueRef fits = NULL;
 	for (int r = 0; r < R->n; r++)
