@@ -2129,6 +2129,30 @@ Test(cpu, topk_selected_rows_as_interp, .timeout = 300)
 	topk_against_interp("tests/check/topk_sixteen_masked.yaml", 1);
 }
 
+/* A list of 16 of the input itself, no mask: on AVX-512 its candidates
+ * are kept as positions alone (16-bit offsets where the host compresses
+ * them) and their values read back from the row, sorted as keys of 16
+ * lanes; and a list of 5 of an expression of the input, whose values are
+ * kept beside the positions.  Both as the interpreter makes them. */
+Test(cpu, topk_direct_and_computed_lists_as_interp, .timeout = 300)
+{
+	static const char *texts[] = {
+		"carrier: top16_direct\nelement: {x: f32}\nstate:\n  top: f32[16]\n  at: i32[16]\n"
+		"identity: {top: -inf, at: -1}\nlift: {top: 'topk(x, j, 16)', at: 'topk_idx(x, j, 16)'}\n"
+		"merge:\n  top: topk(a.top, a.at, b.top, b.at)\n  at: topk_idx(a.top, a.at, b.top, b.at)\n"
+		"laws: [commutative]\n",
+		"carrier: top5_computed\nelement: {x: f32}\nstate:\n  top: f32[5]\n  at: i32[5]\n"
+		"identity: {top: -inf, at: -1}\nlift: {top: 'topk(0 - x, j, 5)', at: 'topk_idx(0 - x, j, 5)'}\n"
+		"merge:\n  top: topk(a.top, a.at, b.top, b.at)\n  at: topk_idx(a.top, a.at, b.top, b.at)\n"
+		"laws: [commutative]\n",
+	};
+	for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+		Carrier *c = text_ok(texts[t]);
+		topk_carrier_against_interp(c, t ? "top5_computed" : "top16_direct", 1, 1);
+		spec_carrier_free(c);
+	}
+}
+
 /* On an AVX-512 host the carriers with topk lists are served by
  * reduce_selected (compiler/llvm/llvm_reduce.c), two rows at a time
  * (assoc_reduce2); a carrier with a field it does not take (topk_softmax's
