@@ -5,7 +5,8 @@
 # many times each runs (default 2), and the best ratio is kept.  ops/B is
 # the carrier's operations per byte moved and bound what the copy's
 # bandwidth leaves time for (assoc bench's nominal compute ceiling), both
-# of the best run: past the bound the copy's speed is out of reach.
+# of the best run: past the bound the copy's speed is out of reach.  A
+# carrier whose reduce folds in one lane says why after its runs.
 # Usage: bench/cpu_user.sh [ROWS [LEN]]   (defaults 256 65536)
 set -e
 cd "$(dirname "$0")/.."
@@ -31,8 +32,10 @@ for spec in bench/carriers/*.yaml specs/online_softmax.yaml; do
 			cgb=$(printf '%s\n' "$line" | sed -n 's/.*"copy_gbps": \([0-9.]*\).*/\1/p')
 			opb=$(printf '%s\n' "$line" | sed -n 's/.*"ops_per_byte": \([0-9.]*\).*/\1/p')
 			bound=$(printf '%s\n' "$line" | sed -n 's/.*"ops_per_byte_at_copy": \([0-9.]*\).*/\1/p')
+			why=$(printf '%s\n' "$line" | sed -n 's/.*"one_lane": "\([^"]*\)".*/\1/p')
 		fi
 		r=$((r + 1))
 	done
-	printf '%-22s %8s %8s %8s %7s %7s  %s\n' "$(basename "$spec" .yaml)" "$gb" "$cgb" "$best" "$opb" "$bound" "$all"
+	printf '%-22s %8s %8s %8s %7s %7s  %s%s\n' "$(basename "$spec" .yaml)" "$gb" "$cgb" "$best" "$opb" "$bound" "$all" \
+		"${why:+  (one lane: $why)}"
 done

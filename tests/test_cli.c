@@ -306,6 +306,24 @@ Test(cli, bench_says_operations_per_byte, .timeout = 120)
 	cr_assert(strstr(out, ": compute-bound"), "%s", out);
 }
 
+/* bench says why a reduce folds in one lane where it does (a top-16 list
+ * beside softmax's (m, l): 34 state components), and says nothing where
+ * it runs vector lanes (Welford). */
+Test(cli, bench_says_why_one_lane, .timeout = 120)
+{
+	cr_assert_eq(sh(ASSOC " bench bench/carriers/softmax_top16.yaml --device cpu --threads 1 --rows 2 --len 1000 --json", out,
+			sizeof out, 0),
+		     0, "%s", out);
+	cr_assert(strstr(out, "\"lanes\": 1,") && strstr(out, "\"one_lane\": \"a state of 34 components, over the 24 that fold"),
+		  "%s", out);
+	cr_assert_eq(sh(ASSOC " bench bench/carriers/softmax_top16.yaml --device cpu --threads 1 --rows 2 --len 1000", out, sizeof out, 0),
+		     0, "%s", out);
+	cr_assert(strstr(out, "  one lane: the reduce folds in one lane, for a state of 34 components"), "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/welford.yaml --device cpu --threads 1 --rows 2 --len 1000 --json", out, sizeof out, 0), 0,
+		     "%s", out);
+	cr_assert(strstr(out, "\"one_lane\": null"), "%s", out);
+}
+
 /* bench measures real data where --input gives it (here rows half masked
  * with -inf): the shape comes from the file; a file that is not .npy, or an
  * input the spec lacks, is a usage error with nothing measured. */

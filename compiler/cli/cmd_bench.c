@@ -371,6 +371,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		printf("\"ops_per_position\": %.0f, \"ops_per_byte\": %.3f, \"ops_per_byte_at_copy\": %.3f, "
 		       "\"compute_bound\": %s, ",
 		       in.ops, in.per_byte, in.allowed, bound ? "true" : "false");
+		if (b->k->one_lane[0])
+			printf("\"one_lane\": \"%s\", ", b->k->one_lane);
+		else
+			printf("\"one_lane\": null, ");
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
 		else
@@ -396,6 +400,8 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	       "%.0f GHz, do %.2f%s\n",
 	       in.per_byte, in.ops, th, in.lanes, NOMINAL_OPS_PER_CYCLE, NOMINAL_GHZ, in.allowed,
 	       bound ? ": compute-bound, the copy's speed is out of reach" : "");
+	if (b->k->one_lane[0])
+		printf("  one lane: the reduce folds in one lane, for %s; the copy's speed is out of reach\n", b->k->one_lane);
 	if (tn > 0)
 		printf("  naive  %8.2f GB/s  (bench/naive.c, cc -O3 -march=native)\n", ngb);
 	else /* a carrier of the user's has no loop there: say what stands in for it */

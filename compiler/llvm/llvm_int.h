@@ -88,6 +88,7 @@ typedef struct {
 			  * llvm_reduce.c) */
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
+	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
 } Kern;
 /* Rows (the range one reduce call covers) of at most this many input bytes
  * take two passes instead of the online fold.  L2 is 1 MiB per core on

@@ -1315,6 +1315,36 @@ static int short_state_lanes(Carrier *c)
 	return n <= LANES_STATE_MAX && c->tpl != FAM_SCAN && !kern_filter_fits(c) && !kern_selects(c);
 }
 
+/* Why k's reduce folds one position at a time in one lane (k->one_lane),
+ * for assoc bench to say: "" where it runs vectors or one of the one-lane
+ * paths that test or sort many positions at once. */
+static void one_lane_why(Kern *k, const Carrier *c, int scalar, int comm)
+{
+	k->one_lane[0] = 0;
+	if (k->lanes > 1 || k->ordered > 1 || k->group > 1 || k->select || kern_filter_fits(c) || c->tpl == FAM_SCAN)
+		return;
+	int n = 0, vec_io = 0;
+	for (int f = 0; f < c->nstate; f++)
+		n += spec_decl_width(&c->state[f]);
+	for (int i = 0; i < c->nelem; i++)
+		vec_io |= spec_decl_width(&c->elem[i]) != 1;
+	for (int i = 0; i < c->ncol; i++)
+		vec_io |= spec_decl_width(&c->col[i]) != 1;
+	for (int i = 0; i < c->nrow; i++)
+		vec_io |= spec_decl_width(&c->row[i]) != 1;
+	for (int i = 0; i < c->nmap; i++)
+		vec_io |= lower_width(c->map[i].e) != 1;
+	if (!comm)
+		snprintf(k->one_lane, sizeof k->one_lane, "a merge not known to commute, beside a vector field");
+	else if (vec_io)
+		snprintf(k->one_lane, sizeof k->one_lane, "a vector input or map output");
+	else if (!scalar && n > LANES_STATE_MAX)
+		snprintf(k->one_lane, sizeof k->one_lane, "a state of %d components, over the %d that fold in vector lanes", n,
+			 (int)LANES_STATE_MAX);
+	else
+		snprintf(k->one_lane, sizeof k->one_lane, "the host has no vector lanes");
+}
+
 /* Lanes and accumulators for c: vectors only where every input and output
  * is a scalar, every field too or the state short (short_state_lanes),
  * and the merge commutative (lanes reorder it), claimed or by its form. */
@@ -1356,6 +1386,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	k->group = k->tile > 1 && k->lanes == 1 && k->mr_field >= 0 && !kern_wide_state(c) && !c->nelem ? rows : 1;
 	k->rows_tile = rows_tile > VTILE ? VTILE : rows_tile < 1 ? 1 : rows_tile;
 	k->select = kern_selects(c);
+	one_lane_why(k, c, scalar, comm);
 	k->two_pass = 0;
 	/* fields that fold apart, and vector fields, have no place in the passes */
 	if (k->mr_field >= 0 && k->tile > 1 && k->lanes > 1 && scalar && !tile_has_own(c, k->mr_field)) {
