@@ -161,6 +161,8 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 	if (rows > 64)
 		rows = 64;
 	kern_plan(k, c, lanes, accs, tile, rows, rows_tile);
+	if (o && o->wide_positions)
+		k->narrow = 0;
 	/* Loops over the components where 16 registers hold 8 lanes (AVX2):
 	 * unrolled whole, the tile's dot products and the update of o spill
 	 * most of their values.  On Zen 3, one thread, median of 4 or 5 runs,

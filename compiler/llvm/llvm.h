@@ -30,6 +30,8 @@ typedef struct {
 		     * host, -1 none (every component's vector unrolled) */
 	int fit_rows; /* 0, or the rows of each view the kernel will run (cpu_view_rows): where
 		       * rows picks the default, no more rows side by side than these */
+	int wide_positions; /* top-k candidates' positions kept as 32-bit lanes where the host would
+			     * compress 16-bit ones (what a host without AVX-512 VBMI2 runs) */
 } LlvmOpts;
 
 typedef struct LlvmJit LlvmJit;

@@ -86,6 +86,7 @@ typedef struct {
 	int scan_lanes;  /* a scan of scalars: lanes of its blocks (scan_lanes in llvm_kern.c), else 0 */
 	int select;      /* topk lists chosen from a few candidates (kern_selects, reduce_selected in
 			  * llvm_reduce.c) */
+	int narrow;      /* and the host compresses 16-bit lanes (select_narrow there) */
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */

@@ -1386,6 +1386,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	k->group = k->tile > 1 && k->lanes == 1 && k->mr_field >= 0 && !kern_wide_state(c) && !c->nelem ? rows : 1;
 	k->rows_tile = rows_tile > VTILE ? VTILE : rows_tile < 1 ? 1 : rows_tile;
 	k->select = kern_selects(c);
+	k->narrow = k->select && lower_host_has("+avx512vbmi2") && lower_host_has("+avx512bw");
 	one_lane_why(k, c, scalar, comm);
 	k->two_pass = 0;
 	/* fields that fold apart, and vector fields, have no place in the passes */

@@ -1633,7 +1633,7 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
 		    !xv->ty.len && j->op == EXPR_VAR && j->k == c->idx[IDX_J])
 			A.direct[q] = xv->slot;
 	}
-	A.narrow = lower_host_has("+avx512vbmi2") && lower_host_has("+avx512bw");
+	A.narrow = b->k->narrow;
 	for (int q = 0; q < A.nl; q++)
 		A.narrow &= A.direct[q] >= 0;
 	/* a max field of a list's value (moe_topk_routing's m) is the
