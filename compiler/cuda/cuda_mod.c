@@ -271,23 +271,32 @@ static Family base_family(const Carrier *c)
  * kernels (templates/blocks.cuh): the variants share as few pairs as they
  * can (the 16-byte path falls back to the scalar loop at run time). */
 static const Variant defaults_reduce[] = {
-	{FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWREDUCE, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},    {FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{.fam = FAM_ROWREDUCE, .nt = 128, .acc = 2, .vec = 4, .warp = 1, .un = 1},
+	{.fam = FAM_ROWREDUCE, .nt = 256, .acc = 4, .vec = 4, .un = 1},
+	{.fam = FAM_ROWREDUCE, .nt = 64, .acc = 2, .vec = 4, .un = 1},
+	{.fam = FAM_SPLITK, .nt = 256, .acc = 2, .vec = 4, .un = 1},
+	{.fam = FAM_SPLITK, .nt = 64, .acc = 2, .vec = 4, .un = 1},
 };
 static const Variant defaults_map[] = {
-	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},  {FAM_ROWMAP, 128, 2, 4, 1, 8, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWMAP, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-	{FAM_SPLITK, 64, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{.fam = FAM_ROWMAP, .nt = 128, .acc = 2, .vec = 4, .warp = 1, .un = 1},
+	{.fam = FAM_ROWMAP, .nt = 128, .acc = 2, .vec = 4, .warp = 1, .items = 8, .un = 1},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 2, .vec = 4, .un = 1},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 2, .vec = 4, .items = 16, .un = 1},
+	{.fam = FAM_ROWMAP, .nt = 64, .acc = 2, .vec = 4, .un = 1},
+	{.fam = FAM_SPLITK, .nt = 256, .acc = 2, .vec = 4, .un = 1},
+	{.fam = FAM_SPLITK, .nt = 64, .acc = 2, .vec = 4, .un = 1},
 };
 /* The row templates' tuning space adds blocks of 512 and 1024 threads with
  * 4 accumulators: more bytes in flight per row, and fewer rows in flight
  * at once, so that rowmap's second read of a long row can come from L2. */
 static const Variant space_reduce[] = {
-	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWREDUCE, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{.fam = FAM_ROWREDUCE, .nt = 512, .acc = 4, .vec = 4, .un = 1},
+	{.fam = FAM_ROWREDUCE, .nt = 1024, .acc = 4, .vec = 4, .un = 1},
 };
 static const Variant space_map[] = {
-	{FAM_ROWMAP, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {FAM_ROWMAP, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-	{FAM_ROWMAP, 1024, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 4, .vec = 4, .un = 1},
+	{.fam = FAM_ROWMAP, .nt = 512, .acc = 4, .vec = 4, .un = 1},
+	{.fam = FAM_ROWMAP, .nt = 1024, .acc = 4, .vec = 4, .un = 1},
 };
 /* Tiles of several 16-byte loads an accumulator (un), all issued before
  * any is folded: more bytes in flight without more accumulators (whose
@@ -295,35 +304,47 @@ static const Variant space_map[] = {
  * the same with the transported fold (tf), where the carrier has one
  * (fit_variant drops tf elsewhere, and the copies fall onto the others). */
 static const Variant space_reduce_tiles[] = {
-	{FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},  {FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},     {FAM_ROWREDUCE, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},
-	{FAM_ROWREDUCE, 256, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},  {FAM_ROWREDUCE, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},
-	{FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},
+	{.fam = FAM_ROWREDUCE, .nt = 256, .acc = 4, .vec = 4, .un = 2},
+	{.fam = FAM_ROWREDUCE, .nt = 512, .acc = 2, .vec = 4, .un = 4},
+	{.fam = FAM_SPLITK, .nt = 256, .acc = 2, .vec = 4, .un = 2},
+	{.fam = FAM_ROWREDUCE, .nt = 128, .acc = 2, .vec = 4, .warp = 1, .un = 1, .tf = 1},
+	{.fam = FAM_ROWREDUCE, .nt = 256, .acc = 4, .vec = 4, .un = 1, .tf = 1},
+	{.fam = FAM_ROWREDUCE, .nt = 256, .acc = 2, .vec = 4, .un = 2, .tf = 1},
+	{.fam = FAM_ROWREDUCE, .nt = 512, .acc = 2, .vec = 4, .un = 2, .tf = 1},
+	{.fam = FAM_SPLITK, .nt = 256, .acc = 2, .vec = 4, .un = 1, .tf = 1},
+	{.fam = FAM_SPLITK, .nt = 256, .acc = 2, .vec = 4, .un = 2, .tf = 1},
 };
 static const Variant space_map_tiles[] = {
-	{FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},
-	{FAM_ROWMAP, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0},
-	{FAM_ROWMAP, 128, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},  {FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},
-	{FAM_ROWMAP, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},  {FAM_ROWMAP, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},
-	{FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0},  {FAM_SPLITK, 256, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 2, .vec = 4, .un = 2},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 2, .vec = 4, .items = 16, .un = 2},
+	{.fam = FAM_ROWMAP, .nt = 512, .acc = 2, .vec = 4, .un = 4},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 2, .vec = 4, .un = 4},
+	{.fam = FAM_SPLITK, .nt = 256, .acc = 2, .vec = 4, .un = 2},
+	{.fam = FAM_ROWMAP, .nt = 128, .acc = 2, .vec = 4, .warp = 1, .un = 1, .tf = 1},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 2, .vec = 4, .items = 16, .un = 1, .tf = 1},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 2, .vec = 4, .un = 2, .tf = 1},
+	{.fam = FAM_ROWMAP, .nt = 512, .acc = 2, .vec = 4, .un = 2, .tf = 1},
+	{.fam = FAM_SPLITK, .nt = 256, .acc = 2, .vec = 4, .un = 1, .tf = 1},
+	{.fam = FAM_SPLITK, .nt = 256, .acc = 2, .vec = 4, .un = 2, .tf = 1},
 };
 /* On sm_90, long rows split across a thread-block cluster (cl), kept on
  * chip for the map pass: 2 to 16 blocks of 256 or 512 threads, each
  * keeping 16 elements a thread (up to 131072 positions a row at cl 16). */
 static const Variant space_reduce_cluster[] = {
-	{FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4}, {FAM_ROWREDUCE, 512, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 8},
-	{FAM_ROWREDUCE, 512, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 16},
+	{.fam = FAM_ROWREDUCE, .nt = 512, .acc = 4, .vec = 4, .un = 1, .cl = 4},
+	{.fam = FAM_ROWREDUCE, .nt = 512, .acc = 4, .vec = 4, .un = 1, .cl = 8},
+	{.fam = FAM_ROWREDUCE, .nt = 512, .acc = 2, .vec = 4, .un = 2, .cl = 16},
 };
 static const Variant space_map_cluster[] = {
-	{FAM_ROWMAP, 256, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4}, {FAM_ROWMAP, 512, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2},
-	{FAM_ROWMAP, 512, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4}, {FAM_ROWMAP, 512, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 8},
-	{FAM_ROWMAP, 512, 2, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 16},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 2, .vec = 4, .items = 16, .un = 1, .cl = 4},
+	{.fam = FAM_ROWMAP, .nt = 512, .acc = 2, .vec = 4, .items = 16, .un = 1, .cl = 2},
+	{.fam = FAM_ROWMAP, .nt = 512, .acc = 2, .vec = 4, .items = 16, .un = 1, .cl = 4},
+	{.fam = FAM_ROWMAP, .nt = 512, .acc = 2, .vec = 4, .items = 16, .un = 1, .cl = 8},
+	{.fam = FAM_ROWMAP, .nt = 512, .acc = 2, .vec = 4, .items = 16, .un = 1, .cl = 16},
 };
 static const Variant defaults_scan[] = {
-	{FAM_SCAN, 128, 2, 4, 0, 4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-	{FAM_SCAN, 64, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+	{.fam = FAM_SCAN, .nt = 128, .acc = 2, .vec = 4, .items = 4, .un = 1},
+	{.fam = FAM_SCAN, .nt = 64, .acc = 1, .vec = 1, .items = 1, .un = 1},
 };
 
 /* Registers a variant is expected to need (32-bit words), from the widths
@@ -701,7 +722,7 @@ static int check_limits(const Carrier *c, char *msg, size_t n)
 static Variant attn_decode(const CudaAttn *at, int smem)
 {
 	unsigned most = smem > 0 && smem < ATTN_SMEM_MAX ? (unsigned)smem : ATTN_SMEM_MAX;
-	Variant v = {FAM_ATTN, 128, 1, 1, 0, 0, 1, 128, 1, 3, 4, 0, 0, 0, 0, 0, 0};
+	Variant v = {.fam = FAM_ATTN, .nt = 128, .acc = 1, .vec = 1, .mt = 1, .bn = 128, .pv = 1, .st = 3, .ks = 4};
 	while (v.st > 2 && attn_smem(at, &v) > most)
 		v.st--;
 	if (attn_smem(at, &v) > most)
@@ -731,11 +752,12 @@ static Variant attn_decode(const CudaAttn *at, int smem)
 static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, Variant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64, n = 2;
-	v[0] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 1, bn, 1, 2, 1, 0, 0, 0, 0, 0, 0};
-	v[1] = (Variant){FAM_ATTN, d <= 64 ? 128 : 256, 1, 1, 0, 0, d <= 64 ? 2 : 1, bn, 1, 2, 1, 0, 0, 0, 0, 0, 0};
+	v[0] = (Variant){.fam = FAM_ATTN, .nt = 128, .acc = 1, .vec = 1, .mt = 1, .bn = bn, .pv = 1, .st = 2, .ks = 1};
+	v[1] = (Variant){.fam = FAM_ATTN, .nt = d <= 64 ? 128 : 256, .acc = 1, .vec = 1, .mt = d <= 64 ? 2 : 1, .bn = bn,
+			 .pv = 1, .st = 2, .ks = 1};
 	if (at->d == 128 && at->dv <= 128 && cuda_attn_linear(c, at)) {
 		v[2] = v[1];
-		v[1] = (Variant){FAM_ATTN, 128, 1, 1, 0, 0, 2, 64, 1, 2, 1, 0, 0, 0, 0, 0, 0};
+		v[1] = (Variant){.fam = FAM_ATTN, .nt = 128, .acc = 1, .vec = 1, .mt = 2, .bn = 64, .pv = 1, .st = 2, .ks = 1};
 		n = 3;
 	}
 	v[n++] = attn_decode(at, smem);
@@ -750,7 +772,8 @@ static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, Variant *v)
 static Variant attn90_default(const CudaAttn *at)
 {
 	int d = at->d > at->dv ? at->d : at->dv;
-	return (Variant){FAM_ATTN, 256, 1, 1, 0, 0, 1, d > 128 ? 64 : 128, 1, 2, 1, 0, 2, 0, 0, 0, 0};
+	return (Variant){.fam = FAM_ATTN, .nt = 256, .acc = 1, .vec = 1, .mt = 1, .bn = d > 128 ? 64 : 128, .pv = 1, .st = 2,
+			 .ks = 1, .wg = 2};
 }
 
 /* Whether the Hopper template takes the carrier's head dims (its boxes of
