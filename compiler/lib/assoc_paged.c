@@ -40,6 +40,31 @@ static const AssocBuffer *bound(AssocKernel *k, const AssocBuffer *bufs, int nbu
 	return *st ? NULL : b;
 }
 
+/* The checks both forms make of a batch before anything is read: the
+ * carrier, the heads, the page size, the batch's counts and arrays; on
+ * the device (dev) rows, the most queries of a sequence, from 1. */
+static AssocStatus batch_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *pg, int dev)
+{
+	char msg[512];
+	if (paged_carrier_ok(k->s->c, msg, sizeof msg))
+		return paged_fail(k, ASSOC_EINVAL, "%s", msg);
+	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > 1 << 16)
+		return paged_fail(k, ASSOC_EINVAL, "%lld heads on %lld key/value heads: heads a multiple of kv_heads, at most 65536",
+				  (long long)heads, (long long)kv_heads);
+	if (pg->page_size < PAGED_MIN_PAGE || pg->page_size > PAGED_MAX_PAGE || (pg->page_size & (pg->page_size - 1)))
+		return paged_fail(k, ASSOC_EINVAL, "page_size %lld: a power of two from %d to %d", (long long)pg->page_size,
+				  PAGED_MIN_PAGE, PAGED_MAX_PAGE);
+	if (pg->batch < 1 || pg->batch > 1 << 24 || pg->pages < 1 || pg->pages > INT32_MAX / PAGED_MAX_PAGE ||
+	    pg->max_pages < 1 || pg->max_pages > INT32_MAX / PAGED_MAX_PAGE || pg->rows < dev || pg->rows > INT32_MAX ||
+	    !pg->block_table || !pg->seq_lens)
+		return paged_fail(k, ASSOC_EINVAL,
+				  "a paged batch%s needs 1 to 2^24 sequences, pages and max_pages from 1, %sblock_table and "
+				  "seq_lens (batch %lld, pages %lld, max_pages %lld, rows %lld)",
+				  dev ? " on the device" : "", dev ? "rows (the most queries of a sequence) from 1, " : "",
+				  (long long)pg->batch, (long long)pg->pages, (long long)pg->max_pages, (long long)pg->rows);
+	return ASSOC_OK;
+}
+
 AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *pg,
 			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
 {
@@ -49,21 +74,9 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 		return ASSOC_EINVAL; /* k->err keeps why it did not compile */
 	Carrier *c = k->s->c;
 	char msg[512];
-	if (paged_carrier_ok(c, msg, sizeof msg))
-		return paged_fail(k, ASSOC_EINVAL, "%s", msg);
-	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > 1 << 16)
-		return paged_fail(k, ASSOC_EINVAL, "%lld heads on %lld key/value heads: heads a multiple of kv_heads, at most 65536",
-				  (long long)heads, (long long)kv_heads);
-	if (pg->page_size < PAGED_MIN_PAGE || pg->page_size > PAGED_MAX_PAGE || (pg->page_size & (pg->page_size - 1)))
-		return paged_fail(k, ASSOC_EINVAL, "page_size %lld: a power of two from %d to %d", (long long)pg->page_size,
-				  PAGED_MIN_PAGE, PAGED_MAX_PAGE);
-	if (pg->batch < 1 || pg->batch > 1 << 24 || pg->pages < 1 || pg->pages > INT32_MAX / PAGED_MAX_PAGE ||
-	    pg->max_pages < 1 || pg->max_pages > INT32_MAX / PAGED_MAX_PAGE || pg->rows < 0 || pg->rows > INT32_MAX ||
-	    !pg->block_table || !pg->seq_lens)
-		return paged_fail(k, ASSOC_EINVAL,
-				  "a paged batch needs 1 to 2^24 sequences, pages and max_pages from 1, block_table and "
-				  "seq_lens (batch %lld, pages %lld, max_pages %lld)",
-				  (long long)pg->batch, (long long)pg->pages, (long long)pg->max_pages);
+	AssocStatus bad = batch_ok(k, heads, kv_heads, pg, 0);
+	if (bad)
+		return bad;
 	if (paged_layout_ok((int)pg->batch, (int)pg->page_size, (int)pg->pages, (int)pg->max_pages, pg->block_table,
 			    pg->seq_lens, pg->cu_seqlens_q, msg, sizeof msg))
 		return paged_fail(k, ASSOC_EINVAL, "%s", msg);
@@ -170,24 +183,9 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 				  "assoc_run_paged_device runs kernels compiled for \"gpu\" on device memory; this one was "
 				  "compiled for \"%s\" (assoc_run_paged runs it on host arrays)",
 				  k->dev ? k->dev->name : "cpu");
-	char msg[512];
-	if (paged_carrier_ok(c, msg, sizeof msg))
-		return paged_fail(k, ASSOC_EINVAL, "%s", msg);
-	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > 1 << 16)
-		return paged_fail(k, ASSOC_EINVAL, "%lld heads on %lld key/value heads: heads a multiple of kv_heads, at most 65536",
-				  (long long)heads, (long long)kv_heads);
-	if (paged_page_size_ok(pg->page_size >= 0 && pg->page_size <= PAGED_MAX_PAGE ? (int)pg->page_size : 0, msg,
-			       sizeof msg))
-		return paged_fail(k, ASSOC_EINVAL, "page_size %lld: a power of two from %d to %d", (long long)pg->page_size,
-				  PAGED_MIN_PAGE, PAGED_MAX_PAGE);
-	if (pg->batch < 1 || pg->batch > 1 << 24 || pg->pages < 1 || pg->pages > INT32_MAX / PAGED_MAX_PAGE ||
-	    pg->max_pages < 1 || pg->max_pages > INT32_MAX / PAGED_MAX_PAGE || pg->rows < 1 || pg->rows > INT32_MAX ||
-	    !pg->block_table || !pg->seq_lens)
-		return paged_fail(k, ASSOC_EINVAL,
-				  "a paged batch on the device needs 1 to 2^24 sequences, pages and max_pages from 1, rows "
-				  "(the most queries of a sequence) from 1, block_table and seq_lens (batch %lld, pages %lld, "
-				  "max_pages %lld, rows %lld)",
-				  (long long)pg->batch, (long long)pg->pages, (long long)pg->max_pages, (long long)pg->rows);
+	AssocStatus bad = batch_ok(k, heads, kv_heads, pg, 1);
+	if (bad)
+		return bad;
 	if (c->nelem + c->ncol + c->nrow + 3 > CUDA_MAXIN || c->nfinal > CUDA_MAXOUT)
 		return paged_fail(k, ASSOC_EINVAL, "carrier %s has more arrays than a paged launch takes", c->name);
 	AssocStatus st = ASSOC_OK;
