@@ -314,24 +314,7 @@ class Kernel:
             return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, **kw)
         spec = self.spec
         arrays, params = self._split(kw)
-        views = {}
-        first = None
-        for a in spec.inputs:
-            v = _arrays.view(arrays[a.name], a.type)
-            if first is None:
-                first = (a.name, v)
-            elif (v.kind, v.device, v.library()) != (first[1].kind, first[1].device, first[1].library()):
-                raise ValueError("input '%s' is %s, but '%s' is %s: all inputs of a run share one library and "
-                                 "device" % (a.name, v.where(), first[0], first[1].where()))
-            if v.type != a.type:
-                raise ValueError("input '%s' has dtype %s; the spec's '%s' is %s (%s)" % (
-                    a.name, v.dtype, a.name, a.type, _want_dtype(v.kind, a.type)))
-            if v.masked:
-                raise ValueError("input '%s' is a masked CUDA array (its __cuda_array_interface__ has a mask): "
-                                 "pass its data with the masked elements filled" % a.name)
-            if not v.contiguous:
-                raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
-            views[a.name] = v
+        views, first = _input_views(spec, arrays)
         key = (tuple(v.shape for v in views.values()), heads, kv_heads)
         planned = self._plans.get(key)
         if planned is None:
@@ -395,27 +378,15 @@ class Kernel:
         if block_table is None or seq_lens is None or page_size is None:
             raise ValueError("a paged run needs block_table=, seq_lens= and page_size=")
         arrays, params = self._split(kw)
-        views = {}
-        first = None
+        views, first = _input_views(spec, arrays)
         for a in spec.inputs:
-            v = _arrays.view(arrays[a.name], a.type)
-            if first is None:
-                first = (a.name, v)
-            elif (v.kind, v.device) != (first[1].kind, first[1].device):
-                raise ValueError("input '%s' is %s, but '%s' is %s: all inputs of a run share one library and "
-                                 "device" % (a.name, v.where(), first[0], first[1].where()))
-            if v.type != a.type:
-                raise ValueError("input '%s' has dtype %s; the spec's '%s' is %s (%s)" % (
-                    a.name, v.dtype, a.name, a.type, _want_dtype(v.kind, a.type)))
-            if not v.contiguous:
-                raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
+            v = views[a.name]
             want = 3 + (a.width > 1) if a.role == "column" else 2 + (a.width > 1)
             if a.role not in ("column", "row") or len(v.shape) != want:
                 raise ValueError("input '%s' (%s) of shape %s: a paged run takes column inputs "
                                  "[pages][page_size][kv_heads]%s and row inputs [rows][heads]%s" % (
                                      a.name, a.role, tuple(v.shape), "[width]" if a.width > 1 else "",
                                      "[width]" if a.width > 1 else ""))
-            views[a.name] = v
         if first is None:
             raise ValueError("%s: a paged run needs column (keys) and row (queries) inputs" % spec.name)
         device = first[1].device
@@ -488,6 +459,31 @@ class Kernel:
 
 
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "bool": 1}
+
+
+def _input_views(spec, arrays):
+    """A View of each input of spec in arrays, by name, and (name, View) of
+    the first: every input in one library on one device, of the spec's
+    type, unmasked and C-contiguous, or a ValueError naming it."""
+    views = {}
+    first = None
+    for a in spec.inputs:
+        v = _arrays.view(arrays[a.name], a.type)
+        if first is None:
+            first = (a.name, v)
+        elif (v.kind, v.device, v.library()) != (first[1].kind, first[1].device, first[1].library()):
+            raise ValueError("input '%s' is %s, but '%s' is %s: all inputs of a run share one library and "
+                             "device" % (a.name, v.where(), first[0], first[1].where()))
+        if v.type != a.type:
+            raise ValueError("input '%s' has dtype %s; the spec's '%s' is %s (%s)" % (
+                a.name, v.dtype, a.name, a.type, _want_dtype(v.kind, a.type)))
+        if v.masked:
+            raise ValueError("input '%s' is a masked CUDA array (its __cuda_array_interface__ has a mask): "
+                             "pass its data with the masked elements filled" % a.name)
+        if not v.contiguous:
+            raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
+        views[a.name] = v
+    return views, first
 
 
 def _check_int32(name, arr, shape, first):
