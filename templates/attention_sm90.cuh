@@ -302,6 +302,52 @@ ASC_DEV bool attn90_rows(const Args &A, int r0, int M, long long run, ARow (&R)[
 	return __all_sync(0xffffffffu, lin);
 }
 
+/* Where a block of either schedule stands before its first tile: the
+ * offset in shared memory where its tiles start, its mbarriers (by word:
+ * stage s full, its copies landed, at fb + 2 s; empty, every consumer
+ * done with it, at eb + 2 s; Q at qbar), its query tile qt and kv head
+ * kh, its split's keys [lo, hi), and the first live key tile kb with its
+ * mask class.  False for a block past the last tile. */
+struct Attn90Start {
+	int base, fb, eb, qbar, M, sp, qt, kh, lo, hi, f, i0, i1, kb, cls;
+	long long run; /* the run's first row in heads x rows */
+};
+
+template <int D, int DV, int BM, int BN, int NS, int BAR, class S>
+ASC_DEV bool attn90_start(const Args &A, S &Sm, Attn90Start &P)
+{
+	/* the swizzle's atoms are 1024 bytes: the tiles start at such a boundary */
+	P.base = (int)((1024u - (asc_smem_addr(Sm, 0) & 1023u)) & 1023u);
+	P.fb = (P.base + BAR) / 4, P.eb = P.fb + 2 * NS, P.qbar = P.fb + 4 * NS;
+	P.M = A.heads / A.kv_heads * A.rows;
+	int tiles = (P.M + BM - 1) / BM;
+	P.sp = blockIdx.x % A.split;
+	if (!attn_tile_of<D, DV>(A, blockIdx.x, tiles, P.qt, P.kh))
+		return false;
+	P.run = (long long)P.kh * P.M;
+	P.lo = P.sp * A.chunk < A.len ? P.sp * A.chunk : A.len;
+	P.hi = P.lo + A.chunk < A.len ? P.lo + A.chunk : A.len;
+	int f = P.qt * BM, e = (P.qt + 1) * BM < P.M ? (P.qt + 1) * BM - 1 : P.M - 1;
+	P.f = f, P.cls = 0;
+	P.i0 = f / A.rows == e / A.rows ? f % A.rows : 0;
+	P.i1 = f / A.rows == e / A.rows ? e % A.rows : A.rows - 1;
+	P.kb = attn_next(A, P.i0, P.i1, P.lo, P.hi, BN, &P.cls);
+	return true;
+}
+
+/* Thread 0: each stage's barriers, full on the producer's one arrival
+ * (and the copies' bytes), empty on every consumer's (NC threads). */
+template <int NS, class S>
+ASC_DEV void attn90_init_bars(S &Sm, const Attn90Start &P, int NC)
+{
+	for (int s = 0; s < NS; s++) {
+		asc_mbar_init(Sm, P.fb + 2 * s, 1);
+		asc_mbar_init(Sm, P.eb + 2 * s, NC);
+	}
+	asc_mbar_init(Sm, P.qbar, 1);
+	asc_mbar_fence_init();
+}
+
 template <int D, int DV, int WG, int BN, int BF, int PV, int NS>
 ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 {
@@ -311,32 +357,18 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 	static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256 && NS >= 1 && NS <= 4, "keys a tile: 16 to 256; 1 to 4 stages");
 	static_assert(L::BYTES <= 227 * 1024, "Q and the stages over 227 KB of shared memory");
 	ASC_DYN_SHARED(unsigned, Sm);
-	/* the swizzle's atoms are 1024 bytes: the tiles start at such a boundary */
-	const int base = (int)((1024u - (asc_smem_addr(Sm, 0) & 1023u)) & 1023u);
-	/* mbarriers, by word: stage s is full (its copies landed) at fb + 2 s,
-	 * empty (every thread is done with it) at eb + 2 s */
-	const int fb = (base + L::BAR) / 4, eb = fb + 2 * NS, qbar = fb + 4 * NS;
-	int G = A.heads / A.kv_heads, M = G * A.rows, tiles = (M + BM - 1) / BM;
-	int sp = blockIdx.x % A.split, qt, kh;
-	if (!attn_tile_of<D, DV>(A, blockIdx.x, tiles, qt, kh))
+	Attn90Start P;
+	if (!attn90_start<D, DV, BM, BN, NS, L::BAR>(A, Sm, P))
 		return;
-	long long run = (long long)kh * M; /* the run's first row in heads x rows */
+	const int base = P.base, fb = P.fb, eb = P.eb, qbar = P.qbar, M = P.M, sp = P.sp, qt = P.qt, kh = P.kh;
+	const int lo = P.lo, hi = P.hi, f = P.f, i0 = P.i0, i1 = P.i1;
+	const long long run = P.run;
+	int kb = P.kb, cls = P.cls, cl = 0;
 	int wg = threadIdx.x / 128, wq = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
-	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	int r0 = qt * BM + wg * 64 + wq * 16 + g; /* the thread's first row in the run; the second is 8 on */
-
-	int f = qt * BM, e = (qt + 1) * BM < M ? (qt + 1) * BM - 1 : M - 1, cls = 0, cl = 0;
-	int i0 = f / A.rows == e / A.rows ? f % A.rows : 0, i1 = f / A.rows == e / A.rows ? e % A.rows : A.rows - 1;
-	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls); /* the tile computed next */
-	int kl = kb;                                      /* thread 0: the tile loaded next */
+	int kl = kb; /* thread 0: the tile loaded next */
 	if (threadIdx.x == 0) {
-		for (int s = 0; s < NS; s++) {
-			asc_mbar_init(Sm, fb + 2 * s, 1);
-			asc_mbar_init(Sm, eb + 2 * s, NT);
-		}
-		asc_mbar_init(Sm, qbar, 1);
-		asc_mbar_fence_init();
+		attn90_init_bars<NS>(Sm, P, NT);
 		asc_tma_prefetch(&T.k);
 		asc_tma_prefetch(&T.v);
 		if (kb < hi) /* a block with no live key tile loads nothing: no copy outlives it */
@@ -461,26 +493,15 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 		      "keys a tile: 16 to 256; 2 to 4 stages");
 	static_assert(L::BYTES <= 227 * 1024, "Q and the stages over 227 KB of shared memory");
 	ASC_DYN_SHARED(unsigned, Sm);
-	const int base = (int)((1024u - (asc_smem_addr(Sm, 0) & 1023u)) & 1023u);
-	const int fb = (base + L::BAR) / 4, eb = fb + 2 * NS, qbar = fb + 4 * NS;
-	int G = A.heads / A.kv_heads, M = G * A.rows, tiles = (M + BM - 1) / BM;
-	int sp = blockIdx.x % A.split, qt, kh;
-	if (!attn_tile_of<D, DV>(A, blockIdx.x, tiles, qt, kh))
+	Attn90Start P;
+	if (!attn90_start<D, DV, BM, BN, NS, L::BAR>(A, Sm, P))
 		return;
-	long long run = (long long)kh * M;
-	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
-	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
-	int f = qt * BM, e = (qt + 1) * BM < M ? (qt + 1) * BM - 1 : M - 1, cls = 0;
-	int i0 = f / A.rows == e / A.rows ? f % A.rows : 0, i1 = f / A.rows == e / A.rows ? e % A.rows : A.rows - 1;
-	int kb = attn_next(A, i0, i1, lo, hi, BN, &cls);
-	if (threadIdx.x == 0) {
-		for (int s = 0; s < NS; s++) {
-			asc_mbar_init(Sm, fb + 2 * s, 1);
-			asc_mbar_init(Sm, eb + 2 * s, NC);
-		}
-		asc_mbar_init(Sm, qbar, 1);
-		asc_mbar_fence_init();
-	}
+	const int base = P.base, fb = P.fb, eb = P.eb, qbar = P.qbar, M = P.M, sp = P.sp, qt = P.qt, kh = P.kh;
+	const int hi = P.hi, f = P.f, i0 = P.i0, i1 = P.i1;
+	const long long run = P.run;
+	int kb = P.kb, cls = P.cls;
+	if (threadIdx.x == 0)
+		attn90_init_bars<NS>(Sm, P, NC);
 	__syncthreads(); /* the barriers are initialized before anyone waits on them; the last block-wide barrier */
 
 	if (threadIdx.x < 128) { /* the producer */
