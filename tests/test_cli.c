@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/npy.h"
 #include "testutil.h"
 
@@ -264,6 +265,11 @@ Test(cli, each_command_has_its_help)
 		  out);
 	cr_assert_eq(sh(ASSOC " check --help", out, sizeof out, 1), 0);
 	cr_expect(strstr(out, "--proof") && !strstr(out, "--rows"), "%s", out);
+	/* an option line shows for the commands that take it: explore writes -o, not --target */
+	cr_assert_eq(sh(ASSOC " explore --help", out, sizeof out, 1), 0);
+	cr_expect(strstr(out, "-o FILE") && !strstr(out, "--target") && !strstr(out, "--header"), "%s", out);
+	cr_assert_eq(sh(ASSOC " emit --help", out, sizeof out, 1), 0);
+	cr_expect(strstr(out, "--target T") && strstr(out, "--stats") && strstr(out, "--explain"), "%s", out);
 	cr_assert_eq(sh(ASSOC " help", out, sizeof out, 1), 0);
 	cr_expect(strstr(out, "usage: assoc <command>"), "%s", out);
 	cr_assert_eq(sh(ASSOC " help nope", out, sizeof out, 1), 2);
@@ -529,6 +535,20 @@ Test(cli, deepest_spec_checks_runs_and_emits, .timeout = 180)
 		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", targets[i], out);
 	}
 	remove("build/deepest.out");
+}
+
+/* --explain and --stats are about the GPU's kernels: asked alone (no
+ * --target, no -o) they print only what they say, nothing of the code */
+Test(cli, emit_explain_and_stats_alone, .timeout = 60)
+{
+	cr_assert_eq(sh(ASSOC " emit specs/online_softmax.yaml --explain", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "template rowmap") && !strstr(out, "__global__"), "%s", out);
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("--explain held; no NVRTC for --stats: %s", msg);
+	cr_assert_eq(sh(ASSOC " emit specs/online_softmax.yaml --stats", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "regs spills") && !strstr(out, ".entry") && !strstr(out, "__global__"), "%s", out);
 }
 
 /* emit refuses a merge whose laws fail on every target, not only CUDA's,
