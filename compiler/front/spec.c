@@ -1020,6 +1020,23 @@ out:
 
 /* ---- the whole file ---- */
 
+/* Which section of r declares the name k (a state field, an element
+ * input, a finalize output), for a key that lost its indentation; NULL
+ * when none does. */
+static const char *field_section(const YNode *r, const char *k)
+{
+	static const char *const decl[][2] = {{"state", "state field"}, {"element", "element input"},
+					       {"finalize", "output"}};
+	for (int d = 0; d < 3; d++) {
+		const YNode *m = yn_get(r, decl[d][0]);
+		if (m && m->kind == YN_MAP)
+			for (int i = 0; i < m->n; i += 2)
+				if (m->kids[i]->text && !strcmp(m->kids[i]->text, k))
+					return decl[d][1];
+	}
+	return NULL;
+}
+
 static int check_top(L *l)
 {
 	YNode *r = l->root;
@@ -1035,7 +1052,12 @@ static int check_top(L *l)
 			known |= !strcmp(k, spec_keys[j]);
 		if (!known) {
 			const char *near = closest(k, spec_keys);
-			if (near)
+			const char *sect = field_section(r, k);
+			if (sect)
+				diag_error(l->d, r->kids[i]->pos,
+					   "unknown key '%s': a %s at the top level (should it be indented under the key "
+					   "above?)", k, sect);
+			else if (near)
 				diag_error(l->d, r->kids[i]->pos, "unknown key '%s' (did you mean '%s'?)", k, near);
 			else
 				diag_error(l->d, r->kids[i]->pos, "unknown key '%s'", k);
