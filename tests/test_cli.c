@@ -234,6 +234,27 @@ Test(cli, outputs_write_through_pipes_and_links, .timeout = 120)
 	cr_expect(stat("build/out_int.cu", &st), "and no output");
 }
 
+/* A spec named in the working directory that cannot be opened (a loop of
+ * links) says why, not that it was looked for in the installed specs */
+Test(cli, unopenable_spec_says_why)
+{
+	char dir[] = "/tmp/assoc-loopXXXXXX", a[64], b[64], cmd[PATH_MAX + 128];
+	cr_assert(mkdtemp(dir));
+	snprintf(a, sizeof a, "%s/one.yaml", dir);
+	snprintf(b, sizeof b, "%s/two.yaml", dir);
+	cr_assert_eq(symlink("two.yaml", a), 0);
+	cr_assert_eq(symlink("one.yaml", b), 0);
+	char here[PATH_MAX];
+	cr_assert(getcwd(here, sizeof here));
+	snprintf(cmd, sizeof cmd, "cd %s && %s/" ASSOC " check one.yaml", dir, here);
+	int rc = sh(cmd, out, sizeof out, 1);
+	unlink(a), unlink(b), rmdir(dir);
+	cr_expect_eq(rc, 2, "%s", out);
+	cr_expect(strstr(out, "one.yaml: error: cannot open: Too many levels of symbolic links") &&
+			  !strstr(out, "not in the working directory"),
+		  "%s", out);
+}
+
 Test(cli, help_and_version)
 {
 	cr_assert_eq(sh(ASSOC " --help", out, sizeof out, 0), 0);

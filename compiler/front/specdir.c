@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef ASSOC_SHAREDIR
@@ -36,7 +37,10 @@ const char *specdir_find(const char *path, char *out, size_t n, char *tried, siz
 {
 	if (tn)
 		tried[0] = 0;
-	if (path[0] == '/' || access(path, F_OK) == 0)
+	struct stat st;
+	/* a name that is here, even one that cannot be opened (a loop of links,
+	 * no permission), is the one meant: its own error says what is wrong */
+	if (path[0] == '/' || access(path, F_OK) == 0 || lstat(path, &st) == 0)
 		return path;
 	char dirs[2][PATH_MAX + 32];
 	int nd = 0;
