@@ -254,6 +254,12 @@ Test(lib, misuse_gives_status_codes)
 	cr_assert_eq(assoc_run(k, 3, 4, nodata, 2, NULL, 0), ASSOC_EINVAL, "a NULL pointer, as assoc.h says");
 	cr_assert(strstr(assoc_kernel_error(k), "buffer 'x' has no data (a NULL pointer)"), "%s", assoc_kernel_error(k));
 	cr_assert_eq(assoc_run(k, 3, 4, extra, 3, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "buffer 't' names no array of carrier sum (its arrays: x, s)"), "%s",
+		  assoc_kernel_error(k));
+	AssocBuffer misspelt[] = {{"X", x, sizeof x}, {"s", out, sizeof out}};
+	cr_assert_eq(assoc_run(k, 3, 4, misspelt, 2, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "buffer 'X' names no array of carrier sum (did you mean 'x'?)"), "%s",
+		  assoc_kernel_error(k));
 	cr_assert_eq(assoc_run(k, 3, 4, good, 1, NULL, 0), ASSOC_EINVAL, "s missing");
 	cr_assert_eq(assoc_run(k, -1, 4, good, 2, NULL, 0), ASSOC_EINVAL);
 	cr_assert_eq(assoc_run(k, 3, 4, NULL, 2, NULL, 0), ASSOC_EINVAL);

@@ -316,6 +316,9 @@ static AssocStatus run_job(Job *j, int64_t rows, int64_t len, const AssocBuffer 
 		return fail(m, ASSOC_EINVAL, "a scan writes its outputs in assoc_mpi_scan");
 	if (j->what == 1 && c->nmap)
 		return fail(m, ASSOC_EINVAL, "map outputs need every position's state: not across processes");
+	char stray[512];
+	if (lib_stray_buffer(s, bufs, nbufs, stray, sizeof stray) >= 0)
+		return fail(m, ASSOC_EINVAL, "%s", stray);
 	int nin = c->nelem + c->ncol + c->nrow, nout = c->nfinal + c->nmap;
 	const void **in = calloc(nin + 1, sizeof *in);
 	void **out = calloc(nout + 1, sizeof *out);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "compiler/lib/assoc.h"
 #include "compiler/check/verdict.h"
@@ -499,6 +500,32 @@ static AssocStatus assume_holds(AssocKernel *k, int64_t heads, int64_t kv_heads,
 	return st;
 }
 
+int lib_stray_buffer(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n)
+{
+	for (int i = 0; i < nbufs; i++) {
+		if (!bufs[i].name)
+			continue; /* said where the arrays are bound */
+		int hit = -1, near = -1;
+		for (int a = 0; a < s->narr && hit < 0; a++) {
+			if (!strcmp(bufs[i].name, s->arr[a].name))
+				hit = a;
+			else if (!strcasecmp(bufs[i].name, s->arr[a].name))
+				near = a;
+		}
+		if (hit >= 0)
+			continue;
+		int l = snprintf(err, n, "buffer '%s' names no array of carrier %s", bufs[i].name, s->c->name);
+		if (near >= 0)
+			l += snprintf(err + l, l < (int)n ? n - l : 0, " (did you mean '%s'?)", s->arr[near].name);
+		else
+			for (int a = 0; a < s->narr; a++)
+				l += snprintf(err + l, l < (int)n ? n - l : 0, "%s%s%s", a ? ", " : " (its arrays: ",
+					      s->arr[a].name, a + 1 == s->narr ? ")" : "");
+		return i;
+	}
+	return -1;
+}
+
 /* Every array of the spec bound to one of bufs (which[x], its index),
  * none left over, and the params' values in pv. */
 static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocBuffer *bufs, int nbufs,
@@ -506,6 +533,8 @@ static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocB
 {
 	AssocStatus st = ASSOC_OK;
 	int narr = k->s->narr;
+	if (lib_stray_buffer(k->s, bufs, nbufs, k->err, sizeof k->err) >= 0)
+		return ASSOC_EINVAL;
 	for (int x = 0; !st && x < narr; x++)
 		which[x] = bind(k, bufs, nbufs, x, shape, &st);
 	if (!st && nbufs != narr)

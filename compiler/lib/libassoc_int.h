@@ -62,6 +62,9 @@ GpuBufs *lib_stream_ws(AssocStreamWs **ws, int *n, void *ctx, void *stream);
 /* The module slot of a context in *mods (n of them), added on first use;
  * NULL when out of memory. */
 AssocCtxModule *lib_ctx_module(AssocCtxModule **mods, int *n, void *ctx);
+/* The first of bufs whose name is no array of s (err says so, with the
+ * array it may mean, or the arrays there are); -1 when all name one. */
+int lib_stray_buffer(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
 /* params by name into out (the spec's order); k->err says what is wrong. */
 AssocStatus lib_params_of(AssocKernel *k, const AssocValue *p, int np, double *out);
 /* k's paged module closed, with its workspaces and its modules in other
