@@ -492,12 +492,12 @@ Test(bad, defines)
 	const char *spec = "carrier: c\ndims: {d: 4}\ncolumn:\n  k: f32[d]\nstate:\n  s: f32[d]\n"
 			   "identity: {s: 0}\nlift: {s: k}\nmerge: {s: a.s + b.s}\n";
 	static const struct { Define def; const char *want; } cases[] = {
-		{{"e", "8"}, "t.yaml: error: -D e: the spec has no dim named 'e'"},
-		{{"d", "0"}, "t.yaml: error: -D d must be positive, found 0"},
-		{{"d", "-3"}, "t.yaml: error: -D d must be a positive integer, found '-3'"},
-		{{"d", "1e3"}, "t.yaml: error: -D d must be a positive integer, found '1e3'"},
-		{{"d", "99999999999"}, "t.yaml: error: -D d 99999999999 is larger than 65536"},
-		{{"d", ""}, "t.yaml: error: -D d must be a positive integer, found ''"},
+		{{"e", "8"}, "t.yaml: error: dim override 'e': the spec has no dim named 'e' (its dims: d)"},
+		{{"d", "0"}, "t.yaml: error: dim override 'd' must be positive, found 0"},
+		{{"d", "-3"}, "t.yaml: error: dim override 'd' must be a positive integer, found '-3'"},
+		{{"d", "1e3"}, "t.yaml: error: dim override 'd' must be a positive integer, found '1e3'"},
+		{{"d", "99999999999"}, "t.yaml: error: dim override 'd' 99999999999 is larger than 65536"},
+		{{"d", ""}, "t.yaml: error: dim override 'd' must be a positive integer, found ''"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		Diag d;

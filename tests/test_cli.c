@@ -109,7 +109,7 @@ Test(cli, defines_override_dims)
 	cr_assert_eq(sh(ASSOC " check -D nosuch=3 specs/o_lse.yaml", out, sizeof out, 1), 2);
 	cr_assert(strstr(out, "no dim named 'nosuch'"), "%s", out);
 	cr_assert_eq(sh(ASSOC " check -D dv=0 specs/o_lse.yaml", out, sizeof out, 1), 2);
-	cr_assert(strstr(out, "-D dv must be positive"), "%s", out);
+	cr_assert(strstr(out, "dim override 'dv' must be positive"), "%s", out);
 }
 
 Test(cli, usage_errors)

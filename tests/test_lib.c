@@ -332,7 +332,7 @@ Test(lib, dims_override)
 	assoc_spec_free(s);
 	AssocValue twice[] = {{"dv", 4}, {"dv", 8}};
 	cr_assert_eq(assoc_spec_load(&s, "specs/o_lse.yaml", twice, 2), ASSOC_ESPEC, "which one wins is not guessed");
-	cr_assert(strstr(assoc_spec_error(s), "-D dv is given twice"), "%s", assoc_spec_error(s));
+	cr_assert(strstr(assoc_spec_error(s), "dim override 'dv' is given twice"), "%s", assoc_spec_error(s));
 	assoc_spec_free(s);
 }
 

@@ -237,17 +237,21 @@ static int load_dims(L *l, const YNode *dims, const Define *defs, int ndefs)
 	for (int i = 0; i < ndefs; i++) {
 		int dm = ir_find_dim(c->ir, defs[i].name);
 		if (dm < 0) {
-			diag_error(l->d, (Pos){0, 0}, "-D %s: the spec has no dim named '%s'", defs[i].name,
-				   defs[i].name);
+			char have[256] = "";
+			int hl = 0;
+			for (int k = 0; k < ir_ndims(c->ir) && hl < (int)sizeof have; k++)
+				hl += snprintf(have + hl, sizeof have - hl, "%s%s", k ? ", " : "", ir_dim(c->ir, k)->name);
+			diag_error(l->d, (Pos){0, 0}, "dim override '%s': the spec has no dim named '%s' (%s%s)", defs[i].name,
+				   defs[i].name, have[0] ? "its dims: " : "it has none", have);
 			return -1;
 		}
 		for (int k = 0; k < i; k++)
 			if (!strcmp(defs[k].name, defs[i].name)) { /* which would win is a guess: say so */
-				diag_error(l->d, (Pos){0, 0}, "-D %s is given twice", defs[i].name);
+				diag_error(l->d, (Pos){0, 0}, "dim override '%s' is given twice", defs[i].name);
 				return -1;
 			}
 		char what[100];
-		snprintf(what, sizeof what, "-D %s", defs[i].name);
+		snprintf(what, sizeof what, "dim override '%s'", defs[i].name);
 		if (size_error(l, (Pos){0, 0}, what, defs[i].value))
 			return -1;
 		((Dim *)ir_dim(c->ir, dm))->size = (int)strtol(defs[i].value, NULL, 10);
