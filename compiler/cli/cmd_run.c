@@ -184,10 +184,19 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 				char shape[160], has[160];
 				shape_text(want, nd, shape, sizeof shape);
 				shape_text(arr[i].shape, arr[i].ndim, has, sizeof has);
-				rc = usage_error("%s: shape %s does not fit input '%s' of %d rows x %d positions%s: expected %s",
-						 o->inputs[i].path, has, s[k].name, d->rows, d->len,
-						 d->heads > 1 ? (s[k].layout == SHAPE_LEN ? ", per key/value head" : ", per head")
-							      : "", shape);
+				/* only the axes the input has: a row input's positions do not matter */
+				char axes[80];
+				Layout ly = s[k].layout;
+				if (ly == SHAPE_ROWS)
+					snprintf(axes, sizeof axes, "%d rows", d->rows);
+				else if (ly == SHAPE_LEN)
+					snprintf(axes, sizeof axes, "%d positions", d->len);
+				else
+					snprintf(axes, sizeof axes, "%d rows x %d positions", d->rows, d->len);
+				rc = usage_error("%s: shape %s does not fit input '%s' of %s%s: expected %s", o->inputs[i].path,
+						 has, s[k].name, axes,
+						 d->heads > 1 ? (ly == SHAPE_LEN ? ", per key/value head" : ", per head") : "",
+						 shape);
 				break;
 			}
 			if (s[k].buf->kind == TY_I64 && !strcmp(arr[i].descr, "<i8")) {
