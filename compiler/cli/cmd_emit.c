@@ -2,6 +2,7 @@
  * for any target only after the carrier's verdict (a carrier whose laws or
  * reference fail is refused unless --trust-merge).  Targets live with their code
  * generators and are linked in by name. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,13 +95,13 @@ int cmd_emit(Opts *o)
 	OutFile of;
 	FILE *f = stdout;
 	if (only_about && !(f = fopen("/dev/null", "w"))) {
-		perror("/dev/null");
+		fprintf(stderr, "assoc: /dev/null: cannot write: %s\n", strerror(errno));
 		spec_carrier_free(c);
 		return EXIT_FAIL;
 	}
 	if (!to_stdout) {
 		if (outfile_open(&of, o->out, "w")) {
-			perror(o->out);
+			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->out, strerror(errno));
 			spec_carrier_free(c);
 			return EXIT_FAIL;
 		}
@@ -118,7 +119,7 @@ int cmd_emit(Opts *o)
 	if (only_about)
 		fclose(f);
 	if (!to_stdout && outfile_close(&of, !rc) && !rc) {
-		perror(o->out);
+		fprintf(stderr, "assoc: %s: cannot write: %s\n", o->out, strerror(errno));
 		rc = EXIT_FAIL;
 	}
 	spec_carrier_free(c);
