@@ -438,3 +438,25 @@ Test(explore, a_position_no_field_lifts_to_is_not_generalized)
 		cr_expect(strcmp(r.strategy, "generalize"), "%s", r.log);
 	explore_result_free(&r);
 }
+
+/* The budget is the search's: a spent one finds nothing and the command
+ * says more time may find more; --budget sets it. */
+Test(explore, budget_bounds_the_search)
+{
+	Carrier *c = load_ok("specs/loops/max_prefix_sum.yaml");
+	ExploreOpts o;
+	explore_defaults(&o);
+	o.budget = 1e-6;
+	ExploreResult r;
+	cr_assert_eq(explore_run(c, &o, &r), 0, "%s", r.log);
+	cr_expect_eq(r.status, EXPLORE_NONE, "%s", r.log);
+	explore_result_free(&r);
+	spec_carrier_free(c);
+	char out[8192];
+	cr_assert_eq(sh("build/asan/assoc explore specs/loops/max_prefix_sum.yaml --budget 30", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "by enumerate"), "%s", out);
+	cr_assert_eq(sh("build/asan/assoc explore specs/loops/max_prefix_sum.yaml --budget 0", out, sizeof out, 1), 2,
+		     "%s", out);
+	cr_expect(strstr(out, "--budget needs a whole number from 1 to 3600"), "%s", out);
+}

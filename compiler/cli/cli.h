@@ -37,6 +37,8 @@ typedef struct {
 	/* emit */
 	const char *target, *out, *arch, *header;
 	int stats, trust_merge, explain;
+	/* explore */
+	int budget; /* seconds of search; 0: explore's default */
 } Opts;
 
 /* Print "assoc: <message>" and the pointer to --help; returns EXIT_USAGE. */

@@ -40,6 +40,8 @@ int cmd_explore(Opts *o)
 	ExploreOpts eo;
 	explore_defaults(&eo);
 	eo.seed = o->check.seed;
+	if (o->budget)
+		eo.budget = o->budget;
 	eo.params = o->params, eo.nparams = o->nparams;
 	ExploreResult r;
 	int rc = explore_run(c, &eo, &r);
@@ -61,6 +63,8 @@ int cmd_explore(Opts *o)
 	fputs(r.log ? r.log : "", log);
 	if (r.status != EXPLORE_FOUND) {
 		fprintf(log, "  no carrier (%.2f s)\n", r.seconds);
+		if (r.seconds >= eo.budget * 0.9) /* a slower machine gets less far in the same time */
+			fprintf(log, "  the search ran out of its %g s: --budget S gives it longer\n", eo.budget);
 		rc = EXIT_FAIL;
 	} else {
 		fprintf(log, "  carrier spec:\n");

@@ -79,6 +79,8 @@ static const char usage[] =
 	"                            sm_90a takes attention prefill to the Hopper template\n"
 	"  --header FILE             emit --target cuda, ptx: kernels named after the carrier, and\n"
 	"                            their launch contract (arguments, grids, workspace) as a C header\n"
+	"  --budget S                explore: CPU seconds the search may take (default 4); a search\n"
+	"                            cut short by it may find more with more\n"
 	"  --trust-merge             emit, run: go ahead on a carrier whose verdict fails (a law\n"
 	"                            disproved or broken in the trials, or results that disagree\n"
 	"                            with the reference, empty rows included), with a warning\n"
@@ -307,6 +309,7 @@ static const OptSpec options[] = {
 	{"--arch", O_STR, 0, 0, F(arch), 0, 0, C_EMIT | C_RUN},
 	{"--header", O_STR, 0, 0, F(header), 0, 0, C_EMIT},
 	{"-o", O_STR, 0, 0, F(out), 0, 0, C_EMIT | C_EXPLORE},
+	{"--budget", O_INT, 1, 3600, F(budget), 0, 0, C_EXPLORE},
 	{"-D", O_PAIR, 0, 0, F(defs), F(ndefs), MAX_DEFINES, C_ALL},
 	{"--param", O_PAIR, 0, 0, F(params), F(nparams), MAX_DEFINES, C_ALL},
 	{"--input", O_PAIR, 0, 0, F(inputs), F(ninputs), MAX_FILES, C_EXEC},

@@ -11,7 +11,7 @@
 
 typedef struct {
 	uint64_t seed;
-	double budget;  /* seconds for the whole search */
+	double budget;  /* CPU seconds of the calling thread for the whole search */
 	int trials;     /* law trials per candidate */
 	const Define *params; /* name=value overrides of params */
 	int nparams;
