@@ -178,6 +178,10 @@ def _base_shape(spec, a, rows, length):
     return s + ([a.width] if a.width > 1 else [])
 
 
+def _article(word):
+    return "an" if word[:1] in "aeiou" else "a"
+
+
 def _base_rank(spec, a):
     return len(_base_shape(spec, a, 0, 0))
 
@@ -193,8 +197,8 @@ def plan(spec, shapes, heads=None, kv_heads=None):
         if r == _base_rank(spec, a) + 1:
             with_heads = True
         elif r != _base_rank(spec, a):
-            raise ValueError("input '%s' has %d axes; a %s input of width %d has %s" % (
-                a.name, r, a.role, a.width, _axes_text(spec, a)))
+            raise ValueError("input '%s' has %d axes; %s %s input of width %d has %s" % (
+                a.name, r, _article(a.role), a.role, a.width, _axes_text(spec, a)))
     H, G, rows, length = heads, kv_heads, None, None
     seen = {}
 
@@ -212,12 +216,12 @@ def plan(spec, shapes, heads=None, kv_heads=None):
     for a in ins:
         s = list(shapes[a.name])
         if len(s) != _base_rank(spec, a) + with_heads:
-            raise ValueError("input '%s' has %d axes; with heads a %s input of width %d has %s" % (
-                a.name, len(s), a.role, a.width, _axes_text(spec, a, True)))
+            raise ValueError("input '%s' has %d axes; with heads %s %s input of width %d has %s" % (
+                a.name, len(s), _article(a.role), a.role, a.width, _axes_text(spec, a, True)))
         if with_heads:
             agree("kv_heads" if a.role == "column" else "heads", s.pop(0), a.name)
         if a.width > 1 and s[-1] != a.width:
-            raise ValueError("input '%s' has %d components an element; the spec's '%s' has %d" % (
+            raise ValueError("input '%s' has %d components per element; the spec's '%s' has %d" % (
                 a.name, s[-1], a.name, a.width))
         if a.role == "column":
             agree("len", s[0], a.name)

@@ -135,7 +135,7 @@ class Softmax(unittest.TestCase):
     def test_shape_is_checked(self):
         with self.assertRaisesRegex(ValueError, r"input 'x' has 4 axes"):
             self.k(x=np.zeros((1, 2, 3, 4), np.float32))
-        with self.assertRaisesRegex(ValueError, r"input 'x' has 1 axes"):
+        with self.assertRaisesRegex(ValueError, r"input 'x' has 1 axes; an element input of width 1 has"):
             self.k(x=np.zeros(3, np.float32))
 
     def test_contiguity_is_checked(self):
@@ -218,7 +218,7 @@ class Specs(unittest.TestCase):
         np.testing.assert_array_equal(out, x.sum(1) * 0.5)
         with self.assertRaisesRegex(ValueError, r"needs the param 'scale'"):
             k(x=x)
-        with self.assertRaisesRegex(ValueError, r"input 'x' has 4 components an element; the spec's 'x' has 3"):
+        with self.assertRaisesRegex(ValueError, r"input 'x' has 4 components per element; the spec's 'x' has 3"):
             k(x=np.zeros((2, 4, 4), np.float32), scale=1)
 
     def test_check_report(self):
