@@ -460,3 +460,22 @@ Test(explore, budget_bounds_the_search)
 		     "%s", out);
 	cr_expect(strstr(out, "--budget needs a whole number from 1 to 3600"), "%s", out);
 }
+
+/* The written carrier reads as one would write it: the identity put into
+ * a step leaves max(-inf, min(-inf, x)) for the second largest's lift,
+ * written as the -inf it is; t - 0 and t / 1 of a derivation go too. */
+Test(explore, written_spec_is_tidied)
+{
+	ExploreResult r = explore_text("carrier: top2\nelement: {x: f32}\nstate: {m1: f32, m2: f32}\n"
+				       "identity: {m1: -inf, m2: -inf}\n"
+				       "step:\n  m2: max(m2, min(m1, x))\n  m1: max(m1, x)\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect(strstr(r.yaml, "  m2: -inf\n") && !strstr(r.yaml, "min(-inf"), "%s", r.yaml);
+	explore_result_free(&r);
+	r = explore_text("carrier: geo\nelement: {x: f32}\nassume: x > 0\nstate: {n: f32, g: f32}\n"
+			 "identity: {n: 0, g: 0}\nstep:\n  n: n + 1\n  g: g + (log(x) - g) / n\n"
+			 "finalize: {gm: exp(g)}\nreference:\n  gm: exp(sum(log(x)) / count())\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect(strstr(r.yaml, "  g: log(x)\n"), "%s", r.yaml);
+	explore_result_free(&r);
+}

@@ -5,6 +5,7 @@
  * `where(D == 0, identity, ...)` (the empty merge is 0/0 otherwise), and a
  * max-rooted field whose finite identity only holds on reachable states
  * gets -inf as its identity, mapped back in finalize. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -383,8 +384,64 @@ static int repair_identity(Ex *x, Cand *k)
 	return changed;
 }
 
+/* e with the identities a derivation leaves behind taken out (0 + t,
+ * t - 0, t * 1, t / 1, min(-inf, t), max(inf, t)) and what they leave
+ * constant folded, so that the written spec reads as one would write it.
+ * Each is exact but for the sign of a zero sum (0 + -0 is +0), and the
+ * carrier is verified after. */
+static Expr *tidy(Ir *ir, Expr *e, Expr **memo)
+{
+	if (memo[e->id])
+		return memo[e->id];
+	Expr *r = e;
+	if (e->nargs && e->op != EXPR_TOPK && e->op != EXPR_TOPK_IDX) {
+		Expr *a[4] = {0};
+		int changed = 0;
+		for (int i = 0; i < e->nargs; i++)
+			changed |= (a[i] = tidy(ir, e->a[i], memo)) != e->a[i];
+		if (changed)
+			r = ir_node_n(ir, (Op)e->op, e->ty, e->k, a);
+	}
+	if (r->nargs == 2) {
+		Expr *p = r->a[0], *q = r->a[1];
+#define IS(t, v) ((t)->op == EXPR_CONST && (t)->num == (v))
+#define SAME(t) (ty_eq((t)->ty, r->ty) ? (t) : r)
+		switch (r->op) {
+		case EXPR_ADD: r = IS(p, 0) ? SAME(q) : IS(q, 0) ? SAME(p) : r; break;
+		case EXPR_SUB: r = IS(q, 0) ? SAME(p) : r; break;
+		case EXPR_MUL: r = IS(p, 1) ? SAME(q) : IS(q, 1) ? SAME(p) : r; break;
+		case EXPR_DIV: r = IS(q, 1) ? SAME(p) : r; break;
+		case EXPR_MIN: r = IS(p, -INFINITY) || IS(q, -INFINITY) ? ir_const(ir, r->ty, -INFINITY) : r; break;
+		case EXPR_MAX: r = IS(p, INFINITY) || IS(q, INFINITY) ? ir_const(ir, r->ty, INFINITY) : r; break;
+		default: break;
+		}
+#undef IS
+#undef SAME
+	}
+	return memo[e->id] = r;
+}
+
+static void tidy_cand(Ex *x, Cand *k)
+{
+	Ir *ir = x->c->ir;
+	Expr **memo = calloc((size_t)ir_nnodes(ir) + 1, sizeof *memo);
+	if (!memo)
+		abort();
+	for (int f = 0; f < k->n; f++) {
+		if (k->lift[f])
+			k->lift[f] = tidy(ir, k->lift[f], memo);
+		if (k->merge[f])
+			k->merge[f] = tidy(ir, k->merge[f], memo);
+	}
+	for (int o = 0; o < k->nfin; o++)
+		if (k->fin[o])
+			k->fin[o] = tidy(ir, k->fin[o], memo);
+	free(memo);
+}
+
 int ex_cand_verify(Ex *x, Cand *k, char *why, size_t n)
 {
+	tidy_cand(x, k);
 	guard_divisions(x, k);
 	k->commutative = 0;
 	char *yaml = NULL;
