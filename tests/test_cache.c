@@ -223,6 +223,32 @@ Test(cache, directories_open_to_others_are_refused)
 	cr_assert_eq(symlink(other, path), 0);
 	cr_expect_eq(cache_dir("emu", path, sizeof path, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "symbolic link"), "%s", msg);
+	/* the folder holding assoc/: open to others, another user could move
+	 * assoc/ away and put theirs there; sticky (as /tmp), only its owner */
+	cr_assert_eq(chmod(root, 0777), 0);
+	cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "which other users can write to") && strstr(msg, "mode 0777"), "%s", msg);
+	cr_assert_eq(chmod(root, 01777), 0);
+	cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), 0, "sticky: %s", msg);
+	cr_assert_eq(chmod(root, 0700), 0);
+	/* assoc/ itself a link: refused before anything is made through it */
+	char root2[PATH_MAX + 16], top2[PATH_MAX + 32], made[PATH_MAX + 96];
+	snprintf(root2, sizeof root2, "%s/xdg2", dir);
+	cr_assert_eq(mkdir(root2, 0700), 0);
+	snprintf(top2, sizeof top2, "%s/assoc", root2);
+	char away[PATH_MAX + 64];
+	snprintf(away, sizeof away, "%s/away", dir);
+	cr_assert_eq(mkdir(away, 0700), 0);
+	char target[PATH_MAX + 64];
+	snprintf(target, sizeof target, "%s", away);
+	cr_assert(realpath(away, target));
+	cr_assert_eq(symlink(target, top2), 0);
+	setenv("XDG_CACHE_HOME", root2, 1);
+	cr_expect_eq(cache_dir("emu", path, sizeof path, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "symbolic link"), "%s", msg);
+	snprintf(made, sizeof made, "%s/emu", away);
+	cr_expect_neq(access(made, F_OK), 0, "nothing made in the link's target");
+	setenv("XDG_CACHE_HOME", root, 1);
 	if (geteuid() == 0) {
 		snprintf(path, sizeof path, "%s/ptx", top);
 		cr_assert_eq(chown(path, 65534, 65534), 0);
@@ -232,6 +258,27 @@ Test(cache, directories_open_to_others_are_refused)
 	unsetenv("XDG_CACHE_HOME");
 	if (geteuid() != 0)
 		cr_skip_test("another user's directory needs root to make");
+}
+
+/* A cache entry past CACHE_ENTRY_MAX is not read (a sparse file of
+ * 300 MiB costs no disk); a limit too large for bytes is no limit, not
+ * a wrapped one that empties the cache. */
+Test(cache, huge_entries_and_limits)
+{
+	fresh_dir("cache_huge");
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/big.o", dir);
+	int fd = open(path, O_WRONLY | O_CREAT, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)300 << 20), 0);
+	close(fd);
+	size_t len = 1;
+	cr_expect_null(cache_read(path, &len));
+	setenv("ASSOC_CACHE_MB", "17592186044416", 1);
+	cr_expect_gt(cache_limit(), (long long)1 << 50, "%lld", cache_limit());
+	setenv("ASSOC_CACHE_MB", "99999999999999999999", 1);
+	cr_expect_gt(cache_limit(), 0, "%lld", cache_limit());
+	unsetenv("ASSOC_CACHE_MB");
 }
 
 /* An output's temporary file left by a process killed while writing it

@@ -2,6 +2,7 @@
 #include "compiler/util/cache.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,39 @@ int cache_private(const char *path, char *msg, size_t mn)
 	return -1;
 }
 
+/* Whether the folders that hold dir, up to /, keep other users from
+ * renaming it away: each owned by this user or root, and not writable
+ * by others unless sticky (/tmp), where only a file's owner may rename
+ * it.  One that fails would let another user put a folder of theirs
+ * where the cache is, between assoc's checks and its use.  0, or -1
+ * with msg. */
+static int ancestors_safe(const char *dir, char *msg, size_t mn)
+{
+	char real[PATH_MAX];
+	if (!realpath(dir, real)) {
+		snprintf(msg, mn, "cache directory %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		struct stat st;
+		if (stat(real, &st)) {
+			snprintf(msg, mn, "cache directory %s: %s: %s", dir, real, strerror(errno));
+			return -1;
+		}
+		if ((st.st_uid != geteuid() && st.st_uid != 0) || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+			snprintf(msg, mn,
+				 "cache directory %s is inside %s, which other users can write to (uid %u, mode %04o), "
+				 "so is not used",
+				 dir, real, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			return -1;
+		}
+		char *slash = strrchr(real, '/');
+		if (!slash || real[1] == 0)
+			return 0;
+		slash[slash == real] = 0; /* "/a" up to "/" */
+	}
+}
+
 int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -75,12 +109,24 @@ int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn)
 		snprintf(msg, mn, "cache directory name too long");
 		return -1;
 	}
-	if (mkdir_p(path)) {
+	/* the folder above assoc/ as the user has it (made if missing), then
+	 * each of assoc's own two levels, checked before the next is made in
+	 * it: a link at assoc/ is refused before anything is made through it */
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%s", top);
+	*strrchr(parent, '/') = 0;
+	if (mkdir_p(parent) || (mkdir(top, 0700) && errno != EEXIST)) {
+		snprintf(msg, mn, "cannot create the cache directory %s: %s", top, strerror(errno));
+		return -1;
+	}
+	if (ancestors_safe(parent, msg, mn) || cache_private(top, msg, mn))
+		return -1;
+	if (mkdir(path, 0700) && errno != EEXIST) {
 		snprintf(msg, mn, "cannot create the cache directory %s: %s", path, strerror(errno));
 		return -1;
 	}
 	/* both levels assoc made: whoever can write assoc/ can swap <sub> */
-	return cache_private(top, msg, mn) || cache_private(path, msg, mn) ? -1 : 0;
+	return cache_private(path, msg, mn);
 }
 
 void cache_warn(const char *msg)
@@ -346,7 +392,7 @@ long long cache_limit(void)
 	long long mb = e && *e ? strtoll(e, &end, 10) : CACHE_MB;
 	if (!e || !*e || *end || mb < 0)
 		mb = CACHE_MB;
-	return mb << 20;
+	return mb > LLONG_MAX >> 20 ? LLONG_MAX : mb << 20; /* past it: no limit, not a wrapped one */
 }
 
 typedef struct {
@@ -403,7 +449,7 @@ void cache_prune(const char *dir, const char *keep)
 	struct stat ks;
 	if (keep && !fstatat(fd, keep, &ks, AT_SYMLINK_NOFOLLOW))
 		total += (long long)ks.st_size;
-	if (total > limit) {
+	if (total > limit && n) {
 		/* down to three quarters, so that the next writes do not each scan again */
 		qsort(e, n, sizeof *e, older);
 		for (int i = 0; i < n && total > limit / 4 * 3; i++)
@@ -464,7 +510,9 @@ int cache_open(const char *path)
 char *cache_read_fd(int fd, size_t *len)
 {
 	struct stat st;
-	if (fstat(fd, &st))
+	/* no entry assoc writes comes near it: a larger one is not read whole
+	 * into memory, and is made again */
+	if (fstat(fd, &st) || st.st_size > CACHE_ENTRY_MAX)
 		return NULL;
 	size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 1 << 12, n = 0;
 	char *s = malloc(cap + 1);
@@ -479,6 +527,10 @@ char *cache_read_fd(int fd, size_t *len)
 		if (r == 0)
 			break;
 		n += (size_t)r;
+		if (n > CACHE_ENTRY_MAX) { /* grown since fstat */
+			free(s);
+			return NULL;
+		}
 		if (n == cap) {
 			char *t = realloc(s, (cap *= 2) + 1);
 			if (!t)

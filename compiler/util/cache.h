@@ -78,6 +78,8 @@ char *cache_read_sealed(const char *path, uint64_t key, size_t *len);
 /* A cache directory holds at most cache_limit() bytes: $ASSOC_CACHE_MB
  * megabytes (default CACHE_MB; 0 keeps nothing but the newest file). */
 enum { CACHE_MB = 1024 };
+/* The largest file cache_read_fd reads: 256 MiB. */
+#define CACHE_ENTRY_MAX ((long long)256 << 20)
 long long cache_limit(void);
 /* Past the limit, remove the files of dir least recently used (written,
  * or read by cache_read or marked by cache_used) until three quarters of
