@@ -368,7 +368,13 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 
 int outfile_close(OutFile *o, int keep)
 {
-	int rc = o->f && fclose(o->f) ? -1 : 0, e = errno;
+	/* a write that failed on the way (a full disk) leaves the stream's
+	 * error set, which fclose alone does not report */
+	int rc = 0, e = 0;
+	if (o->f && (fflush(o->f) || ferror(o->f)))
+		rc = -1, e = errno ? errno : EIO;
+	if (o->f && fclose(o->f) && !rc)
+		rc = -1, e = errno;
 	o->f = NULL;
 	if (!o->tmp[0])
 		return rc;
