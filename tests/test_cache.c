@@ -423,6 +423,33 @@ Test(cache, emulator_modules_are_checked_before_loading, .timeout = 240)
 	unsetenv("XDG_CACHE_HOME");
 }
 
+/* A module sealed for its key that is not one of assoc's (no
+ * emu_launch) is built again and written over, not refused run after
+ * run. */
+Test(cache, emulator_module_without_its_entry_is_built_again, .timeout = 240)
+{
+	emu_setup("cache_emu_foreign");
+	emu_runs(EMU_SRC(7), 7);
+	char so[PATH_MAX + 300], cmd[4 * PATH_MAX];
+	cr_assert_eq(emu_file(".so", so, sizeof so), 1);
+	snprintf(cmd, sizeof cmd, "printf 'int not_a_module;\\n' > %s/f.c && cc -shared -fPIC -o %s/f.so %s/f.c", dir,
+		 dir, dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof cmd, "%s/f.so", dir);
+	size_t len;
+	char *foreign = cache_read(cmd, &len);
+	cr_assert(foreign);
+	const char *stem = strrchr(so, '/') + 1;
+	cr_assert_eq(cache_write_sealed(so, strtoull(stem, NULL, 16), foreign, len), 0);
+	free(foreign);
+	emu_runs(EMU_SRC(7), 7);
+	char *again = cache_read(so, &len);
+	cr_assert(again);
+	cr_expect(memmem(again, len, "emu_launch", 10), "the module written over with the one built");
+	free(again);
+	unsetenv("XDG_CACHE_HOME");
+}
+
 /* With ASSOC_CACHE_MB=0 each write prunes all but the newest file:
  * four processes building modules at once each keep what they build and
  * load until they are done with it. */

@@ -170,66 +170,83 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-/* Build the module into dir (the cache, or a private temporary folder
- * when cached is 0): the source and the object are temporary files of
- * this process (cache_prune leaves them alone) until the object is
- * loaded; then both are put in place under stem, sealed.  The loaded
- * file's fd in *fd. */
-static void *build(const char *cxx, const char *text, size_t len, uint64_t key, const char *dir, const char *stem,
-		   int cached, int *fd, char *msg, size_t n)
+/* A folder of this process's own to build in (mode 0700, under $TMPDIR
+ * or /tmp), in out; 0, or -1 with msg. */
+static int build_dir(char *out, size_t on, char *msg, size_t n)
 {
-	char src[PATH_MAX + 80], so[PATH_MAX + 80], tsrc[TEMP_NAME_MAX], tso[TEMP_NAME_MAX], tlog[TEMP_NAME_MAX];
+	const char *t = getenv("TMPDIR");
+	snprintf(out, on, "%s/assoc-emu-XXXXXX", t && *t ? t : "/tmp");
+	if (mkdtemp(out))
+		return 0;
+	snprintf(msg, n, "emulator: cannot make a folder to build in (%s): %s", out, strerror(errno));
+	return -1;
+}
+
+/* Build the module in a private folder of its own, which no other user
+ * can write in while the compiler reads and writes there by name, and
+ * load it; then, where cdir (the cache) is given, put the object there
+ * sealed for key, and the source beside it when the build fails (for the
+ * reader of the message).  The loaded file's fd in *fd. */
+static void *build(const char *cxx, const char *text, size_t len, uint64_t key, const char *cdir, const char *stem,
+		   int *fd, char *msg, size_t n)
+{
+	char dir[PATH_MAX], src[PATH_MAX + 80], so[PATH_MAX + 80], log[PATH_MAX + 80];
 	char seal[CACHE_SEAL_LEN + 1];
 	void *h = NULL;
 	*fd = -1;
+	if (build_dir(dir, sizeof dir, msg, n))
+		return NULL;
 	snprintf(src, sizeof src, "%s/%s.cpp", dir, stem);
 	snprintf(so, sizeof so, "%s/%s.so", dir, stem);
-	int fs = cache_temp(src, tsrc, sizeof tsrc), fo = cache_temp(so, tso, sizeof tso);
-	int fl = cache_temp(src, tlog, sizeof tlog);
-	if (fs < 0 || fo < 0 || fl < 0) {
-		snprintf(msg, n, "emulator: cannot write in %s: %s", dir, strerror(errno));
-		goto out;
-	}
+	snprintf(log, sizeof log, "%s/%s.log", dir, stem);
+	int fs = open(src, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	cache_seal(seal, key, text, len); /* a C++ comment */
-	if (write_all(fs, text, len) || write_all(fs, seal, CACHE_SEAL_LEN) || close(fs)) {
-		fs = -1;
-		snprintf(msg, n, "emulator: cannot write %s: %s", tsrc, strerror(errno));
+	if (fs < 0 || write_all(fs, text, len) || write_all(fs, seal, CACHE_SEAL_LEN) || close(fs)) {
+		snprintf(msg, n, "emulator: cannot write the generated code in %s: %s", dir, strerror(errno));
+		if (fs >= 0)
+			close(fs);
 		goto out;
 	}
-	fs = -1;
-	if (compile(cxx, tsrc, tso, tlog)) {
-		if (cached)
-			rename(tsrc, src); /* kept for the reader of the message */
-		char *l = cache_read(tlog, NULL);
-		snprintf(msg, n, "emulator: %s could not build the generated code%s%s%s:\n%.3000s", cxx,
-			 cached ? " (" : "", cached ? src : "", cached ? ")" : "", l ? l : "");
+	if (compile(cxx, src, so, log)) {
+		char kept[PATH_MAX + 80] = "";
+		if (cdir) { /* kept where the cache is, for the reader of the message */
+			snprintf(kept, sizeof kept, "%s/%s.cpp", cdir, stem);
+			if (cache_write(kept, text, len))
+				kept[0] = 0;
+		}
+		char *l = cache_read(log, NULL);
+		int said = l && l[strspn(l, " \t\r\n")];
+		snprintf(msg, n, "emulator: %s could not build the generated code%s%s%s:\n%.3000s", cxx, kept[0] ? " (" : "",
+			 kept, kept[0] ? ")" : "",
+			 said ? l : "(the compiler said nothing: is the disk that holds $TMPDIR or /tmp full?)");
 		free(l);
 		goto out;
 	}
-	*fd = cache_open(tso);
+	*fd = cache_open(so);
 	size_t olen = 0;
 	char *obj = *fd >= 0 ? cache_read_fd(*fd, &olen) : NULL;
 	if (!obj) {
-		snprintf(msg, n, "emulator: cannot read the module %s", tso);
+		snprintf(msg, n, "emulator: cannot read the module %s", so);
 		goto out;
 	}
 	h = load_fd(fd, msg, n);
-	if (h && cached) {
-		/* a cache that cannot be written only costs time */
-		rename(tsrc, src);
-		cache_write_sealed(so, key, obj, olen);
+	if (h && cdir) {
+		char dest[PATH_MAX + 80];
+		snprintf(dest, sizeof dest, "%s/%s.cpp", cdir, stem); /* the source, for a reader of the module */
+		cache_write_sealed(dest, key, text, len);
+		snprintf(dest, sizeof dest, "%s/%s.so", cdir, stem);
+		if (cache_write_sealed(dest, key, obj, olen)) { /* a cache that cannot be written only costs time */
+			char w[PATH_MAX + 200];
+			snprintf(w, sizeof w, "cannot write %s: %s", dest, strerror(errno));
+			cache_warn(w);
+		}
 	}
 	free(obj);
 out:
-	if (fs >= 0)
-		close(fs);
-	if (fo >= 0)
-		close(fo);
-	if (fl >= 0)
-		close(fl);
-	unlink(tsrc);
-	unlink(tso);
-	unlink(tlog);
+	unlink(src);
+	unlink(so);
+	unlink(log);
+	rmdir(dir);
 	if (!h && *fd >= 0) {
 		close(*fd);
 		*fd = -1;
@@ -260,24 +277,18 @@ int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 	int fd = -1, cached = cache_dir("emu", dir, sizeof dir, dmsg, sizeof dmsg) == 0;
 	if (cached) {
 		snprintf(so, sizeof so, "%s/%s.so", dir, stem);
-		if ((fd = open_sealed(so, h)) >= 0 && !(hd = load_fd(&fd, msg, n))) {
-			close(fd); /* sealed, yet not loadable: built again */
+		if ((fd = open_sealed(so, h)) >= 0 && (hd = load_fd(&fd, msg, n)) && !dlsym(hd, "emu_launch")) {
+			dlclose(hd); /* sealed, yet not one of assoc's modules */
+			hd = NULL;
+		}
+		if (!hd && fd >= 0) { /* sealed, yet not loadable: built again, and written over */
+			close(fd);
 			fd = -1;
 		}
-		if (!hd)
-			hd = build(cxx, text, len, h, dir, stem, 1, &fd, msg, n);
-	} else {
-		/* built in a folder of its own, removed once loaded */
+	} else
 		cache_warn(dmsg);
-		const char *t = getenv("TMPDIR");
-		snprintf(dir, sizeof dir, "%s/assoc-emu-XXXXXX", t && *t ? t : "/tmp");
-		if (!mkdtemp(dir))
-			snprintf(msg, n, "emulator: cannot make a folder to build in (%s): %s", dir, strerror(errno));
-		else {
-			hd = build(cxx, text, len, h, dir, stem, 0, &fd, msg, n);
-			rmdir(dir);
-		}
-	}
+	if (!hd)
+		hd = build(cxx, text, len, h, cached ? dir : NULL, stem, &fd, msg, n);
 	free(text);
 	if (!hd)
 		return -1;
