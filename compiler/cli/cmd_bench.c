@@ -161,27 +161,28 @@ static void run_naive(void *ctx)
 	rt_pool_run(b->pool, b->heads * naive_slices(b), naive_task, b);
 }
 
-/* Where the naive C is: $ASSOC_NAIVE_C, bench/naive.c under the working
- * directory, beside the executable's folder (build/assoc of a checkout),
- * or where make install puts it (PREFIX/share/assoc/naive.c); NULL with
- * the places looked at in why. */
+/* Where the naive C is: $ASSOC_NAIVE_C, beside the executable's folder
+ * (build/assoc or build/asan/assoc of a checkout: its bench/naive.c), or
+ * where make install puts it (PREFIX/share/assoc/naive.c); NULL with the
+ * places looked at in why.  Not the working directory's bench/naive.c:
+ * it is compiled and loaded, and a bench run in someone else's checkout
+ * would run their code. */
 static const char *naive_source(char *buf, size_t bn, char *why, size_t n)
 {
 	if (getenv("ASSOC_NAIVE_C"))
 		return snprintf(buf, bn, "%s", getenv("ASSOC_NAIVE_C")), buf;
-	if (!access("bench/naive.c", R_OK))
-		return "bench/naive.c";
 	char exe[PATH_MAX];
 	ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (k > 0) {
 		exe[k] = 0;
 		*strrchr(exe, '/') = 0;
-		static const char *const rel[] = {"../bench/naive.c", "../share/assoc/naive.c"};
-		for (int i = 0; i < 2; i++)
+		/* build/assoc, build/asan/assoc of a checkout; PREFIX/bin/assoc */
+		static const char *const rel[] = {"../bench/naive.c", "../../bench/naive.c", "../share/assoc/naive.c"};
+		for (int i = 0; i < 3; i++)
 			if (snprintf(buf, bn, "%s/%s", exe, rel[i]) < (int)bn && !access(buf, R_OK))
 				return buf;
 	}
-	snprintf(why, n, "bench/naive.c not found here, beside the executable or in PREFIX/share/assoc (set ASSOC_NAIVE_C)");
+	snprintf(why, n, "bench/naive.c not found beside the executable or in PREFIX/share/assoc (set ASSOC_NAIVE_C)");
 	return NULL;
 }
 
