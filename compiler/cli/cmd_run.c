@@ -108,7 +108,7 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 			return usage_error("--input %s: the spec has no input named '%s'", o->inputs[i].name,
 					   o->inputs[i].name);
 		if (npy_read(o->inputs[i].path, &arr[i], msg, sizeof msg))
-			return usage_error("%s", msg);
+			return input_error("%s", msg);
 		int elem = 0, col = 0;
 		for (int k = 0; k < c->nelem; k++)
 			elem |= !strcmp(c->elem[k].name, o->inputs[i].name);
@@ -116,7 +116,7 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 			col |= !strcmp(c->col[k].name, o->inputs[i].name);
 		int h = o->heads > 1; /* the head axis comes first */
 		if (arr[i].ndim < 1 + h)
-			return usage_error("%s: %d dimensions, too few for input '%s'%s", o->inputs[i].path, arr[i].ndim,
+			return input_error("%s: %d dimensions, too few for input '%s'%s", o->inputs[i].path, arr[i].ndim,
 					   o->inputs[i].name, h ? " with its leading head axis (--heads)" : "");
 		size_t rows = o->rows, len = o->len;
 		if (elem && arr[i].ndim >= 2 + h)
@@ -126,7 +126,7 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 		else if (!elem)
 			rows = arr[i].shape[h];
 		if (rows > MAX_ROWS || len > MAX_LEN)
-			return usage_error("%s: %zu rows x %zu positions for input '%s': at most %d rows and %d positions",
+			return input_error("%s: %zu rows x %zu positions for input '%s': at most %d rows and %d positions",
 					   o->inputs[i].path, rows, len, o->inputs[i].name, MAX_ROWS, MAX_LEN);
 		int sets_rows = !col, sets_len = elem || col;
 		if ((sets_rows && axis_agrees(o, i, "rows", rows, rows_set, "--rows", rows_by)) ||
@@ -193,7 +193,7 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 					snprintf(axes, sizeof axes, "%d positions", d->len);
 				else
 					snprintf(axes, sizeof axes, "%d rows x %d positions", d->rows, d->len);
-				rc = usage_error("%s: shape %s does not fit input '%s' of %s%s: expected %s", o->inputs[i].path,
+				rc = input_error("%s: shape %s does not fit input '%s' of %s%s: expected %s", o->inputs[i].path,
 						 has, s[k].name, axes,
 						 d->heads > 1 ? (ly == SHAPE_LEN ? ", per key/value head" : ", per head") : "",
 						 shape);
@@ -210,12 +210,12 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 			for (size_t x = 0; x < arr[i].count && !rc; x++) {
 				double v = npy_get(&arr[i], x), r = ir_round(kind, v);
 				if (!ir_holds(kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
-					rc = usage_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'%s",
+					rc = input_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'%s",
 							 o->inputs[i].path, v, x, kind == TY_I32 || kind == TY_I64 ? "n" : "",
 							 ty_kind_name(kind), s[k].name,
 							 strcmp(arr[i].descr, npy_descr(kind)) ? ": converting would lose it" : "");
 				else if (!integer && isinf(r) && !isinf(v))
-					rc = usage_error("%s: the value %.17g at flat index %zu is past the range of %s, the type of "
+					rc = input_error("%s: the value %.17g at flat index %zu is past the range of %s, the type of "
 							 "input '%s': converting would lose it",
 							 o->inputs[i].path, v, x, ty_kind_name(kind), s[k].name);
 				else {
@@ -239,7 +239,7 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 	 * the proofs and the checks said nothing of such data */
 	char msg[1024];
 	if (!rc && o->ninputs && rundata_check_assume(d, msg, sizeof msg))
-		rc = usage_error("--input: %s", msg);
+		rc = input_error("--input: %s", msg);
 	return rc;
 }
 

@@ -89,6 +89,17 @@ static const char usage[] =
 	"\n"
 	"exit status: 0 when every check holds, 1 when one fails, 2 for an invalid spec or usage\n";
 
+int input_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("assoc: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs("\n", stderr);
+	va_end(ap);
+	return EXIT_USAGE;
+}
+
 int usage_error(const char *fmt, ...)
 {
 	va_list ap;
