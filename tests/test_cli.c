@@ -662,6 +662,37 @@ Test(cli, unwritable_output_says_why)
 	cr_expect(strstr(out, "standard output: No space left on device"), "%s", out);
 }
 
+/* A writable file in a folder the user cannot write to: the message says
+ * it is the folder (the output is made there, then renamed).  Run as
+ * another user where this one is root, whom no folder refuses. */
+Test(cli, unwritable_folder_is_named, .timeout = 60)
+{
+	const char *as = "";
+	if (geteuid() == 0) {
+		if (sh("command -v setpriv", out, sizeof out, 0))
+			cr_skip_test("root, and no setpriv to run as another user");
+		as = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+	}
+	char dir[] = "/tmp/assoc-rofolder-XXXXXX", cmd[4096], file[64];
+	cr_assert(mkdtemp(dir));
+	snprintf(file, sizeof file, "%s/x.ll", dir);
+	FILE *f = fopen(file, "w");
+	cr_assert(f);
+	fclose(f);
+	cr_assert_eq(chmod(file, 0666), 0);
+	cr_assert_eq(chmod(dir, 0555), 0);
+	char here[PATH_MAX];
+	cr_assert(getcwd(here, sizeof here));
+	snprintf(cmd, sizeof cmd, "%s%.1500s/" ASSOC " emit %.1500s/specs/sum.yaml --target llvm -o %s", as, here, here,
+		 file);
+	int rc = sh(cmd, out, sizeof out, 1);
+	chmod(dir, 0700), unlink(file), rmdir(dir);
+	cr_expect_eq(rc, 1, "%s", out);
+	cr_expect(strstr(out, "cannot write: Permission denied (its folder /tmp/assoc-rofolder-") &&
+			  strstr(out, "written there first, then renamed into place)"),
+		  "%s", out);
+}
+
 /* Every --output is checked before the run, and a run writes all its
  * outputs or none. */
 Test(cli, outputs_all_or_none, .timeout = 60)

@@ -46,6 +46,9 @@ int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An input file's content that the run cannot take: usage_error's exit
  * status, without its pointer to --help, which says nothing of data. */
 int input_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "assoc: PATH: cannot write: why", naming the folder where it is the
+ * folder that refuses (an output is made beside its file, then renamed). */
+void cli_write_error(const char *path, int err);
 /* 1 (with a message) when c is a loop spec without a merge. */
 /* Whether two paths name one file: the same file where both exist, else
  * the same name in the same folder however it is spelled. */

@@ -101,7 +101,7 @@ int cmd_emit(Opts *o)
 	}
 	if (!to_stdout) {
 		if (outfile_open(&of, o->out, "w")) {
-			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->out, strerror(errno));
+			cli_write_error(o->out, errno);
 			spec_carrier_free(c);
 			return EXIT_FAIL;
 		}
@@ -119,7 +119,7 @@ int cmd_emit(Opts *o)
 	if (only_about)
 		fclose(f);
 	if (!to_stdout && outfile_close(&of, !rc) && !rc) {
-		fprintf(stderr, "assoc: %s: cannot write: %s\n", o->out, strerror(errno));
+		cli_write_error(o->out, errno);
 		rc = EXIT_FAIL;
 	}
 	spec_carrier_free(c);

@@ -25,7 +25,7 @@ static int write_atomic(const char *path, const char *text)
 			e = errno;
 	}
 	if (e)
-		fprintf(stderr, "assoc: %s: %s\n", path, strerror(e));
+		cli_write_error(path, e);
 	return e ? -1 : 0;
 }
 

@@ -300,7 +300,7 @@ static int write_outputs(Opts *o, RunData *d)
 		a.ndim = layout_dims(s[k].layout, d, s[k].buf->width, a.shape);
 		a.count = s[k].buf->n * s[k].buf->width;
 		if (outfile_open(&of[made], o->outputs[made].path, "wb") || npy_write_to(of[made].f, &a)) {
-			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[made].path, strerror(errno));
+			cli_write_error(o->outputs[made].path, errno);
 			if (of[made].f)
 				outfile_close(&of[made], 0);
 			rc = EXIT_FAIL;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "compiler/cli/cli.h"
+#include "compiler/util/cache.h"
 #include "compiler/devices/paged.h"
 #include "compiler/explore/explore.h"
 #include "runtime/cpu.h"
@@ -88,6 +89,18 @@ static const char usage[] =
 	"  assoc --help, assoc CMD --help (or assoc help CMD), assoc --version\n"
 	"\n"
 	"exit status: 0 when every check holds, 1 when one fails, 2 for an invalid spec or usage\n";
+
+void cli_write_error(const char *path, int err)
+{
+	fprintf(stderr, "assoc: %s: cannot write: %s", path, strerror(err));
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof buf, "%s", path);
+	const char *dir = dirname(buf);
+	if ((err == EACCES || err == EPERM || err == EROFS) && !outfile_in_place(path) &&
+	    access(dir, W_OK)) /* the file may be writable: its folder is not */
+		fprintf(stderr, " (its folder %s: the file is written there first, then renamed into place)", dir);
+	fputc('\n', stderr);
+}
 
 int input_error(const char *fmt, ...)
 {
