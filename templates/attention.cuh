@@ -20,6 +20,9 @@
  * of the block table); the tile loads differ (attn_load_keys), and the
  * hooks' i: a sequence's queries are its last positions, row r at
  * A.len - A.rows + r (ATTN_QPOS: the causal mask aligned bottom-right).
+ * Paged, q and the outputs take the serving layout too, [rows][heads](...)
+ * (a query's heads side by side, as vLLM and FlashAttention's varlen keep
+ * them): ATTN_AT maps an index of heads x rows to its element there.
  * The G = heads / kv_heads query heads of a kv head are one run of
  * G * rows query rows.  Launch: blockDim.x = 32 * WARPS; grid = kv_heads *
  * tiles * split with tiles = ceil(G * rows / BM) (blocks past that exit),
@@ -85,6 +88,16 @@
 
 #ifndef ATTN_SUM
 #define ATTN_SUM 0
+#endif
+
+/* The element of q, the scalar row inputs and the outputs that holds row
+ * i of head h, given at = h A.rows + i: itself in the kernels' own layout
+ * [heads][rows]; paged, i A.heads + h, the serving layout [rows][heads]
+ * (32 bits: a launch's rows times heads are under 2^31). */
+#if ATTN_PAGED
+#define ATTN_AT(A, at) ((long long)((int)(at) % (A).rows * (A).heads + (int)(at) / (A).rows))
+#else
+#define ATTN_AT(A, at) (at)
 #endif
 
 template <int BF>
@@ -300,6 +313,21 @@ ASC_DEV void attn_load_paged(S &sm, int base, const unsigned *p, const int *page
 			const unsigned *src = p + ((long long)ASC_LD(pages + j / ATTN_PAGED) * ATTN_PAGED + j % ATTN_PAGED) * RS;
 			asc_cp16(sm, base + r * PW + 4 * c, src + 4 * c, r < valid, as);
 		}
+}
+
+/* The Q tile of the serving layout: row n of the tile is row x0 + n of
+ * heads x rows, at element ATTN_AT(A, x0 + n) of q (W words each); rows
+ * from valid on are zeros (their source: row x0). */
+template <int NT, int ROWS, int W, int PW, class S>
+ASC_DEV void attn_load_q(S &sm, int base, const unsigned *q, const Args &A, long long x0, int valid, bool as)
+{
+	const int CW = W / 4; /* chunks a row */
+#pragma unroll 1
+	for (int x = threadIdx.x; x < ROWS * CW; x += NT) {
+		int n = x / CW, c = x % CW;
+		const unsigned *src = q + ATTN_AT(A, x0 + (n < valid ? n : 0)) * W;
+		asc_cp16(sm, base + n * PW + 4 * c, src + 4 * c, n < valid, as);
+	}
 }
 #endif
 
@@ -553,9 +581,9 @@ ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
 		l += ASC_LDCG(ws + c * (DV + 2) + 1) * expf(ASC_LDCG(ws + c * (DV + 2)) - mb);
 #endif
 	l = asc_lanes_sum<32>(l);
-	ARow R = attn_row(A, at);
+	ARow R = attn_row(A, ATTN_AT(A, at));
 	if (lane == 0)
-		attn_fin_row(A, R, mx, l, i, at);
+		attn_fin_row(A, R, mx, l, i, ATTN_AT(A, at));
 	float o[U];
 #pragma unroll
 	for (int x = 0; x < U; x++)
@@ -580,7 +608,7 @@ ASC_DEV void attn_combine_row(const Args &A, long long at, int lane)
 #pragma unroll
 	for (int x = 0; x < U; x++)
 		if (DV % 32 == 0 || lane + 32 * x < DV)
-			attn_fin_vec(A, R, mx, l, o[x], i, at, lane + 32 * x);
+			attn_fin_vec(A, R, mx, l, o[x], i, ATTN_AT(A, at), lane + 32 * x);
 }
 
 /* attn_split_last's work, for the n threads (x from 0) that meet(), a
@@ -733,6 +761,7 @@ ASC_DEV void attn_row_out(const Args &A, const ARow &R, float m, float l, const 
 				ASC_ST(ws + 2 + dn * 8 + 2 * t + x, o[dn][2 * hf + x]);
 		return;
 	}
+	at = ATTN_AT(A, at);
 	if (t == 0)
 		attn_fin_row(A, R, mr, lr, i, at);
 #pragma unroll
@@ -749,7 +778,7 @@ ASC_DEV void attn_row_out(const Args &A, const ARow &R, float m, float l, const 
  * the keys a row of it holds), in[ATTN_PI + 1] seq_lens [batch],
  * in[ATTN_PI + 2] cu_seqlens_q [batch + 1], or NULL for A.rows queries a
  * sequence; the row inputs and the outputs hold the sequences one after
- * another, each [heads][its rows]; A.rows is the most queries of any
+ * another, [rows][heads] (ATTN_AT); A.rows is the most queries of any
  * sequence, and the workspace holds one run's of that many rows a
  * sequence (partial states, then a counter per query tile of 16 rows at
  * least).  ATTN_PAGED_SHIFT (the carrier's hooks) moves the row inputs
@@ -824,11 +853,11 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	int r0 = qt * BM + w * MT * 16; /* the warp's first row in the run */
-	const unsigned *qp = (const unsigned *)((const unsigned short *)A.in[ATTN_QI] + base * D);
-#if ATTN_PAGED /* the head's row in slot 0 of page 0 */
+#if ATTN_PAGED /* the head's row in slot 0 of page 0; q's rows through ATTN_AT */
 	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * D);
 	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * DV);
 #else
+	const unsigned *qp = (const unsigned *)((const unsigned short *)A.in[ATTN_QI] + base * D);
 	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * A.len * D);
 	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * A.len * DV);
 #endif
@@ -844,12 +873,16 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 		for (int hf = 0; hf < 2; hf++) {
 			int r = r0 + mt * 16 + g + 8 * hf;
 			ir[mt][hf] = r % A.rows;
-			R[mt][hf] = attn_row(A, base + (r < M ? r : 0));
+			R[mt][hf] = attn_row(A, ATTN_AT(A, base + (r < M ? r : 0)));
 			a2[mt][hf] = attn_slope2(A, R[mt][hf]);
 			lin = lin && a2[mt][hf] >= 0;
 		}
 	lin = __all_sync(0xffffffffu, lin); /* the same in the warp: attn_scores' shuffles */
+#if ATTN_PAGED
+	attn_load_q<NT, BM, D / 2, KW>(Sm, QB, (const unsigned *)A.in[ATTN_QI], A, base + qt * BM, M - qt * BM, as);
+#else
 	attn_load<NT, BM, D / 2, KW>(Sm, QB, qp + (long long)qt * BM * (D / 2), M - qt * BM, as);
+#endif
 	asc_cp_commit(); /* QS: waited for with the first key tile */
 	/* A fragments: lane l reads row l % 16, columns 8 (l / 16) on of the
 	 * 16x16 block; qa: the lane's row of Q in shared memory */

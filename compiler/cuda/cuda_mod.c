@@ -1421,7 +1421,7 @@ int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem
 	snprintf(m->unpaged_prefix, sizeof m->unpaged_prefix, "%s", m->prefix);
 	Buf h = {0};
 	buf_printf(&h, "#define ATTN_PAGED %d\n#define ATTN_PI %d\n", page_size, slot);
-	/* a sequence's row inputs and outputs n rows (of heads x rows) on */
+	/* a sequence's row inputs and outputs n elements (of [rows][heads]) on */
 	buf_puts(&h, "#define ATTN_PAGED_SHIFT(B, n) do {");
 	for (int k = 0; k < c->nrow; k++)
 		buf_printf(&h, " B.in[%d] = (const char *)B.in[%d] + (n) * %d;", c->nelem + c->ncol + k,

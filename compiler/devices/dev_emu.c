@@ -53,7 +53,7 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 {
 	CudaModule m;
 	EmuLib *lib = NULL;
-	void *ws = NULL;
+	void *ws = NULL, *tok_in[CUDA_MAXIN] = {0}, *tok_out[CUDA_MAXOUT] = {0};
 	int rc = -1;
 	int split = o->split > 0 ? o->split : 1, v = -1, said = o->split > 0;
 	Variant cv;
@@ -112,6 +112,11 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	memset(&at, 0, sizeof at);
 	CudaArgs *a = &at.a;
 	fill_args(d, a);
+	/* paged kernels read q and write the outputs as [rows][heads] */
+	for (int k = 0; m.paged && k < d->c->nrow; k++)
+		a->in[d->c->nelem + d->c->ncol + k] = tok_in[k] = run_rows_major(&d->row[k], d->heads, d->rows);
+	for (int k = 0; m.paged && k < d->c->nfinal; k++)
+		a->out[k] = tok_out[k] = run_rows_major(&d->fin[k], d->heads, d->rows);
 	a->split = p.split;
 	a->chunk = p.chunk;
 	ws = calloc(p.ws_bytes ? p.ws_bytes : 1, 1);
@@ -130,6 +135,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		if (emu_launch_cluster(lib, p.k[k].name, p.k[k].grid, 1, p.k[k].block, p.k[k].smem,
 				       p.k[k].cluster ? p.k[k].cluster : 1, &at, bytes, msg, n))
 			goto out;
+	for (int k = 0; m.paged && k < d->c->nfinal; k++)
+		run_rows_major_put(&d->fin[k], d->heads, d->rows, tok_out[k]);
 	/* the GPU zeroes the plan's zero region once for a run of launches:
 	 * the kernels must leave it as they found it */
 	for (size_t k = 0; k < p.zero_bytes; k++)
@@ -151,6 +158,10 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	}
 	rc = 0;
 out:
+	for (int k = 0; k < CUDA_MAXIN; k++)
+		free(tok_in[k]);
+	for (int k = 0; k < CUDA_MAXOUT; k++)
+		free(tok_out[k]);
 	free(ws);
 	emu_close(lib);
 	cuda_module_free(&m);

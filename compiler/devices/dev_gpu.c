@@ -184,10 +184,17 @@ int gpu_upload(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
 		table.n = d->len ? ((size_t)d->len + d->page.size - 1) / d->page.size : 1;
 		in[nin++] = &table;
 	}
-	for (int k = 0; k < nin; k++)
-		if (rt_alloc(g->rt, buf_bytes(in[k]), &b->in[k], msg, n) ||
-		    rt_upload(g->rt, b->in[k], in[k]->p, buf_bytes(in[k]), msg, n))
+	for (int k = 0; k < nin; k++) {
+		/* paged kernels read the row inputs as [rows][heads] */
+		int tok = d->page.size && k >= c->nelem + c->ncol && k < c->nelem + c->ncol + c->nrow;
+		void *src = tok ? run_rows_major(in[k], d->heads, d->rows) : in[k]->p;
+		int bad = rt_alloc(g->rt, buf_bytes(in[k]), &b->in[k], msg, n) ||
+			  rt_upload(g->rt, b->in[k], src, buf_bytes(in[k]), msg, n);
+		if (tok)
+			free(src);
+		if (bad)
 			return -1;
+	}
 	for (int o = 0; o < c->nfinal + c->nmap; o++) {
 		const Buffer *ob = o < c->nfinal ? &d->fin[o] : &d->map[o - c->nfinal];
 		if (rt_alloc(g->rt, buf_bytes(ob), &b->out[o], msg, n))
@@ -208,7 +215,17 @@ int gpu_download(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
 		return -1;
 	for (int o = 0; o < c->nfinal + c->nmap; o++) {
 		Buffer *ob = o < c->nfinal ? &d->fin[o] : &d->map[o - c->nfinal];
-		if (rt_download(g->rt, ob->p, b->out[o], buf_bytes(ob), msg, n))
+		/* paged kernels write the outputs as [rows][heads] */
+		void *to = d->page.size ? malloc(buf_bytes(ob) + 1) : ob->p;
+		if (!to)
+			abort();
+		int bad = rt_download(g->rt, to, b->out[o], buf_bytes(ob), msg, n);
+		if (d->page.size) {
+			if (!bad)
+				run_rows_major_put(ob, d->heads, d->rows, to);
+			free(to);
+		}
+		if (bad)
 			return -1;
 	}
 	return 0;

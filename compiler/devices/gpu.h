@@ -79,8 +79,8 @@ int gpu_run_device(Gpu *g, RunData *d, const RunOpts *o, GpuBufs *b, void *ctx, 
 		   char *msg, size_t n);
 
 /* A paged batch on device memory of the caller's (libassoc's
- * assoc_run_paged_device): row inputs and finalize outputs as the kernels
- * read them, sequence after sequence, each [heads][its queries][width];
+ * assoc_run_paged_device): row inputs and finalize outputs as the paged
+ * kernels read them, [rows][heads][width], sequence after sequence;
  * column inputs the pool [pages][page_size][kv_heads][width]; the block
  * table [batch][max_pages], seq_lens [batch] and cu_seqlens_q [batch + 1]
  * (0: rows queries each) int32.  rows: the most queries of a sequence;

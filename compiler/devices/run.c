@@ -664,16 +664,43 @@ size_t run_batch_fin_bytes(const RunBatch *rb, int k)
 	return s;
 }
 
+/* Buffer b of [heads][rows] elements into to as [rows][heads], or with
+ * back from to's [rows][heads] into b. */
+static void heads_rows(const Buffer *b, int heads, int rows, char *to, int back)
+{
+	size_t sz = run_kind_size(b->kind) * b->width;
+	char *p = b->p;
+	heads += heads < 1; /* a run without heads: one */
+	for (int r = 0; r < rows; r++)
+		for (int h = 0; h < heads; h++) {
+			char *x = p + ((size_t)h * rows + r) * sz, *y = to + ((size_t)r * heads + h) * sz;
+			memcpy(back ? x : y, back ? y : x, sz);
+		}
+}
+
+void *run_rows_major(const Buffer *b, int heads, int rows)
+{
+	char *all = malloc(buffer_bytes(b) + 1);
+	if (!all)
+		abort();
+	heads_rows(b, heads, rows, all, 0);
+	return all;
+}
+
+void run_rows_major_put(Buffer *b, int heads, int rows, const void *all)
+{
+	heads_rows(b, heads, rows, (char *)all, 1);
+}
+
 void *run_batch_rows(const RunBatch *rb, int k)
 {
 	char *all = malloc(run_batch_row_bytes(rb, k) + 1), *at = all;
 	if (!all)
 		abort();
 	for (int b = 0; b < rb->batch; b++) {
-		size_t sz = buffer_bytes(&rb->seq[b]->row[k]);
-		if (sz)
-			memcpy(at, rb->seq[b]->row[k].p, sz);
-		at += sz;
+		const RunData *s = rb->seq[b];
+		heads_rows(&s->row[k], s->heads, s->rows, at, 0);
+		at += buffer_bytes(&s->row[k]);
 	}
 	return all;
 }
@@ -682,10 +709,9 @@ void run_batch_put_fin(RunBatch *rb, int k, const void *all)
 {
 	const char *at = all;
 	for (int b = 0; b < rb->batch; b++) {
-		size_t sz = buffer_bytes(&rb->seq[b]->fin[k]);
-		if (sz)
-			memcpy(rb->seq[b]->fin[k].p, at, sz);
-		at += sz;
+		RunData *s = rb->seq[b];
+		heads_rows(&s->fin[k], s->heads, s->rows, (char *)at, 1);
+		at += buffer_bytes(&s->fin[k]);
 	}
 }
 

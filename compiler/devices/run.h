@@ -168,11 +168,17 @@ typedef struct {
 	int (*run_batch)(RunBatch *rb, const RunOpts *o, char *msg, size_t n);
 } Device;
 
-/* The row inputs (outputs) of rb's sequences one after another, each its
- * [heads][rows]: buffer k gathered into a new array, or an array of that
- * layout put back into the sequences' own. */
+/* The row inputs (outputs) of rb's sequences one after another in the
+ * serving layout the paged kernels read, each sequence [its rows][heads]
+ * (the batch [total rows][heads]): buffer k gathered from the sequences'
+ * [heads][rows] into a new array, or an array of that layout put back into
+ * the sequences' own. */
 void *run_batch_rows(const RunBatch *rb, int k);
 void run_batch_put_fin(RunBatch *rb, int k, const void *all);
+/* One buffer of [heads][rows] elements as a new array of [rows][heads]
+ * (the paged kernels' layout), and such an array put back into it. */
+void *run_rows_major(const Buffer *b, int heads, int rows);
+void run_rows_major_put(Buffer *b, int heads, int rows, const void *all);
 /* The bytes of run_batch_rows(rb, k), and of finalize output k's. */
 size_t run_batch_row_bytes(const RunBatch *rb, int k);
 size_t run_batch_fin_bytes(const RunBatch *rb, int k);

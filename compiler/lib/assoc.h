@@ -205,12 +205,11 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
  * block_table, seq_lens and cu_seqlens_q of paged device pointers too,
  * none of them read on the host.  The batch runs in one launch enqueued
  * on stream (NULL: the legacy default stream), after an asynchronous
- * memset of the kernel's workspace: no host copy, no wait.  The layout on
- * the device is the kernels' own: column inputs the pool
- * [pages][page_size][kv_heads][width] as above, but row inputs and
- * finalize outputs sequence after sequence, each [heads][its
- * queries][width] (for one query a sequence, decoding, that is
- * [batch][heads][width], as the host form's [rows][heads][width]).
+ * memset of the kernel's workspace: no host copy, no wait.  The layout is
+ * the host form's, as serving systems keep it: column inputs the pool
+ * [pages][page_size][kv_heads][width], row inputs and finalize outputs
+ * [rows][heads][width], sequence after sequence (chunked prefill, several
+ * queries a sequence, as well as decoding's one).
  * paged->rows is the most queries of any sequence (FlashAttention's
  * max_seqlen_q; with cu_seqlens_q NULL, the queries of each); the keys of
  * a sequence, at most max_pages x page_size, are planned for as that

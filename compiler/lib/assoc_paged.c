@@ -207,7 +207,7 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 		if (given > 1)
 			st = paged_fail(k, ASSOC_EINVAL, "buffer '%s' is given twice", d->name);
 		else if (!x || !x->data)
-			st = paged_fail(k, ASSOC_EINVAL, "no buffer for '%s' (sequence after sequence, [heads][queries][width])",
+			st = paged_fail(k, ASSOC_EINVAL, "no buffer for '%s' ([rows][heads][width])",
 					d->name);
 		else if (x->bytes % one)
 			st = paged_fail(k, ASSOC_ESIZE, "buffer '%s' holds %zu bytes, not a whole number of queries of %zu",
@@ -239,7 +239,7 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 		Ty t = c->finalize[i].e->ty;
 		const AssocBuffer *x = bound(k, bufs, nbufs, c->finalize[i].name,
 					     (size_t)total * row_bytes(heads, t.len ? t.len : 1, (TyKind)t.kind),
-					     "sequence after sequence, [heads][queries][width]", &st);
+					     "[rows][heads][width]", &st);
 		if (x)
 			pd.fin[i] = (RtPtr)(size_t)x->data;
 	}
