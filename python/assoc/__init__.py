@@ -307,15 +307,16 @@ class Kernel:
         return arrays, params
 
     def __call__(self, heads=None, kv_heads=None, block_table=None, seq_lens=None, page_size=None,
-                 cu_seqlens_q=None, **kw):
+                 cu_seqlens_q=None, max_seqlen_q=None, **kw):
         """Run on the inputs given by name, params by name (eps=1e-5);
         heads/kv_heads for arrays with a leading head axis (told from the
         arrays' ranks where not given).  Returns {output: array} in the
         inputs' library and device.  With page_size, block_table and
         seq_lens (and cu_seqlens_q where sequences have their own numbers
         of queries): a batch over a paged key/value cache, see paged()."""
-        if page_size is not None or block_table is not None or seq_lens is not None or cu_seqlens_q is not None:
-            return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, **kw)
+        if (page_size is not None or block_table is not None or seq_lens is not None or cu_seqlens_q is not None
+                or max_seqlen_q is not None):
+            return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, max_seqlen_q, **kw)
         spec = self.spec
         arrays, params = self._split(kw)
         views, first = _input_views(spec, arrays)
@@ -365,7 +366,7 @@ class Kernel:
             raise exc("%s: %s" % (spec.name, why))
         return outs
 
-    def paged(self, block_table, seq_lens, page_size, cu_seqlens_q=None, **kw):
+    def paged(self, block_table, seq_lens, page_size, cu_seqlens_q=None, max_seqlen_q=None, **kw):
         """A batch of sequences over a paged key/value cache
         (assoc_run_paged): column inputs (k, v) are the pool
         [pages][page_size][kv_heads][d], block_table [batch][max_pages] and
@@ -375,9 +376,11 @@ class Kernel:
         sequence after sequence.  A sequence's queries are its last
         positions (the causal mask aligned bottom-right).  On NumPy arrays;
         or, for a kernel compiled for "gpu", on CUDA arrays (torch, CuPy)
-        with the layout arrays on the same device, one query a sequence
-        (decoding), enqueued on the arrays' current stream with no copy
-        (assoc_run_paged_device).  Returns {output: array}."""
+        in the same layout with the layout arrays on the same device,
+        decoding or chunked prefill (with cu_seqlens_q, max_seqlen_q the
+        most queries of a sequence), enqueued on the arrays' current
+        stream with no copy (assoc_run_paged_device).  Returns {output:
+        array}."""
         spec = self.spec
         if block_table is None or seq_lens is None or page_size is None:
             raise ValueError("a paged run needs block_table=, seq_lens= and page_size=")
@@ -421,13 +424,23 @@ class Kernel:
         if cu_seqlens_q is None and batch and total % batch:
             raise ValueError("%d query rows are not the same number for each of %d sequences (give "
                              "cu_seqlens_q=)" % (total, batch))
-        if device is not None and (cu_seqlens_q is not None or total != batch):
-            raise ValueError("on CUDA arrays a paged run takes one query a sequence (decoding: q [batch][heads][d]); "
-                             "with more, the kernels read each sequence's queries as [heads][queries], not as "
-                             "[rows][heads] (assoc_run_paged_device): pass NumPy arrays")
+        rows = total // batch if batch and cu_seqlens_q is None else 0
+        if max_seqlen_q is not None:
+            if isinstance(max_seqlen_q, bool) or not isinstance(max_seqlen_q, int) or max_seqlen_q < 1:
+                raise ValueError("max_seqlen_q must be an int from 1, got %r" % (max_seqlen_q,))
+            if cu_seqlens_q is None and max_seqlen_q != rows:
+                raise ValueError("max_seqlen_q is %d, but without cu_seqlens_q every sequence has %d queries" % (
+                    max_seqlen_q, rows))
+        if device is not None and cu_seqlens_q is not None:
+            # the offsets stay on the device: the most queries of a
+            # sequence, which the launch is planned for, comes from the caller
+            if max_seqlen_q is None:
+                raise ValueError("on CUDA arrays with cu_seqlens_q a paged run needs max_seqlen_q= (the most "
+                                 "queries of a sequence, as FlashAttention's varlen takes it)")
+            rows = max_seqlen_q
         pg = _lib.AssocPaged(batch, page_size, pages, block_table.shape[1] if batch else 0,
                              block_table.ptr, seq_lens.ptr, cu_seqlens_q.ptr if cu_seqlens_q is not None else None,
-                             total // batch if batch and cu_seqlens_q is None else 0)
+                             rows)
         outs = {}
         bufs = self._bufs_type()
         n = 0

@@ -190,13 +190,35 @@ class DeviceRun(unittest.TestCase):
         for name, shape in (("out", (3, 4, 64)), ("lse", (3, 4))):
             self.assertIs(type(out[name]), Registered, name)
             self.assertEqual(out[name].__cuda_array_interface__["shape"], shape, name)
-        with self.assertRaisesRegex(ValueError, r"one query a sequence"):
+        with self.assertRaisesRegex(ValueError, r"needs max_seqlen_q="):
             k(q=q, k=kp, v=vp, scale=0.125, block_table=table, seq_lens=lens, page_size=16,
               cu_seqlens_q=Registered((4,), "<i4"))
         with self.assertRaisesRegex(ValueError, r"seq_lens is devlib on cuda:0 of dtype int64"):
             k(q=q, k=kp, v=vp, scale=0.125, block_table=table, seq_lens=Registered((3,), "<i8"), page_size=16)
         with self.assertRaisesRegex(ValueError, r"block_table of shape \(2, 4\)"):
             k(q=q, k=kp, v=vp, scale=0.125, block_table=Registered((2, 4), "<i4"), seq_lens=lens, page_size=16)
+
+    def test_paged_prefill_launches_once_in_the_serving_layout(self):
+        k = assoc.load("specs/attention.yaml").compile("gpu")
+        pool = ((8, 16, 2, 64), "<f2")
+        kp, vp = Registered(*pool), Registered(*pool)
+        table, lens = Registered((3, 4), "<i4"), Registered((3,), "<i4")
+        # 7 queries in all, [rows][heads][d], the most of a sequence 4
+        q, cu = Registered((7, 4, 64), "<f2"), Registered((4,), "<i4")
+        before, (copies, syncs) = fake.launches(), fake.copies_syncs()
+        out = k(q=q, k=kp, v=vp, scale=0.125, block_table=table, seq_lens=lens, page_size=16, cu_seqlens_q=cu,
+                max_seqlen_q=4)
+        self.assertEqual(fake.launches() - before, 1, "the batch in one launch")
+        self.assertEqual(fake.copies_syncs(), (copies, syncs), "no host copy, no synchronization")
+        for name, shape in (("out", (7, 4, 64)), ("lse", (7, 4))):
+            self.assertEqual(out[name].__cuda_array_interface__["shape"], shape, name)
+        # the same number of queries each: no offsets, no max_seqlen_q
+        before = fake.launches()
+        k(q=Registered((6, 4, 64), "<f2"), k=kp, v=vp, scale=0.125, block_table=table, seq_lens=lens, page_size=16)
+        self.assertEqual(fake.launches() - before, 1, "two queries a sequence in one launch")
+        with self.assertRaisesRegex(ValueError, r"max_seqlen_q must be an int from 1"):
+            k(q=q, k=kp, v=vp, scale=0.125, block_table=table, seq_lens=lens, page_size=16, cu_seqlens_q=cu,
+              max_seqlen_q=0)
 
     def test_no_stream_is_the_legacy_default(self):
         for given in (None, 1, 2):  # none: the legacy default; 1, 2: CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
