@@ -778,6 +778,47 @@ Test(lib, run_paged_device_enqueues_one_launch, .timeout = 120)
 	fake_close(&f);
 }
 
+/* The host form on a gpu kernel: the whole batch in one launch, a row
+ * of the grid a sequence, its arrays copied up once (q, the pool's k and
+ * v, the table, seq_lens, cu_seqlens_q) and its outputs down once, for
+ * decoding and for chunked prefill alike. */
+Test(lib, run_paged_on_host_arrays_launches_once, .timeout = 300)
+{
+	char dir[] = "/tmp/assoc-libpagedh-XXXXXX";
+	Fake f = fake_open(dir, "");
+	unsigned (*grid_y)(void) = (unsigned (*)(void))dlsym(f.lib, "fakecuda_grid_y");
+	cr_assert(grid_y);
+	AssocSpec *s = spec_ok("specs/attention.yaml");
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	enum { B = 3, P = 16, PAGES = 8, MAXP = 4, H = 4, G = 2, D = 64, ROWS = 9 };
+	int32_t table[B * MAXP] = {0, 1, 2, 3, 4, -1, -1, -1, 5, 6, 7, -1}, lens[B] = {60, 7, 40};
+	int32_t cu[B + 1] = {0, 5, 6, ROWS};
+	size_t pool = (size_t)PAGES * P * G * D * 2;
+	char *kp = calloc(pool, 1), *vp = calloc(pool, 1), *q = calloc(ROWS * H * D, 2);
+	float *out = calloc(ROWS * H * D, 4), *lse = calloc(ROWS * H, 4);
+	AssocValue scale = {"scale", 0.125};
+	for (int prefill = 0; prefill < 2; prefill++) {
+		int rows = prefill ? ROWS : B;
+		AssocBuffer b[] = {{"q", q, (size_t)rows * H * D * 2}, {"k", kp, pool}, {"v", vp, pool},
+				   {"out", out, (size_t)rows * H * D * 4}, {"lse", lse, (size_t)rows * H * 4}};
+		AssocPaged pg = {B, P, PAGES, MAXP, table, lens, prefill ? cu : NULL, prefill ? 0 : 1};
+		int copies0, syncs0, copies1, syncs1, before = f.launches();
+		f.syncs(&copies0, &syncs0);
+		cr_assert_eq(assoc_run_paged(k, H, G, &pg, b, 5, &scale, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
+		f.syncs(&copies1, &syncs1);
+		cr_assert_eq(f.launches() - before, 1, "%s: %d launches", prefill ? "prefill" : "decoding",
+			     f.launches() - before);
+		cr_assert_eq(grid_y(), B, "a row of the grid a sequence");
+		cr_assert_eq(copies1 - copies0, (prefill ? 6 : 5) + 2, "%s: %d copies", prefill ? "prefill" : "decoding",
+			     copies1 - copies0);
+	}
+	free(kp), free(vp), free(q), free(out), free(lse);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+	fake_close(&f);
+}
+
 /* A run on device pointers enqueues on the caller's stream in the
  * caller's context and returns: no host copy, no synchronization. */
 Test(lib, run_device_enqueues_on_the_callers_stream, .timeout = 120)

@@ -10,11 +10,15 @@
  * the copies), and a variant named that takes a sequence a launch runs
  * the batch that way; the command line reads the
  * layout from .npy files and names what is wrong with it; the library's
- * assoc_run_paged gives the device's own results and refuses the same. */
+ * assoc_run_paged gives the device's own results and refuses the same,
+ * on emu in the batch's one launch over the caller's [rows][heads]
+ * arrays (chunked prefill), and refuses shifted positions to kernels
+ * that count i from 0. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/nvrtc.h"
@@ -502,6 +506,51 @@ Test(paged, row_templates_refuse_shifted_positions, .timeout = 600)
 	spec_carrier_free(c);
 }
 
+/* The library on emu, a carrier of the row templates (no batch kernel):
+ * its sequences run one at a time on kernels that count i from 0, so a
+ * sequence whose queries are not its first positions is refused, naming
+ * them, where its mask reads i; one whose queries start at 0 runs. */
+Test(paged, library_refuses_shifted_positions_on_the_row_templates, .timeout = 600)
+{
+	const Device *dv = run_device_find("emu");
+	char msg[1024], path[] = "/tmp/assoc-causal-sum-XXXXXX.yaml";
+	if (!dv || !dv->available(msg, sizeof msg))
+		cr_skip_test("no emu device");
+	int fd = mkstemps(path, 5);
+	cr_assert(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs("carrier: causal_sum\nrow: {q: f32}\ncolumn: {x: f32}\nmask: j <= i\nstate: {s: f32}\n"
+	      "identity: {s: 0}\nlift: {s: q * x}\nmerge: {s: a.s + b.s}\nfinalize: {out: s}\n"
+	      "reference: {out: sum(q * x)}\nlaws: [commutative]\n",
+	      f);
+	fclose(f);
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load(&s, path, NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "emu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	int32_t table[] = {0, 1}, lens[] = {20}, cu[] = {0, 2};
+	float q[20] = {1, 1}, x[32], out[20];
+	for (int j = 0; j < 32; j++)
+		x[j] = 1;
+	AssocBuffer b[] = {{"q", q, 2 * 4}, {"x", x, sizeof x}, {"out", out, 2 * 4}};
+	AssocPaged pg = {.batch = 1, .page_size = 16, .pages = 2, .max_pages = 2, .block_table = table,
+			 .seq_lens = lens, .cu_seqlens_q = cu};
+	cr_assert_eq(assoc_run_paged(k, 1, 1, &pg, b, 3, NULL, 0), ASSOC_EDEVICE);
+	cr_assert(strstr(assoc_kernel_error(k), "reads i") && strstr(assoc_kernel_error(k), "(18 to 19)"), "%s",
+		  assoc_kernel_error(k));
+	/* 20 queries over 20 keys: positions 0 to 19, as the kernels count them */
+	cu[1] = 20;
+	b[0].bytes = b[2].bytes = 20 * 4;
+	for (int r = 0; r < 20; r++)
+		q[r] = 1;
+	cr_assert_eq(assoc_run_paged(k, 1, 1, &pg, b, 3, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	for (int r = 0; r < 20; r++)
+		cr_assert_eq(out[r], r + 1, "out[%d] = %g: keys 0 to %d", r, out[r], r);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+	unlink(path);
+}
+
 /* ---- the command line ---- */
 
 static void write_i32(const char *path, const int32_t *v, int ndim, size_t d0, size_t d1)
@@ -739,6 +788,68 @@ Test(paged, library_runs_a_paged_batch)
 	}
 	assoc_spec_free(s);
 	paged_free(p);
+	spec_carrier_free(c);
+}
+
+/* The library's host form on chunked prefill in the serving layout:
+ * several queries a sequence, a sequence of no keys and one of no
+ * queries, lengths off the tiles, pages of 16 and 256, heads 4 on 2, the
+ * causal mask aligned bottom-right.  Each device first runs the batch as
+ * run does, each sequence checked against the float64 reference; then
+ * assoc_run_paged on the caller's [rows][heads] arrays: on emu in the
+ * batch's one launch, which reads q and writes the outputs in place and
+ * must give the same bits; on cpu a sequence at a time, within rounding. */
+Test(paged, library_runs_chunked_prefill_in_the_serving_layout, .timeout = 600)
+{
+	const char *path = "tests/attention/causal_bf16.yaml", *devs[] = {"emu", "cpu"};
+	Carrier *c = load_ok(path);
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load(&s, path, NULL, 0), ASSOC_OK);
+	for (int page = 16; page <= 256; page *= 16)
+		for (int d = 0; d < 2; d++) {
+			Paged *p = mixed_batch(c, page, 4, 2, -1);
+			p->params[0] = 0.125; /* lib_run's scale */
+			run_on(devs[d], p, 0);
+			AssocKernel *k;
+			if (assoc_compile(s, devs[d], 2, &k) != ASSOC_OK) {
+				cr_log_warn("%s: %s", devs[d], assoc_kernel_error(k));
+				assoc_kernel_free(k);
+				paged_free(p);
+				continue;
+			}
+			cr_assert_str_eq(assoc_kernel_device(k), devs[d]);
+			AssocPaged pg = {.batch = p->batch, .page_size = p->page_size, .pages = p->pages,
+					 .max_pages = p->max_pages, .block_table = p->table, .seq_lens = p->lens,
+					 .cu_seqlens_q = p->cu};
+			void *out[2];
+			for (int i = 0; i < c->nfinal; i++)
+				out[i] = calloc(p->fin[i].n * p->fin[i].width, run_kind_size(p->fin[i].kind));
+			cr_assert_eq(lib_run(k, p, out, &pg), ASSOC_OK, "%s: %s", devs[d], assoc_kernel_error(k));
+			for (int i = 0; i < c->nfinal; i++) {
+				Buffer got = p->fin[i];
+				got.p = out[i];
+				for (size_t x = 0; x < got.n * got.width; x++) {
+					double want = run_buffer_get(&p->fin[i], x), v = run_buffer_get(&got, x);
+					size_t row = x / got.width / p->heads, h = x / got.width % p->heads;
+					if (v == want)
+						continue;
+					if (isnan(want) || isnan(v) || isinf(want) || isinf(v))
+						cr_assert(isnan(want) && isnan(v), "%s, pages of %d: %s row %zu head %zu: %g, the batch %g",
+							  devs[d], page, c->finalize[i].name, row, h, v, want);
+					else if (d == 0)
+						cr_assert_eq(v, want, "emu, pages of %d: %s row %zu head %zu: %g, the batch %g", page,
+							     c->finalize[i].name, row, h, v, want);
+					else
+						cr_assert(fabs(v - want) <= 1e-3 * (1 + fabs(want)),
+							  "cpu, pages of %d: %s row %zu head %zu: %g, the batch %g", page,
+							  c->finalize[i].name, row, h, v, want);
+				}
+				free(out[i]);
+			}
+			assoc_kernel_free(k);
+			paged_free(p);
+		}
+	assoc_spec_free(s);
 	spec_carrier_free(c);
 }
 

@@ -240,16 +240,18 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 	for (int k = 0; k < c->ncol; k++)
 		a->in[nin++] = d0->col[k].p; /* the pool */
 	for (int k = 0; k < c->nrow; k++)
-		a->in[nin++] = rows_in[k] = run_batch_rows(rb, k);
+		a->in[nin++] = rb->row ? rb->row[k].p : (rows_in[k] = run_batch_rows(rb, k));
 	a->in[nin] = rb->table;
 	a->in[nin + 1] = rb->lens;
 	a->in[nin + 2] = run_batch_uniform(rb) ? NULL : rb->cu;
-	for (int k = 0; k < c->nfinal; k++) {
+	for (int k = 0; k < c->nfinal && !rb->fin; k++) {
 		outs[k] = calloc(run_batch_fin_bytes(rb, k) + 1, 1);
 		if (!outs[k])
 			abort();
 		a->out[k] = outs[k];
 	}
+	for (int k = 0; k < c->nfinal && rb->fin; k++)
+		a->out[k] = rb->fin[k].p;
 	for (int q = 0; q < c->nparams; q++)
 		a->prm[q] = d0->params[q];
 	a->rows = rmax;
@@ -266,7 +268,7 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 		if (emu_launch_grid(lib, p.k[k].name, p.k[k].grid, (unsigned)rb->batch, p.k[k].block, p.k[k].smem, &at, bytes,
 				    msg, n))
 			goto out;
-	for (int k = 0; k < c->nfinal; k++)
+	for (int k = 0; k < c->nfinal && !rb->fin; k++)
 		run_batch_put_fin(rb, k, outs[k]);
 	if (st) {
 		variant_str(x, st->config, sizeof st->config);

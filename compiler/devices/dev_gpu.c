@@ -798,8 +798,9 @@ int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t
 			goto out;
 	for (int k = 0; k < c->nrow; k++, nin++) {
 		size_t sz = run_batch_row_bytes(rb, k);
-		void *all = run_batch_rows(rb, k);
-		int bad = rt_alloc(g->rt, sz + 16, &gb.in[nin], msg, n) || rt_upload(g->rt, gb.in[nin], all, sz, msg, n);
+		void *all = rb->row ? NULL : run_batch_rows(rb, k);
+		int bad = rt_alloc(g->rt, sz + 16, &gb.in[nin], msg, n) ||
+			  rt_upload(g->rt, gb.in[nin], rb->row ? rb->row[k].p : all, sz, msg, n);
 		free(all);
 		if (bad)
 			goto out;
@@ -834,13 +835,14 @@ int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t
 		goto out;
 	for (int k = 0; k < c->nfinal; k++) {
 		size_t sz = run_batch_fin_bytes(rb, k);
-		void *all = malloc(sz + 1);
+		void *all = rb->fin ? rb->fin[k].p : malloc(sz + 1);
 		if (!all)
 			abort();
 		int bad = rt_download(g->rt, all, gb.out[k], sz, msg, n);
-		if (!bad)
+		if (!bad && !rb->fin)
 			run_batch_put_fin(rb, k, all);
-		free(all);
+		if (!rb->fin)
+			free(all);
 		if (bad)
 			goto out;
 	}

@@ -336,7 +336,7 @@ void paged_batch(const Paged *p, RunBatch *rb)
 	RunData **seq = xcalloc(p->batch, sizeof *seq);
 	for (int b = 0; b < p->batch; b++)
 		seq[b] = sequence(p, b, 1);
-	*rb = (RunBatch){seq, p->batch, p->max_pages, p->table, p->lens, p->cu};
+	*rb = (RunBatch){seq, p->batch, p->max_pages, p->table, p->lens, p->cu, NULL, NULL};
 }
 
 void paged_batch_free(RunBatch *rb)
@@ -357,7 +357,7 @@ int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int failed = 0, one = 1;
 	if (dv->paged && dv->run_batch) { /* the whole batch in one launch, where the device's kernels take it */
-		RunBatch rb = {seq, p->batch, p->max_pages, p->table, p->lens, p->cu};
+		RunBatch rb = {seq, p->batch, p->max_pages, p->table, p->lens, p->cu, NULL, NULL};
 		one = dv->run_batch(&rb, o, msg, n);
 		failed = one < 0;
 	}

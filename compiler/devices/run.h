@@ -143,11 +143,16 @@ typedef struct {
 /* A batch of sequences over one pool of pages (paged.h), for a device
  * that runs it in one launch: seq[b] is sequence b as a RunData over the
  * pool (its page.table, row b of table); table [batch][max_pages], lens
- * [batch] and cu [batch + 1] the layout's arrays. */
+ * [batch] and cu [batch + 1] the layout's arrays.  row and fin, where
+ * set, are the batch's row inputs and finalize outputs already in the
+ * kernels' layout [total rows][heads] (a Paged's own): the device reads
+ * and writes them in place of the sequences' own (run_batch_rows). */
 typedef struct {
 	RunData **seq;
 	int batch, max_pages;
 	const int32_t *table, *lens, *cu;
+	const Buffer *row;
+	Buffer *fin;
 } RunBatch;
 
 typedef struct {

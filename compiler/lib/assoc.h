@@ -190,11 +190,15 @@ typedef struct {
  * j counts its keys and len is its key count, and its queries are its
  * last positions (the causal mask aligned bottom-right, as serving
  * systems align it): query r of q is at i = len - q + r, below 0 for the
- * first ones where q > len.  Each sequence's keys are gathered from the pages and it runs
- * as assoc_run_heads runs it (on the kernel's device), its outputs
- * written into the batch's; a sequence of no keys gives the finalize of
- * the identity.  A table entry outside the pool where a sequence reads, a
- * length past its row of the table, offsets that decrease: ASSOC_EINVAL
+ * first ones where q > len.  On "gpu" and "emu" the whole batch runs in
+ * one launch of the paged kernels (on gpu the pool, the layout's arrays
+ * and the rows copied to the device once, the outputs back once); where
+ * no kernel of the carrier takes a batch (the row templates), and on
+ * "cpu" and "interp", each sequence's keys are gathered from the pages
+ * and it runs as assoc_run_heads runs it, its outputs written into the
+ * batch's.  A sequence of no keys gives the finalize of the identity.
+ * A table entry outside the pool where a sequence reads, a length past
+ * its row of the table, offsets that decrease: ASSOC_EINVAL
  * with the entry in assoc_kernel_error, nothing read or written; a buffer
  * of the wrong size: ASSOC_ESIZE. */
 AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *paged,

@@ -1,7 +1,8 @@
-/* assoc_paged.c: assoc_run_paged (assoc.h): a batch of sequences over a
- * paged key/value cache on host arrays, each sequence gathered from the
- * caller's pages and run through assoc_run_heads, its outputs written back
- * into the caller's. */
+/* assoc_paged.c: assoc_run_paged and assoc_run_paged_device (assoc.h): a
+ * batch of sequences over a paged key/value cache, on host arrays in one
+ * launch where the kernel's device takes one (else each sequence gathered
+ * from the caller's pages and run through assoc_run_heads, its outputs
+ * written back into the caller's), and on device memory in one launch. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,59 @@ static AssocStatus batch_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 				  dev ? " on the device" : "", dev ? "rows (the most queries of a sequence) from 1, " : "",
 				  (long long)pg->batch, (long long)pg->pages, (long long)pg->max_pages, (long long)pg->rows);
 	return ASSOC_OK;
+}
+
+/* k's paged module (k->pgpu), opened for pages of page_size keys. */
+static AssocStatus paged_module(AssocKernel *k, int page_size)
+{
+	char why[sizeof k->err];
+	if (k->pgpu && k->pgpu->page_size != page_size)
+		lib_release_paged(k);
+	if (k->pgpu)
+		return ASSOC_OK;
+	Gpu *g = calloc(1, sizeof *g);
+	if (!g)
+		return paged_fail(k, ASSOC_ENOMEM, "out of memory");
+	if (gpu_open_paged(g, k->s->c, page_size, why, sizeof why)) {
+		free(g);
+		return paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
+	}
+	k->pgpu = g;
+	return ASSOC_OK;
+}
+
+/* The whole of p in one launch on k's device, where it takes one: on gpu
+ * the paged module's batch kernels, on emu the emulator's (the batch's
+ * arrays copied to the device once, the outputs back once), the caller's
+ * [rows][heads] arrays read and written as they are.  *done 0 where the
+ * device runs a sequence at a time: the CPU backend and the interpreter,
+ * and a carrier on the row templates or of no kernel that takes a batch. */
+static AssocStatus one_launch(AssocKernel *k, Paged *p, const AssocValue *params, int nparams, int *done)
+{
+	*done = 0;
+	const Device *dv = k->dev;
+	if (!k->gpu && !(dv && dv->paged && dv->run_batch))
+		return ASSOC_OK;
+	AssocStatus st = lib_params_of(k, params, nparams, p->params);
+	if (!st && k->gpu)
+		st = paged_module(k, p->page_size);
+	if (st)
+		return st;
+	RunBatch rb;
+	paged_batch(p, &rb);
+	rb.row = p->row, rb.fin = p->fin;
+	char why[sizeof k->err];
+	for (int b = 0; !st && k->s->c->assume && b < p->batch; b++)
+		if (rb.seq[b]->rows && rundata_check_assume(rb.seq[b], why, sizeof why))
+			st = paged_fail(k, ASSOC_EINVAL, "sequence %d: %s", b, why);
+	int rc = st ? -1
+	       : k->gpu ? gpu_run_batch_open(k->pgpu, &rb, &(RunOpts){0}, why, sizeof why)
+			: dv->run_batch(&rb, &(RunOpts){.threads = k->threads}, why, sizeof why);
+	if (!st && rc < 0)
+		st = paged_fail(k, ASSOC_EDEVICE, "%s: %s", k->gpu ? "gpu" : dv->name, why);
+	*done = !st && rc == 0;
+	paged_batch_free(&rb);
+	return st;
 }
 
 AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *pg,
@@ -131,12 +185,15 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 			st = paged_fail(k, ASSOC_EINVAL, "the spec has no row, column or finalize array named '%s'",
 					bufs[i].name ? bufs[i].name : "(null)");
 	}
-	/* each sequence as a run of its own arrays; one of no queries has nothing to give */
+	int done = 0;
+	if (!st)
+		st = one_launch(k, &p, params, nparams, &done);
+	/* else each sequence as a run of its own arrays; one of no queries has nothing to give */
 	int narr = c->nrow + c->ncol + c->nfinal;
 	AssocBuffer *sb = calloc(narr + 1, sizeof *sb);
 	if (!st && !sb)
 		st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
-	for (int b = 0; !st && b < p.batch; b++) {
+	for (int b = 0; !st && !done && b < p.batch; b++) {
 		if (p.cu[b + 1] == p.cu[b])
 			continue;
 		RunData *s = paged_sequence(&p, b);
@@ -149,7 +206,13 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 		for (int i = 0; i < c->nfinal; i++, at++)
 			sb[at] = (AssocBuffer){c->finalize[i].name, s->fin[i].p,
 					       s->fin[i].n * s->fin[i].width * run_kind_size(s->fin[i].kind)};
-		st = lib_run_heads_at(k, heads, kv_heads, s->rows, s->len, s->qpos, sb, narr, params, nparams);
+		/* gpu's and emu's unpaged kernels count i from 0 in every run */
+		char why0[sizeof k->err];
+		if ((k->gpu || (k->dev && !strcmp(k->dev->name, "emu"))) &&
+		    rundata_from_zero_ok(s, "the unpaged CUDA kernels", why0, sizeof why0))
+			st = paged_fail(k, ASSOC_EDEVICE, "%s", why0);
+		else
+			st = lib_run_heads_at(k, heads, kv_heads, s->rows, s->len, s->qpos, sb, narr, params, nparams);
 		if (st) {
 			char why[sizeof k->err];
 			snprintf(why, sizeof why, "%s", k->err);
@@ -262,19 +325,8 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 		st = lib_params_of(k, params, nparams, pv);
 	pd.params = pv;
 	char why[sizeof k->err];
-	/* the paged module, for this page size */
-	if (!st && k->pgpu && k->pgpu->page_size != pg->page_size)
-		lib_release_paged(k);
-	if (!st && !k->pgpu) {
-		Gpu *g = calloc(1, sizeof *g);
-		if (!g)
-			st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
-		else if (gpu_open_paged(g, c, (int)pg->page_size, why, sizeof why)) {
-			free(g);
-			st = paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
-		} else
-			k->pgpu = g;
-	}
+	if (!st)
+		st = paged_module(k, (int)pg->page_size);
 	void *ctx = NULL;
 	if (!st && rt_enter_ctx(k->pgpu->rt, &ctx, why, sizeof why))
 		st = paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
