@@ -4,7 +4,8 @@
 # float64 reference, attention (bf16, head dim 128, 8k; the Hopper template's
 # schedules, the default and the warp-specialized ws=1 and ws=2) beside PyTorch's SDPA
 # and decoding beside the copy, paged decoding (a batch of 8 in one launch,
-# pages of 16 and 256) beside unpaged decoding of as many keys, softmax, Welford and logsumexp beside the
+# pages of 16 and 256) beside unpaged decoding of as many keys, paged chunked
+# prefill checked in one launch, softmax, Welford and logsumexp beside the
 # device-to-device copy and PyTorch, run --mpi on the GPU (where mpirun is),
 # the GPU test suite (odd shapes, split counts), bf16 rows and layer norm at
 # every shape, carriers no test uses (bench/carriers/), then tuning and the
@@ -162,6 +163,17 @@ r = [json.loads(l) for l in open(sys.argv[1]) if "decoding_paged" in l]
 print(r[-1]["keys"] if r else 0)' "$LOG/bench.jsonl" 2>/dev/null || echo 0)
 [ "${pkeys:-0}" -gt 0 ] && bench decoding_unpaged 15 tests/attention/full_bf16.yaml -D d=128 -D dv=128 --rows 1 \
 	--len "$pkeys" --heads 32 --kv-heads 8
+
+step "paged chunked prefill (bf16, causal bottom-right, 17 queries a sequence packed [rows][heads] in and out, 4 heads on 2, pages of 16 and 256): checked, one launch"
+if fits 40 "paged chunked prefill"; then
+	for page in 16 256; do
+		timeout "$(lim 60)" build/assoc run tests/attention/causal_bf16.yaml --device gpu --page-size $page \
+			--rows 17 --len 300 --batch 4 --heads 4 --kv-heads 2 --verbose >"$LOG/prefill_paged$page.log" 2>&1 ||
+			note_fail "paged chunked prefill, pages of $page: $(tail -3 "$LOG/prefill_paged$page.log")"
+		grep -q "sequences in one launch" "$LOG/prefill_paged$page.log" ||
+			note_fail "paged chunked prefill, pages of $page: not one launch"
+	done
+fi
 
 step "PyTorch beside them"
 if fits 60 "PyTorch"; then
