@@ -13,7 +13,9 @@
  * SM's registers; named barriers order warpgroups' turns, and their
  * misuse is reported; a 1D bulk copy lands at the wait on its barrier,
  * and its misuse is reported; the blocks of a cluster read each other's shared
- * memory after a cluster barrier, and its misuse is reported.  And the GPU side
+ * memory after a cluster barrier, and its misuse is reported; accesses of a
+ * word by threads of different warps race unless a chain of barriers orders
+ * them, a named barrier ordering only its own threads.  And the GPU side
  * of every wrapper compiles with NVRTC and assembles for sm_90a. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -565,6 +567,70 @@ Test(hopper, cluster_misuse_is_reported, .timeout = 60)
 	cr_expect(strstr(msg, "a cluster of 32 blocks (1 to 16)"), "%s", msg);
 	/* after each misuse the next launch runs clean */
 	cr_assert_eq(cluster_run(l, 4, 2, 0, out, msg, sizeof msg), 0, "%s", msg);
+	emu_close(l);
+}
+
+typedef struct {
+	const unsigned *src;
+	unsigned *out;
+	int mode;
+} OrderArgs;
+
+static int order_run(EmuLib *l, int mode, unsigned cluster, unsigned *out, char *msg, size_t n)
+{
+	_Alignas(16) static unsigned src[4] = {41, 42, 43, 44};
+	OrderArgs a = {src, out, mode};
+	memset(out, 0, 2 * 96 * sizeof *out);
+	return emu_launch_cluster(l, "order", cluster, 1, 96, 68 * 4, cluster, &a, NULL, msg, n);
+}
+
+/* Two accesses of a word by threads of different warps race unless a
+ * chain of barriers orders them: a named barrier orders only the threads
+ * that meet at it (a write of a thread outside it, before or after, is
+ * reported), an mbarrier wait orders what the arrivals did before it,
+ * __syncwarp orders the lanes of a warp (a shuffle does not), and
+ * __syncthreads and barrier.cluster order the whole block.  A bulk copy
+ * over words other threads read races with those reads unless they were
+ * ordered before its issue, and the words it lands are ordered only
+ * before the threads that wait on the phase it completes. */
+Test(hopper, partial_barriers_order_only_their_threads)
+{
+	EmuLib *l = lib();
+	static unsigned out[2 * 96];
+	char msg[2048];
+	cr_assert_eq(order_run(l, 1, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "shared-memory race on sm[0]: read of a word thread 0 wrote since the last __syncthreads"),
+		  "%s", msg);
+	cr_expect(strstr(msg, "(kernel order, block 0, thread 64)"), "%s", msg);
+	cr_assert_eq(order_run(l, 2, 1, out, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(out[64], 7u);
+	cr_assert_eq(order_run(l, 3, 1, out, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(out[64], 7u);
+	cr_assert_eq(order_run(l, 4, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "shared-memory race on sm[1]: write over a word thread ") && strstr(msg, " read since"),
+		  "%s", msg);
+	cr_expect(strstr(msg, "(kernel order, block 0, thread 0)"), "%s", msg);
+	cr_assert_eq(order_run(l, 5, 1, out, msg, sizeof msg), 0, "%s", msg);
+	for (int x = 0; x < 96; x++)
+		cr_expect_eq(out[x], 7u, "thread %d read %u", x, out[x]);
+	cr_assert_eq(order_run(l, 6, 1, out, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(out[5], 7u);
+	cr_assert_eq(order_run(l, 7, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "race on sm[2]: read of a word thread 0 wrote") && strstr(msg, "thread 5)"), "%s", msg);
+	cr_assert_eq(order_run(l, 8, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "race on sm[0]: cp.async.bulk over a word thread ") &&
+			  strstr(msg, " read, with no barrier ordering that before the copy"), "%s", msg);
+	cr_assert_eq(order_run(l, 9, 1, out, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(out[0], 41u);
+	cr_assert_eq(order_run(l, 11, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "race on sm[0]: read of a word a TMA copy completing on the mbarrier at sm[66] wrote") &&
+			  strstr(msg, "(missing mbarrier wait?)") && strstr(msg, "thread 64)"), "%s", msg);
+	cr_assert_eq(order_run(l, 12, 1, out, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(out[0], 41u);
+	cr_expect_eq(out[64], 41u);
+	cr_assert_eq(order_run(l, 10, 2, out, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(out[64], 7u);
+	cr_expect_eq(out[96 + 64], 7u);
 	emu_close(l);
 }
 

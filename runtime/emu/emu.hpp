@@ -7,10 +7,12 @@
  *
  * Checked: shared memory declared with ASC_SHARED (or ASC_DYN_SHARED, sized
  * by the launch's dynamic shared bytes) is bounds-checked, and
- * each word remembers its last writer and readers within the current barrier
- * interval, so a read of a word another thread wrote since the last
- * __syncthreads (or a write over a word another thread wrote or read since
- * then) is reported as a race; a barrier reached after another thread of the
+ * each word remembers its last writer and its readers, each with the
+ * thread's clock, so a read of a word another thread wrote (or a write
+ * over a word another thread wrote or read) is reported as a race unless
+ * barriers order the earlier access before it: __syncthreads, or a chain
+ * of named barriers, mbarriers and __syncwarp (the happens-before
+ * section says how); a barrier reached after another thread of the
  * block exited, or a deadlock at barriers or warp operations, is reported as
  * differing barrier counts, and threads that meet at different __syncthreads
  * calls as divergent barriers.  cp.async copies land only at the
@@ -76,6 +78,12 @@ struct EmuFiber {
 	unsigned nbgen[16]; /* per named barrier: 1 + the phase this thread last arrived in */
 	int clarr;          /* arrived at the cluster barrier, not yet waited */
 	unsigned clphase;   /* the cluster barrier's phase it arrived in */
+	/* happens-before (the hb section): its accesses since its last release
+	 * carry clk; its warp's accesses before wfl happen before its own (a
+	 * __syncwarp); vc[u]: thread u's accesses at clocks up to vc[u] do too
+	 * (NULL: nothing past the floors) */
+	uint64_t clk, wfl;
+	const uint64_t *vc;
 #if !defined(__x86_64__)
 	ucontext_t uc;
 #endif
@@ -105,8 +113,9 @@ struct Emu {
 	ucontext_t sched_uc;
 #endif
 	dim3 bidx, bdim, gdim;
-	uint64_t epoch;
+	uint64_t epoch;       /* the clock: every clock value and cut is drawn from it */
 	uint64_t block_epoch; /* the epoch the running block began in: older writes are another block's */
+	uint64_t floor;       /* accesses before it happen before every thread's (the last __syncthreads) */
 	uint64_t slot[32][2][32];
 	const char *op[32][2][32]; /* the collective each lane of slot is at */
 	int arrive[32][2], depart[32][2];
@@ -220,6 +229,222 @@ static void emu_fiber_init(EmuFiber *f, char *stack)
 #endif
 }
 
+/* ---- happens-before ----
+ * The shared-memory checks ask whether an earlier access (of thread u,
+ * at u's clock c) happens before the running thread's.  A thread's clock
+ * (clk, drawn from emu.epoch) moves on at each release, so that its
+ * accesses since carry a value above what it released; the earlier access
+ * happens before this thread's when
+ *   c < emu.floor: a __syncthreads came between (or a cluster barrier);
+ *   u is of this thread's warp and c < wfl: a __syncwarp did;
+ *   c <= vc[u]: a chain of releases and acquires did: bar.arrive and
+ *     bar.sync release to the phase of their named barrier, whose
+ *     completion the bar.sync threads acquire; mbarrier.arrive (and
+ *     arrive.expect_tx) release to the mbarrier's phase, which a wait that
+ *     sees it complete acquires.
+ * The words a TMA (or bulk) copy lands are written by the mbarrier it
+ * completes on, as by a thread of its own (number n + k of a block of n
+ * threads, for mbarrier k): its phase's completion releases them to the
+ * threads that wait on it, as an arrival does.  Shuffles, votes and the
+ * other warp collectives order no memory, as in CUDA's memory model.  A phase's arrivals are joined into one vector
+ * clock (EmuRel), which the phase's acquirers share, as threads that
+ * learn the same share theirs: vector clocks are immutable once made,
+ * live in the running block's arena, and are dropped whole at a
+ * __syncthreads, after which the floor says all they said. */
+
+/* An earlier read of a word (EmuShared keeps the latest and chains the
+ * others that no later read was ordered after). */
+struct EmuRead {
+	int t, prev, len; /* the reader; the read before it in the chain (or -1); the chain's length from here */
+	uint64_t c;       /* the reader's clock */
+};
+
+/* A block's vector clocks (chunks of growing size, kept across resets)
+ * and chained reads, dropped at each __syncthreads. */
+enum { EMU_CHUNKS = 40, EMU_MAXMBAR = 64 };
+static struct EmuArena {
+	char *chunk[EMU_CHUNKS];
+	size_t size[EMU_CHUNKS];
+	int n, cur;
+	size_t used;
+	EmuRead *log;
+	int nlog, caplog;
+} emu_arena[EMU_MAXCL];
+
+static void emu_arena_reset(void)
+{
+	EmuArena *a = &emu_arena[emu.rank];
+	a->cur = 0, a->used = 0, a->nlog = 0;
+}
+
+/* The entries of a vector clock: the block's threads, then its mbarriers. */
+static inline int emu_vcn(void) { return emu.n + EMU_MAXMBAR; }
+
+/* A vector clock, zeros, alive until the arena's reset. */
+static uint64_t *emu_vc_new(void)
+{
+	EmuArena *a = &emu_arena[emu.rank];
+	size_t need = (size_t)emu_vcn() * sizeof(uint64_t);
+	for (;;) {
+		if (a->cur == a->n) {
+			size_t sz = ((size_t)1 << 20) << (a->n < 10 ? a->n : 10);
+			char *m = a->n < EMU_CHUNKS ? (char *)malloc(sz) : NULL;
+			if (!m) {
+				fprintf(stderr, "emulator: no memory for vector clocks\n");
+				abort();
+			}
+			a->chunk[a->n] = m, a->size[a->n] = sz, a->n++;
+			a->used = 0;
+		}
+		if (a->used + need <= a->size[a->cur])
+			break;
+		a->cur++, a->used = 0;
+	}
+	uint64_t *v = (uint64_t *)(a->chunk[a->cur] + a->used);
+	a->used += need;
+	memset(v, 0, need);
+	return v;
+}
+
+static int emu_read_log(int t, int prev, uint64_t c)
+{
+	EmuArena *a = &emu_arena[emu.rank];
+	if (a->nlog == a->caplog) {
+		int cap = a->caplog ? 2 * a->caplog : 4096;
+		EmuRead *l = (EmuRead *)realloc(a->log, (size_t)cap * sizeof *l);
+		if (!l) {
+			fprintf(stderr, "emulator: no memory for the reads of shared memory\n");
+			abort();
+		}
+		a->log = l, a->caplog = cap;
+	}
+	a->log[a->nlog] = EmuRead{t, prev, prev >= 0 ? a->log[prev].len + 1 : 1, c};
+	return a->nlog++;
+}
+
+/* Thread u's access at clock c happens before f's next one. */
+static inline int emu_hb(int u, uint64_t c, const EmuFiber *f)
+{
+	return c < emu.floor || u == (int)f->tid.x || (u >> 5 == f->warp && c < f->wfl) || (f->vc && c <= f->vc[u]);
+}
+
+/* The releases to a barrier's phase, joined; the last two completed
+ * phases' joins (by the parity of their number), each with the vector
+ * clocks it holds whole and the joins with it its acquirers made. */
+enum { EMU_RELSEEN = 8, EMU_RELMEMO = 4 };
+struct EmuRel {
+	uint64_t *acc; /* this phase's releases so far, or NULL */
+	const uint64_t *seen[EMU_RELSEEN];
+	int nseen;
+	const uint64_t *done[2];
+	const uint64_t *dseen[2][EMU_RELSEEN];
+	int ndseen[2];
+	const uint64_t *memo[2][EMU_RELMEMO][2];
+	int nmemo[2];
+};
+
+static void emu_rel_drop(EmuRel *r)
+{
+	r->acc = NULL, r->nseen = 0;
+	r->done[0] = r->done[1] = NULL;
+	r->ndseen[0] = r->ndseen[1] = r->nmemo[0] = r->nmemo[1] = 0;
+}
+
+/* f releases to r's phase: what it did and knows. */
+static void emu_release(EmuRel *r, EmuFiber *f)
+{
+	if (!r->acc)
+		r->acc = emu_vc_new(), r->nseen = 0;
+	uint64_t *a = r->acc;
+	int me = (int)f->tid.x;
+	if (a[me] < f->clk)
+		a[me] = f->clk;
+	if (f->wfl > emu.floor)
+		for (int l = 32 * f->warp; l < 32 * f->warp + 32; l++)
+			if (a[l] < f->wfl - 1)
+				a[l] = f->wfl - 1;
+	if (f->vc) {
+		int k = 0;
+		while (k < r->nseen && r->seen[k] != f->vc)
+			k++;
+		if (k == r->nseen) {
+			for (int u = 0; u < emu_vcn(); u++)
+				if (a[u] < f->vc[u])
+					a[u] = f->vc[u];
+			if (r->nseen < EMU_RELSEEN)
+				r->seen[r->nseen++] = f->vc;
+		}
+	}
+	f->clk = ++emu.epoch;
+}
+
+/* r's phase completes: its number's parity p. */
+static void emu_rel_complete(EmuRel *r, unsigned p)
+{
+	p &= 1;
+	r->done[p] = r->acc;
+	memcpy(r->dseen[p], r->seen, sizeof r->seen);
+	r->ndseen[p] = r->nseen;
+	r->nmemo[p] = 0;
+	r->acc = NULL, r->nseen = 0;
+}
+
+/* f acquires the last completed phase of parity p of r. */
+static void emu_acquire(EmuRel *r, unsigned p, EmuFiber *f)
+{
+	p &= 1;
+	const uint64_t *j = r->done[p];
+	if (!j || f->vc == j)
+		return;
+	for (int k = 0; k < r->ndseen[p]; k++)
+		if (r->dseen[p][k] == f->vc) {
+			f->vc = j;
+			return;
+		}
+	if (!f->vc) {
+		f->vc = j;
+		return;
+	}
+	for (int k = 0; k < r->nmemo[p]; k++)
+		if (r->memo[p][k][0] == f->vc) {
+			f->vc = r->memo[p][k][1];
+			return;
+		}
+	uint64_t *x = emu_vc_new();
+	for (int u = 0; u < emu_vcn(); u++)
+		x[u] = f->vc[u] > j[u] ? f->vc[u] : j[u];
+	if (r->nmemo[p] < EMU_RELMEMO)
+		r->memo[p][r->nmemo[p]][0] = f->vc, r->memo[p][r->nmemo[p]++][1] = x;
+	f->vc = x;
+}
+
+/* Warp w's lanes meet at __syncwarp: each learns what the others did and knew. */
+static void emu_warp_hb(int w)
+{
+	EmuFiber *l0 = &emu.f[32 * w];
+	const uint64_t *v = NULL;
+	int mixed = 0;
+	for (int l = 0; l < 32; l++)
+		if (l0[l].vc) {
+			mixed |= v && l0[l].vc != v;
+			v = l0[l].vc;
+		}
+	if (mixed) {
+		uint64_t *x = emu_vc_new();
+		for (int l = 0; l < 32; l++)
+			if (l0[l].vc && (l == 0 || l0[l].vc != l0[l - 1].vc))
+				for (int u = 0; u < emu_vcn(); u++)
+					if (x[u] < l0[l].vc[u])
+						x[u] = l0[l].vc[u];
+		v = x;
+	}
+	uint64_t t = ++emu.epoch;
+	for (int l = 0; l < 32; l++)
+		l0[l].vc = v, l0[l].wfl = t, l0[l].clk = t;
+}
+
+static void emu_hb_cut(void);
+
 /* ---- barriers and warps ---- */
 
 /* A block whose threads meet at different __syncthreads in divergent code
@@ -242,7 +467,7 @@ __attribute__((noinline)) static void emu_syncthreads(const char *site)
 			 f->nbar);
 	if (++emu.bar_arrived == emu.n) {
 		emu.bar_arrived = 0;
-		emu.epoch++;
+		emu_hb_cut();
 		for (int t = 0; t < emu.n; t++) {
 			if (strcmp(emu.f[t].bar_site, f->bar_site))
 				emu_fail("__syncthreads #%d: thread %d waits at another __syncthreads call (%s) than this "
@@ -273,6 +498,8 @@ static const uint64_t *emu_warp_enter(unsigned mask, uint64_t v, const char *wha
 			if (strcmp(emu.op[w][p][l], what))
 				emu_fail("warp %d: lane %d is at %s while lane %d is at %s (every lane of the mask must "
 					 "reach the same collective)", w, l, emu.op[w][p][l], f->lane, what);
+		if (!strcmp(what, "__syncwarp"))
+			emu_warp_hb(w);
 		for (int l = 0; l < 32; l++)
 			if (emu.f[w * 32 + l].blocked == 2)
 				emu.f[w * 32 + l].blocked = 0;
@@ -349,14 +576,15 @@ static void __syncwarp(unsigned m = 0xffffffffu)
  * (bar.arrive goes on, bar.sync waits) until `count` have, every one of a
  * phase naming the same count, each thread once a phase.  A phase that
  * never completes is reported: as a deadlock where threads wait in it, at
- * the block's end where only bar.arrive reached it.  Its completion starts
- * a new interval of the shared-memory race checks for the whole block, as
- * __syncthreads does (the checks keep one interval a block): a race
- * between a barrier's threads and a thread outside it goes unseen. */
+ * the block's end where only bar.arrive reached it.  Every arrival
+ * releases to the phase and the bar.sync threads acquire it at its
+ * completion (the hb section): the threads outside the barrier learn
+ * nothing, so a race between them and its threads is reported. */
 enum { EMU_NBAR = 16 };
 static struct {
 	int arrived[EMU_NBAR], count[EMU_NBAR], first[EMU_NBAR];
 	unsigned phase[EMU_NBAR];
+	EmuRel rel[EMU_NBAR];
 } emu_nb;
 
 static void emu_bar(int id, int count, int sync)
@@ -377,13 +605,19 @@ static void emu_bar(int id, int count, int sync)
 	f->nbgen[id] = phase + 1;
 	if (!emu_nb.arrived[id])
 		emu_nb.count[id] = count, emu_nb.first[id] = (int)f->tid.x;
+	EmuRel *r = &emu_nb.rel[id];
+	emu_release(r, f);
 	if (++emu_nb.arrived[id] == count) {
 		emu_nb.arrived[id] = 0;
+		emu_rel_complete(r, phase);
 		emu_nb.phase[id]++;
-		emu.epoch++;
 		for (int t = 0; t < emu.n; t++)
-			if (emu.f[t].blocked == 6 && emu.f[t].nb == id)
+			if (emu.f[t].blocked == 6 && emu.f[t].nb == id) {
 				emu.f[t].blocked = 0;
+				emu_acquire(r, phase, &emu.f[t]);
+			}
+		if (sync)
+			emu_acquire(r, phase, f);
 		return;
 	}
 	while (sync && emu_nb.phase[id] == phase) {
@@ -397,17 +631,20 @@ static void emu_bar(int id, int count, int sync)
 
 /* pend of a word: 1 + the thread whose cp.async to it is in flight, -(1 +
  * the thread) whose TMA copy to it is, EMU_PEND_MBAR in an mbarrier, or 0.
- * wt of a word a TMA copy wrote: EMU_ASYNC_WRITER (ordered by the
- * mbarrier that completed it, not by __syncthreads). */
-enum { EMU_PEND_MBAR = -0x7fffffff, EMU_ASYNC_WRITER = -3 };
+ * wt of a word a TMA copy wrote: n + k, k its mbarrier (the hb section). */
+enum { EMU_PEND_MBAR = -0x7fffffff };
+
+/* The writer wt of a word, as a report names it. */
+static const char *emu_writer(int wt);
 
 /* A shared array: the words and, per word, the checks' bookkeeping.  Static
  * arrays (ASC_SHARED) hold their storage; the dynamic one (ASC_DYN_SHARED)
  * points at storage sized by the launch's dynamic shared bytes. */
 template <class T> struct EmuShared {
 	T *v;
-	uint64_t *wep, *rep;
-	int *wt, *rt;
+	uint64_t *wep, *rep; /* the clocks of the last write and the latest read */
+	int *wt, *rt;        /* their threads */
+	int *rl;             /* the chain of earlier reads not ordered before the latest (EmuRead), or -1 */
 	int *pend;
 	unsigned *wpf; /* the writer's fence.proxy.async count at the write */
 	long n;
@@ -438,20 +675,65 @@ template <class T> struct EmuShared {
 				 "cp.async.wait_group%s?)", what, nm, i, pend[i] - 1,
 				 pend[i] - 1 == (int)emu.cur->tid.x ? "" : ", or __syncthreads after it");
 	}
+	/* The writer of word i if its write does not happen before the running
+	 * thread's next access, else -1. */
+	int racing_write(long i) const { return wt[i] >= 0 && !emu_hb(wt[i], wep[i], emu.cur) ? wt[i] : -1; }
+	/* A reader of word i whose read does not happen before the running
+	 * thread's next access, or -1. */
+	int racing_read(long i) const
+	{
+		const EmuFiber *f = emu.cur;
+		if (rep[i] < emu.floor)
+			return -1;
+		if (!emu_hb(rt[i], rep[i], f))
+			return rt[i];
+		const EmuRead *lg = emu_arena[emu.rank].log;
+		for (int k = rl[i]; k >= 0; k = lg[k].prev)
+			if (!emu_hb(lg[k].t, lg[k].c, f))
+				return lg[k].t;
+		return -1;
+	}
+	/* The running thread reads word i: the latest read, the earlier ones
+	 * not ordered before it chained (of a short chain, those ordered
+	 * before it are dropped). */
+	void note_read(long i)
+	{
+		const EmuFiber *f = emu.cur;
+		int me = (int)f->tid.x;
+		if (rep[i] < emu.floor)
+			rl[i] = -1;
+		else if (rt[i] != me) {
+			EmuRead *lg = emu_arena[emu.rank].log;
+			int k = rl[i];
+			if (k >= 0 && lg[k].len < 8) {
+				int keep[8], nk = 0;
+				for (; k >= 0; k = lg[k].prev)
+					if (!emu_hb(lg[k].t, lg[k].c, f))
+						keep[nk++] = k;
+				int prev = -1;
+				for (int j = nk - 1; j >= 0; j--)
+					lg[keep[j]].prev = prev, lg[keep[j]].len = nk - j, prev = keep[j];
+				rl[i] = prev;
+			}
+			if (!emu_hb(rt[i], rep[i], f))
+				rl[i] = emu_read_log(rt[i], rl[i], rep[i]);
+		}
+		rt[i] = me;
+		rep[i] = f->clk;
+	}
 	T rd(long i)
 	{
 		at(i);
 		inflight(i, "read");
-		int me = (int)emu.cur->tid.x;
 		if (wep[i] < emu.block_epoch) /* on a GPU: whatever the last block on the SM left, or garbage */
 			emu_fail("shared-memory race on %s[%ld]: read of a word no thread of this block has written yet "
 				 "(missing __syncthreads before the read? shared memory starts undefined in every block)",
 				 nm, i);
-		if (wep[i] == emu.epoch && wt[i] != me && wt[i] >= 0)
-			emu_fail("shared-memory race on %s[%ld]: read of a word thread %d wrote since the last __syncthreads "
-				 "(missing __syncthreads?)", nm, i, wt[i]);
-		rt[i] = rep[i] == emu.epoch && rt[i] != me ? -2 : me;
-		rep[i] = emu.epoch;
+		int w = racing_write(i);
+		if (w >= 0)
+			emu_fail("shared-memory race on %s[%ld]: read of a word %s wrote since the last __syncthreads "
+				 "(missing %s?)", nm, i, emu_writer(w), w < emu.n ? "__syncthreads" : "mbarrier wait");
+		note_read(i);
 		return v[i];
 	}
 	/* A cp.async to word i begins: checked as a write now, the word
@@ -460,12 +742,22 @@ template <class T> struct EmuShared {
 	{
 		at(i);
 		inflight(i, "cp.async");
-		int me = (int)emu.cur->tid.x;
-		if ((wep[i] == emu.epoch && wt[i] != me && wt[i] >= 0) || (rep[i] == emu.epoch && rt[i] != me))
-			emu_fail("shared-memory race on %s[%ld]: cp.async over a word thread %d %s since the last "
-				 "__syncthreads (missing __syncthreads?)", nm, i, wep[i] == emu.epoch ? wt[i] : rt[i],
-				 wep[i] == emu.epoch ? "wrote" : "read");
-		pend[i] = me + 1;
+		int w = racing_write(i), r = w >= 0 ? -1 : racing_read(i);
+		if (w >= 0 || r >= 0)
+			emu_fail("shared-memory race on %s[%ld]: cp.async over a word %s %s since the last "
+				 "__syncthreads (missing __syncthreads?)", nm, i, emu_writer(w >= 0 ? w : r),
+				 w >= 0 ? "wrote" : "read");
+		pend[i] = (int)emu.cur->tid.x + 1;
+	}
+	/* A TMA or bulk copy the running thread issues will write word i: the
+	 * accesses before it happen before the issue. */
+	void over(long i, const char *what)
+	{
+		int w = racing_write(i), r = w >= 0 ? -1 : racing_read(i);
+		if (w >= 0 || r >= 0)
+			emu_fail("shared-memory race on %s[%ld]: %s over a word %s %s, with no barrier ordering that "
+				 "before the copy (missing mbarrier wait for the stage to be free?)", nm, i, what,
+				 emu_writer(w >= 0 ? w : r), w >= 0 ? "wrote" : "read");
 	}
 	void land(long i, const T &x)
 	{
@@ -476,15 +768,17 @@ template <class T> struct EmuShared {
 	{
 		at(i);
 		inflight(i, "write");
-		int me = (int)emu.cur->tid.x;
-		if (wep[i] == emu.epoch && wt[i] != me && wt[i] >= 0)
-			emu_fail("shared-memory race on %s[%ld]: two threads write it between barriers (thread %d, then this one)",
-				 nm, i, wt[i]);
-		if (rep[i] == emu.epoch && rt[i] != me)
-			emu_fail("shared-memory race on %s[%ld]: write over a word %s read since the last __syncthreads "
-				 "(missing __syncthreads?)", nm, i, rt[i] == -2 ? "other threads" : "another thread");
-		wep[i] = emu.epoch;
-		wt[i] = me;
+		int w = racing_write(i);
+		if (w >= 0)
+			emu_fail("shared-memory race on %s[%ld]: two threads write it between barriers (%s, then this one)",
+				 nm, i, emu_writer(w));
+		int r = racing_read(i);
+		if (r >= 0)
+			emu_fail("shared-memory race on %s[%ld]: write over a word thread %d read since the last __syncthreads "
+				 "(missing __syncthreads?)", nm, i, r);
+		wep[i] = emu.cur->clk;
+		wt[i] = (int)emu.cur->tid.x;
+		rep[i] = 0; /* the reads happen before this write, so before what is ordered after it */
 		wpf[i] = emu.cur->pfence;
 		v[i] = x;
 	}
@@ -514,11 +808,12 @@ template <class T> struct EmuShared {
 template <class T, int N> struct EmuStaticShared : EmuShared<T> {
 	alignas(16) T sv[N];
 	uint64_t swep[N], srep[N];
-	int swt[N], srt[N], spend[N];
+	int swt[N], srt[N], srl[N], spend[N];
 	unsigned swpf[N];
 	EmuStaticShared()
 	{
 		this->v = sv, this->wep = swep, this->rep = srep, this->wt = swt, this->rt = srt, this->pend = spend;
+		this->rl = srl;
 		this->wpf = swpf;
 		this->n = N, this->dyn = 0;
 	}
@@ -545,7 +840,7 @@ template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
 		size_t words = n > 0 ? (size_t)n : 1, at = 0;
 		size_t off_v = at, off_wep = (at += (words * sizeof(T) + 15) / 16 * 16), off_rep = (at += words * 8);
 		size_t off_wt = (at += words * 8), off_rt = (at += words * 4), off_pend = (at += words * 4);
-		size_t off_wpf = (at += words * 4);
+		size_t off_wpf = (at += words * 4), off_rl = (at += words * 4);
 		at += words * 4;
 		mem = aligned_alloc(16, (at + 15) / 16 * 16);
 		if (!mem) {
@@ -556,7 +851,7 @@ template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
 		char *b = (char *)mem;
 		d.v = (T *)(b + off_v), d.wep = (uint64_t *)(b + off_wep), d.rep = (uint64_t *)(b + off_rep);
 		d.wt = (int *)(b + off_wt), d.rt = (int *)(b + off_rt), d.pend = (int *)(b + off_pend);
-		d.wpf = (unsigned *)(b + off_wpf);
+		d.wpf = (unsigned *)(b + off_wpf), d.rl = (int *)(b + off_rl);
 		d.n = n, d.dyn = 1;
 	}
 	d.nm = nm, d.crank = emu.rank, d.cstride = (long)sizeof dc[0];
@@ -845,7 +1140,7 @@ static inline unsigned short emu_float_to_half(float f)
  * retires it, so D read earlier is stale, and D or an operand written
  * meanwhile is reported. */
 
-enum { EMU_MAXMBAR = 64, EMU_MAXTMA = 256, EMU_MAXWG = EMU_MAXT / 128, EMU_WGRING = 32 };
+enum { EMU_MAXTMA = 256, EMU_MAXWG = EMU_MAXT / 128, EMU_WGRING = 32 };
 
 struct EmuMbar {
 	EmuShared<unsigned> *s;
@@ -853,7 +1148,9 @@ struct EmuMbar {
 	unsigned count, pending, phase; /* phase: the number of phases completed */
 	long long tx;
 	int init_t, fenced;
-	uint64_t init_epoch;
+	uint64_t init_clk; /* the initializing thread's clock at the init */
+	uint64_t landed;   /* the clock its copies last landed at (the hb section) */
+	EmuRel rel;        /* the arrivals' releases */
 };
 
 struct EmuTma {
@@ -894,6 +1191,20 @@ static struct {
 	const char *rv_op[EMU_MAXWG];
 	unsigned rv_gen[EMU_MAXWG];
 } emu_hop;
+
+/* A __syncthreads completes: every access so far happens before every
+ * thread's next, and what the vector clocks said the floor says. */
+static void emu_hb_cut(void)
+{
+	emu.floor = ++emu.epoch;
+	for (int t = 0; t < emu.n; t++)
+		emu.f[t].vc = NULL, emu.f[t].clk = emu.floor;
+	emu_arena_reset();
+	for (int id = 0; id < EMU_NBAR; id++)
+		emu_rel_drop(&emu_nb.rel[id]);
+	for (int k = 0; k < emu_hop.nbar; k++)
+		emu_rel_drop(&emu_hop.bar[k].rel);
+}
 
 static void emu_hop_wake(int kind)
 {
@@ -969,7 +1280,7 @@ static void emu_mbar_init(EmuShared<unsigned> &s, long at, unsigned count)
 	if (count < 1 || count >= 1u << 20)
 		emu_fail("mbarrier.init of %s[%ld]: count %u outside [1, 2^20 - 1]", s.nm, at, count);
 	EmuMbar *b = emu_mbar_find(s, at);
-	if (b && b->init_epoch == emu.epoch && b->init_t != me)
+	if (b && b->init_t != me && !emu_hb(b->init_t, b->init_clk, emu.cur))
 		emu_fail("mbarrier.init of %s[%ld] by thread %d and by this thread between barriers (one thread "
 			 "initializes an mbarrier)", s.nm, at, b->init_t);
 	if (!b) {
@@ -983,7 +1294,8 @@ static void emu_mbar_init(EmuShared<unsigned> &s, long at, unsigned count)
 		if (&emu_hop.bar[emu_hop.tma[k].bar] == b)
 			emu_fail("mbarrier.init of %s[%ld] while a TMA copy completes on it", s.nm, at);
 	b->s = &s, b->at = at, b->count = b->pending = count, b->phase = 0, b->tx = 0;
-	b->init_t = me, b->init_epoch = emu.epoch, b->fenced = 0;
+	b->init_t = me, b->init_clk = emu.cur->clk, b->fenced = 0, b->landed = 0;
+	emu_rel_drop(&b->rel);
 	s.pend[at] = s.pend[at + 1] = EMU_PEND_MBAR;
 }
 
@@ -1002,21 +1314,34 @@ static EmuMbar *emu_mbar_use(EmuShared<unsigned> &s, long at, const char *what)
 	EmuMbar *b = emu_mbar_find(s, at);
 	if (!b)
 		emu_fail("%s on %s[%ld], which no thread initialized (missing mbarrier.init?)", what, s.nm, at);
-	if (b->init_epoch == emu.epoch && b->init_t != (int)emu.cur->tid.x)
+	if (b->init_t != (int)emu.cur->tid.x && !emu_hb(b->init_t, b->init_clk, emu.cur))
 		emu_fail("%s on %s[%ld], which thread %d initialized since the last __syncthreads (missing "
 			 "fence.mbarrier_init and __syncthreads after the init?)", what, s.nm, at, b->init_t);
 	return b;
 }
 
-static void emu_tma_land(EmuTma *c)
+static const char *emu_writer(int wt)
+{
+	static char b[192];
+	if (wt < emu.n)
+		snprintf(b, sizeof b, "thread %d", wt);
+	else {
+		const EmuMbar *m = &emu_hop.bar[wt - emu.n];
+		snprintf(b, sizeof b, "a TMA copy completing on the mbarrier at %s[%ld]", m->s->nm, m->at);
+	}
+	return b;
+}
+
+/* c lands at clock t, written by its mbarrier. */
+static void emu_tma_land(EmuTma *c, uint64_t t)
 {
 	EmuShared<unsigned> *s = c->s;
 	for (long w = 0; w < c->nw; w++) {
 		long i = c->at[w];
 		s->pend[i] = 0;
 		s->v[i] = c->v[w];
-		s->wep[i] = emu.epoch;
-		s->wt[i] = EMU_ASYNC_WRITER;
+		s->wep[i] = t;
+		s->wt[i] = emu.n + c->bar;
 		s->rep[i] = 0;
 	}
 	free(c->at);
@@ -1038,7 +1363,8 @@ static void emu_mbar_complete(EmuMbar *b, int land)
 		if (&emu_hop.bar[c->bar] != b)
 			emu_hop.tma[k++] = *c;
 		else {
-			emu_tma_land(c);
+			b->landed = ++emu.epoch;
+			emu_tma_land(c, b->landed);
 			b->tx -= c->bytes;
 		}
 	}
@@ -1048,6 +1374,11 @@ static void emu_mbar_complete(EmuMbar *b, int land)
 			 "(tx-count below 0)", b->s->nm, b->at, -b->tx);
 	if (b->tx)
 		return;
+	if (!b->rel.acc) /* no arrival since the last __syncthreads: only the copies to release */
+		b->rel.acc = emu_vc_new();
+	if (b->rel.acc[emu.n + (b - emu_hop.bar)] < b->landed)
+		b->rel.acc[emu.n + (b - emu_hop.bar)] = b->landed;
+	emu_rel_complete(&b->rel, b->phase);
 	b->phase++;
 	b->pending = b->count;
 	emu_mbar_wake((int)(b - emu_hop.bar));
@@ -1059,6 +1390,7 @@ static void emu_mbar_arrive(EmuShared<unsigned> &s, long at)
 	if (!b->pending)
 		emu_fail("mbarrier.arrive on %s[%ld]: more arrivals than its count (%u) in one phase (the phase waits "
 			 "only for its transaction bytes, which land when a thread waits on it)", s.nm, at, b->count);
+	emu_release(&b->rel, emu.cur);
 	b->pending--;
 	emu_mbar_complete(b, 0);
 	emu_mbar_wake((int)(b - emu_hop.bar));
@@ -1086,6 +1418,7 @@ static void emu_mbar_wait(EmuShared<unsigned> &s, long at, unsigned parity)
 		f->blocked = 3;
 		emu_to_sched();
 	}
+	emu_acquire(&b->rel, parity, f);
 }
 
 /* ---- cp.async.bulk.tensor: a TMA tile load ---- */
@@ -1146,6 +1479,7 @@ static void emu_tma_load(EmuShared<unsigned> &s, long at, const void *map, const
 		long i = emu_swizzle(dst + 4 * (unsigned)w, m->swizzle) / 4;
 		s.at(i);
 		s.inflight(i, "TMA copy");
+		s.over(i, "TMA copy");
 		c->at[w] = i;
 		memcpy(&c->v[w], buf + 4 * w, 4);
 		s.pend[i] = -(me + 1);
@@ -1185,6 +1519,7 @@ static void emu_bulk_load(EmuShared<unsigned> &s, long at, const void *src, unsi
 		long i = at + w;
 		s.at(i);
 		s.inflight(i, "cp.async.bulk");
+		s.over(i, "cp.async.bulk");
 		c->at[w] = i;
 		memcpy(&c->v[w], (const unsigned char *)src + 4 * w, 4);
 		s.pend[i] = -(me + 1);
@@ -1247,7 +1582,7 @@ static unsigned short emu_wg_half(unsigned long long desc, int tnsp, int mn, int
 		s->at(i);
 		s->inflight(i, "wgmma.mma_async read");
 		w = s->rd(i);
-		if (s->wt[i] >= 0 && s->wpf[i] == emu.f[s->wt[i]].pfence)
+		if (s->wt[i] >= 0 && s->wt[i] < emu.n && s->wpf[i] == emu.f[s->wt[i]].pfence)
 			emu_fail("wgmma.mma_async reads %s[%ld], written by thread %d without fence.proxy.async after the "
 				 "write", s->nm, i, s->wt[i]);
 	} else
@@ -1463,8 +1798,8 @@ static void emu_setmaxnreg(int regs, const char *op)
  * then the next one runs, so that each block's fibers, shared memory and
  * barrier state are its own (emu_cl keeps a parked block's).  The cluster
  * barrier's phase completes when every thread of the cluster has arrived
- * (barrier.cluster.arrive), and starts a new interval of the shared-memory
- * race checks in every block.  Checked: a thread arrives once a phase and
+ * (barrier.cluster.arrive), and is a floor of the shared-memory race
+ * checks in every block, as __syncthreads is.  Checked: a thread arrives once a phase and
  * waits only after arriving; an arrival after a thread of the cluster
  * exited, or an exit while others wait, is reported (differing barrier
  * counts); a read of a peer's shared memory is of a word that block wrote
@@ -1479,7 +1814,7 @@ static void emu_setmaxnreg(int regs, const char *op)
 struct EmuBlockCtx {
 	dim3 bidx;
 	int nlive, bar_arrived, left, begun, done;
-	uint64_t block_epoch;
+	uint64_t block_epoch, floor;
 	unsigned rd_phase; /* 1 + the last phase a peer read this block's shared memory in; 0: none */
 	int rd_rank;       /* that peer */
 	const char *rd_nm; /* and the array */
@@ -1496,6 +1831,7 @@ static void emu_cluster_arrive(void)
 	EmuFiber *f = emu.cur;
 	if (f->clarr)
 		emu_fail("barrier.cluster.arrive twice without a barrier.cluster.wait between them");
+	f->clk = ++emu.epoch; /* its accesses until the phase completes count as before it */
 	if (emu.cl_exited)
 		emu_fail("barrier.cluster.arrive after %d threads of the cluster exited (every thread of the cluster "
 			 "arrives in each phase; differing barrier counts)", emu.cl_exited);
@@ -1507,6 +1843,10 @@ static void emu_cluster_arrive(void)
 		emu.cl_gone = 0;
 		emu.cl_phase++;
 		emu.cl_epoch = ++emu.epoch;
+		emu.floor = emu.cl_epoch; /* the parked blocks' at emu_block_load */
+		for (int r = 0; r < emu.csize; r++)
+			for (int t = 0; t < emu.n; t++)
+				emu_fib[r][t].clk = emu.cl_epoch;
 		emu_hop_wake(7);
 	}
 }
@@ -1583,6 +1923,10 @@ static void emu_block_begin(int rank)
 	emu.nlive = emu.n;
 	emu.bar_arrived = 0;
 	emu.block_epoch = ++emu.epoch;
+	emu.floor = emu.block_epoch;
+	for (int t = 0; t < emu.n; t++)
+		emu.f[t].clk = emu.block_epoch, emu.f[t].wfl = 0, emu.f[t].vc = NULL;
+	emu_arena_reset();
 	emu.left = emu.n;
 }
 
@@ -1720,7 +2064,7 @@ static void emu_block_save(int r)
 {
 	EmuBlockCtx *c = &emu_cl[r];
 	c->bidx = emu.bidx, c->nlive = emu.nlive, c->bar_arrived = emu.bar_arrived, c->left = emu.left;
-	c->block_epoch = emu.block_epoch;
+	c->block_epoch = emu.block_epoch, c->floor = emu.floor;
 	c->nb = emu_nb;
 	memcpy(&c->hop, &emu_hop, sizeof emu_hop);
 }
@@ -1732,6 +2076,7 @@ static void emu_block_load(int r)
 	emu.f = emu_fib[r];
 	emu.bidx = c->bidx, emu.nlive = c->nlive, emu.bar_arrived = c->bar_arrived, emu.left = c->left;
 	emu.block_epoch = c->block_epoch;
+	emu.floor = c->floor > emu.cl_epoch ? c->floor : emu.cl_epoch;
 	emu_nb = c->nb;
 	EmuWgOp *ring[EMU_MAXWG][EMU_WGRING]; /* the records are one pool, whichever block took them */
 	memcpy(ring, emu_hop.ring, sizeof ring);
@@ -1814,6 +2159,12 @@ __attribute__((destructor)) static void emu_unload(void)
 	if (emu.stacks)
 		munmap(emu.stacks, (size_t)emu.nstacks * emu.stack);
 	emu.stacks = NULL;
+	for (int r = 0; r < EMU_MAXCL; r++) {
+		for (int k = 0; k < emu_arena[r].n; k++)
+			free(emu_arena[r].chunk[k]);
+		free(emu_arena[r].log);
+		memset(&emu_arena[r], 0, sizeof emu_arena[r]);
+	}
 }
 
 /* Run fn(args) on a grid of `grid` blocks of `block` threads with smem bytes

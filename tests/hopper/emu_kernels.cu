@@ -346,3 +346,124 @@ extern "C" void bulk_emu(const void *p)
 	for (int w = threadIdx.x; w < A->n; w += blockDim.x)
 		A->out[w] = sm[w];
 }
+
+/* ---- happens-before across partial barriers: 96 threads, words 0 to 7
+ * written before a __syncthreads, mbarriers at words 64 and 66.  Each
+ * mode pairs two accesses of one word by threads of different warps (or
+ * lanes) and orders them, or not:
+ * 1: thread 0 writes word 0; warps 1 and 2 meet at named barrier 1 (64
+ *    threads) and thread 64 reads it: a race;
+ * 2: the same with warp 0 at the barrier too (96 threads): ordered;
+ * 3: thread 0 writes word 0 and arrives at an mbarrier, thread 64 waits
+ *    on its phase and reads it: ordered;
+ * 4: warps 1 and 2 read word 1 and meet at barrier 1; warp 0, after them
+ *    (behind a __syncwarp), writes it: a race;
+ * 5: thread 0 writes word 0, __syncthreads, every thread reads it: ordered;
+ * 6: lane 0 writes word 2, __syncwarp, lane 5 reads it: ordered;
+ * 7: the same with a shuffle for the __syncwarp: a race (a shuffle orders
+ *    no memory);
+ * 8: warp 1 reads words 0 to 3; thread 0, after it, bulk-copies over
+ *    them: a race;
+ * 9: the same with warp 1 arriving at an mbarrier (count 32) that thread
+ *    0 waits on before the copy: ordered;
+ * 10: thread 0 writes word 0, barrier.cluster, thread 64 reads it:
+ *    ordered (launched in clusters);
+ * 11: thread 0 bulk-copies words 0 to 3 and waits for them, thread 64
+ *    reads word 0 without waiting: a race (with the copy);
+ * 12: the same with thread 64 waiting on the phase too: ordered.
+ * out[96 block + x]: what thread x read (0: nothing). ---- */
+struct OrderArgs {
+	const unsigned *src;
+	unsigned *out;
+	int mode;
+};
+
+extern "C" void order_emu(const void *p)
+{
+	const OrderArgs *A = (const OrderArgs *)p;
+	ASC_DYN_SHARED(unsigned, sm);
+	const int BAR = 64, BAR2 = 66;
+	int x = threadIdx.x, w = x / 32, mode = A->mode;
+	if (x == 0) {
+		asc_mbar_init(sm, BAR, mode == 9 ? 32 : 1);
+		asc_mbar_init(sm, BAR2, 1);
+		asc_mbar_fence_init();
+	}
+	if (x < 8)
+		sm[x] = 100 + x;
+	__syncthreads();
+	unsigned r = 0;
+	if (mode == 1 || mode == 2) {
+		if (x == 0)
+			sm[0] = 7;
+		if (w > 0 || mode == 2)
+			asc_bar_sync(1, mode == 2 ? 96 : 64);
+		if (x == 64)
+			r = sm[0];
+	} else if (mode == 3) {
+		if (x == 0) {
+			sm[0] = 7;
+			asc_mbar_arrive(sm, BAR);
+		}
+		if (x == 64) {
+			asc_mbar_wait(sm, BAR, 0);
+			r = sm[0];
+		}
+	} else if (mode == 4) {
+		if (w == 0)
+			__syncwarp();
+		else {
+			r = sm[1];
+			asc_bar_sync(1, 64);
+		}
+		if (x == 0)
+			sm[1] = 7;
+	} else if (mode == 5) {
+		if (x == 0)
+			sm[0] = 7;
+		__syncthreads();
+		r = sm[0];
+	} else if (mode == 6 || mode == 7) {
+		if (x == 0)
+			sm[2] = 7;
+		if (mode == 6)
+			__syncwarp();
+		else
+			r = (unsigned)__shfl_sync(0xffffffffu, x, 0);
+		if (x == 5)
+			r = sm[2];
+	} else if (mode == 8 || mode == 9) {
+		if (w == 0)
+			__syncwarp();
+		if (w == 1) {
+			r = sm[x % 4];
+			if (mode == 9)
+				asc_mbar_arrive(sm, BAR);
+		}
+		if (x == 0) {
+			if (mode == 9)
+				asc_mbar_wait(sm, BAR, 0);
+			asc_mbar_expect_tx(sm, BAR2, 16);
+			asc_bulk_load(sm, 0, A->src, 16, sm, BAR2);
+			asc_mbar_wait(sm, BAR2, 0);
+			r = sm[0];
+		}
+	} else if (mode == 11 || mode == 12) {
+		if (x == 0) {
+			asc_mbar_expect_tx(sm, BAR2, 16);
+			asc_bulk_load(sm, 0, A->src, 16, sm, BAR2);
+		}
+		if (x == 0 || (x == 64 && mode == 12))
+			asc_mbar_wait(sm, BAR2, 0);
+		if (x == 0 || x == 64)
+			r = sm[0];
+	} else if (mode == 10) {
+		if (x == 0)
+			sm[0] = 7;
+		asc_cluster_sync();
+		if (x == 64)
+			r = sm[0];
+		asc_cluster_sync();
+	}
+	A->out[96 * blockIdx.x + x] = r;
+}
