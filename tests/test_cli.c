@@ -1674,3 +1674,34 @@ Test(cli, bench_of_a_user_carrier_says_what_it_compares_with, .timeout = 120)
 		  "%s", out);
 	cr_expect(strstr(out, "  kernel/copy "), "%s", out);
 }
+
+/* A NaN reference takes a NaN only, on every device: the sum and the max
+ * whose lifts replace NaN by a number fail on the row holding one, saying
+ * so as they say a NaN against a number; specs/max.yaml, which skips NaN
+ * as its reference does, passes on the same rows. */
+Test(cli, run_fails_a_number_where_the_reference_is_nan, .timeout = 180)
+{
+	float x[3 * 40];
+	for (int k = 0; k < 3 * 40; k++)
+		x[k] = (float)((k * 37) % 23) - 11;
+	x[40 + 20] = NAN;
+	write_f4("build/nanrow.npy", x, 3, 40);
+	static const char *const specs[] = {"tests/check/nan_sum_replaced.yaml", "tests/check/nan_max_replaced.yaml",
+					    "specs/max.yaml"};
+	static const char *const devs[] = {"interp", "cpu", "emu"};
+	for (int s = 0; s < 3; s++)
+		for (int d = 0; d < 3; d++) {
+			char cmd[300];
+			snprintf(cmd, sizeof cmd, ASSOC " run %s --device %s --input x=build/nanrow.npy", specs[s], devs[d]);
+			int rc = sh(cmd, out, sizeof out, 1);
+			if (s == 2) {
+				cr_expect_eq(rc, 0, "%s: %s", cmd, out);
+				cr_expect(strstr(out, "  ok\n"), "%s: %s", cmd, out);
+				continue;
+			}
+			cr_expect_eq(rc, 1, "%s: %s", cmd, out);
+			cr_expect(strstr(out, ", 1 NaN or infinity where the reference differs (the first at flat index 1) "
+					      "FAILS"), "%s: %s", cmd, out);
+			cr_expect(strstr(out, "\n  FAILED\n"), "%s: %s", cmd, out);
+		}
+}

@@ -674,3 +674,82 @@ Test(run, a_weighted_sums_rounded_p_holds_to_its_bound)
 	rundata_free(d);
 	spec_carrier_free(c);
 }
+
+/* One run of c on the interpreter over rows x len drawn values, x[at]
+ * (the first element input) set to v first; its check in rc. */
+static RunData *run_with(Carrier *c, int rows, int len, const size_t *at, int nat, float v, RunCheck *rc)
+{
+	RunData *d = drawn(c, rows, len);
+	for (int k = 0; k < nat; k++)
+		((float *)d->elem[0].p)[at[k]] = v;
+	interp_run(d);
+	runcheck_run(d, rc);
+	return d;
+}
+
+/* A number where the float64 reference is NaN (a row holding a NaN) fails,
+ * as a NaN where it is a number does: a lift that replaces NaN by 12345 (or
+ * by 1e6 under a max) is no sum (max) of the row. */
+Test(run, a_number_where_the_reference_is_nan_fails)
+{
+	static const char *const wrong[] = {"tests/check/nan_sum_replaced.yaml", "tests/check/nan_max_replaced.yaml"};
+	size_t at[] = {57};
+	for (int i = 0; i < 2; i++) {
+		Carrier *c = load_ok(wrong[i]);
+		RunCheck rc;
+		RunData *d = run_with(c, 3, 50, at, 1, NAN, &rc);
+		cr_expect_not(rc.ok, "%s", wrong[i]);
+		cr_expect_eq(rc.out[0].nan_mismatch, 1, "%s: %d", wrong[i], rc.out[0].nan_mismatch);
+		cr_expect_eq(rc.out[0].at, 1, "%s: row 1 holds the NaN, not row %zu", wrong[i], rc.out[0].at);
+		runcheck_free(&rc);
+		rundata_free(d);
+		spec_carrier_free(c);
+	}
+}
+
+/* specs/max.yaml skips NaN, and so does its reference: 2 for [1, nan, 2]
+ * and every row holding a NaN passes, on a row of NaN alone too (-inf). */
+Test(run, max_skips_nan_as_its_reference_does)
+{
+	Carrier *c = load_ok("specs/max.yaml");
+	RunData *d = drawn(c, 2, 3);
+	float *x = d->elem[0].p;
+	x[0] = 1, x[1] = NAN, x[2] = 2, x[3] = x[4] = x[5] = NAN;
+	interp_run(d);
+	const float *m = d->fin[0].p;
+	cr_expect_eq(m[0], 2);
+	cr_expect(isinf(m[1]) && m[1] < 0, "a row of NaN: %g", m[1]);
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	cr_expect(rc.ok, "%d mismatches, %g of tolerance", rc.out[0].nan_mismatch, rc.out[0].worst_ratio);
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+/* An empty or fully masked row's NaN reference (a mean's 0 / 0) is
+ * undefined, as check has it: a 0 there is counted as not compared,
+ * neither passing nor failing; the rows with positions are held as ever. */
+Test(run, an_empty_rows_nan_reference_is_not_compared)
+{
+	Carrier *c = text_ok("carrier: mean0\nelement: {x: f32}\nmask: x > -100\nstate: {s: f32, n: f32}\n"
+			     "identity: {s: 0, n: 0}\nlift: {s: x, n: 1}\nmerge:\n  s: a.s + b.s\n  n: a.n + b.n\n"
+			     "finalize: {mean: 'where(n == 0, 0, s / n)'}\nreference: {mean: sum(x) / count()}\n"
+			     "laws: [commutative]\n");
+	RunData *d = drawn(c, 3, 20);
+	float *x = d->elem[0].p;
+	for (int j = 20; j < 40; j++)
+		x[j] = -1000; /* row 1 fully masked */
+	interp_run(d);
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	cr_expect(rc.ok);
+	cr_expect_eq(rc.out[0].empty_nan, 1);
+	runcheck_free(&rc);
+	((float *)d->fin[0].p)[2] += 1; /* row 2 has positions: still held to its reference */
+	runcheck_run(d, &rc);
+	cr_expect_not(rc.ok);
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
+}

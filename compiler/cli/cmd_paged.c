@@ -327,8 +327,10 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 						   "before its kernel");
 			for (int k = 0; k < chk.nout; k++) {
 				const OutCheck *x = &chk.out[k];
-				printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)", x->name,
-				       x->max_abs, x->max_rel, x->worst_ratio, x->basis ? x->basis : "the float64 reference");
+				char notes[256];
+				runcheck_notes(x, notes, sizeof notes);
+				printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)%s", x->name,
+				       x->max_abs, x->max_rel, x->worst_ratio, x->basis ? x->basis : "the float64 reference", notes);
 				if (x->nan_mismatch)
 					printf(", %d NaN or infinity where the reference differs (the first at flat index %zu) "
 					       "FAILS",

@@ -374,10 +374,11 @@ static void print_check(const RunCheck *rc, const RunData *d)
 		const OutCheck *x = &rc->out[o];
 		printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)", x->name,
 		       x->max_abs, x->max_rel, x->worst_ratio, x->basis);
+		char notes[256];
+		runcheck_notes(x, notes, sizeof notes);
 		if (x->nan_mismatch)
 			printf(", %d NaN or infinity where the reference differs", x->nan_mismatch);
-		if (x->out_of_range)
-			printf(", %zu not compared (the float64 reference overflows or underflows there)", x->out_of_range);
+		printf("%s", notes);
 		if (x->nan_mismatch)
 			printf(" (the first at flat index %zu) FAILS", x->at);
 		else if (x->worst_ratio > 1)

@@ -329,6 +329,7 @@ static void merge_check(const Paged *p, int b, int rows, int width, OutCheck *al
 	all->nan_mismatch += x->nan_mismatch;
 	all->compared += x->compared;
 	all->out_of_range += x->out_of_range;
+	all->empty_nan += x->empty_nan;
 }
 
 void paged_batch(const Paged *p, RunBatch *rb)

@@ -203,6 +203,7 @@ typedef struct {
 	int nan_mismatch;
 	size_t compared;
 	size_t out_of_range; /* finite results where the float64 reference overflowed or underflowed: not compared */
+	size_t empty_nan; /* results on empty (or fully masked) rows, whose reference is NaN: not compared */
 	const char *basis; /* "the float64 reference", or the carrier's float64 left fold where the spec has none */
 } OutCheck;
 
@@ -223,5 +224,8 @@ void runcheck_round_p(RunData *d, int kind, int m, int l, int o);
 /* The same for a weighted sum: state field o = sum w v, v column input v. */
 void runcheck_round_p_sum(RunData *d, int kind, int o, int v);
 void runcheck_free(RunCheck *rc);
+/* What an output's line says beside its errors: the values not compared,
+ * and why, or "". */
+void runcheck_notes(const OutCheck *x, char *buf, size_t n);
 
 #endif

@@ -27,7 +27,11 @@
  * Where the float64 reference overflowed or underflowed in a row (a sum of
  * exp over logits of 800, or of -1e4 padding) and so is infinite or NaN,
  * a finite result has nothing to be held to: it is counted as not
- * compared, and neither passes nor fails. */
+ * compared, and neither passes nor fails.  So is any result on an empty
+ * (or fully masked) row where the reference is NaN (a mean's 0 / 0): the
+ * reference leaves it undefined, as check's soundness has it.  Elsewhere a
+ * NaN or an infinity on either side must be matched by the same on the
+ * other: a NaN reference (a row holding a NaN) takes a NaN only. */
 #include <fenv.h>
 #include <math.h>
 #include <stdlib.h>
@@ -55,6 +59,7 @@ typedef struct {
 	int need_fold; /* some output has no reference: compare it with the float64 fold */
 	int ref_range; /* the row's float64 reference overflowed or underflowed somewhere */
 	int capped;    /* the output compared now holds naive values from the spec's own fold (NAIVE_CAP) */
+	int first;     /* the row's first unmasked position; its length when it has none */
 	int fold32;    /* v[MODE_F32].fin holds this row's float32 fold */
 } Ctx;
 
@@ -77,8 +82,19 @@ enum { NAIVE_CAP = 4 };
  * the reference's float32 evaluation overflowed (check_outputs). */
 #define FOLD_NAIVE (-1.0)
 
+/* 1 where a NaN or an infinity on one side is matched on the other, 0
+ * where it is not, -1 where both are finite. */
+static int special_agree(double got, double want)
+{
+	if (isfinite(got) && isfinite(want))
+		return -1;
+	return (isnan(got) && isnan(want)) || got == want;
+}
+
+/* empty: the value is that of no position (an empty or fully masked row,
+ * or a scan's prefix of masked positions) */
 static void compare_value(OutCheck *oc, double got, double want, double naive, double bound, double share,
-			  double scale, int exact, int range, int capped, size_t at)
+			  double scale, int exact, int range, int capped, int empty, size_t at)
 {
 	oc->compared++;
 	if (range && !isfinite(want) && isfinite(got)) {
@@ -87,10 +103,11 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 		oc->out_of_range++;
 		return;
 	}
-	/* a NaN reference (an empty row's 0/0) takes any value; a NaN or an
-	 * infinity elsewhere must be matched: the rule check's soundness holds
-	 * empty rows to */
-	int special = check_special_agree(got, want);
+	if (empty && isnan(want) && !isnan(got)) {
+		oc->empty_nan++; /* an empty row's 0 / 0: check takes any value there */
+		return;
+	}
+	int special = special_agree(got, want);
 	if (special >= 0) {
 		if (!special)
 			oc->at = oc->nan_mismatch++ ? oc->at : at; /* the first: at says where, a NaN before a ratio */
@@ -151,9 +168,12 @@ static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, in
 	/* attention with P rounded keeps the bound whole: it carries the bound of
 	 * that rounding, and tensor cores' accumulation is not modelled here */
 	double share = x->pfin ? 1 : bound_share(x->d->len), scale = scale_of(x->want, npos * w);
-	for (int k = 0; k < npos * w; k++)
+	for (int k = 0; k < npos * w; k++) {
+		/* a scan's position p is of the prefix 0..p */
+		int empty = x->d->scan ? k / w < x->first : x->first >= x->d->len;
 		compare_value(oc, run_buffer_get(got, base * w + k), x->want[k], x->naive[k], x->bound[k], share, scale,
-			      exact, x->ref_range, x->capped, base * w + k);
+			      exact, x->ref_range, x->capped, empty, base * w + k);
+	}
 }
 
 static int ref_of(Carrier *c, const char *name, int per_row)
@@ -404,7 +424,8 @@ static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 			size_t at = ((size_t)r * d->len + j) * w;
 			for (int t = 0; t < w; t++)
 				compare_value(&rc->out[o], run_buffer_get(&d->fin[o], at + t), want[t], naive[t], bound[t], share,
-					      scale, !ty_is_float(c->finalize[o].e->ty), x->ref_range, 0, at + t);
+					      scale, !ty_is_float(c->finalize[o].e->ty), x->ref_range, 0, j < x->first,
+					      at + t);
 		}
 	}
 }
@@ -458,6 +479,7 @@ static void merge_head(RunCheck *all, const RunCheck *one, const RunData *d, int
 		a->max_rel = fmax(a->max_rel, x->max_rel);
 		a->nan_mismatch += x->nan_mismatch;
 		a->out_of_range += x->out_of_range;
+		a->empty_nan += x->empty_nan;
 		a->compared += x->compared;
 	}
 	all->ok &= one->ok;
@@ -520,6 +542,8 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 	}
 	for (int r = 0; r < d->rows; r++) {
 		rundata_load_row(d, m, r, x.row);
+		for (x.first = 0; x.first < d->len && eval_masked(m, x.row, x.first); x.first++)
+			;
 		row_values(&x);
 		check_outputs(&x, rc, r);
 		if (d->scan && c->nref)
@@ -546,6 +570,18 @@ void runcheck_round_p(RunData *d, int kind, int m, int l, int o)
 void runcheck_round_p_sum(RunData *d, int kind, int o, int v)
 {
 	d->p_round.kind = kind, d->p_round.m = -1, d->p_round.l = -1, d->p_round.o = o, d->p_round.v = v;
+}
+
+void runcheck_notes(const OutCheck *x, char *buf, size_t n)
+{
+	size_t at = 0;
+	buf[0] = 0;
+#define NOTE(...) (at += (size_t)snprintf(buf + (at < n ? at : n), at < n ? n - at : 0, __VA_ARGS__))
+	if (x->empty_nan)
+		NOTE(", %zu on empty rows not compared (the reference is NaN there)", x->empty_nan);
+	if (x->out_of_range)
+		NOTE(", %zu not compared (the float64 reference overflows or underflows there)", x->out_of_range);
+#undef NOTE
 }
 
 void runcheck_free(RunCheck *rc)
