@@ -1705,3 +1705,25 @@ Test(cli, run_fails_a_number_where_the_reference_is_nan, .timeout = 180)
 			cr_expect(strstr(out, "\n  FAILED\n"), "%s: %s", cmd, out);
 		}
 }
+
+/* Rows whose weights are all 0 give NaN on both sides: ok, with the count
+ * of values matched as NaN and no errors of 0 that read as a match. */
+Test(cli, run_says_what_was_compared_as_nan_only, .timeout = 60)
+{
+	float x[2 * 6] = {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}, w[2 * 6] = {0};
+	write_f4("build/wm_x.npy", x, 2, 6);
+	write_f4("build/wm_w.npy", w, 2, 6);
+	cr_assert_eq(sh(ASSOC " run tests/check/weighted_mean.yaml --device interp --input x=build/wm_x.npy "
+			      "--input w=build/wm_w.npy", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "  mean: no value compared by size (against the float64 reference), 2 of 2 values NaN in "
+			      "both (not compared by size)\n"), "%s", out);
+	cr_expect(strstr(out, "\n  ok (no value compared by size)\n"), "%s", out);
+	w[3] = 1; /* row 0 has a weight: its mean is compared */
+	write_f4("build/wm_w.npy", w, 2, 6);
+	cr_assert_eq(sh(ASSOC " run tests/check/weighted_mean.yaml --device interp --input x=build/wm_x.npy "
+			      "--input w=build/wm_w.npy", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "  mean: max abs error ") && strstr(out, ", 1 of 2 values NaN in both"), "%s", out);
+	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
+}

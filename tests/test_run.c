@@ -689,7 +689,8 @@ static RunData *run_with(Carrier *c, int rows, int len, const size_t *at, int na
 
 /* A number where the float64 reference is NaN (a row holding a NaN) fails,
  * as a NaN where it is a number does: a lift that replaces NaN by 12345 (or
- * by 1e6 under a max) is no sum (max) of the row. */
+ * by 1e6 under a max) is no sum (max) of the row.  The carrier that lets
+ * NaN through passes, its NaN matched by kind and counted as such. */
 Test(run, a_number_where_the_reference_is_nan_fails)
 {
 	static const char *const wrong[] = {"tests/check/nan_sum_replaced.yaml", "tests/check/nan_max_replaced.yaml"};
@@ -701,10 +702,24 @@ Test(run, a_number_where_the_reference_is_nan_fails)
 		cr_expect_not(rc.ok, "%s", wrong[i]);
 		cr_expect_eq(rc.out[0].nan_mismatch, 1, "%s: %d", wrong[i], rc.out[0].nan_mismatch);
 		cr_expect_eq(rc.out[0].at, 1, "%s: row 1 holds the NaN, not row %zu", wrong[i], rc.out[0].at);
+		cr_expect_eq(rc.out[0].nan_both, 0);
 		runcheck_free(&rc);
 		rundata_free(d);
 		spec_carrier_free(c);
 	}
+	Carrier *c = load_ok("specs/sum.yaml");
+	RunCheck rc;
+	RunData *d = run_with(c, 3, 50, at, 1, NAN, &rc);
+	cr_expect(rc.ok);
+	cr_expect_eq(rc.out[0].nan_both, 1, "the NaN sum matched: %zu", rc.out[0].nan_both);
+	cr_expect_eq(runcheck_sized(&rc.out[0]), 2, "the other two rows compared by size");
+	cr_expect(runcheck_any_sized(&rc));
+	char notes[200];
+	runcheck_notes(&rc.out[0], notes, sizeof notes);
+	cr_expect_str_eq(notes, ", 1 of 3 values NaN in both (not compared by size)");
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
 }
 
 /* specs/max.yaml skips NaN, and so does its reference: 2 for [1, nan, 2]
@@ -722,6 +737,30 @@ Test(run, max_skips_nan_as_its_reference_does)
 	RunCheck rc;
 	runcheck_run(d, &rc);
 	cr_expect(rc.ok, "%d mismatches, %g of tolerance", rc.out[0].nan_mismatch, rc.out[0].worst_ratio);
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+/* Rows whose weights are all 0 give 0 / 0, NaN on both sides: the check
+ * passes, and says that nothing of those rows was compared by size. */
+Test(run, nan_in_both_is_counted_not_sized)
+{
+	Carrier *c = load_ok("tests/check/weighted_mean.yaml");
+	RunData *d = drawn(c, 4, 30);
+	float *w = d->elem[1].p;
+	for (int j = 0; j < 4 * 30; j++)
+		w[j] = 0;
+	interp_run(d);
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	cr_expect(rc.ok);
+	cr_expect_eq(rc.out[0].nan_both, 4);
+	cr_expect_eq(runcheck_sized(&rc.out[0]), 0);
+	cr_expect_not(runcheck_any_sized(&rc), "no value compared by size");
+	char notes[200];
+	runcheck_notes(&rc.out[0], notes, sizeof notes);
+	cr_expect_str_eq(notes, ", 4 of 4 values NaN in both (not compared by size)");
 	runcheck_free(&rc);
 	rundata_free(d);
 	spec_carrier_free(c);
@@ -745,6 +784,7 @@ Test(run, an_empty_rows_nan_reference_is_not_compared)
 	runcheck_run(d, &rc);
 	cr_expect(rc.ok);
 	cr_expect_eq(rc.out[0].empty_nan, 1);
+	cr_expect_eq(runcheck_sized(&rc.out[0]), 2);
 	runcheck_free(&rc);
 	((float *)d->fin[0].p)[2] += 1; /* row 2 has positions: still held to its reference */
 	runcheck_run(d, &rc);

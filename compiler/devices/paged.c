@@ -329,6 +329,8 @@ static void merge_check(const Paged *p, int b, int rows, int width, OutCheck *al
 	all->nan_mismatch += x->nan_mismatch;
 	all->compared += x->compared;
 	all->out_of_range += x->out_of_range;
+	all->nan_both += x->nan_both;
+	all->inf_both += x->inf_both;
 	all->empty_nan += x->empty_nan;
 }
 

@@ -203,6 +203,9 @@ typedef struct {
 	int nan_mismatch;
 	size_t compared;
 	size_t out_of_range; /* finite results where the float64 reference overflowed or underflowed: not compared */
+	/* values compared by kind alone, not by size: NaN in both, or the
+	 * same infinity in both */
+	size_t nan_both, inf_both;
 	size_t empty_nan; /* results on empty (or fully masked) rows, whose reference is NaN: not compared */
 	const char *basis; /* "the float64 reference", or the carrier's float64 left fold where the spec has none */
 } OutCheck;
@@ -224,8 +227,12 @@ void runcheck_round_p(RunData *d, int kind, int m, int l, int o);
 /* The same for a weighted sum: state field o = sum w v, v column input v. */
 void runcheck_round_p_sum(RunData *d, int kind, int o, int v);
 void runcheck_free(RunCheck *rc);
-/* What an output's line says beside its errors: the values not compared,
- * and why, or "". */
+/* What an output's line says beside its errors: the values not compared
+ * by size, and why (", 12 of 12 values NaN in both"), or "". */
 void runcheck_notes(const OutCheck *x, char *buf, size_t n);
+/* How many of x's values were compared by size; whether any of rc's
+ * outputs had one (an empty run has nothing to say either way: 1). */
+size_t runcheck_sized(const OutCheck *x);
+int runcheck_any_sized(const RunCheck *rc);
 
 #endif

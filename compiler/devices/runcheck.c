@@ -31,7 +31,8 @@
  * (or fully masked) row where the reference is NaN (a mean's 0 / 0): the
  * reference leaves it undefined, as check's soundness has it.  Elsewhere a
  * NaN or an infinity on either side must be matched by the same on the
- * other: a NaN reference (a row holding a NaN) takes a NaN only. */
+ * other: a NaN reference (a row holding a NaN) takes a NaN only, and such
+ * matches are counted, as they say nothing of a value's size. */
 #include <fenv.h>
 #include <math.h>
 #include <stdlib.h>
@@ -111,6 +112,10 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 	if (special >= 0) {
 		if (!special)
 			oc->at = oc->nan_mismatch++ ? oc->at : at; /* the first: at says where, a NaN before a ratio */
+		else if (isnan(want))
+			oc->nan_both++;
+		else
+			oc->inf_both++;
 		return;
 	}
 	double err = fabs(got - want), naive_err = fabs(naive - want);
@@ -479,6 +484,8 @@ static void merge_head(RunCheck *all, const RunCheck *one, const RunData *d, int
 		a->max_rel = fmax(a->max_rel, x->max_rel);
 		a->nan_mismatch += x->nan_mismatch;
 		a->out_of_range += x->out_of_range;
+		a->nan_both += x->nan_both;
+		a->inf_both += x->inf_both;
 		a->empty_nan += x->empty_nan;
 		a->compared += x->compared;
 	}
@@ -577,11 +584,34 @@ void runcheck_notes(const OutCheck *x, char *buf, size_t n)
 	size_t at = 0;
 	buf[0] = 0;
 #define NOTE(...) (at += (size_t)snprintf(buf + (at < n ? at : n), at < n ? n - at : 0, __VA_ARGS__))
+	if (x->nan_both)
+		NOTE(", %zu of %zu values NaN in both", x->nan_both, x->compared);
+	if (x->inf_both)
+		NOTE(", %zu of %zu the same infinity in both", x->inf_both, x->compared);
+	if (x->nan_both || x->inf_both)
+		NOTE(" (not compared by size)");
 	if (x->empty_nan)
 		NOTE(", %zu on empty rows not compared (the reference is NaN there)", x->empty_nan);
 	if (x->out_of_range)
 		NOTE(", %zu not compared (the float64 reference overflows or underflows there)", x->out_of_range);
 #undef NOTE
+}
+
+size_t runcheck_sized(const OutCheck *x)
+{
+	size_t not = (size_t)x->nan_mismatch + x->nan_both + x->inf_both + x->empty_nan + x->out_of_range;
+	return x->compared > not ? x->compared - not : 0;
+}
+
+int runcheck_any_sized(const RunCheck *rc)
+{
+	size_t all = 0;
+	for (int o = 0; o < rc->nout; o++) {
+		if (runcheck_sized(&rc->out[o]))
+			return 1;
+		all += rc->out[o].compared;
+	}
+	return all == 0;
 }
 
 void runcheck_free(RunCheck *rc)
