@@ -1727,3 +1727,27 @@ Test(cli, run_says_what_was_compared_as_nan_only, .timeout = 60)
 	cr_expect(strstr(out, "  mean: max abs error ") && strstr(out, ", 1 of 2 values NaN in both"), "%s", out);
 	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
 }
+
+/* bench reaches the verdict run and emit reach: a merge whose laws fail is
+ * not timed, on either device, unless --trust-merge, which warns. */
+Test(cli, bench_refuses_an_unlawful_merge, .timeout = 120)
+{
+	static const char *const devs[] = {"cpu", "gpu"};
+	for (int d = 0; d < 2; d++) {
+		char cmd[300];
+		snprintf(cmd, sizeof cmd, ASSOC " bench tests/laws/pairwise_average.yaml --device %s --rows 4 --len 64",
+			 devs[d]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", cmd, out);
+		cr_expect(strstr(out, "tests/laws/pairwise_average.yaml: ") &&
+				  strstr(out, "; refusing to time it (--trust-merge to go ahead anyway)"),
+			  "%s: %s", cmd, out);
+		cr_expect_not(strstr(out, "GB/s"), "nothing timed: %s", out);
+	}
+	cr_assert_eq(sh(ASSOC " bench tests/laws/pairwise_average.yaml --device cpu --rows 4 --len 64 --trust-merge", out,
+			sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "warning: ") && strstr(out, "benchmarking anyway (--trust-merge)"), "%s", out);
+	cr_expect(strstr(out, "kernel "), "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --rows 4 --len 64", out, sizeof out, 1), 0, "%s", out);
+	cr_expect_not(strstr(out, "warning"), "a lawful carrier is timed quietly: %s", out);
+}

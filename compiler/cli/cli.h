@@ -109,6 +109,9 @@ void cli_busy_done(void);
 
 /* The carrier's verdict before a run, on the few trials a run takes. */
 int cli_run_verdict(Carrier *c, const Opts *o);
+/* The same before another command that runs the carrier: doing and
+ * refused as cli_verdict takes them ("benchmarking", "time it"). */
+int cli_run_verdict_as(Carrier *c, const Opts *o, const char *doing, const char *refused);
 /* A run's steps once its inputs are ready, for run and run --page-size:
  * dv usable here, then the carrier's verdict, then step(ctx) under the
  * busy line `what`, timed into *sec (where step leaves it below 0: step

@@ -420,9 +420,28 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	printf("   (median of %d runs each)\n", RUNS);
 }
 
+/* The verdict run and emit reach, before anything is timed, on the cpu,
+ * the gpu and paged alike: the speed of a merge whose laws fail is no
+ * speed of its carrier (--trust-merge times it anyway, with a warning).
+ * A device bench does not take is left to its usage error. */
+static int bench_verdict(const Opts *o)
+{
+	if (strcmp(o->device, "cpu") && strcmp(o->device, "gpu") && strcmp(o->device, "auto"))
+		return EXIT_OK;
+	Carrier *c = cli_load(o, o->specs[0]);
+	if (!c)
+		return EXIT_USAGE;
+	int rc = cli_run_verdict_as(c, o, "benchmarking", "time it");
+	spec_carrier_free(c);
+	return rc;
+}
+
 int cmd_bench(Opts *o)
 {
 	char why[1024];
+	int gate = bench_verdict(o);
+	if (gate)
+		return gate;
 	if (o->page_size)
 		return cmd_paged_bench(o);
 	/* auto: the GPU where one is usable, as run picks */

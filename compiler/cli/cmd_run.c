@@ -395,14 +395,16 @@ static void print_check(const RunCheck *rc, const RunData *d)
  * moment, and check gives a carrier its 20000. */
 enum { RUN_TRIALS = 300, RUN_ID_TRIALS = 200 };
 
-int cli_run_verdict(Carrier *c, const Opts *o)
+int cli_run_verdict(Carrier *c, const Opts *o) { return cli_run_verdict_as(c, o, "running", "run it"); }
+
+int cli_run_verdict_as(Carrier *c, const Opts *o, const char *doing, const char *refused)
 {
 	VerdictOpts vo = {.check = o->check, .prove = 1};
 	vo.check.trials = vo.check.trials < RUN_TRIALS ? vo.check.trials : RUN_TRIALS;
 	vo.check.id_trials = RUN_ID_TRIALS;
 	char msg[1024] = "";
 	cli_busy("%s: checking the laws", c->file);
-	int rc = cli_verdict(c, o, &vo, "running", "run it", msg, sizeof msg);
+	int rc = cli_verdict(c, o, &vo, doing, refused, msg, sizeof msg);
 	cli_busy_done();
 	if (rc && msg[0])
 		fprintf(stderr, "assoc: %s\n", msg);
