@@ -321,6 +321,47 @@ Test(lib, check_laws)
 	assoc_spec_free(s);
 }
 
+/* The verdict's line says what holds, as check prints it: laws proved,
+ * laws the prover leaves unknown, and no reference where there is none;
+ * never that a reference holds that was not checked. */
+Test(lib, the_verdict_line_says_what_holds)
+{
+	static const char *const spec[] = {
+		/* no reference, every law proved */
+		"carrier: no_ref\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+		"merge: {s: a.s + b.s}\nlaws: [commutative]\n",
+		/* no reference, every law unknown to the prover */
+		"carrier: sat\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+		"merge: {s: 'max(min(a.s + b.s, 1e30), -1e30)'}\nlaws: [commutative]\n",
+		/* a reference, checked */
+		"carrier: with_ref\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+		"merge: {s: a.s + b.s}\nreference: {s: sum(x)}\nlaws: [commutative]\n",
+	};
+	static const char *const line[] = {
+		"no_ref: ok (identity, associative, commutative proved; no reference given, so the results are not "
+		"checked against one)",
+		"sat: ok (identity, associative, commutative unknown to the prover, held in the trials; no reference "
+		"given, so the results are not checked against one)",
+		"with_ref: ok (identity, associative, commutative proved; the results match the reference on ",
+	};
+	for (int i = 0; i < 3; i++) {
+		AssocSpec *s;
+		cr_assert_eq(assoc_spec_load_text(&s, spec[i], strlen(spec[i]), NULL, 0), ASSOC_OK);
+		cr_expect_str_eq(assoc_spec_verdict(s), "", "no verdict yet");
+		cr_assert_eq(assoc_spec_check(s, 300, 1), ASSOC_OK, "%s", assoc_spec_error(s));
+		cr_expect(!strncmp(assoc_spec_verdict(s), line[i], strlen(line[i])), "%s", assoc_spec_verdict(s));
+		assoc_spec_free(s);
+	}
+	const char *bad = "carrier: mean_wrong\nelement: {x: f32}\nstate: {m: f32}\nidentity: {m: 0}\n"
+			  "lift: {m: x}\nmerge: {m: (a.m + b.m) / 2}\n";
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, bad, strlen(bad), NULL, 0), ASSOC_OK);
+	cr_assert_eq(assoc_spec_check(s, 300, 1), ASSOC_ELAWS);
+	cr_expect(!strncmp(assoc_spec_verdict(s), "mean_wrong: FAILED (", 20), "%s", assoc_spec_verdict(s));
+	cr_expect_str_eq(assoc_spec_verdict(NULL), "");
+	assoc_spec_free(s);
+}
+
 Test(lib, dims_override)
 {
 	AssocSpec *s;

@@ -79,6 +79,13 @@ const char *assoc_spec_name(const AssocSpec *s);
  * line that says which in assoc_spec_error; a law the prover leaves
  * unknown does not fail. */
 AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed);
+/* One line on the verdict last reached on s (by assoc_spec_check, or by
+ * assoc_compile before it compiles), as `assoc check` says it: "NAME: ok
+ * (...)" naming the laws proved, those the prover leaves unknown (held in
+ * the trials only), and whether the results were checked against a
+ * reference or there is none; or "NAME: FAILED (...)" with the failure.
+ * "" before any verdict. */
+const char *assoc_spec_verdict(const AssocSpec *s);
 /* trust nonzero: assoc_compile compiles the carrier whatever its verdict
  * (the command line's --trust-merge); 0 (the default): it reaches the
  * verdict first, on `assoc run`'s few trials, unless assoc_spec_check

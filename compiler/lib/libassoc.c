@@ -121,6 +121,58 @@ AssocStatus assoc_spec_load_text(AssocSpec **out, const char *text, size_t len, 
 const char *assoc_spec_error(const AssocSpec *s) { return s ? s->err : "no spec (NULL handle)"; }
 const char *assoc_spec_name(const AssocSpec *s) { return s && s->c ? s->c->name : NULL; }
 
+/* The laws of v whose prover status is st (any, for st < 0, where the
+ * trials held and the prover has no line), joined by ", " into b; how
+ * many. */
+static int laws_named(const CarrierVerdict *v, int st, char *b, size_t n)
+{
+	int k = 0;
+	size_t at = 0;
+	b[0] = 0;
+	for (int i = 0; i < v->nlaw; i++) {
+		const VerdictLaw *l = &v->law[i];
+		if (l->trial && l->trial->v != VERDICT_HOLDS)
+			continue;
+		if (st < 0 ? l->proof || !l->trial : !l->proof || (int)l->proof->status != st)
+			continue;
+		if (at < n)
+			at += (size_t)snprintf(b + at, n - at, "%s%s", k ? ", " : "", l->law);
+		k++;
+	}
+	return k;
+}
+
+/* What assoc_spec_verdict says of v: the laws proved, the laws held in
+ * the trials alone (no proof, or the prover left them unknown), and the
+ * reference; as `assoc check` prints them line by line. */
+static void verdict_line(AssocSpec *s, const CarrierVerdict *v)
+{
+	char proved[160], trials[160], unknown[160];
+	size_t n = sizeof s->verdict, at = 0;
+	char *b = s->verdict;
+#define SAY(...) (at += (size_t)snprintf(b + (at < n ? at : n), at < n ? n - at : 0, __VA_ARGS__))
+	if (v->status == VERDICT_FAILED) {
+		SAY("%s: FAILED (%s)", s->c->name, v->why ? v->why : "a law or the reference fails");
+		return;
+	}
+	int np = laws_named(v, PROOF_PROVED, proved, sizeof proved);
+	int nt = laws_named(v, -1, trials, sizeof trials);
+	int nu = laws_named(v, PROOF_UNKNOWN, unknown, sizeof unknown);
+	SAY("%s: ok (", s->c->name);
+	const char *sep = "";
+	if (np)
+		SAY("%s%s proved", sep, proved), sep = "; ";
+	if (nt)
+		SAY("%s%s held in the trials", sep, trials), sep = "; ";
+	if (nu)
+		SAY("%s%s unknown to the prover, held in the trials", sep, unknown), sep = "; ";
+	if (v->trials.sound == VERDICT_NA)
+		SAY("%sno reference given, so the results are not checked against one)", sep);
+	else
+		SAY("%sthe results match the reference on %d rows)", sep, v->trials.rows);
+#undef SAY
+}
+
 /* The verdict `assoc check` reaches, with trials trials (0: check's
  * 20000); ASSOC_ELAWS with its line in s->err when it fails. */
 static AssocStatus judge(AssocSpec *s, int trials, int id_trials, uint64_t seed)
@@ -133,8 +185,10 @@ static AssocStatus judge(AssocSpec *s, int trials, int id_trials, uint64_t seed)
 		o.check.id_trials = id_trials;
 	o.check.seed = seed;
 	CarrierVerdict v;
+	s->verdict[0] = 0;
 	if (verdict_run(s->c, &o, &v, s->err, sizeof s->err))
 		return ASSOC_EINVAL;
+	verdict_line(s, &v);
 	AssocStatus st = verdict_ok(&v) ? ASSOC_OK : ASSOC_ELAWS;
 	snprintf(s->err, sizeof s->err, "%s", st && v.why ? v.why : "");
 	s->judged |= !st;
@@ -150,6 +204,8 @@ AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed)
 		return fail(s->err, sizeof s->err, ASSOC_EINVAL, "trials must be 0 (the default) or more, got %d", trials);
 	return judge(s, trials, 0, seed);
 }
+
+const char *assoc_spec_verdict(const AssocSpec *s) { return s ? s->verdict : ""; }
 
 AssocStatus assoc_spec_trust_merge(AssocSpec *s, int trust)
 {

@@ -10,6 +10,7 @@
 struct AssocSpec {
 	Carrier *c;
 	char err[2048];
+	char verdict[1024]; /* the line on the last assoc_spec_check (assoc_spec_verdict) */
 	AssocArray *arr;
 	int narr;
 	int judged; /* its verdict holds (assoc_spec_check): assoc_compile need not reach it again */

@@ -230,6 +230,23 @@ class Specs(unittest.TestCase):
         self.assertFalse(r.ok)
         self.assertRegex(r.text, r"identity fails|not associative")
 
+    def test_check_report_says_what_holds(self):
+        # no reference: not said to hold
+        no_ref = assoc.loads(SCALED.replace("reference: {out: sum(x) * scale}\n", ""))
+        r = no_ref.check(trials=200)
+        self.assertTrue(r.ok)
+        self.assertIn("no reference given", r.text)
+        self.assertNotIn("reference hold", r.text)
+        # every law unknown to the prover: named so, not said to be proved
+        sat = assoc.loads("carrier: sat\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+                          "merge: {s: 'max(min(a.s + b.s, 1e30), -1e30)'}\nlaws: [commutative]\n")
+        r = sat.check(trials=200)
+        self.assertTrue(r.ok)
+        self.assertIn("identity, associative, commutative unknown to the prover, held in the trials", r.text)
+        self.assertNotIn("proved", r.text)
+        r = assoc.load("specs/welford.yaml").check(trials=200)
+        self.assertIn("the results match the reference on", r.text)
+
     def test_failed_laws_refuse_the_compile(self):
         bad = assoc.loads(DIFFERENCE)
         with self.assertRaisesRegex(assoc.LawError, r"identity fails|not associative"):
