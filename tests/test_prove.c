@@ -315,6 +315,23 @@ Test(prove, integers_are_whole_and_wrap)
 	check("tests/prove/wrapping_sum.yaml", "uuu-");
 }
 
+/* An integer where() of literals (count_runs' where(..., 1, 0)) is an
+ * i32 where, not a cast of an untyped number: the prover, which takes such
+ * a cast for a float becoming an integer, stops at the wrap of i32 sums
+ * instead. */
+Test(prove, integer_where_is_no_float)
+{
+	Carrier *c = load_ok("tests/prove/count_runs.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	for (int i = 0; i < r.n; i++)
+		cr_expect(!strstr(r.line[i].how, "float"), "%s: %s", r.line[i].law, r.line[i].how);
+	const ProofLine *l = law(&r, "associative");
+	cr_expect(strstr(l->how, "may wrap"), "%s", l->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* Whether the state "{s: S, p: P, q: Q, t: T}" named w in how keeps
  * invariants of every state a fold reaches, in max_subarray and in the
  * variant that forgets b.t (whose t may fall below q). */

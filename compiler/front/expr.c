@@ -142,6 +142,66 @@ static const char *lit_range_error(TyKind k, double v, char *buf, size_t n)
 	return NULL;
 }
 
+/* Whether an expression of untyped literals alone may have a fraction:
+ * where(x > 0, 1.5, 0), where(x > 0, 3, 0) / 2 and where(x > 0, 1, 0) * 0.5
+ * are no literals, yet float all the same.  A leaf that is no whole number
+ * (an infinity too) or an operation that makes fractions ('/', the math
+ * functions, a negative power) makes one. */
+static int num_fractional(const Expr *e)
+{
+	if (e->ty.kind != TY_NUM)
+		return 0;
+	switch ((Op)e->op) {
+	case EXPR_CONST: return !isfinite(e->num) || e->num != floor(e->num);
+	case EXPR_POW:
+		if (e->k < 0)
+			return 1;
+		break;
+	case EXPR_ADD: case EXPR_SUB: case EXPR_MUL: case EXPR_NEG: case EXPR_ABS: case EXPR_MAX: case EXPR_MIN:
+	case EXPR_WHERE: case EXPR_FMA: case EXPR_CAST: break;
+	default: return 1;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (num_fractional(e->a[i]))
+			return 1;
+	return 0;
+}
+
+/* The first literal among the leaves of an untyped expression that kind k
+ * does not hold (where(x > 0, 3e9, 0) in an i32), as a message, or NULL. */
+static const char *num_leaf_range_error(const Expr *e, TyKind k, char *buf, size_t n)
+{
+	if (e->ty.kind != TY_NUM)
+		return NULL;
+	if (e->op == EXPR_CONST)
+		return lit_range_error(k, e->num, buf, n);
+	for (int i = 0; i < e->nargs; i++) {
+		const char *err = num_leaf_range_error(e->a[i], k, buf, n);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+/* An untyped expression with no fraction rebuilt in integer kind k, its
+ * literals k's constants: where(a.c > 0, 1, 0) meeting an i32 is an i32
+ * where, not a cast of a number (which the prover takes for a float
+ * becoming an integer). */
+static Expr *num_retype(Ir *ir, Expr *e, TyKind k)
+{
+	if (e->ty.kind != TY_NUM)
+		return e;
+	Ty t = ty_vec(k, e->ty.len, e->ty.dim);
+	if (e->op == EXPR_CONST)
+		return ir_const(ir, t, ir_round(k, e->num));
+	Expr *a[3] = {NULL, NULL, NULL};
+	for (int i = 0; i < e->nargs && i < 3; i++)
+		a[i] = num_retype(ir, e->a[i], k);
+	return ir_node(ir, (Op)e->op, t, e->k, a[0], a[1], a[2]);
+}
+
+static TyKind float_of(TyKind k);
+
 Expr *expr_coerce(Carrier *c, Diag *d, Expr *e, Ty to, Pos pos, const char *what)
 {
 	char b1[64], b2[64], msg[128];
@@ -172,6 +232,21 @@ Expr *expr_coerce(Carrier *c, Diag *d, Expr *e, Ty to, Pos pos, const char *what
 		}
 		return ir_const(ir, to, ir_round(tk, e->num));
 	}
+	if (k == TY_NUM && (tk == TY_I32 || tk == TY_I64)) {
+		if (num_fractional(e)) {
+			diag_error(d, pos, "%s has type %s, expected %s (floats do not convert to integers; '/' and "
+				   "literals with a fraction give floats)", what, ty_kind_name(float_of(tk)),
+				   ty_str(ir, to, b2, 64));
+			return NULL;
+		}
+		const char *err = num_leaf_range_error(e, tk, msg, sizeof msg);
+		if (err) {
+			diag_error(d, pos, "%s: %s", what, err);
+			return NULL;
+		}
+		e = num_retype(ir, e, tk);
+		k = tk;
+	}
 	if (k != tk)
 		e = ir_node(ir, EXPR_CAST, ty_vec(tk, e->ty.len, e->ty.dim), 0, e, NULL, NULL);
 	if (to.len && !e->ty.len)
@@ -193,6 +268,15 @@ static Expr *to_kind(P *p, V v, TyKind k)
 			return NULL;
 		}
 		return ir_const(p->ir, ty_vec(k, e->ty.len, e->ty.dim), ir_round(k, e->num));
+	}
+	if (e->ty.kind == TY_NUM && (k == TY_I32 || k == TY_I64) && !num_fractional(e)) {
+		char msg[128];
+		const char *err = num_leaf_range_error(e, k, msg, sizeof msg);
+		if (err) {
+			fail(p, v.off, "%s", err);
+			return NULL;
+		}
+		return num_retype(p->ir, e, k);
 	}
 	return ir_node(p->ir, EXPR_CAST, ty_vec(k, e->ty.len, e->ty.dim), 0, e, NULL, NULL);
 }
@@ -233,7 +317,8 @@ static int fractional(const Expr *e)
 /* Unify numeric operands in place; returns the result type (kind, shape).
  * Integers meeting a float become that float; integers meeting a literal
  * with a fraction become floats too (`j + 0.5` is f32), as a fraction has
- * no integer to round to. */
+ * no integer to round to, and so do integers meeting literals combined into
+ * a fraction (`j + where(x > 0, 1, 0) / 2`). */
 static int unify(P *p, V *args, int n, const char *opname, Ty *out)
 {
 	TyKind k = TY_NUM;
@@ -243,7 +328,7 @@ static int unify(P *p, V *args, int n, const char *opname, Ty *out)
 		if (need_num(p, args[i], opname))
 			return -1;
 		k = join_kind(k, (TyKind)args[i].e->ty.kind);
-		frac |= fractional(args[i].e);
+		frac |= fractional(args[i].e) || (args[i].e->op != EXPR_CONST && num_fractional(args[i].e));
 		if (i && join_shape(p, (V){.e = ir_const(p->ir, shape, 0), .off = args[0].off}, args[i], &shape,
 				    opname))
 			return -1;
