@@ -108,6 +108,23 @@ Test(check, lifted_infinities_reach_the_trials)
 {
 	expect_fail("tests/laws/minus_inf_skipped_on_one_side.yaml", "associative", "field m");
 }
+/* Merges wrong only at the spec's own constants: a sum saturating at
+ * 1e30 differs on [1e30, 1e30, -1e30], and a sum that gives 0 at
+ * (1000, 0.5) alone is not commutative.  Drawn from N(0, 1) and the
+ * grid, no trial meets either; the trials also draw the constants, their
+ * negations, halves, doubles and neighbours, on every seed. */
+Test(check, merges_wrong_at_their_constants_fail)
+{
+	expect_fail("tests/laws/saturating_sum.yaml", "associative", "field s");
+	expect_fail("tests/laws/rare_pair.yaml", "commutative", "field s");
+	for (uint64_t seed = 2; seed <= 4; seed++) {
+		CheckResult r;
+		cr_assert_eq(run("tests/laws/saturating_sum.yaml", &r, seed), 0);
+		cr_expect_eq(law(&r, "associative")->v, VERDICT_FAILS, "seed %llu", (unsigned long long)seed);
+		check_result_free(&r);
+	}
+}
+
 Test(check, welford_missing_factor) { expect_fail("tests/laws/welford_missing_factor.yaml", "associative", "m2"); }
 /* proved over the reals, where exp > 0; the trials' far maxima (+-150) reach float32's 0/0 */
 Test(check, exp_weights_that_underflow) { expect_fail("tests/laws/exp_weighted_underflow.yaml", "identity", "field mu"); }

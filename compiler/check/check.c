@@ -268,11 +268,13 @@ static Sample *pick(Ck *k, DrawFamily f)
 
 static void fill_pools(Ck *k)
 {
+	int nconsts;
+	draw_spec_constants(k->m, &nconsts);
 	for (int f = 0; f < NDRAW; f++) {
 		k->pool[f] = calloc(POOL, sizeof(Sample *));
 		if (!k->pool[f])
 			abort();
-		for (int tries = 0; tries < 4 * POOL && k->npool[f] < POOL; tries++) {
+		for (int tries = 0; tries < 4 * POOL && k->npool[f] < POOL && (f != DRAW_CONSTS || nconsts); tries++) {
 			Sample *s = draw_sample_new(k->m, (DrawFamily)f, &k->rng);
 			if (s)
 				k->pool[f][k->npool[f]++] = s;

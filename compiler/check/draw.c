@@ -7,7 +7,7 @@
 #include <string.h>
 
 const char *const draw_family_name[NDRAW] = {"normal", "integer grid", "spread maxima", "wide", "mean 1e8",
-				     "large counts"};
+				     "large counts", "spec constants"};
 
 enum { ASSUME_TRIES = 64, ROW_TRIES = 16 };
 
@@ -132,6 +132,87 @@ const unsigned char *draw_index_inputs(Machine *m)
 	walk_defs(&w, c->ref, c->nref);
 	walk_defs(&w, c->lets, c->nlets);
 	return m->index_in;
+}
+
+/* ---- the spec's own constants ---- */
+
+enum { MAX_CONSTS = 64 };
+
+static int add_constant(void *ctx, Expr *n)
+{
+	Machine *m = ctx;
+	double v = n->num;
+	if (n->op != EXPR_CONST || !ty_is_float(n->ty) || !isfinite(v) || v == 0 || m->nconsts == MAX_CONSTS)
+		return 0;
+	for (int i = 0; i < m->nconsts; i++)
+		if (fabs(m->consts[i]) == fabs(v))
+			return 0;
+	m->consts[m->nconsts++] = fabs(v);
+	return 0;
+}
+
+const double *draw_spec_constants(Machine *m, int *n)
+{
+	if (!m->consts) {
+		Carrier *c = m->c;
+		m->consts = calloc(MAX_CONSTS, sizeof *m->consts);
+		if (!m->consts)
+			abort();
+		for (int k = 0; k < c->nstate; k++) {
+			if (c->lift && c->lift[k])
+				ir_contains(c->lift[k], add_constant, m);
+			if (c->merge && c->merge[k])
+				ir_contains(c->merge[k], add_constant, m);
+		}
+		for (int k = 0; k < c->nfinal; k++)
+			ir_contains(c->finalize[k].e, add_constant, m);
+	}
+	*n = m->nconsts;
+	return m->consts;
+}
+
+/* The next value of this storage above (dir > 0) or below v. */
+static double next_in(TyKind storage, double v, int dir)
+{
+	if (storage == TY_F64)
+		return nextafter(v, dir * INFINITY);
+	if (storage == TY_F32)
+		return nextafterf((float)v, dir * INFINITY);
+	/* f16 and bf16: a relative step of their precision, rounded */
+	return ir_round(storage, v + dir * fabs(v) * (storage == TY_F16 ? 0x1p-10 : 0x1p-7));
+}
+
+double draw_spec_constant_value(Machine *m, TyKind storage, uint64_t *rng)
+{
+	int n;
+	const double *k = draw_spec_constants(m, &n);
+	if (!n)
+		return NAN;
+	double c = k[rng_int(rng, 0, n - 1)];
+	if (rng_next(rng) & 1)
+		c = -c;
+	double v;
+	switch (rng_int(rng, 0, 7)) {
+	case 0: v = c / 2; break;
+	case 1: v = 2 * c; break;
+	case 2: v = next_in(storage, ir_round(storage, c), 1); break;
+	case 3: v = next_in(storage, ir_round(storage, c), -1); break;
+	default: v = c; break;
+	}
+	v = ir_round(storage, v);
+	return isfinite(v) ? v : ir_round(storage, c);
+}
+
+/* Float inputs set to the spec's constants, three components in four. */
+static void constant_decls(Machine *m, const Decl *d, int n, const int *off, double *dst, uint64_t *rng)
+{
+	for (int k = 0; k < n; k++)
+		for (int t = 0; t < spec_decl_width(&d[k]); t++)
+			if (ty_is_float(d[k].ty) && rng_int(rng, 0, 3)) {
+				double v = draw_spec_constant_value(m, d[k].storage, rng);
+				if (isfinite(v))
+					dst[off[k] + t] = v;
+			}
 }
 
 /* A position of a row of len: in [0, len) seven draws in eight. */
@@ -344,6 +425,11 @@ static int draw_position(Machine *m, DrawFamily f, Row *r, int j, double offset,
 		if (!keep_cols)
 			draw_decls(c->col, c->ncol, m->coloff, col, f, offset, ix + span_at(m, VAR_COL, 0), r->len, rng);
 		draw_decls(c->elem, c->nelem, m->elemoff, el, f, offset, ix + span_at(m, VAR_ELEM, 0), r->len, rng);
+		if (f == DRAW_CONSTS) {
+			if (!keep_cols)
+				constant_decls(m, c->col, c->ncol, m->coloff, col, rng);
+			constant_decls(m, c->elem, c->nelem, m->elemoff, el, rng);
+		}
 		if (t >= ASSUME_TRIES / 4 && j > 0 && t % 2) {
 			if (!keep_cols)
 				nudge_decls(c->col, c->ncol, m->coloff, col - m->colw, col, rng);

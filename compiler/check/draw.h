@@ -13,6 +13,7 @@ typedef enum {
 	DRAW_WIDE,    /* N(0, 20) */
 	DRAW_MEAN,    /* 1e8 + N(0, 1): catastrophic cancellation */
 	DRAW_COUNTS,  /* a state merged with itself up to 30 times: counts to 1e9 */
+	DRAW_CONSTS,  /* float inputs at the spec's own constants and next to them, else N(0, 1) */
 	NDRAW
 } DrawFamily;
 
@@ -28,6 +29,15 @@ int draw_row_keep(Machine *m, DrawFamily f, Row *r, int keep_cols, uint64_t *rng
  * an integer compared with, added to or taken from i, j or len, which is
  * drawn as a position of the row.  Computed once and kept in m. */
 const unsigned char *draw_index_inputs(Machine *m);
+/* The nonzero finite float constants of lift, merge and finalize (where a
+ * merge saturates, a lift switches, a comparison holds), each once: the
+ * values DRAW_CONSTS draws, with their negations, halves, doubles and
+ * neighbours.  Computed once and kept in m. */
+const double *draw_spec_constants(Machine *m, int *n);
+/* One value from the spec's constants for an input of this storage: a
+ * constant, its negation, half, double, or the next float above or below it
+ * (a comparison's two sides).  NAN where the spec has none. */
+double draw_spec_constant_value(Machine *m, TyKind storage, uint64_t *rng);
 /* Draw one component of an input (rounded to its storage type). */
 double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64_t *rng);
 /* A --param value: a number, or true or false (a bool param's); end as strtod's. */

@@ -408,6 +408,7 @@ void eval_free(Machine *m)
 	free(m->params);
 	free(m->scratch);
 	free(m->index_in);
+	free(m->consts);
 	free(m->ident[0]);
 	free(m->ident[1]);
 	memset(m, 0, sizeof *m);

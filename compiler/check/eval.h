@@ -37,6 +37,8 @@ typedef struct {
 	double *scratch;
 	unsigned range;           /* PROG_* events of the merges since it was last cleared */
 	unsigned char *index_in;  /* draw_index_inputs' flags, once computed */
+	double *consts;           /* draw_spec_constants' values, once computed (NULL before) */
+	int nconsts;
 } Machine;
 
 int eval_init(Machine *m, Carrier *c);
