@@ -153,6 +153,36 @@ Test(prove, disproofs)
 	check("tests/prove/identity_ee.yaml", "pdp-");
 }
 
+/* Differences at the spec's own constants: no drawn row folds to a state
+ * past 1e12 or to exactly 1000 and 0.5, but rows of the constants (and of
+ * a grid point's values) do, and their folds are the witnesses. */
+Test(prove, witnesses_folded_from_the_specs_constants)
+{
+	check("tests/prove/saturating_sum_1e12.yaml", "ddp-");
+	check("tests/prove/rare_pair.yaml", "dpd-");
+	Carrier *c = load_ok("tests/prove/rare_pair.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	const ProofLine *l = law(&r, "commutative");
+	cr_expect(strstr(l->how, "a={s: 0.5}, b={s: 1000}"), "%s", l->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
+/* min(a.s + b.s, 1e30) is linear; 1e30 is beyond the 64-bit rationals of
+ * the regions, and the message says so, not that the terms are non-linear. */
+Test(prove, constants_past_the_rationals_are_named)
+{
+	Carrier *c = load_ok("tests/laws/saturating_sum.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	const ProofLine *l = law(&r, "associative");
+	cr_expect(l->status == PROOF_UNKNOWN && strstr(l->how, "constant beyond the prover's 64-bit rationals"), "%s",
+		  l->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* Lets and merge temporaries that each use the one before twice: the
  * tree doubles per let, the DAG does not, and the prover walks the DAG
  * (check on them once took 13 s at 25 lets and never ended at 40). */

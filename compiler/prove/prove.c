@@ -401,16 +401,36 @@ static int disprove(Job *j, const Region *r, const Pair *pr, Verdict *out)
 		p->reach = reach_new(p->c);
 	const char *where = r->desc[0] ? r->desc : "(all)";
 	char *open = NULL;
-	int found = reach_witness(p->reach, p, r, g, pr->l, val, got);
+	int found = reach_witness(p->reach, p, r, g, pr->l, val, got), grid = 0;
+	double gval[PV_MAXV], ggot[2];
 	if (found) {
 		bprintf(j->trace, "      states folded from drawn rows differ there\n");
+	} else {
+		/* a point of the grid, or none: rows whose elements are its field
+		 * values (1000 and 0.5 for where(a.s == 1000 && b.s == 0.5, ...)),
+		 * or the spec's constants, may fold to states in the region */
+		grid = grid_witness(j, r, g, gval, ggot);
+		if (grid) {
+			double fv[PV_MAXV];
+			int nf = 0;
+			for (int v = 0; v < p->nv; v++)
+				if (p->vop[v])
+					fv[nf++] = gval[v];
+			reach_seed(p->reach, fv, nf);
+		}
+		found = reach_seed_witness(p->reach, p, (int)strlen(j->ops), r, g, pr->l, val, got);
+		if (found)
+			bprintf(j->trace, "      states folded from rows of the spec's constants%s differ there\n",
+				grid ? " and the grid point's values" : "");
+	}
+	if (found) {
 		verdict(out, PROOF_DISPROVED, witness_how(j, r, pr, val, got));
-	} else if (grid_witness(j, r, g, val, got)) {
+	} else if (grid) {
 		Buf b = {0};
 		bprintf(&b, "%s differs in region %s, at ", pr->field, where);
-		witness_str(j, val, &b);
+		witness_str(j, gval, &b);
 		bprintf(&b, " (%.17g by %s, %.17g by %s), but at no state folded from %d drawn rows: "
-			    "an invariant may exclude the region", got[0], j->lname, got[1], j->rname,
+			    "an invariant may exclude the region", ggot[0], j->lname, ggot[1], j->rname,
 			reach_states(p->reach));
 		open = b.s;
 	} else {

@@ -124,6 +124,11 @@ static int is_const(const Val *v, Q *q)
 	return 1;
 }
 
+/* A finite number that set_num could keep only at the random points, as
+ * it has no 64-bit rational (1e30, 1e-30): a constant that no linear form
+ * can hold. */
+static int big_const(const Val *v) { return v->kind == V_FIN && !v->haslin && !v->degn && !v->degd && v->hasrf; }
+
 static int is_zero(const Val *v) { return v->kind == V_FIN && v->sign == SG_ZERO; }
 
 /* ---- finite arithmetic ---- */
@@ -472,6 +477,11 @@ static int compare(Ev *x, const Val *a, const Val *b, Val *err)
 			set_err(err, "an empty region");
 	} else if (strict_sign(d->sign) || d->sign == SG_ZERO) {
 		r = d->sign == SG_ZERO ? C_EQ : strict_sign(d->sign);
+	} else if (big_const(a) || big_const(b)) {
+		/* min(a.s + b.s, 1e30) is linear, but 1e30 is no 64-bit rational:
+		 * the region cannot state a side of it */
+		set_err(err, "comparison with a constant beyond the prover's 64-bit rationals");
+		r = C_ERR;
 	} else {
 		set_err(err, "comparison of non-linear terms");
 		r = C_ERR;

@@ -99,6 +99,13 @@ int reach_states(const Reach *rs);
  * (root: the first) differ: 1 with the base variables' values in val and
  * the differing values in out. */
 int reach_witness(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *root, double *val, double *out);
+/* Values for the seeds: rows of one or two elements whose inputs take
+ * them (the spec's constants are there from the start). */
+void reach_seed(Reach *rs, const double *v, int n);
+/* reach_witness over the seeds' states (every tuple of nops operands where
+ * they are few), then seeds mixed with drawn folds. */
+int reach_seed_witness(const Reach *rs, Pv *p, int nops, const Region *r, Prog *g, const Expr *root, double *val,
+		       double *out);
 /* Whether two float64 results differ beyond rounding. */
 int reach_differ(double x, double y);
 

@@ -15,13 +15,24 @@
 
 #include "compiler/check/draw.h"
 
-enum { REACH_PER_TIER = 192, REACH_TRIES = 24000 };
+enum { REACH_PER_TIER = 192, REACH_TRIES = 24000, SEED_VALS = 96, SEED_STATES = 1024, SEED_PAIRS = 4,
+       SEED_TRIES = 12000 };
 
 struct Reach {
 	Machine m;
 	int n;        /* states in the pool */
 	int tier[3];  /* the states of tiers 0..k are the first tier[k] */
 	double *st;   /* n states of m.sw components, float64 */
+	/* Seeds: folds of rows of one or two elements whose inputs are chosen
+	 * values (the spec's constants and their neighbours, a witness's field
+	 * values): the states at a carrier's edges, which drawn rows rarely
+	 * reach (a sum past its saturation bound, a lift equal to a constant a
+	 * merge compares with). */
+	double vals[SEED_VALS];
+	int nvals;
+	int nseed;
+	double *seed; /* nseed states of m.sw components */
+	uint64_t rng;
 };
 
 static int finite_state(const double *v, int n)
@@ -59,6 +70,99 @@ static void reach_fill(Reach *rs, uint64_t *rng)
 	}
 }
 
+/* ---- seeds ---- */
+
+/* Set input component dst to v where its type holds v; 0 where it does not. */
+static int set_input(const Decl *d, double *dst, double v)
+{
+	double x = ir_round(d->storage, v);
+	if (!isfinite(x) || (ty_is_int(d->ty) && !ir_holds((TyKind)d->storage, v)))
+		return 0;
+	*dst = x;
+	return 1;
+}
+
+/* Element j's inputs at value v: every one (only = -1) or input only. */
+static int set_element(Reach *rs, Row *r, int j, double v, int only)
+{
+	Machine *m = &rs->m;
+	const Carrier *c = m->c;
+	int any = 0;
+	for (int k = 0; k < c->nelem; k++)
+		if (only < 0 || only == k)
+			for (int t = 0; t < spec_decl_width(&c->elem[k]); t++)
+				any |= set_input(&c->elem[k], r->elemv + (size_t)j * m->elemw + m->elemoff[k] + t, v);
+	return any;
+}
+
+/* The fold of a row of len elements at values v[0..len), into the seeds
+ * when the row is one assume admits and the state is finite. */
+static void seed_row(Reach *rs, const double *v, int len, int only)
+{
+	Machine *m = &rs->m;
+	if (rs->nseed == SEED_STATES)
+		return;
+	Row *r = eval_row_new(m, len);
+	int ok = draw_row(m, DRAW_GRID, r, &rs->rng) == 0;
+	for (int j = 0; ok && j < len; j++)
+		ok = set_element(rs, r, j, v[j], only) && eval_assume(m, r, j);
+	if (ok) {
+		double *st = rs->seed + (size_t)rs->nseed * m->sw, *e = malloc(m->sw * sizeof *e);
+		if (!e)
+			abort();
+		uint64_t rng = rs->rng;
+		eval_fold(m, MODE_F64, r, 0, len, SHAPE_LEFT, &rng, st, e);
+		free(e);
+		int fresh = finite_state(st, m->sw);
+		for (int i = 0; fresh && i < rs->nseed; i++) /* a clamp makes many rows one state */
+			fresh = memcmp(rs->seed + (size_t)i * m->sw, st, m->sw * sizeof *st) != 0;
+		rs->nseed += fresh;
+	}
+	eval_row_free(r);
+}
+
+/* Seeds from a new value: a row of it alone (each input at it, and every
+ * input at once), and rows of it with values seen before. */
+static void seed_value(Reach *rs, double v)
+{
+	if (!isfinite(v) || rs->nvals == SEED_VALS)
+		return;
+	for (int i = 0; i < rs->nvals; i++)
+		if (rs->vals[i] == v)
+			return;
+	rs->vals[rs->nvals++] = v;
+	int nelem = rs->m.c->nelem;
+	seed_row(rs, &v, 1, -1);
+	for (int k = 0; nelem > 1 && k < nelem; k++)
+		seed_row(rs, &v, 1, k);
+	for (int t = 0; t < SEED_PAIRS; t++) {
+		double two[2] = {v, rs->vals[rng_int(&rs->rng, 0, rs->nvals - 1)]};
+		seed_row(rs, two, 2, -1);
+	}
+}
+
+/* The spec's constants as seeds: each, its negation, half, double, and
+ * the floats next to it. */
+static void seed_constants(Reach *rs)
+{
+	int n;
+	const double *k = draw_spec_constants(&rs->m, &n);
+	for (int i = 0; i < n; i++)
+		for (int sign = 1; sign >= -1; sign -= 2) {
+			double c = sign * k[i];
+			double near[] = {c, c / 2, 2 * c, nextafterf((float)c, INFINITY), nextafterf((float)c, -INFINITY),
+					 nextafter(c, INFINITY), nextafter(c, -INFINITY)};
+			for (size_t t = 0; t < sizeof near / sizeof *near; t++)
+				seed_value(rs, near[t]);
+		}
+}
+
+void reach_seed(Reach *rs, const double *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		seed_value(rs, v[i]);
+}
+
 Reach *reach_new(Carrier *c)
 {
 	Reach *rs = calloc(1, sizeof *rs);
@@ -67,8 +171,14 @@ Reach *reach_new(Carrier *c)
 	eval_init(&rs->m, c);
 	uint64_t rng = 0x7eac4ULL;
 	char msg[160];
-	if (draw_params(&rs->m, NULL, 0, &rng, msg, sizeof msg) == 0)
+	rs->rng = 0x5eed5ULL;
+	rs->seed = malloc((size_t)SEED_STATES * (rs->m.sw ? rs->m.sw : 1) * sizeof *rs->seed);
+	if (!rs->seed)
+		abort();
+	if (draw_params(&rs->m, NULL, 0, &rng, msg, sizeof msg) == 0) {
 		reach_fill(rs, &rng);
+		seed_constants(rs);
+	}
 	return rs;
 }
 
@@ -78,18 +188,19 @@ void reach_free(Reach *rs)
 		return;
 	eval_free(&rs->m);
 	free(rs->st);
+	free(rs->seed);
 	free(rs);
 }
 
 int reach_states(const Reach *rs) { return rs->n; }
 
-/* The base variables' values for operands a, b, c taken from pool states
- * pick[0..2], params from the machine's; component 0 of a vector field. */
-static void reach_vals(const Reach *rs, const Pv *p, const int *pick, double *val)
+/* The base variables' values for operands a, b, c at states op[0..2],
+ * params from the machine's; component 0 of a vector field. */
+static void reach_vals(const Reach *rs, const Pv *p, const double *const *op, double *val)
 {
 	for (int v = 0; v < p->nv; v++) {
 		if (p->vop[v])
-			val[v] = rs->st[(size_t)pick[p->vop[v] - 'a'] * rs->m.sw + rs->m.soff[p->vfield[v]]];
+			val[v] = op[p->vop[v] - 'a'][rs->m.soff[p->vfield[v]]];
 		else
 			val[v] = rs->m.params[rs->m.poff[p->vfield[v]]];
 	}
@@ -108,8 +219,8 @@ static int in_region(const Region *r, const double *val, int nv)
 	return lin_region_holds(r, val);
 }
 
-/* Every leaf of g from the picked states, vector fields whole. */
-static int reach_leaves(const Reach *rs, const Pv *p, Prog *g, const int *pick)
+/* Every leaf of g from the operands' states, vector fields whole. */
+static int reach_leaves(const Reach *rs, const Pv *p, Prog *g, const double *const *op)
 {
 	for (int i = 0; i < prog_nleaves(g); i++) {
 		Expr *e = prog_leaf(g, i);
@@ -118,7 +229,7 @@ static int reach_leaves(const Reach *rs, const Pv *p, Prog *g, const int *pick)
 			return 0;
 		double *d = prog_leaf_val(g, i, NULL);
 		int len = e->ty.len ? e->ty.len : 1;
-		const double *src = p->vop[v] ? rs->st + (size_t)pick[p->vop[v] - 'a'] * rs->m.sw + rs->m.soff[p->vfield[v]]
+		const double *src = p->vop[v] ? op[p->vop[v] - 'a'] + rs->m.soff[p->vfield[v]]
 					      : rs->m.params + rs->m.poff[p->vfield[v]];
 		memcpy(d, src, len * sizeof *d);
 	}
@@ -148,6 +259,17 @@ static int roots_differ(Prog *g, const Expr *root, double *out)
 	return 0;
 }
 
+/* Operands at states op in r where g's roots differ: 1 with val and out set. */
+static int at_point(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *root, const double *const *op,
+		    double *val, double *out)
+{
+	reach_vals(rs, p, op, val);
+	if (!in_region(r, val, p->nv) || !reach_leaves(rs, p, g, op))
+		return 0;
+	prog_run(g, MODE_F64);
+	return roots_differ(g, root, out);
+}
+
 int reach_witness(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *root, double *val, double *out)
 {
 	if (!rs->n)
@@ -157,13 +279,41 @@ int reach_witness(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *
 		int pick[3], from = rs->tier[t * 3 / REACH_TRIES];
 		if (!from)
 			continue;
-		for (int w = 0; w < 3; w++)
+		const double *op[3];
+		for (int w = 0; w < 3; w++) {
 			pick[w] = (int)(lin_rand(&seed) % (uint64_t)from);
-		reach_vals(rs, p, pick, val);
-		if (!in_region(r, val, p->nv) || !reach_leaves(rs, p, g, pick))
-			continue;
-		prog_run(g, MODE_F64);
-		if (roots_differ(g, root, out))
+			op[w] = rs->st + (size_t)pick[w] * rs->m.sw;
+		}
+		if (at_point(rs, p, r, g, root, op, val, out))
+			return 1;
+	}
+	return 0;
+}
+
+int reach_seed_witness(const Reach *rs, Pv *p, int nops, const Region *r, Prog *g, const Expr *root, double *val,
+		       double *out)
+{
+	if (!rs->nseed)
+		return 0;
+	int all = 1; /* every tuple of seeds, where they are few */
+	for (int i = 0; i < nops && all <= SEED_TRIES; i++)
+		all *= rs->nseed;
+	if (all <= SEED_TRIES)
+		for (int t = 0; t < all; t++) {
+			const double *op[3] = {rs->seed, rs->seed, rs->seed};
+			for (int w = 0, u = t; w < nops && w < 3; w++, u /= rs->nseed)
+				op[w] = rs->seed + (size_t)(u % rs->nseed) * rs->m.sw;
+			if (at_point(rs, p, r, g, root, op, val, out))
+				return 1;
+		}
+	uint64_t seed = 0x5eed1ULL;
+	for (int t = 0; t < SEED_TRIES; t++) {
+		const double *op[3];
+		for (int w = 0; w < 3; w++) /* seeds mostly, drawn folds now and then */
+			op[w] = rs->n && lin_rand(&seed) % 4 == 0
+					? rs->st + (size_t)(lin_rand(&seed) % (uint64_t)rs->n) * rs->m.sw
+					: rs->seed + (size_t)(lin_rand(&seed) % (uint64_t)rs->nseed) * rs->m.sw;
+		if (at_point(rs, p, r, g, root, op, val, out))
 			return 1;
 	}
 	return 0;
