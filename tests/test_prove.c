@@ -169,6 +169,27 @@ Test(prove, witnesses_folded_from_the_specs_constants)
 	spec_carrier_free(c);
 }
 
+/* The scaled sum of squares (nrm2's) transports into (max, +) with 0 for
+ * max's identity: none over the reals, but one over the image, where
+ * s = abs(x) keeps s >= 0 on every state.  With a signed scale it is
+ * none, and the certificate is refused as before. */
+Test(prove, certificate_unit_on_the_image)
+{
+	Carrier *c = load_ok("tests/prove/l2_norm_scaled.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	const ProofLine *l = law(&r, "certificate");
+	cr_expect(l->status != PROOF_DISPROVED && !strstr(l->how, "not the identity"), "%s", l->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+	c = load_ok("tests/prove/l2_norm_signed_scale.yaml");
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	l = law(&r, "certificate");
+	cr_expect(l->status == PROOF_DISPROVED && strstr(l->how, "phi(e).s = 0, not the identity of max"), "%s", l->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* min(a.s + b.s, 1e30) is linear; 1e30 is beyond the 64-bit rationals of
  * the regions, and the message says so, not that the terms are non-linear. */
 Test(prove, constants_past_the_rationals_are_named)
