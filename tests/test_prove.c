@@ -190,6 +190,21 @@ Test(prove, certificate_unit_on_the_image)
 	spec_carrier_free(c);
 }
 
+/* a.s / max(a.s, b.s) divides by a term of unknown sign (s >= 0 may be
+ * 0), but within where(s == 0, 0, ...) the region orders it against 0:
+ * the division splits the region on its denominator's sign instead of
+ * giving up, and the scaled sum of squares is proved directly. */
+Test(prove, denominators_the_region_orders)
+{
+	Carrier *c = load_ok("tests/prove/l2_norm_scaled.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	expect(&r, "l2_norm_scaled", "associative", PROOF_PROVED);
+	expect(&r, "l2_norm_scaled", "commutative", PROOF_PROVED);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* min(a.s + b.s, 1e30) is linear; 1e30 is beyond the 64-bit rationals of
  * the regions, and the message says so, not that the terms are non-linear. */
 Test(prove, constants_past_the_rationals_are_named)

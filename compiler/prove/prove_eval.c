@@ -710,10 +710,25 @@ static void ev_binary(Ev *x, Val *r, Expr *e, Val *a, Val *b)
 	case EXPR_MUL:
 		v_mul(x->p, r, a, b, 0, "");
 		return;
-	case EXPR_DIV:
+	case EXPR_DIV: {
 		if (ty_is_int(e->ty)) {
 			set_err(r, "integer division");
 			return;
+		}
+		Val zero, nb;
+		if (b->kind == V_FIN && (b->sign & SG_ZERO) && b->sign != SG_ZERO && b->haslin && !b->nlog) {
+			/* a denominator of unknown sign that the region orders
+			 * against 0 (a.s / max(a.s, b.s) where s > 0), or splits */
+			int c;
+			set_num(x->p, &zero, 0);
+			if (cmp_into(x, r, b, &zero, &c))
+				return;
+			nb = *b;
+			if (c == C_EQ)
+				set_num(x->p, &nb, 0);
+			else
+				nb.sign = (uint8_t)(c == C_GT ? SG_POS : c == C_LT ? SG_NEG : b->sign);
+			b = &nb;
 		}
 		{
 			char *s = ir_str_max(x->p->ir, e, MSG_EXPR);
@@ -721,6 +736,7 @@ static void ev_binary(Ev *x, Val *r, Expr *e, Val *a, Val *b)
 			free(s);
 		}
 		return;
+	}
 	default: {
 		int c;
 		if (wraps(e->a[0]) || wraps(e->a[1])) {
