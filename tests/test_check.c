@@ -222,6 +222,30 @@ static void expect_unsound(const char *spec, const char *detail)
 	spec_carrier_free(c);
 }
 
+/* The two sides of a failed law, as the detail prints them, are two
+ * numbers: a sum clamped at 1e30 differs from the other side in the 13th
+ * digit, which 9 digits would print as one number twice. */
+Test(check, differing_values_print_differently)
+{
+	CheckResult r;
+	Carrier *c = check_text("carrier: satsum\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+				"lift: {s: x}\nmerge:\n  s: max(min(a.s + b.s, 1e30), -1e30)\n",
+				1, &r);
+	int failed = 0;
+	for (int i = 0; i < r.nlaw; i++) {
+		const char *at = r.law[i].detail ? strstr(r.law[i].detail, "differs: ") : NULL;
+		if (r.law[i].v != VERDICT_FAILS || !at)
+			continue;
+		char x[64], y[64];
+		cr_assert_eq(sscanf(at, "differs: %63s vs %63s", x, y), 2, "%s", at);
+		cr_expect_str_neq(x, y, "%s: %s", r.law[i].law, at);
+		failed++;
+	}
+	cr_expect_gt(failed, 0, "a law of the clamped sum fails");
+	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
 Test(check, assume_is_honoured)
 {
 	const char *spec = "carrier: wlog\n"

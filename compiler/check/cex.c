@@ -1,5 +1,6 @@
 /* cex.c: counterexamples in the spec's own terms: the states (with the
  * inputs they fold), both sides of the law, and the component that differs. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,20 @@ static void put_sample(Buf *b, Machine *m, const char *name, Sample *s, Mode mod
 	buf_puts(b, "\n");
 }
 
+/* Significant digits that tell x from y: 9, or up to 17 where they agree
+ * that far (a sum clamped at 1e30 differs from 1e30 in the 13th). */
+static int distinct_digits(double x, double y)
+{
+	char a[40], b[40];
+	for (int d = 9; d < 17; d++) {
+		snprintf(a, sizeof a, "%.*g", d, x);
+		snprintf(b, sizeof b, "%.*g", d, y);
+		if (strcmp(a, b))
+			return d;
+	}
+	return 17;
+}
+
 void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char *const side[2])
 {
 	Machine *m = k->m;
@@ -159,9 +174,10 @@ void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char
 	buf_puts(&d, "field ");
 	cex_component(&d, m, at);
 	buf_puts(&d, " differs: ");
-	buf_num(&d, t->l[at], 9);
+	int digits = distinct_digits(t->l[at], t->r[at]);
+	buf_num(&d, t->l[at], digits);
 	buf_puts(&d, " vs ");
-	buf_num(&d, t->r[at], 9);
+	buf_num(&d, t->r[at], digits);
 	double gap = fabs(t->l[at] - t->r[at]), scale = fmax(fabs(t->l[at]), fabs(t->r[at]));
 	if (isfinite(gap) && scale > 0)
 		buf_printf(&d, " (relative gap %.2g", gap / scale);
