@@ -205,6 +205,22 @@ Test(prove, denominators_the_region_orders)
 	spec_carrier_free(c);
 }
 
+/* A merge that clamps a field to constants keeps it within them, where
+ * the lift does too: with -1e12 <= s <= 1e12 as invariants the identity
+ * is proved, and of associativity's differences only those that states
+ * reach are left, where seeds at the bounds are the witness. */
+Test(prove, clamp_bounds_are_invariants)
+{
+	check("tests/prove/saturating_sum_clamped_1e12.yaml", "dpp-");
+	Carrier *c = load_ok("tests/prove/saturating_sum_clamped_1e12.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	const ProofLine *l = law(&r, "identity");
+	cr_expect(strstr(l->how, "s >= -999999995904, s <= 999999995904"), "%s", l->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* min(a.s + b.s, 1e30) is linear; 1e30 is beyond the 64-bit rationals of
  * the regions, and the message says so, not that the terms are non-linear. */
 Test(prove, constants_past_the_rationals_are_named)

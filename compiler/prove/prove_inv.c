@@ -150,6 +150,33 @@ static void add_cand(Cand *k, int *n, int f, int g, int sf)
 	x->alive = 1;
 }
 
+/* Bounds a merge clamps a field to: the constants max and min take in
+ * its merge (max(min(a.s + b.s, 1e12), -1e12)). */
+typedef struct {
+	Cand *k;
+	int *n, f;
+} Clamp;
+
+static int add_clamp(void *ctx, Expr *e)
+{
+	Clamp *w = ctx;
+	if (e->op != EXPR_MAX && e->op != EXPR_MIN)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		Expr *b = e->a[i];
+		Q q;
+		if (b->op != EXPR_CONST || b->ty.len || b->num == 0 || !lin_q_from_double(b->num, &q))
+			continue;
+		for (int sf = -1; sf <= 1; sf += 2) { /* f <= k and f >= k, sf * (f - k) >= 0 */
+			int at = *w->n;
+			add_cand(w->k, w->n, w->f, -1, sf);
+			if (*w->n > at)
+				w->k[at].l.c[PV_MAXV] = sf > 0 ? lin_q_neg(q) : q;
+		}
+	}
+	return 0;
+}
+
 static int candidates(Pv *p, Cand *k)
 {
 	Carrier *c = p->c;
@@ -165,6 +192,11 @@ static int candidates(Pv *p, Cand *k)
 			if (g != f && is_float_scalar(c, g) && c->state[g].ty.kind == c->state[f].ty.kind)
 				add_cand(k, &n, f, g, 1);
 	}
+	for (int f = 0; f < c->nstate; f++)
+		if (is_float_scalar(c, f) && c->merge && c->merge[f]) {
+			Clamp w = {k, &n, f};
+			ir_contains(c->merge[f], add_clamp, &w);
+		}
 	return n;
 }
 
@@ -272,6 +304,19 @@ static void inv_text(Pv *p)
 			else if (l->c[v].n < 0)
 				g = v;
 		const char *sep = i ? ", " : "";
+		Q k = l->c[PV_MAXV];
+		if (k.n) { /* a bound: f - k >= 0 or k - f >= 0 */
+			char num[64];
+			int up = f >= 0;
+			Q b = up ? lin_q_neg(k) : k;
+			if (b.d == 1)
+				snprintf(num, sizeof num, "%lld", (long long)b.n);
+			else
+				snprintf(num, sizeof num, "%lld/%lld", (long long)b.n, (long long)b.d);
+			len += snprintf(p->invtext + len, sizeof p->invtext - len, "%s%s %s %s", sep,
+					p->c->state[up ? f : g].name, up ? ">=" : "<=", num);
+			continue;
+		}
 		if (f >= 0)
 			len += snprintf(p->invtext + len, sizeof p->invtext - len, "%s%s >= %s", sep,
 					p->c->state[f].name, g >= 0 ? p->c->state[g].name : "0");
