@@ -182,7 +182,10 @@ static double next_in(TyKind storage, double v, int dir)
 	return ir_round(storage, v + dir * fabs(v) * (storage == TY_F16 ? 0x1p-10 : 0x1p-7));
 }
 
-double draw_spec_constant_value(Machine *m, TyKind storage, uint64_t *rng)
+/* One value from the spec's constants for an input of this storage: a
+ * constant, its negation, half, double, or the next float above or below it
+ * (a comparison's two sides).  NAN where the spec has none. */
+static double constant_value(Machine *m, TyKind storage, uint64_t *rng)
 {
 	int n;
 	const double *k = draw_spec_constants(m, &n);
@@ -209,7 +212,7 @@ static void constant_decls(Machine *m, const Decl *d, int n, const int *off, dou
 	for (int k = 0; k < n; k++)
 		for (int t = 0; t < spec_decl_width(&d[k]); t++)
 			if (ty_is_float(d[k].ty) && rng_int(rng, 0, 3)) {
-				double v = draw_spec_constant_value(m, d[k].storage, rng);
+				double v = constant_value(m, d[k].storage, rng);
 				if (isfinite(v))
 					dst[off[k] + t] = v;
 			}

@@ -34,10 +34,6 @@ const unsigned char *draw_index_inputs(Machine *m);
  * values DRAW_CONSTS draws, with their negations, halves, doubles and
  * neighbours.  Computed once and kept in m. */
 const double *draw_spec_constants(Machine *m, int *n);
-/* One value from the spec's constants for an input of this storage: a
- * constant, its negation, half, double, or the next float above or below it
- * (a comparison's two sides).  NAN where the spec has none. */
-double draw_spec_constant_value(Machine *m, TyKind storage, uint64_t *rng);
 /* Draw one component of an input (rounded to its storage type). */
 double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64_t *rng);
 /* A --param value: a number, or true or false (a bool param's); end as strtod's. */
