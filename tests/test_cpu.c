@@ -2066,7 +2066,9 @@ static int same_floats(const float *x, const float *y, size_t n, int width)
  * and 70000: the same indices, and where exact the same values
  * (same_floats). */
 /* nan 0: NaN values replaced by -1 (a merge that is associative only
- * among numbers). */
+ * among numbers).  exact 2: the indices and the float32 outputs of more
+ * than one component (lists) alike, a scalar's only as the reference
+ * (the lists' lengths 1 .. 16 aside, these are a sum's or softmax's). */
 static void topk_carrier_against_interp_with(Carrier *c, const char *path, int exact, int nan, const LlvmOpts *o)
 {
 	LlvmKernel *k = compiled(c, o);
@@ -2074,8 +2076,8 @@ static void topk_carrier_against_interp_with(Carrier *c, const char *path, int e
 	cr_assert(interp);
 	RtPool *pool[2];
 	pools_open(pool, 2);
-	for (int len = 0; len <= 304; len++) {
-		int n = len == 301 ? 5000 : len == 302 ? 8192 : len == 303 ? 8193 : len == 304 ? 70000 : len;
+	for (int len = 0; len <= 305; len++) {
+		int n = len == 301 ? 5000 : len == 302 ? 8192 : len == 303 ? 8193 : len == 304 ? 70000 : len == 305 ? 65543 : len;
 		RunData *d[2] = {drawn(c, TOPK_ROWS, n, 3), drawn(c, TOPK_ROWS, n, 3)};
 		uint64_t s = 5 + (uint64_t)len;
 		for (int r = 0; r < TOPK_ROWS; r++)
@@ -2092,7 +2094,7 @@ static void topk_carrier_against_interp_with(Carrier *c, const char *path, int e
 			run_kernel(k, d[0], pool[run], run ? 3 : 0);
 			for (int f = 0; f < c->nfinal; f++) {
 				Buffer *x = &d[0]->fin[f], *y = &d[1]->fin[f];
-				if (!exact && x->kind != TY_I32)
+				if ((!exact || (exact == 2 && x->width == 1)) && x->kind != TY_I32)
 					continue;
 				size_t bytes = x->n * x->width * run_kind_size(x->kind);
 				int same = x->kind == TY_F32 ? same_floats(x->p, y->p, x->n * x->width, x->width)
@@ -2245,6 +2247,69 @@ Test(cpu, topk_lists_fold_apart_from_the_rescale, .timeout = 300)
 	llvm_kernel_free(k);
 	topk_carrier_against_interp(c, "top8_beside_softmax", 0, 1);
 	spec_carrier_free(c);
+}
+
+/* Topk lists kept apart from the lanes (kern_apart_lift in
+ * compiler/llvm/llvm_reduce.c): one sorted list a range, each vector's
+ * lifted pairs tested against its last slot and the ones that rank
+ * before it inserted.  Lists of 16 beside softmax's (m, l) (34
+ * components, over what the lanes hold), of an expression of the input
+ * beside a count, two lists (16 and 8) under a mask, and indices that
+ * fall as positions rise (a later position wins a tie: the test's ties
+ * by index matter past the empty slots) are the interpreter's, bit for
+ * bit, at every length 0 .. 300 and long rows, on ties, NaN, zeros of
+ * either sign, -inf, equal and ascending rows (topk_value). */
+Test(cpu, topk_lists_kept_apart_as_interp, .timeout = 900)
+{
+	static const struct {
+		const char *name, *text;
+		int lists, exact;
+	} cs[] = {
+		{"softmax_top16", "state: {m: f32, l: f32, best: 'f32[16]', at: 'i32[16]'}\n"
+				  "identity: {m: -inf, l: 0, best: -inf, at: -1}\n"
+				  "lift: {m: x, l: 1, best: 'topk(x, j, 16)', at: 'topk_idx(x, j, 16)'}\n"
+				  "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+				  "  best: topk(a.best, a.at, b.best, b.at)\n  at: topk_idx(a.best, a.at, b.best, b.at)\n"
+				  "finalize:\n  lse: m + log(l)\n  best: best\n  at: at\n",
+		 1, 2},
+		{"count_top16_of_neg_abs", "state: {n: f32, top: 'f32[16]', at: 'i32[16]'}\n"
+					   "identity: {n: 0, top: -inf, at: -1}\n"
+					   "lift: {n: 1, top: 'topk(0 - abs(x), j, 16)', at: 'topk_idx(0 - abs(x), j, 16)'}\n"
+					   "merge:\n  n: a.n + b.n\n  top: topk(a.top, a.at, b.top, b.at)\n"
+					   "  at: topk_idx(a.top, a.at, b.top, b.at)\n",
+		 1, 1},
+		{"two_lists_masked", "mask: x == x\n"
+				     "state: {n: f32, hi: 'f32[16]', hat: 'i32[16]', lo: 'f32[8]', lat: 'i32[8]'}\n"
+				     "identity: {n: 0, hi: -inf, hat: -1, lo: -inf, lat: -1}\n"
+				     "lift: {n: 1, hi: 'topk(x, j, 16)', hat: 'topk_idx(x, j, 16)', lo: 'topk(0 - x, j, 8)',\n"
+				     "       lat: 'topk_idx(0 - x, j, 8)'}\n"
+				     "merge:\n  n: a.n + b.n\n  hi: topk(a.hi, a.hat, b.hi, b.hat)\n"
+				     "  hat: topk_idx(a.hi, a.hat, b.hi, b.hat)\n  lo: topk(a.lo, a.lat, b.lo, b.lat)\n"
+				     "  lat: topk_idx(a.lo, a.lat, b.lo, b.lat)\n",
+		 2, 1},
+		{"falling_indices", "state: {n: f32, top: 'f32[12]', at: 'i32[12]'}\n"
+				    "identity: {n: 0, top: -inf, at: -1}\n"
+				    "lift: {n: 1, top: 'topk(x, 1000000 - j, 12)', at: 'topk_idx(x, 1000000 - j, 12)'}\n"
+				    "merge:\n  n: a.n + b.n\n  top: topk(a.top, a.at, b.top, b.at)\n"
+				    "  at: topk_idx(a.top, a.at, b.top, b.at)\n",
+		 1, 1},
+	};
+	for (size_t t = 0; t < sizeof cs / sizeof *cs; t++) {
+		char text[2000];
+		snprintf(text, sizeof text, "carrier: %s\nelement: {x: f32}\n%slaws: [commutative]\n", cs[t].name, cs[t].text);
+		Carrier *c = text_ok(text);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_assert_gt(k->lanes, 1, "%s: lanes", cs[t].name);
+		cr_assert_eq(k->apart, cs[t].lists, "%s: lists apart", cs[t].name);
+		cr_assert_str_empty(k->one_lane, "%s", cs[t].name);
+		llvm_kernel_free(k);
+		topk_carrier_against_interp(c, cs[t].name, cs[t].exact, 1);
+		spec_carrier_free(c);
+	}
+	Carrier *c = load_ok("bench/carriers/softmax_top16.yaml");
+	cpu_meets_reference(c, 5, 70001, 7, "softmax_top16");
+	spec_carrier_free(c);
+	topk_rows("bench/carriers/softmax_top16.yaml");
 }
 
 /* Fields that fold apart in ordered lanes (no commutative claim): a

@@ -497,6 +497,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->max_rescale = k.mr_field >= 0 && (k.tile > 1 || k.ordered > 1);
 	kk->two_pass = k.two_pass > 0;
 	kk->scan_lanes = k.scan_lanes;
+	kk->apart = k.apart;
 	memcpy(kk->one_lane, k.one_lane, sizeof kk->one_lane);
 	int failed = 0;
 	kk->k.identity = (void (*)(const CpuArgs *, void *))lookup(jit, "assoc_identity", msg, n, &failed);

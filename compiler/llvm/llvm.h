@@ -47,6 +47,7 @@ typedef struct {
 	int max_rescale;  /* tiles, or ordered lanes' vectors, fold by the n-ary max-rescale merge (llvm_tile.c) */
 	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
 	int scan_lanes;   /* a scan in vectors of this many positions (scan_lanes in llvm_kern.c), else 0 */
+	int apart;        /* topk lists kept apart from the lanes, one sorted list a range (kern_lists_apart), else 0 */
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
 	LlvmJit *jit;
 } LlvmKernel;

@@ -87,6 +87,8 @@ typedef struct {
 	int select;      /* topk lists chosen from a few candidates (kern_selects, reduce_selected in
 			  * llvm_reduce.c) */
 	int narrow;      /* and the host compresses 16-bit lanes (select_narrow there) */
+	int apart;       /* topk lists kept apart from the vector lanes, one sorted list a row's range
+			  * (kern_lists_apart, llvm_reduce.c): their number, else 0 */
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
@@ -171,6 +173,14 @@ void lower_preset(Lower *L, Expr *e, LV v); /* e's value in the current scope is
 void lower_topk_sort(Lower *L, LLVMValueRef *v, LLVMValueRef *i);
 /* (v, i) = the top W pairs of two lists sorted so, still sorted. */
 void lower_topk_top(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef v2, LLVMValueRef i2);
+/* Lane by lane, whether the pair (v, i) ranks before (lv, li) in a topk
+ * list (ir_topk_before), lv a number (v may be NaN): a pair that would
+ * enter a list whose last slot is (lv, li). */
+LLVMValueRef lower_topk_enters(Lower *L, LLVMValueRef v, LLVMValueRef i, LLVMValueRef lv, LLVMValueRef li);
+/* The sorted list of k scalar pairs (v[t], i[t]) with (x, xi) inserted as
+ * topk ranks it (the last pair dropped), in place; unchanged where the
+ * pair ranks after every slot. */
+void lower_topk_insert(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef x, LLVMValueRef xi, int k);
 /* A float vector's lanes as unsigned integers in the same order (-0 just
  * below +0, NaN outside the numbers), and back. */
 LLVMValueRef lower_ord_bits(Lower *L, LLVMValueRef v);

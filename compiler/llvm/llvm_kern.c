@@ -817,9 +817,10 @@ void kern_step(B *b, LV *s, LV *tmp)
 	Carrier *c = b->k->c;
 	LV *l = tmp, *m = tmp + c->nstate;
 	kern_state_exprs(b, c->lift, l);
+	LLVMValueRef cond = c->mask ? lower_lv_at(lower_expr(&b->L, c->mask), 0) : NULL;
+	kern_apart_lift(b, l, cond);
 	kern_merge(b, s, l, m);
 	if (c->mask) {
-		LLVMValueRef cond = lower_lv_at(lower_expr(&b->L, c->mask), 0);
 		for (int f = 0; f < c->nstate; f++)
 			for (int t = 0; t < m[f].n; t++)
 				m[f].c[t] = LLVMBuildSelect(b->L.b, cond, m[f].c[t], lower_lv_at(s[f], t), "");
@@ -1290,16 +1291,29 @@ static int merge_commutes(const Carrier *c)
  * beside a top-16 list (34) 0.25-0.59, but compiled in 8 s. */
 enum { LANES_STATE_MAX = 24 };
 
-/* Whether a carrier with a vector state field still reduces in lanes, as
- * scalar ones do: every input and map scalar, the state short, and no
- * one-lane path of its own (reduce_selected, reduce_filtered).  A top-k
- * list beside softmax's (m, l) otherwise folds position by position in
- * one lane, its exps scalar: 0.03 of a copy, 256 rows of 65536. */
-static int short_state_lanes(Carrier *c)
+/* The state's components that fold in vector lanes: all but those of
+ * the topk lists kept apart (kern_lists_apart), which are not in the
+ * lanes' states but one list a row's range beside them. */
+static int lanes_components(const Carrier *c)
 {
-	int n = 0;
+	TopkList ls[APART_MAX];
+	int n = 0, nl = kern_lists_apart(c, ls);
 	for (int f = 0; f < c->nstate; f++)
 		n += spec_decl_width(&c->state[f]);
+	for (int q = 0; q < nl; q++)
+		n -= 2 * ls[q].k;
+	return n;
+}
+
+/* Whether a carrier with a vector state field still reduces in lanes, as
+ * scalar ones do: every input and map scalar, the state short (its
+ * topk lists kept apart not counted: of any length), and no one-lane
+ * path of its own (reduce_selected, reduce_filtered).  A top-k list
+ * beside softmax's (m, l) otherwise folds position by position in one
+ * lane, its exps scalar: 0.03 of a copy, 256 rows of 65536. */
+static int short_state_lanes(Carrier *c)
+{
+	int n = lanes_components(c);
 	for (int i = 0; i < c->nelem; i++)
 		if (spec_decl_width(&c->elem[i]) != 1)
 			return 0;
@@ -1323,9 +1337,7 @@ static void one_lane_why(Kern *k, const Carrier *c, int scalar, int comm)
 	k->one_lane[0] = 0;
 	if (k->lanes > 1 || k->ordered > 1 || k->group > 1 || k->select || kern_filter_fits(c) || c->tpl == FAM_SCAN)
 		return;
-	int n = 0, vec_io = 0;
-	for (int f = 0; f < c->nstate; f++)
-		n += spec_decl_width(&c->state[f]);
+	int n = lanes_components(c), vec_io = 0;
 	for (int i = 0; i < c->nelem; i++)
 		vec_io |= spec_decl_width(&c->elem[i]) != 1;
 	for (int i = 0; i < c->ncol; i++)
@@ -1386,6 +1398,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	k->group = k->tile > 1 && k->lanes == 1 && k->mr_field >= 0 && !kern_wide_state(c) && !c->nelem ? rows : 1;
 	k->rows_tile = rows_tile > VTILE ? VTILE : rows_tile < 1 ? 1 : rows_tile;
 	k->select = kern_selects(c);
+	k->apart = !scalar && k->lanes > 1 ? kern_lists_apart(c, NULL) : 0;
 	k->narrow = k->select && lower_host_has("+avx512vbmi2") && lower_host_has("+avx512bw");
 	one_lane_why(k, c, scalar, comm);
 	k->two_pass = 0;

@@ -41,6 +41,8 @@ typedef struct {
 	LV *rowv;            /* and each row input, gathered once before the loop (NULL: none yet) */
 	int colslot;         /* the tile's position whose column inputs kern_bind_inputs binds from there */
 	int unmasked;        /* lift_at leaves the mask out: it holds for the whole tile */
+	LV *apart;           /* reduce_lanes: the row's topk lists kept apart from the lanes (scalar
+			      * slots), into which each vector's lifted pairs go (kern_apart_lift); else NULL */
 } B;
 
 /* kern_build_rowmap_next's earlier row, whose map rides along pass 2 of
@@ -170,6 +172,23 @@ void kern_build_reduce(B *b);
  * serves c: topk lists beside max and min fields, scalar elements. */
 enum { FILTER_LANES = 16 };
 int kern_filter_fits(const Carrier *c);
+/* A topk list of a state: its value and index fields, its length. */
+typedef struct {
+	int v, i, k;
+} TopkList;
+/* The most lists kept apart. */
+enum { APART_MAX = 8 };
+/* The topk lists of c that may fold apart from the vector lanes, in ls
+ * (NULL: counted only), and their number; 0 where c has none, or one
+ * that may not: each a value field (float) and its index field (int32),
+ * lifted as a list of one pair of scalars, topk(v, i, k), identity
+ * (-inf, -1), merged by topk(a.v, a.i, b.v, b.i), and no other field's
+ * merge reading either. */
+int kern_lists_apart(const Carrier *c, TopkList *ls);
+/* The lifted pairs of the lists kept apart (b->apart) go into the row's
+ * lists (those of lanes where cond is false, if cond, do not), and lifted
+ * holds the empty list in their place. */
+void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond);
 void kern_build_map(B *b);
 void kern_build_fence(B *b);
 void kern_build_rowmap(B *b, int pair);

@@ -21,6 +21,7 @@
 #include "compiler/devices/run.h"
 
 static int is_state(const Carrier *c, const Expr *e, int which);
+static void apart_into(B *b, LV *from, LV *to);
 static LLVMValueRef hreduce(B *b, LLVMValueRef v, int W, int max);
 static LLVMValueRef differs(B *b, LLVMValueRef x, LLVMValueRef y);
 
@@ -76,8 +77,10 @@ static LLVMValueRef lift_bound(B *b, LV *out, LV *id)
 	Carrier *c = b->k->c;
 	kern_state_exprs(b, c->lift, out);
 	int mask = c->mask && !b->unmasked;
-	if (!mask && !b->lmask)
+	if (!mask && !b->lmask) {
+		kern_apart_lift(b, out, NULL);
 		return NULL;
+	}
 	LLVMValueRef cond = mask ? lower_lv_at(lower_expr(&b->L, c->mask), 0) : b->lmask;
 	if (mask && b->lmask)
 		cond = LLVMBuildAnd(b->L.b, cond, b->lmask, "");
@@ -85,6 +88,7 @@ static LLVMValueRef lift_bound(B *b, LV *out, LV *id)
 	for (int f = 0; f < c->nstate; f++)
 		for (int t = 0; t < out[f].n; t++)
 			out[f].c[t] = LLVMBuildSelect(b->L.b, cond, out[f].c[t], lower_lv_at(id[f], t), "");
+	kern_apart_lift(b, out, NULL);
 	return cond;
 }
 
@@ -912,17 +916,25 @@ static LLVMValueRef reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi
 {
 	Kern *k = b->k;
 	int ns = k->c->nstate;
-	LV **acc = calloc((size_t)R->n * k->accs, sizeof *acc);
+	LV **acc = calloc((size_t)R->n * k->accs, sizeof *acc), *apart[PAIR] = {0};
 	LLVMValueRef tail = hi;
 	for (int r = 0; r < R->n; r++) {
 		b->i = R->i[r];
+		if (k->apart) { /* the row's lists, empty */
+			lower_scope(&b->L, 1);
+			apart[r] = kern_state_slots(b);
+			kern_identity(b, b->st);
+			kern_slots_store(b, apart[r], b->st);
+		}
 		lower_scope(&b->L, k->lanes);
 		kern_identity(b, b->st);
 		for (int a = 0; a < k->accs; a++) {
 			acc[r * k->accs + a] = kern_state_slots(b);
 			kern_slots_store(b, acc[r * k->accs + a], b->st);
 		}
+		b->apart = apart[r];
 		tail = reduce_vectors(b, acc + r * k->accs, lo, hi, tmp);
+		b->apart = NULL;
 	}
 	LV *v = calloc((size_t)k->accs * ns, sizeof *v);
 	for (int r = 0; r < R->n; r++) {
@@ -940,7 +952,11 @@ static LLVMValueRef reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi
 		halve(b, v, tmp, 0);
 		lower_scope(&b->L, 1);
 		kern_slots_store(b, one[r], v);
+		if (apart[r]) /* the lanes' lists are empty: the row's are the state's */
+			apart_into(b, apart[r], one[r]);
 	}
+	for (int r = 0; r < R->n; r++)
+		free(apart[r]);
 	for (int a = 0; a < R->n * k->accs; a++)
 		free(acc[a]);
 	free(acc);
@@ -1265,6 +1281,159 @@ int kern_selects(const Carrier *c)
 {
 	SelList ls[SELECT_FIELDS];
 	return lower_host_avx512() && kern_filter_fits(c) && c->nstate <= SELECT_FIELDS && select_lists(c, ls) > 0;
+}
+
+/* ---- topk lists apart from the lanes ---- */
+
+/* Whether e reads variable var. */
+static int reads_var(const Expr *e, int var)
+{
+	if (e->op == EXPR_VAR)
+		return e->k == var;
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_var(e->a[i], var))
+			return 1;
+	return 0;
+}
+
+int kern_lists_apart(const Carrier *c, TopkList *ls)
+{
+	int n = 0, idx = 0;
+	TopkList got[APART_MAX];
+	for (int f = 0; f < c->nstate; f++) {
+		Expr *m = c->merge[f], *l = c->lift[f];
+		if (m->op == EXPR_TOPK_IDX)
+			idx++;
+		if (m->op != EXPR_TOPK)
+			continue;
+		Expr *ms = ir_topk_sibling(c->ir, m), *lsib = l->op == EXPR_TOPK ? ir_topk_sibling(c->ir, l) : NULL;
+		int g = -1;
+		for (int h = 0; h < c->nstate && ms; h++)
+			if (c->merge[h] == ms)
+				g = h;
+		TyKind vk = (TyKind)c->state[f].ty.kind;
+		if (n == APART_MAX || g < 0 || !lsib || c->lift[g] != lsib || l->a[0]->ty.len || l->a[1]->ty.len ||
+		    (vk != TY_F32 && vk != TY_F64) || l->a[0]->ty.kind != vk || l->a[1]->ty.kind != TY_I32 ||
+		    !const_is(l->a[2], -INFINITY) || !const_is(l->a[3], -1) || !const_is(c->identity[f], -INFINITY) ||
+		    !const_is(c->identity[g], -1) || c->state[g].ty.kind != TY_I32 || l->k != m->k ||
+		    spec_decl_width(&c->state[f]) != m->k || spec_decl_width(&c->state[g]) != m->k ||
+		    !is_field(c, m->a[0], STATE_A, f) || !is_field(c, m->a[1], STATE_A, g) ||
+		    !is_field(c, m->a[2], STATE_B, f) || !is_field(c, m->a[3], STATE_B, g))
+			return 0;
+		got[n++] = (TopkList){f, g, m->k};
+	}
+	if (n != idx)
+		return 0;
+	/* the lanes fold the other fields with the lists left empty */
+	for (int h = 0; h < c->nstate; h++) {
+		if (c->merge[h]->op == EXPR_TOPK || c->merge[h]->op == EXPR_TOPK_IDX)
+			continue;
+		for (int q = 0; q < n; q++)
+			for (int w = 0; w < 2; w++)
+				if (reads_var(c->merge[h], c->svar[w][got[q].v]) || reads_var(c->merge[h], c->svar[w][got[q].i]))
+					return 0;
+	}
+	if (ls)
+		memcpy(ls, got, n * sizeof *ls);
+	return n;
+}
+
+/* Each list kept apart is one sorted list of k pairs in scalar slots,
+ * and its last slot, the threshold, is the pair a position must rank
+ * before to enter (the empty (-inf, -1) while the list is not full).  A
+ * vector of lifted pairs is tested against it in its lanes, the test
+ * topk's own ranking (ties by index, NaN after every number, so never
+ * in); the lanes that pass, lowest first, are inserted one at a time,
+ * each insertion ranked anew against the list as it stands.  The list
+ * only rises, so a lane that ranks after a threshold it saw ranks after
+ * every later one.  The lists' merge is a join, the top k of the union
+ * of its operands under a total order of pairs (indices differ): any
+ * order of insertion gives the one-by-one fold's list, bit for bit.
+ * Past the first few vectors of a row of random values nearly every
+ * vector costs a compare and a branch not taken (at position j a value
+ * enters with odds of about k/j), whatever k is; the lanes fold the
+ * other fields as they would without the lists.  Softmax beside a list of
+ * 16, 256 x 65536, 2 threads: 0.06-0.08 of a copy in one lane (34
+ * components, over LANES_STATE_MAX in llvm_kern.c). */
+void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond)
+{
+	if (!b->apart)
+		return;
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	TopkList ls[APART_MAX];
+	int n = kern_lists_apart(c, ls), W = L->W;
+	for (int q = 0; q < n; q++) {
+		TopkList p = ls[q];
+		TyKind vk = (TyKind)c->state[p.v].ty.kind;
+		LLVMValueRef none_v = lower_const(L, vk, -INFINITY), none_i = lower_const(L, TY_I32, -1);
+		LLVMValueRef v = lower_lv_at(lifted[p.v], 0), i = lower_lv_at(lifted[p.i], 0);
+		if (cond) {
+			v = LLVMBuildSelect(L->b, cond, v, none_v, "");
+			i = LLVMBuildSelect(L->b, cond, i, none_i, "");
+		}
+		lifted[p.v] = lower_lv_new(L, p.k);
+		lifted[p.i] = lower_lv_new(L, p.k);
+		for (int t = 0; t < p.k; t++)
+			lifted[p.v].c[t] = none_v, lifted[p.i].c[t] = none_i;
+		LLVMTypeRef st = lower_kty(L, vk);
+		LLVMValueRef tv = LLVMBuildLoad2(L->b, st, b->apart[p.v].c[p.k - 1], "");
+		LLVMValueRef ti = LLVMBuildLoad2(L->b, b->i32, b->apart[p.i].c[p.k - 1], "");
+		if (W > 1)
+			tv = lower_splat(L, tv), ti = lower_splat(L, ti);
+		LLVMValueRef in = lower_topk_enters(L, v, i, tv, ti);
+		LLVMTypeRef mt = LLVMIntTypeInContext(L->ctx, (unsigned)W);
+		LLVMValueRef bits = W > 1 ? LLVMBuildBitCast(L->b, in, mt, "") : in, zero = LLVMConstNull(mt);
+		LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b);
+		LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.insert");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.done");
+		LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, bits, zero, ""), body, done);
+		LLVMValueRef w[3] = {LLVMMDStringInContext(L->ctx, "branch_weights", 14), LLVMConstInt(b->i32, 1, 0),
+				     LLVMConstInt(b->i32, 64, 0)};
+		LLVMSetMetadata(br, LLVMGetMDKindIDInContext(L->ctx, "prof", 4), LLVMMDNodeInContext(L->ctx, w, 3));
+		LLVMPositionBuilderAtEnd(L->b, body);
+		LLVMValueRef left = LLVMBuildPhi(L->b, mt, "");
+		LLVMAddIncoming(left, &bits, &pre, 1);
+		LLVMValueRef x = v, xi = i;
+		if (W > 1) {
+			LLVMValueRef args[2] = {left, LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0)};
+			LLVMValueRef t = lower_intrinsic(L, "llvm.cttz", mt, args, 2);
+			LLVMValueRef lane = LLVMBuildZExtOrBitCast(L->b, t, b->i32, "");
+			x = LLVMBuildExtractElement(L->b, v, lane, "");
+			xi = LLVMBuildExtractElement(L->b, i, lane, "");
+		}
+		LLVMValueRef av[IR_TOPK_MAX], ai[IR_TOPK_MAX];
+		for (int t = 0; t < p.k; t++) {
+			av[t] = LLVMBuildLoad2(L->b, st, b->apart[p.v].c[t], "");
+			ai[t] = LLVMBuildLoad2(L->b, b->i32, b->apart[p.i].c[t], "");
+		}
+		lower_topk_insert(L, av, ai, x, xi, p.k);
+		for (int t = 0; t < p.k; t++) {
+			LLVMBuildStore(L->b, av[t], b->apart[p.v].c[t]);
+			LLVMBuildStore(L->b, ai[t], b->apart[p.i].c[t]);
+		}
+		LLVMValueRef rest = LLVMBuildAnd(L->b, left, LLVMBuildSub(L->b, left, LLVMConstInt(mt, 1, 0), ""), "");
+		LLVMBasicBlockRef at = LLVMGetInsertBlock(L->b);
+		LLVMAddIncoming(left, &rest, &at, 1);
+		LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, rest, zero, ""), body, done);
+		LLVMPositionBuilderAtEnd(L->b, done);
+	}
+}
+
+/* The lists kept apart, from slots from into the state's slots to. */
+static void apart_into(B *b, LV *from, LV *to)
+{
+	Carrier *c = b->k->c;
+	TopkList ls[APART_MAX];
+	int n = kern_lists_apart(c, ls);
+	for (int q = 0; q < n; q++)
+		for (int t = 0; t < ls[q].k; t++) {
+			int f[2] = {ls[q].v, ls[q].i};
+			for (int h = 0; h < 2; h++) {
+				LLVMTypeRef ty = lower_kty(&b->L, (TyKind)c->state[f[h]].ty.kind);
+				LLVMBuildStore(b->L.b, LLVMBuildLoad2(b->L.b, ty, from[f[h]].c[t], ""), to[f[h]].c[t]);
+			}
+		}
 }
 
 /* reduce_selected's passes over a row's range and what they keep. */

@@ -178,6 +178,24 @@ static LLVMValueRef before_lanes(Lower *L, LLVMValueRef v, LLVMValueRef i, LLVMV
 	return LLVMBuildOr(L->b, gt, LLVMBuildAnd(L->b, eq, lt, ""), "");
 }
 
+/* ---- one list beside the lanes (lists apart, llvm_reduce.c) ---- */
+
+LLVMValueRef lower_topk_enters(Lower *L, LLVMValueRef v, LLVMValueRef i, LLVMValueRef lv, LLVMValueRef li)
+{
+	/* lv a number: a NaN v compares false, and ranks after it */
+	return before_lanes(L, v, i, lv, li);
+}
+
+void lower_topk_insert(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef x, LLVMValueRef xi, int k)
+{
+	Slot a[IR_TOPK_MAX] = {{0}}, out[IR_TOPK_MAX];
+	for (int t = 0; t < k; t++)
+		a[t] = (Slot){v[t], i[t]};
+	insert(L, a, (Slot){x, xi}, k, out);
+	for (int t = 0; t < k; t++)
+		v[t] = out[t].v, i[t] = out[t].i;
+}
+
 /* One compare-exchange step of lanes l and l ^ d: the lane whose
  * first[l] is set keeps the pair that ranks first, its partner the
  * other. */
