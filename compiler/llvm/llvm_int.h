@@ -177,10 +177,11 @@ void lower_topk_top(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef v2,
  * list (ir_topk_before), lv a number (v may be NaN): a pair that would
  * enter a list whose last slot is (lv, li). */
 LLVMValueRef lower_topk_enters(Lower *L, LLVMValueRef v, LLVMValueRef i, LLVMValueRef lv, LLVMValueRef li);
-/* The sorted list of k scalar pairs (v[t], i[t]) with (x, xi) inserted as
- * topk ranks it (the last pair dropped), in place; unchanged where the
- * pair ranks after every slot. */
-void lower_topk_insert(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef x, LLVMValueRef xi, int k);
+/* A sorted list of pairs as the lanes of *v (float values) and *i (int32
+ * indices), first-ranked in lane 0, with the scalar pair (x, xi)
+ * inserted as topk ranks it, the last lane's pair dropped; unchanged
+ * where the pair ranks after every lane.  No value may be NaN. */
+void lower_topk_insert(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef x, LLVMValueRef xi);
 /* A float vector's lanes as unsigned integers in the same order (-0 just
  * below +0, NaN outside the numbers), and back. */
 LLVMValueRef lower_ord_bits(Lower *L, LLVMValueRef v);

@@ -817,10 +817,11 @@ void kern_step(B *b, LV *s, LV *tmp)
 	Carrier *c = b->k->c;
 	LV *l = tmp, *m = tmp + c->nstate;
 	kern_state_exprs(b, c->lift, l);
-	LLVMValueRef cond = c->mask ? lower_lv_at(lower_expr(&b->L, c->mask), 0) : NULL;
-	kern_apart_lift(b, l, cond);
+	if (b->apart)
+		kern_apart_lift(b, l, c->mask ? lower_lv_at(lower_expr(&b->L, c->mask), 0) : NULL);
 	kern_merge(b, s, l, m);
 	if (c->mask) {
+		LLVMValueRef cond = lower_lv_at(lower_expr(&b->L, c->mask), 0);
 		for (int f = 0; f < c->nstate; f++)
 			for (int t = 0; t < m[f].n; t++)
 				m[f].c[t] = LLVMBuildSelect(b->L.b, cond, m[f].c[t], lower_lv_at(s[f], t), "");

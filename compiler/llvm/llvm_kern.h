@@ -41,8 +41,9 @@ typedef struct {
 	LV *rowv;            /* and each row input, gathered once before the loop (NULL: none yet) */
 	int colslot;         /* the tile's position whose column inputs kern_bind_inputs binds from there */
 	int unmasked;        /* lift_at leaves the mask out: it holds for the whole tile */
-	LV *apart;           /* reduce_lanes: the row's topk lists kept apart from the lanes (scalar
-			      * slots), into which each vector's lifted pairs go (kern_apart_lift); else NULL */
+	LLVMValueRef *apart; /* reduce_lanes: the row's topk lists kept apart from the lanes, into which
+			      * each vector's lifted pairs go (kern_apart_lift): by list, an alloca of its
+			      * values and one of its indices, each a vector of k lanes or more; else NULL */
 } B;
 
 /* kern_build_rowmap_next's earlier row, whose map rides along pass 2 of

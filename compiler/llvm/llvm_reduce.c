@@ -21,7 +21,8 @@
 #include "compiler/devices/run.h"
 
 static int is_state(const Carrier *c, const Expr *e, int which);
-static void apart_into(B *b, LV *from, LV *to);
+static LLVMValueRef *apart_lists(B *b);
+static void apart_into(B *b, LLVMValueRef *from, LV *to);
 static LLVMValueRef hreduce(B *b, LLVMValueRef v, int W, int max);
 static LLVMValueRef differs(B *b, LLVMValueRef x, LLVMValueRef y);
 
@@ -916,16 +917,13 @@ static LLVMValueRef reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi
 {
 	Kern *k = b->k;
 	int ns = k->c->nstate;
-	LV **acc = calloc((size_t)R->n * k->accs, sizeof *acc), *apart[PAIR] = {0};
+	LV **acc = calloc((size_t)R->n * k->accs, sizeof *acc);
+	LLVMValueRef *apart[PAIR] = {0};
 	LLVMValueRef tail = hi;
 	for (int r = 0; r < R->n; r++) {
 		b->i = R->i[r];
-		if (k->apart) { /* the row's lists, empty */
-			lower_scope(&b->L, 1);
-			apart[r] = kern_state_slots(b);
-			kern_identity(b, b->st);
-			kern_slots_store(b, apart[r], b->st);
-		}
+		if (k->apart)
+			apart[r] = apart_lists(b);
 		lower_scope(&b->L, k->lanes);
 		kern_identity(b, b->st);
 		for (int a = 0; a < k->accs; a++) {
@@ -1338,13 +1336,17 @@ int kern_lists_apart(const Carrier *c, TopkList *ls)
 	return n;
 }
 
-/* Each list kept apart is one sorted list of k pairs in scalar slots,
- * and its last slot, the threshold, is the pair a position must rank
- * before to enter (the empty (-inf, -1) while the list is not full).  A
- * vector of lifted pairs is tested against it in its lanes, the test
- * topk's own ranking (ties by index, NaN after every number, so never
- * in); the lanes that pass, lowest first, are inserted one at a time,
- * each insertion ranked anew against the list as it stands.  The list
+/* Each list kept apart is one sorted list of k pairs, the lanes of a
+ * vector of values and one of indices, and its last slot, the
+ * threshold, is the pair a position must rank before to enter (the
+ * empty (-inf, -1) while the list is not full).  A vector of lifted
+ * values is first compared with the threshold's value: a value below it
+ * cannot enter, nor can NaN (it ranks after every number, and the list
+ * never holds one).  Where some lane's value is at or above it, the
+ * vector is tested with topk's own ranking (ties at the threshold's
+ * value by index), and the lanes that pass, lowest first, are inserted
+ * one at a time, in the lanes of the list (a compare, a shift and two
+ * selects), each ranked anew against the list as it stands.  The list
  * only rises, so a lane that ranks after a threshold it saw ranks after
  * every later one.  The lists' merge is a join, the top k of the union
  * of its operands under a total order of pairs (indices differ): any
@@ -1355,6 +1357,27 @@ int kern_lists_apart(const Carrier *c, TopkList *ls)
  * other fields as they would without the lists.  Softmax beside a list of
  * 16, 256 x 65536, 2 threads: 0.06-0.08 of a copy in one lane (34
  * components, over LANES_STATE_MAX in llvm_kern.c). */
+/* A load or store of a list kept apart, volatile: the list stays in
+ * memory (the stack, in L1), not promoted to registers.  As values its
+ * 2k slots were carried around the vector loop through every
+ * insertion's join: softmax beside a list of 16 spent some 80 register
+ * moves and spills an iteration of 8 vectors on them. */
+static int pow2_at_least(int k)
+{
+	int K = 1;
+	while (K < k)
+		K *= 2;
+	return K;
+}
+
+static LLVMValueRef apart_slot(B *b, int s, int t);
+
+static LLVMValueRef apart_access(LLVMValueRef x)
+{
+	LLVMSetVolatile(x, 1);
+	return x;
+}
+
 void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond)
 {
 	if (!b->apart)
@@ -1376,24 +1399,30 @@ void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond)
 		lifted[p.i] = lower_lv_new(L, p.k);
 		for (int t = 0; t < p.k; t++)
 			lifted[p.v].c[t] = none_v, lifted[p.i].c[t] = none_i;
-		LLVMTypeRef st = lower_kty(L, vk);
-		LLVMValueRef tv = LLVMBuildLoad2(L->b, st, b->apart[p.v].c[p.k - 1], "");
-		LLVMValueRef ti = LLVMBuildLoad2(L->b, b->i32, b->apart[p.i].c[p.k - 1], "");
-		if (W > 1)
-			tv = lower_splat(L, tv), ti = lower_splat(L, ti);
-		LLVMValueRef in = lower_topk_enters(L, v, i, tv, ti);
-		LLVMTypeRef mt = LLVMIntTypeInContext(L->ctx, (unsigned)W);
-		LLVMValueRef bits = W > 1 ? LLVMBuildBitCast(L->b, in, mt, "") : in, zero = LLVMConstNull(mt);
-		LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b);
+		LLVMTypeRef st = lower_kty(L, vk), mt = LLVMIntTypeInContext(L->ctx, (unsigned)W);
+		LLVMValueRef zero = LLVMConstNull(mt);
+		LLVMBasicBlockRef test = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.test");
 		LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.insert");
 		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.done");
-		LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, bits, zero, ""), body, done);
+		/* value >= the last slot's: a superset of the pairs that enter */
+		LLVMValueRef tv = apart_access(LLVMBuildLoad2(L->b, st, apart_slot(b, 2 * q, p.k - 1), ""));
+		LLVMValueRef may = LLVMBuildFCmp(L->b, LLVMRealOGE, v, W > 1 ? lower_splat(L, tv) : tv, "");
+		may = W > 1 ? LLVMBuildBitCast(L->b, may, mt, "") : may;
+		LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, may, zero, ""), test, done);
 		LLVMValueRef w[3] = {LLVMMDStringInContext(L->ctx, "branch_weights", 14), LLVMConstInt(b->i32, 1, 0),
 				     LLVMConstInt(b->i32, 64, 0)};
 		LLVMSetMetadata(br, LLVMGetMDKindIDInContext(L->ctx, "prof", 4), LLVMMDNodeInContext(L->ctx, w, 3));
+		/* the pairs that enter: ties at the last slot's value by index */
+		LLVMPositionBuilderAtEnd(L->b, test);
+		LLVMValueRef ti = apart_access(LLVMBuildLoad2(L->b, b->i32, apart_slot(b, 2 * q + 1, p.k - 1), ""));
+		if (W > 1)
+			tv = lower_splat(L, tv), ti = lower_splat(L, ti);
+		LLVMValueRef in = lower_topk_enters(L, v, i, tv, ti);
+		LLVMValueRef bits = W > 1 ? LLVMBuildBitCast(L->b, in, mt, "") : in;
+		LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, bits, zero, ""), body, done);
 		LLVMPositionBuilderAtEnd(L->b, body);
 		LLVMValueRef left = LLVMBuildPhi(L->b, mt, "");
-		LLVMAddIncoming(left, &bits, &pre, 1);
+		LLVMAddIncoming(left, &bits, &test, 1);
 		LLVMValueRef x = v, xi = i;
 		if (W > 1) {
 			LLVMValueRef args[2] = {left, LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0)};
@@ -1402,16 +1431,12 @@ void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond)
 			x = LLVMBuildExtractElement(L->b, v, lane, "");
 			xi = LLVMBuildExtractElement(L->b, i, lane, "");
 		}
-		LLVMValueRef av[IR_TOPK_MAX], ai[IR_TOPK_MAX];
-		for (int t = 0; t < p.k; t++) {
-			av[t] = LLVMBuildLoad2(L->b, st, b->apart[p.v].c[t], "");
-			ai[t] = LLVMBuildLoad2(L->b, b->i32, b->apart[p.i].c[t], "");
-		}
-		lower_topk_insert(L, av, ai, x, xi, p.k);
-		for (int t = 0; t < p.k; t++) {
-			LLVMBuildStore(L->b, av[t], b->apart[p.v].c[t]);
-			LLVMBuildStore(L->b, ai[t], b->apart[p.i].c[t]);
-		}
+		LLVMTypeRef lt[2] = {LLVMVectorType(st, (unsigned)pow2_at_least(p.k)), LLVMVectorType(b->i32, (unsigned)pow2_at_least(p.k))};
+		LLVMValueRef av = apart_access(LLVMBuildLoad2(L->b, lt[0], b->apart[2 * q], ""));
+		LLVMValueRef ai = apart_access(LLVMBuildLoad2(L->b, lt[1], b->apart[2 * q + 1], ""));
+		lower_topk_insert(L, &av, &ai, x, xi);
+		apart_access(LLVMBuildStore(L->b, av, b->apart[2 * q]));
+		apart_access(LLVMBuildStore(L->b, ai, b->apart[2 * q + 1]));
 		LLVMValueRef rest = LLVMBuildAnd(L->b, left, LLVMBuildSub(L->b, left, LLVMConstInt(mt, 1, 0), ""), "");
 		LLVMBasicBlockRef at = LLVMGetInsertBlock(L->b);
 		LLVMAddIncoming(left, &rest, &at, 1);
@@ -1420,20 +1445,59 @@ void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond)
 	}
 }
 
-/* The lists kept apart, from slots from into the state's slots to. */
-static void apart_into(B *b, LV *from, LV *to)
+/* A row's lists kept apart, empty: by list, an alloca of its values and
+ * one of its indices, vectors of pow2_at_least(k) lanes (free it). */
+static LLVMValueRef *apart_lists(B *b)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	TopkList ls[APART_MAX];
+	int n = kern_lists_apart(c, ls);
+	LLVMValueRef *a = calloc(2 * (size_t)n, sizeof *a);
+	if (!a)
+		abort();
+	for (int q = 0; q < n; q++) {
+		int f[2] = {ls[q].v, ls[q].i};
+		unsigned K = (unsigned)pow2_at_least(ls[q].k);
+		for (int h = 0; h < 2; h++) {
+			TyKind kd = (TyKind)c->state[f[h]].ty.kind;
+			LLVMTypeRef vt = LLVMVectorType(lower_kty(L, kd), K);
+			LLVMValueRef e[IR_TOPK_MAX], none = h ? LLVMConstInt(b->i32, (unsigned long long)-1, 1)
+							     : LLVMConstReal(lower_kty(L, kd), -INFINITY);
+			for (unsigned l = 0; l < K; l++)
+				e[l] = none;
+			a[2 * q + h] = LLVMBuildAlloca(L->ab, vt, "apart");
+			LLVMSetAlignment(a[2 * q + h], 64);
+			LLVMBuildStore(L->b, LLVMConstVector(e, K), a[2 * q + h]);
+		}
+	}
+	return a;
+}
+
+/* Component t of list q's values (h 0) or indices (h 1): slot 2q + h of b->apart. */
+static LLVMValueRef apart_slot(B *b, int s, int t)
+{
+	LLVMValueRef idx[2] = {LLVMConstInt(b->i32, 0, 0), LLVMConstInt(b->i32, (unsigned)t, 0)};
+	return LLVMBuildGEP2(b->L.b, LLVMGetAllocatedType(b->apart[s]), b->apart[s], idx, 2, "");
+}
+
+/* The lists kept apart, from from into the state's scalar slots to. */
+static void apart_into(B *b, LLVMValueRef *from, LV *to)
 {
 	Carrier *c = b->k->c;
 	TopkList ls[APART_MAX];
 	int n = kern_lists_apart(c, ls);
+	LLVMValueRef *keep = b->apart;
+	b->apart = from;
 	for (int q = 0; q < n; q++)
 		for (int t = 0; t < ls[q].k; t++) {
 			int f[2] = {ls[q].v, ls[q].i};
 			for (int h = 0; h < 2; h++) {
 				LLVMTypeRef ty = lower_kty(&b->L, (TyKind)c->state[f[h]].ty.kind);
-				LLVMBuildStore(b->L.b, LLVMBuildLoad2(b->L.b, ty, from[f[h]].c[t], ""), to[f[h]].c[t]);
+				LLVMBuildStore(b->L.b, LLVMBuildLoad2(b->L.b, ty, apart_slot(b, 2 * q + h, t), ""), to[f[h]].c[t]);
 			}
 		}
+	b->apart = keep;
 }
 
 /* reduce_selected's passes over a row's range and what they keep. */

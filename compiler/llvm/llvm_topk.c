@@ -186,14 +186,38 @@ LLVMValueRef lower_topk_enters(Lower *L, LLVMValueRef v, LLVMValueRef i, LLVMVal
 	return before_lanes(L, v, i, lv, li);
 }
 
-void lower_topk_insert(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef x, LLVMValueRef xi, int k)
+/* x's lanes moved up by one, lane 0 from y's lane 0. */
+static LLVMValueRef shift_up(Lower *L, LLVMValueRef x, LLVMValueRef y)
 {
-	Slot a[IR_TOPK_MAX] = {{0}}, out[IR_TOPK_MAX];
-	for (int t = 0; t < k; t++)
-		a[t] = (Slot){v[t], i[t]};
-	insert(L, a, (Slot){x, xi}, k, out);
-	for (int t = 0; t < k; t++)
-		v[t] = out[t].v, i[t] = out[t].i;
+	LLVMValueRef m[IR_TOPK_MAX];
+	unsigned n = LLVMGetVectorSize(LLVMTypeOf(x));
+	for (unsigned l = 0; l < n; l++)
+		m[l] = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), l ? l - 1 : n, 0);
+	return LLVMBuildShuffleVector(L->b, x, y, LLVMConstVector(m, n), "");
+}
+
+static LLVMValueRef splat_of(Lower *L, LLVMValueRef x, unsigned n)
+{
+	LLVMValueRef z[IR_TOPK_MAX];
+	for (unsigned l = 0; l < n; l++)
+		z[l] = LLVMConstInt(LLVMInt32TypeInContext(L->ctx), 0, 0);
+	LLVMValueRef v = LLVMBuildInsertElement(L->b, LLVMGetUndef(LLVMVectorType(LLVMTypeOf(x), n)), x,
+					       LLVMConstInt(LLVMInt32TypeInContext(L->ctx), 0, 0), "");
+	return LLVMBuildShuffleVector(L->b, v, LLVMGetUndef(LLVMTypeOf(v)), LLVMConstVector(z, n), "");
+}
+
+void lower_topk_insert(Lower *L, LLVMValueRef *v, LLVMValueRef *i, LLVMValueRef x, LLVMValueRef xi)
+{
+	unsigned n = LLVMGetVectorSize(LLVMTypeOf(*v));
+	LLVMValueRef sx = splat_of(L, x, n), si = splat_of(L, xi, n);
+	/* monotone over the sorted lanes: slot t takes x where x ranks
+	 * before it and not before slot t - 1, slot t - 1's pair where x
+	 * ranks before that too, else keeps its own */
+	LLVMValueRef c = before_lanes(L, sx, si, *v, *i);
+	LLVMValueRef up = shift_up(L, c, LLVMConstNull(LLVMTypeOf(c)));
+	LLVMValueRef nv = LLVMBuildSelect(L->b, c, sx, *v, ""), ni = LLVMBuildSelect(L->b, c, si, *i, "");
+	*v = LLVMBuildSelect(L->b, up, shift_up(L, *v, *v), nv, "");
+	*i = LLVMBuildSelect(L->b, up, shift_up(L, *i, *i), ni, "");
 }
 
 /* One compare-exchange step of lanes l and l ^ d: the lane whose
