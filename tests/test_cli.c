@@ -333,22 +333,46 @@ Test(cli, bench_says_operations_per_byte, .timeout = 120)
 	cr_assert(strstr(out, ": compute-bound"), "%s", out);
 }
 
-/* bench says why a reduce folds in one lane where it does (a top-16 list
- * beside softmax's (m, l): 34 state components), and says nothing where
- * it runs vector lanes (Welford). */
+/* bench says why a reduce folds in one lane where it does (a sum of 32
+ * components beside a scalar one: 33 state components, and beside a
+ * top-16 list the same 33, the list kept apart from the lanes), and says
+ * nothing where it runs vector lanes (Welford; softmax beside a top-16
+ * list, its 34 components but 2 in the lanes). */
 Test(cli, bench_says_why_one_lane, .timeout = 120)
 {
-	cr_assert_eq(sh(ASSOC " bench bench/carriers/softmax_top16.yaml --device cpu --threads 1 --rows 2 --len 1000 --json", out,
-			sizeof out, 0),
-		     0, "%s", out);
-	cr_assert(strstr(out, "\"lanes\": 1,") && strstr(out, "\"one_lane\": \"a state of 34 components, over the 24 that fold"),
-		  "%s", out);
-	cr_assert_eq(sh(ASSOC " bench bench/carriers/softmax_top16.yaml --device cpu --threads 1 --rows 2 --len 1000", out, sizeof out, 0),
-		     0, "%s", out);
-	cr_assert(strstr(out, "  one lane: the reduce folds in one lane, for a state of 34 components"), "%s", out);
-	cr_assert_eq(sh(ASSOC " bench specs/welford.yaml --device cpu --threads 1 --rows 2 --len 1000 --json", out, sizeof out, 0), 0,
-		     "%s", out);
-	cr_assert(strstr(out, "\"one_lane\": null"), "%s", out);
+	static const char *wide[] = {
+		"carrier: sum_wide\nelement: {x: f32}\nstate: {s: f32, h: 'f32[32]'}\nidentity: {s: 0, h: 0}\n"
+		"lift: {s: x, h: x}\nmerge: {s: a.s + b.s, h: a.h + b.h}\nlaws: [commutative]\n",
+		"carrier: sum_wide_top16\nelement: {x: f32}\n"
+		"state: {s: f32, h: 'f32[32]', top: 'f32[16]', at: 'i32[16]'}\n"
+		"identity: {s: 0, h: 0, top: -inf, at: -1}\n"
+		"lift: {s: x, h: x, top: 'topk(x, j, 16)', at: 'topk_idx(x, j, 16)'}\n"
+		"merge: {s: a.s + b.s, h: a.h + b.h, top: 'topk(a.top, a.at, b.top, b.at)', at: 'topk_idx(a.top, a.at, b.top, b.at)'}\n"
+		"laws: [commutative]\n",
+	};
+	for (size_t t = 0; t < sizeof wide / sizeof *wide; t++) {
+		FILE *f = fopen("build/bench_wide.yaml", "w");
+		cr_assert(f);
+		fputs(wide[t], f);
+		fclose(f);
+		cr_assert_eq(sh(ASSOC " bench build/bench_wide.yaml --device cpu --threads 1 --rows 2 --len 1000 --json", out, sizeof out, 0),
+			     0, "%s", out);
+		cr_assert(strstr(out, "\"lanes\": 1,") && strstr(out, "\"one_lane\": \"a state of 33 components, over the 24 that fold"),
+			  "%s", out);
+		cr_assert_eq(sh(ASSOC " bench build/bench_wide.yaml --device cpu --threads 1 --rows 2 --len 1000", out, sizeof out, 0), 0,
+			     "%s", out);
+		cr_assert(strstr(out, "  one lane: the reduce folds in one lane, for a state of 33 components"), "%s", out);
+	}
+	static const char *lanes[] = {"specs/welford.yaml", "bench/carriers/softmax_top16.yaml"};
+	for (size_t t = 0; t < sizeof lanes / sizeof *lanes; t++) {
+		char cmd[300];
+		snprintf(cmd, sizeof cmd, ASSOC " bench %s --device cpu --threads 1 --rows 2 --len 1000 --json", lanes[t]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 0), 0, "%s", out);
+		cr_assert(strstr(out, "\"one_lane\": null") && !strstr(out, "\"lanes\": 1,"), "%s: %s", lanes[t], out);
+		snprintf(cmd, sizeof cmd, ASSOC " bench %s --device cpu --threads 1 --rows 2 --len 1000", lanes[t]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 0), 0, "%s", out);
+		cr_assert(!strstr(out, "one lane"), "%s: %s", lanes[t], out);
+	}
 }
 
 /* bench measures real data where --input gives it (here rows half masked
