@@ -15,6 +15,10 @@ typedef struct {
 	const Decl *d;
 } WideIn;
 
+/* The most topk lists kept apart (kern_lists_apart), and the most
+ * vectors of lifted pairs a tile holds back for one test (kern_apart_lift). */
+enum { APART_MAX = 8, APART_PEND = 16 };
+
 typedef struct {
 	Lower L;          /* first: kern_wide_dot takes a B for its Lower */
 	Kern *k;
@@ -44,6 +48,10 @@ typedef struct {
 	LLVMValueRef *apart; /* reduce_lanes: the row's topk lists kept apart from the lanes, into which
 			      * each vector's lifted pairs go (kern_apart_lift): by list, an alloca of its
 			      * values and one of its indices, each a vector of k lanes or more; else NULL */
+	int apart_hold;      /* and kern_apart_lift holds the pairs back (apart_v, apart_i) until
+			      * kern_apart_flush tests them together */
+	int apart_n;         /* vectors held */
+	LLVMValueRef apart_v[APART_PEND][APART_MAX], apart_i[APART_PEND][APART_MAX];
 } B;
 
 /* kern_build_rowmap_next's earlier row, whose map rides along pass 2 of
@@ -177,8 +185,6 @@ int kern_filter_fits(const Carrier *c);
 typedef struct {
 	int v, i, k;
 } TopkList;
-/* The most lists kept apart. */
-enum { APART_MAX = 8 };
 /* The topk lists of c that may fold apart from the vector lanes, in ls
  * (NULL: counted only), and their number; 0 where c has none, or one
  * that may not: each a value field (float) and its index field (int32),
@@ -190,6 +196,9 @@ int kern_lists_apart(const Carrier *c, TopkList *ls);
  * lists (those of lanes where cond is false, if cond, do not), and lifted
  * holds the empty list in their place. */
 void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond);
+/* The pairs held back (b->apart_hold) into the row's lists: one test of
+ * all their values against each list's last slot first. */
+void kern_apart_flush(B *b);
 void kern_build_map(B *b);
 void kern_build_fence(B *b);
 void kern_build_rowmap(B *b, int pair);

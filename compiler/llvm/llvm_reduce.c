@@ -567,11 +567,16 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	for (int q = 0; q < S; q++)
 		prefetch_lines(b, stream_at(b, l.iv, Ls, q, 0), per);
 	for (int a = 0; a < k->accs; a++) {
+		/* the tile's pairs for the lists kept apart tested together */
+		b->apart_hold = 1;
 		for (int t = 0; t < T; t++) {
 			long long u = (long long)a * T + t;
 			s[t] = lifted + t * ns;
 			lift_at(b, stream_at(b, l.iv, Ls, u * W / per, u * W % per), s[t], tmp);
 		}
+		lower_scope(&b->L, W);
+		kern_apart_flush(b);
+		b->apart_hold = 0;
 		lower_scope(&b->L, W);
 		kern_bind_params(b);
 		kern_slots_load(b, acc[a], b->st);
@@ -1378,6 +1383,89 @@ static LLVMValueRef apart_access(LLVMValueRef x)
 	return x;
 }
 
+/* The lanes of list q's lifted pairs (v, i) that rank before its last
+ * slot, inserted into it one at a time, lowest first; positioned after. */
+static void apart_insert(B *b, int q, LLVMValueRef v, LLVMValueRef i)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	TopkList ls[APART_MAX];
+	kern_lists_apart(c, ls);
+	TopkList p = ls[q];
+	int W = L->W;
+	LLVMTypeRef st = lower_kty(L, (TyKind)c->state[p.v].ty.kind), mt = LLVMIntTypeInContext(L->ctx, (unsigned)W);
+	LLVMValueRef zero = LLVMConstNull(mt);
+	LLVMBasicBlockRef test = LLVMGetInsertBlock(L->b);
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.insert");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.done");
+	/* the pairs that enter: ties at the last slot's value by index */
+	LLVMValueRef tv = apart_access(LLVMBuildLoad2(L->b, st, apart_slot(b, 2 * q, p.k - 1), ""));
+	LLVMValueRef ti = apart_access(LLVMBuildLoad2(L->b, b->i32, apart_slot(b, 2 * q + 1, p.k - 1), ""));
+	if (W > 1)
+		tv = lower_splat(L, tv), ti = lower_splat(L, ti);
+	LLVMValueRef in = lower_topk_enters(L, v, i, tv, ti);
+	LLVMValueRef bits = W > 1 ? LLVMBuildBitCast(L->b, in, mt, "") : in;
+	LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, bits, zero, ""), body, done);
+	LLVMPositionBuilderAtEnd(L->b, body);
+	LLVMValueRef left = LLVMBuildPhi(L->b, mt, "");
+	LLVMAddIncoming(left, &bits, &test, 1);
+	LLVMValueRef x = v, xi = i;
+	if (W > 1) {
+		LLVMValueRef args[2] = {left, LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0)};
+		LLVMValueRef t = lower_intrinsic(L, "llvm.cttz", mt, args, 2);
+		LLVMValueRef lane = LLVMBuildZExtOrBitCast(L->b, t, b->i32, "");
+		x = LLVMBuildExtractElement(L->b, v, lane, "");
+		xi = LLVMBuildExtractElement(L->b, i, lane, "");
+	}
+	LLVMTypeRef lt[2] = {LLVMGetAllocatedType(b->apart[2 * q]), LLVMGetAllocatedType(b->apart[2 * q + 1])};
+	LLVMValueRef av = apart_access(LLVMBuildLoad2(L->b, lt[0], b->apart[2 * q], ""));
+	LLVMValueRef ai = apart_access(LLVMBuildLoad2(L->b, lt[1], b->apart[2 * q + 1], ""));
+	lower_topk_insert(L, &av, &ai, x, xi);
+	apart_access(LLVMBuildStore(L->b, av, b->apart[2 * q]));
+	apart_access(LLVMBuildStore(L->b, ai, b->apart[2 * q + 1]));
+	LLVMValueRef rest = LLVMBuildAnd(L->b, left, LLVMBuildSub(L->b, left, LLVMConstInt(mt, 1, 0), ""), "");
+	LLVMBasicBlockRef at = LLVMGetInsertBlock(L->b);
+	LLVMAddIncoming(left, &rest, &at, 1);
+	LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, rest, zero, ""), body, done);
+	LLVMPositionBuilderAtEnd(L->b, done);
+}
+
+void kern_apart_flush(B *b)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	TopkList ls[APART_MAX];
+	int nl = kern_lists_apart(c, ls), W = L->W, n = b->apart_n;
+	b->apart_n = 0;
+	if (!n)
+		return;
+	LLVMTypeRef mt = LLVMIntTypeInContext(L->ctx, (unsigned)W);
+	for (int q = 0; q < nl; q++) {
+		LLVMTypeRef st = lower_kty(L, (TyKind)c->state[ls[q].v].ty.kind);
+		/* values >= the last slot's: a superset of the pairs that enter */
+		LLVMValueRef tv = apart_access(LLVMBuildLoad2(L->b, st, apart_slot(b, 2 * q, ls[q].k - 1), ""));
+		if (W > 1)
+			tv = lower_splat(L, tv);
+		LLVMValueRef any = NULL;
+		for (int t = 0; t < n; t++) {
+			LLVMValueRef may = LLVMBuildFCmp(L->b, LLVMRealOGE, b->apart_v[t][q], tv, "");
+			may = W > 1 ? LLVMBuildBitCast(L->b, may, mt, "") : may;
+			any = any ? LLVMBuildOr(L->b, any, may, "") : may;
+		}
+		LLVMBasicBlockRef some = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.some");
+		LLVMBasicBlockRef none = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.none");
+		LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, any, LLVMConstNull(mt), ""), some, none);
+		LLVMValueRef w[3] = {LLVMMDStringInContext(L->ctx, "branch_weights", 14), LLVMConstInt(b->i32, 1, 0),
+				     LLVMConstInt(b->i32, 64, 0)};
+		LLVMSetMetadata(br, LLVMGetMDKindIDInContext(L->ctx, "prof", 4), LLVMMDNodeInContext(L->ctx, w, 3));
+		LLVMPositionBuilderAtEnd(L->b, some);
+		for (int t = 0; t < n; t++)
+			apart_insert(b, q, b->apart_v[t][q], b->apart_i[t][q]);
+		LLVMBuildBr(L->b, none);
+		LLVMPositionBuilderAtEnd(L->b, none);
+	}
+}
+
 void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond)
 {
 	if (!b->apart)
@@ -1385,7 +1473,9 @@ void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond)
 	Carrier *c = b->k->c;
 	Lower *L = &b->L;
 	TopkList ls[APART_MAX];
-	int n = kern_lists_apart(c, ls), W = L->W;
+	int n = kern_lists_apart(c, ls);
+	if (b->apart_n == APART_PEND)
+		kern_apart_flush(b);
 	for (int q = 0; q < n; q++) {
 		TopkList p = ls[q];
 		TyKind vk = (TyKind)c->state[p.v].ty.kind;
@@ -1399,50 +1489,11 @@ void kern_apart_lift(B *b, LV *lifted, LLVMValueRef cond)
 		lifted[p.i] = lower_lv_new(L, p.k);
 		for (int t = 0; t < p.k; t++)
 			lifted[p.v].c[t] = none_v, lifted[p.i].c[t] = none_i;
-		LLVMTypeRef st = lower_kty(L, vk), mt = LLVMIntTypeInContext(L->ctx, (unsigned)W);
-		LLVMValueRef zero = LLVMConstNull(mt);
-		LLVMBasicBlockRef test = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.test");
-		LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.insert");
-		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "apart.done");
-		/* value >= the last slot's: a superset of the pairs that enter */
-		LLVMValueRef tv = apart_access(LLVMBuildLoad2(L->b, st, apart_slot(b, 2 * q, p.k - 1), ""));
-		LLVMValueRef may = LLVMBuildFCmp(L->b, LLVMRealOGE, v, W > 1 ? lower_splat(L, tv) : tv, "");
-		may = W > 1 ? LLVMBuildBitCast(L->b, may, mt, "") : may;
-		LLVMValueRef br = LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, may, zero, ""), test, done);
-		LLVMValueRef w[3] = {LLVMMDStringInContext(L->ctx, "branch_weights", 14), LLVMConstInt(b->i32, 1, 0),
-				     LLVMConstInt(b->i32, 64, 0)};
-		LLVMSetMetadata(br, LLVMGetMDKindIDInContext(L->ctx, "prof", 4), LLVMMDNodeInContext(L->ctx, w, 3));
-		/* the pairs that enter: ties at the last slot's value by index */
-		LLVMPositionBuilderAtEnd(L->b, test);
-		LLVMValueRef ti = apart_access(LLVMBuildLoad2(L->b, b->i32, apart_slot(b, 2 * q + 1, p.k - 1), ""));
-		if (W > 1)
-			tv = lower_splat(L, tv), ti = lower_splat(L, ti);
-		LLVMValueRef in = lower_topk_enters(L, v, i, tv, ti);
-		LLVMValueRef bits = W > 1 ? LLVMBuildBitCast(L->b, in, mt, "") : in;
-		LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, bits, zero, ""), body, done);
-		LLVMPositionBuilderAtEnd(L->b, body);
-		LLVMValueRef left = LLVMBuildPhi(L->b, mt, "");
-		LLVMAddIncoming(left, &bits, &test, 1);
-		LLVMValueRef x = v, xi = i;
-		if (W > 1) {
-			LLVMValueRef args[2] = {left, LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0)};
-			LLVMValueRef t = lower_intrinsic(L, "llvm.cttz", mt, args, 2);
-			LLVMValueRef lane = LLVMBuildZExtOrBitCast(L->b, t, b->i32, "");
-			x = LLVMBuildExtractElement(L->b, v, lane, "");
-			xi = LLVMBuildExtractElement(L->b, i, lane, "");
-		}
-		LLVMTypeRef lt[2] = {LLVMVectorType(st, (unsigned)pow2_at_least(p.k)), LLVMVectorType(b->i32, (unsigned)pow2_at_least(p.k))};
-		LLVMValueRef av = apart_access(LLVMBuildLoad2(L->b, lt[0], b->apart[2 * q], ""));
-		LLVMValueRef ai = apart_access(LLVMBuildLoad2(L->b, lt[1], b->apart[2 * q + 1], ""));
-		lower_topk_insert(L, &av, &ai, x, xi);
-		apart_access(LLVMBuildStore(L->b, av, b->apart[2 * q]));
-		apart_access(LLVMBuildStore(L->b, ai, b->apart[2 * q + 1]));
-		LLVMValueRef rest = LLVMBuildAnd(L->b, left, LLVMBuildSub(L->b, left, LLVMConstInt(mt, 1, 0), ""), "");
-		LLVMBasicBlockRef at = LLVMGetInsertBlock(L->b);
-		LLVMAddIncoming(left, &rest, &at, 1);
-		LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntNE, rest, zero, ""), body, done);
-		LLVMPositionBuilderAtEnd(L->b, done);
+		b->apart_v[b->apart_n][q] = v, b->apart_i[b->apart_n][q] = i;
 	}
+	b->apart_n++;
+	if (!b->apart_hold)
+		kern_apart_flush(b);
 }
 
 /* A row's lists kept apart, empty: by list, an alloca of its values and
