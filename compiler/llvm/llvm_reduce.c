@@ -1341,6 +1341,27 @@ int kern_lists_apart(const Carrier *c, TopkList *ls)
 	return n;
 }
 
+static int pow2_at_least(int k)
+{
+	int K = 1;
+	while (K < k)
+		K *= 2;
+	return K;
+}
+
+static LLVMValueRef apart_slot(B *b, int s, int t);
+
+/* A load or store of a list kept apart, volatile: the list stays in
+ * memory (the stack, in L1), not promoted to registers.  As values its
+ * 2k slots were carried around the vector loop through every
+ * insertion's join: softmax beside a list of 16 spent some 80 register
+ * moves and spills an iteration of 8 vectors on them. */
+static LLVMValueRef apart_access(LLVMValueRef x)
+{
+	LLVMSetVolatile(x, 1);
+	return x;
+}
+
 /* Each list kept apart is one sorted list of k pairs, the lanes of a
  * vector of values and one of indices, and its last slot, the
  * threshold, is the pair a position must rank before to enter (the
@@ -1354,34 +1375,17 @@ int kern_lists_apart(const Carrier *c, TopkList *ls)
  * selects), each ranked anew against the list as it stands.  The list
  * only rises, so a lane that ranks after a threshold it saw ranks after
  * every later one.  The lists' merge is a join, the top k of the union
- * of its operands under a total order of pairs (indices differ): any
- * order of insertion gives the one-by-one fold's list, bit for bit.
+ * of its operands under an order of pairs that is total where indices
+ * differ (positions, as j is): any order of insertion gives the
+ * one-by-one fold's list, bit for bit.
  * Past the first few vectors of a row of random values nearly every
- * vector costs a compare and a branch not taken (at position j a value
- * enters with odds of about k/j), whatever k is; the lanes fold the
- * other fields as they would without the lists.  Softmax beside a list of
- * 16, 256 x 65536, 2 threads: 0.06-0.08 of a copy in one lane (34
- * components, over LANES_STATE_MAX in llvm_kern.c). */
-/* A load or store of a list kept apart, volatile: the list stays in
- * memory (the stack, in L1), not promoted to registers.  As values its
- * 2k slots were carried around the vector loop through every
- * insertion's join: softmax beside a list of 16 spent some 80 register
- * moves and spills an iteration of 8 vectors on them. */
-static int pow2_at_least(int k)
-{
-	int K = 1;
-	while (K < k)
-		K *= 2;
-	return K;
-}
-
-static LLVMValueRef apart_slot(B *b, int s, int t);
-
-static LLVMValueRef apart_access(LLVMValueRef x)
-{
-	LLVMSetVolatile(x, 1);
-	return x;
-}
+ * vector costs a compare, and a tile of them (kern_apart_flush) one
+ * branch not taken (at position j a value enters with odds of about
+ * k/j), whatever k is; the lanes fold the other fields as they would
+ * without the lists.  Softmax beside a list of 16, 256 x 65536, 2
+ * threads, under a load of about 10: 0.086 of a copy in one lane (34
+ * components, over LANES_STATE_MAX in llvm_kern.c), 0.82 kept apart;
+ * 0.24 and 2.7-3.1 G elements per CPU-second. */
 
 /* The lanes of list q's lifted pairs (v, i) that rank before its last
  * slot, inserted into it one at a time, lowest first; positioned after. */
