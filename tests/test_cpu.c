@@ -2031,8 +2031,9 @@ static void topk_rows(const char *path)
  * ascending (every position enters the list), descending, zeros of
  * either sign among a few ones, distinct values among -inf and NaN, and
  * -0 (no +0) and a few +inf among negative values (the keys of
- * lower_topk_keys, which hold -0 below +0). */
-enum { TOPK_ROWS = 9 };
+ * lower_topk_keys, which hold -0 below +0), and all equal (every list
+ * the first positions: ties by index alone). */
+enum { TOPK_ROWS = 10 };
 static float topk_value(int r, int j, uint64_t s)
 {
 	switch (r) {
@@ -2044,7 +2045,8 @@ static float topk_value(int r, int j, uint64_t s)
 	case 5: return (float)-j;
 	case 6: return (s >> 60) == 0 ? 1.0f : (s >> 50) & 1 ? -0.0f : 0.0f;
 	case 7: return (s >> 62) == 0 ? NAN : (s >> 62) == 1 ? -INFINITY : (float)(int)(s >> 40) / 4096.0f;
-	default: return (s >> 60) == 0 ? INFINITY : (s >> 58) & 1 ? -0.0f : -(float)((s >> 40) % 1000) - 1.0f;
+	case 8: return (s >> 60) == 0 ? INFINITY : (s >> 58) & 1 ? -0.0f : -(float)((s >> 40) % 1000) - 1.0f;
+	default: return 3.0f;
 	}
 }
 
@@ -2062,8 +2064,8 @@ static int same_floats(const float *x, const float *y, size_t n, int width)
 
 /* The kernel (one and two threads, split and not) against the
  * interpreter on the rows of topk_value at every length 0 .. 300, 5000,
- * 8192 and 8193 (the longest range reduce_selected takes, and one more)
- * and 70000: the same indices, and where exact the same values
+ * 8192 and 8193 (the longest range reduce_selected takes, and one more),
+ * 65543 and 70000: the same indices, and where exact the same values
  * (same_floats). */
 /* nan 0: NaN values replaced by -1 (a merge that is associative only
  * among numbers).  exact 2: the indices and the float32 outputs of more
@@ -2202,13 +2204,13 @@ Test(cpu, topk_ties_and_short_rows)
 	topk_rows("tests/prove/topk_softmax.yaml");
 }
 
-/* A topk list beside softmax's (m, l) reduces in lanes, the list folded
- * apart from the rescale (fold_own in compiler/llvm/llvm_reduce.c), and
- * a tile whose positions all fall below the lanes' largest k-th value
- * skips the list's fold: the indices are the interpreter's at every
- * length 0 .. 300 and long ones, with ties, NaN, infinities, ascending
- * rows (every position enters) and under a mask (lifts selected against
- * the identity); the sums meet the reference. */
+/* A topk list beside softmax's (m, l) reduces in lanes, the list kept
+ * apart from them (kern_apart_lift in compiler/llvm/llvm_reduce.c), a
+ * tile whose values all fall below the list's last slot left out of it:
+ * the indices are the interpreter's at every length 0 .. 300 and long
+ * ones, with ties, NaN, infinities, ascending rows (every position
+ * enters) and under a mask (lifts selected against the identity); the
+ * sums meet the reference. */
 Test(cpu, topk_lists_fold_apart_from_the_rescale, .timeout = 300)
 {
 	static const char *masks[] = {"", "mask: x == x\n"};
@@ -2226,6 +2228,7 @@ Test(cpu, topk_lists_fold_apart_from_the_rescale, .timeout = 300)
 		Carrier *c = text_ok(text);
 		LlvmKernel *k = compiled(c, NULL);
 		cr_assert_gt(k->lanes, 1, "mask %d: lanes", m);
+		cr_assert_eq(k->apart, 1, "mask %d: the list kept apart", m);
 		cr_assert(k->max_rescale, "mask %d: the n-ary rescale", m);
 		cr_assert(!k->two_pass, "mask %d: no two passes", m);
 		llvm_kernel_free(k);
