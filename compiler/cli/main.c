@@ -103,26 +103,31 @@ void cli_write_error(const char *path, int err)
 	fputc('\n', stderr);
 }
 
+/* "assoc: " and the message, then tail; the usage error's status. */
+static int say_error(const char *tail, const char *fmt, va_list ap)
+{
+	fputs("assoc: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs(tail, stderr);
+	return EXIT_USAGE;
+}
+
 int input_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("assoc: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputs("\n", stderr);
+	int rc = say_error("\n", fmt, ap);
 	va_end(ap);
-	return EXIT_USAGE;
+	return rc;
 }
 
 int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("assoc: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputs("\n(see assoc --help)\n", stderr);
+	int rc = say_error("\n(see assoc --help)\n", fmt, ap);
 	va_end(ap);
-	return EXIT_USAGE;
+	return rc;
 }
 
 /* A path with its folder resolved (links, . and ..): two spellings of a
