@@ -1244,6 +1244,17 @@ static int is_field(const Carrier *c, const Expr *e, int which, int f)
 	return e->op == EXPR_VAR && e->k == c->svar[which][f];
 }
 
+/* The field whose merge is the index list of the topk merge m; -1 when
+ * none is. */
+static int topk_index_field(const Carrier *c, Expr *m)
+{
+	Expr *ms = ir_topk_sibling(c->ir, m);
+	for (int h = 0; h < c->nstate && ms; h++)
+		if (c->merge[h] == ms)
+			return h;
+	return -1;
+}
+
 /* The topk lists of a carrier that reduce_filtered serves (filter_fits)
  * in ls, and their number; 0 where reduce_selected does not serve it:
  * each list a value field (float32) and its index field (int32), lifted
@@ -1264,11 +1275,8 @@ static int select_lists(const Carrier *c, SelList *ls)
 				return 0;
 			continue;
 		}
-		Expr *ms = ir_topk_sibling(c->ir, m), *lsib = l->op == EXPR_TOPK ? ir_topk_sibling(c->ir, l) : NULL;
-		int g = -1;
-		for (int h = 0; h < c->nstate && ms; h++)
-			if (c->merge[h] == ms)
-				g = h;
+		Expr *lsib = l->op == EXPR_TOPK ? ir_topk_sibling(c->ir, l) : NULL;
+		int g = topk_index_field(c, m);
 		if (g < 0 || !lsib || c->lift[g] != lsib || l->a[0]->ty.len || l->a[0]->ty.kind != TY_F32 ||
 		    !const_is(l->a[2], -INFINITY) || !const_is(l->a[3], -1) || !const_is(c->identity[f], -INFINITY) ||
 		    !const_is(c->identity[g], -1) || c->state[f].ty.kind != TY_F32 || c->state[g].ty.kind != TY_I32 ||
@@ -1309,11 +1317,8 @@ int kern_lists_apart(const Carrier *c, TopkList *ls)
 			idx++;
 		if (m->op != EXPR_TOPK)
 			continue;
-		Expr *ms = ir_topk_sibling(c->ir, m), *lsib = l->op == EXPR_TOPK ? ir_topk_sibling(c->ir, l) : NULL;
-		int g = -1;
-		for (int h = 0; h < c->nstate && ms; h++)
-			if (c->merge[h] == ms)
-				g = h;
+		Expr *lsib = l->op == EXPR_TOPK ? ir_topk_sibling(c->ir, l) : NULL;
+		int g = topk_index_field(c, m);
 		TyKind vk = (TyKind)c->state[f].ty.kind;
 		if (n == APART_MAX || g < 0 || !lsib || c->lift[g] != lsib || l->a[0]->ty.len || l->a[1]->ty.len ||
 		    (vk != TY_F32 && vk != TY_F64) || l->a[0]->ty.kind != vk || l->a[1]->ty.kind != TY_I32 ||
