@@ -1775,3 +1775,18 @@ Test(cli, bench_refuses_an_unlawful_merge, .timeout = 120)
 	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --rows 4 --len 64", out, sizeof out, 1), 0, "%s", out);
 	cr_expect_not(strstr(out, "warning"), "a lawful carrier is timed quietly: %s", out);
 }
+
+/* tune reaches the same verdict before it opens a GPU: an unlawful merge
+ * has no tuned choice to store.  --trust-merge goes on to the device (none
+ * here), with a warning. */
+Test(cli, tune_refuses_an_unlawful_merge, .timeout = 120)
+{
+	cr_assert_eq(sh(ASSOC " tune tests/laws/pairwise_average.yaml --rows 4 --len 64", out, sizeof out, 1), 1, "%s",
+		     out);
+	cr_expect(strstr(out, "tests/laws/pairwise_average.yaml: ") &&
+			  strstr(out, "; refusing to tune it (--trust-merge to go ahead anyway)"),
+		  "%s", out);
+	cr_expect_not(strstr(out, "needs a GPU"), "refused before any device: %s", out);
+	sh(ASSOC " tune tests/laws/pairwise_average.yaml --rows 4 --len 64 --trust-merge", out, sizeof out, 1);
+	cr_expect(strstr(out, "warning: ") && strstr(out, "tuning anyway (--trust-merge)"), "%s", out);
+}

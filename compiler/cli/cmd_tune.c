@@ -88,6 +88,13 @@ int cmd_tune(Opts *o)
 		spec_carrier_free(c);
 		return usage_error("--page-size: %s", msg);
 	}
+	/* the choice a tuned run takes is only as sound as the merge it
+	 * splits: the verdict run, emit and bench reach comes first */
+	int rc = cli_run_verdict_as(c, o, "tuning", "tune it");
+	if (rc) {
+		spec_carrier_free(c);
+		return rc;
+	}
 	/* a paged batch runs each sequence on these kernels, their tiles
 	 * loaded through the block table: the shape tuned is a sequence's,
 	 * and paged runs find the choice under the unpaged module's key */
@@ -96,7 +103,7 @@ int cmd_tune(Opts *o)
 		       "choice, the Hopper template's aside)\n",
 		       c->file, o->page_size, o->rows, o->len);
 	RunData *d = cli_drawn(o, c);
-	int rc = d ? tune(c, d) : EXIT_USAGE;
+	rc = d ? tune(c, d) : EXIT_USAGE;
 	rundata_free(d);
 	spec_carrier_free(c);
 	return rc;

@@ -82,7 +82,7 @@ static const char usage[] =
 	"                            their launch contract (arguments, grids, workspace) as a C header\n"
 	"  --budget S                explore: CPU seconds the search may take (default 4); a search\n"
 	"                            cut short by it may find more with more\n"
-	"  --trust-merge             emit, run, bench: go ahead on a carrier whose verdict fails\n"
+	"  --trust-merge             emit, run, bench, tune: go ahead on a carrier whose verdict fails\n"
 	"                            (a law disproved or broken in the trials, or results that\n"
 	"                            disagree with the reference, empty rows included), with a\n"
 	"                            warning\n"
@@ -318,7 +318,7 @@ static const OptSpec options[] = {
 	{"--proof", O_FLAG, 0, 0, F(proof), 0, 0, C_CHECK},
 	{"--strict", O_FLAG, 0, 0, F(strict), 0, 0, C_CHECK},
 	{"--stats", O_FLAG, 0, 0, F(stats), 0, 0, C_EMIT},
-	{"--trust-merge", O_FLAG, 0, 0, F(trust_merge), 0, 0, C_EMIT | C_RUN | C_BENCH},
+	{"--trust-merge", O_FLAG, 0, 0, F(trust_merge), 0, 0, C_EMIT | C_RUN | C_BENCH | C_TUNE},
 	{"--explain", O_FLAG, 0, 0, F(explain), 0, 0, C_EMIT},
 	{"--deterministic", O_FLAG, 0, 0, F(run.deterministic), 0, 0, C_EXEC},
 	{"--verbose", O_FLAG, 0, 0, F(run.verbose), 0, 0, C_RUN},
