@@ -243,13 +243,20 @@ ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int
  * its elements read again or, with a stash, taken from where
  * thread_fold_at put them (the same positions for the same thread);
  * compiled once per (VEC, UN), as thread_fold_at.  Read again, the row
- * goes four elements at a time with UN loads in flight, two at least. */
+ * goes four elements at a time with UN loads in flight, two at least.
+ * ASC_MAP_STASH (compiler/cuda/cuda_mod.c): 1 where every map pass of the
+ * module has a stash, 0 where none has, -1 where some have: a module of
+ * one kernel, the variant a run compiles first, then holds one of the two
+ * paths, which spares NVRTC a copy of the carrier's map code (online
+ * softmax: 7% of its time), and a module of many keeps one copy of this
+ * function for all its kernels. */
 template <int VEC, int UN = 1>
 ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, const int NT, int lo, int hi,
 			Stash stash, int sb)
 {
 	const Args A = *(const Args *)pA;
-	if (ASC_ORDERED && stash) { /* thread_fold_at's contiguous segment */
+	const bool stashed = ASC_MAP_STASH < 0 ? stash != 0 : ASC_MAP_STASH > 0;
+	if (ASC_ORDERED && stashed) { /* thread_fold_at's contiguous segment */
 		int b, e;
 		segment(t, NT, lo, hi, b, e);
 		for (int j = b; j < e; j++)
@@ -259,9 +266,9 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 	int j0 = lo;
 	/* a stash is read in the layout thread_fold_at chose, on vec_ok alone;
 	 * its groups then go out four at a time where the outputs allow */
-	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A) && (stash || vec_out_ok(A))) {
+	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A) && (stashed || vec_out_ok(A))) {
 		int ng = (hi - lo) / 4;
-		if (stash) {
+		if (stashed) {
 			bool vo = vec_out_ok(A);
 			for (int g = t; g < ng; g += NT) {
 				Elem E[4];
@@ -295,7 +302,7 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 		j0 = lo + 4 * ng;
 	}
 	for (int j = j0 + t; j < hi; j += NT) {
-		Elem E = stash ? (Elem)STASH(stash, sb + j - lo) : load_elem(A, i, j);
+		Elem E = stashed ? (Elem)STASH(stash, sb + j - lo) : load_elem(A, i, j);
 		map(A, R, E, s, i, j);
 	}
 }

@@ -340,6 +340,69 @@ Test(rows, ptxas_tiles_without_spills, .timeout = 600)
 	nvrtc_close(nv);
 }
 
+/* A map variant compiled alone, as a run compiles the variant it takes
+ * first: its module says whether its map pass keeps a stash
+ * (ASC_MAP_STASH), so that NVRTC sees one of the map pass's two paths, and
+ * it assembles without spills or stack, at sm_80 and sm_90a.  The space's
+ * module, which mixes both, keeps the choice to run time. */
+Test(rows, map_variants_alone_hold_one_path, .timeout = 600)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[8192];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	const char *specs[] = {"specs/online_softmax.yaml", "specs/layer_norm.yaml"};
+	const char *archs[] = {"sm_90a", "sm_80"};
+	for (int i = 0; i < 2; i++) {
+		Carrier *c = load_ok(specs[i]);
+		CudaModule m;
+		cr_assert_eq(cuda_module_space_for(c, archs[i], 0, &m, msg, sizeof msg), 0, "%s", msg);
+		char *all = cuda_module_src_of(&m, NULL);
+		cr_expect(strstr(all, "\n#define ASC_MAP_STASH -1\n"), "%s: the space's module decides at run time", specs[i]);
+		free(all);
+		int kinds[2] = {0, 0};
+		for (int v = 0; v < m.nvar; v++) {
+			const Variant *x = &m.var[v];
+			if (x->fam != FAM_ROWMAP && x->fam != FAM_SPLITK)
+				continue;
+			int st = x->fam == FAM_ROWMAP && x->items > 0;
+			kinds[st]++;
+			unsigned char want[64] = {0};
+			want[v] = 1;
+			char *src = cuda_module_src_of(&m, want), *ptx;
+			cr_expect(strstr(src, st ? "\n#define ASC_MAP_STASH 1\n" : "\n#define ASC_MAP_STASH 0\n"),
+				  "%s variant %d: stash %d", specs[i], v, st);
+			int cached;
+			cr_assert_eq(nvrtc_ptx(nv, src, archs[i], &ptx, &cached, msg, sizeof msg), 0, "%s: %s", specs[i], msg);
+			CudaKStat ks[8];
+			int nks = cuda_ptxas_stats(ptx, archs[i], ks, 8, msg, sizeof msg);
+			if (nks < 0 && strstr(msg, "not found")) {
+				free(ptx);
+				free(src);
+				cuda_module_free(&m);
+				spec_carrier_free(c);
+				nvrtc_close(nv);
+				cr_skip_test("%s", msg);
+			}
+			cr_assert_geq(nks, 1, "%s: %s", specs[i], msg);
+			for (int k = 0; k < nks; k++) {
+				cr_expect_eq(ks[k].spill_st + ks[k].spill_ld, 0, "%s %s alone: %s spills %d + %d bytes", specs[i],
+					     archs[i], ks[k].name, ks[k].spill_st, ks[k].spill_ld);
+				cr_expect_eq(ks[k].stack, 0, "%s %s alone: %s has %d bytes of stack", specs[i], archs[i],
+					     ks[k].name, ks[k].stack);
+			}
+			free(ptx);
+			free(src);
+		}
+		cr_expect(kinds[0] > 0 && kinds[1] > 0, "%s: map variants with and without a stash (%d, %d)", specs[i],
+			  kinds[0], kinds[1]);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+	}
+	nvrtc_close(nv);
+}
+
 /* emit --explain: whether the carrier has the transported fold and why
  * not, and a line for each variant of the module. */
 Test(rows, emit_explain_says_what_each_variant_does)
