@@ -130,6 +130,21 @@ Test(rows, bundled_certificates_transport_and_others_do_not)
 	cr_expect_eq(cuda_module(c, "rowreduce:nt=128,acc=2,vec=4,tf=1", &m, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "tf=1") && strstr(msg, "no certificate"), "%s", msg);
 	spec_carrier_free(c);
+	/* and where it names a variant of the default module but for tf=1
+	 * (nt=256,acc=4 is rowreduce's default): refused too, not run as
+	 * the plain variant with tf dropped */
+	char out[4096];
+	static const char *const cfgs[] = {"rowreduce:nt=256,acc=4,vec=4,warp=0,items=0,tf=1",
+					   "rowreduce:nt=128,acc=2,vec=4,warp=1,items=0,tf=1",
+					   "splitk:nt=256,acc=2,vec=4,warp=0,items=0,tf=1"};
+	for (int k = 0; k < 3; k++) {
+		char cmd[512];
+		snprintf(cmd, sizeof cmd, "build/asan/assoc run specs/sum.yaml --device emu --rows 2 --len 64 --config %s",
+			 cfgs[k]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", cmd, out);
+		cr_expect(strstr(out, "asks for the transported fold (tf=1), which sum cannot have: no certificate"), "%s: %s",
+			  cmd, out);
+	}
 }
 
 /* Welford's transported element loop divides nowhere (the merge's

@@ -1375,6 +1375,8 @@ int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
 	if (variant_parse(config, &v, msg, sizeof msg))
 		return -1;
 	v.split = 0;
+	if (v.tf && !m->tf) /* not the plain fold's variant: module() says why it cannot be */
+		return -1;
 	fit_variant(c, m, &v);
 	for (int k = 0; k < m->nvar; k++)
 		if (same(&m->var[k], &v))
