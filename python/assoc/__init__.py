@@ -10,6 +10,7 @@ A pure-Python layer over libassoc.so (compiler/lib/assoc.h) through
 ctypes; the library is loaded on first use (see assoc._lib.candidates).
 """
 import ctypes
+import numbers
 import threading
 from collections import namedtuple
 
@@ -194,6 +195,10 @@ def plan(spec, shapes, heads=None, kv_heads=None):
     inputs' shapes (a dict name -> shape), checked to agree; ValueError
     naming the input that does not."""
     ins = spec.inputs
+    for name, n in (("heads", heads), ("kv_heads", kv_heads)):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1):
+            raise ValueError("%s=%r: the number of %s, a positive integer" % (
+                name, n, "query heads" if name == "heads" else "key/value heads"))
     with_heads = heads is not None or kv_heads is not None
     for a in ins:
         r = len(shapes[a.name])
@@ -292,7 +297,10 @@ class Kernel:
             if a is not None:
                 arrays[key] = value
             elif spec.params is None or key in spec.params:
-                params.append((key, float(value)))
+                try:
+                    params.append((key, float(value)))
+                except (TypeError, ValueError):
+                    raise ValueError("param '%s' of %s takes a number, not %r" % (key, spec.name, value)) from None
             else:
                 raise ValueError("%s has no input or param '%s' (inputs: %s; params: %s)" % (
                     spec.name, key, ", ".join(a.name for a in spec.inputs) or "none",
@@ -320,9 +328,17 @@ class Kernel:
         if (page_size is not None or block_table is not None or seq_lens is not None or cu_seqlens_q is not None
                 or max_seqlen_q is not None):
             return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, max_seqlen_q, **kw)
+        return self._run(heads, kv_heads, kw, False)
+
+    def _run(self, heads, kv_heads, kw, in_op):
+        """__call__ on host or device arrays; in_op: called by an operator
+        that assoc.torch registered, where torch's dispatcher answers for
+        autograd, so inputs that require grad are its business."""
         spec = self.spec
         arrays, params = self._split(kw)
         views, first = _input_views(spec, arrays)
+        if not in_op:
+            _refuse_grad(views)
         key = (tuple(v.shape for v in views.values()), heads, kv_heads)
         planned = self._plans.get(key)
         if planned is None:
@@ -389,6 +405,7 @@ class Kernel:
             raise ValueError("a paged run needs block_table=, seq_lens= and page_size=")
         arrays, params = self._split(kw)
         views, first = _input_views(spec, arrays)
+        _refuse_grad(views)
         for a in spec.inputs:
             v = views[a.name]
             want = 3 + (a.width > 1) if a.role == "column" else 2 + (a.width > 1)
@@ -488,7 +505,12 @@ def _input_views(spec, arrays):
     views = {}
     first = None
     for a in spec.inputs:
-        v = _arrays.view(arrays[a.name], a.type)
+        obj = arrays[a.name]
+        if isinstance(obj, numbers.Number) or getattr(obj, "ndim", None) == 0:
+            raise ValueError("input '%s' is %s, not an array: %s %s input has %s" % (
+                a.name, "a 0-dimensional array" if getattr(obj, "ndim", None) == 0 else "a " + type(obj).__name__,
+                _article(a.role), a.role, _axes_text(spec, a)))
+        v = _arrays.view(obj, a.type)
         if first is None:
             first = (a.name, v)
         elif (v.kind, v.device, v.library()) != (first[1].kind, first[1].device, first[1].library()):
@@ -504,6 +526,21 @@ def _input_views(spec, arrays):
             raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
         views[a.name] = v
     return views, first
+
+
+def _refuse_grad(views):
+    """A ValueError for a torch input that requires grad while grad mode is
+    on: a kernel has no backward, and outputs cut off from the graph would
+    lose the gradient without a word."""
+    if not _arrays.torch_loaded():
+        return
+    import torch
+    if not torch.is_grad_enabled():
+        return
+    for name, v in views.items():
+        if v.kind == "torch" and v.obj.requires_grad:
+            raise ValueError("input '%s' requires grad, and assoc's kernels have no backward: run under "
+                             "torch.no_grad() or torch.inference_mode(), or pass %s.detach()" % (name, name))
 
 
 def _check_int32(name, arr, shape, first):

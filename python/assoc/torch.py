@@ -41,7 +41,7 @@ def register(kernel, name, heads=None, kv_heads=None):
     def run(*args):
         kw = dict(zip(ins, args[:len(ins)]))
         kw.update(zip(pars, args[len(ins):]))
-        got = kernel(heads=heads, kv_heads=kv_heads, **kw)
+        got = kernel._run(heads, kv_heads, kw, True)
         res = tuple(got[a.name] for a in outs)
         return res[0] if len(res) == 1 else res
 

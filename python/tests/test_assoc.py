@@ -2,6 +2,7 @@
 errors of each.  Run from the repository root with PYTHONPATH=python
 (tests/python.sh does), against build/libassoc.so."""
 import os
+import re
 import unittest
 
 import numpy as np
@@ -150,6 +151,26 @@ class Softmax(unittest.TestCase):
             self.k(x=np.zeros((1, 2), np.float32), z=1)
         with self.assertRaisesRegex(ValueError, r"'y' is an output"):
             self.k(x=np.zeros((1, 2), np.float32), y=np.zeros((1, 2), np.float32))
+
+    def test_numbers_where_arrays_go_and_the_reverse(self):
+        with self.assertRaisesRegex(ValueError, r"input 'x' is a float, not an array: an element input has "
+                                                r"\[rows\]\[len\]"):
+            self.k(x=3.0)
+        with self.assertRaisesRegex(ValueError, r"input 'x' is a 0-dimensional array, not an array"):
+            self.k(x=np.float32(3.0).reshape(()))
+        for h in (0, -1, 1.5, True):
+            with self.assertRaisesRegex(ValueError, r"heads=%s: the number of query heads, a positive integer"
+                                        % re.escape(repr(h))):
+                self.k(x=np.zeros((1, 2), np.float32), heads=h)
+        with self.assertRaisesRegex(ValueError, r"kv_heads=0: the number of key/value heads"):
+            self.k(x=np.zeros((1, 2), np.float32), kv_heads=0)
+        k = assoc.loads(SCALED, dims={"d": 3}).compile("cpu", threads=1)
+        x = np.ones((2, 4, 3), np.float32)
+        for bad in ("abc", None, [0.5]):
+            with self.assertRaisesRegex(ValueError, r"param 'scale' of .* takes a number, not %s"
+                                        % re.escape(repr(bad))):
+                k(x=x, scale=bad)
+        np.testing.assert_array_equal(k(x=x, scale=np.float32(0.5))["out"], np.full((2, 3), 2, np.float32))
 
     def test_threads_share_a_kernel(self):
         import threading

@@ -50,6 +50,22 @@ class TorchCpu(unittest.TestCase):
                                                 r"\(torch.float32\)"):
             self.softmax(x=base.double())
 
+    def test_inputs_that_require_grad(self):
+        # a kernel has no backward: outputs cut off from the graph would lose the gradient silently
+        x = torch.randn(2, 8, requires_grad=True)
+        with self.assertRaisesRegex(ValueError, r"input 'x' requires grad, and assoc's kernels have no backward: "
+                                                r"run under torch.no_grad\(\)"):
+            self.softmax(x=x)
+        with torch.no_grad():
+            torch.testing.assert_close(self.softmax(x=x)["lse"], torch.logsumexp(x, 1), rtol=1e-5, atol=1e-5)
+        self.assertEqual(self.softmax(x=x.detach())["y"].shape, (2, 8))
+        # as an operator, torch's dispatcher answers: forward runs, backward says no formula was registered
+        op = assoc_torch.register(self.softmax, name="assoc_test::softmax_grad")
+        lse, y = op(x)
+        torch.testing.assert_close(lse, torch.logsumexp(x.detach(), 1), rtol=1e-5, atol=1e-5)
+        with self.assertRaisesRegex(RuntimeError, r"autograd"):
+            y.sum().backward()
+
     def test_inputs_share_one_library(self):
         k = assoc.load("specs/layer_norm.yaml").compile("cpu", threads=1)
         with self.assertRaisesRegex(ValueError, r"input 'gamma' is numpy on the host, but 'x' is torch"):
