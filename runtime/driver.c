@@ -469,7 +469,7 @@ void rt_free(Rt *rt, RtPtr p)
 int rt_upload(Rt *rt, RtPtr dst, const void *src, size_t bytes, char *err, size_t n)
 {
 	int rc = alive(rt, err, n);
-	if (rc)
+	if (rc || !bytes) /* nothing to copy: a NULL host pointer is the caller's right */
 		return rc;
 	CK(rt, cuMemcpyHtoD(dst, src, bytes), err, n);
 	return 0;
@@ -478,7 +478,7 @@ int rt_upload(Rt *rt, RtPtr dst, const void *src, size_t bytes, char *err, size_
 int rt_download(Rt *rt, void *dst, RtPtr src, size_t bytes, char *err, size_t n)
 {
 	int rc = alive(rt, err, n);
-	if (rc)
+	if (rc || !bytes) /* nothing to copy: a NULL host pointer is the caller's right */
 		return rc;
 	CK(rt, cuMemcpyDtoH(dst, src, bytes), err, n);
 	return 0;

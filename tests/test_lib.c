@@ -909,6 +909,34 @@ Test(lib, run_device_enqueues_on_the_callers_stream, .timeout = 120)
 	fake_close(&f);
 }
 
+/* No rows on the gpu: nothing launched (a block-a-row kernel does not
+ * look at rows and would read and write row 0), nothing copied into the
+ * caller's NULL buffers of 0 bytes, host or device pointers alike. */
+Test(lib, gpu_runs_no_rows_without_a_launch, .timeout = 120)
+{
+	char dir[] = "/tmp/assoc-libnorows-XXXXXX";
+	Fake f = fake_open(dir, "");
+	const char *specs[] = {"specs/sum.yaml", "specs/online_softmax.yaml"};
+	for (int i = 0; i < 2; i++) {
+		AssocSpec *s = spec_ok(specs[i]);
+		AssocKernel *k = NULL;
+		cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+		AssocBuffer b[] = {{"x", NULL, 0}, {"y", NULL, 0}, {"lse", NULL, 0}, {"s", NULL, 0}};
+		int n = i ? 3 : 2;
+		if (!i)
+			b[1] = b[3];
+		int before = f.launches();
+		cr_assert_eq(assoc_run(k, 0, 5000, b, n, NULL, 0), ASSOC_OK, "%s: %s", specs[i], assoc_kernel_error(k));
+		cr_expect_eq(f.launches(), before, "%s: host arrays, no rows: no launch", specs[i]);
+		cr_assert_eq(assoc_run_device(k, 1, 1, 0, 5000, b, n, NULL, 0, NULL), ASSOC_OK, "%s: %s", specs[i],
+			     assoc_kernel_error(k));
+		cr_expect_eq(f.launches(), before, "%s: device arrays, no rows: no launch", specs[i]);
+		assoc_kernel_free(k);
+		assoc_spec_free(s);
+	}
+	fake_close(&f);
+}
+
 /* Sizes and pointers are checked as assoc_run_heads checks them; a kernel
  * of another device is refused with the reason. */
 Test(lib, run_device_checks_buffers_and_device, .timeout = 120)

@@ -215,6 +215,8 @@ int gpu_download(Gpu *g, RunData *d, GpuBufs *b, char *msg, size_t n)
 		return -1;
 	for (int o = 0; o < c->nfinal + c->nmap; o++) {
 		Buffer *ob = o < c->nfinal ? &d->fin[o] : &d->map[o - c->nfinal];
+		if (!buf_bytes(ob)) /* no rows: a caller's buffer of 0 bytes may be NULL */
+			continue;
 		/* paged kernels write the outputs as [rows][heads] */
 		void *to = d->page.size ? malloc(buf_bytes(ob) + 1) : ob->p;
 		if (!to)
@@ -309,7 +311,9 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 	void *args[] = {&b->a, maps};
 	for (int k = 0; k < p.nk; k++) {
 		void *fn;
-		unsigned grid[3] = {p.k[k].grid ? p.k[k].grid : 1, 1, 1}, block[3] = {p.k[k].block, 1, 1};
+		unsigned grid[3] = {p.k[k].grid, 1, 1}, block[3] = {p.k[k].block, 1, 1};
+		if (!grid[0]) /* no rows: nothing to do, and a block of a kernel that does not look would */
+			continue;
 		if (gpu_function(g, v, p.k[k].name, &fn, msg, n) ||
 		    rt_launch_cluster(g->rt, fn, grid, block, p.k[k].smem, p.k[k].cluster, args, msg, n))
 			return -1;
