@@ -506,6 +506,13 @@ static int emu_launch(void *ctx, const char *kernel, unsigned grid, unsigned blo
 
 typedef int (*Launch)(void *, const char *, unsigned, unsigned, unsigned, const void *);
 
+static int count_launch(void *ctx, const char *kernel, unsigned grid, unsigned block, unsigned smem, const void *args)
+{
+	(void)kernel, (void)grid, (void)block, (void)smem, (void)args;
+	++*(int *)ctx;
+	return 0;
+}
+
 /* The host program against spec's header: every variant's plan is
  * cuda_plan_h's, and every variant run on the emulator meets the
  * reference. */
@@ -542,7 +549,9 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 	cr_assert(src);
 	Emu e = {0};
 	cr_assert_eq(emu_open(src, &e.lib, msg, sizeof msg), 0, "%s", msg);
-	const int shapes[][3] = {{1, 1, 1}, {3, 300, 4}, {70, 5000, 3}, {0, 17, 2}, {9, 1, 64}};
+	const double d0params[CUDA_MAXP] = {0};
+	/* 2^31 - 1 rows: the plan's arithmetic in 64 bits, as the library's */
+	const int shapes[][3] = {{1, 1, 1}, {3, 300, 4}, {70, 5000, 3}, {0, 17, 2}, {9, 1, 64}, {2147483647, 8, 1}};
 	for (int v = 0; v < m.nvar; v++) {
 		char cfg[160];
 		variant_str(&m.var[v], cfg, sizeof cfg);
@@ -560,8 +569,8 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 			int at = snprintf(want, sizeof want, "%d %d %zu %zu %zu", p.split, p.chunk, p.ws_bytes, p.zero_at,
 					  p.zero_bytes);
 			for (int k = 0; k < p.nk; k++)
-				at += snprintf(want + at, sizeof want - at, ";%s %u %u %u", p.k[k].name,
-					       p.k[k].grid ? p.k[k].grid : 1, p.k[k].block, p.k[k].smem);
+				at += snprintf(want + at, sizeof want - at, ";%s %u %u %u", p.k[k].name, p.k[k].grid,
+					       p.k[k].block, p.k[k].smem);
 			cr_assert_str_eq(got, want, "%s at %d x %d split %d", cfg, r, l, sp);
 		}
 		RunData *d = rundata_new(c, rows, len);
@@ -582,6 +591,13 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 		cr_assert(rc.ok, "%s meets the reference", cfg);
 		runcheck_free(&rc);
 		rundata_free(d);
+		/* no rows: nothing launched (a block-a-row kernel does not look
+		 * at rows, and would write row 0) */
+		int launched = 0;
+		const void *none_in[CUDA_MAXIN] = {0};
+		void *none_out[CUDA_MAXOUT] = {0};
+		cr_assert_eq(run(count_launch, &launched, v, 0, len, splits ? 3 : 1, none_in, none_out, d0params), 0, "%s", cfg);
+		cr_expect_eq(launched, 0, "%s: %d launches of no rows", cfg, launched);
 	}
 	emu_close(e.lib);
 	free(src);

@@ -138,6 +138,7 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 		   "\tif (rows < 0 || len < 0 || heads < 1 || kv_heads < 1 || heads %% kv_heads)\n\t\treturn -1;\n");
 	if (x->fam == FAM_ATTN)
 		fprintf(o, "\t/* a run of the query heads that share a key/value head is one run of rows */\n"
+			   "\tif ((long long)rows * (heads / kv_heads) > 0x7fffffffLL)\n\t\treturn -1;\n"
 			   "\trows *= heads / kv_heads;\n\theads = kv_heads;\n");
 	else
 		fprintf(o, "\tif (heads != 1)\n\t\treturn -1; /* one head a launch: offset the pointers */\n");
@@ -156,7 +157,7 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 			fprintf(o, "\tchunk = ((len + %d) / %d + 3) / 4 * 4;\n\tp->k[0].grid = (unsigned)((rows < 1 ? 1 : rows) * %d);\n"
 				   "\tp->k[0].cluster = %d; /* no rows: one cluster, which leaves */\n", x->cl - 1, x->cl, x->cl, x->cl);
 		else if (x->warp)
-			fprintf(o, "\tp->k[0].grid = (unsigned)((rows + %d) / %d);\n", x->nt / 32 - 1, x->nt / 32);
+			fprintf(o, "\tp->k[0].grid = (unsigned)(((long long)rows + %d) / %d);\n", x->nt / 32 - 1, x->nt / 32);
 		else
 			fprintf(o, "\tp->k[0].grid = (unsigned)rows;\n");
 		break;
@@ -165,7 +166,7 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 			   "\tchunk = ((len + s - 1) / s + 3) / 4 * 4;\n"
 			   "\tif (len > 0 && (len + chunk - 1) / chunk < s)\n\t\ts = (len + chunk - 1) / chunk;\n"
 			   "\tp->k[0].grid = p->k[2].grid = (unsigned)(rows * s);\n"
-			   "\tp->k[1].grid = (unsigned)((rows + 63) / 64);\n");
+			   "\tp->k[1].grid = (unsigned)(((long long)rows + 63) / 64);\n");
 		if (x->fam == FAM_SPLITK)
 			fprintf(o, "\tp->nk = %d;\n\tp->ws_bytes = (uint64_t)rows * (uint64_t)(s + 1) * %zu;\n", nk,
 				m->state_size);
@@ -178,7 +179,7 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 	case FAM_ATTN: {
 		int bm = cuda_attn_rows(x);
 		fprintf(o, "\tchunk = ((len + s - 1) / s + %d) / %d * %d;\n", x->bn - 1, x->bn, x->bn);
-		fprintf(o, "\tp->k[0].grid = (unsigned)(heads * ((rows + %d) / %d) * s);\n", bm - 1, bm);
+		fprintf(o, "\tp->k[0].grid = (unsigned)(heads * (((long long)rows + %d) / %d) * s);\n", bm - 1, bm);
 		fprintf(o, "\tp->k[1].grid = (unsigned)(((long long)heads * rows + %u) / %u);\n", p.k[1].block / 32 - 1,
 			p.k[1].block / 32);
 		fprintf(o, "\tp->nk = 1;\n\tif (s > 1) { /* the partial states, then a counter a query tile or the combine */\n"
@@ -198,9 +199,7 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 		fprintf(o, "\tp->k[%d].block = %u;\n\tp->k[%d].smem = %u;\n", k, p.k[k].block, k, p.k[k].smem);
 	if (x->fam == FAM_SCAN)
 		fprintf(o, "\tif (p->nk == 1)\n\t\tp->k[0].block = p->k[2].block;\n");
-	fprintf(o, "\tfor (int k = 0; k < p->nk; k++) /* a grid of no rows: one block, which does nothing */\n"
-		   "\t\tp->k[k].grid = p->k[k].grid ? p->k[k].grid : 1;\n"
-		   "\tp->split = (int32_t)s;\n\tp->chunk = (int32_t)chunk;\n\treturn 0;\n}\n\n");
+	fprintf(o, "\tp->split = (int32_t)s;\n\tp->chunk = (int32_t)chunk;\n\treturn 0;\n}\n\n");
 }
 
 /* The tensor maps of a Hopper variant (wg > 0) for a shape: the layouts
@@ -230,14 +229,18 @@ void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
 		   " * workspace and zero [zero_at, zero_at + zero_bytes) once (the kernels\n"
 		   " * leave it zero), set args.ws, args.split and args.chunk from the plan,\n"
 		   " * then launch p.k[0 .. nk) in order on one stream, each with the\n"
-		   " * grid, block and dynamic shared bytes of the plan and the one\n"
-		   " * parameter &args (cuLaunchKernel's kernelParams = {&args}).  A kernel\n"
-		   " * taking more than 48 KB of dynamic shared memory needs\n"
-		   " * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES set first. */\n",
+		   " * grid, block and dynamic shared bytes of the plan and the parameter\n"
+		   " * &args (cuLaunchKernel's kernelParams = {&args}; the Hopper\n"
+		   " * template's kernels take a second, below), and none whose grid is\n"
+		   " * 0 (no rows: nothing to do).  A kernel taking more than 48 KB of\n"
+		   " * dynamic shared memory needs CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES\n"
+		   " * set first.  The module's PTX is for the --arch it was emitted with\n"
+		   " * (sm_90 where none was given): a GPU of another generation needs\n"
+		   " * the module emitted for its own. */\n",
 		nm, nm, c->file, nm);
 	fprintf(o, "#ifndef ASSOC_KERNELS_%s_H\n#define ASSOC_KERNELS_%s_H\n\n", nm, nm);
 	fprintf(o, "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n");
-	fprintf(o, "/* The kernels' one parameter, by value (templates/common.cuh's Args). */\n"
+	fprintf(o, "/* The kernels' parameter, by value (templates/common.cuh's Args; the first of the Hopper template's two). */\n"
 		   "typedef struct {\n"
 		   "\tuint64_t in[%d];  /* inputs' device pointers, by %s_IN_ slot */\n"
 		   "\tuint64_t out[%d]; /* outputs' device pointers, by %s_OUT_ slot */\n"

@@ -60,7 +60,8 @@ int host_run(Launch launch, void *ctx, int v, int rows, int len, int split, cons
 	a.chunk = p.chunk;
 	int rc = 0;
 	for (int k = 0; k < p.nk && !rc; k++)
-		rc = launch(ctx, p.k[k].name, p.k[k].grid, p.k[k].block, p.k[k].smem, &a);
+		if (p.k[k].grid) /* 0: no rows, nothing to launch */
+			rc = launch(ctx, p.k[k].name, p.k[k].grid, p.k[k].block, p.k[k].smem, &a);
 	free(ws);
 	return rc;
 }
