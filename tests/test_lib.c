@@ -2,6 +2,7 @@
  * buffers, introspection, params, misuse (NULL handles, wrong sizes,
  * unknown names) as status codes, and the example program, built and run. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include <dlfcn.h>
 
 #include "compiler/cuda/nvrtc.h"
+#include "compiler/devices/emu.h"
 #include "compiler/devices/run.h"
 #include "compiler/lib/assoc.h"
 #include "compiler/llvm/llvm.h"
@@ -907,6 +909,59 @@ Test(lib, run_device_enqueues_on_the_callers_stream, .timeout = 120)
 	assoc_kernel_free(k);
 	assoc_spec_free(s);
 	fake_close(&f);
+}
+
+enum { EMU_ROWS = 6, EMU_LEN = 777 };
+
+typedef struct {
+	AssocKernel *k;
+	float x[EMU_ROWS * EMU_LEN], y[EMU_ROWS * EMU_LEN], lse[EMU_ROWS];
+	AssocStatus st;
+} EmuJob;
+
+static void *emu_job(void *arg)
+{
+	EmuJob *j = arg;
+	AssocBuffer b[] = {{"x", j->x, sizeof j->x}, {"y", j->y, sizeof j->y}, {"lse", j->lse, sizeof j->lse}};
+	for (int r = 0; r < 5 && !j->st; r++)
+		j->st = assoc_run(j->k, EMU_ROWS, EMU_LEN, b, 3, NULL, 0);
+	return NULL;
+}
+
+/* Two threads, each with its own kernel of one spec on emu: the two share
+ * the emulator's module, whose device is one, and get what one thread
+ * alone gets, bit for bit. */
+Test(lib, emu_kernels_of_one_spec_in_two_threads, .timeout = 300)
+{
+	char why[256];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no emulator: %s", why);
+	AssocSpec *s[2];
+	static EmuJob job[2], alone;
+	for (int i = 0; i < 2; i++) {
+		s[i] = spec_ok("specs/online_softmax.yaml");
+		cr_assert_eq(assoc_compile(s[i], "emu", 0, &job[i].k), ASSOC_OK, "%s", assoc_kernel_error(job[i].k));
+		for (int e = 0; e < EMU_ROWS * EMU_LEN; e++)
+			job[i].x[e] = alone.x[e] = (float)((e * 37 + i * 11) % 101) / 7.0f - 5;
+	}
+	alone.k = job[0].k;
+	for (int e = 0; e < EMU_ROWS * EMU_LEN; e++)
+		alone.x[e] = job[1].x[e];
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, emu_job, &job[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	emu_job(&alone);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(job[i].st, ASSOC_OK, "thread %d: %s", i, assoc_kernel_error(job[i].k));
+	cr_assert_eq(alone.st, ASSOC_OK);
+	cr_expect_eq(memcmp(job[1].y, alone.y, sizeof alone.y), 0, "y as one thread alone gets it");
+	cr_expect_eq(memcmp(job[1].lse, alone.lse, sizeof alone.lse), 0, "lse as one thread alone gets it");
+	for (int i = 0; i < 2; i++) {
+		assoc_kernel_free(job[i].k);
+		assoc_spec_free(s[i]);
+	}
 }
 
 /* No rows on the gpu: nothing launched (a block-a-row kernel does not

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,8 +332,26 @@ int emu_launch_grid(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy,
 	return emu_launch_cluster(lib, kernel, grid, gy, block, smem, 1, args, bytes, msg, n);
 }
 
+static int launch_cluster(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy, unsigned block, unsigned smem,
+			  unsigned cluster, const void *args, unsigned long long bytes[2], char *msg, size_t n);
+
+/* One launch at a time in the process: a module's emulated device (its
+ * threads' fibers, shared memory, the race records) is global to the
+ * module, and kernels of one spec in two threads share one module (the
+ * dlopen of one cached file). */
+static pthread_mutex_t launching = PTHREAD_MUTEX_INITIALIZER;
+
 int emu_launch_cluster(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy, unsigned block, unsigned smem,
 		       unsigned cluster, const void *args, unsigned long long bytes[2], char *msg, size_t n)
+{
+	pthread_mutex_lock(&launching);
+	int rc = launch_cluster(lib, kernel, grid, gy, block, smem, cluster, args, bytes, msg, n);
+	pthread_mutex_unlock(&launching);
+	return rc;
+}
+
+static int launch_cluster(EmuLib *lib, const char *kernel, unsigned grid, unsigned gy, unsigned block, unsigned smem,
+			  unsigned cluster, const void *args, unsigned long long bytes[2], char *msg, size_t n)
 {
 	char sym[128];
 	snprintf(sym, sizeof sym, "%s_emu", kernel);

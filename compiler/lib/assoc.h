@@ -8,7 +8,9 @@
  * ASSOC_EINVAL, where it sets *out to NULL (every function takes NULL
  * handles).  Running out of memory aborts the process in places deep in
  * the loader and the checker; ASSOC_ENOMEM comes from the rest.  Handles are not
- * shared between threads; a kernel runs on its own threads.
+ * shared between threads, and handles of different threads run at once
+ * (on "emu", one launch at a time in the process: its emulated device is
+ * one); a kernel runs on its own threads.
  *
  * Arrays (docs/spec-format.md's layout, row-major, in the spec's storage
  * types, f16/bf16 as 16-bit patterns):
