@@ -288,6 +288,16 @@ Test(lib, invalid_spec_keeps_its_diagnostic)
 	cr_assert_eq(assoc_array_count(s), 0);
 	AssocKernel *k;
 	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_EINVAL);
+	/* a handle that says why, as any failed compile's */
+	cr_assert_not_null(k);
+	cr_assert(strstr(assoc_kernel_error(k), "the spec did not load: ") &&
+			  strstr(assoc_kernel_error(k), "unknown function 'mod'"),
+		  "%s", assoc_kernel_error(k));
+	cr_assert_null(assoc_kernel_device(k));
+	float x[4] = {0}, out[1];
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"s", out, sizeof out}};
+	cr_assert_eq(assoc_run(k, 1, 4, b, 2, NULL, 0), ASSOC_EINVAL, "it runs nothing");
+	assoc_kernel_free(k);
 	cr_assert_eq(assoc_spec_check(s, 10, 1), ASSOC_EINVAL);
 	cr_assert(strstr(assoc_spec_error(s), "unknown function 'mod'"), "checking keeps the load's diagnostic: %s",
 		  assoc_spec_error(s));
@@ -306,6 +316,8 @@ Test(lib, loop_specs_do_not_load)
 	cr_assert_eq(assoc_array_count(s), 0);
 	AssocKernel *k;
 	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_EINVAL);
+	cr_assert(k && strstr(assoc_kernel_error(k), "a loop spec"), "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
 	cr_assert_eq(assoc_spec_check(s, 10, 1), ASSOC_EINVAL);
 	assoc_spec_free(s);
 }

@@ -357,8 +357,12 @@ static AssocStatus run_job(Job *j, int64_t rows, int64_t len, const AssocBuffer 
 
 AssocStatus assoc_mpi_identity(AssocMpi *m, int64_t rows, void *states)
 {
-	if (!m || !m->k || rows < 0 || (rows && !states))
+	if (!m)
 		return ASSOC_EINVAL;
+	if (!m->k)
+		return fail(m, ASSOC_EINVAL, "a handle of assoc_mpi_new has no kernel to give identities");
+	if (rows < 0 || (rows && !states))
+		return fail(m, ASSOC_EINVAL, "bad rows (%lld) or no states", (long long)rows);
 	CpuArgs a = {.params = m->params};
 	for (int64_t i = 0; i < rows; i++)
 		m->k->k->k.identity(&a, (unsigned char *)states + i * m->bytes);

@@ -396,7 +396,7 @@ AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKe
 	if (!out)
 		return ASSOC_EINVAL;
 	*out = NULL;
-	if (!s || !s->c || !device)
+	if (!s || !device)
 		return ASSOC_EINVAL;
 	AssocKernel *k = calloc(1, sizeof *k);
 	if (!k)
@@ -404,6 +404,11 @@ AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKe
 	k->s = s;
 	k->threads = threads;
 	*out = k;
+	if (!s->c) { /* a spec that did not load: the handle says so, as documented */
+		snprintf(k->err, sizeof k->err, "the spec did not load: %.900s", s->err[0] ? s->err : "no carrier");
+		k->failed = ASSOC_EINVAL;
+		return ASSOC_EINVAL;
+	}
 	if (threads < 0 || threads > RT_MAX_THREADS) {
 		char why[128];
 		snprintf(why, sizeof why, "threads must be 0 (every core) to %d, got %d", RT_MAX_THREADS, threads);

@@ -52,6 +52,9 @@ static int affine_in_rank_order(Rt *rt)
 	char why[512];
 	if (assoc_mpi_new(2 * sizeof(double), compose, NULL, 0, &m))
 		return bad("assoc_mpi_new", "refused");
+	double id[2];
+	if (assoc_mpi_identity(m, 1, id) != ASSOC_EINVAL || !strstr(assoc_mpi_error(m), "assoc_mpi_new has no kernel"))
+		return bad("assoc_mpi_identity without a kernel", assoc_mpi_error(m));
 	if (assoc_mpi_device_open(m, MPI_COMM_WORLD, 0))
 		return bad("assoc_mpi_device_open", assoc_mpi_error(m));
 	double mine[ROWS][2], got[ROWS][2], want[ROWS][2];
