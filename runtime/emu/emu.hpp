@@ -84,6 +84,7 @@ struct EmuFiber {
 	 * (NULL: nothing past the floors) */
 	uint64_t clk, wfl;
 	const uint64_t *vc;
+	int mbuse; /* it arrived at or waited on an mbarrier (the race reports' hints) */
 #if !defined(__x86_64__)
 	ucontext_t uc;
 #endif
@@ -634,8 +635,42 @@ static void emu_bar(int id, int count, int sync)
  * wt of a word a TMA copy wrote: n + k, k its mbarrier (the hb section). */
 enum { EMU_PEND_MBAR = -0x7fffffff };
 
-/* The writer wt of a word, as a report names it. */
+/* The writer wt of a word, as a report names it; a reader r of one, with
+ * when it read. */
 static const char *emu_writer(int wt);
+static const char *emu_reader(int r);
+
+/* What would order an access of u before the running thread's, as a race
+ * report asks it: an mbarrier wait where u is a TMA copy; where the two
+ * threads synchronize through named barriers, the one they both join,
+ * or, in different groups (or through mbarriers alone, as warp-specialized
+ * roles do), an mbarrier arrive and wait; else __syncthreads. */
+static const char *emu_hint(int u)
+{
+	static char b[192];
+	if (u >= emu.n)
+		return "missing mbarrier wait?";
+	const EmuFiber *f = emu.cur, *o = &emu.f[u];
+	int both = 0, mine = 0, theirs = 0;
+	for (int id = EMU_NBAR - 1; id >= 1; id--)
+		if (f->nbgen[id] && o->nbgen[id])
+			both = id;
+		else if (f->nbgen[id])
+			mine = id;
+		else if (o->nbgen[id])
+			theirs = id;
+	if (both)
+		snprintf(b, sizeof b, "missing bar.sync %d, a named barrier both threads join, between the two accesses?",
+			 both);
+	else if (mine || theirs)
+		snprintf(b, sizeof b, "missing a named barrier both threads join (thread %d is not in named barrier %d), or an "
+			 "mbarrier arrive and wait?", mine ? u : (int)f->tid.x, mine ? mine : theirs);
+	else if (f->mbuse || o->mbuse)
+		snprintf(b, sizeof b, "missing mbarrier arrive and wait between the two threads?");
+	else
+		snprintf(b, sizeof b, "missing __syncthreads?");
+	return b;
+}
 
 /* A shared array: the words and, per word, the checks' bookkeeping.  Static
  * arrays (ASC_SHARED) hold their storage; the dynamic one (ASC_DYN_SHARED)
@@ -731,8 +766,8 @@ template <class T> struct EmuShared {
 				 nm, i);
 		int w = racing_write(i);
 		if (w >= 0)
-			emu_fail("shared-memory race on %s[%ld]: read of a word %s wrote since the last __syncthreads "
-				 "(missing %s?)", nm, i, emu_writer(w), w < emu.n ? "__syncthreads" : "mbarrier wait");
+			emu_fail("shared-memory race on %s[%ld]: read of a word %s wrote since the last __syncthreads (%s)", nm,
+				 i, emu_writer(w), emu_hint(w));
 		note_read(i);
 		return v[i];
 	}
@@ -743,10 +778,12 @@ template <class T> struct EmuShared {
 		at(i);
 		inflight(i, "cp.async");
 		int w = racing_write(i), r = w >= 0 ? -1 : racing_read(i);
-		if (w >= 0 || r >= 0)
-			emu_fail("shared-memory race on %s[%ld]: cp.async over a word %s %s since the last "
-				 "__syncthreads (missing __syncthreads?)", nm, i, emu_writer(w >= 0 ? w : r),
-				 w >= 0 ? "wrote" : "read");
+		if (w >= 0)
+			emu_fail("shared-memory race on %s[%ld]: cp.async over a word %s wrote since the last __syncthreads "
+				 "(%s)", nm, i, emu_writer(w), emu_hint(w));
+		if (r >= 0)
+			emu_fail("shared-memory race on %s[%ld]: cp.async over a word %s (%s)", nm, i, emu_reader(r),
+				 emu_hint(r));
 		pend[i] = (int)emu.cur->tid.x + 1;
 	}
 	/* A TMA or bulk copy the running thread issues will write word i: the
@@ -770,12 +807,11 @@ template <class T> struct EmuShared {
 		inflight(i, "write");
 		int w = racing_write(i);
 		if (w >= 0)
-			emu_fail("shared-memory race on %s[%ld]: two threads write it between barriers (%s, then this one)",
-				 nm, i, emu_writer(w));
+			emu_fail("shared-memory race on %s[%ld]: two threads write it between barriers (%s, then this one; "
+				 "%s)", nm, i, emu_writer(w), emu_hint(w));
 		int r = racing_read(i);
 		if (r >= 0)
-			emu_fail("shared-memory race on %s[%ld]: write over a word thread %d read since the last __syncthreads "
-				 "(missing __syncthreads?)", nm, i, r);
+			emu_fail("shared-memory race on %s[%ld]: write over a word %s (%s)", nm, i, emu_reader(r), emu_hint(r));
 		wep[i] = emu.cur->clk;
 		wt[i] = (int)emu.cur->tid.x;
 		rep[i] = 0; /* the reads happen before this write, so before what is ordered after it */
@@ -1332,6 +1368,13 @@ static const char *emu_writer(int wt)
 	return b;
 }
 
+static const char *emu_reader(int r)
+{
+	static char b[192];
+	snprintf(b, sizeof b, "thread %d read since the last __syncthreads", r);
+	return b;
+}
+
 /* c lands at clock t, written by its mbarrier. */
 static void emu_tma_land(EmuTma *c, uint64_t t)
 {
@@ -1391,6 +1434,7 @@ static void emu_mbar_arrive(EmuShared<unsigned> &s, long at)
 		emu_fail("mbarrier.arrive on %s[%ld]: more arrivals than its count (%u) in one phase (the phase waits "
 			 "only for its transaction bytes, which land when a thread waits on it)", s.nm, at, b->count);
 	emu_release(&b->rel, emu.cur);
+	emu.cur->mbuse = 1;
 	b->pending--;
 	emu_mbar_complete(b, 0);
 	emu_mbar_wake((int)(b - emu_hop.bar));
@@ -1409,6 +1453,7 @@ static void emu_mbar_wait(EmuShared<unsigned> &s, long at, unsigned parity)
 {
 	EmuFiber *f = emu.cur;
 	EmuMbar *b = emu_mbar_use(s, at, "mbarrier wait");
+	f->mbuse = 1;
 	while ((b->phase & 1) == (parity & 1)) {
 		emu_mbar_complete(b, 1);
 		if ((b->phase & 1) != (parity & 1))
@@ -1911,6 +1956,7 @@ static void emu_block_begin(int rank)
 		f->pfence = 0;
 		f->wg_issued = f->wg_done = f->wg_group = 0;
 		f->wg_fenced = 0;
+		f->mbuse = 0;
 		memset(f->nbgen, 0, sizeof f->nbgen);
 		f->clarr = 0;
 		f->clphase = 0;
