@@ -7,7 +7,9 @@
  * and each misuse is reported: a read of a TMA destination before the
  * wait, a wrong parity (a deadlock naming the barrier), a missing
  * fence.proxy.async or wgmma.fence, D or an operand written while a wgmma
- * is in flight, an exit before wgmma.wait_group, a warp left out of a
+ * is in flight (the operands are read until the wait that retires it: a
+ * store or TMA copy over them after a release before that wait races
+ * with the wgmma), an exit before wgmma.wait_group, a warp left out of a
  * warpgroup's wgmma or setmaxnreg or issuing another wgmma, a wgmma
  * reading what TMA has not landed, a bad register count or one past the
  * SM's registers; named barriers order warpgroups' turns, and their
@@ -60,6 +62,12 @@ typedef struct {
 	int mode;
 	float *out;
 } WgArgs;
+
+typedef struct {
+	Tmap m;
+	unsigned *out;
+	int mode;
+} WgRaceArgs;
 
 /* The wrappers, then the kernels. */
 static EmuLib *lib(void)
@@ -386,8 +394,9 @@ Test(hopper, wgmma_misuse_is_reported)
 	cr_assert_eq(wgfail(l, 4, out, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "thread exited with 1 wgmma.mma_async in flight (missing wgmma.wait_group)"), "%s", msg);
 	cr_assert_eq(wgfail(l, 5, out, msg, sizeof msg), -1);
-	cr_expect(strstr(msg, "sm[1], an operand of a wgmma.mma_async in flight, was written (last by thread 0) before "
-			      "the wgmma.wait_group"), "%s", msg);
+	cr_expect(strstr(msg, "shared-memory race on sm[1]: write over a word that a wgmma.mma_async of warpgroup 0 "
+			      "(threads 0 to 127) reads until the wgmma.wait_group that retires it") &&
+			  strstr(msg, "(kernel wgfail, block 0, thread 0)"), "%s", msg);
 	cr_assert_eq(wgfail(l, 6, out, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "deadlock: ") && strstr(msg, "96 at wgmma.wait_group for a wgmma.mma_async that not every "
 								  "thread of the warpgroup issues"), "%s", msg);
@@ -396,6 +405,51 @@ Test(hopper, wgmma_misuse_is_reported)
 		  strstr(msg, "every thread of the warpgroup issues the same wgmma"), "%s", msg);
 	/* and a good run after them */
 	cr_assert_eq(wgfail(l, 0, out, msg, sizeof msg), 0, "%s", msg);
+	emu_close(l);
+}
+
+static int wgrace(EmuLib *l, int mode, unsigned *out, char *msg, size_t n)
+{
+	_Alignas(16) static unsigned short twos[16 * 64];
+	for (int i = 0; i < 16 * 64; i++)
+		twos[i] = 0x4000; /* bf16 2.0 */
+	WgRaceArgs a;
+	memset(&a, 0, sizeof a);
+	tmap2(&a.m, 2, twos, 64, 16, 64, 16, 0);
+	a.out = out, a.mode = mode;
+	memset(out, 0, 129 * sizeof *out);
+	return emu_launch_kernel(l, "wgrace", 1, 160, 4096 + 16, &a, NULL, msg, n);
+}
+
+/* A wgmma reads its shared operands until the wgmma.wait_group that
+ * retires it: B's words freed (an mbarrier arrival) before that wait and
+ * written over by the thread that waited for them, by a store or a TMA
+ * copy, race with the wgmma, and the report names the word and both
+ * accesses; freed after the wait, the same writes are ordered, and the
+ * product is of the words as they were. */
+Test(hopper, wgmma_reads_its_operands_until_the_wait)
+{
+	EmuLib *l = lib();
+	static unsigned out[129];
+	char msg[2048];
+	cr_assert_eq(wgrace(l, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "shared-memory race on sm[512]: write over a word that a wgmma.mma_async of warpgroup 0 "
+			      "(threads 0 to 127) reads until the wgmma.wait_group that retires it (missing "
+			      "wgmma.wait_group before the words were released?) (kernel wgrace, block 0, thread 128)"),
+		  "%s", msg);
+	cr_assert_eq(wgrace(l, 3, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "shared-memory race on sm[512]: TMA copy over a word that a wgmma.mma_async of warpgroup 0 "
+			      "(threads 0 to 127) reads until the wgmma.wait_group that retires it") &&
+			  strstr(msg, "(kernel wgrace, block 0, thread 128)"), "%s", msg);
+	const float sixteen = 16.0f;
+	unsigned bits;
+	memcpy(&bits, &sixteen, 4);
+	for (int mode = 2; mode <= 4; mode += 2) {
+		cr_assert_eq(wgrace(l, mode, out, msg, sizeof msg), 0, "mode %d: %s", mode, msg);
+		for (int x = 0; x < 128; x++)
+			cr_expect_eq(out[x], bits, "mode %d, thread %d: d[0] has bits 0x%x, want 16", mode, x, out[x]);
+		cr_expect_eq(out[128], 0x40004000u, "mode %d: B's first word after the write: 0x%x", mode, out[128]);
+	}
 	emu_close(l);
 }
 

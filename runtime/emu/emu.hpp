@@ -60,6 +60,15 @@ struct dim3 {
 	unsigned x, y, z;
 };
 
+/* EMU_MAXDYN: sm_90's opt-in limit of shared memory per block (227 KB).
+ * A fiber's stack: EMU_STACK, and EMU_FRAMES more copies of the module's
+ * State and Elem, which a GPU keeps in registers or local memory and the
+ * emulator in fiber stacks (a state of 4096 floats overflowed 128 KiB). */
+enum { EMU_MAXT = 1024, EMU_STACK = 128 * 1024, EMU_FRAMES = 64, EMU_MAXDYN = 227 * 1024 };
+/* EMU_MAXCL: the most blocks of a cluster (16, sm_90's non-portable size);
+ * EMU_MAXWG: the most warpgroups of a block. */
+enum { EMU_MAXCL = 16, EMU_MAXWG = EMU_MAXT / 128 };
+
 struct EmuFiber {
 	void *sp;
 	char *stack;
@@ -84,19 +93,16 @@ struct EmuFiber {
 	 * (NULL: nothing past the floors) */
 	uint64_t clk, wfl;
 	const uint64_t *vc;
+	/* per warpgroup: the issue clock of the latest wgmma.mma_async whose
+	 * retirement it knows (its own wgmma.wait_group, or one it learned of
+	 * at a barrier), the words that wgmma read ordered before its next
+	 * access (the hb section) */
+	uint64_t wgk[EMU_MAXWG];
 	int mbuse; /* it arrived at or waited on an mbarrier (the race reports' hints) */
 #if !defined(__x86_64__)
 	ucontext_t uc;
 #endif
 };
-
-/* EMU_MAXDYN: sm_90's opt-in limit of shared memory per block (227 KB).
- * A fiber's stack: EMU_STACK, and EMU_FRAMES more copies of the module's
- * State and Elem, which a GPU keeps in registers or local memory and the
- * emulator in fiber stacks (a state of 4096 floats overflowed 128 KiB). */
-enum { EMU_MAXT = 1024, EMU_STACK = 128 * 1024, EMU_FRAMES = 64, EMU_MAXDYN = 227 * 1024 };
-/* EMU_MAXCL: the most blocks of a cluster (16, sm_90's non-portable size). */
-enum { EMU_MAXCL = 16 };
 
 /* sizeof(State) + sizeof(Elem) of the generated module (cuda_mod.c);
  * weak, as a hand-written kernel has neither. */
@@ -246,7 +252,15 @@ static void emu_fiber_init(EmuFiber *f, char *stack)
  * The words a TMA (or bulk) copy lands are written by the mbarrier it
  * completes on, as by a thread of its own (number n + k of a block of n
  * threads, for mbarrier k): its phase's completion releases them to the
- * threads that wait on it, as an arrival does.  Shuffles, votes and the
+ * threads that wait on it, as an arrival does.  The operands a
+ * wgmma.mma_async reads from shared memory are read by its warpgroup's
+ * wgmma, as by a thread of its own too (number n + EMU_MAXMBAR + w for
+ * warpgroup w), at a clock drawn when the last of the 128 threads issues
+ * it, and that read lasts until the wgmma retires: a thread learns of it
+ * at its wgmma.wait_group that retires the wgmma (wgk), and passes that
+ * on at its releases, so an access is ordered after the read only through
+ * a retirement (a write over an operand by a thread that learned only of
+ * the release before the wait is a race).  Shuffles, votes and the
  * other warp collectives order no memory, as in CUDA's memory model.  A phase's arrivals are joined into one vector
  * clock (EmuRel), which the phase's acquirers share, as threads that
  * learn the same share theirs: vector clocks are immutable once made,
@@ -278,8 +292,12 @@ static void emu_arena_reset(void)
 	a->cur = 0, a->used = 0, a->nlog = 0;
 }
 
-/* The entries of a vector clock: the block's threads, then its mbarriers. */
-static inline int emu_vcn(void) { return emu.n + EMU_MAXMBAR; }
+/* The entries of a vector clock: the block's threads, then its
+ * mbarriers, then its warpgroups' wgmma. */
+static inline int emu_vcn(void) { return emu.n + EMU_MAXMBAR + EMU_MAXWG; }
+
+/* The reader that stands for warpgroup w's wgmma.mma_async. */
+static inline int emu_wgr(int w) { return emu.n + EMU_MAXMBAR + w; }
 
 /* A vector clock, zeros, alive until the arena's reset. */
 static uint64_t *emu_vc_new(void)
@@ -326,7 +344,10 @@ static int emu_read_log(int t, int prev, uint64_t c)
 /* Thread u's access at clock c happens before f's next one. */
 static inline int emu_hb(int u, uint64_t c, const EmuFiber *f)
 {
-	return c < emu.floor || u == (int)f->tid.x || (u >> 5 == f->warp && c < f->wfl) || (f->vc && c <= f->vc[u]);
+	if (c < emu.floor || u == (int)f->tid.x || (u >> 5 == f->warp && c < f->wfl) || (f->vc && c <= f->vc[u]))
+		return 1;
+	int w = u - emu.n - EMU_MAXMBAR;
+	return w >= 0 && c <= f->wgk[w];
 }
 
 /* The releases to a barrier's phase, joined; the last two completed
@@ -364,6 +385,9 @@ static void emu_release(EmuRel *r, EmuFiber *f)
 		for (int l = 32 * f->warp; l < 32 * f->warp + 32; l++)
 			if (a[l] < f->wfl - 1)
 				a[l] = f->wfl - 1;
+	for (int w = 0; w < emu.n / 128; w++)
+		if (a[emu_wgr(w)] < f->wgk[w])
+			a[emu_wgr(w)] = f->wgk[w];
 	if (f->vc) {
 		int k = 0;
 		while (k < r->nseen && r->seen[k] != f->vc)
@@ -439,9 +463,16 @@ static void emu_warp_hb(int w)
 						x[u] = l0[l].vc[u];
 		v = x;
 	}
-	uint64_t t = ++emu.epoch;
+	uint64_t k[EMU_MAXWG] = {0};
 	for (int l = 0; l < 32; l++)
+		for (int g = 0; g < emu.n / 128; g++)
+			if (k[g] < l0[l].wgk[g])
+				k[g] = l0[l].wgk[g];
+	uint64_t t = ++emu.epoch;
+	for (int l = 0; l < 32; l++) {
 		l0[l].vc = v, l0[l].wfl = t, l0[l].clk = t;
+		memcpy(l0[l].wgk, k, sizeof k);
+	}
 }
 
 static void emu_hb_cut(void);
@@ -641,13 +672,16 @@ static const char *emu_writer(int wt);
 static const char *emu_reader(int r);
 
 /* What would order an access of u before the running thread's, as a race
- * report asks it: an mbarrier wait where u is a TMA copy; where the two
- * threads synchronize through named barriers, the one they both join,
- * or, in different groups (or through mbarriers alone, as warp-specialized
- * roles do), an mbarrier arrive and wait; else __syncthreads. */
+ * report asks it: a wgmma.wait_group or an mbarrier wait where u is a
+ * wgmma or a TMA copy; where the two threads synchronize through named
+ * barriers, the one they both join, or, in different groups (or through
+ * mbarriers alone, as warp-specialized roles do), an mbarrier arrive and
+ * wait; else __syncthreads. */
 static const char *emu_hint(int u)
 {
 	static char b[192];
+	if (u >= emu.n + EMU_MAXMBAR)
+		return "missing wgmma.wait_group before the words were released?";
 	if (u >= emu.n)
 		return "missing mbarrier wait?";
 	const EmuFiber *f = emu.cur, *o = &emu.f[u];
@@ -670,6 +704,14 @@ static const char *emu_hint(int u)
 	else
 		snprintf(b, sizeof b, "missing __syncthreads?");
 	return b;
+}
+
+/* Whether u's read at clock cu is ordered before the read of me at c:
+ * before the running thread's (f), or for a wgmma's read (f NULL), an
+ * earlier read of the same warpgroup's wgmma (whose retirement comes first). */
+static inline int emu_read_before(int u, uint64_t cu, int me, uint64_t c, const EmuFiber *f)
+{
+	return f ? emu_hb(u, cu, f) : u == me && cu <= c;
 }
 
 /* A shared array: the words and, per word, the checks' bookkeeping.  Static
@@ -731,10 +773,11 @@ template <class T> struct EmuShared {
 	/* The running thread reads word i: the latest read, the earlier ones
 	 * not ordered before it chained (of a short chain, those ordered
 	 * before it are dropped). */
-	void note_read(long i)
+	void note_read(long i) { note_read_by(i, (int)emu.cur->tid.x, emu.cur->clk, emu.cur); }
+	/* Word i is read by me at clock c: the running thread f, or (f NULL)
+	 * a warpgroup's wgmma (emu_wgr). */
+	void note_read_by(long i, int me, uint64_t c, const EmuFiber *f)
 	{
-		const EmuFiber *f = emu.cur;
-		int me = (int)f->tid.x;
 		if (rep[i] < emu.floor)
 			rl[i] = -1;
 		else if (rt[i] != me) {
@@ -743,18 +786,18 @@ template <class T> struct EmuShared {
 			if (k >= 0 && lg[k].len < 8) {
 				int keep[8], nk = 0;
 				for (; k >= 0; k = lg[k].prev)
-					if (!emu_hb(lg[k].t, lg[k].c, f))
+					if (!emu_read_before(lg[k].t, lg[k].c, me, c, f))
 						keep[nk++] = k;
 				int prev = -1;
 				for (int j = nk - 1; j >= 0; j--)
 					lg[keep[j]].prev = prev, lg[keep[j]].len = nk - j, prev = keep[j];
 				rl[i] = prev;
 			}
-			if (!emu_hb(rt[i], rep[i], f))
+			if (!emu_read_before(rt[i], rep[i], me, c, f))
 				rl[i] = emu_read_log(rt[i], rl[i], rep[i]);
 		}
 		rt[i] = me;
-		rep[i] = f->clk;
+		rep[i] = c;
 	}
 	T rd(long i)
 	{
@@ -791,6 +834,9 @@ template <class T> struct EmuShared {
 	void over(long i, const char *what)
 	{
 		int w = racing_write(i), r = w >= 0 ? -1 : racing_read(i);
+		if (r >= emu.n + EMU_MAXMBAR)
+			emu_fail("shared-memory race on %s[%ld]: %s over a word %s (%s)", nm, i, what, emu_reader(r),
+				 emu_hint(r));
 		if (w >= 0 || r >= 0)
 			emu_fail("shared-memory race on %s[%ld]: %s over a word %s %s, with no barrier ordering that "
 				 "before the copy (missing mbarrier wait for the stage to be free?)", nm, i, what,
@@ -1170,13 +1216,16 @@ static inline unsigned short emu_float_to_half(float f)
  * address, and stays in flight (its words poisoned, as cp.async's) until
  * a thread waits on the phase it completes: the wait lands it and
  * subtracts its bytes; a 1D bulk copy (cp.async.bulk) is one of
- * consecutive words, landing the same way.  wgmma.mma_async is recorded at issue; its
- * operands are read when the last of the warpgroup's 128 threads has
- * issued it, and each thread's D is written at the wgmma.wait_group that
- * retires it, so D read earlier is stale, and D or an operand written
- * meanwhile is reported. */
+ * consecutive words, landing the same way.  wgmma.mma_async is recorded
+ * at issue; its operands are read when the last of the warpgroup's 128
+ * threads has issued it, and that read lasts until the wgmma retires: a
+ * write over an operand is ordered after it only through a thread's
+ * wgmma.wait_group that retires it (the hb section), so one after a
+ * release made before that wait is reported.  Each thread's D is written
+ * at the wgmma.wait_group that retires it, so D read earlier is stale,
+ * and D written meanwhile (or an operand changed) is reported. */
 
-enum { EMU_MAXTMA = 256, EMU_MAXWG = EMU_MAXT / 128, EMU_WGRING = 32 };
+enum { EMU_MAXTMA = 256, EMU_WGRING = 32 };
 
 struct EmuMbar {
 	EmuShared<unsigned> *s;
@@ -1204,6 +1253,8 @@ struct EmuWgOp {
 	int n, bf, ta, tb, rs, first;
 	unsigned long long da, db;
 	int issued, executed, checked;
+	uint64_t iclk; /* the clock of its operand reads (the hb section): drawn when the last thread issued it, and
+			  again at a __syncthreads it is in flight across */
 	unsigned short a[64][16], b[16][256]; /* raw f16/bf16 bits */
 	float fa[64][16], fb[16][256];         /* their values */
 	struct {
@@ -1228,8 +1279,13 @@ static struct {
 	unsigned rv_gen[EMU_MAXWG];
 } emu_hop;
 
+static EmuWgOp *emu_wg_slot(int wg, unsigned seq);
+static void emu_wg_note(EmuWgOp *op, int wg);
+
 /* A __syncthreads completes: every access so far happens before every
- * thread's next, and what the vector clocks said the floor says. */
+ * thread's next, and what the vector clocks said the floor says; but the
+ * operand reads of a wgmma that no thread has retired go on past it, so
+ * they are read again, at a clock above the floor. */
 static void emu_hb_cut(void)
 {
 	emu.floor = ++emu.epoch;
@@ -1240,6 +1296,14 @@ static void emu_hb_cut(void)
 		emu_rel_drop(&emu_nb.rel[id]);
 	for (int k = 0; k < emu_hop.nbar; k++)
 		emu_rel_drop(&emu_hop.bar[k].rel);
+	for (int w = 0; w < EMU_MAXWG && 128 * (w + 1) <= emu.n; w++)
+		for (unsigned q = emu_hop.oldest[w]; q != emu_hop.next[w]; q++) {
+			EmuWgOp *op = emu_wg_slot(w, q);
+			if (op->issued == 128 && !op->executed) {
+				op->iclk = ++emu.epoch;
+				emu_wg_note(op, w);
+			}
+		}
 }
 
 static void emu_hop_wake(int kind)
@@ -1371,7 +1435,12 @@ static const char *emu_writer(int wt)
 static const char *emu_reader(int r)
 {
 	static char b[192];
-	snprintf(b, sizeof b, "thread %d read since the last __syncthreads", r);
+	if (r >= emu.n + EMU_MAXMBAR) {
+		int w = r - emu.n - EMU_MAXMBAR;
+		snprintf(b, sizeof b, "that a wgmma.mma_async of warpgroup %d (threads %d to %d) reads until the "
+			 "wgmma.wait_group that retires it", w, 128 * w, 128 * w + 127);
+	} else
+		snprintf(b, sizeof b, "thread %d read since the last __syncthreads", r);
 	return b;
 }
 
@@ -1614,9 +1683,10 @@ static void emu_wg_desc_check(unsigned long long desc, const char *which)
 			 span);
 }
 
-/* Element (mn, k) of an operand, read through the checks at issue (as
- * a read by this thread, and of a word written since its writer's last
- * fence.proxy.async: reported) or raw. */
+/* Element (mn, k) of an operand, read through the checks at issue (a
+ * write not ordered before the issue, or since its writer's last
+ * fence.proxy.async: reported; the read itself is the warpgroup's, noted
+ * by emu_wg_note) or raw. */
 static unsigned short emu_wg_half(unsigned long long desc, int tnsp, int mn, int k, int checked)
 {
 	EmuShared<unsigned> *s = emu_hop.win;
@@ -1626,7 +1696,14 @@ static unsigned short emu_wg_half(unsigned long long desc, int tnsp, int mn, int
 	if (checked) {
 		s->at(i);
 		s->inflight(i, "wgmma.mma_async read");
-		w = s->rd(i);
+		if (s->wep[i] < emu.block_epoch)
+			emu_fail("shared-memory race on %s[%ld]: wgmma.mma_async reads a word no thread of this block has "
+				 "written yet (shared memory starts undefined in every block)", s->nm, i);
+		int wr = s->racing_write(i);
+		if (wr >= 0)
+			emu_fail("shared-memory race on %s[%ld]: wgmma.mma_async reads a word %s wrote since the last "
+				 "__syncthreads (%s)", s->nm, i, emu_writer(wr), emu_hint(wr));
+		w = s->v[i];
 		if (s->wt[i] >= 0 && s->wt[i] < emu.n && s->wpf[i] == emu.f[s->wt[i]].pfence)
 			emu_fail("wgmma.mma_async reads %s[%ld], written by thread %d without fence.proxy.async after the "
 				 "write", s->nm, i, s->wt[i]);
@@ -1659,6 +1736,27 @@ static void emu_wg_read(EmuWgOp *op, int checked, int *bad)
 				op->b[k][c] = h, op->fb[k][c] = emu_half_bits(h, op->bf);
 			else if (h != op->b[k][c])
 				*bad = (int)(emu_wg_addr(op->db, op->tb, c, k) / 4);
+		}
+}
+
+/* op's operand words are read by warpgroup wg's wgmma at op->iclk: a
+ * write over them races until a thread learns of its retirement. */
+static void emu_wg_note(EmuWgOp *op, int wg)
+{
+	EmuShared<unsigned> *s = emu_hop.win;
+	int me = emu_wgr(wg);
+	uint64_t c = op->iclk;
+	for (int m = 0; m < 64 && !op->rs; m++)
+		for (int k = 0; k < 16; k++) {
+			long i = (long)(emu_wg_addr(op->da, op->ta, m, k) / 4);
+			if (s->rt[i] != me || s->rep[i] != c)
+				s->note_read_by(i, me, c, NULL);
+		}
+	for (int k = 0; k < 16; k++)
+		for (int n = 0; n < op->n; n++) {
+			long i = (long)(emu_wg_addr(op->db, op->tb, n, k) / 4);
+			if (s->rt[i] != me || s->rep[i] != c)
+				s->note_read_by(i, me, c, NULL);
 		}
 }
 
@@ -1727,6 +1825,8 @@ static void emu_wgmma(float *d, int n, int bf, int ta, int tb, const unsigned *a
 	f->wg_issued++;
 	if (++op->issued == 128) {
 		emu_wg_read(op, 1, NULL);
+		op->iclk = ++emu.epoch;
+		emu_wg_note(op, wg);
 		emu_hop_wake(4);
 	}
 }
@@ -1751,6 +1851,8 @@ static void emu_wgmma_wait(int n)
 			f->blocked = 4;
 			emu_to_sched();
 		}
+		if (f->wgk[wg] < op->iclk) /* its operand reads are over */
+			f->wgk[wg] = op->iclk;
 		if (!op->checked) {
 			int bad = -1;
 			emu_wg_read(op, 0, &bad);
@@ -1956,6 +2058,7 @@ static void emu_block_begin(int rank)
 		f->pfence = 0;
 		f->wg_issued = f->wg_done = f->wg_group = 0;
 		f->wg_fenced = 0;
+		memset(f->wgk, 0, sizeof f->wgk);
 		f->mbuse = 0;
 		memset(f->nbgen, 0, sizeof f->nbgen);
 		f->clarr = 0;

@@ -212,6 +212,63 @@ extern "C" void wgfail_emu(const void *pp)
 	A->out[128 + x] = d[0];
 }
 
+/* ---- wgmma reads its shared operands until the wait that retires it:
+ * warpgroup 0 multiplies A and B (all ones, as wgfail's: d[0] 16) and
+ * frees B's words at an mbarrier (128 arrivals); thread 128, a producer,
+ * waits there and writes over B's first words: a store (modes 1 and 2)
+ * or a TMA copy of twos (3 and 4).  Odd modes free B before the
+ * wgmma.wait_group, while the wgmma may still read it (a race); even ones
+ * after it.  out[x]: d[0] after the wait, as bits; out[128]: B's first
+ * word as thread 128 reads it after its write. ---- */
+struct WgRaceArgs {
+	AscTmap m; /* 16 rows of 64 bf16 twos, no swizzle: B's 2048 bytes */
+	unsigned *out;
+	int mode;
+};
+
+extern "C" void wgrace_emu(const void *pp)
+{
+	const WgRaceArgs *A = (const WgRaceArgs *)pp;
+	ASC_DYN_SHARED(unsigned, sm);
+	const int EMPTY = 1024, FULL = 1026;
+	int x = threadIdx.x, mode = A->mode, early = mode % 2;
+	for (int i = x; i < 1024; i += blockDim.x)
+		sm[i] = 0x3f803f80u;
+	asc_fence_proxy_async();
+	if (x == 0) {
+		asc_mbar_init(sm, EMPTY, 128);
+		asc_mbar_init(sm, FULL, 1);
+		asc_mbar_fence_init();
+	}
+	__syncthreads();
+	unsigned base = asc_smem_addr(sm, 0);
+	if (x < 128) {
+		unsigned long long da = asc_wgmma_desc(base, 128, 256, 0), db = asc_wgmma_desc(base + 2048, 128, 256, 0);
+		float d[32];
+		for (int i = 0; i < 32; i++)
+			d[i] = 7.0f;
+		asc_wgmma_fence();
+		asc_wgmma_ss<64, 1, 0, 0>(d, da, db, 0);
+		asc_wgmma_commit();
+		if (early)
+			asc_mbar_arrive(sm, EMPTY);
+		asc_wgmma_wait<0>();
+		if (!early)
+			asc_mbar_arrive(sm, EMPTY);
+		A->out[x] = (unsigned)__float_as_int(d[0]);
+	} else if (x == 128) {
+		asc_mbar_wait(sm, EMPTY, 0);
+		if (mode <= 2)
+			sm[512] = 0x40004000u;
+		else {
+			asc_mbar_expect_tx(sm, FULL, 2048);
+			asc_tma_load2(sm, 512, &A->m, 0, 0, sm, FULL);
+			asc_mbar_wait(sm, FULL, 0);
+		}
+		A->out[128] = sm[512];
+	}
+}
+
 /* ---- setmaxnreg: 1: a count not a multiple of 8; 2: warp 3 skips it;
  * 3: a producer and two consumers as warp specialization splits them (3
  * warpgroups: 24, 240 and 240); 4: the same with consumers at 256, past
