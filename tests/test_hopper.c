@@ -15,7 +15,9 @@
  * SM's registers; named barriers order warpgroups' turns, and their
  * misuse is reported; a 1D bulk copy lands at the wait on its barrier,
  * and its misuse is reported; the blocks of a cluster read each other's shared
- * memory after a cluster barrier, and its misuse is reported; accesses of a
+ * memory after a cluster barrier, and its misuse is reported (a write
+ * between a thread's arrival and its wait is not ordered before its
+ * peers' reads after theirs); accesses of a
  * word by threads of different warps race unless a chain of barriers orders
  * them, a named barrier ordering only its own threads (the report names
  * the named barrier both should join).  And the GPU side
@@ -616,6 +618,16 @@ Test(hopper, cluster_misuse_is_reported, .timeout = 60)
 	cr_expect(strstr(msg, "barrier.cluster.arrive twice without a barrier.cluster.wait"), "%s", msg);
 	cr_assert_eq(cluster_run(l, 2, 2, 6, out, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "barrier.cluster.wait without a barrier.cluster.arrive"), "%s", msg);
+	/* a barrier orders each thread's accesses before its arrival, not
+	 * between its arrival and its wait, before its peers' after theirs */
+	cr_assert_eq(cluster_run(l, 2, 2, 7, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "ld.shared::cluster of words[127] in cluster rank 0: thread 127 of that block wrote it "
+			      "after its barrier.cluster.arrive in the last phase this thread waited for (missing "
+			      "barrier.cluster between its write and this read?) (kernel cluster, block 1, thread 127)"),
+		  "%s", msg);
+	cr_assert_eq(cluster_run(l, 4, 2, 8, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "ld.shared::cluster of words[0] in cluster rank 1: that block has not written it"), "%s",
+		  msg);
 	cr_assert_eq(cluster_run(l, 6, 4, 0, out, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "a grid of 6 blocks is not a whole number of clusters of 4"), "%s", msg);
 	cr_assert_eq(cluster_run(l, 4, 32, 0, out, msg, sizeof msg), -1);
@@ -644,7 +656,9 @@ static int order_run(EmuLib *l, int mode, unsigned cluster, unsigned *out, char 
  * that meet at it (a write of a thread outside it, before or after, is
  * reported), an mbarrier wait orders what the arrivals did before it,
  * __syncwarp orders the lanes of a warp (a shuffle does not), and
- * __syncthreads and barrier.cluster order the whole block.  A bulk copy
+ * __syncthreads and barrier.cluster order the whole block (the cluster
+ * barrier each thread's accesses before its arrival before every thread's
+ * after its wait, not those between its arrival and its wait).  A bulk copy
  * over words other threads read races with those reads unless they were
  * ordered before its issue, and the words it lands are ordered only
  * before the threads that wait on the phase it completes. */
@@ -687,6 +701,9 @@ Test(hopper, partial_barriers_order_only_their_threads)
 	cr_assert_eq(order_run(l, 10, 2, out, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(out[64], 7u);
 	cr_expect_eq(out[96 + 64], 7u);
+	cr_assert_eq(order_run(l, 13, 2, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "shared-memory race on sm[0]: read of a word thread 0 wrote since the last __syncthreads") &&
+			  strstr(msg, "(kernel order, block 1, thread 64)"), "%s", msg);
 	emu_close(l);
 }
 

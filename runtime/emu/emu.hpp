@@ -87,6 +87,9 @@ struct EmuFiber {
 	unsigned nbgen[16]; /* per named barrier: 1 + the phase this thread last arrived in */
 	int clarr;          /* arrived at the cluster barrier, not yet waited */
 	unsigned clphase;   /* the cluster barrier's phase it arrived in */
+	unsigned clknow;    /* the cluster barrier's phases it has waited for */
+	uint64_t clarrc[4]; /* its clock at its arrival in phase p, at p % 4 (its later accesses carry more) */
+	unsigned clarrp[4]; /* 1 + that p */
 	/* happens-before (the hb section): its accesses since its last release
 	 * carry clk; its warp's accesses before wfl happen before its own (a
 	 * __syncwarp); vc[u]: thread u's accesses at clocks up to vc[u] do too
@@ -134,10 +137,11 @@ struct Emu {
 	int left;         /* the running block's threads not done */
 	/* clusters: the running block's rank, the blocks a cluster, the
 	 * threads arrived in the cluster barrier's phase, the cluster's exited
-	 * threads, its completed phases and the epoch the last one began */
+	 * threads, its completed phases */
 	int rank, csize, cl_arrived, cl_exited, cl_gone;
 	unsigned cl_phase;
-	uint64_t cl_epoch;
+	uint64_t cl_done[4]; /* the epoch phase p completed at, at p % 4 */
+	unsigned cl_donep[4]; /* 1 + that p */
 	char msg[2048];
 };
 static Emu emu;
@@ -242,13 +246,14 @@ static void emu_fiber_init(EmuFiber *f, char *stack)
  * (clk, drawn from emu.epoch) moves on at each release, so that its
  * accesses since carry a value above what it released; the earlier access
  * happens before this thread's when
- *   c < emu.floor: a __syncthreads came between (or a cluster barrier);
+ *   c < emu.floor: a __syncthreads came between;
  *   u is of this thread's warp and c < wfl: a __syncwarp did;
  *   c <= vc[u]: a chain of releases and acquires did: bar.arrive and
  *     bar.sync release to the phase of their named barrier, whose
  *     completion the bar.sync threads acquire; mbarrier.arrive (and
  *     arrive.expect_tx) release to the mbarrier's phase, which a wait that
- *     sees it complete acquires.
+ *     sees it complete acquires; barrier.cluster.arrive releases to the
+ *     cluster barrier's phase, which barrier.cluster.wait acquires.
  * The words a TMA (or bulk) copy lands are written by the mbarrier it
  * completes on, as by a thread of its own (number n + k of a block of n
  * threads, for mbarrier k): its phase's completion releases them to the
@@ -364,6 +369,9 @@ struct EmuRel {
 	const uint64_t *memo[2][EMU_RELMEMO][2];
 	int nmemo[2];
 };
+
+/* Each block's arrivals at the cluster barrier (the clusters section). */
+static EmuRel emu_clrel[EMU_MAXCL];
 
 static void emu_rel_drop(EmuRel *r)
 {
@@ -1296,6 +1304,7 @@ static void emu_hb_cut(void)
 		emu_rel_drop(&emu_nb.rel[id]);
 	for (int k = 0; k < emu_hop.nbar; k++)
 		emu_rel_drop(&emu_hop.bar[k].rel);
+	emu_rel_drop(&emu_clrel[emu.rank]);
 	for (int w = 0; w < EMU_MAXWG && 128 * (w + 1) <= emu.n; w++)
 		for (unsigned q = emu_hop.oldest[w]; q != emu_hop.next[w]; q++) {
 			EmuWgOp *op = emu_wg_slot(w, q);
@@ -1945,18 +1954,24 @@ static void emu_setmaxnreg(int regs, const char *op)
  * then the next one runs, so that each block's fibers, shared memory and
  * barrier state are its own (emu_cl keeps a parked block's).  The cluster
  * barrier's phase completes when every thread of the cluster has arrived
- * (barrier.cluster.arrive), and is a floor of the shared-memory race
- * checks in every block, as __syncthreads is.  Checked: a thread arrives once a phase and
+ * (barrier.cluster.arrive), and orders each thread's accesses before its
+ * arrival before every thread's accesses after its wait for the phase:
+ * in its block, each arrival releases to the phase (emu_clrel) and each
+ * wait acquires it (the hb section); across blocks, a thread's clock at
+ * each arrival is kept, and a read of a peer's word is of a write at a
+ * clock no later than its writer's arrival in the last phase the reader
+ * waited for.  Checked: a thread arrives once a phase and
  * waits only after arriving; an arrival after a thread of the cluster
  * exited, or an exit while others wait, is reported (differing barrier
  * counts); a read of a peer's shared memory is of a word that block wrote
- * before the last completed phase (a write since, or none, means a
- * missing cluster barrier between the write and the read), of a rank in
+ * before its writer's arrival in the last phase the reader waited for (a
+ * write after it, or none, means a missing cluster barrier between the
+ * write and the read), of a rank in
  * the cluster, and of a block that has not exited; and a block that exits
  * in the phase a peer read its shared memory in (no cluster barrier after
  * the read, so that the peer may still be reading it) is reported.  A
- * write between a block's arrival and the phase's completion counts as
- * before it.  cp.async copies and wgmma in flight across a cluster
+ * write between a thread's arrival and its wait is after the phase, as
+ * on the GPU.  cp.async copies and wgmma in flight across a cluster
  * barrier are not emulated (reported). */
 struct EmuBlockCtx {
 	dim3 bidx;
@@ -1978,22 +1993,22 @@ static void emu_cluster_arrive(void)
 	EmuFiber *f = emu.cur;
 	if (f->clarr)
 		emu_fail("barrier.cluster.arrive twice without a barrier.cluster.wait between them");
-	f->clk = ++emu.epoch; /* its accesses until the phase completes count as before it */
 	if (emu.cl_exited)
 		emu_fail("barrier.cluster.arrive after %d threads of the cluster exited (every thread of the cluster "
 			 "arrives in each phase; differing barrier counts)", emu.cl_exited);
+	unsigned p = emu.cl_phase;
+	f->clarrc[p & 3] = f->clk, f->clarrp[p & 3] = p + 1;
+	emu_release(&emu_clrel[emu.rank], f); /* its accesses from here on carry a later clock */
 	f->clarr = 1;
-	f->clphase = emu.cl_phase;
+	f->clphase = p;
 	if (++emu.cl_arrived == emu.csize * emu.n) {
 		emu.cl_arrived = 0;
 		emu.cl_exited += emu.cl_gone;
 		emu.cl_gone = 0;
 		emu.cl_phase++;
-		emu.cl_epoch = ++emu.epoch;
-		emu.floor = emu.cl_epoch; /* the parked blocks' at emu_block_load */
+		emu.cl_done[p & 3] = ++emu.epoch, emu.cl_donep[p & 3] = p + 1;
 		for (int r = 0; r < emu.csize; r++)
-			for (int t = 0; t < emu.n; t++)
-				emu_fib[r][t].clk = emu.cl_epoch;
+			emu_rel_complete(&emu_clrel[r], p);
 		emu_hop_wake(7);
 	}
 }
@@ -2008,6 +2023,22 @@ static void emu_cluster_wait(void)
 		f->blocked = 7;
 		emu_to_sched();
 	}
+	emu_acquire(&emu_clrel[emu.rank], f->clphase, f);
+	f->clknow = f->clphase + 1;
+}
+
+/* Whether the write of word at clock c by thread w of the block of rank r
+ * (or by its TMA copies, w >= n) is ordered before f's next access by
+ * the last phase of the cluster barrier f waited for: a thread's before
+ * its arrival in it, a copy's before its completion. */
+static int emu_cl_before(int r, int w, uint64_t c, const EmuFiber *f)
+{
+	if (!f->clknow)
+		return 0;
+	unsigned q = f->clknow - 1;
+	if (w >= 0 && w < emu.n && emu_fib[r][w].clarrp[q & 3] == q + 1)
+		return c <= emu_fib[r][w].clarrc[q & 3];
+	return emu.cl_donep[q & 3] == q + 1 && c < emu.cl_done[q & 3];
 }
 
 /* ld.shared::cluster of s[i] (s: this block's array, as mapa is given a
@@ -2026,11 +2057,19 @@ template <class T> static T emu_dsmem_rd(EmuShared<T> &s, long i, unsigned rank)
 		emu_fail("ld.shared::cluster of %s[%ld] in cluster rank %u, whose block has exited (its shared memory is "
 			 "gone: missing barrier.cluster before that block's exit?)", s.nm, i, rank);
 	p->inflight(i, "ld.shared::cluster");
-	if (!c->begun || p->wep[i] < c->block_epoch || p->wep[i] >= emu.cl_epoch)
-		emu_fail("ld.shared::cluster of %s[%ld] in cluster rank %u: that block %s (missing barrier.cluster "
-			 "between its write and this read?)", s.nm, i, rank,
-			 !c->begun || p->wep[i] < c->block_epoch ? "has not written it"
-								   : "wrote it since the last barrier.cluster");
+	if (!c->begun || p->wep[i] < c->block_epoch)
+		emu_fail("ld.shared::cluster of %s[%ld] in cluster rank %u: that block has not written it (missing "
+			 "barrier.cluster between its write and this read?)", s.nm, i, rank);
+	int w = p->wt[i];
+	if (!emu_cl_before((int)rank, w, p->wep[i], emu.cur)) {
+		if (w < emu.n && emu.cur->clknow)
+			emu_fail("ld.shared::cluster of %s[%ld] in cluster rank %u: thread %d of that block wrote it after its "
+				 "barrier.cluster.arrive in the last phase this thread waited for (missing barrier.cluster "
+				 "between its write and this read?)", s.nm, i, rank, w);
+		emu_fail("ld.shared::cluster of %s[%ld] in cluster rank %u: that block wrote it since the last "
+			 "barrier.cluster this thread waited for (missing barrier.cluster between its write and this read?)",
+			 s.nm, i, rank);
+	}
 	if (c->rd_phase < emu.cl_phase + 1)
 		c->rd_phase = emu.cl_phase + 1, c->rd_rank = emu.rank, c->rd_nm = s.nm;
 	return p->v[i];
@@ -2063,6 +2102,8 @@ static void emu_block_begin(int rank)
 		memset(f->nbgen, 0, sizeof f->nbgen);
 		f->clarr = 0;
 		f->clphase = 0;
+		f->clknow = 0;
+		memset(f->clarrp, 0, sizeof f->clarrp);
 		f->lane = t % 32;
 		f->warp = t / 32;
 	}
@@ -2225,7 +2266,7 @@ static void emu_block_load(int r)
 	emu.f = emu_fib[r];
 	emu.bidx = c->bidx, emu.nlive = c->nlive, emu.bar_arrived = c->bar_arrived, emu.left = c->left;
 	emu.block_epoch = c->block_epoch;
-	emu.floor = c->floor > emu.cl_epoch ? c->floor : emu.cl_epoch;
+	emu.floor = c->floor;
 	emu_nb = c->nb;
 	EmuWgOp *ring[EMU_MAXWG][EMU_WGRING]; /* the records are one pool, whichever block took them */
 	memcpy(ring, emu_hop.ring, sizeof ring);
@@ -2239,7 +2280,9 @@ static void emu_run_cluster(unsigned base, unsigned y)
 {
 	emu.cl_arrived = emu.cl_exited = emu.cl_gone = 0;
 	emu.cl_phase = 0;
-	emu.cl_epoch = emu.epoch + 1; /* every write of the cluster's blocks is at or after it */
+	memset(emu.cl_donep, 0, sizeof emu.cl_donep);
+	for (int r = 0; r < EMU_MAXCL; r++)
+		emu_rel_drop(&emu_clrel[r]);
 	if (emu.csize == 1) {
 		emu.rank = 0;
 		emu.f = emu_fib[0];

@@ -343,7 +343,9 @@ extern "C" void pingpong_emu(const void *pp)
  * (out: rank, cluster size, the two words).  mode 1: no cluster barrier
  * between the writes and the reads; 2: a read of rank nctarank; 3: no
  * cluster barrier before exit; 4: warp 1 of block 0 leaves before the
- * barrier; 5: barrier.cluster.arrive twice; 6: wait without arrive. ---- */
+ * barrier; 5: barrier.cluster.arrive twice; 6: wait without arrive; 7:
+ * the writes between the arrival and the wait; 8: the reads between
+ * them. ---- */
 struct ClusterArgs {
 	unsigned *out;
 	int mode;
@@ -356,15 +358,21 @@ extern "C" void cluster_emu(const void *p)
 	unsigned x = threadIdx.x, r = asc_cluster_rank(), cs = asc_cluster_size();
 	if (A->mode == 4 && blockIdx.x == 0 && x >= 32)
 		return;
+	if (A->mode == 7)
+		asc_cluster_arrive();
 	words[x] = blockIdx.x * 1000 + x;
 	if (A->mode == 5)
 		asc_cluster_arrive();
-	if (A->mode == 6)
+	if (A->mode == 6 || A->mode == 7)
 		asc_cluster_wait();
-	if (A->mode != 1)
+	if (A->mode == 8)
+		asc_cluster_arrive();
+	else if (A->mode != 1 && A->mode != 7)
 		asc_cluster_sync();
 	unsigned next = A->mode == 2 ? cs : (r + 1) % cs, prev = (r + cs - 1) % cs;
 	unsigned a = asc_dsmem_ld<unsigned>(words, x, next), b = asc_dsmem_ld<unsigned>(words, x, prev);
+	if (A->mode == 8)
+		asc_cluster_wait();
 	unsigned *o = A->out + 4 * (blockIdx.x * blockDim.x + x);
 	o[0] = r, o[1] = cs, o[2] = a, o[3] = b;
 	if (A->mode != 3)
@@ -427,7 +435,10 @@ extern "C" void bulk_emu(const void *p)
  *    ordered (launched in clusters);
  * 11: thread 0 bulk-copies words 0 to 3 and waits for them, thread 64
  *    reads word 0 without waiting: a race (with the copy);
- * 12: the same with thread 64 waiting on the phase too: ordered.
+ * 12: the same with thread 64 waiting on the phase too: ordered;
+ * 13: thread 0 writes word 0 between its barrier.cluster.arrive and its
+ *    wait, thread 64 reads it after its wait: a race (launched in
+ *    clusters).
  * out[96 block + x]: what thread x read (0: nothing). ---- */
 struct OrderArgs {
 	const unsigned *src;
@@ -518,6 +529,14 @@ extern "C" void order_emu(const void *p)
 		if (x == 0)
 			sm[0] = 7;
 		asc_cluster_sync();
+		if (x == 64)
+			r = sm[0];
+		asc_cluster_sync();
+	} else if (mode == 13) {
+		asc_cluster_arrive();
+		if (x == 0)
+			sm[0] = 7;
+		asc_cluster_wait();
 		if (x == 64)
 			r = sm[0];
 		asc_cluster_sync();
