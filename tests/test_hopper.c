@@ -524,6 +524,39 @@ Test(hopper, named_barriers_take_turns)
 }
 
 typedef struct {
+	unsigned *out;
+	int turns, write;
+} ReadsArgs;
+
+static unsigned reads_kept(EmuLib *l, int turns, int write, char *msg, size_t n)
+{
+	static unsigned out[1];
+	ReadsArgs a = {out, turns, write};
+	out[0] = 0;
+	int rc = emu_launch_kernel(l, "reads", 1, 64, 0, &a, NULL, msg, n);
+	cr_assert_eq(rc, write ? -1 : 0, "%d turns: %s", turns, msg);
+	return out[0];
+}
+
+/* The reads of a word that later barriers order are not all kept until
+ * the next __syncthreads: with 64 readers a turn, 256 turns keep no more
+ * than 8 do (and fewer than two turns' reads), and a write after the
+ * last turn, unordered, is still reported. */
+Test(hopper, reads_ordered_by_named_barriers_are_not_kept)
+{
+	EmuLib *l = lib();
+	char msg[2048];
+	unsigned few = reads_kept(l, 8, 0, msg, sizeof msg), many = reads_kept(l, 256, 0, msg, sizeof msg);
+	cr_expect_leq(many, few, "reads kept after 256 turns: %u, after 8: %u", many, few);
+	cr_expect_lt(many, 128u, "reads kept after 256 turns of 64 readers: %u", many);
+	reads_kept(l, 256, 1, msg, sizeof msg);
+	cr_expect(strstr(msg, "shared-memory race on w[0]: write over a word thread ") &&
+			  strstr(msg, "missing bar.sync 1, a named barrier both threads join, between the two accesses?") &&
+			  strstr(msg, "(kernel reads, block 0, thread 0)"), "%s", msg);
+	emu_close(l);
+}
+
+typedef struct {
 	const unsigned *src;
 	unsigned *out;
 	int n, mode;

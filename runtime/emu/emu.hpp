@@ -276,25 +276,31 @@ static void emu_fiber_init(EmuFiber *f, char *stack)
  * others that no later read was ordered after). */
 struct EmuRead {
 	int t, prev, len; /* the reader; the read before it in the chain (or -1); the chain's length from here */
+	int keep;         /* the chain's length after it was last pruned */
 	uint64_t c;       /* the reader's clock */
 };
 
 /* A block's vector clocks (chunks of growing size, kept across resets)
- * and chained reads, dropped at each __syncthreads. */
-enum { EMU_CHUNKS = 40, EMU_MAXMBAR = 64 };
+ * and chained reads, dropped at each __syncthreads.  A chain's reads go
+ * back to a free list when a write orders them all, or when pruning finds
+ * one ordered before a later read or behind a later one of the same
+ * reader, so that a loop without a __syncthreads (a warp-specialized
+ * kernel's) keeps as many as are unordered, not every one it made. */
+enum { EMU_CHUNKS = 40, EMU_MAXMBAR = 64, EMU_READERS = EMU_MAXT + EMU_MAXMBAR + EMU_MAXWG };
 static struct EmuArena {
 	char *chunk[EMU_CHUNKS];
 	size_t size[EMU_CHUNKS];
 	int n, cur;
 	size_t used;
 	EmuRead *log;
-	int nlog, caplog;
+	int nlog, caplog, free; /* free: the first unused read of the log (chained by prev), or -1 */
+	unsigned gen, seen[EMU_READERS]; /* pruning: the readers met in the chain, by gen */
 } emu_arena[EMU_MAXCL];
 
 static void emu_arena_reset(void)
 {
 	EmuArena *a = &emu_arena[emu.rank];
-	a->cur = 0, a->used = 0, a->nlog = 0;
+	a->cur = 0, a->used = 0, a->nlog = 0, a->free = -1;
 }
 
 /* The entries of a vector clock: the block's threads, then its
@@ -333,17 +339,35 @@ static uint64_t *emu_vc_new(void)
 static int emu_read_log(int t, int prev, uint64_t c)
 {
 	EmuArena *a = &emu_arena[emu.rank];
-	if (a->nlog == a->caplog) {
-		int cap = a->caplog ? 2 * a->caplog : 4096;
-		EmuRead *l = (EmuRead *)realloc(a->log, (size_t)cap * sizeof *l);
-		if (!l) {
-			fprintf(stderr, "emulator: no memory for the reads of shared memory\n");
-			abort();
+	int k = a->free;
+	if (k >= 0)
+		a->free = a->log[k].prev;
+	else {
+		if (a->nlog == a->caplog) {
+			int cap = a->caplog ? 2 * a->caplog : 4096;
+			EmuRead *l = (EmuRead *)realloc(a->log, (size_t)cap * sizeof *l);
+			if (!l) {
+				fprintf(stderr, "emulator: no memory for the reads of shared memory\n");
+				abort();
+			}
+			a->log = l, a->caplog = cap;
 		}
-		a->log = l, a->caplog = cap;
+		k = a->nlog++;
 	}
-	a->log[a->nlog] = EmuRead{t, prev, prev >= 0 ? a->log[prev].len + 1 : 1, c};
-	return a->nlog++;
+	a->log[k] = EmuRead{t, prev, prev >= 0 ? a->log[prev].len + 1 : 1, prev >= 0 ? a->log[prev].keep : 0, c};
+	return k;
+}
+
+/* The chain from read k is dropped: its reads are free again. */
+static void emu_read_free(int k)
+{
+	EmuArena *a = &emu_arena[emu.rank];
+	while (k >= 0) {
+		int p = a->log[k].prev;
+		a->log[k].prev = a->free;
+		a->free = k;
+		k = p;
+	}
 }
 
 /* Thread u's access at clock c happens before f's next one. */
@@ -789,23 +813,63 @@ template <class T> struct EmuShared {
 		if (rep[i] < emu.floor)
 			rl[i] = -1;
 		else if (rt[i] != me) {
-			EmuRead *lg = emu_arena[emu.rank].log;
+			const EmuRead *lg = emu_arena[emu.rank].log;
 			int k = rl[i];
-			if (k >= 0 && lg[k].len < 8) {
-				int keep[8], nk = 0;
-				for (; k >= 0; k = lg[k].prev)
-					if (!emu_read_before(lg[k].t, lg[k].c, me, c, f))
-						keep[nk++] = k;
-				int prev = -1;
-				for (int j = nk - 1; j >= 0; j--)
-					lg[keep[j]].prev = prev, lg[keep[j]].len = nk - j, prev = keep[j];
-				rl[i] = prev;
-			}
+			if (k >= 0 && (lg[k].len < 8 || lg[k].len >= 2 * lg[k].keep))
+				rl[i] = prune(k, rt[i], me, c, f);
 			if (!emu_read_before(rt[i], rep[i], me, c, f))
 				rl[i] = emu_read_log(rt[i], rl[i], rep[i]);
 		}
 		rt[i] = me;
 		rep[i] = c;
+	}
+	/* A word's chain from read k without the reads ordered before the
+	 * read of me at c, and of each reader all but its latest (latest: the
+	 * reader of the word's latest read, newer than any in the chain): a
+	 * later access that races with a dropped read races with one left
+	 * too, as a reader's reads are ordered before its later ones.  A
+	 * short chain is pruned at every read, a long one each time it has
+	 * doubled since. */
+	static int prune(int k, int latest, int me, uint64_t c, const EmuFiber *f)
+	{
+		EmuArena *a = &emu_arena[emu.rank];
+		EmuRead *lg = a->log;
+		unsigned g = ++a->gen;
+		if (!g) { /* the generations wrapped: none may look met */
+			memset(a->seen, 0, sizeof a->seen);
+			g = a->gen = 1;
+		}
+		a->seen[latest] = g;
+		int head = -1, tail = -1, nk = 0;
+		while (k >= 0) {
+			int next = lg[k].prev, t = lg[k].t;
+			if (a->seen[t] == g || emu_read_before(t, lg[k].c, me, c, f)) {
+				lg[k].prev = a->free;
+				a->free = k;
+			} else {
+				a->seen[t] = g;
+				if (tail >= 0)
+					lg[tail].prev = k;
+				else
+					head = k;
+				tail = k, nk++;
+			}
+			k = next;
+		}
+		if (tail >= 0)
+			lg[tail].prev = -1;
+		for (int j = 0, x = head; x >= 0; x = lg[x].prev, j++)
+			lg[x].len = nk - j, lg[x].keep = nk;
+		return head;
+	}
+	/* Word i's reads are forgotten (its chain, alive only while the latest
+	 * read is after the last __syncthreads, freed). */
+	void drop_reads(long i)
+	{
+		if (rep[i] >= emu.floor && rl[i] >= 0)
+			emu_read_free(rl[i]);
+		rl[i] = -1;
+		rep[i] = 0;
 	}
 	T rd(long i)
 	{
@@ -868,7 +932,7 @@ template <class T> struct EmuShared {
 			emu_fail("shared-memory race on %s[%ld]: write over a word %s (%s)", nm, i, emu_reader(r), emu_hint(r));
 		wep[i] = emu.cur->clk;
 		wt[i] = (int)emu.cur->tid.x;
-		rep[i] = 0; /* the reads happen before this write, so before what is ordered after it */
+		drop_reads(i); /* they happen before this write, so before what is ordered after it */
 		wpf[i] = emu.cur->pfence;
 		v[i] = x;
 	}
@@ -1463,7 +1527,7 @@ static void emu_tma_land(EmuTma *c, uint64_t t)
 		s->v[i] = c->v[w];
 		s->wep[i] = t;
 		s->wt[i] = emu.n + c->bar;
-		s->rep[i] = 0;
+		s->drop_reads(i);
 	}
 	free(c->at);
 	free(c->v);

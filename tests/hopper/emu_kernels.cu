@@ -379,6 +379,37 @@ extern "C" void cluster_emu(const void *p)
 		asc_cluster_sync();
 }
 
+/* ---- reads kept while no __syncthreads comes: every one of 64 threads
+ * reads word 0 in each of `turns` turns, which named barrier 1 orders
+ * one after another (a warp-specialized loop's shape); out[0]: the most
+ * reads of shared memory the emulator kept at once (white-box: its
+ * arena's log).  write: thread 0 then writes word 0 with no barrier
+ * after the last turn's reads (a race). ---- */
+struct ReadsArgs {
+	unsigned *out;
+	int turns, write;
+};
+
+extern "C" void reads_emu(const void *p)
+{
+	const ReadsArgs *A = (const ReadsArgs *)p;
+	ASC_SHARED(unsigned, w, 32);
+	unsigned x = threadIdx.x, sum = 0;
+	if (x < 32)
+		w[x] = x;
+	__syncthreads();
+	for (int k = 0; k < A->turns; k++) {
+		sum += w[0];
+		asc_bar_sync(1, 64);
+	}
+	sum += w[0];
+	if (A->write && x == 0)
+		w[0] = sum;
+	asc_bar_sync(1, 64);
+	if (x == 0)
+		A->out[0] = (unsigned)emu_arena[emu.rank].nlog;
+}
+
 /* ---- 1D bulk copy: n words of src (at word 4 of it) into words 0.. of
  * the dynamic array, completing on the mbarrier at word 1024; copied out.
  * mode 1: read without the wait; 2: a source not 16-byte aligned; 3: 20
