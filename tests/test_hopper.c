@@ -709,6 +709,10 @@ Test(hopper, partial_barriers_order_only_their_threads)
 	cr_expect_eq(out[64], 7u);
 	cr_assert_eq(order_run(l, 3, 1, out, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(out[64], 7u);
+	cr_assert_eq(order_run(l, 14, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "shared-memory race on sm[0]: read of a word thread 0 wrote since the last __syncthreads "
+			      "(missing mbarrier arrive and wait between the two threads?) (kernel order, block 0, "
+			      "thread 64)"), "%s", msg);
 	cr_assert_eq(order_run(l, 4, 1, out, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "shared-memory race on sm[1]: write over a word thread ") && strstr(msg, " read since") &&
 			  strstr(msg, "(thread 0 is not in named barrier 1)"), "%s", msg);

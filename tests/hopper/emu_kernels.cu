@@ -469,7 +469,8 @@ extern "C" void bulk_emu(const void *p)
  * 12: the same with thread 64 waiting on the phase too: ordered;
  * 13: thread 0 writes word 0 between its barrier.cluster.arrive and its
  *    wait, thread 64 reads it after its wait: a race (launched in
- *    clusters).
+ *    clusters);
+ * 14: mode 3 with thread 64 reading without the wait: a race.
  * out[96 block + x]: what thread x read (0: nothing). ---- */
 struct OrderArgs {
 	const unsigned *src;
@@ -499,13 +500,14 @@ extern "C" void order_emu(const void *p)
 			asc_bar_sync(1, mode == 2 ? 96 : 64);
 		if (x == 64)
 			r = sm[0];
-	} else if (mode == 3) {
+	} else if (mode == 3 || mode == 14) {
 		if (x == 0) {
 			sm[0] = 7;
 			asc_mbar_arrive(sm, BAR);
 		}
 		if (x == 64) {
-			asc_mbar_wait(sm, BAR, 0);
+			if (mode == 3)
+				asc_mbar_wait(sm, BAR, 0);
 			r = sm[0];
 		}
 	} else if (mode == 4) {
