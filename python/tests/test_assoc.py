@@ -359,6 +359,26 @@ class Attention(unittest.TestCase):
     def test_heads_on_emu(self):
         self.run_on("emu")
 
+    def test_emu_runs_keep_no_memory(self):
+        # the emulator loads its module for each run and unloads it after;
+        # what the module allocated (attention's dynamic shared memory, a
+        # megabyte at head dim 64) goes with it
+        kern = assoc.load("specs/attention.yaml").compile(device="emu")
+        r = np.random.default_rng(2)
+        q = r.standard_normal((2, 5, 64)).astype(np.float16)
+        k = r.standard_normal((2, 100, 64)).astype(np.float16)
+
+        def resident_mb():
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+        for _ in range(3):
+            kern(q=q, k=k, v=k, scale=0.125)
+        before = resident_mb()
+        for _ in range(24):
+            kern(q=q, k=k, v=k, scale=0.125)
+        self.assertLess(resident_mb() - before, 8, "24 runs kept their memory")
+
 
 class Paged(unittest.TestCase):
     """A batch over a paged key/value cache: each sequence's result is the

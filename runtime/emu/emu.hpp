@@ -982,12 +982,24 @@ template <class T, int N> struct EmuStaticShared : EmuShared<T> {
  * extern __shared__ array starts at the same address), as many elements as
  * the launch's bytes hold.  Storage is kept across launches of the same
  * size; the per-block epoch resets the race checks as for static arrays. */
+/* The blocks of a kernel's dynamic shared memory, freed when the module
+ * is unloaded (a static's destructor runs at dlclose): the library loads
+ * a module a run, and each kept a megabyte of attention's stages. */
+struct EmuDynMem {
+	void *p[EMU_MAXCL];
+	~EmuDynMem()
+	{
+		for (int r = 0; r < EMU_MAXCL; r++)
+			free(p[r]);
+	}
+};
+
 template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
 {
 	static EmuShared<T> dc[EMU_MAXCL];
-	static void *mc[EMU_MAXCL];
+	static EmuDynMem mc;
 	EmuShared<T> &d = dc[emu.rank];
-	void *&mem = mc[emu.rank];
+	void *&mem = mc.p[emu.rank];
 	long n = (long)(emu.dyn_bytes / sizeof(T));
 	if (!mem || d.n != n) {
 		free(mem);
