@@ -15,7 +15,11 @@
  * than the kernel's pair_len go two at a time (reduce2, rowmap2) where it
  * has those; longer ones through its rowmap_next where it has that, each
  * row's map going along with the reduce of the thread's next row.  Each
- * task that maps ends with the kernel's fence. */
+ * task that maps ends with the kernel's fence.
+ *
+ * A paged batch (rt_cpu_run_paged) is views of different shapes, one a
+ * sequence's key/value head, whose rows (groups of rows) and chunks of
+ * pages are the tasks, the keys read where its block table puts them. */
 #include "cpu.h"
 
 #include <pthread.h>
@@ -501,5 +505,239 @@ int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int nview, int s
 		rt_pool_run(p, rows * r.split, task_second, &r);
 	free(r.part);
 	free(r.fin);
+	return 0;
+}
+
+/* ---- a paged batch read in place ---- */
+
+static atomic_llong paged_calls;
+
+int64_t rt_cpu_paged_calls(void) { return atomic_load(&paged_calls); }
+
+/* A run of a paged batch: tasks t = first[v] + (unit * chunks[v] + chunk)
+ * for view v, a unit as units_of counts them; with split > 1 each row's
+ * partial states at part[(row0[v] + row) * split + chunk]. */
+typedef struct {
+	const CpuKernel *k;
+	const CpuPages *pg;
+	const CpuPagedView *v;
+	int nview, split;
+	int64_t *first, *row0; /* [nview + 1]: each view's first task, first row */
+	int *chunks;           /* [nview]: chunks of each view's rows */
+	unsigned char *part;
+} PagedRun;
+
+static int64_t view_pages(const PagedRun *r, const CpuPagedView *v)
+{
+	return (v->a.len + r->pg->page_size - 1) / r->pg->page_size;
+}
+
+/* Rows i .. i + n - 1 of view v over its pages [p0, p1), one reduce call
+ * of its columns moved to them (or, where ck moved nothing, at page 0
+ * with the kernel's paged functions), into the n states from st. */
+static void paged_call(const PagedRun *r, const CpuPagedView *v, const CpuArgs *a, int64_t i, int n, int64_t p0,
+		       int64_t p1, unsigned char *st)
+{
+	const CpuKernel *k = r->k;
+	int64_t ps = r->pg->page_size;
+	atomic_fetch_add_explicit(&paged_calls, 1, memory_order_relaxed);
+	if (a == &v->a && n == 1)
+		k->reduce_pages(a, i, p0, p1, st, v->table, ps);
+	else if (a == &v->a)
+		k->reduce_rows_pages(a, i, p0, p1, st, v->table, ps);
+	else
+		reduce_some(k, a, i, n, p0 * ps, p1 * ps < a->len ? p1 * ps : a->len, st);
+}
+
+/* The page after the block of LIVE_BLOCK keys (per pages) that holds
+ * page q, at most p1; whether the mask may hold in that block for any of
+ * rows i .. i + n - 1. */
+static int64_t block_end(int64_t per, int64_t q, int64_t p1)
+{
+	int64_t e = (q / per + 1) * per;
+	return e < p1 ? e : p1;
+}
+
+static int block_live(const PagedRun *r, const CpuPagedView *v, int64_t i, int n, int64_t q, int64_t p1)
+{
+	int64_t ps = r->pg->page_size, per = LIVE_BLOCK / ps > 0 ? LIVE_BLOCK / ps : 1;
+	int64_t lo = q * ps, hi = block_end(per, q, p1) * ps;
+	for (int g = 0; g < n; g++)
+		if (r->k->live(r->k->live_ctx, &v->a, i + g, lo, hi < v->a.len ? hi : v->a.len))
+			return 1;
+	return 0;
+}
+
+/* Rows i .. i + n - 1 of view v over its pages [p0, p1), into the n
+ * states from st, the identity where there are none.  With the kernel's
+ * paged functions, a call over the pages (the lookup of each page inside
+ * it); else a reduce call a run of pages that lie one after another in
+ * the pool, its column pointers moved by the run's distance from where
+ * key lo would lie in one run of keys.  Where the mask rules out whole
+ * blocks of LIVE_BLOCK positions (a multiple of every page size) for all
+ * the rows, only the runs of the other blocks; the calls' states merged
+ * left to right. */
+static void paged_reduce(const PagedRun *r, const CpuPagedView *v, int64_t i, int n, int64_t p0, int64_t p1,
+			 unsigned char *st)
+{
+	const CpuKernel *k = r->k;
+	const CpuPages *pg = r->pg;
+	size_t sb = k->state_bytes;
+	int64_t ps = pg->page_size, per = LIVE_BLOCK / ps > 0 ? LIVE_BLOCK / ps : 1;
+	int inside = n == 1 ? k->reduce_pages != NULL : k->reduce_rows_pages != NULL;
+	_Alignas(64) unsigned char buf[STATES_BUF];
+	unsigned char *tmp = NULL;
+	const void *in[RT_PAGED_MAX_IN];
+	memcpy(in, v->a.in, (size_t)pg->nin * sizeof *in);
+	CpuArgs a = v->a;
+	a.in = in;
+	int have = 0;
+	for (int64_t q = p0; q < p1;) {
+		int64_t e = p1;
+		if (k->live) { /* from the next live block, up to the next block that is not */
+			while (q < p1 && !block_live(r, v, i, n, q, p1))
+				q = block_end(per, q, p1);
+			if (q == p1)
+				break;
+			for (e = block_end(per, q, p1); e < p1 && block_live(r, v, i, n, e, p1);)
+				e = block_end(per, e, p1);
+		}
+		const CpuArgs *ca = &v->a;
+		if (!inside) { /* pages one after another in the pool: one call */
+			int64_t shift = (int64_t)v->table[q] - q, last = e;
+			for (e = q + 1; e < last && (int64_t)v->table[e] - e == shift; e++)
+				;
+			for (int c = 0; c < pg->ncol; c++)
+				in[pg->col_first + c] = (const void *)((uintptr_t)v->a.in[pg->col_first + c] +
+									(uintptr_t)(shift * ps * pg->key_bytes[c]));
+			ca = &a;
+		}
+		if (have && !tmp)
+			tmp = states(k, n, buf, sizeof buf);
+		paged_call(r, v, ca, i, n, q, e, have ? tmp : st);
+		for (int g = 0; have && g < n; g++)
+			k->merge(&v->a, st + g * sb, tmp + g * sb, st + g * sb);
+		have = 1, q = e;
+	}
+	for (int g = 0; !have && g < n; g++)
+		k->identity(&v->a, st + g * sb);
+	if (tmp && tmp != buf)
+		free(tmp);
+}
+
+static void paged_finalize(const CpuPagedView *v, const CpuKernel *k, int64_t i, const void *st)
+{
+	int64_t per = v->a.period > 0 ? v->a.period : v->a.rows;
+	k->finalize(&v->a, i, (i % per) * v->at_row + (i / per) * v->at_head, st);
+}
+
+static void task_paged(void *ctx, int64_t t)
+{
+	PagedRun *r = ctx;
+	const CpuKernel *k = r->k;
+	int lo = 0, hi = r->nview; /* the view whose tasks hold t */
+	while (hi - lo > 1) {
+		int mid = (lo + hi) / 2;
+		if (r->first[mid] <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const CpuPagedView *v = &r->v[lo];
+	int64_t local = t - r->first[lo], ch = r->chunks[lo], u = local / ch, c = local % ch;
+	int g = rt_cpu_group(k, v->a.rows);
+	int64_t groups = v->a.rows / g, i = u < groups ? u * g : groups * g + (u - groups);
+	int n = u < groups ? g : 1;
+	int64_t pages = view_pages(r, v), p0 = pages * c / ch, p1 = pages * (c + 1) / ch;
+	_Alignas(64) unsigned char buf[STATES_BUF];
+	unsigned char *st = states(k, n, buf, sizeof buf);
+	paged_reduce(r, v, i, n, p0, p1, st);
+	for (int q = 0; q < n; q++) {
+		if (r->split > 1)
+			memcpy(r->part + ((r->row0[lo] + i + q) * r->split + c) * k->state_bytes, st + q * k->state_bytes,
+			       k->state_bytes);
+		else
+			paged_finalize(v, k, i + q, st + q * k->state_bytes);
+	}
+	if (st != buf)
+		free(st);
+}
+
+/* Row t of all the views (row0 counts them): its chunks' states merged
+ * left to right, finalized. */
+static void task_paged_combine(void *ctx, int64_t t)
+{
+	PagedRun *r = ctx;
+	const CpuKernel *k = r->k;
+	int lo = 0, hi = r->nview;
+	while (hi - lo > 1) {
+		int mid = (lo + hi) / 2;
+		if (r->row0[mid] <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const CpuPagedView *v = &r->v[lo];
+	unsigned char *p = r->part + t * r->split * k->state_bytes;
+	for (int c = 1; c < r->chunks[lo]; c++)
+		k->merge(&v->a, p, p + c * k->state_bytes, p);
+	paged_finalize(v, k, t - r->row0[lo], p);
+}
+
+int rt_cpu_run_paged(RtPool *p, const CpuKernel *k, const CpuPages *pg, const CpuPagedView *v, int nview, int split,
+		     char *msg, size_t n)
+{
+	if (nview < 1)
+		return 0;
+	if (pg->nin > RT_PAGED_MAX_IN || pg->page_size < 1) {
+		snprintf(msg, n, "a paged batch of %d inputs and pages of %d keys: at most %d inputs, pages from 1 key",
+			 pg->nin, pg->page_size, RT_PAGED_MAX_IN);
+		return -1;
+	}
+	PagedRun r = {.k = k, .pg = pg, .v = v, .nview = nview};
+	r.first = calloc((size_t)nview + 1, sizeof *r.first);
+	r.row0 = calloc((size_t)nview + 1, sizeof *r.row0);
+	r.chunks = calloc((size_t)nview, sizeof *r.chunks);
+	if (!r.first || !r.row0 || !r.chunks) {
+		free(r.first), free(r.row0), free(r.chunks);
+		snprintf(msg, n, "out of memory for %d views", nview);
+		return -1;
+	}
+	/* chunks a row: as rt_cpu_split chooses them for the batch's units and
+	 * its longest sequence, in whole pages */
+	int64_t units = 0, most = 0;
+	for (int x = 0; x < nview; x++) {
+		units += units_of(k, v[x].a.rows);
+		most = v[x].a.len > most ? v[x].a.len : most;
+	}
+	r.split = split;
+	if (r.split <= 0) {
+		int64_t sb = k->state_bytes > 16 ? (int64_t)k->state_bytes : 16, chunk = CHUNK * 16 / sb, s;
+		if (chunk < MIN_CHUNK)
+			chunk = MIN_CHUNK;
+		s = units >= TASKS ? 1 : (TASKS + units - 1) / (units < 1 ? 1 : units);
+		if (s > most / chunk)
+			s = most / chunk;
+		r.split = s < 1 ? 1 : (int)s;
+	}
+	int64_t most_pages = (most + pg->page_size - 1) / pg->page_size;
+	if (r.split > most_pages)
+		r.split = most_pages < 1 ? 1 : (int)most_pages;
+	for (int x = 0; x < nview; x++) {
+		int64_t pages = view_pages(&r, &v[x]);
+		r.chunks[x] = pages < r.split ? (pages < 1 ? 1 : (int)pages) : r.split;
+		r.first[x + 1] = r.first[x] + units_of(k, v[x].a.rows) * r.chunks[x];
+		r.row0[x + 1] = r.row0[x] + v[x].a.rows;
+	}
+	if (r.split > 1 && !(r.part = malloc((size_t)r.row0[nview] * r.split * k->state_bytes + 1))) {
+		snprintf(msg, n, "out of memory for %lld partial states", (long long)r.row0[nview] * r.split);
+		free(r.first), free(r.row0), free(r.chunks);
+		return -1;
+	}
+	rt_pool_run(p, r.first[nview], task_paged, &r);
+	if (r.split > 1)
+		rt_pool_run(p, r.row0[nview], task_paged_combine, &r);
+	free(r.part);
+	free(r.first), free(r.row0), free(r.chunks);
 	return 0;
 }

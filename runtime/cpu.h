@@ -82,6 +82,14 @@ typedef struct {
 	 * identity).  live_ctx is its program. */
 	int (*live)(const void *live_ctx, const CpuArgs *a, int64_t i, int64_t lo, int64_t hi);
 	const void *live_ctx;
+	/* NULL, or reduce (reduce_rows) of row i (rows i .. i + group - 1)
+	 * over the keys of pages p0 .. p1 - 1 of a paged pool: key j of the
+	 * row in slot j % page_size of page table[j / page_size], up to
+	 * a->len, the column pointers at page 0 (rt_cpu_run_paged) */
+	void (*reduce_pages)(const CpuArgs *a, int64_t i, int64_t p0, int64_t p1, void *st, const int32_t *table,
+			     int64_t page_size);
+	void (*reduce_rows_pages)(const CpuArgs *a, int64_t i, int64_t p0, int64_t p1, void *st, const int32_t *table,
+				  int64_t page_size);
 } CpuKernel;
 
 typedef struct RtPool RtPool;
@@ -115,5 +123,50 @@ int rt_cpu_split(const CpuKernel *k, int64_t rows, int nview, int64_t len, int s
  * a->rows x a->len: the heads of attention), their rows shared out to the
  * pool's threads together.  0, or -1 with msg (out of memory). */
 int rt_cpu_run(RtPool *p, const CpuKernel *k, const CpuArgs *a, int nview, int split, char *msg, size_t n);
+
+/* ---- a paged batch read in place ---- */
+
+/* A view of a paged batch (rt_cpu_run_paged): the query rows of one
+ * sequence's query heads that share a key/value head.  a's column
+ * pointers are at that head's component of page 0 of the pool, and the
+ * kernel reads key j of a column at j times the pool's key stride
+ * (LlvmOpts.key_stride); a.len is the sequence's keys, a.qpos the spec's
+ * i of its first query.  Row i's finalize outputs go to flat index
+ * (i % per) * at_row + (i / per) * at_head of a's output pointers, per
+ * being a.period where set, else a.rows: [heads][rows] (1, rows) or the
+ * serving layout [rows][heads] (heads, 1). */
+typedef struct {
+	CpuArgs a;
+	const int32_t *table; /* key j in slot j % page_size of page table[j / page_size] */
+	int64_t at_row, at_head;
+} CpuPagedView;
+
+/* The pool every view reads: its pages of page_size keys, and of the
+ * kernel's nin inputs, the ncol columns from col_first on, key_bytes[c]
+ * from one key of column c to the next key of the same head. */
+typedef struct {
+	int page_size;
+	int nin, col_first, ncol;
+	const int64_t *key_bytes;
+} CpuPages;
+
+/* The kernel's inputs that rt_cpu_run_paged moves page by page, at most. */
+enum { RT_PAGED_MAX_IN = 1024 };
+
+/* Fill the outputs of nview views of a paged batch, reading the keys in
+ * place: each row (or group of rows, reduce_rows) over its pages in one
+ * call of the kernel's reduce_pages (reduce_rows_pages), which looks each
+ * page up once; where it has none, a call of its reduce (reduce_rows) a
+ * run of pages that lie one after another in the pool, the column
+ * pointers moved to the run, the runs' states merged left to right.
+ * Blocks of keys the mask rules out (live) are skipped as rt_cpu_run
+ * skips them.  A row's pages are split into chunks (split, or by the
+ * shape: never by the thread count) for the threads, the chunks' states
+ * merged left to right.  0, or -1 with msg (out of memory). */
+int rt_cpu_run_paged(RtPool *p, const CpuKernel *k, const CpuPages *pg, const CpuPagedView *v, int nview, int split,
+		     char *msg, size_t n);
+/* The reduce calls (of any of the four functions) rt_cpu_run_paged has
+ * made in this process, over all threads. */
+int64_t rt_cpu_paged_calls(void);
 
 #endif

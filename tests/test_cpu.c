@@ -272,7 +272,7 @@ Test(cpu, device_runs_through_the_table)
 /* Other vector shapes of the reduce loop give correct results too. */
 Test(cpu, lanes_and_accumulators)
 {
-	static const LlvmOpts shapes[] = {{1, 1, 0, 0, 0, 0, 0}, {4, 1, 3, 0, 0, 0, 0}, {8, 2, 0, 0, 0, 0, 0}, {16, 4, 2, 0, 0, 0, 0}, {32, 8, 0, 0, 0, 0, 0}};
+	static const LlvmOpts shapes[] = {{1, 1, 0, 0, 0, 0, 0, 0}, {4, 1, 3, 0, 0, 0, 0, 0}, {8, 2, 0, 0, 0, 0, 0, 0}, {16, 4, 2, 0, 0, 0, 0, 0}, {32, 8, 0, 0, 0, 0, 0, 0}};
 	const char *specs[] = {"specs/online_softmax.yaml", "specs/welford.yaml", "specs/argmax.yaml"};
 	for (int s = 0; s < 3; s++) {
 		Carrier *c = load_ok(specs[s]);
@@ -354,7 +354,7 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 	const char *specs[] = {"bench/carriers/argmax_first.yaml", "bench/carriers/clipped_sum.yaml",
 			       "bench/carriers/nan_minmax_mean.yaml", "bench/carriers/xent_label.yaml"};
 	static const int lens[] = {1, 255, 256, 257, 4099, 20011};
-	static const LlvmOpts widths[] = {{4, 0, 0, 0, 0, 0, 0}, {8, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0}};
+	static const LlvmOpts widths[] = {{4, 0, 0, 0, 0, 0, 0, 0}, {8, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0}};
 	RtPool *p[3];
 	pools_open(p, 3);
 	for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {

@@ -7,7 +7,9 @@
  * lengths off the tiles, several splits); on the emulator and the gpu the
  * whole batch runs in one launch (varlen prefill and split decoding, each
  * sequence against the reference; the fake driver counts the launch and
- * the copies), and a variant named that takes a sequence a launch runs
+ * the copies); on the cpu in one call that reads the keys in the pool
+ * (shuffled and shared pages; a reduce call a row, not a page; the same
+ * bits on 1 thread and 2), and a variant named that takes a sequence a launch runs
  * the batch that way; the command line reads the
  * layout from .npy files and names what is wrong with it; the library's
  * assoc_run_paged gives the device's own results and refuses the same,
@@ -28,6 +30,7 @@
 #include "compiler/devices/paged.h"
 #include "compiler/lib/assoc.h"
 #include "cudatest.h"
+#include "runtime/cpu.h"
 #include "testutil.h"
 
 #define ASSOC "build/asan/assoc"
@@ -219,6 +222,165 @@ static void prefill_on(const char *dev)
 
 Test(paged, prefill_on_cpu) { prefill_on("cpu"); }
 Test(paged, prefill_on_emu, .timeout = 600) { prefill_on("emu"); }
+
+/* ---- the CPU reads the pages in place ---- */
+
+/* 5 sequences in pages of `page`: 1 key, none, 37, two pages exactly and
+ * three pages and one key, with 1, 2, 4, 1 and 3 queries (chunked
+ * prefill beside decoding).  Their pages are handed out from the top of
+ * the pool down, page 0 unread, and shared: sequence 3's second page is
+ * sequence 0's, sequence 4's first is sequence 2's (a prefix in common). */
+static Paged *shared_batch(Carrier *c, int page, int heads, int kv, uint64_t seed)
+{
+	enum { B = 5, MAXP = 4 };
+	int32_t lens[B] = {1, 0, 37, 2 * page, 3 * page + 1}, cu[B + 1] = {0, 1, 3, 7, 8, 11}, table[B * MAXP];
+	int pages = 1;
+	for (int b = 0; b < B; b++)
+		pages += (lens[b] + page - 1) / page;
+	pages -= 2; /* the two shared */
+	int next = pages - 1;
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < MAXP; t++)
+			table[b * MAXP + t] = t >= (lens[b] + page - 1) / page ? -1
+					      : b == 3 && t == 1	      ? table[0]
+					      : b == 4 && t == 0	      ? table[2 * MAXP]
+									      : next--;
+	cr_assert_eq(next, 0);
+	char msg[512];
+	Paged *p = paged_new(c, heads, kv, B, page, pages, MAXP, table, lens, cu, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	cr_assert_eq(paged_draw(p, seed, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	return p;
+}
+
+/* p on cpu as run does (its check against the float64 reference passed);
+ * the reduce calls rt_cpu_run_paged made, which the gather into runs of
+ * keys never makes. */
+static int64_t cpu_in_place(Paged *p, int threads, int split)
+{
+	const Device *dv = run_device_find("cpu");
+	char msg[1024];
+	if (!dv)
+		cr_skip_test("no cpu device in this build");
+	if (!dv->available(msg, sizeof msg))
+		cr_skip_test("cpu: %s", msg);
+	cr_assert(dv->paged && dv->run_batch);
+	int64_t before = rt_cpu_paged_calls();
+	RunCheck rc;
+	cr_assert_eq(paged_run(p, dv, &(RunOpts){.threads = threads, .split = split}, &rc, NULL, msg, sizeof msg), 0,
+		     "%s", msg);
+	for (int k = 0; k < rc.nout; k++)
+		cr_assert(rc.out[k].worst_ratio <= 1 && !rc.out[k].nan_mismatch,
+			  "cpu, %d threads, split %d: %s at %.3g of tolerance, %d NaN mismatches (flat index %zu)", threads,
+			  split, rc.out[k].name, rc.out[k].worst_ratio, rc.out[k].nan_mismatch, rc.out[k].at);
+	cr_assert(rc.ok);
+	runcheck_free(&rc);
+	return rt_cpu_paged_calls() - before;
+}
+
+/* Every output of p within tol of q's (relative to 1 + |q's|), NaN
+ * where q's is. */
+static void near_outputs(const Paged *p, const Paged *q, double tol, const char *what)
+{
+	for (int k = 0; k < p->c->nfinal; k++)
+		for (size_t x = 0; x < p->fin[k].n * p->fin[k].width; x++) {
+			double a = run_buffer_get(&p->fin[k], x), b = run_buffer_get(&q->fin[k], x);
+			if (isnan(b) || isinf(b))
+				cr_assert(a == b || (isnan(a) && isnan(b)), "%s: %s[%zu] %g, the interpreter %g", what,
+					  p->c->finalize[k].name, x, a, b);
+			else
+				cr_assert(fabs(a - b) <= tol * (1 + fabs(b)), "%s: %s[%zu] %g, the interpreter %g", what,
+					  p->c->finalize[k].name, x, a, b);
+		}
+}
+
+/* The shared batch on cpu, its keys read where the table puts them:
+ * within tolerance of the reference and of the interpreter, under the
+ * causal mask (bf16, grouped heads 4 on 2), without a mask, and for keys
+ * of one component, which the CPU folds in vector lanes (a reduce call a
+ * run of pages, the keys of two heads gathered lane by lane); and the
+ * same bits on 1 thread as on 2, one chunk a row or three. */
+Test(paged, cpu_reads_shuffled_and_shared_pages_in_place, .timeout = 600)
+{
+	const char *specs[] = {"tests/attention/causal_bf16.yaml", "tests/attention/full.yaml",
+			       "tests/attention/scalar_keys.yaml"};
+	for (int sp = 0; sp < 3; sp++) {
+		Carrier *c = load_ok(specs[sp]);
+		for (int page = 16; page <= 256; page *= 16) {
+			Paged *p = shared_batch(c, page, 4, 2, 5), *q = shared_batch(c, page, 4, 2, 5);
+			char what[128];
+			snprintf(what, sizeof what, "%s, pages of %d", specs[sp], page);
+			run_on("interp", q, 0);
+			for (int split = 1; split <= 3; split += 2) {
+				cr_assert_gt(cpu_in_place(p, 1, split), 0, "%s: no reduce call read the pool", what);
+				near_outputs(p, q, 2e-3, what);
+				void *one[2];
+				for (int k = 0; k < c->nfinal; k++) {
+					size_t bytes = p->fin[k].n * p->fin[k].width * run_kind_size(p->fin[k].kind);
+					one[k] = malloc(bytes);
+					memcpy(one[k], p->fin[k].p, bytes);
+					memset(p->fin[k].p, 0, bytes);
+				}
+				cpu_in_place(p, 2, split);
+				for (int k = 0; k < c->nfinal; k++) {
+					size_t bytes = p->fin[k].n * p->fin[k].width * run_kind_size(p->fin[k].kind);
+					cr_assert(!memcmp(one[k], p->fin[k].p, bytes), "%s, split %d: %s differs between 1 and 2 threads",
+						  what, split, c->finalize[k].name);
+					free(one[k]);
+				}
+			}
+			paged_free(p);
+			paged_free(q);
+		}
+		spec_carrier_free(c);
+	}
+}
+
+/* Decoding (one query a sequence, no mask): one reduce call a row, which
+ * looks its pages up itself, where a call a page would make hundreds;
+ * and no call at all for a sequence of no keys. */
+Test(paged, cpu_decoding_looks_pages_up_inside_one_call, .timeout = 300)
+{
+	Carrier *c = load_ok("tests/attention/full.yaml");
+	char msg[512];
+	for (int page = 16; page <= 256; page *= 16) {
+		Paged *p = paged_drawn(c, 4, 2, 4, 1, 1000, page, 21, NULL, 0, msg, sizeof msg);
+		cr_assert(p, "%s", msg);
+		int64_t rows = 0, pages = 0;
+		for (int b = 0; b < p->batch; b++) { /* 4 query heads on 2: 2 views of 2 rows */
+			rows += p->lens[b] ? 4 : 0;
+			pages += 4 * ((p->lens[b] + page - 1) / page);
+		}
+		int64_t calls = cpu_in_place(p, 2, 1);
+		cr_assert_eq(calls, rows, "pages of %d: %lld reduce calls for %lld rows (a call a page: %lld)", page,
+			     (long long)calls, (long long)rows, (long long)pages);
+		paged_free(p);
+	}
+	spec_carrier_free(c);
+}
+
+/* Causal chunked prefill on cpu: 40 queries at the end of 600 keys in
+ * shuffled pages of 128 (the mask counting positions from the sequence's
+ * first key, so the first query sees 561 keys), and 5 queries on 3 keys
+ * (the first two before position 0 see none: out 0, lse the sink), one
+ * key/value head; within tolerance of the interpreter. */
+Test(paged, cpu_causal_prefill_counts_positions_from_the_start, .timeout = 300)
+{
+	Carrier *c = load_ok("specs/attention_sink.yaml");
+	int32_t lens[] = {600, 3}, cu[] = {0, 40, 45}, table[] = {4, 1, 6, 0, 2, 3, 7, 5, 8, -1};
+	char msg[512];
+	Paged *p = paged_new(c, 2, 1, 2, 128, 9, 5, table, lens, cu, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	cr_assert_eq(paged_draw(p, 17, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	Paged *q = paged_new(c, 2, 1, 2, 128, 9, 5, table, lens, cu, 0, msg, sizeof msg);
+	cr_assert_eq(paged_draw(q, 17, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	run_on("interp", q, 0);
+	cr_assert_gt(cpu_in_place(p, 2, 0), 0);
+	near_outputs(p, q, 2e-3, "causal prefill");
+	paged_free(p);
+	paged_free(q);
+	spec_carrier_free(c);
+}
 
 /* ---- a batch in one launch ---- */
 

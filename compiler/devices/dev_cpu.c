@@ -5,6 +5,7 @@
  * Also the emit targets llvm and asm, in this object so that whatever links
  * the device links them too. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,8 +94,12 @@ void cpu_heads_free(CpuHeads *h)
 	free(h->out);
 }
 
+static int cpu_run_batch(RunBatch *rb, const RunOpts *o, char *msg, size_t n);
+
 static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 {
+	if (d->page.size) /* one sequence of a paged batch: a batch of one */
+		return cpu_run_batch(&(RunBatch){.seq = &d, .batch = 1}, o, msg, n);
 	runcheck_round_p(d, 0, 0, 0, 0); /* P stays float32 here, whatever ran on d before */
 	LlvmOpts lo = {.fit_rows = cpu_view_rows(d)};
 	if (cpu_parse_config(o->config, &lo, msg, n))
@@ -130,13 +135,103 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	return rc;
 }
 
+/* ---- a paged batch read in place ---- */
+
+void cpu_batch_opts(const RunBatch *rb, LlvmOpts *lo)
+{
+	int most = 0;
+	for (int b = 0; b < rb->batch; b++)
+		if (cpu_view_rows(rb->seq[b]) > most)
+			most = cpu_view_rows(rb->seq[b]);
+	lo->fit_rows = most;
+	lo->key_stride = rb->seq[0]->page.kv;
+}
+
+/* Each sequence with queries as cpu_heads packs it, one view a key/value
+ * head over the pool (its column pointers at that head's component of
+ * page 0, as rundata_head_view leaves them); with rb->fin, its outputs
+ * moved to the batch's [rows][heads] arrays. */
+int cpu_batch_run(RtPool *pool, const LlvmKernel *k, RunBatch *rb, int split, char *msg, size_t n)
+{
+	RunData *d0 = rb->seq[0];
+	Carrier *c = d0->c;
+	int nout = c->nfinal + c->nmap + 1, nv = 0;
+	if (k->key_stride != d0->page.kv) {
+		snprintf(msg, n, "a kernel compiled for a pool of %d key/value heads (0: none) on a pool of %d", k->key_stride,
+			 d0->page.kv);
+		return -1;
+	}
+	CpuHeads *h = calloc(rb->batch, sizeof *h);
+	CpuPagedView *v = calloc((size_t)rb->batch * (d0->kv_heads > 1 ? d0->kv_heads : 1), sizeof *v);
+	int64_t *key_bytes = calloc(c->ncol + 1, sizeof *key_bytes);
+	if (!h || !v || !key_bytes)
+		abort();
+	for (int b = 0; b < rb->batch; b++) {
+		RunData *s = rb->seq[b];
+		if (!s->rows)
+			continue;
+		cpu_heads(s, 1, &h[b]);
+		int H = s->heads > 1 ? s->heads : 1, g = H / h[b].n;
+		for (int x = 0; x < h[b].n; x++, nv++) {
+			v[nv] = (CpuPagedView){h[b].a[x], s->page.table, 1, s->rows};
+			for (int f = 0; rb->fin && f < c->nfinal; f++) {
+				size_t sz = run_kind_size(rb->fin[f].kind) * rb->fin[f].width;
+				h[b].out[(size_t)x * nout + f] = (char *)rb->fin[f].p + ((size_t)rb->cu[b] * H + (size_t)x * g) * sz;
+				v[nv].at_row = H, v[nv].at_head = 1;
+			}
+		}
+		runcheck_round_p(s, 0, 0, 0, 0); /* P stays float32 here */
+	}
+	for (int q = 0; q < c->ncol; q++)
+		key_bytes[q] = (int64_t)d0->page.kv * spec_decl_width(&c->col[q]) * run_kind_size(c->col[q].storage);
+	CpuPages pg = {d0->page.size, c->nelem + c->ncol + c->nrow, c->nelem, c->ncol, key_bytes};
+	int rc = rt_cpu_run_paged(pool, &k->k, &pg, v, nv, split, msg, n);
+	for (int b = 0; b < rb->batch; b++)
+		if (h[b].a)
+			cpu_heads_free(&h[b]);
+	free(h), free(v), free(key_bytes);
+	return rc;
+}
+
+/* The batch in one call, its keys read from the pool in place.  Every
+ * carrier that reads paged keys (paged_carrier_ok) runs so: its column
+ * inputs are read by the reduce alone, a key or a vector of consecutive
+ * keys at a time, which a page or a run of pages holds.  Nothing here
+ * gathers keys: the gather into runs of keys (rundata_unpaged,
+ * paged_sequence) is left to kernels that read runs of keys, the gpu's
+ * and emu's row templates, and to the float64 reference. */
+static int cpu_run_batch(RunBatch *rb, const RunOpts *o, char *msg, size_t n)
+{
+	LlvmOpts lo = {0};
+	if (cpu_parse_config(o->config, &lo, msg, n))
+		return -1;
+	cpu_batch_opts(rb, &lo);
+	LlvmKernel *k;
+	if (llvm_compile(rb->seq[0]->c, &lo, &k, msg, n))
+		return -1;
+	RtPool *p;
+	if (rt_pool_open(&p, o->threads, msg, n)) {
+		llvm_kernel_free(k);
+		return -1;
+	}
+	int64_t calls = rt_cpu_paged_calls();
+	int rc = cpu_batch_run(p, k, rb, o->split, msg, n);
+	if (o->verbose && !rc)
+		fprintf(stderr, "cpu: %d sequences in one call, keys read in place from pages of %d: %lld reduce calls, "
+			"%d threads\n", rb->batch, rb->seq[0]->page.size, (long long)(rt_cpu_paged_calls() - calls),
+			rt_pool_threads(p));
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	return rc;
+}
+
 static int cpu_config(const char *cfg, char *msg, size_t n)
 {
 	LlvmOpts lo = {0};
 	return cpu_parse_config(cfg, &lo, msg, n);
 }
 
-const Device dev_cpu = {"cpu", cpu_available, cpu_run, cpu_config, 0, NULL};
+const Device dev_cpu = {"cpu", cpu_available, cpu_run, cpu_config, 1, cpu_run_batch};
 
 /* `assoc emit --target llvm`: the optimized IR; `--target asm`: host assembly. */
 static int emit_cpu(Carrier *c, const Opts *o, int asm_, FILE *out, char *msg, size_t n)

@@ -161,6 +161,8 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 	if (rows > 64)
 		rows = 64;
 	kern_plan(k, c, lanes, accs, tile, rows, rows_tile);
+	k->key_stride = o && o->key_stride > 1 ? o->key_stride : 1;
+	k->paged = o && o->key_stride > 0;
 	if (o && o->wide_positions)
 		k->narrow = 0;
 	/* Loops over the components where 16 registers hold 8 lanes (AVX2):
@@ -498,6 +500,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->two_pass = k.two_pass > 0;
 	kk->scan_lanes = k.scan_lanes;
 	kk->apart = k.apart;
+	kk->key_stride = k.paged ? k.key_stride : 0;
 	memcpy(kk->one_lane, k.one_lane, sizeof kk->one_lane);
 	int failed = 0;
 	kk->k.identity = (void (*)(const CpuArgs *, void *))lookup(jit, "assoc_identity", msg, n, &failed);
@@ -521,6 +524,12 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 		kk->k.reduce2 = (void (*)(const CpuArgs *, int64_t, void *))lookup(jit, "assoc_reduce2", msg, n, &failed);
 		kk->k.pair_len = PAIR_LEN;
 	}
+	if (k.paged && kern_reduces_pages(&k))
+		kk->k.reduce_pages = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *, const int32_t *,
+					       int64_t))lookup(jit, "assoc_reduce_pages", msg, n, &failed);
+	if (k.paged && k.group > 1)
+		kk->k.reduce_rows_pages = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *, const int32_t *,
+						    int64_t))lookup(jit, "assoc_reduce_rows_pages", msg, n, &failed);
 	if (k.group > 1) {
 		kk->k.reduce_rows = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_reduce_rows", msg, n, &failed);
 		kk->k.group = k.group;

@@ -32,6 +32,9 @@ typedef struct {
 		       * rows picks the default, no more rows side by side than these */
 	int wide_positions; /* top-k candidates' positions kept as 32-bit lanes where the host would
 			     * compress 16-bit ones (what a host without AVX-512 VBMI2 runs) */
+	int key_stride; /* 0: a column input's keys one after another; n: a paged pool of n key/value
+			 * heads ([pages][page_size][n][width]) read in place, key j at element j * n,
+			 * and the functions that read a row's keys page by page (reduce_pages) */
 } LlvmOpts;
 
 typedef struct LlvmJit LlvmJit;
@@ -48,6 +51,7 @@ typedef struct {
 	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
 	int scan_lanes;   /* a scan in vectors of this many positions (scan_lanes in llvm_kern.c), else 0 */
 	int apart;        /* topk lists kept apart from the lanes, one sorted list a range (kern_lists_apart), else 0 */
+	int key_stride;   /* LlvmOpts.key_stride: 0, or the paged pool's key/value heads */
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
 	LlvmJit *jit;
 } LlvmKernel;
@@ -75,6 +79,15 @@ void cpu_heads_free(CpuHeads *h);
 /* Rows of each view cpu_heads(d, 1, ...) makes, at most INT_MAX
  * (LlvmOpts.fit_rows). */
 int cpu_view_rows(const RunData *d);
+
+/* A paged batch (RunBatch) on the CPU, its keys read in place
+ * (rt_cpu_run_paged): cpu_batch_opts sets what the kernel must be
+ * compiled for (the pool's key stride, the rows of its widest view);
+ * cpu_batch_run runs every sequence of rb through kernel k (compiled so)
+ * on pool, writing rb->fin where set, else each sequence's own outputs.
+ * 0, or -1 with msg (dev_cpu.c). */
+void cpu_batch_opts(const RunBatch *rb, LlvmOpts *lo);
+int cpu_batch_run(RtPool *pool, const LlvmKernel *k, RunBatch *rb, int split, char *msg, size_t n);
 
 /* What the command line and its CPU backend plugin (compiler/cli/llvm_load.c)
  * must agree on: the layouts of the structs that cross between them.  The

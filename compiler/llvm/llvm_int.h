@@ -89,6 +89,8 @@ typedef struct {
 	int narrow;      /* and the host compresses 16-bit lanes (select_narrow there) */
 	int apart;       /* topk lists kept apart from the vector lanes, one sorted list a row's range
 			  * (kern_lists_apart, llvm_reduce.c): their number, else 0 */
+	int key_stride;  /* key j of a column input is element j * key_stride (LlvmOpts.key_stride) */
+	int paged;       /* and the functions that read a paged pool are built (LlvmOpts.key_stride > 0) */
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
@@ -136,6 +138,10 @@ enum { VTILE = 8 };
 static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->select || k->lanes > 1 || k->accs > 1; }
 
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile);
+/* Whether a paged kernel of k reads a row's pages in one call
+ * (assoc_reduce_pages: the reduce folds in one lane, tiles or key by
+ * key); else each run of pages is a call of assoc_reduce (llvm_reduce.c). */
+int kern_reduces_pages(const Kern *k);
 /* Whether reduce_selected (llvm_reduce.c) serves c on this host. */
 int kern_selects(const Carrier *c);
 

@@ -314,6 +314,49 @@ static LV load_decl(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef e, int 
 
 static LLVMValueRef idx32(B *b, LLVMValueRef v) { return LLVMBuildTrunc(b->L.b, v, b->i32, ""); }
 
+/* The element of a column input that holds key j: j, or in a paged pool
+ * read in place (Kern.key_stride), j times the key/value heads. */
+static LLVMValueRef key_elem(B *b, LLVMValueRef j)
+{
+	return b->k->key_stride > 1 ? LLVMBuildMul(b->L.b, j, ci64(b, b->k->key_stride), "") : j;
+}
+
+/* Column input d at keys j .. j + lanes - 1 as load_decl loads them.  Keys
+ * a stride apart (a paged pool of several key/value heads) in more than
+ * one lane, which only a scalar column meets, are gathered: a contiguous
+ * vector would read the other heads' keys. */
+static LV load_col(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef j, int lanes)
+{
+	Lower *L = &b->L;
+	int s = b->k->key_stride, w = spec_decl_width(d);
+	if (s <= 1 || lanes == 1)
+		return load_decl(b, d, base, key_elem(b, j), lanes);
+	int W = L->W;
+	L->W = lanes;
+	LLVMTypeRef et = storage_ty(b, d->storage), vt = LLVMVectorType(et, lanes);
+	LLVMValueRef off[64], ones[64];
+	for (int l = 0; l < lanes; l++) {
+		off[l] = LLVMConstInt(b->i64, (unsigned long long)l * s * w, 0);
+		ones[l] = LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0);
+	}
+	LLVMValueRef first = LLVMBuildMul(L->b, key_elem(b, j), ci64(b, w), "");
+	LLVMValueRef mask = b->lmask ? b->lmask : LLVMConstVector(ones, lanes);
+	LV v = lower_lv_new(L, w);
+	for (int t = 0; t < w; t++) {
+		LLVMValueRef at = LLVMBuildAdd(L->b, lower_splat(L, LLVMBuildAdd(L->b, first, ci64(b, t), "")),
+					       LLVMConstVector(off, lanes), "");
+		LLVMValueRef ptrs = LLVMBuildGEP2(L->b, et, LLVMBuildBitCast(L->b, base, LLVMPointerType(et, 0), ""), &at, 1, "");
+		LLVMValueRef args[4] = {ptrs, LLVMConstInt(b->i32, run_kind_size(d->storage), 0), mask, LLVMConstNull(vt)};
+		LLVMTypeRef tys[2] = {vt, LLVMTypeOf(ptrs)};
+		unsigned id = LLVMLookupIntrinsicID("llvm.masked.gather", 18);
+		LLVMValueRef fn = LLVMGetIntrinsicDeclaration(L->mod, id, tys, 2);
+		LLVMValueRef x = LLVMBuildCall2(L->b, LLVMIntrinsicGetType(L->ctx, id, tys, 2), fn, args, 4, "");
+		v.c[t] = from_storage(b, x, d->storage, (TyKind)d->ty.kind);
+	}
+	L->W = W;
+	return v;
+}
+
 /* Rows as lanes (kern_build_reduce_rows) meet each component of a column
  * input as one value broadcast to every lane.  Converted one component
  * at a time, an f16 vector took four instructions a component (a 16-bit
@@ -384,12 +427,15 @@ void kern_prefetch_cols(B *b, LLVMValueRef j, int n)
 		if (w * size < 64)
 			continue;
 		/* components from j + ahead on, a line apart, over n positions */
-		LLVMValueRef first = LLVMBuildMul(L->b, LLVMBuildAdd(L->b, j, ci64(b, (COL_PREFETCH_BYTES + w * size - 1) / (w * size)), ""),
-						  ci64(b, w), "");
-		for (long long t = 0; t < n * w; t += 64 / size)
-			kern_prefetch(b, kern_ptr_at(b, b->inp[c->nelem + k], storage_ty(b, c->col[k].storage),
-						     LLVMBuildAdd(L->b, first, ci64(b, t), "")),
-				      PREFETCH_L1);
+		LLVMValueRef ahead = LLVMBuildAdd(L->b, j, ci64(b, (COL_PREFETCH_BYTES + w * size - 1) / (w * size)), "");
+		LLVMValueRef first = LLVMBuildMul(L->b, key_elem(b, ahead), ci64(b, w), "");
+		/* keys a stride apart: each key's own lines */
+		long long step = b->k->key_stride > 1 ? w : n * w, span = b->k->key_stride > 1 ? (long long)b->k->key_stride * w : 0;
+		for (long long p = 0; p * step < n * w; p++)
+			for (long long t = 0; t < step; t += 64 / size)
+				kern_prefetch(b, kern_ptr_at(b, b->inp[c->nelem + k], storage_ty(b, c->col[k].storage),
+							     LLVMBuildAdd(L->b, first, ci64(b, p * span + t), "")),
+					      PREFETCH_L1);
 	}
 }
 
@@ -409,7 +455,7 @@ void kern_stage_columns(B *b, LLVMValueRef j, int n)
 			int w = spec_decl_width(d);
 			if (!staged(d))
 				continue;
-			LLVMValueRef first = LLVMBuildMul(L->b, jp, ci64(b, w), "");
+			LLVMValueRef first = LLVMBuildMul(L->b, key_elem(b, jp), ci64(b, w), "");
 			for (int t = 0; t < w;) {
 				int m = 16;
 				while (m > w - t)
@@ -526,7 +572,7 @@ void kern_load_segments(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *ou
 			LLVMValueRef at = LLVMBuildAdd(L->b, j, LLVMBuildMul(L->b, seg, ci64(b, l), ""), "");
 			if (k < c->nelem)
 				at = LLVMBuildAdd(L->b, rowbase, at, "");
-			v[l] = load_decl(b, d, b->inp[k], at, W).c[0];
+			v[l] = (k < c->nelem ? load_decl(b, d, b->inp[k], at, W) : load_col(b, d, b->inp[k], at, W)).c[0];
 		}
 		transpose(b, v, W);
 	}
@@ -631,9 +677,9 @@ void kern_bind_inputs(B *b, LLVMValueRef j)
 		if (j) {
 			int st = b->row_lanes && staged(&c->col[k]), lanes = b->row_lanes ? 1 : L->W;
 			L->bind[c->col[k].var] = st ? kern_staged_col(b, k, b->colslot)
-						    : load_decl(b, &c->col[k], b->inp[nin], j, lanes);
+						    : load_col(b, &c->col[k], b->inp[nin], j, lanes);
 			if (!st)
-				bound_wide(b, &c->col[k], b->inp[nin], j, lanes);
+				bound_wide(b, &c->col[k], b->inp[nin], key_elem(b, j), lanes);
 		}
 	for (int k = 0; k < c->nrow; k++, nin++) {
 		int plain = !b->rowv && !b->row_lanes;
@@ -1176,6 +1222,10 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod)
 		kern_build_reduce2(&b);
 	if (k->group > 1)
 		kern_build_reduce_rows(&b);
+	if (k->paged && kern_reduces_pages(k))
+		kern_build_reduce_pages(&b);
+	if (k->paged && k->group > 1)
+		kern_build_reduce_rows_pages(&b);
 	if (k->c->nmap)
 		kern_build_map(&b);
 	if (k->map_stream)

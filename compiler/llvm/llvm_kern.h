@@ -177,6 +177,11 @@ void kern_reduce_lanes(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one
 void kern_build_reduce2(B *b);
 void kern_build_reduce_rows(B *b);
 void kern_build_reduce(B *b);
+/* Paged kernels (Kern.paged): assoc_reduce_pages, where the reduce folds
+ * in one lane (kern_reduces_pages), and assoc_reduce_rows_pages, which
+ * read a row's keys page by page through its block table (llvm_reduce.c). */
+void kern_build_reduce_pages(B *b);
+void kern_build_reduce_rows_pages(B *b);
 /* Positions per block of reduce_filtered (llvm_reduce.c), and whether it
  * serves c: topk lists beside max and min fields, scalar elements. */
 enum { FILTER_LANES = 16 };

@@ -2099,6 +2099,94 @@ static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef 
 	return end;
 }
 
+/* ---- keys read in place from a paged pool ---- */
+
+/* The loop over pages p0 .. p1 - 1 of the paged functions: in its body
+ * each column pointer is moved by the page's distance from where its
+ * keys would lie in one run of keys ((table[q] - q) * page_size keys, a
+ * key key_stride heads of its width apart), so that key j of [lo, hi),
+ * the page's keys, is read where the unpaged loops read key j.  The
+ * lookup is one load a page; the loops over its keys are the unpaged
+ * ones. */
+typedef struct {
+	Loop q;
+	LLVMValueRef in[256]; /* the column pointers outside it */
+} PageLoop;
+
+static void pages_begin(B *b, PageLoop *pl, LLVMValueRef p0, LLVMValueRef p1, LLVMValueRef table, LLVMValueRef ps,
+			LLVMValueRef *lo, LLVMValueRef *hi)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	pl->q = kern_loop_begin(b, p0, p1, 1);
+	LLVMValueRef q = pl->q.iv;
+	LLVMValueRef at = LLVMBuildGEP2(L->b, b->i32, LLVMBuildBitCast(L->b, table, LLVMPointerType(b->i32, 0), ""), &q, 1, "");
+	LLVMValueRef page = LLVMBuildSExt(L->b, LLVMBuildLoad2(L->b, b->i32, at, "page"), b->i64, "");
+	LLVMValueRef shift = LLVMBuildMul(L->b, LLVMBuildSub(L->b, page, q, ""), ps, "");
+	for (int k = 0; k < c->ncol; k++) {
+		const Decl *d = &c->col[k];
+		long long key = (long long)b->k->key_stride * spec_decl_width(d) * (long long)run_kind_size(d->storage);
+		LLVMValueRef bytes = LLVMBuildMul(L->b, shift, ci64(b, key), "");
+		pl->in[k] = b->inp[c->nelem + k];
+		b->inp[c->nelem + k] = LLVMBuildGEP2(L->b, b->i8, pl->in[k], &bytes, 1, "page_keys");
+	}
+	*lo = LLVMBuildMul(L->b, q, ps, "");
+	LLVMValueRef end = LLVMBuildAdd(L->b, *lo, ps, "");
+	*hi = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, end, b->len, ""), end, b->len, "");
+	lower_scope(L, L->W);
+}
+
+static void pages_end(B *b, PageLoop *pl)
+{
+	Carrier *c = b->k->c;
+	for (int k = 0; k < c->ncol; k++)
+		b->inp[c->nelem + k] = pl->in[k];
+	kern_loop_end(b, &pl->q);
+	lower_scope(&b->L, b->L.W);
+}
+
+int kern_reduces_pages(const Kern *k)
+{
+	return !(k->lanes > 1 || k->accs > 1) && !(k->ordered > 1) && !k->select && !kern_filter_fits(k->c);
+}
+
+/* assoc_reduce_pages(a, i, p0, p1, st, table, page_size): st = the fold of
+ * row i over the keys of pages p0 .. p1 - 1 (key j of the row in slot
+ * j % page_size of pool page table[j / page_size], the last page's up to
+ * a->len), from the identity: the one-lane path of assoc_reduce (tiles of
+ * a max-rescale merge, else key by key) in a loop over the pages, its
+ * state carried from page to page.  Only for kern_reduces_pages. */
+void kern_build_reduce_pages(B *b)
+{
+	Carrier *c = b->k->c;
+	Kern *k = b->k;
+	LLVMTypeRef p[7];
+	kern_sig(b, 7, p);
+	p[4] = b->i8p, p[5] = b->i8p;
+	LLVMValueRef f = kern_begin_fn(b, "assoc_reduce_pages", p, 7);
+	b->i = LLVMGetParam(f, 1);
+	LV *tmp = calloc(4 * c->nstate, sizeof *tmp);
+	lower_scope(&b->L, 1);
+	LV *one = kern_state_slots(b);
+	kern_identity(b, b->st);
+	kern_slots_store(b, one, b->st);
+	PageLoop pl;
+	LLVMValueRef lo, hi;
+	pages_begin(b, &pl, LLVMGetParam(f, 2), LLVMGetParam(f, 3), LLVMGetParam(f, 5), LLVMGetParam(f, 6), &lo, &hi);
+	LLVMValueRef tail = k->mr_field >= 0 && k->tile > 1 ? reduce_tiles(b, one, lo, hi, tmp) : lo;
+	lower_scope(&b->L, 1);
+	Loop l = kern_loop_begin(b, tail, hi, 1);
+	lower_scope(&b->L, 1);
+	kern_step_slots(b, one, l.iv, tmp);
+	kern_loop_end(b, &l);
+	pages_end(b, &pl);
+	kern_slots_load(b, one, b->st);
+	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
+	free(one);
+	free(tmp);
+	kern_end_fn(b);
+}
+
 void kern_build_reduce(B *b)
 {
 	Carrier *c = b->k->c;
@@ -2314,17 +2402,20 @@ static LLVMValueRef *fields_in_arrays(B *b, LV *acc)
  * one lane, so the dot product of a query with a key is a chain of vector
  * multiply-adds with no horizontal sum, and the state's vectors update
  * group rows an instruction.  Tiles of positions fold as in reduce_tiles. */
-void kern_build_reduce_rows(B *b)
+/* And assoc_reduce_rows_pages(a, i, p0, p1, st, table, page_size), with
+ * paged: the rows over the keys of pages p0 .. p1 - 1 as
+ * assoc_reduce_pages reads them, the loops over a page's keys these. */
+static void build_reduce_rows(B *b, int paged)
 {
 	Kern *k = b->k;
 	/* tile_body and tile_mask_branch read k->tile: this function's, until its end */
 	int ns = k->c->nstate, G = k->group, T = k->rows_tile, one_row_tile = k->tile;
 	k->tile = T;
-	LLVMTypeRef p[5];
-	kern_sig(b, 5, p);
-	p[4] = b->i8p;
+	LLVMTypeRef p[7];
+	kern_sig(b, paged ? 7 : 5, p);
+	p[4] = b->i8p, p[5] = paged ? b->i8p : p[5];
 	b->row_lanes = 1;
-	LLVMValueRef f = kern_begin_fn(b, "assoc_reduce_rows", p, 5);
+	LLVMValueRef f = kern_begin_fn(b, paged ? "assoc_reduce_rows_pages" : "assoc_reduce_rows", p, paged ? 7 : 5);
 	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
 	LV *tmp = calloc(4 * ns, sizeof *tmp), *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[VTILE + 1];
 	b->i = LLVMGetParam(f, 1);
@@ -2369,6 +2460,9 @@ void kern_build_reduce_rows(B *b)
 		for (int r = 0; r < c->nrow; r++)
 			b->rowv[r] = kern_row_lanes_decl(b, &c->row[r], b->inp[c->nelem + c->ncol + r]);
 	}
+	PageLoop pl;
+	if (paged)
+		pages_begin(b, &pl, LLVMGetParam(f, 2), LLVMGetParam(f, 3), LLVMGetParam(f, 5), LLVMGetParam(f, 6), &lo, &hi);
 	Loop l = kern_loop_begin(b, lo, hi, T);
 	if (cw) {
 		kern_stage_columns(b, l.iv, T);
@@ -2390,6 +2484,8 @@ void kern_build_reduce_rows(B *b)
 	b->colslot = 0;
 	kern_step_slots(b, acc, e.iv, tmp);
 	kern_loop_end(b, &e);
+	if (paged)
+		pages_end(b, &pl);
 	kern_slots_load(b, acc, b->st);
 	/* each row's state out of its lane: the fields in arrays by a loop
 	 * over their components, the others unrolled */
@@ -2424,3 +2520,6 @@ void kern_build_reduce_rows(B *b)
 	k->tile = one_row_tile;
 	kern_end_fn(b);
 }
+
+void kern_build_reduce_rows(B *b) { build_reduce_rows(b, 0); }
+void kern_build_reduce_rows_pages(B *b) { build_reduce_rows(b, 1); }
