@@ -953,6 +953,48 @@ Test(paged, library_runs_a_paged_batch)
 	spec_carrier_free(c);
 }
 
+/* assoc_run_paged on cpu compiles its kernel for the pool's key/value
+ * heads and keeps it: pools of 2, 4 and again 2 key/value heads under 4
+ * query heads (decoding, pages of 16), each giving the very bits of the
+ * cpu device's run of the batch. */
+Test(paged, library_cpu_kernel_follows_the_pool, .timeout = 300)
+{
+	Carrier *c = load_ok("specs/attention_sink.yaml");
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load(&s, "specs/attention_sink.yaml", NULL, 0), ASSOC_OK);
+	AssocKernel *k;
+	if (assoc_compile(s, "cpu", 2, &k) != ASSOC_OK) {
+		cr_log_warn("cpu: %s", assoc_kernel_error(k));
+		assoc_kernel_free(k);
+		assoc_spec_free(s);
+		spec_carrier_free(c);
+		cr_skip_test("no cpu kernel");
+	}
+	const int kvs[] = {2, 4, 2};
+	for (int t = 0; t < 3; t++) {
+		char msg[512];
+		Paged *p = paged_drawn(c, 4, kvs[t], 3, 1, 300, 16, 31 + t, NULL, 0, msg, sizeof msg);
+		cr_assert(p, "%s", msg);
+		p->params[0] = 0.125; /* lib_run's scale */
+		cpu_in_place(p, 2, 0);
+		AssocPaged pg = {.batch = p->batch, .page_size = p->page_size, .pages = p->pages, .max_pages = p->max_pages,
+				 .block_table = p->table, .seq_lens = p->lens, .rows = 1};
+		void *out[2];
+		for (int i = 0; i < c->nfinal; i++)
+			out[i] = calloc(p->fin[i].n * p->fin[i].width, run_kind_size(p->fin[i].kind));
+		cr_assert_eq(lib_run(k, p, out, &pg), ASSOC_OK, "%s", assoc_kernel_error(k));
+		for (int i = 0; i < c->nfinal; i++) {
+			cr_assert(!memcmp(out[i], p->fin[i].p, p->fin[i].n * p->fin[i].width * run_kind_size(p->fin[i].kind)),
+				  "%d key/value heads: %s differs from the device's", kvs[t], c->finalize[i].name);
+			free(out[i]);
+		}
+		paged_free(p);
+	}
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+	spec_carrier_free(c);
+}
+
 /* The library's host form on chunked prefill in the serving layout:
  * several queries a sequence, a sequence of no keys and one of no
  * queries, lengths off the tiles, pages of 16 and 256, heads 4 on 2, the
@@ -960,7 +1002,8 @@ Test(paged, library_runs_a_paged_batch)
  * run does, each sequence checked against the float64 reference; then
  * assoc_run_paged on the caller's [rows][heads] arrays: on emu in the
  * batch's one launch, which reads q and writes the outputs in place and
- * must give the same bits; on cpu a sequence at a time, within rounding. */
+ * must give the same bits; on cpu in one call that reads the caller's
+ * pages in place (its reduce calls counted), within rounding. */
 Test(paged, library_runs_chunked_prefill_in_the_serving_layout, .timeout = 600)
 {
 	const char *path = "tests/attention/causal_bf16.yaml", *devs[] = {"emu", "cpu"};
@@ -986,7 +1029,10 @@ Test(paged, library_runs_chunked_prefill_in_the_serving_layout, .timeout = 600)
 			void *out[2];
 			for (int i = 0; i < c->nfinal; i++)
 				out[i] = calloc(p->fin[i].n * p->fin[i].width, run_kind_size(p->fin[i].kind));
+			int64_t calls = rt_cpu_paged_calls();
 			cr_assert_eq(lib_run(k, p, out, &pg), ASSOC_OK, "%s: %s", devs[d], assoc_kernel_error(k));
+			if (d == 1)
+				cr_assert_gt(rt_cpu_paged_calls(), calls, "cpu: no reduce call read the caller's pages");
 			for (int i = 0; i < c->nfinal; i++) {
 				Buffer got = p->fin[i];
 				got.p = out[i];

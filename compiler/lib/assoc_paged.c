@@ -1,6 +1,7 @@
 /* assoc_paged.c: assoc_run_paged and assoc_run_paged_device (assoc.h): a
  * batch of sequences over a paged key/value cache, on host arrays in one
- * launch where the kernel's device takes one (else each sequence gathered
+ * launch where the kernel's device takes one (the CPU's included: its keys
+ * read from the caller's pages in place; else each sequence gathered
  * from the caller's pages and run through assoc_run_heads, its outputs
  * written back into the caller's), and on device memory in one launch. */
 #include <stdarg.h>
@@ -85,17 +86,38 @@ static AssocStatus paged_module(AssocKernel *k, int page_size)
 	return ASSOC_OK;
 }
 
+/* The CPU's kernel for rb's pool (k->paged): compiled for its key stride
+ * and the rows of its widest view, as the one kept was or again. */
+static AssocStatus paged_kernel(AssocKernel *k, const RunBatch *rb)
+{
+	LlvmOpts lo = {0};
+	cpu_batch_opts(rb, &lo);
+	/* the rows as lanes plan() picks: the host's (0), else 8 or 4 */
+	lo.fit_rows = lo.fit_rows >= 16 ? 0 : lo.fit_rows >= 8 ? 8 : lo.fit_rows >= 4 ? 4 : 0;
+	if (k->paged && k->paged_opts.key_stride == lo.key_stride && k->paged_opts.fit_rows == lo.fit_rows)
+		return ASSOC_OK;
+	llvm_kernel_free(k->paged);
+	k->paged = NULL;
+	char why[sizeof k->err];
+	if (llvm_compile(k->s->c, &lo, &k->paged, why, sizeof why))
+		return paged_fail(k, ASSOC_ECOMPILE, "cpu: %s", why);
+	k->paged_opts = lo;
+	return ASSOC_OK;
+}
+
 /* The whole of p in one launch on k's device, where it takes one: on gpu
  * the paged module's batch kernels, on emu the emulator's (the batch's
- * arrays copied to the device once, the outputs back once), the caller's
- * [rows][heads] arrays read and written as they are.  *done 0 where the
- * device runs a sequence at a time: the CPU backend and the interpreter,
+ * arrays copied to the device once, the outputs back once), on cpu one
+ * call that reads the caller's pages in place and writes its [rows][heads]
+ * outputs (the queries gathered a sequence at a time, a few rows each).
+ * *done 0 where the device runs a sequence at a time: the interpreter,
  * and a carrier on the row templates or of no kernel that takes a batch. */
 static AssocStatus one_launch(AssocKernel *k, Paged *p, const AssocValue *params, int nparams, int *done)
 {
 	*done = 0;
 	const Device *dv = k->dev;
-	if (!k->gpu && !(dv && dv->paged && dv->run_batch))
+	int cpu = !dv && !k->gpu;
+	if (!k->gpu && !cpu && !(dv && dv->paged && dv->run_batch))
 		return ASSOC_OK;
 	AssocStatus st = lib_params_of(k, params, nparams, p->params);
 	if (!st && k->gpu)
@@ -109,11 +131,14 @@ static AssocStatus one_launch(AssocKernel *k, Paged *p, const AssocValue *params
 	for (int b = 0; !st && k->s->c->assume && b < p->batch; b++)
 		if (rb.seq[b]->rows && rundata_check_assume(rb.seq[b], why, sizeof why))
 			st = paged_fail(k, ASSOC_EINVAL, "sequence %d: %s", b, why);
+	if (!st && cpu)
+		st = paged_kernel(k, &rb);
 	int rc = st ? -1
 	       : k->gpu ? gpu_run_batch_open(k->pgpu, &rb, &(RunOpts){0}, why, sizeof why)
+	       : cpu	? cpu_batch_run(k->pool, k->paged, &rb, 0, why, sizeof why)
 			: dv->run_batch(&rb, &(RunOpts){.threads = k->threads}, why, sizeof why);
 	if (!st && rc < 0)
-		st = paged_fail(k, ASSOC_EDEVICE, "%s: %s", k->gpu ? "gpu" : dv->name, why);
+		st = paged_fail(k, ASSOC_EDEVICE, "%s: %s", k->gpu ? "gpu" : cpu ? "cpu" : dv->name, why);
 	*done = !st && rc == 0;
 	paged_batch_free(&rb);
 	return st;

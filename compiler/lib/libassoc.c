@@ -327,6 +327,8 @@ static void release(AssocKernel *k)
 	llvm_kernel_free(k->k);
 	llvm_kernel_free(k->narrow[0]);
 	llvm_kernel_free(k->narrow[1]);
+	llvm_kernel_free(k->paged);
+	k->paged = NULL;
 	release_gpu(k->gpu, k->ws, k->nws, k->mods, k->nmods);
 	lib_release_paged(k);
 	k->ws = NULL, k->mods = NULL, k->nws = k->nmods = 0;

@@ -46,6 +46,8 @@ struct AssocKernel {
 	int npmods;
 	LlvmKernel *k;      /* cpu: the compiled carrier, NULL elsewhere */
 	LlvmKernel *narrow[2]; /* compiled on demand: 4 and 8 rows as lanes (LlvmOpts.fit_rows) */
+	LlvmKernel *paged;  /* compiled on demand for assoc_run_paged: keys paged_opts.key_stride apart */
+	LlvmOpts paged_opts;
 	RtPool *pool;
 	int threads;
 	char err[1024];
