@@ -426,6 +426,16 @@ void kern_prefetch_cols(B *b, LLVMValueRef j, int n)
 		long long w = spec_decl_width(&c->col[k]), size = (long long)run_kind_size((TyKind)c->col[k].storage);
 		if (w * size < 64)
 			continue;
+		if (b->page_size) { /* the same keys of the next page, a page ahead */
+			long long key = b->k->key_stride * w * size;
+			LLVMValueRef at = LLVMBuildMul(L->b, LLVMBuildAdd(L->b, j, b->page_size, ""), ci64(b, key), "");
+			for (long long p = 0; p < n; p++)
+				for (long long t = 0; t < w * size; t += 64) {
+					LLVMValueRef o = LLVMBuildAdd(L->b, at, ci64(b, p * key + t), "");
+					kern_prefetch(b, LLVMBuildGEP2(L->b, b->i8, b->page_next[k], &o, 1, ""), PREFETCH_L1);
+				}
+			continue;
+		}
 		/* components from j + ahead on, a line apart, over n positions */
 		LLVMValueRef ahead = LLVMBuildAdd(L->b, j, ci64(b, (COL_PREFETCH_BYTES + w * size - 1) / (w * size)), "");
 		LLVMValueRef first = LLVMBuildMul(L->b, key_elem(b, ahead), ci64(b, w), "");

@@ -27,6 +27,10 @@ typedef struct {
 	LLVMValueRef args, in, out, params, rows, len, i;
 	LLVMValueRef period; /* CpuArgs.period, made at least 1 past the last row where it is 0 */
 	LLVMValueRef qpos;   /* CpuArgs.qpos */
+	/* In the page loop of a paged function (llvm_reduce.c): the page size,
+	 * and each column's pointer moved to the next page as inp[] is to this
+	 * one, for kern_prefetch_cols; else NULL */
+	LLVMValueRef page_size, page_next[256];
 	LLVMValueRef inp[256], outp[256], pv[256]; /* loaded once per function */
 	LV *st;       /* scratch: one LV per state field */
 	LLVMValueRef lmask; /* a partial last vector: its lanes below the end (masked loads and stores) */

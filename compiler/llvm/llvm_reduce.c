@@ -2130,6 +2130,21 @@ static void pages_begin(B *b, PageLoop *pl, LLVMValueRef p0, LLVMValueRef p1, LL
 		pl->in[k] = b->inp[c->nelem + k];
 		b->inp[c->nelem + k] = LLVMBuildGEP2(L->b, b->i8, pl->in[k], &bytes, 1, "page_keys");
 	}
+	/* the next page (this one, on the last), which the loops over this
+	 * page's keys prefetch (kern_prefetch_cols): key j's column pointer
+	 * there is where key j + page_size of the next page lies */
+	LLVMValueRef nq = LLVMBuildAdd(L->b, q, ci64(b, 1), "");
+	nq = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, nq, p1, ""), nq, q, "");
+	at = LLVMBuildGEP2(L->b, b->i32, LLVMBuildBitCast(L->b, table, LLVMPointerType(b->i32, 0), ""), &nq, 1, "");
+	LLVMValueRef next = LLVMBuildSExt(L->b, LLVMBuildLoad2(L->b, b->i32, at, ""), b->i64, "");
+	LLVMValueRef nshift = LLVMBuildMul(L->b, LLVMBuildSub(L->b, next, nq, ""), ps, "");
+	for (int k = 0; k < c->ncol; k++) {
+		const Decl *d = &c->col[k];
+		long long key = (long long)b->k->key_stride * spec_decl_width(d) * (long long)run_kind_size(d->storage);
+		LLVMValueRef bytes = LLVMBuildMul(L->b, nshift, ci64(b, key), "");
+		b->page_next[k] = LLVMBuildGEP2(L->b, b->i8, pl->in[k], &bytes, 1, "next_page_keys");
+	}
+	b->page_size = ps;
 	*lo = LLVMBuildMul(L->b, q, ps, "");
 	LLVMValueRef end = LLVMBuildAdd(L->b, *lo, ps, "");
 	*hi = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, end, b->len, ""), end, b->len, "");
@@ -2141,6 +2156,7 @@ static void pages_end(B *b, PageLoop *pl)
 	Carrier *c = b->k->c;
 	for (int k = 0; k < c->ncol; k++)
 		b->inp[c->nelem + k] = pl->in[k];
+	b->page_size = NULL;
 	kern_loop_end(b, &pl->q);
 	lower_scope(&b->L, b->L.W);
 }
@@ -2464,6 +2480,8 @@ static void build_reduce_rows(B *b, int paged)
 	if (paged)
 		pages_begin(b, &pl, LLVMGetParam(f, 2), LLVMGetParam(f, 3), LLVMGetParam(f, 5), LLVMGetParam(f, 6), &lo, &hi);
 	Loop l = kern_loop_begin(b, lo, hi, T);
+	if (paged)
+		kern_prefetch_cols(b, l.iv, T);
 	if (cw) {
 		kern_stage_columns(b, l.iv, T);
 		b->L.dotpre = calloc((size_t)b->L.nmemo * VTILE, sizeof *b->L.dotpre);
