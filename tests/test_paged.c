@@ -830,7 +830,8 @@ Test(paged, bench_measures_against_a_copy_of_the_keys_read)
 		cr_skip_test("%s", out);
 	cr_assert_eq(st, 0, "%s", out);
 	cr_assert(strstr(out, "3 sequences of up to 500 keys in pages of 32"), "%s", out);
-	cr_assert(strstr(out, "K and V read") && strstr(out, "of copy"), "%s", out);
+	cr_assert(strstr(out, "in place: ") && strstr(out, "K and V read") && strstr(out, "of copy"), "%s", out);
+	cr_assert(strstr(out, "gathered first: ") && strstr(out, "unpaged: "), "%s", out);
 	cr_assert(strstr(out, "results match the float64 reference"), "%s", out);
 	cr_assert_eq(sh(ASSOC " bench specs/layer_norm.yaml --device cpu --page-size 32", out, sizeof out, 1), 2);
 	cr_assert(strstr(out, "cannot read paged keys and values"), "%s", out);
