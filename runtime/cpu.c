@@ -532,18 +532,19 @@ static int64_t view_pages(const PagedRun *r, const CpuPagedView *v)
 	return (v->a.len + r->pg->page_size - 1) / r->pg->page_size;
 }
 
-/* Rows i .. i + n - 1 of view v over its pages [p0, p1), one reduce call
- * of its columns moved to them (or, where ck moved nothing, at page 0
- * with the kernel's paged functions), into the n states from st. */
-static void paged_call(const PagedRun *r, const CpuPagedView *v, const CpuArgs *a, int64_t i, int n, int64_t p0,
-		       int64_t p1, unsigned char *st)
+/* Rows i .. i + n - 1 of view v over its pages [p0, p1) in one reduce
+ * call, into the n states from st: inside, the kernel's paged function
+ * (a's columns at page 0); else its reduce over the pages' keys, a's
+ * columns moved to them (pages one after another in the pool). */
+static void paged_call(const PagedRun *r, const CpuPagedView *v, const CpuArgs *a, int inside, int64_t i, int n,
+		       int64_t p0, int64_t p1, unsigned char *st)
 {
 	const CpuKernel *k = r->k;
 	int64_t ps = r->pg->page_size;
 	atomic_fetch_add_explicit(&paged_calls, 1, memory_order_relaxed);
-	if (a == &v->a && n == 1)
+	if (inside && n == 1)
 		k->reduce_pages(a, i, p0, p1, st, v->table, ps);
-	else if (a == &v->a)
+	else if (inside)
 		k->reduce_rows_pages(a, i, p0, p1, st, v->table, ps);
 	else
 		reduce_some(k, a, i, n, p0 * ps, p1 * ps < a->len ? p1 * ps : a->len, st);
@@ -614,7 +615,7 @@ static void paged_reduce(const PagedRun *r, const CpuPagedView *v, int64_t i, in
 		}
 		if (have && !tmp)
 			tmp = states(k, n, buf, sizeof buf);
-		paged_call(r, v, ca, i, n, q, e, have ? tmp : st);
+		paged_call(r, v, ca, inside, i, n, q, e, have ? tmp : st);
 		for (int g = 0; have && g < n; g++)
 			k->merge(&v->a, st + g * sb, tmp + g * sb, st + g * sb);
 		have = 1, q = e;
