@@ -936,6 +936,13 @@ Test(paged, library_runs_a_paged_batch)
 		cr_assert(strstr(assoc_kernel_error(k), "block_table[4][2]"), "%s", assoc_kernel_error(k));
 		cr_assert_eq(((unsigned char *)out[0])[0], 0x7f);
 		p->table[4 * p->max_pages + 2] = keep;
+		/* more keys than sequence 0's row of the table holds: refused, outputs untouched */
+		int32_t len0 = p->lens[0];
+		p->lens[0] = p->max_pages * p->page_size + 1;
+		cr_assert_eq(lib_run(k, p, out, &pg), ASSOC_EINVAL);
+		cr_assert(strstr(assoc_kernel_error(k), "seq_lens[0]"), "%s", assoc_kernel_error(k));
+		cr_assert_eq(((unsigned char *)out[0])[0], 0x7f);
+		p->lens[0] = len0;
 		/* a page size that is no power of two, a buffer of the wrong size */
 		AssocPaged bad = pg;
 		bad.page_size = 24;
