@@ -952,6 +952,25 @@ Test(paged, library_runs_a_paged_batch)
 		bad.pages = p->pages + 1; /* the pool's buffers are one page short of that */
 		cr_assert_eq(lib_run(k, p, out, &bad), ASSOC_ESIZE);
 		cr_assert(strstr(assoc_kernel_error(k), "[pages][page_size][kv_heads][width]"), "%s", assoc_kernel_error(k));
+		/* no layout: its own message, not the last call's */
+		cr_assert_eq(lib_run(k, p, out, NULL), ASSOC_EINVAL);
+		cr_assert_str_eq(assoc_kernel_error(k), "no paged layout (NULL)");
+		/* no queries at all: the row and output buffers of 0 bytes may be NULL */
+		int32_t no_q[64] = {0};
+		bad = pg;
+		bad.cu_seqlens_q = no_q;
+		AssocBuffer b0[8];
+		int n0 = 0;
+		for (int i = 0; i < c->nrow; i++)
+			b0[n0++] = (AssocBuffer){c->row[i].name, NULL, 0};
+		for (int i = 0; i < c->ncol; i++)
+			b0[n0++] = (AssocBuffer){c->col[i].name, p->col[i].p,
+						 p->col[i].n * p->col[i].width * run_kind_size(p->col[i].kind)};
+		for (int i = 0; i < c->nfinal; i++)
+			b0[n0++] = (AssocBuffer){c->finalize[i].name, NULL, 0};
+		cr_assert_lt(p->batch, 64);
+		cr_assert_eq(assoc_run_paged(k, p->heads, p->kv_heads, &bad, b0, n0, (AssocValue[]){{"scale", 0.125}}, 1),
+			     ASSOC_OK, "%s: %s", devs[d], assoc_kernel_error(k));
 		for (int i = 0; i < c->nfinal; i++)
 			free(out[i]);
 		assoc_kernel_free(k);

@@ -201,11 +201,16 @@ typedef struct {
  * systems align it): query r of q is at i = len - q + r, below 0 for the
  * first ones where q > len.  On "gpu" and "emu" the whole batch runs in
  * one launch of the paged kernels (on gpu the pool, the layout's arrays
- * and the rows copied to the device once, the outputs back once); where
- * no kernel of the carrier takes a batch (the row templates), and on
- * "cpu" and "interp", each sequence's keys are gathered from the pages
- * and it runs as assoc_run_heads runs it, its outputs written into the
- * batch's.  A sequence of no keys gives the finalize of the identity.
+ * and the rows copied to the device once, the outputs back once), and on
+ * "cpu" in one call that reads the keys in place through the table;
+ * where no kernel of the carrier takes a batch (the row templates on gpu
+ * and emu), and on "interp", each sequence's keys are gathered from the
+ * pages and it runs as assoc_run_heads runs it, its outputs written into
+ * the batch's.  There a carrier that reads i (a causal mask, a window) is
+ * refused (ASSOC_EDEVICE, saying so) for a sequence whose queries are not
+ * its first positions: those kernels count i from 0.  A buffer of 0
+ * bytes may be NULL.  A sequence of no keys gives the finalize of the
+ * identity.
  * A table entry outside the pool where a sequence reads, a length past
  * its row of the table, offsets that decrease: ASSOC_EINVAL
  * with the entry in assoc_kernel_error, nothing read or written; a buffer

@@ -35,7 +35,7 @@ static const AssocBuffer *bound(AssocKernel *k, const AssocBuffer *bufs, int nbu
 			}
 			b = &bufs[i];
 		}
-	if (!b || !b->data)
+	if (!b || (!b->data && want)) /* NULL holds 0 bytes, as assoc_run takes it */
 		*st = paged_fail(k, ASSOC_EINVAL, "no buffer for '%s' (%s)", name, layout);
 	else if (b->bytes != want)
 		*st = paged_fail(k, ASSOC_ESIZE, "buffer '%s' holds %zu bytes; %s takes %zu", name, b->bytes, layout, want);
@@ -147,10 +147,12 @@ static AssocStatus one_launch(AssocKernel *k, Paged *p, const AssocValue *params
 AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *pg,
 			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
 {
-	if (!k || !pg || nbufs < 0 || (nbufs && !bufs))
+	if (!k)
 		return ASSOC_EINVAL;
 	if (k->failed)
 		return ASSOC_EINVAL; /* k->err keeps why it did not compile */
+	if (!pg || nbufs < 0 || (nbufs && !bufs))
+		return paged_fail(k, ASSOC_EINVAL, "%s", !pg ? "no paged layout (NULL)" : "bad buffer list");
 	Carrier *c = k->s->c;
 	char msg[512];
 	AssocStatus bad = batch_ok(k, heads, kv_heads, pg, 0);
@@ -261,10 +263,12 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 				   const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams,
 				   void *stream)
 {
-	if (!k || !pg || nbufs < 0 || (nbufs && !bufs))
+	if (!k)
 		return ASSOC_EINVAL;
 	if (k->failed)
 		return ASSOC_EINVAL;
+	if (!pg || nbufs < 0 || (nbufs && !bufs))
+		return paged_fail(k, ASSOC_EINVAL, "%s", !pg ? "no paged layout (NULL)" : "bad buffer list");
 	Carrier *c = k->s->c;
 	if (!k->gpu)
 		return paged_fail(k, ASSOC_EDEVICE,
@@ -294,7 +298,7 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 				x = &bufs[j], given++;
 		if (given > 1)
 			st = paged_fail(k, ASSOC_EINVAL, "buffer '%s' is given twice", d->name);
-		else if (!x || !x->data)
+		else if (!x || (!x->data && x->bytes))
 			st = paged_fail(k, ASSOC_EINVAL, "no buffer for '%s' ([rows][heads][width])",
 					d->name);
 		else if (x->bytes % one)
