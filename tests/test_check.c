@@ -570,6 +570,19 @@ Test(check, special_values_follow_the_run_rule)
 	cr_assert_eq(check_special_agree(1, 2), -1, "both finite: a tolerance decides");
 }
 
+/* The same rule on rows with positions, where a NaN reference takes a
+ * NaN only (`run` on any row, the trials on rows holding NaN). */
+Test(check, special_values_match_on_rows_with_positions)
+{
+	cr_assert_eq(check_special_match(0, NAN), 0, "a number where the reference is NaN");
+	cr_assert_eq(check_special_match(NAN, NAN), 1);
+	cr_assert_eq(check_special_match(NAN, 0), 0);
+	cr_assert_eq(check_special_match(INFINITY, INFINITY), 1);
+	cr_assert_eq(check_special_match(-INFINITY, INFINITY), 0, "infinities of either sign apart");
+	cr_assert_eq(check_special_match(1e300, INFINITY), 0);
+	cr_assert_eq(check_special_match(-0.0, 0), -1, "both finite: a tolerance decides");
+}
+
 /* Attention with a sink: lawful and right on every row with a key, but
  * its lse is NaN on an empty row where the reference gives 0, which
  * `run --len 0` fails; the verdict fails it too, naming the output and

@@ -35,14 +35,14 @@ int check_values_agree(double x, double ex, double y, double ey, double u)
 	return fabs(x - y) <= TOL_K * u * (ex + ey) + 1e-300;
 }
 
-int check_special_agree(double got, double want)
+int check_special_match(double got, double want)
 {
-	if (isnan(want))
-		return 1;
-	if (isnan(got) || isinf(got) || isinf(want))
-		return got == want;
-	return -1;
+	if (isfinite(got) && isfinite(want))
+		return -1;
+	return (isnan(got) && isnan(want)) || got == want;
 }
+
+int check_special_agree(double got, double want) { return isnan(want) ? 1 : check_special_match(got, want); }
 
 /* Both sides overflowed, or one did where the other is near the top of
  * the range: a limit of floating point, not of the algebra. */

@@ -71,11 +71,13 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 int check_run_cases(Carrier *c, const CheckOpts *o, CheckResult *r, char *cases, size_t ncases, char *msg, size_t n);
 int check_ok(const CheckResult *r);
 /* The rule for an output value and its reference where either is not
- * finite, which `assoc run` (runcheck.c) and the soundness trials on empty
- * and fully masked rows share: a NaN reference takes any value (0/0 on an
- * empty row is undefined); otherwise a NaN or an infinity on either side
- * must be matched exactly.  1 when they agree, 0 when not, -1 when both
- * are finite (to be compared within a tolerance). */
+ * finite, which `assoc run` (runcheck.c) holds every output to: a NaN is
+ * matched by a NaN only, an infinity by the same infinity.  1 when they agree, 0 when not, -1 when both are
+ * finite (to be compared within a tolerance). */
+int check_special_match(double got, double want);
+/* The same rule on an empty or fully masked row, which `assoc run` and the
+ * soundness trials share: there a NaN reference (0/0 over no position) takes
+ * any value. */
 int check_special_agree(double got, double want);
 void check_result_free(CheckResult *r);
 

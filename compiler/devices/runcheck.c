@@ -83,15 +83,6 @@ enum { NAIVE_CAP = 4 };
  * the reference's float32 evaluation overflowed (check_outputs). */
 #define FOLD_NAIVE (-1.0)
 
-/* 1 where a NaN or an infinity on one side is matched on the other, 0
- * where it is not, -1 where both are finite. */
-static int special_agree(double got, double want)
-{
-	if (isfinite(got) && isfinite(want))
-		return -1;
-	return (isnan(got) && isnan(want)) || got == want;
-}
-
 /* empty: the value is that of no position (an empty or fully masked row,
  * or a scan's prefix of masked positions) */
 static void compare_value(OutCheck *oc, double got, double want, double naive, double bound, double share,
@@ -108,7 +99,7 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 		oc->empty_nan++; /* an empty row's 0 / 0: check takes any value there */
 		return;
 	}
-	int special = special_agree(got, want);
+	int special = check_special_match(got, want);
 	if (special >= 0) {
 		if (!special)
 			oc->at = oc->nan_mismatch++ ? oc->at : at; /* the first: at says where, a NaN before a ratio */
