@@ -857,3 +857,170 @@ Test(check, a_label_missed_at_the_last_position_fails_on_every_seed, .timeout = 
 	}
 	spec_carrier_free(c);
 }
+
+/* ---- rows holding NaN and infinities ---- */
+
+static void run_text(const char *spec, CheckResult *r, uint64_t seed)
+{
+	Carrier *c = text_ok(spec);
+	CheckOpts o;
+	check_defaults(&o);
+	o.seed = seed;
+	char msg[200];
+	cr_assert_eq(check_run(c, &o, r, msg, sizeof msg), 0, "%s", msg);
+	spec_carrier_free(c);
+}
+
+/* argmax's merge with max skipping a NaN while the index follows b
+ * wherever a.m > b.m fails: lawful over the reals and ok, but a NaN on
+ * the right takes the index in one grouping and not in another.  A
+ * warning with a row holding the NaN, on every seed tried. */
+Test(check, special_values_argmax_groupings_disagree, .timeout = 60)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		CheckResult r;
+		cr_assert_eq(run("tests/check/argmax_nan_skipped.yaml", &r, seed), 0);
+		cr_expect(check_ok(&r), "seed %llu: a warning, not a failure", (unsigned long long)seed);
+		const SpecialOutcome *s = &r.special;
+		cr_assert_eq(s->grouping, VERDICT_FAILS, "seed %llu: the NaN went unseen", (unsigned long long)seed);
+		cr_expect(strstr(s->group_detail, "idx is "), "%s", s->group_detail);
+		cr_expect(strstr(s->group_cex, "    row of x = [") && strstr(s->group_cex, "nan"), "%s", s->group_cex);
+		cr_expect(strstr(s->group_json, "\"row\": {\"x\": [") && strstr(s->group_json, "\"nan\""), "%s",
+			  s->group_json);
+		check_result_free(&r);
+	}
+}
+
+/* The shrunk witness is small: the row, both groupings and their states. */
+Test(check, special_values_witness_is_minimized)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/check/argmax_nan_skipped.yaml", &r, 1), 0);
+	const char *d = r.special.group_detail;
+	const char *len = strstr(d, "(row of length ");
+	cr_assert(len, "%s", d);
+	cr_expect_leq(atoi(len + strlen("(row of length ")), 4, "%s", d);
+	cr_expect(strstr(r.special.group_cex, "+"), "both groupings are shown: %s", r.special.group_cex);
+	check_result_free(&r);
+}
+
+/* The same carrier with the lift reading NaN as -inf (no state holds a
+ * NaN) and an identity whose index loses every tie (a device's
+ * accumulator starts from it): every grouping agrees, as does the
+ * reference. */
+Test(check, special_values_argmax_fixed_agrees)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/check/argmax_nan_as_neg_inf.yaml", &r, 1), 0);
+	cr_expect(check_ok(&r));
+	cr_assert_eq(r.special.grouping, VERDICT_HOLDS, "%s\n%s", r.special.group_detail, r.special.group_cex);
+	cr_assert_eq(r.special.reference, VERDICT_HOLDS, "%s\n%s", r.special.ref_detail, r.special.ref_cex);
+	cr_expect_geq(r.special.rows, 100, "rows that could not be drawn are few");
+	check_result_free(&r);
+}
+
+/* inf + -inf is NaN whichever way a sum is grouped; online softmax and
+ * logsumexp carry NaN and infinities through l whatever the grouping. */
+Test(check, special_values_agree_where_nan_propagates, .timeout = 60)
+{
+	static const char *const paths[] = {"tests/check/sum_inf.yaml", "specs/online_softmax.yaml",
+					    "specs/logsumexp.yaml"};
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+		CheckResult r;
+		cr_assert_eq(run(paths[i], &r, 1), 0);
+		cr_expect_eq(r.special.grouping, VERDICT_HOLDS, "%s: %s\n%s", paths[i], r.special.group_detail,
+			     r.special.group_cex);
+		cr_expect_eq(r.special.reference, VERDICT_HOLDS, "%s: %s\n%s", paths[i], r.special.ref_detail,
+			     r.special.ref_cex);
+		cr_expect_gt(r.special.rows, 0, "%s", paths[i]);
+		check_result_free(&r);
+	}
+}
+
+/* A max that reads +inf on the left as no value: a plain max on finite
+ * values, lawful there, but with a +inf in the row one grouping keeps it
+ * and another drops it. */
+Test(check, special_values_a_wrong_inf_is_seen)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/check/max_inf_skipped_left.yaml", &r, 1), 0);
+	cr_expect(check_ok(&r));
+	cr_assert_eq(r.special.grouping, VERDICT_FAILS);
+	cr_expect(strstr(r.special.group_cex, "inf"), "%s", r.special.group_cex);
+	cr_expect(strstr(r.special.group_detail, "m is "), "%s", r.special.group_detail);
+	check_result_free(&r);
+}
+
+/* A lift that puts 1e6 in place of NaN agrees with itself in every
+ * grouping, and with its reference max(x) on every row without a NaN;
+ * on a row holding one, the reference is NaN: the reference warning,
+ * with the row. */
+Test(check, special_values_reference_disagrees_only_on_special_rows)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/check/nan_max_replaced.yaml", &r, 1), 0);
+	cr_expect(check_ok(&r), "the ordinary rows match");
+	cr_expect_eq(r.sound, VERDICT_HOLDS);
+	cr_expect_eq(r.special.grouping, VERDICT_HOLDS, "%s", r.special.group_detail);
+	cr_assert_eq(r.special.reference, VERDICT_FAILS);
+	cr_expect(strstr(r.special.ref_detail, "m is 1000000 but the reference gives NaN"), "%s", r.special.ref_detail);
+	cr_expect(strstr(r.special.ref_cex, "nan"), "%s", r.special.ref_cex);
+	cr_expect(strstr(r.special.ref_json, "\"want\": \"nan\""), "%s", r.special.ref_json);
+	check_result_free(&r);
+}
+
+/* Every grouping starts each position from the identity, as a device's
+ * accumulators do: a max that skips NaN then drops a row's NaN in every
+ * grouping (max(-inf, NaN) = -inf, even on a row of NaN alone), and agrees
+ * with a reference that skips it too. */
+Test(check, special_values_start_from_the_identity)
+{
+	CheckResult r;
+	run_text("carrier: m\nelement: {x: f32}\nstate: {m: f32}\nidentity: {m: -inf}\nlift: {m: x}\n"
+		 "merge: {m: 'max(a.m, b.m)'}\nreference: {m: 'max(where(x == x, x, -inf))'}\nlaws: [commutative]\n",
+		 &r, 1);
+	cr_expect_eq(r.special.grouping, VERDICT_HOLDS, "%s\n%s", r.special.group_detail, r.special.group_cex);
+	cr_expect_eq(r.special.reference, VERDICT_HOLDS, "%s\n%s", r.special.ref_detail, r.special.ref_cex);
+	check_result_free(&r);
+}
+
+/* Nothing to put a special value in, or an assume that admits none: not
+ * tried, and said so (rows 0). */
+Test(check, special_values_not_tried)
+{
+	CheckResult r;
+	run_text("carrier: c\nelement: {k: i32}\nstate: {n: i32}\nidentity: {n: 0}\nlift: {n: k}\n"
+		 "merge: {n: a.n + b.n}\nlaws: [commutative]\n", &r, 1);
+	cr_expect_eq(r.special.inputs, 0);
+	cr_expect_eq(r.special.rows, 0);
+	cr_expect_eq(r.special.grouping, VERDICT_NA);
+	check_result_free(&r);
+	run_text("carrier: c\nelement: {x: f32}\nassume: abs(x) < 100 && x != 0\nstate: {s: f32}\nidentity: {s: 0}\n"
+		 "lift: {s: x}\nmerge: {s: a.s + b.s}\nlaws: [commutative]\n", &r, 1);
+	cr_expect_eq(r.special.inputs, 1);
+	cr_expect_eq(r.special.rows, 0, "abs(x) < 100 && x != 0 holds for none of NaN, inf, -0, 3e38");
+	cr_expect_eq(r.special.grouping, VERDICT_NA);
+	check_result_free(&r);
+}
+
+/* Off where asked (run and emit do not report them), and cheap where on:
+ * a few hundred rows, well under the law trials' time. */
+Test(check, special_values_off_and_cheap, .timeout = 60)
+{
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	CheckOpts o;
+	check_defaults(&o);
+	cr_expect_leq(o.special_rows, 400);
+	CheckResult on, off;
+	char msg[200];
+	cr_assert_eq(check_run(c, &o, &on, msg, sizeof msg), 0);
+	o.special_rows = 0;
+	cr_assert_eq(check_run(c, &o, &off, msg, sizeof msg), 0);
+	cr_expect_eq(off.special.rows, 0);
+	cr_expect_eq(off.special.grouping, VERDICT_NA);
+	cr_expect_lt(on.seconds - off.seconds, 0.5 * off.seconds + 0.05, "specials %.3f s of %.3f s",
+		     on.seconds - off.seconds, on.seconds);
+	check_result_free(&on);
+	check_result_free(&off);
+	spec_carrier_free(c);
+}

@@ -20,6 +20,7 @@ void check_defaults(CheckOpts *o)
 	o->seed = 1;
 	o->trials = 20000;
 	o->id_trials = 2000;
+	o->special_rows = 150;
 }
 
 /* ---- comparing states ---- */
@@ -401,6 +402,7 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 			r->sound = VERDICT_NA;
 		else
 			check_soundness(&k, r);
+		check_specials(&k, r);
 	}
 	ck_free(&k);
 	eval_free(&m);
@@ -520,5 +522,11 @@ void check_result_free(CheckResult *r)
 		free(r->err[i].name);
 	free(r->err);
 	free(r->input_error);
+	free(r->special.group_detail);
+	free(r->special.group_cex);
+	free(r->special.group_json);
+	free(r->special.ref_detail);
+	free(r->special.ref_cex);
+	free(r->special.ref_json);
 	memset(r, 0, sizeof *r);
 }

@@ -19,6 +19,7 @@ typedef struct {
 	const Define *params; /* name=value overrides of params */
 	int nparams;
 	int no_sound;  /* leave out soundness against the reference */
+	int special_rows; /* rows holding NaN, infinities, -0 or values near FLT_MAX (0: none) */
 } CheckOpts;
 
 typedef enum { VERDICT_HOLDS, VERDICT_FAILS, VERDICT_NA } Verdict;
@@ -44,6 +45,20 @@ typedef struct {
 	int compared_empty; /* values compared on rows with no unmasked position, neither side NaN */
 } ErrOutcome;
 
+/* What the carrier does on rows whose float element and column inputs hold
+ * NaN, +-inf, -0 or values near FLT_MAX among ordinary ones.  A warning,
+ * never a failure: the laws are over the reals, where a merge may treat a
+ * NaN as it likes; but then devices, each grouping the fold its own way,
+ * may give different results on such rows. */
+typedef struct {
+	int inputs;        /* float components of element and column inputs (0: nothing to try) */
+	int rows;          /* rows drawn holding a special value where `assume` holds */
+	Verdict grouping;  /* one accumulator against trees of them, commuted, an identity merged in; NA without rows */
+	char *group_detail, *group_cex, *group_json;
+	Verdict reference; /* special-ness and values against the reference; NA without one or without rows */
+	char *ref_detail, *ref_cex, *ref_json;
+} SpecialOutcome;
+
 typedef struct {
 	LawOutcome law[3];
 	int nlaw;
@@ -57,6 +72,7 @@ typedef struct {
 	ErrOutcome *err;
 	int nerr;
 	char *input_error; /* inputs where `assume` holds could not be drawn */
+	SpecialOutcome special;
 	double seconds;
 } CheckResult;
 
@@ -71,8 +87,9 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 int check_run_cases(Carrier *c, const CheckOpts *o, CheckResult *r, char *cases, size_t ncases, char *msg, size_t n);
 int check_ok(const CheckResult *r);
 /* The rule for an output value and its reference where either is not
- * finite, which `assoc run` (runcheck.c) holds every output to: a NaN is
- * matched by a NaN only, an infinity by the same infinity.  1 when they agree, 0 when not, -1 when both are
+ * finite, which `assoc run` (runcheck.c) and the trials on rows holding
+ * NaN or infinities share: a NaN is matched by a NaN only, an infinity by
+ * the same infinity.  1 when they agree, 0 when not, -1 when both are
  * finite (to be compared within a tolerance). */
 int check_special_match(double got, double want);
 /* The same rule on an empty or fully masked row, which `assoc run` and the

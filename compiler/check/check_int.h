@@ -32,6 +32,10 @@ int check_values_agree(double x, double ex, double y, double ey, double u);
 int check_trial_eval(Ck *k, Trial *t, Sample **s);
 int check_trial_arity(TrialKind kind);
 void check_soundness(Ck *k, CheckResult *r);
+/* Rows holding special values (special.c): fills r->special. */
+void check_specials(Ck *k, CheckResult *r);
+/* The reference output named name (per row or per position), or -1. */
+int check_ref_index(Carrier *c, const char *name, int per_row);
 void check_shrink(Ck *k, Trial *t, Sample **s, int (*still_fails)(Ck *, Trial *, Sample **));
 
 /* Counterexample text and JSON in the spec's terms (cex.c). */

@@ -487,6 +487,12 @@ void eval_const_rounding(Machine *m, int on)
 	}
 }
 
+int eval_fold_split(int lo, int hi, Shape shape, uint64_t *rng)
+{
+	return shape == SHAPE_LEFT ? hi - 1 : shape == SHAPE_RIGHT ? lo + 1 : shape == SHAPE_BALANCED
+		? lo + (hi - lo) / 2 : rng_int(rng, lo + 1, hi - 1);
+}
+
 void eval_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
 	    double *e)
 {
@@ -501,8 +507,7 @@ void eval_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape,
 			eval_lift(m, mode, r, lo, v, e);
 		return;
 	}
-	int k = shape == SHAPE_LEFT ? hi - 1 : shape == SHAPE_RIGHT ? lo + 1 : shape == SHAPE_BALANCED
-		? lo + (hi - lo) / 2 : rng_int(rng, lo + 1, hi - 1);
+	int k = eval_fold_split(lo, hi, shape, rng);
 	double *t = malloc(4 * m->sw * sizeof *t);
 	if (!t)
 		abort();

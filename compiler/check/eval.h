@@ -59,6 +59,10 @@ void eval_merge(Machine *m, Mode mode, const double *av, const double *ae, const
 /* Fold positions [lo, hi) of r; SHAPE_RANDOM draws split points from *rng. */
 void eval_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
 	    double *e);
+/* Where eval_fold splits [lo, hi) (hi - lo >= 2) into [lo, k) and [k, hi),
+ * folding the left part first: a fold's grouping can be retraced by
+ * drawing the same splits. */
+int eval_fold_split(int lo, int hi, Shape shape, uint64_t *rng);
 void eval_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const double *se, double *out,
 		double *oute);
 void eval_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,

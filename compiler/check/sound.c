@@ -52,7 +52,7 @@ static void work_free(Work *w)
 		free(all[i]);
 }
 
-static int ref_index(Carrier *c, const char *name, int per_row)
+int check_ref_index(Carrier *c, const char *name, int per_row)
 {
 	for (int k = 0; k < c->nref; k++)
 		if (c->ref[k].per_row == per_row && !strcmp(c->ref[k].name, name))
@@ -195,7 +195,7 @@ static int row_check(Ck *k, Work *w, Sample *s, CheckResult *r, Miss *miss)
 	if (r)
 		eval_reference(m, MODE_F32, row, w->ref32, w->ref32e, w->pos32, w->pos32e);
 	for (int o = 0; o < c->nfinal; o++) {
-		int q = ref_index(c, c->finalize[o].name, 1), at = m->finoff[o], rat = m->refoff[q < 0 ? 0 : q];
+		int q = check_ref_index(c, c->finalize[o].name, 1), at = m->finoff[o], rat = m->refoff[q < 0 ? 0 : q];
 		Sides sd = {w->fin + at, w->fine + at, w->fin32 + at, w->refv + rat, w->refe + rat, w->ref32 + rat, 0};
 		if (q >= 0 && compare(r, &c->finalize[o], 0, -1, sd, m->finoff[o + 1] - at, empty, s->fam, miss))
 			return 1;
@@ -204,7 +204,7 @@ static int row_check(Ck *k, Work *w, Sample *s, CheckResult *r, Miss *miss)
 		eval_map(m, MODE_F64, row, j, w->sv, w->se, w->map, w->mape);
 		eval_map(m, MODE_F32, row, j, w->s32, w->se, w->map32, NULL);
 		for (int o = 0; o < c->nmap; o++) {
-			int q = ref_index(c, c->map[o].name, 0), mo = m->mapoff[o];
+			int q = check_ref_index(c, c->map[o].name, 0), mo = m->mapoff[o];
 			size_t at = (size_t)j * m->refw + m->refoff[q >= 0 ? q : 0];
 			Sides sd = {w->map + mo, w->mape + mo, w->map32 + mo, w->posv + at, w->pose + at, w->pos32 + at,
 				    q >= 0 ? pos_scale(m, w, row->len, q) : 0};
@@ -271,10 +271,10 @@ static void add_err_slots(CheckResult *r, Carrier *c)
 	if (!r->err)
 		abort();
 	for (int o = 0; o < c->nfinal; o++)
-		if (ref_index(c, c->finalize[o].name, 1) >= 0)
+		if (check_ref_index(c, c->finalize[o].name, 1) >= 0)
 			r->err[r->nerr++].name = strdup(c->finalize[o].name);
 	for (int o = 0; o < c->nmap; o++)
-		if (ref_index(c, c->map[o].name, 0) >= 0)
+		if (check_ref_index(c, c->map[o].name, 0) >= 0)
 			r->err[r->nerr++].name = strdup(c->map[o].name);
 }
 

@@ -315,6 +315,7 @@ static int laws_hold(Ex *x, Carrier *dc, Verdicts *v, char *why, size_t n)
 	o.check.seed = x->o->seed;
 	o.check.trials = x->o->trials;
 	o.check.id_trials = x->o->trials < 2000 ? x->o->trials : 2000;
+	o.check.special_rows = 0; /* candidates are ranked by their laws alone */
 	o.check.params = x->o->params, o.check.nparams = x->o->nparams;
 	CarrierVerdict cv;
 	char msg[200];

@@ -1,0 +1,651 @@
+/* special.c: rows whose float element and column inputs hold NaN, +-inf,
+ * -0 or values near FLT_MAX among ordinary ones.
+ *
+ * The laws are proved and tried over the reals.  A device folds a row from
+ * accumulators that start at the identity, one thread's over many
+ * positions or many threads' over one each, merged in a tree of its own:
+ * over the reals every such grouping gives the same result, but on rows
+ * holding NaN or infinities a lawful merge can give different ones (a max
+ * that skips NaN beside an index taken from whichever side is not
+ * greater), and devices then disagree with each other.  The same rows are
+ * held to the reference by the rule `assoc run` holds results to
+ * (check_special_match).  What these trials find is a warning: a carrier
+ * lawful on the reals stays accepted. */
+#include <fenv.h>
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/check/check_int.h"
+
+enum { LEN_MAX = 12, LONG_LEN_MAX = 24 };
+
+typedef enum { SP_NAN, SP_POS_INF, SP_NEG_INF, SP_NEG_ZERO, SP_HUGE, NSPECIAL } SpecialKind;
+
+/* How often each kind is drawn: NaN and the infinities are what a merge
+ * most often mishandles. */
+static const int kind_weight[NSPECIAL] = {3, 2, 2, 1, 1};
+
+/* One accumulator over the whole row against a tree of one-position
+ * accumulators; a+b against b+a of two such trees (where the carrier
+ * claims commutative); a tree with one more identity merged on its left or
+ * its right (a thread left without positions) against the tree alone. */
+typedef enum { G_TREE, G_COMM, G_ELEFT, G_ERIGHT, NGROUPING } Grouping;
+
+/* The first output that differs: its definition, component and position. */
+typedef struct {
+	const Def *out;
+	int is_map, comp, pos;
+	double x, y;
+} Diff;
+
+typedef struct {
+	Grouping g;
+	int split;           /* G_COMM: a folds [0, split), b [split, len) */
+	double *sv[2], *se[2]; /* both sides' states and error bounds */
+	double *a, *ae, *b, *be;
+	double *tmp; /* 4 states for fold_accumulated */
+	double *out[2], *oute[2]; /* finalize outputs, then map outputs position by position */
+	double *ref, *refe, *pos, *pose;
+	Diff d;
+} Sp;
+
+static double *grab(size_t n)
+{
+	double *p = calloc(n ? n : 1, sizeof *p);
+	if (!p)
+		abort();
+	return p;
+}
+
+static void sp_init(Sp *w, Machine *m)
+{
+	size_t outw = m->finw + (size_t)LONG_LEN_MAX * m->mapw;
+	for (int i = 0; i < 2; i++) {
+		w->sv[i] = grab(m->sw), w->se[i] = grab(m->sw);
+		w->out[i] = grab(outw), w->oute[i] = grab(outw);
+	}
+	w->a = grab(m->sw), w->ae = grab(m->sw), w->b = grab(m->sw), w->be = grab(m->sw);
+	w->tmp = grab(4 * (size_t)m->sw);
+	w->ref = grab(m->refw), w->refe = grab(m->refw);
+	w->pos = grab((size_t)LONG_LEN_MAX * m->refw), w->pose = grab((size_t)LONG_LEN_MAX * m->refw);
+}
+
+static void sp_free(Sp *w)
+{
+	for (int i = 0; i < 2; i++) {
+		free(w->sv[i]), free(w->se[i]);
+		free(w->out[i]), free(w->oute[i]);
+	}
+	free(w->a), free(w->ae), free(w->b), free(w->be), free(w->tmp);
+	free(w->ref), free(w->refe), free(w->pos), free(w->pose);
+}
+
+/* ---- drawing rows ---- */
+
+static SpecialKind draw_kind(uint64_t *rng)
+{
+	int total = 0;
+	for (int k = 0; k < NSPECIAL; k++)
+		total += kind_weight[k];
+	int u = rng_int(rng, 0, total - 1), k = 0;
+	while (u >= kind_weight[k])
+		u -= kind_weight[k++];
+	return (SpecialKind)k;
+}
+
+/* A value of this kind in this storage; a huge one is the largest finite
+ * magnitude of the storage (f16's 65504) or up to half below it. */
+static double special_value(SpecialKind kind, TyKind storage, uint64_t *rng)
+{
+	switch (kind) {
+	case SP_NAN: return NAN;
+	case SP_POS_INF: return INFINITY;
+	case SP_NEG_INF: return -INFINITY;
+	case SP_NEG_ZERO: return -0.0;
+	default: break;
+	}
+	double top = storage == TY_F16 ? 65504 : FLT_MAX, sign = rng_next(rng) & 1 ? -1 : 1;
+	double v = ir_round(storage, sign * top * (1 - rng_unit(rng) / 2));
+	return isinf(v) ? ir_round(storage, sign * top / 2) : v;
+}
+
+static int float_width(const Decl *d, int n)
+{
+	int w = 0;
+	for (int k = 0; k < n; k++)
+		w += ty_is_float(d[k].ty) ? spec_decl_width(&d[k]) : 0;
+	return w;
+}
+
+/* Put specials into the float components of decls at one position, each
+ * with probability p, or (p > 1) into exactly one of them; how many.
+ * only: the one kind to draw, or -1 for any. */
+static int put_specials(const Decl *d, int n, const int *off, double *dst, double p, int only, uint64_t *rng)
+{
+	int put = 0, one = p > 1 ? rng_int(rng, 0, float_width(d, n) - 1) : -1;
+	for (int k = 0, at = 0; k < n; k++)
+		for (int t = 0; ty_is_float(d[k].ty) && t < spec_decl_width(&d[k]); t++, at++)
+			if (p > 1 ? at == one : rng_unit(rng) < p) {
+				SpecialKind kind = only >= 0 ? (SpecialKind)only : draw_kind(rng);
+				dst[off[k] + t] = special_value(kind, d[k].storage, rng);
+				put++;
+			}
+	return put;
+}
+
+/* Specials at position j of r (see put_specials), kept only where assume
+ * still holds: a spec that assumes x >= 0 says that -inf and NaN are not
+ * its inputs.  save: room for the position's inputs. */
+static int put_at(Machine *m, Row *r, int j, double p, int only, double *save, uint64_t *rng)
+{
+	Carrier *c = m->c;
+	double *col = r->colv + (size_t)j * m->colw, *el = r->elemv + (size_t)j * m->elemw;
+	memcpy(save, col, m->colw * sizeof *save);
+	memcpy(save + m->colw, el, m->elemw * sizeof *save);
+	int n, fc = float_width(c->col, c->ncol), fe = float_width(c->elem, c->nelem);
+	if (p > 1 && rng_int(rng, 0, fc + fe - 1) < fc)
+		n = put_specials(c->col, c->ncol, m->coloff, col, p, only, rng);
+	else if (p > 1)
+		n = put_specials(c->elem, c->nelem, m->elemoff, el, p, only, rng);
+	else
+		n = put_specials(c->col, c->ncol, m->coloff, col, p, only, rng) +
+		    put_specials(c->elem, c->nelem, m->elemoff, el, p, only, rng);
+	if (n && !eval_assume(m, r, j)) {
+		memcpy(col, save, m->colw * sizeof *save);
+		memcpy(el, save + m->colw, m->elemw * sizeof *save);
+		n = 0;
+	}
+	return n;
+}
+
+/* Specials at random positions of r, sparse, dense or everywhere (a max
+ * that skips NaN has only a row of NaN alone to show); one kind only in
+ * half the rows, so that a NaN does not hide what an infinity does.  Where
+ * none was put (a sparse draw on a short row, or assume refused them), one
+ * at one position is tried a few times.  How many were put. */
+static int inject(Machine *m, Row *r, uint64_t *rng)
+{
+	static const double density[] = {0.15, 0.3, 0.6, 1};
+	double p = density[rng_int(rng, 0, 3)], *save = grab(m->colw + m->elemw);
+	int only = rng_next(rng) & 1 ? (int)draw_kind(rng) : -1, put = 0;
+	for (int j = 0; j < r->len; j++)
+		put += put_at(m, r, j, p, only, save, rng);
+	for (int tries = 0; !put && r->len && tries < 8; tries++)
+		put = put_at(m, r, rng_int(rng, 0, r->len - 1), 2, only, save, rng);
+	free(save);
+	return put;
+}
+
+/* A row of ordinary values from a family with ties (the grid) or without,
+ * holding specials; NULL where none could be put. */
+static Sample *special_row(Ck *k, int t)
+{
+	static const DrawFamily fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_WIDE};
+	static const Shape trees[] = {SHAPE_RIGHT, SHAPE_BALANCED, SHAPE_RANDOM, SHAPE_RANDOM};
+	int len = rng_int(&k->rng, 0, 7) ? rng_int(&k->rng, 1, LEN_MAX) : rng_int(&k->rng, LEN_MAX + 1, LONG_LEN_MAX);
+	Sample *s = draw_sample_row(k->m, fams[t % 3], len, &k->rng);
+	if (!s)
+		return NULL;
+	s->shape = trees[rng_int(&k->rng, 0, 3)];
+	if (!inject(k->m, s->row, &k->rng)) {
+		draw_sample_free(s);
+		return NULL;
+	}
+	draw_sample_eval(k->m, s);
+	return s;
+}
+
+/* ---- comparing ---- */
+
+/* Two values the same up to rounding: NaN as NaN, an infinity as the same
+ * infinity.  Error bounds that the specials made infinite or NaN (an
+ * exp(-inf) on the way to a finite result) give way to a relative
+ * tolerance far above float64's rounding and far below a wrong answer. */
+static int same_value(double x, double ex, double y, double ey)
+{
+	int special = check_special_match(x, y);
+	if (special >= 0)
+		return special;
+	if (!isfinite(ex) || !isfinite(ey))
+		return fabs(x - y) <= 1e-9 * fmax(fabs(x), fabs(y));
+	return check_values_agree(x, ex, y, ey, check_unit_roundoff(MODE_F64));
+}
+
+static int unmasked(Machine *m, const Row *r)
+{
+	int n = 0;
+	for (int j = 0; j < r->len; j++)
+		n += !eval_masked(m, r, j);
+	return n;
+}
+
+/* Finalize and map outputs of a state into out (finalize, then each
+ * position's map outputs). */
+static void outputs(Machine *m, const Row *r, const double *sv, const double *se, double *out, double *oute)
+{
+	eval_finalize(m, MODE_F64, r, sv, se, out, oute);
+	for (int j = 0; m->map && j < r->len; j++)
+		eval_map(m, MODE_F64, r, j, sv, se, out + m->finw + (size_t)j * m->mapw, oute + m->finw + (size_t)j * m->mapw);
+}
+
+/* The first output where the two sides differ, into w->d; 0 where none does. */
+static int outputs_differ(Machine *m, Sp *w, const Row *r)
+{
+	Carrier *c = m->c;
+	for (int i = 0; i < 2; i++)
+		outputs(m, r, w->sv[i], w->se[i], w->out[i], w->oute[i]);
+	for (int o = 0; o < c->nfinal; o++)
+		for (int t = m->finoff[o]; t < m->finoff[o + 1]; t++)
+			if (!same_value(w->out[0][t], w->oute[0][t], w->out[1][t], w->oute[1][t])) {
+				w->d = (Diff){&c->finalize[o], 0, t - m->finoff[o], -1, w->out[0][t], w->out[1][t]};
+				return 1;
+			}
+	for (int j = 0; m->map && j < r->len; j++)
+		for (int o = 0; o < c->nmap; o++)
+			for (int t = m->mapoff[o]; t < m->mapoff[o + 1]; t++) {
+				size_t at = m->finw + (size_t)j * m->mapw + t;
+				if (!same_value(w->out[0][at], w->oute[0][at], w->out[1][at], w->oute[1][at])) {
+					w->d = (Diff){&c->map[o], 1, t - m->mapoff[o], j, w->out[0][at], w->out[1][at]};
+					return 1;
+				}
+			}
+	return 0;
+}
+
+/* ---- groupings ---- */
+
+/* ((e+p0)+p1)+p2: one accumulator from the identity, left to right (a
+ * masked position merges the identity, as in eval_fold). */
+static void fold_accumulated(Machine *m, const Row *r, double *v, double *e, double *t)
+{
+	int sw = m->sw;
+	eval_identity(m, MODE_F64, v, e);
+	for (int j = 0; j < r->len; j++) {
+		if (eval_masked(m, r, j))
+			eval_identity(m, MODE_F64, t, t + sw);
+		else
+			eval_lift(m, MODE_F64, r, j, t, t + sw);
+		memcpy(t + 2 * sw, v, sw * sizeof *v);
+		memcpy(t + 3 * sw, e, sw * sizeof *e);
+		eval_merge(m, MODE_F64, t + 2 * sw, t + 3 * sw, t, t + sw, v, e);
+	}
+}
+
+/* Positions [lo, hi) grouped as eval_fold groups them (the same splits
+ * drawn from *rng), each position merged onto its own identity: (e+p0)+(e+p1). */
+static void fold_seeded(Machine *m, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v, double *e)
+{
+	int sw = m->sw;
+	if (hi - lo <= 0 || (hi - lo == 1 && eval_masked(m, r, lo))) {
+		eval_identity(m, MODE_F64, v, e);
+		return;
+	}
+	double *t = grab(4 * (size_t)sw);
+	if (hi - lo == 1) {
+		eval_identity(m, MODE_F64, t, t + sw);
+		eval_lift(m, MODE_F64, r, lo, t + 2 * sw, t + 3 * sw);
+	} else {
+		int k = eval_fold_split(lo, hi, shape, rng);
+		fold_seeded(m, r, lo, k, shape, rng, t, t + sw);
+		fold_seeded(m, r, k, hi, shape, rng, t + 2 * sw, t + 3 * sw);
+	}
+	eval_merge(m, MODE_F64, t, t + sw, t + 2 * sw, t + 3 * sw, v, e);
+	free(t);
+}
+
+static int split_of(const Sp *w, const Row *r)
+{
+	return w->split < 1 ? 1 : w->split >= r->len ? r->len - 1 : w->split;
+}
+
+/* Both sides of w->g on s: the one accumulator and s's tree; a+b and b+a
+ * of two trees; an identity merged onto the tree and the tree alone.  A
+ * side whose merges overflowed float64 from finite values is no
+ * disagreement of groupings but of range (a product of many values near
+ * FLT_MAX): 0 then, as where the outputs agree. */
+static int grouping_differs(Ck *k, Sp *w, Sample *s)
+{
+	Machine *m = k->m;
+	const Row *r = s->row;
+	uint64_t rng = s->seed;
+	m->range = 0;
+	if (w->g == G_TREE) {
+		fold_accumulated(m, r, w->sv[0], w->se[0], w->tmp);
+		fold_seeded(m, r, 0, r->len, s->shape, &rng, w->sv[1], w->se[1]);
+	} else if (w->g != G_COMM) {
+		fold_seeded(m, r, 0, r->len, s->shape, &rng, w->a, w->ae);
+		eval_identity(m, MODE_F64, w->b, w->be);
+		if (w->g == G_ELEFT)
+			eval_merge(m, MODE_F64, w->b, w->be, w->a, w->ae, w->sv[0], w->se[0]);
+		else
+			eval_merge(m, MODE_F64, w->a, w->ae, w->b, w->be, w->sv[0], w->se[0]);
+		memcpy(w->sv[1], w->a, m->sw * sizeof *w->a);
+		memcpy(w->se[1], w->ae, m->sw * sizeof *w->ae);
+	} else {
+		if (r->len < 2)
+			return 0;
+		int split = split_of(w, r);
+		fold_seeded(m, r, 0, split, s->shape, &rng, w->a, w->ae);
+		fold_seeded(m, r, split, r->len, s->shape, &rng, w->b, w->be);
+		eval_merge(m, MODE_F64, w->a, w->ae, w->b, w->be, w->sv[0], w->se[0]);
+		eval_merge(m, MODE_F64, w->b, w->be, w->a, w->ae, w->sv[1], w->se[1]);
+	}
+	if (m->range & PROG_OVERFLOW)
+		return 0;
+	return outputs_differ(m, w, r);
+}
+
+static int grouping_fails(Ck *k, Trial *t, Sample **s)
+{
+	(void)t;
+	return grouping_differs(k, k->work, s[0]);
+}
+
+/* (e+p0)+((e+p1)+(e+p2)): positions lo..hi-1 as fold_seeded groups them,
+ * drawing the same splits from *rng. */
+static void put_grouping(Buf *b, int lo, int hi, Shape shape, uint64_t *rng, int outer)
+{
+	if (hi - lo <= 0) {
+		buf_puts(b, "e");
+		return;
+	}
+	if (hi - lo == 1) {
+		buf_printf(b, outer ? "e+p%d" : "(e+p%d)", lo);
+		return;
+	}
+	int k = eval_fold_split(lo, hi, shape, rng);
+	buf_puts(b, outer ? "" : "(");
+	put_grouping(b, lo, k, shape, rng, 0);
+	buf_puts(b, "+");
+	put_grouping(b, k, hi, shape, rng, 0);
+	buf_puts(b, outer ? "" : ")");
+}
+
+/* ((e+p0)+p1)+p2 */
+static void put_accumulated(Buf *b, int len)
+{
+	for (int j = 1; j < len; j++)
+		buf_puts(b, "(");
+	buf_puts(b, len ? "e+p0" : "e");
+	for (int j = 1; j < len; j++)
+		buf_printf(b, ")+p%d", j);
+}
+
+static void put_output(Buf *b, const Diff *d)
+{
+	buf_puts(b, d->out->name);
+	if (d->out->e->ty.len)
+		buf_printf(b, "[%d]", d->comp);
+	if (d->is_map)
+		buf_printf(b, " at position %d", d->pos);
+}
+
+static void put_value(Buf *b, double v)
+{
+	if (isnan(v))
+		buf_puts(b, "NaN");
+	else
+		buf_num(b, v, 9);
+}
+
+/* The row's scalar inputs as JSON arrays: {"x": [1, "nan"]}. */
+static void row_json(Buf *b, Machine *m, const Row *r)
+{
+	Carrier *c = m->c;
+	int first = 1;
+	buf_puts(b, "{");
+	for (int pass = 0; pass < 2; pass++) {
+		const Decl *d = pass ? c->col : c->elem;
+		int n = pass ? c->ncol : c->nelem, w = pass ? m->colw : m->elemw;
+		const int *off = pass ? m->coloff : m->elemoff;
+		const double *v = pass ? r->colv : r->elemv;
+		for (int k = 0; k < n; k++) {
+			if (d[k].ty.len)
+				continue;
+			buf_puts(b, first ? "" : ", ");
+			first = 0;
+			buf_json_str(b, d[k].name);
+			buf_puts(b, ": [");
+			for (int j = 0; j < r->len; j++) {
+				buf_puts(b, j ? ", " : "");
+				buf_json_num(b, v[(size_t)j * w + off[k]]);
+			}
+			buf_puts(b, "]");
+		}
+	}
+	buf_puts(b, "}");
+}
+
+static void describe_grouping(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
+{
+	Machine *m = k->m;
+	const Row *r = s->row;
+	Buf d = {0}, b = {0}, j = {0}, side[2] = {{0}, {0}};
+	uint64_t rng = s->seed;
+	int split = split_of(w, r);
+	if (w->g == G_TREE) {
+		put_accumulated(&side[0], r->len);
+		put_grouping(&side[1], 0, r->len, s->shape, &rng, 1);
+	} else if (w->g == G_COMM) {
+		buf_puts(&side[0], "a+b");
+		buf_puts(&side[1], "b+a");
+	} else {
+		buf_puts(&side[0], w->g == G_ELEFT ? "e+(" : "(");
+		put_grouping(&side[0], 0, r->len, s->shape, &rng, 1);
+		buf_puts(&side[0], w->g == G_ERIGHT ? ")+e" : ")");
+		rng = s->seed;
+		put_grouping(&side[1], 0, r->len, s->shape, &rng, 1);
+	}
+	put_output(&d, &w->d);
+	buf_puts(&d, " is ");
+	put_value(&d, w->d.x);
+	buf_printf(&d, " as %s but ", side[0].s);
+	put_value(&d, w->d.y);
+	buf_printf(&d, " as %s (row of length %d, float64)", side[1].s, r->len);
+	buf_puts(&b, "    row of");
+	cex_inputs(&b, m, r, 0, r->len);
+	buf_puts(&b, "\n");
+	if (w->g == G_ELEFT || w->g == G_ERIGHT) {
+		buf_puts(&b, "    e = ");
+		cex_state(&b, m, m->ident[MODE_F64], -1);
+		buf_puts(&b, "\n");
+	}
+	if (w->g == G_COMM) {
+		const char *name[2] = {"a", "b"};
+		const double *st[2] = {w->a, w->b};
+		int lo[2] = {0, split}, hi[2] = {split, r->len};
+		rng = s->seed;
+		for (int i = 0; i < 2; i++) {
+			buf_printf(&b, "    %s = ", name[i]);
+			put_grouping(&b, lo[i], hi[i], s->shape, &rng, 1);
+			buf_puts(&b, " = ");
+			cex_state(&b, m, st[i], -1);
+			buf_puts(&b, "\n");
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		buf_printf(&b, "    %s = ", side[i].s);
+		cex_state(&b, m, w->sv[i], -1);
+		buf_puts(&b, "\n");
+	}
+	static const char *const kind[NGROUPING] = {"tree", "commuted", "identity left", "identity right"};
+	buf_printf(&j, "{\"grouping\": \"%s\", \"length\": %d, \"row\": ", kind[w->g], r->len);
+	row_json(&j, m, r);
+	buf_puts(&j, ", \"output\": ");
+	buf_json_str(&j, w->d.out->name);
+	buf_printf(&j, ", \"component\": %d, \"position\": %d, \"lhs_name\": ", w->d.comp, w->d.pos);
+	buf_json_str(&j, side[0].s);
+	buf_puts(&j, ", \"rhs_name\": ");
+	buf_json_str(&j, side[1].s);
+	buf_puts(&j, ", \"lhs_value\": ");
+	buf_json_num(&j, w->d.x);
+	buf_puts(&j, ", \"rhs_value\": ");
+	buf_json_num(&j, w->d.y);
+	if (w->g == G_COMM) {
+		buf_puts(&j, ", \"a\": ");
+		cex_state_json(&j, m, w->a);
+		buf_puts(&j, ", \"b\": ");
+		cex_state_json(&j, m, w->b);
+	}
+	buf_puts(&j, ", \"lhs\": ");
+	cex_state_json(&j, m, w->sv[0]);
+	buf_puts(&j, ", \"rhs\": ");
+	cex_state_json(&j, m, w->sv[1]);
+	buf_puts(&j, "}");
+	free(side[0].s);
+	free(side[1].s);
+	o->group_detail = buf_take(&d);
+	o->group_cex = buf_take(&b);
+	o->group_json = buf_take(&j);
+}
+
+/* Try the row's groupings; on the first that differs, shrink the row and
+ * describe it.  1 when it differs. */
+static int try_groupings(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
+{
+	int comm = k->m->c->laws & LAW_COMMUTATIVE;
+	for (Grouping g = G_TREE; g < NGROUPING; g++) {
+		if (g == G_COMM && !comm)
+			continue;
+		w->g = g;
+		w->split = rng_int(&k->rng, 1, s->row->len > 1 ? s->row->len - 1 : 1);
+		if (!grouping_differs(k, w, s))
+			continue;
+		Sample *own = draw_sample_clone(k->m, s);
+		Trial t = {.kind = T_SOUND};
+		k->work = w;
+		check_shrink(k, &t, &own, grouping_fails);
+		grouping_differs(k, w, own);
+		describe_grouping(k, w, own, o);
+		draw_sample_free(own);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- the reference ---- */
+
+/* The first output that disagrees with the reference by run's rule, into
+ * w->d (x the carrier's, y the reference's); 0 where none does.  Where the
+ * float64 reference itself overflowed or underflowed (a naive
+ * log(sum(exp(x))) at x near FLT_MAX), a finite result has nothing to be
+ * held to, as in `assoc run`. */
+static int reference_differs(Ck *k, Sp *w, Sample *s)
+{
+	Machine *m = k->m;
+	Carrier *c = m->c;
+	const Row *r = s->row;
+	uint64_t rng = s->seed;
+	fold_seeded(m, r, 0, r->len, s->shape, &rng, w->sv[0], w->se[0]);
+	outputs(m, r, w->sv[0], w->se[0], w->out[0], w->oute[0]);
+	feclearexcept(FE_OVERFLOW | FE_UNDERFLOW);
+	eval_reference(m, MODE_F64, r, w->ref, w->refe, w->pos, w->pose);
+	int range = fetestexcept(FE_OVERFLOW | FE_UNDERFLOW) != 0, empty = !unmasked(m, r);
+	for (int o = 0; o < c->nfinal + (m->map ? c->nmap * r->len : 0); o++) {
+		int is_map = o >= c->nfinal, j = is_map ? (o - c->nfinal) / c->nmap : -1;
+		const Def *def = is_map ? &c->map[(o - c->nfinal) % c->nmap] : &c->finalize[o];
+		int q = check_ref_index(c, def->name, !is_map);
+		if (q < 0)
+			continue;
+		int at = is_map ? m->finw + j * m->mapw + m->mapoff[def - c->map] : m->finoff[def - c->finalize];
+		int width = m->refoff[q + 1] - m->refoff[q];
+		const double *want = is_map ? w->pos + (size_t)j * m->refw + m->refoff[q] : w->ref + m->refoff[q];
+		const double *wante = is_map ? w->pose + (size_t)j * m->refw + m->refoff[q] : w->refe + m->refoff[q];
+		for (int t = 0; t < width; t++) {
+			double got = w->out[0][at + t], ge = w->oute[0][at + t];
+			if (range && !isfinite(want[t]) && isfinite(got))
+				continue;
+			int special = empty ? check_special_agree(got, want[t]) : check_special_match(got, want[t]);
+			if (special == 1 || (special < 0 && same_value(got, ge, want[t], wante[t])))
+				continue;
+			w->d = (Diff){def, is_map, t, j, got, want[t]};
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int reference_fails(Ck *k, Trial *t, Sample **s)
+{
+	(void)t;
+	return reference_differs(k, k->work, s[0]);
+}
+
+static void describe_reference(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
+{
+	Machine *m = k->m;
+	Buf d = {0}, b = {0}, j = {0};
+	put_output(&d, &w->d);
+	buf_puts(&d, " is ");
+	put_value(&d, w->d.x);
+	buf_puts(&d, " but the reference gives ");
+	put_value(&d, w->d.y);
+	buf_printf(&d, " (row of length %d, float64)", s->row->len);
+	buf_puts(&b, "    row of");
+	cex_inputs(&b, m, s->row, 0, s->row->len);
+	buf_puts(&b, "\n    state = ");
+	cex_state(&b, m, w->sv[0], -1);
+	buf_puts(&b, "\n");
+	buf_printf(&j, "{\"length\": %d, \"row\": ", s->row->len);
+	row_json(&j, m, s->row);
+	buf_puts(&j, ", \"output\": ");
+	buf_json_str(&j, w->d.out->name);
+	buf_printf(&j, ", \"component\": %d, \"position\": %d, \"got\": ", w->d.comp, w->d.pos);
+	buf_json_num(&j, w->d.x);
+	buf_puts(&j, ", \"want\": ");
+	buf_json_num(&j, w->d.y);
+	buf_puts(&j, ", \"state\": ");
+	cex_state_json(&j, m, w->sv[0]);
+	buf_puts(&j, "}");
+	o->ref_detail = buf_take(&d);
+	o->ref_cex = buf_take(&b);
+	o->ref_json = buf_take(&j);
+}
+
+static int try_reference(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
+{
+	if (!reference_differs(k, w, s))
+		return 0;
+	Sample *own = draw_sample_clone(k->m, s);
+	Trial t = {.kind = T_SOUND};
+	k->work = w;
+	check_shrink(k, &t, &own, reference_fails);
+	reference_differs(k, w, own);
+	describe_reference(k, w, own, o);
+	draw_sample_free(own);
+	return 1;
+}
+
+void check_specials(Ck *k, CheckResult *r)
+{
+	Machine *m = k->m;
+	Carrier *c = m->c;
+	SpecialOutcome *o = &r->special;
+	o->grouping = o->reference = VERDICT_NA;
+	o->inputs = float_width(c->elem, c->nelem) + float_width(c->col, c->ncol);
+	if (!o->inputs || k->o->special_rows <= 0)
+		return;
+	int ref = c->nref > 0 && !k->o->no_sound, group_bad = 0, ref_bad = 0;
+	Sp w;
+	sp_init(&w, m);
+	/* as the soundness trials: the reference is exact where the spec's
+	 * float32 constants are not */
+	eval_const_rounding(m, 1);
+	for (int t = 0; t < k->o->special_rows && !(group_bad && (ref_bad || !ref)); t++) {
+		Sample *s = special_row(k, t);
+		if (!s)
+			continue;
+		o->rows++;
+		group_bad = group_bad || try_groupings(k, &w, s, o);
+		ref_bad = ref_bad || (ref && try_reference(k, &w, s, o));
+		draw_sample_free(s);
+	}
+	eval_const_rounding(m, 0);
+	sp_free(&w);
+	k->work = NULL;
+	if (!o->rows)
+		return;
+	o->grouping = group_bad ? VERDICT_FAILS : VERDICT_HOLDS;
+	o->reference = !ref ? VERDICT_NA : ref_bad ? VERDICT_FAILS : VERDICT_HOLDS;
+}
