@@ -31,6 +31,28 @@ Test(cli, check_passing_spec)
 	cr_assert(strstr(out, "\n  ok ("), "%s", out);
 }
 
+/* Rows holding NaN and infinities: one line where everything agrees; a
+ * warning with its witness where a grouping differs, and still ok. */
+Test(cli, check_says_what_special_values_do)
+{
+	cr_assert_eq(sh(ASSOC " check specs/online_softmax.yaml", out, sizeof out, 0), 0);
+	cr_assert(strstr(out, "\n  special values (NaN, inf): groupings agree on "), "%s", out);
+	cr_assert(strstr(out, " rows; outputs agree with the reference\n  ok ("), "%s", out);
+	cr_assert_eq(sh(ASSOC " check tests/check/argmax_nan_skipped.yaml", out, sizeof out, 0), 0, "%s", out);
+	cr_assert(strstr(out, "\n  special values (NaN, inf): groupings disagree [warning]; outputs agree with the "
+			      "reference\n    grouping: idx is "), "%s", out);
+	cr_assert(strstr(out, "\n    row of x = ["), "%s", out);
+	cr_assert(strstr(out, "\n    devices may disagree on rows holding such values: each groups the fold its own "
+			      "way\n  ok ("), "%s", out);
+	cr_assert_eq(sh(ASSOC " check --json tests/check/argmax_nan_skipped.yaml", out, sizeof out, 0), 0, "%s", out);
+	cr_assert(strstr(out, "\"special_values\": {\"inputs\": 1, \"rows\": "), "%s", out);
+	cr_assert(strstr(out, "\"grouping\": {\"verdict\": \"disagree\", \"detail\": \"idx is "), "%s", out);
+	cr_assert(strstr(out, "\"reference\": {\"verdict\": \"agree\"}"), "%s", out);
+	cr_assert_eq(sh(ASSOC " check tests/check/nan_max_replaced.yaml", out, sizeof out, 0), 0, "%s", out);
+	cr_assert(strstr(out, "; outputs disagree with the reference [warning]\n    reference: m is 1000000 but the "
+			      "reference gives NaN"), "%s", out);
+}
+
 Test(cli, check_failing_spec_exit_1)
 {
 	cr_assert_eq(sh(ASSOC " check tests/laws/forgot_rescale.yaml", out, sizeof out, 0), 1);

@@ -79,6 +79,35 @@ static void print_laws(const CarrierVerdict *v)
 	}
 }
 
+/* One line where every grouping agrees and the outputs agree with the
+ * reference; the witnesses where they do not.  A warning either way. */
+static void print_specials(const SpecialOutcome *s)
+{
+	printf("  special values (NaN, inf): ");
+	if (!s->inputs) {
+		printf("not tried, the carrier has no float element or column input\n");
+		return;
+	}
+	if (!s->rows) {
+		printf("not tried, 'assume' holds on no row holding one\n");
+		return;
+	}
+	if (s->grouping == VERDICT_HOLDS)
+		printf("groupings agree on %d rows", s->rows);
+	else
+		printf("groupings disagree [warning]");
+	if (s->reference == VERDICT_HOLDS)
+		printf("; outputs agree with the reference");
+	else if (s->reference == VERDICT_FAILS)
+		printf("; outputs disagree with the reference [warning]");
+	printf("\n");
+	if (s->grouping == VERDICT_FAILS)
+		printf("    grouping: %s\n%s    devices may disagree on rows holding such values: each groups the fold its "
+		       "own way\n", s->group_detail, s->group_cex);
+	if (s->reference == VERDICT_FAILS)
+		printf("    reference: %s\n%s", s->ref_detail, s->ref_cex);
+}
+
 static void print_text(const Carrier *c, const CarrierVerdict *v, int ok, const char *cases)
 {
 	const CheckResult *r = &v->trials;
@@ -122,6 +151,7 @@ static void print_text(const Carrier *c, const CarrierVerdict *v, int ok, const 
 	}
 	if (shown)
 		printf("\n");
+	print_specials(&r->special);
 	printf("  %s (%.2f s; proofs %.3f s)\n", ok ? "ok" : "FAILED", r->seconds, p->seconds);
 }
 
@@ -179,6 +209,30 @@ static void json_reference(Buf *b, const CheckResult *r)
 	buf_puts(b, "}");
 }
 
+static void json_special_side(Buf *b, const char *name, Verdict v, const char *detail, const char *cex)
+{
+	buf_printf(b, ", \"%s\": ", name);
+	if (v == VERDICT_NA) {
+		buf_puts(b, "null");
+		return;
+	}
+	buf_printf(b, "{\"verdict\": \"%s\"", v == VERDICT_HOLDS ? "agree" : "disagree");
+	if (v == VERDICT_FAILS) {
+		buf_puts(b, ", \"detail\": ");
+		buf_json_str(b, detail);
+		buf_printf(b, ", \"counterexample\": %s", cex);
+	}
+	buf_puts(b, "}");
+}
+
+static void json_specials(Buf *b, const SpecialOutcome *s)
+{
+	buf_printf(b, ", \"special_values\": {\"inputs\": %d, \"rows\": %d", s->inputs, s->rows);
+	json_special_side(b, "grouping", s->grouping, s->group_detail, s->group_json);
+	json_special_side(b, "reference", s->reference, s->ref_detail, s->ref_json);
+	buf_puts(b, "}");
+}
+
 static void print_json(const Carrier *c, const CarrierVerdict *v, int ok, const char *cases)
 {
 	const CheckResult *r = &v->trials;
@@ -204,6 +258,7 @@ static void print_json(const Carrier *c, const CarrierVerdict *v, int ok, const 
 		buf_json_str(&b, p->trace);
 	}
 	json_reference(&b, r);
+	json_specials(&b, &r->special);
 	buf_puts(&b, ", \"empty_row\": [");
 	for (int i = 0; i < r->nnotes; i++) {
 		buf_puts(&b, i ? ", " : "");
