@@ -335,6 +335,28 @@ Test(lib, check_laws)
 	assoc_spec_free(s);
 }
 
+/* Rows holding NaN where the groupings disagree: still ok, and the line
+ * says so; where they agree it says nothing of them. */
+Test(lib, the_verdict_line_warns_of_special_values)
+{
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load(&s, "tests/check/argmax_nan_skipped.yaml", NULL, 0), ASSOC_OK);
+	cr_assert_eq(assoc_spec_check(s, 300, 1), ASSOC_OK, "%s", assoc_spec_error(s));
+	const char *v = assoc_spec_verdict(s);
+	cr_expect(!strncmp(v, "argmax_nan_skipped: ok (", 24), "%s", v);
+	cr_expect(strstr(v, "; on rows holding NaN or infinities the groupings disagree)"), "%s", v);
+	assoc_spec_free(s);
+	cr_assert_eq(assoc_spec_load(&s, "tests/check/nan_max_replaced.yaml", NULL, 0), ASSOC_OK);
+	cr_assert_eq(assoc_spec_check(s, 300, 1), ASSOC_OK, "%s", assoc_spec_error(s));
+	cr_expect(strstr(assoc_spec_verdict(s), "; on rows holding NaN or infinities the outputs disagree with the "
+						"reference)"), "%s", assoc_spec_verdict(s));
+	assoc_spec_free(s);
+	cr_assert_eq(assoc_spec_load(&s, "tests/check/argmax_nan_as_neg_inf.yaml", NULL, 0), ASSOC_OK);
+	cr_assert_eq(assoc_spec_check(s, 300, 1), ASSOC_OK, "%s", assoc_spec_error(s));
+	cr_expect(!strstr(assoc_spec_verdict(s), "NaN"), "%s", assoc_spec_verdict(s));
+	assoc_spec_free(s);
+}
+
 /* The verdict's line says what holds, as check prints it: laws proved,
  * laws the prover leaves unknown, and no reference where there is none;
  * never that a reference holds that was not checked. */

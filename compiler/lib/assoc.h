@@ -85,7 +85,11 @@ AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed);
  * assoc_compile before it compiles), as `assoc check` says it: "NAME: ok
  * (...)" naming the laws proved, those the prover leaves unknown (held in
  * the trials only), and whether the results were checked against a
- * reference or there is none; or "NAME: FAILED (...)" with the failure.
+ * reference or there is none, and, where they do, that on rows holding NaN
+ * or infinities the groupings of the fold disagree (devices may give
+ * different results there) or the outputs disagree with the reference (a
+ * warning: the carrier is still accepted); or "NAME: FAILED (...)" with
+ * the failure.
  * "" before any verdict. */
 const char *assoc_spec_verdict(const AssocSpec *s);
 /* trust nonzero: assoc_compile compiles the carrier whatever its verdict

@@ -167,9 +167,16 @@ static void verdict_line(AssocSpec *s, const CarrierVerdict *v)
 	if (nu)
 		SAY("%s%s unknown to the prover, held in the trials", sep, unknown), sep = "; ";
 	if (v->trials.sound == VERDICT_NA)
-		SAY("%sno reference given, so the results are not checked against one)", sep);
+		SAY("%sno reference given, so the results are not checked against one", sep);
 	else
-		SAY("%sthe results match the reference on %d rows)", sep, v->trials.rows);
+		SAY("%sthe results match the reference on %d rows", sep, v->trials.rows);
+	/* a warning that leaves the carrier accepted, said only where it applies */
+	const SpecialOutcome *sp = &v->trials.special;
+	int group = sp->grouping == VERDICT_FAILS, ref = sp->reference == VERDICT_FAILS;
+	if (group || ref)
+		SAY("; on rows holding NaN or infinities %s%s%s", group ? "the groupings disagree" : "",
+		    group && ref ? " and " : "", ref ? "the outputs disagree with the reference" : "");
+	SAY(")");
 #undef SAY
 }
 
