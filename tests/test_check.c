@@ -1003,6 +1003,20 @@ Test(check, special_values_not_tried)
 	check_result_free(&r);
 }
 
+/* Where a law fails on ordinary values, the groupings differ anyway: the
+ * rows are not tried, and that is why. */
+Test(check, special_values_not_tried_where_a_law_fails)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/laws/forgot_rescale.yaml", &r, 1), 0);
+	cr_assert(!check_ok(&r));
+	cr_expect(r.special.law_fails);
+	cr_expect_eq(r.special.rows, 0);
+	cr_expect_eq(r.special.grouping, VERDICT_NA);
+	cr_expect_eq(r.special.reference, VERDICT_NA);
+	check_result_free(&r);
+}
+
 /* Off where asked (run and emit do not report them), and cheap where on:
  * a few hundred rows, well under the law trials' time. */
 Test(check, special_values_off_and_cheap, .timeout = 60)

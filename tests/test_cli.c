@@ -59,6 +59,7 @@ Test(cli, check_failing_spec_exit_1)
 	cr_assert(strstr(out, "  associative: disproved (region "), "%s", out);
 	cr_assert(strstr(out, "; fails at trial "), "%s", out);
 	cr_assert(strstr(out, "    (a+b)+c = {m: "), "%s", out);
+	cr_assert(strstr(out, "  special values (NaN, inf): not tried, a law fails on ordinary values\n"), "%s", out);
 	cr_assert(strstr(out, "FAILED"), "%s", out);
 }
 

@@ -53,6 +53,7 @@ typedef struct {
 typedef struct {
 	int inputs;        /* float components of element and column inputs (0: nothing to try) */
 	int rows;          /* rows drawn holding a special value where `assume` holds */
+	int law_fails;     /* not tried: a law fails on ordinary values already */
 	Verdict grouping;  /* one accumulator against trees of them, commuted, an identity merged in; NA without rows */
 	char *group_detail, *group_cex, *group_json;
 	Verdict reference; /* special-ness and values against the reference; NA without one or without rows */

@@ -624,7 +624,11 @@ void check_specials(Ck *k, CheckResult *r)
 	SpecialOutcome *o = &r->special;
 	o->grouping = o->reference = VERDICT_NA;
 	o->inputs = float_width(c->elem, c->nelem) + float_width(c->col, c->ncol);
-	if (!o->inputs || k->o->special_rows <= 0)
+	for (int i = 0; i < r->nlaw; i++)
+		o->law_fails |= r->law[i].v == VERDICT_FAILS;
+	/* where a grouping differs on ordinary values, that it differs on
+	 * these says nothing more */
+	if (!o->inputs || k->o->special_rows <= 0 || o->law_fails)
 		return;
 	int ref = c->nref > 0 && !k->o->no_sound, group_bad = 0, ref_bad = 0;
 	Sp w;

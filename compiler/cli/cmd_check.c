@@ -88,6 +88,10 @@ static void print_specials(const SpecialOutcome *s)
 		printf("not tried, the carrier has no float element or column input\n");
 		return;
 	}
+	if (s->law_fails) {
+		printf("not tried, a law fails on ordinary values\n");
+		return;
+	}
 	if (!s->rows) {
 		printf("not tried, 'assume' holds on no row holding one\n");
 		return;
@@ -227,7 +231,8 @@ static void json_special_side(Buf *b, const char *name, Verdict v, const char *d
 
 static void json_specials(Buf *b, const SpecialOutcome *s)
 {
-	buf_printf(b, ", \"special_values\": {\"inputs\": %d, \"rows\": %d", s->inputs, s->rows);
+	buf_printf(b, ", \"special_values\": {\"inputs\": %d, \"rows\": %d, \"law_fails\": %s", s->inputs, s->rows,
+		   s->law_fails ? "true" : "false");
 	json_special_side(b, "grouping", s->grouping, s->group_detail, s->group_json);
 	json_special_side(b, "reference", s->reference, s->ref_detail, s->ref_json);
 	buf_puts(b, "}");
