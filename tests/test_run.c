@@ -625,6 +625,69 @@ Test(run, welford_rows_with_infinities_on_emu, .timeout = 120)
 	welford_inf_rows("emu");
 }
 
+/* spec run on dev over rows of len given as values (the first element
+ * input), which must succeed; the caller frees the result and c. */
+static RunData *rows_on(const char *dev, Carrier *c, const float *x, int rows, int len)
+{
+	RunData *d = rundata_new(c, rows, len);
+	for (int i = 0; i < rows * len; i++)
+		run_buffer_set(&d->elem[0], i, x[i]);
+	device_run(dev, d);
+	return d;
+}
+
+/* Every output of d within tolerance of the reference, NaN and infinities
+ * matched. */
+static void expect_reference(RunData *d, const char *what)
+{
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	for (int o = 0; o < rc.nout; o++)
+		cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s %s: %g of tolerance, %d NaN mismatches",
+			  what, rc.out[o].name, rc.out[o].worst_ratio, rc.out[o].nan_mismatch);
+	cr_expect(rc.ok, "%s: the reference disagrees", what);
+	runcheck_free(&rc);
+}
+
+/* argmax skips NaN wherever it stands (numpy's nanargmax), keeps the first
+ * of ties, gives a row of -inf its first position (torch.argmax) and a row
+ * with no number -1; idx has a reference, which agrees. */
+static void argmax_rows(const char *dev)
+{
+	enum { R = 6, N = 8 };
+	const float n = NAN, i = INFINITY;
+	const float rows[R][N] = {{1, n, -3, 0, -1, 2, -2, n}, {-i, -i, -i, -i, -i, -i, -i, -i}, {n, n, n, n, n, n, n, n},
+				  {n, -i, n, -i, 2, 2, n, 1},	  {n, 2, 2, n, n, n, n, n},	    {3, 1, i, 0, i, n, 2, 1}};
+	static const int want_idx[R] = {5, 0, -1, 4, 1, 2};
+	const double want_m[R] = {2, -i, -i, 2, 2, i};
+	Carrier *c = load_ok("specs/argmax.yaml");
+	RunData *d = rows_on(dev, c, &rows[0][0], R, N);
+	for (int r = 0; r < R; r++) {
+		cr_expect_eq(run_buffer_get(&d->fin[0], r), want_m[r], "%s row %d: m %g", dev, r, run_buffer_get(&d->fin[0], r));
+		cr_expect_eq(run_buffer_get(&d->fin[1], r), want_idx[r], "%s row %d: idx %g, not %d", dev, r,
+			     run_buffer_get(&d->fin[1], r), want_idx[r]);
+	}
+	expect_reference(d, dev);
+	/* a wrong idx is caught by its reference, not by the fold it came from */
+	run_buffer_set(&d->fin[1], 0, 7);
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	cr_expect_not(rc.ok, "%s: idx 7 for row 0 accepted", dev);
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, argmax_skips_nan_and_keeps_the_first_on_interp) { argmax_rows("interp"); }
+Test(run, argmax_skips_nan_and_keeps_the_first_on_cpu) { argmax_rows("cpu"); }
+Test(run, argmax_skips_nan_and_keeps_the_first_on_emu, .timeout = 120)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	argmax_rows("emu");
+}
+
 /* sigmoid_full's out for row r of d with every weight rounded to f16
  * before it multiplies v, as the attention template's P (pv = 1), and
  * scaled by k; in float64. */
