@@ -397,7 +397,7 @@ Test(cuda, tuning_space_keeps_block_states_in_static_shared_memory)
 /* Special values through every variant's merges (the rescaling of an
  * online max shares one exp between its two factors, with the spec's
  * rules for -inf, +inf and NaN, and the guard that rescales +inf by 1): a
- * row of -inf, a NaN, a +inf (lse +inf, y 0 beside NaN, as PyTorch), -inf
+ * row of -inf, a NaN, a +inf (lse +inf, y NaN across the row, as PyTorch), -inf
  * among finite values, one huge value, and a row of ties. */
 Test(cuda, online_max_keeps_the_special_values, .timeout = 300)
 {
@@ -431,8 +431,7 @@ Test(cuda, online_max_keeps_the_special_values, .timeout = 300)
 		cr_expect(isnan(lse[1]), "%s: a NaN gives lse NaN, not %g", cfg, lse[1]);
 		cr_expect_eq(lse[2], INFINITY, "%s: +inf gives +inf (the guarded rescale), not %g", cfg, lse[2]);
 		for (int j = 0; j < N; j++)
-			cr_expect(j == 123 ? isnan(y[2 * N + j]) : y[2 * N + j] == 0, "%s: y[%d] = %g beside +inf", cfg, j,
-				  y[2 * N + j]);
+			cr_expect(isnan(y[2 * N + j]), "%s: y[%d] = %g in a row holding +inf", cfg, j, y[2 * N + j]);
 		for (int r = 3; r < R; r++) {
 			double mx = -INFINITY, sum = 0;
 			for (int j = 0; j < N; j++)
