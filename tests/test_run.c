@@ -667,6 +667,80 @@ Test(run, welford_rows_with_infinities_on_emu, .timeout = 120)
 	welford_inf_rows("emu");
 }
 
+/* Values past sqrt(FLT_MAX), 1.8e19: the counts' factor comes first in
+ * m2, so that [2e19] has variance 0 (delta^2 overflowed, and times the
+ * empty side's count 0 was NaN) and [1e19, -1e19] 1e38 (was +inf), as
+ * torch.var_mean gives; layer_norm's rstd and y there too. */
+static void welford_huge_rows(const char *dev)
+{
+	const float one[3] = {2e19f, -3e19f, 1}, two[3][2] = {{1e19f, -1e19f}, {2e19f, 2e19f}, {-1e19f, 1.5e19f}};
+	const double var2[3] = {1e38, 0, 1.5625e38};
+	Carrier *c = load_ok("specs/welford.yaml");
+	RunData *d = rows_on(dev, c, one, 3, 1);
+	for (int r = 0; r < 3; r++)
+		cr_expect_eq(run_buffer_get(&d->fin[1], r), 0, "%s row %d of one: var %g, not 0", dev, r,
+			     run_buffer_get(&d->fin[1], r));
+	expect_reference(d, dev);
+	rundata_free(d);
+	d = rows_on(dev, c, &two[0][0], 3, 2);
+	for (int r = 0; r < 3; r++) {
+		double v = run_buffer_get(&d->fin[1], r);
+		cr_expect(v == var2[r] || fabs(v - var2[r]) <= 1e-6 * var2[r], "%s row %d of two: var %g, not %g", dev, r, v,
+			  var2[r]);
+	}
+	expect_reference(d, dev);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+/* layer_norm with bf16 rows holding infinities gives the same on every
+ * device and in any order: mean sum(x) / len, rstd and y NaN, as
+ * F.layer_norm's y is; a row of one huge value has y = beta. */
+static void layer_norm_inf_rows(const char *dev)
+{
+	enum { R = 4, N = 2 };
+	const float inf = INFINITY;
+	const float x[R][N] = {{1, inf}, {inf, 1}, {1, -inf}, {3e19f, 3e19f}};
+	const double want_mean[R] = {inf, inf, -inf, 3e19};
+	Carrier *c = load_ok("specs/layer_norm.yaml");
+	RunData *d = rundata_new(c, R, N);
+	for (int i = 0; i < R * N; i++)
+		run_buffer_set(&d->elem[0], i, x[i / N][i % N]);
+	d->params[0] = 1e-5;
+	for (int k = 0; k < N; k++)
+		run_buffer_set(&d->col[0], k, 2), run_buffer_set(&d->col[1], k, 0.5);
+	device_run(dev, d);
+	for (int r = 0; r < R; r++) {
+		double m = run_buffer_get(&d->fin[0], r), rstd = run_buffer_get(&d->fin[1], r);
+		cr_expect(m == want_mean[r] || fabs(m - want_mean[r]) <= 1e-2 * fabs(want_mean[r]), "%s row %d: mean %g, not %g",
+			  dev, r, m, want_mean[r]);
+		cr_expect(r == 3 ? rstd == rstd : isnan(rstd), "%s row %d: rstd %g", dev, r, rstd);
+		for (int k = 0; k < N; k++) {
+			double y = run_buffer_get(&d->map[0], r * N + k);
+			cr_expect(r == 3 ? y == 0.5 : isnan(y), "%s row %d: y[%d] = %g", dev, r, k, y);
+		}
+	}
+	expect_reference(d, dev);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+static void huge_and_inf_rows(const char *dev)
+{
+	welford_huge_rows(dev);
+	layer_norm_inf_rows(dev);
+}
+
+Test(run, welford_and_layer_norm_past_sqrt_flt_max_on_interp) { huge_and_inf_rows("interp"); }
+Test(run, welford_and_layer_norm_past_sqrt_flt_max_on_cpu) { huge_and_inf_rows("cpu"); }
+Test(run, welford_and_layer_norm_past_sqrt_flt_max_on_emu, .timeout = 120)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	huge_and_inf_rows("emu");
+}
+
 /* argmax skips NaN wherever it stands (numpy's nanargmax), keeps the first
  * of ties, gives a row of -inf its first position (torch.argmax) and a row
  * with no number -1; idx has a reference, which agrees. */
