@@ -741,6 +741,45 @@ Test(run, welford_and_layer_norm_past_sqrt_flt_max_on_emu, .timeout = 120)
 	huge_and_inf_rows("emu");
 }
 
+/* moe_topk_routing's rows with NaN and +inf, as its comment says: a NaN
+ * never enters the list, so a row of fewer than 8 numbers leaves empty
+ * slots (-1, weight 0); a row with no number gives -1 everywhere and NaN
+ * weights; a row holding +inf NaN weights, as softmax gives. */
+static void moe_special_rows(const char *dev)
+{
+	enum { R = 3, N = 10, K = 8 };
+	const float n = NAN, inf = INFINITY;
+	const float x[R][N] = {{1, n, 2, 0.5f, n, n, n, n, n, n}, {n, n, n, n, n, n, n, n, n, n}, {1, inf, 2, 0, 0, 0, 0, 0, 0, 0}};
+	static const int want_idx[R][K] = {{2, 0, 3, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}, {1, 2, 0, 3, 4, 5, 6, 7}};
+	Carrier *c = load_ok("specs/moe_topk_routing.yaml");
+	RunData *d = rows_on(dev, c, &x[0][0], R, N);
+	cr_assert_str_eq(c->finalize[1].name, "weights");
+	const double e1 = exp(-1), e15 = exp(-1.5), sum = 1 + e1 + e15;
+	const double w0[3] = {1 / sum, e1 / sum, e15 / sum};
+	for (int r = 0; r < R; r++)
+		for (int k = 0; k < K; k++) {
+			double idx = run_buffer_get(&d->fin[0], r * K + k), w = run_buffer_get(&d->fin[1], r * K + k);
+			cr_expect_eq(idx, want_idx[r][k], "%s row %d slot %d: index %g, not %d", dev, r, k, idx, want_idx[r][k]);
+			if (r == 0)
+				cr_expect(fabs(w - (k < 3 ? w0[k] : 0)) < 1e-6, "%s row 0 slot %d: weight %g", dev, k, w);
+			else
+				cr_expect(isnan(w), "%s row %d slot %d: weight %g, not NaN", dev, r, k, w);
+		}
+	expect_reference(d, dev);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, moe_routing_rows_with_nan_and_inf_on_interp) { moe_special_rows("interp"); }
+Test(run, moe_routing_rows_with_nan_and_inf_on_cpu) { moe_special_rows("cpu"); }
+Test(run, moe_routing_rows_with_nan_and_inf_on_emu, .timeout = 120)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	moe_special_rows("emu");
+}
+
 /* argmax skips NaN wherever it stands (numpy's nanargmax), keeps the first
  * of ties, gives a row of -inf its first position (torch.argmax) and a row
  * with no number -1; idx has a reference, which agrees. */
