@@ -780,6 +780,91 @@ Test(run, moe_routing_rows_with_nan_and_inf_on_emu, .timeout = 120)
 	moe_special_rows("emu");
 }
 
+/* The bundled attention specs with their causal mask moved back by 5, so
+ * that rows 0 to 4 see no key: out is 0 there and lse -inf, as PyTorch's
+ * scaled_dot_product_attention and FlashAttention give (0 / 0 before).
+ * Row 9's scores are all +inf (q[0] = inf, every k[0] = 1): lse is +inf,
+ * as torch.logsumexp gives, and out NaN, as PyTorch's weights are. Every
+ * other row against the reference, on dev. */
+static void attention_special_rows(const char *dev, const char *path, const char *arch)
+{
+	enum { R = 70, N = 40, INF_ROW = 9 };
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "cannot open %s", path);
+	static char text[8192];
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = 0;
+	char *mask = strstr(text, "mask: j <= i\n");
+	cr_assert(mask, "%s: no causal mask", path);
+	static char moved[8300];
+	snprintf(moved, sizeof moved, "%.*smask: j <= i - 5\n%s", (int)(mask - text), text, mask + strlen("mask: j <= i\n"));
+	Carrier *c = text_ok(moved);
+	RunData *d = rundata_new(c, R, N);
+	char msg[1024];
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	int dim = d->row[0].width, dv = d->col[1].width;
+	run_buffer_set(&d->row[0], (size_t)INF_ROW * dim, INFINITY);
+	for (int j = 0; j < N; j++)
+		run_buffer_set(&d->col[0], (size_t)j * dim, 1);
+	if (arch) {
+		EmuStats st;
+		cr_assert_eq(emu_run_data(d, &(RunOpts){.arch = arch}, &st, msg, sizeof msg), 0, "%s %s: %s", path, arch, msg);
+		cr_expect(strstr(st.config, ",wg="), "%s: ran %s, not the Hopper template", path, st.config);
+	} else
+		device_run(dev, d);
+	cr_assert_str_eq(c->finalize[0].name, "out");
+	cr_assert_str_eq(c->finalize[1].name, "lse");
+	for (int r = 0; r < 5; r++) {
+		for (int u = 0; u < dv; u++)
+			cr_expect_eq(run_buffer_get(&d->fin[0], (size_t)r * dv + u), 0, "%s %s row %d: out[%d] = %g, not 0",
+				     path, dev, r, u, run_buffer_get(&d->fin[0], (size_t)r * dv + u));
+		cr_expect_eq(run_buffer_get(&d->fin[1], r), -INFINITY, "%s %s row %d: lse %g", path, dev, r,
+			     run_buffer_get(&d->fin[1], r));
+	}
+	cr_expect_eq(run_buffer_get(&d->fin[1], INF_ROW), INFINITY, "%s %s: lse %g where every score is +inf", path, dev,
+		     run_buffer_get(&d->fin[1], INF_ROW));
+	for (int u = 0; u < dv; u++)
+		cr_expect(isnan(run_buffer_get(&d->fin[0], (size_t)INF_ROW * dv + u)), "%s %s: out[%d] = %g beside +inf",
+			  path, dev, u, run_buffer_get(&d->fin[0], (size_t)INF_ROW * dv + u));
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	for (int o = 0; o < rc.nout; o++) {
+		cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s %s %s: %g of tolerance, %d NaN mismatches",
+			  path, dev, rc.out[o].name, rc.out[o].worst_ratio, rc.out[o].nan_mismatch);
+		cr_expect_eq(rc.out[o].empty_nan, 0, "%s %s %s: %zu values not compared", path, dev, rc.out[o].name,
+			     rc.out[o].empty_nan);
+	}
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+static void attention_special(const char *dev, const char *arch)
+{
+	attention_special_rows(dev, "specs/attention.yaml", arch);
+	attention_special_rows(dev, "specs/attention_max_logit.yaml", arch);
+}
+
+Test(run, attention_fully_masked_and_infinite_rows_on_interp) { attention_special("interp", NULL); }
+Test(run, attention_fully_masked_and_infinite_rows_on_cpu) { attention_special("cpu", NULL); }
+Test(run, attention_fully_masked_and_infinite_rows_on_emu, .timeout = 300)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	attention_special("emu", NULL);
+}
+
+/* The same on the Hopper template, as sm_90a runs prefill. */
+Test(run, attention_fully_masked_and_infinite_rows_on_emu_sm90a, .timeout = 300)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	attention_special("emu", "sm_90a");
+}
+
 /* argmax skips NaN wherever it stands (numpy's nanargmax), keeps the first
  * of ties, gives a row of -inf its first position (torch.argmax) and a row
  * with no number -1; idx has a reference, which agrees. */
