@@ -789,7 +789,7 @@ Test(run, moe_routing_rows_with_nan_and_inf_on_emu, .timeout = 120)
  * other row against the reference, on dev. */
 static void attention_special_rows(const char *dev, const char *path, const char *arch)
 {
-	enum { R = 70, N = 40, INF_ROW = 9 };
+	enum { R = 70, N = 40, INF_ROW = 9, NAN_ROW = 12 };
 	FILE *f = fopen(path, "rb");
 	cr_assert(f, "cannot open %s", path);
 	static char text[8192];
@@ -806,6 +806,7 @@ static void attention_special_rows(const char *dev, const char *path, const char
 	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
 	int dim = d->row[0].width, dv = d->col[1].width;
 	run_buffer_set(&d->row[0], (size_t)INF_ROW * dim, INFINITY);
+	run_buffer_set(&d->row[0], (size_t)NAN_ROW * dim, NAN); /* every score NaN: NaN out, as PyTorch */
 	for (int j = 0; j < N; j++)
 		run_buffer_set(&d->col[0], (size_t)j * dim, 1);
 	if (arch) {
@@ -830,6 +831,14 @@ static void attention_special_rows(const char *dev, const char *path, const char
 	for (int u = 0; u < dv; u++)
 		cr_expect(isnan(run_buffer_get(&d->fin[0], (size_t)INF_ROW * dv + u)), "%s %s: out[%d] = %g beside +inf",
 			  path, dev, u, run_buffer_get(&d->fin[0], (size_t)INF_ROW * dv + u));
+	cr_expect(isnan(run_buffer_get(&d->fin[1], NAN_ROW)), "%s %s: lse %g of NaN scores", path, dev,
+		  run_buffer_get(&d->fin[1], NAN_ROW));
+	if (c->nfinal > 2) { /* attention_max_logit's max_logit: max skips NaN, the output does not (torch.max) */
+		cr_expect(isnan(run_buffer_get(&d->fin[2], NAN_ROW)), "%s %s: max_logit %g of NaN scores", path, dev,
+			  run_buffer_get(&d->fin[2], NAN_ROW));
+		cr_expect_eq(run_buffer_get(&d->fin[2], INF_ROW), INFINITY, "%s %s: max_logit %g of +inf scores", path,
+			     dev, run_buffer_get(&d->fin[2], INF_ROW));
+	}
 	RunCheck rc;
 	runcheck_run(d, &rc);
 	for (int o = 0; o < rc.nout; o++) {
@@ -906,6 +915,42 @@ Test(run, argmax_skips_nan_and_keeps_the_first_on_emu, .timeout = 120)
 	if (!emu_available(why, sizeof why))
 		cr_skip_test("no host C++ compiler for the emulator: %s", why);
 	argmax_rows("emu");
+}
+
+/* o_lse, the split-KV combine: a partial lse of +inf makes the row's
+ * +inf (log(sum(exp))), where inf - inf in the merge gave NaN; its out is
+ * NaN (inf / inf), as the reference's. */
+static void o_lse_rows(const char *dev)
+{
+	enum { R = 3, N = 5 };
+	const float i = INFINITY;
+	const float plse[R][N] = {{0.5f, i, -1, 2, 0}, {i, i, -i, 1, 1}, {-1, 0, 1, 2, 3}};
+	Carrier *c = load_ok("specs/o_lse.yaml");
+	RunData *d = rundata_new(c, R, N);
+	char msg[512];
+	cr_assert_eq(rundata_draw(d, 4, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_str_eq(c->elem[1].name, "plse");
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < N; j++)
+			run_buffer_set(&d->elem[1], (size_t)r * N + j, plse[r][j]);
+	device_run(dev, d);
+	cr_assert_str_eq(c->finalize[1].name, "lse");
+	for (int r = 0; r < 2; r++)
+		cr_expect_eq(run_buffer_get(&d->fin[1], r), INFINITY, "%s row %d: lse %g", dev, r, run_buffer_get(&d->fin[1], r));
+	cr_expect(isfinite(run_buffer_get(&d->fin[1], 2)), "%s: a finite row's lse", dev);
+	expect_reference(d, dev);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, o_lse_of_an_infinite_partial_on_interp) { o_lse_rows("interp"); }
+Test(run, o_lse_of_an_infinite_partial_on_cpu) { o_lse_rows("cpu"); }
+Test(run, o_lse_of_an_infinite_partial_on_emu, .timeout = 120)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	o_lse_rows("emu");
 }
 
 /* sigmoid_full's out for row r of d with every weight rounded to f16
