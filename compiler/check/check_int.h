@@ -1,10 +1,22 @@
-/* check_int.h: what check.c, sound.c and cex.c share. */
+/* check_int.h: what check.c, sound.c, special.c and cex.c share. */
 #ifndef ASSOC_CHECKINT_H
 #define ASSOC_CHECKINT_H
+
+#include <stdlib.h>
 
 #include "compiler/util/buf.h"
 #include "compiler/check/check.h"
 #include "compiler/check/draw.h"
+
+/* n zeroed doubles (one where n is 0); out of memory aborts, as the
+ * checker does everywhere. */
+static inline double *check_doubles(size_t n)
+{
+	double *p = calloc(n ? n : 1, sizeof *p);
+	if (!p)
+		abort();
+	return p;
+}
 
 typedef enum { T_ASSOC, T_COMM, T_ID_LEFT, T_ID_RIGHT, T_ID_SELF, T_SOUND, NTRIAL } TrialKind;
 

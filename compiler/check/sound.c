@@ -24,23 +24,15 @@ typedef struct {
 	Mode mode;
 } Miss;
 
-static double *grab(size_t n)
-{
-	double *p = calloc(n ? n : 1, sizeof *p);
-	if (!p)
-		abort();
-	return p;
-}
-
 static void work_init(Work *w, Machine *m, int maxlen)
 {
-	w->sv = grab(m->sw), w->se = grab(m->sw), w->s32 = grab(m->sw);
-	w->fin = grab(m->finw), w->fine = grab(m->finw), w->fin32 = grab(m->finw);
-	w->map = grab(m->mapw), w->mape = grab(m->mapw), w->map32 = grab(m->mapw);
-	w->refv = grab(m->refw), w->refe = grab(m->refw);
-	w->posv = grab((size_t)maxlen * m->refw), w->pose = grab((size_t)maxlen * m->refw);
-	w->ref32 = grab(m->refw), w->pos32 = grab((size_t)maxlen * m->refw);
-	w->ref32e = grab(m->refw), w->pos32e = grab((size_t)maxlen * m->refw);
+	w->sv = check_doubles(m->sw), w->se = check_doubles(m->sw), w->s32 = check_doubles(m->sw);
+	w->fin = check_doubles(m->finw), w->fine = check_doubles(m->finw), w->fin32 = check_doubles(m->finw);
+	w->map = check_doubles(m->mapw), w->mape = check_doubles(m->mapw), w->map32 = check_doubles(m->mapw);
+	w->refv = check_doubles(m->refw), w->refe = check_doubles(m->refw);
+	w->posv = check_doubles((size_t)maxlen * m->refw), w->pose = check_doubles((size_t)maxlen * m->refw);
+	w->ref32 = check_doubles(m->refw), w->pos32 = check_doubles((size_t)maxlen * m->refw);
+	w->ref32e = check_doubles(m->refw), w->pos32e = check_doubles((size_t)maxlen * m->refw);
 	w->cap = maxlen;
 }
 

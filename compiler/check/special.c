@@ -50,25 +50,17 @@ typedef struct {
 	Diff d;
 } Sp;
 
-static double *grab(size_t n)
-{
-	double *p = calloc(n ? n : 1, sizeof *p);
-	if (!p)
-		abort();
-	return p;
-}
-
 static void sp_init(Sp *w, Machine *m)
 {
 	size_t outw = m->finw + (size_t)LONG_LEN_MAX * m->mapw;
 	for (int i = 0; i < 2; i++) {
-		w->sv[i] = grab(m->sw), w->se[i] = grab(m->sw);
-		w->out[i] = grab(outw), w->oute[i] = grab(outw);
+		w->sv[i] = check_doubles(m->sw), w->se[i] = check_doubles(m->sw);
+		w->out[i] = check_doubles(outw), w->oute[i] = check_doubles(outw);
 	}
-	w->a = grab(m->sw), w->ae = grab(m->sw), w->b = grab(m->sw), w->be = grab(m->sw);
-	w->tmp = grab(4 * (size_t)m->sw);
-	w->ref = grab(m->refw), w->refe = grab(m->refw);
-	w->pos = grab((size_t)LONG_LEN_MAX * m->refw), w->pose = grab((size_t)LONG_LEN_MAX * m->refw);
+	w->a = check_doubles(m->sw), w->ae = check_doubles(m->sw), w->b = check_doubles(m->sw), w->be = check_doubles(m->sw);
+	w->tmp = check_doubles(4 * (size_t)m->sw);
+	w->ref = check_doubles(m->refw), w->refe = check_doubles(m->refw);
+	w->pos = check_doubles((size_t)LONG_LEN_MAX * m->refw), w->pose = check_doubles((size_t)LONG_LEN_MAX * m->refw);
 }
 
 static void sp_free(Sp *w)
@@ -167,7 +159,7 @@ static int put_at(Machine *m, Row *r, int j, double p, int only, double *save, u
 static int inject(Machine *m, Row *r, uint64_t *rng)
 {
 	static const double density[] = {0.15, 0.3, 0.6, 1};
-	double p = density[rng_int(rng, 0, 3)], *save = grab(m->colw + m->elemw);
+	double p = density[rng_int(rng, 0, 3)], *save = check_doubles(m->colw + m->elemw);
 	int only = rng_next(rng) & 1 ? (int)draw_kind(rng) : -1, put = 0;
 	for (int j = 0; j < r->len; j++)
 		put += put_at(m, r, j, p, only, save, rng);
@@ -281,7 +273,7 @@ static void fold_seeded(Machine *m, const Row *r, int lo, int hi, Shape shape, u
 		eval_identity(m, MODE_F64, v, e);
 		return;
 	}
-	double *t = grab(4 * (size_t)sw);
+	double *t = check_doubles(4 * (size_t)sw);
 	if (hi - lo == 1) {
 		eval_identity(m, MODE_F64, t, t + sw);
 		eval_lift(m, MODE_F64, r, lo, t + 2 * sw, t + 3 * sw);
