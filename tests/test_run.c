@@ -919,12 +919,12 @@ Test(run, argmax_skips_nan_and_keeps_the_first_on_emu, .timeout = 120)
 
 /* o_lse, the split-KV combine: a partial lse of +inf makes the row's
  * +inf (log(sum(exp))), where inf - inf in the merge gave NaN; its out is
- * NaN (inf / inf), as the reference's. */
+ * NaN (inf / inf), as the reference's.  A NaN partial beside it: NaN. */
 static void o_lse_rows(const char *dev)
 {
-	enum { R = 3, N = 5 };
-	const float i = INFINITY;
-	const float plse[R][N] = {{0.5f, i, -1, 2, 0}, {i, i, -i, 1, 1}, {-1, 0, 1, 2, 3}};
+	enum { R = 4, N = 5 };
+	const float i = INFINITY, n = NAN;
+	const float plse[R][N] = {{0.5f, i, -1, 2, 0}, {i, i, -i, 1, 1}, {-1, 0, 1, 2, 3}, {n, i, 0, 0, 0}};
 	Carrier *c = load_ok("specs/o_lse.yaml");
 	RunData *d = rundata_new(c, R, N);
 	char msg[512];
@@ -938,6 +938,7 @@ static void o_lse_rows(const char *dev)
 	for (int r = 0; r < 2; r++)
 		cr_expect_eq(run_buffer_get(&d->fin[1], r), INFINITY, "%s row %d: lse %g", dev, r, run_buffer_get(&d->fin[1], r));
 	cr_expect(isfinite(run_buffer_get(&d->fin[1], 2)), "%s: a finite row's lse", dev);
+	cr_expect(isnan(run_buffer_get(&d->fin[1], 3)), "%s: lse %g with a NaN beside +inf", dev, run_buffer_get(&d->fin[1], 3));
 	expect_reference(d, dev);
 	rundata_free(d);
 	spec_carrier_free(c);
