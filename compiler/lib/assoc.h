@@ -210,9 +210,10 @@ typedef struct {
  * where no kernel of the carrier takes a batch (the row templates on gpu
  * and emu), and on "interp", each sequence's keys are gathered from the
  * pages and it runs as assoc_run_heads runs it, its outputs written into
- * the batch's.  There a carrier that reads i (a causal mask, a window) is
- * refused (ASSOC_EDEVICE, saying so) for a sequence whose queries are not
- * its first positions: those kernels count i from 0.  A buffer of 0
+ * the batch's.  On gpu and emu there a carrier that reads i (a causal
+ * mask, a window) is refused (ASSOC_EDEVICE, saying so) for a sequence
+ * whose queries are not its first positions: those kernels count i from
+ * 0.  A buffer of 0
  * bytes may be NULL.  A sequence of no keys gives the finalize of the
  * identity.
  * A table entry outside the pool where a sequence reads, a length past
