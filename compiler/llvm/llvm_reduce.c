@@ -2113,6 +2113,26 @@ typedef struct {
 	LLVMValueRef in[256]; /* the column pointers outside it */
 } PageLoop;
 
+/* How many keys page index q of the table lies from where its keys
+ * would lie in one run: (table[q] - q) * page_size. */
+static LLVMValueRef page_shift(B *b, LLVMValueRef table, LLVMValueRef q, LLVMValueRef ps, const char *name)
+{
+	Lower *L = &b->L;
+	LLVMValueRef at = LLVMBuildGEP2(L->b, b->i32, LLVMBuildBitCast(L->b, table, LLVMPointerType(b->i32, 0), ""), &q, 1, "");
+	LLVMValueRef page = LLVMBuildSExt(L->b, LLVMBuildLoad2(L->b, b->i32, at, name), b->i64, "");
+	return LLVMBuildMul(L->b, LLVMBuildSub(L->b, page, q, ""), ps, "");
+}
+
+/* Column k's pointer base moved by shift keys (a key key_stride heads of
+ * its width apart). */
+static LLVMValueRef page_col(B *b, int k, LLVMValueRef base, LLVMValueRef shift, const char *name)
+{
+	const Decl *d = &b->k->c->col[k];
+	long long key = (long long)b->k->key_stride * spec_decl_width(d) * (long long)run_kind_size(d->storage);
+	LLVMValueRef bytes = LLVMBuildMul(b->L.b, shift, ci64(b, key), "");
+	return LLVMBuildGEP2(b->L.b, b->i8, base, &bytes, 1, name);
+}
+
 static void pages_begin(B *b, PageLoop *pl, LLVMValueRef p0, LLVMValueRef p1, LLVMValueRef table, LLVMValueRef ps,
 			LLVMValueRef *lo, LLVMValueRef *hi)
 {
@@ -2120,30 +2140,19 @@ static void pages_begin(B *b, PageLoop *pl, LLVMValueRef p0, LLVMValueRef p1, LL
 	Lower *L = &b->L;
 	pl->q = kern_loop_begin(b, p0, p1, 1);
 	LLVMValueRef q = pl->q.iv;
-	LLVMValueRef at = LLVMBuildGEP2(L->b, b->i32, LLVMBuildBitCast(L->b, table, LLVMPointerType(b->i32, 0), ""), &q, 1, "");
-	LLVMValueRef page = LLVMBuildSExt(L->b, LLVMBuildLoad2(L->b, b->i32, at, "page"), b->i64, "");
-	LLVMValueRef shift = LLVMBuildMul(L->b, LLVMBuildSub(L->b, page, q, ""), ps, "");
+	LLVMValueRef shift = page_shift(b, table, q, ps, "page");
 	for (int k = 0; k < c->ncol; k++) {
-		const Decl *d = &c->col[k];
-		long long key = (long long)b->k->key_stride * spec_decl_width(d) * (long long)run_kind_size(d->storage);
-		LLVMValueRef bytes = LLVMBuildMul(L->b, shift, ci64(b, key), "");
 		pl->in[k] = b->inp[c->nelem + k];
-		b->inp[c->nelem + k] = LLVMBuildGEP2(L->b, b->i8, pl->in[k], &bytes, 1, "page_keys");
+		b->inp[c->nelem + k] = page_col(b, k, pl->in[k], shift, "page_keys");
 	}
 	/* the next page (this one, on the last), which the loops over this
 	 * page's keys prefetch (kern_prefetch_cols): key j's column pointer
 	 * there is where key j + page_size of the next page lies */
 	LLVMValueRef nq = LLVMBuildAdd(L->b, q, ci64(b, 1), "");
 	nq = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, nq, p1, ""), nq, q, "");
-	at = LLVMBuildGEP2(L->b, b->i32, LLVMBuildBitCast(L->b, table, LLVMPointerType(b->i32, 0), ""), &nq, 1, "");
-	LLVMValueRef next = LLVMBuildSExt(L->b, LLVMBuildLoad2(L->b, b->i32, at, ""), b->i64, "");
-	LLVMValueRef nshift = LLVMBuildMul(L->b, LLVMBuildSub(L->b, next, nq, ""), ps, "");
-	for (int k = 0; k < c->ncol; k++) {
-		const Decl *d = &c->col[k];
-		long long key = (long long)b->k->key_stride * spec_decl_width(d) * (long long)run_kind_size(d->storage);
-		LLVMValueRef bytes = LLVMBuildMul(L->b, nshift, ci64(b, key), "");
-		b->page_next[k] = LLVMBuildGEP2(L->b, b->i8, pl->in[k], &bytes, 1, "next_page_keys");
-	}
+	LLVMValueRef nshift = page_shift(b, table, nq, ps, "");
+	for (int k = 0; k < c->ncol; k++)
+		b->page_next[k] = page_col(b, k, pl->in[k], nshift, "next_page_keys");
 	b->page_size = ps;
 	*lo = LLVMBuildMul(L->b, q, ps, "");
 	LLVMValueRef end = LLVMBuildAdd(L->b, *lo, ps, "");
