@@ -62,6 +62,17 @@ Test(cli, check_says_what_special_values_do)
 	}
 }
 
+/* Where the prover leaves the laws to the trials alone, run takes emit's
+ * 2000, not its few hundred, and refuses what they break. */
+Test(cli, run_tries_harder_where_the_prover_cannot_decide)
+{
+	cr_assert_eq(sh(ASSOC " run tests/laws/position_sum_overflow.yaml --device interp --rows 2 --len 40", out,
+			sizeof out, 1), 1, "%s", out);
+	cr_assert(strstr(out, "position_sum_overflow.yaml: the merge is not") && strstr(out, "refusing to run it"), "%s",
+		  out);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --rows 2 --len 40", out, sizeof out, 1), 0, "%s", out);
+}
+
 Test(cli, check_failing_spec_exit_1)
 {
 	cr_assert_eq(sh(ASSOC " check tests/laws/forgot_rescale.yaml", out, sizeof out, 0), 1);

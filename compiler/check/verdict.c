@@ -88,6 +88,21 @@ static void judge(Carrier *c, CarrierVerdict *v, int strict)
 	v->cause = VERDICT_BY_NONE;
 }
 
+/* Whether the prover leaves a law unknown (or stopped), where the trials
+ * held: their count is then all the evidence there is. */
+static int unknown_law(const CarrierVerdict *v)
+{
+	for (int i = 0; i < v->trials.nlaw; i++)
+		if (v->trials.law[i].v == VERDICT_FAILS)
+			return 0;
+	if (v->prove_error)
+		return 1;
+	for (int i = 0; i < v->proof.n; i++)
+		if (v->proof.line[i].status == PROOF_UNKNOWN)
+			return 1;
+	return 0;
+}
+
 int verdict_run(Carrier *c, const VerdictOpts *o, CarrierVerdict *v, char *msg, size_t n)
 {
 	memset(v, 0, sizeof *v);
@@ -101,6 +116,17 @@ int verdict_run(Carrier *c, const VerdictOpts *o, CarrierVerdict *v, char *msg, 
 		if (prove_carrier_at(c, params, np, o->prove_flags, &v->proof)) {
 			v->proof = (ProofReport){0};
 			v->prove_error = 1;
+		}
+	}
+	if (o->unknown_trials > o->check.trials && unknown_law(v)) {
+		VerdictOpts more = *o;
+		more.check.trials = o->unknown_trials;
+		check_result_free(&v->trials);
+		v->trials = (CheckResult){0};
+		if (o->one_case ? check_run(c, &more.check, &v->trials, msg, n)
+				: check_run_cases(c, &more.check, &v->trials, v->cases, sizeof v->cases, msg, n)) {
+			prove_report_free(&v->proof);
+			return -1;
 		}
 	}
 	gather_laws(v);

@@ -19,6 +19,10 @@ typedef struct {
 	int prove_any_params; /* the prover leaves every param free, whatever check.params fixes */
 	int one_case;      /* trials with bool params drawn once (check_run), not case by case */
 	int strict;        /* a law the prover leaves unknown fails */
+	/* more than check.trials: the trials again with this many where the
+	 * prover leaves a law unknown, the trials its only evidence (run's
+	 * few hundred otherwise miss what emit's 2000 find) */
+	int unknown_trials;
 } VerdictOpts;
 
 /* The overall status: VERDICT_UNKNOWN is a warning (a law the prover could
