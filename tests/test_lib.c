@@ -335,6 +335,57 @@ Test(lib, check_laws)
 	assoc_spec_free(s);
 }
 
+/* A verdict assoc_spec_check reached stands at assoc_compile, failed as
+ * well as held: compile does not reach another on its own few trials,
+ * which this merge's rare break passes. */
+Test(lib, a_failed_check_is_not_compiled)
+{
+	AssocSpec *s = spec_ok("tests/laws/nan_on_a_product.yaml");
+	cr_assert_eq(assoc_spec_check(s, 0, 1), ASSOC_ELAWS);
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_ELAWS, "%s", assoc_kernel_error(k));
+	cr_assert(strstr(assoc_kernel_error(k), "not associative"), "%s", assoc_kernel_error(k));
+	cr_assert(strstr(assoc_spec_verdict(s), "FAILED"), "%s", assoc_spec_verdict(s));
+	assoc_kernel_free(k);
+	/* trusted, it compiles */
+	assoc_spec_trust_merge(s, 1);
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
+/* A merge lawful for some values of a param only: a run at values where
+ * it fails runs nothing, naming them, as `assoc run --param` refuses;
+ * values that hold run, before and after. */
+Test(lib, runs_are_judged_at_their_params, .timeout = 60)
+{
+	const char *text = "carrier: abs_scaled\nparams: {p: f32}\nelement: {x: f32}\nstate: {s: f32}\n"
+			   "identity: {s: 0}\nlift: {s: abs(x) * p}\nmerge: {s: abs(a.s + b.s)}\n"
+			   "finalize: {out: s}\nreference: {out: sum(abs(x) * p)}\nlaws: [commutative]\n";
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	float x[8] = {1, -2, 3, -4, 5, -6, 7, -8}, out = 0;
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"out", &out, sizeof out}};
+	AssocValue good = {"p", 0.5}, bad = {"p", -1};
+	cr_assert_eq(assoc_run(k, 1, 8, b, 2, &good, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_float_eq(out, 18, 1e-5);
+	out = 7;
+	cr_assert_eq(assoc_run(k, 1, 8, b, 2, &bad, 1), ASSOC_ELAWS);
+	cr_assert(strstr(assoc_kernel_error(k), "identity fails") && strstr(assoc_kernel_error(k), "p=-1"), "%s",
+		  assoc_kernel_error(k));
+	cr_assert_eq(out, 7, "a refused run writes nothing");
+	cr_assert_eq(assoc_run(k, 1, 8, b, 2, &good, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	/* trusted: any values run */
+	assoc_spec_trust_merge(s, 1);
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_run(k, 1, 8, b, 2, &bad, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
 /* Rows holding NaN where the groupings disagree: still ok, and the line
  * says so; where they agree it says nothing of them. */
 Test(lib, the_verdict_line_warns_of_special_values)

@@ -33,7 +33,7 @@ typedef enum {
 	ASSOC_OK = 0,
 	ASSOC_EINVAL,   /* a NULL handle or pointer, an unknown name, a negative shape */
 	ASSOC_ESPEC,    /* the spec does not load (syntax, scopes, types) */
-	ASSOC_ELAWS,    /* assoc_spec_check, assoc_compile: a law or the reference does not hold */
+	ASSOC_ELAWS,    /* assoc_spec_check, assoc_compile, a run at params: a law or the reference does not hold */
 	ASSOC_EDEVICE,  /* the device is unknown or not usable here */
 	ASSOC_ECOMPILE, /* code generation failed */
 	ASSOC_ESIZE,    /* a buffer's size does not fit the shape */
@@ -93,9 +93,16 @@ AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed);
  * "" before any verdict. */
 const char *assoc_spec_verdict(const AssocSpec *s);
 /* trust nonzero: assoc_compile compiles the carrier whatever its verdict
- * (the command line's --trust-merge); 0 (the default): it reaches the
- * verdict first, on `assoc run`'s few trials, unless assoc_spec_check
- * found it holds, and refuses with ASSOC_ELAWS where it fails. */
+ * (the command line's --trust-merge), and runs take any params; 0 (the
+ * default): assoc_compile takes the verdict assoc_spec_check reached,
+ * held or failed, or else reaches it on `assoc run`'s few trials (2000
+ * where the prover leaves a law to the trials alone), and refuses with
+ * ASSOC_ELAWS where it fails.  A spec whose identity, lift, merge or
+ * mask reads a param is judged again at the values a run gives, as
+ * `assoc run --param` does (a merge may be lawful for some values only):
+ * the first run at new values reaches that verdict (milliseconds), and a
+ * run where it fails gives ASSOC_ELAWS and runs nothing; the kernel keeps
+ * the last 16 sets of values that held. */
 AssocStatus assoc_spec_trust_merge(AssocSpec *s, int trust);
 int assoc_array_count(const AssocSpec *s);
 AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info);

@@ -180,8 +180,13 @@ static void verdict_line(AssocSpec *s, const CarrierVerdict *v)
 #undef SAY
 }
 
+/* `assoc run`'s few trials (cmd_run.c), and emit's more where the prover
+ * leaves a law to the trials alone */
+enum { RUN_TRIALS = 300, RUN_ID_TRIALS = 200, RUN_UNKNOWN_TRIALS = 2000 };
+
 /* The verdict `assoc check` reaches, with trials trials (0: check's
- * 20000); ASSOC_ELAWS with its line in s->err when it fails. */
+ * 20000); ASSOC_ELAWS with its line in s->err when it fails.  Kept in
+ * s->judged, passed or failed, for assoc_compile. */
 static AssocStatus judge(AssocSpec *s, int trials, int id_trials, uint64_t seed)
 {
 	VerdictOpts o = {.prove = 1};
@@ -190,6 +195,8 @@ static AssocStatus judge(AssocSpec *s, int trials, int id_trials, uint64_t seed)
 		o.check.trials = trials;
 	if (id_trials > 0)
 		o.check.id_trials = id_trials;
+	if (trials > 0 && trials < RUN_UNKNOWN_TRIALS)
+		o.unknown_trials = RUN_UNKNOWN_TRIALS;
 	o.check.seed = seed;
 	CarrierVerdict v;
 	s->verdict[0] = 0;
@@ -198,9 +205,94 @@ static AssocStatus judge(AssocSpec *s, int trials, int id_trials, uint64_t seed)
 	verdict_line(s, &v);
 	AssocStatus st = verdict_ok(&v) ? ASSOC_OK : ASSOC_ELAWS;
 	snprintf(s->err, sizeof s->err, "%s", st && v.why ? v.why : "");
-	s->judged |= !st;
+	s->judged = st ? -1 : 1;
+	snprintf(s->judged_why, sizeof s->judged_why, "%s", s->err);
 	verdict_free(&v);
 	return st;
+}
+
+/* Whether e reads a param; seen marks the nodes looked at. */
+static int reads_param(const Ir *ir, const Expr *e, unsigned char *seen)
+{
+	if (!e || seen[e->id])
+		return 0;
+	seen[e->id] = 1;
+	if (e->op == EXPR_VAR && ir_var(ir, e->k)->kind == VAR_PARAM)
+		return 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_param(ir, e->a[i], seen))
+			return 1;
+	return 0;
+}
+
+/* Whether the laws can depend on c's params: the identity, lift, merge
+ * or mask reads one (a param of finalize alone, an epsilon, cannot make
+ * a grouping differ). */
+static int laws_read_params(const Carrier *c)
+{
+	unsigned char *seen = calloc((size_t)ir_nnodes(c->ir) + 1, 1);
+	if (!seen)
+		return 1;
+	int r = reads_param(c->ir, c->mask, seen);
+	for (int f = 0; !r && f < c->nstate; f++)
+		r = reads_param(c->ir, c->identity[f], seen) || reads_param(c->ir, c->lift[f], seen) ||
+		    (c->merge && reads_param(c->ir, c->merge[f], seen));
+	free(seen);
+	return r;
+}
+
+AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
+{
+	AssocSpec *s = k->s;
+	Carrier *c = s->c;
+	if (!c->nparams || s->trusted)
+		return ASSOC_OK;
+	if (!k->params_in_laws)
+		k->params_in_laws = laws_read_params(c) ? 1 : -1;
+	if (k->params_in_laws < 0)
+		return ASSOC_OK;
+	for (int i = 0; i < k->njudged; i++)
+		if (!memcmp(k->judged_pv + (size_t)i * c->nparams, pv, c->nparams * sizeof *pv))
+			return ASSOC_OK;
+	if (!k->judged_pv && !(k->judged_pv = calloc((size_t)LIB_JUDGED * c->nparams, sizeof *pv)))
+		return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	/* the values as `assoc run --param` gives them */
+	Define *defs = calloc(c->nparams, sizeof *defs);
+	char (*vals)[32] = calloc(c->nparams, sizeof *vals);
+	if (!defs || !vals) {
+		free(defs), free(vals);
+		return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < c->nparams; i++) {
+		snprintf(vals[i], sizeof vals[i], "%.17g", pv[i]);
+		defs[i] = (Define){c->params[i].name, vals[i]};
+	}
+	VerdictOpts o = {.prove = 1};
+	check_defaults(&o.check);
+	o.check.trials = RUN_TRIALS, o.check.id_trials = RUN_ID_TRIALS, o.unknown_trials = RUN_UNKNOWN_TRIALS;
+	o.check.special_rows = 0;
+	o.check.params = defs, o.check.nparams = c->nparams;
+	CarrierVerdict v;
+	char msg[512] = "";
+	AssocStatus st;
+	if (verdict_run(c, &o, &v, msg, sizeof msg)) {
+		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%s", msg);
+	} else {
+		char at[256] = "";
+		for (int i = 0, l = 0; i < c->nparams && l < (int)sizeof at; i++)
+			l += snprintf(at + l, sizeof at - l, "%s%s=%s", i ? ", " : "", defs[i].name, defs[i].value);
+		st = verdict_ok(&v) ? ASSOC_OK
+				    : fail(k->err, sizeof k->err, ASSOC_ELAWS, "%s (with the params at %s)",
+					   v.why ? v.why : "a law or the reference fails", at);
+		verdict_free(&v);
+	}
+	free(defs), free(vals);
+	if (st)
+		return st;
+	/* kept, the oldest replaced past LIB_JUDGED */
+	int at = k->njudged < LIB_JUDGED ? k->njudged++ : k->judged_next++ % LIB_JUDGED;
+	memcpy(k->judged_pv + (size_t)at * c->nparams, pv, c->nparams * sizeof *pv);
+	return ASSOC_OK;
 }
 
 AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed)
@@ -362,11 +454,13 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 	} else if (!dev->available(why, sizeof why)) {
 		return fail(k->err, sizeof k->err, ASSOC_EDEVICE, "%s: %s", device, why);
 	}
-	/* `assoc run`'s few trials (cmd_run.c), unless assoc_spec_check has
-	 * reached the verdict already */
-	AssocStatus st = s->judged || s->trusted ? ASSOC_OK : judge(s, 300, 200, 1);
+	/* `assoc run`'s few trials, unless assoc_spec_check has reached the
+	 * verdict already, which then stands, failed or not */
+	AssocStatus st = s->trusted ? ASSOC_OK
+			 : s->judged	? (s->judged < 0 ? ASSOC_ELAWS : ASSOC_OK)
+					: judge(s, RUN_TRIALS, RUN_ID_TRIALS, 1);
 	if (st)
-		return fail(k->err, sizeof k->err, st, "%s", s->err);
+		return fail(k->err, sizeof k->err, st, "%s", s->judged_why);
 	k->dev = dev;
 	if (!dev) {
 		if (llvm_compile(s->c, NULL, &k->k, why, sizeof why))
@@ -517,7 +611,7 @@ AssocStatus lib_params_of(AssocKernel *k, const AssocValue *p, int np, double *o
 			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "the spec has no param '%s'",
 				    p[j].name ? p[j].name : "(NULL)");
 	}
-	return ASSOC_OK;
+	return lib_judge_params(k, out);
 }
 
 /* The kernel for views of rows rows: a narrower group of rows as lanes
@@ -904,6 +998,7 @@ void assoc_kernel_free(AssocKernel *k)
 	if (!k)
 		return;
 	release(k);
+	free(k->judged_pv);
 	free(k);
 }
 

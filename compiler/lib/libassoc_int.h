@@ -13,7 +13,8 @@ struct AssocSpec {
 	char verdict[1024]; /* the line on the last assoc_spec_check (assoc_spec_verdict) */
 	AssocArray *arr;
 	int narr;
-	int judged; /* its verdict holds (assoc_spec_check): assoc_compile need not reach it again */
+	int judged; /* its verdict reached (1: holds, -1: fails, 0: not yet): assoc_compile takes it */
+	char judged_why[2048]; /* why it failed */
 	int trusted; /* assoc_spec_trust_merge: compiled whatever its verdict */
 };
 
@@ -50,8 +51,21 @@ struct AssocKernel {
 	LlvmOpts paged_opts;
 	RtPool *pool;
 	int threads;
+	/* params whose values a run's verdict held at (lib_judge_params): the
+	 * last LIB_JUDGED sets, each the spec's nparams values */
+	double *judged_pv;
+	int njudged, judged_next;
+	int params_in_laws; /* 1: the laws read a param, -1: none, 0: not yet looked at */
 	char err[1024];
 };
+
+enum { LIB_JUDGED = 16 };
+
+/* The verdict on k's carrier with its params at pv (the spec's order), as
+ * `assoc run --param` reaches it: a merge may be lawful only for some
+ * values; ASSOC_ELAWS with the reason in k->err where it fails.  Each set
+ * that holds is kept, and not judged again. */
+AssocStatus lib_judge_params(AssocKernel *k, const double *pv);
 
 /* assoc_run_heads with row 0 at position qpos (the spec's i of row r is
  * qpos + r): a paged sequence's queries are its last positions

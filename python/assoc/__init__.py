@@ -381,7 +381,7 @@ class Kernel:
                 why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         if st != _lib.OK:
             exc = {_lib.EINVAL: ValueError, _lib.ESIZE: ValueError, _lib.ENOMEM: MemoryError,
-                   _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError}.get(st, RunError)
+                   _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError, _lib.ELAWS: LawError}.get(st, RunError)
             raise exc("%s: %s" % (spec.name, why))
         return outs
 
@@ -486,7 +486,7 @@ class Kernel:
             why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         if st != _lib.OK:
             exc = {_lib.EINVAL: ValueError, _lib.ESIZE: ValueError, _lib.ENOMEM: MemoryError,
-                   _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError}.get(st, RunError)
+                   _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError, _lib.ELAWS: LawError}.get(st, RunError)
             raise exc("%s: %s" % (spec.name, why))
         return outs
 

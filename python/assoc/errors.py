@@ -15,7 +15,8 @@ class SpecError(Error, ValueError):
 
 
 class LawError(Error):
-    """A carrier whose laws or reference fail, refused by compile."""
+    """A carrier whose laws or reference fail, refused by compile, or by a
+    call whose params' values make them fail."""
 
 
 class DeviceError(Error):

@@ -276,6 +276,17 @@ class Specs(unittest.TestCase):
         out = k(x=np.array([[5, 2]], np.float32))["out"]
         self.assertEqual(out.shape, (1,))
 
+    def test_params_where_the_laws_fail_refuse_the_call(self):
+        # lawful for p >= 0 only: a call at p = -1 raises, as run --param refuses
+        spec = assoc.loads("carrier: abs_scaled\nparams: {p: f32}\nelement: {x: f32}\nstate: {s: f32}\n"
+                           "identity: {s: 0}\nlift: {s: abs(x) * p}\nmerge: {s: abs(a.s + b.s)}\n"
+                           "finalize: {out: s}\nlaws: [commutative]\n")
+        k = spec.compile("interp")
+        x = np.array([[1, -2, 3, -4]], np.float32)
+        self.assertAlmostEqual(float(k(x=x, p=0.5)["out"][0]), 5.0, places=5)
+        with self.assertRaisesRegex(assoc.LawError, r"identity fails.*p=-1"):
+            k(x=x, p=-1.0)
+
     def test_gpu_without_a_driver_says_why(self):
         saved = os.environ.get("ASSOC_LIBCUDA")
         os.environ["ASSOC_LIBCUDA"] = "build/no-such-libcuda.so.1"
