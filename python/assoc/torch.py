@@ -3,7 +3,7 @@ a fake implementation that gives the outputs' shapes and dtypes, so that
 torch.compile traces through it.
 
     op = assoc.torch.register(spec.compile("cpu"), name="mylib::softmax")
-    lse, y = op(x)                     # inputs, then params, in the spec's order
+    lse, y = op(x)                     # spec.inputs (element, column, row), then params
 
 Importing this module imports torch; `import assoc` alone does not."""
 import torch as _torch
@@ -14,8 +14,8 @@ _TYPES = {k: getattr(_torch, v) for k, v in _arrays.TORCH_TYPES.items()}
 
 
 def schema(kernel):
-    """The operator's schema: the spec's inputs as Tensors and its params
-    as floats, in the spec's order; the outputs as a Tensor or a tuple."""
+    """The operator's schema: the spec's inputs as Tensors (spec.inputs'
+    order: element, column, row) and its params as floats; the outputs as a Tensor or a tuple."""
     spec = kernel.spec
     if spec.params is None:
         raise RuntimeError("this libassoc lacks assoc_param_count: rebuild it to register operators")
@@ -27,8 +27,10 @@ def schema(kernel):
 
 def register(kernel, name, heads=None, kv_heads=None):
     """Register kernel as the custom op name ("namespace::op") and return
-    it.  The op takes the spec's inputs, then its params, positionally or
-    by name, and returns its outputs in the spec's order (one tensor where
+    it.  The op takes the spec's inputs in spec.inputs' order (element
+    inputs, then columns, then row inputs: attention's q, a row input,
+    comes after k and v), then its params, positionally or by name (by
+    name is safer), and returns its outputs in the spec's order (one tensor where
     there is one).  heads/kv_heads as for Kernel.__call__ (told from the
     inputs' ranks where not given)."""
     spec = kernel.spec
