@@ -386,6 +386,34 @@ Test(lib, runs_are_judged_at_their_params, .timeout = 60)
 	assoc_spec_free(s);
 }
 
+/* Params as `assoc run --param` takes them: a misspelt name named, an
+ * f32 past its range and an i32 that is no integer refused. */
+Test(lib, params_out_of_range_are_refused)
+{
+	const char *text = "carrier: scaled\nparams: {p: f32, n: i32}\nelement: {x: f32}\nstate: {s: f32}\n"
+			   "identity: {s: 0}\nlift: {s: x}\nmerge: {s: a.s + b.s}\nfinalize: {out: s * p + n}\n";
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	float x[4] = {1, 2, 3, 4}, out = 0;
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"out", &out, sizeof out}};
+	AssocValue ok[] = {{"p", 2}, {"n", 1}}, typo[] = {{"px", 2}, {"n", 1}}, big[] = {{"p", 1e300}, {"n", 1}},
+		   frac[] = {{"p", 2}, {"n", 2.5}}, inf[] = {{"p", INFINITY}, {"n", 0}};
+	cr_assert_eq(assoc_run(k, 1, 4, b, 2, ok, 2), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_float_eq(out, 21, 1e-5);
+	cr_assert_eq(assoc_run(k, 1, 4, b, 2, typo, 2), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "no param 'px'"), "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_run(k, 1, 4, b, 2, big, 2), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "'p' = 1e+300 is beyond f32's range"), "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_run(k, 1, 4, b, 2, frac, 2), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "'n' = 2.5 is not an integer"), "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_run(k, 1, 4, b, 2, inf, 2), ASSOC_OK, "infinity as given is a value: %s",
+		     assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
 /* Rows holding NaN where the groupings disagree: still ok, and the line
  * says so; where they agree it says nothing of them. */
 Test(lib, the_verdict_line_warns_of_special_values)

@@ -1,5 +1,6 @@
 /* libassoc.c: the public C API (assoc.h) over the spec loader, the
  * checker and the CPU backend.  Status codes and messages, never exit. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -594,6 +595,15 @@ AssocStatus lib_params_of(AssocKernel *k, const AssocValue *p, int np, double *o
 	if (np < 0 || (np && !p))
 		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d params %s", np,
 			    np < 0 ? "(a count under 0)" : "with a NULL params array");
+	/* a misspelt name first: it is why the right one is missing */
+	for (int j = 0; j < np; j++) {
+		int known = 0;
+		for (int i = 0; i < c->nparams; i++)
+			known |= p[j].name && !strcmp(p[j].name, c->params[i].name);
+		if (!known)
+			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "the spec has no param '%s'",
+				    p[j].name ? p[j].name : "(NULL)");
+	}
 	for (int i = 0; i < c->nparams; i++) {
 		int found = 0;
 		for (int j = 0; j < np; j++)
@@ -602,14 +612,14 @@ AssocStatus lib_params_of(AssocKernel *k, const AssocValue *p, int np, double *o
 		if (found != 1)
 			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "param '%s' given %d times (once needed)",
 				    c->params[i].name, found);
-	}
-	for (int j = 0; j < np; j++) {
-		int known = 0;
-		for (int i = 0; i < c->nparams; i++)
-			known |= p[j].name && !strcmp(p[j].name, c->params[i].name);
-		if (!known)
-			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "the spec has no param '%s'",
-				    p[j].name ? p[j].name : "(NULL)");
+		/* as `assoc run --param` takes them (draw_params) */
+		TyKind st = c->params[i].storage;
+		if (st == TY_F32 && !isinf(out[i]) && isinf((float)out[i]))
+			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "param '%s' = %g is beyond f32's range",
+				    c->params[i].name, out[i]);
+		if (!ir_holds(st, out[i]))
+			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "param '%s' = %.17g is not %s", c->params[i].name,
+				    out[i], st == TY_BOOL ? "a bool (0 or 1)" : "an integer in its type's range");
 	}
 	return lib_judge_params(k, out);
 }
