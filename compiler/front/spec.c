@@ -5,6 +5,7 @@
  * them.  Every error names the offending node. */
 #include "compiler/front/scope.h"
 #include "compiler/front/specdir.h"
+#include "compiler/util/buf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -813,6 +814,31 @@ static int outside_reductions(Ir *ir, Expr *e, unsigned char *seen)
 	return out;
 }
 
+/* Whether t is e or one of its operands, at any depth. */
+static int holds_node(const Expr *e, const Expr *t, unsigned char *seen)
+{
+	if (e == t)
+		return 1;
+	if (seen[e->id])
+		return 0;
+	seen[e->id] = 1;
+	for (int i = 0; i < e->nargs; i++)
+		if (holds_node(e->a[i], t, seen))
+			return 1;
+	return 0;
+}
+
+/* Whether a reference after ref[i] uses its value. */
+static int used_later(Carrier *c, int i)
+{
+	unsigned char *seen = xcalloc((size_t)ir_nnodes(c->ir) + 1, 1);
+	int used = 0;
+	for (int j = i + 1; !used && j < c->nref; j++)
+		used = holds_node(c->ref[j].e, c->ref[i].e, seen);
+	free(seen);
+	return used;
+}
+
 static Def *find_def(Def *defs, int n, const char *name)
 {
 	for (int i = 0; i < n; i++)
@@ -872,6 +898,23 @@ static int load_reference(L *l)
 	if (!compared) {
 		diag_error(l->d, section_pos(l, yn_get(l->root, "reference")),
 			   "no reference name matches a finalize or map output, so nothing would be checked");
+		return -1;
+	}
+	/* a helper no reference uses is most likely an output's name
+	 * misspelt, whose output then goes unchecked */
+	for (int i = 0; i < c->nref; i++) {
+		Def *r = &c->ref[i];
+		if (find_def(c->finalize, c->nfinal, r->name) || find_def(c->map, c->nmap, r->name) || used_later(c, i))
+			continue;
+		Buf b = {0};
+		for (int o = 0; o < c->nfinal + c->nmap; o++) {
+			const char *on = o < c->nfinal ? c->finalize[o].name : c->map[o - c->nfinal].name;
+			if (!find_def(c->ref, c->nref, on))
+				buf_printf(&b, "%s'%s'", b.len ? ", " : "", on);
+		}
+		diag_error(l->d, r->pos, "reference '%s' names no output, and no later reference uses it%s%s%s", r->name,
+			   b.len ? " (outputs with no reference: " : "", b.len ? b.s : "", b.len ? ")" : "");
+		free(b.s);
 		return -1;
 	}
 	return 0;
