@@ -577,6 +577,9 @@ static V parse_field(P *p, const char *owner, size_t off)
 	size_t n = scan_name(p, name);
 	if (n > SPEC_MAX_NAME)
 		return fail(p, at_name, "name longer than %d characters", SPEC_MAX_NAME);
+	if ((unsigned char)p->src[p->pos + n] >= 0x80)
+		return fail(p, p->pos + n, "a non-ASCII character in the name '%s...' (names are ASCII letters, digits "
+					   "and '_')", name);
 	p->pos += n;
 	if (!(p->s->allow & S_AB))
 		return fail(p, off, "'%s.%s' names a merge operand; only merge may use a. and b.", owner, name);
@@ -840,6 +843,9 @@ static V parse_prim(P *p)
 		size_t n = scan_name(p, name);
 		if (n > SPEC_MAX_NAME)
 			return fail(p, off, "name longer than %d characters", SPEC_MAX_NAME);
+		if ((unsigned char)p->src[p->pos + n] >= 0x80)
+			return fail(p, p->pos + n, "a non-ASCII character in the name '%s...' (names are ASCII letters, "
+						   "digits and '_')", name);
 		p->pos += n;
 		if (accept(p, "(")) {
 			if (enter(p, off))
