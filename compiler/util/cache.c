@@ -80,10 +80,12 @@ static int ancestors_safe(const char *dir, char *msg, size_t mn)
 			return -1;
 		}
 		if ((st.st_uid != geteuid() && st.st_uid != 0) || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
-			snprintf(msg, mn,
-				 "cache directory %s is inside %s, which other users can write to (uid %u, mode %04o), "
-				 "so is not used",
-				 dir, real, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			int theirs = st.st_uid != geteuid() && st.st_uid != 0, self = !strcmp(real, dir);
+			snprintf(msg, mn, "cache directory %s%s%s%s (uid %u, mode %04o), so is not used", dir,
+				 self ? "" : " is inside ", self ? "" : real,
+				 theirs ? (self ? " belongs to another user" : ", which belongs to another user")
+					: (self ? " can be written by other users" : ", which other users can write to"),
+				 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 			return -1;
 		}
 		char *slash = strrchr(real, '/');
