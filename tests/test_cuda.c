@@ -509,6 +509,68 @@ Test(cuda, softmax_module_shape, .timeout = 120)
 	spec_carrier_free(c);
 }
 
+/* The carrier's tile fold reaches NVRTC only in a module with a kernel
+ * that folds tiles: elsewhere the stub stands in for it (no instantiation
+ * of the transported code), and the PTX is the same as with it. */
+Test(cuda, tile_fold_only_where_a_kernel_folds_tiles, .timeout = 300)
+{
+	cuda_test_cache();
+	char msg[8192];
+	Carrier *c = load_ok("specs/welford.yaml");
+	CudaModule m;
+	cr_assert_eq(cuda_module_space(c, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(m.tf, 1, "welford has a transported fold: %s", m.tf_why);
+	const char *real = "#define ASC_TRANSPORT 1\n", *stub = "#define ASC_TRANSPORT 0\n";
+	cr_expect(strstr(m.src, real) && !strstr(m.src, stub), "the space's module, with tf variants, holds the fold");
+	int plain = -1, folding = -1;
+	for (int v = 0; v < m.nvar; v++)
+		if (m.var[v].fam == FAM_ROWREDUCE)
+			*(m.var[v].tf ? &folding : &plain) = v;
+	cr_assert(plain >= 0 && folding >= 0, "welford's space has rowreduce variants with and without tf");
+	unsigned char want[256] = {0};
+	cr_assert_lt(m.nvar, (int)sizeof want);
+	want[folding] = 1;
+	char *src = cuda_module_src_of(&m, want);
+	cr_expect(strstr(src, real) && !strstr(src, stub), "a tf variant alone keeps the fold");
+	free(src);
+	want[folding] = 0, want[plain] = 1;
+	src = cuda_module_src_of(&m, want);
+	const char *at = strstr(src, stub), *end = at ? strstr(at, "\treturn false;\n}\n") : NULL;
+	cr_assert(at && end && !strstr(src, real), "a plain variant alone holds the stub:\n%s", src);
+	end += strlen("\treturn false;\n}\n");
+	/* the same module with the carrier's fold in the stub's place */
+	char *full = malloc(strlen(src) + strlen(m.hooks) + 1);
+	cr_assert(full);
+	sprintf(full, "%.*s%.*s%s", (int)(at - src), src, (int)(m.tf_hooks[1] - m.tf_hooks[0]), m.hooks + m.tf_hooks[0], end);
+	cr_assert(strstr(full, real) && !strstr(full, stub));
+	cuda_module_free(&m);
+	/* online softmax's defaults fold no tiles: its run's module, and the
+	 * module emit compiles, hold the stub */
+	Carrier *sm = load_ok("specs/online_softmax.yaml");
+	cr_assert_eq(cuda_module(sm, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(m.tf && strstr(m.src, stub) && !strstr(m.src, real), "online softmax's default module holds the stub");
+	cuda_module_free(&m);
+	spec_carrier_free(sm);
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg)) {
+		free(full);
+		free(src);
+		spec_carrier_free(c);
+		cr_skip_test("no NVRTC to compare the PTX: %s", msg);
+	}
+	char *ptx[2];
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, src, "sm_90", &ptx[0], &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(nvrtc_ptx(nv, full, "sm_90", &ptx[1], &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_str_eq(ptx[0], ptx[1], "the stub changes the PTX");
+	free(ptx[0]);
+	free(ptx[1]);
+	nvrtc_close(nv);
+	free(full);
+	free(src);
+	spec_carrier_free(c);
+}
+
 /* ASSOC_NVRTC_SPLIT=1 spreads NVVM over the cores: PTX of its own in the
  * cache (another option set), whose kernels still keep no call. */
 Test(cuda, split_compile_on_request, .timeout = 120)

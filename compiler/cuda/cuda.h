@@ -55,6 +55,7 @@ typedef struct {
 	char name[64];      /* cuda_module_name: the carrier's name, which the kernels' names start with; "": prefix */
 	int tf;             /* the row templates may fold tiles in the certificate's coordinates (variant tf) */
 	char tf_why[320];   /* what that fold does, or why the carrier has none */
+	size_t tf_hooks[2]; /* [start, end) of the tile fold's hooks in hooks: a module none of whose kernels folds tiles holds a stub there */
 	int paged;          /* cuda_module_paged: keys a page of the attention kernels' paged K and V; 0: unpaged */
 	char unpaged_prefix[24]; /* paged: the prefix of the same module unpaged, which its tuning choices are kept under */
 	int cluster;        /* the target has thread-block clusters (sm_90 or newer, or not named): variants with cl */

@@ -227,7 +227,7 @@ static void map4_fn(Carrier *c, Buf *b)
  * registers; a larger one would pass through the stack. */
 static int row_calls(const Carrier *c) { return state_size(c) <= 64; }
 
-static void hooks(Carrier *c, Buf *b, int vec, int tf, const int *moving)
+static void hooks(Carrier *c, Buf *b, int vec, int tf, const int *moving, size_t tf_hooks[2])
 {
 	int ordered = !(c->laws & LAW_COMMUTATIVE);
 	buf_printf(b, "#define ASC_ORDERED %d\n", ordered);
@@ -257,7 +257,9 @@ static void hooks(Carrier *c, Buf *b, int vec, int tf, const int *moving)
 	shfl_hook(c, b, "shfl_down", "__shfl_down_sync");
 	shfl_hook(c, b, "shfl_up", "__shfl_up_sync");
 	shfl_hook(c, b, "shfl_idx", "__shfl_sync");
+	tf_hooks[0] = b->len;
 	cuda_transport_hooks(c, moving, tf, b);
+	tf_hooks[1] = b->len;
 }
 
 /* ---- variants ---- */
@@ -908,11 +910,11 @@ static int arch_sm(const char *arch)
 static char *module_src(const CudaModule *m, const unsigned char *want)
 {
 	Buf b = {0};
-	int used[NFAM] = {0}, nv = 0, h90 = 0, cl = 0, stashed = 0, streamed = 0;
+	int used[NFAM] = {0}, nv = 0, h90 = 0, cl = 0, stashed = 0, streamed = 0, tf = 0;
 	for (int v = 0; v < m->nvar; v++)
 		if (!want || want[v]) {
 			const Variant *x = &m->var[v];
-			used[x->fam] = 1, nv++, h90 |= x->wg > 0, cl |= x->cl > 0;
+			used[x->fam] = 1, nv++, h90 |= x->wg > 0, cl |= x->cl > 0, tf |= x->tf > 0;
 			/* map passes: rowmap's keep the row in shared memory where
 			 * it has items, split rows' read it again */
 			if (x->fam == FAM_ROWMAP)
@@ -924,7 +926,20 @@ static char *module_src(const CudaModule *m, const unsigned char *want)
 		       "comments */\n", m->prefix, nv);
 	put_blob(&b, "common");
 	buf_puts(&b, "/* ---- the carrier ---- */\n");
-	buf_puts(&b, m->hooks);
+	/* The tile fold is a template that the row loops name whether or not
+	 * a kernel folds tiles, so NVRTC's front end instantiates the
+	 * carrier's transported code for every module; where none of the
+	 * module's kernels folds tiles (the default variants: those with tf
+	 * are the tuner's) the stub stands in, and the PTX is the same
+	 * (Welford's variant that a run compiles first: 5% less of NVRTC's
+	 * time). */
+	if (tf || !m->tf)
+		buf_puts(&b, m->hooks);
+	else {
+		buf_printf(&b, "%.*s", (int)m->tf_hooks[0], m->hooks);
+		cuda_transport_hooks(NULL, NULL, 0, &b);
+		buf_puts(&b, m->hooks + m->tf_hooks[1]);
+	}
 	buf_printf(&b, "#define ASC_MAP_STASH %d\n", stashed && streamed ? -1 : stashed);
 	put_blob(&b, "blocks");
 	if (used[FAM_ROWREDUCE])
@@ -1067,7 +1082,7 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	if (m->base == FAM_ATTN) /* as cuda_attn_hooks numbers them: ATTN_QI, ATTN_KI, ATTN_VI */
 		m->attn.qi = c->nelem + c->ncol + m->attn.q, m->attn.ki = c->nelem + m->attn.k, m->attn.vi = c->nelem + m->attn.v;
 	Buf h = {0};
-	hooks(c, &h, m->vec_ok, m->tf, moving);
+	hooks(c, &h, m->vec_ok, m->tf, moving, m->tf_hooks);
 	if (m->base == FAM_ATTN)
 		cuda_attn_hooks(c, &m->attn, &h);
 	m->hooks = buf_take(&h);
@@ -1442,6 +1457,7 @@ int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem
 		buf_printf(&h, " B.out[%d] = (char *)B.out[%d] + (n) * %d;", k, k, storage_bytes(t.kind) * (t.len ? t.len : 1));
 	}
 	buf_puts(&h, " } while (0)\n");
+	m->tf_hooks[0] += h.len, m->tf_hooks[1] += h.len;
 	buf_puts(&h, m->hooks);
 	free(m->hooks);
 	m->hooks = buf_take(&h);
