@@ -9,7 +9,8 @@
 # the spec's checks, the compile and the load); then the same steps inside
 # one process where NVRTC is loaded and has compiled once
 # (bench/ptx_warm.c), as a program that generates kernels as it goes sees
-# them.  Not a test; needs NVRTC.
+# them.  The one variant's compile is split into NVRTC's phases as NVRTC
+# 12.x and later time them (ASSOC_NVRTC_TIME).  Not a test; needs NVRTC.
 # Usage: [ASSOC=binary] bench/ptx_time.sh [SPEC] [RUNS] [ROWS] [LEN]
 set -e
 cd "$(dirname "$0")/.."
@@ -35,6 +36,20 @@ ms() { # median wall time in ms of "$@" over $runs runs, a fresh cache each when
 		echo $(((e - s) / 1000000))
 		i=$((i + 1))
 	done | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'
+}
+
+phases() { # medians of NVRTC's front end and NVVM times (ASSOC_NVRTC_TIME) over $runs fresh compiles of "$@"
+	rm -f "$tmp/phases.csv"
+	i=0
+	while [ $i -lt "$runs" ]; do
+		rm -rf "$tmp/cache"
+		XDG_CACHE_HOME="$tmp/cache" ASSOC_NVRTC_TIME="$tmp/phases.csv" "$@" >/dev/null 2>&1
+		i=$((i + 1))
+	done
+	for p in 'CUDA C++ Frontend' 'NVVM Optimizer'; do
+		grep ", $p, " "$tmp/phases.csv" 2>/dev/null | awk -F', ' '{print $3}' | sort -n |
+			awk '{a[NR] = $1} END {print (NR ? a[int((NR + 1) / 2)] : "?")}'
+	done | tr '\n' ' '
 }
 
 inrun() { # median of the compile and load time a run reports (--verbose), a fresh cache each when FRESH=1
@@ -72,6 +87,8 @@ if [ -n "$pick" ]; then
 	echo "  from the cache:  $onec ms"
 	echo "  run --device gpu, fake driver: $run ms compiled, $runc ms from the cache (the whole command)"
 	echo "  of which compiling and loading: $(FRESH=1 inrun) ms compiled, $(FRESH=0 inrun) ms from the cache"
+	set -- $(phases $assoc emit "$spec" --target ptx --config "$pick" -o -)
+	echo "  NVRTC's phases (its --time): front end $1 ms, NVVM (optimizer and PTX) $2 ms"
 else
 	echo "(no variant named by run -v through build/libfakecuda.so: the one-variant path is not timed)"
 fi

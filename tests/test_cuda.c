@@ -612,6 +612,51 @@ Test(cuda, split_compile_on_request, .timeout = 120)
 	spec_carrier_free(c);
 }
 
+/* ASSOC_NVRTC_TIME=FILE: NVRTC's phase times go to FILE (bench/ptx_time.sh
+ * reads them); the PTX is the same, and so is its place in the cache. */
+Test(cuda, nvrtc_phase_times_on_request, .timeout = 120)
+{
+	Nvrtc *nv;
+	char msg[8192];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("%s", msg);
+	int major, minor;
+	nvrtc_version(nv, &major, &minor);
+	if (major < 12) {
+		nvrtc_close(nv);
+		cr_skip_test("NVRTC %d.%d times no phases", major, minor);
+	}
+	char dir[] = "/tmp/assoc-phases-XXXXXX", file[64];
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	snprintf(file, sizeof file, "%s/phases.csv", dir);
+	const char *src = "extern \"C\" __global__ void k(float *p) { p[threadIdx.x] = 1.0f; }\n";
+	char *ptx[2];
+	int cached;
+	setenv("ASSOC_NVRTC_TIME", file, 1);
+	cr_assert_eq(nvrtc_ptx(nv, src, "sm_90", &ptx[0], &cached, msg, sizeof msg), 0, "%s", msg);
+	unsetenv("ASSOC_NVRTC_TIME");
+	cr_expect_eq(cached, 0);
+	FILE *f = fopen(file, "r");
+	cr_assert(f, "no %s", file);
+	char *csv = calloc(4096, 1);
+	cr_assert(csv);
+	fread(csv, 1, 4095, f);
+	fclose(f);
+	cr_expect(strstr(csv, "Frontend") && strstr(csv, "NVVM"), "NVRTC's phases:\n%s", csv);
+	cr_assert_eq(nvrtc_ptx(nv, src, "sm_90", &ptx[1], &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(cached, 1, "the timed compile's PTX is the untimed one's in the cache");
+	cr_expect_str_eq(ptx[0], ptx[1]);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+	cuda_test_cache();
+	free(csv);
+	free(ptx[0]);
+	free(ptx[1]);
+	nvrtc_close(nv);
+}
+
 /* ptxas's statistics need no cache: with the cache's folders open to
  * other users (which the cache refuses) they still come, from a private
  * folder of their own that is gone afterwards. */

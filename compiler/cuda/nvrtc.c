@@ -200,7 +200,17 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 			return 0;
 		}
 	}
-	int r = compile(nv, src, opts, nopts, 1, ptx, msg, n);
+	/* ASSOC_NVRTC_TIME=FILE: NVRTC (12.x and later) adds the time of its
+	 * phases (front end, NVVM's optimizer and code generation) to FILE,
+	 * which bench/ptx_time.sh reads; the PTX is the same, so the key is */
+	const char *timing = getenv("ASSOC_NVRTC_TIME");
+	char timeopt[4200];
+	const char *asked[8];
+	memcpy(asked, opts, nopts * sizeof *opts);
+	int nasked = nopts;
+	if (timing && *timing && snprintf(timeopt, sizeof timeopt, "--time=%s", timing) < (int)sizeof timeopt)
+		asked[nasked++] = timeopt;
+	int r = compile(nv, src, asked, nasked, 1, ptx, msg, n);
 	if (r == NVRTC_ERROR_INVALID_OPTION)
 		r = compile(nv, src, opts, nbase, 0, ptx, msg, n);
 	if (r)
