@@ -1047,3 +1047,57 @@ Test(check, special_values_off_and_cheap, .timeout = 60)
 	check_result_free(&off);
 	spec_carrier_free(c);
 }
+
+/* ---- verdicts a review found wrong ---- */
+
+/* A lift that drops |x| > 1e9 disagrees with sum(x) on a row of one
+ * finite element: a wrong result, not a matter of NaN or infinities.  The
+ * soundness rows draw the spec's constants too (1e9 and its neighbours),
+ * so they fail without the special rows; with them, a row shrunk to finite
+ * inputs is the soundness failure as well, and the special values' line
+ * does not repeat it as a warning. */
+Test(check, finite_disagreement_with_the_reference_fails)
+{
+	const char *path = "tests/verdicts/lift_zero_past_1e9.yaml";
+	for (int specials = 0; specials < 2; specials++) {
+		Carrier *c = load_ok(path);
+		CheckOpts o;
+		check_defaults(&o);
+		o.special_rows = specials ? o.special_rows : 0;
+		CheckResult r;
+		char msg[200];
+		cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
+		cr_expect_eq(r.sound, VERDICT_FAILS, "special rows %d", o.special_rows);
+		cr_expect(r.sound_detail && strstr(r.sound_detail, "but the reference gives"), "%s",
+			  r.sound_detail ? r.sound_detail : "holds");
+		/* a warning stays one for a row holding an infinity or a NaN */
+		cr_expect(r.special.reference != VERDICT_FAILS || strstr(r.special.ref_cex, "inf") ||
+			  strstr(r.special.ref_cex, "nan"), "%s", r.special.ref_cex);
+		cr_expect_not(check_ok(&r));
+		check_result_free(&r);
+		spec_carrier_free(c);
+	}
+}
+
+/* The rows of special values alone, where the soundness trials held: a
+ * row of finite values (near FLT_MAX) that the lift drops is the
+ * soundness failure, with its row, not a warning about NaN. */
+Test(check, special_rows_of_finite_values_fail_soundness)
+{
+	Carrier *c = load_ok("tests/verdicts/lift_zero_past_1e9.yaml");
+	Machine m;
+	eval_init(&m, c);
+	CheckOpts o;
+	check_defaults(&o);
+	Ck k = {.m = &m, .o = &o, .rng = 7};
+	CheckResult r = {.sound = VERDICT_HOLDS};
+	check_specials(&k, &r);
+	cr_expect_eq(r.sound, VERDICT_FAILS);
+	cr_expect(r.sound_detail && strstr(r.sound_detail, "but the reference gives"), "%s",
+		  r.sound_detail ? r.sound_detail : "holds");
+	cr_expect(r.sound_cex && strstr(r.sound_cex, "row of x = ") && !strstr(r.sound_cex, "inf") &&
+		  !strstr(r.sound_cex, "nan"), "%s", r.sound_cex ? r.sound_cex : "");
+	check_result_free(&r);
+	eval_free(&m);
+	spec_carrier_free(c);
+}

@@ -44,6 +44,10 @@ int check_values_agree(double x, double ex, double y, double ey, double u);
 int check_trial_eval(Ck *k, Trial *t, Sample **s);
 int check_trial_arity(TrialKind kind);
 void check_soundness(Ck *k, CheckResult *r);
+/* One row held to the soundness trials' rule (s is freed): 1 where it
+ * fails, with r's soundness verdict and witness set as check_soundness
+ * sets them. */
+int check_sound_row(Ck *k, Sample *s, CheckResult *r);
 /* Rows holding special values (special.c): fills r->special. */
 void check_specials(Ck *k, CheckResult *r);
 /* The reference output named name (per row or per position), or -1. */

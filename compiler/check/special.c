@@ -596,18 +596,54 @@ static void describe_reference(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
 	o->ref_json = buf_take(&j);
 }
 
-static int try_reference(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
+/* Whether every float input of r is finite. */
+static int finite_row(Machine *m, const Row *r)
 {
-	if (!reference_differs(k, w, s))
+	for (int t = 0; t < m->roww; t++)
+		if (!isfinite(r->rowv[t]))
+			return 0;
+	for (size_t t = 0; t < (size_t)r->len * m->colw; t++)
+		if (!isfinite(r->colv[t]))
+			return 0;
+	for (size_t t = 0; t < (size_t)r->len * m->elemw; t++)
+		if (!isfinite(r->elemv[t]))
+			return 0;
+	return 1;
+}
+
+/* 1 when the row disagrees with the reference.  Shrunk to finite inputs
+ * where the reference is finite, the disagreement is no matter of special
+ * values but a wrong result: the soundness trials' failure, in r, where
+ * they hold it (2 then).  warned: a row holding NaN or an infinity
+ * disagreed already; only rows of finite values (near FLT_MAX, -0) are
+ * tried further, for such a failure. */
+static int try_reference(Ck *k, Sp *w, Sample *s, CheckResult *r, int warned)
+{
+	if ((warned && !finite_row(k->m, s->row)) || !reference_differs(k, w, s))
 		return 0;
 	Sample *own = draw_sample_clone(k->m, s);
 	Trial t = {.kind = T_SOUND};
 	k->work = w;
 	check_shrink(k, &t, &own, reference_fails);
 	reference_differs(k, w, own);
-	describe_reference(k, w, own, o);
+	if (r->sound != VERDICT_NA && finite_row(k->m, own->row) && isfinite(w->d.y)) {
+		/* where the soundness trials failed already, this row says
+		 * nothing more, and nothing of special values */
+		int failed = r->sound == VERDICT_FAILS;
+		if (!failed) {
+			Sample *row = draw_sample_clone(k->m, own);
+			row->whole = 1;
+			failed = check_sound_row(k, row, r);
+		}
+		if (failed) {
+			draw_sample_free(own);
+			return 2;
+		}
+	}
+	if (!warned)
+		describe_reference(k, w, own, &r->special);
 	draw_sample_free(own);
-	return 1;
+	return !warned;
 }
 
 void check_specials(Ck *k, CheckResult *r)
@@ -623,19 +659,25 @@ void check_specials(Ck *k, CheckResult *r)
 	 * these says nothing more */
 	if (!o->inputs || k->o->special_rows <= 0 || o->law_fails)
 		return;
-	int ref = c->nref > 0 && !k->o->no_sound, group_bad = 0, ref_bad = 0;
+	int ref = c->nref > 0 && !k->o->no_sound, group_bad = 0, ref_bad = 0, finite_bad = 0;
 	Sp w;
 	sp_init(&w, m);
 	/* as the soundness trials: the reference is exact where the spec's
 	 * float32 constants are not */
 	eval_const_rounding(m, 1);
-	for (int t = 0; t < k->o->special_rows && !(group_bad && (ref_bad || !ref)); t++) {
+	/* past a warning on each side, rows go on only while the soundness
+	 * trials hold: a row of finite values may still break them */
+	for (int t = 0; t < k->o->special_rows && !(group_bad && (!ref || finite_bad ||
+							       (ref_bad && r->sound != VERDICT_HOLDS))); t++) {
 		Sample *s = special_row(k, t);
 		if (!s)
 			continue;
 		o->rows++;
 		group_bad = group_bad || try_groupings(k, &w, s, o);
-		ref_bad = ref_bad || (ref && try_reference(k, &w, s, o));
+		if (ref && !finite_bad && (!ref_bad || r->sound == VERDICT_HOLDS)) {
+			int bad = try_reference(k, &w, s, r, ref_bad);
+			ref_bad |= bad == 1, finite_bad = bad == 2;
+		}
 		draw_sample_free(s);
 	}
 	eval_const_rounding(m, 0);
@@ -644,5 +686,7 @@ void check_specials(Ck *k, CheckResult *r)
 	if (!o->rows)
 		return;
 	o->grouping = group_bad ? VERDICT_FAILS : VERDICT_HOLDS;
-	o->reference = !ref ? VERDICT_NA : ref_bad ? VERDICT_FAILS : VERDICT_HOLDS;
+	/* a row found wrong on finite inputs is the soundness failure, not
+	 * this warning's */
+	o->reference = !ref ? VERDICT_NA : ref_bad ? VERDICT_FAILS : finite_bad ? VERDICT_NA : VERDICT_HOLDS;
 }
