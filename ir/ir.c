@@ -154,6 +154,21 @@ int ir_holds(TyKind kind, double v)
 	}
 }
 
+/* A whole number as two's complement wraps it into 64 bits (2^63 is
+ * INT64_MIN); truncated first, infinities saturate, NaN is 0. */
+static int64_t wrap64(double v)
+{
+	if (!isfinite(v))
+		return isnan(v) ? 0 : v < 0 ? INT64_MIN : INT64_MAX;
+	v = trunc(v);
+	if (v >= -0x1p63 && v < 0x1p63)
+		return (int64_t)v;
+	double r = fmod(v, 0x1p64); /* exact: v is whole past 2^53 */
+	if (r < 0)
+		r += 0x1p64;
+	return (int64_t)(r >= 0x1p63 ? (uint64_t)(r - 0x1p63) + 0x8000000000000000u : (uint64_t)r);
+}
+
 double ir_round(TyKind kind, double v)
 {
 	switch (kind) {
@@ -162,9 +177,9 @@ double ir_round(TyKind kind, double v)
 	case TY_BOOL:
 		return v != 0;
 	case TY_I32:
-		return (double)(int32_t)(uint32_t)(int64_t)v;
+		return (double)(int32_t)(uint32_t)wrap64(v);
 	case TY_I64:
-		return (double)(int64_t)v;
+		return (double)wrap64(v);
 	case TY_F16: {
 		/* round to nearest even with 11 significant bits, range of
 		 * binary16; by bits and exact scalings, without frexp, ldexp and
@@ -287,6 +302,37 @@ static double eval_f32(Op op, int k, float x, float y, float z)
 	}
 }
 
+/* Integer arithmetic as the devices' two's complement: sums, differences,
+ * products and powers wrap (in 64 bits, then to the kind); a quotient
+ * truncates.  Through float64 a product of two i32 rounded past 2^53 and
+ * an i64 sum saturated instead of wrapping. */
+static double eval_int(Op op, TyKind kind, int k, double x, double y, double z)
+{
+	uint64_t a = (uint64_t)wrap64(x), b = (uint64_t)wrap64(y), r;
+	switch (op) {
+	case EXPR_ADD: r = a + b; break;
+	case EXPR_SUB: r = a - b; break;
+	case EXPR_MUL: r = a * b; break;
+	case EXPR_NEG: r = 0 - a; break;
+	case EXPR_POW:
+		if (k < 0)
+			return 0;
+		r = 1;
+		for (unsigned n = (unsigned)k; n; n >>= 1, a *= a)
+			if (n & 1)
+				r *= a;
+		break;
+	case EXPR_DIV:
+		if (b == 0 || ((int64_t)a == INT64_MIN && (int64_t)b == -1))
+			return ir_round(kind, eval_f64(op, k, x, y, z));
+		r = (uint64_t)((int64_t)a / (int64_t)b);
+		break;
+	default:
+		return ir_round(kind, eval_f64(op, k, x, y, z));
+	}
+	return kind == TY_I32 ? (double)(int32_t)(uint32_t)r : (double)(int64_t)r;
+}
+
 double ir_eval_op(Op op, TyKind kind, int k, double x, double y, double z)
 {
 	switch (kind) {
@@ -294,9 +340,7 @@ double ir_eval_op(Op op, TyKind kind, int k, double x, double y, double z)
 		return eval_f32(op, k, (float)x, (float)y, (float)z);
 	case TY_I32:
 	case TY_I64:
-		if (op == EXPR_POW && k < 0)
-			return 0;
-		return ir_round(kind, eval_f64(op, k, x, y, z));
+		return eval_int(op, kind, k, x, y, z);
 	default:
 		return eval_f64(op, k, x, y, z);
 	}

@@ -1079,6 +1079,48 @@ Test(check, finite_disagreement_with_the_reference_fails)
 	}
 }
 
+/* Integer fields as the devices compute them: an i32 product wraps
+ * exactly (a float64 product of two i32 rounds past 2^53) and an i64 sum
+ * wraps (through float64 it saturated). */
+Test(check, integer_arithmetic_wraps)
+{
+	uint32_t want = 923521u * 887503681u;
+	cr_expect_eq(ir_eval_op(EXPR_MUL, TY_I32, 0, 923521, 887503681, 0), (double)(int32_t)want);
+	cr_expect_eq(ir_eval_op(EXPR_ADD, TY_I64, 0, 0x1p62, 0x1p62, 0), -0x1p63);
+	cr_expect_eq(ir_eval_op(EXPR_SUB, TY_I32, 0, -0x1p31, 1, 0), 0x1p31 - 1);
+	cr_expect_eq(ir_eval_op(EXPR_POW, TY_I32, 5, 31, 0, 0), (double)(int32_t)(31u * 31u * 31u * 31u * 31u));
+	cr_expect_eq(ir_round(TY_I64, 0x1p64 + 0x1p12), 0x1p12);
+	cr_expect_eq(ir_round(TY_I32, 0x1p32 + 5), 5);
+}
+
+/* A polynomial hash over i32 and a sum of i64 that wraps are lawful in
+ * two's complement: both hold; an integer merge that is not associative
+ * still fails, with integers that read back exactly. */
+Test(check, integer_laws_hold_where_they_wrap)
+{
+	const char *lawful[] = {"tests/verdicts/i32_poly_hash.yaml", "tests/verdicts/i64_wrapping_sum.yaml"};
+	for (int i = 0; i < 2; i++) {
+		CheckResult r;
+		cr_assert_eq(run(lawful[i], &r, 1), 0);
+		for (int k = 0; k < r.nlaw; k++)
+			cr_expect_eq(r.law[k].v, VERDICT_HOLDS, "%s: %s: %s", lawful[i], r.law[k].law,
+				     r.law[k].detail ? r.law[k].detail : "");
+		cr_expect(check_ok(&r), "%s: %s", lawful[i], r.sound_detail ? r.sound_detail : "");
+		check_result_free(&r);
+	}
+	CheckResult r;
+	Carrier *c = check_text("carrier: shifted\nelement: {k: i32}\nstate: {h: i32}\nidentity: {h: 0}\n"
+				"lift: {h: k}\nmerge:\n  h: a.h * 31 + b.h\n", 1, &r);
+	const LawOutcome *l = law(&r, "associative");
+	cr_assert_eq(l->v, VERDICT_FAILS);
+	double x, y;
+	const char *at = strstr(l->detail, "differs: ");
+	cr_assert(at && sscanf(at, "differs: %lf vs %lf", &x, &y) == 2, "%s", l->detail);
+	cr_expect(x != y && x == trunc(x) && y == trunc(y), "%s", l->detail);
+	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
 /* The rows of special values alone, where the soundness trials held: a
  * row of finite values (near FLT_MAX) that the lift drops is the
  * soundness failure, with its row, not a warning about NaN. */

@@ -53,22 +53,43 @@ static int overflowed(double x, double y)
 	       (isinf(y) && !isnan(x) && fabs(x) > 1e290));
 }
 
-/* First component where the states differ, -1 when they agree, -2 when a
- * side overflowed. */
-static int states_differ(Machine *m, const double *l, const double *le, const double *r, const double *re,
-			 Mode mode)
+/* An integer that a double holds only rounded: an i64 past 2^53, whose
+ * low bits the trials cannot tell. */
+static int beyond_double(double x) { return fabs(x) > 0x1p53; }
+
+/* Whether an integer field of state v is past what a double holds exactly. */
+static int ints_beyond_double(Machine *m, const double *v)
 {
 	Carrier *c = m->c;
+	for (int f = 0; v && f < c->nstate; f++)
+		for (int k = m->soff[f]; !ty_is_float(c->state[f].ty) && k < m->soff[f + 1]; k++)
+			if (beyond_double(v[k]))
+				return 1;
+	return 0;
+}
+
+/* First component where the states differ, -1 when they agree, -2 when a
+ * side overflowed or an integer differs where the trial's states or the
+ * merges' results passed what a double holds exactly (inexact). */
+static int states_differ(Machine *m, const double *l, const double *le, const double *r, const double *re,
+			 Mode mode, int inexact)
+{
+	Carrier *c = m->c;
+	int rounded = 0;
 	for (int f = 0; f < c->nstate; f++) {
 		int exact = !ty_is_float(c->state[f].ty);
 		for (int k = m->soff[f]; k < m->soff[f + 1]; k++) {
 			if (overflowed(l[k], r[k]))
 				return -2;
+			if (exact && l[k] != r[k] && (inexact || beyond_double(l[k]) || beyond_double(r[k]))) {
+				rounded = 1;
+				continue;
+			}
 			if (exact ? !(l[k] == r[k]) : !check_values_agree(l[k], le[k], r[k], re[k], check_unit_roundoff(mode)))
 				return k;
 		}
 	}
-	return -1;
+	return rounded ? -2 : -1;
 }
 
 /* ---- one trial ---- */
@@ -130,7 +151,12 @@ int check_trial_eval(Ck *k, Trial *t, Sample **s)
 		memset(t->re, 0, sw * sizeof *t->re);
 		break;
 	}
-	int d = states_differ(m, t->l, t->le, t->r, t->re, md);
+	int inexact = 0; /* an i64 past 2^53 on the way: the low bits of what follows are the double's */
+	for (int i = 0; i < check_trial_arity(t->kind); i++)
+		inexact |= ints_beyond_double(m, s[i]->v[md]);
+	if (t->kind == T_ASSOC)
+		inexact |= ints_beyond_double(m, x) || ints_beyond_double(m, y);
+	int d = states_differ(m, t->l, t->le, t->r, t->re, md, inexact);
 	return d >= 0 && left_range(m, t) ? -2 : d;
 }
 
