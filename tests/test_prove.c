@@ -534,3 +534,38 @@ Test(prove, equal_merges_written_otherwise)
 	cr_expect(strstr(how, "a={") && strstr(how, "b={") && strstr(how, "by swapped"), "%s", how);
 	spec_carrier_free(c);
 }
+
+/* where(7 * a.s == 3, 0, a.s + b.s): over the reals only a.s = 3/7 is in
+ * the region, which no float is; but the float32 next to it, lifted from
+ * one element, makes 7 * a.s round to 3.  The witness is that lift, and a
+ * disproof. */
+Test(prove, rounded_witness_lifted_from_one_element)
+{
+	Carrier *c = load_ok("tests/verdicts/zero_at_three_sevenths.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	const ProofLine *cm = law(&r, "commutative");
+	cr_assert(cm);
+	cr_expect_eq(cm->status, PROOF_DISPROVED, "%s", cm->how);
+	cr_expect(strstr(cm->how, "a=lift(x: 0.42857143)"), "%s", cm->how);
+	cr_expect(!strstr(cm->how, "invariant may exclude"), "%s", cm->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
+/* lift abs(x) * p, merge abs(a.s + b.s): a witness needs p < 0, and the
+ * states are folded at the witness's p, not only at a p drawn from
+ * (0.05, 1]. */
+Test(prove, reachable_states_at_the_witness_params)
+{
+	Carrier *c = load_ok("tests/verdicts/abs_scaled_by_param.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	for (int i = 0; i < r.n; i++)
+		cr_expect(!r.line[i].how || !strstr(r.line[i].how, "invariant may exclude"), "%s: %s", r.line[i].law,
+			  r.line[i].how);
+	const ProofLine *as = law(&r, "associative");
+	cr_expect_eq(as->status, PROOF_DISPROVED, "%s", as->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}

@@ -422,8 +422,35 @@ static int disprove(Job *j, const Region *r, const Pair *pr, Verdict *out)
 		if (found)
 			bprintf(j->trace, "      states folded from rows of the spec's constants%s differ there\n",
 				grid ? " and the grid point's values" : "");
+		/* the grid point's params may lie outside the range the states
+		 * were folded at (p = -1 where they drew p from (0.05, 1]):
+		 * states folded at its params */
+		if (!found && grid && reach_params_differ(p->reach, p, gval)) {
+			if (!p->reach_at || reach_params_differ(p->reach_at, p, gval)) {
+				reach_free(p->reach_at);
+				p->reach_at = reach_new_at(p->c, p, gval);
+			}
+			double fv[PV_MAXV];
+			int nf = 0;
+			for (int v = 0; v < p->nv; v++)
+				if (p->vop[v])
+					fv[nf++] = gval[v];
+			reach_seed(p->reach_at, fv, nf);
+			found = reach_witness(p->reach_at, p, r, g, pr->l, val, got) ||
+				reach_seed_witness(p->reach_at, p, (int)strlen(j->ops), r, g, pr->l, val, got);
+			if (found)
+				bprintf(j->trace, "      states folded at the grid point's params differ there\n");
+		}
 	}
-	if (found) {
+	char *lifted = NULL;
+	if (!found && grid && reach_lift_witness(p->reach, p, j->lname, gval, &lifted)) {
+		/* no float lies on 7 * s = 3, but the float32 next to 3/7 does once rounded */
+		bprintf(j->trace, "      lifts of single elements at the grid point's values differ there\n");
+		verdict(out, PROOF_DISPROVED, r->desc[0] ? xasprintf("region %s: %s", r->desc, lifted) : lifted);
+		if (r->desc[0])
+			free(lifted);
+		found = 1;
+	} else if (found) {
 		verdict(out, PROOF_DISPROVED, witness_how(j, r, pr, val, got));
 	} else if (grid) {
 		Buf b = {0};
@@ -1062,6 +1089,7 @@ static int prove_case(Carrier *c, const char *fixed, int want_trace, ProofReport
 	free(x->p.var_of);
 	free(x->p.fm_rows);
 	reach_free(x->p.reach);
+	reach_free(x->p.reach_at);
 	r->seconds = now() - x->t0;
 	r->trace = want_trace ? (trace.s ? trace.s : xasprintf("%s", "")) : NULL;
 	free(x);
@@ -1357,6 +1385,7 @@ ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *
 	free(k->p.var_of);
 	free(k->p.fm_rows);
 	reach_free(k->p.reach);
+	reach_free(k->p.reach_at);
 	free(k);
 	return v.status;
 }

@@ -49,6 +49,7 @@ typedef struct {
 	uint64_t pt[PV_K][PV_MAXV], X[PV_K][PV_MAXV], Y[PV_K][PV_MAXV], E[PV_K];
 	int overflow;           /* a rational left int64: results are unknown */
 	struct Reach *reach;    /* reachable states, drawn at the first difference */
+	struct Reach *reach_at; /* the same at a witness's params, where they are not reach's */
 	int ninv;               /* inv[i] >= 0 on every nonempty state, over operand a's variables */
 	Lin inv[PV_MAXINV];
 	char invtext[256];      /* "q >= s, p >= s": the invariants as the trace and proofs name them */
@@ -93,6 +94,12 @@ void inv_infer(Pv *p, const uint8_t *vs);
 /* prove_reach.c */
 typedef struct Reach Reach;
 Reach *reach_new(Carrier *c);
+/* The same with the params at a witness's values (p's base variables at
+ * val) where it has them: states folded where the witness's params put
+ * them. */
+Reach *reach_new_at(Carrier *c, const Pv *p, const double *val);
+/* Whether the witness at val has a param value other than rs's. */
+int reach_params_differ(const Reach *rs, const Pv *p, const double *val);
 void reach_free(Reach *rs);
 int reach_states(const Reach *rs);
 /* Operands folded from drawn rows that lie in r and make g's two roots
@@ -106,6 +113,14 @@ void reach_seed(Reach *rs, const double *v, int n);
  * they are few), then seeds mixed with drawn folds. */
 int reach_seed_witness(const Reach *rs, Pv *p, int nops, const Region *r, Prog *g, const Expr *root, double *val,
 		       double *out);
+/* A region's witness made of lifts of single elements, each input that a
+ * field's lift is set to the witness's value rounded to its storage or to
+ * the value next to that above or below (an equality of the region that no
+ * float meets exactly may hold once rounded): 1 where the law named by
+ * lname ("(a+b)+c", "a+b", "e+a", "a+e") breaks on them in the spec's
+ * types, with the witness in *how (malloc'd).  The params are the
+ * witness's. */
+int reach_lift_witness(Reach *rs, const Pv *p, const char *lname, const double *val, char **how);
 /* Whether two float64 results differ beyond rounding. */
 int reach_differ(double x, double y);
 

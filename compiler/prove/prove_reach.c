@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/check/check_int.h"
 #include "compiler/check/draw.h"
 
 enum { REACH_PER_TIER = 192, REACH_TRIES = 24000, SEED_VALS = 96, SEED_STATES = 1024, SEED_PAIRS = 4,
@@ -163,7 +164,16 @@ void reach_seed(Reach *rs, const double *v, int n)
 		seed_value(rs, v[i]);
 }
 
-Reach *reach_new(Carrier *c)
+/* The witness's value of scalar param q where it has one, else NAN. */
+static double witness_param(const Pv *p, const double *val, int q)
+{
+	for (int v = 0; p && val && v < p->nv; v++)
+		if (!p->vop[v] && p->vfield[v] == q && !p->c->params[q].ty.len && isfinite(val[v]))
+			return ir_round(p->c->params[q].storage, val[v]);
+	return NAN;
+}
+
+Reach *reach_new_at(Carrier *c, const Pv *p, const double *val)
 {
 	Reach *rs = calloc(1, sizeof *rs);
 	if (!rs)
@@ -176,10 +186,27 @@ Reach *reach_new(Carrier *c)
 	if (!rs->seed)
 		abort();
 	if (draw_params(&rs->m, NULL, 0, &rng, msg, sizeof msg) == 0) {
+		for (int q = 0; q < c->nparams; q++) {
+			double v = witness_param(p, val, q);
+			if (!isnan(v))
+				rs->m.params[rs->m.poff[q]] = v;
+		}
 		reach_fill(rs, &rng);
 		seed_constants(rs);
 	}
 	return rs;
+}
+
+Reach *reach_new(Carrier *c) { return reach_new_at(c, NULL, NULL); }
+
+int reach_params_differ(const Reach *rs, const Pv *p, const double *val)
+{
+	for (int q = 0; q < rs->m.c->nparams; q++) {
+		double v = witness_param(p, val, q);
+		if (!isnan(v) && rs->m.params[rs->m.poff[q]] != v)
+			return 1;
+	}
+	return 0;
 }
 
 void reach_free(Reach *rs)
@@ -317,4 +344,183 @@ int reach_seed_witness(const Reach *rs, Pv *p, int nops, const Region *r, Prog *
 			return 1;
 	}
 	return 0;
+}
+
+/* ---- witnesses as lifts of single elements ---- */
+
+enum { LIFT_SLOTS = 8, LIFT_FULL = 6 };
+
+/* A scalar float element input that field f's lift is, through casts:
+ * its index, or -1. */
+static int lifted_input(const Machine *m, int f)
+{
+	const Carrier *c = m->c;
+	const Expr *e = c->lift ? c->lift[f] : NULL;
+	while (e && e->op == EXPR_CAST && ty_is_float(e->ty))
+		e = e->a[0];
+	if (!e || e->op != EXPR_VAR || e->ty.len || !ty_is_float(e->ty))
+		return -1;
+	const Var *v = ir_var(c->ir, e->k);
+	return v->kind == VAR_ELEM && !c->elem[v->slot].ty.len ? v->slot : -1;
+}
+
+typedef struct {
+	char op;       /* 'a', 'b' or 'c' */
+	int input;     /* the element input it sets */
+	double v[3];   /* the value in the input's storage, and the next ones above and below */
+	int n;
+} LiftSlot;
+
+/* The law's two sides from states a, b, c (e the identity), in float32
+ * where the fields are: 0 where lname names no law this knows. */
+static int law_sides(Machine *m, const char *lname, double *const *op, double *const *ope, double *l,
+		     double *le, double *r, double *re, double *t)
+{
+	int sw = m->sw;
+	double *z = t + 2 * sw, *e = m->ident[MODE_F32];
+	memset(z, 0, sw * sizeof *z);
+	if (!strcmp(lname, "(a+b)+c")) {
+		eval_merge(m, MODE_F32, op[0], ope[0], op[1], ope[1], t, t + sw);
+		eval_merge(m, MODE_F32, t, t + sw, op[2], ope[2], l, le);
+		eval_merge(m, MODE_F32, op[1], ope[1], op[2], ope[2], t, t + sw);
+		eval_merge(m, MODE_F32, op[0], ope[0], t, t + sw, r, re);
+	} else if (!strcmp(lname, "a+b")) {
+		eval_merge(m, MODE_F32, op[0], ope[0], op[1], ope[1], l, le);
+		eval_merge(m, MODE_F32, op[1], ope[1], op[0], ope[0], r, re);
+	} else if (!strcmp(lname, "e+a") || !strcmp(lname, "a+e")) {
+		if (lname[0] == 'e')
+			eval_merge(m, MODE_F32, e, z, op[0], ope[0], l, le);
+		else
+			eval_merge(m, MODE_F32, op[0], ope[0], e, z, l, le);
+		memcpy(r, op[0], sw * sizeof *r);
+		memcpy(re, ope[0], sw * sizeof *re);
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* The first state component where the sides differ beyond the rounding
+ * their error bounds allow (integers exactly), or -1. */
+static int sides_differ(const Machine *m, const double *l, const double *le, const double *r, const double *re)
+{
+	const Carrier *c = m->c;
+	for (int f = 0; f < c->nstate; f++)
+		for (int k = m->soff[f]; k < m->soff[f + 1]; k++) {
+			if (isnan(l[k]) || isnan(r[k]) || isinf(l[k]) || isinf(r[k]))
+				continue; /* a state the region's reals do not hold */
+			if (ty_is_float(c->state[f].ty) ? !check_values_agree(l[k], le[k], r[k], re[k], 0x1p-24)
+							: l[k] != r[k])
+				return k;
+		}
+	return -1;
+}
+
+/* v as short as reads back as the same value; a float32 as a float32. */
+static void fmt_short(double v, char *t, size_t n)
+{
+	float f = (float)v;
+	for (int d = 6; d <= 17; d++) { /* %g's 6 where they do: 1000, not 1e+03 */
+		snprintf(t, n, "%.*g", d, v);
+		double back = strtod(t, NULL);
+		if (!isfinite(v) || ((double)f == v ? (float)back == f : back == v))
+			return;
+	}
+}
+
+int reach_lift_witness(Reach *rs, const Pv *p, const char *lname, const double *val, char **how)
+{
+	Machine *m = &rs->m;
+	const Carrier *c = m->c;
+	const char *ops = !strcmp(lname, "(a+b)+c") ? "abc" : !strcmp(lname, "a+b") ? "ab"
+			  : !strcmp(lname, "e+a") || !strcmp(lname, "a+e") ? "a" : NULL;
+	if (!ops || !c->nelem)
+		return 0;
+	LiftSlot sl[LIFT_SLOTS];
+	int ns = 0;
+	for (int v = 0; v < p->nv; v++) {
+		int in = p->vop[v] ? lifted_input(m, p->vfield[v]) : -1;
+		if (in < 0 || ns == LIFT_SLOTS || !isfinite(val[v]))
+			continue;
+		LiftSlot *s = &sl[ns++];
+		TyKind st = (TyKind)c->elem[in].storage;
+		s->op = p->vop[v], s->input = in;
+		s->v[0] = ir_round(st, val[v]);
+		s->v[1] = st == TY_F64 ? nextafter(s->v[0], INFINITY) : nextafterf((float)s->v[0], INFINITY);
+		s->v[2] = st == TY_F64 ? nextafter(s->v[0], -INFINITY) : nextafterf((float)s->v[0], -INFINITY);
+		s->n = ns <= LIFT_FULL && (st == TY_F32 || st == TY_F64) ? 3 : 1;
+	}
+	if (!ns)
+		return 0;
+	/* the witness's params, where it has them */
+	double *saved = malloc((m->pw + 1) * sizeof *saved);
+	if (!saved)
+		abort();
+	memcpy(saved, m->params, m->pw * sizeof *saved);
+	for (int v = 0; v < p->nv; v++)
+		if (!p->vop[v] && isfinite(val[v]) && !c->params[p->vfield[v]].ty.len)
+			m->params[m->poff[p->vfield[v]]] = ir_round(c->params[p->vfield[v]].storage, val[v]);
+	int sw = m->sw, nops = (int)strlen(ops), found = 0, total = 1;
+	double *buf = calloc((size_t)(4 + 3 + 2 * 3) * sw + 1, sizeof *buf);
+	Row *row[3];
+	if (!buf)
+		abort();
+	double *st[3], *ste[3], *l = buf, *le = l + sw, *r = le + sw, *re = r + sw, *t = re + sw;
+	for (int o = 0; o < 3; o++)
+		st[o] = t + (size_t)(3 + 2 * o) * sw, ste[o] = st[o] + sw, row[o] = eval_row_new(m, 1);
+	for (int i = 0; i < ns; i++)
+		total *= sl[i].n;
+	for (int at = 0; at < total && !found; at++) {
+		int ok = 1;
+		for (int o = 0; o < nops && ok; o++) {
+			uint64_t rng = rs->rng;
+			ok = draw_row(m, DRAW_GRID, row[o], &rng) == 0;
+			for (int i = 0, u = at; i < ns; u /= sl[i].n, i++)
+				if (sl[i].op == ops[o])
+					row[o]->elemv[m->elemoff[sl[i].input]] = sl[i].v[u % sl[i].n];
+			ok = ok && eval_assume(m, row[o], 0);
+			eval_fold(m, MODE_F32, row[o], 0, 1, SHAPE_LEFT, &rng, st[o], ste[o]);
+		}
+		if (!ok || !law_sides(m, lname, st, ste, l, le, r, re, t))
+			continue;
+		int k = sides_differ(m, l, le, r, re);
+		if (k < 0)
+			continue;
+		found = 1;
+		Buf b = {0};
+		int f = 0;
+		while (f + 1 < c->nstate && m->soff[f + 1] <= k)
+			f++;
+		for (int o = 0; o < nops; o++) {
+			buf_printf(&b, "%s%c=lift(", o ? ", " : "", ops[o]);
+			for (int in = 0, first = 1; in < c->nelem; in++) {
+				if (c->elem[in].ty.len)
+					continue;
+				char num[40];
+				fmt_short(row[o]->elemv[m->elemoff[in]], num, sizeof num);
+				buf_printf(&b, "%s%s: %s", first ? "" : ", ", c->elem[in].name, num);
+				first = 0;
+			}
+			buf_printf(&b, ")");
+		}
+		for (int v = 0; v < p->nv; v++)
+			if (!p->vop[v] && c->params[p->vfield[v]].storage != TY_BOOL &&
+			    !(p->pfixed && p->pfixed[p->vfield[v]])) {
+				char num[40];
+				fmt_short(m->params[m->poff[p->vfield[v]]], num, sizeof num);
+				buf_printf(&b, ", %s=%s", p->vname[v], num);
+			}
+		char x[40], y[40];
+		fmt_short(l[k], x, sizeof x);
+		fmt_short(r[k], y, sizeof y);
+		const char *rname = !strcmp(lname, "(a+b)+c") ? "a+(b+c)" : !strcmp(lname, "a+b") ? "b+a" : "a";
+		buf_printf(&b, " give %s = %s by %s and %s by %s in the spec's types", c->state[f].name, x, lname, y, rname);
+		*how = buf_take(&b);
+	}
+	for (int o = 0; o < 3; o++)
+		eval_row_free(row[o]);
+	memcpy(m->params, saved, m->pw * sizeof *saved);
+	free(saved);
+	free(buf);
+	return found;
 }
