@@ -324,6 +324,21 @@ static int set_leaves(Pv *p, Prog *g, const double *val)
 	return 1;
 }
 
+/* v as short as reads back as the same value: 9 significant digits at
+ * most for a float32 field's float32, 17 for anything else (-3.60025e+10
+ * named no state of the witness). */
+static void fmt_value(TyKind kind, double v, char *t, size_t n)
+{
+	float f = (float)v;
+	int single = (kind == TY_F32 || kind == TY_F16 || kind == TY_BF16) && (double)f == v;
+	for (int d = 6; d <= 17; d++) { /* %g's 6 where they do: 1000, not 1e+03 */
+		snprintf(t, n, "%.*g", d, v);
+		double back = strtod(t, NULL);
+		if (!isfinite(v) || (single ? (float)back == f : back == v))
+			return;
+	}
+}
+
 static void witness_str(Job *j, const double *val, Buf *b)
 {
 	Pv *p = j->p;
@@ -331,14 +346,20 @@ static void witness_str(Job *j, const double *val, Buf *b)
 		bprintf(b, "%s%c={", o == j->ops ? "" : ", ", *o);
 		for (int v = 0, first = 1; v < p->nv; v++)
 			if (p->vop[v] == *o) {
-				bprintf(b, "%s%s: %g", first ? "" : ", ", p->vname[v], val[v]);
+				char t[40];
+				fmt_value((TyKind)p->c->state[p->vfield[v]].ty.kind, val[v], t, sizeof t);
+				bprintf(b, "%s%s: %s", first ? "" : ", ", p->vname[v], t);
 				first = 0;
 			}
 		bprintf(b, "}");
 	}
-	for (int v = 0; v < p->nv; v++) /* a fixed param is named with the law, as is a bool's case */
-		if (!p->vop[v] && p->c->params[p->vfield[v]].storage != TY_BOOL && !(p->pfixed && p->pfixed[p->vfield[v]]))
-			bprintf(b, ", %s=%g", p->vname[v], val[v]);
+	for (int v = 0; v < p->nv; v++) { /* a fixed param is named with the law, as is a bool's case */
+		char t[40];
+		if (p->vop[v] || p->c->params[p->vfield[v]].storage == TY_BOOL || (p->pfixed && p->pfixed[p->vfield[v]]))
+			continue;
+		fmt_value((TyKind)p->c->params[p->vfield[v]].ty.kind, val[v], t, sizeof t);
+		bprintf(b, ", %s=%s", p->vname[v], t);
+	}
 }
 
 static int try_point(Job *j, const Region *r, Prog *g, uint64_t *seed, double *val, double *out)
