@@ -1121,6 +1121,21 @@ Test(check, integer_laws_hold_where_they_wrap)
 	spec_carrier_free(c);
 }
 
+/* Thresholds written as expressions of constants, and met through sqrt
+ * or log2: a sum that drops to 0 where sqrt(|a + b|) > exp(25) breaks at
+ * states near exp(25)^2, and one that stops adding where log2(|a| + 1) >
+ * 70 at states near 2^70.  The constants the trials draw hold those. */
+Test(check, thresholds_behind_functions_are_drawn)
+{
+	const char *paths[] = {"tests/verdicts/zero_past_sqrt_exp25.yaml", "tests/verdicts/keep_past_log2_70.yaml"};
+	for (int i = 0; i < 2; i++) {
+		CheckResult r;
+		cr_assert_eq(run(paths[i], &r, 1), 0);
+		cr_expect_eq(law(&r, "associative")->v, VERDICT_FAILS, "%s", paths[i]);
+		check_result_free(&r);
+	}
+}
+
 /* The rows of special values alone, where the soundness trials held: a
  * row of finite values (near FLT_MAX) that the lift drops is the
  * soundness failure, with its row, not a warning about NaN. */

@@ -138,16 +138,95 @@ const unsigned char *draw_index_inputs(Machine *m)
 
 enum { MAX_CONSTS = 64 };
 
+static void push_constant(Machine *m, double v)
+{
+	if (!isfinite(v) || v == 0 || m->nconsts == MAX_CONSTS)
+		return;
+	for (int i = 0; i < m->nconsts; i++)
+		if (fabs(m->consts[i]) == fabs(v))
+			return;
+	m->consts[m->nconsts++] = fabs(v);
+}
+
+/* e's value where it holds no input, state or param (a literal, exp(25)
+ * where the folder left it): 1 with *v set. */
+static int constant_of(const Expr *e, double *v)
+{
+	if (e->op == EXPR_CONST)
+		return *v = e->num, 1;
+	if (e->ty.len || e->op == EXPR_VAR || e->nargs == 0 || e->nargs > 3 || (ir_ops[e->op].flags & F_REDUCE) ||
+	    e->op == EXPR_DOT || e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX)
+		return 0;
+	double x[3] = {0, 0, 0};
+	for (int i = 0; i < e->nargs; i++)
+		if (!constant_of(e->a[i], &x[i]))
+			return 0;
+	TyKind kind = e->a[0]->ty.kind == TY_NUM ? TY_F64 : (TyKind)e->a[0]->ty.kind;
+	*v = ir_eval_op((Op)e->op, kind, e->k, x[0], x[1], x[2]);
+	return 1;
+}
+
+/* Where e crosses k, taken back through the steps that can be undone
+ * (sqrt, exp, log, a constant added or multiplied): sqrt(abs(a.s + b.s)) >
+ * exp(25) switches where a.s + b.s is exp(25)^2, and log2(abs(s) + 1) > 70
+ * where s is 2^70 - 1; the states must reach those values to be drawn
+ * there.  Every value on the way is a constant. */
+static void add_preimage(Machine *m, const Expr *e, double k)
+{
+	for (int depth = 0; depth < 8 && isfinite(k) && !e->ty.len; depth++) {
+		double c;
+		int s = -1;
+		switch (e->op) {
+		case EXPR_SQRT: k = k * k; break;
+		case EXPR_RSQRT: k = 1 / (k * k); break;
+		case EXPR_EXP: k = log(fabs(k)); break;
+		case EXPR_EXP2: k = log2(fabs(k)); break;
+		case EXPR_EXPM1: k = log1p(fabs(k)); break;
+		case EXPR_LOG: k = exp(k); break;
+		case EXPR_LOG2: k = exp2(k); break;
+		case EXPR_LOG1P: k = expm1(k); break;
+		case EXPR_POW: k = e->k ? pow(fabs(k), 1.0 / e->k) : NAN; break;
+		case EXPR_ABS: case EXPR_NEG: case EXPR_CAST: break; /* the constants are drawn with either sign */
+		case EXPR_ADD: case EXPR_SUB: case EXPR_MUL: case EXPR_DIV:
+			s = constant_of(e->a[1], &c) ? 0 : constant_of(e->a[0], &c) ? 1 : -1;
+			if (s < 0)
+				return;
+			if (e->op == EXPR_ADD)
+				k -= c;
+			else if (e->op == EXPR_SUB)
+				k = s == 0 ? k + c : c - k;
+			else if (e->op == EXPR_MUL)
+				k = c ? k / c : NAN;
+			else
+				k = s == 0 ? k * c : k ? c / k : NAN;
+			break;
+		default: return;
+		}
+		e = s >= 0 ? e->a[s] : e->a[0];
+		if (e->op == EXPR_CONST)
+			return;
+		push_constant(m, k);
+	}
+}
+
 static int add_constant(void *ctx, Expr *n)
 {
 	Machine *m = ctx;
-	double v = n->num;
-	if (n->op != EXPR_CONST || !ty_is_float(n->ty) || !isfinite(v) || v == 0 || m->nconsts == MAX_CONSTS)
+	double v;
+	if (n->op == EXPR_CONST) {
+		if (ty_is_float(n->ty))
+			push_constant(m, n->num);
 		return 0;
-	for (int i = 0; i < m->nconsts; i++)
-		if (fabs(m->consts[i]) == fabs(v))
-			return 0;
-	m->consts[m->nconsts++] = fabs(v);
+	}
+	if (!constant_of(n, &v)) {
+		if ((ir_ops[n->op].flags & F_CMP) && ty_is_float(n->a[0]->ty))
+			for (int s = 0; s < 2; s++)
+				if (constant_of(n->a[s], &v) && !constant_of(n->a[1 - s], &(double){0}))
+					add_preimage(m, n->a[1 - s], v);
+		return 0;
+	}
+	if (ty_is_float(n->ty))
+		push_constant(m, v);
 	return 0;
 }
 
