@@ -1136,6 +1136,29 @@ Test(check, thresholds_behind_functions_are_drawn)
 	}
 }
 
+/* Four bool params: the case where the fourth alone is false breaks the
+ * identity, and the trials meet it and name it. */
+Test(check, every_bool_param_is_false_in_some_case)
+{
+	Carrier *c = load_ok("tests/verdicts/fourth_flag_false_breaks.yaml");
+	CheckOpts o;
+	check_defaults(&o);
+	CheckResult r;
+	char cases[256], msg[200];
+	cr_assert_eq(check_run_cases(c, &o, &r, cases, sizeof cases, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_not(check_ok(&r), "%s", cases);
+	cr_expect(strstr(cases, "f4=false"), "%s", cases);
+	check_result_free(&r);
+	/* f4 given false: the message names it, not only the free ones */
+	Define f4 = {"f4", "false"};
+	o.params = &f4, o.nparams = 1;
+	cr_assert_eq(check_run_cases(c, &o, &r, cases, sizeof cases, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_not(check_ok(&r));
+	cr_expect(strstr(cases, "f4=false"), "%s", cases);
+	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
 /* The rows of special values alone, where the soundness trials held: a
  * row of finite values (near FLT_MAX) that the lift drops is the
  * soundness failure, with its row, not a warning about NaN. */

@@ -439,23 +439,59 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 
 /* The trials draw a bool param true unless --param fixes it, so a law
  * that fails only where it is false would pass them: each assignment of
- * the free ones (up to BOOL_CASES_MAX, as the prover) gets its own
- * trials.  r is the first case that fails, else the last; cases says which
- * ran. */
+ * the free ones gets its own trials, every one of them up to CASES_ALL
+ * params (16 cases), past that all true, each false alone and all false,
+ * so that every param is false in some case.  r is the first case that
+ * fails, else the last; cases says which ran. */
+enum { CASES_ALL = 4, CASES_FREE_MAX = 30 };
+
+/* The case at: bit i set where free param i is true. */
+static uint32_t case_mask(int at, int nfree)
+{
+	uint32_t all = (uint32_t)((1ull << nfree) - 1);
+	if (nfree <= CASES_ALL)
+		return (uint32_t)at;
+	return at == 0 ? all : at <= nfree ? all & ~(1u << (at - 1)) : 0;
+}
+
+/* "f2=false, f4=false" (those false, given or free; "the others true"
+ * where some free one is true), or every free one's value where none is
+ * false. */
+static void case_text(Carrier *c, const Define *d, int nd, int nfree, char *what, size_t n)
+{
+	size_t at = 0;
+	int nfalse = 0, ntrue = 0;
+	what[0] = 0;
+	for (int i = 0; i < nd; i++) {
+		int flag = 0;
+		for (int p = 0; p < c->nparams; p++)
+			flag |= c->params[p].storage == TY_BOOL && !strcmp(c->params[p].name, d[i].name);
+		if (!flag || draw_param_value(d[i].value, NULL) != 0) {
+			ntrue += flag && i >= nd - nfree;
+			continue;
+		}
+		at += snprintf(what + at, at < n ? n - at : 0, "%s%s=false", nfalse++ ? ", " : "", d[i].name);
+	}
+	for (int i = nd - nfree; !nfalse && i < nd; i++)
+		at += snprintf(what + at, at < n ? n - at : 0, "%s%s=%s", i > nd - nfree ? ", " : "", d[i].name,
+			       d[i].value);
+	if (nfalse && ntrue)
+		snprintf(what + at, at < n ? n - at : 0, ", the others true");
+}
 
 int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cases, size_t ncases, char *msg,
 		    size_t n)
 {
-	int nd = base->nparams, free_p[BOOL_CASES_MAX], nfree = 0;
+	int nd = base->nparams, free_p[CASES_FREE_MAX], nfree = 0;
 	*cases = 0;
-	int rest = 0; /* free bool params past BOOL_CASES_MAX: drawn true */
+	int rest = 0; /* free bool params past CASES_FREE_MAX: drawn true */
 	for (int p = 0; p < c->nparams; p++) {
 		int given = 0;
 		for (int k = 0; k < base->nparams; k++)
 			given |= !strcmp(base->params[k].name, c->params[p].name);
 		if (c->params[p].storage != TY_BOOL || given)
 			continue;
-		if (nfree < BOOL_CASES_MAX)
+		if (nfree < CASES_FREE_MAX)
 			free_p[nfree++] = p;
 		else
 			rest++;
@@ -465,21 +501,20 @@ int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cas
 	Define *defs = malloc((nd + nfree) * sizeof *defs);
 	if (!defs)
 		abort();
-	memcpy(defs, base->params, nd * sizeof *defs);
+	if (nd)
+		memcpy(defs, base->params, nd * sizeof *defs);
 	CheckOpts o = *base;
 	o.params = defs;
 	o.nparams = nd + nfree;
-	int have = 0, excluded = 0, ncase = 1 << nfree;
+	int have = 0, excluded = 0, ncase = nfree <= CASES_ALL ? 1 << nfree : nfree + 2;
 	double seconds = 0; /* every case's, in the one reported */
 	const char *plural = nfree > 1 ? "s" : "";
 	for (int k = 0; k < ncase; k++) {
 		char what[224];
-		size_t at = 0;
-		for (int i = 0; i < nfree; i++) {
-			defs[nd + i] = (Define){c->params[free_p[i]].name, (k >> i) & 1 ? "true" : "false"};
-			at += snprintf(what + at, at < sizeof what ? sizeof what - at : 0, "%s%s=%s", i ? ", " : "",
-				       defs[nd + i].name, defs[nd + i].value);
-		}
+		uint32_t mask = case_mask(k, nfree);
+		for (int i = 0; i < nfree; i++)
+			defs[nd + i] = (Define){c->params[free_p[i]].name, (mask >> i) & 1 ? "true" : "false"};
+		case_text(c, defs, nd + nfree, nfree, what, sizeof what);
 		CheckResult rk;
 		if (check_run(c, &o, &rk, msg, n)) {
 			if (have)
@@ -513,11 +548,12 @@ int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cas
 	}
 	free(defs);
 	const char *others = rest ? ", the others true" : "";
+	const char *some = nfree > CASES_ALL ? " (all true, each false alone, all false)" : "";
 	if (ncase - excluded == 1)
 		snprintf(cases, ncases, "in the one case of the bool param%s that the assume admits%s", plural, others);
 	else
-		snprintf(cases, ncases, "in each of the %d cases of the bool param%s%s%s", ncase - excluded, plural,
-			 excluded ? " that the assume admits" : "", others);
+		snprintf(cases, ncases, "in each of the %d cases of the bool param%s%s%s%s", ncase - excluded, plural,
+			 some, excluded ? " that the assume admits" : "", others);
 	return 0;
 }
 

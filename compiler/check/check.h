@@ -82,7 +82,8 @@ void check_defaults(CheckOpts *o);
  * param override that names no param or is not a number), with msg set. */
 int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t n);
 /* check_run once for each case of the bool params that o->params leaves
- * free (up to 3; the others true): r is the first case that fails, else
+ * free (every case of up to 4, else all true, each false alone and all
+ * false): r is the first case that fails, else
  * the last the assume admits.  cases (empty without bool params) says
  * which: "with flag=false, the first of 2 cases ... that fails". */
 int check_run_cases(Carrier *c, const CheckOpts *o, CheckResult *r, char *cases, size_t ncases, char *msg, size_t n);
