@@ -589,3 +589,19 @@ Test(prove, witness_values_read_back)
 	prove_report_free(&r);
 	spec_carrier_free(c);
 }
+
+/* e+e of a top-k identity is a top-k of constants, which the folder
+ * leaves alone: it is evaluated, not put down to params the spec does not
+ * have. */
+Test(prove, unfolded_empty_merge_is_evaluated)
+{
+	Carrier *c = load_ok("tests/verdicts/topk_identity_index_zero.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 1, &r), 0);
+	const ProofLine *id = law(&r, "identity");
+	cr_assert(id);
+	cr_expect(!strstr(id->how, "params"), "%s", id->how);
+	cr_expect(strstr(r.trace, "e+e: top folds to"), "%s", r.trace);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}

@@ -849,6 +849,34 @@ static char *nan_origin(Carrier *c, Expr *e, Map *m)
 	return r;
 }
 
+static int any_var(void *ctx, Expr *n)
+{
+	(void)ctx;
+	return n->op == EXPR_VAR;
+}
+
+/* v, which holds no variable but was not folded (a top-k of constants),
+ * evaluated: NULL where it is e's field f, else why not. */
+static char *unfolded_field(Carrier *c, Expr *v, const Expr *e, int f)
+{
+	Prog *g = prog_new(c->ir, &v, 1);
+	prog_run(g, MODE_F32);
+	const double *got = prog_root(g, 0, NULL);
+	char *bad = NULL, x[40], y[40];
+	for (int k = 0; k < (v->ty.len ? v->ty.len : 1) && !bad; k++) {
+		if (got[k] == e->num || (isnan(got[k]) && isnan(e->num)))
+			continue;
+		fmt_num(got[k], x, sizeof x);
+		fmt_num(e->num, y, sizeof y);
+		if (v->ty.len)
+			bad = xasprintf("e+e gives %s[%d] = %s, identity %s", c->state[f].name, k, x, y);
+		else
+			bad = xasprintf("e+e gives %s = %s, identity %s", c->state[f].name, x, y);
+	}
+	prog_free(g);
+	return bad;
+}
+
 /* e+e = e, folded in the spec's types: NULL when it holds, else why not
  * (NULL too, with *open set, where the params decide it). */
 static char *empty_merge(Ctx *x, char **open)
@@ -863,7 +891,9 @@ static char *empty_merge(Ctx *x, char **open)
 	for (int f = 0; f < c->nstate && !bad; f++) {
 		Expr *v = ir_subst(c->ir, c->merge[f], map_var, &m);
 		char got[40], want[40];
-		if (v->op != EXPR_CONST) {
+		if (v->op != EXPR_CONST && x->E[f]->op == EXPR_CONST && !ir_contains(v, any_var, NULL)) {
+			bad = unfolded_field(c, v, x->E[f], f);
+		} else if (v->op != EXPR_CONST) {
 			/* it depends on params: not folded here, the trials fold it */
 			char *s = ir_str_max(c->ir, v, MSG_EXPR);
 			*open = xasprintf("e+e gives %s = %s, which the params decide", c->state[f].name, s);
