@@ -605,3 +605,19 @@ Test(prove, unfolded_empty_merge_is_evaluated)
 	prove_report_free(&r);
 	spec_carrier_free(c);
 }
+
+/* A certificate whose back map clamps m at -80 is wrong where m < -80: a
+ * region the grid's few units never reach, which the grid scaled does
+ * (x = -100 folds there). */
+Test(prove, witnesses_past_the_grid)
+{
+	Carrier *c = load_ok("tests/verdicts/certificate_clamped_back.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	const ProofLine *cert = law(&r, "certificate");
+	cr_assert(cert);
+	cr_expect_eq(cert->status, PROOF_DISPROVED, "%s", cert->how);
+	cr_expect(strstr(cert->how, "a={m: -100"), "%s", cert->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}

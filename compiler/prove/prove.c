@@ -362,12 +362,12 @@ static void witness_str(Job *j, const double *val, Buf *b)
 	}
 }
 
-static int try_point(Job *j, const Region *r, Prog *g, uint64_t *seed, double *val, double *out)
+static int try_point(Job *j, const Region *r, Prog *g, uint64_t *seed, double scale, double *val, double *out)
 {
 	Pv *p = j->p;
 	for (int v = 0; v < p->nv; v++) {
 		const Ty *t = p->vop[v] ? &p->c->state[p->vfield[v]].ty : &p->c->params[p->vfield[v]].ty;
-		val[v] = grid_value(p->vsign[v], ty_is_int(*t), seed);
+		val[v] = scale * grid_value(p->vsign[v], ty_is_int(*t), seed);
 	}
 	for (int v = 0; v < p->nv; v++)
 		if (r->issub >> v & 1)
@@ -392,8 +392,14 @@ static int grid_witness(Job *j, const Region *r, Prog *g, double *val, double *o
 {
 	uint64_t seed = 0xfeedULL;
 	for (int t = 0; t < WITNESS_TRIES; t++)
-		if (try_point(j, r, g, &seed, val, out))
+		if (try_point(j, r, g, &seed, 1, val, out))
 			return 1;
+	/* a region past the grid's few units (a.m < -80): the grid scaled */
+	static const double scales[] = {10, 100, 1000, 1e6};
+	for (size_t k = 0; k < sizeof scales / sizeof *scales; k++)
+		for (int t = 0; t < WITNESS_TRIES / 8; t++)
+			if (try_point(j, r, g, &seed, scales[k], val, out))
+				return 1;
 	return 0;
 }
 
