@@ -98,11 +98,12 @@ const char *assoc_spec_verdict(const AssocSpec *s);
  * held or failed, or else reaches it on `assoc run`'s few trials (2000
  * where the prover leaves a law to the trials alone), and refuses with
  * ASSOC_ELAWS where it fails.  A spec whose identity, lift, merge or
- * mask reads a param is judged again at the values a run gives, as
- * `assoc run --param` does (a merge may be lawful for some values only):
- * the first run at new values reaches that verdict (milliseconds), and a
- * run where it fails gives ASSOC_ELAWS and runs nothing; the kernel keeps
- * the last 16 sets of values that held. */
+ * mask reads a param is judged at the values a run gives instead, as
+ * `assoc run --param` judges it (a merge may be lawful for some values
+ * only, and disproved at others): the first run at new values reaches
+ * that verdict (milliseconds), and a run where it fails gives ASSOC_ELAWS
+ * and runs nothing; the kernel keeps the last 16 sets of values that
+ * held. */
 AssocStatus assoc_spec_trust_merge(AssocSpec *s, int trust);
 int assoc_array_count(const AssocSpec *s);
 AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info);

@@ -456,10 +456,13 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 		return fail(k->err, sizeof k->err, ASSOC_EDEVICE, "%s: %s", device, why);
 	}
 	/* `assoc run`'s few trials, unless assoc_spec_check has reached the
-	 * verdict already, which then stands, failed or not */
-	AssocStatus st = s->trusted ? ASSOC_OK
-			 : s->judged	? (s->judged < 0 ? ASSOC_ELAWS : ASSOC_OK)
-					: judge(s, RUN_TRIALS, RUN_ID_TRIALS, 1);
+	 * verdict already, which then stands, failed or not; where the laws
+	 * read a param, each run reaches it at its values (lib_judge_params),
+	 * since a merge lawful only for some values is disproved at others */
+	AssocStatus st = s->trusted		  ? ASSOC_OK
+			 : s->judged		  ? (s->judged < 0 ? ASSOC_ELAWS : ASSOC_OK)
+			 : laws_read_params(s->c) ? ASSOC_OK
+						  : judge(s, RUN_TRIALS, RUN_ID_TRIALS, 1);
 	if (st)
 		return fail(k->err, sizeof k->err, st, "%s", s->judged_why);
 	k->dev = dev;
