@@ -42,6 +42,8 @@ void variant_str(const Variant *v, char *buf, size_t n)
 			k += snprintf(buf + k, n - k, ",tf=%d", v->tf);
 		if (v->cl > 1 && k > 0 && (size_t)k < n) /* so is a row in one block */
 			k += snprintf(buf + k, n - k, ",cl=%d", v->cl);
+		if (v->bk && k > 0 && (size_t)k < n) /* and rows read by ordinary loads */
+			k += snprintf(buf + k, n - k, ",bk=%d", v->bk);
 	}
 	if (v->split > 0 && k > 0 && (size_t)k < n)
 		snprintf(buf + k, n - k, ",split=%d", v->split);
@@ -52,12 +54,12 @@ static int *slot(Variant *v, const char *key)
 {
 	int attn = v->fam == FAM_ATTN;
 	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn",
-					   "pv", "st",  "ks",  "wg",   "split", "un", "tf", "ws", "cl"};
+					   "pv", "st",  "ks",  "wg",   "split", "un", "tf", "ws", "cl", "bk"};
 	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp,  &v->items, &v->mt, &v->bn, &v->pv,
-			      &v->st, &v->ks,  &v->wg,  &v->split, &v->un,    &v->tf, &v->ws, &v->cl};
+			      &v->st, &v->ks,  &v->wg,  &v->split, &v->un,    &v->tf, &v->ws, &v->cl, &v->bk};
 	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (!strcmp(key, keys[k]))
-			return ((k >= 5 && k <= 10) || k == 14) && !attn ? NULL : (k == 12 || k == 13 || k == 15) && attn ? NULL : slots[k];
+			return ((k >= 5 && k <= 10) || k == 14) && !attn ? NULL : (k == 12 || k == 13 || k >= 15) && attn ? NULL : slots[k];
 	return NULL;
 }
 
@@ -97,7 +99,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		int *at = slot(v, key);
 		if (!at) {
 			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
-				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, ws, split" : "nt, acc, vec, warp, items, un, tf, cl, split");
+				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, ws, split" : "nt, acc, vec, warp, items, un, tf, cl, bk, split");
 			return -1;
 		}
 		*at = (int)val;
@@ -162,6 +164,12 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 	if (v->cl && ((v->cl != 2 && v->cl != 4 && v->cl != 8 && v->cl != 16) || !row || v->warp)) {
 		snprintf(msg, n, "configuration '%s': cl, the blocks of a cluster a row is split across, is 2, 4, 8 or 16, "
 				 "for rowreduce and rowmap with a block a row (warp 0)", s);
+		return -1;
+	}
+	if (v->bk && (v->bk < 2 || v->bk > 8 || !row || v->warp || v->cl || v->items)) {
+		snprintf(msg, n, "configuration '%s': bk, the stages of shared memory a row is streamed through by bulk "
+				 "copies, is 2 to 8, for rowreduce and rowmap with a block a row (warp 0), no cluster (cl) and "
+				 "no items (the row stays in the ring where it fits)", s);
 		return -1;
 	}
 	return 0;

@@ -37,7 +37,10 @@ enum { VARIANT_MAX_SPLIT = 1 << 16 };
  * a row, sm_90): a row split across a thread-block cluster of cl blocks
  * (2, 4, 8 or 16; 0: none), whose partial states are merged through
  * distributed shared memory (templates/rowcluster.cuh); with items, the
- * row stays on chip across the cluster. */
+ * row stays on chip across the cluster.  bk (rowreduce and rowmap, a
+ * block a row, sm_90): the row streamed through a ring of bk stages of
+ * shared memory by 1D bulk copies (cp.async.bulk) that one thread issues
+ * and mbarriers complete (templates/rowbulk.cuh; 2 to 8; 0: none). */
 typedef struct {
 	Family fam;
 	int nt, acc, vec, warp, items;
@@ -48,6 +51,7 @@ typedef struct {
 	int un, tf;
 	int ws;
 	int cl;
+	int bk;
 } Variant;
 
 /* "rowreduce", "rowmap", "splitk", "scan", "attention" ("none" for FAM_NONE). */
