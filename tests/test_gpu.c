@@ -320,9 +320,9 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	cr_assert(strstr(key, ";rows=8;len=8192"), "shapes are bucketed: %s", key);
 	/* the templates' text is in the key: choices tuned with other templates are not reused */
 	static const char *tpl[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "attention", "hopper",
-				    "attention_sm90", "rowcluster"};
+				    "attention_sm90", "rowcluster", "rowbulk"};
 	uint64_t h = CUDA_FNV0;
-	for (int t = 0; t < 10; t++)
+	for (int t = 0; t < 11; t++)
 		h = cuda_fnv(h, blob_find(tpl[t])->text, blob_find(tpl[t])->len);
 	char want[64];
 	snprintf(want, sizeof want, ";template=rowreduce/%016llx;", (unsigned long long)h);

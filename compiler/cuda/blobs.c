@@ -20,22 +20,24 @@ BLOB(asc_blob_attention, "templates/attention.cuh")
 BLOB(asc_blob_hopper, "templates/hopper.cuh")
 BLOB(asc_blob_attention_sm90, "templates/attention_sm90.cuh")
 BLOB(asc_blob_rowcluster, "templates/rowcluster.cuh")
+BLOB(asc_blob_rowbulk, "templates/rowbulk.cuh")
 BLOB(asc_blob_emu, "runtime/emu/emu.hpp")
 BLOB(asc_blob_emu_tmap, "runtime/emu/emu_tmap.h")
 
 const Blob *blob_find(const char *name)
 {
-	enum { NBLOB = 12 };
+	enum { NBLOB = 13 };
 	static Blob all[NBLOB];
 	if (!all[0].name) {
 		const char *names[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "attention", "hopper",
-				       "attention_sm90", "emu", "emu_tmap", "rowcluster"};
+				       "attention_sm90", "emu", "emu_tmap", "rowcluster", "rowbulk"};
 		const char *b[] = {asc_blob_common, asc_blob_blocks, asc_blob_rowreduce, asc_blob_rowmap, asc_blob_splitk,
 				   asc_blob_scan, asc_blob_attention, asc_blob_hopper,
-				   asc_blob_attention_sm90, asc_blob_emu, asc_blob_emu_tmap, asc_blob_rowcluster};
+				   asc_blob_attention_sm90, asc_blob_emu, asc_blob_emu_tmap, asc_blob_rowcluster, asc_blob_rowbulk};
 		const char *e[] = {asc_blob_common_end, asc_blob_blocks_end, asc_blob_rowreduce_end, asc_blob_rowmap_end,
 				   asc_blob_splitk_end, asc_blob_scan_end, asc_blob_attention_end, asc_blob_hopper_end,
-				   asc_blob_attention_sm90_end, asc_blob_emu_end, asc_blob_emu_tmap_end, asc_blob_rowcluster_end};
+				   asc_blob_attention_sm90_end, asc_blob_emu_end, asc_blob_emu_tmap_end, asc_blob_rowcluster_end,
+				   asc_blob_rowbulk_end};
 		for (int i = 0; i < NBLOB; i++)
 			all[i] = (Blob){names[i], b[i], (size_t)(e[i] - b[i]) - 1};
 	}
@@ -48,7 +50,7 @@ const Blob *blob_find(const char *name)
 uint64_t blob_templates_hash(void)
 {
 	static const char *gpu[] = {"common", "blocks", "rowreduce", "rowmap", "splitk", "scan", "attention", "hopper",
-				    "attention_sm90", "rowcluster"};
+				    "attention_sm90", "rowcluster", "rowbulk"};
 	uint64_t h = CUDA_FNV0;
 	for (size_t i = 0; i < sizeof gpu / sizeof *gpu; i++) {
 		const Blob *b = blob_find(gpu[i]);

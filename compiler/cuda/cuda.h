@@ -59,6 +59,7 @@ typedef struct {
 	int paged;          /* cuda_module_paged: keys a page of the attention kernels' paged K and V; 0: unpaged */
 	char unpaged_prefix[24]; /* paged: the prefix of the same module unpaged, which its tuning choices are kept under */
 	int cluster;        /* the target has thread-block clusters (sm_90 or newer, or not named): variants with cl */
+	int bulk_bytes;     /* bytes of a position of the element inputs, of which the stages of variants with bk are made */
 } CudaModule;
 
 /* Kernel argument block; the same layout as Args in templates/common.cuh. */

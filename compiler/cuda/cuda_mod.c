@@ -222,6 +222,34 @@ static void map4_fn(Carrier *c, Buf *b)
 	buf_puts(b, "}\n");
 }
 
+/* The hooks of the bulk-copy row template (templates/rowbulk.cuh), for a
+ * carrier whose element inputs are scalar f32, f16 or bf16 (can_vec): a
+ * stage holds each input's C elements after the previous input's, and
+ * bulk_elem decodes position p of the stage at word `at` (2-byte
+ * elements two a word, the lower half first). */
+static void bulk_hooks(const Carrier *c, Buf *b)
+{
+	int bytes = 0, q = 4;
+	for (int k = 0; k < c->nelem; k++) {
+		bytes += c->elem[k].storage == TY_F32 ? 4 : 2;
+		q = c->elem[k].storage == TY_F32 ? q : 8;
+	}
+	buf_printf(b, "#define ASC_BULK_NIN %d\n#define ASC_BULK_BYTES %d\n#define ASC_BULK_Q %d\n", c->nelem, bytes, q);
+	buf_puts(b, "ASC_DEV int bulk_esize(int k)\n{\n\treturn ");
+	for (int k = 0; k < c->nelem; k++)
+		buf_printf(b, "k == %d ? %d : ", k, c->elem[k].storage == TY_F32 ? 4 : 2);
+	buf_puts(b, "0;\n}\ntemplate <class S> ASC_DEV Elem bulk_elem(S &sm, int at, int C, int p)\n{\n\tElem E;\n");
+	for (int k = 0; k < c->nelem; k++) {
+		const char *ty = cuda_ctype(c->elem[k].ty.kind);
+		if (c->elem[k].storage == TY_F32)
+			buf_printf(b, "\tE.e%d = (%s)__int_as_float((int)(unsigned)sm[at + p]);\n\tat += C;\n", k, ty);
+		else
+			buf_printf(b, "\tE.e%d = (%s)%s((unsigned short)((unsigned)sm[at + p / 2] >> 16 * (p & 1)));\n\tat += C / 2;\n",
+				   k, ty, c->elem[k].storage == TY_F16 ? "asc_f16" : "asc_bf16");
+	}
+	buf_puts(b, "\t(void)at;\n\treturn E;\n}\n");
+}
+
 /* Whether the row templates' once-per-row functions are calls
  * (templates/blocks.cuh, ASC_ROW_CALLS): where the state passes in
  * registers; a larger one would pass through the stack. */
@@ -344,6 +372,21 @@ static const Variant space_map_cluster[] = {
 	{.fam = FAM_ROWMAP, .nt = 512, .acc = 2, .vec = 4, .items = 16, .un = 1, .cl = 8},
 	{.fam = FAM_ROWMAP, .nt = 512, .acc = 2, .vec = 4, .items = 16, .un = 1, .cl = 16},
 };
+/* On sm_90, rows streamed through a ring of shared memory by bulk copies
+ * (bk): stages of 4 nt acc positions; the maps' larger rings keep rows of
+ * 16384 and 32768 f32 positions on chip for the map pass. */
+static const Variant space_reduce_bulk[] = {
+	{.fam = FAM_ROWREDUCE, .nt = 256, .acc = 4, .vec = 4, .un = 1, .bk = 4},
+	{.fam = FAM_ROWREDUCE, .nt = 256, .acc = 2, .vec = 4, .un = 1, .bk = 4},
+	{.fam = FAM_ROWREDUCE, .nt = 512, .acc = 2, .vec = 4, .un = 1, .bk = 3},
+	{.fam = FAM_ROWREDUCE, .nt = 256, .acc = 4, .vec = 4, .un = 1, .tf = 1, .bk = 4},
+};
+static const Variant space_map_bulk[] = {
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 4, .vec = 4, .un = 1, .bk = 4},
+	{.fam = FAM_ROWMAP, .nt = 512, .acc = 4, .vec = 4, .un = 1, .bk = 4},
+	{.fam = FAM_ROWMAP, .nt = 512, .acc = 2, .vec = 4, .un = 1, .bk = 4},
+	{.fam = FAM_ROWMAP, .nt = 256, .acc = 2, .vec = 4, .un = 1, .tf = 1, .bk = 4},
+};
 static const Variant defaults_scan[] = {
 	{.fam = FAM_SCAN, .nt = 128, .acc = 2, .vec = 4, .items = 4, .un = 1},
 	{.fam = FAM_SCAN, .nt = 64, .acc = 1, .vec = 1, .items = 1, .un = 1},
@@ -363,7 +406,7 @@ static int reg_estimate(const Carrier *c, const Variant *v)
 		rw += width(c->row[k].ty);
 	/* a tile of more than one load an accumulator holds its elements
 	 * (4 a load) until it folds them */
-	int tile = v->fam != FAM_SCAN && v->un > 1 ? v->un * v->acc * 4 * ew : 0;
+	int tile = v->fam != FAM_SCAN && (v->un > 1 || v->bk) ? v->un * v->acc * 4 * ew : 0;
 	return rw + (v->acc + 2) * sw + (v->fam == FAM_SCAN ? v->items * ew : 0) + tile + 24;
 }
 
@@ -437,6 +480,13 @@ static int attn_sm_blocks(const CudaModule *m, const Variant *v)
 
 enum { STATIC_SMEM_MAX = 48 * 1024 }; /* static shared bytes a block may declare */
 
+/* rowbulk's dynamic shared memory: bk stages of 4 nt acc positions, and
+ * two mbarriers a stage. */
+static unsigned bulk_smem(const CudaModule *m, const Variant *v)
+{
+	return v->bk ? (unsigned)(v->bk * (4L * v->nt * v->acc * m->bulk_bytes + 16)) : 0;
+}
+
 /* block_reduce's static shared memory: a state a warp, and the result. */
 static size_t reduce_smem(const Carrier *c, int nt) { return (size_t)(nt / 32 + 1) * state_size(c); }
 
@@ -472,6 +522,21 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 		v->items /= 2;
 	if (v->warp || (v->fam != FAM_ROWREDUCE && v->fam != FAM_ROWMAP))
 		v->cl = 0;
+	/* bulk copies: a block a row of a carrier that commutes (strided
+	 * positions), its inputs in 16-byte groups; the ring within the
+	 * opt-in maximum of shared memory */
+	if (!m->vec_ok || !(c->laws & LAW_COMMUTATIVE) || v->warp || v->cl || (v->fam != FAM_ROWREDUCE && v->fam != FAM_ROWMAP))
+		v->bk = 0;
+	if (v->bk)
+		v->items = 0, v->un = 1;
+	/* 1024 threads hold 64 registers each: layer norm's tile of 16
+	 * elements (acc 4) spilled 28 bytes there, of 8 none */
+	if (v->bk && v->nt >= 1024 && v->acc > 2)
+		v->acc = 2;
+	while (v->bk > 2 && bulk_smem(m, v) > ATTN_SMEM_MAX)
+		v->bk--;
+	while (v->bk && v->acc > 1 && bulk_smem(m, v) > ATTN_SMEM_MAX)
+		v->acc /= 2;
 	/* rowmap's kept row and block_reduce's states (and rowcluster's two),
 	 * in static shared memory */
 	while (v->fam == FAM_ROWMAP && v->items > 1 &&
@@ -526,9 +591,9 @@ int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 		snprintf(base, sizeof base, "%.24s_attn_nt%d_mt%d_bn%d_pv%d_st%d_ks%d", m->name, x->nt, x->mt, x->bn, x->pv,
 			 x->st, x->ks);
 	else
-		snprintf(base, sizeof base, "%.24s_%s_nt%d_acc%d_v%d%s%.0d%s%s%.0d%s%s%.0d", m->name, fam, x->nt, x->acc,
+		snprintf(base, sizeof base, "%.24s_%s_nt%d_acc%d_v%d%s%.0d%s%s%.0d%s%s%.0d%s%.0d", m->name, fam, x->nt, x->acc,
 			 x->vec, x->items ? "_i" : "", x->items, x->warp ? "_warp" : "", x->un > 1 ? "_u" : "",
-			 x->un > 1 ? x->un : 0, x->tf ? "_tf" : "", x->cl ? "_cl" : "", x->cl);
+			 x->un > 1 ? x->un : 0, x->tf ? "_tf" : "", x->cl ? "_cl" : "", x->cl, x->bk ? "_bk" : "", x->bk);
 	for (int k = 0; k < n; k++)
 		snprintf(names[k], 64, "%.58s%s", base, sfx[x->fam][k]);
 	if (x->fam != FAM_ROWREDUCE && x->fam != FAM_ROWMAP) { /* one combine for every variant */
@@ -612,6 +677,12 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 			 * space's module, ptxas held map_pass_at's copy for these
 			 * kernels to 40 registers and spilled 8 bytes (layer norm) */
 			kernel(b, nm[0], x->nt, 1, body);
+			continue;
+		}
+		if (x->bk && (x->fam == FAM_ROWREDUCE || x->fam == FAM_ROWMAP)) {
+			snprintf(body, sizeof body, "rowbulk<%d, %d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->bk,
+				 x->fam == FAM_ROWMAP, x->tf);
+			kernel(b, nm[0], x->nt, 0, body);
 			continue;
 		}
 		switch (x->fam) {
@@ -910,14 +981,14 @@ static int arch_sm(const char *arch)
 static char *module_src(const CudaModule *m, const unsigned char *want)
 {
 	Buf b = {0};
-	int used[NFAM] = {0}, nv = 0, h90 = 0, cl = 0, stashed = 0, streamed = 0, tf = 0;
+	int used[NFAM] = {0}, nv = 0, h90 = 0, cl = 0, bk = 0, stashed = 0, streamed = 0, tf = 0;
 	for (int v = 0; v < m->nvar; v++)
 		if (!want || want[v]) {
 			const Variant *x = &m->var[v];
-			used[x->fam] = 1, nv++, h90 |= x->wg > 0, cl |= x->cl > 0, tf |= x->tf > 0;
+			used[x->fam] = 1, nv++, h90 |= x->wg > 0, cl |= x->cl > 0, bk |= x->bk > 0, tf |= x->tf > 0;
 			/* map passes: rowmap's keep the row in shared memory where
 			 * it has items, split rows' read it again */
-			if (x->fam == FAM_ROWMAP)
+			if (x->fam == FAM_ROWMAP) /* rowbulk's where the ring has been refilled */
 				*(x->items > 0 ? &stashed : &streamed) = 1;
 			if (x->fam == FAM_SPLITK)
 				streamed = 1;
@@ -952,12 +1023,14 @@ static char *module_src(const CudaModule *m, const unsigned char *want)
 		put_blob(&b, "scan");
 	if (used[FAM_ATTN])
 		put_blob(&b, "attention");
-	if (h90 || cl)
+	if (h90 || cl || bk)
 		put_blob(&b, "hopper");
 	if (h90)
 		put_blob(&b, "attention_sm90");
 	if (cl)
 		put_blob(&b, "rowcluster");
+	if (bk)
+		put_blob(&b, "rowbulk");
 	buf_puts(&b, "/* ---- kernels ---- */\n");
 	buf_puts(&b, "#ifdef ASSOC_EMU /* the fibers' stacks grow with these (runtime/emu/emu.hpp) */\n"
 		     "extern \"C\" const size_t asc_emu_frame_bytes = sizeof(State) + sizeof(Elem) + sizeof(Row);\n#endif\n");
@@ -979,6 +1052,8 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	if (m->base != FAM_SCAN)
 		choose_attention(c, config, sm, m);
 	m->vec_ok = can_vec(c);
+	for (int k = 0; m->vec_ok && k < c->nelem; k++)
+		m->bulk_bytes += c->elem[k].storage == TY_F32 ? 4 : 2;
 	m->state_size = state_size(c);
 	int moving[16] = {0};
 	if (m->base != FAM_ATTN)
@@ -1014,6 +1089,16 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		if (v.tf && !m->tf) {
 			snprintf(msg, n, "configuration '%s' asks for the transported fold (tf=1), which %s cannot have: %s",
 				 config, c->name, m->tf_why);
+			goto fail;
+		}
+		if (v.bk && (!m->cluster || !m->vec_ok || !(c->laws & LAW_COMMUTATIVE))) {
+			snprintf(msg, n, "configuration '%s' streams rows through shared memory by bulk copies (bk=%d), %s%s", config,
+				 v.bk, !m->cluster	? "which needs sm_90 or newer; the target is "
+					 : !m->vec_ok ? "which needs element inputs of scalar f32, f16 or bf16; "
+						      : "which needs a merge known to commute (laws: [commutative]); ",
+				 !m->cluster ? arch : c->name);
+			if (m->cluster)
+				snprintf(msg + strlen(msg), n - strlen(msg), " has %s", !m->vec_ok ? "others" : "none");
 			goto fail;
 		}
 		if (v.fam == FAM_ATTN) { /* as the template's static_assert would, but before compiling */
@@ -1078,7 +1163,17 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 								   : sizeof space_reduce_cluster / sizeof *cv;
 		for (size_t k = 0; k < nc; k++)
 			add_variant(c, m, cv[k]);
+		/* bulk copies likewise, where the carrier can have them */
+		const Variant *bv = m->base == FAM_ROWMAP ? space_map_bulk : space_reduce_bulk;
+		size_t nb = !space || m->base == FAM_SCAN || sm < 90 ? 0
+			    : m->base == FAM_ROWMAP		   ? sizeof space_map_bulk / sizeof *bv
+								   : sizeof space_reduce_bulk / sizeof *bv;
+		for (size_t k = 0; k < nb; k++)
+			add_variant(c, m, bv[k]);
 	}
+	int bulk = 0;
+	for (int v = 0; v < m->nvar; v++)
+		bulk |= m->var[v].bk > 0;
 	if (m->base == FAM_ATTN) /* as cuda_attn_hooks numbers them: ATTN_QI, ATTN_KI, ATTN_VI */
 		m->attn.qi = c->nelem + c->ncol + m->attn.q, m->attn.ki = c->nelem + m->attn.k, m->attn.vi = c->nelem + m->attn.v;
 	Buf h = {0};
@@ -1087,6 +1182,14 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		cuda_attn_hooks(c, &m->attn, &h);
 	m->hooks = buf_take(&h);
 	snprintf(m->prefix, sizeof m->prefix, "asc_%016llx", (unsigned long long)cuda_fnv(CUDA_FNV0, m->hooks, strlen(m->hooks)));
+	/* after the prefix, which names the carrier (and keys its tuning
+	 * choices) the same in the tuning space's module and a run's */
+	if (bulk) {
+		buf_puts(&h, m->hooks);
+		bulk_hooks(c, &h);
+		free(m->hooks);
+		m->hooks = buf_take(&h);
+	}
 	m->src = module_src(m, NULL);
 	return 0;
 fail:
@@ -1135,7 +1238,7 @@ static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
 unsigned cuda_smem(const CudaModule *m, int v)
 {
-	return m->var[v].fam == FAM_ATTN ? attn_smem(&m->attn, &m->var[v]) : 0;
+	return m->var[v].fam == FAM_ATTN ? attn_smem(&m->attn, &m->var[v]) : bulk_smem(m, &m->var[v]);
 }
 
 int cuda_fits(const CudaModule *m, int v, char *why, size_t n)
@@ -1177,14 +1280,23 @@ void cuda_variant_explain(const CudaModule *m, int v, char *buf, size_t n)
 	char clu[160];
 	snprintf(clu, sizeof clu, "a row split across a cluster of %d blocks (sm_90; their states merged in rank order "
 				  "through distributed shared memory)", x->cl);
-	size_t l = snprintf(buf, n, "%s: %s, %d accumulator%s a thread, %d %s load%s in flight a thread%s", text,
+	size_t l = x->bk ? snprintf(buf, n, "%s: a block a row, %d accumulator%s a thread", text, x->acc, x->acc > 1 ? "s" : "")
+		   : snprintf(buf, n, "%s: %s, %d accumulator%s a thread, %d %s load%s in flight a thread%s", text,
 			    x->fam == FAM_SPLITK ? "a row split across blocks (partial states, then a combine)"
 			    : x->cl		 ? clu
 			    : w		 ? "a warp a row"
 					 : "a block a row",
 			    x->acc, x->acc > 1 ? "s" : "", loads, x->vec == 4 ? "16-byte" : "element", loads > 1 ? "s" : "",
 			    x->fam == FAM_SPLITK ? "" : w ? " (short rows)" : "");
-	if (l < n && x->fam == FAM_ROWMAP && x->cl)
+	if (l < n && x->bk)
+		l += snprintf(buf + l, n - l, "; the row streamed through a ring of %d stages of %ld positions in shared memory "
+					      "by bulk copies (cp.async.bulk, sm_90) that one thread issues and mbarriers "
+					      "complete, %d stage%s in flight while the block folds one (rows shorter than a stage "
+					      "by ordinary loads)", x->bk, 4L * x->nt * x->acc, x->bk - 1, x->bk > 2 ? "s" : "");
+	if (l < n && x->fam == FAM_ROWMAP && x->bk)
+		l += snprintf(buf + l, n - l, "; the row kept in the ring for the map pass where it fits (%ld positions), "
+					      "read again where not", 4L * x->nt * x->acc * x->bk);
+	else if (l < n && x->fam == FAM_ROWMAP && x->cl)
 		l += snprintf(buf + l, n - l, x->items ? "; the row kept on chip across the cluster's shared memory for the "
 							 "map pass, read from HBM once (%ld positions at most)"
 						       : "; each block's part read again for the map pass", kept_len(x));
@@ -1288,8 +1400,13 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 			p->k[0].cluster = (unsigned)v->cl;
 			p->chunk = (int)(cdiv(cdiv(len, v->cl), 4) * 4);
 		}
+		p->k[0].smem = bulk_smem(m, v);
 		p->nk = 1;
 		p->loads = v->fam == FAM_ROWMAP && !v->items ? 2 : 1;
+		/* rowbulk: the row kept in the ring where it fits, and streamed
+		 * where it holds a stage at least */
+		if (v->bk && len >= 4L * v->nt * v->acc && len <= 4L * v->nt * v->acc * v->bk)
+			p->loads = 1;
 		p->stores = v->fam == FAM_ROWMAP;
 		break;
 	case FAM_SPLITK:
@@ -1352,7 +1469,7 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split)
 				return v;
 			continue;
 		}
-		if (x->fam == FAM_SPLITK || x->cl) /* clusters: the tuner's to choose */
+		if (x->fam == FAM_SPLITK || x->cl || x->bk) /* clusters and bulk copies: the tuner's to choose */
 			continue;
 		if (!takes_len(x, len))
 			continue;
@@ -1391,6 +1508,8 @@ int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
 		return -1;
 	v.split = 0;
 	if (v.tf && !m->tf) /* not the plain fold's variant: module() says why it cannot be */
+		return -1;
+	if (v.bk && (!m->vec_ok || !(c->laws & LAW_COMMUTATIVE))) /* nor the ordinary loads' */
 		return -1;
 	fit_variant(c, m, &v);
 	for (int k = 0; k < m->nvar; k++)
