@@ -88,6 +88,15 @@ static int prune(const TuneProblem *p, Variant *c, const TuneResources *res, int
 	qsort(r, m, sizeof *r, by_score);
 	memcpy(copy, c, n * sizeof *copy);
 	int k = m < keep ? m : keep;
+	/* rows streamed by bulk copies (bk) are timed whatever their score:
+	 * the model counts the bytes the threads' loads keep in flight, not
+	 * those the copies into the ring hold */
+	for (int i = k; i < m; i++)
+		if (c[r[i].i].bk > 0) {
+			Ranked t = r[i];
+			memmove(&r[k + 1], &r[k], (size_t)(i - k) * sizeof *r);
+			r[k++] = t;
+		}
 	for (int i = 0; i < k; i++)
 		c[i] = copy[r[i].i];
 	free(r);

@@ -15,7 +15,8 @@
  * one row and many.  A stage refilled before every thread has read it
  * (no wait on its empty barrier, or a wait on the wrong one) is reported
  * by the emulator.  Every bulk variant assembles for sm_90a without
- * spills, and emit --explain says what the variant does. */
+ * spills, and emit --explain says what the variant does.  The tuner times
+ * bulk variants whatever its model's score. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "compiler/devices/emu.h"
 #include "compiler/devices/run.h"
 #include "cudatest.h"
+#include "runtime/tune.h"
 #include "testutil.h"
 
 static const char welford_bf16[] =
@@ -381,4 +383,59 @@ Test(bulkrow, emit_explain_says_what_the_variant_does)
 			      "a thread; the row streamed through a ring of 4 stages of 4096 positions in shared memory by "
 			      "bulk copies"), "%s", out);
 	cr_expect(strstr(out, "; tiles of 16 elements folded in the certificate's coordinates, one merge a tile"), "%s", out);
+}
+
+/* Bulk variants, whose rings take most of an SM's shared memory (one or
+ * two blocks, so that the model sees few threads' loads in flight), are
+ * timed beside the model's best; without bk the same candidates are not. */
+typedef struct {
+	int bk_timed;
+} Clock;
+
+static int clock_res(void *ctx, const Variant *c, TuneResources *r, char *why, size_t n)
+{
+	(void)ctx, (void)why, (void)n;
+	*r = (TuneResources){32, c->split == 2 ? 100 << 10 : 0, 0};
+	return 0;
+}
+
+static int clock_ok(void *ctx, const Variant *c, char *why, size_t n)
+{
+	(void)ctx, (void)c, (void)why, (void)n;
+	return 0;
+}
+
+static double clock_time(void *ctx, const Variant *c, char *why, size_t n)
+{
+	Clock *k = ctx;
+	(void)why, (void)n;
+	k->bk_timed += c->bk > 0;
+	return 1.0 - 0.001 * c->nt / 32;
+}
+
+Test(bulkrow, tuner_times_bulk_variants_whatever_the_model_says)
+{
+	unsetenv("ASSOC_TUNE");
+	TuneProblem p = {.fam = FAM_ROWREDUCE, .rows = 1024, .len = 32768, .elem_bytes = 4};
+	p.dev = (RtDevice){.name = "NVIDIA H200", .major = 9, .sms = 132, .regs_per_sm = 65536, .smem_per_sm = 228 << 10,
+			   .smem_per_block_optin = 227 << 10, .max_threads_per_sm = 2048, .max_blocks_per_sm = 32};
+	for (int bk = 0; bk <= 4; bk += 4) {
+		Variant c[TUNE_MAX_CANDIDATES];
+		int n = 0;
+		for (int nt = 64; nt <= 1024; nt *= 2)
+			for (int acc = 1; acc <= 4; acc *= 2)
+				c[n++] = (Variant){.fam = FAM_ROWREDUCE, .nt = nt, .acc = acc, .vec = 4, .un = 1, .split = 1};
+		/* the ring's variants: split 2 marks them for clock_res (their shared memory) */
+		for (int acc = 1; acc <= 2; acc++)
+			c[n++] = (Variant){.fam = FAM_ROWREDUCE, .nt = 256, .acc = acc, .vec = 1, .un = 1, .bk = bk, .split = 2};
+		Clock k = {0};
+		TuneHooks h = {&k, clock_res, clock_ok, clock_time, NULL, 1e9};
+		TuneResult r;
+		cr_assert_eq(tune_select_list(&p, c, n, &h, &r), 0);
+		int untimed = 0;
+		for (int i = 0; i < r.n; i++)
+			untimed += r.cand[i].var.split == 2 && strstr(r.cand[i].why, "not timed: the model ranks") != NULL;
+		cr_expect_eq(k.bk_timed, bk ? 2 : 0, "bk %d: %d bulk variants timed", bk, k.bk_timed);
+		cr_expect_eq(untimed, bk ? 0 : 2, "bk %d: %d of the ring's variants not timed", bk, untimed);
+	}
 }
