@@ -16,7 +16,8 @@
  * (no wait on its empty barrier, or a wait on the wrong one) is reported
  * by the emulator.  Every bulk variant assembles for sm_90a without
  * spills, and emit --explain says what the variant does.  The tuner times
- * bulk variants whatever its model's score. */
+ * bulk variants whatever its model's score, and `assoc tune` on the fake
+ * (sm_90a) driver offers them for long rows only. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -438,4 +439,25 @@ Test(bulkrow, tuner_times_bulk_variants_whatever_the_model_says)
 		cr_expect_eq(k.bk_timed, bk ? 2 : 0, "bk %d: %d bulk variants timed", bk, k.bk_timed);
 		cr_expect_eq(untimed, bk ? 0 : 2, "bk %d: %d of the ring's variants not timed", bk, untimed);
 	}
+}
+
+/* assoc tune on the fake driver (sm_90a): the bulk variants of the space
+ * among the candidates at 1024 x 32768 and timed there (the fake computes
+ * nothing: each fails its check), none at 64 x 1000. */
+Test(bulkrow, tune_offers_bulk_variants_for_long_rows, .timeout = 300)
+{
+	Nvrtc *nv;
+	char msg[1024], out[32768];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	nvrtc_close(nv);
+	cr_assert_eq(sh("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=build/libfakecuda.so FAKECUDA= build/asan/assoc tune "
+			"specs/logsumexp.yaml --rows 1024 --len 32768", out, sizeof out, 1), 1, "%s", out);
+	const char *at = strstr(out, "rowreduce:nt=256,acc=4,vec=4,warp=0,items=0,bk=4,split=1 ");
+	cr_expect(at, "the bulk variant among the candidates: %s", out);
+	const char *eol = at ? strchr(at, '\n') : NULL;
+	cr_expect(at && eol && memmem(at, eol - at, "wrong result", 12), "run, not pruned: %s", out);
+	cr_assert_eq(sh("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=build/libfakecuda.so FAKECUDA= build/asan/assoc tune "
+			"specs/logsumexp.yaml --rows 64 --len 1000", out, sizeof out, 1), 1, "%s", out);
+	cr_expect(strstr(out, "candidates") && !strstr(out, "bk="), "no bulk variant for rows of 1000: %s", out);
 }

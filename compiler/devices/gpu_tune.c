@@ -126,6 +126,10 @@ static int candidates(const Gpu *g, const RunData *d, Variant *out, int max)
 			 * driver and device that launch clusters */
 			if (c.cl && (d->len < 16384 || !rt_has_clusters(g->rt)))
 				continue;
+			/* bulk copies into a ring of stages: for rows of several
+			 * stages (shorter ones take the ordinary loads anyway) */
+			if (c.bk && d->len < 4096)
+				continue;
 			if (c.fam != FAM_SPLITK && c.fam != FAM_SCAN) {
 				out[n++] = c;
 				continue;
