@@ -11,7 +11,8 @@
 # every shape, carriers no test uses (bench/carriers/), then tuning and the
 # same benchmarks with the tuner's choices, then the row templates' tiles
 # and transported fold by configuration, and rows across a thread-block
-# cluster (cl) beside the rule's at the long shapes.  The
+# cluster (cl) beside the rule's at the long shapes, and rows streamed by
+# bulk copies (bk) beside the rule's at the three shapes.  The
 # steps run in that order of importance inside a time budget (ASSOC_GPU_BUDGET
 # seconds, default 480): a step that would not fit is skipped with a line
 # saying so, and the table, which comes last, shows what ran.  The full log
@@ -207,6 +208,20 @@ for s in 1024x32768 256x131072; do
 	bench logsumexp_cl16 10 specs/logsumexp.yaml --rows "$r" --len "$n" --config "rowreduce:nt=512,acc=2,vec=4,un=2,cl=16"
 done
 
+step "rows streamed by bulk copies (bk, sm_90): the three shapes, beside the rule's above"
+# a ring of 4 stages of 4 nt acc positions, 3 in flight while the block
+# folds one: stages of 2048 at 4096 (two chunks a row, the map's row kept
+# in the ring), of 4096 (reductions) and 8192 (maps, whose ring of 32768
+# keeps the row of 32768 on chip and reads 131072 twice) past it
+for s in $shapes; do
+	r=${s%x*} n=${s#*x}
+	[ "$n" = 4096 ] && map=nt=256,acc=2 red=nt=256,acc=2 || map=nt=512,acc=4 red=nt=256,acc=4
+	bench online_softmax_bk 10 specs/online_softmax.yaml --rows "$r" --len "$n" --config "rowmap:$map,vec=4,bk=4"
+	bench layer_norm_bk 10 specs/layer_norm.yaml --rows "$r" --len "$n" --param eps=1e-5 --config "rowmap:$map,vec=4,bk=4"
+	bench welford_bk 10 specs/welford.yaml --rows "$r" --len "$n" --config "rowreduce:$red,vec=4,bk=4"
+	bench logsumexp_bk 10 specs/logsumexp.yaml --rows "$r" --len "$n" --config "rowreduce:$red,vec=4,bk=4"
+done
+
 step "run --mpi on the GPU (where mpirun and an MPI build are)"
 # one GPU: every rank on it, so NCCL (which refuses two ranks on one GPU)
 # stages through the host past one rank; each run checks its outputs
@@ -330,9 +345,9 @@ torch = {(r["op"], r["rows"], r["len"]) + ((r["d"],) if r["op"].startswith("sdpa
 tune = {(r["tune"], r["shape"]): r["seconds"] for r in rows if "tune" in r}
 ours = [r for r in rows if "name" in r]
 peer = {"online_softmax": "softmax", "welford": "var_mean", "logsumexp": "logsumexp"}
-peer.update({f"{k}_{v}": p for k, p in list(peer.items()) for v in ("tiles", "tf", "cl", "cl16")})
+peer.update({f"{k}_{v}": p for k, p in list(peer.items()) for v in ("tiles", "tf", "cl", "cl16", "bk")})
 peer.update({"layer_norm": "layer_norm", "layer_norm_tf": "layer_norm", "layer_norm_f32": "layer_norm",
-             "layer_norm_cl": "layer_norm"})
+             "layer_norm_cl": "layer_norm", "layer_norm_bk": "layer_norm"})
 peer.update({f"{k}_bf16": None for k in ("online_softmax", "welford", "logsumexp")})
 peer.update({r["name"]: None for r in ours if r["name"].startswith("user_")})
 how = lambda r: "tuned" if r["choice"].startswith("tuned") else "rule"
