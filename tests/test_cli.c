@@ -1843,3 +1843,68 @@ Test(cli, tune_refuses_an_unlawful_merge, .timeout = 120)
 	sh(ASSOC " tune tests/laws/pairwise_average.yaml --rows 4 --len 64 --trust-merge", out, sizeof out, 1);
 	cr_expect(strstr(out, "warning: ") && strstr(out, "tuning anyway (--trust-merge)"), "%s", out);
 }
+
+/* Inputs written by --output with heads read back without --heads or
+ * --kv-heads: their leading axes set them, as their other axes set --rows
+ * and --len; files that disagree are named. */
+Test(cli, heads_come_from_the_inputs_shape, .timeout = 120)
+{
+	const char *run = ASSOC " run specs/attention.yaml -D d=32 -D dv=32 --device interp --param scale=0.25";
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "%s --heads 4 --kv-heads 2 --rows 3 --len 7 --output q=build/h4q.npy "
+		 "--output k=build/h4k.npy --output v=build/h4v.npy --output lse=build/h4lse.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s --heads 3 --kv-heads 1 --rows 3 --len 7 --output q=build/h3q.npy "
+		 "--output v=build/h1v.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s --seed 9 --input q=build/h4q.npy --input k=build/h4k.npy --input v=build/h4v.npy "
+		 "--output lse=build/h4lse2.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "3 rows x 7, 4 heads on 2 key/value heads"), "%s", out);
+	Npy l1, l2;
+	char msg[512];
+	cr_assert_eq(npy_read("build/h4lse.npy", &l1, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_read("build/h4lse2.npy", &l2, msg, sizeof msg), 0, "%s", msg);
+	cr_assert(l2.ndim == 2 && l2.shape[0] == 4 && l2.shape[1] == 3 && l2.count == l1.count);
+	for (size_t i = 0; i < l1.count; i++)
+		cr_expect_eq(npy_get(&l1, i), npy_get(&l2, i), "lse %zu", i);
+	npy_free(&l1), npy_free(&l2);
+	/* --heads given: the key/value heads still come from k */
+	snprintf(cmd, sizeof cmd, "%s --heads 4 --input q=build/h4q.npy --input k=build/h4k.npy --input v=build/h4v.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "4 heads on 2 key/value heads"), "%s", out);
+	snprintf(cmd, sizeof cmd, "%s --input q=build/h4q.npy --input k=build/h4k.npy --input v=build/h1v.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "--input v=build/h1v.npy: 1 key/value heads on its leading axis, but --input "
+			      "k=build/h4k.npy has 2"), "%s", out);
+	snprintf(cmd, sizeof cmd, "%s --input q=build/h3q.npy --input k=build/h4k.npy --input v=build/h4v.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "3 heads (--input q=build/h3q.npy) are not a multiple of 2 key/value heads (--input "
+			      "k=build/h4k.npy)"), "%s", out);
+	/* given, the options are held to as before */
+	snprintf(cmd, sizeof cmd, "%s --heads 2 --kv-heads 2 --input q=build/h4q.npy", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "shape (4, 3, 32) does not fit input 'q' of 3 rows, per head: expected (2, 3, 32)"), "%s",
+		  out);
+}
+
+/* An array of the wrong rank is told the axes its input takes and the
+ * options they stand for, not the default 4 x 1000 nobody gave. */
+Test(cli, wrong_rank_names_the_axes_an_input_takes)
+{
+	double v[] = {1, 2, 3, 4, 5};
+	Npy a = {.itemsize = 8, .ndim = 1, .shape = {5}, .count = 5, .data = v};
+	snprintf(a.descr, sizeof a.descr, "<f8");
+	char msg[512];
+	cr_assert_eq(npy_write("build/rank1.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device interp --input x=build/rank1.npy", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "build/rank1.npy: shape (5,) does not fit input 'x', an element input: it takes "
+			      "[rows][len] or [heads][rows][len] (the shape sets --heads, --rows and --len where they are "
+			      "not given)"), "%s", out);
+	cr_expect_not(strstr(out, "1000"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/attention.yaml -D d=32 -D dv=32 --device interp --heads 2 --param scale=1 "
+			      "--input k=build/rank1.npy", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "build/rank1.npy: shape (5,) does not fit input 'k', a column input: it takes "
+			      "[kv_heads][len][32] (the shape sets --kv-heads and --len where they are not given)"),
+		  "%s", out);
+}

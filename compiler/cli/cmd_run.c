@@ -83,7 +83,15 @@ static int layout_dims(Layout l, const RunData *d, int width, size_t *shape)
 	return n;
 }
 
-/* Rows and len from the input arrays, where given. */
+/* A shape as Python prints a tuple: (2, 3), (3,), (). */
+static void shape_text(const size_t *dims, int nd, char *b, size_t n)
+{
+	snprintf(b, n, "(");
+	for (int t = 0; t < nd; t++)
+		snprintf(b + strlen(b), n - strlen(b), "%s%zu", t ? ", " : "", dims[t]);
+	snprintf(b + strlen(b), n - strlen(b), "%s", nd == 1 ? ",)" : ")");
+}
+
 /* The axis an input file sets (rows or positions) must agree with --rows
  * or --len where given, and with the input files before it. */
 static int axis_agrees(const Opts *o, int i, const char *axis, size_t got, int given, const char *by, int by_input)
@@ -98,10 +106,88 @@ static int axis_agrees(const Opts *o, int i, const char *axis, size_t got, int g
 	return usage_error("--input %s=%s: %zu %s, but %s %d", o->inputs[i].name, o->inputs[i].path, got, axis, by, given);
 }
 
+/* What the axes of an input are: its layout, and its components a
+ * position (the trailing axis where more than one). */
+static int input_layout(const Carrier *c, const char *name, Layout *l, int *width)
+{
+	const Decl *g[] = {c->row, c->col, c->elem};
+	const int ng[] = {c->nrow, c->ncol, c->nelem};
+	const Layout ly[] = {SHAPE_ROWS, SHAPE_LEN, SHAPE_ROWS_LEN};
+	for (int k = 0; k < 3; k++)
+		for (int f = 0; f < ng[k]; f++)
+			if (!strcmp(g[k][f].name, name)) {
+				*l = ly[k], *width = spec_decl_width(&g[k][f]);
+				return 1;
+			}
+	return 0;
+}
+
+/* The axes of an input without its head axis. */
+static int layout_rank(Layout l, int width) { return (l == SHAPE_ROWS_LEN ? 2 : 1) + (width > 1); }
+
+/* "[heads][rows][len][4]": the axes an input takes (head: with the head axis). */
+static void axes_text(Layout l, int width, int head, char *b, size_t n)
+{
+	snprintf(b, n, "%s%s", head ? (l == SHAPE_LEN ? "[kv_heads]" : "[heads]") : "",
+		 l == SHAPE_ROWS ? "[rows]" : l == SHAPE_LEN ? "[len]" : "[rows][len]");
+	if (width > 1)
+		snprintf(b + strlen(b), n - strlen(b), "[%d]", width);
+}
+
+/* --heads and --kv-heads, where not given, from the leading axis of the
+ * inputs that have one more axis than their rows and positions (as
+ * --output writes them with heads): query heads from row and element
+ * inputs, key/value heads from column inputs, the same in every file. */
+static int heads_from_inputs(Opts *o, const Carrier *c, const Npy *arr)
+{
+	int by[2] = {-1, -1}, given[2] = {o->heads > 0, o->kv_heads > 0};
+	size_t got[2] = {0, 0};
+	static const char *const what[2] = {"heads", "key/value heads"};
+	for (int i = 0; i < o->ninputs; i++) {
+		Layout l;
+		int w;
+		input_layout(c, o->inputs[i].name, &l, &w);
+		int k = l == SHAPE_LEN;
+		if (given[k] || arr[i].ndim != layout_rank(l, w) + 1)
+			continue;
+		size_t h = arr[i].shape[0];
+		if (h < 1 || h > 1 << 16)
+			return usage_error("--input %s=%s: %zu %s on its leading axis: 1 to %d", o->inputs[i].name,
+					   o->inputs[i].path, h, what[k], 1 << 16);
+		if (by[k] >= 0 && got[k] != h)
+			return usage_error("--input %s=%s: %zu %s on its leading axis, but --input %s=%s has %zu",
+					   o->inputs[i].name, o->inputs[i].path, h, what[k], o->inputs[by[k]].name,
+					   o->inputs[by[k]].path, got[k]);
+		if (by[k] < 0)
+			got[k] = h, by[k] = i;
+	}
+	if (by[0] >= 0)
+		o->heads = (int)got[0];
+	if (by[1] >= 0)
+		o->kv_heads = (int)got[1];
+	if (by[1] >= 0 && o->heads <= 0) /* key/value heads alone: a query head each */
+		o->heads = o->kv_heads;
+	int heads = o->heads > 0 ? o->heads : 1, kv = o->kv_heads > 0 ? o->kv_heads : heads;
+	if ((by[0] >= 0 || by[1] >= 0) && (kv > heads || heads % kv)) {
+		char h[300], g[300];
+		if (by[0] >= 0)
+			snprintf(h, sizeof h, "--input %s=%s", o->inputs[by[0]].name, o->inputs[by[0]].path);
+		else
+			snprintf(h, sizeof h, "--heads");
+		if (by[1] >= 0)
+			snprintf(g, sizeof g, "--input %s=%s", o->inputs[by[1]].name, o->inputs[by[1]].path);
+		else
+			snprintf(g, sizeof g, "--kv-heads");
+		return usage_error("%d heads (%s) are not a multiple of %d key/value heads (%s)", heads, h, kv, g);
+	}
+	return EXIT_OK;
+}
+
 int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 {
 	int rows_by = -1, len_by = -1; /* the input that set each axis; -1: --rows, --len or none */
 	int rows_set = o->rows_given ? o->rows : -1, len_set = o->len_given ? o->len : -1;
+	int heads_given = o->heads > 0 || o->kv_heads > 0;
 	for (int i = 0; i < o->ninputs; i++) {
 		char msg[512];
 		if (!is_input(c, o->inputs[i].name))
@@ -109,21 +195,42 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 					   o->inputs[i].name);
 		if (npy_read(o->inputs[i].path, &arr[i], msg, sizeof msg))
 			return input_error("%s", msg);
-		int elem = 0, col = 0;
-		for (int k = 0; k < c->nelem; k++)
-			elem |= !strcmp(c->elem[k].name, o->inputs[i].name);
-		for (int k = 0; k < c->ncol; k++)
-			col |= !strcmp(c->col[k].name, o->inputs[i].name);
-		int h = o->heads > 1; /* the head axis comes first */
-		if (arr[i].ndim < 1 + h)
-			return input_error("%s: %d dimensions, too few for input '%s'%s", o->inputs[i].path, arr[i].ndim,
-					   o->inputs[i].name, h ? " with its leading head axis (--heads)" : "");
+	}
+	if (heads_from_inputs(o, c, arr))
+		return EXIT_USAGE;
+	int h = o->heads > 1; /* the head axis comes first */
+	for (int i = 0; i < o->ninputs; i++) {
+		Layout l;
+		int w;
+		input_layout(c, o->inputs[i].name, &l, &w);
+		int elem = l == SHAPE_ROWS_LEN, col = l == SHAPE_LEN;
+		if (arr[i].ndim != h + layout_rank(l, w)) {
+			char has[160], axes[80], more[100] = "", sets[80];
+			shape_text(arr[i].shape, arr[i].ndim, has, sizeof has);
+			axes_text(l, w, h, axes, sizeof axes);
+			if (!h && !heads_given) { /* a head axis first would set --heads */
+				char headed[80];
+				axes_text(l, w, 1, headed, sizeof headed);
+				snprintf(more, sizeof more, " or %s", headed);
+			}
+			const char *head_opt = h || !heads_given ? (col ? "--kv-heads" : "--heads") : NULL;
+			if (elem)
+				snprintf(sets, sizeof sets, "%s%s--rows and --len", head_opt ? head_opt : "",
+					 head_opt ? ", " : "");
+			else
+				snprintf(sets, sizeof sets, "%s%s%s", head_opt ? head_opt : "", head_opt ? " and " : "",
+					 col ? "--len" : "--rows");
+			return input_error("%s: shape %s does not fit input '%s', %s input: it takes %s%s (the shape sets %s "
+					   "where they are not given)",
+					   o->inputs[i].path, has, o->inputs[i].name,
+					   elem ? "an element" : col ? "a column" : "a row", axes, more, sets);
+		}
 		size_t rows = o->rows, len = o->len;
-		if (elem && arr[i].ndim >= 2 + h)
+		if (elem)
 			rows = arr[i].shape[h], len = arr[i].shape[h + 1];
 		else if (col)
 			len = arr[i].shape[h];
-		else if (!elem)
+		else
 			rows = arr[i].shape[h];
 		if (rows > MAX_ROWS || len > MAX_LEN)
 			return input_error("%s: %zu rows x %zu positions for input '%s': at most %d rows and %d positions",
@@ -145,15 +252,6 @@ void cli_inputs_free(Npy *arr)
 {
 	for (int i = 0; i < MAX_FILES; i++)
 		npy_free(&arr[i]);
-}
-
-/* A shape as Python prints a tuple: (2, 3), (3,), (). */
-static void shape_text(const size_t *dims, int nd, char *b, size_t n)
-{
-	snprintf(b, n, "(");
-	for (int t = 0; t < nd; t++)
-		snprintf(b + strlen(b), n - strlen(b), "%s%zu", t ? ", " : "", dims[t]);
-	snprintf(b + strlen(b), n - strlen(b), "%s", nd == 1 ? ",)" : ")");
 }
 
 /* A .npy dtype as NumPy names it. */
