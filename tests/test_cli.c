@@ -1908,3 +1908,18 @@ Test(cli, wrong_rank_names_the_axes_an_input_takes)
 			      "[kv_heads][len][32] (the shape sets --kv-heads and --len where they are not given)"),
 		  "%s", out);
 }
+
+/* --config names the key that is wrong for the spec's family, and the
+ * values it takes there. */
+Test(cli, config_names_the_key_out_of_range, .timeout = 60)
+{
+	cr_assert_eq(sh(ASSOC " run specs/linear_recurrence.yaml --device emu --rows 2 --len 64 "
+			      "--config scan:nt=64,acc=1,vec=1,warp=0,items=0", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "configuration 'scan:nt=64,acc=1,vec=1,warp=0,items=0': items=0: scan takes items 1 to "
+			      "64"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/sum.yaml --device emu --rows 2 --len 64 --config rowreduce:nt=64,un=3", out,
+			sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "un=3: rowreduce takes un 1, 2 or 4"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/linear_recurrence.yaml --device emu --rows 2 --len 64 "
+			      "--config scan:nt=64,acc=1,vec=1,warp=0,items=4", out, sizeof out, 1), 0, "%s", out);
+}

@@ -1226,10 +1226,43 @@ void cuda_module_free(CudaModule *m)
 
 /* ---- configurations ---- */
 
+/* The key of a row family's configuration that is out of range, and the
+ * values its family takes there: the parser's one message lists every
+ * key's range for every family at once. */
+static int config_key_wrong(const Variant *v, const char *cfg, char *msg, size_t n)
+{
+	const char *fam = variant_family_name(v->fam);
+	int row = v->fam == FAM_ROWREDUCE || v->fam == FAM_ROWMAP, scan = v->fam == FAM_SCAN;
+	char why[160] = "";
+	if (v->nt < 32 || v->nt > 1024 || v->nt % 32)
+		snprintf(why, sizeof why, "nt=%d: a multiple of 32 from 32 to 1024", v->nt);
+	else if (v->acc < 1 || v->acc > 8)
+		snprintf(why, sizeof why, "acc=%d: 1 to 8", v->acc);
+	else if (v->vec != 1 && v->vec != 4)
+		snprintf(why, sizeof why, "vec=%d: 1 or 4", v->vec);
+	else if ((v->warp != 0 && v->warp != 1) || (v->warp && !row))
+		snprintf(why, sizeof why, "warp=%d: %s takes warp=0%s", v->warp, fam, row ? " or 1" : "");
+	else if (v->items < 0 || v->items > 64 || (scan && !v->items) || (v->items && !scan && v->fam != FAM_ROWMAP))
+		snprintf(why, sizeof why, "items=%d: %s takes %s", v->items, fam,
+			 scan ? "items 1 to 64" : v->fam == FAM_ROWMAP ? "items 0 to 64" : "items=0");
+	else if ((v->un != 1 && v->un != 2 && v->un != 4) || (scan && v->un != 1))
+		snprintf(why, sizeof why, "un=%d: %s takes %s", v->un, fam, scan ? "un=1" : "un 1, 2 or 4");
+	else if ((v->tf != 0 && v->tf != 1) || (scan && v->tf))
+		snprintf(why, sizeof why, "tf=%d: %s takes %s", v->tf, fam, scan ? "tf=0" : "tf 0 or 1");
+	if (!why[0])
+		return 0;
+	snprintf(msg, n, "configuration '%s': %s", cfg, why);
+	return 1;
+}
+
 int cuda_config_ok(const char *cfg, char *msg, size_t n)
 {
 	Variant v;
-	return variant_parse(cfg, &v, msg, n);
+	if (!variant_parse(cfg, &v, msg, n))
+		return 0;
+	if (v.fam != FAM_ATTN && strstr(msg, "is out of range (nt: a multiple of 32 up to 1024"))
+		config_key_wrong(&v, cfg, msg, n);
+	return -1;
 }
 
 /* ---- plans ---- */
