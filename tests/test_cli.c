@@ -1923,3 +1923,23 @@ Test(cli, config_names_the_key_out_of_range, .timeout = 60)
 	cr_assert_eq(sh(ASSOC " run specs/linear_recurrence.yaml --device emu --rows 2 --len 64 "
 			      "--config scan:nt=64,acc=1,vec=1,warp=0,items=4", out, sizeof out, 1), 0, "%s", out);
 }
+
+/* A param that breaks assume is named as such: nothing could be drawn,
+ * and with --input nothing is. */
+Test(cli, a_param_that_breaks_assume_is_named, .timeout = 60)
+{
+	write_text("build/softmax_t.yaml", "carrier: softmax_temp\nparams: {temp: f32}\nassume: temp > 0 && temp < 9\n"
+					   "element: {x: f32}\nlet:\n  z: x / temp\nstate: {m: f32, l: f32}\n"
+					   "identity: {m: -inf, l: 0}\nlift: {m: z, l: 1}\nmerge:\n  m: max(a.m, b.m)\n"
+					   "  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\nfinalize: {lse: m + log(l)}\n"
+					   "reference:\n  lse: log(sum(exp(z)))\nlaws: [commutative]\n");
+	cr_assert_eq(sh(ASSOC " run build/softmax_t.yaml --device interp --rows 2 --len 5 --param temp=2 "
+			      "--output x=build/softmax_t_x.npy", out, sizeof out, 1), 0, "%s", out);
+	cr_assert_eq(sh(ASSOC " run build/softmax_t.yaml --device interp --param temp=-1 --input x=build/softmax_t_x.npy",
+			out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "param temp = -1 breaks 'assume' (temp > 0)"), "%s", out);
+	cr_expect_not(strstr(out, "could not draw"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run build/softmax_t.yaml --device interp --param temp=300", out, sizeof out, 1), 2, "%s",
+		     out);
+	cr_expect(strstr(out, "param temp = 300 breaks 'assume' (temp < 9)"), "%s", out);
+}
