@@ -817,6 +817,20 @@ Test(paged, run_reads_the_layout_from_files)
 	st = sh(RUN "--input k=build/paged_k.npy", out, sizeof out, 1);
 	cr_assert_eq(st, 2, "%s", out);
 	cr_assert(strstr(out, "need the layout"), "%s", out);
+	/* --batch as the lengths have it agrees, as --rows does; another number is named */
+	st = sh(RUN "--batch 2 --input block_table=build/paged_table.npy --input seq_lens=build/paged_lens.npy "
+		    "--input k=build/paged_k.npy --input v=build/paged_k.npy",
+		out, sizeof out, 1);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert(strstr(out, "2 sequences of 1 to 1 queries"), "%s", out);
+	st = sh(RUN "--batch 3 --input block_table=build/paged_table.npy --input seq_lens=build/paged_lens.npy", out,
+		sizeof out, 1);
+	cr_assert_eq(st, 2, "%s", out);
+	cr_assert(strstr(out, "--batch 3, but --input seq_lens=build/paged_lens.npy holds 2 sequences"), "%s", out);
+	st = sh(RUN "--len 6 --input block_table=build/paged_table.npy --input seq_lens=build/paged_lens.npy", out,
+		sizeof out, 1);
+	cr_assert_eq(st, 2, "%s", out);
+	cr_assert(strstr(out, "--len: the sequences and their keys come from --input seq_lens="), "%s", out);
 #undef RUN
 }
 

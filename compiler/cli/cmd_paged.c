@@ -137,10 +137,8 @@ static Paged *paged_of(Opts *o, Carrier *c, Npy *arr)
 			return usage_error("--input %s: with --input %s= as well", layout_names[lay[L_TABLE] < 0 ? L_LENS : L_TABLE],
 					   layout_names[lay[L_TABLE] < 0 ? L_TABLE : L_LENS]),
 			       NULL;
-		if (o->batch || o->len_given)
-			return usage_error("%s: the sequences and their keys come from --input seq_lens=",
-					   o->batch ? "--batch" : "--len"),
-			       NULL;
+		if (o->len_given) /* one length for sequences of each their own */
+			return usage_error("--len: the sequences and their keys come from --input seq_lens="), NULL;
 		int32_t *table = NULL, *lens = NULL, *cu = NULL;
 		const Npy *t = &arr[lay[L_TABLE]], *l = &arr[lay[L_LENS]];
 		int rc = read_ints(o, lay[L_LENS], l, 1, &lens);
@@ -152,6 +150,9 @@ static Paged *paged_of(Opts *o, Carrier *c, Npy *arr)
 					 "of 1 to %d sequences",
 					 o->inputs[lay[L_TABLE]].path, t->shape[0], t->shape[1], l->shape[0], 1 << 20);
 		size_t batch = l->shape[0];
+		if (!rc && o->batch && (size_t)o->batch != batch)
+			rc = usage_error("--batch %d, but --input seq_lens=%s holds %zu sequence%s", o->batch,
+					 o->inputs[lay[L_LENS]].path, batch, batch == 1 ? "" : "s");
 		if (!rc && lay[L_CU] >= 0) {
 			rc = read_ints(o, lay[L_CU], &arr[lay[L_CU]], 1, &cu);
 			if (!rc && arr[lay[L_CU]].shape[0] != batch + 1)
