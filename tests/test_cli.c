@@ -1943,3 +1943,16 @@ Test(cli, a_param_that_breaks_assume_is_named, .timeout = 60)
 		     out);
 	cr_expect(strstr(out, "param temp = 300 breaks 'assume' (temp < 9)"), "%s", out);
 }
+
+/* --verbose on the emulator says what it has to say, and no empty line. */
+Test(cli, emu_verbose_has_no_blank_line, .timeout = 60)
+{
+	write_text("build/segmax.yaml", "carrier: segmax\nelement: {x: f32, start: bool}\nstate: {m: f32, r: bool}\n"
+					"identity: {m: -inf, r: false}\nlift: {m: x, r: start}\nmerge:\n"
+					"  m: where(b.r, b.m, max(a.m, b.m))\n  r: a.r || b.r\nfinalize: {segmax: m}\n"
+					"template: scan\n");
+	cr_assert_eq(sh(ASSOC " run build/segmax.yaml --device emu --rows 2 --len 50 --verbose", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "emu: scan:"), "%s", out);
+	cr_expect_not(strstr(out, "emu: \n"), "%s", out);
+}

@@ -154,7 +154,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		char cfg[128];
 		variant_str(x, cfg, sizeof cfg);
 		fprintf(stderr, "emu: %s, split %d, %llu bytes loaded, %llu stored\n", cfg, p.split, bytes[0], bytes[1]);
-		fprintf(stderr, "emu: %s\n", m.explain);
+		if (m.explain[0]) /* a template's reasons; a family without them has none */
+			fprintf(stderr, "emu: %s\n", m.explain);
 	}
 	rc = 0;
 out:
