@@ -479,3 +479,33 @@ Test(explore, written_spec_is_tidied)
 	cr_expect(strstr(r.yaml, "  g: log(x)\n"), "%s", r.yaml);
 	explore_result_free(&r);
 }
+
+/* A search that tried all it knows says so, not that the budget ran out;
+ * one that the budget stopped says that instead. */
+Test(explore, no_merge_says_whether_the_budget_or_the_search_ended, .timeout = 60)
+{
+	static const char count_max[] = "carrier: count_max\nelement: {x: f32}\nstate: {m: f32, c: i32}\n"
+					"identity: {m: -inf, c: 0}\nstep:\n  c: where(x > m, 1, where(x == m, c + 1, c))\n"
+					"  m: max(m, x)\n";
+	ExploreOpts o;
+	explore_defaults(&o);
+	o.budget = 30;
+	ExploreResult r;
+	Carrier *c = load_yaml(count_max);
+	cr_assert_eq(explore_run(c, &o, &r), 0, "%s", r.log);
+	cr_assert_eq(r.status, EXPLORE_NONE, "%s", r.log);
+	if (r.seconds > 20)
+		cr_skip_test("the search took %.1f s of its 30 here", r.seconds);
+	cr_expect(strstr(r.log, "no merge found: every strategy above ran to its end in "), "%s", r.log);
+	cr_expect(strstr(r.log, "of the 30 s budget"), "%s", r.log);
+	cr_expect_not(strstr(r.log, "within the budget"), "%s", r.log);
+	explore_result_free(&r);
+	spec_carrier_free(c);
+	o.budget = 1e-6;
+	c = load_yaml(count_max);
+	cr_assert_eq(explore_run(c, &o, &r), 0, "%s", r.log);
+	cr_assert_eq(r.status, EXPLORE_NONE, "%s", r.log);
+	cr_expect(strstr(r.log, "no merge found: the search stopped at the time budget (1e-06 s, --budget)"), "%s", r.log);
+	explore_result_free(&r);
+	spec_carrier_free(c);
+}

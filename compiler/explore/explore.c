@@ -218,6 +218,7 @@ static int try_general(Ex *x, Cand *k, double deadline)
 	if (!ex_enumerate(x, k, deadline, why, sizeof why))
 		return found(x, x->n > x->norig ? "enumerate +aux" : "enumerate", why);
 	logline(x, ename, "failed (%s)", why);
+	x->out_of_time |= ex_now() > deadline;
 	return 0;
 }
 
@@ -237,6 +238,7 @@ static void search(Ex *x, Cand *k)
 		char name[SPEC_MAX_NAME];
 		if (ex_elapsed(x) > budget) {
 			logline(x, "auxiliary fields", "stopped: the time budget (%g s) is spent", budget);
+			x->out_of_time = 1;
 			return;
 		}
 		if (ex_aux_add(x, i, name, sizeof name))
@@ -260,9 +262,13 @@ static void summary(Ex *x)
 {
 	ExploreResult *r = x->res;
 	if (r->status != EXPLORE_FOUND) {
-		if (r->status == EXPLORE_NONE)
-			buf_printf(&x->log, "  no merge found within the budget (%.1f s)%s\n", ex_elapsed(x),
-				   r->inverse_wrong ? "; the inverse given is wrong" : "");
+		const char *inv = r->inverse_wrong ? "; the inverse given is wrong" : "";
+		if (r->status == EXPLORE_NONE && x->out_of_time)
+			buf_printf(&x->log, "  no merge found: the search stopped at the time budget (%g s, --budget)%s\n",
+				   x->o->budget, inv);
+		else if (r->status == EXPLORE_NONE) /* more time would find nothing more */
+			buf_printf(&x->log, "  no merge found: every strategy above ran to its end in %.1f s of the %g s "
+					    "budget%s\n", ex_elapsed(x), x->o->budget, inv);
 		return;
 	}
 	buf_printf(&x->log, "  carrier: %s by %s%s%s%s; associative %s, identity %s, commutative %s\n", x->c->name,

@@ -48,6 +48,7 @@ typedef struct {
 	Pairs pairs;
 	struct ExEv *evs[2]; /* the left and right steps of the view */
 	ExploreResult *res;
+	int out_of_time; /* a strategy stopped at the budget rather than at its end */
 } Ex;
 
 /* A carrier under test: fields with vars in the loop's Ir, finalize over
