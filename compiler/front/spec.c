@@ -744,6 +744,12 @@ static int load_outputs(L *l, const char *key, Scope *s, Def **out, int *nout)
 	*out = xcalloc(m->n / 2, sizeof **out);
 	for (int i = 0; i < m->n; i += 2) {
 		YNode *k = m->kids[i];
+		if (!strcmp(k->text, "let") && m->kids[i + 1]->kind == YN_MAP) { /* as merge takes one */
+			diag_error(l->d, k->pos, "'%s' takes no 'let': %s (docs/spec-format.md)", key,
+				   !strcmp(key, "finalize") ? "each output may use the outputs above it"
+							  : "the spec's top-level 'let' names are in scope in map");
+			return -1;
+		}
 		if (check_name(l, k, "output"))
 			return -1;
 		Expr *e = expr_parse(s, l->d, m->kids[i + 1]);
