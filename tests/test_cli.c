@@ -1956,3 +1956,12 @@ Test(cli, emu_verbose_has_no_blank_line, .timeout = 60)
 	cr_expect(strstr(out, "emu: scan:"), "%s", out);
 	cr_expect_not(strstr(out, "emu: \n"), "%s", out);
 }
+
+/* A loop spec given to check is pointed at its step. */
+Test(cli, loop_spec_error_points_at_its_step)
+{
+	cr_assert_eq(sh(ASSOC " check specs/loops/welford_update.yaml", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "specs/loops/welford_update.yaml:6:1: error: a loop spec (a step without a merge): run "
+			      "'assoc explore specs/loops/welford_update.yaml' to derive its merge\n    6 | step:"),
+		  "%s", out);
+}

@@ -14,6 +14,7 @@
 #include "compiler/util/cache.h"
 #include "compiler/devices/paged.h"
 #include "compiler/explore/explore.h"
+#include "compiler/front/yaml.h"
 #include "runtime/cpu.h"
 
 #define ASSOC_VERSION "0.1.0"
@@ -166,16 +167,46 @@ int cli_output_not_input(const Opts *o, const char *what, const char *path)
 	return EXIT_OK;
 }
 
+/* The spec's error at its step (or step_right) key, read from the file
+ * again; at the file alone where it is past 1 MiB or cannot be read back. */
+static void loop_error_at_step(const Carrier *c, const char *text, char *msg, size_t n)
+{
+	enum { MAX_READ = 1 << 20 };
+	FILE *f = fopen(c->file, "rb");
+	char *src = f ? malloc(MAX_READ + 1) : NULL;
+	size_t len = src ? fread(src, 1, MAX_READ + 1, f) : 0;
+	if (f)
+		fclose(f);
+	YNode *root = NULL;
+	Diag d;
+	diag_init(&d, c->file);
+	Pos at = {0, 0};
+	if (src && len <= MAX_READ && !yn_load(&d, src, len, &root) && root && root->kind == YN_MAP)
+		for (int k = 0; k + 1 < root->n && !at.line; k += 2)
+			if (!strcmp(root->kids[k]->text, "step") || !strcmp(root->kids[k]->text, "step_right"))
+				at = root->kids[k]->pos;
+	if (at.line) { /* the file read without a diagnostic: d has nothing else */
+		diag_error(&d, at, "%s", text);
+		snprintf(msg, n, "%s", d.text);
+	} else
+		snprintf(msg, n, "%s: error: %s\n", c->file, text);
+	diag_free(&d);
+	yn_free(root);
+	free(src);
+}
+
 int cli_loop_msg(const Carrier *c, char *msg, size_t n)
 {
 	if (c->merge)
 		return 0;
+	char text[PATH_MAX + 200];
 	if (explore_unfit_field(c) < 0)
-		snprintf(msg, n, "%s: error: a loop spec (a step without a merge): run 'assoc explore %s' to derive its merge\n",
-			 c->file, c->file);
+		snprintf(text, sizeof text, "a loop spec (a step without a merge): run 'assoc explore %s' to derive its merge",
+			 c->file);
 	else /* explore would refuse it */
-		snprintf(msg, n, "%s: error: a loop spec (a step without a merge) with a state field that is not a scalar "
-				 "number: write its merge in the spec\n", c->file);
+		snprintf(text, sizeof text, "a loop spec (a step without a merge) with a state field that is not a scalar "
+					    "number: write its merge in the spec");
+	loop_error_at_step(c, text, msg, n);
 	return 1;
 }
 
