@@ -94,17 +94,25 @@ def lib():
     if _lib is not None:
         return _lib
     tried = []
+    env = os.environ.get("ASSOC_LIBRARY")
     for path in candidates():
+        why = None
         if os.path.sep in path and not os.path.exists(path):
-            tried.append("%s (no such file)" % path)
-            continue
-        try:
-            cdll = ctypes.CDLL(path)
-        except OSError as e:
-            tried.append("%s (%s)" % (path, e))
-            continue
-        if not hasattr(cdll, "assoc_spec_load"):
-            tried.append("%s (not libassoc: no assoc_spec_load)" % path)
+            why = "no such file"
+        else:
+            try:
+                cdll = ctypes.CDLL(path)
+            except OSError as e:
+                why = str(e)
+            else:
+                if not hasattr(cdll, "assoc_spec_load"):
+                    why = "not libassoc: no assoc_spec_load"
+        if why is not None and env and path == env:
+            # the library asked for by name, not a fallback behind the caller's back
+            raise LibraryError("ASSOC_LIBRARY=%s does not load: %s (unset it to use the checkout's or the "
+                               "installed library)" % (env, why))
+        if why is not None:
+            tried.append("%s (%s)" % (path, why))
             continue
         for name, (res, args) in _PROTOTYPES.items():
             f = getattr(cdll, name)

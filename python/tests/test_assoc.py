@@ -83,6 +83,7 @@ class Library(unittest.TestCase):
             paths = _lib.candidates()
             self.assertEqual(paths[0], "/nonexistent/libassoc.so")
             self.assertTrue(paths[1].endswith(os.path.join("build", "libassoc.so")), paths)
+            del os.environ["ASSOC_LIBRARY"]  # the fallbacks alone: a named library that fails is an error
             _lib.candidates = lambda: ["/nonexistent/libassoc.so", "/nonexistent/lib/libassoc.so"]
             with self.assertRaisesRegex(assoc.LibraryError, r"tried: /nonexistent/libassoc.so \(no such file\); "
                                                             r"/nonexistent/lib/libassoc.so"):
@@ -91,6 +92,28 @@ class Library(unittest.TestCase):
             _lib._lib, _lib.candidates = saved, candidates
             if env is None:
                 del os.environ["ASSOC_LIBRARY"]
+            else:
+                os.environ["ASSOC_LIBRARY"] = env
+
+
+    def test_a_named_library_that_does_not_load_is_an_error(self):
+        # not the checkout's library loaded in its place without a word
+        from assoc import _lib
+        saved, env = _lib._lib, os.environ.get("ASSOC_LIBRARY")
+        try:
+            for path, why in (("/nope.so", "no such file"), ("/etc/passwd", "invalid ELF header|file too short"),
+                              ("/lib/x86_64-linux-gnu/libc.so.6", "not libassoc")):
+                if why == "not libassoc" and not os.path.exists(path):
+                    continue
+                _lib._lib = None
+                os.environ["ASSOC_LIBRARY"] = path
+                with self.assertRaisesRegex(assoc.LibraryError, r"ASSOC_LIBRARY=%s does not load: .*(%s)" % (
+                        re.escape(path), why)):
+                    assoc.load("specs/sum.yaml")
+        finally:
+            _lib._lib = saved
+            if env is None:
+                os.environ.pop("ASSOC_LIBRARY", None)
             else:
                 os.environ["ASSOC_LIBRARY"] = env
 
@@ -452,7 +475,6 @@ class Paged(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"seq_lens: a 1-dimensional numpy.int32 array"):
             kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens.astype(np.int64),
                  page_size=self.P, cu_seqlens_q=cu)
-
 
 if __name__ == "__main__":
     unittest.main()
