@@ -10,6 +10,7 @@ A pure-Python layer over libassoc.so (compiler/lib/assoc.h) through
 ctypes; the library is loaded on first use (see assoc._lib.candidates).
 """
 import ctypes
+import math
 import numbers
 import threading
 from collections import namedtuple
@@ -52,6 +53,11 @@ def loads(text, dims=None):
     h = ctypes.c_void_p()
     st = _lib.lib().assoc_spec_load_text(ctypes.byref(h), data, len(data), vals, n)
     return Spec._made(h, st, keep)
+
+
+# the keywords of Kernel.__call__ besides the inputs and params: a spec's
+# name among them would be taken by the call
+CALL_KEYWORDS = ("heads", "kv_heads", "block_table", "seq_lens", "page_size", "cu_seqlens_q", "max_seqlen_q")
 
 
 class Report:
@@ -159,6 +165,11 @@ class Spec:
         threads (cpu): 0 for every core.  LawError for a carrier whose
         verdict fails, DeviceError for a device not usable here,
         CompileError when code generation fails."""
+        clash = [n for n in [a.name for a in self.inputs] + list(self.params or ()) if n in CALL_KEYWORDS]
+        if clash:
+            raise ValueError("%s: '%s' is the name of a keyword of the kernel's call (%s), so it could not be "
+                             "passed: rename it in the spec" % (self.name, clash[0], ", ".join(
+                                 k + "=" for k in CALL_KEYWORDS)))
         h = ctypes.c_void_p()
         with self._lock:
             st = self._L.assoc_compile(self._h, str(device).encode(), int(threads), ctypes.byref(h))
@@ -169,6 +180,35 @@ class Spec:
                    _lib.EINVAL: ValueError, _lib.ENOMEM: MemoryError}.get(st, Error)
             raise exc(why)
         return Kernel(self, h, str(device))
+
+
+_INT_RANGE = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1)}
+
+
+def _param_value(spec, key, value):
+    """The number a param is passed as, held to the param's type."""
+    t = spec.params.get(key) if spec.params else None
+    v = None
+    if not isinstance(value, (str, bytes)):
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            pass
+    if t == "bool":
+        if v not in (0.0, 1.0):  # a string 'False' is true to Python: no strings
+            raise ValueError("param '%s' of %s is a bool: True, False, 0 or 1, not %r" % (key, spec.name, value))
+        return v
+    if v is None:
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ValueError("param '%s' of %s takes a number, not %r" % (key, spec.name, value)) from None
+    if t in _INT_RANGE:
+        lo, hi = _INT_RANGE[t]
+        if not (math.isfinite(v) and v == int(v) and lo <= v <= hi):
+            raise ValueError("param '%s' = %r is not an integer in range ('%s' of %s is %s: a whole number from %d "
+                             "to %d)" % (key, value, key, spec.name, t, lo, hi))
+    return v
 
 
 def _base_shape(spec, a, rows, length):
@@ -200,9 +240,11 @@ def plan(spec, shapes, heads=None, kv_heads=None):
             raise ValueError("%s=%r: the number of %s, a positive integer" % (
                 name, n, "query heads" if name == "heads" else "key/value heads"))
     with_heads = heads is not None or kv_heads is not None
+    headed_by = None  # the first input with a head axis, where heads= and kv_heads= say nothing
     for a in ins:
         r = len(shapes[a.name])
         if r == _base_rank(spec, a) + 1:
+            headed_by = headed_by or (None if with_heads else a)
             with_heads = True
         elif r != _base_rank(spec, a):
             raise ValueError("input '%s' has %d axes; %s %s input of width %d has %s" % (
@@ -223,6 +265,15 @@ def plan(spec, shapes, heads=None, kv_heads=None):
         seen["kv_heads"] = (int(kv_heads), "kv_heads=")
     for a in ins:
         s = list(shapes[a.name])
+        if len(s) != _base_rank(spec, a) + with_heads and headed_by is not None:
+            # which of the two is wrong the shapes cannot say: the one with the extra axis is named first
+            b = headed_by
+            raise ValueError("input '%s' has shape %s, %d axes: %s %s input of width %d is %s, or %s with a leading "
+                             "head axis; but input '%s' has shape %s, %s without one (every input has its head "
+                             "axis, or none)" % (
+                                 b.name, tuple(shapes[b.name]), len(shapes[b.name]), _article(b.role), b.role,
+                                 b.width, _axes_text(spec, b), _axes_text(spec, b, True), a.name,
+                                 tuple(shapes[a.name]), _axes_text(spec, a)))
         if len(s) != _base_rank(spec, a) + with_heads:
             raise ValueError("input '%s' has %d axes; with heads %s %s input of width %d has %s" % (
                 a.name, len(s), _article(a.role), a.role, a.width, _axes_text(spec, a, True)))
@@ -297,10 +348,7 @@ class Kernel:
             if a is not None:
                 arrays[key] = value
             elif spec.params is None or key in spec.params:
-                try:
-                    params.append((key, float(value)))
-                except (TypeError, ValueError):
-                    raise ValueError("param '%s' of %s takes a number, not %r" % (key, spec.name, value)) from None
+                params.append((key, _param_value(spec, key, value)))
             else:
                 raise ValueError("%s has no input or param '%s' (inputs: %s; params: %s)" % (
                     spec.name, key, ", ".join(a.name for a in spec.inputs) or "none",

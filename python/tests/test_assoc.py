@@ -476,5 +476,65 @@ class Paged(unittest.TestCase):
             kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens.astype(np.int64),
                  page_size=self.P, cu_seqlens_q=cu)
 
+
+class Wording(unittest.TestCase):
+    """Errors in the caller's terms: the array or param that is wrong, as
+    Python passes it."""
+
+    SCALE = """carrier: colscale
+params: {n: i32, on: bool}
+element: {x: f32}
+column: {gamma: f32}
+state: {s: f32}
+identity: {s: 0}
+lift:
+  s: where(on, x * gamma * n, x)
+merge: {s: a.s + b.s}
+finalize: {t: s}
+reference:
+  t: sum(where(on, x * gamma * n, x))
+laws: [commutative]
+"""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.k = assoc.loads(cls.SCALE).compile("interp")
+        cls.x, cls.g = np.ones((2, 5), np.float32), np.ones(5, np.float32)
+
+    def test_the_array_with_an_extra_axis_is_named(self):
+        with self.assertRaisesRegex(ValueError, r"input 'gamma' has shape \(1, 5\), 2 axes: a column input of width 1 "
+                                                r"is \[len\], or \[kv_heads\]\[len\] with a leading head axis; but "
+                                                r"input 'x' has shape \(2, 5\), \[rows\]\[len\] without one"):
+            self.k(x=self.x, gamma=self.g.reshape(1, 5), n=2, on=True)
+
+    def test_params_are_held_to_their_type_in_python_terms(self):
+        out = self.k(x=self.x, gamma=self.g, n=2, on=True)
+        np.testing.assert_allclose(out["t"], [10, 10])
+        for bad in (2.5, 1e10, float("nan")):
+            with self.assertRaisesRegex(ValueError, r"param 'n' = %s is not an integer in range \('n' of colscale is "
+                                                    r"i32: a whole number from -2147483648 to 2147483647\)"
+                                        % re.escape(repr(bad))):
+                self.k(x=self.x, gamma=self.g, n=bad, on=True)
+        for bad in ("False", 2, 0.5, None):
+            with self.assertRaisesRegex(ValueError, r"param 'on' of colscale is a bool: True, False, 0 or 1, not %s"
+                                        % re.escape(repr(bad))):
+                self.k(x=self.x, gamma=self.g, n=2, on=bad)
+        out = self.k(x=self.x, gamma=self.g, n=2, on=0)
+        np.testing.assert_allclose(out["t"], [5, 5])
+        with self.assertRaisesRegex(ValueError, r"param 'n' of colscale takes a number, not 'two'"):
+            self.k(x=self.x, gamma=self.g, n="two", on=True)
+
+    def test_names_that_are_keywords_of_the_call_are_refused_at_compile(self):
+        for name in assoc.CALL_KEYWORDS:
+            spec = assoc.loads(self.SCALE.replace("gamma", name))
+            with self.assertRaisesRegex(ValueError, r"colscale: '%s' is the name of a keyword of the kernel's call "
+                                                    r"\(heads=, kv_heads=, .*\), so it could not be passed: rename "
+                                                    r"it in the spec" % name):
+                spec.compile("interp")
+        spec = assoc.loads(self.SCALE.replace("n: i32", "heads: i32").replace("* n", "* heads"))
+        with self.assertRaisesRegex(ValueError, r"'heads' is the name of a keyword"):
+            spec.compile("interp")
+
+
 if __name__ == "__main__":
     unittest.main()
