@@ -294,6 +294,32 @@ static void near_outputs(const Paged *p, const Paged *q, double tol, const char 
 		}
 }
 
+/* p on cpu, one thread, split 1 and 3: within tolerance of the reference
+ * (cpu_in_place) and of q, the same batch already run on the
+ * interpreter; then the same bits on 2 threads. */
+static void in_place_matches(Paged *p, Paged *q, const char *what)
+{
+	Carrier *c = p->c;
+	for (int split = 1; split <= 3; split += 2) {
+		cr_assert_gt(cpu_in_place(p, 1, split), 0, "%s: no reduce call read the pool", what);
+		near_outputs(p, q, 2e-3, what);
+		void *one[2];
+		for (int k = 0; k < c->nfinal; k++) {
+			size_t bytes = p->fin[k].n * p->fin[k].width * run_kind_size(p->fin[k].kind);
+			one[k] = malloc(bytes);
+			memcpy(one[k], p->fin[k].p, bytes);
+			memset(p->fin[k].p, 0, bytes);
+		}
+		cpu_in_place(p, 2, split);
+		for (int k = 0; k < c->nfinal; k++) {
+			size_t bytes = p->fin[k].n * p->fin[k].width * run_kind_size(p->fin[k].kind);
+			cr_assert(!memcmp(one[k], p->fin[k].p, bytes), "%s, split %d: %s differs between 1 and 2 threads", what,
+				  split, c->finalize[k].name);
+			free(one[k]);
+		}
+	}
+}
+
 /* The shared batch on cpu, its keys read where the table puts them:
  * within tolerance of the reference and of the interpreter, under the
  * causal mask (bf16, grouped heads 4 on 2), without a mask, and for keys
@@ -311,29 +337,53 @@ Test(paged, cpu_reads_shuffled_and_shared_pages_in_place, .timeout = 600)
 			char what[128];
 			snprintf(what, sizeof what, "%s, pages of %d", specs[sp], page);
 			run_on("interp", q, 0);
-			for (int split = 1; split <= 3; split += 2) {
-				cr_assert_gt(cpu_in_place(p, 1, split), 0, "%s: no reduce call read the pool", what);
-				near_outputs(p, q, 2e-3, what);
-				void *one[2];
-				for (int k = 0; k < c->nfinal; k++) {
-					size_t bytes = p->fin[k].n * p->fin[k].width * run_kind_size(p->fin[k].kind);
-					one[k] = malloc(bytes);
-					memcpy(one[k], p->fin[k].p, bytes);
-					memset(p->fin[k].p, 0, bytes);
-				}
-				cpu_in_place(p, 2, split);
-				for (int k = 0; k < c->nfinal; k++) {
-					size_t bytes = p->fin[k].n * p->fin[k].width * run_kind_size(p->fin[k].kind);
-					cr_assert(!memcmp(one[k], p->fin[k].p, bytes), "%s, split %d: %s differs between 1 and 2 threads",
-						  what, split, c->finalize[k].name);
-					free(one[k]);
-				}
-			}
+			in_place_matches(p, q, what);
 			paged_free(p);
 			paged_free(q);
 		}
 		spec_carrier_free(c);
 	}
+}
+
+/* Several key/value heads side by side in each slot of a page, a head's
+ * keys a slot apart: 32 query heads on 8 (each key/value head's 4 query
+ * heads as rows side by side), 8 on 8 (a row a head), 64 on 8 at pages
+ * of 32, and 4 on 2 under the causal mask; each on the shared batch
+ * (chunked prefill beside decoding, shuffled and shared pages) and 32 on
+ * 8 also decoding 3 sequences of up to 700 keys at d = 128.  Against the
+ * reference and the interpreter, the same bits on 1 and 2 threads. */
+Test(paged, cpu_reads_several_heads_a_slot_in_place, .timeout = 900)
+{
+	static const struct {
+		const char *spec;
+		int heads, kv, page;
+	} runs[] = {{"tests/attention/full.yaml", 32, 8, 16},
+		    {"tests/attention/full.yaml", 8, 8, 16},
+		    {"tests/attention/full.yaml", 64, 8, 32},
+		    {"tests/attention/causal_bf16.yaml", 4, 2, 16}};
+	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+		Carrier *c = load_ok(runs[r].spec);
+		Paged *p = shared_batch(c, runs[r].page, runs[r].heads, runs[r].kv, 9);
+		Paged *q = shared_batch(c, runs[r].page, runs[r].heads, runs[r].kv, 9);
+		char what[160];
+		snprintf(what, sizeof what, "%s, %d heads on %d, pages of %d", runs[r].spec, runs[r].heads, runs[r].kv,
+			 runs[r].page);
+		run_on("interp", q, 0);
+		in_place_matches(p, q, what);
+		paged_free(p);
+		paged_free(q);
+		spec_carrier_free(c);
+	}
+	Carrier *c = load_defs("tests/attention/full.yaml", (Define[]){{"d", "128"}, {"dv", "128"}}, 2);
+	char msg[512];
+	Paged *p = paged_drawn(c, 32, 8, 3, 1, 700, 16, 13, NULL, 0, msg, sizeof msg);
+	Paged *q = paged_drawn(c, 32, 8, 3, 1, 700, 16, 13, NULL, 0, msg, sizeof msg);
+	cr_assert(p && q, "%s", msg);
+	run_on("interp", q, 0);
+	in_place_matches(p, q, "32 heads on 8 at d = 128, decoding");
+	paged_free(p);
+	paged_free(q);
+	spec_carrier_free(c);
 }
 
 /* Decoding (one query a sequence, no mask): one reduce call a row, which
