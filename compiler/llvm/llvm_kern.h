@@ -31,6 +31,9 @@ typedef struct {
 	 * and each column's pointer moved to the next page as inp[] is to this
 	 * one, for kern_prefetch_cols; else NULL */
 	LLVMValueRef page_size, page_next[256];
+	/* and the table, the last key the call reads, and each column's
+	 * pointer at page 0, for kern_prefetch_keys */
+	LLVMValueRef page_table, page_last_key, page_base[256];
 	LLVMValueRef inp[256], outp[256], pv[256]; /* loaded once per function */
 	LV *st;       /* scratch: one LV per state field */
 	LLVMValueRef lmask; /* a partial last vector: its lanes below the end (masked loads and stores) */
@@ -148,6 +151,10 @@ LV kern_staged_col(B *b, int k, int slot);
 /* Prefetch the vector column inputs of positions j .. j + n - 1 some
  * way ahead (positions past the row: prefetches never fault). */
 void kern_prefetch_cols(B *b, LLVMValueRef j, int n);
+/* In a paged function's loop of rows as lanes: software prefetch, into
+ * L2, of the column inputs of keys j + PAGED_AHEAD .. + n - 1, each
+ * through the table. */
+void kern_prefetch_keys(B *b, LLVMValueRef j, int n);
 LV kern_row_lanes_decl(B *b, const Decl *d, LLVMValueRef base);
 LLVMValueRef kern_lanes_i(B *b);
 void kern_row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef buf, int at);

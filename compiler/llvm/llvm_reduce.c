@@ -2157,6 +2157,13 @@ static void pages_begin(B *b, PageLoop *pl, LLVMValueRef p0, LLVMValueRef p1, LL
 	*lo = LLVMBuildMul(L->b, q, ps, "");
 	LLVMValueRef end = LLVMBuildAdd(L->b, *lo, ps, "");
 	*hi = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, end, b->len, ""), end, b->len, "");
+	/* the call's last key: of page p1 - 1, or the row's last */
+	LLVMValueRef last = LLVMBuildMul(L->b, p1, ps, "");
+	last = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, last, b->len, ""), last, b->len, "");
+	b->page_last_key = LLVMBuildSub(L->b, last, ci64(b, 1), "");
+	b->page_table = table;
+	for (int k = 0; k < c->ncol; k++)
+		b->page_base[k] = pl->in[k];
 	lower_scope(L, L->W);
 }
 
@@ -2490,7 +2497,7 @@ static void build_reduce_rows(B *b, int paged)
 		pages_begin(b, &pl, LLVMGetParam(f, 2), LLVMGetParam(f, 3), LLVMGetParam(f, 5), LLVMGetParam(f, 6), &lo, &hi);
 	Loop l = kern_loop_begin(b, lo, hi, T);
 	if (paged)
-		kern_prefetch_cols(b, l.iv, T);
+		kern_prefetch_keys(b, l.iv, T);
 	if (cw) {
 		kern_stage_columns(b, l.iv, T);
 		b->L.dotpre = calloc((size_t)b->L.nmemo * VTILE, sizeof *b->L.dotpre);
