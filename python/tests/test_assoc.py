@@ -91,10 +91,9 @@ class Library(unittest.TestCase):
         finally:
             _lib._lib, _lib.candidates = saved, candidates
             if env is None:
-                del os.environ["ASSOC_LIBRARY"]
+                os.environ.pop("ASSOC_LIBRARY", None)
             else:
                 os.environ["ASSOC_LIBRARY"] = env
-
 
     def test_a_named_library_that_does_not_load_is_an_error(self):
         # not the checkout's library loaded in its place without a word
