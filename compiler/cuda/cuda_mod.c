@@ -570,6 +570,12 @@ static void add_variant(const Carrier *c, CudaModule *m, Variant v)
 		m->var[m->nvar++] = v;
 }
 
+static void add_each(const Carrier *c, CudaModule *m, const Variant *v, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		add_variant(c, m, v[k]);
+}
+
 int cuda_kernel_names(const CudaModule *m, int v, char names[3][64])
 {
 	static const char *sfx[NFAM][3] = {[FAM_ROWREDUCE] = {""}, [FAM_ROWMAP] = {""},
@@ -1137,39 +1143,32 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 			}
 		}
 	} else {
-		const Variant *d = m->base == FAM_SCAN ? defaults_scan : m->base == FAM_ROWMAP ? defaults_map : defaults_reduce;
-		size_t nd = m->base == FAM_SCAN     ? sizeof defaults_scan / sizeof *d
-			    : m->base == FAM_ROWMAP ? sizeof defaults_map / sizeof *d
-						    : sizeof defaults_reduce / sizeof *d;
-		for (size_t k = 0; k < nd; k++)
-			add_variant(c, m, d[k]);
-		const Variant *sp = m->base == FAM_ROWMAP ? space_map : space_reduce;
-		size_t ns = !space || m->base == FAM_SCAN ? 0
-			    : m->base == FAM_ROWMAP   ? sizeof space_map / sizeof *sp
-						      : sizeof space_reduce / sizeof *sp;
-		for (size_t k = 0; k < ns; k++) /* a wide state narrows them (fit_variant), often onto a default */
-			add_variant(c, m, sp[k]);
-		const Variant *tl = m->base == FAM_ROWMAP ? space_map_tiles : space_reduce_tiles;
-		size_t nt = !space || m->base == FAM_SCAN ? 0
-			    : m->base == FAM_ROWMAP   ? sizeof space_map_tiles / sizeof *tl
-						      : sizeof space_reduce_tiles / sizeof *tl;
-		for (size_t k = 0; k < nt; k++)
-			add_variant(c, m, tl[k]);
-		/* clusters where the target is named sm_90 or newer: a target
-		 * not named may be any device */
-		const Variant *cv = m->base == FAM_ROWMAP ? space_map_cluster : space_reduce_cluster;
-		size_t nc = !space || m->base == FAM_SCAN || sm < 90 ? 0
-			    : m->base == FAM_ROWMAP		   ? sizeof space_map_cluster / sizeof *cv
-								   : sizeof space_reduce_cluster / sizeof *cv;
-		for (size_t k = 0; k < nc; k++)
-			add_variant(c, m, cv[k]);
-		/* bulk copies likewise, where the carrier can have them */
-		const Variant *bv = m->base == FAM_ROWMAP ? space_map_bulk : space_reduce_bulk;
-		size_t nb = !space || m->base == FAM_SCAN || sm < 90 ? 0
-			    : m->base == FAM_ROWMAP		   ? sizeof space_map_bulk / sizeof *bv
-								   : sizeof space_reduce_bulk / sizeof *bv;
-		for (size_t k = 0; k < nb; k++)
-			add_variant(c, m, bv[k]);
+#define EACH(a) a, sizeof a / sizeof *a
+		int map = m->base == FAM_ROWMAP, rows = space && m->base != FAM_SCAN;
+		if (m->base == FAM_SCAN)
+			add_each(c, m, EACH(defaults_scan));
+		else if (map)
+			add_each(c, m, EACH(defaults_map));
+		else
+			add_each(c, m, EACH(defaults_reduce));
+		/* the tuner's: a wide state narrows them (fit_variant), often
+		 * onto a default; clusters and bulk copies where the target is
+		 * named sm_90 or newer (a target not named may be any device) */
+		if (rows && map) {
+			add_each(c, m, EACH(space_map));
+			add_each(c, m, EACH(space_map_tiles));
+		} else if (rows) {
+			add_each(c, m, EACH(space_reduce));
+			add_each(c, m, EACH(space_reduce_tiles));
+		}
+		if (rows && sm >= 90 && map) {
+			add_each(c, m, EACH(space_map_cluster));
+			add_each(c, m, EACH(space_map_bulk));
+		} else if (rows && sm >= 90) {
+			add_each(c, m, EACH(space_reduce_cluster));
+			add_each(c, m, EACH(space_reduce_bulk));
+		}
+#undef EACH
 	}
 	int bulk = 0;
 	for (int v = 0; v < m->nvar; v++)
