@@ -2,7 +2,7 @@
 # torch_attn_cpu.sh: assoc's CPU attention beside PyTorch's CPU
 # scaled_dot_product_attention, same machine, same shapes, same threads,
 # in the same run.
-#   bench/torch_attn_cpu.sh [QUERIES KEYS]     (default 1024 x 1024, one head)
+#   [ASSOC=binary] bench/torch_attn_cpu.sh [QUERIES KEYS]  (default 1024 x 1024, one head)
 # Head dims 64 and 128, without a mask and causal; then decoding: one query
 # a head against DECODE_KEYS keys (default 32768), 32 query heads on 8
 # key/value heads, head dim 128 (PyTorch with enable_gqa; assoc's ratio to
@@ -19,12 +19,12 @@ DECODE_KEYS=${DECODE_KEYS:-32768}
 cd "$(dirname "$0")/.."
 . bench/torch_venv.sh
 for d in 64 128; do
-	build/assoc bench tests/attention/full.yaml --device cpu --rows "$Q" --len "$K" --threads "$THREADS" \
+	${ASSOC:-build/assoc} bench tests/attention/full.yaml --device cpu --rows "$Q" --len "$K" --threads "$THREADS" \
 		-D d=$d -D dv=$d --json | sed "s/^{/{\"mask\": \"none\", \"d\": $d, /"
-	build/assoc bench specs/attention.yaml --device cpu --rows "$Q" --len "$K" --threads "$THREADS" \
+	${ASSOC:-build/assoc} bench specs/attention.yaml --device cpu --rows "$Q" --len "$K" --threads "$THREADS" \
 		-D d=$d -D dv=$d --json | sed "s/^{/{\"mask\": \"causal\", \"d\": $d, /"
 done > build/bench_attn.json
-build/assoc bench tests/attention/full.yaml --device cpu --rows 1 --len "$DECODE_KEYS" --heads 32 --kv-heads 8 \
+${ASSOC:-build/assoc} bench tests/attention/full.yaml --device cpu --rows 1 --len "$DECODE_KEYS" --heads 32 --kv-heads 8 \
 	--threads "$THREADS" -D d=128 -D dv=128 --json | sed 's/^{/{"mask": "decode", "d": 128, /' >> build/bench_attn.json
 $VENV/bin/python - "$Q" "$K" "$THREADS" <<'PY'
 import json, sys

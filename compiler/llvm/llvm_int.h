@@ -57,6 +57,10 @@ struct Lower {
  * (attention in one lane, d = 1024: the reduce alone was 19000 lines of
  * optimized IR).  Below it nothing changes. */
 enum { LOOP_MIN = 128, DOT_CHUNK = 16 };
+/* Row and column inputs past UNROLL_MAX components: the loops over a
+ * group's components are loops (unrolled twice), not straight code, on
+ * every host (llvm.c's plan says why). */
+enum { UNROLL_MAX = 16 };
 
 /* llvm_kern.c, llvm_reduce.c, llvm_map.c: the kernel's functions
  * (runtime/cpu.h's ABI) in a module. */
