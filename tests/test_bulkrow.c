@@ -28,17 +28,11 @@
 #include "compiler/devices/emu.h"
 #include "compiler/devices/run.h"
 #include "cudatest.h"
+#include "emutest.h"
 #include "runtime/tune.h"
 #include "testutil.h"
 
-static const char welford_bf16[] =
-	"carrier: welford_bf16\nelement: {x: bf16}\nstate: {n: f32, mean: f32, m2: f32}\n"
-	"identity: {n: 0, mean: 0, m2: 0}\nlift: {n: 1, mean: x, m2: 0}\n"
-	"merge:\n  let:\n    delta: b.mean - a.mean\n  n: a.n + b.n\n"
-	"  mean: where(n == 0, 0, a.mean + delta * b.n / n)\n"
-	"  m2: where(n == 0, 0, a.m2 + b.m2 + delta^2 * a.n * b.n / n)\n"
-	"finalize: {mean: mean, var: m2 / n}\n"
-	"reference:\n  mean: sum(x) / count()\n  var: sum((x - mean)^2) / count()\nlaws: [commutative]\n";
+static const char welford_bf16[] = WELFORD_BF16_SPEC;
 
 /* softmax of a bf16 row beside an f32 one: two element inputs of two
  * widths in each stage */
@@ -165,27 +159,6 @@ Test(bulkrow, refused_with_the_reason_and_only_sm_90_space_has_it)
 	}
 }
 
-/* d on the emulator at sm_90a with cfg, checked against the float64
- * reference; the run is the bulk variant's. */
-static void expect_ref(RunData *d, const char *what, const char *cfg)
-{
-	char msg[2048];
-	cuda_test_cache();
-	for (int k = 0; k < d->c->nfinal; k++)
-		memset(d->fin[k].p, 0, d->fin[k].n * d->fin[k].width * run_kind_size(d->fin[k].kind));
-	for (int k = 0; k < d->c->nmap; k++)
-		memset(d->map[k].p, 0, d->map[k].n * d->map[k].width * run_kind_size(d->map[k].kind));
-	EmuStats st;
-	int rc = emu_run_data(d, &(RunOpts){.config = cfg, .arch = "sm_90a"}, &st, msg, sizeof msg);
-	cr_assert_eq(rc, 0, "%s %s (%d x %d): %s", what, cfg, d->rows, d->len, msg);
-	cr_expect(strstr(st.config, ",bk="), "%s: ran %s", what, st.config);
-	RunCheck ck;
-	runcheck_run(d, &ck);
-	for (int k = 0; k < ck.nout; k++)
-		cr_expect(ck.ok, "%s %s (%d x %d): %s at %.3g of its tolerance (max abs %.3g)", what, cfg, d->rows, d->len,
-			  ck.out[k].name, ck.out[k].worst_ratio, ck.out[k].max_abs);
-	runcheck_free(&ck);
-}
 
 /* Stages of 128 positions (32 threads, one accumulator) and of 512 (64
  * threads, two), 2 and 4 of them: no position, fewer than a warp, one
@@ -213,8 +186,11 @@ Test(bulkrow, row_carriers_on_the_emulator, .timeout = 900)
 			RunData *d = rundata_new(c, shapes[s][0], shapes[s][1]);
 			char msg[512];
 			cr_assert_eq(rundata_draw(d, 61 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
-			for (int v = 0; v < 2; v++)
-				expect_ref(d, what, runs[k].cfg[v]);
+			for (int v = 0; v < 2; v++) { /* the bulk variant's run */
+				EmuStats st;
+				emu_expect_ref(d, what, (RunOpts){.config = runs[k].cfg[v], .arch = "sm_90a"}, &st);
+				cr_expect(strstr(st.config, ",bk="), "%s: ran %s", what, st.config);
+			}
 			rundata_free(d);
 		}
 		spec_carrier_free(c);

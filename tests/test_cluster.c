@@ -19,6 +19,7 @@
 #include "compiler/devices/emu.h"
 #include "compiler/devices/run.h"
 #include "cudatest.h"
+#include "emutest.h"
 #include "testutil.h"
 
 Test(cluster, variant_text)
@@ -96,23 +97,6 @@ Test(cluster, needs_sm_90_and_only_its_space_has_clusters)
 	spec_carrier_free(c);
 }
 
-/* d on the emulator with cfg, checked against the float64 reference. */
-static void expect_ref(RunData *d, const char *what, const char *cfg)
-{
-	char msg[2048];
-	cuda_test_cache();
-	for (int k = 0; k < d->c->nfinal; k++)
-		memset(d->fin[k].p, 0, d->fin[k].n * d->fin[k].width * run_kind_size(d->fin[k].kind));
-	EmuStats st;
-	int rc = emu_run_data(d, &(RunOpts){.config = cfg}, &st, msg, sizeof msg);
-	cr_assert_eq(rc, 0, "%s %s (%d x %d): %s", what, cfg, d->rows, d->len, msg);
-	RunCheck ck;
-	runcheck_run(d, &ck);
-	for (int k = 0; k < ck.nout; k++)
-		cr_expect(ck.ok, "%s %s (%d x %d): %s at %.3g of its tolerance (max abs %.3g)", what, cfg, d->rows, d->len,
-			  ck.out[k].name, ck.out[k].worst_ratio, ck.out[k].max_abs);
-	runcheck_free(&ck);
-}
 
 /* Every row carrier in clusters of 2 to 16, at no position, fewer than a
  * warp (7 over a cluster of 4: two blocks with none), 33 (the last block
@@ -120,14 +104,7 @@ static void expect_ref(RunData *d, const char *what, const char *cfg)
  * several. */
 Test(cluster, row_carriers_on_the_emulator, .timeout = 900)
 {
-	static const char welford_bf16[] =
-		"carrier: welford_bf16\nelement: {x: bf16}\nstate: {n: f32, mean: f32, m2: f32}\n"
-		"identity: {n: 0, mean: 0, m2: 0}\nlift: {n: 1, mean: x, m2: 0}\n"
-		"merge:\n  let:\n    delta: b.mean - a.mean\n  n: a.n + b.n\n"
-		"  mean: where(n == 0, 0, a.mean + delta * b.n / n)\n"
-		"  m2: where(n == 0, 0, a.m2 + b.m2 + delta^2 * a.n * b.n / n)\n"
-		"finalize: {mean: mean, var: m2 / n}\n"
-		"reference:\n  mean: sum(x) / count()\n  var: sum((x - mean)^2) / count()\nlaws: [commutative]\n";
+	static const char welford_bf16[] = WELFORD_BF16_SPEC;
 	/* no commutative law: each thread folds a contiguous segment */
 	static const char ordered_sum[] = "carrier: ordered_sum\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
 					  "lift: {s: x}\nmerge: {s: a.s + b.s}\nfinalize: {t: s}\n"
@@ -154,7 +131,7 @@ Test(cluster, row_carriers_on_the_emulator, .timeout = 900)
 			cr_assert_eq(rundata_draw(d, 51 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
 			for (int v = 0; v < 2; v++)
 				if (runs[k].cfg[v])
-					expect_ref(d, what, runs[k].cfg[v]);
+					emu_expect_ref(d, what, (RunOpts){.config = runs[k].cfg[v]}, NULL);
 			rundata_free(d);
 		}
 		spec_carrier_free(c);

@@ -24,6 +24,7 @@
 #include "compiler/devices/emu.h"
 #include "compiler/devices/run.h"
 #include "cudatest.h"
+#include "emutest.h"
 #include "testutil.h"
 
 /* N(mean, sd) by Box-Muller from a fixed LCG: the same rows on every run. */
@@ -47,23 +48,6 @@ static void fill(RunData *d, double mean, double sd, uint64_t seed)
 		run_buffer_set(&d->elem[0], k, normal(&seed, mean, sd));
 }
 
-/* d on the emulator with cfg (split: the launch's, 0 for none), checked
- * against the float64 reference. */
-static void expect_ref(RunData *d, const char *what, const char *cfg, int split)
-{
-	char msg[2048];
-	cuda_test_cache();
-	for (int k = 0; k < d->c->nfinal; k++)
-		memset(d->fin[k].p, 0, d->fin[k].n * d->fin[k].width * run_kind_size(d->fin[k].kind));
-	int rc = emu_run_data(d, &(RunOpts){.config = cfg, .split = split}, NULL, msg, sizeof msg);
-	cr_assert_eq(rc, 0, "%s %s: %s", what, cfg, msg);
-	RunCheck ck;
-	runcheck_run(d, &ck);
-	for (int k = 0; k < ck.nout; k++)
-		cr_expect(ck.ok, "%s %s (%d x %d, split %d): %s at %.3g of its tolerance (max abs %.3g)", what, cfg, d->rows,
-			  d->len, split, ck.out[k].name, ck.out[k].worst_ratio, ck.out[k].max_abs);
-	runcheck_free(&ck);
-}
 
 /* un and tf read back as written; a text without them (as the tuning
  * cache holds from before them) reads and writes the same as ever. */
@@ -209,7 +193,7 @@ Test(rows, transported_welford_holds_at_mean_1e4, .timeout = 300)
 		RunData *d = rundata_new(c, 3, lens[l]);
 		fill(d, 1e4, 1, 11 + l);
 		for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
-			expect_ref(d, "welford", runs[k].cfg, runs[k].split);
+			emu_expect_ref(d, "welford", (RunOpts){.config = runs[k].cfg, .split = runs[k].split}, NULL);
 		rundata_free(d);
 	}
 	spec_carrier_free(c);
@@ -235,7 +219,7 @@ Test(rows, transported_softmax_and_logsumexp_hold, .timeout = 300)
 		for (int s = 0; s < 2; s++) {
 			RunData *d = rundata_new(c, 2, 2051 + 2 * s - 1); /* 2050: not the 16-byte loop; 2052: it */
 			fill(d, sds[s][0], sds[s][1], 21 + s);
-			expect_ref(d, runs[k].spec, runs[k].cfg, runs[k].split);
+			emu_expect_ref(d, runs[k].spec, (RunOpts){.config = runs[k].cfg, .split = runs[k].split}, NULL);
 			rundata_free(d);
 		}
 		spec_carrier_free(c);
@@ -254,7 +238,8 @@ Test(rows, tiles_with_infinities_fold_the_plain_way, .timeout = 120)
 		run_buffer_set(&d->elem[0], 5, INFINITY);             /* row 0 */
 		run_buffer_set(&d->elem[0], 1024 + 700, -INFINITY);   /* row 1 */
 		run_buffer_set(&d->elem[0], 2048 + 3, NAN);           /* row 2 */
-		expect_ref(d, specs[s], s ? "rowreduce:nt=128,acc=2,vec=4,tf=1" : "rowreduce:nt=64,acc=2,vec=4,un=2,tf=1", 0);
+		const char *cfg = s ? "rowreduce:nt=128,acc=2,vec=4,tf=1" : "rowreduce:nt=64,acc=2,vec=4,un=2,tf=1";
+		emu_expect_ref(d, specs[s], (RunOpts){.config = cfg}, NULL);
 		rundata_free(d);
 		spec_carrier_free(c);
 	}
@@ -267,13 +252,7 @@ Test(rows, tiles_with_infinities_fold_the_plain_way, .timeout = 120)
 Test(rows, tiles_at_odd_shapes, .timeout = 600)
 {
 	static const char welford_bf16[] =
-		"carrier: welford_bf16\nelement: {x: bf16}\nstate: {n: f32, mean: f32, m2: f32}\n"
-		"identity: {n: 0, mean: 0, m2: 0}\nlift: {n: 1, mean: x, m2: 0}\n"
-		"merge:\n  let:\n    delta: b.mean - a.mean\n  n: a.n + b.n\n"
-		"  mean: where(n == 0, 0, a.mean + delta * b.n / n)\n"
-		"  m2: where(n == 0, 0, a.m2 + b.m2 + delta^2 * a.n * b.n / n)\n"
-		"finalize: {mean: mean, var: m2 / n}\n"
-		"reference:\n  mean: sum(x) / count()\n  var: sum((x - mean)^2) / count()\nlaws: [commutative]\n"
+		WELFORD_BF16_SPEC
 		"certificate:\n  into: {n: n, s1: n * mean, s2: m2 + n * mean^2}\n  monoid: {n: add, s1: add, s2: add}\n"
 		"  back:\n    n: n\n    mean: where(n == 0, 0, s1 / n)\n    m2: where(n == 0, 0, s2 - s1^2 / n)\n";
 	static const struct {
@@ -296,8 +275,10 @@ Test(rows, tiles_at_odd_shapes, .timeout = 600)
 			RunData *d = rundata_new(c, shapes[s][0], shapes[s][1]);
 			char msg[512];
 			cr_assert_eq(rundata_draw(d, 41 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
-			for (int v = 0; v < 3; v++)
-				expect_ref(d, what, runs[k].cfg[v], strncmp(runs[k].cfg[v], "splitk", 6) ? 0 : 3);
+			for (int v = 0; v < 3; v++) {
+				int split = strncmp(runs[k].cfg[v], "splitk", 6) ? 0 : 3;
+				emu_expect_ref(d, what, (RunOpts){.config = runs[k].cfg[v], .split = split}, NULL);
+			}
 			rundata_free(d);
 		}
 		spec_carrier_free(c);
