@@ -134,6 +134,17 @@ int verdict_run(Carrier *c, const VerdictOpts *o, CarrierVerdict *v, char *msg, 
 	return 0;
 }
 
+VerdictOpts verdict_run_opts(const CheckOpts *check)
+{
+	VerdictOpts vo = {.check = *check, .prove = 1};
+	int asked = check->trials;
+	vo.check.trials = asked < VERDICT_RUN_TRIALS ? asked : VERDICT_RUN_TRIALS;
+	vo.check.id_trials = VERDICT_RUN_ID_TRIALS;
+	vo.unknown_trials = asked < VERDICT_RUN_UNKNOWN_TRIALS ? asked : VERDICT_RUN_UNKNOWN_TRIALS;
+	vo.check.special_rows = 0;
+	return vo;
+}
+
 int verdict_ok(const CarrierVerdict *v) { return v->status != VERDICT_FAILED; }
 
 void verdict_free(CarrierVerdict *v)

@@ -63,6 +63,17 @@ typedef struct {
 	char *why;
 } CarrierVerdict;
 
+/* The verdict before a run (`assoc run`, bench, tune, and the library
+ * before it runs), on few trials: a run is meant to take a moment, and
+ * check gives a carrier its 20000; emit's 2000 where the prover leaves a
+ * law to the trials alone. */
+enum { VERDICT_RUN_TRIALS = 300, VERDICT_RUN_ID_TRIALS = 200, VERDICT_RUN_UNKNOWN_TRIALS = 2000 };
+/* Options over check (seed, params; its trials, where fewer, cap them)
+ * for a verdict before a run: the trials above, the prover, and no
+ * special-values rows (check's warning: a run compares the rows it is
+ * given). */
+VerdictOpts verdict_run_opts(const CheckOpts *check);
+
 /* 0 when the verdict was reached (whatever it is), -1 on a usage error (a
  * --param that names no param or is not a number) with msg set. */
 int verdict_run(Carrier *c, const VerdictOpts *o, CarrierVerdict *v, char *msg, size_t n);

@@ -489,20 +489,11 @@ static void print_check(const RunCheck *rc, const RunData *d)
 	(void)d;
 }
 
-/* The verdict before the run, on few trials: a run is meant to take a
- * moment, and check gives a carrier its 20000; emit's 2000 where the
- * prover leaves a law to the trials alone. */
-enum { RUN_TRIALS = 300, RUN_ID_TRIALS = 200, RUN_UNKNOWN_TRIALS = 2000 };
-
 int cli_run_verdict(Carrier *c, const Opts *o) { return cli_run_verdict_as(c, o, "running", "run it"); }
 
 int cli_run_verdict_as(Carrier *c, const Opts *o, const char *doing, const char *refused)
 {
-	VerdictOpts vo = {.check = o->check, .prove = 1};
-	vo.check.trials = vo.check.trials < RUN_TRIALS ? vo.check.trials : RUN_TRIALS;
-	vo.check.id_trials = RUN_ID_TRIALS;
-	vo.unknown_trials = o->check.trials < RUN_UNKNOWN_TRIALS ? o->check.trials : RUN_UNKNOWN_TRIALS;
-	vo.check.special_rows = 0; /* check's warning: run compares the rows it is given */
+	VerdictOpts vo = verdict_run_opts(&o->check);
 	char msg[1024] = "";
 	cli_busy("%s: checking the laws", c->file);
 	int rc = cli_verdict(c, o, &vo, doing, refused, msg, sizeof msg);

@@ -181,10 +181,6 @@ static void verdict_line(AssocSpec *s, const CarrierVerdict *v)
 #undef SAY
 }
 
-/* `assoc run`'s few trials (cmd_run.c), and emit's more where the prover
- * leaves a law to the trials alone */
-enum { RUN_TRIALS = 300, RUN_ID_TRIALS = 200, RUN_UNKNOWN_TRIALS = 2000 };
-
 /* The verdict `assoc check` reaches, with trials trials (0: check's
  * 20000); ASSOC_ELAWS with its line in s->err when it fails.  Kept in
  * s->judged, passed or failed, for assoc_compile. */
@@ -196,8 +192,8 @@ static AssocStatus judge(AssocSpec *s, int trials, int id_trials, uint64_t seed)
 		o.check.trials = trials;
 	if (id_trials > 0)
 		o.check.id_trials = id_trials;
-	if (trials > 0 && trials < RUN_UNKNOWN_TRIALS)
-		o.unknown_trials = RUN_UNKNOWN_TRIALS;
+	if (trials > 0 && trials < VERDICT_RUN_UNKNOWN_TRIALS)
+		o.unknown_trials = VERDICT_RUN_UNKNOWN_TRIALS;
 	o.check.seed = seed;
 	CarrierVerdict v;
 	s->verdict[0] = 0;
@@ -268,11 +264,10 @@ AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
 		snprintf(vals[i], sizeof vals[i], "%.17g", pv[i]);
 		defs[i] = (Define){c->params[i].name, vals[i]};
 	}
-	VerdictOpts o = {.prove = 1};
-	check_defaults(&o.check);
-	o.check.trials = RUN_TRIALS, o.check.id_trials = RUN_ID_TRIALS, o.unknown_trials = RUN_UNKNOWN_TRIALS;
-	o.check.special_rows = 0;
-	o.check.params = defs, o.check.nparams = c->nparams;
+	CheckOpts co;
+	check_defaults(&co);
+	co.params = defs, co.nparams = c->nparams;
+	VerdictOpts o = verdict_run_opts(&co);
 	CarrierVerdict v;
 	char msg[512] = "";
 	AssocStatus st;
@@ -462,7 +457,7 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 	AssocStatus st = s->trusted		  ? ASSOC_OK
 			 : s->judged		  ? (s->judged < 0 ? ASSOC_ELAWS : ASSOC_OK)
 			 : laws_read_params(s->c) ? ASSOC_OK
-						  : judge(s, RUN_TRIALS, RUN_ID_TRIALS, 1);
+						  : judge(s, VERDICT_RUN_TRIALS, VERDICT_RUN_ID_TRIALS, 1);
 	if (st)
 		return fail(k->err, sizeof k->err, st, "%s", s->judged_why);
 	k->dev = dev;
