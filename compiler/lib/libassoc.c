@@ -244,8 +244,6 @@ AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
 	Carrier *c = s->c;
 	if (!c->nparams || s->trusted)
 		return ASSOC_OK;
-	if (!k->params_in_laws)
-		k->params_in_laws = laws_read_params(c) ? 1 : -1;
 	if (k->params_in_laws < 0)
 		return ASSOC_OK;
 	for (int i = 0; i < k->njudged; i++)
@@ -454,10 +452,11 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 	 * verdict already, which then stands, failed or not; where the laws
 	 * read a param, each run reaches it at its values (lib_judge_params),
 	 * since a merge lawful only for some values is disproved at others */
-	AssocStatus st = s->trusted		  ? ASSOC_OK
-			 : s->judged		  ? (s->judged < 0 ? ASSOC_ELAWS : ASSOC_OK)
-			 : laws_read_params(s->c) ? ASSOC_OK
-						  : judge(s, VERDICT_RUN_TRIALS, VERDICT_RUN_ID_TRIALS, 1);
+	k->params_in_laws = laws_read_params(s->c) ? 1 : -1;
+	AssocStatus st = s->trusted		 ? ASSOC_OK
+			 : s->judged		 ? (s->judged < 0 ? ASSOC_ELAWS : ASSOC_OK)
+			 : k->params_in_laws > 0 ? ASSOC_OK
+						 : judge(s, VERDICT_RUN_TRIALS, VERDICT_RUN_ID_TRIALS, 1);
 	if (st)
 		return fail(k->err, sizeof k->err, st, "%s", s->judged_why);
 	k->dev = dev;

@@ -55,7 +55,7 @@ struct AssocKernel {
 	 * last LIB_JUDGED sets, each the spec's nparams values */
 	double *judged_pv;
 	int njudged, judged_next;
-	int params_in_laws; /* 1: the laws read a param, -1: none, 0: not yet looked at */
+	int params_in_laws; /* 1: the laws read a param, -1: none (set by assoc_compile) */
 	char err[1024];
 };
 
