@@ -233,8 +233,12 @@ static double bounded(double e) { return isnan(e) ? INFINITY : e; }
  * relative: tiny (the smallest subnormal, in units of u) bounds it, so
  * that a product of 1e-320 and 1e30 is not held to 16 digits it lost.
  * Infinite results are exact as far as comparisons go: their mismatches are
- * caught as non-finite values, not by tolerance. */
-static double err_op(Op op, int k, double x, double y, double ex, double ey, double ez, double r, double tiny)
+ * caught as non-finite values, not by tolerance.  A product keeps the
+ * second-order term u ex ey: where a computed factor is 0 (a difference
+ * of two rounded means), the first-order terms vanish, and a float32
+ * delta^2 of 1e-15 lost to rounding would be held to no tolerance. */
+static double err_op(Op op, int k, double x, double y, double ex, double ey, double ez, double r, double tiny,
+		     double u)
 {
 	double ar = fabs(r) + tiny, e;
 	if (!isfinite(r))
@@ -243,9 +247,9 @@ static double err_op(Op op, int k, double x, double y, double ex, double ey, dou
 	case EXPR_NEG: case EXPR_ABS: case EXPR_INDEX: return ex;
 	case EXPR_CAST: return ex + ar;
 	case EXPR_ADD: case EXPR_SUB: e = ex + ey + ar; break;
-	case EXPR_MUL: e = ex * fabs(y) + ey * fabs(x) + ar; break;
+	case EXPR_MUL: e = ex * fabs(y) + ey * fabs(x) + u * ex * ey + ar; break;
 	case EXPR_DIV: e = (ex + ar * ey) / fabs(y) + ar; break;
-	case EXPR_FMA: e = ex * fabs(y) + ey * fabs(x) + ez + ar; break;
+	case EXPR_FMA: e = ex * fabs(y) + ey * fabs(x) + u * ex * ey + ez + ar; break;
 	case EXPR_POW: e = abs(k) * (ar / (x == 0 ? 1 : fabs(x))) * ex + abs(k) * ar; break;
 	case EXPR_EXP: e = ar * ex + 2 * ar; break;
 	case EXPR_EXP2: e = ar * 0.6931471805599453 * ex + 2 * ar; break;
@@ -307,7 +311,7 @@ static void run_dot(Prog *p, const Instr *in, double *val, double *err, int f32,
 		else
 			s += q;
 		mag += fabs(q);
-		e += ex[i] * fabs(y[i]) + ey[i] * fabs(x[i]);
+		e += ex[i] * fabs(y[i]) + ey[i] * fabs(x[i]) + (f32 ? 0x1p-24 : 0x1p-53) * ex[i] * ey[i];
 		p->range |= range_event(EXPR_MUL, 2, x[i], y[i], 0, q, f32 ? FLT_MIN : DBL_MIN);
 	}
 	val[in->dst] = f32 ? sf : s;
@@ -334,7 +338,8 @@ static int run_fast(Prog *p, const Instr *in, double *val, double *err)
 		for (int i = 0; i < in->len; i++) {
 			double a = x[s0 * i], b = y[s1 * i];
 			r[i] = a * b;
-			er[i] = isfinite(r[i]) ? bounded(ex[s0 * i] * fabs(b) + ey[s1 * i] * fabs(a) + fabs(r[i]) + 0x1p-1021) : 0;
+			er[i] = isfinite(r[i]) ? bounded(ex[s0 * i] * fabs(b) + ey[s1 * i] * fabs(a) +
+							 0x1p-53 * ex[s0 * i] * ey[s1 * i] + fabs(r[i]) + 0x1p-1021) : 0;
 			if (!(fabs(r[i]) >= DBL_MIN && isfinite(r[i])))
 				p->range |= range_event(EXPR_MUL, 2, a, b, 0, r[i], DBL_MIN);
 		}
@@ -342,6 +347,47 @@ static int run_fast(Prog *p, const Instr *in, double *val, double *err)
 	case EXPR_CAST:
 		for (int i = 0; i < in->len; i++)
 			r[i] = x[s0 * i], er[i] = ex[s0 * i];
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The same ops in float32 (MODE_F32), the generic loop's results and
+ * bounds: the law trials in the spec's types and the float32 folds run
+ * mostly through these. */
+static int run_fast_f32(Prog *p, const Instr *in, double *val, double *err)
+{
+	int s0 = in->slen[0] > 1, s1 = in->slen[1] > 1;
+	const double *x = val + in->src[0], *ex = err + in->src[0];
+	const double *y = val + in->src[1], *ey = err + in->src[1];
+	double *r = val + in->dst, *er = err + in->dst;
+	const double tiny = 0x1p-125;
+	switch (in->op) {
+	case EXPR_ADD:
+		for (int i = 0; i < in->len; i++) {
+			double a = x[s0 * i], b = y[s1 * i];
+			r[i] = (float)a + (float)b;
+			er[i] = isfinite(r[i]) ? bounded(ex[s0 * i] + ey[s1 * i] + fabs(r[i]) + tiny) : 0;
+			if (isinf(r[i]))
+				p->range |= range_event(EXPR_ADD, 2, a, b, 0, r[i], FLT_MIN);
+		}
+		return 1;
+	case EXPR_MUL:
+		for (int i = 0; i < in->len; i++) {
+			double a = x[s0 * i], b = y[s1 * i];
+			r[i] = (float)a * (float)b;
+			er[i] = isfinite(r[i]) ? bounded(ex[s0 * i] * fabs(b) + ey[s1 * i] * fabs(a) +
+							 0x1p-24 * ex[s0 * i] * ey[s1 * i] + fabs(r[i]) + tiny) : 0;
+			if (!(fabs(r[i]) >= FLT_MIN && isfinite(r[i])))
+				p->range |= range_event(EXPR_MUL, 2, a, b, 0, r[i], FLT_MIN);
+		}
+		return 1;
+	case EXPR_CAST:
+		for (int i = 0; i < in->len; i++) {
+			r[i] = (float)x[s0 * i];
+			er[i] = isfinite(r[i]) ? ex[s0 * i] + fabs(r[i]) + tiny : 0;
+		}
 		return 1;
 	default:
 		return 0;
@@ -383,7 +429,7 @@ void prog_run(Prog *p, Mode mode)
 {
 	double *val = p->val, *err = p->err;
 	/* the smallest subnormal in units of the mode's u */
-	double tiny = mode == MODE_F64 ? 0x1p-1021 : 0x1p-125;
+	double tiny = mode == MODE_F64 ? 0x1p-1021 : 0x1p-125, u = mode == MODE_F64 ? 0x1p-53 : 0x1p-24;
 	p->range = 0;
 	for (int i = 0; i < p->nf32consts; i++) {
 		const Expr *e = p->nodes[p->f32consts[i]];
@@ -409,6 +455,8 @@ void prog_run(Prog *p, Mode mode)
 		}
 		if (kind == TY_F64 && run_fast(p, in, val, err))
 			continue;
+		if (f32 && run_fast_f32(p, in, val, err))
+			continue;
 		int s0 = in->slen[0] > 1, s1 = in->slen[1] > 1, s2 = in->slen[2] > 1;
 		for (int i = 0; i < in->len; i++) {
 			double x = val[in->src[0] + s0 * i];
@@ -426,7 +474,7 @@ void prog_run(Prog *p, Mode mode)
 			if (in->op == EXPR_WHERE)
 				err[in->dst + i] = x != 0 ? ey : ez;
 			else
-				err[in->dst + i] = err_op((Op)in->op, in->k, x, y, ex, ey, ez, r, tiny);
+				err[in->dst + i] = err_op((Op)in->op, in->k, x, y, ex, ey, ez, r, tiny, u);
 			if (!(isfinite(r) && fabs(r) >= (f32 ? FLT_MIN : DBL_MIN)) && ty_is_float(ty_scalar(kind)))
 				p->range |= range_event((Op)in->op, in->nargs, x, y, z, r, f32 ? FLT_MIN : DBL_MIN);
 		}

@@ -201,6 +201,37 @@ Test(ir, interpreter_modes_and_error_bound)
 	prog_free(p);
 }
 
+/* Float32 sums and products in MODE_F32 round as the generic ops do, with
+ * their bounds; and a product keeps the second-order term of its factors'
+ * errors: where both factors are computed as 0 but each may be off by a
+ * unit, the product's bound is not 0. */
+Test(ir, float32_products_and_sums_round_and_bound)
+{
+	Expr *e[2] = {ir_bin(ir, EXPR_ADD, x, y), ir_bin(ir, EXPR_MUL, x, y)};
+	Prog *p = prog_new(ir, e, 2);
+	for (int i = 0; i < 2; i++) {
+		double *err, *v = prog_leaf_val(p, i, &err);
+		v[0] = prog_leaf(p, i) == x ? 1 + 0x1p-20 : 0x1p-30 * 3;
+		err[0] = 0;
+	}
+	prog_run(p, MODE_F32);
+	const double *es, *s = prog_root(p, 0, &es), *em, *m = prog_root(p, 1, &em);
+	cr_expect_eq(s[0], (double)((float)(1 + 0x1p-20) + (float)(0x1p-30 * 3)));
+	cr_expect_eq(m[0], (double)((float)(1 + 0x1p-20) * (float)(0x1p-30 * 3)));
+	cr_expect(es[0] > 0 && es[0] < 4, "one rounding of a value near 1: %g", es[0]);
+	cr_expect(em[0] > 0 && em[0] < 1e-8, "one rounding of a value near 3e-9: %g", em[0]);
+	for (int i = 0; i < 2; i++) {
+		double *err, *v = prog_leaf_val(p, i, &err);
+		v[0] = 0, err[0] = 1;
+	}
+	for (Mode md = MODE_F64; md <= MODE_F32; md++) {
+		prog_run(p, md);
+		cr_expect_eq(m[0], 0);
+		cr_expect_eq(em[0], md == MODE_F32 ? 0x1p-24 : 0x1p-53, "second-order term in mode %d: %g", md, em[0]);
+	}
+	prog_free(p);
+}
+
 Test(ir, vectors_broadcast_and_dot)
 {
 	int d = ir_add_dim(ir, "d", 4);
