@@ -1194,3 +1194,48 @@ Test(check, rounded_constants_in_float64_trials)
 		cr_expect_eq(r.law[k].v, VERDICT_HOLDS, "%s: %s", r.law[k].law, r.law[k].detail ? r.law[k].detail : "");
 	check_result_free(&r);
 }
+
+/* Laws in the spec's types: two sums of one input, one f64 and one f32,
+ * agree over the reals and in float64, so a count of the merges where
+ * they agree is associative there; past 2^24 the f32 sum rounds, and the
+ * groupings count different merges.  The trials in float32 find it, and
+ * say that float64 holds. */
+Test(check, law_broken_by_float32_rounding_fails)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/verdicts/float32_sum_beside_float64.yaml", &r, 1), 0);
+	const LawOutcome *l = law(&r, "associative");
+	cr_assert_eq(l->v, VERDICT_FAILS);
+	cr_expect(strstr(l->detail, "field u") && strstr(l->detail, "float32 arithmetic in the spec's types") &&
+		  strstr(l->detail, "holds in float64"), "%s", l->detail);
+	cr_expect(l->cex && strstr(l->cex, "a = {") && strstr(l->cex, "(a+b)+c = {"), "%s", l->cex);
+	cr_expect(l->json && strstr(l->json, "\"mode\": \"float32\""), "%s", l->json);
+	/* the witness fails in float32 and holds in float64 */
+	double x, y;
+	const char *at = strstr(l->detail, "differs: ");
+	cr_assert(at && sscanf(at, "differs: %lf vs %lf", &x, &y) == 2, "%s", l->detail);
+	cr_expect(x != y && fabs(x) >= 0x1p24, "%s", l->detail);
+	cr_expect_not(check_ok(&r));
+	check_result_free(&r);
+}
+
+/* The same carrier with both sums in f64 holds in the spec's types as in
+ * float64, and carriers whose float32 merges round (a product of sums)
+ * hold too: rounding noise within the trials' tolerance is no failure. */
+Test(check, rounding_noise_in_the_spec_types_holds)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/verdicts/float64_sum_beside_float64.yaml", &r, 1), 0);
+	for (int k = 0; k < r.nlaw; k++)
+		cr_expect_eq(r.law[k].v, VERDICT_HOLDS, "%s: %s", r.law[k].law, r.law[k].detail ? r.law[k].detail : "");
+	cr_expect_gt(law(&r, "associative")->typed_trials, 1000, "trials in the spec's types ran");
+	check_result_free(&r);
+	Carrier *c = check_text("carrier: growth\nelement: {x: f32}\nstate: {p: f32}\nidentity: {p: 0}\n"
+				"lift: {p: x / 64}\nmerge:\n  p: a.p + b.p + a.p * b.p\nlaws: [commutative]\n", 1, &r);
+	for (int k = 0; k < r.nlaw; k++)
+		cr_expect_eq(r.law[k].v, VERDICT_HOLDS, "%s: %s", r.law[k].law, r.law[k].detail ? r.law[k].detail : "");
+	cr_expect_gt(law(&r, "associative")->typed_trials, 1000);
+	cr_expect_gt(law(&r, "commutative")->typed_trials, 1000);
+	check_result_free(&r);
+	spec_carrier_free(c);
+}

@@ -28,6 +28,7 @@ typedef struct {
 	const char *law; /* "identity", "associative", "commutative" */
 	Verdict v;
 	int trials;      /* trials run */
+	int typed_trials; /* of those, compared in the spec's types too (float32 fields rounded) */
 	int skipped;     /* trials drawn again: their merges left the float range */
 	double range_at; /* the smallest largest-operand magnitude among those */
 	char *detail;    /* when it fails: one line naming the field */

@@ -23,6 +23,7 @@ typedef enum { T_ASSOC, T_COMM, T_ID_LEFT, T_ID_RIGHT, T_ID_SELF, T_SOUND, NTRIA
 typedef struct {
 	TrialKind kind;
 	Mode mode;
+	int typed_only; /* in the spec's types where float64 holds: a failure must hold there too */
 	double *l, *le, *r, *re; /* both sides and their error bounds */
 } Trial;
 
@@ -36,6 +37,7 @@ typedef struct {
 	int nonempty; /* samples that fold at least one element */
 	double *tmp, *zero, *l, *le, *r, *re;
 	uint64_t rng;
+	int typed; /* some state field is f32: the spec's types differ from float64 */
 	void *work; /* sound.c's buffers while it shrinks a row */
 } Ck;
 
