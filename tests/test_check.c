@@ -1239,3 +1239,18 @@ Test(check, rounding_noise_in_the_spec_types_holds)
 	check_result_free(&r);
 	spec_carrier_free(c);
 }
+
+/* run's tolerance, shared with check: twice the naive float32 error, at
+ * least the share of its running bound, plus 32 float32 ulps of the
+ * scale; the bound alone where the naive value overflowed; the carrier's
+ * own fold up to 2^-10 of the scale where it stands in. */
+Test(check, run_tolerance_rule)
+{
+	cr_expect_eq(check_bound_share(36), 1);
+	cr_expect_eq(check_bound_share(144), 0.5);
+	cr_expect_eq(check_naive_error(1, 1 + 0x1p-20, 4, 1, 1, 0), 0x1p-20, "the actual error");
+	cr_expect_eq(check_naive_error(1, 1, 4, 0.5, 1, 0), 0x1p-23, "the bound's share");
+	cr_expect_eq(check_naive_error(1, INFINITY, 8, 0.5, 1, 0), 0x1p-21, "the whole bound where naive overflowed");
+	cr_expect_eq(check_naive_error(1, 1.5, 0, 1, 1, 1), 0x1p-10, "the fold, capped");
+	cr_expect_eq(check_tolerance(0x1p-20, 2), 0x1p-19 + 64 * 0x1p-23);
+}

@@ -45,6 +45,20 @@ int check_special_match(double got, double want)
 
 int check_special_agree(double got, double want) { return isnan(want) ? 1 : check_special_match(got, want); }
 
+double check_tolerance(double naive_err, double scale) { return 2 * naive_err + 32 * 0x1p-23 * scale; }
+
+double check_naive_error(double want, double naive, double bound, double share, double scale, int fold)
+{
+	double err = fabs(naive - want);
+	if (fold)
+		return fmin(err, 0x1p-10 * scale);
+	if (!isfinite(naive))
+		return isfinite(bound) ? 0x1p-24 * bound : 0;
+	return err >= 0x1p-24 * bound * share ? err : 0x1p-24 * bound * share;
+}
+
+double check_bound_share(int n) { return n > 36 ? 6 / sqrt((double)n) : 1; }
+
 /* Both sides overflowed, or one did where the other is near the top of
  * the range (top: 1e290 in float64, 1e37 for a float32 field in the
  * spec's types): a limit of floating point, not of the algebra. */

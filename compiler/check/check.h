@@ -99,6 +99,22 @@ int check_special_match(double got, double want);
  * soundness trials share: there a NaN reference (0/0 over no position) takes
  * any value. */
 int check_special_agree(double got, double want);
+/* The tolerance `assoc run` holds a float output to (runcheck.c has the
+ * reasons), which check's float32 accuracy pass holds the carrier to
+ * alike: |got - want| <= 2 * naive_err + 32 float32 ulps of scale, the
+ * output's largest magnitude in its row.  naive_err is how far a naive
+ * float32 evaluation of the value may be off (check_naive_error). */
+double check_tolerance(double naive_err, double scale);
+/* naive_err from the naive float32 value naive and its running bound
+ * (in float32 units): its actual error, but at least the bound's share
+ * (check_bound_share); the bound alone where naive overflowed.  With
+ * fold, naive is instead the carrier's own float32 fold, which stands in
+ * where the naive formula overflowed: its actual error, up to 2^-10 of
+ * scale (bound unused). */
+double check_naive_error(double want, double naive, double bound, double share, double scale, int fold);
+/* The share of a running bound that counts on a row of n positions:
+ * rounding errors of random sign add up as sqrt(n). */
+double check_bound_share(int n);
 void check_result_free(CheckResult *r);
 
 #endif

@@ -109,26 +109,21 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 			oc->inf_both++;
 		return;
 	}
-	double err = fabs(got - want), naive_err = fabs(naive - want);
-	if (bound == FOLD_NAIVE) {
-		/* no error bound: the fold's actual error, up to a float32 result
-		 * whose scores of hundreds moved each weight by 2^-10 (an error
-		 * of the spec itself beyond) */
-		naive_err = fmin(naive_err, 0x1p-10 * scale);
-	} else if (!isfinite(naive)) {
-		/* the naive float32 formula overflowed where float64 did not (a
-		 * sum of exp past 88): its running bound stands in, whole (the
-		 * share below assumes an actual error beside it); without one,
-		 * the floor alone */
-		naive_err = isfinite(bound) ? 0x1p-24 * bound : 0;
-	} else if (!(naive_err >= 0x1p-24 * bound * share)) {
-		naive_err = 0x1p-24 * bound * share;
-	} else if (capped && naive_err > NAIVE_CAP * 0x1p-24 * bound) {
+	double err = fabs(got - want);
+	/* FOLD_NAIVE: no error bound, the fold's actual error, up to a float32
+	 * result whose scores of hundreds moved each weight by 2^-10 (an
+	 * error of the spec itself beyond).  Else where the naive float32
+	 * formula overflowed where float64 did not (a sum of exp past 88),
+	 * its running bound stands in, whole (the share assumes an actual
+	 * error beside it); without one, the floor alone.  The rule is
+	 * check's too (check_naive_error), which holds carriers to it. */
+	double naive_err = check_naive_error(want, naive, bound, share, scale, bound == FOLD_NAIVE);
+	if (bound != FOLD_NAIVE && capped && naive_err > NAIVE_CAP * 0x1p-24 * bound) {
 		/* the naive with P rounded is built from the spec's own lift and
 		 * finalize: a wrong finalize must not widen its own tolerance */
 		naive_err = NAIVE_CAP * 0x1p-24 * bound;
 	}
-	double tol = exact ? 0 : 2 * naive_err + 32 * 0x1p-23 * scale;
+	double tol = exact ? 0 : check_tolerance(naive_err, scale);
 	double ratio = err == 0 ? 0 : tol > 0 ? err / tol : INFINITY;
 	if (err > oc->max_abs)
 		oc->max_abs = err;
@@ -144,9 +139,9 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 /* The running bound adds up |rounding errors| over a row's n positions,
  * where errors of random sign add up as sqrt(n) (Higham and Mary, 2019:
  * beyond 6 sqrt(n) u with probability under 1e-7); so past 36 positions it
- * is a floor only in that share.  In full it let a variance 20% off pass on
- * rows whose mean is 1000 times their spread. */
-static double bound_share(int n) { return n > 36 ? 6 / sqrt((double)n) : 1; }
+ * is a floor only in that share (check_bound_share).  In full it let a
+ * variance 20% off pass on rows whose mean is 1000 times their spread. */
+static double bound_share(int n) { return check_bound_share(n); }
 
 /* An output's scale: the largest finite magnitude of its n wanted values. */
 static double scale_of(const double *want, int n)
