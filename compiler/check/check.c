@@ -12,7 +12,7 @@
 #include "compiler/check/check_int.h"
 #include "compiler/prove/prove.h"
 
-enum { POOL = 96, SHRINK_TRIES = 400, TOL_K = 16, TYPED_EVERY = 8 };
+enum { POOL = 96, SHRINK_TRIES = 400, TOL_K = 16, TYPED_EVERY = 16 };
 
 void check_defaults(CheckOpts *o)
 {
@@ -443,6 +443,7 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(r, 0, sizeof *r);
+	r->accuracy = VERDICT_NA; /* until the soundness rows say */
 	Machine m;
 	eval_init(&m, c);
 	Ck k = {.m = &m, .o = o, .rng = o->seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull};
@@ -638,5 +639,8 @@ void check_result_free(CheckResult *r)
 	free(r->special.ref_detail);
 	free(r->special.ref_cex);
 	free(r->special.ref_json);
+	free(r->acc_detail);
+	free(r->acc_cex);
+	free(r->acc_json);
 	memset(r, 0, sizeof *r);
 }

@@ -75,6 +75,13 @@ typedef struct {
 	int nerr;
 	char *input_error; /* inputs where `assume` holds could not be drawn */
 	SpecialOutcome special;
+	/* The carrier in the spec's types against the tolerance of `assoc
+	 * run` (accuracy.c) on the soundness rows and a few hard ones: FAILS
+	 * (a warning) where a finite value is beyond it, with the shrunk row;
+	 * NA without a reference or where soundness fails.  NaN or an
+	 * infinity where the reference is finite fails soundness instead. */
+	Verdict accuracy;
+	char *acc_detail, *acc_cex, *acc_json;
 	double seconds;
 } CheckResult;
 

@@ -50,6 +50,25 @@ void check_soundness(Ck *k, CheckResult *r);
  * fails, with r's soundness verdict and witness set as check_soundness
  * sets them. */
 int check_sound_row(Ck *k, Sample *s, CheckResult *r);
+/* The carrier in the spec's types held to `assoc run`'s tolerance
+ * (accuracy.c): rows of up to maxlen positions, and its own hard rows. */
+typedef struct Accuracy Accuracy;
+Accuracy *check_accuracy_new(Ck *k, int maxlen);
+/* The reference of a row in float64, and in float32 with its bounds, as
+ * sound.c has them already. */
+typedef struct {
+	const double *refv, *ref32, *ref32e, *posv, *pos32, *pos32e;
+} AccRefs;
+/* One whole row (s is left as it is), folded in its own tree in the spec's
+ * types; refs: its references, or NULL to compute them. */
+void check_accuracy_row(Ck *k, Accuracy *a, const Sample *s, const char *kind, const AccRefs *refs);
+/* Rows of one large value repeated, a large offset plus small noise, and
+ * values over many orders of magnitude, thousands of positions long. */
+void check_accuracy_hard_rows(Ck *k, Accuracy *a);
+/* r->accuracy and its witness; where a value was NaN or infinite against
+ * a finite reference, r's soundness verdict and witness instead. */
+void check_accuracy_report(Ck *k, Accuracy *a, CheckResult *r);
+void check_accuracy_free(Accuracy *a);
 /* Rows holding special values (special.c): fills r->special. */
 void check_specials(Ck *k, CheckResult *r);
 /* The reference output named name (per row or per position), or -1. */

@@ -275,8 +275,10 @@ static void add_err_slots(CheckResult *r, Carrier *c)
 enum { MASKED_ROWS = 4, MASKED_TRIES = 64 };
 
 /* Compare one drawn row (and free it); 1 when it fails, with the shrunk
- * row described in r. */
-static int sound_row(Ck *k, Work *w, Sample *s, CheckResult *r)
+ * row described in r.  With acc, the row is held in the spec's types to
+ * run's tolerance too (check_accuracy_row), which reports only after
+ * every row has held in float64. */
+static int sound_row(Ck *k, Work *w, Sample *s, CheckResult *r, Accuracy *acc)
 {
 	Machine *m = k->m;
 	Miss miss;
@@ -295,6 +297,10 @@ static int sound_row(Ck *k, Work *w, Sample *s, CheckResult *r)
 		draw_sample_free(s);
 		return 1;
 	}
+	if (acc) {
+		AccRefs refs = {w->refv, w->ref32, w->ref32e, w->posv, w->pos32, w->pos32e};
+		check_accuracy_row(k, acc, s, draw_family_name[s->fam], &refs);
+	}
 	draw_sample_free(s);
 	return 0;
 }
@@ -303,7 +309,7 @@ int check_sound_row(Ck *k, Sample *s, CheckResult *r)
 {
 	Work w;
 	work_init(&w, k->m, s->row->len);
-	int bad = sound_row(k, &w, s, r);
+	int bad = sound_row(k, &w, s, r, NULL);
 	if (bad)
 		r->sound = VERDICT_FAILS;
 	work_free(&w);
@@ -323,6 +329,10 @@ void check_soundness(Ck *k, CheckResult *r)
 	eval_const_rounding(m, 1);
 	Work w;
 	work_init(&w, m, lens[sizeof lens / sizeof *lens - 1]);
+	Accuracy *acc = check_accuracy_new(k, lens[sizeof lens / sizeof *lens - 1]);
+	/* the hard rows first: a NaN there (a naive variance on one value
+	 * repeated) is the plainest witness */
+	check_accuracy_hard_rows(k, acc);
 	r->sound = VERDICT_HOLDS;
 	/* rows drawn with an unmasked position; with positions, all masked;
 	 * rows that could not be drawn where assume holds */
@@ -341,8 +351,9 @@ void check_soundness(Ck *k, CheckResult *r)
 			}
 			int live = unmasked(m, s->row);
 			nonempty += live > 0, masked += s->row->len > 0 && !live;
-			if (sound_row(k, &w, s, r)) {
+			if (sound_row(k, &w, s, r, acc)) {
 				work_free(&w);
+				check_accuracy_free(acc);
 				eval_const_rounding(m, 0);
 				return;
 			}
@@ -359,8 +370,9 @@ void check_soundness(Ck *k, CheckResult *r)
 			continue;
 		}
 		masked++;
-		if (sound_row(k, &w, s, r)) {
+		if (sound_row(k, &w, s, r, NULL)) {
 			work_free(&w);
+			check_accuracy_free(acc);
 			eval_const_rounding(m, 0);
 			return;
 		}
@@ -386,6 +398,9 @@ void check_soundness(Ck *k, CheckResult *r)
 		r->sound_detail = buf_take(&d);
 		if (!(r->sound_cex = strdup("")) || !(r->sound_json = strdup("null")))
 			abort();
+		check_accuracy_free(acc);
 		return;
 	}
+	check_accuracy_report(k, acc, r);
+	check_accuracy_free(acc);
 }

@@ -155,6 +155,10 @@ static void print_text(const Carrier *c, const CarrierVerdict *v, int ok, const 
 	}
 	if (shown)
 		printf("\n");
+	/* a finite value beyond run's tolerance in the spec's types: run
+	 * would fail such a row (a NaN there fails the reference above) */
+	if (r->accuracy == VERDICT_FAILS)
+		printf("  float32 accuracy: %s [warning]\n%s", r->acc_detail, r->acc_cex);
 	print_specials(&r->special);
 	printf("  %s (%.2f s; proofs %.3f s)\n", ok ? "ok" : "FAILED", r->seconds, p->seconds);
 }
@@ -283,7 +287,17 @@ static void print_json(const Carrier *c, const CarrierVerdict *v, int ok, const 
 		buf_json_str(&b, r->err[i].family);
 		buf_puts(&b, "}");
 	}
-	buf_puts(&b, "}}");
+	buf_puts(&b, "}, \"f32_accuracy\": ");
+	if (r->accuracy == VERDICT_NA)
+		buf_puts(&b, "null");
+	else if (r->accuracy == VERDICT_HOLDS)
+		buf_puts(&b, "{\"verdict\": \"within\"}");
+	else {
+		buf_puts(&b, "{\"verdict\": \"beyond\", \"detail\": ");
+		buf_json_str(&b, r->acc_detail);
+		buf_printf(&b, ", \"counterexample\": %s}", r->acc_json);
+	}
+	buf_puts(&b, "}");
 	char *s = buf_take(&b);
 	puts(s);
 	free(s);
