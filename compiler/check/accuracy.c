@@ -437,7 +437,10 @@ void check_accuracy_report(Ck *k, Accuracy *a, CheckResult *r)
 	put_value(&d, l->want);
 	buf_printf(&d, " (%s, row of length %d): ", a->kind[x], row->len);
 	if (x == BEYOND)
-		buf_printf(&d, "off by %.2g, %.3g times the tolerance of assoc run; ", fabs(l->got - l->want), l->ratio);
+		/* just past 1 reads as more than 1 */
+		buf_printf(&d, l->ratio < 1.01 ? "off by %.2g, %.4f times the tolerance of assoc run; "
+					       : "off by %.2g, %.3g times the tolerance of assoc run; ",
+			   fabs(l->got - l->want), l->ratio);
 	else
 		buf_puts(&d, "assoc run fails a value that is not finite where the reference is; ");
 	buf_puts(&d, "the reference evaluated in float32 ");
