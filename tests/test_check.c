@@ -1322,3 +1322,20 @@ Test(check, float32_stable_carriers_stay_within_tolerance, .timeout = 60)
 	}
 	globfree(&g);
 }
+
+/* In the spec's types an f32 field holds a float32 whatever its
+ * expression: an identity written 0.1 is 0.1f there, as the devices store
+ * it, while an f64 field keeps 0.1. */
+Test(check, f32_fields_hold_float32_values)
+{
+	Carrier *c = text_ok("carrier: tenth\nelement: {x: f32}\nstate: {s: f32, d: f64}\nidentity: {s: 0.1, d: 0.1}\n"
+			     "lift: {s: x, d: x}\nmerge:\n  s: a.s + b.s\n  d: a.d + b.d\n");
+	Machine m;
+	eval_init(&m, c);
+	double v[2];
+	eval_identity(&m, MODE_F32, v, NULL);
+	cr_expect_eq(v[0], (double)0.1f);
+	cr_expect_eq(v[1], 0.1);
+	eval_free(&m);
+	spec_carrier_free(c);
+}

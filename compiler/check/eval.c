@@ -143,6 +143,24 @@ static void copy_roots(Bound *b, int n, const int *off, double *v, double *e)
 	}
 }
 
+/* In the spec's types a value of an f32 field or output is a float32,
+ * whatever its expression: a constant root (an identity's 0.1) is held as
+ * written until rounded here, as the devices store it. */
+static void round_f32(Mode mode, int n, const int *off, int (*is_f32)(const Carrier *, int), const Carrier *c,
+		      double *v)
+{
+	if (mode != MODE_F32)
+		return;
+	for (int r = 0; r < n; r++)
+		if (is_f32(c, r))
+			for (int k = off[r]; k < off[r + 1]; k++)
+				v[k] = (float)v[k];
+}
+
+static int state_f32(const Carrier *c, int f) { return c->state[f].ty.kind == TY_F32; }
+static int final_f32(const Carrier *c, int o) { return c->finalize[o].e->ty.kind == TY_F32; }
+static int map_f32(const Carrier *c, int o) { return c->map[o].e->ty.kind == TY_F32; }
+
 /* ---- layout ---- */
 
 static int *offsets(const Decl *d, int n, int *total)
@@ -375,6 +393,7 @@ int eval_init(Machine *m, Carrier *c)
 		Bound b = bound_new(m, c->identity, c->nstate);
 		prog_run(b.p, (Mode)mode);
 		copy_roots(&b, c->nstate, m->soff, m->ident[mode], NULL);
+		round_f32((Mode)mode, c->nstate, m->soff, state_f32, c, m->ident[mode]);
 		bound_free(&b);
 	}
 	return 0;
@@ -459,6 +478,7 @@ void eval_lift(Machine *m, Mode mode, const Row *r, int j, double *v, double *e)
 	bind_at(m, b, &x);
 	prog_run(b->p, mode);
 	copy_roots(b, m->c->nstate, m->soff, v, e);
+	round_f32(mode, m->c->nstate, m->soff, state_f32, m->c, v);
 }
 
 void eval_merge(Machine *m, Mode mode, const double *av, const double *ae, const double *bv, const double *be,
@@ -470,6 +490,7 @@ void eval_merge(Machine *m, Mode mode, const double *av, const double *ae, const
 	prog_run(b->p, mode);
 	m->range |= prog_range(b->p);
 	copy_roots(b, m->c->nstate, m->soff, v, e);
+	round_f32(mode, m->c->nstate, m->soff, state_f32, m->c, v);
 }
 
 void eval_const_rounding(Machine *m, int on)
@@ -525,6 +546,7 @@ void eval_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const 
 	bind(b, &x);
 	prog_run(b->p, mode);
 	copy_roots(b, m->c->nfinal, m->finoff, out, oute);
+	round_f32(mode, m->c->nfinal, m->finoff, final_f32, m->c, out);
 }
 
 void eval_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,
@@ -535,4 +557,5 @@ void eval_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, cons
 	bind_at(m, b, &x);
 	prog_run(b->p, mode);
 	copy_roots(b, m->c->nmap, m->mapoff, out, oute);
+	round_f32(mode, m->c->nmap, m->mapoff, map_f32, m->c, out);
 }
