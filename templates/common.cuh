@@ -118,6 +118,35 @@ ASC_DEV long long asc_powll(long long x, int k)
 			r *= b;
 	return (long long)r;
 }
+/* The carrier's integer arithmetic wraps in two's complement (the spec
+ * format's rule, and the interpreter's and the CPU backend's).  In C++ a
+ * signed overflow is undefined, and an optimizer (NVRTC's, the emulator's
+ * host compiler) may then fold `k + c < k` to false or `j * c > 0` to
+ * `j > 0`.  So sums, differences, products, negations and absolute values are
+ * computed on the unsigned type, whose arithmetic is modular,
+ * and converted back: that conversion keeps the bits, as C++20 defines it
+ * and as NVRTC, g++ and clang do in every dialect.  PTX's add, sub and mul
+ * are the same instructions for both, so the code does not grow. */
+ASC_DEV int asc_addi(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+ASC_DEV long long asc_addl(long long a, long long b)
+{
+	return (long long)((unsigned long long)a + (unsigned long long)b);
+}
+ASC_DEV int asc_subi(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
+ASC_DEV long long asc_subl(long long a, long long b)
+{
+	return (long long)((unsigned long long)a - (unsigned long long)b);
+}
+ASC_DEV int asc_muli(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
+ASC_DEV long long asc_mull(long long a, long long b)
+{
+	return (long long)((unsigned long long)a * (unsigned long long)b);
+}
+ASC_DEV int asc_negi(int a) { return (int)(0u - (unsigned)a); }
+ASC_DEV long long asc_negl(long long a) { return (long long)(0ull - (unsigned long long)a); }
+/* abs of the most negative value is itself, as its negation wraps */
+ASC_DEV int asc_absi(int a) { return a < 0 ? asc_negi(a) : a; }
+ASC_DEV long long asc_absl(long long a) { return a < 0 ? asc_negl(a) : a; }
 /* topk (ir/ops.def): whether (v, i) ranks before (w, j): values
  * descending, NaN after every number, equal values by ascending index
  * taken unsigned, so that an empty slot's -1 comes after every index. */

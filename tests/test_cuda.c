@@ -776,6 +776,50 @@ Test(cuda, generated_code_hides_spec_names)
 	globfree(&g);
 }
 
+/* The carrier's i32 and i64 arithmetic wraps (the spec format's rule), and
+ * C++'s signed overflow is undefined: every integer temporary of the
+ * generated functions comes from a wrapping helper, none from a signed
+ * +, -, * or negation, which NVRTC or the emulator's host compiler may
+ * fold as if it could not overflow (`k + c < k` to false). */
+Test(cuda, integer_arithmetic_goes_through_the_wrapping_helpers)
+{
+	Carrier *c = text_ok("carrier: wraps\nelement: {k: i32, e: i64, c: 'i32[3]'}\nmask: j * 1073741824 > 0\n"
+			     "state: {a: i32, b: i64, d: i32, v: 'i32[3]'}\nidentity: {a: 0, b: 0, d: 0, v: 0}\n"
+			     "lift:\n  a: 'where(k + 2147483000 < k || -k == k || abs(k) < 0, 1, k * k - k^2 * 3)'\n"
+			     "  b: 'where(e + 9000000000000000000 < e, -e, abs(e) * e - e)'\n  d: 'dot(c, c)'\n"
+			     "  v: 'c * k - c'\n"
+			     "merge: {a: a.a + b.a, b: a.b + b.b, d: a.d + b.d, v: a.v + b.v}\nlaws: [commutative]\n");
+	CudaModule m;
+	char msg[512];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	static const char *const helpers[] = {"asc_addi(", "asc_subi(", "asc_muli(", "asc_negi(", "asc_absi(",
+					      "asc_addl(", "asc_subl(", "asc_mull(", "asc_negl(", "asc_absl(",
+					      "asc_muli(j, 1073741824)"};
+	for (size_t i = 0; i < sizeof helpers / sizeof *helpers; i++)
+		cr_expect(strstr(m.hooks, helpers[i]), "no %s in the generated functions:\n%s", helpers[i], m.hooks);
+	int checked = 0;
+	for (const char *l = m.hooks; *l;) {
+		const char *end = strchr(l, '\n');
+		size_t n = end ? (size_t)(end - l) : strlen(l);
+		char line[1024];
+		snprintf(line, sizeof line, "%.*s", (int)n, l);
+		const char *s = line + strspn(line, "\t ");
+		int integer = !strncmp(s, "const int t", 11) || !strncmp(s, "const long long t", 17) ||
+			      (!strncmp(s, "t", 1) && strstr(s, "= asc_"));
+		if (integer && !strstr(s, "ASC_LD")) {
+			const char *rhs = strchr(s, '=');
+			cr_expect(rhs && !strstr(rhs, " + ") && !strstr(rhs, " - ") && !strstr(rhs, " * ") &&
+					  !strstr(rhs, " / ") && !strstr(rhs, "(-"),
+				  "signed arithmetic in: %s", s);
+			checked++;
+		}
+		l += n + (end != NULL);
+	}
+	cr_expect_gt(checked, 10, "%d integer temporaries checked:\n%s", checked, m.hooks);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+}
+
 Test(cuda, config_errors_are_clear)
 {
 	Variant v;

@@ -1122,3 +1122,114 @@ Test(run, an_empty_rows_nan_reference_is_not_compared)
 	rundata_free(d);
 	spec_carrier_free(c);
 }
+
+/* ---- integers wrap on every device ---- */
+
+/* The spec's i32 and i64 wrap in two's complement.  Written in C++'s signed
+ * types, the emulator's host compiler folded each of these as if nothing
+ * overflowed: `j * 2^30 > 0` to `j > 0`, `k + c < k` to false, `-k == k`
+ * to `k == 0`, `k * k < 0` to false. */
+#define WRAP_CMP_SPEC                                                                                              \
+	"carrier: wrapcmp\nelement: {k: i32, e: i64}\nstate: {add: i32, abs: i32, neg: i32, mul: i32, sq: i32, "    \
+	"half: i32, add64: i32, fma: i32}\n"                                                                           \
+	"identity: {add: 0, abs: 0, neg: 0, mul: 0, sq: 0, half: 0, add64: 0, fma: 0}\n"                              \
+	"lift:\n  add: 'where(k + 2147483000 < k, 1, 0)'\n  abs: 'where(abs(k) < 0, 1, 0)'\n"                         \
+	"  neg: 'where(-k == k && k != 0, 1, 0)'\n  mul: 'where(k * k < 0, 1, 0)'\n  sq: 'where(k^2 < 0, 1, 0)'\n"   \
+	"  half: 'where(k * 2 / 2 != k, 1, 0)'\n  add64: 'where(e + 9000000000000000000 < e, 1, 0)'\n"                \
+	"  fma: 'where(fma(k, 65536, 65536) < 0 && k > 0, 1, 0)'\n"                                                   \
+	"merge: {add: a.add + b.add, abs: a.abs + b.abs, neg: a.neg + b.neg, mul: a.mul + b.mul, sq: a.sq + b.sq, "   \
+	"half: a.half + b.half, add64: a.add64 + b.add64, fma: a.fma + b.fma}\nlaws: [commutative]\n"
+
+static void wrap_cmp_rows(const char *dev)
+{
+	enum { N = 6 };
+	static const double k[N] = {-2147483648.0, 5, 1073741824, 46341, 50000, 1000};
+	static const double e[N] = {1e18, -5, 0, 223372036854775808.0, 9e18, -9e18};
+	/* by hand: add k > 647; abs and neg INT_MIN; mul and sq 46341 and 50000
+	 * (INT_MIN and 2^30 square to 0 mod 2^32); half INT_MIN and 2^30;
+	 * add64 e > 2^63 - 1 - 9e18; fma k mod 2^16 >= 2^15 */
+	static const struct {
+		const char *name;
+		double want;
+	} out[] = {{"add", 4}, {"abs", 1}, {"neg", 1}, {"mul", 2}, {"sq", 2}, {"half", 2}, {"add64", 3}, {"fma", 2}};
+	Carrier *c = text_ok(WRAP_CMP_SPEC);
+	RunData *d = rundata_new(c, 1, N);
+	for (int j = 0; j < N; j++) {
+		run_buffer_set(&d->elem[0], j, k[j]);
+		run_buffer_set(&d->elem[1], j, e[j]);
+	}
+	device_run(dev, d);
+	cr_assert_eq(c->nfinal, (int)(sizeof out / sizeof *out));
+	for (int o = 0; o < c->nfinal; o++) {
+		cr_assert_str_eq(c->finalize[o].name, out[o].name);
+		cr_expect_eq(run_buffer_get(&d->fin[o], 0), out[o].want, "%s: %s is %g, not %g", dev, out[o].name,
+			     run_buffer_get(&d->fin[o], 0), out[o].want);
+	}
+	expect_reference(d, dev);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, integer_overflow_guards_wrap_on_interp) { wrap_cmp_rows("interp"); }
+Test(run, integer_overflow_guards_wrap_on_cpu) { wrap_cmp_rows("cpu"); }
+Test(run, integer_overflow_guards_wrap_on_emu, .timeout = 120)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	wrap_cmp_rows("emu");
+}
+
+/* A mask whose product wraps: j * 2^30 is positive for j = 1 mod 4 only,
+ * on a row template and on the attention template (scores all 0, so l
+ * counts the kept keys). */
+static void wrap_mask_rows(const char *dev)
+{
+	enum { N = 103 };
+	int kept = 0;
+	for (int j = 0; j < N; j++)
+		kept += (int32_t)((uint32_t)j * 1073741824u) > 0;
+	cr_assert_eq(kept, 26);
+	Carrier *c = text_ok("carrier: wrapmask\nelement: {x: f32}\nmask: j * 1073741824 > 0\nstate: {n: i32}\n"
+			     "identity: {n: 0}\nlift: {n: 1}\nmerge: {n: a.n + b.n}\nreference:\n  n: count()\n"
+			     "laws: [commutative]\n");
+	RunData *d = drawn(c, 2, N);
+	device_run(dev, d);
+	for (int r = 0; r < 2; r++)
+		cr_expect_eq(run_buffer_get(&d->fin[0], r), kept, "%s row %d: %g kept, not %d", dev, r,
+			     run_buffer_get(&d->fin[0], r), kept);
+	expect_reference(d, dev);
+	rundata_free(d);
+	spec_carrier_free(c);
+
+	c = text_ok("carrier: attn_wrapmask\ndims: {d: 16, dv: 16}\nrow:\n  q: f16[d]\ncolumn:\n  k: f16[d]\n"
+		    "  v: f16[dv]\nlet:\n  s: dot(q, k) * 0.25\nmask: j * 1073741824 > 0\n"
+		    "state: {m: f32, l: f32, o: 'f32[dv]'}\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
+		    "merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+		    "  o: a.o * exp(a.m - m) + b.o * exp(b.m - m)\n"
+		    "finalize:\n  out: o / where(l == 0, 1, l)\n  lse: where(m == inf, m, m + log(l))\n  l: l\n"
+		    "reference:\n  top: max(s)\n"
+		    "  out: where(count() == 0, 0, sum(exp(s - top) * v) / sum(exp(s - top)))\n"
+		    "  lse: top + log(sum(exp(where(s == top, 0, s - top))))\n  l: count()\nlaws: [commutative]\n");
+	d = drawn(c, 2, N);
+	for (size_t u = 0; u < d->row[0].n * d->row[0].width; u++)
+		run_buffer_set(&d->row[0], u, 0);
+	device_run(dev, d);
+	cr_assert_str_eq(c->finalize[2].name, "l");
+	for (int r = 0; r < 2; r++)
+		cr_expect_eq(run_buffer_get(&d->fin[2], r), kept, "%s attention row %d: l %g, not %d", dev, r,
+			     run_buffer_get(&d->fin[2], r), kept);
+	expect_reference(d, dev);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, a_mask_whose_product_wraps_on_interp) { wrap_mask_rows("interp"); }
+Test(run, a_mask_whose_product_wraps_on_cpu) { wrap_mask_rows("cpu"); }
+Test(run, a_mask_whose_product_wraps_on_emu, .timeout = 300)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	wrap_mask_rows("emu");
+}

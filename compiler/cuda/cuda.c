@@ -6,7 +6,8 @@
  * fields and outputs are reached by position (e0, f1, A.in[2], A.out[0]),
  * never by the spec's names.  Semantics follow ir_eval_op: f16 and bf16
  * load as f32; (-inf) - (-inf) = -inf unless an operand is never -inf;
- * exp goes through exp2 with log2(e) folded into a constant factor. */
+ * exp goes through exp2 with log2(e) folded into a constant factor;
+ * integers wrap (through the helpers of templates/common.cuh). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,21 @@ static const char *mtype(int kind)
 
 static int is_dbl(int kind) { return kind == TY_F64; }
 static int is_flt(int kind) { return kind == TY_F32 || kind == TY_NUM || kind == TY_F16 || kind == TY_BF16; }
+static int is_int(int kind) { return kind == TY_I32 || kind == TY_I64; }
+
+/* The wrapping helper (templates/common.cuh) of an integer op, or NULL:
+ * the spec's integers wrap, and C++'s signed overflow is undefined. */
+static const char *wrap_fn(Op op, int kind)
+{
+	static const char *const name[][2] = {
+		[EXPR_ADD] = {"asc_addi", "asc_addl"}, [EXPR_SUB] = {"asc_subi", "asc_subl"},
+		[EXPR_MUL] = {"asc_muli", "asc_mull"}, [EXPR_NEG] = {"asc_negi", "asc_negl"},
+		[EXPR_ABS] = {"asc_absi", "asc_absl"}, /* no integer quotient: `/` of integers gives a float */
+	};
+	if (!is_int(kind) || (size_t)op >= sizeof name / sizeof *name)
+		return NULL;
+	return name[op][kind == TY_I64]; /* NULL for the ops that cannot overflow */
+}
 
 void cuda_literal(Buf *b, int kind, double v)
 {
@@ -193,6 +209,11 @@ static void value(struct Fn *f, const Expr *e, const char *u)
 {
 	Buf *b = f->b;
 	int kind = e->ty.kind, dbl = is_dbl(kind), flt = is_flt(kind);
+	const char *wrap = wrap_fn((Op)e->op, kind);
+	if (wrap) {
+		call(f, e, wrap, u);
+		return;
+	}
 	static const char *infix[] = {[EXPR_MUL] = "*", [EXPR_DIV] = "/", [EXPR_ADD] = "+", [EXPR_SUB] = "-",
 				      [EXPR_LT] = "<", [EXPR_LE] = "<=", [EXPR_GT] = ">", [EXPR_GE] = ">=",
 				      [EXPR_EQ] = "==", [EXPR_NE] = "!=", [EXPR_AND] = "&&", [EXPR_OR] = "||"};
@@ -236,7 +257,7 @@ static void value(struct Fn *f, const Expr *e, const char *u)
 		buf_puts(b, "))");
 		return;
 	case EXPR_ABS:
-		call(f, e, dbl ? "fabs" : flt ? "fabsf" : kind == TY_I64 ? "llabs" : "abs", u);
+		call(f, e, dbl ? "fabs" : flt ? "fabsf" : "abs", u);
 		return;
 	case EXPR_MAX: case EXPR_MIN:
 		if (flt || dbl) {
@@ -264,11 +285,11 @@ static void value(struct Fn *f, const Expr *e, const char *u)
 		return;
 	case EXPR_FMA:
 		if (!flt && !dbl) { /* integers: fmaf would round them to float */
-			buf_puts(b, "(");
+			buf_printf(b, "%s(%s(", wrap_fn(EXPR_ADD, kind), wrap_fn(EXPR_MUL, kind));
 			operand(f, e->a[0], u);
-			buf_puts(b, " * ");
+			buf_puts(b, ", ");
 			operand(f, e->a[1], u);
-			buf_puts(b, " + ");
+			buf_puts(b, "), ");
 			operand(f, e->a[2], u);
 			buf_puts(b, ")");
 			return;
@@ -418,7 +439,14 @@ static void node(struct Fn *f, Expr *e)
 	Buf *b = f->b;
 	int t = f->ntmp++;
 	const char *ty = cuda_ctype(e->ty.kind);
-	if (e->op == EXPR_DOT) {
+	if (e->op == EXPR_DOT && is_int(e->ty.kind)) { /* wrapping in the dot's own type, as the interpreter */
+		buf_printf(b, "\t%s t%d = 0;\n#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t\tt%d = %s(t%d, %s(", ty,
+			   t, e->a[0]->ty.len, t, wrap_fn(EXPR_ADD, e->ty.kind), t, wrap_fn(EXPR_MUL, e->ty.kind));
+		operand(f, e->a[0], "u");
+		buf_puts(b, ", ");
+		operand(f, e->a[1], "u");
+		buf_puts(b, "));\n");
+	} else if (e->op == EXPR_DOT) {
 		buf_printf(b, "\t%s t%d = 0;\n#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t\tt%d = t%d + ", ty, t,
 			   e->a[0]->ty.len, t, t);
 		operand(f, e->a[0], "u");
