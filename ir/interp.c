@@ -298,8 +298,11 @@ static unsigned range_event(Op op, int nargs, double x, double y, double z, doub
 	}
 }
 
+/* An integer dot wraps in its own type, as its sums and products written
+ * out do (the dot of i32 vectors is an i32, whatever it is stored into). */
 static void run_dot(Prog *p, const Instr *in, double *val, double *err, int f32, double tiny)
 {
+	TyKind kind = (TyKind)in->kind;
 	const double *x = val + in->src[0], *y = val + in->src[1];
 	const double *ex = err + in->src[0], *ey = err + in->src[1];
 	double s = 0, e = 0, mag = 0;
@@ -308,6 +311,8 @@ static void run_dot(Prog *p, const Instr *in, double *val, double *err, int f32,
 		double q = x[i] * y[i];
 		if (f32)
 			sf += (float)x[i] * (float)y[i];
+		else if (kind == TY_I32 || kind == TY_I64)
+			s = ir_eval_op(EXPR_ADD, kind, 0, s, ir_eval_op(EXPR_MUL, kind, 0, x[i], y[i], 0), 0);
 		else
 			s += q;
 		mag += fabs(q);

@@ -1233,3 +1233,31 @@ Test(run, a_mask_whose_product_wraps_on_emu, .timeout = 300)
 		cr_skip_test("no host C++ compiler for the emulator: %s", why);
 	wrap_mask_rows("emu");
 }
+
+/* The dot of i32 vectors is an i32 (the typing rule: dot's type is its
+ * operands'), so it wraps before it widens into an i64 field, as the
+ * sum of the products written out in i32 does: 5000000001 - 2^32.
+ * The float64 fold that run compares against wraps the same. */
+static void int_dot_rows(const char *dev)
+{
+	Carrier *c = text_ok("carrier: idot64\nelement: {c: 'i32[3]'}\nstate: {t: i64}\nidentity: {t: 0}\n"
+			     "lift: {t: 'dot(c, c)'}\nmerge: {t: a.t + b.t}\nlaws: [commutative]\n");
+	static const double c3[3] = {50000, 50000, 1};
+	RunData *d = rundata_new(c, 1, 1);
+	for (int u = 0; u < 3; u++)
+		run_buffer_set(&d->elem[0], u, c3[u]);
+	device_run(dev, d);
+	cr_expect_eq(run_buffer_get(&d->fin[0], 0), 705032705, "%s: dot %.17g", dev, run_buffer_get(&d->fin[0], 0));
+	expect_reference(d, dev);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, an_integer_dot_wraps_in_its_type_on_interp) { int_dot_rows("interp"); }
+Test(run, an_integer_dot_wraps_in_its_type_on_emu, .timeout = 120)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	int_dot_rows("emu");
+}
