@@ -7,7 +7,8 @@
  * launch and checked as static shared memory is; a block's shared memory
  * starts unwritten, whatever the last block left; a block of 256 fibers over rows of
  * 4099 runs well under a second; the scan template runs masked rows, one of
- * them fully masked, at every length. */
+ * them fully masked, at every length; a module's own signed overflow
+ * wraps. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -153,6 +154,16 @@ static const char KERNELS[] =
 	"  emu_cp_wait(1);\n"
 	"  out[t] = sm[t * 4];\n"
 	"  if (t == 5) out[t] = sm[256 + t * 4];\n"
+	"}\n"
+	/* signed overflow in a module's own code wraps (-fwrapv), as the
+	 * spec's integers do: without it, g++ folds each test to 0 */
+	"extern \"C\" void wrapv_emu(const void *p) {\n"
+	"  if (threadIdx.x) return;\n"
+	"  int *io = (int *)p, k = io[0];\n"
+	"  long long e = ((long long *)p)[1];\n"
+	"  io[4] = k + 2147483000 < k;\n"
+	"  io[5] = k * 65536 < 0 && k > 0;\n"
+	"  io[6] = e + 9000000000000000000LL < e;\n"
 	"}\n";
 
 static EmuLib *lib(void)
@@ -162,6 +173,23 @@ static EmuLib *lib(void)
 	char msg[4096];
 	cr_assert_eq(emu_open(KERNELS, &l, msg, sizeof msg), 0, "%s", msg);
 	return l;
+}
+
+Test(emu, signed_overflow_in_a_module_wraps)
+{
+	EmuLib *l = lib();
+	union {
+		int i[8];
+		long long e[4];
+	} io = {{0}};
+	char msg[1024];
+	io.i[0] = 40000;
+	io.e[1] = 1000000000000000000LL;
+	cr_assert_eq(emu_launch_kernel(l, "wrapv", 1, 32, 0, &io, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(io.i[4], 1, "k + 2147483000 < k folded for k = 40000");
+	cr_expect_eq(io.i[5], 1, "k * 65536 < 0 folded for k = 40000");
+	cr_expect_eq(io.i[6], 1, "e + 9e18 < e folded for e = 1e18");
+	emu_close(l);
 }
 
 Test(emu, barriers_shuffles_and_votes)

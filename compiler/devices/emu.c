@@ -31,7 +31,12 @@ struct EmuLib {
 		       const void *, unsigned long long *, char *, size_t);
 };
 
-static const char CXXFLAGS[] = "-std=c++17 -O2 -fPIC -shared -w -fno-exceptions -fno-rtti";
+/* -fwrapv: the spec's integers wrap in two's complement.  The generated
+ * code computes them through unsigned helpers (templates/common.cuh), and
+ * the flag keeps any signed overflow left elsewhere (a template's own
+ * index arithmetic) from being folded as impossible, which would make the
+ * emulator disagree with the other devices where they wrap. */
+static const char CXXFLAGS[] = "-std=c++17 -O2 -fwrapv -fPIC -shared -w -fno-exceptions -fno-rtti";
 
 static int on_path(const char *prog, char *full, size_t n)
 {
