@@ -303,7 +303,7 @@ static double eval_f32(Op op, int k, float x, float y, float z)
 }
 
 /* Integer arithmetic as the devices' two's complement: sums, differences,
- * products and powers wrap (in 64 bits, then to the kind); a quotient
+ * products, fma and powers wrap (in 64 bits, then to the kind); a quotient
  * truncates.  Through float64 a product of two i32 rounded past 2^53 and
  * an i64 sum saturated instead of wrapping. */
 static double eval_int(Op op, TyKind kind, int k, double x, double y, double z)
@@ -314,6 +314,7 @@ static double eval_int(Op op, TyKind kind, int k, double x, double y, double z)
 	case EXPR_SUB: r = a - b; break;
 	case EXPR_MUL: r = a * b; break;
 	case EXPR_NEG: r = 0 - a; break;
+	case EXPR_FMA: r = a * b + (uint64_t)wrap64(z); break; /* fma in float64 rounded a product past 2^53 */
 	case EXPR_POW:
 		if (k < 0)
 			return 0;

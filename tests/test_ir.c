@@ -86,6 +86,9 @@ Test(ir, inf_minus_inf_rule)
 Test(ir, integer_wraps_and_rounding)
 {
 	cr_assert_eq(ir_eval_op(EXPR_ADD, TY_I32, 0, 2147483647.0, 1, 0), -2147483648.0);
+	/* 2^60 + 1 and 2^64 + 5 lose their low bits in float64: fma wraps them as a product and a sum */
+	cr_assert_eq(ir_eval_op(EXPR_FMA, TY_I32, 0, 0x1p30, 0x1p30, 1), 1);
+	cr_assert_eq(ir_eval_op(EXPR_FMA, TY_I64, 0, 0x1p32, 0x1p32, 5), 5);
 	cr_assert_eq(ir_round(TY_F32, 0.1), (double)0.1f);
 	cr_assert_eq(ir_round(TY_BF16, 1.00390625), 1.0, "bf16 keeps 8 significant bits");
 	cr_assert_eq(ir_round(TY_F16, 65519.0), 65504.0);
