@@ -1261,3 +1261,48 @@ Test(run, an_integer_dot_wraps_in_its_type_on_emu, .timeout = 120)
 		cr_skip_test("no host C++ compiler for the emulator: %s", why);
 	int_dot_rows("emu");
 }
+
+/* mask decides in the spec's types on every device and in the reference:
+ * j < p * 300 at p = 0.3 keeps j < 90 in float32 (0.3f * 300 rounds to
+ * 90) where float64 keeps 91 (0.3f is a little above 0.3), and a kept position that float64 alone
+ * keeps is no position of the carrier's fold. */
+static void param_mask_rows(const char *dev)
+{
+	char err[512];
+	Carrier *c = load_text("carrier: parammask\nparams: {p: f32}\nelement: {x: f32}\nmask: j < p * 300\n"
+			       "state: {n: i32}\nidentity: {n: 0}\nlift: {n: 1}\nmerge: {n: a.n + b.n}\n"
+			       "reference:\n  n: count()\nlaws: [commutative]\n",
+			       err, sizeof err);
+	cr_assert(c, "%s", err);
+	RunData *d = rundata_new(c, 1, 100);
+	d->params[0] = 0.3f; /* as --param and the library give an f32 param */
+	device_run(dev, d);
+	cr_expect_eq(run_buffer_get(&d->fin[0], 0), 90, "%s: %g kept", dev, run_buffer_get(&d->fin[0], 0));
+	expect_reference(d, dev);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, a_mask_decides_in_float32_on_interp) { param_mask_rows("interp"); }
+Test(run, a_mask_decides_in_float32_on_cpu) { param_mask_rows("cpu"); }
+Test(run, a_mask_decides_in_float32_on_emu, .timeout = 120) { param_mask_rows("emu"); }
+
+/* docs/examples/weighted_mean.yaml at its cut: x < cut + 2 is false for x
+ * = cut = 1e8 in float32 (cut + 2 rounds to cut), so the mean is of the
+ * other two, 1.5, on the interpreter as on the compiled devices. */
+Test(run, the_weighted_mean_example_masks_in_float32)
+{
+	Carrier *c = load_ok("docs/examples/weighted_mean.yaml");
+	RunData *d = rundata_new(c, 1, 3);
+	const float x[3] = {1e8f, 1, 2};
+	for (int k = 0; k < 3; k++)
+		run_buffer_set(&d->elem[0], k, x[k]), run_buffer_set(&d->elem[1], k, 1);
+	run_buffer_set(&d->row[0], 0, 1e8);
+	for (int p = 0; p < c->nparams; p++)
+		d->params[p] = 0;
+	interp_run(d);
+	cr_expect_eq(run_buffer_get(&d->fin[0], 0), 1.5, "mean %.9g", run_buffer_get(&d->fin[0], 0));
+	expect_reference(d, "interp");
+	rundata_free(d);
+	spec_carrier_free(c);
+}

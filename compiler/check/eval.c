@@ -28,7 +28,7 @@ struct RefEval {
 	int nred;
 	Expr **red;       /* reduction nodes, by id */
 	int *redoff, redw;
-	Bound *arg;       /* per reduction: [argument, mask] */
+	Bound *arg;       /* per reduction: its argument */
 	Bound rowout, posout;
 	Expr **rowroots, **posroots;
 	int nrow, npos;
@@ -236,8 +236,8 @@ static RefEval *ref_new(Machine *m)
 	Expr *always = ir_const(c->ir, ty_scalar(TY_BOOL), 1);
 	for (int k = 0; k < re->nred; k++) {
 		Expr *e = re->red[k];
-		Expr *roots[2] = {e->nargs ? e->a[0] : always, c->mask ? c->mask : always};
-		re->arg[k] = bound_new(m, roots, 2);
+		Expr *root = e->nargs ? e->a[0] : always;
+		re->arg[k] = bound_new(m, &root, 1);
 	}
 	re->rowroots = xcalloc(c->nref, sizeof(Expr *));
 	re->posroots = xcalloc(c->nref, sizeof(Expr *));
@@ -290,11 +290,11 @@ static void reduce(Machine *m, Mode mode, int k, const Row *r)
 	for (int t = 0; t < IR_TOPK_MAX + 1; t++)
 		tv[t] = -INFINITY, ti[t] = -1, te[t] = 0;
 	for (int j = 0; j < r->len; j++) {
+		if (eval_masked(m, r, j)) /* the devices' decision, whatever the mode */
+			continue;
 		x.j = j;
 		bind_at(m, &re->arg[k], &x);
 		prog_run(re->arg[k].p, mode);
-		if (prog_root(re->arg[k].p, 1, NULL)[0] == 0)
-			continue;
 		const double *ve, *v = prog_root(re->arg[k].p, 0, &ve);
 		if (topk) { /* the naive way: the row's pairs ranked one by one into a sorted list */
 			int p = w;
@@ -460,11 +460,15 @@ void eval_identity(Machine *m, Mode mode, double *v, double *e)
 		memset(e, 0, m->sw * sizeof *e);
 }
 
+/* mask and assume in the spec's types, as every device decides them: a
+ * position is kept or dropped, so a comparison that float64 rounds the
+ * other way (j < p * 300 at p = 0.3) would keep a position no device
+ * keeps, in the interpreter and in the reference alike. */
 static int run_cond(Machine *m, Bound *b, const Row *r, int j)
 {
 	Ctx x = {.row = r, .j = j, .params = m->params};
 	bind_at(m, b, &x);
-	prog_run(b->p, MODE_F64);
+	prog_run(b->p, MODE_F32);
 	return prog_root(b->p, 0, NULL)[0] != 0;
 }
 

@@ -471,7 +471,7 @@ static int params_break_assume(const Machine *m, const Expr *e, char *msg, size_
 	}
 	int broken = 0;
 	if (only_params) {
-		prog_run(p, MODE_F64);
+		prog_run(p, MODE_F32); /* as eval_assume decides it */
 		broken = prog_root(p, 0, NULL)[0] == 0;
 	}
 	if (broken) {
