@@ -576,6 +576,11 @@ static LV lower_node(Lower *L, Expr *e)
 		for (int t = 0; t < n; t++) {
 			LLVMValueRef u = lower_conv(L, lower_lv_at(x, t), (TyKind)e->a[0]->ty.kind, k);
 			LLVMValueRef w = lower_conv(L, lower_lv_at(y, t), (TyKind)e->a[1]->ty.kind, k);
+			if (!is_float(k)) { /* wraps in the result's width, as + and * do */
+				LLVMValueRef p = LLVMBuildMul(L->b, u, w, "");
+				s = s ? LLVMBuildAdd(L->b, s, p, "") : p;
+				continue;
+			}
 			if (s && L->fma) {
 				LLVMValueRef args[3] = {u, w, s};
 				s = lower_intrinsic(L, "llvm.fmuladd", LLVMTypeOf(u), args, 3);
