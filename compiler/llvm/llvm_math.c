@@ -5,22 +5,25 @@
  *          unlike fptosi), r = x - n ln2 in two parts (Cody-Waite), e^r by
  *          a degree-6 polynomial fitted for relative error on [-ln2/2,
  *          ln2/2] (exp_poly), times 2^n applied as two powers of two so
- *          that 2^128 overflow comes out right.  Inputs are clamped to
- *          [EXP_LO, 89] by compare-and-select, which keeps NaN.  On
- *          AVX-512 hosts, in 16 lanes, a table of 2^(j/16) and a cubic
+ *          that 2^128 overflow and results down to the smallest
+ *          subnormal (2^-149) come out right, each rounded once.  Inputs
+ *          over 89 are clamped by compare-and-select, which keeps NaN.
+ *          On AVX-512 hosts, in 16 lanes, a table of 2^(j/16) and a cubic
  *          instead (exp_avx512).
  * exp2(x): the same with r = x - n exact and Cephes' exp2f polynomial.
- * Results under the smallest normal float (exp(x) for x < EXP_LO = -87.34,
- * exp2(x) for x < -126) are 0, as the .ftz forms of CUDA's give: on x86
- * every step that makes or reads a subnormal takes a microcode assist,
- * and such results are common (a softmax row masked with -inf, or whose
- * values lie far under its maximum, ran 6x slower).
+ * Results are subnormal where the exact value is, as interp, emu and
+ * NVRTC without -ftz give them.  Where the result rounds to 0 (exp(x) for
+ * x < EXP_ZERO = -103.97, exp2(x) for x < -150: -inf, a masked lane, a
+ * value far under a row's maximum) the lane computes e^0 instead, and a
+ * select gives 0: on x86 every step that makes a subnormal takes a
+ * microcode assist, so only the lanes whose result is one make it (a
+ * softmax row masked with -inf ran 6x slower when its lanes did).
  * log(x):  x = m 2^e with m in [sqrt(1/2), sqrt 2) (subnormals scaled by
  *          2^23 first), log(1 + f) by Cephes' logf polynomial, plus e ln2
  *          in two parts; 0 -> -inf, negative or NaN -> NaN, +inf -> +inf.
  *
- * Error against the exact value, flushed to 0 under the smallest normal
- * float, in float32 ulps of the result, measured by tests/test_llvm.c
+ * Error against the exact value, in float32 ulps of the result (2^-149
+ * for subnormal results), measured by tests/test_llvm.c
  * over every 127th float32 bit pattern and densely over the finite range:
  * exp 0.854 (16 lanes on AVX-512: 0.987; 0.998 over every float32 in
  * [-90, 89]), exp2 0.933, log 0.785 (with FMA, any lanes; exp without FMA,
@@ -45,11 +48,11 @@ static LLVMValueRef poly(Lower *L, LLVMValueRef x, const double *c, int n)
 	return p;
 }
 
-static LLVMValueRef clamp(Lower *L, LLVMValueRef x, double lo, double hi)
+/* x, or hi where x > hi (ordered: NaN stays) */
+static LLVMValueRef clamp_over(Lower *L, LLVMValueRef x, double hi)
 {
 	LLVMBuilderRef b = L->b;
-	x = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, fc(L, hi), ""), fc(L, hi), x, "");
-	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(L, lo), ""), fc(L, lo), x, "");
+	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, fc(L, hi), ""), fc(L, hi), x, "");
 }
 
 static LLVMValueRef as_int(Lower *L, LLVMValueRef f) { return LLVMBuildBitCast(L->b, f, lower_vty(L, TY_I32), ""); }
@@ -77,14 +80,25 @@ static LLVMValueRef round_magic(Lower *L, LLVMValueRef t, LLVMValueRef *ni)
 	return LLVMBuildFSub(b, s, magic, "");
 }
 
-/* The least float x whose e^x is a normal float (e^x >= 2^-126). */
-#define EXP_LO (-0x1.5d589ep+6)
+/* The least float x whose e^x rounds to a float over 0 (e^x > 2^-150):
+ * from there down to the smallest normal float (-87.34) the results are
+ * subnormal. */
+#define EXP_ZERO (-0x1.9fe368p+6)
 
-/* 0 where x < lo (ordered: NaN stays), y elsewhere. */
-static LLVMValueRef flush_under(Lower *L, LLVMValueRef x, double lo, LLVMValueRef y)
+/* Lanes whose result is not 0: x >= lo, or NaN. */
+static LLVMValueRef over(Lower *L, LLVMValueRef x, double lo)
 {
-	LLVMBuilderRef b = L->b;
-	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(L, lo), ""), fc(L, 0), y, "");
+	return LLVMBuildFCmp(L->b, LLVMRealUGE, x, fc(L, lo), "");
+}
+
+/* y in the lanes of keep, 0 elsewhere: as the argument of a lane whose
+ * result is 0, so that it computes 1, never a subnormal, and as that
+ * result.  With AVX-512 each is one zero-masked instruction (the
+ * multiply of scale2 for the result), as the clamp and the flush under
+ * 2^-126 were before. */
+static LLVMValueRef keep_in(Lower *L, LLVMValueRef keep, LLVMValueRef y)
+{
+	return LLVMBuildSelect(L->b, keep, y, fc(L, 0), "");
 }
 
 static LLVMValueRef exp_clamped(Lower *L, LLVMValueRef x, double hi);
@@ -114,11 +128,11 @@ LLVMValueRef math_exp_nonpos(Lower *L, LLVMValueRef x) { return exp_clamped(L, x
  * 12, and fewer fmas (in L1, one core of this AVX-512 host, sum of exps:
  * 6.5 -> 7.1 G/s).
  * x86 min returns its second operand when either is NaN, so clamping with
- * x second keeps NaN in one instruction; vscalefps scales exactly, with
- * correct overflow, and zeroes the lanes under EXP_LO through its mask.
- * That compare takes the place of a lower clamp: what the zeroed lanes
- * compute on the way (inf or NaN for -inf) is never used, and never a
- * subnormal. */
+ * x second keeps NaN in one instruction; vscalefps scales with one
+ * rounding, with correct overflow and subnormal results, and zeroes the
+ * lanes under EXP_ZERO through its mask.  That compare takes the place of
+ * a lower clamp: what the zeroed lanes compute on the way (inf or NaN for
+ * -inf) is never used. */
 static LLVMValueRef exp_avx512(Lower *L, LLVMValueRef x, double hi)
 {
 	LLVMBuilderRef b = L->b;
@@ -126,8 +140,8 @@ static LLVMValueRef exp_avx512(Lower *L, LLVMValueRef x, double hi)
 	LLVMValueRef a[5] = {fc(L, hi), x, rnd}, xc = x;
 	if (hi > 0) /* an argument known <= 0 (or NaN) needs no upper clamp */
 		xc = lower_intrinsic0(L, "llvm.x86.avx512.min.ps.512", a, 3);
-	/* lanes at or over EXP_LO, or NaN: the others become 0 */
-	LLVMValueRef keep = LLVMBuildFCmp(b, LLVMRealUGE, x, fc(L, EXP_LO), "");
+	/* lanes at or over EXP_ZERO, or NaN: the others become 0 */
+	LLVMValueRef keep = LLVMBuildFCmp(b, LLVMRealUGE, x, fc(L, EXP_ZERO), "");
 	keep = LLVMBuildBitCast(b, keep, LLVMInt16TypeInContext(L->ctx), "");
 	LLVMValueRef magic = fc(L, 786432.0); /* 1.5 * 2^19 */
 	LLVMValueRef t = fmad(L, xc, fc(L, 1.44269504088896341), magic);
@@ -156,13 +170,12 @@ static LLVMValueRef exp_clamped(Lower *L, LLVMValueRef x, double hi)
 	if (L->avx512 && L->W == 16)
 		return exp_avx512(L, x, hi);
 	LLVMBuilderRef b = L->b;
-	LLVMValueRef xc = hi > 0 ? clamp(L, x, EXP_LO, hi) : x, ni;
-	if (hi <= 0) /* only the lower side: keeps NaN as the compare is ordered */
-		xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(L, EXP_LO), ""), fc(L, EXP_LO), x, "");
+	LLVMValueRef keep = over(L, x, EXP_ZERO), ni;
+	LLVMValueRef xc = keep_in(L, keep, hi > 0 ? clamp_over(L, x, hi) : x);
 	LLVMValueRef n = round_magic(L, LLVMBuildFMul(b, xc, fc(L, 1.44269504088896341), ""), &ni);
 	LLVMValueRef r = fmad(L, n, fc(L, -0.693359375), xc);
 	r = fmad(L, n, fc(L, 2.12194440e-4), r);
-	return flush_under(L, x, EXP_LO, scale2(L, exp_poly(L, r), ni));
+	return keep_in(L, keep, scale2(L, exp_poly(L, r), ni));
 }
 
 LLVMValueRef math_exp2(Lower *L, LLVMValueRef x)
@@ -170,11 +183,13 @@ LLVMValueRef math_exp2(Lower *L, LLVMValueRef x)
 	static const double p[] = {1.535336188319500E-4, 1.339887440266574E-3, 9.618437357674640E-3,
 				   5.550332471162809E-2, 2.402264791363012E-1, 6.931472028550421E-1};
 	LLVMBuilderRef b = L->b;
-	LLVMValueRef xc = clamp(L, x, -126.0, 128.5), ni;
+	/* 2^x rounds to 0 at -150 (a tie, to even) and under */
+	LLVMValueRef keep = over(L, x, -150.0), ni;
+	LLVMValueRef xc = keep_in(L, keep, clamp_over(L, x, 128.5));
 	LLVMValueRef n = round_magic(L, xc, &ni);
 	LLVMValueRef r = LLVMBuildFSub(b, xc, n, "");
 	LLVMValueRef y = fmad(L, poly(L, r, p, 6), r, fc(L, 1.0));
-	return flush_under(L, x, -126.0, scale2(L, y, ni));
+	return keep_in(L, keep, scale2(L, y, ni));
 }
 
 LLVMValueRef math_log(Lower *L, LLVMValueRef x)
