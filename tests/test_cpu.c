@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "compiler/llvm/llvm.h"
 #include "compiler/llvm/mask_live.h"
@@ -2522,4 +2523,45 @@ Test(cpu, sums_of_subnormal_exps_meet_the_reference)
 		pools_close(&pool, 1);
 		spec_carrier_free(c);
 	}
+}
+
+/* The top of --config lanes (1..64; powers of two, 48 is 32): a top-2 list
+ * beside an i32 count (its insertions take a lane index from a 64-bit
+ * mask there) compiled within seconds, and its results the reference's. */
+Test(cpu, widest_lanes_compile_in_seconds, .timeout = 300)
+{
+	Carrier *cs[] = {
+		text_ok("carrier: topk_n\nparams: {lo: f32}\nelement: {x: f32}\n"
+			"state: {top: 'f32[2]', idx: 'i32[2]', n: i32}\nidentity: {top: -inf, idx: -1, n: 0}\n"
+			"lift: {top: 'topk(x, j, 2)', idx: 'topk_idx(x, j, 2)', n: 1}\n"
+			"merge:\n  top: topk(a.top, a.idx, b.top, b.idx)\n  idx: topk_idx(a.top, a.idx, b.top, b.idx)\n"
+			"  n: a.n + b.n\nlaws: [commutative]\n"),
+	};
+	static const int lanes[] = {48, 64};
+	setenv("ASSOC_NO_CPU_CACHE", "1", 1); /* each compile's own time, not an object's load */
+	RtPool *pool;
+	pools_open(&pool, 1);
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		Carrier *c = cs[i];
+		for (int l = 0; l < 2; l++) {
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = lanes[l]});
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+			cr_log_info("%s, lanes=%d: compiled in %.2f s", c->name, lanes[l], s);
+			cr_expect_lt(s, 10, "%s, lanes=%d: %.1f s to compile", c->name, lanes[l], s);
+			for (int len = 1; len < 300; len += 149) {
+				RunData *d = drawn(c, 3, len, 4 + len);
+				run_kernel(k, d, pool, 0);
+				char what[80];
+				snprintf(what, sizeof what, "%s, lanes=%d, len %d", c->name, lanes[l], len);
+				expect_ok(d, what);
+				rundata_free(d);
+			}
+			llvm_kernel_free(k);
+		}
+		spec_carrier_free(c);
+	}
+	pools_close(&pool, 1);
 }

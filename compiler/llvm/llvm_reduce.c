@@ -1422,7 +1422,7 @@ static void apart_insert(B *b, int q, LLVMValueRef v, LLVMValueRef i)
 	if (W > 1) {
 		LLVMValueRef args[2] = {left, LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0)};
 		LLVMValueRef t = lower_intrinsic(L, "llvm.cttz", mt, args, 2);
-		LLVMValueRef lane = LLVMBuildZExtOrBitCast(L->b, t, b->i32, "");
+		LLVMValueRef lane = LLVMBuildIntCast2(L->b, t, b->i32, 0, ""); /* i64 at 64 lanes */
 		x = LLVMBuildExtractElement(L->b, v, lane, "");
 		xi = LLVMBuildExtractElement(L->b, i, lane, "");
 	}
