@@ -2527,7 +2527,11 @@ Test(cpu, sums_of_subnormal_exps_meet_the_reference)
 
 /* The top of --config lanes (1..64; powers of two, 48 is 32): a top-2 list
  * beside an i32 count (its insertions take a lane index from a 64-bit
- * mask there) compiled within seconds, and its results the reference's. */
+ * mask there), a scan of five fields and selective_scan (a scan whose
+ * reduce folds in ordered lanes), each compiled within seconds (at 64
+ * the scan's shuffles kept LLVM's instruction selection over 10 minutes,
+ * selective_scan's 17 s; SHUFFLED_LANES_MAX in llvm_kern.c), and their
+ * results the reference's. */
 Test(cpu, widest_lanes_compile_in_seconds, .timeout = 300)
 {
 	Carrier *cs[] = {
@@ -2536,6 +2540,13 @@ Test(cpu, widest_lanes_compile_in_seconds, .timeout = 300)
 			"lift: {top: 'topk(x, j, 2)', idx: 'topk_idx(x, j, 2)', n: 1}\n"
 			"merge:\n  top: topk(a.top, a.idx, b.top, b.idx)\n  idx: topk_idx(a.top, a.idx, b.top, b.idx)\n"
 			"  n: a.n + b.n\nlaws: [commutative]\n"),
+		text_ok("carrier: runs_scan\nelement: {x: f32}\nstate: {first: f32, last: f32, runs: i32, n: i32, up: i32}\n"
+			"identity: {first: 0, last: 0, runs: 0, n: 0, up: 0}\nlift: {first: x, last: x, runs: 1, n: 1, up: 0}\n"
+			"merge:\n  first: where(a.n == 0, b.first, a.first)\n  last: where(b.n == 0, a.last, b.last)\n"
+			"  runs: a.runs + b.runs - where(a.n > 0 && b.n > 0 && a.last == b.first, 1, 0)\n  n: a.n + b.n\n"
+			"  up: a.up + b.up + where(a.n > 0 && b.n > 0 && a.last < b.first, 1, 0)\n"
+			"finalize: {runs: runs, up: up, last: last}\ntemplate: scan\n"),
+		load_ok("specs/selective_scan.yaml"),
 	};
 	static const int lanes[] = {48, 64};
 	setenv("ASSOC_NO_CPU_CACHE", "1", 1); /* each compile's own time, not an object's load */

@@ -1461,8 +1461,19 @@ static void one_lane_why(Kern *k, const Carrier *c, int scalar, int comm)
 /* Lanes and accumulators for c: vectors only where every input and output
  * is a scalar, every field too or the state short (short_state_lanes),
  * and the merge commutative (lanes reorder it), claimed or by its form. */
+/* The most lanes of the ordered fold and of a scan in lanes, whose steps
+ * shuffle whole vectors lane by lane: at 64 (four AVX-512 registers a
+ * value) LLVM's instruction selection took 17 s for selective_scan's
+ * ordered fold (1 s at 32), and a scan of five fields (three where's)
+ * over 10 minutes, recomputing known bits through the steps' 64-lane
+ * compare masks, which AVX-512BW makes legal (0.4 s without it; 0.2 s at
+ * 32).  Past the host's 16 lanes more only add steps: the commutative
+ * lanes alone take up to 64. */
+enum { SHUFFLED_LANES_MAX = 32 };
+
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile)
 {
+	int shuffled = lanes < SHUFFLED_LANES_MAX ? lanes : SHUFFLED_LANES_MAX;
 	int scalar = 1;
 	for (int f = 0; f < c->nstate; f++)
 		scalar &= spec_decl_width(&c->state[f]) == 1;
@@ -1481,7 +1492,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	k->lanes = lanes_ok && comm ? lanes : 1;
 	k->accs = lanes_ok && comm ? accs : 1;
 	/* associativity alone: segments in lanes, merged in order */
-	k->ordered = scalar && !comm && lanes > 1 ? lanes : 0;
+	k->ordered = scalar && !comm && lanes > 1 ? shuffled : 0;
 	k->mr_field = tile_max_rescale(c, &k->mr_g, &k->mr_guard);
 	/* Tiles of 8 vectors by default (one thread, AVX-512, rows of 4096 in
 	 * cache, best of 5): logsumexp 2.9 G elements/s (1.7 without tiles;
@@ -1525,7 +1536,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	/* a scan of scalars, its outputs scalars too: in lanes (scan_lanes) */
 	k->scan_lanes = 0;
 	if (c->tpl == FAM_SCAN && scalar && lanes > 1) {
-		k->scan_lanes = lanes;
+		k->scan_lanes = shuffled;
 		for (int i = 0; i < c->nfinal; i++)
 			if (lower_width(c->finalize[i].e) != 1)
 				k->scan_lanes = 0;
