@@ -541,6 +541,50 @@ Test(run, logsumexp_of_rows_with_infinities_and_nan_on_emu, .timeout = 120)
 	lse_inf_rows("emu");
 }
 
+/* specs/attention.yaml over a key holding -inf (k[0][0], q[r][0] = 1):
+ * row 0 keeps that key alone, every score it keeps -inf, and gives out 0
+ * and lse -inf as PyTorch's SDPA does, on dev and in the reference (whose
+ * exp(s - max) was NaN there); row 1 keeps a finite score beside it. */
+static void attention_minus_inf_rows(const char *dev)
+{
+	Carrier *c = load_ok("specs/attention.yaml");
+	RunData *d = rundata_new(c, 2, 3);
+	char msg[200];
+	cr_assert_eq(rundata_draw(d, 7, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_str_eq(c->col[0].name, "k");
+	int D = d->row[0].width;
+	run_buffer_set(&d->col[0], 0, -INFINITY);
+	for (int r = 0; r < 2; r++)
+		run_buffer_set(&d->row[0], (size_t)r * D, 1);
+	d->params[0] = 0.125;
+	device_run(dev, d);
+	cr_assert_str_eq(c->finalize[0].name, "out");
+	for (int t = 0; t < d->fin[0].width; t++)
+		cr_expect_eq(run_buffer_get(&d->fin[0], t), 0, "%s: out[0][%d] = %g", dev, t, run_buffer_get(&d->fin[0], t));
+	cr_expect(isinf(run_buffer_get(&d->fin[1], 0)) && run_buffer_get(&d->fin[1], 0) < 0, "%s: lse[0] = %g", dev,
+		  run_buffer_get(&d->fin[1], 0));
+	cr_expect(isfinite(run_buffer_get(&d->fin[1], 1)), "%s: lse[1] = %g", dev, run_buffer_get(&d->fin[1], 1));
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	for (int o = 0; o < rc.nout; o++)
+		cr_expect(rc.out[o].worst_ratio <= 1 && !rc.out[o].nan_mismatch, "%s %s: %g of tolerance, %d NaN mismatches",
+			  dev, rc.out[o].name, rc.out[o].worst_ratio, rc.out[o].nan_mismatch);
+	cr_expect(rc.ok, "%s: the reference disagrees", dev);
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, attention_row_of_minus_inf_scores_on_interp) { attention_minus_inf_rows("interp"); }
+Test(run, attention_row_of_minus_inf_scores_on_cpu) { attention_minus_inf_rows("cpu"); }
+Test(run, attention_row_of_minus_inf_scores_on_emu, .timeout = 120)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	attention_minus_inf_rows("emu");
+}
+
 /* online_softmax's y where PyTorch's softmax gives it: a row holding +inf
  * ([1, inf], [inf, 1]) gives NaN at every position (its lse is +inf), a
  * row of -inf NaN, a finite row its weights, values past exp's float64
