@@ -372,7 +372,11 @@ class Kernel:
         arrays' ranks where not given).  Returns {output: array} in the
         inputs' library and device.  With page_size, block_table and
         seq_lens (and cu_seqlens_q where sequences have their own numbers
-        of queries): a batch over a paged key/value cache, see paged()."""
+        of queries): a batch over a paged key/value cache, see paged().
+        An f16 or bf16 input also takes a NumPy uint16 array, read as the
+        type's 16-bit patterns (NumPy has no bfloat16), as the C API and
+        the CLI's .npy files take them; a bf16 output of NumPy inputs is
+        then uint16 too."""
         if (page_size is not None or block_table is not None or seq_lens is not None or cu_seqlens_q is not None
                 or max_seqlen_q is not None):
             return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, max_seqlen_q, **kw)
@@ -441,8 +445,9 @@ class Kernel:
         many it has, cu_seqlens_q [batch + 1] int32 its queries (else as
         many each); row inputs (q) and the outputs are [rows][heads][...],
         sequence after sequence.  A sequence's queries are its last
-        positions (the causal mask aligned bottom-right).  On NumPy arrays;
-        or, for a kernel compiled for "gpu", on CUDA arrays (torch, CuPy)
+        positions (the causal mask aligned bottom-right).  On NumPy arrays
+        or torch CPU tensors (the layout arrays int32 of either; outputs in
+        the inputs' library); or, for a kernel compiled for "gpu", on CUDA arrays (torch, CuPy)
         in the same layout with the layout arrays on the same device,
         decoding or chunked prefill (with cu_seqlens_q, max_seqlen_q the
         most queries of a sequence), enqueued on the arrays' current
@@ -465,9 +470,9 @@ class Kernel:
         if first is None:
             raise ValueError("%s: a paged run needs column (keys) and row (queries) inputs" % spec.name)
         device = first[1].device
-        if device is None and first[1].kind != "numpy":
-            raise ValueError("input '%s' is %s: a paged run takes NumPy arrays, or CUDA arrays for a \"gpu\" "
-                             "kernel" % (first[0], first[1].where()))
+        if device is None and first[1].kind not in ("numpy", "torch"):
+            raise ValueError("input '%s' is %s: a paged run takes NumPy arrays or torch CPU tensors, or CUDA "
+                             "arrays for a \"gpu\" kernel" % (first[0], first[1].where()))
         if device is not None and self.device != "gpu":
             raise ValueError("input '%s' is %s: device arrays need a kernel compiled for \"gpu\" (this one runs "
                              "on %s)" % (first[0], first[1].where(), self.device))
@@ -564,7 +569,7 @@ def _input_views(spec, arrays):
         elif (v.kind, v.device, v.library()) != (first[1].kind, first[1].device, first[1].library()):
             raise ValueError("input '%s' is %s, but '%s' is %s: all inputs of a run share one library and "
                              "device" % (a.name, v.where(), first[0], first[1].where()))
-        if v.type != a.type:
+        if v.type != a.type and not _arrays.holds_bits(v, a.type):
             raise ValueError("input '%s' has dtype %s; the spec's '%s' is %s (%s)" % (
                 a.name, v.dtype, a.name, a.type, _want_dtype(v.kind, a.type)))
         if v.masked:
@@ -598,8 +603,10 @@ def _check_int32(name, arr, shape, first):
     not.  ValueError naming what is wrong."""
     import numpy as np
     if first.device is None:
+        if _arrays._is_torch(arr) and arr.device.type == "cpu" and str(arr.dtype) == "torch.int32":
+            arr = arr.contiguous().numpy()  # the same memory, read as NumPy
         if not isinstance(arr, np.ndarray) or arr.dtype != np.int32:
-            raise ValueError("%s: a %d-dimensional numpy.int32 array" % (name, len(shape)))
+            raise ValueError("%s: a %d-dimensional numpy.int32 array (or torch.int32 CPU tensor)" % (name, len(shape)))
         arr = np.ascontiguousarray(arr)
     v = _arrays.view(arr, "i32")
     if first.device is not None and (v.device != first.device or v.kind != first.kind or v.type != "i32"):
@@ -618,5 +625,5 @@ def _want_dtype(kind, t):
     if kind == "torch":
         return "torch." + _arrays.TORCH_TYPES[t]
     if t == "bf16":
-        return "a torch.bfloat16 tensor: NumPy has no bfloat16"
+        return "a torch.bfloat16 tensor, or numpy.uint16 holding bfloat16's bit patterns: NumPy has no bfloat16"
     return ("cupy." if kind == "cupy" else "numpy.") + _arrays.NUMPY_TYPES[t]

@@ -10,6 +10,9 @@ import sys
 NUMPY_TYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64",
                "bool": "bool"}
 TORCH_TYPES = dict(NUMPY_TYPES, bf16="bfloat16")
+# f16 and bf16 also as their 16-bit patterns in NumPy uint16 (as the C API
+# and the CLI's .npy files take them): NumPy has no bfloat16
+BITS_TYPES = ("f16", "bf16")
 
 
 class View:
@@ -78,11 +81,17 @@ def view(obj, spec_type):
                     obj.flags.c_contiguous)
     if not isinstance(obj, np.ndarray):
         if spec_type not in NUMPY_TYPES:
-            raise TypeError("a %s array must be a torch.bfloat16 tensor (NumPy has no bfloat16), not %s"
-                            % (spec_type, type(obj).__name__))
+            raise TypeError("a %s array must be a torch.bfloat16 tensor or a numpy.uint16 array of its bit "
+                            "patterns (NumPy has no bfloat16), not %s" % (spec_type, type(obj).__name__))
         obj = np.ascontiguousarray(obj, dtype=NUMPY_TYPES[spec_type])
     t = _type_of(obj.dtype, NUMPY_TYPES) if obj.dtype.isnative else None
     return View(obj, "numpy", None, obj.ctypes.data, t, obj.dtype, obj.shape, obj.flags.c_contiguous)
+
+
+def holds_bits(v, spec_type):
+    """Whether the View v is a host NumPy uint16 array, which an f16 or bf16
+    input takes as the type's 16-bit patterns."""
+    return spec_type in BITS_TYPES and v.kind == "numpy" and v.dtype.isnative and v.dtype.name == "uint16"
 
 
 def _is_c_contiguous(shape, strides, itemsize):
@@ -105,6 +114,11 @@ def numpy_type_for(spec_type, name):
     if spec_type not in NUMPY_TYPES:
         raise ValueError("'%s' is %s, which NumPy has no type for: pass torch.bfloat16 tensors" % (name, spec_type))
     return NUMPY_TYPES[spec_type]
+
+
+def _host_numpy_type(spec_type, name):
+    """A host NumPy output's dtype: bf16 as uint16, its bit patterns."""
+    return "uint16" if spec_type == "bf16" else numpy_type_for(spec_type, name)
 
 
 _allocators = {}  # a type of a "cuda" array -> allocate(shape, numpy dtype, device index)
@@ -133,7 +147,7 @@ def allocate(first, shape, spec_type, name):
     kind, device = first.kind, first.device
     if kind == "numpy":
         import numpy as np
-        a = np.empty(shape, dtype=numpy_type_for(spec_type, name))
+        a = np.empty(shape, dtype=_host_numpy_type(spec_type, name))
         return a, a.ctypes.data
     if kind == "torch":
         import torch

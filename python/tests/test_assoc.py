@@ -51,6 +51,16 @@ def softmax_ref(x):
     return np.log(e.sum(-1)) + m[..., 0], e / e.sum(-1, keepdims=True)
 
 
+def bf16_bits(x):
+    """float32 values as bfloat16's 16-bit patterns, rounded to nearest even."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7fff + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_values(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
 def attention_ref(q, k, v, scale):
     """Causal attention per head, query head h on key/value head h / (H / G)."""
     H, G = q.shape[0], k.shape[0]
@@ -326,12 +336,39 @@ class Specs(unittest.TestCase):
             else:
                 os.environ["ASSOC_LIBCUDA"] = saved
 
-    def test_bf16_needs_torch(self):
+    def test_bf16_needs_torch_or_its_bits(self):
         k = assoc.load("specs/layer_norm.yaml").compile("interp")
         with self.assertRaisesRegex(ValueError, r"'x' has dtype float16; the spec's 'x' is bf16 "
-                                                r"\(a torch.bfloat16 tensor"):
+                                                r"\(a torch.bfloat16 tensor, or numpy.uint16 holding bfloat16's bit "
+                                                r"patterns"):
             k(x=np.zeros((1, 4), np.float16), gamma=np.ones(4, np.float32), beta=np.zeros(4, np.float32),
               eps=1e-5)
+        # uint16 is an f16 or bf16 input's bits only: an f32 input refuses it
+        with self.assertRaisesRegex(ValueError, r"'gamma' has dtype uint16; the spec's 'gamma' is f32"):
+            k(x=np.zeros((1, 4), np.uint16), gamma=np.ones(4, np.uint16), beta=np.zeros(4, np.float32), eps=1e-5)
+
+    def test_bf16_as_numpy_uint16_bits(self):
+        # x's values are whole bfloat16 numbers: the bits are their float32 bits' top half
+        x = (np.random.default_rng(8).standard_normal((3, 257)) * 2 + 1).astype(np.float32)
+        x = bf16_values(bf16_bits(x))
+        gamma, beta = np.linspace(0.5, 1.5, 257, dtype=np.float32), np.linspace(-1, 1, 257, dtype=np.float32)
+        for device in ("interp", "cpu"):
+            out = assoc.load("specs/layer_norm.yaml").compile(device, threads=1)(
+                x=bf16_bits(x), gamma=gamma, beta=beta, eps=1e-5)
+            x64 = x.astype(np.float64)
+            mean, var = x64.mean(1, keepdims=True), x64.var(1, keepdims=True)
+            np.testing.assert_allclose(out["mean"], mean[:, 0], rtol=1e-5, atol=1e-6, err_msg=device)
+            np.testing.assert_allclose(out["y"], (x64 - mean) / np.sqrt(var + 1e-5) * gamma + beta, rtol=1e-3,
+                                       atol=1e-3, err_msg=device)
+
+    def test_f16_as_numpy_uint16_bits_is_the_same_run(self):
+        k = assoc.load("specs/attention.yaml", dims={"d": 16, "dv": 16}).compile("cpu", threads=1)
+        r = np.random.default_rng(9)
+        q, kk, v = (r.standard_normal(s).astype(np.float16) for s in ((2, 5, 16), (1, 7, 16), (1, 7, 16)))
+        ref = k(q=q, k=kk, v=v, scale=0.25)
+        bits = k(q=q.view(np.uint16), k=kk.view(np.uint16), v=v.view(np.uint16), scale=0.25)
+        np.testing.assert_array_equal(bits["out"], ref["out"])
+        np.testing.assert_array_equal(bits["lse"], ref["lse"])
 
 
 class Statistics(unittest.TestCase):
@@ -474,6 +511,35 @@ class Paged(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"seq_lens: a 1-dimensional numpy.int32 array"):
             kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens.astype(np.int64),
                  page_size=self.P, cu_seqlens_q=cu)
+
+    def test_bf16_batch_as_numpy_uint16_bits(self):
+        # the bf16 carrier, paged, on bits: each sequence as its unpaged run on the same bits
+        spec = assoc.load("tests/attention/causal_bf16.yaml", dims={"d": self.D, "dv": self.D})
+        r = np.random.default_rng(6)
+        lens = np.array([20, 3], np.int32)
+        table = np.array([[1, 2], [0, -1]], np.int32)
+        pool_k = bf16_bits(r.standard_normal((3, self.P, self.G, self.D)))
+        pool_v = bf16_bits(r.standard_normal((3, self.P, self.G, self.D)))
+        q = bf16_bits(r.standard_normal((2, self.H, self.D)))
+        for device in ("interp", "cpu"):
+            kern = spec.compile(device=device, threads=2)
+            out = kern(q=q, k=pool_k, v=pool_v, scale=0.25, block_table=table, seq_lens=lens, page_size=self.P)
+            self.assertEqual(out["out"].dtype, np.float32)
+            self.assertEqual(out["out"].shape, (2, self.H, self.D))
+            for b in range(2):
+                n = int(lens[b])
+                slots = [(table[b, j // self.P], j % self.P) for j in range(n)]
+                k = np.ascontiguousarray(np.stack([pool_k[p, s] for p, s in slots], 1))  # [G][len][d]
+                v = np.ascontiguousarray(np.stack([pool_v[p, s] for p, s in slots], 1))
+                qs = np.zeros((self.H, n, self.D), np.uint16)
+                qs[:, n - 1] = q[b]
+                one = kern(q=qs, k=k, v=v, scale=0.25)
+                np.testing.assert_allclose(out["out"][b], one["out"][:, n - 1], rtol=1e-5, atol=1e-6,
+                                           err_msg="%s sequence %d" % (device, b))
+                np.testing.assert_allclose(out["lse"][b], one["lse"][:, n - 1], rtol=1e-5, atol=1e-6)
+                ref_out, ref_lse = attention_ref(bf16_values(qs), bf16_values(k), bf16_values(v), 0.25)
+                np.testing.assert_allclose(out["out"][b], ref_out[:, n - 1], rtol=2e-2, atol=1e-2)
+                np.testing.assert_allclose(out["lse"][b], ref_lse[:, n - 1], rtol=1e-3, atol=1e-3)
 
 
 class Wording(unittest.TestCase):

@@ -81,6 +81,33 @@ class TorchCpu(unittest.TestCase):
         torch.testing.assert_close(out["y"], ref, rtol=1e-3, atol=1e-3)
         torch.testing.assert_close(out["mean"], x.float().mean(1), rtol=1e-5, atol=1e-5)
 
+    def test_paged_bf16_on_cpu_tensors(self):
+        # a paged run on torch CPU tensors gives torch tensors, the same
+        # bits as the run on NumPy uint16 arrays of the same patterns
+        D, P = 32, 16
+        k = assoc.load("tests/attention/causal_bf16.yaml", dims={"d": D, "dv": D}).compile("cpu", threads=2)
+        g = torch.Generator().manual_seed(4)
+        pool = torch.randn(2, P, 2, D, generator=g).to(torch.bfloat16)
+        vpool = torch.randn(2, P, 2, D, generator=g).to(torch.bfloat16)
+        q = torch.randn(1, 4, D, generator=g).to(torch.bfloat16)
+        bt, sl = torch.tensor([[0, 1]], dtype=torch.int32), np.array([20], np.int32)
+        out = k(q=q, k=pool, v=vpool, scale=0.2, block_table=bt, seq_lens=sl, page_size=P)
+        self.assertIsInstance(out["out"], torch.Tensor)
+        self.assertEqual(tuple(out["out"].shape), (1, 4, D))
+
+        def bits(t):
+            return t.view(torch.int16).numpy().view(np.uint16)
+
+        ref = k(q=bits(q), k=bits(pool), v=bits(vpool), scale=0.2, block_table=bt.numpy(), seq_lens=sl,
+                page_size=P)
+        np.testing.assert_array_equal(out["out"].numpy(), ref["out"])
+        np.testing.assert_array_equal(out["lse"].numpy(), ref["lse"])
+        keys = torch.cat([pool[0], pool[1]])[:20].float().transpose(0, 1)  # [kv_heads][keys][d]
+        vals = torch.cat([vpool[0], vpool[1]])[:20].float().transpose(0, 1)
+        sdpa = torch.nn.functional.scaled_dot_product_attention(
+            q[0].float().unsqueeze(1), keys.repeat_interleave(2, 0), vals.repeat_interleave(2, 0), scale=0.2)
+        torch.testing.assert_close(out["out"][0], sdpa[:, 0], rtol=2e-2, atol=1e-2)
+
     def test_attention_heads(self):
         H, G, R, L, D = 4, 2, 6, 11, 16
         k = assoc.load("specs/attention.yaml", dims={"d": D, "dv": D}).compile("cpu", threads=2)
