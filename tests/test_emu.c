@@ -6,7 +6,8 @@
  * missing barrier after it is caught; dynamic shared memory is sized by the
  * launch and checked as static shared memory is; a block's shared memory
  * starts unwritten, whatever the last block left; a block of 256 fibers over rows of
- * 4099 runs well under a second; the scan template runs masked rows, one of
+ * 4099 runs well under a second; a grid past the device's limits is refused
+ * as the driver refuses it; the scan template runs masked rows, one of
  * them fully masked, at every length; a module's own signed overflow
  * wraps. */
 #include <dlfcn.h>
@@ -422,6 +423,32 @@ Test(emu, dynamic_shared_memory_is_sized_and_checked_at_launch)
 	cr_expect(strstr(msg, "read of dsm[0] while a cp.async of thread 0 to it is in flight"), "%s", msg);
 	/* a larger launch after the failures, copies left in flight */
 	cr_assert_eq(emu_launch_kernel(l, "dyn", 3, 64, 100 * 1024, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	emu_close(l);
+}
+
+/* A launch past the device's grid limits fails as cuLaunchKernel would,
+ * before any block runs: y over 65535, x over 2^31 - 1 (an empty grid
+ * stays a launch of nothing, as the devices skip one). */
+Test(emu, grids_past_the_device_limits_are_refused)
+{
+	EmuLib *l = lib();
+	_Alignas(16) static unsigned buf[512];
+	char msg[1024];
+	static const unsigned bad[][2] = {{1, 65536}, {0x80000000u, 1}, {0x80000000u, 65536}, {4, 70000}};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		memset(buf, 0, sizeof buf);
+		cr_assert_eq(emu_launch_grid(l, "dyn", bad[k][0], bad[k][1], 64, 64 * 4, buf, NULL, msg, sizeof msg), -1,
+			     "a grid of %u x %u ran", bad[k][0], bad[k][1]);
+		char want[96];
+		snprintf(want, sizeof want, "kernel dyn: a grid of %u x %u blocks: CUDA_ERROR_INVALID_VALUE", bad[k][0],
+			 bad[k][1]);
+		cr_expect(strstr(msg, want) && strstr(msg, "y from 1 to 65535"), "%s", msg);
+		cr_expect_eq(buf[0], 0u, "a block ran");
+	}
+	/* at the limit of y, and in clusters */
+	cr_assert_eq(emu_launch_grid(l, "dyn", 1, 65535, 64, 64 * 4, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(emu_launch_cluster(l, "dyn", 2, 65536, 64, 64 * 4, 2, buf, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "CUDA_ERROR_INVALID_VALUE"), "%s", msg);
 	emu_close(l);
 }
 

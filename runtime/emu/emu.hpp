@@ -2471,6 +2471,14 @@ extern "C" int emu_launch3(void (*fn)(const void *), const char *kernel, unsigne
 			 cluster);
 		return -1;
 	}
+	/* the limits cuLaunchKernel holds every launch to, refused with its
+	 * error, so that a grid a GPU would refuse fails here too */
+	if (grid == 0 || grid > 0x7fffffffu || gy == 0 || gy > 65535) {
+		snprintf(msg, n, "kernel %s: a grid of %u x %u blocks: CUDA_ERROR_INVALID_VALUE (1): invalid argument (x from 1 "
+				 "to 2^31 - 1, y from 1 to 65535)",
+			 kernel, grid, gy);
+		return -1;
+	}
 	if (block == 0 || block > EMU_MAXT || block % 32) {
 		snprintf(msg, n, "kernel %s: block of %u threads (the emulator needs a multiple of 32, at most %d)", kernel,
 			 block, EMU_MAXT);

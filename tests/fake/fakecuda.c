@@ -25,6 +25,10 @@
  * whose inner bytes are a multiple of 16 and, swizzled, within the
  * swizzle's span) and counts the maps it encodes (fakecuda_tmaps).
  *
+ * cuLaunchKernel refuses, with CUDA_ERROR_INVALID_VALUE as the driver,
+ * a grid past x 2^31 - 1, y or z 65535, and a block past 1024 threads
+ * (x and y 1024, z 64).
+ *
  * cuLaunchKernelEx launches as cuLaunchKernel does and records the
  * cluster dimensions its attributes give (fakecuda_cluster), refusing a
  * grid that is not a whole number of clusters and, as the driver does,
@@ -239,6 +243,9 @@ int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsi
 	memset(launch_cluster, 0, sizeof launch_cluster);
 	if (s > 48 * 1024 && (int)s > granted)
 		return 1; /* as the driver: more than 48 KB only after the function opts in */
+	if (!a || !b || !c || a > 0x7fffffffu || b > 65535 || c > 65535 || !d || !e || !g || d > 1024 || e > 1024 ||
+	    g > 64 || (unsigned long long)d * e * g > 1024)
+		return 1; /* CUDA_ERROR_INVALID_VALUE: the device's grid and block limits */
 	return (int)opt("launch", 0);
 }
 #ifndef FAKECUDA_OLD
@@ -281,6 +288,7 @@ int cuEventDestroy_v2(void *e) { free(e); return 0; }
 int cuGetErrorName(int r, const char **s)
 {
 	switch (r) {
+	case 1: *s = "CUDA_ERROR_INVALID_VALUE"; break;
 	case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
 	case 34: *s = "CUDA_ERROR_STUB_LIBRARY"; break;
 	case 100: *s = "CUDA_ERROR_NO_DEVICE"; break;
