@@ -554,6 +554,74 @@ Test(paged, emu_batch_leaves_a_named_variant_alone, .timeout = 600)
 	spec_carrier_free(c);
 }
 
+/* ---- batches past a grid's 65535 rows ---- */
+
+/* batch sequences of 1 to 3 keys over a pool of 61 pages of 16, of head
+ * dim 16: one query each, or with varlen 2 every fifth (whose first sees
+ * no key when it has one) and none every seventh. */
+static Paged *wide_batch(Carrier *c, int batch, int varlen)
+{
+	enum { PAGES = 61 };
+	int32_t *table = malloc((size_t)batch * sizeof *table), *lens = malloc((size_t)batch * sizeof *lens);
+	int32_t *cu = varlen ? malloc(((size_t)batch + 1) * sizeof *cu) : NULL;
+	cr_assert(table && lens && (cu || !varlen));
+	for (int b = 0; b < batch; b++) {
+		table[b] = (int32_t)((b * 7L) % PAGES);
+		lens[b] = 1 + b % 3;
+	}
+	for (int b = 0; varlen && b <= batch; b++)
+		cu[b] = !b ? 0 : cu[b - 1] + ((b - 1) % 7 == 3 ? 0 : (b - 1) % 5 == 2 ? 2 : 1);
+	char msg[512];
+	Paged *p = paged_new(c, 1, 1, batch, 16, PAGES, 1, table, lens, cu, 1, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	free(table), free(lens), free(cu);
+	cr_assert_eq(paged_draw(p, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	return p;
+}
+
+/* More sequences than a grid's y takes (65535): the emulator, which holds
+ * a launch to the GPU's limits, runs them in two launches, and every
+ * sequence, those of the second launch too, gives the reference's
+ * results, with and without cu_seqlens_q. */
+Test(paged, emu_runs_a_batch_past_65535_sequences, .timeout = 900)
+{
+	const Device *dv = run_device_find("emu");
+	char msg[1024];
+	if (!dv || !dv->available(msg, sizeof msg))
+		cr_skip_test("no emu device");
+	Carrier *c = load_defs("specs/attention.yaml", (Define[]){{"d", "16"}, {"dv", "16"}}, 2);
+	for (int varlen = 0; varlen < 2; varlen++) {
+		Paged *p = wide_batch(c, 70000, varlen);
+		RunBatch rb;
+		paged_batch(p, &rb);
+		cr_assert_eq(run_batch_uniform(&rb), !varlen);
+		EmuStats st;
+		memset(&st, 0, sizeof st);
+		/* a warp a block: a quarter of the fibers the rule's kernel takes */
+		RunOpts o = {.split = 1, .config = "attention:nt=32,mt=1,bn=16,pv=1,st=1"};
+		cr_assert_eq(emu_run_batch(&rb, &o, &st, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(st.launches, 2, "%d launches (%s)", st.launches, st.config);
+		int seen = 0, bad = -1;
+		for (int b = 0; b < rb.batch && bad < 0; b++) {
+			if (!rb.seq[b]->rows)
+				continue;
+			RunCheck rc;
+			runcheck_run(rb.seq[b], &rc);
+			if (!rc.ok)
+				bad = b;
+			runcheck_free(&rc);
+			seen += b >= PAGED_LAUNCH_SEQS;
+		}
+		cr_assert_eq(bad, -1, "%s: sequence %d (%d queries, %d keys) differs from the reference",
+			     varlen ? "varlen" : "one query each", bad, bad < 0 ? 0 : rb.seq[bad]->rows,
+			     bad < 0 ? 0 : rb.seq[bad]->len);
+		cr_assert_gt(seen, 3500, "sequences of the second launch checked: %d", seen);
+		paged_batch_free(&rb);
+		paged_free(p);
+	}
+	spec_carrier_free(c);
+}
+
 /* ---- queries at their sequence's last positions ---- */
 
 /* The outputs of q and p (of one layout) within tol of each other, as
@@ -1280,6 +1348,45 @@ Test(paged, gpu_runs_the_batch_in_one_launch, .timeout = 600)
 	cr_assert_eq(after - before, 6 + 2, "%d copies", after - before);
 	runcheck_free(&rc);
 	paged_free(u1);
+	dlclose(lib);
+	paged_free(p);
+	spec_carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+	unsetenv("XDG_CACHE_HOME");
+}
+
+/* The gpu device through the fake driver, which refuses a grid past 65535
+ * rows in y as the driver does: a batch of 70000 sequences goes in two
+ * launches, the second of the 4465 sequences left. */
+Test(paged, gpu_runs_a_batch_past_65535_sequences_in_two_launches, .timeout = 600)
+{
+	char dir[] = "/tmp/assoc-paged-XXXXXX", msg[1024];
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	nvrtc_close(nv);
+	cr_assert(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1);
+	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
+	setenv("FAKECUDA", "", 1);
+	Carrier *c = load_defs("specs/attention.yaml", (Define[]){{"d", "16"}, {"dv", "16"}}, 2);
+	Paged *p = wide_batch(c, 70000, 0);
+	RunCheck rc;
+	/* the driver loads with the first run */
+	cr_assert_eq(paged_run(p, run_device_find("gpu"), &(RunOpts){.split = 1}, &rc, NULL, msg, sizeof msg), 0, "%s",
+		     msg);
+	runcheck_free(&rc);
+	void *lib = dlopen("build/libfakecuda.so", RTLD_NOW | RTLD_NOLOAD);
+	cr_assert(lib, "the fake driver is not loaded");
+	int (*launches)(void) = (int (*)(void))dlsym(lib, "fakecuda_launches");
+	unsigned (*grid_y)(void) = (unsigned (*)(void))dlsym(lib, "fakecuda_grid_y");
+	cr_assert(launches && grid_y);
+	int l0 = launches();
+	cr_assert_eq(paged_run(p, run_device_find("gpu"), &(RunOpts){.split = 1}, &rc, NULL, msg, sizeof msg), 0, "%s",
+		     msg);
+	cr_assert_eq(launches() - l0, 2, "%d launches", launches() - l0);
+	cr_assert_eq(grid_y(), 70000u - 65535u);
+	runcheck_free(&rc);
 	dlclose(lib);
 	paged_free(p);
 	spec_carrier_free(c);

@@ -8,6 +8,7 @@
 
 #include "compiler/cuda/cuda.h"
 #include "compiler/devices/emu.h"
+#include "compiler/devices/paged.h"
 #include "runtime/emu/emu_tmap.h"
 
 static void fill_args(RunData *d, CudaArgs *a)
@@ -260,27 +261,34 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 	a->heads = heads, a->kv_heads = kv;
 	a->split = p.split;
 	a->chunk = p.chunk;
-	ws = calloc(cuda_paged_ws_words(&m, heads, kv, rmax, p.split) * rb->batch + 1, 4);
+	size_t ws_words = cuda_paged_ws_words(&m, heads, kv, rmax, p.split);
+	ws = calloc(ws_words * rb->batch + 1, 4);
 	if (!ws)
 		abort();
 	a->ws = ws;
 	unsigned long long bytes[2] = {0, 0};
-	for (int k = 0; k < p.nk; k++)
-		if (emu_launch_grid(lib, p.k[k].name, p.k[k].grid, (unsigned)rb->batch, p.k[k].block, p.k[k].smem, &at, bytes,
-				    msg, n))
-			goto out;
+	int launches = 0;
+	for (int s0 = 0; s0 < rb->batch; s0 += PAGED_LAUNCH_SEQS) { /* as many sequences a launch as the GPU's grid takes */
+		int seqs = rb->batch - s0 < PAGED_LAUNCH_SEQS ? rb->batch - s0 : PAGED_LAUNCH_SEQS;
+		CudaArgsTma part = at;
+		paged_args_from(c, a, s0, d0->page.size, ws_words, &part.a);
+		for (int k = 0; k < p.nk; k++, launches++)
+			if (emu_launch_grid(lib, p.k[k].name, p.k[k].grid ? p.k[k].grid : 1, (unsigned)seqs, p.k[k].block,
+					    p.k[k].smem, &part, bytes, msg, n))
+				goto out;
+	}
 	for (int k = 0; k < c->nfinal && !rb->fin; k++)
 		run_batch_put_fin(rb, k, outs[k]);
 	if (st) {
 		variant_str(x, st->config, sizeof st->config);
 		st->bytes[0] = bytes[0], st->bytes[1] = bytes[1];
-		st->launches = p.nk;
+		st->launches = launches;
 	}
 	if (o->verbose) {
 		char cfg[128];
 		variant_str(x, cfg, sizeof cfg);
-		fprintf(stderr, "emu: %d sequences in one launch: %s, split %d, %llu bytes loaded, %llu stored\n", rb->batch,
-			cfg, p.split, bytes[0], bytes[1]);
+		fprintf(stderr, "emu: %d sequences in %s: %s, split %d, %llu bytes loaded, %llu stored\n", rb->batch,
+			launches > p.nk ? "launches of 65535" : "one launch", cfg, p.split, bytes[0], bytes[1]);
 	}
 	rc = 0;
 out:

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "compiler/devices/gpu.h"
+#include "compiler/devices/paged.h"
 
 static double now_ms(void)
 {
@@ -621,26 +622,39 @@ int gpu_run_device(Gpu *g, RunData *d, const RunOpts *o, GpuBufs *b, void *ctx, 
 	return ctx == primary ? plain_launch(g, &pl, msg, n) : in_ctx(g, mod, gen, plain_launch, &pl, msg, n);
 }
 
+/* The kernels of plan p over a paged batch whose arguments are all, a row
+ * of the grid a sequence: a launch of each per PAGED_LAUNCH_SEQS sequences
+ * (CUDA's most in y), the arguments narrowed to them (the driver copies
+ * them at the launch). */
+static int launch_batch(Gpu *g, int v, const CudaPlan *p, const CudaArgs *all, int batch, char *msg, size_t n)
+{
+	size_t ws_words = cuda_paged_ws_words(&g->m, all->heads, all->kv_heads, all->rows, all->split);
+	for (int s0 = 0; s0 < batch; s0 += PAGED_LAUNCH_SEQS) {
+		CudaArgs a;
+		paged_args_from(g->c, all, s0, g->m.paged, ws_words, &a);
+		void *args[] = {&a};
+		unsigned seqs = (unsigned)(batch - s0 < PAGED_LAUNCH_SEQS ? batch - s0 : PAGED_LAUNCH_SEQS);
+		for (int k = 0; k < p->nk; k++) {
+			void *fn;
+			unsigned grid[3] = {p->k[k].grid ? p->k[k].grid : 1, seqs, 1}, block[3] = {p->k[k].block, 1, 1};
+			if (gpu_function(g, v, p->k[k].name, &fn, msg, n) ||
+			    rt_launch(g->rt, fn, grid, block, p->k[k].smem, args, msg, n))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 typedef struct {
 	GpuBufs *b;
 	int v, batch;
 	CudaPlan p;
 } PagedLaunch;
 
-/* The plan's kernels, a row of the grid a sequence. */
 static int paged_launch(Gpu *g, void *ctx, char *msg, size_t n)
 {
 	PagedLaunch *pl = ctx;
-	void *args[] = {&pl->b->a};
-	for (int k = 0; k < pl->p.nk; k++) {
-		void *fn;
-		unsigned grid[3] = {pl->p.k[k].grid ? pl->p.k[k].grid : 1, (unsigned)pl->batch, 1},
-			 block[3] = {pl->p.k[k].block, 1, 1};
-		if (gpu_function(g, pl->v, pl->p.k[k].name, &fn, msg, n) ||
-		    rt_launch(g->rt, fn, grid, block, pl->p.k[k].smem, args, msg, n))
-			return -1;
-	}
-	return 0;
+	return launch_batch(g, pl->v, &pl->p, &pl->b->a, pl->batch, msg, n);
 }
 
 /* The shape a paged batch is chosen and planned for: the most queries,
@@ -828,14 +842,7 @@ int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t
 	gb.a.ws = (void *)(size_t)gb.ws;
 	gb.a.split = p.split;
 	gb.a.chunk = p.chunk;
-	void *args[] = {&gb.a};
-	for (int k = 0; k < p.nk; k++) {
-		void *fn;
-		unsigned grid[3] = {p.k[k].grid ? p.k[k].grid : 1, (unsigned)rb->batch, 1}, block[3] = {p.k[k].block, 1, 1};
-		if (gpu_function(g, v, p.k[k].name, &fn, msg, n) || rt_launch(g->rt, fn, grid, block, p.k[k].smem, args, msg, n))
-			goto out;
-	}
-	if (rt_sync(g->rt, msg, n))
+	if (launch_batch(g, v, &p, &gb.a, rb->batch, msg, n) || rt_sync(g->rt, msg, n))
 		goto out;
 	for (int k = 0; k < c->nfinal; k++) {
 		size_t sz = run_batch_fin_bytes(rb, k);
@@ -853,8 +860,8 @@ int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t
 	if (o->verbose) {
 		char cfg[128];
 		variant_str(&g->m.var[v], cfg, sizeof cfg);
-		fprintf(stderr, "gpu: %d sequences in one launch: %s (%s), split %d, %s\n", rb->batch, cfg, why, p.split,
-			g->arch);
+		fprintf(stderr, "gpu: %d sequences in %s: %s (%s), split %d, %s\n", rb->batch,
+			rb->batch > PAGED_LAUNCH_SEQS ? "launches of 65535" : "one launch", cfg, why, p.split, g->arch);
 	}
 	rc = 0;
 out:

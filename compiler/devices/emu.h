@@ -40,8 +40,9 @@ typedef struct {
 /* dev_emu's run, with what it did in st (may be NULL). */
 int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n);
 /* Every sequence of a paged batch in one launch of the paged attention
- * kernels (grid.y: the sequence), as Device.run_batch; st->launches counts
- * its kernels (a split's merge may be a second). */
+ * kernels (grid.y: the sequence; a launch per PAGED_LAUNCH_SEQS of them
+ * past that), as Device.run_batch; st->launches counts the launches (a
+ * split's merge may be a second kernel of each). */
 int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_t n);
 
 #endif

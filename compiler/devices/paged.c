@@ -406,6 +406,29 @@ int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double
 	return failed ? -1 : 0;
 }
 
+void paged_args_from(const Carrier *c, const CudaArgs *all, int s0, int page_size, size_t ws_words, CudaArgs *a)
+{
+	*a = *all;
+	if (s0 <= 0)
+		return;
+	int pi = c->nelem + c->ncol + c->nrow; /* the block table, then seq_lens and cu_seqlens_q */
+	a->in[pi] = (const int32_t *)all->in[pi] + (size_t)s0 * (size_t)(all->len / page_size);
+	a->in[pi + 1] = (const int32_t *)all->in[pi + 1] + s0;
+	a->ws = (uint32_t *)all->ws + (size_t)s0 * ws_words;
+	if (all->in[pi + 2]) { /* its offsets count from the batch's first query */
+		a->in[pi + 2] = (const int32_t *)all->in[pi + 2] + s0;
+		return;
+	}
+	size_t at = (size_t)s0 * (size_t)all->rows * (size_t)(all->heads > 0 ? all->heads : 1); /* [rows][heads] */
+	for (int k = 0; k < c->nrow; k++)
+		a->in[c->nelem + c->ncol + k] = (const char *)all->in[c->nelem + c->ncol + k] +
+						at * run_kind_size(c->row[k].storage) * (size_t)spec_decl_width(&c->row[k]);
+	for (int k = 0; k < c->nfinal; k++) {
+		Ty t = c->finalize[k].e->ty;
+		a->out[k] = (char *)all->out[k] + at * run_kind_size(t.kind) * (size_t)(t.len ? t.len : 1);
+	}
+}
+
 double paged_kv_bytes(const Paged *p)
 {
 	double keys = 0, per_key = 0;

@@ -28,6 +28,7 @@
 #ifndef ASSOC_PAGED_H
 #define ASSOC_PAGED_H
 
+#include "compiler/cuda/cuda.h"
 #include "compiler/devices/run.h"
 
 enum { PAGED_MIN_PAGE = 16, PAGED_MAX_PAGE = 256 };
@@ -93,6 +94,19 @@ void paged_batch_free(RunBatch *rb);
  * with check, each compared with the float64 reference and the worst of
  * all of them in *rc (flat indices into p's outputs).  0, or -1 with msg. */
 int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double *seconds, char *msg, size_t n);
+
+/* The most sequences one launch of a paged batch takes: the batch lies
+ * on the grid's y dimension (blockIdx.y a sequence), which CUDA holds to
+ * 65535; a larger batch runs in launches of that many. */
+enum { PAGED_LAUNCH_SEQS = 65535 };
+/* The kernels' arguments all (a paged batch's, as templates/attention.cuh
+ * reads them) narrowed to the sequences from s0 on, so that a launch
+ * whose blockIdx.y counts from 0 runs those: the block table's rows,
+ * seq_lens, cu_seqlens_q and the workspace (ws_words 4-byte words a
+ * sequence: cuda_paged_ws_words) moved on by s0 sequences, and, with no
+ * cu_seqlens_q, the row inputs and outputs by s0 x rows queries.  The
+ * kernels stay as they are. */
+void paged_args_from(const Carrier *c, const CudaArgs *all, int s0, int page_size, size_t ws_words, CudaArgs *a);
 
 /* Bytes of the column inputs the sequences read (each key once a
  * key/value head), and of the rows and outputs. */
