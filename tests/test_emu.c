@@ -452,6 +452,21 @@ Test(emu, grids_past_the_device_limits_are_refused)
 	emu_close(l);
 }
 
+/* Attention takes the query heads of a key/value head as one run of
+ * rows, which the kernels and the grid's x count in 32 bits: a run past
+ * 2^31 - 1 rows is refused by name before anything is read (the data of
+ * the shape is never made: the run stops first). */
+Test(emu, attention_runs_past_2_31_rows_are_refused, .timeout = 120)
+{
+	cuda_test_cache();
+	Carrier *c = load_ok("specs/attention.yaml");
+	RunData d = {.c = c, .rows = 1 << 30, .len = 1, .heads = 4, .kv_heads = 1};
+	char msg[512];
+	cr_assert_eq(emu_run_data(&d, &(RunOpts){0}, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "1073741824 rows of 4 query heads a key/value head: a run of over 2^31 - 1 rows"), "%s", msg);
+	spec_carrier_free(c);
+}
+
 Test(emu, block_of_256_fibers_is_fast)
 {
 	cuda_test_cache();
