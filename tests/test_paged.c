@@ -5,7 +5,8 @@
  * matches the float64 reference on batches of odd shapes (page sizes 16
  * and 256, a sequence shorter than one page, one of no keys, grouped heads,
  * lengths off the tiles, several splits); on the emulator and the gpu the
- * whole batch runs in one launch (varlen prefill and split decoding, each
+ * whole batch runs in one launch (a launch per 65535 sequences past that,
+ * the most a grid's y takes) (varlen prefill and split decoding, each
  * sequence against the reference; the fake driver counts the launch and
  * the copies); on the cpu in one call that reads the keys in the pool
  * (shuffled and shared pages; a reduce call a row, not a page; the same
