@@ -9,7 +9,8 @@
  * 4099 runs well under a second; a grid past the device's limits is refused
  * as the driver refuses it; the scan template runs masked rows, one of
  * them fully masked, at every length; a module's own signed overflow
- * wraps. */
+ * wraps; a global access off its type's alignment is caught, and vector
+ * loads are counted. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -783,6 +784,51 @@ Test(emu, copy_kernel_copies_odd_sizes_and_unaligned_tails, .timeout = 120)
 			}
 	free(src);
 	free(dst);
+	emu_close(l);
+}
+
+/* A global access its type's alignment does not divide, which faults on a
+ * GPU, is reported with the address; vector loads (a class of 8 or 16
+ * bytes) are counted across launches, scalar ones not. */
+Test(emu, misaligned_vector_access_is_caught_and_vector_loads_counted)
+{
+	static const char src[] =
+		"struct alignas(16) V4 { float x, y, z, w; };\n"
+		"struct alignas(8) H4 { unsigned short x, y, z, w; };\n"
+		"extern \"C\" void vec_emu(const void *p) {\n"
+		"  const float *f = *(const float *const *)p;\n"
+		"  int off = ((const int *)p)[2];\n"
+		"  V4 v = ASC_LD((const V4 *)(f + off + 4 * threadIdx.x));\n"
+		"  H4 h = ASC_LD((const H4 *)(f + 2 * threadIdx.x));\n"
+		"  float s = ASC_LD(f + threadIdx.x + 1);\n"
+		"  ASC_ST((float *)f + 256 + threadIdx.x, v.x + v.w + h.y + s);\n"
+		"}\n"
+		"extern \"C\" void vecst_emu(const void *p) {\n"
+		"  float *f = *(float *const *)p;\n"
+		"  ASC_ST((V4 *)(f + 2), (V4{1, 2, 3, 4}));\n"
+		"}\n";
+	char msg[4096];
+	cuda_test_cache();
+	if (!emu_available(msg, sizeof msg))
+		cr_skip_test("%s", msg);
+	EmuLib *l;
+	cr_assert_eq(emu_open(src, &l, msg, sizeof msg), 0, "%s", msg);
+	float *buf = aligned_alloc(16, 512 * sizeof(float));
+	cr_assert(buf);
+	memset(buf, 0, 512 * sizeof(float));
+	struct {
+		float *f;
+		int off;
+	} a = {buf, 0};
+	cr_expect_eq(emu_vec_loads_of(l), 0);
+	cr_assert_eq(emu_launch_kernel(l, "vec", 1, 32, 0, &a, NULL, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(emu_vec_loads_of(l), 64, "32 threads of one 16-byte and one 8-byte load: %llu", emu_vec_loads_of(l));
+	a.off = 1;
+	cr_expect_eq(emu_launch_kernel(l, "vec", 1, 32, 0, &a, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "global load of 16 bytes at ") && strstr(msg, "which is not 16-byte aligned"), "%s", msg);
+	cr_expect_eq(emu_launch_kernel(l, "vecst", 1, 32, 0, &a, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "global store of 16 bytes at ") && strstr(msg, "which is not 16-byte aligned"), "%s", msg);
+	free(buf);
 	emu_close(l);
 }
 

@@ -137,7 +137,7 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 			if (emu_tmap_encode(at.maps[k], 2, tm[k].rank, tm[k].base, tm[k].dims, tm[k].strides, tm[k].box, 128, msg, n))
 				goto out;
 	}
-	unsigned long long bytes[2] = {0, 0};
+	unsigned long long bytes[2] = {0, 0}, vec0 = emu_vec_loads_of(lib);
 	for (int k = 0; k < p.nk; k++)
 		if (emu_launch_cluster(lib, p.k[k].name, p.k[k].grid, 1, p.k[k].block, p.k[k].smem,
 				       p.k[k].cluster ? p.k[k].cluster : 1, &at, bytes, msg, n))
@@ -155,6 +155,7 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	if (st) {
 		variant_str(x, st->config, sizeof st->config);
 		st->bytes[0] = bytes[0], st->bytes[1] = bytes[1];
+		st->vec_loads = emu_vec_loads_of(lib) - vec0;
 		st->plan_loads = p.loads, st->plan_stores = p.stores;
 	}
 	if (o->verbose) {

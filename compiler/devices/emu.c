@@ -29,6 +29,7 @@ struct EmuLib {
 		       unsigned long long *, char *, size_t);
 	int (*launch3)(void (*)(const void *), const char *, unsigned, unsigned, unsigned, unsigned, unsigned,
 		       const void *, unsigned long long *, char *, size_t);
+	unsigned long long (*vec_loads)(void);
 };
 
 /* -fwrapv: the spec's integers wrap in two's complement.  The generated
@@ -306,6 +307,7 @@ int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 	*(void **)&l->launch = dlsym(hd, "emu_launch");
 	*(void **)&l->launch2 = dlsym(hd, "emu_launch2");
 	*(void **)&l->launch3 = dlsym(hd, "emu_launch3");
+	*(void **)&l->vec_loads = dlsym(hd, "emu_vec_loads");
 	if (!l->launch) {
 		snprintf(msg, n, "emulator: the module %s has no emu_launch", stem);
 		emu_close(l);
@@ -314,6 +316,8 @@ int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 	*lib = l;
 	return 0;
 }
+
+unsigned long long emu_vec_loads_of(EmuLib *lib) { return lib->vec_loads ? lib->vec_loads() : 0; }
 
 void emu_close(EmuLib *lib)
 {

@@ -16,6 +16,9 @@ int emu_available(char *why, size_t n);
  * compiler's log included). */
 int emu_open(const char *src, EmuLib **lib, char *msg, size_t n);
 void emu_close(EmuLib *lib);
+/* The vector loads (8 or 16 bytes in one access, as a row template's
+ * group of 4 elements) of every launch since lib was loaded. */
+unsigned long long emu_vec_loads_of(EmuLib *lib);
 /* Launch `kernel` on grid x block threads with smem bytes of dynamic shared
  * memory and args (the kernel's Args); bytes[0..1] accumulate the global
  * bytes loaded and stored. */
@@ -33,6 +36,7 @@ int emu_launch_cluster(EmuLib *lib, const char *kernel, unsigned grid, unsigned 
 typedef struct {
 	char config[128];          /* the variant that ran */
 	unsigned long long bytes[2]; /* global loads, stores */
+	unsigned long long vec_loads; /* of them, vector loads (emu_vec_loads_of) */
 	double plan_loads, plan_stores;
 	int launches;                /* emu_run_batch: the launches of the batch */
 } EmuStats;

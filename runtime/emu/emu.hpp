@@ -1123,13 +1123,29 @@ static void emu_cp_wait(int n)
 
 /* ---- global memory, counted ---- */
 
+/* A load or store at an address its type's alignment does not divide
+ * (a 16-byte vector off 16 bytes) faults on a GPU: reported.  Vector
+ * loads (of a class type of 8 or 16 bytes, as the row templates' groups
+ * of 4 elements) are counted across launches (emu_vec_loads), so that a
+ * test can tell which loop read a row. */
+static unsigned long long emu_vec_total;
+template <class T> static void emu_align(const T *p, const char *what)
+{
+	if ((uintptr_t)p % alignof(T))
+		emu_fail("global %s of %zu bytes at %p, which is not %zu-byte aligned", what, sizeof(T), (const void *)p,
+			 alignof(T));
+}
 template <class T> static inline T emu_ld(const T *p)
 {
+	emu_align(p, "load");
 	emu.ld_bytes += sizeof(T);
+	if (__is_class(T) && (sizeof(T) == 8 || sizeof(T) == 16))
+		emu_vec_total++;
 	return *p;
 }
 template <class T, class U> static inline void emu_st(T *p, U v)
 {
+	emu_align(p, "store");
 	emu.st_bytes += sizeof(T);
 	*p = (T)v;
 }
@@ -2434,6 +2450,9 @@ __attribute__((destructor)) static void emu_unload(void)
 		memset(&emu_arena[r], 0, sizeof emu_arena[r]);
 	}
 }
+
+/* The vector loads of every launch since the module was loaded. */
+extern "C" unsigned long long emu_vec_loads(void) { return emu_vec_total; }
 
 /* Run fn(args) on a grid of `grid` blocks of `block` threads with smem bytes
  * of dynamic shared memory.  0, or -1 with the error in msg.  bytes[0],
