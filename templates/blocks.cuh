@@ -4,9 +4,11 @@
  * identity(), merge(A, a, b), lift(A, R, E, i, j), keep(A, R, E, i, j)
  * (false for a masked element, which contributes the identity),
  * load_row(A, i), load_elem(A, i, j), load_elem4(A, i, j, E[4]) and
- * vec_ok(A) (16-byte loads are legal), finalize(A, R, s, i, at),
- * map(A, R, E, s, i, j), shfl_down/shfl_up/shfl_idx(s, k), ASC_ORDERED,
- * ASC_ROW_CALLS.
+ * vec_ok(A) (every element input's base at a multiple of 4 elements:
+ * 16-byte loads are legal from a position whose index i * len + j is a
+ * multiple of 4), vec_out_ok(A) (the same of the f32 map outputs),
+ * finalize(A, R, s, i, at), map(A, R, E, s, i, j), map4(A, R, E4, s, i,
+ * j4), shfl_down/shfl_up/shfl_idx(s, k), ASC_ORDERED, ASC_ROW_CALLS.
  *
  * Order: merge(a, b) always has a's elements before b's.  Where the carrier
  * is not known to commute (ASC_ORDERED), each thread folds one contiguous
@@ -92,8 +94,11 @@ ASC_DEV State block_reduce(const Args &P, State s)
  * elements in shared memory: thread_fold_at writes each element it loads
  * to the stash and map_pass_at reads it back, laid out so that a warp's
  * accesses are to consecutive elements (no bank conflicts for 4-byte
- * elements): position j at stash[sb + j - lo] in the strided loop, element
- * v of 16-byte group g at stash[sb + v * groups + g], and the k-th
+ * elements): element v of 16-byte group g at stash[sb + v * groups + g],
+ * the tail's position j at stash[sb + j - lo] (past the groups), and the
+ * head's h positions in the h slots before the tail's (lo + k at
+ * stash[sb + 4 * groups + k]), so that the hi - lo positions take slots
+ * sb to sb + hi - lo - 1 whatever the head; and the k-th
  * position of an ordered carrier's segment at stash[sb + k * NT + t]
  * (below NT * ceil(len / NT), within the stash where len fits).  Each
  * position is read back by the thread that wrote it (both loops give a
@@ -127,16 +132,33 @@ ASC_DEV void segment(int t, int NT, int lo, int hi, int &b, int &e)
 	e = b + seg < hi ? b + seg : hi;
 }
 
+/* The 16-byte loops' head of positions [lo, hi) of row i: the positions
+ * before the first whose index in the buffers, i * len + j, is a multiple
+ * of 4 (3 at most; all of them where the range ends first).  vec_ok holds
+ * every element input's base, and vec_out_ok every f32 map output's, at a
+ * multiple of 4 elements, so that this position starts a 16-byte aligned
+ * group in every f32 buffer and an 8-byte aligned one in every 16-bit
+ * one: one head for all of them, whatever the row's length. */
+ASC_DEV int vec_head(const Args &A, int i, int lo, int hi)
+{
+	int h = (int)(-((long long)i * A.len + lo) & 3);
+	return h < hi - lo ? h : hi - lo;
+}
+
 /* Fold positions [lo, hi) of row i as thread t of NT: a contiguous segment
  * where order matters; otherwise strided (coalesced) with ACC independent
- * accumulators, and 16-byte loads of 4 elements where aligned.  Each step
- * of the loop loads a tile of UN * ACC groups (of 4 elements, or of one in
- * the scalar loop) before it folds any of them: UN * ACC loads of each
- * thread in flight at once, which is what keeps HBM busy (Little's law:
- * tens of KB an SM).  TF (where the carrier's certificate is proved,
- * ASC_TRANSPORT): the tile is folded in the certificate's coordinates by
- * tile_fold, one merge a tile instead of one an element (the scalar loop's
- * tiles are then 4 UN * ACC elements, as many as the 16-byte loop's).
+ * accumulators, and 16-byte loads of 4 elements where the bases allow
+ * (vec_ok), at any length and any lo: the head (vec_head) and the tail,
+ * fewer than 4 positions each, go through the scalar loop, one loop for
+ * both, so that the carrier's code has no further copy.
+ * Each step of the loop loads a tile of UN * ACC groups (of 4 elements,
+ * or of one in the scalar loop) before it folds any of them: UN * ACC
+ * loads of each thread in flight at once, which is what keeps HBM busy
+ * (Little's law: tens of KB an SM).  TF (where the carrier's certificate
+ * is proved, ASC_TRANSPORT): the tile is folded in the certificate's
+ * coordinates by tile_fold, one merge a tile instead of one an element
+ * (the scalar loop's tiles are then 4 UN * ACC elements, as many as the
+ * 16-byte loop's).
  * Compiled once per (ACC, VEC, UN, TF) for all the module's kernels
  * (ASC_FN), with NT a value; in the SASS each kernel calls its own copy,
  * once per row, outside the row loop. */
@@ -162,9 +184,51 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 #pragma unroll
 	for (int a = 0; a < ACC; a++)
 		acc[a] = identity();
-	int j0 = lo;
-	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A)) {
-		int ng = (hi - lo) / 4;
+	/* ng groups of 4 from lo + h, folded after the positions outside
+	 * them: the groups' loop, which holds the larger tiles, then keeps
+	 * only g0 and ng of the bounds live (ptxas held some kernels to 80
+	 * registers and spilled where it kept more) */
+	int h = 0, ng = 0;
+	if (VEC == 4 && vec_ok(A)) {
+		h = vec_head(A, i, lo, hi);
+		ng = (hi - lo - h) / 4;
+	}
+	/* The positions outside the groups in one loop, so that the carrier's
+	 * code has no further copy: the tail's, and the head's as the h
+	 * virtual positions before the tail (lo + 4 ng + k standing for lo +
+	 * k), which are the first iteration's first positions of threads t <
+	 * h (h < 4 <= NT): their real position is fix away.  Virtual position
+	 * j keeps stash slot sb + j - lo, past the groups' 4 ng.  The tile is
+	 * this loop's parallelism: unrolling it further only multiplies the
+	 * carrier's code, and NVRTC's time with it. */
+	const int GS = TFT ? 4 * G : G;
+#pragma unroll 1
+	for (int j = lo + 4 * ng + t, fix = t < h ? -4 * ng : 0; j < hi; j += NT * GS, fix = 0) {
+		Elem E[GS];
+		int J[GS];
+		bool L[GS];
+#pragma unroll
+		for (int a = 0; a < GS; a++) {
+			J[a] = j + a * NT + (a == 0 ? fix : 0), L[a] = j + a * NT < hi;
+			if (L[a])
+				E[a] = load_elem(A, i, J[a]);
+		}
+#pragma unroll
+		for (int a = 0; a < GS; a++)
+			if (stash && L[a])
+				STASH(stash, sb + j + a * NT - lo) = E[a];
+		State s;
+		if (TFT && tile_fold<GS>(A, R, i, E, J, L, s)) {
+			acc[0] = merge(A, acc[0], s);
+			continue;
+		}
+#pragma unroll
+		for (int a = 0; a < GS; a++)
+			if (L[a])
+				step(A, R, E[a], i, J[a], acc[a % ACC]);
+	}
+	if (VEC == 4) {
+		const int g0 = lo + h;
 		for (int g = t; g < ng; g += NT * G) {
 			Elem E[G * 4];
 			int J[G * 4];
@@ -174,9 +238,9 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 				int gg = g + a * NT;
 #pragma unroll
 				for (int v = 0; v < 4; v++)
-					L[4 * a + v] = gg < ng, J[4 * a + v] = lo + 4 * gg + v;
+					L[4 * a + v] = gg < ng, J[4 * a + v] = g0 + 4 * gg + v;
 				if (gg < ng)
-					load_elem4(A, i, lo + 4 * gg, &E[4 * a]);
+					load_elem4(A, i, g0 + 4 * gg, &E[4 * a]);
 			}
 #pragma unroll
 			for (int a = 0; a < G; a++)
@@ -194,35 +258,6 @@ ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT
 				if (L[k])
 					step(A, R, E[k], i, J[k], acc[k / 4 % ACC]);
 		}
-		j0 = lo + 4 * ng;
-	}
-	/* The tile is this loop's parallelism: unrolling it further only
-	 * multiplies the carrier's code, and NVRTC's time with it. */
-	const int GS = TFT ? 4 * G : G;
-#pragma unroll 1
-	for (int j = j0 + t; j < hi; j += NT * GS) {
-		Elem E[GS];
-		int J[GS];
-		bool L[GS];
-#pragma unroll
-		for (int a = 0; a < GS; a++) {
-			J[a] = j + a * NT, L[a] = J[a] < hi;
-			if (L[a])
-				E[a] = load_elem(A, i, J[a]);
-		}
-#pragma unroll
-		for (int a = 0; a < GS; a++)
-			if (stash && L[a])
-				STASH(stash, sb + J[a] - lo) = E[a];
-		State s;
-		if (TFT && tile_fold<GS>(A, R, i, E, J, L, s)) {
-			acc[0] = merge(A, acc[0], s);
-			continue;
-		}
-#pragma unroll
-		for (int a = 0; a < GS; a++)
-			if (L[a])
-				step(A, R, E[a], i, J[a], acc[a % ACC]);
 	}
 	State s = acc[0];
 #pragma unroll
@@ -263,11 +298,20 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 			map(A, R, STASH(stash, sb + (j - b) * NT + t), s, i, j);
 		return;
 	}
-	int j0 = lo;
 	/* a stash is read in the layout thread_fold_at chose, on vec_ok alone;
 	 * its groups then go out four at a time where the outputs allow */
-	if (VEC == 4 && (lo & 3) == 0 && vec_ok(A) && (stashed || vec_out_ok(A))) {
-		int ng = (hi - lo) / 4;
+	int h = 0, ng = 0;
+	if (VEC == 4 && vec_ok(A) && (stashed || vec_out_ok(A))) {
+		h = vec_head(A, i, lo, hi);
+		ng = (hi - lo - h) / 4;
+	}
+	/* the head and the tail, each virtual position as thread_fold_at's */
+	for (int j = lo + 4 * ng + t, fix = t < h ? -4 * ng : 0; j < hi; j += NT, fix = 0) {
+		Elem E = stashed ? (Elem)STASH(stash, sb + j - lo) : load_elem(A, i, j + fix);
+		map(A, R, E, s, i, j + fix);
+	}
+	if (VEC == 4 && ng > 0) {
+		const int g0 = lo + h;
 		if (stashed) {
 			bool vo = vec_out_ok(A);
 			for (int g = t; g < ng; g += NT) {
@@ -276,11 +320,11 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 				for (int v = 0; v < 4; v++)
 					E[v] = STASH(stash, sb + v * ng + g);
 				if (vo)
-					map4(A, R, E, s, i, lo + 4 * g);
+					map4(A, R, E, s, i, g0 + 4 * g);
 				else
 #pragma unroll
 					for (int v = 0; v < 4; v++)
-						map(A, R, E[v], s, i, lo + 4 * g + v);
+						map(A, R, E[v], s, i, g0 + 4 * g + v);
 			}
 		} else {
 			/* every group's loads before any group's stores, which the
@@ -292,18 +336,13 @@ ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, c
 #pragma unroll
 				for (int u = 0; u < GM; u++)
 					if (g + u * NT < ng)
-						load_elem4(A, i, lo + 4 * (g + u * NT), E[u]);
+						load_elem4(A, i, g0 + 4 * (g + u * NT), E[u]);
 #pragma unroll
 				for (int u = 0; u < GM; u++)
 					if (g + u * NT < ng)
-						map4(A, R, E[u], s, i, lo + 4 * (g + u * NT));
+						map4(A, R, E[u], s, i, g0 + 4 * (g + u * NT));
 			}
 		}
-		j0 = lo + 4 * ng;
-	}
-	for (int j = j0 + t; j < hi; j += NT) {
-		Elem E = stashed ? (Elem)STASH(stash, sb + j - lo) : load_elem(A, i, j);
-		map(A, R, E, s, i, j);
 	}
 }
 

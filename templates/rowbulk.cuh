@@ -23,7 +23,10 @@
  * has arrived on its empty barrier, with chunk c - 1 + BK: BK - 1 chunks
  * in flight while the threads fold one, held by the copies rather than by
  * registers.  A row whose body is shorter than a stage, or whose inputs
- * are not 16-byte aligned, is folded with ordinary loads (thread_fold_at).
+ * are not 16-byte aligned, is folded with ordinary loads (thread_fold_at,
+ * whose 16-byte loop has a head of its own, of up to 3 positions: the
+ * bulk copies' head is of 16 bytes of every input, up to 7 positions of a
+ * 16-bit one).
  * Every chunk issued is waited for: no copy is in flight at the exit.
  * MAP: where the body fits in the ring (BK chunks at most) no stage is
  * refilled and the map pass takes the row from it (one read from HBM);

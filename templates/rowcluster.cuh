@@ -3,9 +3,9 @@
  * Layout: as rowreduce; MAP: map outputs [rows][len], as rowmap.  Launch:
  * blockDim.x = NT, grid = rows * CL in clusters of CL blocks (x), block b
  * on row b / CL as cluster rank b % CL.  The row is cut into CL chunks of
- * A.chunk positions (a multiple of 4, so that every chunk keeps 16-byte
- * alignment): rank r takes [r * chunk, min((r + 1) * chunk, len)), empty
- * where the row is short.  Each block folds its chunk, keeping its
+ * A.chunk positions (a multiple of 4; the 16-byte loop takes a chunk at
+ * any start, past its head): rank r takes [r * chunk, min((r + 1) *
+ * chunk, len)), empty where the row is short.  Each block folds its chunk, keeping its
  * elements in shared memory where ITEMS > 0 (NT * ITEMS of them: needs
  * chunk <= NT * ITEMS, len <= CL * NT * ITEMS), and leaves its state in
  * its shared memory; after a cluster barrier thread 0 of every block reads

@@ -21,6 +21,17 @@
 	"finalize: {mean: mean, var: m2 / n}\n"                                                                    \
 	"reference:\n  mean: sum(x) / count()\n  var: sum((x - mean)^2) / count()\nlaws: [commutative]\n"
 
+/* Softmax of a bf16 row beside an f32 one: two element inputs of two
+ * widths, and a map output. */
+#define SOFTMAX_MIXED_SPEC                                                                                     \
+	"carrier: softmax_mixed\nelement: {x: bf16, z: f32}\nstate: {m: f32, l: f32}\n"                        \
+	"identity: {m: -inf, l: 0}\nlift: {m: x + z, l: 1}\n"                                                  \
+	"merge:\n  m: max(a.m, b.m)\n"                                                                         \
+	"  l: a.l * exp(where(a.m == inf, 0, a.m - m)) + b.l * exp(where(b.m == inf, 0, b.m - m))\n"           \
+	"finalize: {lse: m + log(l)}\nmap:\n  y: where(m < inf, exp(x + z - m) / l, 0 * m)\n"                  \
+	"reference:\n  mx: max(x + z)\n  lse: mx + log(sum(exp(where(x + z == mx, 0, x + z - mx))))\n"         \
+	"  y: exp(x + z - mx) / sum(exp(x + z - mx))\nlaws: [commutative]\n"
+
 /* d on the emulator with o (its stats in st, where not NULL), its outputs
  * cleared first, then checked against the float64 reference. */
 static inline void emu_expect_ref(RunData *d, const char *what, RunOpts o, EmuStats *st)

@@ -34,16 +34,7 @@
 
 static const char welford_bf16[] = WELFORD_BF16_SPEC;
 
-/* softmax of a bf16 row beside an f32 one: two element inputs of two
- * widths in each stage */
-static const char softmax_mixed[] =
-	"carrier: softmax_mixed\nelement: {x: bf16, z: f32}\nstate: {m: f32, l: f32}\n"
-	"identity: {m: -inf, l: 0}\nlift: {m: x + z, l: 1}\n"
-	"merge:\n  m: max(a.m, b.m)\n"
-	"  l: a.l * exp(where(a.m == inf, 0, a.m - m)) + b.l * exp(where(b.m == inf, 0, b.m - m))\n"
-	"finalize: {lse: m + log(l)}\nmap:\n  y: where(m < inf, exp(x + z - m) / l, 0 * m)\n"
-	"reference:\n  mx: max(x + z)\n  lse: mx + log(sum(exp(where(x + z == mx, 0, x + z - mx))))\n"
-	"  y: exp(x + z - mx) / sum(exp(x + z - mx))\nlaws: [commutative]\n";
+static const char softmax_mixed[] = SOFTMAX_MIXED_SPEC;
 
 Test(bulkrow, variant_text)
 {

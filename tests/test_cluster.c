@@ -100,8 +100,9 @@ Test(cluster, needs_sm_90_and_only_its_space_has_clusters)
 
 /* Every row carrier in clusters of 2 to 16, at no position, fewer than a
  * warp (7 over a cluster of 4: two blocks with none), 33 (the last block
- * of 4 with none), 1030 (not a multiple of a tile) and 2052, one row and
- * several. */
+ * of 4 with none), 1030 (not a multiple of a tile), 131 (rows 1 and 2
+ * starting 3 and 2 positions past 16 bytes: every chunk's 16-byte loop
+ * after a head) and 2052, one row and several. */
 Test(cluster, row_carriers_on_the_emulator, .timeout = 900)
 {
 	static const char welford_bf16[] = WELFORD_BF16_SPEC;
@@ -121,7 +122,7 @@ Test(cluster, row_carriers_on_the_emulator, .timeout = 900)
 		{NULL, welford_bf16, {"rowreduce:nt=64,acc=2,vec=4,un=2,cl=4", NULL}},
 		{NULL, ordered_sum, {"rowreduce:nt=32,acc=1,vec=4,cl=4", NULL}},
 	};
-	static const int shapes[][2] = {{3, 0}, {0, 33}, {1, 7}, {5, 33}, {2, 1030}, {1, 2052}};
+	static const int shapes[][2] = {{3, 0}, {0, 33}, {1, 7}, {5, 33}, {2, 1030}, {3, 131}, {1, 2052}};
 	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
 		Carrier *c = runs[k].spec ? load_ok(runs[k].spec) : text_ok(runs[k].text);
 		const char *what = runs[k].spec ? runs[k].spec : c->name;

@@ -17,6 +17,7 @@
  * variant does. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/cuda/cuda.h"
@@ -279,6 +280,130 @@ Test(rows, tiles_at_odd_shapes, .timeout = 600)
 				int split = strncmp(runs[k].cfg[v], "splitk", 6) ? 0 : 3;
 				emu_expect_ref(d, what, (RunOpts){.config = runs[k].cfg[v], .split = split}, NULL);
 			}
+			rundata_free(d);
+		}
+		spec_carrier_free(c);
+	}
+}
+
+/* The 16-byte groups of rows of len cut into chunks of chunk positions:
+ * each chunk's groups start past a head that reaches a position whose
+ * index i * len + j in the buffers is a multiple of 4 (templates/blocks.cuh,
+ * vec_head), and end before a tail of fewer than 4. */
+static long vec_groups(int rows, int len, int chunk)
+{
+	long g = 0;
+	for (int i = 0; i < rows; i++)
+		for (int lo = 0; lo < len; lo += chunk) {
+			int hi = len - lo > chunk ? lo + chunk : len;
+			int h = (int)((4 - ((long)i * len + lo) % 4) % 4);
+			h = h < hi - lo ? h : hi - lo;
+			g += (hi - lo - h) / 4;
+		}
+	return g;
+}
+
+/* Rows of every length take the 16-byte loop where the carrier commutes:
+ * the emulator counts one vector load of each element input a group
+ * (every group of every row, rows 1 and 2 starting off 16 bytes at odd
+ * lengths), twice where the map pass reads the row again, and every
+ * output is the float64 reference's: lengths of every phase, f32 and
+ * bf16 inputs and both together, maps kept on chip and read again, a
+ * block and a warp a row, split rows whose chunks start at odd
+ * positions.  An ordered carrier keeps its segments, by element. */
+Test(rows, rows_of_any_length_load_16_bytes, .timeout = 900)
+{
+	static const char welford_bf16[] = WELFORD_BF16_SPEC, softmax_mixed[] = SOFTMAX_MIXED_SPEC;
+	static const char ordered_sum[] = "carrier: ordered_sum\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+					  "lift: {s: x}\nmerge: {s: a.s + b.s}\nfinalize: {t: s}\n"
+					  "reference: {t: sum(x)}\n";
+	static const struct {
+		const char *spec, *text, *cfg;
+		int passes, maxlen; /* vector loads a group of one input; the longest row it keeps on chip */
+	} runs[] = {
+		{"specs/online_softmax.yaml", NULL, "rowmap:nt=128,acc=2,vec=4,items=64", 1, 8192},
+		{"specs/online_softmax.yaml", NULL, "rowmap:nt=64,acc=2,vec=4,warp=1,items=64,un=2,tf=1", 1, 2048},
+		{"specs/online_softmax.yaml", NULL, "rowmap:nt=64,acc=2,vec=4,un=2", 2, 0},
+		{"specs/online_softmax.yaml", NULL, "rowmap:nt=64,acc=1,vec=4,warp=1", 2, 0},
+		{"specs/online_softmax.yaml", NULL, "splitk:nt=64,acc=2,vec=4,un=2", 2, 0},
+		{"specs/cross_entropy.yaml", NULL, "rowreduce:nt=64,acc=2,vec=4,un=2", 1, 0},
+		{"specs/logsumexp.yaml", NULL, "rowreduce:nt=32,acc=2,vec=4,warp=1,tf=1", 1, 0},
+		{"specs/logsumexp.yaml", NULL, "splitk:nt=32,acc=1,vec=4,tf=1", 1, 0},
+		{NULL, welford_bf16, "rowreduce:nt=64,acc=2,vec=4,un=2", 1, 0},
+		{NULL, softmax_mixed, "rowmap:nt=128,acc=2,vec=4,items=64", 2, 4096}, /* items 32: 48 KB */
+		{NULL, softmax_mixed, "rowmap:nt=64,acc=2,vec=4,warp=1", 4, 0},
+		{NULL, ordered_sum, "rowreduce:nt=64,acc=1,vec=4", 0, 0},
+	};
+	static const int lens[] = {1, 3, 5, 6, 7, 33, 129, 130, 131, 4097, 5003};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = runs[k].spec ? load_ok(runs[k].spec) : text_ok(runs[k].text);
+		const char *what = runs[k].spec ? runs[k].spec : c->name;
+		int split = strncmp(runs[k].cfg, "splitk", 6) ? 0 : 3;
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			int len = lens[l];
+			if (runs[k].maxlen && len > runs[k].maxlen)
+				continue;
+			RunData *d = rundata_new(c, 3, len);
+			char msg[512];
+			cr_assert_eq(rundata_draw(d, 71 + l, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+			EmuStats st;
+			emu_expect_ref(d, what, (RunOpts){.config = runs[k].cfg, .split = split}, &st);
+			/* split: chunks of a multiple of 4 (cuda_plan), 3 at most */
+			int chunk = split ? (int)(((len + split - 1) / split + 3) / 4 * 4) : len;
+			long want = runs[k].passes * vec_groups(3, len, chunk);
+			cr_expect_eq(st.vec_loads, (unsigned long long)want, "%s %s, 3 x %d: %llu vector loads, not %ld", what,
+				     runs[k].cfg, len, st.vec_loads, want);
+			rundata_free(d);
+		}
+		spec_carrier_free(c);
+	}
+}
+
+/* Buffers off their alignment: an element input one element past 16
+ * bytes (f32 and bf16) takes the scalar loop, its results the
+ * reference's; a map output off 16 bytes leaves the fold its 16-byte loads
+ * and writes its positions one at a time, from the stash or from the row
+ * read again. */
+Test(rows, buffers_off_alignment_take_the_scalar_loop, .timeout = 600)
+{
+	static const char welford_bf16[] = WELFORD_BF16_SPEC;
+	static const struct {
+		const char *spec, *text, *cfg;
+		int shift_in, shift_out; /* bytes: the first element input's, the first map output's */
+		int passes;              /* vector loads a group */
+	} runs[] = {
+		{"specs/online_softmax.yaml", NULL, "rowmap:nt=128,acc=2,vec=4,items=64", 4, 0, 0},
+		{"specs/online_softmax.yaml", NULL, "rowmap:nt=64,acc=2,vec=4,un=2", 4, 0, 0},
+		{"specs/online_softmax.yaml", NULL, "rowmap:nt=128,acc=2,vec=4,items=64", 0, 4, 1},
+		{"specs/online_softmax.yaml", NULL, "rowmap:nt=64,acc=2,vec=4,un=2", 0, 8, 1},
+		{"specs/logsumexp.yaml", NULL, "rowreduce:nt=64,acc=2,vec=4,un=2", 8, 0, 0},
+		{NULL, welford_bf16, "rowreduce:nt=64,acc=2,vec=4", 2, 0, 0},
+		{NULL, welford_bf16, "rowreduce:nt=64,acc=2,vec=4", 8, 0, 1}, /* 8 bytes: 4 bf16 elements, aligned */
+	};
+	static const int lens[] = {7, 131, 4097};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = runs[k].spec ? load_ok(runs[k].spec) : text_ok(runs[k].text);
+		const char *what = runs[k].spec ? runs[k].spec : c->name;
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			RunData *d = rundata_new(c, 3, lens[l]);
+			char msg[512];
+			cr_assert_eq(rundata_draw(d, 81 + l, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+			Buffer *b = runs[k].shift_in ? &d->elem[0] : &d->map[0];
+			int by = runs[k].shift_in ? runs[k].shift_in : runs[k].shift_out;
+			size_t bytes = b->n * b->width * run_kind_size(b->kind);
+			char *moved = aligned_alloc(16, (bytes + by + 15) / 16 * 16);
+			cr_assert(moved);
+			memcpy(moved + by, b->p, bytes);
+			void *own = b->p;
+			b->p = moved + by;
+			EmuStats st;
+			emu_expect_ref(d, what, (RunOpts){.config = runs[k].cfg}, &st);
+			long want = runs[k].passes * vec_groups(3, lens[l], lens[l]);
+			cr_expect_eq(st.vec_loads, (unsigned long long)want, "%s %s, 3 x %d, %s %d bytes off: %llu vector loads, "
+				     "not %ld", what, runs[k].cfg, lens[l], runs[k].shift_in ? "input" : "output", by,
+				     st.vec_loads, want);
+			b->p = own;
+			free(moved);
 			rundata_free(d);
 		}
 		spec_carrier_free(c);

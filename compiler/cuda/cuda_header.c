@@ -162,7 +162,7 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 			fprintf(o, "\tp->k[0].grid = (unsigned)rows;\n");
 		break;
 	case FAM_SPLITK: case FAM_SCAN:
-		fprintf(o, "\t/* chunks of a multiple of 4 keep 16-byte alignment; no block past a row's end */\n"
+		fprintf(o, "\t/* chunks of a multiple of 4, each at its row's phase of 16 bytes; no block past a row's end */\n"
 			   "\tchunk = ((len + s - 1) / s + 3) / 4 * 4;\n"
 			   "\tif (len > 0 && (len + chunk - 1) / chunk < s)\n\t\ts = (len + chunk - 1) / chunk;\n"
 			   "\tp->k[0].grid = p->k[2].grid = (unsigned)(rows * s);\n"

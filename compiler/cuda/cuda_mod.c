@@ -91,6 +91,12 @@ static int can_vec(const Carrier *c)
 	return 1;
 }
 
+/* vec_ok: every element input's base at a multiple of 4 elements (16
+ * bytes of f32, 8 of f16 or bf16), whatever the row length: position j
+ * of row i then starts a group of 4 aligned in every input at once where
+ * i * len + j is a multiple of 4, and the row loops load the groups from
+ * there, a head and a tail of fewer than 4 one element at a time
+ * (templates/blocks.cuh: vec_head).  load_elem4: the group at j. */
 static void vec_hooks(const Carrier *c, Buf *b, int ok)
 {
 	buf_puts(b, "ASC_DEV bool vec_ok(const Args &A)\n{\n\treturn ");
@@ -99,9 +105,9 @@ static void vec_hooks(const Carrier *c, Buf *b, int ok)
 		buf_puts(b, "ASC_DEV void load_elem4(const Args &A, int i, int j, Elem *E) {}\n");
 		return;
 	}
-	buf_puts(b, "(A.len & 3) == 0");
 	for (int k = 0; k < c->nelem; k++)
-		buf_printf(b, " && ((asc_uptr)A.in[%d] & 15) == 0", k);
+		buf_printf(b, "%s((asc_uptr)A.in[%d] & %d) == 0", k ? " && " : "", k,
+			   c->elem[k].storage == TY_F32 ? 15 : 7);
 	buf_puts(b, ";\n}\n");
 	buf_puts(b, "ASC_DEV void load_elem4(const Args &A, int i, int j, Elem *E)\n{\n");
 	for (int k = 0; k < c->nelem; k++) {
@@ -178,8 +184,9 @@ static int map_vec_store(const Carrier *c, int k) { return !c->map[k].e->ty.len 
 /* map4: the map outputs of positions j4 .. j4 + 3 of row i (elements E4),
  * the same expressions as map's, computed for the four positions first
  * and then stored: an f32 output with one 16-byte store, others one
- * position at a time.  vec_out_ok: the stores are aligned (with vec_ok's
- * len & 3 == 0, j4 a multiple of 4). */
+ * position at a time.  vec_out_ok: the stores are aligned (every f32
+ * output's base at 16 bytes, and i * len + j4 a multiple of 4, as the row
+ * loops' groups start). */
 static void map4_fn(Carrier *c, Buf *b)
 {
 	buf_puts(b, "ASC_DEV bool vec_out_ok(const Args &A)\n{\n\treturn true");
@@ -688,7 +695,11 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 		if (x->bk && (x->fam == FAM_ROWREDUCE || x->fam == FAM_ROWMAP)) {
 			snprintf(body, sizeof body, "rowbulk<%d, %d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->bk,
 				 x->fam == FAM_ROWMAP, x->tf);
-			kernel(b, nm[0], x->nt, 0, body);
+			/* one block an SM at least, as the cluster kernels: without
+			 * it ptxas held layer norm's rowbulk<256, 4, ...> to 80
+			 * registers and spilled 24 bytes, where it takes 94 (its
+			 * ring of 64 KB holds it to 3 blocks an SM anyway) */
+			kernel(b, nm[0], x->nt, 1, body);
 			continue;
 		}
 		switch (x->fam) {
@@ -1409,7 +1420,7 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 	if (p->split * blocks > 0x7fffffffLL)
 		p->split = (int)(0x7fffffffLL / blocks > 1 ? 0x7fffffffLL / blocks : 1);
 	p->chunk = len;
-	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) { /* chunks of a multiple of 4 keep 16-byte alignment */
+	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) { /* chunks of a multiple of 4: each at its row's phase of 16 bytes */
 		p->chunk = (int)(cdiv(cdiv(len, p->split), 4) * 4);
 		/* no block past the row's end: a split of 65536 over 100
 		 * positions ran 65511 blocks of nothing */
