@@ -6,7 +6,8 @@
 # and decoding beside the copy, paged decoding (a batch of 8 in one launch,
 # pages of 16 and 256) beside unpaged decoding of as many keys, paged chunked
 # prefill checked in one launch, softmax, Welford and logsumexp beside the
-# device-to-device copy and PyTorch, run --mpi on the GPU (where mpirun is),
+# device-to-device copy and PyTorch, softmax and cross-entropy over a
+# vocabulary's odd length (1024 x 50257), run --mpi on the GPU (where mpirun is),
 # the GPU test suite (odd shapes, split counts), bf16 rows and layer norm at
 # every shape, carriers no test uses (bench/carriers/), then tuning and the
 # same benchmarks with the tuner's choices, then the row templates' tiles
@@ -182,7 +183,7 @@ if fits 60 "PyTorch"; then
 		timeout "$(lim 60)" python3 bench/torch_gpu.py --attention 16 8192 $d >>"$LOG/bench.jsonl" 2>>"$LOG/torch.log" ||
 			echo "PyTorch SDPA (head dim $d) unavailable: $(tail -1 "$LOG/torch.log")"
 	done
-	timeout "$(lim 90)" python3 bench/torch_gpu.py $shapes >>"$LOG/bench.jsonl" 2>>"$LOG/torch.log" ||
+	timeout "$(lim 90)" python3 bench/torch_gpu.py $shapes 1024x50257 >>"$LOG/bench.jsonl" 2>>"$LOG/torch.log" ||
 		echo "PyTorch unavailable: $(tail -1 "$LOG/torch.log")"
 fi
 
@@ -192,6 +193,12 @@ for spec in online_softmax welford logsumexp; do
 		bench "$spec" 10 specs/$spec.yaml --rows "${s%x*}" --len "${s#*x}"
 	done
 done
+
+step "vocabulary rows (1024 x 50257, an odd length; by the variants' rule)"
+# three rows in four start off 16 bytes: each row's 16-byte loop begins
+# past a head of up to 3 positions, as the copy's words do
+bench online_softmax_vocab 10 specs/online_softmax.yaml --rows 1024 --len 50257
+bench cross_entropy_vocab 10 specs/cross_entropy.yaml --rows 1024 --len 50257
 
 step "rows across a thread-block cluster (cl, sm_90): the long shapes, beside the rule's above"
 # maps keep 16 elements a thread on chip across the cluster (512 threads:
@@ -345,7 +352,8 @@ torch = {(r["op"], r["rows"], r["len"]) + ((r["d"],) if r["op"].startswith("sdpa
 tune = {(r["tune"], r["shape"]): r["seconds"] for r in rows if "tune" in r}
 ours = [r for r in rows if "name" in r]
 peer = {"online_softmax": "softmax", "welford": "var_mean", "logsumexp": "logsumexp"}
-peer.update({f"{k}_{v}": p for k, p in list(peer.items()) for v in ("tiles", "tf", "cl", "cl16", "bk")})
+peer.update({f"{k}_{v}": p for k, p in list(peer.items()) for v in ("tiles", "tf", "cl", "cl16", "bk", "vocab")})
+peer["cross_entropy_vocab"] = None
 peer.update({"layer_norm": "layer_norm", "layer_norm_tf": "layer_norm", "layer_norm_f32": "layer_norm",
              "layer_norm_cl": "layer_norm", "layer_norm_bk": "layer_norm"})
 peer.update({f"{k}_bf16": None for k in ("online_softmax", "welford", "logsumexp")})
