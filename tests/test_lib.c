@@ -1026,9 +1026,13 @@ Test(lib, run_device_enqueues_on_the_callers_stream, .timeout = 120)
 
 enum { EMU_ROWS = 6, EMU_LEN = 777 };
 
+/* x and y at 16 bytes in every job: whether a row takes the 16-byte loop,
+ * and so the order its fold takes, follows the buffers' alignment */
 typedef struct {
 	AssocKernel *k;
-	float x[EMU_ROWS * EMU_LEN], y[EMU_ROWS * EMU_LEN], lse[EMU_ROWS];
+	_Alignas(16) float x[EMU_ROWS * EMU_LEN];
+	_Alignas(16) float y[EMU_ROWS * EMU_LEN];
+	float lse[EMU_ROWS];
 	AssocStatus st;
 } EmuJob;
 
