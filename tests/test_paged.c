@@ -583,7 +583,10 @@ static Paged *wide_batch(Carrier *c, int batch, int varlen)
 /* More sequences than a grid's y takes (65535): the emulator, which holds
  * a launch to the GPU's limits, runs them in two launches, and every
  * sequence, those of the second launch too, gives the reference's
- * results, with and without cu_seqlens_q. */
+ * results, with cu_seqlens_q (each launch's queries then start at their
+ * own offset; without it, the gpu test below through the fake driver).
+ * Just past the limit: the first launch's 65535 sequences are most of
+ * the emulator's time. */
 Test(paged, emu_runs_a_batch_past_65535_sequences, .timeout = 900)
 {
 	const Device *dv = run_device_find("emu");
@@ -591,8 +594,9 @@ Test(paged, emu_runs_a_batch_past_65535_sequences, .timeout = 900)
 	if (!dv || !dv->available(msg, sizeof msg))
 		cr_skip_test("no emu device");
 	Carrier *c = load_defs("specs/attention.yaml", (Define[]){{"d", "16"}, {"dv", "16"}}, 2);
-	for (int varlen = 0; varlen < 2; varlen++) {
-		Paged *p = wide_batch(c, 70000, varlen);
+	{
+		const int varlen = 1;
+		Paged *p = wide_batch(c, PAGED_LAUNCH_SEQS + 64, varlen);
 		RunBatch rb;
 		paged_batch(p, &rb);
 		cr_assert_eq(run_batch_uniform(&rb), !varlen);
@@ -616,7 +620,7 @@ Test(paged, emu_runs_a_batch_past_65535_sequences, .timeout = 900)
 		cr_assert_eq(bad, -1, "%s: sequence %d (%d queries, %d keys) differs from the reference",
 			     varlen ? "varlen" : "one query each", bad, bad < 0 ? 0 : rb.seq[bad]->rows,
 			     bad < 0 ? 0 : rb.seq[bad]->len);
-		cr_assert_gt(seen, 3500, "sequences of the second launch checked: %d", seen);
+		cr_assert_gt(seen, 40, "sequences of the second launch checked: %d", seen);
 		paged_batch_free(&rb);
 		paged_free(p);
 	}
