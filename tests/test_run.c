@@ -371,6 +371,14 @@ Test(run, a_nan_mismatch_is_the_index_reported)
 	spec_carrier_free(c);
 }
 
+/* Skips the calling test where the emulator has no host C++ compiler. */
+static void skip_without_emu(void)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+}
+
 /* d run on the named device, which must succeed. */
 static void device_run(const char *dev, RunData *d)
 {
@@ -450,9 +458,7 @@ Test(run, cross_entropy_loss_by_hand_on_interp) { cross_entropy_rows("interp"); 
 Test(run, cross_entropy_loss_by_hand_on_cpu) { cross_entropy_rows("cpu"); }
 Test(run, cross_entropy_loss_by_hand_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	cross_entropy_rows("emu");
 }
 
@@ -535,9 +541,7 @@ Test(run, logsumexp_of_rows_with_infinities_and_nan_on_interp) { lse_inf_rows("i
 Test(run, logsumexp_of_rows_with_infinities_and_nan_on_cpu) { lse_inf_rows("cpu"); }
 Test(run, logsumexp_of_rows_with_infinities_and_nan_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	lse_inf_rows("emu");
 }
 
@@ -579,9 +583,7 @@ Test(run, attention_row_of_minus_inf_scores_on_interp) { attention_minus_inf_row
 Test(run, attention_row_of_minus_inf_scores_on_cpu) { attention_minus_inf_rows("cpu"); }
 Test(run, attention_row_of_minus_inf_scores_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	attention_minus_inf_rows("emu");
 }
 
@@ -621,9 +623,7 @@ Test(run, softmax_of_rows_with_infinities_on_interp) { softmax_inf_rows("interp"
 Test(run, softmax_of_rows_with_infinities_on_cpu) { softmax_inf_rows("cpu"); }
 Test(run, softmax_of_rows_with_infinities_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	softmax_inf_rows("emu");
 }
 
@@ -705,9 +705,7 @@ Test(run, welford_rows_with_infinities_on_interp) { welford_inf_rows("interp"); 
 Test(run, welford_rows_with_infinities_on_cpu) { welford_inf_rows("cpu"); }
 Test(run, welford_rows_with_infinities_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	welford_inf_rows("emu");
 }
 
@@ -779,9 +777,7 @@ Test(run, welford_and_layer_norm_past_sqrt_flt_max_on_interp) { huge_and_inf_row
 Test(run, welford_and_layer_norm_past_sqrt_flt_max_on_cpu) { huge_and_inf_rows("cpu"); }
 Test(run, welford_and_layer_norm_past_sqrt_flt_max_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	huge_and_inf_rows("emu");
 }
 
@@ -818,9 +814,7 @@ Test(run, moe_routing_rows_with_nan_and_inf_on_interp) { moe_special_rows("inter
 Test(run, moe_routing_rows_with_nan_and_inf_on_cpu) { moe_special_rows("cpu"); }
 Test(run, moe_routing_rows_with_nan_and_inf_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	moe_special_rows("emu");
 }
 
@@ -907,18 +901,14 @@ Test(run, attention_fully_masked_and_infinite_rows_on_interp) { attention_specia
 Test(run, attention_fully_masked_and_infinite_rows_on_cpu) { attention_special("cpu", NULL); }
 Test(run, attention_fully_masked_and_infinite_rows_on_emu, .timeout = 300)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	attention_special("emu", NULL);
 }
 
 /* The same on the Hopper template, as sm_90a runs prefill. */
 Test(run, attention_fully_masked_and_infinite_rows_on_emu_sm90a, .timeout = 300)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	attention_special("emu", "sm_90a");
 }
 
@@ -955,9 +945,7 @@ Test(run, argmax_skips_nan_and_keeps_the_first_on_interp) { argmax_rows("interp"
 Test(run, argmax_skips_nan_and_keeps_the_first_on_cpu) { argmax_rows("cpu"); }
 Test(run, argmax_skips_nan_and_keeps_the_first_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	argmax_rows("emu");
 }
 
@@ -992,9 +980,7 @@ Test(run, o_lse_of_an_infinite_partial_on_interp) { o_lse_rows("interp"); }
 Test(run, o_lse_of_an_infinite_partial_on_cpu) { o_lse_rows("cpu"); }
 Test(run, o_lse_of_an_infinite_partial_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	o_lse_rows("emu");
 }
 
@@ -1218,9 +1204,7 @@ Test(run, integer_overflow_guards_wrap_on_interp) { wrap_cmp_rows("interp"); }
 Test(run, integer_overflow_guards_wrap_on_cpu) { wrap_cmp_rows("cpu"); }
 Test(run, integer_overflow_guards_wrap_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	wrap_cmp_rows("emu");
 }
 
@@ -1272,9 +1256,7 @@ Test(run, a_mask_whose_product_wraps_on_interp) { wrap_mask_rows("interp"); }
 Test(run, a_mask_whose_product_wraps_on_cpu) { wrap_mask_rows("cpu"); }
 Test(run, a_mask_whose_product_wraps_on_emu, .timeout = 300)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	wrap_mask_rows("emu");
 }
 
@@ -1300,9 +1282,7 @@ static void int_dot_rows(const char *dev)
 Test(run, an_integer_dot_wraps_in_its_type_on_interp) { int_dot_rows("interp"); }
 Test(run, an_integer_dot_wraps_in_its_type_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	int_dot_rows("emu");
 }
 
@@ -1331,9 +1311,7 @@ Test(run, a_mask_decides_in_float32_on_interp) { param_mask_rows("interp"); }
 Test(run, a_mask_decides_in_float32_on_cpu) { param_mask_rows("cpu"); }
 Test(run, a_mask_decides_in_float32_on_emu, .timeout = 120)
 {
-	char why[300];
-	if (!emu_available(why, sizeof why))
-		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	skip_without_emu();
 	param_mask_rows("emu");
 }
 
