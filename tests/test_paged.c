@@ -1292,14 +1292,12 @@ Test(paged, ptxas_paged_kernels_without_spills, .timeout = 900)
 	nvrtc_close(nv);
 }
 
-/* The gpu device through the fake driver (tests/fake/fakecuda.c, which
- * runs no kernels): the paged module is loaded, its tuning choices are
- * the unpaged module's for the same shape, the batch uploads the pool and
- * the layout once and runs in one launch, and the unrun kernels' zeros
- * fail the check. */
-Test(paged, gpu_runs_the_batch_in_one_launch, .timeout = 600)
+/* The gpu device through the fake driver (tests/fake/fakecuda.c), with a
+ * tuning cache of the test's own (dir, a mkdtemp template); skips where
+ * NVRTC is missing. */
+static void fake_gpu(char *dir)
 {
-	char dir[] = "/tmp/assoc-paged-XXXXXX", msg[1024];
+	char msg[512];
 	Nvrtc *nv;
 	if (nvrtc_open(&nv, msg, sizeof msg))
 		cr_skip_test("no NVRTC: %s", msg);
@@ -1308,6 +1306,17 @@ Test(paged, gpu_runs_the_batch_in_one_launch, .timeout = 600)
 	setenv("XDG_CACHE_HOME", dir, 1);
 	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
 	setenv("FAKECUDA", "", 1);
+}
+
+/* The gpu device through the fake driver (tests/fake/fakecuda.c, which
+ * runs no kernels): the paged module is loaded, its tuning choices are
+ * the unpaged module's for the same shape, the batch uploads the pool and
+ * the layout once and runs in one launch, and the unrun kernels' zeros
+ * fail the check. */
+Test(paged, gpu_runs_the_batch_in_one_launch, .timeout = 600)
+{
+	char dir[] = "/tmp/assoc-paged-XXXXXX", msg[1024];
+	fake_gpu(dir);
 	Carrier *c = load_ok("specs/attention_sink.yaml");
 	Gpu g, u;
 	cr_assert_eq(gpu_open_paged(&g, c, 16, msg, sizeof msg), 0, "%s", msg);
@@ -1366,14 +1375,7 @@ Test(paged, gpu_runs_the_batch_in_one_launch, .timeout = 600)
 Test(paged, gpu_runs_a_batch_past_65535_sequences_in_two_launches, .timeout = 600)
 {
 	char dir[] = "/tmp/assoc-paged-XXXXXX", msg[1024];
-	Nvrtc *nv;
-	if (nvrtc_open(&nv, msg, sizeof msg))
-		cr_skip_test("no NVRTC: %s", msg);
-	nvrtc_close(nv);
-	cr_assert(mkdtemp(dir));
-	setenv("XDG_CACHE_HOME", dir, 1);
-	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
-	setenv("FAKECUDA", "", 1);
+	fake_gpu(dir);
 	Carrier *c = load_defs("specs/attention.yaml", (Define[]){{"d", "16"}, {"dv", "16"}}, 2);
 	Paged *p = wide_batch(c, 70000, 0);
 	RunCheck rc;
