@@ -92,14 +92,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		goto out;
 	/* attention plans over runs of the query heads that share keys and values */
 	int rows = d->rows, heads = d->heads;
-	if (m.base == FAM_ATTN && d->kv_heads > 0) {
-		if ((long long)rows * (d->heads / d->kv_heads) > INT_MAX) {
-			snprintf(msg, n, "%d rows of %d query heads a key/value head: a run of over 2^31 - 1 rows, which the "
-				 "kernels and a grid's x count in 32 bits", rows, d->heads / d->kv_heads);
-			goto out;
-		}
-		rows *= d->heads / d->kv_heads, heads = d->kv_heads;
-	}
+	if (m.base == FAM_ATTN && d->kv_heads > 0 && run_attn_rows(&rows, &heads, d->kv_heads, msg, n))
+		goto out;
 	if (v < 0)
 		v = cuda_pick(&m, rows, d->len, split);
 	const Variant *x = &m.var[v];

@@ -270,12 +270,9 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 	if (!cuda_takes_len(&g->m, v, len, msg, n)) /* a kept row past the stash would overwrite shared memory */
 		return -1;
 	int heads = b->a.heads > 0 ? b->a.heads : 1;
-	if (x->fam == FAM_ATTN && b->a.kv_heads > 0) { /* runs of the query heads that share keys and values */
-		if ((long long)rows * (heads / b->a.kv_heads) > INT_MAX)
-			return snprintf(msg, n, "%d rows of %d query heads a key/value head: a run of over 2^31 - 1 rows, "
-					"which the kernels and a grid's x count in 32 bits", rows, heads / b->a.kv_heads), -1;
-		rows *= heads / b->a.kv_heads, heads = b->a.kv_heads;
-	}
+	/* runs of the query heads that share keys and values */
+	if (x->fam == FAM_ATTN && b->a.kv_heads > 0 && run_attn_rows(&rows, &heads, b->a.kv_heads, msg, n))
+		return -1;
 	cuda_plan_h(&g->m, v, rows, len, heads,
 		    x->fam == FAM_SPLITK || x->fam == FAM_SCAN || x->fam == FAM_ATTN ? split : 1, &p);
 	if (p.ws_bytes > b->ws_bytes) {

@@ -2,6 +2,7 @@
  * the comparison of a device's results with the float64 reference. */
 #include "compiler/devices/run.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,18 @@ size_t run_thread_bytes(const Carrier *c)
 			bytes += (size_t)spec_decl_width(&g[k][f]) * (t == TY_F64 || t == TY_I64 ? 8 : 4);
 		}
 	return bytes;
+}
+
+int run_attn_rows(int *rows, int *heads, int kv_heads, char *msg, size_t n)
+{
+	int g = *heads / kv_heads;
+	if ((long long)*rows * g > INT_MAX)
+		return snprintf(msg, n, "%d rows of %d query heads a key/value head: a run of over 2^31 - 1 rows, which the "
+				   "kernels and a grid's x count in 32 bits",
+				*rows, g),
+		       -1;
+	*rows *= g, *heads = kv_heads;
+	return 0;
 }
 
 int run_thread_fits(const Carrier *c, char *msg, size_t n)

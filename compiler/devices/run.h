@@ -32,6 +32,11 @@ size_t run_kind_size(TyKind k);
 enum { RUN_THREAD_BYTES = 512 * 1024 };
 size_t run_thread_bytes(const Carrier *c);
 int run_thread_fits(const Carrier *c, char *msg, size_t n);
+/* Attention's kernels run the query heads that share a key/value head as
+ * rows of one run: *rows times heads / kv_heads rows of kv_heads heads.
+ * 0, or -1 with msg where that passes 2^31 - 1 rows (the kernels and a
+ * grid's x count rows in 32 bits). */
+int run_attn_rows(int *rows, int *heads, int kv_heads, char *msg, size_t n);
 double run_buffer_get(const Buffer *b, size_t i);  /* component i, as a double */
 void run_buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst); /* components i .. i + n - 1 */
 void run_buffer_set(Buffer *b, size_t i, double v); /* rounds to the buffer's kind */
