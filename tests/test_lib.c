@@ -436,6 +436,31 @@ Test(lib, the_verdict_line_warns_of_special_values)
 	assoc_spec_free(s);
 }
 
+/* o_lse's lse kept in float32 is beyond run's tolerance on a row of
+ * 1000.5 repeated: check warns of it, and so do the verdict's line and
+ * its warnings, the carrier still accepted.  A max is exact in float32,
+ * without a warning. */
+Test(lib, the_verdict_carries_the_float32_accuracy_warning)
+{
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load(&s, "specs/o_lse.yaml", NULL, 0), ASSOC_OK);
+	cr_expect_str_eq(assoc_spec_warnings(s), "", "no verdict yet");
+	cr_assert_eq(assoc_spec_check(s, 300, 1), ASSOC_OK, "%s", assoc_spec_error(s));
+	const char *v = assoc_spec_verdict(s), *w = assoc_spec_warnings(s);
+	cr_expect(!strncmp(v, "o_lse: ok (", 11), "%s", v);
+	cr_expect(strstr(v, "; float32 accuracy: out[0] is ") && strstr(v, "times the tolerance of assoc run") &&
+		  v[strlen(v) - 1] == ')', "%s", v);
+	cr_expect(!strncmp(w, "float32 accuracy: out[0] is ", 28) && strstr(w, "1000.5 repeated") &&
+		  w[strlen(w) - 1] == '\n', "%s", w);
+	assoc_spec_free(s);
+	cr_assert_eq(assoc_spec_load(&s, "specs/max.yaml", NULL, 0), ASSOC_OK);
+	cr_assert_eq(assoc_spec_check(s, 300, 1), ASSOC_OK, "%s", assoc_spec_error(s));
+	cr_expect(!strstr(assoc_spec_verdict(s), "float32 accuracy"), "%s", assoc_spec_verdict(s));
+	cr_expect_str_eq(assoc_spec_warnings(s), "");
+	assoc_spec_free(s);
+	cr_expect_str_eq(assoc_spec_warnings(NULL), "");
+}
+
 /* The verdict's line says what holds, as check prints it: laws proved,
  * laws the prover leaves unknown, and no reference where there is none;
  * never that a reference holds that was not checked. */

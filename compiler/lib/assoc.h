@@ -87,11 +87,19 @@ AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed);
  * the trials only), and whether the results were checked against a
  * reference or there is none, and, where they do, that on rows holding NaN
  * or infinities the groupings of the fold disagree (devices may give
- * different results there) or the outputs disagree with the reference (a
- * warning: the carrier is still accepted); or "NAME: FAILED (...)" with
+ * different results there) or the outputs disagree with the reference,
+ * and where a float32 value is beyond the tolerance of a run on some row
+ * ("float32 accuracy: ..."), each a warning: the carrier is still
+ * accepted; or "NAME: FAILED (...)" with
  * the failure.
  * "" before any verdict. */
 const char *assoc_spec_verdict(const AssocSpec *s);
+/* The warnings of that verdict, one a line, each ending in a newline and
+ * opening with what it is about, as `assoc check` names it ("special
+ * values: grouping: ...", "special values: reference: ...", "float32
+ * accuracy: ..."), with the witness's detail; "" where there is none, or
+ * where the verdict fails, or before any verdict. */
+const char *assoc_spec_warnings(const AssocSpec *s);
 /* trust nonzero: assoc_compile compiles the carrier whatever its verdict
  * (the command line's --trust-merge), and runs take any params; 0 (the
  * default): assoc_compile takes the verdict assoc_spec_check reached,

@@ -177,7 +177,29 @@ static void verdict_line(AssocSpec *s, const CarrierVerdict *v)
 	if (group || ref)
 		SAY("; on rows holding NaN or infinities %s%s%s", group ? "the groupings disagree" : "",
 		    group && ref ? " and " : "", ref ? "the outputs disagree with the reference" : "");
+	if (v->trials.accuracy == VERDICT_FAILS)
+		SAY("; float32 accuracy: %s", v->trials.acc_detail);
 	SAY(")");
+#undef SAY
+}
+
+/* The warnings of v, one a line, as `assoc check` prints them: what the
+ * verdict line says in a clause, here with its witness's detail. */
+static void warning_lines(AssocSpec *s, const CarrierVerdict *v)
+{
+	size_t n = sizeof s->warnings, at = 0;
+	char *b = s->warnings;
+#define SAY(...) (at += (size_t)snprintf(b + (at < n ? at : n), at < n ? n - at : 0, __VA_ARGS__))
+	b[0] = 0;
+	if (v->status == VERDICT_FAILED)
+		return;
+	const SpecialOutcome *sp = &v->trials.special;
+	if (sp->grouping == VERDICT_FAILS)
+		SAY("special values: grouping: %s\n", sp->group_detail);
+	if (sp->reference == VERDICT_FAILS)
+		SAY("special values: reference: %s\n", sp->ref_detail);
+	if (v->trials.accuracy == VERDICT_FAILS)
+		SAY("float32 accuracy: %s\n", v->trials.acc_detail);
 #undef SAY
 }
 
@@ -196,10 +218,11 @@ static AssocStatus judge(AssocSpec *s, int trials, int id_trials, uint64_t seed)
 		o.unknown_trials = VERDICT_RUN_UNKNOWN_TRIALS;
 	o.check.seed = seed;
 	CarrierVerdict v;
-	s->verdict[0] = 0;
+	s->verdict[0] = s->warnings[0] = 0;
 	if (verdict_run(s->c, &o, &v, s->err, sizeof s->err))
 		return ASSOC_EINVAL;
 	verdict_line(s, &v);
+	warning_lines(s, &v);
 	AssocStatus st = verdict_ok(&v) ? ASSOC_OK : ASSOC_ELAWS;
 	snprintf(s->err, sizeof s->err, "%s", st && v.why ? v.why : "");
 	s->judged = st ? -1 : 1;
@@ -299,6 +322,7 @@ AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed)
 }
 
 const char *assoc_spec_verdict(const AssocSpec *s) { return s ? s->verdict : ""; }
+const char *assoc_spec_warnings(const AssocSpec *s) { return s ? s->warnings : ""; }
 
 AssocStatus assoc_spec_trust_merge(AssocSpec *s, int trust)
 {

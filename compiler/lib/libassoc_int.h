@@ -10,7 +10,8 @@
 struct AssocSpec {
 	Carrier *c;
 	char err[2048];
-	char verdict[1024]; /* the line on the last assoc_spec_check (assoc_spec_verdict) */
+	char verdict[2048]; /* the line on the last assoc_spec_check (assoc_spec_verdict) */
+	char warnings[2048]; /* its warnings, one a line (assoc_spec_warnings) */
 	AssocArray *arr;
 	int narr;
 	int judged; /* its verdict reached (1: holds, -1: fails, 0: not yet): assoc_compile takes it */

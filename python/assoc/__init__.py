@@ -61,18 +61,21 @@ CALL_KEYWORDS = ("heads", "kv_heads", "block_table", "seq_lens", "page_size", "c
 
 
 class Report:
-    """The verdict of Spec.check: ok, and text (the line that says which
-    law or reference fails, or what holds: the laws proved, those only the
-    trials hold, and the reference, or that there is none)."""
+    """The verdict of Spec.check: ok, text (the line that says which law
+    or reference fails, or what holds: the laws proved, those only the
+    trials hold, and the reference, or that there is none, with a clause
+    for each warning), and warnings (each warning of a verdict that holds
+    as `assoc check` prints it, "float32 accuracy: ...", with its
+    witness's detail; empty where there is none)."""
 
-    def __init__(self, ok, text):
-        self.ok, self.text = ok, text
+    def __init__(self, ok, text, warnings=()):
+        self.ok, self.text, self.warnings = ok, text, list(warnings)
 
     def __bool__(self):
         return self.ok
 
     def __repr__(self):
-        return "Report(ok=%r, text=%r)" % (self.ok, self.text)
+        return "Report(ok=%r, text=%r, warnings=%r)" % (self.ok, self.text, self.warnings)
 
 
 class Spec:
@@ -143,13 +146,16 @@ class Spec:
         if trials < 0:
             raise ValueError("trials must be 0 (the default) or more, got %d" % trials)
         line = _lib.optional("assoc_spec_verdict")
+        warned = _lib.optional("assoc_spec_warnings")
         with self._lock:
             st = self._L.assoc_spec_check(self._h, int(trials), int(seed) & (2**64 - 1))
             why = _lib.text(self._L.assoc_spec_error(self._h))
             said = _lib.text(line(self._h)) if line is not None else None
+            warnings = _lib.text(warned(self._h)) if warned is not None else ""
         if st == _lib.OK:
             # an older library says only that nothing failed
-            return Report(True, said or "%s: ok (no law and no reference failed)" % self.name)
+            return Report(True, said or "%s: ok (no law and no reference failed)" % self.name,
+                          warnings.splitlines())
         if st == _lib.ELAWS:
             return Report(False, why)
         raise Error("assoc check: %s: %s" % (_lib.strerror(st), why))

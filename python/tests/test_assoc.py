@@ -300,6 +300,18 @@ class Specs(unittest.TestCase):
         r = assoc.load("specs/welford.yaml").check(trials=200)
         self.assertIn("the results match the reference on", r.text)
 
+    def test_check_report_carries_the_float32_accuracy_warning(self):
+        # o_lse's lse kept in float32 is beyond run's tolerance on a row of one value repeated
+        r = assoc.load("specs/o_lse.yaml").check(trials=200)
+        self.assertTrue(r.ok)
+        self.assertIn("; float32 accuracy: out[0] is ", r.text)
+        self.assertEqual(len(r.warnings), 1, r.warnings)
+        self.assertRegex(r.warnings[0], r"^float32 accuracy: out\[0\] is .* times the tolerance of assoc run")
+        # a max is exact in float32
+        r = assoc.load("specs/max.yaml").check(trials=200)
+        self.assertNotIn("float32 accuracy", r.text)
+        self.assertEqual(r.warnings, [])
+
     def test_failed_laws_refuse_the_compile(self):
         bad = assoc.loads(DIFFERENCE)
         with self.assertRaisesRegex(assoc.LawError, r"identity fails|not associative"):
