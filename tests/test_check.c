@@ -1239,6 +1239,65 @@ Test(check, rounding_noise_in_the_spec_types_holds)
 	spec_carrier_free(c);
 }
 
+/* The trials draw finite inputs, where the argmax of tests/format holds
+ * its identity; at a lift of -inf, which ties with the identity's m, e+a
+ * keeps the identity's idx -1: the law holds, with that exception as a
+ * warning, its witness in JSON, and what a row of -inf gives.  The
+ * bundled argmax has none, and an identity of m = 0 still fails. */
+Test(check, identity_exception_at_infinite_lifts)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/format/argmax.yaml", &r, 1), 0);
+	const LawOutcome *id = law(&r, "identity");
+	cr_assert_eq(id->v, VERDICT_HOLDS, "%s", id->detail ? id->detail : "");
+	cr_assert(id->except);
+	cr_expect(strstr(id->except, "holds except at lifts where m = -inf (x = -inf): e+a gives idx = -1 for a = "
+				     "{m: -inf, idx: 1}; a row whose elements are all x = -inf gives idx = -1, the "
+				     "identity's, where its lifts folded alone give 0"), "%s", id->except);
+	cr_expect(strstr(id->except_json, "\"side\": \"e+a\"") && strstr(id->except_json, "\"x\": \"-inf\"") &&
+		  strstr(id->except_json, "\"got\": {\"m\": \"-inf\", \"idx\": -1}"), "%s", id->except_json);
+	cr_expect(check_ok(&r));
+	check_result_free(&r);
+	cr_assert_eq(run("specs/argmax.yaml", &r, 1), 0);
+	cr_expect_eq(law(&r, "identity")->v, VERDICT_HOLDS);
+	cr_expect_null(law(&r, "identity")->except, "%s", law(&r, "identity")->except);
+	check_result_free(&r);
+	Carrier *c = text_ok("carrier: argmax_zero\nelement: {x: f32}\nstate: {m: f32, idx: i32}\n"
+			     "identity: {m: 0, idx: -1}\nlift: {m: x, idx: j}\nmerge:\n  m: max(a.m, b.m)\n"
+			     "  idx: where(a.m > b.m || (a.m == b.m && a.idx < b.idx), a.idx, b.idx)\n");
+	CheckOpts o;
+	check_defaults(&o);
+	char msg[200];
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0);
+	cr_expect_eq(law(&r, "identity")->v, VERDICT_FAILS);
+	cr_expect(law(&r, "identity")->cex && strstr(law(&r, "identity")->cex, "e = {m: 0, idx: -1}"), "%s",
+		  law(&r, "identity")->cex);
+	cr_expect_null(law(&r, "identity")->except);
+	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
+/* A state that folds to the identity's -inf from finite inputs (a lift
+ * where(x > 0, x, -inf)) ties with it in the trials themselves: the tie
+ * is the same exception, not a failure. */
+Test(check, identity_tie_in_drawn_states_is_the_exception)
+{
+	Carrier *c = text_ok("carrier: argmax_pos\nelement: {x: f32}\nstate: {m: f32, idx: i32}\n"
+			     "identity: {m: -inf, idx: -1}\nlift:\n  m: where(x > 0, x, -inf)\n  idx: j\nmerge:\n"
+			     "  m: max(a.m, b.m)\n"
+			     "  idx: where(a.m > b.m || (a.m == b.m && a.idx < b.idx), a.idx, b.idx)\n");
+	CheckOpts o;
+	check_defaults(&o);
+	CheckResult r;
+	char msg[200];
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0);
+	const LawOutcome *id = law(&r, "identity");
+	cr_expect_eq(id->v, VERDICT_HOLDS, "%s", id->detail ? id->detail : "");
+	cr_expect(id->except && strstr(id->except, "holds except at "), "%s", id->except ? id->except : "(none)");
+	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
 /* run's tolerance, shared with check: twice the naive float32 error, at
  * least the share of its running bound, plus 32 float32 ulps of the
  * scale; the bound alone where the naive value overflowed; the carrier's

@@ -154,6 +154,49 @@ Test(prove, disproofs)
 	check("tests/prove/identity_ee.yaml", "pdp-");
 }
 
+/* An argmax whose identity's idx wins a tie (-1, the smaller; or the
+ * largest i32 where a tie keeps a's) is an identity on every finite state
+ * but not at a lift of -inf, which ties with the identity's m: proved,
+ * with the exception named, its side and what a row of -inf gives.  The
+ * bundled argmax, whose identity loses every tie, has none; and an
+ * identity that is none on finite states is still disproved. */
+Test(prove, identity_exception_at_infinite_lifts)
+{
+	static const char *const path[] = {"tests/format/argmax.yaml", "tests/prove/argmax_ties_to_a.yaml"};
+	static const char *const row[] = {"gives idx = -1, the identity's, where its lifts folded alone give 0",
+					  "gives idx = 2147483647, the identity's, where its lifts folded alone give 0"};
+	for (int i = 0; i < 2; i++) {
+		Carrier *c = load_ok(path[i]);
+		ProofReport r;
+		cr_assert_eq(prove_carrier(c, 0, &r), 0);
+		const ProofLine *l = law(&r, "identity");
+		cr_assert(l);
+		cr_expect_eq(l->status, PROOF_PROVED, "%s: %s", path[i], l->how);
+		cr_assert(l->except, "%s: no exception", path[i]);
+		cr_expect(strstr(l->except, "holds except at lifts where m = -inf (x = -inf): e+a gives idx = ") &&
+			  strstr(l->except, row[i]), "%s: %s", path[i], l->except);
+		prove_report_free(&r);
+		spec_carrier_free(c);
+	}
+	Carrier *c = load_ok("specs/argmax.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect_eq(law(&r, "identity")->status, PROOF_PROVED);
+	cr_expect_null(law(&r, "identity")->except, "%s", law(&r, "identity")->except);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+	const char *zero = "carrier: argmax_zero\nelement: {x: f32}\nstate: {m: f32, idx: i32}\n"
+			   "identity: {m: 0, idx: -1}\nlift: {m: x, idx: j}\nmerge:\n  m: max(a.m, b.m)\n"
+			   "  idx: where(a.m > b.m || (a.m == b.m && a.idx < b.idx), a.idx, b.idx)\n";
+	c = text_ok(zero);
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect_eq(law(&r, "identity")->status, PROOF_DISPROVED, "%s", law(&r, "identity")->how);
+	cr_expect(strstr(law(&r, "identity")->how, "a={"), "%s", law(&r, "identity")->how);
+	cr_expect_null(law(&r, "identity")->except);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* Differences at the spec's own constants: no drawn row folds to a state
  * past 1e12 or to exactly 1000 and 0.5, but rows of the constants (and of
  * a grid point's values) do, and their folds are the witnesses. */

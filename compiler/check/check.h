@@ -34,6 +34,11 @@ typedef struct {
 	char *detail;    /* when it fails: one line naming the field */
 	char *cex;       /* when it fails: the counterexample, several lines */
 	char *json;      /* when it fails: the counterexample as a JSON object */
+	/* The identity where it holds but at lifts of infinite inputs that tie
+	 * with the identity's own infinite value (edge.c): a warning naming
+	 * them and what a row of them gives, and its witness as a JSON object;
+	 * NULL where there is no such lift. */
+	char *except, *except_json;
 } LawOutcome;
 
 typedef struct {

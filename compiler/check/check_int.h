@@ -69,6 +69,15 @@ void check_accuracy_hard_rows(Ck *k, Accuracy *a);
  * a finite reference, r's soundness verdict and witness instead. */
 void check_accuracy_report(Ck *k, Accuracy *a, CheckResult *r);
 void check_accuracy_free(Accuracy *a);
+/* The identity at a state that holds the identity's own infinite value in
+ * some component (a lift of -inf beside an identity of m = -inf), which
+ * the proofs, over finite states, do not reach (edge.c): 1 where e+a or
+ * a+e differs from a there, neither side NaN. */
+int check_identity_tie(Machine *m, Mode md, const double *a);
+/* Lifts of infinite element inputs that tie so: 1 with *detail (and
+ * *json unless NULL) set, malloc'd, naming the lifts, the side that
+ * differs and what a row of such elements gives; 0 where there is none. */
+int check_identity_edge(Machine *m, uint64_t *rng, char **detail, char **json);
 /* Rows holding special values (special.c): fills r->special. */
 void check_specials(Ck *k, CheckResult *r);
 /* The reference output named name (per row or per position), or -1. */

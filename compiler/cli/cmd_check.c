@@ -70,6 +70,12 @@ static void print_laws(const CarrierVerdict *v)
 									  "states hold an infinity)" : "",
 			       l->cex);
 		}
+		/* lifts of infinite inputs tied with the identity's infinity,
+		 * outside the proof's finite states: the prover's words where it
+		 * found them */
+		const char *except = pl && pl->except ? pl->except : l->v == VERDICT_HOLDS ? l->except : NULL;
+		if (except)
+			printf("    %s %s [warning]\n", l->law, except);
 	}
 	const VerdictLaw *cert = verdict_law(v, "certificate");
 	if (cert) {
@@ -169,6 +175,10 @@ static void json_proof(Buf *b, const ProofLine *pl)
 		return;
 	buf_printf(b, ", \"proof\": {\"status\": \"%s\", \"how\": ", prove_status_name(pl->status));
 	buf_json_str(b, pl->how ? pl->how : "");
+	if (pl->except) {
+		buf_puts(b, ", \"except\": ");
+		buf_json_str(b, pl->except);
+	}
 	buf_puts(b, "}");
 }
 
@@ -187,6 +197,11 @@ static void json_laws(Buf *b, const CarrierVerdict *v)
 			buf_puts(b, ", \"detail\": ");
 			buf_json_str(b, l->detail);
 			buf_printf(b, ", \"counterexample\": %s", l->json);
+		}
+		if (l->v == VERDICT_HOLDS && l->except) {
+			buf_puts(b, ", \"except\": {\"detail\": ");
+			buf_json_str(b, l->except);
+			buf_printf(b, ", \"witness\": %s}", l->except_json);
 		}
 		json_proof(b, v->law[i].proof);
 		buf_puts(b, "}");

@@ -88,16 +88,19 @@ AssocStatus assoc_spec_check(AssocSpec *s, int trials, uint64_t seed);
  * reference or there is none, and, where they do, that on rows holding NaN
  * or infinities the groupings of the fold disagree (devices may give
  * different results there) or the outputs disagree with the reference,
- * and where a float32 value is beyond the tolerance of a run on some row
- * ("float32 accuracy: ..."), each a warning: the carrier is still
+ * where the identity holds except at lifts of infinite inputs that tie
+ * with its own infinity ("identity holds except at lifts where m = -inf
+ * ..."), and where a float32 value is beyond the tolerance of a run on
+ * some row ("float32 accuracy: ..."), each a warning: the carrier is still
  * accepted; or "NAME: FAILED (...)" with
  * the failure.
  * "" before any verdict. */
 const char *assoc_spec_verdict(const AssocSpec *s);
 /* The warnings of that verdict, one a line, each ending in a newline and
- * opening with what it is about, as `assoc check` names it ("special
- * values: grouping: ...", "special values: reference: ...", "float32
- * accuracy: ..."), with the witness's detail; "" where there is none, or
+ * opening with what it is about, as `assoc check` names it ("identity:
+ * holds except at lifts where ...", "special values: grouping: ...",
+ * "special values: reference: ...", "float32 accuracy: ..."), with the
+ * witness's detail; "" where there is none, or
  * where the verdict fails, or before any verdict. */
 const char *assoc_spec_warnings(const AssocSpec *s);
 /* trust nonzero: assoc_compile compiles the carrier whatever its verdict

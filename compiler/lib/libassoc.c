@@ -143,6 +143,18 @@ static int laws_named(const CarrierVerdict *v, int st, char *b, size_t n)
 	return k;
 }
 
+/* Where the identity holds but at lifts of infinite inputs, what says so
+ * (the prover's words where it has them, as check prints them), else NULL. */
+static const char *identity_except(const CarrierVerdict *v)
+{
+	const VerdictLaw *l = verdict_law(v, "identity");
+	if (!l)
+		return NULL;
+	if (l->proof && l->proof->except)
+		return l->proof->except;
+	return l->trial && l->trial->v == VERDICT_HOLDS ? l->trial->except : NULL;
+}
+
 /* What assoc_spec_verdict says of v: the laws proved, the laws held in
  * the trials alone (no proof, or the prover left them unknown), and the
  * reference; as `assoc check` prints them line by line. */
@@ -177,6 +189,9 @@ static void verdict_line(AssocSpec *s, const CarrierVerdict *v)
 	if (group || ref)
 		SAY("; on rows holding NaN or infinities %s%s%s", group ? "the groupings disagree" : "",
 		    group && ref ? " and " : "", ref ? "the outputs disagree with the reference" : "");
+	const char *except = identity_except(v);
+	if (except)
+		SAY("; identity %s", except);
 	if (v->trials.accuracy == VERDICT_FAILS)
 		SAY("; float32 accuracy: %s", v->trials.acc_detail);
 	SAY(")");
@@ -193,6 +208,9 @@ static void warning_lines(AssocSpec *s, const CarrierVerdict *v)
 	b[0] = 0;
 	if (v->status == VERDICT_FAILED)
 		return;
+	const char *except = identity_except(v);
+	if (except)
+		SAY("identity: %s\n", except);
 	const SpecialOutcome *sp = &v->trials.special;
 	if (sp->grouping == VERDICT_FAILS)
 		SAY("special values: grouping: %s\n", sp->group_detail);

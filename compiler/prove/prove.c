@@ -286,6 +286,7 @@ typedef struct {
 typedef struct {
 	ProofStatus status;
 	char *how;
+	char *except; /* a proved identity's exception at infinite lifts (ProofLine) */
 } Verdict;
 
 static void verdict(Verdict *v, ProofStatus s, char *how)
@@ -943,7 +944,7 @@ static void law_identity(Ctx *x, Verdict *out)
 	for (int f = 0; f < c->nstate; f++)
 		pr[f] = (Pair){ae[f], x->A[f], c->state[f].name};
 	j = job(x, "a", "a+e", "a");
-	Verdict right = {PROOF_UNKNOWN, NULL};
+	Verdict right = {PROOF_UNKNOWN, NULL, NULL};
 	prove_pairs(&j, pr, c->nstate, &right);
 	/* e+a left unknown: a+e may still disprove the law */
 	if (right.status == PROOF_DISPROVED || (out->status == PROOF_PROVED && right.status != PROOF_PROVED))
@@ -954,6 +955,13 @@ static void law_identity(Ctx *x, Verdict *out)
 				  regions + j.regions, under(&x->p), x->p.invtext));
 	if (out->how != right.how)
 		free(right.how);
+	/* the regions are over finite states: a lift of an infinite input
+	 * that ties with the identity's own infinity is looked at apart */
+	if (out->status == PROOF_PROVED) {
+		out->except = reach_identity_edge(c);
+		if (out->except)
+			bprintf(x->trace, "  identity at infinite lifts: %s\n", out->except);
+	}
 }
 
 /* ---- certificates ---- */
@@ -991,7 +999,7 @@ static char *cert_unit(Ctx *x, int *image)
 			continue;
 		Pair pr = {ir_bin(c->ir, op, phi(c, k, x->A), v), phi(c, k, x->A), c->cert_into[k].name};
 		Job j = job(x, "a", "phi(a)*phi(e)", "phi(a)");
-		Verdict on = {PROOF_UNKNOWN, NULL};
+		Verdict on = {PROOF_UNKNOWN, NULL, NULL};
 		bprintf(x->trace, "  phi(e).%s is not %g: the identity on phi's image?\n",
 			c->cert_into[k].name, u);
 		prove_pairs(&j, &pr, 1, &on);
@@ -1057,8 +1065,8 @@ const char *prove_status_name(ProofStatus s)
 
 static void add_line(ProofReport *r, const char *law, Verdict *v)
 {
-	r->line[r->n++] = (ProofLine){law, v->status, v->how ? v->how : xasprintf("no reason")};
-	v->how = NULL;
+	r->line[r->n++] = (ProofLine){law, v->status, v->how ? v->how : xasprintf("no reason"), v->except};
+	v->how = v->except = NULL;
 }
 
 static void set_all(ProofReport *r, Carrier *c, const char *why)
@@ -1067,14 +1075,14 @@ static void set_all(ProofReport *r, Carrier *c, const char *why)
 	for (int i = 0; i < 4; i++) {
 		if ((i == 2 && !(c->laws & LAW_COMMUTATIVE)) || (i == 3 && !c->has_cert))
 			continue;
-		r->line[r->n++] = (ProofLine){laws[i], PROOF_UNKNOWN, xasprintf("%s", why)};
+		r->line[r->n++] = (ProofLine){laws[i], PROOF_UNKNOWN, xasprintf("%s", why), NULL};
 	}
 }
 
 static void prove_laws(Ctx *x, ProofReport *r)
 {
 	Carrier *c = x->c;
-	Verdict cert = {PROOF_UNKNOWN, NULL}, v = {PROOF_UNKNOWN, NULL};
+	Verdict cert = {PROOF_UNKNOWN, NULL, NULL}, v = {PROOF_UNKNOWN, NULL, NULL};
 	if (c->has_cert)
 		law_cert(x, &cert);
 	char *mon = c->has_cert ? monoid_str(c) : NULL;
@@ -1244,14 +1252,18 @@ static void combine(ProofReport *r, ProofReport *k, const char *what, int first)
 {
 	if (first) {
 		r->n = k->n;
-		for (int i = 0; i < k->n; i++)
+		for (int i = 0; i < k->n; i++) {
 			r->line[i] = (ProofLine){k->line[i].law, k->line[i].status,
-						 xasprintf("%s: %s", what, k->line[i].how ? k->line[i].how : "")};
+						 xasprintf("%s: %s", what, k->line[i].how ? k->line[i].how : ""),
+						 k->line[i].except ? xasprintf("%s: %s", what, k->line[i].except) : NULL};
+		}
 		return;
 	}
 	for (int i = 0; i < r->n && i < k->n; i++) {
 		ProofLine *l = &r->line[i], *m = &k->line[i];
 		const char *how = m->how ? m->how : "";
+		if (!l->except && m->except) /* the first case with an exception says it */
+			l->except = xasprintf("%s: %s", what, m->except);
 		/* a disproof stands for the law; a proof needs every case; otherwise the first open case says why */
 		if (l->status == PROOF_DISPROVED || m->status == PROOF_PROVED) {
 			if (l->status == PROOF_PROVED) {
@@ -1417,7 +1429,7 @@ int prove_carrier(Carrier *c, int want_trace, ProofReport *r)
 ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *const *names, int n, const char *lname,
 			const char *rname, char *how, size_t hn)
 {
-	Verdict v = {PROOF_UNKNOWN, NULL};
+	Verdict v = {PROOF_UNKNOWN, NULL, NULL};
 	Pair pr[MAX_FIELDS];
 	Ctx *k = calloc(1, sizeof *k);
 	if (!k)
@@ -1449,8 +1461,10 @@ ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *
 
 void prove_report_free(ProofReport *r)
 {
-	for (int i = 0; i < r->n; i++)
+	for (int i = 0; i < r->n; i++) {
 		free(r->line[i].how);
+		free(r->line[i].except);
+	}
 	free(r->trace);
 	memset(r, 0, sizeof *r);
 }

@@ -14,6 +14,10 @@ typedef struct {
 	const char *law; /* "associative", "identity", "commutative", "certificate" */
 	ProofStatus status;
 	char *how;       /* malloc'd: "13 regions; normal forms equal", "transport into (max, +)", ... */
+	/* malloc'd, for an identity proved: the lifts of infinite inputs
+	 * (outside the proof's finite states) where it does not hold, with a
+	 * witness and what a row of them gives, a warning; NULL where none. */
+	char *except;
 } ProofLine;
 
 enum { PROOF_MAX_LINES = 8 };

@@ -121,6 +121,10 @@ int reach_seed_witness(const Reach *rs, Pv *p, int nops, const Region *r, Prog *
  * types, with the witness in *how (malloc'd).  The params are the
  * witness's. */
 int reach_lift_witness(Reach *rs, const Pv *p, const char *lname, const double *val, char **how);
+/* The identity at lifts of infinite inputs that tie with its own
+ * infinite value (check_identity_edge): where e+a or a+e differs from a
+ * there, what says so (malloc'd), else NULL. */
+char *reach_identity_edge(Carrier *c);
 /* Whether two float64 results differ beyond rounding. */
 int reach_differ(double x, double y);
 

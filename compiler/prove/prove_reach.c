@@ -524,3 +524,16 @@ int reach_lift_witness(Reach *rs, const Pv *p, const char *lname, const double *
 	free(buf);
 	return found;
 }
+
+char *reach_identity_edge(Carrier *c)
+{
+	/* a few rows of a few lifts: no pool of folded states is needed */
+	Machine m;
+	eval_init(&m, c);
+	uint64_t rng = 0x7eac4ULL;
+	char msg[160], *detail = NULL;
+	if (draw_params(&m, NULL, 0, &rng, msg, sizeof msg) || !check_identity_edge(&m, &rng, &detail, NULL))
+		detail = NULL;
+	eval_free(&m);
+	return detail;
+}
