@@ -428,14 +428,15 @@ Test(emu, dynamic_shared_memory_is_sized_and_checked_at_launch)
 }
 
 /* A launch past the device's grid limits fails as cuLaunchKernel would,
- * before any block runs: y over 65535, x over 2^31 - 1 (an empty grid
- * stays a launch of nothing, as the devices skip one). */
+ * before any block runs: y over 65535, x over 2^31 - 1, and a grid of no
+ * blocks in x or y (the devices skip a launch with nothing to do). */
 Test(emu, grids_past_the_device_limits_are_refused)
 {
 	EmuLib *l = lib();
 	_Alignas(16) static unsigned buf[512];
 	char msg[1024];
-	static const unsigned bad[][2] = {{1, 65536}, {0x80000000u, 1}, {0x80000000u, 65536}, {4, 70000}};
+	static const unsigned bad[][2] = {{1, 65536}, {0x80000000u, 1}, {0x80000000u, 65536}, {4, 70000}, {0, 1},
+					  {1, 0}, {0, 0}};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		memset(buf, 0, sizeof buf);
 		cr_assert_eq(emu_launch_grid(l, "dyn", bad[k][0], bad[k][1], 64, 64 * 4, buf, NULL, msg, sizeof msg), -1,

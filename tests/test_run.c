@@ -912,6 +912,37 @@ Test(run, attention_fully_masked_and_infinite_rows_on_emu_sm90a, .timeout = 300)
 	attention_special("emu", "sm_90a");
 }
 
+/* No rows, or rows of no positions, on the emulator: a kernel whose grid
+ * would have no blocks is not launched (the emulator refuses such a
+ * grid, as the driver does), and the others give every row the empty
+ * row's outputs, as the reference does.  One spec of each template:
+ * row reduction, columns, a map's second pass, a scan, top-k, attention. */
+Test(run, empty_grids_on_emu_every_template, .timeout = 300)
+{
+	char why[300];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	static const char *const specs[] = {"specs/sum.yaml",		    "specs/layer_norm.yaml",
+					    "specs/online_softmax.yaml",    "specs/linear_recurrence.yaml",
+					    "specs/moe_topk_routing.yaml", "specs/attention.yaml"};
+	static const int shape[2][2] = {{0, 5}, {3, 0}};
+	for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+		Carrier *c = load_ok(specs[i]);
+		for (int k = 0; k < 2; k++) {
+			RunData *d = rundata_new(c, shape[k][0], shape[k][1]);
+			for (int p = 0; p < c->nparams; p++)
+				d->params[p] = 0.5;
+			char msg[300];
+			cr_expect_eq(run_device_find("emu")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s at %d x %d: %s",
+				     specs[i], shape[k][0], shape[k][1], msg);
+			if (shape[k][0])
+				expect_reference(d, specs[i]);
+			rundata_free(d);
+		}
+		spec_carrier_free(c);
+	}
+}
+
 /* argmax skips NaN wherever it stands (numpy's nanargmax), keeps the first
  * of ties, gives a row of -inf its first position (torch.argmax) and a row
  * with no number -1; idx has a reference, which agrees. */

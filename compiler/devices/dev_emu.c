@@ -132,10 +132,13 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 				goto out;
 	}
 	unsigned long long bytes[2] = {0, 0}, vec0 = emu_vec_loads_of(lib);
-	for (int k = 0; k < p.nk; k++)
+	for (int k = 0; k < p.nk; k++) {
+		if (!p.k[k].grid) /* no rows: skipped, as the GPU's launches are (a grid of 0 is refused) */
+			continue;
 		if (emu_launch_cluster(lib, p.k[k].name, p.k[k].grid, 1, p.k[k].block, p.k[k].smem,
 				       p.k[k].cluster ? p.k[k].cluster : 1, &at, bytes, msg, n))
 			goto out;
+	}
 	for (int k = 0; m.paged && k < d->c->nfinal; k++)
 		run_rows_major_put(&d->fin[k], d->heads, d->rows, tok_out[k]);
 	/* the GPU zeroes the plan's zero region once for a run of launches:

@@ -370,8 +370,6 @@ static int launch_cluster(EmuLib *lib, const char *kernel, unsigned grid, unsign
 		snprintf(msg, n, "emulator: no kernel %s in the module", kernel);
 		return -1;
 	}
-	if (!grid || !gy)
-		return 0;
 	if (cluster > 1) {
 		if (!lib->launch3) {
 			snprintf(msg, n, "emulator: the module of kernel %s has no emu_launch3 (no clusters)", kernel);

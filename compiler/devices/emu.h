@@ -21,7 +21,9 @@ void emu_close(EmuLib *lib);
 unsigned long long emu_vec_loads_of(EmuLib *lib);
 /* Launch `kernel` on grid x block threads with smem bytes of dynamic shared
  * memory and args (the kernel's Args); bytes[0..1] accumulate the global
- * bytes loaded and stored. */
+ * bytes loaded and stored.  A grid of 0 blocks is refused, as the driver
+ * refuses it (CUDA_ERROR_INVALID_VALUE): a caller skips a launch with
+ * nothing to do, as it must on a GPU. */
 int emu_launch_kernel(EmuLib *lib, const char *kernel, unsigned grid, unsigned block, unsigned smem, const void *args,
 		      unsigned long long bytes[2], char *msg, size_t n);
 /* emu_launch_kernel on a grid of grid x gy blocks. */
