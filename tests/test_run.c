@@ -767,9 +767,46 @@ static void layer_norm_inf_rows(const char *dev)
 	spec_carrier_free(c);
 }
 
+/* Longer rows at the edge of float32: m2 is len x var, and no merge of
+ * a fold's parts overflows before the row's m2 does (a part's m2 is at
+ * most the row's, and the three terms added are never negative).  Rows
+ * of 64 and 257 values whose m2 lies just under FLT_MAX keep a finite
+ * variance in every grouping of every device; where m2 itself passes
+ * FLT_MAX (the variance finite, len times it not) the state holds +inf,
+ * and so does the variance. */
+static void welford_m2_at_flt_max(const char *dev)
+{
+	enum { R = 3, N = 257 };
+	/* alternating +-h: mean 0 or h / N, m2 about N h^2 */
+	const float h[R] = {1.1e18f, 2.3e18f, 1.2e18f};
+	const int len[R] = {257, 64, 257};
+	const double m2[R] = {257 * 1.1e18 * 1.1e18, 64 * 2.3e18 * 2.3e18, 0};
+	float *x = calloc((size_t)R * N, sizeof *x);
+	cr_assert(x);
+	Carrier *c = load_ok("specs/welford.yaml");
+	for (int r = 0; r < R; r++) {
+		RunData *d;
+		for (int j = 0; j < len[r]; j++)
+			x[j] = j % 2 ? -h[r] : h[r];
+		d = rows_on(dev, c, x, 1, len[r]);
+		double var = run_buffer_get(&d->fin[1], 0);
+		if (m2[r]) {
+			cr_expect(isfinite(var) && fabs(var * len[r] - m2[r]) <= 1e-3 * m2[r], "%s row %d: var %g, m2 %g",
+				  dev, r, var, m2[r]);
+			expect_reference(d, dev);
+		} else {
+			cr_expect(isinf(var) && var > 0, "%s row %d: var %g, m2 past FLT_MAX", dev, r, var);
+		}
+		rundata_free(d);
+	}
+	spec_carrier_free(c);
+	free(x);
+}
+
 static void huge_and_inf_rows(const char *dev)
 {
 	welford_huge_rows(dev);
+	welford_m2_at_flt_max(dev);
 	layer_norm_inf_rows(dev);
 }
 
