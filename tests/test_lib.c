@@ -278,6 +278,29 @@ Test(lib, misuse_gives_status_codes)
 	assoc_spec_free(s);
 }
 
+/* A kernel keeps its spec: freed first, the spec stays for the kernel's
+ * runs (under ASan, a run reading a freed carrier fails the test), and
+ * goes with the kernel; a failed compile's handle keeps it the same. */
+Test(lib, a_kernel_outlives_its_freed_spec)
+{
+	AssocSpec *s = spec_ok("specs/sum.yaml");
+	AssocKernel *k, *bad;
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_compile(s, "tpu", 1, &bad), ASSOC_EDEVICE);
+	assoc_spec_free(s);
+	float x[6] = {1, 2, 3, 4, 5, 6}, out[2] = {0};
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"s", out, sizeof out}};
+	cr_assert_eq(assoc_run(k, 2, 3, b, 2, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert_eq(out[0], 6);
+	cr_assert_eq(out[1], 15);
+	cr_assert(strstr(assoc_kernel_error(bad), "unknown device 'tpu'"), "%s", assoc_kernel_error(bad));
+	assoc_kernel_free(bad);
+	AssocBuffer misspelt[] = {{"X", x, sizeof x}, {"s", out, sizeof out}};
+	cr_assert_eq(assoc_run(k, 2, 3, misspelt, 2, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "names no array of carrier sum"), "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
+}
+
 Test(lib, invalid_spec_keeps_its_diagnostic)
 {
 	AssocSpec *s;

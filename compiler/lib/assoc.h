@@ -139,7 +139,9 @@ const char *assoc_param_type(const AssocSpec *s, int i);
  * A failed compile still returns a kernel handle, unless out, s or device
  * is NULL: its assoc_kernel_error says why (for instance "gpu: no CUDA
  * driver: ..."), it runs nothing (ASSOC_EINVAL), and it is freed like any
- * other.  The spec must outlive the kernel. */
+ * other.  A kernel keeps its spec's carrier: assoc_spec_free may come
+ * before assoc_kernel_free, and the spec is freed with the last of them
+ * (the spec's handle is not to be used after its assoc_spec_free). */
 AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out);
 const char *assoc_kernel_error(const AssocKernel *k);
 /* Every input and output of the spec bound once by name; params by name

@@ -97,6 +97,7 @@ static AssocStatus load(AssocSpec **out, const char *path, const char *text, siz
 		free(defs), free(vals);
 		return ASSOC_ENOMEM;
 	}
+	atomic_init(&s->refs, 1);
 	for (int i = 0; i < ndims; i++) {
 		snprintf(vals[i], sizeof vals[i], "%.17g", dims[i].value);
 		defs[i] = (Define){dims[i].name ? dims[i].name : "", vals[i]};
@@ -394,13 +395,20 @@ size_t assoc_array_bytes_heads(const AssocSpec *s, int i, int64_t heads, int64_t
 	return (size_t)b;
 }
 
-void assoc_spec_free(AssocSpec *s)
+/* One reference to s dropped: the spec goes with the last. */
+static void spec_unref(AssocSpec *s)
 {
-	if (!s)
+	if (atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
 	spec_carrier_free(s->c);
 	free(s->arr);
 	free(s);
+}
+
+void assoc_spec_free(AssocSpec *s)
+{
+	if (s)
+		spec_unref(s);
 }
 
 int assoc_param_count(const AssocSpec *s) { return s && s->c ? s->c->nparams : 0; }
@@ -545,6 +553,7 @@ AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKe
 	if (!k)
 		return ASSOC_ENOMEM;
 	k->s = s;
+	atomic_fetch_add(&s->refs, 1);
 	k->threads = threads;
 	*out = k;
 	if (!s->c) { /* a spec that did not load: the handle says so, as documented */
@@ -1048,6 +1057,7 @@ void assoc_kernel_free(AssocKernel *k)
 		return;
 	release(k);
 	free(k->judged_pv);
+	spec_unref(k->s);
 	free(k);
 }
 

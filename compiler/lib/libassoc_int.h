@@ -3,6 +3,8 @@
 #ifndef ASSOC_LIBASSOC_INT_H
 #define ASSOC_LIBASSOC_INT_H
 
+#include <stdatomic.h>
+
 #include "compiler/lib/assoc.h"
 #include "compiler/devices/gpu.h"
 #include "compiler/llvm/llvm.h"
@@ -17,6 +19,9 @@ struct AssocSpec {
 	int judged; /* its verdict reached (1: holds, -1: fails, 0: not yet): assoc_compile takes it */
 	char judged_why[2048]; /* why it failed */
 	int trusted; /* assoc_spec_trust_merge: compiled whatever its verdict */
+	/* the caller's handle and each kernel's: the carrier a kernel runs
+	 * stays until the last of them is freed, in whichever order */
+	atomic_int refs;
 };
 
 /* assoc_run_device's workspace on one context and stream, and g's module
