@@ -301,6 +301,42 @@ Test(lib, a_kernel_outlives_its_freed_spec)
 	assoc_kernel_free(k);
 }
 
+/* An output sharing memory with an input or another output is refused on
+ * every device, the arrays left as they were: a kernel reads its inputs
+ * while it writes its outputs, in an order of its own.  Arrays of no
+ * bytes share nothing. */
+Test(lib, outputs_that_overlap_other_arrays_are_refused)
+{
+	AssocSpec *s = spec_ok("specs/online_softmax.yaml");
+	const char *devs[] = {"cpu", "interp"};
+	for (int d = 0; d < 2; d++) {
+		AssocKernel *k;
+		cr_assert_eq(assoc_compile(s, devs[d], 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+		float x[2][8], lse[2], y[2][8], keep[2][8];
+		for (int i = 0; i < 16; i++)
+			x[i / 8][i % 8] = (float)(i % 5);
+		memcpy(keep, x, sizeof x);
+		AssocBuffer in_place[] = {{"x", x, sizeof x}, {"lse", lse, sizeof lse}, {"y", x, sizeof x}};
+		cr_assert_eq(assoc_run(k, 2, 8, in_place, 3, NULL, 0), ASSOC_EINVAL, "%s", devs[d]);
+		cr_assert(strstr(assoc_kernel_error(k), "output 'y' overlaps input 'x' in memory"), "%s: %s", devs[d],
+			  assoc_kernel_error(k));
+		AssocBuffer inside[] = {{"x", x, sizeof x}, {"lse", &x[1][3], sizeof lse}, {"y", y, sizeof y}};
+		cr_assert_eq(assoc_run(k, 2, 8, inside, 3, NULL, 0), ASSOC_EINVAL, "%s", devs[d]);
+		cr_assert(strstr(assoc_kernel_error(k), "output 'lse' overlaps input 'x'"), "%s", assoc_kernel_error(k));
+		AssocBuffer outs[] = {{"x", x, sizeof x}, {"lse", &y[1][7], sizeof lse}, {"y", y, sizeof y}};
+		cr_assert_eq(assoc_run(k, 2, 8, outs, 3, NULL, 0), ASSOC_EINVAL, "%s", devs[d]);
+		cr_assert(strstr(assoc_kernel_error(k), "output 'lse' overlaps output 'y'"), "%s", assoc_kernel_error(k));
+		cr_assert_eq(memcmp(keep, x, sizeof x), 0, "%s: nothing written", devs[d]);
+		AssocBuffer apart[] = {{"x", x, sizeof x}, {"lse", lse, sizeof lse}, {"y", y, sizeof y}};
+		cr_assert_eq(assoc_run(k, 2, 8, apart, 3, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+		cr_assert_float_eq(y[0][0] + y[0][1] + y[0][2] + y[0][3] + y[0][4] + y[0][5] + y[0][6] + y[0][7], 1, 1e-5);
+		AssocBuffer empty[] = {{"x", x, 0}, {"lse", x, 0}, {"y", x, 0}};
+		cr_assert_eq(assoc_run(k, 0, 8, empty, 3, NULL, 0), ASSOC_OK, "%s: %s", devs[d], assoc_kernel_error(k));
+		assoc_kernel_free(k);
+	}
+	assoc_spec_free(s);
+}
+
 Test(lib, invalid_spec_keeps_its_diagnostic)
 {
 	AssocSpec *s;
@@ -1182,6 +1218,9 @@ Test(lib, run_device_checks_buffers_and_device, .timeout = 120)
 	AssocBuffer ok[] = {{"x", x, 40}, {"y", y, 40}, {"lse", lse, 8}};
 	cr_assert_eq(assoc_run_device(k, 3, 2, 2, 5, ok, 3, NULL, 0, NULL), ASSOC_EINVAL, "heads not a multiple");
 	cr_assert_eq(assoc_run_device(NULL, 1, 1, 2, 5, ok, 3, NULL, 0, NULL), ASSOC_EINVAL);
+	AssocBuffer in_place[] = {{"x", x, 40}, {"y", x, 40}, {"lse", lse, 8}};
+	cr_assert_eq(assoc_run_device(k, 1, 1, 2, 5, in_place, 3, NULL, 0, NULL), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "output 'y' overlaps input 'x' in memory"), "%s", assoc_kernel_error(k));
 	cr_assert_eq(f.launches(), before, "nothing launched");
 	assoc_kernel_free(k);
 

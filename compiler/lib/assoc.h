@@ -145,7 +145,9 @@ const char *assoc_param_type(const AssocSpec *s, int i);
 AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out);
 const char *assoc_kernel_error(const AssocKernel *k);
 /* Every input and output of the spec bound once by name; params by name
- * (each param of the spec given once).  Outputs are overwritten.  Where
+ * (each param of the spec given once).  Outputs are overwritten; an
+ * output that shares memory with an input or another output (in place
+ * included) is refused with ASSOC_EINVAL, as in every run below.  Where
  * the kernel takes rows side by side as lanes (attention: 16 on AVX2 and
  * AVX-512 hosts) and a run has 4 to 15 rows (a view's, with heads), its
  * first such run compiles a narrower variant, kept with the kernel for

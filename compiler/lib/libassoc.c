@@ -748,8 +748,41 @@ int lib_stray_buffer(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, cha
 	return -1;
 }
 
+/* Whether array name of s is an output. */
+static int is_output(const AssocSpec *s, const char *name)
+{
+	for (int a = 0; a < s->narr; a++)
+		if (!strcmp(s->arr[a].name, name))
+			return s->arr[a].is_output;
+	return 0;
+}
+
+int lib_overlapping(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n)
+{
+	for (int i = 0; i < nbufs; i++) {
+		if (!bufs[i].name || !bufs[i].data || !bufs[i].bytes || !is_output(s, bufs[i].name))
+			continue;
+		uintptr_t lo = (uintptr_t)bufs[i].data, hi = lo + bufs[i].bytes;
+		for (int j = 0; j < nbufs; j++) {
+			if (j == i || !bufs[j].name || !bufs[j].data || !bufs[j].bytes)
+				continue;
+			uintptr_t lo2 = (uintptr_t)bufs[j].data, hi2 = lo2 + bufs[j].bytes;
+			if (lo < hi2 && lo2 < hi) {
+				/* a kernel reads its inputs while it writes, in an order of its own */
+				snprintf(err, n,
+					 "output '%s' overlaps %s '%s' in memory: every output needs memory of its own, "
+					 "apart from the inputs and the other outputs",
+					 bufs[i].name, is_output(s, bufs[j].name) ? "output" : "input", bufs[j].name);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 /* Every array of the spec bound to one of bufs (which[x], its index),
- * none left over, and the params' values in pv. */
+ * none left over, none written over another, and the params' values in
+ * pv. */
 static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocBuffer *bufs, int nbufs,
 			    const AssocValue *params, int nparams, int *which, double *pv)
 {
@@ -761,6 +794,8 @@ static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocB
 		which[x] = bind(k, bufs, nbufs, x, shape, &st);
 	if (!st && nbufs != narr)
 		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
+	if (!st && lib_overlapping(k->s, bufs, nbufs, k->err, sizeof k->err))
+		st = ASSOC_EINVAL;
 	return st ? st : lib_params_of(k, params, nparams, pv);
 }
 
