@@ -564,6 +564,35 @@ Test(cuda, header_compiles_and_names_the_carriers_kernels, .timeout = 120)
 	cr_assert(strstr(out, "--header is an option of emit --target cuda and ptx only"), "%s", out);
 }
 
+/* A C++ host program includes the headers too, and a program of several
+ * carriers includes several: the Hopper template's header (tensor maps
+ * and all) and another carrier's, in one translation unit, compile as
+ * ISO C++ and as ISO C without a warning. */
+Test(cuda, headers_of_two_carriers_compile_together_as_cpp_and_c, .timeout = 120)
+{
+	char out[8192];
+	if (sh("command -v c++ >/dev/null", out, sizeof out, 1))
+		cr_skip("no C++ compiler (c++) to build a host program with");
+	cr_assert_eq(sh("mkdir -p build/header && build/asan/assoc emit specs/attention.yaml --target cuda --arch sm_90a "
+			"--header build/header/attention90.h -o build/header/attention90.cu",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	emit("specs/online_softmax.yaml", "online_softmax");
+	char *h = cache_read("build/header/attention90.h", NULL);
+	cr_assert(h && strstr(h, "_tmaps("), "the sm_90a header has the tensor maps");
+	free(h);
+	FILE *f = fopen("build/header/two.c", "w");
+	cr_assert(f);
+	fprintf(f, "#include \"build/header/attention90.h\"\n#include \"build/header/online_softmax.h\"\n"
+		   "int main(void)\n{\n\tattention_tmap t[3];\n\tattention_tmap_set(&t[0], 2, 1, 2, 1, 4, 0, 1, 2, 1);\n"
+		   "\treturn (int)t[0].dims[1] + online_softmax_NVARIANTS + attention_NVARIANTS;\n}\n");
+	fclose(f);
+	const char *cmds[] = {"c++ -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I. build/header/two.c",
+			      "cc -x c -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I. build/header/two.c"};
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(sh(cmds[i], out, sizeof out, 1), 0, "%s: %s", cmds[i], out);
+}
+
 typedef struct {
 	EmuLib *lib;
 	char err[4096];

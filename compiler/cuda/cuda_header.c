@@ -213,9 +213,9 @@ static void tmaps_fn(const CudaModule *m, int v, FILE *o)
 	cuda_kernel_names(m, v, names);
 	fprintf(o, "static inline void %s_tmaps(int32_t rows, int32_t len, int32_t heads, int32_t kv_heads, %s_tmap t[3])\n{\n"
 		   "\tuint64_t l = len > 0 ? (uint64_t)len : 1, q = (uint64_t)heads * (uint64_t)(rows > 0 ? rows : 0);\n"
-		   "\tt[0] = (%s_tmap){2, {%d, q ? q : 1, 1}, {%d, 0}, {64, %d, 1}};\n"
-		   "\tt[1] = (%s_tmap){3, {%d, l, (uint64_t)kv_heads}, {%d, %d * l}, {64, %d, 1}};\n"
-		   "\tt[2] = (%s_tmap){3, {%d, l, (uint64_t)kv_heads}, {%d, %d * l}, {64, %d, 1}};\n}\n\n",
+		   "\t%s_tmap_set(&t[0], 2, %d, q ? q : 1, 1, %d, 0, 64, %d, 1);\n"
+		   "\t%s_tmap_set(&t[1], 3, %d, l, (uint64_t)kv_heads, %d, %d * l, 64, %d, 1);\n"
+		   "\t%s_tmap_set(&t[2], 3, %d, l, (uint64_t)kv_heads, %d, %d * l, 64, %d, 1);\n}\n\n",
 		names[0], nm, nm, d, d * 2, 64 * x->wg, nm, d, d * 2, d * 2, x->bn, nm, dv, dv * 2, dv * 2, x->bn);
 }
 
@@ -287,6 +287,13 @@ void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
 			   " * strides in bytes, of dims 1 on. */\n"
 			   "typedef struct {\n\tuint32_t rank;\n\tuint64_t dims[3], strides[2];\n\tuint32_t box[3];\n} %s_tmap;\n\n",
 			m->attn.bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", nm);
+		/* field by field: a C++ host program includes the header too, and
+		 * ISO C++ has no compound literals */
+		fprintf(o, "static inline void %s_tmap_set(%s_tmap *t, uint32_t rank, uint64_t d0, uint64_t d1, uint64_t d2,\n"
+			   "\t\t\t\t    uint64_t s0, uint64_t s1, uint32_t b0, uint32_t b1, uint32_t b2)\n{\n"
+			   "\tt->rank = rank;\n\tt->dims[0] = d0, t->dims[1] = d1, t->dims[2] = d2;\n"
+			   "\tt->strides[0] = s0, t->strides[1] = s1;\n\tt->box[0] = b0, t->box[1] = b1, t->box[2] = b2;\n}\n\n",
+			nm, nm);
 		for (int v = 0; v < m->nvar; v++)
 			if (m->var[v].wg)
 				tmaps_fn(m, v, o);
