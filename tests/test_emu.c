@@ -564,6 +564,38 @@ Test(cuda, header_compiles_and_names_the_carriers_kernels, .timeout = 120)
 	cr_assert(strstr(out, "--header is an option of emit --target cuda and ptx only"), "%s", out);
 }
 
+/* A header path that cannot be written (a directory, or a link to one;
+ * a missing folder) fails emit with the reason before the module is
+ * written anywhere: nothing on standard output, no file left. */
+Test(cuda, header_to_a_path_that_cannot_be_written_writes_nothing)
+{
+	char out[8192], cmd[512];
+	cr_assert_eq(sh("rm -rf build/header/unwritable && mkdir -p build/header/unwritable/dir && "
+			"ln -s dir build/header/unwritable/link",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	const char *paths[][2] = {{"build/header/unwritable/dir", "Is a directory"},
+				  {"build/header/unwritable/link", "Is a directory"},
+				  {"build/header/unwritable/none/x.h", "No such file or directory"}};
+	for (int t = 0; t < 2; t++)
+		for (int i = 0; i < 3; i++) {
+			snprintf(cmd, sizeof cmd,
+				 "{ build/asan/assoc emit specs/sum.yaml --target %s --header %s >build/header/unwritable/stdout; }",
+				 t ? "ptx" : "cuda", paths[i][0]);
+			cr_assert_neq(sh(cmd, out, sizeof out, 1), 0, "%s", cmd);
+			char want[256];
+			snprintf(want, sizeof want, "%s: cannot write: %s", paths[i][0], paths[i][1]);
+			cr_assert(strstr(out, want), "%s: %s", cmd, out);
+			size_t n = 1;
+			char *o = cache_read("build/header/unwritable/stdout", &n);
+			cr_assert(o && n == 0, "%s: nothing on standard output (%zu bytes)", cmd, n);
+			free(o);
+		}
+	cr_assert_eq(sh("ls -A build/header/unwritable/dir build/header/unwritable | grep -v '^stdout$'", out, sizeof out, 1),
+		     0);
+	cr_assert(!strstr(out, ".tmp"), "no temporary file left: %s", out);
+}
+
 /* A C++ host program includes the headers too, and a program of several
  * carriers includes several: the Hopper template's header (tensor maps
  * and all) and another carrier's, in one translation unit, compile as

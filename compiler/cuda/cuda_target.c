@@ -166,18 +166,28 @@ static int named(Carrier *c, const Opts *o, CudaModule *m, char *msg, size_t n)
 	return o->header ? cuda_module_name(m, c->name, msg, n) : 0;
 }
 
-static int header(Carrier *c, const Opts *o, CudaModule *m, char *msg, size_t n)
+/* The header's file opened before the module is written anywhere: a
+ * path that cannot be written (a directory, a missing folder) leaves no
+ * module on standard output either.  0, or -1 with msg. */
+static int header_open(const Opts *o, OutFile *of, char *msg, size_t n)
 {
 	if (!o->header)
 		return 0;
-	OutFile of;
-	if (outfile_open(&of, o->header, "w")) {
-		snprintf(msg, n, "%s: cannot write", o->header);
+	if (outfile_open(of, o->header, "w")) {
+		snprintf(msg, n, "%s: cannot write: %s", o->header, strerror(errno));
 		return -1;
 	}
-	cuda_header(c, m, of.f);
-	if (outfile_close(&of, 1)) {
-		snprintf(msg, n, "%s: cannot write", o->header);
+	return 0;
+}
+
+/* The header written to its file opened by header_open, and put in place. */
+static int header(Carrier *c, const Opts *o, OutFile *of, CudaModule *m, char *msg, size_t n)
+{
+	if (!o->header)
+		return 0;
+	cuda_header(c, m, of->f);
+	if (outfile_close(of, 1)) {
+		snprintf(msg, n, "%s: cannot write: %s", o->header, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -215,13 +225,18 @@ static int emit_cuda(Carrier *c, const Opts *o, void *early, FILE *out, char *ms
 {
 	CudaModule m;
 	(void)early;
+	OutFile of;
 	if (module_to_emit(c, o, o->arch, &m, msg, n))
 		return EXIT_FAIL;
+	if (header_open(o, &of, msg, n)) {
+		cuda_module_free(&m);
+		return EXIT_FAIL;
+	}
 	explain(c, o, &m);
 	fputs(m.src, out);
 	if (o->stats)
 		print_stats(&m, NULL, 0, "use --target ptx");
-	int rc = header(c, o, &m, msg, n) ? EXIT_FAIL : EXIT_OK;
+	int rc = header(c, o, &of, &m, msg, n) ? EXIT_FAIL : EXIT_OK;
 	cuda_module_free(&m);
 	return rc;
 }
@@ -283,7 +298,8 @@ static int emit_ptx(Carrier *c, const Opts *o, void *early, FILE *out, char *msg
 		failed = nvrtc_open(&nv, msg, n) || nvrtc_ptx(nv, m.src, o->arch, &ptx, &cached, msg, n);
 	}
 	explain(c, o, &m);
-	if (failed)
+	OutFile of;
+	if (failed || header_open(o, &of, msg, n))
 		goto out;
 	fputs(ptx, out);
 	if (o->stats) {
@@ -292,7 +308,7 @@ static int emit_ptx(Carrier *c, const Opts *o, void *early, FILE *out, char *msg
 		int nks = cuda_ptxas_stats(ptx, o->arch, ks, 64, why, sizeof why);
 		print_stats(&m, ks, nks < 0 ? 0 : nks, nks < 0 ? why : NULL);
 	}
-	if (!header(c, o, &m, msg, n))
+	if (!header(c, o, &of, &m, msg, n))
 		rc = EXIT_OK;
 out:
 	free(ptx);

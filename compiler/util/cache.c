@@ -310,6 +310,11 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 			close(d);
 		return o->f ? 0 : -1;
 	}
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		/* said now, not by the rename once the whole output is written */
+		errno = EISDIR;
+		return -1;
+	}
 	if (outfile_in_place(path)) {
 		o->f = fopen(path, mode);
 		return o->f ? 0 : -1;
