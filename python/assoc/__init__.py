@@ -34,6 +34,9 @@ def library_path():
 
 
 def _dims(dims):
+    for name in dims or {}:
+        if not isinstance(name, str):
+            raise TypeError("dims: the name of a dim is a str, not %r" % (name,))
     return _lib.values(sorted((dims or {}).items()))
 
 
@@ -565,22 +568,34 @@ def _input_views(spec, arrays):
     first = None
     for a in spec.inputs:
         obj = arrays[a.name]
+        if obj is None:
+            raise TypeError("input '%s' is None, not an array: %s %s input has %s" % (
+                a.name, _article(a.role), a.role, _axes_text(spec, a)))
         if isinstance(obj, numbers.Number) or getattr(obj, "ndim", None) == 0:
             raise ValueError("input '%s' is %s, not an array: %s %s input has %s" % (
                 a.name, "a 0-dimensional array" if getattr(obj, "ndim", None) == 0 else "a " + type(obj).__name__,
                 _article(a.role), a.role, _axes_text(spec, a)))
-        v = _arrays.view(obj, a.type)
+        try:
+            v = _arrays.view(obj, a.type)
+        except (TypeError, ValueError) as e:
+            # NumPy's own words on a list it cannot convert say nothing of which input it was
+            raise type(e)("input '%s': %s" % (a.name, e)) from None
+        if v.masked:
+            raise ValueError("input '%s' is %s: a kernel reads every element, so pass its data with the masked "
+                             "elements filled" % (a.name, "a masked CUDA array (its __cuda_array_interface__ has a "
+                                                  "mask)" if v.device is not None else
+                                                  "a masked NumPy array (numpy.ma) with elements masked"))
         if first is None:
             first = (a.name, v)
         elif (v.kind, v.device, v.library()) != (first[1].kind, first[1].device, first[1].library()):
             raise ValueError("input '%s' is %s, but '%s' is %s: all inputs of a run share one library and "
                              "device" % (a.name, v.where(), first[0], first[1].where()))
         if v.type != a.type and not _arrays.holds_bits(v, a.type):
-            raise ValueError("input '%s' has dtype %s; the spec's '%s' is %s (%s)" % (
-                a.name, v.dtype, a.name, a.type, _want_dtype(v.kind, a.type)))
-        if v.masked:
-            raise ValueError("input '%s' is a masked CUDA array (its __cuda_array_interface__ has a mask): "
-                             "pass its data with the masked elements filled" % a.name)
+            swapped = v.kind == "numpy" and not v.dtype.isnative
+            raise ValueError("input '%s' has dtype %s%s; the spec's '%s' is %s (%s%s)" % (
+                a.name, v.dtype, ", of the other byte order than this machine's" if swapped else "", a.name, a.type,
+                _want_dtype(v.kind, a.type), ": %s.astype(%s.dtype.newbyteorder('='))" % (a.name, a.name)
+                if swapped else ""))
         if not v.contiguous:
             raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
         views[a.name] = v

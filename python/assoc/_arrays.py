@@ -24,7 +24,7 @@ class View:
     def __init__(self, obj, kind, device, ptr, type_, dtype, shape, contiguous):
         self.obj, self.kind, self.device, self.ptr = obj, kind, device, ptr
         self.type, self.dtype, self.shape, self.contiguous = type_, dtype, tuple(shape), contiguous
-        self.masked = False  # a CUDA array whose interface has a mask
+        self.masked = False  # a CUDA array whose interface has a mask, a numpy.ma array with one set
 
     def library(self):
         """The top module of the array's type: "numpy", "torch", "cupy", or
@@ -79,13 +79,17 @@ def view(obj, spec_type):
     if type(obj) is np.ndarray and obj.dtype.isnative:  # the common case first
         return View(obj, "numpy", None, obj.ctypes.data, _type_of(obj.dtype, NUMPY_TYPES), obj.dtype, obj.shape,
                     obj.flags.c_contiguous)
+    # a masked array's data holds whatever lies under the mask
+    masked = isinstance(obj, np.ma.MaskedArray) and bool(np.ma.getmaskarray(obj).any())
     if not isinstance(obj, np.ndarray):
         if spec_type not in NUMPY_TYPES:
             raise TypeError("a %s array must be a torch.bfloat16 tensor or a numpy.uint16 array of its bit "
                             "patterns (NumPy has no bfloat16), not %s" % (spec_type, type(obj).__name__))
         obj = np.ascontiguousarray(obj, dtype=NUMPY_TYPES[spec_type])
     t = _type_of(obj.dtype, NUMPY_TYPES) if obj.dtype.isnative else None
-    return View(obj, "numpy", None, obj.ctypes.data, t, obj.dtype, obj.shape, obj.flags.c_contiguous)
+    v = View(obj, "numpy", None, obj.ctypes.data, t, obj.dtype, obj.shape, obj.flags.c_contiguous)
+    v.masked = masked
+    return v
 
 
 def holds_bits(v, spec_type):

@@ -176,6 +176,42 @@ class Softmax(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"input 'x' is not C-contiguous"):
             self.k(x=x)
 
+    def test_inputs_that_are_not_arrays_are_named(self):
+        with self.assertRaisesRegex(TypeError, r"input 'x' is None, not an array: an element input has \[rows\]\[len\]"):
+            self.k(x=None)
+        with self.assertRaisesRegex(TypeError, r"^input 'x': "):
+            self.k(x=object())
+        with self.assertRaisesRegex(ValueError, r"^input 'x': "):
+            self.k(x=[["a", "b"]])
+        with self.assertRaisesRegex(ValueError, r"^input 'x': "):
+            self.k(x=[[1.0, 2.0], [3.0]])
+        with self.assertRaisesRegex(TypeError, r"dims: the name of a dim is a str, not 3"):
+            assoc.load("specs/online_softmax.yaml", dims={3: 4})
+
+    def test_big_endian_arrays_are_refused_saying_so(self):
+        x = np.arange(8, dtype=">f4").reshape(2, 4)
+        with self.assertRaisesRegex(ValueError, r"input 'x' has dtype >f4, of the other byte order than this "
+                                                r"machine's; the spec's 'x' is f32"):
+            self.k(x=x)
+        out = self.k(x=x.astype(x.dtype.newbyteorder("=")))
+        np.testing.assert_allclose(out["lse"], np.log(np.exp(np.arange(8.0).reshape(2, 4)).sum(1)), rtol=1e-6)
+
+    def test_masked_numpy_arrays_are_refused(self):
+        x = np.ma.masked_array(np.array([[1, 2, 3]], np.float32), mask=[[False, True, False]])
+        with self.assertRaisesRegex(ValueError, r"input 'x' is a masked NumPy array \(numpy.ma\) with elements masked"):
+            self.k(x=x)
+        # nothing masked: its data is the array
+        out = self.k(x=np.ma.masked_array(np.array([[1, 2, 3]], np.float32)))
+        self.assertAlmostEqual(float(out["lse"][0]), float(np.log(np.exp([1.0, 2.0, 3.0]).sum())), places=5)
+
+    def test_readonly_and_zero_length_inputs(self):
+        x = np.ones((2, 3), np.float32)
+        x.flags.writeable = False
+        np.testing.assert_allclose(self.k(x=x)["y"], np.full((2, 3), 1 / 3, np.float32), rtol=1e-6)
+        out = self.k(x=np.zeros((3, 0), np.float32))
+        self.assertEqual(out["y"].shape, (3, 0))
+        self.assertTrue(np.all(np.isneginf(out["lse"])), out["lse"])
+
     def test_names_are_checked(self):
         with self.assertRaisesRegex(ValueError, r"needs the input 'x'"):
             self.k()
