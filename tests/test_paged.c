@@ -836,6 +836,40 @@ Test(paged, library_refuses_shifted_positions_on_the_row_templates, .timeout = 6
 	unlink(path);
 }
 
+/* On the interpreter a batch runs a sequence at a time: a later
+ * sequence whose keys break the spec's assume refuses the whole batch,
+ * and the outputs of the sequences before it are not written either.
+ * An output over the pool is refused before anything runs. */
+Test(paged, a_refused_sequence_leaves_every_output_alone)
+{
+	static const char text[] = "carrier: pos_sum\nrow: {q: f32}\ncolumn: {x: f32}\nassume: x >= 0\n"
+				   "state: {s: f32}\nidentity: {s: 0}\nlift: {s: q * x}\nmerge: {s: a.s + b.s}\n"
+				   "finalize: {out: s}\nreference: {out: sum(q * x)}\nlaws: [commutative]\n";
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	int32_t table[] = {0, 1}, lens[] = {3, 3};
+	float q[2] = {1, 1}, x[32] = {1, 2, 3}, out[2] = {-7, -7};
+	x[16] = 4, x[17] = -1, x[18] = 5; /* sequence 1's keys, on page 1 */
+	AssocBuffer b[] = {{"q", q, sizeof q}, {"x", x, sizeof x}, {"out", out, sizeof out}};
+	AssocPaged pg = {.batch = 2, .page_size = 16, .pages = 2, .max_pages = 1, .block_table = table,
+			 .seq_lens = lens, .rows = 1};
+	cr_assert_eq(assoc_run_paged(k, 1, 1, &pg, b, 3, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "sequence 1") && strstr(assoc_kernel_error(k), "breaks 'assume'"), "%s",
+		  assoc_kernel_error(k));
+	cr_assert(out[0] == -7 && out[1] == -7, "outputs written by a refused batch: %g %g", out[0], out[1]);
+	x[17] = 1;
+	AssocBuffer over[] = {{"q", q, sizeof q}, {"x", x, sizeof x}, {"out", &x[30], sizeof out}};
+	cr_assert_eq(assoc_run_paged(k, 1, 1, &pg, over, 3, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "output 'out' overlaps input 'x'"), "%s", assoc_kernel_error(k));
+	cr_assert(x[30] == 0 && x[31] == 0, "nothing written over the pool");
+	cr_assert_eq(assoc_run_paged(k, 1, 1, &pg, b, 3, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_assert(out[0] == 6 && out[1] == 10, "%g %g", out[0], out[1]);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
 /* ---- the command line ---- */
 
 static void write_i32(const char *path, const int32_t *v, int ndim, size_t d0, size_t d1)

@@ -217,11 +217,24 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 	int done = 0;
 	if (!st)
 		st = one_launch(k, &p, params, nparams, &done);
-	/* else each sequence as a run of its own arrays; one of no queries has nothing to give */
+	/* else each sequence as a run of its own arrays; one of no queries has
+	 * nothing to give.  Their outputs are gathered apart and copied into
+	 * the caller's once every sequence has run: a sequence refused (its
+	 * inputs break assume, its positions do not start at 0) leaves the
+	 * outputs as they were, as a refused batch does elsewhere. */
 	int narr = c->nrow + c->ncol + c->nfinal;
 	AssocBuffer *sb = calloc(narr + 1, sizeof *sb);
-	if (!st && !sb)
+	void **into = calloc(c->nfinal + 1, sizeof *into);
+	if (!st && (!sb || !into))
 		st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
+	for (int i = 0; !st && !done && i < c->nfinal; i++) {
+		size_t bytes = p.fin[i].n * p.fin[i].width * run_kind_size(p.fin[i].kind);
+		void *apart = bytes ? malloc(bytes) : NULL;
+		if (bytes && !apart)
+			st = paged_fail(k, ASSOC_ENOMEM, "out of memory for the outputs of %lld query rows", (long long)total);
+		else
+			into[i] = p.fin[i].p, p.fin[i].p = apart;
+	}
 	for (int b = 0; !st && !done && b < p.batch; b++) {
 		if (p.cu[b + 1] == p.cu[b])
 			continue;
@@ -250,6 +263,15 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 			paged_store(&p, b, s);
 		rundata_free(s);
 	}
+	for (int i = 0; !done && into && i < c->nfinal; i++) {
+		size_t bytes = into[i] ? p.fin[i].n * p.fin[i].width * run_kind_size(p.fin[i].kind) : 0;
+		if (!bytes)
+			continue; /* nothing gathered apart */
+		if (!st)
+			memcpy(into[i], p.fin[i].p, bytes);
+		free(p.fin[i].p);
+	}
+	free(into);
 	free(sb);
 	free(p.cu), free(p.row), free(p.col), free(p.fin), free(p.params);
 	return st;
