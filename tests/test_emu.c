@@ -739,6 +739,56 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 	dlclose(h);
 }
 
+/* Attention's plans with heads: the header's (query heads over key/value
+ * heads, which it folds into rows) are the library's, whose run folds the
+ * same way (run_attn_rows), at grouped and plain heads, no rows, one row,
+ * past 65535 rows, one key and splits; heads that do not divide, and a
+ * run of rows past 2^31 - 1, are refused. */
+Test(cuda, header_plans_attention_heads_as_the_library)
+{
+	emit("specs/attention.yaml", "attention");
+	char cmd[1024], out[8192];
+	const char *so = "build/header/host_attention.so";
+	snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -shared -fPIC '-DHEADER=\"build/header/attention.h\"' "
+				  "-DCARRIER=attention -I. -o %s tests/example/launch_header.c", so);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
+	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	int (*plan)(int, int, int, int, int, int, char *, size_t) =
+		(int (*)(int, int, int, int, int, int, char *, size_t))dlsym(h, "host_plan");
+	cr_assert(plan);
+	Carrier *c = load_ok("specs/attention.yaml");
+	CudaModule m;
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(cuda_module_name(&m, c->name, msg, sizeof msg), 0, "%s", msg);
+	const int shapes[][5] = {{1, 1, 1, 1, 1},  {0, 64, 8, 2, 4},   {1, 4096, 32, 8, 16}, {3, 300, 8, 2, 3},
+				 {70000, 129, 4, 4, 2}, {100, 1, 6, 3, 64}, {5, 1000, 16, 1, 7}};
+	for (int v = 0; v < m.nvar; v++) {
+		for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+			int r = shapes[i][0], l = shapes[i][1], H = shapes[i][2], G = shapes[i][3], sp = shapes[i][4];
+			char got[1024], want[1024];
+			cr_assert_eq(plan(v, r, l, H, G, sp, got, sizeof got), 0, "variant %d at %d x %d, %d/%d heads", v, r, l,
+				     H, G);
+			int rows = r, heads = H;
+			cr_assert_eq(run_attn_rows(&rows, &heads, G, msg, sizeof msg), 0, "%s", msg);
+			CudaPlan p;
+			cuda_plan_h(&m, v, rows, l, heads, sp, &p);
+			int at = snprintf(want, sizeof want, "%d %d %zu %zu %zu", p.split, p.chunk, p.ws_bytes, p.zero_at,
+					  p.zero_bytes);
+			for (int k = 0; k < p.nk; k++)
+				at += snprintf(want + at, sizeof want - at, ";%s %u %u %u", p.k[k].name, p.k[k].grid,
+					       p.k[k].block, p.k[k].smem);
+			cr_assert_str_eq(got, want, "variant %d at %d x %d, %d/%d heads, split %d", v, r, l, H, G, sp);
+		}
+		char got[1024];
+		cr_assert_eq(plan(v, 4, 64, 6, 4, 1, got, sizeof got), -1, "6 heads on 4 key/value heads");
+		cr_assert_eq(plan(v, 1 << 30, 64, 8, 2, 1, got, sizeof got), -1, "2^32 rows in a run");
+	}
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+	dlclose(h);
+}
+
 Test(cuda, host_program_launches_softmax_from_the_header, .timeout = 600)
 {
 	host_program("specs/online_softmax.yaml", "online_softmax", 5, 200);
