@@ -337,6 +337,49 @@ Test(lib, outputs_that_overlap_other_arrays_are_refused)
 	assoc_spec_free(s);
 }
 
+/* A buffer at an address that is no multiple of its element's size is
+ * refused on every device before anything runs: the CUDA kernels load
+ * whole elements (the emulator stopped at block 0 with "not 4-byte
+ * aligned", a GPU would fault and lose its context).  bf16 takes 2. */
+Test(lib, buffers_not_aligned_to_their_elements_are_refused)
+{
+	AssocSpec *s = spec_ok("specs/online_softmax.yaml");
+	const char *devs[] = {"cpu", "interp"};
+	_Alignas(16) unsigned char raw[2 * 8 * 4 + 8];
+	float lse[2], y[2][8];
+	for (int d = 0; d < 2; d++) {
+		AssocKernel *k;
+		cr_assert_eq(assoc_compile(s, devs[d], 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+		lse[0] = lse[1] = -7;
+		AssocBuffer b[] = {{"x", raw + 2, 2 * 8 * 4}, {"lse", lse, sizeof lse}, {"y", y, sizeof y}};
+		cr_assert_eq(assoc_run(k, 2, 8, b, 3, NULL, 0), ASSOC_EINVAL, "%s", devs[d]);
+		cr_assert(strstr(assoc_kernel_error(k), "buffer 'x' at ") &&
+				  strstr(assoc_kernel_error(k), "is not aligned to its elements (f32, 4 bytes)"),
+			  "%s: %s", devs[d], assoc_kernel_error(k));
+		cr_assert(lse[0] == -7 && lse[1] == -7, "%s: nothing written", devs[d]);
+		memset(raw, 0, sizeof raw);
+		b[0].data = raw + 4;
+		cr_assert_eq(assoc_run(k, 2, 8, b, 3, NULL, 0), ASSOC_OK, "%s: %s", devs[d], assoc_kernel_error(k));
+		cr_assert_float_eq(lse[1], log(8.0), 1e-6);
+		assoc_kernel_free(k);
+	}
+	assoc_spec_free(s);
+	AssocSpec *ln = spec_ok("specs/layer_norm.yaml");
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(ln, "cpu", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	_Alignas(16) uint16_t x[2 * 4 + 1] = {0};
+	float gamma[4] = {1, 1, 1, 1}, beta[4] = {0}, mean[2], rstd[2], out[2][4];
+	AssocBuffer b[] = {{"x", x + 1, 2 * 4 * 2}, {"gamma", gamma, sizeof gamma}, {"beta", beta, sizeof beta},
+			   {"mean", mean, sizeof mean}, {"rstd", rstd, sizeof rstd}, {"y", out, sizeof out}};
+	cr_assert_eq(assoc_run(k, 2, 4, b, 6, (AssocValue[]){{"eps", 1e-5}}, 1), ASSOC_OK,
+		     "bf16 at 2 bytes: aligned to its elements: %s", assoc_kernel_error(k));
+	b[0].data = (char *)(x + 1) + 1;
+	cr_assert_eq(assoc_run(k, 2, 4, b, 6, (AssocValue[]){{"eps", 1e-5}}, 1), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "(bf16, 2 bytes)"), "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	assoc_spec_free(ln);
+}
+
 Test(lib, invalid_spec_keeps_its_diagnostic)
 {
 	AssocSpec *s;

@@ -757,6 +757,22 @@ static int is_output(const AssocSpec *s, const char *name)
 	return 0;
 }
 
+int lib_misaligned(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n)
+{
+	for (int i = 0; i < nbufs; i++)
+		for (int a = 0; bufs[i].name && bufs[i].data && a < s->narr; a++) {
+			size_t z = type_size(s->arr[a].type);
+			if (strcmp(s->arr[a].name, bufs[i].name) || !((uintptr_t)bufs[i].data % z))
+				continue;
+			/* the CUDA kernels (on a GPU, on the emulator) load an element
+			 * as a whole: a GPU faults, and its context is lost */
+			snprintf(err, n, "buffer '%s' at %p is not aligned to its elements (%s, %zu bytes)", bufs[i].name,
+				 bufs[i].data, s->arr[a].type, z);
+			return 1;
+		}
+	return 0;
+}
+
 int lib_overlapping(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n)
 {
 	for (int i = 0; i < nbufs; i++) {
@@ -794,7 +810,8 @@ static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocB
 		which[x] = bind(k, bufs, nbufs, x, shape, &st);
 	if (!st && nbufs != narr)
 		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
-	if (!st && lib_overlapping(k->s, bufs, nbufs, k->err, sizeof k->err))
+	if (!st && (lib_misaligned(k->s, bufs, nbufs, k->err, sizeof k->err) ||
+		    lib_overlapping(k->s, bufs, nbufs, k->err, sizeof k->err)))
 		st = ASSOC_EINVAL;
 	return st ? st : lib_params_of(k, params, nparams, pv);
 }

@@ -88,6 +88,9 @@ AssocCtxModule *lib_ctx_module(AssocCtxModule **mods, int *n, void *ctx);
 /* The first of bufs whose name is no array of s (err says so, with the
  * array it may mean, or the arrays there are); -1 when all name one. */
 int lib_stray_buffer(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
+/* Whether a buffer of bufs lies at an address that is no multiple of its
+ * element's size (err says which): 1, or 0. */
+int lib_misaligned(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
 /* Whether an output of bufs shares a byte with another buffer (err
  * names the two): 1, or 0 where each output has memory of its own. */
 int lib_overlapping(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
