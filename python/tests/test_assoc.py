@@ -204,6 +204,13 @@ class Softmax(unittest.TestCase):
         out = self.k(x=np.ma.masked_array(np.array([[1, 2, 3]], np.float32)))
         self.assertAlmostEqual(float(out["lse"][0]), float(np.log(np.exp([1.0, 2.0, 3.0]).sum())), places=5)
 
+    def test_misaligned_arrays_are_refused(self):
+        x = np.frombuffer(bytearray(8 * 4 + 1), np.float32, offset=1, count=8).reshape(2, 4)
+        self.assertFalse(x.flags.aligned)
+        with self.assertRaisesRegex(ValueError, r"buffer 'x' at 0x[0-9a-f]+ is not aligned to its elements \(f32, 4 "
+                                                r"bytes\)"):
+            self.k(x=x)
+
     def test_readonly_and_zero_length_inputs(self):
         x = np.ones((2, 3), np.float32)
         x.flags.writeable = False
