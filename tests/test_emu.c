@@ -596,6 +596,30 @@ Test(cuda, header_to_a_path_that_cannot_be_written_writes_nothing)
 	cr_assert(!strstr(out, ".tmp"), "no temporary file left: %s", out);
 }
 
+/* -o and --header spelling one file two ways (./, a link to it) are
+ * refused: the module's rename would have replaced the header without a
+ * word. */
+Test(cuda, header_and_module_on_one_file_are_refused)
+{
+	char out[8192];
+	cr_assert_eq(sh("rm -rf build/header/same && mkdir -p build/header/same && echo keep >build/header/same/m.cu && "
+			"ln -s m.cu build/header/same/link.h",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	const char *cmds[] = {"build/asan/assoc emit specs/sum.yaml --target cuda -o build/header/same/x.h "
+			      "--header build/header/same/./x.h",
+			      "build/asan/assoc emit specs/sum.yaml --target cuda -o build/header/same/m.cu "
+			      "--header build/header/same/link.h"};
+	for (int i = 0; i < 2; i++) {
+		cr_assert_neq(sh(cmds[i], out, sizeof out, 1), 0, "%s", cmds[i]);
+		cr_assert(strstr(out, "name the same file"), "%s: %s", cmds[i], out);
+	}
+	char *m = cache_read("build/header/same/m.cu", NULL);
+	cr_assert(m && !strcmp(m, "keep\n"), "the file is left as it was");
+	free(m);
+	cr_assert_neq(sh("test -e build/header/same/x.h", out, sizeof out, 1), 0, "no file written");
+}
+
 /* A C++ host program includes the headers too, and a program of several
  * carriers includes several: the Hopper template's header (tensor maps
  * and all) and another carrier's, in one translation unit, compile as

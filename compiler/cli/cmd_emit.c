@@ -79,7 +79,8 @@ int cmd_emit(Opts *o)
 	if (o->out && strcmp(o->out, "-") && cli_output_not_input(o, "-o", o->out))
 		return EXIT_USAGE;
 	if (o->header && (cli_output_not_input(o, "--header", o->header) ||
-			  (o->out && !strcmp(o->out, o->header) && usage_error("-o and --header name the same file"))))
+			  (o->out && cli_same_file(o->out, o->header) &&
+			   usage_error("-o %s and --header %s name the same file", o->out, o->header))))
 		return EXIT_USAGE;
 	char bad[512];
 	/* the CPU's variants for llvm and asm; checked before the laws' minutes */
