@@ -146,8 +146,11 @@ class Spec:
         """The verdict `assoc check` reaches (trials: randomized trials of
         each law, 0 for check's 20000).  A failed law is a Report with ok
         False, not an exception."""
+        trials = _c_int("trials", trials)
         if trials < 0:
             raise ValueError("trials must be 0 (the default) or more, got %d" % trials)
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError("seed must be an int, not %r" % (seed,))
         line = _lib.optional("assoc_spec_verdict")
         warned = _lib.optional("assoc_spec_warnings")
         with self._lock:
@@ -179,9 +182,13 @@ class Spec:
             raise ValueError("%s: '%s' is the name of a keyword of the kernel's call (%s), so it could not be "
                              "passed: rename it in the spec" % (self.name, clash[0], ", ".join(
                                  k + "=" for k in CALL_KEYWORDS)))
+        threads = _c_int("threads", threads)
+        if not isinstance(device, str):
+            raise TypeError("device must be a str (\"cpu\", \"gpu\", \"emu\", \"interp\" or \"auto\"), not %r"
+                            % (device,))
         h = ctypes.c_void_p()
         with self._lock:
-            st = self._L.assoc_compile(self._h, str(device).encode(), int(threads), ctypes.byref(h))
+            st = self._L.assoc_compile(self._h, device.encode(), threads, ctypes.byref(h))
         if st != _lib.OK:
             why = _lib.text(self._L.assoc_kernel_error(h)) if h.value else _lib.strerror(st)
             self._L.assoc_kernel_free(h)
@@ -192,6 +199,17 @@ class Spec:
 
 
 _INT_RANGE = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1)}
+
+
+def _c_int(name, value):
+    """value as the C int an argument of the library takes: an int in its
+    range, since ctypes would cut 2**40 to 0 and int() 2.7 to 2 without a word."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s must be an int, not %r" % (name, value))
+    lo, hi = _INT_RANGE["i32"]
+    if not lo <= value <= hi:
+        raise ValueError("%s = %d is out of range (a C int, %d to %d)" % (name, value, lo, hi))
+    return int(value)
 
 
 def _param_value(spec, key, value):

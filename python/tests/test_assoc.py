@@ -211,6 +211,23 @@ class Softmax(unittest.TestCase):
                                                 r"bytes\)"):
             self.k(x=x)
 
+    def test_counts_are_ints_in_range(self):
+        # ctypes cut 2**40 to 0 (every core, check's default trials) and int() 2.7 to 2, without a word
+        for bad in (2.7, "2", None, True):
+            with self.assertRaisesRegex(TypeError, r"threads must be an int, not %s" % re.escape(repr(bad))):
+                self.spec.compile("cpu", threads=bad)
+        with self.assertRaisesRegex(ValueError, r"threads = 1099511627776 is out of range \(a C int"):
+            self.spec.compile("cpu", threads=2**40)
+        with self.assertRaisesRegex(ValueError, r"trials = 1099511627776 is out of range"):
+            self.spec.check(trials=2**40)
+        with self.assertRaisesRegex(TypeError, r"trials must be an int, not 1.5"):
+            self.spec.check(trials=1.5)
+        with self.assertRaisesRegex(TypeError, r"seed must be an int, not 1.5"):
+            self.spec.check(trials=10, seed=1.5)
+        with self.assertRaisesRegex(TypeError, r"device must be a str"):
+            self.spec.compile(None)
+        self.assertEqual(self.spec.compile("cpu", threads=np.int64(1)).device, "cpu")
+
     def test_readonly_and_zero_length_inputs(self):
         x = np.ones((2, 3), np.float32)
         x.flags.writeable = False
