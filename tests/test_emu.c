@@ -813,6 +813,51 @@ Test(cuda, header_plans_attention_heads_as_the_library)
 	dlclose(h);
 }
 
+/* A cluster variant's plan at the extremes: keys up to 2^31 - 1 give the
+ * chunk cuda_plan_h gives (the header counted len + cl - 1 in 32 bits, and
+ * planned a negative chunk), and rows whose clusters need more blocks than
+ * a grid holds are refused, not planned as a grid that wrapped. */
+Test(cuda, header_plans_cluster_rows_at_the_extremes)
+{
+	const char *cfg = "rowreduce:nt=256,acc=2,vec=4,warp=0,cl=4";
+	char cmd[1024], out[8192];
+	snprintf(cmd, sizeof cmd, "mkdir -p build/header && build/asan/assoc emit specs/sum.yaml --target cuda --arch sm_90 "
+				  "--config %s --header build/header/sum_cl.h -o build/header/sum_cl.cu", cfg);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
+	const char *so = "build/header/host_sum_cl.so";
+	snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -shared -fPIC '-DHEADER=\"build/header/sum_cl.h\"' "
+				  "-DCARRIER=sum -I. -o %s tests/example/launch_header.c", so);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
+	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	int (*plan)(int, int, int, int, int, int, char *, size_t) =
+		(int (*)(int, int, int, int, int, int, char *, size_t))dlsym(h, "host_plan");
+	cr_assert(plan);
+	Carrier *c = load_ok("specs/sum.yaml");
+	CudaModule m;
+	cr_assert_eq(cuda_module(c, cfg, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(cuda_module_name(&m, c->name, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(m.nvar, 1);
+	const int shapes[][2] = {{1, 2147483647}, {3, 2147483600}, {0, 1001}, {536870911, 64}};
+	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+		char got[1024], want[1024];
+		cr_assert_eq(plan(0, shapes[i][0], shapes[i][1], 1, 1, 1, got, sizeof got), 0);
+		CudaPlan p;
+		cuda_plan_h(&m, 0, shapes[i][0], shapes[i][1], 1, 1, &p);
+		int at = snprintf(want, sizeof want, "%d %d %zu %zu %zu", p.split, p.chunk, p.ws_bytes, p.zero_at, p.zero_bytes);
+		for (int k = 0; k < p.nk; k++)
+			at += snprintf(want + at, sizeof want - at, ";%s %u %u %u", p.k[k].name, p.k[k].grid, p.k[k].block,
+				       p.k[k].smem);
+		cr_assert_str_eq(got, want, "%d x %d", shapes[i][0], shapes[i][1]);
+	}
+	char got[1024];
+	cr_assert_eq(plan(0, 536870912, 64, 1, 1, 1, got, sizeof got), -1, "2^31 blocks: more than a grid holds");
+	cr_assert_eq(plan(0, 2147483647, 64, 1, 1, 1, got, sizeof got), -1);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+	dlclose(h);
+}
+
 Test(cuda, host_program_launches_softmax_from_the_header, .timeout = 600)
 {
 	host_program("specs/online_softmax.yaml", "online_softmax", 5, 200);

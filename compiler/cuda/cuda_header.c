@@ -153,9 +153,13 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 	switch (x->fam) {
 	case FAM_ROWREDUCE: case FAM_ROWMAP:
 		fprintf(o, "\ts = 1;\n\tp->nk = 1;\n");
-		if (x->cl) /* a cluster of cl blocks a row, a chunk of a multiple of 4 positions each */
-			fprintf(o, "\tchunk = ((len + %d) / %d + 3) / 4 * 4;\n\tp->k[0].grid = (unsigned)((rows < 1 ? 1 : rows) * %d);\n"
-				   "\tp->k[0].cluster = %d; /* no rows: one cluster, which leaves */\n", x->cl - 1, x->cl, x->cl, x->cl);
+		if (x->cl) /* a cluster of cl blocks a row, a chunk of a multiple of 4 positions each; in 64 bits,
+			    * as cuda_plan_h counts, and no grid past 2^31 - 1 blocks */
+			fprintf(o, "\tchunk = (((long long)len + %d) / %d + 3) / 4 * 4;\n"
+				   "\tif ((long long)(rows < 1 ? 1 : rows) * %d > 0x7fffffffLL)\n\t\treturn -1; /* more blocks than a grid holds */\n"
+				   "\tp->k[0].grid = (unsigned)((long long)(rows < 1 ? 1 : rows) * %d);\n"
+				   "\tp->k[0].cluster = %d; /* no rows: one cluster, which leaves */\n",
+				x->cl - 1, x->cl, x->cl, x->cl, x->cl);
 		else if (x->warp)
 			fprintf(o, "\tp->k[0].grid = (unsigned)(((long long)rows + %d) / %d);\n", x->nt / 32 - 1, x->nt / 32);
 		else
