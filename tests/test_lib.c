@@ -14,6 +14,9 @@
 #include "compiler/devices/emu.h"
 #include "compiler/devices/run.h"
 #include "compiler/lib/assoc.h"
+#ifndef ASSOC_NO_MPI
+#include "compiler/lib/assoc_mpi.h"
+#endif
 #include "compiler/llvm/llvm.h"
 #include "testutil.h"
 
@@ -480,6 +483,21 @@ Test(lib, runs_are_judged_at_their_params, .timeout = 60)
 	cr_assert_eq(out, 7, "a refused run writes nothing");
 	cr_assert_eq(assoc_run(k, 1, 8, b, 2, &good, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
 	assoc_kernel_free(k);
+#ifndef ASSOC_NO_MPI
+	/* an MPI op merges with its params: judged at them as a run is,
+	 * before MPI is asked for anything (here it is not initialized) */
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	AssocMpi *m = (AssocMpi *)1;
+	cr_assert_eq(assoc_mpi_kernel(k, &bad, 1, &m), ASSOC_ELAWS);
+	cr_assert_null(m);
+	cr_assert(strstr(assoc_kernel_error(k), "identity fails") && strstr(assoc_kernel_error(k), "p=-1"), "%s",
+		  assoc_kernel_error(k));
+	AssocValue typo = {"P", 0.5};
+	cr_assert_eq(assoc_mpi_kernel(k, &typo, 1, &m), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "the spec has no param 'P'"), "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_mpi_kernel(k, &good, 1, &m), ASSOC_EINVAL, "lawful: on to MPI, which is not initialized");
+	assoc_kernel_free(k);
+#endif
 	/* trusted: any values run */
 	assoc_spec_trust_merge(s, 1);
 	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));

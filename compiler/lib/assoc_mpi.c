@@ -242,21 +242,13 @@ AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int npara
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
 	if (!pv)
 		return ASSOC_ENOMEM;
-	for (int i = 0; i < c->nparams; i++) {
-		int found = 0;
-		for (int j = 0; j < nparams; j++)
-			if (params[j].name && !strcmp(params[j].name, c->params[i].name))
-				pv[i] = params[j].value, found++;
-		if (found != 1) {
-			snprintf(k->err, sizeof k->err, "param '%s' given %d times (once needed)", c->params[i].name, found);
-			free(pv);
-			return ASSOC_EINVAL;
-		}
-	}
-	if (nparams > c->nparams) {
-		snprintf(k->err, sizeof k->err, "%d params given, the spec has %d", nparams, c->nparams);
+	/* as a run takes them: names, types, and the verdict at these values,
+	 * since the op merges with them (a merge lawful only at some values
+	 * would reduce across ranks in a grouping of MPI's choosing) */
+	AssocStatus bad = lib_params_of(k, params, nparams, pv);
+	if (bad) {
 		free(pv);
-		return ASSOC_EINVAL;
+		return bad;
 	}
 	AssocMpi *m;
 	int maxplus = 0, comm = commutes(c, pv, &maxplus);

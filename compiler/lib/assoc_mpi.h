@@ -38,7 +38,10 @@ typedef void (*AssocMerge)(void *ctx, const void *x, const void *y, void *out);
 /* Any merge of states of state_bytes: the datatype and op around it. */
 AssocStatus assoc_mpi_new(size_t state_bytes, AssocMerge merge, void *ctx, int commutative, AssocMpi **out);
 /* The states of kernel k's carrier, its merge with the params given
- * (each of the spec's once), commutative where the prover proves it.  k
+ * (each of the spec's once, held to their types as assoc_run holds them),
+ * commutative where the prover proves it.  A merge whose laws read a
+ * param is judged at these values as a run is: ASSOC_ELAWS where they
+ * fail, the reason in assoc_kernel_error.  k
  * is a kernel compiled for "cpu": the op merges states on the CPU,
  * whichever device folded them (states left in GPU memory: below); a
  * kernel of another device is ASSOC_EINVAL, its assoc_kernel_error says
