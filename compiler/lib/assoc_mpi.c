@@ -123,6 +123,7 @@ void assoc_mpi_free(AssocMpi *m)
 	rt_close(m->rt);
 	free(m->x);
 	free(m->params);
+	assoc_kernel_free(m->k);
 	free(m);
 }
 
@@ -260,6 +261,7 @@ AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int npara
 	}
 	m->ctx = m;
 	m->k = k;
+	lib_kernel_ref(k); /* the op merges with k's code: k lives until the handle goes */
 	m->params = pv;
 	m->maxplus = maxplus;
 	*out = m;

@@ -45,7 +45,8 @@ AssocStatus assoc_mpi_new(size_t state_bytes, AssocMerge merge, void *ctx, int c
  * is a kernel compiled for "cpu": the op merges states on the CPU,
  * whichever device folded them (states left in GPU memory: below); a
  * kernel of another device is ASSOC_EINVAL, its assoc_kernel_error says
- * so. */
+ * so.  The handle keeps k: assoc_kernel_free may come before
+ * assoc_mpi_free, and k is freed with the last of them. */
 AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int nparams, AssocMpi **out);
 const char *assoc_mpi_error(const AssocMpi *m);
 

@@ -554,6 +554,7 @@ AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKe
 		return ASSOC_ENOMEM;
 	k->s = s;
 	atomic_fetch_add(&s->refs, 1);
+	atomic_init(&k->refs, 1);
 	k->threads = threads;
 	*out = k;
 	if (!s->c) { /* a spec that did not load: the handle says so, as documented */
@@ -1103,9 +1104,11 @@ AssocStatus lib_run_heads_at(AssocKernel *k, int64_t heads, int64_t kv_heads, in
 	return st;
 }
 
+void lib_kernel_ref(AssocKernel *k) { atomic_fetch_add(&k->refs, 1); }
+
 void assoc_kernel_free(AssocKernel *k)
 {
-	if (!k)
+	if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
 		return;
 	release(k);
 	free(k->judged_pv);

@@ -39,6 +39,7 @@ typedef struct {
 
 struct AssocKernel {
 	AssocSpec *s;
+	atomic_int refs;    /* the caller's, and one an MPI handle of assoc_mpi_kernel holds */
 	AssocStatus failed; /* a failed assoc_compile's status (its reason in err); ASSOC_OK for a kernel that runs */
 	const Device *dev;  /* emu, interp, gpu: runs on a RunData over the caller's arrays; NULL: the CPU backend */
 	Gpu *gpu;           /* gpu: the driver and the carrier's module, opened once */
@@ -72,6 +73,9 @@ enum { LIB_JUDGED = 16 };
  * values; ASSOC_ELAWS with the reason in k->err where it fails.  Each set
  * that holds is kept, and not judged again. */
 AssocStatus lib_judge_params(AssocKernel *k, const double *pv);
+
+/* Another holder of k (an MPI handle), which lets it go with assoc_kernel_free. */
+void lib_kernel_ref(AssocKernel *k);
 
 /* assoc_run_heads with row 0 at position qpos (the spec's i of row r is
  * qpos + r): a paged sequence's queries are its last positions

@@ -103,6 +103,14 @@ static int welford_folded_and_merged(Rt *rt)
 	static float x[ROWS * LEN], mean[ROWS], var[ROWS], mean1[ROWS], var1[ROWS];
 	for (int i = 0; i < ROWS * LEN; i++)
 		x[i] = (float)sin(0.37 * i) * 3 + (float)(i % 7);
+	AssocBuffer one[] = {{"x", x, sizeof x}, {"mean", mean1, sizeof mean1}, {"var", var1, sizeof var1}};
+	if (assoc_run(k, ROWS, LEN, one, 3, NULL, 0))
+		return bad("one process", assoc_kernel_error(k));
+	/* the handle keeps the kernel and its code: both freed before it,
+	 * it folds, merges and finalizes with them (freed, the JIT's code
+	 * would be gone) */
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
 	AssocBuffer bufs[] = {{"x", x, sizeof x}, {"mean", mean, sizeof mean}, {"var", var, sizeof var}};
 	size_t sb = assoc_mpi_state_bytes(m);
 	unsigned char *st = malloc(ROWS * sb), *all = malloc(ROWS * sb);
@@ -118,9 +126,6 @@ static int welford_folded_and_merged(Rt *rt)
 		return bad("welford gather", assoc_mpi_error(m));
 	if (assoc_mpi_finalize(m, ROWS, LEN, bufs, 3, all))
 		return bad("finalize", assoc_mpi_error(m));
-	AssocBuffer one[] = {{"x", x, sizeof x}, {"mean", mean1, sizeof mean1}, {"var", var1, sizeof var1}};
-	if (assoc_run(k, ROWS, LEN, one, 3, NULL, 0))
-		return bad("one process", assoc_kernel_error(k));
 	for (int r = 0; r < ROWS; r++)
 		if (fabsf(mean[r] - mean1[r]) > 1e-5f * fmaxf(1, fabsf(mean1[r])) ||
 		    fabsf(var[r] - var1[r]) > 1e-5f * fmaxf(1, fabsf(var1[r])))
@@ -129,8 +134,6 @@ static int welford_folded_and_merged(Rt *rt)
 	free(all);
 	rt_free(rt, d);
 	assoc_mpi_free(m);
-	assoc_kernel_free(k);
-	assoc_spec_free(s);
 	return 0;
 }
 
