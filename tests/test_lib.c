@@ -1312,8 +1312,8 @@ static int dev_bufs(Fake *f, AssocSpec *s, int64_t heads, int64_t kv, int64_t ro
 
 /* A split variant's workspace (attention decoding splits its keys):
  * allocated on the caller's stream, kept for the next run on it, a second
- * one for another stream; without the stream-ordered allocator, the plain
- * one. */
+ * one for another stream, freed with the kernel once the work that reads
+ * them is done; without the stream-ordered allocator, the plain one. */
 Test(lib, run_device_workspace_a_stream, .timeout = 120)
 {
 	char dir[] = "/tmp/assoc-libdev-XXXXXX";
@@ -1342,7 +1342,11 @@ Test(lib, run_device_workspace_a_stream, .timeout = 120)
 		     assoc_kernel_error(k));
 	f.last(&st, &ctx, &a3, &fr);
 	cr_assert_eq(a3 - a2, 1, "another stream, another workspace");
+	/* freed while the runs may still read them: after they are done */
+	int (*unsafe_frees)(void) = (int (*)(void))dlsym(f.lib, "fakecuda_unsafe_frees");
+	cr_assert(unsafe_frees);
 	assoc_kernel_free(k);
+	cr_assert_eq(unsafe_frees(), 0, "a workspace freed before the launches that read it were done");
 
 	setenv("FAKECUDA", "async=0", 1);
 	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));

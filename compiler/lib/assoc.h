@@ -188,8 +188,10 @@ AssocStatus assoc_run_heads(AssocKernel *k, int64_t heads, int64_t kv_heads, int
  * that stream with cuMemAllocAsync/cuMemFreeAsync where the driver has
  * them (with cuMemAlloc/cuMemFree, which waits for the device, where not):
  * launches on different streams never share one, and each stream's own
- * order keeps its reuse safe.  assoc_kernel_free frees them (waiting for
- * the work that reads them). */
+ * order keeps its reuse safe.  They stay until assoc_kernel_free, which
+ * waits for each context that holds one (cuCtxSynchronize) and frees
+ * them: a program that makes a stream for each call should reuse streams,
+ * as PyTorch's and CuPy's pools do, or free the kernel now and then. */
 AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			     const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams, void *stream);
 /* Time the variants of a "gpu" kernel for this shape on the device, as

@@ -437,14 +437,26 @@ static AssocStatus refused(AssocSpec *s, AssocKernel *k, AssocStatus st, const c
 	return st;
 }
 
-/* g closed and freed, with its workspaces and its modules in other contexts. */
+/* g closed and freed, with its workspaces and its modules in other contexts.
+ * A workspace is freed once the launches that read it are done: the
+ * caller's streams may still be running them, and cuMemFree does not wait
+ * for memory of the stream-ordered allocator. */
 static void release_gpu(Gpu *g, AssocStreamWs *ws, int nws, AssocCtxModule *mods, int nmods)
 {
 	if (g) {
-		for (int i = 0; i < nws; i++)
-			gpu_free_bufs(g, &ws[i].b);
 		void *was;
 		char why[512];
+		int entered = nws && !rt_enter_ctx(g->rt, &was, why, sizeof why);
+		for (int i = 0; i < nws; i++) {
+			int synced = 0; /* each context that holds a workspace, once */
+			for (int j = 0; j < i; j++)
+				synced |= ws[j].b.ws && ws[j].ctx == ws[i].ctx;
+			if (ws[i].b.ws && entered && !synced && !rt_set_ctx(g->rt, ws[i].ctx, why, sizeof why))
+				rt_sync(g->rt, why, sizeof why);
+			gpu_free_bufs(g, &ws[i].b);
+		}
+		if (entered)
+			rt_set_ctx(g->rt, was, why, sizeof why);
 		if (nmods && !rt_enter_ctx(g->rt, &was, why, sizeof why)) {
 			for (int i = 0; i < nmods; i++)
 				if (!rt_set_ctx(g->rt, mods[i].ctx, why, sizeof why))

@@ -118,7 +118,13 @@ static int copies, syncs, async_allocs, async_frees;
 int cuCtxSetCurrent(void *c) { current = c; return 0; }
 int cuCtxGetCurrent(void **c) { *c = current; return 0; }
 int cuCtxGetDevice(int *d) { *d = current == (void *)0x1 ? 0 : (int)opt("ctxdev", 0); return 0; }
-int cuCtxSynchronize(void) { syncs++; return (int)opt("sync", 0); }
+/* Launches since the last synchronization, and stream-ordered allocations
+ * freed by a plain cuMemFree while launches may still read them (the
+ * driver does not wait there for such memory). */
+static int pending;
+static int unsafe_frees;
+int fakecuda_unsafe_frees(void) { return unsafe_frees; }
+int cuCtxSynchronize(void) { syncs++, pending = 0; return (int)opt("sync", 0); }
 /* Host copies and synchronizations (cuMemcpy*, cuCtxSynchronize,
  * cuStreamSynchronize, cuEventSynchronize) so far. */
 void fakecuda_syncs(int *copies_, int *syncs_) { *copies_ = copies, *syncs_ = syncs; }
@@ -128,7 +134,7 @@ void fakecuda_last(void **stream, void **ctx, int *allocs_, int *frees_)
 {
 	*stream = launch_stream, *ctx = launch_ctx, *allocs_ = async_allocs, *frees_ = async_frees;
 }
-int cuStreamSynchronize(void *s) { (void)s; syncs++; return 0; }
+int cuStreamSynchronize(void *s) { (void)s; syncs++, pending = 0; return 0; }
 
 int cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, void **vals)
 {
@@ -198,7 +204,24 @@ int cuMemAlloc_v2(Ptr *p, size_t n)
 	live++;
 	return 0;
 }
-int cuMemFree_v2(Ptr p) { free((void *)(size_t)p); live--; return 0; }
+static Ptr async_live[64];
+static int is_async(Ptr p, int drop)
+{
+	for (int i = 0; i < 64; i++)
+		if (p && async_live[i] == p) {
+			if (drop)
+				async_live[i] = 0;
+			return 1;
+		}
+	return 0;
+}
+static int release(Ptr p) { free((void *)(size_t)p); live--; return 0; }
+int cuMemFree_v2(Ptr p)
+{
+	if (is_async(p, 1) && pending)
+		unsafe_frees++;
+	return release(p);
+}
 int cuMemcpyHtoD_v2(Ptr d, const void *s, size_t n) { copies++; memcpy((void *)(size_t)d, s, n); return 0; }
 int cuMemcpyDtoH_v2(void *d, Ptr s, size_t n) { copies++; memcpy(d, (void *)(size_t)s, n); return 0; }
 int cuMemcpyDtoD_v2(Ptr d, Ptr s, size_t n) { copies++, dtod++; memcpy((void *)(size_t)d, (void *)(size_t)s, n); return 0; }
@@ -229,15 +252,27 @@ int cuMemAllocAsync(Ptr *p, size_t n, void *st)
 	if (!opt("async", 1))
 		return 801; /* CUDA_ERROR_NOT_SUPPORTED */
 	async_allocs++;
-	return cuMemAlloc_v2(p, n);
+	int rc = cuMemAlloc_v2(p, n);
+	for (int i = 0; !rc && i < 64; i++)
+		if (!async_live[i]) {
+			async_live[i] = *p;
+			break;
+		}
+	return rc;
 }
-int cuMemFreeAsync(Ptr p, void *st) { (void)st; async_frees++; return cuMemFree_v2(p); }
+int cuMemFreeAsync(Ptr p, void *st)
+{
+	(void)st;
+	async_frees++;
+	is_async(p, 1);
+	return release(p);
+}
 #endif
 int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g, unsigned s,
 		   void *st, void **args, void **x)
 {
 	(void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)args, (void)x;
-	launches++;
+	launches++, pending++;
 	launch_smem = s, launch_grid = a, launch_grid_y = b;
 	launch_stream = st, launch_ctx = current;
 	memset(launch_cluster, 0, sizeof launch_cluster);
