@@ -127,7 +127,7 @@ int ty_is_int(Ty t) { return t.kind == TY_I32 || t.kind == TY_I64; }
 
 const char *ty_kind_name(TyKind k)
 {
-	static const char *names[] = {"bool", "i32", "i64", "f16", "bf16", "f32", "f64", "number"};
+	static const char *names[] = {"bool", "i32", "i64", "f16", "bf16", "f8e4m3", "f32", "f64", "number"};
 	return names[k];
 }
 
@@ -209,6 +209,25 @@ double ir_round(TyKind kind, double v)
 		u &= 0xffff0000u;
 		memcpy(&f, &u, 4);
 		return f;
+	}
+	case TY_F8E4M3: {
+		/* OCP E4M3 "fn": 4 significant bits, normals from 2^-6,
+		 * subnormals of quantum 2^-9, no infinities; past 448 it
+		 * saturates, as cvt.rn.satfinite does, since a scaled input
+		 * that overshoots is 448 to its producer, not NaN */
+		if (isnan(v) || v == 0)
+			return v;
+		double a = fabs(v);
+		if (a >= 448)
+			return copysign(448, v);
+		uint64_t u;
+		memcpy(&u, &a, 8);
+		int e = (int)(u >> 52) - 1022;
+		if (e < -5)
+			e = -5;
+		double x = a * ir_pow2(4 - e);
+		double r = (x + 0x1p52) - 0x1p52;
+		return copysign(r * ir_pow2(e - 4), v);
 	}
 	default:
 		return v;

@@ -40,10 +40,10 @@ typedef struct {
 
 extern const OpInfo ir_ops[EXPR_NOPS];
 
-/* Scalar kinds.  F16 and BF16 are storage only: values of those inputs are
- * loaded as f32.  TY_NUM is the kind of an untyped numeric literal, which
+/* Scalar kinds.  F16, BF16 and F8E4M3 are storage only: values of those
+ * inputs are loaded as f32.  TY_NUM is the kind of an untyped numeric literal, which
  * takes the kind of whatever it is combined with. */
-typedef enum { TY_BOOL, TY_I32, TY_I64, TY_F16, TY_BF16, TY_F32, TY_F64, TY_NUM } TyKind;
+typedef enum { TY_BOOL, TY_I32, TY_I64, TY_F16, TY_BF16, TY_F8E4M3, TY_F32, TY_F64, TY_NUM } TyKind;
 
 /* A type: a scalar kind, and for vectors a length and the dim it came from
  * (an index into the Ir's dims, or -1 for a literal length).  Shapes are
@@ -72,7 +72,7 @@ typedef struct {
 	VarKind kind;
 	int which, slot;
 	Ty ty;
-	TyKind storage; /* the kind in memory (f16, bf16 for storage inputs) */
+	TyKind storage; /* the kind in memory (f16, bf16, f8e4m3 for storage inputs) */
 } Var;
 
 typedef struct {

@@ -71,6 +71,20 @@ ASC_DEV float asc_f16(unsigned short h)
 
 ASC_DEV float asc_bf16(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }
 
+/* OCP E4M3 "fn" (1 sign, 4 exponent bits of bias 7, 3 mantissa bits; no
+ * infinities, S.1111.111 NaN) by bit operations, the same on a device and
+ * in the emulator: a normal's exponent and mantissa shifted into float's
+ * places with the bias moved from 7 to 127, a subnormal (m * 2^-9) by an
+ * exact int-to-float conversion, so no float32 subnormal ever appears for
+ * flush-to-zero to lose. */
+ASC_DEV float asc_f8e4m3(unsigned char b)
+{
+	unsigned em = b & 0x7fu;
+	float v = em >= 8 ? __int_as_float((int)((em << 20) + (120u << 23))) : (float)(int)em * 0.001953125f;
+	v = em == 0x7fu ? __int_as_float(0x7fc00000) : v;
+	return __int_as_float(__float_as_int(v) | (int)((unsigned)(b & 0x80u) << 24));
+}
+
 /* The spec's subtraction: (-inf) - (-inf) = -inf, so that rescaling an empty
  * state by exp(a.m - m) gives 0.  Used wherever no operand is proven to
  * differ from -inf. */

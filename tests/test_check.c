@@ -1398,3 +1398,34 @@ Test(check, f32_fields_hold_float32_values)
 	eval_free(&m);
 	spec_carrier_free(c);
 }
+
+/* f8e4m3 inputs are drawn as its values in every family (the mean family
+ * with a spread it keeps, not one rounded away), never infinite; and an
+ * online softmax over them checks sound, specials (+-448 in place of the
+ * infinities) included. */
+Test(check, f8e4m3_inputs_drawn_as_its_values)
+{
+	uint64_t rng = 7;
+	for (int f = 0; f < NDRAW; f++) {
+		double lo = INFINITY, hi = -INFINITY;
+		for (int k = 0; k < 400; k++) {
+			double v = draw_value((DrawFamily)f, TY_F8E4M3, 150, 1, &rng);
+			cr_assert(isfinite(v) && fabs(v) <= 448 && ir_round(TY_F8E4M3, v) == v, "%s: %g",
+				  draw_family_name[f], v);
+			lo = fmin(lo, v), hi = fmax(hi, v);
+		}
+		cr_expect(hi > lo, "%s: one value alone (%g)", draw_family_name[f], lo);
+	}
+	CheckResult r;
+	Carrier *c = check_text("carrier: softmax8\nelement: {x: f8e4m3}\nstate: {m: f32, l: f32}\n"
+				"identity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\nmerge:\n  m: max(a.m, b.m)\n"
+				"  l: a.l * exp(where(a.m == inf, 0, a.m - m)) + b.l * exp(where(b.m == inf, 0, b.m - m))\n"
+				"finalize: {lse: m + log(l)}\nreference:\n  mx: max(x)\n"
+				"  lse: mx + log(sum(exp(where(x == mx, 0, x - mx))))\nlaws: [commutative]\n",
+				0, &r);
+	cr_expect_eq(r.sound, VERDICT_HOLDS, "%s", r.sound_detail ? r.sound_detail : "");
+	cr_expect(r.special.rows > 0, "special rows drawn");
+	cr_expect_neq(r.special.reference, VERDICT_FAILS, "%s", r.special.ref_detail ? r.special.ref_detail : "");
+	check_result_free(&r);
+	spec_carrier_free(c);
+}

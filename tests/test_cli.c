@@ -1719,6 +1719,64 @@ Test(cli, npy_of_another_dtype_converted_or_refused)
 	cr_expect_eq(atoi(out), 1, "float32 into f32: no note; int64 into i32: one: %s", out);
 }
 
+/* An f8e4m3 input takes a uint8 .npy as its bit patterns as they are (no
+ * note: NumPy has no such type) and writes them back the same as --output;
+ * a float file is converted with a note counting the values rounded, and
+ * refused where a value lies past the type's range (it saturates at 448,
+ * and has no infinity). */
+Test(cli, npy_uint8_is_f8e4m3_bits, .timeout = 60)
+{
+	write_text("build/copy8.yaml", "carrier: copy8\nelement: {x: f8e4m3}\nstate: {s: f32}\nidentity: {s: 0}\n"
+				       "lift: {s: x}\nmerge: {s: a.s + b.s}\nmap: {y: x}\nlaws: [commutative]\n");
+	uint8_t bits[256];
+	for (int b = 0; b < 256; b++)
+		bits[b] = (uint8_t)(b == 0x7f || b == 0xff ? 0x38 : b); /* no NaN: the sum is compared too */
+	Npy a = {.descr = "|u1", .itemsize = 1, .ndim = 2, .shape = {2, 128}, .count = 256, .data = bits};
+	char msg[300];
+	cr_assert_eq(npy_write("build/f8_x.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(sh(ASSOC " run build/copy8.yaml --device interp --rows 2 --len 128 --input x=build/f8_x.npy "
+			"--output x=build/f8_back.npy --output y=build/f8_y.npy",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(!strstr(out, "note:"), "bits as they are: %s", out);
+	Npy back, y;
+	cr_assert_eq(npy_read("build/f8_back.npy", &back, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_str_eq(back.descr, "|u1");
+	cr_expect(back.count == 256 && !memcmp(back.data, bits, 256), "the same 256 bytes back");
+	cr_assert_eq(npy_read("build/f8_y.npy", &y, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_str_eq(y.descr, "<f4");
+	for (int b = 0; b < 256; b++)
+		cr_expect_eq(npy_get(&y, b), npy_get(&back, b), "y = x at %d", b);
+	npy_free(&back), npy_free(&y);
+	float f[256];
+	for (int b = 0; b < 256; b++)
+		f[b] = b == 3 ? 0.3f : b - 128.0f;
+	Npy fl = {.descr = "<f4", .itemsize = 4, .ndim = 2, .shape = {2, 128}, .count = 256, .data = f};
+	cr_assert_eq(npy_write("build/f8_f.npy", &fl, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(sh(ASSOC " run build/copy8.yaml --device interp --rows 2 --len 128 --input x=build/f8_f.npy", out,
+			sizeof out, 1),
+		     0, "%s", out);
+	/* -128..127 and 0.3: the odd ones past 16, the ones past 32 not a
+	 * multiple of 4, past 64 of 8, and 0.3 (-125 stood there) */
+	int rounded = 0;
+	for (int b = 0; b < 256; b++) {
+		double v = b == 3 ? (double)0.3f : b - 128.0;
+		rounded += ir_round(TY_F8E4M3, v) != v;
+	}
+	char note[200];
+	snprintf(note, sizeof note, "assoc: note: build/f8_f.npy holds float32; converted to f8e4m3, the type of input 'x' "
+				    "(%d of 256 values rounded)", rounded);
+	cr_expect(strstr(out, note), "%s in %s", note, out);
+	f[7] = 500;
+	cr_assert_eq(npy_write("build/f8_f.npy", &fl, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(sh(ASSOC " run build/copy8.yaml --device interp --rows 2 --len 128 --input x=build/f8_f.npy", out,
+			sizeof out, 1),
+		     2, "%s", out);
+	cr_expect(strstr(out, "build/f8_f.npy: the value 500 at flat index 7 is past the range of f8e4m3, the type of "
+			      "input 'x': converting would lose it"),
+		  "%s", out);
+}
+
 /* Long work shows a progress line on standard error when it is a
  * terminal (script gives the command one), cleared at the end; in a pipe
  * standard error stays quiet. */

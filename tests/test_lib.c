@@ -79,6 +79,34 @@ Test(lib, layer_norm_with_params_and_columns)
 	assoc_spec_free(s);
 }
 
+/* An f8e4m3 input is a byte an element: its info says so, its size counts
+ * one byte each, and a run reads the bytes as E4M3 patterns (0x38 is 1,
+ * 0x40 2, 0x01 the least subnormal 2^-9, 0xb8 -1). */
+Test(lib, f8e4m3_inputs_are_bytes)
+{
+	static const char text[] = "carrier: sum8\nelement: {x: f8e4m3}\nstate: {s: f32}\nidentity: {s: 0}\n"
+				   "lift: {s: x}\nmerge: {s: a.s + b.s}\nfinalize: {out: s}\nreference: {out: sum(x)}\n"
+				   "laws: [commutative]\n";
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, text, sizeof text - 1, NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocArray a;
+	cr_assert_eq(assoc_array_info(s, 0, &a), ASSOC_OK);
+	cr_assert_str_eq(a.type, "f8e4m3");
+	cr_assert_eq(assoc_array_bytes(s, 0, 2, 3), 6);
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "cpu", 1, &k), ASSOC_OK, "%s", assoc_spec_error(s));
+	uint8_t x[2][3] = {{0x38, 0x40, 0x01}, {0xb8, 0x38, 0x7e}};
+	float out[2];
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"out", out, sizeof out}};
+	cr_assert_eq(assoc_run(k, 2, 3, b, 2, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_expect_eq(out[0], 3 + 0x1p-9f);
+	cr_expect_eq(out[1], 448);
+	AssocBuffer shortb[] = {{"x", x, 5}, {"out", out, sizeof out}};
+	cr_expect_eq(assoc_run(k, 2, 3, shortb, 2, NULL, 0), ASSOC_ESIZE);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
 static uint16_t bf16_of(float f) /* round to nearest even */
 {
 	uint32_t u;

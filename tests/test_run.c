@@ -1402,3 +1402,111 @@ Test(run, the_weighted_mean_example_masks_in_float32)
 	rundata_free(d);
 	spec_carrier_free(c);
 }
+
+/* E4M3's fields, independently of run.c: 1 sign, 4 exponent bits of bias
+ * 7, 3 mantissa bits, subnormals m * 2^-9, S.1111.111 NaN. */
+static double e4m3_value(int b)
+{
+	int e = (b >> 3) & 15, m = b & 7;
+	double v = e == 15 && m == 7 ? NAN : e == 0 ? ldexp(m, -9) : ldexp(8 + m, e - 10);
+	return b & 0x80 ? -v : v;
+}
+
+/* Every f8e4m3 pattern reads as its value and writes back as itself (but
+ * the NaNs, which write as 0x7f); rounding is to nearest even with 4
+ * significant bits, subnormals included, and saturates at 448. */
+Test(run, f8e4m3_bits)
+{
+	for (int b = 0; b < 256; b++) {
+		double v = run_f8e4m3_value((uint8_t)b), want = e4m3_value(b);
+		cr_assert(isnan(want) ? isnan(v) : v == want && !signbit(v) == !signbit(want), "%#x reads %a, not %a", b, v,
+			  want);
+		cr_assert_eq(run_f8e4m3_bits(v), isnan(want) ? 0x7f : b, "%#x round trips", b);
+		cr_assert(isnan(v) || ir_round(TY_F8E4M3, v) == v, "%#x is a value of the type", b);
+	}
+	cr_expect_eq(run_f8e4m3_bits(1.0), 0x38);
+	cr_expect_eq(run_f8e4m3_bits(448), 0x7e, "the largest finite");
+	cr_expect_eq(run_f8e4m3_bits(0x1p-9), 0x01, "the smallest subnormal");
+	cr_expect_eq(ir_round(TY_F8E4M3, 1.0625), 1.0, "a tie between 1 and 1.125 goes to the even 1");
+	cr_expect_eq(ir_round(TY_F8E4M3, 1.1875), 1.25, "and between 1.125 and 1.25 to 1.25");
+	cr_expect_eq(ir_round(TY_F8E4M3, 0x1p-10), 0.0, "half the smallest subnormal: ties to even, 0");
+	cr_expect_eq(ir_round(TY_F8E4M3, 0x1.8p-10), 0x1p-9);
+	cr_expect_eq(ir_round(TY_F8E4M3, 1e6), 448, "saturates");
+	cr_expect_eq(ir_round(TY_F8E4M3, -INFINITY), -448);
+	cr_expect(isnan(ir_round(TY_F8E4M3, NAN)));
+	cr_expect(!run_past_range(TY_F8E4M3, 463.9) && run_past_range(TY_F8E4M3, 464) &&
+			  run_past_range(TY_F8E4M3, -INFINITY),
+		  "past 448 and half its step, an input's value would be lost");
+}
+
+/* A map y = x over all 256 patterns gives each one's value, its sign and
+ * NaN alike, on the interpreter, the CPU and the emulator: the three
+ * conversions (run.c's, LLVM's selects, templates/common.cuh's bit
+ * operations) agree code by code. */
+static void every_f8e4m3_pattern(const char *dev)
+{
+	Carrier *c = text_ok("carrier: copy8\nelement: {x: f8e4m3}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: 1}\n"
+			     "merge: {s: a.s + b.s}\nmap: {y: x}\nlaws: [commutative]\n");
+	RunData *d = rundata_new(c, 2, 256);
+	for (int b = 0; b < 512; b++)
+		((uint8_t *)d->elem[0].p)[b] = (uint8_t)(b & 255);
+	device_run(dev, d);
+	int bad = 0;
+	for (int b = 0; b < 512; b++) {
+		double y = run_buffer_get(&d->map[0], b), want = e4m3_value(b & 255);
+		int ok = isnan(want) ? isnan(y) : y == want && !signbit(y) == !signbit(want);
+		if (!ok && bad++ < 5)
+			cr_expect(0, "%s: pattern %#x gives %a, not %a", dev, b & 255, y, want);
+	}
+	cr_expect_eq(bad, 0, "%s: %d patterns wrong", dev, bad);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, every_f8e4m3_pattern_converts_alike_on_interp) { every_f8e4m3_pattern("interp"); }
+Test(run, every_f8e4m3_pattern_converts_alike_on_cpu) { every_f8e4m3_pattern("cpu"); }
+Test(run, every_f8e4m3_pattern_converts_alike_on_emu, .timeout = 120)
+{
+	skip_without_emu();
+	every_f8e4m3_pattern("emu");
+}
+
+/* Online softmax over an f8e4m3 row, row 1 masked out whole, against the
+ * float64 reference at odd shapes (no positions, under a warp, not a
+ * multiple of a tile, one row) and, on the emulator, in several splits:
+ * the inputs are e4m3 values exactly, so the tolerance is float32's. */
+static void f8e4m3_softmax_rows(const char *dev)
+{
+	static const int shape[][2] = {{3, 0}, {3, 5}, {1, 37}, {4, 1000}};
+	static const int splits[] = {0, 3};
+	Carrier *c = text_ok("carrier: softmax8\nelement: {x: f8e4m3}\nstate: {m: f32, l: f32}\n"
+			     "identity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\nmask: i != 1\n"
+			     "merge:\n  m: max(a.m, b.m)\n"
+			     "  l: a.l * exp(where(a.m == inf, 0, a.m - m)) + b.l * exp(where(b.m == inf, 0, b.m - m))\n"
+			     "finalize: {lse: m + log(l)}\nmap:\n  y: where(m < inf, exp(x - m) / l, 0 * m)\n"
+			     "reference:\n  mx: max(x)\n  lse: mx + log(sum(exp(where(x == mx, 0, x - mx))))\n"
+			     "  y: exp(x - mx) / sum(exp(x - mx))\nlaws: [commutative]\n");
+	for (size_t s = 0; s < sizeof shape / sizeof *shape; s++)
+		for (int k = 0; k < (strcmp(dev, "emu") ? 1 : 2); k++) {
+			RunData *d = rundata_new(c, shape[s][0], shape[s][1]);
+			char msg[300], what[96];
+			cr_assert_eq(rundata_draw(d, 5 + (int)s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+			const Device *v = run_device_find(dev);
+			cr_assert_eq(v->run(d, &(RunOpts){.threads = 2, .split = splits[k]}, msg, sizeof msg), 0, "%s: %s", dev,
+				     msg);
+			snprintf(what, sizeof what, "%s, %d x %d, split %d", dev, shape[s][0], shape[s][1], splits[k]);
+			expect_reference(d, what);
+			if (shape[s][0] > 1 && shape[s][1])
+				cr_expect_eq(run_buffer_get(&d->fin[0], 1), -INFINITY, "%s: the masked row's lse", what);
+			rundata_free(d);
+		}
+	spec_carrier_free(c);
+}
+
+Test(run, f8e4m3_softmax_meets_the_reference_on_interp) { f8e4m3_softmax_rows("interp"); }
+Test(run, f8e4m3_softmax_meets_the_reference_on_cpu) { f8e4m3_softmax_rows("cpu"); }
+Test(run, f8e4m3_softmax_meets_the_reference_on_emu, .timeout = 300)
+{
+	skip_without_emu();
+	f8e4m3_softmax_rows("emu");
+}

@@ -33,7 +33,11 @@ double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64
 		break;
 	case DRAW_WIDE: v = 20 * rng_normal(rng) * shrink; break;
 	case DRAW_MEAN:
-		v = width > 1 ? rng_normal(rng) * shrink : (storage == TY_F16 ? 1e3 : 1e8) + rng_normal(rng);
+		/* f8e4m3's 4 significant bits: a unit spread under a mean of 100
+		 * would round away, so the spread is 8, a step there */
+		v = width > 1		     ? rng_normal(rng) * shrink
+		    : storage == TY_F8E4M3 ? 100 + 8 * rng_normal(rng)
+					     : (storage == TY_F16 ? 1e3 : 1e8) + rng_normal(rng);
 		break;
 	default: v = rng_normal(rng) * shrink; break;
 	}
@@ -257,8 +261,9 @@ static double next_in(TyKind storage, double v, int dir)
 		return nextafter(v, dir * INFINITY);
 	if (storage == TY_F32)
 		return nextafterf((float)v, dir * INFINITY);
-	/* f16 and bf16: a relative step of their precision, rounded */
-	return ir_round(storage, v + dir * fabs(v) * (storage == TY_F16 ? 0x1p-10 : 0x1p-7));
+	/* f16, bf16 and f8e4m3: a relative step of their precision, rounded */
+	double step = storage == TY_F16 ? 0x1p-10 : storage == TY_BF16 ? 0x1p-7 : 0x1p-3;
+	return ir_round(storage, v + dir * fabs(v) * step);
 }
 
 /* One value from the spec's constants for an input of this storage: a

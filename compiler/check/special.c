@@ -1,5 +1,6 @@
 /* special.c: rows whose float element and column inputs hold NaN, +-inf,
- * -0 or values near FLT_MAX among ordinary ones.
+ * -0 or values near FLT_MAX among ordinary ones (f8e4m3's: NaN, +-448, -0
+ * and subnormals).
  *
  * The laws are proved and tried over the reals.  A device folds a row from
  * accumulators that start at the identity, one thread's over many
@@ -86,10 +87,30 @@ static SpecialKind draw_kind(uint64_t *rng)
 	return (SpecialKind)k;
 }
 
+/* f8e4m3 has no infinities: its specials are its ends, +-448, where the
+ * others have +-inf, and for a huge value either one near 448 or, half the
+ * time, a subnormal (k * 2^-9), the other end of its short range. */
+static double special_f8e4m3(SpecialKind kind, uint64_t *rng)
+{
+	double sign = rng_next(rng) & 1 ? -1 : 1;
+	switch (kind) {
+	case SP_NAN: return NAN;
+	case SP_POS_INF: return 448;
+	case SP_NEG_INF: return -448;
+	case SP_NEG_ZERO: return -0.0;
+	default: break;
+	}
+	if (rng_next(rng) & 1)
+		return sign * rng_int(rng, 1, 7) * 0x1p-9;
+	return ir_round(TY_F8E4M3, sign * 448 * (1 - rng_unit(rng) / 2));
+}
+
 /* A value of this kind in this storage; a huge one is the largest finite
  * magnitude of the storage (f16's 65504) or up to half below it. */
 static double special_value(SpecialKind kind, TyKind storage, uint64_t *rng)
 {
+	if (storage == TY_F8E4M3)
+		return special_f8e4m3(kind, rng);
 	switch (kind) {
 	case SP_NAN: return NAN;
 	case SP_POS_INF: return INFINITY;

@@ -68,7 +68,7 @@ static int load_input(const Opts *o, int i, const Npy *a, Buffer *buf, const siz
 	}
 	for (size_t x = 0; x < a->count; x++) {
 		double v = npy_get(a, x);
-		if (!ir_holds(buf->kind, v) || (isinf(ir_round(buf->kind, v)) && !isinf(v)))
+		if (!ir_holds(buf->kind, v) || run_past_range(buf->kind, v))
 			return usage_error("%s: the value %.17g at flat index %zu is not a %s, the type of input '%s'",
 					   o->inputs[i].path, v, x, ty_kind_name(buf->kind), o->inputs[i].name);
 		run_buffer_set(buf, x, v);

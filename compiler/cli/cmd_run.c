@@ -259,7 +259,7 @@ static const char *dtype_name(const char *descr)
 {
 	static const char *const names[][2] = {{"<f4", "float32"}, {"<f8", "float64"}, {"<f2", "float16"},
 					       {"<i4", "int32"},   {"<i8", "int64"},   {"|b1", "bool"},
-					       {"<u2", "uint16 (bfloat16 bits)"}};
+					       {"<u2", "uint16 (bfloat16 bits)"}, {"|u1", "uint8 (float8_e4m3fn bits)"}};
 	for (size_t k = 0; k < sizeof names / sizeof *names; k++)
 		if (!strcmp(descr, names[k][0]))
 			return names[k][1];
@@ -312,7 +312,7 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 							 o->inputs[i].path, v, x, kind == TY_I32 || kind == TY_I64 ? "n" : "",
 							 ty_kind_name(kind), s[k].name,
 							 strcmp(arr[i].descr, npy_descr(kind)) ? ": converting would lose it" : "");
-				else if (!integer && isinf(r) && !isinf(v))
+				else if (!integer && run_past_range(kind, v))
 					rc = input_error("%s: the value %.17g at flat index %zu is past the range of %s, the type of "
 							 "input '%s': converting would lose it",
 							 o->inputs[i].path, v, x, ty_kind_name(kind), s[k].name);

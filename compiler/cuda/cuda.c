@@ -30,18 +30,30 @@ const char *cuda_ctype(int kind)
 	}
 }
 
-/* The type of a value in memory (f16/bf16 as their bit patterns). */
-static const char *mtype(int kind)
+const char *cuda_mem_type(int kind)
 {
 	switch (kind) {
 	case TY_F16: case TY_BF16: return "unsigned short";
-	case TY_BOOL: return "unsigned char";
+	case TY_BOOL: case TY_F8E4M3: return "unsigned char";
 	default: return cuda_ctype(kind);
 	}
 }
 
+const char *cuda_load_cvt(int storage)
+{
+	switch (storage) {
+	case TY_F16: return "asc_f16";
+	case TY_BF16: return "asc_bf16";
+	case TY_F8E4M3: return "asc_f8e4m3";
+	default: return "";
+	}
+}
+
 static int is_dbl(int kind) { return kind == TY_F64; }
-static int is_flt(int kind) { return kind == TY_F32 || kind == TY_NUM || kind == TY_F16 || kind == TY_BF16; }
+static int is_flt(int kind)
+{
+	return kind == TY_F32 || kind == TY_NUM || kind == TY_F16 || kind == TY_BF16 || kind == TY_F8E4M3;
+}
 static int is_int(int kind) { return kind == TY_I32 || kind == TY_I64; }
 
 /* The wrapping helper (templates/common.cuh) of an integer op, or NULL:
@@ -312,7 +324,7 @@ static void load_col(struct Fn *f, Expr *e)
 	const Var *v = ir_var(f->c->ir, e->k);
 	int w = v->ty.len ? v->ty.len : 1, t = f->ntmp++;
 	char src[160];
-	snprintf(src, sizeof src, "ASC_LD((const %s *)A.in[%d] + (long long)j * %d + %s)", mtype(v->storage),
+	snprintf(src, sizeof src, "ASC_LD((const %s *)A.in[%d] + (long long)j * %d + %s)", cuda_mem_type(v->storage),
 		 f->c->nelem + v->slot, w, v->ty.len ? "u" : "0");
 	f->tmp[e->id] = t + 1;
 	cuda_load_expr(f->b, v->storage, v->ty.kind, src, t, v->ty.len);
@@ -525,7 +537,7 @@ void cuda_mask_body(Carrier *c, Buf *b, Expr *mask)
 void cuda_load_expr(Buf *b, int storage, int kind, const char *src, int t, int len)
 {
 	const char *ty = cuda_ctype(kind);
-	const char *cv = storage == TY_F16 ? "asc_f16" : storage == TY_BF16 ? "asc_bf16" : "";
+	const char *cv = cuda_load_cvt(storage);
 	if (len)
 		buf_printf(b, "\t%s t%d[%d];\n#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t\tt%d[u] = (%s)%s(%s);\n",
 			   ty, t, len, len, t, ty, cv, src);

@@ -962,8 +962,7 @@ void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 	for (int k = 0; k < c->nrow; k++)
 		if (!c->row[k].ty.len) {
 			int st = c->row[k].storage;
-			const char *cv = st == TY_F16 ? "asc_f16" : st == TY_BF16 ? "asc_bf16" : "";
-			const char *mt = st == TY_F16 || st == TY_BF16 ? "unsigned short" : mem_type(st);
+			const char *cv = cuda_load_cvt(st), *mt = cuda_mem_type(st);
 			buf_printf(b, "\tR.r%d = (%s)%s(ASC_LD((const %s *)A.in[%d] + at));\n", k,
 				   cuda_ctype(c->row[k].ty.kind), cv, mt, c->nelem + c->ncol + k);
 		}

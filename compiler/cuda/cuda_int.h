@@ -9,6 +9,10 @@ struct Fn;
 const char *cuda_ctype(int kind);
 void cuda_literal(Buf *b, int kind, double v);
 void cuda_load_expr(Buf *b, int storage, int kind, const char *src, int t, int len);
+/* An input's type in memory (f16, bf16 and f8e4m3 as their bit patterns)
+ * and the templates' function that converts it to float ("" where none). */
+const char *cuda_mem_type(int storage);
+const char *cuda_load_cvt(int storage);
 /* A function body: temporaries for the DAG of each expression, once. */
 void cuda_fn_begin(struct Fn **f, Carrier *c, Buf *b);
 void cuda_fn_end(struct Fn *f);

@@ -55,14 +55,7 @@ static size_t decl_size(const Decl *d, int n)
 
 static size_t state_size(const Carrier *c) { return decl_size(c->state, c->nstate); }
 
-static const char *mtype(int storage)
-{
-	switch (storage) {
-	case TY_F16: case TY_BF16: return "unsigned short";
-	case TY_BOOL: return "unsigned char";
-	default: return cuda_ctype(storage);
-	}
-}
+static const char *mtype(int storage) { return cuda_mem_type(storage); }
 
 /* dst.pfxK = the input at `index` (times its width) of pointer A.in[base + k]. */
 static void load_decls(Buf *b, const char *dst, const char *pfx, const Decl *d, int n, int base, const char *index)
@@ -73,7 +66,7 @@ static void load_decls(Buf *b, const char *dst, const char *pfx, const Decl *d, 
 		snprintf(src, sizeof src, "ASC_LD((const %s *)A.in[%d] + (%s) * %d + %s)", mtype(d[k].storage), base + k,
 			 index, w, d[k].ty.len ? "u" : "0");
 		snprintf(sub, sizeof sub, "%s", d[k].ty.len ? "[u]" : "");
-		const char *cv = d[k].storage == TY_F16 ? "asc_f16" : d[k].storage == TY_BF16 ? "asc_bf16" : "";
+		const char *cv = cuda_load_cvt(d[k].storage);
 		if (d[k].ty.len)
 			buf_printf(b, "#pragma unroll\n\tfor (int u = 0; u < %d; u++)\n\t", w);
 		buf_printf(b, "\t%s.%s%d%s = (%s)%s(%s);\n", dst, pfx, k, sub, cuda_ctype(d[k].ty.kind), cv, src);
@@ -1571,7 +1564,7 @@ size_t cuda_paged_ws_words(const CudaModule *m, int heads, int kv_heads, int row
  * their buffers out). */
 static int storage_bytes(int k)
 {
-	return k == TY_BOOL ? 1 : k == TY_F16 || k == TY_BF16 ? 2 : k == TY_I32 || k == TY_F32 ? 4 : 8;
+	return k == TY_BOOL || k == TY_F8E4M3 ? 1 : k == TY_F16 || k == TY_BF16 ? 2 : k == TY_I32 || k == TY_F32 ? 4 : 8;
 }
 
 int cuda_module_paged(Carrier *c, const char *config, const char *arch, int smem, int page_size, CudaModule *m,

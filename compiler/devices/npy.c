@@ -18,7 +18,7 @@ enum { NPY_MAX_HEADER = 1 << 16, NPY_MAX_BYTES = 1 << 30 };
 static const struct {
 	const char *descr;
 	size_t size;
-} kinds[] = {{"<f4", 4}, {"<f8", 8}, {"<f2", 2}, {"<i4", 4}, {"<i8", 8}, {"|b1", 1}, {"<u2", 2}};
+} kinds[] = {{"<f4", 4}, {"<f8", 8}, {"<f2", 2}, {"<i4", 4}, {"<i8", 8}, {"|b1", 1}, {"<u2", 2}, {"|u1", 1}};
 
 const char *npy_descr(TyKind k)
 {
@@ -27,6 +27,7 @@ const char *npy_descr(TyKind k)
 	case TY_F64: return "<f8";
 	case TY_F16: return "<f2";
 	case TY_BF16: return "<u2";
+	case TY_F8E4M3: return "|u1";
 	case TY_I32: return "<i4";
 	case TY_I64: return "<i8";
 	default: return "|b1";
@@ -65,6 +66,8 @@ double npy_get(const Npy *a, size_t i)
 	uint16_t h;
 	if (!strcmp(a->descr, "|b1"))
 		return *(const uint8_t *)p != 0;
+	if (!strcmp(a->descr, "|u1"))
+		return run_f8e4m3_value(*(const uint8_t *)p);
 	memcpy(&h, p, 2);
 	return !strcmp(a->descr, "<f2") ? run_f16_value(h) : run_bf16_value(h);
 }
@@ -193,7 +196,8 @@ static int parse_header(const char *hdr, Npy *a, char *msg, size_t n)
 		if (!strcmp(a->descr, kinds[k].descr))
 			a->itemsize = kinds[k].size;
 	if (!a->itemsize) {
-		snprintf(msg, n, "unsupported dtype '%s' (float32, float64, float16, int32, int64, bool, uint16 bf16 bits)",
+		snprintf(msg, n, "unsupported dtype '%s' (float32, float64, float16, int32, int64, bool, uint16 bf16 bits, "
+			 "uint8 f8e4m3 bits)",
 			 a->descr);
 		return -1;
 	}

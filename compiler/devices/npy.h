@@ -11,7 +11,7 @@
 enum { NPY_MAX_DIMS = 8 };
 
 typedef struct {
-	char descr[8];  /* "<f4", "<f2", "<f8", "<i4", "<i8", "|b1", "<u2" (bf16 bits) */
+	char descr[8];  /* "<f4", "<f2", "<f8", "<i4", "<i8", "|b1", "<u2" (bf16 bits), "|u1" (f8e4m3 bits) */
 	int ndim;
 	size_t shape[NPY_MAX_DIMS];
 	size_t count;   /* product of shape */
@@ -32,7 +32,8 @@ int npy_write_to(FILE *f, const Npy *a);
 void npy_free(Npy *a);
 /* Value i as a double; descr must be one npy_read accepts. */
 double npy_get(const Npy *a, size_t i);
-/* The descr for an array holding values of kind k (bf16 as "<u2" bits). */
+/* The descr for an array holding values of kind k (bf16 as "<u2" bits,
+ * f8e4m3 as "|u1": NumPy has neither type). */
 const char *npy_descr(TyKind k);
 
 #endif

@@ -22,7 +22,7 @@ static void *xcalloc(size_t n, size_t sz)
 size_t run_kind_size(TyKind k)
 {
 	switch (k) {
-	case TY_BOOL: return 1;
+	case TY_BOOL: case TY_F8E4M3: return 1;
 	case TY_F16: case TY_BF16: return 2;
 	case TY_I32: case TY_F32: return 4;
 	default: return 8;
@@ -111,6 +111,35 @@ double run_f16_value(uint16_t h)
 	return h & 0x8000 ? -v : v;
 }
 
+uint8_t run_f8e4m3_bits(double v)
+{
+	v = ir_round(TY_F8E4M3, v);
+	uint8_t sign = signbit(v) ? 0x80 : 0;
+	double a = fabs(v);
+	if (isnan(v))
+		return 0x7f;
+	if (a < 0x1p-6) /* subnormal or 0: a = k * 2^-9 */
+		return sign | (uint8_t)(a * 0x1p9);
+	uint64_t u;
+	memcpy(&u, &a, 8);
+	/* a = 1.m * 2^e, e in [-6, 8], m's top 3 bits all that a has */
+	return sign | (uint8_t)(((int)(u >> 52) - 1023 + 7) << 3) | (uint8_t)((u >> 49) & 7);
+}
+
+double run_f8e4m3_value(uint8_t h)
+{
+	int e = (h >> 3) & 0xf, m = h & 7;
+	double v = e == 0 ? m * 0x1p-9 : e == 15 && m == 7 ? NAN : (8 + m) * ir_pow2(e - 10);
+	return h & 0x80 ? -v : v;
+}
+
+int run_past_range(TyKind k, double v)
+{
+	if (k == TY_F8E4M3) /* saturating: past 448 and half its step, or an infinity */
+		return isinf(v) || fabs(v) >= 464;
+	return (k == TY_F16 || k == TY_BF16 || k == TY_F32) && isinf(ir_round(k, v)) && !isinf(v);
+}
+
 double run_buffer_get(const Buffer *b, size_t i)
 {
 	const void *p = (const char *)b->p + i * run_kind_size(b->kind);
@@ -120,6 +149,7 @@ double run_buffer_get(const Buffer *b, size_t i)
 	case TY_I64: return (double)*(const int64_t *)p;
 	case TY_F16: return run_f16_value(*(const uint16_t *)p);
 	case TY_BF16: return run_bf16_value(*(const uint16_t *)p);
+	case TY_F8E4M3: return run_f8e4m3_value(*(const uint8_t *)p);
 	case TY_F32: return *(const float *)p;
 	default: return *(const double *)p;
 	}
@@ -138,6 +168,10 @@ void run_buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst)
 	case TY_BF16:
 		for (size_t t = 0; t < n; t++)
 			dst[t] = run_bf16_value(((const uint16_t *)p)[t]);
+		return;
+	case TY_F8E4M3:
+		for (size_t t = 0; t < n; t++)
+			dst[t] = run_f8e4m3_value(((const uint8_t *)p)[t]);
 		return;
 	case TY_F32:
 		for (size_t t = 0; t < n; t++)
@@ -158,6 +192,7 @@ void run_buffer_set(Buffer *b, size_t i, double v)
 	case TY_I64: *(int64_t *)p = (int64_t)v; break;
 	case TY_F16: *(uint16_t *)p = run_f16_bits(v); break;
 	case TY_BF16: *(uint16_t *)p = run_bf16_bits(v); break;
+	case TY_F8E4M3: *(uint8_t *)p = run_f8e4m3_bits(v); break;
 	case TY_F32: *(float *)p = (float)v; break;
 	default: *(double *)p = v; break;
 	}

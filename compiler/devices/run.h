@@ -5,7 +5,8 @@
  * a row input [rows][width], a column input [len][width]; finalize outputs
  * are [rows][width]; map outputs, and finalize outputs of a scan, are
  * [rows][len][width].  Inputs are stored in their spec type (f16 and bf16
- * as 16-bit patterns); outputs in the type of their expression. */
+ * as 16-bit patterns, f8e4m3 as bytes); outputs in the type of their
+ * expression. */
 #ifndef ASSOC_RUN_H
 #define ASSOC_RUN_H
 
@@ -45,6 +46,14 @@ uint16_t run_f16_bits(double v);
 uint16_t run_bf16_bits(double v);
 double run_f16_value(uint16_t h);
 double run_bf16_value(uint16_t h);
+/* 8-bit patterns of f8e4m3 (ir_round's: saturating at 448, NaN 0x7f). */
+uint8_t run_f8e4m3_bits(double v);
+double run_f8e4m3_value(uint8_t h);
+/* Whether a value given for an input of float kind k lies past k's range,
+ * so that storing it would lose it: one that rounds to an infinity from a
+ * finite value, and for f8e4m3, which has no infinities and saturates, an
+ * infinity or a magnitude of 464 (448 and half its step) or more. */
+int run_past_range(TyKind k, double v);
 
 typedef struct {
 	Carrier *c;

@@ -264,7 +264,7 @@ static int parse_type(L *l, const YNode *n, int storage_ok, int vector_ok, Decl 
 {
 	static const struct { const char *name; TyKind k; } kinds[] = {
 		{"f32", TY_F32}, {"f64", TY_F64}, {"i32", TY_I32}, {"i64", TY_I64},
-		{"bool", TY_BOOL}, {"f16", TY_F16}, {"bf16", TY_BF16},
+		{"bool", TY_BOOL}, {"f16", TY_F16}, {"bf16", TY_BF16}, {"f8e4m3", TY_F8E4M3},
 	};
 	if (need(l, n, YN_SCALAR, "a type"))
 		return -1;
@@ -283,8 +283,9 @@ static int parse_type(L *l, const YNode *n, int storage_ok, int vector_ok, Decl 
 	if (kind < 0)
 		goto bad;
 	out->storage = (TyKind)kind;
-	out->ty = ty_scalar(kind == TY_F16 || kind == TY_BF16 ? TY_F32 : (TyKind)kind);
-	if ((kind == TY_F16 || kind == TY_BF16) && !storage_ok) {
+	int narrow = kind == TY_F16 || kind == TY_BF16 || kind == TY_F8E4M3;
+	out->ty = ty_scalar(narrow ? TY_F32 : (TyKind)kind);
+	if (narrow && !storage_ok) {
 		diag_error(l->d, n->pos, "%s is a storage type for inputs; state and params compute in f32 or f64",
 			   base);
 		return -1;
@@ -325,8 +326,8 @@ static int parse_type(L *l, const YNode *n, int storage_ok, int vector_ok, Decl 
 	out->ty = ty_vec((TyKind)out->ty.kind, ir_dim(l->c->ir, dm)->size, dm);
 	return 0;
 bad:
-	diag_error(l->d, n->pos, "unknown type '%s' (types: f32, f64, i32, i64, bool, f16, bf16, and vectors "
-				 "such as f32[d])", s);
+	diag_error(l->d, n->pos, "unknown type '%s' (types: f32, f64, i32, i64, bool, f16, bf16, f8e4m3, and "
+				 "vectors such as f32[d])", s);
 	return -1;
 }
 

@@ -13,7 +13,7 @@
  * one); a kernel runs on its own threads.
  *
  * Arrays (docs/spec-format.md's layout, row-major, in the spec's storage
- * types, f16/bf16 as 16-bit patterns):
+ * types, f16/bf16 as 16-bit patterns, f8e4m3 as 8-bit ones):
  *   element inputs [rows][len][width]   column inputs [len][width]
  *   row inputs [rows][width]            finalize outputs [rows][width]
  *   map outputs, and finalize outputs of a scan, [rows][len][width]
@@ -48,7 +48,7 @@ typedef enum { ASSOC_ELEMENT, ASSOC_COLUMN, ASSOC_ROW, ASSOC_FINALIZE, ASSOC_MAP
 typedef struct {
 	const char *name;
 	AssocRole role;
-	const char *type; /* "f32", "f16", "bf16", "f64", "i32", "i64", "bool" */
+	const char *type; /* "f32", "f16", "bf16", "f8e4m3", "f64", "i32", "i64", "bool" */
 	int width;        /* components per element (the vector length, or 1) */
 	int is_output;
 } AssocArray;

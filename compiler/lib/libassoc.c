@@ -363,7 +363,7 @@ AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info)
 
 static size_t type_size(const char *t)
 {
-	return !strcmp(t, "bool") ? 1 : strstr(t, "16") ? 2 : strstr(t, "32") ? 4 : 8;
+	return !strcmp(t, "bool") || !strcmp(t, "f8e4m3") ? 1 : strstr(t, "16") ? 2 : strstr(t, "32") ? 4 : 8;
 }
 
 size_t assoc_array_bytes(const AssocSpec *s, int i, int64_t rows, int64_t len)

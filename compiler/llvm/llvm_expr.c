@@ -196,9 +196,9 @@ LLVMValueRef lower_conv(Lower *L, LLVMValueRef v, TyKind from, TyKind to)
 		from = TY_F64;
 	if (to == TY_NUM)
 		to = TY_F64;
-	if (from == TY_F16 || from == TY_BF16)
+	if (from == TY_F16 || from == TY_BF16 || from == TY_F8E4M3)
 		from = TY_F32;
-	if (to == TY_F16 || to == TY_BF16)
+	if (to == TY_F16 || to == TY_BF16 || to == TY_F8E4M3)
 		to = TY_F32;
 	if (from == to)
 		return v;

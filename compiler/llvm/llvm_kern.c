@@ -51,12 +51,37 @@ static LLVMValueRef f16_to_f32(B *b, LLVMValueRef h)
 	return LLVMBuildBitCast(bb, LLVMBuildOr(bb, r, sign, ""), ft, "");
 }
 
+/* E4M3 bytes to f32 as templates/common.cuh's asc_f8e4m3 does, lane by
+ * lane in selects that vectorize: a normal by moving its fields into
+ * float's and the bias from 7 to 127, a subnormal m * 2^-9 by an exact
+ * int-to-float conversion, S.1111.111 NaN, the sign or'ed on last. */
+static LLVMValueRef f8e4m3_to_f32(B *b, LLVMValueRef h)
+{
+	Lower *L = &b->L;
+	LLVMBuilderRef bb = L->b;
+	LLVMTypeRef it = lower_vty(L, TY_I32), ft = lower_vty(L, TY_F32);
+	LLVMValueRef u = LLVMBuildZExt(bb, h, it, "");
+	LLVMValueRef sign = LLVMBuildShl(bb, LLVMBuildAnd(bb, u, lower_const(L, TY_I32, 0x80), ""),
+					 lower_const(L, TY_I32, 24), "");
+	LLVMValueRef em = LLVMBuildAnd(bb, u, lower_const(L, TY_I32, 0x7f), "");
+	LLVMValueRef norm = LLVMBuildAdd(bb, LLVMBuildShl(bb, em, lower_const(L, TY_I32, 20), ""),
+					 lower_const(L, TY_I32, 120 << 23), "");
+	LLVMValueRef subf = LLVMBuildFMul(bb, LLVMBuildSIToFP(bb, em, ft, ""), lower_const(L, TY_F32, 0x1p-9), "");
+	LLVMValueRef sub = LLVMBuildBitCast(bb, subf, it, "");
+	LLVMValueRef normal = LLVMBuildICmp(bb, LLVMIntUGE, em, lower_const(L, TY_I32, 8), "");
+	LLVMValueRef r = LLVMBuildSelect(bb, normal, norm, sub, "");
+	r = LLVMBuildSelect(bb, LLVMBuildICmp(bb, LLVMIntEQ, em, lower_const(L, TY_I32, 0x7f), ""),
+			    lower_const(L, TY_I32, 0x7fc00000), r, "");
+	return LLVMBuildBitCast(bb, LLVMBuildOr(bb, r, sign, ""), ft, "");
+}
+
 /* A stored value (scalar or the scope's lanes) to its computing kind. */
 static LLVMValueRef from_storage(B *b, LLVMValueRef v, TyKind s, TyKind k)
 {
 	Lower *L = &b->L;
 	switch (s) {
 	case TY_F16: v = f16_to_f32(b, v), s = TY_F32; break;
+	case TY_F8E4M3: v = f8e4m3_to_f32(b, v), s = TY_F32; break;
 	case TY_BF16:
 		v = LLVMBuildShl(L->b, LLVMBuildZExt(L->b, v, lower_vty(L, TY_I32), ""), lower_const(L, TY_I32, 16), "");
 		v = LLVMBuildBitCast(L->b, v, lower_vty(L, TY_F32), "");

@@ -99,7 +99,7 @@ static inline LLVMValueRef alloca_(B *b, LLVMTypeRef t)
 static inline LLVMTypeRef storage_ty(B *b, TyKind k)
 {
 	switch (k) {
-	case TY_BOOL: return b->i8;
+	case TY_BOOL: case TY_F8E4M3: return b->i8;
 	case TY_F16: case TY_BF16: return b->i16;
 	default: return lower_kty(&b->L, k);
 	}
