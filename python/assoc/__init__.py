@@ -24,8 +24,8 @@ __all__ = ["load", "loads", "Spec", "Kernel", "Report", "ArrayInfo", "Error", "L
 
 ArrayInfo = namedtuple("ArrayInfo", "name role type width is_output")
 ArrayInfo.__doc__ = ("An input or output of a spec: role is 'element', 'column', 'row', 'finalize' or 'map'; "
-                     "type the storage type ('f32', 'f16', 'bf16', 'f64', 'i32', 'i64', 'bool'); width the "
-                     "components of each element (1 for a scalar).")
+                     "type the storage type ('f32', 'f16', 'bf16', 'f8e4m3', 'f64', 'i32', 'i64', 'bool'); "
+                     "width the components of each element (1 for a scalar).")
 
 
 def library_path():
@@ -401,9 +401,10 @@ class Kernel:
         seq_lens (and cu_seqlens_q where sequences have their own numbers
         of queries): a batch over a paged key/value cache, see paged().
         An f16 or bf16 input also takes a NumPy uint16 array, read as the
-        type's 16-bit patterns (NumPy has no bfloat16), as the C API and
-        the CLI's .npy files take them; a bf16 output of NumPy inputs is
-        then uint16 too."""
+        type's 16-bit patterns (NumPy has no bfloat16), and an f8e4m3
+        input a uint8 array of its 8-bit ones (or a torch.float8_e4m3fn
+        tensor), as the C API and the CLI's .npy files take them; a bf16
+        output of NumPy inputs is then uint16 too."""
         if (page_size is not None or block_table is not None or seq_lens is not None or cu_seqlens_q is not None
                 or max_seqlen_q is not None):
             return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, max_seqlen_q, **kw)
@@ -575,7 +576,7 @@ class Kernel:
         return plan(self.spec, shapes, heads, kv_heads)[5]
 
 
-_ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "bool": 1}
+_ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f8e4m3": 1, "f64": 8, "i32": 4, "i64": 8, "bool": 1}
 
 
 def _input_views(spec, arrays):
@@ -663,6 +664,6 @@ def _check_int32(name, arr, shape, first):
 def _want_dtype(kind, t):
     if kind == "torch":
         return "torch." + _arrays.TORCH_TYPES[t]
-    if t == "bf16":
-        return "a torch.bfloat16 tensor, or numpy.uint16 holding bfloat16's bit patterns: NumPy has no bfloat16"
+    if t in _arrays.NO_NUMPY:
+        return _arrays.NO_NUMPY[t]
     return ("cupy." if kind == "cupy" else "numpy.") + _arrays.NUMPY_TYPES[t]

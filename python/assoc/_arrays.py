@@ -9,10 +9,15 @@ import sys
 
 NUMPY_TYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64",
                "bool": "bool"}
-TORCH_TYPES = dict(NUMPY_TYPES, bf16="bfloat16")
-# f16 and bf16 also as their 16-bit patterns in NumPy uint16 (as the C API
-# and the CLI's .npy files take them): NumPy has no bfloat16
-BITS_TYPES = ("f16", "bf16")
+TORCH_TYPES = dict(NUMPY_TYPES, bf16="bfloat16", f8e4m3="float8_e4m3fn")
+# f16 and bf16 also as their 16-bit patterns in NumPy uint16, f8e4m3 as its
+# 8-bit ones in uint8 (as the C API and the CLI's .npy files take them):
+# NumPy has neither bfloat16 nor an 8-bit float
+BITS_TYPES = {"f16": "uint16", "bf16": "uint16", "f8e4m3": "uint8"}
+# what a NumPy user passes for a type NumPy lacks
+NO_NUMPY = {"bf16": "a torch.bfloat16 tensor, or numpy.uint16 holding bfloat16's bit patterns: NumPy has no bfloat16",
+            "f8e4m3": "a torch.float8_e4m3fn tensor, or numpy.uint8 holding float8_e4m3fn's bit patterns: NumPy "
+                      "has no 8-bit float"}
 
 
 class View:
@@ -83,8 +88,7 @@ def view(obj, spec_type):
     masked = isinstance(obj, np.ma.MaskedArray) and bool(np.ma.getmaskarray(obj).any())
     if not isinstance(obj, np.ndarray):
         if spec_type not in NUMPY_TYPES:
-            raise TypeError("a %s array must be a torch.bfloat16 tensor or a numpy.uint16 array of its bit "
-                            "patterns (NumPy has no bfloat16), not %s" % (spec_type, type(obj).__name__))
+            raise TypeError("a %s array must be %s, not %s" % (spec_type, NO_NUMPY[spec_type], type(obj).__name__))
         obj = np.ascontiguousarray(obj, dtype=NUMPY_TYPES[spec_type])
     t = _type_of(obj.dtype, NUMPY_TYPES) if obj.dtype.isnative else None
     v = View(obj, "numpy", None, obj.ctypes.data, t, obj.dtype, obj.shape, obj.flags.c_contiguous)
@@ -93,9 +97,11 @@ def view(obj, spec_type):
 
 
 def holds_bits(v, spec_type):
-    """Whether the View v is a host NumPy uint16 array, which an f16 or bf16
-    input takes as the type's 16-bit patterns."""
-    return spec_type in BITS_TYPES and v.kind == "numpy" and v.dtype.isnative and v.dtype.name == "uint16"
+    """Whether the View v is a host NumPy array of the unsigned integers
+    that an f16 or bf16 (uint16) or f8e4m3 (uint8) input takes as the
+    type's bit patterns."""
+    return (spec_type in BITS_TYPES and v.kind == "numpy" and v.dtype.isnative
+            and v.dtype.name == BITS_TYPES[spec_type])
 
 
 def _is_c_contiguous(shape, strides, itemsize):
@@ -116,7 +122,8 @@ def _c_strides(shape, itemsize):
 
 def numpy_type_for(spec_type, name):
     if spec_type not in NUMPY_TYPES:
-        raise ValueError("'%s' is %s, which NumPy has no type for: pass torch.bfloat16 tensors" % (name, spec_type))
+        raise ValueError("'%s' is %s, which NumPy has no type for: pass torch.%s tensors" % (
+            name, spec_type, TORCH_TYPES[spec_type]))
     return NUMPY_TYPES[spec_type]
 
 

@@ -10,7 +10,8 @@ import torch as _torch
 
 from . import _arrays, plan
 
-_TYPES = {k: getattr(_torch, v) for k, v in _arrays.TORCH_TYPES.items()}
+# outputs' types: float8_e4m3fn, an input type only, is not in every torch
+_TYPES = {k: getattr(_torch, v) for k, v in _arrays.TORCH_TYPES.items() if hasattr(_torch, v)}
 
 
 def schema(kernel):

@@ -434,6 +434,29 @@ class Specs(unittest.TestCase):
             np.testing.assert_allclose(out["y"], (x64 - mean) / np.sqrt(var + 1e-5) * gamma + beta, rtol=1e-3,
                                        atol=1e-3, err_msg=device)
 
+    def test_f8e4m3_as_numpy_uint8_bits(self):
+        # every pattern but the two NaNs, in rows of odd lengths; the
+        # values decoded here from the fields, apart from the library's
+        codes = np.array([b for b in range(256) if b & 0x7f != 0x7f], np.uint8)
+        e, m = (codes >> 3) & 15, (codes & 7).astype(np.float64)
+        vals = np.where(e == 0, m * 2.0 ** -9, (8 + m) * 2.0 ** (e.astype(np.float64) - 10))
+        vals = np.where(codes & 0x80, -vals, vals)
+        x = np.random.default_rng(12).permutation(codes)[:3 * 37].reshape(3, 37)
+        xv = vals[np.searchsorted(codes, x)]
+        text = read("specs/online_softmax.yaml").replace("element: {x: f32}", "element: {x: f8e4m3}")
+        for device in ("interp", "cpu"):
+            out = assoc.loads(text).compile(device, threads=1)(x=x)
+            lse, y = softmax_ref(xv)
+            np.testing.assert_allclose(out["lse"], lse, rtol=1e-6, err_msg=device)
+            np.testing.assert_allclose(out["y"], y, rtol=1e-5, atol=1e-7, err_msg=device)
+        k = assoc.loads(text).compile("interp")
+        with self.assertRaisesRegex(ValueError, r"'x' has dtype float32; the spec's 'x' is f8e4m3 "
+                                                r"\(a torch.float8_e4m3fn tensor, or numpy.uint8 holding "
+                                                r"float8_e4m3fn's bit patterns: NumPy has no 8-bit float\)"):
+            k(x=xv.astype(np.float32))
+        with self.assertRaisesRegex(ValueError, r"'x' has dtype uint16; the spec's 'x' is f8e4m3"):
+            k(x=x.astype(np.uint16))
+
     def test_f16_as_numpy_uint16_bits_is_the_same_run(self):
         k = assoc.load("specs/attention.yaml", dims={"d": 16, "dv": 16}).compile("cpu", threads=1)
         r = np.random.default_rng(9)

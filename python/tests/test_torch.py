@@ -72,6 +72,23 @@ class TorchCpu(unittest.TestCase):
             k(x=torch.zeros(2, 4, dtype=torch.bfloat16), gamma=np.ones(4, np.float32),
               beta=np.zeros(4, np.float32), eps=1e-5)
 
+    def test_f8e4m3_tensors(self):
+        if not hasattr(torch, "float8_e4m3fn"):
+            self.skipTest("this torch (%s) has no float8_e4m3fn" % torch.__version__)
+        with open("specs/online_softmax.yaml") as f:
+            text = f.read().replace("element: {x: f32}", "element: {x: f8e4m3}")
+        k = assoc.loads(text).compile("cpu", threads=1)
+        x = (torch.randn(3, 37) * 4).to(torch.float8_e4m3fn)
+        out = k(x=x)
+        torch.testing.assert_close(out["lse"], torch.logsumexp(x.float(), 1), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(out["y"], torch.softmax(x.float(), 1), rtol=1e-4, atol=1e-7)
+        # the same bytes as NumPy uint8 bit patterns: the same run
+        bits = k(x=x.view(torch.uint8).numpy())
+        np.testing.assert_array_equal(bits["lse"], out["lse"].numpy())
+        with self.assertRaisesRegex(ValueError, r"input 'x' has dtype torch.float16; the spec's 'x' is f8e4m3 "
+                                                r"\(torch.float8_e4m3fn\)"):
+            k(x=x.half())
+
     def test_layer_norm_in_bf16(self):
         x = (torch.randn(3, 257) * 2 + 1).to(torch.bfloat16)
         gamma, beta = torch.rand(257) + 0.5, torch.randn(257)
