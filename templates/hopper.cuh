@@ -15,7 +15,10 @@
  * lane l, g = l / 4, t = l % 4) holds d[4j + c] = D[16w + g + 8(c / 2)]
  * [8j + 2t + (c & 1)]; with A in registers (RS), a[0] = A[16w + g][2t,
  * 2t + 1], a[1] = the same 8 rows down, a[2] = 8 columns right, a[3] =
- * both (the low half first), as mma.sync's m16n8k16.  Operands in shared
+ * both (the low half first), as mma.sync's m16n8k16.  With e4m3 operands
+ * (k = 32) A is 64 x 32 and each register holds four bytes: a[0] =
+ * A[16w + g][4t .. 4t + 3], a[1] 8 rows down, a[2] 16 columns right, a[3]
+ * both, as mma.sync's m16n8k32.  Operands in shared
  * memory are described by asc_wgmma_desc: K-major (transpose flag 0) or
  * MN-major (1), in the canonical layouts of the PTX ISA, swizzled as TMA
  * writes them.  The instruction is asynchronous: its reads of shared
@@ -96,18 +99,34 @@ template <int N, int BF, int TA, int TB> struct AscWgmma;
 		     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." T "." T " {" ASC_WG_D##N "}, {%" #I0         \
 		     ", %" #I1 ", %" #I2 ", %" #I3 "}, %" #I4 ", p, 1, 1, %" #I6 ";\n}\n"                            \
 		     : ASC_WG_C##N : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(sc), "n"(TB) : "memory")
+/* e4m3 (BF 2): k = 32, and no transposes to name (8-bit operands in shared
+ * memory are K-major only). */
+#define ASC_WGMMA_ONE8(N, I0, I1, I2)                                                                            \
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #I2 ", 0;\n"                                          \
+		     "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 {" ASC_WG_D##N "}, %" #I0 ", %" #I1  \
+		     ", p, 1, 1;\n}\n"                                                                              \
+		     : ASC_WG_C##N : "l"(da), "l"(db), "r"(sc) : "memory")
+#define ASC_WGMMA_ONE8_RS(N, I0, I1, I2, I3, I4, I5)                                                            \
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #I5 ", 0;\n"                                          \
+		     "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 {" ASC_WG_D##N "}, {%" #I0 ", %" #I1 \
+		     ", %" #I2 ", %" #I3 "}, %" #I4 ", p, 1, 1;\n}\n"                                               \
+		     : ASC_WG_C##N : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(sc) : "memory")
 #define ASC_WGMMA_N(N, I0, I1, I2, I3, I4, I5, I6)                                                              \
 	template <int BF, int TA, int TB> struct AscWgmma<N, BF, TA, TB> {                                      \
 		static ASC_DEV void ss(float (&d)[N / 2], unsigned long long da, unsigned long long db, int sc)  \
 		{                                                                                               \
-			if (BF)                                                                                 \
+			if (BF == 2)                                                                            \
+				ASC_WGMMA_ONE8(N, I0, I1, I2);                                                  \
+			else if (BF)                                                                            \
 				ASC_WGMMA_ONE(N, "bf16", I0, I1, I2, I3, I4);                                   \
 			else                                                                                    \
 				ASC_WGMMA_ONE(N, "f16", I0, I1, I2, I3, I4);                                    \
 		}                                                                                               \
 		static ASC_DEV void rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long db, int sc) \
 		{                                                                                               \
-			if (BF)                                                                                 \
+			if (BF == 2)                                                                            \
+				ASC_WGMMA_ONE8_RS(N, I0, I1, I2, I3, I4, I5);                                   \
+			else if (BF)                                                                            \
 				ASC_WGMMA_ONE_RS(N, "bf16", I0, I1, I2, I3, I4, I5, I6);                        \
 			else                                                                                    \
 				ASC_WGMMA_ONE_RS(N, "f16", I0, I1, I2, I3, I4, I5, I6);                         \
@@ -330,11 +349,13 @@ ASC_DEV void asc_wgmma_hold(float (&d)[M])
 #endif
 }
 
-/* A and B from descriptors; TA, TB: 0 K-major, 1 MN-major. */
+/* A and B from descriptors; TA, TB: 0 K-major, 1 MN-major.  BF: 0 f16, 1
+ * bf16 (k = 16), 2 e4m3 (k = 32, K-major only: TA = TB = 0). */
 template <int N, int BF, int TA, int TB>
 ASC_DEV void asc_wgmma_ss(float (&d)[N / 2], unsigned long long da, unsigned long long db, int scale_d)
 {
 	static_assert(N >= 16 && N <= 256 && N % 16 == 0, "wgmma m64nNk16: N a multiple of 16 up to 256");
+	static_assert(BF != 2 || (TA == 0 && TB == 0), "wgmma .e4m3: shared operands K-major only");
 #ifdef ASSOC_EMU
 	emu_wgmma(d, N, BF, TA, TB, NULL, da, db, scale_d);
 #else
@@ -347,6 +368,7 @@ template <int N, int BF, int TB>
 ASC_DEV void asc_wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long db, int scale_d)
 {
 	static_assert(N >= 16 && N <= 256 && N % 16 == 0, "wgmma m64nNk16: N a multiple of 16 up to 256");
+	static_assert(BF != 2 || TB == 0, "wgmma .e4m3: B K-major only");
 #ifdef ASSOC_EMU
 	emu_wgmma(d, N, BF, 0, TB, a, 0, db, scale_d);
 #else

@@ -808,6 +808,54 @@ Test(attention, emulated_mma_fragment_layout)
 	emu_close(l);
 }
 
+/* mma.sync m16n8k32 on e4m3 (the emulator's kind 2), its fragments built
+ * here from the PTX ISA's layout: A's a[r] = row g + 8 (r & 1), columns
+ * 4t + 16 (r >> 1) .. + 3; B's b[r] = rows 4t + 16 r .. + 3, column g; a
+ * register's low byte the first.  A: 16 x 32, B: 32 x 8 bytes, D 16 x 8. */
+static const char MMA8_KERNEL[] =
+	"extern \"C\" void mma8_emu(const void *p) {\n"
+	"  const unsigned char *A = (const unsigned char *)p, *B = A + 512; float *D = (float *)(A + 768);\n"
+	"  int lane = threadIdx.x, g = lane / 4, t = lane % 4;\n"
+	"  unsigned a[4], b[2]; float c[4], d[4];\n"
+	"  for (int r = 0; r < 4; r++) {\n"
+	"    const unsigned char *x = A + (g + 8 * (r & 1)) * 32 + 4 * t + 16 * (r >> 1);\n"
+	"    a[r] = x[0] | (unsigned)x[1] << 8 | (unsigned)x[2] << 16 | (unsigned)x[3] << 24;\n"
+	"  }\n"
+	"  for (int r = 0; r < 2; r++) {\n"
+	"    int k = 4 * t + 16 * r;\n"
+	"    b[r] = B[k * 8 + g] | (unsigned)B[(k + 1) * 8 + g] << 8 | (unsigned)B[(k + 2) * 8 + g] << 16 |\n"
+	"           (unsigned)B[(k + 3) * 8 + g] << 24;\n"
+	"  }\n"
+	"  for (int r = 0; r < 4; r++) c[r] = (float)(g + 8 * (r >> 1)) - (float)(2 * t + (r & 1));\n"
+	"  emu_mma_16816(d, a, b, c, 2);\n"
+	"  for (int r = 0; r < 4; r++) D[(g + 8 * (r >> 1)) * 8 + 2 * t + (r & 1)] = d[r];\n"
+	"}\n";
+
+Test(attention, emulated_mma_e4m3_fragment_layout)
+{
+	cuda_test_cache();
+	EmuLib *l;
+	char msg[4096];
+	cr_assert_eq(emu_open(MMA8_KERNEL, &l, msg, sizeof msg), 0, "%s", msg);
+	_Alignas(16) unsigned char buf[768 + 512];
+	double a[512], b[256];
+	for (int k = 0; k < 512; k++) /* values up to 15 / 4 in magnitude, distinct in their places */
+		a[k] = (double)((k * 7) % 31 - 15) / 4, buf[k] = run_f8e4m3_bits(a[k]);
+	for (int k = 0; k < 256; k++)
+		b[k] = (double)((k * 5) % 29 - 14) / 2, buf[512 + k] = run_f8e4m3_bits(b[k]);
+	cr_assert_eq(emu_launch_kernel(l, "mma8", 1, 32, 0, buf, NULL, msg, sizeof msg), 0, "%s", msg);
+	for (int r = 0; r < 16; r++)
+		for (int col = 0; col < 8; col++) {
+			double want = (double)r - (double)col;
+			for (int k = 0; k < 32; k++)
+				want += a[r * 32 + k] * b[k * 8 + col];
+			float got;
+			memcpy(&got, buf + 768 + 4 * (r * 8 + col), 4);
+			cr_expect_eq(got, (float)want, "D[%d][%d] = %g, want %g", r, col, got, want);
+		}
+	emu_close(l);
+}
+
 /* Shared memory per default variant as the template lays it out: two
  * stages of K and V where they fit, the Q tile over them; cuda_pick keeps
  * to what the device allows. */

@@ -29,6 +29,7 @@
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/emu.h"
+#include "compiler/devices/run.h"
 #include "compiler/util/cache.h"
 #include "cudatest.h"
 #include "runtime/emu/emu_tmap.h"
@@ -358,6 +359,78 @@ Test(hopper, wgmma_gives_the_plain_products, .timeout = 60)
 	mma_check(l, "mma_f16_64_128", 0, 64, 128);
 	mma_check(l, "mma_bf16_128_128", 1, 128, 128);
 	mma_check(l, "mma_f16_128_64", 0, 128, 64);
+	emu_close(l);
+}
+
+/* A multiple of 1/4 in [-3.75, 3.75]: 4 significant bits at most, an
+ * e4m3 value; products and their sums exact in float. */
+static double val8(unsigned seed, int i)
+{
+	return (double)((int)((seed * 2654435761u + (unsigned)i * 40503u) >> 7) % 31 - 15) / 4;
+}
+
+/* The e4m3 wgmma of kernel mma_e4m3_<bn>_<dv> against the plain products
+ * of its operands, every one distinct in its place: a fragment or shared
+ * layout off by a register, a lane or a byte gives other sums. */
+static void mma8_check(EmuLib *l, const char *kernel, int bn, int dv)
+{
+	_Alignas(16) static uint8_t q[64 * 128], k[128 * 128], vt[128 * 128], p[64 * 128];
+	static double qd[64 * 128], kd[128 * 128], vd[128 * 128], pd[64 * 128];
+	static float s[64 * 128], o[64 * 128];
+	for (int i = 0; i < 64 * 128; i++)
+		qd[i] = val8(1, i), q[i] = run_f8e4m3_bits(qd[i]);
+	for (int i = 0; i < 64 * bn; i++)
+		pd[i] = val8(4, i), p[i] = run_f8e4m3_bits(pd[i]);
+	for (int i = 0; i < bn * 128; i++)
+		kd[i] = val8(2, i), k[i] = run_f8e4m3_bits(kd[i]);
+	for (int i = 0; i < bn * dv; i++) /* V: bn keys x dv, given as VT: dv x bn */
+		vd[i] = val8(3, i), vt[(i % dv) * bn + i / dv] = run_f8e4m3_bits(vd[i]);
+	MmaArgs a;
+	memset(&a, 0, sizeof a);
+	tmap2(&a.q, 1, q, 128, 64, 128, 64, 128);
+	tmap2(&a.k, 1, k, 128, (unsigned long long)bn, 128, (unsigned)bn, 128);
+	tmap2(&a.v, 1, vt, (unsigned long long)bn, (unsigned long long)dv, (unsigned)bn, (unsigned)dv, bn);
+	a.p = (const unsigned *)p;
+	a.s = s, a.o = o;
+	char msg[2048];
+	unsigned smem = 8192 + (unsigned)bn * 128 + (unsigned)(dv * bn) + 16;
+	cr_assert_eq(emu_launch_kernel(l, kernel, 1, 128, smem, &a, NULL, msg, sizeof msg), 0, "%s: %s", kernel, msg);
+	int bad = 0;
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < bn; c++) {
+			double want = 0;
+			for (int x = 0; x < 128; x++)
+				want += qd[r * 128 + x] * kd[c * 128 + x];
+			if (s[r * bn + c] != (float)want && bad++ < 5)
+				cr_expect_eq(s[r * bn + c], (float)want, "%s: S[%d][%d] = %g, want %g", kernel, r, c, s[r * bn + c],
+					     want);
+		}
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < dv; c++) {
+			double want = 0;
+			for (int x = 0; x < bn; x++)
+				want += pd[r * bn + x] * vd[x * dv + c];
+			if (o[r * dv + c] != (float)want && bad++ < 10)
+				cr_expect_eq(o[r * dv + c], (float)want, "%s: O[%d][%d] = %g, want %g", kernel, r, c, o[r * dv + c],
+					     want);
+		}
+	cr_expect_eq(bad, 0, "%s: %d elements differ", kernel, bad);
+}
+
+/* e4m3 operands, k = 32: the plain products at two tile shapes (128-byte
+ * and 64-byte swizzles of V's rows); an MN-major 8-bit operand is
+ * refused, as the instruction has no such form. */
+Test(hopper, wgmma_e4m3_gives_the_plain_products, .timeout = 60)
+{
+	EmuLib *l = lib();
+	mma8_check(l, "mma_e4m3_128_64", 128, 64);
+	mma8_check(l, "mma_e4m3_64_128", 64, 128);
+	char msg[1024];
+	float out[4];
+	cr_assert_eq(emu_launch_kernel(l, "mma_e4m3_mn_major", 1, 128, 8192, out, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "wgmma.mma_async m64n64k32 .e4m3: an MN-major (transposed) B operand (8-bit operands are "
+			      "K-major only)"),
+		  "%s", msg);
 	emu_close(l);
 }
 
@@ -764,6 +837,7 @@ Test(hopper, wrappers_assemble_for_sm_90a, .timeout = 120)
 	static const char *const want[] = {"wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16",
 					   "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
 					   "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+					   "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
 					   "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
 					   "cp.async.bulk.tensor.3d",
 					   "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [",
@@ -788,8 +862,8 @@ Test(hopper, wrappers_assemble_for_sm_90a, .timeout = 120)
 					   "ld.shared::cluster.u32"};
 	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
 		cr_expect(strstr(ptx, want[i]), "no %s in the PTX", want[i]);
-	/* each of the 3 sizes: SS and RS, bf16 and f16 */
-	cr_expect_eq(cuda_count(ptx, NULL, "wgmma.mma_async"), 12);
+	/* each of the 3 sizes: SS and RS, bf16, f16 and e4m3 */
+	cr_expect_eq(cuda_count(ptx, NULL, "wgmma.mma_async"), 18);
 	CudaKStat ks[4];
 	int nk = cuda_ptxas_stats(ptx, "sm_90a", ks, 4, msg, sizeof msg);
 	if (nk < 0 && strstr(msg, "ptxas not found"))

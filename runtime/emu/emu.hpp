@@ -1223,7 +1223,8 @@ static inline float emu_half_to_float(unsigned short h)
 static inline float __half2float(unsigned short h) { return emu_half_to_float(h); }
 static inline float __bfloat162float(unsigned short h) { return __int_as_float((int)((unsigned)h << 16)); }
 
-/* ---- tensor cores: mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32 ----
+/* ---- tensor cores: mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32
+ * and m16n8k32.row.col.f32.e4m3.e4m3.f32 ----
  * A warp collective, as on the GPU: every lane deposits its fragments, and
  * each lane then computes its own four results from the whole warp's.
  * Fragment layout (PTX ISA, m16n8k16 with .f16/.bf16 inputs): lane =
@@ -1231,33 +1232,58 @@ static inline float __bfloat162float(unsigned short h) { return __int_as_float((
  * a0 = (row g, cols 2tig, 2tig+1), a1 = row g+8, a2 = row g, cols +8,
  * a3 = row g+8, cols +8; B (16x8, "col") is 2 .b32: b0 = (rows 2tig,
  * 2tig+1, col g), b1 = rows +8; C and D (16x8 f32) are 4 floats: c0, c1 =
- * (row g, cols 2tig, 2tig+1), c2, c3 = row g+8.  Products of halves are
- * exact in float; the sum of the 16 products and c is rounded once. */
+ * (row g, cols 2tig, 2tig+1), c2, c3 = row g+8.  With .e4m3 (k = 32) each
+ * .b32 holds four bytes, the k of the register's first growing by 4 a
+ * tig and its bytes the next k: A's a0 = (row g, cols 4tig .. 4tig+3),
+ * a1 = row g+8, a2 = row g, cols +16, a3 = row g+8, cols +16; B's b0 =
+ * (rows 4tig .. 4tig+3, col g), b1 = rows +16.  The same bytes of a
+ * row as the 16-bit layout's, 16 byte-wide elements to a row's 32 bytes
+ * where it has 8 halves to 16: with es the element's bytes and b = k es,
+ * lane g * 4 + (b % 16) / 4, register (b >= 16), byte b % 4.  Products
+ * are exact in float; the sum of the k products and c is rounded once. */
 struct EmuMmaFrag {
 	unsigned a[4], b[2];
 	float c[4];
 };
 static EmuMmaFrag emu_mma_slot[EMU_MAXT / 32][2][32];
 
+/* Operand kinds: 0 f16, 1 bf16, 2 e4m3 (k = 32: one byte an element). */
+enum { EMU_E4M3 = 2 };
+
+static inline float emu_e4m3_to_float(unsigned b)
+{
+	unsigned em = b & 0x7fu;
+	float v = em == 0x7fu ? __int_as_float(0x7fc00000) : em >= 8 ? __int_as_float((int)((em << 20) + (120u << 23)))
+								 : (float)(int)em * 0.001953125f;
+	return b & 0x80u ? -v : v;
+}
+
 static inline float emu_half_bits(unsigned short h, int bf)
 {
-	return bf ? __int_as_float((int)((unsigned)h << 16)) : emu_half_to_float(h);
+	return bf == EMU_E4M3 ? emu_e4m3_to_float(h) : bf ? __int_as_float((int)((unsigned)h << 16)) : emu_half_to_float(h);
+}
+
+/* Bits of the element at byte b of word w, es bytes wide. */
+static inline unsigned short emu_elem_of(unsigned w, unsigned b, int es)
+{
+	return (unsigned short)(es == 1 ? (w >> 8 * (b % 4)) & 0xffu : b & 2 ? w >> 16 : w & 0xffffu);
 }
 
 /* The (row, k) element of A and the (k, col) element of B from the deposits. */
 static inline float emu_mma_a(const EmuMmaFrag *f, int row, int k, int bf)
 {
-	int lane = (row & 7) * 4 + (k & 7) / 2, reg = (row >= 8) + 2 * (k >= 8);
-	unsigned w = f[lane].a[reg];
-	return emu_half_bits((unsigned short)(k & 1 ? w >> 16 : w & 0xffff), bf);
+	unsigned es = bf == EMU_E4M3 ? 1 : 2, b = (unsigned)k * es;
+	int lane = (row & 7) * 4 + (int)(b % 16) / 4, reg = (row >= 8) + 2 * (b >= 16);
+	return emu_half_bits(emu_elem_of(f[lane].a[reg], b, (int)es), bf);
 }
 static inline float emu_mma_b(const EmuMmaFrag *f, int k, int col, int bf)
 {
-	int lane = col * 4 + (k & 7) / 2;
-	unsigned w = f[lane].b[k >= 8];
-	return emu_half_bits((unsigned short)(k & 1 ? w >> 16 : w & 0xffff), bf);
+	unsigned es = bf == EMU_E4M3 ? 1 : 2, b = (unsigned)k * es;
+	int lane = col * 4 + (int)(b % 16) / 4;
+	return emu_half_bits(emu_elem_of(f[lane].b[b >= 16], b, (int)es), bf);
 }
 
+/* m16n8k16 (f16, bf16) or, with bf EMU_E4M3, m16n8k32 on e4m3. */
 static void emu_mma_16816(float d[4], const unsigned a[4], const unsigned b[2], const float c[4], int bf)
 {
 	EmuFiber *me = emu.cur;
@@ -1271,7 +1297,7 @@ static void emu_mma_16816(float d[4], const unsigned a[4], const unsigned b[2], 
 	for (int q = 0; q < 4; q++) {
 		int row = g + 8 * (q >= 2), col = 2 * t + (q & 1);
 		double acc = slot[me->lane].c[q];
-		for (int k = 0; k < 16; k++)
+		for (int k = 0; k < (bf == EMU_E4M3 ? 32 : 16); k++)
 			acc += (double)emu_mma_a(slot, row, k, bf) * (double)emu_mma_b(slot, k, col, bf);
 		r[q] = (float)acc;
 	}
@@ -1355,8 +1381,8 @@ struct EmuWgOp {
 	int issued, executed, checked;
 	uint64_t iclk; /* the clock of its operand reads (the hb section): drawn when the last thread issued it, and
 			  again at a __syncthreads it is in flight across */
-	unsigned short a[64][16], b[16][256]; /* raw f16/bf16 bits */
-	float fa[64][16], fb[16][256];         /* their values */
+	unsigned short a[64][32], b[32][256]; /* raw f16/bf16/e4m3 bits (k < 16, or 32 for e4m3) */
+	float fa[64][32], fb[32][256];         /* their values */
 	struct {
 		float *d;
 		int sc, chained; /* chained: an earlier wgmma in flight accumulates into the same d */
@@ -1753,16 +1779,18 @@ static void emu_bulk_load(EmuShared<unsigned> &s, long at, const void *src, unsi
  * K-major swizzled ((8, m), 2) : ((T, SBO), 1), interleaved ((8, m), 2) :
  * ((1, SBO), LBO); MN-major swizzled ((T, m), (8, k)) : ((1, LBO), (T,
  * SBO)), interleaved ((1, m), (8, k)) : ((1, SBO), (1, LBO)), 8 elements
- * a unit.  The address is formed, then swizzled. */
-static unsigned emu_wg_addr(unsigned long long desc, int tnsp, int mn, int k)
+ * a unit.  An e4m3 operand (es = 1, MN x 32, K-major only) has the same
+ * units of 16 bytes, 16 elements each.  The address is formed, then
+ * swizzled. */
+static unsigned emu_wg_addr(unsigned long long desc, int tnsp, int mn, int k, int es = 2)
 {
 	unsigned start = (unsigned)(desc & 0x3fff) << 4, lbo = (unsigned)((desc >> 16) & 0x3fff) << 4;
 	unsigned sbo = (unsigned)((desc >> 32) & 0x3fff) << 4;
 	int layout = (int)(desc >> 62), span = layout == 1 ? 128 : layout == 2 ? 64 : layout == 3 ? 32 : 0;
 	unsigned T = (unsigned)span / 16, off;
 	if (!tnsp) {
-		unsigned q = (unsigned)k / 8, e = (unsigned)k % 8, r = (unsigned)mn;
-		off = span ? 16 * ((r % 8) * T + q) + (r / 8) * sbo + 2 * e : 16 * (r % 8) + (r / 8) * sbo + q * lbo + 2 * e;
+		unsigned b = (unsigned)(k * es), q = b / 16, e = b % 16, r = (unsigned)mn;
+		off = span ? 16 * ((r % 8) * T + q) + (r / 8) * sbo + e : 16 * (r % 8) + (r / 8) * sbo + q * lbo + e;
 	} else {
 		unsigned e = (unsigned)mn % 8, k0 = (unsigned)k % 8, k1 = (unsigned)k / 8;
 		off = span ? 2 * e + 16 * ((unsigned)mn / 8 % T + k0 * T) + (unsigned)mn / (8 * T) * lbo + k1 * sbo
@@ -1788,10 +1816,10 @@ static void emu_wg_desc_check(unsigned long long desc, const char *which)
  * write not ordered before the issue, or since its writer's last
  * fence.proxy.async: reported; the read itself is the warpgroup's, noted
  * by emu_wg_note) or raw. */
-static unsigned short emu_wg_half(unsigned long long desc, int tnsp, int mn, int k, int checked)
+static unsigned short emu_wg_half(unsigned long long desc, int tnsp, int mn, int k, int checked, int es)
 {
 	EmuShared<unsigned> *s = emu_hop.win;
-	unsigned a = emu_wg_addr(desc, tnsp, mn, k);
+	unsigned a = emu_wg_addr(desc, tnsp, mn, k, es);
 	long i = (long)(a / 4);
 	unsigned w;
 	if (checked) {
@@ -1810,33 +1838,42 @@ static unsigned short emu_wg_half(unsigned long long desc, int tnsp, int mn, int
 				 "write", s->nm, i, s->wt[i]);
 	} else
 		w = s->v[i];
-	return (unsigned short)(a & 2 ? w >> 16 : w & 0xffff);
+	return emu_elem_of(w, a, es);
 }
 
 /* The operands, once the warpgroup's 128 threads have issued op. */
+/* An operand's element bytes and the instruction's k. */
+static inline int emu_wg_es(const EmuWgOp *op) { return op->bf == EMU_E4M3 ? 1 : 2; }
+static inline int emu_wg_k(const EmuWgOp *op) { return op->bf == EMU_E4M3 ? 32 : 16; }
+
+/* The operands, once the warpgroup's 128 threads have issued op.  A from
+ * registers: warp m / 16's lane (m % 8) * 4 + (b % 16) / 4, register
+ * (m % 16 >= 8) + 2 (b >= 16), with b = k es the element's byte in the
+ * row's 32 (mma.sync's layout, above, a warp for each 16 rows). */
 static void emu_wg_read(EmuWgOp *op, int checked, int *bad)
 {
+	int es = emu_wg_es(op), K = emu_wg_k(op);
 	for (int m = 0; m < 64; m++)
-		for (int k = 0; k < 16; k++) {
+		for (int k = 0; k < K; k++) {
 			unsigned short h;
 			if (op->rs) {
-				int x = 32 * (m / 16) + (m % 8) * 4 + (k % 8) / 2, reg = (m % 16 >= 8) + 2 * (k >= 8);
-				unsigned w = op->t[x].a[reg];
-				h = (unsigned short)(k & 1 ? w >> 16 : w & 0xffff);
+				unsigned b = (unsigned)(k * es);
+				int x = 32 * (m / 16) + (m % 8) * 4 + (int)(b % 16) / 4, reg = (m % 16 >= 8) + 2 * (b >= 16);
+				h = emu_elem_of(op->t[x].a[reg], b, es);
 			} else
-				h = emu_wg_half(op->da, op->ta, m, k, checked);
+				h = emu_wg_half(op->da, op->ta, m, k, checked, es);
 			if (checked)
 				op->a[m][k] = h, op->fa[m][k] = emu_half_bits(h, op->bf);
 			else if (h != op->a[m][k])
-				*bad = (int)(emu_wg_addr(op->da, op->ta, m, k) / 4);
+				*bad = (int)(emu_wg_addr(op->da, op->ta, m, k, es) / 4);
 		}
-	for (int k = 0; k < 16; k++)
+	for (int k = 0; k < K; k++)
 		for (int c = 0; c < op->n; c++) {
-			unsigned short h = emu_wg_half(op->db, op->tb, c, k, checked);
+			unsigned short h = emu_wg_half(op->db, op->tb, c, k, checked, es);
 			if (checked)
 				op->b[k][c] = h, op->fb[k][c] = emu_half_bits(h, op->bf);
 			else if (h != op->b[k][c])
-				*bad = (int)(emu_wg_addr(op->db, op->tb, c, k) / 4);
+				*bad = (int)(emu_wg_addr(op->db, op->tb, c, k, es) / 4);
 		}
 }
 
@@ -1847,15 +1884,16 @@ static void emu_wg_note(EmuWgOp *op, int wg)
 	EmuShared<unsigned> *s = emu_hop.win;
 	int me = emu_wgr(wg);
 	uint64_t c = op->iclk;
+	int es = emu_wg_es(op), K = emu_wg_k(op);
 	for (int m = 0; m < 64 && !op->rs; m++)
-		for (int k = 0; k < 16; k++) {
-			long i = (long)(emu_wg_addr(op->da, op->ta, m, k) / 4);
+		for (int k = 0; k < K; k++) {
+			long i = (long)(emu_wg_addr(op->da, op->ta, m, k, es) / 4);
 			if (s->rt[i] != me || s->rep[i] != c)
 				s->note_read_by(i, me, c, NULL);
 		}
-	for (int k = 0; k < 16; k++)
+	for (int k = 0; k < K; k++)
 		for (int n = 0; n < op->n; n++) {
-			long i = (long)(emu_wg_addr(op->db, op->tb, n, k) / 4);
+			long i = (long)(emu_wg_addr(op->db, op->tb, n, k, es) / 4);
 			if (s->rt[i] != me || s->rep[i] != c)
 				s->note_read_by(i, me, c, NULL);
 		}
@@ -1871,8 +1909,10 @@ static EmuWgOp *emu_wg_slot(int wg, unsigned seq)
 	return *p;
 }
 
-/* wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{bf16|f16}: issue.  a:
- * the thread's A registers (RS), or NULL (SS: A from da). */
+/* wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{bf16|f16}, or with bf
+ * EMU_E4M3 m64n{n}k32.f32.e4m3.e4m3, whose shared operands are K-major
+ * only: issue.  a: the thread's A registers (RS), or NULL (SS: A from
+ * da). */
 static void emu_wgmma(float *d, int n, int bf, int ta, int tb, const unsigned *a, unsigned long long da,
 		      unsigned long long db, int sc)
 {
@@ -1880,6 +1920,9 @@ static void emu_wgmma(float *d, int n, int bf, int ta, int tb, const unsigned *a
 	int x = (int)f->tid.x, wg = x / 128, me = x % 128;
 	if (n < 8 || n > 256 || n % 8)
 		emu_fail("wgmma.mma_async m64n%dk16: N outside 8..256 in steps of 8", n);
+	if (bf == EMU_E4M3 && (tb || (!a && ta)))
+		emu_fail("wgmma.mma_async m64n%dk32 .e4m3: an MN-major (transposed) %s operand (8-bit operands are K-major "
+			 "only)", n, tb ? "B" : "A");
 	if (emu.n < 128 * (wg + 1))
 		emu_fail("wgmma.mma_async in a block of %d threads: warpgroup %d is incomplete", emu.n, wg);
 	if (!emu_hop.win)
@@ -1974,7 +2017,7 @@ static void emu_wgmma_wait(int n)
 			for (int c = 0; c < 4; c++) {
 				int row = 16 * w + g + 8 * (c / 2), col = 8 * j + 2 * t + (c & 1);
 				double acc = op->t[me].sc ? d[4 * j + c] : 0.0;
-				for (int k = 0; k < 16; k++)
+				for (int k = 0; k < emu_wg_k(op); k++)
 					acc += (double)op->fa[row][k] * (double)op->fb[k][col];
 				r[4 * j + c] = (float)acc;
 			}

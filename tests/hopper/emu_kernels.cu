@@ -166,6 +166,88 @@ extern "C" void mma_f16_64_128_emu(const void *p) { attn_like<0, 64, 128>(p); }
 extern "C" void mma_bf16_128_128_emu(const void *p) { attn_like<1, 128, 128>(p); }
 extern "C" void mma_f16_128_64_emu(const void *p) { attn_like<0, 128, 64>(p); }
 
+/* ---- e4m3 wgmma (k = 32) as FP8 attention lays its operands out: S = Q
+ * K^T (SS, Q and K K-major in rows of head dim 128, 128 bytes, with the
+ * 128-byte swizzle; k-steps of 32 bytes), then O = P V (RS: P's bytes in
+ * registers; V given transposed, DV rows of BN keys, K-major as an 8-bit
+ * B must be, with the swizzle of its rows' BN bytes).  Q: 64 x 128, K: BN
+ * x 128, VT: DV x BN, P: 64 x BN bytes, row-major; S: 64 x BN, O: 64 x DV
+ * floats, row-major. ---- */
+template <int BN, int DV>
+static void attn8_like(const void *pp)
+{
+	const MmaArgs *A = (const MmaArgs *)pp;
+	ASC_DYN_SHARED(unsigned, sm);
+	const int SW = BN, QB = 0, KB = 8192, VB = KB + BN * 128, BAR = (VB + DV * BN) / 4;
+	int x = threadIdx.x, w = x / 32, l = x % 32, g = l / 4, t = l % 4;
+	if (x == 0) {
+		asc_mbar_init(sm, BAR, 1);
+		asc_mbar_fence_init();
+	}
+	__syncthreads();
+	if (x == 0) {
+		asc_mbar_expect_tx(sm, BAR, 8192 + BN * 128 + DV * BN);
+		asc_tma_load2(sm, QB / 4, &A->q, 0, 0, sm, BAR);
+		asc_tma_load2(sm, KB / 4, &A->k, 0, 0, sm, BAR);
+		asc_tma_load2(sm, VB / 4, &A->v, 0, 0, sm, BAR);
+	}
+	if (!A->nowait)
+		asc_mbar_wait(sm, BAR, 0);
+	unsigned base = asc_smem_addr(sm, 0);
+	float s[BN / 2];
+	for (int i = 0; i < BN / 2; i++)
+		s[i] = 0;
+	asc_wgmma_fence();
+	for (int k = 0; k < 4; k++) {
+		unsigned long long dq = asc_wgmma_desc(base + QB + 32 * k, 16, 1024, 128);
+		unsigned long long dk = asc_wgmma_desc(base + KB + 32 * k, 16, 1024, 128);
+		asc_wgmma_ss<BN, 2, 0, 0>(s, dq, dk, k > 0);
+	}
+	asc_wgmma_commit();
+	asc_wgmma_wait<0>();
+	for (int j = 0; j < BN / 8; j++)
+		for (int c = 0; c < 4; c++)
+			A->s[(16 * w + g + 8 * (c / 2)) * BN + 8 * j + 2 * t + (c & 1)] = s[4 * j + c];
+	float o[DV / 2];
+	for (int i = 0; i < DV / 2; i++)
+		o[i] = 0;
+	asc_wgmma_fence();
+	for (int k = 0; k < BN / 32; k++) {
+		unsigned a[4];
+		for (int r = 0; r < 4; r++)
+			a[r] = A->p[((16 * w + g + 8 * (r % 2)) * BN + 32 * k + 4 * t + 16 * (r / 2)) / 4];
+		asc_wgmma_rs<DV, 2, 0>(o, a, asc_wgmma_desc(base + VB + 32 * k, 16, 8 * SW, SW), k > 0);
+	}
+	asc_wgmma_commit();
+	asc_wgmma_wait<0>();
+	for (int j = 0; j < DV / 8; j++)
+		for (int c = 0; c < 4; c++)
+			A->o[(16 * w + g + 8 * (c / 2)) * DV + 8 * j + 2 * t + (c & 1)] = o[4 * j + c];
+}
+
+extern "C" void mma_e4m3_128_64_emu(const void *p) { attn8_like<128, 64>(p); }
+extern "C" void mma_e4m3_64_128_emu(const void *p) { attn8_like<64, 128>(p); }
+
+/* An e4m3 wgmma whose B is MN-major: refused (8-bit operands are K-major
+ * only). */
+extern "C" void mma_e4m3_mn_major_emu(const void *pp)
+{
+	(void)pp;
+	ASC_DYN_SHARED(unsigned, sm);
+	for (int i = threadIdx.x; i < 1024; i += 128)
+		sm[i] = 0;
+	asc_fence_proxy_async();
+	__syncthreads();
+	unsigned base = asc_smem_addr(sm, 0);
+	float d[32];
+	for (int i = 0; i < 32; i++)
+		d[i] = 0;
+	asc_wgmma_fence();
+	emu_wgmma(d, 64, 2, 0, 1, NULL, asc_wgmma_desc(base, 16, 256, 0), asc_wgmma_desc(base + 2048, 16, 256, 0), 0);
+	asc_wgmma_commit();
+	asc_wgmma_wait<0>();
+}
+
 /* ---- wgmma misused: A (64 x 16) and B (16 x 64) all ones, K-major
  * without swizzle, written by the threads; D starts at 7 and becomes 16.
  * out[x]: d[0] read before the wait, out[128 + x]: after. ---- */

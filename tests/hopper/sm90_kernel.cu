@@ -1,5 +1,5 @@
-/* sm90_kernel.cu: every wrapper of templates/hopper.cuh once, wgmma at
- * N = 64, 128 and 256, compiled by NVRTC for sm_90a after
+/* sm90_kernel.cu: every wrapper of templates/hopper.cuh once, wgmma (f16,
+ * bf16, e4m3) at N = 64, 128 and 256, compiled by NVRTC for sm_90a after
  * templates/common.cuh and the wrappers (tests/test_hopper.c); never run. */
 template <int N>
 __device__ void every_wgmma(unsigned *sm, float *out, const unsigned *areg)
@@ -16,6 +16,8 @@ __device__ void every_wgmma(unsigned *sm, float *out, const unsigned *areg)
 	asc_wgmma_ss<N, 0, 0, 1>(d, da, db, 1);
 	asc_wgmma_rs<N, 1, 1>(d, a, db, 1);
 	asc_wgmma_rs<N, 0, 0>(d, a, db, 1);
+	asc_wgmma_ss<N, 2, 0, 0>(d, da, da, 1);
+	asc_wgmma_rs<N, 2, 0>(d, a, da, 1);
 	asc_wgmma_commit();
 	asc_wgmma_wait<1>();
 	asc_wgmma_wait<0>();
