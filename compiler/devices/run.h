@@ -74,7 +74,7 @@ typedef struct {
 	int scan;                 /* finalize outputs are per position */
 	/* Set by a device whose kernel rounded the softmax weights P to the
 	 * inputs' type before P V (the attention template with pv = 1): that
-	 * type (TY_F16, TY_BF16; 0 when P stayed float32) and the state fields
+	 * type (TY_F16, TY_BF16, TY_F8E4M3; 0 when P stayed float32) and the state fields
 	 * m (max), l (sum), o (vector); for a weighted sum (o sums w v), m is
 	 * -1 and v the column input that o's lift weighs.  runcheck_run's
 	 * naive baseline does the same. */

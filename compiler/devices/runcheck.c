@@ -12,7 +12,9 @@
  * Where the device rounded attention's softmax weights P to the inputs'
  * type before P V (RunData.p_round), the naive implementation is that of
  * FlashAttention's tests in the same precision: scores and sums in float32,
- * P rounded to f16/bf16, P V accumulated in float32.  A naive float32
+ * P rounded to f16/bf16 (or, for FP8 attention, e4m3, whose 3 mantissa
+ * bits move a weight by up to 2^-4 of itself), P V accumulated in
+ * float32.  Each type's bound is its own: e4m3's does not widen f16's.  A naive float32
  * evaluation of the spec keeps P in float32 and would hold such a kernel
  * to a precision its algorithm does not have.
  *
@@ -200,13 +202,18 @@ static void fold_row(Ctx *x, Mode md)
 		eval_map(m, md, x->row, j, x->s, x->se, v->map + (size_t)j * m->mapw, v->mape + (size_t)j * m->mapw);
 }
 
-/* The unit roundoff and half the smallest subnormal of f16 or bf16: the
- * rounding of p moves it by at most max(u p, eta). */
+/* The unit roundoff and half the smallest subnormal of f16, bf16 or
+ * f8e4m3: the rounding of p moves it by at most max(u p, eta).  For e4m3
+ * (4 significant bits, subnormals of 2^-9) u is 2^-4 and eta 2^-10: P in
+ * (0, 1] never reaches its saturation at 448, and below 2^-6 a weight
+ * moves by up to half a subnormal step, not by u of itself. */
 static double round_in(int kind, double p, double *u, double *eta)
 {
-	*u = kind == TY_BF16 ? 0x1p-8 : 0x1p-11;
-	*eta = kind == TY_BF16 ? 0x1p-134 : 0x1p-25;
-	return kind == TY_BF16 ? run_bf16_value(run_bf16_bits(p)) : run_f16_value(run_f16_bits(p));
+	switch (kind) {
+	case TY_BF16: *u = 0x1p-8, *eta = 0x1p-134; return run_bf16_value(run_bf16_bits(p));
+	case TY_F8E4M3: *u = 0x1p-4, *eta = 0x1p-10; return run_f8e4m3_value(run_f8e4m3_bits(p));
+	default: *u = 0x1p-11, *eta = 0x1p-25; return run_f16_value(run_f16_bits(p));
+	}
 }
 
 /* o + and - its bound dv through the finalize into pfin and pfine (in
@@ -527,7 +534,7 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 	for (int md = 0; md < 2; md++)
 		vals_alloc(&x.v[md], m, L);
 	outputs_init(&x, rc);
-	if (d->p_round.kind == TY_F16 || d->p_round.kind == TY_BF16) {
+	if (d->p_round.kind == TY_F16 || d->p_round.kind == TY_BF16 || d->p_round.kind == TY_F8E4M3) {
 		x.pfin = xcalloc(4 * (size_t)m->finw, sizeof(double));
 		x.pfine = x.pfin + m->finw, x.pscr = x.pfin + 2 * (size_t)m->finw;
 		x.pv = xcalloc(2 * (size_t)m->sw, sizeof(double));
