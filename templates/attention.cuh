@@ -226,6 +226,27 @@ ASC_DEV void asc_cp16(S &sm, int at, const unsigned *src, bool ok, bool as)
 	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(src), "r"(ok ? 16 : 0) : "memory");
 #endif
 }
+/* e4m3 inputs (ATTN_F8) become f16 on their way into shared memory, whose
+ * tiles, fragments and products are then f16's: a global row is seen as
+ * the f16 row it becomes, its word w (two elements) at byte 2w, so the
+ * loaders' offsets stay those of f16 rows, and a 16-byte chunk of shared
+ * memory is converted from 8 bytes (exactly: every e4m3 value is an f16
+ * one) by plain loads, never cp.async, which only copies. */
+#ifndef ATTN_F8
+#define ATTN_F8 0
+#endif
+struct AttnF8Ptr {
+	const unsigned char *p;
+};
+ASC_DEV AttnF8Ptr operator+(AttnF8Ptr a, long long w) { return AttnF8Ptr{a.p + 2 * w}; }
+template <class S>
+ASC_DEV void asc_cp16(S &sm, int at, AttnF8Ptr src, bool ok, bool as)
+{
+	(void)as;
+#pragma unroll
+	for (int x = 0; x < 4; x++)
+		sm[at + x] = ok ? asc_pack2<0>(asc_f8e4m3(ASC_LD(src.p + 2 * x)), asc_f8e4m3(ASC_LD(src.p + 2 * x + 1))) : 0u;
+}
 ASC_DEV void asc_cp_commit()
 {
 #ifdef ASSOC_EMU
@@ -252,8 +273,8 @@ ASC_DEV void asc_cp_wait()
  * 4) + NT / (W / 4) k, unrolled: one address per thread and constant
  * offsets, no division per chunk; a full tile (valid >= ROWS) needs no
  * row test either. */
-template <int NT, int ROWS, int W, int PW, class S>
-ASC_DEV void attn_load(S &sm, int base, const unsigned *src, int valid, bool as)
+template <int NT, int ROWS, int W, int PW, class S, class P>
+ASC_DEV void attn_load(S &sm, int base, P src, int valid, bool as)
 {
 	const int CW = W / 4, RS = NT / CW; /* chunks a row; rows a pass */
 	if (!as || NT % CW) {
@@ -265,7 +286,7 @@ ASC_DEV void attn_load(S &sm, int base, const unsigned *src, int valid, bool as)
 		return;
 	}
 	int n = (int)threadIdx.x / CW, c = (int)threadIdx.x % CW;
-	const unsigned *p = src + n * W + 4 * c;
+	P p = src + n * W + 4 * c;
 	int at = base + n * PW + 4 * c;
 	if (valid >= ROWS) {
 #pragma unroll
@@ -289,16 +310,15 @@ ASC_DEV void attn_load(S &sm, int base, const unsigned *src, int valid, bool as)
  * head's row); p: this head's row in slot 0 of page 0.  Rows from valid
  * on are zeros (their source: key kb, which is in the table).  A thread
  * looks a row's page up once a tile, not once a chunk. */
-template <int NT, int ROWS, int W, int PW, class S>
-ASC_DEV void attn_load_paged(S &sm, int base, const unsigned *p, const int *pages, long long RS, int kb, int valid,
-			     bool as)
+template <int NT, int ROWS, int W, int PW, class S, class P>
+ASC_DEV void attn_load_paged(S &sm, int base, P p, const int *pages, long long RS, int kb, int valid, bool as)
 {
 	const int CW = W / 4, RN = NT / CW; /* chunks a row; rows a pass */
 	if (NT % CW) {
 #pragma unroll 1
 		for (int x = threadIdx.x; x < ROWS * CW; x += NT) {
 			int n = x / CW, c = x % CW, j = kb + (n < valid ? n : 0);
-			const unsigned *src = p + ((long long)ASC_LD(pages + j / ATTN_PAGED) * ATTN_PAGED + j % ATTN_PAGED) * RS;
+			P src = p + ((long long)ASC_LD(pages + j / ATTN_PAGED) * ATTN_PAGED + j % ATTN_PAGED) * RS;
 			asc_cp16(sm, base + n * PW + 4 * c, src + 4 * c, n < valid, as);
 		}
 		return;
@@ -310,7 +330,7 @@ ASC_DEV void attn_load_paged(S &sm, int base, const unsigned *p, const int *page
 	for (int k = 0; k < (ROWS + RN - 1) / RN; k++)
 		if (ROWS % RN == 0 || n + k * RN < ROWS) {
 			int r = n + k * RN, j = kb + (r < valid ? r : 0);
-			const unsigned *src = p + ((long long)ASC_LD(pages + j / ATTN_PAGED) * ATTN_PAGED + j % ATTN_PAGED) * RS;
+			P src = p + ((long long)ASC_LD(pages + j / ATTN_PAGED) * ATTN_PAGED + j % ATTN_PAGED) * RS;
 			asc_cp16(sm, base + r * PW + 4 * c, src + 4 * c, r < valid, as);
 		}
 }
@@ -318,14 +338,14 @@ ASC_DEV void attn_load_paged(S &sm, int base, const unsigned *p, const int *page
 /* The Q tile of the serving layout: row n of the tile is row x0 + n of
  * heads x rows, at element ATTN_AT(A, x0 + n) of q (W words each); rows
  * from valid on are zeros (their source: row x0). */
-template <int NT, int ROWS, int W, int PW, class S>
-ASC_DEV void attn_load_q(S &sm, int base, const unsigned *q, const Args &A, long long x0, int valid, bool as)
+template <int NT, int ROWS, int W, int PW, class S, class P>
+ASC_DEV void attn_load_q(S &sm, int base, P q, const Args &A, long long x0, int valid, bool as)
 {
 	const int CW = W / 4; /* chunks a row */
 #pragma unroll 1
 	for (int x = threadIdx.x; x < ROWS * CW; x += NT) {
 		int n = x / CW, c = x % CW;
-		const unsigned *src = q + ATTN_AT(A, x0 + (n < valid ? n : 0)) * W;
+		P src = q + ATTN_AT(A, x0 + (n < valid ? n : 0)) * W;
 		asc_cp16(sm, base + n * PW + 4 * c, src + 4 * c, n < valid, as);
 	}
 }
@@ -357,9 +377,8 @@ ASC_DEV int attn_seq(bool again)
 /* batch: with ATTN_PAGED, a paged batch's arguments (attn_paged_seq):
  * sequence s's key j is then key s batch->len + j of the block table read
  * as one row, s found anew at each tile rather than held in a register. */
-template <int NT, int ROWS, int W, int PW, class S>
-ASC_DEV void attn_load_keys(S &sm, int base, const unsigned *p, int kb, int hi, bool as, const Args &A,
-			    const Args *batch = 0)
+template <int NT, int ROWS, int W, int PW, class S, class P>
+ASC_DEV void attn_load_keys(S &sm, int base, P p, int kb, int hi, bool as, const Args &A, const Args *batch = 0)
 {
 #if ATTN_PAGED
 	int ko = batch ? attn_seq(true) * batch->len : 0;
@@ -373,9 +392,8 @@ ASC_DEV void attn_load_keys(S &sm, int base, const unsigned *p, int kb, int hi, 
 
 /* A stage: the K and V tiles of the BN keys from kb (those from hi on
  * zeros) into sm at word base, K first (BN rows of KW words), then V. */
-template <int NT, int BN, int D, int DV, int KW, int VW, class S>
-ASC_DEV void attn_load_kv(S &sm, int base, const unsigned *kp, const unsigned *vp, int kb, int hi, bool as,
-			  const Args &A, const Args *batch = 0)
+template <int NT, int BN, int D, int DV, int KW, int VW, class S, class P>
+ASC_DEV void attn_load_kv(S &sm, int base, P kp, P vp, int kb, int hi, bool as, const Args &A, const Args *batch = 0)
 {
 	attn_load_keys<NT, BN, D / 2, KW>(sm, base, kp, kb, hi, as, A, batch);
 	attn_load_keys<NT, BN, DV / 2, VW>(sm, base + BN * KW, vp, kb, hi, as, A, batch);
@@ -813,6 +831,13 @@ ASC_DEV bool attn_paged_seq(const Args &A, Args &B, bool again = false)
  * whose few query rows fill a tile of 16 in part: each key then feeds the
  * tensor cores 16 rows instead of 16 WARPS, which at 64 rows a block cost
  * about 64 flops a byte of K and V, a compute floor near the copy's speed. */
+/* Input i at element off: its rows' words as the loaders count them. */
+#if ATTN_F8
+#define ATTN_IN(i, off) (AttnF8Ptr{(const unsigned char *)A.in[i] + (off)})
+#else
+#define ATTN_IN(i, off) ((const unsigned *)((const unsigned short *)A.in[i] + (off)))
+#endif
+
 template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV, int QS, int NS, int KS>
 ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 {
@@ -839,7 +864,7 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 #endif
 	/* cp.async where q, k and v are 16-byte aligned (then so is every
 	 * row: D and DV are multiples of 16), plain loads otherwise */
-	bool as = !(((asc_uptr)A.in[ATTN_QI] | (asc_uptr)A.in[ATTN_KI] | (asc_uptr)A.in[ATTN_VI]) & 15);
+	bool as = !ATTN_F8 && !(((asc_uptr)A.in[ATTN_QI] | (asc_uptr)A.in[ATTN_KI] | (asc_uptr)A.in[ATTN_VI]) & 15);
 	/* The G query heads that share a key/value head are one run of M rows
 	 * (q and the outputs hold them one after another), so their keys and
 	 * values are read once; row r of the run is row r % rows of query head
@@ -854,12 +879,12 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	int r0 = qt * BM + w * MT * 16; /* the warp's first row in the run */
 #if ATTN_PAGED /* the head's row in slot 0 of page 0; q's rows through ATTN_AT */
-	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * D);
-	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * DV);
+	const auto kp = ATTN_IN(ATTN_KI, (long long)kh * D);
+	const auto vp = ATTN_IN(ATTN_VI, (long long)kh * DV);
 #else
-	const unsigned *qp = (const unsigned *)((const unsigned short *)A.in[ATTN_QI] + base * D);
-	const unsigned *kp = (const unsigned *)((const unsigned short *)A.in[ATTN_KI] + (long long)kh * A.len * D);
-	const unsigned *vp = (const unsigned *)((const unsigned short *)A.in[ATTN_VI] + (long long)kh * A.len * DV);
+	const auto qp = ATTN_IN(ATTN_QI, base * D);
+	const auto kp = ATTN_IN(ATTN_KI, (long long)kh * A.len * D);
+	const auto vp = ATTN_IN(ATTN_VI, (long long)kh * A.len * DV);
 #endif
 
 	unsigned qf[MT][D / 16][4]; /* QS = 0: Q's A fragments for the whole loop */
@@ -879,7 +904,7 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 		}
 	lin = __all_sync(0xffffffffu, lin); /* the same in the warp: attn_scores' shuffles */
 #if ATTN_PAGED
-	attn_load_q<NT, BM, D / 2, KW>(Sm, QB, (const unsigned *)A.in[ATTN_QI], A, base + qt * BM, M - qt * BM, as);
+	attn_load_q<NT, BM, D / 2, KW>(Sm, QB, ATTN_IN(ATTN_QI, 0), A, base + qt * BM, M - qt * BM, as);
 #else
 	attn_load<NT, BM, D / 2, KW>(Sm, QB, qp + (long long)qt * BM * (D / 2), M - qt * BM, as);
 #endif

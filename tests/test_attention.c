@@ -23,6 +23,7 @@
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/run.h"
+#include "compiler/util/cache.h"
 #include "cudatest.h"
 #include "compiler/devices/emu.h"
 #include "testutil.h"
@@ -498,6 +499,58 @@ Test(attention, tuning_space_adds_stages_and_key_tiles)
 	cr_expect_eq(cuda_count(sp.src, NULL, "attn_fwd<"), sp.nvar);
 	cuda_module_free(&def);
 	cuda_module_free(&sp);
+	spec_carrier_free(c);
+}
+
+/* Attention on e4m3 q, k and v (tests/attention/fp8_descale.yaml: causal,
+ * descale factors as params) takes the mma.sync template, q, k and v
+ * converted to f16 as they come into shared memory (every e4m3 value is
+ * an f16 one) and P rounded to f16: against the float64 reference at head
+ * dims 64 and 128, odd lengths, grouped heads, decoding split across
+ * blocks, and rows the mask empties; not the Hopper template, whose
+ * copies and products are f16 or bf16, as the explain says. */
+Test(attention, fp8_inputs_as_f16_on_mma_sync, .timeout = 600)
+{
+	cuda_test_cache();
+	static const int dims[] = {64, 128};
+	for (int i = 0; i < 2; i++) {
+		Carrier *c = load_dims("tests/attention/fp8_descale.yaml", dims[i]);
+		CudaModule m;
+		char msg[512], what[32];
+		cr_assert_eq(cuda_module_for(c, NULL, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_expect_eq(m.base, FAM_ATTN, "%s", m.explain);
+		cr_expect(strstr(m.explain, "(tensor cores, f8e4m3 inputs as f16, ") &&
+				  strstr(m.explain, "not the Hopper template: q, k and v in f8e4m3"),
+			  "%s", m.explain);
+		cuda_module_free(&m);
+		snprintf(what, sizeof what, "fp8 d=%d", dims[i]);
+		run_one(c, what, 17, 1, 1, 1, 1, NULL, NULL);
+		run_one(c, what, 130, 129, 1, 1, 1, NULL, NULL);
+		run_one(c, what, 33, 70, 4, 2, 1, NULL, NULL);
+		run_one(c, what, 1, 1000, 8, 2, 3, NULL, NULL);
+		spec_carrier_free(c);
+	}
+	char *text = cache_read("tests/attention/fp8_descale.yaml", NULL);
+	cr_assert(text);
+	char *mask = strstr(text, "mask: j <= i\n");
+	cr_assert(mask);
+	char spec[4096];
+	snprintf(spec, sizeof spec, "%.*smask: j <= i - 5\n%s", (int)(mask - text), text, mask + strlen("mask: j <= i\n"));
+	free(text);
+	Carrier *c = text_ok(spec);
+	RunData *d = rundata_new(c, 20, 40);
+	char msg[1024];
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(emu_run_data(d, &(RunOpts){0}, NULL, msg, sizeof msg), 0, "%s", msg);
+	for (int r = 0; r < 5; r++)
+		cr_expect(run_buffer_get(&d->fin[1], r) == -INFINITY && run_buffer_get(&d->fin[0], r * 64) == 0,
+			  "row %d, which sees no key: lse %g, out %g", r, run_buffer_get(&d->fin[1], r),
+			  run_buffer_get(&d->fin[0], r * 64));
+	RunCheck chk;
+	runcheck_run(d, &chk);
+	cr_expect(chk.ok, "out %.3g, lse %.3g of tolerance", chk.out[0].worst_ratio, chk.out[1].worst_ratio);
+	runcheck_free(&chk);
+	rundata_free(d);
 	spec_carrier_free(c);
 }
 
@@ -1054,6 +1107,29 @@ Test(attention, ptxas_no_spills, .timeout = 300)
 		char what[64];
 		cr_assert_eq(cuda_module(c, runs[k].config, &m, msg, sizeof msg), 0, "%s", msg);
 		snprintf(what, sizeof what, "d=%d", runs[k].d);
+		ptxas_clean(nv, c, &m, what);
+	}
+	nvrtc_close(nv);
+}
+
+/* FP8 attention's kernels (e4m3 loads converted to f16 in registers on
+ * their way to shared memory) assemble without spills at head dims 64,
+ * 128 and 256. */
+Test(attention, ptxas_fp8_without_spills, .timeout = 300)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	static const int dims[] = {64, 128, 256};
+	for (int k = 0; k < 3; k++) {
+		Carrier *c = load_dims("tests/attention/fp8_descale.yaml", dims[k]);
+		CudaModule m;
+		char what[64];
+		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_expect(strstr(m.src, "#define ATTN_F8 1"), "d=%d: the module converts e4m3", dims[k]);
+		snprintf(what, sizeof what, "fp8 d=%d", dims[k]);
 		ptxas_clean(nv, c, &m, what);
 	}
 	nvrtc_close(nv);

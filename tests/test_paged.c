@@ -188,6 +188,27 @@ Test(paged, odd_batches_on_interp) { odd_batches_on("interp"); }
 Test(paged, odd_batches_on_cpu) { odd_batches_on("cpu"); }
 Test(paged, odd_batches_on_emu, .timeout = 600) { odd_batches_on("emu"); }
 
+/* FP8 attention (e4m3 q, k and v, converted to f16 on their way into
+ * shared memory) reads its pages as the f16 kernels do: a varlen prefill
+ * of two sequences through a shuffled table, grouped heads, and decoding
+ * split three ways. */
+Test(paged, fp8_inputs_on_emu, .timeout = 600)
+{
+	Carrier *c = load_ok("tests/attention/fp8_descale.yaml");
+	int32_t lens[] = {300, 77}, cu[] = {0, 40, 100}, table[] = {3, 0, 5, 1, 4, 7, 2, -1, -1, -1};
+	char msg[512];
+	Paged *p = paged_new(c, 4, 2, 2, 64, 8, 5, table, lens, cu, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	cr_assert_eq(paged_draw(p, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	run_on("emu", p, 0);
+	paged_free(p);
+	p = paged_drawn(c, 8, 2, 3, 1, 500, 32, 11, NULL, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	run_on("emu", p, 3);
+	paged_free(p);
+	spec_carrier_free(c);
+}
+
 /* Decoding with grouped heads at head dim 128, keys off every tile and
  * split several ways. */
 static void decoding_on(const char *dev)

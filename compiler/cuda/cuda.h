@@ -29,6 +29,7 @@ static inline int cuda_attn_rows(const Variant *v)
  * y0 and w as the symbol y2), the template's m and l slots carrying them. */
 typedef struct {
 	int fm, fl, fo, q, k, v, d, dv, bf16;
+	int f8; /* q, k and v in f8e4m3: converted to f16 on their way into shared memory (ATTN_F8) */
 	int sum;
 	int qi, ki, vi; /* the slots of q, k and v in CudaArgs.in */
 	Expr *score;

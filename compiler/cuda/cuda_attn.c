@@ -230,11 +230,12 @@ static int shapes(Carrier *c, CudaAttn *at, char *why, size_t n)
 {
 	const Decl *q = &c->row[at->q], *k = &c->col[at->k], *v = &c->col[at->v];
 	int st = (int)q->storage;
-	if ((st != TY_F16 && st != TY_BF16) || (int)k->storage != st || (int)v->storage != st) {
-		snprintf(why, n, "q, k and v are not all f16 or all bf16 (the tensor cores' inputs)");
+	if ((st != TY_F16 && st != TY_BF16 && st != TY_F8E4M3) || (int)k->storage != st || (int)v->storage != st) {
+		snprintf(why, n, "q, k and v are not all f16, all bf16 or all f8e4m3 (the tensor cores' inputs)");
 		return -1;
 	}
 	at->bf16 = st == TY_BF16;
+	at->f8 = st == TY_F8E4M3;
 	at->d = q->ty.len, at->dv = v->ty.len;
 	if (at->d % 16 || at->dv % 16 || at->d > 256 || at->dv > 256 || c->state[at->fo].ty.len != at->dv) {
 		snprintf(why, n, "head dims %d and %d (the template takes multiples of 16 up to 256)", at->d, at->dv);
@@ -952,6 +953,8 @@ static void sum_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b)
 {
 	struct Fn *f;
+	if (at->f8)
+		buf_puts(b, "#define ATTN_F8 1\n");
 	buf_printf(b, "#define ATTN_QI %d\n#define ATTN_KI %d\n#define ATTN_VI %d\n", c->nelem + c->ncol + at->q,
 		   c->nelem + at->k, c->nelem + at->v);
 	buf_puts(b, "struct ARow {\n\tint unused_;\n");

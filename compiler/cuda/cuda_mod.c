@@ -863,6 +863,10 @@ static Variant attn90_default(const CudaAttn *at)
  * 64 columns, wgmma's n up to 256); else the reason. */
 static int attn90_dims(const CudaAttn *at, char *why, size_t n)
 {
+	if (at->f8) {
+		snprintf(why, n, "q, k and v in f8e4m3 (its TMA copies and wgmma take f16 or bf16)");
+		return 0;
+	}
 	if (at->d % 64 == 0 && at->dv % 64 == 0 && at->d <= 256 && at->dv <= 256)
 		return 1;
 	snprintf(why, n, "head dims %d/%d (the Hopper template takes multiples of 64 up to 256)", at->d, at->dv);
@@ -929,7 +933,8 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 	snprintf(m->explain, sizeof m->explain,
 		 "template attention (tensor cores, %s, head dims %d/%d): %s; %s lowered elementwise on the score "
 		 "tile with dot(q, k) on the tensor cores%s; mask %s%s",
-		 m->attn.bf16 ? "bf16" : "f16", m->attn.d, m->attn.dv, m->attn.evidence, m->attn.sum ? "weights" : "score",
+		 m->attn.f8 ? "f8e4m3 inputs as f16" : m->attn.bf16 ? "bf16" : "f16", m->attn.d, m->attn.dv, m->attn.evidence,
+		 m->attn.sum ? "weights" : "score",
 		 m->attn.sum ? ", P V without a row maximum or rescale" : "",
 		 c->mask ? "elementwise, whole tiles skipped by interval arithmetic" : "none", h90);
 }
