@@ -1719,6 +1719,34 @@ Test(cli, npy_of_another_dtype_converted_or_refused)
 	cr_expect_eq(atoi(out), 1, "float32 into f32: no note; int64 into i32: one: %s", out);
 }
 
+/* A uint16 .npy holds an f16 input's own bit patterns (as the Python
+ * package takes them), and a bf16 input's: 0x3c00 is 1 in f16 and
+ * 0.0078125 in bf16; no note, and --output writes the same file back. */
+Test(cli, npy_uint16_is_the_bits_of_an_inputs_16_bit_type, .timeout = 60)
+{
+	write_text("build/copy16.yaml", "carrier: copy16\nelement: {h: f16, b: bf16}\nstate: {s: f32}\n"
+					"identity: {s: 0}\nlift: {s: h + b}\nmerge: {s: a.s + b.s}\nmap: {y: h, z: b}\n"
+					"laws: [commutative]\n");
+	uint16_t bits[4] = {0x3c00, 0xc000, 0x3555, 0x0001};
+	Npy a = {.descr = "<u2", .itemsize = 2, .ndim = 2, .shape = {1, 4}, .count = 4, .data = bits};
+	char msg[300];
+	cr_assert_eq(npy_write("build/u16_bits.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(sh(ASSOC " run build/copy16.yaml --device interp --input h=build/u16_bits.npy "
+			"--input b=build/u16_bits.npy --output y=build/u16_y.npy --output z=build/u16_z.npy",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(!strstr(out, "note:"), "bits as they are: %s", out);
+	Npy y, z;
+	cr_assert_eq(npy_read("build/u16_y.npy", &y, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_read("build/u16_z.npy", &z, msg, sizeof msg), 0, "%s", msg);
+	double fy[4] = {1, -2, 0x1.554p-2, 0x1p-24}, fz[4] = {0x1p-7, -2, 0x1.aap-21, 0x1p-133};
+	for (int i = 0; i < 4; i++) {
+		cr_expect_eq(npy_get(&y, i), fy[i], "f16 bits %#x: %.9g", bits[i], npy_get(&y, i));
+		cr_expect_eq(npy_get(&z, i), fz[i], "bf16 bits %#x: %.9g", bits[i], npy_get(&z, i));
+	}
+	npy_free(&y), npy_free(&z);
+}
+
 /* An f8e4m3 input takes a uint8 .npy as its bit patterns as they are (no
  * note: NumPy has no such type) and writes them back the same as --output;
  * a float file is converted with a note counting the values rounded, and

@@ -304,9 +304,13 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 			}
 			TyKind kind = s[k].buf->kind;
 			int integer = kind == TY_I32 || kind == TY_I64 || kind == TY_BOOL;
+			/* uint16 holds bfloat16's bits (NumPy has no bfloat16), and
+			 * an f16 input's own bits, as the Python package reads them */
+			int f16_bits = kind == TY_F16 && !strcmp(arr[i].descr, "<u2");
 			size_t rounded = 0;
 			for (size_t x = 0; x < arr[i].count && !rc; x++) {
-				double v = npy_get(&arr[i], x), r = ir_round(kind, v);
+				double v = f16_bits ? run_f16_value(((const uint16_t *)arr[i].data)[x]) : npy_get(&arr[i], x);
+				double r = ir_round(kind, v);
 				if (!ir_holds(kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
 					rc = input_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'%s",
 							 o->inputs[i].path, v, x, kind == TY_I32 || kind == TY_I64 ? "n" : "",
@@ -321,7 +325,7 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 					run_buffer_set(s[k].buf, x, v);
 				}
 			}
-			if (!rc && strcmp(arr[i].descr, npy_descr(kind))) {
+			if (!rc && !f16_bits && strcmp(arr[i].descr, npy_descr(kind))) {
 				char how[96];
 				if (integer)
 					snprintf(how, sizeof how, "every value fits");
