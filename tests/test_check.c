@@ -1469,3 +1469,51 @@ Test(check, soundness_rows_are_the_seeds_whatever_the_trials)
 	check_result_free(&many);
 	check_result_free(&other);
 }
+
+/* A float32 mean of a row whose terms cancel: 120 values of the integer
+ * grid summing to 1.  Their naive float32 sum is exact, and its partial
+ * sums stay small; Welford folded from the right merges one position
+ * into the rest at a time, rounding a.mean + delta * b.n / n at |x|.
+ * run's tolerance (the naive bound counting the sum's other orders) takes
+ * that loss, and stays far below the share of the mean of one unit. */
+Test(check, cancelling_mean_within_run_tolerance)
+{
+	enum { N = 120 };
+	Carrier *c = load_ok("specs/welford.yaml");
+	Machine m;
+	eval_init(&m, c);
+	Row *r = eval_row_new(&m, N);
+	int q = check_ref_index(c, "mean", 1), mean = m.finoff[0];
+	cr_assert(q >= 0 && !strcmp(c->finalize[0].name, "mean"));
+	double *st = check_doubles(4 * (size_t)m.sw), *fin = check_doubles(2 * (size_t)m.finw);
+	double *ref = check_doubles(4 * (size_t)m.refw), *pos = check_doubles(2 * (size_t)N * m.refw);
+	double worst = 0;
+	for (uint64_t seed = 1; seed <= 8; seed++) {
+		uint64_t rng = seed;
+		int sum = 0;
+		for (int j = 0; j < N; j++)
+			sum += (int)(r->elemv[(size_t)j * m.elemw] = rng_int(&rng, -3, 3));
+		for (int j = 0; sum != 1; j++) { /* move the sum to 1, within the grid */
+			double *x = &r->elemv[(size_t)(j % N) * m.elemw];
+			int d = sum > 1 ? (*x > -3 ? -1 : 0) : (*x < 3 ? 1 : 0);
+			*x += d, sum += d;
+		}
+		eval_fold(&m, MODE_F32, r, 0, N, SHAPE_RIGHT, &rng, st, st + m.sw);
+		eval_finalize(&m, MODE_F32, r, st, st + m.sw, fin, fin + m.finw);
+		eval_reference(&m, MODE_F64, r, ref, ref + m.refw, pos, pos + (size_t)N * m.refw);
+		eval_reference(&m, MODE_F32, r, ref + 2 * m.refw, ref + 3 * m.refw, pos, pos + (size_t)N * m.refw);
+		double want = ref[m.refoff[q]], naive = ref[2 * m.refw + m.refoff[q]];
+		double bound = ref[3 * m.refw + m.refoff[q]], scale = fabs(want);
+		cr_assert_eq(want, 1.0 / N);
+		double tol = check_tolerance(check_naive_error(want, naive, bound, check_bound_share(N), scale, 0), scale);
+		double err = fabs(fin[mean] - want);
+		cr_expect(err <= tol, "seed %d: off by %g, tolerance %g", (int)seed, err, tol);
+		cr_expect(tol < 0.01 / N, "seed %d: tolerance %g, not far below a unit's share", (int)seed, tol);
+		worst = fmax(worst, err / tol);
+	}
+	cr_log_info("worst: %.3f of the tolerance", worst);
+	free(st), free(fin), free(ref), free(pos);
+	eval_row_free(r);
+	eval_free(&m);
+	spec_carrier_free(c);
+}

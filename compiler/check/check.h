@@ -118,7 +118,8 @@ int check_special_agree(double got, double want);
  * float32 evaluation of the value may be off (check_naive_error). */
 double check_tolerance(double naive_err, double scale);
 /* naive_err from the naive float32 value naive and its running bound
- * (in float32 units): its actual error, but at least the bound's share
+ * (in float32 units; eval_reference's, which counts a cancelling sum's
+ * other orders): its actual error, but at least the bound's share
  * (check_bound_share); the bound alone where naive overflowed.  With
  * fold, naive is instead the carrier's own float32 fold, which stands in
  * where the naive formula overflowed: its actual error, up to 2^-10 of

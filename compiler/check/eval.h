@@ -68,7 +68,9 @@ void eval_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const 
 void eval_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,
 	   double *oute);
 /* Reference, naively (sums left to right) in float64, or in the spec's
- * types for MODE_F32: per-row values into rowv (refw wide, per-position slots unused);
+ * types for MODE_F32, with running error bounds (in float32, a sum whose
+ * terms cancel counts its other orders too: add_cancellation in eval.c):
+ * per-row values into rowv (refw wide, per-position slots unused);
  * per-position values into posv[j * refw + refoff[k]] for each position. */
 void eval_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *posv, double *pose);
 

@@ -6,7 +6,14 @@
  * error bound, that bound in a share of 6/sqrt(n) on rows of n > 36
  * positions (compare_row): a naive sum that happens to land exactly must
  * not make the tolerance vanish), plus 32 float32 ulps of the output's
- * scale in its row (its largest magnitude there).  Integer outputs must
+ * scale in its row (its largest magnitude there).  The running bound of a
+ * sum whose terms cancel counts what another order may lose (eval.c's
+ * add_cancellation): n / 4 times sum |x| - |sum x|, the bound of the
+ * order that takes the terms of one sign first.  The naive left-to-right
+ * sum of a row of mean near 0 (an integer grid's, exact) keeps its partial
+ * sums small, while a device's tree, or Welford's merge with a single
+ * position on its left, rounds at the scale of |x|; without that term a
+ * lawful float32 mean fell outside the tolerance.  Integer outputs must
  * match exactly.
  *
  * Where the device rounded attention's softmax weights P to the inputs'
