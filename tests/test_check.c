@@ -1517,3 +1517,32 @@ Test(check, cancelling_mean_within_run_tolerance)
 	eval_free(&m);
 	spec_carrier_free(c);
 }
+
+/* Rows of integer inputs of large magnitude (past 2^24, at i32's limits,
+ * near 2^53 and at i64's).  An i32 maximum kept in an f32 field ties
+ * neighbours past 2^24 and gives the wrong first position in float32, the
+ * spec's typing: a warning.  An i32 sum wraps past 2^31 where its
+ * reference does not, in float64 too: a failure.  The families' integers,
+ * within [-100, 100], show neither.  An i64 sum that wraps past 2^53,
+ * where a double holds it only rounded, is not compared there. */
+Test(check, large_integers_warn_in_float32_and_fail_in_float64)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/check/i32_argmax_f32.yaml", &r, 1), 0);
+	cr_expect_eq(r.sound, VERDICT_HOLDS, "%s", r.sound_detail ? r.sound_detail : "");
+	cr_assert_eq(r.accuracy, VERDICT_FAILS);
+	cr_expect(strstr(r.acc_detail, "idx is ") && strstr(r.acc_detail, "in float32") &&
+		  strstr(r.acc_detail, "integers of large magnitude"), "%s", r.acc_detail);
+	cr_expect(check_ok(&r), "a warning");
+	check_result_free(&r);
+	cr_assert_eq(run("tests/check/i32_sum_wraps.yaml", &r, 1), 0);
+	cr_assert_eq(r.sound, VERDICT_FAILS);
+	cr_expect(strstr(r.sound_detail, "integers of large magnitude") && strstr(r.sound_detail, "float64"), "%s",
+		  r.sound_detail);
+	cr_expect_not(check_ok(&r));
+	check_result_free(&r);
+	cr_assert_eq(run("tests/verdicts/i64_wrapping_sum.yaml", &r, 1), 0);
+	cr_expect_eq(r.sound, VERDICT_HOLDS, "%s", r.sound_detail ? r.sound_detail : "");
+	cr_expect_eq(r.accuracy, VERDICT_HOLDS, "%s", r.acc_detail ? r.acc_detail : "");
+	check_result_free(&r);
+}
