@@ -921,7 +921,7 @@ Test(cuda, older_nvrtc_is_asked_again_without_the_newer_options)
 	cr_assert_eq(nvrtc_ptx(nv, "extern \"C\" __global__ void k() {}", "sm_90", &ptx, &cached, msg, sizeof msg), 0,
 		     "%s", msg);
 	cr_expect_eq(cached, 0);
-	cr_expect(strstr(ptx, "--gpu-architecture=compute_90 -std=c++17 --fmad=true"), "%s", ptx);
+	cr_expect(strstr(ptx, "--gpu-architecture=compute_90 -std=c++14 --fmad=true"), "%s", ptx);
 	cr_expect(!strstr(ptx, "-minimal"), "%s", ptx);
 	free(ptx);
 	nvrtc_close(nv);

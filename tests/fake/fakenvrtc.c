@@ -12,7 +12,7 @@ typedef struct Prog {
 	char ptx[1024];
 } Prog;
 
-static const char *const known[] = {"-std=c++17", "--fmad=true"};
+static const char *const known[] = {"-std=c++14", "--fmad=true"};
 
 const char *nvrtcGetErrorString(int r) { return r == 5 ? "NVRTC_ERROR_INVALID_OPTION" : r ? "NVRTC_ERROR" : "NVRTC_SUCCESS"; }
 int nvrtcVersion(int *major, int *minor)
