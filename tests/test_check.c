@@ -1027,13 +1027,15 @@ Test(check, special_values_not_tried_where_a_law_fails)
 }
 
 /* Off where asked (run and emit do not report them), and cheap where on:
- * a few hundred rows, well under the law trials' time. */
+ * a few hundred rows at most, a bound on their work (not a timing, which
+ * a loaded machine would make fail). */
 Test(check, special_values_off_and_cheap, .timeout = 60)
 {
 	Carrier *c = load_ok("specs/online_softmax.yaml");
 	CheckOpts o;
 	check_defaults(&o);
 	cr_expect_leq(o.special_rows, 400);
+	int most = o.special_rows;
 	CheckResult on, off;
 	char msg[200];
 	cr_assert_eq(check_run(c, &o, &on, msg, sizeof msg), 0);
@@ -1041,8 +1043,7 @@ Test(check, special_values_off_and_cheap, .timeout = 60)
 	cr_assert_eq(check_run(c, &o, &off, msg, sizeof msg), 0);
 	cr_expect_eq(off.special.rows, 0);
 	cr_expect_eq(off.special.grouping, VERDICT_NA);
-	cr_expect_lt(on.seconds - off.seconds, 0.5 * off.seconds + 0.05, "specials %.3f s of %.3f s",
-		     on.seconds - off.seconds, on.seconds);
+	cr_expect(on.special.rows > 0 && on.special.rows <= most, "%d special rows of %d at most", on.special.rows, most);
 	check_result_free(&on);
 	check_result_free(&off);
 	spec_carrier_free(c);
