@@ -135,8 +135,10 @@ double run_f8e4m3_value(uint8_t h)
 
 int run_past_range(TyKind k, double v)
 {
-	if (k == TY_F8E4M3) /* saturating: past 448 and half its step, or an infinity */
-		return isinf(v) || fabs(v) >= 464;
+	/* saturating: past 448 and half its step, or an infinity; 464 itself
+	 * is a tie that goes to the even 448 (1.110 x 2^8), not to 480 */
+	if (k == TY_F8E4M3)
+		return isinf(v) || fabs(v) > 464;
 	return (k == TY_F16 || k == TY_BF16 || k == TY_F32) && isinf(ir_round(k, v)) && !isinf(v);
 }
 

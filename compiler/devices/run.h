@@ -52,7 +52,7 @@ double run_f8e4m3_value(uint8_t h);
 /* Whether a value given for an input of float kind k lies past k's range,
  * so that storing it would lose it: one that rounds to an infinity from a
  * finite value, and for f8e4m3, which has no infinities and saturates, an
- * infinity or a magnitude of 464 (448 and half its step) or more. */
+ * infinity or a magnitude past 464 (448 and half its step). */
 int run_past_range(TyKind k, double v);
 
 typedef struct {
