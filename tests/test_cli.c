@@ -1758,7 +1758,7 @@ Test(cli, npy_uint8_is_f8e4m3_bits, .timeout = 60)
 				       "lift: {s: x}\nmerge: {s: a.s + b.s}\nmap: {y: x}\nlaws: [commutative]\n");
 	uint8_t bits[256];
 	for (int b = 0; b < 256; b++)
-		bits[b] = (uint8_t)(b == 0x7f || b == 0xff ? 0x38 : b); /* no NaN: the sum is compared too */
+		bits[b] = (uint8_t)b; /* both NaNs too: 0xff comes back as itself */
 	Npy a = {.descr = "|u1", .itemsize = 1, .ndim = 2, .shape = {2, 128}, .count = 256, .data = bits};
 	char msg[300];
 	cr_assert_eq(npy_write("build/f8_x.npy", &a, msg, sizeof msg), 0, "%s", msg);
@@ -1774,7 +1774,8 @@ Test(cli, npy_uint8_is_f8e4m3_bits, .timeout = 60)
 	cr_assert_eq(npy_read("build/f8_y.npy", &y, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_str_eq(y.descr, "<f4");
 	for (int b = 0; b < 256; b++)
-		cr_expect_eq(npy_get(&y, b), npy_get(&back, b), "y = x at %d", b);
+		cr_expect(npy_get(&y, b) == npy_get(&back, b) || (isnan(npy_get(&y, b)) && isnan(npy_get(&back, b))),
+			  "y = x at %d", b);
 	npy_free(&back), npy_free(&y);
 	float f[256];
 	for (int b = 0; b < 256; b++)

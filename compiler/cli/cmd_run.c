@@ -307,6 +307,14 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 			/* uint16 holds bfloat16's bits (NumPy has no bfloat16), and
 			 * an f16 input's own bits, as the Python package reads them */
 			int f16_bits = kind == TY_F16 && !strcmp(arr[i].descr, "<u2");
+			if ((kind == TY_F16 || kind == TY_BF16 || kind == TY_F8E4M3) &&
+			    (f16_bits || !strcmp(arr[i].descr, npy_descr(kind)))) {
+				/* the input's own bit patterns, every one a value of
+				 * its type: as they are, a NaN's sign and payload too,
+				 * which a double would make the type's one NaN */
+				memcpy(s[k].buf->p, arr[i].data, arr[i].count * run_kind_size(kind));
+				continue;
+			}
 			size_t rounded = 0;
 			for (size_t x = 0; x < arr[i].count && !rc; x++) {
 				double v = f16_bits ? run_f16_value(((const uint16_t *)arr[i].data)[x]) : npy_get(&arr[i], x);
