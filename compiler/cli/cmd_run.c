@@ -317,8 +317,7 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 			}
 			size_t rounded = 0;
 			for (size_t x = 0; x < arr[i].count && !rc; x++) {
-				double v = f16_bits ? run_f16_value(((const uint16_t *)arr[i].data)[x]) : npy_get(&arr[i], x);
-				double r = ir_round(kind, v);
+				double v = npy_get(&arr[i], x), r = ir_round(kind, v);
 				if (!ir_holds(kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
 					rc = input_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'%s",
 							 o->inputs[i].path, v, x, kind == TY_I32 || kind == TY_I64 ? "n" : "",
@@ -333,7 +332,7 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 					run_buffer_set(s[k].buf, x, v);
 				}
 			}
-			if (!rc && !f16_bits && strcmp(arr[i].descr, npy_descr(kind))) {
+			if (!rc && strcmp(arr[i].descr, npy_descr(kind))) {
 				char how[96];
 				if (integer)
 					snprintf(how, sizeof how, "every value fits");
