@@ -1578,3 +1578,32 @@ Test(run, f8e4m3_softmax_meets_the_reference_on_emu, .timeout = 300)
 	skip_without_emu();
 	f8e4m3_softmax_rows("emu");
 }
+
+/* The bytes a position reads, which the tuner's model holds in flight: a
+ * bf16 input half of an f32's, an f8e4m3 a quarter, a vector its width,
+ * several inputs (column ones too, row ones not: a row's are read once)
+ * their sum. */
+Test(run, position_bytes_by_the_inputs_types)
+{
+	static const struct {
+		const char *inputs;
+		int bytes;
+	} cases[] = {{"element: {x: f32}", 4},
+		     {"element: {x: bf16}", 2},
+		     {"element: {x: f8e4m3}", 1},
+		     {"element: {x: \"f16[8]\", w: f32}", 20},
+		     {"element: {x: f8e4m3}\ncolumn: {k: \"bf16[4]\"}\nrow: {t: f32}", 9}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[400];
+		snprintf(text, sizeof text,
+			 "carrier: bytes\n%s\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: 1}\nmerge: {s: a.s + b.s}\n"
+			 "laws: [commutative]\n",
+			 cases[i].inputs);
+		Carrier *c = text_ok(text);
+		RunData *d = rundata_new(c, 2, 8);
+		cr_expect_eq(rundata_position_bytes(d), cases[i].bytes, "%s: %d", cases[i].inputs,
+			     rundata_position_bytes(d));
+		rundata_free(d);
+		spec_carrier_free(c);
+	}
+}

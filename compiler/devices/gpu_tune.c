@@ -163,7 +163,7 @@ int gpu_tune(Gpu *g, RunData *d, void (*prog)(void *ctx, int done, int total), v
 	t.flush_bytes = 2 * (size_t)(dev->l2_bytes > 0 ? dev->l2_bytes : 64 << 20);
 	out->ncand = candidates(g, d, cand, TUNE_MAX_CANDIDATES);
 	out->bytes = rundata_bytes(d);
-	TuneProblem p = {.fam = g->m.base, .rows = d->rows, .len = d->len, .elem_bytes = 4, .dev = *dev};
+	TuneProblem p = {.fam = g->m.base, .rows = d->rows, .len = d->len, .elem_bytes = rundata_position_bytes(d), .dev = *dev};
 	TuneHooks h = {&t, resources, validate, time_one, progress, out->bytes};
 	int rc = -1;
 	if (gpu_upload(g, d, &t.b, msg, n) || rt_alloc(g->rt, t.flush_bytes, &t.flush, msg, n))

@@ -409,6 +409,16 @@ int rundata_from_zero_ok(const RunData *d, const char *kernels, char *msg, size_
 	return -1;
 }
 
+int rundata_position_bytes(const RunData *d)
+{
+	size_t b = 0;
+	for (int i = 0; i < d->c->nelem; i++)
+		b += run_kind_size(d->elem[i].kind) * (size_t)d->elem[i].width;
+	for (int i = 0; i < d->c->ncol; i++)
+		b += run_kind_size(d->col[i].kind) * (size_t)d->col[i].width;
+	return b ? (int)(b < 4096 ? b : 4096) : 4;
+}
+
 double rundata_bytes(const RunData *d)
 {
 	Carrier *c = d->c;

@@ -117,6 +117,11 @@ int run_reads_i(const Carrier *c);
  * that never reads i; else -1 with msg. */
 int rundata_from_zero_ok(const RunData *d, const char *kernels, char *msg, size_t n);
 
+/* Bytes a position reads from its element and column inputs (4 where it
+ * reads none): what a thread's vec x acc loads hold in flight in the
+ * tuner's model, an f16 input half of f32's, an f8e4m3 a quarter, several
+ * inputs their sum. */
+int rundata_position_bytes(const RunData *d);
 /* Bytes one run moves: every input read once, every output written once. */
 double rundata_bytes(const RunData *d);
 /* The bytes rundata_new_heads would allocate for that shape, without allocating. */
