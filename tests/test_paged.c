@@ -973,6 +973,27 @@ Test(paged, run_reads_the_layout_from_files)
 	cr_assert(o.shape[0] == 2 && o.shape[1] == 1 && o.shape[2] == 4);
 	for (int t = 0; t < 4; t++) /* the sequence of no keys: out = 0 */
 		cr_assert_eq(npy_get(&o, 4 + t), 0);
+	/* as `run` takes files: float32 into f16 with a note, and a uint16
+	 * file of the f16 keys' own bits as they are, to the same result */
+	cr_assert(strstr(out, "note: build/paged_k.npy holds float32; converted to f16, the type of input 'k' (0 of 128 "
+			      "values rounded)"),
+		  "%s", out);
+	uint16_t bits[2 * 16 * 4];
+	for (int x = 0; x < 2 * 16 * 4; x++)
+		bits[x] = run_f16_bits((double)((x * 37) % 11) / 8 - 0.5);
+	Npy u = {.descr = "<u2", .ndim = 4, .shape = {2, 16, 1, 4}, .count = 2 * 16 * 4, .itemsize = 2, .data = bits};
+	cr_assert_eq(npy_write("build/paged_k16.npy", &u, msg, sizeof msg), 0, "%s", msg);
+	st = sh(RUN "--input block_table=build/paged_table.npy --input seq_lens=build/paged_lens.npy "
+		    "--input k=build/paged_k16.npy --input v=build/paged_k16.npy --output out=build/paged_out16.npy",
+		out, sizeof out, 1);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert(!strstr(out, "note:"), "%s", out);
+	Npy o16;
+	cr_assert_eq(npy_read("build/paged_out16.npy", &o16, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(o16.count, o.count);
+	for (size_t t = 0; t < o.count; t++)
+		cr_expect_eq(npy_get(&o16, t), npy_get(&o, t), "out[%zu]", t);
+	npy_free(&o16);
 	npy_free(&o);
 	/* page 2 of a pool of 2 */
 	st = sh(RUN "--input block_table=build/paged_bad_table.npy --input seq_lens=build/paged_lens.npy "

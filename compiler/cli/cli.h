@@ -95,6 +95,10 @@ double cmd_bench_attention_flops(const RunData *d);
  * a message.  cli_inputs_free frees arr. */
 int cli_inputs_read(Opts *o, Carrier *c, Npy *arr);
 int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr);
+/* One --input file's values into buf, the array of input name, whose
+ * shape the caller has checked: as cli_inputs_load takes them (bits as
+ * they are, other dtypes converted with a note or refused). */
+int cli_npy_into(const char *path, const char *name, const Npy *a, Buffer *buf);
 void cli_inputs_free(Npy *arr);
 
 /* A progress line on standard error for work that may take a while

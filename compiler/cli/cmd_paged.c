@@ -66,14 +66,7 @@ static int load_input(const Opts *o, int i, const Npy *a, Buffer *buf, const siz
 		return usage_error("%s: shape %s does not fit %s '%s': expected %s", o->inputs[i].path, has, what,
 				   o->inputs[i].name, exp);
 	}
-	for (size_t x = 0; x < a->count; x++) {
-		double v = npy_get(a, x);
-		if (!ir_holds(buf->kind, v) || run_past_range(buf->kind, v))
-			return usage_error("%s: the value %.17g at flat index %zu is not a %s, the type of input '%s'",
-					   o->inputs[i].path, v, x, ty_kind_name(buf->kind), o->inputs[i].name);
-		run_buffer_set(buf, x, v);
-	}
-	return EXIT_OK;
+	return cli_npy_into(o->inputs[i].path, o->inputs[i].name, a, buf);
 }
 
 /* want: [lead][heads][width] (width dropped at 1) */

@@ -266,6 +266,50 @@ static const char *dtype_name(const char *descr)
 	return descr;
 }
 
+/* a's values into buf, input name's array (its shape checked): the
+ * input's own bit patterns (and an int64 file for an i64 input) copied as
+ * they are, other dtypes converted with a note on standard error, a value
+ * the conversion would lose refused with its index. */
+int cli_npy_into(const char *path, const char *name, const Npy *a, Buffer *buf)
+{
+	TyKind kind = buf->kind;
+	/* uint16 holds bfloat16's bits (NumPy has no bfloat16), and an f16
+	 * input's own bits, as the Python package reads them; uint8 an
+	 * f8e4m3's.  As they are: a NaN's sign and payload too, which a
+	 * double would make the type's one NaN, and an int64 over 2^53, which
+	 * it would round */
+	int own = !strcmp(a->descr, npy_descr(kind)) || (kind == TY_F16 && !strcmp(a->descr, "<u2"));
+	if (own && (kind == TY_F16 || kind == TY_BF16 || kind == TY_F8E4M3 || kind == TY_I64)) {
+		memcpy(buf->p, a->data, a->count * run_kind_size(kind));
+		return EXIT_OK;
+	}
+	int integer = kind == TY_I32 || kind == TY_I64 || kind == TY_BOOL;
+	size_t rounded = 0;
+	for (size_t x = 0; x < a->count; x++) {
+		double v = npy_get(a, x), r = ir_round(kind, v);
+		if (!ir_holds(kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
+			return input_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'%s", path,
+					   v, x, kind == TY_I32 || kind == TY_I64 ? "n" : "", ty_kind_name(kind), name,
+					   strcmp(a->descr, npy_descr(kind)) ? ": converting would lose it" : "");
+		if (!integer && run_past_range(kind, v))
+			return input_error("%s: the value %.17g at flat index %zu is past the range of %s, the type of "
+					   "input '%s': converting would lose it",
+					   path, v, x, ty_kind_name(kind), name);
+		rounded += r != v && !isnan(v);
+		run_buffer_set(buf, x, v);
+	}
+	if (strcmp(a->descr, npy_descr(kind))) {
+		char how[96];
+		if (integer)
+			snprintf(how, sizeof how, "every value fits");
+		else
+			snprintf(how, sizeof how, "%zu of %zu values rounded", rounded, a->count);
+		fprintf(stderr, "assoc: note: %s holds %s; converted to %s, the type of input '%s' (%s)\n", path,
+			dtype_name(a->descr), ty_kind_name(kind), name, how);
+	}
+	return EXIT_OK;
+}
+
 int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 {
 	int n, rc = EXIT_OK;
@@ -297,50 +341,7 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 						 shape);
 				break;
 			}
-			if (s[k].buf->kind == TY_I64 && !strcmp(arr[i].descr, "<i8")) {
-				/* as they are: through a double, those over 2^53 would round */
-				memcpy(s[k].buf->p, arr[i].data, arr[i].count * sizeof(int64_t));
-				continue;
-			}
-			TyKind kind = s[k].buf->kind;
-			int integer = kind == TY_I32 || kind == TY_I64 || kind == TY_BOOL;
-			/* uint16 holds bfloat16's bits (NumPy has no bfloat16), and
-			 * an f16 input's own bits, as the Python package reads them */
-			int f16_bits = kind == TY_F16 && !strcmp(arr[i].descr, "<u2");
-			if ((kind == TY_F16 || kind == TY_BF16 || kind == TY_F8E4M3) &&
-			    (f16_bits || !strcmp(arr[i].descr, npy_descr(kind)))) {
-				/* the input's own bit patterns, every one a value of
-				 * its type: as they are, a NaN's sign and payload too,
-				 * which a double would make the type's one NaN */
-				memcpy(s[k].buf->p, arr[i].data, arr[i].count * run_kind_size(kind));
-				continue;
-			}
-			size_t rounded = 0;
-			for (size_t x = 0; x < arr[i].count && !rc; x++) {
-				double v = npy_get(&arr[i], x), r = ir_round(kind, v);
-				if (!ir_holds(kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
-					rc = input_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'%s",
-							 o->inputs[i].path, v, x, kind == TY_I32 || kind == TY_I64 ? "n" : "",
-							 ty_kind_name(kind), s[k].name,
-							 strcmp(arr[i].descr, npy_descr(kind)) ? ": converting would lose it" : "");
-				else if (!integer && run_past_range(kind, v))
-					rc = input_error("%s: the value %.17g at flat index %zu is past the range of %s, the type of "
-							 "input '%s': converting would lose it",
-							 o->inputs[i].path, v, x, ty_kind_name(kind), s[k].name);
-				else {
-					rounded += r != v && !isnan(v);
-					run_buffer_set(s[k].buf, x, v);
-				}
-			}
-			if (!rc && strcmp(arr[i].descr, npy_descr(kind))) {
-				char how[96];
-				if (integer)
-					snprintf(how, sizeof how, "every value fits");
-				else
-					snprintf(how, sizeof how, "%zu of %zu values rounded", rounded, arr[i].count);
-				fprintf(stderr, "assoc: note: %s holds %s; converted to %s, the type of input '%s' (%s)\n",
-					o->inputs[i].path, dtype_name(arr[i].descr), ty_kind_name(kind), s[k].name, how);
-			}
+			rc = cli_npy_into(o->inputs[i].path, s[k].name, &arr[i], s[k].buf);
 		}
 	}
 	free(s);
