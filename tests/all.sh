@@ -33,6 +33,9 @@ fi
 echo "build: $(elapsed "$t") s, $(grep -c 'warning:' build/build.log) warnings"
 grep -A3 'warning:' build/build.log
 
+# NumPy's interpreter first: the MPI suite runs the Python example with it
+tests/python.sh --prepare >/dev/null 2>&1
+
 t=$(date +%s)
 echo "suites:"
 tests/suites.sh build/asan/tests || rc=1

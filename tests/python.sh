@@ -5,6 +5,7 @@
 # build/python-venv with NumPy from PyPI.  Prints "python: N passed, N
 # skipped, T s", each reason for a skip, failures in full; the counts go
 # to build/python.counts ("passed failed skipped").  Exit 0 when none failed.
+# With --prepare, only find or make the interpreter.
 set -u
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -34,6 +35,9 @@ if [ -z "$py" ]; then
 		failed "pip install numpy failed"
 	py=build/python-venv/bin/python
 fi
+# --prepare: the interpreter only, made before the suites, whose MPI test
+# runs the package's example under it
+[ "${1:-}" = --prepare ] && exit 0
 # unittest's own runner, its counts and reasons printed the way the
 # other steps print theirs
 PYTHONPATH=python ASSOC_LIBRARY=$PWD/build/libassoc.so "$py" -X faulthandler -c '
