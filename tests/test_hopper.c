@@ -296,6 +296,34 @@ static unsigned short bits16(double v, int bf)
 	return (unsigned short)((u >> 16 & 0x8000) | (unsigned)e << 10 | (u >> 13 & 0x3ff));
 }
 
+/* S (64 x bn) = Q K^T over 128 columns and O (64 x dv) = P V over bn keys,
+ * P's rows pstride apart, each equal to its exact sum (every operand a
+ * few bits: the sums are exact in float). */
+static void products_match(const char *kernel, const float *s, const float *o, const double *qd, const double *kd,
+			   const double *pd, int pstride, const double *vd, int bn, int dv)
+{
+	int bad = 0;
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < bn; c++) {
+			double want = 0;
+			for (int x = 0; x < 128; x++)
+				want += qd[r * 128 + x] * kd[c * 128 + x];
+			if (s[r * bn + c] != (float)want && bad++ < 5)
+				cr_expect_eq(s[r * bn + c], (float)want, "%s: S[%d][%d] = %g, want %g", kernel, r, c, s[r * bn + c],
+					     want);
+		}
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < dv; c++) {
+			double want = 0;
+			for (int x = 0; x < bn; x++)
+				want += pd[r * pstride + x] * vd[x * dv + c];
+			if (o[r * dv + c] != (float)want && bad++ < 10)
+				cr_expect_eq(o[r * dv + c], (float)want, "%s: O[%d][%d] = %g, want %g", kernel, r, c, o[r * dv + c],
+					     want);
+		}
+	cr_expect_eq(bad, 0, "%s: %d elements differ", kernel, bad);
+}
+
 static double val(unsigned seed, int i) { return (double)((int)((seed * 2654435761u + (unsigned)i * 40503u) >> 7) % 65 - 32) / 8; }
 
 /* S = Q K^T and O = P V with the wgmma of kernel mma_<kind>, against the
@@ -324,26 +352,7 @@ static void mma_check(EmuLib *l, const char *kernel, int bf, int bn, int dv)
 	char msg[2048];
 	unsigned smem = 16384 + (unsigned)bn * 256 + (unsigned)(bn * 128 * (dv / 64)) + 16;
 	cr_assert_eq(emu_launch_kernel(l, kernel, 1, 128, smem, &a, NULL, msg, sizeof msg), 0, "%s: %s", kernel, msg);
-	int bad = 0;
-	for (int r = 0; r < 64; r++)
-		for (int c = 0; c < bn; c++) {
-			double want = 0;
-			for (int x = 0; x < 128; x++)
-				want += qd[r * 128 + x] * kd[c * 128 + x];
-			if (s[r * bn + c] != (float)want && bad++ < 5)
-				cr_expect_eq(s[r * bn + c], (float)want, "%s: S[%d][%d] = %g, want %g", kernel, r, c, s[r * bn + c],
-					     want);
-		}
-	for (int r = 0; r < 64; r++)
-		for (int c = 0; c < dv; c++) {
-			double want = 0;
-			for (int x = 0; x < bn; x++)
-				want += pd[r * 128 + x] * vd[x * dv + c];
-			if (o[r * dv + c] != (float)want && bad++ < 10)
-				cr_expect_eq(o[r * dv + c], (float)want, "%s: O[%d][%d] = %g, want %g", kernel, r, c, o[r * dv + c],
-					     want);
-		}
-	cr_expect_eq(bad, 0, "%s: %d elements differ", kernel, bad);
+	products_match(kernel, s, o, qd, kd, pd, 128, vd, bn, dv);
 	/* without the mbarrier wait, the first wgmma reads words TMA has not landed */
 	a.nowait = 1;
 	cr_assert_eq(emu_launch_kernel(l, kernel, 1, 128, smem, &a, NULL, msg, sizeof msg), -1);
@@ -395,26 +404,7 @@ static void mma8_check(EmuLib *l, const char *kernel, int bn, int dv)
 	char msg[2048];
 	unsigned smem = 8192 + (unsigned)bn * 128 + (unsigned)(dv * bn) + 16;
 	cr_assert_eq(emu_launch_kernel(l, kernel, 1, 128, smem, &a, NULL, msg, sizeof msg), 0, "%s: %s", kernel, msg);
-	int bad = 0;
-	for (int r = 0; r < 64; r++)
-		for (int c = 0; c < bn; c++) {
-			double want = 0;
-			for (int x = 0; x < 128; x++)
-				want += qd[r * 128 + x] * kd[c * 128 + x];
-			if (s[r * bn + c] != (float)want && bad++ < 5)
-				cr_expect_eq(s[r * bn + c], (float)want, "%s: S[%d][%d] = %g, want %g", kernel, r, c, s[r * bn + c],
-					     want);
-		}
-	for (int r = 0; r < 64; r++)
-		for (int c = 0; c < dv; c++) {
-			double want = 0;
-			for (int x = 0; x < bn; x++)
-				want += pd[r * bn + x] * vd[x * dv + c];
-			if (o[r * dv + c] != (float)want && bad++ < 10)
-				cr_expect_eq(o[r * dv + c], (float)want, "%s: O[%d][%d] = %g, want %g", kernel, r, c, o[r * dv + c],
-					     want);
-		}
-	cr_expect_eq(bad, 0, "%s: %d elements differ", kernel, bad);
+	products_match(kernel, s, o, qd, kd, pd, bn, vd, bn, dv);
 }
 
 /* e4m3 operands, k = 32: the plain products at two tile shapes (128-byte
