@@ -670,6 +670,35 @@ static int count_launch(void *ctx, const char *kernel, unsigned grid, unsigned b
 	return 0;
 }
 
+typedef int (*HostPlan)(int, int, int, int, int, int, char *, size_t);
+
+/* tests/example/launch_header.c built against build/header/FILE.h, the
+ * header of carrier, and loaded (RTLD_LOCAL: each its own host_*). */
+static void *header_lib(const char *file, const char *carrier)
+{
+	char cmd[1024], out[8192], so[256];
+	snprintf(so, sizeof so, "build/header/host_%s.so", file);
+	snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -shared -fPIC '-DHEADER=\"build/header/%s.h\"' "
+				  "-DCARRIER=%s -I. -o %s tests/example/launch_header.c", file, carrier, so);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
+	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	return h;
+}
+
+/* The library's plan of variant v as host_plan writes it: split, chunk,
+ * workspace and its zeroed part, then each kernel's name, grid, block and
+ * shared memory. */
+static void plan_text(const CudaModule *m, int v, int rows, int len, int heads, int split, char *want, size_t n)
+{
+	CudaPlan p;
+	cuda_plan_h(m, v, rows, len, heads, split, &p);
+	size_t at = (size_t)snprintf(want, n, "%d %d %zu %zu %zu", p.split, p.chunk, p.ws_bytes, p.zero_at, p.zero_bytes);
+	for (int k = 0; k < p.nk && at < n; k++)
+		at += (size_t)snprintf(want + at, n - at, ";%s %u %u %u", p.k[k].name, p.k[k].grid, p.k[k].block,
+				       p.k[k].smem);
+}
+
 /* The host program against spec's header: every variant's plan is
  * cuda_plan_h's, and every variant run on the emulator meets the
  * reference. */
@@ -679,17 +708,11 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 	if (!emu_available(why, sizeof why))
 		cr_skip("no host C++ compiler for the emulator: %s", why);
 	emit(spec, name);
-	char cmd[1024], out[8192], so[256];
-	snprintf(so, sizeof so, "build/header/host_%s.so", name);
-	snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -shared -fPIC '-DHEADER=\"build/header/%s.h\"' "
-				  "-DCARRIER=%s -I. -o %s tests/example/launch_header.c", name, name, so);
-	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
-	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-	cr_assert_not_null(h, "%s", dlerror());
+	char cmd[1024];
+	void *h = header_lib(name, name);
 	int (*variants)(void) = (int (*)(void))dlsym(h, "host_variants");
 	const char *(*config)(int) = (const char *(*)(int))dlsym(h, "host_config");
-	int (*plan)(int, int, int, int, int, int, char *, size_t) =
-		(int (*)(int, int, int, int, int, int, char *, size_t))dlsym(h, "host_plan");
+	HostPlan plan = (HostPlan)dlsym(h, "host_plan");
 	int (*run)(Launch, void *, int, int, int, int, const void *const *, void *const *, const double *) =
 		(int (*)(Launch, void *, int, int, int, int, const void *const *, void *const *, const double *))dlsym(
 			h, "host_run");
@@ -721,13 +744,7 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 			cr_assert_eq(plan(v, r, l, 1, 1, sp, got, sizeof got), takes ? 0 : -1, "%s at %d x %d", cfg, r, l);
 			if (!takes)
 				continue;
-			CudaPlan p;
-			cuda_plan_h(&m, v, r, l, 1, sp, &p);
-			int at = snprintf(want, sizeof want, "%d %d %zu %zu %zu", p.split, p.chunk, p.ws_bytes, p.zero_at,
-					  p.zero_bytes);
-			for (int k = 0; k < p.nk; k++)
-				at += snprintf(want + at, sizeof want - at, ";%s %u %u %u", p.k[k].name, p.k[k].grid,
-					       p.k[k].block, p.k[k].smem);
+			plan_text(&m, v, r, l, 1, sp, want, sizeof want);
 			cr_assert_str_eq(got, want, "%s at %d x %d split %d", cfg, r, l, sp);
 		}
 		RunData *d = rundata_new(c, rows, len);
@@ -771,15 +788,8 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 Test(cuda, header_plans_attention_heads_as_the_library)
 {
 	emit("specs/attention.yaml", "attention");
-	char cmd[1024], out[8192];
-	const char *so = "build/header/host_attention.so";
-	snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -shared -fPIC '-DHEADER=\"build/header/attention.h\"' "
-				  "-DCARRIER=attention -I. -o %s tests/example/launch_header.c", so);
-	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
-	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-	cr_assert_not_null(h, "%s", dlerror());
-	int (*plan)(int, int, int, int, int, int, char *, size_t) =
-		(int (*)(int, int, int, int, int, int, char *, size_t))dlsym(h, "host_plan");
+	void *h = header_lib("attention", "attention");
+	HostPlan plan = (HostPlan)dlsym(h, "host_plan");
 	cr_assert(plan);
 	Carrier *c = load_ok("specs/attention.yaml");
 	CudaModule m;
@@ -795,13 +805,7 @@ Test(cuda, header_plans_attention_heads_as_the_library)
 				     H, G);
 			int rows = r, heads = H;
 			cr_assert_eq(run_attn_rows(&rows, &heads, G, msg, sizeof msg), 0, "%s", msg);
-			CudaPlan p;
-			cuda_plan_h(&m, v, rows, l, heads, sp, &p);
-			int at = snprintf(want, sizeof want, "%d %d %zu %zu %zu", p.split, p.chunk, p.ws_bytes, p.zero_at,
-					  p.zero_bytes);
-			for (int k = 0; k < p.nk; k++)
-				at += snprintf(want + at, sizeof want - at, ";%s %u %u %u", p.k[k].name, p.k[k].grid,
-					       p.k[k].block, p.k[k].smem);
+			plan_text(&m, v, rows, l, heads, sp, want, sizeof want);
 			cr_assert_str_eq(got, want, "variant %d at %d x %d, %d/%d heads, split %d", v, r, l, H, G, sp);
 		}
 		char got[1024];
@@ -824,14 +828,8 @@ Test(cuda, header_plans_cluster_rows_at_the_extremes)
 	snprintf(cmd, sizeof cmd, "mkdir -p build/header && build/asan/assoc emit specs/sum.yaml --target cuda --arch sm_90 "
 				  "--config %s --header build/header/sum_cl.h -o build/header/sum_cl.cu", cfg);
 	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
-	const char *so = "build/header/host_sum_cl.so";
-	snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -shared -fPIC '-DHEADER=\"build/header/sum_cl.h\"' "
-				  "-DCARRIER=sum -I. -o %s tests/example/launch_header.c", so);
-	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
-	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-	cr_assert_not_null(h, "%s", dlerror());
-	int (*plan)(int, int, int, int, int, int, char *, size_t) =
-		(int (*)(int, int, int, int, int, int, char *, size_t))dlsym(h, "host_plan");
+	void *h = header_lib("sum_cl", "sum");
+	HostPlan plan = (HostPlan)dlsym(h, "host_plan");
 	cr_assert(plan);
 	Carrier *c = load_ok("specs/sum.yaml");
 	CudaModule m;
@@ -842,12 +840,7 @@ Test(cuda, header_plans_cluster_rows_at_the_extremes)
 	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
 		char got[1024], want[1024];
 		cr_assert_eq(plan(0, shapes[i][0], shapes[i][1], 1, 1, 1, got, sizeof got), 0);
-		CudaPlan p;
-		cuda_plan_h(&m, 0, shapes[i][0], shapes[i][1], 1, 1, &p);
-		int at = snprintf(want, sizeof want, "%d %d %zu %zu %zu", p.split, p.chunk, p.ws_bytes, p.zero_at, p.zero_bytes);
-		for (int k = 0; k < p.nk; k++)
-			at += snprintf(want + at, sizeof want - at, ";%s %u %u %u", p.k[k].name, p.k[k].grid, p.k[k].block,
-				       p.k[k].smem);
+		plan_text(&m, 0, shapes[i][0], shapes[i][1], 1, 1, want, sizeof want);
 		cr_assert_str_eq(got, want, "%d x %d", shapes[i][0], shapes[i][1]);
 	}
 	char got[1024];
