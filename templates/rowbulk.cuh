@@ -18,7 +18,9 @@
  * barrier and issues its copies; every thread waits for the full
  * barrier, takes its positions of the stage (t, t + NT, ...: a tile of
  * 4 ACC elements, folded as thread_fold_at folds its tiles, with
- * tile_fold where TF), and arrives on the stage's empty barrier.  At
+ * tile_fold where TF), and arrives on the stage's empty barrier, after a
+ * fence.proxy.async where the stage is to be refilled (its reads are the
+ * generic proxy's, the copy's writes the async proxy's).  At
  * chunk c thread 0 refills the stage chunk c - 1 used, once every thread
  * has arrived on its empty barrier, with chunk c - 1 + BK: BK - 1 chunks
  * in flight while the threads fold one, held by the copies rather than by
@@ -34,7 +36,8 @@
  * thread's positions are strided).  ASC_BULK_UNGUARDED (the emulator's
  * tests): 1, thread 0 refills a stage without waiting on its empty
  * barrier; 2, it waits on the previous chunk's and refills the current
- * chunk's stage, which the threads are reading. */
+ * chunk's stage, which the threads are reading; 3, the threads arrive on
+ * an empty barrier without the proxy fence after their reads. */
 #ifndef ASC_BULK_UNGUARDED
 #define ASC_BULK_UNGUARDED 0
 #endif
@@ -134,6 +137,10 @@ ASC_DEV void rowbulk(const Args &P)
 			if (L[a])
 				E[a] = bulk_elem(ring, q * SW, C, p);
 		}
+		/* the stage refilled: these generic reads fenced off from the
+		 * copy's async-proxy writes, which the arrival alone does not order */
+		if (ASC_BULK_UNGUARDED != 3 && c + BK < nch)
+			asc_fence_proxy_async();
 		asc_mbar_arrive(ring, eb + 2 * q);
 		State ts;
 		if (TFT && tile_fold<G>(A, R, i, E, J, L, ts)) {
