@@ -263,7 +263,9 @@ static int launch_with(const char *defs, const char *cfg, int rows, int len, cha
  * threads, which then wait for a phase that has gone by; where it waits
  * on the previous chunk's and refills the stage the threads are reading
  * (stage 1, from word 256), the copy lands over words with nothing
- * ordering it after their last use.
+ * ordering it after their last use; where the threads arrive without a
+ * proxy fence after their reads, the copy's async-proxy writes are not
+ * ordered after those generic reads.
  * With the wait on the stage's own barrier, the same launch runs. */
 Test(bulkrow, refill_before_the_stage_is_read_is_reported, .timeout = 300)
 {
@@ -277,6 +279,9 @@ Test(bulkrow, refill_before_the_stage_is_read_is_reported, .timeout = 300)
 	cr_expect(strstr(msg, "shared-memory race on ring[256]: cp.async.bulk over a word ") &&
 			  strstr(msg, "with no barrier ordering that before the copy (missing mbarrier wait for the stage to "
 				      "be free?)"), "%s", msg);
+	cr_assert_eq(launch_with("#define ASC_BULK_UNGUARDED 3\n", cfg, 1, 2048, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "cp.async.bulk over ring[0], read by thread ") &&
+			  strstr(msg, "without fence.proxy.async after the read"), "%s", msg);
 }
 
 /* Every bulk variant of sm_90a's tuning space, and rings of 2 and 8

@@ -757,7 +757,10 @@ static int order_run(EmuLib *l, int mode, unsigned cluster, unsigned *out, char 
  * after its wait, not those between its arrival and its wait).  A bulk copy
  * over words other threads read races with those reads unless they were
  * ordered before its issue, and the words it lands are ordered only
- * before the threads that wait on the phase it completes. */
+ * before the threads that wait on the phase it completes; the reads,
+ * ordered before it, are fenced off from its writes by fence.proxy.async
+ * in each reader (they are the generic proxy's, its writes the async
+ * proxy's), or reported. */
 Test(hopper, partial_barriers_order_only_their_threads)
 {
 	EmuLib *l = lib();
@@ -790,8 +793,14 @@ Test(hopper, partial_barriers_order_only_their_threads)
 	cr_assert_eq(order_run(l, 8, 1, out, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "race on sm[0]: cp.async.bulk over a word thread ") &&
 			  strstr(msg, " read, with no barrier ordering that before the copy"), "%s", msg);
-	cr_assert_eq(order_run(l, 9, 1, out, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(order_run(l, 9, 1, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "cp.async.bulk over sm[0], read by thread ") &&
+			  strstr(msg, " without fence.proxy.async after the read (a generic read and the async proxy's "
+				      "write: the reader fences before the arrival that frees the word) (kernel order, block 0, "
+				      "thread 0)"), "%s", msg);
+	cr_assert_eq(order_run(l, 15, 1, out, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(out[0], 41u);
+	cr_expect_eq(out[32], 100u);
 	cr_assert_eq(order_run(l, 11, 1, out, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "race on sm[0]: read of a word a TMA copy completing on the mbarrier at sm[66] wrote") &&
 			  strstr(msg, "(missing mbarrier wait?)") && strstr(msg, "thread 64)"), "%s", msg);

@@ -278,6 +278,7 @@ struct EmuRead {
 	int t, prev, len; /* the reader; the read before it in the chain (or -1); the chain's length from here */
 	int keep;         /* the chain's length after it was last pruned */
 	uint64_t c;       /* the reader's clock */
+	unsigned pf;      /* the reader's fence.proxy.async count at the read */
 };
 
 /* A block's vector clocks (chunks of growing size, kept across resets)
@@ -336,7 +337,7 @@ static uint64_t *emu_vc_new(void)
 	return v;
 }
 
-static int emu_read_log(int t, int prev, uint64_t c)
+static int emu_read_log(int t, int prev, uint64_t c, unsigned pf)
 {
 	EmuArena *a = &emu_arena[emu.rank];
 	int k = a->free;
@@ -354,7 +355,7 @@ static int emu_read_log(int t, int prev, uint64_t c)
 		}
 		k = a->nlog++;
 	}
-	a->log[k] = EmuRead{t, prev, prev >= 0 ? a->log[prev].len + 1 : 1, prev >= 0 ? a->log[prev].keep : 0, c};
+	a->log[k] = EmuRead{t, prev, prev >= 0 ? a->log[prev].len + 1 : 1, prev >= 0 ? a->log[prev].keep : 0, c, pf};
 	return k;
 }
 
@@ -756,6 +757,7 @@ template <class T> struct EmuShared {
 	int *rl;             /* the chain of earlier reads not ordered before the latest (EmuRead), or -1 */
 	int *pend;
 	unsigned *wpf; /* the writer's fence.proxy.async count at the write */
+	unsigned *rpf; /* the latest reader's at the read */
 	long n;
 	int dyn; /* sized at launch */
 	const char *nm;
@@ -818,10 +820,11 @@ template <class T> struct EmuShared {
 			if (k >= 0 && (lg[k].len < 8 || lg[k].len >= 2 * lg[k].keep))
 				rl[i] = prune(k, rt[i], me, c, f);
 			if (!emu_read_before(rt[i], rep[i], me, c, f))
-				rl[i] = emu_read_log(rt[i], rl[i], rep[i]);
+				rl[i] = emu_read_log(rt[i], rl[i], rep[i], rpf[i]);
 		}
 		rt[i] = me;
 		rep[i] = c;
+		rpf[i] = f ? f->pfence : 0;
 	}
 	/* A word's chain from read k without the reads ordered before the
 	 * read of me at c, and of each reader all but its latest (latest: the
@@ -901,8 +904,26 @@ template <class T> struct EmuShared {
 				 emu_hint(r));
 		pend[i] = (int)emu.cur->tid.x + 1;
 	}
+	/* A thread of this block whose read of word i no fence.proxy.async of
+	 * its own has followed yet, or -1 (a wgmma's read is the async proxy's). */
+	int unfenced_read(long i) const
+	{
+		if (rep[i] < emu.block_epoch)
+			return -1;
+		if (rt[i] < emu.n && rpf[i] == emu.f[rt[i]].pfence)
+			return rt[i];
+		if (rep[i] < emu.floor)
+			return -1;
+		const EmuRead *lg = emu_arena[emu.rank].log;
+		for (int k = rl[i]; k >= 0; k = lg[k].prev)
+			if (lg[k].t < emu.n && lg[k].pf == emu.f[lg[k].t].pfence)
+				return lg[k].t;
+		return -1;
+	}
 	/* A TMA or bulk copy the running thread issues will write word i: the
-	 * accesses before it happen before the issue. */
+	 * accesses before it happen before the issue, and the generic proxy's
+	 * reads of it are fenced off from the async proxy's write (else the
+	 * copy may land before a read it is ordered after). */
 	void over(long i, const char *what)
 	{
 		int w = racing_write(i), r = w >= 0 ? -1 : racing_read(i);
@@ -913,6 +934,10 @@ template <class T> struct EmuShared {
 			emu_fail("shared-memory race on %s[%ld]: %s over a word %s %s, with no barrier ordering that "
 				 "before the copy (missing mbarrier wait for the stage to be free?)", nm, i, what,
 				 emu_writer(w >= 0 ? w : r), w >= 0 ? "wrote" : "read");
+		if ((r = unfenced_read(i)) >= 0)
+			emu_fail("%s over %s[%ld], read by thread %d without fence.proxy.async after the read (a generic "
+				 "read and the async proxy's write: the reader fences before the arrival that frees the word)",
+				 what, nm, i, r);
 	}
 	void land(long i, const T &x)
 	{
@@ -963,12 +988,12 @@ template <class T, int N> struct EmuStaticShared : EmuShared<T> {
 	alignas(16) T sv[N];
 	uint64_t swep[N], srep[N];
 	int swt[N], srt[N], srl[N], spend[N];
-	unsigned swpf[N];
+	unsigned swpf[N], srpf[N];
 	EmuStaticShared()
 	{
 		this->v = sv, this->wep = swep, this->rep = srep, this->wt = swt, this->rt = srt, this->pend = spend;
 		this->rl = srl;
-		this->wpf = swpf;
+		this->wpf = swpf, this->rpf = srpf;
 		this->n = N, this->dyn = 0;
 	}
 };
@@ -1006,7 +1031,7 @@ template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
 		size_t words = n > 0 ? (size_t)n : 1, at = 0;
 		size_t off_v = at, off_wep = (at += (words * sizeof(T) + 15) / 16 * 16), off_rep = (at += words * 8);
 		size_t off_wt = (at += words * 8), off_rt = (at += words * 4), off_pend = (at += words * 4);
-		size_t off_wpf = (at += words * 4), off_rl = (at += words * 4);
+		size_t off_wpf = (at += words * 4), off_rpf = (at += words * 4), off_rl = (at += words * 4);
 		at += words * 4;
 		mem = aligned_alloc(16, (at + 15) / 16 * 16);
 		if (!mem) {
@@ -1017,7 +1042,7 @@ template <class T> static EmuShared<T> &emu_dyn_shared(const char *nm)
 		char *b = (char *)mem;
 		d.v = (T *)(b + off_v), d.wep = (uint64_t *)(b + off_wep), d.rep = (uint64_t *)(b + off_rep);
 		d.wt = (int *)(b + off_wt), d.rt = (int *)(b + off_rt), d.pend = (int *)(b + off_pend);
-		d.wpf = (unsigned *)(b + off_wpf), d.rl = (int *)(b + off_rl);
+		d.wpf = (unsigned *)(b + off_wpf), d.rpf = (unsigned *)(b + off_rpf), d.rl = (int *)(b + off_rl);
 		d.n = n, d.dyn = 1;
 	}
 	d.nm = nm, d.crank = emu.rank, d.cstride = (long)sizeof dc[0];
@@ -1342,14 +1367,20 @@ static inline unsigned short emu_float_to_half(float f)
  * address, and stays in flight (its words poisoned, as cp.async's) until
  * a thread waits on the phase it completes: the wait lands it and
  * subtracts its bytes; a 1D bulk copy (cp.async.bulk) is one of
- * consecutive words, landing the same way.  wgmma.mma_async is recorded
- * at issue; its operands are read when the last of the warpgroup's 128
- * threads has issued it, and that read lasts until the wgmma retires: a
- * write over an operand is ordered after it only through a thread's
- * wgmma.wait_group that retires it (the hb section), so one after a
- * release made before that wait is reported.  Each thread's D is written
- * at the wgmma.wait_group that retires it, so D read earlier is stale,
- * and D written meanwhile (or an operand changed) is reported. */
+ * consecutive words, landing the same way.  Both write through the async
+ * proxy: a copy over a word that a thread of the block read (through the
+ * generic proxy) is reported unless that thread has executed
+ * fence.proxy.async since the read (a barrier that orders the read before
+ * the issue does not keep the copy from landing before it), as a wgmma's
+ * read of a word written without one is.
+ * wgmma.mma_async is recorded at issue; its operands are read when the
+ * last of the warpgroup's 128 threads has issued it, and that read lasts
+ * until the wgmma retires: a write over an operand is ordered after it
+ * only through a thread's wgmma.wait_group that retires it (the hb
+ * section), so one after a release made before that wait is reported.
+ * Each thread's D is written at the wgmma.wait_group that retires it,
+ * so D read earlier is stale, and D written meanwhile (or an operand
+ * changed) is reported. */
 
 enum { EMU_MAXTMA = 256, EMU_WGRING = 32 };
 

@@ -89,6 +89,7 @@ extern "C" void ring_emu(const void *p)
 			for (int c = 0; c < 32; c++)
 				sum += sm[512 * s + 32 * (x % 16) + c];
 			A->out[32 * i + x] = sum;
+			asc_fence_proxy_async(); /* the reads before the copy's writes */
 			asc_mbar_arrive(sm, EMPTY + 2 * s);
 		}
 	}
@@ -543,7 +544,10 @@ extern "C" void bulk_emu(const void *p)
  * 8: warp 1 reads words 0 to 3; thread 0, after it, bulk-copies over
  *    them: a race;
  * 9: the same with warp 1 arriving at an mbarrier (count 32) that thread
- *    0 waits on before the copy: ordered;
+ *    0 waits on before the copy: ordered, but the reads are the generic
+ *    proxy's and the copy's writes the async proxy's, with no
+ *    fence.proxy.async between them: reported;
+ * 15: mode 9 with warp 1 fencing before its arrival: ordered;
  * 10: thread 0 writes word 0, barrier.cluster, thread 64 reads it:
  *    ordered (launched in clusters);
  * 11: thread 0 bulk-copies words 0 to 3 and waits for them, thread 64
@@ -567,7 +571,7 @@ extern "C" void order_emu(const void *p)
 	const int BAR = 64, BAR2 = 66;
 	int x = threadIdx.x, w = x / 32, mode = A->mode;
 	if (x == 0) {
-		asc_mbar_init(sm, BAR, mode == 9 ? 32 : 1);
+		asc_mbar_init(sm, BAR, mode == 9 || mode == 15 ? 32 : 1);
 		asc_mbar_init(sm, BAR2, 1);
 		asc_mbar_fence_init();
 	}
@@ -615,16 +619,18 @@ extern "C" void order_emu(const void *p)
 			r = (unsigned)__shfl_sync(0xffffffffu, x, 0);
 		if (x == 5)
 			r = sm[2];
-	} else if (mode == 8 || mode == 9) {
+	} else if (mode == 8 || mode == 9 || mode == 15) {
 		if (w == 0)
 			__syncwarp();
 		if (w == 1) {
 			r = sm[x % 4];
-			if (mode == 9)
+			if (mode == 15)
+				asc_fence_proxy_async();
+			if (mode != 8)
 				asc_mbar_arrive(sm, BAR);
 		}
 		if (x == 0) {
-			if (mode == 9)
+			if (mode != 8)
 				asc_mbar_wait(sm, BAR, 0);
 			asc_mbar_expect_tx(sm, BAR2, 16);
 			asc_bulk_load(sm, 0, A->src, 16, sm, BAR2);
