@@ -635,8 +635,8 @@ static int bulk_run(EmuLib *l, int n, int mode, unsigned *out, char *msg, size_t
 }
 
 /* A 1D bulk copy lands its words at the wait; read before it, from a
- * source not 16-byte aligned, or of a size not a multiple of 16, it is
- * reported. */
+ * source not 16-byte aligned, of a size not a multiple of 16, or left in
+ * flight when the block exits, it is reported. */
 Test(hopper, bulk_copy_lands_at_the_wait)
 {
 	EmuLib *l = lib();
@@ -655,6 +655,12 @@ Test(hopper, bulk_copy_lands_at_the_wait)
 	cr_expect(strstr(msg, "cp.async.bulk: the source (global) is not 16-byte aligned"), "%s", msg);
 	cr_assert_eq(bulk_run(l, 100, 3, out, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "cp.async.bulk of 20 bytes: the size is a multiple of 16"), "%s", msg);
+	cr_assert_eq(bulk_run(l, 100, 4, out, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "block exited with 1 TMA or bulk copies in flight (the first issued by thread 0, completing "
+			      "on the mbarrier at sm[1024]): they would land in shared memory the next block on the SM owns "
+			      "(missing mbarrier wait?) (kernel bulk, block 0)"), "%s", msg);
+	/* and a good run after it */
+	cr_assert_eq(bulk_run(l, 100, 0, out, msg, sizeof msg), 0, "%s", msg);
 	emu_close(l);
 }
 

@@ -1372,7 +1372,9 @@ static inline unsigned short emu_float_to_half(float f)
  * generic proxy) is reported unless that thread has executed
  * fence.proxy.async since the read (a barrier that orders the read before
  * the issue does not keep the copy from landing before it), as a wgmma's
- * read of a word written without one is.
+ * read of a word written without one is; and so is a block that exits
+ * with a copy in flight (on the GPU it would land in shared memory, and
+ * complete an mbarrier, of the next block on the SM).
  * wgmma.mma_async is recorded at issue; its operands are read when the
  * last of the warpgroup's 128 threads has issued it, and that read lasts
  * until the wgmma retires: a write over an operand is ordered after it
@@ -2396,6 +2398,15 @@ static void emu_block_end(void)
 				 id, emu_nb.arrived[id], emu_nb.count[id], emu.kernel, emu.bidx.x, emu_nb.first[id]);
 			emu.failed = 1;
 		}
+	if (emu_hop.ntma && !emu.failed) {
+		const EmuTma *t = &emu_hop.tma[0];
+		const EmuMbar *b = &emu_hop.bar[t->bar];
+		snprintf(emu.msg, sizeof emu.msg,
+			 "block exited with %d TMA or bulk copies in flight (the first issued by thread %d, completing on the "
+			 "mbarrier at %s[%ld]): they would land in shared memory the next block on the SM owns (missing "
+			 "mbarrier wait?) (kernel %s, block %u)", emu_hop.ntma, t->t, b->s->nm, b->at, emu.kernel, emu.bidx.x);
+		emu.failed = 1;
+	}
 	EmuBlockCtx *c = &emu_cl[emu.rank];
 	if (emu.csize > 1 && !emu.failed && c->rd_phase == emu.cl_phase + 1) {
 		snprintf(emu.msg, sizeof emu.msg,

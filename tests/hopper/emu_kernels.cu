@@ -496,7 +496,7 @@ extern "C" void reads_emu(const void *p)
 /* ---- 1D bulk copy: n words of src (at word 4 of it) into words 0.. of
  * the dynamic array, completing on the mbarrier at word 1024; copied out.
  * mode 1: read without the wait; 2: a source not 16-byte aligned; 3: 20
- * bytes (not a multiple of 16). ---- */
+ * bytes (not a multiple of 16); 4: the block exits without the wait. ---- */
 struct BulkArgs {
 	const unsigned *src;
 	unsigned *out;
@@ -518,6 +518,8 @@ extern "C" void bulk_emu(const void *p)
 		asc_mbar_expect_tx(sm, BAR, bytes);
 		asc_bulk_load(sm, 0, A->src + (A->mode == 2 ? 5 : 4), bytes, sm, BAR);
 	}
+	if (A->mode == 4)
+		return;
 	if (A->mode == 1)
 		__syncthreads();
 	else
