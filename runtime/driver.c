@@ -579,20 +579,22 @@ int rt_launch_cluster(Rt *rt, void *fn, const unsigned grid[3], const unsigned b
 	return 0;
 }
 
-int rt_tensor_map(Rt *rt, void *map, int bf16, int rank, RtPtr base, const unsigned long long *dims,
+int rt_tensor_map(Rt *rt, void *map, int type, int swizzle, int rank, RtPtr base, const unsigned long long *dims,
 		  const unsigned long long *strides, const unsigned *box, char *err, size_t n)
 {
-	/* cuda.h's values: CU_TENSOR_MAP_DATA_TYPE_FLOAT16 6, _BFLOAT16 9;
-	 * INTERLEAVE_NONE 0; SWIZZLE_128B 3; L2_PROMOTION_L2_256B 3; OOB_FILL_NONE 0 (zeros) */
-	enum { F16 = 6, BF16 = 9, SWIZZLE_128B = 3, L2_256B = 3 };
+	/* cuda.h's values: CU_TENSOR_MAP_DATA_TYPE_UINT8 0, _FLOAT16 6,
+	 * _BFLOAT16 9; INTERLEAVE_NONE 0; SWIZZLE_64B 2, _128B 3;
+	 * L2_PROMOTION_L2_256B 3; OOB_FILL_NONE 0 (zeros) */
+	enum { U8 = 0, F16 = 6, BF16 = 9, SWIZZLE_64B = 2, SWIZZLE_128B = 3, L2_256B = 3 };
 	const unsigned ones[5] = {1, 1, 1, 1, 1};
 	if (!rt->cuTensorMapEncodeTiled) {
 		say(err, n, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer has it): the Hopper templates "
 			    "cannot run; --config with a template without wg runs");
 		return -1;
 	}
-	CK(rt, cuTensorMapEncodeTiled(map, bf16 ? BF16 : F16, (unsigned)rank, (void *)(size_t)base, dims, strides, box, ones, 0,
-				      SWIZZLE_128B, L2_256B, 0),
+	CK(rt, cuTensorMapEncodeTiled(map, type == RT_TMAP_U8 ? U8 : type == RT_TMAP_BF16 ? BF16 : F16, (unsigned)rank,
+				      (void *)(size_t)base, dims, strides, box, ones, 0,
+				      swizzle == 64 ? SWIZZLE_64B : SWIZZLE_128B, L2_256B, 0),
 	   err, n);
 	return 0;
 }

@@ -88,12 +88,13 @@ int rt_has_clusters(const Rt *rt);
 int rt_launch_cluster(Rt *rt, void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem,
 		      unsigned cluster, void **args, char *err, size_t n);
 int rt_sync(Rt *rt, char *err, size_t n);
-/* A TMA tensor map (CUtensorMap, 128 bytes, into map) of 16-bit elements
- * (bf16 or f16) at device address base: rank dims (innermost first), the
- * byte strides of dims 1.., a box, the 128-byte swizzle, zeros out of
- * bounds (cuTensorMapEncodeTiled, which drivers before CUDA 12 lack: then
- * an error saying so). */
-int rt_tensor_map(Rt *rt, void *map, int bf16, int rank, RtPtr base, const unsigned long long *dims,
+/* A TMA tensor map (CUtensorMap, 128 bytes, into map) of elements of
+ * type (f16, bf16, or bytes: e4m3's bits) at device address base: rank
+ * dims (innermost first), the byte strides of dims 1.., a box, the
+ * swizzle (64 or 128 bytes), zeros out of bounds (cuTensorMapEncodeTiled,
+ * which drivers before CUDA 12 lack: then an error saying so). */
+enum { RT_TMAP_F16, RT_TMAP_BF16, RT_TMAP_U8 };
+int rt_tensor_map(Rt *rt, void *map, int type, int swizzle, int rank, RtPtr base, const unsigned long long *dims,
 		  const unsigned long long *strides, const unsigned *box, char *err, size_t n);
 /* Time `enqueue` with driver events: milliseconds between two events
  * recorded around it, after the events complete. */

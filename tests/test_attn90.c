@@ -333,7 +333,8 @@ Test(attn90, warp_specialized_variants, .timeout = 600)
 }
 
 /* The tensor maps of the shapes a launch gives: boxes of 64 columns,
- * BM query rows and bn keys, dims that never go to 0. */
+ * BM query rows and bn keys, dims that never go to 0, 16-bit elements
+ * with the 128-byte swizzle. */
 Test(attn90, tensor_map_layouts)
 {
 	Carrier *c = load_dims("specs/attention.yaml", 128);
@@ -350,6 +351,8 @@ Test(attn90, tensor_map_layouts)
 	cr_expect(t[0].box[0] == 64 && t[0].box[1] == 128 && t[0].base == q);
 	cr_expect(t[1].rank == 3 && t[1].dims[1] == 1000 && t[1].dims[2] == 2 && t[1].strides[1] == 256000);
 	cr_expect(t[1].box[1] == 64 && t[1].box[2] == 1 && t[1].base == k && t[2].base == v);
+	for (int i = 0; i < 3; i++)
+		cr_expect(t[i].elem_bytes == 2 && t[i].swizzle == 128, "map %d: 16-bit elements, the 128-byte swizzle", i);
 	a.len = 0, a.rows = 0;
 	cuda_attn90_maps(&m, 0, &a, t);
 	cr_expect(t[0].dims[1] >= 1 && t[1].dims[1] >= 1, "an empty shape still encodes");

@@ -82,16 +82,20 @@ typedef struct {
 	_Alignas(64) unsigned char maps[3][128];
 } CudaArgsTma;
 /* One tensor map's layout: rank dims (innermost first, in elements), the
- * byte strides of dims 1.., the box, and the 16-bit elements' address. */
+ * byte strides of dims 1.., the box, the elements' address, their bytes
+ * (2: f16 or bf16, 1: e4m3) and the swizzle in bytes (a box row's: 128
+ * for 16-bit elements, 64 for e4m3's rows of 64). */
 typedef struct {
 	int rank;
 	unsigned long long dims[3], strides[2];
 	unsigned box[3];
 	const void *base;
+	int elem_bytes, swizzle;
 } CudaTmap;
 /* The maps of q, k and v for variant v (wg > 0) of m on the shape in a
  * (a->rows query rows a head, a->heads, a->kv_heads, a->len): boxes of 64
- * columns with the 128-byte swizzle, as attention_sm90.cuh reads them. */
+ * columns with the swizzle of their rows (128 bytes, e4m3's 64), as
+ * attention_sm90.cuh reads them. */
 void cuda_attn90_maps(const CudaModule *m, int v, const CudaArgs *a, CudaTmap out[3]);
 
 /* Lower c into a module of the default variants for its template, or of

@@ -212,7 +212,7 @@ static void tmaps_fn(const CudaModule *m, int v, FILE *o)
 {
 	const Variant *x = &m->var[v];
 	const char *nm = m->name;
-	int d = m->attn.d, dv = m->attn.dv;
+	int d = m->attn.d, dv = m->attn.dv, es = m->attn.f8 ? 1 : 2;
 	char names[3][64];
 	cuda_kernel_names(m, v, names);
 	fprintf(o, "static inline void %s_tmaps(int32_t rows, int32_t len, int32_t heads, int32_t kv_heads, %s_tmap t[3])\n{\n"
@@ -220,7 +220,7 @@ static void tmaps_fn(const CudaModule *m, int v, FILE *o)
 		   "\t%s_tmap_set(&t[0], 2, %d, q ? q : 1, 1, %d, 0, 64, %d, 1);\n"
 		   "\t%s_tmap_set(&t[1], 3, %d, l, (uint64_t)kv_heads, %d, %d * l, 64, %d, 1);\n"
 		   "\t%s_tmap_set(&t[2], 3, %d, l, (uint64_t)kv_heads, %d, %d * l, 64, %d, 1);\n}\n\n",
-		names[0], nm, nm, d, d * 2, 64 * x->wg, nm, d, d * 2, d * 2, x->bn, nm, dv, dv * 2, dv * 2, x->bn);
+		names[0], nm, nm, d, d * es, 64 * x->wg, nm, d, d * es, d * es, x->bn, nm, dv, dv * es, dv * es, x->bn);
 }
 
 void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
@@ -285,12 +285,15 @@ void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
 			   " * (kernelParams = {&args, maps}).  Encode map i with\n"
 			   " * cuTensorMapEncodeTiled(&maps[i], %s, t[i].rank, pointer, t[i].dims,\n"
 			   " * t[i].strides, t[i].box, {1, 1, 1}, CU_TENSOR_MAP_INTERLEAVE_NONE,\n"
-			   " * CU_TENSOR_MAP_SWIZZLE_128B, any L2 promotion,\n"
+			   " * %s, any L2 promotion,\n"
 			   " * CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) from the variant's V_tmaps; the\n"
 			   " * pointers 16-byte aligned.  dims innermost first, in elements;\n"
 			   " * strides in bytes, of dims 1 on. */\n"
 			   "typedef struct {\n\tuint32_t rank;\n\tuint64_t dims[3], strides[2];\n\tuint32_t box[3];\n} %s_tmap;\n\n",
-			m->attn.bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", nm);
+			m->attn.f8     ? "CU_TENSOR_MAP_DATA_TYPE_UINT8 (e4m3's bytes)"
+			: m->attn.bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+				       : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+			m->attn.f8 ? "CU_TENSOR_MAP_SWIZZLE_64B" : "CU_TENSOR_MAP_SWIZZLE_128B", nm);
 		/* field by field: a C++ host program includes the header too, and
 		 * ISO C++ has no compound literals */
 		fprintf(o, "static inline void %s_tmap_set(%s_tmap *t, uint32_t rank, uint64_t d0, uint64_t d1, uint64_t d2,\n"

@@ -1531,14 +1531,16 @@ void cuda_attn90_maps(const CudaModule *m, int v, const CudaArgs *a, CudaTmap ou
 	/* a tensor map's dims are 1 or more: an empty one still encodes, and
 	 * no box of it is ever loaded (no live key tile, no query row) */
 	len = len ? len : 1;
+	unsigned long long es = at->f8 ? 1 : 2;
+	int sw = (int)(64 * es);
 	out[0] = (CudaTmap){2, {(unsigned long long)at->d, (unsigned long long)a->heads * (unsigned long long)a->rows, 1},
-			    {(unsigned long long)at->d * 2, 0}, {64, (unsigned)(64 * x->wg), 1}, a->in[at->qi]};
+			    {(unsigned long long)at->d * es, 0}, {64, (unsigned)(64 * x->wg), 1}, a->in[at->qi], (int)es, sw};
 	if (!out[0].dims[1])
 		out[0].dims[1] = 1;
-	out[1] = (CudaTmap){3, {(unsigned long long)at->d, len, kvh}, {(unsigned long long)at->d * 2, (unsigned long long)at->d * 2 * len},
-			    {64, (unsigned)x->bn, 1}, a->in[at->ki]};
-	out[2] = (CudaTmap){3, {(unsigned long long)at->dv, len, kvh}, {(unsigned long long)at->dv * 2, (unsigned long long)at->dv * 2 * len},
-			    {64, (unsigned)x->bn, 1}, a->in[at->vi]};
+	out[1] = (CudaTmap){3, {(unsigned long long)at->d, len, kvh}, {(unsigned long long)at->d * es, (unsigned long long)at->d * es * len},
+			    {64, (unsigned)x->bn, 1}, a->in[at->ki], (int)es, sw};
+	out[2] = (CudaTmap){3, {(unsigned long long)at->dv, len, kvh}, {(unsigned long long)at->dv * es, (unsigned long long)at->dv * es * len},
+			    {64, (unsigned)x->bn, 1}, a->in[at->vi], (int)es, sw};
 }
 
 int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)

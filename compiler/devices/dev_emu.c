@@ -128,7 +128,8 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		CudaTmap tm[3];
 		cuda_attn90_maps(&m, v, a, tm);
 		for (int k = 0; k < 3; k++)
-			if (emu_tmap_encode(at.maps[k], 2, tm[k].rank, tm[k].base, tm[k].dims, tm[k].strides, tm[k].box, 128, msg, n))
+			if (emu_tmap_encode(at.maps[k], tm[k].elem_bytes, tm[k].rank, tm[k].base, tm[k].dims, tm[k].strides,
+					    tm[k].box, tm[k].swizzle, msg, n))
 				goto out;
 	}
 	unsigned long long bytes[2] = {0, 0}, vec0 = emu_vec_loads_of(lib);

@@ -306,8 +306,9 @@ int gpu_launch(Gpu *g, GpuBufs *b, int v, int split, int rows, int len, char *ms
 		sh.heads = b->a.heads > 0 ? b->a.heads : 1, sh.kv_heads = b->a.kv_heads > 0 ? b->a.kv_heads : 1;
 		cuda_attn90_maps(&g->m, v, &sh, tm);
 		for (int k = 0; k < 3; k++)
-			if (rt_tensor_map(g->rt, maps[k], g->m.attn.bf16, tm[k].rank, (RtPtr)(size_t)tm[k].base, tm[k].dims,
-					  tm[k].strides, tm[k].box, msg, n))
+			if (rt_tensor_map(g->rt, maps[k], g->m.attn.f8 ? RT_TMAP_U8 : g->m.attn.bf16 ? RT_TMAP_BF16 : RT_TMAP_F16,
+					  tm[k].swizzle, tm[k].rank, (RtPtr)(size_t)tm[k].base, tm[k].dims, tm[k].strides,
+					  tm[k].box, msg, n))
 				return -1;
 	}
 	void *args[] = {&b->a, maps};

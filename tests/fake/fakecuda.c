@@ -235,7 +235,7 @@ int cuTensorMapEncodeTiled(void *map, int type, unsigned rank, void *base, const
 			   int l2, int oob)
 {
 	(void)l2, (void)oob, (void)il;
-	unsigned esize = type == 6 || type == 9 ? 2 : type == 7 ? 4 : 0, span = swz ? 16u << swz : 0;
+	unsigned esize = type == 0 ? 1 : type == 6 || type == 9 ? 2 : type == 7 ? 4 : 0, span = swz ? 16u << swz : 0;
 	if (!esize || rank < 1 || rank > 5 || ((size_t)base & 15) || box[0] * esize % 16 || (span && box[0] * esize > span))
 		return 1; /* CUDA_ERROR_INVALID_VALUE */
 	for (unsigned k = 0; k < rank; k++)
