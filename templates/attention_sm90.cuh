@@ -41,6 +41,19 @@
  * split's or the row's end inside a tile they are masked as in
  * attention.cuh; query rows past the run are computed and not written.
  *
+ * e4m3 q, k and v (BF 2): both products are e4m3 wgmma (k = 32, 32 bytes
+ * a k-step as for 16-bit elements).  A box row of 64 e4m3 elements is 64
+ * bytes: the maps' elements are bytes, their swizzle 64 bytes, and the
+ * descriptors name 512 bytes between groups of 8 rows.  8-bit wgmma reads
+ * B K-major only, and V lies keys x DV: after a stage's copies land, V
+ * is transposed into Vt, DV rows of BN keys in boxes of 64 (the stage's
+ * third tile), written through the generic proxy and fenced for wgmma's
+ * (attn90_transpose, whose key order matches P's registers), by every
+ * thread between its S = Q K^T and P V here (a named barrier before P V),
+ * by the producer warpgroup in attn90_ws (a third barrier a stage that
+ * the consumers wait on before P V).  P is rounded to e4m3 once (PV 1),
+ * and key tiles are multiples of 64.
+ *
  * Split > 1 writes partial states and merges them as attention.cuh's MT = 1
  * kernels do (attn_split_last).
  *
@@ -59,14 +72,26 @@ struct ArgsTma {
 	AttnMaps t;
 };
 
-template <int D, int DV, int WG, int BN, int NS>
+/* Operand kinds (BF): 0 f16, 1 bf16 (k = 16 a wgmma), 2 e4m3 (k = 32, one
+ * byte an element). */
+ASC_DEV constexpr int attn90_es(int bf) { return bf == 2 ? 1 : 2; }
+ASC_DEV constexpr int attn90_ks(int bf) { return bf == 2 ? 32 : 16; }
+
+/* e4m3 (BF 2): a box row of 64 elements is 64 bytes, so the boxes take the
+ * 64-byte swizzle (8 rows a 512-byte atom), and each stage has a third
+ * tile after K and V: Vt, V transposed (K-major for P V, which wgmma takes
+ * for 8-bit B alone), DV rows of 64 keys a box; and a third barrier a
+ * stage, Vt written. */
+template <int D, int DV, int WG, int BN, int NS, int BF = 0>
 struct Attn90Smem {
+	static const int ES = attn90_es(BF), F8 = BF == 2;
 	static const int BM = 64 * WG;
-	static const int Q = 0;                             /* bytes from the aligned base */
-	static const int KST = BM * D * 2;                  /* the first stage */
-	static const int STAGE = BN * (D + DV) * 2;         /* K, then V */
-	static const int BAR = KST + NS * STAGE;                /* NS full barriers, NS empty ones, then Q's */
-	static const int BYTES = BAR + 8 * (2 * NS + 1) + 1024; /* and the alignment's slack */
+	static const int Q = 0;                                      /* bytes from the aligned base */
+	static const int KST = BM * D * ES;                          /* the first stage */
+	static const int VT = BN * (D + DV) * ES;                    /* Vt in a stage, after K and V */
+	static const int STAGE = VT + (F8 ? BN * DV : 0);
+	static const int BAR = KST + NS * STAGE;                     /* NS full barriers, NS empty ones, Q's, then NS Vt ones */
+	static const int BYTES = BAR + 8 * ((2 + F8) * NS + 1) + 1024; /* and the alignment's slack */
 };
 
 /* P's registers, which a wgmma reads until the wait that retires it:
@@ -85,11 +110,11 @@ ASC_DEV void attn90_hold(unsigned (&a)[N][4])
 }
 
 /* Thread 0: the K and V tiles of the keys from kb into stage st. */
-template <int D, int DV, int BN, class S>
+template <int D, int DV, int BN, int BF, class S>
 ASC_DEV void attn90_load_kv(S &sm, int base, int st, const AttnMaps &T, int kb, int kh, int bar)
 {
-	const int KB = BN * 128; /* bytes of a box */
-	asc_mbar_expect_tx(sm, bar, BN * (D + DV) * 2);
+	const int KB = BN * 64 * attn90_es(BF); /* bytes of a box */
+	asc_mbar_expect_tx(sm, bar, BN * (D + DV) * attn90_es(BF));
 #pragma unroll
 	for (int b = 0; b < D / 64; b++)
 		asc_tma_load3(sm, (base + st + b * KB) / 4, &T.k, 64 * b, kb, kh, sm, bar);
@@ -100,34 +125,39 @@ ASC_DEV void attn90_load_kv(S &sm, int base, int st, const AttnMaps &T, int kb, 
 
 /* Thread 0: the block's BM rows of Q (from row q of the layout) into its
  * boxes at L::Q, one TMA copy of 64 columns each, completing bar. */
-template <int D, int BM, int QOFF, class S>
+template <int D, int BM, int QOFF, int BF, class S>
 ASC_DEV void attn90_load_q(S &sm, int base, const AttnMaps &T, long long q, int bar)
 {
-	asc_mbar_expect_tx(sm, bar, BM * D * 2);
+	const int ES = attn90_es(BF);
+	asc_mbar_expect_tx(sm, bar, BM * D * ES);
 #pragma unroll
 	for (int b = 0; b < D / 64; b++)
-		asc_tma_load2(sm, (base + QOFF + b * BM * 128) / 4, &T.q, 64 * b, (int)q, sm, bar);
+		asc_tma_load2(sm, (base + QOFF + b * BM * 64 * ES) / 4, &T.q, 64 * b, (int)q, sm, bar);
 }
 
 /* S = Q K^T of one key tile, issued as one group (qa: the warpgroup's
- * rows of Q, ka: the tile's K). */
+ * rows of Q, ka: the tile's K).  A k-step is 32 bytes of a box row
+ * whatever the type (16 elements of 2 bytes, 32 of 1): 4 steps a box of
+ * 128-byte rows, 2 of 64-byte ones. */
 template <int D, int BN, int BF, int BM>
 ASC_DEV void attn90_qk(float (&s)[BN / 2], unsigned qa, unsigned ka)
 {
+	const int ES = attn90_es(BF), SB = 64 / attn90_ks(BF), ROW = 64 * ES;
 	asc_wgmma_hold(s);
 	asc_wgmma_fence();
 #pragma unroll
-	for (int kk = 0; kk < D / 16; kk++) {
-		unsigned long long da = asc_wgmma_desc(qa + kk / 4 * BM * 128 + kk % 4 * 32, 16, 1024, 128);
-		unsigned long long db = asc_wgmma_desc(ka + kk / 4 * BN * 128 + kk % 4 * 32, 16, 1024, 128);
+	for (int kk = 0; kk < D / attn90_ks(BF); kk++) {
+		unsigned long long da = asc_wgmma_desc(qa + kk / SB * BM * ROW + kk % SB * 32, 16, 8 * ROW, ROW);
+		unsigned long long db = asc_wgmma_desc(ka + kk / SB * BN * ROW + kk % SB * 32, 16, 8 * ROW, ROW);
 		asc_wgmma_ss<BN, BF, 0, 0>(s, da, db, kk > 0);
 	}
 	asc_wgmma_commit();
 }
 
-/* O += P V of one key tile, issued as one group (va: the tile's V). */
+/* O += P V of one key tile, issued as one group (va: the tile's V, MN-major;
+ * e4m3: its Vt, K-major in boxes of 64 keys, DV rows of 64 bytes each). */
 template <int DV, int BN, int BF, int PV>
-ASC_DEV void attn90_pv(float (&o)[DV / 2], unsigned (&pf)[PV][BN / 16][4], unsigned va)
+ASC_DEV void attn90_pv(float (&o)[DV / 2], unsigned (&pf)[PV][BN / attn90_ks(BF)][4], unsigned va)
 {
 	asc_wgmma_hold(o);
 #pragma unroll
@@ -135,23 +165,72 @@ ASC_DEV void attn90_pv(float (&o)[DV / 2], unsigned (&pf)[PV][BN / 16][4], unsig
 		attn90_hold(pf[r]);
 	asc_wgmma_fence();
 #pragma unroll
-	for (int kk = 0; kk < BN / 16; kk++) {
-		unsigned long long db = asc_wgmma_desc(va + kk * 16 * 128, BN * 128, 1024, 128);
+	for (int kk = 0; kk < BN / attn90_ks(BF); kk++) {
+		unsigned long long db = BF == 2 ? asc_wgmma_desc(va + kk / 2 * DV * 64 + kk % 2 * 32, 16, 512, 64)
+						: asc_wgmma_desc(va + kk * 16 * 128, BN * 128, 1024, 128);
 #pragma unroll
 		for (int r = 0; r < PV; r++)
-			asc_wgmma_rs<DV, BF, 1>(o, pf[r][kk], db, 1);
+			asc_wgmma_rs<DV, BF, BF != 2>(o, pf[r][kk], db, 1);
 	}
 	asc_wgmma_commit();
 }
 
 /* After the wait that retires a P V: o and P are the thread's again. */
-template <int DV, int BN, int PV>
-ASC_DEV void attn90_pv_done(float (&o)[DV / 2], unsigned (&pf)[PV][BN / 16][4])
+template <int DV, int BN, int BF, int PV>
+ASC_DEV void attn90_pv_done(float (&o)[DV / 2], unsigned (&pf)[PV][BN / attn90_ks(BF)][4])
 {
 	asc_wgmma_hold(o);
 #pragma unroll
 	for (int r = 0; r < PV; r++)
 		attn90_hold(pf[r]);
+}
+
+/* The byte of a box with rows of 64 bytes (at a 512-byte boundary) where
+ * the 64-byte swizzle puts byte b of row r: its 16-byte chunk XOR bits 7
+ * and 8 of the unswizzled address. */
+ASC_DEV int attn90_sw64(int r, int b)
+{
+	int a = 64 * r + b;
+	return a ^ ((a >> 7) & 3) << 4;
+}
+
+/* e4m3: V of a stage (v: keys x DV in boxes of 64 columns, as TMA lands
+ * it) into Vt (vt: DV rows of BN keys in boxes of 64 keys, K-major as
+ * attn90_pv's descriptors read it), by the nt threads from x: 4 columns
+ * and 4 keys a step, read as 4 words and written as 4.  The keys of each
+ * 32 are permuted as P's registers hold them: S's accumulator gives
+ * thread t of a quad keys 2t, 2t + 1, 8 + 2t, 9 + 2t (and 16 on), packed
+ * into the bytes of A register 0 (2), which the k32 e4m3 fragment reads
+ * as keys 4t .. 4t + 3 (16 on): Vt's byte 4t + i of a 32 is key 2t +
+ * {0, 1, 8, 9}[i], so that P V pairs each P with its own key's row. */
+template <int DV, int BN, class S>
+ASC_DEV void attn90_transpose(S &Sm, int v, int vt, int x, int nt)
+{
+#pragma unroll 1
+	for (int u = x; u < DV / 4 * (BN / 4); u += nt) {
+		int c = 4 * (u % (DV / 4)), w = u / (DV / 4), kx = w / 16, ww = w % 16;
+#ifdef ATTN90_PLAIN_VT
+		int k0 = 64 * kx + 4 * ww; /* keys in order: P V pairs P with the wrong rows */
+#else
+		int k0 = 64 * kx + 32 * (ww / 8) + 16 * (ww % 8 / 4) + 2 * (ww % 4);
+#endif
+		unsigned r[4];
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+#ifdef ATTN90_PLAIN_VT
+			int key = k0 + i;
+#else
+			int key = k0 + (i & 1) + 8 * (i >> 1);
+#endif
+			r[i] = Sm[(v + c / 64 * BN * 64 + attn90_sw64(key, c % 64)) / 4];
+		}
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			Sm[(vt + kx * DV * 64 + attn90_sw64(c + i, 4 * ww)) / 4] =
+				(r[0] >> 8 * i & 0xffu) | (r[1] >> 8 * i & 0xffu) << 8 | (r[2] >> 8 * i & 0xffu) << 16 |
+				(r[3] >> 8 * i & 0xffu) << 24;
+	}
+	asc_fence_proxy_async(); /* the writes, for the wgmmas that read them */
 }
 
 /* The scores of the tile from kb (S, retired) and the rows' m and l
@@ -195,22 +274,46 @@ ASC_DEV void attn90_max(const Args &A, const ARow (&R)[2], const int (&ir)[2], c
 #endif
 }
 
-/* P of p (a row's pair of keys, two rows) into the A fragments of the
- * k-steps of 16 keys: register 2 (nt % 2) + hf of step nt / 2 holds row g
- * + 8 hf, keys 8 nt + 2 t, + 1; PV > 1: the rounding's rest in the next
- * parts. */
-template <int BN, int BF, int PV>
-ASC_DEV void attn90_put(float (&p)[4], unsigned (&pf)[PV][BN / 16][4], int nt)
+/* Two floats rounded to nearest into e4m3 bits (lo in the low byte),
+ * saturating to +-448. */
+ASC_DEV unsigned attn90_e4m3x2(float lo, float hi)
 {
-#pragma unroll
-	for (int r = 0; r < PV; r++)
+#ifdef ASSOC_EMU
+	return emu_float_to_e4m3(lo) | (unsigned)emu_float_to_e4m3(hi) << 8;
+#else
+	unsigned short r;
+	asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+	return r;
+#endif
+}
+
+/* P of p (a row's pair of keys, two rows) into the A fragments: k-steps
+ * of 16 keys, register 2 (nt % 2) + hf of step nt / 2 holds row g + 8 hf,
+ * keys 8 nt + 2 t, + 1; PV > 1: the rounding's rest in the next parts.
+ * e4m3, k-steps of 32 keys: those two keys in half nt % 2 of register 2
+ * (nt % 4 / 2) + hf of step nt / 4 (the order attn90_transpose gives Vt's
+ * keys). */
+template <int BN, int BF, int PV>
+ASC_DEV void attn90_put(float (&p)[4], unsigned (&pf)[PV][BN / attn90_ks(BF)][4], int nt)
+{
+	if (BF == 2) {
 #pragma unroll
 		for (int x = 0; x < 2; x++) {
-			unsigned wd = asc_pack2<BF>(p[2 * x], p[2 * x + 1]);
-			pf[r][nt / 2][2 * (nt & 1) + x] = wd;
-			p[2 * x] -= asc_half_lo<BF>(wd);
-			p[2 * x + 1] -= asc_half_hi<BF>(wd);
+			unsigned h = attn90_e4m3x2(p[2 * x], p[2 * x + 1]);
+			unsigned &w = pf[0][nt / 4][2 * (nt % 4 / 2) + x];
+			w = nt % 2 ? w | h << 16 : h;
 		}
+	} else {
+#pragma unroll
+		for (int r = 0; r < PV; r++)
+#pragma unroll
+			for (int x = 0; x < 2; x++) {
+				unsigned wd = asc_pack2<BF>(p[2 * x], p[2 * x + 1]);
+				pf[r][nt / 2][2 * (nt & 1) + x] = wd;
+				p[2 * x] -= asc_half_lo<BF>(wd);
+				p[2 * x + 1] -= asc_half_hi<BF>(wd);
+			}
+	}
 }
 
 /* The whole softmax step of a tile: S (retired) to P in pf, m and l
@@ -218,7 +321,7 @@ ASC_DEV void attn90_put(float (&p)[4], unsigned (&pf)[PV][BN / 16][4], int nt)
 template <int DV, int BN, int BF, int PV>
 ASC_DEV void attn90_softmax(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
 			    float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&o)[DV / 2],
-			    unsigned (&pf)[PV][BN / 16][4], int kb, int jn, int cls, int t)
+			    unsigned (&pf)[PV][BN / attn90_ks(BF)][4], int kb, int jn, int cls, int t)
 {
 	float alpha[2], mb[2], scale[2];
 	attn90_max<BN>(A, R, ir, a2, lin, s, m, l, alpha, mb, scale, kb, jn, cls, t);
@@ -263,7 +366,7 @@ ASC_DEV void attn90_probs(const Args &A, const ARow (&R)[2], const int (&ir)[2],
 
 template <int DV, int BN, int BF, int PV>
 ASC_DEV void attn90_pack(const float (&alpha)[2], const float (&s)[BN / 2], float (&o)[DV / 2],
-			 unsigned (&pf)[PV][BN / 16][4])
+			 unsigned (&pf)[PV][BN / attn90_ks(BF)][4])
 {
 #if !ATTN_SUM
 #pragma unroll
@@ -309,7 +412,7 @@ ASC_DEV bool attn90_rows(const Args &A, int r0, int M, long long run, ARow (&R)[
  * kh, its split's keys [lo, hi), and the first live key tile kb with its
  * mask class.  False for a block past the last tile. */
 struct Attn90Start {
-	int base, fb, eb, qbar, M, sp, qt, kh, lo, hi, f, i0, i1, kb, cls;
+	int base, fb, eb, qbar, vb, M, sp, qt, kh, lo, hi, f, i0, i1, kb, cls;
 	long long run; /* the run's first row in heads x rows */
 };
 
@@ -318,7 +421,7 @@ ASC_DEV bool attn90_start(const Args &A, S &Sm, Attn90Start &P)
 {
 	/* the swizzle's atoms are 1024 bytes: the tiles start at such a boundary */
 	P.base = (int)((1024u - (asc_smem_addr(Sm, 0) & 1023u)) & 1023u);
-	P.fb = (P.base + BAR) / 4, P.eb = P.fb + 2 * NS, P.qbar = P.fb + 4 * NS;
+	P.fb = (P.base + BAR) / 4, P.eb = P.fb + 2 * NS, P.qbar = P.fb + 4 * NS, P.vb = P.qbar + 2;
 	P.M = A.heads / A.kv_heads * A.rows;
 	int tiles = (P.M + BM - 1) / BM;
 	P.sp = blockIdx.x % A.split;
@@ -336,13 +439,16 @@ ASC_DEV bool attn90_start(const Args &A, S &Sm, Attn90Start &P)
 }
 
 /* Thread 0: each stage's barriers, full on the producer's one arrival
- * (and the copies' bytes), empty on every consumer's (NC threads). */
+ * (and the copies' bytes), empty on every consumer's (NC threads); NV > 0
+ * (e4m3, warp-specialized): Vt written, on the NV transposing threads'. */
 template <int NS, class S>
-ASC_DEV void attn90_init_bars(S &Sm, const Attn90Start &P, int NC)
+ASC_DEV void attn90_init_bars(S &Sm, const Attn90Start &P, int NC, int NV = 0)
 {
 	for (int s = 0; s < NS; s++) {
 		asc_mbar_init(Sm, P.fb + 2 * s, 1);
 		asc_mbar_init(Sm, P.eb + 2 * s, NC);
+		if (NV)
+			asc_mbar_init(Sm, P.vb + 2 * s, (unsigned)NV);
 	}
 	asc_mbar_init(Sm, P.qbar, 1);
 	asc_mbar_fence_init();
@@ -351,11 +457,12 @@ ASC_DEV void attn90_init_bars(S &Sm, const Attn90Start &P, int NC)
 template <int D, int DV, int WG, int BN, int BF, int PV, int NS>
 ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 {
-	typedef Attn90Smem<D, DV, WG, BN, NS> L;
-	const int NT = 128 * WG, BM = L::BM;
+	typedef Attn90Smem<D, DV, WG, BN, NS, BF> L;
+	const int NT = 128 * WG, BM = L::BM, ES = L::ES;
 	static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "head dims: multiples of 64 up to 256");
 	static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256 && NS >= 1 && NS <= 4, "keys a tile: 16 to 256; 1 to 4 stages");
 	static_assert(L::BYTES <= 227 * 1024, "Q and the stages over 227 KB of shared memory");
+	static_assert(BF != 2 || (BN % 64 == 0 && PV == 1), "e4m3: keys a tile a multiple of 64 (Vt's boxes), P in one part");
 	ASC_DYN_SHARED(unsigned, Sm);
 	Attn90Start P;
 	if (!attn90_start<D, DV, BM, BN, NS, L::BAR>(A, Sm, P))
@@ -372,9 +479,9 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		asc_tma_prefetch(&T.k);
 		asc_tma_prefetch(&T.v);
 		if (kb < hi) /* a block with no live key tile loads nothing: no copy outlives it */
-			attn90_load_q<D, BM, L::Q>(Sm, base, T, run + f, qbar);
+			attn90_load_q<D, BM, L::Q, BF>(Sm, base, T, run + f, qbar);
 		for (int s = 0; s < NS && kl < hi; s++) {
-			attn90_load_kv<D, DV, BN>(Sm, base, L::KST + s * L::STAGE, T, kl, kh, fb + 2 * s);
+			attn90_load_kv<D, DV, BN, BF>(Sm, base, L::KST + s * L::STAGE, T, kl, kh, fb + 2 * s);
 			kl = attn_next(A, i0, i1, kl + BN, hi, BN, &cl);
 		}
 	}
@@ -385,22 +492,35 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 	float a2[2], m[2], l[2], o[DV / 2];
 	bool lin = attn90_rows<DV>(A, r0, M, run, R, ir, a2, m, l, o);
 	const unsigned sb = asc_smem_addr(Sm, 0) + (unsigned)base;
-	const unsigned qa = sb + L::Q + wg * 64 * 128; /* the warpgroup's 64 rows in each Q box */
+	const unsigned qa = sb + L::Q + wg * 64 * 64 * ES; /* the warpgroup's 64 rows in each Q box */
 	if (kb < hi)
 		asc_mbar_wait(Sm, qbar, 0);
 	for (int n = 0; kb < hi; n++) {
 		int st = n % NS, jn = kb + BN < hi ? kb + BN : hi;
-		unsigned ka = sb + L::KST + st * L::STAGE, va = ka + D / 64 * BN * 128;
+		unsigned ka = sb + L::KST + st * L::STAGE, va = ka + D / 64 * BN * 64 * ES;
 		asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
 		float s[BN / 2];
 		attn90_qk<D, BN, BF, BM>(s, qa, ka);
+		if (BF == 2) {
+			/* Vt, every thread's share under S = Q K^T, complete for P V
+			 * at the barrier after it; the stage's Vt was last read by
+			 * the P V of tile n - NS, which every thread has retired
+			 * before it reaches the barrier of tile n - NS + 1 (one
+			 * stage: a barrier before the writes too) */
+			const int so = base + L::KST + st * L::STAGE;
+			if (NS == 1)
+				asc_bar_sync(1, NT);
+			attn90_transpose<DV, BN>(Sm, so + D / 64 * BN * 64, so + L::VT, (int)threadIdx.x, NT);
+			asc_bar_sync(1, NT);
+			va = ka + L::VT;
+		}
 		asc_wgmma_wait<0>();
 		asc_wgmma_hold(s);
-		unsigned pf[PV][BN / 16][4];
+		unsigned pf[PV][BN / attn90_ks(BF)][4];
 		attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
 		attn90_pv<DV, BN, BF, PV>(o, pf, va);
 		asc_wgmma_wait<0>();
-		attn90_pv_done<DV, BN, PV>(o, pf);
+		attn90_pv_done<DV, BN, BF, PV>(o, pf);
 		/* The stage is free once every thread is done with it: an mbarrier,
 		 * not a block barrier, so that a warpgroup runs on into the next
 		 * tile (its S = Q K^T beside the other's softmax) while thread 0
@@ -408,7 +528,7 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		asc_mbar_arrive(Sm, eb + 2 * st);
 		if (threadIdx.x == 0 && kl < hi) {
 			asc_mbar_wait(Sm, eb + 2 * st, (unsigned)(n / NS) & 1u);
-			attn90_load_kv<D, DV, BN>(Sm, base, L::KST + st * L::STAGE, T, kl, kh, fb + 2 * st);
+			attn90_load_kv<D, DV, BN, BF>(Sm, base, L::KST + st * L::STAGE, T, kl, kh, fb + 2 * st);
 			kl = attn_next(A, i0, i1, kl + BN, hi, BN, &cl);
 		}
 		__syncwarp(); /* warp 0 whole again before the next tile's .aligned wgmma */
@@ -457,28 +577,71 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
  * a second S accumulator), ptxas serialized the wgmmas (C7518).  Here a
  * consumer waits for a tile's copy before its turn: two stages again. */
 
+/* Where P V of tile n reads V (its stage's, MN-major); e4m3: its Vt, once
+ * the producer has written it (vb: the Vt barriers). */
+template <int D, int BN, int BF, int NS, class L, class S>
+ASC_DEV unsigned attn90_ws_v(S &Sm, unsigned sb, int vb, int n)
+{
+	int st = n % NS;
+	if (BF != 2)
+		return sb + L::KST + st * L::STAGE + D / 64 * BN * 128;
+	asc_mbar_wait(Sm, vb + 2 * st, (unsigned)(n / NS) & 1u);
+	return sb + L::KST + st * L::STAGE + L::VT;
+}
+
+/* e4m3, the producer's 128 threads: the copies of every live key tile
+ * (thread 0), and the transpose of each tile's V into its Vt once the
+ * copies land, a tile behind the copies so that the next is in flight
+ * meanwhile.  Before a stage is refilled every producer thread waits for
+ * the consumers' release of it, which orders both the copies and the
+ * next transpose (over Vt, which their P V read) after their reads. */
+template <int D, int DV, int BN, int NS, class L, class S>
+ASC_DEV void attn90_ws_produce8(const Args &A, S &Sm, const AttnMaps &T, const Attn90Start &P, int x)
+{
+	int cl = P.cls, kl = P.kb;
+	for (int n = 0;; n++) {
+		if (kl < P.hi) {
+			int st = n % NS;
+			if (n >= NS) /* the consumers are done with the tile NS back */
+				asc_mbar_wait(Sm, P.eb + 2 * st, (unsigned)(n / NS - 1) & 1u);
+			if (x == 0)
+				attn90_load_kv<D, DV, BN, 2>(Sm, P.base, L::KST + st * L::STAGE, T, kl, P.kh, P.fb + 2 * st);
+		}
+		if (n > 0) {
+			int st = (n - 1) % NS, so = P.base + L::KST + st * L::STAGE;
+			asc_mbar_wait(Sm, P.fb + 2 * st, (unsigned)((n - 1) / NS) & 1u);
+			attn90_transpose<DV, BN>(Sm, so + D / 64 * BN * 64, so + L::VT, x, 128);
+			asc_mbar_arrive(Sm, P.vb + 2 * st);
+		}
+		if (kl >= P.hi)
+			break;
+		kl = attn_next(A, P.i0, P.i1, kl + BN, P.hi, BN, &cl);
+	}
+}
+
 /* ws 2, key tile n from kb (n > 0): its S and P V of tile n - 1 issued in
  * one turn, then its softmax under that P V. */
 template <int D, int DV, int BN, int BF, int PV, int NS, class S>
 ASC_DEV void attn90_ov_tile(const Args &A, S &Sm, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
 			    float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&o)[DV / 2],
-			    unsigned (&pf)[PV][BN / 16][4], unsigned qa, unsigned sb, int fb, int n, int kb, int hi, int cls,
+			    unsigned (&pf)[PV][BN / attn90_ks(BF)][4], unsigned qa, unsigned sb, int fb, int n, int kb, int hi, int cls,
 			    int t, int mine, int theirs)
 {
-	typedef Attn90Smem<D, DV, 2, BN, NS> L;
-	const int eb = fb + 2 * NS;
+	typedef Attn90Smem<D, DV, 2, BN, NS, BF> L;
+	const int eb = fb + 2 * NS, vb = fb + 4 * NS + 2;
 	int st = n % NS, sl = (n - 1) % NS, jn = kb + BN < hi ? kb + BN : hi;
 	asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
+	unsigned va = attn90_ws_v<D, BN, BF, NS, L>(Sm, sb, vb, n - 1);
 	asc_bar_sync(mine, 256);
 	attn90_qk<D, BN, BF, L::BM>(s, qa, sb + L::KST + st * L::STAGE);
-	attn90_pv<DV, BN, BF, PV>(o, pf, sb + L::KST + sl * L::STAGE + D / 64 * BN * 128);
+	attn90_pv<DV, BN, BF, PV>(o, pf, va);
 	asc_bar_arrive(theirs, 256);
 	asc_wgmma_wait<1>(); /* S: P V of tile n - 1 stays in flight */
 	asc_wgmma_hold(s);
 	float alpha[2];
 	attn90_probs<BN>(A, R, ir, a2, lin, s, m, l, alpha, kb, jn, cls, t);
 	asc_wgmma_wait<0>();
-	attn90_pv_done<DV, BN, PV>(o, pf);
+	attn90_pv_done<DV, BN, BF, PV>(o, pf);
 	asc_mbar_arrive(Sm, eb + 2 * sl);
 	attn90_pack<DV, BN, BF, PV>(alpha, s, o, pf);
 }
@@ -486,12 +649,13 @@ ASC_DEV void attn90_ov_tile(const Args &A, S &Sm, const ARow (&R)[2], const int 
 template <int D, int DV, int BN, int BF, int PV, int NS, int OV>
 ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 {
-	typedef Attn90Smem<D, DV, 2, BN, NS> L;
-	const int BM = L::BM, NC = 256; /* the consumers' threads */
+	typedef Attn90Smem<D, DV, 2, BN, NS, BF> L;
+	const int BM = L::BM, NC = 256, ES = L::ES; /* NC: the consumers' threads */
 	static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "head dims: multiples of 64 up to 256");
 	static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256 && NS >= 2 && NS <= 4,
 		      "keys a tile: 16 to 256; 2 to 4 stages");
 	static_assert(L::BYTES <= 227 * 1024, "Q and the stages over 227 KB of shared memory");
+	static_assert(BF != 2 || (BN % 64 == 0 && PV == 1), "e4m3: keys a tile a multiple of 64 (Vt's boxes), P in one part");
 	ASC_DYN_SHARED(unsigned, Sm);
 	Attn90Start P;
 	if (!attn90_start<D, DV, BM, BN, NS, L::BAR>(A, Sm, P))
@@ -501,21 +665,28 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 	const long long run = P.run;
 	int kb = P.kb, cls = P.cls;
 	if (threadIdx.x == 0)
-		attn90_init_bars<NS>(Sm, P, NC);
+		attn90_init_bars<NS>(Sm, P, NC, BF == 2 ? 128 : 0);
 	__syncthreads(); /* the barriers are initialized before anyone waits on them; the last block-wide barrier */
 
 	if (threadIdx.x < 128) { /* the producer */
 		asc_setmaxnreg_dec<24>();
-		if (threadIdx.x == 0 && kb < hi) {
+		if (BF == 2 && kb < hi) {
+			if (threadIdx.x == 0) {
+				asc_tma_prefetch(&T.k);
+				asc_tma_prefetch(&T.v);
+				attn90_load_q<D, BM, L::Q, BF>(Sm, base, T, run + f, qbar);
+			}
+			attn90_ws_produce8<D, DV, BN, NS, L>(A, Sm, T, P, (int)threadIdx.x);
+		} else if (threadIdx.x == 0 && kb < hi) {
 			asc_tma_prefetch(&T.k);
 			asc_tma_prefetch(&T.v);
-			attn90_load_q<D, BM, L::Q>(Sm, base, T, run + f, qbar);
+			attn90_load_q<D, BM, L::Q, BF>(Sm, base, T, run + f, qbar);
 			int cl = cls;
 			for (int n = 0, kl = kb; kl < hi; n++) {
 				int st = n % NS;
 				if (n >= NS) /* the consumers are done with the tile NS back */
 					asc_mbar_wait(Sm, eb + 2 * st, (unsigned)(n / NS - 1) & 1u);
-				attn90_load_kv<D, DV, BN>(Sm, base, L::KST + st * L::STAGE, T, kl, kh, fb + 2 * st);
+				attn90_load_kv<D, DV, BN, BF>(Sm, base, L::KST + st * L::STAGE, T, kl, kh, fb + 2 * st);
 				kl = attn_next(A, i0, i1, kl + BN, hi, BN, &cl);
 			}
 		}
@@ -530,15 +701,15 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 	float a2[2], m[2], l[2], o[DV / 2];
 	bool lin = attn90_rows<DV>(A, r0, M, run, R, ir, a2, m, l, o);
 	const unsigned sb = asc_smem_addr(Sm, 0) + (unsigned)base;
-	const unsigned qa = sb + L::Q + c * 64 * 128;
-	unsigned pf[PV][BN / 16][4];
+	const unsigned qa = sb + L::Q + c * 64 * 64 * ES;
+	unsigned pf[PV][BN / attn90_ks(BF)][4];
 	int n = 0; /* tiles computed */
 	if (kb < hi)
 		asc_mbar_wait(Sm, qbar, 0);
 	if (OV == 0) {
 		for (; kb < hi; n++) {
 			int st = n % NS, jn = kb + BN < hi ? kb + BN : hi;
-			unsigned ka = sb + L::KST + st * L::STAGE, va = ka + D / 64 * BN * 128;
+			unsigned ka = sb + L::KST + st * L::STAGE;
 			asc_mbar_wait(Sm, fb + 2 * st, (unsigned)(n / NS) & 1u);
 			if (n == 0 && c == 1)
 				asc_bar_sync(mine, NC);
@@ -548,10 +719,11 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 			asc_wgmma_wait<0>();
 			asc_wgmma_hold(s);
 			attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
+			unsigned va = attn90_ws_v<D, BN, BF, NS, L>(Sm, sb, P.vb, n);
 			asc_bar_sync(mine, NC); /* the next turn: P V of this tile, S of the next */
 			attn90_pv<DV, BN, BF, PV>(o, pf, va);
 			asc_wgmma_wait<0>();
-			attn90_pv_done<DV, BN, PV>(o, pf);
+			attn90_pv_done<DV, BN, BF, PV>(o, pf);
 			asc_mbar_arrive(Sm, eb + 2 * st);
 			kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
 		}
@@ -577,12 +749,13 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 		}
 		if (n > 0) { /* P V of the last tile alone in the last turn */
 			int sl = (n - 1) % NS;
+			unsigned va = attn90_ws_v<D, BN, BF, NS, L>(Sm, sb, P.vb, n - 1);
 			asc_bar_sync(mine, NC);
-			attn90_pv<DV, BN, BF, PV>(o, pf, sb + L::KST + sl * L::STAGE + D / 64 * BN * 128);
+			attn90_pv<DV, BN, BF, PV>(o, pf, va);
 			if (c == 0)
 				asc_bar_arrive(theirs, NC);
 			asc_wgmma_wait<0>();
-			attn90_pv_done<DV, BN, PV>(o, pf);
+			attn90_pv_done<DV, BN, BF, PV>(o, pf);
 			asc_mbar_arrive(Sm, eb + 2 * sl);
 		}
 	}

@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/emu.h"
 #include "compiler/devices/gpu.h"
 #include "compiler/devices/run.h"
+#include "compiler/util/cache.h"
 #include "cudatest.h"
 #include "testutil.h"
 
@@ -516,4 +518,259 @@ Test(attn90, weighted_sums, .timeout = 600)
 		run90(c, more[k], 130, 150, 1, 1, 1, NULL);
 		spec_carrier_free(c);
 	}
+}
+
+/* ---- e4m3 q, k and v: both products on e4m3 wgmma ---- */
+
+/* fp8_descale.yaml (causal, descale params) with its mask moved 5 keys
+ * back: rows 0 to 4 see no key. */
+static Carrier *fp8_empty_rows(void)
+{
+	char *text = cache_read("tests/attention/fp8_descale.yaml", NULL);
+	cr_assert(text);
+	const char *want = "mask: j <= i\n";
+	char *mask = strstr(text, want);
+	cr_assert(mask);
+	char spec[4096];
+	snprintf(spec, sizeof spec, "%.*smask: j <= i - 5\n%s", (int)(mask - text), text, mask + strlen(want));
+	free(text);
+	return text_ok(spec);
+}
+
+/* On sm_90a the e4m3 path (P rounded to e4m3, the bound the run check
+ * applies for it) at odd shapes: key lengths under a tile, between tiles
+ * and past several; one query row; grouped heads; splits; one stage (its
+ * barrier before Vt is rewritten) and three; head dims 64, 128 and 256
+ * (key tiles of 64 there: Q 32 KB, two stages of 48 KB). */
+Test(attn90, e4m3_shapes, .timeout = 900)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/fp8_descale.yaml", 64);
+	run90(c, "fp8", 130, 300, 1, 1, 1, NULL);
+	run90(c, "fp8, one row", 1, 129, 1, 1, 1, "attention:wg=1,bn=64,st=1");
+	run90(c, "fp8, gqa", 33, 170, 4, 2, 1, "attention:wg=2,bn=64,st=3");
+	run90(c, "fp8, split 3", 70, 400, 3, 1, 3, NULL);
+	run90(c, "fp8, short", 37, 7, 1, 1, 1, "attention:wg=2,bn=128");
+	spec_carrier_free(c);
+	c = load_dims("tests/attention/fp8_descale.yaml", 128);
+	run90(c, "fp8 d=128", 70, 333, 1, 1, 1, NULL);
+	spec_carrier_free(c);
+	c = load_dims("tests/attention/fp8_descale.yaml", 256);
+	run90(c, "fp8 d=256", 65, 129, 1, 1, 1, NULL);
+	spec_carrier_free(c);
+	c = fp8_empty_rows();
+	run90(c, "fp8, fully masked rows", 70, 40, 1, 1, 1, NULL);
+	spec_carrier_free(c);
+}
+
+/* The warp-specialized schedules on e4m3: the producer warpgroup
+ * transposes V into Vt a tile behind its copies; the consumers wait for
+ * Vt before P V. */
+static void e4m3_ws(int ws)
+{
+	cuda_test_cache();
+	static const struct {
+		int d, rows, len, heads, kv, split, bn, st;
+	} runs[] = {{64, 130, 300, 1, 1, 1, 128, 2}, {64, 1, 129, 1, 1, 1, 64, 3}, {64, 33, 170, 4, 2, 1, 64, 2},
+		    {64, 70, 400, 3, 1, 3, 64, 2},   {128, 70, 200, 1, 1, 1, 128, 2}, {256, 65, 129, 1, 1, 1, 64, 2}};
+	char cfg[96];
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = load_dims("tests/attention/fp8_descale.yaml", runs[k].d);
+		snprintf(cfg, sizeof cfg, "attention:wg=2,bn=%d,st=%d,ws=%d", runs[k].bn, runs[k].st, ws);
+		run90(c, "fp8", runs[k].rows, runs[k].len, runs[k].heads, runs[k].kv, runs[k].split, cfg);
+		spec_carrier_free(c);
+	}
+	Carrier *c = fp8_empty_rows();
+	snprintf(cfg, sizeof cfg, "attention:wg=2,bn=64,st=2,ws=%d", ws);
+	run90(c, "fp8, fully masked rows", 70, 40, 1, 1, 1, cfg);
+	spec_carrier_free(c);
+}
+
+Test(attn90, e4m3_warp_specialized_ping_pong, .timeout = 900) { e4m3_ws(1); }
+Test(attn90, e4m3_warp_specialized_overlap, .timeout = 900) { e4m3_ws(2); }
+
+/* The key permutation that pairs P's registers with Vt's rows is what the
+ * emulator's layouts of the e4m3 A fragment and of S's accumulator make
+ * right: built with Vt's keys in plain order (ATTN90_PLAIN_VT, through a
+ * compiler that defines it, in a cache of its own), the run is wrong. */
+Test(attn90, e4m3_key_permutation_is_checked, .timeout = 600)
+{
+	char dir[] = "/tmp/assoc-plainvt-XXXXXX", cxx[128], msg[4096] = "";
+	if (system("command -v g++ >/dev/null 2>&1"))
+		cr_skip_test("no g++ to build the emulator's module with ATTN90_PLAIN_VT");
+	cr_assert(mkdtemp(dir));
+	snprintf(cxx, sizeof cxx, "%s/cxx", dir);
+	FILE *f = fopen(cxx, "w");
+	cr_assert(f);
+	fprintf(f, "#!/bin/sh\nexec g++ -DATTN90_PLAIN_VT \"$@\"\n");
+	fclose(f);
+	cr_assert_eq(chmod(cxx, 0700), 0);
+	setenv("ASSOC_CXX", cxx, 1);
+	setenv("XDG_CACHE_HOME", dir, 1);
+	Carrier *c = load_dims("tests/attention/fp8_descale.yaml", 64);
+	RunData *d = rundata_new_heads(c, 70, 150, 1, 1);
+	cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	RunOpts o = {.split = 1, .arch = "sm_90a"};
+	cr_assert_eq(emu_run_data(d, &o, NULL, msg, sizeof msg), 0, "%s", msg);
+	RunCheck chk;
+	runcheck_run(d, &chk);
+	cr_expect_gt(chk.out[0].worst_ratio, 4, "out: %.3g of tolerance with Vt's keys unpermuted", chk.out[0].worst_ratio);
+	runcheck_free(&chk);
+	rundata_free(d);
+	spec_carrier_free(c);
+	unsetenv("ASSOC_CXX");
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+/* The choice on e4m3 inputs: the Hopper template's e4m3 path on sm_90a,
+ * named by --explain, its variants (ws 0, 1, 2) in the tuning space beside
+ * mma.sync's, all with key tiles in 64s; elsewhere the inputs as f16;
+ * configurations the path cannot take refused with the reason; P's
+ * rounding the run check applies; the tensor maps of bytes with the
+ * 64-byte swizzle; the shared memory with Vt and its barriers. */
+Test(attn90, e4m3_choice_and_layouts)
+{
+	Carrier *c = load_dims("tests/attention/fp8_descale.yaml", 128);
+	CudaModule m;
+	char msg[1024];
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.explain, "(tensor cores, f8e4m3, ") && strstr(m.explain, "Hopper template (attention_sm90: e4m3 "
+									    "wgmma for both products"),
+		  "%s", m.explain);
+	int h = cuda_pick(&m, 4096, 4096, 1);
+	cr_expect(m.var[h].wg > 0 && m.var[h].bn == 128, "prefill takes the e4m3 path");
+	cr_expect_eq(cuda_p_round_kind(&m, h), TY_F8E4M3, "P rounded to e4m3 there");
+	for (int v = 0; v < m.nvar; v++)
+		if (!m.var[v].wg)
+			cr_expect_eq(cuda_p_round_kind(&m, v), TY_F16, "and to f16 on mma.sync");
+	cr_expect(strstr(m.src, "attn90_fwd<128, 128, 2, 128, 2, 1, 2>(A, T)"), "the kernel on e4m3 operands (BF 2)");
+	cuda_module_free(&m);
+	cr_assert_eq(cuda_module_space_for(c, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	int n[3] = {0, 0, 0}, plain = 0;
+	for (int v = 0; v < m.nvar; v++) {
+		if (m.var[v].wg) {
+			n[m.var[v].ws]++;
+			cr_expect(m.var[v].bn % 64 == 0 && m.var[v].pv == 1, "bn=%d pv=%d", m.var[v].bn, m.var[v].pv);
+		} else
+			plain++;
+	}
+	cr_expect(n[0] > 0 && n[1] > 0 && n[2] > 0 && plain > 0, "%d, %d, %d Hopper variants, %d mma.sync", n[0], n[1], n[2],
+		  plain);
+	cuda_module_free(&m);
+	static const char *const others[] = {"sm_89", "sm_90", "sm_80"};
+	for (int k = 0; k < 3; k++) {
+		cr_assert_eq(cuda_module_for(c, NULL, others[k], 0, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_expect(strstr(m.explain, "(tensor cores, f8e4m3 inputs as f16, "), "%s: %s", others[k], m.explain);
+		cuda_module_free(&m);
+	}
+	static const char *const bad[] = {"attention:wg=2,bn=48", "attention:wg=2,bn=128,pv=2"};
+	for (int k = 0; k < 2; k++) {
+		cr_expect_neq(cuda_module_for(c, bad[k], "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", bad[k]);
+		cr_expect(strstr(msg, "on f8e4m3 inputs it takes keys a tile in multiples of 64"), "%s: %s", bad[k], msg);
+	}
+	cr_assert_eq(cuda_module_for(c, "attention:wg=2,bn=64,st=2", "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	CudaArgs a = {0};
+	static unsigned char q[1], k[1], v[1];
+	a.in[m.attn.qi] = q, a.in[m.attn.ki] = k, a.in[m.attn.vi] = v;
+	a.rows = 100, a.len = 1000, a.heads = 8, a.kv_heads = 2;
+	CudaTmap t[3];
+	cuda_attn90_maps(&m, 0, &a, t);
+	for (int i = 0; i < 3; i++)
+		cr_expect(t[i].elem_bytes == 1 && t[i].swizzle == 64 && t[i].box[0] == 64, "map %d", i);
+	cr_expect(t[0].strides[0] == 128 && t[1].strides[0] == 128 && t[1].strides[1] == 128000);
+	/* Q 128 x 128; two stages of K, V and Vt of 64 keys; 7 barriers */
+	cr_expect_eq(cuda_smem(&m, 0), 128u * 128 + 2u * (64 * 256 + 64 * 128) + 8 * 7 + 1024);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+}
+
+/* `emit --target ptx --arch sm_90a` of e4m3 attention: both products on
+ * wgmma .e4m3 (S: D / 32 of n = BN; P V: BN / 32 of n = DV), TMA copies,
+ * P by cvt.rn.satfinite.e4m3x2, and no spills or stack at head dims 64,
+ * 128 and 256, for each schedule at 64 (the producer's registers hold
+ * its transposes). */
+Test(attn90, e4m3_ptx_without_spills, .timeout = 600)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	static const struct {
+		int d, bn, ws;
+	} runs[] = {{64, 128, 0}, {128, 128, 0}, {256, 64, 0}, {64, 128, 1}, {128, 128, 2}, {256, 64, 1}};
+	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+		int d = runs[r].d, bn = runs[r].bn;
+		Carrier *c = load_dims("tests/attention/fp8_descale.yaml", d);
+		CudaModule m;
+		char cfg[96], s[64], pv[64];
+		snprintf(cfg, sizeof cfg, "attention:wg=2,bn=%d,st=2%s%.0d", bn, runs[r].ws ? ",ws=" : "", runs[r].ws);
+		cr_assert_eq(cuda_module_for(c, cfg, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+		char *ptx = NULL;
+		int cached;
+		cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90a", &ptx, &cached, msg, sizeof msg), 0, "d=%d: %s", d, msg);
+		snprintf(s, sizeof s, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3", bn);
+		snprintf(pv, sizeof pv, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3", d);
+		int ns = cuda_count(ptx, NULL, s), npv = cuda_count(ptx, NULL, pv), all = cuda_count(ptx, NULL, "wgmma.mma_async");
+		if (bn == d)
+			cr_expect(ns >= d / 32 + bn / 32, "%s d=%d: %d of %s", cfg, d, ns, s);
+		else
+			cr_expect(ns >= d / 32 && npv >= bn / 32, "%s d=%d: %d S and %d P V wgmma", cfg, d, ns, npv);
+		cr_expect_eq(cuda_count(ptx, NULL, ".e4m3.e4m3"), all, "%s: every wgmma on e4m3", cfg);
+		cr_expect_gt(cuda_count(ptx, NULL, "cp.async.bulk.tensor"), 0, "%s: TMA", cfg);
+		cr_expect_gt(cuda_count(ptx, NULL, "cvt.rn.satfinite.e4m3x2.f32"), 0, "%s: P to e4m3", cfg);
+		CudaKStat ks[16];
+		int nk = cuda_ptxas_stats(ptx, "sm_90a", ks, 16, msg, sizeof msg);
+		free(ptx);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+		if (nk < 0 && strstr(msg, "not found")) {
+			nvrtc_close(nv);
+			cr_skip_test("%s", msg);
+		}
+		cr_assert_gt(nk, 0, "%s", msg);
+		for (int k = 0; k < nk; k++)
+			cr_expect(ks[k].spill_st + ks[k].spill_ld == 0 && ks[k].stack == 0,
+				  "%s d=%d %s: %d registers, %d/%d bytes spilled, %d of stack", cfg, d, ks[k].name, ks[k].regs,
+				  ks[k].spill_st, ks[k].spill_ld, ks[k].stack);
+	}
+	nvrtc_close(nv);
+}
+
+/* On an sm_90 device (the fake driver, whose encoder checks the box's
+ * inner bytes against the swizzle as the driver does), e4m3 prefill
+ * encodes its three maps as bytes with the 64-byte swizzle. */
+Test(attn90, e4m3_gpu_launch_encodes_byte_maps, .timeout = 300)
+{
+	char msg[4096];
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	nvrtc_close(nv);
+	cuda_test_cache();
+	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
+	setenv("FAKECUDA", "", 1);
+	Carrier *c = load_dims("tests/attention/fp8_descale.yaml", 64);
+	RunData *d = rundata_new(c, 200, 300);
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	void *lib = dlopen("build/libfakecuda.so", RTLD_NOW);
+	int (*tmaps)(void) = (int (*)(void))dlsym(lib, "fakecuda_tmaps");
+	cr_assert(tmaps);
+	Gpu g;
+	GpuBufs b;
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	int v = cuda_pick(&g.m, d->rows, d->len, 1);
+	cr_assert_gt(g.m.var[v].wg, 0, "%s", g.m.explain);
+	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
+	int before = tmaps();
+	cr_assert_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(tmaps() - before, 3, "q, k and v");
+	gpu_free_bufs(&g, &b);
+	gpu_close(&g);
+	dlclose(lib);
+	rundata_free(d);
+	spec_carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
 }

@@ -212,10 +212,8 @@ static int dev_open(Dev *x, RunData *d, const char *name, const RunOpts *o)
 				name),
 		       -1;
 	/* the reference rounds P as the variant does */
-	const Variant *xv = &x->m->var[x->v];
 	if (x->attn)
-		runcheck_round_p(d, xv->pv == 1 ? (x->m->attn.bf16 ? TY_BF16 : TY_F16) : 0, x->m->attn.fm, x->m->attn.fl,
-				 x->m->attn.fo);
+		runcheck_round_p(d, cuda_p_round_kind(x->m, x->v), x->m->attn.fm, x->m->attn.fl, x->m->attn.fo);
 	return x->gpu ? gpu_ready(&x->g, x->v, x->why, x->n) : emu_open(x->m->src, &x->lib, x->why, x->n);
 }
 

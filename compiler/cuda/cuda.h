@@ -171,6 +171,10 @@ int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, 
  * long rows and few rows), a warp per row for short rows, the row kept on
  * chip where it fits. */
 int cuda_pick(const CudaModule *m, int rows, int len, int split);
+/* The type attention variant v rounds P to before P V (a TY_ kind; 0:
+ * float32's precision, pv > 1): the inputs' (f16 for e4m3 converted to
+ * f16), e4m3 on the Hopper template's e4m3 path. */
+int cuda_p_round_kind(const CudaModule *m, int v);
 /* Bytes of dynamic shared memory variant v's kernels take per block. */
 unsigned cuda_smem(const CudaModule *m, int v);
 /* 1 when variant v fits the device (m->smem_max), else 0 with the reason. */

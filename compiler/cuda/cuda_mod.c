@@ -461,8 +461,11 @@ static long attn_state_words(const CudaAttn *at, const Variant *v)
  * loop, where they are the larger. */
 static unsigned attn_smem(const CudaAttn *at, const Variant *v)
 {
-	if (v->wg) /* attention_sm90.cuh: Attn90Smem */
-		return (unsigned)(64L * v->wg * at->d * 2 + (long)v->st * v->bn * (at->d + at->dv) * 2 + 8L * (2 * v->st + 1) + 1024);
+	if (v->wg) { /* attention_sm90.cuh: Attn90Smem; e4m3: bytes an element, and Vt and its barrier a stage */
+		long es = at->f8 ? 1 : 2, vt = at->f8 ? (long)v->bn * at->dv : 0;
+		return (unsigned)(64L * v->wg * at->d * es + (long)v->st * ((long)v->bn * (at->d + at->dv) * es + vt) +
+				  8L * ((2 + at->f8) * v->st + 1) + 1024);
+	}
 	long st, qw, s = v->st, w, mw = attn_state_words(at, v);
 	attn_words(at, v, &st, &qw);
 	w = attn_qs(at, v) ? s * st + qw : s * st > qw ? s * st : qw;
@@ -555,6 +558,19 @@ static int same(const Variant *a, const Variant *b) { return !memcmp(a, b, sizeo
 
 enum { MAX_VARIANTS = 32 };
 
+/* The Hopper template's e4m3 path transposes V into boxes of 64 keys and
+ * rounds P to e4m3 once: a variant of it with other keys a tile or P in
+ * parts (pv > 1) is refused, with the reason in why. */
+static int attn90_f8_refuses(const CudaAttn *at, const Variant *v, char *why, size_t n)
+{
+	if (!at->f8 || !v->wg || (v->bn % 64 == 0 && v->pv == 1))
+		return 0;
+	if (why)
+		snprintf(why, n, "on f8e4m3 inputs it takes keys a tile in multiples of 64 (bn; V is transposed in boxes of "
+			 "64 keys) and P rounded once to e4m3 (pv=1), not bn=%d, pv=%d", v->bn, v->pv);
+	return 1;
+}
+
 /* v, made legal, unless the module has it already (its kernels: the split
  * is the launch's). */
 static void add_variant(const Carrier *c, CudaModule *m, Variant v)
@@ -563,6 +579,8 @@ static void add_variant(const Carrier *c, CudaModule *m, Variant v)
 	fit_variant(c, m, &v);
 	if (v.fam == FAM_ATTN && v.ws && attn_smem(&m->attn, &v) > ATTN_SMEM_MAX)
 		return; /* the warp-specialized schedules' stages do not fit */
+	if (v.fam == FAM_ATTN && v.wg && attn90_f8_refuses(&m->attn, &v, NULL, 0))
+		return;
 	for (int k = 0; k < m->nvar; k++)
 		if (same(&m->var[k], &v))
 			return;
@@ -718,12 +736,13 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 			break;
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
+			int bf = at->f8 ? 2 : at->bf16; /* the template's operand kind: e4m3 is 2 */
 			if (x->wg && x->ws)
 				snprintf(body, sizeof body, "attn90_ws<%d, %d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->bn,
-					 at->bf16, x->pv, x->st, x->ws - 1);
+					 bf, x->pv, x->st, x->ws - 1);
 			else if (x->wg)
 				snprintf(body, sizeof body, "attn90_fwd<%d, %d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->wg,
-					 x->bn, at->bf16, x->pv, x->st);
+					 x->bn, bf, x->pv, x->st);
 			if (x->wg) {
 				kernel90(b, nm[0], x->nt, body);
 				snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
@@ -863,10 +882,6 @@ static Variant attn90_default(const CudaAttn *at)
  * 64 columns, wgmma's n up to 256); else the reason. */
 static int attn90_dims(const CudaAttn *at, char *why, size_t n)
 {
-	if (at->f8) {
-		snprintf(why, n, "q, k and v in f8e4m3 (its TMA copies and wgmma take f16 or bf16)");
-		return 0;
-	}
 	if (at->d % 64 == 0 && at->dv % 64 == 0 && at->d <= 256 && at->dv <= 256)
 		return 1;
 	snprintf(why, n, "head dims %d/%d (the Hopper template takes multiples of 64 up to 256)", at->d, at->dv);
@@ -920,20 +935,23 @@ static void choose_attention(Carrier *c, const char *config, int sm, CudaModule 
 		return;
 	}
 	m->base = FAM_ATTN;
-	char h90[320] = "";
+	char h90[480] = "";
 	if (m->h90) {
 		char why[96];
 		if (attn90_dims(&m->attn, why, sizeof why))
-			snprintf(h90, sizeof h90, "; on sm_90a, prefill on the Hopper template (attention_sm90: wgmma, TMA "
+			snprintf(h90, sizeof h90, "; on sm_90a, prefill on the Hopper template (attention_sm90: %s, TMA "
 				 "copies into mbarrier stages; by default %s, and the tuner times its warp-specialized schedules "
-				 "ws=1 and ws=2 beside it), decoding and the fallback on mma.sync", attn90_schedule(0));
+				 "ws=1 and ws=2 beside it), decoding and the fallback on mma.sync%s",
+				 m->attn.f8 ? "e4m3 wgmma for both products, V transposed in shared memory for P V, P rounded "
+					      "to e4m3" : "wgmma", attn90_schedule(0),
+				 m->attn.f8 ? " with the inputs as f16" : "");
 		else
 			snprintf(h90, sizeof h90, "; not the Hopper template: %s", why), m->h90 = 0;
 	}
 	snprintf(m->explain, sizeof m->explain,
 		 "template attention (tensor cores, %s, head dims %d/%d): %s; %s lowered elementwise on the score "
 		 "tile with dot(q, k) on the tensor cores%s; mask %s%s",
-		 m->attn.f8 ? "f8e4m3 inputs as f16" : m->attn.bf16 ? "bf16" : "f16", m->attn.d, m->attn.dv, m->attn.evidence,
+		 m->attn.f8 ? (m->h90 ? "f8e4m3" : "f8e4m3 inputs as f16") : m->attn.bf16 ? "bf16" : "f16", m->attn.d, m->attn.dv, m->attn.evidence,
 		 m->attn.sum ? "weights" : "score",
 		 m->attn.sum ? ", P V without a row maximum or rescale" : "",
 		 c->mask ? "elementwise, whole tiles skipped by interval arithmetic" : "none", h90);
@@ -1088,6 +1106,11 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 			if (arch_hopper(arch))
 				attn90_dims(&m->attn, why, sizeof why);
 			snprintf(msg, n, "configuration '%s' names the Hopper attention template (wg > 0): %s", config, why);
+			goto fail;
+		}
+		char f8why[192];
+		if (fits && attn90_f8_refuses(&m->attn, &v, f8why, sizeof f8why)) {
+			snprintf(msg, n, "configuration '%s' names the Hopper attention template (wg > 0), which %s", config, f8why);
 			goto fail;
 		}
 		if (!fits) {
@@ -1479,6 +1502,14 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 	default:
 		break;
 	}
+}
+
+int cuda_p_round_kind(const CudaModule *m, int v)
+{
+	const Variant *x = &m->var[v];
+	if (x->fam != FAM_ATTN || x->pv != 1)
+		return 0;
+	return m->attn.f8 && x->wg ? TY_F8E4M3 : m->attn.bf16 ? TY_BF16 : TY_F16;
 }
 
 int cuda_pick(const CudaModule *m, int rows, int len, int split)

@@ -101,7 +101,7 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		split = cuda_attn_split(&m, v, rows, d->len, heads, 0);
 	if (!cuda_takes_len(&m, v, d->len, msg, n))
 		goto out;
-	int pk = x->fam == FAM_ATTN && x->pv == 1 ? (m.attn.bf16 ? TY_BF16 : TY_F16) : 0;
+	int pk = cuda_p_round_kind(&m, v);
 	if (m.attn.sum)
 		runcheck_round_p_sum(d, pk, m.attn.fo, m.attn.v);
 	else
@@ -232,7 +232,7 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 		split = cuda_attn_split(&m, v, rows, lmax, kv, 0);
 	if (!cuda_takes_len(&m, v, lmax, msg, n))
 		goto out;
-	int pk = x->pv == 1 ? (m.attn.bf16 ? TY_BF16 : TY_F16) : 0;
+	int pk = cuda_p_round_kind(&m, v);
 	for (int b = 0; b < rb->batch; b++)
 		if (m.attn.sum)
 			runcheck_round_p_sum(rb->seq[b], pk, m.attn.fo, m.attn.v);

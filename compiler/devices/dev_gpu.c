@@ -443,7 +443,7 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 static void mark_p(const Gpu *g, int v, RunData *d)
 {
 	const CudaAttn *at = &g->m.attn;
-	int kind = g->m.var[v].fam == FAM_ATTN && g->m.var[v].pv == 1 ? (at->bf16 ? TY_BF16 : TY_F16) : 0;
+	int kind = cuda_p_round_kind(&g->m, v);
 	if (at->sum)
 		runcheck_round_p_sum(d, kind, at->fo, at->v);
 	else

@@ -1353,6 +1353,23 @@ static inline unsigned short emu_float_to_half(float f)
 	r = (r + 0xfffu + ((r >> 13) & 1)) >> 13;
 	return (unsigned short)(s | r);
 }
+/* Round to nearest even into e4m3 bits, saturating to +-448
+ * (cvt.rn.satfinite.e4m3x2.f32); a NaN gives 0x7f. */
+static inline unsigned char emu_float_to_e4m3(float f)
+{
+	unsigned u = (unsigned)__float_as_int(f), s = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+	if (a > 0x7f800000u)
+		return 0x7f;
+	if (a >= 0x43e80000u) /* 464 (a tie that goes to the even 448), above it, infinity: 448 */
+		return (unsigned char)(s | 0x7eu);
+	if (a < 0x3c800000u) { /* below 2^-6: subnormal, in units of 2^-9 (8 of them: 2^-6, the first normal) */
+		float v = __int_as_float((int)a) * 0x1p9f;
+		return (unsigned char)(s | (unsigned)nearbyintf(v));
+	}
+	unsigned r = a - (120u << 23); /* rebias exponent 127 -> 7 */
+	r = (r + 0x7ffffu + ((r >> 20) & 1)) >> 20;
+	return (unsigned char)(s | r);
+}
 
 /* ---- Hopper: mbarriers, TMA tile loads, wgmma, setmaxnreg ----
  * The instructions templates/hopper.cuh wraps, on shared arrays of 32-bit
