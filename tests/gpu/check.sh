@@ -144,6 +144,9 @@ for ws in 1 2; do
 	bench attention_ws$ws 20 tests/attention/full_bf16.yaml $att --config attention:wg=2,bn=128,st=2,ws=$ws
 	bench attention_causal_ws$ws 20 tests/attention/causal_bf16.yaml $att --config attention:wg=2,bn=128,st=2,ws=$ws
 done
+# FP8 (e4m3 q, k and v, causal, descale factors as params): on sm_90 the Hopper
+# template's e4m3 path, beside bf16's causal SDPA (PyTorch has no FP8 SDPA)
+bench attention_causal_fp8 20 tests/attention/fp8_descale.yaml $att
 # the mma.sync template at the configuration that was its rule's at head dim 128
 bench attention_mma 20 tests/attention/full_bf16.yaml $att --config attention:nt=128,mt=2,bn=64,pv=1,st=2
 bench attention_d64 20 tests/attention/full_bf16.yaml -D d=64 -D dv=64 --rows 8192 --len 8192 --heads 16
