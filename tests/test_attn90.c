@@ -144,6 +144,18 @@ Test(attn90, chosen_on_sm_90a_only)
 	cr_expect_gt(plain, 1, "the mma.sync variants stay beside it");
 	cr_expect(strstr(m.src, "attn90_fwd<128, 128, 2, 128, 1, 1, 2>(A, T)"), "the default variant's kernel");
 	cuda_module_free(&m);
+	/* head dim 64: 16 query rows x 8 heads, 8 blocks split to fill each SM
+	 * once; two would fit its shared memory, not its registers */
+	spec_carrier_free(c);
+	c = load_dims("tests/attention/full_bf16.yaml", 64);
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	h = cuda_pick(&m, 4096, 4096, 1);
+	cr_assert_gt(m.var[h].wg, 0);
+	cr_assert_lt(2 * (cuda_smem(&m, h) + 1024), 228 * 1024, "two blocks' shared memory fits an SM");
+	cr_expect_eq(cuda_attn_split(&m, h, 16, 32768, 8, 132), 16, "one Hopper block an SM");
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+	c = load_dims("tests/attention/full_bf16.yaml", 128);
 	static const char *const others[] = {"sm_90", "sm_80", "compute_90", NULL};
 	for (int k = 0; k < 4; k++) {
 		cr_assert_eq(cuda_module_for(c, NULL, others[k], 0, &m, msg, sizeof msg), 0, "%s", msg);

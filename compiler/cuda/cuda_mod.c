@@ -1419,7 +1419,10 @@ int cuda_attn_split(const CudaModule *m, int var, int rows, int len, int heads, 
 	 * rounded down: blocks of a second wave would only start after the
 	 * first, and a few of them cost a whole block's time (8 kv heads on
 	 * 132 SMs, head dim 256: 16 splits ran in 86 us, 17 in 113) */
-	int two = v->ks <= 1 && attn_sm_blocks(m, v) >= 2;
+	/* The Hopper template's blocks ask for one an SM (__launch_bounds__
+	 * (T, 1)) and ptxas gives them the registers of one: 161 a thread for
+	 * 256 threads at head dim 64, where two blocks would need 128. */
+	int two = v->ks <= 1 && v->wg == 0 && attn_sm_blocks(m, v) >= 2;
 	long want = (two ? 2L : 1L) * (sms > 0 ? sms : 132);
 	if (blocks == 0 || blocks >= want / 2) /* no query rows: nothing to split */
 		return 1;
