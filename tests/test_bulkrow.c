@@ -102,6 +102,26 @@ Test(bulkrow, refused_with_the_reason_and_only_sm_90_space_has_it)
 	cr_expect_eq(cuda_smem(&m, 0), 4u * (4096 * 2 + 16));
 	cuda_module_free(&m);
 	spec_carrier_free(b);
+	/* seven stages of 1024 x 8 f32 positions (229,488 bytes) fit under the
+	 * 227 KB a block may have, not with the 33 states of 92 bytes that
+	 * block_reduce keeps beside them: six stages */
+	b = text_ok("carrier: top11\n"
+		    "element: {x: f32}\n"
+		    "state: {m: f32, top: 'f32[11]', idx: 'i32[11]'}\n"
+		    "identity: {m: -inf, top: -inf, idx: -1}\n"
+		    "lift: {m: x, top: 'topk(x, j, 11)', idx: 'topk_idx(x, j, 11)'}\n"
+		    "merge: {m: 'max(a.m, b.m)', top: 'topk(a.top, a.idx, b.top, b.idx)',\n"
+		    "        idx: 'topk_idx(a.top, a.idx, b.top, b.idx)'}\n"
+		    "finalize: {m: m, idx: idx}\n"
+		    "laws: [commutative]\n");
+	cr_assert_eq(cuda_module_for(b, "rowreduce:nt=1024,acc=2,vec=4,bk=7", "sm_90a", 0, &m, msg, sizeof msg), 0, "%s",
+		     msg);
+	cr_expect_eq(m.var[0].nt, 1024);
+	cr_expect_eq(m.var[0].acc, 2);
+	cr_expect_eq(m.var[0].bk, 6, "the ring leaves block_reduce its shared memory");
+	cr_expect_leq(cuda_smem(&m, 0) + 33 * 92, 227u * 1024);
+	cuda_module_free(&m);
+	spec_carrier_free(b);
 	static const char *const archs[] = {"sm_80", "sm_90", "sm_90a"};
 	for (int a = 0; a < 3; a++) {
 		cr_assert_eq(cuda_module_space_for(c, archs[a], 0, &m, msg, sizeof msg), 0, "%s", msg);

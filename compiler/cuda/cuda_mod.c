@@ -536,9 +536,12 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 	 * elements (acc 4) spilled 28 bytes there, of 8 none */
 	if (v->bk && v->nt >= 1024 && v->acc > 2)
 		v->acc = 2;
-	while (v->bk > 2 && bulk_smem(m, v) > ATTN_SMEM_MAX)
+	/* the opt-in maximum bounds a block's dynamic and static shared memory
+	 * together: block_reduce's states take their part of it */
+	long ring_max = ATTN_SMEM_MAX - (long)reduce_smem(c, v->nt);
+	while (v->bk > 2 && bulk_smem(m, v) > ring_max)
 		v->bk--;
-	while (v->bk && v->acc > 1 && bulk_smem(m, v) > ATTN_SMEM_MAX)
+	while (v->bk && v->acc > 1 && bulk_smem(m, v) > ring_max)
 		v->acc /= 2;
 	/* rowmap's kept row and block_reduce's states (and rowcluster's two),
 	 * in static shared memory */
