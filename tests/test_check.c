@@ -1547,3 +1547,37 @@ Test(check, large_integers_warn_in_float32_and_fail_in_float64)
 	cr_expect_eq(r.accuracy, VERDICT_HOLDS, "%s", r.acc_detail ? r.acc_detail : "");
 	check_result_free(&r);
 }
+
+/* Every w that a counterexample's row shows (after "w = ["), masked or
+ * not; how many, or -1 where one is not above 0. */
+static int positive_weights(const char *cex)
+{
+	const char *p = cex ? strstr(cex, "w = [") : NULL;
+	int n = 0;
+	if (!p)
+		return 0;
+	for (p += 5; *p && *p != ']'; n++) {
+		if (!strncmp(p, "masked ", 7))
+			p += 7;
+		char *end;
+		double w = strtod(p, &end);
+		if (end == p || !(w > 0))
+			return -1;
+		p = end + strspn(end, ", ");
+	}
+	return n;
+}
+
+/* A shrunk witness is an input the spec is meant for: a value replaced
+ * wherever it occurs in the row (0.5 halved to 0) is kept only where
+ * assume still holds, as a value simplified at one position is. */
+Test(check, shrunk_witnesses_keep_assume)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/check/weighted_welford_assume.yaml", &r, 1), 0);
+	cr_assert_eq(r.special.reference, VERDICT_FAILS, "an infinite x makes the mean NaN");
+	cr_expect_gt(positive_weights(r.special.ref_cex), 0, "%s", r.special.ref_cex);
+	if (r.special.grouping == VERDICT_FAILS)
+		cr_expect_gt(positive_weights(r.special.group_cex), 0, "%s", r.special.group_cex);
+	check_result_free(&r);
+}

@@ -189,6 +189,16 @@ static double simpler(double v, uint64_t *rng)
 	return c[rng_int(rng, 0, 5)];
 }
 
+/* Whether assume holds at every position of r: a row input, or a value
+ * replaced wherever it occurs, reaches them all. */
+static int assume_holds(Machine *m, const Row *r)
+{
+	for (int j = 0; j < r->len; j++)
+		if (!eval_assume(m, r, j))
+			return 0;
+	return 1;
+}
+
 static void simplify_inputs(Machine *m, Sample *s, uint64_t *rng)
 {
 	Carrier *c = m->c;
@@ -211,7 +221,10 @@ static void simplify_inputs(Machine *m, Sample *s, uint64_t *rng)
 		int col = rng_int(rng, 0, m->roww - 1), which = 0;
 		while (which + 1 < c->nrow && m->rowoff[which + 1] <= col)
 			which++;
-		r->rowv[col] = ir_round(c->row[which].storage, simpler(r->rowv[col], rng));
+		double old = r->rowv[col];
+		r->rowv[col] = ir_round(c->row[which].storage, simpler(old, rng));
+		if (!assume_holds(m, r))
+			r->rowv[col] = old;
 	}
 }
 
@@ -240,7 +253,9 @@ static void mutate(Machine *m, Sample *s, uint64_t *rng)
 }
 
 /* Replace one input value everywhere it occurs in the trial's rows, so
- * that ties between states survive the simplification. */
+ * that ties between states survive the simplification; 0, with no
+ * candidates, where the rows would break assume (a witness must be an
+ * input the spec is meant for). */
 static int replace_everywhere(Ck *k, Sample **s, Sample **cand, int n)
 {
 	Machine *m = k->m;
@@ -260,6 +275,12 @@ static int replace_everywhere(Ck *k, Sample **s, Sample **cand, int n)
 		for (size_t x = 0; x < (size_t)r->len * m->elemw; x++)
 			r->elemv[x] = r->elemv[x] == v ? to : r->elemv[x];
 	}
+	for (int i = 0; i < n; i++)
+		if (!assume_holds(m, cand[i]->row)) {
+			for (int k = 0; k < n; k++)
+				draw_sample_free(cand[k]);
+			return 0;
+		}
 	return 1;
 }
 
