@@ -1581,3 +1581,19 @@ Test(check, shrunk_witnesses_keep_assume)
 		cr_expect_gt(positive_weights(r.special.group_cex), 0, "%s", r.special.group_cex);
 	check_result_free(&r);
 }
+
+/* A witness row longer than a state's shown inputs (12) is shown whole:
+ * the rows of special values run to 24 positions, and "row of" alone
+ * said nothing.  The reference here subtracts lse = mx + log(2), which
+ * rounds to mx at 1e37, from the largest u: 0 where the carrier's
+ * u - m - log(l) gives -log(2), on a row of 13. */
+Test(check, long_witness_rows_are_shown)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/check/tempered_softmax_map.yaml", &r, 1), 0);
+	cr_assert_eq(r.special.reference, VERDICT_FAILS);
+	cr_expect(strstr(r.special.ref_detail, "row of length 13"), "%s", r.special.ref_detail);
+	cr_expect(strstr(r.special.ref_cex, "row of z = [") && strstr(r.special.ref_cex, "cb = ["), "%s",
+		  r.special.ref_cex);
+	check_result_free(&r);
+}

@@ -6,7 +6,9 @@
 
 #include "compiler/check/check_int.h"
 
-enum { VEC_SHOWN = 4, INPUTS_SHOWN = 12 };
+/* A state's inputs are shown where they are few; a whole row, the
+ * witness itself, up to the length of the rows of special values. */
+enum { VEC_SHOWN = 4, INPUTS_SHOWN = 12, ROW_SHOWN = 24 };
 
 static int field_of(Machine *m, int k)
 {
@@ -105,12 +107,9 @@ static int scalars(const Decl *d, int n)
 	return k;
 }
 
-/* The inputs a state folds, when they are few and scalar. */
-void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
+static void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 {
 	Carrier *c = m->c;
-	if (hi - lo > INPUTS_SHOWN)
-		return;
 	if (hi == lo) {
 		buf_puts(b, "   (no elements)");
 		return;
@@ -125,6 +124,23 @@ void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 	put_decl_values(b, c->row, c->nrow, m->rowoff, 0, r->rowv, lo, hi, m, r, 0);
 	if (c->mask)
 		buf_printf(b, " at positions %d..%d of row i = %d", lo, hi - 1, r->i);
+}
+
+/* The inputs a state folds, when they are few and scalar. */
+void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
+{
+	if (hi - lo <= INPUTS_SHOWN)
+		put_inputs(b, m, r, lo, hi);
+}
+
+void cex_row(Buf *b, Machine *m, const Row *r)
+{
+	if (r->len > ROW_SHOWN) {
+		buf_printf(b, "    a row of %d positions, not shown", r->len);
+		return;
+	}
+	buf_puts(b, "    row of");
+	put_inputs(b, m, r, 0, r->len);
 }
 
 static void put_sample(Buf *b, Machine *m, const char *name, Sample *s, Mode mode)

@@ -89,6 +89,8 @@ void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char
 void cex_state(Buf *b, Machine *m, const double *v, int mark);
 void cex_state_json(Buf *b, Machine *m, const double *v);
 void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi);
+/* "    row of x = [...]": a witness's whole row, or its length where it is long. */
+void cex_row(Buf *b, Machine *m, const Row *r);
 /* "l" or "o[3]": the name of state component k. */
 void cex_component(Buf *b, Machine *m, int k);
 

@@ -243,8 +243,7 @@ static void describe_miss(Ck *k, CheckResult *r, Sample *s, const double *state,
 	if (live)
 		buf_printf(&d, " (%s%srow of length %d, float64)", kind ? kind : "", kind ? ", " : "", s->row->len);
 	r->sound_empty = !live;
-	buf_puts(&b, "    row of");
-	cex_inputs(&b, m, s->row, 0, s->row->len);
+	cex_row(&b, m, s->row);
 	buf_puts(&b, "\n    state = ");
 	cex_state(&b, m, state, -1);
 	buf_puts(&b, "\n");

@@ -456,8 +456,7 @@ static void describe_grouping(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
 	buf_printf(&d, " as %s but ", side[0].s);
 	put_value(&d, w->d.y);
 	buf_printf(&d, " as %s (row of length %d, float64)", side[1].s, r->len);
-	buf_puts(&b, "    row of");
-	cex_inputs(&b, m, r, 0, r->len);
+	cex_row(&b, m, r);
 	buf_puts(&b, "\n");
 	if (w->g == G_ELEFT || w->g == G_ERIGHT) {
 		buf_puts(&b, "    e = ");
@@ -596,8 +595,7 @@ static void describe_reference(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
 	buf_puts(&d, " but the reference gives ");
 	put_value(&d, w->d.y);
 	buf_printf(&d, " (row of length %d, float64)", s->row->len);
-	buf_puts(&b, "    row of");
-	cex_inputs(&b, m, s->row, 0, s->row->len);
+	cex_row(&b, m, s->row);
 	buf_puts(&b, "\n    state = ");
 	cex_state(&b, m, w->sv[0], -1);
 	buf_puts(&b, "\n");
