@@ -507,6 +507,9 @@ static const char *describe(Carrier *c, const char *name)
 	for (int i = 0; i < c->nlets; i++)
 		if (c->lets[i].name && !strcmp(c->lets[i].name, name))
 			return "a let name";
+	for (int i = 0; c->finalize_given && i < c->nfinal; i++)
+		if (c->finalize[i].name && !strcmp(c->finalize[i].name, name))
+			return "a finalize output";
 	if (!strcmp(name, "i") || !strcmp(name, "j"))
 		return "an index";
 	if (!strcmp(name, "len"))

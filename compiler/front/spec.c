@@ -782,7 +782,7 @@ static int load_finalize_map(L *l)
 	}
 	if (rc || !yn_get(l->root, "map"))
 		return rc;
-	scope_init(&s, c, "map", "state fields, params, inputs, lets, i, j, len and outputs above",
+	scope_init(&s, c, "map", "state fields, params, inputs, lets, i, j, len and map outputs above",
 		   S_STATE | S_PARAMS | S_INPUTS | S_IDX);
 	scope_lets(&s, c);
 	rc = load_outputs(l, "map", &s, &c->map, &c->nmap);
