@@ -233,6 +233,47 @@ Test(cuda, kept_rows_assemble_within_the_limit_without_spills, .timeout = 300)
 	spec_carrier_free(c);
 }
 
+/* A state that even one accumulator keeps past 160 registers asks for
+ * one block an SM at least, and assembles without spills: given no
+ * number of blocks ptxas kept its row kernels to 128 registers and
+ * spilled 8 to 12 bytes.  A small state's kernels name no number, which
+ * leaves ptxas its own choice. */
+Test(cuda, large_states_take_the_registers_they_need, .timeout = 300)
+{
+	cuda_test_cache();
+	char msg[8192];
+	Carrier *w = load_ok("specs/welford.yaml");
+	CudaModule m;
+	cr_assert_eq(cuda_module(w, "rowreduce:nt=256,acc=4,vec=4,warp=0,items=0", &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.src, "__launch_bounds__(256) "), "welford: the number of blocks left to ptxas");
+	cuda_module_free(&m);
+	spec_carrier_free(w);
+	Carrier *c = load_ok("tests/rows/big_state.yaml");
+	cr_assert_eq(cuda_module(c, "rowreduce:nt=256,acc=1,vec=1,warp=0,items=0", &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.src, "__launch_bounds__(256, 1) "), "big_state: one block an SM at least");
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg)) {
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+		cr_skip_test("no NVRTC, so no ptxas to count registers and spills: %s", msg);
+	}
+	char *ptx;
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+	CudaKStat ks[8];
+	int nks = cuda_ptxas_stats(ptx, "sm_90", ks, 8, msg, sizeof msg);
+	free(ptx);
+	nvrtc_close(nv);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+	if (nks < 0 && strstr(msg, "not found"))
+		cr_skip_test("%s", msg);
+	cr_assert_gt(nks, 0, "%s", msg);
+	for (int k = 0; k < nks; k++)
+		cr_expect_eq(ks[k].spill_st + ks[k].spill_ld + ks[k].stack, 0, "%s spills %d + %d bytes (%d registers)",
+			     ks[k].name, ks[k].spill_st, ks[k].spill_ld, ks[k].regs);
+}
+
 /* A state too large for many accumulators still keeps its rows on chip:
  * the stash takes shared memory, not registers. */
 Test(cuda, large_states_keep_rows_on_chip, .timeout = 300)

@@ -61,6 +61,7 @@ typedef struct {
 	char unpaged_prefix[24]; /* paged: the prefix of the same module unpaged, which its tuning choices are kept under */
 	int cluster;        /* the target has thread-block clusters (sm_90 or newer, or not named): variants with cl */
 	int bulk_bytes;     /* bytes of a position of the element inputs, of which the stages of variants with bk are made */
+	int words[3];       /* 32-bit words of the state, of an element's inputs and of a row's: the registers a variant needs */
 } CudaModule;
 
 /* Kernel argument block; the same layout as Args in templates/common.cuh. */

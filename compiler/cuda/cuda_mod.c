@@ -392,23 +392,43 @@ static const Variant defaults_scan[] = {
 	{.fam = FAM_SCAN, .nt = 64, .acc = 1, .vec = 1, .items = 1, .un = 1},
 };
 
+/* The 32-bit words of the carrier's state, of an element's inputs and of
+ * a row's inputs, from which reg_estimate counts (kept in the module, so
+ * that its kernels' launch bounds can be chosen from it alone). */
+static void reg_words(const Carrier *c, CudaModule *m)
+{
+	m->words[0] = m->words[1] = m->words[2] = 0;
+	for (int f = 0; f < c->nstate; f++)
+		m->words[0] += width(c->state[f].ty) * (kind_bytes(c->state[f].ty.kind) == 8 ? 2 : 1);
+	for (int k = 0; k < c->nelem; k++)
+		m->words[1] += width(c->elem[k].ty);
+	for (int k = 0; k < c->nrow; k++)
+		m->words[2] += width(c->row[k].ty);
+}
+
 /* Registers a variant is expected to need (32-bit words), from the widths
  * of the state, the row inputs and the elements a scan keeps per thread
  * (rowmap keeps its row in shared memory). */
-static int reg_estimate(const Carrier *c, const Variant *v)
+static int reg_estimate(const CudaModule *m, const Variant *v)
 {
-	int sw = 0, ew = 0, rw = 0;
-	for (int f = 0; f < c->nstate; f++)
-		sw += width(c->state[f].ty) * (kind_bytes(c->state[f].ty.kind) == 8 ? 2 : 1);
-	for (int k = 0; k < c->nelem; k++)
-		ew += width(c->elem[k].ty);
-	for (int k = 0; k < c->nrow; k++)
-		rw += width(c->row[k].ty);
+	int sw = m->words[0], ew = m->words[1], rw = m->words[2];
 	/* a tile of more than one load an accumulator holds its elements
 	 * (4 a load) until it folds them */
 	int tile = v->fam != FAM_SCAN && (v->un > 1 || v->bk) ? v->un * v->acc * 4 * ew : 0;
 	return rw + (v->acc + 2) * sw + (v->fam == FAM_SCAN ? v->items * ew : 0) + tile + 24;
 }
+
+/* The blocks an SM a row kernel's launch bounds ask for: none (ptxas's
+ * own choice) but where the variant is expected to need more than 160
+ * registers, past which fit_variant has left one accumulator and can do
+ * no more.  Given no number of blocks, ptxas kept such kernels to 128: a
+ * state of 51 words (a top-16 list beside two 8-vectors) spilled 8 to 12
+ * bytes in every row kernel, and took 133 to 136 registers and none
+ * with one block an SM at least.  Below that the minimum only lets
+ * ptxas take more registers than the kernel needs (softmax_top16's
+ * estimate of 160: 108 became 150; a scan's 32 became 56), fewer blocks
+ * an SM for nothing. */
+static int row_min_blocks(const CudaModule *m, const Variant *v) { return reg_estimate(m, v) > 160; }
 
 /* Whether attn_fwd keeps Q in shared memory and loads its A fragments at
  * each k-step (QS) rather than holding them in registers: where two tiles
@@ -517,11 +537,11 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 	/* blocks of 512 threads and more: ptxas keeps to 64 registers (two
 	 * blocks an SM), where a tile of 4 loads of layer norm's elements
 	 * spilled 32 bytes */
-	while (reg_estimate(c, v) > (v->nt >= 512 ? 64 : 160) && v->un > 1)
+	while (reg_estimate(m, v) > (v->nt >= 512 ? 64 : 160) && v->un > 1)
 		v->un /= 2;
-	while (reg_estimate(c, v) > 160 && v->acc > 1)
+	while (reg_estimate(m, v) > 160 && v->acc > 1)
 		v->acc /= 2;
-	while (v->fam == FAM_SCAN && reg_estimate(c, v) > 160 && v->items > 1)
+	while (v->fam == FAM_SCAN && reg_estimate(m, v) > 160 && v->items > 1)
 		v->items /= 2;
 	if (v->warp || (v->fam != FAM_ROWREDUCE && v->fam != FAM_ROWMAP))
 		v->cl = 0;
@@ -720,21 +740,21 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 		case FAM_ROWREDUCE:
 			snprintf(body, sizeof body, "rowreduce<%d, %d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp, x->un,
 				 x->tf);
-			kernel(b, nm[0], x->nt, 0, body);
+			kernel(b, nm[0], x->nt, row_min_blocks(m, x), body);
 			break;
 		case FAM_ROWMAP:
 			snprintf(body, sizeof body, "rowmap<%d, %d, %d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->warp,
 				 x->items, x->un, x->tf);
-			kernel(b, nm[0], x->nt, 0, body);
+			kernel(b, nm[0], x->nt, row_min_blocks(m, x), body);
 			break;
 		case FAM_SPLITK:
 			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->un, x->tf);
-			kernel(b, nm[0], x->nt, 0, body);
+			kernel(b, nm[0], x->nt, row_min_blocks(m, x), body);
 			if (!comb++)
 				kernel(b, nm[1], 64, 0, "splitk_combine<64>(A)");
 			if (m->base == FAM_ROWMAP) {
 				snprintf(body, sizeof body, "splitk_map<%d, %d, %d>(A)", x->nt, x->vec, x->un);
-				kernel(b, nm[2], x->nt, 0, body);
+				kernel(b, nm[2], x->nt, row_min_blocks(m, x), body);
 			}
 			break;
 		case FAM_ATTN: {
@@ -773,11 +793,11 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 		}
 		case FAM_SCAN:
 			snprintf(body, sizeof body, "splitk_partial<%d, %d, %d>(A)", x->nt, x->acc, x->vec);
-			kernel(b, nm[0], x->nt, 0, body);
+			kernel(b, nm[0], x->nt, row_min_blocks(m, x), body);
 			if (!carry++)
 				kernel(b, nm[1], 64, 0, "scan_carry<64>(A)");
 			snprintf(body, sizeof body, "scan_down<%d, %d>(A)", x->nt, x->items);
-			kernel(b, nm[2], x->nt, 0, body);
+			kernel(b, nm[2], x->nt, row_min_blocks(m, x), body);
 			break;
 		default:
 			break;
@@ -1091,6 +1111,7 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	for (int k = 0; m->vec_ok && k < c->nelem; k++)
 		m->bulk_bytes += c->elem[k].storage == TY_F32 ? 4 : 2;
 	m->state_size = state_size(c);
+	reg_words(c, m);
 	int moving[16] = {0};
 	if (m->base != FAM_ATTN)
 		m->tf = cuda_transport(c, moving, m->tf_why, sizeof m->tf_why);
