@@ -1597,3 +1597,15 @@ Test(check, long_witness_rows_are_shown)
 		  r.special.ref_cex);
 	check_result_free(&r);
 }
+
+/* A witness of scalar and vector inputs names the vector ones it leaves
+ * out: big_state's NaN in v read as a row of x = [-1] alone. */
+Test(check, witnesses_name_the_vector_inputs_not_shown)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/rows/big_state.yaml", &r, 1), 0);
+	cr_assert_eq(r.special.reference, VERDICT_FAILS, "max skips a NaN of v, its reference does not");
+	cr_expect(strstr(r.special.ref_cex, "row of x = [") && strstr(r.special.ref_cex, "(vector input v not shown)"),
+		  "%s", r.special.ref_cex);
+	check_result_free(&r);
+}

@@ -107,6 +107,25 @@ static int scalars(const Decl *d, int n)
 	return k;
 }
 
+/* Beside scalar inputs shown, the names of the vector inputs that are
+ * not: a witness must not read as if the scalars were all it holds. */
+static void put_vectors_unshown(Buf *b, const Carrier *c)
+{
+	const Decl *groups[3] = {c->elem, c->col, c->row};
+	int counts[3] = {c->nelem, c->ncol, c->nrow}, n = 0;
+	for (int g = 0; g < 3; g++)
+		for (int k = 0; k < counts[g]; k++)
+			n += groups[g][k].ty.len > 0;
+	if (!n)
+		return;
+	buf_printf(b, " (vector input%s", n > 1 ? "s" : "");
+	for (int g = 0, i = 0; g < 3; g++)
+		for (int k = 0; k < counts[g]; k++)
+			if (groups[g][k].ty.len)
+				buf_printf(b, "%s %s", i++ ? "," : "", groups[g][k].name);
+	buf_puts(b, " not shown)");
+}
+
 static void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 {
 	Carrier *c = m->c;
@@ -122,6 +141,8 @@ static void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 	put_decl_values(b, c->elem, c->nelem, m->elemoff, m->elemw, r->elemv, lo, hi, m, r, 1);
 	put_decl_values(b, c->col, c->ncol, m->coloff, m->colw, r->colv, lo, hi, m, r, 1);
 	put_decl_values(b, c->row, c->nrow, m->rowoff, 0, r->rowv, lo, hi, m, r, 0);
+	if (scalars(c->elem, c->nelem) || scalars(c->col, c->ncol) || scalars(c->row, c->nrow))
+		put_vectors_unshown(b, c);
 	if (c->mask)
 		buf_printf(b, " at positions %d..%d of row i = %d", lo, hi - 1, r->i);
 }
