@@ -542,3 +542,30 @@ Test(rows, emit_explain_says_what_each_variant_does)
 	cr_expect(strstr(out, "transported fold: none, no certificate"), "%s", out);
 	cr_expect(strstr(out, "variant rowreduce:nt=128,acc=2,vec=4,warp=1,items=0: a warp a row"), "%s", out);
 }
+
+/* Carriers as a new user writes them run on the row templates against
+ * the reference at odd shapes: names that are C and CUDA words (float,
+ * int, return, threadIdx, __syncthreads, State), which reach the
+ * generated code only as the generator's own names, and vectors of odd
+ * widths in three storage types as row, column and element inputs
+ * beside a vector field.  The rule's variants: a warp a row for the
+ * short rows, a block for the long one. */
+Test(rows, new_users_carriers_on_the_emulator, .timeout = 300)
+{
+	char why[512];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no host C++ compiler for the emulator: %s", why);
+	static const char *const specs[] = {"tests/rows/odd_names.yaml", "tests/rows/odd_vectors.yaml"};
+	static const int shapes[][2] = {{0, 5}, {3, 0}, {1, 1}, {1, 31}, {5, 33}, {3, 1000}};
+	for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
+		Carrier *c = load_ok(specs[s]);
+		for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+			RunData *d = rundata_new(c, shapes[k][0], shapes[k][1]);
+			char msg[2048];
+			cr_assert_eq(rundata_draw(d, 7, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+			emu_expect_ref(d, specs[s], (RunOpts){0}, NULL);
+			rundata_free(d);
+		}
+		spec_carrier_free(c);
+	}
+}
