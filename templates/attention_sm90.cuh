@@ -197,7 +197,13 @@ ASC_DEV int attn90_sw64(int r, int b)
 /* e4m3: V of a stage (v: keys x DV in boxes of 64 columns, as TMA lands
  * it) into Vt (vt: DV rows of BN keys in boxes of 64 keys, K-major as
  * attn90_pv's descriptors read it), by the nt threads from x: 4 columns
- * and 4 keys a step, read as 4 words and written as 4.  The keys of each
+ * and 4 keys a step, read as 4 words and written as 4.  A warp's 32 steps
+ * take 4 groups of 4 keys (ww % 4) x 4 columns (c / 4 % 4) x 2 (ww / 4 %
+ * 2): a 64-byte row lies in 16 banks, the same 16 for every row of its
+ * parity, and each of the 8 accesses of a step reads or writes rows of one
+ * parity, so 2 words a bank is the least; these steps reach it for both
+ * the loads and the stores (32 columns along the lanes wrote their 32
+ * words into 2 banks: 16 a bank at DV 128, 8 at DV 64).  The keys of each
  * 32 are permuted as P's registers hold them: S's accumulator gives
  * thread t of a quad keys 2t, 2t + 1, 8 + 2t, 9 + 2t (and 16 on), packed
  * into the bytes of A register 0 (2), which the k32 e4m3 fragment reads
@@ -208,7 +214,8 @@ ASC_DEV void attn90_transpose(S &Sm, int v, int vt, int x, int nt)
 {
 #pragma unroll 1
 	for (int u = x; u < DV / 4 * (BN / 4); u += nt) {
-		int c = 4 * (u % (DV / 4)), w = u / (DV / 4), kx = w / 16, ww = w % 16;
+		int wu = u / 32, c = 16 * (wu % (DV / 16)) + 4 * (u / 4 % 4);
+		int w = 8 * (wu / (DV / 16)) + 4 * (u / 16 % 2) + u % 4, kx = w / 16, ww = w % 16;
 #ifdef ATTN90_PLAIN_VT
 		int k0 = 64 * kx + 4 * ww; /* keys in order: P V pairs P with the wrong rows */
 #else
