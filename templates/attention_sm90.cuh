@@ -21,7 +21,9 @@
  * registers and V from shared memory (MN-major: V stays as it is in global
  * memory).  Each stage has a second mbarrier that every thread arrives at
  * after its P V: thread 0 waits there before it copies the tile NS ahead
- * into the stage, and no block-wide barrier holds the warpgroups in step.
+ * into the stage, and no block-wide barrier holds the warpgroups in step
+ * (with 16-bit operands: e4m3's transpose of V, below, takes a named
+ * barrier of the whole block a tile).
  *
  * Shared memory (byte offsets from the first 1024-aligned address of the
  * dynamic array, whose launch size cuda_mod.c's attn_smem gives): Q as
