@@ -860,11 +860,14 @@ Test(run, moe_routing_rows_with_nan_and_inf_on_emu, .timeout = 120)
  * lse the sink), as PyTorch's scaled_dot_product_attention and
  * FlashAttention give (0 / 0 before).
  * Row 9's scores are all +inf (q[0] = inf, every k[0] = 1): lse is +inf,
- * as torch.logsumexp gives, and out NaN, as PyTorch's weights are. Every
- * other row against the reference, on dev. */
+ * as torch.logsumexp gives, and out NaN, as PyTorch's weights are.  Row
+ * 15's are +inf but at key 2, NaN (q[1] = inf too, and k[1] is -1 there
+ * and 1 elsewhere): the merge's max skips the NaN, and lse (max_logit too)
+ * is +inf, as the references say.  Every other row against the
+ * reference, on dev. */
 static void attention_special_rows(const char *dev, const char *path, const char *arch)
 {
-	enum { R = 70, N = 40, INF_ROW = 9, NAN_ROW = 12 };
+	enum { R = 70, N = 40, INF_ROW = 9, NAN_ROW = 12, MIXED_ROW = 15 };
 	FILE *f = fopen(path, "rb");
 	cr_assert(f, "cannot open %s", path);
 	static char text[8192];
@@ -882,8 +885,12 @@ static void attention_special_rows(const char *dev, const char *path, const char
 	int dim = d->row[0].width, dv = d->col[1].width;
 	run_buffer_set(&d->row[0], (size_t)INF_ROW * dim, INFINITY);
 	run_buffer_set(&d->row[0], (size_t)NAN_ROW * dim, NAN); /* every score NaN: NaN out, as PyTorch */
-	for (int j = 0; j < N; j++)
+	run_buffer_set(&d->row[0], (size_t)MIXED_ROW * dim, INFINITY);
+	run_buffer_set(&d->row[0], (size_t)MIXED_ROW * dim + 1, INFINITY);
+	for (int j = 0; j < N; j++) {
 		run_buffer_set(&d->col[0], (size_t)j * dim, 1);
+		run_buffer_set(&d->col[0], (size_t)j * dim + 1, j == 2 ? -1 : 1);
+	}
 	if (arch) {
 		EmuStats st;
 		cr_assert_eq(emu_run_data(d, &(RunOpts){.arch = arch}, &st, msg, sizeof msg), 0, "%s %s: %s", path, arch, msg);
@@ -903,6 +910,8 @@ static void attention_special_rows(const char *dev, const char *path, const char
 	}
 	cr_expect_eq(run_buffer_get(&d->fin[1], INF_ROW), INFINITY, "%s %s: lse %g where every score is +inf", path, dev,
 		     run_buffer_get(&d->fin[1], INF_ROW));
+	cr_expect_eq(run_buffer_get(&d->fin[1], MIXED_ROW), INFINITY, "%s %s: lse %g of +inf scores and a NaN", path, dev,
+		     run_buffer_get(&d->fin[1], MIXED_ROW));
 	for (int u = 0; u < dv; u++)
 		cr_expect(isnan(run_buffer_get(&d->fin[0], (size_t)INF_ROW * dv + u)), "%s %s: out[%d] = %g beside +inf",
 			  path, dev, u, run_buffer_get(&d->fin[0], (size_t)INF_ROW * dv + u));
@@ -913,6 +922,8 @@ static void attention_special_rows(const char *dev, const char *path, const char
 			  run_buffer_get(&d->fin[2], NAN_ROW));
 		cr_expect_eq(run_buffer_get(&d->fin[2], INF_ROW), INFINITY, "%s %s: max_logit %g of +inf scores", path,
 			     dev, run_buffer_get(&d->fin[2], INF_ROW));
+		cr_expect_eq(run_buffer_get(&d->fin[2], MIXED_ROW), INFINITY, "%s %s: max_logit %g of +inf scores and a NaN",
+			     path, dev, run_buffer_get(&d->fin[2], MIXED_ROW));
 	}
 	RunCheck rc;
 	runcheck_run(d, &rc);
