@@ -61,6 +61,11 @@ struct Accuracy {
 	double *refv, *refe, *posv, *pose, *ref32, *ref32e, *pos32, *pos32e;
 	double *st[NGROUP], *e, *l, *le, *t, *te, *blk, *blke;
 	double *fin[NGROUP], *fine, *map, *mape;
+	/* the carrier's own left folds by Mode, with their bounds, finalized
+	 * (own_fin) and mapped at every position (own_map); own_row: they are
+	 * the row's now */
+	double *own_st[2], *own_ste[2], *own_fin[2], *own_fine[2], *own_map[2], *own_mape[2];
+	int own_row;
 	Sample *witness[NKIND];       /* the shrunk row of each kind, NULL while none */
 	const char *kind[NKIND];      /* what row it is */
 	Loss loss[NKIND];
@@ -88,6 +93,11 @@ Accuracy *check_accuracy_new(Ck *k, int maxlen)
 	a->fine = check_doubles(m->finw), a->map = check_doubles(m->mapw), a->mape = check_doubles(m->mapw);
 	for (int i = 0; i < NKIND; i++)
 		a->wst[i] = check_doubles(m->sw);
+	for (int md = 0; md < 2; md++) {
+		a->own_st[md] = check_doubles(m->sw), a->own_ste[md] = check_doubles(m->sw);
+		a->own_fin[md] = check_doubles(m->finw), a->own_fine[md] = check_doubles(m->finw);
+		a->own_map[md] = check_doubles(L * m->mapw), a->own_mape[md] = check_doubles(L * m->mapw);
+	}
 	return a;
 }
 
@@ -103,24 +113,34 @@ void check_accuracy_free(Accuracy *a)
 		free(a->st[g]), free(a->fin[g]);
 	for (int i = 0; i < NKIND; i++)
 		draw_sample_free(a->witness[i]), free(a->wst[i]);
+	for (int md = 0; md < 2; md++) {
+		free(a->own_st[md]), free(a->own_ste[md]), free(a->own_fin[md]), free(a->own_fine[md]);
+		free(a->own_map[md]), free(a->own_mape[md]);
+	}
 	free(a);
 }
 
 /* ---- folds in the spec's types ---- */
 
-/* Positions [lo, hi) left to right from the identity into v. */
-static void fold_left(Accuracy *a, const Row *r, int lo, int hi, double *v, double *ve)
+/* Positions [lo, hi) left to right from the identity into v, in md. */
+static void fold_left_in(Accuracy *a, Mode md, const Row *r, int lo, int hi, double *v, double *ve)
 {
 	Machine *m = a->m;
-	eval_identity(m, MODE_F32, v, ve);
+	eval_identity(m, md, v, ve);
 	for (int j = lo; j < hi; j++) {
 		if (eval_masked(m, r, j))
 			continue;
-		eval_lift(m, MODE_F32, r, j, a->l, a->le);
+		eval_lift(m, md, r, j, a->l, a->le);
 		memcpy(a->t, v, m->sw * sizeof *v);
 		memcpy(a->te, ve, m->sw * sizeof *ve);
-		eval_merge(m, MODE_F32, a->t, a->te, a->l, a->le, v, ve);
+		eval_merge(m, md, a->t, a->te, a->l, a->le, v, ve);
 	}
+}
+
+/* In the spec's types, as the devices fold. */
+static void fold_left(Accuracy *a, const Row *r, int lo, int hi, double *v, double *ve)
+{
+	fold_left_in(a, MODE_F32, r, lo, hi, v, ve);
 }
 
 /* BLOCKS contiguous blocks folded left to right, then merged pairwise,
@@ -152,12 +172,40 @@ static int unmasked(Machine *m, const Row *r)
 	return 0;
 }
 
+/* The carrier's own float32 error at component t of finalize output o, or
+ * of map output o at position j (check_own_error), against the float64
+ * reference want (with its bound wante): from its left folds in both
+ * modes, folded once a row and only for a row with a value beyond the
+ * naive float32 evaluation's tolerance. */
+static double own_error(Accuracy *a, const Row *r, int is_map, int o, int t, int j, double want, double wante,
+			double share)
+{
+	Machine *m = a->m;
+	for (int md = 0; !a->own_row && md < 2; md++) {
+		fold_left_in(a, (Mode)md, r, 0, r->len, a->own_st[md], a->own_ste[md]);
+		eval_finalize(m, (Mode)md, r, a->own_st[md], a->own_ste[md], a->own_fin[md], a->own_fine[md]);
+		for (int p = 0; m->map && p < r->len; p++)
+			eval_map(m, (Mode)md, r, p, a->own_st[md], a->own_ste[md], a->own_map[md] + (size_t)p * m->mapw,
+				 a->own_mape[md] + (size_t)p * m->mapw);
+	}
+	a->own_row = 1;
+	if (is_map) {
+		size_t at = (size_t)j * m->mapw + m->mapoff[o] + t;
+		return check_own_error(a->own_map[MODE_F64][at], a->own_mape[MODE_F64][at], want, wante,
+				       a->own_mape[MODE_F32][at], share);
+	}
+	int at = m->finoff[o] + t;
+	return check_own_error(a->own_fin[MODE_F64][at], a->own_fine[MODE_F64][at], want, wante, a->own_fine[MODE_F32][at],
+			       share);
+}
+
 /* The kind of loss of got against want (-1: none), as `run` judges it:
  * naive is the reference in float32 with its running bound; where it
  * overflowed, fold (the carrier's own float32 fold, for finalize outputs;
- * NAN for none) stands in, as in runcheck.c. */
-static int judge(double got, double want, double naive, double bound, double fold, double share, double scale,
-		 int exact, Loss *l)
+ * NAN for none) stands in, as in runcheck.c.  own: the carrier's own
+ * float32 error (own_error), 0 where not taken. */
+static int judge(double got, double want, double naive, double bound, double fold, double own, double share,
+		 double scale, int exact, Loss *l)
 {
 	if (!isfinite(want))
 		return -1; /* the float64 reference overflowed: `run` compares nothing there */
@@ -168,7 +216,7 @@ static int judge(double got, double want, double naive, double bound, double fol
 		return NONFINITE;
 	}
 	int by_fold = !isfinite(naive) && isfinite(fold);
-	double ne = check_naive_error(want, by_fold ? fold : naive, bound, share, scale, by_fold);
+	double ne = fmax(check_naive_error(want, by_fold ? fold : naive, bound, share, scale, by_fold), own);
 	double tol = exact ? 0 : check_tolerance(ne, scale), err = fabs(got - want);
 	if (!(err > tol))
 		return -1;
@@ -212,9 +260,15 @@ static void judge_state(Accuracy *a, const Row *r, const AccRefs *refs, Grouping
 		double scale = scale_of(refs->refv + ro, w, 1);
 		for (int t = 0; t < w; t++) {
 			Loss l = {&c->finalize[o], 0, t, -1, g, 0, 0, 0, 0, 0};
-			double fold = left ? left[m->finoff[o] + t] : NAN;
-			keep(worst, found, judge(a->fin[g][m->finoff[o] + t], refs->refv[ro + t], refs->ref32[ro + t],
-						 refs->ref32e[ro + t], fold, share, scale, exact, &l), &l);
+			double fold = left ? left[m->finoff[o] + t] : NAN, got = a->fin[g][m->finoff[o] + t];
+			double want = refs->refv[ro + t], naive = refs->ref32[ro + t], bound = refs->ref32e[ro + t];
+			int kind = judge(got, want, naive, bound, fold, 0, share, scale, exact, &l);
+			/* where the fold stands in for an overflowed naive, it is the
+			 * naive version already (runcheck.c) */
+			if (kind == BEYOND && (isfinite(naive) || !isfinite(fold)))
+				kind = judge(got, want, naive, bound, fold,
+					     own_error(a, r, 0, o, t, -1, want, refs->refe[ro + t], share), share, scale, exact, &l);
+			keep(worst, found, kind, &l);
 		}
 	}
 	for (int o = 0; o < c->nmap; o++) {
@@ -230,8 +284,13 @@ static void judge_state(Accuracy *a, const Row *r, const AccRefs *refs, Grouping
 			size_t at = (size_t)j * m->refw + m->refoff[q];
 			for (int t = 0; t < w; t++) {
 				Loss l = {&c->map[o], 1, t, j, g, 0, 0, 0, 0, 0};
-				keep(worst, found, judge(a->map[m->mapoff[o] + t], refs->posv[at + t], refs->pos32[at + t],
-							 refs->pos32e[at + t], NAN, share, scale, exact, &l), &l);
+				double got = a->map[m->mapoff[o] + t], want = refs->posv[at + t];
+				int kind = judge(got, want, refs->pos32[at + t], refs->pos32e[at + t], NAN, 0, share, scale, exact, &l);
+				if (kind == BEYOND)
+					kind = judge(got, want, refs->pos32[at + t], refs->pos32e[at + t], NAN,
+						     own_error(a, r, 1, o, t, j, want, refs->pose[at + t], share), share, scale,
+						     exact, &l);
+				keep(worst, found, kind, &l);
 			}
 		}
 	}
@@ -246,7 +305,7 @@ static unsigned row_losses(Accuracy *a, const Row *r, unsigned gmask, const doub
 	Machine *m = a->m;
 	if (!unmasked(m, r))
 		return 0; /* an empty row's value is the soundness check's, by its own rule */
-	AccRefs own = {a->refv, a->ref32, a->ref32e, a->posv, a->pos32, a->pos32e};
+	AccRefs own = {a->refv, a->refe, a->ref32, a->ref32e, a->posv, a->pose, a->pos32, a->pos32e};
 	if (!refs) {
 		eval_reference(m, MODE_F64, r, a->refv, a->refe, a->posv, a->pose);
 		eval_reference(m, MODE_F32, r, a->ref32, a->ref32e, a->pos32, a->pos32e);
@@ -254,6 +313,7 @@ static unsigned row_losses(Accuracy *a, const Row *r, unsigned gmask, const doub
 	}
 	double share = check_bound_share(r->len);
 	unsigned found = 0;
+	a->own_row = 0;
 	/* the left fold first: where the naive float32 reference overflowed,
 	 * its outputs stand in for it, as in `run` */
 	const double *left = NULL;

@@ -57,6 +57,14 @@ double check_naive_error(double want, double naive, double bound, double share, 
 	return err >= 0x1p-24 * bound * share ? err : 0x1p-24 * bound * share;
 }
 
+double check_own_error(double fold, double folde, double want, double wante, double fold32e, double share)
+{
+	double u = check_unit_roundoff(MODE_F64);
+	if (fabs(want) > TOL_K * u * wante || !isfinite(fold32e) || !check_values_agree(fold, folde, want, wante, u))
+		return 0;
+	return 0x1p-24 * fold32e * share;
+}
+
 double check_bound_share(int n) { return n > 36 ? 6 / sqrt((double)n) : 1; }
 
 /* Both sides overflowed, or one did where the other is near the top of

@@ -125,6 +125,20 @@ double check_tolerance(double naive_err, double scale);
  * where the naive formula overflowed: its actual error, up to 2^-10 of
  * scale (bound unused). */
 double check_naive_error(double want, double naive, double bound, double share, double scale, int fold);
+/* How far the carrier's own algorithm in float32 may be off where the
+ * float64 reference is 0 within its own bound wante, as a naive_err beside
+ * the reference's: the running bound fold32e (float32 units) of its
+ * float32 left fold, in its share, where its float64 fold (fold, with its
+ * bound folde) agrees with the reference as the soundness rows hold it; 0
+ * elsewhere.  A value of 0 has no scale for the 32 ulps of the tolerance,
+ * and the naive formula's bound may vanish with it: a variance kept by the
+ * update w * delta * (x - mean) / sw rounds at u x^2 on one position, where
+ * the two-pass reference (x - mean)^2 rounds at u^2 x^2.  Only at 0: a
+ * naive sqrt(q/n - (s/n)^2) on rows of a large mean and a small spread has
+ * a bound as large as its loss, which must still show.  Only where the
+ * carrier is right over the reals: a wrong lift, merge or finalize sets no
+ * tolerance of its own. */
+double check_own_error(double fold, double folde, double want, double wante, double fold32e, double share);
 /* The share of a running bound that counts on a row of n positions:
  * rounding errors of random sign add up as sqrt(n). */
 double check_bound_share(int n);

@@ -57,7 +57,7 @@ Accuracy *check_accuracy_new(Ck *k, int maxlen);
 /* The reference of a row in float64, and in float32 with its bounds, as
  * sound.c has them already. */
 typedef struct {
-	const double *refv, *ref32, *ref32e, *posv, *pos32, *pos32e;
+	const double *refv, *refe, *ref32, *ref32e, *posv, *pose, *pos32, *pos32e; /* refe, pose: float64's bounds */
 } AccRefs;
 /* One whole row (s is left as it is), folded in its own tree in the spec's
  * types; refs: its references, or NULL to compute them. */

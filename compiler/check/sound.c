@@ -379,7 +379,7 @@ static int sound_row(Ck *k, Work *w, Sample *s, CheckResult *r, Accuracy *acc, c
 		return 1;
 	}
 	if (acc) {
-		AccRefs refs = {w->refv, w->ref32, w->ref32e, w->posv, w->pos32, w->pos32e};
+		AccRefs refs = {w->refv, w->refe, w->ref32, w->ref32e, w->posv, w->pose, w->pos32, w->pos32e};
 		check_accuracy_row(k, acc, s, kind ? kind : draw_family_name[s->fam], &refs);
 	}
 	draw_sample_free(s);

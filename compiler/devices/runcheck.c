@@ -16,6 +16,20 @@
  * lawful float32 mean fell outside the tolerance.  Integer outputs must
  * match exactly.
  *
+ * Where the float64 reference is 0 (within its own bound) the output has
+ * no scale for the 32 ulps, and the naive formula's bound may vanish with
+ * it while the carrier's algorithm rounds at the scale of its inputs: a
+ * variance kept as the variance itself (w * delta * (x - mean) / sw) is
+ * off by u x^2 on a row of one position, where the two-pass reference
+ * (x - mean)^2, exact but for mean's rounding squared, holds it to
+ * u^2 x^2.  There a value beyond that tolerance is held to the carrier's
+ * float32 left fold's running bound too, in the same share, where the
+ * carrier's float64 left fold agrees with the float64 reference within
+ * both their bounds (check_own_error): a carrier wrong over the reals (a
+ * merge that squares delta, var x^2 on one position) gets none.  Not
+ * elsewhere: a naive sqrt(q/n - (s/n)^2) on rows of a large mean has a
+ * running bound as large as what it loses.
+ *
  * Where the device rounded attention's softmax weights P to the inputs'
  * type before P V (RunData.p_round), the naive implementation is that of
  * FlashAttention's tests in the same precision: scores and sums in float32,
@@ -64,14 +78,21 @@ typedef struct {
 	Vals v[2];                  /* by Mode: float64 truth, naive float32 */
 	double *pfin, *pfine, *pscr; /* the naive attention with P rounded (p_round): finalized, bound */
 	double *pv, *dv;             /* its o, and the bound of P's rounding in o */
-	double *want, *naive, *bound; /* one output of one row: positions x width */
+	double *want, *wante, *naive, *bound; /* one output of one row: positions x width */
 	double *s, *se, *l, *le, *t, *te;
 	int need_fold; /* some output has no reference: compare it with the float64 fold */
 	int ref_range; /* the row's float64 reference overflowed or underflowed somewhere */
 	int capped;    /* the output compared now holds naive values from the spec's own fold (NAIVE_CAP) */
 	int first;     /* the row's first unmasked position; its length when it has none */
-	int fold32;    /* v[MODE_F32].fin holds this row's float32 fold */
+	int folded[2]; /* by Mode: v[md].fin and .map hold this row's fold */
 } Ctx;
+
+/* Where the values of the output compared now are in the carrier's left
+ * folds (Vals.fin, or Vals.map where map): value k of a row at off +
+ * (k / w) * stride + k % w. */
+typedef struct {
+	int map, off, stride, w;
+} FoldAt;
 
 static void *xcalloc(size_t n, size_t sz)
 {
@@ -92,9 +113,28 @@ enum { NAIVE_CAP = 4 };
  * the reference's float32 evaluation overflowed (check_outputs). */
 #define FOLD_NAIVE (-1.0)
 
+/* How far the naive float32 evaluation may be off (check_naive_error).
+ * FOLD_NAIVE: no error bound, the fold's actual error, up to a float32
+ * result whose scores of hundreds moved each weight by 2^-10 (an error of
+ * the spec itself beyond).  Else where the naive float32 formula
+ * overflowed where float64 did not (a sum of exp past 88), its running
+ * bound stands in, whole (the share assumes an actual error beside it);
+ * without one, the floor alone.  The rule is check's too
+ * (check_naive_error), which holds carriers to it. */
+static double naive_error(double want, double naive, double bound, double share, double scale, int capped)
+{
+	double err = check_naive_error(want, naive, bound, share, scale, bound == FOLD_NAIVE);
+	/* the naive with P rounded is built from the spec's own lift and
+	 * finalize: a wrong finalize must not widen its own tolerance */
+	if (bound != FOLD_NAIVE && capped && err > NAIVE_CAP * 0x1p-24 * bound)
+		err = NAIVE_CAP * 0x1p-24 * bound;
+	return err;
+}
+
 /* empty: the value is that of no position (an empty or fully masked row,
- * or a scan's prefix of masked positions) */
-static void compare_value(OutCheck *oc, double got, double want, double naive, double bound, double share,
+ * or a scan's prefix of masked positions); own: the carrier's own float32
+ * error (check_own_error), 0 where not taken */
+static void compare_value(OutCheck *oc, double got, double want, double naive, double bound, double own, double share,
 			  double scale, int exact, int range, int capped, int empty, size_t at)
 {
 	oc->compared++;
@@ -119,19 +159,7 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 		return;
 	}
 	double err = fabs(got - want);
-	/* FOLD_NAIVE: no error bound, the fold's actual error, up to a float32
-	 * result whose scores of hundreds moved each weight by 2^-10 (an
-	 * error of the spec itself beyond).  Else where the naive float32
-	 * formula overflowed where float64 did not (a sum of exp past 88),
-	 * its running bound stands in, whole (the share assumes an actual
-	 * error beside it); without one, the floor alone.  The rule is
-	 * check's too (check_naive_error), which holds carriers to it. */
-	double naive_err = check_naive_error(want, naive, bound, share, scale, bound == FOLD_NAIVE);
-	if (bound != FOLD_NAIVE && capped && naive_err > NAIVE_CAP * 0x1p-24 * bound) {
-		/* the naive with P rounded is built from the spec's own lift and
-		 * finalize: a wrong finalize must not widen its own tolerance */
-		naive_err = NAIVE_CAP * 0x1p-24 * bound;
-	}
+	double naive_err = fmax(naive_error(want, naive, bound, share, scale, capped), own);
 	double tol = exact ? 0 : check_tolerance(naive_err, scale);
 	double ratio = err == 0 ? 0 : tol > 0 ? err / tol : INFINITY;
 	if (err > oc->max_abs)
@@ -162,8 +190,29 @@ static double scale_of(const double *want, int n)
 	return s;
 }
 
-/* Compare positions [0, npos) of one output of one row: got at flat index base. */
-static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, int npos, int w, int exact)
+static void fold_row(Ctx *x, Mode md);
+
+/* The carrier's own float32 error at value k of the output at fa
+ * (check_own_error), from its left folds in both modes: folded once a row,
+ * and only for a row with a value beyond the naive float32 evaluation's
+ * tolerance. */
+static double own_error(Ctx *x, const FoldAt *fa, int k, double share)
+{
+	for (int md = 0; md < 2; md++)
+		if (!x->folded[md])
+			fold_row(x, (Mode)md), x->folded[md] = 1;
+	size_t at = (size_t)fa->off + (size_t)(k / fa->w) * fa->stride + k % fa->w;
+	const Vals *f = &x->v[MODE_F64], *h = &x->v[MODE_F32];
+	if (fa->map)
+		return check_own_error(f->map[at], f->mape[at], x->want[k], x->wante[k], h->mape[at], share);
+	return check_own_error(f->fin[at], f->fine[at], x->want[k], x->wante[k], h->fine[at], share);
+}
+
+/* Compare positions [0, npos) of one output of one row: got at flat index
+ * base; fa: where the carrier's folds hold it, NULL where they are what
+ * it is compared with. */
+static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, int npos, int w, int exact,
+			const FoldAt *fa)
 {
 	/* attention with P rounded keeps the bound whole: it carries the bound of
 	 * that rounding, and tensor cores' accumulation is not modelled here */
@@ -171,8 +220,15 @@ static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, in
 	for (int k = 0; k < npos * w; k++) {
 		/* a scan's position p is of the prefix 0..p */
 		int empty = x->d->scan ? k / w < x->first : x->first >= x->d->len;
-		compare_value(oc, run_buffer_get(got, base * w + k), x->want[k], x->naive[k], x->bound[k], share, scale,
-			      exact, x->ref_range, x->capped, empty, base * w + k);
+		double g = run_buffer_get(got, base * w + k), own = 0;
+		/* FOLD_NAIVE: the fold is the naive version already, and its
+		 * running bound, through exp of scores of hundreds, says nothing */
+		if (fa && !exact && x->bound[k] != FOLD_NAIVE && isfinite(g) && isfinite(x->want[k]) &&
+		    fabs(g - x->want[k]) > check_tolerance(naive_error(x->want[k], x->naive[k], x->bound[k], share, scale,
+									 x->capped), scale))
+			own = own_error(x, fa, k, share);
+		compare_value(oc, g, x->want[k], x->naive[k], x->bound[k], own, share, scale, exact, x->ref_range,
+			      x->capped, empty, base * w + k);
 	}
 }
 
@@ -327,7 +383,7 @@ static void reference_of(Ctx *x, Mode md, const Row *row)
 static void row_values(Ctx *x)
 {
 	Machine *m = &x->m;
-	x->fold32 = x->need_fold;
+	x->folded[MODE_F64] = x->folded[MODE_F32] = x->need_fold;
 	for (int md = 0; md < 2; md++) {
 		if (m->c->nref && !x->d->scan)
 			reference_of(x, (Mode)md, x->row);
@@ -347,6 +403,7 @@ static void gather(Ctx *x, int q, int npos, int w, const double *(*src)(const Va
 			size_t k = (size_t)p * w + t;
 			size_t at = q >= 0 ? (size_t)p * ref_stride + x->m.refoff[q] + t : (size_t)p * stride + o_off + t;
 			x->want[k] = *src(&x->v[MODE_F64], 0, at);
+			x->wante[k] = *src(&x->v[MODE_F64], 1, at);
 			x->naive[k] = *src(&x->v[MODE_F32], 0, at);
 			x->bound[k] = *src(&x->v[MODE_F32], 1, at);
 		}
@@ -375,8 +432,8 @@ static void check_outputs(Ctx *x, RunCheck *rc, int r)
 		for (int k = 0; q >= 0 && npos == 1 && !(x->pfin && c->finalize[o].e->ty.len) && k < w; k++) {
 			if (isfinite(x->naive[k]) || !isfinite(x->want[k]))
 				continue;
-			if (!x->fold32)
-				fold_row(x, MODE_F32), x->fold32 = 1;
+			if (!x->folded[MODE_F32])
+				fold_row(x, MODE_F32), x->folded[MODE_F32] = 1;
 			if (!isfinite(x->v[MODE_F32].fin[m->finoff[o] + k]))
 				continue;
 			x->naive[k] = x->v[MODE_F32].fin[m->finoff[o] + k];
@@ -386,14 +443,17 @@ static void check_outputs(Ctx *x, RunCheck *rc, int r)
 			x->naive[k] = x->pfin[m->finoff[o] + k];
 			x->bound[k] += x->pfine[m->finoff[o] + k];
 		}
-		compare_row(x, &rc->out[o], &d->fin[o], (size_t)r * npos, npos, w, !ty_is_float(c->finalize[o].e->ty));
+		FoldAt fa = {0, m->finoff[o], 0, w};
+		compare_row(x, &rc->out[o], &d->fin[o], (size_t)r * npos, npos, w, !ty_is_float(c->finalize[o].e->ty),
+			    q >= 0 ? &fa : NULL);
 		x->capped = 0;
 	}
 	for (int o = 0; o < c->nmap && !d->scan; o++) {
 		int w = d->map[o].width, q = byref ? ref_of(c, c->map[o].name, 0) : -1;
 		gather(x, q, d->len, w, q >= 0 ? from_pos : from_map, m->mapoff[o], m->mapw, m->refw);
+		FoldAt fa = {1, m->mapoff[o], m->mapw, w};
 		compare_row(x, &rc->out[c->nfinal + o], &d->map[o], (size_t)r * d->len, d->len, w,
-			    !ty_is_float(c->map[o].e->ty));
+			    !ty_is_float(c->map[o].e->ty), q >= 0 ? &fa : NULL);
 	}
 }
 
@@ -428,7 +488,7 @@ static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 			double scale = scale_of(want, w);
 			size_t at = ((size_t)r * d->len + j) * w;
 			for (int t = 0; t < w; t++)
-				compare_value(&rc->out[o], run_buffer_get(&d->fin[o], at + t), want[t], naive[t], bound[t], share,
+				compare_value(&rc->out[o], run_buffer_get(&d->fin[o], at + t), want[t], naive[t], bound[t], 0, share,
 					      scale, !ty_is_float(c->finalize[o].e->ty), x->ref_range, 0, j < x->first,
 					      at + t);
 		}
@@ -533,6 +593,7 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 	if (!cols || !*cols)
 		rundata_load_cols(d, m, x.row);
 	x.want = xcalloc(L * W, sizeof(double));
+	x.wante = xcalloc(L * W, sizeof(double));
 	x.naive = xcalloc(L * W, sizeof(double));
 	x.bound = xcalloc(L * W, sizeof(double));
 	double *st = xcalloc(6 * (size_t)m->sw, sizeof(double));
@@ -561,7 +622,7 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 		rc->ok &= rc->out[o].worst_ratio <= 1 && !rc->out[o].nan_mismatch;
 	for (int md = 0; md < 2; md++)
 		vals_free(&x.v[md]);
-	free(x.want), free(x.naive), free(x.bound), free(st), free(x.pfin), free(x.pv);
+	free(x.want), free(x.wante), free(x.naive), free(x.bound), free(st), free(x.pfin), free(x.pv);
 	if (cols)
 		*cols = x.row;
 	else
