@@ -2036,8 +2036,13 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
  * blocks of W*W consecutive positions from lo, lane l of a block's W
  * vectors its positions l*W .. l*W + W-1 (kern_load_segments with
  * segments of W: W vectors loaded and transposed, vector t holding
- * position t of every lane's run).  The W vectors are lifted and folded
- * by a tree of the spec's merges, earlier positions on the left; the
+ * position t of every lane's run).  The W vectors are lifted, each merged
+ * on the right of the identity as an accumulator that starts there takes
+ * a position (a merge that skips a NaN on its right keeps one on its left:
+ * argmax's where(b.best > a.best, ...) over a lift of NaN merged as it is
+ * carried the NaN past the larger values after it, which the left fold,
+ * and check's model of a device, skip), and folded by a tree of the
+ * spec's merges, earlier positions on the left; the
  * lanes then merge neighbour with neighbour (halve, ordered) into the
  * block's state, merged on the right of the state so far.  The row is
  * read as one stream: W segments of the range, one a lane, ran at 0.44
@@ -2082,6 +2087,14 @@ static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef 
 		fold_max_rescale(b, s, W + 1, tmp);
 		memcpy(v, tmp, ns * sizeof *v);
 	} else {
+		LV *e = lifted + (size_t)W * ns;
+		kern_identity(b, e);
+		for (int t = 0; t < W; t++) {
+			lower_scope(L, W);
+			kern_bind_params(b);
+			kern_merge(b, e, s[t], tmp);
+			memcpy(s[t], tmp, ns * sizeof *tmp);
+		}
 		fold_tree(b, s, W, tmp);
 		memcpy(v, s[0], ns * sizeof *v);
 	}
