@@ -505,7 +505,7 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 	r->accuracy = VERDICT_NA; /* until the soundness rows say */
 	Machine m;
 	eval_init(&m, c);
-	Ck k = {.m = &m, .o = o, .rng = o->seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull};
+	Ck k = {.m = &m, .o = o, .rng = rng_stream(o->seed, RNG_CHECK_TRIALS)};
 	if (draw_params(&m, o->params, o->nparams, &k.rng, msg, n)) {
 		eval_free(&m);
 		return -1;
@@ -516,11 +516,9 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 	k.zero = k.tmp + 4 * m.sw, k.l = k.zero + m.sw, k.le = k.l + m.sw, k.r = k.le + m.sw, k.re = k.r + m.sw;
 	fill_pools(&k);
 	/* the soundness rows (and their float32 accuracy) from a stream of
-	 * their own, hashed from the seed: their verdicts do not change with
-	 * --trials (the library runs fewer), and seeds that the pools' draws
-	 * bring to the same state (1, 5 and 7 do) still draw different rows */
-	uint64_t rows_rng = o->seed ^ 0x50dd5ea1ed0c0ffeull;
-	rows_rng = rng_next(&rows_rng);
+	 * their own: their verdicts do not change with --trials (the library
+	 * runs fewer) */
+	uint64_t rows_rng = rng_stream(o->seed, RNG_CHECK_ROWS);
 	for (int f = 0; f < c->nstate; f++)
 		k.typed |= c->state[f].ty.kind == TY_F32;
 	/* a float32 constant that a literal did not write exactly (log(2))

@@ -272,7 +272,7 @@ Paged *paged_drawn(Carrier *c, int heads, int kv_heads, int batch, int rows, int
 		return NULL;
 	if (batch < 1)
 		return snprintf(msg, n, "a batch of %d sequences: at least 1", batch), NULL;
-	uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+	uint64_t rng = rng_stream(seed, RNG_PAGED_LAYOUT);
 	int32_t *lens = xcalloc(batch, sizeof *lens);
 	int max_pages = (len + page_size - 1) / page_size, pages = 1;
 	max_pages += !max_pages;

@@ -560,7 +560,7 @@ static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams
 	Carrier *c = d->c;
 	Machine m;
 	eval_init(&m, c);
-	uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
+	uint64_t rng = rng_stream(seed, RNG_RUN_INPUTS);
 	int rc = draw_params(&m, params, nparams, &rng, msg, n);
 	memcpy(d->params, m.params, c->nparams * sizeof *d->params);
 	if (!rc && c->assume && params_break_assume(&m, c->assume, msg, n))

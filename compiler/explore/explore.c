@@ -285,7 +285,7 @@ int explore_run(Carrier *loop, const ExploreOpts *o, ExploreResult *r)
 	if (!x || !k)
 		abort();
 	x->c = loop, x->o = o, x->res = r, x->t0 = ex_now();
-	x->rng = o->seed * 0x9e3779b97f4a7c15ull + 0x3c6ef372fe94f82bull;
+	x->rng = rng_stream(o->seed, RNG_EXPLORE);
 	r->status = EXPLORE_NONE;
 	r->assoc = r->ident = r->comm = PROOF_UNKNOWN;
 	char why[400];

@@ -21,3 +21,9 @@ double rng_normal(uint64_t *s)
 }
 
 int rng_int(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
+
+uint64_t rng_stream(uint64_t seed, uint64_t purpose)
+{
+	uint64_t s = seed ^ purpose;
+	return rng_next(&s);
+}

@@ -9,4 +9,18 @@ double rng_unit(uint64_t *s);   /* [0, 1) */
 double rng_normal(uint64_t *s);
 int rng_int(uint64_t *s, int lo, int hi); /* [lo, hi] */
 
+/* What a seed's draws are for: each its own constant, so that check's
+ * draws, run's inputs and paged layouts of one seed are not the same
+ * numbers. */
+#define RNG_CHECK_TRIALS 0x632be59bd9b4e019ull
+#define RNG_CHECK_ROWS 0x50dd5ea1ed0c0ffeull
+#define RNG_EXPLORE 0x3c6ef372fe94f82bull
+#define RNG_RUN_INPUTS 0x2545f4914f6cdd1dull
+#define RNG_PAGED_LAYOUT 0xa54ff53a5f1d36f1ull
+
+/* The generator state of a (seed, purpose) stream.  Hashed, not
+ * seed * step + purpose: a splitmix64 state one step apart is the same
+ * stream one draw shifted, which made seed n + 1 draw what seed n drew. */
+uint64_t rng_stream(uint64_t seed, uint64_t purpose);
+
 #endif
