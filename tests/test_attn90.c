@@ -427,12 +427,22 @@ Test(attn90, ptx_for_sm_90a_without_spills, .timeout = 600)
 	nvrtc_close(nv);
 }
 
-/* On an sm_90 device (the fake driver), prefill takes the Hopper template:
- * the module is compiled for sm_90a, each launch encodes the three tensor
- * maps (q, k, v) with the driver; inputs off 16-byte alignment take the
- * mma.sync template; a driver without cuTensorMapEncodeTiled (before CUDA
- * 12) is named as the reason. */
-Test(attn90, gpu_launch_encodes_tensor_maps, .timeout = 300)
+/* A launch of path's prefill on the fake driver's sm_90 device, whose
+ * encoder checks a map's box against its swizzle as the driver does: the
+ * module compiled for sm_90a, the variant the Hopper template's, each
+ * launch encoding the three tensor maps (q, k, v).  The device, buffers,
+ * data, variant and the driver's count of maps are left for more. */
+typedef struct {
+	Gpu g;
+	GpuBufs b;
+	RunData *d;
+	Carrier *c;
+	void *lib;
+	int (*tmaps)(void);
+	int v;
+} FakeLaunch;
+
+static void fake_hopper_launch(FakeLaunch *f, const char *path)
 {
 	char msg[4096];
 	Nvrtc *nv;
@@ -442,42 +452,55 @@ Test(attn90, gpu_launch_encodes_tensor_maps, .timeout = 300)
 	cuda_test_cache();
 	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
 	setenv("FAKECUDA", "", 1);
-	Carrier *c = load_dims("tests/attention/full_bf16.yaml", 64);
-	RunData *d = rundata_new(c, 200, 300);
-	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
-	void *lib = dlopen("build/libfakecuda.so", RTLD_NOW);
-	int (*tmaps)(void) = (int (*)(void))dlsym(lib, "fakecuda_tmaps");
-	cr_assert(tmaps);
-	Gpu g;
-	GpuBufs b;
-	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
-	cr_expect_str_eq(g.arch, "sm_90a");
-	int v = cuda_pick(&g.m, d->rows, d->len, 1);
-	cr_assert_gt(g.m.var[v].wg, 0, "%s", g.m.explain);
-	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
-	int before = tmaps();
-	cr_assert_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
-	cr_expect_eq(tmaps() - before, 3, "q, k and v");
+	f->c = load_dims(path, 64);
+	f->d = rundata_new(f->c, 200, 300);
+	cr_assert_eq(rundata_draw(f->d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	f->lib = dlopen("build/libfakecuda.so", RTLD_NOW);
+	f->tmaps = (int (*)(void))dlsym(f->lib, "fakecuda_tmaps");
+	cr_assert(f->tmaps);
+	cr_assert_eq(gpu_open(&f->g, f->c, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_str_eq(f->g.arch, "sm_90a");
+	f->v = cuda_pick(&f->g.m, f->d->rows, f->d->len, 1);
+	cr_assert_gt(f->g.m.var[f->v].wg, 0, "%s", f->g.m.explain);
+	cr_assert_eq(gpu_upload(&f->g, f->d, &f->b, msg, sizeof msg), 0, "%s", msg);
+	int before = f->tmaps();
+	cr_assert_eq(gpu_launch(&f->g, &f->b, f->v, 1, f->d->rows, f->d->len, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(f->tmaps() - before, 3, "q, k and v");
+}
+
+/* On an sm_90 device (the fake driver), prefill takes the Hopper template
+ * and encodes its maps at each launch; inputs off 16-byte alignment take
+ * the mma.sync template; a driver without cuTensorMapEncodeTiled (before
+ * CUDA 12) is named as the reason. */
+Test(attn90, gpu_launch_encodes_tensor_maps, .timeout = 300)
+{
+	char msg[4096];
+	FakeLaunch f;
+	fake_hopper_launch(&f, "tests/attention/full_bf16.yaml");
+	Gpu g = f.g;
+	GpuBufs b = f.b;
+	RunData *d = f.d;
+	int v = f.v, (*tmaps)(void) = f.tmaps;
 	/* a caller's q off 16-byte alignment, which TMA cannot read: the
 	 * mma.sync template's variant runs instead, with no tensor map */
 	const void *q = b.a.in[g.m.attn.qi];
 	b.a.in[g.m.attn.qi] = (const char *)q + 2;
-	before = tmaps();
+	int before = tmaps();
 	cr_expect_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(tmaps(), before, "no tensor map for a misaligned q");
 	b.a.in[g.m.attn.qi] = q;
 	gpu_free_bufs(&g, &b);
 	gpu_close(&g);
-	dlclose(lib);
+	dlclose(f.lib);
 	setenv("ASSOC_LIBCUDA", "build/libfakecuda-old.so", 1);
-	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_open(&g, f.c, 0, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "no cuTensorMapEncodeTiled"), "%s", msg);
 	gpu_free_bufs(&g, &b);
 	gpu_close(&g);
 	rundata_free(d);
-	spec_carrier_free(c);
+	spec_carrier_free(f.c);
 	unsetenv("ASSOC_LIBCUDA");
 }
 
@@ -751,38 +774,16 @@ Test(attn90, e4m3_ptx_without_spills, .timeout = 600)
 	nvrtc_close(nv);
 }
 
-/* On an sm_90 device (the fake driver, whose encoder checks the box's
- * inner bytes against the swizzle as the driver does), e4m3 prefill
- * encodes its three maps as bytes with the 64-byte swizzle. */
+/* e4m3 prefill encodes its three maps as bytes with the 64-byte swizzle,
+ * which the fake driver's encoder takes as the driver does. */
 Test(attn90, e4m3_gpu_launch_encodes_byte_maps, .timeout = 300)
 {
-	char msg[4096];
-	Nvrtc *nv;
-	if (nvrtc_open(&nv, msg, sizeof msg))
-		cr_skip_test("no NVRTC: %s", msg);
-	nvrtc_close(nv);
-	cuda_test_cache();
-	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
-	setenv("FAKECUDA", "", 1);
-	Carrier *c = load_dims("tests/attention/fp8_descale.yaml", 64);
-	RunData *d = rundata_new(c, 200, 300);
-	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
-	void *lib = dlopen("build/libfakecuda.so", RTLD_NOW);
-	int (*tmaps)(void) = (int (*)(void))dlsym(lib, "fakecuda_tmaps");
-	cr_assert(tmaps);
-	Gpu g;
-	GpuBufs b;
-	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
-	int v = cuda_pick(&g.m, d->rows, d->len, 1);
-	cr_assert_gt(g.m.var[v].wg, 0, "%s", g.m.explain);
-	cr_assert_eq(gpu_upload(&g, d, &b, msg, sizeof msg), 0, "%s", msg);
-	int before = tmaps();
-	cr_assert_eq(gpu_launch(&g, &b, v, 1, d->rows, d->len, msg, sizeof msg), 0, "%s", msg);
-	cr_expect_eq(tmaps() - before, 3, "q, k and v");
-	gpu_free_bufs(&g, &b);
-	gpu_close(&g);
-	dlclose(lib);
-	rundata_free(d);
-	spec_carrier_free(c);
+	FakeLaunch f;
+	fake_hopper_launch(&f, "tests/attention/fp8_descale.yaml");
+	gpu_free_bufs(&f.g, &f.b);
+	gpu_close(&f.g);
+	dlclose(f.lib);
+	rundata_free(f.d);
+	spec_carrier_free(f.c);
 	unsetenv("ASSOC_LIBCUDA");
 }
