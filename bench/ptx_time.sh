@@ -11,7 +11,7 @@
 # (bench/ptx_warm.c), as a program that generates kernels as it goes sees
 # them.  The one variant's compile is split into NVRTC's phases as NVRTC
 # 12.x and later time them (ASSOC_NVRTC_TIME).  Not a test; needs NVRTC.
-# Last figures (README, "spec to PTX"): 102 ms for the one variant on a
+# Last figures (docs/performance.md, "Spec to PTX"): 102 ms for the one variant on a
 # quiet 2-vCPU EPYC (2026-12-05); on 2026-12-06, at a load of 4 to 5 on
 # the same machine, 218-228 ms, where only callgrind's count of NVRTC's
 # instructions (496.8M, from 505.6M) could tell builds apart.
