@@ -146,6 +146,14 @@ Test(check, forgot_rescale_counterexample_is_minimal)
 	/* b's maximum must be the strict minimum of the three for this bug to show */
 	cr_assert(strstr(l->cex, "(a+b)+c = {m: ") && strstr(l->cex, "a+(b+c) = {m: "), "%s", l->cex);
 	cr_assert(strstr(l->cex, "from x = ["), "the states come with the inputs they fold:\n%s", l->cex);
+	/* each of a, b and c says "from", a whole row's state too */
+	const char *names[] = {"    a = {", "    b = {", "    c = {"};
+	for (int i = 0; i < 3; i++) {
+		const char *p = strstr(l->cex, names[i]), *nl = p ? strchr(p, '\n') : NULL;
+		cr_assert(p && nl, "%s", l->cex);
+		const char *x = strstr(p, " x = [");
+		cr_expect(x && x < nl && !strncmp(x - 4, "from", 4), "%.*s", (int)(nl - p), p);
+	}
 	check_result_free(&r);
 }
 

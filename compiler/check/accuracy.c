@@ -513,8 +513,7 @@ void check_accuracy_report(Ck *k, Accuracy *a, CheckResult *r)
 	if (row->len > SHORT_ROW / 2)
 		buf_printf(&b, "    a row of %d positions (%s), not shown", row->len, a->kind[x]);
 	else {
-		buf_puts(&b, "    row of");
-		cex_inputs(&b, m, row, 0, row->len);
+		cex_row(&b, m, row);
 	}
 	buf_printf(&b, "\n    state = ");
 	cex_state(&b, m, a->wst[x], -1);

@@ -126,16 +126,17 @@ static void put_vectors_unshown(Buf *b, const Carrier *c)
 	buf_puts(b, " not shown)");
 }
 
-static void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
+/* The inputs of positions lo..hi-1 of r: "   from x = [...]" after a
+ * state, or, where the caller has written "row of", " x = [...]". */
+static void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi, int after_row_of)
 {
 	Carrier *c = m->c;
 	if (hi == lo) {
 		buf_puts(b, "   (no elements)");
 		return;
 	}
-	buf_puts(b, "   from");
-	if (lo == 0 && hi == r->len)
-		b->len -= 7, b->s[b->len] = 0; /* a whole row: "row of x = [...]" reads better */
+	if (!after_row_of)
+		buf_puts(b, "   from");
 	if (!scalars(c->elem, c->nelem) && !scalars(c->col, c->ncol) && !scalars(c->row, c->nrow))
 		buf_printf(b, " %d element%s (vector inputs, not shown)", hi - lo, hi - lo > 1 ? "s" : "");
 	put_decl_values(b, c->elem, c->nelem, m->elemoff, m->elemw, r->elemv, lo, hi, m, r, 1);
@@ -151,7 +152,7 @@ static void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 {
 	if (hi - lo <= INPUTS_SHOWN)
-		put_inputs(b, m, r, lo, hi);
+		put_inputs(b, m, r, lo, hi, 0);
 }
 
 void cex_row(Buf *b, Machine *m, const Row *r)
@@ -161,7 +162,7 @@ void cex_row(Buf *b, Machine *m, const Row *r)
 		return;
 	}
 	buf_puts(b, "    row of");
-	put_inputs(b, m, r, 0, r->len);
+	put_inputs(b, m, r, 0, r->len, 1);
 }
 
 static void put_sample(Buf *b, Machine *m, const char *name, Sample *s, Mode mode)
