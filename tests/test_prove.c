@@ -665,3 +665,42 @@ Test(prove, witnesses_past_the_grid)
 	prove_report_free(&r);
 	spec_carrier_free(c);
 }
+
+/* An identity at its type's extreme: min with INT32_MAX, max with
+ * INT32_MIN or -2^63, and a where() that orders against INT32_MAX hold
+ * for every value the type has, beyond which the prover's integers run
+ * on; infinities for floats.  One short of the extreme is no identity
+ * (INT32_MAX itself breaks it) and stays unproved. */
+Test(prove, identity_at_the_types_extreme)
+{
+	static const struct {
+		const char *ty, *ident, *merge;
+		ProofStatus want;
+	} cases[] = {
+		{"i32", "2147483647", "min(a.m, b.m)", PROOF_PROVED},
+		{"i32", "-2147483648", "max(a.m, b.m)", PROOF_PROVED},
+		{"i32", "2147483647", "where(a.m < b.m, a.m, b.m)", PROOF_PROVED},
+		{"i32", "-2147483648", "where(b.m >= a.m, b.m, a.m)", PROOF_PROVED},
+		{"i64", "-9223372036854775808", "max(a.m, b.m)", PROOF_PROVED},
+		{"f32", "inf", "min(a.m, b.m)", PROOF_PROVED},
+		{"f64", "-inf", "max(a.m, b.m)", PROOF_PROVED},
+		{"i32", "2147483646", "min(a.m, b.m)", PROOF_UNKNOWN},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		char text[512];
+		snprintf(text, sizeof text,
+			 "carrier: t\nelement: {x: %s}\nstate: {m: %s}\nidentity: {m: %s}\nlift: {m: x}\n"
+			 "merge: {m: '%s'}\nlaws: [commutative]\n",
+			 cases[k].ty, cases[k].ty, cases[k].ident, cases[k].merge);
+		Carrier *c = text_ok(text);
+		ProofReport r;
+		cr_assert_eq(prove_carrier(c, 0, &r), 0);
+		const ProofLine *id = law(&r, "identity"), *as = law(&r, "associative");
+		cr_assert(id && as);
+		cr_expect_eq(id->status, cases[k].want, "%s %s, %s: %s", cases[k].ty, cases[k].ident, cases[k].merge,
+			     id->how);
+		cr_expect_eq(as->status, PROOF_PROVED, "%s %s: %s", cases[k].ty, cases[k].merge, as->how);
+		prove_report_free(&r);
+		spec_carrier_free(c);
+	}
+}

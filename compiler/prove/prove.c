@@ -227,12 +227,14 @@ static int pv_init(Pv *p, Carrier *c)
 			p->vname[p->nv] = c->state[f].name;
 			p->vop[p->nv] = (char)('a' + w);
 			p->vfield[p->nv] = f;
+			p->vi32[p->nv] = c->state[f].ty.kind == TY_I32;
 			p->vsign[p->nv++] = inv[f];
 		}
 	for (int i = 0; i < c->nparams && p->nv < PV_MAXV; i++) {
 		p->var_of[c->params[i].var] = p->nv;
 		p->vname[p->nv] = c->params[i].name;
 		p->vfield[p->nv] = i;
+		p->vi32[p->nv] = c->params[i].ty.kind == TY_I32;
 		p->vsign[p->nv++] = vs[c->params[i].var];
 	}
 	/* points drawn from the carrier's own text: the same proof on every

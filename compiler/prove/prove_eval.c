@@ -557,8 +557,38 @@ static int wraps(const Expr *e)
 	return 0;
 }
 
+/* Whether the constant k bounds every value of the integer type t from
+ * above (top) or below: max(x, -2^63) is x for each i64 x.  Regions bound
+ * an i32 (lin_region_init), but i64's ends are no 64-bit rationals, so
+ * such a constant could not even be compared; a constant reads as a
+ * double, i64's largest, 2^63 - 1, as 2^63. */
+static int bounds_type(Ty t, const Expr *k, int top)
+{
+	if (k->op != EXPR_CONST || !ty_is_int(t))
+		return 0;
+	double lo = t.kind == TY_I32 ? -0x1p31 : -0x1p63, hi = t.kind == TY_I32 ? 0x1p31 - 1 : 0x1p63;
+	return top ? k->num >= hi : k->num <= lo;
+}
+
+/* min or max of an integer and a constant past its type's range on the
+ * side the op keeps: the integer, or NULL. */
+static Expr *past_type(Expr *e)
+{
+	if (e->op != EXPR_MIN && e->op != EXPR_MAX)
+		return NULL;
+	for (int i = 0; i < 2; i++)
+		if (bounds_type(e->a[1 - i]->ty, e->a[i], e->op == EXPR_MIN))
+			return e->a[1 - i];
+	return NULL;
+}
+
 static void ev_select(Ev *x, Val *r, Expr *e)
 {
+	Expr *kept = past_type(e);
+	if (kept) {
+		*r = *ev_eval(x, kept);
+		return;
+	}
 	if (e->op != EXPR_WHERE && (wraps(e->a[0]) || wraps(e->a[1]))) { /* max, min, abs order their operands */
 		set_err(r, "an order on integer arithmetic, which may wrap");
 		return;

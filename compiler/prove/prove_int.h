@@ -46,6 +46,7 @@ typedef struct {
 	int vfield[PV_MAXV];    /* state field or param index */
 	const char *pfixed;     /* by param: 1 where its value replaced it (not shown in witnesses); or NULL */
 	uint8_t vsign[PV_MAXV]; /* sign fact of nonempty states / assume */
+	uint8_t vi32[PV_MAXV];  /* 1 where it is an i32: the regions bound it */
 	uint64_t pt[PV_K][PV_MAXV], X[PV_K][PV_MAXV], Y[PV_K][PV_MAXV], E[PV_K];
 	int overflow;           /* a rational left int64: results are unknown */
 	struct Reach *reach;    /* reachable states, drawn at the first difference */

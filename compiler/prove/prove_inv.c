@@ -219,6 +219,7 @@ static int lift_pv(const Pv *p, const uint8_t *vs, Pv *q)
 			return -1;
 		q->vname[q->nv] = var->name;
 		q->vsign[q->nv] = vs[v];
+		q->vi32[q->nv] = var->ty.kind == TY_I32;
 		q->var_of[v] = q->nv++;
 	}
 	memcpy(q->pt, p->pt, sizeof q->pt);

@@ -197,6 +197,21 @@ void lin_region_init(Pv *p, Region *r)
 				l.c[w * ns + f] = p->inv[i].c[f];
 			region_add(r, &l, 0);
 		}
+	/* last, so that the cap drops them first: an i32's range, which
+	 * decides min(a.m, INT32_MAX) and a.m < INT32_MAX against the
+	 * identity's extreme (i64's ends are no 64-bit rationals) */
+	for (int v = 0; v < p->nv; v++) {
+		if (!p->vi32[v])
+			continue;
+		Lin l;
+		lin_zero(&l);
+		l.c[v] = lin_q_int(1);
+		l.c[PV_MAXV] = lin_q_int(-(int64_t)INT32_MIN);
+		region_add(r, &l, 0);
+		l.c[v] = lin_q_int(-1);
+		l.c[PV_MAXV] = lin_q_int(INT32_MAX);
+		region_add(r, &l, 0);
+	}
 }
 
 void lin_region_var(const Region *r, int v, Lin *out)
