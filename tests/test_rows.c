@@ -558,3 +558,34 @@ Test(rows, new_users_carriers_on_the_emulator, .timeout = 300)
 		spec_carrier_free(c);
 	}
 }
+
+/* An assume on params alone holds whatever the tile's shift does to the
+ * elements: logsumexp with a temperature tau > 0 keeps its transported
+ * fold.  One on the element (x > -100, which x - t breaks) has none,
+ * and the reason names the assume and what it reads. */
+Test(rows, transport_under_an_assume_on_params_only)
+{
+	static const char *const text =
+		"carrier: lse_tau\nparams: {tau: f32}\nassume: '%s'\nelement: {x: f32}\nstate: {m: f32, l: f32}\n"
+		"identity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\n"
+		"merge:\n  m: max(a.m, b.m)\n"
+		"  l: a.l * exp(where(a.m == inf, 0, a.m - m)) + b.l * exp(where(b.m == inf, 0, b.m - m))\n"
+		"finalize: {lse: tau * (m + log(l))}\nlaws: [commutative]\n"
+		"certificate:\n  into: {m: m, s: l * exp(m)}\n  monoid: {m: max, s: add}\n  back: {m: m, l: s * exp(-m)}\n";
+	static const char *const assumes[] = {"tau > 0", "x > -100 && tau > 0"};
+	for (int k = 0; k < 2; k++) {
+		char spec[1024], msg[1024];
+		snprintf(spec, sizeof spec, text, assumes[k]);
+		Carrier *c = text_ok(spec);
+		CudaModule m;
+		cr_assert_eq(cuda_module_space(c, &m, msg, sizeof msg), 0, "%s", msg);
+		cr_expect_eq(m.tf, !k, "assume %s: transported fold %d (%s)", assumes[k], m.tf, m.tf_why);
+		if (k)
+			cr_expect(strstr(m.tf_why, "assume (x > ") && strstr(m.tf_why, " && tau > 0) reads x, which the tile's "
+											"shift moves"), "%s", m.tf_why);
+		else
+			cr_expect(strstr(m.src, "#define ASC_TRANSPORT 1"), "%s", m.tf_why);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+	}
+}

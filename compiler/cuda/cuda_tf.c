@@ -17,7 +17,9 @@
  *   on those fields (unchanged on the others).  Proved for t = b.s0 (the
  *   first moving field of b), for every pair of states: that case gives
  *   every t, since applied to (a + t, b + t) and to (a, b) it leaves
- *   merge(a + t, b + t) - b.s0 - t = merge(a - b.s0, b - b.s0) = merge(a, b) - b.s0.
+ *   merge(a + t, b + t) - b.s0 - t = merge(a - b.s0, b - b.s0) = merge(a, b) - b.s0;
+ * - no assume on the element: the proof may use what it says of x, which
+ *   x - t need not keep (an assume on params alone stays true).
  *
  * The prover shows the certificate's three parts (phi a homomorphism,
  * back its inverse, phi(identity) the monoids' identity) and the shift's
@@ -67,21 +69,36 @@ static int moving_fields(Carrier *c, int *mv, char *why, size_t n)
 
 static int scalar_f32(Ty t) { return !t.len && t.kind == TY_F32; }
 
+/* Whether the assume reads the element, which the shift moves: the
+ * proof may lean on its facts (x > 0 makes a lift's field positive),
+ * which x - t no longer meets.  Params, row and column inputs stay put. */
+static int assume_moves(Carrier *c, char *why, size_t n)
+{
+	int x = c->elem[0].var;
+	if (!c->assume || !ir_contains(c->assume, is_elem, &x))
+		return 0;
+	char *s = ir_str_max(c->ir, c->assume, 120);
+	snprintf(why, n, "assume (%s) reads %s, which the tile's shift moves", s, c->elem[0].name);
+	free(s);
+	return 1;
+}
+
 int cuda_transport(Carrier *c, int *moving, char *why, size_t n)
 {
 	if (!c->has_cert || !c->merge) {
 		snprintf(why, n, "no certificate");
 		return 0;
 	}
-	if (c->tpl == FAM_SCAN || !(c->laws & LAW_COMMUTATIVE) || c->assume) {
-		snprintf(why, n, "%s", c->tpl == FAM_SCAN ? "a scan" : c->assume ? "an assume (the shift would leave it)"
-									    : "not commutative");
+	if (c->tpl == FAM_SCAN || !(c->laws & LAW_COMMUTATIVE)) {
+		snprintf(why, n, "%s", c->tpl == FAM_SCAN ? "a scan" : "not commutative");
 		return 0;
 	}
 	if (c->nelem != 1 || !scalar_f32(c->elem[0].ty) || c->nstate > TF_MAX_FIELDS || c->ncert > TF_MAX_FIELDS) {
 		snprintf(why, n, "the transported fold takes one scalar float element input");
 		return 0;
 	}
+	if (assume_moves(c, why, n))
+		return 0;
 	for (int f = 0; f < c->nstate; f++)
 		if (!scalar_f32(c->state[f].ty)) {
 			snprintf(why, n, "state field %s is not a scalar f32", c->state[f].name);
