@@ -1644,3 +1644,48 @@ Test(check, witnesses_name_the_vector_inputs_not_shown)
 		  "%s", r.special.ref_cex);
 	check_result_free(&r);
 }
+
+/* A witness of a carrier with params says which values the trials ran
+ * at: a law's, the reference's, in text and in JSON; drawn, they read
+ * back as the same float32, and given (--param), as given.  A carrier
+ * without params has no such line. */
+Test(check, witnesses_show_the_params)
+{
+	static const char *const spec = "carrier: scaled\nparams: {eps: f32, on: bool}\nelement: {x: f32}\n"
+					"state: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+					"merge: {s: 'where(on, a.s * (1 + eps) + b.s, a.s + b.s)'}\nreference: {s: sum(x)}\n";
+	Carrier *c = text_ok(spec);
+	for (int given = 0; given < 2; given++) {
+		CheckOpts o;
+		check_defaults(&o);
+		Define d[2] = {{"eps", "0.25"}, {"on", "1"}};
+		o.params = d + !given, o.nparams = given ? 2 : 1;
+		CheckResult r;
+		char msg[200];
+		cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
+		const LawOutcome *as = law(&r, "associative");
+		cr_assert(as && as->v == VERDICT_FAILS && r.sound == VERDICT_FAILS);
+		const char *at = strstr(as->cex, "    params: eps = ");
+		cr_assert(at, "%s", as->cex);
+		float eps = strtof(at + strlen("    params: eps = "), NULL);
+		cr_expect(eps > 0.05f && eps <= 1, "%s", as->cex);
+		if (given)
+			cr_expect_eq(eps, 0.25f, "%s", as->cex);
+		const char *head = "    params: eps = ";
+		cr_assert(!strncmp(r.sound_cex, head, strlen(head)), "%s", r.sound_cex);
+		char *end;
+		cr_expect_eq(strtof(r.sound_cex + strlen(head), &end), eps, "%s", r.sound_cex);
+		cr_expect(!strncmp(end, ", on = true\n", 12), "%s", r.sound_cex);
+		cr_expect(strstr(as->json, "{\"params\": {\"eps\": ") == as->json && strstr(as->json, "\"on\": true}, "),
+			  "%s", as->json);
+		cr_expect(strstr(r.sound_json, "{\"params\": {\"eps\": ") == r.sound_json, "%s", r.sound_json);
+		check_result_free(&r);
+	}
+	spec_carrier_free(c);
+	CheckResult r;
+	run("tests/laws/forgot_rescale.yaml", &r, 1);
+	const LawOutcome *as = law(&r, "associative");
+	cr_assert(as && as->v == VERDICT_FAILS);
+	cr_expect(!strstr(as->cex, "params") && !strstr(as->json, "params"), "%s", as->cex);
+	check_result_free(&r);
+}

@@ -510,6 +510,7 @@ void check_accuracy_report(Ck *k, Accuracy *a, CheckResult *r)
 		buf_printf(&d, "is off by %.2g", fabs(l->naive - l->want));
 	else
 		buf_puts(&d, "overflows");
+	cex_params_line(&b, m);
 	if (row->len > SHORT_ROW / 2)
 		buf_printf(&b, "    a row of %d positions (%s), not shown", row->len, a->kind[x]);
 	else {
@@ -518,7 +519,9 @@ void check_accuracy_report(Ck *k, Accuracy *a, CheckResult *r)
 	buf_printf(&b, "\n    state = ");
 	cex_state(&b, m, a->wst[x], -1);
 	buf_printf(&b, "   (float32, %s)\n", grouping_name[l->g]);
-	buf_printf(&j, "{\"mode\": \"float32\", \"grouping\": \"%s\", \"row\": \"%s\", \"length\": %d, \"output\": ",
+	buf_puts(&j, "{");
+	cex_params_json(&j, m);
+	buf_printf(&j, "\"mode\": \"float32\", \"grouping\": \"%s\", \"row\": \"%s\", \"length\": %d, \"output\": ",
 		   grouping_name[l->g], a->kind[x], row->len);
 	buf_json_str(&j, l->out->name);
 	buf_printf(&j, ", \"component\": %d, \"position\": %d, \"got\": ", l->comp, l->pos);

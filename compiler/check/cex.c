@@ -1,5 +1,6 @@
 /* cex.c: counterexamples in the spec's own terms: the states (with the
  * inputs they fold), both sides of the law, and the component that differs. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,64 @@ void cex_state_json(Buf *b, Machine *m, const double *v)
 			buf_puts(b, "]");
 	}
 	buf_puts(b, "}");
+}
+
+/* A param's value as --param would give it back: the fewest digits
+ * that read as the same value of its storage (1e-05 for an f32's
+ * 9.99999975e-06, not float64's 17 digits). */
+static void param_text(const Decl *p, double v, char *t, size_t n)
+{
+	if (p->storage == TY_BOOL) {
+		snprintf(t, n, "%s", v ? "true" : "false");
+		return;
+	}
+	for (int d = 1; p->storage == TY_F32 && isfinite(v) && d <= 9; d++) {
+		snprintf(t, n, "%.*g", d, v);
+		if ((float)strtod(t, NULL) == (float)v)
+			return;
+	}
+	ir_fmt_num(v, t, n);
+}
+
+/* "params: eps = 1e-05, causal = true": the values the trials drew (or
+ * --param gave), without which a witness of a carrier with params does
+ * not say where it fails. */
+void cex_params(Buf *b, Machine *m)
+{
+	Carrier *c = m->c;
+	for (int p = 0; p < c->nparams; p++) {
+		char t[40];
+		param_text(&c->params[p], m->params[m->poff[p]], t, sizeof t);
+		buf_printf(b, "%s%s = %s", p ? ", " : "params: ", c->params[p].name, t);
+	}
+}
+
+void cex_params_line(Buf *b, Machine *m)
+{
+	if (!m->c->nparams)
+		return;
+	buf_puts(b, "    ");
+	cex_params(b, m);
+	buf_puts(b, "\n");
+}
+
+void cex_params_json(Buf *b, Machine *m)
+{
+	Carrier *c = m->c;
+	if (!c->nparams)
+		return;
+	buf_puts(b, "\"params\": {");
+	for (int p = 0; p < c->nparams; p++) {
+		double v = m->params[m->poff[p]];
+		buf_puts(b, p ? ", " : "");
+		buf_json_str(b, c->params[p].name);
+		buf_puts(b, ": ");
+		if (c->params[p].storage == TY_BOOL)
+			buf_puts(b, v ? "true" : "false");
+		else
+			buf_json_num(b, v);
+	}
+	buf_puts(b, "}, ");
 }
 
 static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int stride, const double *base,
@@ -157,6 +216,7 @@ void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi)
 
 void cex_row(Buf *b, Machine *m, const Row *r)
 {
+	cex_params_line(b, m);
 	if (r->len > ROW_SHOWN) {
 		buf_printf(b, "    a row of %d positions, not shown", r->len);
 		return;
@@ -195,6 +255,7 @@ void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char
 	Buf b = {0}, j = {0}, d = {0};
 	static const char *names[] = {"a", "b", "c"};
 	const char *mode = t->mode == MODE_F32 ? "float32" : "float64";
+	cex_params_line(&b, m);
 	if (check_trial_arity(t->kind) < 3 && t->kind != T_COMM) {
 		buf_puts(&b, "    e = ");
 		cex_state(&b, m, m->ident[t->mode], -1);
@@ -225,7 +286,9 @@ void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char
 	 * the devices' float32 arithmetic breaks it */
 	buf_printf(&d, "%s%s)", isfinite(gap) && scale > 0 ? ", " : "",
 		   t->typed_only ? "float32 arithmetic in the spec's types; it holds in float64" : mode);
-	buf_printf(&j, "{\"mode\": \"%s\", \"lhs_name\": ", mode);
+	buf_puts(&j, "{");
+	cex_params_json(&j, m);
+	buf_printf(&j, "\"mode\": \"%s\", \"lhs_name\": ", mode);
 	buf_json_str(&j, side[0]);
 	buf_puts(&j, ", \"rhs_name\": ");
 	buf_json_str(&j, side[1]);

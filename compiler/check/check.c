@@ -443,8 +443,14 @@ static void note_tie(Ck *k, LawOutcome *o, Mode mode, const Sample *s)
 	Buf b = {0};
 	buf_puts(&b, "holds except at states that hold the identity's infinite value: e+a or a+e differs from a = ");
 	cex_state(&b, k->m, s->v[mode], -1);
+	if (k->m->c->nparams) {
+		buf_puts(&b, "; ");
+		cex_params(&b, k->m);
+	}
 	o->except = buf_take(&b);
-	buf_puts(&b, "{\"a\": ");
+	buf_puts(&b, "{");
+	cex_params_json(&b, k->m);
+	buf_puts(&b, "\"a\": ");
 	cex_state_json(&b, k->m, s->v[mode]);
 	buf_puts(&b, "}");
 	o->except_json = buf_take(&b);

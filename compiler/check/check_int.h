@@ -89,8 +89,15 @@ void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char
 void cex_state(Buf *b, Machine *m, const double *v, int mark);
 void cex_state_json(Buf *b, Machine *m, const double *v);
 void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi);
-/* "    row of x = [...]": a witness's whole row, or its length where it is long. */
+/* "    row of x = [...]": a witness's whole row, or its length where it
+ * is long, after the params' line. */
 void cex_row(Buf *b, Machine *m, const Row *r);
+/* "params: eps = 1e-05, ...", the values the trials ran at; nothing
+ * for a carrier without params.  The JSON form is a member and its
+ * comma, "\"params\": {...}, ", to open an object with. */
+void cex_params(Buf *b, Machine *m);
+void cex_params_line(Buf *b, Machine *m); /* "    params: ...\n" */
+void cex_params_json(Buf *b, Machine *m);
 /* "l" or "o[3]": the name of state component k. */
 void cex_component(Buf *b, Machine *m, int k);
 

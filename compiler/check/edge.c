@@ -168,10 +168,16 @@ static void describe(Machine *m, Mode md, const Row *r, int only, double v, cons
 	buf_puts(&b, " for a = ");
 	cex_state(&b, m, a, -1);
 	say_row(&b, m, md, r, only, v);
+	if (m->c->nparams) {
+		buf_puts(&b, "; ");
+		cex_params(&b, m);
+	}
 	*detail = buf_take(&b);
 	if (!json)
 		return;
-	buf_printf(&b, "{\"side\": \"%s\", \"mode\": \"%s\", \"inputs\": {", side ? "a+e" : "e+a",
+	buf_puts(&b, "{");
+	cex_params_json(&b, m);
+	buf_printf(&b, "\"side\": \"%s\", \"mode\": \"%s\", \"inputs\": {", side ? "a+e" : "e+a",
 		   md == MODE_F32 ? "float32" : "float64");
 	const Carrier *c = m->c;
 	for (int in = 0, n = 0; in < c->nelem; in++)

@@ -247,7 +247,9 @@ static void describe_miss(Ck *k, CheckResult *r, Sample *s, const double *state,
 	buf_puts(&b, "\n    state = ");
 	cex_state(&b, m, state, -1);
 	buf_puts(&b, "\n");
-	buf_printf(&j, "{\"length\": %d, \"output\": ", s->row->len);
+	buf_puts(&j, "{");
+	cex_params_json(&j, m);
+	buf_printf(&j, "\"length\": %d, \"output\": ", s->row->len);
 	buf_json_str(&j, miss->out->name);
 	buf_printf(&j, ", \"component\": %d, \"position\": %d, \"got\": ", miss->comp, miss->pos);
 	buf_json_num(&j, miss->got);

@@ -482,7 +482,9 @@ static void describe_grouping(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
 		buf_puts(&b, "\n");
 	}
 	static const char *const kind[NGROUPING] = {"tree", "commuted", "identity left", "identity right"};
-	buf_printf(&j, "{\"grouping\": \"%s\", \"length\": %d, \"row\": ", kind[w->g], r->len);
+	buf_puts(&j, "{");
+	cex_params_json(&j, m);
+	buf_printf(&j, "\"grouping\": \"%s\", \"length\": %d, \"row\": ", kind[w->g], r->len);
 	row_json(&j, m, r);
 	buf_puts(&j, ", \"output\": ");
 	buf_json_str(&j, w->d.out->name);
@@ -599,7 +601,9 @@ static void describe_reference(Ck *k, Sp *w, Sample *s, SpecialOutcome *o)
 	buf_puts(&b, "\n    state = ");
 	cex_state(&b, m, w->sv[0], -1);
 	buf_puts(&b, "\n");
-	buf_printf(&j, "{\"length\": %d, \"row\": ", s->row->len);
+	buf_puts(&j, "{");
+	cex_params_json(&j, m);
+	buf_printf(&j, "\"length\": %d, \"row\": ", s->row->len);
 	row_json(&j, m, s->row);
 	buf_puts(&j, ", \"output\": ");
 	buf_json_str(&j, w->d.out->name);
