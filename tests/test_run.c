@@ -9,6 +9,7 @@
 #include "compiler/devices/emu.h"
 #include "compiler/devices/npy.h"
 #include "compiler/devices/run.h"
+#include "compiler/util/rng.h"
 #include "testutil.h"
 
 static RunData *drawn(Carrier *c, int rows, int len)
@@ -1693,4 +1694,49 @@ Test(run, position_bytes_by_the_inputs_types)
 		rundata_free(d);
 		spec_carrier_free(c);
 	}
+}
+
+/* Element x of row r, position j of head h in d (a [heads][rows][len] array). */
+static double head_x(const RunData *d, int h, int r, int j)
+{
+	return run_buffer_get(&d->elem[0], ((size_t)h * d->rows + r) * d->len + j);
+}
+
+/* Each head draws a stream of its own: seed s at head 1 is not seed
+ * s + 7919 at head 0 (as when the heads' seeds were s + 7919 h), and
+ * head 0 draws what a run without heads draws at the same seed.  The
+ * sequences of a paged batch take their seeds the same way. */
+Test(run, heads_draw_streams_of_their_own)
+{
+	Carrier *c = load_ok("specs/sum.yaml");
+	char msg[200];
+	for (uint64_t s = 1; s <= 3; s++) {
+		RunData *two = rundata_new_heads(c, 2, 16, 2, 2), *one = rundata_new(c, 2, 16),
+			*shifted = rundata_new(c, 2, 16);
+		cr_assert_eq(rundata_draw(two, s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(rundata_draw(one, s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(rundata_draw(shifted, s + 7919, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		int same0 = 1, same1 = 0, heads_same = 1;
+		for (int r = 0; r < 2; r++)
+			for (int j = 0; j < 16; j++) {
+				same0 &= head_x(two, 0, r, j) == head_x(one, 0, r, j);
+				same1 += head_x(two, 1, r, j) == head_x(shifted, 0, r, j);
+				heads_same &= head_x(two, 0, r, j) == head_x(two, 1, r, j);
+			}
+		cr_expect(same0, "seed %d: head 0 is not the run without heads", (int)s);
+		cr_expect_lt(same1, 4, "seed %d: head 1 draws %d of 32 values as seed %d at head 0", (int)s, same1,
+			     (int)s + 7919);
+		cr_expect_not(heads_same, "seed %d: both heads drew the same", (int)s);
+		rundata_free(two);
+		rundata_free(one);
+		rundata_free(shifted);
+	}
+	spec_carrier_free(c);
+	for (uint64_t s = 1; s <= 64; s++)
+		for (uint64_t b = 1; b <= 4; b++) {
+			cr_expect_neq(rng_seed_at(s, RNG_RUN_SEQUENCE, b), s + 104729 * b);
+			cr_expect_neq(rng_seed_at(s, RNG_RUN_SEQUENCE, b), rng_seed_at(s + 104729, RNG_RUN_SEQUENCE, b - 1));
+			cr_expect_neq(rng_seed_at(s, RNG_RUN_HEAD, b), rng_seed_at(s, RNG_RUN_HEAD, b - 1));
+		}
+	cr_expect_eq(rng_seed_at(5, RNG_RUN_SEQUENCE, 0), 5, "sequence 0 draws at the seed itself");
 }

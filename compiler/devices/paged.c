@@ -252,7 +252,7 @@ int paged_draw(Paged *p, uint64_t seed, const Define *params, int nparams, char 
 			run_buffer_set(&p->col[k], x, NAN);
 	for (int b = 0; b < p->batch; b++) {
 		RunData *s = rundata_new_heads(c, p->cu[b + 1] - p->cu[b], p->lens[b], p->heads, p->kv_heads);
-		int rc = rundata_draw(s, seed + 104729u * (uint64_t)b, params, nparams, msg, n);
+		int rc = rundata_draw(s, rng_seed_at(seed, RNG_RUN_SEQUENCE, (uint64_t)b), params, nparams, msg, n);
 		if (!rc) {
 			put_sequence(p, b, s);
 			if (b == 0)

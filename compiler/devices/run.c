@@ -502,7 +502,7 @@ int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, c
 		if (h % g == 0)
 			eval_row_free(cols), cols = NULL;
 		RunData *v = rundata_head_view(d, h);
-		rc = draw_one(v, seed + 7919u * (uint64_t)h, params, nparams, &cols, msg, n);
+		rc = draw_one(v, rng_seed_at(seed, RNG_RUN_HEAD, (uint64_t)h), params, nparams, &cols, msg, n);
 		if (h == 0)
 			memcpy(keep, d->params, d->c->nparams * sizeof *keep);
 		rundata_view_free(v);

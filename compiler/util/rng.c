@@ -27,3 +27,11 @@ uint64_t rng_stream(uint64_t seed, uint64_t purpose)
 	uint64_t s = seed ^ purpose;
 	return rng_next(&s);
 }
+
+uint64_t rng_seed_at(uint64_t seed, uint64_t purpose, uint64_t index)
+{
+	if (!index)
+		return seed;
+	uint64_t s = rng_stream(seed, purpose) ^ rng_stream(index, ~purpose);
+	return rng_next(&s);
+}
