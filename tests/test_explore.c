@@ -509,3 +509,32 @@ Test(explore, no_merge_says_whether_the_budget_or_the_search_ended, .timeout = 6
 	explore_result_free(&r);
 	spec_carrier_free(c);
 }
+
+/* Counting the running maximum generalizes once a running sum stands
+ * beside it, but no output reads the sum: the derived carrier has the
+ * loop's fields alone, and is lawful, proved and sound. */
+Test(explore, count_max_drops_the_unread_sum)
+{
+	ExploreResult r;
+	explore_file("specs/loops/count_max.yaml", &r);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect_null(r.aux, "%s", r.log);
+	cr_expect(strstr(r.yaml, "state:\n  m: f32\n  k: f32\nidentity:"), "%s", r.yaml);
+	cr_expect_null(strstr(r.yaml, "sum:"), "%s", r.yaml);
+	cr_expect_eq(r.assoc, PROOF_PROVED, "%s", r.yaml);
+	Carrier *c = load_yaml(r.yaml);
+	cr_expect_eq(c->nstate, 2);
+	CheckOpts o;
+	check_defaults(&o);
+	o.trials = 2000;
+	CheckResult cr;
+	char msg[200];
+	cr_assert_eq(check_run(c, &o, &cr, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(check_ok(&cr), "the trials fail:\n%s", r.yaml);
+	check_result_free(&cr);
+	static const int lens[] = {0, 1, 33, 257};
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+		run_on(c, "interp", lens[l]);
+	spec_carrier_free(c);
+	explore_result_free(&r);
+}

@@ -222,6 +222,14 @@ static int try_general(Ex *x, Cand *k, double deadline)
 	return 0;
 }
 
+static int cand_has(const Cand *k, const char *name)
+{
+	for (int f = 0; f < k->n; f++)
+		if (!strcmp(k->name[f], name))
+			return 1;
+	return 0;
+}
+
 static void search(Ex *x, Cand *k)
 {
 	char why[1200];
@@ -248,7 +256,10 @@ static void search(Ex *x, Cand *k)
 		free(st);
 		double left = budget - ex_elapsed(x);
 		if (try_general(x, k, ex_now() + left * 0.5)) {
-			x->res->aux = strdup(name);
+			if (cand_has(k, name))
+				x->res->aux = strdup(name);
+			else
+				logline(x, "auxiliary field", "%s dropped: no output depends on it", name);
 			return;
 		}
 		ex_aux_drop(x);

@@ -422,6 +422,57 @@ static Expr *tidy(Ir *ir, Expr *e, Expr **memo)
 	return memo[e->id] = r;
 }
 
+static int is_var(void *ctx, Expr *e) { return e->op == EXPR_VAR && e->k == *(int *)ctx; }
+
+static int reads(Expr *e, int var) { return e && ir_contains(e, is_var, &var); }
+
+/* Whether field f of k is one explore added (not the loop's own). */
+static int aux_field(Ex *x, const Cand *k, int f)
+{
+	for (int g = 0; g < x->n; g++)
+		if (x->f[g].aux && x->f[g].var[STATE_SELF] == k->vs[f])
+			return 1;
+	return 0;
+}
+
+/* Mark the fields an output reads, then those a marked field's merge
+ * reads; a loop without finalize has its own fields for outputs. */
+static void live_fields(Ex *x, const Cand *k, int *live)
+{
+	for (int f = 0; f < k->n; f++) {
+		live[f] = !k->nfin && !aux_field(x, k, f);
+		for (int o = 0; o < k->nfin && !live[f]; o++)
+			live[f] = reads(k->fin[o], k->vs[f]);
+		for (int o = 0; o < k->nmap && !live[f]; o++)
+			live[f] = reads(k->map[o], k->vs[f]);
+	}
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int f = 0; f < k->n; f++)
+			for (int g = 0; g < k->n && live[f]; g++)
+				if (!live[g] && (reads(k->merge[f], k->va[g]) || reads(k->merge[f], k->vb[g])))
+					live[g] = changed = 1;
+	}
+}
+
+/* An auxiliary field that no output depends on is dropped: it helped
+ * the search (count of max generalizes once a running sum is beside
+ * it) but the carrier would carry it for nothing. */
+static void drop_dead_aux(Ex *x, Cand *k)
+{
+	int live[EX_MAXF * EX_MAXF + EX_MAXF], n = 0;
+	live_fields(x, k, live);
+	for (int f = 0; f < k->n; f++) {
+		if (!live[f] && aux_field(x, k, f))
+			continue;
+		memmove(k->name[n], k->name[f], sizeof k->name[n]);
+		k->ty[n] = k->ty[f], k->va[n] = k->va[f], k->vb[n] = k->vb[f], k->vs[n] = k->vs[f];
+		k->ident[n] = k->ident[f], k->lift[n] = k->lift[f], k->merge[n] = k->merge[f];
+		n++;
+	}
+	k->n = n;
+}
+
 static void tidy_cand(Ex *x, Cand *k)
 {
 	Ir *ir = x->c->ir;
@@ -443,6 +494,7 @@ static void tidy_cand(Ex *x, Cand *k)
 int ex_cand_verify(Ex *x, Cand *k, char *why, size_t n)
 {
 	tidy_cand(x, k);
+	drop_dead_aux(x, k);
 	guard_divisions(x, k);
 	k->commutative = 0;
 	char *yaml = NULL;
