@@ -67,6 +67,20 @@ static ExploreResult explore_text(const char *text)
 	return r;
 }
 
+/* The derived carrier c (its spec text yaml, from what) holds in 2000
+ * trials of every law and against its reference. */
+static void trials_hold(Carrier *c, const char *what, const char *yaml)
+{
+	CheckOpts o;
+	check_defaults(&o);
+	o.trials = 2000;
+	CheckResult cr;
+	char msg[200];
+	cr_assert_eq(check_run(c, &o, &cr, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(check_ok(&cr), "%s: the trials fail:\n%s", what, yaml);
+	check_result_free(&cr);
+}
+
 /* The derived carrier: proved (associativity never disproved), trials hold, runs. */
 static void derived_ok(const char *path, const char *strategy)
 {
@@ -81,14 +95,7 @@ static void derived_ok(const char *path, const char *strategy)
 	for (int i = 0; i < p.n; i++)
 		cr_expect_neq(p.line[i].status, PROOF_DISPROVED, "%s: %s disproved: %s", path, p.line[i].law, p.line[i].how);
 	prove_report_free(&p);
-	CheckOpts o;
-	check_defaults(&o);
-	o.trials = 2000;
-	CheckResult cr;
-	char msg[200];
-	cr_assert_eq(check_run(c, &o, &cr, msg, sizeof msg), 0, "%s", msg);
-	cr_expect(check_ok(&cr), "%s: the trials fail:\n%s", path, r.yaml);
-	check_result_free(&cr);
+	trials_hold(c, path, r.yaml);
 	static const int lens[] = {0, 1, 33, 257};
 	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
 		run_on(c, "interp", lens[l]);
@@ -524,14 +531,7 @@ Test(explore, count_max_drops_the_unread_sum)
 	cr_expect_eq(r.assoc, PROOF_PROVED, "%s", r.yaml);
 	Carrier *c = load_yaml(r.yaml);
 	cr_expect_eq(c->nstate, 2);
-	CheckOpts o;
-	check_defaults(&o);
-	o.trials = 2000;
-	CheckResult cr;
-	char msg[200];
-	cr_assert_eq(check_run(c, &o, &cr, msg, sizeof msg), 0, "%s", msg);
-	cr_expect(check_ok(&cr), "the trials fail:\n%s", r.yaml);
-	check_result_free(&cr);
+	trials_hold(c, "count_max", r.yaml);
 	static const int lens[] = {0, 1, 33, 257};
 	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
 		run_on(c, "interp", lens[l]);
