@@ -324,7 +324,7 @@ static void task_rows(void *ctx, int64_t t)
 		}
 		i += n - 1;
 	}
-	if (k->fence && k->map)
+	if (k->fence && (k->map || k->is_scan))
 		k->fence();
 	if (st != buf)
 		free(st);
@@ -459,7 +459,7 @@ static void task_second(void *ctx, int64_t t)
 		r->k->scan(a, i, lo, hi, state(r, r->part, t));
 	else
 		r->k->map(a, i, lo, hi, state(r, r->fin, 2 * row));
-	if (r->k->fence && !r->k->is_scan)
+	if (r->k->fence)
 		r->k->fence();
 }
 

@@ -2382,6 +2382,77 @@ Test(cpu, scans_in_vectors_meet_the_left_fold, .timeout = 240)
 	pools_close(p, 3);
 }
 
+/* A scan's outputs past 64 MiB stream out with non-temporal stores after
+ * a masked vector up to their 64-byte alignment (scan_lanes): rows of odd
+ * length start anywhere, and so do the chunks of split rows.  Each
+ * position's running maximum and its first position against a plain
+ * loop (the full check is too slow here). */
+Test(cpu, streamed_scan_outputs, .timeout = 120)
+{
+	Carrier *c = text_ok("carrier: high_so_far\nelement: {x: f32}\nstate: {hi: f32, at: i32}\n"
+			     "identity: {hi: -inf, at: -1}\nlift: {hi: x, at: j}\nmerge:\n"
+			     "  hi: where(b.hi > a.hi, b.hi, a.hi)\n  at: where(b.hi > a.hi, b.at, a.at)\n"
+			     "finalize: {hi: hi, at: at}\ntemplate: scan\n");
+	LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = 16});
+	cr_assert_eq(k->scan_lanes, 16);
+	cr_assert(k->k.fence, "a scan in 16 lanes may stream, and needs the fence");
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	enum { R = 32, N = 262147 };
+	for (int split = 0; split < 4; split += 3) {
+		RunData *d = drawn(c, R, N, 12 + split);
+		run_kernel(k, d, p, split);
+		const float *x = d->elem[0].p, *hi = d->fin[0].p;
+		const int32_t *at = d->fin[1].p;
+		size_t bad = 0, first = 0;
+		for (size_t r = 0; r < R; r++) {
+			float m = -INFINITY;
+			int32_t w = -1;
+			for (size_t j = 0; j < N; j++) {
+				size_t q = r * N + j;
+				if (x[q] > m)
+					m = x[q], w = (int32_t)j;
+				if ((hi[q] != m || at[q] != w) && !bad++)
+					first = q;
+			}
+		}
+		cr_expect_eq(bad, 0, "split %d: %zu positions wrong, the first %zu: %g at %d", split, bad, first,
+			     bad ? hi[first] : 0.0, bad ? at[first] : 0);
+		rundata_free(d);
+	}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
+/* Every task that scans (whole rows, chunks of split rows) ends with the
+ * fence after the non-temporal stores. */
+Test(cpu, scan_tasks_end_with_the_fence, .timeout = 60)
+{
+	Carrier *c = load_ok("bench/carriers/running_max.yaml");
+	LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = 16});
+	cr_assert(k->k.fence);
+	k->k.fence = count_fence;
+	static const int shapes[][3] = {{64, 256, 0}, {3, 5000, 3}, {7, 1000, 0}};
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 3, msg, sizeof msg), 0, "%s", msg);
+	for (int s = 0; s < 3; s++) {
+		RunData *d = drawn(c, shapes[s][0], shapes[s][1], 70 + s);
+		atomic_store(&fences, 0);
+		run_kernel(k, d, p, shapes[s][2]);
+		cr_expect_gt(atomic_load(&fences), 0, "rows %d len %d split %d", shapes[s][0], shapes[s][1], shapes[s][2]);
+		if (shapes[s][2])
+			cr_expect_geq(atomic_load(&fences), shapes[s][0] * shapes[s][2], "a fence per chunk");
+		expect_ok(d, "running_max with a counted fence");
+		rundata_free(d);
+	}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
 /* Without a claim, a merge that is itself with a and b swapped takes the
  * commutative loops (sums, products, max, min, softmax's rescale, topk
  * lists, commutative operands in either order); one that commutes only

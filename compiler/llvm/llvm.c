@@ -515,7 +515,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->k.finalize = (void (*)(const CpuArgs *, int64_t, int64_t, const void *))lookup(jit, "assoc_finalize", msg, n, &failed);
 	if (c->nmap)
 		kk->k.map = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, const void *))lookup(jit, "assoc_map", msg, n, &failed);
-	if (k.map_stream)
+	if (k.map_stream || k.scan_lanes)
 		kk->k.fence = (void (*)(void))lookup(jit, "assoc_fence", msg, n, &failed);
 	kk->k.scan = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_scan", msg, n, &failed);
 	if (k.rowmap_g || k.rowmap_lanes) {

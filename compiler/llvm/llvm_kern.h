@@ -176,6 +176,8 @@ void kern_store_outputs(B *b, Def *defs, int n, int first, LLVMValueRef at);
 void kern_bind_self(B *b, LV *s);
 void kern_finalize_body(B *b, LLVMValueRef st, LLVMValueRef at);
 enum { PREFETCH_L1 = 3, PREFETCH_L2 = 2 }; /* llvm.prefetch's locality */
+/* outputs of this many bytes or more in all go out non-temporal (map_stream, scan_lanes) */
+#define MAP_STREAM_BYTES (64LL << 20)
 /* A read prefetch of the line at p into L1 or L2 (llvm_reduce.c). */
 void kern_prefetch(B *b, LLVMValueRef p, int locality);
 void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);

@@ -82,7 +82,6 @@ static void map_align(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMVal
  * not here once per row: the fence waits for the write-combining buffers
  * to drain (softmax, 65536 x 256, one thread, best of 15: 0.70-0.77 ->
  * 0.84-0.89 G elements/s without it per row). */
-#define MAP_STREAM_BYTES (64LL << 20)
 
 static void map_stream(B *b, LV *st, LLVMValueRef tailp, LLVMValueRef hi, LLVMValueRef rowbase)
 {
