@@ -634,6 +634,64 @@ static void transpose(B *b, LLVMValueRef *v, int W)
 	}
 }
 
+/* The shuffle of x and y (2n lanes to pick from) by m[0 .. n-1]. */
+static LLVMValueRef pick(B *b, LLVMValueRef x, LLVMValueRef y, const int *m, int n)
+{
+	LLVMValueRef c[64];
+	for (int l = 0; l < n; l++)
+		c[l] = LLVMConstInt(b->i32, (unsigned)m[l], 0);
+	return LLVMBuildShuffleVector(b->L.b, x, y, LLVMConstVector(c, (unsigned)n), "");
+}
+
+/* transpose() of the 16 float32 vectors at first + seg*l, l < 16, with
+ * part of its shuffling done by the loads.  With l = 4p + q and position
+ * t = 4r + s, w[4r + q] holds the 4-float chunk r of vectors q, 4 + q,
+ * 8 + q and 12 + q, in that order (loads of 16 bytes, two of them folded
+ * into 128-bit inserts, and one 256-bit insert), and each 128-bit chunk
+ * of w[4r .. 4r+3] is then transposed as a 4 x 4 by two rounds of in-lane
+ * unpacks.  On Intel every 512-bit shuffle goes to port 5 alone, as do
+ * the ordered merges' compares into mask registers: 48 such shuffles
+ * where transpose() takes 64, and the inserts from memory run on any of
+ * ports 0, 1 and 5.  2048 x 1024 on one thread (Xeon, best of 5): argmin
+ * 3.86 -> 4.43 G elements/s, argmax 5.48 -> 5.71, a NaN-skipping min, max
+ * and mean 4.23 -> 4.68. */
+static void load_transposed16(B *b, LLVMValueRef base, LLVMValueRef first, LLVMValueRef seg, LLVMValueRef *out)
+{
+	Lower *L = &b->L;
+	LLVMTypeRef ft = storage_ty(b, TY_F32), c4 = LLVMVectorType(ft, 4);
+	static const int cat8[8] = {0, 1, 2, 3, 4, 5, 6, 7}, cat16[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+	int lo_ps[16], hi_ps[16], lo_pd[16], hi_pd[16];
+	for (int c = 0; c < 4; c++) {
+		int q[4][4] = {{4 * c, 16 + 4 * c, 4 * c + 1, 17 + 4 * c},
+			       {4 * c + 2, 18 + 4 * c, 4 * c + 3, 19 + 4 * c},
+			       {4 * c, 4 * c + 1, 16 + 4 * c, 17 + 4 * c},
+			       {4 * c + 2, 4 * c + 3, 18 + 4 * c, 19 + 4 * c}};
+		memcpy(lo_ps + 4 * c, q[0], sizeof q[0]), memcpy(hi_ps + 4 * c, q[1], sizeof q[1]);
+		memcpy(lo_pd + 4 * c, q[2], sizeof q[2]), memcpy(hi_pd + 4 * c, q[3], sizeof q[3]);
+	}
+	for (int r = 0; r < 4; r++) {
+		LLVMValueRef a[4];
+		for (int q = 0; q < 4; q++) {
+			LLVMValueRef ch[4];
+			for (int p = 0; p < 4; p++) {
+				LLVMValueRef at = LLVMBuildAdd(L->b, first, LLVMBuildMul(L->b, seg, ci64(b, 4 * p + q), ""), "");
+				at = LLVMBuildAdd(L->b, at, ci64(b, 4 * r), "");
+				LLVMValueRef ptr = LLVMBuildBitCast(L->b, kern_ptr_at(b, base, ft, at), LLVMPointerType(c4, 0), "");
+				ch[p] = LLVMBuildLoad2(L->b, c4, ptr, "");
+				LLVMSetAlignment(ch[p], 4);
+			}
+			LLVMValueRef h0 = pick(b, ch[0], ch[1], cat8, 8), h1 = pick(b, ch[2], ch[3], cat8, 8);
+			a[q] = pick(b, h0, h1, cat16, 16);
+		}
+		LLVMValueRef t0 = pick(b, a[0], a[1], lo_ps, 16), t1 = pick(b, a[0], a[1], hi_ps, 16);
+		LLVMValueRef t2 = pick(b, a[2], a[3], lo_ps, 16), t3 = pick(b, a[2], a[3], hi_ps, 16);
+		out[4 * r] = pick(b, t0, t2, lo_pd, 16);
+		out[4 * r + 1] = pick(b, t0, t2, hi_pd, 16);
+		out[4 * r + 2] = pick(b, t1, t3, lo_pd, 16);
+		out[4 * r + 3] = pick(b, t1, t3, hi_pd, 16);
+	}
+}
+
 void kern_load_segments(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *out)
 {
 	Carrier *c = b->k->c;
@@ -643,6 +701,11 @@ void kern_load_segments(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *ou
 	for (int k = 0; k < c->nelem + c->ncol; k++) {
 		const Decl *d = k < c->nelem ? &c->elem[k] : &c->col[k - c->nelem];
 		LLVMValueRef *v = out + (size_t)k * W;
+		if (k < c->nelem && W == 16 && !b->lmask && d->storage == TY_F32 && d->ty.kind == TY_F32 &&
+		    spec_decl_width(d) == 1 && lower_host_has("+avx512f")) {
+			load_transposed16(b, b->inp[k], LLVMBuildAdd(L->b, rowbase, j, ""), seg, v);
+			continue;
+		}
 		for (int l = 0; l < W; l++) {
 			LLVMValueRef at = LLVMBuildAdd(L->b, j, LLVMBuildMul(L->b, seg, ci64(b, l), ""), "");
 			if (k < c->nelem)
