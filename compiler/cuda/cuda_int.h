@@ -20,11 +20,7 @@ void cuda_fn_assign(struct Fn *f, const char *dst, Expr *e, int len);
 void cuda_fn_return(struct Fn *f, Expr *e); /* temporaries, then `return e;` */
 /* The body of a bool hook: `return mask;`, or `return true;` without one. */
 void cuda_mask_body(Carrier *c, Buf *b, Expr *mask);
-/* Whether c's tiles may be folded in its certificate's coordinates
- * (cuda_tf.c): 1 with what the fold does in why, and moving[f] set for
- * the state fields that move with the element; 0 with the reason. */
-int cuda_transport(Carrier *c, int *moving, char *why, size_t n);
-/* tile_fold and ASC_TRANSPORT, for the row templates (ok: cuda_transport's). */
+/* tile_fold and ASC_TRANSPORT, for the row templates (ok: prove_transport's). */
 void cuda_transport_hooks(Carrier *c, const int *moving, int ok, Buf *b);
 /* The attention template's hooks for a matched carrier (cuda_attn.c). */
 void cuda_attn_hooks(Carrier *c, const CudaAttn *at, Buf *b);

@@ -8,6 +8,7 @@
 #include "compiler/util/buf.h"
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/cuda_int.h"
+#include "compiler/prove/prove.h"
 
 uint64_t cuda_fnv(uint64_t h, const char *s, size_t n)
 {
@@ -1112,9 +1113,9 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		m->bulk_bytes += c->elem[k].storage == TY_F32 ? 4 : 2;
 	m->state_size = state_size(c);
 	reg_words(c, m);
-	int moving[16] = {0};
+	int moving[TRANSPORT_MAX_FIELDS] = {0};
 	if (m->base != FAM_ATTN)
-		m->tf = cuda_transport(c, moving, m->tf_why, sizeof m->tf_why);
+		m->tf = prove_transport(c, moving, m->tf_why, sizeof m->tf_why);
 	else
 		snprintf(m->tf_why, sizeof m->tf_why, "the attention template");
 	m->var = calloc(MAX_VARIANTS, sizeof *m->var);

@@ -1,39 +1,16 @@
 /* cuda_tf.c: the transported fold of a register tile (templates/blocks.cuh,
- * TF): where the carrier's certificate maps its state into coordinates of
- * known monoids, a thread folds its tile as the sum (product, max, min) of
- * phi(lift(x)) and converts back once a tile, so that no element pays for
- * the merge (Welford's division, online softmax's rescale).
- *
- * Taken as it is, the transport loses float32's precision: Welford's
- * (n, s1, s2) leaves the variance to s2 - s1^2 / n, all cancellation when
- * |mean| >> std, and online softmax's s = sum(exp(x)) overflows past 88.
- * So the tile is folded shifted by its largest element t: each x becomes
- * x - t (in [-(max - min), 0]) and t is added back to the state fields
- * that move with x.  That needs, beyond the certificate:
- *
- * - the fields that move: lift sets them to the element itself, and no
- *   other field of lift reads the element;
- * - the merge commutes with the shift: merge(a - t, b - t) = merge(a, b) - t
- *   on those fields (unchanged on the others).  Proved for t = b.s0 (the
- *   first moving field of b), for every pair of states: that case gives
- *   every t, since applied to (a + t, b + t) and to (a, b) it leaves
- *   merge(a + t, b + t) - b.s0 - t = merge(a - b.s0, b - b.s0) = merge(a, b) - b.s0;
- * - no assume on the element: the proof may use what it says of x, which
- *   x - t need not keep (an assume on params alone stays true).
- *
- * The prover shows the certificate's three parts (phi a homomorphism,
- * back its inverse, phi(identity) the monoids' identity) and the shift's
- * law together (prove_equal); nothing is transported without the proof.
- * At run time a tile whose range is not finite (an infinity, a NaN) or
- * whose transported state is not finite folds the plain way: the shift
- * then never meets a value the proof's finite reals leave out. */
+ * TF), for a carrier whose transport the prover shows (prove_transport in
+ * compiler/prove/transport.c, which says what the fold needs and why): a
+ * thread folds its tile shifted by its largest element, as the monoid sums
+ * of phi(lift(x - t)), and converts back once.  At run time a tile whose
+ * range is not finite (an infinity, a NaN) or whose transported state is
+ * not finite folds the plain way. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/cuda/cuda_int.h"
-#include "compiler/prove/prove.h"
 
 enum { TF_MAX_FIELDS = 16 };
 
@@ -44,151 +21,6 @@ typedef struct {
 static Expr *map_var(void *ctx, Expr *v) { return ((VarMap *)ctx)->by_var[v->k]; }
 
 static Expr *subst(Carrier *c, Expr *e, VarMap *m) { return ir_subst(c->ir, e, map_var, m); }
-
-static int is_elem(void *ctx, Expr *n) { return n->op == EXPR_VAR && n->k == *(int *)ctx; }
-
-/* The state fields that move with the element (lift sets them to it);
- * 0 with the reason where lift reads the element elsewhere. */
-static int moving_fields(Carrier *c, int *mv, char *why, size_t n)
-{
-	int x = c->elem[0].var, nm = 0;
-	for (int f = 0; f < c->nstate; f++) {
-		Expr *l = c->lift[f];
-		mv[f] = l->op == EXPR_VAR && l->k == x;
-		nm += mv[f];
-		if (!mv[f] && ir_contains(l, is_elem, &x)) {
-			snprintf(why, n, "lift's %s reads %s other than as itself, so the tile cannot be shifted",
-				 c->state[f].name, c->elem[0].name);
-			return 0;
-		}
-	}
-	if (!nm)
-		snprintf(why, n, "no state field is the element itself in lift, so the tile cannot be shifted");
-	return nm;
-}
-
-static int scalar_f32(Ty t) { return !t.len && t.kind == TY_F32; }
-
-/* Whether the assume reads the element, which the shift moves: the
- * proof may lean on its facts (x > 0 makes a lift's field positive),
- * which x - t no longer meets.  Params, row and column inputs stay put. */
-static int assume_moves(Carrier *c, char *why, size_t n)
-{
-	int x = c->elem[0].var;
-	if (!c->assume || !ir_contains(c->assume, is_elem, &x))
-		return 0;
-	char *s = ir_str_max(c->ir, c->assume, 120);
-	snprintf(why, n, "assume (%s) reads %s, which the tile's shift moves", s, c->elem[0].name);
-	free(s);
-	return 1;
-}
-
-int cuda_transport(Carrier *c, int *moving, char *why, size_t n)
-{
-	if (!c->has_cert || !c->merge) {
-		snprintf(why, n, "no certificate");
-		return 0;
-	}
-	if (c->tpl == FAM_SCAN || !(c->laws & LAW_COMMUTATIVE)) {
-		snprintf(why, n, "%s", c->tpl == FAM_SCAN ? "a scan" : "not commutative");
-		return 0;
-	}
-	if (c->nelem != 1 || !scalar_f32(c->elem[0].ty) || c->nstate > TF_MAX_FIELDS || c->ncert > TF_MAX_FIELDS) {
-		snprintf(why, n, "the transported fold takes one scalar float element input");
-		return 0;
-	}
-	if (assume_moves(c, why, n))
-		return 0;
-	for (int f = 0; f < c->nstate; f++)
-		if (!scalar_f32(c->state[f].ty)) {
-			snprintf(why, n, "state field %s is not a scalar f32", c->state[f].name);
-			return 0;
-		}
-	for (int k = 0; k < c->ncert; k++)
-		if (!scalar_f32(c->cert_into[k].e->ty)) {
-			snprintf(why, n, "coordinate %s is not a scalar f32", c->cert_into[k].name);
-			return 0;
-		}
-	if (!moving_fields(c, moving, why, n))
-		return 0;
-	int s0 = 0;
-	while (!moving[s0])
-		s0++;
-	VarMap m = {calloc(ir_nvars(c->ir) + 1, sizeof(Expr *))};
-	if (!m.by_var)
-		abort();
-	/* phi(identity): constants, the monoids' identities */
-	for (int k = 0; k < c->ncert; k++) {
-		for (int f = 0; f < c->nstate; f++)
-			m.by_var[c->svar[STATE_SELF][f]] = c->identity[f];
-		Expr *u = subst(c, c->cert_into[k].e, &m);
-		double want = ir_ops[c->cert_monoid[k]].unit;
-		if (u->op != EXPR_CONST || !(u->num == want)) {
-			snprintf(why, n, "phi(identity).%s is not the identity of its monoid", c->cert_into[k].name);
-			free(m.by_var);
-			return 0;
-		}
-	}
-	enum { MAXP = 3 * TF_MAX_FIELDS + TF_MAX_FIELDS };
-	Expr *xs[MAXP], *ys[MAXP], *pa[TF_MAX_FIELDS], *pb[TF_MAX_FIELDS];
-	const char *names[MAXP];
-	char label[MAXP][SPEC_MAX_NAME + 16];
-	int np = 0;
-	Ir *ir = c->ir;
-	for (int k = 0; k < c->ncert; k++) {
-		for (int f = 0; f < c->nstate; f++)
-			m.by_var[c->svar[STATE_SELF][f]] = ir_ref(ir, c->svar[STATE_A][f]);
-		pa[k] = subst(c, c->cert_into[k].e, &m);
-		for (int f = 0; f < c->nstate; f++)
-			m.by_var[c->svar[STATE_SELF][f]] = ir_ref(ir, c->svar[STATE_B][f]);
-		pb[k] = subst(c, c->cert_into[k].e, &m);
-		for (int f = 0; f < c->nstate; f++)
-			m.by_var[c->svar[STATE_SELF][f]] = c->merge[f];
-		/* phi(a + b) = phi(a) * phi(b) */
-		xs[np] = subst(c, c->cert_into[k].e, &m), ys[np] = ir_bin(ir, c->cert_monoid[k], pa[k], pb[k]);
-		snprintf(label[np], sizeof label[np], "phi.%s", c->cert_into[k].name);
-		names[np] = label[np], np++;
-	}
-	for (int f = 0; f < c->nstate; f++)
-		m.by_var[c->svar[STATE_SELF][f]] = NULL;
-	for (int k = 0; k < c->ncert; k++)
-		m.by_var[c->cert_var[k]] = pa[k];
-	for (int f = 0; f < c->nstate; f++) { /* back(phi(a)) = a */
-		xs[np] = subst(c, c->cert_back[f], &m), ys[np] = ir_ref(ir, c->svar[STATE_A][f]);
-		snprintf(label[np], sizeof label[np], "back.%s", c->state[f].name);
-		names[np] = label[np], np++;
-	}
-	for (int k = 0; k < c->ncert; k++)
-		m.by_var[c->cert_var[k]] = NULL;
-	Expr *t = ir_ref(ir, c->svar[STATE_B][s0]);
-	for (int f = 0; f < c->nstate; f++)
-		if (moving[f])
-			for (int w = STATE_A; w <= STATE_B; w++)
-				m.by_var[c->svar[w][f]] = ir_bin(ir, EXPR_SUB, ir_ref(ir, c->svar[w][f]), t);
-	for (int f = 0; f < c->nstate; f++) { /* merge(a - t, b - t) + t = merge(a, b), t = b.s0 */
-		Expr *sh = subst(c, c->merge[f], &m);
-		xs[np] = moving[f] ? ir_bin(ir, EXPR_ADD, sh, t) : sh, ys[np] = c->merge[f];
-		snprintf(label[np], sizeof label[np], "shift.%s", c->state[f].name);
-		names[np] = label[np], np++;
-	}
-	free(m.by_var);
-	char how[512];
-	ProofStatus st = prove_equal(c, xs, ys, names, np, "transported", "the carrier's", how, sizeof how);
-	if (st != PROOF_PROVED) {
-		snprintf(why, n, "the certificate and the shift are not proved (%s): %s", prove_status_name(st), how);
-		return 0;
-	}
-	char mon[128] = "";
-	for (int k = 0; k < c->ncert; k++) {
-		size_t l = strlen(mon);
-		snprintf(mon + l, sizeof mon - l, "%s%s", k ? ", " : "", ir_ops[c->cert_monoid[k]].printed);
-	}
-	size_t l = snprintf(why, n, "tiles folded in (%s), shifted by their largest element on", mon);
-	for (int f = 0; f < c->nstate && l < n; f++)
-		if (moving[f])
-			l += snprintf(why + l, n - l, " %s", c->state[f].name);
-	return 1;
-}
 
 /* Where the carrier has no proved transport: the template's TF branch is
  * compiled out (ASC_TRANSPORT 0) and this never runs. */

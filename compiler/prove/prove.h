@@ -53,5 +53,12 @@ void prove_report_free(ProofReport *r);
 ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *const *names, int n, const char *lname,
 			const char *rname, char *how, size_t hn);
 const char *prove_status_name(ProofStatus s);
+/* Whether c's tiles may be folded in its certificate's coordinates,
+ * shifted by their largest element (transport.c, which says what that
+ * needs): 1 with what the fold does in why, and moving[f] set for the
+ * state fields that move with the element; 0 with the reason.  moving
+ * holds TRANSPORT_MAX_FIELDS entries. */
+enum { TRANSPORT_MAX_FIELDS = 16 };
+int prove_transport(Carrier *c, int *moving, char *why, size_t n);
 
 #endif
