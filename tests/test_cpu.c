@@ -17,6 +17,7 @@
 #include "compiler/llvm/llvm_int.h"
 #include "compiler/devices/npy.h"
 #include "compiler/devices/run.h"
+#include "compiler/util/rng.h"
 #include "testutil.h"
 
 extern const Device dev_cpu; /* a strong reference links the device in */
@@ -261,8 +262,11 @@ Test(cpu, device_runs_through_the_table)
 				       {"lanes=0", "lanes needs a whole number from 1 to 64"},
 				       {"accs=4x", "accs needs a whole number from 1 to 16"},
 				       {"rows=4,wide=2", "unknown --config item 'wide=2'"},
-				       {"unroll=17", "unroll needs a whole number from 0 to 16"}};
-	for (int k = 0; k < 5; k++) {
+				       {"unroll=17", "unroll needs a whole number from 0 to 16"},
+				       {"tf=2", "tf needs a whole number from 0 to 1"},
+				       {"tf=1", "tf=1 asks for the transported fold, which online_softmax cannot have on the "
+						"cpu device: the tiles fold by the max-rescale merge"}};
+	for (int k = 0; k < 7; k++) {
 		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.config = bad[k][0]}, msg, sizeof msg), -1);
 		cr_expect(strstr(msg, bad[k][1]), "%s: %s", bad[k][0], msg);
 	}
@@ -273,7 +277,8 @@ Test(cpu, device_runs_through_the_table)
 /* Other vector shapes of the reduce loop give correct results too. */
 Test(cpu, lanes_and_accumulators)
 {
-	static const LlvmOpts shapes[] = {{1, 1, 0, 0, 0, 0, 0, 0}, {4, 1, 3, 0, 0, 0, 0, 0}, {8, 2, 0, 0, 0, 0, 0, 0}, {16, 4, 2, 0, 0, 0, 0, 0}, {32, 8, 0, 0, 0, 0, 0, 0}};
+	static const LlvmOpts shapes[] = {{.lanes = 1, .accs = 1}, {.lanes = 4, .accs = 1, .tile = 3}, {.lanes = 8, .accs = 2},
+					  {.lanes = 16, .accs = 4, .tile = 2}, {.lanes = 32, .accs = 8}};
 	const char *specs[] = {"specs/online_softmax.yaml", "specs/welford.yaml", "specs/argmax.yaml"};
 	for (int s = 0; s < 3; s++) {
 		Carrier *c = load_ok(specs[s]);
@@ -358,7 +363,7 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 			       "bench/carriers/nan_minmax_mean.yaml", "bench/carriers/xent_label.yaml",
 			       "bench/carriers/argmin_first.yaml"};
 	static const int lens[] = {1, 17, 255, 256, 257, 1000, 4099, 20011};
-	static const LlvmOpts widths[] = {{4, 0, 0, 0, 0, 0, 0, 0}, {8, 0, 0, 0, 0, 0, 0, 0}, {16, 0, 0, 0, 0, 0, 0, 0}};
+	static const LlvmOpts widths[] = {{.lanes = 4}, {.lanes = 8}, {.lanes = 16}};
 	RtPool *p[3];
 	pools_open(p, 3);
 	for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
@@ -962,6 +967,204 @@ Test(cpu, welford_tiles)
 	Carrier *c = load_ok("specs/welford.yaml");
 	tiles_ok(c, "welford");
 	spec_carrier_free(c);
+}
+
+/* The transported fold of the lanes' tiles (llvm_tf.c) and the tree of
+ * merges (tf=0): kernels of both, the plan as asked. */
+static void transported_pair(Carrier *c, LlvmKernel *k[2])
+{
+	k[0] = compiled(c, &(LlvmOpts){.tf = 1});
+	k[1] = compiled(c, &(LlvmOpts){.tf = -1});
+	cr_assert_eq(k[0]->tf, 1, "%s: %s", c->name, k[0]->tf_why);
+	cr_assert_eq(k[1]->tf, 0, "%s: %s", c->name, k[1]->tf_why);
+	cr_expect(strstr(k[0]->tf_why, "shifted by their largest element"), "%s", k[0]->tf_why);
+}
+
+/* Welford with a mask of the element and the position: NaN and a
+ * stretch of each row left out, lanes and positions of a tile among them. */
+static Carrier *masked_welford(void)
+{
+	FILE *f = fopen("specs/welford.yaml", "r");
+	cr_assert(f);
+	char spec[4096], text[4200], err[300];
+	size_t n = fread(spec, 1, sizeof spec - 1, f);
+	fclose(f);
+	spec[n] = 0;
+	char *at = strstr(spec, "state:");
+	cr_assert(at);
+	snprintf(text, sizeof text, "%.*smask: x == x && (j < 100 || j > 300)\n%s", (int)(at - spec), spec, at);
+	Carrier *c = load_text(text, err, sizeof err);
+	cr_assert(c, "%s", err);
+	return c;
+}
+
+/* Welford, layer norm and a masked Welford fold their tiles transported,
+ * and both paths meet the float64 reference at odd lengths, split or not. */
+Test(cpu, transported_tiles_meet_the_reference, .timeout = 120)
+{
+	static const int lens[] = {0, 1, 15, 17, 255, 257, 1000, 4099};
+	const char *specs[] = {"specs/welford.yaml", "specs/layer_norm.yaml", "masked"};
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	for (int s = 0; s < 3; s++) {
+		Carrier *c = s < 2 ? load_ok(specs[s]) : masked_welford();
+		LlvmKernel *k[2];
+		transported_pair(c, k);
+		for (int v = 0; v < 2; v++)
+			for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+				RunData *d = drawn(c, 3, lens[l], 40 + l);
+				for (int j = 5; s == 2 && j < 3 * lens[l]; j += 37)
+					((float *)d->elem[0].p)[j] = NAN;
+				run_kernel(k[v], d, p, l % 2 ? 3 : 0);
+				char w[200];
+				snprintf(w, sizeof w, "%s tf=%d len %d", specs[s], !v, lens[l]);
+				expect_ok(d, w);
+				rundata_free(d);
+			}
+		llvm_kernel_free(k[0]);
+		llvm_kernel_free(k[1]);
+		spec_carrier_free(c);
+	}
+	rt_pool_close(p);
+}
+
+/* Rows far from 0 (1e4 + N(0, 1), 1e8 + N(0, 1) as `assoc check` draws
+ * them, -3e5 + N(0, 30)): unshifted, the power sums would lose the
+ * variance to cancellation; shifted by the tile's largest element they
+ * keep it within the tolerance. */
+Test(cpu, transported_tiles_at_a_large_mean)
+{
+	static const double mean[] = {1e4, 1e8, -3e5}, sd[] = {1, 1, 30};
+	static const int lens[] = {17, 257, 4099};
+	Carrier *c = load_ok("specs/welford.yaml");
+	LlvmKernel *k[2];
+	transported_pair(c, k);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	uint64_t rng = 11;
+	for (int v = 0; v < 2; v++)
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			RunData *d = drawn(c, 3, lens[l], 60 + l);
+			float *x = d->elem[0].p;
+			for (int r = 0; r < 3; r++)
+				for (int j = 0; j < lens[l]; j++)
+					x[(size_t)r * lens[l] + j] = (float)(mean[r] + sd[r] * rng_normal(&rng));
+			run_kernel(k[v], d, p, 0);
+			char w[200];
+			snprintf(w, sizeof w, "tf=%d len %d", !v, lens[l]);
+			expect_ok(d, w);
+			rundata_free(d);
+		}
+	llvm_kernel_free(k[0]);
+	llvm_kernel_free(k[1]);
+	rt_pool_close(p);
+	spec_carrier_free(c);
+}
+
+/* Rows holding infinities and NaN, and one whose transported state
+ * overflows (d^2 past the float range): those tiles fold by the tree of
+ * merges, so both paths give the spec's rules (an infinite or NaN mean,
+ * a NaN variance) and the reference's classes. */
+Test(cpu, transported_tiles_keep_special_values)
+{
+	Carrier *c = load_ok("specs/welford.yaml");
+	LlvmKernel *k[2];
+	transported_pair(c, k);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 1, msg, sizeof msg), 0);
+	enum { R = 7, N = 1000 };
+	RunData *d[2];
+	float big[2][2];
+	for (int v = 0; v < 2; v++) {
+		d[v] = drawn(c, R, N, 5);
+		float *x = d[v]->elem[0].p;
+		x[0 * N + 500] = INFINITY;
+		x[1 * N + 3] = -INFINITY;
+		x[2 * N + 999] = NAN;
+		x[3 * N + 10] = INFINITY, x[3 * N + 900] = -INFINITY;
+		for (int j = 0; j < N; j += 3)
+			x[4 * N + j] = -INFINITY;
+		run_kernel(k[v], d[v], p, 0);
+		expect_ok(d[v], v ? "tf=0" : "tf=1");
+		/* both paths' merges overflow on it where the reference does
+		 * not: compared between the paths only */
+		x[5 * N + 321] = 1e20f;
+		float *m = d[v]->fin[0].p, *s2 = d[v]->fin[1].p;
+		float keep[2][R];
+		memcpy(keep[0], m, sizeof keep[0]), memcpy(keep[1], s2, sizeof keep[1]);
+		run_kernel(k[v], d[v], p, 0);
+		big[v][0] = m[5], big[v][1] = s2[5];
+		memcpy(m, keep[0], sizeof keep[0]), memcpy(s2, keep[1], sizeof keep[1]);
+	}
+	cr_expect(big[0][0] == big[1][0] || fabsf(big[0][0] - big[1][0]) <= 1e-5f * fabsf(big[1][0]), "mean %g vs %g",
+		  big[0][0], big[1][0]);
+	cr_expect(isinf(big[0][1]) == isinf(big[1][1]) && isnan(big[0][1]) == isnan(big[1][1]), "var %g vs %g",
+		  big[0][1], big[1][1]);
+	float *mean[2] = {d[0]->fin[0].p, d[1]->fin[0].p}, *var[2] = {d[0]->fin[1].p, d[1]->fin[1].p};
+	for (int r = 0; r < R; r++) {
+		cr_expect(isnan(mean[0][r]) == isnan(mean[1][r]) && isinf(mean[0][r]) == isinf(mean[1][r]),
+			  "row %d: mean %g vs %g", r, mean[0][r], mean[1][r]);
+		cr_expect(isnan(var[0][r]) == isnan(var[1][r]) && isinf(var[0][r]) == isinf(var[1][r]),
+			  "row %d: var %g vs %g", r, var[0][r], var[1][r]);
+	}
+	cr_expect_eq(mean[0][0], INFINITY, "%g", mean[0][0]);
+	cr_expect_eq(mean[0][1], -INFINITY, "%g", mean[0][1]);
+	cr_expect(isnan(mean[0][2]) && isnan(mean[0][3]), "%g %g", mean[0][2], mean[0][3]);
+	cr_expect(isnan(var[0][0]) && isnan(var[0][1]) && isnan(var[0][4]), "%g %g %g", var[0][0], var[0][1], var[0][4]);
+	cr_expect(isfinite(mean[0][6]) && isfinite(var[0][6]), "a plain row: %g %g", mean[0][6], var[0][6]);
+	for (int v = 0; v < 2; v++)
+		rundata_free(d[v]), llvm_kernel_free(k[v]);
+	rt_pool_close(p);
+	spec_carrier_free(c);
+}
+
+/* The plan as taken: the transported tile's loop divides nowhere (the
+ * merge's divisions come once a tile, after the branch), and the command
+ * line says which fold ran. */
+Test(cpu, transported_tiles_are_taken_and_said, .timeout = 120)
+{
+	Carrier *c = load_ok("specs/welford.yaml");
+	for (int v = 0; v < 2; v++) {
+		char *buf = NULL, msg[300];
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		cr_assert_eq(llvm_emit(c, &(LlvmOpts){.tf = v ? -1 : 1}, 0, f, msg, sizeof msg), 0, "%s", msg);
+		fclose(f);
+		char *red = strstr(buf, "@assoc_reduce("), *end = red ? strstr(red, "\n}\n") : NULL;
+		cr_assert(red && end);
+		*end = 0;
+		/* the block that branches to the transported merge: the loop's elements */
+		char *br = strstr(red, "label %transported,");
+		cr_assert_eq(br != NULL, !v, "tf=%d: %s", !v, br ? "a branch to the transported merge" : "none");
+		if (br) {
+			char *head = br;
+			while (head > red && strncmp(head, "\n\n", 2))
+				head--;
+			cr_expect(!memmem(head, (size_t)(br - head), "fdiv", 4), "tf=1: a division in the tile's loop");
+			cr_expect(memmem(head, (size_t)(br - head), "load <16 x float>", 17) || !strstr(red, "<16 x float>"),
+				  "the block is the loop's: it loads the elements");
+		}
+		free(buf);
+	}
+	spec_carrier_free(c);
+	char out[8192];
+	static const char *cmds[][2] = {
+		{"build/asan/assoc run specs/welford.yaml --device cpu --rows 3 --len 700 --verbose", "(transported tiles)"},
+		{"build/asan/assoc run specs/welford.yaml --device cpu --rows 3 --len 700 --verbose --config tf=0",
+		 "(tree of merges)"},
+		{"build/asan/assoc bench specs/welford.yaml --device cpu --threads 1 --rows 3 --len 700",
+		 "tiles of 16 (transported)"},
+		{"build/asan/assoc bench specs/welford.yaml --device cpu --threads 1 --rows 3 --len 700 --json",
+		 "\"transported\": 1"},
+		{"build/asan/assoc bench specs/welford.yaml --device cpu --threads 1 --rows 3 --len 700 --json --config tf=0",
+		 "\"transported\": 0"}};
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+		cr_assert_eq(sh(cmds[i][0], out, sizeof out, 1), 0, "%s: %s", cmds[i][0], out);
+		cr_expect(strstr(out, cmds[i][1]), "%s: %s", cmds[i][0], out);
+	}
 }
 
 /* Special values: the n-ary fold agrees bit for bit in kind (NaN, +-inf)

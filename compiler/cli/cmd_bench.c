@@ -361,11 +361,11 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
 		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, \"rows_tile\": %d, "
-		       "\"max_rescale\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
+		       "\"max_rescale\": %d, \"transported\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
 		       "\"ratio_to_copy\": %.3f, ",
 		       c->file, c->name, rows, len, b->heads, b->kv_heads, th, split, b->k->lanes, b->k->accs, b->k->tile, g,
-		       b->k->rows_tile, b->k->max_rescale, bytes, gb, ge,
+		       b->k->rows_tile, b->k->max_rescale, b->k->tf, bytes, gb, ge,
 		       ge / th, gcpu, cgb, gb / cgb);
 		if (flops > 0)
 			printf("\"gflops\": %.3f, ", flops / tk / 1e9);
@@ -392,7 +392,7 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		snprintf(chunks, sizeof chunks, ", rows in %d chunks", split);
 	printf("%s: carrier %s on cpu, %lld rows x %lld%s, %d threads, %d lanes x %d accumulators, tiles of %d%s%s%s, %.3g MB\n",
 	       c->file, c->name, rows, len, heads, th, b->k->lanes, b->k->accs, b->k->tile,
-	       b->k->max_rescale ? " (max-rescale)" : "", lanes, chunks, bytes / 1e6);
+	       b->k->max_rescale ? " (max-rescale)" : b->k->tf ? " (transported)" : "", lanes, chunks, bytes / 1e6);
 	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
 	if (flops > 0)
 		printf("  attention %.2f GFLOP/s (%.2f per thread; pairs the mask keeps)\n", flops / tk / 1e9, flops / tk / 1e9 / th);

@@ -61,7 +61,7 @@ static const char usage[] =
 	"                            --kv-heads for column inputs), which must agree where given\n"
 	"  --output NAME=FILE.npy    run: write an array: an output, or an input as drawn\n"
 	"  --config VARIANT          run, bench, emit: a kernel variant by name (see emit --stats;\n"
-	"                            cpu, emit --target llvm and asm: lanes=,accs=,tile=,rows=,unroll=)\n"
+	"                            cpu, emit --target llvm and asm: lanes=,accs=,tile=,rows=,unroll=,tf=)\n"
 	"  --deterministic           run, bench (gpu): the rule's variant, whatever was tuned\n"
 	"  --verbose                 run: say which variant ran and what it moved\n"
 	"  --mpi                     run, under mpirun: each rank folds a slice of every row's\n"

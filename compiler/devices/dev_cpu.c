@@ -1,7 +1,8 @@
 /* dev_cpu.c: the CPU device: the carrier JIT-compiled by the LLVM backend
  * (llvm.c) and run over the rows by the threaded executor (runtime/cpu.c).
  * RunOpts: threads (0: all cores), split (chunks per row; 0: by length),
- * config "lanes=N,accs=N,tile=N" to override the vector shape of the reduce loop.
+ * config "lanes=N,accs=N,tile=N" to override the vector shape of the reduce loop
+ * (and rows=, unroll=, tf=).
  * Also the emit targets llvm and asm, in this object so that whatever links
  * the device links them too. */
 #include <limits.h>
@@ -28,7 +29,9 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 		      * faster, and at d = 160 past two minutes to compile */
 		     {"rows", 1, 16, offsetof(LlvmOpts, rows)},
 		     /* 0: no loops (-1 in LlvmOpts, whose 0 is the host's default) */
-		     {"unroll", 0, 16, offsetof(LlvmOpts, unroll)}};
+		     {"unroll", 0, 16, offsetof(LlvmOpts, unroll)},
+		     /* 0: never (-1 in LlvmOpts, whose 0 takes it where it may) */
+		     {"tf", 0, 1, offsetof(LlvmOpts, tf)}};
 	enum { NITEMS = sizeof items / sizeof *items };
 	while (cfg && *cfg) {
 		int v, used = 0, k = 0;
@@ -37,7 +40,7 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 			k++;
 		if (k == NITEMS || cfg[kl] != '=')
 			return snprintf(msg, n,
-					"unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64, rows=1..16, unroll=0..16)",
+					"unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64, rows=1..16, unroll=0..16, tf=0..1)",
 					cfg),
 			       -1;
 		if (sscanf(cfg + kl + 1, "%d%n", &v, &used) != 1 || (cfg[kl + 1 + used] && cfg[kl + 1 + used] != ',') ||
@@ -45,7 +48,8 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 			return snprintf(msg, n, "%.*s needs a whole number from %d to %d", (int)kl, cfg, items[k].least,
 					items[k].most),
 			       -1;
-		*(int *)((char *)lo + items[k].off) = !strcmp(items[k].key, "unroll") && v == 0 ? -1 : v;
+		int zero_is_none = !strcmp(items[k].key, "unroll") || !strcmp(items[k].key, "tf");
+		*(int *)((char *)lo + items[k].off) = zero_is_none && v == 0 ? -1 : v;
 		cfg += kl + 1 + used;
 		cfg += *cfg == ',';
 	}
@@ -126,7 +130,7 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 			snprintf(views, sizeof views, ", %d heads as %d view%s of %lld rows", d->heads, h.n, h.n > 1 ? "s" : "",
 				 (long long)h.a->rows);
 		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s\n", k->lanes, k->accs,
-			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : "tree of merges", lanes,
+			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : k->tf ? "transported tiles" : "tree of merges", lanes,
 			rt_pool_threads(p), rt_cpu_split(&k->k, h.a->rows, h.n, d->len, o->split), views);
 	}
 	cpu_heads_free(&h);

@@ -161,6 +161,7 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 	if (rows > 64)
 		rows = 64;
 	kern_plan(k, c, lanes, accs, tile, rows, rows_tile);
+	kern_plan_tf(k, c, o ? o->tf : 0, tile > 0);
 	k->key_stride = o && o->key_stride > 1 ? o->key_stride : 1;
 	k->paged = o && o->key_stride > 0;
 	if (o && o->wide_positions)
@@ -485,6 +486,18 @@ static LlvmJit *compile_kern(Kern *k, char *msg, size_t n)
 	return obj ? jit_object(obj, msg, n) : NULL;
 }
 
+/* tf=1 where the plan has no transported fold: refused, with the reason
+ * (k's plan freed), not run the plain way. */
+static int tf_refused(Kern *k, const Carrier *c, const LlvmOpts *o, char *msg, size_t n)
+{
+	if (!o || o->tf <= 0 || k->tf)
+		return 0;
+	snprintf(msg, n, "--config tf=1 asks for the transported fold, which %s cannot have on the cpu device: %s", c->name,
+		 k->tf_why);
+	free(k->soff);
+	return -1;
+}
+
 int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, size_t n)
 {
 	*out = NULL;
@@ -492,6 +505,8 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 		return -1;
 	Kern k;
 	plan(&k, c, o);
+	if (tf_refused(&k, c, o, msg, n))
+		return -1;
 	LlvmJit *jit = compile_kern(&k, msg, n);
 	free(k.soff);
 	if (!jit)
@@ -506,6 +521,8 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->two_pass = k.two_pass > 0;
 	kk->scan_lanes = k.scan_lanes;
 	kk->apart = k.apart;
+	kk->tf = k.tf;
+	memcpy(kk->tf_why, k.tf_why, sizeof kk->tf_why);
 	kk->key_stride = k.paged ? k.key_stride : 0;
 	memcpy(kk->one_lane, k.one_lane, sizeof kk->one_lane);
 	int failed = 0;
@@ -572,6 +589,10 @@ int llvm_emit(Carrier *c, const LlvmOpts *o, int asm_, FILE *out, char *msg, siz
 		return -1;
 	Kern k;
 	plan(&k, c, o);
+	if (tf_refused(&k, c, o, msg, n)) {
+		LLVMDisposeTargetMachine(tm);
+		return -1;
+	}
 	LLVMContextRef ctx = LLVMContextCreate();
 	LLVMModuleRef mod = build_module(&k, ctx, tm, msg, n);
 	free(k.soff);

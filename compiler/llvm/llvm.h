@@ -35,6 +35,8 @@ typedef struct {
 	int key_stride; /* 0: a column input's keys one after another; n: a paged pool of n key/value
 			 * heads ([pages][page_size][n][width]) read in place, key j at element j * n,
 			 * and the functions that read a row's keys page by page (reduce_pages) */
+	int tf;    /* the transported fold in the vector lanes' tiles (llvm_tf.c): 0 where the
+		    * carrier allows it, -1 never, 1 asked for (an error where it cannot be) */
 } LlvmOpts;
 
 typedef struct LlvmJit LlvmJit;
@@ -53,6 +55,8 @@ typedef struct {
 	int apart;        /* topk lists kept apart from the lanes, one sorted list a range (kern_lists_apart), else 0 */
 	int key_stride;   /* LlvmOpts.key_stride: 0, or the paged pool's key/value heads */
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
+	int tf;           /* the vector lanes' tiles fold transported (llvm_tf.c) */
+	char tf_why[240]; /* and what that does, or why they do not */
 	LlvmJit *jit;
 } LlvmKernel;
 

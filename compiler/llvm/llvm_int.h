@@ -6,6 +6,7 @@
 #include <llvm-c/Core.h>
 
 #include "compiler/front/spec.h"
+#include "compiler/prove/prove.h"
 
 /* A lowered value: n components (n == 1 broadcasts over a spec vector),
  * each a scalar of its kind, or a <W x kind> vector when the scope runs
@@ -98,6 +99,9 @@ typedef struct {
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
+	int tf;          /* the vector lanes' tiles fold transported (llvm_tf.c), and */
+	int tf_moving[TRANSPORT_MAX_FIELDS]; /* the fields that move with the element there */
+	char tf_why[240]; /* what that fold does, or why it is not taken */
 } Kern;
 /* Rows (the range one reduce call covers) of at most this many input bytes
  * take two passes instead of the online fold.  L2 is 1 MiB per core on
@@ -164,6 +168,10 @@ int tile_extra_fold(const Carrier *c, int f);
 int tile_own_fold(const Carrier *c, int mi, int f);
 int tile_has_own(const Carrier *c, int mi);
 int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod);
+/* llvm_tf.c: whether the vector lanes' tiles of c fold transported (want
+ * -1: never; else where prove_transport allows it), in k->tf with what it
+ * does or why not in k->tf_why; the tile grows where not given. */
+void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given);
 
 /* llvm_expr.c */
 void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c);

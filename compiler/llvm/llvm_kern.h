@@ -181,6 +181,14 @@ enum { PREFETCH_L1 = 3, PREFETCH_L2 = 2 }; /* llvm.prefetch's locality */
 /* A read prefetch of the line at p into L1 or L2 (llvm_reduce.c). */
 void kern_prefetch(B *b, LLVMValueRef p, int locality);
 void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
+/* The T lifted states of s folded by a balanced tree of the spec's
+ * merges, into s[0] (llvm_reduce.c). */
+void kern_fold_tree(B *b, LV **s, int T, LV *tmp);
+/* The accumulator's state (b->st) merged with the tile s of T lifted
+ * states (cond[t]: the lanes position t keeps, NULL: all) into tmp[0 ..
+ * nstate), transported where every lane's tile allows it, else by
+ * kern_fold_tree (llvm_tf.c).  tmp holds 3 * nstate. */
+void kern_tf_tile(B *b, LV **s, LLVMValueRef *cond, int T, LV *tmp);
 void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
 /* The state of [lo, hi) of each of R's rows in one[r] (scalar slots) by
  * the vector loops; with b->ride (kern_build_rowmap_next), the other

@@ -4,14 +4,15 @@
  * accumulators of W lanes over tiles of T vectors: position
  * lo + c*K*T*W + k*T*W + t*W + l is lifted in lane l of vector t of
  * accumulator k's tile; the tile folds on its own (llvm_tile.c's n-ary
- * max-rescale merge, or a tree of the spec's merges), then merges into
- * its accumulator.  Full vectors left over then go one by one into
- * accumulator 0, the accumulators merge pairwise (k with k + s), the lanes
- * halve (l with l + W/2) down to one state, and the last positions
- * (fewer than W) follow one by one.  A max-rescale carrier's range of at
- * most TWO_PASS_BYTES (llvm_int.h) instead takes two passes: the max of
- * the lifted m, then the sum of f * g(m - max) (kern_reduce_two_pass);
- * fields that merge by themselves (llvm_tile.c) fold alongside, plainly.
+ * max-rescale merge, llvm_tf.c's transported sums, or a tree of the
+ * spec's merges), then merges into its accumulator.  Full vectors left
+ * over then go one by one into accumulator 0, the accumulators merge
+ * pairwise (k with k + s), the lanes halve (l with l + W/2) down to one
+ * state, and the last positions (fewer than W) follow one by one.  A
+ * max-rescale carrier's range of at most TWO_PASS_BYTES (llvm_int.h)
+ * instead takes two passes: the max of the lifted m, then the sum of
+ * f * g(m - max) (kern_reduce_two_pass); fields that merge by themselves
+ * (llvm_tile.c) fold alongside, plainly.
  * Any other carrier folds left to right in one scalar state. */
 #include <math.h>
 #include <stdlib.h>
@@ -438,7 +439,7 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
  * lift makes constant folds through the first levels (Welford's counts
  * are 1, 2, 4: its divisions by n become exact multiplications), and the
  * tree is more accurate than a running fold.  The result is in s[0]. */
-static void fold_tree(B *b, LV **s, int T, LV *tmp)
+void kern_fold_tree(B *b, LV **s, int T, LV *tmp)
 {
 	int ns = b->k->c->nstate;
 	for (int st = 1; st < T; st *= 2)
@@ -550,7 +551,8 @@ static LLVMValueRef stream_at(B *b, LLVMValueRef j, LLVMValueRef Ls, long long q
 
 /* The vector loop: each accumulator takes a tile of T vectors per
  * iteration, from the row's streams.  A max-rescale tile folds together with its accumulator in
- * one n-ary merge; any other tile folds by a tree, then one spec merge
+ * one n-ary merge; a transported one (llvm_tf.c) as monoid sums, converted
+ * back; any other tile by a tree; either of those then one spec merge
  * into the accumulator.  Either way the accumulator's dependency chain is
  * short per tile, and the tiles' independent work overlaps.  Full vectors
  * left over go one by one into accumulator 0, then a masked one.  Returns
@@ -560,6 +562,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	Kern *k = b->k;
 	int ns = k->c->nstate, T = k->tile, W = k->lanes;
 	LV *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[65];
+	LLVMValueRef cond[65];
 	int S = streams(k->accs * T);
 	long long per = (long long)k->accs * T * W / S; /* positions of one stream per iteration */
 	LLVMValueRef Ls = stream_len(b, lo, hi, S, per);
@@ -572,7 +575,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 		for (int t = 0; t < T; t++) {
 			long long u = (long long)a * T + t;
 			s[t] = lifted + t * ns;
-			lift_at(b, stream_at(b, l.iv, Ls, u * W / per, u * W % per), s[t], tmp);
+			cond[t] = lift_at(b, stream_at(b, l.iv, Ls, u * W / per, u * W % per), s[t], tmp);
 		}
 		lower_scope(&b->L, W);
 		kern_apart_flush(b);
@@ -585,8 +588,10 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 			 * spec merge per tile, and its chain is one max and one fma */
 			s[T] = b->st;
 			fold_max_rescale(b, s, T + 1, tmp);
+		} else if (k->tf) {
+			kern_tf_tile(b, s, cond, T, tmp);
 		} else {
-			fold_tree(b, s, T, tmp);
+			kern_fold_tree(b, s, T, tmp);
 			lower_scope(&b->L, W);
 			kern_bind_params(b);
 			kern_merge(b, b->st, s[0], tmp);
@@ -2119,7 +2124,7 @@ static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef 
 			}
 			heads[g / C] = s[g];
 		}
-		fold_tree(b, heads, W / C, tmp);
+		kern_fold_tree(b, heads, W / C, tmp);
 		memcpy(v, heads[0], ns * sizeof *v);
 	}
 	halve(b, v, tmp, 1);
