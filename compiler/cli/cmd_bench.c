@@ -363,10 +363,11 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, \"rows_tile\": %d, "
 		       "\"max_rescale\": %d, \"transported\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
-		       "\"ratio_to_copy\": %.3f, ",
+		       "\"ratio_to_copy\": %.3f, \"cpu_target\": %s%s%s, ",
 		       c->file, c->name, rows, len, b->heads, b->kv_heads, th, split, b->k->lanes, b->k->accs, b->k->tile, g,
 		       b->k->rows_tile, b->k->max_rescale, b->k->tf, bytes, gb, ge,
-		       ge / th, gcpu, cgb, gb / cgb);
+		       ge / th, gcpu, cgb, gb / cgb, b->k->target[0] ? "\"" : "", b->k->target[0] ? b->k->target : "null",
+		       b->k->target[0] ? "\"" : "");
 		if (flops > 0)
 			printf("\"gflops\": %.3f, ", flops / tk / 1e9);
 		printf("\"ops_per_position\": %.0f, \"ops_per_byte\": %.3f, \"ops_per_byte_at_copy\": %.3f, "
@@ -390,8 +391,11 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", b->heads, b->kv_heads);
 	if (split > 1)
 		snprintf(chunks, sizeof chunks, ", rows in %d chunks", split);
-	printf("%s: carrier %s on cpu, %lld rows x %lld%s, %d threads, %d lanes x %d accumulators, tiles of %d%s%s%s, %.3g MB\n",
-	       c->file, c->name, rows, len, heads, th, b->k->lanes, b->k->accs, b->k->tile,
+	char target[96] = "";
+	if (b->k->target[0])
+		snprintf(target, sizeof target, " (compiled for %s, ASSOC_CPU)", b->k->target);
+	printf("%s: carrier %s on cpu%s, %lld rows x %lld%s, %d threads, %d lanes x %d accumulators, tiles of %d%s%s%s, %.3g MB\n",
+	       c->file, c->name, target, rows, len, heads, th, b->k->lanes, b->k->accs, b->k->tile,
 	       b->k->max_rescale ? " (max-rescale)" : b->k->tf ? " (transported)" : "", lanes, chunks, bytes / 1e6);
 	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
 	if (flops > 0)

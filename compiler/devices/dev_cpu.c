@@ -129,9 +129,12 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		if (h.n < d->heads)
 			snprintf(views, sizeof views, ", %d heads as %d view%s of %lld rows", d->heads, h.n, h.n > 1 ? "s" : "",
 				 (long long)h.a->rows);
-		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s\n", k->lanes, k->accs,
+		char target[96] = "";
+		if (k->target[0])
+			snprintf(target, sizeof target, ", compiled for %s (ASSOC_CPU)", k->target);
+		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s%s\n", k->lanes, k->accs,
 			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : k->tf ? "transported tiles" : "tree of merges", lanes,
-			rt_pool_threads(p), rt_cpu_split(&k->k, h.a->rows, h.n, d->len, o->split), views);
+			rt_pool_threads(p), rt_cpu_split(&k->k, h.a->rows, h.n, d->len, o->split), views, target);
 	}
 	cpu_heads_free(&h);
 	rt_pool_close(p);

@@ -66,33 +66,34 @@ static int fail_err(char *msg, size_t n, const char *what, LLVMErrorRef e)
 	return -1;
 }
 
+/* A machine for the CPU compiled for (cpu_target): the host's name and
+ * features, or ASSOC_CPU's name, whose features LLVM then takes from its
+ * own tables. */
 static LLVMTargetMachineRef host_machine(char *msg, size_t n)
 {
+	CpuTarget ct;
+	if (cpu_target(&ct, msg, n))
+		return NULL;
 	char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
 	LLVMTargetRef t;
 	LLVMTargetMachineRef tm = NULL;
 	if (LLVMGetTargetFromTriple(triple, &t, &err)) {
 		fail_msg(msg, n, "no LLVM target for the host", err);
 	} else {
-		char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
-		tm = LLVMCreateTargetMachine(t, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-					     LLVMCodeModelJITDefault);
-		LLVMDisposeMessage(cpu);
-		LLVMDisposeMessage(feat);
+		tm = LLVMCreateTargetMachine(t, triple, ct.cpu, ct.named ? "" : ct.feat, LLVMCodeGenLevelAggressive,
+					     LLVMRelocDefault, LLVMCodeModelJITDefault);
 		if (!tm)
 			snprintf(msg, n, "cannot create an LLVM target machine for %s", triple);
 	}
 	LLVMDisposeMessage(triple);
+	cpu_target_free(&ct);
 	return tm;
 }
 
-/* The host's widest float32 vector, in lanes. */
+/* The widest float32 vector of the CPU compiled for, in lanes. */
 static int host_lanes(void)
 {
-	char *feat = LLVMGetHostCPUFeatures();
-	int w = strstr(feat, "+avx512f") ? 16 : strstr(feat, "+avx") ? 8 : 4;
-	LLVMDisposeMessage(feat);
-	return w;
+	return lower_host_has("+avx512f") ? 16 : lower_host_has("+avx") ? 8 : 4;
 }
 
 /* One accumulator: with tiles (kern_plan) its chain runs one merge per
@@ -386,7 +387,7 @@ static LlvmJit *jit_object(LLVMMemoryBufferRef obj, char *msg, size_t n)
  * at d = 128: about 3.5 on a 2-core AVX2 VM), each time a command runs it.  Its
  * object is kept under $XDG_CACHE_HOME/assoc/cpu, named by a hash of the
  * module before the optimizer (build_ir: everything the spec, the plan and
- * the options decide), the host's CPU and features and LLVM's version;
+ * the options decide), the CPU's name and features (cpu_target) and LLVM's version;
  * OBJECT_FORMAT changes with what happens after build_ir.  A file is a
  * header (magic, size, hash of the object) and the object, so a damaged
  * one is compiled again rather than loaded. */
@@ -402,14 +403,21 @@ static int object_path(LLVMModuleRef mod, char *path, size_t n, uint64_t *key)
 		cache_warn(msg);
 		return -1;
 	}
-	char *ir = LLVMPrintModuleToString(mod), *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+	CpuTarget ct;
+	if (cpu_target(&ct, msg, sizeof msg))
+		return -1;
+	/* the CPU's name and features, so that code built for one CPU is never
+	 * loaded for another; a named CPU's apart from the host's (whose keys
+	 * stay as they were) */
+	char *ir = LLVMPrintModuleToString(mod);
 	uint64_t h = cache_hash(CACHE_HASH_INIT, OBJECT_FORMAT, sizeof OBJECT_FORMAT);
 	h = cache_hash(h, ir, strlen(ir) + 1);
-	h = cache_hash(h, cpu, strlen(cpu) + 1);
-	h = cache_hash(h, feat, strlen(feat) + 1);
+	h = cache_hash(h, ct.cpu, strlen(ct.cpu) + 1);
+	h = cache_hash(h, ct.feat, strlen(ct.feat) + 1);
+	if (ct.named)
+		h = cache_hash(h, "ASSOC_CPU", 10);
 	LLVMDisposeMessage(ir);
-	LLVMDisposeMessage(cpu);
-	LLVMDisposeMessage(feat);
+	cpu_target_free(&ct);
 	*key = h;
 	int w = snprintf(path, n, "%s/%016llx.o", dir, (unsigned long long)h);
 	return w > 0 && (size_t)w < n ? 0 : -1;
@@ -525,6 +533,12 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	memcpy(kk->tf_why, k.tf_why, sizeof kk->tf_why);
 	kk->key_stride = k.paged ? k.key_stride : 0;
 	memcpy(kk->one_lane, k.one_lane, sizeof kk->one_lane);
+	CpuTarget ct;
+	if (cpu_target(&ct, msg, n) == 0) {
+		if (ct.named)
+			snprintf(kk->target, sizeof kk->target, "%s", ct.cpu);
+		cpu_target_free(&ct);
+	}
 	int failed = 0;
 	kk->k.identity = (void (*)(const CpuArgs *, void *))lookup(jit, "assoc_identity", msg, n, &failed);
 	kk->k.reduce = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_reduce", msg, n, &failed);

@@ -57,6 +57,7 @@ typedef struct {
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
 	int tf;           /* the vector lanes' tiles fold transported (llvm_tf.c) */
 	char tf_why[240]; /* and what that does, or why they do not */
+	char target[64];    /* the CPU compiled for where ASSOC_CPU names one, or "" (the host) */
 	LlvmJit *jit;
 } LlvmKernel;
 

@@ -146,16 +146,6 @@ LLVMValueRef lower_intrinsic0(Lower *L, const char *name, LLVMValueRef *args, in
 	return LLVMBuildCall2(L->b, ft, f, args, n, "");
 }
 
-int lower_host_has(const char *feature)
-{
-	char *feat = LLVMGetHostCPUFeatures();
-	size_t n = strlen(feature);
-	int yes = 0;
-	for (const char *p = feat; !yes && (p = strstr(p, feature)); p += n)
-		yes = p[n] == ',' || p[n] == 0;
-	LLVMDisposeMessage(feat);
-	return yes;
-}
 /* v as int64 when it is a float constant, or a tree of selects whose
  * leaves all are, every value finite and within int64: then each leaf
  * converts at compile time and no saturating conversion runs

@@ -224,7 +224,20 @@ LLVMValueRef lower_intrinsic(Lower *L, const char *name, LLVMTypeRef ty, LLVMVal
 /* A target intrinsic without overloaded types. */
 LLVMValueRef lower_intrinsic0(Lower *L, const char *name, LLVMValueRef *args, int n);
 int lower_host_avx512(void);
-int lower_host_has(const char *feature); /* "+f16c" */
+/* whether the CPU compiled for (cpu_target) has a feature: "+f16c" */
+int lower_host_has(const char *feature);
+
+/* The CPU compiled for (llvm_target.c): ASSOC_CPU's, or the host's. */
+typedef struct {
+	char *cpu;  /* LLVM's name for it */
+	char *feat; /* its features as LLVMGetHostCPUFeatures writes them: "+avx2,-avx512f,..." */
+	int named;  /* 1: ASSOC_CPU's, not the host's */
+} CpuTarget;
+/* 0, or -1 with msg where ASSOC_CPU names no CPU LLVM knows, or one with
+ * features this host lacks; cpu_target_free after 0. */
+int cpu_target(CpuTarget *t, char *msg, size_t n);
+void cpu_target_free(CpuTarget *t);
+int cpu_target_has(const CpuTarget *t, const char *feature);
 int lower_width(const Expr *e); /* components (1 for scalars) */
 int lower_varies(Lower *L, const Expr *e); /* depends on the position (elements, columns, j) */
 
