@@ -1,10 +1,13 @@
 /* test_cpuhost.c: the CPU backend compiled for CPUs other than the host
- * (ASSOC_CPU, compiler/llvm/llvm_target.c): the code really for that CPU,
- * kept apart in the cache, and the names refused. */
+ * (ASSOC_CPU, compiler/llvm/llvm_target.c): the AVX2 paths (haswell: 8
+ * lanes, FMA, F16C) and the SSE ones (x86-64-v2: 4 lanes, no AVX) that
+ * hosts without AVX-512 run, each against the float64 reference at odd
+ * shapes; the code really for that CPU; and the names refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/devices/paged.h"
 #include "compiler/devices/run.h"
 #include "compiler/llvm/llvm.h"
 #include "compiler/llvm/llvm_int.h"
@@ -33,6 +36,184 @@ static LlvmKernel *compiled(Carrier *c, const LlvmOpts *o)
 	return k;
 }
 
+static void expect_ok(RunData *d, const char *what)
+{
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	for (int o = 0; o < rc.nout; o++) {
+		OutCheck *x = &rc.out[o];
+		cr_expect(!x->nan_mismatch, "%s: %s: %d NaN or infinity mismatches (at %zu)", what, x->name,
+			  x->nan_mismatch, x->at);
+		cr_expect(x->worst_ratio <= 1, "%s: %s: %g of tolerance (worst at %zu, error %g)", what, x->name,
+			  x->worst_ratio, x->at, x->max_abs);
+	}
+	runcheck_free(&rc);
+}
+
+/* Rows 1 and 2 of d's first float32 element input: -inf at every third
+ * position and a NaN, then a +inf (the paths that guard the rescale). */
+static void special_rows(RunData *d, int len)
+{
+	if (len < 4 || d->rows < 3 || d->c->nelem < 1 || d->c->elem[0].ty.kind != TY_F32 || d->c->elem[0].ty.len)
+		return;
+	float *x = d->elem[0].p;
+	for (int j = 0; j < len; j += 3)
+		x[(size_t)len + j] = -INFINITY;
+	x[(size_t)len + len / 2] = NAN;
+	x[(size_t)2 * len + len / 3] = INFINITY;
+}
+
+static const int LENS[] = {0, 1, 17, 257, 1000};
+
+/* c compiled for the target, on 1 and 3 rows of every length in LENS,
+ * with and without a forced split, against the reference; special adds
+ * infinities and a NaN to the 3-row runs.  The kernel, which the caller
+ * frees, says which paths ran. */
+static LlvmKernel *rows_ok(Carrier *c, const LlvmOpts *o, int special, const char *what)
+{
+	LlvmKernel *k = compiled(c, o);
+	RtPool *p;
+	char msg[300];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	int n = 0;
+	for (int rows = 1; rows <= 3; rows += 2)
+		for (size_t l = 0; l < sizeof LENS / sizeof *LENS; l++, n++) {
+			RunData *d = rundata_new(c, rows, LENS[l]);
+			cr_assert_eq(rundata_draw(d, 3 + n, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+			if (special)
+				special_rows(d, LENS[l]);
+			const void *in[64];
+			void *out[64];
+			CpuArgs a;
+			cpu_args(d, &a, in, out);
+			cr_assert_eq(rt_cpu_run(p, &k->k, &a, 1, n % 2 ? 3 : 0, msg, sizeof msg), 0, "%s", msg);
+			char w[200];
+			snprintf(w, sizeof w, "%s for %s: %d rows x %d", what, getenv("ASSOC_CPU"), rows, LENS[l]);
+			expect_ok(d, w);
+			rundata_free(d);
+		}
+	rt_pool_close(p);
+	return k;
+}
+
+static void spec_rows_ok(const char *path, int special)
+{
+	Carrier *c = load_ok(path);
+	LlvmKernel *k = rows_ok(c, NULL, special, path);
+	cr_expect_str_eq(k->target, getenv("ASSOC_CPU"), "the kernel says what it was compiled for");
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
+/* lanes: the float32 lanes the CPU's widest vectors hold */
+static void row_carriers(const char *cpu, int lanes)
+{
+	target(cpu);
+	static const char *specs[] = {"specs/online_softmax.yaml", "specs/logsumexp.yaml", "specs/welford.yaml",
+				      "specs/layer_norm.yaml", "specs/cross_entropy.yaml",
+				      "specs/nan_aware_stats.yaml", "specs/argmax.yaml"};
+	for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
+		spec_rows_ok(specs[s], strstr(specs[s], "softmax") || strstr(specs[s], "logsumexp") ||
+					       strstr(specs[s], "nan_aware"));
+	Carrier *c = load_ok("specs/logsumexp.yaml");
+	LlvmKernel *k = compiled(c, NULL);
+	cr_expect_eq(k->lanes, lanes, "%s: the lanes of its widest vector", cpu);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
+/* Top-k lists: MoE routing (without AVX-512 VBMI2 its candidates are not
+ * compressed, reduce_selected is not built) and a list beside lanes. */
+static void topk(const char *cpu)
+{
+	target(cpu);
+	spec_rows_ok("specs/moe_topk_routing.yaml", 1);
+	Carrier *c = load_ok("specs/moe_topk_routing.yaml");
+	cr_expect(!kern_selects(c), "%s: no selected candidates without AVX-512", cpu);
+	spec_carrier_free(c);
+	c = load_ok("tests/rows/topk_beside_lanes.yaml");
+	LlvmKernel *k = rows_ok(c, NULL, 0, "topk beside lanes");
+	cr_expect_gt(k->lanes, 1, "%s: the softmax in lanes beside the list", cpu);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
+/* A merge that does not commute folds in ordered lanes (the AVX-512 hosts
+ * load 16 x 16 blocks half transposed; these load their own widths). */
+static void ordered(const char *cpu)
+{
+	target(cpu);
+	Carrier *c = load_ok("bench/carriers/argmax_first.yaml");
+	LlvmKernel *k = rows_ok(c, NULL, 1, "argmax_first");
+	cr_expect_eq(k->lanes, 1, "%s: no commutative lanes", cpu);
+	cr_expect_gt(k->ordered, 1, "%s: ordered lanes", cpu);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
+static void scans(const char *cpu)
+{
+	target(cpu);
+	spec_rows_ok("specs/linear_recurrence.yaml", 0);
+	spec_rows_ok("specs/selective_scan.yaml", 0);
+}
+
+/* Causal attention, f16 inputs at d = 64, grouped heads, through the
+ * device (rows side by side as lanes, tiles of keys); the shape of no
+ * keys included. */
+static void attention(const char *cpu)
+{
+	target(cpu);
+	Carrier *c = load_ok("specs/attention.yaml");
+	static const int shape[][4] = {{17, 17, 4, 2}, {3, 257, 2, 1}, {1, 0, 2, 1}, {33, 100, 3, 3}};
+	for (size_t s = 0; s < sizeof shape / sizeof *shape; s++) {
+		RunData *d = rundata_new_heads(c, shape[s][0], shape[s][1], shape[s][2], shape[s][3]);
+		char msg[300];
+		cr_assert_eq(rundata_draw(d, 5 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2, .split = s % 2 ? 3 : 0}, msg, sizeof msg), 0,
+			     "%s", msg);
+		char what[100];
+		snprintf(what, sizeof what, "attention for %s: %d rows x %d keys, %d/%d heads", cpu, shape[s][0],
+			 shape[s][1], shape[s][2], shape[s][3]);
+		expect_ok(d, what);
+		rundata_free(d);
+	}
+	spec_carrier_free(c);
+}
+
+/* Decoding: one query row a head, its key/value head's query heads side
+ * by side, keys in chunks; contiguous and read in place from pages. */
+static void decoding(const char *cpu)
+{
+	target(cpu);
+	Carrier *c = load_ok("tests/attention/full.yaml");
+	static const int shape[][3] = {{1000, 8, 2}, {257, 4, 1}, {17, 2, 2}};
+	for (size_t s = 0; s < sizeof shape / sizeof *shape; s++) {
+		RunData *d = rundata_new_heads(c, 1, shape[s][0], shape[s][1], shape[s][2]);
+		char msg[300];
+		cr_assert_eq(rundata_draw(d, 9 + s, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.threads = 2, .split = s ? 0 : 4}, msg, sizeof msg), 0, "%s", msg);
+		char what[100];
+		snprintf(what, sizeof what, "decoding for %s: %d keys, %d/%d heads", cpu, shape[s][0], shape[s][1],
+			 shape[s][2]);
+		expect_ok(d, what);
+		rundata_free(d);
+	}
+	char msg[512];
+	Paged *p = paged_drawn(c, 8, 2, 3, 1, 1000, 32, 11, NULL, 0, msg, sizeof msg);
+	cr_assert(p, "%s", msg);
+	RunCheck rc;
+	cr_assert_eq(paged_run(p, &dev_cpu, &(RunOpts){.threads = 2, .split = 4}, &rc, NULL, msg, sizeof msg), 0, "%s",
+		     msg);
+	for (int k = 0; k < rc.nout; k++)
+		cr_expect(rc.out[k].worst_ratio <= 1 && !rc.out[k].nan_mismatch,
+			  "paged decoding for %s: %s at %.3g of tolerance, %d NaN mismatches", cpu, rc.out[k].name,
+			  rc.out[k].worst_ratio, rc.out[k].nan_mismatch);
+	runcheck_free(&rc);
+	paged_free(p);
+	spec_carrier_free(c);
+}
+
 /* The assembly `emit --target asm` prints for c. */
 static char *assembly(Carrier *c)
 {
@@ -44,6 +225,17 @@ static char *assembly(Carrier *c)
 	fclose(f);
 	return text;
 }
+
+#define HOST_TESTS(name, cpu, lanes) \
+	Test(cpuhost, name##_row_carriers, .timeout = 120) { row_carriers(cpu, lanes); } \
+	Test(cpuhost, name##_topk, .timeout = 120) { topk(cpu); } \
+	Test(cpuhost, name##_ordered_lanes, .timeout = 120) { ordered(cpu); } \
+	Test(cpuhost, name##_scans, .timeout = 120) { scans(cpu); } \
+	Test(cpuhost, name##_causal_f16_attention, .timeout = 120) { attention(cpu); } \
+	Test(cpuhost, name##_decoding, .timeout = 120) { decoding(cpu); }
+
+HOST_TESTS(haswell, "haswell", 8)
+HOST_TESTS(x86_64_v2, "x86-64-v2", 4)
 
 /* The code is for the named CPU: AVX2 registers (ymm) but no AVX-512 ones
  * (zmm) for haswell, with F16C's conversions for f16 inputs; neither for
