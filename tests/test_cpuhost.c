@@ -335,6 +335,11 @@ Test(cpuhost, commands_say_the_target)
 			sizeof out, 1),
 		     0, "%s", out);
 	cr_expect(strstr(out, "on cpu (compiled for haswell, ASSOC_CPU)"), "%s", out);
+	cr_assert_eq(sh("ASSOC_CPU=haswell build/assoc run specs/attention.yaml --device cpu --page-size 16 --batch 2 "
+			"--len 40 --verbose",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "read in place from pages") && strstr(out, "compiled for haswell (ASSOC_CPU)"), "%s", out);
 	cr_assert_neq(sh("ASSOC_CPU=pentium-9000 build/assoc run specs/sum.yaml --device cpu", out, sizeof out, 1), 0);
 	cr_expect(strstr(out, "knows no CPU of that name") && !strstr(out, "ok"), "%s", out);
 }

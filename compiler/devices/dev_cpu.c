@@ -223,10 +223,14 @@ static int cpu_run_batch(RunBatch *rb, const RunOpts *o, char *msg, size_t n)
 	}
 	int64_t calls = rt_cpu_paged_calls();
 	int rc = cpu_batch_run(p, k, rb, o->split, msg, n);
-	if (o->verbose && !rc)
+	if (o->verbose && !rc) {
+		char target[96] = "";
+		if (k->target[0])
+			snprintf(target, sizeof target, ", compiled for %s (ASSOC_CPU)", k->target);
 		fprintf(stderr, "cpu: %d sequences in one call, keys read in place from pages of %d: %lld reduce calls, "
-			"%d threads\n", rb->batch, rb->seq[0]->page.size, (long long)(rt_cpu_paged_calls() - calls),
-			rt_pool_threads(p));
+			"%d threads%s\n", rb->batch, rb->seq[0]->page.size, (long long)(rt_cpu_paged_calls() - calls),
+			rt_pool_threads(p), target);
+	}
 	rt_pool_close(p);
 	llvm_kernel_free(k);
 	return rc;
