@@ -37,11 +37,7 @@ LDLIBS  += -lpthread
 LLVM_SRC := $(LLVM_ALL)
 else
 CFLAGS  += $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
-LLVM_LDLIBS := $(shell $(LLVM_CONFIG) --ldflags --libs 2>/dev/null) -lstdc++
-# LLVM's C API does not say which features a named CPU has (ASSOC_CPU):
-# one C++ file asks its MC layer, built once (position independent, no
-# sanitizers) for every build that links the backend.
-LLVM_CXX_OBJ := build/cxx/compiler/llvm/cpu_features.o
+LLVM_LDLIBS := $(shell $(LLVM_CONFIG) --ldflags --libs 2>/dev/null)
 LDLIBS  += $(LLVM_LDLIBS) -lpthread
 LLVM_SRC :=
 endif
@@ -75,8 +71,8 @@ endif
 # (objects beside the binary build/asan/tests, not in a folder of its name)
 TEST_OBJ := $(TEST_SRC:tests/%.c=build/asan/t/%.o)
 
-OBJ      := $(LIB_SRC:%.c=build/obj/%.o) $(LLVM_CXX_OBJ)
-ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o) $(LLVM_CXX_OBJ)
+OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
+ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 
 PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config llvm-14-dev libopenmpi-dev openmpi-bin
 
@@ -91,10 +87,6 @@ build/obj/%.o: %.c $(FLAGS_STAMP)
 build/asan/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $(DEPFLAGS) -c $< -o $@
-
-build/cxx/%.o: %.cc $(FLAGS_STAMP)
-	@mkdir -p $(dir $@)
-	$(Q)$(CXX) $(patsubst -I%,-isystem %,$(shell $(LLVM_CONFIG) --cxxflags)) $(OPT) -g -fPIC -Wall -Wextra $(DEPFLAGS) -c $< -o $@
 
 # The templates and the emulator's header are assembled into blobs.o
 # (.incbin), which -MMD does not see.
@@ -118,7 +110,7 @@ else
 # The command line without LLVM (-rdynamic: the plugin takes the rest of
 # assoc from it), and the plugin with the backend and LLVM (-Bsymbolic: its
 # own entry points, not the executable's of the same names).
-CORE_OBJ := $(filter-out $(LLVM_ALL:%.c=build/obj/%.o) $(LLVM_CXX_OBJ),$(OBJ))
+CORE_OBJ := $(filter-out $(LLVM_ALL:%.c=build/obj/%.o),$(OBJ))
 
 build/libassoc-core.a: $(CORE_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -127,7 +119,7 @@ build/assoc: build/obj/compiler/cli/main.o build/obj/compiler/cli/llvm_load.o bu
 	$(Q)$(CC) $(CFLAGS) -rdynamic -o $@ build/obj/compiler/cli/main.o build/obj/compiler/cli/llvm_load.o \
 		$(call WHOLE,build/libassoc-core.a) $(BASE_LDLIBS)
 
-build/assoc-llvm.so: $(LLVM_ALL:%.c=build/pic/%.o) $(LLVM_CXX_OBJ)
+build/assoc-llvm.so: $(LLVM_ALL:%.c=build/pic/%.o)
 	$(Q)$(CC) -shared -Wl,-Bsymbolic -o $@ $^ $(LLVM_LDLIBS) -lpthread -lm
 endif
 
@@ -167,7 +159,7 @@ build/libfakenvrtc.so: tests/fake/fakenvrtc.c
 
 # The fuzz target links against an archive, so that only the objects the
 # loader needs come in (the commands' objects need main.c).
-FUZZ_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o) $(LLVM_CXX_OBJ)
+FUZZ_OBJ := $(LIB_SRC:%.c=build/fuzz/%.o)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 build/fuzz/%.o: %.c $(FLAGS_STAMP)
@@ -189,7 +181,7 @@ build/fuzz_cache: tests/fuzz/fuzz_cache.c build/fuzz/libassoc.a
 PREFIX  ?= /usr/local
 # the command line's files (compiler/cli/) need main.c: not part of the
 # shared library
-PIC_OBJ := $(filter-out build/pic/compiler/cli/%,$(LIB_SRC:%.c=build/pic/%.o)) $(LLVM_CXX_OBJ)
+PIC_OBJ := $(filter-out build/pic/compiler/cli/%,$(LIB_SRC:%.c=build/pic/%.o))
 
 build/pic/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

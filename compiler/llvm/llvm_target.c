@@ -1,21 +1,90 @@
 /* llvm_target.c: the CPU the backend compiles for.  By default the host's
  * (its name and features as LLVM detects them); ASSOC_CPU names another
  * (haswell, x86-64-v2, ...), so that the code paths of hosts without
- * AVX-512 are built, run and tested on one that has it.  A named CPU takes
- * LLVM's own features for the name, and is refused where it has one this
- * host lacks: its code would stop with an illegal instruction. */
+ * AVX-512 are built, run and tested on one that has it.  LLVM derives a
+ * named CPU's code from its name; the features the backend asks about,
+ * and the host's check, come from the table below (LLVM's C API names
+ * only the host's features).  A CPU is refused where it has a feature
+ * this host lacks: its code would stop with an illegal instruction. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm/Config/llvm-config.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
 #include "compiler/llvm/llvm.h"
 #include "compiler/llvm/llvm_int.h"
 
-char *llvm_cpu_features(const char *triple, const char *cpu, const char *names); /* cpu_features.cc */
+/* The x86-64 levels and the CPUs their users run, each with what it adds
+ * to the one before it in the table (base: 0) as LLVM names features. */
+#define V2 "sse3,ssse3,sse4.1,sse4.2,popcnt,cx16,sahf"
+#define V3 V2 ",avx,avx2,bmi,bmi2,f16c,fma,lzcnt,movbe"
+#define V4 V3 ",avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
+#define ICX V4 ",avx512vbmi,avx512vbmi2,avx512vnni,avx512bitalg,avx512vpopcntdq,gfni,vaes,vpclmulqdq"
+#define ZEN ",sse4a,clzero,mwaitx"
+static const struct {
+	const char *name, *features;
+} CPUS[] = {
+	{"x86-64", "sse,sse2"},
+	{"x86-64-v2", "sse,sse2," V2},
+	{"x86-64-v3", "sse,sse2," V3},
+	{"x86-64-v4", "sse,sse2," V4},
+	{"haswell", "sse,sse2," V3},
+	{"skylake", "sse,sse2," V3},
+	{"skylake-avx512", "sse,sse2," V4},
+	{"icelake-server", "sse,sse2," ICX},
+	{"sapphirerapids", "sse,sse2," ICX ",avx512bf16,avx512fp16"},
+	{"znver2", "sse,sse2," V3 ZEN},
+	{"znver3", "sse,sse2," V3 ZEN},
+	{"znver4", "sse,sse2," ICX ZEN ",avx512bf16"},
+};
+
+static int in_list(const char *list, const char *name, size_t len)
+{
+	for (const char *p = list; *p;) {
+		size_t l = strcspn(p, ",");
+		if (l == len && !memcmp(p, name, len))
+			return 1;
+		p += l + (p[l] == ',');
+	}
+	return 0;
+}
+
+/* The host's feature names (LLVM's list names every x86 feature it
+ * knows), each signed by whether cpu has it (malloc'd); NULL where the
+ * table has no cpu of that name. */
+static char *cpu_features(const char *cpu, const char *host)
+{
+	const char *have = NULL;
+	for (size_t i = 0; i < sizeof CPUS / sizeof *CPUS; i++)
+		if (!strcmp(CPUS[i].name, cpu))
+			have = CPUS[i].features;
+	if (!have)
+		return NULL;
+	char *out = malloc(strlen(host) + 1), *w = out;
+	if (!out)
+		abort();
+	*w = 0;
+	for (const char *p = host; *p;) {
+		size_t l = strcspn(p, ",");
+		if (l > 1 && (*p == '+' || *p == '-'))
+			w += sprintf(w, "%s%c%.*s", w == out ? "" : ",", in_list(have, p + 1, l - 1) ? '+' : '-', (int)(l - 1),
+				     p + 1);
+		p += l + (p[l] == ',');
+	}
+	return out;
+}
+
+/* "x86-64, x86-64-v2, ..." */
+static void cpu_names(char *b, size_t n)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < sizeof CPUS / sizeof *CPUS && w < n; i++) {
+		int k = snprintf(b + w, n - w, "%s%s", i ? ", " : "", CPUS[i].name);
+		w += k > 0 ? (size_t)k : 0;
+	}
+}
 
 /* Instructions of these only intrinsics emit, and the backend calls none:
  * a host that hides them (virtual machines often hide pku, rtm, invpcid)
@@ -98,12 +167,12 @@ int cpu_target(CpuTarget *t, char *msg, size_t n)
 		snprintf(msg, n, "ASSOC_CPU is not a CPU name (up to 63 letters, digits, '.', '_' and '-')");
 		rc = -1;
 	} else {
-		char *triple = LLVMGetDefaultTargetTriple();
-		char *feat = llvm_cpu_features(triple, name, hfeat);
+		char *feat = cpu_features(name, hfeat);
 		char missing[512];
 		if (!feat) {
-			snprintf(msg, n, "ASSOC_CPU=%s: LLVM %s knows no CPU of that name for %s (`llvm-mc --mcpu=help` lists them)",
-				 name, LLVM_VERSION_STRING, triple);
+			char names[400];
+			cpu_names(names, sizeof names);
+			snprintf(msg, n, "ASSOC_CPU=%s: assoc knows no CPU of that name (it knows %s)", name, names);
 			rc = -1;
 		} else if (missing_features(feat, hfeat, missing, sizeof missing)) {
 			snprintf(msg, n, "ASSOC_CPU=%s: this host (%s) lacks %s, which its code may use", name, hcpu, missing);
@@ -112,7 +181,6 @@ int cpu_target(CpuTarget *t, char *msg, size_t n)
 		} else {
 			t->cpu = copy(name), t->feat = feat, t->named = 1;
 		}
-		LLVMDisposeMessage(triple);
 	}
 	LLVMDisposeMessage(hcpu);
 	LLVMDisposeMessage(hfeat);
