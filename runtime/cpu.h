@@ -101,6 +101,8 @@ enum { RT_MAX_THREADS = 1024 };
 int rt_pool_open(RtPool **p, int threads, char *msg, size_t n);
 void rt_pool_close(RtPool *p);
 int rt_pool_threads(const RtPool *p);
+/* The jobs the pool's workers have been woken for so far. */
+unsigned long rt_pool_jobs(const RtPool *p);
 /* Run fn(ctx, t) for t in [0, ntasks) on the pool's threads (the caller
  * helps); returns when all are done. */
 void rt_pool_run(RtPool *p, int64_t ntasks, void (*fn)(void *ctx, int64_t t), void *ctx);

@@ -274,6 +274,36 @@ Test(cpu, device_runs_through_the_table)
 	spec_carrier_free(c);
 }
 
+/* A run of fewer than 4096 positions in all stays on the calling thread
+ * (waking a worker costs more than the work), with the pool's results;
+ * a larger one wakes the workers. */
+Test(cpu, small_runs_stay_on_the_calling_thread)
+{
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	LlvmKernel *k = compiled(c, &(LlvmOpts){0});
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	static const int shapes[][3] = {{1, 32, 0}, {3, 1000, 0}, {1, 4095, 3}, {2, 4096, 0}, {64, 1000, 3}};
+	for (int s = 0; s < 5; s++) {
+		RunData *d = drawn(c, shapes[s][0], shapes[s][1], 11);
+		unsigned long before = rt_pool_jobs(p);
+		run_kernel(k, d, p, shapes[s][2]);
+		int small = shapes[s][0] * shapes[s][1] < 4096;
+		char what[80];
+		snprintf(what, sizeof what, "%d x %d, split %d", shapes[s][0], shapes[s][1], shapes[s][2]);
+		if (small)
+			cr_expect_eq(rt_pool_jobs(p), before, "%s: the workers were woken", what);
+		else
+			cr_expect_gt(rt_pool_jobs(p), before, "%s: the workers were not woken", what);
+		expect_ok(d, what);
+		rundata_free(d);
+	}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
 /* Other vector shapes of the reduce loop give correct results too. */
 Test(cpu, lanes_and_accumulators)
 {
