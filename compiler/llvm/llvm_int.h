@@ -233,8 +233,8 @@ typedef struct {
 	char *feat; /* its features as LLVMGetHostCPUFeatures writes them: "+avx2,-avx512f,..." */
 	int named;  /* 1: ASSOC_CPU's, not the host's */
 } CpuTarget;
-/* 0, or -1 with msg where ASSOC_CPU names no CPU LLVM knows, or one with
- * features this host lacks; cpu_target_free after 0. */
+/* 0, or -1 with msg where ASSOC_CPU names no CPU of llvm_target.c's
+ * table, or one with features this host lacks; cpu_target_free after 0. */
 int cpu_target(CpuTarget *t, char *msg, size_t n);
 void cpu_target_free(CpuTarget *t);
 int cpu_target_has(const CpuTarget *t, const char *feature);
