@@ -18,6 +18,7 @@
 #include "compiler/devices/npy.h"
 #include "compiler/devices/run.h"
 #include "compiler/util/rng.h"
+#include "cputest.h"
 #include "testutil.h"
 
 extern const Device dev_cpu; /* a strong reference links the device in */
@@ -71,28 +72,6 @@ static void run_kernel(LlvmKernel *k, RunData *d, RtPool *pool, int split)
 	cr_assert_eq(rt_cpu_run(pool, &k->k, &a, 1, split, msg, sizeof msg), 0, "%s", msg);
 }
 
-/* The shared rule of runcheck_run (compiler/devices/runcheck.c), NaN and infinity included. */
-static void expect_ok(RunData *d, const char *what)
-{
-	RunCheck rc;
-	runcheck_run(d, &rc);
-	for (int o = 0; o < rc.nout; o++) {
-		OutCheck *x = &rc.out[o];
-		cr_expect(!x->nan_mismatch, "%s: %s: %d NaN or infinity mismatches (at %zu)", what, x->name,
-			  x->nan_mismatch, x->at);
-		cr_expect(x->worst_ratio <= 1, "%s: %s: %g of tolerance (worst at %zu, error %g)", what, x->name,
-			  x->worst_ratio, x->at, x->max_abs);
-	}
-	runcheck_free(&rc);
-}
-
-static LlvmKernel *compiled(Carrier *c, const LlvmOpts *o)
-{
-	LlvmKernel *k;
-	char msg[500];
-	cr_assert_eq(llvm_compile(c, o, &k, msg, sizeof msg), 0, "%s: %s", c->name, msg);
-	return k;
-}
 
 /* A spec file with its dims set by defs. */
 static Carrier *load_defined(const char *path, Define *defs, int n)

@@ -11,6 +11,7 @@
 #include "compiler/devices/run.h"
 #include "compiler/llvm/llvm.h"
 #include "compiler/llvm/llvm_int.h"
+#include "cputest.h"
 #include "testutil.h"
 
 extern const Device dev_cpu; /* a strong reference links the device in */
@@ -28,27 +29,6 @@ static void target(const char *cpu)
 	cpu_target_free(&t);
 }
 
-static LlvmKernel *compiled(Carrier *c, const LlvmOpts *o)
-{
-	LlvmKernel *k;
-	char msg[600];
-	cr_assert_eq(llvm_compile(c, o, &k, msg, sizeof msg), 0, "%s: %s", c->name, msg);
-	return k;
-}
-
-static void expect_ok(RunData *d, const char *what)
-{
-	RunCheck rc;
-	runcheck_run(d, &rc);
-	for (int o = 0; o < rc.nout; o++) {
-		OutCheck *x = &rc.out[o];
-		cr_expect(!x->nan_mismatch, "%s: %s: %d NaN or infinity mismatches (at %zu)", what, x->name,
-			  x->nan_mismatch, x->at);
-		cr_expect(x->worst_ratio <= 1, "%s: %s: %g of tolerance (worst at %zu, error %g)", what, x->name,
-			  x->worst_ratio, x->at, x->max_abs);
-	}
-	runcheck_free(&rc);
-}
 
 /* Rows 1 and 2 of d's first float32 element input: -inf at every third
  * position and a NaN, then a +inf (the paths that guard the rescale). */
