@@ -1223,6 +1223,19 @@ static void scan_vector(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 	free(x);
 }
 
+/* The positions [from, to) of a vector from from, fewer than its lanes
+ * (none: nothing), by masked loads and stores. */
+static void scan_partial(B *b, LLVMValueRef from, LLVMValueRef to, LV *carry, LV *tmp)
+{
+	Lower *L = &b->L;
+	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSLT, from, to, ""));
+	lower_scope(L, b->k->scan_lanes);
+	b->lmask = kern_lanes_below(b, from, to);
+	scan_vector(b, from, carry, tmp);
+	b->lmask = NULL;
+	kern_if_end(b, done);
+}
+
 /* The whole vectors of [lo, full) in lanes, carry the state before them
  * and then after them; stores non-temporal where b->nt. */
 static void scan_full(B *b, LLVMValueRef lo, LLVMValueRef full, LV *carry, LV *tmp)
@@ -1317,12 +1330,7 @@ static void scan_lanes(B *b, LLVMValueRef lo, LLVMValueRef hi, LV *one, LV *tmp)
 	LLVMValueRef start = lo;
 	if (scan_aligns(k)) {
 		start = scan_aligned_from(b, lo, hi);
-		LLVMBasicBlockRef head = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSLT, lo, start, ""));
-		lower_scope(L, W);
-		b->lmask = kern_lanes_below(b, lo, start);
-		scan_vector(b, lo, carry, tmp);
-		b->lmask = NULL;
-		kern_if_end(b, head);
+		scan_partial(b, lo, start, carry, tmp);
 	}
 	LLVMValueRef full = LLVMBuildSub(L->b, hi, LLVMBuildSRem(L->b, LLVMBuildSub(L->b, hi, start, ""), ci64(b, W), ""), "");
 	if (scan_aligns(k)) {
@@ -1343,12 +1351,7 @@ static void scan_lanes(B *b, LLVMValueRef lo, LLVMValueRef hi, LV *one, LV *tmp)
 	} else
 		scan_full(b, start, full, carry, tmp);
 	lower_scope(L, W);
-	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSLT, full, hi, ""));
-	lower_scope(L, W);
-	b->lmask = kern_lanes_below(b, full, hi);
-	scan_vector(b, full, carry, tmp);
-	b->lmask = NULL;
-	kern_if_end(b, done);
+	scan_partial(b, full, hi, carry, tmp);
 	lower_scope(L, W);
 	kern_slots_load(b, carry, v);
 	lower_scope(L, 1);
