@@ -184,6 +184,10 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
 /* The T lifted states of s folded by a balanced tree of the spec's
  * merges, into s[0] (llvm_reduce.c). */
 void kern_fold_tree(B *b, LV **s, int T, LV *tmp);
+/* v[0 .. n-1] reduced pairwise by the monoid op (EXPR_ADD, EXPR_MUL,
+ * EXPR_MAX, EXPR_MIN; max and min by compare and select), into v[0]
+ * (llvm_reduce.c). */
+LLVMValueRef kern_monoid_tree(Lower *L, Op op, LLVMValueRef *v, int n);
 /* The accumulator's state (b->st) merged with the tile s of T lifted
  * states (cond[t]: the lanes position t keeps, NULL: all) into tmp[0 ..
  * nstate), transported where every lane's tile allows it, else by

@@ -119,9 +119,24 @@ static LLVMValueRef tree(B *b, LLVMValueRef *v, int n, int max)
 	if (max)
 		for (int t = 0; t < n; t++)
 			v[t] = gt_max(b, v[t], lower_const(&b->L, TY_F32, -INFINITY));
+	return kern_monoid_tree(&b->L, max ? EXPR_MAX : EXPR_ADD, v, n);
+}
+
+LLVMValueRef kern_monoid_tree(Lower *L, Op op, LLVMValueRef *v, int n)
+{
 	for (int s = 1; s < n; s *= 2)
-		for (int t = 0; t + s < n; t += 2 * s)
-			v[t] = max ? gt_max(b, v[t], v[t + s]) : LLVMBuildFAdd(b->L.b, v[t], v[t + s], "");
+		for (int t = 0; t + s < n; t += 2 * s) {
+			LLVMValueRef x = v[t], y = v[t + s];
+			switch (op) {
+			case EXPR_ADD: v[t] = LLVMBuildFAdd(L->b, x, y, ""); break;
+			case EXPR_MUL: v[t] = LLVMBuildFMul(L->b, x, y, ""); break;
+			default: {
+				/* x > y ? x : y (gt_max), x < y ? x : y */
+				LLVMRealPredicate p = op == EXPR_MAX ? LLVMRealOGT : LLVMRealOLT;
+				v[t] = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, p, x, y, ""), x, y, "");
+			}
+			}
+		}
 	return v[0];
 }
 

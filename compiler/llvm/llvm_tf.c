@@ -46,25 +46,6 @@ void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given)
 		k->tile = TF_TILE;
 }
 
-/* v's lanes reduced across the T values by the monoid op (EXPR_ADD,
- * EXPR_MUL, EXPR_MAX, EXPR_MIN), pairwise. */
-static LLVMValueRef monoid_tree(Lower *L, Op op, LLVMValueRef *v, int T)
-{
-	for (int s = 1; s < T; s *= 2)
-		for (int t = 0; t + s < T; t += 2 * s) {
-			LLVMValueRef x = v[t], y = v[t + s];
-			switch (op) {
-			case EXPR_ADD: v[t] = LLVMBuildFAdd(L->b, x, y, ""); break;
-			case EXPR_MUL: v[t] = LLVMBuildFMul(L->b, x, y, ""); break;
-			default: {
-				LLVMRealPredicate p = op == EXPR_MAX ? LLVMRealOGT : LLVMRealOLT;
-				v[t] = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, p, x, y, ""), x, y, "");
-			}
-			}
-		}
-	return v[0];
-}
-
 /* v, or x where v is 0 + x: a coordinate summed over the tile need not
  * keep the sign of a zero term (the proof's reals have none), and the
  * add costs an operation a position (Welford's s2 = m2 + n * mean^2,
@@ -104,7 +85,7 @@ static LLVMValueRef transported(B *b, LV **s, LLVMValueRef *cond, int T, LV *r)
 	}
 	/* the shift: the largest kept element (NaN left out: it fails the
 	 * check below), 0 in a lane that keeps none */
-	LLVMValueRef M = monoid_tree(L, EXPR_MAX, v, T);
+	LLVMValueRef M = kern_monoid_tree(L, EXPR_MAX, v, T);
 	LLVMValueRef sh = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, LLVMRealOEQ, M, ninf, ""), zero, M, "");
 	LV *e = r; /* the shifted lift of position t, then the result */
 	for (int t = 0; t < T; t++) {
@@ -127,11 +108,11 @@ static LLVMValueRef transported(B *b, LV **s, LLVMValueRef *cond, int T, LV *r)
 	}
 	/* an infinity or NaN among the kept elements (or a shifted one past
 	 * the float range) makes this sum non-finite */
-	LLVMValueRef ok = finite_lanes(L, monoid_tree(L, EXPR_ADD, d, T));
+	LLVMValueRef ok = finite_lanes(L, kern_monoid_tree(L, EXPR_ADD, d, T));
 	lower_scope(L, L->W);
 	kern_bind_params(b);
 	for (int q = 0; q < c->ncert; q++)
-		L->bind[c->cert_var[q]] = lv1(b, monoid_tree(L, c->cert_monoid[q], y[q], T));
+		L->bind[c->cert_var[q]] = lv1(b, kern_monoid_tree(L, c->cert_monoid[q], y[q], T));
 	kern_state_exprs(b, c->cert_back, r);
 	for (int f = 0; f < ns; f++) {
 		if (k->tf_moving[f])
