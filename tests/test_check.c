@@ -1689,3 +1689,31 @@ Test(check, witnesses_show_the_params)
 	cr_expect(!strstr(as->cex, "params") && !strstr(as->json, "params"), "%s", as->cex);
 	check_result_free(&r);
 }
+
+/* check_commutes: a+b = b+a proved over the reals and tried on rows of
+ * NaN, infinities and -0; disproved (argmax_first keeps the earlier of
+ * equal values), or proved but broken by a NaN that a select passes on
+ * (a max written as where(a > b, a, b)). */
+Test(check, commutes_where_proved_and_on_special_rows)
+{
+	static const struct {
+		const char *spec, *why;
+		int commutes;
+	} cases[] = {
+		{"bench/carriers/nan_minmax_mean.yaml", "a+b = b+a proved", 1},
+		{"bench/carriers/argmin_first.yaml", "a+b = b+a proved", 1},
+		{"bench/carriers/argmax_first.yaml", "a+b = b+a is disproved (region a.best = b.best", 0},
+		{NULL, "hi is NaN as a+b but", 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		Carrier *c = cases[i].spec ? load_ok(cases[i].spec)
+					   : text_ok("carrier: where_max\nelement: {x: f32}\nstate: {hi: f32}\n"
+						     "identity: {hi: -inf}\nlift: {hi: x}\n"
+						     "merge:\n  hi: where(a.hi > b.hi, a.hi, b.hi)\n");
+		char why[400];
+		int got = check_commutes(c, why, sizeof why);
+		cr_expect_eq(got, cases[i].commutes, "%s: %s", cases[i].spec, why);
+		cr_expect(strstr(why, cases[i].why), "%s: %s", cases[i].spec ? cases[i].spec : "where_max", why);
+		spec_carrier_free(c);
+	}
+}

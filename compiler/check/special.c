@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "compiler/check/check_int.h"
+#include "compiler/prove/prove.h"
 
 enum { LEN_MAX = 12, LONG_LEN_MAX = 24 };
 
@@ -712,4 +713,127 @@ void check_specials(Ck *k, CheckResult *r)
 	/* a row found wrong on finite inputs is the soundness failure, not
 	 * this warning's */
 	o->reference = !ref ? VERDICT_NA : ref_bad ? VERDICT_FAILS : finite_bad ? VERDICT_NA : VERDICT_HOLDS;
+}
+
+/* ---- commuting, where the carrier does not claim it ---- */
+
+enum { COMMUTE_ROWS = 150 };
+
+/* The first state component where a+b and b+a differ as values, else -1. */
+static Expr *swap_var(void *ctx, Expr *v) { return ((Expr **)ctx)[v->k]; }
+
+static int state_differs(Machine *m, const Sp *w)
+{
+	for (int t = 0; t < m->sw; t++)
+		if (!same_value(w->sv[0][t], w->se[0][t], w->sv[1][t], w->se[1][t]))
+			return t;
+	return -1;
+}
+
+static int commuted_differs(Ck *k, Sp *w, Sample *s)
+{
+	if (grouping_differs(k, w, s))
+		return 1;
+	return s->row->len >= 2 && state_differs(k->m, w) >= 0;
+}
+
+static int commuted_fails(Ck *k, Trial *t, Sample **s)
+{
+	(void)t;
+	return commuted_differs(k, k->work, s[0]);
+}
+
+/* "pos is 0 as a+b but 1 as b+a, a = {...} from x = [nan], b = ..." */
+static void describe_commuted(Ck *k, Sp *w, Sample *s, Buf *b)
+{
+	Machine *m = k->m;
+	const Row *r = s->row;
+	int split = split_of(w, r), t = state_differs(m, w);
+	double x = t >= 0 ? w->sv[0][t] : w->d.x, y = t >= 0 ? w->sv[1][t] : w->d.y;
+	if (t >= 0)
+		cex_component(b, m, t);
+	else
+		put_output(b, &w->d);
+	buf_puts(b, " is ");
+	put_value(b, x);
+	buf_puts(b, " as a+b but ");
+	put_value(b, y);
+	buf_puts(b, " as b+a, where a = ");
+	cex_state(b, m, w->a, -1);
+	cex_inputs(b, m, r, 0, split);
+	buf_puts(b, " and b = ");
+	cex_state(b, m, w->b, -1);
+	cex_inputs(b, m, r, split, r->len);
+}
+
+int check_commutes(Carrier *c, char *why, size_t n)
+{
+	if (!c->merge) {
+		snprintf(why, n, "no merge");
+		return 0;
+	}
+	/* b+a: the merge with the sides' fields swapped */
+	Expr **by_var = calloc(ir_nvars(c->ir) + 1, sizeof *by_var);
+	if (!by_var)
+		abort();
+	for (int f = 0; f < c->nstate; f++) {
+		by_var[c->svar[STATE_A][f]] = ir_ref(c->ir, c->svar[STATE_B][f]);
+		by_var[c->svar[STATE_B][f]] = ir_ref(c->ir, c->svar[STATE_A][f]);
+	}
+	Expr **ab = calloc(2 * (size_t)c->nstate + 1, sizeof *ab), **ba = ab + c->nstate;
+	const char **names = calloc((size_t)c->nstate + 1, sizeof *names);
+	if (!ab || !names)
+		abort();
+	for (int f = 0; f < c->nstate; f++) {
+		ab[f] = c->merge[f], ba[f] = ir_subst(c->ir, c->merge[f], swap_var, by_var);
+		names[f] = c->state[f].name;
+	}
+	free(by_var);
+	char how[400];
+	ProofStatus st = prove_equal(c, ab, ba, names, c->nstate, "a+b", "b+a", how, sizeof how);
+	free(ab);
+	free(names);
+	if (st != PROOF_PROVED) {
+		snprintf(why, n, "a+b = b+a is %s (%s)", prove_status_name(st), how);
+		return 0;
+	}
+	Machine m;
+	eval_init(&m, c);
+	CheckOpts o;
+	check_defaults(&o);
+	Ck k = {.m = &m, .o = &o, .rng = rng_stream(0, RNG_CHECK_COMMUTES)};
+	char msg[160];
+	if (draw_params(&m, NULL, 0, &k.rng, msg, sizeof msg)) {
+		snprintf(why, n, "%s", msg);
+		eval_free(&m);
+		return 0;
+	}
+	Sp w;
+	sp_init(&w, &m);
+	k.work = &w;
+	int rows = 0, bad = 0;
+	for (int t = 0; float_width(c->elem, c->nelem) + float_width(c->col, c->ncol) && t < COMMUTE_ROWS && !bad; t++) {
+		Sample *s = special_row(&k, t);
+		if (!s)
+			continue;
+		rows++;
+		w.g = G_COMM;
+		w.split = rng_int(&k.rng, 1, s->row->len > 1 ? s->row->len - 1 : 1);
+		if (commuted_differs(&k, &w, s)) {
+			Trial tr = {.kind = T_SOUND};
+			check_shrink(&k, &tr, &s, commuted_fails);
+			commuted_differs(&k, &w, s);
+			Buf b = {0};
+			describe_commuted(&k, &w, s, &b);
+			snprintf(why, n, "a+b = b+a over the reals, but not on a row holding NaN, inf or -0: %s", b.s);
+			free(b.s);
+			bad = 1;
+		}
+		draw_sample_free(s);
+	}
+	sp_free(&w);
+	eval_free(&m);
+	if (!bad)
+		snprintf(why, n, "a+b = b+a proved (%s)%s", how, rows ? ", and alike on rows holding NaN, inf and -0" : "");
+	return !bad;
 }

@@ -19,6 +19,7 @@ int rng_int(uint64_t *s, int lo, int hi); /* [lo, hi] */
 #define RNG_PAGED_LAYOUT 0xa54ff53a5f1d36f1ull
 #define RNG_RUN_HEAD 0x510e527fade682d1ull
 #define RNG_RUN_SEQUENCE 0x9b05688c2b3e6c1full
+#define RNG_CHECK_COMMUTES 0x1f83d9abfb41bd6bull
 
 /* The generator state of a (seed, purpose) stream.  Hashed, not
  * seed * step + purpose: a splitmix64 state one step apart is the same
