@@ -361,7 +361,8 @@ Test(cpu, non_commutative_merge_keeps_order)
 /* Carriers written without a commutative claim fold in ordered lanes
  * (segments of the row, merged neighbour to neighbour), or in the
  * commutative ones where their merge commutes by its form (clipped_sum's
- * sums; xent_label's rescale, by the n-ary max-rescale fold): each meets its
+ * sums; xent_label's rescale, by the n-ary max-rescale fold) or by proof
+ * (nan_minmax_mean, argmin_first: check_commutes): each meets its
  * reference (or its own left fold) at odd lengths, with every lane width
  * (16: on AVX-512 hosts the blocks load transposed, load_transposed16 in
  * llvm_kern.c), threads and splits, NaN and infinities in rows 1 to 4
@@ -377,12 +378,15 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 	pools_open(p, 3);
 	for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
 		Carrier *c = load_ok(specs[s]);
-		/* sums, and xent's rescale and sum, commute by their form (merge_commutes) */
-		int by_form = strstr(specs[s], "clipped") || strstr(specs[s], "xent");
+		/* sums, and xent's rescale and sum, commute by their form
+		 * (merge_commutes); nan_minmax_mean's selects and argmin_first's
+		 * index tie-break by proof (check_commutes); argmax_first keeps
+		 * the earlier of equal values, which only its order says */
+		int by_form = !strstr(specs[s], "argmax");
 		for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
 			LlvmKernel *k = compiled(c, &widths[w]);
 			if (by_form) {
-				cr_assert_gt(k->lanes, 1, "%s: commutative lanes", specs[s]);
+				cr_assert_gt(k->lanes, 1, "%s: commutative lanes (%s)", specs[s], k->order);
 			} else {
 				cr_assert_eq(k->lanes, 1, "%s: no commutative lanes", specs[s]);
 				cr_assert_gt(k->ordered, 1, "%s: ordered lanes", specs[s]);
@@ -407,6 +411,57 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 		spec_carrier_free(c);
 	}
 	pools_close(p, 3);
+}
+
+/* A max written as a select, NaN not taken out: over the reals it
+ * commutes (the prover shows a+b = b+a), but where(a > b, a, b) gives b
+ * when either is NaN, so on a row holding one the order decides; it
+ * folds in ordered lanes and says why, and meets its left fold there.
+ * The same select with NaN taken out in lift (nan_minmax_mean) and an
+ * argmin whose ties go by position take the commutative lanes. */
+Test(cpu, lanes_where_the_merge_commutes_by_proof, .timeout = 120)
+{
+	const char *text = "carrier: where_max\n"
+			   "element: {x: f32}\n"
+			   "state: {hi: f32}\n"
+			   "identity: {hi: -inf}\n"
+			   "lift: {hi: x}\n"
+			   "merge:\n  hi: where(a.hi > b.hi, a.hi, b.hi)\n";
+	static const int lens[] = {17, 257, 4099};
+	Carrier *c = text_ok(text);
+	LlvmKernel *k = compiled(c, NULL);
+	cr_assert_eq(k->lanes, 1);
+	cr_assert_gt(k->ordered, 1);
+	cr_assert(strstr(k->order, "over the reals, but not on a row holding NaN"), "%s", k->order);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
+		RunData *d = drawn(c, 6, lens[n], 70 + n);
+		special_rows(d, lens[n]);
+		/* a NaN row has no answer to meet: the select is not even
+		 * associative there ((a + NaN) + c is c, a + (NaN + c) is max(a, c)) */
+		((float *)d->elem[0].p)[(size_t)3 * lens[n] + lens[n] / 2] = 0.5f;
+		run_kernel(k, d, p, n == 1 ? 3 : 0);
+		char what[64];
+		snprintf(what, sizeof what, "where_max len %d", lens[n]);
+		expect_ok(d, what);
+		rundata_free(d);
+	}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+	const char *proved[] = {"bench/carriers/nan_minmax_mean.yaml", "bench/carriers/argmin_first.yaml"};
+	for (int s = 0; s < 2; s++) {
+		c = load_ok(proved[s]);
+		k = compiled(c, NULL);
+		cr_expect_gt(k->lanes, 1, "%s", proved[s]);
+		cr_expect_eq(k->ordered, 0, "%s", proved[s]);
+		cr_expect(strstr(k->order, "a+b = b+a proved") && strstr(k->order, "rows holding NaN"), "%s: %s", proved[s],
+			  k->order);
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
 }
 
 /* A scan's long rows run as segments side by side, seeded by the folds

@@ -533,6 +533,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	memcpy(kk->tf_why, k.tf_why, sizeof kk->tf_why);
 	kk->key_stride = k.paged ? k.key_stride : 0;
 	memcpy(kk->one_lane, k.one_lane, sizeof kk->one_lane);
+	memcpy(kk->order, k.order, sizeof kk->order);
 	CpuTarget ct;
 	if (cpu_target(&ct, msg, n) == 0) {
 		if (ct.named)

@@ -11,6 +11,7 @@
 
 #include <llvm-c/DebugInfo.h>
 
+#include "compiler/check/check.h"
 #include "compiler/llvm/llvm_kern.h"
 #include "compiler/devices/run.h"
 
@@ -1569,6 +1570,27 @@ static int merge_commutes(const Carrier *c)
 	return c->merge != NULL;
 }
 
+/* Whether c's positions may be folded in any order (vector lanes reorder
+ * them), with why in why: claimed, by the merge's form, or proved, with
+ * NaN, infinities and -0 tried (check_commutes).  A scan folds in order
+ * whatever its merge. */
+static int commutes(Carrier *c, char *why, size_t n)
+{
+	if (c->laws & LAW_COMMUTATIVE) {
+		snprintf(why, n, "claimed (laws: [commutative])");
+		return 1;
+	}
+	if (merge_commutes(c)) {
+		snprintf(why, n, "by its form (each field's merge is itself with a and b swapped)");
+		return 1;
+	}
+	if (c->tpl == FAM_SCAN) {
+		snprintf(why, n, "a scan");
+		return 0;
+	}
+	return check_commutes(c, why, n);
+}
+
 /* Past this many state components, a carrier with a vector field keeps
  * its one-lane fold: each component is a vector of the row's lanes in
  * the vector loop, and the tile's tree of merges holds tiles times as
@@ -1668,7 +1690,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 		scalar &= spec_decl_width(&c->col[i]) == 1;
 	for (int i = 0; i < c->nmap; i++)
 		scalar &= lower_width(c->map[i].e) == 1;
-	int comm = (c->laws & LAW_COMMUTATIVE) || merge_commutes(c);
+	int comm = commutes(c, k->order, sizeof k->order);
 	k->c = c;
 	k->map_lanes = scalar ? lanes : 1;
 	k->map_stream = c->nmap == 1 && k->map_lanes == 16 && lower_width(c->map[0].e) == 1 &&
