@@ -420,6 +420,34 @@ Test(cli, bench_says_why_one_lane, .timeout = 120)
 	}
 }
 
+/* bench says in which order the lanes fold and why: argmax_first keeps
+ * the earlier of equal values (ordered lanes, with the prover's
+ * counterexample), argmin_first's ties go by position (any order,
+ * proved), welford claims it. */
+Test(cli, bench_says_why_the_lanes_are_ordered, .timeout = 120)
+{
+	static const struct {
+		const char *spec, *json, *text;
+	} cases[] = {
+		{"bench/carriers/argmax_first.yaml", "\"order\": \"a+b = b+a is disproved (region a.best = b.best",
+		 "  ordered: 16 lanes each fold a run of positions, merged in order: the merge is not known to commute: "
+		 "a+b = b+a is disproved"},
+		{"bench/carriers/argmin_first.yaml", "\"ordered\": 0, \"order\": \"a+b = b+a proved (",
+		 "  any order: the merge commutes, a+b = b+a proved ("},
+		{"specs/welford.yaml", "\"ordered\": 0, \"order\": \"claimed (laws: [commutative])\"",
+		 "  any order: the merge commutes, claimed"},
+	};
+	for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
+		char cmd[300];
+		snprintf(cmd, sizeof cmd, ASSOC " bench %s --device cpu --threads 1 --rows 2 --len 1000 --json", cases[t].spec);
+		cr_assert_eq(sh(cmd, out, sizeof out, 0), 0, "%s", out);
+		cr_assert(strstr(out, cases[t].json), "%s: %s", cases[t].spec, out);
+		snprintf(cmd, sizeof cmd, ASSOC " bench %s --device cpu --threads 1 --rows 2 --len 1000", cases[t].spec);
+		cr_assert_eq(sh(cmd, out, sizeof out, 0), 0, "%s", out);
+		cr_assert(strstr(out, cases[t].text), "%s: %s", cases[t].spec, out);
+	}
+}
+
 /* bench measures real data where --input gives it (here rows half masked
  * with -inf): the shape comes from the file; a file that is not .npy, or an
  * input the spec lacks, is a usage error with nothing measured. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "compiler/cli/cli.h"
+#include "compiler/util/buf.h"
 #include "compiler/cuda/cuda.h"
 #include "compiler/llvm/llvm.h"
 
@@ -377,6 +378,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 			printf("\"one_lane\": \"%s\", ", b->k->one_lane);
 		else
 			printf("\"one_lane\": null, ");
+		Buf ob = {0};
+		buf_json_str(&ob, b->k->order);
+		printf("\"ordered\": %d, \"order\": %s, ", b->k->ordered, ob.s);
+		free(ob.s);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
 		else
@@ -407,6 +412,11 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	       bound ? ": compute-bound, the copy's speed is out of reach" : "");
 	if (b->k->one_lane[0])
 		printf("  one lane: the reduce folds in one lane, for %s; the copy's speed is out of reach\n", b->k->one_lane);
+	if (b->k->ordered > 1)
+		printf("  ordered: %d lanes each fold a run of positions, merged in order: the merge is not known to "
+		       "commute: %s\n", b->k->ordered, b->k->order);
+	else if (b->k->lanes > 1 && b->k->order[0])
+		printf("  any order: the merge commutes, %s\n", b->k->order);
 	if (tn > 0)
 		printf("  naive  %8.2f GB/s  (bench/naive.c, cc -O3 -march=native)\n", ngb);
 	else /* a carrier of the user's has no loop there: say what stands in for it */

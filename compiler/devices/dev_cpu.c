@@ -135,6 +135,10 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s%s\n", k->lanes, k->accs,
 			k->tile, k->rows, k->max_rescale ? "max-rescale tiles" : k->tf ? "transported tiles" : "tree of merges", lanes,
 			rt_pool_threads(p), rt_cpu_split(&k->k, h.a->rows, h.n, d->len, o->split), views, target);
+		if (k->ordered > 1)
+			fprintf(stderr, "cpu: %d ordered lanes, the merge not known to commute: %s\n", k->ordered, k->order);
+		else if (k->lanes > 1 && k->order[0])
+			fprintf(stderr, "cpu: positions in any order, the merge commutes: %s\n", k->order);
 	}
 	cpu_heads_free(&h);
 	rt_pool_close(p);
