@@ -1047,7 +1047,7 @@ static void transported_pair(Carrier *c, LlvmKernel *k[2])
 
 /* Welford with a mask of the element and the position: NaN and a
  * stretch of each row left out, lanes and positions of a tile among them. */
-static Carrier *masked_welford(void)
+static Carrier *masked_welford_text(int masked)
 {
 	FILE *f = fopen("specs/welford.yaml", "r");
 	cr_assert(f);
@@ -1055,12 +1055,41 @@ static Carrier *masked_welford(void)
 	size_t n = fread(spec, 1, sizeof spec - 1, f);
 	fclose(f);
 	spec[n] = 0;
-	char *at = strstr(spec, "state:");
-	cr_assert(at);
-	snprintf(text, sizeof text, "%.*smask: x == x && (j < 100 || j > 300)\n%s", (int)(at - spec), spec, at);
+	char *at = strstr(spec, "state:"), *laws = strstr(spec, "\nlaws:");
+	cr_assert(at && laws);
+	if (masked) {
+		snprintf(text, sizeof text, "%.*smask: x == x && (j < 100 || j > 300)\n%s", (int)(at - spec), spec, at);
+	} else { /* the claim's line taken out */
+		char *end = strchr(laws + 1, '\n');
+		snprintf(text, sizeof text, "%.*s%s", (int)(laws - spec), spec, end ? end : "\n");
+	}
 	Carrier *c = load_text(text, err, sizeof err);
 	cr_assert(c, "%s", err);
 	return c;
+}
+
+static Carrier *masked_welford(void) { return masked_welford_text(1); }
+
+/* Welford written without laws: [commutative]: its merge commutes by
+ * proof (lanes) and its certificate gives the transported tiles, which
+ * meet the reference. */
+Test(cpu, welford_without_the_claim_folds_transported)
+{
+	Carrier *c = masked_welford_text(0);
+	LlvmKernel *k = compiled(c, NULL);
+	cr_assert_eq(c->laws & LAW_COMMUTATIVE, 0);
+	cr_expect_gt(k->lanes, 1, "%s", k->order);
+	cr_expect_eq(k->tf, 1, "%s", k->tf_why);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	RunData *d = drawn(c, 3, 4099, 90);
+	run_kernel(k, d, p, 0);
+	expect_ok(d, "welford without the claim");
+	rundata_free(d);
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
 }
 
 /* Welford, layer norm and a masked Welford fold their tiles transported,

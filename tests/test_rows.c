@@ -589,3 +589,28 @@ Test(rows, transport_under_an_assume_on_params_only)
 		spec_carrier_free(c);
 	}
 }
+
+/* A proved certificate implies commutativity (phi into monoids that
+ * commute, back its inverse): Welford without laws: [commutative] folds
+ * transported all the same. */
+Test(rows, transport_needs_no_commutative_claim)
+{
+	FILE *f = fopen("specs/welford.yaml", "r");
+	cr_assert(f);
+	char spec[4096], text[4096], msg[1024];
+	size_t n = fread(spec, 1, sizeof spec - 1, f), len = 0;
+	fclose(f);
+	spec[n] = 0;
+	for (char *line = strtok(spec, "\n"); line; line = strtok(NULL, "\n"))
+		if (strncmp(line, "laws:", 5))
+			len += snprintf(text + len, sizeof text - len, "%s\n", line);
+	cr_assert_lt(len, sizeof text);
+	Carrier *c = text_ok(text);
+	cr_assert_eq(c->laws & LAW_COMMUTATIVE, 0);
+	CudaModule m;
+	cr_assert_eq(cuda_module_space(c, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(m.tf, 1, "%s", m.tf_why);
+	cr_expect(strstr(m.src, "#define ASC_TRANSPORT 1"), "%s", m.tf_why);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+}
