@@ -154,9 +154,7 @@ Test(bulkrow, refused_with_the_reason_and_only_sm_90_space_has_it)
 	static const struct {
 		const char *text, *cfg, *want;
 	} no[] = {
-		{"carrier: ordered\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
-		 "merge: {s: a.s + b.s}\nfinalize: {t: s}\nreference: {t: sum(x)}\n",
-		 "rowreduce:nt=128,acc=1,vec=4,bk=2", "which needs a merge known to commute (laws: [commutative]); ordered has none"},
+		{FIRST_SUM_SPEC, "rowreduce:nt=128,acc=1,vec=4,bk=2", "which needs a merge known to commute; first_sum has none"},
 		{"carrier: wide\nelement: {x: f64}\nstate: {s: f64}\nidentity: {s: 0}\nlift: {s: x}\n"
 		 "merge: {s: a.s + b.s}\nfinalize: {t: s}\nreference: {t: sum(x)}\nlaws: [commutative]\n",
 		 "rowreduce:nt=128,acc=1,vec=4,bk=2",

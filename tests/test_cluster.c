@@ -106,10 +106,8 @@ Test(cluster, needs_sm_90_and_only_its_space_has_clusters)
 Test(cluster, row_carriers_on_the_emulator, .timeout = 900)
 {
 	static const char welford_bf16[] = WELFORD_BF16_SPEC;
-	/* no commutative law: each thread folds a contiguous segment */
-	static const char ordered_sum[] = "carrier: ordered_sum\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
-					  "lift: {s: x}\nmerge: {s: a.s + b.s}\nfinalize: {t: s}\n"
-					  "reference: {t: sum(x)}\n";
+	/* not commutative: each thread folds a contiguous segment */
+	static const char ordered_sum[] = FIRST_SUM_SPEC;
 	static const struct {
 		const char *spec, *text, *cfg[2];
 	} runs[] = {

@@ -314,9 +314,7 @@ static long vec_groups(int rows, int len, int chunk)
 Test(rows, rows_of_any_length_load_16_bytes, .timeout = 900)
 {
 	static const char welford_bf16[] = WELFORD_BF16_SPEC, softmax_mixed[] = SOFTMAX_MIXED_SPEC;
-	static const char ordered_sum[] = "carrier: ordered_sum\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
-					  "lift: {s: x}\nmerge: {s: a.s + b.s}\nfinalize: {t: s}\n"
-					  "reference: {t: sum(x)}\n";
+	static const char ordered_sum[] = FIRST_SUM_SPEC;
 	static const struct {
 		const char *spec, *text, *cfg;
 		int passes, maxlen; /* vector loads a group of one input; the longest row it keeps on chip */

@@ -58,4 +58,12 @@ static inline int sh(const char *cmd, char *out, size_t n, int err)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* A sum beside the row's first element: associative and not commutative
+ * (a+b keeps a's first element, b+a b's), so that every level of a fold
+ * must keep the positions' order; its reference holds both outputs. */
+#define FIRST_SUM_SPEC                                                                                        \
+	"carrier: first_sum\nelement: {x: f32}\nstate: {s: f32, f: f32, n: f32}\nidentity: {s: 0, f: 0, n: 0}\n" \
+	"lift: {s: x, f: x, n: 1}\nmerge:\n  s: a.s + b.s\n  f: where(a.n > 0, a.f, b.f)\n  n: a.n + b.n\n"       \
+	"finalize: {t: s, first: f}\nreference: {t: sum(x), first: 'sum(where(j == 0, x, 0))'}\n"
+
 #endif

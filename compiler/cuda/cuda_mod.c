@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compiler/util/buf.h"
+#include "compiler/check/check.h"
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/cuda_int.h"
 #include "compiler/prove/prove.h"
@@ -256,10 +257,9 @@ static void bulk_hooks(const Carrier *c, Buf *b)
  * registers; a larger one would pass through the stack. */
 static int row_calls(const Carrier *c) { return state_size(c) <= 64; }
 
-static void hooks(Carrier *c, Buf *b, int vec, int tf, const int *moving, size_t tf_hooks[2])
+static void hooks(Carrier *c, Buf *b, int commutes, int vec, int tf, const int *moving, size_t tf_hooks[2])
 {
-	int ordered = !(c->laws & LAW_COMMUTATIVE);
-	buf_printf(b, "#define ASC_ORDERED %d\n", ordered);
+	buf_printf(b, "#define ASC_ORDERED %d\n", !commutes);
 	buf_printf(b, "#define ASC_ROW_CALLS %d\n", row_calls(c));
 	decl_struct(b, "State", "f", c->state, c->nstate);
 	decl_struct(b, "Row", "r", c->row, c->nrow);
@@ -529,7 +529,7 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 	}
 	if (!m->vec_ok)
 		v->vec = 1;
-	if (!(c->laws & LAW_COMMUTATIVE))
+	if (!m->commutes)
 		v->acc = 1, v->un = 1;
 	if (v->un < 1 || v->fam == FAM_SCAN)
 		v->un = 1;
@@ -549,7 +549,7 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 	/* bulk copies: a block a row of a carrier that commutes (strided
 	 * positions), its inputs in 16-byte groups; the ring within the
 	 * opt-in maximum of shared memory */
-	if (!m->vec_ok || !(c->laws & LAW_COMMUTATIVE) || v->warp || v->cl || (v->fam != FAM_ROWREDUCE && v->fam != FAM_ROWMAP))
+	if (!m->vec_ok || !m->commutes || v->warp || v->cl || (v->fam != FAM_ROWREDUCE && v->fam != FAM_ROWMAP))
 		v->bk = 0;
 	if (v->bk)
 		v->items = 0, v->un = 1;
@@ -1113,6 +1113,14 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		m->bulk_bytes += c->elem[k].storage == TY_F32 ? 4 : 2;
 	m->state_size = state_size(c);
 	reg_words(c, m);
+	if (c->laws & LAW_COMMUTATIVE) {
+		m->commutes = 1;
+		snprintf(m->order_why, sizeof m->order_why, "claimed (laws: [commutative])");
+	} else if (m->base == FAM_SCAN || m->base == FAM_ATTN) { /* a scan keeps order; attention's merge is its own */
+		snprintf(m->order_why, sizeof m->order_why, "%s", m->base == FAM_SCAN ? "a scan" : "the attention template");
+	} else {
+		m->commutes = check_commutes(c, m->order_why, sizeof m->order_why);
+	}
 	int moving[TRANSPORT_MAX_FIELDS] = {0};
 	if (m->base != FAM_ATTN)
 		m->tf = prove_transport(c, moving, m->tf_why, sizeof m->tf_why);
@@ -1154,11 +1162,11 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 				 config, c->name, m->tf_why);
 			goto fail;
 		}
-		if (v.bk && (!m->cluster || !m->vec_ok || !(c->laws & LAW_COMMUTATIVE))) {
+		if (v.bk && (!m->cluster || !m->vec_ok || !m->commutes)) {
 			snprintf(msg, n, "configuration '%s' streams rows through shared memory by bulk copies (bk=%d), %s%s", config,
 				 v.bk, !m->cluster	? "which needs sm_90 or newer; the target is "
 					 : !m->vec_ok ? "which needs element inputs of scalar f32, f16 or bf16; "
-						      : "which needs a merge known to commute (laws: [commutative]); ",
+						      : "which needs a merge known to commute; ",
 				 !m->cluster ? arch : c->name);
 			if (m->cluster)
 				snprintf(msg + strlen(msg), n - strlen(msg), " has %s", !m->vec_ok ? "others" : "none");
@@ -1233,7 +1241,7 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	if (m->base == FAM_ATTN) /* as cuda_attn_hooks numbers them: ATTN_QI, ATTN_KI, ATTN_VI */
 		m->attn.qi = c->nelem + c->ncol + m->attn.q, m->attn.ki = c->nelem + m->attn.k, m->attn.vi = c->nelem + m->attn.v;
 	Buf h = {0};
-	hooks(c, &h, m->vec_ok, m->tf, moving, m->tf_hooks);
+	hooks(c, &h, m->commutes, m->vec_ok, m->tf, moving, m->tf_hooks);
 	if (m->base == FAM_ATTN)
 		cuda_attn_hooks(c, &m->attn, &h);
 	m->hooks = buf_take(&h);
@@ -1611,7 +1619,7 @@ int cuda_find_variant(const CudaModule *m, Carrier *c, const char *config)
 	v.split = 0;
 	if (v.tf && !m->tf) /* not the plain fold's variant: module() says why it cannot be */
 		return -1;
-	if (v.bk && (!m->vec_ok || !(c->laws & LAW_COMMUTATIVE))) /* nor the ordinary loads' */
+	if (v.bk && (!m->vec_ok || !m->commutes)) /* nor the ordinary loads' */
 		return -1;
 	fit_variant(c, m, &v);
 	for (int k = 0; k < m->nvar; k++)

@@ -212,8 +212,13 @@ static void explain(Carrier *c, const Opts *o, const CudaModule *m)
 	if (!o->explain)
 		return;
 	fprintf(stderr, "assoc: %s: %s\n", c->file, m->explain[0] ? m->explain : "template by the carrier's shape");
-	if (m->base != FAM_ATTN && m->base != FAM_SCAN)
+	if (m->base != FAM_ATTN && m->base != FAM_SCAN) {
+		fprintf(stderr, "assoc: %s: %s: %s\n", c->file,
+			m->commutes ? "positions in any order, the merge commutes"
+				    : "each thread folds a contiguous run, the merge not known to commute",
+			m->order_why);
 		fprintf(stderr, "assoc: %s: transported fold: %s%s\n", c->file, m->tf ? "" : "none, ", m->tf_why);
+	}
 	for (int v = 0; v < m->nvar; v++) {
 		char why[768];
 		cuda_variant_explain(m, v, why, sizeof why);
