@@ -85,6 +85,19 @@ Test(cli, check_failing_spec_exit_1)
 	cr_assert(strstr(out, "FAILED"), "%s", out);
 }
 
+/* A law the prover leaves unknown and a trial breaks: the trial settles
+ * it, so the line says disproved, with no warning beside the failure, and
+ * an integer state reads in full. */
+Test(cli, check_unknown_law_disproved_by_a_trial)
+{
+	cr_assert_eq(sh(ASSOC " check tests/laws/min_one_short_of_int32_max.yaml", out, sizeof out, 0), 1, "%s", out);
+	cr_expect(strstr(out, "  identity: unknown (m differs in region 2147483646 < a.m but no witness was found); "
+			      "disproved by trial "), "%s", out);
+	cr_expect(strstr(out, ": field m differs: 2147483646 vs 2147483647 ("), "%s", out);
+	cr_expect(strstr(out, "    a = {m: 2147483647}   from x = [2147483647]\n"), "%s", out);
+	cr_expect_null(strstr(out, "[warning]; disproved"), "%s", out);
+}
+
 /* A difference only at states no fold reaches is a warning, not a failure. */
 Test(cli, check_unreachable_difference_passes)
 {
@@ -614,7 +627,8 @@ Test(cli, check_shared_subterms_in_time, .timeout = 60)
 		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
 	}
 	cr_expect_eq(sh(ASSOC " check tests/prove/dag_cancel_buggy.yaml", out, sizeof out, 1), 1, "%s", out);
-	cr_expect(strstr(out, "associative: unknown (budget: a normal form of degree past") && strstr(out, "fails at trial"),
+	cr_expect(strstr(out, "associative: unknown (budget: a normal form of degree past") &&
+			  strstr(out, "); disproved by trial"),
 		  "%s", out);
 }
 

@@ -27,6 +27,16 @@ void cex_component(Buf *b, Machine *m, int k)
 		buf_printf(b, "[%d]", k - m->soff[f]);
 }
 
+/* A component of field f: an integer in full (2147483647 and 2147483646,
+ * which 9 digits would both round to 2.14748365e+09), a float to digits. */
+static void put_component(Buf *b, const Decl *f, double v, int digits)
+{
+	if (!ty_is_float(f->ty) && isfinite(v))
+		buf_printf(b, "%.0f", v);
+	else
+		buf_num(b, v, digits);
+}
+
 /* {m: 1, o: [0.5, 1, 2, 3, ... (64)]}; `mark` >= 0 also shows that component of a vector */
 void cex_state(Buf *b, Machine *m, const double *v, int mark)
 {
@@ -37,18 +47,18 @@ void cex_state(Buf *b, Machine *m, const double *v, int mark)
 		int w = m->soff[f + 1] - m->soff[f];
 		buf_printf(b, "%s%s: ", f ? ", " : "", c->state[f].name);
 		if (!c->state[f].ty.len) {
-			buf_num(b, x[0], 9);
+			put_component(b, &c->state[f], x[0], 9);
 			continue;
 		}
 		buf_puts(b, "[");
 		for (int t = 0; t < w && t < VEC_SHOWN; t++) {
 			buf_puts(b, t ? ", " : "");
-			buf_num(b, x[t], 6);
+			put_component(b, &c->state[f], x[t], 6);
 		}
 		int local = mark - m->soff[f];
 		if (local >= VEC_SHOWN && local < w) {
 			buf_printf(b, ", ... [%d]: ", local);
-			buf_num(b, x[local], 9);
+			put_component(b, &c->state[f], x[local], 9);
 		}
 		if (w > VEC_SHOWN)
 			buf_printf(b, ", ... (%d)", w);

@@ -715,6 +715,88 @@ Sample *draw_sample_new(Machine *m, DrawFamily f, uint64_t *rng)
 
 Sample *draw_sample_row(Machine *m, DrawFamily f, int len, uint64_t *rng) { return sample_make(m, f, 0, len, 0, 1, rng); }
 
+/* ---- integers at their type's limits ----
+ *
+ * The families draw integers in [-100, 100]: an identity wrong only at a
+ * type's limit (a minimum whose identity is INT32_MAX - 1, beaten by
+ * INT32_MAX alone) holds on all of them.  These samples set the integer
+ * inputs that are not positions to the limits and their neighbours; an
+ * i64's where a double holds them: at its limits, 1024 apart, and around
+ * 2^53, where doubles stop holding integers one apart. */
+
+static double int_limit(TyKind storage, uint64_t *rng)
+{
+	int k = rng_int(rng, 0, storage == TY_I32 ? 3 : 7);
+	switch (k) {
+	case 0: case 1: return storage == TY_I32 ? -0x1p31 + k : -0x1p63 + 1024 * k;
+	case 2: case 3: return storage == TY_I32 ? 0x1p31 - 4 + k : 0x1p63 - 1024 * (4 - k);
+	default: return (k & 1 ? -1 : 1) * (0x1p53 - (k > 5));
+	}
+}
+
+/* The integer inputs of d that are not positions (span: the place of
+ * d[0] among all inputs), over len positions of width: each position
+ * takes the sample's one limit per input, or one in four another, so
+ * that rows of that limit alone (whose fold is the limit) are common. */
+static void put_limits(Machine *m, const Decl *d, int n, int span, const int *off, int width, double *v, int len,
+		      uint64_t *rng)
+{
+	const unsigned char *index = draw_index_inputs(m);
+	for (int i = 0; i < n; i++) {
+		if (!ty_is_int(d[i].ty) || index[span + i])
+			continue;
+		double one = int_limit(d[i].storage, rng);
+		for (int j = 0; j < len; j++)
+			for (int t = off[i]; t < off[i + 1]; t++)
+				v[(size_t)j * width + t] = rng_int(rng, 0, 3) ? one : int_limit(d[i].storage, rng);
+	}
+}
+
+/* Whether every component of s is finite or the identity's own infinity,
+ * in both modes: a float field overflowed by a limit's power is an
+ * infinity no merge of moderate states meets. */
+static int finite_states(Machine *m, const Sample *s)
+{
+	for (int mode = 0; mode < 2; mode++)
+		for (int k = 0; k < m->sw; k++)
+			if (!isfinite(s->v[mode][k]) && s->v[mode][k] != m->ident[mode][k])
+				return 0;
+	return 1;
+}
+
+/* Whether some input of d is an integer that is not a position. */
+static int plain_ints(Machine *m, const Decl *d, int n, int span)
+{
+	const unsigned char *index = draw_index_inputs(m);
+	for (int i = 0; i < n; i++)
+		if (ty_is_int(d[i].ty) && !index[span + i])
+			return 1;
+	return 0;
+}
+
+Sample *draw_sample_limits(Machine *m, uint64_t *rng)
+{
+	Carrier *c = m->c;
+	if (!plain_ints(m, c->elem, c->nelem, 0) && !plain_ints(m, c->col, c->ncol, c->nelem) &&
+	    !plain_ints(m, c->row, c->nrow, c->nelem + c->ncol))
+		return NULL;
+	Sample *s = draw_sample_new(m, DRAW_GRID, rng);
+	if (!s)
+		return NULL;
+	Row *r = s->row;
+	put_limits(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, r->len, rng);
+	put_limits(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, r->len, rng);
+	put_limits(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, 1, rng);
+	int ok = 1;
+	for (int j = 0; ok && j < r->len; j++)
+		ok = eval_assume(m, r, j);
+	if (!ok || draw_sample_eval(m, s) || !finite_states(m, s)) {
+		draw_sample_free(s);
+		return NULL;
+	}
+	return s;
+}
+
 Sample *draw_sample_clone(Machine *m, const Sample *s)
 {
 	Sample *t = malloc(sizeof *t);

@@ -57,6 +57,12 @@ typedef struct {
 Sample *draw_sample_new(Machine *m, DrawFamily f, uint64_t *rng);
 /* A whole row of length len, folded in a random shape. */
 Sample *draw_sample_row(Machine *m, DrawFamily f, int len, uint64_t *rng);
+/* A short row of the integer grid whose integer inputs that are not
+ * positions stand at their type's limits or next to them (INT32_MIN,
+ * INT32_MIN + 1, INT32_MAX - 1, INT32_MAX; an i64's where a double holds
+ * them), for the identity trials; NULL where the carrier has no such
+ * input, assume refuses the row, or a float field overflows on it. */
+Sample *draw_sample_limits(Machine *m, uint64_t *rng);
 Sample *draw_sample_clone(Machine *m, const Sample *s);
 void draw_sample_free(Sample *s);
 /* Recompute the states from the provenance; 0 when they are usable

@@ -13,11 +13,12 @@
 
 static const char *verdict_word(Verdict v) { return v == VERDICT_HOLDS ? "holds" : "fails"; }
 
-static void print_proof(const ProofLine *pl)
+/* warn: mark an unknown law a warning (not where the trials disprove it) */
+static void print_proof(const ProofLine *pl, int warn)
 {
 	if (pl)
 		printf("%s (%s)%s", prove_status_name(pl->status), pl->how ? pl->how : "",
-		       pl->status == PROOF_UNKNOWN ? " [warning]" : "");
+		       warn && pl->status == PROOF_UNKNOWN ? " [warning]" : "");
 }
 
 /* Whether a counterexample's text shows an infinite value ("-inf" or "inf"
@@ -53,7 +54,7 @@ static void print_laws(const CarrierVerdict *v)
 		if (!l)
 			continue; /* the certificate, after the laws */
 		printf("  %s: ", l->law);
-		print_proof(pl);
+		print_proof(pl, l->v == VERDICT_HOLDS);
 		printf("%s", pl ? "; " : "");
 		if (l->v == VERDICT_HOLDS) {
 			printf("holds in %d trials%s", l->trials,
@@ -65,7 +66,9 @@ static void print_laws(const CarrierVerdict *v)
 			/* a proof over finite reals says nothing of a state holding
 			 * an infinity, which a lift can make (where(x > 0, x, -inf)) */
 			int inf = has_infinity(l->cex);
-			printf("fails at trial %d: %s%s\n%s", l->trials, l->detail,
+			/* where the prover could not decide, the trial settles it */
+			printf("%s trial %d: %s%s\n%s", pl && pl->status == PROOF_UNKNOWN ? "disproved by" : "fails at", l->trials,
+			       l->detail,
 			       pl && pl->status == PROOF_PROVED && inf ? " (the proof is over finite values, this trial's "
 									  "states hold an infinity)" : "",
 			       l->cex);
@@ -80,7 +83,7 @@ static void print_laws(const CarrierVerdict *v)
 	const VerdictLaw *cert = verdict_law(v, "certificate");
 	if (cert) {
 		printf("  certificate: ");
-		print_proof(cert->proof);
+		print_proof(cert->proof, 1);
 		printf("\n");
 	}
 }
