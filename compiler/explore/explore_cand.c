@@ -455,9 +455,10 @@ static void live_fields(Ex *x, const Cand *k, int *live)
 	}
 }
 
-/* An auxiliary field that no output depends on is dropped: it helped
- * the search (count of max generalizes once a running sum is beside
- * it) but the carrier would carry it for nothing. */
+/* An auxiliary field that no output depends on is dropped: a search
+ * that succeeds only once one stands beside the loop's fields (on the
+ * sample pairs drawn again with it) but merges them without it would
+ * carry it for nothing. */
 static void drop_dead_aux(Ex *x, Cand *k)
 {
 	int live[EX_MAXF * EX_MAXF + EX_MAXF], n = 0;

@@ -10,7 +10,7 @@
 #include "compiler/check/eval.h"
 #include "compiler/explore/explore.h"
 
-enum { EX_MAXF = 12, EX_NPAIR = 48, EX_MAXOUT = 32 };
+enum { EX_MAXF = 12, EX_NPAIR = 96, EX_MAXOUT = 32 };
 
 /* A state field of the loop, or an auxiliary field explore added.  Vars
  * live in the loop's Ir; slot is the field's index in the view. */
