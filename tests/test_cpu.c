@@ -381,10 +381,10 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 		 * (merge_commutes); nan_minmax_mean's selects and argmin_first's
 		 * index tie-break by proof (check_commutes); argmax_first keeps
 		 * the earlier of equal values, which only its order says */
-		int by_form = !strstr(specs[s], "argmax");
+		int any_order = !strstr(specs[s], "argmax");
 		for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
 			LlvmKernel *k = compiled(c, &widths[w]);
-			if (by_form) {
+			if (any_order) {
 				cr_assert_gt(k->lanes, 1, "%s: commutative lanes (%s)", specs[s], k->order);
 			} else {
 				cr_assert_eq(k->lanes, 1, "%s: no commutative lanes", specs[s]);
@@ -398,7 +398,7 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 					special_rows(d, lens[n]);
 				run_kernel(k, d, p[n % 3], n % 2 ? 3 : 0);
 				char what[200];
-				snprintf(what, sizeof what, "%s lanes %d len %d", specs[s], by_form ? k->lanes : k->ordered, lens[n]);
+				snprintf(what, sizeof what, "%s lanes %d len %d", specs[s], any_order ? k->lanes : k->ordered, lens[n]);
 				expect_ok(d, what);
 				rundata_free(d);
 			}
