@@ -121,7 +121,30 @@ static void print_specials(const SpecialOutcome *s)
 		printf("    reference: %s\n%s", s->ref_detail, s->ref_cex);
 }
 
-static void print_text(const Carrier *c, const CarrierVerdict *v, int ok, const char *cases)
+/* Whether the devices may fold c's positions in any order, where c does
+ * not claim it (check_commutes, which the CPU's lanes and the GPU's row
+ * templates ask): 1 or 0 with why; -1 where there is nothing to say (the
+ * claim is made, c is a scan, or a law fails). */
+static int order_of(Carrier *c, const CarrierVerdict *v, char *why, size_t n)
+{
+	if ((c->laws & LAW_COMMUTATIVE) || c->tpl == FAM_SCAN || v->trials.input_error)
+		return -1;
+	for (int i = 0; i < v->nlaw; i++)
+		if (v->law[i].trial && v->law[i].trial->v != VERDICT_HOLDS)
+			return -1;
+	return check_commutes(c, why, n);
+}
+
+static void print_order(Carrier *c, const CarrierVerdict *v)
+{
+	char why[400];
+	int any = order_of(c, v, why, sizeof why);
+	if (any >= 0)
+		printf("  order: %s, not claimed: %s\n",
+		       any ? "devices fold positions in any order" : "devices keep the positions' order", why);
+}
+
+static void print_text(Carrier *c, const CarrierVerdict *v, int ok, const char *cases)
 {
 	const CheckResult *r = &v->trials;
 	const ProofReport *p = &v->proof;
@@ -133,6 +156,7 @@ static void print_text(const Carrier *c, const CarrierVerdict *v, int ok, const 
 		return;
 	}
 	print_laws(v);
+	print_order(c, v);
 	if (p->trace) {
 		printf("  proof trace:\n");
 		for (const char *l = p->trace; *l;) {
@@ -260,7 +284,7 @@ static void json_specials(Buf *b, const SpecialOutcome *s)
 	buf_puts(b, "}");
 }
 
-static void print_json(const Carrier *c, const CarrierVerdict *v, int ok, const char *cases)
+static void print_json(Carrier *c, const CarrierVerdict *v, int ok, const char *cases)
 {
 	const CheckResult *r = &v->trials;
 	const ProofReport *p = &v->proof;
@@ -280,6 +304,12 @@ static void print_json(const Carrier *c, const CarrierVerdict *v, int ok, const 
 		buf_json_str(&b, r->input_error);
 	}
 	json_laws(&b, v);
+	char why[400];
+	int any = order_of(c, v, why, sizeof why);
+	if (any >= 0) {
+		buf_printf(&b, ", \"any_order\": %s, \"order\": ", any ? "true" : "false");
+		buf_json_str(&b, why);
+	}
 	if (p->trace) {
 		buf_puts(&b, ", \"proof_trace\": ");
 		buf_json_str(&b, p->trace);
