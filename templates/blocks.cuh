@@ -31,6 +31,19 @@ ASC_DEV void step(const Args &A, const Row &R, const Elem &E, int i, int j, Stat
 #define ASC_ROW_FN ASC_DEV
 #endif
 
+/* The row loops (thread_fold_at, map_pass_at) are compiled once for a
+ * module of several variants (ASC_LOOP_CALLS), which its kernels call;
+ * a module of one variant, as a run compiles it, has one call of each,
+ * which is inlined: ptxas then allocates the kernel's registers as a
+ * whole, where for a call it chose a budget first and fitted the loop
+ * to it (odd_vectors' 512 threads with one accumulator: 40 registers,
+ * 8 bytes spilled; inlined, as many and none). */
+#if ASC_LOOP_CALLS
+#define ASC_LOOP_FN ASC_FN
+#else
+#define ASC_LOOP_FN ASC_DEV
+#endif
+
 /* Lane 0 ends with the fold of the warp's 32 states, in lane order.  Once
  * per row: a loop of one merge, not five copies of it, compiled once for
  * the module (ASC_ROW_FN, where the state is small) rather than once in
@@ -160,11 +173,11 @@ ASC_DEV int vec_head(const Args &A, int i, int lo, int hi)
  * (the scalar loop's tiles are then 4 UN * ACC elements, as many as the
  * 16-byte loop's).
  * Compiled once per (ACC, VEC, UN, TF) for all the module's kernels
- * (ASC_FN), with NT a value; in the SASS each kernel calls its own copy,
- * once per row, outside the row loop. */
+ * (ASC_LOOP_FN), with NT a value; in the SASS each kernel calls its own
+ * copy, once per row, outside the row loop. */
 template <int ACC, int VEC, int UN = 1, int TF = 0>
-ASC_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi, Stash stash,
-			    int sb)
+ASC_LOOP_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi,
+				 Stash stash, int sb)
 {
 	const Args A = *(const Args *)pA;
 	/* the segment's loop only where order matters: NVRTC's optimizer
@@ -291,8 +304,8 @@ ASC_DEV State thread_fold(const Args &A, const Row &R, int i, int t, int lo, int
  * softmax: 7% of its time), and a module of many keeps one copy of this
  * function for all its kernels. */
 template <int VEC, int UN = 1>
-ASC_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, const int NT, int lo, int hi,
-			Stash stash, int sb)
+ASC_LOOP_FN void map_pass_at(asc_uptr pA, const Row R, const State s, int i, int t, const int NT, int lo,
+			     int hi, Stash stash, int sb)
 {
 	const Args A = *(const Args *)pA;
 	const bool stashed = ASC_MAP_STASH < 0 ? stash != 0 : ASC_MAP_STASH > 0;

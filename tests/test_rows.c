@@ -454,6 +454,41 @@ Test(rows, ptxas_tiles_without_spills, .timeout = 600)
 	nvrtc_close(nv);
 }
 
+/* A module of one variant, as a run compiles it, inlines its row loops
+ * (ASC_LOOP_CALLS 0), where a module of several calls the copy they
+ * share: kept as a call, odd_vectors' loop at 512 threads with one
+ * accumulator was fitted to 40 registers, 8 bytes spilled; inlined it
+ * assembles without spills or stack on sm_90a. */
+Test(rows, one_variant_inlines_its_row_loops, .timeout = 300)
+{
+	cuda_test_cache();
+	char msg[8192];
+	Carrier *c = load_ok("tests/rows/odd_vectors.yaml");
+	CudaModule m;
+	cr_assert_eq(cuda_module_for(c, NULL, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.src, "\n#define ASC_LOOP_CALLS 1\n"), "several variants: the row loops are calls");
+	cuda_module_free(&m);
+	cr_assert_eq(cuda_module_for(c, "rowreduce:nt=512,acc=1,vec=1", "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(m.nvar, 1);
+	cr_expect(strstr(m.src, "\n#define ASC_LOOP_CALLS 0\n"), "one variant: the row loops inlined");
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, sizeof msg)) {
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+		cr_skip_test("no NVRTC: %s", msg);
+	}
+	char *ptx;
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90a", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+	int nks = cuda_expect_unspilled(ptx, "sm_90a", "odd_vectors nt=512 acc=1", NULL, 0, msg, sizeof msg);
+	free(ptx);
+	nvrtc_close(nv);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+	if (nks < 0)
+		cr_skip_test("%s", msg);
+}
+
 /* A map variant compiled alone, as a run compiles the variant it takes
  * first: its module says whether its map pass keeps a stash
  * (ASC_MAP_STASH), so that NVRTC sees one of the map pass's two paths, and

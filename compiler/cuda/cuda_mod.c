@@ -1069,6 +1069,8 @@ static char *module_src(const CudaModule *m, const unsigned char *want)
 		buf_puts(&b, m->hooks + m->tf_hooks[1]);
 	}
 	buf_printf(&b, "#define ASC_MAP_STASH %d\n", stashed && streamed ? -1 : stashed);
+	/* one variant's row loops inlined (templates/blocks.cuh) */
+	buf_printf(&b, "#define ASC_LOOP_CALLS %d\n", nv > 1);
 	put_blob(&b, "blocks");
 	if (used[FAM_ROWREDUCE])
 		put_blob(&b, "rowreduce");
