@@ -489,6 +489,72 @@ Test(rows, one_variant_inlines_its_row_loops, .timeout = 300)
 		cr_skip_test("%s", msg);
 }
 
+/* Each variant of spec's tuning space for arch with blocks of at least
+ * min_nt threads, compiled alone as a run compiles it, expected to
+ * assemble without spills or stack.  The number of variants taken, or -1
+ * where there is no ptxas, msg saying so. */
+static int wide_unspilled(Nvrtc *nv, const char *spec, const char *arch, int min_nt, char *msg, size_t cap)
+{
+	Carrier *c = load_ok(spec);
+	CudaModule m;
+	cr_assert_eq(cuda_module_space_for(c, arch, 0, &m, msg, cap), 0, "%s: %s", spec, msg);
+	int taken = 0, nks = 0;
+	for (int v = 0; v < m.nvar && nks >= 0; v++) {
+		if (m.var[v].nt < min_nt)
+			continue;
+		unsigned char want[64] = {0};
+		want[v] = 1, taken++;
+		char *src = cuda_module_src_of(&m, want), *ptx, what[256], cfg[128];
+		int cached;
+		cr_assert_eq(nvrtc_ptx(nv, src, arch, &ptx, &cached, msg, cap), 0, "%s: %s", spec, msg);
+		variant_str(&m.var[v], cfg, sizeof cfg);
+		snprintf(what, sizeof what, "%s %s %s", spec, arch, cfg);
+		nks = cuda_expect_unspilled(ptx, arch, what, NULL, 0, msg, cap);
+		free(ptx);
+		free(src);
+	}
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+	return nks < 0 ? -1 : taken;
+}
+
+/* Blocks of 512 threads and more hold a wide state's fold in the
+ * registers they have (64 a thread, which ptxas keeps to at 512 as well):
+ * the tuning space takes fewer accumulators there, then a narrower
+ * block.  Those left assemble without spills or stack, where 4
+ * accumulators of odd_vectors' state at 1024 threads spilled 420 bytes;
+ * a state too wide for any of them (big_state's 51 words, o_lse's 65)
+ * has none. */
+Test(rows, wide_blocks_keep_to_their_registers, .timeout = 300)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[8192];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	const char *specs[] = {"tests/rows/odd_vectors.yaml", "tests/rows/odd_names.yaml"};
+	const int min_nt[] = {512, 1024};
+	for (int i = 0; i < 2; i++) {
+		int n = wide_unspilled(nv, specs[i], "sm_90a", min_nt[i], msg, sizeof msg);
+		if (n < 0) {
+			nvrtc_close(nv);
+			cr_skip_test("%s", msg);
+		}
+		cr_expect_gt(n, 0, "%s: blocks of %d threads in the space", specs[i], min_nt[i]);
+	}
+	nvrtc_close(nv);
+	const char *wide[] = {"tests/rows/big_state.yaml", "specs/o_lse.yaml"};
+	for (int i = 0; i < 2; i++) {
+		Carrier *c = load_ok(wide[i]);
+		CudaModule m;
+		cr_assert_eq(cuda_module_space_for(c, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+		for (int v = 0; v < m.nvar; v++)
+			cr_expect_lt(m.var[v].nt, 512, "%s: variant %d of %d threads", wide[i], v, m.var[v].nt);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+	}
+}
+
 /* A map variant compiled alone, as a run compiles the variant it takes
  * first: its module says whether its map pass keeps a stash
  * (ASC_MAP_STASH), so that NVRTC sees one of the map pass's two paths, and

@@ -551,6 +551,21 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 	 * opt-in maximum of shared memory */
 	if (!m->vec_ok || !m->commutes || v->warp || v->cl || (v->fam != FAM_ROWREDUCE && v->fam != FAM_ROWMAP))
 		v->bk = 0;
+	/* blocks of 512 threads and more (but the bulk copies', below): a
+	 * row that needs more than those 64 registers folds in fewer
+	 * accumulators, then in a narrower block.  At 1024 threads (64
+	 * registers at most, which ptxas may halve for two blocks an SM) the
+	 * estimate, which leaves out the merge's temporaries, keeps a margin:
+	 * 4 accumulators of odd_vectors' state (an estimate of 75) took 32
+	 * registers and spilled 420 bytes, 2 of them (61) 12 bytes, 4 of
+	 * odd_names' (61) 4 to 32 bytes; estimates of 42 and under (layer
+	 * norm, Welford) none */
+	while (v->fam != FAM_SCAN && !v->bk && v->nt >= 512 && reg_estimate(m, v) > (v->nt >= 1024 ? 48 : 64)) {
+		if (v->acc > 1)
+			v->acc /= 2;
+		else
+			v->nt /= 2;
+	}
 	if (v->bk)
 		v->items = 0, v->un = 1;
 	/* 1024 threads hold 64 registers each: layer norm's tile of 16
