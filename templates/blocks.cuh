@@ -172,12 +172,12 @@ ASC_DEV int vec_head(const Args &A, int i, int lo, int hi)
  * coordinates by tile_fold, one merge a tile instead of one an element
  * (the scalar loop's tiles are then 4 UN * ACC elements, as many as the
  * 16-byte loop's).
- * Compiled once per (ACC, VEC, UN, TF) for all the module's kernels
- * (ASC_LOOP_FN), with NT a value; in the SASS each kernel calls its own
- * copy, once per row, outside the row loop. */
+ * Compiled once per (ACC, VEC, UN, TF) for all the module's kernels as
+ * thread_fold_at (ASC_LOOP_FN), with NT a value; in the SASS each kernel
+ * calls its own copy, once per row, outside the row loop. */
 template <int ACC, int VEC, int UN = 1, int TF = 0>
-ASC_LOOP_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi,
-				 Stash stash, int sb)
+ASC_DEV State thread_fold_in(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi, Stash stash,
+			     int sb)
 {
 	const Args A = *(const Args *)pA;
 	/* the segment's loop only where order matters: NVRTC's optimizer
@@ -282,6 +282,13 @@ ASC_LOOP_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const i
 	for (int a = 1; a < ACC; a++)
 		s = merge(A, s, acc[a]);
 	return s;
+}
+
+template <int ACC, int VEC, int UN = 1, int TF = 0>
+ASC_LOOP_FN State thread_fold_at(asc_uptr pA, const Row R, int i, int t, const int NT, int lo, int hi,
+				 Stash stash, int sb)
+{
+	return thread_fold_in<ACC, VEC, UN, TF>(pA, R, i, t, NT, lo, hi, stash, sb);
 }
 
 /* A: the kernel parameter itself (a copy's address would put the copy in

@@ -19,7 +19,12 @@ ASC_DEV void splitk_partial(const Args &P)
 	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
 	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
 	Row R = load_row(A, i);
-	State s = block_reduce<NT>(P, thread_fold<NT, ACC, VEC, UN, TF>(P, R, i, threadIdx.x, lo, hi));
+	/* the chunk's fold inlined, not the module's shared call: ptxas
+	 * fitted the call to 64 registers in this kernel and spilled
+	 * (odd_vectors at 256 threads: 16 bytes), where inlined it took 61
+	 * and none; one more copy of the fold for the tuning space's module,
+	 * none for a run's (ASC_LOOP_CALLS) */
+	State s = block_reduce<NT>(P, thread_fold_in<ACC, VEC, UN, TF>((asc_uptr)&P, R, i, threadIdx.x, NT, lo, hi, 0, 0));
 	if (threadIdx.x == 0)
 		((State *)A.ws)[blockIdx.x] = s;
 }

@@ -555,6 +555,58 @@ Test(rows, wide_blocks_keep_to_their_registers, .timeout = 300)
 	}
 }
 
+/* The split-K kernel folds its chunk inline rather than calling the
+ * module's shared row loop, which ptxas fitted to 64 registers there:
+ * odd_vectors' tuning space, all variants in one program as the tuner
+ * compiles it, spilled 16 bytes in splitk at 256 threads on sm_90a.  Its
+ * split-K kernels assemble without spills or stack for sm_90a and sm_80
+ * (the space's other kernels still call the shared loop, and ptxas's
+ * budget for those depends on the rest of the module). */
+Test(rows, splitk_folds_its_chunk_inline, .timeout = 300)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[8192];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	Carrier *c = load_ok("tests/rows/odd_vectors.yaml");
+	const char *archs[] = {"sm_90a", "sm_80"};
+	for (int a = 0; a < 2; a++) {
+		CudaModule m;
+		cr_assert_eq(cuda_module_space_for(c, archs[a], 0, &m, msg, sizeof msg), 0, "%s", msg);
+		char *ptx;
+		int cached;
+		cr_assert_eq(nvrtc_ptx(nv, m.src, archs[a], &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+		CudaKStat ks[64];
+		int nks = cuda_ptxas_stats(ptx, archs[a], ks, 64, msg, sizeof msg), seen = 0;
+		free(ptx);
+		if (nks < 0 && strstr(msg, "not found")) {
+			cuda_module_free(&m);
+			spec_carrier_free(c);
+			nvrtc_close(nv);
+			cr_skip_test("%s", msg);
+		}
+		cr_assert_gt(nks, 0, "odd_vectors %s: ptxas gave no kernels: %s", archs[a], msg);
+		for (int v = 0; v < m.nvar; v++) {
+			char names[3][64];
+			int nk = m.var[v].fam == FAM_SPLITK ? cuda_kernel_names(&m, v, names) : 0;
+			for (int k = 0; k < nk; k++)
+				for (int j = 0; j < nks; j++)
+					if (!strcmp(ks[j].name, names[k])) {
+						seen++;
+						cr_expect(ks[j].spill_st + ks[j].spill_ld == 0 && ks[j].stack == 0,
+							  "odd_vectors %s %s: %d registers, %d/%d bytes spilled, %d of stack",
+							  archs[a], ks[j].name, ks[j].regs, ks[j].spill_st, ks[j].spill_ld,
+							  ks[j].stack);
+					}
+		}
+		cr_expect_geq(seen, 2, "odd_vectors %s: %d split-K kernels", archs[a], seen);
+		cuda_module_free(&m);
+	}
+	spec_carrier_free(c);
+	nvrtc_close(nv);
+}
+
 /* A map variant compiled alone, as a run compiles the variant it takes
  * first: its module says whether its map pass keeps a stash
  * (ASC_MAP_STASH), so that NVRTC sees one of the map pass's two paths, and
