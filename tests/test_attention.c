@@ -1078,6 +1078,43 @@ Test(attention, ptxas_decoding_without_spills, .timeout = 300)
 	nvrtc_close(nv);
 }
 
+/* Decoding's key slices with one stage of 128 keys, which leaves shared
+ * memory for 6 blocks an SM, ask for 3, so that a thread keeps 160
+ * registers: at 6 ptxas kept to 80 and spilled 16 to 380 bytes in every
+ * attention spec's tuning space, at 4 attention_sink's 20 on sm_90a.
+ * They assemble without spills or stack for sm_90a and sm_80. */
+Test(attention, one_stage_decoding_keeps_its_registers, .timeout = 300)
+{
+	cuda_test_cache();
+	Nvrtc *nv;
+	char msg[4096];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("no NVRTC: %s", msg);
+	static const char *const paths[] = {"specs/attention.yaml", "specs/attention_sink.yaml"};
+	static const char *const archs[] = {"sm_90a", "sm_80"};
+	const char *cfg = "attention:nt=128,mt=1,bn=128,pv=1,st=1,ks=4";
+	for (int p = 0; p < 2; p++)
+		for (int a = 0; a < 2; a++) {
+			Carrier *c = load_ok(paths[p]);
+			CudaModule m;
+			char what[128], *ptx;
+			int cached;
+			cr_assert_eq(cuda_module_for(c, cfg, archs[a], 0, &m, msg, sizeof msg), 0, "%s", msg);
+			cr_expect(strstr(m.src, "__launch_bounds__(128, 3)"), "%s %s: 3 blocks an SM", paths[p], archs[a]);
+			cr_assert_eq(nvrtc_ptx(nv, m.src, archs[a], &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+			snprintf(what, sizeof what, "%s %s %s", paths[p], archs[a], cfg);
+			int n = cuda_expect_unspilled(ptx, archs[a], what, NULL, 0, msg, sizeof msg);
+			free(ptx);
+			cuda_module_free(&m);
+			spec_carrier_free(c);
+			if (n < 0) {
+				nvrtc_close(nv);
+				cr_skip_test("%s", msg);
+			}
+		}
+	nvrtc_close(nv);
+}
+
 /* The default configurations, and Q in shared memory with 32 rows a warp
  * at head dim 128, assemble for sm_90 without spills or stack, f16 and
  * bf16, head dims 64, 128 and 256. */

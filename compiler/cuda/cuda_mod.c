@@ -502,6 +502,18 @@ static int attn_sm_blocks(const CudaModule *m, const Variant *v)
 	return (int)(sm / (attn_smem(&m->attn, v) + 1024));
 }
 
+/* Decoding's blocks an SM (its launch bounds): as many as the shared
+ * memory holds, but no more than leave a thread 160 registers.  One stage
+ * of 128 keys at head dim 64 makes room for 6 blocks of 128 threads,
+ * where ptxas kept to 80 registers and spilled 16 to 380 bytes in every
+ * attention spec's tuning space; 4 blocks (128 registers) still spilled
+ * attention_sink's 20; 3 took 136 to 142 and spilled none. */
+static int attn_decode_blocks(const CudaModule *m, const Variant *v)
+{
+	int b = attn_sm_blocks(m, v), most = 65536 / (v->nt * 160);
+	return b < most ? b : most > 1 ? most : 1;
+}
+
 enum { STATIC_SMEM_MAX = 48 * 1024 }; /* static shared bytes a block may declare */
 
 /* rowbulk's dynamic shared memory: bk stages of 4 nt acc positions, and
@@ -795,13 +807,14 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 				 cuda_paged_batch(m, v) ? paged_pre(at->dv) : "", at->d, at->dv, x->nt / 32, x->mt, x->bn, at->bf16,
 				 x->pv, attn_qs(at, x), x->st, x->ks, cuda_paged_batch(m, v) ? "B, &A" : "A");
 			/* decoding's blocks are as many an SM as their stages allow
-			 * (1 to 3): registers up to that, where ptxas, not knowing the
-			 * shared memory, aimed at 6 blocks and spilled (80 registers at
-			 * head dim 32 with a float mask).  A weighted sum's others, at
-			 * least one: without, ptxas held sigmoid attention's 64 rows a
-			 * block at head dim 64 to 128 registers around the division's
-			 * slow-path call, and spilled 12 bytes; with, 143 and none. */
-			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_sm_blocks(m, x) : at->sum ? 1 : 0, body);
+			 * (1 to 3; attn_decode_blocks): registers up to that, where
+			 * ptxas, not knowing the shared memory, aimed at 6 blocks and
+			 * spilled (80 registers at head dim 32 with a float mask).  A
+			 * weighted sum's others, at least one: without, ptxas held
+			 * sigmoid attention's 64 rows a block at head dim 64 to 128
+			 * registers around the division's slow-path call, and spilled
+			 * 12 bytes; with, 143 and none. */
+			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_decode_blocks(m, x) : at->sum ? 1 : 0, body);
 			snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
 			if (!acomb++)
 				kernel(b, nm[1], ATTN_COMBINE_NT, 0, body);
