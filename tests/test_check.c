@@ -1693,7 +1693,7 @@ Test(check, witnesses_show_the_params)
 /* check_commutes: a+b = b+a proved over the reals and tried on rows of
  * NaN, infinities and -0; disproved (argmax_first keeps the earlier of
  * equal values), or proved but broken by a NaN that a select passes on
- * (a max written as where(a > b, a, b)). */
+ * (a max written as where(a > b, a, b)), in every case of a bool param. */
 Test(check, commutes_where_proved_and_on_special_rows)
 {
 	static const struct {
@@ -1704,16 +1704,23 @@ Test(check, commutes_where_proved_and_on_special_rows)
 		{"bench/carriers/argmin_first.yaml", "a+b = b+a proved", 1},
 		{"bench/carriers/argmax_first.yaml", "a+b = b+a is disproved (region a.best = b.best", 0},
 		{NULL, "hi is NaN as a+b but", 0},
+		/* NaN taken out only where a flag says so: the case of the
+		 * flag false shows it, whatever the drawn params */
+		{NULL, "; params: skip = false", 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		Carrier *c = cases[i].spec ? load_ok(cases[i].spec)
-					   : text_ok("carrier: where_max\nelement: {x: f32}\nstate: {hi: f32}\n"
+			     : i == 3	   ? text_ok("carrier: where_max\nelement: {x: f32}\nstate: {hi: f32}\n"
 						     "identity: {hi: -inf}\nlift: {hi: x}\n"
+						     "merge:\n  hi: where(a.hi > b.hi, a.hi, b.hi)\n")
+					   : text_ok("carrier: flagged_max\nparams: {skip: bool}\nelement: {x: f32}\n"
+						     "state: {hi: f32}\nidentity: {hi: -inf}\n"
+						     "lift:\n  hi: where(skip && x != x, -inf, x)\n"
 						     "merge:\n  hi: where(a.hi > b.hi, a.hi, b.hi)\n");
 		char why[400];
 		int got = check_commutes(c, why, sizeof why);
 		cr_expect_eq(got, cases[i].commutes, "%s: %s", cases[i].spec, why);
-		cr_expect(strstr(why, cases[i].why), "%s: %s", cases[i].spec ? cases[i].spec : "where_max", why);
+		cr_expect(strstr(why, cases[i].why), "%s: %s", cases[i].spec ? cases[i].spec : c->name, why);
 		spec_carrier_free(c);
 	}
 }

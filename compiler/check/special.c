@@ -764,6 +764,55 @@ static void describe_commuted(Ck *k, Sp *w, Sample *s, Buf *b)
 	buf_puts(b, " and b = ");
 	cex_state(b, m, w->b, -1);
 	cex_inputs(b, m, r, split, r->len);
+	if (m->c->nparams) {
+		buf_puts(b, "; ");
+		cex_params(b, m);
+	}
+}
+
+/* Rows holding NaN, infinities and -0, each folded as a and b and
+ * merged both ways, with the params' values ov (the others drawn): 1
+ * with the row in why where the two orders differ; *rows counts those
+ * tried. */
+static int commute_rows(Carrier *c, const Define *ov, int nov, char *why, size_t n, int *rows)
+{
+	Machine m;
+	eval_init(&m, c);
+	CheckOpts o;
+	check_defaults(&o);
+	Ck k = {.m = &m, .o = &o, .rng = rng_stream(0, RNG_CHECK_COMMUTES)};
+	char msg[160];
+	if (draw_params(&m, ov, nov, &k.rng, msg, sizeof msg)) {
+		snprintf(why, n, "%s", msg);
+		eval_free(&m);
+		return 1;
+	}
+	Sp w;
+	sp_init(&w, &m);
+	k.work = &w;
+	int bad = 0;
+	for (int t = 0; float_width(c->elem, c->nelem) + float_width(c->col, c->ncol) && t < COMMUTE_ROWS && !bad; t++) {
+		Sample *s = special_row(&k, t);
+		if (!s)
+			continue;
+		(*rows)++;
+		w.g = G_COMM;
+		w.split = rng_int(&k.rng, 1, s->row->len > 1 ? s->row->len - 1 : 1);
+		if (commuted_differs(&k, &w, s)) {
+			Trial tr = {.kind = T_SOUND};
+			check_shrink(&k, &tr, &s, commuted_fails);
+			commuted_differs(&k, &w, s);
+			Buf b = {0};
+			describe_commuted(&k, &w, s, &b);
+			snprintf(why, n, "a+b = b+a over the reals, but not on a row holding NaN, inf or -0: %s", b.s);
+			free(b.s);
+			bad = 1;
+		}
+		draw_sample_free(s);
+	}
+	sp_free(&w);
+	eval_free(&m);
+	return bad;
 }
 
 int check_commutes(Carrier *c, char *why, size_t n)
@@ -797,42 +846,20 @@ int check_commutes(Carrier *c, char *why, size_t n)
 		snprintf(why, n, "a+b = b+a is %s (%s)", prove_status_name(st), how);
 		return 0;
 	}
-	Machine m;
-	eval_init(&m, c);
-	CheckOpts o;
-	check_defaults(&o);
-	Ck k = {.m = &m, .o = &o, .rng = rng_stream(0, RNG_CHECK_COMMUTES)};
-	char msg[160];
-	if (draw_params(&m, NULL, 0, &k.rng, msg, sizeof msg)) {
-		snprintf(why, n, "%s", msg);
-		eval_free(&m);
-		return 0;
+	/* the bool params case by case, as the trials take them (a select on
+	 * a flag may pass a NaN on in one case only): every case of up to
+	 * BOOL_CASES_MAX, else all true and all false */
+	Define flags[64];
+	int nb = 0, rows = 0, bad = 0;
+	for (int p = 0; p < c->nparams && nb < 64; p++)
+		if (c->params[p].storage == TY_BOOL)
+			flags[nb++] = (Define){c->params[p].name, "true"};
+	int cases = nb <= BOOL_CASES_MAX ? 1 << nb : 2;
+	for (int at = 0; at < cases && !bad; at++) {
+		for (int f = 0; f < nb; f++)
+			flags[f].value = (nb <= BOOL_CASES_MAX ? at >> f & 1 : at) ? "false" : "true";
+		bad = commute_rows(c, flags, nb, why, n, &rows);
 	}
-	Sp w;
-	sp_init(&w, &m);
-	k.work = &w;
-	int rows = 0, bad = 0;
-	for (int t = 0; float_width(c->elem, c->nelem) + float_width(c->col, c->ncol) && t < COMMUTE_ROWS && !bad; t++) {
-		Sample *s = special_row(&k, t);
-		if (!s)
-			continue;
-		rows++;
-		w.g = G_COMM;
-		w.split = rng_int(&k.rng, 1, s->row->len > 1 ? s->row->len - 1 : 1);
-		if (commuted_differs(&k, &w, s)) {
-			Trial tr = {.kind = T_SOUND};
-			check_shrink(&k, &tr, &s, commuted_fails);
-			commuted_differs(&k, &w, s);
-			Buf b = {0};
-			describe_commuted(&k, &w, s, &b);
-			snprintf(why, n, "a+b = b+a over the reals, but not on a row holding NaN, inf or -0: %s", b.s);
-			free(b.s);
-			bad = 1;
-		}
-		draw_sample_free(s);
-	}
-	sp_free(&w);
-	eval_free(&m);
 	if (!bad)
 		snprintf(why, n, "a+b = b+a proved (%s)%s", how, rows ? ", and alike on rows holding NaN, inf and -0" : "");
 	return !bad;
