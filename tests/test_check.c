@@ -1693,7 +1693,10 @@ Test(check, witnesses_show_the_params)
 /* check_commutes: a+b = b+a proved over the reals and tried on rows of
  * NaN, infinities and -0; disproved (argmax_first keeps the earlier of
  * equal values), or proved but broken by a NaN that a select passes on
- * (a max written as where(a > b, a, b)), in every case of a bool param. */
+ * (a max written as where(a > b, a, b)), in every case of a bool param,
+ * at params' values on either side of a threshold, where only an
+ * integer input's sqrt makes the NaN, and where the sign of a zero shows
+ * through a finalize. */
 Test(check, commutes_where_proved_and_on_special_rows)
 {
 	static const struct {
@@ -1703,24 +1706,35 @@ Test(check, commutes_where_proved_and_on_special_rows)
 		{"bench/carriers/nan_minmax_mean.yaml", "a+b = b+a proved", 1},
 		{"bench/carriers/argmin_first.yaml", "a+b = b+a proved", 1},
 		{"bench/carriers/argmax_first.yaml", "a+b = b+a is disproved (region a.best = b.best", 0},
-		{NULL, "hi is NaN as a+b but", 0},
+		{"@carrier: where_max\nelement: {x: f32}\nstate: {hi: f32}\nidentity: {hi: -inf}\nlift: {hi: x}\n"
+		 "merge:\n  hi: where(a.hi > b.hi, a.hi, b.hi)\n",
+		 "hi is NaN as a+b but", 0},
 		/* NaN taken out only where a flag says so: the case of the
 		 * flag false shows it, whatever the drawn params */
-		{NULL, "; params: skip = false", 0},
+		{"@carrier: flagged_max\nparams: {skip: bool}\nelement: {x: f32}\nstate: {hi: f32}\n"
+		 "identity: {hi: -inf}\nlift:\n  hi: where(skip && x != x, -inf, x)\n"
+		 "merge:\n  hi: where(a.hi > b.hi, a.hi, b.hi)\n",
+		 "; params: skip = false", 0},
+		/* a NaN that only a param's value lets through (t >= 2) */
+		{"@carrier: pmin\nparams: {t: f32}\nelement: {x: f32}\nstate: {m: f32}\nidentity: {m: inf}\n"
+		 "lift: {m: x}\nmerge:\n  m: where(t < 2, min(a.m, b.m), where(a.m < b.m, a.m, b.m))\n",
+		 "; params: t = ", 0},
+		/* integer inputs, no float one to hold a NaN: sqrt makes it */
+		{"@carrier: isqrt\nelement: {x: i32}\nstate: {m: f32}\nidentity: {m: inf}\nlift: {m: sqrt(x)}\n"
+		 "merge:\n  m: where(a.m < b.m, a.m, b.m)\n",
+		 "from x = [-", 0},
+		/* the sign of a zero, which a finalize's 1 / m shows */
+		{"@carrier: negz\nelement: {x: f32}\nstate: {m: f32}\nidentity: {m: inf}\nlift: {m: x}\n"
+		 "merge:\n  m: where(a.m < b.m, a.m, b.m)\nfinalize: {r: 1 / m}\n",
+		 "not on this row", 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		Carrier *c = cases[i].spec ? load_ok(cases[i].spec)
-			     : i == 3	   ? text_ok("carrier: where_max\nelement: {x: f32}\nstate: {hi: f32}\n"
-						     "identity: {hi: -inf}\nlift: {hi: x}\n"
-						     "merge:\n  hi: where(a.hi > b.hi, a.hi, b.hi)\n")
-					   : text_ok("carrier: flagged_max\nparams: {skip: bool}\nelement: {x: f32}\n"
-						     "state: {hi: f32}\nidentity: {hi: -inf}\n"
-						     "lift:\n  hi: where(skip && x != x, -inf, x)\n"
-						     "merge:\n  hi: where(a.hi > b.hi, a.hi, b.hi)\n");
+		/* "@" and the spec's text, or a file */
+		Carrier *c = cases[i].spec[0] == '@' ? text_ok(cases[i].spec + 1) : load_ok(cases[i].spec);
 		char why[400];
 		int got = check_commutes(c, why, sizeof why);
-		cr_expect_eq(got, cases[i].commutes, "%s: %s", cases[i].spec, why);
-		cr_expect(strstr(why, cases[i].why), "%s: %s", cases[i].spec ? cases[i].spec : c->name, why);
+		cr_expect_eq(got, cases[i].commutes, "%s: %s", c->name, why);
+		cr_expect(strstr(why, cases[i].why), "%s: %s", c->name, why);
 		spec_carrier_free(c);
 	}
 }

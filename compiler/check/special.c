@@ -717,7 +717,7 @@ void check_specials(Ck *k, CheckResult *r)
 
 /* ---- commuting, where the carrier does not claim it ---- */
 
-enum { COMMUTE_ROWS = 150 };
+enum { COMMUTE_ROWS = 600 };
 
 /* The first state component where a+b and b+a differ as values, else -1. */
 static Expr *swap_var(void *ctx, Expr *v) { return ((Expr **)ctx)[v->k]; }
@@ -770,11 +770,44 @@ static void describe_commuted(Ck *k, Sp *w, Sample *s, Buf *b)
 	}
 }
 
-/* Rows holding NaN, infinities and -0, each folded as a and b and
- * merged both ways, with the params' values ov (the others drawn): 1
- * with the row in why where the two orders differ; *rows counts those
- * tried. */
-static int commute_rows(Carrier *c, const Define *ov, int nov, char *why, size_t n, int *rows)
+/* A row for the commuting trial: half the time one holding specials
+ * (special_row), else an ordinary one of the families (integer inputs
+ * drawn negative make sqrt's and log's NaN, wide ones exp's inf); and a
+ * third of the time a special in a float row input, where assume lets it
+ * be.  NULL where none could be drawn. */
+static Sample *commute_row(Ck *k, int t)
+{
+	static const DrawFamily fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_WIDE};
+	Machine *m = k->m;
+	Carrier *c = m->c;
+	int inputs = float_width(c->elem, c->nelem) + float_width(c->col, c->ncol);
+	Sample *s = inputs && rng_next(&k->rng) & 1 ? special_row(k, t) : NULL;
+	if (!s) {
+		s = draw_sample_row(m, fams[t % 3], rng_int(&k->rng, 2, LEN_MAX), &k->rng);
+		if (!s)
+			return NULL;
+		s->shape = SHAPE_RANDOM;
+	}
+	int rw = float_width(c->row, c->nrow);
+	if (rw && rng_int(&k->rng, 0, 2) == 0) {
+		double *save = check_doubles(m->roww);
+		memcpy(save, s->row->rowv, m->roww * sizeof *save);
+		put_specials(c->row, c->nrow, m->rowoff, s->row->rowv, 2, -1, &k->rng);
+		int ok = 1;
+		for (int j = 0; j < s->row->len; j++)
+			ok &= eval_assume(m, s->row, j);
+		if (!ok)
+			memcpy(s->row->rowv, save, m->roww * sizeof *save);
+		free(save);
+	}
+	draw_sample_eval(m, s);
+	return s;
+}
+
+/* Rows as commute_row draws them, each folded as a and b and merged both
+ * ways, with the params' values ov (the others drawn): 1 with the row in
+ * why where the two orders differ; *rows counts those tried. */
+static int commute_rows(Carrier *c, const Define *ov, int nov, int nrows, char *why, size_t n, int *rows)
 {
 	Machine m;
 	eval_init(&m, c);
@@ -783,16 +816,15 @@ static int commute_rows(Carrier *c, const Define *ov, int nov, char *why, size_t
 	Ck k = {.m = &m, .o = &o, .rng = rng_stream(0, RNG_CHECK_COMMUTES)};
 	char msg[160];
 	if (draw_params(&m, ov, nov, &k.rng, msg, sizeof msg)) {
-		snprintf(why, n, "%s", msg);
 		eval_free(&m);
-		return 1;
+		return 0; /* a value the param's type cannot hold: no such case */
 	}
 	Sp w;
 	sp_init(&w, &m);
 	k.work = &w;
 	int bad = 0;
-	for (int t = 0; float_width(c->elem, c->nelem) + float_width(c->col, c->ncol) && t < COMMUTE_ROWS && !bad; t++) {
-		Sample *s = special_row(&k, t);
+	for (int t = 0; t < nrows && !bad; t++) {
+		Sample *s = commute_row(&k, t);
 		if (!s)
 			continue;
 		(*rows)++;
@@ -804,7 +836,7 @@ static int commute_rows(Carrier *c, const Define *ov, int nov, char *why, size_t
 			commuted_differs(&k, &w, s);
 			Buf b = {0};
 			describe_commuted(&k, &w, s, &b);
-			snprintf(why, n, "a+b = b+a over the reals, but not on a row holding NaN, inf or -0: %s", b.s);
+			snprintf(why, n, "a+b = b+a over the reals, but not on %s: %s", s->row->len ? "this row" : "a row", b.s);
 			free(b.s);
 			bad = 1;
 		}
@@ -846,21 +878,35 @@ int check_commutes(Carrier *c, char *why, size_t n)
 		snprintf(why, n, "a+b = b+a is %s (%s)", prove_status_name(st), how);
 		return 0;
 	}
-	/* the bool params case by case, as the trials take them (a select on
-	 * a flag may pass a NaN on in one case only): every case of up to
-	 * BOOL_CASES_MAX, else all true and all false */
-	Define flags[64];
-	int nb = 0, rows = 0, bad = 0;
+	/* The params case by case: the bool ones as the trials take them
+	 * (every case of up to BOOL_CASES_MAX, else all true and all false),
+	 * and the others drawn in (0, 1] and then set, all alike, to values
+	 * on either side of the usual thresholds (a merge may pass a NaN on
+	 * where t >= 2 only) */
+	static const char *const values[] = {NULL, "0", "2", "100", "-1", "-100"};
+	Define ov[64];
+	int nb = 0, nv = 0, rows = 0, bad = 0;
 	for (int p = 0; p < c->nparams && nb < 64; p++)
 		if (c->params[p].storage == TY_BOOL)
-			flags[nb++] = (Define){c->params[p].name, "true"};
-	int cases = nb <= BOOL_CASES_MAX ? 1 << nb : 2;
-	for (int at = 0; at < cases && !bad; at++) {
+			ov[nb++] = (Define){c->params[p].name, "true"};
+	for (int p = 0; p < c->nparams && nb + nv < 64; p++)
+		if (c->params[p].storage != TY_BOOL)
+			ov[nb + nv++] = (Define){c->params[p].name, NULL};
+	int bcases = nb <= BOOL_CASES_MAX ? 1 << nb : 2, vcases = nv ? 6 : 1;
+	int nrows = COMMUTE_ROWS / (bcases * vcases) > 40 ? COMMUTE_ROWS / (bcases * vcases) : 40;
+	for (int at = 0; at < bcases * vcases && !bad; at++) {
+		int bc = at % bcases, vc = at / bcases;
 		for (int f = 0; f < nb; f++)
-			flags[f].value = (nb <= BOOL_CASES_MAX ? at >> f & 1 : at) ? "false" : "true";
-		bad = commute_rows(c, flags, nb, why, n, &rows);
+			ov[f].value = (nb <= BOOL_CASES_MAX ? bc >> f & 1 : bc) ? "false" : "true";
+		for (int f = 0; f < nv; f++)
+			ov[nb + f].value = values[vc];
+		bad = commute_rows(c, ov, nb + (vc ? nv : 0), nrows, why, n, &rows);
 	}
-	if (!bad)
-		snprintf(why, n, "a+b = b+a proved (%s)%s", how, rows ? ", and alike on rows holding NaN, inf and -0" : "");
-	return !bad;
+	/* a carrier no row of which could be drawn (assume holds nowhere)
+	 * keeps its order: nothing was tried */
+	if (!bad && !rows)
+		snprintf(why, n, "a+b = b+a proved (%s), but no row could be drawn to try NaN, inf and -0", how);
+	else if (!bad)
+		snprintf(why, n, "a+b = b+a proved (%s), and alike on rows holding NaN, inf and -0", how);
+	return !bad && rows;
 }

@@ -140,8 +140,8 @@ static void print_order(Carrier *c, const CarrierVerdict *v)
 	char why[400];
 	int any = order_of(c, v, why, sizeof why);
 	if (any >= 0)
-		printf("  order: %s, not claimed: %s\n",
-		       any ? "devices fold positions in any order" : "devices keep the positions' order", why);
+		printf("  order: not claimed; the CPU's lanes and the GPU's row templates %s: %s\n",
+		       any ? "fold positions in any order" : "keep the positions' order", why);
 }
 
 static void print_text(Carrier *c, const CarrierVerdict *v, int ok, const char *cases)

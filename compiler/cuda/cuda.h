@@ -55,7 +55,7 @@ typedef struct {
 	int h90;            /* attention on sm_90a: the Hopper template's variants too (wg > 0) */
 	char name[64];      /* cuda_module_name: the carrier's name, which the kernels' names start with; "": prefix */
 	int commutes;       /* the merge may take positions in any order: claimed, or check_commutes proved it */
-	char order_why[320]; /* how that is known, or why not (then each thread folds a contiguous run) */
+	char order_why[400]; /* how that is known, or why not (then each thread folds a contiguous run) */
 	int tf;             /* the row templates may fold tiles in the certificate's coordinates (variant tf) */
 	char tf_why[320];   /* what that fold does, or why the carrier has none */
 	size_t tf_hooks[2]; /* [start, end) of the tile fold's hooks in hooks: a module none of whose kernels folds tiles holds a stub there */

@@ -55,7 +55,7 @@ typedef struct {
 	int apart;        /* topk lists kept apart from the lanes, one sorted list a range (kern_lists_apart), else 0 */
 	int key_stride;   /* LlvmOpts.key_stride: 0, or the paged pool's key/value heads */
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
-	char order[320];  /* why the merge may take positions in any order (lanes), or why not (ordered) */
+	char order[400];  /* why the merge may take positions in any order (lanes), or why not (ordered) */
 	int tf;           /* the vector lanes' tiles fold transported (llvm_tf.c) */
 	char tf_why[240]; /* and what that does, or why they do not */
 	char target[64];    /* the CPU compiled for where ASSOC_CPU names one, or "" (the host) */

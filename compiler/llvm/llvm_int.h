@@ -99,7 +99,7 @@ typedef struct {
 	int *soff;       /* 8-byte slot of each state field's first component */
 	size_t state_bytes;
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
-	char order[320]; /* why the merge may take its positions in any order, or why not */
+	char order[400]; /* why the merge may take its positions in any order, or why not */
 	int tf;          /* the vector lanes' tiles fold transported (llvm_tf.c), and */
 	int tf_moving[TRANSPORT_MAX_FIELDS]; /* the fields that move with the element there */
 	char tf_why[240]; /* what that fold does, or why it is not taken */
