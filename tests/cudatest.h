@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler/cuda/cuda.h"
+#include "compiler/cuda/nvrtc.h"
 
 /* Emulator builds go to build/cache, not the user's cache. */
 static inline void cuda_test_cache(void) { setenv("XDG_CACHE_HOME", "build/cache", 1); }
@@ -43,6 +44,23 @@ static inline int cuda_expect_unspilled(const char *ptx, const char *arch, const
 		cr_expect(ks[k].spill_st + ks[k].spill_ld == 0 && ks[k].stack == 0,
 			  "%s %s: %d registers, %d/%d bytes spilled, %d of stack", what, ks[k].name, ks[k].regs,
 			  ks[k].spill_st, ks[k].spill_ld, ks[k].stack);
+	return n;
+}
+
+/* A module's source compiled by NVRTC for arch, each kernel expected to
+ * spill nothing (cuda_expect_unspilled); -1 where NVRTC or ptxas is not
+ * found, msg saying so, for the caller to free what it holds and skip. */
+static inline int cuda_src_unspilled(const char *src, const char *arch, const char *what, char *msg, size_t cap)
+{
+	Nvrtc *nv;
+	if (nvrtc_open(&nv, msg, cap))
+		return -1;
+	char *ptx;
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, src, arch, &ptx, &cached, msg, cap), 0, "%s", msg);
+	int n = cuda_expect_unspilled(ptx, arch, what, NULL, 0, msg, cap);
+	free(ptx);
+	nvrtc_close(nv);
 	return n;
 }
 

@@ -249,18 +249,7 @@ Test(cuda, large_states_take_the_registers_they_need, .timeout = 300)
 	Carrier *c = load_ok("tests/rows/big_state.yaml");
 	cr_assert_eq(cuda_module(c, "rowreduce:nt=256,acc=1,vec=1,warp=0,items=0", &m, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(strstr(m.src, "__launch_bounds__(256, 1) "), "big_state: one block an SM at least");
-	Nvrtc *nv;
-	if (nvrtc_open(&nv, msg, sizeof msg)) {
-		cuda_module_free(&m);
-		spec_carrier_free(c);
-		cr_skip_test("no NVRTC, so no ptxas to count registers and spills: %s", msg);
-	}
-	char *ptx;
-	int cached;
-	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
-	int nks = cuda_expect_unspilled(ptx, "sm_90", "big_state", NULL, 0, msg, sizeof msg);
-	free(ptx);
-	nvrtc_close(nv);
+	int nks = cuda_src_unspilled(m.src, "sm_90", "big_state", msg, sizeof msg);
 	cuda_module_free(&m);
 	spec_carrier_free(c);
 	if (nks < 0)

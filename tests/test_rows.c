@@ -471,18 +471,7 @@ Test(rows, one_variant_inlines_its_row_loops, .timeout = 300)
 	cr_assert_eq(cuda_module_for(c, "rowreduce:nt=512,acc=1,vec=1", "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(m.nvar, 1);
 	cr_expect(strstr(m.src, "\n#define ASC_LOOP_CALLS 0\n"), "one variant: the row loops inlined");
-	Nvrtc *nv;
-	if (nvrtc_open(&nv, msg, sizeof msg)) {
-		cuda_module_free(&m);
-		spec_carrier_free(c);
-		cr_skip_test("no NVRTC: %s", msg);
-	}
-	char *ptx;
-	int cached;
-	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90a", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
-	int nks = cuda_expect_unspilled(ptx, "sm_90a", "odd_vectors nt=512 acc=1", NULL, 0, msg, sizeof msg);
-	free(ptx);
-	nvrtc_close(nv);
+	int nks = cuda_src_unspilled(m.src, "sm_90a", "odd_vectors nt=512 acc=1", msg, sizeof msg);
 	cuda_module_free(&m);
 	spec_carrier_free(c);
 	if (nks < 0)
