@@ -719,9 +719,10 @@ void check_specials(Ck *k, CheckResult *r)
 
 enum { COMMUTE_ROWS = 600 };
 
-/* The first state component where a+b and b+a differ as values, else -1. */
+/* b.f for a.f and a.f for b.f (ctx: by variable, NULL to keep it) */
 static Expr *swap_var(void *ctx, Expr *v) { return ((Expr **)ctx)[v->k]; }
 
+/* The first state component where a+b and b+a differ as values, else -1. */
 static int state_differs(Machine *m, const Sp *w)
 {
 	for (int t = 0; t < m->sw; t++)
