@@ -101,13 +101,12 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
  * which: "with flag=false, the first of 2 cases ... that fails". */
 int check_run_cases(Carrier *c, const CheckOpts *o, CheckResult *r, char *cases, size_t ncases, char *msg, size_t n);
 int check_ok(const CheckResult *r);
-/* Whether c's merge commutes where c does not claim it: a+b = b+a proved
- * over the reals (prove_equal), and on rows holding NaN, +-inf and -0
- * the two orders give the same state and outputs, as values (NaN as NaN,
- * -0 as 0).  A device may then fold c's positions in any order (the CPU's
- * vector lanes) without changing what it gives.  1 with how in why, 0
- * with the reason (the prover's, or the row where the orders differ).
- * Deterministic: the rows come from a fixed seed. */
+/* Whether c's positions may be folded in any order (the CPU's vector
+ * lanes, the GPU's row templates), with how that is known, or why not, in
+ * why: claimed; else, not for a scan, a+b = b+a over the reals, by the
+ * merge's form or proved (prove_equal), and on rows holding NaN, +-inf
+ * and -0 the two orders give the same state and outputs, as values (NaN
+ * as NaN, -0 as 0).  Deterministic: the rows come from a fixed seed. */
 int check_commutes(Carrier *c, char *why, size_t n);
 /* The rule for an output value and its reference where either is not
  * finite, which `assoc run` (runcheck.c) and the trials on rows holding

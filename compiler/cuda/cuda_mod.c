@@ -1143,14 +1143,10 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		m->bulk_bytes += c->elem[k].storage == TY_F32 ? 4 : 2;
 	m->state_size = state_size(c);
 	reg_words(c, m);
-	if (c->laws & LAW_COMMUTATIVE) {
-		m->commutes = 1;
-		snprintf(m->order_why, sizeof m->order_why, "claimed (laws: [commutative])");
-	} else if (m->base == FAM_SCAN || m->base == FAM_ATTN) { /* a scan keeps order; attention's merge is its own */
-		snprintf(m->order_why, sizeof m->order_why, "%s", m->base == FAM_SCAN ? "a scan" : "the attention template");
-	} else {
+	if (m->base == FAM_ATTN && !(c->laws & LAW_COMMUTATIVE)) /* its merge is the template's own */
+		snprintf(m->order_why, sizeof m->order_why, "the attention template");
+	else
 		m->commutes = check_commutes(c, m->order_why, sizeof m->order_why);
-	}
 	int moving[TRANSPORT_MAX_FIELDS] = {0};
 	if (m->base != FAM_ATTN)
 		m->tf = prove_transport(c, moving, m->tf_why, sizeof m->tf_why);

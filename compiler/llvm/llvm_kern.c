@@ -1518,79 +1518,6 @@ int kern_wide_state(const Carrier *c)
 	return n > SLP_STATE_MAX;
 }
 
-/* Whether y is x with the sides a and b swapped: the same operations,
- * a.f in x where y has b.f and the reverse, the operands of commutative
- * operations in either order (topk's lists as pairs).  *budget bounds
- * the calls (either order at every commutative node). */
-static int swapped_eq(const Carrier *c, const Expr *x, const Expr *y, int *budget)
-{
-	if (--*budget < 0)
-		return 0;
-	if (x->op != y->op || x->nargs != y->nargs || x->ty.kind != y->ty.kind || x->ty.len != y->ty.len ||
-	    (x->op != EXPR_VAR && x->k != y->k) || memcmp(&x->num, &y->num, sizeof x->num))
-		return 0;
-	if (x->op == EXPR_VAR) {
-		for (int f = 0; f < c->nstate; f++) {
-			if (x->k == c->svar[STATE_A][f])
-				return y->k == c->svar[STATE_B][f];
-			if (x->k == c->svar[STATE_B][f])
-				return y->k == c->svar[STATE_A][f];
-		}
-		return 1;
-	}
-	if (x->op == EXPR_TOPK || x->op == EXPR_TOPK_IDX) {
-		static const int pairs[4] = {2, 3, 0, 1};
-		for (int i = 0; i < 4; i++)
-			if (!swapped_eq(c, x->a[i], y->a[pairs[i]], budget))
-				return 0;
-		return 1;
-	}
-	if ((ir_ops[x->op].flags & F_COMM) && x->nargs == 2 &&
-	    swapped_eq(c, x->a[0], y->a[1], budget) && swapped_eq(c, x->a[1], y->a[0], budget))
-		return 1;
-	for (int i = 0; i < x->nargs; i++)
-		if (!swapped_eq(c, x->a[i], y->a[i], budget))
-			return 0;
-	return 1;
-}
-
-/* Whether c's merge commutes by its form: every field's merge is itself
- * with a and b swapped (sums, products, max and min of the two sides,
- * softmax's rescale, topk lists).  Such a carrier takes the commutative
- * loops without a claim: cross-entropy against a label written without
- * `laws: [commutative]` folded in ordered lanes at a third of their speed.
- * Merges that commute only in value (where(a.x > b.x, a.x, b.x) differs
- * from its swap on ties of zeros of either sign and on NaN) do not. */
-static int merge_commutes(const Carrier *c)
-{
-	int budget = 1 << 16;
-	for (int f = 0; c->merge && f < c->nstate; f++)
-		if (!swapped_eq(c, c->merge[f], c->merge[f], &budget))
-			return 0;
-	return c->merge != NULL;
-}
-
-/* Whether c's positions may be folded in any order (vector lanes reorder
- * them), with why in why: claimed, by the merge's form, or proved, with
- * NaN, infinities and -0 tried (check_commutes).  A scan folds in order
- * whatever its merge. */
-static int commutes(Carrier *c, char *why, size_t n)
-{
-	if (c->laws & LAW_COMMUTATIVE) {
-		snprintf(why, n, "claimed (laws: [commutative])");
-		return 1;
-	}
-	if (merge_commutes(c)) {
-		snprintf(why, n, "by its form (each field's merge is itself with a and b swapped)");
-		return 1;
-	}
-	if (c->tpl == FAM_SCAN) {
-		snprintf(why, n, "a scan");
-		return 0;
-	}
-	return check_commutes(c, why, n);
-}
-
 /* Past this many state components, a carrier with a vector field keeps
  * its one-lane fold: each component is a vector of the row's lanes in
  * the vector loop, and the tile's tree of merges holds tiles times as
@@ -1690,7 +1617,7 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 		scalar &= spec_decl_width(&c->col[i]) == 1;
 	for (int i = 0; i < c->nmap; i++)
 		scalar &= lower_width(c->map[i].e) == 1;
-	int comm = commutes(c, k->order, sizeof k->order);
+	int comm = check_commutes(c, k->order, sizeof k->order);
 	k->c = c;
 	k->map_lanes = scalar ? lanes : 1;
 	k->map_stream = c->nmap == 1 && k->map_lanes == 16 && lower_width(c->map[0].e) == 1 &&
