@@ -90,6 +90,17 @@ int expr_ident_ok(const char *s)
 	return n <= SPEC_MAX_NAME;
 }
 
+/* A lone '=' where a ',', a ')' or an operator was due: the comparison
+ * it most likely means is named wherever it stands, inside a call or
+ * parentheses as at the top. */
+static const char assign_msg[] = "'=' is not an operator; compare with '=='";
+
+static int at_assign(P *p)
+{
+	skip_ws(p);
+	return p->src[p->pos] == '=';
+}
+
 static const char *what_tok(P *p, char *buf, size_t n)
 {
 	skip_ws(p);
@@ -811,6 +822,8 @@ static V parse_call(P *p, const char *name, size_t off)
 		} while (accept(p, ","));
 		if (!accept(p, ")")) {
 			char b[40];
+			if (at_assign(p))
+				return fail(p, p->pos, "%s", assign_msg);
 			return fail(p, p->pos, "expected ',' or ')' in call to '%s', found %s", name,
 				    what_tok(p, b, sizeof b));
 		}
@@ -834,6 +847,8 @@ static V parse_prim(P *p)
 		if (!accept(p, ")")) {
 			if (!p->src[p->pos])
 				return fail(p, off, "'(' is never closed");
+			if (at_assign(p))
+				return fail(p, p->pos, "%s", assign_msg);
 			return fail(p, p->pos, "expected ')', found %s", what_tok(p, b, sizeof b));
 		}
 		v.off = off;
@@ -1017,8 +1032,8 @@ Expr *expr_parse(Scope *s, Diag *d, const YNode *node)
 		char b[40];
 		if (p.src[p.pos] == ')')
 			fail(&p, p.pos, "')' without a matching '('");
-		else if (p.src[p.pos] == '=')
-			fail(&p, p.pos, "'=' is not an operator; compare with '=='");
+		else if (at_assign(&p))
+			fail(&p, p.pos, "%s", assign_msg);
 		else /* stray characters were named before parsing */
 			fail(&p, p.pos, "expected an operator, found %s", what_tok(&p, b, sizeof b));
 		return NULL;
