@@ -560,8 +560,10 @@ static V resolve(P *p, const char *name, size_t off)
 {
 	Scope *s = p->s;
 	for (int i = s->nlocals - 1; i >= 0; i--)
-		if (!strcmp(s->locals[i].name, name))
+		if (!strcmp(s->locals[i].name, name)) {
+			s->locals[i].used = 1;
 			return (V){s->locals[i].e, off};
+		}
 	for (int v = 0; v < ir_nvars(p->ir); v++) {
 		const Var *var = ir_var(p->ir, v);
 		if (strcmp(var->name, name) || var->kind == VAR_SYM)

@@ -21,6 +21,7 @@ typedef struct {
 	const char *name;
 	Expr *e;
 	const char *what; /* "let", "merge temporary", ... for messages */
+	int used;         /* named by an expression parsed since */
 } Local;
 
 typedef struct {

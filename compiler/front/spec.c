@@ -392,7 +392,7 @@ static void scope_push(Scope *s, const char *name, Expr *e)
 	Local *n = realloc(s->locals, (s->nlocals + 1) * sizeof *n);
 	if (!n)
 		abort();
-	n[s->nlocals++] = (Local){name, e, NULL};
+	n[s->nlocals++] = (Local){name, e, NULL, 0};
 	s->locals = n;
 }
 
@@ -821,31 +821,6 @@ static int outside_reductions(Ir *ir, Expr *e, unsigned char *seen)
 	return out;
 }
 
-/* Whether t is e or one of its operands, at any depth. */
-static int holds_node(const Expr *e, const Expr *t, unsigned char *seen)
-{
-	if (e == t)
-		return 1;
-	if (seen[e->id])
-		return 0;
-	seen[e->id] = 1;
-	for (int i = 0; i < e->nargs; i++)
-		if (holds_node(e->a[i], t, seen))
-			return 1;
-	return 0;
-}
-
-/* Whether a reference after ref[i] uses its value. */
-static int used_later(Carrier *c, int i)
-{
-	unsigned char *seen = xcalloc((size_t)ir_nnodes(c->ir) + 1, 1);
-	int used = 0;
-	for (int j = i + 1; !used && j < c->nref; j++)
-		used = holds_node(c->ref[j].e, c->ref[i].e, seen);
-	free(seen);
-	return used;
-}
-
 static Def *find_def(Def *defs, int n, const char *name)
 {
 	for (int i = 0; i < n; i++)
@@ -854,19 +829,10 @@ static Def *find_def(Def *defs, int n, const char *name)
 	return NULL;
 }
 
-static int load_reference(L *l)
+/* Each reference compared with its output, and each helper used. */
+static int check_references(L *l, const unsigned char *named)
 {
 	Carrier *c = l->c;
-	if (!yn_get(l->root, "reference"))
-		return 0;
-	Scope s;
-	scope_init(&s, c, "reference", "inputs, lets, params, i, j, len and earlier reference names",
-		   S_INPUTS | S_PARAMS | S_IDX | S_REDUCE);
-	scope_lets(&s, c);
-	int rc = load_outputs(l, "reference", &s, &c->ref, &c->nref);
-	free(s.locals);
-	if (rc)
-		return -1;
 	int compared = 0;
 	for (int i = 0; i < c->nref; i++) {
 		Def *r = &c->ref[i];
@@ -911,7 +877,7 @@ static int load_reference(L *l)
 	 * misspelt, whose output then goes unchecked */
 	for (int i = 0; i < c->nref; i++) {
 		Def *r = &c->ref[i];
-		if (find_def(c->finalize, c->nfinal, r->name) || find_def(c->map, c->nmap, r->name) || used_later(c, i))
+		if (find_def(c->finalize, c->nfinal, r->name) || find_def(c->map, c->nmap, r->name) || named[i])
 			continue;
 		Buf b = {0};
 		for (int o = 0; o < c->nfinal + c->nmap; o++) {
@@ -925,6 +891,28 @@ static int load_reference(L *l)
 		return -1;
 	}
 	return 0;
+}
+
+static int load_reference(L *l)
+{
+	Carrier *c = l->c;
+	if (!yn_get(l->root, "reference"))
+		return 0;
+	Scope s;
+	scope_init(&s, c, "reference", "inputs, lets, params, i, j, len and earlier reference names",
+		   S_INPUTS | S_PARAMS | S_IDX | S_REDUCE);
+	scope_lets(&s, c);
+	int rc = load_outputs(l, "reference", &s, &c->ref, &c->nref);
+	/* the references are the last names in scope, in order; a later one
+	 * naming an earlier one is a use of it by name, as an equal
+	 * expression written out again is not */
+	unsigned char *named = xcalloc((size_t)c->nref + 1, 1);
+	for (int i = 0; !rc && i < c->nref; i++)
+		named[i] = (unsigned char)s.locals[s.nlocals - c->nref + i].used;
+	free(s.locals);
+	rc = rc ? rc : check_references(l, named);
+	free(named);
+	return rc;
 }
 
 static int load_laws(L *l)
