@@ -16,6 +16,17 @@
 static const char *const layout_names[] = {"block_table", "seq_lens", "cu_seqlens_q"};
 enum { L_TABLE, L_LENS, L_CU, NLAYOUT };
 
+/* "2 queries", "1 query", "0 to 6 keys": the count the sequences share,
+ * or the range of their counts. */
+static const char *counts(char *buf, size_t n, int lo, int hi, const char *one, const char *many)
+{
+	if (lo == hi)
+		snprintf(buf, n, "%d %s", lo, lo == 1 ? one : many);
+	else
+		snprintf(buf, n, "%d to %d %s", lo, hi, many);
+	return buf;
+}
+
 /* The --input of that name, or -1. */
 static int input_named(const Opts *o, const char *name)
 {
@@ -305,15 +316,15 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 				qmin = q < qmin ? q : qmin, qmax = q > qmax ? q : qmax;
 				kmin = p->lens[b] < kmin ? p->lens[b] : kmin, kmax = p->lens[b] > kmax ? p->lens[b] : kmax;
 			}
-			char heads[64] = "", as[32] = "";
+			char heads[64] = "", as[32] = "", qs[48], ks[48];
 			if (p->heads > 1)
 				snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", p->heads, p->kv_heads);
 			if (o->arch)
 				snprintf(as, sizeof as, " (%s)", o->arch);
-			printf("%s: carrier %s on %s%s, %d sequence%s of %d to %d queries and %d to %d keys in pages of %d (%d "
-			       "pages)%s (%.3f s)\n",
-			       c->file, c->name, dv->name, as, p->batch, p->batch > 1 ? "s" : "", qmin, qmax, kmin, kmax,
-			       p->page_size, p->pages, heads, sec);
+			printf("%s: carrier %s on %s%s, %d sequence%s of %s and %s in pages of %d (%d pages)%s (%.3f s)\n",
+			       c->file, c->name, dv->name, as, p->batch, p->batch > 1 ? "s" : "",
+			       counts(qs, sizeof qs, qmin, qmax, "query", "queries"),
+			       counts(ks, sizeof ks, kmin, kmax, "key", "keys"), p->page_size, p->pages, heads, sec);
 			if (o->run.verbose)
 				printf("  paged: %s; a sequence of no queries is skipped\n",
 				       dv->paged ? "each sequence's K and V read from the pool through its row of the block table"
@@ -548,9 +559,11 @@ int cmd_paged_bench(Opts *o)
 	}
 	cli_busy_done();
 	if (!rc) {
-		printf("%s: carrier %s on cpu, %d sequences of up to %d keys in pages of %d, %d heads on %d key/value "
-		       "heads, %d threads\n",
-		       c->file, c->name, p->batch, o->len, p->page_size, p->heads, p->kv_heads, rt_pool_threads(pk.pool));
+		char heads[64] = "";
+		if (p->heads > 1) /* as run says it */
+			snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", p->heads, p->kv_heads);
+		printf("%s: carrier %s on cpu, %d sequence%s of up to %d keys in pages of %d%s, %d threads\n", c->file,
+		       c->name, p->batch, p->batch > 1 ? "s" : "", o->len, p->page_size, heads, rt_pool_threads(pk.pool));
 		printf("  in place: %.3f ms; K and V read %.2f MB: %.2f GB/s; a copy of those bytes %.3f ms: %.2f of copy\n",
 		       tp * 1e3, pc.bytes / 1e6, pc.bytes / tp / 1e9, tcopy * 1e3, tcopy / tp);
 		printf("  gathered first: %.3f ms (each sequence's keys gathered from the pages, then its kernel): %.2f of "

@@ -304,8 +304,11 @@ int cmd_paged_bench_gpu(Opts *o, Paged *p)
 		puts(s);
 		free(s);
 	} else {
-		printf("%s: carrier %s on %s, %d sequences of up to %d keys in pages of %d, %d heads on %d key/value heads\n",
-		       c->file, c->name, rt_device(g.rt)->name, p->batch, kmax, p->page_size, p->heads, p->kv_heads);
+		char heads[64] = "";
+		if (p->heads > 1) /* as run says it */
+			snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", p->heads, p->kv_heads);
+		printf("%s: carrier %s on %s, %d sequence%s of up to %d keys in pages of %d%s\n", c->file, c->name,
+		       rt_device(g.rt)->name, p->batch, p->batch > 1 ? "s" : "", kmax, p->page_size, heads);
 		printf("  kernel  %s split=%d (%s), the batch in one launch: %.4f ms, %.1f GB/s (K and V read %.2f MB)\n",
 		       cfg, x.split, why, ms, gbps, paged_kv_bytes(p) / 1e6);
 		gpu_copy_lines(stdout, rt_device(g.rt), bytes, &cp);
