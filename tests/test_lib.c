@@ -1081,7 +1081,7 @@ Test(lib, run_paged_device_enqueues_one_launch, .timeout = 120)
 	cr_assert_eq(syncs1, syncs0, "no synchronization");
 	/* without offsets the row inputs hold batch x rows queries */
 	cr_assert_eq(assoc_run_paged_device(k, H, G, &pg, v, 5, &scale, 1, NULL), ASSOC_ESIZE);
-	cr_assert(strstr(assoc_kernel_error(k), "3 sequences of 1 queries each"), "%s", assoc_kernel_error(k));
+	cr_assert(strstr(assoc_kernel_error(k), "3 sequences of 1 query each"), "%s", assoc_kernel_error(k));
 	/* an output of another count of queries */
 	AssocBuffer w[5];
 	memcpy(w, v, sizeof w);

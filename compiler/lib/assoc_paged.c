@@ -338,9 +338,10 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 			pd.row[i] = (RtPtr)(size_t)x->data;
 	}
 	if (!st && !pg->cu_seqlens_q && total != pg->batch * pg->rows)
-		st = paged_fail(k, ASSOC_ESIZE, "%lld queries in the row inputs; %lld sequences of %lld queries each (without "
+		st = paged_fail(k, ASSOC_ESIZE, "%lld queries in the row inputs; %lld sequence%s of %lld quer%s each (without "
 				"cu_seqlens_q) are %lld",
-				(long long)total, (long long)pg->batch, (long long)pg->rows, (long long)(pg->batch * pg->rows));
+				(long long)total, (long long)pg->batch, pg->batch == 1 ? "" : "s", (long long)pg->rows,
+				pg->rows == 1 ? "y" : "ies", (long long)(pg->batch * pg->rows));
 	if (!st && total * heads > INT32_MAX)
 		st = paged_fail(k, ASSOC_EINVAL, "%lld query rows of %lld heads: under 2^31 in all", (long long)total,
 				(long long)heads);
