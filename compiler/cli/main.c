@@ -53,8 +53,9 @@ static const char usage[] =
 	"                            by H/G query heads each\n"
 	"  --page-size P --batch B   run, bench, tune: attention over a paged key/value cache, pages\n"
 	"                            of P keys (16 to 256, a power of two), B sequences (default 1)\n"
-	"                            of up to --len keys and --rows queries each; --input\n"
-	"                            block_table=, seq_lens=, cu_seqlens_q= give the layout\n"
+	"                            of up to --len keys and --rows queries each; run and bench\n"
+	"                            read the layout from --input block_table=, seq_lens=,\n"
+	"                            cu_seqlens_q=\n"
 	"  --threads T --split K     run, bench: CPU threads; splits of the reduced axis\n"
 	"  --input NAME=FILE.npy     run, bench: an input array instead of random values; its shape\n"
 	"                            sets --rows and --len, and a leading head axis --heads (or\n"
@@ -619,6 +620,9 @@ int main(int argc, char **argv)
 	}
 	if (rc == EXIT_OK && cmd->one_spec && o.nspecs != 1)
 		rc = usage_error("%s takes one spec, got %d", cmd->name, o.nspecs);
+	if (rc == EXIT_OK && !cache_limit_valid()) /* not a silent 1024 in place of what was meant */
+		rc = input_error("ASSOC_CACHE_MB=%s: not a whole number of megabytes (0 or more)",
+				 getenv("ASSOC_CACHE_MB"));
 	if (rc == EXIT_OK)
 		rc = cmd->fn(&o);
 	if (flushed()) /* generated code or results lost (a full disk) */
