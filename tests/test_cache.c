@@ -106,6 +106,10 @@ Test(cache, prunes_the_least_recently_used_down_to_three_quarters)
 	/* a value that is not a number of megabytes: the default */
 	setenv("ASSOC_CACHE_MB", "lots", 1);
 	cr_expect_eq(cache_limit(), (long long)CACHE_MB << 20);
+	cr_expect(!cache_limit_valid());
+	setenv("ASSOC_CACHE_MB", "-5", 1);
+	cr_expect_eq(cache_limit(), (long long)CACHE_MB << 20);
+	cr_expect(!cache_limit_valid());
 	unsetenv("ASSOC_CACHE_MB");
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

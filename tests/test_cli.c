@@ -1535,6 +1535,13 @@ Test(cli, small_messages_say_what_is_wrong, .timeout = 120)
 			out, sizeof out, 1),
 		     0, "%s", out);
 	cr_expect(!stat("build/cache_zero/assoc/cpu", &st), "=0 keeps the cache");
+	/* a cache limit that is not a number is refused, not taken as 1024 */
+	cr_expect_eq(sh("ASSOC_CACHE_MB=2G " ASSOC " check specs/sum.yaml", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "assoc: ASSOC_CACHE_MB=2G: not a whole number of megabytes (0 or more)") &&
+			  !strstr(out, "carrier"),
+		  "%s", out);
+	cr_expect_eq(sh("ASSOC_CACHE_MB= " ASSOC " check specs/sum.yaml", out, sizeof out, 1), 0, "empty is unset: %s",
+		     out);
 }
 
 /* An output keeps the mode of the file it replaces; /dev/stdout goes to

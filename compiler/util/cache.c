@@ -398,14 +398,32 @@ int outfile_close(OutFile *o, int keep)
 
 /* ---- the size of a cache directory ---- */
 
+/* $ASSOC_CACHE_MB in megabytes, or -1 where it is not a whole number of
+ * them (a sign, a fraction, a unit); empty is unset */
+static long long env_mb(const char *e)
+{
+	char *end;
+	if (!*e) /* set but empty: as unset */
+		return CACHE_MB;
+	if (*e < '0' || *e > '9')
+		return -1;
+	long long mb = strtoll(e, &end, 10); /* past long long: LLONG_MAX, no limit */
+	return *end ? -1 : mb;
+}
+
 long long cache_limit(void)
 {
 	const char *e = getenv("ASSOC_CACHE_MB");
-	char *end;
-	long long mb = e && *e ? strtoll(e, &end, 10) : CACHE_MB;
-	if (!e || !*e || *end || mb < 0)
+	long long mb = e ? env_mb(e) : CACHE_MB;
+	if (mb < 0)
 		mb = CACHE_MB;
 	return mb > LLONG_MAX >> 20 ? LLONG_MAX : mb << 20; /* past it: no limit, not a wrapped one */
+}
+
+int cache_limit_valid(void)
+{
+	const char *e = getenv("ASSOC_CACHE_MB");
+	return !e || env_mb(e) >= 0;
 }
 
 typedef struct {

@@ -81,6 +81,9 @@ enum { CACHE_MB = 1024 };
 /* The largest file cache_read_fd reads: 256 MiB. */
 #define CACHE_ENTRY_MAX ((long long)256 << 20)
 long long cache_limit(void);
+/* Whether $ASSOC_CACHE_MB, where set, is a whole number of megabytes (0
+ * or more); cache_limit takes the default for any other value. */
+int cache_limit_valid(void);
 /* Past the limit, remove the files of dir least recently used (written,
  * or read by cache_read or marked by cache_used) until three quarters of
  * it is left; never keep, the file just written (a name in dir, or NULL).
