@@ -371,7 +371,8 @@ Test(cli, run_interp_and_npy)
 /* bench says how much arithmetic a position costs per byte moved, and
  * calls a carrier compute-bound when the copy's bandwidth leaves too
  * little time for it (a sum: one add for four bytes; ten nested exps a
- * position: 211 operations, at 20 an exp, for four bytes). */
+ * position: 211 operations, at 20 an exp, for four bytes), counting what
+ * the kernel's tiles do a position rather than a merge. */
 Test(cli, bench_says_operations_per_byte, .timeout = 120)
 {
 	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --threads 1 --rows 4 --len 1000 --json", out, sizeof out, 0), 0,
@@ -389,6 +390,18 @@ Test(cli, bench_says_operations_per_byte, .timeout = 120)
 		     "%s", out);
 	cr_assert(strstr(out, "arithmetic ") && strstr(out, "ops/byte (211 a position)"), "%s", out);
 	cr_assert(strstr(out, ": compute-bound"), "%s", out);
+	/* as the kernel folds: logsumexp's max-rescale tiles one exp a
+	 * position (20), a multiply-add and a max, not the merge's two exps
+	 * (50); Welford's transported tiles the certificate's coordinates and
+	 * three adds (9), not the merge's division and products (25) */
+	cr_assert_eq(sh(ASSOC " bench specs/logsumexp.yaml --device cpu --threads 1 --rows 4 --len 4096 --json", out,
+			sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\"max_rescale\": 1") && strstr(out, "\"ops_per_position\": 22,"), "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/welford.yaml --device cpu --threads 1 --rows 4 --len 4096 --json", out,
+			sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\"transported\": 1") && strstr(out, "\"ops_per_position\": 9,"), "%s", out);
 }
 
 /* bench says why a reduce folds in one lane where it does (a sum of 32

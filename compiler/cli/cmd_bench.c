@@ -279,36 +279,65 @@ static double op_cost(const Expr *e)
 	return e->op == EXPR_DIV ? 4 : 1;
 }
 
-/* The cost of the nodes under e not counted yet (seen, by node id). */
-static double ops_under(const Expr *e, unsigned char *seen)
+/* Whether e changes from position to position: it reads an element or
+ * column input, or j.  What does not is the row's, worked out once. */
+static int varies(const Ir *ir, const Expr *e)
 {
-	if (!e || seen[e->id])
+	if (e->op == EXPR_VAR) {
+		const Var *v = ir_var(ir, e->k);
+		return v->kind == VAR_ELEM || v->kind == VAR_COL || (v->kind == VAR_IDX && v->slot == 1);
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (varies(ir, e->a[i]))
+			return 1;
+	return 0;
+}
+
+/* The cost of the nodes under e not counted yet (seen, by node id); with
+ * ir, only those that vary with the position (a map's row values are
+ * hoisted out of its loop). */
+static double ops_under(const Ir *ir, const Expr *e, unsigned char *seen)
+{
+	if (!e || seen[e->id] || (ir && !varies(ir, e)))
 		return 0;
 	seen[e->id] = 1;
 	double n = op_cost(e);
 	for (int i = 0; i < e->nargs; i++)
-		n += ops_under(e->a[i], seen);
+		n += ops_under(ir, e->a[i], seen);
 	return n;
 }
 
-/* Operations a position costs: its lift and mask, one merge, and what is
- * written at every position (a map, a scan's finalize), each node once;
- * vector operations count as one, so attention's dot products are
+/* Operations a position costs, as the kernel folds it: its lift and mask,
+ * then one merge (a tree of merges), or in a max-rescale tile an exp and
+ * a multiply-add a field and a max, or in a transported tile the
+ * certificate's coordinates and a monoid operation each (a tile's one
+ * merge and conversion back left out); and what is written at every
+ * position (a map, less what the row fixes and the exp the rowmap keeps
+ * for it; a scan's finalize), each node once.  Vector operations count as one, so attention's dot products are
  * undercounted. */
-static double ops_per_position(const Carrier *c)
+static double ops_per_position(const Carrier *c, const LlvmKernel *k)
 {
 	unsigned char *seen = calloc((size_t)ir_nnodes(c->ir) + 1, 1);
 	if (!seen)
 		abort();
-	double n = ops_under(c->mask, seen);
+	double n = ops_under(NULL, c->mask, seen);
 	for (int f = 0; f < c->nstate; f++)
-		n += ops_under(c->lift[f], seen);
-	for (int f = 0; c->merge && f < c->nstate; f++)
-		n += ops_under(c->merge[f], seen);
+		n += ops_under(NULL, c->lift[f], seen);
+	if (k && k->max_rescale)
+		n += 20 + c->nstate;
+	else if (k && k->tf && c->has_cert) {
+		n += 2; /* the shift by the tile's largest element, and that maximum */
+		for (int i = 0; i < c->ncert; i++)
+			n += ops_under(NULL, c->cert_into[i].e, seen) + 1;
+	} else
+		for (int f = 0; c->merge && f < c->nstate; f++)
+			n += ops_under(NULL, c->merge[f], seen);
+	if (k && k->kept) /* read back from the rowmap's pass 2: a multiply */
+		seen[k->kept - 1] = 1, n += 1;
 	for (int i = 0; i < c->nmap; i++)
-		n += ops_under(c->map[i].e, seen);
+		n += ops_under(c->ir, c->map[i].e, seen);
 	for (int i = 0; c->tpl == FAM_SCAN && i < c->nfinal; i++)
-		n += ops_under(c->finalize[i].e, seen);
+		n += ops_under(NULL, c->finalize[i].e, seen);
 	free(seen);
 	return n;
 }
@@ -339,9 +368,10 @@ typedef struct {
 	int lanes;
 } Intensity;
 
-static Intensity intensity(const Carrier *c, double bytes, double positions, double copy_bps, int threads)
+static Intensity intensity(const Carrier *c, const LlvmKernel *k, double bytes, double positions, double copy_bps,
+			   int threads)
 {
-	Intensity x = {.ops = ops_per_position(c), .lanes = host_lanes()};
+	Intensity x = {.ops = ops_per_position(c, k), .lanes = host_lanes()};
 	x.per_byte = bytes > 0 ? x.ops * positions / bytes : 0;
 	x.allowed = copy_bps > 0 ? threads * NOMINAL_GHZ * 1e9 * NOMINAL_OPS_PER_CYCLE * x.lanes / copy_bps : 0;
 	return x;
@@ -357,7 +387,7 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	int g = rt_cpu_group(&b->k->k, b->va->rows), split = rt_cpu_split(&b->k->k, b->va->rows, b->nview, len, b->split);
 	double ge = (double)rows * len * b->heads / tk / 1e9;
 	double gcpu = tcpu > 0 ? (double)rows * len * b->heads / tcpu / 1e9 : 0;
-	Intensity in = intensity(c, bytes, (double)rows * len * b->heads, bytes / tc, th);
+	Intensity in = intensity(c, b->k, bytes, (double)rows * len * b->heads, bytes / tc, th);
 	int bound = in.per_byte > in.allowed;
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "

@@ -527,6 +527,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->unroll = k.group > 1 ? k.loop_unroll : 0;
 	kk->max_rescale = k.mr_field >= 0 && (k.tile > 1 || k.ordered > 1);
 	kk->two_pass = k.two_pass > 0;
+	kk->kept = k.rowmap_g ? (long)k.rowmap_g->id + 1 : 0;
 	kk->scan_lanes = k.scan_lanes;
 	kk->apart = k.apart;
 	kk->tf = k.tf;

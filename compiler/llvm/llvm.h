@@ -51,6 +51,8 @@ typedef struct {
 	int unroll;       /* and its loops over components unrolled this many times (0: none) */
 	int max_rescale;  /* tiles, or ordered lanes' vectors, fold by the n-ary max-rescale merge (llvm_tile.c) */
 	int two_pass;     /* and rows of up to TWO_PASS_BYTES (llvm_int.h) reduce in two passes */
+	long kept;        /* 1 + the node id of the map's g(lift.m - m), which the rowmap's pass 2
+			   * keeps for it (the map multiplies instead of an exp), else 0 */
 	int scan_lanes;   /* a scan in vectors of this many positions (scan_lanes in llvm_kern.c), else 0 */
 	int apart;        /* topk lists kept apart from the lanes, one sorted list a range (kern_lists_apart), else 0 */
 	int key_stride;   /* LlvmOpts.key_stride: 0, or the paged pool's key/value heads */
