@@ -838,6 +838,21 @@ ASC_DEV bool attn_paged_seq(const Args &A, Args &B, bool again = false)
 #define ATTN_IN(i, off) ((const unsigned *)((const unsigned short *)A.in[i] + (off)))
 #endif
 
+/* o of 16 rows times alpha, each row's own.  Once the rows' maxima
+ * settle, most tiles raise none in the warp's 16 rows: then no rescale
+ * (alpha = 1 is exact).  Not over head dim 128, where o and Q's fragments
+ * hold 192 registers and the branch makes ptxas spill. */
+template <int DV>
+ASC_DEV void attn_rescale(float (&o)[DV / 8][4], const float (&alpha)[2])
+{
+	if (DV > 128 || !__all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f))
+#pragma unroll
+		for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+			for (int c = 0; c < 4; c++)
+				o[dn][c] *= alpha[c / 2];
+}
+
 template <int D, int DV, int WARPS, int MT, int BN, int BF, int PV, int QS, int NS, int KS>
 ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 {
@@ -1040,16 +1055,8 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 				m[mt][hf] = mn;
 				l[mt][hf] *= alpha[hf];
 			}
-			/* Once the rows' maxima settle, most tiles raise none in the
-			 * warp's 16 rows: no rescale of o (alpha = 1 is exact).  Not
-			 * over head dim 128, where o and Q's fragments hold 192
-			 * registers and the branch makes ptxas spill. */
-			if (DV > 128 || !__all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f))
-#pragma unroll
-				for (int dn = 0; dn < DV / 8; dn++)
-#pragma unroll
-					for (int c = 0; c < 4; c++)
-						o[mt][dn][c] *= alpha[c / 2];
+			if (MT > 1)
+				attn_rescale<DV>(o[mt], alpha);
 #endif
 #pragma unroll
 			for (int nt = 0; nt < BW / 8; nt++) {
@@ -1073,6 +1080,14 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 						p[2 * x + 1] -= asc_half_hi<BF>(wd);
 					}
 			}
+#if !ATTN_SUM
+			/* One tile a warp: o rescaled after P, where S is P's
+			 * packed registers; before, the branch held S's scores
+			 * beside o and Q, and ptxas spilled at 128 registers.  Two
+			 * or more: before, where they took fewer registers. */
+			if (MT == 1)
+				attn_rescale<DV>(o[mt], alpha);
+#endif
 		}
 		if (NS == 1) {
 			kn = attn_next(A, i0, i1, kb + BN, hi, BN, &cn, batch);

@@ -1106,6 +1106,46 @@ Test(attention, one_stage_decoding_keeps_its_registers, .timeout = 300)
 		}
 }
 
+/* Prefill's tiles of 16 query rows a warp, keys in tiles of 64 (the
+ * default, two and three stages) or 32, assemble without spills or stack
+ * for sm_80 and sm_90a with no blocks an SM asked for: with o rescaled
+ * before P, ptxas held S's scores beside o and Q at the branch that skips
+ * the rescale, kept to 128 registers and spilled 12 to 80 bytes in most
+ * attention carriers (rounded masks, soft caps, sinks, e4m3 on sm_90a). */
+Test(attention, one_tile_prefill_keeps_its_registers, .timeout = 300)
+{
+	cuda_test_cache();
+	char msg[4096];
+	static const struct {
+		const char *path, *arch, *cfg;
+	} runs[] = {
+		{"tests/attention/rounded_mask.yaml", "sm_80", "attention:nt=128,mt=1,bn=64,pv=1,st=2"},
+		{"tests/attention/softcap.yaml", "sm_80", "attention:nt=128,mt=1,bn=64,pv=1,st=2"},
+		{"specs/attention.yaml", "sm_80", "attention:nt=128,mt=1,bn=64,pv=1,st=3"},
+		{"tests/attention/gaps.yaml", "sm_80", "attention:nt=128,mt=1,bn=32,pv=1,st=2"},
+		{"tests/attention/product_mask.yaml", "sm_90a", "attention:nt=128,mt=1,bn=64,pv=1,st=2"},
+		{"tests/attention/softcap.yaml", "sm_90a", "attention:nt=128,mt=1,bn=64,pv=1,st=2"},
+		{"tests/attention/fp8_descale.yaml", "sm_90a", "attention:nt=128,mt=1,bn=64,pv=1,st=3"},
+		{"specs/attention_sink.yaml", "sm_90a", "attention:nt=128,mt=1,bn=32,pv=1,st=2"},
+	};
+	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+		Carrier *c = load_ok(runs[r].path);
+		CudaModule m;
+		char what[160];
+		cr_assert_eq(cuda_module_for(c, runs[r].cfg, runs[r].arch, 0, &m, msg, sizeof msg), 0, "%s", msg);
+		char nm[3][64], lb[128];
+		cuda_kernel_names(&m, 0, nm);
+		snprintf(lb, sizeof lb, "__launch_bounds__(128) %s(", nm[0]);
+		cr_expect(strstr(m.src, lb), "%s %s: ptxas's own choice of blocks an SM", runs[r].path, runs[r].cfg);
+		snprintf(what, sizeof what, "%s %s %s", runs[r].path, runs[r].arch, runs[r].cfg);
+		int n = cuda_src_unspilled(m.src, runs[r].arch, what, msg, sizeof msg);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+		if (n < 0)
+			cr_skip_test("%s", msg);
+	}
+}
+
 /* The default configurations, and Q in shared memory with 32 rows a warp
  * at head dim 128, assemble for sm_90 without spills or stack, f16 and
  * bf16, head dims 64, 128 and 256. */
