@@ -544,6 +544,31 @@ Test(rows, wide_blocks_keep_to_their_registers, .timeout = 300)
 	}
 }
 
+/* Blocks of 256 threads, for which ptxas keeps to 128 registers, take
+ * tiles of loads (un > 1) only where the estimate fits those: the MoE
+ * router's top-8 state (17 words) in 4 accumulators with tiles of 2
+ * loads, an estimate of 158, spilled 16 bytes at 128 registers on sm_90a,
+ * chan_cov's (4 f64) 16.  Asked for, they fold a load at a time and
+ * assemble without spills or stack. */
+Test(rows, load_tiles_fit_blocks_of_256, .timeout = 300)
+{
+	cuda_test_cache();
+	char msg[8192];
+	const char *specs[] = {"specs/moe_topk_routing.yaml", "tests/prove/chan_cov.yaml"};
+	for (int i = 0; i < 2; i++) {
+		Carrier *c = load_ok(specs[i]);
+		CudaModule m;
+		cr_assert_eq(cuda_module_for(c, "rowreduce:nt=256,acc=4,vec=4,un=2", "sm_90a", 0, &m, msg, sizeof msg), 0,
+			     "%s", msg);
+		cr_expect_eq(m.var[0].un, 1, "%s: tiles of %d loads", specs[i], m.var[0].un);
+		int n = cuda_src_unspilled(m.src, "sm_90a", specs[i], msg, sizeof msg);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+		if (n < 0)
+			cr_skip_test("%s", msg);
+	}
+}
+
 /* The split-K kernel folds its chunk inline rather than calling the
  * module's shared row loop, which ptxas fitted to 64 registers there:
  * odd_vectors' tuning space, all variants in one program as the tuner

@@ -549,8 +549,11 @@ static void fit_variant(const Carrier *c, const CudaModule *m, Variant *v)
 		v->tf = 0;
 	/* blocks of 512 threads and more: ptxas keeps to 64 registers (two
 	 * blocks an SM), where a tile of 4 loads of layer norm's elements
-	 * spilled 32 bytes */
-	while (reg_estimate(m, v) > (v->nt >= 512 ? 64 : 160) && v->un > 1)
+	 * spilled 32 bytes; of 256, to 128 (two blocks an SM too), where 4
+	 * accumulators of the MoE router's top-8 state (17 words) with
+	 * tiles of 2 loads each, an estimate of 158, spilled 16 bytes (they
+	 * take 153 registers given them) */
+	while (reg_estimate(m, v) > (v->nt >= 512 ? 64 : v->nt >= 256 ? 128 : 160) && v->un > 1)
 		v->un /= 2;
 	while (reg_estimate(m, v) > 160 && v->acc > 1)
 		v->acc /= 2;
