@@ -555,13 +555,19 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
  * Three warpgroups of 128 threads: warpgroup 0 the producer, 1 and 2 the
  * consumers, each of 64 query rows (BM = 128) as attn90_fwd's two
  * warpgroups are; the same shared memory (Attn90Smem with WG 2).  The
- * producer gives its registers back (setmaxnreg.dec to 24) and its thread
- * 0 alone issues the copies: Q, then every live key tile into the ring,
- * waiting on a stage's empty barrier (all 256 consumer threads arrive
- * there after their P V of its tile) before it refills the stage; it then
- * leaves.  The consumers take the registers (setmaxnreg.inc to 240: 128 x
- * 24 + 256 x 240 = 64512 of the SM's 65536) and run the fold of attn90_fwd
- * without a copy to issue.
+ * producer gives its registers back (setmaxnreg.dec to PR, 24) and its
+ * thread 0 alone issues the copies: Q, then every live key tile into the
+ * ring, waiting on a stage's empty barrier (all 256 consumer threads
+ * arrive there after their P V of its tile) before it refills the stage;
+ * it then leaves.  The consumers take the registers (setmaxnreg.inc to
+ * 240: 128 x 24 + 256 x 240 = 64512, the 384 x 168 the launch gives the
+ * block) and run the fold of attn90_fwd without a copy to issue.  PR 40
+ * (the consumers 232) where the mask's interval hook multiplies: the
+ * producer's walk to the next live tile evaluates it in doubles, and at
+ * 24 registers ptxas spilled a row bound the walk takes (a product mask,
+ * (i - j)^2 < 900 || 2 j <= i).  Not everywhere: at 232 the consumers of
+ * weighted sums spilled (sigmoid attention's 56 bytes at head dim 128,
+ * ws 2).
  *
  * Ping-pong: the consumers take turns at the tensor cores, a turn being
  * the issue of P V of one tile and S = Q K^T of the next; consumer c waits
@@ -655,11 +661,12 @@ ASC_DEV void attn90_ov_tile(const Args &A, S &Sm, const ARow (&R)[2], const int 
 	attn90_pack<DV, BN, BF, PV>(alpha, s, o, pf);
 }
 
-template <int D, int DV, int BN, int BF, int PV, int NS, int OV>
+template <int D, int DV, int BN, int BF, int PV, int NS, int OV, int PR>
 ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 {
 	typedef Attn90Smem<D, DV, 2, BN, NS, BF> L;
 	const int BM = L::BM, NC = 256, ES = L::ES; /* NC: the consumers' threads */
+	static_assert(PR == 24 || PR == 40, "the producer's registers: 24, or 40 (the consumers then 232)");
 	static_assert(D % 64 == 0 && DV % 64 == 0 && D <= 256 && DV <= 256, "head dims: multiples of 64 up to 256");
 	static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256 && NS >= 2 && NS <= 4,
 		      "keys a tile: 16 to 256; 2 to 4 stages");
@@ -678,7 +685,7 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 	__syncthreads(); /* the barriers are initialized before anyone waits on them; the last block-wide barrier */
 
 	if (threadIdx.x < 128) { /* the producer */
-		asc_setmaxnreg_dec<24>();
+		asc_setmaxnreg_dec<PR>();
 		if (BF == 2 && kb < hi) {
 			if (threadIdx.x == 0) {
 				asc_tma_prefetch(&T.k);
@@ -701,7 +708,7 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 		}
 		return;
 	}
-	asc_setmaxnreg_inc<240>();
+	asc_setmaxnreg_inc<PR == 24 ? 240 : 232>();
 	const int x = threadIdx.x - 128, c = x / 128, mine = 1 + c, theirs = 2 - c;
 	int wq = x / 32 % 4, lane = x % 32, g = lane / 4, t = lane % 4;
 	int r0 = qt * BM + c * 64 + wq * 16 + g;

@@ -284,7 +284,7 @@ Test(attn90, warp_specialized_variants, .timeout = 600)
 	CudaModule m;
 	cr_assert_eq(cuda_module_for(c, "attention:wg=2,bn=128,st=2,ws=1", "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(strstr(m.explain, "the configuration's schedule: warp-specialized ping-pong (ws=1"), "%s", m.explain);
-	cr_expect(strstr(m.src, "attn90_ws<128, 128, 128, 1, 1, 2, 0>(A, T)"), "the kernel of ws=1");
+	cr_expect(strstr(m.src, "attn90_ws<128, 128, 128, 1, 1, 2, 0, 24>(A, T)"), "the kernel of ws=1");
 	cr_expect(strstr(m.src, "__launch_bounds__(384, 1)"), "three warpgroups, one block an SM");
 	CudaPlan p;
 	cuda_plan(&m, 0, 1000, 1000, 1, &p);
@@ -340,6 +340,45 @@ Test(attn90, warp_specialized_variants, .timeout = 600)
 			}
 		}
 	nvrtc_close(nv);
+}
+
+/* The warp-specialized producer walks to each next live key tile itself,
+ * through the mask's interval hook in doubles: where that multiplies, at
+ * 24 registers ptxas spilled a row bound of the walk (the product mask:
+ * 20 bytes with ws 1 at head dims 64 to 256, 24 with ws 2 at 64 and
+ * 256).  Such a mask's
+ * producer keeps 40 registers, its consumers 232, and both schedules
+ * assemble without spills or stack; a causal mask's keep 24 and 240; the
+ * product mask's fold on the emulator matches the reference. */
+Test(attn90, mask_walk_fits_the_producer, .timeout = 600)
+{
+	cuda_test_cache();
+	char msg[4096];
+	static const struct {
+		const char *path;
+		int d, ws, pr;
+	} runs[] = {{"tests/attention/product_mask.yaml", 64, 1, 40},
+		    {"tests/attention/product_mask.yaml", 64, 2, 40},
+		    {"tests/attention/product_mask.yaml", 128, 1, 40},
+		    {"specs/attention.yaml", 64, 1, 24}};
+	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+		Carrier *c = load_dims(runs[r].path, runs[r].d);
+		CudaModule m;
+		char cfg[96], what[160], want[64];
+		snprintf(cfg, sizeof cfg, "attention:wg=2,bn=128,st=2,ws=%d", runs[r].ws);
+		cr_assert_eq(cuda_module_for(c, cfg, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+		snprintf(want, sizeof want, ", %d, %d>(A, T)", runs[r].ws - 1, runs[r].pr);
+		cr_expect(strstr(m.src, want), "%s %s: the producer's %d registers", runs[r].path, cfg, runs[r].pr);
+		snprintf(what, sizeof what, "%s d=%d %s", runs[r].path, runs[r].d, cfg);
+		int n = cuda_src_unspilled(m.src, "sm_90a", what, msg, sizeof msg);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+		if (n < 0)
+			cr_skip_test("%s", msg);
+	}
+	Carrier *c = load_dims("tests/attention/product_mask.yaml", 64);
+	run90(c, "product_mask ws=1", 130, 300, 1, 1, 1, "attention:wg=2,bn=128,st=2,ws=1");
+	spec_carrier_free(c);
 }
 
 /* The tensor maps of the shapes a launch gives: boxes of 64 columns,

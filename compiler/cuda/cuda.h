@@ -31,6 +31,7 @@ typedef struct {
 	int fm, fl, fo, q, k, v, d, dv, bf16;
 	int f8; /* q, k and v in f8e4m3: converted to f16 on their way into shared memory (ATTN_F8) */
 	int sum;
+	int tile_mul; /* the mask's interval hook (attn_tile) multiplies intervals */
 	int qi, ki, vi; /* the slots of q, k and v in CudaArgs.in */
 	Expr *score;
 	Expr *weight, *wm, *wl;

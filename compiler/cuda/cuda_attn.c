@@ -615,6 +615,20 @@ static int has_max_field(const Carrier *c)
 	return 0;
 }
 
+/* Whether attn_tile's interval arithmetic over e multiplies intervals
+ * (iv_node: a vector node is unknown, not descended into). */
+static int iv_muls(const Expr *e)
+{
+	if (!e || e->ty.len)
+		return 0;
+	if (e->op == EXPR_MUL)
+		return 1;
+	for (int k = 0; k < e->nargs; k++)
+		if (iv_muls(e->a[k]))
+			return 1;
+	return 0;
+}
+
 int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
 {
 	memset(at, 0, sizeof *at);
@@ -650,6 +664,7 @@ int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
 		}
 		at->fin[k] = s;
 	}
+	at->tile_mul = iv_muls(c->mask);
 	return 0;
 }
 

@@ -791,9 +791,11 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 		case FAM_ATTN: {
 			const CudaAttn *at = &m->attn;
 			int bf = at->f8 ? 2 : at->bf16; /* the template's operand kind: e4m3 is 2 */
+			/* the producer's registers: 40 where its walk over the live
+			 * key tiles multiplies intervals (attn90_ws) */
 			if (x->wg && x->ws)
-				snprintf(body, sizeof body, "attn90_ws<%d, %d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->bn,
-					 bf, x->pv, x->st, x->ws - 1);
+				snprintf(body, sizeof body, "attn90_ws<%d, %d, %d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv,
+					 x->bn, bf, x->pv, x->st, x->ws - 1, at->tile_mul ? 40 : 24);
 			else if (x->wg)
 				snprintf(body, sizeof body, "attn90_fwd<%d, %d, %d, %d, %d, %d, %d>(A, T)", at->d, at->dv, x->wg,
 					 x->bn, bf, x->pv, x->st);
