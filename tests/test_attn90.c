@@ -381,6 +381,48 @@ Test(attn90, mask_walk_fits_the_producer, .timeout = 600)
 	spec_carrier_free(c);
 }
 
+/* ws 2 keeps S of a tile and P of the last beside o, and a weighted
+ * sum's scalar fields add their lifts: at head dim 128 the consumers of
+ * rational_weight (whose weight divides, a slow-path call) and
+ * sigmoid_normalized spilled 196 and 60 bytes at 128 keys a tile.  Their
+ * tuning spaces take 64 there, which assemble without spills or stack;
+ * a weighted sum without scalar fields keeps 128. */
+Test(attn90, overlapped_sums_with_scalar_fields_take_64_keys, .timeout = 600)
+{
+	cuda_test_cache();
+	char msg[4096];
+	static const struct {
+		const char *path;
+		int bn;
+	} runs[] = {{"tests/attention/rational_weight.yaml", 64},
+		    {"tests/attention/sigmoid_normalized.yaml", 64},
+		    {"tests/attention/sigmoid_full.yaml", 128}};
+	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+		Carrier *c = load_dims(runs[r].path, 128);
+		CudaModule m;
+		cr_assert_eq(cuda_module_space_for(c, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+		int n = 0;
+		for (int v = 0; v < m.nvar; v++)
+			if (m.var[v].ws == 2) {
+				cr_expect_eq(m.var[v].bn, runs[r].bn, "%s: ws=2 with %d keys a tile", runs[r].path, m.var[v].bn);
+				n++;
+			}
+		cr_expect_eq(n, 2, "%s: ws=2 at two and three stages", runs[r].path);
+		cuda_module_free(&m);
+		if (runs[r].bn == 64) {
+			cr_assert_eq(cuda_module_for(c, "attention:wg=2,bn=64,st=2,ws=2", "sm_90a", 0, &m, msg, sizeof msg), 0,
+				     "%s", msg);
+			int nk = cuda_src_unspilled(m.src, "sm_90a", runs[r].path, msg, sizeof msg);
+			cuda_module_free(&m);
+			if (nk < 0) {
+				spec_carrier_free(c);
+				cr_skip_test("%s", msg);
+			}
+		}
+		spec_carrier_free(c);
+	}
+}
+
 /* The tensor maps of the shapes a launch gives: boxes of 64 columns,
  * BM query rows and bn keys, dims that never go to 0, 16-bit elements
  * with the 128-byte swizzle. */

@@ -1046,15 +1046,26 @@ static void attn_space(const Carrier *c, CudaModule *m, const Variant *def, int 
 }
 
 /* The warp-specialized schedules (ws 1 and 2) at the default's keys a
- * tile, with two stages and with three where they fit: timed on a device
- * beside the default, which stays the rule's choice until a device has
- * measured them (cuda_pick takes the first Hopper variant). */
+ * tile (but the one below), with two stages and with three where they
+ * fit: timed on a device beside the default, which stays the rule's
+ * choice until a device has measured them (cuda_pick takes the first
+ * Hopper variant). */
 static void attn90_ws_space(const Carrier *c, CudaModule *m, const Variant *def)
 {
+	const CudaAttn *at = &m->attn;
+	int d = at->d > at->dv ? at->d : at->dv;
 	for (int ws = 1; ws <= 2; ws++)
 		for (int st = 2; st <= 3; st++) {
 			Variant w = *def;
 			w.ws = ws, w.st = st, w.nt = 128 * (w.wg + 1);
+			/* ws 2 holds S of a tile and P of the last beside o; a
+			 * weighted sum's scalar fields add their lifts: at head
+			 * dim 128 and 128 keys a tile its consumers spilled at
+			 * 240 registers (rational_weight 196 bytes, its division's
+			 * slow-path call among them; sigmoid_normalized 60), and
+			 * at 64 keys none */
+			if (ws == 2 && at->sum && (at->fm >= 0 || at->fl >= 0) && d >= 128)
+				w.bn = 64;
 			add_variant(c, m, w);
 		}
 }
