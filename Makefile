@@ -76,7 +76,7 @@ ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 
 PKGS := libyaml-dev libcriterion-dev clang libclang-rt-14-dev pkg-config llvm-14-dev libopenmpi-dev openmpi-bin
 
-.PHONY: all deps test check-quick demo fuzz clean check-specs install lib gpu-check gpu-debs
+.PHONY: all deps test check-quick demo fuzz fuzz-spec fuzz-readers clean check-specs install lib gpu-check gpu-debs
 
 all: build/assoc
 
@@ -280,8 +280,13 @@ check-quick: deps
 	echo "tests: $$p passed, $$f failed, $$s skipped"; \
 	exit $$rc
 
-fuzz: deps build/fuzz_spec build/fuzz_npy build/fuzz_cache
-	@mkdir -p build/fuzz-corpus build/fuzz-npy-corpus
+# The spec loader's run and the .npy and cache readers' runs are two
+# halves that make -j2 runs side by side (their seconds add up to
+# FUZZ_SECONDS).
+fuzz: fuzz-spec fuzz-readers
+
+fuzz-spec: deps build/fuzz_spec
+	@mkdir -p build/fuzz-corpus
 	$(Q)build/fuzz_spec -runs=0 $(wildcard tests/fuzz/regress/*) 2>build/fuzz-regress.log || \
 		{ cat build/fuzz-regress.log; exit 1; }
 	$(Q)build/fuzz_spec -max_total_time=$$(($(FUZZ_SECONDS) - $(FUZZ_NPY_SECONDS) - $(FUZZ_CACHE_SECONDS))) -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
@@ -289,6 +294,9 @@ fuzz: deps build/fuzz_spec build/fuzz_npy build/fuzz_cache
 		build/fuzz-corpus $(wildcard specs tests/bad tests/format tests/laws) 2>build/fuzz.log || \
 		{ tail -40 build/fuzz.log; echo "fuzz: crash input kept under build/; copy it to tests/fuzz/regress/"; exit 1; }
 	@grep -E '^Done|#[0-9]+.*DONE' build/fuzz.log | tail -1
+
+fuzz-readers: deps build/fuzz_npy build/fuzz_cache
+	@mkdir -p build/fuzz-npy-corpus
 	@# the .npy reader, from NumPy's own headers; an input claiming more
 	@# than it holds must not allocate it (-malloc_limit_mb)
 	$(Q)build/fuzz_npy -max_total_time=$(FUZZ_NPY_SECONDS) -max_len=1024 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 \

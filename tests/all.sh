@@ -59,7 +59,7 @@ read -r pp pf ps <build/python.counts 2>/dev/null || { pp=0; pf=1; ps=0; }
 echo "$((p + pp)) $((f + pf)) $((s + ps))" >build/tests.counts
 
 t=$(date +%s)
-if make --no-print-directory -s fuzz >build/fuzz-step.log 2>&1; then
+if make --no-print-directory -s -j2 fuzz >build/fuzz-step.log 2>&1; then
 	echo "fuzz: $(grep -E '^Done' build/fuzz-step.log | paste -sd';'), $(elapsed "$t") s"
 else
 	echo "fuzz: FAILED (build/fuzz-step.log, whole):"
