@@ -170,3 +170,41 @@ void naive_attention(const Args *a, int64_t lo, int64_t hi)
 		((float *)a->out[1])[i] = m + logf(l);
 	}
 }
+
+/* The bundled MoE router: softmax over a row's experts (NaN logits left
+ * out), the 8 largest logits kept by insertion (equal ones in expert
+ * order), their probabilities renormalized over the 8, as a router in
+ * PyTorch is written first (softmax, topk, divide by the sum). */
+void naive_moe_topk_routing(const Args *a, int64_t lo, int64_t hi)
+{
+	enum { K = 8 };
+	for (int64_t i = lo; i < hi; i++) {
+		const float *x = ROW(a->in[0], i);
+		int32_t *idx = (int32_t *)a->out[0] + i * K;
+		float *w = (float *)a->out[1] + i * K;
+		float m = -INFINITY, s = 0, top[K], t = 0;
+		for (int64_t j = 0; j < a->len; j++)
+			m = x[j] > m ? x[j] : m;
+		for (int64_t j = 0; j < a->len; j++)
+			if (x[j] == x[j])
+				s += expf(x[j] - m);
+		for (int k = 0; k < K; k++)
+			top[k] = -INFINITY, idx[k] = -1;
+		for (int64_t j = 0; j < a->len; j++) {
+			int p = K;
+			while (p > 0 && x[j] > top[p - 1]) /* NaN is never greater */
+				p--;
+			if (p == K)
+				continue;
+			for (int k = K - 1; k > p; k--)
+				top[k] = top[k - 1], idx[k] = idx[k - 1];
+			top[p] = x[j], idx[p] = (int32_t)j;
+		}
+		for (int k = 0; k < K; k++) {
+			w[k] = idx[k] < 0 ? 0 : expf(top[k] - m) / s;
+			t += w[k];
+		}
+		for (int k = 0; k < K; k++)
+			w[k] /= t;
+	}
+}

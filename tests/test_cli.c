@@ -524,7 +524,8 @@ Test(cli, bench_reads_inputs_from_npy, .timeout = 120)
 
 /* bench finds its floor by the carrier's name and times it only when it
  * computes what the spec does: the bundled attention meets its causal
- * floor; the same carrier without its mask is not compared with it. */
+ * floor; the same carrier without its mask is not compared with it; the
+ * MoE router meets its own. */
 Test(cli, bench_times_only_a_floor_that_meets_the_reference, .timeout = 120)
 {
 	const char *cmd = ASSOC " bench %s --device cpu --threads 1 --rows 48 --len 200 -D d=32 -D dv=32";
@@ -548,6 +549,12 @@ Test(cli, bench_times_only_a_floor_that_meets_the_reference, .timeout = 120)
 	cr_expect(strstr(out, "naive  unavailable: naive_attention does not compute this spec: on 24 rows x 200, its out is"),
 		  "%s", out);
 	cr_expect(!strstr(out, "kernel/naive "), "%s", out);
+	/* the MoE router's floor (softmax, top 8 by insertion, renormalized)
+	 * meets the reference and is timed */
+	cr_assert_eq(sh(ASSOC " bench specs/moe_topk_routing.yaml --device cpu --threads 1 --rows 64 --len 256", out,
+			sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(strstr(out, "kernel/naive ") && !strstr(out, "unavailable"), "%s", out);
 }
 
 /* With --heads, arrays carry a leading head axis (key/value heads for the
