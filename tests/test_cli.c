@@ -402,6 +402,22 @@ Test(cli, bench_says_operations_per_byte, .timeout = 120)
 			sizeof out, 0),
 		     0, "%s", out);
 	cr_expect(strstr(out, "\"transported\": 1") && strstr(out, "\"ops_per_position\": 9,"), "%s", out);
+	/* map outputs the row fixes, each twice in the next (a DAG of 40
+	 * levels): hoisted, counted nothing, and each node looked at once
+	 * (walked once a path, the count took 2^40 steps) */
+	f = fopen("build/bench_shared_map.yaml", "w");
+	cr_assert(f);
+	fputs("carrier: shared_map\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+	      "merge: {s: a.s + b.s}\nfinalize: {o: s}\nlaws: [commutative]\nmap:\n  u0: s * 1.0001\n",
+	      f);
+	for (int i = 1; i < 40; i++)
+		fprintf(f, "  u%d: u%d * 0.5 + u%d * 0.25\n", i, i - 1, i - 1);
+	fputs("  y: x - u39\n", f);
+	fclose(f);
+	cr_assert_eq(sh(ASSOC " bench build/bench_shared_map.yaml --device cpu --threads 1 --rows 4 --len 1024 --json", out,
+			sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\"ops_per_position\": 2,"), "%s", out);
 }
 
 /* bench says why a reduce folds in one lane where it does (a sum of 32

@@ -280,30 +280,35 @@ static double op_cost(const Expr *e)
 }
 
 /* Whether e changes from position to position: it reads an element or
- * column input, or j.  What does not is the row's, worked out once. */
-static int varies(const Ir *ir, const Expr *e)
+ * column input, or j.  What does not is the row's, worked out once.  memo
+ * by node id: 0 not known yet, 1 no, 2 yes (the IR shares nodes, which a
+ * walk without it would visit once a path). */
+static int varies(const Ir *ir, const Expr *e, unsigned char *memo)
 {
+	if (memo[e->id])
+		return memo[e->id] == 2;
+	int v = 0;
 	if (e->op == EXPR_VAR) {
-		const Var *v = ir_var(ir, e->k);
-		return v->kind == VAR_ELEM || v->kind == VAR_COL || (v->kind == VAR_IDX && v->slot == 1);
+		const Var *x = ir_var(ir, e->k);
+		v = x->kind == VAR_ELEM || x->kind == VAR_COL || (x->kind == VAR_IDX && x->slot == IDX_J);
 	}
-	for (int i = 0; i < e->nargs; i++)
-		if (varies(ir, e->a[i]))
-			return 1;
-	return 0;
+	for (int i = 0; !v && i < e->nargs; i++)
+		v = varies(ir, e->a[i], memo);
+	memo[e->id] = v ? 2 : 1;
+	return v;
 }
 
 /* The cost of the nodes under e not counted yet (seen, by node id); with
- * ir, only those that vary with the position (a map's row values are
- * hoisted out of its loop). */
-static double ops_under(const Ir *ir, const Expr *e, unsigned char *seen)
+ * a memo of varies, only those that vary with the position (a map's row
+ * values are hoisted out of its loop). */
+static double ops_under(const Ir *ir, const Expr *e, unsigned char *seen, unsigned char *vary)
 {
-	if (!e || seen[e->id] || (ir && !varies(ir, e)))
+	if (!e || seen[e->id] || (vary && !varies(ir, e, vary)))
 		return 0;
 	seen[e->id] = 1;
 	double n = op_cost(e);
 	for (int i = 0; i < e->nargs; i++)
-		n += ops_under(ir, e->a[i], seen);
+		n += ops_under(ir, e->a[i], seen, vary);
 	return n;
 }
 
@@ -313,31 +318,33 @@ static double ops_under(const Ir *ir, const Expr *e, unsigned char *seen)
  * certificate's coordinates and a monoid operation each (a tile's one
  * merge and conversion back left out); and what is written at every
  * position (a map, less what the row fixes and the exp the rowmap keeps
- * for it; a scan's finalize), each node once.  Vector operations count as one, so attention's dot products are
- * undercounted. */
+ * for it; a scan's finalize), each node once.  Vector operations count
+ * as one, so attention's dot products are undercounted. */
 static double ops_per_position(const Carrier *c, const LlvmKernel *k)
 {
-	unsigned char *seen = calloc((size_t)ir_nnodes(c->ir) + 1, 1);
+	size_t nn = (size_t)ir_nnodes(c->ir) + 1;
+	unsigned char *seen = calloc(2 * nn, 1), *vary = seen + nn;
 	if (!seen)
 		abort();
-	double n = ops_under(NULL, c->mask, seen);
+	const Ir *ir = c->ir;
+	double n = ops_under(ir, c->mask, seen, NULL);
 	for (int f = 0; f < c->nstate; f++)
-		n += ops_under(NULL, c->lift[f], seen);
+		n += ops_under(ir, c->lift[f], seen, NULL);
 	if (k && k->max_rescale)
 		n += 20 + c->nstate;
 	else if (k && k->tf && c->has_cert) {
 		n += 2; /* the shift by the tile's largest element, and that maximum */
 		for (int i = 0; i < c->ncert; i++)
-			n += ops_under(NULL, c->cert_into[i].e, seen) + 1;
+			n += ops_under(ir, c->cert_into[i].e, seen, NULL) + 1;
 	} else
 		for (int f = 0; c->merge && f < c->nstate; f++)
-			n += ops_under(NULL, c->merge[f], seen);
+			n += ops_under(ir, c->merge[f], seen, NULL);
 	if (k && k->kept) /* read back from the rowmap's pass 2: a multiply */
 		seen[k->kept - 1] = 1, n += 1;
 	for (int i = 0; i < c->nmap; i++)
-		n += ops_under(c->ir, c->map[i].e, seen);
+		n += ops_under(ir, c->map[i].e, seen, vary);
 	for (int i = 0; c->tpl == FAM_SCAN && i < c->nfinal; i++)
-		n += ops_under(NULL, c->finalize[i].e, seen);
+		n += ops_under(ir, c->finalize[i].e, seen, NULL);
 	free(seen);
 	return n;
 }
