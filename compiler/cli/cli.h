@@ -49,6 +49,9 @@ int input_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "assoc: PATH: cannot write: why", naming the folder where it is the
  * folder that refuses (an output is made beside its file, then renamed). */
 void cli_write_error(const char *path, int err);
+/* ", H heads on G key/value heads" where there are several heads, else
+ * "": the clause of run's and bench's headers, into buf. */
+const char *cli_heads_clause(char *buf, size_t n, int heads, int kv_heads);
 /* 1 (with a message) when c is a loop spec without a merge. */
 /* Whether two paths name one file: the same file where both exist, else
  * the same name in the same folder however it is spelled. */

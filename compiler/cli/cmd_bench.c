@@ -429,8 +429,7 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	if (g > 1)
 		snprintf(lanes, sizeof lanes, ", %d rows as lanes in tiles of %d%s", g, b->k->rows_tile,
 			 b->nview < b->heads ? " (across query heads)" : "");
-	if (b->heads > 1)
-		snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", b->heads, b->kv_heads);
+	cli_heads_clause(heads, sizeof heads, b->heads, b->kv_heads);
 	if (split > 1)
 		snprintf(chunks, sizeof chunks, ", rows in %d chunks", split);
 	char target[96] = "";

@@ -316,9 +316,8 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 				qmin = q < qmin ? q : qmin, qmax = q > qmax ? q : qmax;
 				kmin = p->lens[b] < kmin ? p->lens[b] : kmin, kmax = p->lens[b] > kmax ? p->lens[b] : kmax;
 			}
-			char heads[64] = "", as[32] = "", qs[48], ks[48];
-			if (p->heads > 1)
-				snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", p->heads, p->kv_heads);
+			char heads[64], as[32] = "", qs[48], ks[48];
+			cli_heads_clause(heads, sizeof heads, p->heads, p->kv_heads);
 			if (o->arch)
 				snprintf(as, sizeof as, " (%s)", o->arch);
 			printf("%s: carrier %s on %s%s, %d sequence%s of %s and %s in pages of %d (%d pages)%s (%.3f s)\n",
@@ -559,11 +558,10 @@ int cmd_paged_bench(Opts *o)
 	}
 	cli_busy_done();
 	if (!rc) {
-		char heads[64] = "";
-		if (p->heads > 1) /* as run says it */
-			snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", p->heads, p->kv_heads);
+		char heads[64];
 		printf("%s: carrier %s on cpu, %d sequence%s of up to %d keys in pages of %d%s, %d threads\n", c->file,
-		       c->name, p->batch, p->batch > 1 ? "s" : "", o->len, p->page_size, heads, rt_pool_threads(pk.pool));
+		       c->name, p->batch, p->batch > 1 ? "s" : "", o->len, p->page_size,
+		       cli_heads_clause(heads, sizeof heads, p->heads, p->kv_heads), rt_pool_threads(pk.pool));
 		printf("  in place: %.3f ms; K and V read %.2f MB: %.2f GB/s; a copy of those bytes %.3f ms: %.2f of copy\n",
 		       tp * 1e3, pc.bytes / 1e6, pc.bytes / tp / 1e9, tcopy * 1e3, tcopy / tp);
 		printf("  gathered first: %.3f ms (each sequence's keys gathered from the pages, then its kernel): %.2f of "

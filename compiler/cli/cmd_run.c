@@ -626,9 +626,8 @@ static int cmd_run_on(Opts *o)
 		rc = cli_run_step(c, o, dv, what, run_step, &step, &sec);
 		if (!rc && lead) {
 			RunCheck chk;
-			char heads[64] = "";
-			if (d->heads > 1)
-				snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", d->heads, d->kv_heads);
+			char heads[64];
+			cli_heads_clause(heads, sizeof heads, d->heads, d->kv_heads);
 			char as[32] = ""; /* the emulator's target, where one is named */
 			if (o->arch)
 				snprintf(as, sizeof as, " (%s)", o->arch);

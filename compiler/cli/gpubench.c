@@ -304,11 +304,10 @@ int cmd_paged_bench_gpu(Opts *o, Paged *p)
 		puts(s);
 		free(s);
 	} else {
-		char heads[64] = "";
-		if (p->heads > 1) /* as run says it */
-			snprintf(heads, sizeof heads, ", %d heads on %d key/value heads", p->heads, p->kv_heads);
+		char heads[64];
 		printf("%s: carrier %s on %s, %d sequence%s of up to %d keys in pages of %d%s\n", c->file, c->name,
-		       rt_device(g.rt)->name, p->batch, p->batch > 1 ? "s" : "", kmax, p->page_size, heads);
+		       rt_device(g.rt)->name, p->batch, p->batch > 1 ? "s" : "", kmax, p->page_size,
+		       cli_heads_clause(heads, sizeof heads, p->heads, p->kv_heads));
 		printf("  kernel  %s split=%d (%s), the batch in one launch: %.4f ms, %.1f GB/s (K and V read %.2f MB)\n",
 		       cfg, x.split, why, ms, gbps, paged_kv_bytes(p) / 1e6);
 		gpu_copy_lines(stdout, rt_device(g.rt), bytes, &cp);

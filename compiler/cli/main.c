@@ -94,6 +94,14 @@ static const char usage[] =
 	"\n"
 	"exit status: 0 when every check holds, 1 when one fails, 2 for an invalid spec or usage\n";
 
+const char *cli_heads_clause(char *buf, size_t n, int heads, int kv_heads)
+{
+	buf[0] = 0;
+	if (heads > 1)
+		snprintf(buf, n, ", %d heads on %d key/value heads", heads, kv_heads);
+	return buf;
+}
+
 void cli_write_error(const char *path, int err)
 {
 	fprintf(stderr, "assoc: %s: cannot write: %s", path, strerror(err));
