@@ -601,14 +601,12 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 
 /* The trials draw a bool param true unless --param fixes it, so a law
  * that fails only where it is false would pass them: each assignment of
- * the free ones gets its own trials, every one of them up to CASES_ALL
- * params (16 cases), past that all true, each false alone and all false,
- * so that every param is false in some case.  r is the first case that
- * fails, else the last; cases says which ran. */
-enum { CASES_ALL = 4, CASES_FREE_MAX = 30 };
+ * the free ones gets its own trials (check_case_mask).  r is the first
+ * case that fails, else the last; cases says which ran. */
 
-/* The case at: bit i set where free param i is true. */
-static uint32_t case_mask(int at, int nfree)
+int check_case_count(int nfree) { return nfree <= CASES_ALL ? 1 << nfree : nfree + 2; }
+
+uint32_t check_case_mask(int at, int nfree)
 {
 	uint32_t all = (uint32_t)((1ull << nfree) - 1);
 	if (nfree <= CASES_ALL)
@@ -668,12 +666,12 @@ int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cas
 	CheckOpts o = *base;
 	o.params = defs;
 	o.nparams = nd + nfree;
-	int have = 0, excluded = 0, ncase = nfree <= CASES_ALL ? 1 << nfree : nfree + 2;
+	int have = 0, excluded = 0, ncase = check_case_count(nfree);
 	double seconds = 0; /* every case's, in the one reported */
 	const char *plural = nfree > 1 ? "s" : "";
 	for (int k = 0; k < ncase; k++) {
 		char what[224];
-		uint32_t mask = case_mask(k, nfree);
+		uint32_t mask = check_case_mask(k, nfree);
 		for (int i = 0; i < nfree; i++)
 			defs[nd + i] = (Define){c->params[free_p[i]].name, (mask >> i) & 1 ? "true" : "false"};
 		case_text(c, defs, nd + nfree, nfree, what, sizeof what);

@@ -2,6 +2,7 @@
 #ifndef ASSOC_CHECKINT_H
 #define ASSOC_CHECKINT_H
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "compiler/util/buf.h"
@@ -17,6 +18,15 @@ static inline double *check_doubles(size_t n)
 		abort();
 	return p;
 }
+
+/* The cases of nfree free bool params that the trials take, each its
+ * own: every assignment up to CASES_ALL params (16 cases), past that all
+ * true, each false alone and all false, so that every param is false in
+ * some case; at most CASES_FREE_MAX are free, the rest drawn true.  The
+ * case at's mask has bit i set where free param i is true. */
+enum { CASES_ALL = 4, CASES_FREE_MAX = 30 };
+int check_case_count(int nfree);
+uint32_t check_case_mask(int at, int nfree);
 
 typedef enum { T_ASSOC, T_COMM, T_ID_LEFT, T_ID_RIGHT, T_ID_SELF, T_SOUND, NTRIAL } TrialKind;
 

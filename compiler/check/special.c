@@ -947,25 +947,25 @@ int check_commutes(Carrier *c, char *why, size_t n)
 		return 0;
 	}
 	/* The params case by case: the bool ones as the trials take them
-	 * (every case of up to BOOL_CASES_MAX, else all true and all false),
-	 * and the others drawn in (0, 1] and then set, all alike, to values
-	 * on either side of the usual thresholds (a merge may pass a NaN on
-	 * where t >= 2 only) */
+	 * (check_case_mask), and the others drawn in (0, 1] and then set, all
+	 * alike, to values on either side of the usual thresholds (a merge
+	 * may pass a NaN on where t >= 2 only) */
 	static const char *const values[] = {NULL, "0", "2", "100", "-1", "-100"};
 	Define ov[64];
 	int nb = 0, nv = 0, rows = 0, bad = 0;
-	for (int p = 0; p < c->nparams && nb < 64; p++)
+	for (int p = 0; p < c->nparams && nb < CASES_FREE_MAX; p++)
 		if (c->params[p].storage == TY_BOOL)
 			ov[nb++] = (Define){c->params[p].name, "true"};
 	for (int p = 0; p < c->nparams && nb + nv < 64; p++)
 		if (c->params[p].storage != TY_BOOL)
 			ov[nb + nv++] = (Define){c->params[p].name, NULL};
-	int bcases = nb <= BOOL_CASES_MAX ? 1 << nb : 2, vcases = nv ? 6 : 1;
+	int bcases = check_case_count(nb), vcases = nv ? 6 : 1;
 	int nrows = COMMUTE_ROWS / (bcases * vcases) > 40 ? COMMUTE_ROWS / (bcases * vcases) : 40;
 	for (int at = 0; at < bcases * vcases && !bad; at++) {
-		int bc = at % bcases, vc = at / bcases;
+		int vc = at / bcases;
+		uint32_t mask = check_case_mask(at % bcases, nb);
 		for (int f = 0; f < nb; f++)
-			ov[f].value = (nb <= BOOL_CASES_MAX ? bc >> f & 1 : bc) ? "false" : "true";
+			ov[f].value = mask >> f & 1 ? "true" : "false";
 		for (int f = 0; f < nv; f++)
 			ov[nb + f].value = values[vc];
 		bad = commute_rows(c, ov, nb + (vc ? nv : 0), nrows, why, n, &rows);
