@@ -458,6 +458,25 @@ Test(prove, integer_where_is_no_float)
 	spec_carrier_free(c);
 }
 
+/* A first match's position or -1: at >= -1 is an invariant (the lift's
+ * -1 and positions, kept by the merge), and an i32 under 0 and at least
+ * -1 is -1, where e+a and a+e agree: the identity is proved under it.
+ * With -2 for the identity the law is disproved by a row with no match;
+ * with a float field (half a position) under 0 is no whole number, and
+ * the law stays unknown. */
+Test(prove, integer_fields_take_whole_bounds)
+{
+	check("tests/prove/first_match.yaml", "pp--");
+	Carrier *c = load_ok("tests/prove/first_match.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 1, &r), 0);
+	cr_expect(strstr(law(&r, "identity")->how, "under invariants at >= -1"), "%s", law(&r, "identity")->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+	check("tests/prove/first_match_identity_wrong.yaml", "pd--");
+	check("tests/prove/last_match_half.yaml", "pu--");
+}
+
 /* Whether the state "{s: S, p: P, q: Q, t: T}" named w in how keeps
  * invariants of every state a fold reaches, in max_subarray and in the
  * variant that forgets b.t (whose t may fall below q). */

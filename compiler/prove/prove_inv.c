@@ -1,7 +1,10 @@
-/* prove_inv.c: linear invariants between a carrier's scalar float fields.
+/* prove_inv.c: linear invariants between a carrier's scalar fields of
+ * float types and i32.
  *
  * Candidates f >= g (fields of one type), f >= 0 and f <= 0 (where the sign
- * invariants leave them open) are inferred Houdini-style: keep those every
+ * invariants leave them open), f >= k and f <= k for the constants k a
+ * merge clamps f to and, for an i32, those its lift takes in a branch,
+ * are inferred Houdini-style: keep those every
  * lift satisfies, then drop those that merge does not preserve, assuming the
  * survivors on both operands, until none drops.  Each check is a proof,
  * region by region: within a region where the fields are linear forms, the
@@ -127,9 +130,11 @@ static int all_finite(Pv *p, Carrier *c, Expr **by_field)
 	return 1;
 }
 
-static int is_float_scalar(const Carrier *c, int f)
+/* A scalar field of a float type or i32 (an i64's ends are no 64-bit
+ * rationals, lin_region_init) */
+static int is_num_scalar(const Carrier *c, int f)
 {
-	return !c->state[f].ty.len && ty_is_float(c->state[f].ty);
+	return !c->state[f].ty.len && (ty_is_float(c->state[f].ty) || c->state[f].ty.kind == TY_I32);
 }
 
 static void add_cand(Cand *k, int *n, int f, int g, int sf)
@@ -157,23 +162,36 @@ typedef struct {
 	int *n, f;
 } Clamp;
 
+/* f <= k and f >= k, sf * (f - k) >= 0, for a constant k other than 0
+ * (the sign candidates' bound) */
+static void add_bounds(Clamp *w, const Expr *b)
+{
+	Q q;
+	if (b->op != EXPR_CONST || b->ty.len || b->num == 0 || !lin_q_from_double(b->num, &q))
+		return;
+	for (int sf = -1; sf <= 1; sf += 2) {
+		int at = *w->n;
+		add_cand(w->k, w->n, w->f, -1, sf);
+		if (*w->n > at)
+			w->k[at].l.c[PV_MAXV] = sf > 0 ? lin_q_neg(q) : q;
+	}
+}
+
 static int add_clamp(void *ctx, Expr *e)
 {
-	Clamp *w = ctx;
-	if (e->op != EXPR_MAX && e->op != EXPR_MIN)
-		return 0;
-	for (int i = 0; i < 2; i++) {
-		Expr *b = e->a[i];
-		Q q;
-		if (b->op != EXPR_CONST || b->ty.len || b->num == 0 || !lin_q_from_double(b->num, &q))
-			continue;
-		for (int sf = -1; sf <= 1; sf += 2) { /* f <= k and f >= k, sf * (f - k) >= 0 */
-			int at = *w->n;
-			add_cand(w->k, w->n, w->f, -1, sf);
-			if (*w->n > at)
-				w->k[at].l.c[PV_MAXV] = sf > 0 ? lin_q_neg(q) : q;
-		}
-	}
+	if (e->op == EXPR_MAX || e->op == EXPR_MIN)
+		for (int i = 0; i < 2; i++)
+			add_bounds(ctx, e->a[i]);
+	return 0;
+}
+
+/* The constants an integer field's lift takes in a branch: a position or
+ * -1 for none (where(x > t, j, -1)) gives at >= -1. */
+static int add_lift_const(void *ctx, Expr *e)
+{
+	if (e->op == EXPR_WHERE)
+		for (int i = 1; i < 3; i++)
+			add_bounds(ctx, e->a[i]);
 	return 0;
 }
 
@@ -181,22 +199,29 @@ static int candidates(Pv *p, Cand *k)
 {
 	Carrier *c = p->c;
 	int n = 0;
-	for (int f = 0; f < c->nstate; f++) {
-		if (!is_float_scalar(c, f))
-			continue;
-		if (p->vsign[f] & SG_NEG)
-			add_cand(k, &n, f, -1, 1);
-		if (p->vsign[f] & SG_POS)
-			add_cand(k, &n, f, -1, -1);
-		for (int g = 0; g < c->nstate; g++)
-			if (g != f && is_float_scalar(c, g) && c->state[g].ty.kind == c->state[f].ty.kind)
-				add_cand(k, &n, f, g, 1);
-	}
-	for (int f = 0; f < c->nstate; f++)
-		if (is_float_scalar(c, f) && c->merge && c->merge[f]) {
-			Clamp w = {k, &n, f};
-			ir_contains(c->merge[f], add_clamp, &w);
+	/* float fields first: the invariants assumed are the first live
+	 * candidates that fit a region (assume_live), and one not assumed
+	 * drops out at the next step */
+	for (int i32 = 0; i32 < 2; i32++) {
+		for (int f = 0; f < c->nstate; f++) {
+			if (!is_num_scalar(c, f) || (c->state[f].ty.kind == TY_I32) != i32)
+				continue;
+			if (p->vsign[f] & SG_NEG)
+				add_cand(k, &n, f, -1, 1);
+			if (p->vsign[f] & SG_POS)
+				add_cand(k, &n, f, -1, -1);
+			for (int g = 0; g < c->nstate; g++)
+				if (g != f && is_num_scalar(c, g) && c->state[g].ty.kind == c->state[f].ty.kind)
+					add_cand(k, &n, f, g, 1);
 		}
+		for (int f = 0; f < c->nstate; f++)
+			if (is_num_scalar(c, f) && (c->state[f].ty.kind == TY_I32) == i32 && c->merge && c->merge[f]) {
+				Clamp w = {k, &n, f};
+				ir_contains(c->merge[f], add_clamp, &w);
+				if (i32 && c->lift && c->lift[f])
+					ir_contains(c->lift[f], add_lift_const, &w);
+			}
+	}
 	return n;
 }
 

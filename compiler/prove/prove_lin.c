@@ -247,14 +247,57 @@ static int pick_pivot(const Lin *l)
 	return best;
 }
 
+/* m scaled to integer coefficients and constant, less 1, where every
+ * variable m names is an i32: at integer points m > 0 is then m' >= 0.
+ * 0 where m names another variable or the scaling overflows. */
+static int int_tightened(Pv *p, const Lin *m, Lin *out)
+{
+	__int128 den = 1;
+	int any = 0;
+	for (int i = 0; i < PV_MAXV; i++)
+		if (m->c[i].n) {
+			if (i >= p->nv || !p->vi32[i])
+				return 0;
+			any = 1;
+		}
+	for (int i = 0; i <= PV_MAXV && any; i++)
+		if (m->c[i].n) {
+			den = den / gcd128(den, m->c[i].d) * m->c[i].d;
+			if (den > INT64_MAX)
+				return 0;
+		}
+	if (!any)
+		return 0;
+	int over = p->overflow;
+	p->overflow = 0;
+	lin_scale(p, out, m, lin_q_int((int64_t)den));
+	out->c[PV_MAXV] = lin_q_add(p, out->c[PV_MAXV], lin_q_int(-1));
+	int ok = !p->overflow;
+	p->overflow = over;
+	return ok;
+}
+
 int lin_region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out)
 {
 	*out = *r;
 	if (rel != '=') {
-		Lin m;
+		Lin m, k;
 		lin_scale(p, &m, l, lin_q_int(rel == '>' ? 1 : -1));
-		region_add(out, &m, 1);
-		return lin_region_feasible(p, out);
+		if (!int_tightened(p, &m, &k)) {
+			region_add(out, &m, 1);
+			return lin_region_feasible(p, out);
+		}
+		/* i32 variables alone: m > 0 is k >= 0, and where the region
+		 * leaves no room for k > 0, k = 0, which substitutes a
+		 * variable (a.at < 0 under the invariant at >= -1 is a.at =
+		 * -1, where a merge's branches can be compared) */
+		region_add(out, &k, 1);
+		if (lin_region_feasible(p, out)) {
+			*out = *r;
+			region_add(out, &k, 0);
+			return 1;
+		}
+		return lin_region_assume(p, r, &k, '=', out);
 	}
 	int v = pick_pivot(l);
 	if (v < 0)
