@@ -477,6 +477,22 @@ Test(prove, integer_fields_take_whole_bounds)
 	check("tests/prove/last_match_half.yaml", "pu--");
 }
 
+/* any_all's lifts keep any >= all, all >= any, any <= 1 and all <= 1,
+ * and a region has room for two: the first two alone do not show that
+ * merges keep the bounds, which hold under themselves.  With any <= 1
+ * (all <= 1 follows) the identity's all = 1 is proved. */
+Test(prove, invariants_past_the_room_are_tried_on_their_own)
+{
+	check("tests/prove/any_all.yaml", "pp--");
+	Carrier *c = load_ok("tests/prove/any_all.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 0, &r), 0);
+	cr_expect(strstr(law(&r, "identity")->how, "under invariants any >= all, any <= 1"), "%s",
+		  law(&r, "identity")->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* Whether the state "{s: S, p: P, q: Q, t: T}" named w in how keeps
  * invariants of every state a fold reaches, in max_subarray and in the
  * variant that forgets b.t (whose t may fall below q). */

@@ -302,7 +302,7 @@ static void drop_implied(Pv *p)
 /* The invariants to assume: the live candidates that the others do not
  * imply, as many as leave room for a region's own constraints.  Assuming
  * fewer than hold is sound: it only enlarges the regions. */
-static void assume_live(Pv *p, Cand *k, int n)
+static void assume_live(Pv *p, Cand *k, int n, int first)
 {
 	Region *r = xmalloc(sizeof *r);
 	p->ninv = 0;
@@ -311,8 +311,10 @@ static void assume_live(Pv *p, Cand *k, int n)
 	free(r);
 	if (room > PV_MAXINV)
 		room = PV_MAXINV;
+	if (first >= 0 && room > 0)
+		p->inv[p->ninv++] = k[first].l;
 	for (int i = 0; i < n && p->ninv < room; i++)
-		if (k[i].alive && !implied(p, &k[i].l))
+		if (i != first && k[i].alive && !implied(p, &k[i].l))
 			p->inv[p->ninv++] = k[i].l;
 	drop_implied(p);
 }
@@ -358,12 +360,23 @@ void inv_infer(Pv *p, const uint8_t *vs)
 	int n = candidates(p, k);
 	p->ninv = 0;
 	if (n && base_case(p, vs, k, n)) {
+		/* Where the live candidates outnumber a region's room, one that
+		 * fails under the first of them is tried again under itself
+		 * and the others that fit (any <= 1 beside any >= all, all <= 1
+		 * in any_all's max and min): each survivor is then preserved
+		 * under survivors, which is all the induction needs. */
 		for (int changed = 1; changed;) {
 			changed = 0;
-			assume_live(p, k, n);
-			for (int i = 0; i < n; i++)
-				if (k[i].alive && !holds_for(p, p->c->merge, &k[i]))
+			assume_live(p, k, n, -1);
+			for (int i = 0; i < n; i++) {
+				if (!k[i].alive || holds_for(p, p->c->merge, &k[i]))
+					continue;
+				assume_live(p, k, n, i);
+				int ok = holds_for(p, p->c->merge, &k[i]);
+				assume_live(p, k, n, -1);
+				if (!ok)
 					k[i].alive = 0, changed = 1;
+			}
 		}
 		if (p->ninv && !all_finite(p, p->c, p->c->merge))
 			p->ninv = 0;
