@@ -493,6 +493,38 @@ Test(prove, invariants_past_the_room_are_tried_on_their_own)
 	spec_carrier_free(c);
 }
 
+/* A carrier with fields kept relative to its maximum and no certificate
+ * (an entropy beside softmax's sum) gets one derived from the maximum,
+ * which prove_transport proves; where a field merges by a max of rescaled
+ * values the derived one is not proved; a carrier with its own
+ * certificate, or no maximum of the element, gets none. */
+Test(prove, certificate_derived_from_the_maximum)
+{
+	char why[300];
+	int moving[TRANSPORT_MAX_FIELDS];
+	Carrier *c = load_ok("tests/rows/softmax_entropy.yaml"), fr;
+	cr_assert_eq(transport_frame(c, &fr, why, sizeof why), 1, "%s", why);
+	cr_expect_eq(fr.ncert, 3);
+	cr_expect_eq(fr.cert_monoid[0], EXPR_MAX);
+	cr_expect(fr.cert_monoid[1] == EXPR_ADD && fr.cert_monoid[2] == EXPR_ADD);
+	cr_expect_eq(prove_transport(&fr, moving, why, sizeof why), 1, "%s", why);
+	cr_expect(moving[0] && !moving[1] && !moving[2]);
+	transport_frame_free(&fr);
+	spec_carrier_free(c);
+	c = load_ok("tests/rows/softmax_top_weight.yaml");
+	cr_assert_eq(transport_frame(c, &fr, why, sizeof why), 1, "%s", why);
+	cr_expect_eq(prove_transport(&fr, moving, why, sizeof why), 0);
+	cr_expect(strstr(why, "not proved"), "%s", why);
+	transport_frame_free(&fr);
+	spec_carrier_free(c);
+	const char *none[] = {"specs/welford.yaml", "specs/sum.yaml"};
+	for (int i = 0; i < 2; i++) {
+		c = load_ok(none[i]);
+		cr_expect_eq(transport_frame(c, &fr, why, sizeof why), 0, "%s", none[i]);
+		spec_carrier_free(c);
+	}
+}
+
 /* Whether the state "{s: S, p: P, q: Q, t: T}" named w in how keeps
  * invariants of every state a fold reaches, in max_subarray and in the
  * variant that forgets b.t (whose t may fall below q). */

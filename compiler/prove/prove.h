@@ -60,5 +60,13 @@ const char *prove_status_name(ProofStatus s);
  * holds TRANSPORT_MAX_FIELDS entries. */
 enum { TRANSPORT_MAX_FIELDS = 16 };
 int prove_transport(Carrier *c, int *moving, char *why, size_t n);
+/* A certificate for a carrier that has none, where a field m is the
+ * largest element (merge max(a.m, b.m), lift the element, identity -inf)
+ * and the other fields are kept relative to it (transport.c says how):
+ * out is c with that certificate (has_cert set), to prove with
+ * prove_transport like a written one; 1, or 0 with the reason.  Free
+ * with transport_frame_free. */
+int transport_frame(Carrier *c, Carrier *out, char *why, size_t n);
+void transport_frame_free(Carrier *out);
 
 #endif

@@ -29,6 +29,7 @@
  * At run time a tile whose range is not finite (an infinity, a NaN) or
  * whose transported state is not finite folds the plain way: the shift
  * then never meets a value the proof's finite reals leave out. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,3 +193,159 @@ int prove_transport(Carrier *c, int *moving, char *why, size_t n)
 	return 1;
 }
 
+
+/* ---- a certificate derived from the maximum ----
+ *
+ * Online softmax's relatives keep a field m, the largest element so far,
+ * and fields relative to it (l = sum e^(x - m), s = sum e^(x - m) (x - m)
+ * for an entropy), which every merge rescales to the new maximum.  Where
+ * the merge's rescale is not the plain a.f * exp(a.m - m) form that the
+ * max-rescale tiles take (llvm_tile.c), the tile may still fold in a
+ * frame: rebased to m = 0, a state's fields are what its merge with the
+ * pivot P0 = (m: 0, the identity's other fields) gives when the merge's
+ * maximum is taken as 0, and merges of rebased states are plain sums.
+ * So the certificate is
+ *   into: m -> m,  f -> merge(a: the state, b: P0).f with max(a.m, b.m) -> 0
+ *   back: m -> m,  f -> merge(a: (0, the coordinates), b: P(m)).f with
+ *                       max(a.m, b.m) -> m
+ * (a field merged by its own max, min or sum keeps itself and that
+ * monoid), and prove_transport proves it as it proves a written one:
+ * phi a homomorphism into (max, +, ...), back its inverse, and the shift.
+ * For a tile shifted by its largest element the exponentials stay at or
+ * under 1. */
+
+typedef struct {
+	Expr **by_var, **memo;
+	Expr *from, *to; /* the merge's maximum, and what stands for it */
+	Ir *ir;
+} Repl;
+
+static Expr *repl_rec(Repl *r, Expr *e)
+{
+	if (r->memo[e->id])
+		return r->memo[e->id];
+	Expr *out = e;
+	if (e == r->from) {
+		out = r->to;
+	} else if (e->op == EXPR_VAR) {
+		if (r->by_var[e->k])
+			out = r->by_var[e->k];
+	} else if (e->nargs) {
+		Expr *a[4] = {0};
+		int changed = 0;
+		for (int i = 0; i < e->nargs; i++) {
+			a[i] = repl_rec(r, e->a[i]);
+			changed |= a[i] != e->a[i];
+		}
+		if (changed)
+			out = ir_node_n(r->ir, e->op, e->ty, e->k, a);
+	}
+	r->memo[e->id] = out;
+	return out;
+}
+
+/* e with its variables mapped by by_var and the node from replaced by to */
+static Expr *repl(Carrier *c, Expr *e, Expr **by_var, Expr *from, Expr *to)
+{
+	Repl r = {by_var, calloc(e->id + 1, sizeof(Expr *)), from, to, c->ir};
+	if (!r.memo)
+		abort();
+	Expr *out = repl_rec(&r, e);
+	free(r.memo);
+	return out;
+}
+
+static int is_ref(const Expr *e, int var) { return e->op == EXPR_VAR && e->k == var; }
+
+/* The monoid op of a field merged by itself (op(a.f, b.f), either
+ * order), else 0. */
+static Op own_monoid(const Carrier *c, int f)
+{
+	const Expr *e = c->merge[f];
+	if (e->op != EXPR_ADD && e->op != EXPR_MAX && e->op != EXPR_MIN)
+		return (Op)0;
+	int a = c->svar[STATE_A][f], b = c->svar[STATE_B][f];
+	if ((is_ref(e->a[0], a) && is_ref(e->a[1], b)) || (is_ref(e->a[0], b) && is_ref(e->a[1], a)))
+		return (Op)e->op;
+	return (Op)0;
+}
+
+/* Whether e reads node x. */
+static int reads_node(void *ctx, Expr *e) { return e == ctx; }
+
+int transport_frame(Carrier *c, Carrier *out, char *why, size_t n)
+{
+	memset(out, 0, sizeof *out);
+	if (c->has_cert || !c->merge || c->tpl == FAM_SCAN || c->nelem != 1 || !scalar_f32(c->elem[0].ty) ||
+	    c->nstate > TRANSPORT_MAX_FIELDS) {
+		snprintf(why, n, "no certificate");
+		return 0;
+	}
+	int x = c->elem[0].var, mf = -1, rel = 0;
+	for (int f = 0; f < c->nstate; f++)
+		if (!scalar_f32(c->state[f].ty)) {
+			snprintf(why, n, "no certificate");
+			return 0;
+		}
+	for (int f = 0; f < c->nstate && mf < 0; f++)
+		if (own_monoid(c, f) == EXPR_MAX && is_ref(c->lift[f], x) && c->identity[f]->op == EXPR_CONST &&
+		    c->identity[f]->num == -INFINITY)
+			mf = f;
+	for (int f = 0; f < c->nstate && mf >= 0; f++)
+		rel += f != mf && !own_monoid(c, f) && ir_contains(c->merge[f], reads_node, c->merge[mf]);
+	if (mf < 0 || !rel) {
+		snprintf(why, n, "no certificate");
+		return 0;
+	}
+	int ns = c->nstate;
+	Ir *ir = c->ir;
+	*out = *c;
+	out->cert_into = calloc(ns, sizeof *out->cert_into);
+	out->cert_monoid = calloc(ns, sizeof *out->cert_monoid);
+	out->cert_var = calloc(ns, sizeof *out->cert_var);
+	out->cert_back = calloc(ns, sizeof *out->cert_back);
+	Expr **by_var = calloc(ir_nvars(ir) + ns + 1, sizeof *by_var);
+	if (!out->cert_into || !out->cert_monoid || !out->cert_var || !out->cert_back || !by_var)
+		abort();
+	Ty f32 = ty_scalar(TY_F32);
+	Expr *zero = ir_const(ir, f32, 0);
+	for (int f = 0; f < ns; f++)
+		out->cert_var[f] = ir_add_var(ir, c->state[f].name, VAR_SYM, 0, f, f32, TY_F32);
+	for (int f = 0; f < ns; f++) {
+		Op own = f == mf ? EXPR_MAX : own_monoid(c, f);
+		out->cert_into[f].name = c->state[f].name;
+		out->cert_monoid[f] = own ? own : EXPR_ADD;
+		if (own) {
+			out->cert_into[f].e = ir_ref(ir, c->svar[STATE_SELF][f]);
+			out->cert_back[f] = ir_ref(ir, out->cert_var[f]);
+			continue;
+		}
+		/* into: the state merged with the pivot at 0, its maximum 0 */
+		memset(by_var, 0, (ir_nvars(ir) + 1) * sizeof *by_var);
+		for (int g = 0; g < ns; g++) {
+			by_var[c->svar[STATE_A][g]] = ir_ref(ir, c->svar[STATE_SELF][g]);
+			by_var[c->svar[STATE_B][g]] = g == mf ? zero : c->identity[g];
+		}
+		out->cert_into[f].e = repl(c, c->merge[f], by_var, c->merge[mf], zero);
+		/* back: the coordinates at 0 merged with the pivot at m */
+		Expr *m = ir_ref(ir, out->cert_var[mf]);
+		for (int g = 0; g < ns; g++) {
+			by_var[c->svar[STATE_A][g]] = g == mf ? zero : ir_ref(ir, out->cert_var[g]);
+			by_var[c->svar[STATE_B][g]] = g == mf ? m : c->identity[g];
+		}
+		out->cert_back[f] = repl(c, c->merge[f], by_var, c->merge[mf], m);
+	}
+	free(by_var);
+	out->ncert = ns;
+	out->has_cert = 1;
+	return 1;
+}
+
+void transport_frame_free(Carrier *out)
+{
+	free(out->cert_into);
+	free(out->cert_monoid);
+	free(out->cert_var);
+	free(out->cert_back);
+	memset(out, 0, sizeof *out);
+}
