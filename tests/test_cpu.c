@@ -1211,6 +1211,70 @@ Test(cpu, transported_tiles_keep_special_values)
 	spec_carrier_free(c);
 }
 
+/* A carrier with no certificate whose fields are kept relative to its
+ * maximum (an entropy: s = sum e^(x - m) (x - m), rescaled with a term of
+ * its own, which the max-rescale tiles do not match) folds transported by
+ * a certificate derived from the maximum, proved as a written one is:
+ * both paths meet the reference at odd lengths, split or not, and agree
+ * in kind on rows holding infinities and NaN.  Where a field merges by a
+ * max of rescaled values, no sum in the maximum's frame holds it: the
+ * derived certificate is not proved, and the tiles fold by merges. */
+Test(cpu, maximum_derives_a_certificate, .timeout = 120)
+{
+	static const int lens[] = {0, 1, 15, 17, 255, 257, 1000, 4099};
+	Carrier *c = load_ok("tests/rows/softmax_entropy.yaml");
+	cr_assert_eq(c->has_cert, 0);
+	LlvmKernel *k[2];
+	transported_pair(c, k);
+	cr_expect(strstr(k[0]->tf_why, "derived from its maximum"), "%s", k[0]->tf_why);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	for (int v = 0; v < 2; v++)
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			RunData *d = drawn(c, 3, lens[l], 70 + l);
+			run_kernel(k[v], d, p, l % 2 ? 3 : 0);
+			char w[200];
+			snprintf(w, sizeof w, "tf=%d len %d", !v, lens[l]);
+			expect_ok(d, w);
+			rundata_free(d);
+		}
+	enum { R = 5, N = 1000 };
+	float h[2][R];
+	for (int v = 0; v < 2; v++) {
+		RunData *d = drawn(c, R, N, 9);
+		float *x = d->elem[0].p;
+		x[0 * N + 500] = INFINITY;
+		x[1 * N + 3] = -INFINITY;
+		x[2 * N + 999] = NAN;
+		for (int j = 0; j < N; j++)
+			x[3 * N + j] = -INFINITY;
+		run_kernel(k[v], d, p, 0);
+		memcpy(h[v], d->fin[0].p, sizeof h[v]);
+		rundata_free(d);
+	}
+	for (int r = 0; r < R; r++)
+		cr_expect(isnan(h[0][r]) == isnan(h[1][r]) && isinf(h[0][r]) == isinf(h[1][r]) &&
+				  (!isfinite(h[1][r]) || fabsf(h[0][r] - h[1][r]) <= 1e-5f * fmaxf(1, fabsf(h[1][r]))),
+			  "row %d: h %g transported, %g by merges", r, h[0][r], h[1][r]);
+	/* -inf gives (x - m) e^(x - m) = -inf * 0 in the spec's merge, NaN as the reference's */
+	cr_expect(isnan(h[0][1]) && isfinite(h[0][4]), "a row holding -inf: %g; a plain row: %g", h[0][1], h[0][4]);
+	llvm_kernel_free(k[0]);
+	llvm_kernel_free(k[1]);
+	spec_carrier_free(c);
+	c = load_ok("tests/rows/softmax_top_weight.yaml");
+	LlvmKernel *t = compiled(c, NULL);
+	cr_expect_eq(t->tf, 0, "%s", t->tf_why);
+	cr_expect(strstr(t->tf_why, "derived from its maximum") && strstr(t->tf_why, "not proved"), "%s", t->tf_why);
+	RunData *d = drawn(c, 3, 4099, 3);
+	run_kernel(t, d, p, 0);
+	expect_ok(d, "softmax_top_weight");
+	rundata_free(d);
+	llvm_kernel_free(t);
+	spec_carrier_free(c);
+	rt_pool_close(p);
+}
+
 /* The plan as taken: the transported tile's loop divides nowhere (the
  * merge's divisions come once a tile, after the branch), and the command
  * line says which fold ran. */

@@ -16,6 +16,7 @@
 #include "compiler/cli/cli.h"
 #include "compiler/util/buf.h"
 #include "compiler/cuda/cuda.h"
+#include "compiler/prove/prove.h"
 #include "compiler/llvm/llvm.h"
 
 extern const Device dev_cpu;
@@ -320,8 +321,15 @@ static double ops_under(const Ir *ir, const Expr *e, unsigned char *seen, unsign
  * position (a map, less what the row fixes and the exp the rowmap keeps
  * for it; a scan's finalize), each node once.  Vector operations count
  * as one, so attention's dot products are undercounted. */
-static double ops_per_position(const Carrier *c, const LlvmKernel *k)
+static double ops_per_position(Carrier *c, const LlvmKernel *k)
 {
+	/* a certificate derived from the maximum, as the CPU backend takes
+	 * it (its nodes made before the count's table is sized) */
+	Carrier fr = {0};
+	char why[160];
+	const Carrier *cert = c;
+	if (k && k->tf && !c->has_cert && transport_frame(c, &fr, why, sizeof why))
+		cert = &fr;
 	size_t nn = (size_t)ir_nnodes(c->ir) + 1;
 	unsigned char *seen = calloc(2 * nn, 1), *vary = seen + nn;
 	if (!seen)
@@ -332,10 +340,10 @@ static double ops_per_position(const Carrier *c, const LlvmKernel *k)
 		n += ops_under(ir, c->lift[f], seen, NULL);
 	if (k && k->max_rescale)
 		n += 20 + c->nstate;
-	else if (k && k->tf && c->has_cert) {
+	else if (k && k->tf && cert->has_cert) {
 		n += 2; /* the shift by the tile's largest element, and that maximum */
-		for (int i = 0; i < c->ncert; i++)
-			n += ops_under(ir, c->cert_into[i].e, seen, NULL) + 1;
+		for (int i = 0; i < cert->ncert; i++)
+			n += ops_under(ir, cert->cert_into[i].e, seen, NULL) + 1;
 	} else
 		for (int f = 0; c->merge && f < c->nstate; f++)
 			n += ops_under(ir, c->merge[f], seen, NULL);
@@ -346,6 +354,8 @@ static double ops_per_position(const Carrier *c, const LlvmKernel *k)
 	for (int i = 0; c->tpl == FAM_SCAN && i < c->nfinal; i++)
 		n += ops_under(ir, c->finalize[i].e, seen, NULL);
 	free(seen);
+	if (fr.has_cert)
+		transport_frame_free(&fr);
 	return n;
 }
 
@@ -375,7 +385,7 @@ typedef struct {
 	int lanes;
 } Intensity;
 
-static Intensity intensity(const Carrier *c, const LlvmKernel *k, double bytes, double positions, double copy_bps,
+static Intensity intensity(Carrier *c, const LlvmKernel *k, double bytes, double positions, double copy_bps,
 			   int threads)
 {
 	Intensity x = {.ops = ops_per_position(c, k), .lanes = host_lanes()};

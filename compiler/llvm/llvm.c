@@ -502,7 +502,7 @@ static int tf_refused(Kern *k, const Carrier *c, const LlvmOpts *o, char *msg, s
 		return 0;
 	snprintf(msg, n, "--config tf=1 asks for the transported fold, which %s cannot have on the cpu device: %s", c->name,
 		 k->tf_why);
-	free(k->soff);
+	kern_plan_free(k);
 	return -1;
 }
 
@@ -516,7 +516,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	if (tf_refused(&k, c, o, msg, n))
 		return -1;
 	LlvmJit *jit = compile_kern(&k, msg, n);
-	free(k.soff);
+	kern_plan_free(&k);
 	if (!jit)
 		return -1;
 	LlvmKernel *kk = calloc(1, sizeof *kk);
@@ -611,7 +611,7 @@ int llvm_emit(Carrier *c, const LlvmOpts *o, int asm_, FILE *out, char *msg, siz
 	}
 	LLVMContextRef ctx = LLVMContextCreate();
 	LLVMModuleRef mod = build_module(&k, ctx, tm, msg, n);
-	free(k.soff);
+	kern_plan_free(&k);
 	int rc = mod ? 0 : -1;
 	if (mod && !asm_) {
 		char *text = LLVMPrintModuleToString(mod);

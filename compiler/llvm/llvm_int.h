@@ -103,6 +103,8 @@ typedef struct {
 	int tf;          /* the vector lanes' tiles fold transported (llvm_tf.c), and */
 	int tf_moving[TRANSPORT_MAX_FIELDS]; /* the fields that move with the element there */
 	char tf_why[240]; /* what that fold does, or why it is not taken */
+	Carrier frame;   /* c with a certificate derived from its maximum (transport_frame), where the
+			  * fold takes it: c then points here (kern_plan_free frees it) */
 } Kern;
 /* Rows (the range one reduce call covers) of at most this many input bytes
  * take two passes instead of the online fold.  L2 is 1 MiB per core on
@@ -170,9 +172,12 @@ int tile_own_fold(const Carrier *c, int mi, int f);
 int tile_has_own(const Carrier *c, int mi);
 int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod);
 /* llvm_tf.c: whether the vector lanes' tiles of c fold transported (want
- * -1: never; else where prove_transport allows it), in k->tf with what it
- * does or why not in k->tf_why; the tile grows where not given. */
+ * -1: never; else where prove_transport allows it, by c's certificate or
+ * one derived from its maximum, transport_frame), in k->tf with what it
+ * does or why not in k->tf_why; the tile grows where not given.
+ * kern_plan_free frees what the plan holds. */
 void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given);
+void kern_plan_free(Kern *k);
 
 /* llvm_expr.c */
 void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c);

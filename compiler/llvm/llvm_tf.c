@@ -15,6 +15,7 @@
  * the shift only ever meets the finite reals the proof covers. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/llvm/llvm_kern.h"
@@ -30,6 +31,7 @@ enum { TF_TILE = 16 };
 void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given)
 {
 	k->tf = 0;
+	memset(&k->frame, 0, sizeof k->frame);
 	if (want < 0) {
 		snprintf(k->tf_why, sizeof k->tf_why, "turned off (tf=0)");
 		return;
@@ -39,8 +41,18 @@ void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given)
 			 k->mr_field >= 0 ? "the tiles fold by the max-rescale merge" : "the reduce has no vector lanes");
 		return;
 	}
-	if (!prove_transport(c, k->tf_moving, k->tf_why, sizeof k->tf_why))
-		return;
+	if (!prove_transport(c, k->tf_moving, k->tf_why, sizeof k->tf_why)) {
+		char why[sizeof k->tf_why];
+		if (c->has_cert || !transport_frame(c, &k->frame, why, sizeof why))
+			return;
+		if (!prove_transport(&k->frame, k->tf_moving, why, sizeof why)) {
+			snprintf(k->tf_why, sizeof k->tf_why, "no certificate, and the one derived from its maximum %.180s", why);
+			transport_frame_free(&k->frame);
+			return;
+		}
+		snprintf(k->tf_why, sizeof k->tf_why, "by a certificate derived from its maximum: %.190s", why);
+		k->c = &k->frame;
+	}
 	k->tf = 1;
 	if (!tile_given)
 		k->tile = TF_TILE;
@@ -161,4 +173,12 @@ void kern_tf_tile(B *b, LV **s, LLVMValueRef *cond, int T, LV *tmp)
 		tmp[f].c[0] = LLVMBuildPhi(L->b, LLVMTypeOf(via[f][0]), "");
 		LLVMAddIncoming(tmp[f].c[0], via[f], from, 2);
 	}
+}
+
+void kern_plan_free(Kern *k)
+{
+	free(k->soff);
+	k->soff = NULL;
+	if (k->frame.has_cert)
+		transport_frame_free(&k->frame);
 }
