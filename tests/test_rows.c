@@ -227,6 +227,49 @@ Test(rows, transported_softmax_and_logsumexp_hold, .timeout = 300)
 	}
 }
 
+/* A carrier with no certificate, its fields kept relative to its maximum
+ * (tests/rows/softmax_entropy.yaml), folds transported by a certificate
+ * derived from the maximum (transport_frame, proved): tf=1 variants in the
+ * tuning space, meeting the reference on the emulator at odd lengths (the
+ * 16-byte loop and the scalar one), a warp a row, split, and at mean 1e4
+ * (e^x past float32). */
+Test(rows, derived_certificate_transports, .timeout = 300)
+{
+	Carrier *c = load_ok("tests/rows/softmax_entropy.yaml");
+	CudaModule m;
+	char msg[1024];
+	cr_assert_eq(cuda_module_space(c, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(m.tf, 1, "%s", m.tf_why);
+	cr_expect(strstr(m.tf_why, "derived from its maximum"), "%s", m.tf_why);
+	cr_expect(strstr(m.src, "#define ASC_TRANSPORT 1"), "tile_fold in the module");
+	cuda_module_free(&m);
+	static const struct {
+		const char *cfg;
+		int split;
+	} runs[] = {{"rowreduce:nt=256,acc=4,vec=4,un=1,tf=1", 0},
+		    {"rowreduce:nt=128,acc=2,vec=4,warp=1,un=1,tf=1", 0},
+		    {"rowreduce:nt=64,acc=1,vec=1,tf=1", 0},
+		    {"splitk:nt=256,acc=2,vec=4,un=2,tf=1", 3}};
+	double at[][2] = {{0, 1}, {1e4, 1}};
+	int lens[] = {33, 4099, 4100};
+	for (int s = 0; s < 2; s++)
+		for (int l = 0; l < 3; l++) {
+			RunData *d = rundata_new(c, 3, lens[l]);
+			fill(d, at[s][0], at[s][1], 41 + l);
+			for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
+				emu_expect_ref(d, "softmax_entropy", (RunOpts){.config = runs[k].cfg, .split = runs[k].split}, NULL);
+			rundata_free(d);
+		}
+	spec_carrier_free(c);
+	/* a field merged by a max of rescaled values: not proved, none */
+	c = load_ok("tests/rows/softmax_top_weight.yaml");
+	cr_assert_eq(cuda_module_space(c, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(m.tf, 0, "%s", m.tf_why);
+	cr_expect(strstr(m.tf_why, "derived from its maximum") && strstr(m.tf_why, "not proved"), "%s", m.tf_why);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
+}
+
 /* A tile holding an infinity or a NaN folds the plain way: the results are
  * the reference's (NaN where it is NaN). */
 Test(rows, tiles_with_infinities_fold_the_plain_way, .timeout = 120)

@@ -257,7 +257,7 @@ static void bulk_hooks(const Carrier *c, Buf *b)
  * registers; a larger one would pass through the stack. */
 static int row_calls(const Carrier *c) { return state_size(c) <= 64; }
 
-static void hooks(Carrier *c, Buf *b, int commutes, int vec, int tf, const int *moving, size_t tf_hooks[2])
+static void hooks(Carrier *c, Carrier *tfc, Buf *b, int commutes, int vec, int tf, const int *moving, size_t tf_hooks[2])
 {
 	buf_printf(b, "#define ASC_ORDERED %d\n", !commutes);
 	buf_printf(b, "#define ASC_ROW_CALLS %d\n", row_calls(c));
@@ -287,7 +287,7 @@ static void hooks(Carrier *c, Buf *b, int commutes, int vec, int tf, const int *
 	shfl_hook(c, b, "shfl_up", "__shfl_up_sync");
 	shfl_hook(c, b, "shfl_idx", "__shfl_sync");
 	tf_hooks[0] = b->len;
-	cuda_transport_hooks(c, moving, tf, b);
+	cuda_transport_hooks(tfc, moving, tf, b);
 	tf_hooks[1] = b->len;
 }
 
@@ -1164,10 +1164,25 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	else
 		m->commutes = check_commutes(c, m->order_why, sizeof m->order_why);
 	int moving[TRANSPORT_MAX_FIELDS] = {0};
-	if (m->base != FAM_ATTN)
+	/* a carrier without a certificate may have one derived from its
+	 * maximum (transport_frame), proved as a written one; only the
+	 * transported fold's hooks read it */
+	Carrier frame = {0}, *tfc = c;
+	if (m->base != FAM_ATTN) {
 		m->tf = prove_transport(c, moving, m->tf_why, sizeof m->tf_why);
-	else
+		char why[sizeof m->tf_why];
+		if (!m->tf && !c->has_cert && transport_frame(c, &frame, why, sizeof why)) {
+			if (prove_transport(&frame, moving, why, sizeof why)) {
+				m->tf = 1, tfc = &frame;
+				snprintf(m->tf_why, sizeof m->tf_why, "by a certificate derived from its maximum: %.190s", why);
+			} else {
+				snprintf(m->tf_why, sizeof m->tf_why, "no certificate, and the one derived from its maximum %.180s",
+					 why);
+			}
+		}
+	} else {
 		snprintf(m->tf_why, sizeof m->tf_why, "the attention template");
+	}
 	m->var = calloc(MAX_VARIANTS, sizeof *m->var);
 	if (!m->var)
 		abort();
@@ -1283,7 +1298,9 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	if (m->base == FAM_ATTN) /* as cuda_attn_hooks numbers them: ATTN_QI, ATTN_KI, ATTN_VI */
 		m->attn.qi = c->nelem + c->ncol + m->attn.q, m->attn.ki = c->nelem + m->attn.k, m->attn.vi = c->nelem + m->attn.v;
 	Buf h = {0};
-	hooks(c, &h, m->commutes, m->vec_ok, m->tf, moving, m->tf_hooks);
+	hooks(c, tfc, &h, m->commutes, m->vec_ok, m->tf, moving, m->tf_hooks);
+	if (frame.has_cert)
+		transport_frame_free(&frame);
 	if (m->base == FAM_ATTN)
 		cuda_attn_hooks(c, &m->attn, &h);
 	m->hooks = buf_take(&h);
@@ -1299,6 +1316,8 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	m->src = module_src(m, NULL);
 	return 0;
 fail:
+	if (frame.has_cert)
+		transport_frame_free(&frame);
 	cuda_module_free(m);
 	return -1;
 }
