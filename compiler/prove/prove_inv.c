@@ -6,7 +6,8 @@
  * merge clamps f to and, for an i32, those its lift takes in a branch,
  * are inferred Houdini-style: keep those every
  * lift satisfies, then drop those that merge does not preserve, assuming the
- * survivors on both operands, until none drops.  Each check is a proof,
+ * survivors on both operands (as many as a region has room for, the
+ * candidate itself among them), until none drops.  Each check is a proof,
  * region by region: within a region where the fields are linear forms, the
  * candidate L >= 0 holds iff the region with L < 0 added is infeasible.  A
  * field that is not linear there loses its candidates.
@@ -199,9 +200,8 @@ static int candidates(Pv *p, Cand *k)
 {
 	Carrier *c = p->c;
 	int n = 0;
-	/* float fields first: the invariants assumed are the first live
-	 * candidates that fit a region (assume_live), and one not assumed
-	 * drops out at the next step */
+	/* float fields first: the invariants the laws' proofs assume are
+	 * the first live candidates that fit a region (assume_live) */
 	for (int i32 = 0; i32 < 2; i32++) {
 		for (int f = 0; f < c->nstate; f++) {
 			if (!is_num_scalar(c, f) || (c->state[f].ty.kind == TY_I32) != i32)

@@ -193,7 +193,6 @@ int prove_transport(Carrier *c, int *moving, char *why, size_t n)
 	return 1;
 }
 
-
 /* ---- a certificate derived from the maximum ----
  *
  * Online softmax's relatives keep a field m, the largest element so far,
