@@ -577,6 +577,7 @@ typedef struct {
 	IrVarMap map;
 	void *ctx;
 	Ir *ir;
+	Expr *from, *to; /* a node replaced whole, or NULL */
 } Subst;
 
 static Expr *subst_rec(Subst *s, Expr *e)
@@ -584,7 +585,9 @@ static Expr *subst_rec(Subst *s, Expr *e)
 	if (s->memo[e->id])
 		return s->memo[e->id];
 	Expr *r = e;
-	if (e->op == EXPR_VAR) {
+	if (e == s->from) {
+		r = s->to;
+	} else if (e->op == EXPR_VAR) {
 		Expr *m = s->map(s->ctx, e);
 		if (m)
 			r = m;
@@ -604,11 +607,13 @@ static Expr *subst_rec(Subst *s, Expr *e)
 	return r;
 }
 
-Expr *ir_subst(Ir *ir, Expr *e, IrVarMap map, void *ctx)
+Expr *ir_subst(Ir *ir, Expr *e, IrVarMap map, void *ctx) { return ir_replace(ir, e, map, ctx, NULL, NULL); }
+
+Expr *ir_replace(Ir *ir, Expr *e, IrVarMap map, void *ctx, Expr *from, Expr *to)
 {
 	/* nodes created during the walk have larger ids than e; the memo covers e's cone */
 	size_t n = e->id + 1;
-	Subst s = {xrealloc(NULL, n * sizeof(Expr *)), map, ctx, ir};
+	Subst s = {xrealloc(NULL, n * sizeof(Expr *)), map, ctx, ir, from, to};
 	memset(s.memo, 0, n * sizeof(Expr *));
 	Expr *r = subst_rec(&s, e);
 	free(s.memo);

@@ -125,6 +125,8 @@ Expr *ir_bin(Ir *ir, Op op, Expr *x, Expr *y);
 /* Rebuild e with every VAR node v replaced by map(ctx, v) (NULL keeps v). */
 typedef Expr *(*IrVarMap)(void *ctx, Expr *var);
 Expr *ir_subst(Ir *ir, Expr *e, IrVarMap map, void *ctx);
+/* ir_subst, and the node from (wherever e reaches it) replaced by to */
+Expr *ir_replace(Ir *ir, Expr *e, IrVarMap map, void *ctx, Expr *from, Expr *to);
 
 /* 1 when e contains a node for which pred holds. */
 int ir_contains(Expr *e, int (*pred)(void *ctx, Expr *n), void *ctx);

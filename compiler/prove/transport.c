@@ -213,45 +213,10 @@ int prove_transport(Carrier *c, int *moving, char *why, size_t n)
  * For a tile shifted by its largest element the exponentials stay at or
  * under 1. */
 
-typedef struct {
-	Expr **by_var, **memo;
-	Expr *from, *to; /* the merge's maximum, and what stands for it */
-	Ir *ir;
-} Repl;
-
-static Expr *repl_rec(Repl *r, Expr *e)
+/* e with its variables mapped by m and the node from replaced by to */
+static Expr *repl(Carrier *c, Expr *e, VarMap *m, Expr *from, Expr *to)
 {
-	if (r->memo[e->id])
-		return r->memo[e->id];
-	Expr *out = e;
-	if (e == r->from) {
-		out = r->to;
-	} else if (e->op == EXPR_VAR) {
-		if (r->by_var[e->k])
-			out = r->by_var[e->k];
-	} else if (e->nargs) {
-		Expr *a[4] = {0};
-		int changed = 0;
-		for (int i = 0; i < e->nargs; i++) {
-			a[i] = repl_rec(r, e->a[i]);
-			changed |= a[i] != e->a[i];
-		}
-		if (changed)
-			out = ir_node_n(r->ir, e->op, e->ty, e->k, a);
-	}
-	r->memo[e->id] = out;
-	return out;
-}
-
-/* e with its variables mapped by by_var and the node from replaced by to */
-static Expr *repl(Carrier *c, Expr *e, Expr **by_var, Expr *from, Expr *to)
-{
-	Repl r = {by_var, calloc(e->id + 1, sizeof(Expr *)), from, to, c->ir};
-	if (!r.memo)
-		abort();
-	Expr *out = repl_rec(&r, e);
-	free(r.memo);
-	return out;
+	return ir_replace(c->ir, e, map_var, m, from, to);
 }
 
 static int is_ref(const Expr *e, int var) { return e->op == EXPR_VAR && e->k == var; }
@@ -304,6 +269,7 @@ int transport_frame(Carrier *c, Carrier *out, char *why, size_t n)
 	out->cert_var = calloc(ns, sizeof *out->cert_var);
 	out->cert_back = calloc(ns, sizeof *out->cert_back);
 	Expr **by_var = calloc(ir_nvars(ir) + ns + 1, sizeof *by_var);
+	VarMap vm = {by_var};
 	if (!out->cert_into || !out->cert_monoid || !out->cert_var || !out->cert_back || !by_var)
 		abort();
 	Ty f32 = ty_scalar(TY_F32);
@@ -325,14 +291,14 @@ int transport_frame(Carrier *c, Carrier *out, char *why, size_t n)
 			by_var[c->svar[STATE_A][g]] = ir_ref(ir, c->svar[STATE_SELF][g]);
 			by_var[c->svar[STATE_B][g]] = g == mf ? zero : c->identity[g];
 		}
-		out->cert_into[f].e = repl(c, c->merge[f], by_var, c->merge[mf], zero);
+		out->cert_into[f].e = repl(c, c->merge[f], &vm, c->merge[mf], zero);
 		/* back: the coordinates at 0 merged with the pivot at m */
 		Expr *m = ir_ref(ir, out->cert_var[mf]);
 		for (int g = 0; g < ns; g++) {
 			by_var[c->svar[STATE_A][g]] = g == mf ? zero : ir_ref(ir, out->cert_var[g]);
 			by_var[c->svar[STATE_B][g]] = g == mf ? m : c->identity[g];
 		}
-		out->cert_back[f] = repl(c, c->merge[f], by_var, c->merge[mf], m);
+		out->cert_back[f] = repl(c, c->merge[f], &vm, c->merge[mf], m);
 	}
 	free(by_var);
 	out->ncert = ns;
