@@ -140,7 +140,7 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		else if (k->lanes > 1 && k->order[0])
 			fprintf(stderr, "cpu: positions in any order, the merge commutes: %s\n", k->order);
 		if (k->tf)
-			fprintf(stderr, "cpu: transported tiles %s\n", k->tf_why);
+			fprintf(stderr, "cpu: transported fold: %s\n", k->tf_why);
 	}
 	cpu_heads_free(&h);
 	rt_pool_close(p);
