@@ -461,6 +461,15 @@ Test(gpu, configurations_outside_the_defaults_are_built_alone, .timeout = 120)
 	cr_expect(g.nmods > 0 && g.m.nvar == ndef, "a configuration that does not parse keeps the module");
 	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){.deterministic = 1}, &v, &split, why, sizeof why), 0, "%s", why);
 	cr_expect_eq(g.m.nvar, ndef);
+	/* a configuration named whose kernels take local memory (the fake's
+	 * local=24): the choice says so, where the rule's never would */
+	RunOpts named = {.config = "attention:nt=128,mt=1,bn=64,st=1"};
+	cr_assert_eq(gpu_choose(&g, d, &named, &v, &split, why, sizeof why), 0, "%s", why);
+	cr_expect_str_eq(why, "--config");
+	setenv("FAKECUDA", "local=24", 1);
+	cr_assert_eq(gpu_choose(&g, d, &named, &v, &split, why, sizeof why), 0, "%s", why);
+	cr_expect(strstr(why, "--config; it takes 24 bytes of local memory a thread (spills or a stack)"), "%s", why);
+	setenv("FAKECUDA", "", 1);
 	fake_done(&g, d, c);
 }
 

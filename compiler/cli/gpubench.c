@@ -76,11 +76,14 @@ static void print(const Opts *o, Bench *x, double ms, const GpuCopy *cp, double 
 		buf_json_str(&b, c->file);
 		buf_printf(&b, ", \"carrier\": \"%s\", \"device\": \"gpu\", \"gpu\": ", c->name);
 		buf_json_str(&b, rt_device(x->g->rt)->name);
-		buf_printf(&b, ", \"rows\": %d, \"len\": %d, \"config\": \"%s split=%d\", \"choice\": \"%s\", \"ms\": %.5f, "
+		buf_printf(&b, ", \"rows\": %d, \"len\": %d, \"config\": \"%s split=%d\", \"choice\": ", x->d->rows,
+			   x->d->len, cfg, x->split);
+		buf_json_str(&b, why);
+		buf_printf(&b, ", \"ms\": %.5f, "
 			       "\"gbps\": %.2f, \"copy_gbps\": %.2f, \"ratio_to_copy\": %.4f, \"module_ms\": %.2f, "
 			       "\"module_cached\": %s, \"tflops\": %.2f, \"copy_driver_ms\": %.5f, \"copy_kernel_ms\": %.5f, "
 			       "\"nominal_gbps\": %.1f}",
-			   x->d->rows, x->d->len, cfg, x->split, why, ms, gbps, copy, gbps / copy, x->g->compile_ms,
+			   ms, gbps, copy, gbps / copy, x->g->compile_ms,
 			   x->g->ptx_cached ? "true" : "false", tflops, cp->driver_ms, cp->kernel_ms, cp->nominal_gbps);
 		char *s = buf_take(&b);
 		puts(s);

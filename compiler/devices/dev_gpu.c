@@ -405,7 +405,14 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 			return -1;
 		if (o->split <= 0 && !variant_parse(o->config, &x, why, n) && x.split > 0) /* an explicit --split stands */
 			*split = x.split;
-		snprintf(why, n, "--config");
+		/* a configuration asked for by name may spill, which the rule's
+		 * and the tuner's never do: said where the choice is */
+		TuneResources r;
+		if (!gpu_resources(g, *v, &r, why, n) && r.local > 0)
+			snprintf(why, n, "--config; it takes %d bytes of local memory a thread (spills or a stack), which the rule's and the "
+				 "tuner's variants do not", r.local);
+		else
+			snprintf(why, n, "--config");
 		return 0;
 	}
 	if (!o->deterministic) {

@@ -44,6 +44,10 @@ void gpu_close(Gpu *g);
 int gpu_ready(Gpu *g, int v, char *msg, size_t n);
 /* Kernel `name` of variant v, loaded first where it is not. */
 int gpu_function(Gpu *g, int v, const char *name, void **fn, char *msg, size_t n);
+/* What variant v's kernels take, the most of each (registers, shared
+ * memory with the first kernel's dynamic part, local memory a thread:
+ * spills); 0, or -1 with msg. */
+int gpu_resources(Gpu *g, int v, TuneResources *r, char *msg, size_t n);
 
 /* Device copies of a RunData's arrays, and the kernels' argument block. */
 typedef struct {

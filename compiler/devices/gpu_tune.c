@@ -35,23 +35,29 @@ static int index_of(const CudaModule *m, const Variant *c)
 static int resources(void *ctx, const Variant *c, TuneResources *r, char *why, size_t n)
 {
 	Tuner *t = ctx;
-	char names[3][64];
 	int v = index_of(&t->g->m, c);
 	*r = (TuneResources){0, 0, 0};
 	if (v < 0) {
 		snprintf(why, n, "not a variant of the module");
 		return -1;
 	}
-	int nk = cuda_kernel_names(&t->g->m, v, names);
 	if (!cuda_fits(&t->g->m, v, why, n))
 		return -1;
+	return gpu_resources(t->g, v, r, why, n);
+}
+
+int gpu_resources(Gpu *g, int v, TuneResources *r, char *msg, size_t n)
+{
+	char names[3][64];
+	int nk = cuda_kernel_names(&g->m, v, names);
+	*r = (TuneResources){0, 0, 0};
 	for (int k = 0; k < nk; k++) {
 		void *fn;
 		RtFuncAttrs a;
-		if (gpu_function(t->g, v, names[k], &fn, why, n) || rt_func_attrs(t->g->rt, fn, &a, why, n))
+		if (gpu_function(g, v, names[k], &fn, msg, n) || rt_func_attrs(g->rt, fn, &a, msg, n))
 			return -1;
 		r->regs = a.regs > r->regs ? a.regs : r->regs;
-		int smem = a.smem + (k == 0 ? (int)cuda_smem(&t->g->m, v) : 0); /* static and dynamic */
+		int smem = a.smem + (k == 0 ? (int)cuda_smem(&g->m, v) : 0); /* static and dynamic */
 		r->smem = smem > r->smem ? smem : r->smem;
 		r->local = a.local > r->local ? a.local : r->local;
 	}
