@@ -510,6 +510,11 @@ Test(prove, certificate_derived_from_the_maximum)
 	cr_expect_eq(prove_transport(&fr, moving, why, sizeof why), 1, "%s", why);
 	cr_expect(moving[0] && !moving[1] && !moving[2]);
 	transport_frame_free(&fr);
+	/* derived again (a second compile): the same coordinates, no new variables */
+	int nvars = ir_nvars(c->ir);
+	cr_assert_eq(transport_frame(c, &fr, why, sizeof why), 1, "%s", why);
+	cr_expect_eq(ir_nvars(c->ir), nvars, "the IR grew by %d variables", ir_nvars(c->ir) - nvars);
+	transport_frame_free(&fr);
 	spec_carrier_free(c);
 	c = load_ok("tests/rows/softmax_top_weight.yaml");
 	cr_assert_eq(transport_frame(c, &fr, why, sizeof why), 1, "%s", why);

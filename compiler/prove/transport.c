@@ -237,6 +237,21 @@ static Op own_monoid(const Carrier *c, int f)
 /* Whether e reads node x. */
 static int reads_node(void *ctx, Expr *e) { return e == ctx; }
 
+/* The coordinate variable of field f, made by an earlier derivation for
+ * this carrier where there was one (a carrier with no certificate has no
+ * other variable of this kind and name), so that compiling a carrier
+ * again does not grow its IR. */
+static int frame_var(Ir *ir, const char *name, int f)
+{
+	for (int v = 0; v < ir_nvars(ir); v++) {
+		const Var *var = ir_var(ir, v);
+		if (var->kind == VAR_SYM && var->slot == f && var->ty.kind == TY_F32 && !var->ty.len &&
+		    !strcmp(var->name, name))
+			return v;
+	}
+	return ir_add_var(ir, name, VAR_SYM, 0, f, ty_scalar(TY_F32), TY_F32);
+}
+
 int transport_frame(Carrier *c, Carrier *out, char *why, size_t n)
 {
 	memset(out, 0, sizeof *out);
@@ -275,7 +290,7 @@ int transport_frame(Carrier *c, Carrier *out, char *why, size_t n)
 	Ty f32 = ty_scalar(TY_F32);
 	Expr *zero = ir_const(ir, f32, 0);
 	for (int f = 0; f < ns; f++)
-		out->cert_var[f] = ir_add_var(ir, c->state[f].name, VAR_SYM, 0, f, f32, TY_F32);
+		out->cert_var[f] = frame_var(ir, c->state[f].name, f);
 	for (int f = 0; f < ns; f++) {
 		Op own = f == mf ? EXPR_MAX : own_monoid(c, f);
 		out->cert_into[f].name = c->state[f].name;
