@@ -150,6 +150,20 @@ Test(explore, welford_lands_on_chan)
 	explore_result_free(&r);
 }
 
+/* A reference that names a helper (tot) beside its output: the written
+ * carrier keeps the output's reference, its helper inlined, and loads
+ * (it did not: "reference 'tot' names no output", every strategy). */
+Test(explore, reference_helpers_are_not_written_apart)
+{
+	ExploreResult r = explore_text("carrier: mean_loop\nelement: {x: f32}\nstate: {s: f32, n: f32}\n"
+					"identity: {s: 0, n: 0}\nstep:\n  s: s + x\n  n: n + 1\nfinalize: {mean: s / n}\n"
+					"reference:\n  tot: sum(x)\n  mean: tot / count()\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect(!strstr(r.log, "does not load"), "%s", r.log);
+	cr_expect(strstr(r.yaml, "reference:\n  mean: sum(x) / count()\n") && !strstr(r.yaml, "tot"), "%s", r.yaml);
+	explore_result_free(&r);
+}
+
 Test(explore, max_prefix_sum_adds_the_sum)
 {
 	ExploreResult r;

@@ -83,18 +83,6 @@ static void put_decls(Buf *b, const Carrier *c, const char *key, const Decl *d, 
 	}
 }
 
-static void put_defs(Buf *b, const Ir *ir, const char *key, const Def *d, int n)
-{
-	if (!n)
-		return;
-	buf_printf(b, "%s:\n", key);
-	for (int i = 0; i < n; i++) {
-		buf_printf(b, "  %s: ", d[i].name);
-		put_expr(b, ir, d[i].e);
-		buf_puts(b, "\n");
-	}
-}
-
 static void put_fields(Buf *b, const Ir *ir, const Cand *k, const char *key, Expr *const *e)
 {
 	buf_printf(b, "%s:\n", key);
@@ -163,7 +151,23 @@ char *ex_cand_yaml(Ex *x, const Cand *k)
 			buf_puts(&b, "\n");
 		}
 	}
-	put_defs(&b, ir, "reference", c->ref, c->nref);
+	/* the outputs' references alone: each is written whole, its helpers
+	 * (mx: max(x) beside h: ... x - mx ...) inlined, so a helper written
+	 * beside it would be one no reference names */
+	int nref = 0;
+	for (int i = 0; i < c->nref; i++) {
+		int out = 0;
+		for (int o = 0; o < k->nfin && !out; o++)
+			out = !strcmp(c->ref[i].name, k->finname[o]);
+		for (int o = 0; o < c->nmap && !out; o++)
+			out = !strcmp(c->ref[i].name, c->map[o].name);
+		if (!out)
+			continue;
+		buf_puts(&b, nref++ ? "  " : "reference:\n  ");
+		buf_printf(&b, "%s: ", c->ref[i].name);
+		put_expr(&b, ir, c->ref[i].e);
+		buf_puts(&b, "\n");
+	}
 	if (k->commutative)
 		buf_puts(&b, "laws: [commutative]\n");
 	if (c->tpl_given)
