@@ -120,6 +120,7 @@ Test(explore, weighted_welford) { derived_ok("specs/loops/weighted_welford.yaml"
 Test(explore, weighted_variance) { derived_ok("specs/loops/weighted_variance.yaml", "generalize"); }
 Test(explore, argmax_first) { derived_ok("specs/loops/argmax_first.yaml", "generalize"); }
 Test(explore, argmax_last) { derived_ok("specs/loops/argmax_last.yaml", "generalize"); }
+Test(explore, softmax_entropy_update) { derived_ok("specs/loops/softmax_entropy_update.yaml", "generalize"); }
 
 Test(explore, homomorphism_test_passes_when_folds_agree)
 {
@@ -161,6 +162,21 @@ Test(explore, reference_helpers_are_not_written_apart)
 	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
 	cr_expect(!strstr(r.log, "does not load"), "%s", r.log);
 	cr_expect(strstr(r.yaml, "reference:\n  mean: sum(x) / count()\n") && !strstr(r.yaml, "tot"), "%s", r.yaml);
+	explore_result_free(&r);
+}
+
+/* The entropy's element term d e^d stands for a whole state's own terms
+ * (b.s + b.l c') e^c': the step's terms over the state, swapped to the
+ * other state, guard and all; and the reference's helpers (mx, z), which
+ * its output inlines, are not written beside it. */
+Test(explore, entropy_takes_the_own_terms_swapped)
+{
+	ExploreResult r;
+	explore_file("specs/loops/softmax_entropy_update.yaml", &r);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect(strstr(r.yaml, "(b.s + b.l * where(b.l == 0, 0, b.m - max(b.m, a.m)))"), "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "reference:\n  h: ") && !strstr(r.yaml, "  mx:") && !strstr(r.yaml, "  z:"), "%s",
+		  r.yaml);
 	explore_result_free(&r);
 }
 

@@ -183,6 +183,54 @@ static Expr *variant(Gen *g, unsigned mask, int w, int zero)
 	return g->bad ? NULL : sum;
 }
 
+/* The step's terms that read the state's own fields, rewritten over this side's
+ * state, plus the same with the two states' fields swapped: a whole
+ * state's part as the step writes the old state's (softmax's entropy,
+ * whose element term d e^d stands for (b.s + b.l d) e^d, takes
+ * (a.s + a.l c) e^c + (b.s + b.l c') e^c', the empty state's guard in c
+ * swapped along).  NULL where no term reads the state. */
+/* Whether e reads a state field that carries no element input (lift
+ * m = x carries it): the element's term of a step reads the state only
+ * through such a field's update (d = x - max(m, x)). */
+static int reads_own(Gen *g, Expr *e)
+{
+	if (e->op == EXPR_VAR) {
+		const Var *v = ir_var(g->x->c->ir, e->k);
+		return v->kind == VAR_STATE && g->carries[v->slot] < 0;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_own(g, e->a[i]))
+			return 1;
+	return 0;
+}
+
+static Expr *symmetric(Gen *g)
+{
+	Ex *x = g->x;
+	Ir *ir = x->c->ir;
+	Expr *t[16], *own_terms = NULL;
+	int sign[16], nt = terms(*steps(x, g->f), t, sign);
+	g->mask = 0, g->occ = 0, g->bad = 0;
+	for (int i = 0; i < nt; i++) {
+		if (!reads_own(g, t[i]))
+			continue;
+		Expr *r = rewrite(g, t[i], nt == 1);
+		if (!own_terms)
+			own_terms = sign[i] < 0 ? ir_un(ir, EXPR_NEG, r) : r;
+		else
+			own_terms = ir_bin(ir, sign[i] < 0 ? EXPR_SUB : EXPR_ADD, own_terms, r);
+	}
+	if (!own_terms || g->bad || x->n > EX_MAXF)
+		return NULL;
+	int vars[2 * EX_MAXF];
+	Expr *repl[2 * EX_MAXF];
+	for (int q = 0; q < x->n; q++) {
+		vars[2 * q] = x->f[q].var[STATE_A], repl[2 * q] = ir_ref(ir, x->f[q].var[STATE_B]);
+		vars[2 * q + 1] = x->f[q].var[STATE_B], repl[2 * q + 1] = ir_ref(ir, x->f[q].var[STATE_A]);
+	}
+	return ir_bin(ir, EXPR_ADD, own_terms, ex_subst_vars(x, own_terms, 2 * x->n, vars, repl));
+}
+
 /* Does field f's candidate give the loop's merged values on the pairs? */
 static int fits(Ex *x, int f, Expr *e)
 {
@@ -232,6 +280,11 @@ static int generalize_field(Gen *g, int f, char *why, size_t n)
 					return 0;
 				}
 			}
+	}
+	Expr *sym = symmetric(g);
+	if (sym && fits(x, f, sym)) {
+		g->gen[f] = sym;
+		return 0;
 	}
 	char *s = ir_str(x->c->ir, probe);
 	snprintf(why, n, "no variant of %s's step fits the loop (the plain one is %s)", x->f[f].name, s);
