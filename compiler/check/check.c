@@ -599,11 +599,6 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 	return 0;
 }
 
-/* The trials draw a bool param true unless --param fixes it, so a law
- * that fails only where it is false would pass them: each assignment of
- * the free ones gets its own trials (check_case_mask).  r is the first
- * case that fails, else the last; cases says which ran. */
-
 int check_case_count(int nfree) { return nfree <= CASES_ALL ? 1 << nfree : nfree + 2; }
 
 uint32_t check_case_mask(int at, int nfree)
@@ -639,6 +634,10 @@ static void case_text(Carrier *c, const Define *d, int nd, int nfree, char *what
 		snprintf(what + at, at < n ? n - at : 0, ", the others true");
 }
 
+/* The trials draw a bool param true unless --param fixes it, so a law
+ * that fails only where it is false would pass them: each assignment of
+ * the free ones gets its own trials (check_case_mask).  r is the first
+ * case that fails, else the last; cases says which ran. */
 int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cases, size_t ncases, char *msg,
 		    size_t n)
 {
