@@ -94,8 +94,6 @@ static LLVMValueRef lift_bound(B *b, LV *out, LV *id)
 	return cond;
 }
 
-/* x > y ? x : y: one vmaxps on x86 (maxnum takes three: it must pick the
- * number when either is NaN); y when x is NaN. */
 /* x > y ? x : y (max) or x < y ? x : y, as x86's vmaxps and vminps define
  * them (y where either is NaN, and where both are zeros): on AVX-512 in
  * 16 lanes the instruction itself, one uop on either vector port.  LLVM
@@ -114,6 +112,8 @@ static LLVMValueRef sel_max(Lower *L, LLVMValueRef x, LLVMValueRef y, int max)
 	return LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, max ? LLVMRealOGT : LLVMRealOLT, x, y, ""), x, y, "");
 }
 
+/* x > y ? x : y, y when x is NaN: one vmaxps on x86, where maxnum takes
+ * three (it must pick the number when either is NaN). */
 static LLVMValueRef gt_max(B *b, LLVMValueRef x, LLVMValueRef y)
 {
 	return sel_max(&b->L, x, y, 1);
