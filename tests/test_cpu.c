@@ -1088,17 +1088,18 @@ Test(cpu, welford_without_the_claim_folds_transported)
 	spec_carrier_free(c);
 }
 
-/* Welford, layer norm and a masked Welford fold their tiles transported,
- * and both paths meet the float64 reference at odd lengths, split or not. */
+/* Welford, layer norm, a masked Welford and softmax's entropy (by the
+ * certificate derived from its maximum) fold their tiles transported, and
+ * both paths meet the float64 reference at odd lengths, split or not. */
 Test(cpu, transported_tiles_meet_the_reference, .timeout = 120)
 {
 	static const int lens[] = {0, 1, 15, 17, 255, 257, 1000, 4099};
-	const char *specs[] = {"specs/welford.yaml", "specs/layer_norm.yaml", "masked"};
+	const char *specs[] = {"specs/welford.yaml", "specs/layer_norm.yaml", "masked", "tests/rows/softmax_entropy.yaml"};
 	RtPool *p;
 	char msg[200];
 	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
-	for (int s = 0; s < 3; s++) {
-		Carrier *c = s < 2 ? load_ok(specs[s]) : masked_welford();
+	for (int s = 0; s < 4; s++) {
+		Carrier *c = s != 2 ? load_ok(specs[s]) : masked_welford();
 		LlvmKernel *k[2];
 		transported_pair(c, k);
 		for (int v = 0; v < 2; v++)
@@ -1214,14 +1215,13 @@ Test(cpu, transported_tiles_keep_special_values)
 /* A carrier with no certificate whose fields are kept relative to its
  * maximum (an entropy: s = sum e^(x - m) (x - m), rescaled with a term of
  * its own, which the max-rescale tiles do not match) folds transported by
- * a certificate derived from the maximum, proved as a written one is:
- * both paths meet the reference at odd lengths, split or not, and agree
+ * a certificate derived from the maximum, proved as a written one is (its
+ * odd lengths in transported_tiles_meet_the_reference): both paths agree
  * in kind on rows holding infinities and NaN.  Where a field merges by a
  * max of rescaled values, no sum in the maximum's frame holds it: the
  * derived certificate is not proved, and the tiles fold by merges. */
 Test(cpu, maximum_derives_a_certificate, .timeout = 120)
 {
-	static const int lens[] = {0, 1, 15, 17, 255, 257, 1000, 4099};
 	Carrier *c = load_ok("tests/rows/softmax_entropy.yaml");
 	cr_assert_eq(c->has_cert, 0);
 	LlvmKernel *k[2];
@@ -1230,15 +1230,6 @@ Test(cpu, maximum_derives_a_certificate, .timeout = 120)
 	RtPool *p;
 	char msg[200];
 	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
-	for (int v = 0; v < 2; v++)
-		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
-			RunData *d = drawn(c, 3, lens[l], 70 + l);
-			run_kernel(k[v], d, p, l % 2 ? 3 : 0);
-			char w[200];
-			snprintf(w, sizeof w, "tf=%d len %d", !v, lens[l]);
-			expect_ok(d, w);
-			rundata_free(d);
-		}
 	enum { R = 5, N = 1000 };
 	float h[2][R];
 	for (int v = 0; v < 2; v++) {
