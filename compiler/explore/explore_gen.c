@@ -131,6 +131,14 @@ static int terms(Expr *e, Expr **t, int *sign)
 	return n;
 }
 
+/* sum + sign * r, or sign * r where sum is the first term (NULL) */
+static Expr *add_signed(Ir *ir, Expr *sum, Expr *r, int sign)
+{
+	if (!sum)
+		return sign < 0 ? ir_un(ir, EXPR_NEG, r) : r;
+	return ir_bin(ir, sign < 0 ? EXPR_SUB : EXPR_ADD, sum, r);
+}
+
 /* What a field that lifts to 0 gains from the other state's own value
  * of it (the plain step sees b's value as 0), by kind:
  *   0: nothing;  1: + b.f (Welford's m2);
@@ -169,10 +177,7 @@ static Expr *variant(Gen *g, unsigned mask, int w, int zero)
 		int elem = g->direct || !ex_has_state(x, t[i]);
 		if (elem && w >= 0)
 			r = ir_bin(ir, EXPR_MUL, r, ir_ref(ir, x->f[w].var[other(x)]));
-		if (!sum)
-			sum = sign[i] < 0 ? ir_un(ir, EXPR_NEG, r) : r;
-		else
-			sum = ir_bin(ir, sign[i] < 0 ? EXPR_SUB : EXPR_ADD, sum, r);
+		sum = add_signed(ir, sum, r, sign[i]);
 	}
 	if (zero) {
 		Expr *part = own_part(g, zero);
@@ -214,11 +219,7 @@ static Expr *symmetric(Gen *g)
 	for (int i = 0; i < nt; i++) {
 		if (!reads_own(g, t[i]))
 			continue;
-		Expr *r = rewrite(g, t[i], nt == 1);
-		if (!own_terms)
-			own_terms = sign[i] < 0 ? ir_un(ir, EXPR_NEG, r) : r;
-		else
-			own_terms = ir_bin(ir, sign[i] < 0 ? EXPR_SUB : EXPR_ADD, own_terms, r);
+		own_terms = add_signed(ir, own_terms, rewrite(g, t[i], nt == 1), sign[i]);
 	}
 	if (!own_terms || g->bad || x->n > EX_MAXF)
 		return NULL;
