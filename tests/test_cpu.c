@@ -520,6 +520,23 @@ Test(cpu, ordered_lanes_keep_the_first_tie)
 	spec_carrier_free(c);
 }
 
+/* run --verbose and bench name the ordered fold for what it is: lanes
+ * that each fold a run, not one lane by a tree of merges. */
+Test(cpu, ordered_lanes_are_named)
+{
+	char out[8192];
+	static const char *cmds[][3] = {
+		{"build/asan/assoc run bench/carriers/argmax_first.yaml --device cpu --rows 3 --len 700 --verbose",
+		 "(ordered lanes)", "(tree of merges)"},
+		{"build/asan/assoc bench bench/carriers/argmax_first.yaml --device cpu --threads 1 --rows 3 --len 700",
+		 " ordered lanes, ", "1 lanes x 1 accumulators"}};
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+		cr_assert_eq(sh(cmds[i][0], out, sizeof out, 1), 0, "%s: %s", cmds[i][0], out);
+		cr_expect(strstr(out, cmds[i][1]), "%s: %s", cmds[i][0], out);
+		cr_expect(!strstr(out, cmds[i][2]), "%s: %s", cmds[i][0], out);
+	}
+}
+
 /* Row 0 is fully masked: the empty row's state, finalized. */
 Test(cpu, fully_masked_rows)
 {
