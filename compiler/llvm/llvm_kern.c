@@ -727,12 +727,16 @@ void kern_bind_segment(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *in,
 		L->bind[c->elem[k].var] = lv1(b, in[(size_t)k * W + t]);
 	for (int k = 0; k < c->ncol; k++)
 		L->bind[c->col[k].var] = lv1(b, in[(size_t)(c->nelem + k) * W + t]);
+	/* j + t + l*seg in lane l, as the splat of j plus a constant vector
+	 * where seg is constant: one broadcast a block, not one a position
+	 * (a broadcast from a general register takes port 5, which the
+	 * transpose and the compares fill) */
 	LLVMValueRef iota[64];
 	for (int l = 0; l < W; l++)
 		iota[l] = LLVMConstInt(b->i32, l, 0);
-	LLVMValueRef at = idx32(b, LLVMBuildAdd(L->b, j, ci64(b, t), ""));
 	LLVMValueRef off = LLVMBuildMul(L->b, lower_splat(L, idx32(b, seg)), LLVMConstVector(iota, W), "");
-	L->bind[c->idx[IDX_J]] = lv1(b, LLVMBuildAdd(L->b, lower_splat(L, at), off, ""));
+	off = LLVMBuildAdd(L->b, off, lower_splat(L, LLVMConstInt(b->i32, t, 0)), "");
+	L->bind[c->idx[IDX_J]] = lv1(b, LLVMBuildAdd(L->b, lower_splat(L, idx32(b, j)), off, ""));
 }
 
 /* Bind params, row inputs of row i, and (when j) element and column inputs
