@@ -540,9 +540,9 @@ static void masked_into(B *b, LV *acc, LLVMValueRef j, LLVMValueRef hi, LV *lift
 enum { PREFETCH_BYTES = 4096 };
 
 /* Prefetch the cache lines of the element inputs that n positions from j
- * cover, PREFETCH_BYTES ahead (past the row: the next row, which the
- * thread takes next; prefetches never fault). */
-static void prefetch_lines(B *b, LLVMValueRef j, long long n)
+ * cover, ahead bytes on (PREFETCH_BYTES; past the row: the next row,
+ * which the thread takes next; prefetches never fault). */
+static void prefetch_lines(B *b, LLVMValueRef j, long long n, long long ahead)
 {
 	Carrier *c = b->k->c;
 	if (!c->nelem)
@@ -550,7 +550,7 @@ static void prefetch_lines(B *b, LLVMValueRef j, long long n)
 	long long size = (long long)run_kind_size((TyKind)c->elem[0].storage) * spec_decl_width(&c->elem[0]);
 	long long step = 64 / size > 0 ? 64 / size : 1;
 	for (long long t = 0; t < n; t += step)
-		kern_prefetch_at(b, j, ci64(b, PREFETCH_BYTES / size + t), PREFETCH_L1);
+		kern_prefetch_at(b, j, ci64(b, ahead / size + t), PREFETCH_L1);
 }
 
 /* Rows are read as STREAMS streams side by side (the vectors of one
@@ -598,7 +598,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	LLVMValueRef Ls = stream_len(b, lo, hi, S, per);
 	Loop l = kern_loop_begin(b, lo, LLVMBuildAdd(b->L.b, lo, Ls, ""), per);
 	for (int q = 0; q < S; q++)
-		prefetch_lines(b, stream_at(b, l.iv, Ls, q, 0), per);
+		prefetch_lines(b, stream_at(b, l.iv, Ls, q, 0), per, PREFETCH_BYTES);
 	for (int a = 0; a < k->accs; a++) {
 		/* the tile's pairs for the lists kept apart tested together */
 		b->apart_hold = 1;
@@ -1685,7 +1685,7 @@ static void select_pass(B *b, Sels *A, LLVMValueRef lo, LLVMValueRef hi, int pas
 	for (int r = r0; r < r1; r++) {
 		if (pass == 1) {
 			b->i = A->r[r].i;
-			prefetch_lines(b, l.iv, SELECT_LANES);
+			prefetch_lines(b, l.iv, SELECT_LANES, PREFETCH_BYTES);
 		}
 		select_at(b, A, &A->r[r], l.iv, pass);
 	}
@@ -2078,69 +2078,93 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
 }
 
 /* The ordered fold, for a merge not known to commute (scalar fields):
- * blocks of W*W consecutive positions from lo, lane l of a block's W
- * vectors its positions l*W .. l*W + W-1 (kern_load_segments with
- * segments of W: W vectors loaded and transposed, vector t holding
- * position t of every lane's run).  The W vectors are lifted and taken,
- * ORDERED_CHAIN at a time, on the right of an accumulator that starts at
- * the identity, as a device's accumulator takes positions (a merge that
+ * blocks of R*W*W consecutive positions from lo (R = ORDERED_RUNS while
+ * they fit, then R = 1), lane l's segment of a block its R*W positions
+ * from l*R*W on.  A loop over the block's runs loads W vectors each (kern_load_segments, segments of R*W: run r's
+ * vector t holds position l*R*W + r*W + t in lane l).  The W vectors are
+ * lifted and taken, ORDERED_CHAIN at a time, on the right of an
+ * accumulator, as a device's accumulator takes positions (a merge that
  * skips a NaN on its right keeps one on its left: argmax's
  * where(b.best > a.best, ...) over a lift of NaN merged as it is carried
  * the NaN past the larger values after it, which the left fold, and
- * check's model of a device, skip); the chains' accumulators are folded
- * by a tree of the spec's merges, earlier positions on the left.  Chains
- * of 4 take W + W/4 - 1 merges a block where each position onto the
- * identity and then a tree took 2W - 1: on Intel, where compares into
- * mask registers share port 5 with the transpose's shuffles, 2048 x
- * 1024 on one thread (Xeon, best of 5) ran 3.4 -> 3.9 G elements/s for a
- * first-position argmin, 5.5 -> 5.7 for argmax (llvm-mca, icelake-server:
- * 253 -> 205 and 136 -> 118 cycles a block; a NaN-skipping min, max and
- * mean with four fields 173 either way).  The
- * lanes then merge neighbour with neighbour (halve, ordered) into the
- * block's state, merged on the right of the state so far.  The row is
- * read as one stream: W segments of the range, one a lane, ran at 0.44
- * to 0.74 of a copy (a first-position argmin, 256 x 65536, 2 threads),
- * the prefetchers following 16 streams a thread.  The positions from the
- * returned end on (fewer than W*W) follow one by one.  Only
- * associativity is used: every merge has the earlier range on its left.
- * A max-rescale merge (llvm_tile.c) folds the block n-arily, one g per
- * position, beside the identity in the place of the accumulator (its
- * fields that fold apart take it on their left).  The result depends on
- * [lo, hi) alone, not on the threads. */
-enum { ORDERED_CHAIN = 4 };
+ * check's model of a device, skip); the first chain starts at the lanes'
+ * state so far (the identity before the first run), the others at the
+ * identity, and the chains are folded by a tree of the spec's merges,
+ * earlier positions on the left, into the lanes' state.  Chains of 4 take
+ * W + W/4 - 1 merges a run where each position onto the identity and then
+ * a tree took 2W - 1: on Intel, where compares into mask registers share
+ * port 5 with the transpose's shuffles, 2048 x 1024 on one thread (Xeon,
+ * best of 5) ran 3.4 -> 3.9 G elements/s for a first-position argmin, 5.5
+ * -> 5.7 for argmax (llvm-mca, icelake-server: 253 -> 205 and 136 -> 118
+ * cycles a block; a NaN-skipping min, max and mean with four fields 173
+ * either way).  After the runs the lanes merge neighbour with neighbour
+ * (halve, ordered: 4 merges and their shuffles for 16 lanes) into the
+ * block's state, merged on the right of the state so far: once a block
+ * of R runs, where one run a block took them each time (min and max with
+ * the first position of each, llvm-mca, icelake-server: 139 -> 101
+ * cycles of port 5 a run; one thread, rows of 16384: 6.3-6.5 -> 7.8-8.2 G
+ * elements/s).  The runs are a loop, not unrolled, and both passes keep
+ * R, so the segments' lengths, constant: the loads' addresses are
+ * offsets from one pointer (with R a value, and so the length, LLVM's
+ * strength reduction took 70 ms more of the JIT's time over the loads).
+ * A run reads a cache line of each of W segments: it prefetches a W*W
+ * share of the next block, so that the next block's first run, which
+ * reads from all of it, finds it there.
+ * (W segments of the whole range, one a lane, ran at 0.44 to 0.74 of a
+ * copy: a first-position argmin, 256 x 65536, 2 threads, the prefetchers
+ * following 16 streams a thread.)  The positions from the returned end
+ * on (fewer than W*W) follow one by one.  Only associativity is used:
+ * every merge has the earlier range on its left.  A max-rescale merge
+ * (llvm_tile.c) folds a run n-arily, one g per position, beside the
+ * lanes' state in the place of the accumulator (its fields that fold
+ * apart take it on their left).  The result depends on [lo, hi) alone,
+ * not on the threads. */
+enum { ORDERED_CHAIN = 4, ORDERED_RUNS = 8 };
 
-static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+/* The ordered fold's blocks of R runs from lo, each merged on the right
+ * of the state in one; returns where they end. */
+static LLVMValueRef ordered_pass(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp, int R)
 {
 	Kern *k = b->k;
 	Carrier *c = k->c;
 	Lower *L = &b->L;
 	int ns = c->nstate, W = k->ordered;
-	long long n = (long long)W * W;
-	LLVMValueRef end = LLVMBuildAdd(L->b, lo, LLVMBuildMul(L->b, LLVMBuildSDiv(L->b, LLVMBuildSub(L->b, hi, lo, ""), ci64(b, n), ""),
-							 ci64(b, n), ""), "");
-	LV *lifted = calloc((size_t)(W + 1) * ns, sizeof *lifted), *s[65], *v = calloc(ns, sizeof *v);
+	long long ww = (long long)W * W;
+	LV *lifted = calloc((size_t)(W + 2) * ns, sizeof *lifted), *s[65], *v = calloc(ns, sizeof *v);
+	LV *acc = lifted + (size_t)(W + 1) * ns;
 	LLVMValueRef *in = calloc((size_t)(c->nelem + c->ncol) * W + 1, sizeof *in);
-	lower_scope(L, 1);
-	kern_bind_inputs(b, NULL);
-	kern_identity(b, b->st);
-	kern_slots_store(b, one, b->st);
-	Loop l = kern_loop_begin(b, lo, end, n);
 	lower_scope(L, W);
-	prefetch_lines(b, l.iv, n);
-	kern_load_segments(b, l.iv, ci64(b, W), in);
+	LV *slots = kern_state_slots(b); /* the lanes' states from run to run */
+	Loop l = kern_loop_begin(b, lo, hi, R * ww);
+	LLVMValueRef seg = ci64(b, R * W);
+	lower_scope(L, W);
+	kern_bind_params(b);
+	kern_identity(b, acc);
+	kern_slots_store(b, slots, acc);
+	LLVMValueRef r = kern_count_open(b, "run");
+	LLVMValueRef at = LLVMBuildAdd(L->b, l.iv, LLVMBuildMul(L->b, r, ci64(b, W), ""), "");
+	lower_scope(L, W);
+	/* run r of the next block reads from all of it: each run prefetches
+	 * a W*W share of it, the next block's first run finds it all there */
+	if (R > 1)
+		prefetch_lines(b, LLVMBuildAdd(L->b, l.iv, LLVMBuildMul(L->b, LLVMBuildAdd(L->b, r, ci64(b, R), ""), ci64(b, ww), ""), ""),
+			       ww, 0);
+	else
+		prefetch_lines(b, l.iv, ww, PREFETCH_BYTES);
+	kern_load_segments(b, at, seg, in);
 	for (int t = 0; t < W; t++) {
 		s[t] = lifted + t * ns;
 		lower_scope(L, W);
-		kern_bind_segment(b, l.iv, ci64(b, W), in, t);
+		kern_bind_segment(b, at, seg, in, t);
 		lift_bound(b, s[t], tmp);
 	}
 	lower_scope(L, W);
 	kern_bind_params(b);
+	kern_slots_load(b, slots, acc);
 	if (k->mr_field >= 0) {
-		s[W] = lifted + (size_t)W * ns;
-		kern_identity(b, s[W]);
+		s[W] = acc;
 		fold_max_rescale(b, s, W + 1, tmp);
-		memcpy(v, tmp, ns * sizeof *v);
+		kern_slots_store(b, slots, tmp);
 	} else {
 		LV *e = lifted + (size_t)W * ns, *heads[64];
 		int C = W < ORDERED_CHAIN ? W : ORDERED_CHAIN;
@@ -2149,14 +2173,18 @@ static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef 
 			for (int t = g; t < g + C; t++) {
 				lower_scope(L, W);
 				kern_bind_params(b);
-				kern_merge(b, t == g ? e : s[g], s[t], tmp);
+				kern_merge(b, t > g ? s[g] : g == 0 ? acc : e, s[t], tmp);
 				memcpy(s[g], tmp, ns * sizeof *tmp);
 			}
 			heads[g / C] = s[g];
 		}
 		kern_fold_tree(b, heads, W / C, tmp);
-		memcpy(v, heads[0], ns * sizeof *v);
+		kern_slots_store(b, slots, heads[0]);
 	}
+	kern_count_close(b, r, R, 1);
+	lower_scope(L, W);
+	kern_bind_params(b);
+	kern_slots_load(b, slots, v);
 	halve(b, v, tmp, 1);
 	lower_scope(L, 1);
 	kern_bind_params(b);
@@ -2165,10 +2193,21 @@ static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef 
 	kern_merge(b, x, v, tmp);
 	kern_slots_store(b, one, tmp);
 	kern_loop_end(b, &l);
+	lower_scope(L, 1);
+	free(slots);
 	free(lifted);
 	free(in);
 	free(v);
-	return end;
+	return kern_loop_final(b, &l);
+}
+
+static LLVMValueRef reduce_ordered(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+{
+	lower_scope(&b->L, 1);
+	kern_bind_inputs(b, NULL);
+	kern_identity(b, b->st);
+	kern_slots_store(b, one, b->st);
+	return ordered_pass(b, one, ordered_pass(b, one, lo, hi, tmp, ORDERED_RUNS), hi, tmp, 1);
 }
 
 /* ---- keys read in place from a paged pool ---- */
