@@ -127,17 +127,25 @@ static LLVMValueRef g_of(B *b, LLVMValueRef d)
 	return b->k->mr_g == EXPR_EXP ? math_exp_nonpos(&b->L, d) : math_exp2(&b->L, d);
 }
 
-/* Pairwise sum, or the max of v ignoring NaN as maxnum does: each value
- * first meets -inf as y of gt_max, which turns NaN into -inf, so the tree
- * sees no NaN.  A lane of NaN only comes out -inf, not NaN: its F is NaN
- * either way, and merged with any state m is that state's (maxnum drops
- * NaN; the accumulator starts at the identity's m). */
+/* Pairwise sum, or the max of v ignoring NaN as maxnum does: in
+ * TREE_CHAINS chains, each value taken as x of gt_max onto its chain's
+ * running max (-inf at first), which keeps the running max where the
+ * value is NaN and so is never NaN itself; then the chains' maxima by a
+ * tree.  n + TREE_CHAINS - 1 vmaxps, where turning each NaN into -inf
+ * first and a tree took 2n - 1.  A lane of NaN only comes out -inf, not
+ * NaN: its F is NaN either way, and merged with any state m is that
+ * state's (maxnum drops NaN; the accumulator starts at the identity's m). */
+enum { TREE_CHAINS = 4 };
+
 static LLVMValueRef tree(B *b, LLVMValueRef *v, int n, int max)
 {
-	if (max)
-		for (int t = 0; t < n; t++)
-			v[t] = gt_max(b, v[t], lower_const(&b->L, TY_F32, -INFINITY));
-	return kern_monoid_tree(&b->L, max ? EXPR_MAX : EXPR_ADD, v, n);
+	if (!max)
+		return kern_monoid_tree(&b->L, EXPR_ADD, v, n);
+	LLVMValueRef acc[TREE_CHAINS];
+	int K = n < TREE_CHAINS ? n : TREE_CHAINS;
+	for (int t = 0; t < n; t++)
+		acc[t % K] = gt_max(b, v[t], t < K ? lower_const(&b->L, TY_F32, -INFINITY) : acc[t % K]);
+	return kern_monoid_tree(&b->L, EXPR_MAX, acc, K);
 }
 
 LLVMValueRef kern_monoid_tree(Lower *L, Op op, LLVMValueRef *v, int n)
