@@ -2105,7 +2105,10 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
  * best of 5) ran 3.4 -> 3.9 G elements/s for a first-position argmin, 5.5
  * -> 5.7 for argmax (llvm-mca, icelake-server: 253 -> 205 and 136 -> 118
  * cycles a block; a NaN-skipping min, max and mean with four fields 173
- * either way).  After the runs the lanes merge neighbour with neighbour
+ * either way); chains of 8, once the runs carried the lanes' states, 85
+ * -> 80 cycles a run for argmax, 97 -> 96 for min and max with their
+ * positions (llvm-mca), the first chain and the tree still well inside a
+ * run's time.  After the runs the lanes merge neighbour with neighbour
  * (halve, ordered: 4 merges and their shuffles for 16 lanes) into the
  * block's state, merged on the right of the state so far: once a block
  * of R runs, where one run a block took them each time (min and max with
@@ -2127,7 +2130,7 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
  * lanes' state in the place of the accumulator (its fields that fold
  * apart take it on their left).  The result depends on [lo, hi) alone,
  * not on the threads. */
-enum { ORDERED_CHAIN = 4, ORDERED_RUNS = 8 };
+enum { ORDERED_CHAIN = 8, ORDERED_RUNS = 8 };
 
 /* The ordered fold's blocks of R runs from lo, each merged on the right
  * of the state in one; returns where they end. */
