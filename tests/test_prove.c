@@ -477,6 +477,23 @@ Test(prove, integer_fields_take_whole_bounds)
 	check("tests/prove/last_match_half.yaml", "pu--");
 }
 
+/* An order on a sum of two states' counts of positions (an i32 that lift
+ * sets to 0 or 1 and merge sums) is decided as over the integers: a row
+ * has at most INT32_MAX positions, so such a sum does not wrap.  With 1
+ * added it could, and the order stays unknown. */
+Test(prove, counts_of_positions_do_not_wrap)
+{
+	check("tests/prove/first_by_count.yaml", "pp--");
+	check("tests/rows/softmax_first.yaml", "pp--");
+	check("tests/prove/first_by_count_plus_one.yaml", "uu--");
+	Carrier *c = load_ok("tests/prove/first_by_count_plus_one.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 1, &r), 0);
+	cr_expect(strstr(law(&r, "associative")->how, "may wrap"), "%s", law(&r, "associative")->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* any_all's lifts keep any >= all, all >= any, any <= 1 and all <= 1,
  * and a region has room for two: the first two alone do not show that
  * merges keep the bounds, which hold under themselves.  With any <= 1

@@ -542,17 +542,69 @@ static void ev_logic(Ev *x, Val *r, Expr *e)
 	*r = *ev_eval(x, e->a[1]);
 }
 
+/* e is 0 or 1 whatever its inputs: the constant, or a where of such. */
+static int zero_or_one(const Expr *e)
+{
+	while (e->op == EXPR_CAST)
+		e = e->a[0];
+	if (e->op == EXPR_CONST)
+		return e->num == 0 || e->num == 1;
+	return e->op == EXPR_WHERE && zero_or_one(e->a[1]) && zero_or_one(e->a[2]);
+}
+
+/* Whether state field f counts positions: an integer that starts at 0,
+ * that lift sets to 0 or 1 and merge sums (a.f + b.f), so that a state's
+ * count lies in [0, its positions]. */
+static int counts_positions(const Carrier *c, int f)
+{
+	const Expr *m = c->merge[f], *id = c->identity[f];
+	if (!ty_is_int(c->state[f].ty) || c->state[f].ty.len || !m || m->op != EXPR_ADD || id->op != EXPR_CONST ||
+	    id->num != 0 || !zero_or_one(c->lift[f]))
+		return 0;
+	const Expr *x = m->a[0], *y = m->a[1];
+	if (x->op != EXPR_VAR || y->op != EXPR_VAR)
+		return 0;
+	int a = c->svar[STATE_A][f], b = c->svar[STATE_B][f];
+	return (x->k == a && y->k == b) || (x->k == b && y->k == a);
+}
+
+/* e adds and subtracts counts of positions (counts_positions) of
+ * different states, each at most once (*sides: the states taken), and 0s
+ * (the identity's count). */
+static int count_sum(const Pv *p, const Expr *e, unsigned *sides)
+{
+	if (e->op == EXPR_ADD || e->op == EXPR_SUB)
+		return count_sum(p, e->a[0], sides) && count_sum(p, e->a[1], sides);
+	if (e->op == EXPR_CONST)
+		return e->num == 0;
+	int v = e->op == EXPR_VAR ? p->var_of[e->k] : -1;
+	if (v < 0 || !p->vop[v] || !counts_positions(p->c, p->vfield[v]))
+		return 0;
+	unsigned side = 1u << (p->vop[v] - 'a');
+	if (*sides & side)
+		return 0;
+	*sides |= side;
+	return 1;
+}
+
 /* Integer arithmetic that may wrap: the prover's integers are unbounded,
  * two's complement ones are not, so an order on a sum of i32 fields
- * (a.k + b.k > 0) can differ from the proof's. */
-static int wraps(const Expr *e)
+ * (a.k + b.k > 0) can differ from the proof's.  Except for counts of
+ * positions of different states, each taken once: the states a merge, a
+ * law or a fold meets are runs of one row, and a row has at most
+ * INT32_MAX positions (every run takes an int length), so such a sum
+ * stays within [-INT32_MAX, INT32_MAX]. */
+static int wraps(const Pv *p, const Expr *e)
 {
 	if (!e || !ty_is_int(e->ty) || e->op == EXPR_VAR || e->op == EXPR_CONST)
+		return 0;
+	unsigned sides = 0;
+	if ((e->op == EXPR_ADD || e->op == EXPR_SUB) && count_sum(p, e, &sides))
 		return 0;
 	if (e->op == EXPR_ADD || e->op == EXPR_SUB || e->op == EXPR_MUL || e->op == EXPR_NEG || e->op == EXPR_POW)
 		return 1;
 	for (int i = 0; i < 3; i++)
-		if (wraps(e->a[i]))
+		if (wraps(p, e->a[i]))
 			return 1;
 	return 0;
 }
@@ -589,7 +641,7 @@ static void ev_select(Ev *x, Val *r, Expr *e)
 		*r = *ev_eval(x, kept);
 		return;
 	}
-	if (e->op != EXPR_WHERE && (wraps(e->a[0]) || wraps(e->a[1]))) { /* max, min, abs order their operands */
+	if (e->op != EXPR_WHERE && (wraps(x->p, e->a[0]) || wraps(x->p, e->a[1]))) { /* max, min, abs order their operands */
 		set_err(r, "an order on integer arithmetic, which may wrap");
 		return;
 	}
@@ -769,7 +821,7 @@ static void ev_binary(Ev *x, Val *r, Expr *e, Val *a, Val *b)
 	}
 	default: {
 		int c;
-		if (wraps(e->a[0]) || wraps(e->a[1])) {
+		if (wraps(x->p, e->a[0]) || wraps(x->p, e->a[1])) {
 			set_err(r, "an order on integer arithmetic, which may wrap");
 			return;
 		}
