@@ -480,11 +480,14 @@ Test(prove, integer_fields_take_whole_bounds)
 /* An order on a sum of two states' counts of positions (an i32 that lift
  * sets to 0 or 1 and merge sums) is decided as over the integers: a row
  * has at most INT32_MAX positions, so such a sum does not wrap.  With 1
- * added it could, and the order stays unknown. */
+ * added it could, and the order stays unknown.  A field that the
+ * invariants bound by the count of positions (a trailing run, suf <= n)
+ * is bounded the same way in a sum. */
 Test(prove, counts_of_positions_do_not_wrap)
 {
 	check("tests/prove/first_by_count.yaml", "pp--");
 	check("tests/rows/softmax_first.yaml", "pp--");
+	check("tests/prove/trailing_run.yaml", "pp--");
 	check("tests/prove/first_by_count_plus_one.yaml", "uu--");
 	Carrier *c = load_ok("tests/prove/first_by_count_plus_one.yaml");
 	ProofReport r;

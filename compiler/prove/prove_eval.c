@@ -587,6 +587,81 @@ static int count_sum(const Pv *p, const Expr *e, unsigned *sides)
 	return 1;
 }
 
+/* The field that counts a state's positions: an integer from 0 that lift
+ * sets to 1 and merge sums; -1 where the carrier has none. */
+static int positions_field(const Carrier *c)
+{
+	for (int f = 0; f < c->nstate; f++) {
+		const Expr *l = c->lift[f];
+		while (l->op == EXPR_CAST)
+			l = l->a[0];
+		if (l->op == EXPR_CONST && l->num == 1 && counts_positions(c, f))
+			return f;
+	}
+	return -1;
+}
+
+/* The states (bit 0: a, 1: b, 2: c) whose fields e reads. */
+static unsigned sides_of(const Pv *p, const Expr *e)
+{
+	if (e->op == EXPR_VAR) {
+		int v = p->var_of[e->k];
+		return v >= 0 && p->vop[v] ? 1u << (p->vop[v] - 'a') : 0;
+	}
+	unsigned s = 0;
+	for (int i = 0; i < 3 && e->a[i]; i++)
+		s |= sides_of(p, e->a[i]);
+	return s;
+}
+
+/* Whether integer e, linear here, stays within [-INT32_MAX, INT32_MAX]
+ * given the region (its invariants bound fields by the count of
+ * positions: a trailing run of positives by its run's length) and that
+ * the positions of the states e reads, each at least 0, add up to at
+ * most INT32_MAX: they are runs of one row.  Only those states: the
+ * region has every state nonempty, and counting a state the law does not
+ * fold would take a position from the others. */
+static int within_positions(Ev *x, Expr *e)
+{
+	Pv *p = x->p;
+	int f = positions_field(p->c);
+	unsigned sides = sides_of(p, e);
+	if (f < 0 || !sides)
+		return 0;
+	Val *v = ev_eval(x, e);
+	if (v->kind != V_FIN || !v->haslin || v->nlog)
+		return 0;
+	Region *r = malloc(2 * sizeof *r);
+	if (!r)
+		abort();
+	Lin sum, l;
+	lin_zero(&sum);
+	int ok = 1;
+	r[0] = *x->r;
+	for (int w = STATE_A; w <= STATE_C && ok; w++) {
+		int k = p->var_of[p->c->svar[w][f]];
+		if (k < 0 || !(sides >> (w - STATE_A) & 1))
+			continue;
+		lin_region_var(&r[0], k, &l);
+		lin_add(p, &sum, &sum, &l, lin_q_int(1));
+		l.c[PV_MAXV] = lin_q_add(p, l.c[PV_MAXV], lin_q_int(1)); /* n > -1: n >= 0 */
+		ok = lin_region_assume(p, &r[0], &l, '>', &r[1]);
+		r[0] = r[1];
+	}
+	sum.c[PV_MAXV] = lin_q_add(p, sum.c[PV_MAXV], lin_q_int(-(int64_t)INT32_MAX - 1));
+	if (ok && lin_region_assume(p, &r[0], &sum, '<', &r[1])) {
+		r[0] = r[1];
+		l = v->lin;
+		l.c[PV_MAXV] = lin_q_add(p, l.c[PV_MAXV], lin_q_int(-(int64_t)INT32_MAX));
+		ok = !lin_region_assume(p, &r[0], &l, '>', &r[1]);
+		l = v->lin;
+		l.c[PV_MAXV] = lin_q_add(p, l.c[PV_MAXV], lin_q_int(INT32_MAX));
+		ok = ok && !lin_region_assume(p, &r[0], &l, '<', &r[1]);
+	}
+	free(r);
+	return ok && !p->overflow;
+}
+
 /* Integer arithmetic that may wrap: the prover's integers are unbounded,
  * two's complement ones are not, so an order on a sum of i32 fields
  * (a.k + b.k > 0) can differ from the proof's.  Except for counts of
@@ -594,17 +669,17 @@ static int count_sum(const Pv *p, const Expr *e, unsigned *sides)
  * law or a fold meets are runs of one row, and a row has at most
  * INT32_MAX positions (every run takes an int length), so such a sum
  * stays within [-INT32_MAX, INT32_MAX]. */
-static int wraps(const Pv *p, const Expr *e)
+static int wraps(Ev *x, Expr *e)
 {
 	if (!e || !ty_is_int(e->ty) || e->op == EXPR_VAR || e->op == EXPR_CONST)
 		return 0;
 	unsigned sides = 0;
-	if ((e->op == EXPR_ADD || e->op == EXPR_SUB) && count_sum(p, e, &sides))
+	if ((e->op == EXPR_ADD || e->op == EXPR_SUB) && count_sum(x->p, e, &sides))
 		return 0;
 	if (e->op == EXPR_ADD || e->op == EXPR_SUB || e->op == EXPR_MUL || e->op == EXPR_NEG || e->op == EXPR_POW)
-		return 1;
+		return !within_positions(x, e);
 	for (int i = 0; i < 3; i++)
-		if (wraps(p, e->a[i]))
+		if (wraps(x, e->a[i]))
 			return 1;
 	return 0;
 }
@@ -641,7 +716,7 @@ static void ev_select(Ev *x, Val *r, Expr *e)
 		*r = *ev_eval(x, kept);
 		return;
 	}
-	if (e->op != EXPR_WHERE && (wraps(x->p, e->a[0]) || wraps(x->p, e->a[1]))) { /* max, min, abs order their operands */
+	if (e->op != EXPR_WHERE && (wraps(x, e->a[0]) || wraps(x, e->a[1]))) { /* max, min, abs order their operands */
 		set_err(r, "an order on integer arithmetic, which may wrap");
 		return;
 	}
@@ -821,7 +896,7 @@ static void ev_binary(Ev *x, Val *r, Expr *e, Val *a, Val *b)
 	}
 	default: {
 		int c;
-		if (wraps(x->p, e->a[0]) || wraps(x->p, e->a[1])) {
+		if (wraps(x, e->a[0]) || wraps(x, e->a[1])) {
 			set_err(r, "an order on integer arithmetic, which may wrap");
 			return;
 		}
