@@ -522,16 +522,24 @@ Test(cpu, ordered_lanes_keep_the_first_tie)
 	spec_carrier_free(c);
 }
 
-/* run --verbose and bench name the ordered fold for what it is: lanes
- * that each fold a run, not one lane by a tree of merges. */
-Test(cpu, ordered_lanes_are_named)
+/* run --verbose and bench name each fold for what it is: ordered lanes
+ * that each fold a run, and top-k lists chosen from candidates, not one
+ * lane by a tree of merges; a --config whose lanes the plan cannot take
+ * says so and why. */
+Test(cpu, folds_are_named)
 {
 	char out[8192];
 	static const char *cmds[][3] = {
 		{"build/asan/assoc run bench/carriers/argmax_first.yaml --device cpu --rows 3 --len 700 --verbose",
 		 "(ordered lanes)", "(tree of merges)"},
 		{"build/asan/assoc bench bench/carriers/argmax_first.yaml --device cpu --threads 1 --rows 3 --len 700",
-		 " ordered lanes, ", "1 lanes x 1 accumulators"}};
+		 " ordered lanes, ", "1 lanes x 1 accumulators"},
+		{"build/asan/assoc run specs/moe_topk_routing.yaml --device cpu --rows 3 --len 256 --verbose",
+		 "(top-k candidates)", "(tree of merges)"},
+		{"build/asan/assoc bench specs/moe_topk_routing.yaml --device cpu --threads 1 --rows 3 --len 256",
+		 "top-k candidates", "1 lanes x 1 accumulators"},
+		{"build/asan/assoc run tests/attention/buggy_merge.yaml --device cpu --rows 2 --len 40 --verbose --config lanes=16",
+		 "--config lanes=16 not taken: the reduce folds in one lane, for a vector input", "lanes=16,"}};
 	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
 		cr_assert_eq(sh(cmds[i][0], out, sizeof out, 1), 0, "%s: %s", cmds[i][0], out);
 		cr_expect(strstr(out, cmds[i][1]), "%s: %s", cmds[i][0], out);

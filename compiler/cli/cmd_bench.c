@@ -448,11 +448,13 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	char fold[96];
 	if (b->k->ordered > 1) /* one lane a run of positions: no lanes, accumulators or tiles of the others */
 		snprintf(fold, sizeof fold, "%d ordered lanes", b->k->ordered);
+	else if (b->k->select)
+		snprintf(fold, sizeof fold, "%s", llvm_fold_name(b->k));
 	else
-		snprintf(fold, sizeof fold, "%d lanes x %d accumulators, tiles of %d", b->k->lanes, b->k->accs, b->k->tile);
-	printf("%s: carrier %s on cpu%s, %lld rows x %lld%s, %d threads, %s%s%s%s, %.3g MB\n", c->file, c->name, target, rows,
-	       len, heads, th, fold, b->k->max_rescale ? " (max-rescale)" : b->k->tf ? " (transported)" : "", lanes, chunks,
-	       bytes / 1e6);
+		snprintf(fold, sizeof fold, "%d lanes x %d accumulators, tiles of %d%s", b->k->lanes, b->k->accs, b->k->tile,
+			 b->k->max_rescale ? " (max-rescale)" : b->k->tf ? " (transported)" : "");
+	printf("%s: carrier %s on cpu%s, %lld rows x %lld%s, %d threads, %s%s%s, %.3g MB\n", c->file, c->name, target, rows,
+	       len, heads, th, fold, lanes, chunks, bytes / 1e6);
 	printf("  kernel %8.2f GB/s  %.3f G elements/s (%.3f per thread, %.3f per CPU-second)\n", gb, ge, ge / th, gcpu);
 	if (flops > 0)
 		printf("  attention %.2f GFLOP/s (%.2f per thread; pairs the mask keeps)\n", flops / tk / 1e9, flops / tk / 1e9 / th);

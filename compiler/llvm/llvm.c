@@ -530,6 +530,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->kept = k.rowmap_g ? (long)k.rowmap_g->id + 1 : 0;
 	kk->scan_lanes = k.scan_lanes;
 	kk->apart = k.apart;
+	kk->select = k.select;
 	kk->tf = k.tf;
 	memcpy(kk->tf_why, k.tf_why, sizeof kk->tf_why);
 	kk->key_stride = k.paged ? k.key_stride : 0;

@@ -55,6 +55,7 @@ typedef struct {
 			   * keeps for it (the map multiplies instead of an exp), else 0 */
 	int scan_lanes;   /* a scan in vectors of this many positions (scan_lanes in llvm_kern.c), else 0 */
 	int apart;        /* topk lists kept apart from the lanes, one sorted list a range (kern_lists_apart), else 0 */
+	int select;       /* topk lists chosen from a few candidates a range (kern_selects), else 0 */
 	int key_stride;   /* LlvmOpts.key_stride: 0, or the paged pool's key/value heads */
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
 	char order[400];  /* why the merge may take positions in any order (lanes), or why not (ordered) */
@@ -67,6 +68,13 @@ typedef struct {
 /* The CPU device's --config, "lanes=N,accs=N,tile=N" in any order and
  * subset, into o (dev_cpu.c).  0, or -1 with msg. */
 int cpu_parse_config(const char *cfg, LlvmOpts *o, char *msg, size_t n);
+
+/* How k's reduce folds a range, in a few words (run --verbose, bench). */
+static inline const char *llvm_fold_name(const LlvmKernel *k)
+{
+	return k->select ? "top-k candidates" : k->ordered > 1 ? "ordered lanes" : k->max_rescale ? "max-rescale tiles"
+	     : k->tf ? "transported tiles" : "tree of merges";
+}
 /* The executor's view of d: in and out hold d's pointers in the kernel
  * ABI's order (dev_cpu.c). */
 void cpu_args(RunData *d, CpuArgs *a, const void **in, void **out);
