@@ -297,7 +297,7 @@ Test(cli, outputs_write_through_pipes_and_links, .timeout = 120)
 Test(cli, unopenable_spec_says_why)
 {
 	char dir[] = "/tmp/assoc-loopXXXXXX", a[64], b[64], cmd[PATH_MAX + 128];
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	snprintf(a, sizeof a, "%s/one.yaml", dir);
 	snprintf(b, sizeof b, "%s/two.yaml", dir);
 	cr_assert_eq(symlink("two.yaml", a), 0);
@@ -840,7 +840,7 @@ Test(cli, unwritable_folder_is_named, .timeout = 60)
 		as = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
 	}
 	char dir[] = "/tmp/assoc-rofolder-XXXXXX", cmd[4096], file[64];
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	snprintf(file, sizeof file, "%s/x.ll", dir);
 	FILE *f = fopen(file, "w");
 	cr_assert(f);

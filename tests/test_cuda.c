@@ -611,7 +611,7 @@ Test(cuda, split_compile_on_request, .timeout = 120)
 	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[0], &cached, msg, sizeof msg), 0, "%s", msg);
 	setenv("ASSOC_NVRTC_SPLIT", "1", 1);
 	char dir[] = "/tmp/assoc-split-XXXXXX";
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	setenv("XDG_CACHE_HOME", dir, 1);
 	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[1], &cached, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(cached, 0);
@@ -621,9 +621,6 @@ Test(cuda, split_compile_on_request, .timeout = 120)
 	free(ptx[1]);
 	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[1], &cached, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(cached, 0, "the split compile's PTX is not the plain one's in the cache");
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	cr_expect_eq(system(cmd), 0);
 	cuda_test_cache();
 	free(ptx[0]);
 	free(ptx[1]);
@@ -647,7 +644,7 @@ Test(cuda, nvrtc_phase_times_on_request, .timeout = 120)
 		cr_skip_test("NVRTC %d.%d times no phases", major, minor);
 	}
 	char dir[] = "/tmp/assoc-phases-XXXXXX", file[64];
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	setenv("XDG_CACHE_HOME", dir, 1);
 	snprintf(file, sizeof file, "%s/phases.csv", dir);
 	const char *src = "extern \"C\" __global__ void k(float *p) { p[threadIdx.x] = 1.0f; }\n";
@@ -667,9 +664,6 @@ Test(cuda, nvrtc_phase_times_on_request, .timeout = 120)
 	cr_assert_eq(nvrtc_ptx(nv, src, "sm_90", &ptx[1], &cached, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(cached, 1, "the timed compile's PTX is the untimed one's in the cache");
 	cr_expect_str_eq(ptx[0], ptx[1]);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	cr_expect_eq(system(cmd), 0);
 	cuda_test_cache();
 	free(csv);
 	free(ptx[0]);
@@ -685,7 +679,7 @@ Test(cuda, ptxas_stats_beside_a_cache_open_to_others)
 	static const char ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\n\n"
 				  ".visible .entry tiny()\n{\n\tret;\n}\n";
 	char dir[] = "/tmp/assoc-open-cache-XXXXXX", sub[256], msg[4096] = "";
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	snprintf(sub, sizeof sub, "%s/assoc", dir);
 	cr_assert_eq(mkdir(sub, 0700), 0);
 	snprintf(sub, sizeof sub, "%s/assoc/tmp", dir);
@@ -693,24 +687,18 @@ Test(cuda, ptxas_stats_beside_a_cache_open_to_others)
 	cr_assert_eq(chmod(sub, 0777), 0);
 	setenv("XDG_CACHE_HOME", dir, 1);
 	char tdir[] = "/tmp/assoc-ptxas-tmp-XXXXXX";
-	cr_assert(mkdtemp(tdir));
+	test_tmpdir(tdir);
 	setenv("TMPDIR", tdir, 1);
 	CudaKStat ks[4];
 	int nks = cuda_ptxas_stats(ptx, "sm_90", ks, 4, msg, sizeof msg);
 	unsetenv("TMPDIR");
-	if (nks < 0 && strstr(msg, "ptxas not found")) {
-		rmdir(tdir);
+	if (nks < 0 && strstr(msg, "ptxas not found"))
 		cr_skip_test("%s", msg);
-	}
 	cr_expect_eq(nks, 1, "%s", msg);
 	cr_expect(!strstr(msg, "cache directory"), "%s", msg);
 	if (nks == 1)
 		cr_expect_str_eq(ks[0].name, "tiny");
 	cr_expect_eq(rmdir(tdir), 0, "ptxas's folder under TMPDIR is removed");
-	rmdir(sub);
-	snprintf(sub, sizeof sub, "%s/assoc", dir);
-	rmdir(sub);
-	rmdir(dir);
 }
 
 /* ptxas -v's report: a function an entry still calls is listed after it,
@@ -924,7 +912,7 @@ Test(cuda, nvrtc_absent_gives_a_clear_message)
 Test(cuda, older_nvrtc_is_asked_again_without_the_newer_options)
 {
 	char dir[] = "/tmp/assoc-nvrtc-XXXXXX";
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	setenv("XDG_CACHE_HOME", dir, 1);
 	setenv("ASSOC_NVRTC", "build/libfakenvrtc.so", 1);
 	Nvrtc *nv = NULL;
@@ -939,9 +927,6 @@ Test(cuda, older_nvrtc_is_asked_again_without_the_newer_options)
 	free(ptx);
 	nvrtc_close(nv);
 	unsetenv("ASSOC_NVRTC");
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	cr_expect_eq(system(cmd), 0);
 	cuda_test_cache();
 }
 
@@ -950,7 +935,7 @@ Test(cuda, older_nvrtc_is_asked_again_without_the_newer_options)
 Test(cuda, damaged_ptx_cache_is_compiled_again, .timeout = 120)
 {
 	char dir[] = "build/ptxcache.XXXXXX";
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	setenv("XDG_CACHE_HOME", dir, 1);
 	Carrier *c = load_ok("specs/sum.yaml");
 	CudaModule m;
@@ -985,9 +970,6 @@ Test(cuda, damaged_ptx_cache_is_compiled_again, .timeout = 120)
 	nvrtc_close(nv);
 	cuda_module_free(&m);
 	spec_carrier_free(c);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	cr_expect_eq(system(cmd), 0);
 	cuda_test_cache();
 }
 

@@ -30,7 +30,7 @@ static int have_nvrtc(void)
  * template); fake_done closes and frees what such a test opened. */
 static void fake_with_cache(char *dir)
 {
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	setenv("XDG_CACHE_HOME", dir, 1);
 	setenv("ASSOC_LIBCUDA", FAKE, 1);
 	setenv("FAKECUDA", "", 1);

@@ -819,12 +819,12 @@ Test(paged, row_templates_refuse_shifted_positions, .timeout = 600)
 Test(paged, library_refuses_shifted_positions_on_the_row_templates, .timeout = 600)
 {
 	const Device *dv = run_device_find("emu");
-	char msg[1024], path[] = "/tmp/assoc-causal-sum-XXXXXX.yaml";
+	char msg[1024], dir[] = "/tmp/assoc-causal-sum-XXXXXX", path[64];
 	if (!dv || !dv->available(msg, sizeof msg))
 		cr_skip_test("no emu device");
-	int fd = mkstemps(path, 5);
-	cr_assert(fd >= 0);
-	FILE *f = fdopen(fd, "w");
+	snprintf(path, sizeof path, "%s/causal_sum.yaml", test_tmpdir(dir));
+	FILE *f = fopen(path, "w");
+	cr_assert(f);
 	fputs("carrier: causal_sum\nrow: {q: f32}\ncolumn: {x: f32}\nmask: j <= i\nstate: {s: f32}\n"
 	      "identity: {s: 0}\nlift: {s: q * x}\nmerge: {s: a.s + b.s}\nfinalize: {out: s}\n"
 	      "reference: {out: sum(q * x)}\nlaws: [commutative]\n",
@@ -854,7 +854,6 @@ Test(paged, library_refuses_shifted_positions_on_the_row_templates, .timeout = 6
 		cr_assert_eq(out[r], r + 1, "out[%d] = %g: keys 0 to %d", r, out[r], r);
 	assoc_kernel_free(k);
 	assoc_spec_free(s);
-	unlink(path);
 }
 
 /* On the interpreter a batch runs a sequence at a time: a later
@@ -1071,7 +1070,7 @@ Test(paged, gpu_bench_times_the_batch_beside_a_copy, .timeout = 300)
 	if (nvrtc_open(&nv, msg, sizeof msg))
 		cr_skip_test("no NVRTC: %s", msg);
 	nvrtc_close(nv);
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	const char *env = "ASSOC_LIBCUDA=build/libfakecuda.so FAKECUDA= XDG_CACHE_HOME=";
 	const char *args = " bench specs/attention_sink.yaml --device gpu --page-size 16 --heads 4 --kv-heads 2 --rows 1";
 	snprintf(cmd, sizeof cmd, "%s%s %s%s --batch 3 --len 300", env, dir, ASSOC, args);
@@ -1379,7 +1378,7 @@ static void fake_gpu(char *dir)
 	if (nvrtc_open(&nv, msg, sizeof msg))
 		cr_skip_test("no NVRTC: %s", msg);
 	nvrtc_close(nv);
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	setenv("XDG_CACHE_HOME", dir, 1);
 	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
 	setenv("FAKECUDA", "", 1);

@@ -272,7 +272,7 @@ static const char *KEY = "device=NVIDIA H200;cc=9.0;sms=132;driver=13000;nvrtc=1
 static void fresh_cache(void)
 {
 	char dir[] = "build/tunecache.XXXXXX";
-	cr_assert(mkdtemp(dir));
+	test_tmpdir(dir);
 	char err[300];
 	cr_assert_eq(tc_open(&cache, dir, err, sizeof err), 0, "%s", err);
 }

@@ -3,11 +3,60 @@
 #define ASSOC_TESTUTIL_H
 
 #include <criterion/criterion.h>
+#include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "compiler/front/spec.h"
+
+/* One entry of a tree, removed: links themselves, never what they name. */
+static inline int tree_entry_remove(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st, (void)type, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Remove path and everything under it, depth first, without following
+ * links (a link planted in the tree cannot lead the removal out of it). */
+static inline void tree_remove(const char *path)
+{
+	nftw(path, tree_entry_remove, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The folders made by test_tmpdir, removed when the test's process ends:
+ * Criterion runs each test in a process of its own and ends it with exit
+ * on a failed assertion and a skip as well, so atexit covers every path
+ * short of a kill (a timeout). */
+enum { TEST_TMPDIRS_MAX = 8 };
+static char test_tmpdirs[TEST_TMPDIRS_MAX][512];
+static int test_ntmpdirs, test_tmpdirs_registered;
+
+static inline void test_tmpdirs_remove(void)
+{
+	for (int i = 0; i < test_ntmpdirs; i++)
+		tree_remove(test_tmpdirs[i]);
+	test_ntmpdirs = 0;
+}
+
+/* mkdtemp(tmpl) that the test cannot leave behind: the folder and all
+ * it comes to hold (caches pointed there included) are removed when the
+ * test ends.  Fails the test when the folder cannot be made. */
+static inline char *test_tmpdir(char *tmpl)
+{
+	char abs[PATH_MAX];
+	cr_assert(test_ntmpdirs < TEST_TMPDIRS_MAX, "more than %d folders in one test", TEST_TMPDIRS_MAX);
+	cr_assert(mkdtemp(tmpl), "mkdtemp %s", tmpl);
+	/* absolute: the removal must not depend on the working directory at exit */
+	cr_assert(realpath(tmpl, abs) && strlen(abs) < sizeof test_tmpdirs[0], "%s: no short absolute path", tmpl);
+	if (!test_tmpdirs_registered++)
+		atexit(test_tmpdirs_remove);
+	strcpy(test_tmpdirs[test_ntmpdirs++], abs);
+	return tmpl;
+}
 
 /* Load a spec that must be valid, with n -D definitions; fails the test
  * with the diagnostic otherwise. */
