@@ -3,6 +3,7 @@
  * non-commutative carrier, fully masked rows) x every variant of its module
  * x odd shapes x split counts. */
 #include <glob.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -669,6 +670,36 @@ Test(cuda, nvrtc_phase_times_on_request, .timeout = 120)
 	free(ptx[0]);
 	free(ptx[1]);
 	nvrtc_close(nv);
+}
+
+/* An interrupt while ptxas runs for its statistics leaves no folder in
+ * TMPDIR: ptxas here is a script that sends its caller SIGTERM, in a
+ * child process, which the signal ends. */
+Test(cuda, interrupted_ptxas_leaves_nothing_in_tmpdir)
+{
+	char dir[] = "/tmp/assoc-ptxasint-XXXXXX", cmd[1024], out[1024], path[4096];
+	test_tmpdir(dir);
+	snprintf(cmd, sizeof cmd, "mkdir %s/t %s/bin && printf '#!/bin/sh\nkill -TERM $PPID\nexit 1\n' "
+		 ">%s/bin/ptxas && chmod +x %s/bin/ptxas", dir, dir, dir, dir);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (!pid) {
+		char msg[512];
+		CudaKStat ks[4];
+		snprintf(path, sizeof path, "%s/bin:%s", dir, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+		setenv("PATH", path, 1);
+		snprintf(path, sizeof path, "%s/t", dir);
+		setenv("TMPDIR", path, 1);
+		cuda_ptxas_stats(".version 7.8\n", "sm_90", ks, 4, msg, sizeof msg);
+		_exit(0);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "ended by its signal (status %#x)", st);
+	snprintf(cmd, sizeof cmd, "ls -A %s/t", dir);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0);
+	cr_expect_str_empty(out, "left in TMPDIR: %s", out);
 }
 
 /* ptxas's statistics need no cache: with the cache's folders open to

@@ -498,6 +498,24 @@ Test(emu, compile_errors_carry_the_log)
 	cr_expect(strstr(msg, "error"), "%s", msg);
 }
 
+/* A command line interrupted while the emulator's compiler runs leaves
+ * no build folder in TMPDIR: the compiler here is a script that sends
+ * assoc SIGTERM, so the signal always comes mid-build. */
+Test(emu, interrupted_build_leaves_nothing_in_tmpdir)
+{
+	char dir[] = "/tmp/assoc-emuint-XXXXXX", cmd[1024], out[4096];
+	test_tmpdir(dir);
+	snprintf(cmd, sizeof cmd, "mkdir %s/t %s/c && printf '#!/bin/sh\nkill -TERM $PPID\nexit 1\n' >%s/cxx && "
+		 "chmod +x %s/cxx", dir, dir, dir, dir);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	snprintf(cmd, sizeof cmd, "TMPDIR=%s/t XDG_CACHE_HOME=%s/c ASSOC_CXX=%s/cxx build/asan/assoc run "
+		 "specs/sum.yaml --device emu", dir, dir, dir);
+	cr_expect_neq(sh(cmd, out, sizeof out, 1), 0, "ended by its signal: %s", out);
+	snprintf(cmd, sizeof cmd, "ls -A %s/t", dir);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0);
+	cr_expect_str_empty(out, "left in TMPDIR: %s", out);
+}
+
 /* ---- the launch contract ---- */
 
 /* `assoc emit --target cuda --header`: kernels named after

@@ -95,9 +95,13 @@ int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, 
 	}
 	snprintf(in, sizeof in, "%s/stats.ptx", dir);
 	snprintf(log, sizeof log, "%s/stats.log", dir);
+	/* an interrupt while ptxas runs takes the folder too */
+	int slots[3] = {cache_temp_register(dir), cache_temp_register(in), cache_temp_register(log)};
 	if (cache_write(in, ptx, strlen(ptx))) {
 		snprintf(msg, n, "cannot write %s", in);
 		rmdir(dir);
+		for (int i = 0; i < 3; i++)
+			cache_temp_forget(slots[i]);
 		return -1;
 	}
 	char archopt[64];
@@ -117,6 +121,8 @@ int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, 
 	unlink(in);
 	unlink(log);
 	rmdir(dir);
+	for (int i = 0; i < 3; i++)
+		cache_temp_forget(slots[i]);
 	if (rc || !WIFEXITED(st_code) || WEXITSTATUS(st_code)) {
 		snprintf(msg, n, "ptxas failed:\n%.3000s", text ? text : "");
 		free(text);

@@ -206,6 +206,9 @@ static void *build(const char *cxx, const char *text, size_t len, uint64_t key, 
 	snprintf(src, sizeof src, "%s/%s.cpp", dir, stem);
 	snprintf(so, sizeof so, "%s/%s.so", dir, stem);
 	snprintf(log, sizeof log, "%s/%s.log", dir, stem);
+	/* an interrupt while the compiler runs (seconds) takes the folder too */
+	int slots[4] = {cache_temp_register(dir), cache_temp_register(src), cache_temp_register(so),
+			cache_temp_register(log)};
 	int fs = open(src, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	cache_seal(seal, key, text, len); /* a C++ comment */
 	if (fs < 0 || write_all(fs, text, len) || write_all(fs, seal, CACHE_SEAL_LEN) || close(fs)) {
@@ -254,6 +257,8 @@ out:
 	unlink(so);
 	unlink(log);
 	rmdir(dir);
+	for (int i = 0; i < 4; i++)
+		cache_temp_forget(slots[i]);
 	if (!h && *fd >= 0) {
 		close(*fd);
 		*fd = -1;

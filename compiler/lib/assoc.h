@@ -10,7 +10,11 @@
  * the loader and the checker; ASSOC_ENOMEM comes from the rest.  Handles are not
  * shared between threads, and handles of different threads run at once
  * (on "emu", one launch at a time in the process: its emulated device is
- * one); a kernel runs on its own threads.
+ * one); a kernel runs on its own threads.  The emulator builds its
+ * modules in a private folder under $TMPDIR (or /tmp): the first build
+ * gives SIGINT, SIGTERM and SIGHUP, where their action is still the
+ * default, a handler that removes such folders and then ends the process
+ * as the signal would have.
  *
  * Arrays (docs/spec-format.md's layout, row-major, in the spec's storage
  * types, f16/bf16 as 16-bit patterns, f8e4m3 as 8-bit ones):

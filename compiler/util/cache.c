@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,41 +235,66 @@ int cache_temp(const char *path, char *tmp, size_t n)
 	return open_temp(dir, base, tmp, n, 0600);
 }
 
-/* The temporary files of open OutFiles, for the interrupt handler. */
+/* The temporary files of open OutFiles and the private build folders
+ * (with the files named in them), for the interrupt handler.  Slots are
+ * claimed under a lock (the library builds in several threads); the
+ * handler reads only the live flags and the paths written before them. */
 enum { TEMPS_MAX = 64 };
 static char temps[TEMPS_MAX][TEMP_NAME_MAX];
 static volatile sig_atomic_t temp_live[TEMPS_MAX];
+static pthread_mutex_t temps_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Files first, then folders, which are empty by then: unlink refuses a
+ * folder and rmdir a file, both async-signal-safe. */
 static void on_interrupt(int sig)
 {
 	for (int i = 0; i < TEMPS_MAX; i++)
 		if (temp_live[i])
 			unlink(temps[i]);
+	for (int i = 0; i < TEMPS_MAX; i++)
+		if (temp_live[i])
+			rmdir(temps[i]);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
-static int temp_register(const char *tmp)
+int cache_temp_register(const char *tmp)
 {
 	static int handled;
+	int slot = -1;
+	if (strlen(tmp) >= TEMP_NAME_MAX)
+		return -1;
+	pthread_mutex_lock(&temps_lock);
 	if (!handled) {
 		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 		for (int i = 0; i < 3; i++) {
 			struct sigaction sa = {.sa_handler = on_interrupt}, old;
 			sigemptyset(&sa.sa_mask);
-			/* a signal the caller chose to ignore stays ignored */
+			/* a signal the caller chose to ignore or handle stays its own */
 			if (!sigaction(sigs[i], NULL, &old) && old.sa_handler == SIG_DFL)
 				sigaction(sigs[i], &sa, NULL);
 		}
 		handled = 1;
 	}
-	for (int i = 0; i < TEMPS_MAX; i++)
+	for (int i = 0; i < TEMPS_MAX && slot < 0; i++)
 		if (!temp_live[i]) {
 			memcpy(temps[i], tmp, strlen(tmp) + 1);
+			/* the whole path before the flag, for a handler on any thread */
+			atomic_thread_fence(memory_order_release);
 			temp_live[i] = 1;
-			return i;
+			slot = i;
 		}
-	return -1;
+	pthread_mutex_unlock(&temps_lock);
+	return slot;
+}
+
+void cache_temp_forget(int slot)
+{
+	if (slot < 0 || slot >= TEMPS_MAX)
+		return;
+	pthread_mutex_lock(&temps_lock);
+	temp_live[slot] = 0;
+	pthread_mutex_unlock(&temps_lock);
 }
 
 /* The descriptor a path names itself (/dev/stdout, /dev/fd/N,
@@ -354,7 +381,7 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 		o->tmp[0] = 0;
 		return -1;
 	}
-	o->slot = temp_register(o->tmp);
+	o->slot = cache_temp_register(o->tmp);
 	o->f = tfd >= 0 ? fdopen(tfd, mode) : NULL;
 	if (!o->f) {
 		int e = errno;
@@ -362,8 +389,7 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 			close(tfd);
 			unlink(o->tmp);
 		}
-		if (o->slot >= 0)
-			temp_live[o->slot] = 0;
+		cache_temp_forget(o->slot);
 		errno = e;
 		return -1;
 	}
@@ -389,8 +415,7 @@ int outfile_close(OutFile *o, int keep)
 		rc = -1, e = errno;
 	if (rc || !keep)
 		unlink(o->tmp);
-	if (o->slot >= 0)
-		temp_live[o->slot] = 0;
+	cache_temp_forget(o->slot);
 	o->tmp[0] = 0;
 	errno = e;
 	return rc;

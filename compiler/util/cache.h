@@ -45,6 +45,13 @@ int outfile_close(OutFile *o, int keep);
 /* Whether path names an existing file that is not a regular one (a
  * device, a pipe), which an output is written into in place. */
 int outfile_in_place(const char *path);
+/* path removed if the process is interrupted (SIGINT, SIGTERM, SIGHUP,
+ * where their action is still the default; the signal then ends the
+ * process as it would have) until cache_temp_forget(slot): a temporary
+ * file, or a private folder, removed after the files registered (which
+ * need not exist yet).  The slot, or -1 where none is free. */
+int cache_temp_register(const char *path);
+void cache_temp_forget(int slot);
 /* A new temporary file beside path, ".<name>.<pid>.<serial>.tmp", its
  * name in tmp: an fd open for writing (created, never a link followed),
  * or -1.  The temporary files of dead processes in that directory are
