@@ -294,8 +294,16 @@ Test(lib, misuse_gives_status_codes)
 	cr_assert(strstr(assoc_kernel_error(k), "buffer 'X' names no array of carrier sum (did you mean 'x'?)"), "%s",
 		  assoc_kernel_error(k));
 	cr_assert_eq(assoc_run(k, 3, 4, good, 1, NULL, 0), ASSOC_EINVAL, "s missing");
+	/* a bad shape or buffer list says which it is, and the bound */
 	cr_assert_eq(assoc_run(k, -1, 4, good, 2, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "shape -1 rows x 4 positions: rows and len run from 0 to 2^31 - 1"),
+		  "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_run(k, 3, (int64_t)1 << 31, good, 2, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "shape 3 rows x 2147483648 positions: "), "%s", assoc_kernel_error(k));
 	cr_assert_eq(assoc_run(k, 3, 4, NULL, 2, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "2 buffers with a NULL buffer array"), "%s", assoc_kernel_error(k));
+	cr_assert_eq(assoc_run(k, 3, 4, good, -2, NULL, 0), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "-2 buffers (a count under 0)"), "%s", assoc_kernel_error(k));
 	/* each refusal says its own why, not the one before it */
 	cr_assert_eq(assoc_run(k, 3, 4, good, 2, NULL, 1), ASSOC_EINVAL);
 	cr_assert(strstr(assoc_kernel_error(k), "1 params with a NULL params array"), "%s", assoc_kernel_error(k));

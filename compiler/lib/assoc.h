@@ -35,7 +35,7 @@ extern "C" {
 
 typedef enum {
 	ASSOC_OK = 0,
-	ASSOC_EINVAL,   /* a NULL handle or pointer, an unknown name, a negative shape */
+	ASSOC_EINVAL,   /* a NULL handle or pointer, an unknown name, rows or len under 0 or past 2^31 - 1 */
 	ASSOC_ESPEC,    /* the spec does not load (syntax, scopes, types) */
 	ASSOC_ELAWS,    /* assoc_spec_check, assoc_compile, a run at params: a law or the reference does not hold */
 	ASSOC_EDEVICE,  /* the device is unknown or not usable here */

@@ -837,8 +837,13 @@ static AssocStatus shape_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 		return ASSOC_EINVAL;
 	if (k->failed)
 		return ASSOC_EINVAL; /* k->err keeps why it did not compile */
-	if (rows < 0 || len < 0 || len > INT32_MAX || rows > INT32_MAX || nbufs < 0 || (nbufs && !bufs))
-		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "bad shape (%lld x %lld) or buffer list", (long long)rows, (long long)len);
+	if (nbufs < 0 || (nbufs && !bufs))
+		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers %s", nbufs,
+			    nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
+	if (rows < 0 || len < 0 || rows > INT32_MAX || len > INT32_MAX)
+		return fail(k->err, sizeof k->err, ASSOC_EINVAL,
+			    "shape %lld rows x %lld positions: rows and len run from 0 to 2^31 - 1", (long long)rows,
+			    (long long)len);
 	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > INT32_MAX || rows * heads > INT32_MAX)
 		return fail(k->err, sizeof k->err, ASSOC_EINVAL,
 			    "%lld heads on %lld key/value heads of %lld rows (heads a positive multiple of kv_heads, "
