@@ -718,9 +718,9 @@ static void plan_text(const CudaModule *m, int v, int rows, int len, int heads, 
 }
 
 /* The host program against spec's header: every variant's plan is
- * cuda_plan_h's, and every variant run on the emulator meets the
- * reference. */
-static void host_program(const char *spec, const char *name, int rows, int len)
+ * cuda_plan_h's, and every variant run on the emulator, at heads query
+ * heads over kv_heads key/value heads, meets the reference. */
+static void host_program(const char *spec, const char *name, int rows, int len, int heads, int kv_heads)
 {
 	char why[512];
 	if (!emu_available(why, sizeof why))
@@ -734,7 +734,10 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 	int (*run)(Launch, void *, int, int, int, int, const void *const *, void *const *, const double *) =
 		(int (*)(Launch, void *, int, int, int, int, const void *const *, void *const *, const double *))dlsym(
 			h, "host_run");
-	cr_assert(variants && config && plan && run);
+	int (*run_heads)(Launch, void *, int, int, int, int, int, int, const void *const *, void *const *,
+			 const double *) = (int (*)(Launch, void *, int, int, int, int, int, int, const void *const *,
+						    void *const *, const double *))dlsym(h, "host_run_heads");
+	cr_assert(variants && config && plan && run && run_heads);
 
 	Carrier *c = load_ok(spec);
 	CudaModule m;
@@ -754,7 +757,7 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 		char cfg[160];
 		variant_str(&m.var[v], cfg, sizeof cfg);
 		cr_assert_str_eq(config(v), cfg);
-		int splits = m.var[v].fam == FAM_SPLITK || m.var[v].fam == FAM_SCAN;
+		int splits = m.var[v].fam == FAM_SPLITK || m.var[v].fam == FAM_SCAN || m.var[v].fam == FAM_ATTN;
 		for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
 			int r = shapes[s][0], l = shapes[s][1], sp = splits ? shapes[s][2] : 1;
 			char got[1024], want[1024];
@@ -765,7 +768,7 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 			plan_text(&m, v, r, l, 1, sp, want, sizeof want);
 			cr_assert_str_eq(got, want, "%s at %d x %d split %d", cfg, r, l, sp);
 		}
-		RunData *d = rundata_new(c, rows, len);
+		RunData *d = rundata_new_heads(c, rows, len, heads, kv_heads);
 		cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
 		const void *in[CUDA_MAXIN];
 		void *outs[CUDA_MAXOUT];
@@ -774,7 +777,12 @@ static void host_program(const char *spec, const char *name, int rows, int len)
 			rundata_free(d);
 			continue;
 		}
-		cr_assert_eq(run(emu_launch, &e, v, rows, len, splits ? 3 : 1, in, outs, d->params), 0, "%s: %s", cfg, e.err);
+		cr_assert_eq(run_heads(emu_launch, &e, v, rows, len, heads, kv_heads, splits ? 3 : 1, in, outs, d->params),
+			     0, "%s: %s", cfg, e.err);
+		if (m.base == FAM_ATTN && m.attn.sum) /* the reference rounds P as the kernel's matrix product takes it */
+			runcheck_round_p_sum(d, cuda_p_round_kind(&m, v), m.attn.fo, m.attn.v);
+		else if (m.base == FAM_ATTN)
+			runcheck_round_p(d, cuda_p_round_kind(&m, v), m.attn.fm, m.attn.fl, m.attn.fo);
 		RunCheck rc;
 		runcheck_run(d, &rc);
 		for (int o = 0; o < rc.nout; o++)
@@ -871,12 +879,26 @@ Test(cuda, header_plans_cluster_rows_at_the_extremes)
 
 Test(cuda, host_program_launches_softmax_from_the_header, .timeout = 600)
 {
-	host_program("specs/online_softmax.yaml", "online_softmax", 5, 200);
+	host_program("specs/online_softmax.yaml", "online_softmax", 5, 200, 1, 1);
 }
 
 Test(cuda, host_program_launches_a_scan_from_the_header, .timeout = 600)
 {
-	host_program("specs/linear_recurrence.yaml", "linear_recurrence", 4, 333);
+	host_program("specs/linear_recurrence.yaml", "linear_recurrence", 4, 333, 1, 1);
+}
+
+/* Attention's arrays as the header lays them out, [heads][rows] and
+ * [kv_heads][len]: 4 query heads over 2 key/value heads, keys past one
+ * tile and not a multiple of one. */
+Test(cuda, host_program_launches_attention_heads_from_the_header, .timeout = 600)
+{
+	host_program("specs/attention.yaml", "attention", 5, 77, 4, 2);
+	char *h = cache_read("build/header/attention.h", NULL);
+	cr_assert(h);
+	cr_expect(strstr(h, "attention_IN_k = 0, /* f16 x 64, column input [kv_heads][len] */"), "k's layout");
+	cr_expect(strstr(h, "attention_IN_q = 2, /* f16 x 64, row input [heads][rows] */"), "q's layout");
+	cr_expect(strstr(h, "attention_OUT_lse = 1, /* f32 x 1, finalize output [heads][rows] */"), "lse's layout");
+	free(h);
 }
 
 /* The scan template over masked rows: row 0 fully masked (-inf at every

@@ -88,15 +88,20 @@ int cuda_module_name(CudaModule *m, const char *carrier, char *msg, size_t n)
 
 /* ---- the header ---- */
 
-static const char *role_of(int slot, const Carrier *c)
+/* An input's role and layout; attention's arrays hold their heads one
+ * after another (query heads, and key/value heads for columns). */
+static const char *role_of(int slot, const Carrier *c, int attn)
 {
-	return slot < c->nelem ? "element input [rows][len]"
-	       : slot < c->nelem + c->ncol ? "column input [len]"
-					   : "row input [rows]";
+	if (slot < c->nelem)
+		return "element input [rows][len]";
+	if (slot < c->nelem + c->ncol)
+		return attn ? "column input [kv_heads][len]" : "column input [len]";
+	return attn ? "row input [heads][rows]" : "row input [rows]";
 }
 
-static void slots(const Carrier *c, FILE *o)
+static void slots(const Carrier *c, const CudaModule *m, FILE *o)
 {
+	int attn = m->base == FAM_ATTN;
 	const char *nm = c->name;
 	fprintf(o, "/* The slots of args.in (inputs), args.out (outputs) and args.prm\n"
 		   " * (params), with each array's type, components (the last dim) and\n"
@@ -107,13 +112,13 @@ static void slots(const Carrier *c, FILE *o)
 	for (int g = 0; g < 3; g++)
 		for (int i = 0; i < counts[g]; i++, k++)
 			fprintf(o, "\t%s_IN_%s = %d, /* %s x %d, %s */\n", nm, groups[g][i].name, k,
-				ty_kind_name(groups[g][i].storage), spec_decl_width(&groups[g][i]), role_of(k, c));
+				ty_kind_name(groups[g][i].storage), spec_decl_width(&groups[g][i]), role_of(k, c, attn));
 	for (int i = 0; i < c->nfinal + c->nmap; i++) {
 		const Def *d = i < c->nfinal ? &c->finalize[i] : &c->map[i - c->nfinal];
 		int per_pos = i >= c->nfinal || c->tpl == FAM_SCAN;
-		fprintf(o, "\t%s_OUT_%s = %d, /* %s x %d, %s output [rows]%s */\n", nm, d->name, i,
+		fprintf(o, "\t%s_OUT_%s = %d, /* %s x %d, %s output %s[rows]%s */\n", nm, d->name, i,
 			ty_kind_name((TyKind)d->e->ty.kind), d->e->ty.len ? d->e->ty.len : 1,
-			i < c->nfinal ? "finalize" : "map", per_pos ? "[len]" : "");
+			i < c->nfinal ? "finalize" : "map", attn ? "[heads]" : "", per_pos ? "[len]" : "");
 	}
 	for (int i = 0; i < c->nparams; i++)
 		fprintf(o, "\t%s_PRM_%s = %d,\n", nm, c->params[i].name, i);
@@ -259,7 +264,7 @@ void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
 		   "\"the kernels' argument layout\");\n#else\n_Static_assert(sizeof(%s_args) == %zu && "
 		   "offsetof(%s_args, prm) == %zu, \"the kernels' argument layout\");\n#endif\n\n",
 		nm, sizeof(CudaArgs), nm, offsetof(CudaArgs, prm), nm, sizeof(CudaArgs), nm, offsetof(CudaArgs, prm));
-	slots(c, o);
+	slots(c, m, o);
 	fprintf(o, "/* One launch, and a variant's launches for a shape. */\ntypedef struct {\n"
 		   "\tconst char *name; /* the kernel's name in the module */\n"
 		   "\tunsigned grid, block, smem; /* blocks, threads a block (x only), dynamic shared bytes */\n"

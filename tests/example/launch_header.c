@@ -34,9 +34,10 @@ int host_plan(int v, int rows, int len, int heads, int kv_heads, int split, char
 }
 
 /* Run variant v on rows x len of host arrays (the emulator's memory is
- * the host's; on a GPU these would be device pointers). */
-int host_run(Launch launch, void *ctx, int v, int rows, int len, int split, const void *const *in, void *const *out,
-	     const double *prm)
+ * the host's; on a GPU these would be device pointers), of heads query
+ * heads over kv_heads key/value heads (attention; 1 and 1 elsewhere). */
+int host_run_heads(Launch launch, void *ctx, int v, int rows, int len, int heads, int kv_heads, int split,
+		   const void *const *in, void *const *out, const double *prm)
 {
 	C(_args) a;
 	memset(&a, 0, sizeof a);
@@ -49,8 +50,9 @@ int host_run(Launch launch, void *ctx, int v, int rows, int len, int split, cons
 		a.prm[i] = prm[i];
 	a.rows = rows;
 	a.len = len;
-	a.heads = a.kv_heads = 1;
-	if (C(_variants)[v].plan(rows, len, 1, 1, split, &p))
+	a.heads = heads;
+	a.kv_heads = kv_heads;
+	if (C(_variants)[v].plan(rows, len, heads, kv_heads, split, &p))
 		return -1;
 	void *ws = calloc(p.ws_bytes ? p.ws_bytes : 1, 1); /* the zero region zeroed with the rest */
 	if (!ws)
@@ -64,4 +66,10 @@ int host_run(Launch launch, void *ctx, int v, int rows, int len, int split, cons
 			rc = launch(ctx, p.k[k].name, p.k[k].grid, p.k[k].block, p.k[k].smem, &a);
 	free(ws);
 	return rc;
+}
+
+int host_run(Launch launch, void *ctx, int v, int rows, int len, int split, const void *const *in, void *const *out,
+	     const double *prm)
+{
+	return host_run_heads(launch, ctx, v, rows, len, 1, 1, split, in, out, prm);
 }
