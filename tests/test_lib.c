@@ -317,6 +317,48 @@ Test(lib, misuse_gives_status_codes)
 	assoc_spec_free(s);
 }
 
+/* A paged batch's bad count, NULL array or buffer list says which it
+ * is, before anything is read. */
+Test(lib, paged_batch_refusals_name_the_field)
+{
+	AssocSpec *s = spec_ok("specs/attention.yaml");
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	static const int32_t table[2] = {0, 1}, lens[2] = {3, 4};
+	float out[4];
+	AssocBuffer b[] = {{"out", out, sizeof out}};
+	AssocValue scale = {"scale", 0.125};
+	static const struct {
+		AssocPaged pg;
+		int nbufs;
+		const char *says;
+	} bad[] = {
+		{{.batch = 0, .page_size = 16, .pages = 2, .max_pages = 1, .block_table = table, .seq_lens = lens}, 1,
+		 "batch 0: a paged batch holds 1 to 2^24 sequences"},
+		{{.batch = 2, .page_size = 16, .pages = 0, .max_pages = 1, .block_table = table, .seq_lens = lens}, 1,
+		 "pages 0: the pool holds 1 to "},
+		{{.batch = 2, .page_size = 16, .pages = 2, .max_pages = -1, .block_table = table, .seq_lens = lens}, 1,
+		 "max_pages -1: a block table row holds 1 to "},
+		{{.batch = 2, .page_size = 16, .pages = 2, .max_pages = 1, .block_table = table, .seq_lens = lens,
+		  .rows = -2},
+		 1, "rows -2: the queries of each sequence, from 0 to 2^31 - 1"},
+		{{.batch = 2, .page_size = 16, .pages = 2, .max_pages = 1, .block_table = table}, 1,
+		 "a paged batch needs block_table and seq_lens (seq_lens is NULL)"},
+		{{.batch = 2, .page_size = 16, .pages = 2, .max_pages = 1, .seq_lens = lens}, 1,
+		 "(block_table is NULL)"},
+		{{.batch = 2, .page_size = 16, .pages = 2, .max_pages = 1, .block_table = table, .seq_lens = lens}, -1,
+		 "-1 buffers (a count under 0)"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		cr_expect_eq(assoc_run_paged(k, 1, 1, &bad[i].pg, b, bad[i].nbufs, &scale, 1), ASSOC_EINVAL, "%zu", i);
+		cr_expect(strstr(assoc_kernel_error(k), bad[i].says), "%zu: %s", i, assoc_kernel_error(k));
+	}
+	cr_expect_eq(assoc_run_paged(k, 1, 1, &bad[0].pg, NULL, 2, &scale, 1), ASSOC_EINVAL);
+	cr_expect(strstr(assoc_kernel_error(k), "2 buffers with a NULL buffer array"), "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
 /* A kernel keeps its spec: freed first, the spec stays for the kernel's
  * runs (under ASan, a run reading a freed carrier fails the test), and
  * goes with the kernel; a failed compile's handle keeps it the same. */

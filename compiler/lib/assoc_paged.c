@@ -56,14 +56,22 @@ static AssocStatus batch_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 	if (pg->page_size < PAGED_MIN_PAGE || pg->page_size > PAGED_MAX_PAGE || (pg->page_size & (pg->page_size - 1)))
 		return paged_fail(k, ASSOC_EINVAL, "page_size %lld: a power of two from %d to %d", (long long)pg->page_size,
 				  PAGED_MIN_PAGE, PAGED_MAX_PAGE);
-	if (pg->batch < 1 || pg->batch > 1 << 24 || pg->pages < 1 || pg->pages > INT32_MAX / PAGED_MAX_PAGE ||
-	    pg->max_pages < 1 || pg->max_pages > INT32_MAX / PAGED_MAX_PAGE || pg->rows < dev || pg->rows > INT32_MAX ||
-	    !pg->block_table || !pg->seq_lens)
-		return paged_fail(k, ASSOC_EINVAL,
-				  "a paged batch%s needs 1 to 2^24 sequences, pages and max_pages from 1, %sblock_table and "
-				  "seq_lens (batch %lld, pages %lld, max_pages %lld, rows %lld)",
-				  dev ? " on the device" : "", dev ? "rows (the most queries of a sequence) from 1, " : "",
-				  (long long)pg->batch, (long long)pg->pages, (long long)pg->max_pages, (long long)pg->rows);
+	const char *on = dev ? " on the device" : "";
+	if (pg->batch < 1 || pg->batch > 1 << 24)
+		return paged_fail(k, ASSOC_EINVAL, "batch %lld: a paged batch%s holds 1 to 2^24 sequences",
+				  (long long)pg->batch, on);
+	if (pg->pages < 1 || pg->pages > INT32_MAX / PAGED_MAX_PAGE)
+		return paged_fail(k, ASSOC_EINVAL, "pages %lld: the pool holds 1 to %d pages", (long long)pg->pages,
+				  INT32_MAX / PAGED_MAX_PAGE);
+	if (pg->max_pages < 1 || pg->max_pages > INT32_MAX / PAGED_MAX_PAGE)
+		return paged_fail(k, ASSOC_EINVAL, "max_pages %lld: a block table row holds 1 to %d pages",
+				  (long long)pg->max_pages, INT32_MAX / PAGED_MAX_PAGE);
+	if (pg->rows < dev || pg->rows > INT32_MAX)
+		return paged_fail(k, ASSOC_EINVAL, "rows %lld: %s, from %d to 2^31 - 1", (long long)pg->rows,
+				  dev ? "the most queries of a sequence" : "the queries of each sequence", dev);
+	if (!pg->block_table || !pg->seq_lens)
+		return paged_fail(k, ASSOC_EINVAL, "a paged batch%s needs block_table and seq_lens (%s is NULL)", on,
+				  pg->block_table ? "seq_lens" : "block_table");
 	return ASSOC_OK;
 }
 
@@ -151,8 +159,11 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 		return ASSOC_EINVAL;
 	if (k->failed)
 		return ASSOC_EINVAL; /* k->err keeps why it did not compile */
-	if (!pg || nbufs < 0 || (nbufs && !bufs))
-		return paged_fail(k, ASSOC_EINVAL, "%s", !pg ? "no paged layout (NULL)" : "bad buffer list");
+	if (!pg)
+		return paged_fail(k, ASSOC_EINVAL, "no paged layout (NULL)");
+	if (nbufs < 0 || (nbufs && !bufs))
+		return paged_fail(k, ASSOC_EINVAL, "%d buffers %s", nbufs,
+				  nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
 	Carrier *c = k->s->c;
 	char msg[512];
 	AssocStatus bad = batch_ok(k, heads, kv_heads, pg, 0);
@@ -292,8 +303,11 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 		return ASSOC_EINVAL;
 	if (k->failed)
 		return ASSOC_EINVAL;
-	if (!pg || nbufs < 0 || (nbufs && !bufs))
-		return paged_fail(k, ASSOC_EINVAL, "%s", !pg ? "no paged layout (NULL)" : "bad buffer list");
+	if (!pg)
+		return paged_fail(k, ASSOC_EINVAL, "no paged layout (NULL)");
+	if (nbufs < 0 || (nbufs && !bufs))
+		return paged_fail(k, ASSOC_EINVAL, "%d buffers %s", nbufs,
+				  nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
 	Carrier *c = k->s->c;
 	if (!k->gpu)
 		return paged_fail(k, ASSOC_EDEVICE,
