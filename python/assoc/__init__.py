@@ -392,7 +392,7 @@ class Kernel:
                                                               ", ".join("'%s'" % m for m in missing)))
         return arrays, params
 
-    def __call__(self, heads=None, kv_heads=None, block_table=None, seq_lens=None, page_size=None,
+    def __call__(self, *args, heads=None, kv_heads=None, block_table=None, seq_lens=None, page_size=None,
                  cu_seqlens_q=None, max_seqlen_q=None, **kw):
         """Run on the inputs given by name, params by name (eps=1e-5);
         heads/kv_heads for arrays with a leading head axis (told from the
@@ -405,6 +405,13 @@ class Kernel:
         input a uint8 array of its 8-bit ones (or a torch.float8_e4m3fn
         tensor), as the C API and the CLI's .npy files take them; a bf16
         output of NumPy inputs is then uint16 too."""
+        if args:
+            # taken positionally, an array would land in heads= (or block_table=) and be refused for
+            # what it is not
+            raise TypeError("%s takes its inputs and params by name, not %d positional argument%s: call it as "
+                            "kernel(%s)" % (self.spec.name, len(args), "s" if len(args) > 1 else "",
+                                            ", ".join("%s=..." % n for n in [a.name for a in self.spec.inputs] +
+                                                      list(self.spec.params or ()))))
         if (page_size is not None or block_table is not None or seq_lens is not None or cu_seqlens_q is not None
                 or max_seqlen_q is not None):
             return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, max_seqlen_q, **kw)

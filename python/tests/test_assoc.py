@@ -243,6 +243,10 @@ class Softmax(unittest.TestCase):
             self.k(x=np.zeros((1, 2), np.float32), z=1)
         with self.assertRaisesRegex(ValueError, r"'y' is an output"):
             self.k(x=np.zeros((1, 2), np.float32), y=np.zeros((1, 2), np.float32))
+        # positionally the array would be taken for heads=
+        with self.assertRaisesRegex(TypeError, r"online_softmax takes its inputs and params by name, not 1 "
+                                               r"positional argument: call it as kernel\(x=\.\.\.\)"):
+            self.k(np.zeros((1, 2), np.float32))
 
     def test_numbers_where_arrays_go_and_the_reverse(self):
         with self.assertRaisesRegex(ValueError, r"input 'x' is a float, not an array: an element input has "
