@@ -34,9 +34,12 @@ def library_path():
 
 
 def _dims(dims):
-    for name in dims or {}:
+    for name, value in (dims or {}).items():
         if not isinstance(name, str):
             raise TypeError("dims: the name of a dim is a str, not %r" % (name,))
+        # float() would read "8" as 8 and say nothing of which dim None was
+        if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Real):
+            raise TypeError("dim '%s' takes an int, not %r" % (name, value))
     return _lib.values(sorted((dims or {}).items()))
 
 
@@ -225,11 +228,8 @@ def _param_value(spec, key, value):
         if v not in (0.0, 1.0):  # a string 'False' is true to Python: no strings
             raise ValueError("param '%s' of %s is a bool: True, False, 0 or 1, not %r" % (key, spec.name, value))
         return v
-    if v is None:
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise ValueError("param '%s' of %s takes a number, not %r" % (key, spec.name, value)) from None
+    if v is None:  # a string too: float() would read "0.5", which is no number
+        raise ValueError("param '%s' of %s takes a number, not %r" % (key, spec.name, value))
     if t in _INT_RANGE:
         lo, hi = _INT_RANGE[t]
         if not (math.isfinite(v) and v == int(v) and lo <= v <= hi):

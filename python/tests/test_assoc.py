@@ -262,7 +262,7 @@ class Softmax(unittest.TestCase):
             self.k(x=np.zeros((1, 2), np.float32), kv_heads=0)
         k = assoc.loads(SCALED, dims={"d": 3}).compile("cpu", threads=1)
         x = np.ones((2, 4, 3), np.float32)
-        for bad in ("abc", None, [0.5]):
+        for bad in ("abc", "0.5", b"0.5", None, [0.5]):
             with self.assertRaisesRegex(ValueError, r"param 'scale' of .* takes a number, not %s"
                                         % re.escape(repr(bad))):
                 k(x=x, scale=bad)
@@ -335,6 +335,9 @@ class Specs(unittest.TestCase):
         np.testing.assert_array_equal(out, x.sum(1) * 0.5)
         with self.assertRaisesRegex(ValueError, r"needs the param 'scale'"):
             k(x=x)
+        for bad in ("3", None, True):
+            with self.assertRaisesRegex(TypeError, r"dim 'd' takes an int, not %s" % re.escape(repr(bad))):
+                assoc.loads(SCALED, dims={"d": bad})
         with self.assertRaisesRegex(ValueError, r"input 'x' has 4 components per element; the spec's 'x' has 3"):
             k(x=np.zeros((2, 4, 4), np.float32), scale=1)
 
