@@ -368,6 +368,25 @@ Test(cli, run_interp_and_npy)
 	cr_assert(strstr(out, "build/var.npy: shape (3,) does not fit input 'x'"), "the file's shape is named: %s", out);
 }
 
+/* bench builds the naive loop in TMPDIR, and interrupted while it does
+ * leaves nothing there: the compiler here notes its arguments and sends
+ * assoc SIGTERM. */
+Test(cli, bench_interrupted_at_the_naive_loop_leaves_nothing, .timeout = 120)
+{
+	char dir[] = "/tmp/assoc-benchint-XXXXXX", cmd[1024], want[128];
+	test_tmpdir(dir);
+	snprintf(cmd, sizeof cmd, "mkdir %s/t && TMPDIR=%s/t CC='f() { echo \"$*\" >%s/args; kill -TERM $PPID; }; f' "
+		 ASSOC " bench specs/sum.yaml --device cpu --threads 1 --rows 4 --len 1000", dir, dir, dir);
+	cr_expect_neq(sh(cmd, out, sizeof out, 1), 0, "ended by its signal: %s", out);
+	snprintf(cmd, sizeof cmd, "cat %s/args", dir);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "the compiler ran: %s", out);
+	snprintf(want, sizeof want, "-o %s/t/assoc-naive-", dir);
+	cr_expect(strstr(out, want), "built in TMPDIR: %s", out);
+	snprintf(cmd, sizeof cmd, "ls -A %s/t", dir);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0);
+	cr_expect_str_empty(out, "left in TMPDIR: %s", out);
+}
+
 /* bench says how much arithmetic a position costs per byte moved, and
  * calls a carrier compute-bound when the copy's bandwidth leaves too
  * little time for it (a sum: one add for four bytes; ten nested exps a

@@ -6,6 +6,7 @@
  * outputs written once.  Each figure is the median of several timed runs
  * after a warm-up run. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "compiler/cli/cli.h"
 #include "compiler/util/buf.h"
+#include "compiler/util/cache.h"
 #include "compiler/cuda/cuda.h"
 #include "compiler/prove/prove.h"
 #include "compiler/llvm/llvm.h"
@@ -201,18 +203,25 @@ static void *load_naive(const char *carrier, void **lib, char *why, size_t n)
 		return snprintf(why, n, "%.900s not found", src), NULL;
 	if (strchr(src, '\''))
 		return snprintf(why, n, "%.900s: a path with a quote is not passed to the shell", src), NULL;
-	char so[] = "/tmp/assoc-naive-XXXXXX", cmd[PATH_MAX + 1024];
+	/* the object in TMPDIR, as the emulator's builds are, and gone if the
+	 * process is interrupted while the compiler runs */
+	const char *t = getenv("TMPDIR");
+	char so[PATH_MAX], cmd[PATH_MAX * 2 + 1024];
+	snprintf(so, sizeof so, "%s/assoc-naive-XXXXXX", t && *t && !strchr(t, '\'') ? t : "/tmp");
 	int fd = mkstemp(so);
 	if (fd < 0)
-		return snprintf(why, n, "cannot create a temporary file"), NULL;
+		return snprintf(why, n, "cannot create a temporary file (%.900s): %s", so, strerror(errno)), NULL;
 	close(fd);
-	snprintf(cmd, sizeof cmd, "%s -O3 -march=native -shared -fPIC -o %s '%s' -lm 2>&1", cc, so, src);
+	int slot = cache_temp_register(so);
+	snprintf(cmd, sizeof cmd, "%s -O3 -march=native -shared -fPIC -o '%s' '%s' -lm 2>&1", cc, so, src);
 	if (system(cmd)) {
 		unlink(so);
+		cache_temp_forget(slot);
 		return snprintf(why, n, "'%.1000s' failed", cmd), NULL;
 	}
 	*lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 	unlink(so);
+	cache_temp_forget(slot);
 	if (!*lib)
 		return snprintf(why, n, "dlopen: %s", dlerror()), NULL;
 	char sym[128];
