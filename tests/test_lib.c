@@ -461,6 +461,56 @@ Test(lib, buffers_not_aligned_to_their_elements_are_refused)
 	assoc_spec_free(ln);
 }
 
+/* The attention kernels (on emu, on a GPU) load 16-bit q, k and v two
+ * elements at a time: such a buffer at 2 bytes past a 4-byte boundary is
+ * refused before anything runs (the emulator stopped at block 0 with
+ * "global load of 4 bytes ... not 4-byte aligned", a GPU would fault),
+ * and at 4 bytes past one it runs.  The CPU takes it at 2. */
+Test(lib, attention_inputs_of_16_bits_need_4_byte_alignment, .timeout = 120)
+{
+	char why[256];
+	const Device *emu = run_device_find("emu");
+	if (!emu || !emu->available(why, sizeof why))
+		cr_skip("no emulator here: %s", emu ? why : "not built");
+	AssocSpec *s = spec_ok("specs/attention.yaml");
+	enum { R = 2, L = 3, D = 64 };
+	_Alignas(16) static uint16_t q[R * D], kv[2][L * D + 2];
+	float out[R][D], lse[R];
+	for (int i = 0; i < R * D; i++)
+		q[i] = 0x3c00; /* 1.0 */
+	const char *devs[] = {"emu", "cpu"};
+	for (int d = 0; d < 2; d++) {
+		AssocKernel *k;
+		cr_assert_eq(assoc_compile(s, devs[d], 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+		for (int shift = 1; shift <= 2; shift++) {
+			for (int j = 0; j < L * D; j++)
+				kv[0][shift + j] = kv[1][shift + j] = 0x3c00;
+			lse[0] = lse[1] = -7;
+			AssocBuffer b[] = {{"q", q, sizeof q},
+					   {"k", kv[0] + shift, L * D * 2},
+					   {"v", kv[1] + shift, L * D * 2},
+					   {"out", out, sizeof out},
+					   {"lse", lse, sizeof lse}};
+			AssocStatus st = assoc_run(k, R, L, b, 5, (AssocValue[]){{"scale", 0.125}}, 1);
+			if (d == 0 && shift == 1) {
+				cr_assert_eq(st, ASSOC_EINVAL, "k at 2 bytes past 4");
+				cr_assert(strstr(assoc_kernel_error(k), "buffer 'k' at ") &&
+						  strstr(assoc_kernel_error(k), "is not 4-byte aligned: the attention kernels "
+										"load its f16 elements two at a time"),
+					  "%s", assoc_kernel_error(k));
+				cr_assert(lse[0] == -7 && lse[1] == -7, "nothing written");
+				continue;
+			}
+			cr_assert_eq(st, ASSOC_OK, "%s at %d bytes: %s", devs[d], 2 * shift, assoc_kernel_error(k));
+			/* row 1 sees keys 0 and 1, each of score 64 / 8 */
+			cr_assert_float_eq(lse[1], 8 + log(2.0), 1e-4, "%s at %d bytes", devs[d], 2 * shift);
+			cr_assert_float_eq(out[1][5], 1, 1e-3, "%s at %d bytes", devs[d], 2 * shift);
+		}
+		assoc_kernel_free(k);
+	}
+	assoc_spec_free(s);
+}
+
 Test(lib, invalid_spec_keeps_its_diagnostic)
 {
 	AssocSpec *s;
@@ -1362,6 +1412,31 @@ Test(lib, run_device_checks_buffers_and_device, .timeout = 120)
 	cr_assert(strstr(assoc_kernel_error(k), "output 'y' overlaps input 'x' in memory"), "%s", assoc_kernel_error(k));
 	cr_assert_eq(f.launches(), before, "nothing launched");
 	assoc_kernel_free(k);
+
+	/* attention's f16 keys 2 bytes past a 4-byte boundary in device
+	 * memory: refused (the kernels load them two at a time); the same on
+	 * host arrays runs, copied into allocations of the kernel's own */
+	AssocSpec *at = spec_ok("specs/attention.yaml");
+	cr_assert_eq(assoc_compile(at, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	char *q = dev_alloc(&f, 2 * 64 * 2), *kv = dev_alloc(&f, 2 * 3 * 64 * 2 + 4), *o = dev_alloc(&f, 2 * 64 * 4),
+	     *l = dev_alloc(&f, 2 * 4);
+	AssocValue scale = {"scale", 0.125};
+	AssocBuffer odd[] = {{"q", q, 2 * 64 * 2}, {"k", kv + 2, 3 * 64 * 2}, {"v", kv + 2 + 3 * 64 * 2, 3 * 64 * 2},
+			     {"out", o, 2 * 64 * 4}, {"lse", l, 2 * 4}};
+	cr_assert_eq(assoc_run_device(k, 1, 1, 2, 3, odd, 5, &scale, 1, NULL), ASSOC_EINVAL);
+	cr_assert(strstr(assoc_kernel_error(k), "buffer 'k' at ") &&
+			  strstr(assoc_kernel_error(k), "is not 4-byte aligned: the attention kernels load its f16 "
+							"elements two at a time"),
+		  "%s", assoc_kernel_error(k));
+	cr_assert_eq(f.launches(), before, "nothing launched");
+	_Alignas(16) static uint16_t hq[2 * 64], hkv[2 * 3 * 64 + 2];
+	float hout[2 * 64], hlse[2];
+	AssocBuffer host[] = {{"q", hq, sizeof hq}, {"k", hkv + 1, 3 * 64 * 2}, {"v", hkv + 1 + 3 * 64, 3 * 64 * 2},
+			      {"out", hout, sizeof hout}, {"lse", hlse, sizeof hlse}};
+	cr_assert_eq(assoc_run(k, 2, 3, host, 5, &scale, 1), ASSOC_OK, "host arrays are copied: %s",
+		     assoc_kernel_error(k));
+	assoc_kernel_free(k);
+	assoc_spec_free(at);
 
 	AssocKernel *ki = NULL;
 	cr_assert_eq(assoc_compile(s, "interp", 1, &ki), ASSOC_OK, "%s", assoc_kernel_error(ki));

@@ -249,7 +249,8 @@ void gpu_free_bufs(Gpu *g, GpuBufs *b)
 
 /* TMA reads q, k and v from 16-byte aligned addresses only: a caller's
  * pointers that are not go to the mma.sync template's prefill variant
- * (its loads take any alignment), v itself otherwise. */
+ * (its loads take any 4-byte aligned address, which the library asks of
+ * them), v itself otherwise. */
 static int tma_aligned_or_fallback(const Gpu *g, const GpuBufs *b, int v)
 {
 	const CudaAttn *at = &g->m.attn;

@@ -152,7 +152,10 @@ const char *assoc_kernel_error(const AssocKernel *k);
  * (each param of the spec given once).  Outputs are overwritten; an
  * output that shares memory with an input or another output (in place
  * included), or a buffer at an address that is no multiple of its
- * element's size, is refused with ASSOC_EINVAL, as in every run below.  Where
+ * element's size (on "emu", and in device memory on "gpu", of 4 bytes
+ * for the 16-bit q, k and v of the attention kernels, which load two
+ * elements at a time), is refused with ASSOC_EINVAL, as in every run
+ * below.  Where
  * the kernel takes rows side by side as lanes (attention: 16 on AVX2 and
  * AVX-512 hosts) and a run has 4 to 15 rows (a view's, with heads), its
  * first such run compiles a narrower variant, kept with the kernel for

@@ -223,7 +223,7 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 			st = paged_fail(k, ASSOC_EINVAL, "the spec has no row, column or finalize array named '%s'",
 					bufs[i].name ? bufs[i].name : "(null)");
 	}
-	if (!st && (lib_misaligned(k->s, bufs, nbufs, k->err, sizeof k->err) ||
+	if (!st && (lib_misaligned(k->s, lib_word_in(k, 0), bufs, nbufs, k->err, sizeof k->err) ||
 		    lib_overlapping(k->s, bufs, nbufs, k->err, sizeof k->err)))
 		st = ASSOC_EINVAL;
 	int done = 0;
@@ -387,7 +387,7 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 			st = paged_fail(k, ASSOC_EINVAL, "the spec has no row, column or finalize array named '%s'",
 					bufs[i].name ? bufs[i].name : "(null)");
 	}
-	if (!st && (lib_misaligned(k->s, bufs, nbufs, k->err, sizeof k->err) ||
+	if (!st && (lib_misaligned(k->s, lib_word_in(k, 1), bufs, nbufs, k->err, sizeof k->err) ||
 		    lib_overlapping(k->s, bufs, nbufs, k->err, sizeof k->err)))
 		st = ASSOC_EINVAL;
 	double *pv = calloc(c->nparams + 1, sizeof *pv);

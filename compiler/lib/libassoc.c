@@ -488,6 +488,16 @@ static void release(AssocKernel *k)
 	lib_release_paged(k);
 	k->ws = NULL, k->mods = NULL, k->nws = k->nmods = 0;
 	k->pool = NULL, k->k = k->narrow[0] = k->narrow[1] = NULL, k->gpu = NULL, k->dev = NULL;
+	k->word_in = 0;
+}
+
+/* The inputs of m's carrier that its attention kernels load as 32-bit
+ * words: q, k and v of 16 bits (e4m3's are read a byte at a time). */
+static unsigned attn_word_inputs(const CudaModule *m)
+{
+	if (m->base != FAM_ATTN || m->attn.f8)
+		return 0;
+	return 1u << m->attn.qi | 1u << m->attn.ki | 1u << m->attn.vi;
 }
 
 /* Compile s into k for one device (not auto); k->err says why not. */
@@ -538,6 +548,7 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 			k->gpu = NULL;
 			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "gpu: %s", why);
 		}
+		k->word_in = attn_word_inputs(&k->gpu->m);
 	} else if (!strcmp(device, "emu")) {
 		/* the module built (or found in the emulator's cache) now, so that
 		 * its compiler's errors come from assoc_compile */
@@ -547,6 +558,7 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "emu: %s", why);
 		int rc = emu_open(m.src, &lib, why, sizeof why);
 		emu_close(lib);
+		k->word_in = attn_word_inputs(&m);
 		cuda_module_free(&m);
 		if (rc)
 			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "emu: %s", why);
@@ -770,17 +782,25 @@ static int is_output(const AssocSpec *s, const char *name)
 	return 0;
 }
 
-int lib_misaligned(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n)
+int lib_misaligned(const AssocSpec *s, unsigned words, const AssocBuffer *bufs, int nbufs, char *err, size_t n)
 {
 	for (int i = 0; i < nbufs; i++)
 		for (int a = 0; bufs[i].name && bufs[i].data && a < s->narr; a++) {
 			size_t z = type_size(s->arr[a].type);
-			if (strcmp(s->arr[a].name, bufs[i].name) || !((uintptr_t)bufs[i].data % z))
+			int word = a < 32 && (words >> a & 1) && z < 4;
+			if (strcmp(s->arr[a].name, bufs[i].name) || !((uintptr_t)bufs[i].data % (word ? 4 : z)))
 				continue;
 			/* the CUDA kernels (on a GPU, on the emulator) load an element
-			 * as a whole: a GPU faults, and its context is lost */
-			snprintf(err, n, "buffer '%s' at %p is not aligned to its elements (%s, %zu bytes)", bufs[i].name,
-				 bufs[i].data, s->arr[a].type, z);
+			 * as a whole, attention's 16-bit q, k and v two at a time: a
+			 * GPU faults, and its context is lost */
+			if (word)
+				snprintf(err, n,
+					 "buffer '%s' at %p is not 4-byte aligned: the attention kernels load its %s "
+					 "elements two at a time",
+					 bufs[i].name, bufs[i].data, s->arr[a].type);
+			else
+				snprintf(err, n, "buffer '%s' at %p is not aligned to its elements (%s, %zu bytes)",
+					 bufs[i].name, bufs[i].data, s->arr[a].type, z);
 			return 1;
 		}
 	return 0;
@@ -809,11 +829,17 @@ int lib_overlapping(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char
 	return 0;
 }
 
+unsigned lib_word_in(const AssocKernel *k, int device_memory)
+{
+	/* a "gpu" kernel's host arrays are copied into allocations of its own */
+	return device_memory || !k->gpu ? k->word_in : 0;
+}
+
 /* Every array of the spec bound to one of bufs (which[x], its index),
  * none left over, none written over another, and the params' values in
- * pv. */
-static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocBuffer *bufs, int nbufs,
-			    const AssocValue *params, int nparams, int *which, double *pv)
+ * pv; device_memory: bufs are the caller's device pointers. */
+static AssocStatus bind_all(AssocKernel *k, int device_memory, const int64_t shape[4], const AssocBuffer *bufs,
+			    int nbufs, const AssocValue *params, int nparams, int *which, double *pv)
 {
 	AssocStatus st = ASSOC_OK;
 	int narr = k->s->narr;
@@ -823,7 +849,7 @@ static AssocStatus bind_all(AssocKernel *k, const int64_t shape[4], const AssocB
 		which[x] = bind(k, bufs, nbufs, x, shape, &st);
 	if (!st && nbufs != narr)
 		st = fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers given for the spec's %d arrays", nbufs, narr);
-	if (!st && (lib_misaligned(k->s, bufs, nbufs, k->err, sizeof k->err) ||
+	if (!st && (lib_misaligned(k->s, lib_word_in(k, device_memory), bufs, nbufs, k->err, sizeof k->err) ||
 		    lib_overlapping(k->s, bufs, nbufs, k->err, sizeof k->err)))
 		st = ASSOC_EINVAL;
 	return st ? st : lib_params_of(k, params, nparams, pv);
@@ -928,7 +954,7 @@ AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, in
 	RunData *d = NULL;
 	st = which && pv ? ASSOC_OK : fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 	if (!st)
-		st = bind_all(k, shape, bufs, nbufs, params, nparams, which, pv);
+		st = bind_all(k, 1, shape, bufs, nbufs, params, nparams, which, pv);
 	if (!st && !(d = over_all(k, heads, kv_heads, rows, len, bufs, which, pv)))
 		st = fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 	char why[sizeof k->err];
@@ -1073,7 +1099,7 @@ AssocStatus lib_run_heads_at(AssocKernel *k, int64_t heads, int64_t kv_heads, in
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
 	AssocStatus st = which && pv ? ASSOC_OK : fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 	if (!st)
-		st = bind_all(k, shape, bufs, nbufs, params, nparams, which, pv);
+		st = bind_all(k, 0, shape, bufs, nbufs, params, nparams, which, pv);
 	if (!st)
 		st = assume_holds(k, heads, kv_heads, rows, len, bufs, which, pv);
 	if (!st && k->dev)

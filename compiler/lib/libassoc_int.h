@@ -52,6 +52,10 @@ struct AssocKernel {
 	int npws;
 	AssocCtxModule *pmods;
 	int npmods;
+	/* gpu, emu: the inputs (a bit an array index) that the attention
+	 * kernels load two 16-bit elements at a time, from 4-byte aligned
+	 * addresses only (the template's loads without cp.async) */
+	unsigned word_in;
 	LlvmKernel *k;      /* cpu: the compiled carrier, NULL elsewhere */
 	LlvmKernel *narrow[2]; /* compiled on demand: 4 and 8 rows as lanes (LlvmOpts.fit_rows) */
 	LlvmKernel *paged;  /* compiled on demand for assoc_run_paged: keys paged_opts.key_stride apart */
@@ -93,8 +97,12 @@ AssocCtxModule *lib_ctx_module(AssocCtxModule **mods, int *n, void *ctx);
  * array it may mean, or the arrays there are); -1 when all name one. */
 int lib_stray_buffer(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
 /* Whether a buffer of bufs lies at an address that is no multiple of its
- * element's size (err says which): 1, or 0. */
-int lib_misaligned(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
+ * element's size, or of 4 bytes for the inputs in words (bits by array
+ * index: AssocKernel.word_in) (err says which): 1, or 0. */
+int lib_misaligned(const AssocSpec *s, unsigned words, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
+/* The inputs of k that need 4-byte alignment (lib_misaligned's words) in
+ * a run on the caller's device memory (device_memory) or host arrays. */
+unsigned lib_word_in(const AssocKernel *k, int device_memory);
 /* Whether an output of bufs shares a byte with another buffer (err
  * names the two): 1, or 0 where each output has memory of its own. */
 int lib_overlapping(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
