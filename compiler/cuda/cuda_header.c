@@ -99,6 +99,14 @@ static const char *role_of(int slot, const Carrier *c, int attn)
 	return attn ? "row input [heads][rows]" : "row input [rows]";
 }
 
+/* The name of input slot (args.in's order: element, column, row). */
+static const char *in_name(const Carrier *c, int slot)
+{
+	return slot < c->nelem			? c->elem[slot].name
+	       : slot < c->nelem + c->ncol ? c->col[slot - c->nelem].name
+					   : c->row[slot - c->nelem - c->ncol].name;
+}
+
 static void slots(const Carrier *c, const CudaModule *m, FILE *o)
 {
 	int attn = m->base == FAM_ATTN;
@@ -241,12 +249,20 @@ void cuda_header(Carrier *c, const CudaModule *m, FILE *o)
 		   " * grid, block and dynamic shared bytes of the plan and the parameter\n"
 		   " * &args (cuLaunchKernel's kernelParams = {&args}; the Hopper\n"
 		   " * template's kernels take a second, below), and none whose grid is\n"
-		   " * 0 (no rows: nothing to do).  A kernel taking more than 48 KB of\n"
-		   " * dynamic shared memory needs CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES\n"
+		   " * 0 (no rows: nothing to do).  Each array's pointer is a multiple of\n"
+		   " * its element's size (cuMemAlloc's are; the kernels load wider only\n"
+		   " * where the pointers allow)",
+		nm, nm, c->file, nm);
+	int words = m->base == FAM_ATTN && !m->attn.f8;
+	if (words)
+		fprintf(o, ", and of 4 bytes for %s, %s and %s,\n * which the attention kernels load two elements at a time",
+			in_name(c, m->attn.qi), in_name(c, m->attn.ki), in_name(c, m->attn.vi));
+	fprintf(o, ".%sA kernel taking more than 48 KB\n"
+		   " * of dynamic shared memory needs CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES\n"
 		   " * set first.  The module's PTX is for the --arch it was emitted with\n"
 		   " * (sm_90 where none was given): a GPU of another generation needs\n"
 		   " * the module emitted for its own. */\n",
-		nm, nm, c->file, nm);
+		words ? "\n * " : "  ");
 	fprintf(o, "#ifndef ASSOC_KERNELS_%s_H\n#define ASSOC_KERNELS_%s_H\n\n", nm, nm);
 	fprintf(o, "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n");
 	fprintf(o, "/* The kernels' parameter, by value (templates/common.cuh's Args; the first of the Hopper template's two). */\n"
