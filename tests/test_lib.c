@@ -281,7 +281,8 @@ Test(lib, misuse_gives_status_codes)
 	AssocBuffer nodata[] = {{"x", NULL, sizeof x}, {"s", out, sizeof out}};
 	AssocBuffer extra[] = {{"x", x, sizeof x}, {"s", out, sizeof out}, {"t", out, 4}};
 	cr_assert_eq(assoc_run(k, 3, 4, small, 2, NULL, 0), ASSOC_ESIZE);
-	cr_assert(strstr(assoc_kernel_error(k), "buffer 'x' has 44 bytes; the shape needs 48"), "%s", assoc_kernel_error(k));
+	cr_assert(strstr(assoc_kernel_error(k), "buffer 'x' has 44 bytes; the shape needs 48 (12 f32 values)"), "%s",
+		  assoc_kernel_error(k));
 	cr_assert_eq(assoc_run(k, 3, 4, noname, 2, NULL, 0), ASSOC_EINVAL);
 	cr_assert_eq(assoc_run(k, 3, 4, twice, 2, NULL, 0), ASSOC_EINVAL);
 	cr_assert_eq(assoc_run(k, 3, 4, nodata, 2, NULL, 0), ASSOC_EINVAL, "a NULL pointer, as assoc.h says");

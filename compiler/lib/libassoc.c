@@ -655,8 +655,11 @@ static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, const
 		return -1;
 	}
 	if (bufs[found].bytes != want) {
-		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "buffer '%s' has %zu bytes; the shape needs %zu", arr->name,
-			   bufs[found].bytes, want);
+		/* the count and type too: a buffer of doubles for an f32 array is
+		 * twice the bytes, which the numbers alone leave to be worked out */
+		size_t z = type_size(arr->type);
+		*st = fail(k->err, sizeof k->err, ASSOC_ESIZE, "buffer '%s' has %zu bytes; the shape needs %zu (%zu %s values)",
+			   arr->name, bufs[found].bytes, want, want / z, arr->type);
 		return -1;
 	}
 	return found;
