@@ -319,7 +319,8 @@ Test(lib, misuse_gives_status_codes)
 }
 
 /* A paged batch's bad count, NULL array or buffer list says which it
- * is, before anything is read. */
+ * is, before anything is read, and a buffer of the wrong size the layout
+ * it takes with its sizes. */
 Test(lib, paged_batch_refusals_name_the_field)
 {
 	AssocSpec *s = spec_ok("specs/attention.yaml");
@@ -356,6 +357,15 @@ Test(lib, paged_batch_refusals_name_the_field)
 	}
 	cr_expect_eq(assoc_run_paged(k, 1, 1, &bad[0].pg, NULL, 2, &scale, 1), ASSOC_EINVAL);
 	cr_expect(strstr(assoc_kernel_error(k), "2 buffers with a NULL buffer array"), "%s", assoc_kernel_error(k));
+	/* q of 6 rows where the offsets end at 5: the sizes and where rows come from */
+	static const int32_t cu[3] = {0, 2, 5};
+	static uint16_t q[6 * 64];
+	AssocPaged varlen = {.batch = 2, .page_size = 16, .pages = 2, .max_pages = 1, .block_table = table,
+			     .seq_lens = lens, .cu_seqlens_q = cu};
+	cr_expect_eq(assoc_run_paged(k, 1, 1, &varlen, (AssocBuffer[]){{"q", q, sizeof q}}, 1, &scale, 1), ASSOC_ESIZE);
+	cr_expect(strstr(assoc_kernel_error(k), "buffer 'q' holds 768 bytes; it takes 640: [rows][heads][width] = "
+						"[5][1][64] of f16 (rows: cu_seqlens_q[2])"),
+		  "%s", assoc_kernel_error(k));
 	assoc_kernel_free(k);
 	assoc_spec_free(s);
 }

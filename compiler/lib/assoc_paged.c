@@ -38,8 +38,25 @@ static const AssocBuffer *bound(AssocKernel *k, const AssocBuffer *bufs, int nbu
 	if (!b || (!b->data && want)) /* NULL holds 0 bytes, as assoc_run takes it */
 		*st = paged_fail(k, ASSOC_EINVAL, "no buffer for '%s' (%s)", name, layout);
 	else if (b->bytes != want)
-		*st = paged_fail(k, ASSOC_ESIZE, "buffer '%s' holds %zu bytes; %s takes %zu", name, b->bytes, layout, want);
+		*st = paged_fail(k, ASSOC_ESIZE, "buffer '%s' holds %zu bytes; it takes %zu: %s", name, b->bytes, want, layout);
 	return *st ? NULL : b;
+}
+
+/* The layout a host batch's buffer has, with its sizes and where its
+ * rows come from, for the message of a buffer that does not hold it:
+ * the pool (pool) or the queries and outputs. */
+static void paged_layout(char *out, size_t n, int pool, const AssocPaged *pg, int64_t total, int64_t heads,
+			 int64_t kv_heads, int w, const char *type)
+{
+	if (pool)
+		snprintf(out, n, "[pages][page_size][kv_heads][width] = [%lld][%lld][%lld][%d] of %s", (long long)pg->pages,
+			 (long long)pg->page_size, (long long)kv_heads, w, type);
+	else if (pg->cu_seqlens_q)
+		snprintf(out, n, "[rows][heads][width] = [%lld][%lld][%d] of %s (rows: cu_seqlens_q[%lld])",
+			 (long long)total, (long long)heads, w, type, (long long)pg->batch);
+	else
+		snprintf(out, n, "[rows][heads][width] = [%lld][%lld][%d] of %s (rows: %lld sequences of %lld queries)",
+			 (long long)total, (long long)heads, w, type, (long long)pg->batch, (long long)pg->rows);
 }
 
 /* The checks both forms make of a batch before anything is read: the
@@ -197,9 +214,10 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 		for (int i = 0; !st && i < nd[g]; i++) {
 			size_t n = g ? (size_t)pg->pages * pg->page_size * kv_heads : (size_t)total * heads;
 			int w = spec_decl_width(&dg[g][i]);
+			char lay[256];
+			paged_layout(lay, sizeof lay, g, pg, total, heads, kv_heads, w, ty_kind_name(dg[g][i].storage));
 			const AssocBuffer *x = bound(k, bufs, nbufs, dg[g][i].name,
-						     n * w * run_kind_size(dg[g][i].storage),
-						     g ? "[pages][page_size][kv_heads][width]" : "[rows][heads][width]", &st);
+						     n * w * run_kind_size(dg[g][i].storage), lay, &st);
 			if (x)
 				pb[g][i] = (Buffer){dg[g][i].storage, w, n, x->data};
 		}
@@ -207,8 +225,10 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 		Ty t = c->finalize[i].e->ty;
 		int w = t.len ? t.len : 1;
 		size_t n = (size_t)total * heads;
+		char lay[256];
+		paged_layout(lay, sizeof lay, 0, pg, total, heads, kv_heads, w, ty_kind_name((TyKind)t.kind));
 		const AssocBuffer *x = bound(k, bufs, nbufs, c->finalize[i].name, n * w * run_kind_size((TyKind)t.kind),
-					     "[rows][heads][width]", &st);
+					     lay, &st);
 		if (x)
 			p.fin[i] = (Buffer){(TyKind)t.kind, w, n, x->data};
 	}
