@@ -662,6 +662,14 @@ static int within_positions(Ev *x, Expr *e)
 	return ok && !p->overflow;
 }
 
+/* The operations whose two's complement result is the true one mod
+ * 2^32 (2^64): fma on integers is a product and a sum. */
+static int ring_op(const Expr *e)
+{
+	return e->op == EXPR_ADD || e->op == EXPR_SUB || e->op == EXPR_MUL || e->op == EXPR_NEG || e->op == EXPR_POW ||
+	       e->op == EXPR_FMA;
+}
+
 /* Integer arithmetic that may wrap: the prover's integers are unbounded,
  * two's complement ones are not, so an order on a sum of i32 fields
  * (a.k + b.k > 0) can differ from the proof's.  Except for counts of
@@ -676,7 +684,7 @@ static int wraps(Ev *x, Expr *e)
 	unsigned sides = 0;
 	if ((e->op == EXPR_ADD || e->op == EXPR_SUB) && count_sum(x->p, e, &sides))
 		return 0;
-	if (e->op == EXPR_ADD || e->op == EXPR_SUB || e->op == EXPR_MUL || e->op == EXPR_NEG || e->op == EXPR_POW)
+	if (ring_op(e))
 		return !within_positions(x, e);
 	for (int i = 0; i < 3; i++)
 		if (wraps(x, e->a[i]))
