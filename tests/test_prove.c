@@ -483,13 +483,15 @@ Test(prove, integer_fields_take_whole_bounds)
  * has at most INT32_MAX positions, so such a sum does not wrap.  With 1
  * added it could, and the order stays unknown.  A field that the
  * invariants bound by the count of positions (a trailing run, suf <= n)
- * is bounded the same way in a sum. */
+ * is bounded the same way in a sum, but not where an i32 sum under it,
+ * widened to i64, may wrap on its own. */
 Test(prove, counts_of_positions_do_not_wrap)
 {
 	check("tests/prove/first_by_count.yaml", "pp--");
 	check("tests/rows/softmax_first.yaml", "pp--");
 	check("tests/prove/trailing_run.yaml", "pp--");
 	check("tests/prove/first_by_count_plus_one.yaml", "uu--");
+	check("tests/prove/first_by_widened_count.yaml", "uu--");
 	Carrier *c = load_ok("tests/prove/first_by_count_plus_one.yaml");
 	ProofReport r;
 	cr_assert_eq(prove_carrier(c, 1, &r), 0);

@@ -670,6 +670,24 @@ static int ring_op(const Expr *e)
 	       e->op == EXPR_FMA;
 }
 
+static int wraps(Ev *x, Expr *e);
+
+/* Whether the operands of e's ring operations in type k (ring_op) take
+ * their true values: then two's complement gives e's true value mod 2^32
+ * (2^64), which is that value where within_positions bounds it.  An
+ * operand that converts an i32 to an i64 carries the i32's wrap into the
+ * wider sum ((a.k + a.k) + p - p, p an i64, is a.k over the integers and
+ * not on the devices), so it must not wrap itself. */
+static int exact_operands(Ev *x, Expr *e, TyKind k)
+{
+	if (e->ty.kind != k || !ring_op(e))
+		return !wraps(x, e);
+	for (int i = 0; i < e->nargs; i++)
+		if (!exact_operands(x, e->a[i], k))
+			return 0;
+	return 1;
+}
+
 /* Integer arithmetic that may wrap: the prover's integers are unbounded,
  * two's complement ones are not, so an order on a sum of i32 fields
  * (a.k + b.k > 0) can differ from the proof's.  Except for counts of
@@ -685,7 +703,7 @@ static int wraps(Ev *x, Expr *e)
 	if ((e->op == EXPR_ADD || e->op == EXPR_SUB) && count_sum(x->p, e, &sides))
 		return 0;
 	if (ring_op(e))
-		return !within_positions(x, e);
+		return !exact_operands(x, e, (TyKind)e->ty.kind) || !within_positions(x, e);
 	for (int i = 0; i < 3; i++)
 		if (wraps(x, e->a[i]))
 			return 1;
