@@ -434,12 +434,14 @@ Test(prove, soundness_corners)
 
 /* Integer fields are whole and wrap: a region no pair of integers reaches
  * gives no disproof (its witness would be a half), and an order on a sum
- * of i32 fields is not proved (it can wrap), written as an fma or not. */
+ * of i32 fields is not proved (it can wrap), written as an fma or not,
+ * nor one on abs of an i32 (abs(INT32_MIN) is INT32_MIN). */
 Test(prove, integers_are_whole_and_wrap)
 {
 	check("tests/prove/half_integer_branch.yaml", "uuu-");
 	check("tests/prove/wrapping_sum.yaml", "uuu-");
 	check("tests/prove/fma_wrapping.yaml", "uuu-");
+	check("tests/prove/abs_wrapping.yaml", "uu--");
 }
 
 /* An integer where() of literals (count_runs' where(..., 1, 0)) is an

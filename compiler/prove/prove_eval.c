@@ -663,11 +663,12 @@ static int within_positions(Ev *x, Expr *e)
 }
 
 /* The operations whose two's complement result is the true one mod
- * 2^32 (2^64): fma on integers is a product and a sum. */
+ * 2^32 (2^64): fma on integers is a product and a sum, abs a value or
+ * its negation (abs of the most negative value is that value). */
 static int ring_op(const Expr *e)
 {
 	return e->op == EXPR_ADD || e->op == EXPR_SUB || e->op == EXPR_MUL || e->op == EXPR_NEG || e->op == EXPR_POW ||
-	       e->op == EXPR_FMA;
+	       e->op == EXPR_FMA || e->op == EXPR_ABS;
 }
 
 static int wraps(Ev *x, Expr *e);
