@@ -49,6 +49,18 @@ static void check(const char *path, const char *want)
 	spec_carrier_free(c);
 }
 
+/* The proof line of law for the spec at path (its claims trusted where
+ * trust) says how with want in it. */
+static void expect_how(const char *path, int trust, const char *name, const char *want)
+{
+	Carrier *c = load_ok(path);
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, trust, &r), 0, "%s: internal error", path);
+	cr_expect(strstr(law(&r, name)->how, want), "%s: %s", path, law(&r, name)->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 Test(prove, bundled_specs)
 {
 	check("specs/argmax.yaml", "ppp-");
@@ -288,34 +300,23 @@ Test(prove, shared_subterms_cost_their_dag, .timeout = 20)
 	check("tests/prove/dag_merge.yaml", "pp--");
 }
 
-/* The proof line of law for the spec at path says how with text in it. */
-static void expect_how(const char *path, const char *name, const char *text)
-{
-	Carrier *c = load_ok(path);
-	ProofReport r;
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	cr_expect(strstr(law(&r, name)->how, text), "%s: %s", path, law(&r, name)->how);
-	prove_report_free(&r);
-	spec_carrier_free(c);
-}
-
 /* A normal form whose degree doubles per temporary proves nothing at
  * random points past the budget: unknown, saying why, never proved. */
 Test(prove, degree_past_the_budget_is_unknown, .timeout = 20)
 {
 	check("tests/prove/dag_cancel.yaml", "uuu-");
-	expect_how("tests/prove/dag_cancel.yaml", "associative", "budget: a normal form of degree past 65536");
+	expect_how("tests/prove/dag_cancel.yaml", 0, "associative", "budget: a normal form of degree past 65536");
 }
 
 Test(prove, tie_disproof_names_the_tie)
 {
-	expect_how("tests/prove/tie_bug.yaml", "associative", "region b.m = c.m, a.m = c.m");
+	expect_how("tests/prove/tie_bug.yaml", 0, "associative", "region b.m = c.m, a.m = c.m");
 }
 
 Test(prove, nan_hazard_names_the_expression)
 {
-	expect_how("tests/prove/identity_ee.yaml", "identity", "e+e gives NaN at mean: 0 / 0");
-	expect_how("tests/prove/nan_identity.yaml", "identity", "e+e gives NaN at m: a.m, which is NaN in the identity");
+	expect_how("tests/prove/identity_ee.yaml", 0, "identity", "e+e gives NaN at mean: 0 / 0");
+	expect_how("tests/prove/nan_identity.yaml", 0, "identity", "e+e gives NaN at m: a.m, which is NaN in the identity");
 }
 
 Test(prove, bool_fields_are_unknown_not_disproved)
@@ -470,12 +471,7 @@ Test(prove, integer_where_is_no_float)
 Test(prove, integer_fields_take_whole_bounds)
 {
 	check("tests/prove/first_match.yaml", "pp--");
-	Carrier *c = load_ok("tests/prove/first_match.yaml");
-	ProofReport r;
-	cr_assert_eq(prove_carrier(c, 1, &r), 0);
-	cr_expect(strstr(law(&r, "identity")->how, "under invariants at >= -1"), "%s", law(&r, "identity")->how);
-	prove_report_free(&r);
-	spec_carrier_free(c);
+	expect_how("tests/prove/first_match.yaml", 1, "identity", "under invariants at >= -1");
 	check("tests/prove/first_match_identity_wrong.yaml", "pd--");
 	check("tests/prove/last_match_half.yaml", "pu--");
 }
@@ -494,12 +490,7 @@ Test(prove, counts_of_positions_do_not_wrap)
 	check("tests/prove/trailing_run.yaml", "pp--");
 	check("tests/prove/first_by_count_plus_one.yaml", "uu--");
 	check("tests/prove/first_by_widened_count.yaml", "uu--");
-	Carrier *c = load_ok("tests/prove/first_by_count_plus_one.yaml");
-	ProofReport r;
-	cr_assert_eq(prove_carrier(c, 1, &r), 0);
-	cr_expect(strstr(law(&r, "associative")->how, "may wrap"), "%s", law(&r, "associative")->how);
-	prove_report_free(&r);
-	spec_carrier_free(c);
+	expect_how("tests/prove/first_by_count_plus_one.yaml", 1, "associative", "may wrap");
 }
 
 /* any_all's lifts keep any >= all, all >= any, any <= 1 and all <= 1,
@@ -509,13 +500,7 @@ Test(prove, counts_of_positions_do_not_wrap)
 Test(prove, invariants_past_the_room_are_tried_on_their_own)
 {
 	check("tests/prove/any_all.yaml", "pp--");
-	Carrier *c = load_ok("tests/prove/any_all.yaml");
-	ProofReport r;
-	cr_assert_eq(prove_carrier(c, 0, &r), 0);
-	cr_expect(strstr(law(&r, "identity")->how, "under invariants any >= all, any <= 1"), "%s",
-		  law(&r, "identity")->how);
-	prove_report_free(&r);
-	spec_carrier_free(c);
+	expect_how("tests/prove/any_all.yaml", 0, "identity", "under invariants any >= all, any <= 1");
 }
 
 /* A carrier with fields kept relative to its maximum and no certificate
