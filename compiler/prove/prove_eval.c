@@ -695,7 +695,9 @@ static int exact_operands(Ev *x, Expr *e, TyKind k)
  * positions of different states, each taken once: the states a merge, a
  * law or a fold meets are runs of one row, and a row has at most
  * INT32_MAX positions (every run takes an int length), so such a sum
- * stays within [-INT32_MAX, INT32_MAX]. */
+ * stays within [-INT32_MAX, INT32_MAX]; and for arithmetic that the
+ * region bounds by such counts, its operands exact (within_positions,
+ * exact_operands). */
 static int wraps(Ev *x, Expr *e)
 {
 	if (!e || !ty_is_int(e->ty) || e->op == EXPR_VAR || e->op == EXPR_CONST)
