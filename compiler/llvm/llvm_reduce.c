@@ -2088,8 +2088,9 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
 /* The ordered fold, for a merge not known to commute (scalar fields):
  * blocks of R*W*W consecutive positions from lo (R = ORDERED_RUNS while
  * they fit, then R = 1), lane l's segment of a block its R*W positions
- * from l*R*W on.  A loop over the block's runs loads W vectors each (kern_load_segments, segments of R*W: run r's
- * vector t holds position l*R*W + r*W + t in lane l).  The W vectors are
+ * from l*R*W on.  A loop over the block's runs loads W vectors each
+ * (kern_load_segments, segments of R*W: run r's vector t holds position
+ * l*R*W + r*W + t in lane l).  The W vectors are
  * lifted and taken, ORDERED_CHAIN at a time, on the right of an
  * accumulator, as a device's accumulator takes positions (a merge that
  * skips a NaN on its right keeps one on its left: argmax's
@@ -2112,9 +2113,11 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
  * (halve, ordered: 4 merges and their shuffles for 16 lanes) into the
  * block's state, merged on the right of the state so far: once a block
  * of R runs, where one run a block took them each time (min and max with
- * the first position of each, llvm-mca, icelake-server: 139 -> 101
- * cycles of port 5 a run; one thread, rows of 16384: 6.3-6.5 -> 7.8-8.2 G
- * elements/s).  The runs are a loop, not unrolled, and both passes keep
+ * the first position of each, llvm-mca, icelake-server: 139 -> 97 cycles
+ * of port 5 a run, with the runs' positions indexed from one broadcast;
+ * one thread, rows of 16384 in L2, with chains of 8: 6.3-6.5 -> 8.8-9.0 G
+ * elements/s; from memory no faster, about 15 GB/s a thread, where lanes
+ * in any order read 23 to 25).  The runs are a loop, not unrolled, and both passes keep
  * R, so the segments' lengths, constant: the loads' addresses are
  * offsets from one pointer (with R a value, and so the length, LLVM's
  * strength reduction took 70 ms more of the JIT's time over the loads).
