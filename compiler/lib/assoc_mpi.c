@@ -299,10 +299,14 @@ static AssocStatus run_job(Job *j, int64_t rows, int64_t len, const AssocBuffer 
 		return fail(m, ASSOC_EINVAL, "a handle of assoc_mpi_new has no kernel to fold with");
 	AssocSpec *s = m->k->s;
 	Carrier *c = s->c;
-	if (rows < 0 || len < 0 || rows > INT32_MAX || len > INT32_MAX || j->lo < 0 || j->lo > j->hi || j->hi > len ||
-	    nbufs < 0 || (nbufs && !bufs))
-		return fail(m, ASSOC_EINVAL, "bad shape (%lld x %lld), positions [%lld, %lld) or buffer list", (long long)rows,
-			    (long long)len, (long long)j->lo, (long long)j->hi);
+	if (nbufs < 0 || (nbufs && !bufs))
+		return fail(m, ASSOC_EINVAL, "%d buffers %s", nbufs, nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
+	if (rows < 0 || len < 0 || rows > INT32_MAX || len > INT32_MAX)
+		return fail(m, ASSOC_EINVAL, "shape %lld rows x %lld positions: rows and len run from 0 to 2^31 - 1",
+			    (long long)rows, (long long)len);
+	if (j->lo < 0 || j->lo > j->hi || j->hi > len)
+		return fail(m, ASSOC_EINVAL, "positions [%lld, %lld) of a row of %lld: 0 <= lo <= hi <= len", (long long)j->lo,
+			    (long long)j->hi, (long long)len);
 	if (m->k->k->k.is_scan != (j->what == 2) && j->what != 1)
 		return fail(m, ASSOC_EINVAL, "%s", m->k->k->k.is_scan ? "a scan's positions go through assoc_mpi_scan"
 								       : "the carrier is not a scan: assoc_mpi_fold");

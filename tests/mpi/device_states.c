@@ -117,6 +117,19 @@ static int welford_folded_and_merged(Rt *rt)
 	int64_t lo = (int64_t)rank * LEN / ranks, hi = (int64_t)(rank + 1) * LEN / ranks;
 	char why[512];
 	RtPtr d = 0;
+	/* each refusal names its cause and the bound */
+	static const struct {
+		int64_t len, lo, hi;
+		int nbufs;
+		const char *says;
+	} refused[] = {{LEN, 5, 4, 3, "positions [5, 4) of a row of 3000: 0 <= lo <= hi <= len"},
+		       {-1, 0, 0, 3, "shape 4 rows x -1 positions: rows and len run from 0 to 2^31 - 1"},
+		       {LEN, 0, 1, -1, "-1 buffers (a count under 0)"}};
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+		if (assoc_mpi_fold(m, ROWS, refused[i].len, refused[i].lo, refused[i].hi, bufs, refused[i].nbufs, st) !=
+			    ASSOC_EINVAL ||
+		    !strstr(assoc_mpi_error(m), refused[i].says))
+			return bad(refused[i].says, assoc_mpi_error(m));
 	if (assoc_mpi_fold(m, ROWS, LEN, lo, hi, bufs, 3, st))
 		return bad("fold", assoc_mpi_error(m));
 	if (device_copy(rt, st, ROWS * sb, &d, why, sizeof why))
