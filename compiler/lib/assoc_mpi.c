@@ -299,11 +299,8 @@ static AssocStatus run_job(Job *j, int64_t rows, int64_t len, const AssocBuffer 
 		return fail(m, ASSOC_EINVAL, "a handle of assoc_mpi_new has no kernel to fold with");
 	AssocSpec *s = m->k->s;
 	Carrier *c = s->c;
-	if (nbufs < 0 || (nbufs && !bufs))
-		return fail(m, ASSOC_EINVAL, "%d buffers %s", nbufs, nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
-	if (rows < 0 || len < 0 || rows > INT32_MAX || len > INT32_MAX)
-		return fail(m, ASSOC_EINVAL, "shape %lld rows x %lld positions: rows and len run from 0 to 2^31 - 1",
-			    (long long)rows, (long long)len);
+	if (lib_bad_shape(rows, len, bufs, nbufs, m->err, sizeof m->err))
+		return ASSOC_EINVAL;
 	if (j->lo < 0 || j->lo > j->hi || j->hi > len)
 		return fail(m, ASSOC_EINVAL, "positions [%lld, %lld) of a row of %lld: 0 <= lo <= hi <= len", (long long)j->lo,
 			    (long long)j->hi, (long long)len);

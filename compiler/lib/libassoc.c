@@ -750,6 +750,20 @@ static AssocStatus assume_holds(AssocKernel *k, int64_t heads, int64_t kv_heads,
 	return st;
 }
 
+int lib_bad_shape(int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs, char *err, size_t n)
+{
+	if (nbufs < 0 || (nbufs && !bufs)) {
+		snprintf(err, n, "%d buffers %s", nbufs, nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
+		return 1;
+	}
+	if (rows < 0 || len < 0 || rows > INT32_MAX || len > INT32_MAX) {
+		snprintf(err, n, "shape %lld rows x %lld positions: rows and len run from 0 to 2^31 - 1", (long long)rows,
+			 (long long)len);
+		return 1;
+	}
+	return 0;
+}
+
 int lib_stray_buffer(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n)
 {
 	for (int i = 0; i < nbufs; i++) {
@@ -866,13 +880,8 @@ static AssocStatus shape_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 		return ASSOC_EINVAL;
 	if (k->failed)
 		return ASSOC_EINVAL; /* k->err keeps why it did not compile */
-	if (nbufs < 0 || (nbufs && !bufs))
-		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d buffers %s", nbufs,
-			    nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
-	if (rows < 0 || len < 0 || rows > INT32_MAX || len > INT32_MAX)
-		return fail(k->err, sizeof k->err, ASSOC_EINVAL,
-			    "shape %lld rows x %lld positions: rows and len run from 0 to 2^31 - 1", (long long)rows,
-			    (long long)len);
+	if (lib_bad_shape(rows, len, bufs, nbufs, k->err, sizeof k->err))
+		return ASSOC_EINVAL;
 	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > INT32_MAX || rows * heads > INT32_MAX)
 		return fail(k->err, sizeof k->err, ASSOC_EINVAL,
 			    "%lld heads on %lld key/value heads of %lld rows (heads a positive multiple of kv_heads, "

@@ -93,6 +93,10 @@ GpuBufs *lib_stream_ws(AssocStreamWs **ws, int *n, void *ctx, void *stream);
 /* The module slot of a context in *mods (n of them), added on first use;
  * NULL when out of memory. */
 AssocCtxModule *lib_ctx_module(AssocCtxModule **mods, int *n, void *ctx);
+/* 1 with why in err where nbufs and bufs are no buffer list, or rows x
+ * len no shape (each from 0 to INT32_MAX); assoc_run's and an MPI
+ * handle's refusal alike. */
+int lib_bad_shape(int64_t rows, int64_t len, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
 /* The first of bufs whose name is no array of s (err says so, with the
  * array it may mean, or the arrays there are); -1 when all name one. */
 int lib_stray_buffer(const AssocSpec *s, const AssocBuffer *bufs, int nbufs, char *err, size_t n);
