@@ -135,9 +135,9 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s%s\n", k->lanes, k->accs,
 			k->tile, k->rows, llvm_fold_name(k), lanes,
 			rt_pool_threads(p), rt_cpu_split(&k->k, h.a->rows, h.n, d->len, o->split), views, target);
-		if (lo.lanes > 1 && k->lanes == 1 && k->ordered <= 1 && !k->select && !k->scan_lanes && k->rows <= 1)
+		if (lo.lanes > 1 && k->one_lane[0]) /* a --config the plan cannot take */
 			fprintf(stderr, "cpu: --config lanes=%d not taken: the reduce folds in one lane, for %s\n", lo.lanes,
-				k->one_lane[0] ? k->one_lane : "this carrier");
+				k->one_lane);
 		if (k->ordered > 1)
 			fprintf(stderr, "cpu: %d ordered lanes, the merge not known to commute: %s\n", k->ordered, k->order);
 		else if (k->lanes > 1 && k->order[0])
