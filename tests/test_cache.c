@@ -5,6 +5,7 @@
  * used, and a sealed file damaged or another key's is not read. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -312,6 +313,69 @@ Test(cache, a_killed_writers_temporary_goes_with_the_next_write)
 	snprintf(path, sizeof path, "%s/k.ptx", dir);
 	cr_assert_eq(cache_write(path, "p", 1), 0);
 	cr_expect(!has(other) && has(live));
+}
+
+/* A folder "assoc-<what>-<pid>-XXXXXX" in dir, holding a file, with the
+ * given age in seconds; its name in out. */
+static void put_build(char *out, size_t n, const char *what, long pid, const char *tail, time_t age)
+{
+	char path[PATH_MAX + 128];
+	snprintf(out, n, "assoc-%s-%ld-%s", what, pid, tail);
+	snprintf(path, sizeof path, "%s/%s", dir, out);
+	cr_assert_eq(mkdir(path, 0700), 0, "%s", path);
+	snprintf(path, sizeof path, "%s/%s/k.cpp", dir, out);
+	FILE *f = fopen(path, "w");
+	cr_assert(f);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/%s", dir, out);
+	struct timespec ts[2] = {{time(NULL) - age, 0}, {time(NULL) - age, 0}};
+	cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* A process killed while it built (no handler runs on SIGKILL) leaves
+ * its folder under TMPDIR; the next build of the same kind removes it,
+ * once untouched for ten minutes, and leaves the folders of live
+ * processes, fresh ones, other kinds' and links (and what they point
+ * to) alone. */
+Test(cache, a_killed_builders_folder_goes_with_the_next_build)
+{
+	fresh_dir("cache_builds");
+	setenv("TMPDIR", dir, 1);
+	long dead = (long)dead_pid(), me = (long)getpid();
+	char stale[48], live[48], fresh[48], ptxas[48], link[48], kept[PATH_MAX + 160];
+	put_build(stale, sizeof stale, "emu", dead, "aaaaaa", 3600);
+	put_build(live, sizeof live, "emu", me, "bbbbbb", 3600);
+	put_build(fresh, sizeof fresh, "emu", dead, "cccccc", 60);
+	put_build(ptxas, sizeof ptxas, "ptxas", dead, "dddddd", 3600);
+	/* a stale folder's link to a file outside: the link goes, the file stays */
+	put("outside", 3, time(NULL));
+	snprintf(kept, sizeof kept, "%s/%s/l", dir, stale);
+	cr_assert_eq(symlink("../outside", kept), 0);
+	struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+	snprintf(kept, sizeof kept, "%s/%s", dir, stale);
+	cr_assert_eq(utimensat(AT_FDCWD, kept, old, 0), 0);
+	/* a link named as a dead process's folder is no folder of assoc's */
+	snprintf(link, sizeof link, "assoc-emu-%ld-eeeeee", dead);
+	snprintf(kept, sizeof kept, "%s/%s", dir, link);
+	cr_assert_eq(symlink(live, kept), 0); /* relative: beside the link */
+
+	char made[PATH_MAX + 64], want[PATH_MAX + 64];
+	cr_assert_eq(cache_build_dir("emu", made, sizeof made), 0, "%s", strerror(errno));
+	snprintf(want, sizeof want, "%s/assoc-emu-%ld-", dir, me);
+	cr_expect(!strncmp(made, want, strlen(want)) && strlen(made) == strlen(want) + 6, "%s", made);
+	struct stat st;
+	cr_assert_eq(lstat(made, &st), 0);
+	cr_expect(S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700, "mode %o", st.st_mode & 0777);
+	cr_expect(!has(stale), "the dead builder's folder is removed");
+	cr_expect(has("outside"), "what its link pointed to stays");
+	cr_expect(has(live) && has(fresh) && has(ptxas), "live, fresh and other kinds' folders stay");
+	char inner[64];
+	snprintf(inner, sizeof inner, "%s/k.cpp", live);
+	cr_expect(has(inner) && has(link), "a link is not followed, nor taken for a folder");
+	cr_assert_eq(rmdir(made), 0);
+	cr_assert_eq(cache_build_dir("ptxas", made, sizeof made), 0);
+	cr_expect(!has(ptxas));
+	cr_assert_eq(rmdir(made), 0);
 }
 
 /* ---- the emulator's modules ---- */

@@ -87,9 +87,7 @@ int cuda_ptxas_stats(const char *ptx, const char *arch, CudaKStat *st, int max, 
 	/* ptxas's input and log in a folder of their own, made private by
 	 * mkdtemp and removed after: nothing to keep, so the cache (which may
 	 * be unusable, open to other users) has no part in it */
-	const char *t = getenv("TMPDIR");
-	snprintf(dir, sizeof dir, "%s/assoc-ptxas-XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(dir)) {
+	if (cache_build_dir("ptxas", dir, sizeof dir)) {
 		snprintf(msg, n, "cannot make a folder for ptxas's files (%s): %s", dir, strerror(errno));
 		return -1;
 	}

@@ -181,9 +181,7 @@ static int write_all(int fd, const char *p, size_t len)
  * or /tmp), in out; 0, or -1 with msg. */
 static int build_dir(char *out, size_t on, char *msg, size_t n)
 {
-	const char *t = getenv("TMPDIR");
-	snprintf(out, on, "%s/assoc-emu-XXXXXX", t && *t ? t : "/tmp");
-	if (mkdtemp(out))
+	if (!cache_build_dir("emu", out, on))
 		return 0;
 	snprintf(msg, n, "emulator: cannot make a folder to build in (%s): %s", out, strerror(errno));
 	return -1;

@@ -14,7 +14,8 @@
  * modules in a private folder under $TMPDIR (or /tmp): the first build
  * gives SIGINT, SIGTERM and SIGHUP, where their action is still the
  * default, a handler that removes such folders and then ends the process
- * as the signal would have.
+ * as the signal would have; the folders of processes killed outright
+ * (SIGKILL) are removed by a later build, ten minutes on.
  *
  * Arrays (docs/spec-format.md's layout, row-major, in the spec's storage
  * types, f16/bf16 as 16-bit patterns, f8e4m3 as 8-bit ones):

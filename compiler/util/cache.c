@@ -196,6 +196,76 @@ static void remove_dead_temps(int dfd, const char *prefix)
 	closedir(d);
 }
 
+/* A build folder of a dead process is left alone while it was touched
+ * in the last BUILD_STALE_S: a process of another pid namespace sharing
+ * the folder can look dead from this one and still be building. */
+enum { BUILD_STALE_S = 600 };
+
+/* The pid in a build folder's name, "assoc-<what>-<pid>-XXXXXX" (what
+ * given as "assoc-<what>-"), or 0. */
+static long build_pid(const char *name, const char *pre)
+{
+	size_t pl = strlen(pre);
+	if (strncmp(name, pre, pl) || name[pl] < '1' || name[pl] > '9')
+		return 0;
+	char *end;
+	long pid = strtol(name + pl, &end, 10);
+	return end - (name + pl) <= 9 && *end == '-' && strlen(end + 1) == 6 ? pid : 0;
+}
+
+/* Remove a dead process's build folder: only its files (it holds no
+ * folders; links are removed, never followed), then the folder. */
+static void remove_build(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct stat st;
+	for (struct dirent *de; (de = readdir(d));)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    !fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode))
+			unlinkat(fd, de->d_name, 0);
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+static void remove_dead_builds(const char *tmp, const char *pre)
+{
+	DIR *d = opendir(tmp);
+	if (!d)
+		return;
+	int dfd = dirfd(d);
+	time_t now = time(NULL);
+	struct stat st;
+	for (struct dirent *de; (de = readdir(d));) {
+		long pid = build_pid(de->d_name, pre);
+		if (pid > 0 && !fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode) &&
+		    st.st_uid == geteuid() && now - st.st_mtime >= BUILD_STALE_S && kill((pid_t)pid, 0) &&
+		    errno == ESRCH)
+			remove_build(dfd, de->d_name);
+	}
+	closedir(d);
+}
+
+int cache_build_dir(const char *what, char *out, size_t n)
+{
+	const char *t = getenv("TMPDIR");
+	char pre[64];
+	if (!t || !*t)
+		t = "/tmp";
+	snprintf(pre, sizeof pre, "assoc-%s-", what);
+	remove_dead_builds(t, pre);
+	if ((size_t)snprintf(out, n, "%s/%s%ld-XXXXXX", t, pre, (long)getpid()) >= n) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return mkdtemp(out) ? 0 : -1;
+}
+
 /* The directory and last component of path, into dir and base. */
 static void split(const char *path, char *dir, char *base, size_t n)
 {

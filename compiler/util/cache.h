@@ -52,6 +52,12 @@ int outfile_in_place(const char *path);
  * need not exist yet).  The slot, or -1 where none is free. */
 int cache_temp_register(const char *path);
 void cache_temp_forget(int slot);
+/* A new folder of this process's own to build in (mode 0700, under
+ * $TMPDIR or /tmp), "assoc-<what>-<pid>-XXXXXX", its path in out: 0, or
+ * -1 with errno.  Such folders of this user's dead processes, untouched
+ * for ten minutes, are removed first: a process killed while it built
+ * (SIGKILL, the OOM killer) had no chance to. */
+int cache_build_dir(const char *what, char *out, size_t n);
 /* A new temporary file beside path, ".<name>.<pid>.<serial>.tmp", its
  * name in tmp: an fd open for writing (created, never a link followed),
  * or -1.  The temporary files of dead processes in that directory are
