@@ -14,6 +14,7 @@
 #include "compiler/devices/emu.h"
 #include "compiler/devices/run.h"
 #include "compiler/lib/assoc.h"
+#include "compiler/lib/libassoc_int.h"
 #ifndef ASSOC_NO_MPI
 #include "compiler/lib/assoc_mpi.h"
 #endif
@@ -1331,19 +1332,19 @@ static void *emu_job(void *arg)
 	return NULL;
 }
 
-/* Two threads, each with its own kernel of one spec on emu: the two share
- * the emulator's module, whose device is one, and get what one thread
- * alone gets, bit for bit. */
+/* Two threads, each with its own kernel of one spec handle on emu: the
+ * two share the emulator's module, whose device is one, each plans its
+ * runs on a carrier of its own, and they get what one thread alone gets,
+ * bit for bit. */
 Test(lib, emu_kernels_of_one_spec_in_two_threads, .timeout = 300)
 {
 	char why[256];
 	if (!emu_available(why, sizeof why))
 		cr_skip_test("no emulator: %s", why);
-	AssocSpec *s[2];
+	AssocSpec *s = spec_ok("specs/online_softmax.yaml");
 	static EmuJob job[2], alone;
 	for (int i = 0; i < 2; i++) {
-		s[i] = spec_ok("specs/online_softmax.yaml");
-		cr_assert_eq(assoc_compile(s[i], "emu", 0, &job[i].k), ASSOC_OK, "%s", assoc_kernel_error(job[i].k));
+		cr_assert_eq(assoc_compile(s, "emu", 0, &job[i].k), ASSOC_OK, "%s", assoc_kernel_error(job[i].k));
 		for (int e = 0; e < EMU_ROWS * EMU_LEN; e++)
 			job[i].x[e] = alone.x[e] = (float)((e * 37 + i * 11) % 101) / 7.0f - 5;
 	}
@@ -1361,10 +1362,83 @@ Test(lib, emu_kernels_of_one_spec_in_two_threads, .timeout = 300)
 	cr_assert_eq(alone.st, ASSOC_OK);
 	cr_expect_eq(memcmp(job[1].y, alone.y, sizeof alone.y), 0, "y as one thread alone gets it");
 	cr_expect_eq(memcmp(job[1].lse, alone.lse, sizeof alone.lse), 0, "lse as one thread alone gets it");
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2; i++)
 		assoc_kernel_free(job[i].k);
-		assoc_spec_free(s[i]);
+	assoc_spec_free(s);
+}
+
+/* A kernel of a merge lawful for some values of its param only: each
+ * run at new values reaches the verdict at them (the prover and the
+ * trials build terms into the kernel's carrier). */
+static const char abs_scaled[] = "carrier: abs_scaled\nparams: {p: f32}\nelement: {x: f32}\nstate: {s: f32}\n"
+				 "identity: {s: 0}\nlift: {s: abs(x) * p}\nmerge: {s: abs(a.s + b.s)}\n"
+				 "finalize: {out: s}\nreference: {out: sum(abs(x) * p)}\nlaws: [commutative]\n";
+
+enum { JUDGED_RUNS = 12, JUDGED_LEN = 37 };
+
+typedef struct {
+	AssocKernel *k;
+	pthread_barrier_t *go;
+	int bad; /* runs whose status or result is wrong */
+	char err[256];
+} JudgedJob;
+
+static void *judged_job(void *arg)
+{
+	JudgedJob *j = arg;
+	float x[3][JUDGED_LEN], out[3];
+	double want = 0;
+	for (int r = 0; r < 3; r++)
+		for (int e = 0; e < JUDGED_LEN; e++)
+			x[r][e] = (float)sin(r * 5 + e), want += r ? 0 : fabs(x[r][e]);
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"out", out, sizeof out}};
+	pthread_barrier_wait(j->go);
+	for (int i = 0; i < JUDGED_RUNS; i++) {
+		/* values not judged before: each run reaches a verdict */
+		AssocValue p = {"p", 0.5 + i / 64.0};
+		AssocStatus st = assoc_run(j->k, 3, JUDGED_LEN, b, 2, &p, 1);
+		if (st || fabs(out[0] - want * p.value) > 1e-4 * want) {
+			j->bad++;
+			snprintf(j->err, sizeof j->err, "run %d: %s, out %g for %g", i, st ? assoc_kernel_error(j->k) : "ok",
+				 out[0], want * p.value);
+		}
 	}
+	return NULL;
+}
+
+/* Two kernels of one spec (cpu and interp) whose runs judge their params,
+ * on two threads at once: each judges into a carrier of its own, so
+ * neither sees the other's terms half built, and the spec's carrier (which
+ * assoc_spec_check builds into on the spec's thread) gains no term. */
+Test(lib, kernels_of_one_spec_judge_params_on_two_threads, .timeout = 120)
+{
+	char why[256];
+	if (!llvm_available(why, sizeof why))
+		cr_skip_test("no CPU backend: %s", why);
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, abs_scaled, strlen(abs_scaled), NULL, 0), ASSOC_OK, "%s",
+		     assoc_spec_error(s));
+	pthread_barrier_t go;
+	pthread_barrier_init(&go, NULL, 2);
+	JudgedJob j[2] = {{.go = &go}, {.go = &go}};
+	const char *dev[2] = {"cpu", "interp"};
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(assoc_compile(s, dev[i], 1, &j[i].k), ASSOC_OK, "%s", assoc_kernel_error(j[i].k));
+	int terms = ir_nnodes(s->c->ir);
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, judged_job, &j[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&go);
+	cr_expect_eq(ir_nnodes(s->c->ir), terms, "the runs built %d terms into the spec's carrier",
+		     ir_nnodes(s->c->ir) - terms);
+	cr_expect_neq(j[0].k->c->ir, j[1].k->c->ir, "each kernel judges into a carrier of its own");
+	for (int i = 0; i < 2; i++) {
+		cr_expect_eq(j[i].bad, 0, "%s: %d runs wrong, the last %s", dev[i], j[i].bad, j[i].err);
+		assoc_kernel_free(j[i].k);
+	}
+	assoc_spec_free(s);
 }
 
 /* No rows on the gpu: nothing launched (a block-a-row kernel does not

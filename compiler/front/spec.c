@@ -1201,7 +1201,7 @@ Carrier *spec_load_buffer(const char *file, const char *buf, size_t len, const D
 	return c;
 }
 
-Carrier *spec_load_file(const char *path, const Define *defs, int ndefs, Diag *d)
+char *spec_read_file(const char *path, size_t *len, Diag *d)
 {
 	char found[4096], tried[2 * 4096 + 128];
 	FILE *f = fopen(specdir_find(path, found, sizeof found, tried, sizeof tried), "rb");
@@ -1223,13 +1223,23 @@ Carrier *spec_load_file(const char *path, const Define *defs, int ndefs, Diag *d
 	}
 	int err = ferror(f) ? errno : 0;
 	fclose(f);
-	Carrier *c = NULL;
 	if (err)
 		diag_error(d, (Pos){0, 0}, "cannot read: %s", strerror(err));
 	else if (n > YAML_MAX_BYTES) /* read no further than needed to know */
 		diag_error(d, (Pos){0, 0}, "file is larger than 1 MiB; a spec is a short text");
-	else
-		c = spec_load_buffer(path, buf, n, defs, ndefs, d);
+	if (err || n > YAML_MAX_BYTES) {
+		free(buf);
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
+Carrier *spec_load_file(const char *path, const Define *defs, int ndefs, Diag *d)
+{
+	size_t n;
+	char *buf = spec_read_file(path, &n, d);
+	Carrier *c = buf ? spec_load_buffer(path, buf, n, defs, ndefs, d) : NULL;
 	d->src = NULL;
 	d->srclen = 0;
 	free(buf);

@@ -86,6 +86,9 @@ extern const char *const spec_keys[];
 Carrier *spec_load_file(const char *path, const Define *defs, int ndefs, Diag *d);
 Carrier *spec_load_buffer(const char *file, const char *buf, size_t len, const Define *defs, int ndefs,
 			  Diag *d);
+/* The text of the spec file path (found as spec_load_file finds it),
+ * malloc'd, its length in *len; NULL with diagnostics in d. */
+char *spec_read_file(const char *path, size_t *len, Diag *d);
 void spec_carrier_free(Carrier *c);
 
 /* Width of a state field or input (1 for scalars). */

@@ -239,7 +239,7 @@ AssocStatus assoc_mpi_kernel(AssocKernel *k, const AssocValue *params, int npara
 			snprintf(k->err, sizeof k->err, "an MPI op takes a kernel compiled for the cpu device");
 		return ASSOC_EINVAL;
 	}
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
 	if (!pv)
 		return ASSOC_ENOMEM;
@@ -298,7 +298,7 @@ static AssocStatus run_job(Job *j, int64_t rows, int64_t len, const AssocBuffer 
 	if (!m->k)
 		return fail(m, ASSOC_EINVAL, "a handle of assoc_mpi_new has no kernel to fold with");
 	AssocSpec *s = m->k->s;
-	Carrier *c = s->c;
+	Carrier *c = m->k->c;
 	if (lib_bad_shape(rows, len, bufs, nbufs, m->err, sizeof m->err))
 		return ASSOC_EINVAL;
 	if (j->lo < 0 || j->lo > j->hi || j->hi > len)
@@ -393,7 +393,7 @@ AssocStatus assoc_mpi_scan(AssocMpi *m, int64_t rows, int64_t len, int64_t lo, i
 
 /* ---- states in GPU memory ---- */
 
-static int staged_said;
+static atomic_flag staged_said = ATOMIC_FLAG_INIT; /* handles of several threads may stage at once */
 
 int lib_mpi_nccl_comm(RtNccl *nc, MPI_Comm comm, char *why, size_t n)
 {
@@ -439,7 +439,7 @@ AssocStatus assoc_mpi_device_open(AssocMpi *m, MPI_Comm comm, int device)
 	if (!all) {
 		rt_nccl_close(m->nc);
 		m->nc = NULL;
-		if (!rank && !staged_said++) /* once a process: the stage is slower, not wrong */
+		if (!rank && !atomic_flag_test_and_set(&staged_said)) /* once a process: the stage is slower, not wrong */
 			fprintf(stderr, "assoc: %s: device states staged through the host over MPI\n",
 				have ? "NCCL is missing on another rank" : nwhy);
 	}

@@ -65,7 +65,7 @@ static void paged_layout(char *out, size_t n, int pool, const AssocPaged *pg, in
 static AssocStatus batch_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *pg, int dev)
 {
 	char msg[512];
-	if (paged_carrier_ok(k->s->c, msg, sizeof msg))
+	if (paged_carrier_ok(k->c, msg, sizeof msg))
 		return paged_fail(k, ASSOC_EINVAL, "%s", msg);
 	if (heads < 1 || kv_heads < 1 || heads % kv_heads || heads > 1 << 16)
 		return paged_fail(k, ASSOC_EINVAL, "%lld heads on %lld key/value heads: heads a multiple of kv_heads, at most 65536",
@@ -103,7 +103,7 @@ static AssocStatus paged_module(AssocKernel *k, int page_size)
 	Gpu *g = calloc(1, sizeof *g);
 	if (!g)
 		return paged_fail(k, ASSOC_ENOMEM, "out of memory");
-	if (gpu_open_paged(g, k->s->c, page_size, why, sizeof why)) {
+	if (gpu_open_paged(g, k->c, page_size, why, sizeof why)) {
 		free(g);
 		return paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
 	}
@@ -124,7 +124,7 @@ static AssocStatus paged_kernel(AssocKernel *k, const RunBatch *rb)
 	llvm_kernel_free(k->paged);
 	k->paged = NULL;
 	char why[sizeof k->err];
-	if (llvm_compile(k->s->c, &lo, &k->paged, why, sizeof why))
+	if (llvm_compile(k->c, &lo, &k->paged, why, sizeof why))
 		return paged_fail(k, ASSOC_ECOMPILE, "cpu: %s", why);
 	k->paged_opts = lo;
 	return ASSOC_OK;
@@ -153,7 +153,7 @@ static AssocStatus one_launch(AssocKernel *k, Paged *p, const AssocValue *params
 	paged_batch(p, &rb);
 	rb.row = p->row, rb.fin = p->fin;
 	char why[sizeof k->err];
-	for (int b = 0; !st && k->s->c->assume && b < p->batch; b++)
+	for (int b = 0; !st && k->c->assume && b < p->batch; b++)
 		if (rb.seq[b]->rows && rundata_check_assume(rb.seq[b], why, sizeof why))
 			st = paged_fail(k, ASSOC_EINVAL, "sequence %d: %s", b, why);
 	if (!st && cpu)
@@ -181,7 +181,7 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 	if (nbufs < 0 || (nbufs && !bufs))
 		return paged_fail(k, ASSOC_EINVAL, "%d buffers %s", nbufs,
 				  nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	char msg[512];
 	AssocStatus bad = batch_ok(k, heads, kv_heads, pg, 0);
 	if (bad)
@@ -328,7 +328,7 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 	if (nbufs < 0 || (nbufs && !bufs))
 		return paged_fail(k, ASSOC_EINVAL, "%d buffers %s", nbufs,
 				  nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	if (!k->gpu)
 		return paged_fail(k, ASSOC_EDEVICE,
 				  "assoc_run_paged_device runs kernels compiled for \"gpu\" on device memory; this one was "

@@ -80,6 +80,44 @@ static AssocStatus loaded(AssocSpec *s, Diag *d)
 	return st;
 }
 
+/* s->defs and s->src: the dims as `--dim` gives them, and the text (a
+ * file's, read once, so that a kernel's carrier is the spec's even where
+ * the file changes); 0, or -1 when out of memory. */
+static int keep_source(AssocSpec *s, const char *path, const char *text, size_t len, const AssocValue *dims,
+		       int ndims, Diag *d)
+{
+	s->defs = calloc(ndims + 1, sizeof *s->defs);
+	if (!s->defs)
+		return -1;
+	for (int i = 0; i < ndims; i++) {
+		char v[32];
+		snprintf(v, sizeof v, "%.17g", dims[i].value);
+		s->defs[i] = (Define){strdup(dims[i].name), strdup(v)};
+		s->ndefs++;
+		if (!s->defs[i].name || !s->defs[i].value)
+			return -1;
+	}
+	if (path) {
+		s->src = spec_read_file(path, &s->srclen, d);
+		return 0; /* d says why not */
+	}
+	s->src = malloc(len + 1);
+	if (!s->src)
+		return -1;
+	memcpy(s->src, text, len);
+	s->src[len] = 0;
+	s->srclen = len;
+	return 0;
+}
+
+static void free_source(AssocSpec *s)
+{
+	for (int i = 0; s->defs && i < s->ndefs; i++)
+		free((char *)s->defs[i].name), free((char *)s->defs[i].value);
+	free(s->defs);
+	free(s->src);
+}
+
 static AssocStatus load(AssocSpec **out, const char *path, const char *text, size_t len, const AssocValue *dims,
 			int ndims)
 {
@@ -91,23 +129,34 @@ static AssocStatus load(AssocSpec **out, const char *path, const char *text, siz
 		if (!dims[i].name)
 			return ASSOC_EINVAL; /* a dim without a name is a NULL pointer, not a spec error */
 	AssocSpec *s = *out = calloc(1, sizeof *s);
-	Define *defs = calloc(ndims + 1, sizeof *defs);
-	char (*vals)[32] = calloc(ndims + 1, sizeof *vals);
-	if (!s || !defs || !vals) {
-		free(defs), free(vals);
+	if (!s)
 		return ASSOC_ENOMEM;
-	}
 	atomic_init(&s->refs, 1);
-	for (int i = 0; i < ndims; i++) {
-		snprintf(vals[i], sizeof vals[i], "%.17g", dims[i].value);
-		defs[i] = (Define){dims[i].name ? dims[i].name : "", vals[i]};
-	}
 	Diag d;
 	diag_init(&d, path ? path : "spec");
-	s->c = path ? spec_load_file(path, defs, ndims, &d) : spec_load_buffer("spec", text, len, defs, ndims, &d);
-	free(defs);
-	free(vals);
+	if (keep_source(s, path, text, len, dims, ndims, &d)) {
+		diag_free(&d);
+		return ASSOC_ENOMEM;
+	}
+	if (s->src)
+		s->c = spec_load_buffer(path ? path : "spec", s->src, s->srclen, s->defs, s->ndefs, &d);
+	d.src = NULL, d.srclen = 0;
 	return loaded(s, &d);
+}
+
+/* A carrier of k's own, loaded as its spec's was; ASSOC_OK, or the
+ * status with why in k->err. */
+static AssocStatus own_carrier(AssocKernel *k)
+{
+	AssocSpec *s = k->s;
+	Diag d;
+	diag_init(&d, s->c->file);
+	k->c = spec_load_buffer(s->c->file, s->src, s->srclen, s->defs, s->ndefs, &d);
+	if (!k->c)
+		snprintf(k->err, sizeof k->err, "the spec does not load again: %.900s", d.text ? d.text : "out of memory");
+	d.src = NULL, d.srclen = 0;
+	diag_free(&d);
+	return k->c ? ASSOC_OK : ASSOC_ESPEC;
 }
 
 AssocStatus assoc_spec_load(AssocSpec **out, const char *path, const AssocValue *dims, int ndims)
@@ -282,9 +331,8 @@ static int laws_read_params(const Carrier *c)
 
 AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
 {
-	AssocSpec *s = k->s;
-	Carrier *c = s->c;
-	if (!c->nparams || s->trusted)
+	Carrier *c = k->c;
+	if (!c->nparams || k->trusted)
 		return ASSOC_OK;
 	if (k->params_in_laws < 0)
 		return ASSOC_OK;
@@ -401,6 +449,7 @@ static void spec_unref(AssocSpec *s)
 	if (atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
 	spec_carrier_free(s->c);
+	free_source(s);
 	free(s->arr);
 	free(s);
 }
@@ -533,7 +582,7 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 		return fail(k->err, sizeof k->err, st, "%s", s->judged_why);
 	k->dev = dev;
 	if (!dev) {
-		if (llvm_compile(s->c, NULL, &k->k, why, sizeof why))
+		if (llvm_compile(k->c, NULL, &k->k, why, sizeof why))
 			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "cpu: %s", why);
 		if (rt_pool_open(&k->pool, threads, why, sizeof why))
 			return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "cpu: %s", why);
@@ -543,7 +592,7 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 		k->gpu = calloc(1, sizeof *k->gpu);
 		if (!k->gpu)
 			return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
-		if (gpu_open(k->gpu, s->c, 0, why, sizeof why)) {
+		if (gpu_open(k->gpu, k->c, 0, why, sizeof why)) {
 			free(k->gpu);
 			k->gpu = NULL;
 			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "gpu: %s", why);
@@ -554,7 +603,7 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 		 * its compiler's errors come from assoc_compile */
 		CudaModule m;
 		EmuLib *lib = NULL;
-		if (cuda_module(s->c, NULL, &m, why, sizeof why))
+		if (cuda_module(k->c, NULL, &m, why, sizeof why))
 			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "emu: %s", why);
 		int rc = emu_open(m.src, &lib, why, sizeof why);
 		emu_close(lib);
@@ -580,12 +629,16 @@ AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKe
 	atomic_fetch_add(&s->refs, 1);
 	atomic_init(&k->refs, 1);
 	k->threads = threads;
+	k->trusted = s->trusted;
 	*out = k;
 	if (!s->c) { /* a spec that did not load: the handle says so, as documented */
 		snprintf(k->err, sizeof k->err, "the spec did not load: %.900s", s->err[0] ? s->err : "no carrier");
 		k->failed = ASSOC_EINVAL;
 		return ASSOC_EINVAL;
 	}
+	AssocStatus own = own_carrier(k);
+	if (own)
+		return refused(s, k, own, k->err);
 	if (threads < 0 || threads > RT_MAX_THREADS) {
 		char why[128];
 		snprintf(why, sizeof why, "threads must be 0 (every core) to %d, got %d", RT_MAX_THREADS, threads);
@@ -667,7 +720,7 @@ static int bind(AssocKernel *k, const AssocBuffer *bufs, int nbufs, int a, const
 
 AssocStatus lib_params_of(AssocKernel *k, const AssocValue *p, int np, double *out)
 {
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	if (np < 0 || (np && !p))
 		return fail(k->err, sizeof k->err, ASSOC_EINVAL, "%d params %s", np,
 			    np < 0 ? "(a count under 0)" : "with a NULL params array");
@@ -708,7 +761,7 @@ static LlvmKernel *kernel_for(AssocKernel *k, int64_t rows)
 	if (!k->k->k.reduce_rows || rows >= k->k->rows || rows < 4)
 		return k->k;
 	int w = rows >= 8 ? 1 : 0;
-	if (!k->narrow[w] && llvm_compile(k->s->c, &(LlvmOpts){.fit_rows = w ? 8 : 4}, &k->narrow[w], k->err, sizeof k->err))
+	if (!k->narrow[w] && llvm_compile(k->c, &(LlvmOpts){.fit_rows = w ? 8 : 4}, &k->narrow[w], k->err, sizeof k->err))
 		return NULL;
 	return k->narrow[w];
 }
@@ -731,7 +784,7 @@ static Buffer *over(const Decl *d, const Def *o, int n, size_t count, const Asso
 static AssocStatus assume_holds(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 				const AssocBuffer *bufs, const int *which, double *pv)
 {
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	if (!c->assume)
 		return ASSOC_OK;
 	size_t H = (size_t)heads, rl = (size_t)rows * (size_t)len;
@@ -895,7 +948,7 @@ static AssocStatus shape_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, int
 static RunData *over_all(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			 const AssocBuffer *bufs, const int *which, double *pv)
 {
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	size_t H = (size_t)heads, rl = (size_t)rows * (size_t)len;
 	int at = 0, scan = c->tpl == FAM_SCAN;
 	RunData *d = calloc(1, sizeof *d);
@@ -958,7 +1011,7 @@ AssocStatus assoc_run_device(AssocKernel *k, int64_t heads, int64_t kv_heads, in
 			    "assoc_run_device runs kernels compiled for \"gpu\" on device memory; this one was compiled "
 			    "for \"%s\" (assoc_run_heads runs it on host arrays)",
 			    k->dev ? k->dev->name : "cpu");
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	int narr = k->s->narr;
 	int64_t shape[4] = {heads, kv_heads, rows, len};
 	int *which = calloc(narr + 1, sizeof *which);
@@ -1004,7 +1057,7 @@ AssocStatus assoc_tune(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t 
 		return fail(k->err, sizeof k->err, ASSOC_EDEVICE,
 			    "assoc_tune tunes kernels compiled for \"gpu\"; this one was compiled for \"%s\"",
 			    k->dev ? k->dev->name : "cpu");
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
 	Define *defs = calloc(c->nparams + 1, sizeof *defs);
 	char (*vals)[32] = calloc(c->nparams + 1, sizeof *vals);
@@ -1063,7 +1116,7 @@ AssocStatus assoc_tune(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t 
 static AssocStatus run_elsewhere(AssocKernel *k, int64_t heads, int64_t kv_heads, int64_t rows, int64_t len,
 			      int64_t qpos, const AssocBuffer *bufs, const int *which, double *pv)
 {
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	size_t H = (size_t)heads, rl = (size_t)rows * (size_t)len;
 	int at = 0;
 	RunData d = {.c = c, .rows = (int)rows, .len = (int)len, .qpos = (int)qpos, .heads = (int)heads,
@@ -1102,7 +1155,7 @@ AssocStatus lib_run_heads_at(AssocKernel *k, int64_t heads, int64_t kv_heads, in
 	AssocStatus st0 = shape_ok(k, heads, kv_heads, rows, len, nbufs, bufs);
 	if (st0)
 		return st0;
-	Carrier *c = k->s->c;
+	Carrier *c = k->c;
 	int nin = c->nelem + c->ncol + c->nrow, nout = c->nfinal + c->nmap, narr = k->s->narr;
 	int64_t g = heads / kv_heads, shape[4] = {heads, kv_heads, rows, len};
 	/* the buffers checked first, then a view a key/value head: its
@@ -1166,6 +1219,7 @@ void assoc_kernel_free(AssocKernel *k)
 	if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
 		return;
 	release(k);
+	spec_carrier_free(k->c);
 	free(k->judged_pv);
 	spec_unref(k->s);
 	free(k);

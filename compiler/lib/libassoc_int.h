@@ -11,6 +11,14 @@
 
 struct AssocSpec {
 	Carrier *c;
+	/* the text and dims c was loaded from: each kernel loads a carrier of
+	 * its own from them, since a run plans and judges into its carrier's
+	 * IR (a hash-consed DAG that grows), which kernels on other threads,
+	 * and the spec's own checks, must not share */
+	char *src;
+	size_t srclen;
+	Define *defs;
+	int ndefs;
 	char err[2048];
 	char verdict[2048]; /* the line on the last assoc_spec_check (assoc_spec_verdict) */
 	char warnings[2048]; /* its warnings, one a line (assoc_spec_warnings) */
@@ -39,6 +47,8 @@ typedef struct {
 
 struct AssocKernel {
 	AssocSpec *s;
+	Carrier *c;         /* the kernel's own, loaded as s->c was (NULL where the compile failed first) */
+	int trusted;        /* s->trusted at assoc_compile: runs take any params */
 	atomic_int refs;    /* the caller's, and one an MPI handle of assoc_mpi_kernel holds */
 	AssocStatus failed; /* a failed assoc_compile's status (its reason in err); ASSOC_OK for a kernel that runs */
 	const Device *dev;  /* emu, interp, gpu: runs on a RunData over the caller's arrays; NULL: the CPU backend */
