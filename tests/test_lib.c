@@ -1367,6 +1367,69 @@ Test(lib, emu_kernels_of_one_spec_in_two_threads, .timeout = 300)
 	assoc_spec_free(s);
 }
 
+enum { BUILT_ROWS = 5, BUILT_LEN = 301 };
+
+typedef struct {
+	const char *path;
+	pthread_barrier_t *go;
+	float x[BUILT_ROWS * BUILT_LEN], out[BUILT_ROWS];
+	AssocStatus st;
+	char err[512];
+} BuiltJob;
+
+/* Load, compile for emu and run, from the barrier on. */
+static void *built_job(void *arg)
+{
+	BuiltJob *j = arg;
+	if (j->go)
+		pthread_barrier_wait(j->go);
+	AssocSpec *s;
+	AssocKernel *k = NULL;
+	AssocArray a;
+	j->st = assoc_spec_load(&s, j->path, NULL, 0);
+	if (!j->st && !(j->st = assoc_array_info(s, 1, &a)) && !(j->st = assoc_compile(s, "emu", 0, &k))) {
+		AssocBuffer b[] = {{"x", j->x, sizeof j->x}, {a.name, j->out, sizeof j->out}};
+		j->st = assoc_run(k, BUILT_ROWS, BUILT_LEN, b, 2, NULL, 0);
+	}
+	snprintf(j->err, sizeof j->err, "%s", k ? assoc_kernel_error(k) : assoc_spec_error(s));
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+	return NULL;
+}
+
+/* Two specs compiled for emu at once on two threads, first in the
+ * process (each test is a process of its own): the templates the module
+ * generation reads are found once for both, and each module loaded under
+ * a name of its own, so each gets what it gets alone. */
+Test(lib, emu_modules_of_two_specs_built_on_two_threads, .timeout = 300)
+{
+	char why[256];
+	if (!emu_available(why, sizeof why))
+		cr_skip_test("no emulator: %s", why);
+	static BuiltJob job[2], alone[2];
+	pthread_barrier_t go;
+	pthread_barrier_init(&go, NULL, 2);
+	const char *path[2] = {"specs/logsumexp.yaml", "specs/max.yaml"};
+	for (int i = 0; i < 2; i++) {
+		job[i].path = alone[i].path = path[i];
+		job[i].go = &go;
+		for (int e = 0; e < BUILT_ROWS * BUILT_LEN; e++)
+			job[i].x[e] = alone[i].x[e] = (float)sin(e * 0.7 + i) * 3;
+	}
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, built_job, &job[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&go);
+	for (int i = 0; i < 2; i++) {
+		built_job(&alone[i]);
+		cr_assert_eq(job[i].st, ASSOC_OK, "%s: %s", path[i], job[i].err);
+		cr_assert_eq(alone[i].st, ASSOC_OK, "%s alone: %s", path[i], alone[i].err);
+		cr_expect_eq(memcmp(job[i].out, alone[i].out, sizeof job[i].out), 0, "%s: as alone", path[i]);
+	}
+}
+
 /* A kernel of a merge lawful for some values of its param only: each
  * run at new values reaches the verdict at them (the prover and the
  * trials build terms into the kernel's carrier). */

@@ -117,14 +117,20 @@ static int compile(const char *cxx, const char *src, const char *out, const char
  * seen in this process (a library that stayed loaded keeps its name). */
 static void *load_fd(int *fd, char *msg, size_t n)
 {
-	static unsigned char seen[1 << 13]; /* names given out, a bit each */
+	/* names given out, a bit each; under a lock, since two threads that
+	 * load at once would otherwise each drop the other's bit from a
+	 * shared byte, and a name given out twice loads the first module */
+	static unsigned char seen[1 << 13];
+	static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
 	int d = *fd;
 	if (access("/proc/self/fd", X_OK) == 0) {
+		pthread_mutex_lock(&seen_lock);
 		for (int from = 3; d < (int)sizeof seen * 8 && seen[d / 8] >> d % 8 & 1;) {
 			int e = fcntl(*fd, F_DUPFD_CLOEXEC, from);
 			if (d != *fd)
 				close(d);
 			if (e < 0) {
+				pthread_mutex_unlock(&seen_lock);
 				snprintf(msg, n, "emulator: cannot load a module: %s", strerror(errno));
 				return NULL;
 			}
@@ -137,6 +143,7 @@ static void *load_fd(int *fd, char *msg, size_t n)
 		}
 		if (d < (int)sizeof seen * 8)
 			seen[d / 8] |= (unsigned char)(1 << d % 8);
+		pthread_mutex_unlock(&seen_lock);
 	}
 	char name[64];
 	snprintf(name, sizeof name, "/proc/self/fd/%d", d);

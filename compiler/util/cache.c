@@ -135,10 +135,9 @@ int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn)
 
 void cache_warn(const char *msg)
 {
-	static int said;
-	if (!said)
+	static atomic_flag said = ATOMIC_FLAG_INIT; /* the library's threads warn too */
+	if (!atomic_flag_test_and_set(&said))
 		fprintf(stderr, "assoc: warning: %s; going on without the cache\n", msg);
-	said = 1;
 }
 
 /* ---- temporary files: ".<name>.<pid>.<serial>.tmp" ---- */
@@ -280,9 +279,12 @@ static void split(const char *path, char *dir, char *base, size_t n)
  * nor a file another process has open; its fd, or -1. */
 static int open_temp(const char *dir, const char *base, char *tmp, size_t n, mode_t mode)
 {
-	static int serial; /* two files whose names share their first 180 bytes */
+	/* two files whose names share their first 180 bytes, or two threads'
+	 * writes of one file */
+	static atomic_int serial;
 	for (int tries = 0; tries < 8; tries++) {
-		if (snprintf(tmp, n, "%s/.%.180s.%ld.%d.tmp", dir, base, (long)getpid(), serial++) >= (int)n) {
+		if (snprintf(tmp, n, "%s/.%.180s.%ld.%d.tmp", dir, base, (long)getpid(), atomic_fetch_add(&serial, 1)) >=
+		    (int)n) {
 			errno = ENAMETOOLONG;
 			return -1;
 		}
