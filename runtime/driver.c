@@ -222,13 +222,12 @@ static int resolve(Rt *rt, char *err, size_t n)
 	return 0;
 }
 
-static const char *lib_path(void *lib, const char *fallback)
+static const char *lib_path(void *lib, const char *fallback, char path[512])
 {
-	static char path[512];
 	void *sym = dlsym(lib, "cuInit");
 	Dl_info info;
 	if (sym && dladdr(sym, &info) && info.dli_fname) {
-		snprintf(path, sizeof path, "%s", info.dli_fname);
+		snprintf(path, 512, "%s", info.dli_fname);
 		return path;
 	}
 	return fallback;
@@ -300,7 +299,8 @@ int rt_open(Rt **out, const char *lib, int ordinal, char *err, size_t n)
 		free(rt);
 		return RT_NO_LIBRARY;
 	}
-	int rc = start(rt, ordinal, lib_path(rt->lib, lib), err, n);
+	char path[512]; /* the caller's own: threads open drivers at once */
+	int rc = start(rt, ordinal, lib_path(rt->lib, lib, path), err, n);
 	if (rc) {
 		rt_close(rt);
 		return rc;

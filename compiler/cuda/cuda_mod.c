@@ -724,11 +724,11 @@ int cuda_paged_pick(const CudaModule *m, int rows, int len, int split)
 	return -1;
 }
 
-/* The opening of a paged kernel's body: B, its sequence's arguments. */
-static const char *paged_pre(int dv)
+/* The opening of a paged kernel's body, in pre: B, its sequence's
+ * arguments. */
+static const char *paged_pre(int dv, char pre[64])
 {
-	static char pre[64];
-	snprintf(pre, sizeof pre, "Args B; if (attn_paged_seq<%d>(A, B)) ", dv);
+	snprintf(pre, 64, "Args B; if (attn_paged_seq<%d>(A, B)) ", dv);
 	return pre;
 }
 
@@ -746,7 +746,7 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 		const Variant *x = &m->var[v];
 		if (want && !want[v])
 			continue;
-		char nm[3][64], body[256];
+		char nm[3][64], body[256], pre[64];
 		cuda_kernel_names(m, v, nm);
 		if (x->cl && (x->fam == FAM_ROWREDUCE || x->fam == FAM_ROWMAP)) {
 			snprintf(body, sizeof body, "rowcluster<%d, %d, %d, %d, %d, %d, %d, %d>(A)", x->nt, x->acc, x->vec, x->cl,
@@ -809,7 +809,7 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 			/* paged: a block of the batch's launch runs its sequence's
 			 * arguments (attn_paged_seq) */
 			snprintf(body, sizeof body, "%sattn_fwd<%d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(%s)",
-				 cuda_paged_batch(m, v) ? paged_pre(at->dv) : "", at->d, at->dv, x->nt / 32, x->mt, x->bn, at->bf16,
+				 cuda_paged_batch(m, v) ? paged_pre(at->dv, pre) : "", at->d, at->dv, x->nt / 32, x->mt, x->bn, at->bf16,
 				 x->pv, attn_qs(at, x), x->st, x->ks, cuda_paged_batch(m, v) ? "B, &A" : "A");
 			/* decoding's blocks are as many an SM as their stages allow
 			 * (1 to 3; attn_decode_blocks): registers up to that, where

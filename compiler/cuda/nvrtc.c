@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,10 +247,10 @@ static void *preload(void *arg)
 
 void nvrtc_preload(void)
 {
-	static int started;
+	static atomic_flag started = ATOMIC_FLAG_INIT; /* gpu compiles of several threads ask at once */
 	pthread_t t;
 	pthread_attr_t at;
-	if (started++ || pthread_attr_init(&at))
+	if (atomic_flag_test_and_set(&started) || pthread_attr_init(&at))
 		return;
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_create(&t, &at, preload, NULL); /* not started: nvrtc_open loads it itself */
