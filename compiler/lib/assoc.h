@@ -7,10 +7,16 @@
  * holding the diagnostic, to be freed like any other, except on
  * ASSOC_EINVAL, where it sets *out to NULL (every function takes NULL
  * handles).  Running out of memory aborts the process in places deep in
- * the loader and the checker; ASSOC_ENOMEM comes from the rest.  Handles are not
- * shared between threads, and handles of different threads run at once
- * (on "emu", one launch at a time in the process: its emulated device is
- * one); a kernel runs on its own threads.  The emulator builds its
+ * the loader and the checker; ASSOC_ENOMEM comes from the rest.  A
+ * handle is used by one thread at a time, and handles of different
+ * threads run at once (on "emu", one launch at a time in the process: its
+ * emulated device is one); a kernel runs on its own threads.  The kernels
+ * of one spec are handles apart: each plans and judges its runs on a
+ * carrier of its own, so siblings run at once on different threads, one
+ * may be freed while another runs, and the spec's own thread may check
+ * the spec or compile more kernels meanwhile.  Processes share the cache
+ * folders: a file is written whole under a temporary name and renamed
+ * into place, and read only where its seal holds.  The emulator builds its
  * modules in a private folder under $TMPDIR (or /tmp): the first build
  * gives SIGINT, SIGTERM and SIGHUP, where their action is still the
  * default, a handler that removes such folders and then ends the process
