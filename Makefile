@@ -91,7 +91,7 @@ build/asan/%.o: %.c $(FLAGS_STAMP)
 # The templates and the emulator's header are assembled into blobs.o
 # (.incbin), which -MMD does not see.
 BLOB_DEPS := $(wildcard templates/*.cuh) runtime/emu/emu.hpp runtime/emu/emu_tmap.h
-$(foreach d,obj asan pic fuzz,build/$(d)/compiler/cuda/blobs.o): $(BLOB_DEPS)
+$(foreach d,obj asan pic fuzz tsan,build/$(d)/compiler/cuda/blobs.o): $(BLOB_DEPS)
 
 build/asan/t/%.o: tests/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -177,6 +177,19 @@ build/fuzz_npy: tests/fuzz/fuzz_npy.c build/fuzz/libassoc.a
 build/fuzz_cache: tests/fuzz/fuzz_cache.c build/fuzz/libassoc.a
 	$(Q)clang $(CFLAGS) -O1 -fsanitize=fuzzer $(FUZZ_SAN) -o $@ tests/fuzz/fuzz_cache.c build/fuzz/libassoc.a $(LDLIBS)
 
+# libassoc under ThreadSanitizer, and tests/tsan/threads.c, which runs
+# its handles on several threads at once (tests/tsan/run.sh runs it; not
+# part of `make test`: minutes, where the emulator builds its modules).
+TSAN_OBJ := $(filter-out build/tsan/compiler/cli/%,$(LIB_SRC:%.c=build/tsan/%.o))
+TSAN    := -fsanitize=thread -fno-omit-frame-pointer
+
+build/tsan/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)clang $(CFLAGS) -O1 $(TSAN) $(DEPFLAGS) -c $< -o $@
+
+build/tsan/threads: tests/tsan/threads.c $(TSAN_OBJ)
+	$(Q)clang $(CFLAGS) -O1 $(TSAN) -o $@ $< $(TSAN_OBJ) $(LDLIBS)
+
 # libassoc: static and shared, the header compiler/lib/assoc.h, a pkg-config file.
 PREFIX  ?= /usr/local
 # the command line's files (compiler/cli/) need main.c: not part of the
@@ -191,7 +204,7 @@ build/pic/%.o: %.c $(FLAGS_STAMP)
 # objects alone: another PREFIX rebuilds those, not the rest.
 SPECDIR_STAMP := build/prefix
 $(shell mkdir -p build && (echo '$(PREFIX)' | cmp -s - $(SPECDIR_STAMP) || echo '$(PREFIX)' >$(SPECDIR_STAMP)))
-SPECDIR_OBJ := $(foreach d,obj asan pic fuzz,build/$(d)/compiler/front/specdir.o)
+SPECDIR_OBJ := $(foreach d,obj asan pic fuzz tsan,build/$(d)/compiler/front/specdir.o)
 $(SPECDIR_OBJ): $(SPECDIR_STAMP)
 $(SPECDIR_OBJ): CFLAGS += '-DASSOC_SHAREDIR="$(PREFIX)/share/assoc"'
 
