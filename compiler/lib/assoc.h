@@ -115,7 +115,9 @@ const char *assoc_spec_verdict(const AssocSpec *s);
  * where the verdict fails, or before any verdict. */
 const char *assoc_spec_warnings(const AssocSpec *s);
 /* trust nonzero: assoc_compile compiles the carrier whatever its verdict
- * (the command line's --trust-merge), and runs take any params; 0 (the
+ * (the command line's --trust-merge), and the runs of the kernels it
+ * compiles meanwhile take any params (a kernel keeps the setting it was
+ * compiled under); 0 (the
  * default): assoc_compile takes the verdict assoc_spec_check reached,
  * held or failed, or else reaches it on `assoc run`'s few trials (2000
  * where the prover leaves a law to the trials alone), and refuses with
