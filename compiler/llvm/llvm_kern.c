@@ -1203,6 +1203,16 @@ static void scan_vector(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 	if (cond)
 		for (int f = 0; f < ns; f++)
 			p[f].c[0] = LLVMBuildSelect(L->b, cond, p[f].c[0], lower_lv_at(id[f], 0), "");
+	/* each position onto the identity first, as the left fold and check's
+	 * trees take it: the steps put a lane's state on the left of the next
+	 * lane's, and a merge that skips a NaN on its right keeps one on its
+	 * left (where(b.v > a.v, b.at, a.at) with the lift of NaN as a would
+	 * keep its position past the larger values after it) */
+	lower_scope(L, W);
+	kern_bind_params(b);
+	kern_merge(b, id, p, m);
+	for (int f = 0; f < ns; f++)
+		p[f] = m[f];
 	for (int d = 1; d < W; d *= 2) {
 		for (int f = 0; f < ns; f++) {
 			sh[f] = lower_lv_new(L, 1);
