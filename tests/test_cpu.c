@@ -411,6 +411,57 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 	pools_close(p, 3);
 }
 
+/* Rows of 1s holding NaN at scattered positions and a few smaller
+ * values after them: a merge that skips a NaN on its right but keeps one
+ * on its left (argmin_first's pos, a first minimum's where(b.v < a.v,
+ * ...)) gives the left fold's answer only where every position is merged
+ * on the right of a state.  The tiles of the commutative lanes (a tree
+ * of merges; beside softmax's rescale, the fields folded apart) and the
+ * ordered lanes' runs beside it each meet the left fold. */
+Test(cpu, tiles_skip_a_nan_as_the_left_fold, .timeout = 120)
+{
+	static const char *texts[] = {
+		"carrier: softmax_argmin\nelement: {x: f32}\nstate: {m: f32, l: f32, v: f32, k: i32}\n"
+		"identity: {m: -inf, l: 0, v: inf, k: 2147483647}\nlift: {m: x, l: 1, v: x, k: j}\n"
+		"merge:\n  m: max(a.m, b.m)\n"
+		"  l: a.l * exp(where(a.m == inf, 0, a.m - m)) + b.l * exp(where(b.m == inf, 0, b.m - m))\n"
+		"  v: where(b.v < a.v || (b.v == a.v && b.k < a.k), b.v, a.v)\n"
+		"  k: where(b.v < a.v || (b.v == a.v && b.k < a.k), b.k, a.k)\n",
+		"carrier: softmax_min_first\nelement: {x: f32}\nstate: {m: f32, l: f32, v: f32, k: i32}\n"
+		"identity: {m: -inf, l: 0, v: inf, k: -1}\nlift: {m: x, l: 1, v: x, k: j}\n"
+		"merge:\n  m: max(a.m, b.m)\n"
+		"  l: a.l * exp(where(a.m == inf, 0, a.m - m)) + b.l * exp(where(b.m == inf, 0, b.m - m))\n"
+		"  v: where(b.v < a.v, b.v, a.v)\n  k: where(b.v < a.v, b.k, a.k)\n"};
+	static const LlvmOpts widths[] = {{.lanes = 4}, {.lanes = 8}, {.lanes = 16}};
+	enum { ROWS = 8, LEN = 1024 };
+	RtPool *p;
+	pools_open(&p, 1);
+	for (int s = 0; s < 3; s++) {
+		Carrier *c = s ? text_ok(texts[s - 1]) : load_ok("bench/carriers/argmin_first.yaml");
+		for (int w = 0; w < 3; w++) {
+			LlvmKernel *k = compiled(c, &widths[w]);
+			cr_assert_gt(s == 2 ? k->ordered : k->lanes, 1, "%s: lanes", c->name);
+			RunData *d = drawn(c, ROWS, LEN, 60 + w);
+			float *x = d->elem[0].p;
+			uint32_t h = 12345;
+			for (int j = 0; j < ROWS * LEN; j++) {
+				h = h * 1103515245u + 12345u;
+				x[j] = h >> 16 & 31 ? 1.0f : NAN;
+				if ((h >> 8 & 255) == 7)
+					x[j] = -(float)(h >> 24 & 7) - 1;
+			}
+			run_kernel(k, d, p, 0);
+			char what[200];
+			snprintf(what, sizeof what, "%s, %d lanes", c->name, widths[w].lanes);
+			expect_ok(d, what);
+			rundata_free(d);
+			llvm_kernel_free(k);
+		}
+		spec_carrier_free(c);
+	}
+	pools_close(&p, 1);
+}
+
 /* A max written as a select, NaN not taken out: over the reals it
  * commutes (the prover shows a+b = b+a), but where(a > b, a, b) gives b
  * when either is NaN, so on a row holding one the order decides; it

@@ -184,6 +184,10 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
 /* The T lifted states of s folded by a balanced tree of the spec's
  * merges, into s[0] (llvm_reduce.c). */
 void kern_fold_tree(B *b, LV **s, int T, LV *tmp);
+/* The T lifted states of s folded onto acc in order, in chains that
+ * start at acc and at the identity, into out (llvm_reduce.c); s's states
+ * are overwritten. */
+void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out);
 /* v[0 .. n-1] reduced pairwise by the monoid op (EXPR_ADD, EXPR_MUL,
  * EXPR_MAX, EXPR_MIN; max and min by compare and select), into v[0]
  * (llvm_reduce.c). */
@@ -191,7 +195,7 @@ LLVMValueRef kern_monoid_tree(Lower *L, Op op, LLVMValueRef *v, int n);
 /* The accumulator's state (b->st) merged with the tile s of T lifted
  * states (cond[t]: the lanes position t keeps, NULL: all) into tmp[0 ..
  * nstate), transported where every lane's tile allows it, else by
- * kern_fold_tree (llvm_tf.c).  tmp holds 3 * nstate. */
+ * kern_fold_chains (llvm_tf.c).  tmp holds 3 * nstate. */
 void kern_tf_tile(B *b, LV **s, LLVMValueRef *cond, int T, LV *tmp);
 void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
 /* The state of [lo, hi) of each of R's rows in one[r] (scalar slots) by

@@ -327,11 +327,54 @@ static LLVMValueRef own_changed(B *b, LV **s, int T)
 	return any;
 }
 
+/* Lifted positions s[0 .. T-1] folded onto acc, in order, into out:
+ * chains of TILE_CHAIN positions, the first from acc and the others from
+ * the identity, each position merged on the right of its chain's state,
+ * as an accumulator takes it; then the chains by a tree, earlier on the
+ * left.  A tree over the lifts themselves put a lift on the left of its
+ * neighbour's, and a merge that skips a NaN on its right may keep one on
+ * its left: argmin_first's pos, where(b.low < a.low || ..., b.pos,
+ * a.pos), with a lift of NaN as a kept the NaN's position past a smaller
+ * value after it, which the left fold, and check's trees of one-position
+ * accumulators, skip.  T + T/TILE_CHAIN - 1 merges, where the tree and
+ * the accumulator's merge took T; the identity's constants fold into the
+ * first merge of each chain.  s's states are overwritten. */
+enum { TILE_CHAIN = 4 };
+
+void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out)
+{
+	int ns = b->k->c->nstate, n = 0;
+	LV *e = calloc((size_t)2 * ns, sizeof *e), *tmp = e + ns, *heads[65];
+	lower_scope(&b->L, b->L.W);
+	kern_identity(b, e);
+	for (int g = 0; g < T; g += TILE_CHAIN) {
+		LV *x = g ? e : acc;
+		for (int t = g; t < g + TILE_CHAIN && t < T; t++) {
+			lower_scope(&b->L, b->L.W);
+			kern_bind_params(b);
+			kern_merge(b, x, s[t], tmp);
+			memcpy(s[g], tmp, ns * sizeof *tmp);
+			x = s[g];
+		}
+		heads[n++] = s[g];
+	}
+	for (int st = 1; st < n; st *= 2)
+		for (int t = 0; t + st < n; t += 2 * st) {
+			lower_scope(&b->L, b->L.W);
+			kern_bind_params(b);
+			kern_merge(b, heads[t], heads[t + st], tmp);
+			memcpy(heads[t], tmp, ns * sizeof *tmp);
+		}
+	memcpy(out, heads[0], ns * sizeof *out);
+	free(e);
+}
+
 /* The fields of a max-rescale carrier that fold apart (tile_own_fold in
  * llvm_tile.c) of T states into out: s[T - 1] (every caller's
- * accumulator, the earlier range where order matters) merged with a
- * tree of the others, in order.  The spec's whole merge is lowered at
- * each step; what the other fields would make of it is dead code. */
+ * accumulator, the earlier range where order matters) and the others
+ * after it, in order (kern_fold_chains).  The spec's whole merge is
+ * lowered at each step; what the other fields would make of it is dead
+ * code. */
 static void fold_own(B *b, LV **s, int T, LV *out)
 {
 	Carrier *c = b->k->c;
@@ -359,16 +402,10 @@ static void fold_own(B *b, LV **s, int T, LV *out)
 		LLVMSetMetadata(br, LLVMGetMDKindIDInContext(b->L.ctx, "prof", 4), LLVMMDNodeInContext(b->L.ctx, w, 3));
 		LLVMPositionBuilderAtEnd(b->L.b, fold);
 	}
-	for (int st = 1; st < T - 1; st *= 2)
-		for (int t = 0; t + st < T - 1; t += 2 * st) {
-			lower_scope(&b->L, b->L.W);
-			kern_bind_params(b);
-			kern_merge(b, x + (size_t)t * ns, x + (size_t)(t + st) * ns, m);
-			memcpy(x + (size_t)t * ns, m, ns * sizeof *m);
-		}
-	lower_scope(&b->L, b->L.W);
-	kern_bind_params(b);
-	kern_merge(b, x + (size_t)(T - 1) * ns, x, m);
+	LV *leaf[65];
+	for (int t = 0; t < T - 1; t++)
+		leaf[t] = x + (size_t)t * ns;
+	kern_fold_chains(b, x + (size_t)(T - 1) * ns, leaf, T - 1, m);
 	if (join) {
 		LLVMBasicBlockRef folded = LLVMGetInsertBlock(b->L.b);
 		LLVMBuildBr(b->L.b, join);
@@ -473,10 +510,8 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 	fold_own(b, s, T, out);
 }
 
-/* Any other carrier: a balanced tree of the spec's merges.  Whatever the
- * lift makes constant folds through the first levels (Welford's counts
- * are 1, 2, 4: its divisions by n become exact multiplications), and the
- * tree is more accurate than a running fold.  The result is in s[0]. */
+/* States in order (the ordered fold's chains) by a balanced tree of the
+ * spec's merges, earlier on the left.  The result is in s[0]. */
 void kern_fold_tree(B *b, LV **s, int T, LV *tmp)
 {
 	int ns = b->k->c->nstate;
@@ -629,10 +664,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 		} else if (k->tf) {
 			kern_tf_tile(b, s, cond, T, tmp);
 		} else {
-			kern_fold_tree(b, s, T, tmp);
-			lower_scope(&b->L, W);
-			kern_bind_params(b);
-			kern_merge(b, b->st, s[0], tmp);
+			kern_fold_chains(b, b->st, s, T, tmp);
 		}
 		kern_slots_store(b, acc[a], tmp);
 	}

@@ -11,7 +11,8 @@
  *
  * A lane's tile holding an infinity or a NaN makes the sum of its shifted
  * elements non-finite; where that sum or the state converted back is not
- * finite in any lane, the whole tile takes the tree of merges instead, so
+ * finite in any lane, the whole tile takes the spec's merges instead
+ * (kern_fold_chains), so
  * the shift only ever meets the finite reals the proof covers. */
 #include <math.h>
 #include <stdio.h>
@@ -158,10 +159,7 @@ void kern_tf_tile(B *b, LV **s, LLVMValueRef *cond, int T, LV *tmp)
 	LLVMBasicBlockRef from_fast = LLVMGetInsertBlock(L->b);
 	LLVMBuildBr(L->b, join);
 	LLVMPositionBuilderAtEnd(L->b, slow);
-	kern_fold_tree(b, s, T, tmp);
-	lower_scope(L, W);
-	kern_bind_params(b);
-	kern_merge(b, acc, s[0], tmp);
+	kern_fold_chains(b, acc, s, T, tmp);
 	for (int f = 0; f < ns; f++)
 		via[f][1] = tmp[f].c[0];
 	LLVMBasicBlockRef from[2] = {from_fast, LLVMGetInsertBlock(L->b)};
