@@ -462,6 +462,49 @@ Test(cpu, tiles_skip_a_nan_as_the_left_fold, .timeout = 120)
 	pools_close(&p, 1);
 }
 
+/* The commutative lanes read a row as 4 streams side by side, so an
+ * accumulator's lane already holds positions of the later streams when
+ * a tile of an earlier one comes: a lift merged on the right of that
+ * state is no step of the left fold.  An argmax breaking ties by
+ * min(a.k, b.k) commutes (and is judged to), yet with a NaN's lift on
+ * the right of a state holding an inf it keeps the NaN's position, the
+ * smaller, where the left fold reaches the inf with its own.  Rows of 1s
+ * with NaN and inf scattered, at lengths of 4 streams and past them. */
+Test(cpu, lanes_meet_a_nan_after_later_positions_as_the_left_fold, .timeout = 120)
+{
+	Carrier *c = text_ok("carrier: argmax_min\nelement: {x: f32}\nstate: {v: f32, k: i32}\n"
+			     "identity: {v: -inf, k: 2147483647}\nlift: {v: x, k: j}\n"
+			     "merge:\n  v: max(a.v, b.v)\n"
+			     "  k: where(a.v > b.v, a.k, where(b.v > a.v, b.k, min(a.k, b.k)))\n");
+	static const LlvmOpts widths[] = {{.lanes = 4}, {.lanes = 8}, {.lanes = 16}};
+	static const int lens[] = {2048, 4099};
+	enum { ROWS = 8 };
+	RtPool *p;
+	pools_open(&p, 1);
+	for (int w = 0; w < 3; w++)
+		for (int n = 0; n < 2; n++) {
+			LlvmKernel *k = compiled(c, &widths[w]);
+			cr_assert_gt(k->lanes, 1, "the commutative lanes");
+			RunData *d = drawn(c, ROWS, lens[n], 70 + w);
+			float *x = d->elem[0].p;
+			uint32_t h = 777;
+			for (int j = 0; j < ROWS * lens[n]; j++) {
+				h = h * 1103515245u + 12345u;
+				x[j] = h >> 16 & 15 ? 1.0f : NAN;
+				if ((h >> 8 & 127) == 5)
+					x[j] = INFINITY;
+			}
+			run_kernel(k, d, p, 0);
+			char what[200];
+			snprintf(what, sizeof what, "%d lanes, rows of %d", widths[w].lanes, lens[n]);
+			expect_ok(d, what);
+			rundata_free(d);
+			llvm_kernel_free(k);
+		}
+	spec_carrier_free(c);
+	pools_close(&p, 1);
+}
+
 /* A max written as a select, NaN not taken out: over the reals it
  * commutes (the prover shows a+b = b+a), but where(a > b, a, b) gives b
  * when either is NaN, so on a row holding one the order decides; it

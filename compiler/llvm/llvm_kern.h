@@ -58,6 +58,9 @@ typedef struct {
 	int apart_hold;      /* and kern_apart_lift holds the pairs back (apart_v, apart_i) until
 			      * kern_apart_flush tests them together */
 	int apart_n;         /* vectors held */
+	int any_order;       /* reduce_vectors: an accumulator may hold positions after the
+			      * tile's (its streams), so kern_fold_chains starts every chain
+			      * at the identity and merges the tile onto it as one state */
 	LLVMValueRef apart_v[APART_PEND][APART_MAX], apart_i[APART_PEND][APART_MAX];
 } B;
 
@@ -185,8 +188,8 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
  * merges, into s[0] (llvm_reduce.c). */
 void kern_fold_tree(B *b, LV **s, int T, LV *tmp);
 /* The T lifted states of s folded onto acc in order, in chains that
- * start at acc and at the identity, into out (llvm_reduce.c); s's states
- * are overwritten. */
+ * start at acc (at the identity where b->any_order) and at the identity,
+ * into out (llvm_reduce.c); s's states are overwritten. */
 void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out);
 /* v[0 .. n-1] reduced pairwise by the monoid op (EXPR_ADD, EXPR_MUL,
  * EXPR_MAX, EXPR_MIN; max and min by compare and select), into v[0]

@@ -331,14 +331,19 @@ static LLVMValueRef own_changed(B *b, LV **s, int T)
  * chains of TILE_CHAIN positions, the first from acc and the others from
  * the identity, each position merged on the right of its chain's state,
  * as an accumulator takes it; then the chains by a tree, earlier on the
- * left.  A tree over the lifts themselves put a lift on the left of its
+ * left.  Where the accumulator may hold later positions (b->any_order:
+ * the commutative lanes' streams), the first chain starts at the
+ * identity too and the tile's state merges onto acc: a lift on the
+ * right of a state of later positions is no step of any left fold
+ * (argmax breaking ties by min(a.k, b.k) kept a NaN's position 921 over
+ * an inf's at 1033 in its lane, which the left fold reaches first).  A tree over the lifts themselves put a lift on the left of its
  * neighbour's, and a merge that skips a NaN on its right may keep one on
  * its left: argmin_first's pos, where(b.low < a.low || ..., b.pos,
  * a.pos), with a lift of NaN as a kept the NaN's position past a smaller
  * value after it, which the left fold, and check's trees of one-position
- * accumulators, skip.  T + T/TILE_CHAIN - 1 merges, where the tree and
- * the accumulator's merge took T; the identity's constants fold into the
- * first merge of each chain.  s's states are overwritten. */
+ * accumulators, skip.  T + T/TILE_CHAIN - 1 merges (one more where
+ * b->any_order), where the tree and the accumulator's merge took T; the
+ * identity's constants fold into the first merge of each chain.  s's states are overwritten. */
 enum { TILE_CHAIN = 4 };
 
 void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out)
@@ -348,7 +353,7 @@ void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out)
 	lower_scope(&b->L, b->L.W);
 	kern_identity(b, e);
 	for (int g = 0; g < T; g += TILE_CHAIN) {
-		LV *x = g ? e : acc;
+		LV *x = g || b->any_order ? e : acc;
 		for (int t = g; t < g + TILE_CHAIN && t < T; t++) {
 			lower_scope(&b->L, b->L.W);
 			kern_bind_params(b);
@@ -365,6 +370,12 @@ void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out)
 			kern_merge(b, heads[t], heads[t + st], tmp);
 			memcpy(heads[t], tmp, ns * sizeof *tmp);
 		}
+	if (b->any_order) {
+		lower_scope(&b->L, b->L.W);
+		kern_bind_params(b);
+		kern_merge(b, acc, heads[0], tmp);
+		memcpy(heads[0], tmp, ns * sizeof *tmp);
+	}
 	memcpy(out, heads[0], ns * sizeof *out);
 	free(e);
 }
@@ -656,6 +667,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 		lower_scope(&b->L, W);
 		kern_bind_params(b);
 		kern_slots_load(b, acc[a], b->st);
+		b->any_order = 1;
 		if (k->mr_field >= 0 && T > 1) {
 			/* the accumulator is one more state of the n-ary fold: no
 			 * spec merge per tile, and its chain is one max and one fma */
@@ -666,6 +678,7 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 		} else {
 			kern_fold_chains(b, b->st, s, T, tmp);
 		}
+		b->any_order = 0;
 		kern_slots_store(b, acc[a], tmp);
 	}
 	/* the other row's map keeps pace: as many of its positions */
