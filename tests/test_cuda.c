@@ -1066,3 +1066,139 @@ Test(cuda, topk_lists_on_every_variant, .timeout = 300)
 	topk_ties("tests/prove/topk_softmax.yaml");
 	run_file("tests/check/topk_reference.yaml");
 }
+
+/* Merges that take a NaN on their left but not on their right: a first
+ * maximum by a strict comparison beside max, a first minimum by `where`
+ * beside softmax's rescale (with map outputs), a top-3 list, and the
+ * first maximum's scan.  From the identity a NaN's lift never enters the
+ * state; a fold that began at a position's raw lift (or merged it on the
+ * left of another) would keep the NaN's position past a larger value. */
+#define HI_AT_SPEC                                                                                          \
+	"carrier: hi_at\nelement: {x: f32}\nstate: {hi: f32, at: i32}\nidentity: {hi: -inf, at: -1}\n"      \
+	"lift: {hi: x, at: j}\nmerge:\n  hi: max(a.hi, b.hi)\n  at: where(b.hi > a.hi, b.at, a.at)\n"
+static const char *const nan_left_specs[] = {
+	HI_AT_SPEC,
+	HI_AT_SPEC "finalize: {hi: hi, at: at}\ntemplate: scan\n",
+	"carrier: softmax_lo\nelement: {x: f32}\nstate: {m: f32, l: f32, lo: f32, at: i32}\n"
+	"identity: {m: -inf, l: 0, lo: inf, at: -1}\nlift: {m: x, l: 1, lo: x, at: j}\n"
+	"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+	"  lo: where(b.lo < a.lo, b.lo, a.lo)\n  at: where(b.lo < a.lo, b.at, a.at)\n"
+	"finalize: {lse: m + log(l), lo: lo, at: at}\nmap: {d: x - lo}\n",
+	"carrier: top3\nelement: {x: f32}\nstate: {top: 'f32[3]', idx: 'i32[3]'}\n"
+	"identity: {top: -inf, idx: -1}\nlift: {top: 'topk(x, j, 3)', idx: 'topk_idx(x, j, 3)'}\n"
+	"merge:\n  top: topk(a.top, a.idx, b.top, b.idx)\n  idx: topk_idx(a.top, a.idx, b.top, b.idx)\n",
+};
+
+/* Row r of len: NaN before a larger and a smaller value, NaN before
+ * values falling from the largest, NaN last, all NaN, infinities of both signs among NaN, NaN at every other
+ * position among ties, NaN before a row of -inf. */
+static float nan_row(int r, int j, int len)
+{
+	float v = (float)((j * 7 + 3) % 5 - 2);
+	switch (r % 7) {
+	case 0:
+		return j == len / 3 ? NAN : j == len / 3 + 1 + len / 3 ? 50.0f : j == len - 1 && j > len / 3 ? -50.0f : v;
+	case 1:
+		return j == 0 ? NAN : (float)(len - j);
+	case 2:
+		return j == len - 1 ? NAN : v;
+	case 3:
+		return NAN;
+	case 4:
+		return j % 5 == 0 ? INFINITY : j % 5 == 1 ? -INFINITY : j % 5 == 2 ? NAN : v;
+	case 5:
+		return j % 2 ? NAN : v;
+	default:
+		return j == 0 ? NAN : -INFINITY;
+	}
+}
+
+/* Every output of d equal to want's, bit for bit (NaN matching NaN). */
+static void expect_same_outputs(const RunData *d, Buffer *want, int nout, const char *what)
+{
+	for (int k = 0; k < nout; k++) {
+		const Buffer *b = k < d->c->nfinal ? &d->fin[k] : &d->map[k - d->c->nfinal];
+		size_t n = b->n * b->width, bad = n;
+		for (size_t e = 0; e < n && bad == n; e++)
+			if (b->kind == TY_F32) {
+				float x = ((const float *)b->p)[e], y = ((const float *)want[k].p)[e];
+				bad = (x == y && signbit(x) == signbit(y)) || (isnan(x) && isnan(y)) ? n : e;
+			} else if (memcmp((const char *)b->p + e * 4, (const char *)want[k].p + e * 4, 4)) {
+				bad = e;
+			}
+		cr_expect_eq(bad, n, "%s: output %d differs from interp at %zu of %zu", what, k, bad, n);
+	}
+}
+
+static void nan_left_run(Carrier *c, const char *cfg, const char *arch, int split, int rows, int len)
+{
+	char msg[2048], what[256];
+	snprintf(what, sizeof what, "%s %s %dx%d split %d", c->name, cfg, rows, len, split);
+	RunData *d = rundata_new(c, rows, len);
+	cr_assert_eq(rundata_draw(d, 9, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	float *x = d->elem[0].p;
+	for (int r = 0; r < rows; r++)
+		for (int j = 0; j < len; j++)
+			x[(size_t)r * len + j] = nan_row(r, j, len);
+	const Device *interp = run_device_find("interp");
+	cr_assert(interp);
+	cr_assert_eq(interp->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s: %s", what, msg);
+	int nout = c->nfinal + c->nmap;
+	Buffer want[8];
+	cr_assert(nout <= 8);
+	for (int k = 0; k < nout; k++) {
+		Buffer *b = k < c->nfinal ? &d->fin[k] : &d->map[k - c->nfinal];
+		cr_assert(b->kind == TY_F32 || b->kind == TY_I32, "%s: output %d of 4-byte values", what, k);
+		want[k] = *b;
+		want[k].p = malloc(b->n * b->width * 4);
+		memcpy(want[k].p, b->p, b->n * b->width * 4);
+		memset(b->p, 0x7f, b->n * b->width * 4);
+	}
+	cr_assert_eq(emu_run_data(d, &(RunOpts){.config = cfg, .split = split, .arch = arch}, NULL, msg, sizeof msg), 0,
+		     "%s: %s", what, msg);
+	expect_same_outputs(d, want, nout, what);
+	for (int k = 0; k < nout; k++)
+		free(want[k].p);
+	rundata_free(d);
+}
+
+/* Each carrier's every default variant and one more (a row across a
+ * cluster, a scan of 3 items a thread, bulk copies), at lengths under, at
+ * and past a warp and past 4096, splits 1, 3 and 7: the interpreter's
+ * outputs bit for bit.  A thread that began its segment, its strided
+ * accumulators or its scan items at a raw lift fails here. */
+Test(cuda, nan_on_the_left_stays_out_of_every_variant, .timeout = 600)
+{
+	cuda_test_cache();
+	static const int shapes[][2] = {{7, 1}, {7, 31}, {7, 33}, {7, 255}, {1, 4099}};
+	static const int splits[] = {1, 3, 7};
+	/* beyond the defaults: a row across a cluster, and through bulk
+	 * copies where the merge commutes (top3) */
+	static const char *const more[] = {"rowreduce:nt=64,acc=1,vec=4,cl=4", "scan:nt=32,acc=1,vec=1,items=3",
+					   "rowmap:nt=64,acc=1,vec=4,items=16,cl=2", "rowreduce:nt=32,acc=2,vec=4,bk=2"};
+	for (size_t s = 0; s < sizeof nan_left_specs / sizeof *nan_left_specs; s++) {
+		Carrier *c = inline_spec(nan_left_specs[s]);
+		CudaModule m;
+		char msg[512];
+		cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+		for (int v = 0; v <= m.nvar; v++) {
+			char cfg[128];
+			Variant var;
+			if (v < m.nvar) {
+				var = m.var[v];
+				variant_str(&var, cfg, sizeof cfg);
+			} else {
+				snprintf(cfg, sizeof cfg, "%s", more[s]);
+				cr_assert_eq(variant_parse(cfg, &var, msg, sizeof msg), 0, "%s", msg);
+			}
+			int split_fam = var.fam == FAM_SPLITK || var.fam == FAM_SCAN;
+			for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
+				for (size_t p = 0; p < (split_fam ? sizeof splits / sizeof *splits : 1); p++)
+					if (fits(&var, shapes[k][1]))
+						nan_left_run(c, cfg, v < m.nvar ? NULL : "sm_90a", split_fam ? splits[p] : 1,
+							     shapes[k][0], shapes[k][1]);
+		}
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+	}
+}
