@@ -411,6 +411,35 @@ Test(cpu, ordered_lanes_meet_the_left_fold, .timeout = 120)
 	pools_close(p, 3);
 }
 
+/* c compiled with o (ordered: in ordered lanes, else the commutative
+ * ones) over 8 rows of len 1s holding NaN at scattered positions, and
+ * among them a few smaller values (infs: +inf instead), against its left
+ * fold. */
+static void nan_rows_meet_the_left_fold(Carrier *c, const LlvmOpts *o, RtPool *p, int ordered, int len, int seed,
+					int infs)
+{
+	enum { ROWS = 8 };
+	LlvmKernel *k = compiled(c, o);
+	cr_assert_gt(ordered ? k->ordered : k->lanes, 1, "%s: lanes", c->name);
+	RunData *d = drawn(c, ROWS, len, seed);
+	float *x = d->elem[0].p;
+	uint32_t h = infs ? 777 : 12345;
+	for (int j = 0; j < ROWS * len; j++) {
+		h = h * 1103515245u + 12345u;
+		x[j] = h >> 16 & (infs ? 15 : 31) ? 1.0f : NAN;
+		if (!infs && (h >> 8 & 255) == 7)
+			x[j] = -(float)(h >> 24 & 7) - 1;
+		if (infs && (h >> 8 & 127) == 5)
+			x[j] = INFINITY;
+	}
+	run_kernel(k, d, p, 0);
+	char what[200];
+	snprintf(what, sizeof what, "%s, %d lanes, rows of %d", c->name, o->lanes, len);
+	expect_ok(d, what);
+	rundata_free(d);
+	llvm_kernel_free(k);
+}
+
 /* Rows of 1s holding NaN at scattered positions and a few smaller
  * values after them: a merge that skips a NaN on its right but keeps one
  * on its left (argmin_first's pos, a first minimum's where(b.v < a.v,
@@ -433,30 +462,13 @@ Test(cpu, tiles_skip_a_nan_as_the_left_fold, .timeout = 120)
 		"  l: a.l * exp(where(a.m == inf, 0, a.m - m)) + b.l * exp(where(b.m == inf, 0, b.m - m))\n"
 		"  v: where(b.v < a.v, b.v, a.v)\n  k: where(b.v < a.v, b.k, a.k)\n"};
 	static const LlvmOpts widths[] = {{.lanes = 4}, {.lanes = 8}, {.lanes = 16}};
-	enum { ROWS = 8, LEN = 1024 };
+	enum { LEN = 1024 };
 	RtPool *p;
 	pools_open(&p, 1);
 	for (int s = 0; s < 3; s++) {
 		Carrier *c = s ? text_ok(texts[s - 1]) : load_ok("bench/carriers/argmin_first.yaml");
-		for (int w = 0; w < 3; w++) {
-			LlvmKernel *k = compiled(c, &widths[w]);
-			cr_assert_gt(s == 2 ? k->ordered : k->lanes, 1, "%s: lanes", c->name);
-			RunData *d = drawn(c, ROWS, LEN, 60 + w);
-			float *x = d->elem[0].p;
-			uint32_t h = 12345;
-			for (int j = 0; j < ROWS * LEN; j++) {
-				h = h * 1103515245u + 12345u;
-				x[j] = h >> 16 & 31 ? 1.0f : NAN;
-				if ((h >> 8 & 255) == 7)
-					x[j] = -(float)(h >> 24 & 7) - 1;
-			}
-			run_kernel(k, d, p, 0);
-			char what[200];
-			snprintf(what, sizeof what, "%s, %d lanes", c->name, widths[w].lanes);
-			expect_ok(d, what);
-			rundata_free(d);
-			llvm_kernel_free(k);
-		}
+		for (int w = 0; w < 3; w++)
+			nan_rows_meet_the_left_fold(c, &widths[w], p, s == 2, LEN, 60 + w, 0);
 		spec_carrier_free(c);
 	}
 	pools_close(&p, 1);
@@ -478,29 +490,11 @@ Test(cpu, lanes_meet_a_nan_after_later_positions_as_the_left_fold, .timeout = 12
 			     "  k: where(a.v > b.v, a.k, where(b.v > a.v, b.k, min(a.k, b.k)))\n");
 	static const LlvmOpts widths[] = {{.lanes = 4}, {.lanes = 8}, {.lanes = 16}};
 	static const int lens[] = {2048, 4099};
-	enum { ROWS = 8 };
 	RtPool *p;
 	pools_open(&p, 1);
 	for (int w = 0; w < 3; w++)
-		for (int n = 0; n < 2; n++) {
-			LlvmKernel *k = compiled(c, &widths[w]);
-			cr_assert_gt(k->lanes, 1, "the commutative lanes");
-			RunData *d = drawn(c, ROWS, lens[n], 70 + w);
-			float *x = d->elem[0].p;
-			uint32_t h = 777;
-			for (int j = 0; j < ROWS * lens[n]; j++) {
-				h = h * 1103515245u + 12345u;
-				x[j] = h >> 16 & 15 ? 1.0f : NAN;
-				if ((h >> 8 & 127) == 5)
-					x[j] = INFINITY;
-			}
-			run_kernel(k, d, p, 0);
-			char what[200];
-			snprintf(what, sizeof what, "%d lanes, rows of %d", widths[w].lanes, lens[n]);
-			expect_ok(d, what);
-			rundata_free(d);
-			llvm_kernel_free(k);
-		}
+		for (int n = 0; n < 2; n++)
+			nan_rows_meet_the_left_fold(c, &widths[w], p, 0, lens[n], 70 + w, 1);
 	spec_carrier_free(c);
 	pools_close(&p, 1);
 }
