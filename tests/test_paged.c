@@ -1454,22 +1454,20 @@ Test(paged, gpu_runs_a_batch_past_65535_sequences_in_two_launches, .timeout = 60
 	fake_gpu(dir);
 	Carrier *c = load_defs("specs/attention.yaml", (Define[]){{"d", "16"}, {"dv", "16"}}, 2);
 	Paged *p = wide_batch(c, 70000, 0);
-	RunCheck rc;
-	/* the driver loads with the first run */
-	cr_assert_eq(paged_run(p, run_device_find("gpu"), &(RunOpts){.split = 1}, &rc, NULL, msg, sizeof msg), 0, "%s",
+	/* the driver loads with the first run; the fake one runs no kernel, so
+	 * the outputs are not held to the reference (NULL: not computed) */
+	cr_assert_eq(paged_run(p, run_device_find("gpu"), &(RunOpts){.split = 1}, NULL, NULL, msg, sizeof msg), 0, "%s",
 		     msg);
-	runcheck_free(&rc);
 	void *lib = dlopen("build/libfakecuda.so", RTLD_NOW | RTLD_NOLOAD);
 	cr_assert(lib, "the fake driver is not loaded");
 	int (*launches)(void) = (int (*)(void))dlsym(lib, "fakecuda_launches");
 	unsigned (*grid_y)(void) = (unsigned (*)(void))dlsym(lib, "fakecuda_grid_y");
 	cr_assert(launches && grid_y);
 	int l0 = launches();
-	cr_assert_eq(paged_run(p, run_device_find("gpu"), &(RunOpts){.split = 1}, &rc, NULL, msg, sizeof msg), 0, "%s",
+	cr_assert_eq(paged_run(p, run_device_find("gpu"), &(RunOpts){.split = 1}, NULL, NULL, msg, sizeof msg), 0, "%s",
 		     msg);
 	cr_assert_eq(launches() - l0, 2, "%d launches", launches() - l0);
 	cr_assert_eq(grid_y(), 70000u - 65535u);
-	runcheck_free(&rc);
 	dlclose(lib);
 	paged_free(p);
 	spec_carrier_free(c);
