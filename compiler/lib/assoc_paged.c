@@ -169,8 +169,9 @@ static AssocStatus one_launch(AssocKernel *k, Paged *p, const AssocValue *params
 	return st;
 }
 
-AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *pg,
-			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
+/* The arguments both paged runs check first: a kernel that compiled, a
+ * layout, a buffer list; ASSOC_OK, or the status with why in k->err. */
+static AssocStatus paged_args(AssocKernel *k, const AssocPaged *pg, const AssocBuffer *bufs, int nbufs)
 {
 	if (!k)
 		return ASSOC_EINVAL;
@@ -181,6 +182,15 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 	if (nbufs < 0 || (nbufs && !bufs))
 		return paged_fail(k, ASSOC_EINVAL, "%d buffers %s", nbufs,
 				  nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
+	return ASSOC_OK;
+}
+
+AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *pg,
+			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams)
+{
+	AssocStatus args = paged_args(k, pg, bufs, nbufs);
+	if (args)
+		return args;
 	Carrier *c = k->c;
 	char msg[512];
 	AssocStatus bad = batch_ok(k, heads, kv_heads, pg, 0);
@@ -319,15 +329,9 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 				   const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams,
 				   void *stream)
 {
-	if (!k)
-		return ASSOC_EINVAL;
-	if (k->failed)
-		return ASSOC_EINVAL;
-	if (!pg)
-		return paged_fail(k, ASSOC_EINVAL, "no paged layout (NULL)");
-	if (nbufs < 0 || (nbufs && !bufs))
-		return paged_fail(k, ASSOC_EINVAL, "%d buffers %s", nbufs,
-				  nbufs < 0 ? "(a count under 0)" : "with a NULL buffer array");
+	AssocStatus args = paged_args(k, pg, bufs, nbufs);
+	if (args)
+		return args;
 	Carrier *c = k->c;
 	if (!k->gpu)
 		return paged_fail(k, ASSOC_EDEVICE,
