@@ -363,13 +363,7 @@ void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out)
 		}
 		heads[n++] = s[g];
 	}
-	for (int st = 1; st < n; st *= 2)
-		for (int t = 0; t + st < n; t += 2 * st) {
-			lower_scope(&b->L, b->L.W);
-			kern_bind_params(b);
-			kern_merge(b, heads[t], heads[t + st], tmp);
-			memcpy(heads[t], tmp, ns * sizeof *tmp);
-		}
+	kern_fold_tree(b, heads, n, tmp);
 	if (b->any_order) {
 		lower_scope(&b->L, b->L.W);
 		kern_bind_params(b);
