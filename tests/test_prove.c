@@ -478,8 +478,8 @@ Test(prove, integer_fields_take_whole_bounds)
 }
 
 /* A law proved over nonempty states reaches the empty state through the
- * identity laws; where those are disproved it is proved again with the
- * identity in each place of its operands.  A last value chosen by
+ * identity laws; where those are disproved, or not proved, it is proved
+ * again with the identity in each place of its operands.  A last value chosen by
  * a.n + b.n == b.n is associative over nonempty states, whose n is never
  * 0, but (e+a)+b keeps a's value and e+(a+b) the identity's: disproved,
  * as the trials find it.  first_match with -2 for the identity is
@@ -490,6 +490,13 @@ Test(prove, laws_with_an_identity_that_is_none)
 	expect_how("tests/prove/last_by_count_identity_wrong.yaml", 0, "associative", "by (e+a)+b and 0 by e+(a+b)");
 	check("tests/prove/first_match_identity_wrong.yaml", "pd--");
 	expect_how("tests/prove/first_match_identity_wrong.yaml", 0, "associative", "with the identity in each place");
+	/* an identity whose laws are not proved carries nothing either: over
+	 * nonempty states the last value is associative, with the empty
+	 * state on the left of a count of 2^31 - 1 it is 7 */
+	check("tests/prove/last_with_an_unknown_identity.yaml", "uu--");
+	expect_how("tests/prove/last_with_an_unknown_identity.yaml", 0, "associative", "whose laws are unknown, (e+a)+b");
+	check("tests/prove/last_match_half.yaml", "pu--");
+	expect_how("tests/prove/last_match_half.yaml", 0, "associative", "with the identity in each place (its own laws unknown)");
 }
 
 /* An order on a sum of two states' counts of positions (an i32 that lift

@@ -1001,10 +1001,15 @@ static void side_of(Ctx *x, const char *t, Expr **out)
 	merge_of(x->c, l, in, out);
 }
 
-static void with_identity(Ctx *x, const Sides *cases, int n, Verdict *out)
+/* Associativity and commutativity are proved over nonempty states, and
+ * the identity's laws carry them to the empty state.  Where those laws are
+ * disproved, or not proved, the law is proved again with the identity in
+ * each place; what is not proved so is no proof of the law. */
+static void with_identity(Ctx *x, const Sides *cases, int n, ProofStatus idst, Verdict *out)
 {
-	if (out->status != PROOF_PROVED)
+	if (out->status != PROOF_PROVED || idst == PROOF_PROVED)
 		return;
+	const char *whose = idst == PROOF_DISPROVED ? "disproved" : "unknown";
 	Carrier *c = x->c;
 	for (int k = 0; k < n; k++) {
 		Expr *l[MAX_FIELDS], *r[MAX_FIELDS];
@@ -1013,7 +1018,7 @@ static void with_identity(Ctx *x, const Sides *cases, int n, Verdict *out)
 		side_of(x, cases[k].r, r);
 		for (int f = 0; f < c->nstate; f++)
 			pr[f] = (Pair){l[f], r[f], c->state[f].name};
-		bprintf(x->trace, "  with the identity, whose laws are disproved: %s = %s\n", cases[k].l, cases[k].r);
+		bprintf(x->trace, "  with the identity, whose laws are %s: %s = %s\n", whose, cases[k].l, cases[k].r);
 		Job j = job(x, strchr(cases[k].l, 'b') ? "ab" : "a", cases[k].l, cases[k].r);
 		Verdict v = {PROOF_UNKNOWN, NULL, NULL};
 		prove_pairs(&j, pr, c->nstate, &v);
@@ -1021,16 +1026,16 @@ static void with_identity(Ctx *x, const Sides *cases, int n, Verdict *out)
 			verdict(out, v.status,
 				v.status == PROOF_DISPROVED
 					? v.how
-					: xasprintf("over nonempty states; with the identity, whose laws are disproved, "
+					: xasprintf("over nonempty states; with the identity, whose laws are %s, "
 						    "%s = %s is unknown: %s",
-						    cases[k].l, cases[k].r, v.how ? v.how : ""));
+						    whose, cases[k].l, cases[k].r, v.how ? v.how : ""));
 			if (v.status != PROOF_DISPROVED)
 				free(v.how);
 			return;
 		}
 		free(v.how);
 	}
-	char *how = xasprintf("%s; and with the identity in each place (its own laws disproved)", out->how);
+	char *how = xasprintf("%s; and with the identity in each place (its own laws %s)", out->how, whose);
 	verdict(out, PROOF_PROVED, how);
 }
 
@@ -1162,8 +1167,7 @@ static void prove_laws(Ctx *x, ProofReport *r)
 		law_assoc(x, &v);
 	Verdict id = {PROOF_UNKNOWN, NULL, NULL};
 	law_identity(x, &id);
-	if (id.status == PROOF_DISPROVED)
-		with_identity(x, assoc_empty, 6, &v);
+	with_identity(x, assoc_empty, 6, id.status, &v);
 	add_line(r, "associative", &v);
 	add_line(r, "identity", &id);
 	if (c->laws & LAW_COMMUTATIVE) {
@@ -1172,8 +1176,7 @@ static void prove_laws(Ctx *x, ProofReport *r)
 			verdict(&v, PROOF_PROVED, xasprintf("transport into %s", mon));
 		else
 			law_comm(x, &v);
-		if (id.status == PROOF_DISPROVED)
-			with_identity(x, comm_empty, 1, &v);
+		with_identity(x, comm_empty, 1, id.status, &v);
 		add_line(r, "commutative", &v);
 	}
 	if (c->has_cert)
