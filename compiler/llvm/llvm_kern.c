@@ -1167,10 +1167,28 @@ static void scan_seeds(B *b, LLVMValueRef f, LLVMValueRef lo, LLVMValueRef seg, 
  * PREFETCH_BYTES for its reduce loops). */
 enum { SCAN_AHEAD = 4096 };
 
+/* z, a vector of zeros, as a value LLVM cannot see through: an empty asm
+ * in the function's entry block.  Moving lanes up over zeros, LLVM's x86
+ * backend takes vexpandps (or vexpandpd, 16 lanes of 4 bytes moved 1 or
+ * 2, 4 up), which Zen 5 runs far slower than the two-source vpermt2ps it
+ * takes for any other fill: a scan's four steps on 16 lanes, alone in a
+ * loop, 20 cycles a vector by expands, 6 by vpermt2ps. */
+static LLVMValueRef opaque_zeros(B *b, LLVMValueRef z)
+{
+	LLVMTypeRef t = LLVMTypeOf(z);
+	LLVMTypeRef ft = LLVMFunctionType(t, &t, 1, 0);
+	LLVMValueRef asm_ = LLVMGetInlineAsm(ft, "", 0, "=v,0", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+	return LLVMBuildCall2(b->L.ab, ft, asm_, &z, 1, "zeros");
+}
+
 /* v's lanes moved d up, the lanes below d taken from id's. */
 static LLVMValueRef lanes_up(B *b, LLVMValueRef v, LLVMValueRef id, int d)
 {
 	LLVMValueRef m[64];
+	LLVMTypeRef et = LLVMGetElementType(LLVMTypeOf(id));
+	int bits = LLVMGetTypeKind(et) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(et) == 1;
+	if (b->L.avx512 && LLVMIsNull(id) && !bits) /* bool lanes live in mask registers */
+		id = opaque_zeros(b, id);
 	for (int l = 0; l < b->L.W; l++)
 		m[l] = LLVMConstInt(b->i32, l >= d ? l - d : b->L.W + l, 0);
 	return LLVMBuildShuffleVector(b->L.b, v, id, LLVMConstVector(m, b->L.W), "");
