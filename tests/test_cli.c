@@ -231,6 +231,8 @@ Test(cli, options_of_other_commands_are_usage_errors)
 		{" emit specs/sum.yaml --target llvm --stats", "--stats is an option of emit --target cuda and ptx only"},
 		{" emit specs/sum.yaml --target asm --config rowreduce:nt=64", "--config: unknown --config item 'rowreduce:nt=64'"},
 		{" emit specs/sum.yaml --target llvm --arch sm_90", "--arch is an option of emit --target cuda and ptx only"},
+		{" emit specs/online_softmax.yaml --target cuda --config rowreduce:nt=128",
+		 "configuration 'rowreduce:nt=128' does not fit a rowmap carrier"},
 	};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		char cmd[256];
@@ -831,20 +833,23 @@ Test(cli, emit_to_the_longest_path_keeps_the_file, .timeout = 60)
 }
 
 /* Output that cannot be written is an error, never a silent exit: a folder
- * as -o, and a full disk on standard output. */
+ * as -o, and a full disk on standard output.  Exit 2, as for usage: 1 is
+ * a check that failed. */
 Test(cli, unwritable_output_says_why)
 {
-	cr_assert_eq(sh(ASSOC " emit specs/sum.yaml --target cuda -o build", out, sizeof out, 1), 1);
+	cr_assert_eq(sh(ASSOC " emit specs/sum.yaml --target cuda -o build", out, sizeof out, 1), 2);
 	cr_expect(strstr(out, "assoc: build: cannot write: Is a directory"), "%s", out);
 	/* a write that fails on the way (a full disk) is an error, not a short file and exit 0 */
-	cr_assert_eq(sh(ASSOC " emit specs/sum.yaml --target llvm -o /dev/full", out, sizeof out, 1), 1, "%s", out);
+	cr_assert_eq(sh(ASSOC " emit specs/sum.yaml --target llvm -o /dev/full", out, sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "assoc: /dev/full: cannot write: No space left on device"), "%s", out);
-	cr_assert_eq(sh(ASSOC " emit specs/sum.yaml --target llvm -o build/no/such/x.ll", out, sizeof out, 1), 1);
+	cr_assert_eq(sh(ASSOC " emit specs/sum.yaml --target llvm -o build/no/such/x.ll", out, sizeof out, 1), 2);
 	cr_expect(strstr(out, "assoc: build/no/such/x.ll: cannot write: No such file or directory"), "%s", out);
-	cr_assert_eq(sh("sh -c '" ASSOC " emit specs/sum.yaml --target cuda 2>&1 >/dev/full'", out, sizeof out, 0), 1);
+	cr_assert_eq(sh("sh -c '" ASSOC " emit specs/sum.yaml --target cuda 2>&1 >/dev/full'", out, sizeof out, 0), 2);
 	cr_expect(strstr(out, "standard output: No space left on device"), "%s", out);
-	cr_assert_eq(sh("sh -c '" ASSOC " check specs/sum.yaml 2>&1 >/dev/full'", out, sizeof out, 0), 1);
+	cr_assert_eq(sh("sh -c '" ASSOC " check specs/sum.yaml 2>&1 >/dev/full'", out, sizeof out, 0), 2);
 	cr_expect(strstr(out, "standard output: No space left on device"), "%s", out);
+	cr_assert_eq(sh(ASSOC " explore specs/loops/running_sum_max.yaml -o build/no/such/x.yaml", out, sizeof out, 1), 2);
+	cr_expect(strstr(out, "build/no/such/x.yaml: cannot write: No such file or directory"), "%s", out);
 }
 
 /* A writable file in a folder the user cannot write to: the message says
@@ -872,7 +877,7 @@ Test(cli, unwritable_folder_is_named, .timeout = 60)
 		 file);
 	int rc = sh(cmd, out, sizeof out, 1);
 	chmod(dir, 0700), unlink(file), rmdir(dir);
-	cr_expect_eq(rc, 1, "%s", out);
+	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "cannot write: Permission denied (its folder /tmp/assoc-rofolder-") &&
 			  strstr(out, "written there first, then renamed into place)"),
 		  "%s", out);
@@ -887,7 +892,7 @@ Test(cli, outputs_all_or_none, .timeout = 60)
 			out, sizeof out, 1), 2);
 	cr_expect(strstr(out, "no array named 'nope'") && !strstr(out, " ok"), "checked before the run: %s", out);
 	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/all1.npy "
-			"--output var=build/no_such_folder/all2.npy", out, sizeof out, 1), 1);
+			"--output var=build/no_such_folder/all2.npy", out, sizeof out, 1), 2);
 	cr_expect(strstr(out, "build/no_such_folder/all2.npy: cannot write: No such file or directory") && !strstr(out, " ok"),
 		  "%s", out);
 	cr_expect_neq(access("build/all1.npy", F_OK), 0, "no output written");
@@ -902,7 +907,7 @@ Test(cli, outputs_all_or_none, .timeout = 60)
 	fclose(f);
 	mkdir("build/all_folder", 0700);
 	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/all1.npy --output var=build/all_folder",
-			out, sizeof out, 1), 1);
+			out, sizeof out, 1), 2);
 	cr_expect(strstr(out, "build/all_folder: cannot write: Is a directory") && !strstr(out, " ok"), "%s", out);
 	cr_assert_eq(sh(ASSOC " run specs/welford.yaml --device interp --output mean=build/all1.npy --output var=build/all1.npy",
 			out, sizeof out, 1), 2);
@@ -1414,9 +1419,9 @@ Test(cli, options_take_values_after_equals_and_help_anywhere)
 	cr_expect(strstr(out, "--strict takes no value"), "%s", out);
 	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --rows abc", out, sizeof out, 1), 2);
 	cr_expect(strstr(out, "got 'abc'"), "%s", out);
-	cr_expect_eq(sh("(" ASSOC " --help > /dev/full)", out, sizeof out, 1), 1);
+	cr_expect_eq(sh("(" ASSOC " --help > /dev/full)", out, sizeof out, 1), 2);
 	cr_expect(strstr(out, "standard output: No space left on device"), "%s", out);
-	cr_expect_eq(sh("(" ASSOC " --version > /dev/full)", out, sizeof out, 1), 1);
+	cr_expect_eq(sh("(" ASSOC " --version > /dev/full)", out, sizeof out, 1), 2);
 }
 
 /* An option given twice, or a file's shape against --rows and --len,

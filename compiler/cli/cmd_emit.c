@@ -99,13 +99,13 @@ int cmd_emit(Opts *o)
 	if (only_about && !(f = fopen("/dev/null", "w"))) {
 		fprintf(stderr, "assoc: /dev/null: cannot write: %s\n", strerror(errno));
 		spec_carrier_free(c);
-		return EXIT_FAIL;
+		return EXIT_USAGE;
 	}
 	if (!to_stdout) {
 		if (outfile_open(&of, o->out, "w")) {
 			cli_write_error(o->out, errno);
 			spec_carrier_free(c);
-			return EXIT_FAIL;
+			return EXIT_USAGE;
 		}
 		f = of.f;
 	}
@@ -122,7 +122,7 @@ int cmd_emit(Opts *o)
 		fclose(f);
 	if (!to_stdout && outfile_close(&of, !rc) && !rc) {
 		cli_write_error(o->out, errno);
-		rc = EXIT_FAIL;
+		rc = EXIT_USAGE;
 	}
 	spec_carrier_free(c);
 	return rc;

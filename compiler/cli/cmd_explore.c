@@ -78,7 +78,7 @@ int cmd_explore(Opts *o)
 			fputs(r.yaml, stdout);
 		} else if (o->out) {
 			if (write_atomic(o->out, r.yaml))
-				rc = EXIT_FAIL;
+				rc = EXIT_USAGE;
 			else
 				fprintf(log, "  wrote %s\n", o->out);
 		}

@@ -379,11 +379,11 @@ static int outputs_ok(const Opts *o, const RunData *d)
 					 o->outputs[i].path, o->outputs[i].path, o->outputs[twice].name);
 		} else if (!stat(o->outputs[i].path, &st) && S_ISDIR(st.st_mode)) {
 			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(EISDIR));
-			rc = EXIT_FAIL;
+			rc = EXIT_USAGE;
 		} else if (outfile_in_place(o->outputs[i].path) ? access(o->outputs[i].path, W_OK)
 								: outfile_open(&of, o->outputs[i].path, "wb")) {
 			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(errno));
-			rc = EXIT_FAIL;
+			rc = EXIT_USAGE;
 		} else if (!outfile_in_place(o->outputs[i].path)) {
 			outfile_close(&of, 0);
 		}
@@ -413,7 +413,7 @@ static int write_outputs(Opts *o, RunData *d)
 			cli_write_error(o->outputs[made].path, errno);
 			if (of[made].f)
 				outfile_close(&of[made], 0);
-			rc = EXIT_FAIL;
+			rc = EXIT_USAGE;
 			break;
 		}
 	}
@@ -423,7 +423,7 @@ static int write_outputs(Opts *o, RunData *d)
 			if (i)
 				fprintf(stderr, " (the %d outputs before it are written)", i);
 			fprintf(stderr, "\n");
-			rc = EXIT_FAIL;
+			rc = EXIT_USAGE;
 		}
 	}
 	free(of);

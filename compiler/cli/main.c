@@ -92,7 +92,8 @@ static const char usage[] =
 	"\n"
 	"  assoc --help, assoc CMD --help (or assoc help CMD), assoc --version\n"
 	"\n"
-	"exit status: 0 when every check holds, 1 when one fails, 2 for an invalid spec or usage\n";
+	"exit status: 0 when every check holds, 1 when one fails, 2 for an invalid spec or usage\n"
+	"             or a file that cannot be read or written\n";
 
 const char *cli_heads_clause(char *buf, size_t n, int heads, int kv_heads)
 {
@@ -534,12 +535,13 @@ static const Command commands[] = {
 	{"bench", cmd_bench, 1, C_BENCH}, {"explore", cmd_explore, 1, C_EXPLORE}, {"tune", cmd_tune, 1, C_TUNE},
 };
 
-/* EXIT_OK once standard output took everything, else EXIT_FAIL, said. */
+/* EXIT_OK once standard output took everything, else EXIT_USAGE (a write
+ * that failed, as for any file), said. */
 static int flushed(void)
 {
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "assoc: standard output: %s\n", strerror(errno));
-		return EXIT_FAIL;
+		return EXIT_USAGE;
 	}
 	return EXIT_OK;
 }
@@ -634,7 +636,7 @@ int main(int argc, char **argv)
 	if (rc == EXIT_OK)
 		rc = cmd->fn(&o);
 	if (flushed()) /* generated code or results lost (a full disk) */
-		rc = rc ? rc : EXIT_FAIL;
+		rc = EXIT_USAGE;
 	free(o.specs);
 	return rc;
 }

@@ -236,16 +236,16 @@ static int emit_cuda(Carrier *c, const Opts *o, void *early, FILE *out, char *ms
 	(void)early;
 	OutFile of;
 	if (module_to_emit(c, o, o->arch, &m, msg, n))
-		return EXIT_FAIL;
+		return EXIT_USAGE;
 	if (header_open(o, &of, msg, n)) {
 		cuda_module_free(&m);
-		return EXIT_FAIL;
+		return EXIT_USAGE;
 	}
 	explain(c, o, &m);
 	fputs(m.src, out);
 	if (o->stats)
 		print_stats(&m, NULL, 0, "use --target ptx");
-	int rc = header(c, o, &of, &m, msg, n) ? EXIT_FAIL : EXIT_OK;
+	int rc = header(c, o, &of, &m, msg, n) ? EXIT_USAGE : EXIT_OK;
 	cuda_module_free(&m);
 	return rc;
 }
@@ -303,13 +303,17 @@ static int emit_ptx(Carrier *c, const Opts *o, void *early, FILE *out, char *msg
 		free(e);
 	} else {
 		if (module_to_emit(c, o, o->arch, &m, msg, n))
-			return EXIT_FAIL;
+			return EXIT_USAGE;
 		failed = nvrtc_open(&nv, msg, n) || nvrtc_ptx(nv, m.src, o->arch, &ptx, &cached, msg, n);
 	}
 	explain(c, o, &m);
 	OutFile of;
-	if (failed || header_open(o, &of, msg, n))
+	if (failed)
 		goto out;
+	if (header_open(o, &of, msg, n)) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
 	fputs(ptx, out);
 	if (o->stats) {
 		CudaKStat ks[64];
@@ -317,8 +321,7 @@ static int emit_ptx(Carrier *c, const Opts *o, void *early, FILE *out, char *msg
 		int nks = cuda_ptxas_stats(ptx, o->arch, ks, 64, why, sizeof why);
 		print_stats(&m, ks, nks < 0 ? 0 : nks, nks < 0 ? why : NULL);
 	}
-	if (!header(c, o, &of, &m, msg, n))
-		rc = EXIT_OK;
+	rc = header(c, o, &of, &m, msg, n) ? EXIT_USAGE : EXIT_OK;
 out:
 	free(ptx);
 	nvrtc_close(nv);
