@@ -763,6 +763,20 @@ static int load_outputs(L *l, const char *key, Scope *s, Def **out, int *nout)
 	return 0;
 }
 
+/* An empty finalize (and map) would have the carrier compute nothing, and
+ * every check pass over no output; where finalize is left out the state's
+ * fields are the outputs. */
+static int outputs_some(L *l)
+{
+	Carrier *c = l->c;
+	if (c->nfinal || c->nmap)
+		return 0;
+	YNode *at = yn_get(l->root, c->finalize_given ? "finalize" : "map");
+	diag_error(l->d, at->pos, "%s no output: the carrier would compute nothing (leave 'finalize' out to output "
+		   "the state's fields)", yn_get(l->root, "map") ? "'finalize' and 'map' name" : "'finalize' names");
+	return -1;
+}
+
 static int load_finalize_map(L *l)
 {
 	Carrier *c = l->c;
@@ -780,7 +794,9 @@ static int load_finalize_map(L *l)
 			c->finalize[c->nfinal++] = (Def){xstrdup(c->state[f].name), c->state[f].pos,
 							 ir_ref(c->ir, c->svar[STATE_SELF][f]), 0};
 	}
-	if (rc || !yn_get(l->root, "map"))
+	if (!rc && !yn_get(l->root, "map"))
+		return outputs_some(l);
+	if (rc)
 		return rc;
 	scope_init(&s, c, "map", "state fields, params, inputs, lets, i, j, len and map outputs above",
 		   S_STATE | S_PARAMS | S_INPUTS | S_IDX);
@@ -794,7 +810,7 @@ static int load_finalize_map(L *l)
 					   c->map[i].name);
 				return -1;
 			}
-	return rc;
+	return rc ? rc : outputs_some(l);
 }
 
 /* What a reference names outside every reduction: OUT_POS for an element
