@@ -1877,6 +1877,48 @@ Test(cli, npy_uint16_is_the_bits_of_an_inputs_16_bit_type, .timeout = 60)
 	npy_free(&y), npy_free(&z);
 }
 
+/* For any other input, uint8 and uint16 files hold unsigned integers
+ * (labels, pixels), converted with the note: 1, 2, 200 and 40000, not the
+ * values their bits would be as f8e4m3 or bf16. */
+Test(cli, npy_uint8_and_uint16_are_integers_for_other_inputs, .timeout = 60)
+{
+	write_text("build/copyu.yaml", "carrier: copyu\nelement: {x: f32, n: i32}\nstate: {s: f32}\n"
+				       "identity: {s: 0}\nlift: {s: x + n}\nmerge: {s: a.s + b.s}\nmap: {y: x, k: n}\n"
+				       "laws: [commutative]\n");
+	uint8_t u8[4] = {1, 2, 200, 0};
+	uint16_t u16[4] = {1, 2, 40000, 0};
+	Npy a = {.descr = "|u1", .itemsize = 1, .ndim = 2, .shape = {1, 4}, .count = 4, .data = u8};
+	Npy b = {.descr = "<u2", .itemsize = 2, .ndim = 2, .shape = {1, 4}, .count = 4, .data = u16};
+	char msg[300];
+	cr_assert_eq(npy_write("build/u8_ints.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_write("build/u16_ints.npy", &b, msg, sizeof msg), 0, "%s", msg);
+	const char *pairs[][2] = {{"u8", "u16"}, {"u16", "u8"}};
+	for (int t = 0; t < 2; t++) {
+		char cmd[400];
+		snprintf(cmd, sizeof cmd,
+			 ASSOC " run build/copyu.yaml --device interp --input x=build/%s_ints.npy --input n=build/%s_ints.npy "
+			       "--output y=build/u_y.npy --output k=build/u_k.npy",
+			 pairs[t][0], pairs[t][1]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+		char want[200];
+		snprintf(want, sizeof want, "holds %s; converted to f32, the type of input 'x' (0 of 4 values rounded)",
+			 t ? "uint16" : "uint8");
+		cr_expect(strstr(out, want), "%s", out);
+		snprintf(want, sizeof want, "holds %s; converted to i32, the type of input 'n' (every value fits)",
+			 t ? "uint8" : "uint16");
+		cr_expect(strstr(out, want), "%s", out);
+		Npy y, k;
+		cr_assert_eq(npy_read("build/u_y.npy", &y, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(npy_read("build/u_k.npy", &k, msg, sizeof msg), 0, "%s", msg);
+		for (int i = 0; i < 4; i++) {
+			double wy = t ? u16[i] : u8[i], wk = t ? u8[i] : u16[i];
+			cr_expect_eq(npy_get(&y, i), wy, "x[%d]: %.9g", i, npy_get(&y, i));
+			cr_expect_eq(npy_get(&k, i), wk, "n[%d]: %.9g", i, npy_get(&k, i));
+		}
+		npy_free(&y), npy_free(&k);
+	}
+}
+
 /* An f8e4m3 input takes a uint8 .npy as its bit patterns as they are (no
  * note: NumPy has no such type) and writes them back the same as --output;
  * a float file is converted with a note counting the values rounded, and

@@ -102,6 +102,11 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr);
  * shape the caller has checked: as cli_inputs_load takes them (bits as
  * they are, other dtypes converted with a note or refused). */
 int cli_npy_into(const char *path, const char *name, const Npy *a, Buffer *buf);
+
+/* Value x of a as an input of kind reads it: a uint16 or uint8 file holds
+ * the bit patterns of a bf16 or f16, or f8e4m3, input; for any other kind
+ * it holds unsigned integers. */
+double cli_npy_value(const Npy *a, size_t x, TyKind kind);
 void cli_inputs_free(Npy *arr);
 
 /* A progress line on standard error for work that may take a while

@@ -46,7 +46,7 @@ static int read_ints(const Opts *o, int i, const Npy *a, int ndim, int32_t **out
 	if (!*out)
 		abort();
 	for (size_t x = 0; x < a->count; x++) {
-		double v = npy_get(a, x);
+		double v = cli_npy_value(a, x, TY_I32);
 		if (!ir_holds(TY_I32, v))
 			return usage_error("%s: the value %.17g at flat index %zu of %s is not an int32", o->inputs[i].path, v,
 					   x, o->inputs[i].name);

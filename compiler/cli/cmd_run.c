@@ -254,16 +254,42 @@ void cli_inputs_free(Npy *arr)
 		npy_free(&arr[i]);
 }
 
-/* A .npy dtype as NumPy names it. */
-static const char *dtype_name(const char *descr)
+/* Whether a's uint16 or uint8 values are the bit patterns of an input of
+ * kind's own 16- or 8-bit float (NumPy has neither bfloat16 nor an 8-bit
+ * float), not unsigned integers: a uint8 label for an i32 input is the
+ * number it holds. */
+static int float_bits(const Npy *a, TyKind kind)
+{
+	if (!strcmp(a->descr, "<u2"))
+		return kind == TY_BF16 || kind == TY_F16;
+	return !strcmp(a->descr, "|u1") && kind == TY_F8E4M3;
+}
+
+double cli_npy_value(const Npy *a, size_t x, TyKind kind)
+{
+	const unsigned char *p = (const unsigned char *)a->data + x * a->itemsize;
+	if (!strcmp(a->descr, "|u1") && !float_bits(a, kind))
+		return p[0];
+	if (!strcmp(a->descr, "<u2") && !float_bits(a, kind)) {
+		uint16_t v;
+		memcpy(&v, p, 2);
+		return v;
+	}
+	return npy_get(a, x);
+}
+
+/* A .npy dtype as NumPy names it, for an input of kind. */
+static const char *dtype_name(const Npy *a, TyKind kind)
 {
 	static const char *const names[][2] = {{"<f4", "float32"}, {"<f8", "float64"}, {"<f2", "float16"},
 					       {"<i4", "int32"},   {"<i8", "int64"},   {"|b1", "bool"},
-					       {"<u2", "uint16 (bfloat16 bits)"}, {"|u1", "uint8 (float8_e4m3fn bits)"}};
+					       {"<u2", "uint16"},  {"|u1", "uint8"}};
+	if (float_bits(a, kind))
+		return !strcmp(a->descr, "|u1") ? "uint8 (float8_e4m3fn bits)" : "uint16 (bfloat16 bits)";
 	for (size_t k = 0; k < sizeof names / sizeof *names; k++)
-		if (!strcmp(descr, names[k][0]))
+		if (!strcmp(a->descr, names[k][0]))
 			return names[k][1];
-	return descr;
+	return a->descr;
 }
 
 /* a's values into buf, input name's array (its shape checked): the
@@ -286,7 +312,7 @@ int cli_npy_into(const char *path, const char *name, const Npy *a, Buffer *buf)
 	int integer = kind == TY_I32 || kind == TY_I64 || kind == TY_BOOL;
 	size_t rounded = 0;
 	for (size_t x = 0; x < a->count; x++) {
-		double v = npy_get(a, x), r = ir_round(kind, v);
+		double v = cli_npy_value(a, x, kind), r = ir_round(kind, v);
 		if (!ir_holds(kind, v)) /* a float file's 2.5 or NaN is refused, not cut */
 			return input_error("%s: the value %.17g at flat index %zu is not a%s %s, the type of input '%s'%s", path,
 					   v, x, kind == TY_I32 || kind == TY_I64 ? "n" : "", ty_kind_name(kind), name,
@@ -305,7 +331,7 @@ int cli_npy_into(const char *path, const char *name, const Npy *a, Buffer *buf)
 		else
 			snprintf(how, sizeof how, "%zu of %zu values rounded", rounded, a->count);
 		fprintf(stderr, "assoc: note: %s holds %s; converted to %s, the type of input '%s' (%s)\n", path,
-			dtype_name(a->descr), ty_kind_name(kind), name, how);
+			dtype_name(a, kind), ty_kind_name(kind), name, how);
 	}
 	return EXIT_OK;
 }
