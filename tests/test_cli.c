@@ -2147,6 +2147,41 @@ Test(cli, heads_come_from_the_inputs_shape, .timeout = 120)
 		  out);
 }
 
+/* A one-component row input written as (rows, 1), the layout's [rows][w]
+ * with w = 1, beside an element input without a head axis: the trailing
+ * 1 is dropped, not its 4 rows taken for 4 heads (which then blamed x's
+ * (4, 33)).  Alone, or with --heads, (4, 1) is still 4 heads of a row. */
+Test(cli, a_trailing_axis_of_one_is_no_head_axis, .timeout = 60)
+{
+	write_text("build/rowt.yaml", "carrier: rowt\nrow: {t: f32}\nelement: {x: f32}\nstate: {s: f32}\n"
+				      "identity: {s: 0}\nlift: {s: x + t}\nmerge: {s: a.s + b.s}\nlaws: [commutative]\n"
+				      "reference: {s: sum(x + t)}\n");
+	float t[4] = {1, 2, 3, 4}, x[4 * 33];
+	for (int i = 0; i < 4 * 33; i++)
+		x[i] = (float)(i % 7) * 0.25f;
+	Npy a = {.descr = "<f4", .itemsize = 4, .ndim = 2, .shape = {4, 1}, .count = 4, .data = t};
+	Npy b = {.descr = "<f4", .itemsize = 4, .ndim = 2, .shape = {4, 33}, .count = 4 * 33, .data = x};
+	char msg[300];
+	cr_assert_eq(npy_write("build/rowt_t.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_write("build/rowt_x.npy", &b, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(sh(ASSOC " run build/rowt.yaml --device interp --input x=build/rowt_x.npy --input t=build/rowt_t.npy "
+			      "--output s=build/rowt_s.npy", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "4 rows x 33 (") && !strstr(out, "heads"), "%s", out);
+	Npy r;
+	cr_assert_eq(npy_read("build/rowt_s.npy", &r, msg, sizeof msg), 0, "%s", msg);
+	cr_assert(r.ndim == 1 && r.shape[0] == 4);
+	for (int i = 0; i < 4; i++) {
+		double want = 33 * t[i];
+		for (int j = 0; j < 33; j++)
+			want += x[i * 33 + j];
+		cr_expect_eq(npy_get(&r, i), want, "row %d: %.9g", i, npy_get(&r, i));
+	}
+	npy_free(&r);
+	cr_assert_eq(sh(ASSOC " run build/rowt.yaml --device interp --input t=build/rowt_t.npy", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "1 rows x 1000, 4 heads"), "%s", out);
+}
+
 /* An array of the wrong rank is told the axes its input takes and the
  * options they stand for, not the default 4 x 1000 nobody gave. */
 Test(cli, wrong_rank_names_the_axes_an_input_takes)

@@ -183,6 +183,31 @@ static int heads_from_inputs(Opts *o, const Carrier *c, const Npy *arr)
 	return EXIT_OK;
 }
 
+/* An input of one component a position written with a trailing axis of 1
+ * (a row input's (rows, 1), as the layout's [rows][w] reads with w = 1)
+ * has the rank of one with a head axis: where another input shows the
+ * files have none (its rank is its layout's), and no --heads says they
+ * do, that axis is dropped rather than its rows taken for heads. */
+static void squeeze_unit_axes(const Opts *o, const Carrier *c, Npy *arr)
+{
+	int headless = 0;
+	for (int i = 0; i < o->ninputs; i++) {
+		Layout l;
+		int w;
+		input_layout(c, o->inputs[i].name, &l, &w);
+		headless |= arr[i].ndim == layout_rank(l, w);
+	}
+	if (!headless || o->heads > 1 || o->kv_heads > 1)
+		return;
+	for (int i = 0; i < o->ninputs; i++) {
+		Layout l;
+		int w;
+		input_layout(c, o->inputs[i].name, &l, &w);
+		if (w == 1 && arr[i].ndim == layout_rank(l, w) + 1 && arr[i].shape[arr[i].ndim - 1] == 1)
+			arr[i].ndim--;
+	}
+}
+
 int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 {
 	int rows_by = -1, len_by = -1; /* the input that set each axis; -1: --rows, --len or none */
@@ -196,6 +221,7 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 		if (npy_read(o->inputs[i].path, &arr[i], msg, sizeof msg))
 			return input_error("%s", msg);
 	}
+	squeeze_unit_axes(o, c, arr);
 	if (heads_from_inputs(o, c, arr))
 		return EXIT_USAGE;
 	int h = o->heads > 1; /* the head axis comes first */
