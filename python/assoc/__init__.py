@@ -12,6 +12,7 @@ ctypes; the library is loaded on first use (see assoc._lib.candidates).
 import ctypes
 import math
 import numbers
+import os
 import threading
 from collections import namedtuple
 
@@ -46,9 +47,11 @@ def _dims(dims):
 def load(path, dims=None):
     """The spec at path, with dims overriding the spec's (`-D d=128`);
     SpecError with the library's diagnostic when it does not load."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError("path must be a str or os.PathLike, not %r" % (path,))
     vals, n, keep = _dims(dims)
     h = ctypes.c_void_p()
-    st = _lib.lib().assoc_spec_load(ctypes.byref(h), str(path).encode(), vals, n)
+    st = _lib.lib().assoc_spec_load(ctypes.byref(h), os.fsencode(path), vals, n)
     return Spec._made(h, st, keep)
 
 
@@ -62,8 +65,8 @@ def loads(text, dims=None):
 
 
 # the keywords of Kernel.__call__ besides the inputs and params: a spec's
-# name among them would be taken by the call
-CALL_KEYWORDS = ("heads", "kv_heads", "block_table", "seq_lens", "page_size", "cu_seqlens_q", "max_seqlen_q")
+# name among them would be taken by the call (self too: the method's own)
+CALL_KEYWORDS = ("heads", "kv_heads", "block_table", "seq_lens", "page_size", "cu_seqlens_q", "max_seqlen_q", "self")
 
 
 class Report:
@@ -166,7 +169,8 @@ class Spec:
             return Report(True, said or "%s: ok (no law and no reference failed)" % self.name,
                           warnings.splitlines())
         if st == _lib.ELAWS:
-            return Report(False, why)
+            # the verdict's line, as for one that holds: "NAME: FAILED (why)"
+            return Report(False, said or why)
         raise Error("assoc check: %s: %s" % (_lib.strerror(st), why))
 
     def trust_merge(self, trust=True):
@@ -182,9 +186,9 @@ class Spec:
         CompileError when code generation fails."""
         clash = [n for n in [a.name for a in self.inputs] + list(self.params or ()) if n in CALL_KEYWORDS]
         if clash:
-            raise ValueError("%s: '%s' is the name of a keyword of the kernel's call (%s), so it could not be "
-                             "passed: rename it in the spec" % (self.name, clash[0], ", ".join(
-                                 k + "=" for k in CALL_KEYWORDS)))
+            raise ValueError("%s: '%s' is the name of %s, so it could not be passed: rename it in the spec" % (
+                self.name, clash[0], "the kernel's own argument in its call" if clash[0] == "self" else
+                "a keyword of the kernel's call (%s)" % ", ".join(k + "=" for k in CALL_KEYWORDS if k != "self")))
         threads = _c_int("threads", threads)
         if not isinstance(device, str):
             raise TypeError("device must be a str (\"cpu\", \"gpu\", \"emu\", \"interp\" or \"auto\"), not %r"
@@ -414,7 +418,8 @@ class Kernel:
                                                       list(self.spec.params or ()))))
         if (page_size is not None or block_table is not None or seq_lens is not None or cu_seqlens_q is not None
                 or max_seqlen_q is not None):
-            return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, max_seqlen_q, **kw)
+            return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, max_seqlen_q, heads=heads,
+                              kv_heads=kv_heads, **kw)
         return self._run(heads, kv_heads, kw, False)
 
     def _run(self, heads, kv_heads, kw, in_op):
@@ -472,7 +477,8 @@ class Kernel:
             raise exc("%s: %s" % (spec.name, why))
         return outs
 
-    def paged(self, block_table, seq_lens, page_size, cu_seqlens_q=None, max_seqlen_q=None, **kw):
+    def paged(self, block_table, seq_lens, page_size, cu_seqlens_q=None, max_seqlen_q=None, heads=None,
+              kv_heads=None, **kw):
         """A batch of sequences over a paged key/value cache
         (assoc_run_paged): column inputs (k, v) are the pool
         [pages][page_size][kv_heads][d], block_table [batch][max_pages] and
@@ -486,11 +492,15 @@ class Kernel:
         in the same layout with the layout arrays on the same device,
         decoding or chunked prefill (with cu_seqlens_q, max_seqlen_q the
         most queries of a sequence), enqueued on the arrays' current
-        stream with no copy (assoc_run_paged_device).  Returns {output:
-        array}."""
+        stream with no copy (assoc_run_paged_device).  heads and kv_heads,
+        where given, must be those of the row inputs' and the pool's
+        shapes.  Returns {output: array}."""
         spec = self.spec
         if block_table is None or seq_lens is None or page_size is None:
             raise ValueError("a paged run needs block_table=, seq_lens= and page_size=")
+        page_size = _c_int("page_size", page_size)
+        if max_seqlen_q is not None:
+            max_seqlen_q = _c_int("max_seqlen_q", max_seqlen_q)
         arrays, params = self._split(kw)
         views, first = _input_views(spec, arrays)
         _refuse_grad(views)
@@ -529,13 +539,18 @@ class Kernel:
         total, H = rows_in[0].shape[:2]
         if psize != page_size:
             raise ValueError("the pool's pages hold %d keys, but page_size is %d" % (psize, page_size))
+        row_name = [a.name for a in spec.inputs if a.role == "row"][0]
+        for name, given, has, where in (("heads", heads, H, "input '%s' [rows][heads]" % row_name),
+                                        ("kv_heads", kv_heads, G, "the pool [pages][page_size][kv_heads]")):
+            if given is not None and _c_int(name, given) != has:
+                raise ValueError("%s=%d, but %s has %d" % (name, given, where, has))
         if cu_seqlens_q is None and batch and total % batch:
             raise ValueError("%d query rows are not the same number for each of %d sequences (give "
                              "cu_seqlens_q=)" % (total, batch))
         rows = total // batch if batch and cu_seqlens_q is None else 0
         if max_seqlen_q is not None:
-            if isinstance(max_seqlen_q, bool) or not isinstance(max_seqlen_q, int) or max_seqlen_q < 1:
-                raise ValueError("max_seqlen_q must be an int from 1, got %r" % (max_seqlen_q,))
+            if max_seqlen_q < 1:
+                raise ValueError("max_seqlen_q must be 1 or more, got %d" % max_seqlen_q)
             if cu_seqlens_q is None and max_seqlen_q != rows:
                 raise ValueError("max_seqlen_q is %d, but without cu_seqlens_q every sequence has %d queries" % (
                     max_seqlen_q, rows))

@@ -315,6 +315,14 @@ class Specs(unittest.TestCase):
         self.assertIsInstance(cm.exception, ValueError)
         self.assertIsInstance(cm.exception, assoc.Error)
 
+    def test_a_path_that_is_no_path_is_a_type_error(self):
+        # not the file "None" looked for
+        for bad in (None, 3):
+            with self.assertRaisesRegex(TypeError, r"path must be a str or os.PathLike, not %r" % bad):
+                assoc.load(bad)
+        import pathlib
+        self.assertEqual(assoc.load(pathlib.Path("specs/sum.yaml")).name, "sum")
+
     def test_bad_spec_text_carries_its_position(self):
         text = read("tests/bad/expr_arity.yaml")
         with self.assertRaisesRegex(assoc.SpecError, r"^spec:6:6: error: 'exp' takes 1 argument, got 2"):
@@ -349,6 +357,7 @@ class Specs(unittest.TestCase):
         r = bad.check(trials=200)
         self.assertFalse(r.ok)
         self.assertRegex(r.text, r"identity fails|not associative")
+        self.assertTrue(r.text.startswith(bad.name + ": FAILED ("), r.text)
 
     def test_check_report_says_what_holds(self):
         # no reference: not said to hold
@@ -614,6 +623,22 @@ class Paged(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"seq_lens: a 1-dimensional numpy.int32 array"):
             kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens.astype(np.int64),
                  page_size=self.P, cu_seqlens_q=cu)
+        # heads and kv_heads, where given, are the shapes' (not ignored), page_size an int, named where
+        # it is not; max_seqlen_q a NumPy integer as well
+        with self.assertRaisesRegex(ValueError, r"heads=7, but input 'q' \[rows\]\[heads\] has %d" % q.shape[1]):
+            kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=self.P,
+                 cu_seqlens_q=cu, heads=7)
+        with self.assertRaisesRegex(ValueError, r"kv_heads=%d, but the pool \[pages\]\[page_size\]\[kv_heads\] "
+                                                r"has %d" % (self.G + 1, self.G)):
+            kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=self.P,
+                 cu_seqlens_q=cu, kv_heads=self.G + 1)
+        for bad in (16.0, "16"):
+            with self.assertRaisesRegex(TypeError, r"page_size must be an int, not %s" % re.escape(repr(bad))):
+                kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=bad,
+                     cu_seqlens_q=cu)
+        again = kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=self.P,
+                     cu_seqlens_q=cu, max_seqlen_q=np.diff(cu).max(), heads=q.shape[1], kv_heads=np.int64(self.G))
+        np.testing.assert_array_equal(again["out"], out["out"])
 
     def test_bf16_batch_as_numpy_uint16_bits(self):
         # the bf16 carrier, paged, on bits: each sequence as its unpaged run on the same bits
@@ -695,6 +720,11 @@ laws: [commutative]
     def test_names_that_are_keywords_of_the_call_are_refused_at_compile(self):
         for name in assoc.CALL_KEYWORDS:
             spec = assoc.loads(self.SCALE.replace("gamma", name))
+            if name == "self":  # the method's own argument
+                with self.assertRaisesRegex(ValueError, r"colscale: 'self' is the name of the kernel's own argument "
+                                                        r"in its call, so it could not be passed: rename it"):
+                    spec.compile("interp")
+                continue
             with self.assertRaisesRegex(ValueError, r"colscale: '%s' is the name of a keyword of the kernel's call "
                                                     r"\(heads=, kv_heads=, .*\), so it could not be passed: rename "
                                                     r"it in the spec" % name):
