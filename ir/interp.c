@@ -6,7 +6,13 @@
  * the caller supplies).  It is the classic running error analysis (Wilkinson;
  * Higham, "Accuracy and Stability", ch. 3): each op adds |result| for its own
  * rounding (twice that for library functions) to the propagated errors of its
- * operands.  Law checks compare two evaluations against the sum of their bounds. */
+ * operands.  Law checks compare two evaluations against the sum of their bounds.
+ *
+ * Integers are exact in both modes: beside each i64 value, which a double
+ * holds rounded past 2^53, the tape keeps its rest (ir_int_exact), and
+ * integer ops, comparisons of integers and their conversions to floats
+ * take the exact operands.  A sum of 2^62, 1 and -2^62 is 1, as on the
+ * devices, where doubles alone gave 0. */
 #include "ir.h"
 
 #include <float.h>
@@ -16,6 +22,7 @@
 typedef struct {
 	uint16_t op;
 	uint8_t kind, nargs;
+	uint8_t skind[4]; /* the operands' kinds */
 	int k, len;
 	int dst;
 	int src[4], slen[4];
@@ -34,6 +41,7 @@ struct Prog {
 	int *rootoff;
 	int nroots;
 	double *val, *err;
+	double *rest; /* of integer values: what the exact integer has beyond val (0 elsewhere) */
 	int nval;
 	unsigned range; /* PROG_* events of the last run */
 	int *f32consts; /* offsets of the f32 constants, for prog_const_rounding */
@@ -145,8 +153,10 @@ Prog *prog_new(Ir *ir, Expr *const *roots, int nroots)
 	}
 	p->val = xmalloc(p->nval * sizeof *p->val);
 	p->err = xmalloc(p->nval * sizeof *p->err);
+	p->rest = xmalloc(p->nval * sizeof *p->rest);
 	memset(p->val, 0, p->nval * sizeof *p->val);
 	memset(p->err, 0, p->nval * sizeof *p->err);
+	memset(p->rest, 0, p->nval * sizeof *p->rest);
 	p->code = xmalloc(p->nnodes * sizeof *p->code);
 	p->leaves = xmalloc(p->nnodes * sizeof *p->leaves);
 	p->leafoff = xmalloc(p->nnodes * sizeof *p->leafoff);
@@ -174,6 +184,7 @@ Prog *prog_new(Ir *ir, Expr *const *roots, int nroots)
 			int j = find(p, e->a[a]);
 			in->src[a] = p->off[j];
 			in->slen[a] = width(e->a[a]);
+			in->skind[a] = e->a[a]->ty.kind;
 		}
 	}
 	p->nroots = nroots;
@@ -195,6 +206,7 @@ void prog_free(Prog *p)
 	free(p->rootoff);
 	free(p->val);
 	free(p->err);
+	free(p->rest);
 	free(p->f32consts);
 	free(p);
 }
@@ -208,6 +220,8 @@ double *prog_leaf_val(Prog *p, int i, double **err)
 		*err = p->err + p->leafoff[i];
 	return p->val + p->leafoff[i];
 }
+
+double *prog_leaf_rest(Prog *p, int i) { return p->rest + p->leafoff[i]; }
 
 int prog_find_leaf(const Prog *p, const Expr *e)
 {
@@ -223,6 +237,10 @@ const double *prog_root(const Prog *p, int r, const double **err)
 		*err = p->err + p->rootoff[r];
 	return p->val + p->rootoff[r];
 }
+
+const double *prog_root_rest(const Prog *p, int r) { return p->rest + p->rootoff[r]; }
+
+static int int_kind(int kind) { return kind == TY_I32 || kind == TY_I64; }
 
 /* An error bound where an unbounded term met a zero (sqrt's bound at 0
  * times 0) is unbounded, not NaN: a NaN bound would fail every comparison. */
@@ -305,20 +323,24 @@ static void run_dot(Prog *p, const Instr *in, double *val, double *err, int f32,
 	TyKind kind = (TyKind)in->kind;
 	const double *x = val + in->src[0], *y = val + in->src[1];
 	const double *ex = err + in->src[0], *ey = err + in->src[1];
+	const double *rx = p->rest + in->src[0], *ry = p->rest + in->src[1];
 	double s = 0, e = 0, mag = 0;
+	int64_t si = 0;
 	float sf = 0;
 	for (int i = 0; i < in->slen[0]; i++) {
 		double q = x[i] * y[i];
 		if (f32)
 			sf += (float)x[i] * (float)y[i];
-		else if (kind == TY_I32 || kind == TY_I64)
-			s = ir_eval_op(EXPR_ADD, kind, 0, s, ir_eval_op(EXPR_MUL, kind, 0, x[i], y[i], 0), 0);
+		else if (int_kind(kind))
+			si = ir_eval_int(EXPR_FMA, kind, 0, ir_int_exact(x[i], rx[i]), ir_int_exact(y[i], ry[i]), si);
 		else
 			s += q;
 		mag += fabs(q);
 		e += ex[i] * fabs(y[i]) + ey[i] * fabs(x[i]) + (f32 ? 0x1p-24 : 0x1p-53) * ex[i] * ey[i];
 		p->range |= range_event(EXPR_MUL, 2, x[i], y[i], 0, q, f32 ? FLT_MIN : DBL_MIN);
 	}
+	if (int_kind(kind))
+		s = (double)si, p->rest[in->dst] = ir_int_rest(si, s);
 	val[in->dst] = f32 ? sf : s;
 	err[in->dst] = bounded(e + 2 * in->slen[0] * (mag + tiny));
 }
@@ -389,6 +411,8 @@ static int run_fast_f32(Prog *p, const Instr *in, double *val, double *err)
 		}
 		return 1;
 	case EXPR_CAST:
+		if (in->skind[0] == TY_I64)
+			return 0; /* from the exact integer, rounded once */
 		for (int i = 0; i < in->len; i++) {
 			r[i] = (float)x[s0 * i];
 			er[i] = isfinite(r[i]) ? ex[s0 * i] + fabs(r[i]) + tiny : 0;
@@ -456,6 +480,7 @@ void prog_run(Prog *p, Mode mode)
 		if (in->op == EXPR_INDEX) {
 			val[in->dst] = val[in->src[0] + in->k];
 			err[in->dst] = err[in->src[0] + in->k];
+			p->rest[in->dst] = p->rest[in->src[0] + in->k];
 			continue;
 		}
 		if (kind == TY_F64 && run_fast(p, in, val, err))
@@ -471,10 +496,26 @@ void prog_run(Prog *p, Mode mode)
 			double ey = in->nargs > 1 ? err[in->src[1] + s1 * i] : 0;
 			double ez = in->nargs > 2 ? err[in->src[2] + s2 * i] : 0;
 			double r;
-			if (in->op == EXPR_CAST)
+			const double *rest = p->rest;
+			double rx = rest[in->src[0] + s0 * i], ry = in->nargs > 1 ? rest[in->src[1] + s1 * i] : 0;
+			if (int_kind(kind)) {
+				double rz = in->nargs > 2 ? rest[in->src[2] + s2 * i] : 0;
+				int64_t ri = ir_eval_int((Op)in->op, kind, in->k, ir_int_exact(x, rx), ir_int_exact(y, ry),
+							 ir_int_exact(z, rz));
+				r = (double)ri;
+				p->rest[in->dst + i] = ir_int_rest(ri, r);
+			} else if (in->op == EXPR_CAST && rx != 0) { /* an i64 past 2^53: rounded once, from the integer */
+				int64_t xi = ir_int_exact(x, rx);
+				r = kind == TY_F32 ? (double)(float)xi : kind == TY_BOOL ? xi != 0 : (double)xi;
+			} else if ((ir_ops[in->op].flags & F_CMP) && (rx != 0 || ry != 0)) {
+				int64_t a = ir_int_exact(x, rx), b = ir_int_exact(y, ry);
+				r = in->op == EXPR_LT ? a < b : in->op == EXPR_LE ? a <= b : in->op == EXPR_GT ? a > b
+				  : in->op == EXPR_GE ? a >= b : in->op == EXPR_EQ ? a == b : a != b;
+			} else if (in->op == EXPR_CAST) {
 				r = ir_round(kind, x);
-			else
+			} else {
 				r = ir_eval_op((Op)in->op, kind, in->k, x, y, z);
+			}
 			val[in->dst + i] = r;
 			if (in->op == EXPR_WHERE)
 				err[in->dst + i] = x != 0 ? ey : ez;

@@ -321,19 +321,29 @@ static double eval_f32(Op op, int k, float x, float y, float z)
 	}
 }
 
+int64_t ir_int_exact(double v, double rest) { return (int64_t)((uint64_t)wrap64(v) + (uint64_t)(int64_t)rest); }
+
+double ir_int_rest(int64_t x, double v) { return (double)(int64_t)((uint64_t)x - (uint64_t)wrap64(v)); }
+
 /* Integer arithmetic as the devices' two's complement: sums, differences,
  * products, fma and powers wrap (in 64 bits, then to the kind); a quotient
- * truncates.  Through float64 a product of two i32 rounded past 2^53 and
- * an i64 sum saturated instead of wrapping. */
-static double eval_int(Op op, TyKind kind, int k, double x, double y, double z)
+ * truncates; abs of the most negative value is that value.  Through
+ * float64 a product of two i32 rounded past 2^53 and an i64 sum saturated
+ * instead of wrapping. */
+int64_t ir_eval_int(Op op, TyKind kind, int k, int64_t x, int64_t y, int64_t z)
 {
-	uint64_t a = (uint64_t)wrap64(x), b = (uint64_t)wrap64(y), r;
+	uint64_t a = (uint64_t)x, b = (uint64_t)y, r;
 	switch (op) {
 	case EXPR_ADD: r = a + b; break;
 	case EXPR_SUB: r = a - b; break;
 	case EXPR_MUL: r = a * b; break;
 	case EXPR_NEG: r = 0 - a; break;
-	case EXPR_FMA: r = a * b + (uint64_t)wrap64(z); break; /* fma in float64 rounded a product past 2^53 */
+	case EXPR_ABS: r = x < 0 ? 0 - a : a; break;
+	case EXPR_MAX: r = x > y ? a : b; break;
+	case EXPR_MIN: r = x < y ? a : b; break;
+	case EXPR_WHERE: r = x != 0 ? b : (uint64_t)z; break;
+	case EXPR_CAST: case EXPR_INDEX: r = a; break;
+	case EXPR_FMA: r = a * b + (uint64_t)z; break; /* fma in float64 rounded a product past 2^53 */
 	case EXPR_POW:
 		if (k < 0)
 			return 0;
@@ -343,14 +353,17 @@ static double eval_int(Op op, TyKind kind, int k, double x, double y, double z)
 				r *= a;
 		break;
 	case EXPR_DIV:
-		if (b == 0 || ((int64_t)a == INT64_MIN && (int64_t)b == -1))
-			return ir_round(kind, eval_f64(op, k, x, y, z));
-		r = (uint64_t)((int64_t)a / (int64_t)b);
+		if (b == 0 || (x == INT64_MIN && y == -1)) {
+			r = (uint64_t)wrap64(eval_f64(op, k, (double)x, (double)y, (double)z));
+			break;
+		}
+		r = (uint64_t)(x / y);
 		break;
 	default:
-		return ir_round(kind, eval_f64(op, k, x, y, z));
+		r = (uint64_t)wrap64(eval_f64(op, k, (double)x, (double)y, (double)z));
+		break;
 	}
-	return kind == TY_I32 ? (double)(int32_t)(uint32_t)r : (double)(int64_t)r;
+	return kind == TY_I32 ? (int64_t)(int32_t)(uint32_t)r : (int64_t)r;
 }
 
 double ir_eval_op(Op op, TyKind kind, int k, double x, double y, double z)
@@ -360,7 +373,10 @@ double ir_eval_op(Op op, TyKind kind, int k, double x, double y, double z)
 		return eval_f32(op, k, (float)x, (float)y, (float)z);
 	case TY_I32:
 	case TY_I64:
-		return eval_int(op, kind, k, x, y, z);
+		if (op == EXPR_MAX || op == EXPR_MIN || op == EXPR_ABS || op == EXPR_WHERE || op == EXPR_CAST ||
+		    op == EXPR_INDEX)
+			return ir_round(kind, eval_f64(op, k, x, y, z)); /* a NaN operand as before: no integer of it */
+		return (double)ir_eval_int(op, kind, k, wrap64(x), wrap64(y), wrap64(z));
 	default:
 		return eval_f64(op, k, x, y, z);
 	}

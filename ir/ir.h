@@ -167,6 +167,16 @@ void ir_fmt_num(double v, char *buf, size_t n);
  * f32 rounds as float arithmetic does; the spec's rule (-inf) - (-inf) = -inf
  * holds in both.  Integer ops wrap (i32) as the generated code does. */
 double ir_eval_op(Op op, TyKind kind, int k, double x, double y, double z);
+/* The same for an integer kind on exact operands: where, max, min, abs,
+ * casts between integers and the arithmetic above, wrapped to the kind. */
+int64_t ir_eval_int(Op op, TyKind kind, int k, int64_t x, int64_t y, int64_t z);
+/* A double holds an i64 past 2^53 only rounded.  The interpreter keeps
+ * beside such a value v its rest, the integer x - v (under 2^10 in
+ * magnitude; 0 for every value a double holds): ir_int_exact(v, rest) is
+ * x again (v whole, wrapped into 64 bits as two's complement wraps it),
+ * and ir_int_rest(x, v) is the rest of x beside v = (double)x. */
+int64_t ir_int_exact(double v, double rest);
+double ir_int_rest(int64_t x, double v);
 /* 2^e for e in the range of normal doubles, exactly. */
 static inline double ir_pow2(int e)
 {
@@ -214,6 +224,11 @@ Expr *prog_leaf(const Prog *p, int i);
 double *prog_leaf_val(Prog *p, int i, double **err);
 void prog_run(Prog *p, Mode mode);
 const double *prog_root(const Prog *p, int r, const double **err);
+/* The rests (ir_int_exact) beside leaf i's values, which the caller
+ * writes with them (0 as the tape is made: the leaves' values as the
+ * doubles hold them), and beside root r's. */
+double *prog_leaf_rest(Prog *p, int i);
+const double *prog_root_rest(const Prog *p, int r);
 /* Index of a leaf node in p, or -1. */
 int prog_find_leaf(const Prog *p, const Expr *e);
 /* What the last prog_run met at the edges of the float range (see

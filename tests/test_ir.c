@@ -96,6 +96,41 @@ Test(ir, integer_wraps_and_rounding)
 	cr_assert_eq(ir_round(TY_F16, 1.0 / 3), 0.333251953125);
 }
 
+/* i64 values past 2^53, which a double holds only rounded, are exact on
+ * the tape: (k + 1) - k is 1 at k = 2^62 + 2^38, a comparison tells k + 1
+ * from k, and a cast to f32 rounds the exact k + 1 once, up (through the
+ * double, a tie, it rounded to even, down); a leaf's rest (ir_int_exact)
+ * goes in with its value.  Through doubles alone the difference was 0. */
+Test(ir, i64_values_past_2_53_stay_exact)
+{
+	Expr *k = ir_ref(ir, ir_add_var(ir, "k", VAR_ELEM, 0, 2, ty_scalar(TY_I64), TY_I64));
+	Expr *sum = ir_bin(ir, EXPR_ADD, k, ir_const(ir, ty_scalar(TY_I64), 1));
+	Expr *roots[4] = {ir_bin(ir, EXPR_SUB, sum, k), ir_node(ir, EXPR_GT, ty_scalar(TY_BOOL), 0, sum, k, NULL),
+			  ir_node(ir, EXPR_CAST, ty_scalar(TY_F32), 0, sum, NULL, NULL), sum};
+	Prog *p = prog_new(ir, roots, 4);
+	cr_assert_eq(prog_nleaves(p), 1);
+	prog_leaf_val(p, 0, NULL)[0] = 0x1p62 + 0x1p38;
+	for (Mode md = MODE_F64; md <= MODE_F32; md++) {
+		prog_run(p, md);
+		cr_expect_eq(prog_root(p, 0, NULL)[0], 1, "mode %d", md);
+		cr_expect_eq(prog_root(p, 1, NULL)[0], 1, "mode %d", md);
+		cr_expect_eq(ir_int_exact(prog_root(p, 3, NULL)[0], prog_root_rest(p, 3)[0]), ((int64_t)1 << 62) + (1ll << 38) + 1);
+	}
+	cr_expect_eq(prog_root(p, 2, NULL)[0], 0x1p62 + 0x1p39, "f32 of the exact sum");
+	/* INT64_MAX rounds to 2^63, which wraps to INT64_MIN: its rest is -1 */
+	int64_t top = INT64_MAX;
+	double tv = (double)top;
+	cr_assert_eq(ir_int_rest(top, tv), -1);
+	cr_assert_eq(ir_int_exact(tv, ir_int_rest(top, tv)), INT64_MAX);
+	prog_leaf_val(p, 0, NULL)[0] = tv;
+	prog_leaf_rest(p, 0)[0] = -1;
+	prog_run(p, MODE_F64);
+	cr_expect_eq(ir_int_exact(prog_root(p, 3, NULL)[0], prog_root_rest(p, 3)[0]), INT64_MIN, "wraps");
+	cr_expect_eq(prog_root(p, 0, NULL)[0], 1);
+	cr_expect_eq(prog_root(p, 1, NULL)[0], 0, "INT64_MIN is below INT64_MAX");
+	prog_free(p);
+}
+
 /* Every binary16 value, its neighbours and the midpoints between them:
  * ir_round(TY_F16) keeps the values, rounds midpoints to the even one and
  * others to the nearest, and run_f16_bits and run_f16_value (compiler/devices/run.c) are
