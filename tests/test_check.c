@@ -1581,6 +1581,59 @@ Test(check, large_integers_warn_in_float32_and_fail_in_float64)
 	check_result_free(&r);
 }
 
+/* An i64 sum whose partial sums pass 2^53 is exact in the reference and
+ * in a fold of any shape, as on the devices: [2^62, 1, -2^62] sums to 1,
+ * and [2^53 - 2, -2^63, 2^63 - 2048] to 2^53 - 2050 (through float64
+ * alone, to 0 and to 2^53 - 2048); a row input's rest goes in with it.
+ * On the rows of large integers check holds the carrier with no float32
+ * accuracy warning (it warned "s is 9.00719925e+15 in float32 ... off by
+ * 2" on a sum of such a row folded in a tree). */
+Test(check, i64_sums_past_2_53_exact_in_reference_and_folds)
+{
+	Carrier *c = load_ok("tests/check/i64_sum_past_2_53.yaml");
+	Machine m;
+	eval_init(&m, c);
+	Row *r = eval_row_new(&m, 3);
+	cr_assert(r->elemrest, "an i64 input has rests beside its values");
+	double *st = check_doubles(3 * (size_t)m.sw), *ref = check_doubles(2 * (size_t)m.refw);
+	double *refr = check_doubles(m.refw), *pos = check_doubles(6 * (size_t)m.refw);
+	const double rows[2][3] = {{0x1p62, 1, -0x1p62}, {0x1p53 - 2, -0x1p63, 0x1p63 - 2048}};
+	const int64_t want[2] = {1, ((int64_t)1 << 53) - 2050};
+	int s = m.soff[0], q = check_ref_index(c, "s", 1);
+	for (int i = 0; i < 2; i++) {
+		for (int j = 0; j < 3; j++)
+			r->elemv[(size_t)j * m.elemw + m.elemoff[0]] = rows[i][j];
+		for (Mode md = MODE_F64; md <= MODE_F32; md++) {
+			eval_reference(&m, md, r, ref, ref + m.refw, pos, pos + 3 * (size_t)m.refw);
+			cr_expect_eq(ref[m.refoff[q]], (double)want[i], "row %d, mode %d: %.17g", i, md, ref[m.refoff[q]]);
+			for (Shape sh = SHAPE_LEFT; sh <= SHAPE_RIGHT; sh++) {
+				uint64_t rng = 1;
+				eval_fold(&m, md, r, 0, 3, sh, &rng, st, st + m.sw);
+				cr_expect_eq(st[s], (double)want[i], "row %d, mode %d, shape %d: %.17g", i, md, sh, st[s]);
+			}
+		}
+	}
+	/* 2^62 + 1 as its double 2^62 and its rest 1, then -2^62 */
+	r->elemv[0] = 0x1p62, r->elemrest[0] = 1;
+	r->elemv[m.elemw] = -0x1p62, r->elemv[2 * (size_t)m.elemw] = 0;
+	eval_reference_exact(&m, MODE_F64, r, ref, ref + m.refw, refr, pos, pos + 3 * (size_t)m.refw, NULL);
+	cr_expect_eq(ref[m.refoff[q]], 1);
+	uint64_t rng = 1;
+	eval_fold_exact(&m, MODE_F32, r, 0, 3, SHAPE_LEFT, &rng, st, st + m.sw, st + 2 * m.sw);
+	cr_expect_eq(st[s], 1);
+	free(st), free(ref), free(refr), free(pos);
+	eval_row_free(r);
+	eval_free(&m);
+	spec_carrier_free(c);
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		CheckResult cr;
+		cr_assert_eq(run("tests/check/i64_sum_past_2_53.yaml", &cr, seed), 0);
+		cr_expect_eq(cr.sound, VERDICT_HOLDS, "seed %d: %s", (int)seed, cr.sound_detail ? cr.sound_detail : "");
+		cr_expect_eq(cr.accuracy, VERDICT_HOLDS, "seed %d: %s", (int)seed, cr.acc_detail ? cr.acc_detail : "");
+		check_result_free(&cr);
+	}
+}
+
 /* Every w that a counterexample's row shows (after "w = ["), masked or
  * not; how many, or -1 where one is not above 0. */
 static int positive_weights(const char *cex)

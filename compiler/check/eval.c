@@ -8,6 +8,7 @@ enum { B_A, B_B, B_SELF, B_ROW, B_COL, B_ELEM, B_PARAM, B_I, B_J, B_LEN, B_RED }
 
 typedef struct {
 	int src, off, w;
+	int rest; /* an i64 leaf: its rests are bound too */
 } Bind;
 
 struct Bound {
@@ -18,10 +19,11 @@ struct Bound {
 
 typedef struct {
 	const double *av, *ae, *bv, *be, *sv, *se;
+	const double *ar, *br, *sr; /* rests of a, b and the state (NULL: 0) */
 	const Row *row;
 	int j;
 	const double *params;
-	const double *red, *rede;
+	const double *red, *rede, *redr;
 } Ctx;
 
 struct RefEval {
@@ -33,7 +35,7 @@ struct RefEval {
 	Expr **rowroots, **posroots;
 	int nrow, npos;
 	int *rowk, *posk; /* which reference each root is */
-	double *memo, *memoe;
+	double *memo, *memoe, *memor; /* reductions' values, bounds and rests */
 	double *mag;      /* per sum: sum |x| of its terms, for the float32 bound */
 };
 
@@ -65,6 +67,7 @@ static Bound bound_new(Machine *m, Expr *const *roots, int n)
 		Expr *e = prog_leaf(b.p, i);
 		Bind *x = &b.b[i];
 		x->w = e->ty.len ? e->ty.len : 1;
+		x->rest = e->ty.kind == TY_I64;
 		if (e->op != EXPR_VAR) {
 			int k = find_red(m->ref, e);
 			x->src = B_RED;
@@ -99,16 +102,16 @@ static void bind(Bound *b, const Ctx *x)
 	for (int i = 0; i < b->n; i++) {
 		const Bind *d = &b->b[i];
 		double *err, *val = prog_leaf_val(b->p, i, &err);
-		const double *sv = NULL, *se = NULL;
+		const double *sv = NULL, *se = NULL, *sr = NULL;
 		switch (d->src) {
-		case B_A: sv = x->av + d->off, se = x->ae + d->off; break;
-		case B_B: sv = x->bv + d->off, se = x->be + d->off; break;
-		case B_SELF: sv = x->sv + d->off, se = x->se + d->off; break;
-		case B_RED: sv = x->red + d->off, se = x->rede + d->off; break;
-		case B_ROW: sv = x->row->rowv + d->off; break;
+		case B_A: sv = x->av + d->off, se = x->ae + d->off, sr = x->ar; break;
+		case B_B: sv = x->bv + d->off, se = x->be + d->off, sr = x->br; break;
+		case B_SELF: sv = x->sv + d->off, se = x->se + d->off, sr = x->sr; break;
+		case B_RED: sv = x->red + d->off, se = x->rede + d->off, sr = x->redr; break;
+		case B_ROW: sv = x->row->rowv + d->off, sr = x->row->rowrest; break;
 		case B_PARAM: sv = x->params + d->off; break;
-		case B_COL: sv = x->row->colv + d->off; break;
-		case B_ELEM: sv = x->row->elemv + d->off; break;
+		case B_COL: sv = x->row->colv + d->off, sr = x->row->colrest; break;
+		case B_ELEM: sv = x->row->elemv + d->off, sr = x->row->elemrest; break;
 		case B_I: val[0] = x->row->i, err[0] = 0; continue;
 		case B_J: val[0] = x->j, err[0] = 0; continue;
 		case B_LEN: val[0] = x->row->len_name ? x->row->len_name : x->row->len, err[0] = 0; continue;
@@ -118,6 +121,13 @@ static void bind(Bound *b, const Ctx *x)
 			memcpy(err, se, d->w * sizeof *err);
 		else
 			memset(err, 0, d->w * sizeof *err);
+		if (!d->rest)
+			continue;
+		double *rest = prog_leaf_rest(b->p, i);
+		if (sr)
+			memcpy(rest, sr + d->off, d->w * sizeof *rest);
+		else
+			memset(rest, 0, d->w * sizeof *rest);
 	}
 }
 
@@ -127,13 +137,15 @@ static void bind_at(Machine *m, Bound *b, Ctx *x)
 	Row shifted = *x->row;
 	shifted.colv = x->row->colv ? x->row->colv + (size_t)x->j * m->colw : NULL;
 	shifted.elemv = x->row->elemv ? x->row->elemv + (size_t)x->j * m->elemw : NULL;
+	shifted.colrest = x->row->colrest ? x->row->colrest + (size_t)x->j * m->colw : NULL;
+	shifted.elemrest = x->row->elemrest ? x->row->elemrest + (size_t)x->j * m->elemw : NULL;
 	const Row *save = x->row;
 	x->row = &shifted;
 	bind(b, x);
 	x->row = save;
 }
 
-static void copy_roots(Bound *b, int n, const int *off, double *v, double *e)
+static void copy_roots(Bound *b, int n, const int *off, double *v, double *e, double *rest)
 {
 	for (int r = 0; r < n; r++) {
 		const double *re, *rv = prog_root(b->p, r, &re);
@@ -141,6 +153,8 @@ static void copy_roots(Bound *b, int n, const int *off, double *v, double *e)
 		memcpy(v + off[r], rv, w * sizeof *v);
 		if (e)
 			memcpy(e + off[r], re, w * sizeof *e);
+		if (rest)
+			memcpy(rest + off[r], prog_root_rest(b->p, r), w * sizeof *rest);
 	}
 }
 
@@ -233,6 +247,7 @@ static RefEval *ref_new(Machine *m)
 	re->redw = re->redoff[re->nred];
 	re->memo = xcalloc(re->redw, sizeof *re->memo);
 	re->memoe = xcalloc(re->redw, sizeof *re->memoe);
+	re->memor = xcalloc(re->redw, sizeof *re->memor);
 	re->mag = xcalloc(re->redw, sizeof *re->mag);
 	re->arg = xcalloc(re->nred, sizeof *re->arg);
 	Expr *always = ir_const(c->ir, ty_scalar(TY_BOOL), 1);
@@ -269,6 +284,7 @@ static void ref_free(RefEval *re)
 	free(re->redoff);
 	free(re->memo);
 	free(re->memoe);
+	free(re->memor);
 	free(re->mag);
 	free(re->rowroots);
 	free(re->posroots);
@@ -296,17 +312,28 @@ static void add_cancellation(double *err, const double *acc, const double *mag, 
 			err[t] += n / 4.0 * fmax(0, mag[t] - fabs(acc[t]));
 }
 
+/* Whether integer (v, vr) is above (w, wr), as values and rests (v and w
+ * the nearest doubles: the order of the doubles, where they differ, is
+ * the integers'). */
+static int int_above(double v, double vr, double w, double wr) { return v > w || (v == w && vr > wr); }
+
 /* One reduction over the row's unmasked positions, with the running error
- * of a left-to-right sum (in float32, add_cancellation's too). */
+ * of a left-to-right sum (in float32, add_cancellation's too).  A sum of
+ * integers is exact, in 64 bits: through float64 one whose partial sums
+ * passed 2^53 lost its low bits (2^62 + 1 - 2^62 was 0).  An i32 sum past
+ * 2^31 does not wrap there, so that a carrier whose i32 state wraps where
+ * its reference does not still fails; an i64 sum wraps as the carrier's
+ * does.  A maximum or minimum of integers compares them exactly. */
 static void reduce(Machine *m, Mode mode, int k, const Row *r)
 {
 	RefEval *re = m->ref;
 	Expr *e = re->red[k];
 	int w = e->ty.len ? e->ty.len : 1, off = re->redoff[k], n = 0;
-	double *acc = re->memo + off, *err = re->memoe + off, *mag = re->mag + off;
+	int ints = e->ty.kind == TY_I32 || e->ty.kind == TY_I64;
+	double *acc = re->memo + off, *err = re->memoe + off, *mag = re->mag + off, *rest = re->memor + off;
 	for (int t = 0; t < w; t++)
-		acc[t] = ir_ops[e->op].unit, err[t] = 0, mag[t] = 0;
-	Ctx x = {.row = r, .params = m->params, .red = re->memo, .rede = re->memoe};
+		acc[t] = ir_ops[e->op].unit, err[t] = 0, mag[t] = 0, rest[t] = 0;
+	Ctx x = {.row = r, .params = m->params, .red = re->memo, .rede = re->memoe, .redr = re->memor};
 	int topk = e->op == EXPR_RTOPK || e->op == EXPR_RTOPK_IDX;
 	double tv[IR_TOPK_MAX + 1], ti[IR_TOPK_MAX + 1], te[IR_TOPK_MAX + 1];
 	for (int t = 0; t < IR_TOPK_MAX + 1; t++)
@@ -317,7 +344,7 @@ static void reduce(Machine *m, Mode mode, int k, const Row *r)
 		x.j = j, n++;
 		bind_at(m, &re->arg[k], &x);
 		prog_run(re->arg[k].p, mode);
-		const double *ve, *v = prog_root(re->arg[k].p, 0, &ve);
+		const double *ve, *v = prog_root(re->arg[k].p, 0, &ve), *vr = prog_root_rest(re->arg[k].p, 0);
 		if (topk) { /* the naive way: the row's pairs ranked one by one into a sorted list */
 			int p = w;
 			while (p > 0 && ir_topk_before(v[0], j, tv[p - 1], ti[p - 1]))
@@ -330,18 +357,23 @@ static void reduce(Machine *m, Mode mode, int k, const Row *r)
 		for (int t = 0; t < w; t++) {
 			switch (e->op) {
 			case EXPR_SUM:
-				acc[t] = mode == MODE_F32 && e->ty.kind == TY_F32 ? (float)(acc[t] + v[t]) : acc[t] + v[t];
+				if (ints) {
+					int64_t s = ir_eval_int(EXPR_ADD, TY_I64, 0, ir_int_exact(acc[t], rest[t]),
+								ir_int_exact(v[t], vr[t]), 0);
+					acc[t] = (double)s, rest[t] = ir_int_rest(s, acc[t]);
+				} else
+					acc[t] = mode == MODE_F32 && e->ty.kind == TY_F32 ? (float)(acc[t] + v[t]) : acc[t] + v[t];
 				err[t] += ve[t] + fabs(acc[t]);
 				mag[t] += fabs(v[t]);
 				break;
 			case EXPR_COUNT: acc[t] += 1; break;
 			case EXPR_RMAX:
-				if (v[t] > acc[t] || isnan(v[t]))
-					acc[t] = v[t], err[t] = ve[t];
+				if (ints ? int_above(v[t], vr[t], acc[t], rest[t]) : v[t] > acc[t] || isnan(v[t]))
+					acc[t] = v[t], err[t] = ve[t], rest[t] = vr[t];
 				break;
 			case EXPR_RMIN:
-				if (v[t] < acc[t] || isnan(v[t]))
-					acc[t] = v[t], err[t] = ve[t];
+				if (ints ? int_above(acc[t], rest[t], v[t], vr[t]) : v[t] < acc[t] || isnan(v[t]))
+					acc[t] = v[t], err[t] = ve[t], rest[t] = vr[t];
 				break;
 			default: break;
 			}
@@ -357,10 +389,16 @@ static void reduce(Machine *m, Mode mode, int k, const Row *r)
 
 void eval_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *posv, double *pose)
 {
+	eval_reference_exact(m, mode, r, rowv, rowe, NULL, posv, pose, NULL);
+}
+
+void eval_reference_exact(Machine *m, Mode mode, const Row *r, double *rowv, double *rowe, double *rowr, double *posv,
+			  double *pose, double *posr)
+{
 	RefEval *re = m->ref;
 	for (int k = 0; k < re->nred; k++) /* by id: inner reductions first */
 		reduce(m, mode, k, r);
-	Ctx x = {.row = r, .params = m->params, .red = re->memo, .rede = re->memoe};
+	Ctx x = {.row = r, .params = m->params, .red = re->memo, .rede = re->memoe, .redr = re->memor};
 	if (re->nrow) {
 		bind_at(m, &re->rowout, &x);
 		prog_run(re->rowout.p, mode);
@@ -369,6 +407,8 @@ void eval_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *r
 			const double *e, *v = prog_root(re->rowout.p, q, &e);
 			memcpy(rowv + m->refoff[k], v, w * sizeof *v);
 			memcpy(rowe + m->refoff[k], e, w * sizeof *e);
+			if (rowr)
+				memcpy(rowr + m->refoff[k], prog_root_rest(re->rowout.p, q), w * sizeof *rowr);
 		}
 	}
 	for (int j = 0; re->npos && j < r->len; j++) {
@@ -377,9 +417,12 @@ void eval_reference(Machine *m, Mode mode, const Row *r, double *rowv, double *r
 		prog_run(re->posout.p, mode);
 		for (int q = 0; q < re->npos; q++) {
 			int k = re->posk[q], w = m->refoff[k + 1] - m->refoff[k];
+			size_t at = (size_t)j * m->refw + m->refoff[k];
 			const double *e, *v = prog_root(re->posout.p, q, &e);
-			memcpy(posv + (size_t)j * m->refw + m->refoff[k], v, w * sizeof *v);
-			memcpy(pose + (size_t)j * m->refw + m->refoff[k], e, w * sizeof *e);
+			memcpy(posv + at, v, w * sizeof *v);
+			memcpy(pose + at, e, w * sizeof *e);
+			if (posr)
+				memcpy(posr + at, prog_root_rest(re->posout.p, q), w * sizeof *posr);
 		}
 	}
 }
@@ -417,7 +460,7 @@ int eval_init(Machine *m, Carrier *c)
 		m->ident[mode] = xcalloc(m->sw, sizeof(double));
 		Bound b = bound_new(m, c->identity, c->nstate);
 		prog_run(b.p, (Mode)mode);
-		copy_roots(&b, c->nstate, m->soff, m->ident[mode], NULL);
+		copy_roots(&b, c->nstate, m->soff, m->ident[mode], NULL, NULL);
 		round_f32((Mode)mode, c->nstate, m->soff, state_f32, c, m->ident[mode]);
 		bound_free(&b);
 	}
@@ -458,13 +501,28 @@ void eval_free(Machine *m)
 	memset(m, 0, sizeof *m);
 }
 
+static int has_i64(const Decl *d, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (d[i].ty.kind == TY_I64)
+			return 1;
+	return 0;
+}
+
 Row *eval_row_new(const Machine *m, int len)
 {
+	const Carrier *c = m->c;
 	Row *r = xcalloc(1, sizeof *r);
 	r->len = len;
 	r->rowv = xcalloc(m->roww, sizeof(double));
 	r->colv = xcalloc((size_t)len * m->colw, sizeof(double));
 	r->elemv = xcalloc((size_t)len * m->elemw, sizeof(double));
+	if (has_i64(c->row, c->nrow))
+		r->rowrest = xcalloc(m->roww, sizeof(double));
+	if (has_i64(c->col, c->ncol))
+		r->colrest = xcalloc((size_t)len * m->colw, sizeof(double));
+	if (has_i64(c->elem, c->nelem))
+		r->elemrest = xcalloc((size_t)len * m->elemw, sizeof(double));
 	return r;
 }
 
@@ -475,6 +533,9 @@ void eval_row_free(Row *r)
 	free(r->rowv);
 	free(r->colv);
 	free(r->elemv);
+	free(r->rowrest);
+	free(r->colrest);
+	free(r->elemrest);
 	free(r);
 }
 
@@ -502,23 +563,34 @@ int eval_assume(Machine *m, const Row *r, int j) { return !m->assume || run_cond
 
 void eval_lift(Machine *m, Mode mode, const Row *r, int j, double *v, double *e)
 {
+	eval_lift_exact(m, mode, r, j, v, e, NULL);
+}
+
+void eval_lift_exact(Machine *m, Mode mode, const Row *r, int j, double *v, double *e, double *rest)
+{
 	Bound *b = m->lift;
 	Ctx x = {.row = r, .j = j, .params = m->params};
 	bind_at(m, b, &x);
 	prog_run(b->p, mode);
-	copy_roots(b, m->c->nstate, m->soff, v, e);
+	copy_roots(b, m->c->nstate, m->soff, v, e, rest);
 	round_f32(mode, m->c->nstate, m->soff, state_f32, m->c, v);
 }
 
 void eval_merge(Machine *m, Mode mode, const double *av, const double *ae, const double *bv, const double *be,
 	     double *v, double *e)
 {
+	eval_merge_exact(m, mode, av, ae, NULL, bv, be, NULL, v, e, NULL);
+}
+
+void eval_merge_exact(Machine *m, Mode mode, const double *av, const double *ae, const double *ar, const double *bv,
+		      const double *be, const double *br, double *v, double *e, double *rest)
+{
 	Bound *b = m->merge;
-	Ctx x = {.av = av, .ae = ae, .bv = bv, .be = be, .params = m->params};
+	Ctx x = {.av = av, .ae = ae, .bv = bv, .be = be, .ar = ar, .br = br, .params = m->params};
 	bind(b, &x);
 	prog_run(b->p, mode);
 	m->range |= prog_range(b->p);
-	copy_roots(b, m->c->nstate, m->soff, v, e);
+	copy_roots(b, m->c->nstate, m->soff, v, e, rest);
 	round_f32(mode, m->c->nstate, m->soff, state_f32, m->c, v);
 }
 
@@ -543,48 +615,80 @@ int eval_fold_split(int lo, int hi, Shape shape, uint64_t *rng)
 		? lo + (hi - lo) / 2 : rng_int(rng, lo + 1, hi - 1);
 }
 
-void eval_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
-	    double *e)
+/* eval_fold_exact where rest is not NULL; inside the fold, always: the
+ * states merged keep their rests. */
+static void fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
+		 double *e, double *rest)
 {
 	if (hi - lo <= 0) {
 		eval_identity(m, mode, v, e);
+		memset(rest, 0, m->sw * sizeof *rest);
 		return;
 	}
 	if (hi - lo == 1) {
-		if (eval_masked(m, r, lo))
+		if (eval_masked(m, r, lo)) {
 			eval_identity(m, mode, v, e);
-		else
-			eval_lift(m, mode, r, lo, v, e);
+			memset(rest, 0, m->sw * sizeof *rest);
+		} else
+			eval_lift_exact(m, mode, r, lo, v, e, rest);
 		return;
 	}
-	int k = eval_fold_split(lo, hi, shape, rng);
-	double *t = malloc(4 * m->sw * sizeof *t);
+	int k = eval_fold_split(lo, hi, shape, rng), sw = m->sw;
+	double *t = malloc(6 * sw * sizeof *t);
 	if (!t)
 		abort();
-	eval_fold(m, mode, r, lo, k, shape, rng, t, t + m->sw);
-	eval_fold(m, mode, r, k, hi, shape, rng, t + 2 * m->sw, t + 3 * m->sw);
-	eval_merge(m, mode, t, t + m->sw, t + 2 * m->sw, t + 3 * m->sw, v, e);
+	fold(m, mode, r, lo, k, shape, rng, t, t + sw, t + 4 * sw);
+	fold(m, mode, r, k, hi, shape, rng, t + 2 * sw, t + 3 * sw, t + 5 * sw);
+	eval_merge_exact(m, mode, t, t + sw, t + 4 * sw, t + 2 * sw, t + 3 * sw, t + 5 * sw, v, e, rest);
 	free(t);
+}
+
+void eval_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
+	    double *e)
+{
+	eval_fold_exact(m, mode, r, lo, hi, shape, rng, v, e, NULL);
+}
+
+void eval_fold_exact(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
+		     double *e, double *rest)
+{
+	double *own = rest ? NULL : malloc(m->sw * sizeof *own);
+	if (!rest && !own)
+		abort();
+	fold(m, mode, r, lo, hi, shape, rng, v, e, rest ? rest : own);
+	free(own);
 }
 
 void eval_finalize(Machine *m, Mode mode, const Row *r, const double *sv, const double *se, double *out,
 		double *oute)
 {
+	eval_finalize_exact(m, mode, r, sv, se, NULL, out, oute, NULL);
+}
+
+void eval_finalize_exact(Machine *m, Mode mode, const Row *r, const double *sv, const double *se, const double *sr,
+			 double *out, double *oute, double *outr)
+{
 	Bound *b = m->fin;
-	Ctx x = {.sv = sv, .se = se, .row = r, .params = m->params};
+	Ctx x = {.sv = sv, .se = se, .sr = sr, .row = r, .params = m->params};
 	bind(b, &x);
 	prog_run(b->p, mode);
-	copy_roots(b, m->c->nfinal, m->finoff, out, oute);
+	copy_roots(b, m->c->nfinal, m->finoff, out, oute, outr);
 	round_f32(mode, m->c->nfinal, m->finoff, final_f32, m->c, out);
 }
 
 void eval_map(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, double *out,
 	   double *oute)
 {
+	eval_map_exact(m, mode, r, j, sv, se, NULL, out, oute, NULL);
+}
+
+void eval_map_exact(Machine *m, Mode mode, const Row *r, int j, const double *sv, const double *se, const double *sr,
+		    double *out, double *oute, double *outr)
+{
 	Bound *b = m->map;
-	Ctx x = {.sv = sv, .se = se, .row = r, .j = j, .params = m->params};
+	Ctx x = {.sv = sv, .se = se, .sr = sr, .row = r, .j = j, .params = m->params};
 	bind_at(m, b, &x);
 	prog_run(b->p, mode);
-	copy_roots(b, m->c->nmap, m->mapoff, out, oute);
+	copy_roots(b, m->c->nmap, m->mapoff, out, oute, outr);
 	round_f32(mode, m->c->nmap, m->mapoff, map_f32, m->c, out);
 }
