@@ -951,7 +951,7 @@ Test(cli, attention_without_queries, .timeout = 120)
 
 /* i64 inputs from an int64 .npy go in as they are: values over 2^53
  * (which a double rounds) come out of an identity map and a sum exact on
- * the CPU backend and the emulator. */
+ * the CPU backend, the emulator and the interpreter. */
 Test(cli, i64_inputs_stay_exact, .timeout = 120)
 {
 	FILE *f = fopen("build/i64.yaml", "w");
@@ -964,8 +964,8 @@ Test(cli, i64_inputs_stay_exact, .timeout = 120)
 	snprintf(a.descr, sizeof a.descr, "<i8");
 	char msg[300];
 	cr_assert_eq(npy_write("build/i64_w.npy", &a, msg, sizeof msg), 0, "%s", msg);
-	const char *devs[] = {"cpu", "emu"};
-	for (int d = 0; d < 2; d++) {
+	const char *devs[] = {"cpu", "emu", "interp"};
+	for (int d = 0; d < 3; d++) {
 		char cmd[400];
 		snprintf(cmd, sizeof cmd, ASSOC " run build/i64.yaml --device %s --input w=build/i64_w.npy "
 			 "--output s=build/i64_s.npy --output y=build/i64_y.npy", devs[d]);
@@ -982,9 +982,43 @@ Test(cli, i64_inputs_stay_exact, .timeout = 120)
 	}
 }
 
+/* Sums of i64 whose partial sums pass 2^53 are exact on every device and
+ * pass against the reference, which sums integers exactly: [2^62, 1,
+ * -2^62] is 1 and [2^53 - 2, -2^63, 2^63 - 2048] is 2^53 - 2050.  The
+ * float64 reference gave 0 and 2^53 - 2048, failed the cpu and emu
+ * devices' exact sums (exit 1) and passed the interpreter's rounded ones. */
+Test(cli, i64_sums_past_2_53_pass_exact_on_every_device, .timeout = 120)
+{
+	int64_t k[2][3] = {{(int64_t)1 << 62, 1, -((int64_t)1 << 62)},
+			   {((int64_t)1 << 53) - 2, INT64_MIN, INT64_MAX - 2047}};
+	double x[2][3] = {{2, -3, 1}, {2, -3, 1}};
+	Npy a = {.itemsize = 8, .ndim = 2, .shape = {2, 3}, .count = 6, .data = k};
+	Npy b = {.itemsize = 8, .ndim = 2, .shape = {2, 3}, .count = 6, .data = x};
+	snprintf(a.descr, sizeof a.descr, "<i8");
+	snprintf(b.descr, sizeof b.descr, "<f8");
+	char msg[300];
+	cr_assert_eq(npy_write("build/isum64_k.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_write("build/isum64_x.npy", &b, msg, sizeof msg), 0, "%s", msg);
+	const char *devs[] = {"cpu", "interp", "emu"};
+	for (int d = 0; d < 3; d++) {
+		char cmd[400];
+		snprintf(cmd, sizeof cmd, ASSOC " run tests/check/i64_sum_past_2_53.yaml --device %s --input k=build/isum64_k.npy"
+			 " --input x=build/isum64_x.npy --output s=build/isum64_s.npy", devs[d]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", devs[d], out);
+		cr_expect(strstr(out, "  s: max abs error 0, ") && strstr(out, "\n  ok\n") && !strstr(out, "FAIL"), "%s: %s",
+			  devs[d], out);
+		Npy sv;
+		cr_assert_eq(npy_read("build/isum64_s.npy", &sv, msg, sizeof msg), 0, "%s", msg);
+		const int64_t *s = sv.data;
+		cr_expect(s[0] == 1 && s[1] == ((int64_t)1 << 53) - 2050, "%s: %lld %lld", devs[d], (long long)s[0],
+			  (long long)s[1]);
+		npy_free(&sv);
+	}
+}
+
 /* Integer powers and fma stay integer arithmetic in the generated CUDA, as
- * on the CPU: through double (pow) and float (fma) they rounded an i64
- * square past 2^53 and an i32 fma past 2^24. */
+ * on the CPU and in the interpreter: through double (pow) and float (fma)
+ * they rounded an i64 square past 2^53 and an i32 fma past 2^24. */
 Test(cli, integer_pow_and_fma_exact_on_every_device, .timeout = 120)
 {
 	write_text("build/ipow.yaml", "carrier: ipow\nelement: {x: i32, w: i64}\nstate: {s: i64}\nidentity: {s: 0}\n"
@@ -1007,8 +1041,7 @@ Test(cli, integer_pow_and_fma_exact_on_every_device, .timeout = 120)
 			 "--input w=build/ipow_w.npy --output p=build/ipow_p.npy --output f=build/ipow_f.npy "
 			 "--output q=build/ipow_q.npy --output g=build/ipow_g.npy", devs[d]);
 		sh(cmd, out, sizeof out, 1);
-		/* the interpreter holds values as doubles: its i64 figures round */
-		for (int o = 0; o < (d < 2 ? 4 : 2); o++) {
+		for (int o = 0; o < 4; o++) {
 			char path[64];
 			snprintf(path, sizeof path, "build/ipow_%s.npy", outs[o]);
 			Npy v;

@@ -139,6 +139,25 @@ Test(mpi, interp_and_refusals)
 	cr_assert(strstr(out, "--split: with --mpi"), "%s", out);
 }
 
+/* The interpreter's states carry their i64 rests across ranks: a sum
+ * whose partial sums pass 2^53, split over two ranks, is exact. */
+Test(mpi, interp_keeps_i64_exact_across_ranks)
+{
+	need_mpi();
+	int64_t k[1][4] = {{(int64_t)1 << 62, 1, 3, -((int64_t)1 << 62)}};
+	Npy a = {.itemsize = 8, .ndim = 2, .shape = {1, 4}, .count = 4, .data = k};
+	snprintf(a.descr, sizeof a.descr, "<i8");
+	char msg[300];
+	cr_assert_eq(npy_write("build/mpi_k64.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(sh(MPIRUN "2 " ASSOC " run tests/check/i64_sum_past_2_53.yaml --device interp --mpi "
+			"--input k=build/mpi_k64.npy --output s=build/mpi_s64.npy", out, sizeof out, 1),
+		     0, "%s", out);
+	Npy sv;
+	cr_assert_eq(npy_read("build/mpi_s64.npy", &sv, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(*(const int64_t *)sv.data, 4, "%lld", (long long)*(const int64_t *)sv.data);
+	npy_free(&sv);
+}
+
 Test(mpi, sequence_parallel_attention_example)
 {
 	need_mpi();

@@ -148,6 +148,40 @@ Test(run, where_of_two_literals_keeps_its_condition)
 	spec_carrier_free(c);
 }
 
+/* i64 sums whose partial sums pass 2^53, on the interp device and in the
+ * comparison with the reference: the interpreter sums [2^62, 1, -2^62] to
+ * 1 and [2^62 + 1, 2^62 + 3, -2^63 + 5] to 9, as the devices do (it gave
+ * 0 and 8, and passed against a float64 reference that gave the same),
+ * and an output past 2^53 one away from the exact sum fails, where the
+ * doubles nearest the two are equal. */
+Test(run, i64_sums_past_2_53_run_and_compare_exactly)
+{
+	Carrier *c = load_ok("tests/check/i64_sum_past_2_53.yaml");
+	RunData *d = rundata_new(c, 3, 3);
+	const int64_t k[9] = {(int64_t)1 << 62, 1, -((int64_t)1 << 62),
+			      ((int64_t)1 << 62) + 1, ((int64_t)1 << 62) + 3, INT64_MIN + 5,
+			      ((int64_t)1 << 62) + 1, ((int64_t)1 << 60) + 1, 0};
+	const int64_t want[3] = {1, 9, ((int64_t)1 << 62) + ((int64_t)1 << 60) + 2};
+	memcpy(d->elem[0].p, k, sizeof k);
+	cr_assert_eq(c->elem[0].storage, TY_I64);
+	interp_run(d);
+	const int64_t *s = d->fin[0].p;
+	for (int r = 0; r < 3; r++)
+		cr_expect_eq(s[r], want[r], "row %d: %lld, not %lld", r, (long long)s[r], (long long)want[r]);
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	cr_expect(rc.ok, "the exact sums pass");
+	runcheck_free(&rc);
+	((int64_t *)d->fin[0].p)[2] += 1; /* the same double, 2^62 + 2^60 */
+	runcheck_run(d, &rc);
+	cr_assert_not(rc.ok, "one off past 2^53");
+	cr_expect_eq(rc.out[0].max_abs, 1);
+	cr_expect_eq(rc.out[0].at, 2);
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
 /* A scan's reference over the prefix 0..j takes len as the row's length,
  * as the carrier does (its mask j * 2 < len keeps the first half of the
  * row in every prefix); it took the prefix's length and failed each run. */

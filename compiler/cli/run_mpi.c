@@ -144,10 +144,12 @@ typedef struct {
 
 static void f_identity(Folder *f, void *st)
 {
-	if (f->cpu)
+	if (f->cpu) {
 		f->k->k.identity(&f->h.a[0], st);
-	else
-		eval_identity(&f->m, MODE_F32, st, (double *)st + f->m.sw);
+		return;
+	}
+	eval_identity(&f->m, MODE_F32, st, (double *)st + f->m.sw);
+	memset((double *)st + 2 * f->m.sw, 0, f->m.sw * sizeof(double));
 }
 
 static void f_merge(void *ctx, const void *x, const void *y, void *out)
@@ -159,9 +161,9 @@ static void f_merge(void *ctx, const void *x, const void *y, void *out)
 	}
 	int sw = f->m.sw;
 	const double *a = x, *b = y;
-	double *o = f->tmp + 2 * sw;
-	eval_merge(&f->m, MODE_F32, a, a + sw, b, b + sw, o, o + sw);
-	memcpy(out, o, 2 * sw * sizeof *o);
+	double *o = f->tmp + 3 * sw;
+	eval_merge_exact(&f->m, MODE_F32, a, a + sw, a + 2 * sw, b, b + sw, b + 2 * sw, o, o + sw, o + 2 * sw);
+	memcpy(out, o, 3 * sw * sizeof *o);
 }
 
 static void load(Folder *f, int64_t R)
@@ -174,11 +176,11 @@ static void load(Folder *f, int64_t R)
 	f->view_loaded = v, f->loaded = R;
 }
 
-static void store(Buffer *b, int n, const int *off, const double *v, size_t at)
+static void store(Buffer *b, int n, const int *off, const double *v, const double *rest, size_t at)
 {
 	for (int o = 0; o < n; o++)
 		for (int t = 0; t < b[o].width; t++)
-			run_buffer_set(&b[o], at * b[o].width + t, v[off[o] + t]);
+			run_buffer_set_exact(&b[o], at * b[o].width + t, v[off[o] + t], rest[off[o] + t]);
 }
 
 /* What a position range of row R becomes: 0 the state of [lo, hi) from
@@ -206,26 +208,27 @@ static void f_do(Folder *f, int what, int64_t R, int64_t lo, int64_t hi, void *s
 	int sw = m->sw;
 	double *s = st, *l = f->tmp;
 	load(f, R);
+	double *outr = f->out + m->finw + m->mapw + 1; /* the outputs' rests */
 	if (what == 0)
-		eval_identity(m, MODE_F32, s, s + sw);
+		f_identity(f, s);
 	for (int64_t j = lo; j < hi && what != 1; j++) {
 		if (what == 3) {
-			eval_map(m, MODE_F32, f->row, (int)j, s, s + sw, f->out, NULL);
-			store(d->map, c->nmap, m->mapoff, f->out, (size_t)i * d->len + j);
+			eval_map_exact(m, MODE_F32, f->row, (int)j, s, s + sw, s + 2 * sw, f->out, NULL, outr);
+			store(d->map, c->nmap, m->mapoff, f->out, outr, (size_t)i * d->len + j);
 			continue;
 		}
 		if (!eval_masked(m, f->row, (int)j)) {
-			eval_lift(m, MODE_F32, f->row, (int)j, l, l + sw);
+			eval_lift_exact(m, MODE_F32, f->row, (int)j, l, l + sw, l + 2 * sw);
 			f_merge(f, s, l, s);
 		}
 		if (what == 2) {
-			eval_finalize(m, MODE_F32, f->row, s, s + sw, f->out, NULL);
-			store(d->fin, c->nfinal, m->finoff, f->out, (size_t)i * d->len + j);
+			eval_finalize_exact(m, MODE_F32, f->row, s, s + sw, s + 2 * sw, f->out, NULL, outr);
+			store(d->fin, c->nfinal, m->finoff, f->out, outr, (size_t)i * d->len + j);
 		}
 	}
 	if (what == 1) {
-		eval_finalize(m, MODE_F32, f->row, s, s + sw, f->out, NULL);
-		store(d->fin, c->nfinal, m->finoff, f->out, (size_t)i);
+		eval_finalize_exact(m, MODE_F32, f->row, s, s + sw, s + 2 * sw, f->out, NULL, outr);
+		store(d->fin, c->nfinal, m->finoff, f->out, outr, (size_t)i);
 	}
 }
 
@@ -256,13 +259,13 @@ static int folder_open(Folder *f, RunData *d, const Device *dv, const RunOpts *o
 	f->row = eval_row_new(&f->m, d->len);
 	int heads = d->heads > 1 ? d->heads : 1;
 	f->views = calloc(heads, sizeof *f->views);
-	f->tmp = calloc(4 * f->m.sw + 2, sizeof *f->tmp);
-	f->out = calloc(f->m.finw + f->m.mapw + 1, sizeof *f->out);
+	f->tmp = calloc(6 * f->m.sw + 2, sizeof *f->tmp);
+	f->out = calloc(2 * (f->m.finw + f->m.mapw + 1), sizeof *f->out);
 	if (!f->views || !f->tmp || !f->out)
 		abort();
 	for (int h = 0; h < heads; h++)
 		f->views[h] = heads > 1 ? rundata_head_view(d, h) : d;
-	f->bytes = 2 * f->m.sw * sizeof(double);
+	f->bytes = 3 * f->m.sw * sizeof(double); /* values, bounds and rests (ir_int_exact) */
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 /* dev_interp.c: the IR interpreter as a device: each row folded left to
- * right in the spec's types (float32).  Slow; the baseline every other
+ * right in the spec's types (float32; integers exact, an i64 past 2^53
+ * with its rest beside the double).  Slow; the baseline every other
  * device is compared with, and the way to run a spec no backend supports. */
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,11 @@ static int interp_available(char *why, size_t n)
 	return 1;
 }
 
-static void store(Buffer *b, int n, const int *off, const double *v, size_t at)
+static void store(Buffer *b, int n, const int *off, const double *v, const double *rest, size_t at)
 {
 	for (int o = 0; o < n; o++)
 		for (int t = 0; t < b[o].width; t++)
-			run_buffer_set(&b[o], at * b[o].width + t, v[off[o] + t]);
+			run_buffer_set_exact(&b[o], at * b[o].width + t, v[off[o] + t], rest[off[o] + t]);
 }
 
 static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
@@ -37,32 +38,38 @@ static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	eval_init(&m, c);
 	memcpy(m.params, d->params, c->nparams * sizeof *d->params);
 	Row *row = eval_row_new(&m, d->len);
-	double *s = calloc(6 * m.sw + m.finw + m.mapw + 2, sizeof *s);
+	/* state, its bounds and rests (ir_int_exact: i64 exact past 2^53), the
+	 * lift's, the state merged from, the outputs and their rests */
+	int sw = m.sw, ow = m.finw > m.mapw ? m.finw : m.mapw;
+	double *s = calloc(9 * (size_t)sw + 2 * (size_t)ow + 2, sizeof *s);
 	if (!s)
 		abort();
-	double *se = s + m.sw, *l = se + m.sw, *t = l + m.sw, *out = t + 3 * m.sw;
+	double *se = s + sw, *sr = se + sw, *l = sr + sw, *le = l + sw, *lr = le + sw, *t = lr + sw, *tr = t + sw;
+	double *scratch = tr + sw, *out = scratch + sw, *outr = out + ow;
 	rundata_load_cols(d, &m, row);
 	for (int r = 0; r < d->rows; r++) {
 		rundata_load_row(d, &m, r, row);
 		eval_identity(&m, MODE_F32, s, se);
+		memset(sr, 0, sw * sizeof *sr);
 		for (int j = 0; j < d->len; j++) {
 			if (!eval_masked(&m, row, j)) {
-				eval_lift(&m, MODE_F32, row, j, l, t);
-				memcpy(t, s, m.sw * sizeof *s);
-				eval_merge(&m, MODE_F32, t, se, l, se, s, t + m.sw);
+				eval_lift_exact(&m, MODE_F32, row, j, l, le, lr);
+				memcpy(t, s, sw * sizeof *s);
+				memcpy(tr, sr, sw * sizeof *sr);
+				eval_merge_exact(&m, MODE_F32, t, se, tr, l, le, lr, s, scratch, sr);
 			}
 			if (d->scan) {
-				eval_finalize(&m, MODE_F32, row, s, se, out, NULL);
-				store(d->fin, c->nfinal, m.finoff, out, (size_t)r * d->len + j);
+				eval_finalize_exact(&m, MODE_F32, row, s, se, sr, out, NULL, outr);
+				store(d->fin, c->nfinal, m.finoff, out, outr, (size_t)r * d->len + j);
 			}
 		}
 		if (d->scan)
 			continue;
-		eval_finalize(&m, MODE_F32, row, s, se, out, NULL);
-		store(d->fin, c->nfinal, m.finoff, out, r);
+		eval_finalize_exact(&m, MODE_F32, row, s, se, sr, out, NULL, outr);
+		store(d->fin, c->nfinal, m.finoff, out, outr, r);
 		for (int j = 0; j < d->len && c->nmap; j++) {
-			eval_map(&m, MODE_F32, row, j, s, se, out, NULL);
-			store(d->map, c->nmap, m.mapoff, out, (size_t)r * d->len + j);
+			eval_map_exact(&m, MODE_F32, row, j, s, se, sr, out, NULL, outr);
+			store(d->map, c->nmap, m.mapoff, out, outr, (size_t)r * d->len + j);
 		}
 	}
 	free(s);

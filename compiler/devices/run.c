@@ -185,13 +185,33 @@ void run_buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst)
 	}
 }
 
+double run_buffer_get_exact(const Buffer *b, size_t i, double *rest)
+{
+	if (b->kind != TY_I64) {
+		*rest = 0;
+		return run_buffer_get(b, i);
+	}
+	int64_t x = ((const int64_t *)b->p)[i];
+	double v = (double)x;
+	*rest = ir_int_rest(x, v);
+	return v;
+}
+
+void run_buffer_set_exact(Buffer *b, size_t i, double v, double rest)
+{
+	if (b->kind == TY_I64)
+		((int64_t *)b->p)[i] = ir_int_exact(v, rest);
+	else
+		run_buffer_set(b, i, v);
+}
+
 void run_buffer_set(Buffer *b, size_t i, double v)
 {
 	void *p = (char *)b->p + i * run_kind_size(b->kind);
 	switch (b->kind) {
 	case TY_BOOL: *(uint8_t *)p = v != 0; break;
 	case TY_I32: *(int32_t *)p = (int32_t)ir_round(TY_I32, v); break;
-	case TY_I64: *(int64_t *)p = (int64_t)v; break;
+	case TY_I64: *(int64_t *)p = ir_int_exact(v, 0); break; /* 2^63, INT64_MAX rounded, wraps as a cast did */
 	case TY_F16: *(uint16_t *)p = run_f16_bits(v); break;
 	case TY_BF16: *(uint16_t *)p = run_bf16_bits(v); break;
 	case TY_F8E4M3: *(uint8_t *)p = run_f8e4m3_bits(v); break;
@@ -454,12 +474,25 @@ void rundata_widths(const RunData *d, int64_t *width)
 		width[k++] = d->row[i].width;
 }
 
+/* The rests of the i64 components of the n inputs b at flat index at
+ * (elements of width each) into rest + off[k] (run_buffer_get_exact);
+ * where rest is NULL, the inputs have no i64. */
+static void load_rests(const Buffer *b, int n, const int *off, size_t at, double *rest)
+{
+	for (int k = 0; rest && k < n; k++)
+		for (int t = 0; t < b[k].width; t++)
+			run_buffer_get_exact(&b[k], at * b[k].width + t, &rest[off[k] + t]);
+}
+
 void rundata_load_cols(const RunData *d, const Machine *m, Row *row)
 {
-	for (int j = 0; j < d->len; j++)
+	for (int j = 0; j < d->len; j++) {
 		for (int k = 0; k < d->c->ncol; k++)
 			run_buffer_get_n(&d->col[k], rundata_col_at(d, j) * d->col[k].width, d->col[k].width,
 				     row->colv + (size_t)j * m->colw + m->coloff[k]);
+		load_rests(d->col, d->c->ncol, m->coloff, rundata_col_at(d, j),
+			   row->colrest ? row->colrest + (size_t)j * m->colw : NULL);
+	}
 }
 
 void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
@@ -469,11 +502,14 @@ void rundata_load_row(const RunData *d, const Machine *m, int r, Row *row)
 	for (int k = 0; k < c->nrow; k++)
 		for (int t = 0; t < d->row[k].width; t++)
 			row->rowv[m->rowoff[k] + t] = run_buffer_get(&d->row[k], (size_t)r * d->row[k].width + t);
+	load_rests(d->row, c->nrow, m->rowoff, (size_t)r, row->rowrest);
 	for (int j = 0; c->nelem && j < d->len; j++) {
 		for (int k = 0; k < c->nelem; k++)
 			for (int t = 0; t < d->elem[k].width; t++)
 				row->elemv[(size_t)j * m->elemw + m->elemoff[k] + t] =
 					run_buffer_get(&d->elem[k], ((size_t)r * d->len + j) * d->elem[k].width + t);
+		load_rests(d->elem, c->nelem, m->elemoff, (size_t)r * d->len + j,
+			   row->elemrest ? row->elemrest + (size_t)j * m->elemw : NULL);
 	}
 }
 

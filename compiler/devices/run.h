@@ -41,6 +41,10 @@ int run_attn_rows(int *rows, int *heads, int kv_heads, char *msg, size_t n);
 double run_buffer_get(const Buffer *b, size_t i);  /* component i, as a double */
 void run_buffer_get_n(const Buffer *b, size_t i, size_t n, double *dst); /* components i .. i + n - 1 */
 void run_buffer_set(Buffer *b, size_t i, double v); /* rounds to the buffer's kind */
+/* The same with the rest beside the value (ir_int_exact): an i64 past
+ * 2^53 exactly (rest 0 for other kinds, and ignored by them). */
+double run_buffer_get_exact(const Buffer *b, size_t i, double *rest);
+void run_buffer_set_exact(Buffer *b, size_t i, double v, double rest);
 /* 16-bit patterns of f16 and bf16, round to nearest even. */
 uint16_t run_f16_bits(double v);
 uint16_t run_bf16_bits(double v);

@@ -14,7 +14,10 @@
  * sums small, while a device's tree, or Welford's merge with a single
  * position on its left, rounds at the scale of |x|; without that term a
  * lawful float32 mean fell outside the tolerance.  Integer outputs must
- * match exactly.
+ * match exactly: the reference and the fold keep every integer exact (an
+ * i64 past 2^53 with its rest beside the double, eval.h), and an output's
+ * distance from it is that of the integers, not of the doubles nearest
+ * them.
  *
  * Where the float64 reference is 0 (within its own bound) the output has
  * no scale for the 32 ulps, and the naive formula's bound may vanish with
@@ -65,10 +68,12 @@
 #include "compiler/check/eval.h"
 #include "compiler/devices/run.h"
 
-/* The reference and the carrier's left fold of one row, with error bounds. */
+/* The reference and the carrier's left fold of one row, with error bounds
+ * and the rests of their integers (ir_int_exact). */
 typedef struct {
 	double *refv, *refe, *posv, *pose; /* reference: per row, per position */
 	double *fin, *fine, *map, *mape;   /* fold: finalize (per position for scans), map */
+	double *refr, *posr, *finr, *mapr;
 } Vals;
 
 typedef struct {
@@ -78,8 +83,8 @@ typedef struct {
 	Vals v[2];                  /* by Mode: float64 truth, naive float32 */
 	double *pfin, *pfine, *pscr; /* the naive attention with P rounded (p_round): finalized, bound */
 	double *pv, *dv;             /* its o, and the bound of P's rounding in o */
-	double *want, *wante, *naive, *bound; /* one output of one row: positions x width */
-	double *s, *se, *l, *le, *t, *te;
+	double *want, *wante, *wantr, *naive, *bound; /* one output of one row: positions x width */
+	double *s, *se, *sr, *l, *le, *lr, *t, *te, *tr;
 	int need_fold; /* some output has no reference: compare it with the float64 fold */
 	int ref_range; /* the row's float64 reference overflowed or underflowed somewhere */
 	int capped;    /* the output compared now holds naive values from the spec's own fold (NAIVE_CAP) */
@@ -131,11 +136,24 @@ static double naive_error(double want, double naive, double bound, double share,
 	return err;
 }
 
+/* |got - want| for an integer output, each with its rest: exactly where
+ * want is a whole number (an integer reference; a float one may have a
+ * fraction), as the double nearest the integers' distance. */
+static double int_distance(double got, double gotr, double want, double wantr)
+{
+	if (want != trunc(want) || fabs(want) > 0x1p63)
+		return fabs(got - want);
+	int64_t g = ir_int_exact(got, gotr), w = ir_int_exact(want, wantr);
+	return g >= w ? (double)((uint64_t)g - (uint64_t)w) : (double)((uint64_t)w - (uint64_t)g);
+}
+
 /* empty: the value is that of no position (an empty or fully masked row,
  * or a scan's prefix of masked positions); own: the carrier's own float32
- * error (check_own_error), 0 where not taken */
-static void compare_value(OutCheck *oc, double got, double want, double naive, double bound, double own, double share,
-			  double scale, int exact, int range, int capped, int empty, size_t at)
+ * error (check_own_error), 0 where not taken; gotr, wantr: the rests of
+ * an integer output's values */
+static void compare_value(OutCheck *oc, double got, double gotr, double want, double wantr, double naive,
+			  double bound, double own, double share, double scale, int exact, int range, int capped,
+			  int empty, size_t at)
 {
 	oc->compared++;
 	if (range && !isfinite(want) && isfinite(got)) {
@@ -158,7 +176,7 @@ static void compare_value(OutCheck *oc, double got, double want, double naive, d
 			oc->inf_both++;
 		return;
 	}
-	double err = fabs(got - want);
+	double err = exact ? int_distance(got, gotr, want, wantr) : fabs(got - want);
 	double naive_err = fmax(naive_error(want, naive, bound, share, scale, capped), own);
 	double tol = exact ? 0 : check_tolerance(naive_err, scale);
 	double ratio = err == 0 ? 0 : tol > 0 ? err / tol : INFINITY;
@@ -220,15 +238,15 @@ static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, in
 	for (int k = 0; k < npos * w; k++) {
 		/* a scan's position p is of the prefix 0..p */
 		int empty = x->d->scan ? k / w < x->first : x->first >= x->d->len;
-		double g = run_buffer_get(got, base * w + k), own = 0;
+		double gr, g = run_buffer_get_exact(got, base * w + k, &gr), own = 0;
 		/* FOLD_NAIVE: the fold is the naive version already, and its
 		 * running bound, through exp of scores of hundreds, says nothing */
 		if (fa && !exact && x->bound[k] != FOLD_NAIVE && isfinite(g) && isfinite(x->want[k]) &&
 		    fabs(g - x->want[k]) > check_tolerance(naive_error(x->want[k], x->naive[k], x->bound[k], share, scale,
 									 x->capped), scale))
 			own = own_error(x, fa, k, share);
-		compare_value(oc, g, x->want[k], x->naive[k], x->bound[k], own, share, scale, exact, x->ref_range,
-			      x->capped, empty, base * w + k);
+		compare_value(oc, g, gr, x->want[k], x->wantr[k], x->naive[k], x->bound[k], own, share, scale, exact,
+			      x->ref_range, x->capped, empty, base * w + k);
 	}
 }
 
@@ -248,21 +266,27 @@ static void fold_row(Ctx *x, Mode md)
 	RunData *d = x->d;
 	Vals *v = &x->v[md];
 	eval_identity(m, md, x->s, x->se);
+	memset(x->sr, 0, m->sw * sizeof *x->sr);
 	for (int j = 0; j < d->len; j++) {
 		if (!eval_masked(m, x->row, j)) {
-			eval_lift(m, md, x->row, j, x->l, x->le);
+			eval_lift_exact(m, md, x->row, j, x->l, x->le, x->lr);
 			memcpy(x->t, x->s, m->sw * sizeof *x->t);
 			memcpy(x->te, x->se, m->sw * sizeof *x->te);
-			eval_merge(m, md, x->t, x->te, x->l, x->le, x->s, x->se);
+			memcpy(x->tr, x->sr, m->sw * sizeof *x->tr);
+			eval_merge_exact(m, md, x->t, x->te, x->tr, x->l, x->le, x->lr, x->s, x->se, x->sr);
 		}
-		if (d->scan)
-			eval_finalize(m, md, x->row, x->s, x->se, v->fin + (size_t)j * m->finw, v->fine + (size_t)j * m->finw);
+		if (d->scan) {
+			size_t at = (size_t)j * m->finw;
+			eval_finalize_exact(m, md, x->row, x->s, x->se, x->sr, v->fin + at, v->fine + at, v->finr + at);
+		}
 	}
 	if (d->scan)
 		return;
-	eval_finalize(m, md, x->row, x->s, x->se, v->fin, v->fine);
-	for (int j = 0; j < d->len && m->c->nmap; j++)
-		eval_map(m, md, x->row, j, x->s, x->se, v->map + (size_t)j * m->mapw, v->mape + (size_t)j * m->mapw);
+	eval_finalize_exact(m, md, x->row, x->s, x->se, x->sr, v->fin, v->fine, v->finr);
+	for (int j = 0; j < d->len && m->c->nmap; j++) {
+		size_t at = (size_t)j * m->mapw;
+		eval_map_exact(m, md, x->row, j, x->s, x->se, x->sr, v->map + at, v->mape + at, v->mapr + at);
+	}
 }
 
 /* The unit roundoff and half the smallest subnormal of f16, bf16 or
@@ -375,7 +399,7 @@ static void reference_of(Ctx *x, Mode md, const Row *row)
 {
 	Vals *v = &x->v[md];
 	feclearexcept(FE_OVERFLOW | FE_UNDERFLOW);
-	eval_reference(&x->m, md, row, v->refv, v->refe, v->posv, v->pose);
+	eval_reference_exact(&x->m, md, row, v->refv, v->refe, v->refr, v->posv, v->pose, v->posr);
 	if (md == MODE_F64)
 		x->ref_range = fetestexcept(FE_OVERFLOW | FE_UNDERFLOW) != 0;
 }
@@ -394,25 +418,40 @@ static void row_values(Ctx *x)
 		naive_rounded_p(x);
 }
 
-/* Gather one output of the row, in both modes, into want/naive/bound. */
-static void gather(Ctx *x, int q, int npos, int w, const double *(*src)(const Vals *, int err, size_t at),
+/* Gather one output of the row, in both modes, into want/naive/bound
+ * (and want's rests). */
+enum { GET_VAL, GET_ERR, GET_REST };
+static void gather(Ctx *x, int q, int npos, int w, const double *(*src)(const Vals *, int what, size_t at),
 		   int o_off, int stride, int ref_stride)
 {
 	for (int p = 0; p < npos; p++)
 		for (int t = 0; t < w; t++) {
 			size_t k = (size_t)p * w + t;
 			size_t at = q >= 0 ? (size_t)p * ref_stride + x->m.refoff[q] + t : (size_t)p * stride + o_off + t;
-			x->want[k] = *src(&x->v[MODE_F64], 0, at);
-			x->wante[k] = *src(&x->v[MODE_F64], 1, at);
-			x->naive[k] = *src(&x->v[MODE_F32], 0, at);
-			x->bound[k] = *src(&x->v[MODE_F32], 1, at);
+			x->want[k] = *src(&x->v[MODE_F64], GET_VAL, at);
+			x->wante[k] = *src(&x->v[MODE_F64], GET_ERR, at);
+			x->wantr[k] = *src(&x->v[MODE_F64], GET_REST, at);
+			x->naive[k] = *src(&x->v[MODE_F32], GET_VAL, at);
+			x->bound[k] = *src(&x->v[MODE_F32], GET_ERR, at);
 		}
 }
 
-static const double *from_ref(const Vals *v, int err, size_t at) { return (err ? v->refe : v->refv) + at; }
-static const double *from_pos(const Vals *v, int err, size_t at) { return (err ? v->pose : v->posv) + at; }
-static const double *from_fin(const Vals *v, int err, size_t at) { return (err ? v->fine : v->fin) + at; }
-static const double *from_map(const Vals *v, int err, size_t at) { return (err ? v->mape : v->map) + at; }
+static const double *from_ref(const Vals *v, int what, size_t at)
+{
+	return (what == GET_ERR ? v->refe : what == GET_REST ? v->refr : v->refv) + at;
+}
+static const double *from_pos(const Vals *v, int what, size_t at)
+{
+	return (what == GET_ERR ? v->pose : what == GET_REST ? v->posr : v->posv) + at;
+}
+static const double *from_fin(const Vals *v, int what, size_t at)
+{
+	return (what == GET_ERR ? v->fine : what == GET_REST ? v->finr : v->fin) + at;
+}
+static const double *from_map(const Vals *v, int what, size_t at)
+{
+	return (what == GET_ERR ? v->mape : what == GET_REST ? v->mapr : v->map) + at;
+}
 
 static void check_outputs(Ctx *x, RunCheck *rc, int r)
 {
@@ -484,13 +523,14 @@ static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 			if (q < 0)
 				continue;
 			const double *want = x->v[MODE_F64].refv + m->refoff[q], *naive = x->v[MODE_F32].refv + m->refoff[q],
-				     *bound = x->v[MODE_F32].refe + m->refoff[q];
+				     *bound = x->v[MODE_F32].refe + m->refoff[q], *wantr = x->v[MODE_F64].refr + m->refoff[q];
 			double scale = scale_of(want, w);
 			size_t at = ((size_t)r * d->len + j) * w;
-			for (int t = 0; t < w; t++)
-				compare_value(&rc->out[o], run_buffer_get(&d->fin[o], at + t), want[t], naive[t], bound[t], 0, share,
-					      scale, !ty_is_float(c->finalize[o].e->ty), x->ref_range, 0, j < x->first,
-					      at + t);
+			for (int t = 0; t < w; t++) {
+				double gr, g = run_buffer_get_exact(&d->fin[o], at + t, &gr);
+				compare_value(&rc->out[o], g, gr, want[t], wantr[t], naive[t], bound[t], 0, share, scale,
+					      !ty_is_float(c->finalize[o].e->ty), x->ref_range, 0, j < x->first, at + t);
+			}
 		}
 	}
 }
@@ -501,11 +541,14 @@ static void vals_alloc(Vals *v, const Machine *m, size_t L)
 	v->posv = xcalloc(L * m->refw, sizeof(double)), v->pose = xcalloc(L * m->refw, sizeof(double));
 	v->fin = xcalloc(L * m->finw, sizeof(double)), v->fine = xcalloc(L * m->finw, sizeof(double));
 	v->map = xcalloc(L * m->mapw, sizeof(double)), v->mape = xcalloc(L * m->mapw, sizeof(double));
+	v->refr = xcalloc(m->refw, sizeof(double)), v->posr = xcalloc(L * m->refw, sizeof(double));
+	v->finr = xcalloc(L * m->finw, sizeof(double)), v->mapr = xcalloc(L * m->mapw, sizeof(double));
 }
 
 static void vals_free(Vals *v)
 {
-	double *all[] = {v->refv, v->refe, v->posv, v->pose, v->fin, v->fine, v->map, v->mape};
+	double *all[] = {v->refv, v->refe, v->posv, v->pose, v->fin, v->fine, v->map, v->mape,
+			 v->refr, v->posr, v->finr, v->mapr};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
 }
@@ -594,11 +637,12 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 		rundata_load_cols(d, m, x.row);
 	x.want = xcalloc(L * W, sizeof(double));
 	x.wante = xcalloc(L * W, sizeof(double));
+	x.wantr = xcalloc(L * W, sizeof(double));
 	x.naive = xcalloc(L * W, sizeof(double));
 	x.bound = xcalloc(L * W, sizeof(double));
-	double *st = xcalloc(6 * (size_t)m->sw, sizeof(double));
+	double *st = xcalloc(9 * (size_t)m->sw, sizeof(double));
 	x.s = st, x.se = st + m->sw, x.l = st + 2 * m->sw, x.le = st + 3 * m->sw, x.t = st + 4 * m->sw,
-	x.te = st + 5 * m->sw;
+	x.te = st + 5 * m->sw, x.sr = st + 6 * m->sw, x.lr = st + 7 * m->sw, x.tr = st + 8 * m->sw;
 	for (int md = 0; md < 2; md++)
 		vals_alloc(&x.v[md], m, L);
 	outputs_init(&x, rc);
@@ -622,7 +666,7 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 		rc->ok &= rc->out[o].worst_ratio <= 1 && !rc->out[o].nan_mismatch;
 	for (int md = 0; md < 2; md++)
 		vals_free(&x.v[md]);
-	free(x.want), free(x.wante), free(x.naive), free(x.bound), free(st), free(x.pfin), free(x.pv);
+	free(x.want), free(x.wante), free(x.wantr), free(x.naive), free(x.bound), free(st), free(x.pfin), free(x.pv);
 	if (cols)
 		*cols = x.row;
 	else
