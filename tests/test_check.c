@@ -1555,18 +1555,22 @@ Test(check, cancelling_mean_within_run_tolerance)
 /* Rows of integer inputs of large magnitude (past 2^24, at i32's limits,
  * near 2^53 and at i64's).  An i32 maximum kept in an f32 field ties
  * neighbours past 2^24 and gives the wrong first position in float32, the
- * spec's typing: a warning.  An i32 sum wraps past 2^31 where its
+ * spec's typing: a warning, which says the integer is computed in the
+ * spec's types and held to the reference exactly (not "in float32" and
+ * "inf times the tolerance").  An i32 sum wraps past 2^31 where its
  * reference does not, in float64 too: a failure.  The families' integers,
- * within [-100, 100], show neither.  An i64 sum that wraps past 2^53,
- * where a double holds it only rounded, is not compared there. */
+ * within [-100, 100], show neither.  An i64 sum that wraps past 2^53 is
+ * exact on both sides, and holds. */
 Test(check, large_integers_warn_in_float32_and_fail_in_float64)
 {
 	CheckResult r;
 	cr_assert_eq(run("tests/check/i32_argmax_f32.yaml", &r, 1), 0);
 	cr_expect_eq(r.sound, VERDICT_HOLDS, "%s", r.sound_detail ? r.sound_detail : "");
 	cr_assert_eq(r.accuracy, VERDICT_FAILS);
-	cr_expect(strstr(r.acc_detail, "idx is ") && strstr(r.acc_detail, "in float32") &&
-		  strstr(r.acc_detail, "integers of large magnitude"), "%s", r.acc_detail);
+	cr_expect(strstr(r.acc_detail, "idx is ") && strstr(r.acc_detail, " in the spec's types (") &&
+		  strstr(r.acc_detail, "integers of large magnitude") &&
+		  strstr(r.acc_detail, "where assoc run holds an integer output to the reference exactly") &&
+		  !strstr(r.acc_detail, "float32") && !strstr(r.acc_detail, "tolerance"), "%s", r.acc_detail);
 	cr_expect(check_ok(&r), "a warning");
 	check_result_free(&r);
 	cr_assert_eq(run("tests/check/i32_sum_wraps.yaml", &r, 1), 0);
@@ -1632,6 +1636,41 @@ Test(check, i64_sums_past_2_53_exact_in_reference_and_folds)
 		cr_expect_eq(cr.accuracy, VERDICT_HOLDS, "seed %d: %s", (int)seed, cr.acc_detail ? cr.acc_detail : "");
 		check_result_free(&cr);
 	}
+}
+
+/* Integers stay exact through the soundness and accuracy rows' folds,
+ * finalize included: two i64 sums that pass 2^53 on the rows of large
+ * integers differ by the count, which they give (each rounded to a double
+ * they gave 0 for 1, a float32 accuracy warning).  And an integer output
+ * past 2^53 is compared as the integer it is: a finalize one off where the
+ * sum passes 2^53 fails, with both values in full (it was "not compared",
+ * as the doubles nearest them may be equal). */
+Test(check, integers_exact_through_the_soundness_rows)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		CheckResult r;
+		cr_assert_eq(run("tests/check/i64_difference_of_sums.yaml", &r, seed), 0);
+		cr_expect_eq(r.sound, VERDICT_HOLDS, "seed %d: %s", (int)seed, r.sound_detail ? r.sound_detail : "");
+		cr_expect_eq(r.accuracy, VERDICT_HOLDS, "seed %d: %s", (int)seed, r.acc_detail ? r.acc_detail : "");
+		check_result_free(&r);
+	}
+	Carrier *c = text_ok("carrier: off\nelement: {k: i64}\nstate: {s: i64}\nidentity: {s: 0}\nlift: {s: k}\n"
+			     "merge: {s: a.s + b.s}\n"
+			     "finalize: {t: 's + where(s > 9007199254740992 || s < -9007199254740992, 1, 0)'}\n"
+			     "reference: {t: sum(k)}\nlaws: [commutative]\n");
+	CheckOpts o;
+	check_defaults(&o);
+	CheckResult r;
+	char msg[200];
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(r.sound, VERDICT_FAILS);
+	long long got, want;
+	const char *at = r.sound_detail ? strstr(r.sound_detail, "t is ") : NULL;
+	cr_assert(at && sscanf(at, "t is %lld but the reference gives %lld", &got, &want) == 2, "%s", r.sound_detail);
+	cr_expect(got == want + 1 && llabs(want) > (1ll << 53), "%s", r.sound_detail);
+	cr_expect(strstr(r.sound_detail, "integers of large magnitude"), "%s", r.sound_detail);
+	check_result_free(&r);
+	spec_carrier_free(c);
 }
 
 /* Every w that a counterexample's row shows (after "w = ["), masked or

@@ -48,6 +48,7 @@ typedef struct {
 	int is_map, comp, pos;
 	Grouping g;
 	double got, want, naive, tol, ratio;
+	double gotr, wantr; /* an integer output's rests (ir_int_exact) */
 } Loss;
 
 /* What a row shows: NONFINITE, a NaN or an infinity where the reference
@@ -61,6 +62,9 @@ struct Accuracy {
 	double *refv, *refe, *posv, *pose, *ref32, *ref32e, *pos32, *pos32e;
 	double *st[NGROUP], *e, *l, *le, *t, *te, *blk, *blke;
 	double *fin[NGROUP], *fine, *map, *mape;
+	/* the rests of the integers (ir_int_exact) of refv and posv, st, l,
+	 * t and blk, fin and map: integers stay exact through the folds */
+	double *refr, *posr, *str[NGROUP], *lr, *tr, *blkr, *finr[NGROUP], *mapr, *own_str[2];
 	/* the carrier's own left folds by Mode, with their bounds, finalized
 	 * (own_fin) and mapped at every position (own_map); own_row: they are
 	 * the row's now */
@@ -93,7 +97,13 @@ Accuracy *check_accuracy_new(Ck *k, int maxlen)
 	a->fine = check_doubles(m->finw), a->map = check_doubles(m->mapw), a->mape = check_doubles(m->mapw);
 	for (int i = 0; i < NKIND; i++)
 		a->wst[i] = check_doubles(m->sw);
+	a->refr = check_doubles(m->refw), a->posr = check_doubles(L * m->refw);
+	for (int g = 0; g < NGROUP; g++)
+		a->str[g] = check_doubles(m->sw), a->finr[g] = check_doubles(m->finw);
+	a->lr = check_doubles(m->sw), a->tr = check_doubles(m->sw), a->blkr = check_doubles((size_t)BLOCKS * m->sw);
+	a->mapr = check_doubles(m->mapw);
 	for (int md = 0; md < 2; md++) {
+		a->own_str[md] = check_doubles(m->sw);
 		a->own_st[md] = check_doubles(m->sw), a->own_ste[md] = check_doubles(m->sw);
 		a->own_fin[md] = check_doubles(m->finw), a->own_fine[md] = check_doubles(m->finw);
 		a->own_map[md] = check_doubles(L * m->mapw), a->own_mape[md] = check_doubles(L * m->mapw);
@@ -106,11 +116,12 @@ void check_accuracy_free(Accuracy *a)
 	if (!a)
 		return;
 	double *all[] = {a->refv, a->refe, a->posv, a->pose, a->ref32, a->ref32e, a->pos32, a->pos32e, a->e, a->l,
-			 a->le, a->t, a->te, a->blk, a->blke, a->fine, a->map, a->mape};
+			 a->le, a->t, a->te, a->blk, a->blke, a->fine, a->map, a->mape, a->refr, a->posr, a->lr, a->tr,
+			 a->blkr, a->mapr, a->own_str[0], a->own_str[1]};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
 	for (int g = 0; g < NGROUP; g++)
-		free(a->st[g]), free(a->fin[g]);
+		free(a->st[g]), free(a->fin[g]), free(a->str[g]), free(a->finr[g]);
 	for (int i = 0; i < NKIND; i++)
 		draw_sample_free(a->witness[i]), free(a->wst[i]);
 	for (int md = 0; md < 2; md++) {
@@ -122,44 +133,49 @@ void check_accuracy_free(Accuracy *a)
 
 /* ---- folds in the spec's types ---- */
 
-/* Positions [lo, hi) left to right from the identity into v, in md. */
-static void fold_left_in(Accuracy *a, Mode md, const Row *r, int lo, int hi, double *v, double *ve)
+/* Positions [lo, hi) left to right from the identity into v (with its
+ * bounds ve and rests vr), in md. */
+static void fold_left_in(Accuracy *a, Mode md, const Row *r, int lo, int hi, double *v, double *ve, double *vr)
 {
 	Machine *m = a->m;
 	eval_identity(m, md, v, ve);
+	memset(vr, 0, m->sw * sizeof *vr);
 	for (int j = lo; j < hi; j++) {
 		if (eval_masked(m, r, j))
 			continue;
-		eval_lift(m, md, r, j, a->l, a->le);
+		eval_lift_exact(m, md, r, j, a->l, a->le, a->lr);
 		memcpy(a->t, v, m->sw * sizeof *v);
 		memcpy(a->te, ve, m->sw * sizeof *ve);
-		eval_merge(m, md, a->t, a->te, a->l, a->le, v, ve);
+		memcpy(a->tr, vr, m->sw * sizeof *vr);
+		eval_merge_exact(m, md, a->t, a->te, a->tr, a->l, a->le, a->lr, v, ve, vr);
 	}
 }
 
 /* In the spec's types, as the devices fold. */
-static void fold_left(Accuracy *a, const Row *r, int lo, int hi, double *v, double *ve)
+static void fold_left(Accuracy *a, const Row *r, int lo, int hi, double *v, double *ve, double *vr)
 {
-	fold_left_in(a, MODE_F32, r, lo, hi, v, ve);
+	fold_left_in(a, MODE_F32, r, lo, hi, v, ve, vr);
 }
 
 /* BLOCKS contiguous blocks folded left to right, then merged pairwise,
  * neighbours first, as a block's threads and then a tree combine them. */
-static void fold_blocks(Accuracy *a, const Row *r, double *v)
+static void fold_blocks(Accuracy *a, const Row *r, double *v, double *vr)
 {
 	Machine *m = a->m;
 	int sw = m->sw, n = BLOCKS;
 	for (int b = 0; b < n; b++)
 		fold_left(a, r, (int)((long long)b * r->len / n), (int)((long long)(b + 1) * r->len / n), a->blk + b * sw,
-			  a->blke + b * sw);
+			  a->blke + b * sw, a->blkr + b * sw);
 	for (int step = 1; step < n; step *= 2)
 		for (int b = 0; b + step < n; b += 2 * step) {
 			memcpy(a->t, a->blk + b * sw, sw * sizeof *a->t);
 			memcpy(a->te, a->blke + b * sw, sw * sizeof *a->te);
-			eval_merge(m, MODE_F32, a->t, a->te, a->blk + (b + step) * sw, a->blke + (b + step) * sw, a->blk + b * sw,
-				   a->blke + b * sw);
+			memcpy(a->tr, a->blkr + b * sw, sw * sizeof *a->tr);
+			eval_merge_exact(m, MODE_F32, a->t, a->te, a->tr, a->blk + (b + step) * sw, a->blke + (b + step) * sw,
+					 a->blkr + (b + step) * sw, a->blk + b * sw, a->blke + b * sw, a->blkr + b * sw);
 		}
 	memcpy(v, a->blk, sw * sizeof *v);
+	memcpy(vr, a->blkr, sw * sizeof *vr);
 }
 
 /* ---- one row against the reference ---- */
@@ -182,7 +198,7 @@ static double own_error(Accuracy *a, const Row *r, int is_map, int o, int t, int
 {
 	Machine *m = a->m;
 	for (int md = 0; !a->own_row && md < 2; md++) {
-		fold_left_in(a, (Mode)md, r, 0, r->len, a->own_st[md], a->own_ste[md]);
+		fold_left_in(a, (Mode)md, r, 0, r->len, a->own_st[md], a->own_ste[md], a->own_str[md]);
 		eval_finalize(m, (Mode)md, r, a->own_st[md], a->own_ste[md], a->own_fin[md], a->own_fine[md]);
 		for (int p = 0; m->map && p < r->len; p++)
 			eval_map(m, (Mode)md, r, p, a->own_st[md], a->own_ste[md], a->own_map[md] + (size_t)p * m->mapw,
@@ -203,21 +219,23 @@ static double own_error(Accuracy *a, const Row *r, int is_map, int o, int t, int
  * naive is the reference in float32 with its running bound; where it
  * overflowed, fold (the carrier's own float32 fold, for finalize outputs;
  * NAN for none) stands in, as in runcheck.c.  own: the carrier's own
- * float32 error (own_error), 0 where not taken. */
-static int judge(double got, double want, double naive, double bound, double fold, double own, double share,
-		 double scale, int exact, Loss *l)
+ * float32 error (own_error), 0 where not taken.  An integer output
+ * (exact) is held to the reference exactly, with the rests gotr and wantr
+ * (ir_int_exact) of an i64 past 2^53. */
+static int judge(double got, double gotr, double want, double wantr, double naive, double bound, double fold,
+		 double own, double share, double scale, int exact, Loss *l)
 {
 	if (!isfinite(want))
 		return -1; /* the float64 reference overflowed: `run` compares nothing there */
-	if (exact && (fabs(got) > 0x1p53 || fabs(want) > 0x1p53))
-		return -1; /* an i64 past 2^53, which a double holds only rounded */
+	l->gotr = gotr, l->wantr = wantr;
 	if (!isfinite(got)) {
 		l->got = got, l->want = want, l->naive = naive, l->tol = 0, l->ratio = INFINITY;
 		return NONFINITE;
 	}
 	int by_fold = !isfinite(naive) && isfinite(fold);
 	double ne = fmax(check_naive_error(want, by_fold ? fold : naive, bound, share, scale, by_fold), own);
-	double tol = exact ? 0 : check_tolerance(ne, scale), err = fabs(got - want);
+	double tol = exact ? 0 : check_tolerance(ne, scale);
+	double err = exact ? check_int_distance(got, gotr, want, wantr) : fabs(got - want);
 	if (!(err > tol))
 		return -1;
 	l->got = got, l->want = want, l->naive = naive, l->tol = tol, l->ratio = tol > 0 ? err / tol : INFINITY;
@@ -243,15 +261,15 @@ static void keep(Loss *worst, unsigned *found, int kind, const Loss *l)
 	*found |= 1u << kind;
 }
 
-/* The finalize and map outputs of state st (grouping g) against the
- * references in refs. */
+/* The finalize and map outputs of state st (grouping g; str its rests)
+ * against the references in refs. */
 static void judge_state(Accuracy *a, const Row *r, const AccRefs *refs, Grouping g, const double *st,
-			const double *left, double share, Loss *worst, unsigned *found)
+			const double *str, const double *left, double share, Loss *worst, unsigned *found)
 {
 	Machine *m = a->m;
 	Carrier *c = m->c;
 	memset(a->e, 0, m->sw * sizeof *a->e);
-	eval_finalize(m, MODE_F32, r, st, a->e, a->fin[g], a->fine);
+	eval_finalize_exact(m, MODE_F32, r, st, a->e, str, a->fin[g], a->fine, a->finr[g]);
 	for (int o = 0; o < c->nfinal; o++) {
 		int q = check_ref_index(c, c->finalize[o].name, 1);
 		if (q < 0)
@@ -259,14 +277,15 @@ static void judge_state(Accuracy *a, const Row *r, const AccRefs *refs, Grouping
 		int w = m->finoff[o + 1] - m->finoff[o], exact = !ty_is_float(c->finalize[o].e->ty), ro = m->refoff[q];
 		double scale = scale_of(refs->refv + ro, w, 1);
 		for (int t = 0; t < w; t++) {
-			Loss l = {&c->finalize[o], 0, t, -1, g, 0, 0, 0, 0, 0};
+			Loss l = {&c->finalize[o], 0, t, -1, g, 0, 0, 0, 0, 0, 0, 0};
 			double fold = left ? left[m->finoff[o] + t] : NAN, got = a->fin[g][m->finoff[o] + t];
+			double gotr = a->finr[g][m->finoff[o] + t], wantr = refs->refr[ro + t];
 			double want = refs->refv[ro + t], naive = refs->ref32[ro + t], bound = refs->ref32e[ro + t];
-			int kind = judge(got, want, naive, bound, fold, 0, share, scale, exact, &l);
+			int kind = judge(got, gotr, want, wantr, naive, bound, fold, 0, share, scale, exact, &l);
 			/* where the fold stands in for an overflowed naive, it is the
 			 * naive version already (runcheck.c) */
 			if (kind == BEYOND && (isfinite(naive) || !isfinite(fold)))
-				kind = judge(got, want, naive, bound, fold,
+				kind = judge(got, gotr, want, wantr, naive, bound, fold,
 					     own_error(a, r, 0, o, t, -1, want, refs->refe[ro + t], share), share, scale, exact, &l);
 			keep(worst, found, kind, &l);
 		}
@@ -280,14 +299,16 @@ static void judge_state(Accuracy *a, const Row *r, const AccRefs *refs, Grouping
 		for (int t = 0; t < w; t++)
 			scale = fmax(scale, scale_of(refs->posv + m->refoff[q] + t, (size_t)r->len, m->refw));
 		for (int j = 0; j < r->len; j++) {
-			eval_map(m, MODE_F32, r, j, st, a->e, a->map, a->mape);
+			eval_map_exact(m, MODE_F32, r, j, st, a->e, str, a->map, a->mape, a->mapr);
 			size_t at = (size_t)j * m->refw + m->refoff[q];
 			for (int t = 0; t < w; t++) {
-				Loss l = {&c->map[o], 1, t, j, g, 0, 0, 0, 0, 0};
+				Loss l = {&c->map[o], 1, t, j, g, 0, 0, 0, 0, 0, 0, 0};
 				double got = a->map[m->mapoff[o] + t], want = refs->posv[at + t];
-				int kind = judge(got, want, refs->pos32[at + t], refs->pos32e[at + t], NAN, 0, share, scale, exact, &l);
+				double gotr = a->mapr[m->mapoff[o] + t], wantr = refs->posr[at + t];
+				int kind = judge(got, gotr, want, wantr, refs->pos32[at + t], refs->pos32e[at + t], NAN, 0, share,
+						 scale, exact, &l);
 				if (kind == BEYOND)
-					kind = judge(got, want, refs->pos32[at + t], refs->pos32e[at + t], NAN,
+					kind = judge(got, gotr, want, wantr, refs->pos32[at + t], refs->pos32e[at + t], NAN,
 						     own_error(a, r, 1, o, t, j, want, refs->pose[at + t], share), share, scale,
 						     exact, &l);
 				keep(worst, found, kind, &l);
@@ -299,15 +320,15 @@ static void judge_state(Accuracy *a, const Row *r, const AccRefs *refs, Grouping
 /* Row r folded in the groupings of gmask (G_TREE: the state tree, folded
  * by the caller), against refs or, where NULL, the references computed
  * here: the kinds of loss found, as bits, and the worst of each. */
-static unsigned row_losses(Accuracy *a, const Row *r, unsigned gmask, const double *tree, const AccRefs *refs,
-			   Loss *worst)
+static unsigned row_losses(Accuracy *a, const Row *r, unsigned gmask, const double *tree, const double *treer,
+			   const AccRefs *refs, Loss *worst)
 {
 	Machine *m = a->m;
 	if (!unmasked(m, r))
 		return 0; /* an empty row's value is the soundness check's, by its own rule */
-	AccRefs own = {a->refv, a->refe, a->ref32, a->ref32e, a->posv, a->pose, a->pos32, a->pos32e};
+	AccRefs own = {a->refv, a->refe, a->ref32, a->ref32e, a->posv, a->pose, a->pos32, a->pos32e, a->refr, a->posr};
 	if (!refs) {
-		eval_reference(m, MODE_F64, r, a->refv, a->refe, a->posv, a->pose);
+		eval_reference_exact(m, MODE_F64, r, a->refv, a->refe, a->refr, a->posv, a->pose, a->posr);
 		eval_reference(m, MODE_F32, r, a->ref32, a->ref32e, a->pos32, a->pos32e);
 		refs = &own;
 	}
@@ -322,22 +343,24 @@ static unsigned row_losses(Accuracy *a, const Row *r, unsigned gmask, const doub
 		for (int t = m->refoff[q]; m->c->ref[q].per_row && t < m->refoff[q + 1]; t++)
 			overflowed |= isfinite(refs->refv[t]) && !isfinite(refs->ref32[t]);
 	if (gmask & 1u << G_LEFT || overflowed) {
-		fold_left(a, r, 0, r->len, a->st[G_LEFT], a->e);
+		fold_left(a, r, 0, r->len, a->st[G_LEFT], a->e, a->str[G_LEFT]);
 		if (gmask & 1u << G_LEFT)
-			judge_state(a, r, refs, G_LEFT, a->st[G_LEFT], NULL, share, worst, &found);
+			judge_state(a, r, refs, G_LEFT, a->st[G_LEFT], a->str[G_LEFT], NULL, share, worst, &found);
 		else {
 			memset(a->e, 0, m->sw * sizeof *a->e);
-			eval_finalize(m, MODE_F32, r, a->st[G_LEFT], a->e, a->fin[G_LEFT], a->fine);
+			eval_finalize_exact(m, MODE_F32, r, a->st[G_LEFT], a->e, a->str[G_LEFT], a->fin[G_LEFT], a->fine,
+					    a->finr[G_LEFT]);
 		}
 		left = a->fin[G_LEFT];
 	}
 	if (gmask & 1u << G_BLOCKS) {
-		fold_blocks(a, r, a->st[G_BLOCKS]);
-		judge_state(a, r, refs, G_BLOCKS, a->st[G_BLOCKS], left, share, worst, &found);
+		fold_blocks(a, r, a->st[G_BLOCKS], a->str[G_BLOCKS]);
+		judge_state(a, r, refs, G_BLOCKS, a->st[G_BLOCKS], a->str[G_BLOCKS], left, share, worst, &found);
 	}
 	if (gmask & 1u << G_TREE) {
 		memcpy(a->st[G_TREE], tree, m->sw * sizeof *tree);
-		judge_state(a, r, refs, G_TREE, a->st[G_TREE], left, share, worst, &found);
+		memcpy(a->str[G_TREE], treer, m->sw * sizeof *treer);
+		judge_state(a, r, refs, G_TREE, a->st[G_TREE], a->str[G_TREE], left, share, worst, &found);
 	}
 	return found;
 }
@@ -346,7 +369,7 @@ static unsigned row_losses(Accuracy *a, const Row *r, unsigned gmask, const doub
 
 static unsigned sample_losses(Accuracy *a, Sample *s, unsigned gmask, Loss *worst)
 {
-	return row_losses(a, s->row, gmask, s->v[MODE_F32], NULL, worst);
+	return row_losses(a, s->row, gmask, s->v[MODE_F32], s->rest[MODE_F32], NULL, worst);
 }
 
 /* s with positions [lo, hi) only; its random tree's states recomputed
@@ -357,6 +380,10 @@ static Sample *cut(Machine *m, const Sample *s, int lo, int hi, int tree)
 	Row *r = t->row;
 	memmove(r->colv, r->colv + (size_t)lo * m->colw, (size_t)(hi - lo) * m->colw * sizeof(double));
 	memmove(r->elemv, r->elemv + (size_t)lo * m->elemw, (size_t)(hi - lo) * m->elemw * sizeof(double));
+	if (r->colrest)
+		memmove(r->colrest, r->colrest + (size_t)lo * m->colw, (size_t)(hi - lo) * m->colw * sizeof(double));
+	if (r->elemrest)
+		memmove(r->elemrest, r->elemrest + (size_t)lo * m->elemw, (size_t)(hi - lo) * m->elemw * sizeof(double));
 	r->len = hi - lo;
 	t->lo = 0, t->hi = hi - lo;
 	if (tree && draw_sample_eval(m, t)) {
@@ -423,7 +450,7 @@ void check_accuracy_row(Ck *k, Accuracy *a, const Sample *s, const char *kind, c
 	if (a->witness[NONFINITE] || s->row->len > a->cap)
 		return;
 	Loss l[NKIND];
-	unsigned found = row_losses(a, s->row, 1u << G_TREE, s->v[MODE_F32], refs, l);
+	unsigned found = row_losses(a, s->row, 1u << G_TREE, s->v[MODE_F32], s->rest[MODE_F32], refs, l);
 	if (found & ~(a->witness[BEYOND] ? 1u << BEYOND : 0))
 		witness(a, s, found, 1u << G_TREE, kind);
 }
@@ -461,7 +488,7 @@ void check_accuracy_hard_rows(Ck *k, Accuracy *a)
 		for (int j = 0; ok && j < s->row->len; j++)
 			ok = eval_assume(m, s->row, j);
 		Loss l[NKIND];
-		unsigned found = ok ? row_losses(a, s->row, two, NULL, NULL, l) : 0;
+		unsigned found = ok ? row_losses(a, s->row, two, NULL, NULL, NULL, l) : 0;
 		if (found)
 			witness(a, s, found, two, hard_name[kind]);
 		draw_sample_free(s);
@@ -469,14 +496,6 @@ void check_accuracy_hard_rows(Ck *k, Accuracy *a)
 }
 
 /* ---- the report ---- */
-
-static void put_value(Buf *b, double v)
-{
-	if (isnan(v))
-		buf_puts(b, "NaN");
-	else
-		buf_num(b, v, 9);
-}
 
 void check_accuracy_report(Ck *k, Accuracy *a, CheckResult *r)
 {
@@ -488,24 +507,32 @@ void check_accuracy_report(Ck *k, Accuracy *a, CheckResult *r)
 	const Loss *l = &a->loss[x];
 	const Row *row = a->witness[x]->row;
 	Buf d = {0}, b = {0}, j = {0};
+	/* an integer output is no float32 value: it is computed in the spec's
+	 * types (its f32 fields in float32), shown in full, and held to the
+	 * reference exactly */
+	int integer = !ty_is_float(l->out->e->ty);
+	const char *types = integer ? "the spec's types" : "float32";
 	buf_puts(&d, l->out->name);
 	if (l->out->e->ty.len)
 		buf_printf(&d, "[%d]", l->comp);
 	if (l->is_map)
 		buf_printf(&d, " at position %d", l->pos);
 	buf_puts(&d, " is ");
-	put_value(&d, l->got);
-	buf_printf(&d, " in float32 (%s) but the reference gives ", grouping_name[l->g]);
-	put_value(&d, l->want);
+	cex_value(&d, integer, l->got, l->gotr, 9);
+	buf_printf(&d, " in %s (%s) but the reference gives ", types, grouping_name[l->g]);
+	cex_value(&d, integer, l->want, l->wantr, 9);
 	buf_printf(&d, " (%s, row of length %d): ", a->kind[x], row->len);
-	if (x == BEYOND)
+	if (x == BEYOND && integer)
+		buf_printf(&d, "off by %.17g, where assoc run holds an integer output to the reference exactly; ",
+			   check_int_distance(l->got, l->gotr, l->want, l->wantr));
+	else if (x == BEYOND)
 		/* just past 1 reads as more than 1 */
 		buf_printf(&d, l->ratio < 1.01 ? "off by %.2g, %.4f times the tolerance of assoc run; "
 					       : "off by %.2g, %.3g times the tolerance of assoc run; ",
 			   fabs(l->got - l->want), l->ratio);
 	else
 		buf_puts(&d, "assoc run fails a value that is not finite where the reference is; ");
-	buf_puts(&d, "the reference evaluated in float32 ");
+	buf_printf(&d, "the reference evaluated in %s ", types);
 	if (isfinite(l->naive))
 		buf_printf(&d, "is off by %.2g", fabs(l->naive - l->want));
 	else

@@ -37,6 +37,16 @@ static void put_component(Buf *b, const Decl *f, double v, int digits)
 		buf_num(b, v, digits);
 }
 
+void cex_value(Buf *b, int integer, double v, double rest, int digits)
+{
+	if (isnan(v))
+		buf_puts(b, "NaN");
+	else if (integer && isfinite(v) && v == trunc(v) && fabs(v) <= 0x1p63)
+		buf_printf(b, "%lld", (long long)ir_int_exact(v, rest));
+	else
+		buf_num(b, v, digits);
+}
+
 /* {m: 1, o: [0.5, 1, 2, 3, ... (64)]}; `mark` >= 0 also shows that component of a vector */
 void cex_state(Buf *b, Machine *m, const double *v, int mark)
 {

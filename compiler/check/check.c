@@ -25,6 +25,14 @@ void check_defaults(CheckOpts *o)
 
 /* ---- comparing states ---- */
 
+double check_int_distance(double got, double gotr, double want, double wantr)
+{
+	if (!isfinite(got) || want != trunc(want) || fabs(want) > 0x1p63)
+		return fabs(got - want);
+	int64_t g = ir_int_exact(got, gotr), w = ir_int_exact(want, wantr);
+	return g >= w ? (double)((uint64_t)g - (uint64_t)w) : (double)((uint64_t)w - (uint64_t)g);
+}
+
 double check_unit_roundoff(Mode mode) { return mode == MODE_F32 ? 0x1p-24 : 0x1p-53; }
 
 int check_values_agree(double x, double ex, double y, double ey, double u)

@@ -114,6 +114,12 @@ int check_commutes(Carrier *c, char *why, size_t n);
  * the same infinity.  1 when they agree, 0 when not, -1 when both are
  * finite (to be compared within a tolerance). */
 int check_special_match(double got, double want);
+/* |got - want| for an integer output, each value with its rest
+ * (ir_int_exact), which `assoc run` and check share: exactly where want
+ * is a whole number (an integer reference; a float one may have a
+ * fraction), as the double nearest the integers' distance, so that an
+ * i64 past 2^53 one away from the reference is 1 away, not 0. */
+double check_int_distance(double got, double gotr, double want, double wantr);
 /* The same rule on an empty or fully masked row, which `assoc run` and the
  * soundness trials share: there a NaN reference (0/0 over no position) takes
  * any value. */

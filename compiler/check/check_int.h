@@ -68,6 +68,7 @@ Accuracy *check_accuracy_new(Ck *k, int maxlen);
  * sound.c has them already. */
 typedef struct {
 	const double *refv, *refe, *ref32, *ref32e, *posv, *pose, *pos32, *pos32e; /* refe, pose: float64's bounds */
+	const double *refr, *posr; /* the rests of refv's and posv's integers (ir_int_exact) */
 } AccRefs;
 /* One whole row (s is left as it is), folded in its own tree in the spec's
  * types; refs: its references, or NULL to compute them. */
@@ -110,5 +111,9 @@ void cex_params_line(Buf *b, Machine *m); /* "    params: ...\n" */
 void cex_params_json(Buf *b, Machine *m);
 /* "l" or "o[3]": the name of state component k. */
 void cex_component(Buf *b, Machine *m, int k);
+/* A value of an output or a reference: a whole number in full, with its
+ * rest (ir_int_exact: 9007199254738942, which 9 digits would show as
+ * 9.00719925e+15), where integer; else to digits; NaN as "NaN". */
+void cex_value(Buf *b, int integer, double v, double rest, int digits);
 
 #endif

@@ -654,17 +654,19 @@ static int usable(Machine *m, const Sample *s, const double *v, const double *id
 
 int draw_sample_eval(Machine *m, Sample *s)
 {
-	double *t = malloc(3 * m->sw * sizeof *t);
+	double *t = malloc(4 * m->sw * sizeof *t);
 	if (!t)
 		abort();
 	int ok = 1;
 	for (int mode = 0; mode < 2; mode++) {
 		uint64_t rng = s->seed;
-		eval_fold(m, (Mode)mode, s->row, s->lo, s->hi, s->shape, &rng, s->v[mode], t);
+		eval_fold_exact(m, (Mode)mode, s->row, s->lo, s->hi, s->shape, &rng, s->v[mode], t, s->rest[mode]);
 		for (int d = 0; d < s->doublings; d++) {
 			memcpy(t, s->v[mode], m->sw * sizeof *t);
 			memset(t + m->sw, 0, m->sw * sizeof *t);
-			eval_merge(m, (Mode)mode, t, t + m->sw, t, t + m->sw, s->v[mode], t + 2 * m->sw);
+			memcpy(t + 3 * m->sw, s->rest[mode], m->sw * sizeof *t);
+			eval_merge_exact(m, (Mode)mode, t, t + m->sw, t + 3 * m->sw, t, t + m->sw, t + 3 * m->sw, s->v[mode],
+					 t + 2 * m->sw, s->rest[mode]);
 		}
 		ok &= usable(m, s, s->v[mode], m->ident[mode]);
 	}
@@ -686,10 +688,9 @@ static Sample *sample_make(Machine *m, DrawFamily f, int lo, int hi, int doublin
 	s->seed = rng_next(rng);
 	s->row = eval_row_new(m, s->hi);
 	s->row->i = rng_int(rng, 0, s->hi + 2);
-	s->v[0] = calloc(m->sw, sizeof(double));
-	s->v[1] = calloc(m->sw, sizeof(double));
-	if (!s->v[0] || !s->v[1])
-		abort();
+	for (int k = 0; k < 2; k++)
+		if (!(s->v[k] = calloc(m->sw, sizeof(double))) || !(s->rest[k] = calloc(m->sw, sizeof(double))))
+			abort();
 	DrawFamily df = f == DRAW_COUNTS ? DRAW_NORMAL : f;
 	if (draw_row(m, df, s->row, rng) || draw_sample_eval(m, s)) {
 		draw_sample_free(s);
@@ -808,11 +809,19 @@ Sample *draw_sample_clone(Machine *m, const Sample *s)
 	memcpy(t->row->rowv, s->row->rowv, m->roww * sizeof(double));
 	memcpy(t->row->colv, s->row->colv, (size_t)s->row->len * m->colw * sizeof(double));
 	memcpy(t->row->elemv, s->row->elemv, (size_t)s->row->len * m->elemw * sizeof(double));
+	if (s->row->rowrest)
+		memcpy(t->row->rowrest, s->row->rowrest, m->roww * sizeof(double));
+	if (s->row->colrest)
+		memcpy(t->row->colrest, s->row->colrest, (size_t)s->row->len * m->colw * sizeof(double));
+	if (s->row->elemrest)
+		memcpy(t->row->elemrest, s->row->elemrest, (size_t)s->row->len * m->elemw * sizeof(double));
 	for (int k = 0; k < 2; k++) {
 		t->v[k] = malloc(m->sw * sizeof(double));
-		if (!t->v[k])
+		t->rest[k] = malloc(m->sw * sizeof(double));
+		if (!t->v[k] || !t->rest[k])
 			abort();
 		memcpy(t->v[k], s->v[k], m->sw * sizeof(double));
+		memcpy(t->rest[k], s->rest[k], m->sw * sizeof(double));
 	}
 	return t;
 }
@@ -822,7 +831,7 @@ void draw_sample_free(Sample *s)
 	if (!s)
 		return;
 	eval_row_free(s->row);
-	free(s->v[0]);
-	free(s->v[1]);
+	for (int k = 0; k < 2; k++)
+		free(s->v[k]), free(s->rest[k]);
 	free(s);
 }

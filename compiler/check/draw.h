@@ -52,6 +52,7 @@ typedef struct {
 	int doublings;
 	int whole;    /* a row for the reference: whatever state it folds to is compared, NaN too */
 	double *v[2]; /* by Mode */
+	double *rest[2]; /* the rests of v's i64 fields (ir_int_exact), by Mode */
 } Sample;
 
 Sample *draw_sample_new(Machine *m, DrawFamily f, uint64_t *rng);

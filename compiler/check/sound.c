@@ -16,6 +16,9 @@ typedef struct {
 	double *sv, *se, *s32, *fin, *fine, *fin32, *map, *mape, *map32;
 	double *refv, *refe, *posv, *pose, *ref32, *pos32;
 	double *ref32e, *pos32e; /* the float32 reference's bounds, unused: not the float64 ones */
+	/* rests of the integers (ir_int_exact) of sv, s32, fin, fin32, map,
+	 * map32, refv and posv: exact from the inputs to the comparison */
+	double *sr, *s32r, *finr, *fin32r, *mapr, *map32r, *refr, *posr;
 	int cap;
 } Work;
 
@@ -24,6 +27,7 @@ typedef struct {
 	int is_map, comp, pos;
 	double got, want;
 	Mode mode;
+	double gotr, wantr; /* their rests, where integers */
 } Miss;
 
 static void work_init(Work *w, Machine *m, int maxlen)
@@ -35,13 +39,18 @@ static void work_init(Work *w, Machine *m, int maxlen)
 	w->posv = check_doubles((size_t)maxlen * m->refw), w->pose = check_doubles((size_t)maxlen * m->refw);
 	w->ref32 = check_doubles(m->refw), w->pos32 = check_doubles((size_t)maxlen * m->refw);
 	w->ref32e = check_doubles(m->refw), w->pos32e = check_doubles((size_t)maxlen * m->refw);
+	w->sr = check_doubles(m->sw), w->s32r = check_doubles(m->sw);
+	w->finr = check_doubles(m->finw), w->fin32r = check_doubles(m->finw);
+	w->mapr = check_doubles(m->mapw), w->map32r = check_doubles(m->mapw);
+	w->refr = check_doubles(m->refw), w->posr = check_doubles((size_t)maxlen * m->refw);
 	w->cap = maxlen;
 }
 
 static void work_free(Work *w)
 {
 	double *all[] = {w->sv, w->se, w->s32, w->fin, w->fine, w->fin32, w->map, w->mape, w->map32,
-			 w->refv, w->refe, w->posv, w->pose, w->ref32, w->pos32, w->ref32e, w->pos32e};
+			 w->refv, w->refe, w->posv, w->pose, w->ref32, w->pos32, w->ref32e, w->pos32e,
+			 w->sr, w->s32r, w->finr, w->fin32r, w->mapr, w->map32r, w->refr, w->posr};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
 }
@@ -121,6 +130,7 @@ typedef struct {
 	const double *got, *ge, *g32; /* the carrier in float64 (with error bounds) and float32 */
 	const double *want, *we, *w32; /* the reference likewise */
 	double scale;                  /* map outputs: the row's largest |value| */
+	const double *gotr, *wantr;    /* the rests of got's and want's integers */
 } Sides;
 
 static int compare(CheckResult *r, const Def *out, int is_map, int pos, Sides s, int w, int empty, DrawFamily f,
@@ -135,7 +145,7 @@ static int compare(CheckResult *r, const Def *out, int is_map, int pos, Sides s,
 			 * gives a number fails here as it fails `assoc run --len 0` */
 			int special = check_special_agree(got, want);
 			if (!special) {
-				*miss = (Miss){out, is_map, t, pos, got, want, MODE_F64};
+				*miss = (Miss){out, is_map, t, pos, got, want, MODE_F64, s.gotr[t], s.wantr[t]};
 				return 1;
 			}
 			ErrOutcome *e = r && !isnan(got) && !isnan(want) ? err_slot(r, out->name) : NULL;
@@ -155,10 +165,12 @@ static int compare(CheckResult *r, const Def *out, int is_map, int pos, Sides s,
 				e->compared++;
 			note_f32(r, out->name, s.g32[t], s.w32[t], want, s.scale, f);
 		}
-		if (!ty_is_float(out->e->ty) && got != want && (fabs(got) > 0x1p53 || fabs(want) > 0x1p53))
-			continue; /* an i64 past 2^53 that a double holds only rounded: as in the law trials */
-		if (!check_values_agree(got, s.ge[t], want, s.we[t], check_unit_roundoff(MODE_F64))) {
-			*miss = (Miss){out, is_map, t, pos, got, want, MODE_F64};
+		/* an integer output is held to an integer reference exactly, an
+		 * i64 past 2^53 as the integer it is (its rest beside it) */
+		int integer = !ty_is_float(out->e->ty) && isfinite(want) && want == trunc(want);
+		if (integer ? check_int_distance(got, s.gotr[t], want, s.wantr[t]) != 0
+			    : !check_values_agree(got, s.ge[t], want, s.we[t], check_unit_roundoff(MODE_F64))) {
+			*miss = (Miss){out, is_map, t, pos, got, want, MODE_F64, s.gotr[t], s.wantr[t]};
 			return 1;
 		}
 	}
@@ -183,27 +195,29 @@ static int row_check(Ck *k, Work *w, Sample *s, CheckResult *r, Miss *miss)
 	const Row *row = s->row;
 	uint64_t rng = s->seed;
 	int empty = unmasked(m, row) == 0;
-	eval_fold(m, MODE_F64, row, 0, row->len, s->shape, &rng, w->sv, w->se);
+	eval_fold_exact(m, MODE_F64, row, 0, row->len, s->shape, &rng, w->sv, w->se, w->sr);
 	memcpy(w->s32, s->v[MODE_F32], m->sw * sizeof *w->s32);
-	eval_finalize(m, MODE_F64, row, w->sv, w->se, w->fin, w->fine);
-	eval_finalize(m, MODE_F32, row, w->s32, w->se, w->fin32, NULL);
-	eval_reference(m, MODE_F64, row, w->refv, w->refe, w->posv, w->pose);
+	memcpy(w->s32r, s->rest[MODE_F32], m->sw * sizeof *w->s32r);
+	eval_finalize_exact(m, MODE_F64, row, w->sv, w->se, w->sr, w->fin, w->fine, w->finr);
+	eval_finalize_exact(m, MODE_F32, row, w->s32, w->se, w->s32r, w->fin32, NULL, w->fin32r);
+	eval_reference_exact(m, MODE_F64, row, w->refv, w->refe, w->refr, w->posv, w->pose, w->posr);
 	if (r)
 		eval_reference(m, MODE_F32, row, w->ref32, w->ref32e, w->pos32, w->pos32e);
 	for (int o = 0; o < c->nfinal; o++) {
 		int q = check_ref_index(c, c->finalize[o].name, 1), at = m->finoff[o], rat = m->refoff[q < 0 ? 0 : q];
-		Sides sd = {w->fin + at, w->fine + at, w->fin32 + at, w->refv + rat, w->refe + rat, w->ref32 + rat, 0};
+		Sides sd = {w->fin + at, w->fine + at, w->fin32 + at, w->refv + rat, w->refe + rat, w->ref32 + rat, 0,
+			    w->finr + at, w->refr + rat};
 		if (q >= 0 && compare(r, &c->finalize[o], 0, -1, sd, m->finoff[o + 1] - at, empty, s->fam, miss))
 			return 1;
 	}
 	for (int j = 0; m->map && j < row->len; j++) {
-		eval_map(m, MODE_F64, row, j, w->sv, w->se, w->map, w->mape);
-		eval_map(m, MODE_F32, row, j, w->s32, w->se, w->map32, NULL);
+		eval_map_exact(m, MODE_F64, row, j, w->sv, w->se, w->sr, w->map, w->mape, w->mapr);
+		eval_map_exact(m, MODE_F32, row, j, w->s32, w->se, w->s32r, w->map32, NULL, w->map32r);
 		for (int o = 0; o < c->nmap; o++) {
 			int q = check_ref_index(c, c->map[o].name, 0), mo = m->mapoff[o];
 			size_t at = (size_t)j * m->refw + m->refoff[q >= 0 ? q : 0];
 			Sides sd = {w->map + mo, w->mape + mo, w->map32 + mo, w->posv + at, w->pose + at, w->pos32 + at,
-				    q >= 0 ? pos_scale(m, w, row->len, q) : 0};
+				    q >= 0 ? pos_scale(m, w, row->len, q) : 0, w->mapr + mo, w->posr + at};
 			if (q >= 0 && compare(r, &c->map[o], 1, j, sd, m->mapoff[o + 1] - mo, empty, s->fam, miss))
 				return 1;
 		}
@@ -228,18 +242,16 @@ static void describe_miss(Ck *k, CheckResult *r, Sample *s, const double *state,
 		buf_printf(&d, "[%d]", miss->comp);
 	if (miss->is_map)
 		buf_printf(&d, " at position %d", miss->pos);
+	int integer = !ty_is_float(miss->out->e->ty);
 	buf_puts(&d, " is ");
-	if (isnan(miss->got))
-		buf_puts(&d, "NaN");
-	else
-		buf_num(&d, miss->got, 9);
+	cex_value(&d, integer, miss->got, miss->gotr, 9);
 	int live = unmasked(m, s->row);
 	if (!live && s->row->len)
 		buf_printf(&d, " on a fully masked row (length %d, every position masked)", s->row->len);
 	else if (!live)
 		buf_puts(&d, " on an empty row (length 0)");
 	buf_puts(&d, " but the reference gives ");
-	buf_num(&d, miss->want, 9);
+	cex_value(&d, integer, miss->want, miss->wantr, 9);
 	if (live)
 		buf_printf(&d, " (%s%srow of length %d, float64)", kind ? kind : "", kind ? ", " : "", s->row->len);
 	r->sound_empty = !live;
@@ -381,7 +393,7 @@ static int sound_row(Ck *k, Work *w, Sample *s, CheckResult *r, Accuracy *acc, c
 		return 1;
 	}
 	if (acc) {
-		AccRefs refs = {w->refv, w->refe, w->ref32, w->ref32e, w->posv, w->pose, w->pos32, w->pos32e};
+		AccRefs refs = {w->refv, w->refe, w->ref32, w->ref32e, w->posv, w->pose, w->pos32, w->pos32e, w->refr, w->posr};
 		check_accuracy_row(k, acc, s, kind ? kind : draw_family_name[s->fam], &refs);
 	}
 	draw_sample_free(s);

@@ -136,17 +136,6 @@ static double naive_error(double want, double naive, double bound, double share,
 	return err;
 }
 
-/* |got - want| for an integer output, each with its rest: exactly where
- * want is a whole number (an integer reference; a float one may have a
- * fraction), as the double nearest the integers' distance. */
-static double int_distance(double got, double gotr, double want, double wantr)
-{
-	if (want != trunc(want) || fabs(want) > 0x1p63)
-		return fabs(got - want);
-	int64_t g = ir_int_exact(got, gotr), w = ir_int_exact(want, wantr);
-	return g >= w ? (double)((uint64_t)g - (uint64_t)w) : (double)((uint64_t)w - (uint64_t)g);
-}
-
 /* empty: the value is that of no position (an empty or fully masked row,
  * or a scan's prefix of masked positions); own: the carrier's own float32
  * error (check_own_error), 0 where not taken; gotr, wantr: the rests of
@@ -176,7 +165,7 @@ static void compare_value(OutCheck *oc, double got, double gotr, double want, do
 			oc->inf_both++;
 		return;
 	}
-	double err = exact ? int_distance(got, gotr, want, wantr) : fabs(got - want);
+	double err = exact ? check_int_distance(got, gotr, want, wantr) : fabs(got - want);
 	double naive_err = fmax(naive_error(want, naive, bound, share, scale, capped), own);
 	double tol = exact ? 0 : check_tolerance(naive_err, scale);
 	double ratio = err == 0 ? 0 : tol > 0 ? err / tol : INFINITY;
