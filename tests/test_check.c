@@ -339,6 +339,28 @@ Test(check, reference_literals_are_the_lifts)
 	spec_carrier_free(c);
 }
 
+/* Values given that break a part of assume over params alone are a usage
+ * error naming them, as `run` has it (check said "could not draw inputs
+ * where 'assume' holds"); a bool param's case that breaks it is a case
+ * the assume rules out. */
+Test(check, params_that_break_assume_are_named)
+{
+	Carrier *c = load_ok("tests/prove/assume_flag.yaml");
+	CheckOpts o;
+	check_defaults(&o);
+	o.trials = 100;
+	CheckResult r;
+	char msg[200] = "", cases[224];
+	o.params = (Define[]){{"flag", "false"}}, o.nparams = 1;
+	cr_assert_eq(check_run_cases(c, &o, &r, cases, sizeof cases, msg, sizeof msg), -1);
+	cr_expect_str_eq(msg, "param flag = false breaks 'assume' (flag)");
+	o.nparams = 0;
+	cr_assert_eq(check_run_cases(c, &o, &r, cases, sizeof cases, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(check_ok(&r) && strstr(cases, "in the one case of the bool param that the assume admits"), "%s", cases);
+	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
 Test(check, unsatisfiable_assume)
 {
 	Carrier *c = text_ok("carrier: never\nelement: {x: f32}\nassume: x != x\nstate: {s: f32}\n"

@@ -2251,8 +2251,9 @@ Test(cli, config_names_the_key_out_of_range, .timeout = 60)
 			      "--config scan:nt=64,acc=1,vec=1,warp=0,items=4", out, sizeof out, 1), 0, "%s", out);
 }
 
-/* A param that breaks assume is named as such: nothing could be drawn,
- * and with --input nothing is. */
+/* A param that breaks assume is named as such, by run and by check (exit
+ * 2, as for a bad --param; check said only "could not draw inputs where
+ * 'assume' holds"): nothing could be drawn, and with --input nothing is. */
 Test(cli, a_param_that_breaks_assume_is_named, .timeout = 60)
 {
 	write_text("build/softmax_t.yaml", "carrier: softmax_temp\nparams: {temp: f32}\nassume: temp > 0 && temp < 9\n"
@@ -2269,6 +2270,9 @@ Test(cli, a_param_that_breaks_assume_is_named, .timeout = 60)
 	cr_assert_eq(sh(ASSOC " run build/softmax_t.yaml --device interp --param temp=300", out, sizeof out, 1), 2, "%s",
 		     out);
 	cr_expect(strstr(out, "param temp = 300 breaks 'assume' (temp < 9)"), "%s", out);
+	cr_assert_eq(sh(ASSOC " check build/softmax_t.yaml --param temp=-1", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "assoc: build/softmax_t.yaml: param temp = -1 breaks 'assume' (temp > 0)"), "%s", out);
+	cr_expect_not(strstr(out, "could not draw"), "%s", out);
 }
 
 /* --verbose on the emulator says what it has to say, and no empty line. */

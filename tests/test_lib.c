@@ -1080,6 +1080,43 @@ Test(lib, inputs_that_break_assume_are_refused, .timeout = 120)
 	}
 }
 
+/* A param that breaks a part of assume over params alone is a bad
+ * argument, ASSOC_EINVAL (Python's ValueError), not ASSOC_ELAWS (a
+ * LawError), named with that part, where the laws read it and where only
+ * the assume does (it said "could not draw inputs where 'assume' holds",
+ * and "the params break 'assume'" with the whole of it). */
+Test(lib, a_param_that_breaks_assume_is_a_bad_argument, .timeout = 60)
+{
+	static const char *const text[] = {
+		"carrier: softmax_temp\nparams: {temp: f32}\nassume: temp > 0 && x > -100\nelement: {x: f32}\n"
+		"let:\n  z: x / temp\nstate: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: z, l: 1}\n"
+		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\nfinalize: {lse: m + log(l)}\n"
+		"reference:\n  lse: log(sum(exp(z)))\nlaws: [commutative]\n",
+		"carrier: lse_temp\nparams: {temp: f32}\nassume: temp > 0 && x > -100\nelement: {x: f32}\n"
+		"state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: x, l: 1}\n"
+		"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+		"finalize: {lse: (m + log(l)) / temp}\nreference:\n  lse: log(sum(exp(x))) / temp\nlaws: [commutative]\n",
+	};
+	float x[6] = {1, 2, 3, 4, 5, 6}, out[2] = {7, 7};
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"lse", out, sizeof out}};
+	for (int i = 0; i < 2; i++) {
+		AssocSpec *s;
+		cr_assert_eq(assoc_spec_load_text(&s, text[i], strlen(text[i]), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+		AssocKernel *k = NULL;
+		cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+		AssocValue good = {"temp", 2}, bad = {"temp", -1};
+		cr_assert_eq(assoc_run(k, 2, 3, b, 2, &bad, 1), ASSOC_EINVAL, "%s", assoc_kernel_error(k));
+		cr_expect(strstr(assoc_kernel_error(k), "param temp = -1 breaks 'assume' (temp > 0)") &&
+				  !strstr(assoc_kernel_error(k), "could not draw"),
+			  "%d: %s", i, assoc_kernel_error(k));
+		cr_expect(out[0] == 7 && out[1] == 7, "nothing ran");
+		cr_assert_eq(assoc_run(k, 2, 3, b, 2, &good, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
+		assoc_kernel_free(k);
+		assoc_spec_free(s);
+		out[0] = out[1] = 7;
+	}
+}
+
 /* ---- assoc_run_device and assoc_tune, on the fake driver ---- */
 
 #define FAKE_LIB "build/libfakecuda.so"

@@ -552,6 +552,16 @@ static void ck_free(Ck *k)
 	free(k->tmp);
 }
 
+/* Which params the overrides fix (by param), the caller's alone or with
+ * the case's bool params. */
+static void params_fixed(const Carrier *c, const CheckOpts *o, int with_case, unsigned char *fixed)
+{
+	memset(fixed, 0, c->nparams + 1);
+	for (int i = 0; i < o->nparams - (with_case ? 0 : o->case_params); i++)
+		for (int p = 0; p < c->nparams; p++)
+			fixed[p] |= !strcmp(c->params[p].name, o->params[i].name);
+}
+
 int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t n)
 {
 	struct timespec t0, t1;
@@ -564,6 +574,25 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 	if (draw_params(&m, o->params, o->nparams, &k.rng, msg, n)) {
 		eval_free(&m);
 		return -1;
+	}
+	/* A part of assume over params alone, false at values given: the
+	 * caller's are a usage error, as `run` has them; a case's bool params
+	 * are a case the assume rules out (check_run_cases). */
+	unsigned char *fixed = calloc(c->nparams + 1, 1);
+	char why[512];
+	if (!fixed)
+		abort();
+	params_fixed(c, o, 0, fixed);
+	int caller = draw_params_break_assume(&m, fixed, msg, n);
+	params_fixed(c, o, 1, fixed);
+	int by_case = !caller && draw_params_break_assume(&m, fixed, why, sizeof why);
+	free(fixed);
+	if (caller || by_case) {
+		eval_free(&m);
+		if (caller)
+			return -1;
+		r->input_error = strdup(why);
+		return 0;
 	}
 	k.tmp = calloc(9 * (size_t)m.sw, sizeof(double));
 	if (!k.tmp)
@@ -673,6 +702,7 @@ int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cas
 	CheckOpts o = *base;
 	o.params = defs;
 	o.nparams = nd + nfree;
+	o.case_params = nfree;
 	int have = 0, excluded = 0, ncase = check_case_count(nfree);
 	double seconds = 0; /* every case's, in the one reported */
 	const char *plural = nfree > 1 ? "s" : "";

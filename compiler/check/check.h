@@ -18,6 +18,7 @@ typedef struct {
 	int id_trials; /* identity trials per mode */
 	const Define *params; /* name=value overrides of params */
 	int nparams;
+	int case_params; /* of those, the last this many are a case's bool params (check_run_cases), not the caller's */
 	int no_sound;  /* leave out soundness against the reference */
 	int special_rows; /* rows holding NaN, infinities, -0 or values near FLT_MAX (0: none) */
 } CheckOpts;
@@ -78,7 +79,9 @@ typedef struct {
 	int nnotes;
 	ErrOutcome *err;
 	int nerr;
-	char *input_error; /* inputs where `assume` holds could not be drawn */
+	/* inputs where `assume` holds could not be drawn: a part of it over
+	 * params alone is false at a case's values, or no draw satisfies it */
+	char *input_error;
 	SpecialOutcome special;
 	/* The carrier in the spec's types against the tolerance of `assoc
 	 * run` (accuracy.c) on the soundness rows and a few hard ones: FAILS
@@ -92,7 +95,9 @@ typedef struct {
 
 void check_defaults(CheckOpts *o);
 /* 0 when the checks ran (whatever they found), -1 on a usage error (a
- * param override that names no param or is not a number), with msg set. */
+ * param override that names no param or is not a number, or values of
+ * the caller's that break a part of `assume` over params alone:
+ * "param temp = -1 breaks 'assume' (temp > 0)"), with msg set. */
 int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t n);
 /* check_run once for each case of the bool params that o->params leaves
  * free (every case of up to 4, else all true, each false alone and all

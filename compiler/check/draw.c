@@ -628,6 +628,52 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 	return 0; /* rows will report that assume cannot be satisfied */
 }
 
+static int conjunct_breaks(const Machine *m, const Expr *e, const unsigned char *fixed, char *msg, size_t n)
+{
+	const Carrier *c = m->c;
+	if (e->op == EXPR_AND)
+		return conjunct_breaks(m, e->a[0], fixed, msg, n) || conjunct_breaks(m, e->a[1], fixed, msg, n);
+	Expr *root = (Expr *)e;
+	Prog *p = prog_new(c->ir, &root, 1);
+	int leaves = prog_nleaves(p), only_params = leaves > 0;
+	for (int i = 0; i < leaves && only_params; i++) {
+		const Expr *x = prog_leaf(p, i);
+		only_params = x->op == EXPR_VAR && ir_var(c->ir, x->k)->kind == VAR_PARAM &&
+			      (!fixed || fixed[ir_var(c->ir, x->k)->slot]);
+		if (only_params)
+			prog_leaf_val(p, i, NULL)[0] = m->params[m->poff[ir_var(c->ir, x->k)->slot]];
+	}
+	int broken = 0;
+	if (only_params) {
+		prog_run(p, MODE_F32); /* as eval_assume decides it */
+		broken = prog_root(p, 0, NULL)[0] == 0;
+	}
+	if (broken) {
+		char vals[512] = "", num[40];
+		for (int i = 0; i < leaves; i++) {
+			const Var *v = ir_var(c->ir, prog_leaf(p, i)->k);
+			double x = m->params[m->poff[v->slot]];
+			snprintf(num, sizeof num, "%.15g", x); /* as the user wrote it, not to 3 digits */
+			if (strtod(num, NULL) != x)
+				snprintf(num, sizeof num, "%.17g", x);
+			if (c->params[v->slot].storage == TY_BOOL)
+				snprintf(num, sizeof num, "%s", x != 0 ? "true" : "false");
+			snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s = %s", i ? ", " : "", v->name, num);
+		}
+		char *text = ir_str_max(c->ir, e, 200);
+		snprintf(msg, n, "param%s %s break%s 'assume' (%s)", leaves > 1 ? "s" : "", vals, leaves > 1 ? "" : "s",
+			 text);
+		free(text);
+	}
+	prog_free(p);
+	return broken;
+}
+
+int draw_params_break_assume(const Machine *m, const unsigned char *fixed, char *msg, size_t n)
+{
+	return m->c->assume && conjunct_breaks(m, m->c->assume, fixed, msg, n);
+}
+
 /* ---- samples ---- */
 
 static int seg_len(uint64_t *rng)

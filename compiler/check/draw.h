@@ -40,6 +40,11 @@ double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64
 double draw_param_value(const char *s, char **end);
 /* Params: overrides where given, else drawn from (0.05, 1], honouring assume. */
 int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n);
+/* A conjunct of assume that reads params alone, each of them one that
+ * fixed marks (by param; NULL: every param), and is false at m's params:
+ * no input could make assume hold.  1 with msg "param temp = -1 breaks
+ * 'assume' (temp > 0)", else 0 (and 0 without an assume). */
+int draw_params_break_assume(const Machine *m, const unsigned char *fixed, char *msg, size_t n);
 
 /* A state with its provenance: the fold of positions [lo, hi) of a row in a
  * tree shape, then merged with itself `doublings` times. */

@@ -549,46 +549,6 @@ int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, c
 	return rc;
 }
 
-/* A conjunct of assume that reads params alone and is false at them: no
- * input could make assume hold, so nothing is worth drawing. */
-static int params_break_assume(const Machine *m, const Expr *e, char *msg, size_t n)
-{
-	const Carrier *c = m->c;
-	if (e->op == EXPR_AND)
-		return params_break_assume(m, e->a[0], msg, n) || params_break_assume(m, e->a[1], msg, n);
-	Expr *root = (Expr *)e;
-	Prog *p = prog_new(c->ir, &root, 1);
-	int leaves = prog_nleaves(p), only_params = leaves > 0;
-	for (int i = 0; i < leaves && only_params; i++) {
-		const Expr *x = prog_leaf(p, i);
-		only_params = x->op == EXPR_VAR && ir_var(c->ir, x->k)->kind == VAR_PARAM;
-		if (only_params)
-			prog_leaf_val(p, i, NULL)[0] = m->params[m->poff[ir_var(c->ir, x->k)->slot]];
-	}
-	int broken = 0;
-	if (only_params) {
-		prog_run(p, MODE_F32); /* as eval_assume decides it */
-		broken = prog_root(p, 0, NULL)[0] == 0;
-	}
-	if (broken) {
-		char vals[512] = "", num[40];
-		for (int i = 0; i < leaves; i++) {
-			const Var *v = ir_var(c->ir, prog_leaf(p, i)->k);
-			double x = m->params[m->poff[v->slot]];
-			snprintf(num, sizeof num, "%.15g", x); /* as the user wrote it, not to 3 digits */
-			if (strtod(num, NULL) != x)
-				snprintf(num, sizeof num, "%.17g", x);
-			snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s = %s", i ? ", " : "", v->name, num);
-		}
-		char *text = ir_str_max(c->ir, e, 200);
-		snprintf(msg, n, "param%s %s break%s 'assume' (%s)", leaves > 1 ? "s" : "", vals, leaves > 1 ? "" : "s",
-			 text);
-		free(text);
-	}
-	prog_free(p);
-	return broken;
-}
-
 /* cols: NULL; or where the Row of the columns goes, kept for the next
  * call, whose columns it holds when not NULL */
 static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams, Row **cols, char *msg, size_t n)
@@ -599,7 +559,7 @@ static int draw_one(RunData *d, uint64_t seed, const Define *params, int nparams
 	uint64_t rng = rng_stream(seed, RNG_RUN_INPUTS);
 	int rc = draw_params(&m, params, nparams, &rng, msg, n);
 	memcpy(d->params, m.params, c->nparams * sizeof *d->params);
-	if (!rc && c->assume && params_break_assume(&m, c->assume, msg, n))
+	if (!rc && draw_params_break_assume(&m, NULL, msg, n))
 		rc = -1;
 	int keep_cols = cols && *cols;
 	Row *row = keep_cols ? *cols : eval_row_new(&m, d->len);
@@ -731,7 +691,18 @@ static int assume_one(const RunData *d, int head, char *msg, size_t n)
 
 int rundata_check_assume(const RunData *d, char *msg, size_t n)
 {
-	if (!d->c->assume || d->rows <= 0)
+	if (!d->c->assume)
+		return 0;
+	/* a part over params alone that they break: theirs, whatever the
+	 * inputs (it named the first position, or "the params") */
+	Machine m;
+	eval_init(&m, d->c);
+	memcpy(m.params, d->params, d->c->nparams * sizeof *d->params);
+	int broken = draw_params_break_assume(&m, NULL, msg, n);
+	eval_free(&m);
+	if (broken)
+		return -1;
+	if (d->rows <= 0)
 		return 0;
 	if (d->heads <= 1)
 		return assume_one(d, -1, msg, n);

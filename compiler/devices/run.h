@@ -149,7 +149,9 @@ int rundata_draw(RunData *d, uint64_t seed, const Define *params, int nparams, c
 
 /* 0 when every row and position of d's inputs satisfies the spec's
  * assume; else -1 with msg naming the first that does not: its head (with
- * heads), row and position, and the values of the inputs assume reads. */
+ * heads), row and position, and the values of the inputs assume reads;
+ * or, where a part of assume over params alone is false at d's params,
+ * them (draw_params_break_assume), inputs or not. */
 int rundata_check_assume(const RunData *d, char *msg, size_t n);
 
 enum { MAX_SPLIT = VARIANT_MAX_SPLIT };

@@ -408,6 +408,21 @@ class Specs(unittest.TestCase):
         with self.assertRaisesRegex(assoc.LawError, r"identity fails.*p=-1"):
             k(x=x, p=-1.0)
 
+    def test_a_param_that_breaks_assume_is_a_value_error(self):
+        # a bad argument named as run names it, not a LawError ("could not draw inputs where 'assume' holds")
+        spec = assoc.loads("carrier: softmax_temp\nparams: {temp: f32}\nassume: temp > 0\nelement: {x: f32}\n"
+                           "let:\n  z: x / temp\nstate: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\n"
+                           "lift: {m: z, l: 1}\nmerge:\n  m: max(a.m, b.m)\n"
+                           "  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\nfinalize: {lse: m + log(l)}\n"
+                           "reference:\n  lse: log(sum(exp(z)))\nlaws: [commutative]\n")
+        k = spec.compile("cpu")
+        x = np.ones((2, 3), np.float32)
+        with self.assertRaisesRegex(ValueError, r"param temp = -1 breaks 'assume' \(temp > 0\)") as cm:
+            k(x=x, temp=-1.0)
+        self.assertNotIsInstance(cm.exception, assoc.LawError)
+        self.assertNotIn("could not draw", str(cm.exception))
+        self.assertEqual(k(x=x, temp=2.0)["lse"].shape, (2,))
+
     def test_gpu_without_a_driver_says_why(self):
         saved = os.environ.get("ASSOC_LIBCUDA")
         os.environ["ASSOC_LIBCUDA"] = "build/no-such-libcuda.so.1"
