@@ -361,6 +361,28 @@ Test(check, params_that_break_assume_are_named)
 	spec_carrier_free(c);
 }
 
+/* A NaN param, where the spec has no assume, makes every state folded
+ * from the inputs drawn NaN: said so, naming the param, and not as an
+ * assume that rules the inputs out (it was "could not draw inputs where
+ * 'assume' holds"). */
+Test(check, a_nan_param_leaves_every_state_nan_not_an_assume)
+{
+	Carrier *c = text_ok("carrier: scaled\nparams: {sc: f64}\nelement: {x: f32}\nstate: {s: f64}\nidentity: {s: 0}\n"
+			     "lift: {s: x * sc}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x * sc)}\n");
+	CheckOpts o;
+	check_defaults(&o);
+	o.trials = 100;
+	o.params = (Define[]){{"sc", "nan"}}, o.nparams = 1;
+	CheckResult r;
+	char msg[200] = "";
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_str_eq(r.input_error, "every state folded from the inputs drawn holds NaN or an infinity, at param sc = nan");
+	cr_expect_not(r.input_assume);
+	cr_expect_not(check_ok(&r));
+	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
 Test(check, unsatisfiable_assume)
 {
 	Carrier *c = text_ok("carrier: never\nelement: {x: f32}\nassume: x != x\nstate: {s: f32}\n"
@@ -372,6 +394,7 @@ Test(check, unsatisfiable_assume)
 	char msg[100];
 	check_run(c, &o, &r, msg, sizeof msg);
 	cr_assert(r.input_error && strstr(r.input_error, "assume"));
+	cr_expect(r.input_assume);
 	cr_assert_not(check_ok(&r));
 	check_result_free(&r);
 	spec_carrier_free(c);

@@ -2275,6 +2275,28 @@ Test(cli, a_param_that_breaks_assume_is_named, .timeout = 60)
 	cr_expect_not(strstr(out, "could not draw"), "%s", out);
 }
 
+/* A NaN param where the spec has no assume: check and run say that every
+ * state folded from the inputs drawn holds NaN, at that param, not that
+ * inputs where 'assume' holds could not be drawn (nor that the assume
+ * holds in none of the bool param's cases). */
+Test(cli, a_nan_param_is_named_not_an_assume, .timeout = 60)
+{
+	write_text("build/boolp.yaml", "carrier: boolp\nparams: {useabs: bool, off: i32, sc: f64}\nelement: {x: f32}\n"
+				       "state: {s: f64}\nidentity: {s: 0}\nlift:\n  s: where(useabs, abs(x), x) * sc + off\n"
+				       "merge: {s: a.s + b.s}\nreference:\n  s: sum(where(useabs, abs(x), x) * sc + off)\n"
+				       "laws: [commutative]\n");
+	const char *want = "every state folded from the inputs drawn holds NaN or an infinity, at param sc = nan";
+	cr_assert_eq(sh(ASSOC " check build/boolp.yaml --param sc=nan", out, sizeof out, 1), 1, "%s", out);
+	cr_expect(strstr(out, "  trials: with useabs=false, the first of 2 cases of the bool param that fails\n") &&
+			  strstr(out, want), "%s", out);
+	cr_expect_not(strstr(out, "assume"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run build/boolp.yaml --device interp --rows 2 --len 5 --param sc=nan", out, sizeof out, 1),
+		     1, "%s", out);
+	cr_expect(strstr(out, want) && !strstr(out, "assume"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run build/boolp.yaml --device interp --rows 2 --len 5 --param sc=2", out, sizeof out, 1), 0,
+		     "%s", out);
+}
+
 /* --verbose on the emulator says what it has to say, and no empty line. */
 Test(cli, emu_verbose_has_no_blank_line, .timeout = 60)
 {

@@ -1117,6 +1117,33 @@ Test(lib, a_param_that_breaks_assume_is_a_bad_argument, .timeout = 60)
 	}
 }
 
+/* A NaN param that leaves every state NaN leaves nothing to check: a bad
+ * argument, ASSOC_EINVAL (Python's ValueError), naming the param, where
+ * it was ASSOC_ELAWS (a LawError) saying "could not draw inputs where
+ * 'assume' holds" of a spec with no assume. */
+Test(lib, a_nan_param_that_leaves_every_state_nan_is_a_bad_argument, .timeout = 60)
+{
+	const char *text = "carrier: scaled\nparams: {sc: f64}\nelement: {x: f32}\nstate: {s: f64}\nidentity: {s: 0}\n"
+			   "lift: {s: x * sc}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x * sc)}\nlaws: [commutative]\n";
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	float x[6] = {1, 2, 3, 4, 5, 6};
+	double sv[2] = {7, 7};
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"s", sv, sizeof sv}};
+	AssocValue nan_sc = {"sc", NAN}, two = {"sc", 2};
+	cr_assert_eq(assoc_run(k, 2, 3, b, 2, &nan_sc, 1), ASSOC_EINVAL, "%s", assoc_kernel_error(k));
+	cr_expect(strstr(assoc_kernel_error(k), "every state folded from the inputs drawn holds NaN or an infinity, at "
+						"param sc = nan") && !strstr(assoc_kernel_error(k), "assume"),
+		  "%s", assoc_kernel_error(k));
+	cr_expect(sv[0] == 7 && sv[1] == 7, "nothing ran");
+	cr_assert_eq(assoc_run(k, 2, 3, b, 2, &two, 1), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_expect(sv[0] == 12 && sv[1] == 30, "%g %g", sv[0], sv[1]);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
 /* ---- assoc_run_device and assoc_tune, on the fake driver ---- */
 
 #define FAKE_LIB "build/libfakecuda.so"

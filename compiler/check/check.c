@@ -562,6 +562,38 @@ static void params_fixed(const Carrier *c, const CheckOpts *o, int with_case, un
 			fixed[p] |= !strcmp(c->params[p].name, o->params[i].name);
 }
 
+/* Why no sample folds a position (check_run): no row can be drawn where
+ * assume holds (input_assume), or rows can, and every state folded from
+ * them held NaN or an infinity (draw.c's usable); a param that is not
+ * finite is named, as what most likely made them so. */
+static void no_samples(Machine *m, uint64_t *rng, CheckResult *r)
+{
+	Carrier *c = m->c;
+	Row *row = eval_row_new(m, 4);
+	int drawn = 0;
+	for (int f = 0; f < NDRAW && !drawn; f++)
+		drawn = f != DRAW_COUNTS && draw_row(m, (DrawFamily)f, row, rng) == 0;
+	eval_row_free(row);
+	r->input_assume = !drawn;
+	if (!drawn) {
+		r->input_error = strdup("could not draw inputs where 'assume' holds");
+		return;
+	}
+	Buf b = {0};
+	buf_puts(&b, "every state folded from the inputs drawn holds NaN or an infinity");
+	int odd = 0;
+	for (int p = 0; p < c->nparams; p++)
+		odd += !isfinite(m->params[m->poff[p]]);
+	for (int p = 0, k = 0; p < c->nparams; p++) {
+		double v = m->params[m->poff[p]];
+		if (isfinite(v))
+			continue;
+		buf_printf(&b, "%s%s = %s", k++ ? ", " : odd > 1 ? ", at params " : ", at param ", c->params[p].name,
+			   isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+	}
+	r->input_error = buf_take(&b);
+}
+
 int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t n)
 {
 	struct timespec t0, t1;
@@ -592,6 +624,7 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 		if (caller)
 			return -1;
 		r->input_error = strdup(why);
+		r->input_assume = 1;
 		return 0;
 	}
 	k.tmp = calloc(9 * (size_t)m.sw, sizeof(double));
@@ -610,7 +643,7 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 	 * for, as the soundness trials allow for it (they turn it off after) */
 	eval_const_rounding(&m, 1);
 	if (!k.nonempty) {
-		r->input_error = strdup("could not draw inputs where 'assume' holds");
+		no_samples(&m, &k.rng, r);
 	} else {
 		r->law[r->nlaw++] = (LawOutcome){.law = "identity"};
 		run_identity(&k, &r->law[0], o->id_trials / 2);
@@ -721,7 +754,7 @@ int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cas
 		}
 		seconds += rk.seconds;
 		rk.seconds = seconds;
-		if (rk.input_error) { /* a case the assume rules out */
+		if (rk.input_error && rk.input_assume) { /* a case the assume rules out */
 			if (!have && k == ncase - 1) {
 				*r = rk;
 				snprintf(cases, ncases, "the assume holds in none of the %d cases of the bool param%s", ncase,

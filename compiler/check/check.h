@@ -79,9 +79,13 @@ typedef struct {
 	int nnotes;
 	ErrOutcome *err;
 	int nerr;
-	/* inputs where `assume` holds could not be drawn: a part of it over
-	 * params alone is false at a case's values, or no draw satisfies it */
+	/* no sample could be folded, and why: a part of `assume` over params
+	 * alone is false at the values given, or no inputs were drawn where
+	 * it holds (input_assume set: the params rule out every input), or
+	 * every state folded from the inputs drawn holds NaN or an infinity
+	 * (a NaN param in every lift) */
 	char *input_error;
+	int input_assume;
 	SpecialOutcome special;
 	/* The carrier in the spec's types against the tolerance of `assoc
 	 * run` (accuracy.c) on the soundness rows and a few hard ones: FAILS

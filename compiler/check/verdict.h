@@ -32,7 +32,7 @@ typedef enum { VERDICT_OK, VERDICT_UNKNOWN, VERDICT_FAILED } VerdictStatus;
 /* What the first failure is. */
 typedef enum {
 	VERDICT_BY_NONE,
-	VERDICT_BY_INPUTS,    /* no inputs could be drawn where `assume` holds */
+	VERDICT_BY_INPUTS,    /* no inputs to try: none drawn where `assume` holds, or every state folded from them NaN */
 	VERDICT_BY_TRIALS,    /* a law failed a randomized trial */
 	VERDICT_BY_PROOF,     /* the prover disproved a law (or, under strict, left it unknown) */
 	VERDICT_BY_REFERENCE, /* the results disagree with the reference on a row with positions */

@@ -42,7 +42,7 @@ extern "C" {
 
 typedef enum {
 	ASSOC_OK = 0,
-	ASSOC_EINVAL,   /* a NULL handle or pointer, an unknown name, rows or len under 0 or past 2^31 - 1, params that break assume */
+	ASSOC_EINVAL,   /* a NULL handle or pointer, an unknown name, rows or len under 0 or past 2^31 - 1, params that leave nothing to check */
 	ASSOC_ESPEC,    /* the spec does not load (syntax, scopes, types) */
 	ASSOC_ELAWS,    /* assoc_spec_check, assoc_compile, a run at params: a law or the reference does not hold */
 	ASSOC_EDEVICE,  /* the device is unknown or not usable here */
@@ -127,9 +127,10 @@ const char *assoc_spec_warnings(const AssocSpec *s);
  * only, and disproved at others): the first run at new values reaches
  * that verdict (milliseconds), and a run where it fails gives ASSOC_ELAWS
  * and runs nothing; the kernel keeps the last 16 sets of values that
- * held.  A param that breaks a part of assume over params alone gives
- * ASSOC_EINVAL instead ("param temp = -1 breaks 'assume' (temp > 0)",
- * whatever the laws read). */
+ * held.  Values at which nothing can be checked give ASSOC_EINVAL
+ * instead: a param that breaks a part of assume over params alone ("param
+ * temp = -1 breaks 'assume' (temp > 0)", whatever the laws read), or one
+ * at which every state folded from drawn inputs is NaN. */
 AssocStatus assoc_spec_trust_merge(AssocSpec *s, int trust);
 int assoc_array_count(const AssocSpec *s);
 AssocStatus assoc_array_info(const AssocSpec *s, int i, AssocArray *info);

@@ -365,8 +365,11 @@ AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
 		char at[256] = "";
 		for (int i = 0, l = 0; i < c->nparams && l < (int)sizeof at; i++)
 			l += snprintf(at + l, sizeof at - l, "%s%s=%s", i ? ", " : "", defs[i].name, defs[i].value);
+		/* no inputs at these params to try the laws on (every state NaN
+		 * at a NaN param): a bad argument, not a law that fails */
+		AssocStatus bad = v.cause == VERDICT_BY_INPUTS ? ASSOC_EINVAL : ASSOC_ELAWS;
 		st = verdict_ok(&v) ? ASSOC_OK
-				    : fail(k->err, sizeof k->err, ASSOC_ELAWS, "%s (with the params at %s)",
+				    : fail(k->err, sizeof k->err, bad, "%s (with the params at %s)",
 					   v.why ? v.why : "a law or the reference fails", at);
 		verdict_free(&v);
 	}

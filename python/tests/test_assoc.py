@@ -423,6 +423,21 @@ class Specs(unittest.TestCase):
         self.assertNotIn("could not draw", str(cm.exception))
         self.assertEqual(k(x=x, temp=2.0)["lse"].shape, (2,))
 
+    def test_a_nan_param_that_leaves_every_state_nan_is_a_value_error(self):
+        # no law fails, and the spec has no assume: the param is named, not "could not draw inputs where
+        # 'assume' holds" in a LawError
+        spec = assoc.loads("carrier: scaled\nparams: {sc: f64}\nelement: {x: f32}\nstate: {s: f64}\n"
+                           "identity: {s: 0}\nlift: {s: x * sc}\nmerge: {s: a.s + b.s}\n"
+                           "reference: {s: sum(x * sc)}\nlaws: [commutative]\n")
+        k = spec.compile("interp")
+        x = np.ones((2, 3), np.float32)
+        with self.assertRaisesRegex(ValueError, r"every state folded from the inputs drawn holds NaN or an "
+                                    r"infinity, at param sc = nan") as cm:
+            k(x=x, sc=float("nan"))
+        self.assertNotIsInstance(cm.exception, assoc.LawError)
+        self.assertNotIn("assume", str(cm.exception))
+        self.assertEqual(list(k(x=x, sc=2.0)["s"]), [6.0, 6.0])
+
     def test_gpu_without_a_driver_says_why(self):
         saved = os.environ.get("ASSOC_LIBCUDA")
         os.environ["ASSOC_LIBCUDA"] = "build/no-such-libcuda.so.1"
