@@ -2290,6 +2290,12 @@ Test(cli, a_nan_param_is_named_not_an_assume, .timeout = 60)
 	cr_expect(strstr(out, "  trials: with useabs=false, the first of 2 cases of the bool param that fails\n") &&
 			  strstr(out, want), "%s", out);
 	cr_expect_not(strstr(out, "assume"), "%s", out);
+	/* --json: the reference and the special values compared on no row are not a verdict over none */
+	cr_assert_eq(sh(ASSOC " check build/boolp.yaml --param sc=nan --json", out, sizeof out, 0), 1, "%s", out);
+	cr_expect(strstr(out, "\"reference\": {\"verdict\": \"not_checked\", \"rows\": 0}") &&
+			  strstr(out, "\"special_values\": {\"verdict\": \"not_checked\"") && !strstr(out, "\"matches\"") &&
+			  !strstr(out, "\"agree\""),
+		  "%s", out);
 	cr_assert_eq(sh(ASSOC " run build/boolp.yaml --device interp --rows 2 --len 5 --param sc=nan", out, sizeof out, 1),
 		     1, "%s", out);
 	cr_expect(strstr(out, want) && !strstr(out, "assume"), "%s", out);

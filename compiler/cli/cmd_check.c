@@ -242,11 +242,18 @@ static void json_laws(Buf *b, const CarrierVerdict *v)
 	buf_puts(b, "]");
 }
 
+/* Where no inputs could be drawn (input_error) the reference and the
+ * special values were not compared on any row: "not_checked", not a
+ * verdict over none. */
 static void json_reference(Buf *b, const CheckResult *r)
 {
 	buf_puts(b, ", \"reference\": ");
 	if (r->sound == VERDICT_NA) {
 		buf_puts(b, "null");
+		return;
+	}
+	if (r->input_error) {
+		buf_puts(b, "{\"verdict\": \"not_checked\", \"rows\": 0}");
 		return;
 	}
 	buf_printf(b, "{\"verdict\": \"%s\", \"rows\": %d, \"max_len\": %d",
@@ -275,8 +282,13 @@ static void json_special_side(Buf *b, const char *name, Verdict v, const char *d
 	buf_puts(b, "}");
 }
 
-static void json_specials(Buf *b, const SpecialOutcome *s)
+static void json_specials(Buf *b, const CheckResult *r)
 {
+	const SpecialOutcome *s = &r->special;
+	if (r->input_error) {
+		buf_puts(b, ", \"special_values\": {\"verdict\": \"not_checked\", \"inputs\": 0, \"rows\": 0}");
+		return;
+	}
 	buf_printf(b, ", \"special_values\": {\"inputs\": %d, \"rows\": %d, \"law_fails\": %s", s->inputs, s->rows,
 		   s->law_fails ? "true" : "false");
 	json_special_side(b, "grouping", s->grouping, s->group_detail, s->group_json);
@@ -315,7 +327,7 @@ static void print_json(Carrier *c, const CarrierVerdict *v, int ok, const char *
 		buf_json_str(&b, p->trace);
 	}
 	json_reference(&b, r);
-	json_specials(&b, &r->special);
+	json_specials(&b, r);
 	buf_puts(&b, ", \"empty_row\": [");
 	for (int i = 0; i < r->nnotes; i++) {
 		buf_puts(&b, i ? ", " : "");
