@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <llvm-c/DebugInfo.h>
+#include <llvm-c/Target.h>
 
 #include "compiler/check/check.h"
 #include "compiler/llvm/llvm_kern.h"
@@ -1187,7 +1188,9 @@ static LLVMValueRef lanes_up(B *b, LLVMValueRef v, LLVMValueRef id, int d)
 	LLVMValueRef m[64];
 	LLVMTypeRef et = LLVMGetElementType(LLVMTypeOf(id));
 	int bits = LLVMGetTypeKind(et) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(et) == 1;
-	if (b->L.avx512 && LLVMIsNull(id) && !bits) /* bool lanes live in mask registers */
+	unsigned long long size = LLVMSizeOfTypeInBits(LLVMGetModuleDataLayout(b->L.mod), LLVMTypeOf(id));
+	/* bool lanes live in mask registers, and the asm's operand must fit one vector register */
+	if (b->L.avx512 && LLVMIsNull(id) && !bits && (size == 128 || size == 256 || size == 512))
 		id = opaque_zeros(b, id);
 	for (int l = 0; l < b->L.W; l++)
 		m[l] = LLVMConstInt(b->i32, l >= d ? l - d : b->L.W + l, 0);
