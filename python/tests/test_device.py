@@ -216,7 +216,7 @@ class DeviceRun(unittest.TestCase):
         before = fake.launches()
         k(q=Registered((6, 4, 64), "<f2"), k=kp, v=vp, scale=0.125, block_table=table, seq_lens=lens, page_size=16)
         self.assertEqual(fake.launches() - before, 1, "two queries a sequence in one launch")
-        with self.assertRaisesRegex(ValueError, r"max_seqlen_q must be an int from 1"):
+        with self.assertRaisesRegex(ValueError, r"max_seqlen_q must be 1 or more, got 0"):
             k(q=q, k=kp, v=vp, scale=0.125, block_table=table, seq_lens=lens, page_size=16, cu_seqlens_q=cu,
               max_seqlen_q=0)
 
