@@ -982,6 +982,15 @@ Test(cli, i64_inputs_stay_exact, .timeout = 120)
 	}
 }
 
+/* A rows x cols .npy of descr at path, from data. */
+static void npy_2d(const char *path, const char *descr, size_t itemsize, size_t rows, size_t cols, void *data)
+{
+	Npy a = {.itemsize = itemsize, .ndim = 2, .shape = {rows, cols}, .count = rows * cols, .data = data};
+	snprintf(a.descr, sizeof a.descr, "%s", descr);
+	char msg[300];
+	cr_assert_eq(npy_write(path, &a, msg, sizeof msg), 0, "%s", msg);
+}
+
 /* Sums of i64 whose partial sums pass 2^53 are exact on every device and
  * pass against the reference, which sums integers exactly: [2^62, 1,
  * -2^62] is 1 and [2^53 - 2, -2^63, 2^63 - 2048] is 2^53 - 2050.  The
@@ -992,13 +1001,9 @@ Test(cli, i64_sums_past_2_53_pass_exact_on_every_device, .timeout = 120)
 	int64_t k[2][3] = {{(int64_t)1 << 62, 1, -((int64_t)1 << 62)},
 			   {((int64_t)1 << 53) - 2, INT64_MIN, INT64_MAX - 2047}};
 	double x[2][3] = {{2, -3, 1}, {2, -3, 1}};
-	Npy a = {.itemsize = 8, .ndim = 2, .shape = {2, 3}, .count = 6, .data = k};
-	Npy b = {.itemsize = 8, .ndim = 2, .shape = {2, 3}, .count = 6, .data = x};
-	snprintf(a.descr, sizeof a.descr, "<i8");
-	snprintf(b.descr, sizeof b.descr, "<f8");
+	npy_2d("build/isum64_k.npy", "<i8", 8, 2, 3, k);
+	npy_2d("build/isum64_x.npy", "<f8", 8, 2, 3, x);
 	char msg[300];
-	cr_assert_eq(npy_write("build/isum64_k.npy", &a, msg, sizeof msg), 0, "%s", msg);
-	cr_assert_eq(npy_write("build/isum64_x.npy", &b, msg, sizeof msg), 0, "%s", msg);
 	const char *devs[] = {"cpu", "interp", "emu"};
 	for (int d = 0; d < 3; d++) {
 		char cmd[400];
@@ -1026,13 +1031,9 @@ Test(cli, integer_pow_and_fma_exact_on_every_device, .timeout = 120)
 				      "map: {p: x^2, f: 'fma(x, x, 1)', q: w^2, g: 'fma(w, w, 2)'}\n");
 	int32_t x[1] = {46340};
 	int64_t w[1] = {94906267};
-	Npy a = {.itemsize = 4, .ndim = 2, .shape = {1, 1}, .count = 1, .data = x};
-	Npy b = {.itemsize = 8, .ndim = 2, .shape = {1, 1}, .count = 1, .data = w};
-	snprintf(a.descr, sizeof a.descr, "<i4");
-	snprintf(b.descr, sizeof b.descr, "<i8");
+	npy_2d("build/ipow_x.npy", "<i4", 4, 1, 1, x);
+	npy_2d("build/ipow_w.npy", "<i8", 8, 1, 1, w);
 	char msg[300];
-	cr_assert_eq(npy_write("build/ipow_x.npy", &a, msg, sizeof msg), 0, "%s", msg);
-	cr_assert_eq(npy_write("build/ipow_w.npy", &b, msg, sizeof msg), 0, "%s", msg);
 	const char *devs[] = {"cpu", "emu", "interp"}, *outs[] = {"p", "f", "q", "g"};
 	const int64_t want[] = {2147395600, 2147395601, 9007199515875289, 9007199515875291};
 	for (int d = 0; d < 3; d++) {
@@ -1831,10 +1832,7 @@ Test(cli, given_inputs_that_break_assume_are_refused, .timeout = 60)
 
 static void npy_file(const char *path, const char *descr, size_t itemsize, void *data)
 {
-	Npy a = {.itemsize = itemsize, .ndim = 2, .shape = {2, 3}, .count = 6, .data = data};
-	snprintf(a.descr, sizeof a.descr, "%s", descr);
-	char msg[300];
-	cr_assert_eq(npy_write(path, &a, msg, sizeof msg), 0, "%s", msg);
+	npy_2d(path, descr, itemsize, 2, 3, data);
 }
 
 /* An input file of another dtype than the spec's input is converted with
