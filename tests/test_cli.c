@@ -1246,6 +1246,28 @@ Test(cli, params_are_held_to_their_type, .timeout = 60)
 	cr_assert_eq(sh(ASSOC " run build/ksum.yaml --device interp --param k=2.5", out, sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "--param k=2.5: not an integer in range"), "%s", out);
 	cr_assert_eq(sh(ASSOC " run build/ksum.yaml --device interp --param k=3", out, sizeof out, 1), 0, "%s", out);
+	/* an i64 param a double holds only rounded is refused, not run as the integer next to it */
+	write_text("build/p64.yaml", "carrier: p64\nparams: {n: i64}\nelement: {x: i64}\nstate: {s: i64}\nidentity: {s: 0}\n"
+				     "lift: {s: x + n}\nmerge: {s: a.s + b.s}\nlaws: [commutative]\n");
+	static const char *const big[][2] = {{"9007199254740993", "9007199254740992"},
+					     {"9223372036854775807", "9223372036854775808"}};
+	for (int i = 0; i < 2; i++) {
+		char cmd[300], want[200];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/p64.yaml --device interp --rows 1 --len 3 --param n=%s", big[i][0]);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s", out);
+		snprintf(want, sizeof want, "--param n=%s: an i64 past 2^53, which params (doubles) hold only rounded (to %s)",
+			 big[i][0], big[i][1]);
+		cr_expect(strstr(out, want), "%s", out);
+	}
+	cr_assert_eq(sh(ASSOC " run build/p64.yaml --device interp --rows 1 --len 3 --param n=9223372036854775808", out,
+			sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "not an integer in range"), "%s", out);
+	const char *fine[] = {"9007199254740994", "-9223372036854775808"};
+	for (int i = 0; i < 2; i++) {
+		char cmd[300];
+		snprintf(cmd, sizeof cmd, ASSOC " run build/p64.yaml --device interp --rows 1 --len 3 --param n=%s", fine[i]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", fine[i], out);
+	}
 }
 
 /* An integer param converts to float in the CPU backend's JIT (the

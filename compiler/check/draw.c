@@ -2,6 +2,7 @@
 #include "compiler/check/draw.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -596,6 +597,17 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 		TyKind s = c->params[p].storage;
 		if (s == TY_F32 && !isinf(v) && isinf((float)v)) { /* inf as written is a value; 1e40 is a typo's */
 			snprintf(msg, n, "--param %s=%s: beyond f32's range", ov[k].name, ov[k].value);
+			return -1;
+		}
+		/* params are doubles on their way to every device (AssocValue):
+		 * an i64 one past 2^53 would be another integer than written */
+		char *iend;
+		errno = 0;
+		long long exact = s == TY_I64 ? strtoll(ov[k].value, &iend, 10) : 0;
+		int held = v == -0x1p63 ? exact == LLONG_MIN : fabs(v) < 0x1p63 && (long long)v == exact;
+		if (s == TY_I64 && !*iend && errno != ERANGE && !held) {
+			snprintf(msg, n, "--param %s=%s: an i64 past 2^53, which params (doubles) hold only rounded (to %.0f)",
+				 ov[k].name, ov[k].value, v);
 			return -1;
 		}
 		if (!ir_holds(s, v)) {

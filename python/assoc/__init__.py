@@ -236,6 +236,10 @@ def _param_value(spec, key, value):
         raise ValueError("param '%s' of %s takes a number, not %r" % (key, spec.name, value))
     if t in _INT_RANGE:
         lo, hi = _INT_RANGE[t]
+        if isinstance(value, numbers.Integral) and lo <= int(value) <= hi and int(value) != int(v):
+            # params reach the library as doubles: past 2^53 another integer than the one given
+            raise ValueError("param '%s' = %d is an i64 past 2^53, which params (doubles) hold only rounded (to %d)"
+                             % (key, int(value), int(v)))
         if not (math.isfinite(v) and v == int(v) and lo <= v <= hi):
             raise ValueError("param '%s' = %r is not an integer in range ('%s' of %s is %s: a whole number from %d "
                              "to %d)" % (key, value, key, spec.name, t, lo, hi))

@@ -738,6 +738,14 @@ laws: [commutative]
                                                     r"i32: a whole number from -2147483648 to 2147483647\)"
                                         % re.escape(repr(bad))):
                 self.k(x=self.x, gamma=self.g, n=bad, on=True)
+        wide = assoc.loads("carrier: p64\nparams: {n: i64}\nelement: {x: i64}\nstate: {s: i64}\nidentity: {s: 0}\n"
+                           "lift: {s: x + n}\nmerge: {s: a.s + b.s}\nlaws: [commutative]\n").compile("interp")
+        ones = np.ones((1, 3), np.int64)
+        for bad, near in ((2**53 + 1, 2**53), (2**63 - 1, 2**63)):  # another integer as a double
+            with self.assertRaisesRegex(ValueError, r"param 'n' = %d is an i64 past 2\^53, which params \(doubles\) "
+                                                    r"hold only rounded \(to %d\)" % (bad, near)):
+                wide(x=ones, n=bad)
+        self.assertEqual(int(wide(x=ones, n=2**53 + 2)["s"][0]), 3 * (2**53 + 3))
         for bad in ("False", 2, 0.5, None):
             with self.assertRaisesRegex(ValueError, r"param 'on' of colscale is a bool: True, False, 0 or 1, not %s"
                                         % re.escape(repr(bad))):
