@@ -818,7 +818,7 @@ static int load_finalize_map(L *l)
  * constant along it. */
 enum { OUT_POS = 1, OUT_ROW = 2 };
 
-static int outside_reductions(Ir *ir, Expr *e, unsigned char *seen)
+static int outside_reductions(Ir *ir, Expr *e, unsigned char *seen, const Var **pos)
 {
 	if (seen[e->id])
 		return 0;
@@ -827,13 +827,16 @@ static int outside_reductions(Ir *ir, Expr *e, unsigned char *seen)
 		return 0;
 	if (e->op == EXPR_VAR) {
 		const Var *v = ir_var(ir, e->k);
-		if (v->kind == VAR_ELEM || v->kind == VAR_COL || (v->kind == VAR_IDX && v->slot == IDX_J))
+		if (v->kind == VAR_ELEM || v->kind == VAR_COL || (v->kind == VAR_IDX && v->slot == IDX_J)) {
+			if (!*pos)
+				*pos = v; /* the first, for the message */
 			return OUT_POS;
+		}
 		return v->kind == VAR_ROW ? OUT_ROW : 0;
 	}
 	int out = 0;
 	for (int i = 0; i < e->nargs; i++)
-		out |= outside_reductions(ir, e->a[i], seen);
+		out |= outside_reductions(ir, e->a[i], seen, pos);
 	return out;
 }
 
@@ -853,7 +856,8 @@ static int check_references(L *l, const unsigned char *named)
 	for (int i = 0; i < c->nref; i++) {
 		Def *r = &c->ref[i];
 		unsigned char *seen = xcalloc(r->e->id + 1, 1);
-		int out = outside_reductions(c->ir, r->e, seen);
+		const Var *pos = NULL;
+		int out = outside_reductions(c->ir, r->e, seen, &pos);
 		free(seen);
 		Def *fin = find_def(c->finalize, c->nfinal, r->name), *map = find_def(c->map, c->nmap, r->name);
 		/* One that names an input outside a reduction is per position and
@@ -868,9 +872,10 @@ static int check_references(L *l, const unsigned char *named)
 			return -1;
 		}
 		if ((out & OUT_POS) && fin) {
-			diag_error(l->d, r->pos, "reference '%s' is per position (it uses an input outside a "
+			diag_error(l->d, r->pos, "reference '%s' is per position (it uses %s%s%s outside a "
 						 "reduction), but '%s' is a finalize output, computed per row", r->name,
-				   r->name);
+				   pos->kind == VAR_IDX ? "the position " : "input '", pos->name,
+				   pos->kind == VAR_IDX ? "" : "'", r->name);
 			return -1;
 		}
 		compared += fin || map;
