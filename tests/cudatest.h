@@ -3,14 +3,23 @@
 #define ASSOC_CUDATEST_H
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/nvrtc.h"
 
 /* Emulator builds go to build/cache, not the user's cache. */
-static inline void cuda_test_cache(void) { setenv("XDG_CACHE_HOME", "build/cache", 1); }
+static inline void cuda_test_cache(void)
+{
+	char here[4096], at[4200];
+	if (!getcwd(here, sizeof here)) /* absolute: a relative XDG_CACHE_HOME is no cache folder */
+		abort();
+	snprintf(at, sizeof at, "%s/build/cache", here);
+	setenv("XDG_CACHE_HOME", at, 1);
+}
 
 /* Occurrences of w that start in [s, end) (end NULL: all of s), such as
  * instructions in a kernel's PTX or calls in a generated hook. */

@@ -583,7 +583,7 @@ Test(attn90, gpu_launch_encodes_tensor_maps, .timeout = 300)
 Test(attn90, command_line_names_the_template, .timeout = 300)
 {
 	char out[16384];
-	cr_expect_eq(sh("XDG_CACHE_HOME=build/cache build/asan/assoc run specs/attention.yaml --device emu --arch sm_90a "
+	cr_expect_eq(sh("XDG_CACHE_HOME=$PWD/build/cache build/asan/assoc run specs/attention.yaml --device emu --arch sm_90a "
 			"--rows 70 --len 90 --verbose", out, sizeof out, 1), 0, "%s", out);
 	cr_expect(strstr(out, ",wg=2, split 1") && strstr(out, "prefill on the Hopper template"), "%s", out);
 	cr_expect(strstr(out, "carrier attention on emu (sm_90a), 70 rows x 90"), "%s", out);
@@ -594,7 +594,7 @@ Test(attn90, command_line_names_the_template, .timeout = 300)
 	cr_expect_eq(sh("build/asan/assoc emit specs/attention.yaml --target ptx --arch sm_90a --explain -o /dev/null "
 			"--config attention:wg=2,bn=64,st=2,ws=2", out, sizeof out, 1), 0, "%s", out);
 	cr_expect(strstr(out, "the configuration's schedule: warp-specialized with overlap (ws=2"), "%s", out);
-	cr_expect_eq(sh("XDG_CACHE_HOME=build/cache build/asan/assoc run specs/attention.yaml --device emu --arch sm_90a "
+	cr_expect_eq(sh("XDG_CACHE_HOME=$PWD/build/cache build/asan/assoc run specs/attention.yaml --device emu --arch sm_90a "
 			"--rows 70 --len 90 --verbose --config attention:ws=1", out, sizeof out, 1), 0, "%s", out);
 	cr_expect(strstr(out, "emu: attention:nt=384,mt=1,bn=64,pv=1,st=2,wg=2,ws=1, split 1"), "%s", out);
 	cr_expect(strstr(out, "warp-specialized ping-pong (ws=1"), "%s", out);
@@ -714,7 +714,7 @@ Test(attn90, e4m3_key_permutation_is_checked, .timeout = 600)
 	fclose(f);
 	cr_assert_eq(chmod(cxx, 0700), 0);
 	setenv("ASSOC_CXX", cxx, 1);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	Carrier *c = load_dims("tests/attention/fp8_descale.yaml", 64);
 	RunData *d = rundata_new_heads(c, 70, 150, 1, 1);
 	cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);

@@ -435,13 +435,13 @@ Test(bulkrow, tune_offers_bulk_variants_for_long_rows, .timeout = 300)
 	if (nvrtc_open(&nv, msg, sizeof msg))
 		cr_skip_test("no NVRTC: %s", msg);
 	nvrtc_close(nv);
-	cr_assert_eq(sh("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=build/libfakecuda.so FAKECUDA= build/asan/assoc tune "
+	cr_assert_eq(sh("XDG_CACHE_HOME=$PWD/build/tunecli ASSOC_LIBCUDA=build/libfakecuda.so FAKECUDA= build/asan/assoc tune "
 			"specs/logsumexp.yaml --rows 1024 --len 32768", out, sizeof out, 1), 1, "%s", out);
 	const char *at = strstr(out, "rowreduce:nt=256,acc=4,vec=4,warp=0,items=0,bk=4,split=1 ");
 	cr_expect(at, "the bulk variant among the candidates: %s", out);
 	const char *eol = at ? strchr(at, '\n') : NULL;
 	cr_expect(at && eol && memmem(at, eol - at, "wrong result", 12), "run, not pruned: %s", out);
-	cr_assert_eq(sh("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=build/libfakecuda.so FAKECUDA= build/asan/assoc tune "
+	cr_assert_eq(sh("XDG_CACHE_HOME=$PWD/build/tunecli ASSOC_LIBCUDA=build/libfakecuda.so FAKECUDA= build/asan/assoc tune "
 			"specs/logsumexp.yaml --rows 64 --len 1000", out, sizeof out, 1), 1, "%s", out);
 	cr_expect(strstr(out, "candidates") && !strstr(out, "bk="), "no bulk variant for rows of 1000: %s", out);
 }

@@ -24,7 +24,9 @@ static char dir[PATH_MAX];
 
 static void fresh_dir(const char *name)
 {
-	snprintf(dir, sizeof dir, "build/%s.%ld", name, (long)getpid());
+	char here[PATH_MAX];
+	cr_assert(getcwd(here, sizeof here)); /* absolute: a relative XDG_CACHE_HOME is no cache folder */
+	snprintf(dir, sizeof dir, "%.3900s/build/%.64s.%ld", here, name, (long)getpid());
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
@@ -201,6 +203,36 @@ Test(cache, sealed_files_are_checked)
 	cr_expect_null(cache_read_sealed(path, 42, NULL), "a byte changed");
 }
 
+/* A relative XDG_CACHE_HOME is no cache folder (the XDG rules): the
+ * cache goes under $HOME/.cache, not under the folder a command runs
+ * from; with HOME relative too there is none, said why. */
+Test(cache, a_relative_xdg_cache_home_is_ignored)
+{
+	fresh_dir("cache_rel");
+	char home[PATH_MAX + 16], path[PATH_MAX + 64], msg[PATH_MAX + 300], want[PATH_MAX + 64];
+	snprintf(home, sizeof home, "%s/home", dir);
+	cr_assert_eq(mkdir(home, 0700), 0);
+	const char *old = getenv("HOME");
+	char *saved = old ? strdup(old) : NULL;
+	setenv("HOME", home, 1);
+	setenv("XDG_CACHE_HOME", "build/relative_cache", 1);
+	int rc = cache_dir("ptx", path, sizeof path, msg, sizeof msg);
+	snprintf(want, sizeof want, "%s/.cache/assoc/ptx", home);
+	cr_expect_eq(rc, 0, "%s", msg);
+	cr_expect_str_eq(path, want);
+	cr_expect_neq(access("build/relative_cache", F_OK), 0, "nothing made under the working folder");
+	setenv("HOME", "relative_home", 1);
+	cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), -1);
+	cr_expect_str_eq(msg, "no cache directory: neither XDG_CACHE_HOME nor HOME is an absolute path");
+	cr_expect_neq(access("relative_home", F_OK), 0);
+	if (saved)
+		setenv("HOME", saved, 1);
+	else
+		unsetenv("HOME");
+	free(saved);
+	unsetenv("XDG_CACHE_HOME");
+}
+
 /* A cache directory another user can write into, or another user's, or
  * a link, is refused with the reason. */
 Test(cache, directories_open_to_others_are_refused)
@@ -232,10 +264,16 @@ Test(cache, directories_open_to_others_are_refused)
 	 * assoc/ away and put theirs there; sticky (as /tmp), only its owner */
 	cr_assert_eq(chmod(root, 0777), 0);
 	cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), -1);
-	cr_expect(strstr(msg, "which other users can write to") && strstr(msg, "mode 0777"), "%s", msg);
+	cr_expect(strstr(msg, "can be written by other users") && strstr(msg, "mode 0777"), "%s", msg);
 	cr_assert_eq(chmod(root, 01777), 0);
 	cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), 0, "sticky: %s", msg);
 	cr_assert_eq(chmod(root, 0700), 0);
+	/* a folder further up, open to others: named as the one the cache is inside */
+	cr_assert_eq(chmod(dir, 0777), 0);
+	cr_expect_eq(cache_dir("ptx", path, sizeof path, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, " is inside ") && strstr(msg, ", which other users can write to") && strstr(msg, "mode 0777"),
+		  "%s", msg);
+	cr_assert_eq(chmod(dir, 0700), 0);
 	/* assoc/ itself a link: refused before anything is made through it */
 	char root2[PATH_MAX + 16], top2[PATH_MAX + 32], made[PATH_MAX + 96];
 	snprintf(root2, sizeof root2, "%s/xdg2", dir);

@@ -2429,7 +2429,7 @@ Test(cpu, objects_come_back_from_the_cache, .timeout = 120)
 {
 	char dir[] = "/tmp/assoc-cpu-cache-XXXXXX";
 	test_tmpdir(dir);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	Carrier *c = load_ok("specs/online_softmax.yaml");
 	ino_t first = 0, again = 0;
 	char obj[700];
@@ -2455,7 +2455,7 @@ Test(cpu, objects_come_back_from_the_cache, .timeout = 120)
 	spec_carrier_free(c);
 	char other[] = "/tmp/assoc-cpu-cache-XXXXXX";
 	test_tmpdir(other);
-	setenv("XDG_CACHE_HOME", other, 1);
+	test_xdg_cache(other);
 	setenv("ASSOC_NO_CPU_CACHE", "1", 1);
 	c = load_ok("specs/logsumexp.yaml");
 	llvm_kernel_free(compiled(c, NULL));

@@ -264,7 +264,7 @@ Test(cpuhost, cache_keeps_each_cpu_apart)
 {
 	char dir[] = "/tmp/assoc-cpuhost-XXXXXX";
 	test_tmpdir(dir);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	unsetenv("ASSOC_NO_CPU_CACHE");
 	Carrier *c = load_ok("specs/online_softmax.yaml");
 	unsetenv("ASSOC_CPU");

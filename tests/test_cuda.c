@@ -613,7 +613,7 @@ Test(cuda, split_compile_on_request, .timeout = 120)
 	setenv("ASSOC_NVRTC_SPLIT", "1", 1);
 	char dir[] = "/tmp/assoc-split-XXXXXX";
 	test_tmpdir(dir);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90", &ptx[1], &cached, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_eq(cached, 0);
 	unsetenv("ASSOC_NVRTC_SPLIT");
@@ -646,7 +646,7 @@ Test(cuda, nvrtc_phase_times_on_request, .timeout = 120)
 	}
 	char dir[] = "/tmp/assoc-phases-XXXXXX", file[64];
 	test_tmpdir(dir);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	snprintf(file, sizeof file, "%s/phases.csv", dir);
 	const char *src = "extern \"C\" __global__ void k(float *p) { p[threadIdx.x] = 1.0f; }\n";
 	char *ptx[2];
@@ -716,7 +716,7 @@ Test(cuda, ptxas_stats_beside_a_cache_open_to_others)
 	snprintf(sub, sizeof sub, "%s/assoc/tmp", dir);
 	cr_assert_eq(mkdir(sub, 0700), 0);
 	cr_assert_eq(chmod(sub, 0777), 0);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	char tdir[] = "/tmp/assoc-ptxas-tmp-XXXXXX";
 	test_tmpdir(tdir);
 	setenv("TMPDIR", tdir, 1);
@@ -944,7 +944,7 @@ Test(cuda, older_nvrtc_is_asked_again_without_the_newer_options)
 {
 	char dir[] = "/tmp/assoc-nvrtc-XXXXXX";
 	test_tmpdir(dir);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	setenv("ASSOC_NVRTC", "build/libfakenvrtc.so", 1);
 	Nvrtc *nv = NULL;
 	char msg[2048] = "", *ptx = NULL;
@@ -967,7 +967,7 @@ Test(cuda, damaged_ptx_cache_is_compiled_again, .timeout = 120)
 {
 	char dir[] = "build/ptxcache.XXXXXX";
 	test_tmpdir(dir);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	Carrier *c = load_ok("specs/sum.yaml");
 	CudaModule m;
 	char msg[2048];

@@ -31,7 +31,7 @@ static int have_nvrtc(void)
 static void fake_with_cache(char *dir)
 {
 	test_tmpdir(dir);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	setenv("ASSOC_LIBCUDA", FAKE, 1);
 	setenv("FAKECUDA", "", 1);
 }
@@ -545,7 +545,7 @@ Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char out[32768];
-	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+	shell("XDG_CACHE_HOME=$PWD/build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
 	      "specs/attention.yaml -D d=64 -D dv=64 --rows 100 --len 300 2>&1; echo \"exit $?\"", out, sizeof out);
 	/* the fake is sm_90: the mma.sync template's 8 and the Hopper template's 4, and its warp-specialized
 	 * schedules' 4 (ws 1 and 2, two and three stages), unsplit and split 2 */
@@ -561,7 +561,7 @@ Test(gpu, tune_searches_stages_and_key_tiles, .timeout = 300)
 		cr_expect(strstr(out, want[k]), "%s missing: %s", want[k], out);
 	cr_expect(!strstr(out, "not timed"), "the memory model does not rank attention: every candidate runs: %s", out);
 	cr_expect(!strstr(out, "ks="), "100 rows a kv head take no key slices: %s", out);
-	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+	shell("XDG_CACHE_HOME=$PWD/build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
 	      "specs/attention.yaml -D d=64 -D dv=64 --rows 1 --len 300 --heads 4 --kv-heads 1 2>&1; echo \"exit $?\"", out,
 	      sizeof out);
 	cr_assert(strstr(out, "26 candidates"), "decoding: 13 variants, unsplit and split 2: %s", out);
@@ -669,7 +669,7 @@ Test(gpu, tune_logs_every_candidate)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char out[16384];
-	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+	shell("XDG_CACHE_HOME=$PWD/build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
 	      "specs/logsumexp.yaml --rows 16 --len 4096 2>&1; echo \"exit $?\"",
 	      out, sizeof out);
 	cr_assert(strstr(out, "on Fake GPU 0 (sm_90a), 16 rows x 4096"), "%s", out);
@@ -685,7 +685,7 @@ Test(gpu, tune_tries_wider_row_blocks)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char out[16384];
-	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
+	shell("XDG_CACHE_HOME=$PWD/build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA= build/asan/assoc tune "
 	      "specs/online_softmax.yaml --rows 1024 --len 32768 2>&1; echo \"exit $?\"", out, sizeof out);
 	static const char *want[] = {"rowmap:nt=256,acc=4,vec=4,warp=0,items=0,split=1 ",
 				     "rowmap:nt=512,acc=4,vec=4,warp=0,items=0,split=1 ",
@@ -714,7 +714,7 @@ Test(gpu, tune_skips_variants_over_the_shared_memory_limit)
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
 	char out[16384];
-	shell("XDG_CACHE_HOME=build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA=optin=49152 build/asan/assoc tune "
+	shell("XDG_CACHE_HOME=$PWD/build/tunecli ASSOC_LIBCUDA=" FAKE " FAKECUDA=optin=49152 build/asan/assoc tune "
 	      "specs/attention.yaml -D d=256 -D dv=256 --rows 200 --len 300 2>&1; echo \"exit $?\"", out, sizeof out);
 	cr_assert(strstr(out, "attention:nt=256,mt=1,bn=16,pv=1") &&
 		  strstr(out, "needs 67584 bytes of shared memory per block; the device allows 49152"), "%s", out);

@@ -1172,7 +1172,7 @@ static Fake fake_open(char *dir, const char *opts)
 		cr_skip("no NVRTC here: %s", why);
 	nvrtc_close(nv);
 	test_tmpdir(dir);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	setenv("ASSOC_LIBCUDA", FAKE_LIB, 1);
 	setenv("FAKECUDA", opts, 1);
 	Fake f = {.lib = dlopen(FAKE_LIB, RTLD_NOW)};

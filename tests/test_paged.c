@@ -1379,7 +1379,7 @@ static void fake_gpu(char *dir)
 		cr_skip_test("no NVRTC: %s", msg);
 	nvrtc_close(nv);
 	test_tmpdir(dir);
-	setenv("XDG_CACHE_HOME", dir, 1);
+	test_xdg_cache(dir);
 	setenv("ASSOC_LIBCUDA", "build/libfakecuda.so", 1);
 	setenv("FAKECUDA", "", 1);
 }

@@ -42,6 +42,15 @@ static inline void test_tmpdirs_remove(void)
 	test_ntmpdirs = 0;
 }
 
+/* XDG_CACHE_HOME at the folder dir, made absolute: a relative one is no
+ * cache folder (compiler/util/cache.c). */
+static inline void test_xdg_cache(const char *dir)
+{
+	char abs[PATH_MAX];
+	cr_assert(realpath(dir, abs), "%s: no absolute path", dir);
+	setenv("XDG_CACHE_HOME", abs, 1);
+}
+
 /* mkdtemp(tmpl) that the test cannot leave behind: the folder and all
  * it comes to hold (caches pointed there included) are removed when the
  * test ends.  Fails the test when the folder cannot be made. */

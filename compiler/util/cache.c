@@ -99,14 +99,17 @@ static int ancestors_safe(const char *dir, char *msg, size_t mn)
 
 int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn)
 {
+	/* a relative XDG_CACHE_HOME is not one (the XDG base directory rules
+	 * say to ignore it): it would put a cache in whatever folder a
+	 * command runs from */
 	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	char top[PATH_MAX];
-	if (x && *x)
+	if (x && x[0] == '/')
 		snprintf(top, sizeof top, "%s/assoc", x);
-	else if (home && *home)
+	else if (home && home[0] == '/')
 		snprintf(top, sizeof top, "%s/.cache/assoc", home);
 	else {
-		snprintf(msg, mn, "no cache directory: neither XDG_CACHE_HOME nor HOME is set");
+		snprintf(msg, mn, "no cache directory: neither XDG_CACHE_HOME nor HOME is an absolute path");
 		return -1;
 	}
 	if (snprintf(path, n, "%s/%s", top, sub) >= (int)n) {
