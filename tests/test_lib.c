@@ -646,6 +646,28 @@ Test(lib, runs_are_judged_at_their_params, .timeout = 60)
 	assoc_spec_free(s);
 }
 
+/* A law that fails at a bool param's value names it as a spec writes it
+ * (flag=true, not flag=1), beside the others'. */
+Test(lib, laws_failing_at_params_name_bools_as_written, .timeout = 60)
+{
+	const char *text = "carrier: flip\nparams: {flag: bool, k: i32}\nelement: {x: f32}\nstate: {s: f32}\n"
+			   "identity: {s: 0}\nlift: {s: x}\nmerge: {s: 'where(flag, a.s - b.s, a.s + b.s) * k'}\n";
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	float x[4] = {1, 2, 3, 4}, out[2] = {0, 0};
+	AssocBuffer b[] = {{"x", x, sizeof x}, {"s", out, sizeof out}};
+	AssocValue pv[] = {{"flag", 1}, {"k", 1}};
+	cr_assert_eq(assoc_run(k, 2, 2, b, 2, pv, 2), ASSOC_ELAWS, "%s", assoc_kernel_error(k));
+	cr_expect(strstr(assoc_kernel_error(k), "(with the params at flag=true, k=1)"), "%s", assoc_kernel_error(k));
+	pv[0].value = 0;
+	cr_expect_eq(assoc_run(k, 2, 2, b, 2, pv, 2), ASSOC_OK, "%s", assoc_kernel_error(k));
+	cr_expect(out[0] == 3 && out[1] == 7, "%g %g", out[0], out[1]);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
 /* Params as `assoc run --param` takes them: a misspelt name named, an
  * f32 past its range and an i32 that is no integer refused. */
 Test(lib, params_out_of_range_are_refused)

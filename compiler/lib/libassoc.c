@@ -349,7 +349,10 @@ AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
 		return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < c->nparams; i++) {
-		snprintf(vals[i], sizeof vals[i], "%.17g", pv[i]);
+		if (c->params[i].storage == TY_BOOL && (pv[i] == 0 || pv[i] == 1)) /* as the spec writes them */
+			snprintf(vals[i], sizeof vals[i], "%s", pv[i] != 0 ? "true" : "false");
+		else
+			snprintf(vals[i], sizeof vals[i], "%.17g", pv[i]);
 		defs[i] = (Define){c->params[i].name, vals[i]};
 	}
 	CheckOpts co;
