@@ -645,21 +645,19 @@ static void print_use(const Machine *m, const Row *row, int j, int var, int comp
 	snprintf(out + at, n - at, "%s]", w > 4 ? ", ..." : "");
 }
 
-static int assume_one(const RunData *d, int head, char *msg, size_t n)
+/* d's inputs against assume, with m the carrier's machine at d's params. */
+static int assume_one(const RunData *d, Machine *m, int head, char *msg, size_t n)
 {
 	Carrier *c = d->c;
-	Machine m;
-	eval_init(&m, c);
-	memcpy(m.params, d->params, c->nparams * sizeof *d->params);
 	AssumeUses u = {.ir = c->ir};
 	ir_contains(c->assume, note_use, &u);
-	Row *row = eval_row_new(&m, d->len);
-	rundata_load_cols(d, &m, row);
+	Row *row = eval_row_new(m, d->len);
+	rundata_load_cols(d, m, row);
 	int rc = 0;
 	for (int r = 0; !rc && r < d->rows; r++) {
-		rundata_load_row(d, &m, r, row);
+		rundata_load_row(d, m, r, row);
 		for (int j = 0; !rc && j < (u.per_position ? d->len : 1); j++) {
-			if (eval_assume(&m, row, j))
+			if (eval_assume(m, row, j))
 				continue;
 			char where[96] = "", vals[512] = "";
 			if (head >= 0)
@@ -672,7 +670,7 @@ static int assume_one(const RunData *d, int head, char *msg, size_t n)
 			for (int k = 0; k < u.n; k++) {
 				if (k)
 					snprintf(vals + strlen(vals), sizeof vals - strlen(vals), ", ");
-				print_use(&m, row, j, u.var[k], u.comp[k], vals, sizeof vals);
+				print_use(m, row, j, u.var[k], u.comp[k], vals, sizeof vals);
 			}
 			char *text = ir_str_max(c->ir, c->assume, 200);
 			if (u.n)
@@ -685,7 +683,6 @@ static int assume_one(const RunData *d, int head, char *msg, size_t n)
 		}
 	}
 	eval_row_free(row);
-	eval_free(&m);
 	return rc;
 }
 
@@ -693,20 +690,22 @@ int rundata_check_assume(const RunData *d, char *msg, size_t n)
 {
 	if (!d->c->assume)
 		return 0;
-	/* a part over params alone that they break: theirs, whatever the
-	 * inputs (it named the first position, or "the params") */
+	/* one machine at d's params for the params' part and every head */
 	Machine m;
 	eval_init(&m, d->c);
 	memcpy(m.params, d->params, d->c->nparams * sizeof *d->params);
-	int broken = draw_params_break_assume(&m, NULL, msg, n);
-	eval_free(&m);
-	if (broken)
-		return -1;
-	if (d->rows <= 0)
-		return 0;
-	if (d->heads <= 1)
-		return assume_one(d, -1, msg, n);
-	int rc = 0;
+	/* a part over params alone that they break: theirs, whatever the
+	 * inputs (it named the first position, or "the params") */
+	int rc = draw_params_break_assume(&m, NULL, msg, n) ? -1 : 0;
+	if (rc || d->rows <= 0) {
+		eval_free(&m);
+		return rc;
+	}
+	if (d->heads <= 1) {
+		rc = assume_one(d, &m, -1, msg, n);
+		eval_free(&m);
+		return rc;
+	}
 	/* views of the inputs alone: a library run's outputs are not bound here */
 	Carrier *c = d->c;
 	for (int h = 0; h < d->heads && !rc; h++) {
@@ -717,9 +716,10 @@ int rundata_check_assume(const RunData *d, char *msg, size_t n)
 		v.col = col_view(d, kh);
 		v.elem = view_bufs(d->elem, c->nelem, (size_t)d->rows * d->len, h);
 		v.fin = v.map = NULL;
-		rc = assume_one(&v, h, msg, n);
+		rc = assume_one(&v, &m, h, msg, n);
 		free(v.row), free(v.col), free(v.elem);
 	}
+	eval_free(&m);
 	return rc;
 }
 
