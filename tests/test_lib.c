@@ -29,6 +29,22 @@ static AssocSpec *spec_ok(const char *path)
 	return s;
 }
 
+/* The spec written in text, loaded. */
+static AssocSpec *text_spec_ok(const char *text)
+{
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
+	return s;
+}
+
+/* s compiled for the interpreter, on one thread. */
+static AssocKernel *interp_ok(AssocSpec *s)
+{
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	return k;
+}
+
 Test(lib, layer_norm_with_params_and_columns)
 {
 	AssocSpec *s = spec_ok("specs/layer_norm.yaml");
@@ -607,10 +623,8 @@ Test(lib, runs_are_judged_at_their_params, .timeout = 60)
 	const char *text = "carrier: abs_scaled\nparams: {p: f32}\nelement: {x: f32}\nstate: {s: f32}\n"
 			   "identity: {s: 0}\nlift: {s: abs(x) * p}\nmerge: {s: abs(a.s + b.s)}\n"
 			   "finalize: {out: s}\nreference: {out: sum(abs(x) * p)}\nlaws: [commutative]\n";
-	AssocSpec *s;
-	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
-	AssocKernel *k = NULL;
-	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	AssocSpec *s = text_spec_ok(text);
+	AssocKernel *k = interp_ok(s);
 	float x[8] = {1, -2, 3, -4, 5, -6, 7, -8}, out = 0;
 	AssocBuffer b[] = {{"x", x, sizeof x}, {"out", &out, sizeof out}};
 	AssocValue good = {"p", 0.5}, bad = {"p", -1};
@@ -652,10 +666,8 @@ Test(lib, laws_failing_at_params_name_bools_as_written, .timeout = 60)
 {
 	const char *text = "carrier: flip\nparams: {flag: bool, k: i32}\nelement: {x: f32}\nstate: {s: f32}\n"
 			   "identity: {s: 0}\nlift: {s: x}\nmerge: {s: 'where(flag, a.s - b.s, a.s + b.s) * k'}\n";
-	AssocSpec *s;
-	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
-	AssocKernel *k = NULL;
-	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	AssocSpec *s = text_spec_ok(text);
+	AssocKernel *k = interp_ok(s);
 	float x[4] = {1, 2, 3, 4}, out[2] = {0, 0};
 	AssocBuffer b[] = {{"x", x, sizeof x}, {"s", out, sizeof out}};
 	AssocValue pv[] = {{"flag", 1}, {"k", 1}};
@@ -674,10 +686,8 @@ Test(lib, params_out_of_range_are_refused)
 {
 	const char *text = "carrier: scaled\nparams: {p: f32, n: i32}\nelement: {x: f32}\nstate: {s: f32}\n"
 			   "identity: {s: 0}\nlift: {s: x}\nmerge: {s: a.s + b.s}\nfinalize: {out: s * p + n}\n";
-	AssocSpec *s;
-	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
-	AssocKernel *k = NULL;
-	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	AssocSpec *s = text_spec_ok(text);
+	AssocKernel *k = interp_ok(s);
 	float x[4] = {1, 2, 3, 4}, out = 0;
 	AssocBuffer b[] = {{"x", x, sizeof x}, {"out", &out, sizeof out}};
 	AssocValue ok[] = {{"p", 2}, {"n", 1}}, typo[] = {{"px", 2}, {"n", 1}}, big[] = {{"p", 1e300}, {"n", 1}},
@@ -1147,10 +1157,8 @@ Test(lib, a_nan_param_that_leaves_every_state_nan_is_a_bad_argument, .timeout = 
 {
 	const char *text = "carrier: scaled\nparams: {sc: f64}\nelement: {x: f32}\nstate: {s: f64}\nidentity: {s: 0}\n"
 			   "lift: {s: x * sc}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x * sc)}\nlaws: [commutative]\n";
-	AssocSpec *s;
-	cr_assert_eq(assoc_spec_load_text(&s, text, strlen(text), NULL, 0), ASSOC_OK, "%s", assoc_spec_error(s));
-	AssocKernel *k = NULL;
-	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	AssocSpec *s = text_spec_ok(text);
+	AssocKernel *k = interp_ok(s);
 	float x[6] = {1, 2, 3, 4, 5, 6};
 	double sv[2] = {7, 7};
 	AssocBuffer b[] = {{"x", x, sizeof x}, {"s", sv, sizeof sv}};
