@@ -358,6 +358,8 @@ class Kernel:
         # what every call needs, made once: the buffers' names, element sizes, plans by shape
         arrays = spec.arrays
         self._names = [a.name.encode() for a in arrays]
+        self._by_name = {a.name: a for a in arrays}
+        self._by_index = [a.name for a in arrays]
         self._itemsize = [_ITEMSIZE[a.type] for a in arrays]
         self._bufs_type = _lib.AssocBuffer * len(arrays)
         self._plans = {}
@@ -374,7 +376,7 @@ class Kernel:
 
     def _split(self, kw):
         spec = self.spec
-        names = {a.name: a for a in spec.arrays}
+        names = self._by_name
         arrays, params = {}, []
         for key, value in kw.items():
             a = names.get(key)
@@ -438,11 +440,8 @@ class Kernel:
         key = (tuple(v.shape for v in views.values()), heads, kv_heads)
         planned = self._plans.get(key)
         if planned is None:
-            planned = plan(spec, {n: v.shape for n, v in views.items()}, heads, kv_heads)
-            if len(self._plans) > 64:
-                self._plans.clear()
-            self._plans[key] = planned
-        H, G, rows, length, with_heads, shapes = planned
+            planned = self._plan(key, views, heads, kv_heads)
+        H, G, rows, length, outputs, bufs = planned
         kind, device = first[1].kind, first[1].device
         if device is not None and self.device != "gpu":
             raise ValueError("input '%s' is %s: device arrays need a kernel compiled for \"gpu\" (this one runs "
@@ -452,27 +451,28 @@ class Kernel:
             if run_device is None:
                 raise RunError("this libassoc (%s) has no assoc_run_device: CUDA arrays need a newer build; pass "
                                "host arrays (the \"gpu\" kernel copies them)" % _lib.lib().path)
+        ptrs = [None] * len(spec.arrays)
+        for i, name in enumerate(self._by_index):
+            v = views.get(name)
+            if v is not None:
+                ptrs[i] = v.ptr or None
         outs = {}
-        bufs = self._bufs_type()
-        for i, a in enumerate(spec.arrays):
-            if a.is_output:
-                shape = shapes[a.name]
-                outs[a.name], ptr = _arrays.allocate(first[1], shape, a.type, a.name)
-            else:
-                shape, ptr = views[a.name].shape, views[a.name].ptr
-            n = self._itemsize[i]
-            for d in shape:
-                n *= d
-            b = bufs[i]
-            b.name, b.data, b.bytes = self._names[i], ptr or None, n
+        for i, name, shape, type_ in outputs:
+            outs[name], ptr = _arrays.allocate(first[1], shape, type_, name)
+            ptrs[i] = ptr or None
         pv, np_, keep_p = _lib.values(params)
+        # the plan's buffer table is shared by the kernel's calls: its pointers are written under the lock
         if device is None:
             with self._lock:
+                for i, ptr in enumerate(ptrs):
+                    bufs[i].data = ptr
                 st = self._L.assoc_run_heads(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_)
                 why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         else:
             stream = _arrays.cuda_stream(first[1])
             with self._lock:
+                for i, ptr in enumerate(ptrs):
+                    bufs[i].data = ptr
                 st = run_device(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_, stream)
                 why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         if st != _lib.OK:
@@ -480,6 +480,30 @@ class Kernel:
                    _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError, _lib.ELAWS: LawError}.get(st, RunError)
             raise exc("%s: %s" % (spec.name, why))
         return outs
+
+    def _plan(self, key, views, heads, kv_heads):
+        """What every call on inputs of these shapes shares: the heads, rows
+        and length, the outputs (index, name, shape, type) and a table of
+        the buffers with their names and sizes (their pointers are each
+        call's)."""
+        spec = self.spec
+        H, G, rows, length, with_heads, shapes = plan(spec, {n: v.shape for n, v in views.items()}, heads,
+                                                      kv_heads)
+        bufs = self._bufs_type()
+        outputs = []
+        for i, a in enumerate(spec.arrays):
+            shape = shapes[a.name] if a.is_output else views[a.name].shape
+            if a.is_output:
+                outputs.append((i, a.name, shape, a.type))
+            n = self._itemsize[i]
+            for d in shape:
+                n *= d
+            bufs[i].name, bufs[i].bytes = self._names[i], n
+        planned = H, G, rows, length, outputs, bufs
+        if len(self._plans) > 64:
+            self._plans.clear()
+        self._plans[key] = planned
+        return planned
 
     def paged(self, block_table, seq_lens, page_size, cu_seqlens_q=None, max_seqlen_q=None, heads=None,
               kv_heads=None, **kw):

@@ -144,6 +144,8 @@ def strerror(status):
 
 def values(pairs):
     """(array, count, keepalive) of AssocValue from (name, number) pairs."""
+    if not pairs:
+        return None, 0, None
     names = [n.encode() for n, _ in pairs]
     arr = (AssocValue * max(len(pairs), 1))()
     for i, (n, v) in enumerate(pairs):

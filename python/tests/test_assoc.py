@@ -270,7 +270,9 @@ class Softmax(unittest.TestCase):
 
     def test_threads_share_a_kernel(self):
         import threading
-        xs = [np.full((2, 50), i, np.float32) + np.arange(50, dtype=np.float32) for i in range(8)]
+        # two shapes in turn: each call writes its own pointers into its shape's plan
+        xs = [np.full((2, 50 + i % 2 * 7), i, np.float32) + np.arange(50 + i % 2 * 7, dtype=np.float32)
+              for i in range(8)]
         got = [None] * len(xs)
 
         def work(i):
