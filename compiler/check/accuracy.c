@@ -60,11 +60,11 @@ struct Accuracy {
 	Machine *m;
 	int cap;                      /* positions the buffers hold */
 	double *refv, *refe, *posv, *pose, *ref32, *ref32e, *pos32, *pos32e;
-	double *st[NGROUP], *e, *l, *le, *t, *te, *blk, *blke;
+	double *st[NGROUP], *e, *l, *blk, *blke; /* l: a lift's values, bounds and rests */
 	double *fin[NGROUP], *fine, *map, *mape;
-	/* the rests of the integers (ir_int_exact) of refv and posv, st, l,
-	 * t and blk, fin and map: integers stay exact through the folds */
-	double *refr, *posr, *str[NGROUP], *lr, *tr, *blkr, *finr[NGROUP], *mapr, *own_str[2];
+	/* the rests of the integers (ir_int_exact) of refv and posv, st, blk,
+	 * fin and map: integers stay exact through the folds */
+	double *refr, *posr, *str[NGROUP], *blkr, *finr[NGROUP], *mapr, *own_str[2];
 	/* the carrier's own left folds by Mode, with their bounds, finalized
 	 * (own_fin) and mapped at every position (own_map); own_row: they are
 	 * the row's now */
@@ -91,8 +91,7 @@ Accuracy *check_accuracy_new(Ck *k, int maxlen)
 	a->pos32 = check_doubles(L * m->refw), a->pos32e = check_doubles(L * m->refw);
 	for (int g = 0; g < NGROUP; g++)
 		a->st[g] = check_doubles(m->sw), a->fin[g] = check_doubles(m->finw);
-	a->e = check_doubles(m->sw), a->l = check_doubles(m->sw), a->le = check_doubles(m->sw);
-	a->t = check_doubles(m->sw), a->te = check_doubles(m->sw);
+	a->e = check_doubles(m->sw), a->l = check_doubles(3 * (size_t)m->sw);
 	a->blk = check_doubles((size_t)BLOCKS * m->sw), a->blke = check_doubles((size_t)BLOCKS * m->sw);
 	a->fine = check_doubles(m->finw), a->map = check_doubles(m->mapw), a->mape = check_doubles(m->mapw);
 	for (int i = 0; i < NKIND; i++)
@@ -100,7 +99,7 @@ Accuracy *check_accuracy_new(Ck *k, int maxlen)
 	a->refr = check_doubles(m->refw), a->posr = check_doubles(L * m->refw);
 	for (int g = 0; g < NGROUP; g++)
 		a->str[g] = check_doubles(m->sw), a->finr[g] = check_doubles(m->finw);
-	a->lr = check_doubles(m->sw), a->tr = check_doubles(m->sw), a->blkr = check_doubles((size_t)BLOCKS * m->sw);
+	a->blkr = check_doubles((size_t)BLOCKS * m->sw);
 	a->mapr = check_doubles(m->mapw);
 	for (int md = 0; md < 2; md++) {
 		a->own_str[md] = check_doubles(m->sw);
@@ -116,8 +115,7 @@ void check_accuracy_free(Accuracy *a)
 	if (!a)
 		return;
 	double *all[] = {a->refv, a->refe, a->posv, a->pose, a->ref32, a->ref32e, a->pos32, a->pos32e, a->e, a->l,
-			 a->le, a->t, a->te, a->blk, a->blke, a->fine, a->map, a->mape, a->refr, a->posr, a->lr, a->tr,
-			 a->blkr, a->mapr, a->own_str[0], a->own_str[1]};
+			 a->blk, a->blke, a->fine, a->map, a->mape, a->refr, a->posr, a->blkr, a->mapr, a->own_str[0], a->own_str[1]};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
 	for (int g = 0; g < NGROUP; g++)
@@ -140,15 +138,8 @@ static void fold_left_in(Accuracy *a, Mode md, const Row *r, int lo, int hi, dou
 	Machine *m = a->m;
 	eval_identity(m, md, v, ve);
 	memset(vr, 0, m->sw * sizeof *vr);
-	for (int j = lo; j < hi; j++) {
-		if (eval_masked(m, r, j))
-			continue;
-		eval_lift_exact(m, md, r, j, a->l, a->le, a->lr);
-		memcpy(a->t, v, m->sw * sizeof *v);
-		memcpy(a->te, ve, m->sw * sizeof *ve);
-		memcpy(a->tr, vr, m->sw * sizeof *vr);
-		eval_merge_exact(m, md, a->t, a->te, a->tr, a->l, a->le, a->lr, v, ve, vr);
-	}
+	for (int j = lo; j < hi; j++)
+		eval_step_exact(m, md, r, j, v, ve, vr, a->l);
 }
 
 /* In the spec's types, as the devices fold. */
@@ -168,11 +159,8 @@ static void fold_blocks(Accuracy *a, const Row *r, double *v, double *vr)
 			  a->blke + b * sw, a->blkr + b * sw);
 	for (int step = 1; step < n; step *= 2)
 		for (int b = 0; b + step < n; b += 2 * step) {
-			memcpy(a->t, a->blk + b * sw, sw * sizeof *a->t);
-			memcpy(a->te, a->blke + b * sw, sw * sizeof *a->te);
-			memcpy(a->tr, a->blkr + b * sw, sw * sizeof *a->tr);
-			eval_merge_exact(m, MODE_F32, a->t, a->te, a->tr, a->blk + (b + step) * sw, a->blke + (b + step) * sw,
-					 a->blkr + (b + step) * sw, a->blk + b * sw, a->blke + b * sw, a->blkr + b * sw);
+			double *l = a->blk + b * sw, *le = a->blke + b * sw, *lr = a->blkr + b * sw;
+			eval_merge_exact(m, MODE_F32, l, le, lr, l + step * sw, le + step * sw, lr + step * sw, l, le, lr);
 		}
 	memcpy(v, a->blk, sw * sizeof *v);
 	memcpy(vr, a->blkr, sw * sizeof *vr);

@@ -594,6 +594,15 @@ void eval_merge_exact(Machine *m, Mode mode, const double *av, const double *ae,
 	round_f32(mode, m->c->nstate, m->soff, state_f32, m->c, v);
 }
 
+void eval_step_exact(Machine *m, Mode mode, const Row *r, int j, double *v, double *e, double *rest, double *l)
+{
+	if (eval_masked(m, r, j))
+		return;
+	int sw = m->sw;
+	eval_lift_exact(m, mode, r, j, l, l + sw, l + 2 * sw);
+	eval_merge_exact(m, mode, v, e, rest, l, l + sw, l + 2 * sw, v, e, rest);
+}
+
 void eval_const_rounding(Machine *m, int on)
 {
 	Bound *all[] = {m->lift, m->merge, m->fin, m->map, m->assume, m->mask};

@@ -70,6 +70,11 @@ void eval_merge(Machine *m, Mode mode, const double *av, const double *ae, const
 	     double *v, double *e);
 void eval_merge_exact(Machine *m, Mode mode, const double *av, const double *ae, const double *ar, const double *bv,
 		      const double *be, const double *br, double *v, double *e, double *rest);
+/* Position j of r merged into the state (v, e, rest) on its right, as a
+ * device's thread folds, lifted first; a masked position leaves it as it
+ * is.  The merge reads its sides before it writes, so the state is both.
+ * l: room for the lift (3 m->sw). */
+void eval_step_exact(Machine *m, Mode mode, const Row *r, int j, double *v, double *e, double *rest, double *l);
 /* Fold positions [lo, hi) of r; SHAPE_RANDOM draws split points from *rng. */
 void eval_fold(Machine *m, Mode mode, const Row *r, int lo, int hi, Shape shape, uint64_t *rng, double *v,
 	    double *e);

@@ -39,25 +39,19 @@ static int interp_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	memcpy(m.params, d->params, c->nparams * sizeof *d->params);
 	Row *row = eval_row_new(&m, d->len);
 	/* state, its bounds and rests (ir_int_exact: i64 exact past 2^53), the
-	 * lift's, the state merged from, the outputs and their rests */
+	 * lift's (eval_step_exact), the outputs and their rests */
 	int sw = m.sw, ow = m.finw > m.mapw ? m.finw : m.mapw;
-	double *s = calloc(9 * (size_t)sw + 2 * (size_t)ow + 2, sizeof *s);
+	double *s = calloc(6 * (size_t)sw + 2 * (size_t)ow + 2, sizeof *s);
 	if (!s)
 		abort();
-	double *se = s + sw, *sr = se + sw, *l = sr + sw, *le = l + sw, *lr = le + sw, *t = lr + sw, *tr = t + sw;
-	double *scratch = tr + sw, *out = scratch + sw, *outr = out + ow;
+	double *se = s + sw, *sr = se + sw, *l = sr + sw, *out = l + 3 * sw, *outr = out + ow;
 	rundata_load_cols(d, &m, row);
 	for (int r = 0; r < d->rows; r++) {
 		rundata_load_row(d, &m, r, row);
 		eval_identity(&m, MODE_F32, s, se);
 		memset(sr, 0, sw * sizeof *sr);
 		for (int j = 0; j < d->len; j++) {
-			if (!eval_masked(&m, row, j)) {
-				eval_lift_exact(&m, MODE_F32, row, j, l, le, lr);
-				memcpy(t, s, sw * sizeof *s);
-				memcpy(tr, sr, sw * sizeof *sr);
-				eval_merge_exact(&m, MODE_F32, t, se, tr, l, le, lr, s, scratch, sr);
-			}
+			eval_step_exact(&m, MODE_F32, row, j, s, se, sr, l);
 			if (d->scan) {
 				eval_finalize_exact(&m, MODE_F32, row, s, se, sr, out, NULL, outr);
 				store(d->fin, c->nfinal, m.finoff, out, outr, (size_t)r * d->len + j);

@@ -84,7 +84,8 @@ typedef struct {
 	double *pfin, *pfine, *pscr; /* the naive attention with P rounded (p_round): finalized, bound */
 	double *pv, *dv;             /* its o, and the bound of P's rounding in o */
 	double *want, *wante, *wantr, *naive, *bound; /* one output of one row: positions x width */
-	double *s, *se, *sr, *l, *le, *lr, *t, *te, *tr;
+	double *s, *se, *sr, *t, *te;
+	double *l, *le; /* a lift's values and bounds, its rests after them (eval_step_exact) */
 	int need_fold; /* some output has no reference: compare it with the float64 fold */
 	int ref_range; /* the row's float64 reference overflowed or underflowed somewhere */
 	int capped;    /* the output compared now holds naive values from the spec's own fold (NAIVE_CAP) */
@@ -257,13 +258,7 @@ static void fold_row(Ctx *x, Mode md)
 	eval_identity(m, md, x->s, x->se);
 	memset(x->sr, 0, m->sw * sizeof *x->sr);
 	for (int j = 0; j < d->len; j++) {
-		if (!eval_masked(m, x->row, j)) {
-			eval_lift_exact(m, md, x->row, j, x->l, x->le, x->lr);
-			memcpy(x->t, x->s, m->sw * sizeof *x->t);
-			memcpy(x->te, x->se, m->sw * sizeof *x->te);
-			memcpy(x->tr, x->sr, m->sw * sizeof *x->tr);
-			eval_merge_exact(m, md, x->t, x->te, x->tr, x->l, x->le, x->lr, x->s, x->se, x->sr);
-		}
+		eval_step_exact(m, md, x->row, j, x->s, x->se, x->sr, x->l);
 		if (d->scan) {
 			size_t at = (size_t)j * m->finw;
 			eval_finalize_exact(m, md, x->row, x->s, x->se, x->sr, v->fin + at, v->fine + at, v->finr + at);
@@ -629,9 +624,9 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 	x.wantr = xcalloc(L * W, sizeof(double));
 	x.naive = xcalloc(L * W, sizeof(double));
 	x.bound = xcalloc(L * W, sizeof(double));
-	double *st = xcalloc(9 * (size_t)m->sw, sizeof(double));
-	x.s = st, x.se = st + m->sw, x.l = st + 2 * m->sw, x.le = st + 3 * m->sw, x.t = st + 4 * m->sw,
-	x.te = st + 5 * m->sw, x.sr = st + 6 * m->sw, x.lr = st + 7 * m->sw, x.tr = st + 8 * m->sw;
+	double *st = xcalloc(8 * (size_t)m->sw, sizeof(double));
+	x.s = st, x.se = st + m->sw, x.sr = st + 2 * m->sw, x.t = st + 3 * m->sw, x.te = st + 4 * m->sw;
+	x.l = st + 5 * m->sw, x.le = st + 6 * m->sw;
 	for (int md = 0; md < 2; md++)
 		vals_alloc(&x.v[md], m, L);
 	outputs_init(&x, rc);
