@@ -112,6 +112,7 @@ Test(explore, welford_update) { derived_ok("specs/loops/welford_update.yaml", "g
 Test(explore, linear_recurrence) { derived_ok("specs/loops/linear_recurrence.yaml", "affine"); }
 Test(explore, horner) { derived_ok("specs/loops/horner.yaml", "affine"); }
 Test(explore, max_prefix_sum) { derived_ok("specs/loops/max_prefix_sum.yaml", "enumerate +aux"); }
+Test(explore, max_segment_sum) { derived_ok("specs/loops/max_segment_sum.yaml", "generalize +aux"); }
 Test(explore, running_mean) { derived_ok("specs/loops/running_mean.yaml", "generalize"); }
 Test(explore, softmax_temperature) { derived_ok("specs/loops/softmax_temperature.yaml", "generalize"); }
 Test(explore, softmax_shifted) { derived_ok("specs/loops/softmax_shifted.yaml", "generalize"); }
@@ -188,6 +189,33 @@ Test(explore, max_prefix_sum_adds_the_sum)
 	cr_assert(strstr(r.yaml, "  mps: max(a.mps, a.sum + b.mps)\n"), "%s", r.yaml);
 	cr_assert(strstr(r.yaml, "  sum: a.sum + b.sum\n"), "%s", r.yaml);
 	cr_assert_null(strstr(r.yaml, "laws:"), "a prefix sum is not commutative");
+	explore_result_free(&r);
+}
+
+/* Kadane's loop needs two fields beside its own, the sum and the largest
+ * run from the fixed end, and each x of its step its own field of b; the
+ * same from the right, and for the smallest run. */
+Test(explore, max_segment_sum_adds_a_sum_and_its_largest_run)
+{
+	ExploreResult r;
+	explore_file("specs/loops/max_segment_sum.yaml", &r);
+	cr_assert_str_eq(r.aux, "sum and top_run");
+	cr_assert(strstr(r.yaml, "  cur: max(b.cur, a.cur + b.sum)\n"), "%s", r.yaml);
+	cr_assert(strstr(r.yaml, "  best: max(a.best, max(b.best, a.cur + b.top_run))\n"), "%s", r.yaml);
+	cr_assert(strstr(r.yaml, "  top_run: max(a.top_run, a.sum + b.top_run)\n"), "%s", r.yaml);
+	cr_assert(strstr(r.log, "auxiliary fields sum and top_run added"), "%s", r.log);
+	explore_result_free(&r);
+	r = explore_text("carrier: right\nelement: {x: f32}\nstate: {cur: f32, best: f32}\n"
+			 "identity: {cur: -inf, best: -inf}\nstep_right:\n  cur: max(x, x + cur)\n  best: max(best, cur)\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_assert(strstr(r.yaml, "  best: max(b.best, max(a.best, a.top_run + b.cur))\n"), "%s", r.yaml);
+	cr_assert(strstr(r.yaml, "  top_run: max(b.top_run, a.top_run + b.sum)\n"), "%s", r.yaml);
+	explore_result_free(&r);
+	r = explore_text("carrier: low\nelement: {x: f32}\nstate: {cur: f32, best: f32}\n"
+			 "identity: {cur: inf, best: inf}\nstep:\n  cur: min(x, cur + x)\n  best: min(best, cur)\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_assert_str_eq(r.aux, "sum and low_run");
+	cr_assert(strstr(r.yaml, "  best: min(a.best, min(b.best, a.cur + b.low_run))\n"), "%s", r.yaml);
 	explore_result_free(&r);
 }
 

@@ -256,15 +256,20 @@ static void search(Ex *x, Cand *k)
 		free(st);
 		double left = budget - ex_elapsed(x);
 		if (try_general(x, k, ex_now() + left * 0.5)) {
-			if (cand_has(k, name))
-				x->res->aux = strdup(name);
-			else
-				logline(x, "auxiliary field", "%s dropped: no output depends on it", name);
+			Buf kept = {0};
+			for (int f = x->norig; f < x->n; f++)
+				if (cand_has(k, x->f[f].name))
+					buf_printf(&kept, "%s%s", kept.len ? " and " : "", x->f[f].name);
+				else
+					logline(x, "auxiliary field", "%s dropped: no output depends on it", x->f[f].name);
+			x->res->aux = kept.len ? buf_take(&kept) : NULL;
+			buf_free(&kept);
 			return;
 		}
 		ex_aux_drop(x);
 	}
-	logline(x, "auxiliary fields", "none of the catalogue (running sum, count, max, min) helps");
+	logline(x, "auxiliary fields", "none of the catalogue (running sum, count, max, min, a sum with "
+	       "its largest or smallest run from the fixed end) helps");
 }
 
 static const char *proof_word(ProofStatus s) { return prove_status_name(s); }
@@ -283,7 +288,8 @@ static void summary(Ex *x)
 		return;
 	}
 	buf_printf(&x->log, "  carrier: %s by %s%s%s%s; associative %s, identity %s, commutative %s\n", x->c->name,
-		   r->strategy, r->aux ? " (auxiliary field " : "", r->aux ? r->aux : "", r->aux ? " added)" : "",
+		   r->strategy, !r->aux ? "" : strstr(r->aux, " and ") ? " (auxiliary fields " : " (auxiliary field ",
+		   r->aux ? r->aux : "", r->aux ? " added)" : "",
 		   proof_word(r->assoc), proof_word(r->ident),
 		   r->commutative ? "proved" : "not claimed");
 }

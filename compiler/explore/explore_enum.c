@@ -11,7 +11,8 @@
  *
  * Auxiliary fields: when no merge exists for the state as given, a field
  * from a small catalogue (a running sum of an input, a count, a running
- * max or min) is added and strategies 3 and 4 run again. */
+ * max or min, or a running sum with the largest or smallest sum of a run
+ * from the loop's fixed end) is added and strategies 3 and 4 run again. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,7 +264,11 @@ int ex_enumerate(Ex *x, Cand *k, double deadline, char *why, size_t n)
 
 /* ---- auxiliary fields ---- */
 
-typedef enum { AUX_SUM, AUX_COUNT, AUX_MAX, AUX_MIN } AuxKind;
+/* AUX_RUN_MAX, AUX_RUN_MIN: the running sum of an input and the largest
+ * (smallest) sum of a run at the loop's fixed end (its prefixes; for a
+ * right loop, its suffixes), two fields added together: the maximum
+ * segment sum (Kadane's loop) needs both to merge. */
+typedef enum { AUX_SUM, AUX_COUNT, AUX_MAX, AUX_MIN, AUX_RUN_MAX, AUX_RUN_MIN } AuxKind;
 
 /* Catalogue entry i: (kind, input); -1 past the end. */
 static int aux_entry(Ex *x, int i, AuxKind *kind, int *input)
@@ -272,8 +277,8 @@ static int aux_entry(Ex *x, int i, AuxKind *kind, int *input)
 	for (int q = 0; q < x->c->nelem && ns < 8; q++)
 		if (!x->c->elem[q].ty.len && ty_is_float(x->c->elem[q].ty))
 			in[ns++] = q;
-	static const AuxKind order[] = {AUX_SUM, AUX_COUNT, AUX_MAX, AUX_MIN};
-	for (int o = 0; o < 4; o++) {
+	static const AuxKind order[] = {AUX_SUM, AUX_COUNT, AUX_MAX, AUX_MIN, AUX_RUN_MAX, AUX_RUN_MIN};
+	for (int o = 0; o < 6; o++) {
 		int per = order[o] == AUX_COUNT ? 1 : ns;
 		if (i < per) {
 			*kind = order[o];
@@ -285,18 +290,15 @@ static int aux_entry(Ex *x, int i, AuxKind *kind, int *input)
 	return -1;
 }
 
-int ex_aux_add(Ex *x, int i, char *name, size_t n)
+/* A field named after base (and input q where the loop has several),
+ * its vars made; its steps and lift are the caller's. */
+static Field *aux_field_new(Ex *x, const char *base, int q)
 {
-	AuxKind kind;
-	int q;
-	if (aux_entry(x, i, &kind, &q) || x->n >= EX_MAXF)
-		return -1;
-	static const char *const base[] = {"sum", "count", "max", "min"};
 	char want[SPEC_MAX_NAME];
 	if (q >= 0 && x->c->nelem > 1)
-		snprintf(want, sizeof want, "%s_%.40s", base[kind], x->c->elem[q].name);
+		snprintf(want, sizeof want, "%s_%.40s", base, x->c->elem[q].name);
 	else
-		snprintf(want, sizeof want, "%s", base[kind]);
+		snprintf(want, sizeof want, "%s", base);
 	Field *f = &x->f[x->n];
 	memset(f, 0, sizeof *f);
 	ex_fresh_name(x, want, NULL, 0, f->name);
@@ -304,6 +306,29 @@ int ex_aux_add(Ex *x, int i, char *name, size_t n)
 	f->aux = 1;
 	for (int w = 0; w < 4; w++)
 		f->var[w] = ex_var(x, f->name, w, x->n, f->ty);
+	return f;
+}
+
+/* The lift of field f: its step from the identity, its own and that of
+ * the field it reads (from, or NULL). */
+static void aux_lift(Ex *x, Field *f, const Field *from)
+{
+	int vars[2] = {f->var[STATE_SELF], from ? from->var[STATE_SELF] : -1};
+	Expr *at[2] = {ir_const(x->c->ir, f->ty, f->ident), from ? ir_const(x->c->ir, from->ty, from->ident) : NULL};
+	f->lift = ex_subst_vars(x, x->right ? f->step_right : f->step, from ? 2 : 1, vars, at);
+}
+
+int ex_aux_add(Ex *x, int i, char *name, size_t n)
+{
+	AuxKind kind;
+	int q;
+	if (aux_entry(x, i, &kind, &q))
+		return -1;
+	int run = kind == AUX_RUN_MAX || kind == AUX_RUN_MIN;
+	if (x->n + run >= EX_MAXF)
+		return -1;
+	static const char *const base[] = {"sum", "count", "max", "min", "sum", "sum"};
+	Field *f = aux_field_new(x, base[kind], q);
 	Ir *ir = x->c->ir;
 	Expr *self = ir_ref(ir, f->var[STATE_SELF]);
 	Expr *in = q >= 0 ? ir_ref(ir, x->c->elem[q].var) : ex_num(x, 1);
@@ -313,10 +338,27 @@ int ex_aux_add(Ex *x, int i, char *name, size_t n)
 		f->step = ir_bin(ir, op, self, in);
 	if (x->c->step_right)
 		f->step_right = ir_bin(ir, op, in, self);
-	f->lift = ex_subst_var(x, x->right ? f->step_right : f->step, f->var[STATE_SELF], ir_const(ir, f->ty, f->ident));
+	aux_lift(x, f, NULL);
 	x->n++;
-	ex_view_changed(x);
 	snprintf(name, n, "%s", f->name);
+	if (run) {
+		/* one more element makes one more run from the fixed end, the
+		 * whole list: the old sum and the element (sum before the step) */
+		Op pick = kind == AUX_RUN_MAX ? EXPR_MAX : EXPR_MIN;
+		Expr *sum = ir_ref(ir, f->var[STATE_SELF]);
+		Field *g = aux_field_new(x, kind == AUX_RUN_MAX ? "top_run" : "low_run", q);
+		Expr *me = ir_ref(ir, g->var[STATE_SELF]), *v = ir_ref(ir, x->c->elem[q].var);
+		g->ident = kind == AUX_RUN_MAX ? -INFINITY : INFINITY;
+		if (x->c->step)
+			g->step = ir_bin(ir, pick, me, ir_bin(ir, EXPR_ADD, sum, v));
+		if (x->c->step_right)
+			g->step_right = ir_bin(ir, pick, me, ir_bin(ir, EXPR_ADD, v, sum));
+		aux_lift(x, g, f);
+		x->n++;
+		size_t l = strlen(name);
+		snprintf(name + l, n - l, " and %s", g->name);
+	}
+	ex_view_changed(x);
 	return 0;
 }
 

@@ -13,7 +13,11 @@
  *   - terms that carry the element may be weighted by a field whose lift is 1
  *     (softmax's b.l, Welford's b.n);
  *   - a field whose lift is 0 (Welford's m2) may gain + b.f, or b.f weighted
- *     by another field of b, or by b's share of a total already merged.
+ *     by another field of b, or by b's share of a total already merged;
+ *   - where none of these fits, each occurrence of an element input may
+ *     become its own choice of the fields that lift to it, the steps of
+ *     other fields read as written (Kadane's cur, max(x, cur + x), is
+ *     max(b.cur, a.cur + b.sum) with a running sum beside it).
  * Each field's variants are tried simplest first against the sample pairs
  * (states the loop itself merges), then the whole merge is verified.  For a
  * right loop the roles of a and b turn. */
@@ -32,6 +36,11 @@ typedef struct {
 	double lc[EX_MAXF];     /* constant lifts */
 	unsigned mask;          /* constant occurrences to replace */
 	int occ, direct, bad;
+	/* choosing: each element input's occurrence takes the next digit of
+	 * code (mixed radix: the fields lifting to that input, carriers[q]),
+	 * and radix multiplies up the choices met */
+	int choosing, ncarriers[8], carriers[8][EX_MAXF];
+	long code, radix;
 	/* subterms free of the state met so far, and the field each lifts to (or -1) */
 	Expr *seen[64];
 	int seen_field[64], nseen;
@@ -66,7 +75,7 @@ static Expr *rewrite(Gen *g, Expr *e, int root)
 {
 	Ex *x = g->x;
 	Ir *ir = x->c->ir;
-	for (int q = 0; q < x->n && !root; q++)
+	for (int q = 0; q < x->n && !root && !g->choosing; q++)
 		if (q != g->f && g->gen[q] && e == *steps(x, q))
 			return g->gen[q];
 	/* the element's part as a lift computes it (x / tau where lift m is
@@ -80,6 +89,12 @@ static Expr *rewrite(Gen *g, Expr *e, int root)
 		const Var *v = ir_var(ir, e->k);
 		if (v->kind == VAR_STATE)
 			return ir_ref(ir, x->f[v->slot].var[own(x)]);
+		if (v->kind == VAR_ELEM && g->choosing && v->slot < 8 && g->ncarriers[v->slot] > 0) {
+			int nc = g->ncarriers[v->slot], m = g->carriers[v->slot][g->code % nc];
+			g->code /= nc, g->radix *= nc;
+			g->direct = 1;
+			return ir_ref(ir, x->f[m].var[other(x)]);
+		}
 		if (v->kind == VAR_ELEM) {
 			/* the field's own lift, where it carries the input (max(m, x) -> max(a.m, b.m)) */
 			int m = g->carries[g->f] == v->slot ? g->f : v->slot < 8 ? g->carry[v->slot] : -1;
@@ -287,6 +302,20 @@ static int generalize_field(Gen *g, int f, char *why, size_t n)
 		g->gen[f] = sym;
 		return 0;
 	}
+	/* each occurrence its own field: the choices counted by a first pass */
+	g->choosing = 1, g->code = 0, g->radix = 1;
+	variant(g, 0, -1, 0);
+	long combos = g->radix;
+	for (long code = 1; code < combos && combos > 1 && code < 4096; code++) {
+		g->code = code, g->radix = 1;
+		Expr *e = variant(g, 0, -1, 0);
+		if (e && fits(x, f, e)) {
+			g->choosing = 0;
+			g->gen[f] = e;
+			return 0;
+		}
+	}
+	g->choosing = 0;
 	char *s = ir_str(x->c->ir, probe);
 	snprintf(why, n, "no variant of %s's step fits the loop (the plain one is %s)", x->f[f].name, s);
 	free(s);
@@ -304,6 +333,8 @@ int ex_generalize(Ex *x, Cand *k, char *why, size_t n)
 		g.carries[f] = q;
 		if (q >= 0 && q < 8 && g.carry[q] < 0)
 			g.carry[q] = f;
+		if (q >= 0 && q < 8)
+			g.carriers[q][g.ncarriers[q]++] = f;
 	}
 	int order[EX_MAXF];
 	by_step_id(x, order);
