@@ -1944,3 +1944,33 @@ Test(check, bench_references_skip_the_nan_their_merges_skip)
 		check_result_free(&r);
 	}
 }
+
+/* The trials keep an i64 whole past 2^53, as the devices do: a hash that
+ * wraps is tried there, where every merge passes 2^53, with no trial drawn
+ * again; and a merge off by one only past 2^61 fails with its witness
+ * written in full. */
+Test(check, i64_laws_tried_whole_past_2_53)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/check/rolling_hash.yaml", &r, 1), 0);
+	const LawOutcome *l = law(&r, "associative");
+	cr_expect_eq(l->v, VERDICT_HOLDS, "%s", l->detail ? l->detail : "");
+	cr_expect_eq(l->trials, 20000);
+	cr_expect_eq(l->skipped, 0, "%d trials drawn again", l->skipped);
+	cr_expect(check_ok(&r));
+	check_result_free(&r);
+	cr_assert_eq(run("tests/laws/off_by_one_past_2_61.yaml", &r, 1), 0);
+	l = law(&r, "associative");
+	cr_assert_eq(l->v, VERDICT_FAILS);
+	/* the sides one apart, each written whole, and the gap of one */
+	long long x, y;
+	cr_assert(l->detail && sscanf(l->detail, "field h differs: %lld vs %lld", &x, &y) == 2, "%s", l->detail);
+	cr_expect(x - y == 1 || y - x == 1, "%s", l->detail);
+	cr_expect(x > (1LL << 61) && y > (1LL << 61), "%s", l->detail);
+	char want[64];
+	snprintf(want, sizeof want, "h: %lld}", x);
+	cr_expect(strstr(l->cex, want), "a side written whole: %s", l->cex);
+	snprintf(want, sizeof want, "\"h\": %lld", x);
+	cr_expect(strstr(l->json, want), "and in JSON: %s", l->json);
+	check_result_free(&r);
+}

@@ -29,9 +29,11 @@ void cex_component(Buf *b, Machine *m, int k)
 
 /* A component of field f: an integer in full (2147483647 and 2147483646,
  * which 9 digits would both round to 2.14748365e+09), a float to digits. */
-static void put_component(Buf *b, const Decl *f, double v, int digits)
+static void put_component(Buf *b, const Decl *f, double v, double rest, int digits)
 {
-	if (!ty_is_float(f->ty) && isfinite(v))
+	if (!ty_is_float(f->ty) && isfinite(v) && fabs(v) <= 0x1p63)
+		buf_printf(b, "%lld", (long long)ir_int_exact(v, rest));
+	else if (!ty_is_float(f->ty) && isfinite(v))
 		buf_printf(b, "%.0f", v);
 	else
 		buf_num(b, v, digits);
@@ -48,27 +50,27 @@ void cex_value(Buf *b, int integer, double v, double rest, int digits)
 }
 
 /* {m: 1, o: [0.5, 1, 2, 3, ... (64)]}; `mark` >= 0 also shows that component of a vector */
-void cex_state(Buf *b, Machine *m, const double *v, int mark)
+void cex_state_exact(Buf *b, Machine *m, const double *v, const double *rest, int mark)
 {
 	Carrier *c = m->c;
 	buf_puts(b, "{");
 	for (int f = 0; f < c->nstate; f++) {
-		const double *x = v + m->soff[f];
+		const double *x = v + m->soff[f], *xr = rest ? rest + m->soff[f] : NULL;
 		int w = m->soff[f + 1] - m->soff[f];
 		buf_printf(b, "%s%s: ", f ? ", " : "", c->state[f].name);
 		if (!c->state[f].ty.len) {
-			put_component(b, &c->state[f], x[0], 9);
+			put_component(b, &c->state[f], x[0], xr ? xr[0] : 0, 9);
 			continue;
 		}
 		buf_puts(b, "[");
 		for (int t = 0; t < w && t < VEC_SHOWN; t++) {
 			buf_puts(b, t ? ", " : "");
-			put_component(b, &c->state[f], x[t], 6);
+			put_component(b, &c->state[f], x[t], xr ? xr[t] : 0, 6);
 		}
 		int local = mark - m->soff[f];
 		if (local >= VEC_SHOWN && local < w) {
 			buf_printf(b, ", ... [%d]: ", local);
-			put_component(b, &c->state[f], x[local], 9);
+			put_component(b, &c->state[f], x[local], xr ? xr[local] : 0, 9);
 		}
 		if (w > VEC_SHOWN)
 			buf_printf(b, ", ... (%d)", w);
@@ -77,7 +79,9 @@ void cex_state(Buf *b, Machine *m, const double *v, int mark)
 	buf_puts(b, "}");
 }
 
-void cex_state_json(Buf *b, Machine *m, const double *v)
+void cex_state(Buf *b, Machine *m, const double *v, int mark) { cex_state_exact(b, m, v, NULL, mark); }
+
+void cex_state_json_exact(Buf *b, Machine *m, const double *v, const double *rest)
 {
 	Carrier *c = m->c;
 	buf_puts(b, "{");
@@ -85,18 +89,24 @@ void cex_state_json(Buf *b, Machine *m, const double *v)
 		buf_puts(b, f ? ", " : "");
 		buf_json_str(b, c->state[f].name);
 		buf_puts(b, ": ");
-		int w = m->soff[f + 1] - m->soff[f];
+		int w = m->soff[f + 1] - m->soff[f], integer = !ty_is_float(c->state[f].ty);
 		if (c->state[f].ty.len)
 			buf_puts(b, "[");
 		for (int t = 0; t < w; t++) {
+			double x = v[m->soff[f] + t], r = rest ? rest[m->soff[f] + t] : 0;
 			buf_puts(b, t ? ", " : "");
-			buf_json_num(b, v[m->soff[f] + t]);
+			if (integer && r != 0) /* past 2^53: the integer, which JSON holds as written */
+				buf_printf(b, "%lld", (long long)ir_int_exact(x, r));
+			else
+				buf_json_num(b, x);
 		}
 		if (c->state[f].ty.len)
 			buf_puts(b, "]");
 	}
 	buf_puts(b, "}");
 }
+
+void cex_state_json(Buf *b, Machine *m, const double *v) { cex_state_json_exact(b, m, v, NULL); }
 
 /* A param's value as --param would give it back: the fewest digits
  * that read as the same value of its storage (1e-05 for an f32's
@@ -248,7 +258,7 @@ void cex_row(Buf *b, Machine *m, const Row *r)
 static void put_sample(Buf *b, Machine *m, const char *name, Sample *s, Mode mode)
 {
 	buf_printf(b, "    %s = ", name);
-	cex_state(b, m, s->v[mode], -1);
+	cex_state_exact(b, m, s->v[mode], s->rest[mode], -1);
 	cex_inputs(b, m, s->row, s->lo, s->hi);
 	if (s->doublings)
 		buf_printf(b, ", merged with itself %d time%s", s->doublings, s->doublings > 1 ? "s" : "");
@@ -287,17 +297,21 @@ void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char
 		if (i && check_trial_arity(t->kind) < 2)
 			break; /* the right side is e or a, shown above */
 		buf_printf(&b, "    %s = ", side[i]);
-		cex_state(&b, m, i ? t->r : t->l, at);
+		cex_state_exact(&b, m, i ? t->r : t->l, i ? t->rr : t->lr, at);
 		buf_puts(&b, "\n");
 	}
 	buf_puts(&d, "field ");
 	cex_component(&d, m, at);
 	buf_puts(&d, " differs: ");
-	int digits = distinct_digits(t->l[at], t->r[at]);
-	buf_num(&d, t->l[at], digits);
+	int digits = distinct_digits(t->l[at], t->r[at]), integer = !ty_is_float(m->c->state[field_of(m, at)].ty);
+	cex_value(&d, integer, t->l[at], t->lr ? t->lr[at] : 0, digits);
 	buf_puts(&d, " vs ");
-	buf_num(&d, t->r[at], digits);
+	cex_value(&d, integer, t->r[at], t->rr ? t->rr[at] : 0, digits);
 	double gap = fabs(t->l[at] - t->r[at]), scale = fmax(fabs(t->l[at]), fabs(t->r[at]));
+	if (integer && t->lr && t->rr && isfinite(gap)) { /* past 2^53 equal doubles may be unequal integers */
+		int64_t x = ir_int_exact(t->l[at], t->lr[at]), y = ir_int_exact(t->r[at], t->rr[at]);
+		gap = (double)(x > y ? (uint64_t)x - (uint64_t)y : (uint64_t)y - (uint64_t)x);
+	}
 	if (isfinite(gap) && scale > 0)
 		buf_printf(&d, " (relative gap %.2g", gap / scale);
 	else
@@ -314,12 +328,12 @@ void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char
 	buf_json_str(&j, side[1]);
 	for (int i = 0; i < check_trial_arity(t->kind); i++) {
 		buf_printf(&j, ", \"%s\": ", names[i]);
-		cex_state_json(&j, m, s[i]->v[t->mode]);
+		cex_state_json_exact(&j, m, s[i]->v[t->mode], s[i]->rest[t->mode]);
 	}
 	buf_puts(&j, ", \"lhs\": ");
-	cex_state_json(&j, m, t->l);
+	cex_state_json_exact(&j, m, t->l, t->lr);
 	buf_puts(&j, ", \"rhs\": ");
-	cex_state_json(&j, m, t->r);
+	cex_state_json_exact(&j, m, t->r, t->rr);
 	buf_puts(&j, ", \"field\": \"");
 	cex_component(&j, m, at);
 	buf_puts(&j, "\"}");

@@ -84,44 +84,26 @@ static int overflowed(double x, double y, double top)
 	       (isinf(y) && !isnan(x) && fabs(x) > top));
 }
 
-/* An integer that a double holds only rounded: an i64 past 2^53, whose
- * low bits the trials cannot tell. */
-static int beyond_double(double x) { return fabs(x) > 0x1p53; }
-
-/* Whether an integer field of state v is past what a double holds exactly. */
-static int ints_beyond_double(Machine *m, const double *v)
-{
-	Carrier *c = m->c;
-	for (int f = 0; v && f < c->nstate; f++)
-		for (int k = m->soff[f]; !ty_is_float(c->state[f].ty) && k < m->soff[f + 1]; k++)
-			if (beyond_double(v[k]))
-				return 1;
-	return 0;
-}
-
 /* First component where the states differ, -1 when they agree, -2 when a
- * side overflowed or an integer differs where the trial's states or the
- * merges' results passed what a double holds exactly (inexact). */
-static int states_differ(Machine *m, const double *l, const double *le, const double *r, const double *re,
-			 Mode mode, int inexact)
+ * side overflowed.  Integers are compared whole, their rests (lr, rr)
+ * with them: an i64 past 2^53 is as exact as the devices' and wraps as
+ * theirs do. */
+static int states_differ(Machine *m, const double *l, const double *le, const double *lr, const double *r,
+			 const double *re, const double *rr, Mode mode)
 {
 	Carrier *c = m->c;
-	int rounded = 0;
 	for (int f = 0; f < c->nstate; f++) {
 		int exact = !ty_is_float(c->state[f].ty);
 		double top = mode == MODE_F32 && c->state[f].ty.kind == TY_F32 ? 1e37 : 1e290;
 		for (int k = m->soff[f]; k < m->soff[f + 1]; k++) {
 			if (overflowed(l[k], r[k], top))
 				return -2;
-			if (exact && l[k] != r[k] && (inexact || beyond_double(l[k]) || beyond_double(r[k]))) {
-				rounded = 1;
-				continue;
-			}
-			if (exact ? !(l[k] == r[k]) : !check_values_agree(l[k], le[k], r[k], re[k], check_unit_roundoff(mode)))
+			if (exact ? !(l[k] == r[k] && lr[k] == rr[k])
+				  : !check_values_agree(l[k], le[k], r[k], re[k], check_unit_roundoff(mode)))
 				return k;
 		}
 	}
-	return rounded ? -2 : -1;
+	return -1;
 }
 
 /* ---- one trial ---- */
@@ -148,47 +130,49 @@ static const char *const bracket[NTRIAL][2] = {
 	[T_ID_RIGHT] = {"a+e", "a"},       [T_ID_SELF] = {"e+e", "e"},
 };
 
-/* Evaluate both sides of a trial into t->l, t->r; returns what states_differ does. */
+/* Evaluate both sides of a trial into t->l, t->r (their rests into t->lr,
+ * t->rr); returns what states_differ does. */
 int check_trial_eval(Ck *k, Trial *t, Sample **s)
 {
 	Machine *m = k->m;
 	int sw = m->sw;
 	Mode md = t->mode;
 	m->range = 0;
+	t->lr = k->lr, t->rr = k->rr;
 	double *z = k->zero, *e = m->ident[md];
-	double *x = k->tmp, *xe = x + sw, *y = x + 2 * sw, *ye = x + 3 * sw;
+	double *x = k->tmp, *xe = x + sw, *y = x + 2 * sw, *ye = x + 3 * sw, *xr = k->rr + sw, *yr = xr + sw;
+	const double *v[3], *r[3];
+	for (int i = 0; i < check_trial_arity(t->kind); i++)
+		v[i] = s[i]->v[md], r[i] = s[i]->rest[md];
 	switch (t->kind) {
 	case T_ASSOC:
-		eval_merge(m, md, s[0]->v[md], z, s[1]->v[md], z, x, xe);
-		eval_merge(m, md, x, xe, s[2]->v[md], z, t->l, t->le);
-		eval_merge(m, md, s[1]->v[md], z, s[2]->v[md], z, y, ye);
-		eval_merge(m, md, s[0]->v[md], z, y, ye, t->r, t->re);
+		eval_merge_exact(m, md, v[0], z, r[0], v[1], z, r[1], x, xe, xr);
+		eval_merge_exact(m, md, x, xe, xr, v[2], z, r[2], t->l, t->le, t->lr);
+		eval_merge_exact(m, md, v[1], z, r[1], v[2], z, r[2], y, ye, yr);
+		eval_merge_exact(m, md, v[0], z, r[0], y, ye, yr, t->r, t->re, t->rr);
 		break;
 	case T_COMM:
-		eval_merge(m, md, s[0]->v[md], z, s[1]->v[md], z, t->l, t->le);
-		eval_merge(m, md, s[1]->v[md], z, s[0]->v[md], z, t->r, t->re);
+		eval_merge_exact(m, md, v[0], z, r[0], v[1], z, r[1], t->l, t->le, t->lr);
+		eval_merge_exact(m, md, v[1], z, r[1], v[0], z, r[0], t->r, t->re, t->rr);
 		break;
 	case T_ID_LEFT:
 	case T_ID_RIGHT:
 		if (t->kind == T_ID_LEFT)
-			eval_merge(m, md, e, z, s[0]->v[md], z, t->l, t->le);
+			eval_merge_exact(m, md, e, z, z, v[0], z, r[0], t->l, t->le, t->lr);
 		else
-			eval_merge(m, md, s[0]->v[md], z, e, z, t->l, t->le);
-		memcpy(t->r, s[0]->v[md], sw * sizeof *t->r);
+			eval_merge_exact(m, md, v[0], z, r[0], e, z, z, t->l, t->le, t->lr);
+		memcpy(t->r, v[0], sw * sizeof *t->r);
+		memcpy(t->rr, r[0], sw * sizeof *t->rr);
 		memset(t->re, 0, sw * sizeof *t->re);
 		break;
 	default:
-		eval_merge(m, md, e, z, e, z, t->l, t->le);
+		eval_merge_exact(m, md, e, z, z, e, z, z, t->l, t->le, t->lr);
 		memcpy(t->r, e, sw * sizeof *t->r);
+		memset(t->rr, 0, sw * sizeof *t->rr);
 		memset(t->re, 0, sw * sizeof *t->re);
 		break;
 	}
-	int inexact = 0; /* an i64 past 2^53 on the way: the low bits of what follows are the double's */
-	for (int i = 0; i < check_trial_arity(t->kind); i++)
-		inexact |= ints_beyond_double(m, s[i]->v[md]);
-	if (t->kind == T_ASSOC)
-		inexact |= ints_beyond_double(m, x) || ints_beyond_double(m, y);
-	int d = states_differ(m, t->l, t->le, t->r, t->re, md, inexact);
+	int d = states_differ(m, t->l, t->le, t->lr, t->r, t->re, t->rr, md);
 	return d >= 0 && left_range(m, t) ? -2 : d;
 }
 
@@ -450,7 +434,7 @@ static void note_tie(Ck *k, LawOutcome *o, Mode mode, const Sample *s)
 		return;
 	Buf b = {0};
 	buf_puts(&b, "holds except at states that hold the identity's infinite value: e+a or a+e differs from a = ");
-	cex_state(&b, k->m, s->v[mode], -1);
+	cex_state_exact(&b, k->m, s->v[mode], s->rest[mode], -1);
 	if (k->m->c->nparams) {
 		buf_puts(&b, "; ");
 		cex_params(&b, k->m);
@@ -459,7 +443,7 @@ static void note_tie(Ck *k, LawOutcome *o, Mode mode, const Sample *s)
 	buf_puts(&b, "{");
 	cex_params_json(&b, k->m);
 	buf_puts(&b, "\"a\": ");
-	cex_state_json(&b, k->m, s->v[mode]);
+	cex_state_json_exact(&b, k->m, s->v[mode], s->rest[mode]);
 	buf_puts(&b, "}");
 	o->except_json = buf_take(&b);
 }
@@ -470,9 +454,8 @@ enum { LIMIT_SAMPLES = 64 };
  * limits (draw_sample_limits), where an identity such as a minimum's
  * INT32_MAX - 1 fails and the families' [-100, 100] never reach; in both
  * modes, from a copy of the generator, so that the trials after draw
- * what they drew before.  Sides that an i64 past 2^53 leaves rounded, or
- * that a merge takes out of the float range, decide nothing and are not
- * counted.  1 where a trial fails (o says how). */
+ * what they drew before.  Sides that a merge takes out of the float range
+ * decide nothing and are not counted.  1 where a trial fails (o says how). */
 static int identity_at_limits(Ck *k, LawOutcome *o)
 {
 	Sample *pool[LIMIT_SAMPLES];
@@ -627,10 +610,13 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 		r->input_assume = 1;
 		return 0;
 	}
-	k.tmp = calloc(9 * (size_t)m.sw, sizeof(double));
+	/* two merged states and their bounds, zeros, the trial's sides and
+	 * bounds, their rests, and the merged states' rests (after rr) */
+	k.tmp = calloc(13 * (size_t)m.sw, sizeof(double));
 	if (!k.tmp)
 		abort();
 	k.zero = k.tmp + 4 * m.sw, k.l = k.zero + m.sw, k.le = k.l + m.sw, k.r = k.le + m.sw, k.re = k.r + m.sw;
+	k.lr = k.re + m.sw, k.rr = k.lr + m.sw;
 	fill_pools(&k);
 	/* the soundness rows (and their float32 accuracy) from a stream of
 	 * their own: their verdicts do not change with --trials (the library

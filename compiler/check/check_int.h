@@ -35,6 +35,7 @@ typedef struct {
 	Mode mode;
 	int typed_only; /* in the spec's types where float64 holds: a failure must hold there too */
 	double *l, *le, *r, *re; /* both sides and their error bounds */
+	double *lr, *rr; /* the sides' rests of i64 past 2^53 (ir_int_exact), set by check_trial_eval */
 } Trial;
 
 typedef struct {
@@ -45,7 +46,7 @@ typedef struct {
 	DrawFamily fams[NDRAW]; /* families with samples */
 	int nfams;
 	int nonempty; /* samples that fold at least one element */
-	double *tmp, *zero, *l, *le, *r, *re;
+	double *tmp, *zero, *l, *le, *r, *re, *lr, *rr;
 	uint64_t rng;
 	int typed; /* some state field is f32: the spec's types differ from float64 */
 	void *work; /* sound.c's buffers while it shrinks a row */
@@ -99,6 +100,10 @@ void check_shrink(Ck *k, Trial *t, Sample **s, int (*still_fails)(Ck *, Trial *,
 void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char *const side[2]);
 void cex_state(Buf *b, Machine *m, const double *v, int mark);
 void cex_state_json(Buf *b, Machine *m, const double *v);
+/* The same with the rests of v's i64 components (ir_int_exact; NULL: none),
+ * so that an integer past 2^53 is written as the integer it is. */
+void cex_state_exact(Buf *b, Machine *m, const double *v, const double *rest, int mark);
+void cex_state_json_exact(Buf *b, Machine *m, const double *v, const double *rest);
 void cex_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi);
 /* "    row of x = [...]": a witness's whole row, or its length where it
  * is long, after the params' line. */
