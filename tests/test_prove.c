@@ -501,6 +501,15 @@ Test(prove, laws_with_an_identity_that_is_none)
 	expect_how("tests/prove/last_match_half.yaml", 0, "associative", "with the identity in each place (its own laws unknown)");
 }
 
+/* An i32 count above 0 is at least 1 in every region: two nonempty
+ * sides whose merged count is under 2 are no case at all, where over
+ * the rationals (a.n = b.n = 1/2) the prover found no side of a.n == 1
+ * and left the law unknown ("an empty region"). */
+Test(prove, positive_counts_are_whole)
+{
+	check("tests/prove/first_two.yaml", "pp--");
+}
+
 /* An order on a sum of two states' counts of positions (an i32 that lift
  * sets to 0 or 1 and merge sums) is decided as over the integers: a row
  * has at most INT32_MAX positions, so such a sum does not wrap.  With 1

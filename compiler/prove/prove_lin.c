@@ -182,8 +182,17 @@ void lin_region_init(Pv *p, Region *r)
 		Lin l;
 		lin_zero(&l);
 		if (!(s & SG_NEG) || !(s & SG_POS)) {
+			int strict = !(s & SG_ZERO);
 			l.c[v] = lin_q_int(s & SG_POS ? 1 : -1);
-			region_add(r, &l, !(s & SG_ZERO));
+			/* an i32 above 0 is at least 1: over the rationals a
+			 * region such as a.n + b.n < 2 for two counts above 0
+			 * would keep a.n = b.n = 1/2, where no comparison of
+			 * a.n with 1 has a side */
+			if (strict && p->vi32[v]) {
+				l.c[PV_MAXV] = lin_q_int(-1);
+				strict = 0;
+			}
+			region_add(r, &l, strict);
 		}
 	}
 	/* the invariants of each operand a, b, c: field f of operand w is variable w * nstate + f */
