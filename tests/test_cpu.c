@@ -793,6 +793,36 @@ Test(cpu, vector_states_fold_tiles_of_keys, .timeout = 120)
 	rt_pool_close(p);
 }
 
+/* A vector row input is the row's, the same at every position: it is
+ * broadcast to the lanes as a scalar one is, and a short vector state
+ * beside it folds in lanes (counts into a row's 8 bins went position by
+ * position at 0.09 of a copy).  Lane widths, tiles, threads and splits
+ * against the reference. */
+Test(cpu, vector_row_inputs_fold_in_lanes, .timeout = 120)
+{
+	static const LlvmOpts shapes[] = {{0}, {.lanes = 4, .tile = 3}, {.lanes = 8, .accs = 2}, {.lanes = 16, .tile = 1}};
+	static const int lens[] = {0, 1, 17, 255, 4099};
+	Carrier *c = load_ok("tests/rows/row_bins.yaml");
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+		LlvmKernel *k = compiled(c, &shapes[i]);
+		cr_expect_gt(k->lanes, 1, "shape %zu: lanes (one lane: %s)", i, k->one_lane);
+		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+			RunData *d = drawn(c, 5, lens[l], 60 + l);
+			run_kernel(k, d, p, l % 2 ? 3 : 0);
+			char w[100];
+			snprintf(w, sizeof w, "row_bins shape %zu len %d", i, lens[l]);
+			expect_ok(d, w);
+			rundata_free(d);
+		}
+		llvm_kernel_free(k);
+	}
+	rt_pool_close(p);
+	spec_carrier_free(c);
+}
+
 /* Attention's rows side by side as lanes (assoc_reduce_rows): 37 rows are
  * groups and a few rows alone; keys around the tile, past a block the
  * mask skips (256), causal, a window, a soft cap, rows with no key; the

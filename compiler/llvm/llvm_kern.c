@@ -1576,7 +1576,9 @@ static int lanes_components(const Carrier *c)
 }
 
 /* Whether a carrier with a vector state field still reduces in lanes, as
- * scalar ones do: every input and map scalar, the state short (its
+ * scalar ones do: every element and column input and every map scalar
+ * (a row input, the same at every position, is broadcast to the lanes a
+ * component at a time, whatever its width), the state short (its
  * topk lists kept apart not counted: of any length), and no one-lane
  * path of its own (reduce_selected, reduce_filtered).  A top-k list
  * beside softmax's (m, l) otherwise folds position by position in one
@@ -1589,9 +1591,6 @@ static int short_state_lanes(Carrier *c)
 			return 0;
 	for (int i = 0; i < c->ncol; i++)
 		if (spec_decl_width(&c->col[i]) != 1)
-			return 0;
-	for (int i = 0; i < c->nrow; i++)
-		if (spec_decl_width(&c->row[i]) != 1)
 			return 0;
 	for (int i = 0; i < c->nmap; i++)
 		if (lower_width(c->map[i].e) != 1)
@@ -1612,8 +1611,6 @@ static void one_lane_why(Kern *k, const Carrier *c, int scalar, int comm)
 		vec_io |= spec_decl_width(&c->elem[i]) != 1;
 	for (int i = 0; i < c->ncol; i++)
 		vec_io |= spec_decl_width(&c->col[i]) != 1;
-	for (int i = 0; i < c->nrow; i++)
-		vec_io |= spec_decl_width(&c->row[i]) != 1;
 	for (int i = 0; i < c->nmap; i++)
 		vec_io |= lower_width(c->map[i].e) != 1;
 	if (!comm)
