@@ -823,6 +823,30 @@ Test(cpu, vector_row_inputs_fold_in_lanes, .timeout = 120)
 	spec_carrier_free(c);
 }
 
+/* A tile of lanes holds its positions' lifted states at once: by
+ * default it takes fewer positions for a larger state (16 components at
+ * most, tiles of 2 at least), as many as asked where --config gives a
+ * tile, and the max-rescale and transported tiles keep their own. */
+Test(cpu, default_tiles_shrink_with_the_state)
+{
+	static const struct {
+		const char *spec;
+		int tile;
+	} want[] = {{"specs/sum.yaml", 8},           {"bench/carriers/count_above.yaml", 8},
+		    {"specs/nan_aware_stats.yaml", 4}, {"tests/rows/row_bins.yaml", 2},
+		    {"specs/online_softmax.yaml", 8},  {"specs/welford.yaml", 16}};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		Carrier *c = load_ok(want[i].spec);
+		LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = 16});
+		cr_expect_eq(k->tile, want[i].tile, "%s: tiles of %d, not %d", want[i].spec, k->tile, want[i].tile);
+		llvm_kernel_free(k);
+		k = compiled(c, &(LlvmOpts){.lanes = 16, .tile = 8});
+		cr_expect_eq(k->tile, 8, "%s: tiles of 8 as asked, not %d", want[i].spec, k->tile);
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
+}
+
 /* Attention's rows side by side as lanes (assoc_reduce_rows): 37 rows are
  * groups and a few rows alone; keys around the tile, past a block the
  * mask skips (256), causal, a window, a soft cap, rows with no key; the

@@ -1637,6 +1637,9 @@ static void one_lane_why(Kern *k, const Carrier *c, int scalar, int comm)
  * lanes alone take up to 64. */
 enum { SHUFFLED_LANES_MAX = 32 };
 
+/* The most state components a tile of lanes holds by default (kern_plan). */
+enum { TILE_COMPONENTS = 16 };
+
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile)
 {
 	int shuffled = lanes < SHUFFLED_LANES_MAX ? lanes : SHUFFLED_LANES_MAX;
@@ -1665,9 +1668,21 @@ void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int
 	 * 16 and 32 no better within the noise, and longer tails); Welford 5.8
 	 * (4.2 at 4, 2.3 without).  At 8 the max-rescale tile's maxima and
 	 * exps stay in the 32 registers; at 32 a third of its loads are spills. */
+	int tile_given = tile > 0;
 	if (tile <= 0)
 		tile = 8;
 	k->tile = lanes_ok && comm ? tile : 1;
+	/* A tile of lanes lifts its positions before its tree of merges, so
+	 * it holds tiles times the state's components: fewer positions a
+	 * tile for a larger state, 16 components at most and tiles of at
+	 * least 2 (one thread, 16 rows of 16384 in cache, Zen 5, G elements/s
+	 * in tiles of 2, 4 and 8: co-moments, 6 components, 4.6, 3.8, 3.9;
+	 * 8 bins beside two vector row inputs 4.5, 3.6, 3.2; four bins 11.5,
+	 * 11.0, 9.2; NaN-aware statistics, 4 components, 10.8, 11.4, 11.6;
+	 * L1, L2 and the peak, 3 components, 13, 19, 20) */
+	if (!tile_given && k->lanes > 1 && k->mr_field < 0)
+		while (k->tile > 2 && k->tile * lanes_components(c) > TILE_COMPONENTS)
+			k->tile /= 2;
 	/* tiles of positions in one lane (reduce_tiles), at most VTILE */
 	if ((!scalar || (k->lanes == 1 && comm)) && k->mr_field >= 0 && !kern_wide_state(c))
 		k->tile = tile > VTILE ? VTILE : tile;
