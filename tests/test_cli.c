@@ -393,7 +393,8 @@ Test(cli, bench_interrupted_at_the_naive_loop_leaves_nothing, .timeout = 120)
  * calls a carrier compute-bound when the copy's bandwidth leaves too
  * little time for it (a sum: one add for four bytes; ten nested exps a
  * position: 211 operations, at 20 an exp, for four bytes), counting what
- * the kernel's tiles do a position rather than a merge. */
+ * the kernel's tiles do a position rather than a merge, and a vector's
+ * operations a component each. */
 Test(cli, bench_says_operations_per_byte, .timeout = 120)
 {
 	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --threads 1 --rows 4 --len 1000 --json", out, sizeof out, 0), 0,
@@ -423,6 +424,13 @@ Test(cli, bench_says_operations_per_byte, .timeout = 120)
 			sizeof out, 0),
 		     0, "%s", out);
 	cr_expect(strstr(out, "\"transported\": 1") && strstr(out, "\"ops_per_position\": 9,"), "%s", out);
+	/* a vector's operations a component each: 8 bins' two compares, an
+	 * and and a select in lift, 8 adds in merge, and the scalar sum's
+	 * add (it was 5, as if each vector were one value) */
+	cr_assert_eq(sh(ASSOC " bench tests/rows/row_bins.yaml --device cpu --threads 1 --rows 4 --len 1000 --json", out,
+			sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\"ops_per_position\": 41,"), "%s", out);
 	/* map outputs the row fixes, each twice in the next (a DAG of 40
 	 * levels): hoisted, counted nothing, and each node looked at once
 	 * (walked once a path, the count took 2^40 steps) */

@@ -279,14 +279,26 @@ static int naive_meets(Carrier *c, Opts *o, void (*naive)(const Args *, int64_t,
 /* A rough cost of e's own operation: a math function (exp, log, tanh:
  * a polynomial and its range reduction) about 20 vector operations, a
  * division or square root 4, a constant or variable nothing, anything
- * else 1. */
+ * else 1; each a component of a vector value, as the lanes take one
+ * component at a time (a dot product a multiply and an add a component
+ * of its operands).  A top-k merge counts 1, as its lists are mostly
+ * left as they are (docs/cpu.md). */
 static double op_cost(const Expr *e)
 {
 	if (e->op == EXPR_CONST || e->op == EXPR_VAR)
 		return 0;
+	if (e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX)
+		return 1;
+	if (e->op == EXPR_DOT) {
+		int w = 1;
+		for (int i = 0; i < e->nargs; i++)
+			w = e->a[i]->ty.len > w ? e->a[i]->ty.len : w;
+		return 2.0 * w;
+	}
+	double w = e->ty.len > 1 ? e->ty.len : 1;
 	if (ir_ops[e->op].flags & F_MATH)
-		return e->op == EXPR_SQRT || e->op == EXPR_RSQRT ? 4 : 20;
-	return e->op == EXPR_DIV ? 4 : 1;
+		return w * (e->op == EXPR_SQRT || e->op == EXPR_RSQRT ? 4 : 20);
+	return w * (e->op == EXPR_DIV ? 4 : 1);
 }
 
 /* Whether e changes from position to position: it reads an element or
@@ -328,8 +340,7 @@ static double ops_under(const Ir *ir, const Expr *e, unsigned char *seen, unsign
  * certificate's coordinates and a monoid operation each (a tile's one
  * merge and conversion back left out); and what is written at every
  * position (a map, less what the row fixes and the exp the rowmap keeps
- * for it; a scan's finalize), each node once.  Vector operations count
- * as one, so attention's dot products are undercounted. */
+ * for it; a scan's finalize), each node once. */
 static double ops_per_position(Carrier *c, const LlvmKernel *k)
 {
 	/* a certificate derived from the maximum, as the CPU backend takes
@@ -347,8 +358,15 @@ static double ops_per_position(Carrier *c, const LlvmKernel *k)
 	double n = ops_under(ir, c->mask, seen, NULL);
 	for (int f = 0; f < c->nstate; f++)
 		n += ops_under(ir, c->lift[f], seen, NULL);
-	if (k && k->max_rescale)
-		n += 20 + c->nstate;
+	if (k && k->max_rescale) {
+		/* a field a component: a multiply-add, the maximum's a max;
+		 * a top-k list beside them one, as op_cost counts its merge */
+		n += 20;
+		for (int f = 0; f < c->nstate; f++) {
+			Op m = c->merge[f]->op;
+			n += m == EXPR_TOPK || m == EXPR_TOPK_IDX ? 1 : spec_decl_width(&c->state[f]);
+		}
+	}
 	else if (k && k->tf && cert->has_cert) {
 		n += 2; /* the shift by the tile's largest element, and that maximum */
 		for (int i = 0; i < cert->ncert; i++)
