@@ -1,8 +1,10 @@
 #!/bin/sh
-# Carriers written as a user would (bench/carriers/, and under more/ the
-# ones written from docs/spec-format.md alone: histogram bins, a first
-# match, min and max with positions, norms, scans, RMSNorm, softmax's
-# moments) on the CPU, each as
+# Carriers written as a user would (bench/carriers/, and under more/ and
+# new/ the ones written from docs/spec-format.md alone: histogram bins, a
+# first match, min and max with positions, norms, scans, RMSNorm,
+# softmax's moments; Kadane's maximum subarray, a segmented sum, a 2-vector
+# affine recurrence, co-moments, local peaks, 8 bins a row bounds, a
+# signed log-product, a decayed mean) on the CPU, each as
 # `assoc bench --json` reports it: kernel GB/s over a threaded memcpy of
 # the same bytes in the same run.  The machine is shared: RUNS sets how
 # many times each runs (default 2), and the best ratio is kept.  ops/B is
@@ -18,7 +20,7 @@ LEN=${2:-65536}
 RUNS=${RUNS:-2}
 ASSOC=${ASSOC:-build/assoc}
 printf '%-22s %8s %8s %8s %7s %7s  %s\n' carrier GB/s copy ratio ops/B bound runs
-for spec in bench/carriers/*.yaml bench/carriers/more/*.yaml specs/online_softmax.yaml; do
+for spec in bench/carriers/*.yaml bench/carriers/more/*.yaml bench/carriers/new/*.yaml specs/online_softmax.yaml; do
 	best=""
 	all=""
 	r=0

@@ -14,7 +14,7 @@
 # and transported fold by configuration, and rows across a thread-block
 # cluster (cl) beside the rule's at the long shapes, and rows streamed by
 # bulk copies (bk) beside the rule's at the three shapes, and last the
-# carriers written from the docs alone (bench/carriers/more/).  The
+# carriers written from the docs alone (bench/carriers/more/ and new/).  The
 # steps run in that order of importance inside a time budget (ASSOC_GPU_BUDGET
 # seconds, default 480): a step that would not fit is skipped with a line
 # saying so, and the table, which comes last, shows what ran.  The full log
@@ -349,8 +349,8 @@ bench layer_norm_tf 10 specs/layer_norm.yaml --rows 1024 --len 32768 --param eps
 step "spec to PTX on this host's $(nproc) cores (bench/ptx_time.sh)"
 fits 40 "ptx_time" && timeout "$(lim 60)" sh bench/ptx_time.sh specs/online_softmax.yaml 5 2>&1 | tail -5
 
-step "carriers written from docs/spec-format.md alone (bench/carriers/more/), as the budget allows"
-for spec in bench/carriers/more/*.yaml; do
+step "carriers written from docs/spec-format.md alone (bench/carriers/more/, new/), as the budget allows"
+for spec in bench/carriers/more/*.yaml bench/carriers/new/*.yaml; do
 	bench "user_$(basename "$spec" .yaml)" 8 "$spec" --rows 1024 --len 32768
 done
 
