@@ -9,6 +9,7 @@
  *   finalize(a, i, at, st)     finalize outputs of st into flat index `at` of each output
  *   map(a, i, lo, hi, st)      map outputs of positions [lo, hi) of row i with the row's state
  *   scan(a, i, lo, hi, st)     st = st (+) each position in turn; finalize outputs per position
+ *                              (a scan's kernel only, is_scan; NULL for the others)
  *   rowmap(a, i, st, scratch)  optional: reduce(a, i, 0, len, st), finalize(a, i, i, st) and
  *                              map(a, i, 0, len, st) in one call, for rows of at most rowmap_len
  *                              positions; scratch is room for len float32 (64-byte aligned)
@@ -64,7 +65,7 @@ typedef struct {
 	void (*merge)(const CpuArgs *a, const void *x, const void *y, void *out);
 	void (*finalize)(const CpuArgs *a, int64_t i, int64_t at, const void *st);
 	void (*map)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, const void *st); /* NULL: none */
-	void (*scan)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, void *st);
+	void (*scan)(const CpuArgs *a, int64_t i, int64_t lo, int64_t hi, void *st); /* NULL unless is_scan */
 	void (*rowmap)(const CpuArgs *a, int64_t i, void *st, void *scratch); /* NULL: none */
 	int64_t rowmap_len;
 	void (*reduce2)(const CpuArgs *a, int64_t i, void *st);                 /* NULL: none */

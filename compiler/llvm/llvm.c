@@ -551,7 +551,8 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 		kk->k.map = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, const void *))lookup(jit, "assoc_map", msg, n, &failed);
 	if (k.map_stream || k.scan_lanes)
 		kk->k.fence = (void (*)(void))lookup(jit, "assoc_fence", msg, n, &failed);
-	kk->k.scan = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_scan", msg, n, &failed);
+	if (c->tpl == FAM_SCAN)
+		kk->k.scan = (void (*)(const CpuArgs *, int64_t, int64_t, int64_t, void *))lookup(jit, "assoc_scan", msg, n, &failed);
 	if (k.rowmap_g || k.rowmap_lanes) {
 		kk->k.rowmap = (void (*)(const CpuArgs *, int64_t, void *, void *))lookup(jit, "assoc_rowmap", msg, n, &failed);
 		kk->k.rowmap_len = TWO_PASS_BYTES / (k.rowmap_g ? k.two_pass : k.rowmap_lanes);
