@@ -585,7 +585,7 @@ LV kern_row_lanes_decl(B *b, const Decl *d, LLVMValueRef base)
 			LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, LLVMBuildAdd(L->b, b->i, ci64(b, l), ""), ci64(b, w), ""),
 						      ci64(b, t), "");
 			LLVMValueRef y = from_storage(b, kern_load_lanes(b, base, d->storage, e), d->storage, (TyKind)d->ty.kind);
-			x = LLVMBuildInsertElement(L->b, x, y, LLVMConstInt(b->i32, l, 0), "");
+			x = W == 1 ? y : LLVMBuildInsertElement(L->b, x, y, LLVMConstInt(b->i32, l, 0), "");
 		}
 		L->W = W;
 		v.c[t] = x;
@@ -608,7 +608,7 @@ void kern_row_lanes_into(B *b, const Decl *d, LLVMValueRef base, LLVMValueRef bu
 	for (int l = 0; l < W; l++) {
 		LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, LLVMBuildAdd(L->b, b->i, ci64(b, l), ""), ci64(b, w), ""), u, "");
 		LLVMValueRef y = from_storage(b, kern_load_lanes(b, base, d->storage, e), d->storage, TY_F32);
-		x = LLVMBuildInsertElement(L->b, x, y, LLVMConstInt(b->i32, l, 0), "");
+		x = W == 1 ? y : LLVMBuildInsertElement(L->b, x, y, LLVMConstInt(b->i32, l, 0), "");
 	}
 	L->W = W;
 	LLVMValueRef idx = LLVMBuildAdd(L->b, u, ci64(b, at), "");
@@ -819,7 +819,7 @@ void kern_bind_inputs(B *b, LLVMValueRef j)
 		}
 	for (int k = 0; k < c->ncol; k++, nin++)
 		if (j) {
-			int st = b->row_lanes && staged(&c->col[k]), lanes = b->row_lanes ? 1 : L->W;
+			int st = (b->row_lanes || b->colbuf) && staged(&c->col[k]), lanes = b->row_lanes ? 1 : L->W;
 			L->bind[c->col[k].var] = st ? kern_staged_col(b, k, b->colslot)
 						    : load_col(b, &c->col[k], b->inp[nin], j, lanes);
 			if (!st)

@@ -190,6 +190,43 @@ static void fold_loop(B *b, int f, LLVMValueRef *e, int T)
 	kern_count_close(b, i, n, b->k->loop_unroll);
 }
 
+/* fold_max_rescale's update of field f in one lane (one_lane_chunks):
+ * its components in memory (b->obuf[f]) DOT_CHUNK at a time, each
+ * position's staged component times its e[t], the accumulator's times
+ * e[T], summed by the tree that sums each component unrolled, so the
+ * bits are the same. */
+static void fold_chunks(B *b, int f, LLVMValueRef *e, int T)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	const Var *v = ir_var(c->ir, c->lift[f]->k);
+	int n = spec_decl_width(&c->state[f]), cw = kern_staged_width(c), off = kern_staged_off(c, v->slot);
+	LLVMTypeRef ft = lower_kty(L, TY_F32), vt = LLVMVectorType(ft, DOT_CHUNK), vp = LLVMPointerType(vt, 0);
+	LLVMValueRef id[DOT_CHUNK], x[VTILE + 1], es[VTILE + 1];
+	for (int l = 0; l < DOT_CHUNK; l++)
+		id[l] = LLVMConstReal(ft, c->identity[f]->num);
+	for (int t = 0; t <= T; t++) { /* e[t] in every lane, outside the loop */
+		LLVMValueRef u = LLVMBuildInsertElement(L->b, LLVMGetUndef(vt), e[t], LLVMConstInt(b->i32, 0, 0), "");
+		es[t] = LLVMBuildShuffleVector(L->b, u, u, LLVMConstNull(LLVMVectorType(b->i32, DOT_CHUNK)), "");
+	}
+	LLVMValueRef i = kern_count_open(b, "fold");
+	LLVMValueRef at = LLVMBuildMul(L->b, i, ci64(b, DOT_CHUNK), "");
+	LLVMValueRef p = LLVMBuildBitCast(L->b, LLVMBuildGEP2(L->b, ft, b->obuf[f], &at, 1, ""), vp, "");
+	LLVMValueRef acc = LLVMBuildLoad2(L->b, vt, p, "");
+	LLVMSetAlignment(acc, 4);
+	for (int t = 0; t < T; t++) {
+		LLVMValueRef ki = LLVMBuildAdd(L->b, at, ci64(b, (long long)t * cw + off), "");
+		LLVMValueRef kv = LLVMBuildLoad2(L->b, vt, LLVMBuildBitCast(L->b, LLVMBuildGEP2(L->b, ft, b->colbuf, &ki, 1, ""), vp, ""), "");
+		LLVMSetAlignment(kv, 4);
+		if (b->tile_cond[t]) /* lift_at's: the identity where the mask is false */
+			kv = LLVMBuildSelect(L->b, b->tile_cond[t], kv, LLVMConstVector(id, DOT_CHUNK), "");
+		x[t] = LLVMBuildFMul(L->b, kv, es[t], "");
+	}
+	x[T] = LLVMBuildFMul(L->b, acc, es[T], "");
+	LLVMSetAlignment(LLVMBuildStore(L->b, tree(b, x, T + 1, 0), p), 4);
+	kern_count_close(b, i, n / DOT_CHUNK, 2);
+}
+
 /* The constant v in x's type, a vector's lanes or a scalar. */
 static LLVMValueRef const_like(LLVMValueRef x, double v)
 {
@@ -491,7 +528,10 @@ static void fold_max_rescale(B *b, LV **s, int T, LV *out)
 			continue;
 		}
 		if (b->obuf && b->obuf[f]) {
-			fold_loop(b, f, e, T - 1);
+			if (L->W == 1)
+				fold_chunks(b, f, e, T - 1);
+			else
+				fold_loop(b, f, e, T - 1);
 			out[f] = (LV){0};
 			continue;
 		}
@@ -1164,6 +1204,86 @@ static void tile_bodies(B *b, Loop *l, LV *acc, LV *lifted, LV **s, LV *tmp, int
 	}
 }
 
+static LLVMValueRef *fields_in_arrays(B *b, LV *acc);
+static void dots_ahead(B *b, Expr *e, int T);
+
+/* Whether the one-lane tiles (reduce_tiles) of k take their vectors
+ * DOT_CHUNK components at a time (chunks_begin): every float32 column
+ * input of 4 or more components (kern_staged_width) a whole number of
+ * chunks. */
+static int one_lane_chunks(const Kern *k)
+{
+	const Carrier *c = k->c;
+	if (k->mr_field < 0 || k->tile <= 1 || k->lanes > 1 || k->accs > 1 || k->ordered > 1 || !kern_staged_width(c))
+		return 0;
+	for (int q = 0; q < c->ncol; q++)
+		if (c->col[q].ty.kind == TY_F32 && spec_decl_width(&c->col[q]) >= 4 &&
+		    spec_decl_width(&c->col[q]) % DOT_CHUNK)
+			return 0;
+	return 1;
+}
+
+/* One lane with vector inputs (attention's rows left over beside the
+ * rows as lanes, one row a head): each component of a vector was its own
+ * scalar, a tile of 8 positions at d = 128 some 24000 instructions in
+ * one block, which LLVM's SLP vectorizer took 3 s over (f16 attention
+ * without a mask: 5.5 s to compile) and made into scalar and 2-lane code.
+ * Where one_lane_chunks holds, as the rows as lanes do
+ * (build_reduce_rows): the row inputs converted once into qbuf, each
+ * tile's column inputs into colbuf (kern_stage_columns), and the dot
+ * products (dots_chunks) and the fields lifted from a column
+ * (fold_chunks) loops over chunks of DOT_CHUNK components, with the very
+ * operations and order of the unrolled code.  Before the state's
+ * identity is stored in one, whose slots move into arrays; chunks_end
+ * after the function's last position. */
+static void chunks_begin(B *b, LV *one)
+{
+	Kern *k = b->k;
+	Carrier *c = k->c;
+	if (!one_lane_chunks(k))
+		return;
+	b->obuf = fields_in_arrays(b, one);
+	LLVMTypeRef ft = lower_kty(&b->L, TY_F32);
+	b->colbuf = LLVMBuildArrayAlloca(b->L.ab, ft, ci64(b, (long long)k->tile * kern_staged_width(c)), "colbuf");
+	LLVMSetAlignment(b->colbuf, 64);
+	int nq = 0;
+	for (int r = 0; r < c->nrow; r++)
+		nq += spec_decl_width(&c->row[r]);
+	b->qbuf = LLVMBuildArrayAlloca(b->L.ab, ft, ci64(b, nq ? nq : 1), "qbuf");
+	LLVMSetAlignment(b->qbuf, 64);
+	b->rowv = calloc(c->nrow + 1, sizeof *b->rowv);
+	for (int r = 0, at = 0; r < c->nrow; at += spec_decl_width(&c->row[r]), r++) {
+		LLVMValueRef base = b->inp[c->nelem + c->ncol + r];
+		if (c->row[r].ty.kind != TY_F32) {
+			b->rowv[r] = kern_row_lanes_decl(b, &c->row[r], base);
+			continue;
+		}
+		kern_row_lanes_into(b, &c->row[r], base, b->qbuf, at);
+		b->rowv[r] = lower_lv_new(&b->L, spec_decl_width(&c->row[r]));
+		for (int t = 0; t < b->rowv[r].n; t++) {
+			LLVMValueRef idx = ci64(b, at + t);
+			b->rowv[r].c[t] = LLVMBuildLoad2(b->L.b, ft, LLVMBuildGEP2(b->L.b, ft, b->qbuf, &idx, 1, ""), "");
+		}
+	}
+}
+
+/* A position left over after the tiles: its columns into colbuf's first
+ * slot, which kern_bind_inputs reads. */
+static void chunks_step(B *b, LLVMValueRef j)
+{
+	if (!b->colbuf)
+		return;
+	kern_stage_columns(b, j, 1);
+	b->colslot = 0;
+}
+
+static void chunks_end(B *b)
+{
+	free(b->obuf);
+	free(b->rowv);
+	b->obuf = NULL, b->rowv = NULL, b->colbuf = b->qbuf = NULL;
+}
+
 /* One lane (a carrier with vector fields): tiles of T positions fold
  * into the state n-arily (fold_max_rescale), so the T scores, their g
  * and the dot products behind them are independent work, and the state's
@@ -1177,9 +1297,20 @@ static LLVMValueRef reduce_tiles(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi
 	int ns = k->c->nstate, T = k->tile;
 	LV *lifted = calloc((size_t)T * ns, sizeof *lifted), *s[VTILE + 1];
 	Loop l = kern_loop_begin(b, lo, hi, T);
+	if (b->colbuf) { /* chunks_begin's: the tile's columns converted, its dot products */
+		kern_stage_columns(b, l.iv, T);
+		b->L.dotpre = calloc((size_t)b->L.nmemo * VTILE, sizeof *b->L.dotpre);
+		for (int f = 0; f < ns; f++)
+			dots_ahead(b, k->c->lift[f], T);
+		if (k->c->mask)
+			dots_ahead(b, k->c->mask, T);
+	}
 	/* one body, the mask in it: with tile_bodies' branch, causal rows
 	 * here ran 0.104 G pairs/s against 0.155 */
 	tile_body(b, &l, one, lifted, s, tmp, 1);
+	free(b->L.dotpre);
+	b->L.dotpre = NULL;
+	b->L.dotslot = b->colslot = 0;
 	kern_loop_end(b, &l);
 	free(lifted);
 	return kern_loop_final(b, &l);
@@ -2364,6 +2495,7 @@ void kern_build_reduce_pages(B *b)
 	LV *tmp = calloc(4 * c->nstate, sizeof *tmp);
 	lower_scope(&b->L, 1);
 	LV *one = kern_state_slots(b);
+	chunks_begin(b, one);
 	kern_identity(b, b->st);
 	kern_slots_store(b, one, b->st);
 	PageLoop pl;
@@ -2373,11 +2505,13 @@ void kern_build_reduce_pages(B *b)
 	lower_scope(&b->L, 1);
 	Loop l = kern_loop_begin(b, tail, hi, 1);
 	lower_scope(&b->L, 1);
+	chunks_step(b, l.iv);
 	kern_step_slots(b, one, l.iv, tmp);
 	kern_loop_end(b, &l);
 	pages_end(b, &pl);
 	kern_slots_load(b, one, b->st);
 	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
+	chunks_end(b);
 	free(one);
 	free(tmp);
 	kern_end_fn(b);
@@ -2419,6 +2553,7 @@ void kern_build_reduce(B *b)
 	} else if (k->ordered > 1) {
 		tail = reduce_ordered(b, one, lo, hi, tmp);
 	} else {
+		chunks_begin(b, one);
 		kern_identity(b, b->st);
 		kern_slots_store(b, one, b->st);
 		if (k->mr_field >= 0 && k->tile > 1) {
@@ -2438,10 +2573,12 @@ void kern_build_reduce(B *b)
 	lower_scope(&b->L, 1);
 	Loop l = kern_loop_begin(b, tail, hi, 1);
 	lower_scope(&b->L, 1);
+	chunks_step(b, l.iv);
 	kern_step_slots(b, one, l.iv, tmp);
 	kern_loop_end(b, &l);
 	kern_slots_load(b, one, b->st);
 	kern_mem_store(b, LLVMGetParam(f, 4), b->st);
+	chunks_end(b);
 	free(one);
 	free(tmp);
 	kern_end_fn(b);
@@ -2510,6 +2647,45 @@ static void dots_loop(B *b, Expr *e, int r, int k, int T)
 		s[t] = LLVMBuildLoad2(L->b, vt, acc[t], "");
 }
 
+/* dots_ahead in one lane (one_lane_chunks): a loop over chunks of
+ * DOT_CHUNK components, the row input's from qbuf, each position's from
+ * colbuf, products added chunk by chunk and the lanes halved: the sums
+ * of dot_chunked (llvm_expr.c), in its order, so the same bits. */
+static void dots_chunks(B *b, Expr *e, int r, int k, int T)
+{
+	Lower *L = &b->L;
+	Carrier *c = b->k->c;
+	int n = spec_decl_width(&c->row[r]), cw = kern_staged_width(c), off = kern_staged_off(c, k), at = 0;
+	for (int q = 0; q < r; q++)
+		at += spec_decl_width(&c->row[q]);
+	int row_first = ir_var(c->ir, e->a[0]->k)->kind == VAR_ROW;
+	LLVMTypeRef ft = lower_kty(L, TY_F32), vt = LLVMVectorType(ft, DOT_CHUNK), vp = LLVMPointerType(vt, 0);
+	LLVMValueRef acc[VTILE], nz[DOT_CHUNK];
+	/* -0 + p is p, as dot_chunked's first chunk is */
+	for (int l = 0; l < DOT_CHUNK; l++)
+		nz[l] = LLVMConstReal(ft, -0.0);
+	for (int t = 0; t < T; t++) {
+		acc[t] = LLVMBuildAlloca(L->ab, vt, "");
+		LLVMBuildStore(L->b, LLVMConstVector(nz, DOT_CHUNK), acc[t]);
+	}
+	LLVMValueRef u = kern_count_open(b, "dot");
+	LLVMValueRef c0 = LLVMBuildMul(L->b, u, ci64(b, DOT_CHUNK), "");
+	LLVMValueRef qi = LLVMBuildAdd(L->b, c0, ci64(b, at), "");
+	LLVMValueRef q = LLVMBuildLoad2(L->b, vt, LLVMBuildBitCast(L->b, LLVMBuildGEP2(L->b, ft, b->qbuf, &qi, 1, ""), vp, ""), "");
+	LLVMSetAlignment(q, 4);
+	for (int t = 0; t < T; t++) {
+		LLVMValueRef ki = LLVMBuildAdd(L->b, c0, ci64(b, (long long)t * cw + off), "");
+		LLVMValueRef kv = LLVMBuildLoad2(L->b, vt, LLVMBuildBitCast(L->b, LLVMBuildGEP2(L->b, ft, b->colbuf, &ki, 1, ""), vp, ""), "");
+		LLVMSetAlignment(kv, 4);
+		LLVMValueRef p = row_first ? LLVMBuildFMul(L->b, q, kv, "") : LLVMBuildFMul(L->b, kv, q, "");
+		LLVMBuildStore(L->b, LLVMBuildFAdd(L->b, LLVMBuildLoad2(L->b, vt, acc[t], ""), p, ""), acc[t]);
+	}
+	kern_count_close(b, u, n / DOT_CHUNK, 2);
+	LLVMValueRef *s = L->dotpre + e->id * VTILE;
+	for (int t = 0; t < T; t++)
+		s[t] = lower_halve_sum(L, LLVMBuildLoad2(L->b, vt, acc[t], ""));
+}
+
 /* The dot products of a row input with a staged column input in e, for
  * the T positions of the tile at once into L->dotpre (lower_node takes
  * them from there): component by component, each of the row's loaded
@@ -2539,6 +2715,11 @@ static void dots_ahead(B *b, Expr *e, int T)
 	if (r < 0 || k < 0)
 		return;
 	LV y[VTILE], x = b->rowv[r];
+	if (b->qbuf && L->W == 1) {
+		if (spec_decl_width(&c->row[r]) % DOT_CHUNK == 0)
+			dots_chunks(b, e, r, k, T);
+		return;
+	}
 	if (b->qbuf) {
 		dots_loop(b, e, r, k, T);
 		return;
