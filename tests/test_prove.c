@@ -826,8 +826,9 @@ Test(prove, identity_at_the_types_extreme)
  * with one part changed at random (an operand, an operator, a constant
  * added or clamped, an identity), chosen so that every combination of
  * the laws' trial verdicts and proof statuses seen over several hundred
- * such merges is here.  A proof is never contradicted by the trials, nor
- * a disproof by trials that all hold. */
+ * such merges is here (tests/prove/mutate.py draws more).  A proof is
+ * never contradicted by the trials, nor a disproof by trials that all
+ * hold. */
 Test(prove, proofs_agree_with_trials_on_mutated_merges, .timeout = 120)
 {
 	glob_t g;
