@@ -12,6 +12,7 @@
 #include "compiler/llvm/llvm.h"
 #include "compiler/llvm/llvm_int.h"
 #include "cputest.h"
+#include "mathtest.h"
 #include "testutil.h"
 
 extern const Device dev_cpu; /* a strong reference links the device in */
@@ -194,6 +195,24 @@ static void decoding(const char *cpu)
 	spec_carrier_free(c);
 }
 
+/* exp, exp2 and log by the portable paths, within the bound of
+ * compiler/llvm/llvm_math.c: with FMA (haswell) and without (x86-64-v2,
+ * where each fused step is a multiply and an add), in the CPU's lanes. */
+static void math(const char *cpu)
+{
+	target(cpu);
+	static const struct {
+		int op;
+		double (*ref)(double);
+		const char *name;
+	} fs[] = {{EXPR_EXP, exp, "exp"}, {EXPR_EXP2, exp2, "exp2"}, {EXPR_LOG, log, "log"}};
+	for (size_t i = 0; i < sizeof fs / sizeof *fs; i++) {
+		Err e = sweep(fs[i].op, 0, 127, fs[i].ref);
+		cr_log_info("%s for %s: worst %.3f ulp at %a", fs[i].name, cpu, e.worst, e.at);
+		cr_expect_leq(e.worst, 1.5, "%s for %s: %.3f ulp at %a", fs[i].name, cpu, e.worst, e.at);
+	}
+}
+
 /* The assembly `emit --target asm` prints for c. */
 static char *assembly(Carrier *c)
 {
@@ -212,7 +231,8 @@ static char *assembly(Carrier *c)
 	Test(cpuhost, name##_ordered_lanes, .timeout = 120) { ordered(cpu); } \
 	Test(cpuhost, name##_scans, .timeout = 120) { scans(cpu); } \
 	Test(cpuhost, name##_causal_f16_attention, .timeout = 120) { attention(cpu); } \
-	Test(cpuhost, name##_decoding, .timeout = 120) { decoding(cpu); }
+	Test(cpuhost, name##_decoding, .timeout = 120) { decoding(cpu); } \
+	Test(cpuhost, name##_math, .timeout = 120) { math(cpu); }
 
 HOST_TESTS(haswell, "haswell", 8)
 HOST_TESTS(x86_64_v2, "x86-64-v2", 4)

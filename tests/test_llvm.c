@@ -10,69 +10,8 @@
 
 #include "compiler/llvm/llvm.h"
 #include "compiler/llvm/llvm_int.h"
+#include "mathtest.h"
 #include "testutil.h"
-
-/* Distance of y from the exact value r in float32 ulps at r (the spacing
- * of subnormals below 2^-126); a zero must be exact. */
-static double ulps(float y, double r)
-{
-	if (isnan(r))
-		return isnan(y) ? 0 : INFINITY;
-	if (r == 0)
-		return y == 0 ? 0 : INFINITY;
-	if (isinf(r) || fabs(r) > FLT_MAX)
-		return y == (r > 0 ? INFINITY : -INFINITY) ? 0 : INFINITY;
-	if (isinf(y) || isnan(y))
-		return INFINITY;
-	int e;
-	frexp(r, &e);
-	double ulp = ldexp(1, (e - 24 < -149 ? -149 : e - 24));
-	return fabs(y - r) / ulp;
-}
-
-typedef struct {
-	double worst;
-	float at;
-	long n;
-} Err;
-
-/* Every float32 bit pattern with the given stride (both signs, all
- * exponents, NaN and infinities), plus the special values. */
-static Err sweep(int op, int lanes, unsigned stride, double (*ref)(double))
-{
-	LlvmKernel *k;
-	LlvmMathFn fn;
-	char msg[300];
-	cr_assert_eq(llvm_math_kernel(op, lanes, &k, &fn, msg, sizeof msg), 0, "%s", msg);
-	enum { N = 1 << 16 };
-	static float x[N], y[N];
-	Err e = {0, 0, 0};
-	uint64_t bits = 0;
-	const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, FLT_MIN, FLT_TRUE_MIN, FLT_MAX,
-				 88.72283f, 88.7229f, -87.33654f, -103.97208f, -0x1.9fe368p+6f, -0x1.9fe36ap+6f, -104.0f,
-				 128.0f, -126.5f, -149.0f, -149.99998f, -150.0f, -150.00002f, 1e-40f};
-	int ns = sizeof special / sizeof *special, first = 1;
-	while (bits < (1ull << 32)) {
-		int n = 0;
-		if (first)
-			for (; n < ns; n++)
-				x[n] = special[n];
-		first = 0;
-		for (; n < N - 3 && bits < (1ull << 32); n++, bits += stride) {
-			uint32_t b = (uint32_t)bits;
-			memcpy(&x[n], &b, 4);
-		}
-		fn(x, y, n);
-		for (int i = 0; i < n; i++) {
-			double u = ulps(y[i], ref(x[i]));
-			if (u > e.worst || (isnan(u) && !isnan(e.worst)))
-				e.worst = u, e.at = x[i];
-		}
-		e.n += n;
-	}
-	llvm_kernel_free(k);
-	return e;
-}
 
 /* The bounds documented in compiler/llvm/llvm_math.c. */
 Test(llvm, exp_within_1_5_ulp_everywhere)
