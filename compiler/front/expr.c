@@ -1022,6 +1022,13 @@ Expr *expr_parse(Scope *s, Diag *d, const YNode *node)
 	/* a character no expression has anywhere is named before parsing:
 	 * else an operand it cuts short could be reported instead */
 	size_t bad = stray_char(p.src);
+	if (p.src[bad] == '[') {
+		/* x[0]: what someone used to arrays writes first */
+		fail(&p, bad, "'[': a vector's components are not indexed in expressions; arithmetic on vectors is "
+			      "elementwise, and dot(u, v), topk or a sum over the row reduce them (to use one component, "
+			      "make it an input of its own)");
+		return NULL;
+	}
 	if (p.src[bad]) {
 		fail(&p, bad, "'%c' is not an operator (operators: + - * / ^ < <= > >= == != && || !)", p.src[bad]);
 		return NULL;
