@@ -4,7 +4,8 @@
  * a+(b+c), e+a and a+e against a, b+a against a+b, and for a certificate
  * phi(a+b) against phi(a)*phi(b) and back(phi(a)) against a.  Operands are
  * nonempty reachable states: finite reals with the sign invariants inferred
- * from lift and merge, and the linear ones of prove_inv.c (q >= s).  The
+ * from lift and merge, and the linear ones of prove_inv.c (q >= s), and
+ * bools taken case by case (prove_pairs).  The
  * empty state enters only through the identity laws, which with
  * associativity over nonempty states give it for every reachable state.
  * e+e is folded in the spec's own types, as the generated code computes it. */
@@ -17,7 +18,9 @@
 #include <string.h>
 #include <time.h>
 
-enum { MAX_REGIONS = 4096, MAX_FIELDS = 64, WITNESS_TRIES = 4000, MAX_OPEN = 8 };
+/* BOOL_STATE_SPLIT_MAX: bool state fields of a law's operands taken case
+ * by case, 2^6 = 64 cases */
+enum { MAX_REGIONS = 4096, MAX_FIELDS = 64, WITNESS_TRIES = 4000, MAX_OPEN = 8, BOOL_STATE_SPLIT_MAX = 6 };
 static const double TIME_BUDGET = 10.0;
 
 typedef struct {
@@ -208,6 +211,36 @@ static void infer_signs(Carrier *c, uint8_t *vs, uint8_t *inv)
 
 /* ---- the prover's variables ---- */
 
+/* A bool state field's one value on every nonempty state, by field: a
+ * lift that is a constant, kept by a merge of states that hold it (r:
+ * a.r || b.r with lift false), the fields so found constants there; -1
+ * where nothing says the field has one value. */
+static void bool_only(Carrier *c, int8_t *only)
+{
+	for (int f = 0; f < c->nstate; f++) {
+		const Expr *l = c->lift ? c->lift[f] : NULL;
+		only[f] = c->state[f].ty.kind == TY_BOOL && c->merge && l && l->op == EXPR_CONST ? l->num != 0 : -1;
+	}
+	for (int changed = 1; changed;) {
+		changed = 0;
+		Map m = {calloc(ir_nvars(c->ir) + 1, sizeof(Expr *))};
+		if (!m.by_var)
+			abort();
+		for (int f = 0; f < c->nstate; f++)
+			if (only[f] >= 0)
+				m.by_var[c->svar[STATE_A][f]] = m.by_var[c->svar[STATE_B][f]] =
+					ir_const(c->ir, c->state[f].ty, only[f]);
+		for (int f = 0; f < c->nstate && !changed; f++) {
+			if (only[f] < 0)
+				continue;
+			Expr *v = ir_subst(c->ir, c->merge[f], map_var, &m);
+			if (v->op != EXPR_CONST || (v->num != 0) != only[f])
+				only[f] = -1, changed = 1;
+		}
+		free(m.by_var);
+	}
+}
+
 static int pv_init(Pv *p, Carrier *c)
 {
 	memset(p, 0, sizeof *p);
@@ -216,11 +249,13 @@ static int pv_init(Pv *p, Carrier *c)
 	int nvars = ir_nvars(c->ir);
 	p->var_of = malloc((nvars + 1) * sizeof *p->var_of);
 	uint8_t *vs = malloc(nvars + 1), inv[MAX_FIELDS];
+	int8_t only[MAX_FIELDS];
 	if (!p->var_of || !vs)
 		abort();
 	for (int v = 0; v < nvars; v++)
 		p->var_of[v] = -1;
 	infer_signs(c, vs, inv);
+	bool_only(c, only);
 	for (int w = STATE_A; w <= STATE_C; w++)
 		for (int f = 0; f < c->nstate && p->nv < PV_MAXV; f++) {
 			p->var_of[c->svar[w][f]] = p->nv;
@@ -228,9 +263,15 @@ static int pv_init(Pv *p, Carrier *c)
 			p->vop[p->nv] = (char)('a' + w);
 			p->vfield[p->nv] = f;
 			p->vi32[p->nv] = c->state[f].ty.kind == TY_I32;
-			p->vsign[p->nv++] = inv[f];
+			p->vbool[p->nv] = c->state[f].ty.kind == TY_BOOL;
+			p->bonly[p->nv] = only[f];
+			p->vsign[p->nv] = p->vbool[p->nv] ? SG_ANY : inv[f]; /* a bool's sign says nothing */
+			p->nv++;
 		}
+	for (int v = 0; v < PV_MAXV; v++)
+		p->bval[v] = -1;
 	for (int i = 0; i < c->nparams && p->nv < PV_MAXV; i++) {
+		p->bonly[p->nv] = -1;
 		p->var_of[c->params[i].var] = p->nv;
 		p->vname[p->nv] = c->params[i].name;
 		p->vfield[p->nv] = i;
@@ -283,6 +324,7 @@ typedef struct {
 	char *open;      /* the first difference no reachable state shows: the verdict unless one does */
 	int nopen;
 	int ntopk;       /* fields equal as one top-k of one multiset of lists */
+	char cases[1024]; /* "every case of a.r, b.r": the bool state fields a proof took case by case, or "" */
 } Job;
 
 typedef struct {
@@ -342,15 +384,27 @@ static void fmt_value(TyKind kind, double v, char *t, size_t n)
 	}
 }
 
+/* A side's value: a bool as true or false. */
+static void fmt_side(const Expr *e, double v, char *t, size_t n)
+{
+	if (e->ty.kind == TY_BOOL)
+		snprintf(t, n, "%s", v != 0 ? "true" : "false");
+	else
+		snprintf(t, n, "%.17g", v);
+}
+
 static void witness_str(Job *j, const double *val, Buf *b)
 {
 	Pv *p = j->p;
 	for (const char *o = j->ops; *o; o++) {
 		bprintf(b, "%s%c={", o == j->ops ? "" : ", ", *o);
 		for (int v = 0, first = 1; v < p->nv; v++)
-			if (p->vop[v] == *o) {
+			if (p->vop[v] == *o && !(p->vbool[v] && p->bval[v] >= 0)) { /* a bool's case is named with the law */
 				char t[40];
-				fmt_value((TyKind)p->c->state[p->vfield[v]].ty.kind, val[v], t, sizeof t);
+				if (p->vbool[v])
+					snprintf(t, sizeof t, "%s", val[v] != 0 ? "true" : "false");
+				else
+					fmt_value((TyKind)p->c->state[p->vfield[v]].ty.kind, val[v], t, sizeof t);
 				bprintf(b, "%s%s: %s", first ? "" : ", ", p->vname[v], t);
 				first = 0;
 			}
@@ -372,6 +426,9 @@ static int try_point(Job *j, const Region *r, Prog *g, uint64_t *seed, double sc
 		const Ty *t = p->vop[v] ? &p->c->state[p->vfield[v]].ty : &p->c->params[p->vfield[v]].ty;
 		val[v] = scale * grid_value(p->vsign[v], ty_is_int(*t), seed);
 	}
+	for (int v = 0; v < p->nv; v++)
+		if (p->vbool[v])
+			val[v] = p->bval[v] > 0;
 	for (int v = 0; v < p->nv; v++)
 		if (r->issub >> v & 1)
 			val[v] = lin_eval_f(&r->sub[v], val);
@@ -412,7 +469,10 @@ static char *witness_how(Job *j, const Region *r, const Pair *pr, const double *
 	if (r->desc[0])
 		bprintf(&b, "region %s: ", r->desc);
 	witness_str(j, val, &b);
-	bprintf(&b, " gives %s = %.17g by %s and %.17g by %s", pr->field, out[0], j->lname, out[1], j->rname);
+	char x[40], y[40];
+	fmt_side(pr->l, out[0], x, sizeof x);
+	fmt_side(pr->r, out[1], y, sizeof y);
+	bprintf(&b, " gives %s = %s by %s and %s by %s", pr->field, x, j->lname, y, j->rname);
 	return b.s;
 }
 
@@ -486,9 +546,11 @@ static int disprove(Job *j, const Region *r, const Pair *pr, Verdict *out)
 		Buf b = {0};
 		bprintf(&b, "%s differs in region %s, at ", pr->field, where);
 		witness_str(j, gval, &b);
-		bprintf(&b, " (%.17g by %s, %.17g by %s), but at no state folded from %d drawn rows: "
-			    "an invariant may exclude the region", ggot[0], j->lname, ggot[1], j->rname,
-			reach_states(p->reach));
+		char x[40], y[40];
+		fmt_side(pr->l, ggot[0], x, sizeof x);
+		fmt_side(pr->r, ggot[1], y, sizeof y);
+		bprintf(&b, " (%s by %s, %s by %s), but at no state folded from %d drawn rows: "
+			    "an invariant may exclude the region", x, j->lname, y, j->rname, reach_states(p->reach));
 		open = b.s;
 	} else {
 		open = xasprintf("%s differs in region %s but no witness was found", pr->field, where);
@@ -746,9 +808,8 @@ static int prove_one(Job *j, const Pair *pr, Verdict *out)
 /* Each field on its own: a field's regions come from its own comparisons
  * only.  A region left open makes the law unknown unless another field or
  * region disproves it. */
-static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
+static void prove_fields(Job *j, const Pair *pr, int n, Verdict *out)
 {
-	j->regions = j->maxdeg = j->nchecks = j->ntopk = 0;
 	j->p->overflow = 0;
 	int i = 0;
 	while (i < n && j->nopen < MAX_OPEN && prove_one(j, &pr[i], out))
@@ -763,6 +824,103 @@ static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
 	j->nopen = 0;
 }
 
+static int is_var(void *ctx, Expr *n);
+
+/* Whether a pair reads base variable v. */
+static int pairs_read(const Pv *p, const Pair *pr, int n, int v)
+{
+	int var = p->c->svar[p->vop[v] - 'a'][p->vfield[v]];
+	for (int i = 0; i < n; i++)
+		if (ir_contains(pr[i].l, is_var, &var) || ir_contains(pr[i].r, is_var, &var))
+			return 1;
+	return 0;
+}
+
+/* "a.r, b.r", or with the case's values "a.r=true, b.r=false": the bool
+ * state fields split. */
+static char *case_str(const Pv *p, const int *split, int ns, int values)
+{
+	Buf b = {0};
+	bprintf(&b, "%s", "");
+	for (int i = 0; i < ns; i++)
+		bprintf(&b, "%s%c.%s%s", i ? ", " : "", p->vop[split[i]], p->vname[split[i]],
+			!values ? "" : p->bval[split[i]] ? "=true" : "=false");
+	return b.s;
+}
+
+/* A bool state field is no real either: where(b.r, ...) proved from one
+ * branch says nothing of the other.  The bool fields of the operands a
+ * pair reads are taken case by case, each false and true (a field with
+ * one value on every nonempty state at that value): within a case they
+ * are constants, and what the merge makes of them, || and && of them or
+ * a comparison of reals (which the regions decide), is a condition the
+ * evaluation decides.  The law is proved when it is in every case,
+ * disproved when it is in one (the case named, its witness a state that
+ * folds reach, with those bools), and unknown otherwise. */
+static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
+{
+	Pv *p = j->p;
+	int split[PV_MAXV] = {0}, ns = 0;
+	char said[MAX_FIELDS] = {0};
+	Buf only = {0};
+	j->regions = j->maxdeg = j->nchecks = j->ntopk = 0;
+	j->cases[0] = 0;
+	for (int v = 0; v < p->nv; v++) {
+		if (!p->vbool[v] || !strchr(j->ops, p->vop[v]) || !pairs_read(p, pr, n, v))
+			continue;
+		if (p->bonly[v] < 0) {
+			split[ns++] = v;
+			continue;
+		}
+		p->bval[v] = p->bonly[v];
+		if (!said[p->vfield[v]]++) /* said of the field once, whichever operand */
+			bprintf(&only, "%s%s %s", only.s ? ", " : "", p->vname[v], p->bonly[v] ? "true" : "false");
+	}
+	char *names = case_str(p, split, ns, 0);
+	if (ns > BOOL_STATE_SPLIT_MAX) {
+		verdict(out, PROOF_UNKNOWN, xasprintf("%d bool state fields of the operands (%s): 2^%d cases, "
+						      "past the prover's %d", ns, names, ns, 1 << BOOL_STATE_SPLIT_MAX));
+	} else if (!ns) {
+		prove_fields(j, pr, n, out);
+	} else {
+		char *open = NULL;
+		for (int k = 0; k < 1 << ns && out->status != PROOF_DISPROVED; k++) {
+			for (int i = 0; i < ns; i++)
+				p->bval[split[i]] = (int8_t)((k >> i) & 1);
+			char *what = case_str(p, split, ns, 1);
+			bprintf(j->trace, "  case %s\n", what);
+			Verdict one = {PROOF_UNKNOWN, NULL, NULL};
+			prove_fields(j, pr, n, &one);
+			if (one.status == PROOF_DISPROVED)
+				verdict(out, PROOF_DISPROVED, xasprintf("%s: %s", what, one.how));
+			else if (one.status == PROOF_UNKNOWN && !open)
+				open = xasprintf("%s: %s", what, one.how ? one.how : "");
+			free(one.how);
+			free(what);
+		}
+		if (out->status == PROOF_DISPROVED)
+			free(open);
+		else if (open)
+			verdict(out, PROOF_UNKNOWN, open);
+		else
+			verdict(out, PROOF_PROVED, proved_how(j));
+		snprintf(j->cases, sizeof j->cases, "every case of %s", names);
+	}
+	free(names);
+	if (only.s) { /* the cases left out are named with the proof */
+		char *t = xasprintf("%s on every nonempty state%s%s", only.s, j->cases[0] ? ", " : "", j->cases);
+		snprintf(j->cases, sizeof j->cases, "%s", t);
+		free(t);
+	}
+	free(only.s);
+	if (j->cases[0] && out->status == PROOF_PROVED) {
+		char *s = xasprintf("%s: %s", j->cases, out->how);
+		verdict(out, PROOF_PROVED, s);
+	}
+	for (int v = 0; v < p->nv; v++)
+		p->bval[v] = -1;
+}
+
 /* ---- the laws ---- */
 
 typedef struct {
@@ -775,7 +933,7 @@ typedef struct {
 
 static Job job(Ctx *x, const char *ops, const char *lname, const char *rname)
 {
-	return (Job){&x->p, x->trace, x->t0, ops, lname, rname, 0, 0, 0, NULL, 0, 0};
+	return (Job){&x->p, x->trace, x->t0, ops, lname, rname, 0, 0, 0, NULL, 0, 0, ""};
 }
 
 static void law_assoc(Ctx *x, Verdict *out)
@@ -943,6 +1101,8 @@ static void law_identity(Ctx *x, Verdict *out)
 	if (out->status == PROOF_DISPROVED)
 		return;
 	int regions = j.regions;
+	char cases[sizeof j.cases];
+	memcpy(cases, j.cases, sizeof cases);
 	for (int f = 0; f < c->nstate; f++)
 		pr[f] = (Pair){ae[f], x->A[f], c->state[f].name};
 	j = job(x, "a", "a+e", "a");
@@ -953,8 +1113,8 @@ static void law_identity(Ctx *x, Verdict *out)
 		verdict(out, right.status, right.how);
 	else if (out->status == PROOF_PROVED)
 		verdict(out, PROOF_PROVED,
-			xasprintf("e+e = e folded; e+a = a and a+e = a in %d regions, normal forms equal%s%s",
-				  regions + j.regions, under(&x->p), x->p.invtext));
+			xasprintf("e+e = e folded; %s%se+a = a and a+e = a in %d regions, normal forms equal%s%s",
+				  cases, cases[0] ? ": " : "", regions + j.regions, under(&x->p), x->p.invtext));
 	if (out->how != right.how)
 		free(right.how);
 	/* the regions are over finite states: a lift of an infinite input
@@ -1114,6 +1274,8 @@ static void law_cert(Ctx *x, Verdict *out)
 	if (out->status != PROOF_PROVED)
 		return;
 	int regions = j.regions;
+	char cases[sizeof j.cases];
+	memcpy(cases, j.cases, sizeof cases);
 	Map m = {calloc(ir_nvars(c->ir) + 1, sizeof(Expr *))};
 	if (!m.by_var)
 		abort();
@@ -1127,8 +1289,9 @@ static void law_cert(Ctx *x, Verdict *out)
 	prove_pairs(&j, pr, c->nstate, out);
 	if (out->status == PROOF_PROVED)
 		verdict(out, PROOF_PROVED,
-			xasprintf("phi(a+b) = phi(a)*phi(b) in %d regions; back(phi(a)) = a in %d; phi(e) is the identity%s%s%s",
-				  regions, j.regions, image ? " on phi's image" : "", under(&x->p), x->p.invtext));
+			xasprintf("%s%sphi(a+b) = phi(a)*phi(b) in %d regions; back(phi(a)) = a in %d; phi(e) is the identity%s%s%s",
+				  cases, cases[0] ? ": " : "", regions, j.regions, image ? " on phi's image" : "", under(&x->p),
+				  x->p.invtext));
 }
 
 /* ---- the report ---- */
@@ -1184,16 +1347,6 @@ static void prove_laws(Ctx *x, ProofReport *r)
 	free(mon);
 }
 
-/* A bool field's values are 0 and 1 only, and && and || are not ring
- * operations: reals would give witnesses no carrier can reach. */
-static int has_bool_field(const Carrier *c)
-{
-	for (int f = 0; f < c->nstate; f++)
-		if (c->state[f].ty.kind == TY_BOOL)
-			return 1;
-	return 0;
-}
-
 static int prove_case(Carrier *c, const char *fixed, int want_trace, ProofReport *r)
 {
 	memset(r, 0, sizeof *r);
@@ -1217,9 +1370,7 @@ static int prove_case(Carrier *c, const char *fixed, int want_trace, ProofReport
 	refs(c, STATE_C, x->C);
 	for (int f = 0; f < c->nstate; f++)
 		x->E[f] = c->identity[f];
-	if (has_bool_field(c))
-		set_all(r, c, "bool state fields are not modelled (the algebra here is over the reals)");
-	else if (pv_init(&x->p, c) < 0)
+	if (pv_init(&x->p, c) < 0)
 		set_all(r, c, "budget: too many variables");
 	else {
 		x->p.pfixed = fixed;
@@ -1516,8 +1667,6 @@ ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *
 	if (n > MAX_FIELDS || c->nstate > MAX_FIELDS)
 		verdict(&v, PROOF_UNKNOWN, xasprintf("%d pairs of %d state fields; the prover takes up to %d", n,
 						     c->nstate, MAX_FIELDS));
-	else if (has_bool_field(c))
-		verdict(&v, PROOF_UNKNOWN, xasprintf("bool state fields are not modelled (the algebra here is over the reals)"));
 	else if (pv_init(&k->p, c) < 0)
 		verdict(&v, PROOF_UNKNOWN, xasprintf("budget: too many variables"));
 	else {

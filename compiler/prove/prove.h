@@ -34,7 +34,8 @@ typedef struct {
 enum { BOOL_CASES_MAX = 3 };
 
 /* 0 when the laws were examined (whatever the verdicts), -1 on an internal
- * error.  Bool params are taken case by case (up to BOOL_CASES_MAX). */
+ * error.  Bool params are taken case by case (up to BOOL_CASES_MAX), and
+ * the bool state fields of a law's operands (up to 64 cases a law). */
 int prove_carrier(Carrier *c, int want_trace, ProofReport *r);
 /* The same with params fixed to the given values (name=value, as for
  * --param: a number, true or false); the lines name the values.  flags:
@@ -46,7 +47,8 @@ void prove_report_free(ProofReport *r);
 /* x[i] = y[i] for i < n, expressions of c's IR over the fields of operands
  * a and b and the params, for every pair of nonempty states of c (finite
  * reals under the sign facts and linear invariants of c's lift and merge;
- * a vector field component by component) and every value of the params.
+ * a vector field component by component; bool fields case by case) and
+ * every value of the params.
  * names[i] names pair i, lname and rname its sides, in a witness.  how
  * gets the proof, the witness (states folded from rows of c where the
  * sides differ) or why neither was found. */

@@ -797,8 +797,13 @@ static void ev_var(Ev *x, Val *r, Expr *e)
 		set_err(r, "variable %s outside the state", ir_var(p->ir, e->k)->name);
 		return;
 	}
+	if (e->ty.kind == TY_BOOL && p->vbool[v] && p->bval[v] >= 0) { /* a bool state field in its case */
+		set_bool(r, p->bval[v]);
+		return;
+	}
 	if (e->ty.kind == TY_BOOL) { /* a real would read as false in where(flag, ...): one branch proved for both */
-		set_err(r, "bool param %s (the algebra here is over the reals)", ir_var(p->ir, e->k)->name);
+		set_err(r, "bool %s %s (the algebra here is over the reals)", p->vop[v] ? "state field" : "param",
+			ir_var(p->ir, e->k)->name);
 		return;
 	}
 	Lin l;

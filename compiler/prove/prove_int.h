@@ -2,7 +2,7 @@
  *
  * Variables: every scalar state field of the operands a, b, c and every
  * param is one "base variable" (a vector field stands for one generic
- * component).  Linear forms over them carry exact rationals; everything
+ * component; a bool state field is a constant in each case, bval).  Linear forms over them carry exact rationals; everything
  * else is a rational function in the base variables and the positive
  * symbols X_v = exp(v), Y_v = 2^v and E = e, known by its values modulo the
  * prime 2^61-1 at PV_K random points (Schwartz-Zippel decides equality). */
@@ -47,6 +47,9 @@ typedef struct {
 	const char *pfixed;     /* by param: 1 where its value replaced it (not shown in witnesses); or NULL */
 	uint8_t vsign[PV_MAXV]; /* sign fact of nonempty states / assume */
 	uint8_t vi32[PV_MAXV];  /* 1 where it is an i32: the regions bound it */
+	uint8_t vbool[PV_MAXV]; /* 1 where it is a bool state field: no real, a case's constant */
+	int8_t bonly[PV_MAXV];  /* a bool state field's one value on every nonempty state (0, 1), or -1 */
+	int8_t bval[PV_MAXV];   /* a bool state field's value in the case being proved, or -1 outside one */
 	uint64_t pt[PV_K][PV_MAXV], X[PV_K][PV_MAXV], Y[PV_K][PV_MAXV], E[PV_K];
 	int overflow;           /* a rational left int64: results are unknown */
 	struct Reach *reach;    /* reachable states, drawn at the first difference */

@@ -246,6 +246,15 @@ static int in_region(const Region *r, const double *val, int nv)
 	return lin_region_holds(r, val);
 }
 
+/* Whether val's bool state fields hold the values of the case being proved. */
+static int in_case(const Pv *p, const double *val)
+{
+	for (int v = 0; v < p->nv; v++)
+		if (p->vbool[v] && p->bval[v] >= 0 && (val[v] != 0) != p->bval[v])
+			return 0;
+	return 1;
+}
+
 /* Every leaf of g from the operands' states, vector fields whole. */
 static int reach_leaves(const Reach *rs, const Pv *p, Prog *g, const double *const *op)
 {
@@ -291,7 +300,7 @@ static int at_point(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr
 		    double *val, double *out)
 {
 	reach_vals(rs, p, op, val);
-	if (!in_region(r, val, p->nv) || !reach_leaves(rs, p, g, op))
+	if (!in_case(p, val) || !in_region(r, val, p->nv) || !reach_leaves(rs, p, g, op))
 		return 0;
 	prog_run(g, MODE_F64);
 	return roots_differ(g, root, out);
@@ -359,6 +368,17 @@ static int lifted_input(const Machine *m, int f)
 	while (e && e->op == EXPR_CAST && ty_is_float(e->ty))
 		e = e->a[0];
 	if (!e || e->op != EXPR_VAR || e->ty.len || !ty_is_float(e->ty))
+		return -1;
+	const Var *v = ir_var(c->ir, e->k);
+	return v->kind == VAR_ELEM && !c->elem[v->slot].ty.len ? v->slot : -1;
+}
+
+/* A scalar bool element input that field f's lift is: its index, or -1. */
+static int lifted_bool(const Machine *m, int f)
+{
+	const Carrier *c = m->c;
+	const Expr *e = c->lift ? c->lift[f] : NULL;
+	if (!e || e->op != EXPR_VAR || e->ty.len || e->ty.kind != TY_BOOL)
 		return -1;
 	const Var *v = ir_var(c->ir, e->k);
 	return v->kind == VAR_ELEM && !c->elem[v->slot].ty.len ? v->slot : -1;
@@ -478,8 +498,15 @@ int reach_lift_witness(Reach *rs, const Pv *p, const char *lname, const double *
 			for (int i = 0, u = at; i < ns; u /= sl[i].n, i++)
 				if (sl[i].op == ops[o])
 					row[o]->elemv[m->elemoff[sl[i].input]] = sl[i].v[u % sl[i].n];
+			for (int v = 0; v < p->nv; v++) /* the case's bools, where a lift is an input */
+				if (p->vop[v] == ops[o] && p->vbool[v] && p->bval[v] >= 0 && lifted_bool(m, p->vfield[v]) >= 0)
+					row[o]->elemv[m->elemoff[lifted_bool(m, p->vfield[v])]] = p->bval[v];
 			ok = ok && eval_assume(m, row[o], 0);
 			eval_fold(m, MODE_F32, row[o], 0, 1, SHAPE_LEFT, &rng, st[o], ste[o]);
+			for (int v = 0; v < p->nv; v++) /* a state outside the case is no witness of it */
+				if (p->vop[v] == ops[o] && p->vbool[v] && p->bval[v] >= 0 &&
+				    (st[o][m->soff[p->vfield[v]]] != 0) != p->bval[v])
+					ok = 0;
 		}
 		if (!ok || !law_sides(m, lname, st, ste, l, le, r, re, t))
 			continue;
@@ -497,7 +524,10 @@ int reach_lift_witness(Reach *rs, const Pv *p, const char *lname, const double *
 				if (c->elem[in].ty.len)
 					continue;
 				char num[40];
-				fmt_short(row[o]->elemv[m->elemoff[in]], num, sizeof num);
+				if (c->elem[in].ty.kind == TY_BOOL)
+					snprintf(num, sizeof num, "%s", row[o]->elemv[m->elemoff[in]] != 0 ? "true" : "false");
+				else
+					fmt_short(row[o]->elemv[m->elemoff[in]], num, sizeof num);
 				buf_printf(&b, "%s%s: %s", first ? "" : ", ", c->elem[in].name, num);
 				first = 0;
 			}
@@ -511,8 +541,13 @@ int reach_lift_witness(Reach *rs, const Pv *p, const char *lname, const double *
 				buf_printf(&b, ", %s=%s", p->vname[v], num);
 			}
 		char x[40], y[40];
-		fmt_short(l[k], x, sizeof x);
-		fmt_short(r[k], y, sizeof y);
+		if (c->state[f].ty.kind == TY_BOOL) {
+			snprintf(x, sizeof x, "%s", l[k] != 0 ? "true" : "false");
+			snprintf(y, sizeof y, "%s", r[k] != 0 ? "true" : "false");
+		} else {
+			fmt_short(l[k], x, sizeof x);
+			fmt_short(r[k], y, sizeof y);
+		}
 		const char *rname = !strcmp(lname, "(a+b)+c") ? "a+(b+c)" : !strcmp(lname, "a+b") ? "b+a" : "a";
 		buf_printf(&b, " give %s = %s by %s and %s by %s in the spec's types", c->state[f].name, x, lname, y, rname);
 		*how = buf_take(&b);
