@@ -404,6 +404,15 @@ Test(prove, bool_field_cases_past_the_cap_are_unknown)
 	expect_how("tests/prove/three_flags.yaml", 0, "commutative", "every case of a.p, a.q, a.z, b.p, b.q, b.z: ");
 }
 
+/* The linear invariants are inferred beside a bool field, the merge's
+ * regions walked in each case of the bools it reads: first_match's
+ * at >= -1, which its identity needs. */
+Test(prove, invariants_beside_bool_fields)
+{
+	check("tests/prove/first_match_found.yaml", "pp--");
+	expect_how("tests/prove/first_match_found.yaml", 0, "identity", "under invariants at >= -1");
+}
+
 /* Params given values (check --param) are proved at those values: k*a + b
  * is no monoid for k a real, but is one at k = 1 (with four bool params
  * too, past the split), and at k = 2 its witness shows no other k;

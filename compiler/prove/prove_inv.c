@@ -10,7 +10,8 @@
  * candidate itself among them), until none drops.  Each check is a proof,
  * region by region: within a region where the fields are linear forms, the
  * candidate L >= 0 holds iff the region with L < 0 added is infeasible.  A
- * field that is not linear there loses its candidates.
+ * field that is not linear there loses its candidates.  The bool state
+ * fields an expression reads are constants of its cases (walk).
  *
  * The survivors hold on every nonempty state: folds of lifts.  The identity
  * need not keep them (it enters the laws only through the identity law),
@@ -25,7 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { INV_MAXCAND = 64, WALK_REGIONS = 256 };
+/* INV_BOOL_SPLIT: bool state fields a walk takes case by case, 2^4 cases */
+enum { INV_MAXCAND = 64, WALK_REGIONS = 256, INV_BOOL_SPLIT = 4 };
 
 typedef struct {
 	Lin l;     /* L >= 0, over the fields' indices (operand a's variables) */
@@ -47,7 +49,7 @@ static void *xmalloc(size_t n)
 /* Visit every region into which evaluating es[0..n) (n <= 2) splits the
  * space of p's variables under its sign facts and invariants; 1 when all
  * were visited and every visit returned 1. */
-static int walk(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
+static int walk_regions(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
 {
 	Region **stack = xmalloc(3 * WALK_REGIONS * sizeof *stack);
 	int ns = 1, ok = 1, seen = 0;
@@ -89,6 +91,40 @@ static int walk(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
 	return ok && !p->overflow; /* a rational past 64 bits may have split a region wrongly */
 }
 
+static int is_var(void *ctx, Expr *e) { return e->op == EXPR_VAR && e->k == *(const int *)ctx; }
+
+/* walk_regions in every case of the bool state fields es read (prove.c's
+ * cases: each false and true, one with a single value on every nonempty
+ * state at it); 0 past INV_BOOL_SPLIT of them. */
+static int walk(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
+{
+	int split[PV_MAXV], ns = 0, ok = 1, set[PV_MAXV], nset = 0;
+	for (int v = 0; v < p->nv; v++) {
+		if (!p->vbool[v] || p->bval[v] >= 0)
+			continue;
+		int var = p->c->svar[p->vop[v] - 'a'][p->vfield[v]], reads = 0;
+		for (int i = 0; i < n && !reads; i++)
+			reads = ir_contains(es[i], is_var, &var);
+		if (!reads)
+			continue;
+		set[nset++] = v;
+		if (p->bonly[v] >= 0)
+			p->bval[v] = p->bonly[v];
+		else
+			split[ns++] = v;
+	}
+	if (ns > INV_BOOL_SPLIT)
+		ok = 0;
+	for (int k = 0; ok && k < 1 << ns; k++) {
+		for (int i = 0; i < ns; i++)
+			p->bval[split[i]] = (int8_t)((k >> i) & 1);
+		ok = walk_regions(p, es, n, visit, ctx);
+	}
+	for (int i = 0; i < nset; i++)
+		p->bval[set[i]] = -1;
+	return ok;
+}
+
 static int is_linear(const Val *v) { return v->kind == V_FIN && v->haslin && !v->nlog; }
 
 /* The candidate holds in r: its fields are linear forms there and L < 0
@@ -122,11 +158,12 @@ static int holds_for(Pv *p, Expr **by_field, const Cand *k)
 	return walk(p, es, k->nf, visit_holds, (void *)k);
 }
 
-/* Every scalar field of by_field finite in every region. */
+/* Every scalar field of by_field finite in every region (a bool is). */
 static int all_finite(Pv *p, Carrier *c, Expr **by_field)
 {
 	for (int f = 0; f < c->nstate; f++)
-		if (!c->state[f].ty.len && !walk(p, &by_field[f], 1, visit_finite, NULL))
+		if (!c->state[f].ty.len && c->state[f].ty.kind != TY_BOOL &&
+		    !walk(p, &by_field[f], 1, visit_finite, NULL))
 			return 0;
 	return 1;
 }
