@@ -1974,3 +1974,17 @@ Test(check, i64_laws_tried_whole_past_2_53)
 	cr_expect(strstr(l->json, want), "and in JSON: %s", l->json);
 	check_result_free(&r);
 }
+
+/* A bool state field and a bool input are written as a spec writes them,
+ * true or false, in the trials' counterexamples as in the prover's. */
+Test(check, bools_in_counterexamples_are_true_or_false)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/prove/segmented_sum_wrong.yaml", &r, 1), 0);
+	const LawOutcome *l = law(&r, "associative");
+	cr_assert_eq(l->v, VERDICT_FAILS);
+	cr_expect(strstr(l->cex, "r: true") || strstr(l->cex, "r: false"), "%s", l->cex);
+	cr_expect(strstr(l->cex, "reset = [true") || strstr(l->cex, "reset = [false"), "%s", l->cex);
+	cr_expect_null(strstr(l->cex, "r: 1"), "%s", l->cex);
+	check_result_free(&r);
+}

@@ -31,7 +31,9 @@ void cex_component(Buf *b, Machine *m, int k)
  * which 9 digits would both round to 2.14748365e+09), a float to digits. */
 static void put_component(Buf *b, const Decl *f, double v, double rest, int digits)
 {
-	if (!ty_is_float(f->ty) && isfinite(v) && fabs(v) <= 0x1p63)
+	if (f->ty.kind == TY_BOOL) /* as a spec writes it, and as the prover's witnesses do */
+		buf_puts(b, v != 0 ? "true" : "false");
+	else if (!ty_is_float(f->ty) && isfinite(v) && fabs(v) <= 0x1p63)
 		buf_printf(b, "%lld", (long long)ir_int_exact(v, rest));
 	else if (!ty_is_float(f->ty) && isfinite(v))
 		buf_printf(b, "%.0f", v);
@@ -166,6 +168,15 @@ void cex_params_json(Buf *b, Machine *m)
 	buf_puts(b, "}, ");
 }
 
+/* An input's value: a bool as a spec writes it. */
+static void put_input(Buf *b, const Decl *d, double v)
+{
+	if (d->ty.kind == TY_BOOL)
+		buf_puts(b, v != 0 ? "true" : "false");
+	else
+		buf_num(b, v, 0);
+}
+
 static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int stride, const double *base,
 			    int lo, int hi, Machine *m, const Row *r, int per_pos)
 {
@@ -174,7 +185,7 @@ static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int st
 			continue;
 		buf_printf(b, " %s = ", d[k].name);
 		if (!per_pos) {
-			buf_num(b, base[off[k]], 0);
+			put_input(b, &d[k], base[off[k]]);
 			continue;
 		}
 		buf_puts(b, "[");
@@ -182,7 +193,7 @@ static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int st
 			buf_puts(b, j > lo ? ", " : "");
 			if (eval_masked(m, r, j))
 				buf_puts(b, "masked ");
-			buf_num(b, base[(size_t)j * stride + off[k]], 0);
+			put_input(b, &d[k], base[(size_t)j * stride + off[k]]);
 		}
 		buf_puts(b, "]");
 	}
