@@ -277,7 +277,7 @@ static int aux_entry(Ex *x, int i, AuxKind *kind, int *input)
 	for (int q = 0; q < x->c->nelem && ns < 8; q++)
 		if (!x->c->elem[q].ty.len && ty_is_float(x->c->elem[q].ty))
 			in[ns++] = q;
-	static const AuxKind order[] = {AUX_SUM, AUX_COUNT, AUX_MAX, AUX_MIN, AUX_RUN_MAX, AUX_RUN_MIN};
+	static const AuxKind order[] = {AUX_SUM, AUX_RUN_MAX, AUX_RUN_MIN, AUX_COUNT, AUX_MAX, AUX_MIN};
 	for (int o = 0; o < 6; o++) {
 		int per = order[o] == AUX_COUNT ? 1 : ns;
 		if (i < per) {
