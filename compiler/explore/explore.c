@@ -268,8 +268,8 @@ static void search(Ex *x, Cand *k)
 		}
 		ex_aux_drop(x);
 	}
-	logline(x, "auxiliary fields", "none of the catalogue (running sum, count, max, min, a sum with "
-	       "its largest or smallest run from the fixed end) helps");
+	logline(x, "auxiliary fields", "none of the catalogue (running sum, a sum with its largest or "
+	       "smallest run from the fixed end, count, max, min) helps");
 }
 
 static const char *proof_word(ProofStatus s) { return prove_status_name(s); }

@@ -10,9 +10,9 @@
  * fields are searched together, then the merge is verified as a whole.
  *
  * Auxiliary fields: when no merge exists for the state as given, a field
- * from a small catalogue (a running sum of an input, a count, a running
- * max or min, or a running sum with the largest or smallest sum of a run
- * from the loop's fixed end) is added and strategies 3 and 4 run again. */
+ * from a small catalogue (a running sum of an input, a running sum with
+ * the largest or smallest sum of a run from the loop's fixed end, a
+ * count, a running max or min) is added and strategies 3 and 4 run again. */
 #include <stdlib.h>
 #include <string.h>
 
