@@ -42,11 +42,16 @@ LDLIBS  += $(LLVM_LDLIBS) -lpthread
 LLVM_SRC :=
 endif
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# One set of objects serves the command line, the static libraries, the
+# shared one and the LLVM plugin: position-independent, and, with no
+# interposition of the library's own functions (its map exports assoc_*
+# alone), inlined and called as an executable's are.
+PIC     := -fPIC -fno-semantic-interposition
 # Objects depend on the flags they were built with: another CC, OPT or
 # NO_LLVM rebuilds them rather than linking them with those of the other
 # build (llvm_none.o beside llvm_load.o, say).
 FLAGS_STAMP := build/flags
-FLAGS_NOW := $(CC) $(CFLAGS) NO_LLVM=$(NO_LLVM) NO_MPI=$(NO_MPI)
+FLAGS_NOW := $(CC) $(CFLAGS) $(PIC) NO_LLVM=$(NO_LLVM) NO_MPI=$(NO_MPI)
 $(shell mkdir -p build && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' >$(FLAGS_STAMP)))
 FUZZ_SECONDS ?= 45
 # Quiet unless V=1: a build prints its warnings and errors, not its commands.
@@ -82,7 +87,7 @@ all: build/assoc
 
 build/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(PIC) $(DEPFLAGS) -c $< -o $@
 
 build/asan/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -91,7 +96,7 @@ build/asan/%.o: %.c $(FLAGS_STAMP)
 # The templates and the emulator's header are assembled into blobs.o
 # (.incbin), which -MMD does not see.
 BLOB_DEPS := $(wildcard templates/*.cuh) runtime/emu/emu.hpp runtime/emu/emu_tmap.h
-$(foreach d,obj asan pic fuzz tsan,build/$(d)/compiler/cuda/blobs.o): $(BLOB_DEPS)
+$(foreach d,obj asan fuzz tsan,build/$(d)/compiler/cuda/blobs.o): $(BLOB_DEPS)
 
 build/asan/t/%.o: tests/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -119,7 +124,7 @@ build/assoc: build/obj/compiler/cli/main.o build/obj/compiler/cli/llvm_load.o bu
 	$(Q)$(CC) $(CFLAGS) -rdynamic -o $@ build/obj/compiler/cli/main.o build/obj/compiler/cli/llvm_load.o \
 		$(call WHOLE,build/libassoc-core.a) $(BASE_LDLIBS)
 
-build/assoc-llvm.so: $(LLVM_ALL:%.c=build/pic/%.o)
+build/assoc-llvm.so: $(LLVM_ALL:%.c=build/obj/%.o)
 	$(Q)$(CC) -shared -Wl,-Bsymbolic -o $@ $^ $(LLVM_LDLIBS) -lpthread -lm
 endif
 
@@ -194,17 +199,13 @@ build/tsan/threads: tests/tsan/threads.c $(TSAN_OBJ)
 PREFIX  ?= /usr/local
 # the command line's files (compiler/cli/) need main.c: not part of the
 # shared library
-PIC_OBJ := $(filter-out build/pic/compiler/cli/%,$(LIB_SRC:%.c=build/pic/%.o))
-
-build/pic/%.o: %.c $(FLAGS_STAMP)
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -fPIC $(DEPFLAGS) -c $< -o $@
+PIC_OBJ := $(filter-out build/obj/compiler/cli/%,$(OBJ))
 
 # The installed specs' directory, compiled into compiler/front/specdir.c's
 # objects alone: another PREFIX rebuilds those, not the rest.
 SPECDIR_STAMP := build/prefix
 $(shell mkdir -p build && (echo '$(PREFIX)' | cmp -s - $(SPECDIR_STAMP) || echo '$(PREFIX)' >$(SPECDIR_STAMP)))
-SPECDIR_OBJ := $(foreach d,obj asan pic fuzz tsan,build/$(d)/compiler/front/specdir.o)
+SPECDIR_OBJ := $(foreach d,obj asan fuzz tsan,build/$(d)/compiler/front/specdir.o)
 $(SPECDIR_OBJ): $(SPECDIR_STAMP)
 $(SPECDIR_OBJ): CFLAGS += '-DASSOC_SHAREDIR="$(PREFIX)/share/assoc"'
 
