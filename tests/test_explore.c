@@ -209,18 +209,23 @@ Test(explore, max_segment_sum_adds_a_sum_and_its_largest_run, .timeout = 60)
 	cr_assert(strstr(r.yaml, "  best: max(a.best, max(b.best, a.cur + b.top_run))\n"), "%s", r.yaml);
 	cr_assert(strstr(r.yaml, "  top_run: max(a.top_run, a.sum + b.top_run)\n"), "%s", r.yaml);
 	cr_assert(strstr(r.log, "auxiliary fields sum and top_run added"), "%s", r.log);
-	explore_result_free(&r);
-	r = explore_text("carrier: right\nelement: {x: f32}\nstate: {cur: f32, best: f32}\n"
-			 "identity: {cur: -inf, best: -inf}\nstep_right:\n  cur: max(x, x + cur)\n  best: max(best, cur)\n");
-	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
-	cr_assert(strstr(r.yaml, "  best: max(b.best, max(a.best, a.top_run + b.cur))\n"), "%s", r.yaml);
-	cr_assert(strstr(r.yaml, "  top_run: max(b.top_run, a.top_run + b.sum)\n"), "%s", r.yaml);
-	explore_result_free(&r);
-	r = explore_text("carrier: low\nelement: {x: f32}\nstate: {cur: f32, best: f32}\n"
-			 "identity: {cur: inf, best: inf}\nstep:\n  cur: min(x, cur + x)\n  best: min(best, cur)\n");
-	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
-	cr_assert_str_eq(r.aux, "sum and low_run");
-	cr_assert(strstr(r.yaml, "  best: min(a.best, min(b.best, a.cur + b.low_run))\n"), "%s", r.yaml);
+	/* the loop from the right (its run from the fixed end a suffix), and the smallest run */
+	static const struct {
+		const char *step, *ident, *aux, *best, *run;
+	} more[] = {{"step_right:\n  cur: max(x, x + cur)\n  best: max(best, cur)\n", "-inf", "sum and top_run",
+		     "  best: max(b.best, max(a.best, a.top_run + b.cur))\n", "  top_run: max(b.top_run, a.top_run + b.sum)\n"},
+		    {"step:\n  cur: min(x, cur + x)\n  best: min(best, cur)\n", "inf", "sum and low_run",
+		     "  best: min(a.best, min(b.best, a.cur + b.low_run))\n", "  low_run: min(a.low_run, a.sum + b.low_run)\n"}};
+	for (size_t i = 0; i < sizeof more / sizeof *more; i++) {
+		explore_result_free(&r);
+		char text[400];
+		snprintf(text, sizeof text, "carrier: kadane%zu\nelement: {x: f32}\nstate: {cur: f32, best: f32}\n"
+			 "identity: {cur: %s, best: %s}\n%s", i, more[i].ident, more[i].ident, more[i].step);
+		r = explore_text(text);
+		cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+		cr_expect_str_eq(r.aux, more[i].aux);
+		cr_expect(strstr(r.yaml, more[i].best) && strstr(r.yaml, more[i].run), "%s", r.yaml);
+	}
 	explore_result_free(&r);
 }
 
