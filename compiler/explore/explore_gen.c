@@ -30,15 +30,15 @@ typedef struct {
 	Ex *x;
 	int f;                  /* the field being generalized */
 	Expr *gen[EX_MAXF];     /* merges chosen for fields done */
-	int carry[8];           /* field that lifts to element input q, or -1 */
 	int carries[EX_MAXF];   /* the input field f lifts to unchanged, or -1 */
 	int isconst[EX_MAXF];
 	double lc[EX_MAXF];     /* constant lifts */
 	unsigned mask;          /* constant occurrences to replace */
 	int occ, direct, bad;
-	/* choosing: each element input's occurrence takes the next digit of
-	 * code (mixed radix: the fields lifting to that input, carriers[q]),
-	 * and radix multiplies up the choices met */
+	/* the fields that lift to element input q unchanged, in order;
+	 * choosing: each occurrence of an input takes the next digit of code
+	 * (mixed radix, a digit a field of carriers[q]), and radix multiplies
+	 * up the choices met */
 	int choosing, ncarriers[8], carriers[8][EX_MAXF];
 	long code, radix;
 	/* subterms free of the state met so far, and the field each lifts to (or -1) */
@@ -51,7 +51,7 @@ static int own(Ex *x) { return x->right ? STATE_B : STATE_A; }
 static int other(Ex *x) { return x->right ? STATE_A : STATE_B; }
 
 /* The field whose lift e is, for e a term over the element, params and
- * positions (not a bare input: carry[] has those), or -1. */
+ * positions (not a bare input: carriers[] has those), or -1. */
 static int lifted_as(Gen *g, Expr *e)
 {
 	Ex *x = g->x;
@@ -97,7 +97,8 @@ static Expr *rewrite(Gen *g, Expr *e, int root)
 		}
 		if (v->kind == VAR_ELEM) {
 			/* the field's own lift, where it carries the input (max(m, x) -> max(a.m, b.m)) */
-			int m = g->carries[g->f] == v->slot ? g->f : v->slot < 8 ? g->carry[v->slot] : -1;
+			int m = g->carries[g->f] == v->slot ? g->f
+				: v->slot < 8 && g->ncarriers[v->slot] ? g->carriers[v->slot][0] : -1;
 			if (m < 0) {
 				g->bad = 1;
 				return e;
@@ -302,13 +303,13 @@ static int generalize_field(Gen *g, int f, char *why, size_t n)
 		g->gen[f] = sym;
 		return 0;
 	}
-	/* each occurrence its own field: the choices counted by a first pass */
-	g->choosing = 1, g->code = 0, g->radix = 1;
-	variant(g, 0, -1, 0);
-	long combos = g->radix;
-	for (long code = 1; code < combos && combos > 1 && code < 4096; code++) {
+	/* each occurrence its own field: the first choice counts them all */
+	g->choosing = 1;
+	long combos = 1;
+	for (long code = 0; code < combos && code < 4096; code++) {
 		g->code = code, g->radix = 1;
 		Expr *e = variant(g, 0, -1, 0);
+		combos = g->radix;
 		if (e && fits(x, f, e)) {
 			g->choosing = 0;
 			g->gen[f] = e;
@@ -325,14 +326,10 @@ static int generalize_field(Gen *g, int f, char *why, size_t n)
 int ex_generalize(Ex *x, Cand *k, char *why, size_t n)
 {
 	Gen g = {.x = x};
-	for (int q = 0; q < 8; q++)
-		g.carry[q] = -1;
 	for (int f = 0; f < x->n; f++) {
 		g.isconst[f] = ex_lift_const(x, f, &g.lc[f]);
 		int q = ex_lift_input(x, f);
 		g.carries[f] = q;
-		if (q >= 0 && q < 8 && g.carry[q] < 0)
-			g.carry[q] = f;
 		if (q >= 0 && q < 8)
 			g.carriers[q][g.ncarriers[q]++] = f;
 	}
