@@ -27,20 +27,6 @@ void cex_component(Buf *b, Machine *m, int k)
 		buf_printf(b, "[%d]", k - m->soff[f]);
 }
 
-/* A component of field f: an integer in full (2147483647 and 2147483646,
- * which 9 digits would both round to 2.14748365e+09), a float to digits. */
-static void put_component(Buf *b, const Decl *f, double v, double rest, int digits)
-{
-	if (f->ty.kind == TY_BOOL) /* as a spec writes it, and as the prover's witnesses do */
-		buf_puts(b, v != 0 ? "true" : "false");
-	else if (!ty_is_float(f->ty) && isfinite(v) && fabs(v) <= 0x1p63)
-		buf_printf(b, "%lld", (long long)ir_int_exact(v, rest));
-	else if (!ty_is_float(f->ty) && isfinite(v))
-		buf_printf(b, "%.0f", v);
-	else
-		buf_num(b, v, digits);
-}
-
 void cex_value(Buf *b, int integer, double v, double rest, int digits)
 {
 	if (isnan(v))
@@ -48,6 +34,18 @@ void cex_value(Buf *b, int integer, double v, double rest, int digits)
 	else if (integer && isfinite(v) && v == trunc(v) && fabs(v) <= 0x1p63)
 		buf_printf(b, "%lld", (long long)ir_int_exact(v, rest));
 	else
+		buf_num(b, v, digits);
+}
+
+/* A component of field f: an integer in full (2147483647 and 2147483646,
+ * which 9 digits would both round to 2.14748365e+09), a float to digits. */
+static void put_component(Buf *b, const Decl *f, double v, double rest, int digits)
+{
+	if (f->ty.kind == TY_BOOL) /* as a spec writes it, and as the prover's witnesses do */
+		buf_puts(b, v != 0 ? "true" : "false");
+	else if (!ty_is_float(f->ty) && !isnan(v))
+		cex_value(b, 1, v, rest, digits);
+	else /* a float, or NaN, as buf_num writes it ("nan") */
 		buf_num(b, v, digits);
 }
 
