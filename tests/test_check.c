@@ -89,13 +89,20 @@ Test(check, trial_counts)
 	check_result_free(&r);
 }
 
+/* The law of the spec at path, checked with seed 1 into r, that must fail. */
+static const LawOutcome *failing_law(const char *path, const char *lawname, CheckResult *r)
+{
+	cr_assert_eq(run(path, r, 1), 0);
+	const LawOutcome *l = law(r, lawname);
+	cr_assert(l, "%s: no %s line", path, lawname);
+	cr_assert_eq(l->v, VERDICT_FAILS, "%s: %s should fail", path, lawname);
+	return l;
+}
+
 static void expect_fail(const char *path, const char *lawname, const char *field)
 {
 	CheckResult r;
-	cr_assert_eq(run(path, &r, 1), 0);
-	const LawOutcome *l = law(&r, lawname);
-	cr_assert(l, "%s: no %s line", path, lawname);
-	cr_assert_eq(l->v, VERDICT_FAILS, "%s: %s should fail", path, lawname);
+	const LawOutcome *l = failing_law(path, lawname, &r);
 	cr_assert(l->cex && strstr(l->cex, " = {"), "%s: a counterexample with states", path);
 	cr_assert(l->detail && strstr(l->detail, field), "%s: detail '%s' names field %s", path, l->detail, field);
 	cr_assert(l->json && strstr(l->json, "\"lhs\""), "%s", path);
@@ -1282,9 +1289,7 @@ Test(check, rounded_constants_in_float64_trials)
 Test(check, law_broken_by_float32_rounding_fails)
 {
 	CheckResult r;
-	cr_assert_eq(run("tests/verdicts/float32_sum_beside_float64.yaml", &r, 1), 0);
-	const LawOutcome *l = law(&r, "associative");
-	cr_assert_eq(l->v, VERDICT_FAILS);
+	const LawOutcome *l = failing_law("tests/verdicts/float32_sum_beside_float64.yaml", "associative", &r);
 	cr_expect(strstr(l->detail, "field u") && strstr(l->detail, "float32 arithmetic in the spec's types") &&
 		  strstr(l->detail, "holds in float64"), "%s", l->detail);
 	cr_expect(l->cex && strstr(l->cex, "a = {") && strstr(l->cex, "(a+b)+c = {"), "%s", l->cex);
@@ -1959,9 +1964,7 @@ Test(check, i64_laws_tried_whole_past_2_53)
 	cr_expect_eq(l->skipped, 0, "%d trials drawn again", l->skipped);
 	cr_expect(check_ok(&r));
 	check_result_free(&r);
-	cr_assert_eq(run("tests/laws/off_by_one_past_2_61.yaml", &r, 1), 0);
-	l = law(&r, "associative");
-	cr_assert_eq(l->v, VERDICT_FAILS);
+	l = failing_law("tests/laws/off_by_one_past_2_61.yaml", "associative", &r);
 	/* the sides one apart, each written whole, and the gap of one */
 	long long x, y;
 	cr_assert(l->detail && sscanf(l->detail, "field h differs: %lld vs %lld", &x, &y) == 2, "%s", l->detail);
@@ -1980,9 +1983,7 @@ Test(check, i64_laws_tried_whole_past_2_53)
 Test(check, bools_in_counterexamples_are_true_or_false)
 {
 	CheckResult r;
-	cr_assert_eq(run("tests/prove/segmented_sum_wrong.yaml", &r, 1), 0);
-	const LawOutcome *l = law(&r, "associative");
-	cr_assert_eq(l->v, VERDICT_FAILS);
+	const LawOutcome *l = failing_law("tests/prove/segmented_sum_wrong.yaml", "associative", &r);
 	cr_expect(strstr(l->cex, "r: true") || strstr(l->cex, "r: false"), "%s", l->cex);
 	cr_expect(strstr(l->cex, "reset = [true") || strstr(l->cex, "reset = [false"), "%s", l->cex);
 	cr_expect_null(strstr(l->cex, "r: 1"), "%s", l->cex);

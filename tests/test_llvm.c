@@ -53,10 +53,7 @@ Test(llvm, log_within_1_5_ulp_everywhere)
 Test(llvm, log_same_bits_in_every_path)
 {
 	LlvmKernel *k[2];
-	LlvmMathFn fn[2];
-	char msg[300];
-	cr_assert_eq(llvm_math_kernel(EXPR_LOG, 1, &k[0], &fn[0], msg, sizeof msg), 0, "%s", msg);
-	cr_assert_eq(llvm_math_kernel(EXPR_LOG, 16, &k[1], &fn[1], msg, sizeof msg), 0, "%s", msg);
+	LlvmMathFn fn[2] = {math_fn(EXPR_LOG, 1, &k[0]), math_fn(EXPR_LOG, 16, &k[1])};
 	enum { N = 1 << 16 };
 	static uint32_t x[N], y[2][N];
 	static const struct {
@@ -87,10 +84,7 @@ Test(llvm, log_same_bits_in_every_path)
 Test(llvm, exp_and_log_dense_in_range)
 {
 	LlvmKernel *k[2];
-	LlvmMathFn fn[2];
-	char msg[300];
-	cr_assert_eq(llvm_math_kernel(EXPR_EXP, 0, &k[0], &fn[0], msg, sizeof msg), 0, "%s", msg);
-	cr_assert_eq(llvm_math_kernel(EXPR_LOG, 0, &k[1], &fn[1], msg, sizeof msg), 0, "%s", msg);
+	LlvmMathFn fn[2] = {math_fn(EXPR_EXP, 0, &k[0]), math_fn(EXPR_LOG, 0, &k[1])};
 	enum { N = 1 << 20 };
 	float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
 	double worst[2] = {0, 0};
