@@ -461,20 +461,16 @@ class Kernel:
             outs[name], ptr = _arrays.allocate(first[1], shape, type_, name)
             ptrs[i] = ptr or None
         pv, np_, keep_p = _lib.values(params)
+        stream = _arrays.cuda_stream(first[1]) if device is not None else None
         # the plan's buffer table is shared by the kernel's calls: its pointers are written under the lock
-        if device is None:
-            with self._lock:
-                for i, ptr in enumerate(ptrs):
-                    bufs[i].data = ptr
+        with self._lock:
+            for i, ptr in enumerate(ptrs):
+                bufs[i].data = ptr
+            if device is None:
                 st = self._L.assoc_run_heads(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_)
-                why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
-        else:
-            stream = _arrays.cuda_stream(first[1])
-            with self._lock:
-                for i, ptr in enumerate(ptrs):
-                    bufs[i].data = ptr
+            else:
                 st = run_device(self._h, H, G, rows, length, bufs, len(spec.arrays), pv, np_, stream)
-                why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
+            why = _lib.text(self._L.assoc_kernel_error(self._h)) if st else None
         if st != _lib.OK:
             exc = {_lib.EINVAL: ValueError, _lib.ESIZE: ValueError, _lib.ENOMEM: MemoryError,
                    _lib.EDEVICE: DeviceError, _lib.ECOMPILE: CompileError, _lib.ELAWS: LawError}.get(st, RunError)

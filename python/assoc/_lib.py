@@ -147,7 +147,7 @@ def values(pairs):
     if not pairs:
         return None, 0, None
     names = [n.encode() for n, _ in pairs]
-    arr = (AssocValue * max(len(pairs), 1))()
+    arr = (AssocValue * len(pairs))()
     for i, (n, v) in enumerate(pairs):
         arr[i].name = names[i]
         arr[i].value = float(v)
