@@ -306,19 +306,19 @@ void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char
 		if (i && check_trial_arity(t->kind) < 2)
 			break; /* the right side is e or a, shown above */
 		buf_printf(&b, "    %s = ", side[i]);
-		cex_state_exact(&b, m, i ? t->r : t->l, i ? t->rr : t->lr, at);
+		cex_state_exact(&b, m, i ? t->r : t->l, i ? k->rr : k->lr, at);
 		buf_puts(&b, "\n");
 	}
 	buf_puts(&d, "field ");
 	cex_component(&d, m, at);
 	buf_puts(&d, " differs: ");
 	int digits = distinct_digits(t->l[at], t->r[at]), integer = !ty_is_float(m->c->state[field_of(m, at)].ty);
-	cex_value(&d, integer, t->l[at], t->lr ? t->lr[at] : 0, digits);
+	cex_value(&d, integer, t->l[at], k->lr[at], digits);
 	buf_puts(&d, " vs ");
-	cex_value(&d, integer, t->r[at], t->rr ? t->rr[at] : 0, digits);
+	cex_value(&d, integer, t->r[at], k->rr[at], digits);
 	double gap = fabs(t->l[at] - t->r[at]), scale = fmax(fabs(t->l[at]), fabs(t->r[at]));
-	if (integer && t->lr && t->rr && isfinite(gap)) { /* past 2^53 equal doubles may be unequal integers */
-		int64_t x = ir_int_exact(t->l[at], t->lr[at]), y = ir_int_exact(t->r[at], t->rr[at]);
+	if (integer && isfinite(gap)) { /* past 2^53 equal doubles may be unequal integers */
+		int64_t x = ir_int_exact(t->l[at], k->lr[at]), y = ir_int_exact(t->r[at], k->rr[at]);
 		gap = (double)(x > y ? (uint64_t)x - (uint64_t)y : (uint64_t)y - (uint64_t)x);
 	}
 	if (isfinite(gap) && scale > 0)
@@ -340,9 +340,9 @@ void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char
 		cex_state_json_exact(&j, m, s[i]->v[t->mode], s[i]->rest[t->mode]);
 	}
 	buf_puts(&j, ", \"lhs\": ");
-	cex_state_json_exact(&j, m, t->l, t->lr);
+	cex_state_json_exact(&j, m, t->l, k->lr);
 	buf_puts(&j, ", \"rhs\": ");
-	cex_state_json_exact(&j, m, t->r, t->rr);
+	cex_state_json_exact(&j, m, t->r, k->rr);
 	buf_puts(&j, ", \"field\": \"");
 	cex_component(&j, m, at);
 	buf_puts(&j, "\"}");

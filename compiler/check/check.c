@@ -130,15 +130,14 @@ static const char *const bracket[NTRIAL][2] = {
 	[T_ID_RIGHT] = {"a+e", "a"},       [T_ID_SELF] = {"e+e", "e"},
 };
 
-/* Evaluate both sides of a trial into t->l, t->r (their rests into t->lr,
- * t->rr); returns what states_differ does. */
+/* Evaluate both sides of a trial into t->l, t->r (their rests into k->lr,
+ * k->rr); returns what states_differ does. */
 int check_trial_eval(Ck *k, Trial *t, Sample **s)
 {
 	Machine *m = k->m;
 	int sw = m->sw;
 	Mode md = t->mode;
 	m->range = 0;
-	t->lr = k->lr, t->rr = k->rr;
 	double *z = k->zero, *e = m->ident[md];
 	double *x = k->tmp, *xe = x + sw, *y = x + 2 * sw, *ye = x + 3 * sw, *xr = k->rr + sw, *yr = xr + sw;
 	const double *v[3], *r[3];
@@ -147,32 +146,32 @@ int check_trial_eval(Ck *k, Trial *t, Sample **s)
 	switch (t->kind) {
 	case T_ASSOC:
 		eval_merge_exact(m, md, v[0], z, r[0], v[1], z, r[1], x, xe, xr);
-		eval_merge_exact(m, md, x, xe, xr, v[2], z, r[2], t->l, t->le, t->lr);
+		eval_merge_exact(m, md, x, xe, xr, v[2], z, r[2], t->l, t->le, k->lr);
 		eval_merge_exact(m, md, v[1], z, r[1], v[2], z, r[2], y, ye, yr);
-		eval_merge_exact(m, md, v[0], z, r[0], y, ye, yr, t->r, t->re, t->rr);
+		eval_merge_exact(m, md, v[0], z, r[0], y, ye, yr, t->r, t->re, k->rr);
 		break;
 	case T_COMM:
-		eval_merge_exact(m, md, v[0], z, r[0], v[1], z, r[1], t->l, t->le, t->lr);
-		eval_merge_exact(m, md, v[1], z, r[1], v[0], z, r[0], t->r, t->re, t->rr);
+		eval_merge_exact(m, md, v[0], z, r[0], v[1], z, r[1], t->l, t->le, k->lr);
+		eval_merge_exact(m, md, v[1], z, r[1], v[0], z, r[0], t->r, t->re, k->rr);
 		break;
 	case T_ID_LEFT:
 	case T_ID_RIGHT:
 		if (t->kind == T_ID_LEFT)
-			eval_merge_exact(m, md, e, z, z, v[0], z, r[0], t->l, t->le, t->lr);
+			eval_merge_exact(m, md, e, z, z, v[0], z, r[0], t->l, t->le, k->lr);
 		else
-			eval_merge_exact(m, md, v[0], z, r[0], e, z, z, t->l, t->le, t->lr);
+			eval_merge_exact(m, md, v[0], z, r[0], e, z, z, t->l, t->le, k->lr);
 		memcpy(t->r, v[0], sw * sizeof *t->r);
-		memcpy(t->rr, r[0], sw * sizeof *t->rr);
+		memcpy(k->rr, r[0], sw * sizeof *k->rr);
 		memset(t->re, 0, sw * sizeof *t->re);
 		break;
 	default:
-		eval_merge_exact(m, md, e, z, z, e, z, z, t->l, t->le, t->lr);
+		eval_merge_exact(m, md, e, z, z, e, z, z, t->l, t->le, k->lr);
 		memcpy(t->r, e, sw * sizeof *t->r);
-		memset(t->rr, 0, sw * sizeof *t->rr);
+		memset(k->rr, 0, sw * sizeof *k->rr);
 		memset(t->re, 0, sw * sizeof *t->re);
 		break;
 	}
-	int d = states_differ(m, t->l, t->le, t->lr, t->r, t->re, t->rr, md);
+	int d = states_differ(m, t->l, t->le, k->lr, t->r, t->re, k->rr, md);
 	return d >= 0 && left_range(m, t) ? -2 : d;
 }
 

@@ -35,7 +35,6 @@ typedef struct {
 	Mode mode;
 	int typed_only; /* in the spec's types where float64 holds: a failure must hold there too */
 	double *l, *le, *r, *re; /* both sides and their error bounds */
-	double *lr, *rr; /* the sides' rests of i64 past 2^53 (ir_int_exact), set by check_trial_eval */
 } Trial;
 
 typedef struct {
@@ -46,7 +45,8 @@ typedef struct {
 	DrawFamily fams[NDRAW]; /* families with samples */
 	int nfams;
 	int nonempty; /* samples that fold at least one element */
-	double *tmp, *zero, *l, *le, *r, *re, *lr, *rr;
+	double *tmp, *zero, *l, *le, *r, *re;
+	double *lr, *rr; /* the rests of a trial's sides (l, r: its i64 past 2^53, ir_int_exact) */
 	uint64_t rng;
 	int typed; /* some state field is f32: the spec's types differ from float64 */
 	void *work; /* sound.c's buffers while it shrinks a row */
