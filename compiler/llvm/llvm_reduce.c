@@ -190,6 +190,22 @@ static void fold_loop(B *b, int f, LLVMValueRef *e, int T)
 	kern_count_close(b, i, n, b->k->loop_unroll);
 }
 
+/* The DOT_CHUNK floats at buf[i] as one vector: its address, and its
+ * load, aligned as a float, which is all buf promises. */
+static LLVMValueRef chunk_ptr(B *b, LLVMValueRef buf, LLVMValueRef i)
+{
+	LLVMTypeRef ft = lower_kty(&b->L, TY_F32);
+	return LLVMBuildBitCast(b->L.b, LLVMBuildGEP2(b->L.b, ft, buf, &i, 1, ""),
+				LLVMPointerType(LLVMVectorType(ft, DOT_CHUNK), 0), "");
+}
+
+static LLVMValueRef chunk_load(B *b, LLVMValueRef buf, LLVMValueRef i)
+{
+	LLVMValueRef v = LLVMBuildLoad2(b->L.b, LLVMVectorType(lower_kty(&b->L, TY_F32), DOT_CHUNK), chunk_ptr(b, buf, i), "");
+	LLVMSetAlignment(v, 4);
+	return v;
+}
+
 /* fold_max_rescale's update of field f in one lane (one_lane_chunks):
  * its components in memory (b->obuf[f]) DOT_CHUNK at a time, each
  * position's staged component times its e[t], the accumulator's times
@@ -201,7 +217,7 @@ static void fold_chunks(B *b, int f, LLVMValueRef *e, int T)
 	Carrier *c = b->k->c;
 	const Var *v = ir_var(c->ir, c->lift[f]->k);
 	int n = spec_decl_width(&c->state[f]), cw = kern_staged_width(c), off = kern_staged_off(c, v->slot);
-	LLVMTypeRef ft = lower_kty(L, TY_F32), vt = LLVMVectorType(ft, DOT_CHUNK), vp = LLVMPointerType(vt, 0);
+	LLVMTypeRef ft = lower_kty(L, TY_F32), vt = LLVMVectorType(ft, DOT_CHUNK);
 	LLVMValueRef id[DOT_CHUNK], x[VTILE + 1], es[VTILE + 1];
 	for (int l = 0; l < DOT_CHUNK; l++)
 		id[l] = LLVMConstReal(ft, c->identity[f]->num);
@@ -211,19 +227,15 @@ static void fold_chunks(B *b, int f, LLVMValueRef *e, int T)
 	}
 	LLVMValueRef i = kern_count_open(b, "fold");
 	LLVMValueRef at = LLVMBuildMul(L->b, i, ci64(b, DOT_CHUNK), "");
-	LLVMValueRef p = LLVMBuildBitCast(L->b, LLVMBuildGEP2(L->b, ft, b->obuf[f], &at, 1, ""), vp, "");
-	LLVMValueRef acc = LLVMBuildLoad2(L->b, vt, p, "");
-	LLVMSetAlignment(acc, 4);
+	LLVMValueRef acc = chunk_load(b, b->obuf[f], at);
 	for (int t = 0; t < T; t++) {
-		LLVMValueRef ki = LLVMBuildAdd(L->b, at, ci64(b, (long long)t * cw + off), "");
-		LLVMValueRef kv = LLVMBuildLoad2(L->b, vt, LLVMBuildBitCast(L->b, LLVMBuildGEP2(L->b, ft, b->colbuf, &ki, 1, ""), vp, ""), "");
-		LLVMSetAlignment(kv, 4);
+		LLVMValueRef kv = chunk_load(b, b->colbuf, LLVMBuildAdd(L->b, at, ci64(b, (long long)t * cw + off), ""));
 		if (b->tile_cond[t]) /* lift_at's: the identity where the mask is false */
 			kv = LLVMBuildSelect(L->b, b->tile_cond[t], kv, LLVMConstVector(id, DOT_CHUNK), "");
 		x[t] = LLVMBuildFMul(L->b, kv, es[t], "");
 	}
 	x[T] = LLVMBuildFMul(L->b, acc, es[T], "");
-	LLVMSetAlignment(LLVMBuildStore(L->b, tree(b, x, T + 1, 0), p), 4);
+	LLVMSetAlignment(LLVMBuildStore(L->b, tree(b, x, T + 1, 0), chunk_ptr(b, b->obuf[f], at)), 4);
 	kern_count_close(b, i, n / DOT_CHUNK, 2);
 }
 
@@ -2659,7 +2671,7 @@ static void dots_chunks(B *b, Expr *e, int r, int k, int T)
 	for (int q = 0; q < r; q++)
 		at += spec_decl_width(&c->row[q]);
 	int row_first = ir_var(c->ir, e->a[0]->k)->kind == VAR_ROW;
-	LLVMTypeRef ft = lower_kty(L, TY_F32), vt = LLVMVectorType(ft, DOT_CHUNK), vp = LLVMPointerType(vt, 0);
+	LLVMTypeRef ft = lower_kty(L, TY_F32), vt = LLVMVectorType(ft, DOT_CHUNK);
 	LLVMValueRef acc[VTILE], nz[DOT_CHUNK];
 	/* -0 + p is p, as dot_chunked's first chunk is */
 	for (int l = 0; l < DOT_CHUNK; l++)
@@ -2671,12 +2683,9 @@ static void dots_chunks(B *b, Expr *e, int r, int k, int T)
 	LLVMValueRef u = kern_count_open(b, "dot");
 	LLVMValueRef c0 = LLVMBuildMul(L->b, u, ci64(b, DOT_CHUNK), "");
 	LLVMValueRef qi = LLVMBuildAdd(L->b, c0, ci64(b, at), "");
-	LLVMValueRef q = LLVMBuildLoad2(L->b, vt, LLVMBuildBitCast(L->b, LLVMBuildGEP2(L->b, ft, b->qbuf, &qi, 1, ""), vp, ""), "");
-	LLVMSetAlignment(q, 4);
+	LLVMValueRef q = chunk_load(b, b->qbuf, qi);
 	for (int t = 0; t < T; t++) {
-		LLVMValueRef ki = LLVMBuildAdd(L->b, c0, ci64(b, (long long)t * cw + off), "");
-		LLVMValueRef kv = LLVMBuildLoad2(L->b, vt, LLVMBuildBitCast(L->b, LLVMBuildGEP2(L->b, ft, b->colbuf, &ki, 1, ""), vp, ""), "");
-		LLVMSetAlignment(kv, 4);
+		LLVMValueRef kv = chunk_load(b, b->colbuf, LLVMBuildAdd(L->b, c0, ci64(b, (long long)t * cw + off), ""));
 		LLVMValueRef p = row_first ? LLVMBuildFMul(L->b, q, kv, "") : LLVMBuildFMul(L->b, kv, q, "");
 		LLVMBuildStore(L->b, LLVMBuildFAdd(L->b, LLVMBuildLoad2(L->b, vt, acc[t], ""), p, ""), acc[t]);
 	}
