@@ -371,9 +371,13 @@ static int set_leaves(Pv *p, Prog *g, const double *val)
 
 /* v as short as reads back as the same value: 9 significant digits at
  * most for a float32 field's float32, 17 for anything else (-3.60025e+10
- * named no state of the witness). */
+ * named no state of the witness); a bool as true or false. */
 static void fmt_value(TyKind kind, double v, char *t, size_t n)
 {
+	if (kind == TY_BOOL) {
+		snprintf(t, n, "%s", v != 0 ? "true" : "false");
+		return;
+	}
 	float f = (float)v;
 	int single = (kind == TY_F32 || kind == TY_F16 || kind == TY_BF16) && (double)f == v;
 	for (int d = 6; d <= 17; d++) { /* %g's 6 where they do: 1000, not 1e+03 */
@@ -384,11 +388,11 @@ static void fmt_value(TyKind kind, double v, char *t, size_t n)
 	}
 }
 
-/* A side's value: a bool as true or false. */
+/* A side's value: a bool as fmt_value writes it. */
 static void fmt_side(const Expr *e, double v, char *t, size_t n)
 {
 	if (e->ty.kind == TY_BOOL)
-		snprintf(t, n, "%s", v != 0 ? "true" : "false");
+		fmt_value(TY_BOOL, v, t, n);
 	else
 		snprintf(t, n, "%.17g", v);
 }
@@ -401,10 +405,7 @@ static void witness_str(Job *j, const double *val, Buf *b)
 		for (int v = 0, first = 1; v < p->nv; v++)
 			if (p->vop[v] == *o && !(p->vbool[v] && p->bval[v] >= 0)) { /* a bool's case is named with the law */
 				char t[40];
-				if (p->vbool[v])
-					snprintf(t, sizeof t, "%s", val[v] != 0 ? "true" : "false");
-				else
-					fmt_value((TyKind)p->c->state[p->vfield[v]].ty.kind, val[v], t, sizeof t);
+				fmt_value((TyKind)p->c->state[p->vfield[v]].ty.kind, val[v], t, sizeof t);
 				bprintf(b, "%s%s: %s", first ? "" : ", ", p->vname[v], t);
 				first = 0;
 			}
