@@ -825,14 +825,11 @@ static void prove_fields(Job *j, const Pair *pr, int n, Verdict *out)
 	j->nopen = 0;
 }
 
-static int is_var(void *ctx, Expr *n);
-
 /* Whether a pair reads base variable v. */
 static int pairs_read(const Pv *p, const Pair *pr, int n, int v)
 {
-	int var = p->c->svar[p->vop[v] - 'a'][p->vfield[v]];
 	for (int i = 0; i < n; i++)
-		if (ir_contains(pr[i].l, is_var, &var) || ir_contains(pr[i].r, is_var, &var))
+		if (pv_reads(p, v, &pr[i].l, 1) || pv_reads(p, v, &pr[i].r, 1))
 			return 1;
 	return 0;
 }
@@ -886,8 +883,7 @@ static void prove_pairs(Job *j, const Pair *pr, int n, Verdict *out)
 	} else {
 		char *open = NULL;
 		for (int k = 0; k < 1 << ns && out->status != PROOF_DISPROVED; k++) {
-			for (int i = 0; i < ns; i++)
-				p->bval[split[i]] = (int8_t)((k >> i) & 1);
+			pv_bool_case(p, split, ns, k);
 			char *what = case_str(p, split, ns, 1);
 			bprintf(j->trace, "  case %s\n", what);
 			Verdict one = {PROOF_UNKNOWN, NULL, NULL};
@@ -1518,6 +1514,17 @@ static int list_uses(Expr *const *es, int n, int var)
 		if (es[i] && ir_contains(es[i], is_var, &var))
 			return 1;
 	return 0;
+}
+
+int pv_reads(const Pv *p, int v, Expr *const *es, int n)
+{
+	return list_uses(es, n, p->c->svar[p->vop[v] - 'a'][p->vfield[v]]);
+}
+
+void pv_bool_case(Pv *p, const int *split, int ns, int k)
+{
+	for (int i = 0; i < ns; i++)
+		p->bval[split[i]] = (int8_t)((k >> i) & 1);
 }
 
 /* Whether the prover reads param var (a param of the mask or finalize

@@ -70,6 +70,12 @@ typedef struct {
 	char desc[400];
 } Region;
 
+/* prove.c: whether es[0..n) read state variable v (a base variable of an
+ * operand); the bool state fields split[0..ns) set to case k, field i to
+ * bit i of k. */
+int pv_reads(const Pv *p, int v, Expr *const *es, int n);
+void pv_bool_case(Pv *p, const int *split, int ns, int k);
+
 /* prove_lin.c */
 Q lin_q_int(int64_t n);
 Q lin_q_add(Pv *p, Q x, Q y);

@@ -91,8 +91,6 @@ static int walk_regions(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
 	return ok && !p->overflow; /* a rational past 64 bits may have split a region wrongly */
 }
 
-static int is_var(void *ctx, Expr *e) { return e->op == EXPR_VAR && e->k == *(const int *)ctx; }
-
 /* walk_regions in every case of the bool state fields es read (prove.c's
  * cases: each false and true, one with a single value on every nonempty
  * state at it); 0 past INV_BOOL_SPLIT of them. */
@@ -100,12 +98,7 @@ static int walk(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
 {
 	int split[PV_MAXV], ns = 0, ok = 1, set[PV_MAXV], nset = 0;
 	for (int v = 0; v < p->nv; v++) {
-		if (!p->vbool[v] || p->bval[v] >= 0)
-			continue;
-		int var = p->c->svar[p->vop[v] - 'a'][p->vfield[v]], reads = 0;
-		for (int i = 0; i < n && !reads; i++)
-			reads = ir_contains(es[i], is_var, &var);
-		if (!reads)
+		if (!p->vbool[v] || p->bval[v] >= 0 || !pv_reads(p, v, es, n))
 			continue;
 		set[nset++] = v;
 		if (p->bonly[v] >= 0)
@@ -116,8 +109,7 @@ static int walk(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
 	if (ns > INV_BOOL_SPLIT)
 		ok = 0;
 	for (int k = 0; ok && k < 1 << ns; k++) {
-		for (int i = 0; i < ns; i++)
-			p->bval[split[i]] = (int8_t)((k >> i) & 1);
+		pv_bool_case(p, split, ns, k);
 		ok = walk_regions(p, es, n, visit, ctx);
 	}
 	for (int i = 0; i < nset; i++)
