@@ -1632,6 +1632,12 @@ Test(cli, cpu_runs_and_benches_heads, .timeout = 120)
 	cr_expect(by && gb && gf, "%s", out);
 	if (by && gb && gf)
 		cr_expect(fabs(atof(gf + 10) / atof(gb + 8) * atof(by + 9) / (256.0 * 4 * 4096) - 1) < 0.01, "%s", out);
+	/* decoding streams its keys: it is held to the copy, as its JSON is */
+	cr_expect_eq(sh(ASSOC " bench tests/attention/full.yaml --device cpu --rows 1 --len 4096 --heads 4 --kv-heads 2 "
+			      "--threads 2",
+			out, sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(strstr(out, " GFLOP/s (") && strstr(out, "  kernel/copy ") && !strstr(out, "compute-bound"), "%s", out);
 	cr_expect_eq(sh(ASSOC " bench specs/online_softmax.yaml --device cpu --rows 4 --len 1000 --json", out, sizeof out, 0),
 		     0, "%s", out);
 	cr_expect(!strstr(out, "gflops"), "softmax has no attention flops: %s", out);

@@ -503,9 +503,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		printf("  naive  unavailable: %s\n         (%s)\n", nwhy,
 		       flops > 0 ? "the kernel is measured by its GFLOP/s above"
 				 : "the kernel is compared with the copy alone: kernel/copy below");
-	/* attention computes far more than it moves: a copy's bandwidth is no
-	 * yardstick for it, its GFLOP/s are */
-	if (flops > 0)
+	/* attention of many query rows computes far more than it moves: a
+	 * copy's bandwidth is no yardstick for it, its GFLOP/s are; decoding
+	 * (a row or a few a head) streams its keys and is held to the copy */
+	if (flops > 0 && bound)
 		printf("  attention is compute-bound: no kernel/copy ratio");
 	else
 		printf("  kernel/copy %.2f", gb / cgb);
