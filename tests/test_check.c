@@ -1884,9 +1884,10 @@ Test(check, commutes_where_proved_and_on_special_rows)
 /* The families draw integers in [-100, 100]: a minimum whose identity is
  * INT32_MAX - 1 held on all of them.  The identity trials also fold
  * integers at their type's limits, and the witness is INT32_MAX, shown in
- * full.  An i64's past 2^53 decide nothing (a double holds them rounded),
- * but one short of 2^53 fails.  The lawful identities at the limits
- * (INT32_MAX for a minimum, INT32_MIN and -2^63 for a maximum) hold. */
+ * full.  An i64's are drawn whole: one short of 2^53 fails, and so does
+ * 2^53 itself, beaten by 2^53 + 1 alone, and a lift that wraps at
+ * INT64_MAX alone.  The lawful identities at the limits (INT32_MAX for a
+ * minimum, INT32_MIN and -2^63 for a maximum) hold. */
 Test(check, identity_one_short_of_the_types_limit_fails)
 {
 	for (uint64_t seed = 1; seed <= 3; seed++) {
@@ -1906,6 +1907,7 @@ Test(check, identity_one_short_of_the_types_limit_fails)
 	} cases[] = {
 		{"i32", "-2147483647", "max(a.m, b.m)", VERDICT_FAILS},
 		{"i64", "9007199254740991", "min(a.m, b.m)", VERDICT_FAILS},
+		{"i64", "9007199254740992", "min(a.m, b.m)", VERDICT_FAILS},
 		{"i32", "2147483647", "min(a.m, b.m)", VERDICT_HOLDS},
 		{"i32", "-2147483648", "where(b.m >= a.m, b.m, a.m)", VERDICT_HOLDS},
 		{"i64", "-9223372036854775808", "max(a.m, b.m)", VERDICT_HOLDS},
@@ -1923,6 +1925,15 @@ Test(check, identity_one_short_of_the_types_limit_fails)
 		check_result_free(&r);
 		spec_carrier_free(c);
 	}
+	CheckResult w;
+	Carrier *wc = check_text("carrier: t\nelement: {x: i64}\nstate: {m: i64}\nidentity: {m: 0}\n"
+				 "lift: {m: 'where(x > 0, x + 1, 0)'}\nmerge: {m: 'max(a.m, b.m)'}\n",
+				 1, &w);
+	const LawOutcome *wl = law(&w, "identity");
+	cr_expect_eq(wl->v, VERDICT_FAILS, "x + 1 wraps at INT64_MAX: %s", wl->cex ? wl->cex : "holds");
+	cr_expect(wl->cex && strstr(wl->cex, "from x = [9223372036854775807]"), "%s", wl->cex ? wl->cex : "");
+	check_result_free(&w);
+	spec_carrier_free(wc);
 	/* an input compared with j is a position, left as the families draw it */
 	CheckResult r;
 	Carrier *c = check_text("carrier: t\nelement: {x: f32, at: i32}\nstate: {m: f32}\nidentity: {m: 0}\n"

@@ -166,24 +166,27 @@ void cex_params_json(Buf *b, Machine *m)
 	buf_puts(b, "}, ");
 }
 
-/* An input's value: a bool as a spec writes it. */
-static void put_input(Buf *b, const Decl *d, double v)
+/* An input's value: a bool as a spec writes it, an integer whole (its
+ * rest beside it: an i64 past 2^53). */
+static void put_input(Buf *b, const Decl *d, double v, double rest)
 {
 	if (d->ty.kind == TY_BOOL)
 		buf_puts(b, v != 0 ? "true" : "false");
+	else if (ty_is_int(d->ty))
+		cex_value(b, 1, v, rest, 0);
 	else
 		buf_num(b, v, 0);
 }
 
 static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int stride, const double *base,
-			    int lo, int hi, Machine *m, const Row *r, int per_pos)
+			    const double *rests, int lo, int hi, Machine *m, const Row *r, int per_pos)
 {
 	for (int k = 0; k < n; k++) {
 		if (d[k].ty.len)
 			continue;
 		buf_printf(b, " %s = ", d[k].name);
 		if (!per_pos) {
-			put_input(b, &d[k], base[off[k]]);
+			put_input(b, &d[k], base[off[k]], rests ? rests[off[k]] : 0);
 			continue;
 		}
 		buf_puts(b, "[");
@@ -191,7 +194,8 @@ static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int st
 			buf_puts(b, j > lo ? ", " : "");
 			if (eval_masked(m, r, j))
 				buf_puts(b, "masked ");
-			put_input(b, &d[k], base[(size_t)j * stride + off[k]]);
+			size_t at = (size_t)j * stride + off[k];
+			put_input(b, &d[k], base[at], rests ? rests[at] : 0);
 		}
 		buf_puts(b, "]");
 	}
@@ -237,9 +241,9 @@ static void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi, int aft
 		buf_puts(b, "   from");
 	if (!scalars(c->elem, c->nelem) && !scalars(c->col, c->ncol) && !scalars(c->row, c->nrow))
 		buf_printf(b, " %d element%s (vector inputs, not shown)", hi - lo, hi - lo > 1 ? "s" : "");
-	put_decl_values(b, c->elem, c->nelem, m->elemoff, m->elemw, r->elemv, lo, hi, m, r, 1);
-	put_decl_values(b, c->col, c->ncol, m->coloff, m->colw, r->colv, lo, hi, m, r, 1);
-	put_decl_values(b, c->row, c->nrow, m->rowoff, 0, r->rowv, lo, hi, m, r, 0);
+	put_decl_values(b, c->elem, c->nelem, m->elemoff, m->elemw, r->elemv, r->elemrest, lo, hi, m, r, 1);
+	put_decl_values(b, c->col, c->ncol, m->coloff, m->colw, r->colv, r->colrest, lo, hi, m, r, 1);
+	put_decl_values(b, c->row, c->nrow, m->rowoff, 0, r->rowv, r->rowrest, lo, hi, m, r, 0);
 	if (scalars(c->elem, c->nelem) || scalars(c->col, c->ncol) || scalars(c->row, c->nrow))
 		put_vectors_unshown(b, c);
 	if (c->mask)

@@ -212,18 +212,31 @@ static void simplify_inputs(Machine *m, Sample *s, uint64_t *rng)
 		int which = 0;
 		while (which + 1 < n && off[which + 1] <= base)
 			which++;
-		double old = *slot;
+		/* the simpler value is what its double holds: its rest is 0 */
+		double *rest = col < m->colw ? (r->colrest ? r->colrest + (slot - r->colv) : NULL)
+					     : (r->elemrest ? r->elemrest + (slot - r->elemv) : NULL);
+		double old = *slot, oldrest = rest ? *rest : 0;
 		*slot = ir_round(d[which].storage, simpler(old, rng));
-		if (!eval_assume(m, r, j))
+		if (rest)
+			*rest = 0;
+		if (!eval_assume(m, r, j)) {
 			*slot = old;
+			if (rest)
+				*rest = oldrest;
+		}
 	} else if (m->roww) {
 		int col = rng_int(rng, 0, m->roww - 1), which = 0;
 		while (which + 1 < c->nrow && m->rowoff[which + 1] <= col)
 			which++;
-		double old = r->rowv[col];
+		double old = r->rowv[col], oldrest = r->rowrest ? r->rowrest[col] : 0;
 		r->rowv[col] = ir_round(c->row[which].storage, simpler(old, rng));
-		if (!assume_holds(m, r))
+		if (r->rowrest)
+			r->rowrest[col] = 0;
+		if (!assume_holds(m, r)) {
 			r->rowv[col] = old;
+			if (r->rowrest)
+				r->rowrest[col] = oldrest;
+		}
 	}
 }
 
@@ -235,6 +248,12 @@ static void drop_position(Machine *m, Sample *s, int p)
 	memmove(r->colv + (size_t)p * m->colw, r->colv + (size_t)(p + 1) * m->colw, after * m->colw * sizeof(double));
 	memmove(r->elemv + (size_t)p * m->elemw, r->elemv + (size_t)(p + 1) * m->elemw,
 		after * m->elemw * sizeof(double));
+	if (r->colrest)
+		memmove(r->colrest + (size_t)p * m->colw, r->colrest + (size_t)(p + 1) * m->colw,
+			after * m->colw * sizeof(double));
+	if (r->elemrest)
+		memmove(r->elemrest + (size_t)p * m->elemw, r->elemrest + (size_t)(p + 1) * m->elemw,
+			after * m->elemw * sizeof(double));
 	r->len--;
 	s->hi--;
 }

@@ -780,34 +780,41 @@ Sample *draw_sample_row(Machine *m, DrawFamily f, int len, uint64_t *rng) { retu
  * type's limit (a minimum whose identity is INT32_MAX - 1, beaten by
  * INT32_MAX alone) holds on all of them.  These samples set the integer
  * inputs that are not positions to the limits and their neighbours; an
- * i64's where a double holds them: at its limits, 1024 apart, and around
+ * i64's whole, its rest beside the double that holds it rounded
+ * (ir_int_exact): INT64_MIN and INT64_MAX, one in from each, and around
  * 2^53, where doubles stop holding integers one apart. */
 
-static double int_limit(TyKind storage, uint64_t *rng)
+static int64_t int_limit(TyKind storage, uint64_t *rng)
 {
 	int k = rng_int(rng, 0, storage == TY_I32 ? 3 : 7);
 	switch (k) {
-	case 0: case 1: return storage == TY_I32 ? -0x1p31 + k : -0x1p63 + 1024 * k;
-	case 2: case 3: return storage == TY_I32 ? 0x1p31 - 4 + k : 0x1p63 - 1024 * (4 - k);
-	default: return (k & 1 ? -1 : 1) * (0x1p53 - (k > 5));
+	case 0: case 1: return storage == TY_I32 ? INT32_MIN + k : INT64_MIN + k;
+	case 2: case 3: return storage == TY_I32 ? INT32_MAX - 3 + k : INT64_MAX - 3 + k;
+	default: return (k & 1 ? -1 : 1) * ((INT64_C(1) << 53) + (k > 5 ? 1 : -1));
 	}
 }
 
 /* The integer inputs of d that are not positions (span: the place of
- * d[0] among all inputs), over len positions of width: each position
- * takes the sample's one limit per input, or one in four another, so
- * that rows of that limit alone (whose fold is the limit) are common. */
-static void put_limits(Machine *m, const Decl *d, int n, int span, const int *off, int width, double *v, int len,
-		      uint64_t *rng)
+ * d[0] among all inputs), over len positions of width, with their rests
+ * where the row keeps them (rest: NULL for none): each position takes
+ * the sample's one limit per input, or one in four another, so that rows
+ * of that limit alone (whose fold is the limit) are common. */
+static void put_limits(Machine *m, const Decl *d, int n, int span, const int *off, int width, double *v,
+		      double *rest, int len, uint64_t *rng)
 {
 	const unsigned char *index = draw_index_inputs(m);
 	for (int i = 0; i < n; i++) {
 		if (!ty_is_int(d[i].ty) || index[span + i])
 			continue;
-		double one = int_limit(d[i].storage, rng);
+		int64_t one = int_limit(d[i].storage, rng);
 		for (int j = 0; j < len; j++)
-			for (int t = off[i]; t < off[i + 1]; t++)
-				v[(size_t)j * width + t] = rng_int(rng, 0, 3) ? one : int_limit(d[i].storage, rng);
+			for (int t = off[i]; t < off[i + 1]; t++) {
+				int64_t x = rng_int(rng, 0, 3) ? one : int_limit(d[i].storage, rng);
+				size_t at = (size_t)j * width + t;
+				v[at] = (double)x;
+				if (rest)
+					rest[at] = ir_int_rest(x, v[at]);
+			}
 	}
 }
 
@@ -843,9 +850,9 @@ Sample *draw_sample_limits(Machine *m, uint64_t *rng)
 	if (!s)
 		return NULL;
 	Row *r = s->row;
-	put_limits(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, r->len, rng);
-	put_limits(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, r->len, rng);
-	put_limits(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, 1, rng);
+	put_limits(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, r->elemrest, r->len, rng);
+	put_limits(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, r->colrest, r->len, rng);
+	put_limits(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, r->rowrest, 1, rng);
 	int ok = 1;
 	for (int j = 0; ok && j < r->len; j++)
 		ok = eval_assume(m, r, j);
