@@ -890,8 +890,9 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 		return; /* a grid planned over heads x rows has more blocks than runs need */
 	long long base = (long long)kh * M; /* the run's first row in heads x rows */
 	int w = threadIdx.x / 32 / KS, wk = threadIdx.x / 32 % KS, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-	int lo = sp * A.chunk < A.len ? sp * A.chunk : A.len;
-	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
+	long long at = (long long)sp * A.chunk; /* sp * chunk and lo + chunk may pass 2^31 - 1 */
+	int lo = at < A.len ? (int)at : A.len;
+	int hi = A.len - lo > A.chunk ? lo + A.chunk : A.len;
 	int r0 = qt * BM + w * MT * 16; /* the warp's first row in the run */
 #if ATTN_PAGED /* the head's row in slot 0 of page 0; q's rows through ATTN_AT */
 	const auto kp = ATTN_IN(ATTN_KI, (long long)kh * D);

@@ -437,8 +437,9 @@ ASC_DEV bool attn90_start(const Args &A, S &Sm, Attn90Start &P)
 	if (!attn_tile_of<D, DV>(A, blockIdx.x, tiles, P.qt, P.kh))
 		return false;
 	P.run = (long long)P.kh * P.M;
-	P.lo = P.sp * A.chunk < A.len ? P.sp * A.chunk : A.len;
-	P.hi = P.lo + A.chunk < A.len ? P.lo + A.chunk : A.len;
+	long long at = (long long)P.sp * A.chunk; /* sp * chunk and lo + chunk may pass 2^31 - 1 */
+	P.lo = at < A.len ? (int)at : A.len;
+	P.hi = A.len - P.lo > A.chunk ? P.lo + A.chunk : A.len;
 	int f = P.qt * BM, e = (P.qt + 1) * BM < P.M ? (P.qt + 1) * BM - 1 : P.M - 1;
 	P.f = f, P.cls = 0;
 	P.i0 = f / A.rows == e / A.rows ? f % A.rows : 0;

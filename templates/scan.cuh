@@ -33,8 +33,9 @@ ASC_DEV void scan_down(const Args &P)
 {
 	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	int i = blockIdx.x / A.split, c = blockIdx.x % A.split;
-	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
-	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
+	long long at = (long long)c * A.chunk; /* c * chunk and lo + chunk may pass 2^31 - 1 */
+	int lo = at < A.len ? (int)at : A.len;
+	int hi = A.len - lo > A.chunk ? lo + A.chunk : A.len;
 	int t = threadIdx.x, lane = t % 32, w = t / 32;
 	Row R = load_row(A, i);
 	State carry = identity();

@@ -16,8 +16,9 @@ ASC_DEV void splitk_partial(const Args &P)
 {
 	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	int i = blockIdx.x / A.split, c = blockIdx.x % A.split;
-	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
-	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
+	long long at = (long long)c * A.chunk; /* c * chunk and lo + chunk may pass 2^31 - 1 */
+	int lo = at < A.len ? (int)at : A.len;
+	int hi = A.len - lo > A.chunk ? lo + A.chunk : A.len;
 	Row R = load_row(A, i);
 	/* the chunk's fold inlined, not the module's shared call: ptxas
 	 * fitted the call to 64 registers in this kernel and spilled
@@ -51,8 +52,9 @@ ASC_DEV void splitk_map(const Args &P)
 {
 	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	int i = blockIdx.x / A.split, c = blockIdx.x % A.split;
-	int lo = c * A.chunk < A.len ? c * A.chunk : A.len;
-	int hi = lo + A.chunk < A.len ? lo + A.chunk : A.len;
+	long long at = (long long)c * A.chunk; /* c * chunk and lo + chunk may pass 2^31 - 1 */
+	int lo = at < A.len ? (int)at : A.len;
+	int hi = A.len - lo > A.chunk ? lo + A.chunk : A.len;
 	Row R = load_row(A, i);
 	State s = ((const State *)A.ws)[A.rows * A.split + i];
 	map_pass<NT, VEC, UN>(P, R, s, i, threadIdx.x, lo, hi);

@@ -786,8 +786,12 @@ static void host_program(const char *spec, const char *name, int rows, int len, 
 	Emu e = {0};
 	cr_assert_eq(emu_open(src, &e.lib, msg, sizeof msg), 0, "%s", msg);
 	const double d0params[CUDA_MAXP] = {0};
-	/* 2^31 - 1 rows: the plan's arithmetic in 64 bits, as the library's */
-	const int shapes[][3] = {{1, 1, 1}, {3, 300, 4}, {70, 5000, 3}, {0, 17, 2}, {9, 1, 64}, {2147483647, 8, 1}};
+	/* 2^31 - 1 rows: the plan's arithmetic in 64 bits, as the library's;
+	 * rows of up to 2^31 - 1 positions, one chunk or several: a chunk
+	 * rounded up to a multiple of 4 was 2^31, wrapped negative */
+	const int shapes[][3] = {{1, 1, 1},		{3, 300, 4},	    {70, 5000, 3},
+				 {0, 17, 2},		{9, 1, 64},	    {2147483647, 8, 1},
+				 {1, 2147483647, 1}, {1, 2147483645, 2}, {2, 2147483646, 64}};
 	for (int v = 0; v < m.nvar; v++) {
 		char cfg[160];
 		variant_str(&m.var[v], cfg, sizeof cfg);
@@ -802,6 +806,14 @@ static void host_program(const char *spec, const char *name, int rows, int len, 
 				continue;
 			plan_text(&m, v, r, l, 1, sp, want, sizeof want);
 			cr_assert_str_eq(got, want, "%s at %d x %d split %d", cfg, r, l, sp);
+			/* chunks that cover the row, none negative; no block past the
+			 * row's end but attention's (a split of its keys, each its own
+			 * state, empty where the keys are few) */
+			int psplit, pchunk;
+			cr_assert_eq(sscanf(got, "%d %d", &psplit, &pchunk), 2, "%s", got);
+			cr_expect(pchunk >= 0 && pchunk <= l && (long long)psplit * pchunk >= l &&
+					  (l == 0 || m.base == FAM_ATTN || (long long)(psplit - 1) * pchunk < l),
+				  "%s at %d x %d split %d: %s", cfg, r, l, sp, got);
 		}
 		RunData *d = rundata_new_heads(c, rows, len, heads, kv_heads);
 		cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
@@ -870,7 +882,8 @@ Test(cuda, header_plans_attention_heads_as_the_library)
 	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
 	cr_assert_eq(cuda_module_name(&m, c->name, msg, sizeof msg), 0, "%s", msg);
 	const int shapes[][5] = {{1, 1, 1, 1, 1},  {0, 64, 8, 2, 4},   {1, 4096, 32, 8, 16}, {3, 300, 8, 2, 3},
-				 {70000, 129, 4, 4, 2}, {100, 1, 6, 3, 64}, {5, 1000, 16, 1, 7}};
+				 {70000, 129, 4, 4, 2}, {100, 1, 6, 3, 64}, {5, 1000, 16, 1, 7},
+				 {1, 2147483647, 1, 1, 1}, {1, 2147483647, 1, 1, 3}};
 	for (int v = 0; v < m.nvar; v++) {
 		for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
 			int r = shapes[i][0], l = shapes[i][1], H = shapes[i][2], G = shapes[i][3], sp = shapes[i][4];
@@ -881,6 +894,10 @@ Test(cuda, header_plans_attention_heads_as_the_library)
 			cr_assert_eq(run_attn_rows(&rows, &heads, G, msg, sizeof msg), 0, "%s", msg);
 			plan_text(&m, v, rows, l, heads, sp, want, sizeof want);
 			cr_assert_str_eq(got, want, "variant %d at %d x %d, %d/%d heads, split %d", v, r, l, H, G, sp);
+			int psplit, pchunk; /* keys of 2^31 - 1 in one chunk: rounded to the tile, it wrapped */
+			cr_assert_eq(sscanf(got, "%d %d", &psplit, &pchunk), 2, "%s", got);
+			cr_expect(pchunk >= 0 && pchunk <= l && (long long)psplit * pchunk >= l, "variant %d at %d x %d: %s", v,
+				  r, l, got);
 		}
 		char got[1024];
 		cr_assert_eq(plan(v, 4, 64, 6, 4, 1, got, sizeof got), -1, "6 heads on 4 key/value heads");

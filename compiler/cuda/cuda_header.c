@@ -180,7 +180,8 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 		break;
 	case FAM_SPLITK: case FAM_SCAN:
 		fprintf(o, "\t/* chunks of a multiple of 4, each at its row's phase of 16 bytes; no block past a row's end */\n"
-			   "\tchunk = ((len + s - 1) / s + 3) / 4 * 4;\n"
+			   "\tchunk = (((long long)len + s - 1) / s + 3) / 4 * 4;\n"
+			   "\tif (chunk > len) /* one chunk, no longer than the row (2^31 would wrap) */\n\t\tchunk = len;\n"
 			   "\tif (len > 0 && (len + chunk - 1) / chunk < s)\n\t\ts = (len + chunk - 1) / chunk;\n"
 			   "\tp->k[0].grid = p->k[2].grid = (unsigned)(rows * s);\n"
 			   "\tp->k[1].grid = (unsigned)(((long long)rows + 63) / 64);\n");
@@ -195,7 +196,9 @@ static void plan_fn(const CudaModule *m, int v, FILE *o)
 		break;
 	case FAM_ATTN: {
 		int bm = cuda_attn_rows(x);
-		fprintf(o, "\tchunk = ((len + s - 1) / s + %d) / %d * %d;\n", x->bn - 1, x->bn, x->bn);
+		fprintf(o, "\tchunk = (((long long)len + s - 1) / s + %d) / %d * %d;\n"
+			   "\tif (chunk > len) /* one chunk, no longer than the row (2^31 would wrap) */\n\t\tchunk = len;\n",
+			x->bn - 1, x->bn, x->bn);
 		fprintf(o, "\tp->k[0].grid = (unsigned)(heads * (((long long)rows + %d) / %d) * s);\n", bm - 1, bm);
 		fprintf(o, "\tp->k[1].grid = (unsigned)(((long long)heads * rows + %u) / %u);\n", p.k[1].block / 32 - 1,
 			p.k[1].block / 32);

@@ -1476,7 +1476,8 @@ static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads
 	int bm = cuda_attn_rows(v);
 	p->k[0].smem = attn_smem(&m->attn, v);
 	p->split = split < 1 ? 1 : split;
-	p->chunk = (int)(cdiv(cdiv(len, p->split), v->bn) * v->bn);
+	long long ch = (long long)cdiv(cdiv(len, p->split), v->bn) * v->bn;
+	p->chunk = (int)(ch > len ? len : ch); /* one chunk, no longer than the row: 2^31 would wrap */
 	p->k[0].grid = (unsigned)heads * cdiv(rows, bm) * p->split;
 	p->k[0].block = v->nt;
 	p->k[1].grid = cdiv((long)heads * rows, ATTN_COMBINE_NT / 32);
@@ -1539,7 +1540,10 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 		p->split = (int)(0x7fffffffLL / blocks > 1 ? 0x7fffffffLL / blocks : 1);
 	p->chunk = len;
 	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) { /* chunks of a multiple of 4: each at its row's phase of 16 bytes */
-		p->chunk = (int)(cdiv(cdiv(len, p->split), 4) * 4);
+		/* and no more than the row: one chunk of 2^31 - 1 positions
+		 * rounded up to 2^31 wrapped to a negative chunk */
+		long long ch = (long long)cdiv(cdiv(len, p->split), 4) * 4;
+		p->chunk = (int)(ch > len ? len : ch);
 		/* no block past the row's end: a split of 65536 over 100
 		 * positions ran 65511 blocks of nothing */
 		if (len > 0 && cdiv(len, p->chunk) < (unsigned)p->split)
