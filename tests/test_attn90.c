@@ -330,7 +330,14 @@ Test(attn90, warp_specialized_variants, .timeout = 600)
 			cr_expect_gt(cuda_count(ptx, NULL, "wgmma.mma_async"), 0);
 			char what[160];
 			snprintf(what, sizeof what, "%s d=%d %s", spec, d, cfg);
-			int nk = cuda_expect_unspilled(ptx, "sm_90a", what, NULL, 0, msg, sizeof msg);
+			CudaKStat ks[8];
+			int nk = cuda_expect_unspilled(ptx, "sm_90a", what, ks, 8, msg, sizeof msg);
+			/* the block's register pool, which setmaxnreg moves between its
+			 * warpgroups, is what it is launched with: 384 x 168 = 128 x 24
+			 * + 256 x 240; with fewer a consumer's setmaxnreg.inc waits for ever */
+			for (int k = 0; k < nk; k++)
+				if (strstr(ks[k].name, "_fwd"))
+					cr_expect_eq(ks[k].regs, 168, "%s %s: %d registers at launch", what, ks[k].name, ks[k].regs);
 			free(ptx);
 			cuda_module_free(&m);
 			spec_carrier_free(c);

@@ -536,7 +536,11 @@ Test(hopper, setmaxnreg_is_a_warpgroup_collective)
 	mode = 4;
 	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 384, 0, &mode, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "setmaxnreg.inc 256: the block's warpgroups come to 68608 registers after it, over the "
-			      "65536 of an SM"), "%s", msg);
+			      "64512 its 384 threads hold (168 each"), "%s", msg);
+	mode = 6; /* 128 x 32 + 256 x 240 = 65536: the SM's, not the block's */
+	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 384, 0, &mode, NULL, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "setmaxnreg.inc 240: the block's warpgroups come to 65536 registers after it, over the "
+			      "64512 its 384 threads hold (168 each"), "%s", msg);
 	mode = 5;
 	cr_assert_eq(emu_launch_kernel(l, "maxnreg", 1, 128, 0, &mode, NULL, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "setmaxnreg.inc 32 in warpgroup 0, whose count is 40"), "%s", msg);

@@ -2094,9 +2094,13 @@ static void emu_wgmma_wait(int n)
 /* ---- setmaxnreg: a warpgroup collective, else a no-op ----
  * Checked: the count, the same instruction in every thread of the
  * warpgroup, .inc never below and .dec never above the warpgroup's last
- * count, and once every warpgroup has set one, their sum within an SM's
- * 65536 registers (past it, a setmaxnreg.inc would wait forever for
- * registers the pool never gets back). */
+ * count, and once every warpgroup has set one, their sum within the
+ * block's pool: the registers it was launched with, which setmaxnreg
+ * moves between its warps (a setmaxnreg.inc past it would wait forever).
+ * That is at most 65536 / threads a thread, rounded down to a multiple of
+ * 8 (and 256 at most), which ptxas gives a kernel that uses setmaxnreg
+ * under __launch_bounds__(threads, 1): 168 for 384 threads, 64512 in all,
+ * not the SM's 65536. */
 static void emu_setmaxnreg(int regs, const char *op)
 {
 	EmuFiber *f = emu.cur;
@@ -2117,12 +2121,14 @@ static void emu_setmaxnreg(int regs, const char *op)
 		emu_hop.rv_n[wg] = 0;
 		emu_hop.rv_gen[wg]++;
 		emu_hop.regs[wg] = regs;
-		int sum = 0, all = 1;
+		int sum = 0, all = 1, each = 65536 / emu.n / 8 * 8;
+		each = each < 256 ? each : 256;
 		for (int w = 0; w < emu.n / 128; w++)
 			sum += 128 * emu_hop.regs[w], all = all && emu_hop.regs[w];
-		if (all && sum > 65536)
-			emu_fail("%s %d: the block's warpgroups come to %d registers after it, over the 65536 of an SM (a "
-				 "setmaxnreg.inc waits until the pool has its registers)", op, regs, sum);
+		if (all && sum > emu.n * each)
+			emu_fail("%s %d: the block's warpgroups come to %d registers after it, over the %d its %d threads hold "
+				 "(%d each, the most a block of them is launched with; a setmaxnreg.inc waits until the "
+				 "block's pool has its registers)", op, regs, sum, emu.n * each, emu.n, each);
 		emu_hop_wake(5);
 		return;
 	}

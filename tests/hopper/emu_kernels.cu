@@ -355,16 +355,20 @@ extern "C" void wgrace_emu(const void *pp)
 /* ---- setmaxnreg: 1: a count not a multiple of 8; 2: warp 3 skips it;
  * 3: a producer and two consumers as warp specialization splits them (3
  * warpgroups: 24, 240 and 240); 4: the same with consumers at 256, past
- * the SM's registers; 5: .inc below the count of the last .dec ---- */
+ * the SM's registers; 5: .inc below the count of the last .dec; 6: a
+ * producer at 32 and consumers at 240, 65536 in all: within the SM's,
+ * past the 384 x 168 the block was launched with ---- */
 extern "C" void maxnreg_emu(const void *pp)
 {
 	int mode = *(const int *)pp, x = threadIdx.x;
 	if (mode == 1)
 		asc_setmaxnreg_inc<100>();
-	else if (mode == 3 || mode == 4) {
-		if (x < 128)
+	else if (mode == 3 || mode == 4 || mode == 6) {
+		if (x < 128 && mode == 6)
+			asc_setmaxnreg_dec<32>();
+		else if (x < 128)
 			asc_setmaxnreg_dec<24>();
-		else if (mode == 3)
+		else if (mode != 4)
 			asc_setmaxnreg_inc<240>();
 		else
 			asc_setmaxnreg_inc<256>();
