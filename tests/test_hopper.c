@@ -240,6 +240,11 @@ Test(hopper, tensor_maps_are_checked_as_the_driver_does)
 	cr_expect(strstr(msg, "box dimension 1 of 257 elements outside [1, 256]"), "%s", msg);
 	cr_assert_eq(emu_tmap_encode(&m, 2, 2, g, dims, strides, box, 96, msg, sizeof msg), -1);
 	cr_expect(strstr(msg, "swizzle of 96 bytes"), "%s", msg);
+	/* the map itself 64-byte aligned, as CUtensorMap is */
+	_Alignas(64) static unsigned char off[192];
+	cr_assert_eq(emu_tmap_encode(off + 16, 2, 2, g, dims, strides, box, 128, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "is not 64-byte aligned"), "%s", msg);
+	cr_assert_eq(emu_tmap_encode(off + 64, 2, 2, g, dims, strides, box, 128, msg, sizeof msg), 0, "%s", msg);
 }
 
 static void ring_run(EmuLib *l, int parity0, char *msg, size_t n, int *rc, unsigned *out)

@@ -4,8 +4,8 @@
  * Plain C, included by host code that builds the maps and, as a blob
  * prepended to runtime/emu/emu.hpp, by emulated kernels that read them.
  * emu_tmap_encode refuses what cuTensorMapEncodeTiled refuses for a tiled
- * map without interleave, so that a map the emulator accepts is one the
- * driver accepts too.  Element strides are 1 and elements outside the
+ * map without interleave (the map 64-byte aligned among it), so that a
+ * map the emulator accepts is one the driver accepts too.  Element strides are 1 and elements outside the
  * tensor load as zeros (the driver's defaults). */
 #ifndef ASSOC_EMU_TMAP_H
 #define ASSOC_EMU_TMAP_H
@@ -31,12 +31,17 @@ typedef char emu_tmap_fits[sizeof(EmuTmap) <= EMU_TMAP_BYTES ? 1 : -1];
 /* Write a map of a rank-dimensional tensor at base (dims[0] innermost;
  * strides: rank - 1 byte strides of dims 1..) whose loads copy boxes of
  * box[0] x ... elements, each 16-byte chunk of shared memory placed by
- * the swizzle, into out (128 bytes).  0, or -1 with the reason in msg. */
+ * the swizzle, into out (128 bytes, 64-byte aligned).  0, or -1 with the
+ * reason in msg. */
 static inline int emu_tmap_encode(void *out, int elem_bytes, int rank, const void *base, const unsigned long long *dims,
 				  const unsigned long long *strides, const unsigned *box, int swizzle, char *msg, size_t n)
 {
 	EmuTmap m;
 	memset(&m, 0, sizeof m);
+	if ((uintptr_t)out % 64) {
+		snprintf(msg, n, "tensor map: its address %p is not 64-byte aligned", out);
+		return -1;
+	}
 	if (rank < 1 || rank > EMU_TMAP_MAXRANK) {
 		snprintf(msg, n, "tensor map: rank %d outside [1, %d]", rank, EMU_TMAP_MAXRANK);
 		return -1;
