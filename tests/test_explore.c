@@ -373,6 +373,33 @@ Test(explore, vector_state_is_a_diagnostic_at_the_field)
 		  strstr(out, "rc=2"), "%s", out);
 }
 
+/* A lift the spec gives is the step from the identity: one that is not
+ * (a count lifted to 2) is refused at its line before any search, with
+ * the element and both values, where the affine strategy had dropped it
+ * and generalization failed through every auxiliary field without saying
+ * why; one written otherwise that agrees is taken. */
+Test(explore, lift_unlike_the_step_is_a_diagnostic_at_the_lift)
+{
+	ExploreResult r = explore_text("carrier: t\nelement: {x: f32}\nstate: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\n"
+				       "lift: {m: x, l: 2}\nstep:\n  l: l * exp(m - max(m, x)) + exp(x - max(m, x))\n"
+				       "  m: max(m, x)\n");
+	cr_assert_eq(r.status, EXPLORE_INVALID, "%s", r.log);
+	cr_expect(strstr(r.log, ":5:17: error: lift gives l = 2 at x = [") &&
+			  strstr(r.log, "but step from the identity gives 1: a loop's lift is its step"),
+		  "%s", r.log);
+	cr_expect_null(strstr(r.log, "generalize"), "no search: %s", r.log);
+	explore_result_free(&r);
+	r = explore_text("carrier: t\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: 2 * x}\n"
+			 "step:\n  s: s + x\n");
+	cr_assert_eq(r.status, EXPLORE_INVALID, "%s", r.log);
+	cr_expect(strstr(r.log, ":5:11: error: lift gives s = "), "%s", r.log);
+	explore_result_free(&r);
+	r = explore_text("carrier: t\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x * 1}\n"
+			 "step:\n  s: s + x\n");
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	explore_result_free(&r);
+}
+
 /* A loop of more state fields than explore takes is refused at the first
  * field past the limit, with its line and column. */
 Test(explore, too_many_fields_is_a_diagnostic_at_the_field)

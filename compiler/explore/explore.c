@@ -317,6 +317,20 @@ int explore_run(Carrier *loop, const ExploreOpts *o, ExploreResult *r)
 		rc = -1;
 		goto out_m;
 	}
+	if (loop->lift_pos) { /* a lift the search would take or leave by strategy: it must be the step's */
+		Buf b = {0};
+		int f = ex_lift_disagrees(x, &b);
+		if (f >= 0) {
+			char *w = buf_take(&b);
+			r->status = EXPLORE_INVALID;
+			buf_printf(&x->log, "%s:%d:%d: error: %s: a loop's lift is its %s from the identity; leave 'lift' out "
+					    "to take that\n", loop->file, loop->lift_pos[f].line, loop->lift_pos[f].col, w,
+				   loop->step ? "step" : "step_right");
+			free(w);
+			goto out_m;
+		}
+		free(buf_take(&b));
+	}
 	if (loop->step && loop->step_right) {
 		if (homomorphism(x)) {
 			r->status = EXPLORE_NOT_SPLITTABLE;

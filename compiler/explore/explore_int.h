@@ -91,6 +91,10 @@ int ex_close(double v, double want);
 int ex_uses_only(Ex *x, Expr *e, unsigned mask);
 int ex_has_state(Ex *x, Expr *e);
 int ex_has_elem(Ex *x, Expr *e);
+/* The first field whose lift, as the spec gives it, differs from the
+ * step from the identity on drawn rows (why: where and by how much), or
+ * -1 where none does or the identity is not a constant. */
+int ex_lift_disagrees(Ex *x, Buf *why);
 /* Evaluate a lift field on random elements: 1 when constant (value in *v). */
 int ex_lift_const(Ex *x, int f, double *v);
 /* The element input (index) that lift of field f equals, or -1. */

@@ -288,6 +288,47 @@ static void lift_samples(Ex *x, double v[LIFT_SAMPLES][EX_MAXF + 1], double in[L
 	lift_samples_with(x, NULL, 0, v, in);
 }
 
+int ex_lift_disagrees(Ex *x, Buf *why)
+{
+	for (int f = 0; f < x->norig; f++)
+		if (isnan(x->f[f].ident)) /* an identity that is no constant: the step from it is not evaluated here */
+			return -1;
+	Expr *roots[EX_MAXF];
+	for (int f = 0; f < x->norig; f++)
+		roots[f] = x->f[f].lift;
+	ExEv *e = ex_ev_new(x, roots, x->norig), *st = step_ev(x, x->right);
+	uint64_t rng = 0x5eed;
+	static const DrawFamily fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_WIDE, DRAW_SPREAD};
+	int bad = -1;
+	for (int t = 0; t < LIFT_SAMPLES && bad < 0; t++) {
+		int len = 1 + t % 5;
+		double id[EX_MAXF], lv[EX_MAXF], sv[EX_MAXF];
+		Row *r = eval_row_new(&x->m, len);
+		if (draw_row(&x->m, fams[t % 4], r, &rng) || eval_masked(&x->m, r, len - 1)) {
+			eval_row_free(r);
+			continue;
+		}
+		for (int f = 0; f < x->n; f++)
+			id[f] = x->f[f].ident;
+		ex_ev_run(x, e, NULL, NULL, NULL, r, len - 1, lv);
+		ex_ev_run(x, st, NULL, NULL, id, r, len - 1, sv);
+		for (int f = 0; f < x->norig && bad < 0; f++)
+			if (!(isnan(lv[f]) && isnan(sv[f])) && !(ex_close(lv[f], sv[f]) && !isnan(lv[f]))) {
+				bad = f;
+				buf_printf(why, "lift gives %s = ", x->f[f].name);
+				buf_num(why, lv[f], 0);
+				buf_puts(why, " at ");
+				ex_row_text(x, r, why);
+				buf_printf(why, " (position %d), but %s from the identity gives ", len - 1,
+					   x->right ? "step_right" : "step");
+				buf_num(why, sv[f], 0);
+			}
+		eval_row_free(r);
+	}
+	ex_ev_free(e);
+	return bad;
+}
+
 int ex_lift_equal(Ex *x, Expr *e)
 {
 	double s[LIFT_SAMPLES][EX_MAXF + 1], in[LIFT_SAMPLES][8];

@@ -1191,8 +1191,14 @@ static int load_body(L *l)
 		scope_init(&s, c, "lift", "inputs, params, lets, i, j, len and fields lifted above",
 			   S_INPUTS | S_PARAMS | S_IDX);
 		scope_lets(&s, c);
-		rc = load_fields(l, yn_get(l->root, "lift"), "lift", &s, &c->lift, 1, 0);
+		const YNode *m = yn_get(l->root, "lift");
+		rc = load_fields(l, m, "lift", &s, &c->lift, 1, 0);
 		free(s.locals);
+		if (!rc) {
+			c->lift_pos = xcalloc(c->nstate, sizeof *c->lift_pos);
+			for (int i = 0; i < m->n; i += 2)
+				c->lift_pos[field_index(c, m->kids[i]->text)] = m->kids[i + 1]->pos;
+		}
 	} else {
 		derive_lift(c);
 	}
@@ -1303,6 +1309,7 @@ void spec_carrier_free(Carrier *c)
 	free_defs(c->cert_into, c->ncert);
 	free(c->identity);
 	free(c->lift);
+	free(c->lift_pos);
 	free(c->merge);
 	free(c->step);
 	free(c->step_right);

@@ -50,6 +50,7 @@ typedef struct {
 	Expr *assume, *mask; /* NULL when absent */
 	Expr **identity, **lift, **merge; /* one per state field; merge is NULL in a loop spec */
 	Pos merge_pos;  /* where merge's value begins */
+	Pos *lift_pos;  /* where each field's lift begins, where the spec gives a lift (NULL: derived from step) */
 	/* Loop specs (assoc explore): the state after one more element on the
 	 * right (step) or on the left (step_right), over the old state's bare
 	 * fields (either may be absent, not both); inverse: elements (one expression per element input, over the
