@@ -890,9 +890,10 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 		return; /* a grid planned over heads x rows has more blocks than runs need */
 	long long base = (long long)kh * M; /* the run's first row in heads x rows */
 	int w = threadIdx.x / 32 / KS, wk = threadIdx.x / 32 % KS, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-	long long at = (long long)sp * A.chunk; /* sp * chunk and lo + chunk may pass 2^31 - 1 */
-	int lo = at < A.len ? (int)at : A.len;
-	int hi = A.len - lo > A.chunk ? lo + A.chunk : A.len;
+	/* the chunk's ends in unsigned: past 2^31 - 1 near the end of a long row, under 2^32 */
+	unsigned at = (unsigned)sp * (unsigned)A.chunk, end = (at < (unsigned)A.len ? at : (unsigned)A.len) + A.chunk;
+	int lo = at < (unsigned)A.len ? (int)at : A.len;
+	int hi = end < (unsigned)A.len ? (int)end : A.len;
 	int r0 = qt * BM + w * MT * 16; /* the warp's first row in the run */
 #if ATTN_PAGED /* the head's row in slot 0 of page 0; q's rows through ATTN_AT */
 	const auto kp = ATTN_IN(ATTN_KI, (long long)kh * D);

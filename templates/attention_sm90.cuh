@@ -437,8 +437,8 @@ ASC_DEV bool attn90_start(const Args &A, S &Sm, Attn90Start &P)
 	if (!attn_tile_of<D, DV>(A, blockIdx.x, tiles, P.qt, P.kh))
 		return false;
 	P.run = (long long)P.kh * P.M;
-	long long at = (long long)P.sp * A.chunk; /* sp * chunk and lo + chunk may pass 2^31 - 1 */
-	P.lo = at < A.len ? (int)at : A.len;
+	unsigned at = (unsigned)P.sp * (unsigned)A.chunk; /* past 2^31 - 1 near the end of a long row, under 2^32 */
+	P.lo = at < (unsigned)A.len ? (int)at : A.len;
 	P.hi = A.len - P.lo > A.chunk ? P.lo + A.chunk : A.len;
 	int f = P.qt * BM, e = (P.qt + 1) * BM < P.M ? (P.qt + 1) * BM - 1 : P.M - 1;
 	P.f = f, P.cls = 0;

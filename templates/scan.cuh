@@ -33,8 +33,8 @@ ASC_DEV void scan_down(const Args &P)
 {
 	const Args A = P; /* its fields in registers: P, whose address the row loops take, would be read again after every store */
 	int i = blockIdx.x / A.split, c = blockIdx.x % A.split;
-	long long at = (long long)c * A.chunk; /* c * chunk and lo + chunk may pass 2^31 - 1 */
-	int lo = at < A.len ? (int)at : A.len;
+	unsigned at = (unsigned)c * (unsigned)A.chunk; /* past 2^31 - 1 near the end of a long row, under 2^32 */
+	int lo = at < (unsigned)A.len ? (int)at : A.len;
 	int hi = A.len - lo > A.chunk ? lo + A.chunk : A.len;
 	int t = threadIdx.x, lane = t % 32, w = t / 32;
 	Row R = load_row(A, i);
