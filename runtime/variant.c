@@ -80,6 +80,8 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		v->items = 4;
 	if (v->fam == FAM_ATTN)
 		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2, v->ks = 1, v->un = 0;
+	const int *seen[32]; /* the keys given: one given twice is a mistake, not the last one's value */
+	int nseen = 0;
 	for (const char *p = colon ? colon + 1 : ""; *p;) {
 		char key[16];
 		size_t kl = 0;
@@ -102,6 +104,13 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, ws, split" : "nt, acc, vec, warp, items, un, tf, cl, bk, split");
 			return -1;
 		}
+		for (int k = 0; k < nseen; k++)
+			if (seen[k] == at) {
+				snprintf(msg, n, "configuration '%s': key '%s' is given twice", s, key);
+				return -1;
+			}
+		if (nseen < (int)(sizeof seen / sizeof *seen))
+			seen[nseen++] = at;
 		*at = (int)val;
 		p = *end ? end + 1 : end;
 	}

@@ -1513,6 +1513,18 @@ Test(cli, repeated_and_contradicting_options_are_refused)
 		{" run specs/welford.yaml --output mean=build/m1.npy --output var=./build/m1.npy",
 		 "./build/m1.npy is also --output mean's file"},
 		{" emit specs/sum.yaml --target cuda --config bogus", "--config: configuration 'bogus'"},
+		/* a key of --config given twice, as an option is; a count of
+		 * lanes the CPU's kernels would take as a smaller one */
+		{" run specs/online_softmax.yaml --device emu --rows 2 --len 300 --config rowmap:nt=128,nt=256",
+		 "--config: configuration 'rowmap:nt=128,nt=256': key 'nt' is given twice"},
+		{" emit specs/sum.yaml --target cuda --config rowreduce:nt=64,acc=2,nt=64", "key 'nt' is given twice"},
+		{" run specs/online_softmax.yaml --device cpu --rows 2 --len 300 --config lanes=8,lanes=16",
+		 "--config: lanes is given twice"},
+		{" run specs/online_softmax.yaml --device cpu --rows 2 --len 300 --config lanes=3",
+		 "--config: lanes=3: lanes takes a power of two from 1 to 64"},
+		{" emit specs/sum.yaml --target llvm --config accs=6", "accs=6: accs takes a power of two from 1 to 16"},
+		{" bench specs/sum.yaml --device cpu --rows 2 --len 64 --config rows=12,lanes=4",
+		 "rows=12: rows takes a power of two from 1 to 16"},
 	};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		char cmd[512];

@@ -18,21 +18,24 @@ static int cpu_available(char *why, size_t n) { return llvm_available(why, n); }
 
 int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 {
+	/* pow2: lanes, accumulators and rows as lanes halve and combine in
+	 * pairs (llvm.c's plan), so that another count would be a smaller one */
 	static const struct {
 		const char *key;
-		int least, most;
+		int least, most, pow2;
 		size_t off;
-	} items[] = {{"lanes", 1, 64, offsetof(LlvmOpts, lanes)},
-		     {"accs", 1, 16, offsetof(LlvmOpts, accs)},
-		     {"tile", 1, 64, offsetof(LlvmOpts, tile)},
+	} items[] = {{"lanes", 1, 64, 1, offsetof(LlvmOpts, lanes)},
+		     {"accs", 1, 16, 1, offsetof(LlvmOpts, accs)},
+		     {"tile", 1, 64, 0, offsetof(LlvmOpts, tile)},
 		     /* 32 and 64 rows are vectors wider than any register: no
 		      * faster, and at d = 160 past two minutes to compile */
-		     {"rows", 1, 16, offsetof(LlvmOpts, rows)},
+		     {"rows", 1, 16, 1, offsetof(LlvmOpts, rows)},
 		     /* 0: no loops (-1 in LlvmOpts, whose 0 is the host's default) */
-		     {"unroll", 0, 16, offsetof(LlvmOpts, unroll)},
+		     {"unroll", 0, 16, 0, offsetof(LlvmOpts, unroll)},
 		     /* 0: never (-1 in LlvmOpts, whose 0 takes it where it may) */
-		     {"tf", 0, 1, offsetof(LlvmOpts, tf)}};
+		     {"tf", 0, 1, 0, offsetof(LlvmOpts, tf)}};
 	enum { NITEMS = sizeof items / sizeof *items };
+	int given[NITEMS] = {0};
 	while (cfg && *cfg) {
 		int v, used = 0, k = 0;
 		size_t kl = strcspn(cfg, "=,");
@@ -40,14 +43,20 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 			k++;
 		if (k == NITEMS || cfg[kl] != '=')
 			return snprintf(msg, n,
-					"unknown --config item '%s' (lanes=1..64, accs=1..16, tile=1..64, rows=1..16, unroll=0..16, tf=0..1)",
+					"unknown --config item '%s' (lanes=1..64, accs=1..16, rows=1..16, each a power of two; tile=1..64, unroll=0..16, tf=0..1)",
 					cfg),
 			       -1;
 		if (sscanf(cfg + kl + 1, "%d%n", &v, &used) != 1 || (cfg[kl + 1 + used] && cfg[kl + 1 + used] != ',') ||
 		    v < items[k].least || v > items[k].most)
-			return snprintf(msg, n, "%.*s needs a whole number from %d to %d", (int)kl, cfg, items[k].least,
-					items[k].most),
+			return snprintf(msg, n, "%.*s needs a whole number from %d to %d%s", (int)kl, cfg, items[k].least,
+					items[k].most, items[k].pow2 ? ", a power of two" : ""),
 			       -1;
+		if (items[k].pow2 && (v & (v - 1)))
+			return snprintf(msg, n, "%.*s=%d: %s takes a power of two from %d to %d", (int)kl, cfg, v, items[k].key,
+					items[k].least, items[k].most),
+			       -1;
+		if (given[k]++)
+			return snprintf(msg, n, "%s is given twice", items[k].key), -1;
 		int zero_is_none = !strcmp(items[k].key, "unroll") || !strcmp(items[k].key, "tf");
 		*(int *)((char *)lo + items[k].off) = zero_is_none && v == 0 ? -1 : v;
 		cfg += kl + 1 + used;

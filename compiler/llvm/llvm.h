@@ -66,7 +66,8 @@ typedef struct {
 } LlvmKernel;
 
 /* The CPU device's --config, "lanes=N,accs=N,tile=N" in any order and
- * subset, into o (dev_cpu.c).  0, or -1 with msg. */
+ * subset, into o (dev_cpu.c); lanes, accs and rows powers of two, no key
+ * twice.  0, or -1 with msg. */
 int cpu_parse_config(const char *cfg, LlvmOpts *o, char *msg, size_t n);
 
 /* How k's reduce folds a range, in a few words (run --verbose, bench). */
