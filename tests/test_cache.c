@@ -667,3 +667,46 @@ Test(cache, tuning_entries_follow_no_link_and_wait_on_no_pipe, .timeout = 20)
 	cr_expect_eq(tc_open(&tc, tdir, err, sizeof err), -1);
 	cr_expect(strstr(err, "open to other users (mode 0770)"), "%s", err);
 }
+
+/* A folder above the cache that is refused (open to others and not
+ * sticky, or another user's) gets nothing made in it: neither assoc/ nor
+ * the missing folders of XDG_CACHE_HOME. */
+Test(cache, nothing_is_made_in_a_refused_folder)
+{
+	fresh_dir("cache_refused_parent");
+	char open_[PATH_MAX + 16], xdg[PATH_MAX + 64], made[PATH_MAX + 96], path[PATH_MAX + 128], msg[PATH_MAX + 400];
+	snprintf(open_, sizeof open_, "%s/open", dir);
+	cr_assert_eq(mkdir(open_, 0700), 0);
+	cr_assert_eq(chmod(open_, 0777), 0);
+	/* the folder itself */
+	setenv("XDG_CACHE_HOME", open_, 1);
+	cr_expect_eq(cache_dir("cpu", path, sizeof path, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "can be written by other users") && strstr(msg, "mode 0777"), "%s", msg);
+	snprintf(made, sizeof made, "%s/assoc", open_);
+	cr_expect_neq(access(made, F_OK), 0, "no assoc/ made in %s", open_);
+	/* a folder inside it, still to be made */
+	snprintf(xdg, sizeof xdg, "%s/new/cache", open_);
+	setenv("XDG_CACHE_HOME", xdg, 1);
+	cr_expect_eq(cache_dir("cpu", path, sizeof path, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, " is inside ") && strstr(msg, ", which other users can write to"), "%s", msg);
+	snprintf(made, sizeof made, "%s/new", open_);
+	cr_expect_neq(access(made, F_OK), 0, "no folder made in %s", open_);
+	/* sticky: used, and the folders made */
+	cr_assert_eq(chmod(open_, 01777), 0);
+	cr_expect_eq(cache_dir("cpu", path, sizeof path, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(access(path, F_OK), 0, "%s", path);
+	if (geteuid() != 0) {
+		unsetenv("XDG_CACHE_HOME");
+		cr_skip_test("another user's folder needs root to make");
+	}
+	char theirs[PATH_MAX + 16];
+	snprintf(theirs, sizeof theirs, "%s/theirs", dir);
+	cr_assert_eq(mkdir(theirs, 0755), 0);
+	cr_assert_eq(chown(theirs, 65534, 65534), 0);
+	setenv("XDG_CACHE_HOME", theirs, 1);
+	cr_expect_eq(cache_dir("cpu", path, sizeof path, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "belongs to another user"), "%s", msg);
+	snprintf(made, sizeof made, "%s/assoc", theirs);
+	cr_expect_neq(access(made, F_OK), 0, "no assoc/ made in %s", theirs);
+	unsetenv("XDG_CACHE_HOME");
+}

@@ -66,12 +66,13 @@ int cache_private(const char *path, char *msg, size_t mn)
  * renaming it away: each owned by this user or root, and not writable
  * by others unless sticky (/tmp), where only a file's owner may rename
  * it.  One that fails would let another user put a folder of theirs
- * where the cache is, between assoc's checks and its use.  0, or -1
- * with msg. */
-static int ancestors_safe(const char *dir, char *msg, size_t mn)
+ * where the cache is, between assoc's checks and its use.  From the
+ * folder from (dir, or the part of it that exists), the message naming
+ * dir.  0, or -1 with msg. */
+static int ancestors_safe(const char *dir, const char *from, char *msg, size_t mn)
 {
 	char real[PATH_MAX];
-	if (!realpath(dir, real)) {
+	if (!realpath(from, real)) {
 		snprintf(msg, mn, "cache directory %s: %s", dir, strerror(errno));
 		return -1;
 	}
@@ -119,14 +120,29 @@ int cache_dir(const char *sub, char *path, size_t n, char *msg, size_t mn)
 	/* the folder above assoc/ as the user has it (made if missing), then
 	 * each of assoc's own two levels, checked before the next is made in
 	 * it: a link at assoc/ is refused before anything is made through it */
-	char parent[PATH_MAX];
+	char parent[PATH_MAX], have[PATH_MAX];
 	snprintf(parent, sizeof parent, "%s", top);
 	*strrchr(parent, '/') = 0;
-	if (mkdir_p(parent) || (mkdir(top, 0700) && errno != EEXIST)) {
+	/* nothing made in a folder that is refused: the part of the path
+	 * that exists judged first, the whole once made */
+	snprintf(have, sizeof have, "%s", parent);
+	for (struct stat st; have[1] && lstat(have, &st);) {
+		char *slash = strrchr(have, '/');
+		slash[slash == have] = 0; /* "/a" up to "/" */
+	}
+	if (ancestors_safe(parent, have, msg, mn))
+		return -1;
+	if (mkdir_p(parent)) {
 		snprintf(msg, mn, "cannot create the cache directory %s: %s", top, strerror(errno));
 		return -1;
 	}
-	if (ancestors_safe(parent, msg, mn) || cache_private(top, msg, mn))
+	if (strcmp(have, parent) && ancestors_safe(parent, parent, msg, mn))
+		return -1;
+	if (mkdir(top, 0700) && errno != EEXIST) {
+		snprintf(msg, mn, "cannot create the cache directory %s: %s", top, strerror(errno));
+		return -1;
+	}
+	if (cache_private(top, msg, mn))
 		return -1;
 	if (mkdir(path, 0700) && errno != EEXIST) {
 		snprintf(msg, mn, "cannot create the cache directory %s: %s", path, strerror(errno));
