@@ -668,6 +668,125 @@ Test(cache, tuning_entries_follow_no_link_and_wait_on_no_pipe, .timeout = 20)
 	cr_expect(strstr(err, "open to other users (mode 0770)"), "%s", err);
 }
 
+/* A run on the cpu at dir's cache (XDG_CACHE_HOME=dir/xdg), prefix before
+ * it (a shell's), its stdout and stderr in out: its exit status.  Its
+ * output goes through a pipe, which a file size limit in prefix spares. */
+static int cpu_run(const char *prefix, char *out, size_t n)
+{
+	char cmd[3 * PATH_MAX], log[PATH_MAX + 16];
+	snprintf(log, sizeof log, "%s/log", dir);
+	snprintf(cmd, sizeof cmd,
+		 "{ sh -c '%s XDG_CACHE_HOME=%s/xdg ASSOC_NO_CPU_CACHE=0 exec build/asan/assoc run specs/sum.yaml --device cpu "
+		 "--rows 2 --len 100' 2>&1; echo \"exit $?\"; } | cat >%s",
+		 prefix, dir, log);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	slurp(log, out, n);
+	const char *e = strstr(out, "exit ");
+	while (e && strstr(e + 1, "exit "))
+		e = strstr(e + 1, "exit ");
+	cr_assert(e, "%s", out);
+	return atoi(e + 5);
+}
+
+/* The object the cpu cache at dir holds, its path in obj: 1, or 0. */
+static int cpu_object(char *obj, size_t n)
+{
+	char d[PATH_MAX + 32];
+	snprintf(d, sizeof d, "%s/xdg/assoc/cpu", dir);
+	DIR *dd = opendir(d);
+	int found = 0;
+	for (struct dirent *de; dd && (de = readdir(dd));)
+		if (strstr(de->d_name, ".o") && de->d_name[0] != '.')
+			found = snprintf(obj, n, "%s/%s", d, de->d_name) > 0;
+	if (dd)
+		closedir(dd);
+	return found;
+}
+
+static int count_of(const char *s, const char *what)
+{
+	int k = 0;
+	for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+		k++;
+	return k;
+}
+
+/* An entry that fails its seal (a byte changed, cut short, another key's)
+ * or is no regular file is rebuilt, and a line on stderr names it and
+ * says so; a directory in its place, which nothing replaces, is said
+ * as well, run after run.  A whole entry is used quietly. */
+Test(cache, cpu_entries_rebuilt_in_place_of_a_damaged_one_are_said, .timeout = 240)
+{
+	fresh_dir("cache_cpu_said");
+	char out[8192], obj[PATH_MAX + 300], want[2 * PATH_MAX];
+	if (cpu_run("", out, sizeof out)) {
+		if (strstr(out, "LLVM") || strstr(out, "not built"))
+			cr_skip_test("no CPU backend: %s", out);
+		cr_assert_fail("%s", out);
+	}
+	cr_assert(cpu_object(obj, sizeof obj), "an object in %s/xdg/assoc/cpu", dir);
+	cr_assert_eq(cpu_run("", out, sizeof out), 0, "%s", out);
+	cr_expect_not(strstr(out, "warning"), "a whole entry is used quietly: %s", out);
+	size_t len;
+	char *whole = cache_read(obj, &len);
+	cr_assert(whole && len > 100);
+	for (int damage = 0; damage < 3; damage++) {
+		if (damage == 0) { /* a byte changed */
+			FILE *f = fopen(obj, "r+b");
+			fseek(f, (long)len / 2, SEEK_SET);
+			fputc(whole[len / 2] ^ 0x5a, f);
+			fclose(f);
+		}
+		if (damage == 1) /* cut short */
+			cr_assert_eq(truncate(obj, (off_t)len / 2), 0);
+		if (damage == 2) /* another key's, sealed */
+			cr_assert_eq(cache_write_sealed(obj, 12345, "object code", 11), 0);
+		cr_assert_eq(cpu_run("", out, sizeof out), 0, "%s", out);
+		snprintf(want, sizeof want,
+			 "assoc: warning: cache entry %s failed its seal (cut short, damaged or another key's); rebuilt\n", obj);
+		cr_expect_eq(count_of(out, want), 1, "damage %d: %s", damage, out);
+		size_t l2;
+		char *again = cache_read(obj, &l2);
+		cr_expect(again && l2 == len && !memcmp(again, whole, len), "damage %d: written over whole", damage);
+		free(again);
+	}
+	free(whole);
+	cr_assert_eq(unlink(obj), 0);
+	cr_assert_eq(mkfifo(obj, 0600), 0);
+	cr_assert_eq(cpu_run("", out, sizeof out), 0, "%s", out);
+	snprintf(want, sizeof want, "assoc: warning: cache entry %s is not a regular file; rebuilt\n", obj);
+	cr_expect(strstr(out, want), "%s", out);
+	cr_assert_eq(unlink(obj), 0);
+	cr_assert_eq(mkdir(obj, 0700), 0);
+	for (int run = 0; run < 2; run++) {
+		cr_assert_eq(cpu_run("", out, sizeof out), 0, "%s", out);
+		snprintf(want, sizeof want,
+			 "assoc: warning: cache entry %s is a directory; rebuilt, but it could not be replaced: ", obj);
+		cr_expect_eq(count_of(out, want), 1, "run %d: %s", run, out);
+	}
+	unsetenv("XDG_CACHE_HOME");
+}
+
+/* A cpu kernel that cannot be written to the cache is said once, as the
+ * emulator's is, and the run goes on: writes past a file size limit of 0
+ * fail whoever runs them (root ignores a folder's mode). */
+Test(cache, cpu_entries_that_cannot_be_written_are_said, .timeout = 240)
+{
+	fresh_dir("cache_cpu_unwritten");
+	char out[8192], obj[PATH_MAX + 300];
+	int rc = cpu_run("trap \"\" XFSZ; ulimit -f 0;", out, sizeof out);
+	if (rc && (strstr(out, "LLVM") || strstr(out, "not built")))
+		cr_skip_test("no CPU backend: %s", out);
+	cr_assert_eq(rc, 0, "%s", out);
+	char want[2 * PATH_MAX];
+	snprintf(want, sizeof want, "assoc: warning: cannot write %s/xdg/assoc/cpu/", dir);
+	cr_expect_eq(count_of(out, want), 1, "%s", out);
+	cr_expect(strstr(out, ".o: File too large; going on without the cache\n"), "%s", out);
+	cr_expect_not(cpu_object(obj, sizeof obj), "nothing cached: %s", obj);
+	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
+	unsetenv("XDG_CACHE_HOME");
+}
+
 /* A folder above the cache that is refused (open to others and not
  * sticky, or another user's) gets nothing made in it: neither assoc/ nor
  * the missing folders of XDG_CACHE_HOME. */

@@ -189,7 +189,7 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 		h = cache_hash(h, opts[i], strlen(opts[i]) + 1);
 	h = cache_hash(h, &nv->major, sizeof nv->major);
 	h = cache_hash(h, &nv->minor, sizeof nv->minor);
-	char dir[4096], path[4200], dmsg[256];
+	char dir[4096], path[4200], dmsg[256], why[4400] = "";
 	int have_dir = cache_dir("ptx", dir, sizeof dir, dmsg, sizeof dmsg) == 0;
 	*cached = 0;
 	if (!have_dir)
@@ -198,7 +198,7 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 		snprintf(path, sizeof path, "%s/%016llx.ptx", dir, (unsigned long long)h);
 		/* sealed: a file cut short or damaged, which the driver would
 		 * refuse run after run, is compiled again and written over */
-		if ((*ptx = cache_read_sealed(path, h, NULL))) {
+		if ((*ptx = cache_read_entry(path, h, NULL, why, sizeof why))) {
 			*cached = 1;
 			return 0;
 		}
@@ -232,8 +232,8 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 			return -1;
 		}
 	}
-	if (have_dir) /* a cache that cannot be written only costs time */
-		cache_write_sealed(path, h, *ptx, strlen(*ptx));
+	if (have_dir) /* a cache that cannot be written only costs time: said, and gone on */
+		cache_put_sealed(path, h, *ptx, strlen(*ptx), why);
 	return 0;
 }
 

@@ -153,24 +153,6 @@ static void *load_fd(int *fd, char *msg, size_t n)
 	return h;
 }
 
-/* The module at path, open when it is a regular file sealed for key (an
- * fd), else -1: one planted, cut short or damaged is never loaded. */
-static int open_sealed(const char *path, uint64_t key)
-{
-	int fd = cache_open(path);
-	if (fd < 0)
-		return -1;
-	size_t len;
-	char *data = cache_read_fd(fd, &len);
-	int ok = data && cache_sealed(data, len, key);
-	free(data);
-	if (!ok) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static int write_all(int fd, const char *p, size_t len)
 {
 	while (len) {
@@ -198,9 +180,10 @@ static int build_dir(char *out, size_t on, char *msg, size_t n)
  * can write in while the compiler reads and writes there by name, and
  * load it; then, where cdir (the cache) is given, put the object there
  * sealed for key, and the source beside it when the build fails (for the
- * reader of the message).  The loaded file's fd in *fd. */
+ * reader of the message), saying why where it replaces an entry (why not
+ * "": cache_put_sealed).  The loaded file's fd in *fd. */
 static void *build(const char *cxx, const char *text, size_t len, uint64_t key, const char *cdir, const char *stem,
-		   int *fd, char *msg, size_t n)
+		   const char *why, int *fd, char *msg, size_t n)
 {
 	char dir[PATH_MAX], src[PATH_MAX + 80], so[PATH_MAX + 80], log[PATH_MAX + 80];
 	char seal[CACHE_SEAL_LEN + 1];
@@ -250,11 +233,7 @@ static void *build(const char *cxx, const char *text, size_t len, uint64_t key, 
 		snprintf(dest, sizeof dest, "%s/%s.cpp", cdir, stem); /* the source, for a reader of the module */
 		cache_write_sealed(dest, key, text, len);
 		snprintf(dest, sizeof dest, "%s/%s.so", cdir, stem);
-		if (cache_write_sealed(dest, key, obj, olen)) { /* a cache that cannot be written only costs time */
-			char w[PATH_MAX + 200];
-			snprintf(w, sizeof w, "cannot write %s: %s", dest, strerror(errno));
-			cache_warn(w);
-		}
+		cache_put_sealed(dest, key, obj, olen, why); /* one that cannot be written only costs time: said */
 	}
 	free(obj);
 out:
@@ -273,7 +252,7 @@ out:
 
 int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 {
-	char cxx[1024], dir[PATH_MAX], so[PATH_MAX + 80], stem[64], dmsg[PATH_MAX + 200];
+	char cxx[1024], dir[PATH_MAX], so[PATH_MAX + 80], stem[64], dmsg[PATH_MAX + 200], why[PATH_MAX + 300] = "";
 	*lib = NULL;
 	if (!find_cxx(cxx, sizeof cxx)) {
 		emu_available(msg, n);
@@ -294,18 +273,21 @@ int emu_open(const char *cuda, EmuLib **lib, char *msg, size_t n)
 	int fd = -1, cached = cache_dir("emu", dir, sizeof dir, dmsg, sizeof dmsg) == 0;
 	if (cached) {
 		snprintf(so, sizeof so, "%s/%s.so", dir, stem);
-		if ((fd = open_sealed(so, h)) >= 0 && (hd = load_fd(&fd, msg, n)) && !dlsym(hd, "emu_launch")) {
+		/* one planted, cut short or damaged is never loaded */
+		if ((fd = cache_open_sealed(so, h, why, sizeof why)) >= 0 && (hd = load_fd(&fd, msg, n)) &&
+		    !dlsym(hd, "emu_launch")) {
 			dlclose(hd); /* sealed, yet not one of assoc's modules */
 			hd = NULL;
 		}
 		if (!hd && fd >= 0) { /* sealed, yet not loadable: built again, and written over */
+			snprintf(why, sizeof why, "cache entry %s is sealed but is not a module that loads", so);
 			close(fd);
 			fd = -1;
 		}
 	} else
 		cache_warn(dmsg);
 	if (!hd)
-		hd = build(cxx, text, len, h, cached ? dir : NULL, stem, &fd, msg, n);
+		hd = build(cxx, text, len, h, cached ? dir : NULL, stem, why, &fd, msg, n);
 	free(text);
 	if (!hd)
 		return -1;

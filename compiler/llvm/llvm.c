@@ -423,20 +423,21 @@ static int object_path(LLVMModuleRef mod, char *path, size_t n, uint64_t *key)
 	return w > 0 && (size_t)w < n ? 0 : -1;
 }
 
-/* The object at path, or NULL where there is none whole (sealed for key). */
-static LLVMMemoryBufferRef object_read(const char *path, uint64_t key)
+/* The object at path, or NULL where there is none whole (sealed for key;
+ * why says what was there instead, cache_read_entry). */
+static LLVMMemoryBufferRef object_read(const char *path, uint64_t key, char *why, size_t wn)
 {
 	size_t len;
-	char *data = cache_read_sealed(path, key, &len);
+	char *data = cache_read_entry(path, key, &len, why, wn);
 	LLVMMemoryBufferRef obj = data ? LLVMCreateMemoryBufferWithMemoryRangeCopy(data, len, "assoc") : NULL;
 	free(data);
 	return obj;
 }
 
-static void object_write(const char *path, uint64_t key, LLVMMemoryBufferRef obj)
+static void object_write(const char *path, uint64_t key, LLVMMemoryBufferRef obj, const char *why)
 {
-	/* a cache that cannot be written only costs time */
-	cache_write_sealed(path, key, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+	/* a cache that cannot be written only costs time: said, and gone on */
+	cache_put_sealed(path, key, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), why);
 }
 
 static void *lookup(LlvmJit *jit, const char *name, char *msg, size_t n, int *failed)
@@ -473,18 +474,18 @@ static LlvmJit *compile_kern(Kern *k, char *msg, size_t n)
 	LLVMContextRef ctx = LLVMContextCreate();
 	LLVMModuleRef mod = build_ir(k, ctx, tm, msg, n);
 	LLVMMemoryBufferRef obj = NULL;
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[PATH_MAX + 200] = "";
 	uint64_t key = 0;
 	int cached = mod && object_path(mod, path, sizeof path, &key) == 0;
 	if (cached)
-		obj = object_read(path, key);
+		obj = object_read(path, key, why, sizeof why);
 	if (mod && !obj && optimize(mod, tm, msg, n) == 0) {
 		char *err = NULL;
 		if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &obj)) {
 			fail_msg(msg, n, "LLVM code generation failed", err);
 			obj = NULL;
 		} else if (cached) {
-			object_write(path, key, obj);
+			object_write(path, key, obj, why);
 		}
 	}
 	if (mod)

@@ -740,18 +740,87 @@ int cache_write_sealed(const char *path, uint64_t key, const void *data, size_t 
 	return rc;
 }
 
-char *cache_read_sealed(const char *path, uint64_t key, size_t *len)
+/* Why the entry at path is not used, into why: what is there in its place
+ * (errno from cache_open). */
+static void refused(const char *path, int err, char *why, size_t wn)
 {
+	struct stat st;
+	if (!why)
+		return;
+	if (lstat(path, &st))
+		snprintf(why, wn, "cache entry %s cannot be read: %s", path, strerror(err));
+	else if (S_ISLNK(st.st_mode))
+		snprintf(why, wn, "cache entry %s is a symbolic link", path);
+	else if (S_ISDIR(st.st_mode))
+		snprintf(why, wn, "cache entry %s is a directory", path);
+	else if (!S_ISREG(st.st_mode))
+		snprintf(why, wn, "cache entry %s is not a regular file", path);
+	else
+		snprintf(why, wn, "cache entry %s cannot be read: %s", path, strerror(err));
+}
+
+/* The sealed entry at path: its fd and its bytes (seal included) in
+ * *data; or -1 with why (cache_read_entry). */
+static int open_entry(const char *path, uint64_t key, char **data, size_t *len, char *why, size_t wn)
+{
+	if (why && wn)
+		why[0] = 0;
+	*data = NULL;
+	int fd = cache_open(path);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			refused(path, errno, why, wn);
+		return -1;
+	}
+	*data = cache_read_fd(fd, len);
+	if (!*data || !cache_sealed(*data, *len, key)) {
+		if (why && *data)
+			snprintf(why, wn, "cache entry %s failed its seal (cut short, damaged or another key's)", path);
+		else if (why)
+			snprintf(why, wn, "cache entry %s cannot be read whole", path);
+		free(*data);
+		*data = NULL;
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int cache_open_sealed(const char *path, uint64_t key, char *why, size_t wn)
+{
+	char *data;
+	size_t len;
+	int fd = open_entry(path, key, &data, &len, why, wn);
+	free(data);
+	return fd;
+}
+
+char *cache_read_entry(const char *path, uint64_t key, size_t *len, char *why, size_t wn)
+{
+	char *s;
 	size_t l;
-	char *s = cache_read(path, &l);
-	if (s && !cache_sealed(s, l, key)) {
-		free(s);
+	int fd = open_entry(path, key, &s, &l, why, wn);
+	if (fd < 0)
 		return NULL;
-	}
-	if (s) {
-		s[l - CACHE_SEAL_LEN] = 0;
-		if (len)
-			*len = l - CACHE_SEAL_LEN;
-	}
+	close(fd);
+	s[l - CACHE_SEAL_LEN] = 0;
+	if (len)
+		*len = l - CACHE_SEAL_LEN;
 	return s;
+}
+
+char *cache_read_sealed(const char *path, uint64_t key, size_t *len) { return cache_read_entry(path, key, len, NULL, 0); }
+
+int cache_put_sealed(const char *path, uint64_t key, const void *data, size_t len, const char *why)
+{
+	int rc = cache_write_sealed(path, key, data, len);
+	char w[PATH_MAX + 600];
+	if (why && why[0]) /* said each time: a disk or a process that damages the cache shows */
+		fprintf(stderr, "assoc: warning: %s; rebuilt%s%s\n", why, rc ? ", but it could not be replaced: " : "",
+			rc ? strerror(errno) : "");
+	else if (rc) {
+		snprintf(w, sizeof w, "cannot write %s: %s", path, strerror(errno));
+		cache_warn(w);
+	}
+	return rc;
 }

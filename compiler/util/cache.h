@@ -88,6 +88,20 @@ int cache_write_sealed(const char *path, uint64_t key, const void *data, size_t 
 /* cache_read of a sealed file: the data without the seal, or NULL when
  * absent, not a regular file, or not sealed for key. */
 char *cache_read_sealed(const char *path, uint64_t key, size_t *len);
+/* cache_read_sealed, and where an entry is there but not used (not
+ * sealed for key: cut short, damaged or another key's; a directory, a
+ * link or another file that is not a regular one; unreadable), why
+ * ("cache entry PATH ..."); why "" where it is absent or used. */
+char *cache_read_entry(const char *path, uint64_t key, size_t *len, char *why, size_t wn);
+/* The same for a caller that keeps the file open (cache_open): an fd
+ * to the sealed file, or -1 with why as cache_read_entry's. */
+int cache_open_sealed(const char *path, uint64_t key, char *why, size_t wn);
+/* cache_write_sealed of what was built in place of an entry, saying so on
+ * stderr: with why from cache_read_entry (not ""), that the entry was
+ * rebuilt, or that it could not be replaced; else a write that fails,
+ * once a process (cache_warn), as a cache that cannot be written only
+ * costs time.  0 when written. */
+int cache_put_sealed(const char *path, uint64_t key, const void *data, size_t len, const char *why);
 /* A cache directory holds at most cache_limit() bytes: $ASSOC_CACHE_MB
  * megabytes (default CACHE_MB; 0 keeps nothing but the newest file). */
 enum { CACHE_MB = 1024 };
