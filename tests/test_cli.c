@@ -689,7 +689,7 @@ Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
 	for (int k = 0; k < 3; k++) {
 		char cmd[256];
 		snprintf(cmd, sizeof cmd, "ASSOC_LLVM_PLUGIN=%s build/assoc %s", refused[k][0], refused[k][1]);
-		cr_assert_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", cmd, out);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s: %s", cmd, out);
 		cr_assert(strstr(out, refused[k][2]), "%s: %s", cmd, out);
 	}
 	cr_assert_eq(sh("ASSOC_LLVM_PLUGIN=build/no-such-plugin.so build/assoc check specs/sum.yaml", out, sizeof out, 1),
@@ -697,6 +697,44 @@ Test(cli, cpu_backend_is_a_plugin_of_the_command_line)
 	/* the command line itself does not load LLVM */
 	cr_assert_eq(sh("LD_DEBUG=files build/assoc check specs/sum.yaml", out, sizeof out, 1), 0);
 	cr_assert(strstr(out, "libyaml") && !strstr(out, "LLVM"), "%s", out);
+}
+
+/* A device, compiler or backend that cannot be used, or a configuration
+ * the device cannot run, is a command that could not do what was asked:
+ * exit 2 with the reason, never the 1 of a check that failed. */
+Test(cli, a_device_that_cannot_be_used_exits_2, .timeout = 120)
+{
+	char tmpl[] = "build/unusable-XXXXXX", cmd[1024];
+	const char *dir = test_tmpdir(tmpl);
+	test_xdg_cache(dir); /* nothing built before: the emulator compiles */
+	static const char *cases[][2] = {
+		{"ASSOC_LIBCUDA=build/no-such-libcuda.so " ASSOC " run specs/sum.yaml --device gpu --rows 2 --len 9",
+		 "assoc: device gpu is not usable here: "},
+		{"ASSOC_LIBCUDA=build/no-such-libcuda.so " ASSOC " bench specs/sum.yaml --device gpu --rows 2 --len 9",
+		 "assoc: bench --device gpu: "},
+		{"ASSOC_LIBCUDA=build/no-such-libcuda.so " ASSOC " tune specs/sum.yaml --rows 2 --len 64",
+		 "assoc: tune needs a GPU: "},
+		{"ASSOC_CXX=build/no-such-c++ " ASSOC " run specs/max.yaml --device emu --rows 3 --len 12", "emu"},
+		{"TMPDIR=build/no-such-folder " ASSOC " run specs/max.yaml --device emu --rows 3 --len 11",
+		 "emulator: cannot make a folder to build in (build/no-such-folder/assoc-emu-"},
+		{"ASSOC_LLVM_PLUGIN=build/no-such-plugin.so build/assoc bench specs/max.yaml --device cpu --rows 3 --len 12",
+		 "the CPU backend could not be loaded: build/no-such-plugin.so"},
+		{"ASSOC_CPU=bogus " ASSOC " run specs/max.yaml --device cpu --rows 3 --len 12",
+		 "assoc: cpu: ASSOC_CPU=bogus: assoc knows no CPU of that name"},
+		{"ASSOC_CPU=bogus " ASSOC " bench specs/max.yaml --device cpu --rows 3 --len 12",
+		 "ASSOC_CPU=bogus: assoc knows no CPU of that name"},
+		{"ASSOC_CPU=bogus " ASSOC " emit specs/max.yaml --target asm -o build/unusable.s",
+		 "ASSOC_CPU=bogus: assoc knows no CPU of that name"},
+		{"ASSOC_NVRTC=build/no-such-libnvrtc.so " ASSOC " emit specs/max.yaml --target ptx -o build/unusable.ptx",
+		 "build/no-such-libnvrtc.so"},
+		{ASSOC " run specs/online_softmax.yaml --device emu --rows 2 --len 300 --config scan:nt=128",
+		 "configuration 'scan:nt=128' does not fit a rowmap carrier"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		snprintf(cmd, sizeof cmd, "%s", cases[i][0]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 2, "%s: %s", cmd, out);
+		cr_expect(strstr(out, cases[i][1]), "%s: \"%s\" in %s", cmd, cases[i][1], out);
+	}
 }
 
 /* check on lets and merge temporaries that reuse the one before: the laws
@@ -1360,7 +1398,7 @@ Test(cli, wide_row_inputs_on_the_emulator, .timeout = 120)
 		char cmd[256];
 		snprintf(cmd, sizeof cmd, "ASSOC_LIBCUDA=build/libfakecuda.so ASSOC_NVRTC=build/libfakenvrtc.so " ASSOC
 			 " run build/wide64.yaml -D d=45000 --device %s --rows 1 --len 2", devs[k]);
-		cr_expect_eq(sh(cmd, out, sizeof out, 1), 1, "%s: %s", devs[k], out);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 2, "%s: %s", devs[k], out);
 		cr_expect(strstr(out, "540000 bytes") && strstr(out, "(d = 45000)") && strstr(out, "at most 512 KiB"),
 			  "%s: %s", devs[k], out);
 	}
@@ -1368,7 +1406,8 @@ Test(cli, wide_row_inputs_on_the_emulator, .timeout = 120)
 
 /* The CPU backend holds each vector component as its own value, and its
  * compile time grows faster than linearly with them: past its limits it
- * refuses, naming the input and dim, and within them it compiles. */
+ * refuses (exit 2: nothing ran), naming the input and dim, and within
+ * them it compiles. */
 Test(cli, wide_vectors_on_the_cpu_are_bounded, .timeout = 240)
 {
 	/* q and k are read only by dot product loops: no limit of 1024 */
@@ -1378,12 +1417,12 @@ Test(cli, wide_vectors_on_the_cpu_are_bounded, .timeout = 240)
 	cr_expect(strstr(out, "\n  ok\n"), "%s", out);
 	write_text("build/wide1.yaml", "carrier: wide1\ndims: {d: 2000}\nelement: {x: 'f32[d]'}\nstate: {s: f32}\n"
 				       "identity: {s: 0}\nlift: {s: 'dot(x + x, x)'}\nmerge: {s: a.s + b.s}\n");
-	cr_expect_eq(sh(ASSOC " run build/wide1.yaml --device cpu --rows 2 --len 5", out, sizeof out, 1), 1, "%s", out);
+	cr_expect_eq(sh(ASSOC " run build/wide1.yaml --device cpu --rows 2 --len 5", out, sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "element input 'x' has 2000 components (dim d)") && strstr(out, "at most 1024"), "%s", out);
 	write_text("build/wide5.yaml", "carrier: wide5\ndims: {d: 1000}\nelement: {x: 'f32[d]', y: 'f32[d]', "
 				       "z: 'f32[d]', w: 'f32[d]', u: 'f32[d]'}\nstate: {s: f32}\nidentity: {s: 0}\n"
 				       "lift: {s: 'dot(x + y, z + w) + dot(u + x, u)'}\nmerge: {s: a.s + b.s}\n");
-	cr_expect_eq(sh(ASSOC " run build/wide5.yaml --device cpu --rows 2 --len 5", out, sizeof out, 1), 1, "%s", out);
+	cr_expect_eq(sh(ASSOC " run build/wide5.yaml --device cpu --rows 2 --len 5", out, sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "5000 components in all (d = 1000)") && strstr(out, "at most 4096"), "%s", out);
 	cr_expect_eq(sh("ASSOC_NO_CPU_CACHE=1 " ASSOC " run specs/attention.yaml -D d=256 -D dv=256 --device cpu --rows 2 "
 			"--len 50",

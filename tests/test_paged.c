@@ -931,9 +931,9 @@ Test(paged, run_and_paged_run_share_their_tail)
 	char a[4096], b[4096];
 	const char *bad_gpu = "ASSOC_LIBCUDA=/nonexistent/libcuda.so " ASSOC " run specs/attention.yaml --device gpu";
 	char cmd[1024];
-	cr_assert_eq(sh(bad_gpu, a, sizeof a, 1), 1);
+	cr_assert_eq(sh(bad_gpu, a, sizeof a, 1), 2);
 	snprintf(cmd, sizeof cmd, "%s --page-size 16 --batch 2", bad_gpu);
-	cr_assert_eq(sh(cmd, b, sizeof b, 1), 1);
+	cr_assert_eq(sh(cmd, b, sizeof b, 1), 2);
 	cr_assert(strstr(a, "assoc: device gpu is not usable here: ") && !strcmp(a, b), "%s\n%s", a, b);
 	const char *wrong = ASSOC " run tests/attention/wrong_finalize.yaml --device interp --rows 1 --len 40";
 	cr_assert_eq(sh(wrong, a, sizeof a, 1), 1);

@@ -8,7 +8,11 @@
 #include "compiler/devices/paged.h"
 #include "compiler/devices/run.h"
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, MAX_DEFINES = 64, MAX_FILES = 32 };
+/* EXIT_FAIL only where a check that ran failed (a law, the reference, an
+ * output out of tolerance); EXIT_UNABLE, the same code as EXIT_USAGE, where
+ * the command could not do what was asked: a device, compiler or file that
+ * cannot be used, a configuration the device cannot run. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_UNABLE = 2, MAX_DEFINES = 64, MAX_FILES = 32 };
 enum { MAX_ROWS = 1 << 24, MAX_LEN = 1 << 28 }; /* --rows and --len, and the shapes of --input files */
 
 typedef struct {

@@ -551,7 +551,7 @@ int cmd_bench(Opts *o)
 	char msg[1024];
 	if (!dev_cpu.available(msg, sizeof msg)) {
 		fprintf(stderr, "assoc: the cpu device is not usable here: %s\n", msg);
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
@@ -585,7 +585,7 @@ int cmd_bench(Opts *o)
 	cli_busy_done();
 	if (!rc && (failed || rt_pool_open(&b.pool, o->run.threads, msg, sizeof msg))) {
 		fprintf(stderr, "assoc: %s\n", msg);
-		rc = EXIT_FAIL;
+		rc = EXIT_UNABLE;
 	}
 	int64_t *width = calloc(c->nelem + c->ncol + c->nrow + 1, sizeof *width);
 	if (!width)
@@ -608,7 +608,7 @@ int cmd_bench(Opts *o)
 		 * the heads) is not timed */
 		if (rt_cpu_run(b.pool, &b.k->k, b.va, b.nview, b.split, msg, sizeof msg)) {
 			fprintf(stderr, "assoc: cpu: %s\n", msg);
-			rc = EXIT_FAIL;
+			rc = EXIT_UNABLE;
 		}
 	}
 	if (!rc) {

@@ -247,7 +247,7 @@ static int write_outputs(const Opts *o, const Paged *p)
 		char msg[512];
 		if (npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
 			fprintf(stderr, "assoc: %s\n", msg);
-			return EXIT_FAIL;
+			return EXIT_UNABLE;
 		}
 	}
 	return EXIT_OK;
@@ -290,7 +290,7 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 		return usage_error("--page-size: %s", msg);
 	if ((!strcmp(dv->name, "emu") || !strcmp(dv->name, "gpu")) && run_thread_fits(c, msg, sizeof msg)) {
 		fprintf(stderr, "%s: error: %s: %s\n", c->file, dv->name, msg);
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	int rc = outputs_ok(o, c);
 	if (!rc && o->run.config && !dv->config)
@@ -475,7 +475,7 @@ int cmd_paged_bench(Opts *o)
 	char msg[1024];
 	if (!gpu && (!dv || !dv->available(msg, sizeof msg))) {
 		fprintf(stderr, "assoc: the cpu device is not usable here: %s\n", dv ? msg : "not in this build");
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	Carrier *c = cli_load(o, o->specs[0]);
 	if (!c)
@@ -504,7 +504,7 @@ int cmd_paged_bench(Opts *o)
 	/* a checked run first, the batch through the device as run does */
 	if (!rc && paged_run(p, dv, &o->run, &chk, NULL, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: cpu: %s\n", msg);
-		rc = EXIT_FAIL;
+		rc = EXIT_UNABLE;
 	}
 	if (!rc) {
 		pk.seq = calloc(p->batch, sizeof *pk.seq);
@@ -521,7 +521,7 @@ int cmd_paged_bench(Opts *o)
 		if (llvm_compile(c, &lo, &pk.k, msg, sizeof msg) || llvm_compile(c, &lp, &pk.kp, msg, sizeof msg) ||
 		    rt_pool_open(&pk.pool, o->run.threads, msg, sizeof msg)) {
 			fprintf(stderr, "assoc: cpu: %s\n", msg);
-			rc = EXIT_FAIL;
+			rc = EXIT_UNABLE;
 		}
 	}
 	double tp = 0, tg = 0, tk = 0, tcopy = 0;
@@ -537,7 +537,7 @@ int cmd_paged_bench(Opts *o)
 		tg = median_of(&pk, run_gathered);
 		if (pk.failed) {
 			fprintf(stderr, "assoc: cpu: a kernel failed\n");
-			rc = EXIT_FAIL;
+			rc = EXIT_UNABLE;
 		}
 	}
 	if (!rc) {

@@ -573,7 +573,7 @@ int cli_run_step(Carrier *c, const Opts *o, const Device *dv, const char *what, 
 	char msg[1024] = "";
 	if (!dv->available(msg, sizeof msg)) {
 		fprintf(stderr, "assoc: device %s is not usable here: %s\n", dv->name, msg);
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	int rc = cli_run_verdict(c, o);
 	if (rc)
@@ -589,7 +589,7 @@ int cli_run_step(Carrier *c, const Opts *o, const Device *dv, const char *what, 
 		*sec = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
 	if (failed) {
 		fprintf(stderr, "assoc: %s: %s\n", dv->name, msg);
-		return EXIT_FAIL;
+		return EXIT_UNABLE; /* it did not run: what it ran is checked after */
 	}
 	return EXIT_OK;
 }
@@ -655,7 +655,7 @@ static int cmd_run_on(Opts *o)
 	/* before anything is drawn or judged at a size no thread could hold */
 	if (!rc && (!strcmp(dv->name, "emu") || !strcmp(dv->name, "gpu")) && run_thread_fits(c, msg, sizeof msg)) {
 		fprintf(stderr, "%s: error: %s: %s\n", c->file, dv->name, msg);
-		rc = EXIT_FAIL;
+		rc = EXIT_UNABLE;
 	}
 	int lead = !o->mpi || run_mpi_rank() == 0;
 	if (!rc && !(d = cli_drawn(o, c)))

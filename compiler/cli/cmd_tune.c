@@ -46,14 +46,14 @@ static int tune(Carrier *c, RunData *d)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (gpu_open(&g, c, 1, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: tune needs a GPU: %s\n", msg);
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	GpuTuning t;
 	int rc = gpu_tune(&g, d, isatty(2) ? progress : NULL, NULL, &t, msg, sizeof msg);
 	if (rc < 0) {
 		fprintf(stderr, "assoc: %s\n", msg);
 		gpu_close(&g);
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	const RtDevice *dev = rt_device(g.rt);
 	printf("%s: carrier %s on %s (%s), %d rows x %d, %d candidates\n", c->file, c->name, dev->name, g.arch,
@@ -61,11 +61,12 @@ static int tune(Carrier *c, RunData *d)
 	report(&t.res, t.bytes);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
-	int status = EXIT_FAIL;
+	int status = EXIT_FAIL; /* every candidate failed the reference */
 	if (rc > 0) {
 		printf("  no candidate ran correctly\n");
 	} else if (!t.stored) {
 		fprintf(stderr, "assoc: the choice is not cached: %s\n", t.store_err);
+		status = EXIT_UNABLE;
 	} else {
 		printf("  cached for %s\n", t.key);
 		printf("  tuned in %.2f s (module %s in %.0f ms)\n", s, g.ptx_cached ? "from the PTX cache" : "compiled",

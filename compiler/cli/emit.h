@@ -14,8 +14,8 @@ typedef struct {
 	 * the carrier. */
 	void *(*start)(Carrier *c, const Opts *o);
 	void (*drop)(void *early);
-	/* Write the generated code to out; EXIT_OK, or EXIT_FAIL/EXIT_USAGE
-	 * with msg.  Frees early. */
+	/* Write the generated code to out; EXIT_OK, or EXIT_FAIL (a check
+	 * failed) or EXIT_USAGE/EXIT_UNABLE with msg.  Frees early. */
 	int (*emit)(Carrier *c, const Opts *o, void *early, FILE *out, char *msg, size_t n);
 } Target;
 

@@ -111,7 +111,7 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 	char msg[2048], why[512];
 	if (gpu_open(&g, c, 0, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: bench --device gpu: %s\n", msg);
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	Bench x = {.g = &g, .b = &b, .d = d};
 	double bytes = rundata_bytes(d);
@@ -119,7 +119,7 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 	x.copy_bytes = (size_t)(bytes / 2) & ~(size_t)15;
 	size_t flush_bytes = 2 * (size_t)(rt_device(g.rt)->l2_bytes > 0 ? rt_device(g.rt)->l2_bytes : 64 << 20);
 	RtPtr flush = 0;
-	int rc = EXIT_FAIL;
+	int rc = EXIT_UNABLE;
 	double ms = -1;
 	GpuCopy cp;
 	if (gpu_choose(&g, d, &o->run, &x.v, &x.split, why, sizeof why) || x.v < 0) {
@@ -131,11 +131,13 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 			variant_family_name(g.m.var[x.v].fam));
 		goto out;
 	}
+	int wrong = 0;
 	if (gpu_upload(&g, d, &b, msg, sizeof msg) || rt_alloc(g.rt, flush_bytes, &flush, msg, sizeof msg) ||
 	    rt_alloc(g.rt, x.copy_bytes, &x.src, msg, sizeof msg) || rt_alloc(g.rt, x.copy_bytes, &x.dst, msg, sizeof msg) ||
-	    check_once(&x, msg, sizeof msg) || (ms = gpu_median_ms(&g, run_kernel, &x, flush, flush_bytes, WARMUP, TIMED, msg, sizeof msg)) < 0 ||
+	    (wrong = check_once(&x, msg, sizeof msg)) || (ms = gpu_median_ms(&g, run_kernel, &x, flush, flush_bytes, WARMUP, TIMED, msg, sizeof msg)) < 0 ||
 	    gpu_copy_time(&g, x.src, x.dst, x.copy_bytes, flush, flush_bytes, WARMUP, TIMED, &cp, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: bench --device gpu: %s\n", msg);
+		rc = wrong > 0 ? EXIT_FAIL : EXIT_UNABLE; /* the kernel's result failed the reference, or it did not run */
 		goto out;
 	}
 	print(o, &x, ms, &cp, bytes, why);
@@ -238,19 +240,19 @@ int cmd_paged_bench_gpu(Opts *o, Paged *p)
 	char msg[2048], why[512];
 	if (!dv || !dv->available(msg, sizeof msg)) {
 		fprintf(stderr, "assoc: the gpu device is not usable here: %s\n", dv ? msg : "not in this build");
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	/* a checked run first, the batch through the device as run does */
 	RunCheck chk = {0};
 	if (paged_run(p, dv, &o->run, &chk, NULL, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: gpu: %s\n", msg);
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	Gpu g;
 	if (gpu_open_paged(&g, c, p->page_size, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: bench --device gpu: %s\n", msg);
 		runcheck_free(&chk);
-		return EXIT_FAIL;
+		return EXIT_UNABLE;
 	}
 	PagedBench x = {.g = &g};
 	RunBatch rb;
@@ -265,7 +267,7 @@ int cmd_paged_bench_gpu(Opts *o, Paged *p)
 	x.pd = (GpuPaged){.c = c, .heads = p->heads, .kv_heads = p->kv_heads, .batch = p->batch,
 			  .page_size = p->page_size, .max_pages = p->max_pages, .rows = rows, .params = p->params};
 	RtPtr own[3 * CUDA_MAXIN + 8], flush = 0, src = 0, dst = 0;
-	int nown = 0, rc = EXIT_FAIL;
+	int nown = 0, rc = EXIT_UNABLE;
 	/* as the other benchmarks: every array read or written once, the keys
 	 * those the sequences read; a copy of half as many bytes moves as many */
 	double bytes = paged_bytes(p), ms = -1;

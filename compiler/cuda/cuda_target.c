@@ -296,7 +296,7 @@ static int emit_ptx(Carrier *c, const Opts *o, void *early, FILE *out, char *msg
 	CudaModule m;
 	Nvrtc *nv = NULL;
 	char *ptx = NULL;
-	int rc = EXIT_FAIL, cached, failed;
+	int rc = EXIT_UNABLE, cached, failed;
 	if (e) {
 		m = e->m;
 		failed = nvrtc_finish(e->job, &nv, &ptx, &cached, msg, n);

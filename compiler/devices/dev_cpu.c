@@ -268,7 +268,7 @@ static int emit_cpu(Carrier *c, const Opts *o, int asm_, FILE *out, char *msg, s
 	LlvmOpts lo = {0};
 	if (cpu_parse_config(o->run.config, &lo, msg, n))
 		return EXIT_USAGE;
-	return llvm_emit(c, &lo, asm_, out, msg, n) ? EXIT_FAIL : EXIT_OK;
+	return llvm_emit(c, &lo, asm_, out, msg, n) ? EXIT_UNABLE : EXIT_OK;
 }
 
 static int emit_ir(Carrier *c, const Opts *o, void *early, FILE *out, char *msg, size_t n)

@@ -485,11 +485,13 @@ int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n
 	memcpy(small->params, d->params, d->c->nparams * sizeof *d->params);
 	mark_p(g, v, small);
 	int rc = rundata_draw(small, 7, NULL, 0, msg, n) || gpu_upload(g, small, &b, msg, n) ||
-		 gpu_launch(g, &b, v, split, small->rows, small->len, msg, n) || gpu_download(g, small, &b, msg, n) ||
-		 checked(small, msg, n);
+			 gpu_launch(g, &b, v, split, small->rows, small->len, msg, n) || gpu_download(g, small, &b, msg, n)
+		 ? -1
+		 : checked(small, msg, n) ? 1
+					  : 0;
 	gpu_free_bufs(g, &b);
 	rundata_free(small);
-	return rc ? -1 : 0;
+	return rc;
 }
 
 static int gpu_available(char *why, size_t n)

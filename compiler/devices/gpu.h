@@ -116,7 +116,8 @@ int gpu_paged_enqueue(Gpu *g, const GpuPaged *pd, int v, int split, int zero, Gp
 /* Run variant v (with split) on a problem of d's spec and heads (two
  * key/value heads at most, each with its query heads), at most 64 rows of
  * 2048 with fresh inputs (the interpreter's reference costs far more than
- * the kernel), and compare with the reference; -1 with why. */
+ * the kernel), and compare with the reference: 0; 1 with why where the
+ * result is wrong, -1 with why where it did not run. */
 int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n);
 /* Median milliseconds of `runs` (at most 32) event-timed calls of fn after
  * `warmup` untimed ones, writing `flush` (a buffer larger than L2) before
