@@ -239,9 +239,11 @@ Test(mpi, emu_attention_partial_states_across_ranks, .timeout = 240)
 	cr_assert(strstr(out, "mt=2"), "the variant that leaves the merge to the combine kernel: %s", out);
 }
 
-/* What the slices' kernels cannot do is said, the same on every rank
- * (exit 2: nothing ran). */
-Test(mpi, emu_refusals)
+/* What the slices' kernels do not take (scans, map outputs, a lift that
+ * reads j, more than one head) runs across the ranks on the cpu, and says
+ * why in one line; what is asked of those kernels for such a carrier
+ * (--config, --mpi-collective reduce) is refused, exit 2, on every rank. */
+Test(mpi, emu_runs_what_its_kernels_do_not_take_on_the_cpu, .timeout = 240)
 {
 	need_emu();
 	static const struct {
@@ -250,20 +252,38 @@ Test(mpi, emu_refusals)
 		{"tests/attention/full.yaml --heads 2", "takes one head, not 2"},
 		{"specs/attention.yaml", "the lift reads the position j"},
 		{"specs/argmax.yaml", "the lift reads the position j"},
-		{"specs/linear_recurrence.yaml", "scans are across ranks on the cpu"},
-		{"specs/layer_norm.yaml", "map outputs are across ranks on the cpu"},
+		{"specs/linear_recurrence.yaml", "folds reductions, and this carrier has a scan's outputs"},
+		{"specs/layer_norm.yaml", "folds reductions, and this carrier has map outputs"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		char cmd[512];
 		snprintf(cmd, sizeof cmd, MPIRUN "2 " ASSOC " run %s --device emu --rows 4 --len 100 --mpi", cases[i].spec);
-		cr_assert_eq(sh(cmd, out, sizeof out, 1), 2, "%s\n%s", cmd, out);
-		cr_assert(strstr(out, cases[i].why), "%s\n%s", cmd, out);
+		cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s\n%s", cmd, out);
+		cr_assert(strstr(out, cases[i].why) && strstr(out, "; the ranks run it on the cpu\n"), "%s\n%s", cmd, out);
+		cr_assert(strstr(out, " on cpu, 4 rows x 100") && strstr(out, "  mpi: 2 ranks, 2 slices a row, ") &&
+				  strstr(out, "\n  ok\n"),
+			  "%s\n%s", cmd, out);
 	}
-	cr_assert_eq(sh(MPIRUN "2 " ASSOC " run specs/sum.yaml --device emu --rows 4 --len 100 --mpi "
-			       "--config rowreduce:nt=256,acc=2,vec=4,warp=0,items=0",
-			out, sizeof out, 1),
-		     2, "%s", out);
-	cr_assert(strstr(out, "--config: with --mpi, a split variant"), "%s", out);
+	/* one rank, without mpirun, the same way */
+	cr_assert_eq(sh(ASSOC " run specs/linear_recurrence.yaml --device emu --rows 4 --len 100 --mpi", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_assert(strstr(out, "; the ranks run it on the cpu\n") && strstr(out, "  mpi: 1 rank, "), "%s", out);
+	static const struct {
+		const char *cmd, *why;
+	} bad[] = {
+		{MPIRUN "2 " ASSOC " run specs/sum.yaml --device emu --rows 4 --len 100 --mpi "
+			"--config rowreduce:nt=256,acc=2,vec=4,warp=0,items=0",
+		 "--config: with --mpi, a split variant"},
+		{MPIRUN "2 " ASSOC " run specs/linear_recurrence.yaml --device emu --rows 4 --len 100 --mpi --config scan:nt=128",
+		 "--config: --mpi on the emu device folds reductions, and this carrier has a scan's outputs, so the ranks "
+		 "would run it on the cpu"},
+		{MPIRUN "2 " ASSOC " run specs/attention.yaml --device emu --rows 4 --len 100 --mpi --mpi-collective reduce",
+		 "--mpi-collective reduce: --mpi on the emu device: the lift reads the position j"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		cr_assert_eq(sh(bad[i].cmd, out, sizeof out, 1), 2, "%s\n%s", bad[i].cmd, out);
+		cr_assert(strstr(out, bad[i].why), "%s\n%s", bad[i].cmd, out);
+	}
 }
 
 /* The two-collective form of a (max, +) carrier: within tolerance of one
@@ -343,6 +363,15 @@ Test(mpi, gpu_states_gathered_by_nccl_on_the_fake_driver)
 	cr_assert(strstr(out, "all-reduce MAX of m, then SUM of the rescaled sums (NCCL 2.21.5; not bit-deterministic)"),
 		  "%s", out);
 	cr_assert(strstr(out, "_comb finalizes the reduced states on rank 0"), "%s", out);
+	/* a scan, which the module's kernels do not take: the cpu runs it,
+	 * said as on emu, and its results are checked (the fake runs nothing) */
+	cr_assert_eq(sh(FAKE_GPU MPIRUN "2 " ASSOC " run specs/linear_recurrence.yaml --device gpu --rows 4 --len 100 --mpi",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_assert(strstr(out, "assoc: gpu: --mpi on the gpu device folds reductions, and this carrier has a scan's outputs; "
+			      "the ranks run it on the cpu\n") &&
+			  strstr(out, " on cpu, 4 rows x 100") && strstr(out, "\n  ok\n"),
+		  "%s", out);
 }
 
 /* ---- device states: the fake driver's memory is the host's ---- */

@@ -683,7 +683,10 @@ static int cmd_run_on(Opts *o)
 			char as[32] = ""; /* the emulator's target, where one is named */
 			if (o->arch)
 				snprintf(as, sizeof as, " (%s)", o->arch);
-			printf("%s: carrier %s on %s%s, %d rows x %d%s (%.3f s)\n", c->file, c->name, dv->name, as, d->rows,
+			const char *on = o->mpi && step.mt.on ? step.mt.on : dv->name; /* --mpi: the cpu in its place */
+			if (strcmp(on, dv->name))
+				as[0] = 0;
+			printf("%s: carrier %s on %s%s, %d rows x %d%s (%.3f s)\n", c->file, c->name, on, as, d->rows,
 			       d->len, heads, sec);
 			if (o->mpi)
 				print_mpi(&step.mt);

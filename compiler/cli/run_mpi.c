@@ -356,8 +356,22 @@ static void gather_positions(Folder *f, Buffer *b, int nb, const int *first, int
 
 int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, int reduce, RunMpiTimes *tm, char *msg, size_t n)
 {
-	if (!strcmp(dv->name, "gpu") || !strcmp(dv->name, "emu"))
-		return run_mpi_cuda(d, dv, o, reduce, tm, msg, n);
+	if (!strcmp(dv->name, "gpu") || !strcmp(dv->name, "emu")) {
+		int took = run_mpi_cuda(d, dv, o, reduce, tm, msg, n);
+		if (took <= 0)
+			return took;
+		/* the module's kernels do not take the carrier: the cpu's do */
+		const Device *cpu = run_device_find("cpu");
+		char why[512], cause[512];
+		if (!cpu || !cpu->available(cause, sizeof cause)) {
+			snprintf(why, sizeof why, "%s", msg);
+			return snprintf(msg, n, "%s; the cpu, which would run it across the ranks, is not usable here: %s", why,
+					cpu ? cause : "not in this build"),
+			       -1;
+		}
+		fprintf(stderr, "assoc: %s: %s; the ranks run it on the cpu\n", dv->name, msg);
+		dv = cpu;
+	}
 	int slices = o->deterministic ? RUN_MPI_SLICES : ranks;
 	if (slices < ranks)
 		return snprintf(msg, n, "--deterministic cuts each row into %d slices: at most %d ranks, not %d",
@@ -463,7 +477,7 @@ int run_mpi_run(RunData *d, const Device *dv, const RunOpts *o, int reduce, RunM
 	double t4 = now();
 	double mine_t[3] = {t1 - t0 + (t4 - t3), comm, merge}, most[3] = {0};
 	MPI_Reduce(mine_t, most, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	*tm = (RunMpiTimes){ranks, slices, assoc_mpi_commutative(m), most[0], most[1], most[2], ""};
+	*tm = (RunMpiTimes){ranks, slices, assoc_mpi_commutative(m), most[0], most[1], most[2], "", dv->name};
 	assoc_mpi_free(m);
 	free(first);
 	free(own);

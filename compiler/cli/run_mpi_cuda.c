@@ -132,13 +132,14 @@ static int pick_attention(Dev *x, Carrier *c, const RunOpts *o)
 		return snprintf(x->why, x->n, "%s: with --mpi, an attention variant of more than one tile a warp (mt > 1), "
 					      "whose partial states the combine kernel merges",
 				o->config ? "--config" : "the module has none"),
-		       -1;
+		       o->config ? -1 : 1;
 	x->attn = 1;
 	x->unit = (size_t)ATTN_PARTS * (x->m->attn.dv + 2) * sizeof(float);
 	return 0;
 }
 
-/* The module's split variant: --config's, or its first. */
+/* The module's split variant: --config's, or its first.  0; 1 with why
+ * where the module has none (the cpu runs it); -1 with why. */
 static int pick_split(Dev *x, Carrier *c, const RunOpts *o)
 {
 	x->v = -1;
@@ -158,9 +159,9 @@ static int pick_split(Dev *x, Carrier *c, const RunOpts *o)
 			x->v = v;
 	if (x->v < 0)
 		return snprintf(x->why, x->n, "the carrier's CUDA module (%s) has no split kernels to fold a slice into "
-					      "states: --mpi runs it on the cpu",
+					      "states",
 				variant_family_name(x->m->base)),
-		       -1;
+		       1;
 	return 0;
 }
 
@@ -180,21 +181,24 @@ static int reads_index(Carrier *c, int var)
 	return c->mask && ir_contains(c->mask, is_position, &var);
 }
 
+/* The device and the module's kernels for d's slices: 0; 1 with why
+ * where they do not take d's carrier, which the cpu then runs across the
+ * ranks (run_mpi_run); -1 with why. */
 static int dev_open(Dev *x, RunData *d, const char *name, const RunOpts *o)
 {
 	Carrier *c = d->c;
 	x->gpu = !strcmp(name, "gpu");
 	if (d->heads > 1)
-		return snprintf(x->why, x->n, "--mpi on the %s device takes one head, not %d", name, d->heads), -1;
+		return snprintf(x->why, x->n, "--mpi on the %s device takes one head, not %d", name, d->heads), 1;
 	if (d->scan || c->nmap)
-		return snprintf(x->why, x->n, "--mpi on the %s device folds reductions; %s are across ranks on the cpu",
-				name, d->scan ? "scans" : "map outputs"),
-		       -1;
+		return snprintf(x->why, x->n, "--mpi on the %s device folds reductions, and this carrier has %s", name,
+				d->scan ? "a scan's outputs" : "map outputs"),
+		       1;
 	if (reads_index(c, c->idx[1]))
 		return snprintf(x->why, x->n, "--mpi on the %s device: the lift reads the position j, and a slice's "
-					      "kernel numbers positions from the slice's start; --mpi runs it on the cpu",
+					      "kernel numbers positions from the slice's start",
 				name),
-		       -1;
+		       1;
 	if (x->gpu) {
 		if (gpu_open(&x->g, c, 0, x->why, x->n))
 			return -1;
@@ -204,13 +208,14 @@ static int dev_open(Dev *x, RunData *d, const char *name, const RunOpts *o)
 			return -1;
 		x->m = &x->em;
 	}
-	if (pick_split(x, c, o))
-		return -1;
+	int took = pick_split(x, c, o);
+	if (took)
+		return took;
 	if (x->attn && reads_index(c, c->idx[2]))
 		return snprintf(x->why, x->n, "--mpi on the %s device: the attention kernel of a slice sees the slice's "
-					      "length as len, which the lift reads; --mpi runs it on the cpu",
+					      "length as len, which the lift reads",
 				name),
-		       -1;
+		       1;
 	/* the reference rounds P as the variant does */
 	if (x->attn)
 		runcheck_round_p(d, cuda_p_round_kind(x->m, x->v), x->m->attn.fm, x->m->attn.fl, x->m->attn.fo);
@@ -460,18 +465,28 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, int reduce, Run
 				RUN_MPI_SLICES, RUN_MPI_SLICES, ranks),
 		       -1;
 	Dev x = {.why = msg, .n = n};
-	int bad = (reduce && reduce_ok(d, msg, n)) || dev_open(&x, d, dv->name, o) ? 1 : 0, any = 0;
-	if (!bad && reduce && x.attn)
-		bad = snprintf(msg, n, "--mpi-collective reduce: on the split kernels' states (logsumexp); attention's "
-				       "partial states are merged by its combine kernel (--mpi-collective gather)") > 0;
+	/* bad: 2 a failure, 1 a carrier the module's kernels do not take */
+	int took = reduce && reduce_ok(d, msg, n) ? -1 : dev_open(&x, d, dv->name, o), bad = took < 0 ? 2 : took, any = 0;
+	if (bad == 1 && (reduce || o->config)) { /* asked of the kernels that do not run */
+		char why[512];
+		snprintf(why, sizeof why, "%s", msg);
+		snprintf(msg, n, "%s: %s, so the ranks would run it on the cpu", reduce ? "--mpi-collective reduce" : "--config",
+			 why);
+		bad = 2;
+	}
+	if (!bad && reduce && x.attn) {
+		snprintf(msg, n, "--mpi-collective reduce: on the split kernels' states (logsumexp); attention's partial "
+				 "states are merged by its combine kernel (--mpi-collective gather)");
+		bad = 2;
+	}
 	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (!any)
 		nccl_or_host(&x, rank);
 	if (any) {
-		if (!bad)
+		if (bad != any)
 			snprintf(msg, n, "another rank failed to set up its device");
 		dev_close(&x);
-		return -1;
+		return any == 1 ? 1 : -1;
 	}
 	int *first = calloc(ranks + 1, sizeof *first), most = 0;
 	if (!first)
@@ -546,7 +561,7 @@ int run_mpi_cuda(RunData *d, const Device *dv, const RunOpts *o, int reduce, Run
 		snprintf(msg, n, "another rank failed");
 	double mine_t[3] = {t1 - t0, t2 - t1, t3 - t2}, top[3] = {0};
 	MPI_Reduce(mine_t, top, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	*tm = (RunMpiTimes){ranks, slices, 0, top[0], top[1], top[2], ""};
+	*tm = (RunMpiTimes){ranks, slices, 0, top[0], top[1], top[2], "", dv->name};
 	if (reduce)
 		snprintf(tm->how, sizeof tm->how, "all-reduce MAX of m, then SUM of the rescaled sums (%s%s; not "
 						  "bit-deterministic)",
