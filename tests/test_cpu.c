@@ -189,10 +189,10 @@ Test(cpu, query_heads_share_a_view_of_their_key_value_head, .timeout = 120)
 	static const struct {
 		int spec, rows, len, heads, kv, lanes; /* lanes: the group fit_rows picks */
 	} cases[] = {
-		{0, 3, 100, 8, 2, 8},   /* 12 rows a view: a group of 8 across three heads, 4 rows alone */
+		{0, 3, 100, 8, 2, 12},  /* 12 rows a view: keys as lanes, one group across four heads */
 		{1, 1, 5000, 8, 2, 4},  /* decoding: one group of the 4 query heads, in chunks */
 		{2, 300, 700, 2, 1, 16}, /* live blocks; the group at rows 288 .. 303 crosses the heads */
-		{2, 5, 600, 6, 2, 8},
+		{2, 5, 600, 6, 2, 8},   /* a scalar v: rows as lanes, a group of 8 across two heads, 7 rows alone */
 	};
 	Carrier *cs[3] = {causal, full, later};
 	for (size_t s = 0; s < sizeof cases / sizeof *cases; s++) {
@@ -3252,4 +3252,77 @@ Test(cpu, widest_lanes_compile_in_seconds, .timeout = 300)
 		spec_carrier_free(c);
 	}
 	pools_close(&pool, 1);
+}
+
+/* Decoding with keys as the lanes (llvm_keys.c): one row a head, and the
+ * query heads of a key/value head as one group of any size; f16, bf16
+ * with a row's own scale, and f32 with keys masked in some tiles and
+ * whole tiles masked; keys not a multiple of 16; and (specs/attention.yaml
+ * without its mask, whose finalize and reference take infinities) scores
+ * of +inf, -inf and NaN, whose tiles fold by the spec's merge -- against
+ * the float64 reference, and the same bits from 1 thread and 2. */
+Test(cpu, decoding_takes_keys_as_lanes, .timeout = 300)
+{
+	Define defs[2] = {{"d", "32"}, {"dv", "48"}};
+	enum { NC = 4 };
+	Carrier *cs[NC] = {
+		load_defined("tests/attention/full.yaml", defs, 2),
+		load_defined("tests/attention/row_scaled.yaml", defs, 2),
+		text_ok("carrier: holes\ndims: {d: 64, dv: 16}\nparams: {scale: f32}\nrow:\n  q: f32[d]\n"
+			"column:\n  k: f32[d]\n  v: f32[dv]\nlet:\n  s: dot(q, k) * scale\n"
+			"mask: (j < 3 || j > 9) && j != 40 && (j < 150 || j > 700)\n"
+			"state:\n  m: f32\n  l: f32\n  o: f32[dv]\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
+			"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			"  o: a.o * exp(a.m - m) + b.o * exp(b.m - m)\n"
+			"finalize: {out: o / l, lse: m + log(l)}\n"
+			"reference:\n  out: sum(exp(s) * v) / sum(exp(s))\n  lse: log(sum(exp(s)))\nlaws: [commutative]\n"),
+		text_ok("carrier: special\ndims: {d: 32, dv: 32}\nparams: {scale: f32}\nrow:\n  q: f16[d]\n"
+			"column:\n  k: f16[d]\n  v: f16[dv]\nlet:\n  s: dot(q, k) * scale\n"
+			"state:\n  m: f32\n  l: f32\n  o: f32[dv]\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\n"
+			"merge:\n  m: max(a.m, b.m)\n  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n"
+			"  o: a.o * exp(a.m - m) + b.o * exp(b.m - m)\n"
+			"finalize:\n  out: o / where(l == 0, 1, l)\n  lse: where(m == inf, m, m + log(l))\n"
+			"reference:\n  top: max(s)\n  peak: max(where(s == s, s, -inf))\n"
+			"  out: where(top == -inf, 0, sum(exp(s - top) * v) / sum(exp(s - top)))\n"
+			"  lse: where(peak == inf, inf, top + log(sum(exp(where(s == top, 0, s - top)))))\n"
+			"laws: [commutative]\n"),
+	};
+	static const int shapes[][4] = {
+		/* rows, keys, heads, key/value heads */
+		{1, 0, 4, 1}, {1, 1, 32, 8}, {1, 15, 8, 1}, {1, 17, 3, 1}, {1, 100, 4, 4}, {1, 1000, 32, 8}, {2, 333, 6, 2},
+	};
+	for (int s = 0; s < NC; s++)
+		for (size_t h = 0; h < sizeof shapes / sizeof *shapes; h++) {
+			Carrier *c = cs[s];
+			const int *x = shapes[h];
+			RunData *d[2];
+			char msg[300], what[160];
+			for (int t = 0; t < 2; t++) {
+				d[t] = rundata_new_heads(c, x[0], x[1], x[2], x[3]);
+				cr_assert_eq(rundata_draw(d[t], 60 + h, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+				if (s == NC - 1 && x[1] >= 100) {
+					/* +inf in a key of every key/value head: +inf or -inf
+					 * scores, NaN where q is 0; a NaN in the last head's */
+					int w = d[t]->col[0].width;
+					for (int g = 0; g < x[3]; g++)
+						run_buffer_set(&d[t]->col[0], ((size_t)g * x[1] + 20 + g) * w, INFINITY);
+					run_buffer_set(&d[t]->col[0], ((size_t)(x[3] - 1) * x[1] + x[1] / 2) * w + 1, NAN);
+				}
+			}
+			int view = cpu_view_rows(d[0]);
+			LlvmKernel *k = compiled(c, &(LlvmOpts){.fit_rows = view});
+			snprintf(what, sizeof what, "%s, %d rows x %d keys, %d/%d heads", c->name, x[0], x[1], x[2], x[3]);
+			cr_expect(k->keys, "%s: keys as lanes", what);
+			if (view >= 2 && view < 16)
+				cr_expect_eq(k->rows, view, "%s: a group of %d rows, not %d", what, view, k->rows);
+			llvm_kernel_free(k);
+			for (int t = 0; t < 2; t++)
+				cr_assert_eq(dev_cpu.run(d[t], &(RunOpts){.threads = t + 1}, msg, sizeof msg), 0, "%s", msg);
+			expect_ok(d[1], what);
+			outputs_same(d, what);
+			rundata_free(d[0]);
+			rundata_free(d[1]);
+		}
+	for (int s = 0; s < NC; s++)
+		spec_carrier_free(cs[s]);
 }

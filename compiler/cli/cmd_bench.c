@@ -435,12 +435,12 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	int bound = in.per_byte > in.allowed;
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
-		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, \"rows_tile\": %d, "
+		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, \"rows_tile\": %d, \"keys_as_lanes\": %d, "
 		       "\"max_rescale\": %d, \"transported\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
 		       "\"ratio_to_copy\": %.3f, \"cpu_target\": %s%s%s, ",
 		       c->file, c->name, rows, len, b->heads, b->kv_heads, th, split, b->k->lanes, b->k->accs, b->k->tile, g,
-		       b->k->rows_tile, b->k->max_rescale, b->k->tf, bytes, gb, ge,
+		       b->k->rows_tile, b->k->keys && g < 16, b->k->max_rescale, b->k->tf, bytes, gb, ge,
 		       ge / th, gcpu, cgb, gb / cgb, b->k->target[0] ? "\"" : "", b->k->target[0] ? b->k->target : "null",
 		       b->k->target[0] ? "\"" : "");
 		if (flops > 0)

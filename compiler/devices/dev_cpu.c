@@ -132,7 +132,10 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	int rc = rt_cpu_run(p, &k->k, h.a, h.n, o->split, msg, n);
 	if (o->verbose) {
 		char lanes[96] = "", views[96] = "";
-		if (rt_cpu_group(&k->k, h.a->rows) > 1)
+		int g = rt_cpu_group(&k->k, h.a->rows);
+		if (k->keys && g < 16)
+			snprintf(lanes, sizeof lanes, ", keys as lanes in tiles of 16, %d row%s a group", g, g > 1 ? "s" : "");
+		else if (g > 1)
 			snprintf(lanes, sizeof lanes, ", rows side by side as lanes in tiles of %d, unroll=%d", k->rows_tile,
 				 k->unroll);
 		if (h.n < d->heads)

@@ -162,6 +162,15 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 	if (rows > 64)
 		rows = 64;
 	kern_plan(k, c, lanes, accs, tile, rows, rows_tile);
+	/* Keys as the lanes (llvm_keys.c) for one row at a time and for the
+	 * few rows of a view (decoding's query heads of a key/value head),
+	 * all of them in one group, where the 16-lane vectors are the
+	 * host's: rows as lanes left 3/4 of each vector empty at 4 rows. */
+	char why[160];
+	k->keys = host_lanes() >= 16 && kern_keys_fit(k, why, sizeof why);
+	int want = o && o->rows > 0 ? o->rows : o && o->fit_rows >= 2 && o->fit_rows < 16 ? o->fit_rows : 0;
+	if (k->keys && want >= 2 && want < 16)
+		k->group = want;
 	kern_plan_tf(k, c, o ? o->tf : 0, tile > 0);
 	k->key_stride = o && o->key_stride > 1 ? o->key_stride : 1;
 	k->paged = o && o->key_stride > 0;
@@ -525,6 +534,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 		abort();
 	kk->jit = jit;
 	kk->lanes = k.lanes, kk->ordered = k.ordered, kk->accs = k.accs, kk->tile = k.tile, kk->rows = k.group, kk->rows_tile = k.rows_tile;
+	kk->keys = k.keys;
 	kk->unroll = k.group > 1 ? k.loop_unroll : 0;
 	kk->max_rescale = k.mr_field >= 0 && (k.tile > 1 || k.ordered > 1);
 	kk->two_pass = k.two_pass > 0;

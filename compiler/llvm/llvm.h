@@ -63,6 +63,7 @@ typedef struct {
 	char tf_why[240]; /* and what that does, or why they do not */
 	char target[64];    /* the CPU compiled for where ASSOC_CPU names one, or "" (the host) */
 	LlvmJit *jit;
+	int keys;         /* one row, and groups of fewer than 16 (rows), take keys as lanes (llvm_keys.c) */
 } LlvmKernel;
 
 /* The CPU device's --config, "lanes=N,accs=N,tile=N" in any order and

@@ -94,6 +94,8 @@ typedef struct {
 	int narrow;      /* and the host compresses 16-bit lanes (select_narrow there) */
 	int apart;       /* topk lists kept apart from the vector lanes, one sorted list a row's range
 			  * (kern_lists_apart, llvm_reduce.c): their number, else 0 */
+	int keys;        /* assoc_reduce, and assoc_reduce_rows for fewer than 16 rows, take keys as
+			  * the lanes (llvm_keys.c) */
 	int key_stride;  /* key j of a column input is element j * key_stride (LlvmOpts.key_stride) */
 	int paged;       /* and the functions that read a paged pool are built (LlvmOpts.key_stride > 0) */
 	int *soff;       /* 8-byte slot of each state field's first component */
@@ -149,6 +151,8 @@ enum { VTILE = 8 };
 static inline int kern_has_reduce2(const Kern *k) { return k->two_pass || k->select || k->lanes > 1 || k->accs > 1; }
 
 void kern_plan(Kern *k, Carrier *c, int lanes, int accs, int tile, int rows, int rows_tile);
+/* llvm_keys.c: whether k's reduce may take keys as the lanes, else why not. */
+int kern_keys_fit(const Kern *k, char *why, size_t n);
 /* Whether a paged kernel of k reads a row's pages in one call
  * (assoc_reduce_pages: the reduce folds in one lane, tiles or key by
  * key); else each run of pages is a call of assoc_reduce (llvm_reduce.c). */

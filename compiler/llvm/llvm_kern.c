@@ -95,6 +95,8 @@ static LLVMValueRef from_storage(B *b, LLVMValueRef v, TyKind s, TyKind k)
 	return lower_conv(L, v, s, k);
 }
 
+LLVMValueRef kern_from_storage(B *b, LLVMValueRef v, TyKind s, TyKind k) { return from_storage(b, v, s, k); }
+
 /* llvm.masked.load or .store, overloaded on the vector and pointer types. */
 static LLVMValueRef masked(B *b, const char *name, LLVMTypeRef vt, LLVMTypeRef pt, LLVMValueRef *a, int n)
 {
@@ -180,6 +182,8 @@ LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n)
 	int lanes = b->k->lanes > b->k->map_lanes ? b->k->lanes : b->k->map_lanes;
 	if (b->row_lanes)
 		lanes = b->k->group;
+	if (b->keys_fn && lanes < 16)
+		lanes = 16;
 	/* reduce_filtered's blocks (and reduce_selected's) of 16 in one
 	 * register, not four of 128 bits */
 	if (kern_filter_fits(b->k->c) && lanes < FILTER_LANES)
@@ -347,6 +351,8 @@ static LLVMValueRef key_elem(B *b, LLVMValueRef j)
 {
 	return b->k->key_stride > 1 ? LLVMBuildMul(b->L.b, j, ci64(b, b->k->key_stride), "") : j;
 }
+
+LLVMValueRef kern_key_elem(B *b, LLVMValueRef j) { return key_elem(b, j); }
 
 /* Column input d at keys j .. j + lanes - 1 as load_decl loads them.  Keys
  * a stride apart (a paged pool of several key/value heads) in more than

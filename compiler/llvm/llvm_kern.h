@@ -58,6 +58,7 @@ typedef struct {
 	int apart_hold;      /* and kern_apart_lift holds the pairs back (apart_v, apart_i) until
 			      * kern_apart_flush tests them together */
 	int apart_n;         /* vectors held */
+	int keys_fn;         /* the function being begun takes keys as 16 lanes (llvm_keys.c) */
 	int any_order;       /* reduce_vectors: an accumulator may hold positions after the
 			      * tile's (its streams), so kern_fold_chains starts every chain
 			      * at the identity and merges the tile onto it as one state */
@@ -246,5 +247,22 @@ void kern_ride_begin(B *b);
 void kern_ride_step(B *b);
 void kern_ride_end(B *b);
 void kern_ride_alone(B *b);
+
+/* llvm_keys.c: the reduce with keys as the lanes (decoding).  Within a
+ * function begun with b->keys_fn set, rows i0 .. i0 + G - 1 (G at most
+ * KEYS_ROWS): kern_keys_begin sets their states to the identity,
+ * kern_keys_range folds keys [lo, hi) into them (called again for each
+ * page of a paged function), kern_keys_end stores them from st on, one
+ * after the other, and frees K.  kern_keys_fit: whether k's carrier
+ * takes it, else why not. */
+enum { KEYS_ROWS = 16, KEYS_DOTS = 4, KEYS_FIELDS = 16, KEYS_UNROLLED = 16 };
+struct Keys;
+struct Keys *kern_keys_begin(B *b, LLVMValueRef i0, int G);
+void kern_keys_range(B *b, struct Keys *K, LLVMValueRef lo, LLVMValueRef hi);
+void kern_keys_end(B *b, struct Keys *K, LLVMValueRef st);
+/* llvm_kern.c: the element of a column input that holds key j; a stored
+ * value (scalar or the scope's lanes) of storage s as kind k */
+LLVMValueRef kern_key_elem(B *b, LLVMValueRef j);
+LLVMValueRef kern_from_storage(B *b, LLVMValueRef v, TyKind s, TyKind k);
 
 #endif

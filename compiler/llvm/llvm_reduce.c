@@ -2489,6 +2489,35 @@ int kern_reduces_pages(const Kern *k)
 	return !(k->lanes > 1 || k->accs > 1) && !(k->ordered > 1) && !k->select && !kern_filter_fits(k->c);
 }
 
+/* name(a, i, lo, hi, st) or, paged, name(a, i, p0, p1, st, table,
+ * page_size), with keys as the lanes (llvm_keys.c): rows i .. i + G - 1,
+ * the states from st one after the other, as assoc_reduce_rows and
+ * assoc_reduce_rows_pages (assoc_reduce and assoc_reduce_pages at G = 1)
+ * give them. */
+static void build_keys(B *b, const char *name, int G, int paged)
+{
+	LLVMTypeRef p[7];
+	kern_sig(b, paged ? 7 : 5, p);
+	p[4] = b->i8p;
+	if (paged)
+		p[5] = b->i8p;
+	b->keys_fn = 1;
+	LLVMValueRef f = kern_begin_fn(b, name, p, paged ? 7 : 5);
+	b->keys_fn = 0;
+	b->i = LLVMGetParam(f, 1);
+	lower_scope(&b->L, 1);
+	struct Keys *K = kern_keys_begin(b, b->i, G);
+	LLVMValueRef lo = LLVMGetParam(f, 2), hi = LLVMGetParam(f, 3);
+	PageLoop pl;
+	if (paged)
+		pages_begin(b, &pl, lo, hi, LLVMGetParam(f, 5), LLVMGetParam(f, 6), &lo, &hi);
+	kern_keys_range(b, K, lo, hi);
+	if (paged)
+		pages_end(b, &pl);
+	kern_keys_end(b, K, LLVMGetParam(f, 4));
+	kern_end_fn(b);
+}
+
 /* assoc_reduce_pages(a, i, p0, p1, st, table, page_size): st = the fold of
  * row i over the keys of pages p0 .. p1 - 1 (key j of the row in slot
  * j % page_size of pool page table[j / page_size], the last page's up to
@@ -2499,6 +2528,10 @@ void kern_build_reduce_pages(B *b)
 {
 	Carrier *c = b->k->c;
 	Kern *k = b->k;
+	if (k->keys) {
+		build_keys(b, "assoc_reduce_pages", 1, 1);
+		return;
+	}
 	LLVMTypeRef p[7];
 	kern_sig(b, 7, p);
 	p[4] = b->i8p, p[5] = b->i8p;
@@ -2533,6 +2566,10 @@ void kern_build_reduce(B *b)
 {
 	Carrier *c = b->k->c;
 	Kern *k = b->k;
+	if (k->keys) {
+		build_keys(b, "assoc_reduce", 1, 0);
+		return;
+	}
 	LLVMTypeRef p[5];
 	kern_sig(b, 5, p);
 	p[4] = b->i8p;
@@ -2794,6 +2831,10 @@ static LLVMValueRef *fields_in_arrays(B *b, LV *acc)
 static void build_reduce_rows(B *b, int paged)
 {
 	Kern *k = b->k;
+	if (k->keys && k->group < KEYS_ROWS) {
+		build_keys(b, paged ? "assoc_reduce_rows_pages" : "assoc_reduce_rows", k->group, paged);
+		return;
+	}
 	/* tile_body and tile_mask_branch read k->tile: this function's, until its end */
 	int ns = k->c->nstate, G = k->group, T = k->rows_tile, one_row_tile = k->tile;
 	k->tile = T;
