@@ -189,7 +189,7 @@ Test(cpu, query_heads_share_a_view_of_their_key_value_head, .timeout = 120)
 	static const struct {
 		int spec, rows, len, heads, kv, lanes; /* lanes: the group fit_rows picks */
 	} cases[] = {
-		{0, 3, 100, 8, 2, 12},  /* 12 rows a view: keys as lanes, one group across four heads */
+		{0, 3, 100, 8, 2, 8},   /* 12 rows a view: rows as lanes (a group of 8 or more below 256 components), a group of 8 across three heads, 4 rows alone */
 		{1, 1, 5000, 8, 2, 4},  /* decoding: one group of the 4 query heads, in chunks */
 		{2, 300, 700, 2, 1, 16}, /* live blocks; the group at rows 288 .. 303 crosses the heads */
 		{2, 5, 600, 6, 2, 8},   /* a scalar v: rows as lanes, a group of 8 across two heads, 7 rows alone */
@@ -3255,7 +3255,9 @@ Test(cpu, widest_lanes_compile_in_seconds, .timeout = 300)
 }
 
 /* Decoding with keys as the lanes (llvm_keys.c): one row a head, and the
- * query heads of a key/value head as one group of any size; f16, bf16
+ * query heads of a key/value head as one group of up to 7 rows (8 or
+ * more keep rows as lanes where keys have at most 128 components, and
+ * take keys as lanes past that: compiled at d = 128 and 256); f16, bf16
  * with a row's own scale, and f32 with keys masked in some tiles and
  * whole tiles masked; keys not a multiple of 16; and (specs/attention.yaml
  * without its mask, whose finalize and reference take infinities) scores
@@ -3287,9 +3289,18 @@ Test(cpu, decoding_takes_keys_as_lanes, .timeout = 300)
 			"  lse: where(peak == inf, inf, top + log(sum(exp(where(s == top, 0, s - top)))))\n"
 			"laws: [commutative]\n"),
 	};
+	for (int wide = 0; wide < 2; wide++) {
+		Define dd[2] = {{"d", wide ? "256" : "128"}, {"dv", wide ? "256" : "128"}};
+		Carrier *c = load_defined("tests/attention/full.yaml", dd, 2);
+		LlvmKernel *k = compiled(c, &(LlvmOpts){.fit_rows = 8});
+		cr_expect_eq(k->keys, wide, "8 rows a group at d = %s: keys as lanes %d", dd[0].value, wide);
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
 	static const int shapes[][4] = {
 		/* rows, keys, heads, key/value heads */
-		{1, 0, 4, 1}, {1, 1, 32, 8}, {1, 15, 8, 1}, {1, 17, 3, 1}, {1, 100, 4, 4}, {1, 1000, 32, 8}, {2, 333, 6, 2},
+		{1, 0, 4, 1}, {1, 1, 32, 8}, {1, 15, 7, 1}, {1, 17, 3, 1}, {1, 100, 4, 4}, {1, 1000, 32, 8}, {2, 333, 6, 2},
+		{1, 15, 8, 1}, /* 8 rows a group keep rows as lanes at these widths */
 	};
 	for (int s = 0; s < NC; s++)
 		for (size_t h = 0; h < sizeof shapes / sizeof *shapes; h++) {
@@ -3312,8 +3323,9 @@ Test(cpu, decoding_takes_keys_as_lanes, .timeout = 300)
 			int view = cpu_view_rows(d[0]);
 			LlvmKernel *k = compiled(c, &(LlvmOpts){.fit_rows = view});
 			snprintf(what, sizeof what, "%s, %d rows x %d keys, %d/%d heads", c->name, x[0], x[1], x[2], x[3]);
-			cr_expect(k->keys, "%s: keys as lanes", what);
-			if (view >= 2 && view < 16)
+			int keys = view < 8; /* keys of at most 128 components */
+			cr_expect_eq(k->keys, keys, "%s: keys as lanes %d", what, keys);
+			if (keys && view >= 2 && view < 16)
 				cr_expect_eq(k->rows, view, "%s: a group of %d rows, not %d", what, view, k->rows);
 			llvm_kernel_free(k);
 			for (int t = 0; t < 2; t++)
