@@ -121,8 +121,16 @@ int tc_get(const TuneCache *tc, const char *key, char *value, size_t n, char *wh
 	tc_path(tc, key, path, sizeof path);
 	int fd = cache_open(path);
 	struct stat st;
+	if (fd >= 0 && !cache_own_file(fd)) {
+		close(fd);
+		fd = -1;
+		errno = EACCES;
+	}
 	if (fd < 0)
-		return snprintf(why, wn, errno == EINVAL ? "not a regular file" : "no entry"), 0;
+		return snprintf(why, wn, errno == EINVAL   ? "not a regular file"
+					 : errno == EACCES ? "another user's, or writable by others"
+							   : "no entry"),
+		       0;
 	if (fstat(fd, &st) || st.st_size > TC_MAX_FILE) {
 		close(fd);
 		return snprintf(why, wn, "entry too large"), 0;

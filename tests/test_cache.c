@@ -663,6 +663,11 @@ Test(cache, tuning_entries_follow_no_link_and_wait_on_no_pipe, .timeout = 20)
 	cr_expect_str_eq(got, "precious");
 	cr_expect_eq(tc_get(&tc, "k", v, sizeof v, why, sizeof why), 1, "%s", why);
 	cr_expect_str_eq(v, "threads=128");
+	cr_assert_eq(chmod(path, 0660), 0); /* an entry others may write is not read */
+	cr_expect_eq(tc_get(&tc, "k", v, sizeof v, why, sizeof why), 0);
+	cr_expect_str_eq(why, "another user's, or writable by others");
+	cr_assert_eq(chmod(path, 0600), 0);
+	cr_expect_eq(tc_get(&tc, "k", v, sizeof v, why, sizeof why), 1, "%s", why);
 	cr_assert_eq(chmod(tdir, 0770), 0);
 	cr_expect_eq(tc_open(&tc, tdir, err, sizeof err), -1);
 	cr_expect(strstr(err, "open to other users (mode 0770)"), "%s", err);
@@ -748,6 +753,29 @@ Test(cache, cpu_entries_rebuilt_in_place_of_a_damaged_one_are_said, .timeout = 2
 		size_t l2;
 		char *again = cache_read(obj, &l2);
 		cr_expect(again && l2 == len && !memcmp(again, whole, len), "damage %d: written over whole", damage);
+		free(again);
+	}
+	/* whole and sealed, but writable by others, or another user's (where
+	 * this runs as root, which can give it away): not read, rebuilt as
+	 * this user's own */
+	for (int foreign = 0; foreign < 2; foreign++) {
+		if (foreign && geteuid() != 0)
+			break;
+		if (foreign)
+			cr_assert_eq(chown(obj, 65534, 65534), 0);
+		else
+			cr_assert_eq(chmod(obj, 0620), 0);
+		cr_assert_eq(cpu_run("", out, sizeof out), 0, "%s", out);
+		snprintf(want, sizeof want, "assoc: warning: cache entry %s %s; rebuilt\n", obj,
+			 foreign ? "belongs to another user" : "can be written by other users");
+		cr_expect_eq(count_of(out, want), 1, "%s", out);
+		struct stat st;
+		cr_assert_eq(stat(obj, &st), 0);
+		cr_expect(st.st_uid == geteuid() && !(st.st_mode & 022), "replaced: uid %d, mode %o", (int)st.st_uid,
+			  (unsigned)st.st_mode);
+		size_t l2;
+		char *again = cache_read(obj, &l2);
+		cr_expect(again && l2 == len && !memcmp(again, whole, len), "written over whole");
 		free(again);
 	}
 	free(whole);

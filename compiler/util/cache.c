@@ -638,6 +638,12 @@ int cache_write(const char *path, const void *data, size_t len)
 	return 0;
 }
 
+int cache_own_file(int fd)
+{
+	struct stat st;
+	return !fstat(fd, &st) && st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
 int cache_open(const char *path)
 {
 	/* no link followed; a pipe or device neither blocks the open nor is read */
@@ -755,6 +761,10 @@ static void refused(const char *path, int err, char *why, size_t wn)
 		snprintf(why, wn, "cache entry %s is a directory", path);
 	else if (!S_ISREG(st.st_mode))
 		snprintf(why, wn, "cache entry %s is not a regular file", path);
+	else if (st.st_uid != geteuid())
+		snprintf(why, wn, "cache entry %s belongs to another user", path);
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		snprintf(why, wn, "cache entry %s can be written by other users", path);
 	else
 		snprintf(why, wn, "cache entry %s cannot be read: %s", path, strerror(err));
 }
@@ -767,6 +777,11 @@ static int open_entry(const char *path, uint64_t key, char **data, size_t *len, 
 		why[0] = 0;
 	*data = NULL;
 	int fd = cache_open(path);
+	if (fd >= 0 && !cache_own_file(fd)) { /* what another user could have written is not read, sealed or not */
+		close(fd);
+		fd = -1;
+		errno = EACCES;
+	}
 	if (fd < 0) {
 		if (errno != ENOENT)
 			refused(path, errno, why, wn);
