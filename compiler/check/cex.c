@@ -37,8 +37,10 @@ void cex_value(Buf *b, int integer, double v, double rest, int digits)
 		buf_num(b, v, digits);
 }
 
-/* A component of field f: an integer in full (2147483647 and 2147483646,
- * which 9 digits would both round to 2.14748365e+09), a float to digits. */
+/* A component of a state field or an input f: a bool as a spec writes
+ * it, an integer in full (2147483647 and 2147483646, which 9 digits would
+ * both round to 2.14748365e+09; an i64 past 2^53 with its rest), a float
+ * to digits. */
 static void put_component(Buf *b, const Decl *f, double v, double rest, int digits)
 {
 	if (f->ty.kind == TY_BOOL) /* as a spec writes it, and as the prover's witnesses do */
@@ -166,18 +168,6 @@ void cex_params_json(Buf *b, Machine *m)
 	buf_puts(b, "}, ");
 }
 
-/* An input's value: a bool as a spec writes it, an integer whole (its
- * rest beside it: an i64 past 2^53). */
-static void put_input(Buf *b, const Decl *d, double v, double rest)
-{
-	if (d->ty.kind == TY_BOOL)
-		buf_puts(b, v != 0 ? "true" : "false");
-	else if (ty_is_int(d->ty))
-		cex_value(b, 1, v, rest, 0);
-	else
-		buf_num(b, v, 0);
-}
-
 static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int stride, const double *base,
 			    const double *rests, int lo, int hi, Machine *m, const Row *r, int per_pos)
 {
@@ -186,7 +176,7 @@ static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int st
 			continue;
 		buf_printf(b, " %s = ", d[k].name);
 		if (!per_pos) {
-			put_input(b, &d[k], base[off[k]], rests ? rests[off[k]] : 0);
+			put_component(b, &d[k], base[off[k]], rests ? rests[off[k]] : 0, 0);
 			continue;
 		}
 		buf_puts(b, "[");
@@ -195,7 +185,7 @@ static void put_decl_values(Buf *b, const Decl *d, int n, const int *off, int st
 			if (eval_masked(m, r, j))
 				buf_puts(b, "masked ");
 			size_t at = (size_t)j * stride + off[k];
-			put_input(b, &d[k], base[at], rests ? rests[at] : 0);
+			put_component(b, &d[k], base[at], rests ? rests[at] : 0, 0);
 		}
 		buf_puts(b, "]");
 	}
