@@ -119,13 +119,8 @@ int tc_get(const TuneCache *tc, const char *key, char *value, size_t n, char *wh
 {
 	char path[1200];
 	tc_path(tc, key, path, sizeof path);
-	int fd = cache_open(path);
+	int fd = cache_open_own(path);
 	struct stat st;
-	if (fd >= 0 && !cache_own_file(fd)) {
-		close(fd);
-		fd = -1;
-		errno = EACCES;
-	}
 	if (fd < 0)
 		return snprintf(why, wn, errno == EINVAL   ? "not a regular file"
 					 : errno == EACCES ? "another user's, or writable by others"

@@ -638,12 +638,6 @@ int cache_write(const char *path, const void *data, size_t len)
 	return 0;
 }
 
-int cache_own_file(int fd)
-{
-	struct stat st;
-	return !fstat(fd, &st) && st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
-}
-
 int cache_open(const char *path)
 {
 	/* no link followed; a pipe or device neither blocks the open nor is read */
@@ -657,6 +651,18 @@ int cache_open(const char *path)
 		return -1;
 	}
 	futimens(fd, NULL); /* used now: cache_prune removes the least recently used first */
+	return fd;
+}
+
+int cache_open_own(const char *path)
+{
+	int fd = cache_open(path);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		close(fd);
+		errno = EACCES;
+		return -1;
+	}
 	return fd;
 }
 
@@ -776,12 +782,7 @@ static int open_entry(const char *path, uint64_t key, char **data, size_t *len, 
 	if (why && wn)
 		why[0] = 0;
 	*data = NULL;
-	int fd = cache_open(path);
-	if (fd >= 0 && !cache_own_file(fd)) { /* what another user could have written is not read, sealed or not */
-		close(fd);
-		fd = -1;
-		errno = EACCES;
-	}
+	int fd = cache_open_own(path);
 	if (fd < 0) {
 		if (errno != ENOENT)
 			refused(path, errno, why, wn);

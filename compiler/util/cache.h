@@ -71,10 +71,11 @@ int cache_write(const char *path, const void *data, size_t len);
  * link; a pipe does not block), its time of last change set to now,
  * which is the time of its last use to cache_prune; an fd, or -1. */
 int cache_open(const char *path);
-/* Whether the file of fd is this user's and written by no one else (no
- * group or other write bit): a cache entry another user could have put
- * or changed in the folder is not read, whatever its seal says. */
-int cache_own_file(int fd);
+/* cache_open of a cache entry, which is read only where it is this
+ * user's and writable by no one else (no group or other write bit): one
+ * another user could have put or changed in the folder is not read,
+ * whatever its seal says (-1 with errno EACCES). */
+int cache_open_own(const char *path);
 /* The whole file of fd, malloc'd and NUL-terminated, or NULL. */
 char *cache_read_fd(int fd, size_t *len);
 /* cache_open and cache_read_fd: the file, or NULL. */
