@@ -257,9 +257,21 @@ int ex_has_elem(Ex *x, Expr *e) { return !ex_uses_only(x, e, ~(1u << VAR_ELEM));
 /* Lift values of every field on random one-element rows. */
 enum { LIFT_SAMPLES = 64 };
 
-/* The lifts at the last position of rows of 1 to 5 elements, so that a
- * lift that keeps the position (an argmax's j) is seen to vary; roots
- * extra expressions evaluated there too (into v after the fields). */
+/* Sample t of the lifts' rows: 1 to 5 elements, so that a lift that
+ * keeps the position (an argmax's j) is seen to vary at the last; *bad
+ * (where not NULL) set where draw_row could not draw it. */
+static Row *lift_row(Ex *x, int t, uint64_t *rng, int *bad)
+{
+	static const DrawFamily fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_WIDE, DRAW_SPREAD};
+	Row *r = eval_row_new(&x->m, 1 + t % 5);
+	int rc = draw_row(&x->m, fams[t % 4], r, rng);
+	if (bad)
+		*bad = rc;
+	return r;
+}
+
+/* The lifts at the last position of lift_row's rows; roots extra
+ * expressions evaluated there too (into v after the fields). */
 static void lift_samples_with(Ex *x, Expr *const *more, int nmore, double v[LIFT_SAMPLES][EX_MAXF + 1],
 			      double in[LIFT_SAMPLES][8])
 {
@@ -270,11 +282,9 @@ static void lift_samples_with(Ex *x, Expr *const *more, int nmore, double v[LIFT
 		roots[x->n + k] = more[k];
 	ExEv *e = ex_ev_new(x, roots, x->n + nmore);
 	uint64_t rng = 0x5eed;
-	static const DrawFamily fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_WIDE, DRAW_SPREAD};
 	for (int t = 0; t < LIFT_SAMPLES; t++) {
 		int len = 1 + t % 5;
-		Row *r = eval_row_new(&x->m, len);
-		draw_row(&x->m, fams[t % 4], r, &rng);
+		Row *r = lift_row(x, t, &rng, NULL);
 		ex_ev_run(x, e, NULL, NULL, NULL, r, len - 1, v[t]);
 		for (int q = 0; q < x->c->nelem && q < 8; q++)
 			in[t][q] = r->elemv[(size_t)(len - 1) * x->m.elemw + x->m.elemoff[q]];
@@ -298,18 +308,18 @@ int ex_lift_disagrees(Ex *x, Buf *why)
 		roots[f] = x->f[f].lift;
 	ExEv *e = ex_ev_new(x, roots, x->norig), *st = step_ev(x, x->right);
 	uint64_t rng = 0x5eed;
-	static const DrawFamily fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_WIDE, DRAW_SPREAD};
+	double id[EX_MAXF];
+	for (int f = 0; f < x->n; f++)
+		id[f] = x->f[f].ident;
 	int bad = -1;
 	for (int t = 0; t < LIFT_SAMPLES && bad < 0; t++) {
-		int len = 1 + t % 5;
-		double id[EX_MAXF], lv[EX_MAXF], sv[EX_MAXF];
-		Row *r = eval_row_new(&x->m, len);
-		if (draw_row(&x->m, fams[t % 4], r, &rng) || eval_masked(&x->m, r, len - 1)) {
+		int undrawn, len = 1 + t % 5;
+		double lv[EX_MAXF], sv[EX_MAXF];
+		Row *r = lift_row(x, t, &rng, &undrawn);
+		if (undrawn || eval_masked(&x->m, r, len - 1)) {
 			eval_row_free(r);
 			continue;
 		}
-		for (int f = 0; f < x->n; f++)
-			id[f] = x->f[f].ident;
 		ex_ev_run(x, e, NULL, NULL, NULL, r, len - 1, lv);
 		ex_ev_run(x, st, NULL, NULL, id, r, len - 1, sv);
 		for (int f = 0; f < x->norig && bad < 0; f++)
