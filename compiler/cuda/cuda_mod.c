@@ -1470,14 +1470,22 @@ void cuda_variant_explain(const CudaModule *m, int v, char *buf, size_t n)
 		snprintf(buf + l, n - l, "; each element merged into its accumulator");
 }
 
+/* A row of len positions in split chunks, each a multiple of mult but
+ * no longer than the row: one chunk of 2^31 - 1 positions rounded up
+ * to 2^31 wrapped to a negative chunk. */
+static int split_chunk(int len, int split, int mult)
+{
+	long long ch = (long long)cdiv(cdiv(len, split), mult) * mult;
+	return (int)(ch > len ? len : ch);
+}
+
 static void plan_attn(const CudaModule *m, int var, int rows, int len, int heads, int split, CudaPlan *p)
 {
 	const Variant *v = &m->var[var];
 	int bm = cuda_attn_rows(v);
 	p->k[0].smem = attn_smem(&m->attn, v);
 	p->split = split < 1 ? 1 : split;
-	long long ch = (long long)cdiv(cdiv(len, p->split), v->bn) * v->bn;
-	p->chunk = (int)(ch > len ? len : ch); /* one chunk, no longer than the row: 2^31 would wrap */
+	p->chunk = split_chunk(len, p->split, v->bn);
 	p->k[0].grid = (unsigned)heads * cdiv(rows, bm) * p->split;
 	p->k[0].block = v->nt;
 	p->k[1].grid = cdiv((long)heads * rows, ATTN_COMBINE_NT / 32);
@@ -1540,10 +1548,7 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 		p->split = (int)(0x7fffffffLL / blocks > 1 ? 0x7fffffffLL / blocks : 1);
 	p->chunk = len;
 	if (v->fam == FAM_SPLITK || v->fam == FAM_SCAN) { /* chunks of a multiple of 4: each at its row's phase of 16 bytes */
-		/* and no more than the row: one chunk of 2^31 - 1 positions
-		 * rounded up to 2^31 wrapped to a negative chunk */
-		long long ch = (long long)cdiv(cdiv(len, p->split), 4) * 4;
-		p->chunk = (int)(ch > len ? len : ch);
+		p->chunk = split_chunk(len, p->split, 4);
 		/* no block past the row's end: a split of 65536 over 100
 		 * positions ran 65511 blocks of nothing */
 		if (len > 0 && cdiv(len, p->chunk) < (unsigned)p->split)
