@@ -648,3 +648,22 @@ Test(explore, count_max_generalizes_over_ties, .timeout = 60)
 	spec_carrier_free(c);
 	explore_result_free(&r);
 }
+
+/* The loop's own fields stay in the derived carrier, and so does any
+ * auxiliary field one of their merges reads: a field no output read but
+ * whose merge read an auxiliary field lost that field, and the candidate
+ * did not load ("internal: the derived spec does not load"); here the
+ * candidate loads and fails where it is wrong, at an empty side. */
+Test(explore, an_own_field_keeps_the_auxiliary_fields_it_reads, .timeout = 60)
+{
+	/* Kadane's loop with only the count read: best's merge reads the
+	 * largest prefix top_run, which no output needs */
+	static const char loop[] = "carrier: kadane_unread\nelement: {x: f32}\nstate: {best: f32, cur: f32, n: f32}\n"
+				   "identity: {best: -inf, cur: 0, n: 0}\nstep:\n  cur: max(x, cur + x)\n"
+				   "  best: max(best, cur)\n  n: n + 1\nfinalize: {count: n}\n";
+	ExploreResult r = explore_text(loop);
+	cr_expect_null(strstr(r.log, "internal"), "%s", r.log);
+	cr_expect(strstr(r.log, "generalize +aux: failed (the generalized step fails: identity fails in the trials: "
+			       "field cur differs"), "%s", r.log);
+	explore_result_free(&r);
+}

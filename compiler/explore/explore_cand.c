@@ -439,12 +439,12 @@ static int aux_field(Ex *x, const Cand *k, int f)
 	return 0;
 }
 
-/* Mark the fields an output reads, then those a marked field's merge
- * reads; a loop without finalize has its own fields for outputs. */
+/* Mark the loop's own fields (the carrier keeps each) and the fields an
+ * output reads, then those a marked field's merge reads. */
 static void live_fields(Ex *x, const Cand *k, int *live)
 {
 	for (int f = 0; f < k->n; f++) {
-		live[f] = !k->nfin && !aux_field(x, k, f);
+		live[f] = !aux_field(x, k, f);
 		for (int o = 0; o < k->nfin && !live[f]; o++)
 			live[f] = reads(k->fin[o], k->vs[f]);
 		for (int o = 0; o < k->nmap && !live[f]; o++)
