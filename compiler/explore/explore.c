@@ -269,7 +269,7 @@ static void search(Ex *x, Cand *k)
 		ex_aux_drop(x);
 	}
 	logline(x, "auxiliary fields", "none of the catalogue (running sum, a sum with its largest or "
-	       "smallest run from the fixed end, count, max, min) helps");
+	       "smallest run from the fixed end, count, max, min, a count with the element at the fixed end) helps");
 }
 
 static const char *proof_word(ProofStatus s) { return prove_status_name(s); }

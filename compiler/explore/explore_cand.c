@@ -304,6 +304,7 @@ static ProofStatus status_of(const CarrierVerdict *cv, const char *law)
 
 typedef struct {
 	int trials_ok, comm_ok;
+	int ident_fails; /* the identity law fails, in the trials or by the prover */
 	ProofStatus assoc, ident, comm;
 } Verdicts;
 
@@ -340,6 +341,7 @@ static int laws_hold(Ex *x, Carrier *dc, Verdicts *v, char *why, size_t n)
 		if (t && t->v == VERDICT_FAILS && strcmp(t->law, "commutative")) {
 			snprintf(why, n, "%s fails in the trials: %s", t->law, t->detail ? t->detail : "");
 			v->trials_ok = 0;
+			v->ident_fails = !strcmp(t->law, "identity");
 		}
 	}
 	const CheckResult *r = &cv.trials;
@@ -349,6 +351,7 @@ static int laws_hold(Ex *x, Carrier *dc, Verdicts *v, char *why, size_t n)
 	}
 	v->assoc = status_of(&cv, "associative");
 	v->ident = status_of(&cv, "identity");
+	v->ident_fails |= v->ident == PROOF_DISPROVED;
 	v->comm = status_of(&cv, "commutative");
 	int bad = !v->trials_ok;
 	if (!bad && (v->assoc == PROOF_DISPROVED || v->ident == PROOF_DISPROVED)) {
@@ -439,6 +442,77 @@ static int aux_field(Ex *x, const Cand *k, int f)
 	return 0;
 }
 
+/* The field of k that tells an empty side from one that holds elements:
+ * its value is its identity's on no sample state (every side of the
+ * sample pairs holds at least one element), so that a merge that fits
+ * them may be wrong only where a side is empty.  -1 where none is; the
+ * loop's own fields first, then the fewest merge nodes. */
+static int empty_marker(Ex *x, const Cand *k)
+{
+	int best = -1;
+	for (int f = 0; f < k->n; f++) {
+		const Var *v = ir_var(x->c->ir, k->vs[f]);
+		if (v->kind != VAR_STATE || v->slot < 0 || v->slot >= x->n || !isfinite(k->ident[f]))
+			continue;
+		int ok = x->pairs.n > 0;
+		for (int p = 0; p < x->pairs.n && ok; p++)
+			ok = x->pairs.a[p][v->slot] != k->ident[f] && x->pairs.b[p][v->slot] != k->ident[f] &&
+			     x->pairs.want[p][v->slot] != k->ident[f];
+		if (ok && (best < 0 || aux_field(x, k, best) > aux_field(x, k, f)))
+			best = f;
+	}
+	return best;
+}
+
+/* Each merge made exact on an empty side where the sample states show
+ * it is not: where b is empty the merge is a, where a is, b (count
+ * changes, first element: a merge fitted on sides that hold elements
+ * reads the other side's first or last element, which an empty side
+ * does not have).  A merge that already gives a (b) against an empty
+ * side, as a sum does, keeps that side unguarded.  0 where k has no
+ * marker or no merge needs a guard. */
+static int guard_empty(Ex *x, Cand *k)
+{
+	int e = empty_marker(x, k);
+	if (e < 0)
+		return 0;
+	Ir *ir = x->c->ir;
+	double id[EX_MAXF] = {0}, out[3][EX_MAXF * EX_MAXF + EX_MAXF];
+	int slot[EX_MAXF * EX_MAXF + EX_MAXF], need[EX_MAXF * EX_MAXF + EX_MAXF] = {0}, any = 0;
+	for (int f = 0; f < k->n; f++) {
+		const Var *v = ir_var(ir, k->vs[f]);
+		slot[f] = v->slot;
+		if (v->kind != VAR_STATE || v->slot < 0 || v->slot >= x->n)
+			return 0;
+		id[v->slot] = k->ident[f];
+	}
+	ExEv *ev = ex_ev_new(x, k->merge, k->n);
+	for (int p = 0; p < x->pairs.n; p++) {
+		const double *a = x->pairs.a[p], *b = x->pairs.b[p];
+		ex_ev_run(x, ev, a, id, NULL, NULL, 0, out[0]);
+		ex_ev_run(x, ev, id, b, NULL, NULL, 0, out[1]);
+		ex_ev_run(x, ev, id, id, NULL, NULL, 0, out[2]);
+		for (int f = 0; f < k->n; f++) {
+			need[f] |= !ex_close(out[0][f], a[slot[f]]);                           /* 1: b empty */
+			need[f] |= !ex_close(out[1][f], b[slot[f]]) << 1;                      /* 2: a empty */
+			need[f] |= (!ex_close(out[2][f], k->ident[f]) && !(need[f] & 1)) << 1; /* both */
+		}
+	}
+	ex_ev_free(ev);
+	Expr *idv = ir_const(ir, k->ty[e], k->ident[e]);
+	Expr *ae = ir_bin(ir, EXPR_EQ, ir_ref(ir, k->va[e]), idv), *be = ir_bin(ir, EXPR_EQ, ir_ref(ir, k->vb[e]), idv);
+	for (int f = 0; f < k->n; f++) {
+		Expr *m = k->merge[f];
+		if (need[f]) {
+			m = ir_node(ir, EXPR_WHERE, m->ty, 0, be, ir_ref(ir, k->va[f]), m);
+			m = ir_node(ir, EXPR_WHERE, m->ty, 0, ae, ir_ref(ir, k->vb[f]), m);
+		}
+		any |= m != k->merge[f];
+		k->merge[f] = m;
+	}
+	return any;
+}
+
 /* Mark the loop's own fields (the carrier keeps each) and the fields an
  * output reads, then those a marked field's merge reads. */
 static void live_fields(Ex *x, const Cand *k, int *live)
@@ -505,18 +579,29 @@ int ex_cand_verify(Ex *x, Cand *k, char *why, size_t n)
 	char *yaml = NULL;
 	Verdicts v = {0};
 	int rc = -1;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	int repaired = 0, guarded = 0;
+	for (;;) {
 		free(yaml);
 		Carrier *dc = load_cand(x, k, &yaml, why, n);
 		if (!dc)
 			break;
-		int ok = agrees(x, dc, why, n) && laws_hold(x, dc, &v, why, n) == 0;
+		v = (Verdicts){0};
+		int agreed = agrees(x, dc, why, n);
+		int ok = agreed && laws_hold(x, dc, &v, why, n) == 0;
 		spec_carrier_free(dc);
 		if (ok) {
 			rc = 0;
 			break;
 		}
-		if (attempt || !v.trials_ok || v.ident != PROOF_DISPROVED || !repair_identity(x, k))
+		if (!agreed)
+			break;
+		/* a max-rooted field's finite identity first (the older repair),
+		 * then the guard on empty sides */
+		if (!repaired && !guarded && v.trials_ok && v.ident == PROOF_DISPROVED && repair_identity(x, k))
+			repaired = 1;
+		else if (!guarded && v.ident_fails && guard_empty(x, k))
+			guarded = 1;
+		else
 			break;
 	}
 	if (rc == 0) {

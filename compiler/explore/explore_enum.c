@@ -12,7 +12,8 @@
  * Auxiliary fields: when no merge exists for the state as given, a field
  * from a small catalogue (a running sum of an input, a running sum with
  * the largest or smallest sum of a run from the loop's fixed end, a
- * count, a running max or min) is added and strategies 3 and 4 run again. */
+ * count, a running max or min, a count with the element at the fixed
+ * end) is added and strategies 3 and 4 run again. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,7 +269,10 @@ int ex_enumerate(Ex *x, Cand *k, double deadline, char *why, size_t n)
  * (smallest) sum of a run at the loop's fixed end (its prefixes; for a
  * right loop, its suffixes), two fields added together: the maximum
  * segment sum (Kadane's loop) needs both to merge. */
-typedef enum { AUX_SUM, AUX_COUNT, AUX_MAX, AUX_MIN, AUX_RUN_MAX, AUX_RUN_MIN } AuxKind;
+/* AUX_END: a count and the element at the loop's fixed end (its first
+ * element; for a right loop, its last), two fields added together: a
+ * count of changes along the row reads where the other side starts. */
+typedef enum { AUX_SUM, AUX_COUNT, AUX_MAX, AUX_MIN, AUX_RUN_MAX, AUX_RUN_MIN, AUX_END } AuxKind;
 
 /* Catalogue entry i: (kind, input); -1 past the end. */
 static int aux_entry(Ex *x, int i, AuxKind *kind, int *input)
@@ -277,8 +281,8 @@ static int aux_entry(Ex *x, int i, AuxKind *kind, int *input)
 	for (int q = 0; q < x->c->nelem && ns < 8; q++)
 		if (!x->c->elem[q].ty.len && ty_is_float(x->c->elem[q].ty))
 			in[ns++] = q;
-	static const AuxKind order[] = {AUX_SUM, AUX_RUN_MAX, AUX_RUN_MIN, AUX_COUNT, AUX_MAX, AUX_MIN};
-	for (int o = 0; o < 6; o++) {
+	static const AuxKind order[] = {AUX_SUM, AUX_RUN_MAX, AUX_RUN_MIN, AUX_COUNT, AUX_MAX, AUX_MIN, AUX_END};
+	for (int o = 0; o < 7; o++) {
 		int per = order[o] == AUX_COUNT ? 1 : ns;
 		if (i < per) {
 			*kind = order[o];
@@ -324,14 +328,14 @@ int ex_aux_add(Ex *x, int i, char *name, size_t n)
 	int q;
 	if (aux_entry(x, i, &kind, &q))
 		return -1;
-	int run = kind == AUX_RUN_MAX || kind == AUX_RUN_MIN;
-	if (x->n + run >= EX_MAXF)
+	int run = kind == AUX_RUN_MAX || kind == AUX_RUN_MIN, end = kind == AUX_END;
+	if (x->n + run + end >= EX_MAXF)
 		return -1;
-	static const char *const base[] = {"sum", "count", "max", "min", "sum", "sum"};
-	Field *f = aux_field_new(x, base[kind], q);
+	static const char *const base[] = {"sum", "count", "max", "min", "sum", "sum", "count"};
+	Field *f = aux_field_new(x, base[kind], end ? -1 : q);
 	Ir *ir = x->c->ir;
 	Expr *self = ir_ref(ir, f->var[STATE_SELF]);
-	Expr *in = q >= 0 ? ir_ref(ir, x->c->elem[q].var) : ex_num(x, 1);
+	Expr *in = q >= 0 && !end ? ir_ref(ir, x->c->elem[q].var) : ex_num(x, 1);
 	Op op = kind == AUX_MAX ? EXPR_MAX : kind == AUX_MIN ? EXPR_MIN : EXPR_ADD;
 	f->ident = kind == AUX_MAX ? -INFINITY : kind == AUX_MIN ? INFINITY : 0;
 	if (x->c->step)
@@ -341,6 +345,22 @@ int ex_aux_add(Ex *x, int i, char *name, size_t n)
 	aux_lift(x, f, NULL);
 	x->n++;
 	snprintf(name, n, "%s", f->name);
+	if (end) {
+		/* the element taken where the count before the step is 0 */
+		Field *g = aux_field_new(x, x->right ? "last" : "first", q);
+		Expr *me = ir_ref(ir, g->var[STATE_SELF]), *v = ir_ref(ir, x->c->elem[q].var);
+		Expr *none = ir_bin(ir, EXPR_EQ, ir_ref(ir, f->var[STATE_SELF]), ex_num(x, 0));
+		g->ident = 0;
+		Expr *st = ir_node(ir, EXPR_WHERE, g->ty, 0, none, v, me);
+		if (x->c->step)
+			g->step = st;
+		if (x->c->step_right)
+			g->step_right = st;
+		aux_lift(x, g, f);
+		x->n++;
+		size_t l = strlen(name);
+		snprintf(name + l, n - l, " and %s", g->name);
+	}
 	if (run) {
 		/* one more element makes one more run from the fixed end, the
 		 * whole list: the old sum and the element (sum before the step) */

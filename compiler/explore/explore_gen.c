@@ -306,16 +306,17 @@ static int generalize_field(Gen *g, int f, char *why, size_t n)
 	/* each occurrence its own field: the first choice counts them all */
 	g->choosing = 1;
 	long combos = 1;
-	for (long code = 0; code < combos && code < 4096; code++) {
-		g->code = code, g->radix = 1;
-		Expr *e = variant(g, 0, -1, 0);
-		combos = g->radix;
-		if (e && fits(x, f, e)) {
-			g->choosing = 0;
-			g->gen[f] = e;
-			return 0;
+	for (long code = 0; code < combos && code < 4096; code++)
+		for (int zero = 0; zero < (g->isconst[f] && g->lc[f] == 0 ? 2 : 1); zero++) {
+			g->code = code, g->radix = 1;
+			Expr *e = variant(g, 0, -1, zero);
+			combos = g->radix;
+			if (e && fits(x, f, e)) {
+				g->choosing = 0;
+				g->gen[f] = e;
+				return 0;
+			}
 		}
-	}
 	g->choosing = 0;
 	char *s = ir_str(x->c->ir, probe);
 	snprintf(why, n, "no variant of %s's step fits the loop (the plain one is %s)", x->f[f].name, s);
