@@ -8,6 +8,11 @@
 #include "compiler/check/check_int.h"
 
 static const int lens[] = {0, 1, 2, 3, 5, 7, 13, 31, 32, 33, 64, 97, 128, 257};
+/* and a few long rows, one family each: run's default length (1000) and
+ * one past a few thousand, where a finalize that reads the count (a mean
+ * divided by where(n > 1100, ...)) is wrong only there */
+static const int long_lens[] = {1000, 4099};
+static const DrawFamily long_fams[] = {DRAW_NORMAL, DRAW_GRID};
 /* the spec's constants last: a lift that switches at |x| > 1e9 differs
  * from the reference only on rows that reach it */
 static const DrawFamily row_fams[] = {DRAW_NORMAL, DRAW_GRID, DRAW_SPREAD, DRAW_WIDE, DRAW_MEAN, DRAW_CONSTS};
@@ -423,7 +428,7 @@ void check_soundness(Ck *k, CheckResult *r)
 	 * (a let's log2(e) rounded to float32): their rounding is allowed for */
 	eval_const_rounding(m, 1);
 	Work w;
-	work_init(&w, m, lens[sizeof lens / sizeof *lens - 1]);
+	work_init(&w, m, long_lens[sizeof long_lens / sizeof *long_lens - 1]);
 	Accuracy *acc = check_accuracy_new(k, lens[sizeof lens / sizeof *lens - 1]);
 	/* the hard rows first: a NaN there (a naive variance on one value
 	 * repeated) is the plainest witness */
@@ -458,6 +463,18 @@ void check_soundness(Ck *k, CheckResult *r)
 		check_accuracy_free(acc);
 		eval_const_rounding(m, 0);
 		return;
+	}
+	for (size_t li = 0; li < sizeof long_lens / sizeof *long_lens; li++) {
+		Sample *s = draw_sample_row(m, long_fams[li], long_lens[li], &k->rng);
+		if (!s)
+			continue;
+		nonempty += unmasked(m, s->row) > 0;
+		if (sound_row(k, &w, s, r, NULL, NULL)) {
+			work_free(&w);
+			check_accuracy_free(acc);
+			eval_const_rounding(m, 0);
+			return;
+		}
 	}
 	/* a mask that keeps some position of every row drawn above leaves
 	 * fully masked rows untried, which a run meets (a padding mask over a
