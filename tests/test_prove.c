@@ -571,6 +571,35 @@ Test(prove, counts_of_positions_do_not_wrap)
 	expect_how("tests/prove/first_by_count_plus_one.yaml", 1, "associative", "may wrap");
 }
 
+/* An i32 product of counts leaves the integers for a float64 (or an
+ * i64) sum: the devices add its wrapped value, so the laws, proved over
+ * unbounded integers, are not claimed (folds of 100000, 21474 and 1
+ * large values give 7378027075 one way and 3083059779 the other). */
+Test(prove, integer_arithmetic_converted_may_wrap)
+{
+	check("tests/prove/product_of_counts.yaml", "uuu-");
+	check("tests/prove/product_of_counts_i64.yaml", "uuu-");
+	expect_how("tests/prove/product_of_counts.yaml", 1, "associative", "a conversion of integer arithmetic, which may wrap");
+}
+
+/* An invariant between i32 fields holds of their true values: lift
+ * k = x + 1, h = x gives k >= h over the integers, but at x = 2^31 - 1
+ * k wraps to -2^31, and the laws that rested on it fail there (s = 7
+ * by (a+b)+c and 4 by a+(b+c) at a = lift(2^31 - 1), b = c = lift(0)). */
+Test(prove, invariants_hold_of_wrapped_lifts)
+{
+	Carrier *c = load_ok("tests/prove/lift_wraps.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 1, &r), 0);
+	for (int i = 0; i < r.n; i++) {
+		cr_expect(!strstr(r.line[i].how, "k >= h"), "%s: %s", r.line[i].law, r.line[i].how);
+		if (!strcmp(r.line[i].law, "associative") || !strcmp(r.line[i].law, "commutative"))
+			cr_expect_neq(r.line[i].status, PROOF_PROVED, "%s: %s", r.line[i].law, r.line[i].how);
+	}
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* any_all's lifts keep any >= all, all >= any, any <= 1 and all <= 1,
  * and a region has room for two: the first two alone do not show that
  * merges keep the bounds, which hold under themselves.  With any <= 1

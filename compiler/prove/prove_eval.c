@@ -713,6 +713,8 @@ static int wraps(Ev *x, Expr *e)
 	return 0;
 }
 
+int ev_wraps(Ev *x, Expr *e) { return wraps(x, e); }
+
 /* Whether the constant k bounds every value of the integer type t from
  * above (top) or below: max(x, -2^63) is x for each i64 x.  Regions bound
  * an i32 (lin_region_init), but i64's ends are no 64-bit rationals, so
@@ -862,6 +864,11 @@ static void ev_unary(Ev *x, Val *r, Expr *e, Val *a)
 			set_num(p, r, a->b);
 		else if (ty_is_int(e->ty) && ty_is_float(e->a[0]->ty))
 			set_err(r, "conversion of a float to an integer");
+		else if (ty_is_int(e->a[0]->ty) && e->ty.kind != e->a[0]->ty.kind && wraps(x, e->a[0]))
+			/* the integer's wrapped value leaves its ring: a float, or
+			 * an i64 sum, sees it as the devices give it, not as the
+			 * proof's unbounded integer (a.k * b.k of two large counts) */
+			set_err(r, "a conversion of integer arithmetic, which may wrap");
 		else
 			*r = *a;
 		return;

@@ -184,6 +184,9 @@ typedef struct Ev Ev;
 Ev *ev_new(Pv *p, const Region *r);
 void ev_free(Ev *x);
 Val *ev_eval(Ev *x, Expr *e);
+/* Whether integer e may wrap in two's complement where the prover's
+ * integers do not (prove_eval.c's wraps) */
+int ev_wraps(Ev *x, Expr *e);
 /* After V_SPLIT: the linear form whose sign the region does not decide. */
 const Lin *ev_split(Ev *x, const char **desc);
 /* 1 equal, 0 different, -1 undecided (why filled); *deg: degree for the error bound */

@@ -46,6 +46,8 @@ static void *xmalloc(size_t n)
 	return q;
 }
 
+static int visit_holds(Pv *p, const Region *r, Val **v, void *ctx);
+
 /* Visit every region into which evaluating es[0..n) (n <= 2) splits the
  * space of p's variables under its sign facts and invariants; 1 when all
  * were visited and every visit returned 1. */
@@ -62,10 +64,17 @@ static int walk_regions(Pv *p, Expr *const *es, int n, Visit visit, void *ctx)
 		Ev *x = ok ? ev_new(p, r) : NULL;
 		Val *v[2] = {0};
 		int split = 0;
+		int wrapped = 0;
 		for (int i = 0; ok && i < n && !split; i++) {
 			v[i] = ev_eval(x, es[i]);
 			split = v[i]->kind == V_SPLIT;
+			/* an order between integer fields holds of their true
+			 * values: a lift x + 1 of an i32 input wraps at its
+			 * largest value, below a field that lifts to x */
+			wrapped |= !split && visit == visit_holds && ev_wraps(x, es[i]);
 		}
+		if (ok && !split && wrapped)
+			ok = 0;
 		if (ok && split) {
 			const char *desc;
 			const Lin *d = ev_split(x, &desc);
