@@ -600,6 +600,16 @@ Test(prove, invariants_hold_of_wrapped_lifts)
 	spec_carrier_free(c);
 }
 
+/* A disproof whose region asks for states of 45 positions (a.n = 45,
+ * b.n = 45) finds them as folds of rows of 45 elements: rows of one or
+ * two never reach them, and the law was left unknown ("an invariant may
+ * exclude the region") with a witness any row of 90 meets. */
+Test(prove, witnesses_take_rows_of_the_counts_they_ask)
+{
+	check("tests/prove/count_at_45.yaml", "dpp-");
+	expect_how("tests/prove/count_at_45.yaml", 1, "associative", "n: 45");
+}
+
 /* any_all's lifts keep any >= all, all >= any, any <= 1 and all <= 1,
  * and a region has room for two: the first two alone do not show that
  * merges keep the bounds, which hold under themselves.  With any <= 1

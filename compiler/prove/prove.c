@@ -508,6 +508,7 @@ static int disprove(Job *j, const Region *r, const Pair *pr, Verdict *out)
 				if (p->vop[v])
 					fv[nf++] = gval[v];
 			reach_seed(p->reach, fv, nf);
+			reach_seed_lengths(p->reach, p, gval);
 		}
 		found = reach_seed_witness(p->reach, p, (int)strlen(j->ops), r, g, pr->l, val, got);
 		if (found)
@@ -527,6 +528,7 @@ static int disprove(Job *j, const Region *r, const Pair *pr, Verdict *out)
 				if (p->vop[v])
 					fv[nf++] = gval[v];
 			reach_seed(p->reach_at, fv, nf);
+			reach_seed_lengths(p->reach_at, p, gval);
 			found = reach_witness(p->reach_at, p, r, g, pr->l, val, got) ||
 				reach_seed_witness(p->reach_at, p, (int)strlen(j->ops), r, g, pr->l, val, got);
 			if (found)

@@ -119,6 +119,10 @@ int reach_witness(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *
 /* Values for the seeds: rows of one or two elements whose inputs take
  * them (the spec's constants are there from the start). */
 void reach_seed(Reach *rs, const double *v, int n);
+/* Seeds from the witness's counts of positions (val by p's variables): a
+ * field that lift sets to 1 and merge sums, at n in the witness, is the
+ * state of a row of n elements, which rows of one or two never fold to. */
+void reach_seed_lengths(Reach *rs, const Pv *p, const double *val);
 /* reach_witness over the seeds' states (every tuple of nops operands where
  * they are few), then seeds mixed with drawn folds. */
 int reach_seed_witness(const Reach *rs, Pv *p, int nops, const Region *r, Prog *g, const Expr *root, double *val,

@@ -164,6 +164,67 @@ void reach_seed(Reach *rs, const double *v, int n)
 		seed_value(rs, v[i]);
 }
 
+/* A scalar field that counts positions: identity 0, lift 1, merge a.f +
+ * b.f; -1 where none does. */
+static int count_field(const Carrier *c)
+{
+	for (int f = 0; f < c->nstate; f++) {
+		const Expr *l = c->lift[f], *m = c->merge[f], *id = c->identity[f];
+		while (l && l->op == EXPR_CAST)
+			l = l->a[0];
+		if (c->state[f].ty.len || c->state[f].ty.kind == TY_BOOL || !l || l->op != EXPR_CONST || l->num != 1 ||
+		    !id || id->op != EXPR_CONST || id->num != 0 || !m || m->op != EXPR_ADD || m->a[0]->op != EXPR_VAR ||
+		    m->a[1]->op != EXPR_VAR)
+			continue;
+		int a = c->svar[STATE_A][f], b = c->svar[STATE_B][f];
+		if ((m->a[0]->k == a && m->a[1]->k == b) || (m->a[0]->k == b && m->a[1]->k == a))
+			return f;
+	}
+	return -1;
+}
+
+/* The fold of a drawn row of len elements into the seeds, where assume
+ * admits it and the state is finite. */
+static void seed_length(Reach *rs, int len)
+{
+	Machine *m = &rs->m;
+	if (rs->nseed == SEED_STATES)
+		return;
+	Row *r = eval_row_new(m, len);
+	int ok = draw_row(m, DRAW_GRID, r, &rs->rng) == 0;
+	for (int j = 0; ok && j < len; j++)
+		ok = eval_assume(m, r, j);
+	if (ok) {
+		double *st = rs->seed + (size_t)rs->nseed * m->sw, *e = malloc(m->sw * sizeof *e);
+		if (!e)
+			abort();
+		uint64_t rng = rs->rng;
+		eval_fold(m, MODE_F64, r, 0, len, SHAPE_LEFT, &rng, st, e);
+		free(e);
+		rs->nseed += finite_state(st, m->sw);
+	}
+	eval_row_free(r);
+}
+
+enum { SEED_MAX_LEN = 1 << 16 };
+
+void reach_seed_lengths(Reach *rs, const Pv *p, const double *val)
+{
+	int f = count_field(rs->m.c);
+	if (f < 0)
+		return;
+	for (int v = 0; v < p->nv; v++) {
+		double n = val[v];
+		if (!p->vop[v] || p->vfield[v] != f || !(n >= 2 && n <= SEED_MAX_LEN) || n != floor(n))
+			continue;
+		int seen = 0;
+		for (int u = 0; u < v; u++)
+			seen |= p->vop[u] && p->vfield[u] == f && val[u] == n;
+		for (int t = 0; !seen && t < 2; t++)
+			seed_length(rs, (int)n);
+	}
+}
+
 /* The witness's value of scalar param q where it has one, else NAN. */
 static double witness_param(const Pv *p, const double *val, int q)
 {
