@@ -978,7 +978,7 @@ Test(run, moe_routing_rows_with_nan_and_inf_on_emu, .timeout = 120)
  * reference, on dev. */
 static void attention_special_rows(const char *dev, const char *path, const char *arch)
 {
-	enum { R = 70, N = 40, INF_ROW = 9, NAN_ROW = 12, MIXED_ROW = 15 };
+	enum { R = 70, N = 40, INF_ROW = 9, NAN_ROW = 12, MIXED_ROW = 15, SINK_EMPTY = 2, SINK_ROW = 20 };
 	FILE *f = fopen(path, "rb");
 	cr_assert(f, "cannot open %s", path);
 	static char text[8192];
@@ -1002,6 +1002,11 @@ static void attention_special_rows(const char *dev, const char *path, const char
 		run_buffer_set(&d->col[0], (size_t)j * dim, 1);
 		run_buffer_set(&d->col[0], (size_t)j * dim + 1, j == 2 ? -1 : 1);
 	}
+	int sink = c->nrow > 1; /* attention_sink: a sink of +inf in a row with keys and in one without */
+	if (sink) {
+		run_buffer_set(&d->row[1], SINK_EMPTY, INFINITY);
+		run_buffer_set(&d->row[1], SINK_ROW, INFINITY);
+	}
 	if (arch) {
 		EmuStats st;
 		cr_assert_eq(emu_run_data(d, &(RunOpts){.arch = arch}, &st, msg, sizeof msg), 0, "%s %s: %s", path, arch, msg);
@@ -1011,6 +1016,8 @@ static void attention_special_rows(const char *dev, const char *path, const char
 	cr_assert_str_eq(c->finalize[0].name, "out");
 	cr_assert_str_eq(c->finalize[1].name, "lse");
 	for (int r = 0; r < 5; r++) {
+		if (sink && r == SINK_EMPTY)
+			continue;
 		for (int u = 0; u < dv; u++)
 			cr_expect_eq(run_buffer_get(&d->fin[0], (size_t)r * dv + u), 0, "%s %s row %d: out[%d] = %g, not 0",
 				     path, dev, r, u, run_buffer_get(&d->fin[0], (size_t)r * dv + u));
@@ -1021,6 +1028,13 @@ static void attention_special_rows(const char *dev, const char *path, const char
 	}
 	cr_expect_eq(run_buffer_get(&d->fin[1], INF_ROW), INFINITY, "%s %s: lse %g where every score is +inf", path, dev,
 		     run_buffer_get(&d->fin[1], INF_ROW));
+	for (int k = 0; sink && k < 2; k++) { /* logsumexp over the scores and a sink of +inf: +inf; out NaN, as torch's weights */
+		int r = k ? SINK_ROW : SINK_EMPTY;
+		cr_expect_eq(run_buffer_get(&d->fin[1], r), INFINITY, "%s %s row %d: lse %g beside a sink of +inf", path, dev, r,
+			     run_buffer_get(&d->fin[1], r));
+		cr_expect(isnan(run_buffer_get(&d->fin[0], (size_t)r * dv)), "%s %s row %d: out %g beside a sink of +inf", path,
+			  dev, r, run_buffer_get(&d->fin[0], (size_t)r * dv));
+	}
 	cr_expect_eq(run_buffer_get(&d->fin[1], MIXED_ROW), INFINITY, "%s %s: lse %g of +inf scores and a NaN", path, dev,
 		     run_buffer_get(&d->fin[1], MIXED_ROW));
 	for (int u = 0; u < dv; u++)
