@@ -1085,6 +1085,52 @@ Test(run, attention_fully_masked_and_infinite_rows_on_emu_sm90a, .timeout = 300)
 	attention_special("emu", "sm_90a");
 }
 
+/* selective_scan with a decay of 0, as exp(dt * A) gives in float32 once
+ * dt * A is below about -104: the state restarts there (h = b x), and
+ * every position of every row against the loop h = a h + b x, y = c h,
+ * in float64.  Row 0 decays to 0 at position 5, row 1 at its first, row 2
+ * at every position. */
+static void scan_zero_decay(const char *dev)
+{
+	enum { R = 3, N = 37 };
+	Carrier *c = load_ok("specs/selective_scan.yaml");
+	RunData *d = rundata_new(c, R, N);
+	char msg[300];
+	cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_str_eq(c->elem[0].name, "a");
+	run_buffer_set(&d->elem[0], 5, 0);
+	run_buffer_set(&d->elem[0], (size_t)N, 0);
+	for (int j = 0; j < N; j++)
+		run_buffer_set(&d->elem[0], (size_t)2 * N + j, 0);
+	cr_assert_eq(rundata_check_assume(d, msg, sizeof msg), 0, "the spec's assume refuses a decay of 0: %s", msg);
+	device_run(dev, d);
+	cr_assert_str_eq(c->finalize[0].name, "h");
+	cr_assert_str_eq(c->finalize[1].name, "y");
+	for (int r = 0; r < R; r++) {
+		double h = 0;
+		for (int j = 0; j < N; j++) {
+			size_t at = (size_t)r * N + j;
+			double a = run_buffer_get(&d->elem[0], at), b = run_buffer_get(&d->elem[1], at);
+			double cc = run_buffer_get(&d->elem[2], at), x = run_buffer_get(&d->elem[3], at);
+			h = a * h + b * x;
+			double gh = run_buffer_get(&d->fin[0], at), gy = run_buffer_get(&d->fin[1], at);
+			cr_expect(fabs(gh - h) <= 1e-5 * (1 + fabs(h)), "%s row %d position %d: h %g, the loop %g", dev, r, j, gh, h);
+			cr_expect(fabs(gy - cc * h) <= 1e-5 * (1 + fabs(cc * h)), "%s row %d position %d: y %g, the loop %g", dev, r,
+				  j, gy, cc * h);
+		}
+	}
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, selective_scan_with_a_zero_decay_on_interp) { scan_zero_decay("interp"); }
+Test(run, selective_scan_with_a_zero_decay_on_cpu) { scan_zero_decay("cpu"); }
+Test(run, selective_scan_with_a_zero_decay_on_emu, .timeout = 120)
+{
+	skip_without_emu();
+	scan_zero_decay("emu");
+}
+
 /* No rows, or rows of no positions, on the emulator: a kernel whose grid
  * would have no blocks is not launched (the emulator refuses such a
  * grid, as the driver does), and the others give every row the empty
