@@ -21,6 +21,16 @@ def schema(kernel):
     if spec.params is None:
         raise RuntimeError("this libassoc lacks assoc_param_count: rebuild it to register operators")
     args = ["Tensor %s" % a.name for a in spec.inputs] + ["float %s" % p for p in spec.params]
+    parse = getattr(_torch._C, "parse_schema", None)
+    for arg in args if parse else ():
+        # a name the schema language keeps for itself (def, None, True)
+        # would fail in torch's parser with the whole schema quoted
+        try:
+            parse("f(%s) -> Tensor" % arg)
+        except RuntimeError:
+            what = "input" if arg.startswith("Tensor ") else "param"
+            raise ValueError("%s: %s %r cannot be an argument of a torch operator (the schema language reserves "
+                             "the word): rename it in the spec" % (spec.name, what, arg.split(" ", 1)[1])) from None
     n = len(spec.outputs)
     ret = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
     return "(%s) -> %s" % (", ".join(args), ret)

@@ -147,6 +147,17 @@ class CustomOp(unittest.TestCase):
         self.assertEqual(assoc_torch.schema(k), "(Tensor x, Tensor gamma, Tensor beta, float eps) -> "
                                                 "(Tensor, Tensor, Tensor)")
 
+    def test_a_reserved_name_is_refused_by_name(self):
+        text = open("specs/sum.yaml").read().replace("{x: f32}", "{def: f32}").replace(
+            "lift: {s: x}", "lift: {s: def}").replace("sum(x)", "sum(def)")
+        k = assoc.loads(text).compile("cpu", threads=1)
+        with self.assertRaisesRegex(ValueError, "input 'def' cannot be an argument of a torch operator"):
+            assoc_torch.register(k, name="assoc_tests::sum_def")
+        # out, input and dtype are names the schema language takes
+        k = assoc.loads(text.replace("def", "input")).compile("cpu", threads=1)
+        op = assoc_torch.register(k, name="assoc_tests::sum_input")
+        torch.testing.assert_close(op(torch.ones(2, 3)), torch.full((2,), 3.0))
+
     def test_op_under_torch_compile(self):
         k = assoc.load("specs/online_softmax.yaml").compile("cpu", threads=1)
         op = assoc_torch.register(k, name="assoc_tests::softmax")
