@@ -701,3 +701,23 @@ Test(explore, an_own_field_keeps_the_auxiliary_fields_it_reads, .timeout = 60)
 	spec_carrier_free(c);
 	explore_result_free(&r);
 }
+
+/* An auxiliary field of an input is a float whatever the loop's first
+ * field is: with an i32 count first, the first element was an i32 and
+ * truncated x, and no merge fitted. */
+Test(explore, auxiliary_fields_of_inputs_are_floats, .timeout = 60)
+{
+	static const char loop[] = "carrier: changes_i\nelement: {x: f32}\nstate: {n: i32, prev: f32, seen: f32}\n"
+				   "identity: {n: 0, prev: 0, seen: 0}\nstep:\n  n: n + where(seen > 0 && x != prev, 1, 0)\n"
+				   "  prev: x\n  seen: 1\nfinalize: {changes: n}\n";
+	ExploreResult r = explore_text(loop);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect_str_eq(r.aux, "count and first", "%s", r.log);
+	cr_expect(strstr(r.yaml, "  count: i32\n  first: f32\n"), "%s", r.yaml);
+	Carrier *c = load_yaml(r.yaml);
+	trials_hold(c, "changes_i", r.yaml);
+	run_on(c, "interp", 257);
+	run_on(c, "cpu", 257);
+	spec_carrier_free(c);
+	explore_result_free(&r);
+}

@@ -306,7 +306,16 @@ static Field *aux_field_new(Ex *x, const char *base, int q)
 	Field *f = &x->f[x->n];
 	memset(f, 0, sizeof *f);
 	ex_fresh_name(x, want, NULL, 0, f->name);
-	f->ty = x->f[0].ty;
+	/* a field of an input holds its values in a float (f64 where the
+	 * input or the loop's first field is one, else f32); a count is of
+	 * the first field's type, an integer where that is one */
+	Ty first = x->f[0].ty;
+	if (first.kind == TY_BOOL)
+		first = ty_scalar(TY_F32);
+	if (q >= 0)
+		f->ty = ty_scalar(x->c->elem[q].ty.kind == TY_F64 || first.kind == TY_F64 ? TY_F64 : TY_F32);
+	else
+		f->ty = first;
 	f->aux = 1;
 	for (int w = 0; w < 4; w++)
 		f->var[w] = ex_var(x, f->name, w, x->n, f->ty);
