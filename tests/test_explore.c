@@ -356,7 +356,7 @@ Test(explore, vector_state_is_a_diagnostic_at_the_field)
 	ExploreResult r = explore_text("carrier: vsum\ndims: {d: 4}\nelement:\n  x: f32[d]\nstate:\n  s: f32[d]\n"
 				       "identity: {s: 0}\nstep:\n  s: s + x\n");
 	cr_assert_eq(r.status, EXPLORE_INVALID, "%s", r.log);
-	cr_expect(strstr(r.log, ":6:3: error: explore derives merges for scalar number state fields, and 's' is f32[d]"),
+	cr_expect(strstr(r.log, ":6:3: error: explore derives merges for scalar state fields (numbers and bools), and 's' is f32[d]"),
 		  "%s", r.log);
 	explore_result_free(&r);
 	FILE *f = fopen("build/vsum_loop.yaml", "w");
@@ -369,7 +369,7 @@ Test(explore, vector_state_is_a_diagnostic_at_the_field)
 	size_t n = fread(out, 1, sizeof out - 1, p);
 	out[n] = 0;
 	pclose(p);
-	cr_expect(strstr(out, "not a scalar number: write its merge in the spec") && !strstr(out, "assoc explore") &&
+	cr_expect(strstr(out, "not a scalar: write its merge in the spec") && !strstr(out, "assoc explore") &&
 		  strstr(out, "rc=2"), "%s", out);
 }
 
@@ -668,13 +668,47 @@ Test(explore, count_changes_reads_where_the_other_side_starts, .timeout = 60)
 	explore_result_free(&r);
 }
 
+/* A bool flag of the loop's own (seen) marks the empty side: the step's
+ * constant true becomes a.seen || b.seen, and the flag stays a bool in
+ * the derived carrier; as a float (seen > 0) the guard is on seen == 0. */
 Test(explore, first_element_guards_the_empty_side)
 {
 	ExploreResult r = derived("specs/loops/first_element.yaml", "generalize");
 	cr_expect_null(r.aux, "%s", r.log);
 	cr_expect_eq(r.ident, PROOF_PROVED, "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "  seen: bool\n"), "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "identity:\n  f: 0\n  seen: false\n"), "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "  f: where(a.seen, a.f, b.f)\n"), "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "  seen: a.seen || b.seen\n"), "%s", r.yaml);
+	explore_result_free(&r);
+	static const char as_float[] = "carrier: first_f\nelement: {x: f32}\nstate: {f: f32, seen: f32}\n"
+				       "identity: {f: 0, seen: 0}\nstep:\n  f: where(seen > 0, f, x)\n  seen: 1\n"
+				       "finalize: {first: f}\n";
+	r = explore_text(as_float);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect_eq(r.ident, PROOF_PROVED, "%s", r.yaml);
 	cr_expect(strstr(r.yaml, "  f: where(a.seen > 0, a.f, b.f)\n"), "%s", r.yaml);
 	cr_expect(strstr(r.yaml, "  seen: where(a.seen == 0, b.seen, where(b.seen == 0, a.seen, 1))\n"), "%s", r.yaml);
+	explore_result_free(&r);
+}
+
+/* A bool flag and an i32 count: the count of rises is guarded on the flag
+ * (!a.any), the flag merges by ||, and the auxiliary first element is a
+ * float beside the integer count (it once took the type of the loop's
+ * first field, i32, and truncated the element). */
+Test(explore, count_rises_with_a_bool_flag_and_an_integer_count, .timeout = 60)
+{
+	ExploreResult r = derived("specs/loops/count_rises.yaml", "generalize +aux");
+	cr_expect_str_eq(r.aux, "count and first", "%s", r.log);
+	cr_expect_eq(r.ident, PROOF_PROVED, "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "  n: i32\n") && strstr(r.yaml, "  any: bool\n") && strstr(r.yaml, "  count: i32\n") &&
+			  strstr(r.yaml, "  first: f32\n"),
+		  "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "  any: a.any || b.any\n"), "%s", r.yaml);
+	cr_expect(strstr(r.yaml, "  n: where(!a.any, b.n, where(!b.any, a.n, a.n + where(a.any && b.first > a.prev, 1, 0) + "
+				 "b.n))\n"),
+		  "%s", r.yaml);
+	cr_expect_null(strstr(r.log, "internal"), "%s", r.log);
 	explore_result_free(&r);
 }
 

@@ -216,8 +216,8 @@ int cli_loop_msg(const Carrier *c, char *msg, size_t n)
 		snprintf(text, sizeof text, "a loop spec (a step without a merge): run 'assoc explore %s' to derive its merge",
 			 c->file);
 	else /* explore would refuse it */
-		snprintf(text, sizeof text, "a loop spec (a step without a merge) with a state field that is not a scalar "
-					    "number: write its merge in the spec");
+		snprintf(text, sizeof text, "a loop spec (a step without a merge) with a state field that is not a scalar: "
+					    "write its merge in the spec");
 	loop_error_at_step(c, text, msg, n);
 	return 1;
 }

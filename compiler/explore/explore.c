@@ -92,7 +92,7 @@ static void logline(Ex *x, const char *name, const char *fmt, ...)
 int explore_unfit_field(const Carrier *c)
 {
 	for (int f = 0; f < c->nstate; f++)
-		if (c->state[f].ty.len || c->state[f].ty.kind == TY_BOOL)
+		if (c->state[f].ty.len)
 			return f;
 	return -1;
 }
@@ -115,7 +115,7 @@ static int view_init(Ex *x, char *why, size_t n)
 	if (u >= 0) {
 		char ty[64];
 		ty_str(c->ir, c->state[u].ty, ty, sizeof ty);
-		snprintf(why, n, "%s:%d:%d: error: explore derives merges for scalar number state fields, and '%s' is %s: "
+		snprintf(why, n, "%s:%d:%d: error: explore derives merges for scalar state fields (numbers and bools), and '%s' is %s: "
 			 "write this loop's merge in the spec", c->file, c->state[u].pos.line, c->state[u].pos.col,
 			 c->state[u].name, ty);
 		return -1;

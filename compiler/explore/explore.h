@@ -42,7 +42,7 @@ void explore_defaults(ExploreOpts *o);
  * (a bad --param) with the reason in r->log. */
 int explore_run(Carrier *loop, const ExploreOpts *o, ExploreResult *r);
 /* The first state field explore cannot derive a merge for (it takes
- * scalar floats and integers), or -1. */
+ * scalar floats, integers and bools), or -1. */
 int explore_unfit_field(const Carrier *c);
 void explore_result_free(ExploreResult *r);
 

@@ -132,7 +132,10 @@ char *ex_cand_yaml(Ex *x, const Cand *k)
 	buf_puts(&b, "identity:\n");
 	for (int f = 0; f < k->n; f++) {
 		buf_printf(&b, "  %s: ", k->name[f]);
-		buf_num(&b, k->ident[f], 0);
+		if (k->ty[f].kind == TY_BOOL)
+			buf_puts(&b, k->ident[f] != 0 ? "true" : "false");
+		else
+			buf_num(&b, k->ident[f], 0);
 		buf_puts(&b, "\n");
 	}
 	put_fields(&b, ir, k, "lift", k->lift);
@@ -464,6 +467,26 @@ static int empty_marker(Ex *x, const Cand *k)
 	return best;
 }
 
+static Expr *not(Ir *ir, Expr *c) { return c->op == EXPR_NOT ? c->a[0] : ir_un(ir, EXPR_NOT, c); }
+
+/* where(c, x, y), for bools (c && x) || (!c && y): where takes numbers. */
+static Expr *choose(Ir *ir, Expr *c, Expr *x, Expr *y)
+{
+	if (x->ty.kind != TY_BOOL)
+		return ir_node(ir, EXPR_WHERE, x->ty, 0, c, x, y);
+	return ir_bin(ir, EXPR_OR, ir_bin(ir, EXPR_AND, c, x), ir_bin(ir, EXPR_AND, not(ir, c), y));
+}
+
+/* Whether the side whose marker field e is var v is empty: v at its
+ * identity (a bool marker, false or true, read as itself). */
+static Expr *empty_side(Ir *ir, const Cand *k, int e, int v)
+{
+	Expr *r = ir_ref(ir, v);
+	if (k->ty[e].kind == TY_BOOL)
+		return k->ident[e] != 0 ? r : not(ir, r);
+	return ir_bin(ir, EXPR_EQ, r, ir_const(ir, k->ty[e], k->ident[e]));
+}
+
 /* Each merge made exact on an empty side where the sample states show
  * it is not: where b is empty the merge is a, where a is, b (count
  * changes, first element: a merge fitted on sides that hold elements
@@ -499,13 +522,16 @@ static int guard_empty(Ex *x, Cand *k)
 		}
 	}
 	ex_ev_free(ev);
-	Expr *idv = ir_const(ir, k->ty[e], k->ident[e]);
-	Expr *ae = ir_bin(ir, EXPR_EQ, ir_ref(ir, k->va[e]), idv), *be = ir_bin(ir, EXPR_EQ, ir_ref(ir, k->vb[e]), idv);
+	Expr *ae = empty_side(ir, k, e, k->va[e]), *be = empty_side(ir, k, e, k->vb[e]);
 	for (int f = 0; f < k->n; f++) {
 		Expr *m = k->merge[f];
-		if (need[f]) {
-			m = ir_node(ir, EXPR_WHERE, m->ty, 0, be, ir_ref(ir, k->va[f]), m);
-			m = ir_node(ir, EXPR_WHERE, m->ty, 0, ae, ir_ref(ir, k->vb[f]), m);
+		if (f == e && k->ty[e].kind == TY_BOOL) {
+			/* a flag of nonempty states: either side's */
+			Expr *a = ir_ref(ir, k->va[e]), *b = ir_ref(ir, k->vb[e]);
+			m = ir_bin(ir, k->ident[e] != 0 ? EXPR_AND : EXPR_OR, a, b);
+		} else if (need[f]) {
+			m = choose(ir, be, ir_ref(ir, k->va[f]), m);
+			m = choose(ir, ae, ir_ref(ir, k->vb[f]), m);
 		}
 		any |= m != k->merge[f];
 		k->merge[f] = m;

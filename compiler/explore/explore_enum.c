@@ -188,8 +188,11 @@ static Expr *to_expr(En *e, int i)
 	Ex *x = e->x;
 	Ir *ir = x->c->ir;
 	Term *t = &e->t[i];
-	if (t->op == EXPR_VAR)
-		return ir_ref(ir, t->l);
+	if (t->op == EXPR_VAR) {
+		/* a bool field among numbers is 0 or 1 */
+		Expr *v = ir_ref(ir, t->l);
+		return v->ty.kind != TY_BOOL ? v : ir_node(ir, EXPR_WHERE, ty_scalar(TY_F32), 0, v, ex_num(x, 1), ex_num(x, 0));
+	}
 	if (t->op == EXPR_CONST)
 		return ex_num(x, t->l);
 	if (t->op == EXPR_WHERE) {
@@ -208,8 +211,13 @@ static int joint(En *e, Cand *k, char *why, size_t n)
 	int pick[EX_MAXF] = {0};
 	for (int tries = 0; tries < 12; tries++) {
 		ex_cand_from_view(x, k);
-		for (int f = 0; f < x->n; f++)
-			k->merge[f] = to_expr(e, e->sol[f][pick[f]]);
+		for (int f = 0; f < x->n; f++) {
+			Term *t = &e->t[e->sol[f][pick[f]]];
+			k->merge[f] = x->f[f].ty.kind == TY_BOOL && t->op == EXPR_VAR ? ir_ref(x->c->ir, t->l)
+				      : to_expr(e, e->sol[f][pick[f]]);
+			if (k->merge[f]->ty.kind != TY_BOOL && x->f[f].ty.kind == TY_BOOL) /* 0 or 1 on the pairs */
+				k->merge[f] = ir_bin(x->c->ir, EXPR_NE, k->merge[f], ex_num(x, 0));
+		}
 		if (ex_cand_fits_pairs(x, k, why, n) && !ex_cand_verify(x, k, why, n))
 			return 0;
 		int f = 0; /* next combination, odometer order */

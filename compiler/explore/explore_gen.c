@@ -112,7 +112,8 @@ static Expr *rewrite(Gen *g, Expr *e, int root)
 	}
 	if (e->op == EXPR_CONST) {
 		for (int q = 0; q < x->n; q++)
-			if (g->isconst[q] && g->lc[q] != 0 && e->num == g->lc[q]) {
+			if (g->isconst[q] && g->lc[q] != 0 && e->num == g->lc[q] &&
+			    (x->f[q].ty.kind == TY_BOOL) == (e->ty.kind == TY_BOOL)) {
 				int bit = g->occ++;
 				return bit < 32 && (g->mask >> bit & 1) ? ir_ref(ir, x->f[q].var[other(x)]) : e;
 			}
