@@ -1260,6 +1260,22 @@ Test(check, every_bool_param_is_false_in_some_case)
 	spec_carrier_free(c);
 }
 
+/* Five bool params, past every assignment: the trials take each pair
+ * false too, and meet the case where p1 and p2 alone are false. */
+Test(check, pairs_of_bool_params_are_false_in_some_case)
+{
+	Carrier *c = load_ok("tests/verdicts/two_of_five_flags_false_breaks.yaml");
+	CheckOpts o;
+	check_defaults(&o);
+	CheckResult r;
+	char cases[256], msg[200];
+	cr_assert_eq(check_run_cases(c, &o, &r, cases, sizeof cases, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_not(check_ok(&r), "%s", cases);
+	cr_expect(strstr(cases, "p1=false, p2=false, the others true") && strstr(cases, "of 17 cases"), "%s", cases);
+	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
 /* The rows of special values alone, where the soundness trials held: a
  * row of finite values (near FLT_MAX) that the lift drops is the
  * soundness failure, with its row, not a warning about NaN. */

@@ -673,14 +673,25 @@ int check_run(Carrier *c, const CheckOpts *o, CheckResult *r, char *msg, size_t 
 	return 0;
 }
 
-int check_case_count(int nfree) { return nfree <= CASES_ALL ? 1 << nfree : nfree + 2; }
+static int case_pairs(int nfree) { return nfree <= CASES_PAIRS ? nfree * (nfree - 1) / 2 : 0; }
+
+int check_case_count(int nfree) { return nfree <= CASES_ALL ? 1 << nfree : nfree + case_pairs(nfree) + 2; }
 
 uint32_t check_case_mask(int at, int nfree)
 {
 	uint32_t all = (uint32_t)((1ull << nfree) - 1);
 	if (nfree <= CASES_ALL)
 		return (uint32_t)at;
-	return at == 0 ? all : at <= nfree ? all & ~(1u << (at - 1)) : 0;
+	if (at == 0)
+		return all;
+	if (at <= nfree)
+		return all & ~(1u << (at - 1));
+	at -= nfree + 1;
+	for (int i = 0; i < nfree && at < case_pairs(nfree); i++)
+		for (int j = i + 1; j < nfree; j++, at--)
+			if (!at)
+				return all & ~(1u << i) & ~(1u << j);
+	return 0;
 }
 
 /* "f2=false, f4=false" (those false, given or free; "the others true"
@@ -782,7 +793,8 @@ int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cas
 	}
 	free(defs);
 	const char *others = rest ? ", the others true" : "";
-	const char *some = nfree > CASES_ALL ? " (all true, each false alone, all false)" : "";
+	const char *some = nfree > CASES_PAIRS ? " (all true, each false alone, all false)"
+			   : nfree > CASES_ALL ? " (all true, each false alone, each pair false, all false)" : "";
 	if (ncase - excluded == 1)
 		snprintf(cases, ncases, "in the one case of the bool param%s that the assume admits%s", plural, others);
 	else

@@ -21,10 +21,12 @@ static inline double *check_doubles(size_t n)
 
 /* The cases of nfree free bool params that the trials take, each its
  * own: every assignment up to CASES_ALL params (16 cases), past that all
- * true, each false alone and all false, so that every param is false in
- * some case; at most CASES_FREE_MAX are free, the rest drawn true.  The
- * case at's mask has bit i set where free param i is true. */
-enum { CASES_ALL = 4, CASES_FREE_MAX = 30 };
+ * true, each false alone, each pair false (up to CASES_PAIRS params: a
+ * law that breaks where two flags are off) and all false, so that every
+ * param is false in some case; at most CASES_FREE_MAX are free, the rest
+ * drawn true.  The case at's mask has bit i set where free param i is
+ * true. */
+enum { CASES_ALL = 4, CASES_PAIRS = 8, CASES_FREE_MAX = 30 };
 int check_case_count(int nfree);
 uint32_t check_case_mask(int at, int nfree);
 
