@@ -1237,43 +1237,36 @@ Test(check, thresholds_behind_functions_are_drawn)
 	}
 }
 
-/* Four bool params: the case where the fourth alone is false breaks the
- * identity, and the trials meet it and name it. */
-Test(check, every_bool_param_is_false_in_some_case)
+/* The trials' cases of the bool params of the spec at path (o's given)
+ * meet the one that fails, and name want in it. */
+static void cases_fail(const char *path, const CheckOpts *o, const char *want)
 {
-	Carrier *c = load_ok("tests/verdicts/fourth_flag_false_breaks.yaml");
-	CheckOpts o;
-	check_defaults(&o);
+	Carrier *c = load_ok(path);
 	CheckResult r;
 	char cases[256], msg[200];
-	cr_assert_eq(check_run_cases(c, &o, &r, cases, sizeof cases, msg, sizeof msg), 0, "%s", msg);
-	cr_expect_not(check_ok(&r), "%s", cases);
-	cr_expect(strstr(cases, "f4=false"), "%s", cases);
-	check_result_free(&r);
-	/* f4 given false: the message names it, not only the free ones */
-	Define f4 = {"f4", "false"};
-	o.params = &f4, o.nparams = 1;
-	cr_assert_eq(check_run_cases(c, &o, &r, cases, sizeof cases, msg, sizeof msg), 0, "%s", msg);
-	cr_expect_not(check_ok(&r));
-	cr_expect(strstr(cases, "f4=false"), "%s", cases);
+	cr_assert_eq(check_run_cases(c, o, &r, cases, sizeof cases, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_not(check_ok(&r), "%s: %s", path, cases);
+	cr_expect(strstr(cases, want), "%s: %s", path, cases);
 	check_result_free(&r);
 	spec_carrier_free(c);
 }
 
-/* Five bool params, past every assignment: the trials take each pair
- * false too, and meet the case where p1 and p2 alone are false. */
-Test(check, pairs_of_bool_params_are_false_in_some_case)
+/* Four bool params: the case where the fourth alone is false breaks the
+ * identity, and the trials meet it and name it.  Five, past every
+ * assignment: the trials take each pair false too, and meet the case
+ * where p1 and p2 alone are false. */
+Test(check, every_bool_param_is_false_in_some_case)
 {
-	Carrier *c = load_ok("tests/verdicts/two_of_five_flags_false_breaks.yaml");
 	CheckOpts o;
 	check_defaults(&o);
-	CheckResult r;
-	char cases[256], msg[200];
-	cr_assert_eq(check_run_cases(c, &o, &r, cases, sizeof cases, msg, sizeof msg), 0, "%s", msg);
-	cr_expect_not(check_ok(&r), "%s", cases);
-	cr_expect(strstr(cases, "p1=false, p2=false, the others true") && strstr(cases, "of 17 cases"), "%s", cases);
-	check_result_free(&r);
-	spec_carrier_free(c);
+	cases_fail("tests/verdicts/fourth_flag_false_breaks.yaml", &o, "f4=false");
+	/* f4 given false: the message names it, not only the free ones */
+	Define f4 = {"f4", "false"};
+	o.params = &f4, o.nparams = 1;
+	cases_fail("tests/verdicts/fourth_flag_false_breaks.yaml", &o, "f4=false");
+	check_defaults(&o);
+	cases_fail("tests/verdicts/two_of_five_flags_false_breaks.yaml", &o, "p1=false, p2=false, the others true");
+	cases_fail("tests/verdicts/two_of_five_flags_false_breaks.yaml", &o, "of 17 cases");
 }
 
 /* The rows of special values alone, where the soundness trials held: a

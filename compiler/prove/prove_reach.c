@@ -96,8 +96,9 @@ static int set_element(Reach *rs, Row *r, int j, double v, int only)
 	return any;
 }
 
-/* The fold of a row of len elements at values v[0..len), into the seeds
- * when the row is one assume admits and the state is finite. */
+/* The fold of a row of len elements at values v[0..len) (NULL: as
+ * drawn), into the seeds when the row is one assume admits and the state
+ * is finite. */
 static void seed_row(Reach *rs, const double *v, int len, int only)
 {
 	Machine *m = &rs->m;
@@ -106,7 +107,7 @@ static void seed_row(Reach *rs, const double *v, int len, int only)
 	Row *r = eval_row_new(m, len);
 	int ok = draw_row(m, DRAW_GRID, r, &rs->rng) == 0;
 	for (int j = 0; ok && j < len; j++)
-		ok = set_element(rs, r, j, v[j], only) && eval_assume(m, r, j);
+		ok = (!v || set_element(rs, r, j, v[j], only)) && eval_assume(m, r, j);
 	if (ok) {
 		double *st = rs->seed + (size_t)rs->nseed * m->sw, *e = malloc(m->sw * sizeof *e);
 		if (!e)
@@ -183,29 +184,6 @@ static int count_field(const Carrier *c)
 	return -1;
 }
 
-/* The fold of a drawn row of len elements into the seeds, where assume
- * admits it and the state is finite. */
-static void seed_length(Reach *rs, int len)
-{
-	Machine *m = &rs->m;
-	if (rs->nseed == SEED_STATES)
-		return;
-	Row *r = eval_row_new(m, len);
-	int ok = draw_row(m, DRAW_GRID, r, &rs->rng) == 0;
-	for (int j = 0; ok && j < len; j++)
-		ok = eval_assume(m, r, j);
-	if (ok) {
-		double *st = rs->seed + (size_t)rs->nseed * m->sw, *e = malloc(m->sw * sizeof *e);
-		if (!e)
-			abort();
-		uint64_t rng = rs->rng;
-		eval_fold(m, MODE_F64, r, 0, len, SHAPE_LEFT, &rng, st, e);
-		free(e);
-		rs->nseed += finite_state(st, m->sw);
-	}
-	eval_row_free(r);
-}
-
 enum { SEED_MAX_LEN = 1 << 16 };
 
 void reach_seed_lengths(Reach *rs, const Pv *p, const double *val)
@@ -221,7 +199,7 @@ void reach_seed_lengths(Reach *rs, const Pv *p, const double *val)
 		for (int u = 0; u < v; u++)
 			seen |= p->vop[u] && p->vfield[u] == f && val[u] == n;
 		for (int t = 0; !seen && t < 2; t++)
-			seed_length(rs, (int)n);
+			seed_row(rs, NULL, (int)n, -1);
 	}
 }
 
