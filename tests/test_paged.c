@@ -1176,6 +1176,38 @@ Test(paged, library_runs_a_paged_batch)
 		bad.pages = p->pages + 1; /* the pool's buffers are one page short of that */
 		cr_assert_eq(lib_run(k, p, out, &bad), ASSOC_ESIZE);
 		cr_assert(strstr(assoc_kernel_error(k), "[pages][page_size][kv_heads][width]"), "%s", assoc_kernel_error(k));
+		/* an output over the layout arrays (one arena for both): refused
+		 * before the first output overwrites a table a later sequence
+		 * reads (cpu crashed on the pages at those float bits) */
+		size_t tb = (size_t)p->batch * p->max_pages * sizeof(int32_t), ob = p->fin[0].n * p->fin[0].width * 4;
+		cr_assert_geq(ob, tb + (p->batch + 1) * sizeof(int32_t));
+		int32_t *arena = (int32_t *)out[0];
+		const char *which[] = {"block_table", "seq_lens", "cu_seqlens_q"};
+		for (int w = 0; w < 3; w++) {
+			bad = pg;
+			int32_t *into = arena + 3; /* inside out, not at its start */
+			if (w == 0)
+				memcpy(into, p->table, tb), bad.block_table = into;
+			else if (w == 1)
+				memcpy(into, p->lens, p->batch * sizeof(int32_t)), bad.seq_lens = into;
+			else
+				memcpy(into, p->cu, (p->batch + 1) * sizeof(int32_t)), bad.cu_seqlens_q = into;
+			cr_assert_eq(lib_run(k, p, out, &bad), ASSOC_EINVAL, "%s: %s", devs[d], which[w]);
+			char want[80];
+			snprintf(want, sizeof want, "output 'out' overlaps %s in memory", which[w]);
+			cr_assert(strstr(assoc_kernel_error(k), want), "%s", assoc_kernel_error(k));
+		}
+		/* a batch of 2^17 sequences of 2^31 - 1 queries under 65536 heads:
+		 * refused, where the product of the three once wrapped past 2^63 */
+		bad = pg;
+		bad.cu_seqlens_q = NULL, bad.rows = INT32_MAX, bad.batch = 1 << 17;
+		int32_t *big = calloc((size_t)bad.batch * bad.max_pages, sizeof *big), *lens = calloc(bad.batch, sizeof *lens);
+		cr_assert(big && lens);
+		bad.block_table = big, bad.seq_lens = lens;
+		cr_assert_eq(assoc_run_paged(k, 1 << 16, 1, &bad, NULL, 0, NULL, 0), ASSOC_EINVAL, "%s", assoc_kernel_error(k));
+		cr_assert(strstr(assoc_kernel_error(k), "query rows of 65536 heads: under 2^31 in all"), "%s",
+			  assoc_kernel_error(k));
+		free(big), free(lens);
 		/* no layout: its own message, not the last call's */
 		cr_assert_eq(lib_run(k, p, out, NULL), ASSOC_EINVAL);
 		cr_assert_str_eq(assoc_kernel_error(k), "no paged layout (NULL)");

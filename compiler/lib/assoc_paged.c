@@ -92,6 +92,37 @@ static AssocStatus batch_ok(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 	return ASSOC_OK;
 }
 
+/* An output of bufs that overlaps the batch's layout arrays (their
+ * batch x max_pages, batch and batch + 1 int32s): the kernels look pages
+ * up in the table while the outputs are written. */
+static AssocStatus layout_apart(AssocKernel *k, const AssocPaged *pg, const AssocBuffer *bufs, int nbufs)
+{
+	const struct {
+		const char *name;
+		const void *at;
+		size_t bytes;
+	} lay[] = {{"block_table", pg->block_table, (size_t)pg->batch * pg->max_pages * sizeof(int32_t)},
+		   {"seq_lens", pg->seq_lens, (size_t)pg->batch * sizeof(int32_t)},
+		   {"cu_seqlens_q", pg->cu_seqlens_q, (size_t)(pg->batch + 1) * sizeof(int32_t)}};
+	for (int i = 0; i < nbufs; i++) {
+		int out = 0;
+		for (int f = 0; f < k->c->nfinal && bufs[i].name; f++)
+			out |= !strcmp(bufs[i].name, k->c->finalize[f].name);
+		if (!out || !bufs[i].data || !bufs[i].bytes)
+			continue;
+		uintptr_t lo = (uintptr_t)bufs[i].data, hi = lo + bufs[i].bytes;
+		for (size_t t = 0; t < sizeof lay / sizeof *lay; t++) {
+			uintptr_t lo2 = (uintptr_t)lay[t].at, hi2 = lo2 + lay[t].bytes;
+			if (lay[t].at && lo < hi2 && lo2 < hi)
+				return paged_fail(k, ASSOC_EINVAL,
+						  "output '%s' overlaps %s in memory: every output needs memory of its own, "
+						  "apart from the batch's layout arrays too",
+						  bufs[i].name, lay[t].name);
+		}
+	}
+	return ASSOC_OK;
+}
+
 /* k's paged module (k->pgpu), opened for pages of page_size keys. */
 static AssocStatus paged_module(AssocKernel *k, int page_size)
 {
@@ -200,7 +231,7 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 			    pg->seq_lens, pg->cu_seqlens_q, msg, sizeof msg))
 		return paged_fail(k, ASSOC_EINVAL, "%s", msg);
 	int64_t total = pg->cu_seqlens_q ? pg->cu_seqlens_q[pg->batch] : pg->batch * pg->rows;
-	if (total * heads > INT32_MAX)
+	if (total > INT32_MAX / heads) /* total * heads would overflow past 2^63 */
 		return paged_fail(k, ASSOC_EINVAL, "%lld query rows of %lld heads: under 2^31 in all", (long long)total,
 				  (long long)heads);
 	/* the caller's arrays as a Paged over them (nothing of it is freed) */
@@ -256,6 +287,8 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 	if (!st && (lib_misaligned(k->s, lib_word_in(k, 0), bufs, nbufs, k->err, sizeof k->err) ||
 		    lib_overlapping(k->s, bufs, nbufs, k->err, sizeof k->err)))
 		st = ASSOC_EINVAL;
+	if (!st)
+		st = layout_apart(k, pg, bufs, nbufs);
 	int done = 0;
 	if (!st)
 		st = one_launch(k, &p, params, nparams, &done);
@@ -380,7 +413,7 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 				"cu_seqlens_q) are %lld",
 				(long long)total, (long long)pg->batch, pg->batch == 1 ? "" : "s", (long long)pg->rows,
 				pg->rows == 1 ? "y" : "ies", (long long)(pg->batch * pg->rows));
-	if (!st && total * heads > INT32_MAX)
+	if (!st && total > INT32_MAX / heads)
 		st = paged_fail(k, ASSOC_EINVAL, "%lld query rows of %lld heads: under 2^31 in all", (long long)total,
 				(long long)heads);
 	for (int i = 0; !st && i < c->ncol; i++) {
@@ -414,6 +447,8 @@ AssocStatus assoc_run_paged_device(AssocKernel *k, int64_t heads, int64_t kv_hea
 	if (!st && (lib_misaligned(k->s, lib_word_in(k, 1), bufs, nbufs, k->err, sizeof k->err) ||
 		    lib_overlapping(k->s, bufs, nbufs, k->err, sizeof k->err)))
 		st = ASSOC_EINVAL;
+	if (!st)
+		st = layout_apart(k, pg, bufs, nbufs);
 	double *pv = calloc(c->nparams + 1, sizeof *pv);
 	if (!st && !pv)
 		st = paged_fail(k, ASSOC_ENOMEM, "out of memory");

@@ -578,6 +578,16 @@ class Kernel:
             if cu_seqlens_q is None and max_seqlen_q != rows:
                 raise ValueError("max_seqlen_q is %d, but without cu_seqlens_q every sequence has %d queries" % (
                     max_seqlen_q, rows))
+            if cu_seqlens_q is not None and device is None and batch:
+                # on host arrays the offsets are in hand: a value that would
+                # plan a launch short of a sequence's queries on a device is
+                # caught here, where the same call is tried first
+                import numpy as np
+                counts = np.diff(cu_seqlens_q.keep.astype(np.int64))
+                most = int(counts.argmax())
+                if max_seqlen_q < counts[most]:
+                    raise ValueError("max_seqlen_q is %d, but sequence %d has %d queries (cu_seqlens_q)" % (
+                        max_seqlen_q, most, counts[most]))
         if device is not None and cu_seqlens_q is not None:
             # the offsets stay on the device: the most queries of a
             # sequence, which the launch is planned for, comes from the caller

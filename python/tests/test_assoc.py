@@ -671,6 +671,13 @@ class Paged(unittest.TestCase):
         again = kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=self.P,
                      cu_seqlens_q=cu, max_seqlen_q=np.diff(cu).max(), heads=q.shape[1], kv_heads=np.int64(self.G))
         np.testing.assert_array_equal(again["out"], out["out"])
+        # a max_seqlen_q short of a sequence's queries, which would plan a device's launch short of
+        # them, is caught on host arrays, where the offsets are in hand
+        most = int(np.diff(cu).max())
+        with self.assertRaisesRegex(ValueError, r"max_seqlen_q is %d, but sequence %d has %d queries" % (
+                most - 1, int(np.diff(cu).argmax()), most)):
+            kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens, page_size=self.P,
+                 cu_seqlens_q=cu, max_seqlen_q=most - 1)
 
     def test_bf16_batch_as_numpy_uint16_bits(self):
         # the bf16 carrier, paged, on bits: each sequence as its unpaged run on the same bits
