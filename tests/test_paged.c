@@ -919,6 +919,50 @@ Test(paged, run_draws_a_batch)
 	cr_assert(strstr(out, "  ok"), "%s", out);
 }
 
+/* On sm_90a a paged batch takes the mma.sync template, and --verbose
+ * says that the Hopper one was left out (the emulator said nothing). */
+Test(paged, verbose_says_the_hopper_template_is_left_out, .timeout = 300)
+{
+	char out[8192];
+	int st = sh(ASSOC " run specs/attention.yaml --device emu --arch sm_90a --page-size 64 --batch 2 --rows 20 "
+		       "--len 100 --heads 2 --kv-heads 1 --verbose",
+		    out, sizeof out, 1);
+	if (st && strstr(out, "C++ compiler"))
+		cr_skip_test("no host C++ compiler for the emulator: %s", out);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert(strstr(out, "emu: 2 sequences in one launch: attention:") && !strstr(out, ",wg="), "%s", out);
+	cr_assert(strstr(out, "(the Hopper template, whose TMA boxes read runs of contiguous keys, left out)"), "%s", out);
+}
+
+/* --output writes the inputs and the layout as drawn, in the layout
+ * --input takes: the batch run again from the files gives the outputs
+ * again. */
+Test(paged, run_writes_the_drawn_batch_to_run_again, .timeout = 120)
+{
+	char dir[] = "/tmp/assoc-pwrite-XXXXXX", cmd[4096], out[8192];
+	cr_assert(mkdtemp(dir));
+	static const char *const names[] = {"q", "k", "v", "block_table", "seq_lens", "cu_seqlens_q"};
+	int at = snprintf(cmd, sizeof cmd, ASSOC " run specs/attention.yaml --device interp --page-size 16 --batch 3 "
+				     "--heads 4 --kv-heads 2 --rows 2 --len 70 -D d=8 -D dv=8 --output out=%s/out.npy", dir);
+	for (int i = 0; i < 6; i++)
+		at += snprintf(cmd + at, sizeof cmd - at, " --output %s=%s/%s.npy", names[i], dir, names[i]);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s\n%s", cmd, out);
+	at = snprintf(cmd, sizeof cmd, ASSOC " run specs/attention.yaml --device interp --page-size 16 -D d=8 -D dv=8 "
+				    "--output out=%s/again.npy", dir);
+	for (int i = 0; i < 6; i++)
+		at += snprintf(cmd + at, sizeof cmd - at, " --input %s=%s/%s.npy", names[i], dir, names[i]);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s\n%s", cmd, out);
+	cr_assert(strstr(out, "3 sequences of 2 queries") && strstr(out, "4 heads on 2 key/value heads"), "%s", out);
+	snprintf(cmd, sizeof cmd, "cmp %s/out.npy %s/again.npy", dir, dir);
+	cr_assert_eq(system(cmd), 0, "the batch run again from its files gives other outputs");
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(sh(ASSOC " run specs/attention.yaml --device interp --page-size 16 --output nope=/tmp/x.npy", out,
+			sizeof out, 1),
+		     2);
+	cr_assert(strstr(out, "--output nope: the spec has no output or input named 'nope'"), "%s", out);
+}
+
 Test(paged, run_refuses_bad_options)
 {
 	char out[4096];
@@ -1057,6 +1101,18 @@ Test(paged, bench_measures_against_a_copy_of_the_keys_read)
 		sizeof out, 1);
 	cr_assert_eq(st, 0, "%s", out);
 	cr_assert(strstr(out, ", 1 sequence of up to 64 keys in pages of 32, ") && !strstr(out, "heads"), "%s", out);
+	/* --json: one object, the gpu line's keys and the three ways' times (the text report before) */
+	st = sh(ASSOC " bench tests/attention/full.yaml --device cpu --page-size 32 --batch 3 --heads 4 --kv-heads 2 "
+		      "--rows 1 --len 500 --json 2>/dev/null",
+		out, sizeof out, 1);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert(out[0] == '{' && strstr(out, "}\n") && !strchr(strstr(out, "}\n") + 2, '{'), "%s", out);
+	cr_assert(strstr(out, "\"device\": \"cpu\"") && strstr(out, "\"batch\": 3, \"page_size\": 32, \"heads\": 4, "
+									     "\"kv_heads\": 2"),
+		  "%s", out);
+	cr_assert(strstr(out, "\"ratio_to_copy\": ") && strstr(out, "\"gathered_ratio_to_copy\": ") &&
+			  strstr(out, "\"unpaged_ratio_to_copy\": ") && strstr(out, "\"match\": true}"),
+		  "%s", out);
 	cr_assert_eq(sh(ASSOC " bench specs/layer_norm.yaml --device cpu --page-size 32", out, sizeof out, 1), 2);
 	cr_assert(strstr(out, "cannot read paged keys and values"), "%s", out);
 	cr_assert_eq(sh(ASSOC " tune specs/layer_norm.yaml --page-size 32", out, sizeof out, 1), 2);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compiler/util/buf.h"
 #include "compiler/cli/cli.h"
 #include "compiler/devices/paged.h"
 #include "compiler/llvm/llvm.h"
@@ -123,6 +124,16 @@ static Paged *paged_of(Opts *o, Carrier *c, Npy *arr)
 		col_given = input_named(o, c->col[k].name);
 	for (int k = 0; k < c->nrow && row_given < 0; k++)
 		row_given = input_named(o, c->row[k].name);
+	/* heads not given: the files' head axes ([rows][heads]..., and the
+	 * pool's [pages][page size][key/value heads]...), as --output writes them */
+	if (!o->heads && row_given >= 0 && arr[row_given].ndim >= 2)
+		heads = (int)arr[row_given].shape[1];
+	if (!o->kv_heads)
+		kv = col_given >= 0 && arr[col_given].ndim >= 3 ? (int)arr[col_given].shape[2] : heads;
+	if (heads < 1 || kv < 1 || heads > 1 << 16 || heads % kv)
+		return usage_error("--input: %d query heads on %d key/value heads: a multiple of them, at most 65536", heads,
+				   kv),
+		       NULL;
 	Paged *p = NULL;
 	if (lay[L_TABLE] < 0 && lay[L_LENS] < 0) {
 		if (lay[L_CU] >= 0)
@@ -234,18 +245,53 @@ static Paged *paged_of(Opts *o, Carrier *c, Npy *arr)
 	return p;
 }
 
+/* Array name of p as --output writes it (a finalize output, or an input
+ * or the layout as drawn, in the layout --input takes) into a; 0, or -1
+ * where p has no such array. */
+static int paged_array(const Paged *p, const char *name, Npy *a)
+{
+	const Carrier *c = p->c;
+	memset(a, 0, sizeof *a);
+	const Buffer *b = NULL;
+	size_t lead = (size_t)p->cu[p->batch], mid = 0;
+	int heads = p->heads;
+	for (int k = 0; k < c->nfinal && !b; k++)
+		if (!strcmp(c->finalize[k].name, name))
+			b = &p->fin[k];
+	for (int k = 0; k < c->nrow && !b; k++)
+		if (!strcmp(c->row[k].name, name))
+			b = &p->row[k];
+	for (int k = 0; k < c->ncol && !b; k++)
+		if (!strcmp(c->col[k].name, name))
+			b = &p->col[k], lead = (size_t)p->pages, mid = (size_t)p->page_size, heads = p->kv_heads;
+	if (b) {
+		a->itemsize = run_kind_size(b->kind), a->data = b->p, a->count = b->n * b->width;
+		snprintf(a->descr, sizeof a->descr, "%s", npy_descr(b->kind));
+		a->ndim = dims3(lead, mid, heads, b->width, a->shape);
+		return 0;
+	}
+	const int32_t *lay[NLAYOUT] = {p->table, p->lens, p->cu};
+	const size_t n[NLAYOUT] = {(size_t)p->batch * p->max_pages, (size_t)p->batch, (size_t)p->batch + 1};
+	for (int k = 0; k < NLAYOUT; k++)
+		if (!strcmp(layout_names[k], name)) {
+			a->itemsize = 4, a->data = (void *)lay[k], a->count = n[k];
+			snprintf(a->descr, sizeof a->descr, "%s", npy_descr(TY_I32));
+			a->ndim = k == L_TABLE ? 2 : 1;
+			a->shape[0] = k == L_TABLE ? (size_t)p->batch : n[k];
+			a->shape[1] = (size_t)p->max_pages;
+			return 0;
+		}
+	return -1;
+}
+
 static int write_outputs(const Opts *o, const Paged *p)
 {
 	for (int i = 0; i < o->noutputs; i++) {
-		int k = 0;
-		while (k < p->c->nfinal && strcmp(p->c->finalize[k].name, o->outputs[i].name))
-			k++;
-		const Buffer *b = &p->fin[k];
-		Npy a = {.itemsize = run_kind_size(b->kind), .data = b->p, .count = b->n * b->width};
-		snprintf(a.descr, sizeof a.descr, "%s", npy_descr(b->kind));
-		a.ndim = dims3((size_t)p->cu[p->batch], 0, p->heads, b->width, a.shape);
+		Npy a;
 		char msg[512];
-		if (npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
+		if (paged_array(p, o->outputs[i].name, &a))
+			snprintf(msg, sizeof msg, "--output %s: no such array", o->outputs[i].name);
+		if (paged_array(p, o->outputs[i].name, &a) || npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
 			fprintf(stderr, "assoc: %s\n", msg);
 			return EXIT_UNABLE;
 		}
@@ -256,12 +302,21 @@ static int write_outputs(const Opts *o, const Paged *p)
 static int outputs_ok(const Opts *o, const Carrier *c)
 {
 	for (int i = 0; i < o->noutputs; i++) {
-		int k = 0;
-		while (k < c->nfinal && strcmp(c->finalize[k].name, o->outputs[i].name))
-			k++;
-		if (k == c->nfinal)
-			return usage_error("--output %s: with --page-size, the outputs are finalize's ('%s'%s)",
-					   o->outputs[i].name, c->finalize[0].name, c->nfinal > 1 ? " ..." : "");
+		const char *name = o->outputs[i].name;
+		int known = 0;
+		for (int k = 0; k < c->nfinal; k++)
+			known |= !strcmp(c->finalize[k].name, name);
+		for (int k = 0; k < c->nrow; k++)
+			known |= !strcmp(c->row[k].name, name);
+		for (int k = 0; k < c->ncol; k++)
+			known |= !strcmp(c->col[k].name, name);
+		for (int k = 0; k < NLAYOUT; k++)
+			known |= !strcmp(layout_names[k], name);
+		if (!known)
+			return usage_error("--output %s: the spec has no output or input named '%s' (with --page-size: "
+					   "finalize's outputs, the row and column inputs, block_table, seq_lens, "
+					   "cu_seqlens_q)",
+					   name, name);
 		if (cli_output_not_input(o, "--output", o->outputs[i].path))
 			return EXIT_USAGE;
 	}
@@ -557,7 +612,30 @@ int cmd_paged_bench(Opts *o)
 		tcopy = tc[PAGED_RUNS / 2];
 	}
 	cli_busy_done();
-	if (!rc) {
+	if (!rc && o->json) {
+		/* the gpu's paged line's keys, and the three ways timed here */
+		Buf b = {0};
+		buf_puts(&b, "{\"spec\": ");
+		buf_json_str(&b, c->file);
+		buf_printf(&b, ", \"carrier\": \"%s\", \"device\": \"cpu\", \"threads\": %d", c->name,
+			   rt_pool_threads(pk.pool));
+		long long keys = 0;
+		for (int q = 0; q < p->batch; q++)
+			keys += p->lens[q];
+		buf_printf(&b,
+			   ", \"batch\": %d, \"page_size\": %d, \"heads\": %d, \"kv_heads\": %d, \"rows\": %d, \"len\": %d, "
+			   "\"keys\": %lld, \"queries\": %d, \"ms\": %.5f, \"kv_bytes\": %.0f, \"gbps\": %.2f, "
+			   "\"copy_ms\": %.5f, \"copy_gbps\": %.2f, \"ratio_to_copy\": %.4f, \"gathered_ms\": %.5f, "
+			   "\"gathered_ratio_to_copy\": %.4f, \"unpaged_ms\": %.5f, \"unpaged_ratio_to_copy\": %.4f, "
+			   "\"match\": %s}",
+			   p->batch, p->page_size, p->heads, p->kv_heads, o->rows, o->len, keys, p->cu[p->batch], tp * 1e3,
+			   (double)pc.bytes, pc.bytes / tp / 1e9, tcopy * 1e3, pc.bytes / tcopy / 1e9, tcopy / tp, tg * 1e3,
+			   tcopy / tg, tk * 1e3, tcopy / tk, chk.ok ? "true" : "false");
+		char *js = buf_take(&b);
+		puts(js);
+		free(js);
+		rc = chk.ok ? EXIT_OK : EXIT_FAIL;
+	} else if (!rc) {
 		char heads[64];
 		printf("%s: carrier %s on cpu, %d sequence%s of up to %d keys in pages of %d%s, %d threads\n", c->file,
 		       c->name, p->batch, p->batch > 1 ? "s" : "", o->len, p->page_size,

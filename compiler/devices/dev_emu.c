@@ -294,6 +294,8 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 		variant_str(x, cfg, sizeof cfg);
 		fprintf(stderr, "emu: %d sequences in %s: %s, split %d, %llu bytes loaded, %llu stored\n", rb->batch,
 			launches > p.nk ? "launches of 65535" : "one launch", cfg, p.split, bytes[0], bytes[1]);
+		if (m.explain[0]) /* the template's reasons, the Hopper one left out where it was */
+			fprintf(stderr, "emu: %s\n", m.explain);
 	}
 	rc = 0;
 out:

@@ -874,6 +874,8 @@ int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t
 		variant_str(&g->m.var[v], cfg, sizeof cfg);
 		fprintf(stderr, "gpu: %d sequences in %s: %s (%s), split %d, %s\n", rb->batch,
 			rb->batch > PAGED_LAUNCH_SEQS ? "launches of 65535" : "one launch", cfg, why, p.split, g->arch);
+		if (g->m.explain[0]) /* the template's reasons, the Hopper one left out where it was */
+			fprintf(stderr, "gpu: %s\n", g->m.explain);
 	}
 	rc = 0;
 out:
