@@ -448,8 +448,8 @@ static int aux_field(Ex *x, const Cand *k, int f)
 /* The field of k that tells an empty side from one that holds elements:
  * its value is its identity's on no sample state (every side of the
  * sample pairs holds at least one element), so that a merge that fits
- * them may be wrong only where a side is empty.  -1 where none is; the
- * loop's own fields first, then the fewest merge nodes. */
+ * them may be wrong only where a side is empty.  -1 where none is; a
+ * field of the loop's own before an auxiliary one. */
 static int empty_marker(Ex *x, const Cand *k)
 {
 	int best = -1;
@@ -621,7 +621,7 @@ int ex_cand_verify(Ex *x, Cand *k, char *why, size_t n)
 		}
 		if (!agreed)
 			break;
-		/* a max-rooted field's finite identity first (the older repair),
+		/* a max-rooted field's finite identity first (repair_identity),
 		 * then the guard on empty sides */
 		if (!repaired && !guarded && v.trials_ok && v.ident == PROOF_DISPROVED && repair_identity(x, k))
 			repaired = 1;
