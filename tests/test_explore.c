@@ -755,3 +755,16 @@ Test(explore, auxiliary_fields_of_inputs_are_floats, .timeout = 60)
 	spec_carrier_free(c);
 	explore_result_free(&r);
 }
+
+/* A drawdown reads the peak updated above: over the other side's
+ * elements that is this side's peak before them, joined with the other
+ * side's own drawdown by max (the root of the step), the fall reaching
+ * the other side's minimum, which the catalogue adds. */
+Test(explore, max_drawdown_reads_the_peak_before_the_other_side, .timeout = 60)
+{
+	ExploreResult r = derived("specs/loops/max_drawdown.yaml", "generalize +aux");
+	cr_expect_str_eq(r.aux, "min", "%s", r.log);
+	cr_expect(strstr(r.yaml, "  dd: max(max(a.dd, a.peak - b.min), b.dd)\n"), "%s", r.yaml);
+	cr_expect_eq(r.ident, PROOF_PROVED, "%s", r.yaml);
+	explore_result_free(&r);
+}

@@ -17,7 +17,10 @@
  *   - where none of these fits, each occurrence of an element input may
  *     become its own choice of the fields that lift to it, the steps of
  *     other fields read as written (Kadane's cur, max(x, cur + x), is
- *     max(b.cur, a.cur + b.sum) with a running sum beside it).
+ *     max(b.cur, a.cur + b.sum) with a running sum beside it), or read as
+ *     this side's values with the other side's own value joined by the
+ *     step's root (a drawdown's max(dd, peak - x) is
+ *     max(max(a.dd, a.peak - b.min), b.dd) with a running minimum).
  * Each field's variants are tried simplest first against the sample pairs
  * (states the loop itself merges), then the whole merge is verified.  For a
  * right loop the roles of a and b turn. */
@@ -40,6 +43,11 @@ typedef struct {
 	 * (mixed radix, a digit a field of carriers[q]), and radix multiplies
 	 * up the choices met */
 	int choosing, ncarriers[8], carriers[8][EX_MAXF];
+	/* choosing: another field's step read inside this one is that field
+	 * of this side, its value before the other side (a drawdown's peak
+	 * before b's elements, a.peak), and the other side's own value joins
+	 * a max- or min-rooted step by its root (max(..., b.dd)) */
+	int old_reads, by_root;
 	long code, radix;
 	/* subterms free of the state met so far, and the field each lifts to (or -1) */
 	Expr *seen[64];
@@ -78,6 +86,9 @@ static Expr *rewrite(Gen *g, Expr *e, int root)
 	for (int q = 0; q < x->n && !root && !g->choosing; q++)
 		if (q != g->f && g->gen[q] && e == *steps(x, q))
 			return g->gen[q];
+	for (int q = 0; q < x->n && !root && g->old_reads; q++)
+		if (q != g->f && e == *steps(x, q))
+			return ir_ref(ir, x->f[q].var[own(x)]);
 	/* the element's part as a lift computes it (x / tau where lift m is
 	 * x / tau, j where an argmax's position lifts to j): the other state's field */
 	int lq = lifted_as(g, e);
@@ -200,7 +211,8 @@ static Expr *variant(Gen *g, unsigned mask, int w, int zero)
 		Expr *part = own_part(g, zero);
 		if (!part)
 			return NULL;
-		sum = ir_bin(ir, EXPR_ADD, sum, part);
+		Op rop = (Op)(*steps(x, g->f))->op;
+		sum = ir_bin(ir, g->by_root && (rop == EXPR_MAX || rop == EXPR_MIN) ? rop : EXPR_ADD, sum, part);
 	}
 	return g->bad ? NULL : sum;
 }
@@ -307,18 +319,24 @@ static int generalize_field(Gen *g, int f, char *why, size_t n)
 	/* each occurrence its own field: the first choice counts them all */
 	g->choosing = 1;
 	long combos = 1;
-	for (long code = 0; code < combos && code < 4096; code++)
-		for (int zero = 0; zero < (g->isconst[f] && g->lc[f] == 0 ? 2 : 1); zero++) {
-			g->code = code, g->radix = 1;
-			Expr *e = variant(g, 0, -1, zero);
-			combos = g->radix;
-			if (e && fits(x, f, e)) {
-				g->choosing = 0;
-				g->gen[f] = e;
-				return 0;
+	for (int kind = 0; kind < 3; kind++) {
+		/* 0: the steps inside read as written; 1: as this side's values,
+		 * the own part joined by the root; 2: the same, joined by + */
+		g->old_reads = kind > 0, g->by_root = kind == 1;
+		combos = 1;
+		for (long code = 0; code < combos && code < 4096; code++)
+			for (int zero = kind > 0; zero < (g->isconst[f] && g->lc[f] == 0 ? 2 : 1); zero++) {
+				g->code = code, g->radix = 1;
+				Expr *e = variant(g, 0, -1, zero);
+				combos = g->radix;
+				if (e && fits(x, f, e)) {
+					g->choosing = g->old_reads = g->by_root = 0;
+					g->gen[f] = e;
+					return 0;
+				}
 			}
-		}
-	g->choosing = 0;
+	}
+	g->choosing = g->old_reads = g->by_root = 0;
 	char *s = ir_str(x->c->ir, probe);
 	snprintf(why, n, "no variant of %s's step fits the loop (the plain one is %s)", x->f[f].name, s);
 	free(s);
