@@ -30,7 +30,7 @@ static int prec_of(const Expr *e)
 	case EXPR_CONST:
 		return (e->num < 0 || (e->num == 0 && signbit(e->num))) ? PREC_UNARY : PREC_ATOM;
 	case EXPR_CAST:
-		return prec_of(e->a[0]);
+		return e->k == 1 ? PREC_ATOM : prec_of(e->a[0]);
 	default:
 		return ir_ops[e->op].flags & F_FUNC ? PREC_ATOM : ir_ops[e->op].prec;
 	}
@@ -85,6 +85,12 @@ static void put(const Ir *ir, const Expr *e, Out *out)
 		return;
 	}
 	case EXPR_CAST:
+		if (e->k == 1) { /* written f32(...) or f64(...) */
+			fputs(e->ty.kind == TY_F64 ? "f64(" : "f32(", out->f);
+			put(ir, e->a[0], out);
+			fputs(")", out->f);
+			return;
+		}
 		put(ir, e->a[0], out);
 		return;
 	case EXPR_INDEX:

@@ -1131,6 +1131,38 @@ Test(run, selective_scan_with_a_zero_decay_on_emu, .timeout = 120)
 	scan_zero_decay("emu");
 }
 
+/* f64(k) makes an i32 a float before it meets a large literal: 3 *
+ * 1e9 is 3e9 on every device, where k * 1.0 * 1e9 stays an i32 product
+ * (a literal's value, not its spelling, gives its type) and wraps.  The
+ * spec written back keeps the conversion. */
+static void float_conversion(const char *dev)
+{
+	Carrier *c = text_ok("carrier: c\nelement: {k: i32}\nstate: {s: f64, t: f64}\nidentity: {s: 0, t: 0}\n"
+			     "lift:\n  s: f64(k) * 1000000000\n  t: k * 1.0 * 1000000000\nmerge:\n  s: a.s + b.s\n  t: a.t + b.t\n");
+	char *text = ir_str(c->ir, c->lift[0]);
+	cr_expect_str_eq(text, "f64(k) * 1e+09");
+	free(text);
+	RunData *d = rundata_new(c, 1, 2);
+	char msg[300];
+	cr_assert_eq(rundata_draw(d, 1, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	run_buffer_set(&d->elem[0], 0, 3);
+	run_buffer_set(&d->elem[0], 1, 3);
+	device_run(dev, d);
+	cr_expect_eq(run_buffer_get(&d->fin[0], 0), 6e9, "%s: %g", dev, run_buffer_get(&d->fin[0], 0));
+	cr_expect_eq(run_buffer_get(&d->fin[1], 0), 2.0 * (double)(int32_t)3000000000u, "%s: %g", dev,
+		     run_buffer_get(&d->fin[1], 0));
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
+Test(run, float_conversion_of_an_integer_on_interp) { float_conversion("interp"); }
+Test(run, float_conversion_of_an_integer_on_cpu) { float_conversion("cpu"); }
+Test(run, float_conversion_of_an_integer_on_emu, .timeout = 120)
+{
+	skip_without_emu();
+	float_conversion("emu");
+}
+
 /* No rows, or rows of no positions, on the emulator: a kernel whose grid
  * would have no blocks is not launched (the emulator refuses such a
  * grid, as the driver does), and the others give every row the empty

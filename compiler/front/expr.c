@@ -744,10 +744,29 @@ static V call_topk(P *p, Op op, const char *name, V *a, int n, size_t off)
 		       off);
 }
 
+/* f32(e), f64(e): e as that float, an integer or another float; the
+ * cast is marked (k = 1) so that a spec written back keeps it: an
+ * integer does not become a float by itself where it meets no float. */
+static V call_float(P *p, TyKind k, const char *name, V *a, int n, size_t off)
+{
+	if (n != 1)
+		return fail(p, off, "'%s' takes 1 argument, got %d", name, n);
+	if (need_num(p, a[0], name))
+		return (V){NULL, off};
+	Expr *e = a[0].e;
+	if (e->ty.kind == k)
+		return a[0];
+	if (e->op == EXPR_CONST || e->ty.kind == TY_NUM)
+		return (V){to_kind(p, a[0], k), off};
+	return (V){ir_node(p->ir, EXPR_CAST, ty_vec(k, e->ty.len, e->ty.dim), 1, e, NULL, NULL), off};
+}
+
 static V call(P *p, const char *name, V *a, int n, size_t off)
 {
 	char b1[64], b2[64];
 	const Fn *fn = NULL;
+	if (!strcmp(name, "f32") || !strcmp(name, "f64"))
+		return call_float(p, name[1] == '3' ? TY_F32 : TY_F64, name, a, n, off);
 	for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
 		if (!strcmp(fns[i].name, name))
 			fn = &fns[i];
