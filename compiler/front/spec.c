@@ -777,6 +777,31 @@ static int outputs_some(L *l)
 	return -1;
 }
 
+/* An output named like an input or a param: the library and the Python
+ * package take inputs and params and give outputs by name, so no call
+ * could bind both. */
+static int outputs_apart(L *l)
+{
+	Carrier *c = l->c;
+	const Decl *in[] = {c->elem, c->col, c->row, c->params};
+	const int nin[] = {c->nelem, c->ncol, c->nrow, c->nparams};
+	const char *what[] = {"an element input", "a column input", "a row input", "a param"};
+	for (int m = 0; m < 2; m++) {
+		const Def *out = m ? c->map : c->finalize;
+		int nout = m ? c->nmap : c->nfinal;
+		for (int i = 0; i < nout; i++)
+			for (int g = 0; g < 4; g++)
+				for (int j = 0; j < nin[g]; j++)
+					if (!strcmp(out[i].name, in[g][j].name)) {
+						diag_error(l->d, out[i].pos, "%s output '%s' has the name of %s: outputs, "
+							   "inputs and params are bound by name, so rename one",
+							   m ? "map" : "finalize", out[i].name, what[g]);
+						return -1;
+					}
+	}
+	return 0;
+}
+
 static int load_finalize_map(L *l)
 {
 	Carrier *c = l->c;
@@ -795,7 +820,7 @@ static int load_finalize_map(L *l)
 							 ir_ref(c->ir, c->svar[STATE_SELF][f]), 0};
 	}
 	if (!rc && !yn_get(l->root, "map"))
-		return outputs_some(l);
+		return outputs_apart(l) ? -1 : outputs_some(l);
 	if (rc)
 		return rc;
 	scope_init(&s, c, "map", "state fields, params, inputs, lets, i, j, len and map outputs above",
@@ -810,7 +835,7 @@ static int load_finalize_map(L *l)
 					   c->map[i].name);
 				return -1;
 			}
-	return rc ? rc : outputs_some(l);
+	return rc ? rc : outputs_apart(l) ? -1 : outputs_some(l);
 }
 
 /* What a reference names outside every reduction: OUT_POS for an element
