@@ -131,6 +131,16 @@ Test(cuda, too_many_outputs_are_refused_with_the_counts)
 	cr_expect(strstr(msg, "at most 16 inputs, 16 outputs and 16 params; many has 1, 18 and 0 (--device cpu takes it)"),
 		  "%s", msg);
 	spec_carrier_free(c);
+	/* 300 params: past the cpu's 256 too, so the interpreter is named, and
+	 * the cpu says so with its counts */
+	char big[8192] = "carrier: wide\nelement: {x: f32}\nparams:\n";
+	for (int k = 0; k < 300; k++)
+		snprintf(big + strlen(big), sizeof big - strlen(big), "  p%d: f32\n", k);
+	strcat(big, "state: {s: f32}\nidentity: {s: 0}\nlift: {s: x + p0}\nmerge:\n  s: a.s + b.s\n");
+	c = inline_spec(big);
+	cr_assert_neq(cuda_module(c, NULL, &m, msg, sizeof msg), 0);
+	cr_expect(strstr(msg, "wide has 1, 1 and 300 (--device interp takes it)"), "%s", msg);
+	spec_carrier_free(c);
 }
 
 /* How many of c's default variants keep a row on chip. */
@@ -1201,4 +1211,20 @@ Test(cuda, nan_on_the_left_stays_out_of_every_variant, .timeout = 600)
 		cuda_module_free(&m);
 		spec_carrier_free(c);
 	}
+}
+
+/* --explain on a scan names the template and what each variant does, as
+ * the row templates' do ("template by the carrier's shape" before). */
+Test(cuda, scan_is_explained)
+{
+	Carrier *c = load_ok("docs/examples/linear_recurrence.yaml");
+	CudaModule m;
+	char msg[512], buf[512];
+	cr_assert_eq(cuda_module(c, NULL, &m, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(m.explain, "template scan (the spec's template: scan)") && strstr(m.explain, "need not commute"),
+		  "%s", m.explain);
+	cuda_variant_explain(&m, 0, buf, sizeof buf);
+	cr_expect(strstr(buf, "scan:nt=") && strstr(buf, " threads a block, ") && strstr(buf, "a thread a tile"), "%s", buf);
+	cuda_module_free(&m);
+	spec_carrier_free(c);
 }

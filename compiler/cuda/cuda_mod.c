@@ -850,9 +850,11 @@ static void put_blob(Buf *b, const char *name)
 static int check_limits(const Carrier *c, char *msg, size_t n)
 {
 	if (c->nelem + c->ncol + c->nrow > CUDA_MAXIN || c->nfinal + c->nmap > CUDA_MAXOUT || c->nparams > CUDA_MAXP) {
+		/* the CPU backend takes 256 of each (llvm.c); the interpreter any */
+		int cpu = c->nelem + c->ncol + c->nrow <= 256 && c->nfinal + c->nmap <= 256 && c->nparams <= 256;
 		snprintf(msg, n, "the CUDA backend takes at most %d inputs, %d outputs and %d params; %s has %d, %d and %d "
-			 "(--device cpu takes it)", CUDA_MAXIN, CUDA_MAXOUT, CUDA_MAXP, c->name, c->nelem + c->ncol + c->nrow,
-			 c->nfinal + c->nmap, c->nparams);
+			 "(--device %s takes it)", CUDA_MAXIN, CUDA_MAXOUT, CUDA_MAXP, c->name, c->nelem + c->ncol + c->nrow,
+			 c->nfinal + c->nmap, c->nparams, cpu ? "cpu" : "interp");
 		return -1;
 	}
 	if (c->tpl == FAM_SCAN && c->nmap) {
@@ -1154,6 +1156,12 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 	m->cluster = !sm || sm >= 90;
 	if (m->base != FAM_SCAN)
 		choose_attention(c, config, sm, m);
+	if (m->base == FAM_SCAN)
+		snprintf(m->explain, sizeof m->explain,
+			 "template scan (the spec's template: scan): an output a position, the inclusive prefix of its "
+			 "row; a row's chunks folded to states, each chunk's carry folded in chunk order, then each chunk "
+			 "scanned from its carry (lanes by warp shuffles, warps through shared memory), the earlier state "
+			 "always on the left, so the merge need not commute");
 	m->vec_ok = can_vec(c);
 	for (int k = 0; m->vec_ok && k < c->nelem; k++)
 		m->bulk_bytes += c->elem[k].storage == TY_F32 ? 4 : 2;
@@ -1430,7 +1438,12 @@ void cuda_variant_explain(const CudaModule *m, int v, char *buf, size_t n)
 	const Variant *x = &m->var[v];
 	char text[160];
 	variant_str(x, text, sizeof text);
-	if (x->fam == FAM_ATTN || x->fam == FAM_SCAN) {
+	if (x->fam == FAM_SCAN) {
+		snprintf(buf, n, "%s: %d threads a block, %d consecutive position%s a thread a tile%s", text, x->nt, x->items,
+			 x->items > 1 ? "s" : "", x->vec == 4 ? ", 16-byte loads" : "");
+		return;
+	}
+	if (x->fam == FAM_ATTN) {
 		snprintf(buf, n, "%s", text);
 		return;
 	}
