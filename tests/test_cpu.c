@@ -620,6 +620,8 @@ Test(cpu, folds_are_named)
 	static const char *cmds[][3] = {
 		{"build/asan/assoc run bench/carriers/argmax_first.yaml --device cpu --rows 3 --len 700 --verbose",
 		 "(ordered lanes)", "(tree of merges)"},
+		{"build/asan/assoc run bench/carriers/argmax_first.yaml --device cpu --rows 3 --len 700 --verbose",
+		 "ordered lanes, the merge", "lanes=1,"}, /* the ordered lanes counted as lanes, as that line says */
 		{"build/asan/assoc bench bench/carriers/argmax_first.yaml --device cpu --threads 1 --rows 3 --len 700",
 		 " ordered lanes, ", "1 lanes x 1 accumulators"},
 		{"build/asan/assoc run specs/moe_topk_routing.yaml --device cpu --rows 3 --len 256 --verbose",

@@ -144,7 +144,9 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		char target[96] = "";
 		if (k->target[0])
 			snprintf(target, sizeof target, ", compiled for %s (ASSOC_CPU)", k->target);
-		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s%s\n", k->lanes, k->accs,
+		/* ordered lanes are lanes too: --config lanes= sets them */
+		fprintf(stderr, "cpu: lanes=%d,accs=%d,tile=%d,rows=%d (%s%s), %d threads, split %d%s%s\n",
+			k->ordered > 1 ? k->ordered : k->lanes, k->accs,
 			k->tile, k->rows, llvm_fold_name(k), lanes,
 			rt_pool_threads(p), rt_cpu_split(&k->k, h.a->rows, h.n, d->len, o->split), views, target);
 		if (lo.lanes > 1 && k->one_lane[0]) /* a --config the plan cannot take */
