@@ -1142,6 +1142,13 @@ static void float_conversion(const char *dev)
 	char *text = ir_str(c->ir, c->lift[0]);
 	cr_expect_str_eq(text, "f64(k) * 1e+09");
 	free(text);
+	/* of an expression of literals too, which alone takes the type of what it meets */
+	Carrier *w = text_ok("carrier: w\nelement: {k: i32}\nstate: {s: f64}\nidentity: {s: 0}\n"
+			     "lift:\n  s: f64(where(k > 0, 1, 0)) * k\nmerge:\n  s: a.s + b.s\n");
+	text = ir_str(w->ir, w->lift[0]);
+	cr_expect_str_eq(text, "f64(where(k > 0, 1, 0)) * k");
+	free(text);
+	spec_carrier_free(w);
 	RunData *d = rundata_new(c, 1, 2);
 	char msg[300];
 	cr_assert_eq(rundata_draw(d, 1, NULL, 0, msg, sizeof msg), 0, "%s", msg);

@@ -756,7 +756,7 @@ static V call_float(P *p, TyKind k, const char *name, V *a, int n, size_t off)
 	Expr *e = a[0].e;
 	if (e->ty.kind == k)
 		return a[0];
-	if (e->op == EXPR_CONST || e->ty.kind == TY_NUM)
+	if (e->op == EXPR_CONST) /* a literal of that type, in range */
 		return (V){to_kind(p, a[0], k), off};
 	return (V){ir_node(p->ir, EXPR_CAST, ty_vec(k, e->ty.len, e->ty.dim), 1, e, NULL, NULL), off};
 }
