@@ -552,20 +552,26 @@ static int zero_or_one(const Expr *e)
 	return e->op == EXPR_WHERE && zero_or_one(e->a[1]) && zero_or_one(e->a[2]);
 }
 
-/* Whether state field f counts positions: an integer that starts at 0,
- * that lift sets to 0 or 1 and merge sums (a.f + b.f), so that a state's
- * count lies in [0, its positions]. */
-static int counts_positions(const Carrier *c, int f)
+/* Whether scalar state field f starts at 0 and merge sums it (a.f + b.f). */
+static int sums_from_zero(const Carrier *c, int f)
 {
 	const Expr *m = c->merge[f], *id = c->identity[f];
-	if (!ty_is_int(c->state[f].ty) || c->state[f].ty.len || !m || m->op != EXPR_ADD || id->op != EXPR_CONST ||
-	    id->num != 0 || !zero_or_one(c->lift[f]))
+	if (c->state[f].ty.len || c->state[f].ty.kind == TY_BOOL || !m || m->op != EXPR_ADD || !id ||
+	    id->op != EXPR_CONST || id->num != 0)
 		return 0;
 	const Expr *x = m->a[0], *y = m->a[1];
 	if (x->op != EXPR_VAR || y->op != EXPR_VAR)
 		return 0;
 	int a = c->svar[STATE_A][f], b = c->svar[STATE_B][f];
 	return (x->k == a && y->k == b) || (x->k == b && y->k == a);
+}
+
+/* Whether state field f counts positions: an integer that starts at 0,
+ * that lift sets to 0 or 1 and merge sums (a.f + b.f), so that a state's
+ * count lies in [0, its positions]. */
+static int counts_positions(const Carrier *c, int f)
+{
+	return ty_is_int(c->state[f].ty) && zero_or_one(c->lift[f]) && sums_from_zero(c, f);
 }
 
 /* e adds and subtracts counts of positions (counts_positions) of
@@ -587,15 +593,13 @@ static int count_sum(const Pv *p, const Expr *e, unsigned *sides)
 	return 1;
 }
 
-/* The field that counts a state's positions: an integer from 0 that lift
- * sets to 1 and merge sums; -1 where the carrier has none. */
-static int positions_field(const Carrier *c)
+int prove_positions_field(const Carrier *c, int any_type)
 {
 	for (int f = 0; f < c->nstate; f++) {
 		const Expr *l = c->lift[f];
-		while (l->op == EXPR_CAST)
+		while (l && l->op == EXPR_CAST)
 			l = l->a[0];
-		if (l->op == EXPR_CONST && l->num == 1 && counts_positions(c, f))
+		if (l && l->op == EXPR_CONST && l->num == 1 && (any_type ? sums_from_zero(c, f) : counts_positions(c, f)))
 			return f;
 	}
 	return -1;
@@ -624,7 +628,7 @@ static unsigned sides_of(const Pv *p, const Expr *e)
 static int within_positions(Ev *x, Expr *e)
 {
 	Pv *p = x->p;
-	int f = positions_field(p->c);
+	int f = prove_positions_field(p->c, 0);
 	unsigned sides = sides_of(p, e);
 	if (f < 0 || !sides)
 		return 0;

@@ -188,6 +188,10 @@ typedef struct Ev Ev;
 Ev *ev_new(Pv *p, const Region *r);
 void ev_free(Ev *x);
 Val *ev_eval(Ev *x, Expr *e);
+/* The field that counts a state's positions: from 0, lift 1, merge
+ * a.f + b.f; an integer unless any_type (a float count too); -1 where the
+ * carrier has none. */
+int prove_positions_field(const Carrier *c, int any_type);
 /* Whether integer e may wrap in two's complement where the prover's
  * integers do not (prove_eval.c's wraps) */
 int ev_wraps(Ev *x, Expr *e);

@@ -165,30 +165,11 @@ void reach_seed(Reach *rs, const double *v, int n)
 		seed_value(rs, v[i]);
 }
 
-/* A scalar field that counts positions: identity 0, lift 1, merge a.f +
- * b.f; -1 where none does. */
-static int count_field(const Carrier *c)
-{
-	for (int f = 0; f < c->nstate; f++) {
-		const Expr *l = c->lift[f], *m = c->merge[f], *id = c->identity[f];
-		while (l && l->op == EXPR_CAST)
-			l = l->a[0];
-		if (c->state[f].ty.len || c->state[f].ty.kind == TY_BOOL || !l || l->op != EXPR_CONST || l->num != 1 ||
-		    !id || id->op != EXPR_CONST || id->num != 0 || !m || m->op != EXPR_ADD || m->a[0]->op != EXPR_VAR ||
-		    m->a[1]->op != EXPR_VAR)
-			continue;
-		int a = c->svar[STATE_A][f], b = c->svar[STATE_B][f];
-		if ((m->a[0]->k == a && m->a[1]->k == b) || (m->a[0]->k == b && m->a[1]->k == a))
-			return f;
-	}
-	return -1;
-}
-
 enum { SEED_MAX_LEN = 1 << 16 };
 
 void reach_seed_lengths(Reach *rs, const Pv *p, const double *val)
 {
-	int f = count_field(rs->m.c);
+	int f = prove_positions_field(rs->m.c, 1);
 	if (f < 0)
 		return;
 	for (int v = 0; v < p->nv; v++) {
