@@ -362,34 +362,27 @@ int ex_aux_add(Ex *x, int i, char *name, size_t n)
 	aux_lift(x, f, NULL);
 	x->n++;
 	snprintf(name, n, "%s", f->name);
-	if (end) {
-		/* the element taken where the count before the step is 0 */
-		Field *g = aux_field_new(x, x->right ? "last" : "first", q);
-		Expr *me = ir_ref(ir, g->var[STATE_SELF]), *v = ir_ref(ir, x->c->elem[q].var);
-		Expr *none = ir_bin(ir, EXPR_EQ, ir_ref(ir, f->var[STATE_SELF]), ex_num(x, 0));
-		g->ident = 0;
-		Expr *st = ir_node(ir, EXPR_WHERE, g->ty, 0, none, v, me);
+	if (end || run) {
+		/* the second field beside f, which its step reads (before the step) */
+		Field *g = aux_field_new(x, end ? (x->right ? "last" : "first") : kind == AUX_RUN_MAX ? "top_run" : "low_run", q);
+		Expr *me = ir_ref(ir, g->var[STATE_SELF]);
+		Expr *v = ir_ref(ir, x->c->elem[q].var), *st, *st_right;
+		if (end) {
+			/* the element taken where the count before the step is 0 */
+			g->ident = 0;
+			st = st_right = ir_node(ir, EXPR_WHERE, g->ty, 0, ir_bin(ir, EXPR_EQ, self, ex_num(x, 0)), v, me);
+		} else {
+			/* one more element makes one more run from the fixed end, the
+			 * whole list: the old sum and the element */
+			Op pick = kind == AUX_RUN_MAX ? EXPR_MAX : EXPR_MIN;
+			g->ident = kind == AUX_RUN_MAX ? -INFINITY : INFINITY;
+			st = ir_bin(ir, pick, me, ir_bin(ir, EXPR_ADD, self, v));
+			st_right = ir_bin(ir, pick, me, ir_bin(ir, EXPR_ADD, v, self));
+		}
 		if (x->c->step)
 			g->step = st;
 		if (x->c->step_right)
-			g->step_right = st;
-		aux_lift(x, g, f);
-		x->n++;
-		size_t l = strlen(name);
-		snprintf(name + l, n - l, " and %s", g->name);
-	}
-	if (run) {
-		/* one more element makes one more run from the fixed end, the
-		 * whole list: the old sum and the element (sum before the step) */
-		Op pick = kind == AUX_RUN_MAX ? EXPR_MAX : EXPR_MIN;
-		Expr *sum = ir_ref(ir, f->var[STATE_SELF]);
-		Field *g = aux_field_new(x, kind == AUX_RUN_MAX ? "top_run" : "low_run", q);
-		Expr *me = ir_ref(ir, g->var[STATE_SELF]), *v = ir_ref(ir, x->c->elem[q].var);
-		g->ident = kind == AUX_RUN_MAX ? -INFINITY : INFINITY;
-		if (x->c->step)
-			g->step = ir_bin(ir, pick, me, ir_bin(ir, EXPR_ADD, sum, v));
-		if (x->c->step_right)
-			g->step_right = ir_bin(ir, pick, me, ir_bin(ir, EXPR_ADD, v, sum));
+			g->step_right = st_right;
 		aux_lift(x, g, f);
 		x->n++;
 		size_t l = strlen(name);
