@@ -289,9 +289,10 @@ static int write_outputs(const Opts *o, const Paged *p)
 	for (int i = 0; i < o->noutputs; i++) {
 		Npy a;
 		char msg[512];
-		if (paged_array(p, o->outputs[i].name, &a))
+		int none = paged_array(p, o->outputs[i].name, &a);
+		if (none)
 			snprintf(msg, sizeof msg, "--output %s: no such array", o->outputs[i].name);
-		if (paged_array(p, o->outputs[i].name, &a) || npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
+		if (none || npy_write(o->outputs[i].path, &a, msg, sizeof msg)) {
 			fprintf(stderr, "assoc: %s\n", msg);
 			return EXIT_UNABLE;
 		}
