@@ -9,6 +9,7 @@
 #include "compiler/check/check.h"
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/cuda_int.h"
+#include "compiler/llvm/llvm.h"
 #include "compiler/prove/prove.h"
 
 uint64_t cuda_fnv(uint64_t h, const char *s, size_t n)
@@ -850,8 +851,9 @@ static void put_blob(Buf *b, const char *name)
 static int check_limits(const Carrier *c, char *msg, size_t n)
 {
 	if (c->nelem + c->ncol + c->nrow > CUDA_MAXIN || c->nfinal + c->nmap > CUDA_MAXOUT || c->nparams > CUDA_MAXP) {
-		/* the CPU backend takes 256 of each (llvm.c); the interpreter any */
-		int cpu = c->nelem + c->ncol + c->nrow <= 256 && c->nfinal + c->nmap <= 256 && c->nparams <= 256;
+		/* the CPU backend takes LLVM_MAX_ARRAYS of each; the interpreter any */
+		int cpu = c->nelem + c->ncol + c->nrow <= LLVM_MAX_ARRAYS && c->nfinal + c->nmap <= LLVM_MAX_ARRAYS &&
+			  c->nparams <= LLVM_MAX_ARRAYS;
 		snprintf(msg, n, "the CUDA backend takes at most %d inputs, %d outputs and %d params; %s has %d, %d and %d "
 			 "(--device %s takes it)", CUDA_MAXIN, CUDA_MAXOUT, CUDA_MAXP, c->name, c->nelem + c->ncol + c->nrow,
 			 c->nfinal + c->nmap, c->nparams, cpu ? "cpu" : "interp");

@@ -249,10 +249,11 @@ static int dot_only(const Carrier *c, const Decl *d)
 
 static int unsupported(Carrier *c, char *msg, size_t n)
 {
-	if (c->nelem + c->ncol + c->nrow > 256 || c->nfinal + c->nmap > 256 || c->nparams > 256)
-		return snprintf(msg, n, "the CPU backend takes at most 256 inputs, outputs and params; %s has %d, %d and %d "
+	if (c->nelem + c->ncol + c->nrow > LLVM_MAX_ARRAYS || c->nfinal + c->nmap > LLVM_MAX_ARRAYS ||
+	    c->nparams > LLVM_MAX_ARRAYS)
+		return snprintf(msg, n, "the CPU backend takes at most %d inputs, outputs and params; %s has %d, %d and %d "
 					"(--device interp takes it)",
-				c->name, c->nelem + c->ncol + c->nrow, c->nfinal + c->nmap, c->nparams),
+				LLVM_MAX_ARRAYS, c->name, c->nelem + c->ncol + c->nrow, c->nfinal + c->nmap, c->nparams),
 		       -1;
 	/* Every component of a vector is its own value in straight-line code,
 	 * whose instruction scheduling and register allocation grow faster

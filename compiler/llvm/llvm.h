@@ -15,6 +15,8 @@
  * holds each component as its own value, and past these the compile time
  * grows to minutes (llvm.c, unsupported). */
 enum { LLVM_MAX_WIDTH = 1024, LLVM_MAX_COMPONENTS = 4096 };
+/* The most inputs, outputs and params a kernel takes, each. */
+enum { LLVM_MAX_ARRAYS = 256 };
 /* An input read only by float32 dot products with another such input is
  * read by loops over its memory (kern_wide_dot, dots_loop), not held as
  * values: it may have up to this many components and counts in neither
