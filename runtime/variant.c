@@ -49,18 +49,62 @@ void variant_str(const Variant *v, char *buf, size_t n)
 		snprintf(buf + k, n - k, ",split=%d", v->split);
 }
 
-/* The slot of key in v, NULL where v's family has no such key. */
-static int *slot(Variant *v, const char *key)
+/* The keys of the texts and the families that take each: a key is a
+ * parameter of the family's kernels, or one its written text names at the
+ * one value it takes there (warp=0 for splitk and scan, items=0 for
+ * rowreduce and splitk).  Any other is refused rather than read and
+ * dropped. */
+#define F(f) (1u << (f))
+enum { ROWS = F(FAM_ROWREDUCE) | F(FAM_ROWMAP), ROWS_SPLITK = ROWS | F(FAM_SPLITK), ALL_ROWS = ROWS_SPLITK | F(FAM_SCAN) };
+static const struct {
+	const char *name;
+	unsigned fams;
+} keys[] = {{"nt", ALL_ROWS | F(FAM_ATTN)},
+	    {"acc", ALL_ROWS},
+	    {"vec", ALL_ROWS},
+	    {"warp", ALL_ROWS},
+	    {"items", ALL_ROWS},
+	    {"un", ROWS_SPLITK},
+	    {"tf", ROWS_SPLITK},
+	    {"cl", ROWS},
+	    {"bk", ROWS},
+	    {"mt", F(FAM_ATTN)},
+	    {"bn", F(FAM_ATTN)},
+	    {"pv", F(FAM_ATTN)},
+	    {"st", F(FAM_ATTN)},
+	    {"ks", F(FAM_ATTN)},
+	    {"wg", F(FAM_ATTN)},
+	    {"ws", F(FAM_ATTN)},
+	    {"split", ALL_ROWS | F(FAM_ATTN)}};
+#undef F
+enum { NKEYS = sizeof keys / sizeof *keys };
+
+/* The slot of keys[k] in v. */
+static int *slot(Variant *v, int k)
 {
-	int attn = v->fam == FAM_ATTN;
-	static const char *const keys[] = {"nt", "acc", "vec", "warp", "items", "mt", "bn",
-					   "pv", "st",  "ks",  "wg",   "split", "un", "tf", "ws", "cl", "bk"};
-	int *const slots[] = {&v->nt, &v->acc, &v->vec, &v->warp,  &v->items, &v->mt, &v->bn, &v->pv,
-			      &v->st, &v->ks,  &v->wg,  &v->split, &v->un,    &v->tf, &v->ws, &v->cl, &v->bk};
-	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
-		if (!strcmp(key, keys[k]))
-			return ((k >= 5 && k <= 10) || k == 14) && !attn ? NULL : (k == 12 || k == 13 || k >= 15) && attn ? NULL : slots[k];
-	return NULL;
+	int *const slots[NKEYS] = {&v->nt, &v->acc, &v->vec, &v->warp, &v->items, &v->un, &v->tf, &v->cl, &v->bk,
+				   &v->mt, &v->bn,  &v->pv,  &v->st,   &v->ks,    &v->wg, &v->ws, &v->split};
+	return slots[k];
+}
+
+/* The index in keys of a key v's family takes, -1 for any other. */
+static int key_of(const Variant *v, const char *key)
+{
+	for (int k = 0; k < NKEYS; k++)
+		if (!strcmp(key, keys[k].name))
+			return keys[k].fams >> v->fam & 1 ? k : -1;
+	return -1;
+}
+
+/* "unknown key" and the keys the family takes. */
+static void unknown_key(const Variant *v, const char *s, const char *key, char *msg, size_t n)
+{
+	int l = snprintf(msg, n, "configuration '%s': unknown key '%s' (%s takes", s, key, variant_family_name(v->fam));
+	for (int k = 0, first = 1; k < NKEYS && l > 0 && (size_t)l < n; k++)
+		if (keys[k].fams >> v->fam & 1)
+			l += snprintf(msg + l, n - l, "%s %s", first ? "" : ",", keys[k].name), first = 0;
+	if (l > 0 && (size_t)l < n)
+		snprintf(msg + l, n - l, ")");
 }
 
 int variant_parse(const char *s, Variant *v, char *msg, size_t n)
@@ -80,8 +124,7 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		v->items = 4;
 	if (v->fam == FAM_ATTN)
 		v->mt = 1, v->bn = 64, v->pv = 1, v->st = 2, v->ks = 1, v->un = 0;
-	const int *seen[32]; /* the keys given: one given twice is a mistake, not the last one's value */
-	int nseen = 0;
+	unsigned given = 0; /* the keys given: one given twice is a mistake, not the last one's value */
 	for (const char *p = colon ? colon + 1 : ""; *p;) {
 		char key[16];
 		size_t kl = 0;
@@ -98,20 +141,17 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 			snprintf(msg, n, "configuration '%s': expected key=value at '%s'", s, p);
 			return -1;
 		}
-		int *at = slot(v, key);
-		if (!at) {
-			snprintf(msg, n, "configuration '%s': unknown key '%s' (%s)", s, key,
-				 v->fam == FAM_ATTN ? "nt, mt, bn, pv, st, ks, wg, ws, split" : "nt, acc, vec, warp, items, un, tf, cl, bk, split");
+		int k = key_of(v, key);
+		if (k < 0) {
+			unknown_key(v, s, key, msg, n);
 			return -1;
 		}
-		for (int k = 0; k < nseen; k++)
-			if (seen[k] == at) {
-				snprintf(msg, n, "configuration '%s': key '%s' is given twice", s, key);
-				return -1;
-			}
-		if (nseen < (int)(sizeof seen / sizeof *seen))
-			seen[nseen++] = at;
-		*at = (int)val;
+		if (given >> k & 1) {
+			snprintf(msg, n, "configuration '%s': key '%s' is given twice", s, key);
+			return -1;
+		}
+		given |= 1u << k;
+		*slot(v, k) = (int)val;
 		p = *end ? end + 1 : end;
 	}
 	int splits = v->fam == FAM_SPLITK || v->fam == FAM_SCAN || v->fam == FAM_ATTN;
@@ -120,8 +160,13 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 				 "whose rows are not split)", s, v->split, VARIANT_MAX_SPLIT);
 		return -1;
 	}
-	if (v->fam == FAM_ATTN && v->ws && !v->wg)
+	if (v->fam == FAM_ATTN && v->ws && !v->wg && !(given >> key_of(v, "wg") & 1))
 		v->wg = 2; /* the warp-specialized schedules' two consumer warpgroups */
+	if (v->fam == FAM_ATTN && v->ws && !v->wg) {
+		snprintf(msg, n, "configuration '%s': ws, the warp-specialized schedules, are the Hopper template's (wg 2); "
+				 "the mma.sync template (wg=0) has none", s);
+		return -1;
+	}
 	if (v->fam == FAM_ATTN && v->wg) {
 		/* nt, mt and ks follow from wg; bn up to 256 keys (wgmma's n) */
 		if (v->wg < 1 || v->wg > 3 || (v->bn % 16) || v->bn < 16 || v->bn > 256 || v->pv < 1 || v->pv > 3 ||
@@ -138,7 +183,15 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 					 "each tile's softmax under the tensor cores; wg 2 consumer warpgroups, st 2 or more)", s);
 			return -1;
 		}
-		v->nt = 128 * (v->wg + (v->ws > 0)), v->mt = 1, v->ks = 1;
+		int nt = 128 * (v->wg + (v->ws > 0));
+		if ((given >> key_of(v, "nt") & 1 && v->nt != nt) || (given >> key_of(v, "mt") & 1 && v->mt != 1) ||
+		    (given >> key_of(v, "ks") & 1 && v->ks != 1)) {
+			snprintf(msg, n, "configuration '%s': the Hopper attention template at wg=%d%s has nt=%d, mt=1 and ks=1 "
+					 "(128 threads a warpgroup of 64 query rows%s)", s, v->wg, v->ws ? " ws" : "", nt,
+				 v->ws ? ", and 128 for the producer" : "");
+			return -1;
+		}
+		v->nt = nt, v->mt = 1, v->ks = 1;
 		return 0;
 	}
 	if (v->fam == FAM_ATTN) {
@@ -161,11 +214,11 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 		 (v->vec == 1 || v->vec == 4) && (v->warp == 0 || v->warp == 1) && v->items >= 0 && v->items <= 64 &&
 		 (v->fam != FAM_SCAN || v->items >= 1) && (!v->warp || row) &&
 		 (!v->items || v->fam == FAM_ROWMAP || v->fam == FAM_SCAN) && (v->un == 1 || v->un == 2 || v->un == 4) &&
-		 (v->tf == 0 || v->tf == 1) && (v->fam != FAM_SCAN || (v->un == 1 && !v->tf));
+		 (v->tf == 0 || v->tf == 1);
 	if (!ok) {
 		snprintf(msg, n, "configuration '%s' is out of range (nt: a multiple of 32 up to 1024; acc 1-8; vec 1 or 4; "
-				 "warp 0 or 1, rowreduce and rowmap only; items 0-64, rowmap and scan only; un 1, 2 or 4 and "
-				 "tf 0 or 1, not for scan)", s);
+				 "warp 0 or 1, rowreduce and rowmap only; items 0-64, rowmap and scan only; un 1, 2 or 4; "
+				 "tf 0 or 1)", s);
 		return -1;
 	}
 	if (v->cl == 1) /* a cluster of one block is a block a row */
@@ -175,10 +228,12 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 				 "for rowreduce and rowmap with a block a row (warp 0)", s);
 		return -1;
 	}
-	if (v->bk && (v->bk < 2 || v->bk > 8 || !row || v->warp || v->cl || v->items)) {
+	/* un: the ring's stages are the loads in flight (templates/rowbulk.cuh) */
+	if (v->bk && (v->bk < 2 || v->bk > 8 || !row || v->warp || v->cl || v->items || v->un > 1)) {
 		snprintf(msg, n, "configuration '%s': bk, the stages of shared memory a row is streamed through by bulk "
-				 "copies, is 2 to 8, for rowreduce and rowmap with a block a row (warp 0), no cluster (cl) and "
-				 "no items (the row stays in the ring where it fits)", s);
+				 "copies, is 2 to 8, for rowreduce and rowmap with a block a row (warp 0), no cluster (cl), "
+				 "no items (the row stays in the ring where it fits) and un 1 (the ring's stages are the loads "
+				 "in flight)", s);
 		return -1;
 	}
 	return 0;

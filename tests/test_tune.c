@@ -238,6 +238,9 @@ Test(tune, variant_text_round_trip)
 	cr_expect(v.fam == FAM_ATTN && v.mt == 2 && v.ks == 4 && v.pv == 1 && v.split == 0);
 	cr_assert_eq(variant_parse("splitk:nt=64,split=8", &v, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(v.fam == FAM_SPLITK && v.split == 8);
+	/* the Hopper template's text names the nt and mt that its wg gives */
+	cr_assert_eq(variant_parse("attention:nt=256,mt=1,bn=128,pv=1,st=2,wg=2", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(v.wg == 2 && v.nt == 256 && v.mt == 1 && v.ks == 1);
 }
 
 Test(tune, bad_variant_texts_are_refused_with_the_reason)
@@ -252,7 +255,20 @@ Test(tune, bad_variant_texts_are_refused_with_the_reason)
 		{"rowreduce:nt=64,split=2", "1 for rowreduce and rowmap"},
 		{"threads=256 rows=1 vec=4 acc=2 split=2 chunk=0", "unknown kernel family"},
 		{"none:nt=64", "unknown kernel family 'none'"},
-		{"rowmap:mt=2", "unknown key 'mt'"},
+		{"rowmap:mt=2", "unknown key 'mt' (rowmap takes nt, acc, vec, warp, items, un, tf, cl, bk, split)"},
+		/* a key a family would not use is refused, not dropped */
+		{"attention:acc=2", "unknown key 'acc' (attention takes nt, mt, bn, pv, st, ks, wg, ws, split)"},
+		{"attention:nt=128,vec=4", "unknown key 'vec' (attention takes"},
+		{"attention:warp=0", "unknown key 'warp' (attention takes"},
+		{"attention:items=4", "unknown key 'items' (attention takes"},
+		{"scan:un=2", "unknown key 'un' (scan takes nt, acc, vec, warp, items, split)"},
+		{"scan:tf=0", "unknown key 'tf' (scan takes"},
+		{"splitk:cl=2", "unknown key 'cl' (splitk takes nt, acc, vec, warp, items, un, tf, split)"},
+		{"rowreduce:bk=4,un=2", "and un 1 (the ring's stages are the loads in flight)"},
+		{"attention:wg=2,nt=128", "the Hopper attention template at wg=2 has nt=256, mt=1 and ks=1"},
+		{"attention:mt=2,wg=1", "at wg=1 has nt=128, mt=1 and ks=1"},
+		{"attention:ws=1,ks=2", "at wg=2 ws has nt=384"},
+		{"attention:wg=0,ws=1", "the mma.sync template (wg=0) has none"},
 		{"", "unknown kernel family"},
 	};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {

@@ -1380,10 +1380,10 @@ static int config_key_wrong(const Variant *v, const char *cfg, char *msg, size_t
 	else if (v->items < 0 || v->items > 64 || (scan && !v->items) || (v->items && !scan && v->fam != FAM_ROWMAP))
 		snprintf(why, sizeof why, "items=%d: %s takes %s", v->items, fam,
 			 scan ? "items 1 to 64" : v->fam == FAM_ROWMAP ? "items 0 to 64" : "items=0");
-	else if ((v->un != 1 && v->un != 2 && v->un != 4) || (scan && v->un != 1))
-		snprintf(why, sizeof why, "un=%d: %s takes %s", v->un, fam, scan ? "un=1" : "un 1, 2 or 4");
-	else if ((v->tf != 0 && v->tf != 1) || (scan && v->tf))
-		snprintf(why, sizeof why, "tf=%d: %s takes %s", v->tf, fam, scan ? "tf=0" : "tf 0 or 1");
+	else if (v->un != 1 && v->un != 2 && v->un != 4)
+		snprintf(why, sizeof why, "un=%d: %s takes un 1, 2 or 4", v->un, fam);
+	else if (v->tf != 0 && v->tf != 1)
+		snprintf(why, sizeof why, "tf=%d: %s takes tf 0 or 1", v->tf, fam);
 	if (!why[0])
 		return 0;
 	snprintf(msg, n, "configuration '%s': %s", cfg, why);
