@@ -60,8 +60,11 @@ const char *variant_family_name(Family f);
 Family variant_family(const char *name);
 /* The text of v; split is written when v says one. */
 void variant_str(const Variant *v, char *buf, size_t n);
-/* The variant a text names (keys left out take their defaults); -1 with
- * the reason in msg for a text that names none. */
+/* The variant a text names; -1 with the reason in msg for a text that
+ * names none.  Keys left out take fixed defaults, not a rule's: nt 128,
+ * acc 1, vec 1, un 1 and 0 for the others (scan: items 4; attention: mt
+ * 1, bn 64, pv 1, st 2, ks 1; wg 2 where ws is given without it, and nt,
+ * mt and ks as wg gives them); split 0 (the shape's rule). */
 int variant_parse(const char *s, Variant *v, char *msg, size_t n);
 
 #endif

@@ -238,6 +238,16 @@ Test(tune, variant_text_round_trip)
 	cr_expect(v.fam == FAM_ATTN && v.mt == 2 && v.ks == 4 && v.pv == 1 && v.split == 0);
 	cr_assert_eq(variant_parse("splitk:nt=64,split=8", &v, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(v.fam == FAM_SPLITK && v.split == 8);
+	/* keys left out take the defaults docs/commands.md lists, not a rule's */
+	cr_assert_eq(variant_parse("rowreduce:acc=2", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(v.nt == 128 && v.acc == 2 && v.vec == 1 && !v.warp && !v.items && v.un == 1 && !v.tf && !v.cl && !v.bk &&
+		  !v.split);
+	cr_assert_eq(variant_parse("scan:nt=64", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(v.items == 4 && v.acc == 1 && v.vec == 1);
+	cr_assert_eq(variant_parse("attention:bn=32", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(v.nt == 128 && v.mt == 1 && v.bn == 32 && v.pv == 1 && v.st == 2 && v.ks == 1 && !v.wg && !v.ws && !v.split);
+	cr_assert_eq(variant_parse("attention:ws=1", &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(v.wg == 2 && v.nt == 384 && v.mt == 1 && v.ks == 1);
 	/* the Hopper template's text names the nt and mt that its wg gives */
 	cr_assert_eq(variant_parse("attention:nt=256,mt=1,bn=128,pv=1,st=2,wg=2", &v, msg, sizeof msg), 0, "%s", msg);
 	cr_expect(v.wg == 2 && v.nt == 256 && v.mt == 1 && v.ks == 1);
