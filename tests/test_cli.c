@@ -794,17 +794,29 @@ Test(cli, deepest_spec_checks_runs_and_emits, .timeout = 180)
 }
 
 /* --explain and --stats are about the GPU's kernels: asked alone (no
- * --target, no -o) they print only what they say, nothing of the code */
+ * --target, no -o) they print only what they say, nothing of the code.
+ * Their reports go to standard error, the code to standard output. */
 Test(cli, emit_explain_and_stats_alone, .timeout = 60)
 {
 	cr_assert_eq(sh(ASSOC " emit specs/online_softmax.yaml --explain", out, sizeof out, 1), 0, "%s", out);
-	cr_expect(strstr(out, "template rowmap") && !strstr(out, "__global__"), "%s", out);
+	cr_expect(strstr(out, "assoc: specs/online_softmax.yaml: template rowmap") && !strstr(out, "__global__"), "%s", out);
+	cr_assert_eq(sh(ASSOC " emit specs/online_softmax.yaml --explain", out, sizeof out, 0), 0, "%s", out);
+	cr_expect_str_eq(out, "", "standard output holds nothing");
+	cr_assert_eq(sh("{ " ASSOC " emit specs/online_softmax.yaml --target cuda --explain 2>build/explain.err; }", out,
+			sizeof out, 0),
+		     0, "%s", out);
+	cr_expect(strstr(out, "__global__") && !strstr(out, "template rowmap"), "the code alone on standard output");
+	cr_assert_eq(sh("cat build/explain.err", out, sizeof out, 0), 0);
+	cr_expect(strstr(out, "assoc: specs/online_softmax.yaml: template rowmap"), "%s", out);
+	remove("build/explain.err");
 	Nvrtc *nv;
 	char msg[4096];
 	if (nvrtc_open(&nv, msg, sizeof msg))
 		cr_skip_test("--explain held; no NVRTC for --stats: %s", msg);
 	cr_assert_eq(sh(ASSOC " emit specs/online_softmax.yaml --stats", out, sizeof out, 1), 0, "%s", out);
 	cr_expect(strstr(out, "regs spills") && !strstr(out, ".entry") && !strstr(out, "__global__"), "%s", out);
+	cr_assert_eq(sh(ASSOC " emit specs/online_softmax.yaml --stats", out, sizeof out, 0), 0, "%s", out);
+	cr_expect_str_eq(out, "", "standard output holds nothing");
 }
 
 /* emit refuses a merge whose laws fail on every target, not only CUDA's,
