@@ -2145,6 +2145,25 @@ Test(cli, bench_of_a_user_carrier_says_what_it_compares_with, .timeout = 120)
 			  strstr(out, "bench/naive.c\n         (the kernel is compared with the copy alone: kernel/copy below)"),
 		  "%s", out);
 	cr_expect(strstr(out, "  kernel/copy "), "%s", out);
+	/* its own naive C, by ASSOC_NAIVE_C: the report names that file */
+	write_text("build/naive_mysum.c", "#include <stdint.h>\n"
+					  "typedef struct { const void *const *in; void *const *out; const double *params;\n"
+					  "  int64_t rows, len, period, qpos; const int64_t *width; } Args;\n"
+					  "void naive_mysum(const Args *a, int64_t lo, int64_t hi) {\n"
+					  "  for (int64_t i = lo; i < hi; i++) { float s = 0;\n"
+					  "    for (int64_t j = 0; j < a->len; j++) s += ((const float *)a->in[0])[i * a->len + j];\n"
+					  "    ((float *)a->out[0])[i] = s; } }\n");
+	cr_assert_eq(sh("ASSOC_NAIVE_C=build/naive_mysum.c " ASSOC " bench build/mysum.yaml --device cpu --threads 1 --rows 4 "
+			"--len 256", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, " GB/s  (build/naive_mysum.c, ") && strstr(out, " -O3 -march=native)\n") &&
+			  strstr(out, "kernel/naive ") && !strstr(out, "bench/naive.c"),
+		  "%s", out);
+	/* and the bundled one by its path, without the executable's build/.. */
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --threads 1 --rows 4 --len 256", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "/bench/naive.c, ") && !strstr(out, "build/../"), "%s", out);
+	remove("build/naive_mysum.c");
 }
 
 /* A NaN reference takes a NaN only, on every device: the sum and the max

@@ -190,8 +190,10 @@ static const char *naive_source(char *buf, size_t bn, char *why, size_t n)
 	return NULL;
 }
 
-/* Compile the naive C and find naive_<carrier>; NULL with the reason in why. */
-static void *load_naive(const char *carrier, void **lib, char *why, size_t n)
+/* Compile the naive C and find naive_<carrier>, with what was compiled in
+ * used ("FILE, CC -O3 -march=native", for the report); NULL with the
+ * reason in why. */
+static void *load_naive(const char *carrier, void **lib, char *used, size_t un, char *why, size_t n)
 {
 	char buf[PATH_MAX + 64];
 	const char *src = naive_source(buf, sizeof buf, why, n);
@@ -229,6 +231,10 @@ static void *load_naive(const char *carrier, void **lib, char *why, size_t n)
 	void *f = dlsym(*lib, sym);
 	if (!f)
 		snprintf(why, n, "no %s in %.900s", sym, src);
+	/* the file as ASSOC_NAIVE_C names it; the one found beside the
+	 * executable without its "build/.." */
+	char real[PATH_MAX];
+	snprintf(used, un, "%s, %s -O3 -march=native", getenv("ASSOC_NAIVE_C") || !realpath(src, real) ? src : real, cc);
 	return f;
 }
 
@@ -422,7 +428,7 @@ static Intensity intensity(Carrier *c, const LlvmKernel *k, double bytes, double
 }
 
 static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, double tc, double tn, double tcpu,
-		   double flops, const char *nwhy)
+		   double flops, const char *nsrc, const char *nwhy)
 {
 	int th = rt_pool_threads(b->pool);
 	double gb = bytes / tk / 1e9, cgb = bytes / tc / 1e9, ngb = tn > 0 ? bytes / tn / 1e9 : 0;
@@ -498,7 +504,7 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	else if (b->k->lanes > 1 && b->k->order[0])
 		printf("  any order: the merge commutes, %s\n", b->k->order);
 	if (tn > 0)
-		printf("  naive  %8.2f GB/s  (bench/naive.c, cc -O3 -march=native)\n", ngb);
+		printf("  naive  %8.2f GB/s  (%s)\n", ngb, nsrc);
 	else /* a carrier of the user's has no loop there: say what stands in for it */
 		printf("  naive  unavailable: %s\n         (%s)\n", nwhy,
 		       flops > 0 ? "the kernel is measured by its GFLOP/s above"
@@ -617,8 +623,9 @@ int cmd_bench(Opts *o)
 		double tk = median_time(run_kernel, &b, &tcpu);
 		double tc = median_time(run_copy, &b, NULL);
 		void *lib;
-		char nwhy[1200] = "";
-		b.naive = (void (*)(const Args *, int64_t, int64_t))load_naive(c->name, &lib, nwhy, sizeof nwhy);
+		char nwhy[1200] = "", nsrc[PATH_MAX + 128] = "";
+		b.naive = (void (*)(const Args *, int64_t, int64_t))load_naive(c->name, &lib, nsrc, sizeof nsrc, nwhy,
+									      sizeof nwhy);
 		if (b.naive && naive_meets(c, o, b.naive, nwhy, sizeof nwhy))
 			b.naive = NULL;
 		double tn = b.naive ? median_time(run_naive, &b, NULL) : 0;
@@ -629,7 +636,7 @@ int cmd_bench(Opts *o)
 		CudaAttn at;
 		char why[512];
 		double flops = cuda_attn_match(c, &at, why, sizeof why) ? 0 : cmd_bench_attention_flops(d);
-		report(o, c, &b, bytes, tk, tc, tn, tcpu, flops, nwhy);
+		report(o, c, &b, bytes, tk, tc, tn, tcpu, flops, nsrc, nwhy);
 	}
 	free(b.src);
 	free(b.dst);
