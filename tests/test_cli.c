@@ -251,6 +251,24 @@ Test(cli, options_of_other_commands_are_usage_errors)
 	cr_expect(!stat("/dev/null", &st) && S_ISCHR(st.st_mode), "/dev/null is still the device");
 }
 
+/* run --deterministic is taken on every device; off the gpu (and
+ * without --mpi) nothing is tuned, so it changes nothing: the same bits. */
+Test(cli, run_deterministic_off_the_gpu_changes_nothing, .timeout = 120)
+{
+	static const char *const devs[] = {"cpu", "interp", "emu"};
+	for (size_t d = 0; d < sizeof devs / sizeof *devs; d++) {
+		char cmd[512];
+		for (int det = 0; det < 2; det++) {
+			snprintf(cmd, sizeof cmd, ASSOC " run specs/online_softmax.yaml --device %s --rows 3 --len 300%s "
+				 "--output y=build/det%d.npy", devs[d], det ? " --deterministic" : "", det);
+			cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
+		}
+		cr_expect_eq(sh("cmp build/det0.npy build/det1.npy", out, sizeof out, 1), 0, "%s: %s", devs[d], out);
+	}
+	remove("build/det0.npy");
+	remove("build/det1.npy");
+}
+
 /* Outputs go through a device or a pipe in place (renaming onto one, as
  * root, replaced /dev/null with a file), through a symbolic link to its
  * target (the link stays), and an interrupted emit leaves no file. */
