@@ -949,3 +949,30 @@ Test(prove, proofs_agree_with_trials_on_mutated_merges, .timeout = 120)
 	cr_expect(proved >= 20 && disproved >= 20 && unknown >= 10, "proved %d, disproved %d, unknown %d", proved,
 		  disproved, unknown);
 }
+
+/* The split-KV combine (o_lse) folds a tile in its certificate's sums,
+ * shifted by the tile's largest partial lse: a vector field and a
+ * coordinate of dv components, and the partial output po beside plse,
+ * which alone moves.  The scalar form (the lanes, the GPU) keeps to one
+ * scalar element; a lift that reads the moving element elsewhere, or a
+ * certificate that does not hold, is refused with the reason. */
+Test(prove, transport_with_vector_fields)
+{
+	char why[300];
+	int moving[TRANSPORT_MAX_FIELDS], q = -1;
+	Carrier *c = load_ok("specs/o_lse.yaml");
+	cr_expect_eq(prove_transport(c, moving, why, sizeof why), 0);
+	cr_expect(strstr(why, "one scalar float element"), "%s", why);
+	cr_expect_eq(prove_transport_wide(c, moving, &q, why, sizeof why), 1, "%s", why);
+	cr_expect_eq(q, 1);
+	cr_expect(!moving[0] && moving[1]);
+	spec_carrier_free(c);
+	c = load_ok("tests/prove/o_lse_wrong_back.yaml");
+	cr_expect_eq(prove_transport_wide(c, moving, &q, why, sizeof why), 0);
+	cr_expect(strstr(why, "not proved"), "%s", why);
+	spec_carrier_free(c);
+	c = load_ok("specs/welford.yaml");
+	cr_expect_eq(prove_transport_wide(c, moving, &q, why, sizeof why), 1, "%s", why);
+	cr_expect_eq(q, 0);
+	spec_carrier_free(c);
+}

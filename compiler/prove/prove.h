@@ -62,6 +62,10 @@ const char *prove_status_name(ProofStatus s);
  * holds TRANSPORT_MAX_FIELDS entries. */
 enum { TRANSPORT_MAX_FIELDS = 16 };
 int prove_transport(Carrier *c, int *moving, char *why, size_t n);
+/* The same for the CPU's one-lane tiles: fields and coordinates may be
+ * vectors of f32, and element inputs beside the one that moves (its index
+ * in *elem) stay put. */
+int prove_transport_wide(Carrier *c, int *moving, int *elem, char *why, size_t n);
 /* A certificate for a carrier that has none, where a field m is the
  * largest element (merge max(a.m, b.m), lift the element, identity -inf)
  * and the other fields are kept relative to it (transport.c says how):

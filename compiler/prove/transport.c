@@ -49,16 +49,16 @@ static int is_elem(void *ctx, Expr *n) { return n->op == EXPR_VAR && n->k == *(i
 
 /* The state fields that move with the element (lift sets them to it);
  * 0 with the reason where lift reads the element elsewhere. */
-static int moving_fields(Carrier *c, int *mv, char *why, size_t n)
+static int moving_fields(Carrier *c, int q, int *mv, char *why, size_t n)
 {
-	int x = c->elem[0].var, nm = 0;
+	int x = c->elem[q].var, nm = 0;
 	for (int f = 0; f < c->nstate; f++) {
 		Expr *l = c->lift[f];
 		mv[f] = l->op == EXPR_VAR && l->k == x;
 		nm += mv[f];
 		if (!mv[f] && ir_contains(l, is_elem, &x)) {
 			snprintf(why, n, "lift's %s reads %s other than as itself, so the tile cannot be shifted",
-				 c->state[f].name, c->elem[0].name);
+				 c->state[f].name, c->elem[q].name);
 			return 0;
 		}
 	}
@@ -72,18 +72,42 @@ static int scalar_f32(Ty t) { return !t.len && t.kind == TY_F32; }
 /* Whether the assume reads the element, which the shift moves: the
  * proof may lean on its facts (x > 0 makes a lift's field positive),
  * which x - t no longer meets.  Params, row and column inputs stay put. */
-static int assume_moves(Carrier *c, char *why, size_t n)
+static int assume_moves(Carrier *c, int q, char *why, size_t n)
 {
-	int x = c->elem[0].var;
+	int x = c->elem[q].var;
 	if (!c->assume || !ir_contains(c->assume, is_elem, &x))
 		return 0;
 	char *s = ir_str_max(c->ir, c->assume, 120);
-	snprintf(why, n, "assume (%s) reads %s, which the tile's shift moves", s, c->elem[0].name);
+	snprintf(why, n, "assume (%s) reads %s, which the tile's shift moves", s, c->elem[q].name);
 	free(s);
 	return 1;
 }
 
-int prove_transport(Carrier *c, int *moving, char *why, size_t n)
+/* The element input the tile is shifted by: the one scalar float element
+ * where there is one input; among several, the first scalar float
+ * element that a field of lift is (the others, such as a vector beside
+ * its weight, stay put); -1 with the reason. */
+static int moving_element(Carrier *c, int wide, char *why, size_t n)
+{
+	if (!wide) {
+		if (c->nelem == 1 && scalar_f32(c->elem[0].ty))
+			return 0;
+		snprintf(why, n, "the transported fold takes one scalar float element input");
+		return -1;
+	}
+	for (int q = 0; q < c->nelem; q++)
+		if (scalar_f32(c->elem[q].ty))
+			for (int f = 0; f < c->nstate; f++)
+				if (c->lift[f]->op == EXPR_VAR && c->lift[f]->k == c->elem[q].var)
+					return q;
+	snprintf(why, n, "no field of lift is a scalar float element input, so the tile cannot be shifted");
+	return -1;
+}
+
+/* wide: vector fields and coordinates, and element inputs beside the one
+ * that moves (the CPU's one-lane tiles); else every field and coordinate
+ * a scalar f32 and one element input (the vector lanes, the GPU). */
+static int transport(Carrier *c, int wide, int *moving, int *elem, char *why, size_t n)
 {
 	if (!c->has_cert || !c->merge) {
 		snprintf(why, n, "no certificate");
@@ -96,24 +120,33 @@ int prove_transport(Carrier *c, int *moving, char *why, size_t n)
 		snprintf(why, n, "a scan");
 		return 0;
 	}
-	if (c->nelem != 1 || !scalar_f32(c->elem[0].ty) || c->nstate > TRANSPORT_MAX_FIELDS || c->ncert > TRANSPORT_MAX_FIELDS) {
-		snprintf(why, n, "the transported fold takes one scalar float element input");
+	if (c->nstate > TRANSPORT_MAX_FIELDS || c->ncert > TRANSPORT_MAX_FIELDS) {
+		snprintf(why, n, "more than %d fields or coordinates", (int)TRANSPORT_MAX_FIELDS);
 		return 0;
 	}
-	if (assume_moves(c, why, n))
+	int q = moving_element(c, wide, why, n);
+	if (q < 0 || assume_moves(c, q, why, n))
 		return 0;
 	for (int f = 0; f < c->nstate; f++)
-		if (!scalar_f32(c->state[f].ty)) {
-			snprintf(why, n, "state field %s is not a scalar f32", c->state[f].name);
+		if (wide ? c->state[f].ty.kind != TY_F32 : !scalar_f32(c->state[f].ty)) {
+			snprintf(why, n, "state field %s is not %s", c->state[f].name, wide ? "of f32" : "a scalar f32");
 			return 0;
 		}
 	for (int k = 0; k < c->ncert; k++)
-		if (!scalar_f32(c->cert_into[k].e->ty)) {
-			snprintf(why, n, "coordinate %s is not a scalar f32", c->cert_into[k].name);
+		if (wide ? c->cert_into[k].e->ty.kind != TY_F32 : !scalar_f32(c->cert_into[k].e->ty)) {
+			snprintf(why, n, "coordinate %s is not %s", c->cert_into[k].name, wide ? "of f32" : "a scalar f32");
 			return 0;
 		}
-	if (!moving_fields(c, moving, why, n))
+	if (!moving_fields(c, q, moving, why, n))
 		return 0;
+	for (int f = 0; f < c->nstate; f++)
+		if (moving[f] && !scalar_f32(c->state[f].ty)) {
+			snprintf(why, n, "state field %s moves with %s but is not a scalar f32", c->state[f].name,
+				 c->elem[q].name);
+			return 0;
+		}
+	if (elem)
+		*elem = q;
 	int s0 = 0;
 	while (!moving[s0])
 		s0++;
@@ -191,6 +224,13 @@ int prove_transport(Carrier *c, int *moving, char *why, size_t n)
 		if (moving[f])
 			l += snprintf(why + l, n - l, " %s", c->state[f].name);
 	return 1;
+}
+
+int prove_transport(Carrier *c, int *moving, char *why, size_t n) { return transport(c, 0, moving, NULL, why, n); }
+
+int prove_transport_wide(Carrier *c, int *moving, int *elem, char *why, size_t n)
+{
+	return transport(c, 1, moving, elem, why, n);
 }
 
 /* ---- a certificate derived from the maximum ----
