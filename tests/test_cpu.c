@@ -1428,6 +1428,106 @@ Test(cpu, transported_tiles_keep_special_values)
 	spec_carrier_free(c);
 }
 
+/* The split-KV combine (o_lse: a vector field, a vector element input
+ * beside the lse that moves) folds tiles of positions transported in one
+ * lane, fewer a tile for a wider state; with tf=0, and past the state
+ * that keeps the SLP vectorizer out, position by position.  Both paths
+ * meet the reference at odd lengths, split or not, with a position mask;
+ * rows holding empty partials (lse -inf), all of them, +inf, or NaN in a
+ * partial's output or lse take the spec's merges and agree in kind. */
+Test(cpu, vector_fields_fold_transported_in_one_lane, .timeout = 120)
+{
+	static const int lens[] = {0, 1, 15, 16, 17, 33, 257, 1000};
+	static const struct {
+		const char *dv, *mask;
+		int tile;
+	} cases[] = {{"64", NULL, 16}, {"128", NULL, 8}, {"64", "j < 20 || j > 40", 16}, {"256", NULL, 0}};
+	RtPool *p;
+	char msg[200], err[300];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	for (size_t s = 0; s < sizeof cases / sizeof *cases; s++) {
+		Define defs[1] = {{"dv", cases[s].dv}};
+		Carrier *c = load_defined("specs/o_lse.yaml", defs, 1);
+		if (cases[s].mask) {
+			spec_carrier_free(c);
+			FILE *f = fopen("specs/o_lse.yaml", "r");
+			cr_assert(f);
+			char spec[4096], text[4300];
+			size_t n = fread(spec, 1, sizeof spec - 1, f);
+			fclose(f);
+			spec[n] = 0;
+			char *at = strstr(spec, "state:");
+			cr_assert(at);
+			snprintf(text, sizeof text, "%.*smask: %s\n%s", (int)(at - spec), spec, cases[s].mask, at);
+			c = load_text(text, err, sizeof err);
+			cr_assert(c, "%s", err);
+		}
+		LlvmKernel *k[2] = {compiled(c, NULL), compiled(c, &(LlvmOpts){.tf = -1})};
+		cr_expect_eq(k[0]->tf, cases[s].tile > 0, "dv = %s: %s", cases[s].dv, k[0]->tf_why);
+		cr_expect_eq(k[1]->tf, 0);
+		if (cases[s].tile) {
+			cr_expect_eq(k[0]->tile, cases[s].tile, "dv = %s", cases[s].dv);
+			cr_expect(strstr(k[0]->tf_why, "shifted by their largest element on lse"), "%s", k[0]->tf_why);
+		} else {
+			cr_expect(strstr(k[0]->tf_why, "257 components"), "%s", k[0]->tf_why);
+		}
+		int dv = atoi(cases[s].dv);
+		for (int v = 0; v < 2; v++)
+			for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+				if (dv > 64 && lens[l] > 257)
+					continue;
+				RunData *d = drawn(c, 3, lens[l], 70 + l);
+				run_kernel(k[v], d, p, l % 2 ? 3 : 0);
+				char w[200];
+				snprintf(w, sizeof w, "o_lse dv = %s%s%s tf=%d len %d", cases[s].dv, cases[s].mask ? " mask " : "",
+					 cases[s].mask ? cases[s].mask : "", !v, lens[l]);
+				expect_ok(d, w);
+				rundata_free(d);
+			}
+		if (s == 0) { /* special values, both paths */
+			enum { R = 6, N = 100 };
+			float out[2][R][2];
+			for (int v = 0; v < 2; v++) {
+				RunData *d = drawn(c, R, N, 12);
+				float *po = d->elem[0].p, *lse = d->elem[1].p;
+				for (int j = 0; j < N; j += 7)
+					lse[0 * N + j] = -INFINITY; /* empty partials among the others */
+				for (int j = 0; j < N; j++)
+					lse[1 * N + j] = -INFINITY; /* every partial empty */
+				lse[2 * N + 40] = INFINITY;
+				po[((size_t)3 * N + 50) * dv + 9] = NAN;
+				lse[4 * N + 77] = NAN;
+				run_kernel(k[v], d, p, 0);
+				float *o = d->fin[0].p, *l = d->fin[1].p;
+				for (int r = 0; r < R; r++)
+					out[v][r][0] = o[(size_t)r * dv + 9], out[v][r][1] = l[r];
+				if (!v) {
+					char w[64];
+					snprintf(w, sizeof w, "o_lse special values");
+					expect_ok(d, w);
+				}
+				rundata_free(d);
+			}
+			for (int r = 0; r < R; r++)
+				for (int q = 0; q < 2; q++) {
+					float a = out[0][r][q], b = out[1][r][q];
+					cr_expect(isnan(a) == isnan(b) && isinf(a) == isinf(b) &&
+							  (!isfinite(b) || fabsf(a - b) <= 1e-5f * fmaxf(1, fabsf(b))),
+						  "row %d %s: %g transported, %g by merges", r, q ? "lse" : "out", a, b);
+				}
+			cr_expect(out[0][1][1] == -INFINITY && out[0][1][0] == 0, "every partial empty: out %g lse %g",
+				  out[0][1][0], out[0][1][1]);
+			cr_expect(out[0][2][1] == INFINITY && isnan(out[0][3][0]) && isnan(out[0][4][1]), "%g %g %g",
+				  out[0][2][1], out[0][3][0], out[0][4][1]);
+			cr_expect(isfinite(out[0][5][0]) && isfinite(out[0][5][1]), "a plain row");
+		}
+		llvm_kernel_free(k[0]);
+		llvm_kernel_free(k[1]);
+		spec_carrier_free(c);
+	}
+	rt_pool_close(p);
+}
+
 /* A carrier with no certificate whose fields are kept relative to its
  * maximum (an entropy: s = sum e^(x - m) (x - m), rescaled with a term of
  * its own, which the max-rescale tiles do not match) folds transported by

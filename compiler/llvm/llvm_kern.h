@@ -201,6 +201,15 @@ LLVMValueRef kern_monoid_tree(Lower *L, Op op, LLVMValueRef *v, int n);
  * nstate), transported where every lane's tile allows it, else by
  * kern_fold_chains (llvm_tf.c).  tmp holds 3 * nstate. */
 void kern_tf_tile(B *b, LV **s, LLVMValueRef *cond, int T, LV *tmp);
+/* The tile's transported state into r (nstate), and where it may stand
+ * for the tile's fold (every sum finite), lane by lane.  A field or
+ * coordinate of the one-lane tiles may be a vector: each component sums
+ * apart. */
+LLVMValueRef kern_tf_transported(B *b, LV **s, LLVMValueRef *cond, int T, LV *r);
+/* The one-lane transported tiles' positions (reduce_tf_tiles in
+ * llvm_reduce.c): at most TF_ONE_TILE, fewer for a wider state
+ * (kern_plan_tf). */
+enum { TF_ONE_TILE = 16 };
 void kern_reduce_two_pass(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV **one, LV *tmp);
 /* The state of [lo, hi) of each of R's rows in one[r] (scalar slots) by
  * the vector loops; with b->ride (kern_build_rowmap_next), the other

@@ -822,6 +822,26 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality)
 	}
 }
 
+/* Prefetch every cache line of the element inputs that positions j ..
+ * j + n - 1 of the row cover, ahead bytes on: a position of a vector
+ * input spans several lines (o_lse's po, 256 bytes), which
+ * kern_prefetch_at's one line a position leaves to the hardware. */
+static void prefetch_span(B *b, LLVMValueRef j, long long n, long long ahead)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), j, "");
+	for (int k = 0; k < c->nelem; k++) {
+		long long size = (long long)run_kind_size((TyKind)c->elem[k].storage) * spec_decl_width(&c->elem[k]);
+		LLVMValueRef bytes = LLVMBuildMul(L->b, at, ci64(b, size), "");
+		LLVMValueRef p = LLVMBuildGEP2(L->b, b->i8, b->inp[k], &bytes, 1, "");
+		for (long long o = 0; o < n * size; o += 64) {
+			LLVMValueRef off = ci64(b, ahead + o);
+			kern_prefetch(b, LLVMBuildGEP2(L->b, b->i8, p, &off, 1, ""), PREFETCH_L1);
+		}
+	}
+}
+
 /* Pass 1 (R->Ms[0] NULL): acc[u] = max(acc[u], lifted m) over U vectors
  * at j, U / S from each of S streams of length Ls, for each of R's rows
  * in turn, so that their chains interleave.
@@ -1323,6 +1343,58 @@ static LLVMValueRef reduce_tiles(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi
 	free(b->L.dotpre);
 	b->L.dotpre = NULL;
 	b->L.dotslot = b->colslot = 0;
+	kern_loop_end(b, &l);
+	free(lifted);
+	return kern_loop_final(b, &l);
+}
+
+/* One lane, transported (kern_plan_tf's wide form: a carrier with vector
+ * fields or inputs whose certificate the prover shows, o_lse): tiles of T
+ * positions lifted, summed in the certificate's coordinates shifted by
+ * their largest moving element, converted back once and merged into the
+ * state; one exp a position for the split-KV combine where the merge
+ * takes two and a log, each waiting for the last.  A tile the shift
+ * cannot take (kern_tf_transported) folds position by position, as
+ * without the tiles, in a loop: unrolled, its T merges of vectors took
+ * 0.18 s more of the JIT's time for o_lse, and kept the tile's lifted
+ * vectors alive past the branch, spilled.  Returns where the positions
+ * left over (fewer than T) start. */
+static LLVMValueRef reduce_tf_tiles(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi, LV *tmp)
+{
+	Kern *k = b->k;
+	Lower *L = &b->L;
+	int ns = k->c->nstate, T = k->tile;
+	LV *lifted = calloc((size_t)(T + 1) * ns, sizeof *lifted), *s[TF_ONE_TILE], *r = lifted + (size_t)T * ns;
+	LLVMValueRef cond[TF_ONE_TILE];
+	Loop l = kern_loop_begin(b, lo, hi, T);
+	prefetch_span(b, l.iv, T, PREFETCH_BYTES);
+	for (int t = 0; t < T; t++) {
+		s[t] = lifted + t * ns;
+		cond[t] = lift_at(b, t ? LLVMBuildAdd(L->b, l.iv, ci64(b, t), "") : l.iv, s[t], tmp);
+	}
+	lower_scope(L, 1);
+	kern_bind_params(b);
+	LLVMValueRef ok = kern_tf_transported(b, s, cond, T, r);
+	LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "transported");
+	LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tile_steps");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tile_folded");
+	LLVMBuildCondBr(L->b, ok, fast, slow);
+	LLVMPositionBuilderAtEnd(L->b, fast);
+	lower_scope(L, 1);
+	kern_bind_params(b);
+	kern_slots_load(b, one, b->st);
+	kern_merge(b, b->st, r, tmp);
+	kern_slots_store(b, one, tmp);
+	LLVMBuildBr(L->b, join);
+	LLVMPositionBuilderAtEnd(L->b, slow);
+	lower_scope(L, 1);
+	Loop p = kern_loop_begin(b, l.iv, LLVMBuildAdd(L->b, l.iv, ci64(b, T), ""), 1);
+	lower_scope(L, 1);
+	kern_step_slots(b, one, p.iv, tmp);
+	kern_loop_end(b, &p);
+	LLVMBuildBr(L->b, join);
+	LLVMPositionBuilderAtEnd(L->b, join);
+	lower_scope(L, 1);
 	kern_loop_end(b, &l);
 	free(lifted);
 	return kern_loop_final(b, &l);
@@ -2546,7 +2618,8 @@ void kern_build_reduce_pages(B *b)
 	PageLoop pl;
 	LLVMValueRef lo, hi;
 	pages_begin(b, &pl, LLVMGetParam(f, 2), LLVMGetParam(f, 3), LLVMGetParam(f, 5), LLVMGetParam(f, 6), &lo, &hi);
-	LLVMValueRef tail = k->mr_field >= 0 && k->tile > 1 ? reduce_tiles(b, one, lo, hi, tmp) : lo;
+	LLVMValueRef tail = k->mr_field >= 0 && k->tile > 1 ? reduce_tiles(b, one, lo, hi, tmp)
+			    : k->tf ? reduce_tf_tiles(b, one, lo, hi, tmp) : lo;
 	lower_scope(&b->L, 1);
 	Loop l = kern_loop_begin(b, tail, hi, 1);
 	lower_scope(&b->L, 1);
@@ -2607,6 +2680,8 @@ void kern_build_reduce(B *b)
 		kern_slots_store(b, one, b->st);
 		if (k->mr_field >= 0 && k->tile > 1) {
 			tail = reduce_tiles(b, one, lo, hi, tmp);
+		} else if (k->tf) {
+			tail = reduce_tf_tiles(b, one, lo, hi, tmp);
 		} else if (k->select) {
 			Rows R = {.n = 1, .i = {b->i}};
 			reduce_selected(b, &R, lo, hi, &one, tmp);

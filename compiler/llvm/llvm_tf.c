@@ -29,6 +29,18 @@
  * 1024, 5.4, 5.3 and 4.7 (the longer tail). */
 enum { TF_TILE = 16 };
 
+/* The most positions times state components of a one-lane tile. */
+enum { TF_ONE_COMPONENTS = 1056 };
+
+/* Whether the reduce folds one position at a time in one lane, where the
+ * wide form of the transported fold may take its tiles (a carrier with
+ * vector fields or inputs: o_lse). */
+static int one_lane_plain(const Kern *k, const Carrier *c)
+{
+	return k->lanes < 2 && k->accs < 2 && !(k->ordered > 1) && !k->select && !k->keys && k->group <= 1 &&
+	       !kern_filter_fits(c) && c->tpl != FAM_SCAN;
+}
+
 void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given)
 {
 	k->tf = 0;
@@ -37,16 +49,28 @@ void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given)
 		snprintf(k->tf_why, sizeof k->tf_why, "turned off (tf=0)");
 		return;
 	}
-	if (k->lanes < 2 || k->mr_field >= 0) {
+	int wide = k->lanes < 2;
+	if ((wide && !one_lane_plain(k, c)) || k->mr_field >= 0) {
 		snprintf(k->tf_why, sizeof k->tf_why, "%s",
 			 k->mr_field >= 0 ? "the tiles fold by the max-rescale merge" : "the reduce has no vector lanes");
 		return;
 	}
-	if (!prove_transport(c, k->tf_moving, k->tf_why, sizeof k->tf_why)) {
+	if (wide && kern_wide_state(c)) {
+		int n = 0;
+		for (int f = 0; f < c->nstate; f++)
+			n += spec_decl_width(&c->state[f]);
+		snprintf(k->tf_why, sizeof k->tf_why, "a state of %d components, past the %d whose tiles one lane folds", n,
+			 (int)SLP_STATE_MAX);
+		return;
+	}
+	int q;
+	if (!(wide ? prove_transport_wide(c, k->tf_moving, &q, k->tf_why, sizeof k->tf_why)
+		   : prove_transport(c, k->tf_moving, k->tf_why, sizeof k->tf_why))) {
 		char why[sizeof k->tf_why];
 		if (c->has_cert || !transport_frame(c, &k->frame, why, sizeof why))
 			return;
-		if (!prove_transport(&k->frame, k->tf_moving, why, sizeof why)) {
+		if (!(wide ? prove_transport_wide(&k->frame, k->tf_moving, &q, why, sizeof why)
+			   : prove_transport(&k->frame, k->tf_moving, why, sizeof why))) {
 			snprintf(k->tf_why, sizeof k->tf_why, "no certificate, and the one derived from its maximum %.180s", why);
 			transport_frame_free(&k->frame);
 			return;
@@ -55,7 +79,21 @@ void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given)
 		k->c = &k->frame;
 	}
 	k->tf = 1;
-	if (!tile_given)
+	/* one lane: a tile's positions times the state's components at most
+	 * TF_ONE_COMPONENTS, each component of each position its own value
+	 * until LLVM's SLP vectorizer joins them (o_lse, one thread, rows
+	 * of 512 from L3, against 15 M positions/s by merges: tiles of 8 at
+	 * dv = 64 70 M positions/s, compiled in 0.17 s; of 16, 100 to 117 M
+	 * in 0.36 to 0.55 s; dv = 128, tiles of 8, 0.57 to 0.7 s) */
+	if (wide) {
+		int n = 0;
+		for (int f = 0; f < c->nstate; f++)
+			n += spec_decl_width(&c->state[f]);
+		k->tile = TF_ONE_TILE;
+		while (k->tile > 2 && k->tile * n > TF_ONE_COMPONENTS)
+			k->tile /= 2;
+	}
+	else if (!tile_given)
 		k->tile = TF_TILE;
 }
 
@@ -80,9 +118,83 @@ static LLVMValueRef finite_lanes(Lower *L, LLVMValueRef v)
 	return LLVMBuildFCmp(L->b, LLVMRealOLT, a, lower_const(L, TY_F32, INFINITY), "");
 }
 
-/* The tile's transported state in r, and the lanes where it may stand
- * for the tile's fold (every sum finite). */
-static LLVMValueRef transported(B *b, LV **s, LLVMValueRef *cond, int T, LV *r)
+/* Whether e reads nothing but scalar state fields and params. */
+static int scalar_of_state(const Carrier *c, const Expr *e)
+{
+	if (e->ty.len)
+		return 0;
+	if (e->op == EXPR_VAR) {
+		const Var *v = ir_var(c->ir, e->k);
+		return v->kind == VAR_PARAM || (v->kind == VAR_STATE && v->which == STATE_SELF);
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (!scalar_of_state(c, e->a[i]))
+			return 0;
+	return 1;
+}
+
+enum { TF_PARTS = 16 };
+
+/* The largest scalar parts of e over scalar fields (o_lse's exp(lse) in
+ * p: o * exp(lse)), each once, into part; constants and bare fields
+ * are left out (nothing to compute). */
+static void scalar_parts(const Carrier *c, Expr *e, Expr **part, int *n)
+{
+	if (e->op == EXPR_CONST || e->op == EXPR_VAR)
+		return;
+	if (scalar_of_state(c, e) && e->ty.kind != TY_BOOL) {
+		for (int i = 0; i < *n; i++)
+			if (part[i] == e)
+				return;
+		if (*n < TF_PARTS)
+			part[(*n)++] = e;
+		return;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		scalar_parts(c, e->a[i], part, n);
+}
+
+/* In one lane, the scalar parts of the coordinates for the T positions
+ * at once, in vectors of T lanes (e[t]: position t's shifted lift), into
+ * v: position by position, o_lse's exp a position was scalar code that
+ * LLVM's SLP vectorizer left as it was, a third of a tile's
+ * instructions.  Returns how many parts. */
+static int parts_at_once(B *b, LV **e, int T, Expr **part, LLVMValueRef *v)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	int n = 0;
+	if (L->W != 1 || T < 2)
+		return 0;
+	for (int q = 0; q < c->ncert; q++)
+		scalar_parts(c, c->cert_into[q].e, part, &n);
+	if (!n)
+		return 0;
+	lower_scope(L, T);
+	kern_bind_params(b);
+	for (int f = 0; f < c->nstate; f++) {
+		if (c->state[f].ty.len)
+			continue;
+		LLVMValueRef x = lower_lv_at(e[0][f], 0);
+		LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(LLVMTypeOf(x), (unsigned)T));
+		for (int t = 0; t < T; t++)
+			vec = LLVMBuildInsertElement(L->b, vec, lower_lv_at(e[t][f], 0), LLVMConstInt(b->i32, (unsigned)t, 0), "");
+		L->bind[c->svar[STATE_SELF][f]] = lv1(b, vec);
+	}
+	/* the portable exp: with vscalefps here (exp_avx512), LLVM 14's
+	 * instruction selection for AVX-512VL hosts failed ("Do not know how
+	 * to split the result of this operator") on the 16 lanes broadcast to
+	 * the vector fields' 64-component products */
+	int avx512 = L->avx512;
+	L->avx512 = 0;
+	for (int i = 0; i < n; i++)
+		v[i] = lower_lv_at(lower_expr(L, part[i]), 0);
+	L->avx512 = avx512;
+	lower_scope(L, 1);
+	return n;
+}
+
+LLVMValueRef kern_tf_transported(B *b, LV **s, LLVMValueRef *cond, int T, LV *r)
 {
 	Kern *k = b->k;
 	Carrier *c = k->c;
@@ -91,7 +203,8 @@ static LLVMValueRef transported(B *b, LV **s, LLVMValueRef *cond, int T, LV *r)
 	while (!k->tf_moving[s0])
 		s0++;
 	LLVMValueRef ninf = lower_const(L, TY_F32, -INFINITY), zero = lower_const(L, TY_F32, 0);
-	LLVMValueRef v[65], d[65], y[TRANSPORT_MAX_FIELDS][65];
+	LLVMValueRef v[65], d[65], y[65];
+	LV yv[TRANSPORT_MAX_FIELDS][65];
 	for (int t = 0; t < T; t++) {
 		LLVMValueRef x = s[t][s0].c[0];
 		v[t] = cond[t] ? LLVMBuildSelect(L->b, cond[t], x, ninf, "") : x;
@@ -100,23 +213,36 @@ static LLVMValueRef transported(B *b, LV **s, LLVMValueRef *cond, int T, LV *r)
 	 * check below), 0 in a lane that keeps none */
 	LLVMValueRef M = kern_monoid_tree(L, EXPR_MAX, v, T);
 	LLVMValueRef sh = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, LLVMRealOEQ, M, ninf, ""), zero, M, "");
-	LV *e = r; /* the shifted lift of position t, then the result */
+	/* the shifted lift of each position */
+	LV *e = calloc((size_t)T * ns, sizeof *e), *et[65];
+	for (int t = 0; t < T; t++) {
+		et[t] = e + (size_t)t * ns;
+		for (int f = 0; f < ns; f++)
+			et[t][f] = k->tf_moving[f] ? lv1(b, LLVMBuildFSub(L->b, s[t][f].c[0], sh, "")) : s[t][f];
+	}
+	Expr *part[TF_PARTS];
+	LLVMValueRef partv[TF_PARTS];
+	int nparts = parts_at_once(b, et, T, part, partv);
 	for (int t = 0; t < T; t++) {
 		lower_scope(L, L->W);
 		kern_bind_params(b);
-		for (int f = 0; f < ns; f++)
-			e[f] = k->tf_moving[f] ? lv1(b, LLVMBuildFSub(L->b, s[t][f].c[0], sh, "")) : s[t][f];
-		d[t] = e[s0].c[0];
+		d[t] = et[t][s0].c[0];
 		if (cond[t])
 			d[t] = LLVMBuildSelect(L->b, cond[t], d[t], zero, "");
-		kern_bind_self(b, e);
+		kern_bind_self(b, et[t]);
+		for (int i = 0; i < nparts; i++)
+			lower_preset(L, part[i], lv1(b, LLVMBuildExtractElement(L->b, partv[i], LLVMConstInt(b->i32, (unsigned)t, 0), "")));
 		for (int q = 0; q < c->ncert; q++) {
-			y[q][t] = lower_lv_at(lower_expr(L, c->cert_into[q].e), 0);
-			if (c->cert_monoid[q] == EXPR_ADD)
-				y[q][t] = drop_zero_term(y[q][t]);
-			if (cond[t])
-				y[q][t] = LLVMBuildSelect(L->b, cond[t], y[q][t],
-							  lower_const(L, TY_F32, ir_ops[c->cert_monoid[q]].unit), "");
+			LV u = lower_expr(L, c->cert_into[q].e);
+			int w = lower_width(c->cert_into[q].e);
+			LLVMValueRef unit = lower_const(L, TY_F32, ir_ops[c->cert_monoid[q]].unit);
+			yv[q][t] = lower_lv_new(L, w);
+			for (int i = 0; i < w; i++) {
+				LLVMValueRef x = lower_lv_at(u, i);
+				if (c->cert_monoid[q] == EXPR_ADD)
+					x = drop_zero_term(x);
+				yv[q][t].c[i] = cond[t] ? LLVMBuildSelect(L->b, cond[t], x, unit, "") : x;
+			}
 		}
 	}
 	/* an infinity or NaN among the kept elements (or a shifted one past
@@ -124,13 +250,22 @@ static LLVMValueRef transported(B *b, LV **s, LLVMValueRef *cond, int T, LV *r)
 	LLVMValueRef ok = finite_lanes(L, kern_monoid_tree(L, EXPR_ADD, d, T));
 	lower_scope(L, L->W);
 	kern_bind_params(b);
-	for (int q = 0; q < c->ncert; q++)
-		L->bind[c->cert_var[q]] = lv1(b, kern_monoid_tree(L, c->cert_monoid[q], y[q], T));
+	for (int q = 0; q < c->ncert; q++) {
+		LV sum = lower_lv_new(L, yv[q][0].n);
+		for (int i = 0; i < sum.n; i++) {
+			for (int t = 0; t < T; t++)
+				y[t] = yv[q][t].c[i];
+			sum.c[i] = kern_monoid_tree(L, c->cert_monoid[q], y, T);
+		}
+		L->bind[c->cert_var[q]] = sum;
+	}
 	kern_state_exprs(b, c->cert_back, r);
+	free(e);
 	for (int f = 0; f < ns; f++) {
 		if (k->tf_moving[f])
 			r[f].c[0] = LLVMBuildFAdd(L->b, r[f].c[0], sh, "");
-		ok = LLVMBuildAnd(L->b, ok, finite_lanes(L, r[f].c[0]), "");
+		for (int i = 0; i < r[f].n; i++)
+			ok = LLVMBuildAnd(L->b, ok, finite_lanes(L, r[f].c[i]), "");
 	}
 	return ok;
 }
@@ -142,7 +277,7 @@ void kern_tf_tile(B *b, LV **s, LLVMValueRef *cond, int T, LV *tmp)
 	int ns = c->nstate, W = L->W;
 	LV *r = tmp + ns, *acc = tmp + 2 * ns;
 	memcpy(acc, b->st, ns * sizeof *acc);
-	LLVMValueRef ok = transported(b, s, cond, T, r);
+	LLVMValueRef ok = kern_tf_transported(b, s, cond, T, r);
 	if (W > 1)
 		ok = lower_intrinsic(L, "llvm.vector.reduce.and", LLVMTypeOf(ok), &ok, 1);
 	LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "transported");
@@ -153,23 +288,27 @@ void kern_tf_tile(B *b, LV **s, LLVMValueRef *cond, int T, LV *tmp)
 	lower_scope(L, W);
 	kern_bind_params(b);
 	kern_merge(b, acc, r, tmp);
-	LLVMValueRef via[TRANSPORT_MAX_FIELDS][2];
+	LV via[TRANSPORT_MAX_FIELDS][2];
 	for (int f = 0; f < ns; f++)
-		via[f][0] = tmp[f].c[0];
+		via[f][0] = tmp[f];
 	LLVMBasicBlockRef from_fast = LLVMGetInsertBlock(L->b);
 	LLVMBuildBr(L->b, join);
 	LLVMPositionBuilderAtEnd(L->b, slow);
 	kern_fold_chains(b, acc, s, T, tmp);
 	for (int f = 0; f < ns; f++)
-		via[f][1] = tmp[f].c[0];
+		via[f][1] = tmp[f];
 	LLVMBasicBlockRef from[2] = {from_fast, LLVMGetInsertBlock(L->b)};
 	LLVMBuildBr(L->b, join);
 	LLVMPositionBuilderAtEnd(L->b, join);
 	lower_scope(L, W);
 	for (int f = 0; f < ns; f++) {
-		tmp[f] = lower_lv_new(L, 1);
-		tmp[f].c[0] = LLVMBuildPhi(L->b, LLVMTypeOf(via[f][0]), "");
-		LLVMAddIncoming(tmp[f].c[0], via[f], from, 2);
+		int w = via[f][0].n > via[f][1].n ? via[f][0].n : via[f][1].n;
+		tmp[f] = lower_lv_new(L, w);
+		for (int i = 0; i < w; i++) {
+			LLVMValueRef in[2] = {lower_lv_at(via[f][0], i), lower_lv_at(via[f][1], i)};
+			tmp[f].c[i] = LLVMBuildPhi(L->b, LLVMTypeOf(in[0]), "");
+			LLVMAddIncoming(tmp[f].c[i], in, from, 2);
+		}
 	}
 }
 
