@@ -928,6 +928,24 @@ Test(cli, unwritable_output_says_why)
 	cr_expect(strstr(out, "build/no/such/x.yaml: cannot write: No such file or directory"), "%s", out);
 }
 
+/* `emit --target ptx` starts loading NVRTC beside its checks; a refusal
+ * right after (a configuration the carrier cannot take, an output path
+ * that cannot be written) waits for that load before it exits, which
+ * crashed in exit or hung on libnvrtc's lock about a third of the time.
+ * The build without sanitizers: their timing hid the race; a hang is
+ * killed, not waited for. */
+Test(cli, refusals_during_nvrtc_load_exit_cleanly, .timeout = 120)
+{
+	static const char *const cmds[] = {
+		"timeout -s KILL 60 build/assoc emit specs/sum.yaml --config rowreduce:tf=1 --target ptx -o /dev/null",
+		"timeout -s KILL 60 build/assoc emit specs/sum.yaml --target ptx -o build/no/such/x.ptx",
+		"timeout -s KILL 60 build/assoc emit specs/sum.yaml --target ptx --arch sm_80 --config rowreduce:bk=2 -o /dev/null",
+	};
+	for (int i = 0; i < 3; i++)
+		for (int r = 0; r < 6; r++)
+			cr_expect_eq(sh(cmds[i], out, sizeof out, 1), 2, "%s (run %d): %s", cmds[i], r, out);
+}
+
 /* A writable file in a folder the user cannot write to: the message says
  * it is the folder (the output is made there, then renamed).  Run as
  * another user where this one is root, whom no folder refuses. */

@@ -12,6 +12,7 @@
 
 #include "compiler/cli/cli.h"
 #include "compiler/util/cache.h"
+#include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/paged.h"
 #include "compiler/explore/explore.h"
 #include "compiler/front/yaml.h"
@@ -642,5 +643,6 @@ int main(int argc, char **argv)
 	if (flushed()) /* generated code or results lost (a full disk) */
 		rc = EXIT_USAGE;
 	free(o.specs);
+	nvrtc_quiesce();
 	return rc;
 }

@@ -237,11 +237,35 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 	return 0;
 }
 
+/* The threads that may be inside libnvrtc (loading it, or compiling),
+ * which nvrtc_quiesce waits for. */
+static pthread_mutex_t busy_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t busy_cv = PTHREAD_COND_INITIALIZER;
+static int busy;
+
+void nvrtc_quiesce(void)
+{
+	pthread_mutex_lock(&busy_mu);
+	while (busy)
+		pthread_cond_wait(&busy_cv, &busy_mu);
+	pthread_mutex_unlock(&busy_mu);
+}
+
+static void busy_add(int d)
+{
+	pthread_mutex_lock(&busy_mu);
+	busy += d;
+	if (!busy)
+		pthread_cond_broadcast(&busy_cv);
+	pthread_mutex_unlock(&busy_mu);
+}
+
 static void *preload(void *arg)
 {
 	char path[512], tried[2048] = "";
 	(void)arg;
 	open_lib(path, sizeof path, tried, sizeof tried); /* the reference stays: nvrtc_open's own is the one used */
+	busy_add(-1);
 	return NULL;
 }
 
@@ -253,7 +277,9 @@ void nvrtc_preload(void)
 	if (atomic_flag_test_and_set(&started) || pthread_attr_init(&at))
 		return;
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_create(&t, &at, preload, NULL); /* not started: nvrtc_open loads it itself */
+	busy_add(1);
+	if (pthread_create(&t, &at, preload, NULL)) /* not started: nvrtc_open loads it itself */
+		busy_add(-1);
 	pthread_attr_destroy(&at);
 }
 
@@ -271,6 +297,7 @@ static void *job_run(void *arg)
 	NvrtcJob *j = arg;
 	j->rc = nvrtc_open(&j->nv, j->msg, sizeof j->msg) ||
 		nvrtc_ptx(j->nv, j->src, j->arch[0] ? j->arch : NULL, &j->ptx, &j->cached, j->msg, sizeof j->msg);
+	busy_add(-1);
 	return NULL;
 }
 
@@ -285,7 +312,9 @@ NvrtcJob *nvrtc_start(const char *src, const char *arch)
 	}
 	if (arch)
 		strcpy(j->arch, arch);
+	busy_add(1);
 	if (pthread_create(&j->t, NULL, job_run, j)) {
+		busy_add(-1);
 		free(j->src);
 		free(j);
 		return NULL;

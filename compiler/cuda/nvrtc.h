@@ -25,6 +25,12 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
  * finds it loaded); nothing to wait for or free, and a no-op after the
  * first call. */
 void nvrtc_preload(void);
+/* Waits until no thread of nvrtc_preload or nvrtc_start is inside NVRTC:
+ * for a process that exits right after starting one (a refusal after
+ * `emit --target ptx` began the load).  exit unloads the libraries under
+ * such a thread, and libnvrtc's initializer, half run, then crashed or
+ * hung on its lock, a third of the time. */
+void nvrtc_quiesce(void);
 /* nvrtc_open and nvrtc_ptx of src for arch on a thread of their own (src
  * and arch copied); NULL where no thread could start, and the caller
  * compiles itself. */
