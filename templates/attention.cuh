@@ -9,7 +9,8 @@
  * to two scalars in the m and l slots), identity 0, lift (w v, and the
  * scalars' own weights) with w = weight(dot(q, k)) elementwise, merge
  * plain sums.  No row maximum and no rescale: P = w in float32, rounded
- * as below; masked and out-of-range keys contribute 0 to every field.
+ * as below (in f16 parts, times a power of two a row: attn_pscale);
+ * masked and out-of-range keys contribute 0 to every field.
  *
  * Layout: q [heads][rows][D], k [kv_heads][len][D], v [kv_heads][len][DV],
  * all f16 (BF = 0) or bf16 (BF = 1); outputs [heads][rows](...).  Query
@@ -89,6 +90,8 @@
 #ifndef ATTN_SUM
 #define ATTN_SUM 0
 #endif
+/* A weighted sum's P in f16 parts, scaled into f16's normal range (attn_pscale) */
+#define ATTN_PSCALE(BF, PV) (ATTN_SUM && (BF) == 0 && (PV) > 1)
 
 /* The element of q, the scalar row inputs and the outputs that holds row
  * i of head h, given at = h A.rows + i: itself in the kernels' own layout
@@ -522,6 +525,55 @@ ASC_DEV void attn_weights(const Args &A, const ARow (&R)[2], const int (&ir)[2],
 			s[nt][c] = w;
 		}
 }
+
+/* Weighted sums with P in f16 parts (PV > 1, BF 0): f16's normal range
+ * starts at 2^-14 and its subnormals end at 2^-24, so the parts of a
+ * weight under 2^-14 keep fewer bits than float32's (at 1e-6, about 4:
+ * sigmoid attention's weights with a -log(n) bias or a distance bias are
+ * that small).  Each row's weights go to the parts times 2^E instead, E
+ * (pe) such that the row's largest weight so far lies in [2^14, 2^15)
+ * times 2^E: it falls as that weight grows, and o, which holds the row's
+ * o times 2^E, then takes alpha = 2^(E' - E), a power of two (exact), as
+ * the softmax's rescale does; 2^-E after the loop (attn_pscale_out).  A
+ * weight under 2^-39 of the row's largest loses bits still, under
+ * float32's rounding of their sum.  E runs from -113 (an infinite weight)
+ * to 126 (its start, kept while the weights are under 2^-111).  Where:
+ * ATTN_PSCALE. */
+ASC_DEV float attn_pow2(int e) { return e < -126 ? 0.0f : __int_as_float((e + 127) << 23); }
+
+template <int BN>
+ASC_DEV void attn_pscale(float (&s)[BN / 8][4], int (&pe)[2], float (&alpha)[2])
+{
+#pragma unroll
+	for (int hf = 0; hf < 2; hf++) {
+		float mx = 0.0f;
+#pragma unroll
+		for (int nt = 0; nt < BN / 8; nt++)
+			mx = fmaxf(mx, fmaxf(fabsf(s[nt][2 * hf]), fabsf(s[nt][2 * hf + 1])));
+		mx = asc_lanes_max<4>(mx); /* the row's keys lie in its quad's 4 lanes */
+		int e = 141 - (__float_as_int(mx) >> 23);
+		e = e < pe[hf] ? e : pe[hf];
+		alpha[hf] = attn_pow2(e - pe[hf]);
+		pe[hf] = e;
+	}
+	float sc[2] = {attn_pow2(pe[0]), attn_pow2(pe[1])};
+#pragma unroll
+	for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			s[nt][c] *= sc[c / 2];
+}
+
+template <int DV>
+ASC_DEV void attn_pscale_out(float (&o)[DV / 8][4], const int (&pe)[2])
+{
+	float sc[2] = {attn_pow2(-pe[0]), attn_pow2(-pe[1])};
+#pragma unroll
+	for (int dn = 0; dn < DV / 8; dn++)
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			o[dn][c] *= sc[c / 2];
+}
 #endif
 
 /* blockIdx.x read again, opaquely: not merged with the read at the start,
@@ -950,6 +1002,12 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 		m[mt][0] = m[mt][1] = ATTN_SUM ? 0.0f : -ASC_INF; /* the identity */
 		l[mt][0] = l[mt][1] = 0;
 	}
+#if ATTN_SUM
+	int pe[MT][2]; /* ATTN_PSCALE: o's scale, 2^pe */
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+		pe[mt][0] = pe[mt][1] = 126;
+#endif
 	/* The pipeline.  NS stages: K and V of the next NS - 1 live tiles load
 	 * while the whole of this tile computes, one barrier per tile (a ring
 	 * of stages, one commit group a tile).  One stage (FlashAttention-2's
@@ -1030,7 +1088,8 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 		}
 		/* P in PV parts of the input type (hi, then the rounding rests):
 		 * PV = 1 rounds P as FlashAttention does; 2 (f16) or 3 (bf16)
-		 * keep float32's precision, as the spec's arithmetic asks. */
+		 * keep float32's precision, as the spec's arithmetic asks (a
+		 * weighted sum's f16 parts scaled: attn_pscale). */
 		unsigned pf[MT][PV][BW / 16][4];
 #pragma unroll
 		for (int mt = 0; mt < MT; mt++) {
@@ -1039,6 +1098,11 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 				attn_weights<0, BW>(A, R[mt], ir[mt], s[mt], m[mt], l[mt], kb + wk * BW, jn, cls, t);
 			else
 				attn_weights<1, BW>(A, R[mt], ir[mt], s[mt], m[mt], l[mt], kb + wk * BW, jn, cls, t);
+			if (ATTN_PSCALE(BF, PV)) {
+				float alpha[2];
+				attn_pscale<BW>(s[mt], pe[mt], alpha);
+				attn_rescale<DV>(o[mt], alpha);
+			}
 #else
 			/* p = 2^(scale s - mb): scale 1 where s holds the scores */
 			float mx[2], scale[2] = {full && lin ? a2[mt][0] : 1.0f, full && lin ? a2[mt][1] : 1.0f};
@@ -1143,6 +1207,12 @@ ASC_DEV void attn_fwd(const Args &A, const Args *batch = 0)
 		attn_tile_of<D, DV>(AO, attn_block(), tiles, q2, k2);
 		base = (long long)k2 * M;
 	}
+#if ATTN_SUM
+	if (ATTN_PSCALE(BF, PV))
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++)
+			attn_pscale_out<DV>(o[mt], pe[mt]);
+#endif
 	if (KS > 1)
 		attn_merge_slices<MT, DV, KS>(Sm, o, m, l, w, wk, lane);
 #pragma unroll

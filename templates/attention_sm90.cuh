@@ -62,7 +62,8 @@
  * ATTN_SUM 1 (attention.cuh's weighted-sum contract, sigmoid attention):
  * P is the weight of each score (attn_weight, or attn_sigmoid of it), the
  * scalar fields' sums grow beside it in the m and l slots, and there is no
- * row maximum and no rescale of o. */
+ * row maximum and no rescale of o (but by the power of two that keeps f16
+ * parts of P in range: attn_pscale). */
 
 struct alignas(64) AttnMaps {
 	AscTmap q, k, v;
@@ -245,10 +246,11 @@ ASC_DEV void attn90_transpose(S &Sm, int v, int vt, int x, int nt)
 /* The scores of the tile from kb (S, retired) and the rows' m and l
  * updated as attention.cuh's online softmax does them; alpha: the factor
  * o takes, mb and scale: p = exp2(s scale - mb).  Weighted sums: the
- * weights in s, no maximum, alpha 1. */
-template <int BN>
+ * weights in s, no maximum, alpha 1; in f16 parts (ATTN_PSCALE), the
+ * weights times 2^pe and alpha o's rescale (attention.cuh's attn_pscale). */
+template <int BN, int BF, int PV>
 ASC_DEV void attn90_max(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
-			float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&alpha)[2], float (&mb)[2],
+			float (&s)[BN / 2], float (&m)[2], float (&l)[2], int (&pe)[2], float (&alpha)[2], float (&mb)[2],
 			float (&scale)[2], int kb, int jn, int cls, int t)
 {
 	bool full = jn - kb == BN && cls == 2;
@@ -263,7 +265,10 @@ ASC_DEV void attn90_max(const Args &A, const ARow (&R)[2], const int (&ir)[2], c
 	else
 		attn_weights<1, BN>(A, R, ir, s4, m, l, kb, jn, cls, t);
 	alpha[0] = alpha[1] = 1.0f;
+	if (ATTN_PSCALE(BF, PV))
+		attn_pscale<BN>(s4, pe, alpha);
 #else
+	(void)pe;
 	float mx[2];
 	scale[0] = full && lin ? a2[0] : 1.0f, scale[1] = full && lin ? a2[1] : 1.0f;
 	if (full && lin)
@@ -329,16 +334,15 @@ ASC_DEV void attn90_put(float (&p)[4], unsigned (&pf)[PV][BN / attn90_ks(BF)][4]
  * updated, o rescaled (o and pf must not be in flight). */
 template <int DV, int BN, int BF, int PV>
 ASC_DEV void attn90_softmax(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
-			    float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&o)[DV / 2],
+			    float (&s)[BN / 2], float (&m)[2], float (&l)[2], int (&pe)[2], float (&o)[DV / 2],
 			    unsigned (&pf)[PV][BN / attn90_ks(BF)][4], int kb, int jn, int cls, int t)
 {
 	float alpha[2], mb[2], scale[2];
-	attn90_max<BN>(A, R, ir, a2, lin, s, m, l, alpha, mb, scale, kb, jn, cls, t);
-#if !ATTN_SUM
+	attn90_max<BN, BF, PV>(A, R, ir, a2, lin, s, m, l, pe, alpha, mb, scale, kb, jn, cls, t);
+	if (!ATTN_SUM || ATTN_PSCALE(BF, PV))
 #pragma unroll
-	for (int x = 0; x < DV / 2; x++)
-		o[x] *= alpha[x % 4 / 2];
-#endif
+		for (int x = 0; x < DV / 2; x++)
+			o[x] *= alpha[x % 4 / 2];
 #pragma unroll
 	for (int nt = 0; nt < BN / 8; nt++) {
 		float p[4];
@@ -358,12 +362,13 @@ ASC_DEV void attn90_softmax(const Args &A, const ARow (&R)[2], const int (&ir)[2
 /* ws 2 splits the step in two around the wait for the last P V: the
  * probabilities in s, m and l (attn90_probs), then o rescaled and P in
  * pf (attn90_pack). */
-template <int BN>
+template <int BN, int BF, int PV>
 ASC_DEV void attn90_probs(const Args &A, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
-			  float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&alpha)[2], int kb, int jn, int cls, int t)
+			  float (&s)[BN / 2], float (&m)[2], float (&l)[2], int (&pe)[2], float (&alpha)[2], int kb, int jn,
+			  int cls, int t)
 {
 	float mb[2], scale[2];
-	attn90_max<BN>(A, R, ir, a2, lin, s, m, l, alpha, mb, scale, kb, jn, cls, t);
+	attn90_max<BN, BF, PV>(A, R, ir, a2, lin, s, m, l, pe, alpha, mb, scale, kb, jn, cls, t);
 #if !ATTN_SUM
 #pragma unroll
 	for (int x = 0; x < BN / 2; x++) {
@@ -377,13 +382,10 @@ template <int DV, int BN, int BF, int PV>
 ASC_DEV void attn90_pack(const float (&alpha)[2], const float (&s)[BN / 2], float (&o)[DV / 2],
 			 unsigned (&pf)[PV][BN / attn90_ks(BF)][4])
 {
-#if !ATTN_SUM
+	if (!ATTN_SUM || ATTN_PSCALE(BF, PV))
 #pragma unroll
-	for (int x = 0; x < DV / 2; x++)
-		o[x] *= alpha[x % 4 / 2];
-#else
-	(void)alpha, (void)o;
-#endif
+		for (int x = 0; x < DV / 2; x++)
+			o[x] *= alpha[x % 4 / 2];
 #pragma unroll
 	for (int nt = 0; nt < BN / 8; nt++) {
 		float p[4] = {s[4 * nt], s[4 * nt + 1], s[4 * nt + 2], s[4 * nt + 3]};
@@ -391,11 +393,23 @@ ASC_DEV void attn90_pack(const float (&alpha)[2], const float (&s)[BN / 2], floa
 	}
 }
 
+/* After the key loop: o back from 2^pe o (ATTN_PSCALE). */
+template <int BF, int PV, int DV>
+ASC_DEV void attn90_pscale_out(float (&o)[DV / 2], const int (&pe)[2])
+{
+#if ATTN_SUM
+	if (ATTN_PSCALE(BF, PV))
+		attn_pscale_out<DV>(*reinterpret_cast<float(*)[DV / 8][4]>(&o), pe);
+#else
+	(void)o, (void)pe;
+#endif
+}
+
 /* The thread's two rows (r0 and r0 + 8 of the run) at the identity;
  * whether the warp's scores are all linear with a slope of 0 or more. */
 template <int DV>
 ASC_DEV bool attn90_rows(const Args &A, int r0, int M, long long run, ARow (&R)[2], int (&ir)[2], float (&a2)[2],
-			 float (&m)[2], float (&l)[2], float (&o)[DV / 2])
+			 float (&m)[2], float (&l)[2], int (&pe)[2], float (&o)[DV / 2])
 {
 	bool lin = ATTN_LIN;
 #pragma unroll
@@ -407,6 +421,7 @@ ASC_DEV bool attn90_rows(const Args &A, int r0, int M, long long run, ARow (&R)[
 		lin = lin && a2[hf] >= 0;
 		m[hf] = ATTN_SUM ? 0.0f : -ASC_INF; /* the identity */
 		l[hf] = 0;
+		pe[hf] = 126; /* ATTN_PSCALE: o's scale, 2^pe */
 	}
 #pragma unroll
 	for (int x = 0; x < DV / 2; x++)
@@ -500,7 +515,8 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 	ARow R[2];
 	int ir[2];
 	float a2[2], m[2], l[2], o[DV / 2];
-	bool lin = attn90_rows<DV>(A, r0, M, run, R, ir, a2, m, l, o);
+	int pe[2];
+	bool lin = attn90_rows<DV>(A, r0, M, run, R, ir, a2, m, l, pe, o);
 	const unsigned sb = asc_smem_addr(Sm, 0) + (unsigned)base;
 	const unsigned qa = sb + L::Q + wg * 64 * 64 * ES; /* the warpgroup's 64 rows in each Q box */
 	if (kb < hi)
@@ -527,7 +543,7 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		asc_wgmma_wait<0>();
 		asc_wgmma_hold(s);
 		unsigned pf[PV][BN / attn90_ks(BF)][4];
-		attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
+		attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, pe, o, pf, kb, jn, cls, t);
 		attn90_pv<DV, BN, BF, PV>(o, pf, va);
 		asc_wgmma_wait<0>();
 		attn90_pv_done<DV, BN, BF, PV>(o, pf);
@@ -544,6 +560,7 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 		__syncwarp(); /* warp 0 whole again before the next tile's .aligned wgmma */
 		kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
 	}
+	attn90_pscale_out<BF, PV, DV>(o, pe);
 	const float(&o4)[DV / 8][4] = *reinterpret_cast<const float(*)[DV / 8][4]>(&o); /* as mma.sync's fragments */
 #pragma unroll
 	for (int hf = 0; hf < 2; hf++)
@@ -639,7 +656,7 @@ ASC_DEV void attn90_ws_produce8(const Args &A, S &Sm, const AttnMaps &T, const A
  * one turn, then its softmax under that P V. */
 template <int D, int DV, int BN, int BF, int PV, int NS, class S>
 ASC_DEV void attn90_ov_tile(const Args &A, S &Sm, const ARow (&R)[2], const int (&ir)[2], const float (&a2)[2], bool lin,
-			    float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&o)[DV / 2],
+			    float (&s)[BN / 2], float (&m)[2], float (&l)[2], int (&pe)[2], float (&o)[DV / 2],
 			    unsigned (&pf)[PV][BN / attn90_ks(BF)][4], unsigned qa, unsigned sb, int fb, int n, int kb, int hi, int cls,
 			    int t, int mine, int theirs)
 {
@@ -655,7 +672,7 @@ ASC_DEV void attn90_ov_tile(const Args &A, S &Sm, const ARow (&R)[2], const int 
 	asc_wgmma_wait<1>(); /* S: P V of tile n - 1 stays in flight */
 	asc_wgmma_hold(s);
 	float alpha[2];
-	attn90_probs<BN>(A, R, ir, a2, lin, s, m, l, alpha, kb, jn, cls, t);
+	attn90_probs<BN, BF, PV>(A, R, ir, a2, lin, s, m, l, pe, alpha, kb, jn, cls, t);
 	asc_wgmma_wait<0>();
 	attn90_pv_done<DV, BN, BF, PV>(o, pf);
 	asc_mbar_arrive(Sm, eb + 2 * sl);
@@ -716,7 +733,8 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 	ARow R[2];
 	int ir[2];
 	float a2[2], m[2], l[2], o[DV / 2];
-	bool lin = attn90_rows<DV>(A, r0, M, run, R, ir, a2, m, l, o);
+	int pe[2];
+	bool lin = attn90_rows<DV>(A, r0, M, run, R, ir, a2, m, l, pe, o);
 	const unsigned sb = asc_smem_addr(Sm, 0) + (unsigned)base;
 	const unsigned qa = sb + L::Q + c * 64 * 64 * ES;
 	unsigned pf[PV][BN / attn90_ks(BF)][4];
@@ -735,7 +753,7 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 			asc_bar_arrive(theirs, NC); /* the end of this turn */
 			asc_wgmma_wait<0>();
 			asc_wgmma_hold(s);
-			attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
+			attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, pe, o, pf, kb, jn, cls, t);
 			unsigned va = attn90_ws_v<D, BN, BF, NS, L>(Sm, sb, P.vb, n);
 			asc_bar_sync(mine, NC); /* the next turn: P V of this tile, S of the next */
 			attn90_pv<DV, BN, BF, PV>(o, pf, va);
@@ -755,12 +773,12 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 			asc_bar_arrive(theirs, NC);
 			asc_wgmma_wait<0>();
 			asc_wgmma_hold(s);
-			attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, o, pf, kb, jn, cls, t);
+			attn90_softmax<DV, BN, BF, PV>(A, R, ir, a2, lin, s, m, l, pe, o, pf, kb, jn, cls, t);
 			kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
 			n = 1;
 		}
 		for (; kb < hi; n++) {
-			attn90_ov_tile<D, DV, BN, BF, PV, NS>(A, Sm, R, ir, a2, lin, s, m, l, o, pf, qa, sb, fb, n, kb, hi, cls, t,
+			attn90_ov_tile<D, DV, BN, BF, PV, NS>(A, Sm, R, ir, a2, lin, s, m, l, pe, o, pf, qa, sb, fb, n, kb, hi, cls, t,
 							      mine, theirs);
 			kb = attn_next(A, i0, i1, kb + BN, hi, BN, &cls);
 		}
@@ -778,6 +796,7 @@ ASC_DEV void attn90_ws(const Args &A, const AttnMaps &T)
 	}
 	if (OV == 0 && n > 0 && c == 0)
 		asc_bar_arrive(theirs, NC); /* the end of the last turn */
+	attn90_pscale_out<BF, PV, DV>(o, pe);
 	const float(&o4)[DV / 8][4] = *reinterpret_cast<const float(*)[DV / 8][4]>(&o);
 #pragma unroll
 	for (int hf = 0; hf < 2; hf++)

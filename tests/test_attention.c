@@ -1494,6 +1494,48 @@ Test(attention, rational_weight_head_dim_64, .timeout = 300)
 	sigmoid_dims("tests/attention/rational_weight.yaml", 64);
 }
 
+/* P in f16 parts (pv 2 and 3) of weights under f16's normal range: a bias
+ * of -14 makes them near 8e-7, whose parts would lose their bits to f16's
+ * subnormals (702 times float32's tolerance) but for the row's scale
+ * (attn_pscale); on both templates, every Hopper schedule, key slices and
+ * splits, against float32's tolerance.  And weights over f16's largest. */
+Test(attention, sigmoid_f16_small_weights_in_parts, .timeout = 600)
+{
+	cuda_test_cache();
+	Carrier *c = load_dims("tests/attention/sigmoid_normalized.yaml", 64);
+	static const Define small[] = {{"bias", "-14"}, {"scale", "0.1"}};
+	static const struct {
+		const char *config, *arch;
+		int split;
+	} runs[] = {{"attention:nt=128,mt=1,bn=64,pv=3,st=2", NULL, 1},
+		    {"attention:nt=128,mt=2,bn=64,pv=2,st=2", NULL, 1},
+		    {"attention:nt=128,mt=1,bn=64,pv=2,st=2,ks=4", NULL, 3},
+		    {"attention:wg=2,bn=128,st=2,pv=3", "sm_90a", 1},
+		    {"attention:wg=2,bn=128,st=2,pv=2,ws=1", "sm_90a", 2},
+		    {"attention:wg=2,bn=64,st=2,pv=3,ws=2", "sm_90a", 1}};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		RunData *d = rundata_new_heads(c, 70, 300, 2, 1);
+		char msg[4096] = "";
+		cr_assert_eq(rundata_draw(d, 11, small, 2, msg, sizeof msg), 0, "%s", msg);
+		RunOpts o = {.split = runs[k].split, .config = runs[k].config, .arch = runs[k].arch};
+		cr_assert_eq(emu_run_data(d, &o, NULL, msg, sizeof msg), 0, "%s: %s", runs[k].config, msg);
+		RunCheck chk;
+		runcheck_run(d, &chk);
+		cr_expect(chk.ok, "%s", runs[k].config);
+		for (int f = 0; f < chk.nout; f++)
+			cr_expect_leq(chk.out[f].worst_ratio, 1.0, "%s: %s %.3g of float32's tolerance", runs[k].config,
+				      chk.out[f].name, chk.out[f].worst_ratio);
+		runcheck_free(&chk);
+		rundata_free(d);
+	}
+	spec_carrier_free(c);
+	/* weights of e^20 and more, over f16's largest value: inf in one part */
+	c = load_dims("tests/attention/exp_weight.yaml", 64);
+	static const Define large[] = {{"bias", "20"}, {"scale", "0.1"}};
+	run_prm(c, "weights over 65504, pv=2", 70, 300, 1, 1, 1, "attention:nt=128,mt=1,bn=64,pv=2,st=2", NULL, large, 2);
+	spec_carrier_free(c);
+}
+
 /* Rows 0..4 see no key: out is the identity's, 0 in every component (the
  * reference's sum over no key), in every head, with and without splits
  * and key slices; the other rows against the reference. */
