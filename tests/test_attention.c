@@ -1494,6 +1494,40 @@ Test(attention, rational_weight_head_dim_64, .timeout = 300)
 	sigmoid_dims("tests/attention/rational_weight.yaml", 64);
 }
 
+/* pv=2 on bf16 inputs (two parts of 8 bits: 16 of float32's 24) is
+ * refused with the pv that keeps float32's precision, on both templates;
+ * pv=3 on bf16 and pv=2 on f16 are taken. */
+Test(attention, pv2_on_bf16_refused)
+{
+	static const struct {
+		const char *path, *config, *arch;
+		int ok;
+	} k[] = {{"tests/attention/sigmoid_bf16.yaml", "attention:nt=128,mt=1,bn=64,pv=2,st=2", NULL, 0},
+		 {"tests/attention/full_bf16.yaml", "attention:nt=128,mt=1,bn=64,pv=2,st=2", NULL, 0},
+		 {"tests/attention/full_bf16.yaml", "attention:wg=2,bn=128,st=2,pv=2", "sm_90a", 0},
+		 {"tests/attention/full_bf16.yaml", "attention:wg=2,bn=128,st=2,pv=2,ws=1", "sm_90a", 0},
+		 {"tests/attention/full_bf16.yaml", "attention:wg=2,bn=128,st=2,pv=3", "sm_90a", 1},
+		 {"tests/attention/sigmoid_bf16.yaml", "attention:nt=128,mt=1,bn=64,pv=3,st=2", NULL, 1},
+		 {"tests/attention/sigmoid_normalized.yaml", "attention:nt=128,mt=1,bn=64,pv=2,st=2", NULL, 1},
+		 {"tests/attention/sigmoid_normalized.yaml", "attention:wg=2,bn=128,st=2,pv=2", "sm_90a", 1}};
+	for (size_t x = 0; x < sizeof k / sizeof *k; x++) {
+		Carrier *c = load_dims(k[x].path, 64);
+		CudaModule m;
+		char msg[1024] = "";
+		int rc = cuda_module_for(c, k[x].config, k[x].arch, 0, &m, msg, sizeof msg);
+		if (k[x].ok) {
+			cr_expect_eq(rc, 0, "%s %s: %s", k[x].path, k[x].config, msg);
+		} else {
+			cr_expect_neq(rc, 0, "%s %s taken", k[x].path, k[x].config);
+			cr_expect(strstr(msg, "pv=2 on bf16 inputs keeps 16 bits of P") && strstr(msg, "pv=3 for bf16"), "%s: %s",
+				  k[x].config, msg);
+		}
+		if (!rc)
+			cuda_module_free(&m);
+		spec_carrier_free(c);
+	}
+}
+
 /* P in f16 parts (pv 2 and 3) of weights under f16's normal range: a bias
  * of -14 makes them near 8e-7, whose parts would lose their bits to f16's
  * subnormals (702 times float32's tolerance) but for the row's scale

@@ -910,8 +910,8 @@ static Variant attn_decode(const CudaAttn *at, int smem)
  * ptxas spills at 32 rows a warp: they keep 16.  K and V are double-buffered
  * (st = 2; the tuning space adds 1 and 3) in dynamic shared memory (68 KB at
  * head dim 128), the Q tile staged there for ldmatrix.  P rounded once to the inputs' type (pv = 1), as
- * FlashAttention does; pv = 2 (f16) or 3 (bf16) keeps P V at float32's
- * precision, by --config. */
+ * FlashAttention does; pv = 2 (f16) or 3 (bf16; 2 is refused there) keeps
+ * P V at float32's precision, by --config. */
 static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, Variant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64, n = 2;
@@ -1211,6 +1211,13 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		char f8why[192];
 		if (fits && attn90_f8_refuses(&m->attn, &v, f8why, sizeof f8why)) {
 			snprintf(msg, n, "configuration '%s' names the Hopper attention template (wg > 0), which %s", config, f8why);
+			goto fail;
+		}
+		/* P in two bf16 parts keeps 16 of float32's 24 bits (a relative
+		 * error near 2^-17), which run's float32 tolerance does not model */
+		if (fits && v.fam == FAM_ATTN && v.pv == 2 && m->attn.bf16) {
+			snprintf(msg, n, "configuration '%s': pv=2 on bf16 inputs keeps 16 bits of P, not float32's 24: pv=3 "
+				 "for bf16 (pv=2 is f16's), or pv=1 to round P once", config);
 			goto fail;
 		}
 		if (!fits) {
