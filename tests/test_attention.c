@@ -1173,6 +1173,32 @@ Test(attention, ptxas_no_spills, .timeout = 300)
 	nvrtc_close(nv);
 }
 
+/* The rule's variants at head dim 128 where the mask divides (its slow
+ * path a call, in the key loop beside the score) or the score is soft
+ * capped with a distance slope and a window assemble without spills or
+ * stack, for sm_90a: 16 rows a warp (at 32, 68 and 72 bytes spilled),
+ * and one block an SM at least for ptxas (at 168 registers, 8 and 12). */
+Test(attention, ptxas_heavy_masks_and_scores_without_spills, .timeout = 300)
+{
+	cuda_test_cache();
+	static const char *const paths[] = {"tests/attention/ratio_mask.yaml", "tests/attention/reciprocal_mask.yaml",
+					    "tests/attention/alibi_softcap_window.yaml"};
+	for (size_t k = 0; k < sizeof paths / sizeof *paths; k++) {
+		Carrier *c = load_dims(paths[k], 128);
+		CudaModule m;
+		char msg[4096];
+		cr_assert_eq(cuda_module_for(c, NULL, "sm_90a", 0, &m, msg, sizeof msg), 0, "%s", msg);
+		for (int v = 0; v < m.nvar; v++)
+			cr_expect(m.var[v].wg || m.var[v].mt == 1, "%s: variant %d takes %d tiles a warp", paths[k], v,
+				  m.var[v].mt);
+		int n = cuda_src_unspilled(m.src, "sm_90a", paths[k], msg, sizeof msg);
+		cuda_module_free(&m);
+		spec_carrier_free(c);
+		if (n < 0)
+			cr_skip_test("%s", msg);
+	}
+}
+
 /* FP8 attention's kernels (e4m3 loads converted to f16 in registers on
  * their way to shared memory) assemble without spills at head dims 64,
  * 128 and 256. */

@@ -32,6 +32,10 @@ typedef struct {
 	int f8; /* q, k and v in f8e4m3: converted to f16 on their way into shared memory (ATTN_F8) */
 	int sum;
 	int tile_mul; /* the mask's interval hook (attn_tile) multiplies intervals */
+	/* the score is not linear in the dot (cuda_attn_linear) or the mask
+	 * divides or calls the math library: per-score work in the key loop,
+	 * whose slow paths are calls */
+	int heavy;
 	int qi, ki, vi; /* the slots of q, k and v in CudaArgs.in */
 	Expr *score;
 	Expr *weight, *wm, *wl;

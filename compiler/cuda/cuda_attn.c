@@ -615,6 +615,13 @@ static int has_max_field(const Carrier *c)
 	return 0;
 }
 
+/* A division or a function of the math library. */
+static int costly_op(void *ctx, Expr *e)
+{
+	(void)ctx;
+	return e->op == EXPR_DIV || (ir_ops[e->op].flags & F_MATH);
+}
+
 /* Whether attn_tile's interval arithmetic over e multiplies intervals
  * (iv_node: a vector node is unknown, not descended into). */
 static int iv_muls(const Expr *e)
@@ -665,6 +672,7 @@ int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
 		at->fin[k] = s;
 	}
 	at->tile_mul = iv_muls(c->mask);
+	at->heavy = !cuda_attn_linear(c, at) || (c->mask && ir_contains(c->mask, costly_op, NULL));
 	return 0;
 }
 

@@ -816,11 +816,15 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 			 * (1 to 3; attn_decode_blocks): registers up to that, where
 			 * ptxas, not knowing the shared memory, aimed at 6 blocks and
 			 * spilled (80 registers at head dim 32 with a float mask).  A
-			 * weighted sum's others, at least one: without, ptxas held
-			 * sigmoid attention's 64 rows a block at head dim 64 to 128
-			 * registers around the division's slow-path call, and spilled
-			 * 12 bytes; with, 143 and none. */
-			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_decode_blocks(m, x) : at->sum ? 1 : 0, body);
+			 * weighted sum's others, and those of a score or mask with a
+			 * call on its slow path (at->heavy), at least one: without,
+			 * ptxas held sigmoid attention's 64 rows a block at head dim
+			 * 64 to 128 registers around the division's slow-path call,
+			 * and spilled 12 bytes; with, 143 and none.  At head dim 128,
+			 * 16 rows a warp, a soft cap with a distance slope and a
+			 * window spilled 8 bytes at 168 registers, a mask 1 /
+			 * f32(i - j) > c 12; with, 199 and 198, and none. */
+			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_decode_blocks(m, x) : at->heavy ? 1 : 0, body);
 			snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
 			if (!acomb++)
 				kernel(b, nm[1], ATTN_COMBINE_NT, 0, body);
@@ -907,18 +911,21 @@ static Variant attn_decode(const CudaAttn *at, int smem)
  * against 1 of 256 threads and 186).  8 warps of 16 rows stay a variant for
  * the tuner.  Scores that are not linear are computed per score in the loop
  * (a soft cap's tanh, a division whose slow path is a call), around which
- * ptxas spills at 32 rows a warp: they keep 16.  K and V are double-buffered
+ * ptxas spills at 32 rows a warp: they keep 16, and so do masks with such
+ * operations, evaluated in the same loop (`f32(j) / f32(i + 1) >= c`
+ * spilled 68 bytes at 32 rows a warp, `1 / f32(i - j) > c` 72; comparisons
+ * of sums and products, none).  K and V are double-buffered
  * (st = 2; the tuning space adds 1 and 3) in dynamic shared memory (68 KB at
  * head dim 128), the Q tile staged there for ldmatrix.  P rounded once to the inputs' type (pv = 1), as
  * FlashAttention does; pv = 2 (f16) or 3 (bf16; 2 is refused there) keeps
  * P V at float32's precision, by --config. */
-static int attn_defaults(Carrier *c, const CudaAttn *at, int smem, Variant *v)
+static int attn_defaults(const CudaAttn *at, int smem, Variant *v)
 {
 	int d = at->d > at->dv ? at->d : at->dv, bn = d > 128 ? 16 : 64, n = 2;
 	v[0] = (Variant){.fam = FAM_ATTN, .nt = 128, .acc = 1, .vec = 1, .mt = 1, .bn = bn, .pv = 1, .st = 2, .ks = 1};
 	v[1] = (Variant){.fam = FAM_ATTN, .nt = d <= 64 ? 128 : 256, .acc = 1, .vec = 1, .mt = d <= 64 ? 2 : 1, .bn = bn,
 			 .pv = 1, .st = 2, .ks = 1};
-	if (at->d == 128 && at->dv <= 128 && cuda_attn_linear(c, at)) {
+	if (at->d == 128 && at->dv <= 128 && !at->heavy) {
 		v[2] = v[1];
 		v[1] = (Variant){.fam = FAM_ATTN, .nt = 128, .acc = 1, .vec = 1, .mt = 2, .bn = 64, .pv = 1, .st = 2, .ks = 1};
 		n = 3;
@@ -1268,7 +1275,7 @@ static int module(Carrier *c, const char *config, const char *arch, int smem, in
 		}
 	} else if (m->base == FAM_ATTN) {
 		Variant av[4];
-		int na = attn_defaults(c, &m->attn, m->smem_max, av);
+		int na = attn_defaults(&m->attn, m->smem_max, av);
 		for (int k = 0; k < na; k++)
 			add_variant(c, m, av[k]);
 		if (space)
