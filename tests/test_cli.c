@@ -2390,8 +2390,36 @@ Test(cli, wrong_rank_names_the_axes_an_input_takes)
 	cr_assert_eq(sh(ASSOC " run specs/attention.yaml -D d=32 -D dv=32 --device interp --heads 2 --param scale=1 "
 			      "--input k=build/rank1.npy", out, sizeof out, 1), 2);
 	cr_expect(strstr(out, "build/rank1.npy: shape (5,) does not fit input 'k', a column input: it takes "
-			      "[kv_heads][len][32] (the shape sets --kv-heads and --len where they are not given)"),
+			      "[kv_heads][len][32], or [len][32] with --kv-heads 1 (the shape sets --kv-heads and --len "
+			      "where they are not given)"),
 		  "%s", out);
+}
+
+/* Keys and values of one key/value head may leave its axis out, as a 2-D
+ * q is one query head: (len, d) is (1, len, d) with --kv-heads 1. */
+Test(cli, two_dim_keys_are_one_kv_head, .timeout = 60)
+{
+	static double q[4 * 3 * 32], kv[7 * 32];
+	for (size_t i = 0; i < sizeof q / sizeof *q; i++)
+		q[i] = (double)(i % 7) / 7 - 0.5;
+	for (size_t i = 0; i < sizeof kv / sizeof *kv; i++)
+		kv[i] = (double)(i % 5) / 5 - 0.4;
+	Npy a = {.itemsize = 8, .ndim = 3, .shape = {4, 3, 32}, .count = 4 * 3 * 32, .data = q};
+	Npy b = {.itemsize = 8, .ndim = 2, .shape = {7, 32}, .count = 7 * 32, .data = kv};
+	snprintf(a.descr, sizeof a.descr, "<f8");
+	snprintf(b.descr, sizeof b.descr, "<f8");
+	char msg[512];
+	cr_assert_eq(npy_write("build/q4h.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(npy_write("build/kv2d.npy", &b, msg, sizeof msg), 0, "%s", msg);
+	const char *run = ASSOC " run specs/attention.yaml -D d=32 -D dv=32 --device interp --param scale=0.5 "
+			      "--input q=build/q4h.npy --input k=build/kv2d.npy --input v=build/kv2d.npy";
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "%s --kv-heads 1", run);
+	cr_assert_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "3 rows x 7, 4 heads on 1 key/value heads"), "%s", out);
+	cr_assert_eq(sh(run, out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "build/kv2d.npy: shape (7, 32) does not fit input 'k', a column input: it takes "
+			      "[kv_heads][len][32], or [len][32] with --kv-heads 1"), "%s", out);
 }
 
 /* --config names the key that is wrong for the spec's family, and the

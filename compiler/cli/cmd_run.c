@@ -230,14 +230,21 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 		int w;
 		input_layout(c, o->inputs[i].name, &l, &w);
 		int elem = l == SHAPE_ROWS_LEN, col = l == SHAPE_LEN;
-		if (arr[i].ndim != h + layout_rank(l, w)) {
-			char has[160], axes[80], more[100] = "", sets[80];
+		/* one key/value head: a column input's (len, w) is (1, len, w)
+		 * without its leading 1, as a 2-D q is one query head */
+		int hi = col && o->kv_heads == 1 && arr[i].ndim == layout_rank(l, w) ? 0 : h;
+		if (arr[i].ndim != hi + layout_rank(l, w)) {
+			char has[160], axes[80], more[160] = "", sets[80];
 			shape_text(arr[i].shape, arr[i].ndim, has, sizeof has);
 			axes_text(l, w, h, axes, sizeof axes);
 			if (!h && !heads_given) { /* a head axis first would set --heads */
 				char headed[80];
 				axes_text(l, w, 1, headed, sizeof headed);
 				snprintf(more, sizeof more, " or %s", headed);
+			} else if (h && col) { /* one key/value head may leave its axis out */
+				char one[80];
+				axes_text(l, w, 0, one, sizeof one);
+				snprintf(more, sizeof more, ", or %s with --kv-heads 1", one);
 			}
 			const char *head_opt = h || !heads_given ? (col ? "--kv-heads" : "--heads") : NULL;
 			if (elem)
@@ -255,7 +262,7 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 		if (elem)
 			rows = arr[i].shape[h], len = arr[i].shape[h + 1];
 		else if (col)
-			len = arr[i].shape[h];
+			len = arr[i].shape[hi];
 		else
 			rows = arr[i].shape[h];
 		if (rows > MAX_ROWS || len > MAX_LEN)
@@ -374,6 +381,12 @@ int cli_inputs_load(const Opts *o, RunData *d, const Npy *arr)
 			int same = arr[i].ndim == nd;
 			for (int t = 0; same && t < nd; t++)
 				same = arr[i].shape[t] == want[t];
+			/* one key/value head without its axis (cli_inputs_read) */
+			if (!same && s[k].layout == SHAPE_LEN && nd > 1 && want[0] == 1 && arr[i].ndim == nd - 1) {
+				same = 1;
+				for (int t = 1; same && t < nd; t++)
+					same = arr[i].shape[t - 1] == want[t];
+			}
 			if (!same) {
 				char shape[160], has[160];
 				shape_text(want, nd, shape, sizeof shape);
