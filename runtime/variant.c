@@ -107,6 +107,26 @@ static void unknown_key(const Variant *v, const char *s, const char *key, char *
 		snprintf(msg + l, n - l, ")");
 }
 
+int variant_changes(const Variant *asked, const Variant *got, char *buf, size_t n)
+{
+	Variant a = *asked, g = *got;
+	int count = 0;
+	size_t l = 0;
+	if (n)
+		buf[0] = 0;
+	for (int k = 0; k < NKEYS; k++) {
+		if (!(keys[k].fams >> a.fam & 1) || !strcmp(keys[k].name, "split") || *slot(&a, k) == *slot(&g, k))
+			continue;
+		if (l < n) {
+			int w = snprintf(buf + l, n - l, "%s%s=%d -> %d", count ? ", " : "", keys[k].name, *slot(&a, k),
+					 *slot(&g, k));
+			l += w > 0 ? (size_t)w : 0;
+		}
+		count++;
+	}
+	return count;
+}
+
 int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 {
 	char fam[32];

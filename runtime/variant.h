@@ -66,5 +66,10 @@ void variant_str(const Variant *v, char *buf, size_t n);
  * 1, bn 64, pv 1, st 2, ks 1; wg 2 where ws is given without it, and nt,
  * mt and ks as wg gives them); split 0 (the shape's rule). */
 int variant_parse(const char *s, Variant *v, char *msg, size_t n);
+/* The keys of its family whose values differ between asked (as
+ * variant_parse read a configuration) and got (the variant a module made
+ * of it, fitted to the carrier and the device), as "acc=4 -> 2, bk=8 ->
+ * 7" in buf; how many.  The split is the launch's, not compared. */
+int variant_changes(const Variant *asked, const Variant *got, char *buf, size_t n);
 
 #endif

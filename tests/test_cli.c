@@ -2422,6 +2422,26 @@ Test(cli, two_dim_keys_are_one_kv_head, .timeout = 60)
 			      "[kv_heads][len][32], or [len][32] with --kv-heads 1"), "%s", out);
 }
 
+/* A --config fitted to the carrier or the target (a ring over the shared
+ * memory, accumulators of a merge that does not commute) runs with a note
+ * on stderr naming the keys that changed and the variant that runs; one
+ * that fits as given, without. */
+Test(cli, config_fitted_is_said, .timeout = 120)
+{
+	cr_assert_eq(sh(ASSOC " run specs/online_softmax.yaml --device emu --arch sm_90a --rows 2 --len 30001 "
+			      "--config rowmap:nt=1024,acc=4,vec=4,bk=8", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, "assoc: note: --config rowmap:nt=1024,acc=4,vec=4,bk=8 does not fit this carrier and "
+			      "target as given") && strstr(out, ": acc=4 -> 2, bk=8 -> 7; running "
+							  "rowmap:nt=1024,acc=2,vec=4,warp=0,items=0,bk=7\n"),
+		  "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/linear_recurrence.yaml --device emu --rows 2 --len 300 "
+			      "--config scan:nt=64,acc=4,vec=1,items=4", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, ": acc=4 -> 1; running scan:nt=64,acc=1,vec=1,warp=0,items=4\n"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run specs/online_softmax.yaml --device emu --rows 2 --len 3001 "
+			      "--config rowmap:nt=256,acc=2,vec=4", out, sizeof out, 1), 0, "%s", out);
+	cr_expect_not(strstr(out, "note: --config"), "%s", out);
+}
+
 /* --config names the key that is wrong for the spec's family, and the
  * values it takes there. */
 Test(cli, config_names_the_key_out_of_range, .timeout = 60)

@@ -1639,6 +1639,19 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 	}
 }
 
+int cuda_config_note(const CudaModule *m, int v, const char *config, char *note, size_t n)
+{
+	Variant a;
+	char ch[256], got[160], err[256];
+	if (!config || v < 0 || v >= m->nvar || variant_parse(config, &a, err, sizeof err) ||
+	    !variant_changes(&a, &m->var[v], ch, sizeof ch))
+		return 0;
+	variant_str(&m->var[v], got, sizeof got);
+	snprintf(note, n, "--config %s does not fit this carrier and target as given (registers, shared memory, or a "
+		 "merge that needs one accumulator): %s; running %s", config, ch, got);
+	return 1;
+}
+
 int cuda_p_round_kind(const CudaModule *m, int v)
 {
 	const Variant *x = &m->var[v];

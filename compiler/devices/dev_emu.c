@@ -96,6 +96,9 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 		goto out;
 	if (v < 0)
 		v = cuda_pick(&m, rows, d->len, split);
+	char note[640];
+	if (cuda_config_note(&m, v, o->config, note, sizeof note)) /* asked for by name: what runs instead, said */
+		fprintf(stderr, "assoc: note: %s\n", note);
 	const Variant *x = &m.var[v];
 	if (x->fam == FAM_ATTN && !said)
 		split = cuda_attn_split(&m, v, rows, d->len, heads, 0);
@@ -227,6 +230,9 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 		rc = 1;
 		goto out;
 	}
+	char note[640];
+	if (cuda_config_note(&m, v, o->config, note, sizeof note))
+		fprintf(stderr, "assoc: note: %s\n", note);
 	const Variant *x = &m.var[v];
 	if (!said)
 		split = cuda_attn_split(&m, v, rows, lmax, kv, 0);
