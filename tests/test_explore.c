@@ -756,6 +756,51 @@ Test(explore, auxiliary_fields_of_inputs_are_floats, .timeout = 60)
 	explore_result_free(&r);
 }
 
+/* A field that restarts (the current stretch of positives, grown by 1 or
+ * thrown away) beside the largest value it takes: explore adds the
+ * restarts of a piece and the field up to the first, and the merge is
+ * built from them.  The prover leaves the laws unknown (they need
+ * cuts = 0 to mean run = lead, which no invariant it tries states) but
+ * never disproves them; the trials hold, and the carrier is right on
+ * interp, cpu and emu.  A sum of the positives (restarted, grown by x)
+ * takes the same path; a third field of another form leaves it to the
+ * other strategies, and says why. */
+Test(explore, a_field_that_restarts_with_its_largest_value, .timeout = 60)
+{
+	ExploreResult r;
+	explore_file("specs/loops/longest_run.yaml", &r);
+	cr_assert_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
+	cr_expect_str_eq(r.aux, "cuts_run and lead_run", "%s", r.log);
+	cr_expect(strstr(r.yaml, "  run: where(b.cuts_run > 0, b.run, a.run + b.run)\n") &&
+			  strstr(r.yaml, "  best: max(max(a.best, b.best), a.run + b.lead_run)\n") &&
+			  strstr(r.yaml, "  lead_run: where(a.cuts_run > 0, a.lead_run, a.lead_run + b.lead_run)\n"),
+		  "%s", r.yaml);
+	cr_expect_neq(r.assoc, PROOF_DISPROVED, "%s", r.yaml);
+	Carrier *c = load_yaml(r.yaml);
+	trials_hold(c, "longest_run", r.yaml);
+	static const int lens[] = {0, 1, 33, 257};
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+		run_on(c, "interp", lens[l]);
+		run_on(c, "cpu", lens[l]);
+		run_on(c, "emu", lens[l]);
+	}
+	spec_carrier_free(c);
+	explore_result_free(&r);
+	r = explore_text("carrier: positive_run_sum\nelement: {x: f32}\nstate: {cur: f32, best: f32}\n"
+			 "identity: {cur: 0, best: 0}\nstep:\n  cur: where(x > 0, cur + x, 0)\n  best: max(best, cur)\n"
+			 "finalize: {best: best}\n");
+	cr_expect_eq(r.status, EXPLORE_FOUND, "%s", r.log);
+	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
+	explore_result_free(&r);
+	r = explore_text("carrier: run_and_total\nelement: {x: f32}\nstate: {run: f32, best: f32, t: f32}\n"
+			 "identity: {run: 0, best: 0, t: 1}\nstep:\n  run: where(x > 0, run + 1, 0)\n  best: max(best, run)\n"
+			 "  t: t * x\nfinalize: {best: best, t: t}\n");
+	cr_expect(strstr(r.log, "restart: failed (run restarts, but t is neither it nor the largest value it takes)"), "%s",
+		  r.log);
+	explore_result_free(&r);
+}
+
 /* A drawdown reads the peak updated above: over the other side's
  * elements that is this side's peak before them, joined with the other
  * side's own drawdown by max (the root of the step), the fall reaching

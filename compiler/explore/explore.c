@@ -44,8 +44,10 @@
  *    on random rows in random fold trees, the law trials, the prover)
  *    before it is offered: affine maps (explore_affine.c), the given
  *    inverse (explore_affine.c), generalizing the step (explore_gen.c),
- *    bounded enumeration (explore_enum.c), and the last two again with an
- *    auxiliary field from a small catalogue (explore_enum.c).
+ *    bounded enumeration (explore_enum.c), a field that restarts with the
+ *    two fields that say what a piece did (explore_restart.c), and
+ *    generalizing and enumeration again with an auxiliary field from a
+ *    small catalogue (explore_enum.c).
  * 3. The carrier found is written as a spec (explore_cand.c).
  *
  * The merges explore searches for are checked against the loop itself:
@@ -242,6 +244,11 @@ static void search(Ex *x, Cand *k)
 	logline(x, "inverse", x->c->ninverse ? "failed (%s)" : "%s", why);
 	if (try_general(x, k, x->t0 + budget * 0.4))
 		return;
+	int applies;
+	if (!ex_restart(x, k, &applies, why, sizeof why) && found(x, "restart", why))
+		return;
+	if (applies)
+		logline(x, "restart", "failed (%s)", why);
 	for (int i = 0;; i++) {
 		char name[SPEC_MAX_NAME];
 		if (ex_elapsed(x) > budget) {

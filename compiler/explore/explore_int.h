@@ -127,6 +127,10 @@ int ex_affine(Ex *x, Cand *k, char *why, size_t n);
 int ex_inverse(Ex *x, Cand *k, char *why, size_t n);
 int ex_generalize(Ex *x, Cand *k, char *why, size_t n);
 int ex_enumerate(Ex *x, Cand *k, double deadline, char *why, size_t n);
+/* A field that restarts (f' = where(C, f + u, R)) with two fields beside
+ * it, the restarts and the field up to the first (explore_restart.c):
+ * *applies where one does; 0 found, the fields kept in the view. */
+int ex_restart(Ex *x, Cand *k, int *applies, char *why, size_t n);
 /* Add an auxiliary field from the catalogue (index i); 0 when added. */
 int ex_aux_add(Ex *x, int i, char *name, size_t n);
 void ex_aux_drop(Ex *x);
