@@ -976,3 +976,12 @@ Test(prove, transport_with_vector_fields)
 	cr_expect_eq(q, 0);
 	spec_carrier_free(c);
 }
+
+/* A certificate whose phi(identity) is left in a param (0 * exp(-inf *
+ * beta), 0 where the assume keeps beta > 0) is not shown to be the
+ * identity: unknown, not disproved (which refused a lawful carrier). */
+Test(prove, certificate_identity_left_in_params_is_unknown)
+{
+	check("tests/prove/o_lse_temperature.yaml", "uuuu");
+	expect_how("tests/prove/o_lse_temperature.yaml", 1, "certificate", "which is not shown to be the identity of +");
+}
