@@ -1434,7 +1434,9 @@ Test(cpu, transported_tiles_keep_special_values)
  * that keeps the SLP vectorizer out, position by position.  Both paths
  * meet the reference at odd lengths, split or not, with a position mask;
  * rows holding empty partials (lse -inf), all of them, +inf, or NaN in a
- * partial's output or lse take the spec's merges and agree in kind. */
+ * partial's output or lse take the spec's merges and agree in kind.  A
+ * certificate whose power sums of an unshifted vector input would cancel
+ * takes no tiles. */
 Test(cpu, vector_fields_fold_transported_in_one_lane, .timeout = 120)
 {
 	static const int lens[] = {0, 1, 15, 16, 17, 33, 257, 1000};
@@ -1525,6 +1527,21 @@ Test(cpu, vector_fields_fold_transported_in_one_lane, .timeout = 120)
 		llvm_kernel_free(k[1]);
 		spec_carrier_free(c);
 	}
+	/* power sums of a vector input the tile does not shift cancel (a
+	 * negative variance at a mean of 1e4): no tiles, and the rows right */
+	Carrier *c = load_ok("tests/prove/wvar_power_sums.yaml");
+	LlvmKernel *k = compiled(c, NULL);
+	cr_expect_eq(k->tf, 0);
+	cr_expect(strstr(k->tf_why, "not linear in it"), "%s", k->tf_why);
+	RunData *d = drawn(c, 3, 1000, 21);
+	float *v = d->elem[0].p;
+	for (size_t i = 0; i < (size_t)3 * 1000 * 8; i++)
+		v[i] += 1e4f;
+	run_kernel(k, d, p, 0);
+	expect_ok(d, "wvar at a mean of 1e4");
+	rundata_free(d);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
 	rt_pool_close(p);
 }
 

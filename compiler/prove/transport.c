@@ -104,6 +104,63 @@ static int moving_element(Carrier *c, int wide, char *why, size_t n)
 	return -1;
 }
 
+/* The degree of e in variable v: 0 (free of it), 1 (linear), 2 (any
+ * other way). */
+static int degree(const Expr *e, int v)
+{
+	if (e->op == EXPR_VAR)
+		return e->k == v;
+	if (e->op == EXPR_CONST || e->nargs == 0)
+		return 0;
+	int d[4] = {0}, most = 0;
+	for (int i = 0; i < e->nargs && i < 4; i++) {
+		d[i] = degree(e->a[i], v);
+		most = d[i] > most ? d[i] : most;
+	}
+	if (!most)
+		return 0;
+	switch (e->op) {
+	case EXPR_ADD: case EXPR_SUB: case EXPR_NEG: case EXPR_CAST: case EXPR_INDEX:
+		return most;
+	case EXPR_MUL: case EXPR_DOT:
+		return d[0] + d[1] > 1 ? 2 : 1;
+	case EXPR_DIV:
+		return d[1] ? 2 : d[0];
+	case EXPR_WHERE:
+		return d[0] ? 2 : most;
+	default:
+		return 2;
+	}
+}
+
+/* In the wide form only the moving element is shifted: a field that lift
+ * sets to another element input (o_lse's o = po) is summed as it is, which
+ * loses nothing where every coordinate is linear in it (p = o exp(lse)),
+ * but cancels where one is not (power sums of a vector whose mean is far
+ * from 0, whose back takes S2/W - (S1/W)^2).  0 with the reason there. */
+static int carried_linear(Carrier *c, int q, char *why, size_t n)
+{
+	for (int f = 0; f < c->nstate; f++) {
+		Expr *l = c->lift[f];
+		if (l->op != EXPR_VAR || l->k == c->elem[q].var)
+			continue;
+		int e = -1;
+		for (int i = 0; i < c->nelem; i++)
+			if (l->k == c->elem[i].var)
+				e = i;
+		if (e < 0)
+			continue;
+		for (int k = 0; k < c->ncert; k++)
+			if (degree(c->cert_into[k].e, c->svar[STATE_SELF][f]) > 1) {
+				snprintf(why, n, "lift's %s is %s, which the tile does not shift, and coordinate %s is not "
+						 "linear in it: its sums would cancel where %s lies far from 0",
+					 c->state[f].name, c->elem[e].name, c->cert_into[k].name, c->elem[e].name);
+				return 0;
+			}
+	}
+	return 1;
+}
+
 /* wide: vector fields and coordinates, and element inputs beside the one
  * that moves (the CPU's one-lane tiles); else every field and coordinate
  * a scalar f32 and one element input (the vector lanes, the GPU). */
@@ -137,7 +194,7 @@ static int transport(Carrier *c, int wide, int *moving, int *elem, char *why, si
 			snprintf(why, n, "coordinate %s is not %s", c->cert_into[k].name, wide ? "of f32" : "a scalar f32");
 			return 0;
 		}
-	if (!moving_fields(c, q, moving, why, n))
+	if (!moving_fields(c, q, moving, why, n) || (wide && !carried_linear(c, q, why, n)))
 		return 0;
 	for (int f = 0; f < c->nstate; f++)
 		if (moving[f] && !scalar_f32(c->state[f].ty)) {
