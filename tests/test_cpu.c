@@ -612,8 +612,8 @@ Test(cpu, ordered_lanes_keep_the_first_tie)
 
 /* run --verbose and bench name each fold for what it is: ordered lanes
  * that each fold a run, and top-k lists chosen from candidates, not one
- * lane by a tree of merges; a --config whose lanes the plan cannot take
- * says so and why. */
+ * lane by a tree of merges; a --config whose lanes or tile the plan
+ * cannot take says so. */
 Test(cpu, folds_are_named)
 {
 	char out[8192];
@@ -629,7 +629,9 @@ Test(cpu, folds_are_named)
 		{"build/asan/assoc bench specs/moe_topk_routing.yaml --device cpu --threads 1 --rows 3 --len 256",
 		 "top-k candidates", "1 lanes x 1 accumulators"},
 		{"build/asan/assoc run tests/attention/buggy_merge.yaml --device cpu --rows 2 --len 40 --verbose --config lanes=16",
-		 "--config lanes=16 not taken: the reduce folds in one lane, for a vector input", "lanes=16,"}};
+		 "--config lanes=16 not taken: the reduce folds in one lane, for a vector input", "lanes=16,"},
+		{"build/asan/assoc run specs/o_lse.yaml --device cpu --rows 2 --len 40 --verbose --config tile=4",
+		 "--config tile=4 not taken: this reduce folds tiles of 16 positions", "tile=4,"}};
 	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
 		cr_assert_eq(sh(cmds[i][0], out, sizeof out, 1), 0, "%s: %s", cmds[i][0], out);
 		cr_expect(strstr(out, cmds[i][1]), "%s: %s", cmds[i][0], out);

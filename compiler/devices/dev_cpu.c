@@ -152,6 +152,9 @@ static int cpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 		if (lo.lanes > 1 && k->one_lane[0]) /* a --config the plan cannot take */
 			fprintf(stderr, "cpu: --config lanes=%d not taken: the reduce folds in one lane, for %s\n", lo.lanes,
 				k->one_lane);
+		if (lo.tile > 0 && lo.tile != k->tile)
+			fprintf(stderr, "cpu: --config tile=%d not taken: this reduce folds tiles of %d position%s\n", lo.tile,
+				k->tile, k->tile > 1 ? "s" : "");
 		if (k->ordered > 1)
 			fprintf(stderr, "cpu: %d ordered lanes, the merge not known to commute: %s\n", k->ordered, k->order);
 		else if (k->lanes > 1 && k->order[0])
