@@ -36,6 +36,7 @@ typedef struct {
 	 * divides or calls the math library: per-score work in the key loop,
 	 * whose slow paths are calls */
 	int heavy;
+	int mask_calls; /* the mask divides or calls the math library */
 	int qi, ki, vi; /* the slots of q, k and v in CudaArgs.in */
 	Expr *score;
 	Expr *weight, *wm, *wl;

@@ -672,7 +672,8 @@ int cuda_attn_match(Carrier *c, CudaAttn *at, char *why, size_t n)
 		at->fin[k] = s;
 	}
 	at->tile_mul = iv_muls(c->mask);
-	at->heavy = !cuda_attn_linear(c, at) || (c->mask && ir_contains(c->mask, costly_op, NULL));
+	at->mask_calls = c->mask && ir_contains(c->mask, costly_op, NULL);
+	at->heavy = !cuda_attn_linear(c, at) || at->mask_calls;
 	return 0;
 }
 

@@ -816,15 +816,17 @@ static void kernels(const CudaModule *m, const unsigned char *want, Buf *b)
 			 * (1 to 3; attn_decode_blocks): registers up to that, where
 			 * ptxas, not knowing the shared memory, aimed at 6 blocks and
 			 * spilled (80 registers at head dim 32 with a float mask).  A
-			 * weighted sum's others, and those of a score or mask with a
-			 * call on its slow path (at->heavy), at least one: without,
+			 * weighted sum's others, and those of a mask with a call on
+			 * its slow path (at->mask_calls), at least one: without,
 			 * ptxas held sigmoid attention's 64 rows a block at head dim
 			 * 64 to 128 registers around the division's slow-path call,
 			 * and spilled 12 bytes; with, 143 and none.  At head dim 128,
-			 * 16 rows a warp, a soft cap with a distance slope and a
-			 * window spilled 8 bytes at 168 registers, a mask 1 /
-			 * f32(i - j) > c 12; with, 199 and 198, and none. */
-			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_decode_blocks(m, x) : at->heavy ? 1 : 0, body);
+			 * 16 rows a warp, a mask 1 / f32(i - j) > c spilled 12 bytes
+			 * at 168 registers; with, 198 and none.  A soft cap keeps
+			 * ptxas's own choice (166 registers, no spill; with a
+			 * distance slope and a window beside it, 8 bytes), which
+			 * leaves room for more blocks an SM. */
+			kernel(b, nm[0], x->nt, x->ks > 1 ? attn_decode_blocks(m, x) : at->sum || at->mask_calls ? 1 : 0, body);
 			snprintf(body, sizeof body, "attn_combine<%d, %d>(A)", at->dv, ATTN_COMBINE_NT);
 			if (!acomb++)
 				kernel(b, nm[1], ATTN_COMBINE_NT, 0, body);
