@@ -763,8 +763,10 @@ Test(explore, auxiliary_fields_of_inputs_are_floats, .timeout = 60)
  * cuts = 0 to mean run = lead, which no invariant it tries states) but
  * never disproves them; the trials hold, and the carrier is right on
  * interp, cpu and emu.  A sum of the positives (restarted, grown by x)
- * takes the same path; a third field of another form leaves it to the
- * other strategies, and says why. */
+ * takes the same path, and so do a largest value from -inf (guarded on
+ * an empty side) and a smallest one; a third field of another form, a
+ * second that restarts, or a growth by a param that may be negative leave
+ * it to the other strategies, and say why. */
 Test(explore, a_field_that_restarts_with_its_largest_value, .timeout = 60)
 {
 	ExploreResult r;
@@ -796,8 +798,41 @@ Test(explore, a_field_that_restarts_with_its_largest_value, .timeout = 60)
 	r = explore_text("carrier: run_and_total\nelement: {x: f32}\nstate: {run: f32, best: f32, t: f32}\n"
 			 "identity: {run: 0, best: 0, t: 1}\nstep:\n  run: where(x > 0, run + 1, 0)\n  best: max(best, run)\n"
 			 "  t: t * x\nfinalize: {best: best, t: t}\n");
-	cr_expect(strstr(r.log, "restart: failed (run restarts, but t is neither it nor the largest value it takes)"), "%s",
-		  r.log);
+	cr_expect(strstr(r.log, "restart: failed (run restarts, but t is neither it nor the largest or smallest value "
+				"it takes)"),
+		  "%s", r.log);
+	explore_result_free(&r);
+	/* grown by x * w: the max of the leads holds for w >= 0 only, and the
+	 * loop is compared at params of either sign, not only as drawn */
+	r = explore_text("carrier: weighted_run\nparams: {w: f32}\nelement: {x: f32}\nstate: {run: f32, best: f32}\n"
+			 "identity: {run: 0, best: -1000}\nstep:\n  run: where(x > 0, run + x * w, 0)\n"
+			 "  best: max(best, run)\nfinalize: {best: best}\n");
+	cr_expect(strstr(r.log, "restart: failed (run restarts, and the merge of its pieces fails: disagrees with the "
+				"loop at w = -1 on x = ["),
+		  "%s", r.log);
+	cr_expect(r.status != EXPLORE_FOUND || strcmp(r.strategy, "restart"), "%s", r.log);
+	explore_result_free(&r);
+	/* a largest value from -inf: guarded on an empty side, whose crossing
+	 * run a.run + b.lead would be 0; the identity proved */
+	r = explore_text("carrier: longest_from_inf\nelement: {x: f32}\nstate: {run: f32, best: f32}\n"
+			 "identity: {run: 0, best: -inf}\nstep:\n  run: where(x > 0, run + 1, 0)\n  best: max(best, run)\n"
+			 "finalize: {best: best}\n");
+	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
+	cr_expect(strstr(r.yaml, "  best: where(a.best == -inf, b.best, where(b.best == -inf, a.best, "), "%s", r.yaml);
+	cr_expect_eq(r.ident, PROOF_PROVED, "%s", r.yaml);
+	explore_result_free(&r);
+	/* the smallest value of a field that only falls */
+	r = explore_text("carrier: deepest_fall\nelement: {x: f32}\nstate: {dip: f32, worst: f32}\n"
+			 "identity: {dip: 0, worst: 0}\nstep:\n  dip: where(x < 0, dip + x, 0)\n  worst: min(worst, dip)\n"
+			 "finalize: {worst: worst}\n");
+	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
+	cr_expect(strstr(r.yaml, "  worst: min(min(a.worst, b.worst), a.dip + b.lead_dip)\n"), "%s", r.yaml);
+	explore_result_free(&r);
+	/* two fields that restart: one is taken, and the log says so */
+	r = explore_text("carrier: two_runs\nelement: {x: f32}\nstate: {up: f32, down: f32}\n"
+			 "identity: {up: 0, down: 0}\nstep:\n  up: where(x > 0, up + 1, 0)\n  down: where(x < 0, down + 1, 0)\n"
+			 "finalize: {up: up, down: down}\n");
+	cr_expect(strstr(r.log, "up and down both restart: one such field is taken"), "%s", r.log);
 	explore_result_free(&r);
 }
 

@@ -14,8 +14,10 @@
  * A field that keeps the largest value f took, g' = max(g, f'), merges
  * as max(a.g, b.g, a.f + b.lead - I): the runs that cross the boundary
  * are a's last one grown by b's first, largest where u >= 0 (a longest
- * run, a largest sum of positives).  The candidate is verified as any
- * other; a field of another form leaves the strategy to the others. */
+ * run, a largest sum of positives); the smallest, by min, where u <= 0.
+ * The candidate is verified as any other (at params of either sign); a
+ * field of another form, or a second that restarts, leaves the strategy
+ * to the others.  Left loops only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,18 +125,24 @@ int ex_restart(Ex *x, Cand *k, int *applies, char *why, size_t n)
 		} else if (g == fl) {
 			k->merge[g] = ir_node(ir, EXPR_WHERE, ga->ty, 0, ir_bin(ir, EXPR_GT, ref(x, fc, STATE_A), zero), ga,
 					      grown(x, ga, gb, I));
-		} else if (s && s->op == EXPR_MAX && ((is_self(x, s->a[0], g) && s->a[1] == x->f[f].step) ||
-						      (is_self(x, s->a[1], g) && s->a[0] == x->f[f].step))) {
-			k->merge[g] = ir_bin(ir, EXPR_MAX, ir_bin(ir, EXPR_MAX, ga, gb),
+		} else if (s && (s->op == EXPR_MAX || s->op == EXPR_MIN) &&
+			   ((is_self(x, s->a[0], g) && s->a[1] == x->f[f].step) ||
+			    (is_self(x, s->a[1], g) && s->a[0] == x->f[f].step))) {
+			k->merge[g] = ir_bin(ir, (Op)s->op, ir_bin(ir, (Op)s->op, ga, gb),
 					     grown(x, ref(x, f, STATE_A), ref(x, fl, STATE_B), I));
 		} else {
-			snprintf(why, n, "%s restarts, but %s is neither it nor the largest value it takes", x->f[f].name,
-				 x->f[g].name);
+			Restart other;
+			if (g < x->norig && restart_form(x, g, &other))
+				snprintf(why, n, "%s and %s both restart: one such field is taken, beside the largest or "
+						 "smallest value it takes", x->f[f].name, x->f[g].name);
+			else
+				snprintf(why, n, "%s restarts, but %s is neither it nor the largest or smallest value it "
+						 "takes", x->f[f].name, x->f[g].name);
 			ex_aux_drop(x);
 			return 1;
 		}
 	}
-	char w[400];
+	char w[1000];
 	if (ex_cand_verify(x, k, w, sizeof w)) {
 		snprintf(why, n, "%s restarts, and the merge of its pieces fails: %s", x->f[f].name, w);
 		ex_aux_drop(x);
