@@ -828,6 +828,16 @@ Test(explore, a_field_that_restarts_with_its_largest_value, .timeout = 60)
 	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
 	cr_expect(strstr(r.yaml, "  worst: min(min(a.worst, b.worst), a.dip + b.lead_dip)\n"), "%s", r.yaml);
 	explore_result_free(&r);
+	/* the loop run from the right end: the right piece's run carries on
+	 * into the left one's, the lead is a piece's last stretch */
+	r = explore_text("carrier: longest_right\nelement: {x: f32}\nstate: {run: f32, best: f32}\n"
+			 "identity: {run: 0, best: 0}\nstep_right:\n  run: where(x > 0, run + 1, 0)\n  best: max(best, run)\n"
+			 "finalize: {best: best}\n");
+	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
+	cr_expect(strstr(r.yaml, "  run: where(a.cuts_run > 0, a.run, a.run + b.run)\n") &&
+			  strstr(r.yaml, "  best: max(max(a.best, b.best), a.lead_run + b.run)\n"),
+		  "%s", r.yaml);
+	explore_result_free(&r);
 	/* two fields that restart: one is taken, and the log says so */
 	r = explore_text("carrier: two_runs\nelement: {x: f32}\nstate: {up: f32, down: f32}\n"
 			 "identity: {up: 0, down: 0}\nstep:\n  up: where(x > 0, up + 1, 0)\n  down: where(x < 0, down + 1, 0)\n"

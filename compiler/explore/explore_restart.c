@@ -17,7 +17,8 @@
  * run, a largest sum of positives); the smallest, by min, where u <= 0.
  * The candidate is verified as any other (at params of either sign); a
  * field of another form, or a second that restarts, leaves the strategy
- * to the others.  Left loops only. */
+ * to the others.  A right loop (step_right) reads its pieces from the
+ * other end: the right piece's f carries on into the left one's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,14 @@ typedef struct {
 
 static int is_self(Ex *x, const Expr *e, int f) { return e->op == EXPR_VAR && e->k == x->f[f].var[STATE_SELF]; }
 
-/* Whether field f's step (a left loop's) has the form above. */
+/* The step of field f the loop runs by: a right loop's adds an element
+ * on the left. */
+static Expr *step_of(Ex *x, int f) { return x->right ? x->f[f].step_right : x->f[f].step; }
+
+/* Whether field f's step has the form above. */
 static int restart_form(Ex *x, int f, Restart *r)
 {
-	Expr *s = x->f[f].step;
+	Expr *s = step_of(x, f);
 	if (!s || s->op != EXPR_WHERE || ex_has_state(x, s->a[0]))
 		return 0;
 	for (int side = 0; side < 2; side++) {
@@ -72,7 +77,7 @@ static void field_lift(Ex *x, Field *d, const Field *other)
 {
 	int vars[2] = {d->var[STATE_SELF], other->var[STATE_SELF]};
 	Expr *at[2] = {ir_const(x->c->ir, d->ty, d->ident), ir_const(x->c->ir, other->ty, other->ident)};
-	d->lift = ex_subst_vars(x, d->step, 2, vars, at);
+	d->lift = ex_subst_vars(x, step_of(x, (int)(d - x->f)), 2, vars, at);
 }
 
 static Expr *ref(Ex *x, int f, int which) { return ir_ref(x->c->ir, x->f[f].var[which]); }
@@ -90,8 +95,11 @@ int ex_restart(Ex *x, Cand *k, int *applies, char *why, size_t n)
 	Restart r;
 	int f = -1;
 	*applies = 0;
-	if (x->right || x->n + 2 > EX_MAXF)
+	if (x->n + 2 > EX_MAXF)
 		return 1;
+	/* a right loop's pieces are the same, read from the other end: the
+	 * piece whose restarts decide is the left one, the lead its suffix */
+	int near = x->right ? STATE_A : STATE_B, far = x->right ? STATE_B : STATE_A;
 	for (int i = 0; i < x->n && f < 0; i++)
 		if (ty_is_float(x->f[i].ty) || x->f[i].ty.kind == TY_I32 || x->f[i].ty.kind == TY_I64)
 			if (!x->f[i].ty.len && restart_form(x, i, &r))
@@ -104,32 +112,38 @@ int ex_restart(Ex *x, Cand *k, int *applies, char *why, size_t n)
 	Field *cuts = field_new(x, "cuts", f, x->f[f].ty);
 	int fc = x->n++;
 	Expr *one = ir_const(ir, cuts->ty, 1), *zero = ir_const(ir, cuts->ty, 0);
-	cuts->step = ir_bin(ir, EXPR_ADD, ref(x, fc, STATE_SELF), ir_node(ir, EXPR_WHERE, cuts->ty, 0, r.keep, zero, one));
+	Expr *cstep = ir_bin(ir, EXPR_ADD, ref(x, fc, STATE_SELF), ir_node(ir, EXPR_WHERE, cuts->ty, 0, r.keep, zero, one));
 	Field *lead = field_new(x, "lead", f, x->f[f].ty);
 	int fl = x->n++;
 	lead->ident = I;
 	Expr *open = ir_bin(ir, EXPR_AND, ir_bin(ir, EXPR_EQ, ref(x, fc, STATE_SELF), zero), r.keep);
-	lead->step = ir_node(ir, EXPR_WHERE, lead->ty, 0, open, ir_bin(ir, EXPR_ADD, ref(x, fl, STATE_SELF), r.u),
-			     ref(x, fl, STATE_SELF));
+	Expr *lstep = ir_node(ir, EXPR_WHERE, lead->ty, 0, open, ir_bin(ir, EXPR_ADD, ref(x, fl, STATE_SELF), r.u),
+			      ref(x, fl, STATE_SELF));
+	if (x->right)
+		cuts->step_right = cstep, lead->step_right = lstep;
+	else
+		cuts->step = cstep, lead->step = lstep;
 	field_lift(x, cuts, lead);
 	field_lift(x, lead, cuts);
 	ex_view_changed(x);
 	ex_cand_from_view(x, k);
 	for (int g = 0; g < x->n; g++) {
-		Expr *gb = ref(x, g, STATE_B), *ga = ref(x, g, STATE_A), *s = x->f[g].step;
+		Expr *gn = ref(x, g, near), *gf = ref(x, g, far), *s = step_of(x, g);
 		if (g == f) {
-			k->merge[g] = ir_node(ir, EXPR_WHERE, ga->ty, 0, ir_bin(ir, EXPR_GT, ref(x, fc, STATE_B), zero), gb,
-					      grown(x, ga, gb, I));
+			k->merge[g] = ir_node(ir, EXPR_WHERE, gn->ty, 0, ir_bin(ir, EXPR_GT, ref(x, fc, near), zero), gn,
+					      grown(x, ref(x, g, STATE_A), ref(x, g, STATE_B), I));
 		} else if (g == fc) {
-			k->merge[g] = ir_bin(ir, EXPR_ADD, ga, gb);
+			k->merge[g] = ir_bin(ir, EXPR_ADD, ref(x, g, STATE_A), ref(x, g, STATE_B));
 		} else if (g == fl) {
-			k->merge[g] = ir_node(ir, EXPR_WHERE, ga->ty, 0, ir_bin(ir, EXPR_GT, ref(x, fc, STATE_A), zero), ga,
-					      grown(x, ga, gb, I));
+			k->merge[g] = ir_node(ir, EXPR_WHERE, gf->ty, 0, ir_bin(ir, EXPR_GT, ref(x, fc, far), zero), gf,
+					      grown(x, ref(x, g, STATE_A), ref(x, g, STATE_B), I));
 		} else if (s && (s->op == EXPR_MAX || s->op == EXPR_MIN) &&
-			   ((is_self(x, s->a[0], g) && s->a[1] == x->f[f].step) ||
-			    (is_self(x, s->a[1], g) && s->a[0] == x->f[f].step))) {
-			k->merge[g] = ir_bin(ir, (Op)s->op, ir_bin(ir, (Op)s->op, ga, gb),
-					     grown(x, ref(x, f, STATE_A), ref(x, fl, STATE_B), I));
+			   ((is_self(x, s->a[0], g) && s->a[1] == step_of(x, f)) ||
+			    (is_self(x, s->a[1], g) && s->a[0] == step_of(x, f)))) {
+			Expr *cross = x->right ? grown(x, ref(x, fl, STATE_A), ref(x, f, STATE_B), I)
+					       : grown(x, ref(x, f, STATE_A), ref(x, fl, STATE_B), I);
+			k->merge[g] = ir_bin(ir, (Op)s->op, ir_bin(ir, (Op)s->op, ref(x, g, STATE_A), ref(x, g, STATE_B)),
+					     cross);
 		} else {
 			Restart other;
 			if (g < x->norig && restart_form(x, g, &other))
