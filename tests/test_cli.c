@@ -2440,6 +2440,11 @@ Test(cli, config_fitted_is_said, .timeout = 120)
 	cr_assert_eq(sh(ASSOC " run specs/online_softmax.yaml --device emu --rows 2 --len 3001 "
 			      "--config rowmap:nt=256,acc=2,vec=4", out, sizeof out, 1), 0, "%s", out);
 	cr_expect_not(strstr(out, "note: --config"), "%s", out);
+	/* emit says it too, once, for what it writes */
+	cr_assert_eq(sh(ASSOC " emit specs/online_softmax.yaml --target cuda --config rowmap:nt=1024,acc=4,vec=4,bk=8 "
+			      "-o /dev/null", out, sizeof out, 1), 0, "%s", out);
+	cr_expect(strstr(out, ": acc=4 -> 2, bk=8 -> 7; emitting rowmap:nt=1024,acc=2,vec=4,warp=0,items=0,bk=7\n"), "%s",
+		  out);
 }
 
 /* --config names the key that is wrong for the spec's family, and the

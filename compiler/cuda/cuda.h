@@ -185,8 +185,9 @@ int cuda_pick(const CudaModule *m, int rows, int len, int split);
  * f16), e4m3 on the Hopper template's e4m3 path. */
 /* Where variant v, made of the configuration config, differs from it (a
  * key fitted to the carrier or the target): 1, with a note naming the
- * keys that changed and the variant that runs. */
-int cuda_config_note(const CudaModule *m, int v, const char *config, char *note, size_t n);
+ * keys that changed and the variant taken instead, after verb ("running",
+ * "emitting"). */
+int cuda_config_note(const CudaModule *m, int v, const char *config, const char *verb, char *note, size_t n);
 int cuda_p_round_kind(const CudaModule *m, int v);
 /* Bytes of dynamic shared memory variant v's kernels take per block. */
 unsigned cuda_smem(const CudaModule *m, int v);

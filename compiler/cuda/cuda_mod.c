@@ -1641,7 +1641,7 @@ void cuda_plan_h(const CudaModule *m, int var, int rows, int len, int heads, int
 	}
 }
 
-int cuda_config_note(const CudaModule *m, int v, const char *config, char *note, size_t n)
+int cuda_config_note(const CudaModule *m, int v, const char *config, const char *verb, char *note, size_t n)
 {
 	Variant a;
 	char ch[256], got[160], err[256];
@@ -1650,7 +1650,7 @@ int cuda_config_note(const CudaModule *m, int v, const char *config, char *note,
 		return 0;
 	variant_str(&m->var[v], got, sizeof got);
 	snprintf(note, n, "--config %s does not fit this carrier and target as given (registers, shared memory, or a "
-		 "merge that needs one accumulator): %s; running %s", config, ch, got);
+		 "merge that needs one accumulator): %s; %s %s", config, ch, verb, got);
 	return 1;
 }
 

@@ -208,6 +208,12 @@ static int module_to_emit(Carrier *c, const Opts *o, const char *arch, CudaModul
 		cuda_module_free(m);
 		return -1;
 	}
+	static int said; /* once, where several archs are emitted */
+	char note[640];
+	if (!said && m->nvar == 1 && cuda_config_note(m, 0, o->run.config, "emitting", note, sizeof note)) {
+		fprintf(stderr, "assoc: note: %s\n", note); /* what is emitted instead, as run says */
+		said = 1;
+	}
 	return 0;
 }
 

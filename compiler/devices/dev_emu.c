@@ -97,7 +97,7 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	if (v < 0)
 		v = cuda_pick(&m, rows, d->len, split);
 	char note[640];
-	if (cuda_config_note(&m, v, o->config, note, sizeof note)) /* asked for by name: what runs instead, said */
+	if (cuda_config_note(&m, v, o->config, "running", note, sizeof note)) /* asked for by name: what runs instead, said */
 		fprintf(stderr, "assoc: note: %s\n", note);
 	const Variant *x = &m.var[v];
 	if (x->fam == FAM_ATTN && !said)
@@ -231,7 +231,7 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 		goto out;
 	}
 	char note[640];
-	if (cuda_config_note(&m, v, o->config, note, sizeof note))
+	if (cuda_config_note(&m, v, o->config, "running", note, sizeof note))
 		fprintf(stderr, "assoc: note: %s\n", note);
 	const Variant *x = &m.var[v];
 	if (!said)

@@ -405,7 +405,7 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 		if (gpu_variant(g, o->config, v, why, n) || gpu_ready(g, *v, why, n))
 			return -1;
 		char note[640];
-		if (cuda_config_note(&g->m, *v, o->config, note, sizeof note)) /* what runs instead, said */
+		if (cuda_config_note(&g->m, *v, o->config, "running", note, sizeof note)) /* what runs instead, said */
 			fprintf(stderr, "assoc: note: %s\n", note);
 		if (o->split <= 0 && !variant_parse(o->config, &x, why, n) && x.split > 0) /* an explicit --split stands */
 			*split = x.split;
