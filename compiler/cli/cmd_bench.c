@@ -496,7 +496,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	       "%.0f GHz, do %.2f%s\n",
 	       in.per_byte, in.ops, th, in.lanes, NOMINAL_OPS_PER_CYCLE, NOMINAL_GHZ, in.allowed,
 	       bound ? ": compute-bound, the copy's speed is out of reach" : "");
-	if (b->k->one_lane[0])
+	if (b->k->one_lane[0] && b->k->tf) /* tiles of positions at once: as fast as the lanes can be */
+		printf("  one lane: the reduce folds in one lane, for %s, in tiles of %d positions transported\n",
+		       b->k->one_lane, b->k->tile);
+	else if (b->k->one_lane[0])
 		printf("  one lane: the reduce folds in one lane, for %s; the copy's speed is out of reach\n", b->k->one_lane);
 	if (b->k->ordered > 1)
 		printf("  ordered: %d lanes each fold a run of positions, merged in order: the merge is not known to "
