@@ -375,8 +375,9 @@ static double ops_per_position(Carrier *c, const LlvmKernel *k)
 	}
 	else if (k && k->tf && cert->has_cert) {
 		n += 2; /* the shift by the tile's largest element, and that maximum */
-		for (int i = 0; i < cert->ncert; i++)
-			n += ops_under(ir, cert->cert_into[i].e, seen, NULL) + 1;
+		for (int i = 0; i < cert->ncert; i++) /* the monoid's operation on each component */
+			n += ops_under(ir, cert->cert_into[i].e, seen, NULL) +
+			     (cert->cert_into[i].e->ty.len ? cert->cert_into[i].e->ty.len : 1);
 	} else
 		for (int f = 0; c->merge && f < c->nstate; f++)
 			n += ops_under(ir, c->merge[f], seen, NULL);
