@@ -756,6 +756,16 @@ Test(explore, auxiliary_fields_of_inputs_are_floats, .timeout = 60)
 	explore_result_free(&r);
 }
 
+/* The loop in text explored: found by restart, its spec holding line
+ * (the caller frees the result). */
+static ExploreResult restarts(const char *text, const char *line)
+{
+	ExploreResult r = explore_text(text);
+	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
+	cr_expect(r.yaml && strstr(r.yaml, line), "%s", r.yaml ? r.yaml : r.log);
+	return r;
+}
+
 /* A field that restarts (the current stretch of positives, grown by 1 or
  * thrown away) beside the largest value it takes: explore adds the
  * restarts of a piece and the field up to the first, and the merge is
@@ -814,29 +824,25 @@ Test(explore, a_field_that_restarts_with_its_largest_value, .timeout = 60)
 	explore_result_free(&r);
 	/* a largest value from -inf: guarded on an empty side, whose crossing
 	 * run a.run + b.lead would be 0; the identity proved */
-	r = explore_text("carrier: longest_from_inf\nelement: {x: f32}\nstate: {run: f32, best: f32}\n"
-			 "identity: {run: 0, best: -inf}\nstep:\n  run: where(x > 0, run + 1, 0)\n  best: max(best, run)\n"
-			 "finalize: {best: best}\n");
-	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
-	cr_expect(strstr(r.yaml, "  best: where(a.best == -inf, b.best, where(b.best == -inf, a.best, "), "%s", r.yaml);
+	r = restarts("carrier: longest_from_inf\nelement: {x: f32}\nstate: {run: f32, best: f32}\n"
+		     "identity: {run: 0, best: -inf}\nstep:\n  run: where(x > 0, run + 1, 0)\n  best: max(best, run)\n"
+		     "finalize: {best: best}\n",
+		     "  best: where(a.best == -inf, b.best, where(b.best == -inf, a.best, ");
 	cr_expect_eq(r.ident, PROOF_PROVED, "%s", r.yaml);
 	explore_result_free(&r);
 	/* the smallest value of a field that only falls */
-	r = explore_text("carrier: deepest_fall\nelement: {x: f32}\nstate: {dip: f32, worst: f32}\n"
-			 "identity: {dip: 0, worst: 0}\nstep:\n  dip: where(x < 0, dip + x, 0)\n  worst: min(worst, dip)\n"
-			 "finalize: {worst: worst}\n");
-	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
-	cr_expect(strstr(r.yaml, "  worst: min(min(a.worst, b.worst), a.dip + b.lead_dip)\n"), "%s", r.yaml);
+	r = restarts("carrier: deepest_fall\nelement: {x: f32}\nstate: {dip: f32, worst: f32}\n"
+		     "identity: {dip: 0, worst: 0}\nstep:\n  dip: where(x < 0, dip + x, 0)\n  worst: min(worst, dip)\n"
+		     "finalize: {worst: worst}\n",
+		     "  worst: min(min(a.worst, b.worst), a.dip + b.lead_dip)\n");
 	explore_result_free(&r);
 	/* the loop run from the right end: the right piece's run carries on
 	 * into the left one's, the lead is a piece's last stretch */
-	r = explore_text("carrier: longest_right\nelement: {x: f32}\nstate: {run: f32, best: f32}\n"
-			 "identity: {run: 0, best: 0}\nstep_right:\n  run: where(x > 0, run + 1, 0)\n  best: max(best, run)\n"
-			 "finalize: {best: best}\n");
-	cr_expect_str_eq(r.strategy, "restart", "%s", r.log);
-	cr_expect(strstr(r.yaml, "  run: where(a.cuts_run > 0, a.run, a.run + b.run)\n") &&
-			  strstr(r.yaml, "  best: max(max(a.best, b.best), a.lead_run + b.run)\n"),
-		  "%s", r.yaml);
+	r = restarts("carrier: longest_right\nelement: {x: f32}\nstate: {run: f32, best: f32}\n"
+		     "identity: {run: 0, best: 0}\nstep_right:\n  run: where(x > 0, run + 1, 0)\n  best: max(best, run)\n"
+		     "finalize: {best: best}\n",
+		     "  run: where(a.cuts_run > 0, a.run, a.run + b.run)\n");
+	cr_expect(strstr(r.yaml, "  best: max(max(a.best, b.best), a.lead_run + b.run)\n"), "%s", r.yaml);
 	explore_result_free(&r);
 	/* two fields that restart: one is taken, and the log says so */
 	r = explore_text("carrier: two_runs\nelement: {x: f32}\nstate: {up: f32, down: f32}\n"

@@ -332,7 +332,7 @@ static Field *aux_field_new(Ex *x, const char *base, int q)
 
 /* The lift of field f: its step from the identity, its own and that of
  * the field it reads (from, or NULL). */
-static void aux_lift(Ex *x, Field *f, const Field *from)
+void ex_aux_lift(Ex *x, Field *f, const Field *from)
 {
 	int vars[2] = {f->var[STATE_SELF], from ? from->var[STATE_SELF] : -1};
 	Expr *at[2] = {ir_const(x->c->ir, f->ty, f->ident), from ? ir_const(x->c->ir, from->ty, from->ident) : NULL};
@@ -359,7 +359,7 @@ int ex_aux_add(Ex *x, int i, char *name, size_t n)
 		f->step = ir_bin(ir, op, self, in);
 	if (x->c->step_right)
 		f->step_right = ir_bin(ir, op, in, self);
-	aux_lift(x, f, NULL);
+	ex_aux_lift(x, f, NULL);
 	x->n++;
 	snprintf(name, n, "%s", f->name);
 	if (end || run) {
@@ -383,7 +383,7 @@ int ex_aux_add(Ex *x, int i, char *name, size_t n)
 			g->step = st;
 		if (x->c->step_right)
 			g->step_right = st_right;
-		aux_lift(x, g, f);
+		ex_aux_lift(x, g, f);
 		x->n++;
 		size_t l = strlen(name);
 		snprintf(name + l, n - l, " and %s", g->name);

@@ -131,6 +131,9 @@ int ex_enumerate(Ex *x, Cand *k, double deadline, char *why, size_t n);
  * it, the restarts and the field up to the first (explore_restart.c):
  * *applies where one does; 0 found, the fields kept in the view. */
 int ex_restart(Ex *x, Cand *k, int *applies, char *why, size_t n);
+/* Field f's lift: its step (a right loop's step_right) from the
+ * identity, its own and that of the field from it reads (or NULL). */
+void ex_aux_lift(Ex *x, Field *f, const Field *from);
 /* Add an auxiliary field from the catalogue (index i); 0 when added. */
 int ex_aux_add(Ex *x, int i, char *name, size_t n);
 void ex_aux_drop(Ex *x);

@@ -71,15 +71,6 @@ static Field *field_new(Ex *x, const char *base, int f, Ty ty)
 	return d;
 }
 
-/* d's lift: its step from the identity (its own and that of the field
- * other, which the step reads). */
-static void field_lift(Ex *x, Field *d, const Field *other)
-{
-	int vars[2] = {d->var[STATE_SELF], other->var[STATE_SELF]};
-	Expr *at[2] = {ir_const(x->c->ir, d->ty, d->ident), ir_const(x->c->ir, other->ty, other->ident)};
-	d->lift = ex_subst_vars(x, step_of(x, (int)(d - x->f)), 2, vars, at);
-}
-
 static Expr *ref(Ex *x, int f, int which) { return ir_ref(x->c->ir, x->f[f].var[which]); }
 
 /* a + b - I, the identity left out where it is 0 */
@@ -123,8 +114,8 @@ int ex_restart(Ex *x, Cand *k, int *applies, char *why, size_t n)
 		cuts->step_right = cstep, lead->step_right = lstep;
 	else
 		cuts->step = cstep, lead->step = lstep;
-	field_lift(x, cuts, lead);
-	field_lift(x, lead, cuts);
+	ex_aux_lift(x, cuts, lead);
+	ex_aux_lift(x, lead, cuts);
 	ex_view_changed(x);
 	ex_cand_from_view(x, k);
 	for (int g = 0; g < x->n; g++) {
