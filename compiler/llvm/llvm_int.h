@@ -137,7 +137,9 @@ enum { PAIR = 2, PAIR_LEN = 1024 };
  * code that runs about half as fast (scalar across components; the row
  * lanes stay vectors). */
 enum { SLP_STATE_MAX = 160 };
-/* Whether c's state has more components than SLP_STATE_MAX. */
+/* The components of c's state fields, and whether they are more than
+ * SLP_STATE_MAX. */
+int kern_state_components(const Carrier *c);
 int kern_wide_state(const Carrier *c);
 
 /* Positions per tile of a max-rescale carrier with vector fields, folded

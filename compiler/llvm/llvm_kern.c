@@ -1554,13 +1554,15 @@ static Expr *kept_node(Carrier *c, Expr *e, int mi, Op g)
 	return NULL;
 }
 
-int kern_wide_state(const Carrier *c)
+int kern_state_components(const Carrier *c)
 {
-	long n = 0;
+	int n = 0;
 	for (int f = 0; f < c->nstate; f++)
 		n += spec_decl_width(&c->state[f]);
-	return n > SLP_STATE_MAX;
+	return n;
 }
+
+int kern_wide_state(const Carrier *c) { return kern_state_components(c) > SLP_STATE_MAX; }
 
 /* Past this many state components, a carrier with a vector field keeps
  * its one-lane fold: each component is a vector of the row's lanes in

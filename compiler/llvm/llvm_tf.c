@@ -56,11 +56,8 @@ void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given)
 		return;
 	}
 	if (wide && kern_wide_state(c)) {
-		int n = 0;
-		for (int f = 0; f < c->nstate; f++)
-			n += spec_decl_width(&c->state[f]);
-		snprintf(k->tf_why, sizeof k->tf_why, "a state of %d components, past the %d whose tiles one lane folds", n,
-			 (int)SLP_STATE_MAX);
+		snprintf(k->tf_why, sizeof k->tf_why, "a state of %d components, past the %d whose tiles one lane folds",
+			 kern_state_components(c), (int)SLP_STATE_MAX);
 		return;
 	}
 	int q;
@@ -86,14 +83,10 @@ void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given)
 	 * dv = 64 70 M positions/s, compiled in 0.17 s; of 16, 100 to 117 M
 	 * in 0.36 to 0.55 s; dv = 128, tiles of 8, 0.57 to 0.7 s) */
 	if (wide) {
-		int n = 0;
-		for (int f = 0; f < c->nstate; f++)
-			n += spec_decl_width(&c->state[f]);
 		k->tile = TF_ONE_TILE;
-		while (k->tile > 2 && k->tile * n > TF_ONE_COMPONENTS)
+		while (k->tile > 2 && k->tile * kern_state_components(c) > TF_ONE_COMPONENTS)
 			k->tile /= 2;
-	}
-	else if (!tile_given)
+	} else if (!tile_given)
 		k->tile = TF_TILE;
 }
 
