@@ -81,6 +81,19 @@ static void trials_hold(Carrier *c, const char *what, const char *yaml)
 	check_result_free(&cr);
 }
 
+/* The derived carrier c holds in the trials and runs right on interp,
+ * cpu and emu at lengths 0, 1, 33 and 257. */
+static void holds_and_runs(Carrier *c, const char *what, const char *yaml)
+{
+	trials_hold(c, what, yaml);
+	static const int lens[] = {0, 1, 33, 257};
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+		run_on(c, "interp", lens[l]);
+		run_on(c, "cpu", lens[l]);
+		run_on(c, "emu", lens[l]);
+	}
+}
+
 /* The derived carrier: proved (associativity never disproved), trials hold,
  * runs; the caller frees the result (derived_ok: at once). */
 static ExploreResult derived(const char *path, const char *strategy)
@@ -96,13 +109,7 @@ static ExploreResult derived(const char *path, const char *strategy)
 	for (int i = 0; i < p.n; i++)
 		cr_expect_neq(p.line[i].status, PROOF_DISPROVED, "%s: %s disproved: %s", path, p.line[i].law, p.line[i].how);
 	prove_report_free(&p);
-	trials_hold(c, path, r.yaml);
-	static const int lens[] = {0, 1, 33, 257};
-	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
-		run_on(c, "interp", lens[l]);
-		run_on(c, "cpu", lens[l]);
-		run_on(c, "emu", lens[l]);
-	}
+	holds_and_runs(c, path, r.yaml);
 	spec_carrier_free(c);
 	return r;
 }
@@ -790,13 +797,7 @@ Test(explore, a_field_that_restarts_with_its_largest_value, .timeout = 60)
 		  "%s", r.yaml);
 	cr_expect_neq(r.assoc, PROOF_DISPROVED, "%s", r.yaml);
 	Carrier *c = load_yaml(r.yaml);
-	trials_hold(c, "longest_run", r.yaml);
-	static const int lens[] = {0, 1, 33, 257};
-	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
-		run_on(c, "interp", lens[l]);
-		run_on(c, "cpu", lens[l]);
-		run_on(c, "emu", lens[l]);
-	}
+	holds_and_runs(c, "longest_run", r.yaml);
 	spec_carrier_free(c);
 	explore_result_free(&r);
 	r = explore_text("carrier: positive_run_sum\nelement: {x: f32}\nstate: {cur: f32, best: f32}\n"
