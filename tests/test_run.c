@@ -1873,3 +1873,41 @@ Test(run, heads_draw_streams_of_their_own)
 		}
 	cr_expect_eq(rng_seed_at(5, RNG_RUN_SEQUENCE, 0), 5, "sequence 0 draws at the seed itself");
 }
+
+/* Rows of mean 1e4 and spread 1 (1e4 plus 0..10 in steps of 1/16): the
+ * naive float32 two-pass variance rounds each x into a sum past 2^30 and
+ * is off by tens of times the variance, so its tolerance would pass a
+ * variance 20 times too large; run says so beside the figures.  Rows of
+ * mean 0 say nothing. */
+Test(run, a_tolerance_past_the_outputs_size_is_said)
+{
+	Carrier *c = load_ok("specs/welford.yaml");
+	for (int shifted = 0; shifted < 2; shifted++) {
+		RunData *d = rundata_new(c, 2, 200003);
+		float *x = d->elem[0].p;
+		for (size_t k = 0; k < (size_t)2 * 200003; k++)
+			x[k] = (shifted ? 1e4f : 0) + (float)((k * 2654435761u) % 161) / 16;
+		interp_run(d);
+		float *var = d->fin[1].p;
+		var[1] *= 20;
+		RunCheck rc;
+		runcheck_run(d, &rc);
+		cr_assert_str_eq(rc.out[1].name, "var");
+		char notes[512];
+		runcheck_notes(&rc.out[1], notes, sizeof notes);
+		if (shifted) {
+			cr_expect_eq(rc.out[1].loose, 2, "%s", notes);
+			cr_expect_gt(rc.out[1].loose_worst, 10, "%s", notes);
+			cr_expect(strstr(notes, "on 2 values the naive float32 reference is off by up to") &&
+					  strstr(notes, "times the output's size (the first at flat index 0)"),
+				  "%s", notes);
+		} else {
+			cr_expect_eq(rc.out[1].loose, 0, "%s", notes);
+			cr_expect_gt(rc.out[1].worst_ratio, 1, "var 20 times too large, mean 0");
+			cr_expect_eq(rc.out[0].loose, 0);
+		}
+		runcheck_free(&rc);
+		rundata_free(d);
+	}
+	spec_carrier_free(c);
+}

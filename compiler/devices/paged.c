@@ -307,18 +307,28 @@ Paged *paged_drawn(Carrier *c, int heads, int kv_heads, int batch, int rows, int
 
 /* The worst of x (sequence b's check of one output) into all, its flat
  * index mapped from the sequence's [heads][rows] into p's [rows][heads]. */
+static size_t paged_index(const Paged *p, int b, int rows, int width, size_t flat)
+{
+	size_t elem = flat / width, comp = flat % width;
+	size_t h = rows ? elem / rows : 0, r = rows ? elem % rows : 0;
+	return (((size_t)p->cu[b] + r) * p->heads + h) * width + comp;
+}
+
 static void merge_check(const Paged *p, int b, int rows, int width, OutCheck *all, const OutCheck *x, int first)
 {
-	size_t elem = x->at / width, comp = x->at % width;
-	size_t h = rows ? elem / rows : 0, r = rows ? elem % rows : 0;
-	size_t at = (((size_t)p->cu[b] + r) * p->heads + h) * width + comp;
+	size_t at = paged_index(p, b, rows, width, x->at);
 	if (first) {
 		char *name = all->name;
 		*all = *x;
 		all->name = name;
 		all->at = at;
+		all->loose_at = paged_index(p, b, rows, width, x->loose_at);
 		return;
 	}
+	if (x->loose && !all->loose)
+		all->loose_at = paged_index(p, b, rows, width, x->loose_at);
+	all->loose += x->loose;
+	all->loose_worst = fmax(all->loose_worst, x->loose_worst);
 	/* a NaN mismatch outranks any finite error, as runcheck ranks them */
 	if ((x->nan_mismatch && !all->nan_mismatch) ||
 	    (!x->nan_mismatch && !all->nan_mismatch && x->worst_ratio > all->worst_ratio))

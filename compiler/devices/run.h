@@ -232,6 +232,13 @@ typedef struct {
 	 * same infinity in both */
 	size_t nan_both, inf_both;
 	size_t empty_nan; /* results on empty (or fully masked) rows, whose reference is NaN: not compared */
+	/* values where the naive float32 evaluation of the reference is off
+	 * by more than the output's scale in its row, so that the tolerance
+	 * passes a value wrong by its own size: the most by which (a multiple
+	 * of the scale) and the flat index of the first */
+	size_t loose;
+	double loose_worst;
+	size_t loose_at;
 	const char *basis; /* "the float64 reference", or the carrier's float64 left fold where the spec has none */
 } OutCheck;
 
