@@ -2363,12 +2363,14 @@ static double half_value(uint16_t h)
 
 /* Every f16 pattern (zeros, subnormals, normals, infinities, NaNs of both
  * signs) converts exactly on load: 16 lanes at a time in a map, and one
- * component at a time in the scalar state of a vector-field carrier. */
+ * component at a time in the scalar state of a vector-field carrier.
+ * abs(x) and max(x, -x) of the converted value are exact too (each once
+ * done on half values, a lane at a time). */
 Test(cpu, every_f16_pattern_converts_exactly)
 {
 	static const char *specs[] = {
 		"carrier: copy16\nelement: {x: f16}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: 1}\n"
-		"merge: {s: a.s + b.s}\nmap: {y: x}\n",
+		"merge: {s: a.s + b.s}\nmap: {y: x, a: abs(x), m: 'max(x, -x)'}\n",
 		"carrier: vec16\ndims: {d: 4}\nelement: {x: 'f16[d]'}\nstate: {s: 'f32[d]'}\nidentity: {s: 0}\n"
 		"lift: {s: x}\nmerge: {s: a.s + b.s}\n",
 	};
@@ -2392,11 +2394,45 @@ Test(cpu, every_f16_pattern_converts_exactly)
 				cr_expect(0, "%s: pattern 0x%04x gives %a, not %a", c->name, h, y[h], r);
 		}
 		cr_expect_eq(bad, 0, "%s: %d patterns wrong", c->name, bad);
+		for (int m = 1; !s && m < 3; m++) {
+			const float *ya = d->map[m].p;
+			for (int h = 0; h < 1 << 16; h++) {
+				double r = fabs(half_value((uint16_t)h));
+				/* max(-0, 0) may be either zero */
+				int ok = isnan(r) ? isnan(ya[h]) : ya[h] == r && (m == 2 || !signbit(ya[h]));
+				if (!ok && bad++ < 5)
+					cr_expect(0, "%s of pattern 0x%04x gives %a, not %a", m == 1 ? "abs(x)" : "max(x, -x)",
+						  h, ya[h], r);
+			}
+		}
+		cr_expect_eq(bad, 0, "%s: %d patterns wrong in abs(x) or max(x, -x)", c->name, bad);
 		rundata_free(d);
 		llvm_kernel_free(k);
 		spec_carrier_free(c);
 	}
 	rt_pool_close(p);
+}
+
+/* abs(x) and max(x, -x) of f16 inputs in the any-order lanes, beside
+ * min and max fields, at lengths around the lanes and tiles: against the
+ * float64 reference. */
+Test(cpu, f16_magnitudes_meet_the_reference)
+{
+	Carrier *c = text_ok("carrier: mag16\nparams: {t: f32}\nelement: {x: f16}\n"
+			     "state: {n: i32, m: i32, s: f32, lo: f32, hi: f32}\n"
+			     "identity: {n: 0, m: 0, s: 0, lo: inf, hi: -inf}\n"
+			     "lift: {n: 'where(abs(x) > t, 1, 0)', m: 'where(max(x, -x) > t, 1, 0)', s: abs(x), lo: x, hi: abs(x)}\n"
+			     "merge: {n: a.n + b.n, m: a.m + b.m, s: a.s + b.s, lo: 'min(a.lo, b.lo)', hi: 'max(a.hi, b.hi)'}\n"
+			     "reference: {n: 'sum(where(abs(x) > t, 1, 0))', m: 'sum(where(abs(x) > t, 1, 0))', s: sum(abs(x)),"
+			     " lo: 'where(count() == 0, inf, min(x))', hi: 'where(count() == 0, -inf, max(abs(x)))'}\n"
+			     "laws: [commutative]\n");
+	static const int lens[] = {1, 15, 17, 255, 1000, 4099};
+	for (int i = 0; i < 6; i++) {
+		char what[64];
+		snprintf(what, sizeof what, "f16 magnitudes, length %d", lens[i]);
+		cpu_meets_reference(c, 3, lens[i], 40 + i, what);
+	}
+	spec_carrier_free(c);
 }
 
 /* A dot product of 16 or more float32 components in the one-lane loop

@@ -232,6 +232,29 @@ Test(llvm, half_inputs_convert_on_load)
 	}
 }
 
+/* abs(x) and max(x, -x) of an f16 input stay on the f32 value F16C gives:
+ * no conversion back to half (vcvtps2ph) and no lane by lane insert
+ * (vpinsrw), which a fabs narrowed to half values took, 30 of each a
+ * vector of 16. */
+Test(llvm, f16_magnitudes_stay_in_f32)
+{
+	if (!lower_host_has("+f16c"))
+		cr_skip("the host has no F16C");
+	static const char *lifts[] = {"abs(x)", "max(x, -x)"};
+	for (int i = 0; i < 2; i++) {
+		char spec[400];
+		snprintf(spec, sizeof spec,
+			 "carrier: count16\nparams: {t: f32}\nelement: {x: f16}\nstate: {n: i32}\nidentity: {n: 0}\n"
+			 "lift: {n: 'where(%s > t, 1, 0)'}\nmerge: {n: a.n + b.n}\nmap: {y: '%s'}\nlaws: [commutative]\n",
+			 lifts[i], lifts[i]);
+		char *as = emitted_carrier(text_ok(spec), 1);
+		cr_expect(strstr(as, "vcvtph2ps"), "%s: converted by F16C", lifts[i]);
+		cr_expect_null(strstr(as, "vcvtps2ph"), "%s: no conversion back to half", lifts[i]);
+		cr_expect_null(strstr(as, "vpinsrw"), "%s: no lane by lane insert", lifts[i]);
+		free(as);
+	}
+}
+
 /* Attention's q . k (64 float32 products a key, one lane) is vector code:
  * chunks of 16 products, not one chain of 64 scalar adds.  The reduce
  * holds 9 of them (a tile of 8 keys and the key by key tail): summed one

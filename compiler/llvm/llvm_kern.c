@@ -33,8 +33,15 @@ static LLVMValueRef f16_to_f32(B *b, LLVMValueRef h)
 	LLVMBuilderRef bb = L->b;
 	LLVMTypeRef it = lower_vty(L, TY_I32), ft = lower_vty(L, TY_F32);
 	if (L->f16c) {
+		/* The fence keeps the value in f32 for good: InstCombine
+		 * otherwise narrows fabs(fpext h) (and max(x, -x), which it
+		 * makes fabs) to a fabs on half values, which x86 without
+		 * AVX512-FP16 does a lane at a time, converting each back to
+		 * half (an f16 count of abs(x) > t ran at 0.1 of a copy).  The
+		 * fence emits no instruction. */
 		LLVMTypeRef ht = LLVMHalfTypeInContext(L->ctx);
-		return LLVMBuildFPExt(bb, LLVMBuildBitCast(bb, h, L->W > 1 ? LLVMVectorType(ht, L->W) : ht, ""), ft, "");
+		LLVMValueRef f = LLVMBuildFPExt(bb, LLVMBuildBitCast(bb, h, L->W > 1 ? LLVMVectorType(ht, L->W) : ht, ""), ft, "");
+		return lower_intrinsic(L, "llvm.arithmetic.fence", ft, &f, 1);
 	}
 	LLVMValueRef u = LLVMBuildZExt(bb, h, it, "");
 	LLVMValueRef sign = LLVMBuildShl(bb, LLVMBuildAnd(bb, u, lower_const(L, TY_I32, 0x8000), ""),
