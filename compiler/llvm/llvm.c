@@ -700,7 +700,7 @@ static void build_math(LLVMContextRef ctx, LLVMModuleRef mod, int op, int lanes)
 		LLVMValueRef py = LLVMBuildGEP2(L.b, f32, LLVMGetParam(f, 1), &iv, 1, "");
 		LLVMValueRef x = LLVMBuildLoad2(L.b, vt, LLVMBuildBitCast(L.b, px, LLVMPointerType(vt, 0), ""), "");
 		LLVMSetAlignment(x, 4);
-		LLVMValueRef y = op == EXPR_EXP ? math_exp(&L, x) : op == EXPR_EXP2 ? math_exp2(&L, x) : math_log(&L, x);
+		LLVMValueRef y = math_f32(&L, op, x);
 		LLVMSetAlignment(LLVMBuildStore(L.b, y, LLVMBuildBitCast(L.b, py, LLVMPointerType(vt, 0), "")), 4);
 		LLVMBuildStore(L.b, next, ivp);
 		LLVMBuildBr(L.b, head);

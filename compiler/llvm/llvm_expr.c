@@ -251,8 +251,9 @@ static LLVMValueRef powi(Lower *L, TyKind k, int e, LLVMValueRef x)
 	return r;
 }
 
-/* A float32 libm function applied lane by lane (not in the hot loops of
- * the bundled specs: tanh, log1p, expm1). */
+/* A float64 libm function applied lane by lane: tanh, log1p and expm1
+ * of f64 values (llvm.exp and the others on f64 vectors become such
+ * calls too).  Float32 ones are llvm_math.c's vector code. */
 static LLVMValueRef libm_call(Lower *L, const char *name, TyKind k, LLVMValueRef x)
 {
 	char nm[32];
@@ -286,9 +287,9 @@ static LLVMValueRef fmath(Lower *L, Op op, TyKind k, LLVMValueRef x)
 		if (!f32)
 			return lower_intrinsic(L, "llvm.log2", t, &x, 1);
 		return LLVMBuildFMul(L->b, math_log(L, x), lower_const(L, k, 1.4426950408889634), "");
-	case EXPR_LOG1P: return libm_call(L, "log1p", k, x);
-	case EXPR_EXPM1: return libm_call(L, "expm1", k, x);
-	case EXPR_TANH: return libm_call(L, "tanh", k, x);
+	case EXPR_LOG1P: return f32 ? math_log1p(L, x) : libm_call(L, "log1p", k, x);
+	case EXPR_EXPM1: return f32 ? math_expm1(L, x) : libm_call(L, "expm1", k, x);
+	case EXPR_TANH: return f32 ? math_tanh(L, x) : libm_call(L, "tanh", k, x);
 	case EXPR_SQRT: return lower_intrinsic(L, "llvm.sqrt", t, &x, 1);
 	case EXPR_RSQRT:
 		return LLVMBuildFDiv(L->b, lower_const(L, k, 1), lower_intrinsic(L, "llvm.sqrt", t, &x, 1), "");

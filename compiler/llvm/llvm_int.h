@@ -253,11 +253,17 @@ int cpu_target_has(const CpuTarget *t, const char *feature);
 int lower_width(const Expr *e); /* components (1 for scalars) */
 int lower_varies(Lower *L, const Expr *e); /* depends on the position (elements, columns, j) */
 
-/* llvm_math.c: float32 exp, exp2 and log by range reduction and polynomial,
- * branch-free, in the scope's lanes. */
+/* llvm_math.c: float32 exp, exp2, log, expm1, log1p and tanh by range
+ * reduction and polynomial, branch-free, in the scope's lanes. */
 LLVMValueRef math_exp(Lower *L, LLVMValueRef x);
 LLVMValueRef math_exp_nonpos(Lower *L, LLVMValueRef x); /* x <= 0, -inf or NaN */
 LLVMValueRef math_exp2(Lower *L, LLVMValueRef x);
 LLVMValueRef math_log(Lower *L, LLVMValueRef x);
+LLVMValueRef math_expm1(Lower *L, LLVMValueRef x);
+LLVMValueRef math_log1p(Lower *L, LLVMValueRef x);
+LLVMValueRef math_tanh(Lower *L, LLVMValueRef x);
+/* op (EXPR_EXP, EXPR_EXP2, EXPR_LOG, EXPR_EXPM1, EXPR_LOG1P, EXPR_TANH) of
+ * float32 x by the functions above */
+LLVMValueRef math_f32(Lower *L, int op, LLVMValueRef x);
 
 #endif
