@@ -467,6 +467,65 @@ Test(cli, bench_says_operations_per_byte, .timeout = 120)
 	cr_expect(strstr(out, "\"ops_per_position\": 2,"), "%s", out);
 }
 
+/* spec text to build/NAME.yaml, then bench's output for it (json or text) */
+static void bench_text(const char *name, const char *spec, int json)
+{
+	char path[100], cmd[300];
+	snprintf(path, sizeof path, "build/%s.yaml", name);
+	FILE *f = fopen(path, "w");
+	cr_assert(f);
+	fputs(spec, f);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, ASSOC " bench %s --device cpu --threads 1 --rows 2 --len 1000%s", path,
+		 json ? " --json" : "");
+	cr_assert_eq(sh(cmd, out, sizeof out, 0), 0, "%s", out);
+}
+
+/* bench's count charges what the kernel does: a scan in vectors its
+ * log2(lanes) steps and the merge onto the state before (5 merges a
+ * position in 16 lanes), and says neither accumulators nor an order of
+ * positions for it; an operation on 64-bit values twice (a vector of
+ * them is two registers); a float32 tanh 30 (vector code), a float64 one
+ * a libm call a lane, 40 operations a lane, named as such. */
+Test(cli, bench_counts_scans_wide_values_and_libm_calls, .timeout = 120)
+{
+	bench_text("bench_scan", "carrier: csum\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+		   "merge: {s: a.s + b.s}\nlaws: [commutative]\ntemplate: scan\n", 1);
+	const char *sl = strstr(out, "\"scan_lanes\": ");
+	cr_assert(sl, "%s", out);
+	int lanes = atoi(sl + 14), steps = 1;
+	for (int w = lanes; w > 1; w /= 2)
+		steps++;
+	char want[64];
+	snprintf(want, sizeof want, "\"ops_per_position\": %d,", steps);
+	cr_expect(lanes > 1 && strstr(out, want), "%d lanes, want %s: %s", lanes, want, out);
+	cr_expect(strstr(out, "\"ordered\": 0, \"order\": null"), "%s", out);
+	bench_text("bench_scan", "carrier: csum\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x}\n"
+		   "merge: {s: a.s + b.s}\nlaws: [commutative]\ntemplate: scan\n", 0);
+	snprintf(want, sizeof want, ", a scan in vectors of %d positions, %d merges a position, ", lanes, steps);
+	cr_expect(strstr(out, want), "%s", out);
+	cr_expect(!strstr(out, "accumulators") && !strstr(out, "any order") && !strstr(out, "ordered"), "%s", out);
+	bench_text("bench_i64", "carrier: s64\nelement: {x: i64}\nstate: {s: i64}\nidentity: {s: 0}\nlift: {s: x}\n"
+		   "merge: {s: a.s + b.s}\nlaws: [commutative]\n", 1);
+	cr_expect(strstr(out, "\"ops_per_position\": 2,"), "%s", out);
+	bench_text("bench_tanh", "carrier: t32\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: tanh(x)}\n"
+		   "merge: {s: a.s + b.s}\nlaws: [commutative]\n", 1);
+	cr_expect(strstr(out, "\"ops_per_position\": 31,") && strstr(out, "\"scalar_calls\": null"), "%s", out);
+	bench_text("bench_tanh64", "carrier: t64\nelement: {x: f64}\nstate: {s: f64}\nidentity: {s: 0}\nlift: {s: tanh(x)}\n"
+		   "merge: {s: a.s + b.s}\nlaws: [commutative]\n", 1);
+	const char *lj = strstr(out, "\"lanes\": ");
+	cr_assert(lj, "%s", out);
+	lanes = atoi(lj + 9);
+	snprintf(want, sizeof want, "\"ops_per_position\": %d,", 40 * lanes + 2);
+	cr_expect(strstr(out, want) && strstr(out, "\"scalar_calls\": \"tanh\"") && strstr(out, "\"compute_bound\": true"),
+		  "want %s: %s", want, out);
+	bench_text("bench_tanh64", "carrier: t64\nelement: {x: f64}\nstate: {s: f64}\nidentity: {s: 0}\nlift: {s: tanh(x)}\n"
+		   "merge: {s: a.s + b.s}\nlaws: [commutative]\n", 0);
+	cr_expect(strstr(out, "  scalar: tanh of f64 values is a libm call a lane (counted 40 operations a lane)\n") &&
+			  strstr(out, ": compute-bound"),
+		  "%s", out);
+}
+
 /* bench says why a reduce folds in one lane where it does (a sum of 32
  * components beside a scalar one: 33 state components, and beside a
  * top-16 list the same 33, the list kept apart from the lanes), and says

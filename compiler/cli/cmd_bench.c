@@ -282,28 +282,69 @@ static int naive_meets(Carrier *c, Opts *o, void (*naive)(const Args *, int64_t,
 
 /* ---- arithmetic per byte ---- */
 
-/* A rough cost of e's own operation: a math function (exp, log, tanh:
- * a polynomial and its range reduction) about 20 vector operations, a
- * division or square root 4, a constant or variable nothing, anything
- * else 1; each a component of a vector value, as the lanes take one
- * component at a time (a dot product a multiply and an add a component
- * of its operands).  A top-k merge counts 1, as its lists are mostly
+/* float32 lanes of the host's widest vectors */
+static int host_lanes(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		return 16;
+	if (__builtin_cpu_supports("avx2") || __builtin_cpu_supports("avx"))
+		return 8;
+#endif
+	return 4;
+}
+
+/* What a libm call a lane costs, in vector operations: the call, the
+ * function's own 20 to 40 instructions, and moving the lane out and
+ * back (a tanhf a lane ran at 0.01 of a copy). */
+#define SCALAR_CALL_OPS 40
+
+/* The count's walk: nodes counted (by id), the memo of varies (NULL: the
+ * row's nodes count too), the host's lanes, and the math functions that
+ * are libm calls a lane (a bit per op). */
+typedef struct {
+	unsigned char *seen, *vary;
+	int lanes;
+	uint64_t scalar;
+} Count;
+
+static int is64(int k) { return k == TY_I64 || k == TY_F64; }
+
+/* A rough cost of e's own operation: a float32 math function (exp, log:
+ * a polynomial and its range reduction) about 20 vector operations, tanh
+ * 30 (two ranges' and a division), a division or square root 4, a
+ * constant or variable nothing, anything else 1; each a component of a
+ * vector value, as the lanes take one component at a time (a dot product
+ * a multiply and an add a component of its operands).  A math function
+ * of f64 values other than sqrt is a libm call a lane (compiler/llvm's
+ * float64 code), SCALAR_CALL_OPS a lane; any other operation on 64-bit
+ * values counts twice, as a vector of them takes two registers (8 lanes
+ * of 16 on AVX-512).  A top-k merge counts 1, as its lists are mostly
  * left as they are (docs/cpu.md). */
-static double op_cost(const Expr *e)
+static double op_cost(const Expr *e, Count *n)
 {
 	if (e->op == EXPR_CONST || e->op == EXPR_VAR)
 		return 0;
 	if (e->op == EXPR_TOPK || e->op == EXPR_TOPK_IDX)
 		return 1;
+	int wide = is64(e->ty.kind) || (e->nargs && is64(e->a[0]->ty.kind));
 	if (e->op == EXPR_DOT) {
 		int w = 1;
 		for (int i = 0; i < e->nargs; i++)
 			w = e->a[i]->ty.len > w ? e->a[i]->ty.len : w;
-		return 2.0 * w;
+		return 2.0 * w * (wide ? 2 : 1);
 	}
 	double w = e->ty.len > 1 ? e->ty.len : 1;
+	int root = e->op == EXPR_SQRT || e->op == EXPR_RSQRT;
+	if ((ir_ops[e->op].flags & F_MATH) && !root && e->ty.kind == TY_F64) {
+		n->scalar |= 1ull << e->op;
+		return w * SCALAR_CALL_OPS * n->lanes;
+	}
+	if (wide)
+		w *= 2;
 	if (ir_ops[e->op].flags & F_MATH)
-		return w * (e->op == EXPR_SQRT || e->op == EXPR_RSQRT ? 4 : 20);
+		return w * (root ? 4 : e->op == EXPR_TANH ? 30 : 20);
 	return w * (e->op == EXPR_DIV ? 4 : 1);
 }
 
@@ -326,28 +367,41 @@ static int varies(const Ir *ir, const Expr *e, unsigned char *memo)
 	return v;
 }
 
-/* The cost of the nodes under e not counted yet (seen, by node id); with
- * a memo of varies, only those that vary with the position (a map's row
- * values are hoisted out of its loop). */
-static double ops_under(const Ir *ir, const Expr *e, unsigned char *seen, unsigned char *vary)
+/* The cost of the nodes under e not counted yet; with vary, only those
+ * that vary with the position (a map's row values are hoisted out of its
+ * loop). */
+static double ops_under(const Ir *ir, const Expr *e, Count *n, unsigned char *vary)
 {
-	if (!e || seen[e->id] || (vary && !varies(ir, e, vary)))
+	if (!e || n->seen[e->id] || (vary && !varies(ir, e, vary)))
 		return 0;
-	seen[e->id] = 1;
-	double n = op_cost(e);
+	n->seen[e->id] = 1;
+	double c = op_cost(e, n);
 	for (int i = 0; i < e->nargs; i++)
-		n += ops_under(ir, e->a[i], seen, vary);
-	return n;
+		c += ops_under(ir, e->a[i], n, vary);
+	return c;
+}
+
+/* Merges a position: a scan in vectors takes log2(lanes) steps within
+ * each vector, each a merge of whole vectors, then merges the vector onto
+ * the state before it (docs/cpu.md); any other fold one. */
+static int merges_a_position(const Carrier *c, const LlvmKernel *k)
+{
+	int m = 1;
+	if (c->tpl == FAM_SCAN && k)
+		for (int w = k->scan_lanes; w > 1; w /= 2)
+			m++;
+	return m;
 }
 
 /* Operations a position costs, as the kernel folds it: its lift and mask,
- * then one merge (a tree of merges), or in a max-rescale tile an exp and
- * a multiply-add a field and a max, or in a transported tile the
- * certificate's coordinates and a monoid operation each (a tile's one
- * merge and conversion back left out); and what is written at every
- * position (a map, less what the row fixes and the exp the rowmap keeps
- * for it; a scan's finalize), each node once. */
-static double ops_per_position(Carrier *c, const LlvmKernel *k)
+ * then one merge (a tree of merges; a scan in vectors its steps), or in a
+ * max-rescale tile an exp and a multiply-add a field and a max, or in a
+ * transported tile the certificate's coordinates and a monoid operation
+ * each (a tile's one merge and conversion back left out); and what is
+ * written at every position (a map, less what the row fixes and the exp
+ * the rowmap keeps for it; a scan's finalize), each node once.  *scalar:
+ * the ops that are libm calls a lane. */
+static double ops_per_position(Carrier *c, const LlvmKernel *k, uint64_t *scalar)
 {
 	/* a certificate derived from the maximum, as the CPU backend takes
 	 * it (its nodes made before the count's table is sized) */
@@ -357,13 +411,14 @@ static double ops_per_position(Carrier *c, const LlvmKernel *k)
 	if (k && k->tf && !c->has_cert && transport_frame(c, &fr, why, sizeof why))
 		cert = &fr;
 	size_t nn = (size_t)ir_nnodes(c->ir) + 1;
-	unsigned char *seen = calloc(2 * nn, 1), *vary = seen + nn;
-	if (!seen)
+	Count cn = {.seen = calloc(2 * nn, 1), .lanes = host_lanes()};
+	if (!cn.seen)
 		abort();
+	unsigned char *vary = cn.seen + nn;
 	const Ir *ir = c->ir;
-	double n = ops_under(ir, c->mask, seen, NULL);
+	double n = ops_under(ir, c->mask, &cn, NULL);
 	for (int f = 0; f < c->nstate; f++)
-		n += ops_under(ir, c->lift[f], seen, NULL);
+		n += ops_under(ir, c->lift[f], &cn, NULL);
 	if (k && k->max_rescale) {
 		/* a field a component: a multiply-add, the maximum's a max;
 		 * a top-k list beside them one, as op_cost counts its merge */
@@ -376,34 +431,25 @@ static double ops_per_position(Carrier *c, const LlvmKernel *k)
 	else if (k && k->tf && cert->has_cert) {
 		n += 2; /* the shift by the tile's largest element, and that maximum */
 		for (int i = 0; i < cert->ncert; i++) /* the monoid's operation on each component */
-			n += ops_under(ir, cert->cert_into[i].e, seen, NULL) +
+			n += ops_under(ir, cert->cert_into[i].e, &cn, NULL) +
 			     (cert->cert_into[i].e->ty.len ? cert->cert_into[i].e->ty.len : 1);
-	} else
+	} else {
+		double m = 0;
 		for (int f = 0; c->merge && f < c->nstate; f++)
-			n += ops_under(ir, c->merge[f], seen, NULL);
+			m += ops_under(ir, c->merge[f], &cn, NULL);
+		n += m * merges_a_position(c, k);
+	}
 	if (k && k->kept) /* read back from the rowmap's pass 2: a multiply */
-		seen[k->kept - 1] = 1, n += 1;
+		cn.seen[k->kept - 1] = 1, n += 1;
 	for (int i = 0; i < c->nmap; i++)
-		n += ops_under(ir, c->map[i].e, seen, vary);
+		n += ops_under(ir, c->map[i].e, &cn, vary);
 	for (int i = 0; c->tpl == FAM_SCAN && i < c->nfinal; i++)
-		n += ops_under(ir, c->finalize[i].e, seen, NULL);
-	free(seen);
+		n += ops_under(ir, c->finalize[i].e, &cn, NULL);
+	free(cn.seen);
 	if (fr.has_cert)
 		transport_frame_free(&fr);
+	*scalar = cn.scalar;
 	return n;
-}
-
-/* float32 lanes of the host's widest vectors */
-static int host_lanes(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f"))
-		return 16;
-	if (__builtin_cpu_supports("avx2") || __builtin_cpu_supports("avx"))
-		return 8;
-#endif
-	return 4;
 }
 
 /* A nominal compute ceiling: two vector operations a cycle per thread
@@ -417,12 +463,14 @@ typedef struct {
 	double ops, per_byte;  /* a position's operations, and per byte moved */
 	double allowed;        /* operations per byte the copy's bandwidth leaves time for */
 	int lanes;
+	uint64_t scalar;       /* the math functions that are libm calls a lane (a bit per op) */
 } Intensity;
 
 static Intensity intensity(Carrier *c, const LlvmKernel *k, double bytes, double positions, double copy_bps,
 			   int threads)
 {
-	Intensity x = {.ops = ops_per_position(c, k), .lanes = host_lanes()};
+	Intensity x = {.lanes = host_lanes()};
+	x.ops = ops_per_position(c, k, &x.scalar);
 	x.per_byte = bytes > 0 ? x.ops * positions / bytes : 0;
 	x.allowed = copy_bps > 0 ? threads * NOMINAL_GHZ * 1e9 * NOMINAL_OPS_PER_CYCLE * x.lanes / copy_bps : 0;
 	return x;
@@ -440,14 +488,21 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	double gcpu = tcpu > 0 ? (double)rows * len * b->heads / tcpu / 1e9 : 0;
 	Intensity in = intensity(c, b->k, bytes, (double)rows * len * b->heads, bytes / tc, th);
 	int bound = in.per_byte > in.allowed;
+	/* a scan's vectors hold consecutive positions, in order: no
+	 * accumulators, and no order of positions to choose */
+	int scan = c->tpl == FAM_SCAN;
+	char calls[160] = "";
+	for (int op = 0, m = 0; op < EXPR_NOPS && m + 16 < (int)sizeof calls; op++)
+		if (in.scalar >> op & 1)
+			m += snprintf(calls + m, sizeof calls - m, "%s%s", m ? ", " : "", ir_ops[op].printed);
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
 		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, \"rows_tile\": %d, \"keys_as_lanes\": %d, "
-		       "\"max_rescale\": %d, \"transported\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
+		       "\"max_rescale\": %d, \"transported\": %d, \"scan_lanes\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
 		       "\"ratio_to_copy\": %.3f, \"cpu_target\": %s%s%s, ",
 		       c->file, c->name, rows, len, b->heads, b->kv_heads, th, split, b->k->lanes, b->k->accs, b->k->tile, g,
-		       b->k->rows_tile, b->k->keys && g < 16, b->k->max_rescale, b->k->tf, bytes, gb, ge,
+		       b->k->rows_tile, b->k->keys && g < 16, b->k->max_rescale, b->k->tf, scan ? b->k->scan_lanes : 0, bytes, gb, ge,
 		       ge / th, gcpu, cgb, gb / cgb, b->k->target[0] ? "\"" : "", b->k->target[0] ? b->k->target : "null",
 		       b->k->target[0] ? "\"" : "");
 		if (flops > 0)
@@ -455,13 +510,17 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		printf("\"ops_per_position\": %.0f, \"ops_per_byte\": %.3f, \"ops_per_byte_at_copy\": %.3f, "
 		       "\"compute_bound\": %s, ",
 		       in.ops, in.per_byte, in.allowed, bound ? "true" : "false");
+		if (calls[0])
+			printf("\"scalar_calls\": \"%s\", ", calls);
+		else
+			printf("\"scalar_calls\": null, ");
 		if (b->k->one_lane[0])
 			printf("\"one_lane\": \"%s\", ", b->k->one_lane);
 		else
 			printf("\"one_lane\": null, ");
 		Buf ob = {0};
 		buf_json_str(&ob, b->k->order);
-		printf("\"ordered\": %d, \"order\": %s, ", b->k->ordered, ob.s);
+		printf("\"ordered\": %d, \"order\": %s, ", scan ? 0 : b->k->ordered, scan ? "null" : ob.s);
 		free(ob.s);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
@@ -480,7 +539,12 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	if (b->k->target[0])
 		snprintf(target, sizeof target, " (compiled for %s, ASSOC_CPU)", b->k->target);
 	char fold[96];
-	if (b->k->ordered > 1) /* one lane a run of positions: no lanes, accumulators or tiles of the others */
+	if (scan && b->k->scan_lanes > 1)
+		snprintf(fold, sizeof fold, "a scan in vectors of %d positions, %d merges a position", b->k->scan_lanes,
+			 merges_a_position(c, b->k));
+	else if (scan)
+		snprintf(fold, sizeof fold, "a scan, a position at a time");
+	else if (b->k->ordered > 1) /* one lane a run of positions: no lanes, accumulators or tiles of the others */
 		snprintf(fold, sizeof fold, "%d ordered lanes", b->k->ordered);
 	else if (b->k->select)
 		snprintf(fold, sizeof fold, "%s", llvm_fold_name(b->k));
@@ -497,12 +561,17 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	       "%.0f GHz, do %.2f%s\n",
 	       in.per_byte, in.ops, th, in.lanes, NOMINAL_OPS_PER_CYCLE, NOMINAL_GHZ, in.allowed,
 	       bound ? ": compute-bound, the copy's speed is out of reach" : "");
+	if (calls[0])
+		printf("  scalar: %s of f64 values %s a libm call a lane (counted %d operations a lane)\n", calls,
+		       strchr(calls, ',') ? "are each" : "is", SCALAR_CALL_OPS);
 	if (b->k->one_lane[0] && b->k->tf) /* tiles of positions at once: as fast as the lanes can be */
 		printf("  one lane: the reduce folds in one lane, for %s, in tiles of %d positions transported\n",
 		       b->k->one_lane, b->k->tile);
 	else if (b->k->one_lane[0])
 		printf("  one lane: the reduce folds in one lane, for %s; the copy's speed is out of reach\n", b->k->one_lane);
-	if (b->k->ordered > 1)
+	if (scan)
+		; /* positions in order by construction */
+	else if (b->k->ordered > 1)
 		printf("  ordered: %d lanes each fold a run of positions, merged in order: the merge is not known to "
 		       "commute: %s\n", b->k->ordered, b->k->order);
 	else if (b->k->lanes > 1 && b->k->order[0])
