@@ -322,13 +322,12 @@ static void merge_check(const Paged *p, int b, int rows, int width, OutCheck *al
 		*all = *x;
 		all->name = name;
 		all->at = at;
-		all->loose_at = paged_index(p, b, rows, width, x->loose_at);
+		all->naive_at = paged_index(p, b, rows, width, x->naive_at);
 		return;
 	}
-	if (x->loose && !all->loose)
-		all->loose_at = paged_index(p, b, rows, width, x->loose_at);
-	all->loose += x->loose;
-	all->loose_worst = fmax(all->loose_worst, x->loose_worst);
+	if (x->naive_worst > all->naive_worst)
+		all->naive_worst = x->naive_worst, all->naive_at = paged_index(p, b, rows, width, x->naive_at);
+	all->want_scale = fmax(all->want_scale, x->want_scale);
 	/* a NaN mismatch outranks any finite error, as runcheck ranks them */
 	if ((x->nan_mismatch && !all->nan_mismatch) ||
 	    (!x->nan_mismatch && !all->nan_mismatch && x->worst_ratio > all->worst_ratio))

@@ -232,13 +232,12 @@ typedef struct {
 	 * same infinity in both */
 	size_t nan_both, inf_both;
 	size_t empty_nan; /* results on empty (or fully masked) rows, whose reference is NaN: not compared */
-	/* values where the naive float32 evaluation of the reference is off
-	 * by more than the output's scale in its row, so that the tolerance
-	 * passes a value wrong by its own size: the most by which (a multiple
-	 * of the scale) and the flat index of the first */
-	size_t loose;
-	double loose_worst;
-	size_t loose_at;
+	/* the naive float32 evaluation's largest error (and its flat index)
+	 * and the largest finite magnitude of the reference: where that error
+	 * passes that magnitude, the tolerance passes a value wrong by the
+	 * output's own size (runcheck_notes says so) */
+	double naive_worst, want_scale;
+	size_t naive_at;
 	const char *basis; /* "the float64 reference", or the carrier's float64 left fold where the spec has none */
 } OutCheck;
 
