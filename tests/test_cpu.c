@@ -3180,21 +3180,31 @@ Test(cpu, scans_in_vectors_meet_the_left_fold, .timeout = 240)
  * position's, would keep its position (where(b.hi > a.hi, ...) is false
  * both ways); the left fold, and check's trees of one-position
  * accumulators, take it on the identity first and skip it.  Each lane of
- * a vector meets the left fold bit for bit, at 4, 8 and 16 lanes. */
+ * a vector meets the left fold bit for bit, at 4, 8 and 16 lanes, and in
+ * tiles of 16 blocks. */
 Test(cpu, scan_in_vectors_skips_a_nan_as_the_left_fold)
 {
 	Carrier *c = text_ok("carrier: high_so_far\nelement: {x: f32}\nstate: {hi: f32, at: i32}\n"
 			     "identity: {hi: -inf, at: -1}\nlift: {hi: x, at: j}\n"
 			     "merge:\n  hi: max(a.hi, b.hi)\n  at: where(b.hi > a.hi, b.at, a.at)\n"
 			     "finalize: {at: at}\ntemplate: scan\n");
-	static const int lanes[] = {4, 8, 16};
-	enum { LEN = 37 };
+	/* with a mean beside it, whose division sends 16 lanes to tiles of
+	 * 256 positions (scan_tile): 600 holds two */
+	Carrier *tiled = text_ok("carrier: high_so_far_mean\nelement: {x: f32}\n"
+				 "state: {hi: f32, at: i32, n: f32, mean: f32}\n"
+				 "identity: {hi: -inf, at: -1, n: 0, mean: 0}\nlift: {hi: x, at: j, n: 1, mean: x}\n"
+				 "merge:\n  hi: max(a.hi, b.hi)\n  at: where(b.hi > a.hi, b.at, a.at)\n"
+				 "  n: a.n + b.n\n  mean: where(n == 0, 0, a.mean + (b.mean - a.mean) * (b.n / n))\n"
+				 "finalize: {at: at}\ntemplate: scan\n");
+	static const int lanes[] = {4, 8, 16, 16};
 	RtPool *p;
 	pools_open(&p, 1);
-	for (int w = 0; w < 3; w++) {
-		LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = lanes[w]});
+	for (int w = 0; w < 4; w++) {
+		int LEN = w < 3 ? 37 : 600;
+		LlvmKernel *k = compiled(w < 3 ? c : tiled, &(LlvmOpts){.lanes = lanes[w]});
 		cr_assert_gt(k->scan_lanes, 1, "a scan in vectors");
-		RunData *d = drawn(c, 2, LEN, 90 + w);
+		cr_assert_eq(k->scan_tiles, w == 3);
+		RunData *d = drawn(w < 3 ? c : tiled, 2, LEN, 90 + w);
 		float *x = d->elem[0].p;
 		for (int j = 0; j < 2 * LEN; j++)
 			x[j] = j % 3 == 1 ? NAN : (float)(j % LEN); /* each NaN before a larger value */
@@ -3211,7 +3221,61 @@ Test(cpu, scan_in_vectors_skips_a_nan_as_the_left_fold)
 		llvm_kernel_free(k);
 	}
 	pools_close(&p, 1);
+	spec_carrier_free(tiled);
 	spec_carrier_free(c);
+}
+
+/* Scans whose merges divide or call exp take tiles of 16 blocks of 16
+ * positions (scan_tile in compiler/llvm/llvm_kern.c): Welford's running
+ * mean and deviation, a running log-sum-exp, and a masked running mean,
+ * at lengths around the tile (255, 256, 257, 512 + 17, 4096, 20011), with threads and splits (a chunk's incoming
+ * state), and infinities and a NaN in rows 1 to 4 of the log-sum-exp,
+ * whose merge guards them (the means' merges take infinities by grouping,
+ * as check warns): every position's outputs against the left fold and the
+ * reference's prefixes. */
+Test(cpu, scans_in_tiles_meet_the_left_fold, .timeout = 240)
+{
+	static const char *texts[] = {
+		"carrier: running_sd\nelement: {x: f32}\nstate: {n: f32, mean: f32, m2: f32}\n"
+		"identity: {n: 0, mean: 0, m2: 0}\nlift: {n: 1, mean: x, m2: 0}\nmerge:\n  let:\n"
+		"    d: b.mean - a.mean\n  n: a.n + b.n\n  mean: where(n == 0, 0, a.mean + d * (b.n / n))\n"
+		"  m2: where(n == 0, 0, a.m2 + b.m2 + d * (d * (a.n * b.n / n)))\n"
+		"finalize: {mean: mean, sd: sqrt(m2 / n)}\ntemplate: scan\n",
+		"carrier: running_lse\nelement: {x: f32}\nstate: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\n"
+		"lift: {m: x, l: 1}\nmerge:\n  m: max(a.m, b.m)\n"
+		"  l: a.l * exp(where(a.m == m, 0, a.m - m)) + b.l * exp(where(b.m == m, 0, b.m - m))\n"
+		"finalize: {lse: m + log(l)}\ntemplate: scan\n",
+		"carrier: running_mean_of_numbers\nelement: {x: f32}\nmask: x == x\nstate: {n: f32, mean: f32}\n"
+		"identity: {n: 0, mean: 0}\nlift: {n: 1, mean: x}\nmerge:\n  n: a.n + b.n\n"
+		"  mean: where(n == 0, 0, a.mean + (b.mean - a.mean) * (b.n / n))\n"
+		"finalize: {mean: mean}\ntemplate: scan\n"};
+	static const int lens[] = {0, 17, 255, 256, 257, 529, 4096, 20011};
+	RtPool *p[3];
+	pools_open(p, 3);
+	for (size_t s = 0; s < sizeof texts / sizeof *texts; s++) {
+		Carrier *c = text_ok(texts[s]);
+		LlvmKernel *k = compiled(c, NULL);
+		if (k->scan_lanes != 16) {
+			llvm_kernel_free(k);
+			spec_carrier_free(c);
+			pools_close(p, 3);
+			cr_skip_test("this host's vectors have %d lanes, not 16", k->scan_lanes);
+		}
+		cr_assert(k->scan_tiles, "%s: a scan in tiles", c->name);
+		for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
+			RunData *d = drawn(c, 6, lens[n], 7 + n);
+			if (lens[n] > 3 && s == 1) /* the others' merges take infinities by grouping (check says so) */
+				special_rows(d, lens[n]);
+			run_kernel(k, d, p[n % 3], n % 2 ? 3 : 0);
+			char what[200];
+			snprintf(what, sizeof what, "%s len %d", c->name, lens[n]);
+			expect_ok(d, what);
+			rundata_free(d);
+		}
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
+	pools_close(p, 3);
 }
 
 /* A scan's outputs past 64 MiB stream out with non-temporal stores after

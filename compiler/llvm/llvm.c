@@ -557,6 +557,7 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->two_pass = k.two_pass > 0;
 	kk->kept = k.rowmap_g ? (long)k.rowmap_g->id + 1 : 0;
 	kk->scan_lanes = k.scan_lanes;
+	kk->scan_tiles = k.scan_tiles;
 	kk->apart = k.apart;
 	kk->select = k.select;
 	kk->tf = k.tf;

@@ -56,6 +56,7 @@ typedef struct {
 	long kept;        /* 1 + the node id of the map's g(lift.m - m), which the rowmap's pass 2
 			   * keeps for it (the map multiplies instead of an exp), else 0 */
 	int scan_lanes;   /* a scan in vectors of this many positions (scan_lanes in llvm_kern.c), else 0 */
+	int scan_tiles;   /* and in tiles of scan_lanes^2 positions (scan_tile in llvm_kern.c) */
 	int apart;        /* topk lists kept apart from the lanes, one sorted list a range (kern_lists_apart), else 0 */
 	int select;       /* topk lists chosen from a few candidates a range (kern_selects), else 0 */
 	int key_stride;   /* LlvmOpts.key_stride: 0, or the paged pool's key/value heads */
@@ -76,7 +77,8 @@ int cpu_parse_config(const char *cfg, LlvmOpts *o, char *msg, size_t n);
 /* How k's reduce folds a range, in a few words (run --verbose, bench). */
 static inline const char *llvm_fold_name(const LlvmKernel *k)
 {
-	return k->select ? "top-k candidates" : k->ordered > 1 ? "ordered lanes" : k->max_rescale ? "max-rescale tiles"
+	return k->scan_tiles ? "scan in tiles of blocks" : k->scan_lanes ? "scan in vectors"
+	     : k->select ? "top-k candidates" : k->ordered > 1 ? "ordered lanes" : k->max_rescale ? "max-rescale tiles"
 	     : k->tf ? "transported tiles" : "tree of merges";
 }
 /* The executor's view of d: in and out hold d's pointers in the kernel

@@ -89,6 +89,7 @@ typedef struct {
 	int map_lanes;   /* map loop */
 	int map_stream;  /* large map outputs go out with non-temporal stores (map_stream in llvm_map.c) */
 	int scan_lanes;  /* a scan of scalars: lanes of its blocks (scan_lanes in llvm_kern.c), else 0 */
+	int scan_tiles;  /* and tiles of scan_lanes^2 positions (scan_tile in llvm_kern.c) */
 	int select;      /* topk lists chosen from a few candidates (kern_selects, reduce_selected in
 			  * llvm_reduce.c) */
 	int narrow;      /* and the host compresses 16-bit lanes (select_narrow there) */
