@@ -505,6 +505,12 @@ Test(cli, bench_counts_scans_wide_values_and_libm_calls, .timeout = 120)
 	snprintf(want, sizeof want, ", a scan in vectors of %d positions, %d merges a position, ", lanes, steps);
 	cr_expect(strstr(out, want), "%s", out);
 	cr_expect(!strstr(out, "accumulators") && !strstr(out, "any order") && !strstr(out, "ordered"), "%s", out);
+	/* a merge that divides takes tiles of blocks: 3 merges a position */
+	bench_text("bench_scan_tiles", "carrier: cmean\nelement: {x: f32}\nstate: {n: f32, mean: f32}\n"
+		   "identity: {n: 0, mean: 0}\nlift: {n: 1, mean: x}\nmerge:\n  n: a.n + b.n\n"
+		   "  mean: where(n == 0, 0, a.mean + (b.mean - a.mean) * (b.n / n))\ntemplate: scan\n", 0);
+	if (lanes == 16)
+		cr_expect(strstr(out, ", a scan in tiles of 16 blocks of 16 positions, 3 merges a position, "), "%s", out);
 	bench_text("bench_i64", "carrier: s64\nelement: {x: i64}\nstate: {s: i64}\nidentity: {s: 0}\nlift: {s: x}\n"
 		   "merge: {s: a.s + b.s}\nlaws: [commutative]\n", 1);
 	cr_expect(strstr(out, "\"ops_per_position\": 2,"), "%s", out);

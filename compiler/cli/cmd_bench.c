@@ -383,10 +383,15 @@ static double ops_under(const Ir *ir, const Expr *e, Count *n, unsigned char *va
 
 /* Merges a position: a scan in vectors takes log2(lanes) steps within
  * each vector, each a merge of whole vectors, then merges the vector onto
- * the state before it (docs/cpu.md); any other fold one. */
+ * the state before it (docs/cpu.md); a scan in tiles of 16 blocks, 49
+ * merges of whole vectors a tile of 16 vectors (16 in chains, 12 onto
+ * the chains before, 5 across the lanes and onto the state before, 16
+ * onto the blocks' prefixes), 3 a position; any other fold one. */
 static int merges_a_position(const Carrier *c, const LlvmKernel *k)
 {
 	int m = 1;
+	if (c->tpl == FAM_SCAN && k && k->scan_tiles)
+		return 3;
 	if (c->tpl == FAM_SCAN && k)
 		for (int w = k->scan_lanes; w > 1; w /= 2)
 			m++;
@@ -498,11 +503,11 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	if (o->json) {
 		printf("{\"spec\": \"%s\", \"carrier\": \"%s\", \"device\": \"cpu\", \"rows\": %lld, \"len\": %lld, "
 		       "\"heads\": %d, \"kv_heads\": %d, \"threads\": %d, \"split\": %d, \"lanes\": %d, \"accs\": %d, \"tile\": %d, \"rows_as_lanes\": %d, \"rows_tile\": %d, \"keys_as_lanes\": %d, "
-		       "\"max_rescale\": %d, \"transported\": %d, \"scan_lanes\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
+		       "\"max_rescale\": %d, \"transported\": %d, \"scan_lanes\": %d, \"scan_tiles\": %d, \"bytes\": %.0f, \"gbps\": %.3f, \"gelems\": %.3f, "
 		       "\"gelems_per_thread\": %.3f, \"gelems_per_cpu_second\": %.3f, \"copy_gbps\": %.3f, "
 		       "\"ratio_to_copy\": %.3f, \"cpu_target\": %s%s%s, ",
 		       c->file, c->name, rows, len, b->heads, b->kv_heads, th, split, b->k->lanes, b->k->accs, b->k->tile, g,
-		       b->k->rows_tile, b->k->keys && g < 16, b->k->max_rescale, b->k->tf, scan ? b->k->scan_lanes : 0, bytes, gb, ge,
+		       b->k->rows_tile, b->k->keys && g < 16, b->k->max_rescale, b->k->tf, scan ? b->k->scan_lanes : 0, scan && b->k->scan_tiles, bytes, gb, ge,
 		       ge / th, gcpu, cgb, gb / cgb, b->k->target[0] ? "\"" : "", b->k->target[0] ? b->k->target : "null",
 		       b->k->target[0] ? "\"" : "");
 		if (flops > 0)
@@ -539,7 +544,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 	if (b->k->target[0])
 		snprintf(target, sizeof target, " (compiled for %s, ASSOC_CPU)", b->k->target);
 	char fold[96];
-	if (scan && b->k->scan_lanes > 1)
+	if (scan && b->k->scan_tiles)
+		snprintf(fold, sizeof fold, "a scan in tiles of %d blocks of %d positions, %d merges a position",
+			 b->k->scan_lanes, b->k->scan_lanes, merges_a_position(c, b->k));
+	else if (scan && b->k->scan_lanes > 1)
 		snprintf(fold, sizeof fold, "a scan in vectors of %d positions, %d merges a position", b->k->scan_lanes,
 			 merges_a_position(c, b->k));
 	else if (scan)
