@@ -492,6 +492,24 @@ Test(prove, integers_are_whole_and_wrap)
 	check("tests/prove/abs_wrapping.yaml", "uu--");
 }
 
+/* Integer abs, sums and powers wrap, so the prover takes no sign for
+ * them that wrapping breaks: abs(INT64_MIN) is INT64_MIN, and a largest
+ * |x - off| from 0 is no identity (x = INT64_MIN, off = 0; the seeds at
+ * the integer limits reach it, so the law is disproved with that state),
+ * nor a largest |x| of an i32, nor a largest x^2 (46341^2 wraps; no
+ * drawn state shows it, so unknown), nor 0 for a sum of positives kept
+ * while it is not negative.  A float's abs does not wrap: proved. */
+Test(prove, integer_results_take_no_sign_that_wraps)
+{
+	check("tests/prove/abs_max_i64_offset.yaml", "pdp-");
+	expect_how("tests/prove/abs_max_i64_offset.yaml", 1, "identity", "mx: -9223372036854775808, above: 0}");
+	check("tests/prove/abs_max_i32.yaml", "pdp-");
+	expect_how("tests/prove/abs_max_i32.yaml", 1, "identity", "a={mx: -2147483648}");
+	check("tests/prove/abs_max_f32.yaml", "ppp-");
+	check("tests/prove/square_max_i32.yaml", "pup-");
+	check("tests/prove/positive_sum_wraps.yaml", "uu--");
+}
+
 /* An integer where() of literals (count_runs' where(..., 1, 0)) is an
  * i32 where, not a cast of an untyped number: the prover, which takes such
  * a cast for a float becoming an integer, stops at the wrap of i32 sums

@@ -112,16 +112,194 @@ static void refs(Carrier *c, int w, Expr **out)
 
 /* ---- signs: assume facts and the invariants of nonempty states ---- */
 
-static uint8_t sign_rec(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo);
+/* The values an integer expression may take on the devices, in two's
+ * complement: integer +, -, *, negation, abs and powers wrap in their
+ * type, so a sum of two positives may be negative and abs of the most
+ * negative value is that value.  A result whose true range leaves the type
+ * may be any value of it. */
+typedef struct {
+	__int128 lo, hi;
+	uint8_t done;
+} IRange;
 
-static uint8_t sign_op(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo)
+typedef struct {
+	Carrier *c;
+	const uint8_t *vs;
+	uint8_t *memo;
+	IRange *rg;
+} SignCtx;
+
+static uint8_t sign_rec(SignCtx *x, Expr *e);
+
+static IRange type_range(Ty t)
+{
+	IRange r = {0, 1, 1};
+	if (t.kind == TY_I32)
+		r.lo = INT32_MIN, r.hi = INT32_MAX;
+	else if (t.kind == TY_I64)
+		r.lo = INT64_MIN, r.hi = INT64_MAX;
+	return r;
+}
+
+static IRange narrow_by_sign(IRange r, uint8_t s)
+{
+	if (!(s & SG_NEG) && r.lo < (s & SG_ZERO ? 0 : 1))
+		r.lo = s & SG_ZERO ? 0 : 1;
+	if (!(s & SG_POS) && r.hi > (s & SG_ZERO ? 0 : -1))
+		r.hi = s & SG_ZERO ? 0 : -1;
+	return r;
+}
+
+static uint8_t sign_of_range(IRange r)
+{
+	return (uint8_t)((r.lo < 0 ? SG_NEG : 0) | (r.lo <= 0 && r.hi >= 0 ? SG_ZERO : 0) | (r.hi > 0 ? SG_POS : 0));
+}
+
+/* e adds and subtracts counts of positions of different operands, each
+ * once, and 0s: the runs of one row, whose positions add up to at most
+ * INT32_MAX (prove_eval.c's count_sum).  *sub set where it subtracts. */
+static int count_terms(Carrier *c, Expr *e, unsigned *sides, int *sub)
+{
+	if (e->op == EXPR_ADD || e->op == EXPR_SUB) {
+		*sub |= e->op == EXPR_SUB;
+		return count_terms(c, e->a[0], sides, sub) && count_terms(c, e->a[1], sides, sub);
+	}
+	if (e->op == EXPR_CONST)
+		return e->num == 0;
+	if (e->op != EXPR_VAR)
+		return 0;
+	for (int w = STATE_A; w <= STATE_C; w++)
+		for (int f = 0; f < c->nstate; f++)
+			if (c->svar[w][f] == e->k) {
+				if (*sides >> w & 1 || !prove_counts_positions(c, f))
+					return 0;
+				*sides |= 1u << w;
+				return 1;
+			}
+	return 0;
+}
+
+static IRange range_rec(SignCtx *x, Expr *e);
+
+/* a op b over the true ranges; the type's whole range where it may leave it */
+static IRange range_op(SignCtx *x, Expr *e)
+{
+	IRange t = type_range(e->ty), a = {0}, b = {0}, r = t;
+	if (e->nargs > 0)
+		a = range_rec(x, e->a[0]);
+	if (e->nargs > 1)
+		b = range_rec(x, e->a[1]);
+	switch (e->op) {
+	case EXPR_CONST:
+		if (e->num >= (double)t.lo && e->num <= (double)t.hi)
+			r.lo = r.hi = (__int128)e->num;
+		return r;
+	case EXPR_VAR: {
+		const Var *v = ir_var(x->c->ir, e->k);
+		unsigned sides = 0;
+		int sub = 0;
+		if (v->kind == VAR_IDX || (v->kind == VAR_STATE && count_terms(x->c, e, &sides, &sub)))
+			r.lo = 0, r.hi = INT32_MAX; /* positions and counts of them */
+		return narrow_by_sign(r, x->vs[e->k]);
+	}
+	case EXPR_CAST:
+		if (e->a[0]->ty.kind == TY_BOOL)
+			r.lo = 0, r.hi = 1;
+		else if (ty_is_int(e->a[0]->ty) && a.lo >= t.lo && a.hi <= t.hi)
+			r = a;
+		return r;
+	case EXPR_NEG: r.lo = -a.hi, r.hi = -a.lo; break;
+	case EXPR_ADD: case EXPR_SUB: {
+		unsigned sides = 0;
+		int sub = 0;
+		if (e->op == EXPR_ADD)
+			r.lo = a.lo + b.lo, r.hi = a.hi + b.hi;
+		else
+			r.lo = a.lo - b.hi, r.hi = a.hi - b.lo;
+		if (count_terms(x->c, e, &sides, &sub)) { /* no wrap: within the sums' bounds and the positions' */
+			__int128 lo = sub ? -(__int128)INT32_MAX : 0;
+			r.lo = r.lo > lo ? r.lo : lo;
+			r.hi = r.hi < INT32_MAX ? r.hi : INT32_MAX;
+			return r;
+		}
+		break;
+	}
+	case EXPR_MUL: case EXPR_FMA: {
+		__int128 p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+		r.lo = r.hi = p[0];
+		for (int i = 1; i < 4; i++)
+			r.lo = p[i] < r.lo ? p[i] : r.lo, r.hi = p[i] > r.hi ? p[i] : r.hi;
+		if (e->op == EXPR_FMA) {
+			if (r.lo < t.lo || r.hi > t.hi)
+				return t;
+			IRange k = range_rec(x, e->a[2]);
+			r.lo += k.lo, r.hi += k.hi;
+		}
+		break;
+	}
+	case EXPR_POW: {
+		if (e->k < 0)
+			return t;
+		IRange p = {1, 1, 1};
+		for (int i = 0; i < e->k; i++) {
+			__int128 q[4] = {p.lo * a.lo, p.lo * a.hi, p.hi * a.lo, p.hi * a.hi};
+			p.lo = p.hi = q[0];
+			for (int j = 1; j < 4; j++)
+				p.lo = q[j] < p.lo ? q[j] : p.lo, p.hi = q[j] > p.hi ? q[j] : p.hi;
+			if (p.lo < t.lo || p.hi > t.hi)
+				return t;
+		}
+		r = p;
+		break;
+	}
+	case EXPR_ABS:
+		if (a.lo <= t.lo) /* abs of the most negative value is that value */
+			return t;
+		r.hi = -a.lo > a.hi ? -a.lo : a.hi;
+		r.lo = a.lo >= 0 ? a.lo : a.hi <= 0 ? -a.hi : 0;
+		break;
+	case EXPR_MAX: case EXPR_MIN:
+		if (e->op == EXPR_MAX)
+			r.lo = a.lo > b.lo ? a.lo : b.lo, r.hi = a.hi > b.hi ? a.hi : b.hi;
+		else
+			r.lo = a.lo < b.lo ? a.lo : b.lo, r.hi = a.hi < b.hi ? a.hi : b.hi;
+		return r;
+	case EXPR_WHERE: {
+		IRange k = range_rec(x, e->a[2]);
+		r.lo = b.lo < k.lo ? b.lo : k.lo, r.hi = b.hi > k.hi ? b.hi : k.hi;
+		return r;
+	}
+	default: /* integer division (INT_MIN / -1 wraps), indices, dot products */
+		return t;
+	}
+	return r.lo < t.lo || r.hi > t.hi ? t : r;
+}
+
+static IRange range_rec(SignCtx *x, Expr *e)
+{
+	if (!ty_is_int(e->ty) || e->ty.len)
+		return type_range(e->ty);
+	if (!x->rg[e->id].done) {
+		x->rg[e->id] = range_op(x, e);
+		x->rg[e->id].done = 1;
+	}
+	return x->rg[e->id];
+}
+
+static uint8_t sign_op(SignCtx *x, Expr *e)
 {
 	uint8_t s[4] = {SG_ANY, SG_ANY, SG_ANY, SG_ANY};
 	for (int i = 0; i < e->nargs; i++)
-		s[i] = sign_rec(c, e->a[i], vs, memo);
+		s[i] = sign_rec(x, e->a[i]);
+	/* an integer ring operation: the signs of its range on the devices */
+	if (ty_is_int(e->ty) && !e->ty.len &&
+	    (e->op == EXPR_NEG || e->op == EXPR_ADD || e->op == EXPR_SUB || e->op == EXPR_MUL || e->op == EXPR_DIV ||
+	     e->op == EXPR_FMA || e->op == EXPR_POW || e->op == EXPR_ABS ||
+	     (e->op == EXPR_CAST && ty_is_int(e->a[0]->ty)))) /* an i64 narrowed to an i32 wraps */
+		return sign_of_range(range_rec(x, e));
 	switch (e->op) {
 	case EXPR_CONST: return isinf(e->num) ? (e->num > 0 ? SG_POS : SG_NEG) : lin_sign_of_num(e->num);
-	case EXPR_VAR: return vs[e->k];
+	case EXPR_VAR: return x->vs[e->k];
 	case EXPR_CAST: case EXPR_INDEX: case EXPR_TANH: return s[0];
 	case EXPR_NEG: return lin_sign_neg(s[0]);
 	case EXPR_ADD: return lin_sign_add(s[0], s[1]);
@@ -133,7 +311,8 @@ static uint8_t sign_op(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo)
 			return s[0];
 		return (uint8_t)((s[0] & SG_ZERO) | (s[0] & (SG_NEG | SG_POS) ? SG_POS : 0));
 	case EXPR_EXP: case EXPR_EXP2: case EXPR_RSQRT: case EXPR_SIGMOID: return SG_POS;
-	case EXPR_SQRT: case EXPR_ABS: return (uint8_t)(s[0] & SG_ZERO ? SG_ZERO | SG_POS : SG_POS);
+	case EXPR_SQRT: return (uint8_t)(s[0] & SG_ZERO ? SG_ZERO | SG_POS : SG_POS);
+	case EXPR_ABS: return (uint8_t)(s[0] & SG_ZERO ? SG_ZERO | SG_POS : SG_POS);
 	case EXPR_MAX: return lin_sign_max(s[0], s[1]);
 	case EXPR_MIN: return lin_sign_neg(lin_sign_max(lin_sign_neg(s[0]), lin_sign_neg(s[1])));
 	case EXPR_WHERE: return s[1] | s[2];
@@ -141,20 +320,21 @@ static uint8_t sign_op(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo)
 	}
 }
 
-static uint8_t sign_rec(Carrier *c, Expr *e, const uint8_t *vs, uint8_t *memo)
+static uint8_t sign_rec(SignCtx *x, Expr *e)
 {
-	if (!memo[e->id])
-		memo[e->id] = sign_op(c, e, vs, memo);
-	return memo[e->id];
+	if (!x->memo[e->id])
+		x->memo[e->id] = sign_op(x, e);
+	return x->memo[e->id];
 }
 
 static uint8_t sign_expr(Carrier *c, Expr *e, const uint8_t *vs)
 {
-	uint8_t *memo = calloc(e->id + 1, 1);
-	if (!memo)
+	SignCtx x = {c, vs, calloc(e->id + 1, 1), calloc(e->id + 1, sizeof(IRange))};
+	if (!x.memo || !x.rg)
 		abort();
-	uint8_t s = sign_rec(c, e, vs, memo);
-	free(memo);
+	uint8_t s = sign_rec(&x, e);
+	free(x.memo);
+	free(x.rg);
 	return s;
 }
 
@@ -378,6 +558,14 @@ static void fmt_value(TyKind kind, double v, char *t, size_t n)
 		snprintf(t, n, "%s", v != 0 ? "true" : "false");
 		return;
 	}
+	if ((kind == TY_I32 || kind == TY_I64) && v == floor(v) && fabs(v) <= 0x1p63) { /* INT64_MIN whole */
+		/* a double of 2^63 stands for INT64_MAX, which it holds rounded */
+		if (v == 0x1p63)
+			snprintf(t, n, "%s", "9223372036854775807");
+		else
+			snprintf(t, n, "%.0f", v);
+		return;
+	}
 	float f = (float)v;
 	int single = (kind == TY_F32 || kind == TY_F16 || kind == TY_BF16) && (double)f == v;
 	for (int d = 6; d <= 17; d++) { /* %g's 6 where they do: 1000, not 1e+03 */
@@ -391,8 +579,8 @@ static void fmt_value(TyKind kind, double v, char *t, size_t n)
 /* A side's value: a bool as fmt_value writes it. */
 static void fmt_side(const Expr *e, double v, char *t, size_t n)
 {
-	if (e->ty.kind == TY_BOOL)
-		fmt_value(TY_BOOL, v, t, n);
+	if (e->ty.kind == TY_BOOL || (ty_is_int(e->ty) && !e->ty.len))
+		fmt_value((TyKind)e->ty.kind, v, t, n);
 	else
 		snprintf(t, n, "%.17g", v);
 }

@@ -569,12 +569,12 @@ static int sums_from_zero(const Carrier *c, int f)
 /* Whether state field f counts positions: an integer that starts at 0,
  * that lift sets to 0 or 1 and merge sums (a.f + b.f), so that a state's
  * count lies in [0, its positions]. */
-static int counts_positions(const Carrier *c, int f)
+int prove_counts_positions(const Carrier *c, int f)
 {
 	return ty_is_int(c->state[f].ty) && zero_or_one(c->lift[f]) && sums_from_zero(c, f);
 }
 
-/* e adds and subtracts counts of positions (counts_positions) of
+/* e adds and subtracts counts of positions (prove_counts_positions) of
  * different states, each at most once (*sides: the states taken), and 0s
  * (the identity's count). */
 static int count_sum(const Pv *p, const Expr *e, unsigned *sides)
@@ -584,7 +584,7 @@ static int count_sum(const Pv *p, const Expr *e, unsigned *sides)
 	if (e->op == EXPR_CONST)
 		return e->num == 0;
 	int v = e->op == EXPR_VAR ? p->var_of[e->k] : -1;
-	if (v < 0 || !p->vop[v] || !counts_positions(p->c, p->vfield[v]))
+	if (v < 0 || !p->vop[v] || !prove_counts_positions(p->c, p->vfield[v]))
 		return 0;
 	unsigned side = 1u << (p->vop[v] - 'a');
 	if (*sides & side)
@@ -599,7 +599,7 @@ int prove_positions_field(const Carrier *c, int any_type)
 		const Expr *l = c->lift[f];
 		while (l && l->op == EXPR_CAST)
 			l = l->a[0];
-		if (l && l->op == EXPR_CONST && l->num == 1 && (any_type ? sums_from_zero(c, f) : counts_positions(c, f)))
+		if (l && l->op == EXPR_CONST && l->num == 1 && (any_type ? sums_from_zero(c, f) : prove_counts_positions(c, f)))
 			return f;
 	}
 	return -1;

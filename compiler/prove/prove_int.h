@@ -192,6 +192,9 @@ Val *ev_eval(Ev *x, Expr *e);
  * a.f + b.f; an integer unless any_type (a float count too); -1 where the
  * carrier has none. */
 int prove_positions_field(const Carrier *c, int any_type);
+/* Whether state field f counts positions: an integer from 0 that lift sets
+ * to 0 or 1 and merge sums, so that it lies in [0, the state's positions]. */
+int prove_counts_positions(const Carrier *c, int f);
 /* Whether integer e may wrap in two's complement where the prover's
  * integers do not (prove_eval.c's wraps) */
 int ev_wraps(Ev *x, Expr *e);

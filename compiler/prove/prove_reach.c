@@ -96,6 +96,23 @@ static int set_element(Reach *rs, Row *r, int j, double v, int only)
 	return any;
 }
 
+/* The fold of row r of len elements into the seeds where it is finite
+ * and new. */
+static void seed_state(Reach *rs, Row *r, int len)
+{
+	Machine *m = &rs->m;
+	double *st = rs->seed + (size_t)rs->nseed * m->sw, *e = malloc(m->sw * sizeof *e);
+	if (!e)
+		abort();
+	uint64_t rng = rs->rng;
+	eval_fold(m, MODE_F64, r, 0, len, SHAPE_LEFT, &rng, st, e);
+	free(e);
+	int fresh = finite_state(st, m->sw);
+	for (int i = 0; fresh && i < rs->nseed; i++) /* a clamp makes many rows one state */
+		fresh = memcmp(rs->seed + (size_t)i * m->sw, st, m->sw * sizeof *st) != 0;
+	rs->nseed += fresh;
+}
+
 /* The fold of a row of len elements at values v[0..len) (NULL: as
  * drawn), into the seeds when the row is one assume admits and the state
  * is finite. */
@@ -108,18 +125,8 @@ static void seed_row(Reach *rs, const double *v, int len, int only)
 	int ok = draw_row(m, DRAW_GRID, r, &rs->rng) == 0;
 	for (int j = 0; ok && j < len; j++)
 		ok = (!v || set_element(rs, r, j, v[j], only)) && eval_assume(m, r, j);
-	if (ok) {
-		double *st = rs->seed + (size_t)rs->nseed * m->sw, *e = malloc(m->sw * sizeof *e);
-		if (!e)
-			abort();
-		uint64_t rng = rs->rng;
-		eval_fold(m, MODE_F64, r, 0, len, SHAPE_LEFT, &rng, st, e);
-		free(e);
-		int fresh = finite_state(st, m->sw);
-		for (int i = 0; fresh && i < rs->nseed; i++) /* a clamp makes many rows one state */
-			fresh = memcmp(rs->seed + (size_t)i * m->sw, st, m->sw * sizeof *st) != 0;
-		rs->nseed += fresh;
-	}
+	if (ok)
+		seed_state(rs, r, len);
 	eval_row_free(r);
 }
 
@@ -156,6 +163,66 @@ static void seed_constants(Reach *rs)
 					 nextafter(c, INFINITY), nextafter(c, -INFINITY)};
 			for (size_t t = 0; t < sizeof near / sizeof *near; t++)
 				seed_value(rs, near[t]);
+		}
+}
+
+/* Set the integer inputs of d that are not positions (span: the place
+ * of d[0] among all inputs) over len positions of width: input `at` (an
+ * index among all inputs) to x, the others to 0. */
+static void put_ints(Machine *m, const Decl *d, int n, int span, const int *off, int width, double *v, double *rest,
+		     int len, int at, int64_t x)
+{
+	const unsigned char *index = draw_index_inputs(m);
+	for (int i = 0; i < n; i++) {
+		if (!ty_is_int(d[i].ty) || index[span + i])
+			continue;
+		int64_t y = span + i == at ? x : 0;
+		for (int j = 0; j < len; j++)
+			for (int t = off[i]; t < off[i + 1]; t++) {
+				size_t k = (size_t)j * width + t;
+				v[k] = (double)y;
+				if (rest)
+					rest[k] = ir_int_rest(y, v[k]);
+			}
+	}
+}
+
+/* Seeds at the integer limits: a row of one position where one integer
+ * input that is not a position stands at its type's limit, or next to it,
+ * and every other such input at 0.  Integer arithmetic wraps there (abs of
+ * the most negative value is that value, x - off at off = 0 is x), which
+ * no drawn row reaches. */
+static void seed_limits(Reach *rs)
+{
+	Machine *m = &rs->m;
+	const Carrier *c = m->c;
+	const Decl *d[3] = {c->elem, c->col, c->row};
+	int n[3] = {c->nelem, c->ncol, c->nrow}, span[3] = {0, c->nelem, c->nelem + c->ncol};
+	const unsigned char *index = draw_index_inputs(m);
+	for (int g = 0; g < 3; g++)
+		for (int i = 0; i < n[g]; i++) {
+			if (!ty_is_int(d[g][i].ty) || index[span[g] + i])
+				continue;
+			int i32 = d[g][i].storage == TY_I32;
+			int64_t lim[4] = {i32 ? INT32_MIN : INT64_MIN, i32 ? INT32_MIN + 1 : INT64_MIN + 1,
+					  i32 ? INT32_MAX - 1 : INT64_MAX - 1, i32 ? INT32_MAX : INT64_MAX};
+			for (int k = 0; k < 4 && rs->nseed < SEED_STATES; k++) {
+				Row *r = eval_row_new(m, 1);
+				int ok = draw_row(m, DRAW_GRID, r, &rs->rng) == 0;
+				if (ok) {
+					int at = span[g] + i;
+					put_ints(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, r->elemrest, 1, at,
+						 lim[k]);
+					put_ints(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, r->colrest, 1, at,
+						 lim[k]);
+					put_ints(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, r->rowrest,
+						 1, at, lim[k]);
+					ok = eval_assume(m, r, 0);
+				}
+				if (ok)
+					seed_state(rs, r, 1);
+				eval_row_free(r);
+			}
 		}
 }
 
@@ -213,6 +280,7 @@ Reach *reach_new_at(Carrier *c, const Pv *p, const double *val)
 		}
 		reach_fill(rs, &rng);
 		seed_constants(rs);
+		seed_limits(rs);
 	}
 	return rs;
 }
