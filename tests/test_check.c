@@ -1967,6 +1967,28 @@ Test(check, identity_one_short_of_the_types_limit_fails)
 	spec_carrier_free(c);
 }
 
+/* A largest |x - off| from 0 with an i64 row input: x - off is
+ * INT64_MIN only where the other stands at 0, -1 or 1 (INT64_MIN - 0,
+ * INT64_MAX - -1), which no pair of limits is, and abs leaves it there,
+ * below the identity.  The identity trials at the limits set one input of
+ * several near 0, and fail it; the verdict fails with the prover's
+ * disproof. */
+Test(check, identity_at_limits_pairs_a_limit_with_zero)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		CheckResult r;
+		cr_assert_eq(run("tests/prove/abs_max_i64_offset.yaml", &r, seed), 0);
+		const LawOutcome *l = law(&r, "identity");
+		cr_expect_eq(l->v, VERDICT_FAILS, "seed %llu: %s", (unsigned long long)seed, l->cex ? l->cex : "holds");
+		cr_expect(l->detail && strstr(l->detail, "-9223372036854775808"), "%s", l->detail ? l->detail : "");
+		check_result_free(&r);
+	}
+	CarrierVerdict v;
+	verdict_of("tests/prove/abs_max_i64_offset.yaml", &v);
+	cr_expect_eq(v.status, VERDICT_FAILED, "%s", v.why ? v.why : "ok");
+	verdict_free(&v);
+}
+
 /* The benchmarks' carriers written as a user would: a merge by the
  * two-argument min or max skips NaN, so a reference of min(x) or
  * max(abs(x)), which keeps it, disagreed on a row of [nan]; their

@@ -476,10 +476,11 @@ enum { LIMIT_SAMPLES = 64 };
  * decide nothing and are not counted.  1 where a trial fails (o says how). */
 static int identity_at_limits(Ck *k, LawOutcome *o)
 {
-	Sample *pool[LIMIT_SAMPLES];
-	int n = 0;
+	Sample *pool[4 * LIMIT_SAMPLES];
+	int n = 0, want = draw_limit_inputs(k->m) > 1 ? 4 * LIMIT_SAMPLES : LIMIT_SAMPLES;
 	uint64_t rng = k->rng;
-	for (int t = 0; t < 4 * LIMIT_SAMPLES && n < LIMIT_SAMPLES; t++) {
+	/* several integer inputs: pairs such as (INT64_MIN, 0) are rarer */
+	for (int t = 0; t < 4 * want && n < want; t++) {
 		Sample *s = draw_sample_limits(k->m, &rng);
 		if (s)
 			pool[n++] = s;

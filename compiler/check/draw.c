@@ -798,15 +798,19 @@ static int64_t int_limit(TyKind storage, uint64_t *rng)
  * d[0] among all inputs), over len positions of width, with their rests
  * where the row keeps them (rest: NULL for none): each position takes
  * the sample's one limit per input, or one in four another, so that rows
- * of that limit alone (whose fold is the limit) are common. */
+ * of that limit alone (whose fold is the limit) are common.  Where the
+ * carrier has several such inputs (small), half of the samples' inputs
+ * stand at -1, 0 or 1 instead: x - off wraps to the most negative value
+ * at x = INT64_MIN, off = 0 (or x = INT64_MAX, off = -1), where abs
+ * leaves it negative, and no pair of limits meets there. */
 static void put_limits(Machine *m, const Decl *d, int n, int span, const int *off, int width, double *v,
-		      double *rest, int len, uint64_t *rng)
+		      double *rest, int len, int small, uint64_t *rng)
 {
 	const unsigned char *index = draw_index_inputs(m);
 	for (int i = 0; i < n; i++) {
 		if (!ty_is_int(d[i].ty) || index[span + i])
 			continue;
-		int64_t one = int_limit(d[i].storage, rng);
+		int64_t one = small && rng_int(rng, 0, 1) ? rng_int(rng, -1, 1) : int_limit(d[i].storage, rng);
 		for (int j = 0; j < len; j++)
 			for (int t = off[i]; t < off[i + 1]; t++) {
 				int64_t x = rng_int(rng, 0, 3) ? one : int_limit(d[i].storage, rng);
@@ -830,29 +834,36 @@ static int finite_states(Machine *m, const Sample *s)
 	return 1;
 }
 
-/* Whether some input of d is an integer that is not a position. */
+/* How many inputs of d are integers that are not positions. */
 static int plain_ints(Machine *m, const Decl *d, int n, int span)
 {
 	const unsigned char *index = draw_index_inputs(m);
+	int k = 0;
 	for (int i = 0; i < n; i++)
-		if (ty_is_int(d[i].ty) && !index[span + i])
-			return 1;
-	return 0;
+		k += ty_is_int(d[i].ty) && !index[span + i];
+	return k;
+}
+
+int draw_limit_inputs(Machine *m)
+{
+	Carrier *c = m->c;
+	return plain_ints(m, c->elem, c->nelem, 0) + plain_ints(m, c->col, c->ncol, c->nelem) +
+	       plain_ints(m, c->row, c->nrow, c->nelem + c->ncol);
 }
 
 Sample *draw_sample_limits(Machine *m, uint64_t *rng)
 {
 	Carrier *c = m->c;
-	if (!plain_ints(m, c->elem, c->nelem, 0) && !plain_ints(m, c->col, c->ncol, c->nelem) &&
-	    !plain_ints(m, c->row, c->nrow, c->nelem + c->ncol))
+	int ints = draw_limit_inputs(m);
+	if (!ints)
 		return NULL;
 	Sample *s = draw_sample_new(m, DRAW_GRID, rng);
 	if (!s)
 		return NULL;
 	Row *r = s->row;
-	put_limits(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, r->elemrest, r->len, rng);
-	put_limits(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, r->colrest, r->len, rng);
-	put_limits(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, r->rowrest, 1, rng);
+	put_limits(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, r->elemrest, r->len, ints > 1, rng);
+	put_limits(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, r->colrest, r->len, ints > 1, rng);
+	put_limits(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, r->rowrest, 1, ints > 1, rng);
 	int ok = 1;
 	for (int j = 0; ok && j < r->len; j++)
 		ok = eval_assume(m, r, j);

@@ -66,9 +66,14 @@ Sample *draw_sample_row(Machine *m, DrawFamily f, int len, uint64_t *rng);
 /* A short row of the integer grid whose integer inputs that are not
  * positions stand at their type's limits or next to them (INT32_MIN,
  * INT32_MIN + 1, INT32_MAX - 1, INT32_MAX; an i64's where a double holds
- * them), for the identity trials; NULL where the carrier has no such
- * input, assume refuses the row, or a float field overflows on it. */
+ * them; where there are several such inputs, each at -1, 0 or 1 in half
+ * of the rows instead), for the identity trials; NULL where the carrier
+ * has no such input, assume refuses the row, or a float field overflows
+ * on it. */
 Sample *draw_sample_limits(Machine *m, uint64_t *rng);
+/* How many inputs are integers that are not positions (which
+ * draw_sample_limits sets to their type's limits). */
+int draw_limit_inputs(Machine *m);
 Sample *draw_sample_clone(Machine *m, const Sample *s);
 void draw_sample_free(Sample *s);
 /* Recompute the states from the provenance; 0 when they are usable
