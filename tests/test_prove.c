@@ -628,6 +628,29 @@ Test(prove, witnesses_take_rows_of_the_counts_they_ask)
 	expect_how("tests/prove/count_at_45.yaml", 1, "associative", "n: 45");
 }
 
+/* Two fields lifted alike, where(abs(x) > t, j, -1), each get their
+ * invariant >= -1, in either order: a bound of an i32 takes the place of
+ * its range in a region, so the second fits beside the first, and the
+ * identity, which needs both, is proved.  longest_rise's pre, suf and
+ * best stay within its count n, each in the room of its own range (its
+ * associativity needs best >= pre too, which no merge alone keeps). */
+Test(prove, each_field_gets_its_own_invariants)
+{
+	check("tests/prove/span_two_indices.yaml", "pp--");
+	expect_how("tests/prove/span_two_indices.yaml", 1, "identity", "under invariants first >= -1, last >= -1");
+	check("tests/prove/span_two_indices_swapped.yaml", "pp--");
+	expect_how("tests/prove/span_two_indices_swapped.yaml", 1, "identity", "under invariants last >= -1, first >= -1");
+	Carrier *c = load_ok("tests/prove/longest_rise.yaml");
+	ProofReport r;
+	cr_assert_eq(prove_carrier(c, 1, &r), 0);
+	cr_expect(strstr(r.trace, "n >= pre, n >= suf, n >= best"), "%s", r.trace);
+	/* under them a.suf + b.pre is bounded by the counts once the
+	 * where() around it has split the region: not "may wrap" */
+	cr_expect(!strstr(law(&r, "associative")->how, "may wrap"), "%s", law(&r, "associative")->how);
+	prove_report_free(&r);
+	spec_carrier_free(c);
+}
+
 /* any_all's lifts keep any >= all, all >= any, any <= 1 and all <= 1,
  * and a region has room for two: the first two alone do not show that
  * merges keep the bounds, which hold under themselves.  With any <= 1

@@ -711,6 +711,11 @@ static int wraps(Ev *x, Expr *e)
 		return 0;
 	if (ring_op(e))
 		return !exact_operands(x, e, (TyKind)e->ty.kind) || !within_positions(x, e);
+	if (e->op == EXPR_WHERE) { /* the branch the region takes: the other's arithmetic is never computed here */
+		Val *cond = ev_eval(x, e->a[0]);
+		if (cond->kind == V_BOOL)
+			return wraps(x, e->a[0]) || wraps(x, e->a[cond->b ? 1 : 2]);
+	}
 	for (int i = 0; i < 3; i++)
 		if (wraps(x, e->a[i]))
 			return 1;
@@ -751,9 +756,21 @@ static void ev_select(Ev *x, Val *r, Expr *e)
 		*r = *ev_eval(x, kept);
 		return;
 	}
-	if (e->op != EXPR_WHERE && (wraps(x, e->a[0]) || wraps(x, e->a[1]))) { /* max, min, abs order their operands */
-		set_err(r, "an order on integer arithmetic, which may wrap");
-		return;
+	if (e->op != EXPR_WHERE) {
+		/* max, min, abs order their operands: where an operand splits
+		 * the region, its parts first (a where's branch decides whether
+		 * a sum is bounded by the counts of positions) */
+		for (int i = 0; i < 2 && e->a[i]; i++) {
+			Val *o = ev_eval(x, e->a[i]);
+			if (o->kind == V_SPLIT) {
+				*r = *o;
+				return;
+			}
+		}
+		if (wraps(x, e->a[0]) || wraps(x, e->a[1])) {
+			set_err(r, "an order on integer arithmetic, which may wrap");
+			return;
+		}
 	}
 	Val *a = ev_eval(x, e->a[0]);
 	if (bad(a)) {

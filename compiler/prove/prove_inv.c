@@ -337,23 +337,36 @@ static void drop_implied(Pv *p)
 	p->ninv = kept;
 }
 
+/* Assume l beside p's invariants where a region still has room for its
+ * own constraints, half of them (an invariant that bounds an i32 field
+ * takes the place of the field's range, lin_region_init): 1 where it does. */
+static int assume_fits(Pv *p, const Lin *l, Region *r)
+{
+	if (p->ninv == PV_MAXINV)
+		return 0;
+	p->inv[p->ninv++] = *l;
+	lin_region_init(p, r);
+	if (r->ncon <= PV_MAXCON / 2)
+		return 1;
+	p->ninv--;
+	return 0;
+}
+
 /* The invariants to assume: the live candidates that the others do not
- * imply, as many as leave room for a region's own constraints.  Assuming
- * fewer than hold is sound: it only enlarges the regions. */
+ * imply, in order, each where it leaves room for a region's own
+ * constraints, so that every field's bound is tried (two fields lifted
+ * alike, where(x > t, j, -1), each get theirs).  Assuming fewer than hold
+ * is sound: it only enlarges the regions. */
 static void assume_live(Pv *p, Cand *k, int n, int first)
 {
 	Region *r = xmalloc(sizeof *r);
 	p->ninv = 0;
-	lin_region_init(p, r);
-	int room = (PV_MAXCON / 2 - r->ncon) / 3;
-	free(r);
-	if (room > PV_MAXINV)
-		room = PV_MAXINV;
-	if (first >= 0 && room > 0)
-		p->inv[p->ninv++] = k[first].l;
-	for (int i = 0; i < n && p->ninv < room; i++)
+	if (first >= 0)
+		assume_fits(p, &k[first].l, r);
+	for (int i = 0; i < n; i++)
 		if (i != first && k[i].alive && !implied(p, &k[i].l))
-			p->inv[p->ninv++] = k[i].l;
+			assume_fits(p, &k[i].l, r);
+	free(r);
 	drop_implied(p);
 }
 

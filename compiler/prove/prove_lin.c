@@ -208,18 +208,64 @@ void lin_region_init(Pv *p, Region *r)
 		}
 	/* last, so that the cap drops them first: an i32's range, which
 	 * decides min(a.m, INT32_MAX) and a.m < INT32_MAX against the
-	 * identity's extreme (i64's ends are no 64-bit rationals) */
+	 * identity's extreme (i64's ends are no 64-bit rationals); each end
+	 * only where the constraints above do not imply it, so that the
+	 * invariants assume_live fits in take the room of the ends they bound */
+	uint8_t end[PV_MAXV][2]; /* 1: the end is implied by a sign or an invariant's bound; 2: by another field's end */
+	memset(end, 0, sizeof end);
+	for (int v = 0; v < p->nv; v++) {
+		end[v][0] = !(p->vsign[v] & SG_NEG);
+		end[v][1] = !(p->vsign[v] & SG_POS);
+	}
+	for (int i = 0; i < p->ninv; i++) {
+		int f = -1, nf = 0;
+		for (int v = 0; v < ns; v++)
+			if (p->inv[i].c[v].n)
+				f = v, nf++;
+		const Q *k = &p->inv[i].c[PV_MAXV];
+		if (nf == 1) { /* c f + k >= 0: f >= -k/c for c > 0, f <= -k/c for c < 0 */
+			const Q *c = &p->inv[i].c[f];
+			double b = -((double)k->n / k->d) / ((double)c->n / c->d);
+			int up = c->n < 0;
+			if (up ? b <= INT32_MAX : b >= INT32_MIN)
+				for (int w = 0; w < 3 && (w + 1) * ns <= p->nv; w++)
+					end[w * ns + f][up] = 1;
+		}
+	}
+	/* f - g >= 0 (f >= g) gives f's low end from g's, g's high end from
+	 * f's, where that end is itself kept: taken in order, a field leans
+	 * on one that does not lean in turn, so no cycle drops both */
+	for (int v = 0; v < p->nv; v++)
+		for (int side = 0; side < 2 && v < 3 * ns; side++)
+			for (int i = 0; i < p->ninv && !end[v][side]; i++) {
+				const Lin *l = &p->inv[i];
+				int w = v / ns, f = v % ns, g = -1, nf = 0;
+				for (int u = 0; u < ns; u++)
+					nf += l->c[u].n != 0;
+				if (nf != 2 || l->c[PV_MAXV].n || l->c[f].n == 0)
+					continue;
+				for (int u = 0; u < ns; u++)
+					if (u != f && l->c[u].n && l->c[u].n == -l->c[f].n && l->c[u].d == l->c[f].d)
+						g = u;
+				/* f >= g leans f's low end (side 0) on g's; g <= f, g's high end on f's */
+				if (g >= 0 && (l->c[f].n > 0) == (side == 0) && p->vi32[w * ns + g] && end[w * ns + g][side] != 2)
+					end[v][side] = 2;
+			}
 	for (int v = 0; v < p->nv; v++) {
 		if (!p->vi32[v])
 			continue;
 		Lin l;
 		lin_zero(&l);
-		l.c[v] = lin_q_int(1);
-		l.c[PV_MAXV] = lin_q_int(-(int64_t)INT32_MIN);
-		region_add(r, &l, 0);
-		l.c[v] = lin_q_int(-1);
-		l.c[PV_MAXV] = lin_q_int(INT32_MAX);
-		region_add(r, &l, 0);
+		if (!end[v][0]) {
+			l.c[v] = lin_q_int(1);
+			l.c[PV_MAXV] = lin_q_int(-(int64_t)INT32_MIN);
+			region_add(r, &l, 0);
+		}
+		if (!end[v][1]) {
+			l.c[v] = lin_q_int(-1);
+			l.c[PV_MAXV] = lin_q_int(INT32_MAX);
+			region_add(r, &l, 0);
+		}
 	}
 }
 
