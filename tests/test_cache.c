@@ -353,6 +353,97 @@ Test(cache, a_killed_writers_temporary_goes_with_the_next_write)
 	cr_expect(!has(other) && has(live));
 }
 
+/* Another user's (uid 65534) dead writer's temporary file in a shared
+ * folder is theirs: this user's run (root's too) leaves it. */
+Test(cache, another_users_temporary_is_left_to_them)
+{
+	if (geteuid())
+		cr_skip_test("only root can make a file of another user's");
+	fresh_dir("cache_theirs");
+	cr_assert_eq(chmod(dir, 01777), 0);
+	char theirs[64], mine[64], path[PATH_MAX + 64];
+	pid_t dead = dead_pid();
+	snprintf(theirs, sizeof theirs, ".out.npy.%ld.0.tmp", (long)dead);
+	snprintf(mine, sizeof mine, ".out.npy.%ld.1.tmp", (long)dead);
+	put(theirs, 10, time(NULL));
+	put(mine, 10, time(NULL));
+	snprintf(path, sizeof path, "%s/%s", dir, theirs);
+	cr_assert_eq(lchown(path, 65534, 65534), 0);
+	OutFile o;
+	snprintf(path, sizeof path, "%s/out.npy", dir);
+	cr_assert_eq(outfile_open(&o, path, "wb"), 0);
+	cr_assert_eq(outfile_close(&o, 1), 0);
+	cr_expect(has(theirs), "another user's temporary file stays");
+	cr_expect(!has(mine), "this user's dead writer's goes");
+}
+
+/* A link at an output's path in a sticky folder open to all (/tmp) is
+ * followed as the kernel's fs.protected_symlinks follows one: where it
+ * is this user's or the folder owner's; another user's is refused, at
+ * the path or anywhere along a chain of links, and nothing is written. */
+Test(cache, another_users_link_in_a_shared_folder_is_not_followed)
+{
+	if (geteuid())
+		cr_skip_test("only root can make a link of another user's");
+	fresh_dir("cache_links");
+	char shared[PATH_MAX + 64], path[PATH_MAX + 128], target[PATH_MAX + 128];
+	snprintf(shared, sizeof shared, "%s/tmp", dir);
+	cr_assert_eq(mkdir(shared, 01777), 0);
+	cr_assert_eq(chmod(shared, 01777), 0);
+	snprintf(target, sizeof target, "%s/victim", dir);
+	FILE *f = fopen(target, "w");
+	cr_assert(f);
+	fputs("kept", f);
+	fclose(f);
+	static const char *const names[] = {"theirs", "dangling", "mine_to_theirs"};
+	snprintf(path, sizeof path, "%s/theirs", shared);
+	cr_assert_eq(symlink(target, path), 0);
+	cr_assert_eq(lchown(path, 65534, 65534), 0);
+	snprintf(path, sizeof path, "%s/dangling", shared);
+	snprintf(target, sizeof target, "%s/made", dir);
+	cr_assert_eq(symlink(target, path), 0);
+	cr_assert_eq(lchown(path, 65534, 65534), 0);
+	snprintf(path, sizeof path, "%s/mine_to_theirs", shared);
+	cr_assert_eq(symlink("theirs", path), 0);
+	for (int k = 0; k < 3; k++) {
+		OutFile o;
+		snprintf(path, sizeof path, "%s/%s", shared, names[k]);
+		cr_expect_eq(outfile_open(&o, path, "wb"), -1, "%s", names[k]);
+		cr_expect_eq(errno, EACCES);
+		cr_expect(strstr(o.why, k < 2 ? "it is a symbolic link of another user's in a shared folder"
+					      : "theirs, a symbolic link of another user's in a shared folder"),
+			  "%s: %s", names[k], o.why);
+		char why[PATH_MAX + 96];
+		cr_expect_eq(outfile_check(path, why, sizeof why), -1);
+		cr_expect(strstr(why, "of another user's in a shared folder"), "%s", why);
+	}
+	cr_expect(has("victim") && !has("made"), "no file written through their links");
+	f = fopen(target, "r");
+	cr_expect_null(f, "the dangling link's target is not made");
+	if (f)
+		fclose(f);
+	/* this user's link, and the folder owner's, are followed */
+	snprintf(target, sizeof target, "%s/victim", dir);
+	snprintf(path, sizeof path, "%s/mine", shared);
+	cr_assert_eq(symlink(target, path), 0);
+	OutFile o;
+	cr_expect_eq(outfile_open(&o, path, "wb"), 0, "%s", o.why);
+	if (o.f)
+		cr_expect_eq(outfile_close(&o, 0), 0);
+	cr_assert_eq(lchown(shared, 65534, 65534), 0);
+	snprintf(path, sizeof path, "%s/theirs", shared);
+	cr_expect_eq(outfile_open(&o, path, "wb"), 0, "the folder owner's link: %s", o.why);
+	if (o.f) {
+		fputs("new", o.f);
+		cr_expect_eq(outfile_close(&o, 1), 0);
+	}
+	f = fopen(target, "r");
+	char got[8] = "";
+	cr_assert(f);
+	cr_expect(fgets(got, sizeof got, f) && !strcmp(got, "new"), "%s", got);
+	fclose(f);
+}
+
 /* A folder "assoc-<what>-<pid>-XXXXXX" in dir, holding a file, with the
  * given age in seconds; its name in out. */
 static void put_build(char *out, size_t n, const char *what, long pid, const char *tail, time_t age)

@@ -7,6 +7,7 @@
 #include "compiler/devices/npy.h"
 #include "compiler/devices/paged.h"
 #include "compiler/devices/run.h"
+#include "compiler/util/cache.h"
 
 /* EXIT_FAIL only where a check that ran failed (a law, the reference, an
  * output out of tolerance); EXIT_UNABLE, the same code as EXIT_USAGE, where
@@ -50,9 +51,10 @@ int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An input file's content that the run cannot take: usage_error's exit
  * status, without its pointer to --help, which says nothing of data. */
 int input_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* "assoc: PATH: cannot write: why", naming the folder where it is the
- * folder that refuses (an output is made beside its file, then renamed). */
-void cli_write_error(const char *path, int err);
+/* "assoc: PATH: cannot write: why" (of, where given, saying why where
+ * errno err does not), naming the folder where it is the folder that
+ * refuses (an output is made beside its file, then renamed). */
+void cli_write_error(const char *path, int err, const OutFile *of);
 /* ", H heads on G key/value heads" where there are several heads, else
  * "": the clause of run's and bench's headers, into buf. */
 const char *cli_heads_clause(char *buf, size_t n, int heads, int kv_heads);

@@ -103,7 +103,7 @@ int cmd_emit(Opts *o)
 	}
 	if (!to_stdout) {
 		if (outfile_open(&of, o->out, "w")) {
-			cli_write_error(o->out, errno);
+			cli_write_error(o->out, errno, &of);
 			spec_carrier_free(c);
 			return EXIT_USAGE;
 		}
@@ -121,7 +121,7 @@ int cmd_emit(Opts *o)
 	if (only_about)
 		fclose(f);
 	if (!to_stdout && outfile_close(&of, !rc) && !rc) {
-		cli_write_error(o->out, errno);
+		cli_write_error(o->out, errno, NULL);
 		rc = EXIT_USAGE;
 	}
 	spec_carrier_free(c);

@@ -25,7 +25,7 @@ static int write_atomic(const char *path, const char *text)
 			e = errno;
 	}
 	if (e)
-		cli_write_error(path, e);
+		cli_write_error(path, e, &of);
 	return e ? -1 : 0;
 }
 

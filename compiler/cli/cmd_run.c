@@ -428,7 +428,7 @@ static int outputs_ok(const Opts *o, const RunData *d)
 	int n, rc = EXIT_OK;
 	Slot *s = slots(d, &n);
 	for (int i = 0; i < o->noutputs && !rc; i++) {
-		OutFile of;
+		char why[PATH_MAX + 96];
 		struct stat st;
 		int twice = -1;
 		for (int k = 0; k < i; k++)
@@ -445,12 +445,9 @@ static int outputs_ok(const Opts *o, const RunData *d)
 		} else if (!stat(o->outputs[i].path, &st) && S_ISDIR(st.st_mode)) {
 			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(EISDIR));
 			rc = EXIT_USAGE;
-		} else if (outfile_in_place(o->outputs[i].path) ? access(o->outputs[i].path, W_OK)
-								: outfile_open(&of, o->outputs[i].path, "wb")) {
-			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, strerror(errno));
+		} else if (outfile_check(o->outputs[i].path, why, sizeof why)) {
+			fprintf(stderr, "assoc: %s: cannot write: %s\n", o->outputs[i].path, why);
 			rc = EXIT_USAGE;
-		} else if (!outfile_in_place(o->outputs[i].path)) {
-			outfile_close(&of, 0);
 		}
 	}
 	free(s);
@@ -475,7 +472,7 @@ static int write_outputs(Opts *o, RunData *d)
 		a.ndim = layout_dims(s[k].layout, d, s[k].buf->width, a.shape);
 		a.count = s[k].buf->n * s[k].buf->width;
 		if (outfile_open(&of[made], o->outputs[made].path, "wb") || npy_write_to(of[made].f, &a)) {
-			cli_write_error(o->outputs[made].path, errno);
+			cli_write_error(o->outputs[made].path, errno, &of[made]);
 			if (of[made].f)
 				outfile_close(&of[made], 0);
 			rc = EXIT_USAGE;

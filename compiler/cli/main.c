@@ -108,9 +108,13 @@ const char *cli_heads_clause(char *buf, size_t n, int heads, int kv_heads)
 	return buf;
 }
 
-void cli_write_error(const char *path, int err)
+void cli_write_error(const char *path, int err, const OutFile *of)
 {
-	fprintf(stderr, "assoc: %s: cannot write: %s", path, strerror(err));
+	fprintf(stderr, "assoc: %s: cannot write: %s", path, of ? outfile_why(of, err) : strerror(err));
+	if (of && of->why[0]) {
+		fputc('\n', stderr);
+		return;
+	}
 	char buf[PATH_MAX];
 	snprintf(buf, sizeof buf, "%s", path);
 	const char *dir = dirname(buf);

@@ -178,7 +178,7 @@ static int header_open(const Opts *o, OutFile *of, char *msg, size_t n)
 	if (!o->header)
 		return 0;
 	if (outfile_open(of, o->header, "w")) {
-		snprintf(msg, n, "%s: cannot write: %s", o->header, strerror(errno));
+		snprintf(msg, n, "%s: cannot write: %s", o->header, outfile_why(of, errno));
 		return -1;
 	}
 	return 0;

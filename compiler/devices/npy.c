@@ -346,6 +346,6 @@ int npy_write(const char *path, const Npy *a, char *msg, size_t n)
 			e = errno;
 	}
 	if (e)
-		snprintf(msg, n, "%s: cannot write: %s", path, strerror(e));
+		snprintf(msg, n, "%s: cannot write: %s", path, outfile_why(&of, e));
 	return e ? -1 : 0;
 }

@@ -205,10 +205,12 @@ static void remove_dead_temps(int dfd, const char *prefix)
 	}
 	time_t now = time(NULL);
 	struct stat st;
+	/* this user's alone: in a shared folder (/tmp) another user's files
+	 * of such a name are theirs to remove, root's run included */
 	for (struct dirent *de; (de = readdir(d));) {
 		long pid = temp_pid(de->d_name, prefix);
 		if (pid > 0 && !fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode) &&
-		    temp_dead(pid, &st, now))
+		    st.st_uid == geteuid() && temp_dead(pid, &st, now))
 			unlinkat(dfd, de->d_name, 0);
 	}
 	closedir(d);
@@ -415,6 +417,67 @@ int outfile_in_place(const char *path)
 	return fd_path(path) >= 0 || (!stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
 }
 
+/* A folder where the kernel's fs.protected_symlinks rule holds: sticky
+ * and writable by everyone (/tmp), where anyone may put a link. */
+static int shared_folder(const struct stat *dir) { return (dir->st_mode & S_ISVTX) && (dir->st_mode & S_IWOTH); }
+
+/* The file path names once the links at it are followed (a link whose
+ * target is a link too, each in turn; the folders on the way are the
+ * kernel's to walk), into dest: 0, or -1 with errno, and with why where
+ * a link is refused.  A link in a shared folder is followed only where
+ * it is this user's or the folder owner's, as the kernel's
+ * fs.protected_symlinks follows one: resolved here, and the file renamed
+ * onto its target, it would otherwise let whoever can write to /tmp
+ * choose which of this user's files an output replaces. */
+static int follow_links(const char *path, char *dest, size_t n, char *why, size_t wn)
+{
+	enum { HOPS_MAX = 40 }; /* the kernel's MAXSYMLINKS */
+	char cur[PATH_MAX * 2 + 2];
+	snprintf(cur, sizeof cur, "%s", path);
+	for (int hops = 0;; hops++) {
+		struct stat st, ds;
+		if (lstat(cur, &st) || !S_ISLNK(st.st_mode))
+			break;
+		if (hops == HOPS_MAX) {
+			errno = ELOOP;
+			return -1;
+		}
+		char buf[sizeof cur], dir[sizeof cur], link[PATH_MAX];
+		snprintf(buf, sizeof buf, "%s", cur);
+		snprintf(dir, sizeof dir, "%s", dirname(buf));
+		if (stat(dir, &ds))
+			return -1;
+		if (shared_folder(&ds) && st.st_uid != geteuid() && st.st_uid != ds.st_uid) {
+			if (strcmp(cur, path))
+				snprintf(why, wn, "it leads to %s, a symbolic link of another user's in a shared folder", cur);
+			else
+				snprintf(why, wn, "it is a symbolic link of another user's in a shared folder");
+			errno = EACCES;
+			return -1;
+		}
+		ssize_t l = readlink(cur, link, sizeof link - 1);
+		if (l <= 0)
+			return -1;
+		link[l] = 0;
+		char next[sizeof cur];
+		if (link[0] == '/')
+			snprintf(next, sizeof next, "%s", link);
+		else if (snprintf(next, sizeof next, "%s/%s", dir, link) >= (int)sizeof next) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(cur, next, sizeof cur);
+	}
+	if (strlen(cur) >= n) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dest, cur, strlen(cur) + 1);
+	return 0;
+}
+
+const char *outfile_why(const OutFile *o, int e) { return o->why[0] ? o->why : strerror(e); }
+
 int outfile_open(OutFile *o, const char *path, const char *mode)
 {
 	memset(o, 0, sizeof *o);
@@ -428,35 +491,21 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 			close(d);
 		return o->f ? 0 : -1;
 	}
+	/* the links checked whatever the file; dest used only for a file
+	 * renamed into place (a device or pipe is opened through the links
+	 * by the kernel, as /dev/stdout's to /proc/self/fd/1 must be) */
+	if (follow_links(path, o->dest, sizeof o->dest, o->why, sizeof o->why))
+		return -1;
 	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
 		/* said now, not by the rename once the whole output is written */
 		errno = EISDIR;
 		return -1;
 	}
 	if (outfile_in_place(path)) {
+		o->dest[0] = 0;
 		o->f = fopen(path, mode);
 		return o->f ? 0 : -1;
 	}
-	char dest[PATH_MAX * 2 + 2];
-	snprintf(dest, sizeof dest, "%s", path);
-	if (!lstat(path, &st) && S_ISLNK(st.st_mode) && !realpath(path, dest)) {
-		/* a dangling link: its target is made by the rename, once whole */
-		char link[PATH_MAX], dir[PATH_MAX];
-		ssize_t n = readlink(path, link, sizeof link - 1);
-		if (n <= 0)
-			return -1;
-		link[n] = 0;
-		snprintf(dir, sizeof dir, "%s", path);
-		if (link[0] == '/')
-			snprintf(dest, sizeof dest, "%s", link);
-		else
-			snprintf(dest, sizeof dest, "%s/%s", dirname(dir), link);
-	}
-	if (strlen(dest) >= sizeof o->dest) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memmove(o->dest, dest, strlen(dest) + 1);
 	/* beside the file, hidden, its name short enough for any file's */
 	char dir[PATH_MAX], base[PATH_MAX], prefix[200];
 	split(o->dest, dir, base, sizeof dir);
@@ -487,6 +536,23 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 	/* the file it replaces keeps its permissions (a private one stays private) */
 	if (!stat(o->dest, &st))
 		fchmod(fileno(o->f), st.st_mode & 07777);
+	return 0;
+}
+
+int outfile_check(const char *path, char *why, size_t n)
+{
+	OutFile of;
+	if (outfile_in_place(path)) {
+		/* a pipe is not opened before its output is there to write */
+		if (fd_path(path) < 0 && follow_links(path, of.dest, sizeof of.dest, why, n))
+			return -1;
+		if (access(path, W_OK))
+			return snprintf(why, n, "%s", strerror(errno)), -1;
+		return 0;
+	}
+	if (outfile_open(&of, path, "wb"))
+		return snprintf(why, n, "%s", outfile_why(&of, errno)), -1;
+	outfile_close(&of, 0);
 	return 0;
 }
 

@@ -27,18 +27,26 @@ void cache_warn(const char *msg);
 /* An output file the user names (emit -o, run --output, explore -o),
  * which appears whole or not at all.  A regular file, or a new one, is
  * written beside its path and renamed over it once whole; a symbolic link
- * is followed, and its target replaced the same way; anything else (a
- * device such as /dev/null, a pipe) is written in place: renaming onto it
- * would replace the device itself.  The temporary file goes away if the
- * process is interrupted (SIGINT, SIGTERM, SIGHUP). */
+ * is followed, and its target replaced the same way, except a link of
+ * another user's in a sticky folder open to all (/tmp) that is not the
+ * folder owner's, which is refused (the kernel's fs.protected_symlinks
+ * rule); anything else (a device such as /dev/null, a pipe) is written in
+ * place: renaming onto it would replace the device itself.  The temporary
+ * file goes away if the process is interrupted (SIGINT, SIGTERM, SIGHUP). */
 typedef struct {
 	FILE *f;
 	char dest[PATH_MAX];     /* the file renamed onto: the path, or its link's target */
 	char tmp[TEMP_NAME_MAX]; /* "" when written in place */
 	int slot;                /* in the interrupt handler's list, or -1 */
+	char why[PATH_MAX + 96]; /* why outfile_open failed where errno does not say it, else "" */
 } OutFile;
-/* Open for writing ("w" or "wb"): 0, or -1 with errno. */
+/* Open for writing ("w" or "wb"): 0, or -1 with errno (and o->why). */
 int outfile_open(OutFile *o, const char *path, const char *mode);
+/* Why outfile_open failed with errno e: o->why, or strerror(e). */
+const char *outfile_why(const OutFile *o, int e);
+/* Whether path can be opened as an output (a device or pipe is not
+ * opened, only its permission checked): 0, or -1 with why. */
+int outfile_check(const char *path, char *why, size_t n);
 /* Close it; with keep, put it in place (rename), else remove the
  * temporary file.  0, or -1 with errno (the temporary file removed). */
 int outfile_close(OutFile *o, int keep);
