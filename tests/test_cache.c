@@ -444,6 +444,30 @@ Test(cache, another_users_link_in_a_shared_folder_is_not_followed)
 	fclose(f);
 }
 
+/* An output that is a pipe no process reads is refused after a while, not
+ * waited on forever; a file the user names to be read that is a pipe is
+ * refused at once (standard input by its name is read). */
+Test(cache, pipes_as_outputs_and_inputs_do_not_hold_the_command, .timeout = 30)
+{
+	fresh_dir("cache_pipes");
+	char path[PATH_MAX + 64], why[256];
+	snprintf(path, sizeof path, "%s/p", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	OutFile o;
+	time_t t0 = time(NULL);
+	cr_expect_eq(outfile_open(&o, path, "wb"), -1);
+	cr_expect(strstr(o.why, "a pipe that no process opened for reading in 5 s"), "%s", o.why);
+	cr_expect(time(NULL) - t0 < 15);
+	cr_expect_null(infile_open(path, why, sizeof why));
+	cr_expect(strstr(why, "not a regular file (a named pipe"), "%s", why);
+	FILE *f = infile_open("/dev/stdin", why, sizeof why);
+	cr_expect_not_null(f, "standard input by its name");
+	if (f)
+		fclose(f);
+	cr_expect_null(infile_open("/dev/zero", why, sizeof why));
+	cr_expect(strstr(why, "not a regular file (a device)"), "%s", why);
+}
+
 /* A folder "assoc-<what>-<pid>-XXXXXX" in dir, holding a file, with the
  * given age in seconds; its name in out. */
 static void put_build(char *out, size_t n, const char *what, long pid, const char *tail, time_t age)

@@ -2600,3 +2600,20 @@ Test(cli, loop_spec_error_points_at_its_step)
 			      "'assoc explore specs/loops/welford_update.yaml' to derive its merge\n    6 | step:"),
 		  "%s", out);
 }
+
+/* A named pipe as a spec or an --input is refused at once, not waited on
+ * until a writer comes; standard input by its name is read. */
+Test(cli, a_named_pipe_to_read_is_refused, .timeout = 60)
+{
+	unlink("build/in.fifo");
+	cr_assert_eq(mkfifo("build/in.fifo", 0600), 0);
+	cr_expect_eq(sh(ASSOC " check build/in.fifo", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "build/in.fifo: error: cannot open: not a regular file (a named pipe; /dev/stdin reads one "
+			      "given on standard input)"),
+		  "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --device interp --input x=build/in.fifo", out, sizeof out, 1), 2, "%s",
+		     out);
+	cr_expect(strstr(out, "build/in.fifo: cannot open: not a regular file (a named pipe"), "%s", out);
+	cr_expect_eq(sh(ASSOC " check /dev/stdin < specs/sum.yaml", out, sizeof out, 1), 0, "%s", out);
+	unlink("build/in.fifo");
+}

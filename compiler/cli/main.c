@@ -191,7 +191,8 @@ int cli_output_not_input(const Opts *o, const char *what, const char *path)
 static void loop_error_at_step(const Carrier *c, const char *text, char *msg, size_t n)
 {
 	enum { MAX_READ = 1 << 20 };
-	FILE *f = fopen(c->file, "rb");
+	char why[128];
+	FILE *f = infile_open(c->file, why, sizeof why);
 	char *src = f ? malloc(MAX_READ + 1) : NULL;
 	size_t len = src ? fread(src, 1, MAX_READ + 1, f) : 0;
 	if (f)

@@ -302,9 +302,10 @@ fail:
 int npy_read(const char *path, Npy *a, char *msg, size_t n)
 {
 	memset(a, 0, sizeof *a);
-	FILE *f = fopen(path, "rb");
+	char why[128];
+	FILE *f = infile_open(path, why, sizeof why);
 	if (!f) {
-		snprintf(msg, n, "%s: cannot open: %s", path, strerror(errno));
+		snprintf(msg, n, "%s: cannot open: %s", path, why[0] ? why : strerror(errno));
 		return -1;
 	}
 	int rc = npy_read_from(f, path, a, msg, n);

@@ -6,6 +6,7 @@
 #include "compiler/front/scope.h"
 #include "compiler/front/specdir.h"
 #include "compiler/util/buf.h"
+#include "compiler/util/cache.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1255,10 +1256,10 @@ Carrier *spec_load_buffer(const char *file, const char *buf, size_t len, const D
 
 char *spec_read_file(const char *path, size_t *len, Diag *d)
 {
-	char found[4096], tried[2 * 4096 + 128];
-	FILE *f = fopen(specdir_find(path, found, sizeof found, tried, sizeof tried), "rb");
+	char found[4096], tried[2 * 4096 + 128], why[128];
+	FILE *f = infile_open(specdir_find(path, found, sizeof found, tried, sizeof tried), why, sizeof why);
 	if (!f) {
-		diag_error(d, (Pos){0, 0}, "cannot open: %s%s", strerror(errno), tried);
+		diag_error(d, (Pos){0, 0}, "cannot open: %s%s", why[0] ? why : strerror(errno), tried);
 		return NULL;
 	}
 	size_t cap = 1 << 16, n = 0;

@@ -79,6 +79,10 @@ typedef struct {
 
 const char *assoc_strerror(AssocStatus s);
 
+/* A spec from its file (a regular file, or standard input by its name,
+ * /dev/stdin or /dev/fd/N: a named pipe or a device is refused, not
+ * waited on), or from len bytes of text; either past 1 MiB is refused
+ * (ASSOC_ESPEC) before it is copied. */
 AssocStatus assoc_spec_load(AssocSpec **out, const char *path, const AssocValue *dims, int ndims);
 AssocStatus assoc_spec_load_text(AssocSpec **out, const char *text, size_t len, const AssocValue *dims,
 				 int ndims);

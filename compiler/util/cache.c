@@ -411,6 +411,38 @@ static int fd_path(const char *path)
 	return -1;
 }
 
+FILE *infile_open(const char *path, char *why, size_t n)
+{
+	if (n)
+		why[0] = 0;
+	if (!strcmp(path, "/dev/stdin") || fd_path(path) >= 0)
+		return fopen(path, "rb");
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	/* a folder is opened: its read says what it is */
+	if (fstat(fd, &st) || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+		int e = errno;
+		if (!fstat(fd, &st))
+			snprintf(why, n, "not a regular file (%s)",
+				 S_ISFIFO(st.st_mode)	? "a named pipe; /dev/stdin reads one given on standard input"
+				 : S_ISSOCK(st.st_mode) ? "a socket"
+							: "a device");
+		close(fd);
+		errno = why[0] ? EINVAL : e;
+		return NULL;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	FILE *f = fl >= 0 && !fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ? fdopen(fd, "rb") : NULL;
+	if (!f) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return f;
+}
+
 int outfile_in_place(const char *path)
 {
 	struct stat st;
@@ -476,6 +508,41 @@ static int follow_links(const char *path, char *dest, size_t n, char *why, size_
 	return 0;
 }
 
+/* How long an output that is a pipe waits for a process to open it for
+ * reading: a reader started beside assoc (`cat pipe &`) may come a little
+ * later, and a pipe that none reads must not hold the command forever. */
+enum { PIPE_WAIT_MS = 5000 };
+
+/* The device or pipe at path opened to be written in place; NULL with
+ * errno, and why for a pipe that no process reads. */
+static FILE *open_in_place(const char *path, const char *mode, char *why, size_t wn)
+{
+	int fd = -1;
+	for (int waited = 0;; waited += 10) {
+		fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd >= 0 || errno != ENXIO || waited >= PIPE_WAIT_MS)
+			break;
+		struct stat st;
+		if (stat(path, &st) || !S_ISFIFO(st.st_mode))
+			break;
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+	}
+	if (fd < 0) {
+		struct stat st;
+		if (errno == ENXIO && !stat(path, &st) && S_ISFIFO(st.st_mode))
+			snprintf(why, wn, "it is a pipe that no process opened for reading in %d s", PIPE_WAIT_MS / 1000);
+		return NULL;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	FILE *f = fl >= 0 && !fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ? fdopen(fd, mode) : NULL;
+	if (!f) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return f;
+}
+
 const char *outfile_why(const OutFile *o, int e) { return o->why[0] ? o->why : strerror(e); }
 
 int outfile_open(OutFile *o, const char *path, const char *mode)
@@ -503,7 +570,7 @@ int outfile_open(OutFile *o, const char *path, const char *mode)
 	}
 	if (outfile_in_place(path)) {
 		o->dest[0] = 0;
-		o->f = fopen(path, mode);
+		o->f = open_in_place(path, mode, o->why, sizeof o->why);
 		return o->f ? 0 : -1;
 	}
 	/* beside the file, hidden, its name short enough for any file's */

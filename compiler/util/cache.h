@@ -31,8 +31,9 @@ void cache_warn(const char *msg);
  * another user's in a sticky folder open to all (/tmp) that is not the
  * folder owner's, which is refused (the kernel's fs.protected_symlinks
  * rule); anything else (a device such as /dev/null, a pipe) is written in
- * place: renaming onto it would replace the device itself.  The temporary
- * file goes away if the process is interrupted (SIGINT, SIGTERM, SIGHUP). */
+ * place: renaming onto it would replace the device itself.  A pipe that
+ * no process opens for reading within 5 s is refused.  The temporary file
+ * goes away if the process is interrupted (SIGINT, SIGTERM, SIGHUP). */
 typedef struct {
 	FILE *f;
 	char dest[PATH_MAX];     /* the file renamed onto: the path, or its link's target */
@@ -50,6 +51,14 @@ int outfile_check(const char *path, char *why, size_t n);
 /* Close it; with keep, put it in place (rename), else remove the
  * temporary file.  0, or -1 with errno (the temporary file removed). */
 int outfile_close(OutFile *o, int keep);
+/* A file the user names to be read (a spec, an --input), opened without
+ * waiting: a regular file, or standard input or a descriptor by its name
+ * (/dev/stdin, /dev/fd/N, /proc/self/fd/N); a folder is opened, for its
+ * read to say what it is.  Anything else is refused:
+ * a named pipe that no process writes to would hold the command forever,
+ * and a device is no file of data.  The stream, or NULL with errno, and
+ * with why ("" else) where a file is refused. */
+FILE *infile_open(const char *path, char *why, size_t n);
 /* Whether path names an existing file that is not a regular one (a
  * device, a pipe), which an output is written into in place. */
 int outfile_in_place(const char *path);
