@@ -907,6 +907,78 @@ static void write_i32(const char *path, const int32_t *v, int ndim, size_t d0, s
 	cr_assert_eq(npy_write(path, &a, msg, sizeof msg), 0, "%s", msg);
 }
 
+/* A layout read from files names its own sizes: the query rows in all
+ * (cu_seqlens_q's last, under --rows' limit), the pool (the largest page
+ * number) and a length near 2^31, whose pages are counted in 64 bits.
+ * Each is refused with the reason, not an allocation that aborts. */
+Test(paged, run_refuses_layouts_that_claim_huge_sizes, .timeout = 120)
+{
+	int32_t one_page[] = {0}, len16[] = {16}, cu_big[] = {0, 2147483647}, last_page[] = {16777215}, len256[] = {256},
+		len_max[] = {2147483647};
+	write_i32("build/paged_huge_bt1.npy", one_page, 2, 1, 1);
+	write_i32("build/paged_huge_sl16.npy", len16, 1, 1, 0);
+	write_i32("build/paged_huge_cu.npy", cu_big, 1, 2, 0);
+	write_i32("build/paged_huge_btmax.npy", last_page, 2, 1, 1);
+	write_i32("build/paged_huge_sl256.npy", len256, 1, 1, 0);
+	write_i32("build/paged_huge_slmax.npy", len_max, 1, 1, 0);
+	char out[4096];
+	cr_expect_eq(sh(ASSOC " run specs/attention.yaml --device interp --page-size 16 -D d=4 -D dv=4 "
+			"--input block_table=build/paged_huge_bt1.npy --input seq_lens=build/paged_huge_sl16.npy "
+			"--input cu_seqlens_q=build/paged_huge_cu.npy",
+			out, sizeof out, 1),
+		     2, "%s", out);
+	cr_expect(strstr(out, "build/paged_huge_cu.npy: cu_seqlens_q[1] = 2147483647 query rows in all: at most 16777216"),
+		  "%s", out);
+	const char *pool[] = {"run", "bench"};
+	for (int k = 0; k < 2; k++) {
+		char cmd[512];
+		snprintf(cmd, sizeof cmd,
+			 ASSOC " %s specs/attention.yaml --device %s --page-size 256 --rows 1 --input "
+			       "block_table=build/paged_huge_btmax.npy --input seq_lens=build/paged_huge_sl256.npy",
+			 pool[k], k ? "cpu" : "interp");
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 2, "%s: %s", pool[k], out);
+		cr_expect(k || (strstr(out, "a batch of 1 query rows over 16777216 pages of 256 keys") &&
+				strstr(out, "GiB of arrays; this machine has")),
+			  "%s: %s", pool[k], out);
+		cr_expect(!strstr(out, "AddressSanitizer"), "%s: %s", pool[k], out);
+	}
+	cr_expect_eq(sh(ASSOC " run specs/attention.yaml --device interp --page-size 16 --rows 1 -D d=4 -D dv=4 "
+			"--input block_table=build/paged_huge_bt1.npy --input seq_lens=build/paged_huge_slmax.npy",
+			out, sizeof out, 1),
+		     2, "%s", out);
+	cr_expect(strstr(out, "seq_lens[0] = 2147483647: a sequence holds 0 to 16 keys"), "%s", out);
+	cr_expect(!strstr(out, "runtime error"), "%s", out);
+}
+
+/* The library's paged batch on a device that runs a sequence at a time
+ * gathers each sequence's keys apart: a table that reads one page over
+ * and over makes a sequence of 2^31 keys out of a pool of one page, which
+ * is refused as too large, not an allocation that aborts. */
+Test(paged, library_refuses_a_sequence_too_large_to_gather, .timeout = 120)
+{
+	AssocSpec *s;
+	cr_assert_eq(assoc_spec_load(&s, "specs/attention.yaml", NULL, 0), ASSOC_OK);
+	AssocKernel *k;
+	cr_assert_eq(assoc_compile(s, "interp", 1, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	enum { PAGE = 256, MAX_PAGES = 2147483647 / PAGE, D = 64 };
+	int32_t *table = calloc(MAX_PAGES, sizeof *table), lens[] = {MAX_PAGES * PAGE}, cu[] = {0, 1};
+	uint16_t *q = calloc(D, 2), *kv = calloc(PAGE * D, 2), *vv = calloc(PAGE * D, 2);
+	float *o = calloc(D, sizeof *o), lse = 0;
+	cr_assert(table && q && kv && vv && o);
+	AssocPaged pg = {.batch = 1, .page_size = PAGE, .pages = 1, .max_pages = MAX_PAGES, .block_table = table,
+			 .seq_lens = lens, .cu_seqlens_q = cu};
+	AssocBuffer b[] = {{"q", q, D * 2}, {"k", kv, PAGE * D * 2}, {"v", vv, PAGE * D * 2}, {"out", o, D * 4},
+			   {"lse", &lse, 4}};
+	AssocStatus st = assoc_run_paged(k, 1, 1, &pg, b, 5, (AssocValue[]){{"scale", 0.125}}, 1);
+	cr_expect_eq(st, ASSOC_ENOMEM, "%s", assoc_kernel_error(k));
+	cr_expect(strstr(assoc_kernel_error(k), "sequence 0 (1 query, 2147483392 keys) gathered apart needs") &&
+		      strstr(assoc_kernel_error(k), "GiB of arrays; this machine has"),
+		  "%s", assoc_kernel_error(k));
+	free(table), free(q), free(kv), free(vv), free(o);
+	assoc_kernel_free(k);
+	assoc_spec_free(s);
+}
+
 Test(paged, run_draws_a_batch)
 {
 	char out[4096];

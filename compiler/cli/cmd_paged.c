@@ -175,6 +175,10 @@ static Paged *paged_of(Opts *o, Carrier *c, Npy *arr)
 						 o->inputs[lay[L_CU]].path, arr[lay[L_CU]].shape[0], batch, batch + 1);
 			if (!rc && o->rows_given)
 				rc = usage_error("--rows: the queries of each sequence come from --input cu_seqlens_q=");
+			/* the limit --rows has, on the query rows of all the sequences */
+			if (!rc && cu[batch] > MAX_ROWS)
+				rc = usage_error("%s: cu_seqlens_q[%zu] = %d query rows in all: at most %d",
+						 o->inputs[lay[L_CU]].path, batch, (int)cu[batch], MAX_ROWS);
 		}
 		/* the pool as the keys' file has it; drawn, as many pages as the table names */
 		size_t pages = 0;
@@ -187,7 +191,8 @@ static Paged *paged_of(Opts *o, Carrier *c, Npy *arr)
 						 arr[col_given].ndim < 2 ? 0 : arr[col_given].shape[1], o->page_size);
 		} else
 			for (size_t b = 0; !rc && b < batch; b++)
-				for (int x = 0; x < (lens[b] + o->page_size - 1) / o->page_size && x < (int)t->shape[1]; x++)
+				for (int64_t x = 0; x < ((int64_t)lens[b] + o->page_size - 1) / o->page_size && x < (int64_t)t->shape[1];
+				     x++)
 					if (table[b * t->shape[1] + x] >= 0 && (size_t)table[b * t->shape[1] + x] + 1 > pages)
 						pages = (size_t)table[b * t->shape[1] + x] + 1;
 		if (!rc && pages > 1 << 24)

@@ -3,11 +3,13 @@
  * of its own for a device and for the float64 reference. */
 #include "compiler/devices/paged.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void *xcalloc(size_t n, size_t sz)
 {
@@ -53,18 +55,21 @@ int paged_layout_ok(int batch, int page_size, int pages, int max_pages, const in
 	for (int b = 0; b < batch; b++) {
 		if (lens[b] < 0 || (int64_t)lens[b] > (int64_t)max_pages * page_size)
 			return snprintf(msg, n,
-					"seq_lens[%d] = %d: a sequence holds 0 to %d keys (its block table row of %d pages "
+					"seq_lens[%d] = %d: a sequence holds 0 to %lld keys (its block table row of %d pages "
 					"of %d keys)",
-					b, (int)lens[b], max_pages * page_size, max_pages, page_size),
+					b, (int)lens[b], (long long)max_pages * page_size, max_pages, page_size),
 			       -1;
-		for (int t = 0; t < (lens[b] + page_size - 1) / page_size; t++) {
+		/* in 64 bits: a length near 2^31 and a page's keys past it */
+		int64_t read = ((int64_t)lens[b] + page_size - 1) / page_size;
+		for (int64_t t = 0; t < read; t++) {
 			int32_t pg = table[(size_t)b * max_pages + t];
+			int64_t last = (int64_t)lens[b] < (t + 1) * page_size ? lens[b] : (t + 1) * page_size;
 			if (pg < 0 || pg >= pages)
 				return snprintf(msg, n,
-						"block_table[%d][%d] = %d: sequence %d reads that page (its keys %d to %d), "
-						"and the pool holds pages 0 to %d",
-						b, t, (int)pg, b, t * page_size,
-						(lens[b] < (t + 1) * page_size ? lens[b] : (t + 1) * page_size) - 1, pages - 1),
+						"block_table[%d][%lld] = %d: sequence %d reads that page (its keys %lld to "
+						"%lld), and the pool holds pages 0 to %d",
+						b, (long long)t, (int)pg, b, (long long)t * page_size, (long long)last - 1,
+						pages - 1),
 				       -1;
 		}
 	}
@@ -84,23 +89,70 @@ int paged_layout_ok(int batch, int page_size, int pages, int max_pages, const in
 	return 0;
 }
 
+int paged_fits(const Carrier *c, int heads, int kv_heads, int batch, int page_size, int pages, const int32_t *lens,
+	       const int32_t *cu, int rows, int own, char *msg, size_t n)
+{
+	double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+	Carrier *cc = (Carrier *)c;
+	/* a query row's bytes (inputs and outputs, every head), a key's (every key/value head) */
+	double row = rundata_need(cc, 1, 0, heads, kv_heads), key = rundata_need(cc, 0, 1, heads, kv_heads);
+	double total = cu ? (double)cu[batch] : (double)batch * rows, need = 0, most = 0;
+	int at = 0;
+	for (int b = 0; b < batch; b++) {
+		double q = cu ? (double)cu[b + 1] - cu[b] : rows, one = q * row + (double)lens[b] * key;
+		need += own ? one : 0;
+		if (one > most)
+			most = one, at = b;
+	}
+	need += own ? total * row + (double)pages * page_size * key : most;
+	if (have <= 0 || need <= have)
+		return 0;
+	int q = cu ? (int)(cu[at + 1] - cu[at]) : rows;
+	const char *qs = q == 1 ? "y" : "ies";
+	if (own)
+		snprintf(msg, n,
+			 "a batch of %.0f query rows over %d pages of %d keys, and its sequences gathered apart (the "
+			 "largest: sequence %d, %d quer%s and %d keys), need %.1f GiB of arrays; this machine has %.1f "
+			 "GiB of memory",
+			 total, pages, page_size, at, q, qs, (int)lens[at], need / (1 << 30), have / (1 << 30));
+	else
+		snprintf(msg, n,
+			 "sequence %d (%d quer%s, %d keys) gathered apart needs %.1f GiB of arrays; this machine has "
+			 "%.1f GiB of memory",
+			 at, q, qs, (int)lens[at], need / (1 << 30), have / (1 << 30));
+	return -1;
+}
+
+/* The buffers of nd arrays of count elements; NULL where one cannot be had. */
 static Buffer *buffers(const Decl *d, int nd, size_t count)
 {
-	Buffer *b = xcalloc(nd, sizeof *b);
-	for (int i = 0; i < nd; i++) {
+	Buffer *b = calloc(nd ? nd : 1, sizeof *b);
+	for (int i = 0; b && i < nd; i++) {
 		b[i] = (Buffer){d[i].storage, spec_decl_width(&d[i]), count, NULL};
-		b[i].p = xcalloc(count * b[i].width, run_kind_size(b[i].kind));
+		b[i].p = calloc(count ? count * b[i].width : 1, run_kind_size(b[i].kind));
+		if (!b[i].p) {
+			while (i--)
+				free(b[i].p);
+			free(b);
+			return NULL;
+		}
 	}
 	return b;
 }
 
 static Buffer *out_buffers(const Def *d, int nd, size_t count)
 {
-	Buffer *b = xcalloc(nd, sizeof *b);
-	for (int i = 0; i < nd; i++) {
+	Buffer *b = calloc(nd ? nd : 1, sizeof *b);
+	for (int i = 0; b && i < nd; i++) {
 		Ty t = d[i].e->ty;
 		b[i] = (Buffer){(TyKind)t.kind, t.len ? t.len : 1, count, NULL};
-		b[i].p = xcalloc(count * b[i].width, run_kind_size(b[i].kind));
+		b[i].p = calloc(count ? count * b[i].width : 1, run_kind_size(b[i].kind));
+		if (!b[i].p) {
+			while (i--)
+				free(b[i].p);
+			free(b);
+			return NULL;
+		}
 	}
 	return b;
 }
@@ -116,7 +168,8 @@ Paged *paged_new(Carrier *c, int heads, int kv_heads, int batch, int page_size, 
 		       NULL;
 	if (!cu && rows < 0)
 		return snprintf(msg, n, "%d queries a sequence: at least 0", rows), NULL;
-	if (paged_layout_ok(batch, page_size, pages, max_pages, table, lens, cu, msg, n))
+	if (paged_layout_ok(batch, page_size, pages, max_pages, table, lens, cu, msg, n) ||
+	    paged_fits(c, heads, kv_heads, batch, page_size, pages, lens, cu, rows, 1, msg, n))
 		return NULL;
 	Paged *p = xcalloc(1, sizeof *p);
 	*p = (Paged){.c = c, .heads = heads, .kv_heads = kv_heads, .batch = batch, .page_size = page_size, .pages = pages,
@@ -133,6 +186,12 @@ Paged *paged_new(Carrier *c, int heads, int kv_heads, int batch, int page_size, 
 	p->col = buffers(c->col, c->ncol, (size_t)pages * page_size * kv_heads);
 	p->fin = out_buffers(c->finalize, c->nfinal, total * heads);
 	p->params = xcalloc(c->nparams, sizeof *p->params);
+	if (!p->row || !p->col || !p->fin) { /* a limit of this process's (ulimit -v), not the machine's */
+		snprintf(msg, n, "cannot allocate the arrays of %zu query rows over %d pages of %d keys: %s", total, pages,
+			 page_size, strerror(ENOMEM));
+		paged_free(p);
+		return NULL;
+	}
 	return p;
 }
 

@@ -54,8 +54,10 @@ int paged_carrier_ok(const Carrier *c, char *msg, size_t n);
 
 /* The layout's arrays (copied: table [batch][max_pages], lens [batch];
  * cu [batch + 1], or NULL for rows queries a sequence), checked by
- * paged_layout_ok; the inputs zeroed.  NULL with msg when the layout is
- * wrong. */
+ * paged_layout_ok and paged_fits (its own arrays and its sequences
+ * gathered all at once, as a device without a paged kernel runs them);
+ * the inputs zeroed.  NULL with msg when the layout is wrong, its arrays
+ * do not fit the machine's memory, or cannot be had. */
 Paged *paged_new(Carrier *c, int heads, int kv_heads, int batch, int page_size, int pages, int max_pages,
 		 const int32_t *table, const int32_t *lens, const int32_t *cu, int rows, char *msg, size_t n);
 void paged_free(Paged *p);
@@ -65,6 +67,17 @@ void paged_free(Paged *p);
  * with msg naming the first that is not. */
 int paged_layout_ok(int batch, int page_size, int pages, int max_pages, const int32_t *table, const int32_t *lens,
 		    const int32_t *cu, char *msg, size_t n);
+
+/* Whether a layout (checked by paged_layout_ok) fits this machine's
+ * memory: with own, the batch's arrays (its queries, outputs and pool)
+ * and its sequences gathered apart all at once, each a RunData of its
+ * queries and keys (as paged_run gathers them for a device without paged
+ * kernels); else its largest sequence gathered apart (the arrays being
+ * the caller's).  A layout names its sizes (a query offset, a page
+ * number), which nothing else bounds.  0, or -1 with msg ("... need X GiB
+ * of arrays; this machine has Y GiB of memory"). */
+int paged_fits(const Carrier *c, int heads, int kv_heads, int batch, int page_size, int pages, const int32_t *lens,
+	       const int32_t *cu, int rows, int own, char *msg, size_t n);
 
 /* A layout for batch sequences drawn from seed: the first with len keys,
  * the others from 0 to len, rows queries each, their pages in shuffled

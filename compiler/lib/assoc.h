@@ -268,7 +268,10 @@ typedef struct {
  * A table entry outside the pool where a sequence reads, a length past
  * its row of the table, offsets that decrease: ASSOC_EINVAL
  * with the entry in assoc_kernel_error, nothing read or written; a buffer
- * of the wrong size: ASSOC_ESIZE. */
+ * of the wrong size: ASSOC_ESIZE.  Where a sequence gathered apart would
+ * not fit this machine's memory (a table that reads one page over and
+ * over makes a sequence of 2^31 keys out of a small pool): ASSOC_ENOMEM,
+ * saying how much it needs, before anything runs. */
 AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, const AssocPaged *paged,
 			    const AssocBuffer *bufs, int nbufs, const AssocValue *params, int nparams);
 /* assoc_run_paged on device memory, for a kernel compiled for "gpu"

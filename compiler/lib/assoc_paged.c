@@ -302,6 +302,9 @@ AssocStatus assoc_run_paged(AssocKernel *k, int64_t heads, int64_t kv_heads, con
 	void **into = calloc(c->nfinal + 1, sizeof *into);
 	if (!st && (!sb || !into))
 		st = paged_fail(k, ASSOC_ENOMEM, "out of memory");
+	if (!st && !done && paged_fits(c, p.heads, p.kv_heads, p.batch, p.page_size, p.pages, p.lens, p.cu, (int)pg->rows,
+				       0, msg, sizeof msg))
+		st = paged_fail(k, ASSOC_ENOMEM, "%s", msg);
 	for (int i = 0; !st && !done && i < c->nfinal; i++) {
 		size_t bytes = p.fin[i].n * p.fin[i].width * run_kind_size(p.fin[i].kind);
 		void *apart = bytes ? malloc(bytes) : NULL;
