@@ -255,6 +255,14 @@ Test(lib, misuse_gives_status_codes)
 	s = (AssocSpec *)1;
 	cr_assert_eq(assoc_spec_load_text(&s, "x", 1, NULL, -1), ASSOC_EINVAL);
 	cr_assert_null(s);
+	/* a length past a spec's 1 MiB (SIZE_MAX for "count it yourself"),
+	 * refused before a byte is copied: len + 1 would wrap to 0 */
+	const size_t lens[] = {SIZE_MAX, SIZE_MAX - 1, (1 << 20) + 1};
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(assoc_spec_load_text(&s, "carrier: x", lens[i], NULL, 0), ASSOC_ESPEC, "%zu", lens[i]);
+		cr_expect(strstr(assoc_spec_error(s), "spec: error: file is larger than 1 MiB"), "%s", assoc_spec_error(s));
+		assoc_spec_free(s);
+	}
 	cr_assert_eq(assoc_array_count(NULL), 0);
 	cr_assert_eq(assoc_array_info(NULL, 0, NULL), ASSOC_EINVAL);
 	cr_assert_eq(assoc_array_bytes(NULL, 0, 1, 1), 0);

@@ -11,6 +11,7 @@
 #include "compiler/check/verdict.h"
 #include "compiler/lib/libassoc_int.h"
 #include "compiler/check/check.h"
+#include "compiler/front/yaml.h"
 #include "compiler/devices/emu.h"
 
 const char *assoc_strerror(AssocStatus s)
@@ -100,6 +101,11 @@ static int keep_source(AssocSpec *s, const char *path, const char *text, size_t 
 	if (path) {
 		s->src = spec_read_file(path, &s->srclen, d);
 		return 0; /* d says why not */
+	}
+	/* refused before a byte is copied: len + 1 wraps at SIZE_MAX */
+	if (len > YAML_MAX_BYTES) {
+		diag_error(d, (Pos){0, 0}, "file is larger than 1 MiB (%zu bytes); a spec is a short text", len);
+		return 0;
 	}
 	s->src = malloc(len + 1);
 	if (!s->src)
