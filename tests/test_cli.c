@@ -2617,3 +2617,20 @@ Test(cli, a_named_pipe_to_read_is_refused, .timeout = 60)
 	cr_expect_eq(sh(ASSOC " check /dev/stdin < specs/sum.yaml", out, sizeof out, 1), 0, "%s", out);
 	unlink("build/in.fifo");
 }
+
+/* An int64 file converted to a float type counts the values that the
+ * conversion rounds: past 2^53 the double read is rounded already, so it
+ * is the integer that is compared with the value stored. */
+Test(cli, int64_past_2_53_into_floats_counts_what_rounds, .timeout = 120)
+{
+	write_text("build/i64f.yaml", "carrier: i64f\nelement: {x: f64}\nstate: {s: f64}\nidentity: {s: 0}\n"
+				      "lift: {s: x}\nmerge: {s: a.s + b.s}\nlaws: [commutative]\n");
+	int64_t v[6] = {((int64_t)1 << 53) + 1, INT64_MAX, 3, -((int64_t)1 << 53) - 1, 4, 5};
+	npy_file("build/i64f.npy", "<i8", 8, v);
+	cr_expect_eq(sh(ASSOC " run build/i64f.yaml --device interp --input x=build/i64f.npy", out, sizeof out, 1), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "holds int64; converted to f64, the type of input 'x' (3 of 6 values rounded)"), "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/online_softmax.yaml --device interp --input x=build/i64f.npy", out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "holds int64; converted to f32, the type of input 'x' (3 of 6 values rounded)"), "%s", out);
+}

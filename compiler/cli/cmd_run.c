@@ -311,6 +311,16 @@ double cli_npy_value(const Npy *a, size_t x, TyKind kind)
 	return npy_get(a, x);
 }
 
+/* Whether int64 value x of a is r exactly: past 2^53 the double that
+ * npy_get reads is rounded already, so it is the integer that is
+ * compared with the value stored. */
+static int i64_stored(const Npy *a, size_t x, double r)
+{
+	int64_t v;
+	memcpy(&v, (const char *)a->data + x * a->itemsize, sizeof v);
+	return r >= -0x1p63 && r < 0x1p63 && (int64_t)r == v;
+}
+
 /* A .npy dtype as NumPy names it, for an input of kind. */
 static const char *dtype_name(const Npy *a, TyKind kind)
 {
@@ -342,7 +352,7 @@ int cli_npy_into(const char *path, const char *name, const Npy *a, Buffer *buf)
 		memcpy(buf->p, a->data, a->count * run_kind_size(kind));
 		return EXIT_OK;
 	}
-	int integer = kind == TY_I32 || kind == TY_I64 || kind == TY_BOOL;
+	int integer = kind == TY_I32 || kind == TY_I64 || kind == TY_BOOL, i64 = !strcmp(a->descr, "<i8");
 	size_t rounded = 0;
 	for (size_t x = 0; x < a->count; x++) {
 		double v = cli_npy_value(a, x, kind), r = ir_round(kind, v);
@@ -354,7 +364,7 @@ int cli_npy_into(const char *path, const char *name, const Npy *a, Buffer *buf)
 			return input_error("%s: the value %.17g at flat index %zu is past the range of %s, the type of "
 					   "input '%s': converting would lose it",
 					   path, v, x, ty_kind_name(kind), name);
-		rounded += r != v && !isnan(v);
+		rounded += (r != v && !isnan(v)) || (i64 && !integer && !i64_stored(a, x, r));
 		run_buffer_set(buf, x, v);
 	}
 	if (strcmp(a->descr, npy_descr(kind))) {
