@@ -2634,3 +2634,31 @@ Test(cli, int64_past_2_53_into_floats_counts_what_rounds, .timeout = 120)
 		     0, "%s", out);
 	cr_expect(strstr(out, "holds int64; converted to f32, the type of input 'x' (3 of 6 values rounded)"), "%s", out);
 }
+
+/* A head axis of 1 in front, (1, rows, len) as x[None] gives it, is one
+ * head, as --heads 1 says: taken for element, row and column inputs. */
+Test(cli, a_leading_head_axis_of_one_is_one_head, .timeout = 120)
+{
+	float x[20];
+	for (int i = 0; i < 20; i++)
+		x[i] = (float)i / 7;
+	Npy a = {.descr = "<f4", .itemsize = 4, .ndim = 3, .shape = {1, 2, 10}, .count = 20, .data = x};
+	char msg[300];
+	cr_assert_eq(npy_write("build/head1.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	const char *heads[] = {"", " --heads 1"};
+	for (int k = 0; k < 2; k++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " run specs/online_softmax.yaml --device interp --input x=build/head1.npy%s",
+			 heads[k]);
+		cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s: %s", cmd, out);
+		cr_expect(strstr(out, "2 rows x 10"), "%s", out);
+	}
+	/* attention's query (1, rows, d) and keys (1, len, d) */
+	a.shape[1] = 5, a.shape[2] = 4;
+	cr_assert_eq(npy_write("build/head1_q.npy", &a, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(sh(ASSOC " run specs/attention.yaml -D d=4 -D dv=4 --device interp --input q=build/head1_q.npy "
+			"--input k=build/head1_q.npy --input v=build/head1_q.npy",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "5 rows x 5"), "%s", out);
+}

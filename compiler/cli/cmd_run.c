@@ -230,6 +230,12 @@ int cli_inputs_read(Opts *o, Carrier *c, Npy *arr)
 		int w;
 		input_layout(c, o->inputs[i].name, &l, &w);
 		int elem = l == SHAPE_ROWS_LEN, col = l == SHAPE_LEN;
+		/* one head with its axis, (1, rows, len) as x[None] or a batch of
+		 * one head gives it: the file's layout without the axis */
+		if (!h && arr[i].ndim == layout_rank(l, w) + 1 && arr[i].shape[0] == 1) {
+			memmove(arr[i].shape, arr[i].shape + 1, (size_t)(arr[i].ndim - 1) * sizeof *arr[i].shape);
+			arr[i].ndim--;
+		}
 		/* one key/value head: a column input's (len, w) is (1, len, w)
 		 * without its leading 1, as a 2-D q is one query head */
 		int hi = col && o->kv_heads == 1 && arr[i].ndim == layout_rank(l, w) ? 0 : h;
