@@ -41,7 +41,7 @@ def _dims(dims):
         # float() would read "8" as 8 and say nothing of which dim None was
         if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Real):
             raise TypeError("dim '%s' takes an int, not %r" % (name, value))
-    return _lib.values(sorted((dims or {}).items()))
+    return _lib.values(sorted((dims or {}).items()), "dims: a dim's name")
 
 
 def load(path, dims=None):
@@ -51,13 +51,13 @@ def load(path, dims=None):
         raise TypeError("path must be a str or os.PathLike, not %r" % (path,))
     vals, n, keep = _dims(dims)
     h = ctypes.c_void_p()
-    st = _lib.lib().assoc_spec_load(ctypes.byref(h), os.fsencode(path), vals, n)
+    st = _lib.lib().assoc_spec_load(ctypes.byref(h), _lib.cstr(os.fsencode(path), "path"), vals, n)
     return Spec._made(h, st, keep)
 
 
 def loads(text, dims=None):
     """The spec written in text (its diagnostics name the file "spec")."""
-    data = text.encode() if isinstance(text, str) else bytes(text)
+    data = _lib.cstr(text, "spec text")
     vals, n, keep = _dims(dims)
     h = ctypes.c_void_p()
     st = _lib.lib().assoc_spec_load_text(ctypes.byref(h), data, len(data), vals, n)
@@ -157,10 +157,12 @@ class Spec:
             raise ValueError("trials must be 0 (the default) or more, got %d" % trials)
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
             raise TypeError("seed must be an int, not %r" % (seed,))
+        if not 0 <= seed < 2**64:  # the library's uint64_t, which would take -1 as 2^64 - 1 unsaid
+            raise ValueError("seed %d is out of range (0 to 2^64 - 1)" % seed)
         line = _lib.optional("assoc_spec_verdict")
         warned = _lib.optional("assoc_spec_warnings")
         with self._lock:
-            st = self._L.assoc_spec_check(self._h, int(trials), int(seed) & (2**64 - 1))
+            st = self._L.assoc_spec_check(self._h, int(trials), int(seed))
             why = _lib.text(self._L.assoc_spec_error(self._h))
             said = _lib.text(line(self._h)) if line is not None else None
             warnings = _lib.text(warned(self._h)) if warned is not None else ""
@@ -195,7 +197,7 @@ class Spec:
                             % (device,))
         h = ctypes.c_void_p()
         with self._lock:
-            st = self._L.assoc_compile(self._h, device.encode(), threads, ctypes.byref(h))
+            st = self._L.assoc_compile(self._h, _lib.cstr(device, "device"), threads, ctypes.byref(h))
         if st != _lib.OK:
             why = _lib.text(self._L.assoc_kernel_error(h)) if h.value else _lib.strerror(st)
             self._L.assoc_kernel_free(h)
@@ -460,7 +462,7 @@ class Kernel:
         for i, name, shape, type_ in outputs:
             outs[name], ptr = _arrays.allocate(first[1], shape, type_, name)
             ptrs[i] = ptr or None
-        pv, np_, keep_p = _lib.values(params)
+        pv, np_, keep_p = _lib.values(params, "a param's name")
         stream = _arrays.cuda_stream(first[1]) if device is not None else None
         # the plan's buffer table is shared by the kernel's calls: its pointers are written under the lock
         with self._lock:
@@ -614,7 +616,7 @@ class Kernel:
                 size *= d
             bufs[n].name, bufs[n].data, bufs[n].bytes = self._names[i], ptr or None, size
             n += 1
-        pv, np_, keep_p = _lib.values(params)
+        pv, np_, keep_p = _lib.values(params, "a param's name")
         with self._lock:
             if device is None:
                 st = run_paged(self._h, H, G, ctypes.byref(pg), bufs, n, pv, np_)

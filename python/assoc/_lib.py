@@ -142,11 +142,23 @@ def strerror(status):
     return text(lib().assoc_strerror(status))
 
 
-def values(pairs):
+def cstr(data, what):
+    """data (str, or bytes as they are) as the bytes of a C string;
+    ValueError where it holds a NUL, at which C would end it and go on
+    with what comes before (a path checked by the caller would not be the
+    path opened), as Python's own open() refuses one."""
+    b = data.encode() if isinstance(data, str) else bytes(data)
+    if b"\0" in b:
+        raise ValueError("%s: embedded null byte at index %d%s" % (
+            what, b.index(b"\0"), ": %r" % (data,) if len(b) <= 200 else ""))
+    return b
+
+
+def values(pairs, what="name"):
     """(array, count, keepalive) of AssocValue from (name, number) pairs."""
     if not pairs:
         return None, 0, None
-    names = [n.encode() for n, _ in pairs]
+    names = [cstr(n, what) for n, _ in pairs]
     arr = (AssocValue * len(pairs))()
     for i, (n, v) in enumerate(pairs):
         arr[i].name = names[i]

@@ -2,6 +2,7 @@
 errors of each.  Run from the repository root with PYTHONPATH=python
 (tests/python.sh does), against build/libassoc.so."""
 import os
+import pathlib
 import re
 import unittest
 
@@ -224,6 +225,20 @@ class Softmax(unittest.TestCase):
             self.spec.check(trials=1.5)
         with self.assertRaisesRegex(TypeError, r"seed must be an int, not 1.5"):
             self.spec.check(trials=10, seed=1.5)
+        # ctypes took 2**70 and -1 as their low 64 bits, unsaid
+        for bad in (2**64, 2**70, -1):
+            with self.assertRaisesRegex(ValueError, r"seed %d is out of range \(0 to 2\^64 - 1\)" % bad):
+                self.spec.check(trials=10, seed=bad)
+        self.assertTrue(self.spec.check(trials=10, seed=2**64 - 1).ok)
+        # C reads a string up to its first NUL: the rest would go unseen
+        # (a path checked by its suffix, a device named "cpu\0...")
+        for call, what in ((lambda: assoc.load("specs/sum.yaml" + "\0/etc/passwd"), "path"),
+                           (lambda: assoc.load(pathlib.Path("specs/sum.yaml\0x")), "path"),
+                           (lambda: assoc.loads("carrier: x\0"), "spec text"),
+                           (lambda: assoc.load("specs/sum.yaml", dims={"d\0x": 4}), "dims: a dim's name"),
+                           (lambda: self.spec.compile("cpu\0gpu"), "device")):
+            with self.assertRaisesRegex(ValueError, r"^%s: embedded null byte at index" % re.escape(what)):
+                call()
         with self.assertRaisesRegex(TypeError, r"device must be a str"):
             self.spec.compile(None)
         self.assertEqual(self.spec.compile("cpu", threads=np.int64(1)).device, "cpu")
