@@ -161,6 +161,18 @@ int variant_parse(const char *s, Variant *v, char *msg, size_t n)
 			snprintf(msg, n, "configuration '%s': expected key=value at '%s'", s, p);
 			return -1;
 		}
+		/* decimal digits as written by variant_str: "04" and "-0" are no
+		 * spelling of a value (a sign stays for the range's message) */
+		const char *digits = p + kl + 1 + (p[kl + 1] == '-');
+		if (digits[0] == '0' && (end - digits > 1 || digits != p + kl + 1)) {
+			snprintf(msg, n, "configuration '%s': %s=%.*s: a value is written in decimal digits without a leading zero",
+				 s, key, (int)(end - (p + kl + 1)), p + kl + 1);
+			return -1;
+		}
+		if (*end == ',' && !end[1]) {
+			snprintf(msg, n, "configuration '%s' ends in a comma: a key=value is missing after it", s);
+			return -1;
+		}
 		int k = key_of(v, key);
 		if (k < 0) {
 			unknown_key(v, s, key, msg, n);

@@ -244,10 +244,16 @@ Test(cpu, device_runs_through_the_table)
 				       {"rows=4,wide=2", "unknown --config item 'wide=2'"},
 				       {"unroll=17", "unroll needs a whole number from 0 to 16"},
 				       {"tf=2", "tf needs a whole number from 0 to 1"},
+				       /* decimal digits alone, as the CUDA keys take them */
+				       {"lanes= 4", "in decimal digits alone (not ' 4')"},
+				       {"lanes=+4", "in decimal digits alone (not '+4')"},
+				       {"lanes=04", "in decimal digits alone (not '04')"},
+				       {"lanes=0x4", "in decimal digits alone (not '0x4')"},
+				       {"lanes=4,", "'lanes=4,' ends in a comma: an item is missing after it"},
 				       {"tf=1", "tf=1 asks for the transported fold, which online_softmax cannot have on the "
 						"cpu device: the tiles fold by the max-rescale merge"}};
-	for (int k = 0; k < 7; k++) {
-		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.config = bad[k][0]}, msg, sizeof msg), -1);
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		cr_assert_eq(dev_cpu.run(d, &(RunOpts){.config = bad[k][0]}, msg, sizeof msg), -1, "%s", bad[k][0]);
 		cr_expect(strstr(msg, bad[k][1]), "%s: %s", bad[k][0], msg);
 	}
 	rundata_free(d);

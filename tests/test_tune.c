@@ -261,6 +261,13 @@ Test(tune, bad_variant_texts_are_refused_with_the_reason)
 		{"splitk:nt=64,split=", "expected key=value"},
 		{"splitk:nt=64,split=99999999999", "expected key=value"},
 		{"splitk:nt=64,split=-3", "split -3 is out of range"},
+		/* decimal digits as variant_str writes them, and nothing after the last */
+		{"splitk:nt=064", "nt=064: a value is written in decimal digits without a leading zero"},
+		{"splitk:nt=64,split=-0", "split=-0: a value is written in decimal digits"},
+		{"splitk:nt=64,split=4,", "ends in a comma: a key=value is missing after it"},
+		{"splitk:nt=+64", "expected key=value at 'nt=+64'"},
+		{"splitk:nt= 64", "expected key=value at 'nt= 64'"},
+		{"splitk:nt=0x40", "expected key=value at 'nt=0x40'"},
 		{"scan:split=100000", "split 100000 is out of range"},
 		{"rowreduce:nt=64,split=2", "1 for rowreduce and rowmap"},
 		{"threads=256 rows=1 vec=4 acc=2 split=2 chunk=0", "unknown kernel family"},

@@ -46,11 +46,20 @@ int cpu_parse_config(const char *cfg, LlvmOpts *lo, char *msg, size_t n)
 					"unknown --config item '%s' (lanes=1..64, accs=1..16, rows=1..16, each a power of two; tile=1..64, unroll=0..16, tf=0..1)",
 					cfg),
 			       -1;
-		if (sscanf(cfg + kl + 1, "%d%n", &v, &used) != 1 || (cfg[kl + 1 + used] && cfg[kl + 1 + used] != ',') ||
-		    v < items[k].least || v > items[k].most)
-			return snprintf(msg, n, "%.*s needs a whole number from %d to %d%s", (int)kl, cfg, items[k].least,
-					items[k].most, items[k].pow2 ? ", a power of two" : ""),
+		/* decimal digits alone, as every --config value (runtime/variant.c):
+		 * no sign, space or leading zero, nothing after but a next item */
+		const char *d = cfg + kl + 1;
+		while (d[used] >= '0' && d[used] <= '9' && used < 10)
+			used++;
+		v = used && used < 10 ? atoi(d) : -1;
+		if (!used || (d[used] && d[used] != ',') || (d[0] == '0' && used > 1) || v < items[k].least ||
+		    v > items[k].most)
+			return snprintf(msg, n, "%.*s needs a whole number from %d to %d%s, in decimal digits alone (not '%.*s')",
+					(int)kl, cfg, items[k].least, items[k].most, items[k].pow2 ? ", a power of two" : "",
+					(int)strcspn(d, ","), d),
 			       -1;
+		if (d[used] == ',' && !d[used + 1])
+			return snprintf(msg, n, "'%s' ends in a comma: an item is missing after it", cfg), -1;
 		if (items[k].pow2 && (v & (v - 1)))
 			return snprintf(msg, n, "%.*s=%d: %s takes a power of two from %d to %d", (int)kl, cfg, v, items[k].key,
 					items[k].least, items[k].most),
