@@ -2662,3 +2662,23 @@ Test(cli, a_leading_head_axis_of_one_is_one_head, .timeout = 120)
 		     0, "%s", out);
 	cr_expect(strstr(out, "5 rows x 5"), "%s", out);
 }
+
+/* Option values are read one way: --param in decimal (as -D), and a
+ * float param that its type would hold as 0 or infinity refused with the
+ * value as written, not the one it would become. */
+Test(cli, param_values_are_decimal_and_held_as_given)
+{
+	cr_expect_eq(sh(ASSOC " check specs/layer_norm.yaml --param eps=0x10", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "--param eps=0x10: a decimal number (hexadecimal is not taken, as by -D)"), "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/layer_norm.yaml --device interp --param eps=-0X1p-3", out, sizeof out, 1), 2,
+		     "%s", out);
+	cr_expect(strstr(out, "hexadecimal is not taken"), "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/layer_norm.yaml --device interp --param eps=1e-46", out, sizeof out, 1), 2,
+		     "%s", out);
+	cr_expect(strstr(out, "--param eps=1e-46: under the smallest f32, which would hold it as 0"), "%s", out);
+	cr_expect_eq(sh(ASSOC " check specs/layer_norm.yaml --param eps=1e-46", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "--param eps=1e-46: under the smallest f32"), "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/layer_norm.yaml --device interp --param eps=1e-45 --rows 2 --len 8", out,
+			sizeof out, 1),
+		     0, "f32's smallest subnormal is held: %s", out);
+}

@@ -72,6 +72,10 @@ int cli_loop_only(const Carrier *c);
 /* Load a spec with the command line's -D, printing diagnostics; NULL on
  * error, and for a loop spec without a merge. */
 Carrier *cli_load(const Opts *o, const char *path);
+/* Each --param of a float type held as given: one its type would hold as
+ * 0 or as infinity (1e-46, 1e39 for f32) is refused, said with the value
+ * as written.  EXIT_OK, or EXIT_USAGE said. */
+int cli_params_fit(const Opts *o, const Carrier *c);
 /* cli_load that also takes a loop spec (for `assoc explore`). */
 Carrier *cli_load_any(const Opts *o, const char *path);
 /* The run's arrays as the command line shapes them (--rows, --len, --heads,

@@ -389,6 +389,10 @@ static int check_one(Opts *o, const char *path)
 		return EXIT_USAGE;
 	}
 	diag_free(&d);
+	if (cli_params_fit(o, c)) {
+		spec_carrier_free(c);
+		return EXIT_USAGE;
+	}
 	char msg[PATH_MAX * 2 + 256];
 	if (cli_loop_msg(c, msg, sizeof msg)) {
 		if (o->json)

@@ -1,5 +1,6 @@
 /* main.c: the assoc command line.  The only file that exits. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <libgen.h>
@@ -239,6 +240,28 @@ int cli_loop_only(const Carrier *c)
 	return 1;
 }
 
+int cli_params_fit(const Opts *o, const Carrier *c)
+{
+	for (int k = 0; k < o->nparams; k++)
+		for (int p = 0; p < c->nparams; p++) {
+			TyKind s = c->params[p].storage;
+			if (strcmp(c->params[p].name, o->params[k].name) ||
+			    !(s == TY_F32 || s == TY_F16 || s == TY_BF16 || s == TY_F8E4M3))
+				continue;
+			char *end;
+			double v = strtod(o->params[k].value, &end), r = ir_round(s, v);
+			/* what is no number is the draw's to say (compiler/check/draw.c) */
+			if (*end || !isfinite(v) || v == 0 || (r != 0 && !isinf(r)))
+				continue;
+			if (r == 0)
+				return usage_error("--param %s=%s: under the smallest %s, which would hold it as 0",
+						   o->params[k].name, o->params[k].value, ty_kind_name(s));
+			return usage_error("--param %s=%s: beyond %s's range", o->params[k].name, o->params[k].value,
+					   ty_kind_name(s));
+		}
+	return EXIT_OK;
+}
+
 Carrier *cli_load_any(const Opts *o, const char *path)
 {
 	Diag d;
@@ -247,6 +270,10 @@ Carrier *cli_load_any(const Opts *o, const char *path)
 	if (!c)
 		fputs(d.text ? d.text : "", stderr);
 	diag_free(&d);
+	if (c && cli_params_fit(o, c)) {
+		spec_carrier_free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -526,6 +553,14 @@ static int parse_opts(int argc, char **argv, Opts *o, int cmd)
 		return usage_error("--batch: a batch of sequences over paged keys and values, with --page-size");
 	if (o->page_size && o->mpi)
 		return usage_error("--page-size: not with --mpi");
+	for (int k = 0; k < o->nparams; k++) {
+		/* decimal, as -D: strtod, which reads them, would take 0x10 too */
+		const char *v = o->params[k].value;
+		v += *v == '-' || *v == '+';
+		if (v[0] == '0' && (v[1] == 'x' || v[1] == 'X'))
+			return usage_error("--param %s=%s: a decimal number (hexadecimal is not taken, as by -D)",
+					   o->params[k].name, o->params[k].value);
+	}
 	o->check.params = o->params;
 	o->check.nparams = o->nparams;
 	if (!o->nspecs)
