@@ -2601,23 +2601,6 @@ Test(cli, loop_spec_error_points_at_its_step)
 		  "%s", out);
 }
 
-/* A named pipe as a spec or an --input is refused at once, not waited on
- * until a writer comes; standard input by its name is read. */
-Test(cli, a_named_pipe_to_read_is_refused, .timeout = 60)
-{
-	unlink("build/in.fifo");
-	cr_assert_eq(mkfifo("build/in.fifo", 0600), 0);
-	cr_expect_eq(sh(ASSOC " check build/in.fifo", out, sizeof out, 1), 2, "%s", out);
-	cr_expect(strstr(out, "build/in.fifo: error: cannot open: not a regular file (a named pipe; /dev/stdin reads one "
-			      "given on standard input)"),
-		  "%s", out);
-	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --device interp --input x=build/in.fifo", out, sizeof out, 1), 2, "%s",
-		     out);
-	cr_expect(strstr(out, "build/in.fifo: cannot open: not a regular file (a named pipe"), "%s", out);
-	cr_expect_eq(sh(ASSOC " check /dev/stdin < specs/sum.yaml", out, sizeof out, 1), 0, "%s", out);
-	unlink("build/in.fifo");
-}
-
 /* An int64 file converted to a float type counts the values that the
  * conversion rounds: past 2^53 the double read is rounded already, so it
  * is the integer that is compared with the value stored. */
@@ -2681,4 +2664,36 @@ Test(cli, param_values_are_decimal_and_held_as_given)
 	cr_expect_eq(sh(ASSOC " run specs/layer_norm.yaml --device interp --param eps=1e-45 --rows 2 --len 8", out,
 			sizeof out, 1),
 		     0, "f32's smallest subnormal is held: %s", out);
+}
+
+/* A named pipe as a spec or an --input is refused at once, not waited on
+ * until a writer comes; standard input by its name is read. */
+Test(cli, a_named_pipe_to_read_is_refused, .timeout = 60)
+{
+	unlink("build/in.fifo");
+	cr_assert_eq(mkfifo("build/in.fifo", 0600), 0);
+	cr_expect_eq(sh(ASSOC " check build/in.fifo", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "build/in.fifo: error: cannot open: not a regular file (a named pipe; /dev/stdin reads one "
+			      "given on standard input)"),
+		  "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --device interp --input x=build/in.fifo", out, sizeof out, 1), 2, "%s",
+		     out);
+	cr_expect(strstr(out, "build/in.fifo: cannot open: not a regular file (a named pipe"), "%s", out);
+	cr_expect_eq(sh(ASSOC " check /dev/stdin < specs/sum.yaml", out, sizeof out, 1), 0, "%s", out);
+	unlink("build/in.fifo");
+}
+
+/* A split that --config asks for past the positions there are to split
+ * runs one position a split, said with a note as --config's other
+ * changes are (65536 splits of 37 positions ran 14 s on emu). */
+Test(cli, a_config_split_past_the_positions_is_clamped_with_a_note, .timeout = 600)
+{
+	int st = sh(ASSOC " run specs/sum.yaml --device emu --rows 3 --len 37 --config splitk:nt=64,split=65536", out,
+		    sizeof out, 1);
+	if (st == 2 && strstr(out, "emu"))
+		cr_skip_test("no emulator here: %s", out);
+	cr_expect_eq(st, 0, "%s", out);
+	cr_expect(strstr(out, "note: --config splitk:nt=64,split=65536: split=65536 is more than the 37 positions to "
+			      "split; running split=37"),
+		  "%s", out);
 }

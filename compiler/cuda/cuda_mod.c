@@ -1654,6 +1654,17 @@ int cuda_config_note(const CudaModule *m, int v, const char *config, const char 
 	return 1;
 }
 
+int cuda_config_split(const char *config, int split, int len, char *note, size_t n)
+{
+	if (n)
+		note[0] = 0;
+	if (len < 1 || split <= len)
+		return split;
+	snprintf(note, n, "--config %s: split=%d is more than the %d positions to split; running split=%d", config, split,
+		 len, len);
+	return len;
+}
+
 int cuda_p_round_kind(const CudaModule *m, int v)
 {
 	const Variant *x = &m->var[v];

@@ -60,8 +60,12 @@ int emu_run_data(RunData *d, const RunOpts *o, EmuStats *st, char *msg, size_t n
 	Variant cv;
 	if (run_thread_fits(d->c, msg, n))
 		return -1;
-	if (o->config && !said && !variant_parse(o->config, &cv, msg, n) && cv.split > 0) /* --split stands over it */
-		split = cv.split, said = 1;
+	if (o->config && !said && !variant_parse(o->config, &cv, msg, n) && cv.split > 0) { /* --split stands over it */
+		char note[320];
+		split = cuda_config_split(o->config, cv.split, d->len, note, sizeof note), said = 1;
+		if (note[0])
+			fprintf(stderr, "assoc: note: %s\n", note);
+	}
 	if (d->page.size ? cuda_module_paged(d->c, NULL, o->arch, 0, d->page.size, &m, msg, n)
 			 : cuda_module_for(d->c, NULL, o->arch, 0, &m, msg, n))
 		return -1;
@@ -191,8 +195,9 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 		return -1;
 	if ((long long)rb->batch * rb->max_pages * d0->page.size > INT_MAX)
 		return 1; /* the kernels index the table's keys as one row in 32 bits */
+	int config_split = 0;
 	if (o->config && !said && !variant_parse(o->config, &cv, msg, n) && cv.split > 0)
-		split = cv.split, said = 1;
+		split = cv.split, said = 1, config_split = 1;
 	if (cuda_module_paged(c, NULL, o->arch, 0, d0->page.size, &m, msg, n))
 		return -1;
 	/* the row templates, or the generic ones asked for: a sequence at a time */
@@ -218,6 +223,12 @@ int emu_run_batch(RunBatch *rb, const RunOpts *o, EmuStats *st, char *msg, size_
 	if (!total) { /* no queries: nothing to launch */
 		cuda_module_free(&m);
 		return 0;
+	}
+	if (config_split) {
+		char note[320];
+		split = cuda_config_split(o->config, split, lmax, note, sizeof note);
+		if (note[0])
+			fprintf(stderr, "assoc: note: %s\n", note);
 	}
 	if (emu_open(m.src, &lib, msg, n))
 		goto out;

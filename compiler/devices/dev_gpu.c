@@ -407,8 +407,11 @@ int gpu_choose(Gpu *g, const RunData *d, const RunOpts *o, int *v, int *split, c
 		char note[640];
 		if (cuda_config_note(&g->m, *v, o->config, "running", note, sizeof note)) /* what runs instead, said */
 			fprintf(stderr, "assoc: note: %s\n", note);
-		if (o->split <= 0 && !variant_parse(o->config, &x, why, n) && x.split > 0) /* an explicit --split stands */
-			*split = x.split;
+		if (o->split <= 0 && !variant_parse(o->config, &x, why, n) && x.split > 0) { /* an explicit --split stands */
+			*split = cuda_config_split(o->config, x.split, d->len, note, sizeof note);
+			if (note[0])
+				fprintf(stderr, "assoc: note: %s\n", note);
+		}
 		/* a configuration asked for by name may spill, which the rule's
 		 * and the tuner's never do: said where the choice is */
 		TuneResources r;
