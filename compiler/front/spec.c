@@ -1176,6 +1176,16 @@ static int check_top(L *l)
 				   name->text);
 		return -1;
 	}
+	/* the header's names are the carrier's with a suffix, at file scope,
+	 * where C reserves every name that starts with '_' (a carrier '_'
+	 * gives __launch) */
+	if (name->text[0] == '_') {
+		diag_error(l->d, name->pos,
+			   "carrier name '%s' starts with '_': the names of its kernels' header (%s_args, %s_launch) "
+			   "would be reserved in C",
+			   name->text, name->text, name->text);
+		return -1;
+	}
 	l->c->name = xstrdup(name->text);
 	l->c->summary = sum ? xstrdup(sum->text) : NULL;
 	return 0;
