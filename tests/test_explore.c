@@ -781,9 +781,9 @@ static ExploreResult restarts(const char *text, const char *line)
  * never disproves them; the trials hold, and the carrier is right on
  * interp, cpu and emu.  A sum of the positives (restarted, grown by x)
  * takes the same path, and so do a largest value from -inf (guarded on
- * an empty side) and a smallest one; a third field of another form, a
- * second that restarts, or a growth by a param that may be negative leave
- * it to the other strategies, and say why. */
+ * an empty side), a smallest one, and two fields that restart each beside
+ * its largest value; a field of another form, or a growth by a param that
+ * may be negative, leave it to the other strategies, and say why. */
 Test(explore, a_field_that_restarts_with_its_largest_value, .timeout = 60)
 {
 	ExploreResult r;
@@ -845,11 +845,30 @@ Test(explore, a_field_that_restarts_with_its_largest_value, .timeout = 60)
 		     "  run: where(a.cuts_run > 0, a.run, a.run + b.run)\n");
 	cr_expect(strstr(r.yaml, "  best: max(max(a.best, b.best), a.lead_run + b.run)\n"), "%s", r.yaml);
 	explore_result_free(&r);
-	/* two fields that restart: one is taken, and the log says so */
-	r = explore_text("carrier: two_runs\nelement: {x: f32}\nstate: {up: f32, down: f32}\n"
-			 "identity: {up: 0, down: 0}\nstep:\n  up: where(x > 0, up + 1, 0)\n  down: where(x < 0, down + 1, 0)\n"
-			 "finalize: {up: up, down: down}\n");
-	cr_expect(strstr(r.log, "up and down both restart: one such field is taken"), "%s", r.log);
+	/* two fields that restart, each beside its largest value: a pair
+	 * for each, and a cross term for each largest value */
+	r = restarts("carrier: two_runs\nelement: {x: f32}\nstate: {up: f32, down: f32, bu: f32, bd: f32}\n"
+		     "identity: {up: 0, down: 0, bu: 0, bd: 0}\nstep:\n  up: where(x > 0, up + 1, 0)\n"
+		     "  down: where(x < 0, down + 1, 0)\n  bu: max(bu, up)\n  bd: max(bd, down)\n"
+		     "finalize: {up: bu, down: bd}\n",
+		     "  bd: max(max(a.bd, b.bd), a.down + b.lead_down)\n");
+	cr_expect_str_eq(r.aux, "cuts_up and lead_up, cuts_down and lead_down", "%s", r.log);
+	cr_expect(strstr(r.yaml, "  bu: max(max(a.bu, b.bu), a.up + b.lead_up)\n") &&
+			  strstr(r.yaml, "  down: where(b.cuts_down > 0, b.down, a.down + b.down)\n"),
+		  "%s", r.yaml);
+	cr_expect(strstr(r.log, "restart: succeeded (up and down restart: "), "%s", r.log);
+	cr_expect_neq(r.assoc, PROOF_DISPROVED, "%s", r.yaml);
+	c = load_yaml(r.yaml);
+	holds_and_runs(c, "two_runs", r.yaml);
+	spec_carrier_free(c);
+	explore_result_free(&r);
+	/* one of them beside a field of another form: said */
+	r = explore_text("carrier: two_runs_product\nelement: {x: f32}\nstate: {up: f32, down: f32, t: f32}\n"
+			 "identity: {up: 0, down: 0, t: 1}\nstep:\n  up: where(x > 0, up + 1, 0)\n"
+			 "  down: where(x < 0, down + 1, 0)\n  t: t * x\nfinalize: {up: up, t: t}\n");
+	cr_expect(strstr(r.log, "restart: failed (2 fields restart, but t is neither one of them nor the largest or "
+				"smallest value one takes)"),
+		  "%s", r.log);
 	explore_result_free(&r);
 }
 
