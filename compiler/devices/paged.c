@@ -382,10 +382,13 @@ static void merge_check(const Paged *p, int b, int rows, int width, OutCheck *al
 		all->name = name;
 		all->at = at;
 		all->naive_at = paged_index(p, b, rows, width, x->naive_at);
+		all->bound_at = paged_index(p, b, rows, width, x->bound_at);
 		return;
 	}
 	if (x->naive_worst > all->naive_worst)
 		all->naive_worst = x->naive_worst, all->naive_at = paged_index(p, b, rows, width, x->naive_at);
+	if (x->bound_worst > all->bound_worst)
+		all->bound_worst = x->bound_worst, all->bound_at = paged_index(p, b, rows, width, x->bound_at);
 	all->want_scale = fmax(all->want_scale, x->want_scale);
 	/* a NaN mismatch outranks any finite error, as runcheck ranks them */
 	if ((x->nan_mismatch && !all->nan_mismatch) ||

@@ -232,12 +232,14 @@ typedef struct {
 	 * same infinity in both */
 	size_t nan_both, inf_both;
 	size_t empty_nan; /* results on empty (or fully masked) rows, whose reference is NaN: not compared */
-	/* the naive float32 evaluation's largest error (and its flat index)
-	 * and the largest finite magnitude of the reference: where that error
-	 * passes that magnitude, the tolerance passes a value wrong by the
-	 * output's own size (runcheck_notes says so) */
-	double naive_worst, want_scale;
-	size_t naive_at;
+	/* the naive float32 evaluation's largest error and the largest
+	 * share of its running bound that stood in for a smaller error (and
+	 * their flat indices), and the largest finite magnitude of the
+	 * reference: where either passes that magnitude, the tolerance
+	 * passes a value wrong by the output's own size (runcheck_notes says
+	 * so) */
+	double naive_worst, bound_worst, want_scale;
+	size_t naive_at, bound_at;
 	const char *basis; /* "the float64 reference", or the carrier's float64 left fold where the spec has none */
 } OutCheck;
 
