@@ -123,12 +123,15 @@ int paged_fits(const Carrier *c, int heads, int kv_heads, int batch, int page_si
 	return -1;
 }
 
-/* The buffers of nd arrays of count elements; NULL where one cannot be had. */
-static Buffer *buffers(const Decl *d, int nd, size_t count)
+/* The buffers of nd arrays of count elements, of inputs d or else of
+ * outputs o; NULL where one cannot be had. */
+static Buffer *arrays(const Decl *d, const Def *o, int nd, size_t count)
 {
 	Buffer *b = calloc(nd ? nd : 1, sizeof *b);
 	for (int i = 0; b && i < nd; i++) {
-		b[i] = (Buffer){d[i].storage, spec_decl_width(&d[i]), count, NULL};
+		Ty t = d ? d[i].ty : o[i].e->ty;
+		b[i] = (Buffer){d ? d[i].storage : (TyKind)t.kind, d ? spec_decl_width(&d[i]) : t.len ? t.len : 1, count,
+				NULL};
 		b[i].p = calloc(count ? count * b[i].width : 1, run_kind_size(b[i].kind));
 		if (!b[i].p) {
 			while (i--)
@@ -140,22 +143,8 @@ static Buffer *buffers(const Decl *d, int nd, size_t count)
 	return b;
 }
 
-static Buffer *out_buffers(const Def *d, int nd, size_t count)
-{
-	Buffer *b = calloc(nd ? nd : 1, sizeof *b);
-	for (int i = 0; b && i < nd; i++) {
-		Ty t = d[i].e->ty;
-		b[i] = (Buffer){(TyKind)t.kind, t.len ? t.len : 1, count, NULL};
-		b[i].p = calloc(count ? count * b[i].width : 1, run_kind_size(b[i].kind));
-		if (!b[i].p) {
-			while (i--)
-				free(b[i].p);
-			free(b);
-			return NULL;
-		}
-	}
-	return b;
-}
+static Buffer *buffers(const Decl *d, int nd, size_t count) { return arrays(d, NULL, nd, count); }
+static Buffer *out_buffers(const Def *d, int nd, size_t count) { return arrays(NULL, d, nd, count); }
 
 Paged *paged_new(Carrier *c, int heads, int kv_heads, int batch, int page_size, int pages, int max_pages,
 		 const int32_t *table, const int32_t *lens, const int32_t *cu, int rows, char *msg, size_t n)

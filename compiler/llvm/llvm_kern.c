@@ -1272,6 +1272,17 @@ static void scan_vector(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 	free(x);
 }
 
+int kern_scalar_inputs(const Carrier *c)
+{
+	for (int i = 0; i < c->nelem; i++)
+		if (spec_decl_width(&c->elem[i]) != 1)
+			return 0;
+	for (int i = 0; i < c->ncol; i++)
+		if (spec_decl_width(&c->col[i]) != 1)
+			return 0;
+	return 1;
+}
+
 /* A scan's tiles of W*W positions from j, W blocks of W side by side
  * (lane l the block of positions l*W .. l*W + W - 1): the inputs come in
  * transposed (kern_load_segments, segments of W); each lane folds its
@@ -1423,13 +1434,7 @@ static int scan_tiles_fit(const Kern *k)
 	free(seen);
 	if (!slow)
 		return 0;
-	for (int i = 0; i < c->nelem; i++)
-		if (spec_decl_width(&c->elem[i]) != 1)
-			return 0;
-	for (int i = 0; i < c->ncol; i++)
-		if (spec_decl_width(&c->col[i]) != 1)
-			return 0;
-	return kern_state_components((Carrier *)c) <= SCAN_TILE_COMPONENTS;
+	return kern_scalar_inputs(c) && kern_state_components((Carrier *)c) <= SCAN_TILE_COMPONENTS;
 }
 
 /* The positions [from, to) of a vector from from, fewer than its lanes
@@ -1776,12 +1781,8 @@ static int lanes_components(const Carrier *c)
 static int short_state_lanes(Carrier *c)
 {
 	int n = lanes_components(c);
-	for (int i = 0; i < c->nelem; i++)
-		if (spec_decl_width(&c->elem[i]) != 1)
-			return 0;
-	for (int i = 0; i < c->ncol; i++)
-		if (spec_decl_width(&c->col[i]) != 1)
-			return 0;
+	if (!kern_scalar_inputs(c))
+		return 0;
 	for (int i = 0; i < c->nmap; i++)
 		if (lower_width(c->map[i].e) != 1)
 			return 0;

@@ -146,6 +146,8 @@ void kern_bind_inputs(B *b, LLVMValueRef j);
  * addresses do not alias modulo 4 KiB, as they do when a segment is a
  * power of two long (rows of 65536: every segment in one L1 set). */
 LLVMValueRef kern_odd_lines(B *b, LLVMValueRef q);
+/* Whether every element and column input has one component a position. */
+int kern_scalar_inputs(const Carrier *c);
 void kern_load_segments(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *out);
 void kern_bind_segment(B *b, LLVMValueRef j, LLVMValueRef seg, LLVMValueRef *in, int t);
 int kern_staged_width(const Carrier *c);
