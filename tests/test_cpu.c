@@ -3140,6 +3140,24 @@ Test(cpu, fields_apart_keep_order_in_ordered_lanes, .timeout = 120)
 	spec_carrier_free(c);
 }
 
+/* k's runs of c against the left fold at each of the n lengths (6 rows,
+ * seeds from seed on, pools of 1 to 3 threads in turn, every other run
+ * split in 3), special_rows in rows 1 to 4 where special. */
+static void scan_lengths_meet_the_left_fold(Carrier *c, LlvmKernel *k, const int *lens, size_t n, uint64_t seed,
+					    int special, RtPool **p)
+{
+	for (size_t i = 0; i < n; i++) {
+		RunData *d = drawn(c, 6, lens[i], seed + i);
+		if (lens[i] > 3 && special)
+			special_rows(d, lens[i]);
+		run_kernel(k, d, p[i % 3], i % 2 ? 3 : 0);
+		char what[200];
+		snprintf(what, sizeof what, "%s len %d", c->name, lens[i]);
+		expect_ok(d, what);
+		rundata_free(d);
+	}
+}
+
 /* Scans of scalars run in vectors (scan_lanes in compiler/llvm/llvm_kern.c):
  * each position's outputs meet the left fold at lengths around the
  * vector (0, 1, under one, one and one more, not a multiple), with
@@ -3164,17 +3182,7 @@ Test(cpu, scans_in_vectors_meet_the_left_fold, .timeout = 240)
 		Carrier *c = text_ok(texts[s]);
 		LlvmKernel *k = compiled(c, NULL);
 		cr_assert_gt(k->scan_lanes, 1, "%s: a scan in vectors", c->name);
-		for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
-			RunData *d = drawn(c, 6, lens[n], 41 + n);
-			if (lens[n] > 3 && s < 2) {
-				special_rows(d, lens[n]);
-			}
-			run_kernel(k, d, p[n % 3], n % 2 ? 3 : 0);
-			char what[200];
-			snprintf(what, sizeof what, "%s len %d", c->name, lens[n]);
-			expect_ok(d, what);
-			rundata_free(d);
-		}
+		scan_lengths_meet_the_left_fold(c, k, lens, sizeof lens / sizeof *lens, 41, s < 2, p);
 		llvm_kernel_free(k);
 		spec_carrier_free(c);
 	}
@@ -3262,22 +3270,15 @@ Test(cpu, scans_in_tiles_meet_the_left_fold, .timeout = 240)
 		Carrier *c = text_ok(texts[s]);
 		LlvmKernel *k = compiled(c, NULL);
 		if (k->scan_lanes != 16) {
+			int lanes = k->scan_lanes;
 			llvm_kernel_free(k);
 			spec_carrier_free(c);
 			pools_close(p, 3);
-			cr_skip_test("this host's vectors have %d lanes, not 16", k->scan_lanes);
+			cr_skip_test("this host's vectors have %d lanes, not 16", lanes);
 		}
 		cr_assert(k->scan_tiles, "%s: a scan in tiles", c->name);
-		for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
-			RunData *d = drawn(c, 6, lens[n], 7 + n);
-			if (lens[n] > 3 && s == 1) /* the others' merges take infinities by grouping (check says so) */
-				special_rows(d, lens[n]);
-			run_kernel(k, d, p[n % 3], n % 2 ? 3 : 0);
-			char what[200];
-			snprintf(what, sizeof what, "%s len %d", c->name, lens[n]);
-			expect_ok(d, what);
-			rundata_free(d);
-		}
+		/* the others' merges take infinities by grouping (check says so) */
+		scan_lengths_meet_the_left_fold(c, k, lens, sizeof lens / sizeof *lens, 7, s == 1, p);
 		llvm_kernel_free(k);
 		spec_carrier_free(c);
 	}

@@ -1221,6 +1221,40 @@ static LLVMValueRef lane_splat(B *b, LLVMValueRef v, int at)
 
 /* The vector at j: the state before it in carry (every lane, slots), its
  * positions' outputs stored, carry moved on past it. */
+/* The lifts of the positions bound (scan_vector, scan_tile) into p, the
+ * identity (into id) where the mask or the range (b->lmask) leaves one
+ * out. */
+static void scan_lift(B *b, LV *p, LV *id)
+{
+	Carrier *c = b->k->c;
+	Lower *L = &b->L;
+	kern_state_exprs(b, c->lift, p);
+	LLVMValueRef cond = c->mask ? lower_lv_at(lower_expr(L, c->mask), 0) : NULL;
+	if (b->lmask)
+		cond = cond ? LLVMBuildAnd(L->b, cond, b->lmask, "") : b->lmask;
+	kern_identity(b, id);
+	if (cond)
+		for (int f = 0; f < c->nstate; f++)
+			p[f].c[0] = LLVMBuildSelect(L->b, cond, p[f].c[0], lower_lv_at(id[f], 0), "");
+}
+
+/* p's lanes scanned in place, in log2(W) steps: lane l merges the lane d
+ * before it, or the identity id, on its left (d = 1, 2, 4, ...); sh and m
+ * hold the steps' operands and results. */
+static void scan_across_lanes(B *b, LV *p, const LV *id, LV *sh, LV *m)
+{
+	Lower *L = &b->L;
+	int W = L->W, ns = b->k->c->nstate;
+	for (int d = 1; d < W; d *= 2) {
+		for (int f = 0; f < ns; f++)
+			sh[f] = lv1(b, lanes_up(b, p[f].c[0], lower_lv_at(id[f], 0), d));
+		lower_scope(L, W);
+		kern_bind_params(b);
+		kern_merge(b, sh, p, m);
+		memcpy(p, m, ns * sizeof *p);
+	}
+}
+
 static void scan_vector(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 {
 	Carrier *c = b->k->c;
@@ -1229,14 +1263,7 @@ static void scan_vector(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 	LV *p = tmp, *sh = tmp + ns, *m = tmp + 2 * ns, *id = calloc(ns, sizeof *id), *x = calloc(ns, sizeof *x);
 	lower_scope(L, W);
 	kern_bind_inputs(b, j);
-	kern_state_exprs(b, c->lift, p);
-	LLVMValueRef cond = c->mask ? lower_lv_at(lower_expr(L, c->mask), 0) : NULL;
-	if (b->lmask)
-		cond = cond ? LLVMBuildAnd(L->b, cond, b->lmask, "") : b->lmask;
-	kern_identity(b, id);
-	if (cond)
-		for (int f = 0; f < ns; f++)
-			p[f].c[0] = LLVMBuildSelect(L->b, cond, p[f].c[0], lower_lv_at(id[f], 0), "");
+	scan_lift(b, p, id);
 	/* each position onto the identity first, as the left fold and check's
 	 * trees take it: the steps put a lane's state on the left of the next
 	 * lane's, and a merge that skips a NaN on its right keeps one on its
@@ -1247,17 +1274,7 @@ static void scan_vector(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 	kern_merge(b, id, p, m);
 	for (int f = 0; f < ns; f++)
 		p[f] = m[f];
-	for (int d = 1; d < W; d *= 2) {
-		for (int f = 0; f < ns; f++) {
-			sh[f] = lower_lv_new(L, 1);
-			sh[f].c[0] = lanes_up(b, p[f].c[0], lower_lv_at(id[f], 0), d);
-		}
-		lower_scope(L, W);
-		kern_bind_params(b);
-		kern_merge(b, sh, p, m);
-		for (int f = 0; f < ns; f++)
-			p[f] = m[f];
-	}
+	scan_across_lanes(b, p, id, sh, m);
 	lower_scope(L, W);
 	kern_bind_inputs(b, j);
 	kern_slots_load(b, carry, x);
@@ -1319,13 +1336,7 @@ static void scan_tile(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 		LV *st = s + (size_t)t * ns;
 		lower_scope(L, W);
 		kern_bind_segment(b, j, seg, in, t);
-		kern_state_exprs(b, c->lift, m);
-		kern_identity(b, id);
-		if (c->mask) {
-			LLVMValueRef cond = lower_lv_at(lower_expr(L, c->mask), 0);
-			for (int f = 0; f < ns; f++)
-				m[f].c[0] = LLVMBuildSelect(L->b, cond, m[f].c[0], lower_lv_at(id[f], 0), "");
-		}
+		scan_lift(b, m, id);
 		lower_scope(L, W);
 		kern_bind_params(b);
 		kern_merge(b, t % C ? st - ns : id, m, tmp);
@@ -1348,14 +1359,7 @@ static void scan_tile(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 	kern_bind_params(b);
 	kern_identity(b, id);
 	memcpy(pre, tot, ns * sizeof *pre);
-	for (int d = 1; d < W; d *= 2) {
-		for (int f = 0; f < ns; f++)
-			x[f] = lv1(b, lanes_up(b, pre[f].c[0], lower_lv_at(id[f], 0), d));
-		lower_scope(L, W);
-		kern_bind_params(b);
-		kern_merge(b, x, pre, tmp);
-		memcpy(pre, tmp, ns * sizeof *pre);
-	}
+	scan_across_lanes(b, pre, id, x, tmp);
 	for (int f = 0; f < ns; f++)
 		x[f] = lv1(b, lanes_up(b, pre[f].c[0], lower_lv_at(id[f], 0), 1));
 	lower_scope(L, W);
@@ -1366,9 +1370,10 @@ static void scan_tile(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 	 * itself, not merged with the identity on its right, which an
 	 * infinite mean takes to NaN (mean + (0 - -inf) * 0) where the left
 	 * fold, taking positions alone, never meets it */
-	LLVMValueRef first = LLVMConstNull(LLVMVectorType(LLVMInt1TypeInContext(L->ctx), (unsigned)W));
-	first = LLVMBuildInsertElement(L->b, first, LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0),
-				       LLVMConstInt(b->i32, 0, 0), "");
+	LLVMValueRef lane0[64];
+	for (int l = 0; l < W; l++)
+		lane0[l] = LLVMConstInt(LLVMInt1TypeInContext(L->ctx), l == 0, 0);
+	LLVMValueRef first = LLVMConstVector(lane0, (unsigned)W);
 	for (int f = 0; f < ns; f++)
 		pre[f].c[0] = LLVMBuildSelect(L->b, first, m[f].c[0], pre[f].c[0], "");
 	for (int t = 0; t < W; t++) {
@@ -1407,17 +1412,10 @@ static void scan_tile(B *b, LLVMValueRef j, LV *carry, LV *tmp)
  * 0.86 and 0.55, sums 2.6 and 2.2. */
 enum { SCAN_TILE_COMPONENTS = 8 };
 
-static int slow_op(const Expr *e, unsigned char *seen)
+static int slow_op(void *ctx, Expr *e)
 {
-	if (seen[e->id])
-		return 0;
-	seen[e->id] = 1;
-	if ((e->op == EXPR_DIV && ty_is_float(e->ty)) || (ir_ops[e->op].flags & F_MATH))
-		return 1;
-	for (int i = 0; i < e->nargs; i++)
-		if (slow_op(e->a[i], seen))
-			return 1;
-	return 0;
+	(void)ctx;
+	return (e->op == EXPR_DIV && ty_is_float(e->ty)) || (ir_ops[e->op].flags & F_MATH);
 }
 
 static int scan_tiles_fit(const Kern *k)
@@ -1426,12 +1424,8 @@ static int scan_tiles_fit(const Kern *k)
 	if (k->scan_lanes != 16)
 		return 0;
 	int slow = 0;
-	unsigned char *seen = calloc((size_t)ir_nnodes(c->ir) + 1, 1);
-	if (!seen)
-		abort();
 	for (int f = 0; f < c->nstate && !slow; f++)
-		slow = slow_op(c->merge[f], seen);
-	free(seen);
+		slow = ir_contains(c->merge[f], slow_op, NULL);
 	if (!slow)
 		return 0;
 	return kern_scalar_inputs(c) && kern_state_components((Carrier *)c) <= SCAN_TILE_COMPONENTS;
