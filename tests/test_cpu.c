@@ -3285,6 +3285,82 @@ Test(cpu, scans_in_tiles_meet_the_left_fold, .timeout = 240)
 	pools_close(p, 3);
 }
 
+/* A running mean's merge takes a state of -inf on the left of the
+ * identity to NaN (-inf + (0 - -inf) * 0), guarded against n = 0 or not;
+ * the left fold never meets that.  A partial vector of a scan (the head
+ * up to the outputs' alignment, where a row or a split's chunk starts
+ * mid-vector; the tail) holds the identity's lift in its lanes past the
+ * range, and carries on its last position's state, not its last lane's.
+ * Rows of -inf and of drawn numbers at lengths 1 to 40 and past
+ * SCAN_ALIGN_MIN, whole and split in 3, against the interpreter: the
+ * same infinities and NaN, the numbers within rounding; and the state a
+ * row of -inf leaves, -inf. */
+Test(cpu, a_partial_vector_of_a_scan_carries_its_last_position, .timeout = 240)
+{
+	static const char *means[] = {"  mu: a.mu + (b.mu - a.mu) * b.n / (a.n + b.n)\n",
+				      "  mu: where(n == 0, 0, a.mu + (b.mu - a.mu) * (b.n / n))\n"};
+	static const int longs[] = {1024, 1031, 2100, 3100, 4099};
+	enum { SHORT = 40, N = SHORT + sizeof longs / sizeof *longs };
+	const Device *interp = run_device_find("interp");
+	cr_assert(interp);
+	RtPool *p[2];
+	pools_open(p, 2);
+	for (size_t m = 0; m < sizeof means / sizeof *means; m++) {
+		char text[512];
+		snprintf(text, sizeof text,
+			 "carrier: running_mean\nelement: {x: f32}\nstate: {n: f32, mu: f32}\nidentity: {n: 0, mu: 0}\n"
+			 "lift: {n: 1, mu: x}\nmerge:\n  n: a.n + b.n\n%sfinalize: {mean: mu}\ntemplate: scan\n",
+			 means[m]);
+		Carrier *c = text_ok(text);
+		LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = 16});
+		cr_assert_eq(k->scan_lanes, 16, "a scan in vectors of 16, whose outputs align");
+		for (int i = 0; i < N; i++) {
+			int len = i < SHORT ? i + 1 : longs[i - SHORT];
+			for (int split = 0; split < 4; split += 3) {
+				RunData *d[2] = {drawn(c, 4, len, 60 + i), drawn(c, 4, len, 60 + i)};
+				for (int r = 0; r < 4; r += 2) /* rows 0 and 2 all -inf, 1 and 3 drawn */
+					for (int j = 0; j < len; j++)
+						for (int t = 0; t < 2; t++)
+							((float *)d[t]->elem[0].p)[(size_t)r * len + j] = -INFINITY;
+				char msg[200];
+				cr_assert_eq(interp->run(d[1], &(RunOpts){.threads = 1}, msg, sizeof msg), 0, "%s", msg);
+				run_kernel(k, d[0], p[split > 0], split);
+				const float *x = d[0]->fin[0].p, *y = d[1]->fin[0].p;
+				size_t bad = 0, first = 0;
+				for (size_t q = 0; q < (size_t)4 * len; q++) {
+					int same = isnan(y[q]) ? isnan(x[q])
+						 : isinf(y[q]) ? x[q] == y[q]
+							       : fabsf(x[q] - y[q]) <= 1e-4f * (1 + fabsf(y[q]));
+					if (!same && !bad++)
+						first = q;
+				}
+				cr_expect_eq(bad, 0, "mean %zu, len %d, split %d: %zu positions differ, the first %zu: %g, not %g",
+					     m, len, split, bad, first, bad ? x[first] : 0.0, bad ? y[first] : 0.0);
+				/* the state a run of row 0 from lo leaves (the tail's carry),
+				 * finalized into its first position */
+				for (int lo = 0; lo < len && lo < 4 && !split; lo += 3) {
+					const void *in[64];
+					void *out[64];
+					CpuArgs a;
+					_Alignas(64) unsigned char st[256];
+					cpu_args(d[0], &a, in, out);
+					cr_assert(k->k.state_bytes <= sizeof st);
+					k->k.identity(&a, st);
+					k->k.scan(&a, 0, lo, len, st);
+					k->k.finalize(&a, 0, 0, st);
+					cr_expect(x[0] == -INFINITY, "mean %zu, len %d: row 0 from %d leaves %g, not -inf", m, len,
+						  lo, x[0]);
+				}
+				rundata_free(d[0]);
+				rundata_free(d[1]);
+			}
+		}
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
+	pools_close(p, 2);
+}
+
 /* A scan's outputs past 64 MiB stream out with non-temporal stores after
  * a masked vector up to their 64-byte alignment (scan_lanes): rows of odd
  * length start anywhere, and so do the chunks of split rows.  Each

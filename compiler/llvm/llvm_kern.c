@@ -1170,7 +1170,8 @@ static void scan_seeds(B *b, LLVMValueRef f, LLVMValueRef lo, LLVMValueRef seg, 
  * the lane d before it, or the identity, on its left: d = 1, 2, 4, ...),
  * then merged on the right of the state before it, broadcast to every
  * lane; the outputs of all W positions go out as one vector, and the
- * last lane, broadcast, carries into the next vector.  A position's
+ * last position's lane (the last lane but in a partial vector),
+ * broadcast, carries into the next vector.  A position's
  * chain is then one merge and one broadcast per W positions; scalar, it
  * was one merge per position (4 chains side by side, y = a*y + x at 0.4
  * of a copy, 256 x 65536).  The row is read once, in order.  Only
@@ -1255,7 +1256,9 @@ static void scan_across_lanes(B *b, LV *p, const LV *id, LV *sh, LV *m)
 	}
 }
 
-static void scan_vector(B *b, LLVMValueRef j, LV *carry, LV *tmp)
+/* last: the lane of the vector's last position (an i32), NULL where it
+ * is whole (lane W - 1). */
+static void scan_vector(B *b, LLVMValueRef j, LLVMValueRef last, LV *carry, LV *tmp)
 {
 	Carrier *c = b->k->c;
 	Lower *L = &b->L;
@@ -1282,8 +1285,13 @@ static void scan_vector(B *b, LLVMValueRef j, LV *carry, LV *tmp)
 	kern_bind_self(b, m);
 	LLVMValueRef at = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, b->i, b->len, ""), j, "");
 	kern_store_outputs(b, c->finalize, c->nfinal, 0, at);
+	/* a partial vector's lanes past its last position hold its state
+	 * merged with the identity on the right, which a merge lawful on
+	 * numbers alone takes elsewhere (a mean of -inf to NaN: -inf + (0 -
+	 * -inf) * 0), and which the left fold never meets */
 	for (int f = 0; f < ns; f++)
-		m[f].c[0] = lane_splat(b, m[f].c[0], W - 1);
+		m[f].c[0] = last ? lower_splat(L, LLVMBuildExtractElement(L->b, m[f].c[0], last, ""))
+				 : lane_splat(b, m[f].c[0], W - 1);
 	kern_slots_store(b, carry, m);
 	free(id);
 	free(x);
@@ -1432,14 +1440,16 @@ static int scan_tiles_fit(const Kern *k)
 }
 
 /* The positions [from, to) of a vector from from, fewer than its lanes
- * (none: nothing), by masked loads and stores. */
+ * (none: nothing), by masked loads and stores; carry then the state of
+ * position to - 1. */
 static void scan_partial(B *b, LLVMValueRef from, LLVMValueRef to, LV *carry, LV *tmp)
 {
 	Lower *L = &b->L;
 	LLVMBasicBlockRef done = kern_if(b, LLVMBuildICmp(L->b, LLVMIntSLT, from, to, ""));
 	lower_scope(L, b->k->scan_lanes);
 	b->lmask = kern_lanes_below(b, from, to);
-	scan_vector(b, from, carry, tmp);
+	LLVMValueRef last = LLVMBuildTrunc(L->b, LLVMBuildSub(L->b, LLVMBuildSub(L->b, to, from, ""), ci64(b, 1), ""), b->i32, "");
+	scan_vector(b, from, last, carry, tmp);
 	b->lmask = NULL;
 	kern_if_end(b, done);
 }
@@ -1471,7 +1481,7 @@ static void scan_full(B *b, LLVMValueRef lo, LLVMValueRef full, LV *carry, LV *t
 		size += (long long)run_kind_size((TyKind)k->c->elem[e].storage) * spec_decl_width(&k->c->elem[e]);
 	if (size) /* a line of each element input a vector, some way ahead */
 		kern_prefetch_at(b, l.iv, ci64(b, SCAN_AHEAD / size), PREFETCH_L1);
-	scan_vector(b, l.iv, carry, tmp);
+	scan_vector(b, l.iv, NULL, carry, tmp);
 	kern_loop_end(b, &l);
 }
 
