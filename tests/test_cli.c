@@ -2683,6 +2683,31 @@ Test(cli, a_named_pipe_to_read_is_refused, .timeout = 60)
 	unlink("build/in.fifo");
 }
 
+/* An explicit --split past the positions there are to split runs one
+ * position a split on every device, said with the note --config's split
+ * gives (interp and cpu took it silently, emu and gpu planned it). */
+Test(cli, a_split_past_the_positions_is_clamped_with_a_note, .timeout = 600)
+{
+	static const char *runs[] = {"run --device interp", "run --device cpu", "bench --device cpu", "run --device emu"};
+	for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, ASSOC " %s specs/sum.yaml --rows 3 --len 37 --split 65536 --threads 1", runs[i]);
+		int st = sh(cmd, out, sizeof out, 1);
+		if (st == 2 && strstr(runs[i], "emu") && strstr(out, "emu"))
+			continue; /* no emulator here */
+		cr_expect_eq(st, 0, "%s: %s", runs[i], out);
+		cr_expect(strstr(out, "note: --split 65536 is more than the 37 positions to split; running split=37"), "%s: %s",
+			  runs[i], out);
+	}
+	/* one that fits, and an empty row, are taken as they are */
+	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --device cpu --rows 3 --len 37 --split 37", out, sizeof out, 1), 0, "%s",
+		     out);
+	cr_expect(!strstr(out, "note:"), "%s", out);
+	cr_expect_eq(sh(ASSOC " run specs/sum.yaml --device cpu --rows 3 --len 0 --split 5", out, sizeof out, 1), 0, "%s",
+		     out);
+	cr_expect(!strstr(out, "note:"), "%s", out);
+}
+
 /* A split that --config asks for past the positions there are to split
  * runs one position a split, said with a note as --config's other
  * changes are (65536 splits of 37 positions ran 14 s on emu). */

@@ -98,6 +98,10 @@ int cli_verdict(Carrier *c, const Opts *o, VerdictOpts *vo, const char *doing, c
 int cli_fits(const Opts *o, const Carrier *c, int copies);
 /* EXIT_USAGE after a message when the shape is empty: nothing to time. */
 int cli_bench_shape(const Opts *o);
+/* An explicit --split past the len positions there are to split (the
+ * longest sequence's keys of a paged batch) set to len, with a note, as
+ * --config's split is (cuda_config_split): the same on every device. */
+void cli_split_fit(Opts *o, int len);
 /* Attention's flops in d: 4 a query-key pair and dot dimension (two
  * matrix products), counting only the pairs the mask keeps, whose
  * fraction is estimated on 4096 random pairs (gpubench.c). */

@@ -653,6 +653,8 @@ int cmd_bench(Opts *o)
 	if (!rc)
 		rc = cli_fits(o, c, 2); /* the arrays, and the copy's as many bytes again */
 	RunData *d = rundata_new_heads(c, rc ? 0 : o->rows, rc ? 0 : o->len, heads, kv);
+	if (!rc)
+		cli_split_fit(o, d->len);
 	Bench b = {.split = o->run.split, .heads = heads, .kv_heads = kv};
 	LlvmOpts lo = {.fit_rows = rc ? 0 : cpu_view_rows(d)};
 	if (!rc && cpu_parse_config(o->run.config, &lo, msg, sizeof msg))

@@ -344,6 +344,15 @@ static int paged_step(void *ctx, double *sec, char *msg, size_t n)
 	return paged_run(s->p, s->dv, s->o, &s->chk, sec, msg, n);
 }
 
+/* The keys of p's longest sequence: what a split divides. */
+static int longest(const Paged *p)
+{
+	int most = 0;
+	for (int b = 0; b < p->batch; b++)
+		most = p->lens[b] > most ? p->lens[b] : most;
+	return most;
+}
+
 int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 {
 	char msg[1024] = "";
@@ -362,6 +371,8 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 	Paged *p = rc ? NULL : paged_of(o, c, arr);
 	if (!rc && !p)
 		rc = EXIT_USAGE;
+	if (!rc)
+		cli_split_fit(o, longest(p));
 	PagedStep step = {.p = p, .dv = dv, .o = &o->run};
 	double sec = 0;
 	if (!rc) {
@@ -551,6 +562,8 @@ int cmd_paged_bench(Opts *o)
 	Paged *p = rc ? NULL : paged_of(o, c, arr);
 	if (!rc && !p)
 		rc = EXIT_USAGE;
+	if (!rc)
+		cli_split_fit(o, longest(p));
 	if (!rc && gpu) {
 		rc = cmd_paged_bench_gpu(o, p);
 		cli_inputs_free(arr);

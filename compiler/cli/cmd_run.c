@@ -696,6 +696,8 @@ static int cmd_run_on(Opts *o)
 		rc = usage_error("--config: the %s device takes no configuration", dv->name);
 	if (!rc && o->run.config && dv->config(o->run.config, msg, sizeof msg))
 		rc = usage_error("--config: %s", msg);
+	if (!rc)
+		cli_split_fit(o, d->len);
 	RunStep step = {.d = d, .dv = dv, .o = o};
 	double sec = 0;
 	if (!rc) {

@@ -168,8 +168,10 @@ int cmd_bench_gpu(Opts *o)
 		rc = EXIT_USAGE;
 	if (!rc)
 		rc = cli_inputs_load(o, d, arr);
-	if (!rc)
+	if (!rc) {
+		cli_split_fit(o, d->len);
 		rc = gpu_bench(o, c, d);
+	}
 	cli_inputs_free(arr);
 	rundata_free(d);
 	spec_carrier_free(c);

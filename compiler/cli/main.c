@@ -327,6 +327,15 @@ int cli_bench_shape(const Opts *o)
 	return usage_error("%s: %d rows x %d positions hold nothing to measure", o->command, o->rows, o->len);
 }
 
+void cli_split_fit(Opts *o, int len)
+{
+	if (len < 1 || o->run.split <= len)
+		return;
+	fprintf(stderr, "assoc: note: --split %d is more than the %d positions to split; running split=%d\n", o->run.split,
+		len, len);
+	o->run.split = len;
+}
+
 int cli_heads(const Opts *o, int *heads, int *kv)
 {
 	*heads = o->heads > 0 ? o->heads : 1, *kv = o->kv_heads > 0 ? o->kv_heads : *heads;
