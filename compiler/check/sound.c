@@ -24,6 +24,7 @@ typedef struct {
 	/* rests of the integers (ir_int_exact) of sv, s32, fin, fin32, map,
 	 * map32, refv and posv: exact from the inputs to the comparison */
 	double *sr, *s32r, *finr, *fin32r, *mapr, *map32r, *refr, *posr;
+	double *scale; /* each map output's scale on the row (pos_scale) */
 	int cap;
 } Work;
 
@@ -48,6 +49,7 @@ static void work_init(Work *w, Machine *m, int maxlen)
 	w->finr = check_doubles(m->finw), w->fin32r = check_doubles(m->finw);
 	w->mapr = check_doubles(m->mapw), w->map32r = check_doubles(m->mapw);
 	w->refr = check_doubles(m->refw), w->posr = check_doubles((size_t)maxlen * m->refw);
+	w->scale = check_doubles(m->c->nmap);
 	w->cap = maxlen;
 }
 
@@ -55,7 +57,7 @@ static void work_free(Work *w)
 {
 	double *all[] = {w->sv, w->se, w->s32, w->fin, w->fine, w->fin32, w->map, w->mape, w->map32,
 			 w->refv, w->refe, w->posv, w->pose, w->ref32, w->pos32, w->ref32e, w->pos32e,
-			 w->sr, w->s32r, w->finr, w->fin32r, w->mapr, w->map32r, w->refr, w->posr};
+			 w->sr, w->s32r, w->finr, w->fin32r, w->mapr, w->map32r, w->refr, w->posr, w->scale};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
 }
@@ -215,6 +217,13 @@ static int row_check(Ck *k, Work *w, Sample *s, CheckResult *r, Miss *miss)
 		if (q >= 0 && compare(r, &c->finalize[o], 0, -1, sd, m->finoff[o + 1] - at, empty, s->fam, miss))
 			return 1;
 	}
+	/* each map output's scale is the row's largest |value| of it: found
+	 * once a row, not once a position (that made a check quadratic in
+	 * the row's length) */
+	for (int o = 0; m->map && o < c->nmap; o++) {
+		int q = check_ref_index(c, c->map[o].name, 0);
+		w->scale[o] = q >= 0 ? pos_scale(m, w, row->len, q) : 0;
+	}
 	for (int j = 0; m->map && j < row->len; j++) {
 		eval_map_exact(m, MODE_F64, row, j, w->sv, w->se, w->sr, w->map, w->mape, w->mapr);
 		eval_map_exact(m, MODE_F32, row, j, w->s32, w->se, w->s32r, w->map32, NULL, w->map32r);
@@ -222,7 +231,7 @@ static int row_check(Ck *k, Work *w, Sample *s, CheckResult *r, Miss *miss)
 			int q = check_ref_index(c, c->map[o].name, 0), mo = m->mapoff[o];
 			size_t at = (size_t)j * m->refw + m->refoff[q >= 0 ? q : 0];
 			Sides sd = {w->map + mo, w->mape + mo, w->map32 + mo, w->posv + at, w->pose + at, w->pos32 + at,
-				    q >= 0 ? pos_scale(m, w, row->len, q) : 0, w->mapr + mo, w->posr + at};
+				    w->scale[o], w->mapr + mo, w->posr + at};
 			if (q >= 0 && compare(r, &c->map[o], 1, j, sd, m->mapoff[o + 1] - mo, empty, s->fam, miss))
 				return 1;
 		}
