@@ -2046,3 +2046,24 @@ Test(check, bools_in_counterexamples_are_true_or_false)
 	cr_expect_null(strstr(l->cex, "r: 1"), "%s", l->cex);
 	check_result_free(&r);
 }
+
+/* The row index i is negative in a paged run, for the first queries of a
+ * sequence with more queries than keys: a maximum of i from 0 is no
+ * identity there, and rows drawn with a negative i (where the carrier
+ * reads i and can read a paged cache) show it.  A carrier of element
+ * inputs reads no paged cache; its i counts rows from 0. */
+Test(check, negative_row_index_where_paged)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		CheckResult r;
+		cr_assert_eq(run("tests/prove/paged_row_index_max.yaml", &r, seed), 0);
+		const LawOutcome *l = law(&r, "identity");
+		cr_assert_eq(l->v, VERDICT_FAILS, "seed %llu", (unsigned long long)seed);
+		cr_expect(strstr(l->cex, "of row i = -"), "%s", l->cex);
+		check_result_free(&r);
+	}
+	CheckResult r;
+	cr_assert_eq(run("tests/prove/element_row_index_max.yaml", &r, 1), 0);
+	cr_expect(check_ok(&r), "%s", law(&r, "identity")->cex ? law(&r, "identity")->cex : "");
+	check_result_free(&r);
+}

@@ -1034,3 +1034,15 @@ Test(prove, certificate_identity_left_in_params_is_unknown)
 	check("tests/prove/o_lse_temperature.yaml", "uuuu");
 	expect_how("tests/prove/o_lse_temperature.yaml", 1, "certificate", "which is not shown to be the identity of +");
 }
+
+/* In a paged run a sequence with more queries than keys has its first
+ * queries at a negative i (docs/spec-format.md, "Paged keys and values"):
+ * a maximum of i from 0 is no identity there, disproved at a negative
+ * state.  A carrier of element inputs reads no paged cache, and its i,
+ * counting rows from 0, keeps its sign. */
+Test(prove, row_index_negative_where_paged)
+{
+	check("tests/prove/paged_row_index_max.yaml", "pdp-");
+	expect_how("tests/prove/paged_row_index_max.yaml", 1, "identity", "region 0 > a.m");
+	check("tests/prove/element_row_index_max.yaml", "ppp-");
+}

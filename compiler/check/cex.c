@@ -236,7 +236,7 @@ static void put_inputs(Buf *b, Machine *m, const Row *r, int lo, int hi, int aft
 	put_decl_values(b, c->row, c->nrow, m->rowoff, 0, r->rowv, r->rowrest, lo, hi, m, r, 0);
 	if (scalars(c->elem, c->nelem) || scalars(c->col, c->ncol) || scalars(c->row, c->nrow))
 		put_vectors_unshown(b, c);
-	if (c->mask)
+	if (c->mask || draw_negative_i(m)) /* what i is decides the state */
 		buf_printf(b, " at positions %d..%d of row i = %d", lo, hi - 1, r->i);
 }
 

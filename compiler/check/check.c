@@ -265,7 +265,7 @@ static void mutate(Machine *m, Sample *s, uint64_t *rng)
 	case 1: if (s->hi > s->lo) drop_position(m, s, s->lo); break;
 	case 2: s->shape = SHAPE_LEFT; break;
 	case 3: if (s->doublings) s->doublings--; break;
-	case 4: if (s->row->i > 0) s->row->i--; break;
+	case 4: s->row->i -= (s->row->i > 0) - (s->row->i < 0); break;
 	default: simplify_inputs(m, s, rng); break;
 	}
 }

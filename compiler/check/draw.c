@@ -139,6 +139,39 @@ const unsigned char *draw_index_inputs(Machine *m)
 	return m->index_in;
 }
 
+/* ---- the row index ---- */
+
+static int is_row_index(void *ctx, Expr *n) { return n->op == EXPR_VAR && n->k == *(const int *)ctx; }
+
+static int any_reads(Expr *const *e, int n, int var)
+{
+	for (int k = 0; e && k < n; k++)
+		if (e[k] && ir_contains(e[k], is_row_index, &var))
+			return 1;
+	return 0;
+}
+
+static int defs_read(const Def *d, int n, int var)
+{
+	for (int k = 0; d && k < n; k++)
+		if (ir_contains(d[k].e, is_row_index, &var))
+			return 1;
+	return 0;
+}
+
+int draw_negative_i(Machine *m)
+{
+	if (!m->neg_i) {
+		Carrier *c = m->c;
+		int i = c->idx[IDX_I];
+		int reads = any_reads(c->lift, c->nstate, i) || any_reads(c->merge, c->nstate, i) ||
+			    any_reads(&c->assume, 1, i) || any_reads(&c->mask, 1, i) || defs_read(c->finalize, c->nfinal, i) ||
+			    defs_read(c->ref, c->nref, i) || defs_read(c->lets, c->nlets, i);
+		m->neg_i = reads && !spec_unpageable(c) ? 1 : -1;
+	}
+	return m->neg_i > 0;
+}
+
 /* ---- the spec's own constants ---- */
 
 enum { MAX_CONSTS = 64 };
@@ -746,6 +779,9 @@ static Sample *sample_make(Machine *m, DrawFamily f, int lo, int hi, int doublin
 	s->seed = rng_next(rng);
 	s->row = eval_row_new(m, s->hi);
 	s->row->i = rng_int(rng, 0, s->hi + 2);
+	/* a paged query before its sequence's first key, one row in four */
+	if (draw_negative_i(m) && rng_int(rng, 0, 3) == 0)
+		s->row->i = -rng_int(rng, 1, s->hi + 8);
 	for (int k = 0; k < 2; k++)
 		if (!(s->v[k] = calloc(m->sw, sizeof(double))) || !(s->rest[k] = calloc(m->sw, sizeof(double))))
 			abort();

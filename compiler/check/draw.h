@@ -29,6 +29,11 @@ int draw_row_keep(Machine *m, DrawFamily f, Row *r, int keep_cols, uint64_t *rng
  * an integer compared with, added to or taken from i, j or len, which is
  * drawn as a position of the row.  Computed once and kept in m. */
 const unsigned char *draw_index_inputs(Machine *m);
+/* Whether rows are drawn with a negative i now and then: the carrier
+ * reads i and can read a paged cache, where a sequence with more queries
+ * than keys has its first queries before position 0.  Computed once and
+ * kept in m. */
+int draw_negative_i(Machine *m);
 /* The nonzero finite float constants of lift, merge and finalize (where a
  * merge saturates, a lift switches, a comparison holds), each once: the
  * values DRAW_CONSTS draws, with their negations, halves, doubles and

@@ -50,6 +50,7 @@ typedef struct {
 	unsigned char *index_in;  /* draw_index_inputs' flags, once computed */
 	double *consts;           /* draw_spec_constants' values, once computed (NULL before) */
 	int nconsts;
+	signed char neg_i;        /* draw_negative_i's answer, once computed (0 before, then 1 or -1) */
 } Machine;
 
 int eval_init(Machine *m, Carrier *c);

@@ -30,11 +30,7 @@ int paged_page_size_ok(int page_size, char *msg, size_t n)
 
 int paged_carrier_ok(const Carrier *c, char *msg, size_t n)
 {
-	const char *why = !c->ncol		    ? "it has no column inputs (keys and values) to page"
-			  : c->nelem		    ? "its element inputs are per query and position, not per key"
-			  : c->nmap		    ? "its map outputs are per query and position, not per query"
-			  : c->tpl == FAM_SCAN	    ? "it is a scan, whose outputs are per position"
-						    : NULL;
+	const char *why = spec_unpageable(c);
 	if (!why)
 		return 0;
 	snprintf(msg, n, "carrier %s cannot read paged keys and values: %s", c->name, why);

@@ -46,6 +46,15 @@ static char *xstrdup(const char *s)
 
 int spec_decl_width(const Decl *d) { return d->ty.len ? d->ty.len : 1; }
 
+const char *spec_unpageable(const Carrier *c)
+{
+	return !c->ncol		    ? "it has no column inputs (keys and values) to page"
+	       : c->nelem	    ? "its element inputs are per query and position, not per key"
+	       : c->nmap	    ? "its map outputs are per query and position, not per query"
+	       : c->tpl == FAM_SCAN ? "it is a scan, whose outputs are per position"
+				    : NULL;
+}
+
 /* ---- small helpers ---- */
 
 static int edit_distance(const char *a, const char *b)

@@ -95,4 +95,9 @@ void spec_carrier_free(Carrier *c);
 /* Width of a state field or input (1 for scalars). */
 int spec_decl_width(const Decl *d);
 
+/* Why the carrier cannot read a paged key/value cache (docs/spec-format.md,
+ * "Paged keys and values"), or NULL where it can.  Where it can, the row
+ * index i of a sequence with more queries than keys is negative. */
+const char *spec_unpageable(const Carrier *c);
+
 #endif

@@ -181,6 +181,11 @@ static int count_terms(Carrier *c, Expr *e, unsigned *sides, int *sub)
 
 static IRange range_rec(SignCtx *x, Expr *e);
 
+/* Whether the row index i may be negative: in a paged run a sequence with
+ * more queries than keys has its first queries before position 0
+ * (docs/spec-format.md, "Paged keys and values").  j and len never are. */
+static int row_index_signed(const Carrier *c) { return !spec_unpageable(c); }
+
 /* a op b over the true ranges; the type's whole range where it may leave it */
 static IRange range_op(SignCtx *x, Expr *e)
 {
@@ -200,6 +205,8 @@ static IRange range_op(SignCtx *x, Expr *e)
 		int sub = 0;
 		if (v->kind == VAR_IDX || (v->kind == VAR_STATE && count_terms(x->c, e, &sides, &sub)))
 			r.lo = 0, r.hi = INT32_MAX; /* positions and counts of them */
+		if (v->kind == VAR_IDX && v->slot == IDX_I && row_index_signed(x->c))
+			r.lo = -(__int128)INT32_MAX; /* a paged query before the sequence's first key */
 		return narrow_by_sign(r, x->vs[e->k]);
 	}
 	case EXPR_CAST:
@@ -372,7 +379,10 @@ static void infer_signs(Carrier *c, uint8_t *vs, uint8_t *inv)
 {
 	for (int v = 0; v < ir_nvars(c->ir); v++) {
 		const Var *var = ir_var(c->ir, v);
-		vs[v] = var->kind == VAR_IDX ? (var->slot == IDX_LEN ? SG_POS : SG_POS | SG_ZERO) : SG_ANY;
+		vs[v] = var->kind != VAR_IDX			      ? SG_ANY
+			: var->slot == IDX_LEN			      ? SG_POS
+			: var->slot == IDX_I && row_index_signed(c) ? SG_ANY
+								      : SG_POS | SG_ZERO;
 	}
 	assume_facts(c->assume, vs);
 	for (int f = 0; f < c->nstate; f++)
