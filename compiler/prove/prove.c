@@ -13,6 +13,7 @@
 
 #include "compiler/check/draw.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -431,6 +432,12 @@ static void bool_only(Carrier *c, int8_t *only)
 	}
 }
 
+static int int_to_float(void *ctx, Expr *n)
+{
+	(void)ctx;
+	return n->op == EXPR_CAST && ty_is_float(n->ty) && ty_is_int(n->a[0]->ty);
+}
+
 static int pv_init(Pv *p, Carrier *c)
 {
 	memset(p, 0, sizeof *p);
@@ -492,8 +499,33 @@ static int pv_init(Pv *p, Carrier *c)
 	int ok = p->nv == 3 * c->nstate + c->nparams;
 	if (ok)
 		inv_infer(p, vs);
-	free(vs);
+	p->isign = vs;
+	for (int f = 0; f < c->nstate && !p->int_casts; f++)
+		p->int_casts = (c->merge && c->merge[f] && ir_contains(c->merge[f], int_to_float, NULL)) ||
+			       (c->lift && c->lift[f] && ir_contains(c->lift[f], int_to_float, NULL));
 	return ok ? 0 : -1;
+}
+
+/* The float's run of consecutive integers: 2^bits, its significand's bits. */
+static int significand_bits(TyKind k)
+{
+	return k == TY_F64 ? 53 : k == TY_F32 ? 24 : k == TY_F16 ? 11 : k == TY_BF16 ? 8 : k == TY_F8E4M3 ? 4 : 0;
+}
+
+int pv_int_converts_exactly(const Pv *p, Expr *e, TyKind k)
+{
+	__int128 top = (__int128)1 << significand_bits(k);
+	if (e->ty.kind == TY_BOOL)
+		return 1;
+	if (!p->isign || e->ty.len)
+		return e->op == EXPR_CONST && fabs(e->num) <= (double)top;
+	SignCtx x = {p->c, p->isign, calloc(e->id + 1, 1), calloc(e->id + 1, sizeof(IRange))};
+	if (!x.memo || !x.rg)
+		abort();
+	IRange r = range_rec(&x, e);
+	free(x.memo);
+	free(x.rg);
+	return r.lo >= -top && r.hi <= top;
 }
 
 /* ---- obligations ---- */
@@ -1585,6 +1617,7 @@ static int prove_case(Carrier *c, const char *fixed, int want_trace, ProofReport
 		prove_laws(x, r);
 	}
 	free(x->p.var_of);
+	free(x->p.isign);
 	free(x->p.fm_rows);
 	reach_free(x->p.reach);
 	reach_free(x->p.reach_at);
@@ -1894,6 +1927,7 @@ ProofStatus prove_equal(Carrier *c, Expr *const *x, Expr *const *y, const char *
 	snprintf(how, hn, "%s", v.how ? v.how : "no reason");
 	free(v.how);
 	free(k->p.var_of);
+	free(k->p.isign);
 	free(k->p.fm_rows);
 	reach_free(k->p.reach);
 	reach_free(k->p.reach_at);

@@ -724,6 +724,21 @@ static int wraps(Ev *x, Expr *e)
 
 int ev_wraps(Ev *x, Expr *e) { return wraps(x, e); }
 
+static int inexact_cast(void *ctx, Expr *n)
+{
+	return n->op == EXPR_CAST && ty_is_float(n->ty) && ty_is_int(n->a[0]->ty) &&
+	       !pv_int_converts_exactly(ctx, n->a[0], (TyKind)n->ty.kind);
+}
+
+/* Whether float e holds an integer converted inexactly: the proof's value
+ * is the integer, the devices' the float nearest it, where neighbours tie
+ * (f32(16777217) == f32(16777216)), so that an order on it may hold on the
+ * devices where the proof's is strict. */
+static int rounds(Ev *x, Expr *e)
+{
+	return x->p->int_casts && ty_is_float(e->ty) && ir_contains(e, inexact_cast, x->p);
+}
+
 /* Whether the constant k bounds every value of the integer type t from
  * above (top) or below: max(x, -2^63) is x for each i64 x.  Regions bound
  * an i32 (lin_region_init), but i64's ends are no 64-bit rationals, so
@@ -960,6 +975,11 @@ static void ev_binary(Ev *x, Val *r, Expr *e, Val *a, Val *b)
 		int c;
 		if (wraps(x, e->a[0]) || wraps(x, e->a[1])) {
 			set_err(r, "an order on integer arithmetic, which may wrap");
+			return;
+		}
+		if (rounds(x, e->a[0]) || rounds(x, e->a[1])) {
+			set_err(r, "an order on an integer converted to a float, which rounds it (past 2^24 in f32, 2^53 in "
+				   "f64): integers apart may convert to one float");
 			return;
 		}
 		if (!cmp_into(x, r, a, b, &c))

@@ -58,6 +58,8 @@ typedef struct {
 	Lin inv[PV_MAXINV];
 	char invtext[256];      /* "q >= s, p >= s": the invariants as the trace and proofs name them */
 	void *fm_rows;          /* Fourier-Motzkin scratch, allocated on first use */
+	uint8_t *isign;         /* sign facts by Ir var (assume's, the invariants'), owned by pv_init's Pv; or NULL */
+	int int_casts;          /* the carrier converts an integer to a float somewhere */
 } Pv;
 
 /* A region: eliminated variables (ties) and strict or weak inequalities over the rest. */
@@ -96,6 +98,11 @@ void lin_region_var(const Region *r, int v, Lin *out);
 int lin_region_assume(Pv *p, const Region *r, const Lin *l, int rel, Region *out);
 int lin_region_feasible(Pv *p, const Region *r);
 int lin_region_holds(const Region *r, const double *val);
+
+/* Whether integer e converts to a float of kind k exactly: the values it
+ * may take on the devices (its range, from the sign facts) lie within
+ * the float's run of consecutive integers (2^24 for f32, 2^53 for f64). */
+int pv_int_converts_exactly(const Pv *p, Expr *e, TyKind k);
 
 /* prove_inv.c: the linear invariants of nonempty states into p->inv, with
  * vs the sign facts of the Ir's variables (assume's, for the inputs). */

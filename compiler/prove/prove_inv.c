@@ -285,6 +285,8 @@ static int lift_pv(const Pv *p, const uint8_t *vs, Pv *q)
 		q->vi32[q->nv] = var->ty.kind == TY_I32;
 		q->var_of[v] = q->nv++;
 	}
+	q->isign = (uint8_t *)vs; /* borrowed: p's, freed with it */
+	q->int_casts = p->int_casts;
 	memcpy(q->pt, p->pt, sizeof q->pt);
 	memcpy(q->X, p->X, sizeof q->X);
 	memcpy(q->Y, p->Y, sizeof q->Y);
