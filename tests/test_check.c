@@ -2017,7 +2017,7 @@ Test(check, i64_laws_tried_whole_past_2_53)
 	cr_assert_eq(run("tests/check/rolling_hash.yaml", &r, 1), 0);
 	const LawOutcome *l = law(&r, "associative");
 	cr_expect_eq(l->v, VERDICT_HOLDS, "%s", l->detail ? l->detail : "");
-	cr_expect_eq(l->trials, 20000);
+	cr_expect_geq(l->trials, 20000); /* and those at the limits */
 	cr_expect_eq(l->skipped, 0, "%d trials drawn again", l->skipped);
 	cr_expect(check_ok(&r));
 	check_result_free(&r);
@@ -2066,4 +2066,55 @@ Test(check, negative_row_index_where_paged)
 	cr_assert_eq(run("tests/prove/element_row_index_max.yaml", &r, 1), 0);
 	cr_expect(check_ok(&r), "%s", law(&r, "identity")->cex ? law(&r, "identity")->cex : "");
 	check_result_free(&r);
+}
+
+/* Integers compared once converted to a float: 16777217 and 16777216 are
+ * one f32 (2^53 + 1 and 2^53 one f64), so that the left one of a tie is
+ * kept and the merge does not commute.  The law trials at states next to
+ * 2^24 (2^53) meet it, in float32 where the conversion rounds; an f64 of
+ * an i32 is exact, and commutes. */
+Test(check, integers_converted_to_floats_tie)
+{
+	static const struct {
+		const char *path;
+	} cases[] = {
+		{"tests/prove/i32_order_through_f32.yaml"},
+		{"tests/prove/i64_order_through_f64.yaml"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		for (uint64_t seed = 1; seed <= 3; seed++) {
+			CheckResult r;
+			cr_assert_eq(run(cases[i].path, &r, seed), 0);
+			const LawOutcome *l = law(&r, "commutative");
+			cr_assert_eq(l->v, VERDICT_FAILS, "%s, seed %llu", cases[i].path, (unsigned long long)seed);
+			cr_expect_eq(law(&r, "associative")->v, VERDICT_HOLDS, "%s", cases[i].path);
+			check_result_free(&r);
+		}
+	CheckResult r;
+	cr_assert_eq(run("tests/prove/i32_order_through_f64.yaml", &r, 1), 0);
+	cr_expect(check_ok(&r), "%s", law(&r, "commutative")->cex ? law(&r, "commutative")->cex : "");
+	check_result_free(&r);
+}
+/* A largest square of an i32 from 0: 46341^2 and 65535^2 wrap negative,
+ * below the identity.  The identity trials at the limits also stand
+ * inputs just past the square root of them. */
+Test(check, squares_past_the_square_root_of_the_limit_wrap)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		CheckResult r;
+		cr_assert_eq(run("tests/prove/square_max_i32.yaml", &r, seed), 0);
+		const LawOutcome *l = law(&r, "identity");
+		cr_assert_eq(l->v, VERDICT_FAILS, "seed %llu", (unsigned long long)seed);
+		cr_expect(strstr(l->cex, "46341") || strstr(l->cex, "65535"), "%s", l->cex);
+		check_result_free(&r);
+	}
+	CheckResult r;
+	Carrier *c = check_text("carrier: t\nelement: {x: i64}\nstate: {q: i64}\nidentity: {q: 0}\nlift: {q: x * x}\n"
+				"merge: {q: 'max(a.q, b.q)'}\n",
+				1, &r);
+	const LawOutcome *l = law(&r, "identity");
+	cr_expect_eq(l->v, VERDICT_FAILS, "%s", l->cex ? l->cex : "holds");
+	cr_expect(l->cex && (strstr(l->cex, "3037000500") || strstr(l->cex, "4294967295")), "%s", l->cex ? l->cex : "");
+	check_result_free(&r);
+	spec_carrier_free(c);
 }

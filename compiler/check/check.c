@@ -406,6 +406,8 @@ static void note_range(Machine *m, LawOutcome *o, Sample **s, int n)
 	o->skipped++;
 }
 
+static int law_at_limits(Ck *k, LawOutcome *o, TrialKind kind);
+
 static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
 {
 	Trial t = {.kind = kind, .mode = MODE_F64, .l = k->l, .le = k->le, .r = k->r, .re = k->re};
@@ -440,6 +442,8 @@ static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
 			return;
 		}
 	}
+	if (law_at_limits(k, o, kind))
+		return;
 	o->v = VERDICT_HOLDS;
 }
 
@@ -502,6 +506,57 @@ static int identity_at_limits(Ck *k, LawOutcome *o)
 	}
 	for (int i = 0; i < n; i++)
 		draw_sample_free(pool[i]);
+	return failed;
+}
+
+/* Trials of a binary law on operands drawn from pool[0..n), each
+ * operand once first; 1 where one fails (o says how). */
+static int law_on_pool(Ck *k, LawOutcome *o, TrialKind kind, Sample **pool, int n, uint64_t *rng)
+{
+	for (int mode = MODE_F64; mode <= MODE_F32; mode++) {
+		Trial t = {.kind = kind, .mode = (Mode)mode, .l = k->l, .le = k->le, .r = k->r, .re = k->re};
+		for (int i = 0; i < 2 * n; i++) {
+			Sample *s[3] = {pool[i % n], pool[rng_int(rng, 0, n - 1)], pool[rng_int(rng, 0, n - 1)]};
+			int d = check_trial_eval(k, &t, s);
+			if (d == -2)
+				continue;
+			o->trials++;
+			if (d >= 0) {
+				fail_law(k, o, &t, s);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* A binary law at states folded from integer inputs at their type's
+ * limits and just past their square roots (draw_sample_limits); and,
+ * where lift or merge converts an integer to a float, next to 2^24
+ * (2^53 for f64), where neighbours convert to one float and an order on
+ * them ties (draw_sample_near): the families' [-100, 100] reach neither.
+ * In both modes, float32 rounding the conversions as the devices do; from
+ * a copy of the generator, so that the trials after draw what they drew
+ * before.  1 where a trial fails (o says how). */
+static int law_at_limits(Ck *k, LawOutcome *o, TrialKind kind)
+{
+	Machine *m = k->m;
+	if (!draw_limit_inputs(m))
+		return 0;
+	int bits = draw_rounding_bits(m), failed = 0;
+	uint64_t rng = k->rng;
+	Sample *pool[LIMIT_SAMPLES];
+	for (int pass = 0; pass < (bits ? 2 : 1) && !failed; pass++) {
+		int n = 0;
+		for (int t = 0; t < 4 * LIMIT_SAMPLES && n < LIMIT_SAMPLES; t++) {
+			Sample *s = pass ? draw_sample_near(m, bits, &rng) : draw_sample_limits(m, &rng);
+			if (s)
+				pool[n++] = s;
+		}
+		failed = n && law_on_pool(k, o, kind, pool, n, &rng);
+		for (int i = 0; i < n; i++)
+			draw_sample_free(pool[i]);
+	}
 	return failed;
 }
 

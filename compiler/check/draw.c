@@ -822,12 +822,26 @@ Sample *draw_sample_row(Machine *m, DrawFamily f, int len, uint64_t *rng) { retu
 
 static int64_t int_limit(TyKind storage, uint64_t *rng)
 {
-	int k = rng_int(rng, 0, storage == TY_I32 ? 3 : 7);
+	int i32 = storage == TY_I32, k = rng_int(rng, 0, i32 ? 5 : 9);
 	switch (k) {
-	case 0: case 1: return storage == TY_I32 ? INT32_MIN + k : INT64_MIN + k;
-	case 2: case 3: return storage == TY_I32 ? INT32_MAX - 3 + k : INT64_MAX - 3 + k;
-	default: return (k & 1 ? -1 : 1) * ((INT64_C(1) << 53) + (k > 5 ? 1 : -1));
+	case 0: case 1: return i32 ? INT32_MIN + k : INT64_MIN + k;
+	case 2: case 3: return i32 ? INT32_MAX - 3 + k : INT64_MAX - 3 + k;
+	case 4: case 5: { /* just past the square root of the limit, and the type's half: x * x wraps negative */
+		int64_t r = rng_next(rng) & 1 ? (i32 ? 46341 : INT64_C(3037000500)) : (i32 ? 65535 : INT64_C(4294967295));
+		return k & 1 ? -r : r;
 	}
+	default: return (k & 1 ? -1 : 1) * ((INT64_C(1) << 53) + (k > 7 ? 1 : -1));
+	}
+}
+
+/* An integer next to 2^bits (of either sign, positive three times in
+ * four), where a float of that many significant bits stops holding
+ * integers one apart: 2^24 and 2^24 + 1 convert to one f32. */
+static int64_t int_near(int bits, uint64_t *rng)
+{
+	int64_t d = rng_int(rng, 0, 3) ? rng_int(rng, 0, 1) : rng_int(rng, -2, 3);
+	int64_t v = (INT64_C(1) << bits) + d;
+	return rng_int(rng, 0, 3) ? v : -v;
 }
 
 /* The integer inputs of d that are not positions (span: the place of
@@ -840,16 +854,17 @@ static int64_t int_limit(TyKind storage, uint64_t *rng)
  * at x = INT64_MIN, off = 0 (or x = INT64_MAX, off = -1), where abs
  * leaves it negative, and no pair of limits meets there. */
 static void put_limits(Machine *m, const Decl *d, int n, int span, const int *off, int width, double *v,
-		      double *rest, int len, int small, uint64_t *rng)
+		      double *rest, int len, int small, int near, uint64_t *rng)
 {
 	const unsigned char *index = draw_index_inputs(m);
 	for (int i = 0; i < n; i++) {
-		if (!ty_is_int(d[i].ty) || index[span + i])
+		if (!ty_is_int(d[i].ty) || index[span + i] || (near > 31 && d[i].storage == TY_I32))
 			continue;
-		int64_t one = small && rng_int(rng, 0, 1) ? rng_int(rng, -1, 1) : int_limit(d[i].storage, rng);
+		int64_t one = near ? int_near(near, rng)
+			      : small && rng_int(rng, 0, 1) ? rng_int(rng, -1, 1) : int_limit(d[i].storage, rng);
 		for (int j = 0; j < len; j++)
 			for (int t = off[i]; t < off[i + 1]; t++) {
-				int64_t x = rng_int(rng, 0, 3) ? one : int_limit(d[i].storage, rng);
+				int64_t x = rng_int(rng, 0, 3) ? one : near ? int_near(near, rng) : int_limit(d[i].storage, rng);
 				size_t at = (size_t)j * width + t;
 				v[at] = (double)x;
 				if (rest)
@@ -887,7 +902,33 @@ int draw_limit_inputs(Machine *m)
 	       plain_ints(m, c->row, c->nrow, c->nelem + c->ncol);
 }
 
-Sample *draw_sample_limits(Machine *m, uint64_t *rng)
+static int narrowest_cast(void *ctx, Expr *n)
+{
+	if (n->op == EXPR_CAST && ty_is_float(n->ty) && ty_is_int(n->a[0]->ty)) {
+		int *bits = ctx, b = n->ty.kind == TY_F64 ? 53 : n->ty.kind == TY_F32 ? 24 : n->ty.kind == TY_F16 ? 11
+				     : n->ty.kind == TY_BF16 ? 8 : 4;
+		if (!*bits || b < *bits)
+			*bits = b;
+	}
+	return 0;
+}
+
+int draw_rounding_bits(Machine *m)
+{
+	Carrier *c = m->c;
+	int bits = 0;
+	if (!draw_limit_inputs(m))
+		return 0;
+	for (int k = 0; k < c->nstate; k++) {
+		if (c->lift && c->lift[k])
+			ir_contains(c->lift[k], narrowest_cast, &bits);
+		if (c->merge && c->merge[k])
+			ir_contains(c->merge[k], narrowest_cast, &bits);
+	}
+	return bits;
+}
+
+static Sample *sample_at(Machine *m, int near, uint64_t *rng)
 {
 	Carrier *c = m->c;
 	int ints = draw_limit_inputs(m);
@@ -897,9 +938,10 @@ Sample *draw_sample_limits(Machine *m, uint64_t *rng)
 	if (!s)
 		return NULL;
 	Row *r = s->row;
-	put_limits(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, r->elemrest, r->len, ints > 1, rng);
-	put_limits(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, r->colrest, r->len, ints > 1, rng);
-	put_limits(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, r->rowrest, 1, ints > 1, rng);
+	put_limits(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, r->elemrest, r->len, ints > 1, near, rng);
+	put_limits(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, r->colrest, r->len, ints > 1, near, rng);
+	put_limits(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, r->rowrest, 1, ints > 1, near,
+		   rng);
 	int ok = 1;
 	for (int j = 0; ok && j < r->len; j++)
 		ok = eval_assume(m, r, j);
@@ -909,6 +951,10 @@ Sample *draw_sample_limits(Machine *m, uint64_t *rng)
 	}
 	return s;
 }
+
+Sample *draw_sample_limits(Machine *m, uint64_t *rng) { return sample_at(m, 0, rng); }
+
+Sample *draw_sample_near(Machine *m, int bits, uint64_t *rng) { return sample_at(m, bits, rng); }
 
 Sample *draw_sample_clone(Machine *m, const Sample *s)
 {

@@ -71,14 +71,24 @@ Sample *draw_sample_row(Machine *m, DrawFamily f, int len, uint64_t *rng);
 /* A short row of the integer grid whose integer inputs that are not
  * positions stand at their type's limits or next to them (INT32_MIN,
  * INT32_MIN + 1, INT32_MAX - 1, INT32_MAX; an i64's where a double holds
- * them; where there are several such inputs, each at -1, 0 or 1 in half
- * of the rows instead), for the identity trials; NULL where the carrier
- * has no such input, assume refuses the row, or a float field overflows
- * on it. */
+ * them), or just past the square root of the limit, of either sign
+ * (46341 and 65535 for an i32, whose squares wrap negative; 3037000500
+ * and 2^32 - 1 for an i64); where there are several such inputs, each at
+ * -1, 0 or 1 in half of the rows instead.  For the identity and law
+ * trials; NULL where the carrier has no such input, assume refuses the
+ * row, or a float field overflows on it. */
 Sample *draw_sample_limits(Machine *m, uint64_t *rng);
 /* How many inputs are integers that are not positions (which
  * draw_sample_limits sets to their type's limits). */
 int draw_limit_inputs(Machine *m);
+/* Where lift or merge converts an integer to a float and some input is
+ * an integer that is not a position: the fewest significant bits of the
+ * floats it converts to (24 for f32, 53 for f64); else 0. */
+int draw_rounding_bits(Machine *m);
+/* The same as draw_sample_limits with those inputs next to 2^bits
+ * instead, where neighbours convert to one float: the rows whose states
+ * tie once converted.  An i32 input stays drawn where 2^bits is past it. */
+Sample *draw_sample_near(Machine *m, int bits, uint64_t *rng);
 Sample *draw_sample_clone(Machine *m, const Sample *s);
 void draw_sample_free(Sample *s);
 /* Recompute the states from the provenance; 0 when they are usable
