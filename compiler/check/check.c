@@ -282,16 +282,28 @@ static int replace_everywhere(Ck *k, Sample **s, Sample **cand, int n)
 	if (!w || src->hi <= src->lo)
 		return 0;
 	int j = rng_int(&k->rng, src->lo, src->hi - 1), col = rng_int(&k->rng, 0, w - 1);
-	double v = col < m->colw ? src->row->colv[(size_t)j * m->colw + col]
-				 : src->row->elemv[(size_t)j * m->elemw + col - m->colw];
+	size_t at = col < m->colw ? (size_t)j * m->colw + col : (size_t)j * m->elemw + col - m->colw;
+	const double *vs = col < m->colw ? src->row->colv : src->row->elemv;
+	const double *rs = col < m->colw ? src->row->colrest : src->row->elemrest;
+	double v = vs[at], vr = rs ? rs[at] : 0;
 	double to = nearbyint(v) != v ? nearbyint(v) : trunc(v / 2);
+	/* the integer whole (an i64 past 2^53 is its double and a rest), and
+	 * the simpler value is what its double holds: its rest is 0 */
 	for (int i = 0; i < n; i++) {
 		cand[i] = draw_sample_clone(m, s[i]);
 		Row *r = cand[i]->row;
 		for (size_t x = 0; x < (size_t)r->len * m->colw; x++)
-			r->colv[x] = r->colv[x] == v ? to : r->colv[x];
+			if (r->colv[x] == v && (r->colrest ? r->colrest[x] : 0) == vr) {
+				r->colv[x] = to;
+				if (r->colrest)
+					r->colrest[x] = 0;
+			}
 		for (size_t x = 0; x < (size_t)r->len * m->elemw; x++)
-			r->elemv[x] = r->elemv[x] == v ? to : r->elemv[x];
+			if (r->elemv[x] == v && (r->elemrest ? r->elemrest[x] : 0) == vr) {
+				r->elemv[x] = to;
+				if (r->elemrest)
+					r->elemrest[x] = 0;
+			}
 	}
 	for (int i = 0; i < n; i++)
 		if (!assume_holds(m, cand[i]->row)) {
