@@ -312,10 +312,12 @@ enum { MASKED_ROWS = 4, MASKED_TRIES = 64 };
  * 2^31) is never seen.  These rows set every integer input that is not a
  * position near where float32 (2^24), i32 (its limits) or a double (2^53,
  * and an i64's limits where a double holds them) stops holding integers
- * one apart, a few apart from each other.  A loss of the spec's float32
+ * one apart, a few apart from each other; and four more next to 2^24 and
+ * 2^53 alone (large_rows).  A loss of the spec's float32
  * typing is the accuracy check's warning; a reference that disagrees in
  * float64 fails. */
 static const int large_lens[] = {2, 3, 7, 33};
+enum { TIE_LEN = 7 };
 
 static const char *const large_kind = "integers of large magnitude";
 
@@ -330,36 +332,48 @@ static double large_int(TyKind storage, uint64_t *rng)
 	}
 }
 
+/* 2^bits + d at position j of len: one of 2^bits - 1, 2^bits, 2^bits + 1,
+ * 2^bits first and 2^bits + 1 last (the reverse where rev), so that the
+ * two that a float of bits significant bits holds as one meet in both
+ * orders over a row and its reverse. */
+static double tie_int(int bits, int j, int len, int rev, uint64_t *rng)
+{
+	int d = j == 0 ? rev : j == len - 1 ? !rev : rng_int(rng, -1, 1);
+	return ldexp(1, bits) + d;
+}
+
 /* Integer inputs of d (span: the place of d[0] among all inputs) that are
- * not positions set large in v; 1 where there was one. */
+ * not positions set large in v; 1 where there was one.  With bits, next
+ * to 2^bits (tie_int), where the type holds that. */
 static int put_large(Machine *m, const Decl *d, int n, int span, const int *off, int width, double *v, int len,
-		     uint64_t *rng)
+		     int bits, int rev, uint64_t *rng)
 {
 	const unsigned char *index = draw_index_inputs(m);
 	int put = 0;
 	for (int i = 0; i < n; i++) {
-		if (!ty_is_int(d[i].ty) || index[span + i])
+		if (!ty_is_int(d[i].ty) || index[span + i] || (bits > 31 && d[i].storage == TY_I32))
 			continue;
 		for (int j = 0; j < len; j++)
 			for (int t = off[i]; t < off[i + 1]; t++)
-				v[(size_t)j * width + t] = large_int(d[i].storage, rng);
+				v[(size_t)j * width + t] = bits ? tie_int(bits, j, len, rev, rng) : large_int(d[i].storage, rng);
 		put = 1;
 	}
 	return put;
 }
 
-/* A row of the integer grid with its integer inputs large; NULL where
- * the carrier has none or assume refuses them. */
-static Sample *large_row(Machine *m, int len, uint64_t *rng)
+/* A row of the integer grid with its integer inputs large (with bits,
+ * next to 2^bits, as put_large puts them); NULL where the carrier has
+ * none or assume refuses them. */
+static Sample *large_row(Machine *m, int len, int bits, int rev, uint64_t *rng)
 {
 	Carrier *c = m->c;
 	Sample *s = draw_sample_row(m, DRAW_GRID, len, rng);
 	if (!s)
 		return NULL;
 	Row *r = s->row;
-	int put = put_large(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, len, rng);
-	put |= put_large(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, len, rng);
-	put |= put_large(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, 1, rng);
+	int put = put_large(m, c->elem, c->nelem, 0, m->elemoff, m->elemw, r->elemv, len, bits, rev, rng);
+	put |= put_large(m, c->col, c->ncol, c->nelem, m->coloff, m->colw, r->colv, len, bits, rev, rng);
+	put |= put_large(m, c->row, c->nrow, c->nelem + c->ncol, m->rowoff, m->roww, r->rowv, 1, bits, rev, rng);
 	int ok = put;
 	for (int j = 0; ok && j < len; j++)
 		ok = eval_assume(m, r, j);
@@ -372,14 +386,25 @@ static Sample *large_row(Machine *m, int len, uint64_t *rng)
 
 static int sound_row(Ck *k, Work *w, Sample *s, CheckResult *r, Accuracy *acc, const char *kind);
 
-/* 1 where a large row fails (r says how). */
+/* 1 where a large row fails (r says how).  After the rows of magnitudes
+ * drawn position by position, rows next to 2^24 and (for an i64) 2^53
+ * alone, in both orders: neighbours there that tie once converted to a
+ * float pick the wrong one of two where a merge keeps the left one (or
+ * the right one) of a tie. */
 static int large_rows(Ck *k, Work *w, CheckResult *r, Accuracy *acc)
 {
 	for (size_t li = 0; li < sizeof large_lens / sizeof *large_lens; li++) {
-		Sample *s = large_row(k->m, large_lens[li], &k->rng);
+		Sample *s = large_row(k->m, large_lens[li], 0, 0, &k->rng);
 		if (s && sound_row(k, w, s, r, acc, large_kind))
 			return 1;
 	}
+	static const int tie_bits[] = {24, 53};
+	for (int b = 0; b < 2; b++)
+		for (int rev = 0; rev < 2; rev++) {
+			Sample *s = large_row(k->m, TIE_LEN, tie_bits[b], rev, &k->rng);
+			if (s && sound_row(k, w, s, r, acc, large_kind))
+				return 1;
+		}
 	return 0;
 }
 
