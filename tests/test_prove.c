@@ -1060,3 +1060,10 @@ Test(prove, orders_on_integers_converted_to_floats)
 	check("tests/prove/i64_order_through_f64.yaml", "uuu-");
 	check("tests/prove/i32_order_through_f64.yaml", "pup-");
 }
+
+/* x >= 0 holds at -0, where 1/x is -inf: a quotient whose divisor may be
+ * zero takes any sign, and a maximum from 0 is no identity of 1/x. */
+Test(prove, quotient_by_a_possible_zero_takes_any_sign)
+{
+	check("tests/prove/reciprocal_max_nonneg.yaml", "pup-");
+}

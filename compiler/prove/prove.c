@@ -312,7 +312,9 @@ static uint8_t sign_op(SignCtx *x, Expr *e)
 	case EXPR_NEG: return lin_sign_neg(s[0]);
 	case EXPR_ADD: return lin_sign_add(s[0], s[1]);
 	case EXPR_SUB: return lin_sign_add(s[0], lin_sign_neg(s[1]));
-	case EXPR_MUL: case EXPR_DIV: return lin_sign_mul(s[0], s[1]);
+	case EXPR_MUL: return lin_sign_mul(s[0], s[1]);
+	case EXPR_DIV: /* over a zero of either sign (x >= 0 holds at -0): 1 / -0 is -inf */
+		return s[1] & SG_ZERO ? SG_ANY : lin_sign_mul(s[0], s[1]);
 	case EXPR_FMA: return lin_sign_add(lin_sign_mul(s[0], s[1]), s[2]);
 	case EXPR_POW:
 		if (e->k % 2)
