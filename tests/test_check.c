@@ -2141,3 +2141,23 @@ Test(check, large_integer_rows_tie_once_rounded)
 		check_result_free(&r);
 	}
 }
+
+/* x >= 0 holds at -0, and 1/-0 is -inf, which a maximum from 0 loses: the
+ * special values' row [-0] disagrees with the reference, and its state
+ * breaks the identity, which fails there (it was a warning beside a
+ * "proved" identity). */
+Test(check, minus_zero_row_breaks_the_identity)
+{
+	CheckResult r;
+	cr_assert_eq(run("tests/prove/reciprocal_max_nonneg.yaml", &r, 1), 0);
+	const LawOutcome *l = law(&r, "identity");
+	cr_assert_eq(l->v, VERDICT_FAILS, "%s", r.special.ref_detail ? r.special.ref_detail : "");
+	cr_expect(strstr(l->cex, "-0") && strstr(l->cex, "-inf"), "%s", l->cex);
+	cr_expect_not(check_ok(&r));
+	check_result_free(&r);
+	CarrierVerdict v;
+	verdict_of("tests/prove/reciprocal_max_nonneg.yaml", &v);
+	cr_expect_eq(v.status, VERDICT_FAILED, "%s", v.why ? v.why : "ok");
+	cr_expect(v.why && strstr(v.why, "identity"), "%s", v.why ? v.why : "");
+	verdict_free(&v);
+}

@@ -390,7 +390,7 @@ static void fill_pools(Ck *k)
 	}
 }
 
-static void fail_law(Ck *k, LawOutcome *o, Trial *t, Sample **s)
+void check_fail_law(Ck *k, LawOutcome *o, Trial *t, Sample **s)
 {
 	Sample *own[3] = {0};
 	int n = check_trial_arity(t->kind);
@@ -437,7 +437,7 @@ static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
 		}
 		o->trials++;
 		if (d >= 0) {
-			fail_law(k, o, &t, s);
+			check_fail_law(k, o, &t, s);
 			return;
 		}
 		/* every TYPED_EVERY-th trial again in the spec's types, as the
@@ -450,7 +450,7 @@ static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
 		d = check_trial_eval(k, &typed, s);
 		o->typed_trials += d != -2;
 		if (d >= 0) {
-			fail_law(k, o, &typed, s);
+			check_fail_law(k, o, &typed, s);
 			return;
 		}
 	}
@@ -513,7 +513,7 @@ static int identity_at_limits(Ck *k, LawOutcome *o)
 				if (d >= 0 && check_identity_tie(k->m, t.mode, pool[i]->v[mode]))
 					note_tie(k, o, t.mode, pool[i]);
 				else if (d >= 0)
-					fail_law(k, o, &t, &pool[i]), failed = 1;
+					check_fail_law(k, o, &t, &pool[i]), failed = 1;
 			}
 	}
 	for (int i = 0; i < n; i++)
@@ -534,7 +534,7 @@ static int law_on_pool(Ck *k, LawOutcome *o, TrialKind kind, Sample **pool, int 
 				continue;
 			o->trials++;
 			if (d >= 0) {
-				fail_law(k, o, &t, s);
+				check_fail_law(k, o, &t, s);
 				return 1;
 			}
 		}
@@ -578,7 +578,7 @@ static void run_identity(Ck *k, LawOutcome *o, int trials)
 		Trial t = {.kind = T_ID_SELF, .mode = (Mode)mode, .l = k->l, .le = k->le, .r = k->r, .re = k->re};
 		o->trials++;
 		if (check_trial_eval(k, &t, NULL) >= 0)
-			return fail_law(k, o, &t, NULL);
+			return check_fail_law(k, o, &t, NULL);
 		for (int i = 0; i < trials; i++) {
 			Sample *s = pick(k, k->fams[i % k->nfams]);
 			for (t.kind = T_ID_LEFT; t.kind <= T_ID_RIGHT; t.kind++) {
@@ -593,7 +593,7 @@ static void run_identity(Ck *k, LawOutcome *o, int trials)
 					continue;
 				}
 				if (d >= 0)
-					return fail_law(k, o, &t, &s);
+					return check_fail_law(k, o, &t, &s);
 			}
 		}
 	}

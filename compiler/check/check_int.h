@@ -97,6 +97,8 @@ void check_specials(Ck *k, CheckResult *r);
 /* The reference output named name (per row or per position), or -1. */
 int check_ref_index(Carrier *c, const char *name, int per_row);
 void check_shrink(Ck *k, Trial *t, Sample **s, int (*still_fails)(Ck *, Trial *, Sample **));
+/* The law o fails at t on s (copied): shrunk, described, o's verdict FAILS. */
+void check_fail_law(Ck *k, LawOutcome *o, Trial *t, Sample **s);
 
 /* Counterexample text and JSON in the spec's terms (cex.c). */
 void cex_describe(Ck *k, LawOutcome *o, Trial *t, Sample **s, int at, const char *const side[2]);
