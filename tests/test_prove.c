@@ -1067,3 +1067,11 @@ Test(prove, quotient_by_a_possible_zero_takes_any_sign)
 {
 	check("tests/prove/reciprocal_max_nonneg.yaml", "pup-");
 }
+
+/* Past three bool params the prover takes no cases, and says so: the
+ * reals are not what stopped it. */
+Test(prove, bool_params_past_the_cases_are_counted)
+{
+	expect_how("tests/check/five_bool_params.yaml", 1, "identity",
+		   "bool param p1: 5 bool params, and the prover takes the cases of at most 3");
+}

@@ -1586,7 +1586,9 @@ static void prove_laws(Ctx *x, ProofReport *r)
 	free(mon);
 }
 
-static int prove_case(Carrier *c, const char *fixed, int want_trace, ProofReport *r)
+/* bools_open: the count of free bool params where it is past
+ * BOOL_CASES_MAX, their cases not enumerated; else 0 */
+static int prove_case(Carrier *c, const char *fixed, int bools_open, int want_trace, ProofReport *r)
 {
 	memset(r, 0, sizeof *r);
 	if (!c)
@@ -1613,6 +1615,7 @@ static int prove_case(Carrier *c, const char *fixed, int want_trace, ProofReport
 		set_all(r, c, "budget: too many variables");
 	else {
 		x->p.pfixed = fixed;
+		x->p.bools_open = bools_open;
 		if (x->p.ninv)
 			bprintf(x->trace, "invariants of nonempty states (every lift keeps them, merge preserves them): %s\n",
 				x->p.invtext);
@@ -1797,7 +1800,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 	int np = c->nparams;
 	double *val = calloc(np ? np : 1, sizeof *val);
 	char *fixed = calloc(np ? np : 1, 1);
-	int free_bool[BOOL_CASES_MAX], nfree = 0, over = 0;
+	int free_bool[BOOL_CASES_MAX], nfree = 0, over = 0, nbool = 0;
 	if (!val || !fixed)
 		abort();
 	for (int k = 0; k < nparams; k++)
@@ -1810,6 +1813,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 			}
 	for (int p = 0; p < np && !(flags & PROVE_BOOLS_OPEN); p++)
 		if (c->params[p].storage == TY_BOOL && !fixed[p] && prover_uses(c, c->params[p].var)) {
+			nbool++;
 			if (nfree < BOOL_CASES_MAX)
 				free_bool[nfree++] = p;
 			else
@@ -1823,7 +1827,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 	if (!any && !nfree) {
 		free(val);
 		free(fixed);
-		return prove_case(c, NULL, want_trace, r);
+		return prove_case(c, NULL, over ? nbool : 0, want_trace, r);
 	}
 	Buf trace = {0};
 	double seconds = 0;
@@ -1850,7 +1854,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 			continue;
 		}
 		ProofReport one;
-		int rc = prove_case(&kc, fixed, want_trace, &one);
+		int rc = prove_case(&kc, fixed, over ? nbool : 0, want_trace, &one);
 		unfix(&kc);
 		if (rc) {
 			prove_report_free(r);
@@ -1891,7 +1895,7 @@ int prove_carrier_at(Carrier *c, const Define *params, int nparams, int flags, P
 	free(fixed);
 	if (!ran) { /* the assume holds in no case: the trials report it */
 		free(trace.s);
-		return prove_case(c, NULL, want_trace, r);
+		return prove_case(c, NULL, 0, want_trace, r);
 	}
 	r->seconds = seconds;
 	r->trace = want_trace ? (trace.s ? trace.s : xasprintf("%s", "")) : NULL;

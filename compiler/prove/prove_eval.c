@@ -839,6 +839,11 @@ static void ev_var(Ev *x, Val *r, Expr *e)
 		set_bool(r, p->bval[v]);
 		return;
 	}
+	if (e->ty.kind == TY_BOOL && !p->vop[v] && p->bools_open) { /* too many cases to take each */
+		set_err(r, "bool param %s: %d bool params, and the prover takes the cases of at most %d", ir_var(p->ir, e->k)->name,
+			p->bools_open, BOOL_CASES_MAX);
+		return;
+	}
 	if (e->ty.kind == TY_BOOL) { /* a real would read as false in where(flag, ...): one branch proved for both */
 		set_err(r, "bool %s %s (the algebra here is over the reals)", p->vop[v] ? "state field" : "param",
 			ir_var(p->ir, e->k)->name);

@@ -60,6 +60,7 @@ typedef struct {
 	void *fm_rows;          /* Fourier-Motzkin scratch, allocated on first use */
 	uint8_t *isign;         /* sign facts by Ir var (assume's, the invariants'), owned by pv_init's Pv; or NULL */
 	int int_casts;          /* the carrier converts an integer to a float somewhere */
+	int bools_open;         /* free bool params, where more than BOOL_CASES_MAX leave them open; else 0 */
 } Pv;
 
 /* A region: eliminated variables (ties) and strict or weak inequalities over the rest. */
