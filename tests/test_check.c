@@ -2161,3 +2161,24 @@ Test(check, minus_zero_row_breaks_the_identity)
 	cr_expect(v.why && strstr(v.why, "identity"), "%s", v.why ? v.why : "");
 	verdict_free(&v);
 }
+
+/* Five bool params: the trials take 17 of the 32 cases, and say which
+ * they left (three or four false); the prover, which takes the cases of
+ * three, says that is why it stops. */
+Test(check, untried_bool_cases_are_named)
+{
+	CarrierVerdict v;
+	Carrier *c = load_ok("tests/check/five_bool_params.yaml");
+	VerdictOpts o = {.prove = 1};
+	check_defaults(&o.check);
+	char msg[200];
+	cr_assert_eq(verdict_run(c, &o, &v, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(v.cases, "in each of the 17 cases") &&
+		  strstr(v.cases, "not tried: the 15 cases with 3 or 4 of the 5 false"), "%s", v.cases);
+	const VerdictLaw *l = verdict_law(&v, "identity");
+	cr_assert(l && l->proof);
+	cr_expect(strstr(l->proof->how, "5 bool params, and the prover takes the cases of at most 3") &&
+		  !strstr(l->proof->how, "over the reals"), "%s", l->proof->how);
+	verdict_free(&v);
+	spec_carrier_free(c);
+}

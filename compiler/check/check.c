@@ -863,11 +863,19 @@ int check_run_cases(Carrier *c, const CheckOpts *base, CheckResult *r, char *cas
 	const char *others = rest ? ", the others true" : "";
 	const char *some = nfree > CASES_PAIRS ? " (all true, each false alone, all false)"
 			   : nfree > CASES_ALL ? " (all true, each false alone, each pair false, all false)" : "";
+	/* the assignments between those, which no trial ran: an `ok` says nothing of them */
+	char untried[128] = "";
+	if (nfree > CASES_ALL) {
+		int lo = nfree > CASES_PAIRS ? 2 : 3, hi = nfree - 1;
+		long long left = (1ll << nfree) - ncase;
+		snprintf(untried, sizeof untried, "; not tried: the %lld cases with %d %s %d of the %d false", left, lo,
+			 hi > lo + 1 ? "to" : "or", hi, nfree);
+	}
 	if (ncase - excluded == 1)
 		snprintf(cases, ncases, "in the one case of the bool param%s that the assume admits%s", plural, others);
 	else
-		snprintf(cases, ncases, "in each of the %d cases of the bool param%s%s%s%s", ncase - excluded, plural,
-			 some, excluded ? " that the assume admits" : "", others);
+		snprintf(cases, ncases, "in each of the %d cases of the bool param%s%s%s%s%s", ncase - excluded, plural,
+			 some, excluded ? " that the assume admits" : "", others, untried);
 	return 0;
 }
 
