@@ -2099,6 +2099,7 @@ Test(check, integers_converted_to_floats_tie)
 	cr_expect(check_ok(&r), "%s", law(&r, "commutative")->cex ? law(&r, "commutative")->cex : "");
 	check_result_free(&r);
 }
+
 /* A largest square of an i32 from 0: 46341^2 and 65535^2 wrap negative,
  * below the identity.  The identity trials at the limits also stand
  * inputs just past the square root of them. */

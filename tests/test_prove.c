@@ -1075,3 +1075,13 @@ Test(prove, bool_params_past_the_cases_are_counted)
 	expect_how("tests/check/five_bool_params.yaml", 1, "identity",
 		   "bool param p1: 5 bool params, and the prover takes the cases of at most 3");
 }
+
+/* A witness no drawn row reached names an invariant only where one may
+ * hold: the prover inferred some, or took bool fields case by case, or an
+ * assume bounds the inputs.  A square that wraps has none of those. */
+Test(prove, unreached_witness_names_no_invariant_without_one)
+{
+	expect_how("tests/prove/square_max_i32.yaml", 1, "identity", "but at no state folded from");
+	expect_how("tests/prove/square_max_i32.yaml", 1, "identity", ": the drawn rows did not reach it");
+	expect_how("tests/prove/i32_order_through_f64.yaml", 1, "identity", ": the assume may exclude the region");
+}

@@ -784,8 +784,20 @@ static int disprove(Job *j, const Region *r, const Pair *pr, Verdict *out)
 		char x[40], y[40];
 		fmt_side(pr->l, ggot[0], x, sizeof x);
 		fmt_side(pr->r, ggot[1], y, sizeof y);
-		bprintf(&b, " (%s by %s, %s by %s), but at no state folded from %d drawn rows: "
-			    "an invariant may exclude the region", x, j->lname, y, j->rname, reach_states(p->reach));
+		bprintf(&b, " (%s by %s, %s by %s), but at no state folded from %d drawn rows", x, j->lname, y, j->rname,
+			reach_states(p->reach));
+		/* an invariant may exclude it where the prover inferred some
+		 * (others of their kind may hold), or took bool fields case by
+		 * case (a case knows nothing of how the bool follows the reals:
+		 * pos is s > 0); the assume where there is one (its bounds on
+		 * the inputs bound the states); elsewhere nothing points to
+		 * either, and the rows merely missed it */
+		int in_case = 0;
+		for (int v = 0; v < p->nv; v++)
+			in_case |= p->vbool[v] && p->bval[v] >= 0;
+		bprintf(&b, "%s", p->ninv || in_case ? ": an invariant may exclude the region"
+				  : p->c->assume      ? ": the assume may exclude the region"
+						      : ": the drawn rows did not reach it");
 		open = b.s;
 	} else {
 		open = xasprintf("%s differs in region %s but no witness was found", pr->field, where);
