@@ -47,6 +47,7 @@ struct Prog {
 	int *f32consts; /* offsets of the f32 constants, for prog_const_rounding */
 	int nf32consts;
 	int const_rounding;
+	int int_rounding; /* prog_int_rounding */
 };
 
 static void *xmalloc(size_t n)
@@ -454,6 +455,20 @@ unsigned prog_range(const Prog *p) { return p->range; }
 
 void prog_const_rounding(Prog *p, int on) { p->const_rounding = on; }
 
+void prog_int_rounding(Prog *p, int on) { p->int_rounding = on; }
+
+/* An integer converted to f32 in a float64 run, rounded as the spec's
+ * f32 rounds it (prog_int_rounding); an i64 from its exact value. */
+static void run_int_to_f32(Prog *p, const Instr *in, double *val, double *err)
+{
+	int s0 = in->slen[0] > 1;
+	for (int i = 0; i < in->len; i++) {
+		int64_t x = ir_int_exact(val[in->src[0] + s0 * i], p->rest[in->src[0] + s0 * i]);
+		val[in->dst + i] = (double)(float)x;
+		err[in->dst + i] = err[in->src[0] + s0 * i];
+	}
+}
+
 void prog_run(Prog *p, Mode mode)
 {
 	double *val = p->val, *err = p->err;
@@ -475,6 +490,11 @@ void prog_run(Prog *p, Mode mode)
 		}
 		if (in->op == EXPR_TOPK || in->op == EXPR_TOPK_IDX) {
 			run_topk(in, val, err);
+			continue;
+		}
+		if (p->int_rounding && mode == MODE_F64 && in->op == EXPR_CAST && in->kind == TY_F32 &&
+		    int_kind(in->skind[0])) {
+			run_int_to_f32(p, in, val, err);
 			continue;
 		}
 		if (in->op == EXPR_INDEX) {

@@ -239,5 +239,10 @@ unsigned prog_range(const Prog *p);
  * not write exactly (0.1, not 0.5) the error of its rounding to float32,
  * so that a comparison with a reference in exact terms allows for it. */
 void prog_const_rounding(Prog *p, int on);
+/* With on, a float64 run converts an integer to f32 as the spec's types
+ * do, rounded past 2^24: a carrier that writes f32(k) computes on the
+ * rounded value, ties between neighbours included, and its float64 truth
+ * is the same function of its inputs. */
+void prog_int_rounding(Prog *p, int on);
 
 #endif

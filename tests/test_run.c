@@ -1940,3 +1940,23 @@ Test(run, a_running_bound_past_the_values_is_said_as_such)
 	rundata_free(d);
 	spec_carrier_free(c);
 }
+
+/* Without a reference, an output is held to the carrier folded left to
+ * right in float64, which converts f32(k) of an integer as the carrier
+ * does: 16777216 and 16777217 tie there as on the device, and the left
+ * one is kept (unrounded, the float64 fold kept 16777217 and failed the
+ * interpreter's own left fold by 1). */
+Test(run, a_float64_fold_rounds_the_carriers_conversions)
+{
+	static const double k[2][4] = {{16777216, 16777217, 5, 7}, {16777217, 16777216, 1, 2}};
+	Carrier *c = load_ok("tests/prove/i32_order_through_f32.yaml");
+	RunData *d = rundata_new(c, 2, 4);
+	for (int i = 0; i < 8; i++)
+		run_buffer_set(&d->elem[0], i, k[i / 4][i % 4]);
+	device_run("interp", d);
+	cr_expect_eq(run_buffer_get(&d->fin[0], 0), 16777216);
+	cr_expect_eq(run_buffer_get(&d->fin[0], 1), 16777217);
+	expect_reference(d, "interp");
+	rundata_free(d);
+	spec_carrier_free(c);
+}

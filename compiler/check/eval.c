@@ -603,6 +603,14 @@ void eval_step_exact(Machine *m, Mode mode, const Row *r, int j, double *v, doub
 	eval_merge_exact(m, mode, v, e, rest, l, l + sw, l + 2 * sw, v, e, rest);
 }
 
+void eval_int_rounding(Machine *m, int on)
+{
+	Bound *all[] = {m->lift, m->merge, m->fin, m->map, m->assume, m->mask};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		if (all[i])
+			prog_int_rounding(all[i]->p, on);
+}
+
 void eval_const_rounding(Machine *m, int on)
 {
 	Bound *all[] = {m->lift, m->merge, m->fin, m->map, m->assume, m->mask};

@@ -62,6 +62,9 @@ void eval_row_free(Row *r);
 /* Float32 constants rounded as the spec declares them: with on, float64
  * evaluations carry the error of that rounding (prog_const_rounding). */
 void eval_const_rounding(Machine *m, int on);
+/* With on, the carrier's own programs (not the reference's) convert an
+ * integer to f32 rounded in float64 too (prog_int_rounding). */
+void eval_int_rounding(Machine *m, int on);
 void eval_identity(Machine *m, Mode mode, double *v, double *e);
 int eval_masked(Machine *m, const Row *r, int j);
 int eval_assume(Machine *m, const Row *r, int j); /* 1 when assume holds (or is absent) */
