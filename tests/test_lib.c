@@ -1224,6 +1224,12 @@ static Fake fake_open(char *dir, const char *opts)
 	*(void **)&f.grid = dlsym(f.lib, "fakecuda_grid");
 	*(void **)&f.free = dlsym(f.lib, "cuMemFree_v2");
 	cr_assert(f.free && f.alloc && f.set_ctx && f.get_ctx && f.launches && f.syncs && f.last && f.grid);
+	/* the program's CUDA runtime holds the primary context and makes it
+	 * current, as PyTorch's does */
+	int (*retain)(void **, int) = (int (*)(void **, int))dlsym(f.lib, "cuDevicePrimaryCtxRetain");
+	void *primary;
+	cr_assert(retain && !retain(&primary, 0));
+	f.set_ctx(primary);
 	return f;
 }
 

@@ -10,8 +10,24 @@
  *
  * It counts host copies and synchronizations (fakecuda_syncs), records the
  * stream and the current context of the last launch (fakecuda_last) and
- * keeps a current context per process (cuCtxSetCurrent, cuCtxGetCurrent;
+ * keeps a current context per thread (cuCtxSetCurrent, cuCtxGetCurrent;
  * contexts other than the primary one, 0x1, are on device ctxdev=N).
+ * The primary context is counted as the driver keeps it: created by the
+ * retain that finds it unreferenced, reset by the release of its last
+ * reference (fakecuda_primary).  Allocations, module loads and launches
+ * need a live current context: none is CUDA_ERROR_INVALID_CONTEXT, the
+ * primary one after its reset CUDA_ERROR_CONTEXT_IS_DESTROYED.  A module
+ * belongs to the context current at its load; a launch of one of its
+ * functions in another context is CUDA_ERROR_INVALID_CONTEXT.
+ *
+ * A function handle is one of a module's kernels, with attributes of its
+ * own (the opt-in of dynamic shared memory, non-portable cluster sizes);
+ * unloading the module frees its handles, and the next module's kernels
+ * take the freed addresses first, with default attributes, as the
+ * driver's heap may give them; a launch of a freed handle is
+ * CUDA_ERROR_INVALID_HANDLE.  static=BYTES: the static shared memory of
+ * every kernel (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES), which the opt-in
+ * limit covers along with the dynamic bytes.
  * async=0: cuMemAllocAsync answers CUDA_ERROR_NOT_SUPPORTED, as on a device
  * without memory pools.
  *
@@ -61,13 +77,50 @@ static double optf(const char *key, double dflt)
 
 static int live, allocs, launches, set_attrs, granted = -1, entries, dtod;
 static unsigned launch_smem, launch_grid, launch_grid_y, launch_cluster[3];
-static void *nonportable_fn;
+static int launch_nonportable;
 /* The cluster dimensions of the last launch (0, 0, 0: none, or
- * cuLaunchKernel) and whether a function was allowed non-portable sizes. */
+ * cuLaunchKernel) and whether its function was allowed non-portable
+ * sizes. */
 void fakecuda_cluster(unsigned dims[3], int *nonportable)
 {
 	memcpy(dims, launch_cluster, sizeof launch_cluster);
-	*nonportable = nonportable_fn != NULL;
+	*nonportable = launch_nonportable;
+}
+
+/* A loaded module: the context current at its load. */
+typedef struct {
+	void *ctx;
+} Mod;
+/* A function's attributes; fns[] are the handles of modules' kernels,
+ * others (a caller's own pointers) are kept apart by address. */
+typedef struct {
+	int nonportable, granted;
+} Attrs;
+typedef struct {
+	Mod *mod; /* NULL: free */
+	char name[64];
+	Attrs at;
+} Fn;
+static Fn fns[256];
+static struct {
+	void *f;
+	Attrs at;
+} others[64];
+static Fn *fn_of(void *f)
+{
+	return (char *)f >= (char *)fns && (char *)f < (char *)(fns + 256) ? (Fn *)f : NULL;
+}
+static Attrs *attrs_of(void *f)
+{
+	Fn *h = fn_of(f);
+	if (h)
+		return &h->at;
+	int i = 0;
+	while (i < 63 && others[i].f && others[i].f != f)
+		i++;
+	if (!others[i].f)
+		others[i].f = f, others[i].at = (Attrs){0, -1};
+	return &others[i].at;
 }
 int fakecuda_live(void) { return live; }
 /* the grid's x dimension of the last launch */
@@ -111,10 +164,36 @@ int cuDeviceGetAttribute(int *v, int attr, int d)
 	return 0;
 }
 int cuDeviceTotalMem_v2(size_t *b, int d) { (void)d; *b = (size_t)141 << 30; return 0; }
-int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)0x1; return 0; }
-int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
-static void *current, *launch_stream, *launch_ctx;
+static int primary_refs, primary_creations;
+/* References to the primary context now, and how many times it was
+ * created. */
+void fakecuda_primary(int *refs, int *creations) { *refs = primary_refs, *creations = primary_creations; }
+int cuDevicePrimaryCtxRetain(void **c, int d)
+{
+	(void)d;
+	if (!primary_refs++)
+		primary_creations++;
+	*c = (void *)0x1;
+	return 0;
+}
+int cuDevicePrimaryCtxRelease_v2(int d)
+{
+	(void)d;
+	if (!primary_refs)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT: not retained */
+	primary_refs--;
+	return 0;
+}
+static _Thread_local void *current;
+static void *launch_stream, *launch_ctx;
 static int copies, syncs, async_allocs, async_frees;
+/* 0, or why the current context cannot take work */
+static int ctx_error(void)
+{
+	return !current ? 201 /* CUDA_ERROR_INVALID_CONTEXT */
+	       : current == (void *)0x1 && !primary_refs ? 709 /* CUDA_ERROR_CONTEXT_IS_DESTROYED */
+							 : 0;
+}
 int cuCtxSetCurrent(void *c) { current = c; return 0; }
 int cuCtxGetCurrent(void **c) { *c = current; return 0; }
 int cuCtxGetDevice(int *d) { *d = current == (void *)0x1 ? 0 : (int)opt("ctxdev", 0); return 0; }
@@ -138,6 +217,8 @@ int cuStreamSynchronize(void *s) { (void)s; syncs++, pending = 0; return 0; }
 
 int cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, void **vals)
 {
+	if (ctx_error())
+		return ctx_error();
 	const char *ptx = img, *v = strstr(ptx, ".version ");
 	double max = optf("ptx_max", 99);
 	if (v && strtod(v + 9, NULL) > max + 1e-9) {
@@ -155,31 +236,45 @@ int cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, void **
 	}
 	for (const char *e = strstr(ptx, ".entry"); e; e = strstr(e + 6, ".entry"))
 		entries++;
-	*m = malloc(1);
+	Mod *mod = malloc(sizeof *mod);
+	mod->ctx = current;
+	*m = mod;
 	return 0;
 }
-int cuModuleUnload(void *m) { free(m); return 0; }
-/* A handle per kernel name, as the driver's (the caller's name buffer may
- * be reused for the next kernel). */
+int cuModuleUnload(void *m)
+{
+	for (int i = 0; i < 256; i++)
+		if (fns[i].mod == m)
+			fns[i].mod = NULL;
+	free(m);
+	return 0;
+}
+/* A handle per kernel of a module, the same for every look-up of it (the
+ * caller's name buffer may be reused for the next kernel); a new one takes
+ * the first free address. */
 int cuModuleGetFunction(void **f, void *m, const char *name)
 {
-	static char names[256][64];
-	static int nnames;
-	(void)m;
 	if (!strcmp(name, "missing"))
 		return 500;
-	int i = 0;
-	while (i < nnames && strncmp(names[i], name, 63))
-		i++;
-	if (i == nnames && nnames < 256)
-		snprintf(names[nnames++], 64, "%s", name);
-	*f = names[i < 256 ? i : 255];
+	int i = 0, free_at = -1;
+	for (; i < 256 && !(fns[i].mod == m && !strncmp(fns[i].name, name, 63)); i++)
+		if (free_at < 0 && !fns[i].mod)
+			free_at = i;
+	if (i == 256) {
+		if (free_at < 0)
+			return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+		i = free_at;
+		fns[i].mod = m;
+		snprintf(fns[i].name, sizeof fns[i].name, "%s", name);
+		fns[i].at = (Attrs){0, -1};
+	}
+	*f = &fns[i];
 	return 0;
 }
 int cuFuncGetAttribute(int *v, int attr, void *f)
 {
 	(void)f;
-	*v = attr == 4 ? 32 : attr == 3 ? (int)opt("local", 0) : attr == 0 ? 1024 : 0;
+	*v = attr == 4 ? 32 : attr == 3 ? (int)opt("local", 0) : attr == 0 ? 1024 : attr == 1 ? (int)opt("static", 0) : 0;
 	return 0;
 }
 #ifndef FAKECUDA_OLD
@@ -187,17 +282,20 @@ int cuFuncSetAttribute(void *f, int attr, int v)
 {
 	set_attrs++;
 	if (attr == 14)
-		nonportable_fn = v ? f : NULL;
+		attrs_of(f)->nonportable = v != 0;
 	if (attr == 8) {
-		if (v > opt("optin", 227 << 10))
+		/* the opt-in limit covers the kernel's static shared memory too */
+		if (v > opt("optin", 227 << 10) - opt("static", 0))
 			return 1; /* CUDA_ERROR_INVALID_VALUE */
-		granted = v;
+		granted = attrs_of(f)->granted = v;
 	}
 	return 0;
 }
 #endif
 int cuMemAlloc_v2(Ptr *p, size_t n)
 {
+	if (ctx_error())
+		return ctx_error();
 	if (++allocs == opt("oom_after", -1))
 		return 2;
 	*p = (Ptr)(size_t)calloc(1, n ? n : 1);
@@ -271,13 +369,24 @@ int cuMemFreeAsync(Ptr p, void *st)
 int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g, unsigned s,
 		   void *st, void **args, void **x)
 {
-	(void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)args, (void)x;
+	(void)args, (void)x;
 	launches++, pending++;
 	launch_smem = s, launch_grid = a, launch_grid_y = b;
 	launch_stream = st, launch_ctx = current;
 	memset(launch_cluster, 0, sizeof launch_cluster);
-	if (s > 48 * 1024 && (int)s > granted)
+	Fn *h = fn_of(f);
+	Attrs *at = attrs_of(f);
+	launch_nonportable = at->nonportable;
+	if (ctx_error())
+		return ctx_error();
+	if (h && !h->mod)
+		return 400; /* CUDA_ERROR_INVALID_HANDLE: its module was unloaded */
+	if (h && h->mod->ctx != current)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT: a function of another context's module */
+	if (s > 48 * 1024 && (int)s > at->granted)
 		return 1; /* as the driver: more than 48 KB only after the function opts in */
+	if (s + opt("static", 0) > opt("optin", 227 << 10))
+		return 1;
 	if (!a || !b || !c || a > 0x7fffffffu || b > 65535 || c > 65535 || !d || !e || !g || d > 1024 || e > 1024 ||
 	    g > 64 || (unsigned long long)d * e * g > 1024)
 		return 1; /* CUDA_ERROR_INVALID_VALUE: the device's grid and block limits */
@@ -308,9 +417,10 @@ int cuLaunchKernelEx(const FakeConfig *c, void *f, void **args, void **x)
 			memcpy(cl, c->attrs[k].v.dims, sizeof cl);
 	int rc = cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz, c->smem, c->stream, args, x);
 	memcpy(launch_cluster, cl, sizeof cl);
-	if (cl[0] && (c->gx % cl[0] || c->gy % (cl[1] ? cl[1] : 1) || cl[0] * cl[1] * cl[2] > 16 ||
-		      (cl[0] * cl[1] * cl[2] > 8 && f != nonportable_fn)))
-		return 1; /* CUDA_ERROR_INVALID_VALUE; the driver says CUDA_ERROR_INVALID_CLUSTER_SIZE at run time */
+	if (cl[0] && (c->gx % cl[0] || c->gy % (cl[1] ? cl[1] : 1)))
+		return 1; /* CUDA_ERROR_INVALID_VALUE */
+	if (cl[0] && (cl[0] * cl[1] * cl[2] > 16 || (cl[0] * cl[1] * cl[2] > 8 && !attrs_of(f)->nonportable)))
+		return 912; /* CUDA_ERROR_INVALID_CLUSTER_SIZE */
 	return rc;
 }
 #endif
@@ -325,6 +435,10 @@ int cuGetErrorName(int r, const char **s)
 	switch (r) {
 	case 1: *s = "CUDA_ERROR_INVALID_VALUE"; break;
 	case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+	case 201: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
+	case 400: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
+	case 709: *s = "CUDA_ERROR_CONTEXT_IS_DESTROYED"; break;
+	case 912: *s = "CUDA_ERROR_INVALID_CLUSTER_SIZE"; break;
 	case 34: *s = "CUDA_ERROR_STUB_LIBRARY"; break;
 	case 100: *s = "CUDA_ERROR_NO_DEVICE"; break;
 	case 218: *s = "CUDA_ERROR_INVALID_PTX"; break;
