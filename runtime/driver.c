@@ -250,7 +250,11 @@ static int query_device(Rt *rt, char *err, size_t n)
 	return 0;
 }
 
-static int start(Rt *rt, int ordinal, const char *path, char *err, size_t n)
+/* What open_rt does with the device's primary context: nothing (a probe),
+ * retains it, or retains it and makes it the thread's current one. */
+enum { OPEN_PROBE, OPEN_ASIDE, OPEN_CURRENT };
+
+static int start(Rt *rt, int ordinal, int mode, const char *path, char *err, size_t n)
 {
 	int rc = resolve(rt, err, n), count = 0;
 	if (rc)
@@ -274,14 +278,15 @@ static int start(Rt *rt, int ordinal, const char *path, char *err, size_t n)
 	}
 	CK(rt, cuDeviceGet(&rt->dev, ordinal), err, n);
 	rt->info.ordinal = ordinal;
-	if ((rc = query_device(rt, err, n)))
+	if ((rc = query_device(rt, err, n)) || mode == OPEN_PROBE)
 		return rc;
 	CK(rt, cuDevicePrimaryCtxRetain(&rt->ctx, rt->dev), err, n);
-	CK(rt, cuCtxSetCurrent(rt->ctx), err, n);
+	if (mode == OPEN_CURRENT)
+		CK(rt, cuCtxSetCurrent(rt->ctx), err, n);
 	return 0;
 }
 
-int rt_open(Rt **out, const char *lib, int ordinal, char *err, size_t n)
+static int open_rt(Rt **out, const char *lib, int ordinal, int mode, char *err, size_t n)
 {
 	*out = NULL;
 	if (!lib)
@@ -300,13 +305,29 @@ int rt_open(Rt **out, const char *lib, int ordinal, char *err, size_t n)
 		return RT_NO_LIBRARY;
 	}
 	char path[512]; /* the caller's own: threads open drivers at once */
-	int rc = start(rt, ordinal, lib_path(rt->lib, lib, path), err, n);
-	if (rc) {
+	int rc = start(rt, ordinal, mode, lib_path(rt->lib, lib, path), err, n);
+	if (rc || mode == OPEN_PROBE) {
 		rt_close(rt);
 		return rc;
 	}
 	*out = rt;
 	return 0;
+}
+
+int rt_open(Rt **out, const char *lib, int ordinal, char *err, size_t n)
+{
+	return open_rt(out, lib, ordinal, OPEN_CURRENT, err, n);
+}
+
+int rt_open_aside(Rt **out, const char *lib, int ordinal, char *err, size_t n)
+{
+	return open_rt(out, lib, ordinal, OPEN_ASIDE, err, n);
+}
+
+int rt_probe(const char *lib, int ordinal, char *err, size_t n)
+{
+	Rt *none;
+	return open_rt(&none, lib, ordinal, OPEN_PROBE, err, n);
 }
 
 static void release_all(Rt *rt)
@@ -708,6 +729,13 @@ int rt_enter_ctx(Rt *rt, void **ctx, char *err, size_t n)
 }
 
 void *rt_primary_ctx(const Rt *rt) { return rt->ctx; }
+
+int rt_get_ctx(Rt *rt, void **ctx, char *err, size_t n)
+{
+	*ctx = NULL;
+	CK(rt, cuCtxGetCurrent(ctx), err, n);
+	return 0;
+}
 
 int rt_set_ctx(Rt *rt, void *ctx, char *err, size_t n)
 {

@@ -51,6 +51,13 @@ enum {
  * load, or NULL for $ASSOC_LIBCUDA or libcuda.so.1.  On failure *rt is NULL
  * and err says why; the return value is one of the RT_ codes. */
 int rt_open(Rt **rt, const char *lib, int ordinal, char *err, size_t n);
+/* rt_open for a library: the primary context is retained, not made
+ * current; the calling thread's current context stays as it was. */
+int rt_open_aside(Rt **rt, const char *lib, int ordinal, char *err, size_t n);
+/* Whether rt_open would find the driver and device `ordinal` (the same
+ * codes and reasons), without touching any context: a probe that neither
+ * creates the primary context nor, releasing it, resets it. */
+int rt_probe(const char *lib, int ordinal, char *err, size_t n);
 void rt_close(Rt *rt);
 const RtDevice *rt_device(const Rt *rt);
 int rt_usable(const Rt *rt);
@@ -120,6 +127,9 @@ void rt_free_now(Rt *rt, RtPtr p);
  * is on another device than rt's. */
 int rt_enter_ctx(Rt *rt, void **ctx, char *err, size_t n);
 void *rt_primary_ctx(const Rt *rt);
+/* The calling thread's current context as it is (NULL: none), to give
+ * back with rt_set_ctx. */
+int rt_get_ctx(Rt *rt, void **ctx, char *err, size_t n);
 int rt_set_ctx(Rt *rt, void *ctx, char *err, size_t n);
 
 /* The newest PTX ISA version ("8.4") a driver version (12040) accepts. */

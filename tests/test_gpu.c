@@ -69,6 +69,36 @@ static RunData *drawn(Carrier *c, int rows, int len)
 	return d;
 }
 
+/* A run's device check (Device.available) makes no context: `assoc run
+ * --device gpu` creates the primary context once, in the run's open,
+ * rather than creating it in the check, resetting it there and creating
+ * it again. */
+Test(gpu, a_run_creates_the_primary_context_once, .timeout = 120)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	fake_with_cache(dir);
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	void (*primary)(int *, int *) = (void (*)(int *, int *))dlsym(lib, "fakecuda_primary");
+	cr_assert(primary);
+	const Device *dv = run_device_find("gpu");
+	int refs, made;
+	cr_assert(dv->available(msg, sizeof msg), "%s", msg);
+	primary(&refs, &made);
+	cr_expect(refs == 0 && made == 0, "the check: %d references, %d made", refs, made);
+	Carrier *c = load_ok("specs/online_softmax.yaml");
+	RunData *d = drawn(c, 3, 100);
+	cr_assert_eq(dv->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	primary(&refs, &made);
+	cr_expect(refs == 0 && made == 1, "the run: %d references, %d made", refs, made);
+	dlclose(lib);
+	rundata_free(d);
+	spec_carrier_free(c);
+	unsetenv("ASSOC_LIBCUDA");
+	unsetenv("XDG_CACHE_HOME");
+}
+
 Test(gpu, no_driver_is_a_clear_condition)
 {
 	setenv("ASSOC_LIBCUDA", "build/no-such-libcuda.so.1", 1);

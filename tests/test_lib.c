@@ -1419,6 +1419,56 @@ Test(lib, run_device_enqueues_on_the_callers_stream, .timeout = 120)
 	fake_close(&f);
 }
 
+/* A program with a context of its own current compiles, runs on device
+ * pointers in its context and on host arrays in the kernel's own (the
+ * primary context, whose modules those are), and finds its context
+ * current after each call; with no context current, none is left after
+ * assoc_compile either. */
+Test(lib, a_programs_own_context_stays_current, .timeout = 120)
+{
+	char dir[] = "/tmp/assoc-libctx-XXXXXX";
+	Fake f = fake_open(dir, "");
+	void (*primary)(int *, int *) = (void (*)(int *, int *))dlsym(f.lib, "fakecuda_primary");
+	cr_assert(primary);
+	AssocSpec *s = spec_ok("specs/online_softmax.yaml");
+	void *own = (void *)0x77, *cur, *got_stream, *got_ctx;
+	int na, nf, refs0, made0, refs, made;
+	AssocBuffer b[] = {{"x", dev_alloc(&f, 40), 40}, {"y", dev_alloc(&f, 40), 40}, {"lse", dev_alloc(&f, 8), 8}};
+	primary(&refs0, &made0);
+	f.set_ctx(own);
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	f.get_ctx(&cur);
+	cr_assert_eq(cur, own, "assoc_compile leaves the program's context current");
+	primary(&refs, &made);
+	cr_expect(refs == refs0 + 1 && made == made0, "the kernel holds the primary context (%d, %d made)", refs,
+		  made - made0);
+	cr_assert_eq(assoc_run_device(k, 1, 1, 2, 5, b, 3, NULL, 0, NULL), ASSOC_OK, "%s", assoc_kernel_error(k));
+	f.last(&got_stream, &got_ctx, &na, &nf);
+	f.get_ctx(&cur);
+	cr_expect_eq(got_ctx, own, "launched in the program's context");
+	cr_expect_eq(cur, own);
+	float x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, y[10], lse[2];
+	AssocBuffer h[] = {{"x", x, sizeof x}, {"y", y, sizeof y}, {"lse", lse, sizeof lse}};
+	cr_assert_eq(assoc_run(k, 2, 5, h, 3, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	f.last(&got_stream, &got_ctx, &na, &nf);
+	f.get_ctx(&cur);
+	cr_expect_eq(got_ctx, (void *)0x1, "host arrays: in the kernel's own context");
+	cr_expect_eq(cur, own, "and the program's back after");
+	assoc_kernel_free(k);
+	f.get_ctx(&cur);
+	cr_expect_eq(cur, own);
+	/* no context current: none after */
+	f.set_ctx(NULL);
+	cr_assert_eq(assoc_compile(s, "gpu", 0, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	f.get_ctx(&cur);
+	cr_expect_null(cur, "assoc_compile made no context current");
+	assoc_kernel_free(k);
+	f.set_ctx((void *)0x1);
+	assoc_spec_free(s);
+	fake_close(&f);
+}
+
 enum { EMU_ROWS = 6, EMU_LEN = 777 };
 
 /* x and y at 16 bytes in every job: whether a row takes the 16-byte loop,

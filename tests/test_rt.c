@@ -239,6 +239,51 @@ Test(rt, cluster_launches)
 	rt_close(rt);
 }
 
+/* rt_probe finds the driver and the device and says why not as rt_open
+ * does, with no context: the primary one is neither created nor reset,
+ * and the thread's current one stays.  rt_open_aside retains the primary
+ * context without making it current; rt_open makes it current. */
+Test(rt, probe_and_aside_leave_the_current_context)
+{
+	void *lib = dlopen(FAKE, RTLD_NOW);
+	void (*primary)(int *, int *) = (void (*)(int *, int *))dlsym(lib, "fakecuda_primary");
+	int (*set_ctx)(void *) = (int (*)(void *))dlsym(lib, "cuCtxSetCurrent");
+	int (*get_ctx)(void **) = (int (*)(void **))dlsym(lib, "cuCtxGetCurrent");
+	cr_assert(primary && set_ctx && get_ctx);
+	int refs, made;
+	void *cur;
+	setenv("FAKECUDA", "", 1);
+	set_ctx((void *)0x77);
+	cr_assert_eq(rt_probe(FAKE, 0, err, sizeof err), RT_OK, "%s", err);
+	primary(&refs, &made);
+	get_ctx(&cur);
+	cr_expect(refs == 0 && made == 0, "the probe made no context: %d references, %d made", refs, made);
+	cr_expect_eq(cur, (void *)0x77);
+	cr_assert_eq(rt_probe(FAKE, 1, err, sizeof err), RT_NO_DEVICE);
+	cr_assert(strstr(err, "no CUDA device 1 (the driver sees 1)"), "%s", err);
+	setenv("FAKECUDA", "init=100", 1);
+	cr_assert_eq(rt_probe(FAKE, 0, err, sizeof err), RT_NO_DEVICE);
+	cr_assert_eq(rt_probe("build/no-such-libcuda.so", 0, err, sizeof err), RT_NO_LIBRARY);
+	setenv("FAKECUDA", "", 1);
+	Rt *rt;
+	cr_assert_eq(rt_open_aside(&rt, FAKE, 0, err, sizeof err), RT_OK, "%s", err);
+	primary(&refs, &made);
+	get_ctx(&cur);
+	cr_expect(refs == 1 && made == 1, "%d references, %d made", refs, made);
+	cr_expect_eq(cur, (void *)0x77, "the caller's context is still current");
+	cr_assert_eq(rt_get_ctx(rt, &cur, err, sizeof err), 0, "%s", err);
+	cr_expect_eq(cur, (void *)0x77);
+	Rt *cli;
+	cr_assert_eq(rt_open(&cli, FAKE, 0, err, sizeof err), RT_OK, "%s", err);
+	get_ctx(&cur);
+	cr_expect_eq(cur, rt_primary_ctx(cli), "rt_open makes the primary context current");
+	rt_close(cli);
+	rt_close(rt);
+	primary(&refs, &made);
+	cr_expect(refs == 0 && made == 1, "created once: %d references, %d made", refs, made);
+	dlclose(lib);
+}
+
 /* Dynamic shared memory: up to 48 KB a launch takes it as is; over that the
  * function opts in first (once while it keeps the grant), up to the
  * device's limit; a driver without cuFuncSetAttribute says so. */

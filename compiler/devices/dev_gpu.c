@@ -117,12 +117,12 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 	return rc;
 }
 
-static int open_gpu(Gpu *g, Carrier *c, int space, int page_size, char *msg, size_t n)
+static int open_gpu(Gpu *g, Carrier *c, int space, int page_size, int aside, char *msg, size_t n)
 {
 	memset(g, 0, sizeof *g);
 	g->c = c;
 	g->page_size = page_size;
-	if (rt_open(&g->rt, NULL, 0, msg, n))
+	if ((aside ? rt_open_aside : rt_open)(&g->rt, NULL, 0, msg, n))
 		return -1;
 	const RtDevice *dev = rt_device(g->rt);
 	/* sm_90 is sm_90a: its arch-specific instructions (wgmma, setmaxnreg)
@@ -136,16 +136,29 @@ static int open_gpu(Gpu *g, Carrier *c, int space, int page_size, char *msg, siz
 	return 0;
 }
 
-int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n) { return open_gpu(g, c, space, 0, msg, n); }
+int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n) { return open_gpu(g, c, space, 0, 0, msg, n); }
 
 int gpu_open_paged(Gpu *g, Carrier *c, int page_size, char *msg, size_t n)
 {
-	return open_gpu(g, c, 0, page_size, msg, n);
+	return open_gpu(g, c, 0, page_size, 0, msg, n);
+}
+
+int gpu_open_aside(Gpu *g, Carrier *c, int page_size, char *msg, size_t n)
+{
+	return open_gpu(g, c, 0, page_size, 1, msg, n);
 }
 
 void gpu_close(Gpu *g)
 {
+	/* g's modules are unloaded from their own context, the primary one; a
+	 * library's caller keeps its current one */
+	void *was = NULL, *primary = g->rt ? rt_primary_ctx(g->rt) : NULL;
+	char why[256];
+	int moved = g->nmods && !rt_get_ctx(g->rt, &was, why, sizeof why) && was != primary &&
+		    !rt_set_ctx(g->rt, primary, why, sizeof why);
 	unload_all(g);
+	if (moved)
+		rt_set_ctx(g->rt, was, why, sizeof why);
 	if (g->m.src)
 		cuda_module_free(&g->m);
 	nvrtc_close(g->nv);
@@ -502,16 +515,16 @@ int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n
 
 static int gpu_available(char *why, size_t n)
 {
-	Rt *rt;
-	if (rt_open(&rt, NULL, 0, why, n))
+	/* no context: retaining the primary one here and releasing it would
+	 * create it and reset it, and the run's open create it again */
+	if (rt_probe(NULL, 0, why, n))
 		return 0;
-	rt_close(rt);
 	/* a run follows, after the verdict: NVRTC loads meanwhile */
 	nvrtc_preload();
 	return 1;
 }
 
-int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
+static int run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 {
 	GpuBufs b;
 	int v, split, rc = -1;
@@ -525,7 +538,7 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 	if (d->heads > 1 && g->m.base != FAM_ATTN) {
 		for (int h = 0; h < d->heads; h++) {
 			RunData *hv = rundata_head_view(d, h);
-			rc = gpu_run_open(g, hv, o, msg, n);
+			rc = run_open(g, hv, o, msg, n);
 			rundata_view_free(hv);
 			if (rc)
 				return rc;
@@ -536,7 +549,7 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 		if (rundata_from_zero_ok(d, "the row templates", msg, n))
 			return -1;
 		RunData *u = rundata_unpaged(d);
-		rc = gpu_run_open(g, u, o, msg, n);
+		rc = run_open(g, u, o, msg, n);
 		d->p_round = u->p_round;
 		rundata_unpaged_free(u);
 		return rc;
@@ -554,6 +567,30 @@ int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 	}
 	gpu_free_bufs(g, &b);
 	return rc;
+}
+
+/* A run on host arrays takes g's own context (its modules' and its
+ * buffers'), whichever the thread had current, and gives that back. */
+static int in_primary(Gpu *g, int (*run)(Gpu *, void *, const RunOpts *, char *, size_t), void *d,
+		      const RunOpts *o, char *msg, size_t n)
+{
+	void *was, *primary = rt_primary_ctx(g->rt);
+	if (rt_get_ctx(g->rt, &was, msg, n) || (was != primary && rt_set_ctx(g->rt, primary, msg, n)))
+		return -1;
+	int rc = run(g, d, o, msg, n);
+	char why[256];
+	if (was != primary && rt_set_ctx(g->rt, was, why, sizeof why) && rc >= 0) {
+		snprintf(msg, n, "%s", why);
+		rc = -1;
+	}
+	return rc;
+}
+
+static int run_open_any(Gpu *g, void *d, const RunOpts *o, char *msg, size_t n) { return run_open(g, d, o, msg, n); }
+
+int gpu_run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
+{
+	return in_primary(g, run_open_any, d, o, msg, n);
 }
 
 /* g's module loaded in ctx, a context of the caller's other than g's
@@ -781,7 +818,7 @@ static int gpu_run(RunData *d, const RunOpts *o, char *msg, size_t n)
 	return rc;
 }
 
-int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t n)
+static int batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t n)
 {
 	RunData *d0 = rb->seq[0];
 	Carrier *c = d0->c;
@@ -887,6 +924,16 @@ int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t
 out:
 	gpu_free_bufs(g, &gb);
 	return rc;
+}
+
+static int batch_open_any(Gpu *g, void *rb, const RunOpts *o, char *msg, size_t n)
+{
+	return batch_open(g, rb, o, msg, n);
+}
+
+int gpu_run_batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t n)
+{
+	return in_primary(g, batch_open_any, rb, o, msg, n);
 }
 
 static int gpu_run_batch(RunBatch *rb, const RunOpts *o, char *msg, size_t n)

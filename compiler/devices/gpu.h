@@ -38,6 +38,11 @@ int gpu_open(Gpu *g, Carrier *c, int space, char *msg, size_t n);
  * (cuda_module_paged), for runs over paged columns (RunData.page) of
  * pages of page_size keys. */
 int gpu_open_paged(Gpu *g, Carrier *c, int page_size, char *msg, size_t n);
+/* gpu_open (page_size 0: no tuning space) or gpu_open_paged for a
+ * library: the calling thread's current context is left as it was
+ * (rt_open_aside); a run on host arrays makes g's own (the primary
+ * context) current for itself. */
+int gpu_open_aside(Gpu *g, Carrier *c, int page_size, char *msg, size_t n);
 void gpu_close(Gpu *g);
 /* Compile variant v of g->m alone (through the PTX cache) and load it,
  * unless it is loaded; 0, or -1 with msg. */

@@ -134,7 +134,7 @@ static AssocStatus paged_module(AssocKernel *k, int page_size)
 	Gpu *g = calloc(1, sizeof *g);
 	if (!g)
 		return paged_fail(k, ASSOC_ENOMEM, "out of memory");
-	if (gpu_open_paged(g, k->c, page_size, why, sizeof why)) {
+	if (gpu_open_aside(g, k->c, page_size, why, sizeof why)) {
 		free(g);
 		return paged_fail(k, ASSOC_EDEVICE, "gpu: %s", why);
 	}

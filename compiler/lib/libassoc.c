@@ -507,7 +507,7 @@ static void release_gpu(Gpu *g, AssocStreamWs *ws, int nws, AssocCtxModule *mods
 	if (g) {
 		void *was;
 		char why[512];
-		int entered = nws && !rt_enter_ctx(g->rt, &was, why, sizeof why);
+		int entered = nws && !rt_get_ctx(g->rt, &was, why, sizeof why);
 		for (int i = 0; i < nws; i++) {
 			int synced = 0; /* each context that holds a workspace, once */
 			for (int j = 0; j < i; j++)
@@ -518,7 +518,7 @@ static void release_gpu(Gpu *g, AssocStreamWs *ws, int nws, AssocCtxModule *mods
 		}
 		if (entered)
 			rt_set_ctx(g->rt, was, why, sizeof why);
-		if (nmods && !rt_enter_ctx(g->rt, &was, why, sizeof why)) {
+		if (nmods && !rt_get_ctx(g->rt, &was, why, sizeof why)) {
 			for (int i = 0; i < nmods; i++)
 				if (!rt_set_ctx(g->rt, mods[i].ctx, why, sizeof why))
 					rt_unload(g->rt, mods[i].mod);
@@ -604,7 +604,7 @@ static AssocStatus compile_on(AssocSpec *s, const char *device, int threads, Ass
 		k->gpu = calloc(1, sizeof *k->gpu);
 		if (!k->gpu)
 			return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
-		if (gpu_open(k->gpu, k->c, 0, why, sizeof why)) {
+		if (gpu_open_aside(k->gpu, k->c, 0, why, sizeof why)) {
 			free(k->gpu);
 			k->gpu = NULL;
 			return fail(k->err, sizeof k->err, ASSOC_ECOMPILE, "gpu: %s", why);
