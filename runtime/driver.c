@@ -438,7 +438,10 @@ void rt_unload(Rt *rt, RtModule *m)
 		return;
 	if (!rt->dead)
 		rt->cuModuleUnload(m->mod);
-	rt->smem_fn = NULL; /* a later module's function may take the same address */
+	/* a later module's function may take the same address, without the
+	 * grants */
+	rt->smem_fn = NULL;
+	rt->cluster_fn = NULL;
 	free(m);
 }
 

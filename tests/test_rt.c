@@ -239,6 +239,31 @@ Test(rt, cluster_launches)
 	rt_close(rt);
 }
 
+/* A module loaded after another's unload may give its kernel the freed
+ * kernel's address (the fake gives it): the new kernel has not allowed
+ * non-portable cluster sizes, so a cluster of 16 allows them again rather
+ * than being refused as a grant of the unloaded one. */
+Test(rt, cluster_grant_ends_with_its_module)
+{
+	Rt *rt = open_fake("");
+	RtModule *a, *b;
+	void *fa, *fb;
+	unsigned g[3] = {32, 1, 1}, bl[3] = {128, 1, 1};
+	cr_assert_eq(rt_load_ptx(rt, ptx, &a, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(rt_function(rt, a, "k", &fa, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(rt_launch_cluster(rt, fa, g, bl, 0, 16, NULL, err, sizeof err), 0, "%s", err);
+	rt_unload(rt, a);
+	cr_assert_eq(rt_load_ptx(rt, ptx, &b, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(rt_function(rt, b, "k", &fb, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(fb, fa, "the fake reuses the freed handle");
+	cr_assert_eq(rt_launch_cluster(rt, fb, g, bl, 0, 16, NULL, err, sizeof err), 0, "%s", err);
+	/* and the unloaded one's handle is no function to launch */
+	rt_unload(rt, b);
+	cr_assert_eq(rt_launch(rt, fb, g, bl, 0, NULL, err, sizeof err), RT_ERR);
+	cr_assert(strstr(err, "CUDA_ERROR_INVALID_HANDLE"), "%s", err);
+	rt_close(rt);
+}
+
 /* rt_probe finds the driver and the device and says why not as rt_open
  * does, with no context: the primary one is neither created nor reset,
  * and the thread's current one stays.  rt_open_aside retains the primary
