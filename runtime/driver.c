@@ -18,11 +18,14 @@ enum {
 	CUDA_ERROR_STUB_LIBRARY = 34,
 	CUDA_ERROR_NO_DEVICE = 100,
 	CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+	CUDA_ERROR_ECC_UNCORRECTABLE = 214,
 	CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+	CUDA_ERROR_LAUNCH_TIMEOUT = 702,
 	CUDA_ERROR_ASSERT = 710,
 	CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
 	CUDA_ERROR_LAUNCH_FAILED = 719,
 	CUDA_ERROR_NOT_SUPPORTED = 801,
+	CUDA_ERROR_EXTERNAL_DEVICE = 911,
 };
 
 enum { JIT_INFO_LOG = 3, JIT_INFO_LOG_SIZE = 4, JIT_ERROR_LOG = 5, JIT_ERROR_LOG_SIZE = 6 };
@@ -148,10 +151,17 @@ struct Rt {
 	char dead_msg[512];
 };
 
+/* The faults after which cuda.h says the context cannot be used again:
+ * an illegal address, a launch that timed out, a device assert, the
+ * kernel faults 714-719 (hardware stack, illegal instruction, misaligned
+ * or invalid address, invalid PC, launch failed), an external device's
+ * fault and an uncorrectable ECC error.  711-713 (peer access, host
+ * memory registration) are errors of the call alone. */
 static int is_sticky(CUresult r)
 {
-	return r == CUDA_ERROR_ILLEGAL_ADDRESS || (r >= CUDA_ERROR_ASSERT && r <= CUDA_ERROR_LAUNCH_FAILED) ||
-	       r == 214 /* uncorrectable ECC */;
+	return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_ASSERT ||
+	       (r >= CUDA_ERROR_HARDWARE_STACK_ERROR && r <= CUDA_ERROR_LAUNCH_FAILED) || r == CUDA_ERROR_EXTERNAL_DEVICE ||
+	       r == CUDA_ERROR_ECC_UNCORRECTABLE;
 }
 
 __attribute__((format(printf, 3, 4))) static void say(char *err, size_t n, const char *fmt, ...)

@@ -194,6 +194,25 @@ Test(rt, sticky_fault_fails_fast)
 	rt_close(rt);
 }
 
+/* Which failures end the context, per cuda.h: a launch timeout (702), a
+ * device assert (710), the kernel faults 714-719, an external device's
+ * fault (911) and an uncorrectable ECC error (214) do; peer access and
+ * host registration errors (711-713) are the call's alone. */
+Test(rt, sticky_codes_are_the_drivers)
+{
+	static const struct {
+		const char *sync;
+		int sticky;
+	} t[] = {{"sync=702", 1}, {"sync=710", 1}, {"sync=714", 1}, {"sync=719", 1}, {"sync=911", 1},
+		 {"sync=214", 1}, {"sync=711", 0}, {"sync=712", 0}, {"sync=713", 0}, {"sync=1", 0}};
+	for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+		Rt *rt = open_fake(t[i].sync);
+		cr_expect_eq(rt_sync(rt, err, sizeof err), t[i].sticky ? RT_FAULT : RT_ERR, "%s", t[i].sync);
+		cr_expect_eq(rt_usable(rt), !t[i].sticky, "%s", t[i].sync);
+		rt_close(rt);
+	}
+}
+
 Test(rt, ptx_isa_table)
 {
 	cr_assert_str_eq(rt_ptx_isa_for_driver(13000), "9.0");
