@@ -546,9 +546,16 @@ static int grant_smem(Rt *rt, void *fn, unsigned smem, char *err, size_t n)
 {
 	if (smem <= SMEM_DEFAULT || (fn == rt->smem_fn && smem <= rt->smem_bytes))
 		return 0;
-	if ((int)smem > rt->info.smem_per_block_optin) {
-		say(err, n, "a launch asks for %u bytes of dynamic shared memory; %s allows at most %d per block", smem,
-		    rt->info.name, rt->info.smem_per_block_optin);
+	/* the opt-in limit holds the kernel's static shared memory too */
+	int fixed = 0;
+	if (rt->cuFuncGetAttribute(&fixed, FUNC_SHARED_BYTES, fn))
+		fixed = 0;
+	if ((long long)smem + fixed > rt->info.smem_per_block_optin) {
+		char also[96] = "";
+		if (fixed)
+			snprintf(also, sizeof also, " beside the kernel's %d bytes of static shared memory", fixed);
+		say(err, n, "a launch asks for %u bytes of dynamic shared memory%s; %s allows at most %d per block", smem,
+		    also, rt->info.name, rt->info.smem_per_block_optin);
 		return RT_ERR;
 	}
 	if (!rt->cuFuncSetAttribute) {

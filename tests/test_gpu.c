@@ -396,6 +396,30 @@ Test(gpu, tuned_choice_is_frozen_in_the_cache)
 	fake_done(&g, d, c);
 }
 
+/* A candidate whose static shared memory, beside its dynamic bytes,
+ * passes the device's opt-in limit is ruled out with that reason before
+ * any launch (cuda_fits sees the dynamic bytes alone). */
+Test(gpu, tuning_counts_static_shared_memory, .timeout = 120)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	fake_with_cache(dir);
+	setenv("FAKECUDA", "static=240000", 1);
+	Carrier *c = load_ok("specs/logsumexp.yaml");
+	RunData *d = drawn(c, 16, 4096);
+	Gpu g;
+	cr_assert_eq(gpu_open(&g, c, 1, msg, sizeof msg), 0, "%s", msg);
+	static GpuTuning t;
+	cr_assert_eq(gpu_tune(&g, d, NULL, NULL, &t, msg, sizeof msg), 1, "%s", msg);
+	int found = 0;
+	for (int i = 0; i < t.res.n; i++)
+		found |= strstr(t.res.cand[i].why, "shared memory per block, static and dynamic; the device allows 232448") != NULL;
+	cr_expect(found, "a candidate ruled out by its static shared memory");
+	setenv("FAKECUDA", "", 1);
+	fake_done(&g, d, c);
+}
+
 /* The library tunes (gpu_tune): every candidate comes back with its split
  * and its reason, the progress hook hears of each one decided, and with
  * none correct (the fake computes nothing) nothing is cached. */

@@ -356,6 +356,14 @@ Test(rt, dynamic_shared_memory_over_48_kb)
 		  err);
 	cr_assert(rt_usable(rt));
 	rt_close(rt);
+	/* a kernel with 4 KB of static shared memory: the limit holds both,
+	 * refused with the reason before the driver's bare invalid value */
+	rt = open_fake("optin=102400,static=4096");
+	cr_assert_eq(rt_launch(rt, (void *)"k2", g, b, 98304, NULL, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(rt_launch(rt, (void *)"k3", g, b, 98305, NULL, err, sizeof err), RT_ERR);
+	cr_assert(strstr(err, "98305 bytes of dynamic shared memory beside the kernel's 4096 bytes of static shared "
+			      "memory; Fake GPU 0 allows at most 102400 per block"), "%s", err);
+	rt_close(rt);
 	dlclose(lib);
 	setenv("FAKECUDA", "", 1);
 	cr_assert_eq(rt_open(&rt, "build/libfakecuda-old.so", 0, err, sizeof err), RT_OK, "%s", err);

@@ -41,9 +41,17 @@ static int resources(void *ctx, const Variant *c, TuneResources *r, char *why, s
 		snprintf(why, n, "not a variant of the module");
 		return -1;
 	}
-	if (!cuda_fits(&t->g->m, v, why, n))
+	if (!cuda_fits(&t->g->m, v, why, n) || gpu_resources(t->g, v, r, why, n))
 		return -1;
-	return gpu_resources(t->g, v, r, why, n);
+	/* cuda_fits counts the dynamic bytes alone: the compiled kernel's
+	 * static ones come out of the same opt-in limit */
+	int max = t->g->m.smem_max;
+	if (max && r->smem > max) {
+		snprintf(why, n, "needs %d bytes of shared memory per block, static and dynamic; the device allows %d",
+			 r->smem, max);
+		return -1;
+	}
+	return 0;
 }
 
 int gpu_resources(Gpu *g, int v, TuneResources *r, char *msg, size_t n)
