@@ -493,7 +493,7 @@ ASC_DEV void attn90_fwd(const Args &A, const AttnMaps &T)
 	if (!attn90_start<D, DV, BM, BN, NS, L::BAR>(A, Sm, P))
 		return;
 	const int base = P.base, fb = P.fb, eb = P.eb, qbar = P.qbar, M = P.M, sp = P.sp, qt = P.qt, kh = P.kh;
-	const int lo = P.lo, hi = P.hi, f = P.f, i0 = P.i0, i1 = P.i1;
+	const int hi = P.hi, f = P.f, i0 = P.i0, i1 = P.i1;
 	const long long run = P.run;
 	int kb = P.kb, cls = P.cls, cl = 0;
 	int wg = threadIdx.x / 128, wq = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;

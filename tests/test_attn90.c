@@ -324,6 +324,7 @@ Test(attn90, warp_specialized_variants, .timeout = 600)
 			int cached;
 			cr_assert_eq(nvrtc_ptx(nv, m.src, "sm_90a", &ptx, &cached, msg, sizeof msg), 0, "%s %s: %s",
 				     spec, cfg, msg);
+			cr_expect(cached || !*nvrtc_said(nv), "%s %s: NVRTC warned:\n%s", spec, cfg, nvrtc_said(nv));
 			cr_expect(strstr(ptx, "setmaxnreg.dec.sync.aligned.u32 24") &&
 				  strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 240"), "%s: the registers handed over", cfg);
 			cr_expect(strstr(ptx, "bar.sync") && strstr(ptx, "bar.arrive"), "%s: the turns", cfg);

@@ -682,6 +682,31 @@ Test(cuda, nvrtc_phase_times_on_request, .timeout = 120)
 	nvrtc_close(nv);
 }
 
+/* What NVRTC says while compiling successfully (its warnings) is kept for
+ * --verbose; nothing when the PTX comes from the cache. */
+Test(cuda, nvrtc_warnings_are_kept, .timeout = 120)
+{
+	Nvrtc *nv;
+	char msg[8192];
+	if (nvrtc_open(&nv, msg, sizeof msg))
+		cr_skip_test("%s", msg);
+	char dir[] = "/tmp/assoc-said-XXXXXX";
+	test_tmpdir(dir);
+	test_xdg_cache(dir);
+	const char *src = "extern \"C\" __global__ void k(float *p) { int unused; p[threadIdx.x] = 1.0f; }\n";
+	char *ptx;
+	int cached;
+	cr_assert_eq(nvrtc_ptx(nv, src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_expect(strstr(nvrtc_said(nv), "never referenced"), "NVRTC said: '%s'", nvrtc_said(nv));
+	free(ptx);
+	cr_assert_eq(nvrtc_ptx(nv, src, "sm_90", &ptx, &cached, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(cached, 1);
+	cr_expect_str_eq(nvrtc_said(nv), "");
+	free(ptx);
+	cuda_test_cache();
+	nvrtc_close(nv);
+}
+
 /* An interrupt while ptxas runs for its statistics leaves no folder in
  * TMPDIR: ptxas here is a script that sends its caller SIGTERM, in a
  * child process, which the signal ends. */

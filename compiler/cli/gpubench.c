@@ -141,6 +141,8 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 		goto out;
 	}
 	print(o, &x, ms, &cp, bytes, why);
+	if (o->run.verbose)
+		gpu_print_said(&g, stderr);
 	rc = EXIT_OK;
 out:
 	if (flush)

@@ -17,6 +17,7 @@ enum { NVRTC_ERROR_INVALID_OPTION = 5 };
 struct Nvrtc {
 	void *h;
 	int major, minor;
+	char *said; /* NVRTC's log of the last compile that succeeded (warnings), or NULL */
 	char path[512];
 	const char *(*err)(nvrtcResult);
 	nvrtcResult (*version)(int *, int *);
@@ -107,8 +108,11 @@ void nvrtc_close(Nvrtc *nv)
 		return;
 	/* NVRTC stays loaded: it is not made to be unloaded (it keeps
 	 * allocations for the process's life), and reloading costs time. */
+	free(nv->said);
 	free(nv);
 }
+
+const char *nvrtc_said(const Nvrtc *nv) { return nv->said ? nv->said : ""; }
 
 void nvrtc_version(const Nvrtc *nv, int *major, int *minor)
 {
@@ -142,6 +146,14 @@ static int compile(Nvrtc *nv, const char *src, const char *const *opts, int nopt
 		free(log);
 		nv->destroy(&p);
 		return -1;
+	}
+	size_t ls = 0;
+	free(nv->said);
+	nv->said = NULL;
+	if (!nv->log_size(p, &ls) && ls > 1 && (nv->said = calloc(ls + 1, 1)) &&
+	    (nv->log(p, nv->said) || strspn(nv->said, " \t\r\n") == strlen(nv->said))) {
+		free(nv->said); /* nothing said, or no log to read */
+		nv->said = NULL;
 	}
 	size_t ps = 0;
 	nv->ptx_size(p, &ps);
@@ -192,6 +204,8 @@ int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cac
 	char dir[4096], path[4200], dmsg[256], why[4400] = "";
 	int have_dir = cache_dir("ptx", dir, sizeof dir, dmsg, sizeof dmsg) == 0;
 	*cached = 0;
+	free(nv->said);
+	nv->said = NULL;
 	if (!have_dir)
 		cache_warn(dmsg);
 	else {

@@ -18,6 +18,9 @@ void nvrtc_version(const Nvrtc *nv, int *major, int *minor);
  * *cached tells whether it came from the disk cache.  0, or -1 with msg
  * holding NVRTC's whole log. */
 int nvrtc_ptx(Nvrtc *nv, const char *src, const char *arch, char **ptx, int *cached, char *msg, size_t n);
+/* What NVRTC said while compiling the last nvrtc_ptx that succeeded (its
+ * warnings); "" when it said nothing or the PTX came from the cache. */
+const char *nvrtc_said(const Nvrtc *nv);
 
 /* Loading NVRTC maps a library of a hundred megabytes, and a compile takes
  * tens of milliseconds: both can run while the caller checks the carrier.

@@ -25,6 +25,29 @@ static void unload_all(Gpu *g)
 	g->nmods = 0;
 }
 
+/* Keep what NVRTC said compiling for g->m (its warnings: a compile that
+ * succeeds discards them otherwise), up to 16 KB. */
+static void note_said(Gpu *g)
+{
+	const char *s = nvrtc_said(g->nv);
+	size_t have = g->said ? strlen(g->said) : 0, add = strlen(s);
+	if (!add || have + add > 16384)
+		return;
+	char *all = realloc(g->said, have + add + 2);
+	if (!all)
+		abort();
+	memcpy(all + have, s, add + 1);
+	if (all[have + add - 1] != '\n')
+		memcpy(all + have + add, "\n", 2);
+	g->said = all;
+}
+
+void gpu_print_said(const Gpu *g, FILE *f)
+{
+	if (g->said)
+		fprintf(f, "gpu: NVRTC's warnings:\n%s", g->said);
+}
+
 /* Compile the variants of g->m that want marks as one NVRTC program and
  * load it: their kernels keep the names the whole module gives them. */
 static int load_variants(Gpu *g, const unsigned char *want, char *msg, size_t n)
@@ -51,6 +74,7 @@ static int load_variants(Gpu *g, const unsigned char *want, char *msg, size_t n)
 	free(ptx);
 	if (rc)
 		return -1;
+	note_said(g);
 	g->ptx_cached = (g->nmods == 0 || g->ptx_cached) && cached;
 	g->mods[g->nmods++] = mod;
 	for (int v = 0; v < g->m.nvar; v++)
@@ -94,6 +118,8 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 		cuda_module_free(&g->m);
 	g->gen++; /* modules loaded in other contexts are stale */
 	g->compile_ms = 0;
+	free(g->said);
+	g->said = NULL;
 	g->ptx_cached = 0;
 	g->compiled = 0;
 	g->custom = config != NULL;
@@ -163,6 +189,7 @@ void gpu_close(Gpu *g)
 		cuda_module_free(&g->m);
 	nvrtc_close(g->nv);
 	rt_close(g->rt);
+	free(g->said);
 	memset(g, 0, sizeof *g);
 }
 
@@ -564,6 +591,7 @@ static int run_open(Gpu *g, RunData *d, const RunOpts *o, char *msg, size_t n)
 		fprintf(stderr, "gpu: %s (%s), split %d, %s, %d kernel%s %s in %.0f ms\n", cfg, why, split, g->arch,
 			g->compiled, g->compiled == 1 ? "" : "s", g->ptx_cached ? "from the PTX cache" : "compiled",
 			g->compile_ms);
+		gpu_print_said(g, stderr);
 	}
 	gpu_free_bufs(g, &b);
 	return rc;
@@ -919,6 +947,7 @@ static int batch_open(Gpu *g, RunBatch *rb, const RunOpts *o, char *msg, size_t 
 			rb->batch > PAGED_LAUNCH_SEQS ? "launches of 65535" : "one launch", cfg, why, p.split, g->arch);
 		if (g->m.explain[0]) /* the template's reasons, the Hopper one left out where it was */
 			fprintf(stderr, "gpu: %s\n", g->m.explain);
+		gpu_print_said(g, stderr);
 	}
 	rc = 0;
 out:

@@ -4,6 +4,8 @@
 #ifndef ASSOC_GPU_H
 #define ASSOC_GPU_H
 
+#include <stdio.h>
+
 #include "compiler/cuda/cuda.h"
 #include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/run.h"
@@ -27,6 +29,7 @@ typedef struct {
 	int custom; /* the module is one configuration's (gpu_choose), not the defaults or the tuning space */
 	int page_size; /* gpu_open_paged: the attention kernels read K and V from pages of this many keys */
 	unsigned gen; /* counts the modules lowered: a copy in another context is of this one while equal */
+	char *said; /* NVRTC's warnings while compiling for m, or NULL (malloc'd; --verbose prints them) */
 } Gpu;
 
 /* Open the driver and lower c for the device's architecture: its default
@@ -43,6 +46,9 @@ int gpu_open_paged(Gpu *g, Carrier *c, int page_size, char *msg, size_t n);
  * (rt_open_aside); a run on host arrays makes g's own (the primary
  * context) current for itself. */
 int gpu_open_aside(Gpu *g, Carrier *c, int page_size, char *msg, size_t n);
+/* NVRTC's warnings while compiling g's module (Gpu.said), for --verbose;
+ * nothing where it said nothing. */
+void gpu_print_said(const Gpu *g, FILE *f);
 void gpu_close(Gpu *g);
 /* Compile variant v of g->m alone (through the PTX cache) and load it,
  * unless it is loaded; 0, or -1 with msg. */
