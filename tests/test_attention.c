@@ -1806,3 +1806,19 @@ Test(attention, ptxas_sigmoid_without_spills, .timeout = 300)
 		}
 	nvrtc_close(nv);
 }
+
+/* bench's TFLOP/s counts both products of a kept query-key pair: q k over
+ * the query's width and P v over the value's, 2 (d + dv) flops. */
+Test(attention, flops_count_both_products)
+{
+	Define defs[2] = {{"d", "64"}, {"dv", "128"}};
+	Carrier *c = load_defs("tests/attention/full.yaml", defs, 2);
+	CudaAttn at;
+	char why[512];
+	cr_assert_eq(cuda_attn_match(c, &at, why, sizeof why), 0, "%s", why);
+	cr_assert(at.d == 64 && at.dv == 128, "d %d, dv %d", at.d, at.dv);
+	RunData *d = rundata_new_heads(c, 10, 20, 2, 1);
+	cr_expect_eq(rundata_attention_flops(d, at.d, at.dv), 2.0 * 10 * 20 * (64 + 128) * 2);
+	rundata_free(d);
+	spec_carrier_free(c);
+}

@@ -102,10 +102,6 @@ int cli_bench_shape(const Opts *o);
  * longest sequence's keys of a paged batch) set to len, with a note, as
  * --config's split is (cuda_config_split): the same on every device. */
 void cli_split_fit(Opts *o, int len);
-/* Attention's flops in d: 4 a query-key pair and dot dimension (two
- * matrix products), counting only the pairs the mask keeps, whose
- * fraction is estimated on 4096 random pairs (gpubench.c). */
-double cmd_bench_attention_flops(const RunData *d);
 /* --input files: read into arr (MAX_FILES of them, zeroed), with the
  * shape (o->rows, o->len) taken from them; then cli_inputs_load copies
  * them into d's arrays, checking each one's shape.  0, or EXIT_USAGE after

@@ -718,7 +718,7 @@ int cmd_bench(Opts *o)
 		/* after the timings: matching the contract adds to the carrier's IR */
 		CudaAttn at;
 		char why[512];
-		double flops = cuda_attn_match(c, &at, why, sizeof why) ? 0 : cmd_bench_attention_flops(d);
+		double flops = cuda_attn_match(c, &at, why, sizeof why) ? 0 : rundata_attention_flops(d, at.d, at.dv);
 		report(o, c, &b, bytes, tk, tc, tn, tcpu, flops, nsrc, nwhy);
 	}
 	free(b.src);

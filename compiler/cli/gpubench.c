@@ -40,28 +40,11 @@ static int check_once(Bench *x, char *msg, size_t n)
 	return gpu_validate(x->g, x->d, x->v, x->split, msg, n);
 }
 
-double cmd_bench_attention_flops(const RunData *d)
+static double attention_flops(Bench *x)
 {
-	Carrier *c = d->c;
-	if (!c->nrow || d->rows < 1 || d->len < 1)
-		return 0;
-	Machine m;
-	eval_init(&m, c);
-	memcpy(m.params, d->params, c->nparams * sizeof *m.params);
-	Row *r = eval_row_new(&m, d->len);
-	uint64_t rng = 12345;
-	int kept = 0, tries = 4096;
-	for (int t = 0; t < tries; t++) {
-		r->i = rng_int(&rng, 0, d->rows - 1);
-		kept += !eval_masked(&m, r, rng_int(&rng, 0, d->len - 1));
-	}
-	eval_row_free(r);
-	eval_free(&m);
-	double dim = spec_decl_width(&c->row[0]);
-	return 4.0 * d->rows * d->len * dim * kept / tries * (d->heads > 0 ? d->heads : 1);
+	const CudaAttn *at = &x->g->m.attn;
+	return x->g->m.base == FAM_ATTN ? rundata_attention_flops(x->d, at->d, at->dv) : 0;
 }
-
-static double attention_flops(Bench *x) { return x->g->m.base == FAM_ATTN ? cmd_bench_attention_flops(x->d) : 0; }
 
 static void print(const Opts *o, Bench *x, double ms, const GpuCopy *cp, double bytes, const char *why)
 {

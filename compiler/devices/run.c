@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "compiler/check/draw.h"
+#include "compiler/util/rng.h"
 
 static void *xcalloc(size_t n, size_t sz)
 {
@@ -830,4 +831,25 @@ int run_batch_uniform(const RunBatch *rb)
 		if (rb->seq[b]->rows != rb->seq[0]->rows)
 			return 0;
 	return 1;
+}
+
+double rundata_attention_flops(const RunData *d, int dq, int dv)
+{
+	Carrier *c = d->c;
+	if (!c->nrow || d->rows < 1 || d->len < 1)
+		return 0;
+	Machine m;
+	eval_init(&m, c);
+	memcpy(m.params, d->params, c->nparams * sizeof *m.params);
+	Row *r = eval_row_new(&m, d->len);
+	uint64_t rng = 12345;
+	int kept = 0, tries = 4096;
+	for (int t = 0; t < tries; t++) {
+		r->i = rng_int(&rng, 0, d->rows - 1);
+		kept += !eval_masked(&m, r, rng_int(&rng, 0, d->len - 1));
+	}
+	eval_row_free(r);
+	eval_free(&m);
+	/* q k (dq wide) and P v (dv wide): a multiply and an add each */
+	return 2.0 * d->rows * d->len * (dq + dv) * kept / tries * (d->heads > 0 ? d->heads : 1);
 }

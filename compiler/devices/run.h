@@ -105,6 +105,11 @@ void rundata_free(RunData *d);
  * with rundata_view_free (d's arrays stay). */
 RunData *rundata_head_view(const RunData *d, int h);
 void rundata_view_free(RunData *v);
+/* Attention's flops in d: 2 (dq + dv) a query-key pair (q k over the
+ * query's dq and P v over the value's dv: a multiply and an add each),
+ * counting only the pairs the mask keeps, whose fraction is estimated on
+ * 4096 random pairs; 0 for a carrier without a row input. */
+double rundata_attention_flops(const RunData *d, int dq, int dv);
 /* The element of d's column buffers (or a head view's) that holds key j:
  * j itself, or its slot of its page. */
 size_t rundata_col_at(const RunData *d, int j);
