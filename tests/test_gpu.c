@@ -99,6 +99,34 @@ Test(gpu, a_run_creates_the_primary_context_once, .timeout = 120)
 	unsetenv("XDG_CACHE_HOME");
 }
 
+/* bench checks the timed launch's outputs on a sample of rows: right
+ * outputs (the interpreter's) pass, with each sampled row at its own
+ * position (a causal mask reads it), and a wrong last row of the last
+ * head is found and named. */
+Test(gpu, a_sample_of_the_timed_shape_is_checked, .timeout = 120)
+{
+	if (!have_nvrtc())
+		cr_skip_test("no NVRTC here: %s", msg);
+	char dir[] = "build/gpucache.XXXXXX";
+	fake_with_cache(dir);
+	Carrier *c = load_dims("tests/attention/causal_bf16.yaml", "64");
+	RunData *d = rundata_new_heads(c, 130, 300, 4, 2);
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	Gpu g;
+	int v, split;
+	char why[512];
+	cr_assert_eq(gpu_open(&g, c, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_choose(&g, d, &(RunOpts){0}, &v, &split, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(run_device_find("interp")->run(d, &(RunOpts){0}, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(gpu_check_sample(&g, d, v, msg, sizeof msg), 0, "%s", msg);
+	Buffer *out = &d->fin[0];
+	size_t last = out->n * out->width - 1;
+	run_buffer_set(out, last, run_buffer_get(out, last) + 100);
+	cr_assert_eq(gpu_check_sample(&g, d, v, msg, sizeof msg), 1);
+	cr_expect(strstr(msg, "at 130 rows x 300, row 129 of head 3: wrong result"), "%s", msg);
+	fake_done(&g, d, c);
+}
+
 Test(gpu, no_driver_is_a_clear_condition)
 {
 	setenv("ASSOC_LIBCUDA", "build/no-such-libcuda.so.1", 1);

@@ -5,7 +5,10 @@
  * memory's nominal bandwidth from the driver.  Each time is the median of
  * several event-timed runs after warm-up, with L2 flushed before each run.
  * Bytes are the arrays' sizes: every input read once, every output written
- * once.  The run is checked against the reference before it is timed.
+ * once.  The run is checked against the reference before it is timed, on
+ * a small problem of its spec, and the timed launch's own outputs after, on
+ * a sample of rows (gpu_check_sample): the shape's later query tiles, keys
+ * and split take code the small problem does not.
  * With --page-size, a paged batch in one launch (its keys the bytes the
  * sequences read), beside a copy of as many bytes. */
 #include <stdio.h>
@@ -118,6 +121,7 @@ static int gpu_bench(Opts *o, Carrier *c, RunData *d)
 	if (gpu_upload(&g, d, &b, msg, sizeof msg) || rt_alloc(g.rt, flush_bytes, &flush, msg, sizeof msg) ||
 	    rt_alloc(g.rt, x.copy_bytes, &x.src, msg, sizeof msg) || rt_alloc(g.rt, x.copy_bytes, &x.dst, msg, sizeof msg) ||
 	    (wrong = check_once(&x, msg, sizeof msg)) || (ms = gpu_median_ms(&g, run_kernel, &x, flush, flush_bytes, WARMUP, TIMED, msg, sizeof msg)) < 0 ||
+	    gpu_download(&g, d, &b, msg, sizeof msg) || (wrong = gpu_check_sample(&g, d, x.v, msg, sizeof msg)) ||
 	    gpu_copy_time(&g, x.src, x.dst, x.copy_bytes, flush, flush_bytes, WARMUP, TIMED, &cp, msg, sizeof msg)) {
 		fprintf(stderr, "assoc: bench --device gpu: %s\n", msg);
 		rc = wrong > 0 ? EXIT_FAIL : EXIT_UNABLE; /* the kernel's result failed the reference, or it did not run */

@@ -540,6 +540,30 @@ int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n
 	return rc;
 }
 
+int gpu_check_sample(const Gpu *g, RunData *d, int v, char *msg, size_t n)
+{
+	int heads = d->heads > 0 ? d->heads : 1, hs[3] = {0, heads / 2, heads - 1};
+	for (int i = 0; i < 3; i++) {
+		if (i && hs[i] == hs[i - 1])
+			continue;
+		for (int k = 0; k < GPU_SAMPLE_ROWS; k++) {
+			int r = (int)((long long)k * (d->rows - 1) / (GPU_SAMPLE_ROWS - 1));
+			if (k && r == (int)((long long)(k - 1) * (d->rows - 1) / (GPU_SAMPLE_ROWS - 1)))
+				continue;
+			RunData *one = rundata_rows_view(d, hs[i], r, 1);
+			char why[512];
+			mark_p(g, v, one);
+			int bad = checked(one, why, sizeof why);
+			rundata_view_free(one);
+			if (bad) {
+				snprintf(msg, n, "at %d rows x %d, row %d of head %d: %s", d->rows, d->len, r, hs[i], why);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 static int gpu_available(char *why, size_t n)
 {
 	/* no context: retaining the primary one here and releasing it would

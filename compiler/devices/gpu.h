@@ -130,6 +130,13 @@ int gpu_paged_enqueue(Gpu *g, const GpuPaged *pd, int v, int split, int zero, Gp
  * the kernel), and compare with the reference: 0; 1 with why where the
  * result is wrong, -1 with why where it did not run. */
 int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n);
+/* d's outputs, as variant v wrote them at d's own shape, compared with the
+ * float64 reference on a sample of rows: GPU_SAMPLE_ROWS spread over
+ * each of the first, a middle and the last head (so over query tiles,
+ * with the first and the last row).  0; 1 with the row and why where one
+ * is wrong. */
+enum { GPU_SAMPLE_ROWS = 8 };
+int gpu_check_sample(const Gpu *g, RunData *d, int v, char *msg, size_t n);
 /* Median milliseconds of `runs` (at most 32) event-timed calls of fn after
  * `warmup` untimed ones, writing `flush` (a buffer larger than L2) before
  * each timed call so that no run finds its inputs in cache; -1 with msg. */

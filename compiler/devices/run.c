@@ -333,6 +333,30 @@ RunData *rundata_head_view(const RunData *d, int h)
 	return v;
 }
 
+RunData *rundata_rows_view(const RunData *d, int h, int r0, int rows)
+{
+	RunData *v = rundata_head_view(d, h);
+	Carrier *c = d->c;
+	size_t len = (size_t)d->len;
+	for (int k = 0; k < c->nrow; k++)
+		v->row[k] = (Buffer){v->row[k].kind, v->row[k].width, (size_t)rows,
+				     (char *)v->row[k].p + (size_t)r0 * v->row[k].width * run_kind_size(v->row[k].kind)};
+	for (int k = 0; k < c->nelem; k++)
+		v->elem[k] = (Buffer){v->elem[k].kind, v->elem[k].width, (size_t)rows * len,
+				      (char *)v->elem[k].p + (size_t)r0 * len * v->elem[k].width * run_kind_size(v->elem[k].kind)};
+	size_t fin_per_row = d->scan ? len : 1;
+	for (int k = 0; k < c->nfinal; k++)
+		v->fin[k] = (Buffer){v->fin[k].kind, v->fin[k].width, (size_t)rows * fin_per_row,
+				     (char *)v->fin[k].p +
+					     (size_t)r0 * fin_per_row * v->fin[k].width * run_kind_size(v->fin[k].kind)};
+	for (int k = 0; k < c->nmap; k++)
+		v->map[k] = (Buffer){v->map[k].kind, v->map[k].width, (size_t)rows * len,
+				     (char *)v->map[k].p + (size_t)r0 * len * v->map[k].width * run_kind_size(v->map[k].kind)};
+	v->rows = rows;
+	v->qpos = d->qpos + r0;
+	return v;
+}
+
 RunData *rundata_unpaged(const RunData *d)
 {
 	Carrier *c = d->c;

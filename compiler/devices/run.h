@@ -105,6 +105,10 @@ void rundata_free(RunData *d);
  * with rundata_view_free (d's arrays stay). */
 RunData *rundata_head_view(const RunData *d, int h);
 void rundata_view_free(RunData *v);
+/* Rows r0 .. r0 + rows - 1 of head h of d as a RunData of their own,
+ * whose buffers point into d's (its qpos is theirs: a mask or lift that
+ * reads i sees their positions); free with rundata_view_free. */
+RunData *rundata_rows_view(const RunData *d, int h, int r0, int rows);
 /* Attention's flops in d: 2 (dq + dv) a query-key pair (q k over the
  * query's dq and P v over the value's dv: a multiply and an add each),
  * counting only the pairs the mask keeps, whose fraction is estimated on
