@@ -206,20 +206,43 @@ ASC_DEV void asc_mbar_arrive(S &sm, int at)
 #endif
 }
 
+/* A wait on an mbarrier that has not completed after this many
+ * nanoseconds of the global timer traps (a tile's copy takes
+ * microseconds): a transaction count, an arrival count or a parity that
+ * the hardware never completes then fails the launch at once
+ * (CUDA_ERROR_LAUNCH_FAILED, which ends the context) rather than spinning
+ * until the process is killed.  Under 2^32 (the timer's low word is read:
+ * one register, where the warp-specialized producers have 24); defined as
+ * 0 before this file, no bound. */
+#ifndef ASC_MBAR_WAIT_NS
+#define ASC_MBAR_WAIT_NS 3000000000u
+#endif
+
 /* Until the phase of this parity has completed (phase k has parity k % 2;
- * the first is 0). */
+ * the first is 0).  The emulator's waits block its thread until the phase
+ * completes, and it reports a wait that nothing can complete itself. */
 template <class S>
 ASC_DEV void asc_mbar_wait(S &sm, int at, unsigned parity)
 {
 #ifdef ASSOC_EMU
 	emu_mbar_wait(sm, at, parity);
 #else
-	unsigned a = asc_smem_addr(sm, at), done;
-	do
+	unsigned a = asc_smem_addr(sm, at), done, since = 0, now;
+	for (;;) {
 		asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
 			     "selp.u32 %0, 1, 0, p;\n}\n"
 			     : "=r"(done) : "r"(a), "r"(parity) : "memory");
-	while (!done);
+		if (done)
+			break;
+		if (!ASC_MBAR_WAIT_NS)
+			continue;
+		/* the clock is read on the slow path alone: after a try that failed */
+		asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(now));
+		if (!since)
+			since = now | 1; /* 0 is "not yet" */
+		else if (now - since > (unsigned)ASC_MBAR_WAIT_NS) /* modulo 2^32: the low word may wrap */
+			asm volatile("trap;");
+	}
 #endif
 }
 
