@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/gpu/check.sh: everything that needs a GPU, in one short run on one
 # H200: build, every bundled spec through `assoc run --device gpu` against the
-# float64 reference, attention (bf16, head dim 128, 8k; the Hopper template's
+# float64 reference, a 20-second preflight of each path no device had run
+# (the benchmarks and tuning of one that fails are skipped), attention
+# (bf16, head dim 128, 8k; the Hopper template's
 # schedules, the default and the warp-specialized ws=1 and ws=2) beside PyTorch's SDPA
 # and decoding beside the copy, paged decoding (a batch of 8 in one launch,
 # pages of 16 and 256) beside unpaged decoding of as many keys, paged chunked
@@ -91,6 +93,62 @@ pre=$?
 cat "$LOG/preflight.log"
 [ $pre = 0 ] || { note_fail "preflight: no GPU run (above); nothing else attempted"; exit 1; }
 
+step "preflight: one small checked run of each path no device had run (20 s each)"
+# the Hopper attention template (the rule's schedule on sm_90, then ws=1
+# and ws=2), its e4m3 path, rows across a cluster of 16 blocks and rows
+# streamed by bulk copies.  A kernel that hangs (an mbarrier wait the
+# hardware never completes traps after 3 s; a cluster barrier does not)
+# or fails costs its 20 s here, once: the benchmarks and the tuning of a
+# path whose preflight failed are skipped, each with a line saying so,
+# rather than each spending its own timeout on it.
+declare -A path_why # path -> why its benchmarks are skipped
+unrun=""
+preflight() { # preflight PATH ARGS...: one run of PATH's; its log in preflight-PATH.log
+	local path=$1 rc why
+	shift
+	[ -n "${path_why[$path]:-}" ] && return 0
+	if ! fits 20 "preflight $path"; then
+		path_why[$path]="its preflight did not fit in the budget"
+		return 0
+	fi
+	echo "# run $*" >>"$LOG/preflight-$path.log"
+	timeout "$(lim 20)" build/assoc run "$@" --device gpu --verbose >>"$LOG/preflight-$path.log" 2>&1
+	rc=$?
+	if [ $rc = 0 ]; then
+		echo "ok      $path: $* ($(grep -m1 -o 'gpu: [^ ]*' "$LOG/preflight-$path.log" | cut -c6-))"
+		return 0
+	fi
+	[ $rc = 124 ] && why="timed out after 20 s" ||
+		why="failed: $(grep -m1 -E 'assoc:|FAIL|error' "$LOG/preflight-$path.log" | cut -c1-200)"
+	path_why[$path]="its preflight $why"
+	note_fail "preflight $path: $* $why (preflight-$path.log)"
+}
+# path_ok WHAT PATH...: whether every PATH passed its preflight; else a
+# line saying WHAT is skipped and why
+path_ok() {
+	local what=$1 p
+	shift
+	for p in "$@"; do
+		if [ -n "${path_why[$p]:-}" ]; then
+			echo "skipped: $what (path $p: ${path_why[$p]})"
+			unrun="$unrun; $what ($p)"
+			return 1
+		fi
+	done
+	return 0
+}
+small="-D d=128 -D dv=128 --rows 300 --len 1000 --heads 2"
+preflight hopper tests/attention/full_bf16.yaml $small
+grep -q "gpu: attention:[^ ]*,wg=" "$LOG/preflight-hopper.log" 2>/dev/null ||
+	echo "note: the rule did not pick the Hopper template for the preflight's shape (preflight-hopper.log)"
+preflight ws1 tests/attention/full_bf16.yaml $small --config attention:wg=2,bn=128,st=2,ws=1
+preflight ws2 tests/attention/full_bf16.yaml $small --config attention:wg=2,bn=128,st=2,ws=2
+preflight fp8 tests/attention/fp8_descale.yaml $small
+preflight cl16 specs/online_softmax.yaml --rows 4 --len 131072 --config rowmap:nt=512,acc=2,vec=4,items=16,cl=16
+preflight cl16 specs/logsumexp.yaml --rows 4 --len 131072 --config rowreduce:nt=512,acc=2,vec=4,un=2,cl=16
+preflight bk4 specs/online_softmax.yaml --rows 4 --len 131072 --config rowmap:nt=512,acc=4,vec=4,bk=4
+preflight bk4 specs/welford.yaml --rows 4 --len 131072 --config rowreduce:nt=256,acc=4,vec=4,bk=4
+
 step "every bundled spec on the GPU (8 at a time)"
 # one process per spec and shape: each opens the driver, loads its module
 # (compiled once per spec, then from the PTX cache) and checks every output
@@ -137,22 +195,26 @@ dec="--rows 1 --len 32768 --heads 32 --kv-heads 8"
 shapes="4096x4096 1024x32768 256x131072"
 
 step "attention (bf16, 8k queries and keys, 16 heads; by the variants' rule: on sm_90 the Hopper template)"
-bench attention 20 tests/attention/full_bf16.yaml $att
-bench attention_causal 20 tests/attention/causal_bf16.yaml $att
+path_ok "bench attention" hopper && bench attention 20 tests/attention/full_bf16.yaml $att
+path_ok "bench attention_causal" hopper && bench attention_causal 20 tests/attention/causal_bf16.yaml $att
 # the Hopper template's warp-specialized schedules beside it (the rule's is
 # ws=0, every warpgroup computing): ws=1 a producer warpgroup and two
 # consumers in turns, ws=2 also each tile's softmax under the last P V
 for ws in 1 2; do
-	bench attention_ws$ws 20 tests/attention/full_bf16.yaml $att --config attention:wg=2,bn=128,st=2,ws=$ws
-	bench attention_causal_ws$ws 20 tests/attention/causal_bf16.yaml $att --config attention:wg=2,bn=128,st=2,ws=$ws
+	path_ok "bench attention_ws$ws" ws$ws &&
+		bench attention_ws$ws 20 tests/attention/full_bf16.yaml $att --config attention:wg=2,bn=128,st=2,ws=$ws
+	path_ok "bench attention_causal_ws$ws" ws$ws &&
+		bench attention_causal_ws$ws 20 tests/attention/causal_bf16.yaml $att --config attention:wg=2,bn=128,st=2,ws=$ws
 done
 # FP8 (e4m3 q, k and v, causal, descale factors as params): on sm_90 the Hopper
 # template's e4m3 path, beside bf16's causal SDPA (PyTorch has no FP8 SDPA)
-bench attention_causal_fp8 20 tests/attention/fp8_descale.yaml $att
+path_ok "bench attention_causal_fp8" fp8 && bench attention_causal_fp8 20 tests/attention/fp8_descale.yaml $att
 # the mma.sync template at the configuration that was its rule's at head dim 128
 bench attention_mma 20 tests/attention/full_bf16.yaml $att --config attention:nt=128,mt=2,bn=64,pv=1,st=2
-bench attention_d64 20 tests/attention/full_bf16.yaml -D d=64 -D dv=64 --rows 8192 --len 8192 --heads 16
-bench attention_d256 20 tests/attention/full_bf16.yaml -D d=256 -D dv=256 --rows 8192 --len 8192 --heads 16
+path_ok "bench attention_d64" hopper &&
+	bench attention_d64 20 tests/attention/full_bf16.yaml -D d=64 -D dv=64 --rows 8192 --len 8192 --heads 16
+path_ok "bench attention_d256" hopper &&
+	bench attention_d256 20 tests/attention/full_bf16.yaml -D d=256 -D dv=256 --rows 8192 --len 8192 --heads 16
 step "decoding (bf16, one query, 32k keys, 32 query heads on 8 key/value heads, split KV; head dim 128, then 64 and 256)"
 bench decoding 15 tests/attention/full_bf16.yaml -D d=128 -D dv=128 $dec
 # decoding's variant before its three stages of 128 keys (two of 64, two blocks an SM),
@@ -211,6 +273,7 @@ step "rows across a thread-block cluster (cl, sm_90): the long shapes, beside th
 # reductions split the row over 4 to 16 blocks for more bytes in flight.
 # Layer norm's rule at these shapes is benched with the bf16 rows below.
 for s in 1024x32768 256x131072; do
+	path_ok "the cluster benchmarks at $s" cl16 || continue
 	r=${s%x*} n=${s#*x}
 	[ "$n" = 32768 ] && mcl=4 rcl=4 || mcl=16 rcl=8
 	bench online_softmax_cl 10 specs/online_softmax.yaml --rows "$r" --len "$n" --config "rowmap:nt=512,acc=2,vec=4,items=16,cl=$mcl"
@@ -226,6 +289,7 @@ step "rows streamed by bulk copies (bk, sm_90): the three shapes, beside the rul
 # in the ring), of 4096 (reductions) and 8192 (maps, whose ring of 32768
 # keeps the row of 32768 on chip and reads 131072 twice) past it
 for s in $shapes; do
+	path_ok "the bulk-copy benchmarks at $s" bk4 || continue
 	r=${s%x*} n=${s#*x}
 	[ "$n" = 4096 ] && map=nt=256,acc=2 red=nt=256,acc=2 || map=nt=512,acc=4 red=nt=256,acc=4
 	bench online_softmax_bk 10 specs/online_softmax.yaml --rows "$r" --len "$n" --config "rowmap:$map,vec=4,bk=4"
@@ -324,12 +388,14 @@ tune() {
 	grep -iE "choice|best|chose" "$LOG/tune.log" | tail -1
 	bench "$name" 10 "$@"
 }
-tune attention 60 tests/attention/full_bf16.yaml $att
-tune attention_causal 60 tests/attention/causal_bf16.yaml $att
+# the tuning spaces hold the new paths' variants: a space with one whose
+# preflight failed is not tuned
+path_ok "tune attention" hopper ws1 ws2 && tune attention 60 tests/attention/full_bf16.yaml $att
+path_ok "tune attention_causal" hopper ws1 ws2 && tune attention_causal 60 tests/attention/causal_bf16.yaml $att
 tune decoding 45 tests/attention/full_bf16.yaml -D d=128 -D dv=128 $dec
 for spec in online_softmax welford logsumexp; do
 	for s in $shapes; do
-		tune "$spec" 25 specs/$spec.yaml --rows "${s%x*}" --len "${s#*x}"
+		path_ok "tune $spec ${s}" cl16 bk4 && tune "$spec" 25 specs/$spec.yaml --rows "${s%x*}" --len "${s#*x}"
 	done
 done
 
@@ -355,7 +421,7 @@ for spec in bench/carriers/more/*.yaml bench/carriers/new/*.yaml; do
 done
 
 step "table (GB/s counts each input read once and each output written once)"
-python3 - "$LOG/bench.jsonl" "$skipped" <<'PY' || cat "$LOG/bench.jsonl"
+python3 - "$LOG/bench.jsonl" "$skipped" "$unrun" <<'PY' || cat "$LOG/bench.jsonl"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 torch = {(r["op"], r["rows"], r["len"]) + ((r["d"],) if r["op"].startswith("sdpa") else ()): r for r in rows if "op" in r}
@@ -408,6 +474,8 @@ for r in ours:
           f"{r['module_ms'] if r['module_cached'] else float('nan'):8.1f}  {r['config']}")
 if sys.argv[2]:
     print("skipped for time:" + sys.argv[2][1:])
+if sys.argv[3]:
+    print("skipped, their path's preflight failed:" + sys.argv[3][1:])
 PY
 echo
 echo "total $(($(date +%s) - start)) s; log in $LOG; $([ $fail = 0 ] && echo ALL OK || echo SOME FAILED)"
