@@ -79,10 +79,27 @@ else
 		-o build/assoc $(ls ir/*.c compiler/*/*.c runtime/*.c | grep -v 'llvm_load\|compiler/llvm/') \
 		compiler/llvm/llvm_none.c -lyaml -lm -ldl -lpthread >"$LOG/build.log" 2>&1
 fi || { tail -30 "$LOG/build.log"; note_fail build; exit 1; }
-# the sanitized test suite builds beside the GPU steps; it runs after them
+# the sanitized test suite builds beside the GPU steps, on half the cores
+# (the spec runs, NVRTC and the float64 references take the rest); it runs
+# after them.  Its make runs in a process group of its own, so that
+# stopping it stops its compilers too (make does not pass SIGTERM on),
+# whether the script stops it for time or exits early.
 tests_pid=""
+stop_tests() {
+	[ -n "$tests_pid" ] && kill -- -"$tests_pid" 2>/dev/null
+	tests_pid=""
+}
+trap stop_tests EXIT
 if [ -n "$have_make" ]; then
-	make -j"$(nproc)" $flags build/asan/tests build/asan/assoc >"$LOG/build-tests.log" 2>&1 &
+	half=$(($(nproc) / 2))
+	[ "$half" -ge 1 ] || half=1
+	if command -v setsid >/dev/null; then
+		setsid make -j"$half" $flags build/asan/tests build/asan/assoc >"$LOG/build-tests.log" 2>&1 &
+	else
+		set -m
+		make -j"$half" $flags build/asan/tests build/asan/assoc >"$LOG/build-tests.log" 2>&1 &
+		set +m
+	fi
 	tests_pid=$!
 fi
 
@@ -338,7 +355,7 @@ if [ -n "$tests_pid" ] && fits 90 "GPU test suite"; then
 		tail -5 "$LOG/build-tests.log"
 	fi
 elif [ -n "$tests_pid" ]; then
-	kill "$tests_pid" 2>/dev/null # its build would take the cores from the tuning
+	stop_tests # its build would take the cores from the tuning
 fi
 
 step "the Python package on CUDA tensors (where torch imports)"
