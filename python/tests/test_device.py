@@ -32,6 +32,13 @@ class Fake:
         self.lib.cuMemFree_v2.argtypes = [ctypes.c_ulonglong]
         self.lib.fakecuda_last.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2 + [ctypes.POINTER(ctypes.c_int)] * 2
         self.lib.fakecuda_syncs.argtypes = [ctypes.POINTER(ctypes.c_int)] * 2
+        # the program's CUDA runtime (CuPy's, PyTorch's) holds the primary
+        # context and makes it current, where its arrays are allocated
+        self.lib.cuDevicePrimaryCtxRetain.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+        self.lib.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
+        ctx = ctypes.c_void_p()
+        if self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) or self.lib.cuCtxSetCurrent(ctx):
+            raise RuntimeError("the fake driver gave no primary context")
 
     def alloc(self, nbytes):
         p = ctypes.c_ulonglong()
