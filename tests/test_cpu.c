@@ -2482,6 +2482,84 @@ Test(cpu, expm1_log1p_tanh_meet_the_reference)
 	spec_carrier_free(c);
 }
 
+/* A map's division by a value the row fixes (a param, a row input, the
+ * row's state) is float32's own division at every position, as on every
+ * other device: not x * (1 / y), an ulp off at one position in ten.  And
+ * a `let` that the lift and the map both take has one value: a softmax
+ * at a temperature gives its largest element a probability of at most 1
+ * (exactly 1 on rows of one). */
+Test(cpu, divisions_by_row_values_are_divisions)
+{
+	Carrier *c = text_ok("carrier: divs\nparams: {t: f32}\nrow: {c: f32}\nelement: {x: f32}\n"
+			     "state: {m: f32}\nidentity: {m: -inf}\nlift: {m: x}\nmerge: {m: 'max(a.m, b.m)'}\n"
+			     "map: {yt: x / t, yc: x / c, ym: x / m}\nlaws: [commutative]\n");
+	LlvmKernel *k = compiled(c, NULL);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	static const int lens[] = {1, 17, 1003, 4099};
+	uint64_t r = 11;
+	for (int li = 0; li < 4; li++) {
+		int len = lens[li], rows = 3;
+		RunData *d = rundata_new(c, rows, len);
+		float *x = d->elem[0].p, *cv = d->row[0].p;
+		d->params[0] = (float)0.7;
+		for (int i = 0; i < rows; i++)
+			cv[i] = (float)(0.01 + rng_unit(&r) * 3);
+		for (int i = 0; i < rows * len; i++)
+			x[i] = (float)(rng_unit(&r) * 8 - 2);
+		run_kernel(k, d, p, 0);
+		int bad = 0;
+		for (int i = 0; i < rows; i++) {
+			float m = -INFINITY;
+			for (int j = 0; j < len; j++)
+				m = fmaxf(m, x[(size_t)i * len + j]);
+			for (int j = 0; j < len; j++) {
+				size_t at = (size_t)i * len + j;
+				float want[3] = {x[at] / (float)0.7, x[at] / cv[i], x[at] / m};
+				for (int f = 0; f < 3; f++) {
+					float got = ((const float *)d->map[f].p)[at];
+					if (memcmp(&got, &want[f], sizeof got) && bad++ < 5)
+						cr_expect(0, "%s at row %d position %d (length %d): %a, not %a", c->map[f].name, i,
+							  j, len, got, want[f]);
+				}
+			}
+		}
+		cr_expect_eq(bad, 0, "%d quotients differ from float32's at length %d", bad, len);
+		rundata_free(d);
+	}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+	c = text_ok("carrier: softmax_t\nparams: {temp: f32}\nelement: {x: f32}\nlet: {s: x / temp}\n"
+		    "state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: s, l: 1}\n"
+		    "merge: {m: 'max(a.m, b.m)', l: 'a.l * exp(a.m - m) + b.l * exp(b.m - m)'}\n"
+		    "finalize: {lse: m + log(l)}\nmap: {p: exp(s - m) / l}\nlaws: [commutative]\n");
+	k = compiled(c, NULL);
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0, "%s", msg);
+	for (int len = 1; len <= 3; len++) {
+		int rows = 4096;
+		RunData *d = rundata_new(c, rows, len);
+		float *x = d->elem[0].p;
+		d->params[0] = (float)0.7;
+		for (int i = 0; i < rows * len; i++)
+			x[i] = (float)(rng_unit(&r) * 20 - 10);
+		run_kernel(k, d, p, 0);
+		const float *pr = d->map[0].p;
+		int over = 0, unlike = 0;
+		for (int i = 0; i < rows * len; i++) {
+			over += pr[i] > 1;
+			unlike += len == 1 && pr[i] != 1;
+		}
+		cr_expect_eq(over, 0, "%d probabilities over 1 at length %d", over, len);
+		cr_expect_eq(unlike, 0, "%d rows of one element without a probability of 1", unlike);
+		rundata_free(d);
+	}
+	rt_pool_close(p);
+	llvm_kernel_free(k);
+	spec_carrier_free(c);
+}
+
 /* abs(x) and max(x, -x) of f16 inputs in the any-order lanes, beside
  * min and max fields, at lengths around the lanes and tiles: against the
  * float64 reference. */

@@ -450,20 +450,19 @@ int lower_varies(Lower *L, const Expr *e)
 }
 
 /* In the map loop, with y the same at every position of the row and
- * kern_build_map's check (llvm_map.c) on it passed (L->hoist):
- *  - x / y is x * (1 / y), the division hoisted out of the loop by LLVM:
- *    at most one ulp more error (0.5 for 1 / y, 0.5 for the product), far
- *    inside the shared tolerance of 32 ulps of the row's scale; checked:
- *    1 / y is normal, or y is 0, inf or NaN (where both forms agree);
- *  - x - y or y - x is a plain fsub: checked y != -inf, so the rule
- *    (-inf) - (-inf) = -inf cannot apply (3 of softmax's 23 instructions
- *    per vector). */
-static int is_hoisted(Lower *L, const Expr *e, int op)
+ * kern_build_map's check (llvm_map.c) on it passed (L->hoist), x - y or
+ * y - x is a plain fsub: checked y != -inf, so the rule (-inf) - (-inf)
+ * = -inf cannot apply (3 of softmax's 23 instructions per vector).  A
+ * division stays one: x * (1 / y) is off by an ulp at one position in
+ * ten, so that a `let` the lift and the map both take gave two values
+ * (a probability of 1.0000005, an int8 code off by one where x / scale
+ * fell on a half), where every other device divides. */
+static int is_hoisted(Lower *L, const Expr *e)
 {
-	if (!L->hoist || e->op != op || !is_float((TyKind)e->ty.kind) || e->ty.kind == TY_NUM || e->ty.len ||
+	if (!L->hoist || e->op != EXPR_SUB || !is_float((TyKind)e->ty.kind) || e->ty.kind == TY_NUM || e->ty.len ||
 	    e->a[1]->ty.kind != e->ty.kind || e->a[0]->ty.kind != e->ty.kind || e->a[0]->ty.len || e->a[1]->ty.len)
 		return 0;
-	return !lower_varies(L, e->a[1]) || (op == EXPR_SUB && !lower_varies(L, e->a[0]));
+	return !lower_varies(L, e->a[1]) || !lower_varies(L, e->a[0]);
 }
 
 /* A float32 dot product of n >= DOT_CHUNK components in a one-lane scope,
@@ -508,13 +507,10 @@ static LV lower_node(Lower *L, Expr *e)
 {
 	if (ir_max_rescale_at(e, NULL, NULL))
 		return max_rescale(L, e);
-	if (is_hoisted(L, e, EXPR_DIV) || is_hoisted(L, e, EXPR_SUB)) {
+	if (is_hoisted(L, e)) {
 		LLVMValueRef x = lower_expr(L, e->a[0]).c[0], y = lower_expr(L, e->a[1]).c[0];
 		LV v = lower_lv_new(L, 1);
-		if (e->op == EXPR_SUB)
-			v.c[0] = LLVMBuildFSub(L->b, x, y, "");
-		else
-			v.c[0] = LLVMBuildFMul(L->b, x, LLVMBuildFDiv(L->b, lower_const(L, (TyKind)e->ty.kind, 1), y, "recip"), "");
+		v.c[0] = LLVMBuildFSub(L->b, x, y, "");
 		return v;
 	}
 	int w = lower_width(e);

@@ -1725,14 +1725,14 @@ static int has_op(const Expr *e, Op op)
  * lift.m is the very node c->lift[mi], m the row's own field), float32:
  * exactly what pass 2 of kern_reduce_two_pass computes at each position once
  * the row's m is known, so kern_build_rowmap keeps it for the map.  A lift
- * with a division or a subtraction is left out: the map may hoist those
- * (is_hoisted in llvm_expr.c) and compute a different lift.m. */
+ * with a subtraction is left out: the map may hoist it (is_hoisted in
+ * llvm_expr.c) and compute lift.m otherwise. */
 static Expr *kept_node(Carrier *c, Expr *e, int mi, Op g)
 {
 	Expr *s = e->nargs == 1 ? e->a[0] : NULL;
 	if (e->op == (int)g && e->ty.kind == TY_F32 && !e->ty.len && s->op == EXPR_SUB && s->a[0] == c->lift[mi] &&
 	    s->a[1]->op == EXPR_VAR && s->a[1]->k == c->svar[STATE_SELF][mi] && c->lift[mi]->ty.kind == TY_F32 &&
-	    !c->lift[mi]->ty.len && !has_op(c->lift[mi], EXPR_DIV) && !has_op(c->lift[mi], EXPR_SUB))
+	    !c->lift[mi]->ty.len && !has_op(c->lift[mi], EXPR_SUB))
 		return e;
 	for (int i = 0; i < e->nargs; i++) {
 		Expr *r = kept_node(c, e->a[i], mi, g);

@@ -167,38 +167,34 @@ static void map_loops(B *b, LV *st, LLVMValueRef lo, LLVMValueRef hi, int hoist)
 	b->L.hoist = 0;
 }
 
-/* The map's position-invariant f32 operands that is_hoisted (llvm_expr.c)
- * relies on: divisors (div[k] = 1) and subtraction operands (0). */
-static int invariant_operands(B *b, Expr *e, Expr **out, int *div, int n, unsigned char *seen)
+/* The map's position-invariant f32 subtraction operands that is_hoisted
+ * (llvm_expr.c) relies on. */
+static int invariant_operands(B *b, Expr *e, Expr **out, int n, unsigned char *seen)
 {
 	if (seen[e->id] || n >= 62)
 		return n;
 	seen[e->id] = 1;
-	if ((e->op == EXPR_DIV || e->op == EXPR_SUB) && !e->ty.len && e->ty.kind == TY_F32)
-		for (int i = e->op == EXPR_DIV; i < 2; i++)
+	if (e->op == EXPR_SUB && !e->ty.len && e->ty.kind == TY_F32)
+		for (int i = 0; i < 2; i++)
 			if (e->a[i]->ty.kind == TY_F32 && !e->a[i]->ty.len && !lower_varies(&b->L, e->a[i]))
-				div[n] = e->op == EXPR_DIV, out[n++] = e->a[i];
+				out[n++] = e->a[i];
 	for (int i = 0; i < e->nargs; i++)
-		n = invariant_operands(b, e->a[i], out, div, n, seen);
+		n = invariant_operands(b, e->a[i], out, n, seen);
 	return n;
 }
 
-static LLVMValueRef fcmp_c(B *b, LLVMRealPredicate p, LLVMValueRef x, double v)
-{
-	return LLVMBuildFCmp(b->L.b, p, x, lower_const(&b->L, TY_F32, v), "");
-}
-
-/* The checks of is_hoisted on the row's values, as one i1; NULL when the
- * map has no such operand.  With 64 or more, none is hoisted. */
+/* The checks of is_hoisted on the row's values (none is -inf), as one
+ * i1; NULL when the map has no such operand.  With 62 or more, none is
+ * hoisted. */
 static LLVMValueRef hoist_ok(B *b, LV *st)
 {
 	Carrier *c = b->k->c;
 	Lower *L = &b->L;
 	Expr *d[64];
-	int div[64], n = 0;
+	int n = 0;
 	unsigned char *seen = calloc(ir_nnodes(c->ir) + 1, 1);
 	for (int k = 0; k < c->nmap; k++)
-		n = invariant_operands(b, c->map[k].e, d, div, n, seen);
+		n = invariant_operands(b, c->map[k].e, d, n, seen);
 	free(seen);
 	if (!n || n >= 62)
 		return NULL;
@@ -207,15 +203,8 @@ static LLVMValueRef hoist_ok(B *b, LV *st)
 	kern_bind_self(b, st);
 	LLVMValueRef ok = LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0);
 	for (int k = 0; k < n; k++) {
-		LLVMValueRef y = lower_expr(L, d[k]).c[0], bad;
-		if (div[k]) {
-			LLVMValueRef a = lower_intrinsic(L, "llvm.fabs", LLVMTypeOf(y), &y, 1);
-			LLVMValueRef tiny = LLVMBuildAnd(L->b, fcmp_c(b, LLVMRealOGT, a, 0), fcmp_c(b, LLVMRealOLT, a, 0x1p-126), "");
-			LLVMValueRef huge = LLVMBuildAnd(L->b, fcmp_c(b, LLVMRealOGT, a, 0x1p126), fcmp_c(b, LLVMRealOLT, a, INFINITY), "");
-			bad = LLVMBuildOr(L->b, tiny, huge, "");
-		} else {
-			bad = fcmp_c(b, LLVMRealOEQ, y, -INFINITY);
-		}
+		LLVMValueRef y = lower_expr(L, d[k]).c[0];
+		LLVMValueRef bad = LLVMBuildFCmp(L->b, LLVMRealOEQ, y, lower_const(L, TY_F32, -INFINITY), "");
 		ok = LLVMBuildAnd(L->b, ok, LLVMBuildNot(L->b, bad, ""), "");
 	}
 	return ok;
