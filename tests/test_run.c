@@ -204,6 +204,39 @@ Test(run, scan_prefixes_keep_the_row_length)
 	spec_carrier_free(c);
 }
 
+/* A scan's value at position p folds p + 1 positions: its float32 bound
+ * counts in the share of that prefix, not of the row (a share of 6/sqrt(n)
+ * at len 100000 failed an Adam scan at position 38 that passed at len
+ * 1000, off by as little as float32 allows there).  A running mean of ones,
+ * exact in the left fold, with position 30 set off by 40 float32 ulps, as
+ * another order may round it (within twice the left fold's running bound
+ * over those 31 positions), passes at len 40 and at len 100000 alike; off
+ * by 400 it fails at both. */
+Test(run, scan_bound_counts_the_prefix_not_the_row)
+{
+	Carrier *c = text_ok("carrier: runmean\nelement: {x: f32}\nstate: {n: f32, s: f32}\nidentity: {n: 0, s: 0}\n"
+			     "lift: {n: 1, s: x}\nmerge: {n: a.n + b.n, s: a.s + b.s}\nfinalize: {mean: s / n}\n"
+			     "template: scan\n");
+	static const int lens[] = {40, 100000}, ulps[] = {40, 400};
+	for (int l = 0; l < 2; l++)
+		for (int u = 0; u < 2; u++) {
+			RunData *d = rundata_new(c, 1, lens[l]);
+			float *x = d->elem[0].p;
+			for (int j = 0; j < lens[l]; j++)
+				x[j] = 1;
+			interp_run(d);
+			((float *)d->fin[0].p)[30] = 1 + ulps[u] * 0x1p-23f;
+			RunCheck rc;
+			runcheck_run(d, &rc);
+			cr_expect_eq(rc.ok, u == 0, "len %d, %d ulps: %g of tolerance", lens[l], ulps[u],
+				     rc.out[0].worst_ratio);
+			cr_expect_eq(rc.out[0].at, 30);
+			runcheck_free(&rc);
+			rundata_free(d);
+		}
+	spec_carrier_free(c);
+}
+
 /* A reference that reduces literals alone (sum(1.8)) is f32 as the lift
  * is: its naive float32 version rounds as a float32 sum does, and sets the
  * tolerance for the interpreter's sequential sum (it summed in f64 and
