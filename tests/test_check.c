@@ -614,6 +614,51 @@ Test(check, assume_bounds_on_one_input_are_drawn_within)
 	}
 }
 
+/* Params are drawn within the bounds assume puts on them alone (lg <= 0,
+ * temp > 1.5, lo < p && p < hi): check failed every such carrier with
+ * "could not draw inputs where 'assume' holds".  A decayed log-sum-exp
+ * scan passes; an integer param is drawn whole within its bounds; where no
+ * draw meets the bound, the param is named with the --param to give. */
+#define DECAY_LSE(assume)                                                                                  \
+	"carrier: decay_lse\nparams: {lg: f32}\nassume: " assume "\nelement: {x: bf16}\n"                   \
+	"state: {n: f32, m: f32, l: f32}\nidentity: {n: 0, m: -inf, l: 0}\nlift: {n: 1, m: x, l: 1}\n"          \
+	"merge:\n  let:\n    am: a.m + b.n * lg\n    mm: max(a.m + b.n * lg, b.m)\n  n: a.n + b.n\n  m: mm\n" \
+	"  l: a.l * exp(am - mm) + b.l * exp(b.m - mm)\nfinalize: {y: m + log(l)}\ntemplate: scan\n"
+Test(check, params_are_drawn_within_assume)
+{
+	static const char *const specs[] = {DECAY_LSE("lg <= 0"), DECAY_LSE("lg > 1.5 && x == x"),
+					    DECAY_LSE("-3 < lg && lg < -2.5")};
+	for (int i = 0; i < 3; i++) {
+		CheckResult r;
+		Carrier *c = check_text(specs[i], 0, &r);
+		cr_expect(check_ok(&r), "spec %d: %s", i,
+			  r.input_error ? r.input_error : r.sound_detail ? r.sound_detail : "a law");
+		check_result_free(&r);
+		spec_carrier_free(c);
+	}
+	Carrier *c = text_ok("carrier: top\nparams: {k: i32, t: f32}\nassume: k >= 20 && k < 23 && t > 2\n"
+			     "element: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\nlift: {s: x * t}\n"
+			     "merge: {s: a.s + b.s}\n");
+	Machine m;
+	eval_init(&m, c);
+	uint64_t rng = 7;
+	char msg[200] = "";
+	for (int t = 0; t < 20; t++) {
+		cr_assert_eq(draw_params(&m, NULL, 0, &rng, msg, sizeof msg), 0, "%s", msg);
+		double k = m.params[m.poff[0]], tp = m.params[m.poff[1]];
+		cr_expect(k >= 20 && k < 23 && k == floor(k) && tp > 2, "k = %g, t = %g", k, tp);
+	}
+	eval_free(&m);
+	spec_carrier_free(c);
+	c = text_ok(DECAY_LSE("x == x && lg < 0 && lg > 1"));
+	CheckOpts o;
+	check_defaults(&o);
+	CheckResult r;
+	cr_assert_eq(check_run(c, &o, &r, msg, sizeof msg), -1);
+	cr_expect_str_eq(msg, "no draw of param lg satisfies 'assume' (lg < 0): give --param lg=...");
+	spec_carrier_free(c);
+}
+
 /* Where rows cannot be drawn, check says so rather than blame the
  * reference (exp(x) near 7 bounds no input on its own). */
 Test(check, rows_assume_lets_none_draw_are_named)

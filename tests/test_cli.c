@@ -2551,6 +2551,31 @@ Test(cli, a_param_that_breaks_assume_is_named, .timeout = 60)
 	cr_expect_not(strstr(out, "could not draw"), "%s", out);
 }
 
+/* A param drawn where assume bounds it on its own (lg <= 0): run draws it
+ * within (it drew 0.58 and stopped on "param lg = 0.58 breaks 'assume'");
+ * where no draw meets the bound, run and check name the param and the
+ * --param to give (exit 2), not "could not draw inputs". */
+Test(cli, params_are_drawn_within_assume, .timeout = 60)
+{
+	static const char *const fmt =
+		"carrier: decay\nparams: {lg: f32}\nassume: %s\nelement: {x: f32}\nstate: {n: f32, s: f32}\n"
+		"identity: {n: 0, s: 0}\nlift: {n: 1, s: x}\nmerge:\n  n: a.n + b.n\n  s: a.s * exp(b.n * lg) + b.s\n"
+		"template: scan\n";
+	char text[512];
+	snprintf(text, sizeof text, fmt, "lg <= 0");
+	write_text("build/decay_lg.yaml", text);
+	cr_assert_eq(sh(ASSOC " run build/decay_lg.yaml --device interp --rows 2 --len 40", out, sizeof out, 1), 0, "%s",
+		     out);
+	snprintf(text, sizeof text, fmt, "lg < 0 && lg > 1");
+	write_text("build/decay_lg.yaml", text);
+	static const char *const cmds[] = {ASSOC " run build/decay_lg.yaml --device interp", ASSOC " check build/decay_lg.yaml"};
+	for (int k = 0; k < 2; k++) {
+		cr_assert_eq(sh(cmds[k], out, sizeof out, 1), 2, "%s", out);
+		cr_expect(strstr(out, "no draw of param lg satisfies 'assume' (lg < 0): give --param lg=..."), "%s", out);
+		cr_expect_not(strstr(out, "could not draw"), "%s", out);
+	}
+}
+
 /* A NaN param where the spec has no assume: check and run say that every
  * state folded from the inputs drawn holds NaN, at that param, not that
  * inputs where 'assume' holds could not be drawn (nor that the assume

@@ -108,6 +108,43 @@ Test(run, assume_bound_far_out_is_drawn_within)
 	spec_carrier_free(c);
 }
 
+/* A decayed log-sum-exp scan whose assume puts its param below 0: drawn
+ * without --param, the param is drawn within (it was drawn in [0.05, 1],
+ * and run stopped on "param lg = 0.58 breaks 'assume' (lg <= 0)"); where
+ * no draw can meet it, the param is named, with the --param to give. */
+#define DECAY_LSE(assume)                                                                                  \
+	"carrier: decay_lse\nparams: {lg: f32}\nassume: " assume "\nelement: {x: bf16}\n"                   \
+	"state: {n: f32, m: f32, l: f32}\nidentity: {n: 0, m: -inf, l: 0}\nlift: {n: 1, m: x, l: 1}\n"          \
+	"merge:\n  let:\n    am: a.m + b.n * lg\n    mm: max(a.m + b.n * lg, b.m)\n  n: a.n + b.n\n  m: mm\n" \
+	"  l: a.l * exp(am - mm) + b.l * exp(b.m - mm)\nfinalize: {y: m + log(l)}\ntemplate: scan\n"
+Test(run, params_are_drawn_within_assume)
+{
+	static const char *const specs[] = {DECAY_LSE("lg <= 0"), DECAY_LSE("lg < 0 && x == x"),
+					    DECAY_LSE("lg > 1.5"), DECAY_LSE("lg > -2 && lg < -1.75")};
+	static const double lo[] = {-INFINITY, -INFINITY, 1.5, -2}, hi[] = {0, 0, INFINITY, -1.75};
+	for (int i = 0; i < 4; i++) {
+		Carrier *c = text_ok(specs[i]);
+		RunData *d = rundata_new(c, 3, 17);
+		char msg[200] = "";
+		cr_assert_eq(rundata_draw(d, 1, NULL, 0, msg, sizeof msg), 0, "spec %d: %s", i, msg);
+		cr_expect(d->params[0] >= lo[i] && d->params[0] <= hi[i], "spec %d: lg = %g", i, d->params[0]);
+		interp_run(d);
+		RunCheck rc;
+		runcheck_run(d, &rc);
+		cr_expect(rc.ok, "spec %d: %g of tolerance", i, rc.out[0].worst_ratio);
+		runcheck_free(&rc);
+		rundata_free(d);
+		spec_carrier_free(c);
+	}
+	Carrier *c = text_ok(DECAY_LSE("lg < 0 && lg > 1"));
+	RunData *d = rundata_new(c, 1, 4);
+	char msg[200] = "";
+	cr_assert_eq(rundata_draw(d, 1, NULL, 0, msg, sizeof msg), -1);
+	cr_expect_str_eq(msg, "no draw of param lg satisfies 'assume' (lg < 0): give --param lg=...");
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
 Test(run, causal_mask_rows)
 {
 	Carrier *c = load_ok("specs/attention.yaml");

@@ -383,33 +383,38 @@ static void widen_decls(const Decl *d, int n, const int *off, double *dst, int t
 				dst[off[k] + u] = ir_round(d[k].storage, s * rng_normal(rng));
 }
 
-/* ---- intervals that assume puts on single inputs ---- */
+/* ---- intervals that assume puts on single inputs and params ---- */
 
 /* Where assume bounds a scalar float input on its own (x > 1000,
  * abs(x - 7) < 0.001, conjunctions of such), draws outside the bounds are
  * moved inside them: rejection alone rarely or never hits them.  Each
- * interval holds every value assume admits, so eval_assume still decides. */
+ * interval holds every value assume admits, so eval_assume still decides.
+ * Params the same, before the inputs (lg <= 0, temp > 1.5): drawn in
+ * [0.05, 1] alone, they never met such an assume. */
 typedef struct {
 	double lo, hi;
 } Span;
 
-/* e's value where it does not depend on the position: a literal or a param. */
-static int known(Machine *m, const Expr *e, double *k)
+/* e's value where it does not depend on the position: a literal, or a
+ * param where params are known (of_params: they are what is bounded, and
+ * not drawn yet). */
+static int known(Machine *m, const Expr *e, double *k, int of_params)
 {
 	if (e->ty.len)
 		return 0;
 	if (e->op == EXPR_CONST)
 		return *k = e->num, 1;
 	if (e->op == EXPR_NEG || e->op == EXPR_CAST)
-		return known(m, e->a[0], k) ? (*k = e->op == EXPR_NEG ? -*k : *k, 1) : 0;
-	if (e->op != EXPR_VAR || ir_var(m->c->ir, e->k)->kind != VAR_PARAM)
+		return known(m, e->a[0], k, of_params) ? (*k = e->op == EXPR_NEG ? -*k : *k, 1) : 0;
+	if (of_params || e->op != EXPR_VAR || ir_var(m->c->ir, e->k)->kind != VAR_PARAM)
 		return 0;
 	*k = m->params[m->poff[ir_var(m->c->ir, e->k)->slot]];
 	return 1;
 }
 
-/* e as s * v + b, v a scalar float input; 0 when it is not of that form. */
-static int affine(Machine *m, const Expr *e, const Var **v, double *s, double *b)
+/* e as s * v + b, v a scalar float input (of_params: a float or integer
+ * param); 0 when it is not of that form. */
+static int affine(Machine *m, const Expr *e, const Var **v, double *s, double *b, int of_params)
 {
 	double k;
 	if (e->ty.len)
@@ -417,26 +422,28 @@ static int affine(Machine *m, const Expr *e, const Var **v, double *s, double *b
 	if (e->op == EXPR_VAR) {
 		*v = ir_var(m->c->ir, e->k);
 		*s = 1, *b = 0;
+		if (of_params)
+			return (*v)->kind == VAR_PARAM && (*v)->ty.kind != TY_BOOL;
 		return ((*v)->kind == VAR_ELEM || (*v)->kind == VAR_COL || (*v)->kind == VAR_ROW) && ty_is_float((*v)->ty);
 	}
 	if (e->op == EXPR_CAST)
-		return ty_is_float(e->ty) && ty_is_float(e->a[0]->ty) && affine(m, e->a[0], v, s, b);
+		return ty_is_float(e->ty) && ty_is_float(e->a[0]->ty) && affine(m, e->a[0], v, s, b, of_params);
 	if (e->op == EXPR_NEG) {
-		if (!affine(m, e->a[0], v, s, b))
+		if (!affine(m, e->a[0], v, s, b, of_params))
 			return 0;
 		*s = -*s, *b = -*b;
 		return 1;
 	}
 	if (e->op != EXPR_ADD && e->op != EXPR_SUB && e->op != EXPR_MUL && e->op != EXPR_DIV)
 		return 0;
-	if (known(m, e->a[1], &k) && affine(m, e->a[0], v, s, b)) {
+	if (known(m, e->a[1], &k, of_params) && affine(m, e->a[0], v, s, b, of_params)) {
 		switch (e->op) {
 		case EXPR_ADD: *b += k; break;
 		case EXPR_SUB: *b -= k; break;
 		case EXPR_MUL: *s *= k, *b *= k; break;
 		default: *s /= k, *b /= k; break;
 		}
-	} else if (e->op != EXPR_DIV && known(m, e->a[0], &k) && affine(m, e->a[1], v, s, b)) {
+	} else if (e->op != EXPR_DIV && known(m, e->a[0], &k, of_params) && affine(m, e->a[1], v, s, b, of_params)) {
 		switch (e->op) {
 		case EXPR_ADD: *b += k; break;
 		case EXPR_SUB: *s = -*s, *b = k - *b; break;
@@ -448,12 +455,13 @@ static int affine(Machine *m, const Expr *e, const Var **v, double *s, double *b
 	return isfinite(*s) && *s != 0 && isfinite(*b);
 }
 
-/* Narrow the spans by what e (true wherever assume is) says of one input. */
-static void narrow(Machine *m, const Expr *e, Span *sp)
+/* Narrow the spans by what e (true wherever assume is) says of one input
+ * (of_params: of one param, the spans by its slot). */
+static void narrow(Machine *m, const Expr *e, Span *sp, int of_params)
 {
 	if (e->op == EXPR_AND) {
-		narrow(m, e->a[0], sp);
-		narrow(m, e->a[1], sp);
+		narrow(m, e->a[0], sp, of_params);
+		narrow(m, e->a[1], sp, of_params);
 		return;
 	}
 	if (!(ir_ops[e->op].flags & F_CMP) || e->op == EXPR_NE)
@@ -461,8 +469,8 @@ static void narrow(Machine *m, const Expr *e, Span *sp)
 	int op = e->op;
 	const Expr *u = e->a[0];
 	double k, lo = -INFINITY, hi = INFINITY, s, b;
-	if (!known(m, e->a[1], &k)) { /* k op u: u's side on the left */
-		if (!known(m, e->a[0], &k))
+	if (!known(m, e->a[1], &k, of_params)) { /* k op u: u's side on the left */
+		if (!known(m, e->a[0], &k, of_params))
 			return;
 		u = e->a[1];
 		op = op == EXPR_LT ? EXPR_GT : op == EXPR_GT ? EXPR_LT : op == EXPR_LE ? EXPR_GE : op == EXPR_GE ? EXPR_LE : op;
@@ -476,10 +484,10 @@ static void narrow(Machine *m, const Expr *e, Span *sp)
 		hi = op == EXPR_GT || op == EXPR_GE ? INFINITY : k;
 	}
 	const Var *v;
-	if (isnan(k) || !affine(m, u, &v, &s, &b))
+	if (isnan(k) || !affine(m, u, &v, &s, &b, of_params))
 		return;
 	double l = (lo - b) / s, h = (hi - b) / s; /* s * x + b in [lo, hi] */
-	Span *x = &sp[span_at(m, v->kind, v->slot)];
+	Span *x = &sp[of_params ? v->slot : span_at(m, v->kind, v->slot)];
 	x->lo = fmax(x->lo, s > 0 ? l : h);
 	x->hi = fmin(x->hi, s > 0 ? h : l);
 }
@@ -496,7 +504,7 @@ static Span *spans_new(Machine *m)
 		abort();
 	for (int i = 0; i < n; i++)
 		sp[i] = (Span){-INFINITY, INFINITY};
-	narrow(m, c->assume, sp);
+	narrow(m, c->assume, sp, 0);
 	int any = 0;
 	for (int i = 0; i < n; i++)
 		any |= sp[i].lo > -INFINITY || sp[i].hi < INFINITY;
@@ -520,6 +528,38 @@ static double into_span(Span s, double v, uint64_t *rng)
 	if (isfinite(s.lo))
 		return s.lo + fabs(v) * (1 + fabs(s.lo) / 8);
 	return s.hi - fabs(v) * (1 + fabs(s.hi) / 8);
+}
+
+/* The spans that assume puts on params by their slot, or NULL where it
+ * bounds none on its own. */
+static Span *param_spans(Machine *m)
+{
+	Carrier *c = m->c;
+	if (!c->assume || !c->nparams)
+		return NULL;
+	Span *sp = malloc(c->nparams * sizeof *sp);
+	if (!sp)
+		abort();
+	int any = 0;
+	for (int p = 0; p < c->nparams; p++)
+		sp[p] = (Span){-INFINITY, INFINITY};
+	narrow(m, c->assume, sp, 1);
+	for (int p = 0; p < c->nparams; p++)
+		any |= sp[p].lo > -INFINITY || sp[p].hi < INFINITY;
+	if (!any) {
+		free(sp);
+		return NULL;
+	}
+	return sp;
+}
+
+/* An integer param's draw v moved into s, as a whole number there. */
+static double int_into_span(Span s, double v, uint64_t *rng)
+{
+	if ((v >= s.lo && v <= s.hi) || s.lo > s.hi)
+		return v;
+	v = round(into_span(s, v, rng));
+	return v < s.lo ? ceil(s.lo) : v > s.hi ? floor(s.hi) : v;
 }
 
 static void fit_decls(Machine *m, const Decl *d, int n, const int *off, int kind, double *dst, const Span *sp,
@@ -604,6 +644,8 @@ double draw_param_value(const char *s, char **end)
 	return s[0] == 't';
 }
 
+static int draw_params_unmet(const Machine *m, const unsigned char *drawn, char *msg, size_t n);
+
 int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n)
 {
 	Carrier *c = m->c;
@@ -649,51 +691,93 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 			return -1;
 		}
 	}
+	Span *sp = param_spans(m);
+	int held = 0;
+	/* drawn: the params no override fixes */
+	unsigned char *drawn = calloc(c->nparams + 1, 1);
+	if (!drawn)
+		abort();
 	for (int t = 0; t < ASSUME_TRIES; t++) {
 		for (int p = 0; p < c->nparams; p++) {
 			double v = 0.05 + 0.95 * rng_unit(rng);
 			if (c->params[p].storage == TY_BOOL)
 				v = 1;
 			else if (ty_is_int(c->params[p].ty))
-				v = rng_int(rng, 1, 8);
+				v = sp ? int_into_span(sp[p], rng_int(rng, 1, 8), rng) : rng_int(rng, 1, 8);
+			else if (sp)
+				v = into_span(sp[p], v, rng);
+			drawn[p] = 1;
 			for (int k = 0; k < nov; k++)
 				if (!strcmp(c->params[p].name, ov[k].name))
-					v = draw_param_value(ov[k].value, NULL);
+					v = draw_param_value(ov[k].value, NULL), drawn[p] = 0;
 			m->params[m->poff[p]] = ir_round(c->params[p].storage, v);
 		}
 		if (!c->assume || !c->nparams)
-			return 0;
+			break;
 		/* assume may also constrain inputs; a one-position row tells whether params alone can hold */
 		Row *r = eval_row_new(m, 1);
 		int ok = draw_row(m, DRAW_NORMAL, r, rng) == 0;
 		eval_row_free(r);
 		if (ok)
-			return 0;
+			break;
+		/* a part over params alone that no try met: theirs, not the inputs' */
+		int unmet = draw_params_unmet(m, drawn, msg, n);
+		held |= !unmet;
+		if (t == ASSUME_TRIES - 1 && !held) {
+			free(sp), free(drawn);
+			return -1;
+		}
 	}
-	return 0; /* rows will report that assume cannot be satisfied */
+	free(sp), free(drawn);
+	return 0; /* where inputs break it, rows will report that assume cannot be satisfied */
 }
 
-static int conjunct_breaks(const Machine *m, const Expr *e, const unsigned char *fixed, char *msg, size_t n)
+/* drawn: NULL, or the params drawn (by slot), of which a conjunct false
+ * at m's params must read one: it is then the draw's, and msg says so. */
+static int conjunct_breaks(const Machine *m, const Expr *e, const unsigned char *fixed, const unsigned char *drawn,
+			   char *msg, size_t n)
 {
 	const Carrier *c = m->c;
 	if (e->op == EXPR_AND)
-		return conjunct_breaks(m, e->a[0], fixed, msg, n) || conjunct_breaks(m, e->a[1], fixed, msg, n);
+		return conjunct_breaks(m, e->a[0], fixed, drawn, msg, n) ||
+		       conjunct_breaks(m, e->a[1], fixed, drawn, msg, n);
 	Expr *root = (Expr *)e;
 	Prog *p = prog_new(c->ir, &root, 1);
-	int leaves = prog_nleaves(p), only_params = leaves > 0;
+	int leaves = prog_nleaves(p), only_params = leaves > 0, any_drawn = 0;
 	for (int i = 0; i < leaves && only_params; i++) {
 		const Expr *x = prog_leaf(p, i);
 		only_params = x->op == EXPR_VAR && ir_var(c->ir, x->k)->kind == VAR_PARAM &&
 			      (!fixed || fixed[ir_var(c->ir, x->k)->slot]);
-		if (only_params)
+		if (only_params) {
 			prog_leaf_val(p, i, NULL)[0] = m->params[m->poff[ir_var(c->ir, x->k)->slot]];
+			any_drawn |= drawn && drawn[ir_var(c->ir, x->k)->slot];
+		}
 	}
 	int broken = 0;
-	if (only_params) {
+	if (only_params && (!drawn || any_drawn)) {
 		prog_run(p, MODE_F32); /* as eval_assume decides it */
 		broken = prog_root(p, 0, NULL)[0] == 0;
 	}
-	if (broken) {
+	if (broken && drawn) {
+		/* the params drawn that it reads, each once, for --param */
+		char names[512] = "", sets[512] = "";
+		int k = 0;
+		for (int i = 0; i < leaves; i++) {
+			const Var *v = ir_var(c->ir, prog_leaf(p, i)->k);
+			int seen = 0;
+			for (int q = 0; q < i; q++)
+				seen |= ir_var(c->ir, prog_leaf(p, q)->k) == v;
+			if (seen || !drawn[v->slot])
+				continue;
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", v->name);
+			snprintf(sets + strlen(sets), sizeof sets - strlen(sets), "%s--param %s=...", k++ ? " " : "",
+				 v->name);
+		}
+		char *text = ir_str_max(c->ir, e, 200);
+		snprintf(msg, n, "no draw of param%s %s satisfies 'assume' (%s): give %s", k > 1 ? "s" : "", names, text,
+			 sets);
+		free(text);
+	} else if (broken) {
 		char vals[512] = "", num[40];
 		for (int i = 0; i < leaves; i++) {
 			const Var *v = ir_var(c->ir, prog_leaf(p, i)->k);
@@ -716,7 +800,12 @@ static int conjunct_breaks(const Machine *m, const Expr *e, const unsigned char 
 
 int draw_params_break_assume(const Machine *m, const unsigned char *fixed, char *msg, size_t n)
 {
-	return m->c->assume && conjunct_breaks(m, m->c->assume, fixed, msg, n);
+	return m->c->assume && conjunct_breaks(m, m->c->assume, fixed, NULL, msg, n);
+}
+
+static int draw_params_unmet(const Machine *m, const unsigned char *drawn, char *msg, size_t n)
+{
+	return m->c->assume && conjunct_breaks(m, m->c->assume, NULL, drawn, msg, n);
 }
 
 /* ---- samples ---- */

@@ -43,7 +43,12 @@ const double *draw_spec_constants(Machine *m, int *n);
 double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64_t *rng);
 /* A --param value: a number, or true or false (a bool param's); end as strtod's. */
 double draw_param_value(const char *s, char **end);
-/* Params: overrides where given, else drawn from (0.05, 1], honouring assume. */
+/* Params: overrides where given, else drawn from (0.05, 1] (integers from
+ * [1, 8]), moved within the bounds that assume puts on a param alone
+ * (lg <= 0, temp > 1.5), honouring assume.  -1 with msg where an override
+ * is wrong, or where no draw meets a part of assume over params alone that
+ * reads a param drawn ("no draw of param lg satisfies 'assume' (lg <= 0):
+ * give --param lg=..."). */
 int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n);
 /* A conjunct of assume that reads params alone, each of them one that
  * fixed marks (by param; NULL: every param), and is false at m's params:
