@@ -43,19 +43,60 @@ enum { CHUNK = 1 << 16, ROWS_TASK_ELEMS = 1 << 18 };
  * paths (pairs, groups of rows as lanes, the rowmap). */
 enum { TASKS = 64, MIN_CHUNK = 1024 };
 
+/* A pool survives fork(): the child has the pool but none of its workers,
+ * so every pool is on a list the fork handlers walk.  Before the fork
+ * they take the list's lock and each pool's (no job is then being set up
+ * or finished); the parent releases them; the child makes them afresh
+ * (their waiters are threads it does not have) and counts no workers, so
+ * the pool's next job starts them again and its close joins only those. */
 struct RtPool {
-	int threads;
-	pthread_t *tid;
+	int threads;           /* the threads a job runs on, the caller's included */
+	int live;              /* workers started in this process */
+	pthread_t *tid;        /* tid[1..live] */
 	pthread_mutex_t mu;
 	pthread_cond_t go, done;
 	unsigned long epoch;   /* bumped for each job */
+	unsigned long born;    /* the epoch workers start at (they wait for the next) */
 	int busy;              /* workers still in the current job */
 	int quit;
 	void (*fn)(void *ctx, int64_t t);
 	void *ctx;
 	int64_t ntasks;
 	atomic_llong next;
+	RtPool *prev, *nextpool;
 };
+
+static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
+static RtPool *pools;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&pools_mu);
+	for (RtPool *p = pools; p; p = p->nextpool)
+		pthread_mutex_lock(&p->mu);
+}
+
+static void fork_parent(void)
+{
+	for (RtPool *p = pools; p; p = p->nextpool)
+		pthread_mutex_unlock(&p->mu);
+	pthread_mutex_unlock(&pools_mu);
+}
+
+static void fork_child(void)
+{
+	for (RtPool *p = pools; p; p = p->nextpool) {
+		pthread_mutex_init(&p->mu, NULL);
+		pthread_cond_init(&p->go, NULL);
+		pthread_cond_init(&p->done, NULL);
+		p->live = 0;
+		p->busy = 0;
+	}
+	pthread_mutex_init(&pools_mu, NULL);
+}
+
+static void fork_handlers(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
 
 static void drain(RtPool *p)
 {
@@ -70,8 +111,8 @@ static void drain(RtPool *p)
 static void *worker(void *arg)
 {
 	RtPool *p = arg;
-	unsigned long seen = 0;
 	pthread_mutex_lock(&p->mu);
+	unsigned long seen = p->born;
 	for (;;) {
 		while (!p->quit && p->epoch == seen)
 			pthread_cond_wait(&p->go, &p->mu);
@@ -88,6 +129,19 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Start the workers this process lacks, p->mu held; 0, or the 1-based
+ * number of the thread that could not be started. */
+static int spawn(RtPool *p)
+{
+	p->born = p->epoch;
+	while (p->live < p->threads - 1) {
+		if (pthread_create(&p->tid[p->live + 1], NULL, worker, p))
+			return p->live + 2;
+		p->live++;
+	}
+	return 0;
+}
+
 int rt_pool_open(RtPool **out, int threads, char *msg, size_t n)
 {
 	*out = NULL;
@@ -101,17 +155,24 @@ int rt_pool_open(RtPool **out, int threads, char *msg, size_t n)
 		snprintf(msg, n, "out of memory");
 		return -1;
 	}
-	p->threads = 1;
+	p->threads = threads;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->go, NULL);
 	pthread_cond_init(&p->done, NULL);
-	for (int i = 1; i < threads; i++) {
-		if (pthread_create(&p->tid[i], NULL, worker, p)) {
-			snprintf(msg, n, "cannot start thread %d of %d", i + 1, threads);
-			rt_pool_close(p);
-			return -1;
-		}
-		p->threads++;
+	pthread_once(&fork_once, fork_handlers);
+	pthread_mutex_lock(&pools_mu);
+	p->nextpool = pools;
+	if (pools)
+		pools->prev = p;
+	pools = p;
+	pthread_mutex_unlock(&pools_mu);
+	pthread_mutex_lock(&p->mu);
+	int failed = spawn(p);
+	pthread_mutex_unlock(&p->mu);
+	if (failed) {
+		snprintf(msg, n, "cannot start thread %d of %d", failed, threads);
+		rt_pool_close(p);
+		return -1;
 	}
 	*out = p;
 	return 0;
@@ -121,11 +182,20 @@ void rt_pool_close(RtPool *p)
 {
 	if (!p)
 		return;
+	pthread_mutex_lock(&pools_mu);
+	if (p->prev)
+		p->prev->nextpool = p->nextpool;
+	else
+		pools = p->nextpool;
+	if (p->nextpool)
+		p->nextpool->prev = p->prev;
+	pthread_mutex_unlock(&pools_mu);
 	pthread_mutex_lock(&p->mu);
 	p->quit = 1;
 	pthread_cond_broadcast(&p->go);
+	int live = p->live;
 	pthread_mutex_unlock(&p->mu);
-	for (int i = 1; i < p->threads; i++)
+	for (int i = 1; i <= live; i++)
 		pthread_join(p->tid[i], NULL);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->go);
@@ -148,9 +218,11 @@ void rt_pool_run(RtPool *p, int64_t ntasks, void (*fn)(void *ctx, int64_t t), vo
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
+	if (p->live < p->threads - 1)
+		spawn(p); /* after a fork; where a thread cannot start, the others do its share */
 	p->fn = fn, p->ctx = ctx, p->ntasks = ntasks;
 	atomic_store(&p->next, 0);
-	p->busy = p->threads - 1;
+	p->busy = p->live;
 	p->epoch++;
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->mu);

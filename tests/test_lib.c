@@ -3,6 +3,7 @@
  * unknown names) as status codes, and the example program, built and run. */
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -1044,6 +1045,56 @@ Test(lib, emu_and_interp_match_the_cpu, .timeout = 300)
 					   got[r], ref[r]);
 		assoc_kernel_free(k);
 	}
+	assoc_spec_free(s);
+}
+
+/* A cpu kernel of two threads in a child forked after a run: the child has
+ * the pool but not its workers, so the pool starts them again for the
+ * child's run, and its free joins only those (a run, or a free, that
+ * waited on the parent's workers would never return). */
+Test(lib, a_cpu_kernel_runs_and_frees_in_a_forked_child, .timeout = 120)
+{
+	AssocSpec *s = spec_ok("specs/logsumexp.yaml");
+	enum { R = 64, L = 4096 };
+	static float x[R][L];
+	float got[R], again[R];
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < L; j++)
+			x[r][j] = (float)sin(r * 7 + j);
+	AssocKernel *k = NULL;
+	cr_assert_eq(assoc_compile(s, "cpu", 2, &k), ASSOC_OK, "%s", assoc_kernel_error(k));
+	AssocArray a;
+	cr_assert_eq(assoc_array_info(s, 1, &a), ASSOC_OK);
+	AssocBuffer b[] = {{"x", x, sizeof x}, {a.name, got, sizeof got}};
+	cr_assert_eq(assoc_run(k, R, L, b, 2, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		alarm(60);
+		AssocBuffer c[] = {{"x", x, sizeof x}, {a.name, again, sizeof again}};
+		if (assoc_run(k, R, L, c, 2, NULL, 0) != ASSOC_OK)
+			_exit(2);
+		if (memcmp(got, again, sizeof got))
+			_exit(3);
+		assoc_kernel_free(k);
+		assoc_spec_free(s);
+		_exit(0);
+	}
+	int status = 0;
+	pid_t w = 0;
+	for (int i = 0; i < 600 && (w = waitpid(pid, &status, WNOHANG)) == 0; i++)
+		usleep(50000);
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		cr_assert_fail("the child's run or free did not return in 30 s");
+	}
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child %s %d",
+		  WIFEXITED(status) ? "exited" : "was killed by signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	/* the parent's pool still runs */
+	cr_assert_eq(assoc_run(k, R, L, b, 2, NULL, 0), ASSOC_OK, "%s", assoc_kernel_error(k));
+	assoc_kernel_free(k);
 	assoc_spec_free(s);
 }
 

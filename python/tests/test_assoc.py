@@ -4,6 +4,7 @@ errors of each.  Run from the repository root with PYTHONPATH=python
 import os
 import pathlib
 import re
+import time
 import unittest
 
 import numpy as np
@@ -454,6 +455,36 @@ class Specs(unittest.TestCase):
         self.assertNotIsInstance(cm.exception, assoc.LawError)
         self.assertNotIn("assume", str(cm.exception))
         self.assertEqual(list(k(x=x, sc=2.0)["s"]), [6.0, 6.0])
+
+    def test_a_cpu_kernel_of_two_threads_runs_and_is_freed_in_a_forked_child(self):
+        import signal
+        import sys
+        if not hasattr(os, "fork"):
+            self.skipTest("no os.fork here")
+        k = assoc.load("specs/online_softmax.yaml").compile("cpu", threads=2)
+        x = np.random.default_rng(0).standard_normal((64, 4096)).astype(np.float32)
+        want = k(x=x)["lse"]
+        sys.stdout.flush(), sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child's run and its free waited on the parent's workers, which it has not
+            code = 1
+            try:
+                signal.alarm(60)
+                code = 0 if np.array_equal(k(x=x)["lse"], want) else 3
+                del k
+            finally:
+                os._exit(code)
+        for _ in range(600):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            self.fail("the forked child's run or free did not return in 30 s")
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        np.testing.assert_array_equal(k(x=x)["lse"], want)
 
     def test_gpu_without_a_driver_says_why(self):
         saved = os.environ.get("ASSOC_LIBCUDA")

@@ -30,6 +30,24 @@ class TorchCpu(unittest.TestCase):
     def setUpClass(cls):
         cls.softmax = assoc.load("specs/online_softmax.yaml").compile("cpu", threads=2)
 
+    def test_a_dataloader_worker_runs_a_kernel_of_two_threads(self):
+        import multiprocessing
+        ctx = multiprocessing.get_context("fork")
+        k = self.softmax
+        x = torch.randn(64, 4096)
+
+        class Rows(torch.utils.data.Dataset):
+            def __len__(self):
+                return 2
+
+            def __getitem__(self, i):
+                return k(x=x)["lse"]
+
+        want = k(x=x)["lse"]
+        loader = torch.utils.data.DataLoader(Rows(), num_workers=1, timeout=30, multiprocessing_context=ctx)
+        for got in loader:
+            torch.testing.assert_close(got[0], want)
+
     def test_tensors_in_and_out(self):
         x = torch.randn(4, 100) * 3
         out = self.softmax(x=x)
