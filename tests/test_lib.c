@@ -1098,6 +1098,35 @@ Test(lib, a_cpu_kernel_runs_and_frees_in_a_forked_child, .timeout = 120)
 	assoc_spec_free(s);
 }
 
+/* An f32 param is rounded to f32 once, where the library takes it, as
+ * `assoc run --param` has it: x >= c with x = c = 0.7 in f32 holds on
+ * interp as on cpu (interp compared with the double 0.7, above
+ * 0.699999988), x * c is float32(0.7) in an f64 state, and an input equal
+ * to c in f32 keeps an `assume: x >= c`. */
+Test(lib, an_f32_param_is_rounded_to_f32_on_every_device, .timeout = 60)
+{
+	static const char text[] = "carrier: pcmp\nparams: {c: f32}\nassume: x >= c\nelement: {x: f32}\n"
+				   "state: {n: i32, s: f64}\nidentity: {n: 0, s: 0}\n"
+				   "lift: {n: 'where(x >= c, 1, 0)', s: f64(x) * f64(c)}\n"
+				   "merge: {n: a.n + b.n, s: a.s + b.s}\nlaws: [commutative]\n";
+	AssocSpec *s = text_spec_ok(text);
+	const char *dev[] = {"cpu", "interp"};
+	for (int d = 0; d < 2; d++) {
+		AssocKernel *k = NULL;
+		cr_assert_eq(assoc_compile(s, dev[d], 1, &k), ASSOC_OK, "%s: %s", dev[d], assoc_kernel_error(k));
+		float x[3] = {0.7f, 0.7f, 0.7f};
+		int n = -1;
+		double sum = 0;
+		AssocBuffer b[] = {{"x", x, sizeof x}, {"n", &n, sizeof n}, {"s", &sum, sizeof sum}};
+		AssocValue p = {"c", 0.7};
+		cr_assert_eq(assoc_run(k, 1, 3, b, 3, &p, 1), ASSOC_OK, "%s: %s", dev[d], assoc_kernel_error(k));
+		cr_expect_eq(n, 3, "%s: x >= c held at %d of 3 positions", dev[d], n);
+		cr_expect_eq(sum, 3 * (double)0.7f * (double)0.7f, "%s: s = %.17g, not 3 * float32(0.7)^2", dev[d], sum);
+		assoc_kernel_free(k);
+	}
+	assoc_spec_free(s);
+}
+
 Test(lib, params_and_device_by_name)
 {
 	AssocSpec *s = spec_ok("specs/attention.yaml");

@@ -165,7 +165,10 @@ const char *assoc_param_type(const AssocSpec *s, int i);
 AssocStatus assoc_compile(AssocSpec *s, const char *device, int threads, AssocKernel **out);
 const char *assoc_kernel_error(const AssocKernel *k);
 /* Every input and output of the spec bound once by name; params by name
- * (each param of the spec given once).  Outputs are overwritten; an
+ * (each param of the spec given once), each rounded to its declared type
+ * where it is taken, as `assoc run --param` has it (an f32 0.7 is
+ * 0.699999988 on every device, in the assume check and in the verdict at
+ * it).  Outputs are overwritten; an
  * output that shares memory with an input or another output (in place
  * included), or a buffer at an address that is no multiple of its
  * element's size (on "emu", and in device memory on "gpu", of 4 bytes

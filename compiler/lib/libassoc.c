@@ -761,6 +761,10 @@ AssocStatus lib_params_of(AssocKernel *k, const AssocValue *p, int np, double *o
 		if (!ir_holds(st, out[i]))
 			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "param '%s' = %.17g is not %s", c->params[i].name,
 				    out[i], st == TY_BOOL ? "a bool (0 or 1)" : "an integer in its type's range");
+		/* in its declared type once, here, as `assoc run --param` has it:
+		 * every device, the assume check and the judge then see the
+		 * same value (an f32 0.7 is 0.699999988 on each) */
+		out[i] = ir_round(st, out[i]);
 	}
 	return lib_judge_params(k, out);
 }

@@ -456,6 +456,16 @@ class Specs(unittest.TestCase):
         self.assertNotIn("assume", str(cm.exception))
         self.assertEqual(list(k(x=x, sc=2.0)["s"]), [6.0, 6.0])
 
+    def test_an_f32_param_is_rounded_to_f32_on_every_device(self):
+        # x >= c with x = c = float32(0.7): interp compared with the double 0.7 (above float32's), and an
+        # assume x >= c refused x on every device
+        spec = assoc.loads("carrier: pcmp\nparams: {c: f32}\nassume: x >= c\nelement: {x: f32}\n"
+                           "state: {n: i32}\nidentity: {n: 0}\nlift: {n: 'where(x >= c, 1, 0)'}\n"
+                           "merge: {n: a.n + b.n}\nlaws: [commutative]\n")
+        x = np.full((1, 3), np.float32(0.7), np.float32)
+        for device in ("cpu", "interp"):
+            self.assertEqual(list(spec.compile(device, threads=1)(x=x, c=0.7)["n"]), [3], device)
+
     def test_a_cpu_kernel_of_two_threads_runs_and_is_freed_in_a_forked_child(self):
         import signal
         import sys
