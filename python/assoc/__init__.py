@@ -148,6 +148,17 @@ class Spec:
             self._L.assoc_spec_free(h)
             self._h = None
 
+    # a copy would hold the same handle, and the first of the two collected would free it under the other
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise TypeError("an assoc.Spec cannot be pickled: it is a handle to a spec loaded in this process; load "
+                        "it again with assoc.load() or assoc.loads() where it is needed")
+
     def check(self, trials=0, seed=1):
         """The verdict `assoc check` reaches (trials: randomized trials of
         each law, 0 for check's 20000).  A failed law is a Report with ok
@@ -372,6 +383,17 @@ class Kernel:
         if h is not None and h.value:
             self._L.assoc_kernel_free(h)
             self._h = None
+
+    # as Spec's: one handle, one object, which its lock lets threads share
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise TypeError("an assoc.Kernel cannot be pickled: its code is compiled into this process; load the spec "
+                        "and compile it again where it is needed (assoc.load(path).compile(device))")
 
     def __repr__(self):
         return "<assoc.Kernel %s on %s>" % (self.spec.name, self.device)

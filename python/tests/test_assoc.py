@@ -466,6 +466,28 @@ class Specs(unittest.TestCase):
         for device in ("cpu", "interp"):
             self.assertEqual(list(spec.compile(device, threads=1)(x=x, c=0.7)["n"]), [3], device)
 
+    def test_a_copy_of_a_kernel_or_spec_is_the_object_itself(self):
+        import copy
+        import gc
+        import pickle
+        spec = assoc.load("specs/online_softmax.yaml")
+        k = spec.compile("cpu", threads=1)
+        x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+        want = k(x=x)["lse"]
+        # a second object over the same handle freed it when collected, under the first
+        for obj in (k, spec):
+            for c in (copy.copy(obj), copy.deepcopy(obj), copy.deepcopy({"m": [obj]})["m"][0]):
+                self.assertIs(c, obj)
+            del c
+        gc.collect()
+        np.testing.assert_array_equal(k(x=x)["lse"], want)
+        self.assertEqual(spec.compile("interp").spec.name, "online_softmax")
+        with self.assertRaisesRegex(TypeError, r"an assoc.Kernel cannot be pickled: its code is compiled into this "
+                                               r"process; load the spec and compile it again"):
+            pickle.dumps(k)
+        with self.assertRaisesRegex(TypeError, r"an assoc.Spec cannot be pickled: .* load it again"):
+            pickle.dumps(spec)
+
     def test_a_cpu_kernel_of_two_threads_runs_and_is_freed_in_a_forked_child(self):
         import signal
         import sys

@@ -30,6 +30,21 @@ class TorchCpu(unittest.TestCase):
     def setUpClass(cls):
         cls.softmax = assoc.load("specs/online_softmax.yaml").compile("cpu", threads=2)
 
+    def test_a_kernel_in_a_module_survives_deepcopy(self):
+        import copy
+
+        class M(torch.nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.k = k
+
+        m = M(self.softmax)
+        m2 = copy.deepcopy(m)
+        self.assertIs(m2.k, self.softmax)
+        del m2
+        x = torch.randn(2, 8)
+        torch.testing.assert_close(m.k(x=x)["lse"], torch.logsumexp(x, 1), rtol=1e-5, atol=1e-5)
+
     def test_a_dataloader_worker_runs_a_kernel_of_two_threads(self):
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
