@@ -16,11 +16,13 @@ _TYPES = {k: getattr(_torch, v) for k, v in _arrays.TORCH_TYPES.items() if hasat
 
 def schema(kernel):
     """The operator's schema: the spec's inputs as Tensors (spec.inputs'
-    order: element, column, row) and its params as floats; the outputs as a Tensor or a tuple."""
+    order: element, column, row) and its params as ints (integer params) or floats; the outputs as a Tensor or a tuple."""
     spec = kernel.spec
     if spec.params is None:
         raise RuntimeError("this libassoc lacks assoc_param_count: rebuild it to register operators")
-    args = ["Tensor %s" % a.name for a in spec.inputs] + ["float %s" % p for p in spec.params]
+    # an integer param as an int: a float would round an i64 past 2^53 before the package could refuse it
+    args = ["Tensor %s" % a.name for a in spec.inputs] + ["%s %s" % ("int" if t in ("i32", "i64") else "float", p)
+                                                          for p, t in spec.params.items()]
     parse = getattr(_torch._C, "parse_schema", None)
     for arg in args if parse else ():
         # a name the schema language keeps for itself (def, None, True)

@@ -217,6 +217,17 @@ class CustomOp(unittest.TestCase):
             raise
         torch.testing.assert_close(got, 1 + torch.logsumexp(x * 2, 1), rtol=1e-5, atol=1e-5)
 
+    def test_an_i64_param_past_2_53_is_refused_by_the_op_as_by_the_call(self):
+        k = assoc.loads("carrier: p64\nparams: {n: i64}\nelement: {x: i64}\nstate: {s: i64}\nidentity: {s: 0}\n"
+                        "lift: {s: x + n}\nmerge: {s: a.s + b.s}\nlaws: [commutative]\n").compile("cpu", threads=1)
+        op = assoc_torch.register(k, name="assoc_tests::p64")
+        self.assertEqual(assoc_torch.schema(k), "(Tensor x, int n) -> Tensor")
+        ones = torch.ones(1, 3, dtype=torch.int64)
+        for f in (lambda n: k(x=ones, n=n)["s"], lambda n: op(x=ones, n=n)):
+            with self.assertRaisesRegex(ValueError, r"param 'n' = 9007199254740993 is an i64 past 2\^53"):
+                f(2**53 + 1)
+            self.assertEqual(f(2**52 + 1).tolist(), [3 * (2**52 + 2)])
+
     def test_op_with_params_and_heads(self):
         D = 16
         k = assoc.load("specs/attention.yaml", dims={"d": D, "dv": D}).compile("cpu", threads=1)
