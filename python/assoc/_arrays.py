@@ -55,6 +55,11 @@ def _type_of(dtype, table):
     return t
 
 
+def _torch_strided():
+    import torch
+    return torch.strided
+
+
 def _is_torch(obj):
     return type(obj).__module__.split(".")[0] == "torch" and hasattr(obj, "data_ptr")
 
@@ -80,7 +85,20 @@ def view(obj, spec_type):
         return View(obj, "numpy", None, host_pointer(obj), _type_of(obj.dtype, NUMPY_TYPES), obj.dtype, obj.shape,
                     obj.flags.c_contiguous)
     if _is_torch(obj):
+        # neither has one block of memory in the layout a kernel reads (a nested tensor has not even a shape)
+        if obj.is_nested:
+            raise ValueError("a nested tensor: a kernel reads one dense array; pass each of its tensors in a run "
+                             "of its own, or .to_padded_tensor()")
+        if obj.layout is not _torch_strided():
+            raise ValueError("a tensor of layout %s: a kernel reads dense memory; pass .to_dense()" % (obj.layout,))
         dev = obj.device
+        if dev.type not in ("cpu", "cuda"):
+            raise ValueError("a tensor on the %s device: a kernel runs on CPU or CUDA memory%s" % (
+                dev.type, "; a meta tensor, which has no data, goes through the op that assoc.torch.register "
+                          "makes (its fake implementation gives the outputs' shapes)" if dev.type == "meta" else ""))
+        # a view whose negative (or conjugate) bit is set holds its values un-negated in memory
+        if obj.is_neg() or obj.is_conj():
+            obj = obj.resolve_conj().resolve_neg()
         device = None if dev.type == "cpu" else (dev.type, dev.index if dev.index is not None else 0)
         return View(obj, "torch", device, obj.data_ptr(), _type_of(obj.dtype, TORCH_TYPES), obj.dtype,
                     tuple(obj.shape), obj.is_contiguous())

@@ -30,6 +30,28 @@ class TorchCpu(unittest.TestCase):
     def setUpClass(cls):
         cls.softmax = assoc.load("specs/online_softmax.yaml").compile("cpu", threads=2)
 
+    def test_a_negative_view_is_read_with_its_sign(self):
+        x = torch.randn(6, 10)
+        neg = torch._neg_view(x)
+        self.assertTrue(neg.is_neg())
+        torch.testing.assert_close(self.softmax(x=neg)["lse"], torch.logsumexp(-x, 1), rtol=1e-5, atol=1e-5)
+        im = torch.complex(torch.zeros(1, 1), torch.tensor([[2.0]])).conj().imag  # public calls, the bit set
+        self.assertTrue(im.is_neg())
+        torch.testing.assert_close(self.softmax(x=im)["lse"], torch.tensor([-2.0]))
+
+    def test_meta_sparse_and_nested_tensors_are_named(self):
+        x = torch.randn(3, 4)
+        with self.assertRaisesRegex(ValueError, r"input 'x': a tensor on the meta device: a kernel runs on CPU or "
+                                                r"CUDA memory; a meta tensor, .* goes through the op that "
+                                                r"assoc.torch.register makes"):
+            self.softmax(x=torch.empty(3, 4, device="meta"))
+        with self.assertRaisesRegex(ValueError, r"input 'x': a tensor of layout torch.sparse_coo: a kernel reads "
+                                                r"dense memory; pass .to_dense\(\)"):
+            self.softmax(x=x.to_sparse())
+        nested = torch.nested.nested_tensor([torch.randn(4), torch.randn(5)], layout=torch.jagged)
+        with self.assertRaisesRegex(ValueError, r"input 'x': a nested tensor: a kernel reads one dense array"):
+            self.softmax(x=nested)
+
     def test_a_kernel_in_a_module_survives_deepcopy(self):
         import copy
 
