@@ -256,6 +256,9 @@ def _param_value(spec, key, value):
         if not (math.isfinite(v) and v == int(v) and lo <= v <= hi):
             raise ValueError("param '%s' = %r is not an integer in range ('%s' of %s is %s: a whole number from %d "
                              "to %d)" % (key, value, key, spec.name, t, lo, hi))
+    elif not math.isfinite(v):
+        # refused here, before the laws are judged at it: a LawError would blame the spec for the value
+        raise ValueError("param '%s' of %s is %r: a param is a finite number" % (key, spec.name, v))
     return v
 
 
