@@ -492,19 +492,18 @@ static void narrow(Machine *m, const Expr *e, Span *sp, int of_params)
 	x->hi = fmin(x->hi, s > 0 ? h : l);
 }
 
-/* The spans for the current params, or NULL where assume bounds no input on its own. */
-static Span *spans_new(Machine *m)
+/* The n spans that assume puts on its inputs (of_params 0) or on its
+ * params (1) by their slot, or NULL where it bounds none on its own. */
+static Span *spans_of(Machine *m, int n, int of_params)
 {
-	Carrier *c = m->c;
-	int n = c->nelem + c->ncol + c->nrow;
-	if (!c->assume || !n)
+	if (!m->c->assume || !n)
 		return NULL;
 	Span *sp = malloc(n * sizeof *sp);
 	if (!sp)
 		abort();
 	for (int i = 0; i < n; i++)
 		sp[i] = (Span){-INFINITY, INFINITY};
-	narrow(m, c->assume, sp, 0);
+	narrow(m, m->c->assume, sp, of_params);
 	int any = 0;
 	for (int i = 0; i < n; i++)
 		any |= sp[i].lo > -INFINITY || sp[i].hi < INFINITY;
@@ -513,6 +512,12 @@ static Span *spans_new(Machine *m)
 		return NULL;
 	}
 	return sp;
+}
+
+/* The spans for the current params, or NULL where assume bounds no input on its own. */
+static Span *spans_new(Machine *m)
+{
+	return spans_of(m, m->c->nelem + m->c->ncol + m->c->nrow, 0);
 }
 
 /* A draw v moved into s: uniformly where s is bounded, else beyond its one
@@ -534,23 +539,7 @@ static double into_span(Span s, double v, uint64_t *rng)
  * bounds none on its own. */
 static Span *param_spans(Machine *m)
 {
-	Carrier *c = m->c;
-	if (!c->assume || !c->nparams)
-		return NULL;
-	Span *sp = malloc(c->nparams * sizeof *sp);
-	if (!sp)
-		abort();
-	int any = 0;
-	for (int p = 0; p < c->nparams; p++)
-		sp[p] = (Span){-INFINITY, INFINITY};
-	narrow(m, c->assume, sp, 1);
-	for (int p = 0; p < c->nparams; p++)
-		any |= sp[p].lo > -INFINITY || sp[p].hi < INFINITY;
-	if (!any) {
-		free(sp);
-		return NULL;
-	}
-	return sp;
+	return spans_of(m, m->c->nparams, 1);
 }
 
 /* An integer param's draw v moved into s, as a whole number there. */
