@@ -142,13 +142,31 @@ static int spawn(RtPool *p)
 	return 0;
 }
 
+/* The CPUs this process may run on: its affinity mask (taskset, a
+ * scheduler's cpuset), capped by a cgroup v2 quota (a container's
+ * --cpus: "200000 100000" in cpu.max is 2), at least 1.  Every online
+ * CPU would start threads that only take turns. */
+int rt_cpus_usable(void)
+{
+	cpu_set_t set;
+	long c = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+	FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+	if (f) {
+		long long quota, period;
+		if (fscanf(f, "%lld %lld", &quota, &period) == 2 && quota > 0 && period > 0) {
+			long long q = (quota + period - 1) / period;
+			c = q < c ? (long)q : c;
+		}
+		fclose(f);
+	}
+	return c > 0 ? (int)c : 1;
+}
+
 int rt_pool_open(RtPool **out, int threads, char *msg, size_t n)
 {
 	*out = NULL;
-	if (threads <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = c > 0 ? (int)c : 1;
-	}
+	if (threads <= 0)
+		threads = rt_cpus_usable();
 	RtPool *p = calloc(1, sizeof *p);
 	if (!p || !(p->tid = calloc(threads, sizeof *p->tid))) {
 		free(p);

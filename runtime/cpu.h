@@ -98,7 +98,9 @@ typedef struct RtPool RtPool;
 /* The most threads a pool takes (--threads, assoc_compile). */
 enum { RT_MAX_THREADS = 1024 };
 
-/* threads <= 0: the number of online cores.  0, or -1 with msg. */
+/* The CPUs the process may use (affinity mask, cgroup v2 quota). */
+int rt_cpus_usable(void);
+/* threads <= 0: rt_cpus_usable().  0, or -1 with msg. */
 int rt_pool_open(RtPool **p, int threads, char *msg, size_t n);
 void rt_pool_close(RtPool *p);
 int rt_pool_threads(const RtPool *p);

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <float.h>
 #include <glob.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -2480,6 +2481,29 @@ Test(cpu, expm1_log1p_tanh_meet_the_reference)
 		cpu_meets_reference(c, rl[i][0], rl[i][1], 60 + i, what);
 	}
 	spec_carrier_free(c);
+}
+
+/* A pool of 0 threads takes the CPUs the process may run on (taskset,
+ * a scheduler's cpuset), not every online one: their threads would only
+ * take turns. */
+Test(cpu, a_pool_of_any_threads_takes_the_cpus_it_may_use)
+{
+	cpu_set_t all, one;
+	cr_assert_eq(sched_getaffinity(0, sizeof all, &all), 0);
+	int first = 0;
+	while (!CPU_ISSET(first, &all))
+		first++;
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+	RtPool *p;
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&p, 0, msg, sizeof msg), 0, "%s", msg);
+	cr_expect_eq(rt_pool_threads(p), 1, "a process on one CPU took %d threads", rt_pool_threads(p));
+	rt_pool_close(p);
+	cr_assert_eq(sched_setaffinity(0, sizeof all, &all), 0);
+	int usable = rt_cpus_usable();
+	cr_expect(usable >= 1 && usable <= CPU_COUNT(&all), "%d usable of %d in the mask", usable, CPU_COUNT(&all));
 }
 
 /* A map's division by a value the row fixes (a param, a row input, the

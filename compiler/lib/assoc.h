@@ -154,8 +154,9 @@ const char *assoc_param_type(const AssocSpec *s, int i);
  * device and the outputs back), "emu" (the CUDA kernels on the CUDA
  * emulator, on CPU threads), "interp" (the IR interpreter: slow, the
  * baseline), or "auto": the first of gpu, cpu, emu, interp that compiles
- * it.  threads (cpu) 0: every core; at most 1024.  A carrier whose verdict
- * fails is refused (ASSOC_ELAWS; see assoc_spec_trust_merge).
+ * it.  threads (cpu) 0: every core the process may use (its affinity
+ * mask, a cgroup v2 quota); at most 1024.  A carrier whose verdict fails
+ * is refused (ASSOC_ELAWS; see assoc_spec_trust_merge).
  * A failed compile still returns a kernel handle, unless out, s or device
  * is NULL: its assoc_kernel_error says why (for instance "gpu: no CUDA
  * driver: ..."), it runs nothing (ASSOC_EINVAL), and it is freed like any

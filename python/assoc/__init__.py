@@ -194,9 +194,9 @@ class Spec:
 
     def compile(self, device="cpu", threads=0):
         """A Kernel for device ("cpu", "gpu", "emu", "interp" or "auto");
-        threads (cpu): 0 for every core.  LawError for a carrier whose
-        verdict fails, DeviceError for a device not usable here,
-        CompileError when code generation fails."""
+        threads (cpu): 0 for every core the process may use.  LawError for
+        a carrier whose verdict fails, DeviceError for a device not usable
+        here, CompileError when code generation fails."""
         clash = [n for n in [a.name for a in self.inputs] + list(self.params or ()) if n in CALL_KEYWORDS]
         if clash:
             raise ValueError("%s: '%s' is the name of %s, so it could not be passed: rename it in the spec" % (
