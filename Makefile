@@ -53,13 +53,13 @@ PIC     := -fPIC -fno-semantic-interposition
 FLAGS_STAMP := build/flags
 FLAGS_NOW := $(CC) $(CFLAGS) $(PIC) NO_LLVM=$(NO_LLVM) NO_MPI=$(NO_MPI)
 $(shell mkdir -p build && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' >$(FLAGS_STAMP)))
-FUZZ_SECONDS ?= 45
+FUZZ_SECONDS ?= 30
 # Quiet unless V=1: a build prints its warnings and errors, not its commands.
 Q := $(if $(filter 1,$(V)),,@)
 # Each object depends on the headers it includes (-MMD), not on all of them.
 DEPFLAGS = -MMD -MP
 # of those, the .npy reader's share; the spec loader has the rest
-FUZZ_NPY_SECONDS ?= 15
+FUZZ_NPY_SECONDS ?= 10
 # and the cache readers' (sealed artifacts, tuning entries)
 FUZZ_CACHE_SECONDS ?= 5
 

@@ -60,13 +60,14 @@ Test(check, bundled_specs_hold)
 /* Other seeds draw other rows: the float32 reference's own error bounds
  * once overwrote the float64 ones, so that where it underflowed (o_lse's
  * exp of an lse under -104) the comparison lost its tolerance, and o_lse
- * failed a 1-ulp difference on a third of the seeds. */
+ * failed a 1-ulp difference on a third of the seeds (ten seeds miss
+ * that one time in sixty). */
 Test(check, bundled_specs_hold_on_other_seeds, .timeout = 120)
 {
 	glob_t g;
 	cr_assert_eq(glob("specs/*.yaml", 0, NULL, &g), 0);
 	for (size_t i = 0; i < g.gl_pathc; i++)
-		for (uint64_t seed = 2; seed <= (strstr(g.gl_pathv[i], "o_lse") ? 30 : 3); seed++) {
+		for (uint64_t seed = 2; seed <= (strstr(g.gl_pathv[i], "o_lse") ? 11 : 3); seed++) {
 			CheckResult r;
 			cr_assert_eq(run(g.gl_pathv[i], &r, seed), 0);
 			cr_expect(check_ok(&r), "%s, seed %llu: %s", g.gl_pathv[i], (unsigned long long)seed,
