@@ -171,29 +171,54 @@ template <class T> ASC_DEV bool asc_topk_before(T v, int i, T w, int j)
 		return vn != wn ? wn : ilt;
 	return v > w || (v == w && ilt);
 }
+/* One pair (x, xi) inserted into the sorted K slots (ov, oi), the last
+ * slot's pair falling off: every slot a compare and two selects, so that
+ * the list stays in registers once unrolled (no indexing by a value). */
+template <int K, class T> ASC_DEV void asc_topk_insert(T *ov, int *oi, T x, int xi)
+{
+#pragma unroll
+	for (int t = 0; t < K; t++) {
+		bool c = asc_topk_before(x, xi, ov[t], oi[t]);
+		T y = c ? ov[t] : x;
+		int yi = c ? oi[t] : xi;
+		ov[t] = c ? x : ov[t];
+		oi[t] = c ? xi : oi[t];
+		x = y, xi = yi;
+	}
+}
 /* The K best of a sorted list a (K slots, as lift and merge make it) and
- * the NB pairs of b, into (ov, oi): each of b's pairs inserted in turn,
- * every slot a compare and two selects, so that the lists stay in
- * registers once unrolled (no indexing by a value). */
+ * the NB pairs of the sorted list b, into (ov, oi): b's pairs inserted in
+ * turn until one ranks after the last slot, as every pair after it does
+ * too (the order is a strict weak one).  One insertion in a loop, not NB
+ * unrolled: a fold's merge of a lifted pair (one pair and empty slots)
+ * mostly stops at its first compare, and the module stays a size NVRTC
+ * and ptxas take in a fraction of a second.  b's pairs move down a slot
+ * each turn, so that they too are only ever indexed by constants. */
 template <int K, int NB, class T>
 ASC_DEV void asc_topk(const T *av, const int *ai, const T *bv, const int *bi, T *ov, int *oi)
 {
 #pragma unroll
 	for (int t = 0; t < K; t++)
 		ov[t] = av[t], oi[t] = ai[t];
+	if (NB == 1) {
+		asc_topk_insert<K>(ov, oi, bv[0], bi[0]);
+		return;
+	}
+	T rv[NB];
+	int ri[NB];
 #pragma unroll
+	for (int q = 0; q < NB; q++)
+		rv[q] = bv[q], ri[q] = bi[q];
+#pragma unroll 1
 	for (int q = 0; q < NB; q++) {
-		T x = bv[q];
-		int xi = bi[q];
+		T x = rv[0];
+		int xi = ri[0];
+		if (!asc_topk_before(x, xi, ov[K - 1], oi[K - 1]))
+			break;
 #pragma unroll
-		for (int t = 0; t < K; t++) {
-			bool c = asc_topk_before(x, xi, ov[t], oi[t]);
-			T y = c ? ov[t] : x;
-			int yi = c ? oi[t] : xi;
-			ov[t] = c ? x : ov[t];
-			oi[t] = c ? xi : oi[t];
-			x = y, xi = yi;
-		}
+		for (int u = 0; u + 1 < NB; u++)
+			rv[u] = rv[u + 1], ri[u] = ri[u + 1];
+		asc_topk_insert<K>(ov, oi, x, xi);
 	}
 }
 /* [lo, hi] of a product of intervals, NaN-free: the generated attn_tile
