@@ -2969,9 +2969,9 @@ static int same_floats(const float *x, const float *y, size_t n, int width)
 }
 
 /* The kernel (one and two threads, split and not) against the
- * interpreter on the rows of topk_value at every length 0 .. 300, 5000,
- * 8192 and 8193 (the longest range reduce_selected takes, and one more),
- * 65543 and 70000: the same indices, and where exact the same values
+ * interpreter on the rows of topk_value at every length 0 .. 96, every
+ * 7th to 306, 127 to 129, 255 to 257, 5000, 8192 and 8193 (the longest
+ * range reduce_selected takes, and one more) and 65543: the same indices, and where exact the same values
  * (same_floats). */
 /* nan 0: NaN values replaced by -1 (a merge that is associative only
  * among numbers).  exact 2: the indices and the float32 outputs of more
@@ -2984,8 +2984,12 @@ static void topk_carrier_against_interp_with(Carrier *c, const char *path, int e
 	cr_assert(interp);
 	RtPool *pool[2];
 	pools_open(pool, 2);
-	for (int len = 0; len <= 305; len++) {
-		int n = len == 301 ? 5000 : len == 302 ? 8192 : len == 303 ? 8193 : len == 304 ? 70000 : len == 305 ? 65543 : len;
+	/* every length to 96, past a tile of 16 lanes of 4; from there every
+	 * 7th (each remainder of 16 and 8 in turn) and the sides of 128 and
+	 * 256 positions; then rows of several blocks, and past 65536 */
+	static const int longer[] = {127, 128, 129, 255, 256, 257, 5000, 8192, 8193, 65543};
+	for (int len = 0; len <= 96 + 30 + 10; len++) {
+		int n = len <= 96 ? len : len <= 126 ? 96 + 7 * (len - 96) : longer[len - 127];
 		RunData *d[2] = {drawn(c, TOPK_ROWS, n, 3), drawn(c, TOPK_ROWS, n, 3)};
 		uint64_t s = 5 + (uint64_t)len;
 		for (int r = 0; r < TOPK_ROWS; r++)
@@ -3113,7 +3117,7 @@ Test(cpu, topk_ties_and_short_rows)
 /* A topk list beside softmax's (m, l) reduces in lanes, the list kept
  * apart from them (kern_apart_lift in compiler/llvm/llvm_reduce.c), a
  * tile whose values all fall below the list's last slot left out of it:
- * the indices are the interpreter's at every length 0 .. 300 and long
+ * the indices are the interpreter's at lengths 0 .. 306 and long
  * ones, with ties, NaN, infinities, ascending rows (every position
  * enters) and under a mask (lifts selected against the identity); the
  * sums meet the reference. */
@@ -3166,7 +3170,7 @@ Test(cpu, topk_lists_fold_apart_from_the_rescale, .timeout = 300)
  * beside a count, two lists (16 and 8) under a mask, and indices that
  * fall as positions rise (a later position wins a tie: the test's ties
  * by index matter past the empty slots) are the interpreter's, bit for
- * bit, at every length 0 .. 300 and long rows, on ties, NaN, zeros of
+ * bit, at lengths 0 .. 306 and long rows, on ties, NaN, zeros of
  * either sign, -inf, equal and ascending rows (topk_value). */
 Test(cpu, topk_lists_kept_apart_as_interp, .timeout = 900)
 {
