@@ -131,7 +131,10 @@ const char *assoc_spec_warnings(const AssocSpec *s);
  * only, and disproved at others): the first run at new values reaches
  * that verdict (milliseconds), and a run where it fails gives ASSOC_ELAWS
  * and runs nothing; the kernel keeps the last 16 sets of values that
- * held.  Values at which nothing can be checked give ASSOC_EINVAL
+ * held.  Where that first verdict holds and the prover proves every law
+ * with the params left free, later values reach no verdict: they are
+ * only held to the part of assume over params alone (a value that is not
+ * finite is still judged).  Values at which nothing can be checked give ASSOC_EINVAL
  * instead: a param that breaks a part of assume over params alone ("param
  * temp = -1 breaks 'assume' (temp > 0)", whatever the laws read), or one
  * at which every state folded from drawn inputs is NaN. */
@@ -310,6 +313,10 @@ void assoc_kernel_free(AssocKernel *k);
 /* The device a kernel runs on ("cpu", "gpu", "emu" or "interp": the one
  * "auto" picked); NULL for a failed compile. */
 const char *assoc_kernel_device(const AssocKernel *k);
+/* How many verdicts k's runs (and its MPI handles) have reached at param
+ * values not judged before (assoc_spec_trust_merge says when a run
+ * judges its params); 0 for NULL. */
+int64_t assoc_kernel_verdicts(const AssocKernel *k);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,9 @@
 #include "compiler/check/verdict.h"
 #include "compiler/lib/libassoc_int.h"
 #include "compiler/check/check.h"
+#include "compiler/check/draw.h"
+#include "compiler/check/eval.h"
+#include "compiler/prove/prove.h"
 #include "compiler/front/yaml.h"
 #include "compiler/devices/emu.h"
 
@@ -335,6 +338,37 @@ static int laws_read_params(const Carrier *c)
 	return r;
 }
 
+/* Whether the prover proves every law of c with its params left free:
+ * then they hold at any values of the params that assume allows. */
+static int laws_proved_for_any_params(Carrier *c)
+{
+	ProofReport r;
+	if (prove_carrier_at(c, NULL, 0, 0, &r))
+		return 0;
+	int all = r.n > 0;
+	for (int i = 0; i < r.n; i++)
+		all &= r.line[i].status == PROOF_PROVED;
+	prove_report_free(&r);
+	return all;
+}
+
+/* A part of assume over params alone that pv breaks: ASSOC_EINVAL naming
+ * it, as the verdict at pv would refuse them. */
+static AssocStatus params_keep_assume(AssocKernel *k, const double *pv)
+{
+	Carrier *c = k->c;
+	if (!c->assume)
+		return ASSOC_OK;
+	Machine m;
+	if (eval_init(&m, c))
+		return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+	memcpy(m.params, pv, c->nparams * sizeof *pv);
+	char why[sizeof k->err];
+	int broken = draw_params_break_assume(&m, NULL, why, sizeof why);
+	eval_free(&m);
+	return broken ? fail(k->err, sizeof k->err, ASSOC_EINVAL, "%s", why) : ASSOC_OK;
+}
+
 AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
 {
 	Carrier *c = k->c;
@@ -345,6 +379,16 @@ AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
 	for (int i = 0; i < k->njudged; i++)
 		if (!memcmp(k->judged_pv + (size_t)i * c->nparams, pv, c->nparams * sizeof *pv))
 			return ASSOC_OK;
+	/* the laws proved with the params free (after a first verdict at
+	 * values a run gave, trials and reference included): new finite
+	 * values need only keep assume, not a verdict of their own (about
+	 * 0.2 s of trials each); a value that is not finite is judged, which
+	 * names it where every state is NaN */
+	int finite = 1;
+	for (int i = 0; i < c->nparams; i++)
+		finite &= isfinite(pv[i]) != 0;
+	if (k->params_laws_proved > 0 && finite)
+		return params_keep_assume(k, pv);
 	if (!k->judged_pv && !(k->judged_pv = calloc((size_t)LIB_JUDGED * c->nparams, sizeof *pv)))
 		return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
 	/* the values as `assoc run --param` gives them */
@@ -383,8 +427,11 @@ AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
 		verdict_free(&v);
 	}
 	free(defs), free(vals);
+	k->verdicts++;
 	if (st)
 		return st;
+	if (!k->params_laws_proved)
+		k->params_laws_proved = laws_proved_for_any_params(c) ? 1 : -1;
 	/* kept, the oldest replaced past LIB_JUDGED */
 	int at = k->njudged < LIB_JUDGED ? k->njudged++ : k->judged_next++ % LIB_JUDGED;
 	memcpy(k->judged_pv + (size_t)at * c->nparams, pv, c->nparams * sizeof *pv);
@@ -1240,6 +1287,8 @@ void assoc_kernel_free(AssocKernel *k)
 	spec_unref(k->s);
 	free(k);
 }
+
+int64_t assoc_kernel_verdicts(const AssocKernel *k) { return k ? k->verdicts : 0; }
 
 const char *assoc_kernel_device(const AssocKernel *k)
 {

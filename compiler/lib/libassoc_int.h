@@ -77,6 +77,11 @@ struct AssocKernel {
 	double *judged_pv;
 	int njudged, judged_next;
 	int params_in_laws; /* 1: the laws read a param, -1: none (set by assoc_compile) */
+	/* 1: the prover proves the laws with the params free, so a new value
+	 * is checked against assume alone; -1: not; 0: not asked yet (it is
+	 * after the first verdict at a run's values holds) */
+	int params_laws_proved;
+	int64_t verdicts; /* the verdicts runs reached at new values (assoc_kernel_verdicts) */
 	char err[1024];
 };
 

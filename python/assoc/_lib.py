@@ -75,6 +75,7 @@ _OPTIONAL = {
     "assoc_param_name": (ctypes.c_char_p, [_vp, ctypes.c_int]),
     "assoc_param_type": (ctypes.c_char_p, [_vp, ctypes.c_int]),
     "assoc_kernel_device": (ctypes.c_char_p, [_vp]),
+    "assoc_kernel_verdicts": (ctypes.c_int64, [_vp]),
     "assoc_spec_verdict": (ctypes.c_char_p, [_vp]),
     "assoc_spec_warnings": (ctypes.c_char_p, [_vp]),
     "assoc_run_device": (ctypes.c_int, [_vp, _i64, _i64, _i64, _i64, _P(AssocBuffer), ctypes.c_int,

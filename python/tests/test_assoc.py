@@ -426,6 +426,42 @@ class Specs(unittest.TestCase):
         with self.assertRaisesRegex(assoc.LawError, r"identity fails.*p=-1"):
             k(x=x, p=-1.0)
 
+    def test_new_param_values_reach_no_verdict_where_the_laws_are_proved_for_all(self):
+        verdicts = assoc._lib.optional("assoc_kernel_verdicts")
+        if verdicts is None:
+            self.skipTest("this libassoc has no assoc_kernel_verdicts")
+        # attention's lift reads scale, and the prover proves its laws whatever scale is: after the first
+        # verdict, 40 new values (past the 16 kept) are held to nothing but assume
+        k = assoc.load("specs/attention.yaml", dims={"d": 4, "dv": 4}).compile("interp")
+        q = np.linspace(-1, 1, 8, dtype=np.float32).astype(np.float16).reshape(2, 4)
+        for i in range(40):
+            self.assertEqual(k(q=q, k=q, v=q, scale=0.05 + i / 64)["out"].shape, (2, 4))
+        self.assertEqual(verdicts(k._h), 1)
+        # a part of assume over params alone still refuses a value that breaks it
+        spec = assoc.loads("carrier: softmax_temp\nparams: {temp: f32}\nassume: temp > 0\nelement: {x: f32}\n"
+                           "let:\n  z: x / temp\nstate: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\n"
+                           "lift: {m: z, l: 1}\nmerge:\n  m: max(a.m, b.m)\n"
+                           "  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\nfinalize: {lse: m + log(l)}\n"
+                           "reference:\n  lse: log(sum(exp(z)))\nlaws: [commutative]\n")
+        k = spec.compile("interp")
+        x = np.ones((2, 3), np.float32)
+        for i in range(20):
+            self.assertEqual(k(x=x, temp=1.0 + i)["lse"].shape, (2,))
+        self.assertEqual(verdicts(k._h), 1)
+        with self.assertRaisesRegex(ValueError, r"param temp = -1 breaks 'assume' \(temp > 0\)"):
+            k(x=x, temp=-1.0)
+        # lawful for p >= 0 only, which the prover cannot show for every p: each new value is judged
+        spec = assoc.loads("carrier: abs_scaled\nparams: {p: f32}\nelement: {x: f32}\nstate: {s: f32}\n"
+                           "identity: {s: 0}\nlift: {s: abs(x) * p}\nmerge: {s: abs(a.s + b.s)}\n"
+                           "finalize: {out: s}\nlaws: [commutative]\n")
+        k = spec.compile("interp")
+        x = np.array([[1, -2, 3, -4]], np.float32)
+        for i in range(3):
+            k(x=x, p=0.5 + i)
+        self.assertEqual(verdicts(k._h), 3)
+        with self.assertRaisesRegex(assoc.LawError, r"identity fails.*p=-1"):
+            k(x=x, p=-1.0)
+
     def test_a_param_that_breaks_assume_is_a_value_error(self):
         # a bad argument named as run names it, not a LawError ("could not draw inputs where 'assume' holds")
         spec = assoc.loads("carrier: softmax_temp\nparams: {temp: f32}\nassume: temp > 0\nelement: {x: f32}\n"
