@@ -232,9 +232,46 @@ def _c_int(name, value):
     return int(value)
 
 
+_FLOAT_PARAMS = ("f32", "f64", "f16", "bf16")
+
+
+def _param_tensor(spec, key, value, t):
+    """A param given as a torch tensor: 0-d, of a floating dtype for a
+    float param (an integer or bool one for the others), on the CPU or a
+    CUDA device (the inputs', which the run checks), and not requiring
+    grad while grad mode is on; ValueError naming it otherwise."""
+    import torch
+    if value.ndim != 0:
+        raise ValueError("param '%s' of %s is a tensor of shape %s: a param is a number or a 0-d tensor" % (
+            key, spec.name, tuple(value.shape)))
+    floating = value.is_floating_point()
+    if value.is_complex() or (t in _FLOAT_PARAMS and not floating) or (t not in _FLOAT_PARAMS and t and floating):
+        raise ValueError("param '%s' of %s is a tensor of dtype %s; the param is %s: a 0-d tensor of %s dtype" % (
+            key, spec.name, value.dtype, t, "a floating" if t in _FLOAT_PARAMS else "an integer or bool"))
+    if value.device.type not in ("cpu", "cuda"):
+        raise ValueError("param '%s' of %s is a tensor on %s: a param tensor lies on the CPU or the inputs' "
+                         "device" % (key, spec.name, value.device))
+    if value.requires_grad and torch.is_grad_enabled():
+        raise ValueError("param '%s' requires grad, and assoc's kernels have no backward: run under "
+                         "torch.no_grad() or torch.inference_mode(), or pass %s.detach()" % (key, key))
+    return value.item()
+
+
+def _param_devices(spec, kw, first):
+    """ValueError for a param given as a CUDA tensor on another device
+    than the inputs' (a CPU tensor goes with any inputs)."""
+    for key, value in kw.items():
+        if key in (spec.params or ()) and _arrays._is_torch(value) and value.device.type == "cuda":
+            if first[1].kind != "torch" or first[1].device != ("cuda", value.device.index):
+                raise ValueError("param '%s' is a tensor on %s, but input '%s' is %s: a param tensor lies on the "
+                                 "CPU or the inputs' device" % (key, value.device, first[0], first[1].where()))
+
+
 def _param_value(spec, key, value):
     """The number a param is passed as, held to the param's type."""
     t = spec.params.get(key) if spec.params else None
+    if _arrays.torch_loaded() and _arrays._is_torch(value):
+        value = _param_tensor(spec, key, value, t)
     v = None
     if not isinstance(value, (str, bytes)):
         try:
@@ -449,8 +486,17 @@ class Kernel:
                             "kernel(%s)" % (self.spec.name, len(args), "s" if len(args) > 1 else "",
                                             ", ".join("%s=..." % n for n in [a.name for a in self.spec.inputs] +
                                                       list(self.spec.params or ()))))
-        if (page_size is not None or block_table is not None or seq_lens is not None or cu_seqlens_q is not None
-                or max_seqlen_q is not None):
+        paged = (page_size is not None or block_table is not None or seq_lens is not None or
+                 cu_seqlens_q is not None or max_seqlen_q is not None)
+        if _arrays.torch_loaded() and _compiling():
+            # torch.compile traces this call: ctypes cannot be traced, the op
+            # registered for the kernel can
+            if paged:
+                raise RuntimeError("%s: a paged call cannot be traced by torch.compile; call it outside the compiled "
+                                   "function" % self.spec.name)
+            from . import torch as _torch_ops
+            return _torch_ops.traced_call(self, heads, kv_heads, kw)
+        if paged:
             return self.paged(block_table, seq_lens, page_size, cu_seqlens_q, max_seqlen_q, heads=heads,
                               kv_heads=kv_heads, **kw)
         return self._run(heads, kv_heads, kw, False)
@@ -462,6 +508,7 @@ class Kernel:
         spec = self.spec
         arrays, params = self._split(kw)
         views, first = _input_views(spec, arrays)
+        _param_devices(spec, kw, first)
         if not in_op:
             _refuse_grad(views)
         key = (tuple(v.shape for v in views.values()), heads, kv_heads)
@@ -554,6 +601,7 @@ class Kernel:
             max_seqlen_q = _c_int("max_seqlen_q", max_seqlen_q)
         arrays, params = self._split(kw)
         views, first = _input_views(spec, arrays)
+        _param_devices(spec, kw, first)
         _refuse_grad(views)
         for a in spec.inputs:
             v = views[a.name]
@@ -702,6 +750,12 @@ def _input_views(spec, arrays):
             raise ValueError("input '%s' is not C-contiguous (row-major): pass a contiguous copy" % a.name)
         views[a.name] = v
     return views, first
+
+
+def _compiling():
+    import torch
+    compiler = getattr(torch, "compiler", None)
+    return compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling()
 
 
 def _refuse_grad(views):

@@ -114,12 +114,29 @@ class TorchCpu(unittest.TestCase):
         with torch.no_grad():
             torch.testing.assert_close(self.softmax(x=x)["lse"], torch.logsumexp(x, 1), rtol=1e-5, atol=1e-5)
         self.assertEqual(self.softmax(x=x.detach())["y"].shape, (2, 8))
-        # as an operator, torch's dispatcher answers: forward runs, backward says no formula was registered
+        # the registered op refuses it so too; through torch.ops its backward names it
         op = assoc_torch.register(self.softmax, name="assoc_test::softmax_grad")
-        lse, y = op(x)
+        with self.assertRaisesRegex(ValueError, r"input 'x' requires grad, and assoc's kernels have no backward"):
+            op(x)
+        lse, y = torch.ops.assoc_test.softmax_grad(x)
         torch.testing.assert_close(lse, torch.logsumexp(x.detach(), 1), rtol=1e-5, atol=1e-5)
-        with self.assertRaisesRegex(RuntimeError, r"autograd"):
+        with self.assertRaisesRegex(RuntimeError, r"assoc_test::softmax_grad: input 'x' requires grad, and assoc's "
+                                                  r"kernels have no backward: run under torch.no_grad\(\)"):
             y.sum().backward()
+        with torch.no_grad():
+            torch.testing.assert_close(op(x)[0], torch.logsumexp(x, 1), rtol=1e-5, atol=1e-5)
+
+    def test_a_param_that_requires_grad(self):
+        k = assoc.load("specs/layer_norm.yaml").compile("cpu", threads=1)
+        op = assoc_torch.register(k, name="assoc_test::ln_grad")
+        x, gamma, beta = torch.randn(2, 8).bfloat16(), torch.ones(8), torch.zeros(8)
+        eps = torch.tensor(1e-5, requires_grad=True)
+        for f in (lambda: k(x=x, gamma=gamma, beta=beta, eps=eps), lambda: op(x, gamma, beta, eps)):
+            with self.assertRaisesRegex(ValueError, r"param 'eps' requires grad, and assoc's kernels have no "
+                                                    r"backward: .* or pass eps.detach\(\)"):
+                f()
+        with torch.no_grad():
+            self.assertEqual(k(x=x, gamma=gamma, beta=beta, eps=eps)["y"].shape, (2, 8))
 
     def test_inputs_share_one_library(self):
         k = assoc.load("specs/layer_norm.yaml").compile("cpu", threads=1)
@@ -199,7 +216,7 @@ class TorchCpu(unittest.TestCase):
 class CustomOp(unittest.TestCase):
     def test_schema(self):
         k = assoc.load("specs/layer_norm.yaml").compile("interp")
-        self.assertEqual(assoc_torch.schema(k), "(Tensor x, Tensor gamma, Tensor beta, float eps) -> "
+        self.assertEqual(assoc_torch.schema(k), "(Tensor x, Tensor gamma, Tensor beta, Tensor eps) -> "
                                                 "(Tensor, Tensor, Tensor)")
 
     def test_a_reserved_name_is_refused_by_name(self):
@@ -250,12 +267,84 @@ class CustomOp(unittest.TestCase):
                 f(2**53 + 1)
             self.assertEqual(f(2**52 + 1).tolist(), [3 * (2**52 + 2)])
 
+    def test_a_param_passed_as_a_tensor_compiles_once(self):
+        import torch._dynamo.testing
+        k = assoc.load("specs/layer_norm.yaml").compile("cpu", threads=1)
+        op = assoc_torch.register(k, name="assoc_tests::ln_eps")
+        self.assertEqual(assoc_torch.schema(k), "(Tensor x, Tensor gamma, Tensor beta, Tensor eps) -> "
+                                                "(Tensor, Tensor, Tensor)")
+        y_at = [a.name for a in k.spec.outputs].index("y")
+        x, gamma, beta = torch.randn(3, 64).bfloat16(), torch.rand(64) + 0.5, torch.randn(64)
+
+        def want(eps):
+            return torch.nn.functional.layer_norm(x.float(), (64,), gamma, beta, eps=eps)
+
+        # a 0-d tensor of any float dtype, and a number, eagerly; a tensor of another shape or dtype is named
+        for eps in (0.25, torch.tensor(0.25), torch.tensor(0.25, dtype=torch.float64),
+                    torch.tensor(0.25, dtype=torch.bfloat16)):
+            torch.testing.assert_close(op(x, gamma, beta, eps)[y_at], want(0.25), rtol=1e-3, atol=1e-3)
+            torch.testing.assert_close(k(x=x, gamma=gamma, beta=beta, eps=eps)["y"], want(0.25), rtol=1e-3,
+                                       atol=1e-3)
+        with self.assertRaisesRegex(ValueError, r"param 'eps' of layer_norm is a tensor of shape \(1,\): a param "
+                                                r"is a number or a 0-d tensor"):
+            k(x=x, gamma=gamma, beta=beta, eps=torch.tensor([0.25]))
+        with self.assertRaisesRegex(ValueError, r"param 'eps' of layer_norm is a tensor of dtype torch.int64; the "
+                                                r"param is f32: a 0-d tensor of a floating dtype"):
+            op(x, gamma, beta, torch.tensor(1))
+        counts = {}
+        for name, make, dynamic in (("tensor", torch.tensor, None), ("float", float, True),
+                                    ("direct call", torch.tensor, None)):
+            torch._dynamo.reset()
+            cnt = torch._dynamo.testing.CompileCounter()
+            if name == "direct call":
+                def f(x, eps):
+                    return k(x=x, gamma=gamma, beta=beta, eps=eps)["y"] * 2 - 1
+            else:
+                def f(x, eps):
+                    return op(x=x, gamma=gamma, beta=beta, eps=eps)[y_at] * 2 - 1
+            compiled = torch.compile(f, fullgraph=True, backend=cnt, dynamic=dynamic)
+            for i in range(10):
+                eps = 0.05 * (i + 1)
+                torch.testing.assert_close(compiled(x, make(eps)), want(eps) * 2 - 1, rtol=1e-3, atol=1e-3)
+            counts[name] = cnt.frame_count
+        # a float is a constant to the first compile, dynamic from the second value on (automatic dynamic),
+        # or from the first under dynamic=True
+        self.assertEqual(counts, {"tensor": 1, "float": 1, "direct call": 1})
+
+    def test_the_op_takes_any_strides(self):
+        k = assoc.load("specs/online_softmax.yaml").compile("cpu", threads=1)
+        op = assoc_torch.register(k, name="assoc_tests::softmax_strides")
+        xt = torch.randn(40, 3).t()
+        self.assertFalse(xt.is_contiguous())
+        lse, y = op(xt)
+        torch.testing.assert_close(lse, torch.logsumexp(xt, 1), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(y, torch.softmax(xt, 1), rtol=1e-4, atol=1e-7)
+        compiled = torch.compile(lambda x: op(x.t())[0], fullgraph=True, backend="aot_eager")
+        torch.testing.assert_close(compiled(xt.t().contiguous()), torch.logsumexp(xt, 1), rtol=1e-5, atol=1e-5)
+        # the direct call keeps its error
+        with self.assertRaisesRegex(ValueError, r"input 'x' is not C-contiguous"):
+            k(x=xt)
+
+    def test_a_direct_call_under_torch_compile_goes_through_an_op(self):
+        k = assoc.load("specs/online_softmax.yaml").compile("cpu", threads=1)
+        x = torch.randn(3, 40)
+
+        def f(x):
+            out = k(x=x * 2)
+            return out["y"].sum(1) + out["lse"]
+
+        compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+        torch.testing.assert_close(compiled(x), 1 + torch.logsumexp(x * 2, 1), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(compiled(x + 1), 1 + torch.logsumexp(x * 2 + 2, 1), rtol=1e-5, atol=1e-5)
+        with self.assertRaisesRegex(Exception, r"online_softmax has no input or param 'z'"):
+            torch.compile(lambda x: k(z=x)["y"], fullgraph=True, backend="aot_eager")(x)
+
     def test_op_with_params_and_heads(self):
         D = 16
         k = assoc.load("specs/attention.yaml", dims={"d": D, "dv": D}).compile("cpu", threads=1)
         op = assoc_torch.register(k, name="assoc_tests::attention")
         # the spec's order: element, column, row inputs, then params
-        self.assertEqual(assoc_torch.schema(k), "(Tensor k, Tensor v, Tensor q, float scale) -> (Tensor, Tensor)")
+        self.assertEqual(assoc_torch.schema(k), "(Tensor k, Tensor v, Tensor q, Tensor scale) -> (Tensor, Tensor)")
         q = torch.randn(2, 5, D, dtype=torch.float16)
         kv = torch.randn(1, 7, D, dtype=torch.float16)
         out, lse = op(q=q, k=kv, v=kv, scale=D ** -0.5)
