@@ -1386,6 +1386,76 @@ Test(cpu, transported_tiles_at_a_large_mean)
 	spec_carrier_free(c);
 }
 
+/* A layer norm of x + r (a residual added first: two element inputs,
+ * the lift's mean their sum through a let), as the pre-LN transformer
+ * block takes it: %s the inputs' type, %s an assume. */
+#define LN_RESIDUAL                                                                                                    \
+	"carrier: ln_res\nparams: {eps: f32}\nelement: {x: %s, r: %s}\ncolumn: {gamma: f32, beta: f32}\n%s"           \
+	"let:\n  h: x + r\nstate: {n: f32, mean: f32, m2: f32}\nidentity: {n: 0, mean: 0, m2: 0}\n"                    \
+	"lift: {n: 1, mean: h, m2: 0}\nmerge:\n  let:\n    delta: b.mean - a.mean\n  n: a.n + b.n\n"                    \
+	"  mean: where(n == 0, 0, a.mean + delta * (b.n / n))\n"                                                        \
+	"  m2: where(n == 0, 0, a.m2 + b.m2 + delta * (delta * (a.n * b.n / n)))\n"                                     \
+	"finalize:\n  mean: mean\n  rstd: rsqrt(m2 / n + eps)\nmap:\n  y: (h - mean) * rsqrt(m2 / n + eps) * gamma + beta\n" \
+	"reference:\n  mean: sum(h) / count()\n  rstd: 1 / sqrt(sum((h - mean)^2) / count() + eps)\n"                   \
+	"  y: (h - mean) * rstd * gamma + beta\nlaws: [commutative]\ncertificate:\n"                                    \
+	"  into:   {n: n, s1: n * mean, s2: m2 + n * mean^2}\n  monoid: {n: add, s1: add, s2: add}\n"                    \
+	"  back:\n    n: n\n    mean: where(n == 0, 0, s1 / n)\n    m2: where(n == 0, 0, s2 - s1^2 / n)\n"
+
+static Carrier *ln_residual(const char *ty, const char *assume)
+{
+	char text[4096], err[300];
+	snprintf(text, sizeof text, LN_RESIDUAL, ty, ty, assume);
+	Carrier *c = load_text(text, err, sizeof err);
+	cr_assert(c, "%s", err);
+	return c;
+}
+
+/* Its tiles fold transported, shifted by their largest x + r (the vector
+ * lanes shift the lifted states, so the sum of two inputs moves as one
+ * input does), and meet the reference at odd lengths, split or not, f16
+ * as drawn and f32 rows far from 0 (1e4 + N(0, 1) plus N(0, 1)), where
+ * unshifted power sums would cancel; an assume on x keeps the tree of
+ * merges, and tf=1 says why. */
+Test(cpu, a_residual_before_layer_norm_folds_transported, .timeout = 120)
+{
+	static const int lens[] = {0, 1, 15, 17, 257, 4099};
+	RtPool *p;
+	char msg[300];
+	cr_assert_eq(rt_pool_open(&p, 2, msg, sizeof msg), 0);
+	uint64_t rng = 5;
+	for (int t = 0; t < 2; t++) {
+		Carrier *c = ln_residual(t ? "f32" : "f16", "");
+		LlvmKernel *k[2] = {compiled(c, &(LlvmOpts){.tf = 1}), compiled(c, &(LlvmOpts){.tf = -1})};
+		cr_assert_eq(k[0]->tf, 1, "%s", k[0]->tf_why);
+		cr_expect(strstr(k[0]->tf_why, "shifted by their largest x + r on mean"), "%s", k[0]->tf_why);
+		cr_expect_gt(k[0]->lanes, 1);
+		cr_assert_eq(k[1]->tf, 0);
+		for (int v = 0; v < 2; v++)
+			for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+				RunData *d = drawn(c, 3, lens[l], 70 + l);
+				for (int j = 0; t && j < 3 * lens[l]; j++) {
+					((float *)d->elem[0].p)[j] = (float)(1e4 + rng_normal(&rng));
+					((float *)d->elem[1].p)[j] = (float)rng_normal(&rng);
+				}
+				run_kernel(k[v], d, p, l % 2 ? 3 : 0);
+				char w[200];
+				snprintf(w, sizeof w, "%s tf=%d len %d", t ? "f32 at 1e4" : "f16", !v, lens[l]);
+				expect_ok(d, w);
+				rundata_free(d);
+			}
+		llvm_kernel_free(k[0]);
+		llvm_kernel_free(k[1]);
+		spec_carrier_free(c);
+	}
+	rt_pool_close(p);
+	Carrier *c = ln_residual("f16", "assume: x > -2\n");
+	LlvmKernel *k;
+	cr_assert_eq(llvm_compile(c, &(LlvmOpts){.tf = 1}, &k, msg, sizeof msg), -1);
+	cr_expect(strstr(msg, "which ln_res cannot have on the cpu device: assume (x > -2) reads an element input of "
+			      "x + r, which the tile's shift moves"), "%s", msg);
+	spec_carrier_free(c);
+}
+
 /* Rows holding infinities and NaN, and one whose transported state
  * overflows (d^2 past the float range): those tiles fold by the tree of
  * merges, so both paths give the spec's rules (an infinite or NaN mean,

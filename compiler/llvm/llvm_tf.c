@@ -62,12 +62,12 @@ void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given)
 	}
 	int q;
 	if (!(wide ? prove_transport_wide(c, k->tf_moving, &q, k->tf_why, sizeof k->tf_why)
-		   : prove_transport(c, k->tf_moving, k->tf_why, sizeof k->tf_why))) {
+		   : prove_transport_lanes(c, k->tf_moving, k->tf_why, sizeof k->tf_why))) {
 		char why[sizeof k->tf_why];
 		if (c->has_cert || !transport_frame(c, &k->frame, why, sizeof why))
 			return;
 		if (!(wide ? prove_transport_wide(&k->frame, k->tf_moving, &q, why, sizeof why)
-			   : prove_transport(&k->frame, k->tf_moving, why, sizeof why))) {
+			   : prove_transport_lanes(&k->frame, k->tf_moving, why, sizeof why))) {
 			snprintf(k->tf_why, sizeof k->tf_why, "no certificate, and the one derived from its maximum %.180s", why);
 			transport_frame_free(&k->frame);
 			return;

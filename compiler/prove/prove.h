@@ -62,6 +62,10 @@ const char *prove_status_name(ProofStatus s);
  * holds TRANSPORT_MAX_FIELDS entries. */
 enum { TRANSPORT_MAX_FIELDS = 16 };
 int prove_transport(Carrier *c, int *moving, char *why, size_t n);
+/* The same for the CPU's vector lanes, which shift the lifted states:
+ * the fields that move may be lifted to a scalar float value of several
+ * element inputs (h: x + r), which no other field of lift reads. */
+int prove_transport_lanes(Carrier *c, int *moving, char *why, size_t n);
 /* The same for the CPU's one-lane tiles: fields and coordinates may be
  * vectors of f32, and element inputs beside the one that moves (its index
  * in *elem) stay put. */

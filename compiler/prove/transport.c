@@ -14,7 +14,9 @@
  * that move with x.  That needs, beyond the certificate:
  *
  * - the fields that move: lift sets them to the element itself, and no
- *   other field of lift reads the element;
+ *   other field of lift reads the element (the CPU's vector lanes, which
+ *   shift lifted states, not inputs: to one scalar float value of the
+ *   element inputs, x + r, whose inputs no other field reads);
  * - the merge commutes with the shift: merge(a - t, b - t) = merge(a, b) - t
  *   on those fields (unchanged on the others).  Proved for t = b.s0 (the
  *   first moving field of b), for every pair of states: that case gives
@@ -47,18 +49,31 @@ static Expr *subst(Carrier *c, Expr *e, VarMap *m) { return ir_subst(c->ir, e, m
 
 static int is_elem(void *ctx, Expr *n) { return n->op == EXPR_VAR && n->k == *(int *)ctx; }
 
-/* The state fields that move with the element (lift sets them to it);
- * 0 with the reason where lift reads the element elsewhere. */
-static int moving_fields(Carrier *c, int q, int *mv, char *why, size_t n)
+/* Whether n reads one of the element inputs in the set ctx (a mask
+ * indexed by var). */
+static int reads_moved(void *ctx, Expr *n) { return n->op == EXPR_VAR && ((const char *)ctx)[n->k]; }
+
+/* The state fields that move with the element (lift sets them to it:
+ * to the element input q, or, where h is given, to the value h of the
+ * element inputs in moved); 0 with the reason where lift reads those
+ * inputs elsewhere. */
+static int moving_fields(Carrier *c, int q, Expr *h, char *moved, int *mv, char *why, size_t n)
 {
 	int x = c->elem[q].var, nm = 0;
 	for (int f = 0; f < c->nstate; f++) {
 		Expr *l = c->lift[f];
-		mv[f] = l->op == EXPR_VAR && l->k == x;
+		mv[f] = h ? l == h : l->op == EXPR_VAR && l->k == x;
 		nm += mv[f];
-		if (!mv[f] && ir_contains(l, is_elem, &x)) {
-			snprintf(why, n, "lift's %s reads %s other than as itself, so the tile cannot be shifted",
-				 c->state[f].name, c->elem[q].name);
+		if (!mv[f] && (h ? ir_contains(l, reads_moved, moved) : ir_contains(l, is_elem, &x))) {
+			if (h) {
+				char *hs = ir_str_max(c->ir, h, 80);
+				snprintf(why, n, "lift's %s reads the element inputs of %s other than through it, so the tile "
+						 "cannot be shifted", c->state[f].name, hs);
+				free(hs);
+			} else {
+				snprintf(why, n, "lift's %s reads %s other than as itself, so the tile cannot be shifted",
+					 c->state[f].name, c->elem[q].name);
+			}
 			return 0;
 		}
 	}
@@ -69,27 +84,40 @@ static int moving_fields(Carrier *c, int q, int *mv, char *why, size_t n)
 
 static int scalar_f32(Ty t) { return !t.len && t.kind == TY_F32; }
 
-/* Whether the assume reads the element, which the shift moves: the
- * proof may lean on its facts (x > 0 makes a lift's field positive),
- * which x - t no longer meets.  Params, row and column inputs stay put. */
-static int assume_moves(Carrier *c, int q, char *why, size_t n)
+/* Whether the assume reads the element (or an element input of the
+ * value h that moves, in moved), which the shift moves: the proof may
+ * lean on its facts (x > 0 makes a lift's field positive), which x - t no
+ * longer meets.  Params, row and column inputs stay put. */
+static int assume_moves(Carrier *c, int q, Expr *h, const char *moved, char *why, size_t n)
 {
 	int x = c->elem[q].var;
-	if (!c->assume || !ir_contains(c->assume, is_elem, &x))
+	if (!c->assume || !(h ? ir_contains(c->assume, reads_moved, (void *)moved) : ir_contains(c->assume, is_elem, &x)))
 		return 0;
-	char *s = ir_str_max(c->ir, c->assume, 120);
-	snprintf(why, n, "assume (%s) reads %s, which the tile's shift moves", s, c->elem[q].name);
+	char *s = ir_str_max(c->ir, c->assume, 120), *hs = h ? ir_str_max(c->ir, h, 60) : NULL;
+	if (hs)
+		snprintf(why, n, "assume (%s) reads an element input of %s, which the tile's shift moves", s, hs);
+	else
+		snprintf(why, n, "assume (%s) reads %s, which the tile's shift moves", s, c->elem[q].name);
 	free(s);
+	free(hs);
 	return 1;
 }
 
+enum { TR_ELEM, TR_WIDE, TR_LANES };
+
 /* The element input the tile is shifted by: the one scalar float element
- * where there is one input; among several, the first scalar float
- * element that a field of lift is (the others, such as a vector beside
- * its weight, stay put); -1 with the reason. */
-static int moving_element(Carrier *c, int wide, char *why, size_t n)
+ * where there is one input (TR_ELEM); among several, the first scalar
+ * float element that a field of lift is (TR_WIDE: the others, such as a
+ * vector beside its weight, stay put); -1 with the reason.  TR_LANES (the
+ * CPU's vector lanes, which shift the lifted states, not the inputs)
+ * takes a field of lift that is a scalar float value of the element
+ * inputs, an input itself first, else the first such field's value (x +
+ * r, a residual added before a layer norm) into *h, with the inputs it
+ * reads set in moved. */
+static int moving_element(Carrier *c, int mode, Expr **h, char *moved, char *why, size_t n)
 {
-	if (!wide) {
+	*h = NULL;
+	if (mode == TR_ELEM) {
 		if (c->nelem == 1 && scalar_f32(c->elem[0].ty))
 			return 0;
 		snprintf(why, n, "the transported fold takes one scalar float element input");
@@ -100,6 +128,27 @@ static int moving_element(Carrier *c, int wide, char *why, size_t n)
 			for (int f = 0; f < c->nstate; f++)
 				if (c->lift[f]->op == EXPR_VAR && c->lift[f]->k == c->elem[q].var)
 					return q;
+	if (mode == TR_LANES) {
+		for (int f = 0; f < c->nstate; f++) {
+			Expr *l = c->lift[f];
+			if (!scalar_f32(l->ty) || !scalar_f32(c->state[f].ty))
+				continue;
+			int q0 = -1;
+			for (int q = 0; q < c->nelem; q++) {
+				int x = c->elem[q].var;
+				moved[x] = (char)ir_contains(l, is_elem, &x);
+				if (moved[x] && q0 < 0)
+					q0 = q;
+			}
+			if (q0 >= 0) {
+				*h = l;
+				return q0;
+			}
+		}
+		snprintf(why, n, "no field of lift is a scalar float value of the element inputs, so the tile cannot be "
+				 "shifted");
+		return -1;
+	}
 	snprintf(why, n, "no field of lift is a scalar float element input, so the tile cannot be shifted");
 	return -1;
 }
@@ -161,11 +210,13 @@ static int carried_linear(Carrier *c, int q, char *why, size_t n)
 	return 1;
 }
 
-/* wide: vector fields and coordinates, and element inputs beside the one
- * that moves (the CPU's one-lane tiles); else every field and coordinate
- * a scalar f32 and one element input (the vector lanes, the GPU). */
-static int transport(Carrier *c, int wide, int *moving, int *elem, char *why, size_t n)
+/* TR_WIDE: vector fields and coordinates, and element inputs beside the
+ * one that moves (the CPU's one-lane tiles); else every field and
+ * coordinate a scalar f32, and one element input (TR_ELEM: the GPU) or
+ * element inputs whose value moves (TR_LANES: the CPU's vector lanes). */
+static int transport(Carrier *c, int mode, int *moving, int *elem, char *why, size_t n)
 {
+	int wide = mode == TR_WIDE;
 	if (!c->has_cert || !c->merge) {
 		snprintf(why, n, "no certificate");
 		return 0;
@@ -181,9 +232,17 @@ static int transport(Carrier *c, int wide, int *moving, int *elem, char *why, si
 		snprintf(why, n, "more than %d fields or coordinates", (int)TRANSPORT_MAX_FIELDS);
 		return 0;
 	}
-	int q = moving_element(c, wide, why, n);
-	if (q < 0 || assume_moves(c, q, why, n))
+	Expr *h;
+	char *moved = calloc(ir_nvars(c->ir) + 1, 1);
+	if (!moved)
+		abort();
+	int q = moving_element(c, mode, &h, moved, why, n);
+	if (q < 0 || assume_moves(c, q, h, moved, why, n) ||
+	    !moving_fields(c, q, h, moved, moving, why, n)) {
+		free(moved);
 		return 0;
+	}
+	free(moved);
 	for (int f = 0; f < c->nstate; f++)
 		if (wide ? c->state[f].ty.kind != TY_F32 : !scalar_f32(c->state[f].ty)) {
 			snprintf(why, n, "state field %s is not %s", c->state[f].name, wide ? "of f32" : "a scalar f32");
@@ -194,12 +253,12 @@ static int transport(Carrier *c, int wide, int *moving, int *elem, char *why, si
 			snprintf(why, n, "coordinate %s is not %s", c->cert_into[k].name, wide ? "of f32" : "a scalar f32");
 			return 0;
 		}
-	if (!moving_fields(c, q, moving, why, n) || (wide && !carried_linear(c, q, why, n)))
+	if (wide && !carried_linear(c, q, why, n))
 		return 0;
 	for (int f = 0; f < c->nstate; f++)
 		if (moving[f] && !scalar_f32(c->state[f].ty)) {
 			snprintf(why, n, "state field %s moves with %s but is not a scalar f32", c->state[f].name,
-				 c->elem[q].name);
+				 h ? "the element inputs" : c->elem[q].name);
 			return 0;
 		}
 	if (elem)
@@ -276,18 +335,25 @@ static int transport(Carrier *c, int wide, int *moving, int *elem, char *why, si
 		size_t l = strlen(mon);
 		snprintf(mon + l, sizeof mon - l, "%s%s", k ? ", " : "", ir_ops[c->cert_monoid[k]].printed);
 	}
-	size_t l = snprintf(why, n, "tiles folded in (%s), shifted by their largest element on", mon);
+	char *hs = h ? ir_str_max(ir, h, 60) : NULL;
+	size_t l = snprintf(why, n, "tiles folded in (%s), shifted by their largest %s on", mon, hs ? hs : "element");
+	free(hs);
 	for (int f = 0; f < c->nstate && l < n; f++)
 		if (moving[f])
 			l += snprintf(why + l, n - l, " %s", c->state[f].name);
 	return 1;
 }
 
-int prove_transport(Carrier *c, int *moving, char *why, size_t n) { return transport(c, 0, moving, NULL, why, n); }
+int prove_transport(Carrier *c, int *moving, char *why, size_t n) { return transport(c, TR_ELEM, moving, NULL, why, n); }
+
+int prove_transport_lanes(Carrier *c, int *moving, char *why, size_t n)
+{
+	return transport(c, TR_LANES, moving, NULL, why, n);
+}
 
 int prove_transport_wide(Carrier *c, int *moving, int *elem, char *why, size_t n)
 {
-	return transport(c, 1, moving, elem, why, n);
+	return transport(c, TR_WIDE, moving, elem, why, n);
 }
 
 /* ---- a certificate derived from the maximum ----
