@@ -643,6 +643,11 @@ Test(cpu, folds_are_named)
 		{"build/asan/assoc bench specs/o_lse.yaml --device cpu --threads 1 --rows 3 --len 70",
 		 "one lane: the reduce folds in one lane, for a vector input or map output, in tiles of 16 positions "
 		 "transported", "out of reach"},
+		/* a certificate whose tiles are not transported: bench says why */
+		{"build/asan/assoc bench specs/layer_norm.yaml --device cpu --threads 1 --rows 3 --len 700 --config tf=0",
+		 "\n  not transported: turned off (tf=0)\n", "(transported)"},
+		{"build/asan/assoc bench specs/layer_norm.yaml --device cpu --threads 1 --rows 3 --len 700",
+		 "tiles of 16 (transported)", "not transported"},
 		/* each component of a vector coordinate is summed: 64 adds, not one */
 		{"build/asan/assoc bench specs/o_lse.yaml --device cpu --threads 1 --rows 3 --len 70",
 		 "ops/byte (151 a position)", "(88 a position)"}};

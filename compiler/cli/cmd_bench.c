@@ -457,6 +457,14 @@ static double ops_per_position(Carrier *c, const LlvmKernel *k, uint64_t *scalar
 	return n;
 }
 
+/* Whether a carrier with a certificate folds its tiles otherwise than
+ * transported (llvm_tf.c), where bench says why: its cost a position is
+ * then the tree of merges, not the coordinates' sums. */
+static int not_transported(const Carrier *c, const LlvmKernel *k)
+{
+	return c->has_cert && c->tpl != FAM_SCAN && !k->tf && !k->max_rescale;
+}
+
 /* A nominal compute ceiling: two vector operations a cycle per thread
  * (x86 cores since Haswell issue two or more a cycle), at 3 GHz.  At one
  * a cycle a clipped sum (11 operations a position) was called
@@ -523,6 +531,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 			printf("\"one_lane\": \"%s\", ", b->k->one_lane);
 		else
 			printf("\"one_lane\": null, ");
+		Buf tb = {0};
+		buf_json_str(&tb, b->k->tf_why);
+		printf("\"not_transported\": %s, ", not_transported(c, b->k) ? tb.s : "null");
+		free(tb.s);
 		Buf ob = {0};
 		buf_json_str(&ob, b->k->order);
 		printf("\"ordered\": %d, \"order\": %s, ", scan ? 0 : b->k->ordered, scan ? "null" : ob.s);
@@ -584,6 +596,8 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		       "commute: %s\n", b->k->ordered, b->k->order);
 	else if (b->k->lanes > 1 && b->k->order[0])
 		printf("  any order: the merge commutes, %s\n", b->k->order);
+	if (not_transported(c, b->k))
+		printf("  not transported: %s\n", b->k->tf_why);
 	if (tn > 0)
 		printf("  naive  %8.2f GB/s  (%s)\n", ngb, nsrc);
 	else /* a carrier of the user's has no loop there: say what stands in for it */
