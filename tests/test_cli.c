@@ -532,6 +532,27 @@ Test(cli, bench_counts_scans_wide_values_and_libm_calls, .timeout = 120)
 		  "%s", out);
 }
 
+/* Rows past the threads' L2 (64 x 65536 floats, one thread): bench times
+ * the kernel over the first rows in cache too, and that measured speed
+ * against the copy's decides "compute-bound"; rows that fit are not timed
+ * twice (null). */
+Test(cli, bench_measures_the_kernel_in_cache, .timeout = 120)
+{
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --threads 1 --rows 64 --len 65536 --json", out, sizeof out, 0),
+		     0, "%s", out);
+	const char *g = strstr(out, "\"gelems_in_cache\": ");
+	cr_assert(g && atof(g + 20) > 0, "%s", out);
+	const char *r = strstr(out, "\"ratio_to_copy\": "), *cb = strstr(out, "\"compute_bound\": ");
+	cr_assert(r && cb, "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --threads 1 --rows 64 --len 65536", out, sizeof out, 0), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "\n  in cache ") && strstr(out, " G elements/s (1 of its rows, 0.26 MB, again and again): "),
+		  "%s", out);
+	cr_assert_eq(sh(ASSOC " bench specs/sum.yaml --device cpu --threads 1 --rows 4 --len 1000 --json", out, sizeof out, 0), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "\"gelems_in_cache\": null"), "%s", out);
+}
+
 /* bench says why a reduce folds in one lane where it does (a sum of 32
  * components beside a scalar one: 33 state components, and beside a
  * top-16 list the same 33, the list kept apart from the lanes), and says
