@@ -2229,3 +2229,32 @@ Test(check, untried_bool_cases_are_named)
 	verdict_free(&v);
 	spec_carrier_free(c);
 }
+
+/* A state that reads its position (idx: j) meets only states of other
+ * positions: every fold merges disjoint runs of a row.  An argmax of |x|
+ * with its signed value, ties broken by position alone, commutes on every
+ * such pair, though not on two states of one position with different
+ * values (m and idx tied, v not: a from x = [0, -28.25] at positions 1..2,
+ * b from x = [28.25] at 2..2), which the trials and the prover's witnesses
+ * drew before and no fold meets.  A tie that keeps a's whatever the
+ * positions still fails, on states of two positions. */
+Test(check, position_states_merge_disjoint_runs)
+{
+	CarrierVerdict v;
+	verdict_of("tests/check/argmax_abs_value.yaml", &v);
+	const CheckResult *r = &v.trials;
+	for (int k = 0; k < r->nlaw; k++)
+		cr_expect_eq(r->law[k].v, VERDICT_HOLDS, "%s: %s\n%s", r->law[k].law,
+			     r->law[k].detail ? r->law[k].detail : "", r->law[k].cex ? r->law[k].cex : "");
+	cr_expect_eq(law(r, "commutative")->trials, 20000);
+	cr_expect_neq(v.status, VERDICT_FAILED, "%s", v.why);
+	verdict_free(&v);
+
+	verdict_of("tests/check/argmax_abs_value_ties_to_a.yaml", &v);
+	const LawOutcome *l = law(&v.trials, "commutative");
+	cr_expect_eq(l->v, VERDICT_FAILS);
+	cr_expect(l->detail && strstr(l->detail, "differs"), "%s", l->detail ? l->detail : "");
+	cr_expect(l->cex && strstr(l->cex, " = {"), "%s", l->cex ? l->cex : "");
+	cr_expect_eq(v.status, VERDICT_FAILED, "%s", v.why);
+	verdict_free(&v);
+}

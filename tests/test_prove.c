@@ -104,6 +104,18 @@ Test(prove, selects_on_ties) {
 	check("tests/prove/max_count.yaml", "ppp-");
 }
 
+/* States that read their position are merged only where their runs are
+ * disjoint: a witness of two states of one position (tied in m and idx,
+ * with different values) is no disproof.  Ties broken by position alone
+ * commute on every pair a fold meets, the prover not knowing that two
+ * such idx differ: unknown; ties that keep a's, whatever the positions,
+ * are disproved on states of two positions. */
+Test(prove, position_states_of_disjoint_runs) {
+	check("tests/check/argmax_abs_value.yaml", "ppu-");
+	check("tests/check/argmax_abs_value_ties_to_a.yaml", "ppd-");
+	expect_how("tests/check/argmax_abs_value.yaml", 0, "commutative", "no states of disjoint positions");
+}
+
 /* topk is taken as a known associative and commutative operation: its
  * fields are proved without a region, beside fields proved by regions;
  * lists ranked with the other operand's indices are not. */

@@ -420,6 +420,48 @@ static void note_range(Machine *m, LawOutcome *o, Sample **s, int n)
 
 static int law_at_limits(Ck *k, LawOutcome *o, TrialKind kind);
 
+/* Where a state depends on the positions it folds (draw_reads_position),
+ * a binary law's operands are states of disjoint runs of positions, as
+ * every fold merges them: two argmax states of one position, tied in m
+ * and idx with different values, are merged by no fold, and a tie-break
+ * on idx alone commutes on every pair a fold meets.  An operand that
+ * shares a position with one placed before it moves past the last of
+ * them, its inputs as drawn.  In the order a, b, c where the merge is not
+ * claimed commutative (a fold merges a run with the next one); in a drawn
+ * order where it is.  own: the moved copies, to free after; -1 (none left
+ * to free) where one is not usable where it moved. */
+static int place_apart(Ck *k, TrialKind kind, Sample **s, Sample **own, uint64_t *rng)
+{
+	int n = check_trial_arity(kind), order[3] = {0, 1, 2}, end = 0;
+	own[0] = own[1] = own[2] = NULL;
+	if (n < 2 || !draw_reads_position(k->m))
+		return 0;
+	int commutes = (k->m->c->laws & LAW_COMMUTATIVE) != 0;
+	for (int i = n - 1; commutes && i > 0; i--) {
+		int r = rng_int(rng, 0, i), t = order[i];
+		order[i] = order[r], order[r] = t;
+	}
+	for (int t = 0; t < n; t++) {
+		int w = order[t], clash = !commutes && s[w]->lo < s[w]->hi && s[w]->lo < end;
+		for (int u = 0; u < t; u++)
+			clash |= draw_samples_overlap(s[w], s[order[u]]);
+		if (clash && !(s[w] = own[w] = draw_sample_at(k->m, s[w], end))) {
+			for (int i = 0; i < n; i++)
+				draw_sample_free(own[i]);
+			return -1;
+		}
+		if (s[w]->hi > s[w]->lo && s[w]->hi > end)
+			end = s[w]->hi;
+	}
+	return 0;
+}
+
+static void free_placed(Sample **own, int n)
+{
+	for (int i = 0; i < n; i++)
+		draw_sample_free(own[i]);
+}
+
 static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
 {
 	Trial t = {.kind = kind, .mode = MODE_F64, .l = k->l, .le = k->le, .r = k->r, .re = k->re};
@@ -429,15 +471,19 @@ static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
 	 * times again as there are trials */
 	for (int i = 0; o->trials < trials && i < 2 * trials; i++) {
 		DrawFamily f = k->fams[i % k->nfams];
-		Sample *s[3] = {pick(k, f), pick(k, f), pick(k, f)};
+		Sample *s[3] = {pick(k, f), pick(k, f), pick(k, f)}, *own[3];
+		if (place_apart(k, kind, s, own, &k->rng))
+			continue;
 		int d = check_trial_eval(k, &t, s);
 		if (d == -2) {
 			note_range(k->m, o, s, 3);
+			free_placed(own, 3);
 			continue;
 		}
 		o->trials++;
 		if (d >= 0) {
 			check_fail_law(k, o, &t, s);
+			free_placed(own, 3);
 			return;
 		}
 		/* every TYPED_EVERY-th trial again in the spec's types, as the
@@ -445,14 +491,17 @@ static void run_binary_law(Ck *k, LawOutcome *o, TrialKind kind, int trials)
 		 * float32 field rounds (two sums of one input, one in float64 and
 		 * one in float32, compared for equality); the same tolerance,
 		 * in float32's unit roundoff, lets rounding noise pass */
-		if (!k->typed || o->trials % TYPED_EVERY)
+		if (!k->typed || o->trials % TYPED_EVERY) {
+			free_placed(own, 3);
 			continue;
+		}
 		d = check_trial_eval(k, &typed, s);
 		o->typed_trials += d != -2;
-		if (d >= 0) {
+		if (d >= 0)
 			check_fail_law(k, o, &typed, s);
+		free_placed(own, 3);
+		if (d >= 0)
 			return;
-		}
 	}
 	if (law_at_limits(k, o, kind))
 		return;
@@ -528,15 +577,17 @@ static int law_on_pool(Ck *k, LawOutcome *o, TrialKind kind, Sample **pool, int 
 	for (int mode = MODE_F64; mode <= MODE_F32; mode++) {
 		Trial t = {.kind = kind, .mode = (Mode)mode, .l = k->l, .le = k->le, .r = k->r, .re = k->re};
 		for (int i = 0; i < 2 * n; i++) {
-			Sample *s[3] = {pool[i % n], pool[rng_int(rng, 0, n - 1)], pool[rng_int(rng, 0, n - 1)]};
-			int d = check_trial_eval(k, &t, s);
-			if (d == -2)
+			Sample *s[3] = {pool[i % n], pool[rng_int(rng, 0, n - 1)], pool[rng_int(rng, 0, n - 1)]}, *own[3];
+			if (place_apart(k, kind, s, own, rng))
 				continue;
-			o->trials++;
-			if (d >= 0) {
+			int d = check_trial_eval(k, &t, s);
+			if (d != -2)
+				o->trials++;
+			if (d >= 0)
 				check_fail_law(k, o, &t, s);
+			free_placed(own, 3);
+			if (d >= 0)
 				return 1;
-			}
 		}
 	}
 	return 0;

@@ -1062,6 +1062,72 @@ Sample *draw_sample_clone(Machine *m, const Sample *s)
 	return t;
 }
 
+int draw_reads_position(Machine *m)
+{
+	if (!m->reads_j) {
+		Carrier *c = m->c;
+		int j = c->idx[IDX_J];
+		m->reads_j = any_reads(c->lift, c->nstate, j) || any_reads(c->step, c->nstate, j) ||
+				     any_reads(c->step_right, c->nstate, j)
+				     ? 1
+				     : -1;
+	}
+	return m->reads_j > 0;
+}
+
+int draw_samples_overlap(const Sample *s, const Sample *t)
+{
+	return s->lo < s->hi && t->lo < t->hi && s->lo < t->hi && t->lo < s->hi;
+}
+
+/* Position p of row r into position q of row t, every kind of input. */
+static void copy_position(const Machine *m, const Row *r, int p, Row *t, int q)
+{
+	memcpy(t->colv + (size_t)q * m->colw, r->colv + (size_t)p * m->colw, m->colw * sizeof(double));
+	memcpy(t->elemv + (size_t)q * m->elemw, r->elemv + (size_t)p * m->elemw, m->elemw * sizeof(double));
+	if (r->colrest)
+		memcpy(t->colrest + (size_t)q * m->colw, r->colrest + (size_t)p * m->colw, m->colw * sizeof(double));
+	if (r->elemrest)
+		memcpy(t->elemrest + (size_t)q * m->elemw, r->elemrest + (size_t)p * m->elemw,
+		       m->elemw * sizeof(double));
+}
+
+Row *draw_row_shifted(const Machine *m, const Row *r, int from, int shift)
+{
+	int len = r->len + shift;
+	Row *n = eval_row_new(m, len);
+	n->i = r->i;
+	n->len_name = r->len_name ? r->len_name + shift : 0;
+	memcpy(n->rowv, r->rowv, m->roww * sizeof(double));
+	if (r->rowrest)
+		memcpy(n->rowrest, r->rowrest, m->roww * sizeof(double));
+	for (int q = 0; q < len; q++) {
+		int p = q - shift;
+		copy_position(m, r, p >= 0 && p < r->len ? p : from, n, q);
+	}
+	return n;
+}
+
+Sample *draw_sample_at(Machine *m, const Sample *s, int lo)
+{
+	Sample *t = draw_sample_clone(m, s);
+	if (lo == s->lo || s->row->len == 0)
+		return t;
+	int shift = lo - s->lo;
+	Row *n = draw_row_shifted(m, s->row, s->lo < s->row->len ? s->lo : 0, shift);
+	eval_row_free(t->row);
+	t->row = n;
+	t->lo = lo, t->hi = s->hi + shift;
+	int ok = 1;
+	for (int q = t->lo; ok && q < t->hi; q++) /* an assume that reads j */
+		ok = eval_assume(m, n, q);
+	if (!ok || draw_sample_eval(m, t)) {
+		draw_sample_free(t);
+		return NULL;
+	}
+	return t;
+}
+
 void draw_sample_free(Sample *s)
 {
 	if (!s)

@@ -95,6 +95,21 @@ int draw_rounding_bits(Machine *m);
  * tie once converted.  An i32 input stays drawn where 2^bits is past it. */
 Sample *draw_sample_near(Machine *m, int bits, uint64_t *rng);
 Sample *draw_sample_clone(Machine *m, const Sample *s);
+/* Whether a state depends on the positions it folds: a lift (or a loop's
+ * step) reads j.  Every fold merges states of disjoint runs of positions;
+ * two such states of one position (idx: j tied with idx: j) are no
+ * state pair a fold meets.  Computed once and kept in m. */
+int draw_reads_position(Machine *m);
+/* A copy of s whose positions start at lo, the inputs as they were (the
+ * positions before lo copies of its first, the row as much longer), its
+ * states folded there; NULL where they are not usable there. */
+Sample *draw_sample_at(Machine *m, const Sample *s, int lo);
+/* Row r moved shift positions on (the row as much longer; negative:
+ * its first positions dropped), the positions before its own copies of
+ * its position `from` (the first folded one, which assume admits). */
+Row *draw_row_shifted(const Machine *m, const Row *r, int from, int shift);
+/* Whether s and t fold some position in common. */
+int draw_samples_overlap(const Sample *s, const Sample *t);
 void draw_sample_free(Sample *s);
 /* Recompute the states from the provenance; 0 when they are usable
  * (no NaN; infinities only where the identity has them; anything for a

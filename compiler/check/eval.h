@@ -51,6 +51,7 @@ typedef struct {
 	double *consts;           /* draw_spec_constants' values, once computed (NULL before) */
 	int nconsts;
 	signed char neg_i;        /* draw_negative_i's answer, once computed (0 before, then 1 or -1) */
+	signed char reads_j;      /* draw_reads_position's answer, once computed (0 before, then 1 or -1) */
 } Machine;
 
 int eval_init(Machine *m, Carrier *c);

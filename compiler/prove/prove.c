@@ -784,8 +784,11 @@ static int disprove(Job *j, const Region *r, const Pair *pr, Verdict *out)
 		char x[40], y[40];
 		fmt_side(pr->l, ggot[0], x, sizeof x);
 		fmt_side(pr->r, ggot[1], y, sizeof y);
-		bprintf(&b, " (%s by %s, %s by %s), but at no state folded from %d drawn rows", x, j->lname, y, j->rname,
-			reach_states(p->reach));
+		/* states of one position (two argmax states tied in m and idx)
+		 * are no operands a fold merges: only those of disjoint runs count */
+		int apart = reach_by_position(p->reach) && strlen(j->ops) > 1;
+		bprintf(&b, " (%s by %s, %s by %s), but at no %s folded from %d drawn rows", x, j->lname, y, j->rname,
+			apart ? "states of disjoint positions" : "state", reach_states(p->reach));
 		/* an invariant may exclude it where the prover inferred some
 		 * (others of their kind may hold), or took bool fields case by
 		 * case (a case knows nothing of how the bool follows the reals:

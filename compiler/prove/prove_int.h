@@ -120,6 +120,11 @@ Reach *reach_new_at(Carrier *c, const Pv *p, const double *val);
 int reach_params_differ(const Reach *rs, const Pv *p, const double *val);
 void reach_free(Reach *rs);
 int reach_states(const Reach *rs);
+/* Whether the states depend on their positions (draw_reads_position):
+ * the witnesses of a law of two or three operands are then states of
+ * disjoint runs, as a fold merges (in the order a, b, c unless the merge
+ * is claimed commutative). */
+int reach_by_position(const Reach *rs);
 /* Operands folded from drawn rows that lie in r and make g's two roots
  * (root: the first) differ: 1 with the base variables' values in val and
  * the differing values in out. */

@@ -33,8 +33,21 @@ struct Reach {
 	int nvals;
 	int nseed;
 	double *seed; /* nseed states of m.sw components */
+	/* Where a state depends on its positions (draw_reads_position): the
+	 * runs [lo, hi) each state and seed folds, two ints a state.  Every
+	 * fold merges states of disjoint runs; a witness of two states of one
+	 * position (argmax states tied in m and idx, with different values) is
+	 * one no fold meets.  The pool and the seeds hold each state also
+	 * folded at positions further on, so that disjoint ones are many. */
+	int *span, *seedspan;
+	int pos;
 	uint64_t rng;
 };
+
+/* How far on a position-dependent state is folded again: past the
+ * positions of the drawn rows (up to 43) and of the seeds' (up to 2). */
+static const int pool_shift[] = {44, 88}, seed_shift[] = {4, 8};
+enum { NSHIFT = 2 };
 
 static int finite_state(const double *v, int n)
 {
@@ -44,12 +57,21 @@ static int finite_state(const double *v, int n)
 	return 1;
 }
 
-static void reach_add(Reach *rs, Sample *s)
+static void reach_add1(Reach *rs, Sample *s)
 {
 	int sw = rs->m.sw;
-	if (s && finite_state(s->v[MODE_F64], sw))
+	if (s && finite_state(s->v[MODE_F64], sw)) {
+		rs->span[2 * rs->n] = s->lo, rs->span[2 * rs->n + 1] = s->hi;
 		memcpy(rs->st + (size_t)rs->n++ * sw, s->v[MODE_F64], sw * sizeof *rs->st);
+	}
 	draw_sample_free(s);
+}
+
+static void reach_add(Reach *rs, Sample *s)
+{
+	for (int k = 0; s && rs->pos && k < NSHIFT && s->hi > s->lo; k++)
+		reach_add1(rs, draw_sample_at(&rs->m, s, s->lo + pool_shift[k]));
+	reach_add1(rs, s);
 }
 
 /* Folds of drawn rows, in tiers tried in turn: rows of one to three small
@@ -59,11 +81,14 @@ static void reach_add(Reach *rs, Sample *s)
 static void reach_fill(Reach *rs, uint64_t *rng)
 {
 	static const DrawFamily fams[] = {DRAW_GRID, DRAW_GRID, DRAW_NORMAL};
-	rs->st = malloc((size_t)3 * REACH_PER_TIER * (rs->m.sw ? rs->m.sw : 1) * sizeof *rs->st);
-	if (!rs->st)
+	int per = REACH_PER_TIER * (rs->pos ? 1 + NSHIFT : 1);
+	rs->st = malloc((size_t)3 * per * (rs->m.sw ? rs->m.sw : 1) * sizeof *rs->st);
+	rs->span = malloc((size_t)3 * per * 2 * sizeof *rs->span);
+	if (!rs->st || !rs->span)
 		abort();
 	for (int k = 0; k < 3; k++) {
-		int stop = rs->n + REACH_PER_TIER;
+		/* each draw adds up to 1 + NSHIFT states: room for the last */
+		int stop = rs->n + per - (rs->pos ? NSHIFT : 0);
 		for (int t = 0; t < 4 * REACH_PER_TIER && rs->n < stop; t++)
 			reach_add(rs, k ? draw_sample_new(&rs->m, fams[k], rng)
 					: draw_sample_row(&rs->m, fams[k], 1 + (int)(rng_next(rng) % 3), rng));
@@ -98,19 +123,38 @@ static int set_element(Reach *rs, Row *r, int j, double v, int only)
 
 /* The fold of row r of len elements into the seeds where it is finite
  * and new. */
-static void seed_state(Reach *rs, Row *r, int len)
+static void seed_state_at(Reach *rs, Row *r, int lo, int len)
 {
 	Machine *m = &rs->m;
+	if (rs->nseed == SEED_STATES)
+		return;
 	double *st = rs->seed + (size_t)rs->nseed * m->sw, *e = malloc(m->sw * sizeof *e);
 	if (!e)
 		abort();
 	uint64_t rng = rs->rng;
-	eval_fold(m, MODE_F64, r, 0, len, SHAPE_LEFT, &rng, st, e);
+	eval_fold(m, MODE_F64, r, lo, lo + len, SHAPE_LEFT, &rng, st, e);
 	free(e);
 	int fresh = finite_state(st, m->sw);
 	for (int i = 0; fresh && i < rs->nseed; i++) /* a clamp makes many rows one state */
 		fresh = memcmp(rs->seed + (size_t)i * m->sw, st, m->sw * sizeof *st) != 0;
+	rs->seedspan[2 * rs->nseed] = lo, rs->seedspan[2 * rs->nseed + 1] = lo + len;
 	rs->nseed += fresh;
+}
+
+/* The fold of row r's first len positions, and where a state depends on
+ * them, of the same inputs further on. */
+static void seed_state(Reach *rs, Row *r, int len)
+{
+	seed_state_at(rs, r, 0, len);
+	for (int k = 0; rs->pos && len && k < NSHIFT; k++) {
+		Row *t = draw_row_shifted(&rs->m, r, 0, seed_shift[k]);
+		int ok = 1;
+		for (int j = seed_shift[k]; ok && j < seed_shift[k] + len; j++)
+			ok = eval_assume(&rs->m, t, j);
+		if (ok)
+			seed_state_at(rs, t, seed_shift[k], len);
+		eval_row_free(t);
+	}
 }
 
 /* The fold of a row of len elements at values v[0..len) (NULL: as
@@ -270,8 +314,10 @@ Reach *reach_new_at(Carrier *c, const Pv *p, const double *val)
 	char msg[160];
 	rs->rng = 0x5eed5ULL;
 	rs->seed = malloc((size_t)SEED_STATES * (rs->m.sw ? rs->m.sw : 1) * sizeof *rs->seed);
-	if (!rs->seed)
+	rs->seedspan = malloc((size_t)SEED_STATES * 2 * sizeof *rs->seedspan);
+	if (!rs->seed || !rs->seedspan)
 		abort();
+	rs->pos = draw_reads_position(&rs->m);
 	if (draw_params(&rs->m, NULL, 0, &rng, msg, sizeof msg) == 0) {
 		for (int q = 0; q < c->nparams; q++) {
 			double v = witness_param(p, val, q);
@@ -304,10 +350,14 @@ void reach_free(Reach *rs)
 	eval_free(&rs->m);
 	free(rs->st);
 	free(rs->seed);
+	free(rs->span);
+	free(rs->seedspan);
 	free(rs);
 }
 
 int reach_states(const Reach *rs) { return rs->n; }
+
+int reach_by_position(const Reach *rs) { return rs->pos; }
 
 /* The base variables' values for operands a, b, c at states op[0..2],
  * params from the machine's; component 0 of a vector field. */
@@ -383,10 +433,35 @@ static int roots_differ(Prog *g, const Expr *root, double *out)
 	return 0;
 }
 
+/* Whether operands of the runs sp (lo, hi each) are states a fold may
+ * merge: where a state depends on its positions, those the law reads fold
+ * disjoint runs, in the order a, b, c unless the merge is claimed
+ * commutative.  Empty runs (the identity's state) go anywhere. */
+static int apart(const Reach *rs, const Pv *p, const int *const *sp)
+{
+	if (!rs->pos)
+		return 1;
+	unsigned used = 0;
+	for (int v = 0; v < p->nv; v++)
+		if (p->vop[v])
+			used |= 1u << (p->vop[v] - 'a');
+	int commutes = (rs->m.c->laws & LAW_COMMUTATIVE) != 0;
+	for (int w = 0; w < 3; w++)
+		for (int u = 0; u < w; u++) {
+			if (!(used >> w & 1) || !(used >> u & 1) || sp[w][0] >= sp[w][1] || sp[u][0] >= sp[u][1])
+				continue;
+			if (commutes ? sp[u][0] < sp[w][1] && sp[w][0] < sp[u][1] : sp[w][0] < sp[u][1])
+				return 0;
+		}
+	return 1;
+}
+
 /* Operands at states op in r where g's roots differ: 1 with val and out set. */
 static int at_point(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *root, const double *const *op,
-		    double *val, double *out)
+		    const int *const *sp, double *val, double *out)
 {
+	if (!apart(rs, p, sp))
+		return 0;
 	reach_vals(rs, p, op, val);
 	if (!in_case(p, val) || !in_region(r, val, p->nv) || !reach_leaves(rs, p, g, op))
 		return 0;
@@ -404,11 +479,12 @@ int reach_witness(const Reach *rs, Pv *p, const Region *r, Prog *g, const Expr *
 		if (!from)
 			continue;
 		const double *op[3];
+		const int *sp[3];
 		for (int w = 0; w < 3; w++) {
 			pick[w] = (int)(lin_rand(&seed) % (uint64_t)from);
-			op[w] = rs->st + (size_t)pick[w] * rs->m.sw;
+			op[w] = rs->st + (size_t)pick[w] * rs->m.sw, sp[w] = rs->span + 2 * pick[w];
 		}
-		if (at_point(rs, p, r, g, root, op, val, out))
+		if (at_point(rs, p, r, g, root, op, sp, val, out))
 			return 1;
 	}
 	return 0;
@@ -425,19 +501,23 @@ int reach_seed_witness(const Reach *rs, Pv *p, int nops, const Region *r, Prog *
 	if (all <= SEED_TRIES)
 		for (int t = 0; t < all; t++) {
 			const double *op[3] = {rs->seed, rs->seed, rs->seed};
+			const int *sp[3] = {rs->seedspan, rs->seedspan, rs->seedspan};
 			for (int w = 0, u = t; w < nops && w < 3; w++, u /= rs->nseed)
-				op[w] = rs->seed + (size_t)(u % rs->nseed) * rs->m.sw;
-			if (at_point(rs, p, r, g, root, op, val, out))
+				op[w] = rs->seed + (size_t)(u % rs->nseed) * rs->m.sw, sp[w] = rs->seedspan + 2 * (u % rs->nseed);
+			if (at_point(rs, p, r, g, root, op, sp, val, out))
 				return 1;
 		}
 	uint64_t seed = 0x5eed1ULL;
 	for (int t = 0; t < SEED_TRIES; t++) {
 		const double *op[3];
-		for (int w = 0; w < 3; w++) /* seeds mostly, drawn folds now and then */
-			op[w] = rs->n && lin_rand(&seed) % 4 == 0
-					? rs->st + (size_t)(lin_rand(&seed) % (uint64_t)rs->n) * rs->m.sw
-					: rs->seed + (size_t)(lin_rand(&seed) % (uint64_t)rs->nseed) * rs->m.sw;
-		if (at_point(rs, p, r, g, root, op, val, out))
+		const int *sp[3];
+		for (int w = 0; w < 3; w++) { /* seeds mostly, drawn folds now and then */
+			int pool = rs->n && lin_rand(&seed) % 4 == 0;
+			size_t at = (size_t)(lin_rand(&seed) % (uint64_t)(pool ? rs->n : rs->nseed));
+			op[w] = (pool ? rs->st : rs->seed) + at * rs->m.sw;
+			sp[w] = (pool ? rs->span : rs->seedspan) + 2 * at;
+		}
+		if (at_point(rs, p, r, g, root, op, sp, val, out))
 			return 1;
 	}
 	return 0;
@@ -574,23 +654,27 @@ int reach_lift_witness(Reach *rs, const Pv *p, const char *lname, const double *
 	if (!buf)
 		abort();
 	double *st[3], *ste[3], *l = buf, *le = l + sw, *r = le + sw, *re = r + sw, *t = re + sw;
+	/* where a state depends on its positions, each operand lifts its own
+	 * (a at 0, b at 1, c at 2), as a fold's states of one position each */
 	for (int o = 0; o < 3; o++)
-		st[o] = t + (size_t)(3 + 2 * o) * sw, ste[o] = st[o] + sw, row[o] = eval_row_new(m, 1);
+		st[o] = t + (size_t)(3 + 2 * o) * sw, ste[o] = st[o] + sw, row[o] = eval_row_new(m, rs->pos ? o + 1 : 1);
 	for (int i = 0; i < ns; i++)
 		total *= sl[i].n;
 	for (int at = 0; at < total && !found; at++) {
 		int ok = 1;
 		for (int o = 0; o < nops && ok; o++) {
 			uint64_t rng = rs->rng;
+			int j = rs->pos ? o : 0;
+			double *ev = row[o]->elemv + (size_t)j * m->elemw;
 			ok = draw_row(m, DRAW_GRID, row[o], &rng) == 0;
 			for (int i = 0, u = at; i < ns; u /= sl[i].n, i++)
 				if (sl[i].op == ops[o])
-					row[o]->elemv[m->elemoff[sl[i].input]] = sl[i].v[u % sl[i].n];
+					ev[m->elemoff[sl[i].input]] = sl[i].v[u % sl[i].n];
 			for (int v = 0; v < p->nv; v++) /* the case's bools, where a lift is an input */
 				if (p->vop[v] == ops[o] && p->vbool[v] && p->bval[v] >= 0 && lifted_bool(m, p->vfield[v]) >= 0)
-					row[o]->elemv[m->elemoff[lifted_bool(m, p->vfield[v])]] = p->bval[v];
-			ok = ok && eval_assume(m, row[o], 0);
-			eval_fold(m, MODE_F32, row[o], 0, 1, SHAPE_LEFT, &rng, st[o], ste[o]);
+					ev[m->elemoff[lifted_bool(m, p->vfield[v])]] = p->bval[v];
+			ok = ok && eval_assume(m, row[o], j);
+			eval_fold(m, MODE_F32, row[o], j, j + 1, SHAPE_LEFT, &rng, st[o], ste[o]);
 			for (int v = 0; v < p->nv; v++) /* a state outside the case is no witness of it */
 				if (p->vop[v] == ops[o] && p->vbool[v] && p->bval[v] >= 0 &&
 				    (st[o][m->soff[p->vfield[v]]] != 0) != p->bval[v])
@@ -612,13 +696,16 @@ int reach_lift_witness(Reach *rs, const Pv *p, const char *lname, const double *
 				if (c->elem[in].ty.len)
 					continue;
 				char num[40];
+				const double *ev = row[o]->elemv + (size_t)(rs->pos ? o : 0) * m->elemw;
 				if (c->elem[in].ty.kind == TY_BOOL)
-					snprintf(num, sizeof num, "%s", row[o]->elemv[m->elemoff[in]] != 0 ? "true" : "false");
+					snprintf(num, sizeof num, "%s", ev[m->elemoff[in]] != 0 ? "true" : "false");
 				else
-					fmt_short(row[o]->elemv[m->elemoff[in]], num, sizeof num);
+					fmt_short(ev[m->elemoff[in]], num, sizeof num);
 				buf_printf(&b, "%s%s: %s", first ? "" : ", ", c->elem[in].name, num);
 				first = 0;
 			}
+			if (rs->pos)
+				buf_printf(&b, " at j = %d", o);
 			buf_printf(&b, ")");
 		}
 		for (int v = 0; v < p->nv; v++)
