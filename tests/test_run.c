@@ -274,6 +274,56 @@ Test(run, scan_bound_counts_the_prefix_not_the_row)
 	spec_carrier_free(c);
 }
 
+/* A state that decays by b a position holds the errors of about 1/(1 - b)
+ * positions, whatever the prefix: its bound's share counts those
+ * (check_value_share), not the prefix's p + 1 (an Adam scan, b2 = 0.999,
+ * failed at position 941154 of 1000003, at 1.33 of tolerance, as good as
+ * float32 gets there).  An exponential moving average of ones, b = 0.9,
+ * bias-corrected (1 exactly over the reals), with position len - 10 set
+ * 40 float32 ulps off passes at len 40 and 100000 alike, 400 fails at
+ * both; a running mean, which sums its whole prefix, is held as before:
+ * 2000 ulps off at len - 10 of 100000 fails. */
+Test(run, decaying_scan_bound_counts_its_reach)
+{
+	Carrier *c = text_ok("carrier: ema\nparams: {b: f32}\nelement: {x: f32}\nstate: {p: f32, v: f32}\n"
+			     "identity: {p: 1, v: 0}\nlift: {p: b, v: (1 - b) * x}\n"
+			     "merge: {p: a.p * b.p, v: b.p * a.v + b.v}\nfinalize: {y: v / (1 - p)}\ntemplate: scan\n");
+	static const int lens[] = {40, 100000}, ulps[] = {40, 400};
+	for (int l = 0; l < 2; l++)
+		for (int u = 0; u < 2; u++) {
+			RunData *d = rundata_new(c, 1, lens[l]);
+			float *x = d->elem[0].p;
+			for (int j = 0; j < lens[l]; j++)
+				x[j] = 1;
+			d->params[0] = 0.9f;
+			interp_run(d);
+			((float *)d->fin[0].p)[lens[l] - 10] = 1 + ulps[u] * 0x1p-23f;
+			RunCheck rc;
+			runcheck_run(d, &rc);
+			cr_expect_eq(rc.ok, u == 0, "len %d, %d ulps: %g of tolerance", lens[l], ulps[u],
+				     rc.out[0].worst_ratio);
+			cr_expect_eq(rc.out[0].at, lens[l] - 10);
+			runcheck_free(&rc);
+			rundata_free(d);
+		}
+	spec_carrier_free(c);
+	c = text_ok("carrier: runmean\nelement: {x: f32}\nstate: {n: f32, s: f32}\nidentity: {n: 0, s: 0}\n"
+		    "lift: {n: 1, s: x}\nmerge: {n: a.n + b.n, s: a.s + b.s}\nfinalize: {mean: s / n}\n"
+		    "template: scan\n");
+	RunData *d = rundata_new(c, 1, 100000);
+	float *x = d->elem[0].p;
+	for (int j = 0; j < 100000; j++)
+		x[j] = 1;
+	interp_run(d);
+	((float *)d->fin[0].p)[100000 - 10] = 1 + 2000 * 0x1p-23f;
+	RunCheck rc;
+	runcheck_run(d, &rc);
+	cr_expect_not(rc.ok, "%g of tolerance", rc.out[0].worst_ratio);
+	runcheck_free(&rc);
+	rundata_free(d);
+	spec_carrier_free(c);
+}
+
 /* A reference that reduces literals alone (sum(1.8)) is f32 as the lift
  * is: its naive float32 version rounds as a float32 sum does, and sets the
  * tolerance for the interpreter's sequential sum (it summed in f64 and

@@ -75,6 +75,14 @@ double check_own_error(double fold, double folde, double want, double wante, dou
 
 double check_bound_share(int n) { return n > 36 ? 6 / sqrt((double)n) : 1; }
 
+double check_value_share(int n, double bound, double want)
+{
+	double k = 2 * bound / fabs(want);
+	if (isfinite(k) && k > 0 && k < n)
+		n = (int)ceil(k);
+	return check_bound_share(n);
+}
+
 /* Both sides overflowed, or one did where the other is near the top of
  * the range (top: 1e290 in float64, 1e37 for a float32 field in the
  * spec's types): a limit of floating point, not of the algebra. */

@@ -4,7 +4,9 @@
  * the float64 reference by twice what a naive float32 evaluation of the
  * same value may be off (the larger of its actual error and its running
  * error bound, that bound in a share of 6/sqrt(n) on rows of n > 36
- * positions, n the prefix's p + 1 at a scan's position p (compare_row): a naive sum that happens to land exactly must
+ * positions, n the prefix's p + 1 at a scan's position p and at most the
+ * positions whose errors reach the value (compare_row, check_value_share):
+ * a naive sum that happens to land exactly must
  * not make the tolerance vanish), plus 32 float32 ulps of the output's
  * scale in its row (its largest magnitude there).  The running bound of a
  * sum whose terms cancel counts what another order may lose (eval.c's
@@ -195,8 +197,10 @@ static void compare_value(OutCheck *oc, double got, double gotr, double want, do
  * where errors of random sign add up as sqrt(n) (Higham and Mary, 2019:
  * beyond 6 sqrt(n) u with probability under 1e-7); so past 36 positions it
  * is a floor only in that share (check_bound_share).  In full it let a
- * variance 20% off pass on rows whose mean is 1000 times their spread. */
-static double bound_share(int n) { return check_bound_share(n); }
+ * variance 20% off pass on rows whose mean is 1000 times their spread.
+ * n is at most the positions whose errors reach the value (check_value_share):
+ * a state that decays holds fewer than its row or prefix. */
+static double value_share(int n, double bound, double want) { return check_value_share(n, bound, want); }
 
 /* An output's scale: the largest finite magnitude of its n wanted values. */
 static double scale_of(const double *want, int n)
@@ -237,10 +241,11 @@ static void compare_row(Ctx *x, OutCheck *oc, const Buffer *got, size_t base, in
 		/* a scan's position p is of the prefix 0..p: its running bound
 		 * adds up the errors of p + 1 positions, not of the row's (at len
 		 * 100000 a share of 0.019 failed an Adam scan at position 38, where
-		 * 1 - b2^(p+1) cancels, as accurate as float32 is there); attention
+		 * 1 - b2^(p+1) cancels, as accurate as float32 is there), and of
+		 * fewer where the state decays (check_value_share); attention
 		 * with P rounded keeps the bound whole: it carries the bound of that
 		 * rounding, and tensor cores' accumulation is not modelled here */
-		double share = x->pfin ? 1 : bound_share(x->d->scan ? k / w + 1 : x->d->len);
+		double share = x->pfin ? 1 : value_share(x->d->scan ? k / w + 1 : x->d->len, x->bound[k], x->want[k]);
 		int empty = x->d->scan ? k / w < x->first : x->first >= x->d->len;
 		double gr, g = run_buffer_get_exact(got, base * w + k, &gr), own = 0;
 		/* FOLD_NAIVE: the fold is the naive version already, and its
@@ -515,7 +520,6 @@ static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 		pre.len_name = x->row->len; /* len is the row's, as the carrier has it */
 		for (int md = 0; md < 2; md++)
 			reference_of(x, (Mode)md, &pre);
-		double share = bound_share(pre.len);
 		for (int o = 0; o < c->nfinal; o++) {
 			int q = ref_of(c, c->finalize[o].name, 1), w = d->fin[o].width;
 			if (q < 0)
@@ -526,6 +530,7 @@ static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 			size_t at = ((size_t)r * d->len + j) * w;
 			for (int t = 0; t < w; t++) {
 				double gr, g = run_buffer_get_exact(&d->fin[o], at + t, &gr);
+				double share = value_share(pre.len, bound[t], want[t]);
 				compare_value(&rc->out[o], g, gr, want[t], wantr[t], naive[t], bound[t], 0, share, scale,
 					      !ty_is_float(c->finalize[o].e->ty), x->ref_range, 0, j < x->first, at + t);
 			}
