@@ -47,6 +47,7 @@ typedef struct {
 	DrawFamily fams[NDRAW]; /* families with samples */
 	int nfams;
 	int nonempty; /* samples that fold at least one element */
+	int span;     /* past every pool sample's last position: place_apart's slots */
 	double *tmp, *zero, *l, *le, *r, *re;
 	double *lr, *rr; /* the rests of a trial's sides (l, r: its i64 past 2^53, ir_int_exact) */
 	uint64_t rng;

@@ -1040,6 +1040,8 @@ Sample *draw_sample_clone(Machine *m, const Sample *s)
 	if (!t)
 		abort();
 	*t = *s;
+	t->placed[0] = t->placed[1] = NULL;
+	t->placed_bad[0] = t->placed_bad[1] = 0;
 	t->row = eval_row_new(m, s->row->len);
 	t->row->i = s->row->i;
 	memcpy(t->row->rowv, s->row->rowv, m->roww * sizeof(double));
@@ -1134,6 +1136,6 @@ void draw_sample_free(Sample *s)
 		return;
 	eval_row_free(s->row);
 	for (int k = 0; k < 2; k++)
-		free(s->v[k]), free(s->rest[k]);
+		free(s->v[k]), free(s->rest[k]), draw_sample_free(s->placed[k]);
 	free(s);
 }

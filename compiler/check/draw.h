@@ -58,7 +58,7 @@ int draw_params_break_assume(const Machine *m, const unsigned char *fixed, char 
 
 /* A state with its provenance: the fold of positions [lo, hi) of a row in a
  * tree shape, then merged with itself `doublings` times. */
-typedef struct {
+typedef struct Sample {
 	DrawFamily fam;
 	Row *row;
 	int lo, hi;
@@ -68,6 +68,11 @@ typedef struct {
 	int whole;    /* a row for the reference: whatever state it folds to is compared, NaN too */
 	double *v[2]; /* by Mode */
 	double *rest[2]; /* the rests of v's i64 fields (ir_int_exact), by Mode */
+	/* the same state folded at positions slot * span on (the check's
+	 * commutative trials, check.c's place_apart), kept with the sample:
+	 * by slot 1 and 2, NULL until asked; placed_bad: not usable there */
+	struct Sample *placed[2];
+	unsigned char placed_bad[2];
 } Sample;
 
 Sample *draw_sample_new(Machine *m, DrawFamily f, uint64_t *rng);
