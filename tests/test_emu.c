@@ -24,6 +24,7 @@
 #include "compiler/devices/run.h"
 #include "cudatest.h"
 #include "compiler/devices/emu.h"
+#include "emutest.h"
 #include "testutil.h"
 
 static const char KERNELS[] =
@@ -277,6 +278,44 @@ Test(emu, differing_barrier_counts)
 	cr_expect(strstr(msg, "differing barrier counts"), "%s", msg);
 	cr_expect(strstr(msg, "kernel diverge, block 0"), "%s", msg);
 	emu_close(l);
+}
+
+/* Vector states of thousands of floats, and row inputs as wide, live in
+ * the fibers' stacks, which grow with the module's State, Elem and Row:
+ * 128 KiB had every thread of a (m, l, o[4096]) fold die on its guard
+ * page, and attention at d = 16384 (a query of 64 KiB a thread) too.  Run
+ * here without a verdict, whose soundness rows at these widths took the
+ * command line half a minute under the sanitizers. */
+Test(emu, wide_states_and_inputs_in_the_fibers_stacks, .timeout = 240)
+{
+	static const struct {
+		const char *path, *dim, *val;
+		int rows, len;
+	} runs[] = {{"specs/o_lse.yaml", "dv", "4096", 2, 50}, {"specs/attention.yaml", "d", "16384", 2, 50}};
+	for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+		Carrier *c = load_defs(runs[k].path, (Define[]){{runs[k].dim, runs[k].val}}, 1);
+		RunData *d = rundata_new(c, runs[k].rows, runs[k].len);
+		char msg[2048];
+		cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		emu_expect_ref(d, runs[k].path, (RunOpts){.split = 1}, NULL);
+		rundata_free(d);
+		spec_carrier_free(c);
+	}
+	Define dd = {"d", "8192"};
+	Diag g;
+	diag_init(&g, "vsum.yaml");
+	static const char vsum[] = "carrier: vsum\ndims: {d: 8}\nelement:\n  x: f32[d]\nstate:\n  s: f32[d]\n"
+				   "identity: {s: 0}\nlift: {s: x}\nmerge: {s: a.s + b.s}\nreference: {s: sum(x)}\n"
+				   "laws: [commutative]\n";
+	Carrier *c = spec_load_buffer("vsum.yaml", vsum, strlen(vsum), &dd, 1, &g);
+	cr_assert(c, "%s", g.text ? g.text : "");
+	diag_free(&g);
+	RunData *d = rundata_new(c, 2, 40);
+	char msg[2048];
+	cr_assert_eq(rundata_draw(d, 3, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+	emu_expect_ref(d, "vsum d=8192", (RunOpts){.split = 1}, NULL);
+	rundata_free(d);
+	spec_carrier_free(c);
 }
 
 /* Blocks of up to 1024 threads run the row templates: the barriers of
