@@ -11,6 +11,7 @@
 
 #include "compiler/cuda/nvrtc.h"
 #include "compiler/devices/npy.h"
+#include "compiler/devices/run.h"
 #include "testutil.h"
 
 #define ASSOC "build/asan/assoc"
@@ -881,15 +882,31 @@ static void ok_on_every_device(const char *spec, const char *args)
 /* Every section of tests/check/deepest.yaml is exactly SPEC_MAX_TREE_DEPTH
  * levels deep (one more fails to load): every pass recurses that deep (the
  * prover twice as deep, composing the merge) within the stack, under
- * AddressSanitizer's larger frames: the verdict, the CUDA C the emulator
- * builds and the LLVM module the cpu compiles (what emit writes). */
+ * AddressSanitizer's larger frames: the verdict on the command line, then
+ * the CUDA C the emulator builds, the LLVM module the cpu compiles and
+ * the interpreter, each run against the reference (a verdict each took
+ * the command line seconds under the sanitizers). */
 Test(cli, deepest_spec_checks_and_runs_on_every_device, .timeout = 180)
 {
 	const char *spec = "tests/check/deepest.yaml";
-	char cmd[512];
+	char cmd[512], msg[2048];
 	snprintf(cmd, sizeof cmd, ASSOC " check %s --trials 300", spec);
 	cr_expect_eq(sh(cmd, out, sizeof out, 1), 0, "%s", out);
-	ok_on_every_device(spec, "--rows 3 --len 77 --param p=1");
+	Carrier *c = load_ok(spec);
+	static const char *devs[] = {"cpu", "emu", "interp"};
+	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
+		const Device *dv = run_device_find(devs[i]);
+		cr_assert(dv && dv->available(msg, sizeof msg), "%s: %s", devs[i], msg);
+		RunData *d = rundata_new(c, 3, 77);
+		cr_assert_eq(rundata_draw(d, 1, (Define[]){{"p", "1"}}, 1, msg, sizeof msg), 0, "%s", msg);
+		cr_assert_eq(dv->run(d, &(RunOpts){.split = 1}, msg, sizeof msg), 0, "%s: %s", devs[i], msg);
+		RunCheck rc;
+		runcheck_run(d, &rc);
+		cr_expect(rc.ok, "%s against the reference", devs[i]);
+		runcheck_free(&rc);
+		rundata_free(d);
+	}
+	spec_carrier_free(c);
 }
 
 /* --explain and --stats are about the GPU's kernels: asked alone (no
