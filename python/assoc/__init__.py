@@ -87,7 +87,23 @@ class Report:
         return "Report(ok=%r, text=%r, warnings=%r)" % (self.ok, self.text, self.warnings)
 
 
-class Spec:
+class _Handle:
+    """An object holding one C handle, freed when it is collected: a copy
+    would hold the same handle, and the first of the two collected would
+    free it under the other, so a copy is the object itself (a Kernel's
+    lock lets threads share it); pickling says what to do instead."""
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise TypeError(self._no_pickle)
+
+
+class Spec(_Handle):
     """A loaded carrier spec: its name, arrays and params."""
 
     def __init__(self):
@@ -148,16 +164,8 @@ class Spec:
             self._L.assoc_spec_free(h)
             self._h = None
 
-    # a copy would hold the same handle, and the first of the two collected would free it under the other
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
-
-    def __reduce__(self):
-        raise TypeError("an assoc.Spec cannot be pickled: it is a handle to a spec loaded in this process; load "
-                        "it again with assoc.load() or assoc.loads() where it is needed")
+    _no_pickle = ("an assoc.Spec cannot be pickled: it is a handle to a spec loaded in this process; load it "
+                  "again with assoc.load() or assoc.loads() where it is needed")
 
     def check(self, trials=0, seed=1):
         """The verdict `assoc check` reaches (trials: randomized trials of
@@ -400,7 +408,7 @@ def _axes_text(spec, a, heads=False):
     return "[" + "][".join(names) + "]"
 
 
-class Kernel:
+class Kernel(_Handle):
     """A spec compiled for a device; call it with the inputs (and params)
     as keyword arguments, get a dict of the outputs."""
 
@@ -424,16 +432,8 @@ class Kernel:
             self._L.assoc_kernel_free(h)
             self._h = None
 
-    # as Spec's: one handle, one object, which its lock lets threads share
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
-
-    def __reduce__(self):
-        raise TypeError("an assoc.Kernel cannot be pickled: its code is compiled into this process; load the spec "
-                        "and compile it again where it is needed (assoc.load(path).compile(device))")
+    _no_pickle = ("an assoc.Kernel cannot be pickled: its code is compiled into this process; load the spec "
+                  "and compile it again where it is needed (assoc.load(path).compile(device))")
 
     def __repr__(self):
         return "<assoc.Kernel %s on %s>" % (self.spec.name, self.device)
