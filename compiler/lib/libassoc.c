@@ -353,20 +353,27 @@ static int laws_proved_for_any_params(Carrier *c)
 }
 
 /* A part of assume over params alone that pv breaks: ASSOC_EINVAL naming
- * it, as the verdict at pv would refuse them. */
+ * it, as the verdict at pv would refuse them.  The machine that evaluates
+ * it is built at the first new value and kept: a run at each new value
+ * (a temperature that changes every call) builds no programs. */
 static AssocStatus params_keep_assume(AssocKernel *k, const double *pv)
 {
 	Carrier *c = k->c;
 	if (!c->assume)
 		return ASSOC_OK;
-	Machine m;
-	if (eval_init(&m, c))
-		return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
-	memcpy(m.params, pv, c->nparams * sizeof *pv);
+	if (!k->assume_m) {
+		Machine *m = malloc(sizeof *m);
+		if (!m || eval_init(m, c)) {
+			free(m);
+			return fail(k->err, sizeof k->err, ASSOC_ENOMEM, "out of memory");
+		}
+		k->assume_m = m;
+	}
+	memcpy(k->assume_m->params, pv, c->nparams * sizeof *pv);
 	char why[sizeof k->err];
-	int broken = draw_params_break_assume(&m, NULL, why, sizeof why);
-	eval_free(&m);
-	return broken ? fail(k->err, sizeof k->err, ASSOC_EINVAL, "%s", why) : ASSOC_OK;
+	return draw_params_break_assume(k->assume_m, NULL, why, sizeof why)
+		       ? fail(k->err, sizeof k->err, ASSOC_EINVAL, "%s", why)
+		       : ASSOC_OK;
 }
 
 AssocStatus lib_judge_params(AssocKernel *k, const double *pv)
@@ -1282,6 +1289,9 @@ void assoc_kernel_free(AssocKernel *k)
 	if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
 		return;
 	release(k);
+	if (k->assume_m)
+		eval_free(k->assume_m);
+	free(k->assume_m);
 	spec_carrier_free(k->c);
 	free(k->judged_pv);
 	spec_unref(k->s);

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "compiler/lib/assoc.h"
+#include "compiler/check/eval.h"
 #include "compiler/devices/gpu.h"
 #include "compiler/llvm/llvm.h"
 
@@ -81,6 +82,7 @@ struct AssocKernel {
 	 * is checked against assume alone; -1: not; 0: not asked yet (it is
 	 * after the first verdict at a run's values holds) */
 	int params_laws_proved;
+	Machine *assume_m; /* where it is 1: the assume evaluated at each new value, built once */
 	int64_t verdicts; /* the verdicts runs reached at new values (assoc_kernel_verdicts) */
 	char err[1024];
 };
