@@ -2,6 +2,7 @@
  * the float64 reference, storage conversions and .npy files. */
 #include <glob.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -2079,4 +2080,65 @@ Test(run, a_float64_fold_rounds_the_carriers_conversions)
 	expect_reference(d, "interp");
 	rundata_free(d);
 	spec_carrier_free(c);
+}
+
+static void same_check(const RunCheck *x, const RunCheck *y, const char *what)
+{
+	cr_assert_eq(x->nout, y->nout, "%s", what);
+	cr_expect_eq(x->ok, y->ok, "%s", what);
+	for (int o = 0; o < x->nout; o++) {
+		const OutCheck *a = &x->out[o], *b = &y->out[o];
+		cr_expect_str_eq(a->name, b->name, "%s", what);
+		cr_expect(a->worst_ratio == b->worst_ratio && a->max_abs == b->max_abs && a->at == b->at &&
+				  a->nan_mismatch == b->nan_mismatch && a->compared == b->compared &&
+				  a->naive_worst == b->naive_worst && a->bound_worst == b->bound_worst,
+			  "%s: %s: %g of tolerance at %zu, alone %g at %zu", what, a->name, a->worst_ratio, a->at,
+			  b->worst_ratio, b->at);
+	}
+}
+
+/* One RunChecker over runs of one carrier at other shapes, heads and
+ * param values, a wrong output among them, gives each run the check
+ * runcheck_run gives it alone: nothing of a run stays in the machine. */
+Test(run, one_checker_checks_runs_as_each_alone)
+{
+	Carrier *c = load_ok("specs/attention.yaml");
+	static const struct {
+		int rows, len, heads, kv_heads;
+		double scale;
+		int spoil;
+	} runs[] = {{3, 33, 1, 1, 0.125, 0}, {2, 0, 1, 1, 0.5, 0}, {1, 70, 4, 2, 2.0, 1}, {4, 31, 2, 1, -0.25, 0},
+		    {3, 33, 1, 1, 0.125, 0}};
+	RunChecker *k = runchecker_new(c);
+	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+		RunData *d = rundata_new_heads(c, runs[r].rows, runs[r].len, runs[r].heads, runs[r].kv_heads);
+		char msg[200], what[64];
+		cr_assert_eq(rundata_draw(d, 3 + r, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		d->params[0] = runs[r].scale;
+		interp_run(d);
+		if (runs[r].spoil)
+			((float *)d->fin[0].p)[5] += 0.01f;
+		RunCheck shared, alone;
+		runchecker_run(k, d, &shared);
+		runcheck_run(d, &alone);
+		snprintf(what, sizeof what, "run %zu", r);
+		same_check(&shared, &alone, what);
+		cr_expect_eq(shared.ok, !runs[r].spoil, "%s", what);
+		runcheck_free(&shared);
+		runcheck_free(&alone);
+		rundata_free(d);
+	}
+	runchecker_free(k);
+	spec_carrier_free(c);
+}
+
+/* A RunChecker is for its own carrier's runs: another's is a fault of the
+ * caller, stopped before it reads the run through the wrong programs. */
+Test(run, a_checker_refuses_another_carriers_run, .signal = SIGABRT)
+{
+	Carrier *a = load_ok("specs/online_softmax.yaml"), *b = load_ok("specs/online_softmax.yaml");
+	RunChecker *k = runchecker_new(a);
+	RunData *d = drawn(b, 1, 4);
+	RunCheck rc;
+	runchecker_run(k, d, &rc);
 }

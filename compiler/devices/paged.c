@@ -438,17 +438,19 @@ int paged_run(Paged *p, const Device *dv, const RunOpts *o, RunCheck *rc, double
 		for (int k = 0; k < c->nfinal; k++)
 			rc->out[k].name = strdup(c->finalize[k].name);
 		int first = 1;
+		RunChecker *k = runchecker_new(c);
 		for (int b = 0; b < p->batch; b++) {
 			if (!seq[b]->rows)
 				continue;
 			RunCheck one;
-			runcheck_run(seq[b], &one);
+			runchecker_run(k, seq[b], &one);
 			for (int k = 0; k < c->nfinal; k++)
 				merge_check(p, b, seq[b]->rows, seq[b]->fin[k].width, &rc->out[k], &one.out[k], first);
 			rc->ok &= one.ok;
 			first = 0;
 			runcheck_free(&one);
 		}
+		runchecker_free(k);
 		if (first)
 			for (int k = 0; k < c->nfinal; k++)
 				rc->out[k].basis = "the float64 reference";

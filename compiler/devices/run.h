@@ -264,6 +264,13 @@ typedef struct {
  * 32 float32 ulps of the output's scale in its row (FlashAttention's rule);
  * with P rounded (p_round), the naive attention rounds P as well. */
 void runcheck_run(RunData *d, RunCheck *rc);
+/* Checks of many runs of one carrier (a batch's sequences) through one
+ * evaluation machine: runcheck_run builds one a call.  A RunChecker
+ * checks runs of the carrier it was made for only. */
+typedef struct RunChecker RunChecker;
+RunChecker *runchecker_new(Carrier *c);
+void runchecker_run(RunChecker *k, RunData *d, RunCheck *rc);
+void runchecker_free(RunChecker *k);
 /* Record how the device treated P (RunData.p_round); kind 0: float32. */
 void runcheck_round_p(RunData *d, int kind, int m, int l, int o);
 /* The same for a weighted sum: state field o = sum w v, v column input v. */

@@ -63,6 +63,7 @@
  * matches are counted, as they say nothing of a value's size. */
 #include <fenv.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,7 @@ typedef struct {
 } Vals;
 
 typedef struct {
-	Machine m;
+	Machine *m;
 	RunData *d;
 	Row *row;
 	Vals v[2];                  /* by Mode: float64 truth, naive float32 */
@@ -271,7 +272,7 @@ static int ref_of(Carrier *c, const char *name, int per_row)
  * after every position for scans; map at every position. */
 static void fold_row(Ctx *x, Mode md)
 {
-	Machine *m = &x->m;
+	Machine *m = x->m;
 	RunData *d = x->d;
 	Vals *v = &x->v[md];
 	eval_identity(m, md, x->s, x->se);
@@ -310,7 +311,7 @@ static double round_in(int kind, double p, double *u, double *eta)
  * units of float32's unit roundoff), the rest of the state s as it is. */
 static void finalize_rounded(Ctx *x, double *s, int fo, int w)
 {
-	Machine *m = &x->m;
+	Machine *m = x->m;
 	double *zero = x->te, *scre = x->pscr + m->finw;
 	memset(zero, 0, m->sw * sizeof *zero);
 	memcpy(s + fo, x->pv, w * sizeof *s);
@@ -331,7 +332,7 @@ static void finalize_rounded(Ctx *x, double *s, int fo, int w)
  * as naive_rounded_p's. */
 static void naive_rounded_sum(Ctx *x)
 {
-	Machine *m = &x->m;
+	Machine *m = x->m;
 	RunData *d = x->d;
 	int fo = m->soff[d->p_round.o], w = d->c->state[d->p_round.o].ty.len ? d->c->state[d->p_round.o].ty.len : 1;
 	const double *vc = x->row->colv + m->coloff[d->p_round.v];
@@ -362,7 +363,7 @@ static void naive_rounded_sum(Ctx *x)
  * float32's unit roundoff. */
 static void naive_rounded_p(Ctx *x)
 {
-	Machine *m = &x->m;
+	Machine *m = x->m;
 	RunData *d = x->d;
 	if (d->p_round.m < 0) {
 		naive_rounded_sum(x);
@@ -402,14 +403,14 @@ static void reference_of(Ctx *x, Mode md, const Row *row)
 {
 	Vals *v = &x->v[md];
 	feclearexcept(FE_OVERFLOW | FE_UNDERFLOW);
-	eval_reference_exact(&x->m, md, row, v->refv, v->refe, v->refr, v->posv, v->pose, v->posr);
+	eval_reference_exact(x->m, md, row, v->refv, v->refe, v->refr, v->posv, v->pose, v->posr);
 	if (md == MODE_F64)
 		x->ref_range = fetestexcept(FE_OVERFLOW | FE_UNDERFLOW) != 0;
 }
 
 static void row_values(Ctx *x)
 {
-	Machine *m = &x->m;
+	Machine *m = x->m;
 	x->folded[MODE_F64] = x->folded[MODE_F32] = x->need_fold;
 	for (int md = 0; md < 2; md++) {
 		if (m->c->nref && !x->d->scan)
@@ -430,7 +431,7 @@ static void gather(Ctx *x, int q, int npos, int w, const double *(*src)(const Va
 	for (int p = 0; p < npos; p++)
 		for (int t = 0; t < w; t++) {
 			size_t k = (size_t)p * w + t;
-			size_t at = q >= 0 ? (size_t)p * ref_stride + x->m.refoff[q] + t : (size_t)p * stride + o_off + t;
+			size_t at = q >= 0 ? (size_t)p * ref_stride + x->m->refoff[q] + t : (size_t)p * stride + o_off + t;
 			x->want[k] = *src(&x->v[MODE_F64], GET_VAL, at);
 			x->wante[k] = *src(&x->v[MODE_F64], GET_ERR, at);
 			x->wantr[k] = *src(&x->v[MODE_F64], GET_REST, at);
@@ -458,7 +459,7 @@ static const double *from_map(const Vals *v, int what, size_t at)
 
 static void check_outputs(Ctx *x, RunCheck *rc, int r)
 {
-	Machine *m = &x->m;
+	Machine *m = x->m;
 	Carrier *c = m->c;
 	RunData *d = x->d;
 	int byref = c->nref && !d->scan, npos = d->scan ? d->len : 1;
@@ -509,7 +510,7 @@ static void check_outputs(Ctx *x, RunCheck *rc, int r)
 
 static void check_scan_prefixes(Ctx *x, RunCheck *rc, int r)
 {
-	Machine *m = &x->m;
+	Machine *m = x->m;
 	Carrier *c = m->c;
 	RunData *d = x->d;
 	int n = d->len < SCAN_PREFIXES ? d->len : SCAN_PREFIXES;
@@ -603,12 +604,40 @@ static void merge_head(RunCheck *all, const RunCheck *one, const RunData *d, int
 	all->ok &= one->ok;
 }
 
-static void check_one(RunData *d, RunCheck *rc, Row **cols);
+static void check_one(Machine *m, RunData *d, RunCheck *rc, Row **cols);
 
-void runcheck_run(RunData *d, RunCheck *rc)
+/* One evaluation machine for every check of a carrier: a batch of
+ * sequences (paged.c) or the heads of a run would otherwise build the
+ * carrier's programs once each. */
+struct RunChecker {
+	Machine m;
+};
+
+RunChecker *runchecker_new(Carrier *c)
 {
+	RunChecker *k = xcalloc(1, sizeof *k);
+	eval_init(&k->m, c);
+	/* the carrier's float64 truth rounds what the carrier itself rounds: f32(k) of an integer */
+	eval_int_rounding(&k->m, 1);
+	return k;
+}
+
+void runchecker_free(RunChecker *k)
+{
+	if (!k)
+		return;
+	eval_free(&k->m);
+	free(k);
+}
+
+void runchecker_run(RunChecker *k, RunData *d, RunCheck *rc)
+{
+	if (d->c != k->m.c) {
+		fputs("assoc: runchecker_run: a run of another carrier\n", stderr);
+		abort();
+	}
 	if (d->heads <= 1) {
-		check_one(d, rc, NULL);
+		check_one(&k->m, d, rc, NULL);
 		return;
 	}
 	/* a key/value head's columns loaded once for its query heads */
@@ -618,7 +647,7 @@ void runcheck_run(RunData *d, RunCheck *rc)
 			eval_row_free(cols), cols = NULL;
 		RunData *v = rundata_head_view(d, h);
 		RunCheck one;
-		check_one(v, &one, &cols);
+		check_one(&k->m, v, &one, &cols);
 		if (h == 0)
 			*rc = one; /* the first head's check is the start of the whole */
 		else {
@@ -630,16 +659,19 @@ void runcheck_run(RunData *d, RunCheck *rc)
 	eval_row_free(cols);
 }
 
+void runcheck_run(RunData *d, RunCheck *rc)
+{
+	RunChecker *k = runchecker_new(d->c);
+	runchecker_run(k, d, rc);
+	runchecker_free(k);
+}
+
 /* cols: NULL; or where the Row of d's columns goes, kept for the next
  * call, which finds them loaded when it is not NULL */
-static void check_one(RunData *d, RunCheck *rc, Row **cols)
+static void check_one(Machine *m, RunData *d, RunCheck *rc, Row **cols)
 {
 	Carrier *c = d->c;
-	Ctx x = {.d = d};
-	Machine *m = &x.m;
-	eval_init(m, c);
-	/* the carrier's float64 truth rounds what the carrier itself rounds: f32(k) of an integer */
-	eval_int_rounding(m, 1);
+	Ctx x = {.m = m, .d = d};
 	memcpy(m->params, d->params, c->nparams * sizeof *d->params);
 	size_t L = d->len ? d->len : 1, W = m->refw + m->finw + m->mapw + 1;
 	x.row = cols && *cols ? *cols : eval_row_new(m, d->len);
@@ -681,7 +713,6 @@ static void check_one(RunData *d, RunCheck *rc, Row **cols)
 		*cols = x.row;
 	else
 		eval_row_free(x.row);
-	eval_free(m);
 }
 
 void runcheck_round_p(RunData *d, int kind, int m, int l, int o)
