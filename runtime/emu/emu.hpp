@@ -559,8 +559,10 @@ static const uint64_t *emu_warp_enter(unsigned mask, uint64_t v, const char *wha
 	emu.slot[w][p][f->lane] = v;
 	emu.op[w][p][f->lane] = what;
 	if (++emu.arrive[w][p] == 32) {
-		for (int l = 0; l < 32; l++) /* on a GPU lanes at different collectives pair up as they come */
-			if (strcmp(emu.op[w][p][l], what))
+		/* on a GPU lanes at different collectives pair up as they come; the
+		 * names are literals, so equal pointers are the common case */
+		for (int l = 0; l < 32; l++)
+			if (emu.op[w][p][l] != what && strcmp(emu.op[w][p][l], what))
 				emu_fail("warp %d: lane %d is at %s while lane %d is at %s (every lane of the mask must "
 					 "reach the same collective)", w, l, emu.op[w][p][l], f->lane, what);
 		if (!strcmp(what, "__syncwarp"))
