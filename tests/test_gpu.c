@@ -862,8 +862,9 @@ Test(gpu, a_run_compiles_only_the_variant_it_takes, .timeout = 120)
 }
 
 /* Tuning opens the whole space: every variant is compiled and loaded
- * before the first candidate is timed. */
-Test(gpu, tuning_loads_every_variant, .timeout = 120)
+ * before the first candidate is timed; under a shared-memory limit the
+ * variants past it (ruled out before they are timed) are not compiled. */
+Test(gpu, tuning_loads_every_variant_the_device_fits, .timeout = 120)
 {
 	if (!have_nvrtc())
 		cr_skip_test("no NVRTC here: %s", msg);
@@ -883,6 +884,36 @@ Test(gpu, tuning_loads_every_variant, .timeout = 120)
 	cr_assert_eq(cuda_module_for(c, NULL, "sm_90", 0, &def, msg, sizeof msg), 0, "%s", msg);
 	cr_expect_gt(g.m.nvar, def.nvar, "the space holds more than the defaults");
 	cuda_module_free(&def);
+	gpu_close(&g);
+	spec_carrier_free(c);
+
+	setenv("FAKECUDA", "optin=49152", 1);
+	c = load_dims("specs/attention.yaml", "256");
+	before = entries();
+	cr_assert_eq(gpu_open(&g, c, 1, msg, sizeof msg), 0, "%s", msg);
+	int fit = 0, unfit = 0, want = 0;
+	char seen[64][64];
+	for (int v = 0; v < g.m.nvar; v++) {
+		char why[160], names[3][64];
+		if (cuda_fits(&g.m, v, why, sizeof why)) {
+			fit++;
+			/* the variants share their split combine */
+			for (int k = 0, nk = cuda_kernel_names(&g.m, v, names); k < nk; k++) {
+				int dup = 0;
+				for (int q = 0; q < want; q++)
+					dup |= !strcmp(seen[q], names[k]);
+				if (!dup && want < 64)
+					strcpy(seen[want++], names[k]);
+			}
+			cr_expect_not_null(g.vmod[v], "variant %d fits and is loaded", v);
+		} else {
+			unfit++;
+			cr_expect_null(g.vmod[v], "variant %d (%s) is not compiled", v, why);
+		}
+	}
+	cr_expect(fit > 0 && unfit > 0, "head dim 256 under 48 KB: %d variants fit, %d do not", fit, unfit);
+	cr_expect_eq(entries() - before, want, "the %d kernels of the %d variants that fit", want, fit);
+	setenv("FAKECUDA", "", 1);
 	dlclose(lib);
 	fake_done(&g, NULL, c);
 }

@@ -108,7 +108,8 @@ int gpu_function(Gpu *g, int v, const char *name, void **fn, char *msg, size_t n
 	return gpu_ready(g, v, msg, n) || rt_function(g->rt, g->vmod[v], name, fn, msg, n) ? -1 : 0;
 }
 
-/* Lower g's module: the tuning space (space), compiled and loaded whole;
+/* Lower g's module: the tuning space (space), every variant the device
+ * fits compiled and loaded at once;
  * the default variants, or the one variant config names, each compiled
  * when first needed.  Replaces a module made before. */
 static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n)
@@ -134,12 +135,19 @@ static int gpu_module(Gpu *g, const char *config, int space, char *msg, size_t n
 		abort();
 	if (!space)
 		return 0;
-	unsigned char *all = malloc(g->m.nvar);
-	if (!all)
+	/* every variant the device's shared memory takes: the tuner skips the
+	 * others before it asks for their kernels, so compiling them (at head
+	 * dim 256 most of the space under a 48 KB limit) would be time lost */
+	unsigned char *fit = malloc(g->m.nvar);
+	if (!fit)
 		abort();
-	memset(all, 1, g->m.nvar);
-	int rc = load_variants(g, all, msg, n);
-	free(all);
+	int nfit = 0;
+	for (int v = 0; v < g->m.nvar; v++) {
+		char why[160];
+		nfit += fit[v] = (unsigned char)cuda_fits(&g->m, v, why, sizeof why);
+	}
+	int rc = nfit ? load_variants(g, fit, msg, n) : 0;
+	free(fit);
 	return rc;
 }
 
