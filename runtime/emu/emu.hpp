@@ -1310,22 +1310,46 @@ static inline float emu_mma_b(const EmuMmaFrag *f, int k, int col, int bf)
 	return emu_half_bits(emu_elem_of(f[lane].b[b >= 16], b, (int)es), bf);
 }
 
+/* An exchange's A and B as floats, decoded by the first of its lanes to
+ * read them: each lane's four dot products read 32 elements of each, and
+ * decoding them lane by lane was most of an attention kernel's time on
+ * the emulator.  ready is cleared by every lane as it deposits: no lane
+ * reads until all 32 have, and none deposits into this slot set again
+ * before every lane has left this exchange (the next one, of the other
+ * set, holds it back). */
+struct EmuMmaOps {
+	float a[16][32], b[32][8];
+	int ready;
+};
+static EmuMmaOps emu_mma_ops[EMU_MAXT / 32][2];
+
 /* m16n8k16 (f16, bf16) or, with bf EMU_E4M3, m16n8k32 on e4m3. */
 static void emu_mma_16816(float d[4], const unsigned a[4], const unsigned b[2], const float c[4], int bf)
 {
 	EmuFiber *me = emu.cur;
 	EmuMmaFrag *slot = emu_mma_slot[me->warp][me->seq & 1];
+	EmuMmaOps *ops = &emu_mma_ops[me->warp][me->seq & 1];
 	memcpy(slot[me->lane].a, a, sizeof slot->a);
 	memcpy(slot[me->lane].b, b, sizeof slot->b);
 	memcpy(slot[me->lane].c, c, sizeof slot->c);
+	ops->ready = 0;
 	emu_warp_enter(0xffffffffu, 0, "mma.sync");
-	int g = me->lane / 4, t = me->lane % 4;
+	int g = me->lane / 4, t = me->lane % 4, kk = bf == EMU_E4M3 ? 32 : 16;
+	if (!ops->ready) {
+		for (int row = 0; row < 16; row++)
+			for (int k = 0; k < kk; k++)
+				ops->a[row][k] = emu_mma_a(slot, row, k, bf);
+		for (int k = 0; k < kk; k++)
+			for (int col = 0; col < 8; col++)
+				ops->b[k][col] = emu_mma_b(slot, k, col, bf);
+		ops->ready = 1;
+	}
 	float r[4];
 	for (int q = 0; q < 4; q++) {
 		int row = g + 8 * (q >= 2), col = 2 * t + (q & 1);
 		double acc = slot[me->lane].c[q];
-		for (int k = 0; k < (bf == EMU_E4M3 ? 32 : 16); k++)
-			acc += (double)emu_mma_a(slot, row, k, bf) * (double)emu_mma_b(slot, k, col, bf);
+		for (int k = 0; k < kk; k++)
+			acc += (double)ops->a[row][k] * (double)ops->b[k][col];
 		r[q] = (float)acc;
 	}
 	emu_warp_leave();
