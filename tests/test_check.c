@@ -2258,3 +2258,131 @@ Test(check, position_states_merge_disjoint_runs)
 	cr_expect_eq(v.status, VERDICT_FAILED, "%s", v.why);
 	verdict_free(&v);
 }
+
+/* ---- the evaluations every verdict rests on, as recorded ---- */
+
+static uint64_t fnv(uint64_t h, const double *v, size_t n)
+{
+	const unsigned char *b = (const unsigned char *)v;
+	for (size_t i = 0; v && i < n * sizeof *v; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* Inputs of decls d (n of them, at off within width w) at npos positions:
+ * dyadic values over some magnitudes, an i64 past 2^53 (its rest beside
+ * it), booleans mostly 1.  No libm on the way: the recorded hashes hold
+ * wherever IEEE arithmetic does. */
+static void fill(const Decl *d, int n, const int *off, int w, int npos, double *v, double *rest, uint64_t *s)
+{
+	for (int p = 0; p < npos; p++)
+		for (int q = 0; q < n; q++)
+			for (int t = 0; t < spec_decl_width(&d[q]); t++) {
+				*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+				int64_t k = (int64_t)(*s >> 40) % 2001 - 1000;
+				size_t at = (size_t)p * w + off[q] + t;
+				switch (d[q].ty.kind) {
+				case TY_BOOL: v[at] = k % 7 != 0; break;
+				case TY_I32: v[at] = (double)(k % 50); break;
+				case TY_I64: {
+					int64_t x = (k % 3 == 0 ? ((int64_t)1 << 55) : 0) + k;
+					v[at] = (double)x;
+					if (rest)
+						rest[at] = ir_int_rest(x, v[at]);
+					break;
+				}
+				default: v[at] = k % 5 == 0 ? 1e8 + k / 64.0 : k % 11 == 0 ? k * 0x1p-1000 : k / 64.0; break;
+				}
+			}
+}
+
+/* Every value, bound, rest and range event of the reference (exact, in
+ * both modes) and of the folds (every shape, both modes), through the
+ * finalize and map, hashed over rows of the lengths below. */
+static uint64_t evaluations(Carrier *c)
+{
+	Machine m;
+	eval_init(&m, c);
+	int sw = m.sw, lens[] = {0, 1, 3, 17};
+	uint64_t h = 14695981039346656037ull, seed = 7;
+	double *st = calloc(6 * (size_t)sw + 1, sizeof *st), *fo = calloc(3 * (size_t)(m.finw + m.mapw) + 1, sizeof *fo);
+	for (int i = 0; i < 2; i++)
+		m.params[i < m.pw ? i : 0] = m.pw ? 0.75 : 0;
+	for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+		int len = lens[l];
+		size_t L = len ? len : 1;
+		Row *r = eval_row_new(&m, len);
+		r->i = (int)l;
+		fill(c->row, c->nrow, m.rowoff, m.roww, 1, r->rowv, r->rowrest, &seed);
+		fill(c->col, c->ncol, m.coloff, m.colw, len, r->colv, r->colrest, &seed);
+		fill(c->elem, c->nelem, m.elemoff, m.elemw, len, r->elemv, r->elemrest, &seed);
+		double *ref = calloc(3 * (m.refw + L * m.refw) + 1, sizeof *ref), *pos = ref + 3 * m.refw;
+		for (int on = 0; on < 2; on++) {
+			eval_const_rounding(&m, on);
+			eval_int_rounding(&m, on);
+			for (int md = 0; md < 2; md++) {
+				eval_reference_exact(&m, (Mode)md, r, ref, ref + m.refw, ref + 2 * m.refw, pos, pos + L * m.refw,
+						     pos + 2 * L * m.refw);
+				h = fnv(h, ref, 3 * (m.refw + L * m.refw));
+				for (int sh = 0; sh < NSHAPES; sh++) {
+					uint64_t g = 3;
+					m.range = 0;
+					eval_fold_exact(&m, (Mode)md, r, 0, len, (Shape)sh, &g, st, st + sw, st + 2 * sw);
+					double range = m.range;
+					h = fnv(fnv(h, st, 3 * sw), &range, 1);
+				}
+				eval_finalize_exact(&m, (Mode)md, r, st, st + sw, st + 2 * sw, fo, fo + m.finw, fo + 2 * m.finw);
+				h = fnv(h, fo, 3 * m.finw);
+				for (int j = 0; j < len && c->nmap; j++) {
+					eval_map_exact(&m, (Mode)md, r, j, st, st + sw, st + 2 * sw, fo, fo + m.mapw, fo + 2 * m.mapw);
+					h = fnv(h, fo, 3 * m.mapw);
+				}
+			}
+		}
+		free(ref);
+		eval_row_free(r);
+	}
+	free(st), free(fo);
+	eval_free(&m);
+	return h;
+}
+
+/* The interpreter and the evaluation over it are the checker's ground
+ * truth: a faster way to the same numbers must give them bit for bit.
+ * Carriers without libm's functions (whose last bits are the library's),
+ * across the interpreter's paths: vectors, dot, topk, an i64 past 2^53,
+ * a mask over several reductions, f32 constants, conversions, sqrt. */
+Test(check, evaluations_stay_as_recorded)
+{
+	static const struct {
+		const char *spec;
+		uint64_t want;
+	} cases[] = {
+		{"specs/welford.yaml", 0x8d10a5b8195456e1ull},
+		{"specs/layer_norm.yaml", 0x2ed3734790bc43b9ull},
+		{"specs/nan_aware_stats.yaml", 0xd7d799660c599f1dull},
+		{"specs/argmax.yaml", 0x65d8c7197b452885ull},
+		{"specs/linear_recurrence.yaml", 0x9f8adac0c5cc4509ull},
+		{"tests/check/i64_sum_past_2_53.yaml", 0xbc40819fc2ef94d5ull},
+		{"tests/check/rolling_hash.yaml", 0x7668f96ca983bc5dull},
+		{"tests/check/topk_sixteen_masked.yaml", 0x9f8b6a5b2cdd0b35ull},
+		{"tests/check/weighted_welford_assume.yaml", 0x8e477d59cfb5fe91ull},
+		{NULL, 0x6857488bcf41a69bull}, /* dotted, below */
+	};
+	const char *dotted = "carrier: dotted\ndims: {d: 5}\nrow: {q: 'f32[d]'}\ncolumn: {k: 'f32[d]', keep: bool}\n"
+			     "element: {n: i64, g: i32}\nmask: keep\nstate: {s: f32, c: f32, t: i64, v: 'f32[d]'}\n"
+			     "identity: {s: 0, c: 0, t: 0, v: 0}\n"
+			     "lift: {s: 'dot(q, k) * 0.1', c: 'f32(n) / (1 + f32(g) * f32(g))', t: 'n * 3 - g', v: 'k * q + 0.3'}\n"
+			     "merge: {s: a.s + b.s, c: a.c + b.c, t: a.t + b.t, v: 'max(a.v, b.v)'}\n"
+			     "finalize: {s: s / 3, c: 'where(c > 0, sqrt(c), -c)', t: t, v: v}\n"
+			     "map: {y: 'dot(k, v) - s'}\n"
+			     "reference: {s: 'sum(dot(q, k) * 0.1) / 3', t: 'sum(n * 3 - g)', v: 'max(k * q + 0.3)',"
+			     " y: 'dot(k, max(k * q + 0.3)) - sum(dot(q, k) * 0.1) / 3'}\n";
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		Carrier *c = cases[i].spec ? load_ok(cases[i].spec) : text_ok(dotted);
+		uint64_t got = evaluations(c);
+		cr_expect_eq(got, cases[i].want, "%s: evaluations hash to %#llx, recorded %#llx", c->name,
+			     (unsigned long long)got, (unsigned long long)cases[i].want);
+		spec_carrier_free(c);
+	}
+}
