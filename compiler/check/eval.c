@@ -9,12 +9,17 @@ enum { B_A, B_B, B_SELF, B_ROW, B_COL, B_ELEM, B_PARAM, B_I, B_J, B_LEN, B_RED }
 typedef struct {
 	int src, off, w;
 	int rest; /* an i64 leaf: its rests are bound too */
+	double *val, *err, *rr; /* the leaf's storage in the Prog (rr: its rests), found once */
 } Bind;
 
+/* The Prog's storage does not move: its leaves' and roots' places are
+ * found once, not per leaf at every position. */
 struct Bound {
 	Prog *p;
 	Bind *b;
 	int n;
+	int *moving, nmoving; /* the leaves that differ from position to position (columns, elements, j) */
+	const double **rootv, **roote, **rootr;
 };
 
 typedef struct {
@@ -37,6 +42,8 @@ struct RefEval {
 	int *rowk, *posk; /* which reference each root is */
 	double *memo, *memoe, *memor; /* reductions' values, bounds and rests */
 	double *mag;      /* per sum: sum |x| of its terms, for the float32 bound */
+	unsigned char *masked; /* by position of the row reduced now, where there is a mask */
+	int maskedcap;
 };
 
 static void *xcalloc(size_t n, size_t sz)
@@ -60,14 +67,24 @@ static int find_red(const RefEval *re, const Expr *e)
 static Bound bound_new(Machine *m, Expr *const *roots, int n)
 {
 	Carrier *c = m->c;
-	Bound b = {prog_new(c->ir, roots, n), NULL, 0};
+	Bound b = {prog_new(c->ir, roots, n), NULL, 0, NULL, 0, NULL, NULL, NULL};
 	b.n = prog_nleaves(b.p);
 	b.b = xcalloc(b.n, sizeof *b.b);
+	b.moving = xcalloc(b.n, sizeof *b.moving);
+	b.rootv = xcalloc(n, sizeof *b.rootv);
+	b.roote = xcalloc(n, sizeof *b.roote);
+	b.rootr = xcalloc(n, sizeof *b.rootr);
+	for (int r = 0; r < n; r++) {
+		b.rootv[r] = prog_root(b.p, r, &b.roote[r]);
+		b.rootr[r] = prog_root_rest(b.p, r);
+	}
 	for (int i = 0; i < b.n; i++) {
 		Expr *e = prog_leaf(b.p, i);
 		Bind *x = &b.b[i];
 		x->w = e->ty.len ? e->ty.len : 1;
 		x->rest = e->ty.kind == TY_I64;
+		x->val = prog_leaf_val(b.p, i, &x->err);
+		x->rr = prog_leaf_rest(b.p, i);
 		if (e->op != EXPR_VAR) {
 			int k = find_red(m->ref, e);
 			x->src = B_RED;
@@ -87,6 +104,8 @@ static Bound bound_new(Machine *m, Expr *const *roots, int n)
 		case VAR_IDX: x->src = B_I + v->slot; break;
 		default: x->src = B_PARAM, x->off = 0; break; /* not reached: specs bind no symbols */
 		}
+		if (x->src == B_COL || x->src == B_ELEM || x->src == B_J)
+			b.moving[b.nmoving++] = i;
 	}
 	return b;
 }
@@ -95,66 +114,79 @@ static void bound_free(Bound *b)
 {
 	prog_free(b->p);
 	free(b->b);
+	free(b->moving);
+	free(b->rootv);
+	free(b->roote);
+	free(b->rootr);
+}
+
+/* Leaf d from x; column and element inputs at flat offsets col and elem
+ * (those of x->j in bind_at, of position 0 in bind). */
+static void bind_leaf(const Bind *d, const Ctx *x, size_t col, size_t elem)
+{
+	const double *sv = NULL, *se = NULL, *sr = NULL;
+	switch (d->src) {
+	case B_A: sv = x->av + d->off, se = x->ae + d->off, sr = x->ar; break;
+	case B_B: sv = x->bv + d->off, se = x->be + d->off, sr = x->br; break;
+	case B_SELF: sv = x->sv + d->off, se = x->se + d->off, sr = x->sr; break;
+	case B_RED: sv = x->red + d->off, se = x->rede + d->off, sr = x->redr; break;
+	case B_ROW: sv = x->row->rowv + d->off, sr = x->row->rowrest; break;
+	case B_PARAM: sv = x->params + d->off; break;
+	case B_COL: sv = x->row->colv + col + d->off, sr = x->row->colrest ? x->row->colrest + col : NULL; break;
+	case B_ELEM: sv = x->row->elemv + elem + d->off, sr = x->row->elemrest ? x->row->elemrest + elem : NULL; break;
+	case B_I: d->val[0] = x->row->i, d->err[0] = 0; return;
+	case B_J: d->val[0] = x->j, d->err[0] = 0; return;
+	case B_LEN: d->val[0] = x->row->len_name ? x->row->len_name : x->row->len, d->err[0] = 0; return;
+	}
+	if (d->w == 1) {
+		d->val[0] = sv[0], d->err[0] = se ? se[0] : 0;
+		if (d->rest)
+			d->rr[0] = sr ? sr[d->off] : 0;
+		return;
+	}
+	memcpy(d->val, sv, d->w * sizeof *d->val);
+	if (se)
+		memcpy(d->err, se, d->w * sizeof *d->err);
+	else
+		memset(d->err, 0, d->w * sizeof *d->err);
+	if (!d->rest)
+		return;
+	if (sr)
+		memcpy(d->rr, sr + d->off, d->w * sizeof *d->rr);
+	else
+		memset(d->rr, 0, d->w * sizeof *d->rr);
 }
 
 static void bind(Bound *b, const Ctx *x)
 {
-	for (int i = 0; i < b->n; i++) {
-		const Bind *d = &b->b[i];
-		double *err, *val = prog_leaf_val(b->p, i, &err);
-		const double *sv = NULL, *se = NULL, *sr = NULL;
-		switch (d->src) {
-		case B_A: sv = x->av + d->off, se = x->ae + d->off, sr = x->ar; break;
-		case B_B: sv = x->bv + d->off, se = x->be + d->off, sr = x->br; break;
-		case B_SELF: sv = x->sv + d->off, se = x->se + d->off, sr = x->sr; break;
-		case B_RED: sv = x->red + d->off, se = x->rede + d->off, sr = x->redr; break;
-		case B_ROW: sv = x->row->rowv + d->off, sr = x->row->rowrest; break;
-		case B_PARAM: sv = x->params + d->off; break;
-		case B_COL: sv = x->row->colv + d->off, sr = x->row->colrest; break;
-		case B_ELEM: sv = x->row->elemv + d->off, sr = x->row->elemrest; break;
-		case B_I: val[0] = x->row->i, err[0] = 0; continue;
-		case B_J: val[0] = x->j, err[0] = 0; continue;
-		case B_LEN: val[0] = x->row->len_name ? x->row->len_name : x->row->len, err[0] = 0; continue;
-		}
-		memcpy(val, sv, d->w * sizeof *val);
-		if (se)
-			memcpy(err, se, d->w * sizeof *err);
-		else
-			memset(err, 0, d->w * sizeof *err);
-		if (!d->rest)
-			continue;
-		double *rest = prog_leaf_rest(b->p, i);
-		if (sr)
-			memcpy(rest, sr + d->off, d->w * sizeof *rest);
-		else
-			memset(rest, 0, d->w * sizeof *rest);
-	}
+	for (int i = 0; i < b->n; i++)
+		bind_leaf(&b->b[i], x, 0, 0);
 }
 
-/* Column and element inputs are addressed per position. */
-static void bind_at(Machine *m, Bound *b, Ctx *x)
+/* Column and element inputs are addressed per position.  With moving
+ * only, the leaves that the last bind_at of the same row and inputs left
+ * as they are stay: a reduction's loop rebinds its columns, elements and
+ * j alone. */
+static void bind_at(Machine *m, Bound *b, const Ctx *x, int moving)
 {
-	Row shifted = *x->row;
-	shifted.colv = x->row->colv ? x->row->colv + (size_t)x->j * m->colw : NULL;
-	shifted.elemv = x->row->elemv ? x->row->elemv + (size_t)x->j * m->elemw : NULL;
-	shifted.colrest = x->row->colrest ? x->row->colrest + (size_t)x->j * m->colw : NULL;
-	shifted.elemrest = x->row->elemrest ? x->row->elemrest + (size_t)x->j * m->elemw : NULL;
-	const Row *save = x->row;
-	x->row = &shifted;
-	bind(b, x);
-	x->row = save;
+	size_t col = (size_t)x->j * m->colw, elem = (size_t)x->j * m->elemw;
+	if (moving)
+		for (int i = 0; i < b->nmoving; i++)
+			bind_leaf(&b->b[b->moving[i]], x, col, elem);
+	else
+		for (int i = 0; i < b->n; i++)
+			bind_leaf(&b->b[i], x, col, elem);
 }
 
 static void copy_roots(Bound *b, int n, const int *off, double *v, double *e, double *rest)
 {
 	for (int r = 0; r < n; r++) {
-		const double *re, *rv = prog_root(b->p, r, &re);
 		int w = off[r + 1] - off[r];
-		memcpy(v + off[r], rv, w * sizeof *v);
+		memcpy(v + off[r], b->rootv[r], w * sizeof *v);
 		if (e)
-			memcpy(e + off[r], re, w * sizeof *e);
+			memcpy(e + off[r], b->roote[r], w * sizeof *e);
 		if (rest)
-			memcpy(rest + off[r], prog_root_rest(b->p, r), w * sizeof *rest);
+			memcpy(rest + off[r], b->rootr[r], w * sizeof *rest);
 	}
 }
 
@@ -286,6 +318,7 @@ static void ref_free(RefEval *re)
 	free(re->memoe);
 	free(re->memor);
 	free(re->mag);
+	free(re->masked);
 	free(re->rowroots);
 	free(re->posroots);
 	free(re->rowk);
@@ -339,12 +372,12 @@ static void reduce(Machine *m, Mode mode, int k, const Row *r)
 	for (int t = 0; t < IR_TOPK_MAX + 1; t++)
 		tv[t] = -INFINITY, ti[t] = -1, te[t] = 0;
 	for (int j = 0; j < r->len; j++) {
-		if (eval_masked(m, r, j)) /* the devices' decision, whatever the mode */
+		if (m->mask && re->masked[j]) /* the devices' decision, whatever the mode */
 			continue;
-		x.j = j, n++;
-		bind_at(m, &re->arg[k], &x);
+		x.j = j;
+		bind_at(m, &re->arg[k], &x, n++ > 0); /* the row's and the reductions' leaves once */
 		prog_run(re->arg[k].p, mode);
-		const double *ve, *v = prog_root(re->arg[k].p, 0, &ve), *vr = prog_root_rest(re->arg[k].p, 0);
+		const double *ve = re->arg[k].roote[0], *v = re->arg[k].rootv[0], *vr = re->arg[k].rootr[0];
 		if (topk) { /* the naive way: the row's pairs ranked one by one into a sorted list */
 			int p = w;
 			while (p > 0 && ir_topk_before(v[0], j, tv[p - 1], ti[p - 1]))
@@ -396,33 +429,42 @@ void eval_reference_exact(Machine *m, Mode mode, const Row *r, double *rowv, dou
 			  double *pose, double *posr)
 {
 	RefEval *re = m->ref;
+	if (m->mask && re->nred) { /* once a row, not once a reduction */
+		if (r->len > re->maskedcap) {
+			free(re->masked);
+			re->maskedcap = r->len;
+			re->masked = xcalloc(re->maskedcap, 1);
+		}
+		for (int j = 0; j < r->len; j++)
+			re->masked[j] = (unsigned char)eval_masked(m, r, j);
+	}
 	for (int k = 0; k < re->nred; k++) /* by id: inner reductions first */
 		reduce(m, mode, k, r);
 	Ctx x = {.row = r, .params = m->params, .red = re->memo, .rede = re->memoe, .redr = re->memor};
 	if (re->nrow) {
-		bind_at(m, &re->rowout, &x);
+		bind_at(m, &re->rowout, &x, 0);
 		prog_run(re->rowout.p, mode);
 		for (int q = 0; q < re->nrow; q++) {
 			int k = re->rowk[q], w = m->refoff[k + 1] - m->refoff[k];
-			const double *e, *v = prog_root(re->rowout.p, q, &e);
+			const double *e = re->rowout.roote[q], *v = re->rowout.rootv[q];
 			memcpy(rowv + m->refoff[k], v, w * sizeof *v);
 			memcpy(rowe + m->refoff[k], e, w * sizeof *e);
 			if (rowr)
-				memcpy(rowr + m->refoff[k], prog_root_rest(re->rowout.p, q), w * sizeof *rowr);
+				memcpy(rowr + m->refoff[k], re->rowout.rootr[q], w * sizeof *rowr);
 		}
 	}
 	for (int j = 0; re->npos && j < r->len; j++) {
 		x.j = j;
-		bind_at(m, &re->posout, &x);
+		bind_at(m, &re->posout, &x, j > 0);
 		prog_run(re->posout.p, mode);
 		for (int q = 0; q < re->npos; q++) {
 			int k = re->posk[q], w = m->refoff[k + 1] - m->refoff[k];
 			size_t at = (size_t)j * m->refw + m->refoff[k];
-			const double *e, *v = prog_root(re->posout.p, q, &e);
+			const double *e = re->posout.roote[q], *v = re->posout.rootv[q];
 			memcpy(posv + at, v, w * sizeof *v);
 			memcpy(pose + at, e, w * sizeof *e);
 			if (posr)
-				memcpy(posr + at, prog_root_rest(re->posout.p, q), w * sizeof *posr);
+				memcpy(posr + at, re->posout.rootr[q], w * sizeof *posr);
 		}
 	}
 }
@@ -553,9 +595,9 @@ void eval_identity(Machine *m, Mode mode, double *v, double *e)
 static int run_cond(Machine *m, Bound *b, const Row *r, int j)
 {
 	Ctx x = {.row = r, .j = j, .params = m->params};
-	bind_at(m, b, &x);
+	bind_at(m, b, &x, 0);
 	prog_run(b->p, MODE_F32);
-	return prog_root(b->p, 0, NULL)[0] != 0;
+	return b->rootv[0][0] != 0;
 }
 
 int eval_masked(Machine *m, const Row *r, int j) { return m->mask && !run_cond(m, m->mask, r, j); }
@@ -570,7 +612,7 @@ void eval_lift_exact(Machine *m, Mode mode, const Row *r, int j, double *v, doub
 {
 	Bound *b = m->lift;
 	Ctx x = {.row = r, .j = j, .params = m->params};
-	bind_at(m, b, &x);
+	bind_at(m, b, &x, 0);
 	prog_run(b->p, mode);
 	copy_roots(b, m->c->nstate, m->soff, v, e, rest);
 	round_f32(mode, m->c->nstate, m->soff, state_f32, m->c, v);
@@ -704,7 +746,7 @@ void eval_map_exact(Machine *m, Mode mode, const Row *r, int j, const double *sv
 {
 	Bound *b = m->map;
 	Ctx x = {.sv = sv, .se = se, .sr = sr, .row = r, .j = j, .params = m->params};
-	bind_at(m, b, &x);
+	bind_at(m, b, &x, 0);
 	prog_run(b->p, mode);
 	copy_roots(b, m->c->nmap, m->mapoff, out, oute, outr);
 	round_f32(mode, m->c->nmap, m->mapoff, map_f32, m->c, out);
