@@ -23,6 +23,10 @@ typedef struct {
 	uint16_t op;
 	uint8_t kind, nargs;
 	uint8_t skind[4]; /* the operands' kinds */
+	/* found at prog_new, not per element: the kind computed in by Mode,
+	 * whether it is a float's (whose results may be range events), and
+	 * whether an operand is an integer (whose rests count) */
+	uint8_t ekind[2], efloat[2], int_args;
 	int k, len;
 	int dst;
 	int src[4], slen[4];
@@ -122,6 +126,17 @@ static int exact_literal(double v)
 	return m == nearbyint(m);
 }
 
+static int int_kind(int kind) { return kind == TY_I32 || kind == TY_I64; }
+
+/* The kind an op of kind computes in: in MODE_F32 the spec's types, in
+ * MODE_F64 float64 for every float kind. */
+static TyKind mode_kind(int kind, Mode mode)
+{
+	if (mode == MODE_F32 && kind == TY_F32)
+		return TY_F32;
+	return kind == TY_F32 || kind == TY_NUM ? TY_F64 : (TyKind)kind;
+}
+
 static int find(const Prog *p, const Expr *e)
 {
 	int lo = 0, hi = p->nnodes - 1;
@@ -186,6 +201,11 @@ Prog *prog_new(Ir *ir, Expr *const *roots, int nroots)
 			in->src[a] = p->off[j];
 			in->slen[a] = width(e->a[a]);
 			in->skind[a] = e->a[a]->ty.kind;
+			in->int_args |= int_kind(in->skind[a]);
+		}
+		for (int mode = 0; mode < 2; mode++) {
+			in->ekind[mode] = mode_kind(in->kind, (Mode)mode);
+			in->efloat[mode] = ty_is_float(ty_scalar((TyKind)in->ekind[mode]));
 		}
 	}
 	p->nroots = nroots;
@@ -240,8 +260,6 @@ const double *prog_root(const Prog *p, int r, const double **err)
 }
 
 const double *prog_root_rest(const Prog *p, int r) { return p->rest + p->rootoff[r]; }
-
-static int int_kind(int kind) { return kind == TY_I32 || kind == TY_I64; }
 
 /* An error bound where an unbounded term met a zero (sqrt's bound at 0
  * times 0) is unbounded, not NaN: a NaN bound would fail every comparison. */
@@ -469,6 +487,51 @@ static void run_int_to_f32(Prog *p, const Instr *in, double *val, double *err)
 	}
 }
 
+/* The ops without a loop of their own, element by element.  An operand
+ * that is not an integer has no rest (0), so only an op with an integer
+ * operand reads them. */
+static void run_generic(Prog *p, const Instr *in, Mode mode, double tiny, double u)
+{
+	double *val = p->val, *err = p->err, *rest = p->rest;
+	TyKind kind = (TyKind)in->ekind[mode];
+	Op op = (Op)in->op;
+	int f32 = kind == TY_F32, ints = int_kind(kind), rests = in->int_args, isfloat = in->efloat[mode];
+	int cast = op == EXPR_CAST, cmp = (ir_ops[op].flags & F_CMP) != 0, where = op == EXPR_WHERE;
+	int n1 = in->nargs > 1, n2 = in->nargs > 2;
+	int s0 = in->slen[0] > 1, s1 = in->slen[1] > 1, s2 = in->slen[2] > 1;
+	double least = f32 ? FLT_MIN : DBL_MIN;
+	for (int i = 0; i < in->len; i++) {
+		int a0 = in->src[0] + s0 * i, a1 = in->src[1] + s1 * i, a2 = in->src[2] + s2 * i;
+		double x = val[a0], y = n1 ? val[a1] : 0, z = n2 ? val[a2] : 0;
+		double ex = err[a0], ey = n1 ? err[a1] : 0, ez = n2 ? err[a2] : 0;
+		double rx = rests ? rest[a0] : 0, ry = rests && n1 ? rest[a1] : 0, r;
+		if (ints) {
+			double rz = n2 ? rest[a2] : 0;
+			int64_t ri = ir_eval_int(op, kind, in->k, ir_int_exact(x, rx), ir_int_exact(y, ry), ir_int_exact(z, rz));
+			r = (double)ri;
+			rest[in->dst + i] = ir_int_rest(ri, r);
+		} else if (cast && rx != 0) { /* an i64 past 2^53: rounded once, from the integer */
+			int64_t xi = ir_int_exact(x, rx);
+			r = kind == TY_F32 ? (double)(float)xi : kind == TY_BOOL ? xi != 0 : (double)xi;
+		} else if (cmp && (rx != 0 || ry != 0)) {
+			int64_t a = ir_int_exact(x, rx), b = ir_int_exact(y, ry);
+			r = op == EXPR_LT ? a < b : op == EXPR_LE ? a <= b : op == EXPR_GT ? a > b
+			  : op == EXPR_GE ? a >= b : op == EXPR_EQ ? a == b : a != b;
+		} else if (cast) {
+			r = ir_round(kind, x);
+		} else {
+			r = ir_eval_op(op, kind, in->k, x, y, z);
+		}
+		val[in->dst + i] = r;
+		if (where)
+			err[in->dst + i] = x != 0 ? ey : ez;
+		else
+			err[in->dst + i] = err_op(op, in->k, x, y, ex, ey, ez, r, tiny, u);
+		if (!(isfinite(r) && fabs(r) >= least) && isfloat)
+			p->range |= range_event(op, in->nargs, x, y, z, r, least);
+	}
+}
+
 void prog_run(Prog *p, Mode mode)
 {
 	double *val = p->val, *err = p->err;
@@ -482,67 +545,33 @@ void prog_run(Prog *p, Mode mode)
 	}
 	for (int c = 0; c < p->ncode; c++) {
 		const Instr *in = &p->code[c];
-		int f32 = mode == MODE_F32 && in->kind == TY_F32;
-		TyKind kind = f32 ? TY_F32 : (in->kind == TY_F32 || in->kind == TY_NUM ? TY_F64 : in->kind);
-		if (in->op == EXPR_DOT) {
+		TyKind kind = (TyKind)in->ekind[mode];
+		int f32 = kind == TY_F32;
+		switch (in->op) {
+		case EXPR_DOT:
 			run_dot(p, in, val, err, f32, tiny);
 			continue;
-		}
-		if (in->op == EXPR_TOPK || in->op == EXPR_TOPK_IDX) {
+		case EXPR_TOPK: case EXPR_TOPK_IDX:
 			run_topk(in, val, err);
 			continue;
-		}
-		if (p->int_rounding && mode == MODE_F64 && in->op == EXPR_CAST && in->kind == TY_F32 &&
-		    int_kind(in->skind[0])) {
-			run_int_to_f32(p, in, val, err);
-			continue;
-		}
-		if (in->op == EXPR_INDEX) {
+		case EXPR_INDEX:
 			val[in->dst] = val[in->src[0] + in->k];
 			err[in->dst] = err[in->src[0] + in->k];
 			p->rest[in->dst] = p->rest[in->src[0] + in->k];
 			continue;
+		case EXPR_CAST:
+			if (p->int_rounding && mode == MODE_F64 && in->kind == TY_F32 && int_kind(in->skind[0])) {
+				run_int_to_f32(p, in, val, err);
+				continue;
+			}
+			break;
+		default:
+			break;
 		}
 		if (kind == TY_F64 && run_fast(p, in, val, err))
 			continue;
 		if (f32 && run_fast_f32(p, in, val, err))
 			continue;
-		int s0 = in->slen[0] > 1, s1 = in->slen[1] > 1, s2 = in->slen[2] > 1;
-		for (int i = 0; i < in->len; i++) {
-			double x = val[in->src[0] + s0 * i];
-			double y = in->nargs > 1 ? val[in->src[1] + s1 * i] : 0;
-			double z = in->nargs > 2 ? val[in->src[2] + s2 * i] : 0;
-			double ex = err[in->src[0] + s0 * i];
-			double ey = in->nargs > 1 ? err[in->src[1] + s1 * i] : 0;
-			double ez = in->nargs > 2 ? err[in->src[2] + s2 * i] : 0;
-			double r;
-			const double *rest = p->rest;
-			double rx = rest[in->src[0] + s0 * i], ry = in->nargs > 1 ? rest[in->src[1] + s1 * i] : 0;
-			if (int_kind(kind)) {
-				double rz = in->nargs > 2 ? rest[in->src[2] + s2 * i] : 0;
-				int64_t ri = ir_eval_int((Op)in->op, kind, in->k, ir_int_exact(x, rx), ir_int_exact(y, ry),
-							 ir_int_exact(z, rz));
-				r = (double)ri;
-				p->rest[in->dst + i] = ir_int_rest(ri, r);
-			} else if (in->op == EXPR_CAST && rx != 0) { /* an i64 past 2^53: rounded once, from the integer */
-				int64_t xi = ir_int_exact(x, rx);
-				r = kind == TY_F32 ? (double)(float)xi : kind == TY_BOOL ? xi != 0 : (double)xi;
-			} else if ((ir_ops[in->op].flags & F_CMP) && (rx != 0 || ry != 0)) {
-				int64_t a = ir_int_exact(x, rx), b = ir_int_exact(y, ry);
-				r = in->op == EXPR_LT ? a < b : in->op == EXPR_LE ? a <= b : in->op == EXPR_GT ? a > b
-				  : in->op == EXPR_GE ? a >= b : in->op == EXPR_EQ ? a == b : a != b;
-			} else if (in->op == EXPR_CAST) {
-				r = ir_round(kind, x);
-			} else {
-				r = ir_eval_op((Op)in->op, kind, in->k, x, y, z);
-			}
-			val[in->dst + i] = r;
-			if (in->op == EXPR_WHERE)
-				err[in->dst + i] = x != 0 ? ey : ez;
-			else
-				err[in->dst + i] = err_op((Op)in->op, in->k, x, y, ex, ey, ez, r, tiny, u);
-			if (!(isfinite(r) && fabs(r) >= (f32 ? FLT_MIN : DBL_MIN)) && ty_is_float(ty_scalar(kind)))
-				p->range |= range_event((Op)in->op, in->nargs, x, y, z, r, f32 ? FLT_MIN : DBL_MIN);
-		}
+		run_generic(p, in, mode, tiny, u);
 	}
 }
