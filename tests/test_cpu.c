@@ -3892,3 +3892,107 @@ Test(cpu, decoding_takes_keys_as_lanes, .timeout = 300)
 	for (int s = 0; s < NC; s++)
 		spec_carrier_free(cs[s]);
 }
+
+/* Row r of the chain test at position j: ties of both signs everywhere
+ * (r 0), all NaN (1), NaN at every 4th and 16th position, where chains
+ * and vectors start (2, 3), the largest magnitude at every 64th position
+ * with both signs (4), zeros of both signs and infinities (5), drawn (6). */
+static float chain_value(int r, int j, uint64_t s)
+{
+	switch (r) {
+	case 0: return (s >> 60) & 1 ? ((s >> 61) & 1 ? -2.0f : 2.0f) : (s >> 62) & 1 ? 1.0f : -1.0f;
+	case 1: return NAN;
+	case 2: return j % 4 == 0 ? NAN : (s >> 62) & 1 ? -3.0f : 3.0f;
+	case 3: return j % 16 == 0 ? NAN : (float)((s >> 40) % 7) - 3.0f;
+	case 4: return j % 64 == 0 ? ((s >> 61) & 1 ? -9.0f : 9.0f) : (float)((s >> 40) % 9) - 4.0f;
+	case 5: return (s >> 61) == 0 ? INFINITY : (s >> 61) == 1 ? -INFINITY : (s >> 62) & 1 ? -0.0f : 0.0f;
+	default: return (float)(int64_t)(s >> 40) / 65536.0f - 128.0f;
+	}
+}
+
+/* c compiled with o, over rows of chain_value at lengths lens, against
+ * the interpreter bit for bit (float32 outputs as numbers), one thread
+ * and three with rows split. */
+static void chains_meet_the_interpreter(Carrier *c, const LlvmOpts *o, const int *lens, int nlens, RtPool **pool)
+{
+	enum { ROWS = 7 };
+	const Device *interp = run_device_find("interp");
+	cr_assert(interp);
+	LlvmKernel *k = compiled(c, o);
+	cr_assert(k->lift_chains && (k->ordered > 1 || (k->lanes > 1 && k->tile > 1)),
+		  "%s, tile %d: chains from a lift (%s)", c->name, k->tile, k->chain_why);
+	cr_expect(strstr(k->chain_why, "e+a = a proved") && strstr(k->chain_why, "NaN, inf and -0"), "%s",
+		  k->chain_why);
+	for (int l = 0; l < nlens; l++) {
+		int n = lens[l];
+		RunData *d[2] = {drawn(c, ROWS, n, 3), drawn(c, ROWS, n, 3)};
+		uint64_t s = 11 + (uint64_t)n;
+		for (int r = 0; r < ROWS; r++)
+			for (int j = 0; j < n; j++) {
+				s = s * 6364136223846793005ull + 1442695040888963407ull;
+				((float *)d[0]->elem[0].p)[(size_t)r * n + j] = ((float *)d[1]->elem[0].p)[(size_t)r * n + j] =
+					chain_value(r, j, s);
+			}
+		char msg[200];
+		cr_assert_eq(interp->run(d[1], &(RunOpts){.threads = 1}, msg, sizeof msg), 0, "%s", msg);
+		for (int run = 0; run < 2; run++) {
+			run_kernel(k, d[0], pool[run], run ? 3 : 0);
+			for (int f = 0; f < c->nfinal; f++) {
+				Buffer *x = &d[0]->fin[f], *y = &d[1]->fin[f];
+				int same = x->kind == TY_F32 ? same_floats(x->p, y->p, x->n, 1)
+							      : !memcmp(x->p, y->p, x->n * run_kind_size(x->kind));
+				cr_assert(same, "%s, tile %d, %d lanes, len %d, %d threads: %s differs from the interpreter",
+					  c->name, k->tile, k->lanes, n, run ? 3 : 1, c->finalize[f].name);
+			}
+		}
+		rundata_free(d[0]);
+		rundata_free(d[1]);
+	}
+	llvm_kernel_free(k);
+}
+
+/* Where the identity leaves every lift as it is, a tile's chains start at
+ * their first lift (one merge a vector, not 1.25): an argmax of |x| with
+ * its value, NaN masked.  Against the interpreter, bit for bit, at every
+ * length to 70 and around 128, 256 and 1024 (past and short of a vector,
+ * a tile, the 4 streams), on rows of ties, NaN at the chains' starts, all
+ * NaN, zeros and infinities, in tiles of 4, 8 and 16 (chains folded by a
+ * tree) and 8 lanes, one thread and three with rows split; and the
+ * ordered lanes' second chain of a run (a first position above a
+ * threshold), around their blocks of 256 and 2048.  A max that passes
+ * NaN on (e+a is not a at a NaN) and a sum (0 + -0 is 0) keep their
+ * chains at the identity, and say why. */
+Test(cpu, chains_start_at_a_lift_where_the_identity_keeps_it, .timeout = 120)
+{
+	static const LlvmOpts opts[] = {{0}, {.tile = 8}, {.tile = 16}, {.lanes = 8}};
+	static const int ordered[] = {0, 1, 17, 255, 256, 257, 2047, 2048, 2049, 4099, 8193};
+	int lens[81];
+	static const int longer[] = {127, 128, 129, 255, 256, 257, 1023, 1024, 1025, 4099};
+	for (int l = 0; l < 81; l++)
+		lens[l] = l <= 70 ? l : longer[l - 71];
+	RtPool *pool[2];
+	char msg[200];
+	cr_assert_eq(rt_pool_open(&pool[0], 1, msg, sizeof msg), 0, "%s", msg);
+	cr_assert_eq(rt_pool_open(&pool[1], 3, msg, sizeof msg), 0, "%s", msg);
+	Carrier *c = load_ok("tests/check/argmax_abs_value.yaml");
+	for (size_t o = 0; o < sizeof opts / sizeof *opts; o++)
+		chains_meet_the_interpreter(c, &opts[o], lens, 81, pool);
+	spec_carrier_free(c);
+	c = text_ok("carrier: first_over\nparams: {t: f32}\nelement: {x: f32}\nstate: {at: i32, n: i32}\n"
+		    "identity: {at: -1, n: 0}\nlift: {at: 'where(x > t, j, -1)', n: 'where(x > t, 1, 0)'}\n"
+		    "merge:\n  at: where(a.at >= 0, a.at, b.at)\n  n: a.n + b.n\n");
+	chains_meet_the_interpreter(c, NULL, ordered, sizeof ordered / sizeof *ordered, pool);
+	spec_carrier_free(c);
+	rt_pool_close(pool[0]);
+	rt_pool_close(pool[1]);
+	static const char *kept[][2] = {{"specs/max.yaml", "m is -inf as e+a but NaN as a"},
+					{"specs/sum.yaml", "s is 0 as e+a but -0 as a"}};
+	for (int t = 0; t < 2; t++) {
+		c = load_ok(kept[t][0]);
+		LlvmKernel *k = compiled(c, NULL);
+		cr_expect(k->lanes > 1 && k->tile > 1 && !k->lift_chains, "%s: chains from the identity", kept[t][0]);
+		cr_expect(strstr(k->chain_why, kept[t][1]), "%s: %s", kept[t][0], k->chain_why);
+		llvm_kernel_free(k);
+		spec_carrier_free(c);
+	}
+}

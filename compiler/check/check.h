@@ -117,6 +117,13 @@ int check_ok(const CheckResult *r);
  * and -0 the two orders give the same state and outputs, as values (NaN
  * as NaN, -0 as 0).  Deterministic: the rows come from a fixed seed. */
 int check_commutes(Carrier *c, char *why, size_t n);
+/* Whether the identity leaves every lift as it is, e+a = a bit for bit
+ * (so that a fold may start from a position's lift instead of merging it
+ * onto the identity), with how that is known, or why not, in why: e+a =
+ * a proved over the reals (prove_equal), and e+e = e and e+a = a, NaN as
+ * NaN and -0 apart from 0, at the lifts of rows holding NaN, +-inf and
+ * -0 in both modes, the params case by case.  Deterministic. */
+int check_lifts_neutral(Carrier *c, char *why, size_t n);
 /* The rule for an output value and its reference where either is not
  * finite, which `assoc run` (runcheck.c) and the trials on rows holding
  * NaN or infinities share: a NaN is matched by a NaN only, an infinity by

@@ -983,28 +983,20 @@ static int commutes_on_reals(Carrier *c, char *how, size_t n)
 	return st == PROOF_PROVED;
 }
 
-int check_commutes(Carrier *c, char *why, size_t n)
+/* Rows of c tried with the params' values ov (the others drawn): 1 with
+ * what was found in why; *rows counts the rows tried. */
+typedef int RowsTrial(Carrier *c, const Define *ov, int nov, int nrows, char *why, size_t n, int *rows);
+
+/* trial over the params case by case: the bool ones as the trials take
+ * them (check_case_mask), and the others drawn in (0, 1] and then set,
+ * all alike, to values on either side of the usual thresholds (a merge
+ * may pass a NaN on where t >= 2 only).  1 where some case found
+ * something (in why); *rows counts the rows tried. */
+static int over_param_cases(Carrier *c, RowsTrial *trial, char *why, size_t n, int *rows)
 {
-	if (c->laws & LAW_COMMUTATIVE) {
-		snprintf(why, n, "claimed (laws: [commutative])");
-		return 1;
-	}
-	if (!c->merge || c->tpl == FAM_SCAN) {
-		snprintf(why, n, "%s", c->merge ? "a scan" : "no merge");
-		return 0;
-	}
-	char how[400];
-	if (!commutes_on_reals(c, how, sizeof how)) {
-		snprintf(why, n, "a+b = b+a is %s", how);
-		return 0;
-	}
-	/* The params case by case: the bool ones as the trials take them
-	 * (check_case_mask), and the others drawn in (0, 1] and then set, all
-	 * alike, to values on either side of the usual thresholds (a merge
-	 * may pass a NaN on where t >= 2 only) */
 	static const char *const values[] = {NULL, "0", "2", "100", "-1", "-100"};
 	Define ov[64];
-	int nb = 0, nv = 0, rows = 0, bad = 0;
+	int nb = 0, nv = 0, bad = 0;
 	for (int p = 0; p < c->nparams && nb < CASES_FREE_MAX; p++)
 		if (c->params[p].storage == TY_BOOL)
 			ov[nb++] = (Define){c->params[p].name, "true"};
@@ -1020,8 +1012,27 @@ int check_commutes(Carrier *c, char *why, size_t n)
 			ov[f].value = mask >> f & 1 ? "true" : "false";
 		for (int f = 0; f < nv; f++)
 			ov[nb + f].value = values[vc];
-		bad = commute_rows(c, ov, nb + (vc ? nv : 0), nrows, why, n, &rows);
+		bad = trial(c, ov, nb + (vc ? nv : 0), nrows, why, n, rows);
 	}
+	return bad;
+}
+
+int check_commutes(Carrier *c, char *why, size_t n)
+{
+	if (c->laws & LAW_COMMUTATIVE) {
+		snprintf(why, n, "claimed (laws: [commutative])");
+		return 1;
+	}
+	if (!c->merge || c->tpl == FAM_SCAN) {
+		snprintf(why, n, "%s", c->merge ? "a scan" : "no merge");
+		return 0;
+	}
+	char how[400];
+	if (!commutes_on_reals(c, how, sizeof how)) {
+		snprintf(why, n, "a+b = b+a is %s", how);
+		return 0;
+	}
+	int rows = 0, bad = over_param_cases(c, commute_rows, why, n, &rows);
 	/* a carrier no row of which could be drawn (assume holds nowhere)
 	 * keeps its order: nothing was tried */
 	if (!bad && !rows)
@@ -1029,4 +1040,130 @@ int check_commutes(Carrier *c, char *why, size_t n)
 	else if (!bad)
 		snprintf(why, n, "a+b = b+a %s, and alike on rows holding NaN, inf and -0", how);
 	return !bad && rows;
+}
+
+/* ---- lifts that the identity leaves as they are ---- */
+
+/* The same bits, NaN as NaN: a lift that the identity changes only in
+ * the sign of a zero is changed (a sum's 0 + -0). */
+static int same_bits(double x, double y)
+{
+	return isnan(x) ? isnan(y) : x == y && signbit(x) == signbit(y);
+}
+
+/* The first component where e+a (into ea) differs from a in mode md, else -1. */
+static int identity_moves(Machine *m, Mode md, const double *a, double *ea, double *t)
+{
+	memset(t, 0, m->sw * sizeof *t);
+	eval_merge(m, md, m->ident[md], t, a, t, ea, t + m->sw);
+	for (int k = 0; k < m->sw; k++)
+		if (!same_bits(ea[k], a[k]))
+			return k;
+	return -1;
+}
+
+/* "m is -inf as e+a but NaN as a, where a = {m: nan}  from x = [nan]" */
+static void describe_moved(Machine *m, const Row *r, int j, const double *a, const double *ea, int k, Buf *b)
+{
+	cex_component(b, m, k);
+	buf_puts(b, " is ");
+	put_value(b, ea[k]);
+	buf_puts(b, " as e+a but ");
+	put_value(b, a[k]);
+	buf_puts(b, " as a, where a = ");
+	cex_state(b, m, a, -1);
+	if (r)
+		cex_inputs(b, m, r, j, j + 1);
+	if (m->c->nparams) {
+		buf_puts(b, "; ");
+		cex_params(b, m);
+	}
+}
+
+/* e+e, and e+a for the lift a of every position kept of rows as
+ * commute_row draws them (NaN, +-inf, -0 among ordinary values), in both
+ * modes, with the params' values ov: 1 with the first that differs in
+ * why; *rows counts the rows tried. */
+static int neutral_rows(Carrier *c, const Define *ov, int nov, int nrows, char *why, size_t n, int *rows)
+{
+	Machine m;
+	eval_init(&m, c);
+	CheckOpts o;
+	check_defaults(&o);
+	Ck k = {.m = &m, .o = &o, .rng = rng_stream(0, RNG_CHECK_NEUTRAL)};
+	char msg[160];
+	if (draw_params(&m, ov, nov, &k.rng, msg, sizeof msg)) {
+		eval_free(&m);
+		return 0; /* a value the param's type cannot hold: no such case */
+	}
+	double *a = check_doubles(4 * (size_t)m.sw), *ea = a + m.sw, *t = ea + m.sw;
+	Buf b = {0};
+	int bad = 0, at;
+	for (int d = MODE_F64; d <= MODE_F32 && !bad; d++)
+		if ((at = identity_moves(&m, (Mode)d, m.ident[d], ea, t)) >= 0) {
+			describe_moved(&m, NULL, 0, m.ident[d], ea, at, &b);
+			bad = 1;
+		}
+	for (int r = 0; r < nrows && !bad; r++) {
+		Sample *s = commute_row(&k, r);
+		if (!s)
+			continue;
+		(*rows)++;
+		for (int j = 0; j < s->row->len && !bad; j++) {
+			if (!eval_assume(&m, s->row, j) || eval_masked(&m, s->row, j))
+				continue;
+			for (int d = MODE_F64; d <= MODE_F32 && !bad; d++) {
+				eval_lift(&m, (Mode)d, s->row, j, a, t);
+				if ((at = identity_moves(&m, (Mode)d, a, ea, t)) >= 0) {
+					describe_moved(&m, s->row, j, a, ea, at, &b);
+					bad = 1;
+				}
+			}
+		}
+		draw_sample_free(s);
+	}
+	if (bad)
+		snprintf(why, n, "e+a is not a: %s", b.s);
+	buf_free(&b);
+	free(a);
+	eval_free(&m);
+	return bad;
+}
+
+int check_lifts_neutral(Carrier *c, char *why, size_t n)
+{
+	if (!c->merge || !c->identity || !c->lift || c->tpl == FAM_SCAN) {
+		snprintf(why, n, "%s", c->tpl == FAM_SCAN ? "a scan" : "no merge, identity or lift");
+		return 0;
+	}
+	Expr **by_var = calloc(ir_nvars(c->ir) + 1, sizeof *by_var);
+	Expr **ea = calloc(2 * (size_t)c->nstate + 1, sizeof *ea), **a = ea + c->nstate;
+	const char **names = calloc((size_t)c->nstate + 1, sizeof *names);
+	if (!by_var || !ea || !names)
+		abort();
+	for (int f = 0; f < c->nstate; f++)
+		by_var[c->svar[STATE_A][f]] = c->identity[f];
+	for (int f = 0; f < c->nstate; f++) {
+		ea[f] = ir_subst(c->ir, c->merge[f], swap_var, by_var); /* e+b */
+		a[f] = ir_ref(c->ir, c->svar[STATE_B][f]);
+		names[f] = c->state[f].name;
+	}
+	free(by_var);
+	char proof[360];
+	ProofStatus st = prove_equal(c, ea, a, names, c->nstate, "e+a", "a", proof, sizeof proof);
+	free(ea);
+	free(names);
+	if (st != PROOF_PROVED) {
+		snprintf(why, n, "e+a = a is %s (%s)", prove_status_name(st), proof);
+		return 0;
+	}
+	int rows = 0;
+	if (over_param_cases(c, neutral_rows, why, n, &rows))
+		return 0;
+	if (!rows) {
+		snprintf(why, n, "e+a = a proved (%s), but no row could be drawn to try NaN, inf and -0", proof);
+		return 0;
+	}
+	snprintf(why, n, "e+a = a proved (%s), and bit for bit at lifts of NaN, inf and -0", proof);
+	return 1;
 }

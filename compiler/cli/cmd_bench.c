@@ -571,6 +571,10 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		buf_json_str(&ob, b->k->order);
 		printf("\"ordered\": %d, \"order\": %s, ", scan ? 0 : b->k->ordered, scan ? "null" : ob.s);
 		free(ob.s);
+		Buf cb = {0};
+		buf_json_str(&cb, b->k->chain_why);
+		printf("\"lift_chains\": %d, \"chains\": %s, ", b->k->lift_chains, b->k->chain_why[0] ? cb.s : "null");
+		free(cb.s);
 		if (tn > 0)
 			printf("\"naive_gbps\": %.3f, \"ratio_to_naive\": %.3f}\n", ngb, gb / ngb);
 		else
@@ -635,6 +639,9 @@ static void report(Opts *o, Carrier *c, Bench *b, double bytes, double tk, doubl
 		printf("  any order: the merge commutes, %s\n", b->k->order);
 	if (not_transported(c, b->k))
 		printf("  not transported: %s\n", b->k->tf_why);
+	if (b->k->chain_why[0])
+		printf("  chains of merges start %s: %s\n", b->k->lift_chains ? "at a lift" : "at the identity",
+		       b->k->chain_why);
 	if (tn > 0)
 		printf("  naive  %8.2f GB/s  (%s)\n", ngb, nsrc);
 	else /* a carrier of the user's has no loop there: say what stands in for it */

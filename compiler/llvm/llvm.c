@@ -185,6 +185,7 @@ static void plan(Kern *k, Carrier *c, const LlvmOpts *o)
 	if (k->keys && want >= 2 && want < 16)
 		k->group = want;
 	kern_plan_tf(k, c, o ? o->tf : 0, tile > 0);
+	kern_plan_chains(k);
 	k->key_stride = o && o->key_stride > 1 ? o->key_stride : 1;
 	k->paged = o && o->key_stride > 0;
 	if (o && o->wide_positions)
@@ -565,6 +566,8 @@ int llvm_compile(Carrier *c, const LlvmOpts *o, LlvmKernel **out, char *msg, siz
 	kk->key_stride = k.paged ? k.key_stride : 0;
 	memcpy(kk->one_lane, k.one_lane, sizeof kk->one_lane);
 	memcpy(kk->order, k.order, sizeof kk->order);
+	kk->lift_chains = k.lift_chains;
+	memcpy(kk->chain_why, k.chain_why, sizeof kk->chain_why);
 	CpuTarget ct;
 	if (cpu_target(&ct, msg, n) == 0) {
 		if (ct.named)

@@ -62,6 +62,8 @@ typedef struct {
 	int key_stride;   /* LlvmOpts.key_stride: 0, or the paged pool's key/value heads */
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
 	char order[400];  /* why the merge may take positions in any order (lanes), or why not (ordered) */
+	int lift_chains;  /* a tile's chains start at their first lift, not the identity (kern_fold_chains) */
+	char chain_why[400]; /* how e+a = a is known there, or why not; "" where no tile folds by chains */
 	int tf;           /* the vector lanes' tiles fold transported (llvm_tf.c) */
 	char tf_why[240]; /* and what that does, or why they do not */
 	char target[64];    /* the CPU compiled for where ASSOC_CPU names one, or "" (the host) */

@@ -103,6 +103,9 @@ typedef struct {
 	size_t state_bytes;
 	char one_lane[120]; /* why the reduce folds one position at a time in one lane, or "" */
 	char order[400]; /* why the merge may take its positions in any order, or why not */
+	int lift_chains; /* a tile's chains of merges start at their first position's lift, not
+			  * at the identity merged with it (kern_fold_chains): e+a = a at every lift */
+	char chain_why[400]; /* how that is known, or why not; "" where no tile folds so */
 	int tf;          /* the vector lanes' tiles fold transported (llvm_tf.c), and */
 	int tf_moving[TRANSPORT_MAX_FIELDS]; /* the fields that move with the element there */
 	char tf_why[240]; /* what that fold does, or why it is not taken */
@@ -184,6 +187,10 @@ int kern_build(Kern *k, LLVMContextRef ctx, LLVMModuleRef mod);
  * does or why not in k->tf_why; the tile grows where not given.
  * kern_plan_free frees what the plan holds. */
 void kern_plan_tf(Kern *k, Carrier *c, int want, int tile_given);
+/* llvm_kern.c: whether the vector lanes' tiles start their chains of
+ * merges at a lift (k->lift_chains, how in k->chain_why), once the plan
+ * has its tiles: where the identity leaves every lift as it is. */
+void kern_plan_chains(Kern *k);
 void kern_plan_free(Kern *k);
 
 /* llvm_expr.c */

@@ -1819,6 +1819,20 @@ static void one_lane_why(Kern *k, const Carrier *c, int scalar, int comm)
 		snprintf(k->one_lane, sizeof k->one_lane, "the host has no vector lanes");
 }
 
+void kern_plan_chains(Kern *k)
+{
+	Carrier *c = k->c;
+	k->lift_chains = 0;
+	k->chain_why[0] = 0;
+	/* the vector lanes' tiles, where they fold by chains of merges: all
+	 * but the max-rescale ones, which do only the fields apart; and the
+	 * ordered lanes' runs past their first chain */
+	int tiles = k->lanes > 1 && k->tile > 1 && (k->mr_field < 0 || tile_has_own(c, k->mr_field));
+	if (!tiles && !(k->ordered > ORDERED_CHAIN && k->mr_field < 0))
+		return;
+	k->lift_chains = check_lifts_neutral(c, k->chain_why, sizeof k->chain_why);
+}
+
 /* Lanes and accumulators for c: vectors only where every input and output
  * is a scalar, every field too or the state short (short_state_lanes),
  * and the merge commutative (lanes reorder it), claimed or by its form. */

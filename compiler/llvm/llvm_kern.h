@@ -191,9 +191,12 @@ void kern_prefetch_at(B *b, LLVMValueRef j, LLVMValueRef ahead, int locality);
  * merges, into s[0] (llvm_reduce.c). */
 void kern_fold_tree(B *b, LV **s, int T, LV *tmp);
 /* The T lifted states of s folded onto acc in order, in chains that
- * start at acc (at the identity where b->any_order) and at the identity,
- * into out (llvm_reduce.c); s's states are overwritten. */
+ * start at acc (at the identity where b->any_order) and at the identity
+ * (at their first lift where k->lift_chains), into out (llvm_reduce.c);
+ * s's states are overwritten. */
 void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out);
+/* The ordered fold's chains: positions a chain (llvm_reduce.c says why) */
+enum { ORDERED_CHAIN = 8 };
 /* v[0 .. n-1] reduced pairwise by the monoid op (EXPR_ADD, EXPR_MUL,
  * EXPR_MAX, EXPR_MIN; max and min by compare and select), into v[0]
  * (llvm_reduce.c). */

@@ -392,7 +392,13 @@ static LLVMValueRef own_changed(B *b, LV **s, int T)
  * value after it, which the left fold, and check's trees of one-position
  * accumulators, skip.  T + T/TILE_CHAIN - 1 merges (one more where
  * b->any_order), where the tree and the accumulator's merge took T; the
- * identity's constants fold into the first merge of each chain.  s's states are overwritten. */
+ * identity's constants fold into the first merge of each chain.  Where
+ * the identity leaves every lift as it is, bit for bit (k->lift_chains:
+ * check_lifts_neutral), a chain from the identity starts at its first
+ * lift instead, the same state one merge sooner: T - 1 merges, T where
+ * b->any_order (an argmax of |x| with its value: 1.25 merges a vector
+ * in tiles of 4, of some 10 compares each, then 1).  s's states are
+ * overwritten. */
 enum { TILE_CHAIN = 4 };
 
 void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out)
@@ -403,7 +409,10 @@ void kern_fold_chains(B *b, LV *acc, LV **s, int T, LV *out)
 	kern_identity(b, e);
 	for (int g = 0; g < T; g += TILE_CHAIN) {
 		LV *x = g || b->any_order ? e : acc;
-		for (int t = g; t < g + TILE_CHAIN && t < T; t++) {
+		int t = g;
+		if (x == e && b->k->lift_chains) /* e+s[g] is s[g] */
+			x = s[t++];
+		for (; t < g + TILE_CHAIN && t < T; t++) {
 			lower_scope(&b->L, b->L.W);
 			kern_bind_params(b);
 			kern_merge(b, x, s[t], tmp);
@@ -2387,7 +2396,7 @@ static void reduce_selected(B *b, Rows *R, LLVMValueRef lo, LLVMValueRef hi, LV 
  * lanes' state in the place of the accumulator (its fields that fold
  * apart take it on their left).  The result depends on [lo, hi) alone,
  * not on the threads. */
-enum { ORDERED_CHAIN = 8, ORDERED_RUNS = 8 };
+enum { ORDERED_RUNS = 8 };
 
 /* The ordered fold's blocks of R runs from lo, each merged on the right
  * of the state in one; returns where they end. */
@@ -2438,7 +2447,8 @@ static LLVMValueRef ordered_pass(B *b, LV *one, LLVMValueRef lo, LLVMValueRef hi
 		int C = W < ORDERED_CHAIN ? W : ORDERED_CHAIN;
 		kern_identity(b, e);
 		for (int g = 0; g < W; g += C) {
-			for (int t = g; t < g + C; t++) {
+			/* e+s[g] is s[g] where k->lift_chains: that chain starts there */
+			for (int t = g + (g > 0 && k->lift_chains); t < g + C; t++) {
 				lower_scope(L, W);
 				kern_bind_params(b);
 				kern_merge(b, t > g ? s[g] : g == 0 ? acc : e, s[t], tmp);

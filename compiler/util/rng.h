@@ -20,6 +20,7 @@ int rng_int(uint64_t *s, int lo, int hi); /* [lo, hi] */
 #define RNG_RUN_HEAD 0x510e527fade682d1ull
 #define RNG_RUN_SEQUENCE 0x9b05688c2b3e6c1full
 #define RNG_CHECK_COMMUTES 0x1f83d9abfb41bd6bull
+#define RNG_CHECK_NEUTRAL 0x1f9b2d8c6e4a7b35ull
 
 /* The generator state of a (seed, purpose) stream.  Hashed, not
  * seed * step + purpose: a splitmix64 state one step apart is the same
