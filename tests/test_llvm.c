@@ -416,3 +416,23 @@ Test(llvm, shared_rescale_exp_is_exact_on_special_values)
 	rescale_exact(c, 2);
 	spec_carrier_free(c);
 }
+
+/* A max of state fields that no fold makes NaN (argmax's m: x with NaN
+ * masked out, -inf for the identity) is a compare and select, one vmaxps
+ * in 16 lanes, not maxnum, whose lowering adds a NaN test and a blend to
+ * every merge.  Where a lift may be NaN (max.yaml, no mask; a product,
+ * 0 * inf), maxnum stays. */
+Test(llvm, max_of_fields_never_nan_takes_no_nan_test)
+{
+	char *ir = emitted("specs/argmax.yaml", 0);
+	cr_expect_null(strstr(ir, "@llvm.maxnum"), "argmax: no maxnum");
+	free(ir);
+	ir = emitted("specs/max.yaml", 0);
+	cr_expect(strstr(ir, "@llvm.maxnum"), "max of unmasked x: maxnum");
+	free(ir);
+	ir = emitted_carrier(text_ok("carrier: max_product\nelement: {x: f32, y: f32}\nmask: x == x && y == y\n"
+				     "state: {m: f32}\nidentity: {m: -inf}\nlift: {m: x * y}\nmerge:\n  m: max(a.m, b.m)\n"),
+			     0);
+	cr_expect(strstr(ir, "@llvm.maxnum"), "max of products (0 * inf): maxnum");
+	free(ir);
+}

@@ -37,6 +37,101 @@ LLVMValueRef lower_lv_at(LV v, int t) { return v.n == 1 ? v.c[0] : v.c[t]; }
 
 int lower_width(const Expr *e) { return e->ty.len ? e->ty.len : 1; }
 
+/* ---- state fields that are never NaN ---- */
+
+static int float_kind(int k) { return k == TY_F16 || k == TY_BF16 || k == TY_F8E4M3 || k == TY_F32 || k == TY_F64 || k == TY_NUM; }
+
+/* Whether e is never NaN, its vars' facts in var (by var: 1 never NaN),
+ * memo by node (0 not yet, 1 may be, 2 never).  A max or min is NaN only
+ * where both operands are (maxnum, as max lowers); anything that may
+ * make one (inf - inf, 0 * inf, sqrt of a negative, a float param) may
+ * be. */
+static int never_nan(const Expr *e, const unsigned char *var, unsigned char *memo)
+{
+	if (memo[e->id])
+		return memo[e->id] == 2;
+	int r = 0;
+	if (!float_kind(e->ty.kind))
+		r = 1;
+	else
+		switch (e->op) {
+		case EXPR_CONST: r = e->num == e->num; break;
+		case EXPR_VAR: r = var[e->k]; break;
+		case EXPR_CAST: r = !float_kind(e->a[0]->ty.kind) || never_nan(e->a[0], var, memo); break;
+		case EXPR_INDEX: case EXPR_NEG: case EXPR_ABS: r = never_nan(e->a[0], var, memo); break;
+		case EXPR_MAX: case EXPR_MIN: r = never_nan(e->a[0], var, memo) || never_nan(e->a[1], var, memo); break;
+		case EXPR_WHERE: r = never_nan(e->a[1], var, memo) && never_nan(e->a[2], var, memo); break;
+		default: r = 0;
+		}
+	memo[e->id] = r ? 2 : 1;
+	return r;
+}
+
+/* The float inputs a mask keeps only where they are numbers: x in an
+ * ordered comparison of a conjunction's term (x == x, x < t). */
+static void mask_numbers(const Carrier *c, const Expr *m, unsigned char *var)
+{
+	if (!m)
+		return;
+	if (m->op == EXPR_AND) {
+		mask_numbers(c, m->a[0], var);
+		mask_numbers(c, m->a[1], var);
+		return;
+	}
+	if (m->op < EXPR_LT || m->op > EXPR_EQ)
+		return;
+	for (int i = 0; i < 2; i++) {
+		const Expr *x = m->a[i];
+		if (x->op != EXPR_VAR)
+			continue;
+		for (int k = 0; k < c->nelem; k++)
+			var[c->elem[k].var] |= x->k == c->elem[k].var;
+		for (int k = 0; k < c->ncol; k++)
+			var[c->col[k].var] |= x->k == c->col[k].var;
+		for (int k = 0; k < c->nrow; k++)
+			var[c->row[k].var] |= x->k == c->row[k].var;
+	}
+}
+
+/* L->nan_var: the state fields' vars (a, b, c and bare) of the fields
+ * that no fold makes NaN: the identity is not, nor the lift where the
+ * mask keeps a position (it is the identity elsewhere), nor the merge of
+ * two such states; by a fixed point over the fields, every field taken
+ * as never NaN until its merge shows otherwise.  A state comes only from
+ * these, so a max of two of them needs no NaN test (lower_nan_free). */
+static void nan_facts(Lower *L)
+{
+	Carrier *c = L->c;
+	int nv = ir_nvars(c->ir) + 1, nn = L->nmemo;
+	unsigned char *in = calloc(nv, 1), *memo = calloc(nn, 1), *ok = calloc(c->nstate + 1, 1);
+	L->nan_var = calloc(nv, 1);
+	L->nan_memo = calloc(nn, 1);
+	if (!in || !memo || !ok || !L->nan_var || !L->nan_memo)
+		abort();
+	if (c->identity && c->lift && c->merge) {
+		mask_numbers(c, c->mask, in);
+		for (int f = 0; f < c->nstate; f++)
+			ok[f] = !c->state[f].ty.len && never_nan(c->identity[f], in, memo) && never_nan(c->lift[f], in, memo);
+		for (int changed = 1; changed;) {
+			changed = 0;
+			memset(L->nan_var, 0, nv);
+			for (int f = 0; f < c->nstate; f++)
+				for (int w = 0; w < 4; w++)
+					if (c->svar[w][f] >= 0)
+						L->nan_var[c->svar[w][f]] = ok[f];
+			memset(memo, 0, nn);
+			for (int f = 0; f < c->nstate; f++)
+				if (ok[f] && !never_nan(c->merge[f], L->nan_var, memo))
+					ok[f] = 0, changed = 1;
+		}
+	}
+	free(in);
+	free(memo);
+	free(ok);
+}
+
+int lower_nan_free(Lower *L, const Expr *e) { return never_nan(e, L->nan_var, L->nan_memo); }
+
 void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c)
 {
 	memset(L, 0, sizeof *L);
@@ -56,6 +151,7 @@ void lower_init(Lower *L, LLVMContextRef ctx, LLVMModuleRef mod, Carrier *c)
 	L->gen = 1;
 	L->avx512 = lower_host_avx512();
 	L->f16c = lower_host_has("+f16c");
+	nan_facts(L);
 }
 
 void lower_free(Lower *L)
@@ -68,6 +164,8 @@ void lower_free(Lower *L)
 	free(L->agen);
 	free(L->aux);
 	free(L->varies);
+	free(L->nan_var);
+	free(L->nan_memo);
 	LLVMDisposeBuilder(L->b);
 	LLVMDisposeBuilder(L->ab);
 }
@@ -302,6 +400,24 @@ static LLVMValueRef fmath(Lower *L, Op op, TyKind k, LLVMValueRef x)
 	}
 }
 
+/* x > y ? x : y (max) or x < y ? x : y, as x86's vmaxps and vminps define
+ * them (y where either is NaN, and where both are zeros): on AVX-512 in
+ * 16 lanes the instruction itself, one uop on either vector port.  LLVM
+ * keeps the compare and blend where neither operand is known nonzero,
+ * and the compare into a mask register takes port 5, which the bf16
+ * widening and the tiles' other compares need (layer norm's transported
+ * tile of 16 vectors: 15 compares and 15 blends for its shift). */
+LLVMValueRef lower_sel_max(Lower *L, LLVMValueRef x, LLVMValueRef y, int max)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	if (L->avx512 && LLVMGetTypeKind(t) == LLVMVectorTypeKind && LLVMGetVectorSize(t) == 16 &&
+	    LLVMGetTypeKind(LLVMGetElementType(t)) == LLVMFloatTypeKind) {
+		LLVMValueRef a[3] = {x, y, LLVMConstInt(LLVMInt32TypeInContext(L->ctx), 4, 0)}; /* current rounding */
+		return lower_intrinsic0(L, max ? "llvm.x86.avx512.max.ps.512" : "llvm.x86.avx512.min.ps.512", a, 3);
+	}
+	return LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, max ? LLVMRealOGT : LLVMRealOLT, x, y, ""), x, y, "");
+}
+
 static LLVMValueRef fop(Lower *L, Op op, TyKind k, int e, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z)
 {
 	LLVMBuilderRef b = L->b;
@@ -385,6 +501,15 @@ static LLVMValueRef op_component(Lower *L, const Expr *e, TyKind k, LLVMValueRef
 	}
 	if (ir_ops[op].flags & F_CMP)
 		return cmp(L, op, k, a[0], a[1]);
+	/* maxnum(x, y) is y > x ? y : x where x is never NaN (y NaN: x),
+	 * one vmaxps, where maxnum's lowering adds a NaN test of x and a
+	 * blend; x > y ? x : y where y is never NaN */
+	if ((op == EXPR_MAX || op == EXPR_MIN) && is_float(k)) {
+		if (lower_nan_free(L, e->a[0]))
+			return lower_sel_max(L, a[1], a[0], op == EXPR_MAX);
+		if (lower_nan_free(L, e->a[1]))
+			return lower_sel_max(L, a[0], a[1], op == EXPR_MAX);
+	}
 	if (k == TY_BOOL)
 		k = TY_I32; /* arithmetic on bools: not produced by the type checker */
 	return is_float(k) ? fop(L, op, k, e->k, a[0], a[1], a[2]) : iop(L, op, k, e->k, a[0], a[1], a[2]);

@@ -49,6 +49,8 @@ struct Lower {
 	 * scope as a loop over their memory (kern_wide_dot in llvm_kern.c), or
 	 * NULL where it cannot be one; lower_node asks it first. */
 	LLVMValueRef (*wide_dot)(Lower *L, Expr *e);
+	unsigned char *nan_var;  /* by var: a state field's, never NaN (lower_nan_free) */
+	unsigned char *nan_memo; /* by expr id: lower_nan_free's answers */
 };
 
 /* Past this many components, a dot product of two inputs is a loop over
@@ -259,6 +261,12 @@ int cpu_target(CpuTarget *t, char *msg, size_t n);
 void cpu_target_free(CpuTarget *t);
 int cpu_target_has(const CpuTarget *t, const char *feature);
 int lower_width(const Expr *e); /* components (1 for scalars) */
+/* x > y ? x : y (max) or x < y ? x : y, as x86's vmaxps and vminps: y
+ * where either is NaN, and where both are zeros */
+LLVMValueRef lower_sel_max(Lower *L, LLVMValueRef x, LLVMValueRef y, int max);
+/* Whether e, over the state fields' vars and consts, is never NaN
+ * (llvm_expr.c: fields that no fold makes NaN) */
+int lower_nan_free(Lower *L, const Expr *e);
 int lower_varies(Lower *L, const Expr *e); /* depends on the position (elements, columns, j) */
 
 /* llvm_math.c: float32 exp, exp2, log, expm1, log1p and tanh by range

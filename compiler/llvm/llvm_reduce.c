@@ -94,29 +94,11 @@ static LLVMValueRef lift_bound(B *b, LV *out, LV *id)
 	return cond;
 }
 
-/* x > y ? x : y (max) or x < y ? x : y, as x86's vmaxps and vminps define
- * them (y where either is NaN, and where both are zeros): on AVX-512 in
- * 16 lanes the instruction itself, one uop on either vector port.  LLVM
- * keeps the compare and blend where neither operand is known nonzero,
- * and the compare into a mask register takes port 5, which the bf16
- * widening and the tiles' other compares need (layer norm's transported
- * tile of 16 vectors: 15 compares and 15 blends for its shift). */
-static LLVMValueRef sel_max(Lower *L, LLVMValueRef x, LLVMValueRef y, int max)
-{
-	LLVMTypeRef t = LLVMTypeOf(x);
-	if (L->avx512 && LLVMGetTypeKind(t) == LLVMVectorTypeKind && LLVMGetVectorSize(t) == 16 &&
-	    LLVMGetTypeKind(LLVMGetElementType(t)) == LLVMFloatTypeKind) {
-		LLVMValueRef a[3] = {x, y, LLVMConstInt(LLVMInt32TypeInContext(L->ctx), 4, 0)}; /* current rounding */
-		return lower_intrinsic0(L, max ? "llvm.x86.avx512.max.ps.512" : "llvm.x86.avx512.min.ps.512", a, 3);
-	}
-	return LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, max ? LLVMRealOGT : LLVMRealOLT, x, y, ""), x, y, "");
-}
-
 /* x > y ? x : y, y when x is NaN: one vmaxps on x86, where maxnum takes
  * three (it must pick the number when either is NaN). */
 static LLVMValueRef gt_max(B *b, LLVMValueRef x, LLVMValueRef y)
 {
-	return sel_max(&b->L, x, y, 1);
+	return lower_sel_max(&b->L, x, y, 1);
 }
 
 /* g(d) of the max-rescale carrier for d <= 0, -inf or NaN: g(-inf) (an
@@ -157,7 +139,7 @@ LLVMValueRef kern_monoid_tree(Lower *L, Op op, LLVMValueRef *v, int n)
 			case EXPR_ADD: v[t] = LLVMBuildFAdd(L->b, x, y, ""); break;
 			case EXPR_MUL: v[t] = LLVMBuildFMul(L->b, x, y, ""); break;
 			default: /* x > y ? x : y (gt_max), x < y ? x : y */
-				v[t] = sel_max(L, x, y, op == EXPR_MAX);
+				v[t] = lower_sel_max(L, x, y, op == EXPR_MAX);
 			}
 		}
 	return v[0];
