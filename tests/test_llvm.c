@@ -436,3 +436,22 @@ Test(llvm, max_of_fields_never_nan_takes_no_nan_test)
 	cr_expect(strstr(ir, "@llvm.maxnum"), "max of products (0 * inf): maxnum");
 	free(ir);
 }
+
+/* The vector loop's positions j come from a vector carried through the
+ * loop, a constant added for each vector, not a broadcast of j each
+ * (port 5 on Intel, beside the merges' compares). */
+Test(llvm, positions_in_lanes_are_a_carried_vector)
+{
+	char *ir = emitted_carrier(text_ok("carrier: early_sum\nelement: {x: f32}\nstate: {s: f32}\nidentity: {s: 0}\n"
+					   "lift: {s: 'where(j < 5, x, 0)'}\nmerge: {s: a.s + b.s}\nlaws: [commutative]\n"),
+				   0);
+	char *red = function_text(ir, "assoc_reduce");
+	int carried = 0;
+	for (char *l = strstr(red, "phi <"); l && !carried; l = strstr(l + 1, "phi <")) {
+		char *e = strchr(l, '\n');
+		char *t = strstr(l, " x i32>");
+		carried = t && (!e || t < e);
+	}
+	cr_expect(carried, "a vector of i32 positions carried by the loop");
+	free(ir);
+}

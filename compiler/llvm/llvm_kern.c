@@ -851,14 +851,18 @@ void kern_bind_inputs(B *b, LLVMValueRef j)
 	L->bind[c->idx[IDX_LEN]] = lv1(b, lower_splat(L, idx32(b, b->len)));
 	if (!j)
 		return;
-	LLVMValueRef jv = lower_splat(L, idx32(b, j));
-	if (L->W > 1 && !b->row_lanes) {
-		LLVMValueRef iota[64];
-		for (int l = 0; l < L->W; l++)
-			iota[l] = LLVMConstInt(b->i32, l, 0);
-		jv = LLVMBuildAdd(L->b, jv, LLVMConstVector(iota, L->W), "");
-	}
+	LLVMValueRef jv = b->jlanes;
+	if (!jv)
+		jv = L->W > 1 && !b->row_lanes ? kern_lanes_j(b, j) : lower_splat(L, idx32(b, j));
 	L->bind[c->idx[IDX_J]] = lv1(b, jv);
+}
+
+LLVMValueRef kern_lanes_j(B *b, LLVMValueRef j)
+{
+	LLVMValueRef iota[64];
+	for (int l = 0; l < b->L.W; l++)
+		iota[l] = LLVMConstInt(b->i32, l, 0);
+	return LLVMBuildAdd(b->L.b, lower_splat(&b->L, idx32(b, j)), LLVMConstVector(iota, b->L.W), "");
 }
 
 /* ---- states ---- */

@@ -59,6 +59,8 @@ typedef struct {
 			      * kern_apart_flush tests them together */
 	int apart_n;         /* vectors held */
 	int keys_fn;         /* the function being begun takes keys as 16 lanes (llvm_keys.c) */
+	LLVMValueRef jlanes; /* reduce_vectors: the lanes' positions j of the vector kern_bind_inputs
+			      * binds, from a vector carried through the loop; NULL: from j */
 	int any_order;       /* reduce_vectors: an accumulator may hold positions after the
 			      * tile's (its streams), so kern_fold_chains starts every chain
 			      * at the identity and merges the tile onto it as one state */
@@ -118,6 +120,8 @@ static inline LV lv1(B *b, LLVMValueRef v)
 
 LLVMValueRef kern_ptr_at(B *b, LLVMValueRef base, LLVMTypeRef et, LLVMValueRef idx);
 LLVMValueRef kern_lanes_below(B *b, LLVMValueRef j, LLVMValueRef hi);
+/* Positions j .. j + W - 1 as the scope's vector of i32 lanes. */
+LLVMValueRef kern_lanes_j(B *b, LLVMValueRef j);
 LLVMValueRef kern_load_lanes(B *b, LLVMValueRef base, TyKind s, LLVMValueRef idx);
 void kern_store_lanes(B *b, LLVMValueRef base, TyKind k, LLVMValueRef idx, LLVMValueRef v);
 LLVMValueRef kern_begin_fn(B *b, const char *name, LLVMTypeRef *params, int n);

@@ -687,7 +687,16 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	int S = streams(k->accs * T);
 	long long per = (long long)k->accs * T * W / S; /* positions of one stream per iteration */
 	LLVMValueRef Ls = stream_len(b, lo, hi, S, per);
+	/* The lanes' positions j: a vector carried from iteration to
+	 * iteration, and each vector's an add of a constant offset to it, where
+	 * a broadcast of its position a vector took port 5 on Intel beside the
+	 * merges' compares into mask registers */
+	lower_scope(&b->L, W);
+	LLVMTypeRef jt = LLVMVectorType(b->i32, W);
+	LLVMValueRef jvp = alloca_(b, jt);
+	LLVMBuildStore(b->L.b, kern_lanes_j(b, lo), jvp);
 	Loop l = kern_loop_begin(b, lo, LLVMBuildAdd(b->L.b, lo, Ls, ""), per);
+	LLVMValueRef jv = LLVMBuildLoad2(b->L.b, jt, jvp, "");
 	for (int q = 0; q < S; q++)
 		prefetch_lines(b, stream_at(b, l.iv, Ls, q, 0), per, PREFETCH_BYTES);
 	for (int a = 0; a < k->accs; a++) {
@@ -696,7 +705,11 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 		for (int t = 0; t < T; t++) {
 			long long u = (long long)a * T + t;
 			s[t] = lifted + t * ns;
+			LLVMValueRef off = stream_at(b, ci64(b, 0), Ls, u * W / per, u * W % per);
+			lower_scope(&b->L, W);
+			b->jlanes = LLVMBuildAdd(b->L.b, jv, lower_splat(&b->L, LLVMBuildTrunc(b->L.b, off, b->i32, "")), "");
 			cond[t] = lift_at(b, stream_at(b, l.iv, Ls, u * W / per, u * W % per), s[t], tmp);
+			b->jlanes = NULL;
 		}
 		lower_scope(&b->L, W);
 		kern_apart_flush(b);
@@ -721,6 +734,8 @@ static LLVMValueRef reduce_vectors(B *b, LV **acc, LLVMValueRef lo, LLVMValueRef
 	/* the other row's map keeps pace: as many of its positions */
 	for (long long m = 0; b->riding && m < (per * S > MAP_STEP ? per * S / MAP_STEP : 1); m++)
 		kern_ride_step(b);
+	lower_scope(&b->L, W);
+	LLVMBuildStore(b->L.b, LLVMBuildAdd(b->L.b, jv, lower_splat(&b->L, LLVMConstInt(b->i32, (unsigned long long)per, 0)), ""), jvp);
 	kern_loop_end(b, &l);
 	Loop v = kern_loop_begin(b, stream_at(b, lo, Ls, S, 0), hi, W);
 	lower_scope(&b->L, W);
