@@ -251,6 +251,26 @@ static Carrier *check_text(const char *spec, uint64_t seed, CheckResult *r)
 	return c;
 }
 
+/* A scan writes an output at each position, from a prefix holding it:
+ * a row of no positions has none.  The last position of a running
+ * minimum, whose reference over no position is max's -inf, failed on
+ * the empty row that no scan finalizes. */
+Test(check, scans_skip_the_empty_row)
+{
+	CheckResult r;
+	Carrier *c = check_text("carrier: min_last\nelement: {x: f32}\nstate: {lo: f32, at: i32}\n"
+				"identity: {lo: inf, at: -1}\nlift: {lo: x, at: j}\nmerge:\n  lo: min(a.lo, b.lo)\n"
+				"  at: where(b.at >= 0 && b.lo <= a.lo, b.at, a.at)\n"
+				"reference:\n  lo: min(x)\n  at: max(where(x == lo, j, -1))\ntemplate: scan\n",
+				0, &r);
+	cr_expect_eq(r.sound, VERDICT_HOLDS, "%s", r.sound_detail ? r.sound_detail : "");
+	cr_expect_eq(r.empty_rows, 0);
+	cr_expect_eq(r.nnotes, 0, "%s", r.nnotes ? r.notes[0] : "");
+	cr_expect(!r.special.ref_detail || !strstr(r.special.ref_detail, "length 0"), "%s", r.special.ref_detail);
+	check_result_free(&r);
+	spec_carrier_free(c);
+}
+
 /* Spec text whose reference check fails, saying detail. */
 static void expect_unsound(const char *spec, const char *detail)
 {

@@ -556,6 +556,8 @@ static int reference_differs(Ck *k, Sp *w, Sample *s)
 	Carrier *c = m->c;
 	const Row *r = s->row;
 	uint64_t rng = s->seed;
+	if (c->tpl == FAM_SCAN && !r->len)
+		return 0; /* a scan writes nothing on a row of no positions */
 	fold_seeded(m, r, 0, r->len, s->shape, &rng, w->sv[0], w->se[0]);
 	outputs(m, r, w->sv[0], w->se[0], w->out[0], w->oute[0]);
 	feclearexcept(FE_OVERFLOW | FE_UNDERFLOW);

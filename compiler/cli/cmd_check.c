@@ -168,8 +168,8 @@ static void print_text(Carrier *c, const CarrierVerdict *v, int ok, const char *
 	if (r->sound == VERDICT_NA)
 		printf("  reference: none given, so soundness is not checked\n");
 	else if (r->sound == VERDICT_HOLDS)
-		printf("  reference: matches on %d rows of lengths 0 to %d, folded in random tree shapes\n", r->rows,
-		       r->max_len);
+		printf("  reference: matches on %d rows of lengths %d to %d, folded in random tree shapes\n", r->rows,
+		       r->empty_rows ? 0 : 1, r->max_len);
 	else
 		printf("  reference: fails: %s\n%s", r->sound_detail, r->sound_cex);
 	for (int i = 0; i < r->nnotes; i++)
