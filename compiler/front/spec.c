@@ -924,13 +924,9 @@ static int check_references(L *l, const unsigned char *named)
 			return -1;
 		}
 	}
-	if (!compared) {
-		diag_error(l->d, section_pos(l, yn_get(l->root, "reference")),
-			   "no reference name matches a finalize or map output, so nothing would be checked");
-		return -1;
-	}
 	/* a helper no reference uses is most likely an output's name
-	 * misspelt, whose output then goes unchecked */
+	 * misspelt, whose output then goes unchecked; said before a
+	 * reference that compares nothing, as it names the misspelt one */
 	for (int i = 0; i < c->nref; i++) {
 		Def *r = &c->ref[i];
 		if (find_def(c->finalize, c->nfinal, r->name) || find_def(c->map, c->nmap, r->name) || named[i])
@@ -944,6 +940,11 @@ static int check_references(L *l, const unsigned char *named)
 		diag_error(l->d, r->pos, "reference '%s' names no output, and no later reference uses it%s%s%s", r->name,
 			   b.len ? " (outputs with no reference: " : "", b.len ? b.s : "", b.len ? ")" : "");
 		free(b.s);
+		return -1;
+	}
+	if (!compared) {
+		diag_error(l->d, section_pos(l, yn_get(l->root, "reference")),
+			   "no reference name matches a finalize or map output, so nothing would be checked");
 		return -1;
 	}
 	return 0;
