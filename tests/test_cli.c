@@ -958,16 +958,19 @@ Test(cli, emit_refuses_an_unlawful_merge_on_every_target, .timeout = 60)
 	cr_expect(atoi(out) > 0, "%s", out);
 }
 
-/* A --param that the spec does not have, or that is not a number, is a
- * usage error for emit as for check: no law failed, and --trust-merge does
- * not make it one to overlook. */
+/* A --param that the spec does not have (the message lists those it has),
+ * or that is not a number, is a usage error for emit as for check: no law
+ * failed, and --trust-merge does not make it one to overlook. */
 Test(cli, emit_refuses_a_bad_param_as_usage, .timeout = 60)
 {
 	cr_assert_eq(sh(ASSOC " emit specs/sum.yaml --target llvm --param foo=1 -o build/badparam.out", out, sizeof out, 1),
 		     2, "%s", out);
-	cr_expect(strstr(out, "assoc: --param foo: the spec has no param 'foo'\n"), "%s", out);
+	cr_expect(strstr(out, "assoc: --param foo: the spec has no param 'foo' (it has none)\n"), "%s", out);
 	cr_expect_not(strstr(out, "refusing to generate code"), "%s", out);
 	cr_expect_neq(access("build/badparam.out", F_OK), 0, "no file written");
+	/* a misspelt name is found in the list of the spec's params */
+	cr_assert_eq(sh(ASSOC " emit specs/layer_norm.yaml --target llvm --param epss=1", out, sizeof out, 1), 2, "%s", out);
+	cr_expect(strstr(out, "assoc: --param epss: the spec has no param 'epss' (its params: eps)\n"), "%s", out);
 	cr_assert_eq(sh(ASSOC " emit specs/layer_norm.yaml --target cuda --trust-merge --param eps=x", out, sizeof out, 1),
 		     2, "%s", out);
 	cr_expect(strstr(out, "--param eps=x: not a number"), "%s", out);

@@ -635,6 +635,17 @@ double draw_param_value(const char *s, char **end)
 
 static int draw_params_unmet(const Machine *m, const unsigned char *drawn, char *msg, size_t n);
 
+/* A misspelt param (tmp for temp) is found at once in the list of the
+ * spec's params, which the message gives. */
+static void unknown_param(const Carrier *c, const char *name, char *msg, size_t n)
+{
+	int at = snprintf(msg, n, "--param %s: the spec has no param '%s'", name, name);
+	for (int p = 0; p < c->nparams && at >= 0 && (size_t)at < n; p++)
+		at += snprintf(msg + at, n - at, "%s%s", p ? ", " : " (its params: ", c->params[p].name);
+	if (at >= 0 && (size_t)at < n)
+		snprintf(msg + at, n - at, "%s", c->nparams ? ")" : " (it has none)");
+}
+
 int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg, size_t n)
 {
 	Carrier *c = m->c;
@@ -646,12 +657,14 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 		char *end;
 		errno = 0;
 		double v = draw_param_value(ov[k].value, &end);
-		if (!found || !*ov[k].value || *end) {
+		if (!found) {
+			unknown_param(c, ov[k].name, msg, n);
+			return -1;
+		}
+		if (!*ov[k].value || *end) {
 			int flag = found && c->params[p].storage == TY_BOOL;
-			snprintf(msg, n, !found ? "--param %s: the spec has no param '%s'"
-				 : flag	 ? "--param %s=%s: not a bool (true, false, 0 or 1)"
-					 : "--param %s=%s: not a number",
-				 ov[k].name, found ? ov[k].value : ov[k].name);
+			snprintf(msg, n, flag ? "--param %s=%s: not a bool (true, false, 0 or 1)" : "--param %s=%s: not a number",
+				 ov[k].name, ov[k].value);
 			return -1;
 		}
 		if (errno == ERANGE && isinf(v)) { /* "inf" itself is taken as written */
