@@ -909,21 +909,32 @@ static Sample *commute_row(Ck *k, int t)
 	return s;
 }
 
+/* A check of rows as commute_row draws them, on m (made here for c), with
+ * the params' values ov and the others drawn from the stream of purpose:
+ * 0 where a param's type cannot hold its value (no such case; m freed). */
+static int rows_open(Ck *k, Machine *m, CheckOpts *o, Carrier *c, const Define *ov, int nov, uint64_t purpose)
+{
+	eval_init(m, c);
+	check_defaults(o);
+	*k = (Ck){.m = m, .o = o, .rng = rng_stream(0, purpose)};
+	char msg[160];
+	if (draw_params(m, ov, nov, &k->rng, msg, sizeof msg)) {
+		eval_free(m);
+		return 0;
+	}
+	return 1;
+}
+
 /* Rows as commute_row draws them, each folded as a and b and merged both
  * ways, with the params' values ov (the others drawn): 1 with the row in
  * why where the two orders differ; *rows counts those tried. */
 static int commute_rows(Carrier *c, const Define *ov, int nov, int nrows, char *why, size_t n, int *rows)
 {
 	Machine m;
-	eval_init(&m, c);
 	CheckOpts o;
-	check_defaults(&o);
-	Ck k = {.m = &m, .o = &o, .rng = rng_stream(0, RNG_CHECK_COMMUTES)};
-	char msg[160];
-	if (draw_params(&m, ov, nov, &k.rng, msg, sizeof msg)) {
-		eval_free(&m);
-		return 0; /* a value the param's type cannot hold: no such case */
-	}
+	Ck k;
+	if (!rows_open(&k, &m, &o, c, ov, nov, RNG_CHECK_COMMUTES))
+		return 0;
 	Sp w;
 	sp_init(&w, &m);
 	k.work = &w;
@@ -1089,15 +1100,10 @@ static void describe_moved(Machine *m, const Row *r, int j, const double *a, con
 static int neutral_rows(Carrier *c, const Define *ov, int nov, int nrows, char *why, size_t n, int *rows)
 {
 	Machine m;
-	eval_init(&m, c);
 	CheckOpts o;
-	check_defaults(&o);
-	Ck k = {.m = &m, .o = &o, .rng = rng_stream(0, RNG_CHECK_NEUTRAL)};
-	char msg[160];
-	if (draw_params(&m, ov, nov, &k.rng, msg, sizeof msg)) {
-		eval_free(&m);
-		return 0; /* a value the param's type cannot hold: no such case */
-	}
+	Ck k;
+	if (!rows_open(&k, &m, &o, c, ov, nov, RNG_CHECK_NEUTRAL))
+		return 0;
 	double *a = check_doubles(4 * (size_t)m.sw), *ea = a + m.sw, *t = ea + m.sw;
 	Buf b = {0};
 	int bad = 0, at;
