@@ -39,8 +39,6 @@ int lower_width(const Expr *e) { return e->ty.len ? e->ty.len : 1; }
 
 /* ---- state fields that are never NaN ---- */
 
-static int float_kind(int k) { return k == TY_F16 || k == TY_BF16 || k == TY_F8E4M3 || k == TY_F32 || k == TY_F64 || k == TY_NUM; }
-
 /* Whether e is never NaN, its vars' facts in var (by var: 1 never NaN),
  * memo by node (0 not yet, 1 may be, 2 never).  A max or min is NaN only
  * where both operands are (maxnum, as max lowers); anything that may
@@ -51,13 +49,13 @@ static int never_nan(const Expr *e, const unsigned char *var, unsigned char *mem
 	if (memo[e->id])
 		return memo[e->id] == 2;
 	int r = 0;
-	if (!float_kind(e->ty.kind))
+	if (!ty_is_float(e->ty))
 		r = 1;
 	else
 		switch (e->op) {
 		case EXPR_CONST: r = e->num == e->num; break;
 		case EXPR_VAR: r = var[e->k]; break;
-		case EXPR_CAST: r = !float_kind(e->a[0]->ty.kind) || never_nan(e->a[0], var, memo); break;
+		case EXPR_CAST: r = !ty_is_float(e->a[0]->ty) || never_nan(e->a[0], var, memo); break;
 		case EXPR_INDEX: case EXPR_NEG: case EXPR_ABS: r = never_nan(e->a[0], var, memo); break;
 		case EXPR_MAX: case EXPR_MIN: r = never_nan(e->a[0], var, memo) || never_nan(e->a[1], var, memo); break;
 		case EXPR_WHERE: r = never_nan(e->a[1], var, memo) && never_nan(e->a[2], var, memo); break;
