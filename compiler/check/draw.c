@@ -637,9 +637,9 @@ static int draw_params_unmet(const Machine *m, const unsigned char *drawn, char 
 
 /* A misspelt param (tmp for temp) is found at once in the list of the
  * spec's params, which the message gives. */
-static void unknown_param(const Carrier *c, const char *name, char *msg, size_t n)
+void draw_param_unknown(const Carrier *c, const char *name, char *msg, size_t n)
 {
-	int at = snprintf(msg, n, "--param %s: the spec has no param '%s'", name, name);
+	int at = snprintf(msg, n, "the spec has no param '%s'", name);
 	for (int p = 0; p < c->nparams && at >= 0 && (size_t)at < n; p++)
 		at += snprintf(msg + at, n - at, "%s%s", p ? ", " : " (its params: ", c->params[p].name);
 	if (at >= 0 && (size_t)at < n)
@@ -658,7 +658,9 @@ int draw_params(Machine *m, const Define *ov, int nov, uint64_t *rng, char *msg,
 		errno = 0;
 		double v = draw_param_value(ov[k].value, &end);
 		if (!found) {
-			unknown_param(c, ov[k].name, msg, n);
+			int at = snprintf(msg, n, "--param %s: ", ov[k].name);
+			if (at >= 0 && (size_t)at < n)
+				draw_param_unknown(c, ov[k].name, msg + at, n - at);
 			return -1;
 		}
 		if (!*ov[k].value || *end) {

@@ -43,6 +43,10 @@ const double *draw_spec_constants(Machine *m, int *n);
 double draw_value(DrawFamily f, TyKind storage, double offset, int width, uint64_t *rng);
 /* A --param value: a number, or true or false (a bool param's); end as strtod's. */
 double draw_param_value(const char *s, char **end);
+/* "the spec has no param 'tmp' (its params: temp)", or "... (it has
+ * none)": the one wording of a name that is none of c's params, for
+ * --param and the library alike. */
+void draw_param_unknown(const Carrier *c, const char *name, char *msg, size_t n);
 /* Params: overrides where given, else drawn from (0.05, 1] (integers from
  * [1, 8]), moved within the bounds that assume puts on a param alone
  * (lg <= 0, temp > 1.5), honouring assume.  -1 with msg where an override

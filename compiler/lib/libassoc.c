@@ -795,9 +795,11 @@ AssocStatus lib_params_of(AssocKernel *k, const AssocValue *p, int np, double *o
 		int known = 0;
 		for (int i = 0; i < c->nparams; i++)
 			known |= p[j].name && !strcmp(p[j].name, c->params[i].name);
-		if (!known)
-			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "the spec has no param '%s'",
-				    p[j].name ? p[j].name : "(NULL)");
+		if (!known) {
+			char why[256];
+			draw_param_unknown(c, p[j].name ? p[j].name : "(NULL)", why, sizeof why);
+			return fail(k->err, sizeof k->err, ASSOC_EINVAL, "%s", why);
+		}
 	}
 	for (int i = 0; i < c->nparams; i++) {
 		int found = 0;
