@@ -560,7 +560,11 @@ static void print_check(const RunCheck *rc, const RunData *d)
 {
 	for (int o = 0; o < rc->nout; o++) {
 		const OutCheck *x = &rc->out[o];
-		if (runcheck_sized(x) || !x->compared || x->nan_mismatch)
+		if (!x->compared) { /* a scan over rows of length 0: errors of 0 would read as a match */
+			printf("  %s: no positions to compare\n", x->name);
+			continue;
+		}
+		if (runcheck_sized(x) || x->nan_mismatch)
 			printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)", x->name,
 			       x->max_abs, x->max_rel, x->worst_ratio, x->basis);
 		else /* errors of 0 would read as a match */
@@ -577,6 +581,17 @@ static void print_check(const RunCheck *rc, const RunData *d)
 		printf("\n");
 	}
 	(void)d;
+}
+
+/* The line under the outputs: an ok that compared nothing, or nothing by
+ * size, says so. */
+static const char *check_verdict(const RunCheck *rc)
+{
+	if (!rc->ok)
+		return "FAILED";
+	if (!runcheck_any_compared(rc))
+		return "ok (no positions to compare)";
+	return runcheck_any_sized(rc) ? "ok" : "ok (no value compared by size)";
 }
 
 int cli_run_verdict(Carrier *c, const Opts *o) { return cli_run_verdict_as(c, o, "running", "run it"); }
@@ -723,7 +738,7 @@ static int cmd_run_on(Opts *o)
 			runcheck_run(d, &chk);
 			cli_busy_done();
 			print_check(&chk, d);
-			printf("  %s\n", !chk.ok ? "FAILED" : runcheck_any_sized(&chk) ? "ok" : "ok (no value compared by size)");
+			printf("  %s\n", check_verdict(&chk));
 			rc = chk.ok ? EXIT_OK : EXIT_FAIL;
 			runcheck_free(&chk);
 			int w = write_outputs(o, d);

@@ -283,5 +283,8 @@ void runcheck_notes(const OutCheck *x, char *buf, size_t n);
  * outputs had one (an empty run has nothing to say either way: 1). */
 size_t runcheck_sized(const OutCheck *x);
 int runcheck_any_sized(const RunCheck *rc);
+/* Whether any of rc's outputs had a value compared at all (none: a scan
+ * over rows of length 0, or no rows). */
+int runcheck_any_compared(const RunCheck *rc);
 
 #endif

@@ -776,6 +776,14 @@ int runcheck_any_sized(const RunCheck *rc)
 	return all == 0;
 }
 
+int runcheck_any_compared(const RunCheck *rc)
+{
+	for (int o = 0; o < rc->nout; o++)
+		if (rc->out[o].compared)
+			return 1;
+	return 0;
+}
+
 void runcheck_free(RunCheck *rc)
 {
 	for (int o = 0; o < rc->nout; o++)
