@@ -2565,7 +2565,9 @@ Test(cli, config_names_the_key_out_of_range, .timeout = 60)
 
 /* A param that breaks assume is named as such, by run and by check (exit
  * 2, as for a bad --param; check said only "could not draw inputs where
- * 'assume' holds"): nothing could be drawn, and with --input nothing is. */
+ * 'assume' holds"): nothing could be drawn, and with --input nothing is.
+ * It is a value refused, no misused option: no pointer to --help, which a
+ * misused option still gets. */
 Test(cli, a_param_that_breaks_assume_is_named, .timeout = 60)
 {
 	write_text("build/softmax_t.yaml", "carrier: softmax_temp\nparams: {temp: f32}\nassume: temp > 0 && temp < 9\n"
@@ -2579,9 +2581,14 @@ Test(cli, a_param_that_breaks_assume_is_named, .timeout = 60)
 			out, sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "param temp = -1 breaks 'assume' (temp > 0)"), "%s", out);
 	cr_expect_not(strstr(out, "could not draw"), "%s", out);
+	cr_expect_not(strstr(out, "assoc --help"), "%s", out);
 	cr_assert_eq(sh(ASSOC " run build/softmax_t.yaml --device interp --param temp=300", out, sizeof out, 1), 2, "%s",
 		     out);
-	cr_expect(strstr(out, "param temp = 300 breaks 'assume' (temp < 9)"), "%s", out);
+	cr_expect(strstr(out, "assoc: param temp = 300 breaks 'assume' (temp < 9)\n"), "%s", out);
+	cr_expect_not(strstr(out, "assoc --help"), "%s", out);
+	cr_assert_eq(sh(ASSOC " run build/softmax_t.yaml --device interp --rows -1 --param temp=2", out, sizeof out, 1),
+		     2, "%s", out);
+	cr_expect(strstr(out, "\n(see assoc --help)\n"), "a misused option: %s", out);
 	cr_assert_eq(sh(ASSOC " check build/softmax_t.yaml --param temp=-1", out, sizeof out, 1), 2, "%s", out);
 	cr_expect(strstr(out, "assoc: build/softmax_t.yaml: param temp = -1 breaks 'assume' (temp > 0)"), "%s", out);
 	cr_expect_not(strstr(out, "could not draw"), "%s", out);

@@ -79,7 +79,8 @@ int cli_params_fit(const Opts *o, const Carrier *c);
 /* cli_load that also takes a loop spec (for `assoc explore`). */
 Carrier *cli_load_any(const Opts *o, const char *path);
 /* The run's arrays as the command line shapes them (--rows, --len, --heads,
- * --kv-heads), drawn from --seed with --param; NULL after a usage error. */
+ * --kv-heads), drawn from --seed with --param; NULL after an error, said
+ * (a usage error, or a param value refused, with no pointer to --help). */
 RunData *cli_drawn(const Opts *o, Carrier *c);
 /* --heads and --kv-heads (1 when not given, kv as many as heads), or
  * EXIT_USAGE after a message when heads is not a multiple of kv. */

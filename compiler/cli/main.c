@@ -351,8 +351,9 @@ RunData *cli_drawn(const Opts *o, Carrier *c)
 		return NULL;
 	RunData *d = rundata_new_heads(c, o->rows, o->len, heads, kv);
 	char msg[1024];
+	/* a param's value, or one that breaks assume: no misused option */
 	if (rundata_draw(d, o->check.seed, o->params, o->nparams, msg, sizeof msg)) {
-		usage_error("%s", msg);
+		input_error("%s", msg);
 		rundata_free(d);
 		return NULL;
 	}
