@@ -271,6 +271,32 @@ Test(check, scans_skip_the_empty_row)
 	spec_carrier_free(c);
 }
 
+/* A witness on a row of no positions says so, with the row inputs it
+ * has ("row of   (no elements)" read as a row cut short). */
+Test(check, an_empty_row_witness_reads_cleanly)
+{
+	static const char *const specs[][2] = {
+		{"carrier: maxfill\nelement: {x: f32}\nstate: {m: f32}\nidentity: {m: -inf}\nlift: {m: x}\n"
+		 "merge:\n  m: max(a.m, b.m)\nfinalize:\n  out: where(m == -inf, 1, m)\nreference:\n  out: max(x)\n",
+		 "\n    an empty row\n"},
+		{"carrier: maxfill\nelement: {x: f32}\nrow: {c: f32}\nstate: {m: f32}\nidentity: {m: -inf}\n"
+		 "lift: {m: x}\nmerge:\n  m: max(a.m, b.m)\nfinalize:\n  out: where(m == -inf, c, m)\n"
+		 "reference:\n  out: max(x)\n",
+		 "\n    an empty row with c = "},
+	};
+	for (int i = 0; i < 2; i++) {
+		CheckResult r;
+		Carrier *c = check_text(specs[i][0], 1, &r);
+		cr_expect_eq(r.sound, VERDICT_FAILS);
+		const char *d = r.sound_detail ? r.sound_detail : "", *x = r.sound_cex ? r.sound_cex : "";
+		cr_expect(strstr(d, "on an empty row (length 0)"), "%s", d);
+		cr_expect(!strncmp(x, specs[i][1] + 1, strlen(specs[i][1]) - 1), "%s", x);
+		cr_expect_not(strstr(x, "no elements"), "%s", x);
+		check_result_free(&r);
+		spec_carrier_free(c);
+	}
+}
+
 /* Spec text whose reference check fails, saying detail. */
 static void expect_unsound(const char *spec, const char *detail)
 {

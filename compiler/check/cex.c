@@ -254,6 +254,14 @@ void cex_row(Buf *b, Machine *m, const Row *r)
 		buf_printf(b, "    a row of %d positions, not shown", r->len);
 		return;
 	}
+	if (!r->len) { /* no positions to list; a row input is still a value it has */
+		Carrier *c = m->c;
+		buf_puts(b, "    an empty row");
+		if (scalars(c->row, c->nrow))
+			buf_puts(b, " with");
+		put_decl_values(b, c->row, c->nrow, m->rowoff, 0, r->rowv, r->rowrest, 0, 0, m, r, 0);
+		return;
+	}
 	buf_puts(b, "    row of");
 	put_inputs(b, m, r, 0, r->len, 1);
 }
