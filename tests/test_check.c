@@ -1204,6 +1204,40 @@ Test(check, special_values_not_tried)
 	check_result_free(&r);
 }
 
+/* Special values reach row inputs too: a query of one infinity scores
+ * +inf, and a softmax's rescaling makes lse NaN where the reference's
+ * log of an infinite sum is +inf.  Where q is the only float input it
+ * was not tried at all; beside float columns (attention's k and v, 64
+ * wide, where the specials the columns get make every score NaN) it
+ * was not found.  Where assume bounds q, none but -0 is put. */
+Test(check, special_values_reach_row_inputs, .timeout = 60)
+{
+	static const char *const fmt =
+		"carrier: qsoftmax\nelement: {x: i32}\nrow: {q: f32}\n%slet:\n  s: q * x\n"
+		"state: {m: f32, l: f32}\nidentity: {m: -inf, l: 0}\nlift: {m: s, l: 1}\nmerge:\n  m: max(a.m, b.m)\n"
+		"  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\nfinalize: {lse: m + log(l)}\n"
+		"reference:\n  lse: log(sum(exp(s)))\nlaws: [commutative]\n";
+	char text[1024];
+	CheckResult r;
+	snprintf(text, sizeof text, fmt, "");
+	run_text(text, &r, 1);
+	cr_expect_eq(r.special.inputs, 1);
+	cr_expect_gt(r.special.rows, 0);
+	cr_expect_eq(r.special.reference, VERDICT_FAILS);
+	cr_expect(r.special.ref_detail && strstr(r.special.ref_detail, "lse is NaN but the reference gives inf"), "%s",
+		  r.special.ref_detail);
+	check_result_free(&r);
+	snprintf(text, sizeof text, fmt, "assume: abs(q) < 100\n");
+	run_text(text, &r, 1);
+	cr_expect_eq(r.special.reference, VERDICT_HOLDS, "%s\n%s", r.special.ref_detail, r.special.ref_cex);
+	check_result_free(&r);
+	cr_assert_eq(run("tests/attention/row_scaled.yaml", &r, 1), 0);
+	cr_expect_eq(r.special.reference, VERDICT_FAILS);
+	cr_expect(r.special.ref_detail && strstr(r.special.ref_detail, "lse is NaN but the reference gives inf"), "%s",
+		  r.special.ref_detail);
+	check_result_free(&r);
+}
+
 /* Where a law fails on ordinary values, the groupings differ anyway: the
  * rows are not tried, and that is why. */
 Test(check, special_values_not_tried_where_a_law_fails)

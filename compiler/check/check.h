@@ -58,7 +58,7 @@ typedef struct {
  * NaN as it likes; but then devices, each grouping the fold its own way,
  * may give different results on such rows. */
 typedef struct {
-	int inputs;        /* float components of element and column inputs (0: nothing to try) */
+	int inputs;        /* float components of element, column and row inputs (0: nothing to try) */
 	int rows;          /* rows drawn holding a special value where `assume` holds */
 	int law_fails;     /* not tried: a law fails on ordinary values already */
 	Verdict grouping;  /* one accumulator against trees of them, commuted, an identity merged in; NA without rows */

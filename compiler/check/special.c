@@ -1,4 +1,4 @@
-/* special.c: rows whose float element and column inputs hold NaN, +-inf,
+/* special.c: rows whose float element, column and row inputs hold NaN, +-inf,
  * -0 or values near FLT_MAX among ordinary ones (f8e4m3's: NaN, +-448, -0
  * and subnormals).
  *
@@ -176,16 +176,46 @@ static int put_at(Machine *m, Row *r, int j, double p, int only, double *save, u
 	return n;
 }
 
+/* Specials in the row inputs of r (see put_specials), kept only where
+ * assume still holds at each position: a query q holding one infinity
+ * scores +inf at some keys, whose exp a softmax's rescaling turns to NaN
+ * where the reference's sum is inf. */
+static int put_row(Machine *m, Row *r, double p, int only, uint64_t *rng)
+{
+	Carrier *c = m->c;
+	double *save = check_doubles(m->roww);
+	memcpy(save, r->rowv, m->roww * sizeof *save);
+	int n = put_specials(c->row, c->nrow, m->rowoff, r->rowv, p, only, rng);
+	for (int j = 0; n && j < r->len; j++)
+		if (!eval_assume(m, r, j)) {
+			memcpy(r->rowv, save, m->roww * sizeof *save);
+			n = 0;
+		}
+	free(save);
+	return n;
+}
+
 /* Specials at random positions of r, sparse, dense or everywhere (a max
  * that skips NaN has only a row of NaN alone to show); one kind only in
  * half the rows, so that a NaN does not hide what an infinity does.  Where
  * none was put (a sparse draw on a short row, or assume refused them), one
- * at one position is tried a few times.  How many were put. */
+ * at one position is tried a few times.  A third of the rows of a carrier
+ * with float row inputs hold specials there instead, half of them one
+ * alone: among ordinary positions, as a NaN put beside it would hide what
+ * it does.  How many were put. */
 static int inject(Machine *m, Row *r, uint64_t *rng)
 {
 	static const double density[] = {0.15, 0.3, 0.6, 1};
-	double p = density[rng_int(rng, 0, 3)], *save = check_doubles(m->colw + m->elemw);
+	double p = density[rng_int(rng, 0, 3)];
 	int only = rng_next(rng) & 1 ? (int)draw_kind(rng) : -1, put = 0;
+	Carrier *c = m->c;
+	int at_pos = float_width(c->elem, c->nelem) + float_width(c->col, c->ncol);
+	if (r->len && float_width(c->row, c->nrow) && (!at_pos || !rng_int(rng, 0, 2)) &&
+	    (put = put_row(m, r, rng_next(rng) & 1 ? 2 : p, only, rng)))
+		return put;
+	if (!at_pos)
+		return 0;
+	double *save = check_doubles(m->colw + m->elemw);
 	for (int j = 0; j < r->len; j++)
 		put += put_at(m, r, j, p, only, save, rng);
 	for (int tries = 0; !put && r->len && tries < 8; tries++)
@@ -730,7 +760,7 @@ void check_specials(Ck *k, CheckResult *r)
 	Carrier *c = m->c;
 	SpecialOutcome *o = &r->special;
 	o->grouping = o->reference = VERDICT_NA;
-	o->inputs = float_width(c->elem, c->nelem) + float_width(c->col, c->ncol);
+	o->inputs = float_width(c->elem, c->nelem) + float_width(c->col, c->ncol) + float_width(c->row, c->nrow);
 	for (int i = 0; i < r->nlaw; i++)
 		o->law_fails |= r->law[i].v == VERDICT_FAILS;
 	/* where a grouping differs on ordinary values, that it differs on
@@ -894,17 +924,8 @@ static Sample *commute_row(Ck *k, int t)
 		s->shape = SHAPE_RANDOM;
 	}
 	int rw = float_width(c->row, c->nrow);
-	if (rw && rng_int(&k->rng, 0, 2) == 0) {
-		double *save = check_doubles(m->roww);
-		memcpy(save, s->row->rowv, m->roww * sizeof *save);
-		put_specials(c->row, c->nrow, m->rowoff, s->row->rowv, 2, -1, &k->rng);
-		int ok = 1;
-		for (int j = 0; j < s->row->len; j++)
-			ok &= eval_assume(m, s->row, j);
-		if (!ok)
-			memcpy(s->row->rowv, save, m->roww * sizeof *save);
-		free(save);
-	}
+	if (rw && rng_int(&k->rng, 0, 2) == 0)
+		put_row(m, s->row, 2, -1, &k->rng);
 	draw_sample_eval(m, s);
 	return s;
 }

@@ -94,7 +94,7 @@ static void print_specials(const SpecialOutcome *s)
 {
 	printf("  special values (NaN, inf): ");
 	if (!s->inputs) {
-		printf("not tried, the carrier has no float element or column input\n");
+		printf("not tried, the carrier has no float element, column or row input\n");
 		return;
 	}
 	if (s->law_fails) {
