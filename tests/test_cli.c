@@ -2594,6 +2594,26 @@ Test(cli, a_param_that_breaks_assume_is_named, .timeout = 60)
 	cr_expect_not(strstr(out, "could not draw"), "%s", out);
 }
 
+/* run --page-size refuses a param that breaks assume as run does: the
+ * same message, no pointer to --help (it named one after the message). */
+Test(cli, a_paged_run_refuses_a_param_as_run_does, .timeout = 60)
+{
+	write_text("build/attn_assume.yaml",
+		   "carrier: attn_assume\ndims: {d: 8}\nparams: {scale: f32}\nassume: scale > 0\nrow:\n  q: f16[d]\n"
+		   "column:\n  k: f16[d]\n  v: f16[d]\nlet:\n  s: dot(q, k) * scale\nstate:\n  m: f32\n  l: f32\n"
+		   "  o: f32[d]\nidentity: {m: -inf, l: 0, o: 0}\nlift: {m: s, l: 1, o: v}\nmerge:\n  m: max(a.m, b.m)\n"
+		   "  l: a.l * exp(a.m - m) + b.l * exp(b.m - m)\n  o: a.o * exp(a.m - m) + b.o * exp(b.m - m)\n"
+		   "finalize: {out: o / l}\nlaws: [commutative]\n");
+	char plain[4096];
+	cr_assert_eq(sh(ASSOC " run build/attn_assume.yaml --device interp --param scale=-1", plain, sizeof plain, 1), 2,
+		     "%s", plain);
+	cr_assert_eq(sh(ASSOC " run build/attn_assume.yaml --device interp --param scale=-1 --page-size 16 --batch 2", out,
+			sizeof out, 1),
+		     2, "%s", out);
+	cr_expect_str_eq(out, "assoc: param scale = -1 breaks 'assume' (scale > 0)\n");
+	cr_expect_str_eq(out, plain);
+}
+
 /* A param drawn where assume bounds it on its own (lg <= 0): run draws it
  * within (it drew 0.58 and stopped on "param lg = 0.58 breaks 'assume'");
  * where no draw meets the bound, run and check name the param and the

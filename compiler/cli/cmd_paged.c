@@ -217,14 +217,16 @@ static Paged *paged_of(Opts *o, Carrier *c, Npy *arr)
 		if (!rc && paged_draw(p, o->check.seed, o->params, o->nparams, msg, sizeof msg)) {
 			paged_free(p);
 			p = NULL;
-			rc = usage_error("%s", msg);
+			rc = input_error("%s", msg); /* a param's value, as run's (cli_drawn) */
 		}
 		free(table), free(lens), free(cu);
 		if (rc)
 			return NULL;
 	}
+	/* the options were checked before (page size, batch, heads): what is
+	 * left is a param's value, as run's (cli_drawn), or no memory */
 	if (!p)
-		return usage_error("%s", msg), NULL;
+		return input_error("%s", msg), NULL;
 	for (int i = 0; i < o->ninputs; i++) {
 		size_t want[4];
 		for (int k = 0; k < c->nrow; k++)
