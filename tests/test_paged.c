@@ -1048,6 +1048,20 @@ Test(paged, run_refuses_bad_options)
 	cr_assert(strstr(out, "cannot read paged keys and values"), "%s", out);
 }
 
+/* run --page-size reports its comparison as run does: sequences of no
+ * keys give lse -inf on both sides, which is no value compared by size
+ * (it read "max abs error 0, ... 0 of tolerance"). */
+Test(paged, run_reports_what_it_compared_as_run_does)
+{
+	char out[4096];
+	cr_assert_eq(sh(ASSOC " run specs/attention.yaml -D d=8 -D dv=8 --device interp --page-size 16 --batch 2 --len 0",
+			out, sizeof out, 1),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\n  lse: no value compared by size (against the float64 reference), 8 of 8 the same "
+			      "infinity in both (not compared by size)\n"),
+		  "%s", out);
+}
+
 /* run and run --page-size share the steps before the run: the device
  * found unusable, then the verdict refusing a carrier, each said the same
  * way with the same exit status. */

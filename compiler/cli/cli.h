@@ -130,6 +130,10 @@ void cli_inputs_free(Npy *arr);
 void cli_busy(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_busy_done(void);
 
+/* A run's comparison with the reference: a line an output (its errors,
+ * or that no value was compared, by size or at all, and why), then ok or
+ * FAILED.  run and run --page-size print it alike. */
+void cli_print_check(const RunCheck *rc);
 /* The carrier's verdict before a run, on the few trials a run takes. */
 int cli_run_verdict(Carrier *c, const Opts *o);
 /* The same before another command that runs the carrier: doing and

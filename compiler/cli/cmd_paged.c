@@ -403,21 +403,7 @@ int cmd_paged_run(Opts *o, Carrier *c, const Device *dv)
 				       dv->paged ? "each sequence's K and V read from the pool through its row of the block table"
 						 : "each sequence's keys gathered through its block table into [key/value head][key] "
 						   "before its kernel");
-			for (int k = 0; k < chk.nout; k++) {
-				const OutCheck *x = &chk.out[k];
-				char notes[256];
-				runcheck_notes(x, notes, sizeof notes);
-				printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)%s", x->name,
-				       x->max_abs, x->max_rel, x->worst_ratio, x->basis ? x->basis : "the float64 reference", notes);
-				if (x->nan_mismatch)
-					printf(", %d NaN or infinity where the reference differs (the first at flat index %zu) "
-					       "FAILS",
-					       x->nan_mismatch, x->at);
-				else if (x->worst_ratio > 1)
-					printf(" (worst at flat index %zu) FAILS", x->at);
-				printf("\n");
-			}
-			printf("  %s\n", chk.ok ? "ok" : "FAILED");
+			cli_print_check(&chk);
 			rc = chk.ok ? EXIT_OK : EXIT_FAIL;
 			runcheck_free(&chk);
 			int w = write_outputs(o, p);

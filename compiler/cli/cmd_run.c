@@ -556,19 +556,31 @@ static void print_mpi(const RunMpiTimes *t)
 	printf(": local fold %.3f s, communication %.3f s, merge %.3f s\n", t->fold, t->comm, t->merge);
 }
 
-static void print_check(const RunCheck *rc, const RunData *d)
+/* The line under the outputs: an ok that compared nothing, or nothing by
+ * size, says so. */
+static const char *check_verdict(const RunCheck *rc)
+{
+	if (!rc->ok)
+		return "FAILED";
+	if (!runcheck_any_compared(rc))
+		return "ok (no positions to compare)";
+	return runcheck_any_sized(rc) ? "ok" : "ok (no value compared by size)";
+}
+
+void cli_print_check(const RunCheck *rc)
 {
 	for (int o = 0; o < rc->nout; o++) {
 		const OutCheck *x = &rc->out[o];
+		const char *basis = x->basis ? x->basis : "the float64 reference";
 		if (!x->compared) { /* a scan over rows of length 0: errors of 0 would read as a match */
 			printf("  %s: no positions to compare\n", x->name);
 			continue;
 		}
 		if (runcheck_sized(x) || x->nan_mismatch)
 			printf("  %s: max abs error %.3g, max relative %.3g, %.3g of tolerance (against %s)", x->name,
-			       x->max_abs, x->max_rel, x->worst_ratio, x->basis);
+			       x->max_abs, x->max_rel, x->worst_ratio, basis);
 		else /* errors of 0 would read as a match */
-			printf("  %s: no value compared by size (against %s)", x->name, x->basis);
+			printf("  %s: no value compared by size (against %s)", x->name, basis);
 		char notes[256];
 		runcheck_notes(x, notes, sizeof notes);
 		if (x->nan_mismatch)
@@ -580,18 +592,7 @@ static void print_check(const RunCheck *rc, const RunData *d)
 			printf(" (worst at flat index %zu) FAILS", x->at);
 		printf("\n");
 	}
-	(void)d;
-}
-
-/* The line under the outputs: an ok that compared nothing, or nothing by
- * size, says so. */
-static const char *check_verdict(const RunCheck *rc)
-{
-	if (!rc->ok)
-		return "FAILED";
-	if (!runcheck_any_compared(rc))
-		return "ok (no positions to compare)";
-	return runcheck_any_sized(rc) ? "ok" : "ok (no value compared by size)";
+	printf("  %s\n", check_verdict(rc));
 }
 
 int cli_run_verdict(Carrier *c, const Opts *o) { return cli_run_verdict_as(c, o, "running", "run it"); }
@@ -737,8 +738,7 @@ static int cmd_run_on(Opts *o)
 			cli_busy("%s: comparing with the float64 reference", c->file);
 			runcheck_run(d, &chk);
 			cli_busy_done();
-			print_check(&chk, d);
-			printf("  %s\n", check_verdict(&chk));
+			cli_print_check(&chk);
 			rc = chk.ok ? EXIT_OK : EXIT_FAIL;
 			runcheck_free(&chk);
 			int w = write_outputs(o, d);
