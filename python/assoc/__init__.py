@@ -727,9 +727,9 @@ def _input_views(spec, arrays):
                 _article(a.role), a.role, _axes_text(spec, a)))
         try:
             v = _arrays.view(obj, a.type)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             # NumPy's own words on a list it cannot convert say nothing of which input it was
-            raise type(e)("input '%s': %s" % (a.name, e)) from None
+            raise (ValueError if isinstance(e, OverflowError) else type(e))("input '%s': %s" % (a.name, e)) from None
         if v.masked:
             raise ValueError("input '%s' is %s: a kernel reads every element, so pass its data with the masked "
                              "elements filled" % (a.name, "a masked CUDA array (its __cuda_array_interface__ has a "

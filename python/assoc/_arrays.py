@@ -122,11 +122,51 @@ def view(obj, spec_type):
     if not isinstance(obj, np.ndarray):
         if spec_type not in NUMPY_TYPES:
             raise TypeError("a %s array must be %s, not %s" % (spec_type, NO_NUMPY[spec_type], type(obj).__name__))
-        obj = np.ascontiguousarray(obj, dtype=NUMPY_TYPES[spec_type])
+        obj = _from_values(np, obj, spec_type)
     t = _type_of(obj.dtype, NUMPY_TYPES) if obj.dtype.isnative else None
     v = View(obj, "numpy", None, host_pointer(obj), t, obj.dtype, obj.shape, obj.flags.c_contiguous)
     v.masked = masked
     return v
+
+
+def _from_values(np, obj, spec_type):
+    """obj (a list, a memoryview) as a C-contiguous NumPy array of
+    spec_type, or a ValueError where that type would not hold its values:
+    NumPy's cast cuts 1.5 to 1 and wraps 2**32 to 0 in an integer type,
+    reads "2" as a number and takes a finite 1e39 to an f32 infinity,
+    each without a word."""
+    import numbers
+    want = np.dtype(NUMPY_TYPES[spec_type])
+    got = np.asarray(obj)
+    if got.dtype.kind == "O":
+        # Python ints past int64, which NumPy keeps as objects, or things that are no numbers
+        bad = [e for e in got.flat if not isinstance(e, numbers.Real)][:1]
+        if bad:
+            raise TypeError("it holds %r, which is no number" % (bad[0],))
+    elif got.dtype.kind not in "biuf":
+        raise ValueError("it holds %s, not real numbers" % {"U": "strings", "S": "bytes", "c": "complex numbers"}.get(
+            got.dtype.kind, "values of dtype %s" % got.dtype))
+    if got.size and want.kind in "ib":
+        lo, hi = (0, 1) if want.kind == "b" else (int(np.iinfo(want).min), int(np.iinfo(want).max))
+        flat = got.ravel()
+        if got.dtype.kind == "O":
+            ok = np.array([e == e and lo <= e <= hi and e == int(e) for e in flat], bool)
+        else:
+            with np.errstate(invalid="ignore"):
+                ok = (flat >= lo) & (flat <= hi) & (flat == np.floor(flat) if got.dtype.kind == "f" else True)
+        if not ok.all():
+            e = flat[int(np.argmin(ok))]
+            raise ValueError("it holds %r, which is not %s" % (
+                e.item() if hasattr(e, "item") else e, "a bool (True, False, 0 or 1)" if want.kind == "b" else
+                "an %s (a whole number from %d to %d)" % (spec_type, lo, hi)))
+    with np.errstate(over="ignore"):  # said below, naming the value
+        a = np.ascontiguousarray(got, dtype=want)
+    if want.kind == "f" and got.size:
+        wide = got.astype(np.float64) if got.dtype.kind == "O" else got
+        bad = np.isinf(a) & np.isfinite(wide)
+        if bad.any():
+            raise ValueError("it holds %r, which is beyond %s's range" % (wide[bad].flat[0].item(), spec_type))
+    return a
 
 
 def holds_bits(v, spec_type):

@@ -513,6 +513,25 @@ class Specs(unittest.TestCase):
         for device in ("cpu", "interp"):
             self.assertEqual(list(spec.compile(device, threads=1)(x=x, c=0.7)["n"]), [3], device)
 
+    def test_a_list_whose_values_the_input_type_would_change_is_refused(self):
+        # NumPy's cast would cut 1.5 to 1, wrap 2**32 to 0, read "2" as 2 and make 1e39 an f32 infinity
+        k = assoc.loads("carrier: isum\nelement: {x: i32}\nstate: {s: i64}\nidentity: {s: 0}\nlift: {s: x}\n"
+                        "merge: {s: a.s + b.s}\nlaws: [commutative]\n").compile("interp")
+        self.assertEqual(list(k(x=[[1, 2.0, -3]])["s"]), [0])
+        for bad, said in (([[1.5, 2]], r"1\.5, which is not an i32 \(a whole number from -2147483648 to 2147483647\)"),
+                          ([[2**32, 2]], r"4294967296, which is not an i32"), ([[1, 2**70]], r"1180591620717411303424, "
+                                                                                 r"which is not an i32"),
+                          ([[float("nan")]], r"nan, which is not an i32"), ([["2"]], r"strings, not real numbers"),
+                          ([[1j]], r"complex numbers, not real numbers")):
+            with self.assertRaisesRegex(ValueError, r"^input 'x': it holds " + said):
+                k(x=bad)
+        with self.assertRaisesRegex(TypeError, r"^input 'x': it holds None, which is no number"):
+            k(x=[[1, None]])
+        f = assoc.load("specs/sum.yaml").compile("interp")
+        with self.assertRaisesRegex(ValueError, r"^input 'x': it holds 1e\+39, which is beyond f32's range"):
+            f(x=[[1, 1e39]])
+        self.assertEqual(list(f(x=[[float("inf"), 2**70]])["s"]), [float("inf")])
+
     def test_a_copy_of_a_kernel_or_spec_is_the_object_itself(self):
         import copy
         import gc
