@@ -34,7 +34,10 @@ class View:
 
     def library(self):
         """The top module of the array's type: "numpy", "torch", "cupy", or
-        the one of a "cuda" array."""
+        the one of a "cuda" array (a subclass of a NumPy array, np.memmap's
+        or a program's own, is "numpy": its memory is one)."""
+        if self.kind == "numpy":
+            return "numpy"
         return type(self.obj).__module__.split(".")[0]
 
     def where(self):

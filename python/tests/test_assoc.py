@@ -532,6 +532,20 @@ class Specs(unittest.TestCase):
             f(x=[[1, 1e39]])
         self.assertEqual(list(f(x=[[float("inf"), 2**70]])["s"]), [float("inf")])
 
+    def test_subclasses_of_numpy_arrays_go_with_numpy_arrays(self):
+        # a subclass of a program's own was "__main__ on the host", refused beside a plain array
+        class Tagged(np.ndarray):
+            pass
+
+        k = assoc.load("specs/cross_entropy.yaml").compile("interp")
+        x = np.array([[1, 2, 3], [0, 0, 0]], np.float32)
+        label = np.array([2, 0], np.int32)
+        want = k(x=x, label=label)["loss"]
+        for xs, ls in ((x.view(Tagged), label), (x, label.view(Tagged)), (x.view(Tagged), label.view(Tagged))):
+            out = k(x=xs, label=ls)["loss"]
+            self.assertIs(type(out), np.ndarray)
+            np.testing.assert_array_equal(out, want)
+
     def test_a_copy_of_a_kernel_or_spec_is_the_object_itself(self):
         import copy
         import gc
