@@ -783,7 +783,8 @@ def _check_int32(name, arr, shape, first):
         if _arrays._is_torch(arr) and arr.device.type == "cpu" and str(arr.dtype) == "torch.int32":
             arr = arr.contiguous().numpy()  # the same memory, read as NumPy
         if not isinstance(arr, np.ndarray) or arr.dtype != np.int32:
-            raise ValueError("%s: a %d-dimensional numpy.int32 array (or torch.int32 CPU tensor)" % (name, len(shape)))
+            raise ValueError("%s is %s: a %d-dimensional numpy.int32 array (or torch.int32 CPU tensor)" % (
+                name, _given(arr), len(shape)))
         arr = np.ascontiguousarray(arr)
     v = _arrays.view(arr, "i32")
     if first.device is not None and (v.device != first.device or v.kind != first.kind or v.type != "i32"):
@@ -796,6 +797,14 @@ def _check_int32(name, arr, shape, first):
         raise ValueError("%s is not C-contiguous (row-major): pass a contiguous copy" % name)
     v.keep = arr
     return v
+
+
+def _given(obj):
+    """What obj is, in a few words: an array's dtype and shape, else its type."""
+    dtype, shape = getattr(obj, "dtype", None), getattr(obj, "shape", None)
+    if dtype is not None and shape is not None:
+        return "%s of dtype %s and shape %s" % (type(obj).__name__, dtype, tuple(shape))
+    return "a " + type(obj).__name__
 
 
 def _want_dtype(kind, t):

@@ -810,8 +810,13 @@ class Paged(unittest.TestCase):
                                                 r"shape \[4\]\[any\]"):
             kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table[:3], seq_lens=lens, page_size=self.P,
                  cu_seqlens_q=cu)
-        with self.assertRaisesRegex(ValueError, r"seq_lens: a 1-dimensional numpy.int32 array"):
+        # what was given is said beside what is taken
+        with self.assertRaisesRegex(ValueError, r"^seq_lens is ndarray of dtype int64 and shape \(4,\): a "
+                                                r"1-dimensional numpy.int32 array"):
             kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table, seq_lens=lens.astype(np.int64),
+                 page_size=self.P, cu_seqlens_q=cu)
+        with self.assertRaisesRegex(ValueError, r"^block_table is a list: a 2-dimensional numpy.int32 array"):
+            kern(q=q, k=pool_k, v=pool_v, scale=scale, block_table=table.tolist(), seq_lens=lens,
                  page_size=self.P, cu_seqlens_q=cu)
         # heads and kv_heads, where given, are the shapes' (not ignored), page_size an int, named where
         # it is not; max_seqlen_q a NumPy integer as well
