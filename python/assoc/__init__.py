@@ -56,7 +56,13 @@ def load(path, dims=None):
 
 
 def loads(text, dims=None):
-    """The spec written in text (its diagnostics name the file "spec")."""
+    """The spec written in text, a str or bytes (its diagnostics name the
+    file "spec")."""
+    if not isinstance(text, (str, bytes, bytearray)):
+        # bytes() of an int is that many NULs, of a path its name, of a list its numbers as characters
+        raise TypeError("text must be a str or bytes, the spec's text, not %s%s" % (
+            type(text).__name__, ": assoc.load(path) reads a spec's file" if isinstance(text, os.PathLike) or
+            hasattr(text, "read") else ""))
     data = _lib.cstr(text, "spec text")
     vals, n, keep = _dims(dims)
     h = ctypes.c_void_p()

@@ -341,6 +341,18 @@ class Specs(unittest.TestCase):
         import pathlib
         self.assertEqual(assoc.load(pathlib.Path("specs/sum.yaml")).name, "sum")
 
+    def test_spec_text_that_is_no_text_is_a_type_error(self):
+        # bytes(5) was five NULs ("embedded null byte"), bytes(a path) its name read as the spec
+        for bad, said in ((5, "int"), (None, "NoneType"), ([1, 2], "list"),
+                          (pathlib.Path("specs/sum.yaml"), "PosixPath: assoc.load\\(path\\) reads a spec's file")):
+            with self.assertRaisesRegex(TypeError, r"^text must be a str or bytes, the spec's text, not %s" % said):
+                assoc.loads(bad)
+        with open("specs/sum.yaml") as f:
+            with self.assertRaisesRegex(TypeError, r"not TextIOWrapper: assoc.load\(path\) reads a spec's file"):
+                assoc.loads(f)
+        self.assertEqual(assoc.loads(read("specs/sum.yaml").encode()).name, "sum")
+        self.assertEqual(assoc.loads(bytearray(read("specs/sum.yaml").encode())).name, "sum")
+
     def test_bad_spec_text_carries_its_position(self):
         text = read("tests/bad/expr_arity.yaml")
         with self.assertRaisesRegex(assoc.SpecError, r"^spec:6:6: error: 'exp' takes 1 argument, got 2"):
