@@ -15,6 +15,7 @@ import numbers
 import os
 import threading
 from collections import namedtuple
+from collections.abc import Mapping
 
 from . import _arrays, _lib
 from ._arrays import register_cuda_array
@@ -35,6 +36,8 @@ def library_path():
 
 
 def _dims(dims):
+    if dims is not None and not isinstance(dims, Mapping):
+        raise TypeError("dims must be a dict of the dims' names to ints ({'d': 128}), not %s" % type(dims).__name__)
     for name, value in (dims or {}).items():
         if not isinstance(name, str):
             raise TypeError("dims: the name of a dim is a str, not %r" % (name,))

@@ -189,6 +189,10 @@ class Softmax(unittest.TestCase):
             self.k(x=[[1.0, 2.0], [3.0]])
         with self.assertRaisesRegex(TypeError, r"dims: the name of a dim is a str, not 3"):
             assoc.load("specs/online_softmax.yaml", dims={3: 4})
+        # not "'list' object has no attribute 'items'"
+        with self.assertRaisesRegex(TypeError, r"^dims must be a dict of the dims' names to ints \(\{'d': 128\}\), "
+                                               r"not list"):
+            assoc.load("specs/attention.yaml", dims=[("d", 8)])
 
     def test_big_endian_arrays_are_refused_saying_so(self):
         x = np.arange(8, dtype=">f4").reshape(2, 4)
