@@ -713,7 +713,15 @@ class Kernel(_Handle):
 
     def output_shapes(self, shapes, heads=None, kv_heads=None):
         """{output: shape} for inputs of these shapes ({name: shape})."""
-        return plan(self.spec, shapes, heads, kv_heads)[5]
+        spec = self.spec
+        missing = [a.name for a in spec.inputs if a.name not in shapes]
+        stray = [n for n in shapes if n not in {a.name for a in spec.inputs}]
+        if missing or stray:
+            # plan() would raise KeyError('x'), or leave a misspelt name unsaid
+            raise ValueError("%s: shapes %s; its inputs are %s" % (
+                spec.name, "name no input '%s'" % stray[0] if stray else "lack the input '%s'" % missing[0],
+                ", ".join(a.name for a in spec.inputs)))
+        return plan(spec, shapes, heads, kv_heads)[5]
 
 
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f8e4m3": 1, "f64": 8, "i32": 4, "i64": 8, "bool": 1}

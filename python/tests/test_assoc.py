@@ -154,6 +154,13 @@ class Softmax(unittest.TestCase):
         np.testing.assert_allclose(out["lse"], lse, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(out["y"], y, rtol=1e-4, atol=1e-7)
 
+    def test_output_shapes_name_a_missing_or_unknown_input(self):
+        self.assertEqual(self.k.output_shapes({"x": (2, 5)}), {"lse": [2], "y": [2, 5]})
+        with self.assertRaisesRegex(ValueError, r"^online_softmax: shapes lack the input 'x'; its inputs are x$"):
+            self.k.output_shapes({})
+        with self.assertRaisesRegex(ValueError, r"^online_softmax: shapes name no input 'X'; its inputs are x$"):
+            self.k.output_shapes({"x": (2, 5), "X": (2, 5)})
+
     def test_zero_rows(self):
         out = self.k(x=np.zeros((0, 8), np.float32))
         self.assertEqual(out["lse"].shape, (0,))
