@@ -397,6 +397,11 @@ def plan(spec, shapes, heads=None, kv_heads=None):
     if "rows" not in seen or "len" not in seen:
         raise ValueError("the shape of %s cannot be told from the inputs" %
                          ("rows" if "rows" not in seen else "len"))
+    for what in ("heads", "kv_heads"):
+        if what in seen and seen[what][0] < 1:
+            # said of the input, not as "0 heads on 1 key/value heads" of a carrier that may have none
+            raise ValueError("input '%s' has %s 0 (its leading axis): a head axis holds 1 or more; a run of no rows "
+                             "takes rows 0 instead" % (seen[what][1], what))
     rows, length = seen["rows"][0], seen["len"][0]
     H = seen["heads"][0] if "heads" in seen else 1
     G = seen["kv_heads"][0] if "kv_heads" in seen else (H if any(a.role == "column" for a in ins) else 1)

@@ -165,6 +165,14 @@ class Softmax(unittest.TestCase):
         out = self.k(x=np.zeros((0, 8), np.float32))
         self.assertEqual(out["lse"].shape, (0,))
         self.assertEqual(out["y"].shape, (0, 8))
+        # an empty head axis is named as such, not "0 heads on 1 key/value heads" of a carrier with none
+        with self.assertRaisesRegex(ValueError, r"^input 'x' has heads 0 \(its leading axis\): a head axis holds 1 "
+                                                r"or more; a run of no rows takes rows 0 instead"):
+            self.k(x=np.zeros((0, 2, 8), np.float32))
+        attn = assoc.load("specs/attention.yaml", dims={"d": 4, "dv": 4}).compile("interp")
+        with self.assertRaisesRegex(ValueError, r"^input 'k' has kv_heads 0 \(its leading axis\)"):
+            attn(q=np.ones((2, 3, 4), np.float16), k=np.ones((0, 5, 4), np.float16), v=np.ones((0, 5, 4), np.float16),
+                 scale=0.5)
 
     def test_lists_become_arrays_of_the_spec_type(self):
         out = self.k(x=[[0.0, 0.0, 0.0, 0.0]])
