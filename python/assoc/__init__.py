@@ -179,7 +179,9 @@ class Spec(_Handle):
     def check(self, trials=0, seed=1):
         """The verdict `assoc check` reaches (trials: randomized trials of
         each law, 0 for check's 20000).  A failed law is a Report with ok
-        False, not an exception."""
+        False, not an exception.  The verdict stands for compile(): a spec
+        that fails here is refused at every param value, even one whose
+        laws a run alone would judge at the values it is given."""
         trials = _c_int("trials", trials)
         if trials < 0:
             raise ValueError("trials must be 0 (the default) or more, got %d" % trials)
