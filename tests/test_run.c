@@ -2132,6 +2132,62 @@ Test(run, one_checker_checks_runs_as_each_alone)
 	spec_carrier_free(c);
 }
 
+/* A checker that keeps rows (runchecker_keep) takes each row's reference
+ * and folds from the run before where the inputs are the same, whatever
+ * the outputs (a wrong one first, whose check folds the rows, then right
+ * ones, then a wrong map output), and evaluates them again where an
+ * element, a column or a param differs: each check is the one
+ * runcheck_run gives alone. */
+Test(run, a_kept_checker_reuses_rows_of_the_same_inputs)
+{
+	static const char *const specs[] = {"specs/attention.yaml", "specs/online_softmax.yaml"};
+	for (int s = 0; s < 2; s++) {
+		Carrier *c = load_ok(specs[s]);
+		int att = s == 0, heads = att ? 4 : 1, rows = 3;
+		RunData *d = rundata_new_heads(c, rows, 37, heads, att ? 2 : 1);
+		char msg[200], what[96];
+		cr_assert_eq(rundata_draw(d, 5, NULL, 0, msg, sizeof msg), 0, "%s", msg);
+		interp_run(d);
+		RunChecker *k = runchecker_new(c);
+		runchecker_keep(k);
+		/* 0: a wrong lse or out, 1: right, 2: right again, 3: a wrong map
+		 * output (softmax) or out, 4: an input changed, 5: a param (attention)
+		 * or another element changed */
+		for (int step = 0; step < 6; step++) {
+			Buffer *b = att ? &d->fin[0] : step == 3 ? &d->map[0] : &d->fin[0];
+			float *spoilt = (float *)b->p + (b == &d->fin[0] ? 1 : 5), was = *spoilt;
+			if (step == 0 || step == 3)
+				*spoilt += 1;
+			if (step == 4) {
+				Buffer *in = att ? &d->col[0] : &d->elem[0];
+				run_buffer_set(in, 7, run_buffer_get(in, 7) + 0.5);
+			}
+			if (step == 5) {
+				if (att)
+					d->params[0] *= 2;
+				else
+					run_buffer_set(&d->elem[0], 40, 3.0);
+			}
+			if (step >= 4)
+				interp_run(d);
+			RunCheck kept, alone;
+			runchecker_run(k, d, &kept);
+			runcheck_run(d, &alone);
+			snprintf(what, sizeof what, "%s step %d", specs[s], step);
+			same_check(&kept, &alone, what);
+			cr_expect_eq(kept.ok, step != 0 && step != 3, "%s", what);
+			int want = step == 0 || step >= 4 ? 0 : rows * heads;
+			cr_expect_eq(runchecker_reused(k), want, "%s: %d rows reused", what, runchecker_reused(k));
+			runcheck_free(&kept);
+			runcheck_free(&alone);
+			*spoilt = was;
+		}
+		runchecker_free(k);
+		rundata_free(d);
+		spec_carrier_free(c);
+	}
+}
+
 /* A RunChecker is for its own carrier's runs: another's is a fault of the
  * caller, stopped before it reads the run through the wrong programs. */
 Test(run, a_checker_refuses_another_carriers_run, .signal = SIGABRT)

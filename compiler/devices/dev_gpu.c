@@ -512,10 +512,14 @@ static void mark_p(const Gpu *g, int v, RunData *d)
 		runcheck_round_p(d, kind, at->fm, at->fl, at->fo);
 }
 
-static int checked(RunData *d, char *msg, size_t n)
+/* k: NULL, or the checker to take (runchecker_keep) */
+static int checked_by(RunChecker *k, RunData *d, char *msg, size_t n)
 {
 	RunCheck rc;
-	runcheck_run(d, &rc);
+	if (k)
+		runchecker_run(k, d, &rc);
+	else
+		runcheck_run(d, &rc);
 	int bad = -1;
 	for (int o = 0; o < rc.nout; o++)
 		if (rc.out[o].worst_ratio > 1 || rc.out[o].nan_mismatch)
@@ -527,23 +531,43 @@ static int checked(RunData *d, char *msg, size_t n)
 	return bad >= 0 ? -1 : 0;
 }
 
-int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n)
+static int checked(RunData *d, char *msg, size_t n) { return checked_by(NULL, d, msg, n); }
+
+int gpu_validate_kept(Gpu *g, const RunData *d, int v, int split, RunData **small, RunChecker *k, char *msg, size_t n)
 {
 	/* two key/value heads at most, each with its query heads: the heads'
 	 * offsets and grouping are exercised, and the float64 reference, which
-	 * every candidate pays for, stays short (attention, 16 heads of 64
-	 * rows x 2048 keys at head dim 128: about 9 s) */
-	int kv = d->kv_heads > 2 ? 2 : d->kv_heads, heads = d->kv_heads > 2 ? d->heads / d->kv_heads * 2 : d->heads;
-	RunData *small = rundata_new_heads(d->c, d->rows < 64 ? d->rows : 64, d->len < 2048 ? d->len : 2048, heads, kv);
+	 * a checker that keeps rows evaluates for the first candidate alone,
+	 * stays short (attention, 16 heads of 64 rows x 2048 keys at head dim
+	 * 128: about 9 s) */
+	if (!*small) {
+		int kv = d->kv_heads > 2 ? 2 : d->kv_heads, heads = d->kv_heads > 2 ? d->heads / d->kv_heads * 2 : d->heads;
+		*small = rundata_new_heads(d->c, d->rows < 64 ? d->rows : 64, d->len < 2048 ? d->len : 2048, heads, kv);
+		memcpy((*small)->params, d->params, d->c->nparams * sizeof *d->params);
+		if (rundata_draw(*small, 7, NULL, 0, msg, n))
+			return -1;
+	}
+	RunData *s = *small;
+	/* no output of the candidate before stands in for one this one left unwritten */
+	for (int o = 0; o < d->c->nfinal; o++)
+		memset(s->fin[o].p, 0, s->fin[o].n * s->fin[o].width * run_kind_size(s->fin[o].kind));
+	for (int o = 0; o < d->c->nmap; o++)
+		memset(s->map[o].p, 0, s->map[o].n * s->map[o].width * run_kind_size(s->map[o].kind));
 	GpuBufs b = {0};
-	memcpy(small->params, d->params, d->c->nparams * sizeof *d->params);
-	mark_p(g, v, small);
-	int rc = rundata_draw(small, 7, NULL, 0, msg, n) || gpu_upload(g, small, &b, msg, n) ||
-			 gpu_launch(g, &b, v, split, small->rows, small->len, msg, n) || gpu_download(g, small, &b, msg, n)
+	mark_p(g, v, s);
+	int rc = gpu_upload(g, s, &b, msg, n) || gpu_launch(g, &b, v, split, s->rows, s->len, msg, n) ||
+			 gpu_download(g, s, &b, msg, n)
 		 ? -1
-		 : checked(small, msg, n) ? 1
-					  : 0;
+		 : checked_by(k, s, msg, n) ? 1
+					    : 0;
 	gpu_free_bufs(g, &b);
+	return rc;
+}
+
+int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n)
+{
+	RunData *small = NULL;
+	int rc = gpu_validate_kept(g, d, v, split, &small, NULL, msg, n);
 	rundata_free(small);
 	return rc;
 }

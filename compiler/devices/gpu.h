@@ -130,6 +130,11 @@ int gpu_paged_enqueue(Gpu *g, const GpuPaged *pd, int v, int split, int zero, Gp
  * the kernel), and compare with the reference: 0; 1 with why where the
  * result is wrong, -1 with why where it did not run. */
 int gpu_validate(Gpu *g, const RunData *d, int v, int split, char *msg, size_t n);
+/* The same for many variants on one problem (a tuner's candidates): its
+ * inputs drawn at the first call and kept in *small, and k (made by the
+ * caller, runchecker_keep'd) evaluates their reference once.  Free *small
+ * with rundata_free. */
+int gpu_validate_kept(Gpu *g, const RunData *d, int v, int split, RunData **small, RunChecker *k, char *msg, size_t n);
 /* d's outputs, as variant v wrote them at d's own shape, compared with the
  * float64 reference on a sample of rows: GPU_SAMPLE_ROWS spread over
  * each of the first, a middle and the last head (so over query tiles,

@@ -19,6 +19,9 @@ typedef struct {
 	int split;
 	void (*progress)(void *ctx, int done, int total);
 	void *ctx;
+	/* every candidate validated on one draw, its reference evaluated once */
+	RunData *small;
+	RunChecker *check;
 } Tuner;
 
 /* The module's variant that candidate c launches (c less its split). */
@@ -75,7 +78,11 @@ int gpu_resources(Gpu *g, int v, TuneResources *r, char *msg, size_t n)
 static int validate(void *ctx, const Variant *c, char *why, size_t n)
 {
 	Tuner *t = ctx;
-	return gpu_validate(t->g, t->d, index_of(&t->g->m, c), c->split, why, n);
+	if (!t->check) {
+		t->check = runchecker_new(t->d->c);
+		runchecker_keep(t->check);
+	}
+	return gpu_validate_kept(t->g, t->d, index_of(&t->g->m, c), c->split, &t->small, t->check, why, n);
 }
 
 static int enqueue(void *ctx, char *msg, size_t n)
@@ -191,5 +198,7 @@ out:
 	if (t.flush)
 		rt_free(g->rt, t.flush);
 	gpu_free_bufs(g, &t.b);
+	rundata_free(t.small);
+	runchecker_free(t.check);
 	return rc;
 }

@@ -271,6 +271,15 @@ typedef struct RunChecker RunChecker;
 RunChecker *runchecker_new(Carrier *c);
 void runchecker_run(RunChecker *k, RunData *d, RunCheck *rc);
 void runchecker_free(RunChecker *k);
+/* From now on k keeps each row's float64 reference and left folds, and a
+ * later run whose inputs are those of the run checked last (its shape,
+ * params and every input array, compared in full; not a paged run) takes
+ * them instead of evaluating them again: a tuner's candidates, each run
+ * on the same draw, pay for the reference once.  Their outputs and
+ * p_round may differ. */
+void runchecker_keep(RunChecker *k);
+/* The rows (of all heads) whose values k's last run took from the run before. */
+int runchecker_reused(const RunChecker *k);
 /* Record how the device treated P (RunData.p_round); kind 0: float32. */
 void runcheck_round_p(RunData *d, int kind, int m, int l, int o);
 /* The same for a weighted sum: state field o = sum w v, v column input v. */

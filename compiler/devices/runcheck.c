@@ -408,6 +408,9 @@ static void reference_of(Ctx *x, Mode md, const Row *row)
 		x->ref_range = fetestexcept(FE_OVERFLOW | FE_UNDERFLOW) != 0;
 }
 
+/* The row's reference and left folds, which depend on its inputs alone
+ * (a RunChecker that keeps rows stores them); the naive attention with P
+ * rounded depends on the device's p_round too, and is computed apart. */
 static void row_values(Ctx *x)
 {
 	Machine *m = x->m;
@@ -418,8 +421,6 @@ static void row_values(Ctx *x)
 		if (x->need_fold)
 			fold_row(x, (Mode)md);
 	}
-	if (x->pfin)
-		naive_rounded_p(x);
 }
 
 /* Gather one output of the row, in both modes, into want/naive/bound
@@ -557,6 +558,34 @@ static void vals_free(Vals *v)
 		free(all[i]);
 }
 
+/* A row's values kept by a RunChecker (runchecker_keep): both modes'
+ * Vals end to end, which of its folds are done, and whether its float64
+ * reference overflowed. */
+typedef struct {
+	double *vals;
+	int folded[2], ref_range;
+} KeptRow;
+
+/* Copy both modes' Vals to (save) or from kept vals, in vals_alloc's sizes. */
+static void vals_copy(Vals *v, double *kept, const Machine *m, size_t L, int save)
+{
+	size_t R = m->refw, P = L * m->refw, F = L * m->finw, M = L * m->mapw;
+	for (int md = 0; md < 2; md++) {
+		double *all[] = {v[md].refv, v[md].refe, v[md].refr, v[md].posv, v[md].pose, v[md].posr,
+				 v[md].fin,  v[md].fine, v[md].finr, v[md].map,  v[md].mape, v[md].mapr};
+		size_t size[] = {R, R, R, P, P, P, F, F, F, M, M, M};
+		for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+			memcpy(save ? kept : all[i], save ? all[i] : kept, size[i] * sizeof *kept);
+			kept += size[i];
+		}
+	}
+}
+
+static size_t vals_size(const Machine *m, size_t L)
+{
+	return 2 * 3 * (m->refw + L * (m->refw + m->finw + m->mapw));
+}
+
 static void outputs_init(Ctx *x, RunCheck *rc)
 {
 	Carrier *c = x->d->c;
@@ -604,14 +633,81 @@ static void merge_head(RunCheck *all, const RunCheck *one, const RunData *d, int
 	all->ok &= one->ok;
 }
 
-static void check_one(Machine *m, RunData *d, RunCheck *rc, Row **cols);
+static void check_one(Machine *m, RunData *d, RunCheck *rc, Row **cols, KeptRow *kept);
 
 /* One evaluation machine for every check of a carrier: a batch of
  * sequences (paged.c) or the heads of a run would otherwise build the
  * carrier's programs once each. */
 struct RunChecker {
 	Machine m;
+	/* runchecker_keep: the inputs of the run checked last (inputs_of) and
+	 * its rows' values, by head and row */
+	int keep;
+	unsigned char *in;
+	size_t nin;
+	KeptRow *rows;
+	int nrows, reused;
 };
+
+static void kept_drop(RunChecker *k)
+{
+	for (int r = 0; r < k->nrows; r++)
+		free(k->rows[r].vals);
+	free(k->rows), free(k->in);
+	k->rows = NULL, k->in = NULL, k->nrows = 0, k->nin = 0;
+}
+
+static void put(unsigned char **at, const void *p, size_t bytes)
+{
+	if (*at)
+		memcpy(*at, p, bytes), *at += bytes;
+}
+
+/* d's inputs end to end into at (NULL: only counted): its shape, params
+ * and input arrays, all that a row's reference and folds read. */
+static size_t inputs_of(const RunData *d, unsigned char *at)
+{
+	const Carrier *c = d->c;
+	int shape[] = {d->rows, d->len, d->qpos, d->heads, d->kv_heads, d->scan};
+	unsigned char *start = at;
+	size_t n = sizeof shape + c->nparams * sizeof *d->params;
+	put(&at, shape, sizeof shape);
+	put(&at, d->params, c->nparams * sizeof *d->params);
+	const Buffer *bufs[] = {d->row, d->col, d->elem};
+	int nbuf[] = {c->nrow, c->ncol, c->nelem};
+	for (int s = 0; s < 3; s++)
+		for (int k = 0; k < nbuf[s]; k++) {
+			size_t bytes = bufs[s][k].n * bufs[s][k].width * run_kind_size(bufs[s][k].kind);
+			put(&at, bufs[s][k].p, bytes);
+			n += bytes;
+		}
+	return start ? (size_t)(at - start) : n;
+}
+
+/* The kept rows for d: those of the last run where d has its inputs
+ * (their values reused), else fresh ones; NULL where d is paged (its
+ * columns live in a pool that inputs_of does not read). */
+static KeptRow *kept_for(RunChecker *k, const RunData *d)
+{
+	if (d->page.size)
+		return NULL;
+	size_t n = inputs_of(d, NULL);
+	unsigned char *in = xcalloc(n, 1);
+	inputs_of(d, in);
+	int rows = d->rows * (d->heads > 1 ? d->heads : 1);
+	if (k->in && k->nin == n && k->nrows == rows && !memcmp(k->in, in, n)) {
+		free(in);
+		return k->rows;
+	}
+	kept_drop(k);
+	k->in = in, k->nin = n, k->nrows = rows;
+	k->rows = xcalloc(rows, sizeof *k->rows);
+	return k->rows;
+}
+
+void runchecker_keep(RunChecker *k) { k->keep = 1; }
+
+int runchecker_reused(const RunChecker *k) { return k->reused; }
 
 RunChecker *runchecker_new(Carrier *c)
 {
@@ -626,6 +722,7 @@ void runchecker_free(RunChecker *k)
 {
 	if (!k)
 		return;
+	kept_drop(k);
 	eval_free(&k->m);
 	free(k);
 }
@@ -636,8 +733,12 @@ void runchecker_run(RunChecker *k, RunData *d, RunCheck *rc)
 		fputs("assoc: runchecker_run: a run of another carrier\n", stderr);
 		abort();
 	}
+	KeptRow *kept = k->keep ? kept_for(k, d) : NULL;
+	k->reused = 0;
+	for (int r = 0; kept && r < k->nrows; r++)
+		k->reused += kept[r].vals != NULL;
 	if (d->heads <= 1) {
-		check_one(&k->m, d, rc, NULL);
+		check_one(&k->m, d, rc, NULL, kept);
 		return;
 	}
 	/* a key/value head's columns loaded once for its query heads */
@@ -647,7 +748,7 @@ void runchecker_run(RunChecker *k, RunData *d, RunCheck *rc)
 			eval_row_free(cols), cols = NULL;
 		RunData *v = rundata_head_view(d, h);
 		RunCheck one;
-		check_one(&k->m, v, &one, &cols);
+		check_one(&k->m, v, &one, &cols, kept ? kept + (size_t)h * d->rows : NULL);
 		if (h == 0)
 			*rc = one; /* the first head's check is the start of the whole */
 		else {
@@ -667,8 +768,9 @@ void runcheck_run(RunData *d, RunCheck *rc)
 }
 
 /* cols: NULL; or where the Row of d's columns goes, kept for the next
- * call, which finds them loaded when it is not NULL */
-static void check_one(Machine *m, RunData *d, RunCheck *rc, Row **cols)
+ * call, which finds them loaded when it is not NULL.  kept: NULL, or
+ * d's rows' values, reused where a row has them, stored where not. */
+static void check_one(Machine *m, RunData *d, RunCheck *rc, Row **cols, KeptRow *kept)
 {
 	Carrier *c = d->c;
 	Ctx x = {.m = m, .d = d};
@@ -698,8 +800,25 @@ static void check_one(Machine *m, RunData *d, RunCheck *rc, Row **cols)
 		rundata_load_row(d, m, r, x.row);
 		for (x.first = 0; x.first < d->len && eval_masked(m, x.row, x.first); x.first++)
 			;
-		row_values(&x);
+		KeptRow *kr = kept ? &kept[r] : NULL;
+		if (kr && kr->vals) {
+			vals_copy(x.v, kr->vals, m, L, 0);
+			x.folded[MODE_F64] = kr->folded[MODE_F64], x.folded[MODE_F32] = kr->folded[MODE_F32];
+			x.ref_range = kr->ref_range;
+		} else
+			row_values(&x);
+		if (x.pfin)
+			naive_rounded_p(&x);
 		check_outputs(&x, rc, r);
+		/* after check_outputs: the folds it took are kept too */
+		if (kr && (!kr->vals || kr->folded[MODE_F64] != x.folded[MODE_F64] ||
+			   kr->folded[MODE_F32] != x.folded[MODE_F32])) {
+			if (!kr->vals)
+				kr->vals = xcalloc(vals_size(m, L), sizeof(double));
+			vals_copy(x.v, kr->vals, m, L, 1);
+			kr->folded[MODE_F64] = x.folded[MODE_F64], kr->folded[MODE_F32] = x.folded[MODE_F32];
+			kr->ref_range = x.ref_range;
+		}
 		if (d->scan && c->nref)
 			check_scan_prefixes(&x, rc, r);
 	}
