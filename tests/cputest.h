@@ -17,11 +17,15 @@ static inline LlvmKernel *compiled(Carrier *c, const LlvmOpts *o)
 }
 
 /* d's outputs against its float64 reference, by the shared rule of
- * runcheck_run (compiler/devices/runcheck.c), NaN and infinity included. */
-static inline void expect_ok(RunData *d, const char *what)
+ * runcheck_run (compiler/devices/runcheck.c), NaN and infinity included;
+ * through checker k where not NULL. */
+static inline void expect_ok_by(RunChecker *k, RunData *d, const char *what)
 {
 	RunCheck rc;
-	runcheck_run(d, &rc);
+	if (k)
+		runchecker_run(k, d, &rc);
+	else
+		runcheck_run(d, &rc);
 	for (int o = 0; o < rc.nout; o++) {
 		OutCheck *x = &rc.out[o];
 		cr_expect(!x->nan_mismatch, "%s: %s: %d NaN or infinity mismatches (at %zu)", what, x->name,
@@ -30,6 +34,18 @@ static inline void expect_ok(RunData *d, const char *what)
 			  x->worst_ratio, x->at, x->max_abs);
 	}
 	runcheck_free(&rc);
+}
+
+static inline void expect_ok(RunData *d, const char *what) { expect_ok_by(NULL, d, what); }
+
+/* A checker of c that keeps rows (runchecker_keep): runs of the same
+ * inputs checked one after another through it (threads, splits, lanes)
+ * evaluate the float64 reference once. */
+static inline RunChecker *kept_checker(Carrier *c)
+{
+	RunChecker *k = runchecker_new(c);
+	runchecker_keep(k);
+	return k;
 }
 
 #endif

@@ -1052,6 +1052,7 @@ Test(cpu, self_merging_fields_fold_beside_the_rescale, .timeout = 240)
 		cr_expect_eq(tile_extra_fold(c, xl), s % 2 ? EXPR_ADD : EXPR_MAX, "%s: the pick folds alone", c->name);
 		cr_expect_eq(tile_extra_fold(c, want_m + 1), -1, "%s: l is rescaled", c->name);
 		LlvmKernel *k = compiled(c, NULL), *tree = compiled(c, &(LlvmOpts){.tile = 1, .lanes = s == 3 ? 1 : 0});
+		RunChecker *chk = kept_checker(c); /* the three runs of a length: one reference */
 		cr_expect(k->max_rescale && k->tile > 1 && k->two_pass, "%s: the n-ary fold, two passes", c->name);
 		cr_expect(!tree->max_rescale, "%s: tiles of 1, the spec's merges", c->name);
 		for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
@@ -1072,7 +1073,7 @@ Test(cpu, self_merging_fields_fold_beside_the_rescale, .timeout = 240)
 			for (int t = 0; t < 3; t++) {
 				run_kernel(k, d, p[t > 0], t == 2 ? 3 : 0);
 				snprintf(w, sizeof w, "%s len %d threads %d%s", c->name, len, 1 + (t > 0), t == 2 ? " split" : "");
-				expect_ok(d, w);
+				expect_ok_by(chk, d, w);
 				float *loss = d->fin[0].p;
 				if (len && s == 0) {
 					cr_expect_eq(loss[5], 0, "%s: a negative label: loss 0", w);
@@ -1090,6 +1091,7 @@ Test(cpu, self_merging_fields_fold_beside_the_rescale, .timeout = 240)
 			}
 			rundata_free(d);
 		}
+		runchecker_free(chk);
 		llvm_kernel_free(k);
 		llvm_kernel_free(tree);
 		tiles_ok(c, c->name);
@@ -1104,7 +1106,7 @@ Test(cpu, self_merging_fields_fold_beside_the_rescale, .timeout = 240)
  * and split into chunks (two threads: each chunk below the switch), with a
  * row of -inf and a row of -inf among finite values, against the float64
  * reference; in the host's lanes, or 8 (AVX2's). */
-static void two_pass_lanes_ok(Carrier *c, int expect_two_pass, int lanes)
+static void two_pass_lanes_ok(Carrier *c, RunChecker *chk, int expect_two_pass, int lanes)
 {
 	enum { N = TWO_PASS_BYTES / 4 };
 	static const int lens[] = {N - 17, N, N + 1, N + 33, 1000};
@@ -1126,7 +1128,7 @@ static void two_pass_lanes_ok(Carrier *c, int expect_two_pass, int lanes)
 			run_kernel(k, d, p[t], t ? 3 : 0);
 			char w[200];
 			snprintf(w, sizeof w, "%s len %d threads %d", c->name, len, t + 1);
-			expect_ok(d, w);
+			expect_ok_by(chk, d, w);
 			if (d->fin[0].p && c->nfinal)
 				cr_expect_eq(((float *)d->fin[0].p)[1], -INFINITY, "%s: a row of -inf", w);
 			rundata_free(d);
@@ -1136,10 +1138,14 @@ static void two_pass_lanes_ok(Carrier *c, int expect_two_pass, int lanes)
 	llvm_kernel_free(k);
 }
 
+/* One checker for both: a length's rows, drawn alike for 1 thread and 2,
+ * have their reference evaluated once. */
 static void two_pass_ok(Carrier *c, int expect_two_pass)
 {
-	two_pass_lanes_ok(c, expect_two_pass, 0);
-	two_pass_lanes_ok(c, expect_two_pass, 8);
+	RunChecker *chk = kept_checker(c);
+	two_pass_lanes_ok(c, chk, expect_two_pass, 0);
+	two_pass_lanes_ok(c, chk, expect_two_pass, 8);
+	runchecker_free(chk);
 }
 
 Test(cpu, two_pass_rows_around_the_switch, .timeout = 120)
@@ -1169,6 +1175,7 @@ Test(cpu, rows_holding_inf_through_the_guarded_fold, .timeout = 300)
 	pools_open(p, 2);
 	for (int s = 0; s < 3; s++) {
 		Carrier *c = load_ok(specs[s]);
+		RunChecker *chk = kept_checker(c); /* 1 thread and 2 on rows drawn alike: one reference */
 		for (int ln = 0; ln < 2; ln++) {
 			LlvmKernel *k = compiled(c, &(LlvmOpts){.lanes = lanes[ln]});
 			cr_expect(k->max_rescale, "%s: the n-ary fold", specs[s]);
@@ -1192,7 +1199,7 @@ Test(cpu, rows_holding_inf_through_the_guarded_fold, .timeout = 300)
 					run_kernel(k, d, p[t], t ? 3 : 0);
 					char w[200];
 					snprintf(w, sizeof w, "%s lanes %d len %d threads %d", c->name, lanes[ln], len, t + 1);
-					expect_ok(d, w);
+					expect_ok_by(chk, d, w);
 					const float *lse = d->fin[0].p;
 					const float want[ROWS - 1] = {INFINITY, INFINITY, INFINITY, NAN, -INFINITY, INFINITY};
 					for (int r = 0; r < ROWS - 1; r++)
@@ -1210,6 +1217,7 @@ Test(cpu, rows_holding_inf_through_the_guarded_fold, .timeout = 300)
 				}
 			llvm_kernel_free(k);
 		}
+		runchecker_free(chk);
 		spec_carrier_free(c);
 	}
 	pools_close(p, 2);
