@@ -77,6 +77,33 @@ Test(check, bundled_specs_hold_on_other_seeds, .timeout = 120)
 	globfree(&g);
 }
 
+/* check_commutes's answer is found once a carrier and kept on it: the
+ * rows' trials are most of what planning a kernel or an emulator module
+ * costs, and each run's module asks again.  A merge that commutes by its
+ * form (no claim) and one that does not keep their answers and whys. */
+Test(check, commutation_is_found_once_a_carrier)
+{
+	static const char *const paths[] = {"bench/carriers/xent_label.yaml", "affine maps"};
+	for (int k = 0; k < 2; k++) {
+		Carrier *c = k == 0 ? load_ok(paths[k])
+				    : text_ok("carrier: affine\nelement: {w: f32, x: f32}\nstate: {A: f32, B: f32}\n"
+					      "identity: {A: 1, B: 0}\nlift: {A: w, B: x}\n"
+					      "merge:\n  A: a.A * b.A\n  B: b.A * a.B + b.B\n");
+		cr_expect_eq(c->commutes_found, 0, "%s: not asked yet", paths[k]);
+		char why[400], again[400];
+		int first = check_commutes(c, why, sizeof why);
+		cr_expect_eq(first, k == 0, "%s: %s", paths[k], why);
+		cr_expect_eq(c->commutes_found, 1 + first, "%s: kept", paths[k]);
+		cr_expect_str_eq(c->commutes_why, why);
+		cr_expect_eq(check_commutes(c, again, sizeof again), first, "%s", paths[k]);
+		cr_expect_str_eq(again, why);
+		char small[8];
+		check_commutes(c, small, sizeof small);
+		cr_expect(!strncmp(small, why, 7) && !small[7], "%s: cut to the caller's room: %s", paths[k], small);
+		spec_carrier_free(c);
+	}
+}
+
 Test(check, trial_counts)
 {
 	CheckResult r;

@@ -115,7 +115,9 @@ int check_ok(const CheckResult *r);
  * why: claimed; else, not for a scan, a+b = b+a over the reals, by the
  * merge's form or proved (prove_equal), and on rows holding NaN, +-inf
  * and -0 the two orders give the same state and outputs, as values (NaN
- * as NaN, -0 as 0).  Deterministic: the rows come from a fixed seed. */
+ * as NaN, -0 as 0).  Deterministic: the rows come from a fixed seed; so
+ * the answer is found at c's first call and kept on c (commutes_found),
+ * later calls (every kernel's planning, every emulator module) take it. */
 int check_commutes(Carrier *c, char *why, size_t n);
 /* Whether the identity leaves every lift as it is, e+a = a bit for bit
  * (so that a fold may start from a position's lift instead of merging it

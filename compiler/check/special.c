@@ -1051,7 +1051,23 @@ static int over_param_cases(Carrier *c, RowsTrial *trial, char *why, size_t n, i
 	return bad;
 }
 
+static int commutes(Carrier *c, char *why, size_t n);
+
+/* The answer is the carrier's, whatever asks (each kernel's planning and
+ * each emulator module of a run ask again): found once and kept on it. */
 int check_commutes(Carrier *c, char *why, size_t n)
+{
+	if (!c->commutes_found) {
+		char found[512] = {0};
+		c->commutes_found = 1 + commutes(c, found, sizeof found);
+		memcpy(c->commutes_why, found, sizeof c->commutes_why - 1); /* cut as a caller's 400 bytes cut it */
+		c->commutes_why[sizeof c->commutes_why - 1] = 0;
+	}
+	snprintf(why, n, "%s", c->commutes_why);
+	return c->commutes_found - 1;
+}
+
+static int commutes(Carrier *c, char *why, size_t n)
 {
 	if (c->laws & LAW_COMMUTATIVE) {
 		snprintf(why, n, "claimed (laws: [commutative])");

@@ -73,6 +73,12 @@ typedef struct {
 	int ncert;
 	int *cert_var;      /* the coordinate vars used by back */
 	Expr **cert_back;   /* one per state field, over the coordinates */
+
+	/* check_commutes's answer, found once a carrier (its rows' trials
+	 * cost more than the rest of a module's or a kernel's planning):
+	 * 0 not yet asked, else 1 + its result, with its why */
+	int commutes_found;
+	char commutes_why[400];
 } Carrier;
 
 typedef struct {
