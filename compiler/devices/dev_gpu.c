@@ -544,8 +544,12 @@ int gpu_validate_kept(Gpu *g, const RunData *d, int v, int split, RunData **smal
 		int kv = d->kv_heads > 2 ? 2 : d->kv_heads, heads = d->kv_heads > 2 ? d->heads / d->kv_heads * 2 : d->heads;
 		*small = rundata_new_heads(d->c, d->rows < 64 ? d->rows : 64, d->len < 2048 ? d->len : 2048, heads, kv);
 		memcpy((*small)->params, d->params, d->c->nparams * sizeof *d->params);
-		if (rundata_draw(*small, 7, NULL, 0, msg, n))
+		if (rundata_draw(*small, 7, NULL, 0, msg, n)) {
+			/* not kept: a later candidate would run on inputs never drawn */
+			rundata_free(*small);
+			*small = NULL;
 			return -1;
+		}
 	}
 	RunData *s = *small;
 	/* no output of the candidate before stands in for one this one left unwritten */
